@@ -1,0 +1,27 @@
+"""fgrad: functional automatic differentiation for Python on NumPy.
+
+Write a function with `fgrad.numpy` (a mirror of NumPy) and transform it:
+
+>>> import fgrad, fgrad.numpy as fnp
+>>> f = lambda x: fnp.sin(x) * x
+>>> float(fgrad.grad(f)(0.0)), float(fgrad.grad(fgrad.grad(f))(0.0))
+(0.0, 2.0)
+
+Public names only; the layers underneath are `core` (levels, boxes, the K transform),
+`primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
+transforms) and `test_util` (numerical gradient checks).
+"""
+
+from . import numpy, tree_util
+from .api import (
+    grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
+)
+from .primitive import primitive
+from . import test_util
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
+    "stop_gradient", "primitive", "numpy", "tree_util", "test_util",
+]

@@ -1,0 +1,527 @@
+"""The transforms users call: grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev,
+hessian and stop_gradient, with JAX's names and semantics.
+
+Pytrees are flattened once here, at the edge; the core sees flat lists of values. Errors about
+what the user passed are raised here, naming the argument, its shape and dtype.
+
+Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy` (Jacobians are assembled with fgrad
+operations so that they can be differentiated again: `hessian = jacfwd(jacrev(f))`).
+"""
+
+import functools
+import operator
+
+import numpy as _np
+
+from . import numpy as fnp
+from .core import Box, ForwardLevel, ReverseLevel, backward_pass, primal, zeros_like_value
+from .tree_util import tree_flatten, tree_map, tree_unflatten
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
+    "stop_gradient",
+]
+
+
+# --- checking what the user passed -------------------------------------------------------
+
+
+def _describe(x):
+    v = primal(x)
+    return f"shape {_np.shape(v)} and dtype {_dtype(v)}"
+
+
+def _dtype(v):
+    """NumPy's dtype of a value; a Python float counts as float64, as in NumPy."""
+    return _np.result_type(v) if not isinstance(v, (list, tuple)) else _np.asarray(v).dtype
+
+
+def _check_callable(fun, who):
+    if not callable(fun):
+        raise TypeError(
+            f"{who} expects a function as its first argument, got {fun!r} of type "
+            f"{type(fun).__name__}; pass the function itself, e.g. {who}(f), not {who}(f(x))"
+        )
+
+
+def _normalize_argnums(argnums, who):
+    if isinstance(argnums, (int, _np.integer)) and not isinstance(argnums, bool):
+        return (operator.index(argnums),), True
+    if isinstance(argnums, (tuple, list)) and all(
+        isinstance(a, (int, _np.integer)) and not isinstance(a, bool) for a in argnums
+    ):
+        nums = tuple(operator.index(a) for a in argnums)
+        if not nums:
+            raise ValueError(f"{who}: argnums is an empty tuple; name at least one argument")
+        if len(set(nums)) != len(nums):
+            raise ValueError(f"{who}: argnums {nums} names an argument twice; list each once")
+        return nums, False
+    raise TypeError(
+        f"{who}: argnums must be an int or a tuple of ints, got {argnums!r} of type "
+        f"{type(argnums).__name__}"
+    )
+
+
+def _check_argnums_range(argnums, nargs, who):
+    for a in argnums:
+        if not -nargs <= a < nargs:
+            raise ValueError(
+                f"{who}: argnums {a} is out of range: the function was called with {nargs} "
+                f"positional argument{'s' if nargs != 1 else ''} (valid argnums are 0 to "
+                f"{nargs - 1}); pass the value to differentiate positionally"
+            )
+    return tuple(a % nargs for a in argnums)
+
+
+def _check_float_leaves(leaves, labels, who):
+    """Differentiated inputs must be real floats: name the offending one and what to do."""
+    for x, label in zip(leaves, labels):
+        v = primal(x)
+        if isinstance(v, (list, tuple)):
+            v = _np.asarray(v)
+        dt = _dtype(v) if _is_arraylike(v) else None
+        if dt is not None and _np.issubdtype(dt, _np.floating):
+            continue
+        if dt is None:
+            what = f"of type {type(v).__name__}"
+            fix = "pass a float or a float NumPy array"
+        elif _np.issubdtype(dt, _np.complexfloating):
+            what = f"complex ({_describe(v)})"
+            fix = "complex inputs are not supported yet; differentiate the real and imaginary parts as separate float inputs"
+        else:
+            what = f"{dt} with shape {_np.shape(v)}"
+            fix = (
+                "pass 1.0 instead of 1" if _np.ndim(v) == 0 else "cast it with x.astype(float)"
+            )
+        raise TypeError(f"{who} requires float inputs; {label} is {what}: {fix}")
+
+
+def _is_arraylike(v):
+    return isinstance(v, (int, float, complex, bool, _np.ndarray, _np.generic))
+
+
+def _leaf_labels(tree_args, argnums):
+    """'argument i' (or 'argument i, leaf j') for each leaf of the differentiated arguments."""
+    labels = []
+    for a, arg in zip(argnums, tree_args):
+        leaves, _ = tree_flatten(arg)
+        if len(leaves) == 1 and not isinstance(arg, (tuple, list, dict)):
+            labels.append(f"argument {a}")
+        else:
+            labels.extend(f"argument {a} (leaf {j} of its pytree)" for j in range(len(leaves)))
+    return labels
+
+
+def _named(wrapper, fun, transform):
+    name = getattr(fun, "__name__", type(fun).__name__)
+    functools.update_wrapper(wrapper, fun)
+    wrapper.__name__ = wrapper.__qualname__ = f"{transform}({name})"
+    del wrapper.__wrapped__  # inspect.signature should show the wrapper's, not fun's
+    return wrapper
+
+
+def _strip(x, level):
+    """x as seen outside `level`: the value under a box of `level` (boxes of exited inner
+    levels are unwrapped first)."""
+    while type(x) is Box and x.level is not level and not x.level.live:
+        x = x.value
+    if type(x) is Box and x.level is level:
+        return x.value
+    return x
+
+
+def _own_node(x, level):
+    while type(x) is Box and x.level is not level and not x.level.live:
+        x = x.value
+    return x.aux if type(x) is Box and x.level is level else None
+
+
+def _split_aux(out, who):
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(
+            f"{who} with has_aux=True expects the function to return a pair (output, aux); "
+            f"it returned {type(out).__name__}"
+            + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
+        )
+    return out[0], out[1]
+
+
+# --- reverse mode ------------------------------------------------------------------------
+
+
+def vjp(fun, *primals, has_aux=False):
+    """Evaluate `fun(*primals)` and return `(out, vjp_fun)`; `vjp_fun(ct)` is the tuple of
+    cotangents of the primals (one per primal, each shaped like it). With `has_aux`, `fun`
+    returns `(out, aux)` and the result is `(out, vjp_fun, aux)`.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> out, f_vjp = fgrad.vjp(lambda x, y: x * y, 2.0, 3.0)
+    >>> [float(c) for c in f_vjp(1.0)]
+    [3.0, 2.0]
+    """
+    _check_callable(fun, "vjp")
+    return _vjp(fun, primals, has_aux, "vjp", [f"argument {i}" for i in range(len(primals))])
+
+
+def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
+    leaves, in_tree = tree_flatten(tuple(primals))
+    _check_float_leaves(leaves, labels or _leaf_labels(primals, range(len(primals))), who)
+    with ReverseLevel() as level:
+        boxes = [level.new_input(x) for x in leaves]
+        out = fun(*tree_unflatten(in_tree, boxes))
+    aux = None
+    if has_aux:
+        out, aux = _split_aux(out, who)
+        aux = tree_map(lambda a: _strip(a, level), aux)
+    out_leaves, out_tree = tree_flatten(out)
+    out_nodes = [_own_node(o, level) for o in out_leaves]
+    out_values = [_strip(o, level) for o in out_leaves]
+    in_nodes = [b.aux for b in boxes]
+    del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
+
+    def vjp_fun(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(
+                f"the cotangent passed to the vjp function has structure {ct_tree}, but the "
+                f"function's output has structure {out_tree}; pass a cotangent shaped like "
+                "the output"
+            )
+        for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
+            _check_like(c, o, f"cotangent leaf {i}", "output")
+        seeds = [(n, c) for n, c in zip(out_nodes, ct_leaves) if n is not None]
+        cts = backward_pass(level, seeds, consume=consume) if seeds else {}
+        grads = [
+            cts[n] if n in cts else zeros_like_value(x) for n, x in zip(in_nodes, leaves)
+        ]
+        return tree_unflatten(in_tree, grads)
+
+    primal_out = tree_unflatten(out_tree, out_values)
+    return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
+
+
+def _check_like(given, expected, what, of_what):
+    """A tangent or cotangent must have the shape and dtype of the value it goes with."""
+    g, e = primal(given), primal(expected)
+    g_shape, e_shape = _np.shape(g), _np.shape(e)
+    if g_shape != e_shape:
+        raise ValueError(
+            f"{what} has shape {g_shape}, but the {of_what} it goes with has shape {e_shape} "
+            f"(dtype {_dtype(e)}); pass an array of shape {e_shape}"
+        )
+    if isinstance(g, (float, int)) and not isinstance(g, bool):
+        return  # a Python number is weakly typed: it takes the dtype of the value
+    g_dtype, e_dtype = _dtype(g), _dtype(e)
+    if g_dtype != e_dtype and not isinstance(e, float):
+        raise ValueError(
+            f"{what} has dtype {g_dtype}, but the {of_what} it goes with has dtype {e_dtype} "
+            f"(shape {e_shape}); cast it with .astype({e_dtype.name!r})"
+        )
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """A function returning `(fun(*args), gradient)`; see `grad`.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> value, g = fgrad.value_and_grad(lambda x: x ** 3)(2.0)
+    >>> float(value), float(g)
+    (8.0, 12.0)
+    """
+    _check_callable(fun, "value_and_grad")
+    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad(fun, argnums, has_aux, who):
+    nums, single = _normalize_argnums(argnums, who)
+
+    def value_and_grad_fun(*args, **kwargs):
+        dyn_nums = _check_argnums_range(nums, len(args), who)
+        dyn = [args[i] for i in dyn_nums]
+
+        def fun_of_dyn(*dyn_args):
+            full = list(args)
+            for i, a in zip(dyn_nums, dyn_args):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        res = _vjp(fun_of_dyn, dyn, has_aux, who, _leaf_labels(dyn, dyn_nums), consume=True)
+        out, vjp_fun = res[0], res[1]
+        ct = _unit_cotangent(out, who)
+        g = vjp_fun(ct)
+        g = g[0] if single else g
+        return ((out, res[2]) if has_aux else out), g
+
+    return _named(value_and_grad_fun, fun, who)
+
+
+def _unit_cotangent(out, who):
+    """grad's output must be a real float with one element; its cotangent is 1."""
+    v = primal(out)
+    if not _is_arraylike(v):
+        raise TypeError(
+            f"{who} requires the function to return a scalar (a float or an array with one "
+            f"element); it returned {type(out).__name__}. For a pytree output use "
+            "jacrev(f) or vjp(f, x)"
+        )
+    dt = _dtype(v)
+    if _np.size(v) != 1:
+        raise TypeError(
+            f"{who} requires a scalar output (shape () or one element); the function "
+            f"returned {_describe(v)}. For the full Jacobian use jacrev(f); for a "
+            "vector-Jacobian product use vjp(f, x)"
+        )
+    if not _np.issubdtype(dt, _np.floating):
+        raise TypeError(
+            f"{who} requires a real float output; the function returned {_describe(v)}. "
+            "Make sure the output is computed from the float inputs"
+        )
+    return _np.ones(_np.shape(v), dtype=dt)[()] if _np.ndim(v) == 0 else _np.ones(_np.shape(v), dt)
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of a scalar-valued function with respect to argument `argnums` (an int,
+    or a tuple of ints for a tuple of gradients). With `has_aux`, `fun` returns
+    `(out, aux)` and the gradient function returns `(gradient, aux)`.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> float(fgrad.grad(fnp.sin)(0.0))
+    1.0
+    >>> [float(g) for g in fgrad.grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 5.0)]
+    [5.0, 2.0]
+    """
+    _check_callable(fun, "grad")
+    value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, "grad")
+
+    def grad_fun(*args, **kwargs):
+        (value_and_aux, g) = value_and_grad_fun(*args, **kwargs)
+        return (g, value_and_aux[1]) if has_aux else g
+
+    return _named(grad_fun, fun, "grad")
+
+
+# --- forward mode ------------------------------------------------------------------------
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Evaluate `fun(*primals)` and its directional derivative along `tangents`: returns
+    `(out, tangent_out)` (and `aux` third with `has_aux`).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> out, t = fgrad.jvp(fnp.sin, (0.0,), (2.0,))
+    >>> float(out), float(t)
+    (0.0, 2.0)
+    """
+    _check_callable(fun, "jvp")
+    for name, val in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(val, (tuple, list)):
+            raise TypeError(
+                f"jvp: {name} must be a tuple (or list) with one entry per argument, like "
+                f"jvp(f, (x,), (t,)); got {type(val).__name__}"
+            )
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError(
+            f"jvp: tangents have structure {t_tree} but primals have structure {p_tree}; "
+            "pass one tangent shaped like each primal"
+        )
+    _check_float_leaves(p_leaves, _leaf_labels(primals, range(len(primals))), "jvp")
+    for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
+        _check_like(t, p, f"jvp: tangent leaf {i}", "primal")
+    with ForwardLevel() as level:
+        boxes = [Box(p, level, t) for p, t in zip(p_leaves, t_leaves)]
+        out = fun(*tree_unflatten(p_tree, boxes))
+    aux = None
+    if has_aux:
+        out, aux = _split_aux(out, "jvp")
+        aux = tree_map(lambda a: _strip(a, level), aux)
+    out_leaves, out_tree = tree_flatten(out)
+    values, tangents_out = [], []
+    for o in out_leaves:
+        tangent = _own_node(o, level)  # on a forward level the box's aux is its tangent
+        value = _strip(o, level)
+        values.append(value)
+        tangents_out.append(zeros_like_value(value) if tangent is None else tangent)
+    result = (tree_unflatten(out_tree, values), tree_unflatten(out_tree, tangents_out))
+    return result + (aux,) if has_aux else result
+
+
+def linearize(fun, *primals):
+    """Evaluate `fun` once and return `(out, f_jvp)`, where `f_jvp(*tangents)` is the jvp
+    at `primals`, evaluated without running `fun` again.
+
+    `f_jvp` transposes the vjp: the vjp function is linear in its cotangent, and its own vjp
+    is the jvp. Each call costs about one backward pass.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> out, f_jvp = fgrad.linearize(lambda x: x ** 3, 2.0)
+    >>> float(out), float(f_jvp(1.0)), float(f_jvp(0.5))
+    (8.0, 12.0, 6.0)
+    """
+    _check_callable(fun, "linearize")
+    out, vjp_fun = _vjp(fun, primals, False, "linearize")
+    ct0 = tree_map(zeros_like_value, out)
+    _, transpose_fun = _vjp(vjp_fun, (ct0,), False, "linearize")
+    primals_tuple = tuple(primals)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals_tuple):
+            raise TypeError(
+                f"the linearized function takes {len(primals_tuple)} tangent(s), one per "
+                f"primal, but was given {len(tangents)}"
+            )
+        return transpose_fun(tuple(tangents))[0]
+
+    return out, _named(f_jvp, fun, "linearize")
+
+
+# --- Jacobians ---------------------------------------------------------------------------
+
+
+def _jacobian_setup(fun, argnums, args, who):
+    nums, single = _normalize_argnums(argnums, who)
+    dyn_nums = _check_argnums_range(nums, len(args), who)
+    dyn = tuple(args[i] for i in dyn_nums)
+    _check_float_leaves(tree_flatten(dyn)[0], _leaf_labels(dyn, dyn_nums), who)
+
+    def fun_of_dyn(*dyn_args):
+        full = list(args)
+        for i, a in zip(dyn_nums, dyn_args):
+            full[i] = a
+        return fun(*full)
+
+    return dyn, single, fun_of_dyn
+
+
+def _one_hot(like, k):
+    """A plain array shaped like `like` with a one at flat position k."""
+    v = primal(like)
+    e = _np.zeros(_np.size(v), dtype=_dtype(v))
+    e[k] = 1
+    return e.reshape(_np.shape(v))
+
+
+def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
+    """Jacobian blocks -> pytree: the output's structure, each leaf holding the input's
+    structure, each block of shape out_leaf.shape + in_leaf.shape (JAX's layout)."""
+    blocks = []
+    for k, o in enumerate(out_leaves):
+        per_input = [
+            fnp.reshape(pieces_by_out[k][j], _np.shape(primal(o)) + _np.shape(primal(x)))
+            for j, x in enumerate(in_leaves)
+        ]
+        blocks.append(in_tree_of(per_input))
+    return tree_unflatten(out_tree, blocks)
+
+
+def jacfwd(fun, argnums=0):
+    """The Jacobian of `fun` by forward mode: one jvp per input element.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.jacfwd(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    _check_callable(fun, "jacfwd")
+
+    def jacfwd_fun(*args):
+        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacfwd")
+        in_leaves, in_tree = tree_flatten(dyn)
+        columns = []  # columns[j][k]: tangent of output leaf k along input element j
+        out = None
+        for leaf_index, x in enumerate(in_leaves):
+            for k in range(_np.size(primal(x))):
+                tangents = [
+                    _one_hot(y, k) if i == leaf_index else zeros_like_value(y)
+                    for i, y in enumerate(in_leaves)
+                ]
+                out, t_out = jvp(fun_of_dyn, dyn, tree_unflatten(in_tree, tangents))
+                columns.append(tree_flatten(t_out)[0])
+        if out is None:
+            out = fun_of_dyn(*dyn)
+        out_leaves, out_tree = tree_flatten(out)
+        sizes = [_np.size(primal(x)) for x in in_leaves]
+        pieces = []
+        for k, o in enumerate(out_leaves):
+            pieces.append(_split_columns([col[k] for col in columns], sizes, o))
+        in_tree_of = _in_tree_builder(in_tree, single)
+        return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
+
+    return _named(jacfwd_fun, fun, "jacfwd")
+
+
+def _split_columns(cols, sizes, out_leaf):
+    """Stack tangents along a new last axis and split it by input leaf."""
+    o_shape = _np.shape(primal(out_leaf))
+    if not cols:
+        return [_np.zeros(o_shape + (0,), dtype=_dtype(primal(out_leaf))) for _ in sizes]
+    full = fnp.stack([fnp.reshape(c, o_shape) for c in cols], axis=-1)
+    bounds = _np.cumsum([0] + sizes)
+    return [full[..., int(lo):int(hi)] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _in_tree_builder(in_tree, single):
+    def build(per_input):
+        dyn = tree_unflatten(in_tree, per_input)
+        return dyn[0] if single else dyn
+
+    return build
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian of `fun` by reverse mode: one backward pass per output element.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.jacrev(lambda x: x[0] * x)(fnp.array([1.0, 2.0]))
+    array([[2., 0.],
+           [2., 1.]])
+    """
+    _check_callable(fun, "jacrev")
+
+    def jacrev_fun(*args):
+        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev")
+        out, vjp_fun = _vjp(fun_of_dyn, dyn, False, "jacrev")
+        in_leaves, in_tree = tree_flatten(dyn)
+        out_leaves, out_tree = tree_flatten(out)
+        pieces = []
+        for k, o in enumerate(out_leaves):
+            rows = []  # rows[i][j]: cotangent of input leaf j for output element i
+            for i in range(_np.size(primal(o))):
+                cts = [
+                    _one_hot(y, i) if m == k else zeros_like_value(y)
+                    for m, y in enumerate(out_leaves)
+                ]
+                rows.append(tree_flatten(vjp_fun(tree_unflatten(out_tree, cts)))[0])
+            pieces.append(
+                [
+                    fnp.stack([r[j] for r in rows]) if rows
+                    else _np.zeros((0,) + _np.shape(primal(x)), dtype=_dtype(primal(x)))
+                    for j, x in enumerate(in_leaves)
+                ]
+            )
+        in_tree_of = _in_tree_builder(in_tree, single)
+        return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
+
+    return _named(jacrev_fun, fun, "jacrev")
+
+
+def hessian(fun, argnums=0):
+    """The Hessian, as `jacfwd(jacrev(fun))`: forward over reverse.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.hessian(lambda x: x[0] ** 2 * x[1])(fnp.array([1.0, 3.0]))
+    array([[6., 2.],
+           [2., 0.]])
+    """
+    _check_callable(fun, "hessian")
+    return _named(jacfwd(jacrev(fun, argnums), argnums), fun, "hessian")
+
+
+def stop_gradient(x):
+    """`x` (a pytree) as a constant: no derivative flows through it at any level.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> float(fgrad.grad(lambda x: x * fgrad.stop_gradient(x))(3.0))
+    3.0
+    """
+    return tree_map(primal, x)

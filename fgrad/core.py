@@ -1,0 +1,389 @@
+"""The core of fgrad: levels, boxes, `bind`, the K transform (reverse mode) and forward mode.
+
+How a derivative is computed
+----------------------------
+Every transform call (`grad`, `vjp`, `jvp`, ...) opens a *level*: an object on a per-thread stack.
+Inputs are wrapped in a `Box(value, level, aux)`; `aux` is the box's `Node` on a reverse level
+and its tangent on a forward level. A primitive applied to arguments that include boxes is
+processed by the innermost live level among them (`bind`). That level strips its own boxes,
+applies the primitive again to what is left (so boxes of outer levels are processed by their
+own levels: no perturbation confusion), and records what it needs:
+
+- a `ReverseLevel` records a `Node` holding the bprop closures built by the primitive's fprop
+  (the K transform: each fprop returns `(ans, bprop)`) and appends it to its tape; the backward
+  pass walks the tape from the end, iteratively, summing the cotangents of values used twice;
+- a `ForwardLevel` computes the tangent of the result from the primitive's jvp rule, or, when a
+  primitive has only a bprop, by transposing the bprop (it is linear in the cotangent).
+
+Rules are written in fgrad operations, so the bprop of a level is itself traced by the levels
+outside it: that is all higher-order differentiation needs.
+
+A box whose level has exited is just the value it carries; `bind` unwraps it.
+
+This module imports the standard library and NumPy only. The NumPy layer (`fgrad.numpy`)
+attaches the array operators to `Box`; the core never imports it.
+"""
+
+import threading
+
+import numpy as _np
+
+__all__ = [
+    "Box",
+    "Node",
+    "Level",
+    "ReverseLevel",
+    "ForwardLevel",
+    "Primitive",
+    "NondiffPrimitive",
+    "bind",
+    "backward_pass",
+    "primal",
+    "add_any",
+    "zeros_like_value",
+]
+
+
+class _TraceState(threading.local):
+    """The live levels of the current thread, innermost last."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_state = _TraceState()
+
+
+# --- boxes and nodes ----------------------------------------------------------------------
+
+
+class Box:
+    """A value being differentiated by `level`.
+
+    `aux` is the box's `Node` on a reverse level and its tangent on a forward level. The array
+    operators and attributes (`+`, `@`, `.shape`, ...) are attached by `fgrad.numpy`.
+    """
+
+    __slots__ = ("value", "level", "aux")
+
+    def __init__(self, value, level, aux):
+        self.value = value
+        self.level = level
+        self.aux = aux
+
+
+class Node:
+    """One recorded primitive application on a reverse level.
+
+    `bprop` maps the output cotangent to input cotangents. It is either a tuple of per-input
+    closures aligned with `parents` (built-in rules: only the inputs that need a gradient get
+    a closure), or one closure returning a cotangent for every argument, aligned with `parents`
+    where `None` marks an argument that is not a box of this level (user fprops). An input of
+    the traced function is a node with no parents.
+    """
+
+    __slots__ = ("parents", "bprop")
+
+    def __init__(self, parents, bprop):
+        self.parents = parents
+        self.bprop = bprop
+
+
+_LEAF_PARENTS = ()
+
+
+def primal(x):
+    """The plain value under every box: what a constant at every level sees."""
+    while type(x) is Box:
+        x = x.value
+    return x
+
+
+def _live_value(x):
+    """Unwrap boxes of exited levels only; a box of a live level is kept."""
+    while type(x) is Box and not x.level.live:
+        x = x.value
+    return x
+
+
+# --- levels -------------------------------------------------------------------------------
+
+
+class Level:
+    """A transform call in progress. Use as a context manager; boxes compare levels by identity."""
+
+    __slots__ = ("depth", "live")
+
+    def __init__(self):
+        self.depth = -1
+        self.live = False
+
+    def __enter__(self):
+        stack = _state.stack
+        self.depth = len(stack)
+        self.live = True
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        # Leave no state behind, even when the traced function raised.
+        self.live = False
+        stack = _state.stack
+        if stack and stack[-1] is self:
+            stack.pop()
+        elif self in stack:
+            stack.remove(self)
+        return False
+
+    def __repr__(self):
+        state = "live" if self.live else "exited"
+        return f"<{type(self).__name__} depth={self.depth} {state}>"
+
+
+class ReverseLevel(Level):
+    """A level of the K transform: records a tape of nodes for the backward pass."""
+
+    __slots__ = ("tape",)
+
+    def __init__(self):
+        super().__init__()
+        self.tape = []
+
+    def new_input(self, x):
+        return Box(x, self, Node(_LEAF_PARENTS, None))
+
+    def process(self, prim, args, params):
+        vals = list(args)
+        parents = []
+        argnums = []
+        for i, a in enumerate(args):
+            if type(a) is Box and a.level is self:
+                vals[i] = a.value
+                parents.append(a.aux)
+                argnums.append(i)
+        vjps = prim.vjps
+        if vjps is not None:
+            # Built-in rules: build closures only for the inputs that need a gradient.
+            ans = prim(*vals, **params)
+            keep_parents = []
+            bprops = []
+            for i, parent in zip(argnums, parents):
+                maker = vjps[i] if i < len(vjps) else None
+                if maker is not None:
+                    keep_parents.append(parent)
+                    bprops.append(maker(ans, *vals, **params))
+            if not bprops:
+                return ans
+            node = Node(tuple(keep_parents), tuple(bprops))
+        else:
+            ans, bprop = prim.fprop(*vals, **params)
+            aligned = [None] * len(args)
+            for i, parent in zip(argnums, parents):
+                aligned[i] = parent
+            node = Node(tuple(aligned), bprop)
+        self.tape.append(node)
+        return Box(ans, self, node)
+
+
+class ForwardLevel(Level):
+    """A level of forward mode: each box carries its tangent."""
+
+    __slots__ = ()
+
+    def process(self, prim, args, params):
+        vals = list(args)
+        tangents = [None] * len(args)
+        for i, a in enumerate(args):
+            if type(a) is Box and a.level is self:
+                vals[i] = a.value
+                tangents[i] = a.aux
+        jvps = prim.jvps
+        if jvps is not None:
+            ans = prim(*vals, **params)
+            t_out = None
+            for i, t in enumerate(tangents):
+                if t is None:
+                    continue
+                rule = jvps[i] if i < len(jvps) else None
+                if rule is None:
+                    continue
+                ti = rule(t, ans, *vals, **params)
+                if ti is not None:
+                    t_out = ti if t_out is None else add_any(t_out, ti)
+        elif prim.jvp is not None:
+            ans = prim(*vals, **params)
+            t_out = prim.jvp(tangents, ans, *vals, **params)
+        else:
+            ans, bprop = prim.fprop(*vals, **params)
+            t_out = _jvp_by_transposing(bprop, ans, tangents)
+        if t_out is None:
+            return ans  # a structural zero tangent: the result is a constant at this level
+        return Box(ans, self, t_out)
+
+
+def _jvp_by_transposing(bprop, ans, tangents):
+    """J t from a bprop alone: bprop is ct -> J^T ct, linear in ct, so its own vjp is J t.
+
+    The cotangent is a zero placeholder boxed on a fresh reverse level; the backward pass of
+    that level, seeded with the tangents at bprop's outputs, gives the cotangent of the
+    placeholder, which is J t.
+    """
+    with ReverseLevel() as level:
+        ct = level.new_input(zeros_like_value(ans))
+        in_cts = bprop(ct)
+    seeds = [
+        (c.aux, t)
+        for c, t in zip(in_cts, tangents)
+        if t is not None and type(c) is Box and c.level is level
+    ]
+    if not seeds:
+        return None
+    return backward_pass(level, seeds).get(ct.aux)
+
+
+def zeros_like_value(x):
+    """A plain zero with the shape and dtype of x's primal value (a NumPy scalar for shape ())."""
+    v = primal(x)
+    z = _np.zeros_like(v)
+    return z[()] if z.ndim == 0 else z
+
+
+# --- primitives ---------------------------------------------------------------------------
+
+
+class Primitive:
+    """An operation fgrad differentiates as a unit.
+
+    Two ways to give its rules:
+
+    - per-input rules (the built-ins): `impl` computes the value with NumPy; `vjps[i]` is a
+      maker `(ans, *args, **params) -> (ct -> cotangent of args[i])` called at forward time,
+      so the closure keeps only the residuals it needs, and `jvps[i]` is
+      `(t, ans, *args, **params) -> tangent of ans`. `None` marks an input with no derivative;
+      a closure or rule may return `None` for a structural zero.
+    - an `fprop(*args, **params) -> (ans, bprop)` where `bprop(ct)` returns one cotangent (or
+      `None`) per argument, with an optional full `jvp(tangents, ans, *args, **params)`. Without
+      a jvp, forward mode transposes the bprop.
+    """
+
+    __slots__ = ("name", "impl", "vjps", "jvps", "fprop", "jvp", "__weakref__")
+
+    def __init__(self, name, impl, vjps=None, jvps=None, fprop=None, jvp=None):
+        if (vjps is None) == (fprop is None):
+            raise ValueError(f"primitive {name!r}: give exactly one of vjps (per input) or fprop")
+        if vjps is not None and jvps is None:
+            raise ValueError(f"primitive {name!r}: per-input vjps need per-input jvps too")
+        self.name = name
+        self.impl = impl
+        self.vjps = vjps
+        self.jvps = jvps
+        self.fprop = fprop
+        self.jvp = jvp
+
+    def __call__(self, *args, **params):
+        return bind(self, args, params)
+
+    def __repr__(self):
+        return f"<fgrad primitive {self.name}>"
+
+
+class NondiffPrimitive:
+    """An operation with no derivative (comparisons, floor, argmax, ...): it sees plain values,
+    and its result is a constant at every level."""
+
+    __slots__ = ("name", "impl")
+
+    def __init__(self, name, impl):
+        self.name = name
+        self.impl = impl
+
+    def __call__(self, *args, **params):
+        return self.impl(*[primal(a) for a in args], **params)
+
+    def __repr__(self):
+        return f"<fgrad non-differentiable primitive {self.name}>"
+
+
+def bind(prim, args, params):
+    """Apply `prim` to `args`: plain NumPy when no live box is present, else the innermost level."""
+    level = None
+    for a in args:
+        if type(a) is Box:
+            lv = a.level
+            if not lv.live:
+                return bind(prim, tuple(_live_value(b) for b in args), params)
+            if level is None or lv.depth > level.depth:
+                level = lv
+    if level is None:
+        return prim.impl(*args, **params)
+    return level.process(prim, args, params)
+
+
+# --- the backward pass --------------------------------------------------------------------
+
+
+def backward_pass(level, seeds, consume=False):
+    """Propagate cotangents through `level`'s tape, last node first; no recursion.
+
+    `seeds` is a list of (node, cotangent). Returns a dict from node to its summed cotangent
+    for the nodes with no parents (the inputs). A node missing from the dict has a structural
+    zero cotangent. With `consume`, each node's bprop is dropped after use so its residuals
+    are freed during the pass (for one-shot gradients; a vjp function may be called again).
+    """
+    cts = {}
+    for node, ct in seeds:
+        _accumulate(cts, node, ct)
+    tape = level.tape
+    pop = cts.pop
+    for k in range(len(tape) - 1, -1, -1):
+        node = tape[k]
+        ct = pop(node, None)
+        if ct is None:
+            continue
+        bprop = node.bprop
+        if type(bprop) is tuple:
+            for parent, f in zip(node.parents, bprop):
+                c = f(ct)
+                if c is not None:
+                    _accumulate(cts, parent, c)
+        else:
+            if bprop is None:
+                raise RuntimeError(
+                    "this gradient's backward pass was already run and its residuals freed; "
+                    "use vjp(f, x) to get a function you can call more than once"
+                )
+            in_cts = bprop(ct)
+            for parent, c in zip(node.parents, in_cts):
+                if parent is not None and c is not None:
+                    _accumulate(cts, parent, c)
+        if consume:
+            node.bprop = None
+            tape[k] = None
+    return cts
+
+
+def _accumulate(cts, node, ct):
+    old = cts.get(node)
+    cts[node] = ct if old is None else add_any(old, ct)
+
+
+# The sum of two cotangents (or tangents) of the same value. It lives in the core because
+# the backward pass needs it; it is a primitive so that accumulation is differentiated too.
+def _identity_bprop(ans, x, y):
+    return _identity
+
+
+def _identity(ct):
+    return ct
+
+
+def _pass_tangent(t, ans, x, y):
+    return t
+
+
+add_any = Primitive(
+    "add_any",
+    _np.add,
+    vjps=(_identity_bprop, _identity_bprop),
+    jvps=(_pass_tangent, _pass_tangent),
+)

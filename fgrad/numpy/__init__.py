@@ -1,0 +1,80 @@
+"""`fgrad.numpy`: a differentiable mirror of NumPy.
+
+Every name here is either differentiable (forward and reverse rules, to any order) or declared
+to have no derivative (comparisons, `floor`, `zeros`, ...). A NumPy name that is not here yet
+raises an AttributeError that says so, rather than silently returning an undifferentiated
+result.
+
+>>> import fgrad, fgrad.numpy as fnp
+>>> float(fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))(0.5))  # 2 sin(x) cos(x)
+0.8414709848078965
+"""
+
+import numpy as _np
+
+from ..core import Box as _Box, primal as _primal
+from . import _box
+from .elementwise import (
+    abs, absolute, add, around, ceil, clip, cos, divide, equal, exp, expm1, floor, greater,
+    greater_equal, isfinite, isinf, isnan, less, less_equal, log, log1p, logical_and,
+    logical_not, logical_or, maximum, minimum, multiply, negative, not_equal, power, round,
+    sign, sin, sqrt, subtract, tan, tanh, true_divide, trunc, where,
+)
+from .products import dot, matmul
+from .reductions import amax, amin, max, mean, min, prod
+from .shaping import (
+    astype, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
+    reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
+)
+
+_box.install()
+
+# Constants and constructors of constant arrays: no derivative, plain NumPy.
+from numpy import (  # noqa: E402  (after install: these are re-exported unchanged)
+    arange, bool_, e, empty, eye, float16, float32, float64, full, identity, inf, int32,
+    int64, linspace, nan, ndarray, newaxis, ones, pi, zeros,
+)
+
+
+def array(object, dtype=None):
+    """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably)."""
+    if _contains_box(object):
+        out = _stack_nested(object)
+        return out if dtype is None else astype(out, dtype)
+    return _np.array(_primal(object), dtype=dtype)
+
+
+def asarray(a, dtype=None):
+    """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given)."""
+    if type(a) is _Box:
+        return a if dtype is None else astype(a, dtype)
+    return array(a, dtype=dtype) if _contains_box(a) else _np.asarray(a, dtype=dtype)
+
+
+def _contains_box(obj):
+    if type(obj) is _Box:
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_contains_box(o) for o in obj)
+    return False
+
+
+def _stack_nested(obj):
+    if isinstance(obj, (list, tuple)):
+        return stack([_stack_nested(o) for o in obj])
+    return obj
+
+
+def __getattr__(name):
+    if hasattr(_np, name):
+        raise AttributeError(
+            f"fgrad.numpy has no {name!r} yet, so it cannot differentiate it. If no derivative "
+            f"flows through it, apply numpy.{name} to fgrad.stop_gradient(x); otherwise build it "
+            "from fgrad.numpy operations, or register it with fgrad.primitive."
+        )
+    raise AttributeError(f"module 'fgrad.numpy' has no attribute {name!r}")
+
+
+__all__ = sorted(
+    name for name in dir() if not name.startswith("_") and name not in ("elementwise", "products", "reductions", "shaping")
+)

@@ -1,0 +1,163 @@
+"""The array interface of traced values: operators and NumPy-style attributes on `Box`.
+
+The core defines `Box` without operators so that it never depends on this layer; importing
+`fgrad.numpy` attaches them here. Imports: `fgrad.core` and the rule modules of this package.
+"""
+
+import numpy as _np
+
+from ..core import Box, Primitive, bind, primal
+from . import elementwise as _ew
+from . import products as _pr
+from . import reductions as _rd
+from . import shaping as _sh
+
+
+def _describe(x):
+    v = primal(x)
+    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
+
+
+def _concrete_or_raise(box, what):
+    if box.level.live:
+        raise TypeError(
+            f"{what} of a traced value (one with {_describe(box)}) would drop its gradient. "
+            "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
+            "fgrad.stop_gradient(x) if you mean to treat it as a constant. (Assigning it "
+            "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
+            "x.at[idx].set(v) instead.)"
+        )
+    return primal(box)
+
+
+_NO_PARAMS = {}  # shared and never written: operators have no parameters
+
+
+def _operator(prim):
+    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one)."""
+    if isinstance(prim, Primitive):
+        return lambda self, other: bind(prim, (self, other), _NO_PARAMS)
+    return lambda self, other: prim(self, other)
+
+
+def _reversed(prim):
+    if isinstance(prim, Primitive):
+        return lambda self, other: bind(prim, (other, self), _NO_PARAMS)
+    return lambda self, other: prim(other, self)
+
+
+def _unary(fn):
+    return lambda self: fn(self)
+
+
+def _setitem(self, idx, value):
+    raise TypeError(
+        f"item assignment on a traced array ({_describe(self)}) is not supported: arrays "
+        "are immutable inside a transform. Use x = x.at[idx].set(value) (or .add(value)) "
+        "instead of x[idx] = value."
+    )
+
+
+def _iter(self):
+    n = _np.shape(primal(self))
+    if not n:
+        raise TypeError("iteration over a 0-d traced array")
+    return (self[i] for i in range(n[0]))
+
+
+def _len(self):
+    n = _np.shape(primal(self))
+    if not n:
+        raise TypeError("len() of a 0-d traced array")
+    return n[0]
+
+
+def _repr(self):
+    return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({primal(self)!r})"
+
+
+def _array(self, dtype=None, copy=None):
+    value = _np.asarray(_concrete_or_raise(self, "NumPy conversion (np.asarray)"))
+    return value if dtype is None else value.astype(dtype)
+
+
+# NumPy calls this when a NumPy array meets a traced value (`ndarray * box`) or when a NumPy
+# ufunc is applied to one; both are sent to the fgrad operation of the same name.
+_UFUNCS = {
+    _np.add: _ew.add, _np.subtract: _ew.subtract, _np.multiply: _ew.multiply,
+    _np.divide: _ew.divide, _np.power: _ew.power, _np.negative: _ew.negative,
+    _np.matmul: _pr.matmul, _np.sin: _ew.sin, _np.cos: _ew.cos, _np.tan: _ew.tan,
+    _np.tanh: _ew.tanh, _np.exp: _ew.exp, _np.log: _ew.log, _np.log1p: _ew.log1p,
+    _np.expm1: _ew.expm1, _np.sqrt: _ew.sqrt, _np.absolute: _ew.abs,
+    _np.maximum: _ew.maximum, _np.minimum: _ew.minimum,
+    _np.greater: _ew.greater, _np.greater_equal: _ew.greater_equal, _np.less: _ew.less,
+    _np.less_equal: _ew.less_equal, _np.equal: _ew.equal, _np.not_equal: _ew.not_equal,
+    _np.sign: _ew.sign, _np.floor: _ew.floor, _np.ceil: _ew.ceil,
+}
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    fn = _UFUNCS.get(ufunc)
+    if fn is None or method != "__call__" or kwargs:
+        raise TypeError(
+            f"NumPy's {ufunc.__name__} (method {method!r}) was applied to a traced value "
+            f"({_describe(self)}); NumPy cannot differentiate it. Use fgrad.numpy "
+            f"(import fgrad.numpy as fnp) in functions you differentiate."
+        )
+    return fn(*inputs)
+
+
+def _method_reshape(self, *shape):
+    return _sh.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+
+def _method_transpose(self, *axes):
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    return _sh.transpose(self, axes or None)
+
+
+_METHODS = {
+    "__add__": _operator(_ew.add), "__radd__": _reversed(_ew.add),
+    "__sub__": _operator(_ew.subtract), "__rsub__": _reversed(_ew.subtract),
+    "__mul__": _operator(_ew.multiply), "__rmul__": _reversed(_ew.multiply),
+    "__truediv__": _operator(_ew.divide), "__rtruediv__": _reversed(_ew.divide),
+    "__pow__": _operator(_ew.power), "__rpow__": _reversed(_ew.power),
+    "__matmul__": _operator(_pr.matmul), "__rmatmul__": _reversed(_pr.matmul),
+    "__neg__": _unary(_ew.negative), "__pos__": lambda self: self, "__abs__": _unary(_ew.abs),
+    "__lt__": _operator(_ew.less), "__le__": _operator(_ew.less_equal),
+    "__gt__": _operator(_ew.greater), "__ge__": _operator(_ew.greater_equal),
+    "__eq__": _operator(_ew.equal), "__ne__": _operator(_ew.not_equal),
+    "__getitem__": _sh.getitem, "__setitem__": _setitem,
+    "__len__": _len, "__iter__": _iter, "__repr__": _repr,
+    "__bool__": lambda self: bool(primal(self)),
+    "__float__": lambda self: float(_concrete_or_raise(self, "float()")),
+    "__int__": lambda self: int(_concrete_or_raise(self, "int()")),
+    "__complex__": lambda self: complex(_concrete_or_raise(self, "complex()")),
+    "__index__": lambda self: _np.asarray(_concrete_or_raise(self, "Using as an index")).__index__(),
+    "__array__": _array,
+    "__array_ufunc__": _array_ufunc,
+    "sum": _sh.sum, "mean": _rd.mean, "max": _rd.max, "min": _rd.min, "prod": _rd.prod,
+    "reshape": _method_reshape, "transpose": _method_transpose,
+    "ravel": _sh.ravel, "flatten": _sh.ravel, "squeeze": _sh.squeeze,
+    "astype": _sh.astype, "dot": _pr.dot, "swapaxes": _sh.swapaxes,
+}
+
+_PROPERTIES = {
+    "shape": lambda self: _np.shape(primal(self)),
+    "ndim": lambda self: _np.ndim(primal(self)),
+    "size": lambda self: _np.size(primal(self)),
+    "dtype": lambda self: _np.result_type(primal(self)),
+    "T": lambda self: _sh.transpose(self),
+    "at": _sh.at,
+}
+
+
+def install():
+    for name, fn in _METHODS.items():
+        setattr(Box, name, fn)
+    for name, fn in _PROPERTIES.items():
+        setattr(Box, name, property(fn))
+    # Defining __eq__ would otherwise leave Box unhashable in some code paths; the core keys
+    # nothing by box, and hashing by identity is what sets and dicts of boxes expect.
+    Box.__hash__ = object.__hash__

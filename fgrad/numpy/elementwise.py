@@ -1,0 +1,347 @@
+"""Elementwise operations: arithmetic with broadcasting, unary functions, comparisons, `where`.
+
+Each primitive and its rules sit in one block. A vjp rule is a maker `(ans, *args)` called at
+forward time that returns the bprop closure for one input, keeping only the residuals it needs;
+a jvp rule maps one input's tangent to the tangent of `ans`. Binary bprops undo broadcasting
+with `unbroadcast`. Conventions at kinks follow JAX: `abs'(0) = 1`; ties of `maximum` and
+`minimum` split the gradient evenly.
+
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
+"""
+
+import numpy as _np
+
+from ..core import Box, primal
+from ..primitive import defprimitive, nondiff
+from .shaping import broadcast_like, meta, unbroadcast
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",
+    "sin", "cos", "tan", "tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "absolute",
+    "maximum", "minimum", "clip", "where",
+    "sign", "floor", "ceil", "round", "around", "trunc",
+    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+    "logical_and", "logical_or", "logical_not", "isnan", "isfinite", "isinf",
+]
+
+
+def _ct_to(i):
+    """The vjp maker for an input whose cotangent is the output's, summed to its shape."""
+
+    def maker(ans, *args):
+        like = meta(args[i])
+        return lambda ct: unbroadcast(ct, like)
+
+    return maker
+
+
+def _t_broadcast(t, ans, *args):
+    return broadcast_like(t, ans)
+
+
+def _weights(values, dtype):
+    """A constant (no derivative) array of gradient weights, in the dtype of the result."""
+    return _np.asarray(values, dtype=dtype)
+
+
+def _dtype_of(ans):
+    return _np.result_type(primal(ans))
+
+
+# --- arithmetic --------------------------------------------------------------------------
+
+add = defprimitive(_np.add, vjp=(_ct_to(0), _ct_to(1)), jvp=(_t_broadcast, _t_broadcast))
+
+
+def _neg_ct_to_y(ans, x, y):
+    like = meta(y)
+    return lambda ct: unbroadcast(negative(ct), like)
+
+
+subtract = defprimitive(
+    _np.subtract,
+    vjp=(_ct_to(0), _neg_ct_to_y),
+    jvp=(_t_broadcast, lambda t, ans, x, y: broadcast_like(negative(t), ans)),
+)
+
+
+def _mul_vjp_x(ans, x, y):
+    like = meta(x)
+    return lambda ct: unbroadcast(ct * y, like)
+
+
+def _mul_vjp_y(ans, x, y):
+    like = meta(y)
+    return lambda ct: unbroadcast(x * ct, like)
+
+
+multiply = defprimitive(
+    _np.multiply,
+    vjp=(_mul_vjp_x, _mul_vjp_y),
+    jvp=(
+        lambda t, ans, x, y: broadcast_like(t * y, ans),
+        lambda t, ans, x, y: broadcast_like(x * t, ans),
+    ),
+)
+
+
+def _div_vjp_x(ans, x, y):
+    like = meta(x)
+    return lambda ct: unbroadcast(ct / y, like)
+
+
+def _div_vjp_y(ans, x, y):
+    like = meta(y)
+    return lambda ct: unbroadcast(negative(ct * ans / y), like)
+
+
+divide = defprimitive(
+    _np.divide,
+    vjp=(_div_vjp_x, _div_vjp_y),
+    jvp=(
+        lambda t, ans, x, y: broadcast_like(t / y, ans),
+        lambda t, ans, x, y: broadcast_like(negative(t * ans / y), ans),
+    ),
+)
+true_divide = divide
+
+negative = defprimitive(
+    _np.negative,
+    vjp=lambda ans, x: negative,
+    jvp=lambda t, ans, x: negative(t),
+)
+
+
+# --- power: exact at 0 to every order ----------------------------------------------------
+
+
+def _is_constant(y):
+    return type(y) is not Box
+
+
+def _dpow_dx(x, y):
+    """d(x**y)/dx = y * x**(y-1), with an exact 0 where a constant exponent y is 0.
+
+    Without the guard, the third derivative of x**2.0 at 0 would be 0 * 0**-1 = nan. The guard
+    is only for constant exponents: where y is traced, the mixed derivative d2/dxdy at y == 0
+    is 1/x, not 0, so the plain formula is the right one there.
+    """
+    if _is_constant(y):
+        y_is_zero = _np.asarray(y) == 0
+        if y_is_zero.all():
+            return None
+        if y_is_zero.any():
+            safe_y = _np.where(y_is_zero, 1.0, _np.asarray(y) - 1.0)
+            return where(y_is_zero, 0.0, y * x ** safe_y)
+    return y * x ** (y - 1)
+
+
+def _dpow_dy(ans, x):
+    """d(x**y)/dy = x**y * log(x), taken as 0 at x == 0 (as JAX does) instead of 0 * -inf."""
+    xv = primal(x)
+    x_is_zero = _np.asarray(xv) == 0
+    if x_is_zero.any():
+        return where(x_is_zero, 0.0, ans * log(where(x_is_zero, 1.0, x)))
+    return ans * log(x)
+
+
+def _pow_vjp_x(ans, x, y):
+    like = meta(x)
+    d = _dpow_dx(x, y)
+    if d is None:
+        return _no_gradient
+    return lambda ct: unbroadcast(ct * d, like)
+
+
+def _pow_vjp_y(ans, x, y):
+    like = meta(y)
+    d = _dpow_dy(ans, x)
+    return lambda ct: unbroadcast(ct * d, like)
+
+
+def _no_gradient(ct):
+    return None
+
+
+def _pow_jvp_x(t, ans, x, y):
+    d = _dpow_dx(x, y)
+    return None if d is None else broadcast_like(t * d, ans)
+
+
+power = defprimitive(
+    _np.power,
+    vjp=(_pow_vjp_x, _pow_vjp_y),
+    jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x), ans)),
+)
+
+
+# --- unary functions ---------------------------------------------------------------------
+
+sin = defprimitive(
+    _np.sin,
+    vjp=lambda ans, x: lambda ct: ct * cos(x),
+    jvp=lambda t, ans, x: t * cos(x),
+)
+cos = defprimitive(
+    _np.cos,
+    vjp=lambda ans, x: lambda ct: negative(ct * sin(x)),
+    jvp=lambda t, ans, x: negative(t * sin(x)),
+)
+tan = defprimitive(
+    _np.tan,
+    vjp=lambda ans, x: lambda ct: ct * (1.0 + ans * ans),
+    jvp=lambda t, ans, x: t * (1.0 + ans * ans),
+)
+tanh = defprimitive(
+    _np.tanh,
+    vjp=lambda ans, x: lambda ct: ct * (1.0 - ans * ans),
+    jvp=lambda t, ans, x: t * (1.0 - ans * ans),
+)
+exp = defprimitive(
+    _np.exp,
+    vjp=lambda ans, x: lambda ct: ct * ans,
+    jvp=lambda t, ans, x: t * ans,
+)
+log = defprimitive(
+    _np.log,
+    vjp=lambda ans, x: lambda ct: ct / x,
+    jvp=lambda t, ans, x: t / x,
+)
+log1p = defprimitive(
+    _np.log1p,
+    vjp=lambda ans, x: lambda ct: ct / (1.0 + x),
+    jvp=lambda t, ans, x: t / (1.0 + x),
+)
+expm1 = defprimitive(
+    _np.expm1,
+    vjp=lambda ans, x: lambda ct: ct * (ans + 1.0),
+    jvp=lambda t, ans, x: t * (ans + 1.0),
+)
+sqrt = defprimitive(
+    _np.sqrt,
+    vjp=lambda ans, x: lambda ct: ct / (2.0 * ans),
+    jvp=lambda t, ans, x: t / (2.0 * ans),
+)
+
+
+def _abs_slope(ans, x):
+    """+1 where x >= 0 and -1 elsewhere: abs'(0) = 1, as in JAX."""
+    return _weights(_np.where(_np.asarray(primal(x)) >= 0, 1, -1), _dtype_of(ans))
+
+
+def _abs_vjp(ans, x):
+    slope = _abs_slope(ans, x)
+    return lambda ct: ct * slope
+
+
+abs = defprimitive(
+    _np.abs,
+    vjp=_abs_vjp,
+    jvp=lambda t, ans, x: t * _abs_slope(ans, x),
+    name="abs",
+)
+absolute = abs
+
+
+# --- maximum and minimum: ties split evenly ----------------------------------------------
+
+
+def _choice_weights(ans, x, y, wins):
+    """Weights of x's share of the gradient: 1 where x wins, 1/2 at ties, 0 where y wins."""
+    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    w = _np.where(wins(xv, yv), 1.0, _np.where(xv == yv, 0.5, 0.0))
+    return _weights(_np.broadcast_to(w, _np.shape(primal(ans))), _dtype_of(ans))
+
+
+def _chooser(impl, wins_x, wins_y):
+    def vjp_x(ans, x, y):
+        like, w = meta(x), _choice_weights(ans, x, y, wins_x)
+        return lambda ct: unbroadcast(ct * w, like)
+
+    def vjp_y(ans, x, y):
+        like, w = meta(y), _choice_weights(ans, y, x, wins_y)
+        return lambda ct: unbroadcast(ct * w, like)
+
+    def jvp_x(t, ans, x, y):
+        return broadcast_like(t * _choice_weights(ans, x, y, wins_x), ans)
+
+    def jvp_y(t, ans, x, y):
+        return broadcast_like(t * _choice_weights(ans, y, x, wins_y), ans)
+
+    return defprimitive(impl, vjp=(vjp_x, vjp_y), jvp=(jvp_x, jvp_y))
+
+
+maximum = _chooser(_np.maximum, _np.greater, _np.greater)
+minimum = _chooser(_np.minimum, _np.less, _np.less)
+
+
+def clip(a, a_min=None, a_max=None):
+    """NumPy's `clip`, as `minimum(maximum(a, a_min), a_max)` (JAX's definition, so a value
+    exactly at a bound gets half the gradient, and the bounds are differentiable too)."""
+    if a_min is None and a_max is None:
+        raise ValueError("clip: give a_min, a_max or both (both are None)")
+    out = a if a_min is None else maximum(a, a_min)
+    return out if a_max is None else minimum(out, a_max)
+
+
+# --- where -------------------------------------------------------------------------------
+
+
+def _where_vjp(i):
+    def maker(ans, c, x, y):
+        like = meta((c, x, y)[i])
+        cond = _np.asarray(primal(c), dtype=bool)
+        if i == 1:
+            return lambda ct: unbroadcast(where(cond, ct, 0.0), like)
+        return lambda ct: unbroadcast(where(cond, 0.0, ct), like)
+
+    return maker
+
+
+_where_p = defprimitive(
+    _np.where,
+    vjp=(None, _where_vjp(1), _where_vjp(2)),
+    jvp=(
+        None,
+        lambda t, ans, c, x, y: broadcast_like(where(c, t, 0.0), ans),
+        lambda t, ans, c, x, y: broadcast_like(where(c, 0.0, t), ans),
+    ),
+    name="where",
+)
+
+
+def where(condition, x=None, y=None):
+    """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
+
+    A masked branch still runs: `where(x > 0, sqrt(x), 0)` at x <= 0 gives a nan gradient from
+    sqrt's rule, as in NumPy, JAX and PyTorch; guard the input too:
+    `where(x > 0, sqrt(where(x > 0, x, 1.0)), 0)`.
+    """
+    if x is None or y is None:
+        raise TypeError(
+            "fgrad.numpy.where needs three arguments (condition, x, y); for the indices "
+            "where a condition holds use fgrad.numpy.nonzero"
+        )
+    return _where_p(_np.asarray(primal(condition), dtype=bool), x, y)
+
+
+# --- no derivative: piecewise constant and boolean results -------------------------------
+
+sign = nondiff(_np.sign)
+floor = nondiff(_np.floor)
+ceil = nondiff(_np.ceil)
+trunc = nondiff(_np.trunc)
+round = nondiff(_np.round, name="round")
+around = round
+greater = nondiff(_np.greater)
+greater_equal = nondiff(_np.greater_equal)
+less = nondiff(_np.less)
+less_equal = nondiff(_np.less_equal)
+equal = nondiff(_np.equal)
+not_equal = nondiff(_np.not_equal)
+logical_and = nondiff(_np.logical_and)
+logical_or = nondiff(_np.logical_or)
+logical_not = nondiff(_np.logical_not)
+isnan = nondiff(_np.isnan)
+isfinite = nondiff(_np.isfinite)
+isinf = nondiff(_np.isinf)

@@ -1,0 +1,487 @@
+"""Shape, broadcasting, indexing, dtype casts and `sum`: the linear operations every rule uses.
+
+`sum` lives here rather than with the reductions because it is the adjoint of `broadcast_to`:
+undoing broadcasting in a bprop (`unbroadcast`) is a sum, and the bprop of a sum is a broadcast.
+
+Imports: `fgrad.core`, `fgrad.primitive`.
+"""
+
+import numpy as _np
+
+from ..core import Box, Primitive, primal, zeros_like_value
+from ..primitive import defprimitive, nondiff
+
+__all__ = [
+    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
+    "broadcast_to", "sum", "astype", "stack", "concatenate", "zeros_like", "ones_like",
+    "shape", "ndim", "size",
+]
+
+
+# --- shape and dtype queries (plain values: they have no derivative) --------------------
+
+
+def shape(a):
+    """NumPy's `shape`, for plain and traced values alike."""
+    return _np.shape(primal(a))
+
+
+def ndim(a):
+    return _np.ndim(primal(a))
+
+
+def size(a):
+    return _np.size(primal(a))
+
+
+def meta(x):
+    """What a cotangent for x must match: x's shape, and its dtype (None for a Python number,
+    which is weakly typed and takes the other operand's dtype)."""
+    v = primal(x)
+    return _np.shape(v), getattr(v, "dtype", None)
+
+
+def _normalize_axes(axis, nd):
+    """`axis` (None, int or tuple) as a sorted tuple of non-negative ints."""
+    if axis is None:
+        return tuple(range(nd))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for a in axes:
+        if not -nd <= a < nd:
+            raise ValueError(f"axis {a} is out of bounds for an array with {nd} dimensions")
+        out.append(int(a) % nd)
+    return tuple(sorted(set(out)))
+
+
+def _kept_shape(x_shape, axes):
+    """x's shape with the reduced axes kept as length 1."""
+    return tuple(1 if i in axes else n for i, n in enumerate(x_shape))
+
+
+# --- reshape, transpose, broadcast ------------------------------------------------------
+
+
+def _reshape_vjp(ans, x, shape):
+    x_shape = _np.shape(primal(x))
+    return lambda ct: _reshape_p(ct, shape=x_shape)
+
+
+_reshape_p = defprimitive(
+    lambda x, shape: _np.reshape(x, shape),
+    vjp=_reshape_vjp,
+    jvp=lambda t, ans, x, shape: _reshape_p(t, shape=shape),
+    name="reshape",
+)
+
+
+def reshape(a, shape):
+    """NumPy's `reshape` (C order)."""
+    if isinstance(shape, (int, _np.integer)):
+        shape = (int(shape),)
+    shape = tuple(shape)
+    if _np.shape(primal(a)) == shape:
+        return a
+    return _reshape_p(a, shape=shape)
+
+
+def ravel(a):
+    return reshape(a, (-1,))
+
+
+def _transpose_vjp(ans, x, axes):
+    inverse = tuple(_np.argsort(axes))
+    return lambda ct: _transpose_p(ct, axes=inverse)
+
+
+_transpose_p = defprimitive(
+    lambda x, axes: _np.transpose(x, axes),
+    vjp=_transpose_vjp,
+    jvp=lambda t, ans, x, axes: _transpose_p(t, axes=axes),
+    name="transpose",
+)
+
+
+def transpose(a, axes=None):
+    """NumPy's `transpose`; `axes=None` reverses the axes."""
+    nd = ndim(a)
+    if axes is None:
+        axes = tuple(range(nd))[::-1]
+    axes = tuple(int(ax) % nd if nd else int(ax) for ax in axes)
+    if axes == tuple(range(nd)):
+        return a
+    return _transpose_p(a, axes=axes)
+
+
+def swapaxes(a, axis1, axis2):
+    nd = ndim(a)
+    axes = list(range(nd))
+    i, j = axis1 % nd, axis2 % nd
+    axes[i], axes[j] = axes[j], axes[i]
+    return transpose(a, axes)
+
+
+def moveaxis(a, source, destination):
+    nd = ndim(a)
+    src = [s % nd for s in (source if isinstance(source, (tuple, list)) else (source,))]
+    dst = [d % nd for d in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def expand_dims(a, axis):
+    """NumPy's `expand_dims` (int or tuple `axis`), as a reshape."""
+    s = shape(a)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    nd = len(s) + len(axes)
+    axes = sorted(ax % nd for ax in axes)
+    out = list(s)
+    for ax in axes:
+        out.insert(ax, 1)
+    return reshape(a, tuple(out))
+
+
+def squeeze(a, axis=None):
+    """NumPy's `squeeze`, as a reshape; squeezing an axis whose length is not 1 is an error."""
+    s = shape(a)
+    if axis is None:
+        return reshape(a, tuple(n for n in s if n != 1))
+    axes = _normalize_axes(axis, len(s))
+    for ax in axes:
+        if s[ax] != 1:
+            raise ValueError(
+                f"squeeze: axis {ax} of an array of shape {s} has length {s[ax]}, not 1; "
+                "only axes of length 1 can be squeezed"
+            )
+    return reshape(a, tuple(n for i, n in enumerate(s) if i not in axes))
+
+
+def unbroadcast(ct, like):
+    """Sum `ct` back to the shape in `like = meta(x)` and cast it to x's dtype.
+
+    Broadcasting copies x along the new and length-1 axes, so its adjoint sums over them; a
+    dtype promotion is a cast, so its adjoint casts back (float32 inputs get float32 gradients).
+    """
+    x_shape, x_dtype = like
+    ct_shape = shape(ct)
+    if ct_shape != x_shape:
+        lead = len(ct_shape) - len(x_shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, n in enumerate(x_shape) if n == 1 and ct_shape[lead + i] != 1
+        )
+        if axes:
+            ct = _sum_p(ct, axis=axes, keepdims=True)
+        ct = _reshape_p(ct, shape=x_shape)
+    if x_dtype is not None and getattr(primal(ct), "dtype", x_dtype) != x_dtype:
+        ct = _astype_p(ct, dtype=x_dtype)
+    return ct
+
+
+def broadcast_like(t, ans):
+    """A tangent broadcast to the shape and dtype of the result `ans` it is the tangent of."""
+    ans_shape, ans_dtype = meta(ans)
+    if shape(t) != ans_shape:
+        t = _broadcast_to_p(t, shape=ans_shape)
+    if ans_dtype is not None and getattr(primal(t), "dtype", ans_dtype) != ans_dtype:
+        t = _astype_p(t, dtype=ans_dtype)
+    return t
+
+
+def _broadcast_to_vjp(ans, x, shape):
+    like = meta(x)
+    return lambda ct: unbroadcast(ct, like)
+
+
+_broadcast_to_p = defprimitive(
+    lambda x, shape: _np.broadcast_to(x, shape),
+    vjp=_broadcast_to_vjp,
+    jvp=lambda t, ans, x, shape: _broadcast_to_p(t, shape=shape),
+    name="broadcast_to",
+)
+
+
+def broadcast_to(array, shape):
+    """NumPy's `broadcast_to` (the result is a read-only view, as in NumPy)."""
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    if _np.shape(primal(array)) == shape:
+        return array
+    return _broadcast_to_p(array, shape=shape)
+
+
+# --- sum ---------------------------------------------------------------------------------
+
+
+def _sum_vjp(ans, x, axis, keepdims):
+    x_shape = _np.shape(primal(x))
+    kept = _kept_shape(x_shape, axis)
+    return lambda ct: _broadcast_to_p(_reshape_p(ct, shape=kept), shape=x_shape)
+
+
+_sum_p = defprimitive(
+    lambda x, axis, keepdims: _np.sum(x, axis=axis, keepdims=keepdims),
+    vjp=_sum_vjp,
+    jvp=lambda t, ans, x, axis, keepdims: _sum_p(t, axis=axis, keepdims=keepdims),
+    name="sum",
+)
+
+
+def sum(a, axis=None, keepdims=False):
+    """NumPy's `sum` with `axis` (None, int or tuple) and `keepdims`."""
+    return _sum_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims))
+
+
+# --- dtype casts -------------------------------------------------------------------------
+
+
+def _astype_vjp(ans, x, dtype):
+    x_dtype = getattr(primal(x), "dtype", None)
+    if x_dtype is None:
+        return lambda ct: ct
+    return lambda ct: _astype_p(ct, dtype=x_dtype)
+
+
+_astype_p = defprimitive(
+    lambda x, dtype: _np.asarray(x).astype(dtype),
+    vjp=_astype_vjp,
+    jvp=lambda t, ans, x, dtype: _astype_p(t, dtype=dtype),
+    name="astype",
+)
+
+_astype_nondiff = nondiff(lambda x, dtype: _np.asarray(x).astype(dtype), name="astype")
+
+
+def astype(x, dtype):
+    """`x.astype(dtype)`. A cast to an integer or bool dtype has no derivative."""
+    dtype = _np.dtype(dtype)
+    if not _np.issubdtype(dtype, _np.inexact):
+        return _astype_nondiff(x, dtype=dtype)
+    if getattr(primal(x), "dtype", None) == dtype:
+        return x
+    return _astype_p(x, dtype=dtype)
+
+
+# --- indexing ----------------------------------------------------------------------------
+
+
+def _has_array_index(idx):
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    return any(isinstance(p, (list, _np.ndarray)) and _np.asarray(p).dtype != bool for p in parts)
+
+
+def _getitem_vjp(ans, x, idx):
+    x_shape, x_dtype = meta(x)
+    return lambda ct: _index_add_p(
+        _np.zeros(x_shape, dtype=getattr(primal(ct), "dtype", x_dtype)), ct, idx=idx
+    )
+
+
+_getitem_p = defprimitive(
+    lambda x, idx: x[idx],
+    vjp=_getitem_vjp,
+    jvp=lambda t, ans, x, idx: _getitem_p(t, idx=idx),
+    name="getitem",
+)
+
+
+def _index_add(x, v, idx):
+    out = _np.array(x, copy=True)  # never write into the caller's array
+    v = _np.asarray(v, dtype=out.dtype)
+    if _has_array_index(idx):
+        _np.add.at(out, idx, v)  # sums repeated indices, where `out[idx] += v` would not
+    else:
+        out[idx] += v
+    return out
+
+
+def _index_add_vjp_v(ans, x, v, idx):
+    like = meta(v)
+    return lambda ct: unbroadcast(_getitem_p(ct, idx=idx), like)
+
+
+_index_add_p = defprimitive(
+    _index_add,
+    vjp=(lambda ans, x, v, idx: _identity_ct, _index_add_vjp_v),
+    jvp=(
+        lambda t, ans, x, v, idx: t,
+        lambda t, ans, x, v, idx: _index_add_p(zeros_like_value(ans), t, idx=idx),
+    ),
+    name="index_add",
+)
+
+
+def _identity_ct(ct):
+    return ct
+
+
+def _check_no_repeats(x_shape, idx):
+    if not _has_array_index(idx):
+        return
+    picked = _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
+    if _np.unique(picked).size != picked.size:
+        raise ValueError(
+            ".at[idx].set(v): idx selects some elements more than once, so which value wins "
+            "is not defined and neither is the gradient; use .at[idx].add(v), or an index "
+            "without repeats"
+        )
+
+
+def _index_set(x, v, idx):
+    out = _np.array(x, copy=True)
+    out[idx] = v
+    return out
+
+
+def _index_set_vjp_x(ans, x, v, idx):
+    return lambda ct: _index_set_p(ct, 0.0, idx=idx)
+
+
+def _index_set_vjp_v(ans, x, v, idx):
+    like = meta(v)
+    return lambda ct: unbroadcast(_getitem_p(ct, idx=idx), like)
+
+
+_index_set_p = defprimitive(
+    _index_set,
+    vjp=(_index_set_vjp_x, _index_set_vjp_v),
+    jvp=(
+        lambda t, ans, x, v, idx: _index_set_p(t, 0.0, idx=idx),
+        lambda t, ans, x, v, idx: _index_set_p(zeros_like_value(ans), t, idx=idx),
+    ),
+    name="index_set",
+)
+
+
+def _normalize_index(idx):
+    """Lists in an index become arrays (NumPy's meaning); traced indices are refused."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    out = []
+    for p in parts:
+        if type(p) is Box:
+            raise TypeError(
+                "an index is a traced value; indices have no derivative. Compute it from "
+                "plain values, or wrap it in fgrad.stop_gradient(...)"
+            )
+        if isinstance(p, list):
+            p = _np.asarray(p)
+        out.append(p)
+    return tuple(out) if isinstance(idx, tuple) else out[0]
+
+
+def getitem(x, idx):
+    """`x[idx]` with every NumPy indexing form."""
+    return _getitem_p(x, idx=_normalize_index(idx))
+
+
+class _IndexUpdater:
+    """`x.at[idx]`: functional updates that return a new array (JAX's spelling)."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _IndexUpdate(self.x, _normalize_index(idx))
+
+
+class _IndexUpdate:
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x = x
+        self.idx = idx
+
+    def set(self, v):
+        """A copy of x with x[idx] replaced by v."""
+        _check_no_repeats(shape(self.x), self.idx)
+        return _index_set_p(self.x, v, idx=self.idx)
+
+    def add(self, v):
+        """A copy of x with v added at x[idx]; repeated indices add up."""
+        return _index_add_p(self.x, v, idx=self.idx)
+
+    def get(self):
+        return getitem(self.x, self.idx)
+
+
+def at(x):
+    return _IndexUpdater(x)
+
+
+# --- stack and concatenate ---------------------------------------------------------------
+
+
+def _zero_if_none(t, x):
+    return zeros_like_value(x) if t is None else t
+
+
+def _stack_fprop(*xs, axis):
+    ans = _stack_p(*xs, axis=axis)
+    lead = (slice(None),) * axis
+
+    def bprop(ct):
+        return tuple(_getitem_p(ct, idx=lead + (i,)) for i in range(len(xs)))
+
+    return ans, bprop
+
+
+_stack_p = Primitive(
+    "stack",
+    lambda *xs, axis: _np.stack(xs, axis=axis),
+    fprop=_stack_fprop,
+    jvp=lambda ts, ans, *xs, axis: _stack_p(
+        *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
+    ),
+)
+
+
+def stack(arrays, axis=0):
+    """NumPy's `stack`."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("stack: need at least one array to stack")
+    nd = ndim(arrays[0]) + 1
+    return _stack_p(*arrays, axis=axis % nd)
+
+
+def _concatenate_fprop(*xs, axis):
+    ans = _concatenate_p(*xs, axis=axis)
+    bounds = _np.cumsum([0] + [shape(x)[axis] for x in xs])
+    lead = (slice(None),) * axis
+
+    def bprop(ct):
+        return tuple(
+            _getitem_p(ct, idx=lead + (slice(int(lo), int(hi)),))
+            for lo, hi in zip(bounds[:-1], bounds[1:])
+        )
+
+    return ans, bprop
+
+
+_concatenate_p = Primitive(
+    "concatenate",
+    lambda *xs, axis: _np.concatenate(xs, axis=axis),
+    fprop=_concatenate_fprop,
+    jvp=lambda ts, ans, *xs, axis: _concatenate_p(
+        *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
+    ),
+)
+
+
+def concatenate(arrays, axis=0):
+    """NumPy's `concatenate` (`axis=None` flattens first)."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("concatenate: need at least one array to concatenate")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    return _concatenate_p(*arrays, axis=axis % ndim(arrays[0]))
+
+
+# --- constants shaped like an input ------------------------------------------------------
+
+zeros_like = nondiff(_np.zeros_like, name="zeros_like")
+ones_like = nondiff(_np.ones_like, name="ones_like")
