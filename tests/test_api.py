@@ -1,0 +1,249 @@
+"""The transforms' semantics (JAX's) and the errors they give for bad input."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import (
+    grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
+)
+
+Point = collections.namedtuple("Point", "x y")
+
+
+# --- semantics ---------------------------------------------------------------------------
+
+
+def test_grad_argnums_int_and_tuple():
+    f = lambda x, y, z: x * y**2 + z
+    assert grad(f)(1.0, 2.0, 3.0) == 4.0
+    assert grad(f, argnums=1)(1.0, 2.0, 3.0) == 4.0
+    assert grad(f, argnums=-1)(1.0, 2.0, 3.0) == 1.0
+    g = grad(f, argnums=(0, 2))(1.0, 2.0, 3.0)
+    assert isinstance(g, tuple) and g == (4.0, 1.0)
+
+
+def test_value_and_grad_with_aux_and_kwargs():
+    def f(x, scale=1.0):
+        return scale * fnp.sum(x**2), {"norm": fnp.sqrt(fnp.sum(x**2))}
+
+    x = np.array([3.0, 4.0])
+    (value, aux), g = value_and_grad(f, has_aux=True)(x, scale=2.0)
+    assert value == 50.0 and aux["norm"] == 5.0
+    assert type(aux["norm"]) is not fgrad.core.Box  # aux comes back as plain values
+    np.testing.assert_array_equal(g, 4.0 * x)
+    g2, aux2 = grad(f, has_aux=True)(x)
+    np.testing.assert_array_equal(g2, 2.0 * x)
+
+
+def test_pytrees_in_and_out():
+    params = {"w": np.array([1.0, 2.0]), "b": 0.5, "extra": None, "p": Point(1.0, [2.0, 3.0])}
+
+    def loss(p):
+        return fnp.sum(p["w"] ** 2) + p["b"] * p["p"].x + p["p"].y[0] * p["p"].y[1]
+
+    g = grad(loss)(params)
+    assert g["extra"] is None and isinstance(g["p"], Point) and isinstance(g["p"].y, list)
+    np.testing.assert_array_equal(g["w"], [2.0, 4.0])
+    assert (g["b"], g["p"].x, g["p"].y[0], g["p"].y[1]) == (1.0, 0.5, 3.0, 2.0)
+
+    out, f_vjp = vjp(lambda p: {"a": p["w"] * 2.0, "t": (p["b"], p["b"] ** 2)}, params)
+    ct = f_vjp({"a": np.ones(2), "t": (1.0, 1.0)})[0]
+    np.testing.assert_array_equal(ct["w"], [2.0, 2.0])
+    assert ct["b"] == 1.0 + 2 * 0.5
+
+
+def test_vjp_function_can_be_called_many_times():
+    out, f_vjp = vjp(lambda x: fnp.sin(x) * 3.0, np.array([0.0, 1.0]))
+    first = f_vjp(np.ones(2))[0]
+    second = f_vjp(np.array([2.0, 0.0]))[0]
+    np.testing.assert_allclose(first, 3 * np.cos([0.0, 1.0]))
+    np.testing.assert_allclose(second, [6.0, 0.0])
+
+
+def test_jvp_with_aux_and_pytrees():
+    f = lambda p: (p["a"] * p["b"], "aux")
+    out, t, aux = jvp(f, ({"a": 2.0, "b": 3.0},), ({"a": 1.0, "b": 0.0},), has_aux=True)
+    assert (out, t, aux) == (6.0, 3.0, "aux")
+
+
+def test_linearize_evaluates_once_and_matches_jvp():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return fnp.sin(x) * x
+
+    x = np.array([0.1, 0.7, 2.0])
+    tangents = (np.ones(3), np.array([0.5, -1.0, 2.0]))
+    expected = [jvp(f, (x,), (t,))[1] for t in tangents]
+    calls.clear()
+    out, f_jvp = linearize(f, x)
+    got = [f_jvp(t) for t in tangents]
+    assert len(calls) == 1  # f ran once, for both tangents
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+    np.testing.assert_allclose(out, np.sin(x) * x)
+
+
+def test_jacobian_layouts_follow_jax():
+    f = lambda x, y: {"s": fnp.sum(x) * y, "v": x * y}
+    x, y = np.arange(3.0), 2.0
+    J = jacrev(f, argnums=(0, 1))(x, y)
+    assert J["s"][0].shape == (3,) and J["s"][1].shape == ()
+    assert J["v"][0].shape == (3, 3) and J["v"][1].shape == (3,)
+    Jf = jacfwd(f, argnums=(0, 1))(x, y)
+    for k in ("s", "v"):
+        for i in (0, 1):
+            np.testing.assert_allclose(Jf[k][i], J[k][i])
+    np.testing.assert_allclose(J["v"][0], 2.0 * np.eye(3))
+    M = jacrev(lambda m: m @ m)(np.eye(2) + 1.0)
+    assert M.shape == (2, 2, 2, 2)
+
+
+def test_hessian_of_a_quadratic_form():
+    A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    H = hessian(lambda x: 0.5 * x @ A @ x + fnp.sum(x))(np.array([0.3, -0.2]))
+    np.testing.assert_allclose(H, A)
+
+
+def test_stop_gradient():
+    f = lambda x: x**2 + stop_gradient(x**3)
+    assert grad(f)(2.0) == 4.0
+    assert jvp(f, (2.0,), (1.0,))[1] == 4.0
+    assert grad(lambda x: stop_gradient({"a": x})["a"] * x)(3.0) == 3.0
+
+
+def test_transformed_functions_have_readable_names():
+    def loss(x):
+        return x**2
+
+    assert grad(loss).__name__ == "grad(loss)"
+    assert jacfwd(jacrev(loss)).__name__ == "jacfwd(jacrev(loss))"
+    assert hessian(loss).__name__ == "hessian(loss)"
+
+
+def test_one_element_outputs_are_accepted_by_grad():
+    x = np.array([1.0, 2.0])
+    g = grad(lambda x: fnp.sum(x * x, keepdims=True))(x)  # shape (1,)
+    np.testing.assert_array_equal(g, [2.0, 4.0])
+
+
+def test_float32_in_float32_out():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    assert grad(lambda x: fnp.sum(fnp.sin(x) * 2.0))(x).dtype == np.float32
+    assert jvp(fnp.tanh, (x,), (np.ones(2, np.float32),))[1].dtype == np.float32
+    assert jacrev(fnp.tanh)(x).dtype == np.float32
+
+
+# --- errors that say what to do ----------------------------------------------------------
+
+
+def test_integer_inputs_to_grad():
+    with pytest.raises(TypeError, match=r"argument 0 is int64 with shape \(\): pass 1.0 instead of 1"):
+        grad(lambda x: x * 2.0)(1)
+    with pytest.raises(TypeError, match=r"argument 1 is int64 with shape \(3,\).*astype\(float\)"):
+        grad(lambda x, y: x, argnums=1)(1.0, np.arange(3))
+    with pytest.raises(TypeError, match="leaf 1 of its pytree"):
+        grad(lambda p: p[0])((1.0, 2))
+
+
+def test_non_scalar_output_to_grad_points_to_jacrev_and_vjp():
+    with pytest.raises(TypeError, match=r"shape \(3,\) and dtype float64.*jacrev.*vjp"):
+        grad(lambda x: x * 2.0)(np.ones(3))
+    with pytest.raises(TypeError, match="real float output"):
+        grad(lambda x: fnp.sum(x) > 0)(np.ones(3))
+
+
+@pytest.mark.parametrize("argnums, error, match", [
+    (2, ValueError, "argnums 2 is out of range.*2 positional arguments"),
+    ((0, 5), ValueError, "argnums 5 is out of range"),
+    (1.0, TypeError, "argnums must be an int or a tuple of ints"),
+    (True, TypeError, "argnums must be an int"),
+    ((0, 0), ValueError, "names an argument twice"),
+])
+def test_bad_argnums(argnums, error, match):
+    with pytest.raises(error, match=match):
+        grad(lambda x, y: x * y, argnums=argnums)(1.0, 2.0)
+
+
+def test_non_callable():
+    with pytest.raises(TypeError, match=r"grad expects a function.*grad\(f\), not grad\(f\(x\)\)"):
+        grad(3.0)
+    with pytest.raises(TypeError, match="jvp expects a function"):
+        jvp(None, (1.0,), (1.0,))
+
+
+def test_cotangent_of_the_wrong_shape_or_dtype_or_structure():
+    _, f_vjp = vjp(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(ValueError, match=r"cotangent leaf 0 has shape \(2,\).*shape \(3,\)"):
+        f_vjp(np.ones(2))
+    with pytest.raises(ValueError, match=r"dtype float32.*dtype float64.*astype\('float64'\)"):
+        f_vjp(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="structure"):
+        f_vjp((np.ones(3), np.ones(3)))
+
+
+def test_tangent_of_the_wrong_shape_or_dtype():
+    with pytest.raises(ValueError, match=r"tangent leaf 0 has shape \(2,\)"):
+        jvp(fnp.sin, (np.ones(3),), (np.ones(2),))
+    with pytest.raises(ValueError, match="tangent leaf 0 has dtype float32"):
+        jvp(fnp.sin, (np.ones(3),), (np.ones(3, np.float32),))
+    with pytest.raises(TypeError, match=r"primals must be a tuple.*jvp\(f, \(x,\), \(t,\)\)"):
+        jvp(fnp.sin, 1.0, 1.0)
+    with pytest.raises(ValueError, match="structure"):
+        jvp(lambda x, y: x, (1.0, 2.0), (1.0,))
+
+
+def test_float_and_int_of_a_traced_value_raise_instead_of_dropping_the_gradient():
+    with pytest.raises(TypeError, match=r"float\(\) of a traced value.*stop_gradient"):
+        grad(lambda x: float(x) * x)(1.0)
+    with pytest.raises(TypeError, match=r"int\(\) of a traced value"):
+        grad(lambda x: int(x) * x)(1.0)
+    with pytest.raises(TypeError, match="np.asarray"):
+        grad(lambda x: np.asarray(x).sum())(np.ones(2))
+
+
+def test_writing_a_traced_value_into_a_numpy_array_raises():
+    def f(x):
+        out = np.zeros(2)
+        out[0] = x
+        return fnp.sum(out)
+
+    # NumPy reports it as a ValueError caused by fgrad's TypeError; both are shown.
+    with pytest.raises((TypeError, ValueError)) as info:
+        grad(f)(1.0)
+    messages = str(info.value) + str(info.value.__cause__)
+    assert "traced value" in messages and "x.at[idx].set(v)" in messages
+
+
+def test_item_assignment_on_a_traced_array_names_at_set():
+    def f(x):
+        x[0] = 1.0
+        return fnp.sum(x)
+
+    with pytest.raises(TypeError, match=r"x = x\.at\[idx\]\.set\(value\)"):
+        grad(f)(np.ones(3))
+    g = grad(lambda x: fnp.sum(x.at[0].set(5.0) * x))(np.ones(3))
+    np.testing.assert_array_equal(g, [5.0, 2.0, 2.0])  # 5 x0 + x1^2 + x2^2
+
+
+def test_has_aux_with_a_function_that_does_not_return_a_pair():
+    with pytest.raises(TypeError, match=r"has_aux=True expects the function to return a pair"):
+        grad(lambda x: x * 2.0, has_aux=True)(1.0)
+
+
+def test_numpy_ufunc_on_a_traced_value_is_differentiated_or_refused_clearly():
+    # np.sin on a traced value is sent to fgrad.numpy.sin ...
+    assert grad(lambda x: np.sin(x))(0.0) == 1.0
+    # ... and a ufunc fgrad does not mirror is refused with a pointer to fgrad.numpy.
+    with pytest.raises(TypeError, match="fgrad.numpy"):
+        grad(lambda x: np.arcsinh(x))(0.5)
+
+
+def test_unknown_numpy_name_says_it_is_not_differentiable_yet():
+    with pytest.raises(AttributeError, match="fgrad.numpy has no 'nanmedian' yet"):
+        fnp.nanmedian

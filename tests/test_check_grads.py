@@ -1,0 +1,56 @@
+"""check_grads must catch wrong rules, not only pass right ones."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.primitive import defprimitive
+from fgrad.test_util import check_grads
+
+
+def sin_with(vjp_scale=1.0, jvp_scale=1.0):
+    """sin whose reverse and forward rules are scaled: 1.001 is a rule that is 0.1% wrong."""
+    return defprimitive(
+        np.sin,
+        vjp=lambda ans, x: lambda ct: ct * fnp.cos(x) * vjp_scale,
+        jvp=lambda t, ans, x: t * fnp.cos(x) * jvp_scale,
+        name="scaled_sin",
+    )
+
+
+X = (np.array([0.3, -1.2, 2.0]),)
+
+
+def test_a_correct_rule_passes_in_both_modes_to_order_2():
+    check_grads(sin_with(), X, order=2)
+    check_grads(lambda x: fnp.sum(sin_with()(x) ** 2), X, order=3)
+
+
+def test_a_reverse_rule_0_1_percent_wrong_is_caught():
+    with pytest.raises(AssertionError, match="reverse mode"):
+        check_grads(sin_with(vjp_scale=1.001), X, order=1, modes="rev")
+
+
+def test_a_forward_rule_0_1_percent_wrong_is_caught():
+    with pytest.raises(AssertionError, match="forward mode"):
+        check_grads(sin_with(jvp_scale=1.001), X, order=1, modes="fwd")
+
+
+def test_a_rule_wrong_only_in_its_second_derivative_is_caught_at_order_2():
+    # The first derivative is right, but its rule is written in raw NumPy, so the second
+    # derivative sees cos(x) as a constant: exactly the bug "rules in fgrad ops" prevents.
+    raw_rule = defprimitive(
+        np.sin,
+        vjp=lambda ans, x: lambda ct: ct * np.cos(fgrad.core.primal(x)),
+        jvp=lambda t, ans, x: t * np.cos(fgrad.core.primal(x)),
+        name="sin_with_raw_numpy_rule",
+    )
+    check_grads(raw_rule, X, order=1)
+    with pytest.raises(AssertionError):
+        check_grads(raw_rule, X, order=2)
+
+
+def test_modes_are_validated():
+    with pytest.raises(ValueError, match="'fwd' and/or 'rev'"):
+        check_grads(fnp.sin, X, modes=("forward",))
