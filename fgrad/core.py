@@ -153,34 +153,56 @@ class ReverseLevel(Level):
         return Box(x, self, Node(_LEAF_PARENTS, None))
 
     def process(self, prim, args, params):
-        vals = list(args)
-        parents = []
-        argnums = []
-        for i, a in enumerate(args):
-            if type(a) is Box and a.level is self:
-                vals[i] = a.value
-                parents.append(a.aux)
-                argnums.append(i)
         vjps = prim.vjps
-        if vjps is not None:
-            # Built-in rules: build closures only for the inputs that need a gradient.
-            ans = prim(*vals, **params)
-            keep_parents = []
-            bprops = []
-            for i, parent in zip(argnums, parents):
+        if vjps is None:
+            return self._process_fprop(prim, args, params)
+        # Built-in rules: build closures only for the inputs that need a gradient. One- and
+        # two-input primitives are most of a program, so they skip the general loop.
+        if len(args) == 1:
+            x = args[0]  # the only argument holds the innermost box, so it is this level's
+            xv = x.value
+            ans = bind(prim, (xv,), params)
+            maker = vjps[0]
+            if maker is None:
+                return ans
+            node = Node((x.aux,), (maker(ans, xv, **params),))
+        elif len(args) == 2:
+            x, y = args
+            x_own = type(x) is Box and x.level is self
+            y_own = type(y) is Box and y.level is self
+            xv = x.value if x_own else x
+            yv = y.value if y_own else y
+            ans = bind(prim, (xv, yv), params)
+            fx = vjps[0] if x_own else None
+            fy = vjps[1] if y_own else None
+            if fx is not None and fy is not None:
+                node = Node((x.aux, y.aux), (fx(ans, xv, yv, **params), fy(ans, xv, yv, **params)))
+            elif fx is not None:
+                node = Node((x.aux,), (fx(ans, xv, yv, **params),))
+            elif fy is not None:
+                node = Node((y.aux,), (fy(ans, xv, yv, **params),))
+            else:
+                return ans
+        else:
+            vals = [a.value if type(a) is Box and a.level is self else a for a in args]
+            ans = bind(prim, vals, params)
+            parents, bprops = [], []
+            for i, a in enumerate(args):
                 maker = vjps[i] if i < len(vjps) else None
-                if maker is not None:
-                    keep_parents.append(parent)
+                if maker is not None and type(a) is Box and a.level is self:
+                    parents.append(a.aux)
                     bprops.append(maker(ans, *vals, **params))
             if not bprops:
                 return ans
-            node = Node(tuple(keep_parents), tuple(bprops))
-        else:
-            ans, bprop = prim.fprop(*vals, **params)
-            aligned = [None] * len(args)
-            for i, parent in zip(argnums, parents):
-                aligned[i] = parent
-            node = Node(tuple(aligned), bprop)
+            node = Node(tuple(parents), tuple(bprops))
+        self.tape.append(node)
+        return Box(ans, self, node)
+
+    def _process_fprop(self, prim, args, params):
+        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
+        ans, bprop = prim.fprop(*vals, **params)
+        parents = tuple(a.aux if type(a) is Box and a.level is self else None for a in args)
+        node = Node(parents, bprop)
         self.tape.append(node)
         return Box(ans, self, node)
 
@@ -199,7 +221,7 @@ class ForwardLevel(Level):
                 tangents[i] = a.aux
         jvps = prim.jvps
         if jvps is not None:
-            ans = prim(*vals, **params)
+            ans = bind(prim, vals, params)
             t_out = None
             for i, t in enumerate(tangents):
                 if t is None:
@@ -211,7 +233,7 @@ class ForwardLevel(Level):
                 if ti is not None:
                     t_out = ti if t_out is None else add_any(t_out, ti)
         elif prim.jvp is not None:
-            ans = prim(*vals, **params)
+            ans = bind(prim, vals, params)
             t_out = prim.jvp(tangents, ans, *vals, **params)
         else:
             ans, bprop = prim.fprop(*vals, **params)

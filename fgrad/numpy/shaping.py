@@ -23,7 +23,12 @@ __all__ = [
 
 def shape(a):
     """NumPy's `shape`, for plain and traced values alike."""
-    return _np.shape(primal(a))
+    while type(a) is Box:
+        a = a.value
+    try:
+        return a.shape
+    except AttributeError:  # a Python number or a list
+        return _np.shape(a)
 
 
 def ndim(a):
@@ -37,8 +42,12 @@ def size(a):
 def meta(x):
     """What a cotangent for x must match: x's shape, and its dtype (None for a Python number,
     which is weakly typed and takes the other operand's dtype)."""
-    v = primal(x)
-    return _np.shape(v), getattr(v, "dtype", None)
+    while type(x) is Box:
+        x = x.value
+    try:
+        return x.shape, x.dtype
+    except AttributeError:  # a Python number (or a list, which NumPy reads as float64)
+        return _np.shape(x), (None if isinstance(x, (int, float)) else _np.asarray(x).dtype)
 
 
 def _normalize_axes(axis, nd):
@@ -165,7 +174,9 @@ def unbroadcast(ct, like):
     dtype promotion is a cast, so its adjoint casts back (float32 inputs get float32 gradients).
     """
     x_shape, x_dtype = like
-    ct_shape = shape(ct)
+    ct_shape, ct_dtype = meta(ct)
+    if ct_shape == x_shape and (ct_dtype == x_dtype or x_dtype is None):
+        return ct
     if ct_shape != x_shape:
         lead = len(ct_shape) - len(x_shape)
         axes = tuple(range(lead)) + tuple(
@@ -174,7 +185,7 @@ def unbroadcast(ct, like):
         if axes:
             ct = _sum_p(ct, axis=axes, keepdims=True)
         ct = _reshape_p(ct, shape=x_shape)
-    if x_dtype is not None and getattr(primal(ct), "dtype", x_dtype) != x_dtype:
+    if x_dtype is not None and ct_dtype != x_dtype:
         ct = _astype_p(ct, dtype=x_dtype)
     return ct
 
@@ -182,9 +193,12 @@ def unbroadcast(ct, like):
 def broadcast_like(t, ans):
     """A tangent broadcast to the shape and dtype of the result `ans` it is the tangent of."""
     ans_shape, ans_dtype = meta(ans)
-    if shape(t) != ans_shape:
+    t_shape, t_dtype = meta(t)
+    if t_shape == ans_shape and (t_dtype == ans_dtype or ans_dtype is None):
+        return t
+    if t_shape != ans_shape:
         t = _broadcast_to_p(t, shape=ans_shape)
-    if ans_dtype is not None and getattr(primal(t), "dtype", ans_dtype) != ans_dtype:
+    if ans_dtype is not None and t_dtype != ans_dtype:
         t = _astype_p(t, dtype=ans_dtype)
     return t
 
