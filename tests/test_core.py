@@ -122,6 +122,19 @@ def test_a_box_of_an_exited_level_is_its_plain_value():
     assert jvp(lambda y: saved[0]() * y, (2.0,), (1.0,))[1] == 3.0
 
 
+def test_float_of_an_exited_box_over_a_live_outer_box_still_raises():
+    saved = []
+
+    def outer(x):
+        grad(lambda y: saved.append(y * x) or y * x)(1.0)  # saved[0]: inner box over outer box
+        with pytest.raises(TypeError, match="traced value"):
+            float(saved[0])
+        return x * 2.0
+
+    assert grad(outer)(3.0) == 2.0
+    assert float(saved[0]) == 3.0  # both levels exited: a plain number now
+
+
 def test_inner_transform_returning_a_traced_value_of_the_outer():
     # The inner vjp's output carries the outer level's box: outer grad sees through it.
     def f(x):

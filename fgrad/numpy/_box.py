@@ -19,7 +19,11 @@ def _describe(x):
 
 
 def _concrete_or_raise(box, what):
-    if box.level.live:
+    """The plain value of a box whose levels have all exited; a live level refuses."""
+    x = box
+    while type(x) is Box and not x.level.live:
+        x = x.value  # an exited level is just its value, which may be an outer level's box
+    if type(x) is Box:
         raise TypeError(
             f"{what} of a traced value (one with {_describe(box)}) would drop its gradient. "
             "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
@@ -27,7 +31,7 @@ def _concrete_or_raise(box, what):
             "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
             "x.at[idx].set(v) instead.)"
         )
-    return primal(box)
+    return x
 
 
 _NO_PARAMS = {}  # shared and never written: operators have no parameters
