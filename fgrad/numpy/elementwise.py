@@ -65,22 +65,24 @@ subtract = defprimitive(
 )
 
 
+# The rules call `multiply` rather than `*`: the other operand may be a list (as in NumPy),
+# and `numpy.float64 * list` is Python's sequence repetition, not a product.
 def _mul_vjp_x(ans, x, y):
     like = meta(x)
-    return lambda ct: unbroadcast(ct * y, like)
+    return lambda ct: unbroadcast(multiply(ct, y), like)
 
 
 def _mul_vjp_y(ans, x, y):
     like = meta(y)
-    return lambda ct: unbroadcast(x * ct, like)
+    return lambda ct: unbroadcast(multiply(x, ct), like)
 
 
 multiply = defprimitive(
     _np.multiply,
     vjp=(_mul_vjp_x, _mul_vjp_y),
     jvp=(
-        lambda t, ans, x, y: broadcast_like(t * y, ans),
-        lambda t, ans, x, y: broadcast_like(x * t, ans),
+        lambda t, ans, x, y: broadcast_like(multiply(t, y), ans),
+        lambda t, ans, x, y: broadcast_like(multiply(x, t), ans),
     ),
 )
 
@@ -127,6 +129,8 @@ def _dpow_dx(x, y):
     is 1/x, not 0, so the plain formula is the right one there.
     """
     if _is_constant(y):
+        if isinstance(y, (list, tuple)):
+            y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
         y_is_zero = _np.asarray(y) == 0
         if y_is_zero.all():
             return None

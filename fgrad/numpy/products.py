@@ -35,7 +35,7 @@ def _matmul_vjp_y(ans, x, y):
 
     def bprop(ct):
         if x_nd == 1 and y_nd == 1:
-            g = ct * x
+            g = multiply(ct, x)  # not `ct * x`: x may be a list, and ct a NumPy scalar
         elif y_nd == 1:  # (..., k, n) @ (n,) -> (..., k)
             g = matmul(expand_dims(ct, -2), x)[..., 0, :]
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)

@@ -434,9 +434,12 @@ def _zero_if_none(t, x):
 def _stack_fprop(*xs, axis):
     ans = _stack_p(*xs, axis=axis)
     lead = (slice(None),) * axis
+    likes = [meta(x) for x in xs]  # inputs of mixed dtypes get cotangents in their own dtype
 
     def bprop(ct):
-        return tuple(_getitem_p(ct, idx=lead + (i,)) for i in range(len(xs)))
+        return tuple(
+            unbroadcast(_getitem_p(ct, idx=lead + (i,)), like) for i, like in enumerate(likes)
+        )
 
     return ans, bprop
 
@@ -464,11 +467,12 @@ def _concatenate_fprop(*xs, axis):
     ans = _concatenate_p(*xs, axis=axis)
     bounds = _np.cumsum([0] + [shape(x)[axis] for x in xs])
     lead = (slice(None),) * axis
+    likes = [meta(x) for x in xs]  # inputs of mixed dtypes get cotangents in their own dtype
 
     def bprop(ct):
         return tuple(
-            _getitem_p(ct, idx=lead + (slice(int(lo), int(hi)),))
-            for lo, hi in zip(bounds[:-1], bounds[1:])
+            unbroadcast(_getitem_p(ct, idx=lead + (slice(int(lo), int(hi)),)), like)
+            for lo, hi, like in zip(bounds[:-1], bounds[1:], likes)
         )
 
     return ans, bprop
