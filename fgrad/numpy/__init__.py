@@ -23,7 +23,7 @@ from .elementwise import (
 from .products import dot, matmul
 from .reductions import amax, amin, max, mean, min, prod
 from .shaping import (
-    astype, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
+    astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
     reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
 )
 

@@ -14,7 +14,7 @@ from ..primitive import defprimitive, nondiff
 __all__ = [
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum", "astype", "stack", "concatenate", "zeros_like", "ones_like",
-    "shape", "ndim", "size",
+    "shape", "ndim", "size", "at",
 ]
 
 
@@ -421,6 +421,13 @@ class _IndexUpdate:
 
 
 def at(x):
+    """`x.at` (JAX's functional index update) that works on plain NumPy arrays as well as on
+    traced values, for code that must also run outside a transform.
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.at(np.zeros(3))[1].set(5.0)
+    array([0., 5., 0.])
+    """
     return _IndexUpdater(x)
 
 
