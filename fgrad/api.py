@@ -63,6 +63,12 @@ def _normalize_argnums(argnums, who):
 
 
 def _check_argnums_range(argnums, nargs, who):
+    if nargs == 0:
+        raise ValueError(
+            f"{who}: the function was called with no positional arguments, so there is "
+            "nothing to differentiate; pass the value to differentiate positionally, "
+            f"e.g. {who}(f)(x)"
+        )
     for a in argnums:
         if not -nargs <= a < nargs:
             raise ValueError(
@@ -90,10 +96,25 @@ def _check_float_leaves(leaves, labels, who):
             fix = "complex inputs are not supported yet; differentiate the real and imaginary parts as separate float inputs"
         else:
             what = f"{dt} with shape {_np.shape(v)}"
-            fix = (
-                "pass 1.0 instead of 1" if _np.ndim(v) == 0 else "cast it with x.astype(float)"
-            )
+            if _np.ndim(v) != 0:
+                fix = "cast it with x.astype(float)"
+            elif dt == bool:
+                fix = f"pass {float(v)} instead of {v}"
+            else:
+                fix = "pass 1.0 instead of 1"
         raise TypeError(f"{who} requires float inputs; {label} is {what}: {fix}")
+
+
+def _numpy_scalar(v, like=None):
+    """A Python number as a NumPy scalar (of `like`'s dtype, if given); anything else as is.
+
+    Inputs, tangents and cotangents enter the core as NumPy values so that rules compute with
+    NumPy's semantics: with Python floats, `0.0 ** -2.0` in a rule would raise
+    ZeroDivisionError where NumPy gives inf.
+    """
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return _np.asarray(v, dtype=_np.float64 if like is None else _dtype(primal(like)))[()]
+    return v
 
 
 def _is_arraylike(v):
@@ -166,6 +187,7 @@ def vjp(fun, *primals, has_aux=False):
 def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     leaves, in_tree = tree_flatten(tuple(primals))
     _check_float_leaves(leaves, labels or _leaf_labels(primals, range(len(primals))), who)
+    leaves = [_numpy_scalar(x) for x in leaves]
     with ReverseLevel() as level:
         boxes = [level.new_input(x) for x in leaves]
         out = fun(*tree_unflatten(in_tree, boxes))
@@ -189,7 +211,10 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
             )
         for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
             _check_like(c, o, f"cotangent leaf {i}", "output")
-        seeds = [(n, c) for n, c in zip(out_nodes, ct_leaves) if n is not None]
+        seeds = [
+            (n, _numpy_scalar(c, o)) for n, c, o in zip(out_nodes, ct_leaves, out_values)
+            if n is not None
+        ]
         cts = backward_pass(level, seeds, consume=consume) if seeds else {}
         grads = [
             cts[n] if n in cts else zeros_like_value(x) for n, x in zip(in_nodes, leaves)
@@ -328,6 +353,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     _check_float_leaves(p_leaves, _leaf_labels(primals, range(len(primals))), "jvp")
     for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
         _check_like(t, p, f"jvp: tangent leaf {i}", "primal")
+    p_leaves = [_numpy_scalar(p) for p in p_leaves]
+    t_leaves = [_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)]
     with ForwardLevel() as level:
         boxes = [Box(p, level, t) for p, t in zip(p_leaves, t_leaves)]
         out = fun(*tree_unflatten(p_tree, boxes))

@@ -83,7 +83,7 @@ def higher_order_table():
     for _ in range(6):
         polys.append(polys[-1].deriv() * P([1, 0, -1]))
     x = 0.5
-    print(f"  {'k':>2}  {'d^k tanh(x)/dx^k at 0.5':>24}  {'closed form':>14}  {'forward mode':>14}  {'d^k sin':>10}  {'d^k x**2.0 at 0':>16}")
+    print(f"  {'k':>2}  {'d^k tanh(x)/dx^k at 0.5':>24}  {'closed form':>14}  {'forward mode':>14}  {'d^k sin at 0.5':>14}  {'d^k x**2.0 at 0':>16}")
     rev, fwd, sin_k, sq_k = fnp.tanh, fnp.tanh, fnp.sin, lambda x: x**2.0
     for k in range(1, 7):
         rev, sin_k, sq_k = grad(rev), grad(sin_k), grad(sq_k)
@@ -94,7 +94,7 @@ def higher_order_table():
             _failures.append(f"tanh derivative {k}")
         if not np.isclose(s, np.sin(x + k * np.pi / 2)) or q != (2.0 if k == 2 else 0.0):
             _failures.append(f"sin / x**2 derivative {k}")
-        print(f"  {k:>2}  {r:>24.12f}  {closed:>14.8f}  {fw:>14.8f}  {s:>10.6f}  {q:>16g}")
+        print(f"  {k:>2}  {r:>24.12f}  {closed:>14.8f}  {fw:>14.8f}  {s:>14.6f}  {q:>16g}")
 
 
 def transforms_tour():

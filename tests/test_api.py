@@ -147,6 +147,8 @@ def test_integer_inputs_to_grad():
         grad(lambda x: x * 2.0)(1)
     with pytest.raises(TypeError, match=r"argument 1 is int64 with shape \(3,\).*astype\(float\)"):
         grad(lambda x, y: x, argnums=1)(1.0, np.arange(3))
+    with pytest.raises(TypeError, match=r"argument 0 is bool with shape \(\): pass 1.0 instead of True"):
+        grad(lambda x: x * 2.0)(True)
     with pytest.raises(TypeError, match="leaf 1 of its pytree"):
         grad(lambda p: p[0])((1.0, 2))
 
@@ -168,6 +170,11 @@ def test_non_scalar_output_to_grad_points_to_jacrev_and_vjp():
 def test_bad_argnums(argnums, error, match):
     with pytest.raises(error, match=match):
         grad(lambda x, y: x * y, argnums=argnums)(1.0, 2.0)
+
+
+def test_a_function_called_with_no_positional_arguments():
+    with pytest.raises(ValueError, match="no positional arguments.*grad\\(f\\)\\(x\\)"):
+        grad(lambda: 1.0)()
 
 
 def test_non_callable():

@@ -346,3 +346,21 @@ def test_python_scalars_keep_the_array_dtype():
     x = np.float32(2.0)
     assert grad(lambda x: 3.0 * x**2 + 1.0 / x)(x).dtype == np.float32
     assert grad(lambda x: fnp.sum(fnp.maximum(x, 0.5) * 2))(np.ones(3, np.float32)).dtype == np.float32
+
+
+def test_numpy_reductions_on_traced_values_call_the_differentiable_methods():
+    x = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(grad(lambda x: np.sum(x * x))(x), 2 * x)
+    np.testing.assert_array_equal(grad(lambda x: np.mean(x, keepdims=True))(x), [1 / 3] * 3)
+    np.testing.assert_array_equal(grad(lambda x: np.prod(x))(x), [8.0, 4.0, 2.0])
+    np.testing.assert_array_equal(grad(lambda x: np.max(x) + np.min(x, axis=0))(x), [1.0, 0.0, 1.0])
+    with pytest.raises(TypeError, match=r"sum\(\.\.\., out=\.\.\.\) cannot write"):
+        grad(lambda x: np.sum(x, out=np.zeros(())))(x)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_python_number_inputs_follow_numpy_semantics_in_rules(mode):
+    # As Python floats, 0.0 ** -2.0 and 1.0 / 0.0 raise ZeroDivisionError; as NumPy, inf.
+    with np.errstate(divide="ignore"):
+        assert _derivatives(lambda x: x**-1.0, 0.0, 1, mode) == [-np.inf]
+        assert _derivatives(fnp.log, 0.0, 1, mode) == [np.inf]

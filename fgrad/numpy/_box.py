@@ -121,6 +121,33 @@ def _method_transpose(self, *axes):
     return _sh.transpose(self, axes or None)
 
 
+def _no_out(out, name):
+    if out is not None:
+        raise TypeError(
+            f"{name}(..., out=...) cannot write into an array inside a transform: arrays are "
+            f"immutable there. Use the returned value: y = fgrad.numpy.{name}(x)"
+        )
+
+
+# NumPy's functions call these methods with NumPy's keywords (`numpy.sum(x)` calls
+# `x.sum(axis=None, dtype=None, out=None)`), so a traced value accepts them too.
+def _summing_method(fn, name):
+    def method(self, axis=None, dtype=None, out=None, keepdims=False):
+        _no_out(out, name)
+        result = fn(self, axis=axis, keepdims=keepdims)
+        return result if dtype is None else _sh.astype(result, dtype)
+
+    return method
+
+
+def _extremum_method(fn, name):
+    def method(self, axis=None, out=None, keepdims=False):
+        _no_out(out, name)
+        return fn(self, axis=axis, keepdims=keepdims)
+
+    return method
+
+
 _METHODS = {
     "__add__": _operator(_ew.add), "__radd__": _reversed(_ew.add),
     "__sub__": _operator(_ew.subtract), "__rsub__": _reversed(_ew.subtract),
@@ -141,7 +168,9 @@ _METHODS = {
     "__index__": lambda self: _np.asarray(_concrete_or_raise(self, "Using as an index")).__index__(),
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
-    "sum": _sh.sum, "mean": _rd.mean, "max": _rd.max, "min": _rd.min, "prod": _rd.prod,
+    "sum": _summing_method(_sh.sum, "sum"), "mean": _summing_method(_rd.mean, "mean"),
+    "prod": _summing_method(_rd.prod, "prod"),
+    "max": _extremum_method(_rd.max, "max"), "min": _extremum_method(_rd.min, "min"),
     "reshape": _method_reshape, "transpose": _method_transpose,
     "ravel": _sh.ravel, "flatten": _sh.ravel, "squeeze": _sh.squeeze,
     "astype": _sh.astype, "dot": _pr.dot, "swapaxes": _sh.swapaxes,
