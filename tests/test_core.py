@@ -12,7 +12,6 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import core, grad, hessian, jacfwd, jacrev, jvp, vjp
 from fgrad.primitive import defprimitive
-from fgrad.test_util import check_grads
 
 
 def d_rev(f):

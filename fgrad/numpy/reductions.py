@@ -1,17 +1,17 @@
 """Reductions other than `sum`: `mean`, `max`, `min`, `prod`.
 
 Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's convention).
-`prod` is exact where inputs are 0: its gradient is the product of the other elements.
+`prod`'s gradient is the product of the other elements, taken without division, so it is
+exact at zeros and at tiny values to every order.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 """
 
 import numpy as _np
 
 from ..core import primal
 from ..primitive import defprimitive
-from .elementwise import where
-from .shaping import _kept_shape, _normalize_axes, ndim, reshape, shape, sum, transpose
+from .shaping import _kept_shape, _normalize_axes, concatenate, ndim, reshape, shape, sum, transpose
 
 __all__ = ["mean", "max", "min", "amax", "amin", "prod"]
 
@@ -72,32 +72,47 @@ amin = min
 # --- prod --------------------------------------------------------------------------------
 
 
-def _product_of_others(x, ans, axes, keepdims):
+def _product_of_others(x, axes):
     """For each element, the product of the other elements in its reduction group.
 
-    Without zeros this is ans / x. With zeros, division would give nan, so the reduced axes
-    are moved to the end and each element's product of the others is taken directly
-    (quadratic in the reduced length, and exact to every order).
+    `ans / x` would be the short way, but it is nan where x is 0, wrong where the product
+    underflows, and its derivative cancels catastrophically for tiny x. So it is taken as
+    (product of the elements before) * (product of the elements after), both by exclusive
+    scans made of multiplications only: exact at zeros and differentiable to every order.
     """
-    xv = _np.asarray(primal(x))
-    kept = _kept_shape(xv.shape, axes)
-    if (xv != 0).all():
-        ans_kept = ans if keepdims else reshape(ans, kept)
-        return ans_kept / x
-    rest = [i for i in range(xv.ndim) if i not in axes]
+    xv = primal(x)
+    x_shape = _np.shape(xv)
+    rest = [i for i in range(len(x_shape)) if i not in axes]
     order = rest + list(axes)
-    moved = transpose(x, order)
-    lead_shape = tuple(xv.shape[i] for i in rest)
-    n = int(_np.prod([xv.shape[i] for i in axes], dtype=_np.int64))
-    flat = reshape(moved, lead_shape + (1, n))
-    others = _prod_p(where(_np.eye(n, dtype=bool), 1.0, flat), axis=(len(lead_shape) + 1,), keepdims=False)
-    moved_shape = lead_shape + tuple(xv.shape[i] for i in axes)
-    return transpose(reshape(others, moved_shape), tuple(_np.argsort(order)))
+    lead_shape = tuple(x_shape[i] for i in rest)
+    n = int(_np.prod([x_shape[i] for i in axes], dtype=_np.int64))
+    if n == 0:
+        return _np.zeros(x_shape, dtype=_np.result_type(xv))
+    flat = reshape(transpose(x, order), lead_shape + (n,))
+    before = _exclusive_cumprod(flat)
+    after = _exclusive_cumprod(flat[..., ::-1])[..., ::-1]
+    moved_shape = lead_shape + tuple(x_shape[i] for i in axes)
+    return transpose(reshape(before * after, moved_shape), tuple(_np.argsort(order)))
+
+
+def _exclusive_cumprod(a):
+    """[1, a0, a0 a1, ..., a0 ... a_{n-2}] along the last axis, in log2(n) doubling steps."""
+    n = shape(a)[-1]
+    dtype = _np.result_type(primal(a))
+
+    def shifted(p, k):  # p moved k places along the last axis, with ones coming in
+        ones = _np.ones(shape(p)[:-1] + (k,), dtype=dtype)
+        return concatenate([ones, p[..., : n - k]], axis=-1)
+
+    p, k = shifted(a, 1), 1
+    while k < n:
+        p, k = p * shifted(p, k), 2 * k
+    return p
 
 
 def _prod_vjp(ans, x, axis, keepdims):
     kept = _kept_shape(_np.shape(primal(x)), axis)
-    others = _product_of_others(x, ans, axis, keepdims)
+    others = _product_of_others(x, axis)
     return lambda ct: reshape(ct, kept) * others
 
 
@@ -105,7 +120,7 @@ _prod_p = defprimitive(
     lambda x, axis, keepdims: _np.prod(x, axis=axis, keepdims=keepdims),
     vjp=_prod_vjp,
     jvp=lambda t, ans, x, axis, keepdims: sum(
-        t * _product_of_others(x, ans, axis, keepdims), axis=axis, keepdims=keepdims
+        t * _product_of_others(x, axis), axis=axis, keepdims=keepdims
     ),
     name="prod",
 )
