@@ -26,11 +26,24 @@ from .shaping import (
     astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
     reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
 )
+from . import arrays as _arrays, signal as _signal, statistics as _statistics, ufuncs as _ufuncs
+from . import fft, linalg
 
-_box.install()
+
+def _export(*modules):
+    """Re-export each family module's `__all__`; a name exported twice is a bug."""
+    namespace = globals()
+    for module in modules:
+        for name in module.__all__:
+            if name in namespace:
+                raise ImportError(f"fgrad.numpy.{name} is defined twice ({module.__name__})")
+            namespace[name] = getattr(module, name)
+
+
+_export(_ufuncs, _statistics, _arrays, _signal)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
-from numpy import (  # noqa: E402  (after install: these are re-exported unchanged)
+from numpy import (  # noqa: E402  (re-exported unchanged)
     arange, bool_, e, empty, eye, float16, float32, float64, full, identity, inf, int32,
     int64, linspace, nan, ndarray, newaxis, ones, pi, zeros,
 )
@@ -76,5 +89,9 @@ def __getattr__(name):
 
 
 __all__ = sorted(
-    name for name in dir() if not name.startswith("_") and name not in ("elementwise", "products", "reductions", "shaping")
+    name for name in dir()
+    if not name.startswith("_")
+    and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg")
 )
+
+_box.install({name: globals()[name] for name in __all__})

@@ -86,18 +86,9 @@ def _array(self, dtype=None, copy=None):
 
 
 # NumPy calls this when a NumPy array meets a traced value (`ndarray * box`) or when a NumPy
-# ufunc is applied to one; both are sent to the fgrad operation of the same name.
-_UFUNCS = {
-    _np.add: _ew.add, _np.subtract: _ew.subtract, _np.multiply: _ew.multiply,
-    _np.divide: _ew.divide, _np.power: _ew.power, _np.negative: _ew.negative,
-    _np.matmul: _pr.matmul, _np.sin: _ew.sin, _np.cos: _ew.cos, _np.tan: _ew.tan,
-    _np.tanh: _ew.tanh, _np.exp: _ew.exp, _np.log: _ew.log, _np.log1p: _ew.log1p,
-    _np.expm1: _ew.expm1, _np.sqrt: _ew.sqrt, _np.absolute: _ew.abs,
-    _np.maximum: _ew.maximum, _np.minimum: _ew.minimum,
-    _np.greater: _ew.greater, _np.greater_equal: _ew.greater_equal, _np.less: _ew.less,
-    _np.less_equal: _ew.less_equal, _np.equal: _ew.equal, _np.not_equal: _ew.not_equal,
-    _np.sign: _ew.sign, _np.floor: _ew.floor, _np.ceil: _ew.ceil,
-}
+# ufunc is applied to one; both are sent to the fgrad operation of the same name. `install`
+# fills the table from the names fgrad.numpy exports.
+_UFUNCS = {}
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -186,7 +177,12 @@ _PROPERTIES = {
 }
 
 
-def install():
+def install(namespace):
+    """Attach the array interface to Box; `namespace` is fgrad.numpy's public names."""
+    for name, fn in namespace.items():
+        ufunc = getattr(_np, name, None)
+        if isinstance(ufunc, _np.ufunc) and callable(fn):
+            _UFUNCS[ufunc] = fn
     for name, fn in _METHODS.items():
         setattr(Box, name, fn)
     for name, fn in _PROPERTIES.items():
