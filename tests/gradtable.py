@@ -11,6 +11,7 @@ of the same name apart (`"axis=0"`, `"operator"`).
 """
 
 import importlib
+import os
 import pathlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -103,7 +104,10 @@ class Nondiff:
 
 
 def load(families=None):
-    """(rows, nondiff) from every tests/rows_*.py (or the named families)."""
+    """(rows, nondiff) from every tests/rows_*.py, or the named families. While working on one
+    family, `FGRAD_ROWS=core,linalg pytest tests/test_gradtable.py` loads only those."""
+    if families is None and os.environ.get("FGRAD_ROWS"):
+        families = os.environ["FGRAD_ROWS"].split(",")
     rows, nondiff = [], []
     paths = sorted(TESTS.glob("rows_*.py"))
     for path in paths:

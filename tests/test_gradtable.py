@@ -7,6 +7,7 @@ submodules, and fgrad.scipy.special when SciPy is installed) has a row or a decl
 """
 
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -79,6 +80,8 @@ def _public_names():
 
 
 def test_every_public_name_has_a_row_or_is_declared_non_differentiable():
+    if os.environ.get("FGRAD_ROWS"):
+        pytest.skip("FGRAD_ROWS loads only some families of rows")
     covered = {r.name for r in ROWS} | {n.name for n in NONDIFF}
     missing = sorted(set(_public_names()) - covered)
     assert not missing, f"no row in tests/rows_*.py and not declared non-differentiable: {missing}"
