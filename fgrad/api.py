@@ -79,21 +79,29 @@ def _check_argnums_range(argnums, nargs, who):
     return tuple(a % nargs for a in argnums)
 
 
-def _check_float_leaves(leaves, labels, who):
-    """Differentiated inputs must be real floats: name the offending one and what to do."""
+def _check_float_leaves(leaves, labels, who, holomorphic=None):
+    """Differentiated inputs must be floats (real or complex): name the offending one and say
+    what to do. `holomorphic=True` requires complex inputs; `False`, real ones."""
     for x, label in zip(leaves, labels):
         v = primal(x)
         if isinstance(v, (list, tuple)):
             v = _np.asarray(v)
         dt = _dtype(v) if _is_arraylike(v) else None
-        if dt is not None and _np.issubdtype(dt, _np.floating):
+        is_complex = dt is not None and _np.issubdtype(dt, _np.complexfloating)
+        if dt is not None and _np.issubdtype(dt, _np.floating) and not holomorphic:
+            continue
+        if is_complex and holomorphic is not False:
             continue
         if dt is None:
             what = f"of type {type(v).__name__}"
             fix = "pass a float or a float NumPy array"
-        elif _np.issubdtype(dt, _np.complexfloating):
+        elif holomorphic:
+            what = f"real ({_describe(v)})"
+            fix = "holomorphic=True needs complex inputs; cast it with x.astype(complex)"
+        elif is_complex:
             what = f"complex ({_describe(v)})"
-            fix = "complex inputs are not supported yet; differentiate the real and imaginary parts as separate float inputs"
+            fix = (f"for a holomorphic function pass holomorphic=True to {who}; otherwise "
+                   "differentiate the real and imaginary parts as separate float inputs")
         else:
             what = f"{dt} with shape {_np.shape(v)}"
             if _np.ndim(v) != 0:
@@ -102,7 +110,8 @@ def _check_float_leaves(leaves, labels, who):
                 fix = f"pass {float(v)} instead of {v}"
             else:
                 fix = "pass 1.0 instead of 1"
-        raise TypeError(f"{who} requires float inputs; {label} is {what}: {fix}")
+        kind = {True: "complex", False: "real float"}.get(holomorphic, "float")
+        raise TypeError(f"{who} requires {kind} inputs; {label} is {what}: {fix}")
 
 
 def _numpy_scalar(v, like=None):
@@ -112,8 +121,12 @@ def _numpy_scalar(v, like=None):
     NumPy's semantics: with Python floats, `0.0 ** -2.0` in a rule would raise
     ZeroDivisionError where NumPy gives inf.
     """
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return _np.asarray(v, dtype=_np.float64 if like is None else _dtype(primal(like)))[()]
+    if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
+        if like is not None:
+            dtype = _dtype(primal(like))
+        else:
+            dtype = _np.complex128 if isinstance(v, complex) else _np.float64
+        return _np.asarray(v, dtype=dtype)[()]
     return v
 
 
@@ -244,7 +257,7 @@ def _check_like(given, expected, what, of_what):
         )
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """A function returning `(fun(*args), gradient)`; see `grad`.
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -253,10 +266,10 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     (8.0, 12.0)
     """
     _check_callable(fun, "value_and_grad")
-    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+    return _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
 
 
-def _value_and_grad(fun, argnums, has_aux, who):
+def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
     nums, single = _normalize_argnums(argnums, who)
 
     def value_and_grad_fun(*args, **kwargs):
@@ -269,9 +282,12 @@ def _value_and_grad(fun, argnums, has_aux, who):
                 full[i] = a
             return fun(*full, **kwargs)
 
-        res = _vjp(fun_of_dyn, dyn, has_aux, who, _leaf_labels(dyn, dyn_nums), consume=True)
+        labels = _leaf_labels(dyn, dyn_nums)
+        if holomorphic:
+            _check_float_leaves(tree_flatten(dyn)[0], labels, who, holomorphic=True)
+        res = _vjp(fun_of_dyn, dyn, has_aux, who, labels, consume=True)
         out, vjp_fun = res[0], res[1]
-        ct = _unit_cotangent(out, who)
+        ct = _unit_cotangent(out, who, holomorphic)
         g = vjp_fun(ct)
         g = g[0] if single else g
         return ((out, res[2]) if has_aux else out), g
@@ -279,8 +295,9 @@ def _value_and_grad(fun, argnums, has_aux, who):
     return _named(value_and_grad_fun, fun, who)
 
 
-def _unit_cotangent(out, who):
-    """grad's output must be a real float with one element; its cotangent is 1."""
+def _unit_cotangent(out, who, holomorphic=False):
+    """grad's output must be a float with one element (real, or complex if `holomorphic`);
+    its cotangent is 1."""
     v = primal(out)
     if not _is_arraylike(v):
         raise TypeError(
@@ -295,7 +312,18 @@ def _unit_cotangent(out, who):
             f"returned {_describe(v)}. For the full Jacobian use jacrev(f); for a "
             "vector-Jacobian product use vjp(f, x)"
         )
-    if not _np.issubdtype(dt, _np.floating):
+    if holomorphic and not _np.issubdtype(dt, _np.complexfloating):
+        raise TypeError(
+            f"{who} with holomorphic=True requires a complex output; the function returned "
+            f"{_describe(v)}. Drop holomorphic=True for a real-valued function"
+        )
+    if not holomorphic and _np.issubdtype(dt, _np.complexfloating):
+        raise TypeError(
+            f"{who} requires a real output; the function returned {_describe(v)}. For a "
+            "holomorphic function pass holomorphic=True; otherwise differentiate "
+            "fgrad.numpy.real(f) and fgrad.numpy.imag(f) separately, or use vjp(f, x)"
+        )
+    if not _np.issubdtype(dt, _np.inexact):
         raise TypeError(
             f"{who} requires a real float output; the function returned {_describe(v)}. "
             "Make sure the output is computed from the float inputs"
@@ -303,19 +331,28 @@ def _unit_cotangent(out, who):
     return _np.ones(_np.shape(v), dtype=dt)[()] if _np.ndim(v) == 0 else _np.ones(_np.shape(v), dt)
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """The gradient of a scalar-valued function with respect to argument `argnums` (an int,
     or a tuple of ints for a tuple of gradients). With `has_aux`, `fun` returns
     `(out, aux)` and the gradient function returns `(gradient, aux)`.
+
+    Complex inputs follow JAX's convention: for a real-valued f of z = x + iy the gradient is
+    df/dx - i df/dy (PyTorch returns its conjugate, df/dx + i df/dy). With
+    `holomorphic=True`, f is complex-valued and complex-differentiable and the gradient is
+    f'(z).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> float(fgrad.grad(fnp.sin)(0.0))
     1.0
     >>> [float(g) for g in fgrad.grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 5.0)]
     [5.0, 2.0]
+    >>> complex(fgrad.grad(lambda z: fnp.abs(z) ** 2)(1 + 2j))
+    (2-4j)
+    >>> complex(fgrad.grad(lambda z: z ** 2, holomorphic=True)(1 + 2j))
+    (2+4j)
     """
     _check_callable(fun, "grad")
-    value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, "grad")
+    value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad")
 
     def grad_fun(*args, **kwargs):
         (value_and_aux, g) = value_and_grad_fun(*args, **kwargs)
@@ -405,11 +442,14 @@ def linearize(fun, *primals):
 # --- Jacobians ---------------------------------------------------------------------------
 
 
-def _jacobian_setup(fun, argnums, args, who):
+def _jacobian_setup(fun, argnums, args, who, holomorphic):
     nums, single = _normalize_argnums(argnums, who)
     dyn_nums = _check_argnums_range(nums, len(args), who)
     dyn = tuple(args[i] for i in dyn_nums)
-    _check_float_leaves(tree_flatten(dyn)[0], _leaf_labels(dyn, dyn_nums), who)
+    # jacfwd's one-hot tangents span real directions only: complex inputs need holomorphic=True
+    real_only = False if who == "jacfwd" else None
+    _check_float_leaves(tree_flatten(dyn)[0], _leaf_labels(dyn, dyn_nums), who,
+                        holomorphic=True if holomorphic else real_only)
 
     def fun_of_dyn(*dyn_args):
         full = list(args)
@@ -441,8 +481,9 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
     return tree_unflatten(out_tree, blocks)
 
 
-def jacfwd(fun, argnums=0):
-    """The Jacobian of `fun` by forward mode: one jvp per input element.
+def jacfwd(fun, argnums=0, holomorphic=False):
+    """The Jacobian of `fun` by forward mode: one jvp per input element. Complex inputs need
+    `holomorphic=True` (the Jacobian is then f'(z)).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacfwd(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
@@ -452,7 +493,7 @@ def jacfwd(fun, argnums=0):
     _check_callable(fun, "jacfwd")
 
     def jacfwd_fun(*args):
-        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacfwd")
+        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacfwd", holomorphic)
         in_leaves, in_tree = tree_flatten(dyn)
         columns = []  # columns[j][k]: tangent of output leaf k along input element j
         out = None
@@ -495,8 +536,9 @@ def _in_tree_builder(in_tree, single):
     return build
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian of `fun` by reverse mode: one backward pass per output element.
+def jacrev(fun, argnums=0, holomorphic=False):
+    """The Jacobian of `fun` by reverse mode: one backward pass per output element. Complex
+    outputs need `holomorphic=True`.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacrev(lambda x: x[0] * x)(fnp.array([1.0, 2.0]))
@@ -506,8 +548,9 @@ def jacrev(fun, argnums=0):
     _check_callable(fun, "jacrev")
 
     def jacrev_fun(*args):
-        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev")
+        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev", holomorphic)
         out, vjp_fun = _vjp(fun_of_dyn, dyn, False, "jacrev")
+        _check_output_kind(out, holomorphic, "jacrev")
         in_leaves, in_tree = tree_flatten(dyn)
         out_leaves, out_tree = tree_flatten(out)
         pieces = []
@@ -530,6 +573,21 @@ def jacrev(fun, argnums=0):
         return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
 
     return _named(jacrev_fun, fun, "jacrev")
+
+
+def _check_output_kind(out, holomorphic, who):
+    """jacrev's one-hot cotangents span real directions only: complex outputs need
+    holomorphic=True, and holomorphic=True needs complex outputs."""
+    for leaf in tree_flatten(out)[0]:
+        is_complex = _np.iscomplexobj(primal(leaf))
+        if is_complex != bool(holomorphic):
+            raise TypeError(
+                f"{who} with holomorphic={bool(holomorphic)} requires "
+                f"{'complex' if holomorphic else 'real'} outputs; the function returned "
+                f"{_describe(leaf)}. "
+                + ("Drop holomorphic=True for a real-valued function" if holomorphic else
+                   "For a holomorphic function pass holomorphic=True")
+            )
 
 
 def hessian(fun, argnums=0):

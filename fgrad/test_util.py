@@ -19,15 +19,23 @@ _TOL = {_np.dtype("float64"): 1e-5, _np.dtype("float32"): 2e-2, _np.dtype("float
 
 
 def _leaf_dtype(leaves):
+    """The least precise real dtype among the leaves (complex64 counts as float32)."""
     dts = [_np.result_type(primal(x)) for x in leaves]
-    worst = min(dts, key=lambda d: d.itemsize) if dts else _np.dtype("float64")
+    reals = [_np.dtype(_np.finfo(d).dtype) for d in dts if _np.issubdtype(d, _np.inexact)]
+    worst = min(reals, key=lambda d: d.itemsize) if reals else _np.dtype("float64")
     return worst if worst in _EPS else _np.dtype("float64")
 
 
 def _random_like(leaves, rng):
-    return [
-        _as_like(rng.standard_normal(_np.shape(primal(x))), x) for x in leaves
-    ]
+    """Random directions shaped like `leaves`; complex leaves get complex directions."""
+    out = []
+    for x in leaves:
+        shape = _np.shape(primal(x))
+        d = rng.standard_normal(shape)
+        if _np.iscomplexobj(primal(x)):
+            d = d + 1j * rng.standard_normal(shape)
+        out.append(_as_like(d, x))
+    return out
 
 
 def _as_like(a, x):
@@ -41,7 +49,12 @@ def _axpy(a, xs, ys):
 
 
 def _inner(xs, ys):
-    return float(sum(_np.sum(_np.asarray(primal(x), dtype=float) * _np.asarray(primal(y), dtype=float)) for x, y in zip(xs, ys)))
+    """Re sum(x * y), without conjugation: the pairing under which fgrad's (JAX's) vjp of a
+    complex function is the transpose of its jvp. For real arrays it is the dot product."""
+    return float(sum(
+        _np.sum(_np.asarray(primal(x), dtype=complex) * _np.asarray(primal(y), dtype=complex)).real
+        for x, y in zip(xs, ys)
+    ))
 
 
 def _numerical_jvp(f, args, tangents, eps):
@@ -49,11 +62,12 @@ def _numerical_jvp(f, args, tangents, eps):
     t_leaves, _ = tree_flatten(tuple(tangents))
     plus = tree_flatten(f(*tree_unflatten(tree, _axpy(eps, leaves, t_leaves))))[0]
     minus = tree_flatten(f(*tree_unflatten(tree, _axpy(-eps, leaves, t_leaves))))[0]
-    return [(_np.asarray(primal(p), dtype=float) - _np.asarray(primal(m), dtype=float)) / (2 * eps) for p, m in zip(plus, minus)]
+    return [(_np.asarray(primal(p), dtype=complex) - _np.asarray(primal(m), dtype=complex)) / (2 * eps)
+            for p, m in zip(plus, minus)]
 
 
 def _close(a, b, tol):
-    a, b = _np.asarray(a, dtype=float), _np.asarray(b, dtype=float)
+    a, b = _np.asarray(a, dtype=complex), _np.asarray(b, dtype=complex)
     return bool(_np.all(_np.abs(a - b) <= tol * (1.0 + _np.abs(b))))
 
 

@@ -184,3 +184,18 @@ NONDIFF = [
     Nondiff("ones", lambda x: fnp.ones(3)), Nondiff("zeros", lambda x: fnp.zeros(3)),
     Nondiff("astype", lambda x: fnp.astype(x, int)),
 ]
+
+# --- complex numbers: real inputs, complex intermediates, real outputs ---------------------
+# (complex inputs are checked in tests/test_complex.py: check_grads draws complex directions)
+
+ROWS += [
+    Row("real", lambda x, y: fnp.real(fnp.exp(1j * x) * y), ((3,), (3,))),
+    Row("imag", lambda x, y: fnp.imag(fnp.exp(1j * x) * y), ((3,), (3,))),
+    Row("conj", lambda x: fnp.real(fnp.conj(x + 2j * x * x) * (1 + 1j)), ((3, 2),)),
+    Row("conjugate", lambda x: fnp.imag(fnp.conjugate(x * (0.5 - 1j))), ((3,),)),
+    Row("angle", lambda x, y: fnp.angle(x + 1j * y), ((3,), (3,)), ("nonzero",)),
+    Row("angle", lambda x, y: fnp.angle(x + 1j * y, deg=True), ((3,), (3,)), ("nonzero",),
+        variant="deg"),
+    Row("abs", lambda x, y: fnp.abs(x + 1j * y), ((3,), (3,)), ("nonzero",), variant="complex"),
+    Row("real", lambda x: (x * (1 + 2j)).real + (x * 1j).imag, ((3,),), variant="property"),
+]

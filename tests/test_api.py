@@ -246,9 +246,9 @@ def test_has_aux_with_a_function_that_does_not_return_a_pair():
 def test_numpy_ufunc_on_a_traced_value_is_differentiated_or_refused_clearly():
     # np.sin on a traced value is sent to fgrad.numpy.sin ...
     assert grad(lambda x: np.sin(x))(0.0) == 1.0
-    # ... and a ufunc fgrad does not mirror is refused with a pointer to fgrad.numpy.
+    # ... and a ufunc method fgrad does not mirror is refused with a pointer to fgrad.numpy.
     with pytest.raises(TypeError, match="fgrad.numpy"):
-        grad(lambda x: np.arcsinh(x))(0.5)
+        grad(lambda x: np.add.reduce(x))(np.ones(2))
 
 
 def test_unknown_numpy_name_says_it_is_not_differentiable_yet():

@@ -15,10 +15,11 @@ import numpy as _np
 from ..core import Box as _Box, primal as _primal
 from . import _box
 from .elementwise import (
-    abs, absolute, add, around, ceil, clip, cos, divide, equal, exp, expm1, floor, greater,
-    greater_equal, isfinite, isinf, isnan, less, less_equal, log, log1p, logical_and,
-    logical_not, logical_or, maximum, minimum, multiply, negative, not_equal, power, round,
-    sign, sin, sqrt, subtract, tan, tanh, true_divide, trunc, where,
+    abs, absolute, add, angle, around, ceil, clip, conj, conjugate, cos, divide, equal, exp,
+    expm1, floor, greater, greater_equal, imag, isfinite, isinf, isnan, less, less_equal, log,
+    log1p, logical_and, logical_not, logical_or, maximum, minimum, multiply, negative,
+    not_equal, power, real, round, sign, sin, sqrt, subtract, tan, tanh, true_divide, trunc,
+    where,
 )
 from .products import dot, matmul
 from .reductions import amax, amin, max, mean, min, prod

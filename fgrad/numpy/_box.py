@@ -165,6 +165,7 @@ _METHODS = {
     "reshape": _method_reshape, "transpose": _method_transpose,
     "ravel": _sh.ravel, "flatten": _sh.ravel, "squeeze": _sh.squeeze,
     "astype": _sh.astype, "dot": _pr.dot, "swapaxes": _sh.swapaxes,
+    "conj": _unary(_ew.conj), "conjugate": _unary(_ew.conj),
 }
 
 _PROPERTIES = {
@@ -173,6 +174,8 @@ _PROPERTIES = {
     "size": lambda self: _np.size(primal(self)),
     "dtype": lambda self: _np.result_type(primal(self)),
     "T": lambda self: _sh.transpose(self),
+    "real": _ew.real,
+    "imag": _ew.imag,
     "at": _sh.at,
 }
 

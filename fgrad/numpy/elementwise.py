@@ -18,7 +18,7 @@ from .shaping import broadcast_like, meta, unbroadcast
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",
     "sin", "cos", "tan", "tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "absolute",
-    "maximum", "minimum", "clip", "where",
+    "maximum", "minimum", "clip", "where", "real", "imag", "conj", "conjugate", "angle",
     "sign", "floor", "ceil", "round", "around", "trunc",
     "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
     "logical_and", "logical_or", "logical_not", "isnan", "isfinite", "isinf",
@@ -233,18 +233,107 @@ def _abs_slope(ans, x):
     return _weights(_np.where(_np.asarray(primal(x)) >= 0, 1, -1), _dtype_of(ans))
 
 
+def _is_complex(x):
+    return _np.iscomplexobj(primal(x))
+
+
+def _unit_phase(ans, x):
+    """conj(z) / |z| for complex z, with 0 at z = 0 (the subgradient JAX also picks there)."""
+    zero = _np.asarray(primal(ans)) == 0
+    if zero.any():
+        return where(zero, 0.0, conj(x) / where(zero, 1.0, ans))
+    return conj(x) / ans
+
+
 def _abs_vjp(ans, x):
+    if _is_complex(x):  # d|z| = Re(conj(z) dz) / |z|: the cotangent is ct conj(z) / |z|
+        phase = _unit_phase(ans, x)
+        return lambda ct: ct * phase
     slope = _abs_slope(ans, x)
     return lambda ct: ct * slope
 
 
-abs = defprimitive(
-    _np.abs,
-    vjp=_abs_vjp,
-    jvp=lambda t, ans, x: t * _abs_slope(ans, x),
-    name="abs",
-)
+def _abs_jvp(t, ans, x):
+    if _is_complex(x):
+        return real(t * _unit_phase(ans, x))
+    return t * _abs_slope(ans, x)
+
+
+abs = defprimitive(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs")
 absolute = abs
+
+
+# --- complex numbers ---------------------------------------------------------------------
+# JAX's convention: the cotangent of a complex input z of a real-valued f is
+# df/dRe(z) - i df/dIm(z), so grad(|z|^2) at 1+2j is 2-4j (PyTorch returns the conjugate).
+# It follows from rules that never conjugate the cotangent except where the function itself
+# conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
+# is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
+
+conj = defprimitive(
+    _np.conjugate,
+    vjp=lambda ans, x: conj,
+    jvp=lambda t, ans, x: conj(t),
+    name="conj",
+)
+conjugate = conj
+
+
+def _real_vjp(ans, x):
+    like = meta(x)
+    return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
+
+
+real = defprimitive(
+    _np.real,
+    vjp=_real_vjp,
+    jvp=lambda t, ans, x: real(t),
+    name="real",
+)
+
+
+def _imag_vjp(ans, x):
+    like = meta(x)
+    return lambda ct: unbroadcast(multiply(ct, -1j), like)
+
+
+imag = defprimitive(
+    _np.imag,
+    vjp=_imag_vjp,
+    jvp=lambda t, ans, x: imag(t),
+    name="imag",
+)
+
+
+def angle(z, deg=False):
+    """NumPy's `angle`: arctan2(imag(z), real(z)), in radians unless `deg`. A real input has
+    angle 0 or pi and zero derivative; at z = 0 the derivative is taken as 0."""
+    if not _is_complex(z):
+        return _np.angle(primal(z), deg=deg)
+    out = _angle_p(z)
+    return out * (180 / _np.pi) if deg else out
+
+
+def _angle_grad(ans, z):
+    """conj(z) / |z|^2, 0 at z = 0: d angle = Im(conj(z) dz) / |z|^2."""
+    r2 = real(z * conj(z))
+    zero = _np.asarray(primal(r2)) == 0
+    if zero.any():
+        return where(zero, 0.0, conj(z) / where(zero, 1.0, r2))
+    return conj(z) / r2
+
+
+def _angle_vjp(ans, z):
+    g = _angle_grad(ans, z)
+    return lambda ct: multiply(ct * g, -1j)
+
+
+_angle_p = defprimitive(
+    _np.angle,
+    vjp=_angle_vjp,
+    jvp=lambda t, ans, z: imag(t * _angle_grad(ans, z)),
+    name="angle",
+)
 
 
 # --- maximum and minimum: ties split evenly ----------------------------------------------

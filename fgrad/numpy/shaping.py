@@ -186,7 +186,7 @@ def unbroadcast(ct, like):
             ct = _sum_p(ct, axis=axes, keepdims=True)
         ct = _reshape_p(ct, shape=x_shape)
     if x_dtype is not None and ct_dtype != x_dtype:
-        ct = _astype_p(ct, dtype=x_dtype)
+        ct = _astype_p(ct, dtype=x_dtype)  # complex to real keeps the real part (JAX's rule)
     return ct
 
 
@@ -256,8 +256,16 @@ def _astype_vjp(ans, x, dtype):
     return lambda ct: _astype_p(ct, dtype=x_dtype)
 
 
+def _cast(x, dtype):
+    """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
+    x = _np.asarray(x)
+    if _np.iscomplexobj(x) and not _np.issubdtype(dtype, _np.complexfloating):
+        x = x.real
+    return x.astype(dtype)
+
+
 _astype_p = defprimitive(
-    lambda x, dtype: _np.asarray(x).astype(dtype),
+    _cast,
     vjp=_astype_vjp,
     jvp=lambda t, ans, x, dtype: _astype_p(t, dtype=dtype),
     name="astype",

@@ -1,0 +1,100 @@
+"""Complex numbers, with JAX's convention: for a real-valued f of z = x + iy the gradient is
+df/dx - i df/dy (PyTorch returns the conjugate); holomorphic=True gives f'(z)."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import grad, jacfwd, jacrev, jvp, value_and_grad, vjp
+from fgrad.test_util import check_grads
+
+Z = np.array([1 + 2j, -0.5 + 0.3j, 0.7 - 1.1j])
+
+
+def test_grad_of_abs_squared_at_1_plus_2j_is_2_minus_4j():
+    assert grad(lambda z: fnp.abs(z) ** 2)(1 + 2j) == 2 - 4j
+    assert grad(lambda z: fnp.real(z * fnp.conj(z)))(1 + 2j) == 2 - 4j
+
+
+def test_gradient_of_a_real_function_is_d_dx_minus_i_d_dy():
+    # f(x + iy) = x^2 y + sin(y): df/dx = 2xy, df/dy = x^2 + cos(y)
+    f = lambda z: fnp.real(z) ** 2 * fnp.imag(z) + fnp.sin(fnp.imag(z))
+    x, y = 0.7, -1.3
+    assert grad(f)(x + 1j * y) == pytest.approx(2 * x * y - 1j * (x**2 + np.cos(y)))
+    # angle = atan2(y, x): d/dx = -y / r^2, d/dy = x / r^2
+    r2 = x * x + y * y
+    assert grad(fnp.angle)(x + 1j * y) == pytest.approx(-y / r2 - 1j * x / r2)
+
+
+@pytest.mark.parametrize("f, df", [
+    (lambda z: z**2, lambda z: 2 * z),
+    (fnp.sin, np.cos),
+    (fnp.exp, np.exp),
+    (fnp.log, lambda z: 1 / z),
+    (lambda z: 1 / z, lambda z: -1 / z**2),
+    (lambda z: fnp.sqrt(z) * z, lambda z: 1.5 * np.sqrt(z)),
+    (lambda z: fnp.tanh(z) ** 3, lambda z: 3 * np.tanh(z) ** 2 * (1 - np.tanh(z) ** 2)),
+])
+def test_holomorphic_derivatives_in_both_modes(f, df):
+    for z in Z:
+        assert grad(f, holomorphic=True)(z) == pytest.approx(df(z), rel=1e-12)
+        assert jvp(f, (z,), (1.0 + 0j,))[1] == pytest.approx(df(z), rel=1e-12)
+    np.testing.assert_allclose(jacrev(lambda z: f(z), holomorphic=True)(Z), np.diag(df(Z)), rtol=1e-12)
+    np.testing.assert_allclose(jacfwd(lambda z: f(z), holomorphic=True)(Z), np.diag(df(Z)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [
+    fnp.sin, fnp.exp, fnp.log, fnp.sqrt, fnp.tanh, fnp.conj, fnp.real, fnp.imag, fnp.angle,
+    fnp.abs, lambda z: z * fnp.conj(z), lambda z: 1 / z, lambda z: z @ z, lambda z: z ** 3,
+    lambda z: fnp.sum(fnp.abs(z) ** 2), lambda z: fnp.real(z) * fnp.imag(z) ** 2,
+    lambda z: fnp.abs(fnp.exp(z)) * fnp.angle(z), lambda z: z.conj().real * z.imag,
+    lambda z: fnp.where(np.array([True, False, True]), z, 2.0) * z,
+    lambda z: fnp.stack([z, fnp.conj(z)])[:, 1:],
+])
+def test_complex_rules_match_finite_differences_in_both_modes_to_order_2(f):
+    check_grads(f, (Z,), order=2)
+
+
+def test_check_grads_catches_a_rule_that_conjugates_the_cotangent():
+    # A PyTorch-convention rule for z * c (ct * conj(c)) is wrong under fgrad's convention.
+    c = 0.3 + 0.8j
+
+    @fgrad.primitive
+    def scale(z):
+        return z * c, lambda ct: (ct * np.conj(c),)
+
+    with pytest.raises(AssertionError, match="reverse mode"):
+        check_grads(scale, (Z,), order=1, modes="rev")
+
+
+def test_real_inputs_through_complex_intermediates_get_real_gradients():
+    x = np.array([0.3, -1.2], dtype=np.float32)
+    g = grad(lambda x: fnp.sum(fnp.abs(fnp.exp(1j * x) * (2 + x))))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, np.sign(2 + x), rtol=1e-6)  # |e^{ix}| = 1
+
+
+def test_complex64_in_complex64_out():
+    z = Z.astype(np.complex64)
+    assert grad(lambda z: fnp.sum(fnp.abs(z) ** 2))(z).dtype == np.complex64
+    assert vjp(fnp.sin, z)[1](np.ones(3, np.complex64))[0].dtype == np.complex64
+    assert jvp(fnp.sin, (z,), (z,))[1].dtype == np.complex64
+
+
+def test_abs_and_angle_at_zero_are_finite():
+    assert grad(fnp.abs)(0j) == 0 and grad(fnp.angle)(0j) == 0
+    assert jvp(fnp.abs, (0j,), (1 + 1j,))[1] == 0
+
+
+def test_holomorphic_misuse_says_what_to_do():
+    with pytest.raises(TypeError, match="requires a real output.*holomorphic=True"):
+        grad(lambda z: z**2)(1 + 2j)
+    with pytest.raises(TypeError, match="holomorphic=True requires a complex output"):
+        grad(fnp.abs, holomorphic=True)(1 + 2j)
+    with pytest.raises(TypeError, match=r"requires complex inputs.*astype\(complex\)"):
+        value_and_grad(lambda z: z * 1j, holomorphic=True)(1.0)
+    with pytest.raises(TypeError, match="jacfwd requires real float inputs.*holomorphic=True"):
+        jacfwd(fnp.sin)(Z)
+    with pytest.raises(TypeError, match="jacrev with holomorphic=False requires real outputs"):
+        jacrev(fnp.sin)(Z)
