@@ -93,10 +93,27 @@ _LEAF_PARENTS = ()
 
 
 def primal(x):
-    """The plain value under every box: what a constant at every level sees."""
+    """The plain value under every box: what a constant at every level sees. A list or tuple
+    (an array-like, as NumPy reads it) gets the plain values of its elements."""
     while type(x) is Box:
         x = x.value
+    if type(x) is list or type(x) is tuple:
+        return type(x)(primal(v) for v in x)
     return x
+
+
+def holds_box(seq):
+    """Whether a list or tuple holds a box, at any depth."""
+    for v in seq:
+        if type(v) is Box or ((type(v) is list or type(v) is tuple) and holds_box(v)):
+            return True
+    return False
+
+
+# How a list or tuple holding traced values becomes one traced array, as NumPy reads an
+# array-like: a differentiable stack, which the NumPy layer provides when it is imported
+# (the core never imports it). `bind` applies it to such arguments.
+array_from_sequence = None
 
 
 def _live_value(x):
@@ -336,9 +353,18 @@ def bind(prim, args, params):
                 return bind(prim, tuple(_live_value(b) for b in args), params)
             if level is None or lv.depth > level.depth:
                 level = lv
+        elif (type(a) is list or type(a) is tuple) and holds_box(a):
+            packed = tuple(_packed(b) for b in args)
+            return bind(prim, packed, params)
     if level is None:
         return prim.impl(*args, **params)
     return level.process(prim, args, params)
+
+
+def _packed(a):
+    if (type(a) is list or type(a) is tuple) and holds_box(a):
+        return array_from_sequence(a)
+    return a
 
 
 # --- the backward pass --------------------------------------------------------------------

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fgrad.numpy as fnp
-from fgrad import grad, jacfwd, jacrev, jvp
+from fgrad import grad, hessian, jacfwd, jacrev, jvp
 
 # --- conventions at kinks: JAX's ---------------------------------------------------------
 
@@ -137,3 +137,28 @@ def test_python_number_inputs_follow_numpy_semantics_in_rules(mode):
     with np.errstate(divide="ignore"):
         assert _derivatives(lambda x: x**-1.0, 0.0, 1, mode) == [-np.inf]
         assert _derivatives(fnp.log, 0.0, 1, mode) == [np.inf]
+
+
+# --- array-likes: lists and tuples that hold traced values, anywhere NumPy takes an array ---
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_lists_of_traced_values_are_differentiable_arrays(mode):
+    w = np.array([1.0, 2.0])
+    cases = [
+        (lambda x: fnp.dot([x, 2 * x], w), lambda x: 5.0),
+        (lambda x: fnp.sum([x, x * x]), lambda x: 1 + 2 * x),
+        (lambda x: fnp.sum(x * [1.0, x]), lambda x: 1 + 2 * x),
+        (lambda x: fnp.sum(fnp.concatenate([[x], (1.0, x)])), lambda x: 2.0),
+        (lambda x: fnp.sum(fnp.sin([[x, x], [x, 1.0]])), lambda x: 3 * np.cos(x)),
+        (lambda x: fnp.max([x, 2.0 * x]), lambda x: 2.0),
+        (lambda x: fnp.sum(fnp.array([[x, 1.0], [x * x, 3.0]])), lambda x: 1 + 2 * x),
+        (lambda x: fnp.sign([x, -x])[0] * x, lambda x: 1.0),
+    ]
+    for f, df in cases:
+        assert _derivatives(f, 1.5, 1, mode) == [pytest.approx(df(1.5))]
+
+
+def test_second_derivatives_through_lists():
+    h = hessian(lambda x: fnp.dot([x[0], x[1] * x[0]], [1.0, 1.0]))(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(h, [[0.0, 1.0], [1.0, 0.0]])

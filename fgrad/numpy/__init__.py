@@ -12,7 +12,8 @@ result.
 
 import numpy as _np
 
-from ..core import Box as _Box, primal as _primal
+from .. import core as _core
+from ..core import Box as _Box, holds_box as _holds_box, primal as _primal
 from . import _box
 from .elementwise import (
     abs, absolute, add, angle, around, ceil, clip, conj, conjugate, cos, divide, equal, exp,
@@ -51,11 +52,16 @@ from numpy import (  # noqa: E402  (re-exported unchanged)
 
 
 def array(object, dtype=None):
-    """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably)."""
+    """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.jacrev(lambda x: fnp.array([x, 2 * x, x * x]))(3.0)
+    array([1., 2., 6.])
+    """
     if _contains_box(object):
         out = _stack_nested(object)
         return out if dtype is None else astype(out, dtype)
-    return _np.array(_primal(object), dtype=dtype)
+    return _np.array(object, dtype=dtype)
 
 
 def asarray(a, dtype=None):
@@ -66,11 +72,7 @@ def asarray(a, dtype=None):
 
 
 def _contains_box(obj):
-    if type(obj) is _Box:
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_box(o) for o in obj)
-    return False
+    return type(obj) is _Box or (isinstance(obj, (list, tuple)) and _holds_box(obj))
 
 
 def _stack_nested(obj):
@@ -96,3 +98,4 @@ __all__ = sorted(
 )
 
 _box.install({name: globals()[name] for name in __all__})
+_core.array_from_sequence = _stack_nested  # lists of traced values passed to any primitive

@@ -27,8 +27,8 @@ def shape(a):
         a = a.value
     try:
         return a.shape
-    except AttributeError:  # a Python number or a list
-        return _np.shape(a)
+    except AttributeError:  # a Python number, or a list that may hold traced values
+        return _np.shape(primal(a))
 
 
 def ndim(a):
@@ -46,8 +46,11 @@ def meta(x):
         x = x.value
     try:
         return x.shape, x.dtype
-    except AttributeError:  # a Python number (or a list, which NumPy reads as float64)
-        return _np.shape(x), (None if isinstance(x, (int, float)) else _np.asarray(x).dtype)
+    except AttributeError:  # a Python number, or a list that may hold traced values
+        if isinstance(x, (int, float)):
+            return (), None
+        v = _np.asarray(primal(x))
+        return v.shape, v.dtype
 
 
 def _normalize_axes(axis, nd):
@@ -387,6 +390,8 @@ def _normalize_index(idx):
             )
         if isinstance(p, list):
             p = _np.asarray(p)
+            if p.size == 0 and p.dtype == _np.float64:
+                p = p.astype(_np.intp)  # `x[[]]` selects nothing, as in NumPy, not a float index
         out.append(p)
     return tuple(out) if isinstance(idx, tuple) else out[0]
 
@@ -424,8 +429,41 @@ class _IndexUpdate:
         """A copy of x with v added at x[idx]; repeated indices add up."""
         return _index_add_p(self.x, v, idx=self.idx)
 
+    def multiply(self, v):
+        """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
+        `np.multiply.at`), and the gradient is exact at zeros."""
+        return _scatter_update(self.x, self.idx, v, "multiply")
+
+    def divide(self, v):
+        """A copy of x with x[idx] divided by v; repeated indices divide in turn."""
+        return _scatter_update(self.x, self.idx, v, "divide")
+
+    def power(self, v):
+        """A copy of x with x[idx] raised to the power v; repeated indices apply in index
+        order, as `np.power.at` does."""
+        return _scatter_update(self.x, self.idx, v, "power")
+
+    def min(self, v):
+        """A copy of x with x[idx] replaced by minimum(x[idx], v); with repeated indices the
+        smallest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
+        return _scatter_update(self.x, self.idx, v, "min")
+
+    def max(self, v):
+        """A copy of x with x[idx] replaced by maximum(x[idx], v); with repeated indices the
+        largest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
+        return _scatter_update(self.x, self.idx, v, "max")
+
     def get(self):
         return getitem(self.x, self.idx)
+
+
+def _scatter_update(x, idx, v, op):
+    # The multiplicative and min/max updates are compositions of elementwise operations and
+    # reductions, whose modules import this one, so they live in `arrays` and are looked up
+    # when first called.
+    from .arrays import _scatter_update as update
+
+    return update(x, idx, v, op)
 
 
 def at(x):
