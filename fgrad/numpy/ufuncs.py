@@ -1,8 +1,396 @@
 """The rest of NumPy's floating ufuncs: trigonometric and hyperbolic functions and their
 inverses, exponentials and logarithms in other bases, roots, `hypot`, `arctan2`, `logaddexp`,
-`sinc`, `copysign`, `fmod`, `remainder`, `fmax`/`fmin`, `nan_to_num`.
+`sinc`, `copysign`, `fmod`, `remainder`, `fmax`/`fmin`, `nan_to_num`, and NumPy 2's short
+aliases (`asin`, `atan2`, `pow`, ...).
+
+Each primitive and its rules sit in one block; a derivative is written in fgrad operations (the
+primitive's own inputs and output), so every rule can itself be differentiated. Conventions:
+
+- `hypot(x, y)` at x = y = 0 has gradient (0, 0), and every higher derivative there is 0 (the
+  function has a cone point; 0 is the smallest subgradient). JAX gives (0.5, 0.5) there.
+- `arctan2(y, x)` at y = x = 0 has a nan gradient (0/0), as in JAX: the function is not
+  continuous there.
+- `logaddexp(x, y)` where the result is infinite (both -inf, or an input +inf) gives the
+  gradient to the larger input, split evenly at a tie, instead of exp(nan).
+- `fmax`/`fmin`: the non-nan operand gets the gradient; ties, and two nans, split it evenly.
+- `copysign(x, y)`: the slope in x is +-1 by the signs of x (with 0 counted as positive, as
+  `abs'(0) = 1`) and of y (by its sign bit, so y = -0.0 counts as negative); y gets none.
+- `fmod(x, y)` and `remainder(x, y)` (`mod`): slope 1 in x, and -q in y, where q is the integer
+  quotient the result was taken with (trunc(x/y) for fmod, floor(x/y) for remainder, as JAX).
+- `sinc` is exact at 0 to every order (sinc'(0) = 0, sinc''(0) = -pi**2/3), from its Maclaurin
+  series there, as JAX does.
+- `nan_to_num`: the gradient passes where x is finite and is 0 where a value was replaced.
+- `ldexp(x, i)` is differentiable in x (slope 2**i); `i` is an integer and has none.
+- `heaviside`, `signbit`, `rint`, `fix`, `floor_divide`, `isposinf`, `isneginf`, `isclose`,
+  `allclose` are declared without a derivative.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
-__all__ = []
+import math
+
+import numpy as _np
+
+from ..core import Box, primal
+from ..primitive import defprimitive, nondiff
+from .elementwise import cos, exp, power, sin, sqrt, where
+from .shaping import astype, broadcast_like, meta, unbroadcast
+
+__all__ = [
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+    "asin", "acos", "atan", "asinh", "acosh", "atanh",
+    "exp2", "log2", "log10", "cbrt", "square", "reciprocal", "fabs", "positive",
+    "deg2rad", "rad2deg", "degrees", "radians",
+    "arctan2", "atan2", "hypot", "logaddexp", "logaddexp2", "float_power", "pow",
+    "copysign", "fmod", "remainder", "mod", "fmax", "fmin", "ldexp", "sinc", "nan_to_num",
+    "heaviside", "signbit", "rint", "fix", "floor_divide", "isposinf", "isneginf",
+    "isclose", "allclose",
+]
+
+# Python floats, not NumPy float64 scalars: a Python float keeps a float32 array float32.
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def _operand(v):
+    """A list or tuple operand as the array NumPy reads it (rules do arithmetic on it)."""
+    return _np.asarray(v) if isinstance(v, (list, tuple)) else v
+
+
+def _weights(values, ans):
+    """A constant (no derivative) array of slopes, in the dtype of the result."""
+    return _np.asarray(values, dtype=_np.result_type(primal(ans)))
+
+
+# --- unary functions: d(ans)/dx = deriv(ans, x) -------------------------------------------
+
+
+def _unary(impl, deriv, name=None):
+    def vjp(ans, x):
+        d = deriv(ans, x)
+        return lambda ct: ct * d
+
+    return defprimitive(impl, vjp=vjp, jvp=lambda t, ans, x: t * deriv(ans, x), name=name)
+
+
+# Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses.
+arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)))
+arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)))
+arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
+sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
+cosh = _unary(_np.cosh, lambda ans, x: sinh(x))
+arcsinh = _unary(_np.arcsinh, lambda ans, x: 1.0 / sqrt(x * x + 1.0))
+arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / sqrt((x - 1.0) * (x + 1.0)))
+arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)))
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans)
+log2 = _unary(_np.log2, lambda ans, x: 1.0 / (_LN2 * x))
+log10 = _unary(_np.log10, lambda ans, x: 1.0 / (_LN10 * x))
+cbrt = _unary(_np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))  # inf at 0, as in JAX
+square = _unary(_np.square, lambda ans, x: 2.0 * x)
+reciprocal = _unary(_np.reciprocal, lambda ans, x: -(ans * ans))
+
+
+def _fabs_slope(ans, x):
+    """+1 where x >= 0 and -1 elsewhere: fabs'(0) = 1, as abs'(0) in JAX."""
+    return _weights(_np.where(_np.asarray(primal(x)) >= 0, 1, -1), ans)
+
+
+fabs = _unary(_np.fabs, _fabs_slope)
+
+
+def _linear(impl):
+    """A unary primitive that is linear in x: its bprop and its jvp are the primitive itself."""
+    prim = defprimitive(
+        impl,
+        vjp=lambda ans, x: lambda ct: prim(ct),
+        jvp=lambda t, ans, x: prim(t),
+    )
+    return prim
+
+
+deg2rad = _linear(_np.deg2rad)
+radians = _linear(_np.radians)
+rad2deg = _linear(_np.rad2deg)
+degrees = _linear(_np.degrees)
+
+
+def positive(x):
+    """NumPy's `positive`: x itself (a traced value is returned as it is; arrays are
+    immutable inside a transform), a copy for a plain array."""
+    return x if type(x) is Box else _np.positive(x)
+
+
+# --- binary functions with broadcasting: d(ans)/dx = dx(ans, x, y), d(ans)/dy = dy(...) ---
+
+
+def _binary(impl, dx, dy, name=None):
+    def vjp(deriv, i):
+        def maker(ans, x, y):
+            like = meta((x, y)[i])
+            d = deriv(ans, _operand(x), _operand(y))
+            return lambda ct: unbroadcast(ct * d, like)
+
+        return maker
+
+    def jvp(deriv):
+        return lambda t, ans, x, y: broadcast_like(t * deriv(ans, _operand(x), _operand(y)), ans)
+
+    return defprimitive(impl, vjp=(vjp(dx, 0), vjp(dy, 1)), jvp=(jvp(dx), jvp(dy)), name=name)
+
+
+# arctan2(y, x) = the angle of the point (x, y); at the origin both slopes are 0/0 = nan (JAX).
+arctan2 = _binary(
+    _np.arctan2,
+    lambda ans, y, x: x / (x * x + y * y),
+    lambda ans, y, x: -y / (x * x + y * y),
+)
+atan2 = arctan2
+
+
+def _hypot_slope(ans, x):
+    """x / hypot(x, y), taken as 0 where hypot is 0 (all its derivatives there are 0 too)."""
+    zero = _np.asarray(primal(ans)) == 0
+    if zero.any():
+        return where(zero, 0.0, x / where(zero, 1.0, ans))
+    return x / ans
+
+
+hypot = _binary(
+    _np.hypot,
+    lambda ans, x, y: _hypot_slope(ans, x),
+    lambda ans, x, y: _hypot_slope(ans, y),
+)
+
+
+def _logaddexp_slope(exp_base):
+    """d/dx log(e^x + e^y) = e^(x - ans) (base 2 for logaddexp2): the softmax weight of x.
+
+    Where the result is infinite, x - ans is nan; there the larger input gets the gradient,
+    half each at a tie (both -inf, or both +inf).
+    """
+
+    def slope(ans, x, y):
+        xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+        inf = _np.isinf(_np.asarray(primal(ans)))
+        if not inf.any():
+            return exp_base(x - ans)
+        w = _weights(_np.where(xv > yv, 1.0, _np.where(xv == yv, 0.5, 0.0)), ans)
+        # Both branches run: the masked one sees 0 - 0, not inf - inf, so no nan is made.
+        return where(inf, w, exp_base(where(inf, 0.0, x) - where(inf, 0.0, ans)))
+
+    return slope
+
+
+_dlogaddexp = _logaddexp_slope(exp)
+logaddexp = _binary(
+    _np.logaddexp,
+    _dlogaddexp,
+    lambda ans, x, y: _dlogaddexp(ans, y, x),
+)
+_dlogaddexp2 = _logaddexp_slope(lambda v: exp2(v))
+logaddexp2 = _binary(
+    _np.logaddexp2,
+    _dlogaddexp2,
+    lambda ans, x, y: _dlogaddexp2(ans, y, x),
+)
+
+
+def _as_float64(a):
+    dtype = _np.result_type(primal(_operand(a)), _np.float64)
+    return astype(a, dtype)
+
+
+def float_power(x1, x2):
+    """NumPy's `float_power`: `power` computed in float64 (complex128 for complex inputs),
+    whatever the input dtypes; gradients come back in each input's own dtype.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> float(fgrad.grad(lambda x: fnp.float_power(x, 3))(2.0))
+    12.0
+    """
+    return power(_as_float64(x1), _as_float64(x2))
+
+
+pow = power
+
+
+# --- piecewise: sign transfer, remainders, nan-aware extrema, scaling by 2**i -------------
+
+
+def _copysign_slope(ans, x, y):
+    """+-1: the sign of x (0 counts as positive) times the sign bit of y."""
+    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    s = _np.where(xv >= 0, 1.0, -1.0) * _np.where(_np.signbit(yv), -1.0, 1.0)
+    return _weights(_np.broadcast_to(s, _np.shape(primal(ans))), ans)
+
+
+def _copysign_vjp(ans, x, y):
+    like, slope = meta(x), _copysign_slope(ans, x, y)
+    return lambda ct: unbroadcast(ct * slope, like)
+
+
+copysign = defprimitive(
+    _np.copysign,
+    vjp=(_copysign_vjp, None),
+    jvp=(lambda t, ans, x, y: broadcast_like(t * _copysign_slope(ans, x, y), ans), None),
+)
+
+
+def _quotient(ans, x, y):
+    """The integer quotient q with ans = x - q*y, recovered exactly from the result."""
+    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        q = _np.round((xv - _np.asarray(primal(ans))) / yv)
+    return _weights(q, ans)
+
+
+def _remainder_like(impl, name):
+    def vjp_x(ans, x, y):
+        like = meta(x)
+        return lambda ct: unbroadcast(ct, like)
+
+    def vjp_y(ans, x, y):
+        like, minus_q = meta(y), -_quotient(ans, x, y)
+        return lambda ct: unbroadcast(ct * minus_q, like)
+
+    return defprimitive(
+        impl,
+        vjp=(vjp_x, vjp_y),
+        jvp=(
+            lambda t, ans, x, y: broadcast_like(t, ans),
+            lambda t, ans, x, y: broadcast_like(t * -_quotient(ans, x, y), ans),
+        ),
+        name=name,
+    )
+
+
+fmod = _remainder_like(_np.fmod, "fmod")
+remainder = _remainder_like(_np.remainder, "remainder")
+mod = remainder
+
+
+def _nan_aware_weights(ans, x, y, wins):
+    """x's share of the gradient of fmax/fmin: 1 where x is chosen, 0 where y is, 1/2 at ties.
+
+    A nan loses to any number; two nans are a tie.
+    """
+    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    xnan, ynan = _np.isnan(xv), _np.isnan(yv)
+    w = _np.where(
+        xnan | ynan,
+        _np.where(xnan & ynan, 0.5, _np.where(xnan, 0.0, 1.0)),
+        _np.where(wins(xv, yv), 1.0, _np.where(xv == yv, 0.5, 0.0)),
+    )
+    return _weights(_np.broadcast_to(w, _np.shape(primal(ans))), ans)
+
+
+def _nan_aware_chooser(impl, wins):
+    def vjp_x(ans, x, y):
+        like, w = meta(x), _nan_aware_weights(ans, x, y, wins)
+        return lambda ct: unbroadcast(ct * w, like)
+
+    def vjp_y(ans, x, y):
+        like, w = meta(y), _nan_aware_weights(ans, y, x, wins)
+        return lambda ct: unbroadcast(ct * w, like)
+
+    return defprimitive(
+        impl,
+        vjp=(vjp_x, vjp_y),
+        jvp=(
+            lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, x, y, wins), ans),
+            lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, y, x, wins), ans),
+        ),
+    )
+
+
+fmax = _nan_aware_chooser(_np.fmax, _np.greater)
+fmin = _nan_aware_chooser(_np.fmin, _np.less)
+
+
+def _ldexp_vjp(ans, x, i):
+    like = meta(x)
+    return lambda ct: unbroadcast(ldexp(ct, i), like)
+
+
+# ldexp is linear in x: its bprop and jvp are ldexp itself (exact: a change of exponent).
+ldexp = defprimitive(
+    _np.ldexp,
+    vjp=(_ldexp_vjp, None),
+    jvp=(lambda t, ans, x, i: broadcast_like(ldexp(t, i), ans), None),
+)
+
+
+# --- sinc: exact at 0 to every order -------------------------------------------------------
+
+
+def _maclaurin_impl(u, k):
+    """The k-th derivative of sin(u)/u at u = 0, shaped like u: (-1)**(k/2) / (k+1) for even
+    k, 0 for odd k."""
+    c = 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
+    return _np.zeros_like(u) + c
+
+
+# Stands for sin(u)/u's k-th derivative where u == 0; its derivative is the (k+1)-th, so the
+# chain of rules gives every order of sinc at 0 exactly (the construction JAX uses).
+_sinc_maclaurin = defprimitive(
+    _maclaurin_impl,
+    vjp=lambda ans, u, k: lambda ct: ct * _sinc_maclaurin(u, k=k + 1),
+    jvp=lambda t, ans, u, k: t * _sinc_maclaurin(u, k=k + 1),
+    name="sinc_maclaurin",
+)
+
+
+def sinc(x):
+    """NumPy's normalized `sinc`: sin(pi x) / (pi x), and 1 at x = 0.
+
+    Exact at 0 to every order, in both modes: sinc'(0) = 0, sinc''(0) = -pi**2/3.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> d2 = float(fgrad.grad(fgrad.grad(fnp.sinc))(0.0))
+    >>> abs(d2 - (-fnp.pi**2 / 3)) < 1e-15
+    True
+    """
+    pi_x = _np.pi * _operand(x)
+    zero = _np.asarray(primal(x)) == 0
+    if not zero.any():
+        return sin(pi_x) / pi_x
+    # Both branches run; the masked one must not make a nan, so it sees 1 instead of 0.
+    safe = where(zero, 1.0, pi_x)
+    return where(zero, _sinc_maclaurin(pi_x, k=0), sin(safe) / safe)
+
+
+# --- nan_to_num ----------------------------------------------------------------------------
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NumPy's `nan_to_num`. The gradient passes where x is finite and is 0 where a nan or an
+    infinity was replaced by a constant.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.sum(fnp.nan_to_num(x * 2.0)))(np.array([1.0, np.inf]))
+    array([2., 0.])
+    """
+    if type(x) is not Box:
+        return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    xv = primal(x)
+    finite = _np.isfinite(xv)
+    if finite.all():
+        return x
+    replaced = _np.nan_to_num(xv, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+    return where(finite, x, replaced)
+
+
+# --- no derivative -------------------------------------------------------------------------
+
+# heaviside(x, h0) is a step: its derivative is 0 wherever it exists (and h0 is only a value).
+heaviside = nondiff(_np.heaviside)
+signbit = nondiff(_np.signbit)
+rint = nondiff(_np.rint)
+fix = nondiff(_np.fix, name="fix")
+floor_divide = nondiff(_np.floor_divide)
+isposinf = nondiff(_np.isposinf, name="isposinf")
+isneginf = nondiff(_np.isneginf, name="isneginf")
+isclose = nondiff(_np.isclose, name="isclose")
+allclose = nondiff(_np.allclose, name="allclose")

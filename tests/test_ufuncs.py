@@ -1,0 +1,190 @@
+"""fgrad/numpy/ufuncs.py beyond the gradient table (tests/rows_ufuncs.py): values against
+NumPy, closed-form derivatives, and the conventions at kinks and degenerate points."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fgrad.numpy as fnp
+from fgrad import grad, jacfwd, jacrev, jvp
+
+
+def _derivatives(f, x, n, mode):
+    """f', f'', ..., f^(n) at x, by nested grad (rev) or nested jvp (fwd)."""
+    out = []
+    for _ in range(n):
+        f = grad(f) if mode == "rev" else (lambda g: lambda y: jvp(g, (y,), (1.0,))[1])(f)
+        out.append(float(f(x)))
+    return out
+
+
+X = np.array([-0.7, 0.2, 0.55])
+
+
+@pytest.mark.parametrize("name, x", [
+    ("arcsin", X), ("arccos", X), ("arctan", X), ("sinh", X), ("cosh", X), ("arcsinh", X),
+    ("arccosh", X + 2.0), ("arctanh", X), ("exp2", X), ("log2", X + 1.0), ("log10", X + 1.0),
+    ("cbrt", X), ("square", X), ("reciprocal", X), ("fabs", X), ("deg2rad", X),
+    ("rad2deg", X), ("degrees", X), ("radians", X), ("sinc", X), ("positive", X),
+])
+def test_unary_values_are_numpys_and_np_ufuncs_dispatch(name, x):
+    np.testing.assert_allclose(getattr(fnp, name)(x), getattr(np, name)(x), rtol=1e-15)
+    # NumPy's own function applied to a traced value is differentiated too
+    if isinstance(getattr(np, name), np.ufunc):
+        g = grad(lambda v: np.sum(getattr(np, name)(v)))(x)
+        np.testing.assert_array_equal(g, grad(lambda v: fnp.sum(getattr(fnp, name)(v)))(x))
+
+
+@pytest.mark.parametrize("name, dfdx", [
+    ("arcsin", lambda x: 1 / np.sqrt(1 - x * x)),
+    ("arccos", lambda x: -1 / np.sqrt(1 - x * x)),
+    ("arctan", lambda x: 1 / (1 + x * x)),
+    ("arcsinh", lambda x: 1 / np.sqrt(1 + x * x)),
+    ("arctanh", lambda x: 1 / (1 - x * x)),
+    ("exp2", lambda x: np.log(2) * 2**x),
+    ("log2", lambda x: 1 / (x * np.log(2))),
+    ("log10", lambda x: 1 / (x * np.log(10))),
+    ("cbrt", lambda x: np.abs(x) ** (-2 / 3) / 3),
+    ("reciprocal", lambda x: -1 / x**2),
+    ("deg2rad", lambda x: np.pi / 180 + 0 * x),
+    ("rad2deg", lambda x: 180 / np.pi + 0 * x),
+])
+def test_closed_form_first_derivatives(name, dfdx):
+    f = getattr(fnp, name)
+    x = X + 1.0 if name.startswith("log") else X
+    np.testing.assert_allclose(jacrev(lambda v: f(v))(x).diagonal(), dfdx(x), rtol=1e-13)
+    np.testing.assert_allclose(jacfwd(lambda v: f(v))(x).diagonal(), dfdx(x), rtol=1e-13)
+
+
+def test_arccosh_near_one_keeps_its_digits():
+    # (x - 1)(x + 1) instead of x*x - 1: at x = 1 + 1e-12 the slope is 1/sqrt(2e-12) to ~1e-4
+    x = 1.0 + 1e-12
+    assert grad(fnp.arccosh)(x) == pytest.approx(1 / math.sqrt((x - 1) * (x + 1)), rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_sinc_is_exact_at_zero_to_order_four(mode):
+    d = _derivatives(fnp.sinc, 0.0, 4, mode)
+    expected = [0.0, -np.pi**2 / 3, 0.0, np.pi**4 / 5]
+    np.testing.assert_allclose(d, expected, rtol=1e-14, atol=0)
+    assert fnp.sinc(0.0) == 1.0
+    # away from 0 it is the quotient's derivative: (cos(pi x) - sinc(x)) / x
+    x = 0.3
+    assert _derivatives(fnp.sinc, x, 1, mode)[0] == pytest.approx(
+        (np.cos(np.pi * x) - np.sinc(x)) / x, rel=1e-13)
+
+
+def test_sinc_at_zero_inside_an_array_has_no_nan():
+    x = np.array([0.0, 0.5, -1.0])
+    h = jacfwd(jacrev(lambda v: fnp.sum(fnp.sinc(v))))(x)
+    assert not np.isnan(h).any()
+    assert h[0, 0] == pytest.approx(-np.pi**2 / 3, rel=1e-14)
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_hypot_at_the_origin_has_zero_derivatives(jac):
+    f = lambda v: fnp.hypot(v[0], v[1])  # noqa: E731
+    origin = np.zeros(2)
+    np.testing.assert_array_equal(jac(f)(origin), [0.0, 0.0])
+    np.testing.assert_array_equal(jac(jac(f))(origin), np.zeros((2, 2)))
+    # and elsewhere it is (x, y) / hypot, with no overflow for large values
+    np.testing.assert_allclose(jac(f)(np.array([3e200, 4e200])), [0.6, 0.8], rtol=1e-15)
+
+
+def test_arctan2_gradient_and_its_nan_at_the_origin_as_jax():
+    gy, gx = grad(fnp.arctan2, argnums=(0, 1))(1.0, 2.0)
+    assert (gy, gx) == pytest.approx((2 / 5, -1 / 5), rel=1e-15)
+    with np.errstate(invalid="ignore"):
+        gy, gx = grad(fnp.arctan2, argnums=(0, 1))(0.0, 0.0)
+    assert np.isnan(gy) and np.isnan(gx)
+    assert fnp.atan2 is fnp.arctan2
+
+
+@pytest.mark.parametrize("f", [fnp.logaddexp, fnp.logaddexp2])
+def test_logaddexp_gradients_sum_to_one_even_where_the_result_is_infinite(f):
+    g = grad(f, argnums=(0, 1))
+    assert g(0.3, 0.3) == pytest.approx((0.5, 0.5), rel=1e-15)
+    assert g(-np.inf, -np.inf) == (0.5, 0.5)
+    assert g(np.inf, 3.0) == (1.0, 0.0)
+    assert g(-np.inf, 3.0) == (0.0, 1.0)
+    assert sum(g(800.0, 801.0)) == pytest.approx(1.0, rel=1e-15)
+    # second derivative at a tie: sigmoid'(0) = 1/4 (times ln 2 in base 2)
+    scale = 1.0 if f is fnp.logaddexp else math.log(2.0)
+    assert grad(grad(f))(1.0, 1.0) == pytest.approx(scale / 4, rel=1e-14)
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_fmax_fmin_give_the_gradient_to_the_non_nan_operand(jac):
+    x = np.array([1.0, np.nan, np.nan, 2.0, 0.5])
+    y = np.array([np.nan, 3.0, np.nan, 2.0, 0.7])
+    for name, ties_and_winner in [("fmax", [1.0, 0.0, 0.5, 0.5, 0.0]),
+                                  ("fmin", [1.0, 0.0, 0.5, 0.5, 1.0])]:
+        f = getattr(fnp, name)
+        dx = jac(lambda a: f(a, y))(x).diagonal()
+        dy = jac(lambda b: f(x, b))(y).diagonal()
+        np.testing.assert_array_equal(dx, ties_and_winner)
+        np.testing.assert_array_equal(dx + dy, [1.0, 1.0, 1.0, 1.0, 1.0])
+        np.testing.assert_array_equal(f(x, y), getattr(np, name)(x, y))
+
+
+def test_copysign_slope_follows_both_signs_and_y_gets_nothing():
+    x = np.array([2.0, -2.0, 2.0, -2.0, 0.0, 0.0])
+    y = np.array([1.0, 1.0, -0.0, -3.0, 0.0, -1.0])
+    np.testing.assert_array_equal(jacrev(lambda a: fnp.copysign(a, y))(x).diagonal(),
+                                  [1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
+    np.testing.assert_array_equal(jacfwd(lambda a: fnp.copysign(a, y))(x).diagonal(),
+                                  [1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
+    np.testing.assert_array_equal(jacrev(lambda b: fnp.copysign(x, b))(y), np.zeros((6, 6)))
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_fmod_and_remainder_slopes_are_one_and_minus_the_quotient(jac):
+    x = np.array([7.5, -7.5, 7.5, -7.5, 6.0])
+    y = np.array([2.0, 2.0, -2.0, -2.0, 4.0])
+    for name, q in [("fmod", np.trunc(x / y)), ("remainder", np.floor(x / y)),
+                    ("mod", np.floor(x / y))]:
+        f = getattr(fnp, name)
+        np.testing.assert_array_equal(f(x, y), getattr(np, name)(x, y))
+        np.testing.assert_array_equal(jac(lambda a: f(a, y))(x), np.eye(5))
+        np.testing.assert_array_equal(jac(lambda b: f(x, b))(y), np.diag(-q))
+
+
+def test_nan_to_num_passes_the_gradient_only_where_x_is_finite():
+    x = np.array([1.5, np.inf, -np.inf, np.nan, -0.5])
+    g = grad(lambda v: fnp.sum(fnp.nan_to_num(v * 3.0, nan=1.0, posinf=2.0)))(x)
+    np.testing.assert_array_equal(g, [3.0, 0.0, 0.0, 0.0, 3.0])
+    np.testing.assert_array_equal(fnp.nan_to_num(x, nan=1.0, posinf=2.0),
+                                  np.nan_to_num(x, nan=1.0, posinf=2.0))
+    assert fnp.nan_to_num(x) is not x and np.isnan(x[3])  # the user's array is not changed
+
+
+def test_ldexp_is_linear_in_x_with_slope_two_to_the_i():
+    i = np.array([3, -1, 0])
+    np.testing.assert_array_equal(jacrev(lambda v: fnp.ldexp(v, i))(np.ones(3)), np.diag([8.0, 0.5, 1.0]))
+    np.testing.assert_array_equal(jacfwd(lambda v: fnp.ldexp(v, i))(np.ones(3)), np.diag([8.0, 0.5, 1.0]))
+    assert fnp.ldexp(np.float32(1.5), 2).dtype == np.float32
+
+
+def test_float_power_is_float64_and_gradients_keep_the_input_dtype():
+    x = np.array([1.5, 2.0], dtype=np.float32)
+    assert fnp.float_power(x, 2).dtype == np.float64
+    g = grad(lambda v: fnp.sum(fnp.float_power(v, 3)))(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 3 * x.astype(np.float64) ** 2, rtol=1e-7)
+    assert fnp.pow is fnp.power
+
+
+def test_cbrt_is_inf_at_zero_as_jax_and_fabs_has_slope_one_there():
+    with np.errstate(divide="ignore"):
+        assert grad(fnp.cbrt)(0.0) == np.inf
+    assert _derivatives(fnp.fabs, 0.0, 2, "rev") == [1.0, 0.0]
+    assert _derivatives(fnp.fabs, -1.0, 2, "fwd") == [-1.0, 0.0]
+
+
+def test_non_differentiable_names_see_through_traced_values():
+    g = grad(lambda x: x * fnp.heaviside(x, 0.5) + fnp.rint(x) + fnp.fix(x))(1.7)
+    assert g == 1.0
+    assert grad(lambda x: x * fnp.signbit(x))(-2.0) == 1.0
+    assert grad(lambda x: np.floor_divide(x, 0.5) * x)(1.2) == 2.0
+    assert grad(lambda x: x * fnp.allclose(x, 1.0))(1.0) == 1.0
