@@ -1,16 +1,27 @@
-"""Matrix products: `matmul` (the primitive) and `dot`, with NumPy's rules for 1-D operands
-and batch broadcasting.
+"""Tensor products: `matmul` (a primitive) and `dot`, with NumPy's rules for 1-D operands and
+batch broadcasting; `einsum` (a primitive whose rules are einsums) and the products built on it,
+`tensordot`, `inner`, `outer`, `vdot`, `kron`, and `cross`.
+
+`fgrad.numpy` imports `dot` and `matmul` from here by name; the other public names reach it
+through `fgrad.numpy.signal`'s `__all__`.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
+import functools as _functools
+import string as _string
+
 import numpy as _np
 
+from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import multiply
-from .shaping import expand_dims, meta, moveaxis, ndim, reshape, shape, swapaxes, unbroadcast
+from .shaping import (
+    astype, broadcast_like, expand_dims, meta, moveaxis, ndim, reshape, shape, stack, swapaxes,
+    unbroadcast,
+)
 
-__all__ = ["matmul", "dot"]
+__all__ = ["matmul", "dot", "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross"]
 
 
 def _matmul_vjp_x(ans, x, y):
@@ -69,3 +80,308 @@ def dot(a, b):
     b2 = reshape(moveaxis(b, -2, 0), (n, -1))
     moved_b_rest = b_shape[:-2] + b_shape[-1:]
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
+
+
+def as_array(x):
+    """x as something that indexes like an array: a traced value as it is, a (nested) list
+    holding traced values stacked, anything else a NumPy array."""
+    if type(x) is Box:
+        return x
+    if isinstance(x, (list, tuple)) and _holds_box(x):
+        return stack([as_array(v) for v in x])
+    return _np.asarray(x)
+
+
+def _holds_box(x):
+    if type(x) is Box:
+        return True
+    return isinstance(x, (list, tuple)) and any(_holds_box(v) for v in x)
+
+
+# --- einsum: one primitive whose every rule is another einsum -------------------------------
+#
+# The public `einsum` rewrites its subscripts into an explicit form with one letter per axis
+# ('...' spelled out, the implicit output made explicit), so the primitive and its rules only
+# ever see "ab,bc->ac". The cotangent of operand i is the einsum of the output's cotangent
+# with the other operands, into operand i's letters; two things need constants there:
+# a letter repeated in operand i (a trace or a diagonal, "ii->") gets a fresh letter tied to
+# the first by an identity matrix, and a letter summed away in operand i alone ("ij->i") is
+# broadcast back by a vector of ones. Axes of length 1 that broadcast are summed back by
+# `unbroadcast`.
+
+_EINSUM_LETTERS = _string.ascii_uppercase + _string.ascii_lowercase  # NumPy's sublist order
+
+# NumPy's einsum takes at most 64 operands: one vjp/jvp maker per position.
+_EINSUM_MAX_OPERANDS = 64
+
+# Below this many multiply-adds (the product of every letter's length) the plain C loop is
+# faster than planning a contraction order and calling BLAS; above it, planning pays.
+_EINSUM_PLAN_ABOVE = 4096
+
+
+@_functools.lru_cache(maxsize=1024)
+def _einsum_plan(subscripts, shapes):
+    """Contraction order (a NumPy einsum_path) or False for the plain loop, per call site."""
+    terms, _ = subscripts.split("->")
+    sizes = {}
+    for term, s in zip(terms.split(","), shapes):
+        for c, n in zip(term, s):
+            sizes[c] = max(sizes.get(c, 1), n)
+    cost = int(_np.prod(list(sizes.values()), dtype=_np.float64))
+    if len(shapes) < 2 or cost <= _EINSUM_PLAN_ABOVE:
+        return False
+    operands = [_np.empty(s) for s in shapes]  # einsum_path reads only shapes
+    return _np.einsum_path(subscripts, *operands, optimize="greedy")[0]
+
+
+def _einsum_impl(*operands, subscripts):
+    shapes = tuple(_np.shape(x) for x in operands)
+    return _np.einsum(subscripts, *operands, optimize=_einsum_plan(subscripts, shapes))
+
+
+def _einsum_vjp(i):
+    def maker(ans, *operands, subscripts):
+        terms, out = subscripts.split("->")
+        terms = terms.split(",")
+        like = meta(operands[i])
+        term, x_shape = terms[i], like[0]
+        others = operands[:i] + operands[i + 1:]
+        other_terms = terms[:i] + terms[i + 1:]
+        fresh = iter(c for c in _EINSUM_LETTERS if c not in subscripts)
+        target, eyes, eye_terms = [], [], []
+        for ax, c in enumerate(term):
+            if c in target:  # a repeated letter: a fresh one, tied to it by an identity
+                f = next(fresh)
+                target.append(f)
+                eyes.append(x_shape[ax])
+                eye_terms.append(c + f)
+            else:
+                target.append(c)
+        known = set(out).union(*other_terms, *eye_terms)
+        ones = [(c, x_shape[term.index(c)]) for c in dict.fromkeys(term) if c not in known]
+        g_subscripts = (
+            ",".join([out, *other_terms, *eye_terms, *(c for c, _ in ones)])
+            + "->" + "".join(target)
+        )
+
+        def bprop(ct):
+            dtype = _np.result_type(primal(ct))
+            consts = [_np.eye(n, dtype=dtype) for n in eyes]
+            consts += [_np.ones(n, dtype=dtype) for _, n in ones]
+            g = _einsum_p(ct, *others, *consts, subscripts=g_subscripts)
+            return unbroadcast(g, like)
+
+        return bprop
+
+    return maker
+
+
+def _einsum_jvp(i):
+    def rule(t, ans, *operands, subscripts):
+        args = operands[:i] + (t,) + operands[i + 1:]
+        return broadcast_like(_einsum_p(*args, subscripts=subscripts), ans)
+
+    return rule
+
+
+_einsum_p = defprimitive(
+    _einsum_impl,
+    vjp=tuple(_einsum_vjp(i) for i in range(_EINSUM_MAX_OPERANDS)),
+    jvp=tuple(_einsum_jvp(i) for i in range(_EINSUM_MAX_OPERANDS)),
+    name="einsum",
+)
+
+
+def _sublist_term(sublist):
+    out = []
+    for s in sublist:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, (int, _np.integer)) and 0 <= s < len(_EINSUM_LETTERS):
+            out.append(_EINSUM_LETTERS[int(s)])
+        else:
+            raise ValueError(
+                f"einsum: a subscript in a sublist must be an int in [0, 52) or Ellipsis, got {s!r}"
+            )
+    return "".join(out)
+
+
+def _einsum_explicit(subscripts, ndims):
+    """`subscripts` with '...' spelled out in letters and the output made explicit."""
+    s = subscripts.replace(" ", "")
+    bad = set(s) - set(_EINSUM_LETTERS) - set(".,->")
+    if bad:
+        raise ValueError(f"einsum: subscripts {subscripts!r} contain {sorted(bad)}; use letters a-z, A-Z")
+    if s.count("->") > 1:
+        raise ValueError(f"einsum: subscripts {subscripts!r} have more than one '->'")
+    ins, out = s.split("->") if "->" in s else (s, None)
+    terms = ins.split(",")
+    if len(terms) != len(ndims):
+        raise ValueError(
+            f"einsum: subscripts {subscripts!r} name {len(terms)} operands but {len(ndims)} were given"
+        )
+    n_ell = []
+    for k, (term, nd) in enumerate(zip(terms, ndims)):
+        if term.count("...") > 1 or term.replace("...", "").count(".") or (
+            "..." not in term and "." in term
+        ):
+            raise ValueError(f"einsum: operand {k}'s subscripts {term!r} have a misplaced '.'")
+        named = len(term.replace("...", ""))
+        extra = nd - named
+        if extra < 0 or (extra > 0 and "..." not in term):
+            raise ValueError(
+                f"einsum: operand {k} has {nd} dimensions but its subscripts {term!r} name {named}"
+            )
+        n_ell.append(extra if "..." in term else 0)
+    n = max(n_ell, default=0)
+    used = set(s)
+    free = [c for c in _EINSUM_LETTERS if c not in used]
+    if n > len(free):
+        raise ValueError(f"einsum: too many axes for the 52 letters of the subscripts {subscripts!r}")
+    ell = "".join(free[:n])
+    letters = [t.replace("...", "") for t in terms]
+    terms = [t.replace("...", ell[n - k:] if k else "") for t, k in zip(terms, n_ell)]
+    if out is None:
+        counts = {}
+        for c in "".join(letters):
+            counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, m in counts.items() if m == 1))
+    elif "..." in out:
+        out = out.replace("...", ell)
+    elif n > 0:
+        raise ValueError(
+            f"einsum: the operands' '...' covers {n} axes but the output {out!r} has no '...'; "
+            "write '...' in the output to keep them (NumPy refuses to sum them implicitly)"
+        )
+    return ",".join(terms) + "->" + out
+
+
+def einsum(*operands, out=None, optimize=True, dtype=None, **kwargs):
+    """NumPy's `einsum`: explicit or implicit output, '...', repeated letters (traces and
+    diagonals), any number of operands, and the sublist form `einsum(a, [0, 1], b, [1, 2])`.
+    Large contractions run through NumPy's optimized path (BLAS); the gradient of each operand
+    is another einsum. `optimize` is accepted for NumPy compatibility (always optimized).
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> float(fnp.einsum("ii->", np.eye(3)))
+    3.0
+    """
+    if out is not None:
+        raise TypeError("einsum(..., out=...) cannot write into an array inside a transform; "
+                        "use the returned value")
+    if kwargs:
+        raise TypeError(f"einsum: unsupported keyword arguments {sorted(kwargs)}")
+    if not operands:
+        raise ValueError("einsum: no subscripts and no operands given")
+    if isinstance(operands[0], str):
+        subscripts, ops = operands[0], list(operands[1:])
+    else:  # the sublist form: op0, sublist0, op1, sublist1, ..., [sublist_out]
+        ops = list(operands[0::2][: len(operands) // 2])
+        subs = [_sublist_term(sl) for sl in operands[1::2][: len(operands) // 2]]
+        subscripts = ",".join(subs)
+        if len(operands) % 2:
+            subscripts += "->" + _sublist_term(operands[-1])
+    if dtype is not None:
+        ops = [astype(x, dtype) for x in ops]
+    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
+    return _einsum_p(*ops, subscripts=explicit)
+
+
+# --- products built on einsum -----------------------------------------------------------------
+
+
+def tensordot(a, b, axes=2):
+    """NumPy's `tensordot`: `axes` is an int N (the last N axes of `a` with the first N of `b`)
+    or a pair of axis sequences."""
+    a_nd, b_nd = ndim(a), ndim(b)
+    if isinstance(axes, (int, _np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(a_nd, b_nd):
+            raise ValueError(
+                f"tensordot: axes={n} needs both operands to have at least {n} dimensions; "
+                f"they have {a_nd} and {b_nd}"
+            )
+        a_axes, b_axes = list(range(a_nd - n, a_nd)), list(range(n))
+    else:
+        try:
+            a_axes, b_axes = axes
+        except (TypeError, ValueError):
+            raise ValueError(f"tensordot: axes must be an int or a pair of sequences, got {axes!r}")
+        a_axes = [a_axes] if isinstance(a_axes, (int, _np.integer)) else list(a_axes)
+        b_axes = [b_axes] if isinstance(b_axes, (int, _np.integer)) else list(b_axes)
+        if len(a_axes) != len(b_axes):
+            raise ValueError(f"tensordot: axes {axes!r} pair {len(a_axes)} axes with {len(b_axes)}")
+        a_axes = [int(x) % a_nd for x in a_axes]
+        b_axes = [int(x) % b_nd for x in b_axes]
+    letters = iter(_EINSUM_LETTERS)
+    a_term = [next(letters) for _ in range(a_nd)]
+    b_term = [next(letters) for _ in range(b_nd)]
+    for i, j in zip(a_axes, b_axes):
+        b_term[j] = a_term[i]
+    out = [c for k, c in enumerate(a_term) if k not in a_axes]
+    out += [c for k, c in enumerate(b_term) if k not in b_axes]
+    return _einsum_p(a, b, subscripts="".join(a_term) + "," + "".join(b_term) + "->" + "".join(out))
+
+
+def inner(a, b):
+    """NumPy's `inner`: the sum over the last axes; a scalar operand multiplies."""
+    a_nd, b_nd = ndim(a), ndim(b)
+    if a_nd == 0 or b_nd == 0:
+        return multiply(a, b)
+    return tensordot(a, b, axes=([-1], [-1]))
+
+
+def outer(a, b):
+    """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]."""
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+def vdot(a, b):
+    """NumPy's `vdot` for real arrays: the dot product of the flattened operands."""
+    a, b = reshape(a, (-1,)), reshape(b, (-1,))
+    if shape(a) != shape(b):
+        raise ValueError(f"vdot: the operands have {shape(a)[0]} and {shape(b)[0]} elements; "
+                         "they need the same number")
+    return _einsum_p(a, b, subscripts="i,i->")
+
+
+def kron(a, b):
+    """NumPy's `kron`: the Kronecker product, as one broadcast product and a reshape."""
+    a_shape, b_shape = shape(a), shape(b)
+    nd = max(len(a_shape), len(b_shape))
+    a_shape = (1,) * (nd - len(a_shape)) + tuple(a_shape)
+    b_shape = (1,) * (nd - len(b_shape)) + tuple(b_shape)
+    # out[(i0, k0), (i1, k1), ...] = a[i0, i1, ...] * b[k0, k1, ...], interleaved then merged
+    a_spread = reshape(a, tuple(n for m in a_shape for n in (m, 1)))
+    b_spread = reshape(b, tuple(n for m in b_shape for n in (1, m)))
+    return reshape(multiply(a_spread, b_spread), tuple(m * n for m, n in zip(a_shape, b_shape)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """NumPy's `cross` of 3-vectors (and of 2-vectors, taken with a zero third component; two
+    2-vectors give the scalar z component), with NumPy's axis arguments and broadcasting."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(as_array(a), axisa, -1)
+    b = moveaxis(as_array(b), axisb, -1)
+    na, nb = shape(a)[-1], shape(b)[-1]
+    for name, n, x in (("a", na, a), ("b", nb, b)):
+        if n not in (2, 3):
+            raise ValueError(
+                f"cross: the vectors of {name} (shape {shape(x)} after moving the vector axis "
+                f"last) have {n} components; they need 2 or 3"
+            )
+    a0, a1, a2 = a[..., 0], a[..., 1], (a[..., 2] if na == 3 else None)
+    b0, b1, b2 = b[..., 0], b[..., 1], (b[..., 2] if nb == 3 else None)
+    z = multiply(a0, b1) - multiply(a1, b0)
+    if na == 2 and nb == 2:
+        return z
+    # A missing third component is a structural zero: its products are left out, not computed.
+    if a2 is None:
+        x, y = multiply(a1, b2), -multiply(a0, b2)
+    elif b2 is None:
+        x, y = -multiply(a2, b1), multiply(a2, b0)
+    else:
+        x, y = multiply(a1, b2) - multiply(a2, b1), multiply(a2, b0) - multiply(a0, b2)
+    out = stack([x, y, z], axis=-1)
+    return moveaxis(out, -1, axisc)
