@@ -1,7 +1,704 @@
 """Rearranging, splitting, joining and indexing arrays: `flip`, `roll`, `tile`, `pad`, `split`,
-`take`, `diag`, `tril`, `sort`, `meshgrid`, ... .
+`take`, `diag`, `tril`, `sort`, `meshgrid`, ..., the index-producing functions (`argmax`,
+`argsort`, `nonzero`, ...) declared without a derivative, and the scatter updates behind
+`x.at[idx].multiply/divide/power/min/max`.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
+Every differentiable function here is a composition of the linear primitives of
+`fgrad.numpy.shaping` (reshape, transpose, broadcast, concatenate, getitem and its adjoint
+scatter-add) and of `where`, so none needs rules of its own and all are differentiable to every
+order. The only NumPy work is on index arrays, which carry no derivative: `pad`, `insert` and
+`delete` apply NumPy's own function to an array of positions, so they accept every argument
+form NumPy does and agree with it exactly, and then gather the values from those positions.
+
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
+`fgrad.numpy.reductions`.
 """
 
-__all__ = []
+import numpy as _np
+
+from ..core import Box, primal
+from ..primitive import nondiff
+from . import reductions as _rd
+from .elementwise import divide, maximum, minimum, multiply, power, where
+from .shaping import (
+    _normalize_axes, _normalize_index, astype, at, broadcast_to, concatenate, getitem,
+    moveaxis, ndim, ravel, reshape, shape, stack, sum, transpose,
+)
+
+__all__ = [
+    "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat", "pad",
+    "hstack", "vstack", "row_stack", "dstack", "column_stack",
+    "split", "array_split", "hsplit", "vsplit", "dsplit", "broadcast_arrays",
+    "take", "take_along_axis", "diag", "diagonal", "trace", "tril", "triu", "sort", "meshgrid",
+    "atleast_1d", "atleast_2d", "atleast_3d", "append", "insert", "delete", "select",
+    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
+    "lexsort", "tril_indices", "triu_indices", "diag_indices", "indices",
+]
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _as_array(a):
+    """A traced value as it is; a list that holds traced values stacked; anything else as a
+    NumPy array (so `shape`, `ravel` and `reshape` see an array, as NumPy's functions do)."""
+    if type(a) is Box:
+        return a
+    if isinstance(a, (list, tuple)) and _holds_box(a):
+        return stack([_as_array(e) for e in a])
+    return _np.asarray(a)
+
+
+def _holds_box(obj):
+    if type(obj) is Box:
+        return True
+    return isinstance(obj, (list, tuple)) and any(_holds_box(o) for o in obj)
+
+
+def _describe(a):
+    v = primal(a)
+    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
+
+
+def _axis(axis, nd, name, arg="axis"):
+    """One axis as a non-negative int, with NumPy's bounds check and a message that says so."""
+    if not isinstance(axis, (int, _np.integer)):
+        raise TypeError(f"{name}: {arg} must be an int, got {axis!r}")
+    if not -nd <= axis < nd:
+        raise ValueError(f"{name}: {arg}={axis} is out of bounds for an array with {nd} dimensions")
+    return int(axis) % nd
+
+
+def _constant_index(idx, name, arg="indices"):
+    """An index argument as a plain integer array; a traced index has no derivative."""
+    if type(idx) is Box:
+        raise TypeError(
+            f"{name}: {arg} is a traced value ({_describe(idx)}); indices have no derivative. "
+            "Compute them from plain values, or wrap them in fgrad.stop_gradient(...)"
+        )
+    out = _np.asarray(idx)
+    if out.size == 0 and out.dtype == _np.float64:
+        out = out.astype(_np.intp)  # `[]` is an empty list of indices, as in NumPy
+    if not _np.issubdtype(out.dtype, _np.integer):
+        raise TypeError(f"{name}: {arg} must be integers, got dtype {out.dtype}")
+    return out
+
+
+def _along(axis, idx):
+    """The index that applies `idx` along `axis` and keeps every other axis."""
+    return (slice(None),) * axis + (idx,)
+
+
+def _positions(a_shape):
+    """The flat position of every element: NumPy's functions applied to it say where each
+    element of the result comes from."""
+    return _np.arange(int(_np.prod(a_shape, dtype=_np.int64))).reshape(a_shape)
+
+
+# --- flipping, rolling, rotating --------------------------------------------------------
+
+
+def flip(m, axis=None):
+    """NumPy's `flip`: reverse the order of elements along `axis` (None: all axes; int; tuple).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.flip(fnp.arange(3.0))
+    array([2., 1., 0.])
+    """
+    m = _as_array(m)
+    nd = ndim(m)
+    axes = _normalize_axes(axis, nd)
+    if not axes:
+        return m
+    return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))
+
+
+def fliplr(m):
+    """NumPy's `fliplr`: reverse the columns (axis 1) of an array of 2 or more dimensions."""
+    m = _as_array(m)
+    if ndim(m) < 2:
+        raise ValueError(f"fliplr: m must have at least 2 dimensions, got {_describe(m)}")
+    return flip(m, 1)
+
+
+def flipud(m):
+    """NumPy's `flipud`: reverse the rows (axis 0) of an array of 1 or more dimensions."""
+    m = _as_array(m)
+    if ndim(m) < 1:
+        raise ValueError(f"flipud: m must have at least 1 dimension, got {_describe(m)}")
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """NumPy's `roll`: shift elements along `axis` cyclically; `shift` and `axis` may be tuples
+    (broadcast against each other, shifts of a repeated axis add up); `axis=None` rolls the
+    flattened array. Two slices and a concatenation per axis.
+    """
+    a = _as_array(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape(a))
+    s = shape(a)
+    totals = {}
+    for sh, ax in _np.broadcast(_np.asarray(shift), _np.asarray(axis)):
+        ax = _axis(int(ax), len(s), "roll")
+        totals[ax] = totals.get(ax, 0) + int(sh)
+    for ax, sh in totals.items():
+        n = s[ax]
+        if n == 0 or sh % n == 0:
+            continue
+        k = sh % n
+        a = concatenate(
+            [getitem(a, _along(ax, slice(n - k, None))), getitem(a, _along(ax, slice(0, n - k)))],
+            axis=ax,
+        )
+    return a
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """NumPy's `rot90`: rotate by 90 degrees `k` times in the plane of `axes`, from the first
+    axis towards the second."""
+    m = _as_array(m)
+    axes = tuple(axes)
+    nd = ndim(m)
+    if len(axes) != 2:
+        raise ValueError(f"rot90: axes must have length 2, got {axes!r}")
+    a0, a1 = _axis(axes[0], nd, "rot90", "axes[0]"), _axis(axes[1], nd, "rot90", "axes[1]")
+    if a0 == a1:
+        raise ValueError(f"rot90: the two axes must differ, got {axes!r}")
+    k = int(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    order = list(range(nd))
+    order[a0], order[a1] = order[a1], order[a0]
+    if k == 1:
+        return transpose(flip(m, a1), order)
+    return flip(transpose(m, order), a1)
+
+
+# --- repeating and padding ----------------------------------------------------------------
+
+
+def tile(A, reps):
+    """NumPy's `tile`: A repeated `reps` times along each axis (a reshape, a broadcast and a
+    reshape, so its gradient sums the copies)."""
+    A = _as_array(A)
+    reps = tuple(int(r) for r in _np.atleast_1d(reps))
+    s = shape(A)
+    d = max(len(reps), len(s))
+    s = (1,) * (d - len(s)) + tuple(s)
+    reps = (1,) * (d - len(reps)) + reps
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative, got {reps}")
+    spread = tuple(n for pair in zip((1,) * d, s) for n in pair)
+    copies = tuple(n for pair in zip(reps, s) for n in pair)
+    return reshape(broadcast_to(reshape(A, spread), copies), tuple(r * n for r, n in zip(reps, s)))
+
+
+def repeat(a, repeats, axis=None):
+    """NumPy's `repeat`: each element repeated `repeats` times (an int, or one count per element
+    along `axis`); `axis=None` repeats the flattened array."""
+    a = _as_array(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    nd = ndim(a)
+    ax = _axis(axis, nd, "repeat")
+    n = shape(a)[ax]
+    r = _constant_index(repeats, "repeat", "repeats")
+    if _np.any(r < 0):
+        raise ValueError(f"repeat: repeats must be non-negative, got {r}")
+    if r.size == 1:  # one count for every element: a broadcast along a new axis
+        r = int(r.reshape(()))
+        s = shape(a)
+        head, tail = s[: ax + 1], s[ax + 1:]
+        spread = broadcast_to(reshape(a, head + (1,) + tail), head + (r,) + tail)
+        return reshape(spread, s[:ax] + (n * r,) + tail)
+    if r.shape != (n,):
+        raise ValueError(
+            f"repeat: repeats has shape {r.shape}; it must be one int or one count for each of "
+            f"the {n} elements along axis {ax}"
+        )
+    return getitem(a, _along(ax, _np.repeat(_np.arange(n), r)))
+
+
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """NumPy's `pad` for the modes 'constant' (with `constant_values`), 'edge', 'reflect',
+    'symmetric' and 'wrap', with every form of `pad_width` NumPy accepts.
+
+    NumPy's own `pad` is applied to the positions of the elements, so the result agrees with
+    NumPy exactly (including pads wider than the array); the values are then gathered from
+    those positions, and the gradient of a padded element flows back to the element it copies.
+    A traced scalar `constant_values` is differentiable too.
+    """
+    array = _as_array(array)
+    a_shape = shape(array)
+    pos = _positions(a_shape)
+    if mode in _GATHER_MODES:
+        if kwargs.get("reflect_type", "even") != "even":
+            raise ValueError(
+                "pad: reflect_type='odd' is not supported; pad with reflect_type='even' and "
+                "build the odd extension from it (2 * edge - reflected)"
+            )
+        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))
+    if mode != "constant":
+        raise ValueError(
+            f"pad: mode {mode!r} is not supported; use one of 'constant', "
+            + ", ".join(repr(m) for m in _GATHER_MODES)
+        )
+    unknown = set(kwargs) - {"constant_values"}
+    if unknown:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode 'constant'")
+    c = kwargs.get("constant_values", 0)
+    if type(c) is Box:
+        if ndim(c) != 0:
+            raise TypeError(
+                f"pad: a traced constant_values must be a scalar, got {_describe(c)}; pass "
+                "plain values for per-axis constants"
+            )
+        return pad(array - c, pad_width) + c  # exact, and differentiable in c
+    if _holds_box(c):
+        raise TypeError(
+            "pad: constant_values holds traced values; pass a traced scalar or plain values"
+        )
+    dtype = _np.result_type(primal(array))
+    inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
+    constants = _np.pad(
+        _np.zeros(a_shape, dtype=dtype), pad_width, mode="constant", constant_values=c
+    )
+    source = _np.pad(pos, pad_width, mode="constant")  # 0 outside: a valid position, masked out
+    return where(inside, getitem(ravel(array), source), constants)
+
+
+# --- joining -----------------------------------------------------------------------------
+
+
+def atleast_1d(*arys):
+    """NumPy's `atleast_1d`: scalars become shape (1,); one array in, one out, else a tuple."""
+    out = tuple(_at_least(a, 1) for a in arys)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    """NumPy's `atleast_2d`: (n,) becomes (1, n) and a scalar (1, 1)."""
+    out = tuple(_at_least(a, 2) for a in arys)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    """NumPy's `atleast_3d`: (n,) becomes (1, n, 1), (m, n) (m, n, 1) and a scalar (1, 1, 1)."""
+    out = tuple(_at_least(a, 3) for a in arys)
+    return out[0] if len(out) == 1 else out
+
+
+def _at_least(a, k):
+    a = _as_array(a)
+    s = shape(a)
+    if len(s) >= k:
+        return a
+    if k == 1 or len(s) == 0:
+        return reshape(a, (1,) * (k - len(s)) + s)
+    if k == 2:  # (n,) -> (1, n)
+        return reshape(a, (1,) + s)
+    return reshape(a, (1,) + s + (1,) if len(s) == 1 else s + (1,))
+
+
+def _cast_all(arrays, dtype):
+    return arrays if dtype is None else [astype(a, dtype) for a in arrays]
+
+
+def _joinable(tup, name):
+    if isinstance(tup, Box) or not isinstance(tup, (list, tuple)):
+        raise TypeError(f"{name}: pass a list or tuple of arrays, not a single array")
+    if not tup:
+        raise ValueError(f"{name}: need at least one array")
+    return list(tup)
+
+
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    """NumPy's `hstack`: concatenate along axis 1 (axis 0 for 1-D arrays)."""
+    arrs = [_at_least(a, 1) for a in _joinable(tup, "hstack")]
+    return concatenate(_cast_all(arrs, dtype), axis=0 if ndim(arrs[0]) == 1 else 1)
+
+
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    """NumPy's `vstack`: concatenate along axis 0 after making each array at least 2-D."""
+    arrs = [_at_least(a, 2) for a in _joinable(tup, "vstack")]
+    return concatenate(_cast_all(arrs, dtype), axis=0)
+
+
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    """NumPy's `row_stack` (deprecated in NumPy 2 as an alias of `vstack`, which it is here)."""
+    return vstack(tup, dtype=dtype, casting=casting)
+
+
+def dstack(tup):
+    """NumPy's `dstack`: concatenate along axis 2 after making each array at least 3-D."""
+    return concatenate([_at_least(a, 3) for a in _joinable(tup, "dstack")], axis=2)
+
+
+def column_stack(tup):
+    """NumPy's `column_stack`: 1-D arrays become columns, then concatenate along axis 1."""
+    arrs = []
+    for a in _joinable(tup, "column_stack"):
+        a = _as_array(a)
+        s = shape(a)
+        arrs.append(reshape(a, (s[0] if s else 1, 1)) if len(s) < 2 else a)
+    return concatenate(arrs, axis=1)
+
+
+def append(arr, values, axis=None):
+    """NumPy's `append`: `values` joined to the end of `arr` (both flattened if `axis` is None)."""
+    arr, values = _as_array(arr), _as_array(values)
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+def insert(arr, obj, values, axis=None):
+    """NumPy's `insert`, with every form of `obj` NumPy accepts (int, slice, sequence).
+
+    NumPy's own `insert` places the positions of `values` among the positions of `arr`; the
+    result gathers from both, so both are differentiable. The result has `arr`'s dtype.
+    """
+    arr, values = _as_array(arr), _as_array(values)
+    obj = _np.asarray(obj) if isinstance(obj, list) else obj
+    if type(obj) is Box:
+        _constant_index(obj, "insert", "obj")
+    a_pos = _positions(shape(arr))
+    v_pos = _positions(shape(values)) + a_pos.size
+    where_from = _np.insert(a_pos, obj, v_pos, axis=axis)
+    source = concatenate([ravel(arr), ravel(astype(values, _np.result_type(primal(arr))))])
+    return getitem(source, where_from)
+
+
+def delete(arr, obj, axis=None):
+    """NumPy's `delete`, with every form of `obj` NumPy accepts (int, slice, sequence, mask)."""
+    arr = _as_array(arr)
+    obj = _np.asarray(obj) if isinstance(obj, list) else obj
+    if type(obj) is Box:
+        _constant_index(obj, "delete", "obj")
+    return getitem(ravel(arr), _np.delete(_positions(shape(arr)), obj, axis=axis))
+
+
+def broadcast_arrays(*args, subok=False):
+    """NumPy's `broadcast_arrays`: a tuple of the arguments broadcast to their common shape."""
+    args = [_as_array(a) for a in args]
+    target = _np.broadcast_shapes(*[shape(a) for a in args])
+    return tuple(broadcast_to(a, target) for a in args)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """NumPy's `meshgrid` (a tuple), with `indexing` 'xy' or 'ij' and `sparse`."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    nd = len(xi)
+    ones = (1,) * nd
+    out = [reshape(_as_array(x), ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and nd > 1:
+        out[0] = reshape(out[0], (1, -1) + ones[2:])
+        out[1] = reshape(out[1], (-1, 1) + ones[2:])
+    if not sparse:
+        out = list(broadcast_arrays(*out))
+    return tuple(out)
+
+
+# --- splitting ---------------------------------------------------------------------------
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """NumPy's `array_split`: a list of sub-arrays along `axis`; `indices_or_sections` is a
+    number of sections (which need not divide the axis) or the indices to split at."""
+    ary = _as_array(ary)
+    ax = _axis(axis, ndim(ary), "array_split")
+    n = shape(ary)[ax]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError(
+                f"array_split: the number of sections must be larger than 0, got {sections}"
+            )
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        bounds = [0] + [int(b) for b in _np.cumsum(sizes)]
+    else:
+        bounds = [0] + [int(i) for i in _constant_index(indices_or_sections, "array_split")] + [n]
+    return [getitem(ary, _along(ax, slice(lo, hi))) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """NumPy's `split`: like `array_split`, but a number of sections must divide the axis."""
+    ary = _as_array(ary)
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        n = shape(ary)[_axis(axis, ndim(ary), "split")]
+        if indices_or_sections <= 0 or n % indices_or_sections:
+            raise ValueError(
+                f"split: array split does not result in an equal division: {n} elements along "
+                f"axis {axis} into {indices_or_sections} sections; use array_split"
+            )
+    return array_split(ary, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """NumPy's `hsplit`: split along axis 1 (axis 0 for 1-D arrays)."""
+    ary = _as_array(ary)
+    if ndim(ary) == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
+    ary = _as_array(ary)
+    if ndim(ary) < 2:
+        raise ValueError(f"vsplit: ary must have 2 or more dimensions, got {_describe(ary)}")
+    return split(ary, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
+    ary = _as_array(ary)
+    if ndim(ary) < 3:
+        raise ValueError(f"dsplit: ary must have 3 or more dimensions, got {_describe(ary)}")
+    return split(ary, indices_or_sections, 2)
+
+
+# --- gathering ---------------------------------------------------------------------------
+
+
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """NumPy's `take`: elements at `indices` along `axis` (of the flattened array when None).
+    `mode` 'raise' allows negative indices, 'wrap' wraps them around, 'clip' clips to
+    [0, n-1] (as in NumPy, so a negative index means the first element). Repeated indices
+    add up in the gradient.
+    """
+    if out is not None:
+        raise TypeError("take(..., out=...) cannot write into an array; use the returned value")
+    a = _as_array(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = _axis(axis, ndim(a), "take")
+    n = shape(a)[ax]
+    idx = _constant_index(indices, "take")
+    if mode == "wrap":
+        idx = idx % n if n else idx
+    elif mode == "clip":
+        idx = _np.clip(idx, 0, max(n - 1, 0))
+    elif mode == "raise":
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"take: an index is out of bounds for axis {ax} with size {n}")
+    else:
+        raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    return getitem(a, _along(ax, idx))
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
+    against the other axes; `axis=None` works on the flattened array."""
+    arr = _as_array(arr)
+    idx = _constant_index(indices, "take_along_axis")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(
+                f"take_along_axis: with axis=None, indices must be 1-D, got shape {idx.shape}"
+            )
+        return getitem(ravel(arr), idx)
+    s = shape(arr)
+    ax = _axis(axis, len(s), "take_along_axis")
+    if idx.ndim != len(s):
+        raise ValueError(
+            f"take_along_axis: indices (shape {idx.shape}) and arr ({_describe(arr)}) must have "
+            "the same number of dimensions"
+        )
+    fancy = []
+    for i, n in enumerate(s):
+        if i == ax:
+            fancy.append(idx)
+        else:
+            fancy.append(_np.arange(n).reshape((1,) * i + (n,) + (1,) * (len(s) - i - 1)))
+    return getitem(arr, tuple(fancy))
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """NumPy's `sort` (`axis=None` sorts the flattened array). The values are gathered by a
+    stable argsort, so the gradient follows the permutation; equal values keep their order
+    (a tie gets no split gradient: each tied element keeps its own cotangent)."""
+    if order is not None:
+        raise ValueError("sort: order= is for structured arrays, which have no derivative")
+    a = _as_array(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    if ndim(a) == 0:
+        raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
+    perm = _np.argsort(primal(a), axis=axis, kind="stable")
+    return take_along_axis(a, perm, axis)
+
+
+# --- diagonals and triangles --------------------------------------------------------------
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """NumPy's `diagonal`: the diagonal of the (axis1, axis2) planes, as the last axis."""
+    a = _as_array(a)
+    nd = ndim(a)
+    if nd < 2:
+        raise ValueError(f"diagonal: a must have at least 2 dimensions, got {_describe(a)}")
+    i1, i2 = _axis(axis1, nd, "diagonal", "axis1"), _axis(axis2, nd, "diagonal", "axis2")
+    if i1 == i2:
+        raise ValueError(f"diagonal: axis1 and axis2 cannot be the same ({axis1}, {axis2})")
+    s = shape(a)
+    n1, n2 = s[i1], s[i2]
+    offset = int(offset)
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    rows = _np.arange(length) + max(-offset, 0)
+    cols = _np.arange(length) + max(offset, 0)
+    return getitem(moveaxis(a, (i1, i2), (-2, -1)), (Ellipsis, rows, cols))
+
+
+def diag(v, k=0):
+    """NumPy's `diag`: the k-th diagonal of a 2-D array, or a 2-D array with the 1-D `v` on its
+    k-th diagonal."""
+    v = _as_array(v)
+    nd = ndim(v)
+    if nd == 2:
+        return diagonal(v, k)
+    if nd != 1:
+        raise ValueError(f"diag: input must be 1-D or 2-D, got {_describe(v)}")
+    n = shape(v)[0]
+    size = n + abs(int(k))
+    rows = _np.arange(n) + max(-int(k), 0)
+    cols = _np.arange(n) + max(int(k), 0)
+    return at(_np.zeros((size, size), dtype=_np.result_type(primal(v))))[rows, cols].add(v)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """NumPy's `trace`: the sum along a diagonal."""
+    if out is not None:
+        raise TypeError("trace(..., out=...) cannot write into an array; use the returned value")
+    t = sum(diagonal(a, offset, axis1, axis2), axis=-1)
+    return t if dtype is None else astype(t, dtype)
+
+
+def _triangle(m, mask_of, name):
+    m = _as_array(m)
+    s = shape(m)
+    if len(s) == 0:
+        raise ValueError(f"{name}: m must have at least 1 dimension, got {_describe(m)}")
+    mask = mask_of(*s[-2:]) if len(s) >= 2 else mask_of(s[0], s[0])
+    return where(mask, m, _np.zeros((), dtype=_np.result_type(primal(m))))
+
+
+def tril(m, k=0):
+    """NumPy's `tril`: the lower triangle (on and below the k-th diagonal) of the last two axes."""
+    return _triangle(m, lambda n1, n2: _np.tri(n1, n2, k=k, dtype=bool), "tril")
+
+
+def triu(m, k=0):
+    """NumPy's `triu`: the upper triangle (on and above the k-th diagonal) of the last two axes."""
+    return _triangle(m, lambda n1, n2: ~_np.tri(n1, n2, k=k - 1, dtype=bool), "triu")
+
+
+# --- choosing ----------------------------------------------------------------------------
+
+
+def select(condlist, choicelist, default=0):
+    """NumPy's `select`: where the first true condition picks its choice, else `default`.
+    The conditions are constants; choices and default are differentiable."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(
+            f"select: condlist ({len(condlist)} entries) and choicelist ({len(choicelist)}) "
+            "must have the same length"
+        )
+    if not condlist:
+        raise ValueError("select: condlist and choicelist are empty; pass at least one condition")
+    out = default
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        c = _np.asarray(primal(cond))
+        if c.dtype != bool:
+            raise TypeError(f"select: conditions must be boolean arrays, got dtype {c.dtype}")
+        out = where(c, choice, out)
+    return out
+
+
+# --- the scatter updates of x.at[idx] ------------------------------------------------------
+
+_COMBINE = {"multiply": multiply, "divide": divide, "power": power, "min": minimum, "max": maximum}
+
+
+def _scatter(x, idx, v, op):
+    """x with x[idx] replaced by op(x[idx], v), as NumPy's `np.<ufunc>.at(x, idx, v)` would
+    leave it: repeated indices apply their updates one after the other, in index order.
+
+    Without repeats this is a gather, one elementwise op and a scatter. With repeats, multiply,
+    divide and power apply the k-th occurrences of every index in round k (each round has no
+    repeats), so every product is formed by multiplications and its derivative is exact at
+    zeros. min and max reduce a table of x[t] and all the updates at t at once, so that ties
+    share the gradient evenly among x[t] and the tied updates (JAX's convention).
+    """
+    combine = _COMBINE[op]
+    x_shape = shape(x)
+    targets = _positions(x_shape)[idx]
+    flat_t = _np.ravel(targets)
+    if _np.unique(flat_t).size == flat_t.size:
+        return at(x)[idx].set(combine(getitem(x, idx), v))
+    x_flat = ravel(x)
+    u_flat = ravel(broadcast_to(_as_array(v), targets.shape))
+    order = _np.argsort(flat_t, kind="stable")
+    sorted_t = flat_t[order]
+    first = _np.r_[True, sorted_t[1:] != sorted_t[:-1]]
+    start_of_group = _np.maximum.accumulate(_np.where(first, _np.arange(flat_t.size), 0))
+    rank = _np.empty(flat_t.size, dtype=_np.intp)
+    rank[order] = _np.arange(flat_t.size) - start_of_group  # k for the k-th update of a target
+    if op in ("min", "max"):
+        uniq = sorted_t[first]
+        dtype = _np.result_type(primal(x))
+        fill = _np.inf if op == "min" else -_np.inf
+        if not _np.issubdtype(dtype, _np.inexact):
+            info = _np.iinfo(dtype)
+            fill = info.max if op == "min" else info.min
+        pad = _np.full(1, fill, dtype=dtype)  # fills the short rows; never the extremum of a row
+        n_x, n_u = int(_np.prod(x_shape, dtype=_np.int64)), flat_t.size
+        table = _np.full((uniq.size, int(rank.max()) + 2), n_x + n_u)
+        table[:, 0] = uniq
+        row = _np.searchsorted(uniq, flat_t)
+        table[row, rank + 1] = n_x + _np.arange(n_u)
+        source = concatenate([x_flat, astype(u_flat, dtype), pad])
+        reduce = _rd.min if op == "min" else _rd.max
+        x_flat = at(x_flat)[uniq].set(reduce(getitem(source, table), axis=1))
+    else:
+        for k in range(int(rank.max()) + 1):
+            sel = _np.flatnonzero(rank == k)
+            tg = flat_t[sel]
+            x_flat = at(x_flat)[tg].set(combine(getitem(x_flat, tg), getitem(u_flat, sel)))
+    return reshape(x_flat, x_shape)
+
+
+def _scatter_update(x, idx, v, op):
+    """Entry point for `fgrad.numpy.shaping._IndexUpdate`; `idx` is already normalized."""
+    return _scatter(x, _normalize_index(idx), v, op)
+
+
+# --- no derivative: indices and index constructors -----------------------------------------
+
+argmax = nondiff(_np.argmax, name="argmax")
+argmin = nondiff(_np.argmin, name="argmin")
+argsort = nondiff(_np.argsort, name="argsort")
+argwhere = nondiff(_np.argwhere, name="argwhere")
+nonzero = nondiff(_np.nonzero, name="nonzero")
+flatnonzero = nondiff(_np.flatnonzero, name="flatnonzero")
+searchsorted = nondiff(_np.searchsorted, name="searchsorted")
+_lexsort = nondiff(lambda *keys, axis: _np.lexsort(keys, axis=axis), name="lexsort")
+
+
+def lexsort(keys, axis=-1):
+    """NumPy's `lexsort` (no derivative): the permutation sorting by the last key first."""
+    if type(keys) is Box or isinstance(keys, _np.ndarray):
+        return _lexsort(*[keys[i] for i in range(shape(keys)[0])], axis=axis)
+    return _lexsort(*keys, axis=axis)
+tril_indices = nondiff(_np.tril_indices, name="tril_indices")
+triu_indices = nondiff(_np.triu_indices, name="triu_indices")
+diag_indices = nondiff(_np.diag_indices, name="diag_indices")
+indices = nondiff(_np.indices, name="indices")

@@ -1,0 +1,236 @@
+"""Gradient-table rows for the arrays family (fgrad/numpy/arrays.py): flipping, rolling, tiling,
+padding, joining, splitting, gathering, diagonals and triangles, sort, meshgrid, insert/delete,
+the scatter updates of `x.at[idx]`, and every NumPy indexing form of `x[idx]` not already in
+rows_core.py. See tests/gradtable.py."""
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from gradtable import Nondiff, Row
+
+ROWS = []
+
+
+def rows(name, fn, shapes_list, domains=("real",), variant="", **kw):
+    return [Row(name, fn, shapes, domains, variant=variant, **kw) for shapes in shapes_list]
+
+
+# --- flipping, rolling, rotating --------------------------------------------------------
+
+ROWS += rows("flip", fnp.flip, [((3,),), ((3, 2),)])
+ROWS += [
+    Row("flip", lambda x, a=a: fnp.flip(x, a), ((2, 3, 2),), variant=f"axis={a}")
+    for a in (0, -1, (0, 2))
+]
+ROWS += [
+    Row("fliplr", fnp.fliplr, ((3, 2),)),
+    Row("flipud", fnp.flipud, ((3,),)),
+    Row("flipud", fnp.flipud, ((3, 2),)),
+]
+ROWS += [
+    Row("roll", lambda x: fnp.roll(x, 2), ((3, 2),), variant="axis=None"),
+    Row("roll", lambda x: fnp.roll(x, -1), ((3,),), variant="negative"),
+    Row("roll", lambda x: fnp.roll(x, 1, axis=-1), ((3, 2),), variant="axis=-1"),
+    Row("roll", lambda x: fnp.roll(x, (1, 2), axis=(0, 2)), ((2, 3, 4),), variant="tuples"),
+]
+ROWS += [
+    Row("rot90", lambda x, k=k: fnp.rot90(x, k), ((3, 2),), variant=f"k={k}")
+    for k in (1, 2, 3, -1)
+] + [Row("rot90", lambda x: fnp.rot90(x, 1, axes=(2, 0)), ((2, 3, 2),), variant="axes")]
+
+# --- repeating and padding ----------------------------------------------------------------
+
+ROWS += [
+    Row("tile", lambda x: fnp.tile(x, 2), ((3,),)),
+    Row("tile", lambda x: fnp.tile(x, 3), ((),), variant="scalar"),
+    Row("tile", lambda x: fnp.tile(x, (2, 1, 2)), ((3, 2),), variant="more-reps"),
+    Row("repeat", lambda x: fnp.repeat(x, 2), ((3, 2),), variant="axis=None"),
+    Row("repeat", lambda x: fnp.repeat(x, 3), ((),), variant="scalar"),
+    Row("repeat", lambda x: fnp.repeat(x, 2, axis=-1), ((3, 2),), variant="axis=-1"),
+    Row("repeat", lambda x: fnp.repeat(x, [2, 0, 1], axis=0), ((3, 2),), variant="counts"),
+]
+for mode in ("constant", "edge", "reflect", "symmetric", "wrap"):
+    ROWS += [
+        Row("pad", lambda x, m=mode: fnp.pad(x, 2, mode=m), ((3,),), variant=mode),
+        Row("pad", lambda x, m=mode: fnp.pad(x, ((1, 2), (0, 1)), mode=m), ((3, 2),), variant=mode),
+    ]
+ROWS += [
+    Row("pad", lambda x: fnp.pad(x, 5, mode="reflect"), ((3,),), variant="wider-than-array"),
+    Row("pad", lambda x: fnp.pad(x, ((1,), (2,)), constant_values=((1.5, -1.0), (2.0, 3.0))),
+        ((3, 2),), variant="constant_values-pairs"),
+    Row("pad", lambda x, c: fnp.pad(x, 1, constant_values=c), ((3, 2), ()),
+        variant="traced-constant"),
+]
+
+# --- joining -----------------------------------------------------------------------------
+
+ROWS += [
+    Row("hstack", lambda x, y: fnp.hstack([x, y]), ((3,), (2,))),
+    Row("hstack", lambda x, y: fnp.hstack((x, y, x)), ((3, 2), (3, 1)), variant="2-d"),
+    Row("hstack", lambda x, y: fnp.hstack([x, y]), ((), ()), variant="scalars"),
+    Row("vstack", lambda x, y: fnp.vstack([x, y]), ((3, 2), (2,))),
+    Row("vstack", lambda x, y: fnp.vstack([x, y]), ((3,), (3,)), variant="1-d"),
+    Row("row_stack", lambda x, y: fnp.row_stack([x, y]), ((3,), (3,))),
+    Row("dstack", lambda x, y: fnp.dstack([x, y]), ((3, 2), (3, 2))),
+    Row("dstack", lambda x, y: fnp.dstack([x, y]), ((3,), (3,)), variant="1-d"),
+    Row("column_stack", lambda x, y: fnp.column_stack([x, y]), ((3,), (3, 2))),
+    Row("append", lambda x, y: fnp.append(x, y), ((3, 2), (3,))),
+    Row("append", lambda x, y: fnp.append(x, y, axis=1), ((3, 2), (3, 1)), variant="axis=1"),
+    Row("append", lambda x: fnp.append(x, 2.0), ((3,),), variant="constant", promotes=True),
+    Row("insert", lambda x, y: fnp.insert(x, 1, y), ((3,), ())),
+    Row("insert", lambda x, y: fnp.insert(x, [0, 2, 2], y), ((3,), (3,)), variant="sequence"),
+    Row("insert", lambda x, y: fnp.insert(x, 1, y, axis=1), ((3, 2), (3,)), variant="axis=1"),
+    Row("insert", lambda x: fnp.insert(x, slice(0, 2), 4.0, axis=0), ((3, 2),),
+        variant="slice-constant"),
+    Row("delete", lambda x: fnp.delete(x, 1), ((3,),)),
+    Row("delete", lambda x: fnp.delete(x, [0, 3]), ((3, 2),), variant="flat"),
+    Row("delete", lambda x: fnp.delete(x, slice(0, None, 2), axis=0), ((3, 2),),
+        variant="slice-axis=0"),
+    Row("broadcast_arrays", lambda x, y: fnp.broadcast_arrays(x, y), ((3, 1), (2,))),
+    Row("broadcast_arrays", lambda x, y: fnp.broadcast_arrays(x, y)[0], ((), (3,)),
+        variant="scalar"),
+    Row("meshgrid", lambda x, y: fnp.meshgrid(x, y), ((3,), (2,))),
+    Row("meshgrid", lambda x, y: fnp.meshgrid(x, y, indexing="ij"), ((3,), (2,)), variant="ij"),
+    Row("meshgrid", lambda x, y, z: fnp.meshgrid(x, y, z, sparse=True), ((3,), (2,), (2,)),
+        variant="sparse"),
+    Row("meshgrid", lambda x, y: fnp.meshgrid(x, y, x), ((3,), (2,)), variant="3-d"),
+    Row("atleast_1d", fnp.atleast_1d, ((),)),
+    Row("atleast_1d", lambda x, y: fnp.atleast_1d(x, y), ((), (3, 2)), variant="several"),
+    Row("atleast_2d", fnp.atleast_2d, ((3,),)),
+    Row("atleast_2d", fnp.atleast_2d, ((),), variant="scalar"),
+    Row("atleast_3d", fnp.atleast_3d, ((3,),)),
+    Row("atleast_3d", fnp.atleast_3d, ((3, 2),), variant="2-d"),
+]
+
+# --- splitting ---------------------------------------------------------------------------
+
+ROWS += [
+    Row("split", lambda x: fnp.split(x, 3), ((3, 2),)),
+    Row("split", lambda x: fnp.split(x, [1, 3], axis=1), ((2, 4),), variant="indices"),
+    Row("array_split", lambda x: fnp.array_split(x, 2), ((3,),)),
+    Row("array_split", lambda x: fnp.array_split(x, [1], axis=-1), ((3, 2),), variant="indices"),
+    Row("hsplit", lambda x: fnp.hsplit(x, 2), ((3, 2),)),
+    Row("hsplit", lambda x: fnp.hsplit(x, [1]), ((3,),), variant="1-d"),
+    Row("vsplit", lambda x: fnp.vsplit(x, [2]), ((3, 2),)),
+    Row("dsplit", lambda x: fnp.dsplit(x, 2), ((2, 1, 2),)),
+]
+
+# --- gathering and sorting -----------------------------------------------------------------
+
+ROWS += [
+    Row("take", lambda x: fnp.take(x, [0, -1, 0]), ((3, 2),)),
+    Row("take", lambda x: fnp.take(x, np.array([[2, 0], [1, 1]]), axis=0), ((3, 2),),
+        variant="axis=0"),
+    Row("take", lambda x: fnp.take(x, [4, -1], axis=1, mode="wrap"), ((3, 2),), variant="wrap"),
+    Row("take", lambda x: fnp.take(x, [5, -2], mode="clip"), ((3,),), variant="clip"),
+    Row("take", lambda x: fnp.take(x, 1), ((3,),), variant="scalar-index"),
+    Row("take_along_axis", lambda x: fnp.take_along_axis(x, np.array([[1, 1], [0, 2], [2, 0]]), 0),
+        ((3, 2),)),
+    Row("take_along_axis", lambda x: fnp.take_along_axis(x, np.array([[1], [0], [1]]), -1),
+        ((3, 2),), variant="broadcast"),
+    Row("take_along_axis", lambda x: fnp.take_along_axis(x, np.array([5, 0, 0]), None),
+        ((3, 2),), variant="axis=None"),
+    Row("sort", fnp.sort, ((3,),), ("apart_a",)),
+    Row("sort", fnp.sort, ((3, 2),), ("apart_a",), variant="axis=-1"),
+    Row("sort", lambda x: fnp.sort(x, axis=0), ((3, 2),), ("apart_a",), variant="axis=0"),
+    Row("sort", lambda x: fnp.sort(x, axis=None), ((3, 2),), ("apart_a",), variant="axis=None"),
+    Row("select", lambda x, y: fnp.select([np.array([True, False, False]),
+                                          np.array([True, True, False])], [x, y], 0.5),
+        ((3,), (3,))),
+    Row("select", lambda x, y, d: fnp.select([np.array([[True, False]] * 3)], [x], d),
+        ((3, 2), (), (2,)), variant="traced-default"),
+]
+
+# --- diagonals and triangles --------------------------------------------------------------
+
+ROWS += [
+    Row("diag", fnp.diag, ((3,),)),
+    Row("diag", lambda x: fnp.diag(x, -1), ((3,),), variant="k=-1"),
+    Row("diag", fnp.diag, ((3, 2),), variant="2-d"),
+    Row("diag", lambda x: fnp.diag(x, 1), ((2, 3),), variant="2-d,k=1"),
+    Row("diagonal", fnp.diagonal, ((3, 2),)),
+    Row("diagonal", lambda x: fnp.diagonal(x, 1, 2, 0), ((2, 3, 3),), variant="offset,axes"),
+    Row("diagonal", lambda x: fnp.diagonal(x, -1, -1, -2), ((2, 3, 3),), variant="negative"),
+    Row("trace", fnp.trace, ((3, 2),)),
+    Row("trace", lambda x: fnp.trace(x, 1, 1, 2), ((2, 3, 3),), variant="offset,axes"),
+    Row("tril", fnp.tril, ((3, 2),)),
+    Row("tril", lambda x: fnp.tril(x, -1), ((2, 3, 3),), variant="k=-1,batch"),
+    Row("tril", fnp.tril, ((3,),), variant="1-d"),
+    Row("triu", fnp.triu, ((3, 2),)),
+    Row("triu", lambda x: fnp.triu(x, 1), ((2, 3, 3),), variant="k=1,batch"),
+]
+
+# --- x.at[idx] scatter updates ------------------------------------------------------------
+# fnp.at(x) is x.at for plain NumPy arrays too, which check_grads evaluates f on.
+
+for op, domains in [("multiply", ("real", "real")), ("divide", ("real", "nonzero")),
+                    ("power", ("positive", "real"))]:
+    ROWS += [
+        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[1], op)(v), ((3, 2), (2,)), domains,
+            variant=f"{op}-row"),
+        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[[0, 2, 0, 0]], op)(v), ((3,), (4,)),
+            domains, variant=f"{op}-repeats"),
+        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[[1, 1]], op)(v), ((3,), ()), domains,
+            variant=f"{op}-repeats-broadcast"),
+    ]
+for op in ("min", "max"):
+    ROWS += [
+        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[:, 0], op)(v), ((3, 2), (3,)),
+            ("apart_a", "apart_b"), variant=f"{op}-slice"),
+        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[[0, 2, 0, 0]], op)(v), ((3,), (4,)),
+            ("apart_a", "apart_b"), variant=f"{op}-repeats"),
+        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[np.array([[0, 0], [1, 1]]), 1], op)(v),
+            ((3, 2), (2, 2)), ("apart_a", "apart_b"), variant=f"{op}-repeats-2d"),
+    ]
+ROWS += [
+    Row("at", lambda x: fnp.at(x)[[0, 0]].multiply(x[2]), ((3,),), variant="multiply-self"),
+    Row("at", lambda x, v: fnp.at(x)[np.array([True, False, True])].multiply(v), ((3, 2), (2,)),
+        variant="multiply-mask"),
+]
+
+# --- x[idx]: the NumPy indexing forms rows_core.py does not cover ---------------------------
+
+INDICES = {
+    "slice-step": np.s_[::2], "slice-negative-step": np.s_[2:0:-1, ::-1],
+    "negative-int-array": np.s_[[-1, 0, -1]], "int-and-slice": np.s_[1, :],
+    "ellipsis-none": np.s_[..., None, 1], "none-front": np.s_[None, :, ::2],
+    "bool-0d-true": np.bool_(True), "bool-0d-false": np.array(False),
+    "bool-2d": np.array([[True, False], [False, True], [True, True]]),
+    "bool-and-int-array": np.s_[np.array([True, False, True]), [1, 0]],
+    "list-of-lists": [[0, 1], [2, 0]], "empty-list": [],
+}
+ROWS += [Row("x[idx]", lambda x, idx=idx: x[idx], ((3, 2),), variant=k)
+         for k, idx in INDICES.items()]
+INDICES_3D = {
+    # advanced indices separated by a slice: NumPy moves the broadcast axes to the front
+    "advanced-split-by-slice": np.s_[[0, 1, 1], :, [1, 0, 1]],
+    "advanced-adjacent": np.s_[:, [0, 2], [1, 1]],
+    "int-slice-array": np.s_[1, :, [0, 0]],  # an int is an advanced index too here
+    "ellipsis-array": np.s_[..., [1, 0]],
+    "broadcast-arrays": np.s_[np.array([[0], [1]]), np.array([0, 2, 2])],
+    "bool-3d-full": np.arange(12).reshape(2, 3, 2) % 3 == 0,
+}
+ROWS += [Row("x[idx]", lambda x, idx=idx: x[idx], ((2, 3, 2),), variant=k)
+         for k, idx in INDICES_3D.items()]
+ROWS += [
+    Row("x[idx]", lambda x: x[()], ((),), variant="scalar-empty-tuple"),
+    Row("x[idx]", lambda x: x[None], ((),), variant="scalar-None"),
+    Row("x[idx]", lambda x: x[...], ((3,),), variant="ellipsis-alone"),
+    Row("at", lambda x, v: fnp.at(x)[1:, ::-1].set(v), ((3, 2), (2,)), variant="set-slice-step"),
+    Row("at", lambda x, v: fnp.at(x)[[-1, 0], :, [1, 0]].add(v), ((2, 3, 2), (3,)),
+        variant="add-advanced-moved"),
+]
+
+# --- declared without a derivative --------------------------------------------------------
+
+NONDIFF = [
+    Nondiff(name, lambda x, f=getattr(fnp, name): f(x))
+    for name in ["argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero"]
+] + [
+    Nondiff("searchsorted", lambda x: fnp.searchsorted(fnp.sort(x), 0.3)),
+    Nondiff("lexsort", lambda x: fnp.lexsort((x, -x))),
+    Nondiff("tril_indices", lambda x: fnp.tril_indices(3)),
+    Nondiff("triu_indices", lambda x: fnp.triu_indices(3, 1)),
+    Nondiff("diag_indices", lambda x: fnp.diag_indices(3)),
+    Nondiff("indices", lambda x: fnp.indices((2, 3))),
+]

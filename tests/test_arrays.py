@@ -1,0 +1,224 @@
+"""Closed-form values, derivatives and conventions of the arrays family (fgrad/numpy/arrays.py)
+and of the `x.at[idx]` scatter updates; the systematic rows are in tests/rows_arrays.py."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fgrad.numpy as fnp
+from fgrad import grad, hessian, jacfwd, jacrev
+from fgrad.numpy import arrays
+from fgrad.test_util import check_grads
+from rows_arrays import NONDIFF, ROWS
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4))
+V = RNG.standard_normal(5)
+C = RNG.standard_normal((2, 3, 4))
+
+
+def test_every_name_of_the_family_has_a_row_or_is_declared_non_differentiable():
+    covered = {r.name for r in ROWS} | {n.name for n in NONDIFF}
+    assert set(arrays.__all__) - covered == set()
+
+
+# The same call on NumPy and on fgrad.numpy (plain arrays in) gives the same values and dtypes.
+SAME_AS_NUMPY = {
+    "flip": lambda m: [m.flip(X), m.flip(C, (0, 2)), m.fliplr(X), m.flipud(V)],
+    "roll": lambda m: [m.roll(X, 5), m.roll(X, -1, 1), m.roll(C, (1, 2, -7), (0, 2, 2))],
+    "rot90": lambda m: [m.rot90(C, k, (2, 0)) for k in range(-1, 6)],
+    "tile": lambda m: [m.tile(V, 3), m.tile(X, (2, 1, 2)), m.tile(1.5, (2, 2))],
+    "repeat": lambda m: [m.repeat(X, 2), m.repeat(X, [1, 0, 3], axis=0), m.repeat(C, [2], axis=-1)],
+    "pad": lambda m: [
+        m.pad(X, w, mode=md)
+        for w in [1, (1, 2), ((1, 0), (2, 3)), ((2,), (1,))]
+        for md in ["constant", "edge", "reflect", "symmetric", "wrap"]
+    ] + [m.pad(V, 7, mode=md) for md in ["reflect", "symmetric", "wrap"]]
+      + [m.pad(X, ((1, 2), (0, 1)), constant_values=((1, 2), (3, 4)))],
+    "join": lambda m: [
+        m.hstack([X, X]), m.vstack([X, X[0]]), m.dstack([V, V]), m.column_stack([X[:, 0], X]),
+        m.append(X, V), m.append(X, X[:1], axis=0), m.broadcast_arrays(X, V[:4], 1.0),
+    ],
+    "split": lambda m: [
+        m.split(V, 5), m.split(X, [1, 3], axis=1), m.array_split(X, [2, 10]), m.dsplit(C, 2),
+        m.array_split(X, 5, axis=1),
+    ],
+    "take": lambda m: [
+        m.take(X, [0, -1, 5]), m.take(X, [[0, 2], [1, 1]], axis=1),
+        m.take(X, [-7, 9], mode="wrap"), m.take(X, [-7, 9], axis=0, mode="clip"),
+        m.take_along_axis(X, np.argsort(X, axis=0), 0),
+        m.take_along_axis(X, np.array([[0], [2], [1]]), 1),
+    ],
+    "diag": lambda m: [
+        m.diag(V, 2), m.diag(V, -1), m.diag(X, 7), m.diagonal(C, 1, 2, 0), m.diagonal(C, -1, -1, 1),
+        m.trace(C, 1, 1, 2), m.tril(X, -1), m.triu(C), m.tril(V), m.triu(V, -2),
+    ],
+    "sort": lambda m: [m.sort(X), m.sort(X, 0), m.sort(X, None), m.sort(C, 1)],
+    "meshgrid": lambda m: [
+        m.meshgrid(V, X[0]), m.meshgrid(V, X[0], indexing="ij"),
+        m.meshgrid(V, X[0], V[:2], sparse=True), m.meshgrid(V),
+    ],
+    "atleast": lambda m: [
+        m.atleast_1d(1.0, V), m.atleast_2d(V), m.atleast_3d(1.0), m.atleast_3d(X),
+    ],
+    "insert": lambda m: [
+        m.insert(V, [1, 1, 4], [7.0, 8.0, 9.0]), m.insert(X, 1, V[:4], axis=0),
+        m.insert(X, [0, 2], V[:2], axis=1), m.insert(X, slice(0, 2), 3.0, axis=0),
+        m.insert(X.astype(np.float32), 1, 2.0),
+    ],
+    "delete": lambda m: [
+        m.delete(V, [0, -1]), m.delete(X, slice(0, 2), axis=0), m.delete(X, [1, 5]),
+        m.delete(V, np.array([True, False, True, False, False])),
+    ],
+    "select": lambda m: [m.select([X > 0, X < -1], [X, 2 * X], default=-5.0)],
+}
+
+
+def _assert_same(got, expected):
+    if isinstance(expected, (list, tuple)):
+        assert type(got) is type(expected) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _assert_same(g, e)
+        return
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", list(SAME_AS_NUMPY))
+def test_values_and_dtypes_are_numpys(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        _assert_same(SAME_AS_NUMPY[name](fnp), SAME_AS_NUMPY[name](np))
+
+
+def test_inputs_are_never_mutated():
+    x, v = X.copy(), V[:2].copy()
+    fnp.at(x)[[0, 0], [1, 1]].multiply(v)
+    fnp.at(x)[[0, 0], [1, 1]].min(v)
+    fnp.pad(x, 2, mode="reflect")
+    fnp.insert(x, 1, 0.0)
+    np.testing.assert_array_equal(x, X)
+    np.testing.assert_array_equal(v, V[:2])
+
+
+# --- closed-form derivatives -------------------------------------------------------------
+
+
+def test_gradients_of_copies_count_the_copies():
+    x = np.array([1.0, 2.0, 3.0])
+    # reflect by 3 on each side: [2 3 2 | 1 2 3 | 2 1 2]... as NumPy pads: counts per element
+    counts = np.bincount(np.pad(np.arange(3), 3, mode="reflect"), minlength=3)
+    np.testing.assert_array_equal(grad(lambda x: fnp.sum(fnp.pad(x, 3, mode="reflect")))(x), counts)
+    np.testing.assert_array_equal(grad(lambda x: fnp.sum(fnp.repeat(x, [2, 0, 3])))(x), [2, 0, 3])
+    np.testing.assert_array_equal(grad(lambda x: fnp.sum(fnp.tile(x, (2, 2))))(x), [4, 4, 4])
+    np.testing.assert_array_equal(grad(lambda x: fnp.sum(fnp.take(x, [0, 0, -1])))(x), [2, 0, 1])
+
+
+def test_trace_tril_and_diag_have_their_closed_form_gradients():
+    a = RNG.standard_normal((3, 4))
+    np.testing.assert_array_equal(grad(lambda a: fnp.trace(a, 1))(a), np.eye(3, 4, 1))
+    np.testing.assert_array_equal(grad(lambda a: fnp.sum(fnp.tril(a, -1)))(a), np.tri(3, 4, -1))
+    np.testing.assert_array_equal(grad(lambda a: fnp.sum(fnp.triu(a)))(a), 1 - np.tri(3, 4, -1))
+    v = np.array([1.0, 2.0])
+    # f(v) = v^T diag(v) v^T-ish: sum(diag(v) @ diag(v)) = sum(v**2), so grad = 2 v, hessian 2 I
+    f = lambda v: fnp.sum(fnp.diag(v, 1) @ fnp.diag(v, 1).T)
+    np.testing.assert_allclose(grad(f)(v), 2 * v)
+    np.testing.assert_allclose(hessian(f)(v), 2 * np.eye(2))
+
+
+def test_sort_gradient_follows_the_permutation_and_ties_keep_their_order():
+    x = np.array([3.0, 1.0, 2.0])
+    w = np.array([10.0, 20.0, 30.0])
+    # sort(x) = [x1, x2, x0]: x1 gets w0, x2 gets w1, x0 gets w2
+    np.testing.assert_array_equal(grad(lambda x: fnp.sum(fnp.sort(x) * w))(x), [30.0, 10.0, 20.0])
+    tied = np.array([1.0, 1.0, 0.0])  # stable: sorted = [x2, x0, x1]
+    g = grad(lambda x: fnp.sum(fnp.sort(x) * w))(tied)
+    np.testing.assert_array_equal(g, [20.0, 30.0, 10.0])
+    np.testing.assert_array_equal(jacfwd(fnp.sort)(tied), jacrev(fnp.sort)(tied))
+
+
+def test_traced_pad_constant_is_differentiable():
+    x = np.ones((2, 2))
+    # a 2x2 padded by 1 to 4x4 has 12 constant cells
+    assert grad(lambda c: fnp.sum(fnp.pad(x, 1, constant_values=c)))(0.5) == 12.0
+
+
+# --- x.at[idx] scatter updates -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["multiply", "divide", "power", "min", "max"])
+@pytest.mark.parametrize("idx", [[0, 0, 2], np.array([1, 1, 1]), [0, 2], slice(1, 3)],
+                         ids=["repeats", "all-same", "unique", "slice"])
+def test_at_updates_agree_with_numpy_ufunc_at(op, idx):
+    x = np.abs(V) + 0.5
+    v = RNG.standard_normal(len(np.arange(5)[idx]))
+    expected = x.copy()
+    {"multiply": np.multiply, "divide": np.divide, "power": np.power, "min": np.minimum,
+     "max": np.maximum}[op].at(expected, idx, v)
+    np.testing.assert_allclose(getattr(fnp.at(x)[idx], op)(v), expected, rtol=1e-15)
+
+
+def test_at_multiply_with_repeats_is_exact_at_zeros_to_order_3():
+    x = np.array([2.0, 7.0])
+    v = np.array([0.0, 5.0, 0.0])
+
+    def f(v):
+        return fnp.at(x)[[0, 0, 0]].multiply(v)[0]  # 2 v0 v1 v2
+
+    np.testing.assert_array_equal(grad(f)(v), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(hessian(f)(v), [[0, 0, 10], [0, 0, 0], [10, 0, 0]])
+    check_grads(f, (np.array([0.0, 5.0, -1.0]),), order=3)
+
+
+def test_at_min_ties_split_evenly_between_x_and_the_updates():
+    x = np.array([1.0, 5.0])
+    v = np.array([1.0, 1.0, 3.0])
+
+    def f(x, v):
+        return fnp.at(x)[[0, 0, 0]].min(v)[0]  # min(x0, v0, v1, v2) with x0 == v0 == v1
+
+    gx, gv = grad(f, argnums=(0, 1))(x, v)
+    np.testing.assert_allclose(gx, [1 / 3, 0.0])
+    np.testing.assert_allclose(gv, [1 / 3, 1 / 3, 0.0])
+    # without repeats, a tie between x and its one update halves the gradient (maximum's rule)
+    g = grad(lambda x: fnp.at(x)[1].max(5.0)[1])(x)
+    np.testing.assert_allclose(g, [0.0, 0.5])
+
+
+# --- indexing forms and errors -----------------------------------------------------------
+
+
+def test_every_indexing_form_matches_numpy_and_its_gradient_is_the_scatter():
+    x = RNG.standard_normal((2, 3, 4))
+    for idx in [np.s_[[0, 1, 1], :, [3, 0, 3]], np.s_[1, ..., [0, 0]], np.s_[None, ..., ::-2],
+                x > 0, np.s_[[], 1], np.s_[np.bool_(True)], np.s_[[[1]], [0, 2]]]:
+        np.testing.assert_array_equal(fnp.at(x)[idx].get(), x[idx])
+        w = RNG.standard_normal(x[idx].shape)
+        expected = np.zeros_like(x)
+        np.add.at(expected, idx, w)
+        np.testing.assert_array_equal(grad(lambda x: fnp.sum(x[idx] * w))(x), expected)
+
+
+def test_traced_indices_are_refused_with_a_message():
+    # (an integer cast of a traced value is already a constant: astype(int) has no derivative)
+    for f in [lambda x: fnp.take(x, x), lambda x: fnp.repeat(x, x), lambda x: x[x],
+              lambda x: fnp.at(x)[x].add(1.0)]:
+        with pytest.raises(TypeError, match="indices have no derivative"):
+            grad(lambda x: fnp.sum(f(x)))(np.ones(3))
+
+
+def test_errors_name_the_argument_and_say_what_to_do():
+    with pytest.raises(ValueError, match="mode 'mean' is not supported"):
+        fnp.pad(np.ones(3), 1, mode="mean")
+    with pytest.raises(ValueError, match="reflect_type='odd'"):
+        fnp.pad(np.ones(3), 1, mode="reflect", reflect_type="odd")
+    with pytest.raises(IndexError, match="out of bounds"):
+        fnp.take(np.ones(3), [3])
+    with pytest.raises(ValueError, match="use array_split"):
+        fnp.split(np.ones(5), 2)
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        fnp.diag(np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match="more than once"):
+        fnp.at(np.ones(3))[[0, 0]].set(1.0)
