@@ -1,0 +1,139 @@
+"""What fgrad's rules give at kinks and singular points, beside what JAX gives.
+
+    python -m fgrad.conventions            # print the table (JAX's column needs jax installed)
+    python -m fgrad.conventions --readme   # rewrite the table in README.md
+
+A derivative at a point where the function is not differentiable is a choice. fgrad makes
+JAX's choice where JAX gives a number, and a finite, documented one where JAX gives nan. Each
+case below computes fgrad's value from the code; JAX's value is computed too when jax is
+installed (never a dependency of fgrad), and is otherwise the one recorded here from
+jax 0.10.2 with float64 enabled. `tests/test_conventions.py` checks that README.md shows what
+the code computes.
+
+Imports: `fgrad` (the public API) and, if installed, `jax`.
+"""
+
+import pathlib
+import sys
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from fgrad import grad
+
+# (what, fgrad's value as a function, JAX's value as a function of (jax, jnp), JAX's value as
+# recorded, why fgrad gives what it gives)
+CASES = [
+    ("abs'(0)", lambda: grad(fnp.abs)(0.0),
+     lambda jax, jnp: jax.grad(jnp.abs)(0.0), "1", "JAX's choice: the slope of x >= 0"),
+    ("abs''(0)", lambda: grad(grad(fnp.abs))(0.0),
+     lambda jax, jnp: jax.grad(jax.grad(jnp.abs))(0.0), "0", ""),
+    ("grad max([1, 3, 3])", lambda: grad(fnp.max)(np.array([1.0, 3.0, 3.0])),
+     lambda jax, jnp: jax.grad(jnp.max)(jnp.array([1.0, 3.0, 3.0])), "[0, 0.5, 0.5]",
+     "ties share the gradient evenly"),
+    ("d/dx maximum(x, 1) at x = 1", lambda: grad(lambda x: fnp.maximum(x, 1.0))(1.0),
+     lambda jax, jnp: jax.grad(lambda x: jnp.maximum(x, 1.0))(1.0), "0.5", "a tie splits"),
+    ("d/dx clip(x, 0, 1) at x = 1", lambda: grad(lambda x: fnp.clip(x, 0.0, 1.0))(1.0),
+     lambda jax, jnp: jax.grad(lambda x: jnp.clip(x, 0.0, 1.0))(1.0), "0.5",
+     "clip is minimum(maximum(x, lo), hi)"),
+    ("d^k/dx^k x**2.0 at 0, k = 1, 2, 3", lambda: _nested(lambda x: x**2.0, 0.0, 3),
+     lambda jax, jnp: _jax_nested(jax, lambda x: x**2.0, 0.0, 3), "[0, 2, nan]",
+     "exact to every order: a constant exponent's zero is guarded"),
+    ("d/dx x**0.0 at 0", lambda: grad(lambda x: x**0.0)(0.0),
+     lambda jax, jnp: jax.grad(lambda x: x**0.0)(0.0), "nan", "0 * 0**-1 is guarded too"),
+    ("d/dy 0**y at y = 2", lambda: grad(lambda y: 0.0**y)(2.0),
+     lambda jax, jnp: jax.grad(lambda y: 0.0**y)(2.0), "0", "x**y log x taken as 0 at x = 0"),
+    ("sqrt'(0)", lambda: _quiet(grad(fnp.sqrt), 0.0),
+     lambda jax, jnp: jax.grad(jnp.sqrt)(0.0), "inf", "the true one-sided limit"),
+    ("grad prod([0, 2, 3])", lambda: grad(fnp.prod)(np.array([0.0, 2.0, 3.0])),
+     lambda jax, jnp: jax.grad(jnp.prod)(jnp.array([0.0, 2.0, 3.0])), "[6, 0, 0]",
+     "the product of the others, without division"),
+    ("d/dx where(x > 0, sqrt(x), 0) at 0", lambda: _quiet(grad(lambda x: fnp.where(x > 0, fnp.sqrt(x), 0.0)), 0.0),
+     lambda jax, jnp: jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0))(0.0), "nan",
+     "the masked branch still runs (0 * inf); guard its input too"),
+    ("grad abs(z)**2 at 1+2j", lambda: grad(lambda z: fnp.abs(z) ** 2)(1 + 2j),
+     lambda jax, jnp: jax.grad(lambda z: jnp.abs(z) ** 2)(1 + 2j), "(2-4j)",
+     "JAX's convention; PyTorch gives the conjugate"),
+    ("grad abs(z) at 0j", lambda: grad(fnp.abs)(0j),
+     lambda jax, jnp: jax.grad(jnp.abs)(0j), "0j", "a subgradient"),
+]
+
+
+def _nested(f, x, n):
+    out = []
+    for _ in range(n):
+        f = grad(f)
+        out.append(f(x))
+    return np.array(out)
+
+
+def _jax_nested(jax, f, x, n):
+    out = []
+    for _ in range(n):
+        f = jax.grad(f)
+        out.append(f(x))
+    return np.array(out)
+
+
+def _quiet(f, *args):
+    with np.errstate(all="ignore"):
+        return f(*args)
+
+
+def show(value):
+    """A short, stable text for a value: 6 significant digits, no dtype noise."""
+    v = np.asarray(value)
+    if np.iscomplexobj(v):
+        return str(complex(v)) if v.ndim == 0 else np.array2string(v, precision=6, separator=", ")
+    if v.ndim == 0:
+        return f"{float(v):.6g}"
+    return "[" + ", ".join(f"{float(a):.6g}" for a in v.ravel()) + "]"
+
+
+def fgrad_values():
+    return [show(fn()) for _, fn, _, _, _ in CASES]
+
+
+def jax_values():
+    """JAX's column: computed if jax is installed (float64 enabled), else as recorded."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return [recorded for _, _, _, recorded, _ in CASES], "recorded from jax 0.10.2"
+    jax.config.update("jax_enable_x64", True)
+    values = []
+    for _, _, jax_fn, _, _ in CASES:
+        with np.errstate(all="ignore"):
+            values.append(show(jax_fn(jax, jnp)))
+    return values, f"computed with jax {jax.__version__}"
+
+
+def table(jax_column=None):
+    jax_vals, source = jax_column or jax_values()
+    lines = [
+        f"| at | fgrad | JAX ({source}) | why |",
+        "|---|---|---|---|",
+    ]
+    for (what, _, _, _, why), ours, theirs in zip(CASES, fgrad_values(), jax_vals):
+        lines.append(f"| `{what}` | {ours} | {theirs} | {why} |")
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- conventions: begin -->", "<!-- conventions: end -->"
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def write_readme(path=README):
+    text = path.read_text()
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    path.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    if "--readme" in sys.argv:
+        write_readme()
+        print(f"wrote the conventions table into {README}")
+    else:
+        print(table())
