@@ -108,6 +108,15 @@ def test_hypot_at_the_origin_has_zero_derivatives(jac):
     np.testing.assert_allclose(jac(f)(np.array([3e200, 4e200])), [0.6, 0.8], rtol=1e-15)
 
 
+def test_slopes_neither_overflow_nor_underflow_where_x_squared_would():
+    gy, gx = grad(fnp.arctan2, argnums=(0, 1))(1e-200, 1e-200)
+    assert (gy, gx) == pytest.approx((5e199, -5e199), rel=1e-14)
+    gy, gx = grad(fnp.arctan2, argnums=(0, 1))(3e200, 4e200)
+    assert (gy, gx) == pytest.approx((1.6e-201, -1.2e-201), rel=1e-14)
+    assert grad(fnp.arcsinh)(1e200) == pytest.approx(1e-200, rel=1e-14)
+    assert grad(fnp.arccosh)(1e200) == pytest.approx(1e-200, rel=1e-14)
+
+
 def test_arctan2_gradient_and_its_nan_at_the_origin_as_jax():
     gy, gx = grad(fnp.arctan2, argnums=(0, 1))(1.0, 2.0)
     assert (gy, gx) == pytest.approx((2 / 5, -1 / 5), rel=1e-15)

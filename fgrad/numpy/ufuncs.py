@@ -73,14 +73,15 @@ def _unary(impl, deriv, name=None):
     return defprimitive(impl, vjp=vjp, jvp=lambda t, ans, x: t * deriv(ans, x), name=name)
 
 
-# Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses.
+# Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses; hypot(x, 1)
+# and sqrt(x - 1) sqrt(x + 1) do not overflow for |x| > 1e154 as x*x does.
 arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)))
 arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)))
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh = _unary(_np.cosh, lambda ans, x: sinh(x))
-arcsinh = _unary(_np.arcsinh, lambda ans, x: 1.0 / sqrt(x * x + 1.0))
-arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / sqrt((x - 1.0) * (x + 1.0)))
+arcsinh = _unary(_np.arcsinh, lambda ans, x: 1.0 / hypot(x, 1.0))
+arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0)))
 arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)))
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
@@ -140,15 +141,6 @@ def _binary(impl, dx, dy, name=None):
     return defprimitive(impl, vjp=(vjp(dx, 0), vjp(dy, 1)), jvp=(jvp(dx), jvp(dy)), name=name)
 
 
-# arctan2(y, x) = the angle of the point (x, y); at the origin both slopes are 0/0 = nan (JAX).
-arctan2 = _binary(
-    _np.arctan2,
-    lambda ans, y, x: x / (x * x + y * y),
-    lambda ans, y, x: -y / (x * x + y * y),
-)
-atan2 = arctan2
-
-
 def _hypot_slope(ans, x):
     """x / hypot(x, y), taken as 0 where hypot is 0 (all its derivatives there are 0 too)."""
     zero = _np.asarray(primal(ans)) == 0
@@ -162,6 +154,22 @@ hypot = _binary(
     lambda ans, x, y: _hypot_slope(ans, x),
     lambda ans, x, y: _hypot_slope(ans, y),
 )
+
+
+# arctan2(y, x) = the angle of the point (x, y): slopes (x, -y) / r**2 with r = hypot(x, y),
+# taken as (x / r) / r so that neither overflows nor underflows where x*x + y*y would. At the
+# origin both are 0/0 = nan, as in JAX: the function is not continuous there.
+def _over_r_squared(a, y, x):
+    r = hypot(y, x)
+    return a / r / r
+
+
+arctan2 = _binary(
+    _np.arctan2,
+    lambda ans, y, x: _over_r_squared(x, y, x),
+    lambda ans, y, x: _over_r_squared(-y, y, x),
+)
+atan2 = arctan2
 
 
 def _logaddexp_slope(exp_base):
