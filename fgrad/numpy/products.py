@@ -211,14 +211,17 @@ def _einsum_explicit(subscripts, ndims):
     s = subscripts.replace(" ", "")
     bad = set(s) - set(_EINSUM_LETTERS) - set(".,->")
     if bad:
-        raise ValueError(f"einsum: subscripts {subscripts!r} contain {sorted(bad)}; use letters a-z, A-Z")
+        raise ValueError(
+            f"einsum: subscripts {subscripts!r} contain {sorted(bad)}; use letters a-z, A-Z"
+        )
     if s.count("->") > 1:
         raise ValueError(f"einsum: subscripts {subscripts!r} have more than one '->'")
     ins, out = s.split("->") if "->" in s else (s, None)
     terms = ins.split(",")
     if len(terms) != len(ndims):
         raise ValueError(
-            f"einsum: subscripts {subscripts!r} name {len(terms)} operands but {len(ndims)} were given"
+            f"einsum: subscripts {subscripts!r} name {len(terms)} operands but {len(ndims)} "
+            "were given"
         )
     n_ell = []
     for k, (term, nd) in enumerate(zip(terms, ndims)):
@@ -237,7 +240,9 @@ def _einsum_explicit(subscripts, ndims):
     used = set(s)
     free = [c for c in _EINSUM_LETTERS if c not in used]
     if n > len(free):
-        raise ValueError(f"einsum: too many axes for the 52 letters of the subscripts {subscripts!r}")
+        raise ValueError(
+            f"einsum: too many axes for the 52 letters of the subscripts {subscripts!r}"
+        )
     ell = "".join(free[:n])
     letters = [t.replace("...", "") for t in terms]
     terms = [t.replace("...", ell[n - k:] if k else "") for t, k in zip(terms, n_ell)]

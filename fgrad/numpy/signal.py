@@ -135,8 +135,9 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
         if end is _NO_VALUE:
             parts.append(None)
             continue
-        if isinstance(end, (int, float)) and _np.issubdtype(_np.result_type(primal(a)), _np.inexact):
-            end = _np.asarray(end, dtype=_np.result_type(primal(a)))  # weakly typed, as in JAX
+        a_dtype = _np.result_type(primal(a))
+        if isinstance(end, (int, float)) and _np.issubdtype(a_dtype, _np.inexact):
+            end = _np.asarray(end, dtype=a_dtype)  # a Python number is weakly typed, as in JAX
         end = as_array(end)
         if ndim(end) == 0:
             slab = list(shape(a))

@@ -1,0 +1,253 @@
+"""The signal family beyond the gradient table: values against NumPy over argument grids,
+closed-form derivatives, conventions at knots and degenerate inputs, errors, and einsum's
+fast path for large operands."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fgrad.numpy as fnp
+from fgrad import grad, hessian, jacfwd, jacrev
+from fgrad.numpy import products
+
+RNG = np.random.default_rng(7)
+
+
+# --- values agree with NumPy --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_and_correlate_match_numpy_for_every_length_order(mode):
+    for n in range(1, 7):
+        for m in range(1, 7):
+            a, v = RNG.normal(size=n), RNG.normal(size=m)
+            np.testing.assert_allclose(fnp.convolve(a, v, mode), np.convolve(a, v, mode))
+            np.testing.assert_allclose(fnp.correlate(a, v, mode), np.correlate(a, v, mode))
+
+
+EINSUMS = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ba", [(2, 3)]),
+    ("bA", [(2, 3)]), ("ii", [(3, 3)]), ("ii->i", [(3, 3)]), ("iij->ij", [(2, 2, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]), ("...i,...i->...", [(3, 1, 2), (4, 2)]),
+    ("i...j", [(4, 2, 3)]), ("i,i,i->", [(3,), (3,), (3,)]),
+    ("ijk,jl,lk->i", [(2, 3, 4), (3, 5), (5, 4)]),
+    (",->", [(), ()]), (" i j , j k -> i k ", [(2, 3), (3, 4)]),
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes", EINSUMS, ids=[s for s, _ in EINSUMS])
+def test_einsum_matches_numpy(subscripts, shapes):
+    ops = [RNG.normal(size=s) for s in shapes]
+    got, expected = fnp.einsum(subscripts, *ops), np.einsum(subscripts, *ops)
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(got, expected)
+
+
+def test_einsum_sublist_form_matches_numpy():
+    a, b = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 4))
+    np.testing.assert_allclose(fnp.einsum(a, [0, 1], b, [1, 2], [0, 2]), a @ b)
+    np.testing.assert_allclose(fnp.einsum(a, [Ellipsis, 1], b, [1, 2]),
+                               np.einsum(a, [Ellipsis, 1], b, [1, 2]))
+
+
+def test_products_match_numpy():
+    a3, b3 = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(4, 3, 2))
+    np.testing.assert_allclose(fnp.tensordot(a3, b3, axes=([1, 2], [1, 0])),
+                               np.tensordot(a3, b3, axes=([1, 2], [1, 0])))
+    np.testing.assert_allclose(fnp.tensordot(a3, a3, axes=0), np.tensordot(a3, a3, axes=0))
+    a, b = RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3))
+    np.testing.assert_allclose(fnp.inner(a, b), np.inner(a, b))
+    np.testing.assert_allclose(fnp.outer(a, b), np.outer(a, b))
+    np.testing.assert_allclose(fnp.vdot(a, b[:2]), np.vdot(a, b[:2]))
+    for x, y in [(a, b), (a3, a), (2.0, a), (RNG.normal(size=3), RNG.normal(size=(2, 1, 2)))]:
+        np.testing.assert_allclose(fnp.kron(x, y), np.kron(x, y))
+
+
+def test_cross_matches_numpy_with_axes_and_2_vectors():
+    a, b = RNG.normal(size=(4, 3)), RNG.normal(size=(3, 4))
+    np.testing.assert_allclose(fnp.cross(a, b, axisb=0), np.cross(a, b, axisb=0))
+    np.testing.assert_allclose(fnp.cross(a.T, b, axis=0), np.cross(a.T, b, axis=0))
+    np.testing.assert_allclose(fnp.cross(a, b.T, axisc=0), np.cross(a, b.T, axisc=0))
+    with warnings.catch_warnings():  # NumPy 2 deprecates 2-vectors; fgrad keeps them
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for x, y in [(a[:, :2], b.T), (a, b.T[:, :2]), (a[:, :2], b.T[:, 1:])]:
+            np.testing.assert_allclose(fnp.cross(x, y), np.cross(x, y))
+
+
+@pytest.mark.parametrize("kw", [
+    {}, {"n": 2}, {"axis": 0}, {"n": 2, "axis": 0, "prepend": 0.5}, {"n": 5},
+    {"prepend": 1.0, "append": 2.0, "n": 3},
+])
+def test_diff_matches_numpy(kw):
+    x = RNG.normal(size=(3, 4))
+    np.testing.assert_allclose(fnp.diff(x, **kw), np.diff(x, **kw))
+
+
+def test_ediff1d_interp_polyval_vander_trapezoid_match_numpy():
+    x = RNG.normal(size=(3, 4))
+    np.testing.assert_allclose(fnp.ediff1d(x, to_begin=[1, 2], to_end=3.0),
+                               np.ediff1d(x, to_begin=[1, 2], to_end=3.0))
+    xp, fp = np.array([0.0, 0.5, 1.5, 2.0]), RNG.normal(size=4)
+    xs = np.array([-0.3, 0.0, 0.2, 0.5, 1.7, 2.0, 2.45])
+    for kw in [{}, {"left": -5.0, "right": 7.0}, {"period": 1.9}]:
+        np.testing.assert_allclose(fnp.interp(xs, xp, fp, **kw), np.interp(xs, xp, fp, **kw))
+    np.testing.assert_allclose(fnp.interp(xs, [1.0], [3.0]), np.interp(xs, [1.0], [3.0]))
+    p = RNG.normal(size=4)
+    np.testing.assert_allclose(fnp.polyval(p, x), np.polyval(p, x))
+    np.testing.assert_allclose(fnp.vander(p, 6, increasing=True), np.vander(p, 6, increasing=True))
+    np.testing.assert_array_equal(fnp.vander(np.arange(3)), np.vander(np.arange(3)))
+    t = np.sort(RNG.normal(size=4))
+    np.testing.assert_allclose(fnp.trapezoid(x, t), np.trapezoid(x, t))
+    np.testing.assert_allclose(fnp.trapezoid(x.T, x.T, axis=0), np.trapezoid(x.T, x.T, axis=0))
+
+
+@pytest.mark.parametrize("kw", [
+    {}, {"rowvar": False}, {"bias": True}, {"ddof": 2}, {"fweights": [1, 2, 1, 3, 1, 1]},
+    {"aweights": [0.5, 1.0, 0.2, 2.0, 1.5, 1.0]},
+    {"fweights": [1, 2, 1, 3, 1, 1], "aweights": [0.5, 1.0, 0.2, 2.0, 1.5, 1.0], "ddof": 0},
+])
+def test_cov_and_corrcoef_match_numpy(kw):
+    m = RNG.normal(size=(3, 6))
+    np.testing.assert_allclose(fnp.cov(m, **kw), np.cov(m, **kw))
+    np.testing.assert_allclose(fnp.cov(m[0], m[1], **kw), np.cov(m[0], m[1], **kw))
+    np.testing.assert_allclose(fnp.corrcoef(m), np.corrcoef(m))
+
+
+# --- closed-form derivatives ------------------------------------------------------------------
+
+
+def test_trace_and_diagonal_gradients_are_identity_patterns():
+    a = RNG.normal(size=(3, 3))
+    np.testing.assert_array_equal(grad(lambda x: fnp.einsum("ii", x))(a), np.eye(3))
+    jac = jacrev(lambda x: fnp.einsum("ii->i", x))(a)  # d diag_i / d a_jk = [i == j == k]
+    np.testing.assert_array_equal(jac, np.einsum("ij,ik->ijk", np.eye(3), np.eye(3)))
+    np.testing.assert_array_equal(jacfwd(lambda x: fnp.einsum("ii->i", x))(a), jac)
+
+
+def test_einsum_gradient_of_a_bilinear_form():
+    x, A, y = RNG.normal(size=3), RNG.normal(size=(3, 4)), RNG.normal(size=4)
+    g = grad(lambda x, A, y: fnp.einsum("i,ij,j->", x, A, y), argnums=(0, 1, 2))(x, A, y)
+    np.testing.assert_allclose(g[0], A @ y)
+    np.testing.assert_allclose(g[1], np.outer(x, y))
+    np.testing.assert_allclose(g[2], x @ A)
+
+
+def test_einsum_keeps_float32_through_its_constants():
+    a = RNG.normal(size=(3, 3)).astype(np.float32)
+    for s in ["ii", "ii->i", "ij->i"]:
+        g = grad(lambda x: fnp.sum(fnp.einsum(s, x)))(a)
+        assert g.dtype == np.float32
+
+
+def test_large_einsum_takes_numpys_optimized_path_and_matches_matmul():
+    x, w = RNG.normal(size=(64, 128)), RNG.normal(size=(128, 32))
+    assert products._einsum_plan("bi,ij->bj", (x.shape, w.shape)) is not False
+    assert products._einsum_plan("i,i->", ((3,), (3,))) is False
+    f_einsum = lambda w: fnp.sum(fnp.tanh(fnp.einsum("bi,ij->bj", x, w)))  # noqa: E731
+    f_matmul = lambda w: fnp.sum(fnp.tanh(x @ w))  # noqa: E731
+    np.testing.assert_allclose(grad(f_einsum)(w), grad(f_matmul)(w), rtol=1e-12)
+
+
+def test_cross_gradient_is_a_cross_product():
+    a, b, c = RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=3)
+    g = grad(lambda a: fnp.dot(c, fnp.cross(a, b)))(a)  # c . (a x b) = a . (b x c)
+    np.testing.assert_allclose(g, np.cross(b, c))
+    np.testing.assert_allclose(fnp.cross(a, a), np.zeros(3), atol=1e-15)
+
+
+def test_convolve_jacobian_is_the_toeplitz_matrix():
+    a, v = RNG.normal(size=4), RNG.normal(size=3)
+    jac = jacrev(lambda a: fnp.convolve(a, v))(a)
+    toeplitz = np.array([[v[k - i] if 0 <= k - i < 3 else 0.0 for i in range(4)] for k in range(6)])
+    np.testing.assert_allclose(jac, toeplitz)
+
+
+def test_interp_derivative_conventions_at_knots_and_outside():
+    xp, fp = np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 1.0])
+    dydx = grad(lambda x: fnp.interp(x, xp, fp))
+    slopes = [float(dydx(x)) for x in [-1.0, 0.0, 0.5, 1.0, 3.0, 4.0]]
+    # outside: 0; at a knot: the slope to the right; at the last knot: the last segment's slope
+    assert slopes == [0.0, 2.0, 2.0, -0.5, -0.5, 0.0]
+    # the value is linear in fp with the interpolation weights
+    np.testing.assert_allclose(grad(lambda fp: fnp.interp(2.0, xp, fp))(fp), [0.0, 0.5, 0.5])
+
+
+def test_interp_in_xp_closed_form():
+    # on [x0, x1]: y = f0 + (x - x0) (f1 - f0) / (x1 - x0)
+    x, xp, fp = 0.25, np.array([0.0, 1.0]), np.array([1.0, 3.0])
+    g = grad(lambda xp: fnp.interp(x, xp, fp))(xp)
+    np.testing.assert_allclose(g, [-(1 - x) * 2.0, -x * 2.0])
+
+
+def test_polyval_derivatives():
+    p, x = RNG.normal(size=5), RNG.normal(size=3)
+    np.testing.assert_allclose(jacfwd(lambda x: fnp.polyval(p, x))(x),
+                               np.diag(np.polyval(np.polyder(p), x)))
+    np.testing.assert_allclose(jacrev(lambda p: fnp.polyval(p, x))(p), np.vander(x, 5))
+
+
+def test_vander_is_exact_at_zero_to_second_order():
+    h = hessian(lambda x: fnp.sum(fnp.vander(x, 4)))(np.zeros(2))
+    assert np.all(np.isfinite(h))
+    np.testing.assert_array_equal(h, np.diag([2.0, 2.0]))  # d2/dx2 (x^3 + x^2 + x + 1) at 0
+
+
+def test_trapezoid_gradient_is_the_quadrature_weights():
+    g = grad(lambda y: fnp.trapezoid(y, dx=0.5))(RNG.normal(size=5))
+    np.testing.assert_allclose(g, [0.25, 0.5, 0.5, 0.5, 0.25])
+    x = np.array([0.0, 1.0, 3.0])  # weights (x[i+1] - x[i-1]) / 2
+    np.testing.assert_allclose(grad(lambda y: fnp.trapezoid(y, x))(RNG.normal(size=3)),
+                               [0.5, 1.5, 1.0])
+
+
+def test_variance_gradient_closed_form():
+    x = RNG.normal(size=6)
+    np.testing.assert_allclose(grad(fnp.cov)(x), 2 * (x - x.mean()) / 5)
+
+
+def test_corrcoef_hessian_is_not_zeroed_by_the_clip_at_perfect_correlation():
+    x = RNG.normal(size=5)
+    y = 2.0 * x + 1.0  # r = 1 up to rounding, which NumPy's clip corrects
+
+    def r_exact(y):
+        dx, dy = x - fnp.mean(x), y - fnp.mean(y)
+        return fnp.sum(dx * dy) / fnp.sqrt(fnp.sum(dx * dx) * fnp.sum(dy * dy))
+
+    h = hessian(lambda y: fnp.corrcoef(x, y)[0, 1])(y)
+    assert np.abs(h).max() > 1e-3
+    np.testing.assert_allclose(h, hessian(r_exact)(y), atol=1e-12)
+    assert abs(float(fnp.corrcoef(x, y)[0, 1])) <= 1.0
+
+
+# --- degenerate cases and errors ---------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # 0 * inf, as NumPy
+def test_cov_with_no_degrees_of_freedom_warns_like_numpy():
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        out = fnp.cov(np.array([1.0]))
+    assert np.isnan(out) or np.isinf(out)
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="no '...'"):
+        fnp.einsum("ij...->ij", np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match="2 operands but 1"):
+        fnp.einsum("ij,jk", np.ones((2, 3)))
+    with pytest.raises(ValueError, match="3 dimensions"):
+        fnp.einsum("ij", np.ones((2, 3, 4)))
+    with pytest.raises(TypeError, match="out="):
+        fnp.einsum("ii", np.eye(2), out=np.zeros(()))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        fnp.convolve(np.ones((2, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="mode"):
+        fnp.convolve(np.ones(3), np.ones(2), mode="middle")
+    with pytest.raises(ValueError, match="2 or 3"):
+        fnp.cross(np.ones(4), np.ones(3))
+    with pytest.raises(ValueError, match="same length"):
+        fnp.interp(0.5, [0.0, 1.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="non-negative"):
+        fnp.diff(np.ones(3), n=-1)
+    with pytest.raises(ValueError, match="axes"):
+        fnp.tensordot(np.ones(3), np.ones(3), axes=2)
