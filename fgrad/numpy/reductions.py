@@ -95,19 +95,39 @@ def _product_of_others(x, axes):
     return transpose(reshape(before * after, moved_shape), tuple(_np.argsort(order)))
 
 
+def _shifted(p, k, fill):
+    """p moved k places along its last axis, with `fill` (1 or 0) coming in at the start."""
+    n = shape(p)[-1]
+    if k >= n:
+        return _np.full(shape(p), fill, dtype=_np.result_type(primal(p)))
+    pad = _np.full(shape(p)[:-1] + (k,), fill, dtype=_np.result_type(primal(p)))
+    return concatenate([pad, p[..., : n - k]], axis=-1)
+
+
 def _exclusive_cumprod(a):
     """[1, a0, a0 a1, ..., a0 ... a_{n-2}] along the last axis, in log2(n) doubling steps."""
     n = shape(a)[-1]
-    dtype = _np.result_type(primal(a))
-
-    def shifted(p, k):  # p moved k places along the last axis, with ones coming in
-        ones = _np.ones(shape(p)[:-1] + (k,), dtype=dtype)
-        return concatenate([ones, p[..., : n - k]], axis=-1)
-
-    p, k = shifted(a, 1), 1
+    p, k = _shifted(a, 1, 1), 1
     while k < n:
-        p, k = p * shifted(p, k), 2 * k
+        p, k = p * _shifted(p, k, 1), 2 * k
     return p
+
+
+def _linear_recurrence(a, b):
+    """h with h_i = b_i + a_i h_{i-1} (h_{-1} = 0) along the last axis, in log2(n) doubling
+    steps of multiplications and additions only (no division: exact at zeros, to every order).
+
+    After the step with shift k, (A_i, B_i) is the affine map h_{i-2k} -> h_i, so composing
+    it with the map k places before doubles the window; B_i is h_i once the window covers i.
+    """
+    n = shape(b)[-1]
+    k = 1
+    while k < n:
+        b = b + a * _shifted(b, k, 0)
+        if 2 * k < n:
+            a = a * _shifted(a, k, 1)
+        k *= 2
+    return b
 
 
 def _prod_vjp(ans, x, axis, keepdims):

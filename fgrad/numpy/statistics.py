@@ -1,8 +1,620 @@
-"""Statistics over axes: `var`, `std`, `median`, `percentile`, `quantile`, `average`, `ptp` and
-the nan-ignoring reductions.
+"""Statistics over axes: `var`, `std`, `ptp`, `average`, `cumsum`, `cumprod`, `median`,
+`percentile`, `quantile`, the nan-ignoring reductions, and `all`/`any`/`count_nonzero`.
+
+Most are compositions of differentiable fgrad operations (sum, where, max, gathers), so they
+need no rules of their own; `cumsum` and `cumprod` are primitives. Conventions:
+
+- `std` (and `nanstd`) at zero variance returns 0 and a gradient of 0 (JAX gives nan). std is
+  a norm of the centred data, so it has its minimum there and 0 is a valid subgradient;
+  higher derivatives are 0 there too.
+- `median`/`percentile`/`quantile` differentiate through the selected order statistics, as
+  JAX does: the gradient of the k-th smallest value goes to the element a stable sort puts at
+  rank k, so among equal elements the one that comes first in the array takes the lower rank
+  (ties are not split). `q` is differentiable too for the continuous methods.
+- The nan-functions give a gradient of exactly 0 at NaN positions, and no NaN reaches the other
+  positions' gradients: NaNs are replaced by a neutral value with `where` before any
+  arithmetic. An all-NaN slice gives NaN (as NumPy does) with a zero gradient.
+- `cumprod`'s derivatives use no division (doubling scans of multiplications), so they are
+  exact at zeros and for tiny values to every order.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
 `fgrad.numpy.reductions`.
 """
 
-__all__ = []
+import builtins as _builtins
+
+import numpy as _np
+
+from ..core import Box, primal
+from ..primitive import defprimitive, nondiff
+from .elementwise import isnan, sqrt, subtract, where
+from .reductions import _exclusive_cumprod, _linear_recurrence, max, mean, min, prod
+from .shaping import (
+    _kept_shape, _normalize_axes, astype, broadcast_to, concatenate, getitem, moveaxis,
+    ndim, ravel, reshape, shape, sum, transpose,
+)
+
+__all__ = [
+    "var", "std", "ptp", "average", "cumsum", "cumprod",
+    "median", "percentile", "quantile",
+    "nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar", "nanstd",
+    "nanmedian", "nanpercentile", "nanquantile", "nancumsum", "nancumprod",
+    "all", "any", "count_nonzero",
+]
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _asarray(a):
+    """A traced value as it is; anything else (a list, a number) as a NumPy array."""
+    return a if type(a) is Box else _np.asarray(a)
+
+
+def _float_dtype(a):
+    """The dtype of a's results: a's own if floating, float64 for ints and bools (NumPy's)."""
+    dtype = _np.result_type(primal(a))
+    return dtype if _np.issubdtype(dtype, _np.inexact) else _np.dtype(_np.float64)
+
+
+def _as_float(a):
+    return a if _np.issubdtype(_np.result_type(primal(a)), _np.inexact) else astype(a, _np.float64)
+
+
+def _no_out(out, name):
+    if out is not None:
+        raise TypeError(
+            f"{name}(..., out=...) cannot write into an array inside a transform: arrays are "
+            f"immutable there. Use the returned value: y = fgrad.numpy.{name}(x)"
+        )
+
+
+def _count(a, axes):
+    """The number of elements in each reduction group (a Python int)."""
+    s = shape(a)
+    return int(_np.prod([s[i] for i in axes], dtype=_np.int64))
+
+
+def _nan_mask(a):
+    """A constant boolean mask of a's NaNs, or None when there are none."""
+    m = _np.isnan(_np.asarray(primal(a)))
+    return m if m.any() else None
+
+
+def _ddof(ddof, correction):
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError("var/std: give ddof or correction, not both")
+        return correction
+    return ddof
+
+
+def _sqrt_or_zero(v):
+    """sqrt(v), with value and every derivative 0 where v == 0 (the masked branch sees 1)."""
+    zero = _np.asarray(primal(v)) == 0
+    if not zero.any():
+        return sqrt(v)
+    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
+
+
+# --- var, std, ptp -----------------------------------------------------------------------
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    """NumPy's `var`: the mean squared deviation from the mean, divided by `n - ddof` instead
+    of `n`. `ddof >= n` gives inf or nan, as in NumPy.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.var(x))(fnp.array([1.0, 2.0, 3.0]))  # 2 (x - mean) / n
+    array([-0.66666667,  0.        ,  0.66666667])
+    """
+    _no_out(out, "var")
+    a = _asarray(a)
+    a = _as_float(a) if dtype is None else astype(a, dtype)
+    axes = _normalize_axes(axis, ndim(a))
+    d = a - mean(a, axis=axes, keepdims=True)
+    denom = _builtins.max(_count(a, axes) - _ddof(ddof, correction), 0)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        return sum(d * d, axis=axes, keepdims=keepdims) / denom
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    """NumPy's `std`, the square root of `var`.
+
+    At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
+    std is a norm of the centred data, so it has its minimum there and 0 is a subgradient.
+    """
+    _no_out(out, "std")
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+    return _sqrt_or_zero(v)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """NumPy's `ptp` (peak to peak), `max - min`; ties share the gradient as in max and min."""
+    _no_out(out, "ptp")
+    a = _asarray(a)
+    return max(a, axis=axis, keepdims=keepdims) - min(a, axis=axis, keepdims=keepdims)
+
+
+# --- average ------------------------------------------------------------------------------
+
+
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """NumPy's `average`: `sum(a * w) / sum(w)` over `axis`; a and the weights are both
+    differentiable. With `returned=True` it returns `(average, sum of weights)`.
+
+    >>> import fgrad.numpy as fnp
+    >>> float(fnp.average(fnp.array([1.0, 3.0]), weights=fnp.array([3.0, 1.0])))
+    1.5
+    """
+    a = _asarray(a)
+    nd = ndim(a)
+    axes = _normalize_axes(axis, nd)
+    if weights is None:
+        avg = mean(_as_float(a), axis=axes, keepdims=keepdims)
+        scl = _np.full(shape(avg), _count(a, axes), dtype=_np.result_type(primal(avg)))
+        return (avg, scl) if returned else avg
+    w = _asarray(weights)
+    a_shape, w_shape = shape(a), shape(w)
+    if a_shape != w_shape:
+        if axis is None:
+            raise TypeError(
+                f"average: a has shape {a_shape} and weights shape {w_shape}; when they "
+                "differ, give the axis the weights run along"
+            )
+        order = list(axis) if isinstance(axis, tuple) else [axis]
+        order = [int(ax) % nd for ax in order]
+        expected = tuple(a_shape[ax] for ax in order)
+        if w_shape != expected:
+            raise ValueError(
+                f"average: weights of shape {w_shape} do not match a of shape {a_shape} "
+                f"along axis {axis}; they need shape {a_shape} or {expected}"
+            )
+        w = transpose(w, tuple(_np.argsort(order))) if len(order) > 1 else w
+        w = reshape(w, tuple(n if i in axes else 1 for i, n in enumerate(a_shape)))
+    scl = sum(broadcast_to(w, a_shape) if shape(w) != a_shape else w, axis=axes, keepdims=keepdims)
+    if _np.any(_np.asarray(primal(scl)) == 0):
+        raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
+    avg = sum(a * w, axis=axes, keepdims=keepdims) / scl
+    if returned:
+        if shape(scl) != shape(avg):
+            scl = broadcast_to(scl, shape(avg))
+        return avg, scl
+    return avg
+
+
+# --- cumsum and cumprod ------------------------------------------------------------------
+
+
+def _cumsum_impl(x, axis, reverse):
+    if reverse:
+        return _np.flip(_np.cumsum(_np.flip(x, axis), axis=axis), axis)
+    return _np.cumsum(x, axis=axis)
+
+
+# The adjoint of a running sum is the running sum taken from the other end.
+_cumsum_p = defprimitive(
+    _cumsum_impl,
+    vjp=lambda ans, x, axis, reverse: lambda ct: _cumsum_p(ct, axis=axis, reverse=not reverse),
+    jvp=lambda t, ans, x, axis, reverse: _cumsum_p(t, axis=axis, reverse=reverse),
+    name="cumsum",
+)
+
+
+def _scan_axis(a, axis, dtype):
+    """(a, axis) as the scans take them: cast to dtype, flattened for axis=None or a 0-d a."""
+    a = _asarray(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None or ndim(a) == 0:
+        return ravel(a), 0
+    nd = ndim(a)
+    if not -nd <= axis < nd:
+        raise ValueError(f"axis {axis} is out of bounds for an array with {nd} dimensions")
+    return a, int(axis) % nd
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's `cumsum`; `axis=None` runs over the flattened array."""
+    _no_out(out, "cumsum")
+    a, axis = _scan_axis(a, axis, dtype)
+    return _cumsum_p(a, axis=axis, reverse=False)
+
+
+def _cumprod_vjp(ans, x, axis):
+    xm = moveaxis(x, axis, -1)
+    before = _exclusive_cumprod(xm)  # x_0 ... x_{j-1}
+    n = shape(xm)[-1]
+    ones = _np.ones(shape(xm)[:-1] + (1,), dtype=_np.result_type(primal(xm)))
+    # d(sum_i ct_i P_i)/dx_j = before_j * s_j with s_j = ct_j + x_{j+1} s_{j+1}: a linear
+    # recurrence run from the end (so on reversed arrays), multiplications only.
+    a_rev = concatenate([xm[..., 1:], ones], axis=-1)[..., ::-1] if n > 1 else ones
+
+    def bprop(ct):
+        ctm = moveaxis(ct, axis, -1)
+        s = _linear_recurrence(a_rev, ctm[..., ::-1])[..., ::-1]
+        return moveaxis(before * s, -1, axis)
+
+    return bprop
+
+
+def _cumprod_jvp(t, ans, x, axis):
+    # u_i = d P_i = x_i u_{i-1} + P_{i-1} t_i: the same recurrence, run forwards.
+    xm = moveaxis(x, axis, -1)
+    tm = moveaxis(t, axis, -1)
+    return moveaxis(_linear_recurrence(xm, _exclusive_cumprod(xm) * tm), -1, axis)
+
+
+_cumprod_p = defprimitive(
+    lambda x, axis: _np.cumprod(x, axis=axis),
+    vjp=_cumprod_vjp,
+    jvp=_cumprod_jvp,
+    name="cumprod",
+)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's `cumprod`; `axis=None` runs over the flattened array. Its derivatives are
+    built from multiplications only (no division), so they are exact where elements are 0
+    or tiny, to every order.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.cumprod(x)[-1])(fnp.array([2.0, 0.0, 3.0]))
+    array([0., 6., 0.])
+    """
+    _no_out(out, "cumprod")
+    a, axis = _scan_axis(a, axis, dtype)
+    return _cumprod_p(a, axis=axis)
+
+
+# --- the nan-ignoring reductions ---------------------------------------------------------
+
+
+def _nan_to(a, fill):
+    """(a with NaNs replaced by fill, the NaN mask or None). The replacement is a `where`, so
+    NaN positions get an exact 0 gradient and never feed NaN into the rest of the rule."""
+    a = _asarray(a)
+    m = _nan_mask(a)
+    return (a, None) if m is None else (where(m, fill, a), m)
+
+
+def _valid_count(m, a, axes, keepdims):
+    """The number of non-NaN elements per group, as a constant in a's float dtype."""
+    valid = _np.ones(shape(a), dtype=bool) if m is None else ~m
+    return _np.sum(valid, axis=axes, keepdims=keepdims).astype(_float_dtype(a))
+
+
+def _all_nan(m, axes, keepdims):
+    return None if m is None else _np.all(m, axis=axes, keepdims=keepdims)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """NumPy's `nansum`: NaNs count as 0 and get a gradient of 0."""
+    _no_out(out, "nansum")
+    a, _ = _nan_to(a if dtype is None else astype(_asarray(a), dtype), 0.0)
+    return sum(a, axis=axis, keepdims=keepdims)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """NumPy's `nanprod`: NaNs count as 1 and get a gradient of 0."""
+    _no_out(out, "nanprod")
+    a, _ = _nan_to(a if dtype is None else astype(_asarray(a), dtype), 1.0)
+    return prod(a, axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """NumPy's `nanmean`: the mean of the non-NaN elements (NaN for an all-NaN slice)."""
+    _no_out(out, "nanmean")
+    a = _asarray(a)
+    a = _as_float(a) if dtype is None else astype(a, dtype)
+    axes = _normalize_axes(axis, ndim(a))
+    a0, m = _nan_to(a, 0.0)
+    count = _valid_count(m, a, axes, keepdims)
+    empty = count == 0  # all-NaN slices: NaN, with no 0/0 in the gradient of the others
+    ans = sum(a0, axis=axes, keepdims=keepdims) / _np.maximum(count, 1)
+    return where(empty, _np.nan, ans) if empty.any() else ans
+
+
+def _nan_extremum(reduce, fill, name):
+    def fn(a, axis=None, out=None, keepdims=False):
+        _no_out(out, name)
+        a = _asarray(a)
+        axes = _normalize_axes(axis, ndim(a))
+        a0, m = _nan_to(a, fill)
+        ans = reduce(a0, axis=axes, keepdims=keepdims)
+        all_nan = _all_nan(m, axes, keepdims)
+        if all_nan is not None and all_nan.any():
+            ans = where(all_nan, _np.nan, ans)
+        return ans
+
+    fn.__name__ = name
+    fn.__doc__ = (
+        f"NumPy's `{name}`: NaNs are ignored and get a gradient of 0; an all-NaN slice gives "
+        "NaN. Ties share the gradient evenly, as in max and min."
+    )
+    return fn
+
+
+nanmax = _nan_extremum(max, -_np.inf, "nanmax")
+nanmin = _nan_extremum(min, _np.inf, "nanmin")
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    """NumPy's `nanvar`: the variance of the non-NaN elements (divided by `count - ddof`)."""
+    _no_out(out, "nanvar")
+    a = _asarray(a)
+    a = _as_float(a) if dtype is None else astype(a, dtype)
+    axes = _normalize_axes(axis, ndim(a))
+    a0, m = _nan_to(a, 0.0)
+    count = _valid_count(m, a, axes, True)
+    mu = sum(a0, axis=axes, keepdims=True) / _np.maximum(count, 1)  # all-NaN: masked below
+    d = a0 - mu if m is None else where(m, 0.0, a0 - mu)
+    dof = count - _ddof(ddof, correction)
+    if not keepdims:
+        dof = _np.squeeze(dof, axis=axes)
+    bad = dof <= 0  # NumPy's nanvar gives nan there (var gives inf or nan)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        v = sum(d * d, axis=axes, keepdims=keepdims) / _np.where(bad, 1, dof).astype(dof.dtype)
+    return where(bad, _np.nan, v) if bad.any() else v
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    """NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`)."""
+    _no_out(out, "nanstd")
+    v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+    return _sqrt_or_zero(v)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's `nancumsum`: NaNs count as 0 and get a gradient of 0."""
+    _no_out(out, "nancumsum")
+    a, _ = _nan_to(a, 0.0)
+    return cumsum(a, axis=axis, dtype=dtype)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """NumPy's `nancumprod`: NaNs count as 1 and get a gradient of 0."""
+    _no_out(out, "nancumprod")
+    a, _ = _nan_to(a, 1.0)
+    return cumprod(a, axis=axis, dtype=dtype)
+
+
+# --- median, percentile, quantile ------------------------------------------------------------
+# The slice along the reduced axes is sorted (the permutation is a constant taken from the
+# plain values) and the selected order statistics are gathered from the input itself, so the
+# gradient flows to the elements at those ranks: exactly the gradient of sort, as in JAX.
+
+# (alpha, beta) of Hyndman and Fan's continuous methods: virtual index n q + alpha +
+# q (1 - alpha - beta) - 1. 'linear' is (1, 1), computed as (n - 1) q as NumPy does.
+_CONTINUOUS = {
+    "linear": (1.0, 1.0), "interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0), "median_unbiased": (1 / 3.0, 1 / 3.0),
+    "normal_unbiased": (3 / 8.0, 3 / 8.0),
+}
+_DISCRETE = ("lower", "higher", "nearest", "midpoint", "inverted_cdf",
+             "averaged_inverted_cdf", "closest_observation")
+_QUANTILE_METHODS = tuple(_CONTINUOUS) + _DISCRETE
+
+
+def _virtual_index(n, q, method):
+    """(previous index, next index, gamma, d(virtual index)/dq or None) for counts n and
+    quantiles q (broadcast together), with NumPy's formulas for each method."""
+    if method in _CONTINUOUS:
+        alpha, beta = _CONTINUOUS[method]
+        if method == "linear":
+            vi, slope = (n - 1) * q, n - 1
+        else:
+            vi = n * q + (alpha + q * (1 - alpha - beta)) - 1
+            slope = n + (1 - alpha - beta)
+    elif method in ("lower", "higher", "nearest"):
+        rnd = {"lower": _np.floor, "higher": _np.ceil, "nearest": _np.around}[method]
+        vi, slope = rnd((n - 1) * q), None
+    elif method == "midpoint":
+        vi, slope = 0.5 * (_np.floor((n - 1) * q) + _np.ceil((n - 1) * q)), None
+    elif method == "averaged_inverted_cdf":
+        vi, slope = n * q - 1, None
+    else:  # inverted_cdf, closest_observation: an index chosen at the boundaries
+        idx = n * q - 1 if method == "inverted_cdf" else n * q - 1.5
+        prev = _np.floor(idx)
+        at_int = (idx - prev) == 0
+        if method == "closest_observation":
+            at_int = at_int & (prev % 2 == 1)
+        vi, slope = _np.where(at_int, prev, prev + 1), None
+    vi = _np.asarray(vi, dtype=float)
+    prev = _np.floor(vi)
+    gamma = vi - prev
+    if method == "averaged_inverted_cdf":
+        gamma = _np.where(gamma == 0, 0.5, 1.0)
+    nxt = prev + 1
+    last = _np.broadcast_to(n - 1, vi.shape)
+    above, below = vi >= last, vi < 0
+    prev = _np.where(above, last, _np.where(below, 0, prev))
+    nxt = _np.where(above, last, _np.where(below, 0, nxt))
+    return prev.astype(_np.intp), nxt.astype(_np.intp), gamma, slope
+
+
+def _to_last(a, axes):
+    """a with the reduced axes moved to the end and merged: shape (rest..., n)."""
+    s = shape(a)
+    rest = [i for i in range(len(s)) if i not in axes]
+    lead = tuple(s[i] for i in rest)
+    n = _count(a, axes)  # 1 for a 0-d a
+    a = transpose(a, tuple(rest) + tuple(axes)) if ndim(a) else a
+    return reshape(a, lead + (n,))
+
+
+def _take_last(x, idx):
+    """x[..., idx] taken per slice: x has shape L + (n,), idx shape L + (m,) -> L + (m,)."""
+    lead = shape(x)[:-1]
+    grids = tuple(
+        _np.arange(k).reshape(tuple(k if j == i else 1 for j in range(len(lead))) + (1,))
+        for i, k in enumerate(lead)
+    )
+    return getitem(x, grids + (idx,))
+
+
+def _order_statistics(a, axis, nan_policy):
+    """(sorted-rank gather function, counts, NaN info, output shape pieces) for a's slices.
+
+    Returns x (shape L + (n,), NaNs replaced by 0 through `where`), the stable argsort of its
+    plain values with NaNs last, the number of values per slice that count (all of them, or
+    the non-NaN ones for the nan-functions), and the mask of slices whose result is NaN.
+    """
+    a = _as_float(_asarray(a))
+    nd = ndim(a)
+    axes = _normalize_axes(axis, nd)
+    x = _to_last(a, axes)
+    xv = _np.asarray(primal(x))
+    nan = _np.isnan(xv)
+    order = _np.argsort(xv, axis=-1, kind="stable")  # NaNs sort to the end
+    if nan.any():
+        x = where(nan, 0.0, x)
+    n_all = xv.shape[-1]
+    if nan_policy == "omit":
+        counts = _np.sum(~nan, axis=-1)
+        nan_slices = counts == 0
+    else:
+        counts = _np.full(xv.shape[:-1], n_all)
+        nan_slices = nan.any(axis=-1)
+    if n_all == 0:
+        raise ValueError(f"cannot take a quantile over an empty axis of an array of shape {shape(a)}")
+    kept = _kept_shape(shape(a), axes)
+    return a, x, order, counts, nan_slices, kept, axes
+
+
+def _finish(res, nan_slices, kept, keepdims, q_shape):
+    """res has shape L + (m,): move the quantiles first, restore the reduced axes' shape."""
+    if nan_slices.any():
+        res = where(nan_slices[..., None], _np.nan, res)
+    lead = shape(res)[:-1]
+    res = moveaxis(res, -1, 0) if lead else res
+    out_shape = kept if keepdims else lead
+    return reshape(res, tuple(q_shape) + tuple(out_shape))
+
+
+def _check_method(method, name):
+    if method not in _QUANTILE_METHODS:
+        raise ValueError(
+            f"{name}: method={method!r} is not supported; use one of {', '.join(_QUANTILE_METHODS)}"
+        )
+
+
+def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
+    _check_method(method, name)
+    weak = type(q) in (int, float)
+    q = _asarray(q)
+    qv = _np.asarray(primal(q), dtype=float) / scale
+    if not (_np.all(qv >= 0) and _np.all(qv <= 1)):
+        lo, hi = (0, 100) if scale == 100 else (0, 1)
+        raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
+    a, x, order, counts, nan_slices, kept, _ = _order_statistics(a, axis, nan_policy)
+    lead = shape(x)[:-1]
+    q_shape = qv.shape
+    qf = qv.reshape(-1)
+    n = counts[..., None]  # L + (1,) against the m quantiles
+    prev, nxt, gamma, slope = _virtual_index(n, qf, method)
+    prev = _np.broadcast_to(prev, lead + qf.shape)
+    nxt = _np.broadcast_to(nxt, lead + qf.shape)
+    # NumPy's result dtype: a Python number q (or integer quantiles) takes a's float dtype;
+    # a q array promotes with it (percentile's q / 100 is float64 for integer percents).
+    q_dtype = _np.result_type(_np.asarray(primal(q)) / scale)
+    if weak or (scale == 1.0 and not _np.issubdtype(_np.result_type(primal(q)), _np.inexact)):
+        q_dtype = _np.result_type(primal(x))
+    dtype = _np.result_type(primal(x), q_dtype)
+    lo = _take_last(x, _np.take_along_axis(order, prev, axis=-1))
+    if method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation"):
+        res = lo
+    else:
+        hi = _take_last(x, _np.take_along_axis(order, nxt, axis=-1))
+        g = _np.broadcast_to(gamma, lead + qf.shape).astype(dtype)
+        upper = g >= 0.5
+        if slope is not None and type(q) is Box:
+            # gamma moves with q at rate d(virtual index)/dq; q - primal(q) is 0 in value,
+            # so the value stays NumPy's exactly while the derivative is carried.
+            dq = reshape(q, (-1,)) / scale - _np.asarray(primal(q)).reshape(-1) / scale
+            g = g + _np.asarray(slope, dtype=dtype) * dq
+        diff = hi - lo
+        # NumPy's lerp: from the nearer end, so that gamma = 1 gives hi exactly
+        res = where(upper, hi - diff * (1 - g), lo + diff * g)
+    return _finish(res, nan_slices, kept, keepdims, q_shape)
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None):
+    """NumPy's `quantile` over `axis` (None, int or tuple), for a scalar or array `q`.
+
+    Methods: 'linear' (the default), 'lower', 'higher', 'nearest', 'midpoint', 'hazen',
+    'weibull', 'median_unbiased', 'normal_unbiased', 'interpolated_inverted_cdf',
+    'inverted_cdf', 'averaged_inverted_cdf', 'closest_observation'; `weights` is not supported.
+    The gradient flows to the order statistics used (ties: the element a stable sort ranks
+    there, as JAX's sort does), and to `q` for the continuous methods.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.quantile(x, 0.25))(fnp.array([4.0, 1.0, 3.0]))
+    array([0. , 0.5, 0.5])
+    """
+    _no_out(out, "quantile")
+    _no_weights(weights, "quantile")
+    return _quantile(a, q, axis, method, keepdims, "propagate", "quantile")
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None):
+    """NumPy's `percentile`: `quantile` with q in percent (see `quantile`)."""
+    _no_out(out, "percentile")
+    _no_weights(weights, "percentile")
+    return _quantile(a, q, axis, method, keepdims, "propagate", "percentile", scale=100.0)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+    """NumPy's `nanquantile`: `quantile` of the non-NaN elements (NaN for an all-NaN slice);
+    NaN positions get a gradient of 0."""
+    _no_out(out, "nanquantile")
+    _no_weights(weights, "nanquantile")
+    return _quantile(a, q, axis, method, keepdims, "omit", "nanquantile")
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+    """NumPy's `nanpercentile`: `nanquantile` with q in percent."""
+    _no_out(out, "nanpercentile")
+    _no_weights(weights, "nanpercentile")
+    return _quantile(a, q, axis, method, keepdims, "omit", "nanpercentile", scale=100.0)
+
+
+def _no_weights(weights, name):
+    if weights is not None:
+        raise TypeError(
+            f"{name}: weights are not supported by fgrad; for a weighted quantile sort the "
+            "data and interpolate in the cumulative weights with fgrad.numpy operations"
+        )
+
+
+def _median(a, axis, keepdims, nan_policy):
+    a, x, order, counts, nan_slices, kept, _ = _order_statistics(a, axis, nan_policy)
+    lower = _np.maximum((counts - 1) // 2, 0)[..., None]
+    upper = _np.maximum(counts // 2 - (counts == 0), 0)[..., None]
+    lo = _take_last(x, _np.take_along_axis(order, lower, axis=-1))
+    hi = _take_last(x, _np.take_along_axis(order, upper, axis=-1))
+    return _finish((lo + hi) / 2, nan_slices, kept, keepdims, ())
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's `median`: the middle element, or the mean of the two middle elements. The
+    gradient goes to them (ties: the elements a stable sort ranks in the middle)."""
+    _no_out(out, "median")
+    return _median(a, axis, keepdims, "propagate")
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's `nanmedian`: the median of the non-NaN elements; NaNs get a gradient of 0."""
+    _no_out(out, "nanmedian")
+    return _median(a, axis, keepdims, "omit")
+
+
+# --- no derivative --------------------------------------------------------------------------
+
+all = nondiff(_np.all, name="all")
+any = nondiff(_np.any, name="any")
+count_nonzero = nondiff(_np.count_nonzero, name="count_nonzero")
