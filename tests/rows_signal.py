@@ -200,3 +200,27 @@ ROWS += [
 ]
 
 NONDIFF = []
+
+# --- complex operands, built inside the row (x + 1j y), results returned as real parts -----
+# (correlate, vdot and cov conjugate one operand, as NumPy does)
+
+
+def _parts(z):
+    return fnp.stack([fnp.real(z), fnp.imag(z)])
+
+
+ROWS += [
+    Row("correlate", lambda a, b, v, w: _parts(fnp.correlate(a + 1j * b, v + 1j * w, "full")),
+        ((4,), (4,), (2,), (2,)), variant="complex"),
+    Row("correlate", lambda a, b, v, w: _parts(fnp.correlate(a + 1j * b, v + 1j * w, "same")),
+        ((2,), (2,), (3,), (3,)), variant="complex,swapped"),
+    Row("convolve", lambda a, b, v: _parts(fnp.convolve(a + 1j * b, v)), ((3,), (3,), (2,)),
+        variant="complex"),
+    Row("vdot", lambda a, b, c, d: _parts(fnp.vdot(a + 1j * b, c + 1j * d)),
+        ((3,), (3,), (3,), (3,)), variant="complex"),
+    Row("einsum", lambda a, b, c: _parts(fnp.einsum("ij,jk->ik", a + 1j * b, c)),
+        ((2, 3), (2, 3), (3, 2)), variant="complex"),
+    Row("cov", lambda x, y: _parts(fnp.cov(x + 1j * y)), ((2, 4), (2, 4)), variant="complex"),
+    Row("corrcoef", lambda x, y: _parts(fnp.corrcoef(x + 1j * y)), ((2, 4), (2, 4)),
+        variant="complex"),
+]

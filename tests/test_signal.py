@@ -251,3 +251,17 @@ def test_errors_name_the_argument():
         fnp.diff(np.ones(3), n=-1)
     with pytest.raises(ValueError, match="axes"):
         fnp.tensordot(np.ones(3), np.ones(3), axes=2)
+
+
+def test_complex_operands_conjugate_where_numpy_does():
+    def c(*s):
+        return RNG.normal(size=s) + 1j * RNG.normal(size=s)
+
+    for n, m in [(4, 2), (2, 4), (3, 3)]:
+        a, v = c(n), c(m)
+        for mode in ["full", "same", "valid"]:
+            np.testing.assert_allclose(fnp.correlate(a, v, mode), np.correlate(a, v, mode))
+    a, b, m = c(2, 3), c(6), c(3, 5)
+    np.testing.assert_allclose(fnp.vdot(a, b), np.vdot(a, b))
+    np.testing.assert_allclose(fnp.cov(m), np.cov(m))
+    np.testing.assert_allclose(fnp.corrcoef(m), np.corrcoef(m))

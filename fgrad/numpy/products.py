@@ -15,7 +15,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from .elementwise import multiply
+from .elementwise import conj, multiply
 from .shaping import (
     astype, broadcast_like, expand_dims, meta, moveaxis, ndim, reshape, shape, stack, swapaxes,
     unbroadcast,
@@ -96,6 +96,11 @@ def _holds_box(x):
     if type(x) is Box:
         return True
     return isinstance(x, (list, tuple)) and any(_holds_box(v) for v in x)
+
+
+def conj_if_complex(x):
+    """conj(x) for complex x; a real x as it is (no extra operation to differentiate)."""
+    return conj(x) if _np.iscomplexobj(primal(x)) else x
 
 
 # --- einsum: one primitive whose every rule is another einsum -------------------------------
@@ -342,8 +347,8 @@ def outer(a, b):
 
 
 def vdot(a, b):
-    """NumPy's `vdot` for real arrays: the dot product of the flattened operands."""
-    a, b = reshape(a, (-1,)), reshape(b, (-1,))
+    """NumPy's `vdot`: the dot product of the flattened operands, conjugating `a` if complex."""
+    a, b = reshape(conj_if_complex(a), (-1,)), reshape(b, (-1,))
     if shape(a) != shape(b):
         raise ValueError(f"vdot: the operands have {shape(a)[0]} and {shape(b)[0]} elements; "
                          "they need the same number")

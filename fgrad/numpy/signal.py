@@ -18,8 +18,8 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from .elementwise import floor, multiply, sqrt, where
-from .products import as_array, cross, einsum, inner, kron, matmul, outer, tensordot, vdot
+from .elementwise import floor, multiply, real, sqrt, where
+from .products import as_array, conj_if_complex, cross, einsum, inner, kron, matmul, outer, tensordot, vdot
 from .shaping import (
     _normalize_axes, astype, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze, sum,
     transpose, unbroadcast,
@@ -104,13 +104,13 @@ def convolve(a, v, mode="full"):
 
 
 def correlate(a, v, mode="valid"):
-    """NumPy's `correlate` of two real 1-D sequences: c[k] = sum_n a[n + k] v[n], mode
+    """NumPy's `correlate` of two 1-D sequences: c[k] = sum_n a[n + k] conj(v[n]), mode
     'valid' (NumPy's default), 'same' or 'full'."""
     a, v = _signal_1d(a, "correlate", "a"), _signal_1d(v, "correlate", "v")
     n, m = shape(a)[0], shape(v)[0]
-    if m > n:  # NumPy swaps the operands, then reverses the result
-        return correlate(v, a, mode)[::-1]
-    return _mode_slice(_conv_full(a, v[::-1]), n, m, mode, "correlate")
+    if m > n:  # NumPy swaps the operands, then reverses (and conjugates) the result
+        return conj_if_complex(correlate(v, a, mode))[::-1]
+    return _mode_slice(_conv_full(a, conj_if_complex(v)[::-1]), n, m, mode, "correlate")
 
 
 # --- differences -------------------------------------------------------------------------
@@ -360,7 +360,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if not _is_traced(fact):
         fact = float(fact)  # a Python number keeps the data's precision
     X = X - reshape(avg, (-1, 1))
-    X_T = transpose(X) if w is None else transpose(X * w)
+    X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
     with _np.errstate(divide="ignore"):
         scale = 1.0 / fact if fact != 0 else _np.inf
     return squeeze(matmul(X, X_T) * scale)
@@ -373,7 +373,11 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if ndim(c) == 0:
         return c / c
-    stddev = sqrt(einsum("ii->i", c))
+    d = einsum("ii->i", c)
+    stddev = sqrt(real(d) if _np.iscomplexobj(primal(d)) else d)
     c = c / reshape(stddev, (-1, 1)) / reshape(stddev, (1, -1))
     cv = _np.asarray(primal(c))
-    return c + (_np.clip(cv, -1, 1) - cv)
+    clipped = _np.clip(cv.real, -1, 1)
+    if _np.iscomplexobj(cv):
+        clipped = clipped + 1j * _np.clip(cv.imag, -1, 1)
+    return c + (clipped - cv)
