@@ -217,6 +217,8 @@ ROWS += [
     Row("x[idx]", lambda x: x[None], ((),), variant="scalar-None"),
     Row("x[idx]", lambda x: x[...], ((3,),), variant="ellipsis-alone"),
     Row("at", lambda x, v: fnp.at(x)[1:, ::-1].set(v), ((3, 2), (2,)), variant="set-slice-step"),
+    Row("at", lambda x, v: fnp.at(x)[[0, 2], 1].set(v), ((3, 2), (1, 2)),
+        variant="set-extra-leading-axis"),
     Row("at", lambda x, v: fnp.at(x)[[-1, 0], :, [1, 0]].add(v), ((2, 3, 2), (3,)),
         variant="add-advanced-moved"),
 ]

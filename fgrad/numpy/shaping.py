@@ -314,10 +314,32 @@ def _index_add(x, v, idx):
     out = _np.array(x, copy=True)  # never write into the caller's array
     v = _np.asarray(v, dtype=out.dtype)
     if _has_array_index(idx):
-        _np.add.at(out, idx, v)  # sums repeated indices, where `out[idx] += v` would not
+        if not _bincount_add(out, v, idx):
+            _np.add.at(out, idx, v)  # sums repeated indices, where `out[idx] += v` would not
     else:
         out[idx] += v
     return out
+
+
+def _bincount_add(out, v, idx):
+    """out[idx] += v with repeats summed, by bincount: the adjoint of every gather from a
+    flattened array (take, sort, pad, ...), several times faster than `np.add.at`. Only for
+    a 1-D real float `out` and one in-bounds integer index array; False when it does not apply."""
+    if isinstance(idx, tuple):
+        if len(idx) != 1:
+            return False
+        idx = idx[0]
+    if out.ndim != 1 or out.dtype.kind != "f" or not isinstance(idx, _np.ndarray):
+        return False
+    n = out.shape[0]
+    if idx.dtype.kind not in "iu" or idx.size == 0 or idx.min() < -n or idx.max() >= n:
+        return False
+    flat = idx.ravel()
+    if flat.min() < 0:
+        flat = _np.where(flat < 0, flat + n, flat)
+    weights = _np.broadcast_to(v, idx.shape).ravel()
+    out += _np.bincount(flat, weights=weights, minlength=n).astype(out.dtype, copy=False)
+    return True
 
 
 def _index_add_vjp_v(ans, x, v, idx):
@@ -364,7 +386,15 @@ def _index_set_vjp_x(ans, x, v, idx):
 
 def _index_set_vjp_v(ans, x, v, idx):
     like = meta(v)
-    return lambda ct: unbroadcast(_getitem_p(ct, idx=idx), like)
+
+    def bprop(ct):
+        g = _getitem_p(ct, idx=idx)
+        extra = len(like[0]) - ndim(g)
+        if extra > 0:  # `x[idx] = v` accepts v with extra leading length-1 axes, as in NumPy
+            g = _reshape_p(g, shape=(1,) * extra + shape(g))
+        return unbroadcast(g, like)
+
+    return bprop
 
 
 _index_set_p = defprimitive(
@@ -457,13 +487,14 @@ class _IndexUpdate:
         return getitem(self.x, self.idx)
 
 
-def _scatter_update(x, idx, v, op):
-    # The multiplicative and min/max updates are compositions of elementwise operations and
-    # reductions, whose modules import this one, so they live in `arrays` and are looked up
-    # when first called.
-    from .arrays import _scatter_update as update
+# The multiplicative and min/max updates are compositions of elementwise operations and
+# reductions, whose modules import this one (imports point one way), so `fgrad.numpy.arrays`
+# installs them here when it is imported, which importing `fgrad.numpy` always does.
+_INSTALLED = {}
 
-    return update(x, idx, v, op)
+
+def _scatter_update(x, idx, v, op):
+    return _INSTALLED["scatter"](x, idx, v, op)
 
 
 def at(x):
