@@ -1,6 +1,476 @@
 """`fgrad.numpy.fft`: NumPy's discrete Fourier transforms with forward and reverse rules.
 
-Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy`.
+Three primitives carry every transform, each along one axis of an input already cut or
+zero-padded to the transform's length (the cut and the padding are `getitem` and its adjoint,
+so they differentiate themselves):
+
+- `_c2c_p`, the complex DFT (`fft`, `ifft`). It is linear and its matrix is symmetric, so its
+  vjp is the same transform applied to the cotangent (the transpose, not the adjoint: fgrad
+  follows JAX's convention for complex numbers and never conjugates a cotangent unless the
+  function conjugates).
+- `_rfft_p`, the DFT of a real input keeping the first n//2 + 1 frequencies. Its transpose pads
+  the cotangent back to n frequencies, applies the complex DFT and keeps the real part (the
+  transpose of "a real input enters a complex transform").
+- `_irfft_p`, the inverse of `rfft`: real-linear in its complex input (it ignores the imaginary
+  parts of the zero and, for even n, the Nyquist frequency). Written as
+  `Re(sum_k w_k x_k e^{2 pi i jk/n}) * scale` with w = 1 at those two frequencies and 2
+  elsewhere, its transpose is `w * conj(rfft(ct)) * scale`, which is how JAX transposes it too.
+
+The n-dimensional transforms are NumPy's loops over axes of these, `hfft`/`ihfft` are NumPy's
+definitions through `irfft`/`rfft`, and `fftshift`/`ifftshift` are rolls built from slices and
+`concatenate`. Single precision stays single: float32 in, complex64 (or float32) out, as in
+NumPy 2.
+
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
-__all__ = []
+import operator
+
+import numpy as _np
+
+from ..core import Box, primal
+from ..primitive import defprimitive
+from .elementwise import conj, divide, multiply, real
+from .shaping import _index_add_p, concatenate, getitem, meta, shape, unbroadcast
+
+__all__ = [
+    "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2",
+    "fftn", "ifftn", "rfftn", "irfftn", "hfft", "ihfft", "fftshift", "ifftshift",
+    "fftfreq", "rfftfreq",
+]
+
+# The normalisation of the opposite direction: `hfft` is an `irfft`, `ihfft` an `rfft`, and the
+# transpose of an `irfft` is an `rfft`, each scaled as its partner.
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+# --- argument checks ---------------------------------------------------------------------
+
+
+def _describe(x):
+    v = primal(x)
+    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
+
+
+def _as_array(a):
+    """A traced value as it is; anything else (lists, possibly holding traced values) as an
+    array, like `fgrad.numpy.asarray`."""
+    if type(a) is Box:
+        return a
+    from . import asarray  # the package's asarray; it is defined after this module loads
+
+    return asarray(a)
+
+
+def _check_norm(norm, name):
+    if norm is None:
+        return "backward"
+    if norm not in _SWAP:
+        raise ValueError(
+            f"{name}: norm={norm!r} is not a normalization; use None (same as 'backward'), "
+            "'ortho' or 'forward'"
+        )
+    return norm
+
+
+def _check_out(out, name):
+    if out is not None:
+        raise TypeError(
+            f"{name}: out= is not supported (fgrad never writes into arrays); use the "
+            "returned array instead"
+        )
+
+
+def _check_axis(x, axis, name):
+    nd = len(shape(x))
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
+    if not -nd <= ax < nd:
+        raise ValueError(
+            f"{name}: axis {ax} is out of bounds for the input of {_describe(x)}; use an "
+            f"axis in [-{nd}, {nd})" if nd else f"{name}: the input of {_describe(x)} is a "
+            "scalar; a transform needs an array with at least one axis"
+        )
+    return ax % nd
+
+
+def _check_length(n, name, what="n"):
+    if type(n) is Box:
+        raise TypeError(f"{name}: {what} is a traced value; a transform length is a static int")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be an integer, got {n!r}") from None
+    if n < 1:
+        raise ValueError(f"{name}: invalid number of data points {what}={n}; it must be >= 1")
+    return n
+
+
+def _check_real(x, name):
+    if _np.iscomplexobj(primal(x)):
+        raise TypeError(
+            f"{name} takes a real input, got one of {_describe(x)}; use the complex transform "
+            "(fft, fftn) for complex inputs, or pass real(x)"
+        )
+
+
+# --- cutting and zero-padding an axis ----------------------------------------------------
+
+
+def _resize(x, n, axis):
+    """x cut or zero-padded at the end of `axis` to length n, as NumPy's `n=` does."""
+    m = shape(x)[axis]
+    lead = (slice(None),) * axis
+    if n == m:
+        return x
+    if n < m:
+        return getitem(x, lead + (slice(0, n),))
+    new_shape = list(shape(x))
+    new_shape[axis] = n
+    zeros = _np.zeros(new_shape, dtype=_np.result_type(primal(x)))
+    return _index_add_p(zeros, x, idx=lead + (slice(0, m),))
+
+
+# --- the three primitives ----------------------------------------------------------------
+
+
+def _c2c(x, axis, norm, inverse):
+    return (_np.fft.ifft if inverse else _np.fft.fft)(x, axis=axis, norm=norm)
+
+
+def _c2c_vjp(ans, x, axis, norm, inverse):
+    like = meta(x)  # a real input keeps the real part of its cotangent
+    return lambda ct: unbroadcast(_c2c_p(ct, axis=axis, norm=norm, inverse=inverse), like)
+
+
+_c2c_p = defprimitive(
+    _c2c,
+    vjp=_c2c_vjp,
+    jvp=lambda t, ans, x, axis, norm, inverse: _c2c_p(t, axis=axis, norm=norm, inverse=inverse),
+    name="fft",
+)
+
+
+def _rfft_vjp(ans, x, axis, norm):
+    like = meta(x)
+    n = like[0][axis]
+    return lambda ct: unbroadcast(
+        real(_c2c_p(_resize(ct, n, axis), axis=axis, norm=norm, inverse=False)), like
+    )
+
+
+_rfft_p = defprimitive(
+    lambda x, axis, norm: _np.fft.rfft(x, axis=axis, norm=norm),
+    vjp=_rfft_vjp,
+    jvp=lambda t, ans, x, axis, norm: _rfft_p(t, axis=axis, norm=norm),
+    name="rfft",
+)
+
+
+def _hermitian_weights(n, axis, nd, dtype):
+    """1 at the zero frequency and (n even) the Nyquist frequency, 2 elsewhere, shaped to
+    broadcast along `axis`: how often each of the n//2 + 1 inputs of an irfft of length n
+    appears in the Hermitian-symmetric spectrum it stands for."""
+    w = _np.full(n // 2 + 1, 2.0, dtype=dtype)
+    w[0] = 1.0
+    if n % 2 == 0:
+        w[-1] = 1.0
+    return w.reshape([n // 2 + 1 if i == axis else 1 for i in range(nd)])
+
+
+def _irfft_vjp(ans, x, n, axis, norm):
+    like = meta(x)
+    w = _hermitian_weights(n, axis, _np.ndim(primal(ans)), _np.result_type(primal(ans)))
+    scaled_as_irfft = _SWAP[norm]  # rfft with this norm has irfft's scale
+
+    def bprop(ct):
+        if _np.iscomplexobj(primal(ct)):
+            ct = real(ct)  # the output is real: only the real part of a cotangent pairs with it
+        return unbroadcast(multiply(conj(_rfft_p(ct, axis=axis, norm=scaled_as_irfft)), w), like)
+
+    return bprop
+
+
+_irfft_p = defprimitive(
+    lambda x, n, axis, norm: _np.fft.irfft(x, n=n, axis=axis, norm=norm),
+    vjp=_irfft_vjp,
+    jvp=lambda t, ans, x, n, axis, norm: _irfft_p(t, n=n, axis=axis, norm=norm),
+    name="irfft",
+)
+
+
+# --- one-dimensional transforms ----------------------------------------------------------
+
+
+def _complex_1d(a, n, axis, norm, inverse, name):
+    x = _as_array(a)
+    ax = _check_axis(x, axis, name)
+    n = shape(x)[ax] if n is None else _check_length(n, name)
+    return _c2c_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, name), inverse=inverse)
+
+
+def fft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's `fft`: the DFT along `axis`, the input cut or zero-padded to length `n`.
+
+    Its vjp is `fft` of the cotangent (the DFT matrix is symmetric; fgrad's vjps transpose,
+    they do not conjugate), cut or padded back to the input's length.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> g = fgrad.grad(lambda x: fnp.real(fnp.fft.fft(x))[0])  # sum(x)
+    >>> g(fnp.array([1.0, 2.0, 3.0])).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    _check_out(out, "fft")
+    return _complex_1d(a, n, axis, norm, False, "fft")
+
+
+def ifft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's `ifft`: the inverse DFT along `axis` (length `n`); its vjp is `ifft` of the
+    cotangent."""
+    _check_out(out, "ifft")
+    return _complex_1d(a, n, axis, norm, True, "ifft")
+
+
+def rfft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's `rfft`: the DFT of a real input along `axis`, its n//2 + 1 non-negative
+    frequencies. A complex input is a TypeError, as in NumPy.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.imag(fnp.fft.rfft(x))[1])(fnp.zeros(4)).tolist()
+    [0.0, -1.0, 0.0, 1.0]
+    """
+    _check_out(out, "rfft")
+    x = _as_array(a)
+    _check_real(x, "rfft")
+    ax = _check_axis(x, axis, "rfft")
+    n = shape(x)[ax] if n is None else _check_length(n, "rfft")
+    return _rfft_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, "rfft"))
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's `irfft`: the real signal of length `n` (default 2 (m - 1) for m input
+    frequencies) whose `rfft` is `a`. Like NumPy it ignores the imaginary parts of the zero
+    frequency and, for even n, of the Nyquist frequency, so their gradient is 0.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.fft.irfft(x)[0])(fnp.ones(3)).tolist()  # mean of the spectrum
+    [0.25, 0.5, 0.25]
+    """
+    _check_out(out, "irfft")
+    x = _as_array(a)
+    ax = _check_axis(x, axis, "irfft")
+    if n is None:
+        n = 2 * (shape(x)[ax] - 1)
+        if n < 1:
+            raise ValueError(
+                f"irfft: the input of {_describe(x)} has 1 frequency along axis {ax}, which "
+                "gives an output of length 0; pass n"
+            )
+    n = _check_length(n, "irfft")
+    norm = _check_norm(norm, "irfft")
+    return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
+    half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization."""
+    _check_out(out, "hfft")
+    x = _as_array(a)
+    ax = _check_axis(x, axis, "hfft")
+    if n is None:
+        n = 2 * (shape(x)[ax] - 1)
+        if n < 1:
+            raise ValueError(
+                f"hfft: the input of {_describe(x)} has length 1 along axis {ax}, which gives "
+                "an output of length 0; pass n"
+            )
+    return irfft(conj(x), n, ax, _SWAP[_check_norm(norm, "hfft")])
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    """NumPy's `ihfft`: the inverse of `hfft` for a real input; it is
+    `conj(rfft(a, n, axis))` with the opposite normalization."""
+    _check_out(out, "ihfft")
+    return conj(rfft(a, n, axis, _SWAP[_check_norm(norm, "ihfft")]))
+
+
+# --- n-dimensional transforms: NumPy's loops over the axes -------------------------------
+
+
+def _nd_args(x, s, axes, name, inverse_real=False):
+    """The lengths and axes of an n-dimensional transform, by NumPy's rules: `axes` defaults
+    to every axis, or to the last len(s) axes when `s` is given; a length of -1 or None means
+    the input's; an inverse real transform's last length defaults to 2 (m - 1)."""
+    x_shape = shape(x)
+    nd = len(x_shape)
+    if axes is None:
+        axes = range(nd) if s is None else range(-len(s), 0)
+    elif isinstance(axes, (int, _np.integer)):
+        raise TypeError(f"{name}: axes must be a sequence of ints, got {axes!r}; use a tuple")
+    axes = [_check_axis(x, ax, name) for ax in axes]
+    if s is None:
+        lengths = [x_shape[ax] for ax in axes]
+        if inverse_real and axes:
+            lengths[-1] = 2 * (x_shape[axes[-1]] - 1)
+    else:
+        s = list(s)
+        if len(s) != len(axes):
+            raise ValueError(
+                f"{name}: s={tuple(s)} and axes={tuple(axes)} have different lengths; give one "
+                "length per transformed axis"
+            )
+        lengths = [x_shape[ax] if k is None or k == -1 else k for k, ax in zip(s, axes)]
+    lengths = [_check_length(k, name, "s") for k in lengths]
+    return lengths, axes
+
+
+def _complex_nd(a, s, axes, norm, inverse, name):
+    x = _as_array(a)
+    lengths, axes = _nd_args(x, s, axes, name)
+    norm = _check_norm(norm, name)
+    for k, ax in reversed(list(zip(lengths, axes))):
+        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=inverse)
+    return x
+
+
+def fftn(a, s=None, axes=None, norm=None, out=None):
+    """NumPy's `fftn`: the DFT over `axes` (default all), each cut or padded to `s`.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.real(fnp.fft.fftn(x))[0, 0])(fnp.ones((2, 2))).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    _check_out(out, "fftn")
+    return _complex_nd(a, s, axes, norm, False, "fftn")
+
+
+def ifftn(a, s=None, axes=None, norm=None, out=None):
+    """NumPy's `ifftn`: the inverse DFT over `axes` (default all), each of length `s`."""
+    _check_out(out, "ifftn")
+    return _complex_nd(a, s, axes, norm, True, "ifftn")
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's `fft2`: `fftn` over the last two axes."""
+    _check_out(out, "fft2")
+    return _complex_nd(a, s, axes, norm, False, "fft2")
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's `ifft2`: `ifftn` over the last two axes."""
+    _check_out(out, "ifft2")
+    return _complex_nd(a, s, axes, norm, True, "ifft2")
+
+
+def _rfft_nd(a, s, axes, norm, name):
+    x = _as_array(a)
+    _check_real(x, name)
+    lengths, axes = _nd_args(x, s, axes, name)
+    if not axes:
+        raise ValueError(f"{name}: axes is empty; give at least one axis to transform")
+    norm = _check_norm(norm, name)
+    x = _rfft_p(_resize(x, lengths[-1], axes[-1]), axis=axes[-1], norm=norm)
+    for k, ax in reversed(list(zip(lengths[:-1], axes[:-1]))):
+        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=False)
+    return x
+
+
+def _irfft_nd(a, s, axes, norm, name):
+    x = _as_array(a)
+    lengths, axes = _nd_args(x, s, axes, name, inverse_real=True)
+    if not axes:
+        raise ValueError(f"{name}: axes is empty; give at least one axis to transform")
+    norm = _check_norm(norm, name)
+    for k, ax in zip(lengths[:-1], axes[:-1]):
+        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=True)
+    n, ax = lengths[-1], axes[-1]
+    return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
+
+
+def rfftn(a, s=None, axes=None, norm=None, out=None):
+    """NumPy's `rfftn`: `rfft` over the last of `axes`, then `fft` over the others."""
+    _check_out(out, "rfftn")
+    return _rfft_nd(a, s, axes, norm, "rfftn")
+
+
+def irfftn(a, s=None, axes=None, norm=None, out=None):
+    """NumPy's `irfftn`: `ifft` over all but the last of `axes`, then `irfft` over it (whose
+    length defaults to 2 (m - 1))."""
+    _check_out(out, "irfftn")
+    return _irfft_nd(a, s, axes, norm, "irfftn")
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's `rfft2`: `rfftn` over the last two axes."""
+    _check_out(out, "rfft2")
+    return _rfft_nd(a, s, axes, norm, "rfft2")
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+    """NumPy's `irfft2`: `irfftn` over the last two axes."""
+    _check_out(out, "irfft2")
+    return _irfft_nd(a, s, axes, norm, "irfft2")
+
+
+# --- shifts ------------------------------------------------------------------------------
+
+
+def _roll(x, k, axis):
+    n = shape(x)[axis]
+    k = k % n if n else 0
+    if k == 0:
+        return x
+    lead = (slice(None),) * axis
+    return concatenate(
+        [getitem(x, lead + (slice(n - k, None),)), getitem(x, lead + (slice(0, n - k),))],
+        axis=axis,
+    )
+
+
+def _shift(x, axes, sign, name):
+    x = _as_array(x)
+    if axes is None:
+        axes = range(len(shape(x)))
+    elif isinstance(axes, (int, _np.integer)):
+        axes = (axes,)
+    for ax in axes:
+        ax = _check_axis(x, ax, name)
+        n = shape(x)[ax]
+        x = _roll(x, sign * (n // 2), ax)
+    return x
+
+
+def fftshift(x, axes=None):
+    """NumPy's `fftshift`: the zero frequency moved to the centre of `axes` (default all).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.fft.fftshift(fnp.fft.fftfreq(5)).tolist()
+    [-0.4, -0.2, 0.0, 0.2, 0.4]
+    """
+    return _shift(x, axes, 1, "fftshift")
+
+
+def ifftshift(x, axes=None):
+    """NumPy's `ifftshift`, the inverse of `fftshift`."""
+    return _shift(x, axes, -1, "ifftshift")
+
+
+# --- frequencies -------------------------------------------------------------------------
+
+
+def fftfreq(n, d=1.0, device=None):
+    """NumPy's `fftfreq`: the frequencies k / (n d) of an `fft` of length n. They have no
+    derivative in n; a traced spacing `d` is differentiated (the result is fftfreq(n) / d)."""
+    if type(d) is Box:
+        return divide(_np.fft.fftfreq(n, device=device), d)
+    return _np.fft.fftfreq(n, d, device=device)
+
+
+def rfftfreq(n, d=1.0, device=None):
+    """NumPy's `rfftfreq`: the frequencies of an `rfft` of length n; a traced `d` is
+    differentiated, as in `fftfreq`."""
+    if type(d) is Box:
+        return divide(_np.fft.rfftfreq(n, device=device), d)
+    return _np.fft.rfftfreq(n, d, device=device)

@@ -1,0 +1,153 @@
+"""Closed-form checks of `fgrad.numpy.fft`: values and dtypes as NumPy's, vjps that are
+transposes (JAX's convention: never the adjoint), the Hermitian weighting of `irfft`, Parseval,
+round trips, and errors that say what to do. The gradient table (tests/rows_fft.py) checks
+every transform against finite differences."""
+
+import numpy as np
+import pytest
+
+import fgrad.numpy as fnp
+from fgrad import grad, jacfwd, jacrev, jvp, vjp
+from fgrad.test_util import check_grads
+
+F = fnp.fft
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((3, 6))
+Z = RNG.standard_normal(6) + 1j * RNG.standard_normal(6)
+
+
+def _dft(n):
+    k = np.arange(n)
+    return np.exp(-2j * np.pi * np.outer(k, k) / n)
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn",
+                                  "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2",
+                                  "fftshift", "ifftshift"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_values_and_dtypes_match_numpy(name, dtype):
+    x = X.astype(dtype)
+    ours, theirs = getattr(F, name)(x), getattr(np.fft, name)(x)
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_jacobian_of_fft_is_the_dft_matrix_in_both_modes():
+    for n in (4, 5):
+        z = Z[:n]
+        np.testing.assert_allclose(jacfwd(F.fft, holomorphic=True)(z), _dft(n), atol=1e-12)
+        np.testing.assert_allclose(jacrev(F.fft, holomorphic=True)(z), _dft(n), atol=1e-12)
+        np.testing.assert_allclose(jacrev(F.ifft, holomorphic=True)(z), np.conj(_dft(n)) / n,
+                                   atol=1e-12)
+
+
+def test_vjp_of_fft_is_the_transpose_not_the_adjoint():
+    ct = RNG.standard_normal(6) + 1j * RNG.standard_normal(6)
+    for norm in (None, "ortho", "forward"):
+        np.testing.assert_allclose(vjp(lambda z: F.fft(z, norm=norm), Z)[1](ct)[0],
+                                   np.fft.fft(ct, norm=norm), atol=1e-12)
+    # n larger than the input: the padding's transpose cuts the cotangent back
+    ct8 = RNG.standard_normal(8) + 1j * RNG.standard_normal(8)
+    np.testing.assert_allclose(vjp(lambda z: F.fft(z, 8), Z)[1](ct8)[0], (ct8 @ _dft(8))[:6],
+                               atol=1e-12)
+
+
+def test_gradient_of_one_real_frequency_is_a_cosine():
+    n, k = 6, 2
+    g = grad(lambda x: fnp.real(F.fft(x))[k])(np.zeros(n))
+    np.testing.assert_allclose(g, np.cos(2 * np.pi * k * np.arange(n) / n), atol=1e-12)
+    g = grad(lambda x: fnp.imag(F.rfft(x))[k])(np.zeros(n))
+    np.testing.assert_allclose(g, -np.sin(2 * np.pi * k * np.arange(n) / n), atol=1e-12)
+
+
+def test_parseval_gives_gradient_2x_and_2_conj_z():
+    np.testing.assert_allclose(grad(lambda x: fnp.sum(fnp.abs(F.fft(x, norm="ortho")) ** 2))(X),
+                               2 * X, atol=1e-12)
+    # JAX's convention: the gradient of sum |z|^2 is 2 conj(z), through any unitary transform
+    np.testing.assert_allclose(grad(lambda z: fnp.sum(fnp.abs(F.fftn(z, norm="ortho")) ** 2))(Z),
+                               2 * np.conj(Z), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [4, 5])
+def test_irfft_ignores_the_imaginary_parts_numpy_ignores(n):
+    """The cotangent of irfft is w conj(rfft(ct)) / n with w = 1 at the zero frequency and, for
+    even n, the Nyquist frequency, 2 elsewhere, so the imaginary parts irfft drops get 0."""
+    z = Z[: n // 2 + 1]
+    ct = RNG.standard_normal(n)
+    w = np.full(n // 2 + 1, 2.0)
+    w[0] = 1.0
+    if n % 2 == 0:
+        w[-1] = 1.0
+    got = vjp(lambda z: F.irfft(z, n), z)[1](ct)[0]
+    np.testing.assert_allclose(got, w * np.conj(np.fft.rfft(ct)) / n, atol=1e-12)
+    assert got[0].imag == 0 and (n % 2 or got[-1].imag == 0)
+    # in forward mode a change of those imaginary parts changes nothing
+    t = np.zeros(n // 2 + 1, complex)
+    t[0] = 1j
+    if n % 2 == 0:
+        t[-1] = 1j
+    assert np.all(jvp(lambda z: F.irfft(z, n), (z,), (t,))[1] == 0)
+
+
+@pytest.mark.parametrize("n", [5, 6])
+def test_round_trip_has_identity_jacobian(n):
+    x = RNG.standard_normal(n)
+    np.testing.assert_allclose(jacfwd(lambda x: F.irfft(F.rfft(x), n))(x), np.eye(n), atol=1e-12)
+    np.testing.assert_allclose(jacrev(lambda x: F.ihfft(F.hfft(x[: n // 2 + 1] + 0j, n)).real)(x),
+                               np.diag([1.0] * (n // 2 + 1) + [0.0] * (n - n // 2 - 1))
+                               [: n // 2 + 1], atol=1e-12)
+
+
+def test_float32_gradients_stay_float32():
+    x = X.astype(np.float32)
+    assert grad(lambda x: fnp.sum(fnp.abs(F.rfft2(x)) ** 2))(x).dtype == np.float32
+    assert grad(lambda x: fnp.sum(F.irfft(x, 7) ** 2))(x).dtype == np.float32
+    z = Z.astype(np.complex64)
+    assert grad(lambda z: fnp.sum(fnp.abs(F.ifft(z, 9)) ** 2))(z).dtype == np.complex64
+
+
+def test_shifts_invert_each_other_and_match_numpy():
+    x = RNG.standard_normal((3, 5))
+    for axes in (None, 0, (1,), (0, 1)):
+        np.testing.assert_array_equal(F.fftshift(x, axes), np.fft.fftshift(x, axes))
+        np.testing.assert_array_equal(F.ifftshift(F.fftshift(x, axes), axes), x)
+    np.testing.assert_array_equal(jacfwd(lambda x: F.ifftshift(F.fftshift(x)))(x[0]), np.eye(5))
+
+
+def test_frequencies_are_constants_but_a_traced_spacing_is_differentiated():
+    np.testing.assert_array_equal(F.fftfreq(5, 0.5), np.fft.fftfreq(5, 0.5))
+    np.testing.assert_array_equal(F.rfftfreq(5, 0.5), np.fft.rfftfreq(5, 0.5))
+    # sum(fftfreq(4, d)) = -0.5 / d, whose derivative is 0.5 / d^2
+    assert grad(lambda d: fnp.sum(F.fftfreq(4, d)))(2.0) == pytest.approx(0.125)
+    check_grads(lambda d: F.rfftfreq(7, d), (0.7,))
+
+
+def test_repeated_axes_transform_twice_as_numpy():
+    x = RNG.standard_normal((4, 3))
+    np.testing.assert_allclose(F.fftn(x, axes=(0, 0)), np.fft.fftn(x, axes=(0, 0)), atol=1e-12)
+    check_grads(lambda x: fnp.abs(F.fftn(x, axes=(0, 0), norm="ortho")) ** 2, (x,))
+
+
+def test_errors_say_what_to_do():
+    with pytest.raises(ValueError, match="norm='bad'.*'ortho'"):
+        F.fft(X, norm="bad")
+    with pytest.raises(ValueError, match="n=0.*>= 1"):
+        F.fft(X, 0)
+    with pytest.raises(TypeError, match="rfft takes a real input.*use the complex transform"):
+        F.rfft(Z)
+    with pytest.raises(ValueError, match="axis 2 is out of bounds.*shape \\(3, 6\\)"):
+        F.fft(X, axis=2)
+    with pytest.raises(ValueError, match="s=\\(4,\\) and axes=\\(0, 1\\) have different lengths"):
+        F.fftn(X, s=(4,), axes=(0, 1))
+    with pytest.raises(ValueError, match="pass n"):
+        F.irfft(np.ones(1))
+    with pytest.raises(TypeError, match="out= is not supported"):
+        F.fft(X, out=np.empty((3, 6), complex))
+    with pytest.raises(TypeError, match="n is a traced value"):
+        grad(lambda x: fnp.sum(fnp.real(F.fft(np.ones(3), x))))(3.0)
+
+
+def test_the_callers_array_is_not_modified():
+    x = X.copy()
+    grad(lambda x: fnp.sum(fnp.abs(F.fft(x, 9)) ** 2) + fnp.sum(F.irfft(x, 4) ** 2))(x)
+    np.testing.assert_array_equal(x, X)
