@@ -432,7 +432,10 @@ def getitem(x, idx):
 
 
 class _IndexUpdater:
-    """`x.at[idx]`: functional updates that return a new array (JAX's spelling)."""
+    """`x.at[idx]`: functional updates that return a new array (JAX's spelling): `.set(v)`,
+    `.add(v)`, `.multiply(v)`, `.divide(v)`, `.power(v)`, `.min(v)`, `.max(v)` and `.get()`.
+    `idx` is any NumPy index; repeated indices accumulate as `np.<ufunc>.at` does (`set`
+    refuses them)."""
 
     __slots__ = ("x",)
 
