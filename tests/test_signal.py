@@ -265,3 +265,6 @@ def test_complex_operands_conjugate_where_numpy_does():
     np.testing.assert_allclose(fnp.vdot(a, b), np.vdot(a, b))
     np.testing.assert_allclose(fnp.cov(m), np.cov(m))
     np.testing.assert_allclose(fnp.corrcoef(m), np.corrcoef(m))
+    xp, fp = np.array([0.0, 0.5, 1.5]), c(3)
+    xs = np.array([-0.3, 0.2, 0.7, 1.7])
+    np.testing.assert_allclose(fnp.interp(xs, xp, fp), np.interp(xs, xp, fp))

@@ -19,7 +19,9 @@ import numpy as _np
 from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import floor, multiply, real, sqrt, where
-from .products import as_array, conj_if_complex, cross, einsum, inner, kron, matmul, outer, tensordot, vdot
+from .products import (
+    as_array, conj_if_complex, cross, einsum, inner, kron, matmul, outer, tensordot, vdot,
+)
 from .shaping import (
     _normalize_axes, astype, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze, sum,
     transpose, unbroadcast,
@@ -200,8 +202,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if shape(xp)[0] == 0:
         raise ValueError("interp: the sample points xp are empty")
     dtype = _float_dtype(x, fp)
-    if not _is_traced(xp):
-        xp = _np.asarray(xp, dtype=dtype)  # constant knots take the result's precision
+    if not _is_traced(xp):  # constant knots take the result's (real) precision
+        xp = _np.asarray(xp, dtype=_np.finfo(dtype).dtype)
     if period is not None:
         if period == 0:
             raise ValueError("interp: period must be non-zero")
