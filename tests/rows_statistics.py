@@ -23,8 +23,8 @@ def _axis_grid(name, fn, domain="real", extra=None, **kw):
         for keepdims in (False, True):
             rows.append(Row(
                 name, lambda x, axis=axis, k=keepdims: fn(x, axis=axis, keepdims=k, **extra),
-                ((3, 2),), (domain,), variant=f"axis={axis},keepdims={keepdims}" + ("," + tag if tag else ""),
-                **kw))
+                ((3, 2),), (domain,),
+                variant=f"axis={axis},keepdims={keepdims}" + ("," + tag if tag else ""), **kw))
     return rows
 
 
@@ -79,7 +79,8 @@ ROWS += [
     Row("cumprod", fnp.cumprod, make=lambda rng: (np.array([1.3, 0.0, -0.7, 0.0, 2.0]),),
         variant="two-zeros"),
     Row("cumprod", lambda x: fnp.cumprod(x, axis=0),
-        make=lambda rng: (np.array([[0.0, 1.5], [0.8, 0.0], [-1.2, 0.9]]),), variant="zeros,axis=0"),
+        make=lambda rng: (np.array([[0.0, 1.5], [0.8, 0.0], [-1.2, 0.9]]),),
+        variant="zeros,axis=0"),
 ]
 
 # --- median, percentile, quantile -------------------------------------------------------------
@@ -141,15 +142,19 @@ ROWS += [
     Row("nanmedian", lambda x: fnp.nansum(fnp.nanmedian(x, axis=1)),
         make=_with_nans((3, 3), "apart_a", ((1,), (0, 2))), variant="all-nan-row"),
 ]
-for name, fn, q in [("nanquantile", fnp.nanquantile, 0.3), ("nanpercentile", fnp.nanpercentile, 30.0)]:
+for name, fn, q in [("nanquantile", fnp.nanquantile, 0.3),
+                    ("nanpercentile", fnp.nanpercentile, 30.0)]:
     ROWS += [Row(name, lambda x, fn=fn, q=q: fn(x, q), ((3,),), ("apart_a",), variant="no-nan"),
-             Row(name, lambda x, fn=fn, q=q: fn(x, q), make=_with_nans((5,), "apart_a"), variant="nan")]
+             Row(name, lambda x, fn=fn, q=q: fn(x, q), make=_with_nans((5,), "apart_a"),
+                 variant="nan")]
     for axis in [None, 0, -1, (0, 1)]:
-        ROWS.append(Row(name, lambda x, fn=fn, a=axis, q=q: fn(x, [q, q * 2], axis=a, keepdims=True),
+        ROWS.append(Row(name,
+                        lambda x, fn=fn, a=axis, q=q: fn(x, [q, q * 2], axis=a, keepdims=True),
                         make=_with_nans((3, 3), "apart_a", NAN_AT), variant=f"nan,axis={axis}",
                         promotes=True))
     ROWS.append(Row(name, lambda x, p, fn=fn, s=q / 0.3: fn(x, p * s, axis=0),
-                    make=lambda rng: (_with_nans((5, 2), "apart_a", NAN_AT)(rng)[0], np.array(0.45)),
+                    make=lambda rng: (_with_nans((5, 2), "apart_a", NAN_AT)(rng)[0],
+                                      np.array(0.45)),
                     variant="traced-q"))
     ROWS.append(Row(name, lambda x, fn=fn, q=q: fn(x, q, axis=1, method="midpoint"),
                     make=_with_nans((3, 4), "apart_a", NAN_AT), variant="method=midpoint"))

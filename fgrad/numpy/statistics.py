@@ -27,7 +27,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive, nondiff
-from .elementwise import isnan, sqrt, subtract, where
+from .elementwise import sqrt, where
 from .reductions import _exclusive_cumprod, _linear_recurrence, max, mean, min, prod
 from .shaping import (
     _kept_shape, _normalize_axes, astype, broadcast_to, concatenate, getitem, moveaxis,
@@ -454,32 +454,33 @@ def _take_last(x, idx):
 
 
 def _order_statistics(a, axis, nan_policy):
-    """(sorted-rank gather function, counts, NaN info, output shape pieces) for a's slices.
+    """a's slices along `axis`, ready for gathering order statistics.
 
-    Returns x (shape L + (n,), NaNs replaced by 0 through `where`), the stable argsort of its
-    plain values with NaNs last, the number of values per slice that count (all of them, or
-    the non-NaN ones for the nan-functions), and the mask of slices whose result is NaN.
+    Returns x (a with the reduced axes merged last, shape L + (n,), NaNs replaced by 0
+    through `where`), the stable argsort of its plain values (NaNs last), the number of
+    values per slice that count (all of them, or the non-NaN ones when `nan_policy` is
+    "omit"), the mask of slices whose result is NaN, and a's shape with the axes kept.
     """
     a = _as_float(_asarray(a))
-    nd = ndim(a)
-    axes = _normalize_axes(axis, nd)
+    axes = _normalize_axes(axis, ndim(a))
     x = _to_last(a, axes)
     xv = _np.asarray(primal(x))
+    n_all = xv.shape[-1]
+    if n_all == 0:
+        raise ValueError(
+            f"cannot take a median or quantile over an empty axis (a has shape {shape(a)})"
+        )
     nan = _np.isnan(xv)
     order = _np.argsort(xv, axis=-1, kind="stable")  # NaNs sort to the end
     if nan.any():
         x = where(nan, 0.0, x)
-    n_all = xv.shape[-1]
     if nan_policy == "omit":
         counts = _np.sum(~nan, axis=-1)
         nan_slices = counts == 0
     else:
         counts = _np.full(xv.shape[:-1], n_all)
         nan_slices = nan.any(axis=-1)
-    if n_all == 0:
-        raise ValueError(f"cannot take a quantile over an empty axis of an array of shape {shape(a)}")
-    kept = _kept_shape(shape(a), axes)
-    return a, x, order, counts, nan_slices, kept, axes
+    return x, order, counts, nan_slices, _kept_shape(shape(a), axes)
 
 
 def _finish(res, nan_slices, kept, keepdims, q_shape):
@@ -507,7 +508,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     if not (_np.all(qv >= 0) and _np.all(qv <= 1)):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
-    a, x, order, counts, nan_slices, kept, _ = _order_statistics(a, axis, nan_policy)
+    x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lead = shape(x)[:-1]
     q_shape = qv.shape
     qf = qv.reshape(-1)
@@ -592,7 +593,7 @@ def _no_weights(weights, name):
 
 
 def _median(a, axis, keepdims, nan_policy):
-    a, x, order, counts, nan_slices, kept, _ = _order_statistics(a, axis, nan_policy)
+    x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lower = _np.maximum((counts - 1) // 2, 0)[..., None]
     upper = _np.maximum(counts // 2 - (counts == 0), 0)[..., None]
     lo = _take_last(x, _np.take_along_axis(order, lower, axis=-1))

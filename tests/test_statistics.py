@@ -1,0 +1,259 @@
+"""Closed-form values and derivatives, conventions at kinks and degenerate cases of
+fgrad.numpy's statistics (var, std, cumsum, cumprod, quantiles, nan-functions, average)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import grad, hessian, jacfwd, jacrev
+
+rng = np.random.default_rng(7)
+X = rng.normal(size=(4, 3, 5))
+XN = X.copy()
+XN[0, 1, 2] = np.nan
+XN[1, :, 3] = np.nan
+XN[2, 0, :] = np.nan  # an all-NaN slice along the last axis
+
+METHODS = ["linear", "lower", "higher", "nearest", "midpoint", "hazen", "weibull",
+           "median_unbiased", "normal_unbiased", "interpolated_inverted_cdf", "inverted_cdf",
+           "averaged_inverted_cdf", "closest_observation"]
+
+
+def _same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    np.testing.assert_allclose(a, b, rtol=1e-14, atol=0, equal_nan=True)
+
+
+# --- values are NumPy's --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_values_match_numpy(axis, keepdims):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for ddof in (0, 1, 5):
+            for name in ("var", "std"):
+                _same(getattr(fnp, name)(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                      getattr(np, name)(X, axis=axis, ddof=ddof, keepdims=keepdims))
+            for name in ("nanvar", "nanstd"):
+                _same(getattr(fnp, name)(XN, axis=axis, ddof=ddof, keepdims=keepdims),
+                      getattr(np, name)(XN, axis=axis, ddof=ddof, keepdims=keepdims))
+        for name in ("ptp", "median", "average"):
+            _same(getattr(fnp, name)(X, axis=axis, keepdims=keepdims),
+                  getattr(np, name)(X, axis=axis, keepdims=keepdims))
+        for name in ("nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanmedian", "median"):
+            _same(getattr(fnp, name)(XN, axis=axis, keepdims=keepdims),
+                  getattr(np, name)(XN, axis=axis, keepdims=keepdims))
+        for method in METHODS:
+            for q in (0.0, 0.37, 1.0, [0.1, 0.5, 0.9], np.array([[0.2, 0.7], [1.0, 0.0]])):
+                kw = dict(axis=axis, keepdims=keepdims, method=method)
+                _same(fnp.quantile(X, q, **kw), np.quantile(X, q, **kw))
+                _same(fnp.quantile(XN, q, **kw), np.quantile(XN, q, **kw))
+                if np.ndim(q) < 2:  # NumPy's nanquantile orders the axes of a 2-D q oddly
+                    _same(fnp.nanquantile(XN, q, **kw), np.nanquantile(XN, q, **kw))
+            _same(fnp.percentile(X, [30, 95], axis=axis, keepdims=keepdims, method=method),
+                  np.percentile(X, [30, 95], axis=axis, keepdims=keepdims, method=method))
+            _same(fnp.nanpercentile(XN, 30, axis=axis, keepdims=keepdims, method=method),
+                  np.nanpercentile(XN, 30, axis=axis, keepdims=keepdims, method=method))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_scans_match_numpy(axis):
+    for name in ("cumsum", "cumprod"):
+        _same(getattr(fnp, name)(X, axis=axis), getattr(np, name)(X, axis=axis))
+        _same(getattr(fnp, "nan" + name)(XN, axis=axis), getattr(np, "nan" + name)(XN, axis=axis))
+    _same(fnp.cumsum(np.float64(2.0)), np.cumsum(np.float64(2.0)))
+
+
+def test_average_with_weights_matches_numpy():
+    w = rng.uniform(size=X.shape)
+    for axis in (None, 0, (0, 2)):
+        avg, scl = fnp.average(X, axis=axis, weights=w, returned=True)
+        avg_np, scl_np = np.average(X, axis=axis, weights=w, returned=True)
+        _same(avg, avg_np)
+        _same(scl, scl_np)
+    _same(fnp.average(X, axis=1, weights=w[0, :, 0]), np.average(X, axis=1, weights=w[0, :, 0]))
+    np.testing.assert_allclose(fnp.average(X, axis=(2, 0), weights=w[:, 0, :].T),
+                               np.average(X, axis=(2, 0), weights=w[:, 0, :].T), rtol=1e-13)
+
+
+# --- closed forms ----------------------------------------------------------------------------
+
+
+def test_var_gradient_is_2_centred_over_n_minus_ddof():
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    for ddof in (0, 1):
+        expected = 2 * (x - x.mean()) / (4 - ddof)
+        np.testing.assert_allclose(grad(lambda v: fnp.var(v, ddof=ddof))(x), expected, rtol=1e-14)
+        np.testing.assert_allclose(jacfwd(lambda v: fnp.var(v, ddof=ddof))(x), expected, rtol=1e-14)
+
+
+def test_std_at_zero_variance_is_0_with_a_0_subgradient_to_every_order():
+    x = np.full(4, 1.5)
+    assert float(fnp.std(x)) == 0.0
+    for d in (grad(fnp.std), jacfwd(fnp.std), jacrev(fnp.std)):
+        np.testing.assert_array_equal(d(x), np.zeros(4))
+    np.testing.assert_array_equal(hessian(fnp.std)(x), np.zeros((4, 4)))
+    np.testing.assert_array_equal(grad(lambda v: fnp.nanstd(v))(np.array([2.0, np.nan, 2.0])),
+                                  np.zeros(3))
+    # std is a minimum there: the directional derivatives are >= 0 either side, so 0 is a
+    # subgradient; the value right next to it is as NumPy computes it
+    g = grad(lambda v: fnp.sum(fnp.std(v, axis=0)))(np.array([[1.0, 2.0], [1.0, 3.0]]))
+    np.testing.assert_allclose(g, [[0.0, -0.5], [0.0, 0.5]])
+
+
+@pytest.mark.parametrize("ddof", [3, 4])
+def test_var_and_std_with_ddof_at_least_n_are_numpys_inf_or_nan_and_do_not_crash(ddof):
+    x = np.array([1.0, 2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name in ("var", "std", "nanvar", "nanstd"):
+            f = getattr(fnp, name)
+            _same(f(x, ddof=ddof), getattr(np, name)(x, ddof=ddof))
+            g = grad(lambda v, f=f: f(v, ddof=ddof))(x)
+            assert np.shape(g) == (3,)
+
+
+def test_cumsum_vjp_is_the_reversed_cumsum():
+    c = np.array([1.0, -2.0, 0.5, 3.0])
+    g = grad(lambda x: fnp.sum(fnp.cumsum(x) * c))(np.zeros(4))
+    np.testing.assert_array_equal(g, np.cumsum(c[::-1])[::-1])
+    g = grad(lambda x: fnp.sum(fnp.cumsum(x, axis=0) * c[:, None]))(np.zeros((4, 2)))
+    np.testing.assert_array_equal(g, np.repeat(np.cumsum(c[::-1])[::-1][:, None], 2, axis=1))
+
+
+def test_cumprod_is_exact_at_zeros_to_third_order():
+    x = np.zeros(3)
+    last = lambda v: fnp.cumprod(v)[-1]  # x0 x1 x2
+    np.testing.assert_array_equal(grad(last)(x), np.zeros(3))
+    np.testing.assert_array_equal(hessian(last)(x), np.zeros((3, 3)))
+    third = jacfwd(hessian(last))(x)  # d3/dx0 dx1 dx2 = 1 for every distinct triple
+    expected = np.zeros((3, 3, 3))
+    for i, j, k in [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]:
+        expected[i, j, k] = 1.0
+    np.testing.assert_array_equal(third, expected)
+    y = np.array([2.0, 0.0, 3.0, 5.0])
+    np.testing.assert_array_equal(jacrev(fnp.cumprod)(y), jacfwd(fnp.cumprod)(y))
+    np.testing.assert_array_equal(
+        jacrev(fnp.cumprod)(y),
+        [[1, 0, 0, 0], [0, 2, 0, 0], [0, 6, 0, 0], [0, 30, 0, 0]])
+
+
+def test_cumprod_gradient_is_exact_where_the_product_underflows():
+    x = np.array([1e-300, 1e-300, 2.0])  # the product underflows to 0; ans / x would give 0
+    g = grad(lambda v: fnp.cumprod(v)[1])(x)
+    np.testing.assert_array_equal(g, [1e-300, 1e-300, 0.0])
+    h = hessian(lambda v: fnp.cumprod(v)[-1])(x)
+    np.testing.assert_array_equal(
+        h, [[0.0, 2.0, 1e-300], [2.0, 0.0, 1e-300], [1e-300, 1e-300, 0.0]])
+
+
+def test_median_gradient_goes_to_the_middle_order_statistics():
+    np.testing.assert_array_equal(grad(fnp.median)(np.array([3.0, 1.0, 2.0, 4.0])),
+                                  [0.5, 0.0, 0.5, 0.0])
+    np.testing.assert_array_equal(grad(fnp.median)(np.array([3.0, 1.0, 2.0])), [0.0, 0.0, 1.0])
+
+
+def test_median_and_quantile_ties_follow_the_stable_sort_like_jax():
+    # the tied elements take ranks in array order; the rank the median reads gets it all
+    np.testing.assert_array_equal(grad(fnp.median)(np.ones(3)), [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(grad(lambda x: fnp.quantile(x, 1.0))(np.ones(3)), [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(jacfwd(lambda x: fnp.quantile(x, 0.0))(np.ones(3)),
+                                  [1.0, 0.0, 0.0])
+
+
+def test_quantile_derivative_in_q_is_n_minus_1_times_the_gap():
+    x = np.array([0.0, 1.0, 4.0, 9.0])  # q = 0.5 reads between 1 and 4 at gamma 0.5
+    assert float(grad(lambda q: fnp.quantile(x, q))(0.5)) == pytest.approx(3 * (4.0 - 1.0))
+    assert float(grad(lambda p: fnp.percentile(x, p))(50.0)) == pytest.approx(3 * 3.0 / 100)
+    g = jacfwd(lambda q: fnp.quantile(x, q, method="hazen"))(np.array([0.4, 0.6]))
+    np.testing.assert_allclose(np.diag(g), [4 * 3.0, 4 * 3.0])  # slope n for hazen
+    assert float(grad(lambda q: fnp.quantile(x, q, method="lower"))(0.5)) == 0.0
+
+
+def test_quantile_errors_say_what_to_do():
+    x = np.arange(4.0)
+    with pytest.raises(ValueError, match="method='bogus' is not supported; use one of linear"):
+        fnp.quantile(x, 0.5, method="bogus")
+    with pytest.raises(ValueError, match=r"q must be in the range \[0, 1\]"):
+        fnp.quantile(x, 1.5)
+    with pytest.raises(ValueError, match=r"q must be in the range \[0, 100\]"):
+        fnp.percentile(x, -1)
+    with pytest.raises(TypeError, match="weights are not supported"):
+        fnp.quantile(x, 0.5, weights=np.ones(4))
+    with pytest.raises(TypeError, match="out="):
+        fnp.var(x, out=np.zeros(()))
+
+
+# --- the nan-functions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar",
+                                  "nanstd", "nanmedian", "nanquantile", "nanpercentile",
+                                  "nancumsum", "nancumprod"])
+def test_nan_functions_give_0_at_nans_and_no_nan_elsewhere_to_order_2(name):
+    f = getattr(fnp, name)
+    if name in ("nanquantile", "nanpercentile"):
+        q = 0.3 if name == "nanquantile" else 30.0
+        f = lambda x, f=f, **kw: getattr(fnp, name)(x, q, **kw)
+    x = np.array([[0.3, np.nan, -1.2], [np.nan, np.nan, np.nan], [1.7, 0.4, np.nan]])
+    loss = lambda v: fnp.nansum(f(v, axis=1) * np.array([1.0, 2.0, 3.0])[: 3])
+    if name in ("nancumsum", "nancumprod"):
+        loss = lambda v: fnp.sum(f(v, axis=1))
+    nan = np.isnan(x)
+    for g in (grad(loss)(x), jacfwd(loss)(x)):
+        assert np.isfinite(g).all(), g
+        np.testing.assert_array_equal(g[nan], 0.0)
+    h = hessian(loss)(x)
+    assert np.isfinite(h).all()
+    np.testing.assert_array_equal(h.reshape(9, 9)[nan.ravel()], 0.0)
+
+
+def test_all_nan_slices_give_nan_like_numpy():
+    x = np.array([[np.nan, np.nan], [1.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name in ("nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nanmedian"):
+            _same(getattr(fnp, name)(x, axis=1), getattr(np, name)(x, axis=1))
+        _same(fnp.nanquantile(x, 0.4, axis=1), np.nanquantile(x, 0.4, axis=1))
+
+
+def test_nanmax_ties_share_evenly_like_max():
+    x = np.array([2.0, np.nan, 2.0, 1.0])
+    np.testing.assert_array_equal(grad(fnp.nanmax)(x), [0.5, 0.0, 0.5, 0.0])
+
+
+# --- average -------------------------------------------------------------------------------
+
+
+def test_average_gradients_in_a_and_weights():
+    a, w = np.array([1.0, 3.0]), np.array([3.0, 1.0])
+    ga, gw = grad(lambda a, w: fnp.average(a, weights=w), argnums=(0, 1))(a, w)
+    np.testing.assert_allclose(ga, w / w.sum())
+    np.testing.assert_allclose(gw, (a - 1.5) / w.sum())
+
+
+def test_average_errors():
+    with pytest.raises(ZeroDivisionError, match="weights sum to zero"):
+        fnp.average(np.ones(2), weights=np.array([1.0, -1.0]))
+    with pytest.raises(TypeError, match="give the axis"):
+        fnp.average(np.ones((2, 3)), weights=np.ones(3))
+    with pytest.raises(ValueError, match=r"need shape \(2, 3\) or \(2,\)"):
+        fnp.average(np.ones((2, 3)), axis=0, weights=np.ones(3))
+
+
+def test_non_differentiable_reductions_match_numpy():
+    b = X > 0
+    for axis in (None, 0, (1, 2)):
+        np.testing.assert_array_equal(fnp.all(b, axis=axis), np.all(b, axis=axis))
+        np.testing.assert_array_equal(fnp.any(b, axis=axis, keepdims=True),
+                                      np.any(b, axis=axis, keepdims=True))
+        np.testing.assert_array_equal(fnp.count_nonzero(b, axis=axis),
+                                      np.count_nonzero(b, axis=axis))
+    g = fgrad.grad(lambda x: fnp.sum(x) * fnp.count_nonzero(x > 0))(np.array([1.0, -1.0]))
+    assert g.tolist() == [1.0, 1.0]
