@@ -154,6 +154,11 @@ for s in [(3, 3), (4, 3), (3, 4), (2, 4, 3), (2, 3, 4)]:
                     variant="compute_uv=False"))
 ROWS.append(Row("linalg.svd", la.svd, make=spread(3, 3), variant="full-square"))
 ROWS.append(Row("linalg.svdvals", la.svdvals, make=spread(4, 3)))
+for s in [(3, 3), (2, 3, 3)]:
+    ROWS.append(Row("linalg.svd", lambda a: la.svd(a, hermitian=True), make=symmetric(*s),
+                    variant="hermitian"))
+    ROWS.append(Row("linalg.svd", lambda a: la.svd(a, compute_uv=False, hermitian=True),
+                    make=symmetric(*s), variant="hermitian-compute_uv=False"))
 
 # --- norms ---------------------------------------------------------------------------------
 

@@ -19,6 +19,14 @@ TALL = rng.standard_normal((4, 3))
 WIDE = rng.standard_normal((3, 4))
 
 
+SYM = np.array([[1.0, 2.0, 0.5], [2.0, -1.0, 0.3], [0.5, 0.3, 0.2]])  # eigenvalues of both signs
+
+
+def _traced_value(f, x):
+    """f(x) computed on a traced x (the path that differentiates), as plain arrays."""
+    return fgrad.vjp(f, x)[0]
+
+
 def _rotation():
     q, _ = np.linalg.qr(np.random.default_rng(3).standard_normal((3, 3)))
     return q
@@ -45,12 +53,20 @@ def _rotation():
     ("eigvalsh", lambda: la.eigvalsh(SPD), lambda: np.linalg.eigvalsh(SPD)),
     ("svd", lambda: la.svd(TALL, full_matrices=False),
      lambda: np.linalg.svd(TALL, full_matrices=False)),
+    ("svd-hermitian", lambda: _traced_value(lambda a: la.svd(a, hermitian=True), SYM),
+     lambda: np.linalg.svd(SYM, hermitian=True)),
+    ("svd-hermitian-s", lambda: _traced_value(lambda a: la.svdvals(a), SYM),
+     lambda: np.linalg.svd(SYM, compute_uv=False, hermitian=True)),
+    ("svd-traced", lambda: _traced_value(lambda a: la.svd(a, full_matrices=False), TALL),
+     lambda: np.linalg.svd(TALL, full_matrices=False)),
     ("norm-3", lambda: la.norm(TALL, 3, axis=0), lambda: np.linalg.norm(TALL, 3, axis=0)),
     ("norm-nuc", lambda: la.norm(TALL, "nuc"), lambda: np.linalg.norm(TALL, "nuc")),
     ("norm-inf", lambda: la.norm(TALL, np.inf), lambda: np.linalg.norm(TALL, np.inf)),
     ("norm--1", lambda: la.norm(TALL, -1, keepdims=True),
      lambda: np.linalg.norm(TALL, -1, keepdims=True)),
     ("norm-0", lambda: la.norm(TALL, 0, axis=1), lambda: np.linalg.norm(TALL, 0, axis=1)),
+    ("norm-0-int", lambda: la.norm(np.array([1, 0, 2]), 0),
+     lambda: np.linalg.norm(np.array([1, 0, 2]), 0)),
     ("cond", lambda: la.cond(A), lambda: np.linalg.cond(A)),
     ("cond-1", lambda: la.cond(A, 1), lambda: np.linalg.cond(A, 1)),
     ("matrix_power", lambda: la.matrix_power(A, -3), lambda: np.linalg.matrix_power(A, -3)),
@@ -61,6 +77,8 @@ def _rotation():
      lambda: np.linalg.tensorinv(np.kron(A, A).reshape(3, 3, 9))),
     ("tensorsolve", lambda: la.tensorsolve(np.kron(A, A).reshape(9, 3, 3), A.ravel()),
      lambda: np.linalg.tensorsolve(np.kron(A, A).reshape(9, 3, 3), A.ravel())),
+    ("tensorsolve-axes", lambda: la.tensorsolve(np.kron(A, A).reshape(3, 3, 3, 3), A, axes=(0,)),
+     lambda: np.linalg.tensorsolve(np.kron(A, A).reshape(3, 3, 3, 3), A, axes=(0,))),
 ])
 def test_values_match_numpy(name, ours, theirs):
     got, want = ours(), theirs()
@@ -69,6 +87,7 @@ def test_values_match_numpy(name, ours, theirs):
     else:
         got, want = (got,), (want,)
     for g, w in zip(got, want):
+        assert np.result_type(g) == np.result_type(w)
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 

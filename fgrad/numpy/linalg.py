@@ -651,14 +651,16 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     repeated (or zero) singular values are not meaningful, while the singular values' gradient
     U diag(ct) Vh is exact. With full_matrices=True and a non-square a, the extra columns of
     U (or rows of Vh) are arbitrary, so a traced input raises ValueError: use
-    full_matrices=False. `hermitian` only selects NumPy's algorithm for plain inputs; traced
-    inputs always take the general SVD (the same values up to rounding for a symmetric a).
+    full_matrices=False. With `hermitian=True` it is computed from `eigh` as NumPy does
+    (s = |w| sorted descending, U the matching eigenvectors, Vh = (U sign(w)).T), so it is the
+    SVD of the symmetric part (a + a.T) / 2 and the eigenvalue gaps are the ones divided by.
     """
     _check_matrix(a, "linalg.svd")
     m, n = shape(a)[-2:]
+    if hermitian:
+        return _svd_hermitian(a, compute_uv)
     if type(a) is not Box:
-        return _np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
-                              hermitian=hermitian)
+        return _np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
     u, s, vh = _svd_parts(_svd_p(a), m, n)
     if not compute_uv:
         return s
@@ -669,6 +671,25 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
             "(or compute_uv=False for the singular values alone)."
         )
     return SVDResult(u, s, vh)
+
+
+def _take_last(x, idx):
+    """x[..., idx] with a different (constant) index vector for every leading position."""
+    grids = _np.indices(idx.shape, sparse=True)
+    return x[tuple(grids[:-1]) + (idx,)]
+
+
+def _svd_hermitian(a, compute_uv):
+    _check_square(a, "linalg.svd(hermitian=True)")
+    w, v = eigh(a)
+    wv = _np.asarray(primal(w))
+    order = _np.argsort(_np.abs(wv), axis=-1)[..., ::-1]
+    s = _take_last(abs(w), order)
+    if not compute_uv:
+        return s
+    signs = _const(_np.take_along_axis(_np.sign(wv), order, axis=-1), w)
+    u = _take_last(v, _np.broadcast_to(order[..., None, :], shape(v)))
+    return SVDResult(u, s, _mT(u * expand_dims(signs, -2)))
 
 
 def svdvals(x, /):
@@ -726,8 +747,9 @@ def _vector_norm(x, ord, axes, keepdims):
     if ord == -_np.inf:
         return min(abs(x), axis=axes, keepdims=keepdims)
     if ord == 0:  # the number of nonzero entries: a constant
-        count = _np.sum(_np.asarray(primal(x)) != 0, axis=axes, keepdims=keepdims)
-        return _const(count, x)[()]
+        xv = _np.asarray(primal(x))
+        dtype = xv.dtype if _np.issubdtype(xv.dtype, _np.inexact) else _np.float64
+        return _np.sum(xv != 0, axis=axes, keepdims=keepdims).astype(dtype)[()]
     if ord == 1:
         return sum(abs(x), axis=axes, keepdims=keepdims)
     return _pnorm_p(x, ord=float(ord), axis=axes, keepdims=keepdims)
