@@ -204,5 +204,21 @@ for shapes in [((2, 3), (3, 4)), ((2, 3), (3, 4), (4, 2)), ((3,), (3, 4), (4, 2)
                     variant=f"{len(shapes)}-arrays"))
 
 ROWS.append(Row("linalg.matrix_transpose", la.matrix_transpose, ((2, 3, 2),)))
+ROWS += [Row("linalg.matmul", la.matmul, s) for s in [((2, 3), (3, 2)), ((2, 2, 3), (3,))]]
+ROWS.append(Row("linalg.outer", la.outer, ((3,), (2,))))
+ROWS += [Row("linalg.tensordot", la.tensordot, ((2, 3, 2), (3, 2, 2))),
+         Row("linalg.tensordot", lambda x, y: la.tensordot(x, y, axes=1), ((2, 3), (3, 2)),
+             variant="axes=1")]
+ROWS += [Row("linalg.cross", la.cross, ((2, 3), (3,))),
+         Row("linalg.cross", lambda x, y: la.cross(x, y, axis=0), ((3, 2), (3, 2)),
+             variant="axis=0")]
+ROWS += [Row("linalg.trace", la.trace, ((2, 3, 3),)),
+         Row("linalg.trace", lambda x: la.trace(x, offset=1), ((3, 4),), variant="offset=1")]
+ROWS += [Row("linalg.diagonal", la.diagonal, ((2, 3, 4),)),
+         Row("linalg.diagonal", lambda x: la.diagonal(x, offset=-1), ((3, 3),),
+             variant="offset=-1")]
+ROWS += [Row("linalg.vecdot", la.vecdot, ((2, 3), (3,))),
+         Row("linalg.vecdot", lambda x, y: la.vecdot(x, y, axis=0), ((3, 2), (3, 1)),
+             variant="axis=0")]
 
 NONDIFF = [Nondiff("linalg.matrix_rank", lambda x: la.matrix_rank(x[:, None] * x[None, :]))]

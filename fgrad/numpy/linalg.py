@@ -33,8 +33,10 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive, nondiff
+from . import arrays as _arrays
+from . import products as _products
 from .elementwise import abs, sign, where
-from .products import matmul
+from .products import matmul  # also exported: NumPy 2's `linalg.matmul` is `matmul`
 from .reductions import _product_of_others, max, min
 from .shaping import (
     _kept_shape, _normalize_axes, broadcast_to, concatenate, expand_dims, meta, moveaxis,
@@ -45,6 +47,7 @@ __all__ = [
     "inv", "pinv", "solve", "det", "slogdet", "lstsq", "cholesky", "qr", "eigh", "eigvalsh",
     "svd", "svdvals", "norm", "vector_norm", "matrix_norm", "matrix_power", "multi_dot",
     "cond", "matrix_rank", "tensorinv", "tensorsolve", "matrix_transpose",
+    "matmul", "outer", "tensordot", "cross", "trace", "diagonal", "vecdot",
 ]
 
 try:  # NumPy 2's result types, so results compare and unpack exactly like NumPy's
@@ -931,3 +934,44 @@ def _chain(arrays, split, i, j):
         return arrays[i]
     k = split[i][j]
     return matmul(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
+
+
+# --- NumPy 2's array-API spellings of products and diagonals (over the last axes) ----------
+
+
+def outer(x1, x2, /):
+    """NumPy's `linalg.outer`: the outer product of two 1-D arrays."""
+    for arg, x in (("x1", x1), ("x2", x2)):
+        if _np.ndim(primal(x)) != 1:
+            raise ValueError(f"linalg.outer: {arg!r} has {_describe(x)}; it must be 1-D")
+    return _products.outer(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """NumPy's `linalg.tensordot`."""
+    return _products.tensordot(x1, x2, axes=axes)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """NumPy's `linalg.cross`: of 3-vectors along `axis`."""
+    for arg, x in (("x1", x1), ("x2", x2)):
+        if shape(x)[axis] != 3:
+            raise ValueError(
+                f"linalg.cross: {arg!r} has {_describe(x)}; axis {axis} must have length 3"
+            )
+    return _products.cross(x1, x2, axis=axis)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """NumPy's `linalg.trace`: over the last two axes."""
+    return _arrays.trace(x, offset, -2, -1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    """NumPy's `linalg.diagonal`: of the last two axes."""
+    return _arrays.diagonal(x, offset, -2, -1)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """NumPy's `linalg.vecdot` for real arrays: sum(x1 * x2, axis), with broadcasting."""
+    return sum(x1 * x2, axis=axis)
