@@ -14,14 +14,20 @@ zeros for the others.
 
 Conventions (where NumPy has no derivative to follow):
 
-- `eigh`, `eigvalsh` and `cholesky` use the symmetric part `(a + a.T) / 2` of their input, as
-  JAX does (NumPy reads one triangle only), so the gradient with respect to `a` is symmetric.
+- `eigh`, `eigvalsh`, `cholesky`, `svd(hermitian=True)` and `pinv(hermitian=True)` use the
+  symmetric part `(a + a.T) / 2` of their input, as JAX does (NumPy reads one triangle only:
+  the same for a symmetric a), so the gradient with respect to `a` is symmetric.
 - Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps; where
   a gap is exactly 0 the factor 1/gap is taken as 0 (JAX gives inf or nan there). Eigenvalue-
   only quantities (`eigvalsh`, `svd(compute_uv=False)`, `norm(a, 'nuc')`, `norm(a, 2)`) then
   get their exact gradient at repeated eigenvalues, where they are differentiable.
 - The 2-norm (and every p-norm) has gradient 0 at the zero vector (a subgradient; JAX gives nan).
-- `det`'s gradient is the transposed adjugate, exact at singular matrices too.
+- `det`'s gradient is the transposed adjugate, exact at singular matrices too (its second
+  derivative there is exact at rank n-1 with distinct singular values).
+- `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
+  `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError).
+- `lstsq`'s residuals are differentiable (`sum((b - a @ x)**2, axis=0)`); `rank` is an int
+  and `slogdet`'s sign a constant.
 
 Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy`.
 """
