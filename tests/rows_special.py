@@ -1,0 +1,128 @@
+"""Gradient-table rows for fgrad.scipy.special: the softmax family with axis/keepdims grids and
+weights, the logistic and error functions, gamma and its relatives, x log y and the
+entropies, the normal distribution, modified Bessel functions and exponential integrals.
+Each domain keeps central differences away from poles, branch cuts and kinks. See
+tests/gradtable.py."""
+
+import numpy as np
+
+import fgrad.numpy as fnp
+import fgrad.scipy.special as sp
+from gradtable import Nondiff, Row, binary_rows, unary_rows
+
+P = "scipy.special."
+ROWS = []
+
+
+def uniform(lo, hi):
+    """A make= for unary rows: one array (or scalar) drawn from (lo, hi)."""
+
+    def make_for(shape):
+        return lambda rng: (rng.uniform(lo, hi, shape),)
+
+    return make_for
+
+
+def unary_rows_in(name, fn, lo, hi, **kw):
+    make_for = uniform(lo, hi)
+    return [Row(name, fn, (s,), make=make_for(s), **kw) for s in [(), (3,), (3, 2)]]
+
+
+# --- logsumexp, softmax, log_softmax: every axis form and keepdims ---------------------------
+
+AXES = [None, 0, -1, (0, 1)]
+for axis in AXES:
+    for keepdims in (False, True):
+        ROWS.append(Row(P + "logsumexp",
+                        lambda x, a=axis, k=keepdims: sp.logsumexp(x, axis=a, keepdims=k),
+                        ((3, 2),), variant=f"axis={axis},keepdims={keepdims}"))
+    ROWS.append(Row(P + "softmax", lambda x, a=axis: sp.softmax(x, axis=a), ((3, 2),),
+                    variant=f"axis={axis}"))
+    ROWS.append(Row(P + "log_softmax", lambda x, a=axis: sp.log_softmax(x, axis=a), ((3, 2),),
+                    variant=f"axis={axis}"))
+for name, fn in [("logsumexp", sp.logsumexp), ("softmax", sp.softmax),
+                 ("log_softmax", sp.log_softmax)]:
+    ROWS += [Row(P + name, fn, ((),)), Row(P + name, fn, ((3,),))]
+ROWS += [
+    # weights b, differentiable too, broadcasting against a in both directions
+    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, b=b), ((3,), (3,)), ("real", "positive"),
+        variant="b"),
+    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, axis=0, b=b), ((3, 2), (2,)),
+        ("real", "positive"), variant="b-broadcast,axis=0"),
+    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, axis=-1, b=b, keepdims=True),
+        ((3, 1), (3, 2)), ("real", "positive"), variant="b-wider,axis=-1,keepdims"),
+    # negative weights: log|s| with return_sign (the sign is a constant)
+    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, b=b * np.array([[1.0], [-1.0], [1.0]]),
+                                                   axis=0, return_sign=True)[0],
+        ((3, 2), (3, 1)), ("real", "positive"), variant="negative-b,return_sign", promotes=True),
+    Row(P + "logsumexp", lambda x: sp.logsumexp(x * 400.0), ((3,),), variant="large"),
+    # an entry of -inf gets no gradient (and makes no nan)
+    Row(P + "logsumexp", lambda x: sp.logsumexp(fnp.concatenate([x, np.array([-np.inf])])),
+        ((3,),), variant="-inf-entry", promotes=True),
+    Row(P + "softmax", lambda x: sp.softmax(x * 400.0, axis=0), ((3, 2),), variant="large"),
+    Row(P + "log_softmax", lambda x: sp.log_softmax(x * 400.0, axis=-1), ((3, 2),),
+        variant="large"),
+]
+
+# --- elementwise unary functions -------------------------------------------------------------
+
+ROWS += unary_rows(P + "expit", sp.expit)
+ROWS += unary_rows(P + "expit", lambda x: sp.expit(x * 20.0), variant="wide")
+ROWS += unary_rows(P + "log_expit", sp.log_expit)
+ROWS += unary_rows(P + "log_expit", lambda x: sp.log_expit(x * 20.0), variant="wide")
+ROWS += unary_rows(P + "logit", sp.logit, "probability")
+ROWS += unary_rows(P + "erf", sp.erf)
+ROWS += unary_rows(P + "erfc", sp.erfc)
+ROWS += unary_rows_in(P + "erfinv", sp.erfinv, -0.9, 0.9)
+ROWS += unary_rows_in(P + "erfcinv", sp.erfcinv, 0.1, 1.9)
+ROWS += unary_rows(P + "erfcx", sp.erfcx)
+ROWS += unary_rows_in(P + "gammaln", sp.gammaln, 0.2, 5.0)
+ROWS += [Row(P + "gammaln", sp.gammaln, ((3,),), make=lambda rng: (rng.uniform(-2.9, -2.1, 3),),
+             variant="negative")]
+ROWS += unary_rows_in(P + "digamma", sp.digamma, 0.2, 5.0)
+ROWS += [Row(P + "digamma", sp.digamma, ((3,),), make=lambda rng: (rng.uniform(-1.8, -1.2, 3),),
+             variant="negative")]
+ROWS += unary_rows_in(P + "psi", sp.psi, 0.5, 5.0)
+for n in (0, 1, 3):
+    ROWS += unary_rows_in(P + "polygamma", lambda x, n=n: sp.polygamma(n, x), 0.5, 4.0,
+                          variant=f"n={n}")
+ROWS += [Row(P + "polygamma", lambda x: sp.polygamma(np.array([[0], [1], [2]]), x), ((2,),),
+             make=lambda rng: (rng.uniform(0.5, 3.0, 2),), variant="n-array-broadcast")]
+ROWS += unary_rows_in(P + "gamma", sp.gamma, 0.3, 4.0)
+ROWS += [Row(P + "gamma", sp.gamma, ((3,),), make=lambda rng: (rng.uniform(-1.8, -1.2, 3),),
+             variant="negative")]
+ROWS += unary_rows_in(P + "rgamma", sp.rgamma, 0.3, 4.0)
+ROWS += [Row(P + "rgamma", sp.rgamma, ((3,),), make=lambda rng: (rng.uniform(-2.8, -2.2, 3),),
+             variant="negative")]
+for d in (1, 3):
+    ROWS += unary_rows_in(P + "multigammaln", lambda x, d=d: sp.multigammaln(x, d), 1.5, 4.0,
+                          variant=f"d={d}")
+ROWS += unary_rows_in(P + "entr", sp.entr, 0.1, 3.0)
+ROWS += unary_rows(P + "ndtr", sp.ndtr)
+ROWS += unary_rows(P + "ndtri", sp.ndtri, "probability")
+ROWS += unary_rows(P + "log_ndtr", sp.log_ndtr)
+ROWS += unary_rows_in(P + "log_ndtr", sp.log_ndtr, -40.0, -5.0, variant="left-tail")
+ROWS += unary_rows_in(P + "log_ndtr", sp.log_ndtr, 3.0, 8.0, variant="right-tail")
+for name, fn in [("i0", sp.i0), ("i1", sp.i1)]:
+    ROWS += unary_rows(P + name, fn)
+    ROWS += unary_rows_in(P + name, fn, 5.0, 30.0, variant="large")
+for name, fn in [("i0e", sp.i0e), ("i1e", sp.i1e)]:
+    ROWS += unary_rows(P + name, fn, "nonzero")  # i0e and i1e have a kink at 0 (|x|)
+    ROWS += unary_rows_in(P + name, fn, 50.0, 900.0, variant="large")
+for n in (0, 1, 2):
+    ROWS += unary_rows(P + "expn", lambda x, n=n: sp.expn(n, x), "positive", variant=f"n={n}")
+ROWS += [Row(P + "expn", lambda x: sp.expn(np.array([0, 1, 3]), x), ((3,),), ("positive",),
+             variant="n-array")]
+ROWS += unary_rows(P + "exp1", sp.exp1, "positive")
+ROWS += unary_rows(P + "expi", sp.expi, "nonzero")
+
+# --- elementwise binary functions, with broadcasting -----------------------------------------
+
+ROWS += binary_rows(P + "xlogy", sp.xlogy, ("real", "positive"))
+ROWS += binary_rows(P + "xlog1py", sp.xlog1py, ("real", "positive"))
+ROWS += binary_rows(P + "rel_entr", sp.rel_entr, ("positive", "positive"))
+ROWS += binary_rows(P + "kl_div", sp.kl_div, ("positive", "positive"))
+ROWS += binary_rows(P + "beta", sp.beta, ("positive", "positive"))
+ROWS += binary_rows(P + "betaln", sp.betaln, ("positive", "positive"))
+
+NONDIFF = [Nondiff(P + "gammasgn", sp.gammasgn)]

@@ -1,0 +1,282 @@
+"""fgrad.scipy.special beyond the gradient table (tests/rows_special.py): values equal SciPy's,
+closed-form derivatives, stability at +-1000 in value and first and second derivatives (with
+warnings as errors), -inf entries and signed weights in logsumexp, conventions at x == 0 and
+at the edges of the domains, errors, and that `import fgrad` never needs SciPy."""
+
+import math
+import subprocess
+import sys
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+import scipy.special as sc
+
+import fgrad.scipy.special as sp
+from fgrad import grad, hessian, jacfwd, jacrev, jvp
+
+
+def _derivatives(f, x, n, mode):
+    """f', f'', ..., f^(n) at x, by nested grad (rev) or nested jvp (fwd)."""
+    out = []
+    for _ in range(n):
+        f = grad(f) if mode == "rev" else (lambda g: lambda y: jvp(g, (y,), (1.0,))[1])(f)
+        out.append(float(f(x)))
+    return out
+
+
+@pytest.fixture
+def no_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+# --- values are SciPy's ------------------------------------------------------------------------
+
+X = np.array([0.3, 1.7, 2.5])
+UNARY = ["expit", "log_expit", "erf", "erfc", "erfcx", "gammaln", "digamma", "psi", "gamma",
+         "gammasgn", "rgamma", "entr", "ndtr", "log_ndtr", "i0", "i0e", "i1", "i1e", "exp1", "expi"]
+BINARY = ["xlogy", "xlog1py", "rel_entr", "kl_div", "beta", "betaln"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_values_are_scipys(name):
+    np.testing.assert_array_equal(getattr(sp, name)(X), getattr(sc, name)(X))
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_values_are_scipys(name):
+    y = np.array([[0.5], [2.0]])
+    np.testing.assert_array_equal(getattr(sp, name)(X, y), getattr(sc, name)(X, y))
+
+
+def test_values_with_parameters_are_scipys():
+    p = np.array([0.1, 0.5, 0.8])
+    np.testing.assert_array_equal(sp.logit(p), sc.logit(p))
+    np.testing.assert_array_equal(sp.ndtri(p), sc.ndtri(p))
+    np.testing.assert_array_equal(sp.erfinv(p), sc.erfinv(p))
+    np.testing.assert_array_equal(sp.erfcinv(p), sc.erfcinv(p))
+    np.testing.assert_array_equal(sp.polygamma(2, X), sc.polygamma(2, X))
+    np.testing.assert_array_equal(sp.expn(3, X), sc.expn(3, X))
+    np.testing.assert_allclose(sp.multigammaln(X + 2.0, 3), sc.multigammaln(X + 2.0, 3), rtol=1e-14)
+    a = np.arange(6.0).reshape(3, 2)
+    for axis in (None, 0, -1, (0, 1)):
+        np.testing.assert_array_equal(sp.softmax(a, axis=axis), sc.softmax(a, axis=axis))
+        np.testing.assert_array_equal(sp.log_softmax(a, axis=axis), sc.log_softmax(a, axis=axis))
+        np.testing.assert_array_equal(sp.logsumexp(a, axis=axis, keepdims=True),
+                                      sc.logsumexp(a, axis=axis, keepdims=True))
+    assert np.shape(sp.logsumexp(np.float64(0.5))) == ()  # SciPy's axis=() would give (1,)
+
+
+# --- closed forms ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_closed_form_derivatives(mode):
+    d = lambda f, x, n=1: _derivatives(f, x, n, mode)  # noqa: E731
+    assert d(sp.erf, 0.0) == pytest.approx([2 / math.sqrt(math.pi)], rel=1e-15)
+    assert d(sp.erfinv, 0.0, 2) == pytest.approx([math.sqrt(math.pi) / 2, 0.0], abs=1e-15)
+    assert d(sp.expit, 0.0, 2) == pytest.approx([0.25, 0.0], abs=1e-15)
+    assert d(sp.gammaln, 1.0, 3) == pytest.approx(
+        [-np.euler_gamma, math.pi**2 / 6, -2 * float(mpmath.zeta(3))], rel=1e-12)
+    assert d(sp.gamma, 1.0) == pytest.approx([-np.euler_gamma], rel=1e-12)
+    assert d(lambda x: sp.beta(x, 1.0), 2.0) == pytest.approx([-0.25], rel=1e-12)  # 1/x
+    assert d(lambda x: sp.polygamma(2, x), 1.0) == pytest.approx([math.pi**4 / 15], rel=1e-12)
+    assert d(sp.ndtr, 0.0, 2) == pytest.approx([1 / math.sqrt(2 * math.pi), 0.0], abs=1e-15)
+    assert d(sp.ndtri, 0.5) == pytest.approx([math.sqrt(2 * math.pi)], rel=1e-15)
+    assert d(sp.log_ndtr, 0.0) == pytest.approx([math.sqrt(2 / math.pi)], rel=1e-15)
+    assert d(sp.exp1, 1.0, 2) == pytest.approx([-math.exp(-1), 2 * math.exp(-1)], rel=1e-12)
+    assert d(lambda x: sp.expn(0, x), 1.0) == pytest.approx([-2 * math.exp(-1)], rel=1e-12)
+    assert d(lambda x: sp.multigammaln(x, 2), 2.0) == pytest.approx(
+        [float(mpmath.digamma(2.0) + mpmath.digamma(1.5))], rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_bessel_functions_are_exact_at_zero_to_every_order(mode):
+    # I0 = 1 + x^2/4 + x^4/64, I1 = x/2 + x^3/16 + x^5/384: derivatives at 0 from the series
+    assert _derivatives(sp.i0, 0.0, 4, mode) == pytest.approx([0.0, 0.5, 0.0, 0.375], abs=1e-15)
+    assert _derivatives(sp.i1, 0.0, 5, mode) == pytest.approx(
+        [0.5, 0.0, 0.375, 0.0, 120 / 384], abs=1e-15)
+    assert _derivatives(sp.i1e, 0.0, 1, mode) == [0.5]
+    assert _derivatives(sp.i0e, 0.0, 1, mode) == [0.0]  # the mean of -1 and +1, as JAX
+    for x in (1e-20, 1e-3, 3.0):  # the series near 0 and the quotient beyond it agree
+        i = [float(mpmath.besseli(n, x)) for n in range(4)]
+        # I1' = (I0 + I2) / 2 and I1'' = (3 I1 + I3) / 4, from I_n' = (I_{n-1} + I_{n+1}) / 2
+        assert _derivatives(sp.i1, x, 2, mode) == pytest.approx(
+            [(i[0] + i[2]) / 2, (3 * i[1] + i[3]) / 4], rel=1e-13, abs=1e-30)
+
+
+def test_large_bessel_arguments_stay_finite_with_scaling(no_warnings):
+    g = grad(grad(sp.i1e))(800.0)
+    expected = float(mpmath.diff(lambda t: mpmath.exp(-t) * mpmath.besseli(1, t), 800, 2))
+    assert g == pytest.approx(expected, rel=1e-9)
+
+
+# --- stability at +-1000 -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x,value,d1,d2", [
+    (1000.0, 1.0, 0.0, 0.0), (-1000.0, 0.0, 0.0, 0.0), (40.0, 1.0, math.exp(-40), -math.exp(-40)),
+])
+def test_expit_at_large_magnitude(no_warnings, x, value, d1, d2):
+    assert sp.expit(x) == value
+    for mode in ("rev", "fwd"):
+        assert _derivatives(sp.expit, x, 2, mode) == pytest.approx([d1, d2], rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("x,value,d1,d2", [(1000.0, 0.0, 0.0, 0.0), (-1000.0, -1000.0, 1.0, 0.0)])
+def test_log_expit_at_large_magnitude(no_warnings, x, value, d1, d2):
+    assert sp.log_expit(x) == value
+    for mode in ("rev", "fwd"):
+        assert _derivatives(sp.log_expit, x, 2, mode) == [d1, d2]
+
+
+def test_logit_near_the_ends(no_warnings):
+    for p in (1e-100, 1 - 2**-52):
+        q = 1 - p
+        assert _derivatives(sp.logit, p, 2, "rev") == pytest.approx(
+            [1 / (p * q), (2 * p - 1) / (p * q) ** 2], rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_log_ndtr_tails(no_warnings, mode):
+    assert _derivatives(sp.log_ndtr, 1000.0, 3, mode) == [0.0, 0.0, 0.0]
+    for x in (-1000.0, -40.0, -5.0):
+        with mpmath.workdps(50):  # x + m cancels: the reference needs the digits
+            m = mpmath.npdf(x) / mpmath.ncdf(x)
+            exact = [float(m), float(-m * (x + m))]
+        assert _derivatives(sp.log_ndtr, x, 2, mode) == pytest.approx(exact, rel=1e-9)
+    assert sp.log_ndtr(-1000.0) == pytest.approx(float(mpmath.log(mpmath.ncdf(-1000))), rel=1e-14)
+
+
+def test_logsumexp_at_large_magnitude(no_warnings):
+    x = np.array([1000.0, -1000.0, 0.0])
+    assert sp.logsumexp(x) == 1000.0
+    np.testing.assert_array_equal(grad(sp.logsumexp)(x), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(hessian(sp.logsumexp)(x), np.zeros((3, 3)))
+    np.testing.assert_array_equal(jacfwd(jacrev(sp.logsumexp))(x), np.zeros((3, 3)))
+    # two equal large entries share the gradient, and the Hessian is diag(p) - p p^T
+    y = np.array([1000.0, 1000.0])
+    # (ans = 1000 + log 2 is rounded to the spacing of 1000, 1e-13: so are the weights)
+    np.testing.assert_allclose(grad(sp.logsumexp)(y), [0.5, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(hessian(sp.logsumexp)(y), [[0.25, -0.25], [-0.25, 0.25]],
+                               rtol=1e-12)
+
+
+def test_softmax_and_log_softmax_at_large_magnitude(no_warnings):
+    x = np.array([1000.0, -1000.0, 0.0])
+    np.testing.assert_array_equal(sp.softmax(x), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(jacrev(sp.softmax)(x), np.zeros((3, 3)))
+    np.testing.assert_array_equal(jacfwd(sp.softmax)(x), np.zeros((3, 3)))
+    np.testing.assert_array_equal(sp.log_softmax(x), [0.0, -2000.0, -1000.0])
+    expected = np.eye(3) - np.array([1.0, 0.0, 0.0])  # d log p_i / d x_j = delta_ij - p_j
+    np.testing.assert_array_equal(jacrev(sp.log_softmax)(x), expected)
+    np.testing.assert_array_equal(jacfwd(sp.log_softmax)(x), expected)
+    second = jacfwd(jacrev(lambda x: sp.log_softmax(x)[1]))(x)
+    np.testing.assert_array_equal(second, np.zeros((3, 3)))
+
+
+# --- logsumexp: -inf entries, weights, signs ---------------------------------------------------
+
+
+def test_logsumexp_gives_no_gradient_to_minus_inf_entries(no_warnings):
+    x = np.array([0.0, -np.inf, np.log(3.0)])
+    np.testing.assert_allclose(grad(sp.logsumexp)(x), [0.25, 0.0, 0.75], rtol=1e-15)
+    h = hessian(sp.logsumexp)(x)
+    assert np.all(np.isfinite(h)) and np.all(h[1] == 0) and np.all(h[:, 1] == 0)
+    everything_inf = np.full(3, -np.inf)
+    assert sp.logsumexp(everything_inf) == -np.inf
+    np.testing.assert_array_equal(grad(sp.logsumexp)(everything_inf), np.zeros(3))
+    np.testing.assert_array_equal(jacfwd(sp.logsumexp)(everything_inf), np.zeros(3))
+
+
+def test_logsumexp_with_signed_weights():
+    a, b = np.array([1.0, 2.0, 0.5]), np.array([2.0, -1.0, 0.5])
+    (out, sign), (ref, ref_sign) = sp.logsumexp(a, b=b, return_sign=True), sc.logsumexp(
+        a, b=b, return_sign=True)
+    assert out == ref and sign == ref_sign == -1.0
+    s = np.sum(b * np.exp(a))
+    ga, gb = grad(lambda a, b: sp.logsumexp(a, b=b, return_sign=True)[0], argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(ga, b * np.exp(a) / s, rtol=1e-14)  # d log|s| / da
+    np.testing.assert_allclose(gb, np.exp(a) / s, rtol=1e-14)
+    # a zero-weight entry contributes nothing, even at +1000
+    g = grad(lambda a: sp.logsumexp(a, b=np.array([1.0, 0.0])))(np.array([0.0, 1000.0]))
+    np.testing.assert_array_equal(g, [1.0, 0.0])
+
+
+# --- conventions at 0 and at the edges of the domains ------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+@pytest.mark.filterwarnings("ignore:divide by zero")  # log(0) = -inf is the derivative in x
+def test_xlogy_and_xlog1py_at_x_zero(mode):
+    jac = jacrev if mode == "rev" else jacfwd
+    for f, y0 in ((sp.xlogy, 0.0), (sp.xlog1py, -1.0)):
+        assert f(0.0, y0) == 0.0
+        # d/dx is log(y) = -inf; d/dy is 0, not nan. (One argument at a time: jacfwd over both
+        # would seed x with a zero tangent, and 0 * -inf is nan.)
+        assert jac(f, argnums=0)(0.0, y0) == -np.inf and jac(f, argnums=1)(0.0, y0) == 0.0
+    # at x == 0 < y the mixed derivative is 1/y (the masks only touch y == 0)
+    mixed = jac(jac(sp.xlogy, argnums=1), argnums=0)(0.0, 4.0)
+    assert mixed == 0.25
+    assert jac(sp.xlogy, argnums=(0, 1))(0.0, 2.0) == (math.log(2.0), 0.0)
+    assert jac(jac(sp.xlogy, argnums=0), argnums=0)(0.0, 2.0) == 0.0
+
+
+def test_entropies_at_the_edges():
+    assert grad(sp.entr)(1.0) == -1.0
+    assert grad(sp.entr)(-1.0) == 0.0  # entr is the constant -inf there
+    with np.errstate(divide="ignore"):
+        assert grad(sp.entr)(0.0) == np.inf
+        assert grad(sp.rel_entr, argnums=(0, 1))(0.0, 2.0) == (-np.inf, 0.0)
+        assert grad(sp.rel_entr, argnums=(0, 1))(0.0, 0.0) == (np.inf, 0.0)
+        assert grad(sp.kl_div, argnums=(0, 1))(0.0, 2.0) == (-np.inf, 1.0)
+        assert grad(sp.kl_div, argnums=(0, 1))(0.0, 0.0) == (np.inf, 1.0)
+    for f in (sp.rel_entr, sp.kl_div):  # +inf constants: no gradient
+        assert grad(f, argnums=(0, 1))(-1.0, 2.0) == (0.0, 0.0)
+        assert grad(f, argnums=(0, 1))(1.0, 0.0) == (0.0, 0.0)
+    assert grad(sp.kl_div, argnums=(0, 1))(2.0, 2.0) == (0.0, 0.0)  # the minimum
+
+
+def test_gammasgn_is_a_constant():
+    assert grad(lambda x: sp.gammasgn(x) * x)(-0.5) == -1.0
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def test_integer_orders_are_static():
+    with pytest.raises(TypeError, match="order n is a traced value"):
+        grad(lambda n: sp.polygamma(n, 2.0))(1.0)
+    with pytest.raises(TypeError, match="must be an integer"):
+        sp.polygamma(1.5, 2.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        sp.expn(-1, 2.0)
+    with pytest.raises(ValueError, match="d must be a constant integer"):
+        sp.multigammaln(3.0, 0)
+    with pytest.raises(ValueError, match=r"every a must be > \(d - 1\) / 2 = 1.0"):
+        sp.multigammaln(np.array([3.0, 0.8]), 3)
+
+
+# --- SciPy is optional -------------------------------------------------------------------------
+
+
+def test_fgrad_imports_without_scipy():
+    code = (
+        "import sys; sys.modules['scipy'] = None\n"  # makes `import scipy` fail
+        "import fgrad, fgrad.numpy\n"
+        "try:\n"
+        "    import fgrad.scipy\n"
+        "except ImportError as e:\n"
+        "    assert 'pip install' in str(e), e\n"
+        "else:\n"
+        "    raise SystemExit('fgrad.scipy imported without SciPy')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_fgrad_numpy_does_not_load_scipy():
+    code = "import sys, fgrad, fgrad.numpy; assert 'scipy' not in sys.modules, 'scipy loaded'"
+    subprocess.run([sys.executable, "-c", code], check=True)
