@@ -15,6 +15,7 @@ import scipy.special as sc
 
 import fgrad.scipy.special as sp
 from fgrad import grad, hessian, jacfwd, jacrev, jvp
+from fgrad.test_util import check_grads
 
 
 def _derivatives(f, x, n, mode):
@@ -280,3 +281,31 @@ def test_fgrad_imports_without_scipy():
 def test_fgrad_numpy_does_not_load_scipy():
     code = "import sys, fgrad, fgrad.numpy; assert 'scipy' not in sys.modules, 'scipy loaded'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- third order: the rules are differentiable all the way down -------------------------------
+
+_X = np.array([0.7, 1.3, 2.1])
+_P = np.array([0.2, 0.45, 0.8])
+THIRD_ORDER = {
+    "erf": (sp.erf, (_X,)), "erfinv": (sp.erfinv, (_P,)), "erfcx": (sp.erfcx, (_X - 1.0,)),
+    "expit": (sp.expit, (_X - 1.0,)), "logit": (sp.logit, (_P,)),
+    "log_expit": (sp.log_expit, (_X - 1.0,)), "gammaln": (sp.gammaln, (_X,)),
+    "digamma": (sp.digamma, (_X,)), "polygamma": (lambda x: sp.polygamma(2, x), (_X,)),
+    "rgamma": (sp.rgamma, (_X,)), "ndtri": (sp.ndtri, (_P,)),
+    "log_ndtr": (sp.log_ndtr, (np.array([-30.0, -6.0, -2.0, 0.5, 4.0]),)),
+    "i0": (sp.i0, (_X - 1.0,)), "i1": (sp.i1, (_X - 1.0,)), "i0e": (sp.i0e, (_X,)),
+    "i1e": (sp.i1e, (_X,)), "expn": (lambda x: sp.expn(np.array([0, 1, 2]), x), (_X,)),
+    "multigammaln": (lambda x: sp.multigammaln(x, 3), (_X + 1.0,)),
+    "xlogy": (sp.xlogy, (_X - 1.0, _P)), "beta": (sp.beta, (_X, _P)),
+    "kl_div": (sp.kl_div, (_X, _P)), "rel_entr": (sp.rel_entr, (_X, _P)),
+    "logsumexp": (lambda x, b: sp.logsumexp(x, b=b, axis=0), (np.outer(_X, _P), _P[:, None])),
+    "softmax": (lambda x: sp.softmax(x, axis=1), (np.outer(_X, _P),)),
+    "log_softmax": (lambda x: sp.log_softmax(x, axis=0), (np.outer(_X, _P),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(THIRD_ORDER))
+def test_third_order_in_both_modes(name):
+    f, args = THIRD_ORDER[name]
+    check_grads(f, args, order=3, modes=("fwd", "rev"))

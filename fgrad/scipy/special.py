@@ -4,9 +4,12 @@ Each value is computed by `scipy.special` (a primitive's implementation); each d
 written in fgrad operations built from other functions of this module and `fgrad.numpy`
 (`erf' = 2/sqrt(pi) exp(-x**2)`, `gammaln' = digamma`, `digamma' = polygamma(1, .)`,
 `polygamma(n, .)' = polygamma(n + 1, .)`, ...), so every order works in both modes. Where
-the textbook derivative is unstable it is taken another way: `expit' = expit(x) expit(-x)`,
-`log_ndtr' = sqrt(2/pi) / erfcx(-x/sqrt(2))`, the softmax family from the (exact) result, and
-the modified Bessel functions through `I_n(x) / x**n`, which is smooth at 0.
+the textbook derivative is unstable it is taken another way: `expit' = expit(x) expit(-x)`;
+`log_ndtr' = phi/Phi` through `erfcx` and its excess over `-x` by a continued fraction (no
+underflow or cancellation at x = -1000); the softmax family from the (exact) result; the
+modified Bessel functions through `I_n(x) / x**n`, which is smooth at 0. Rules that would be
+0 * inf or 0 / 0 at the edge of a domain use masks (constants from the primal values) and say
+so in their docstrings.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.special` for values.
 """
