@@ -200,6 +200,28 @@ def vjp(fun, *primals, has_aux=False):
 def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     leaves, in_tree = tree_flatten(tuple(primals))
     _check_float_leaves(leaves, labels or _leaf_labels(primals, range(len(primals))), who)
+    out_values, out_tree, pull, aux = _vjp_flat(fun, leaves, in_tree, has_aux, who, consume)
+
+    def vjp_fun(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(
+                f"the cotangent passed to the vjp function has structure {ct_tree}, but the "
+                f"function's output has structure {out_tree}; pass a cotangent shaped like "
+                "the output"
+            )
+        for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
+            _check_like(c, o, f"cotangent leaf {i}", "output")
+        return tree_unflatten(in_tree, pull(ct_leaves))
+
+    primal_out = tree_unflatten(out_tree, out_values)
+    return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
+
+
+def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
+    """Trace `fun` on a reverse level. Returns the output's leaves and structure, `pull`
+    (cotangent leaves -> input cotangent leaves; a None cotangent is a structural zero, so
+    nothing is computed for it) and aux."""
     leaves = [_numpy_scalar(x) for x in leaves]
     with ReverseLevel() as level:
         boxes = [level.new_input(x) for x in leaves]
@@ -214,28 +236,15 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     in_nodes = [b.aux for b in boxes]
     del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
 
-    def vjp_fun(ct):
-        ct_leaves, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise ValueError(
-                f"the cotangent passed to the vjp function has structure {ct_tree}, but the "
-                f"function's output has structure {out_tree}; pass a cotangent shaped like "
-                "the output"
-            )
-        for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
-            _check_like(c, o, f"cotangent leaf {i}", "output")
+    def pull(ct_leaves):
         seeds = [
             (n, _numpy_scalar(c, o)) for n, c, o in zip(out_nodes, ct_leaves, out_values)
-            if n is not None
+            if n is not None and c is not None
         ]
         cts = backward_pass(level, seeds, consume=consume) if seeds else {}
-        grads = [
-            cts[n] if n in cts else zeros_like_value(x) for n, x in zip(in_nodes, leaves)
-        ]
-        return tree_unflatten(in_tree, grads)
+        return [cts[n] if n in cts else zeros_like_value(x) for n, x in zip(in_nodes, leaves)]
 
-    primal_out = tree_unflatten(out_tree, out_values)
-    return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
+    return out_values, out_tree, pull, aux
 
 
 def _check_like(given, expected, what, of_what):
@@ -390,11 +399,21 @@ def jvp(fun, primals, tangents, has_aux=False):
     _check_float_leaves(p_leaves, _leaf_labels(primals, range(len(primals))), "jvp")
     for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
         _check_like(t, p, f"jvp: tangent leaf {i}", "primal")
+    values, tangents_out, out_tree, aux = _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux)
+    result = (tree_unflatten(out_tree, values), tree_unflatten(out_tree, tangents_out))
+    return result + (aux,) if has_aux else result
+
+
+def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False):
+    """Push tangent leaves through `fun` on a forward level. A None tangent is a structural
+    zero: that input is passed as a constant, so nothing is computed for it."""
     p_leaves = [_numpy_scalar(p) for p in p_leaves]
-    t_leaves = [_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)]
     with ForwardLevel() as level:
-        boxes = [Box(p, level, t) for p, t in zip(p_leaves, t_leaves)]
-        out = fun(*tree_unflatten(p_tree, boxes))
+        args = [
+            p if t is None else Box(p, level, _numpy_scalar(t, p))
+            for p, t in zip(p_leaves, t_leaves)
+        ]
+        out = fun(*tree_unflatten(p_tree, args))
     aux = None
     if has_aux:
         out, aux = _split_aux(out, "jvp")
@@ -406,8 +425,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         value = _strip(o, level)
         values.append(value)
         tangents_out.append(zeros_like_value(value) if tangent is None else tangent)
-    result = (tree_unflatten(out_tree, values), tree_unflatten(out_tree, tangents_out))
-    return result + (aux,) if has_aux else result
+    return values, tangents_out, out_tree, aux
 
 
 def linearize(fun, *primals):
@@ -496,18 +514,16 @@ def jacfwd(fun, argnums=0, holomorphic=False):
         dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacfwd", holomorphic)
         in_leaves, in_tree = tree_flatten(dyn)
         columns = []  # columns[j][k]: tangent of output leaf k along input element j
-        out = None
+        out_leaves = None
         for leaf_index, x in enumerate(in_leaves):
             for k in range(_np.size(primal(x))):
-                tangents = [
-                    _one_hot(y, k) if i == leaf_index else zeros_like_value(y)
-                    for i, y in enumerate(in_leaves)
-                ]
-                out, t_out = jvp(fun_of_dyn, dyn, tree_unflatten(in_tree, tangents))
-                columns.append(tree_flatten(t_out)[0])
-        if out is None:
-            out = fun_of_dyn(*dyn)
-        out_leaves, out_tree = tree_flatten(out)
+                # the other inputs get no tangent at all (not a zero one: 0 * inf is nan)
+                tangents = [_one_hot(y, k) if i == leaf_index else None
+                            for i, y in enumerate(in_leaves)]
+                out_leaves, t_out, out_tree, _ = _jvp_flat(fun_of_dyn, in_leaves, in_tree, tangents)
+                columns.append(t_out)
+        if out_leaves is None:
+            out_leaves, out_tree = tree_flatten(fun_of_dyn(*dyn))
         sizes = [_np.size(primal(x)) for x in in_leaves]
         pieces = []
         for k, o in enumerate(out_leaves):
@@ -549,19 +565,16 @@ def jacrev(fun, argnums=0, holomorphic=False):
 
     def jacrev_fun(*args):
         dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev", holomorphic)
-        out, vjp_fun = _vjp(fun_of_dyn, dyn, False, "jacrev")
-        _check_output_kind(out, holomorphic, "jacrev")
         in_leaves, in_tree = tree_flatten(dyn)
-        out_leaves, out_tree = tree_flatten(out)
+        out_leaves, out_tree, pull, _ = _vjp_flat(fun_of_dyn, in_leaves, in_tree, False, "jacrev")
+        _check_output_kind(out_leaves, holomorphic, "jacrev")
         pieces = []
         for k, o in enumerate(out_leaves):
             rows = []  # rows[i][j]: cotangent of input leaf j for output element i
             for i in range(_np.size(primal(o))):
-                cts = [
-                    _one_hot(y, i) if m == k else zeros_like_value(y)
-                    for m, y in enumerate(out_leaves)
-                ]
-                rows.append(tree_flatten(vjp_fun(tree_unflatten(out_tree, cts)))[0])
+                # the other outputs get no cotangent at all (not a zero one: 0 * inf is nan)
+                rows.append(pull([_one_hot(y, i) if m == k else None
+                                  for m, y in enumerate(out_leaves)]))
             pieces.append(
                 [
                     fnp.stack([r[j] for r in rows]) if rows

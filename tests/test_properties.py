@@ -589,8 +589,10 @@ def test_jvp_and_vjp_are_transposes(problem, data):
     fwd_terms = ct * np.asarray(jt)
     rev_terms = [g * t for g, t in zip(leaves(jtct), tangents)]
     lhs, rhs = np.sum(fwd_terms), sum(np.sum(r) for r in rev_terms)
-    # Relative to the size of the terms summed, so terms that cancel do not make it flaky.
-    scale = np.sum(np.abs(fwd_terms)) + sum(np.sum(np.abs(r)) for r in rev_terms)
+    # Relative to the size of the terms summed, so terms that cancel do not make it flaky, and
+    # to |ct| |t|: a tangent 1e-26 beside one of 1 is lost to rounding inside J t itself.
+    scale = (np.sum(np.abs(fwd_terms)) + sum(np.sum(np.abs(r)) for r in rev_terms)
+             + np.sum(np.abs(ct)) * sum(np.sum(np.abs(t)) for t in tangents))
     assert abs(lhs - rhs) <= 1e-10 * scale + 1e-300, (lhs, rhs, scale)
 
 

@@ -309,3 +309,10 @@ THIRD_ORDER = {
 def test_third_order_in_both_modes(name):
     f, args = THIRD_ORDER[name]
     check_grads(f, args, order=3, modes=("fwd", "rev"))
+
+
+def test_scipy_special_ufuncs_on_traced_values_are_differentiated():
+
+
+    assert grad(lambda x: sc.erf(x))(0.0) == pytest.approx(2 / np.sqrt(np.pi))
+    assert grad(lambda x: sc.gammaln(x))(2.0) == pytest.approx(1 - np.euler_gamma)

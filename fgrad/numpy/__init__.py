@@ -13,7 +13,7 @@ result.
 import numpy as _np
 
 from .. import core as _core
-from ..core import Box as _Box, holds_box as _holds_box, primal as _primal
+from .shaping import _sequence_to_array
 from . import _box
 from .elementwise import (
     abs, absolute, add, angle, around, ceil, clip, conj, conjugate, cos, divide, equal, exp,
@@ -25,7 +25,7 @@ from .elementwise import (
 from .products import dot, matmul
 from .reductions import amax, amin, max, mean, min, prod
 from .shaping import (
-    astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
+    array, asarray, astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
     reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
 )
 from . import arrays as _arrays, signal as _signal, statistics as _statistics, ufuncs as _ufuncs
@@ -51,36 +51,6 @@ from numpy import (  # noqa: E402  (re-exported unchanged)
 )
 
 
-def array(object, dtype=None):
-    """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably).
-
-    >>> import fgrad, fgrad.numpy as fnp
-    >>> fgrad.jacrev(lambda x: fnp.array([x, 2 * x, x * x]))(3.0)
-    array([1., 2., 6.])
-    """
-    if _contains_box(object):
-        out = _stack_nested(object)
-        return out if dtype is None else astype(out, dtype)
-    return _np.array(object, dtype=dtype)
-
-
-def asarray(a, dtype=None):
-    """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given)."""
-    if type(a) is _Box:
-        return a if dtype is None else astype(a, dtype)
-    return array(a, dtype=dtype) if _contains_box(a) else _np.asarray(a, dtype=dtype)
-
-
-def _contains_box(obj):
-    return type(obj) is _Box or (isinstance(obj, (list, tuple)) and _holds_box(obj))
-
-
-def _stack_nested(obj):
-    if isinstance(obj, (list, tuple)):
-        return stack([_stack_nested(o) for o in obj])
-    return obj
-
-
 def __getattr__(name):
     if hasattr(_np, name):
         raise AttributeError(
@@ -97,5 +67,5 @@ __all__ = sorted(
     and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg")
 )
 
-_box.install({name: globals()[name] for name in __all__})
-_core.array_from_sequence = _stack_nested  # lists of traced values passed to any primitive
+_box.install({name: globals()[name] for name in __all__}, {"linalg": linalg, "fft": fft})
+_core.array_from_sequence = _sequence_to_array  # lists of traced values given to a primitive

@@ -8,6 +8,7 @@ import numpy as _np
 
 from ..core import Box, Primitive, bind, primal
 from . import elementwise as _ew
+from . import ufuncs as _uf
 from . import products as _pr
 from . import reductions as _rd
 from . import shaping as _sh
@@ -102,6 +103,22 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     return fn(*inputs)
 
 
+_FUNCTIONS = {}  # NumPy function -> fgrad function, for `__array_function__`
+
+
+def _array_function(self, func, types, args, kwargs):
+    fn = _FUNCTIONS.get(func)
+    if fn is None:
+        module = func.__module__.replace("numpy.", "") if func.__module__ != "numpy" else ""
+        raise TypeError(
+            f"NumPy's {func.__module__}.{func.__name__} was applied to a traced value "
+            f"({_describe(self)}); fgrad.numpy{'.' + module if module else ''} has no "
+            f"differentiable {func.__name__} yet. Use fgrad.numpy operations in functions you "
+            "differentiate, or register your own with fgrad.primitive."
+        )
+    return fn(*args, **kwargs)
+
+
 def _method_reshape(self, *shape):
     return _sh.reshape(self, shape[0] if len(shape) == 1 else shape)
 
@@ -112,31 +129,9 @@ def _method_transpose(self, *axes):
     return _sh.transpose(self, axes or None)
 
 
-def _no_out(out, name):
-    if out is not None:
-        raise TypeError(
-            f"{name}(..., out=...) cannot write into an array inside a transform: arrays are "
-            f"immutable there. Use the returned value: y = fgrad.numpy.{name}(x)"
-        )
-
-
-# NumPy's functions call these methods with NumPy's keywords (`numpy.sum(x)` calls
-# `x.sum(axis=None, dtype=None, out=None)`), so a traced value accepts them too.
-def _summing_method(fn, name):
-    def method(self, axis=None, dtype=None, out=None, keepdims=False):
-        _no_out(out, name)
-        result = fn(self, axis=axis, keepdims=keepdims)
-        return result if dtype is None else _sh.astype(result, dtype)
-
-    return method
-
-
-def _extremum_method(fn, name):
-    def method(self, axis=None, out=None, keepdims=False):
-        _no_out(out, name)
-        return fn(self, axis=axis, keepdims=keepdims)
-
-    return method
+def _as_method(fn):
+    """A method that is `fn` applied to the array (NumPy's functions call these methods)."""
+    return lambda self, *args, **kwargs: fn(self, *args, **kwargs)
 
 
 _METHODS = {
@@ -159,9 +154,11 @@ _METHODS = {
     "__index__": lambda self: _np.asarray(_concrete_or_raise(self, "Using as an index")).__index__(),
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
-    "sum": _summing_method(_sh.sum, "sum"), "mean": _summing_method(_rd.mean, "mean"),
-    "prod": _summing_method(_rd.prod, "prod"),
-    "max": _extremum_method(_rd.max, "max"), "min": _extremum_method(_rd.min, "min"),
+    "__array_function__": _array_function,
+    "__mod__": _operator(_uf.remainder), "__rmod__": _reversed(_uf.remainder),
+    "__floordiv__": _operator(_uf.floor_divide), "__rfloordiv__": _reversed(_uf.floor_divide),
+    "sum": _as_method(_sh.sum), "mean": _as_method(_rd.mean), "prod": _as_method(_rd.prod),
+    "max": _as_method(_rd.max), "min": _as_method(_rd.min),
     "reshape": _method_reshape, "transpose": _method_transpose,
     "ravel": _sh.ravel, "flatten": _sh.ravel, "squeeze": _sh.squeeze,
     "astype": _sh.astype, "dot": _pr.dot, "swapaxes": _sh.swapaxes,
@@ -180,12 +177,38 @@ _PROPERTIES = {
 }
 
 
-def install(namespace):
-    """Attach the array interface to Box; `namespace` is fgrad.numpy's public names."""
-    for name, fn in namespace.items():
-        ufunc = getattr(_np, name, None)
-        if isinstance(ufunc, _np.ufunc) and callable(fn):
-            _UFUNCS[ufunc] = fn
+# ndarray methods that are the fgrad.numpy function of the same name applied to the array.
+_FUNCTION_METHODS = (
+    "var", "std", "cumsum", "cumprod", "all", "any", "argmax", "argmin", "argsort", "clip",
+    "round", "trace", "diagonal", "repeat", "nonzero", "take", "ptp",
+)
+
+
+def dispatch_to(mapping):
+    """Send these NumPy-protocol callables (ufuncs or array functions, e.g. SciPy's special
+    functions) to the given fgrad functions when they meet a traced value."""
+    for theirs, fn in mapping.items():
+        (_UFUNCS if isinstance(theirs, _np.ufunc) else _FUNCTIONS)[theirs] = fn
+
+
+def install(namespace, submodules):
+    """Attach the array interface to Box. `namespace` is fgrad.numpy's public names and
+    `submodules` maps "linalg"/"fft" to those mirrors: NumPy functions and ufuncs applied to a
+    traced value are sent to the fgrad function of the same name."""
+    for prefix, names in [("", namespace)] + [
+        (f"{sub}.", {n: getattr(m, n) for n in m.__all__}) for sub, m in submodules.items()
+    ]:
+        numpy_module = _np
+        for part in prefix.split(".")[:-1]:
+            numpy_module = getattr(numpy_module, part)
+        for name, fn in names.items():
+            theirs = getattr(numpy_module, name, None)
+            if not callable(fn) or theirs is None or theirs is fn or isinstance(theirs, type):
+                continue  # a NumPy function re-exported unchanged must not dispatch to itself
+            (_UFUNCS if isinstance(theirs, _np.ufunc) else _FUNCTIONS)[theirs] = fn
+    for name in _FUNCTION_METHODS:
+        if name in namespace:
+            setattr(Box, name, _as_method(namespace[name]))
     for name, fn in _METHODS.items():
         setattr(Box, name, fn)
     for name, fn in _PROPERTIES.items():

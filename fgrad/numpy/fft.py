@@ -31,7 +31,7 @@ import numpy as _np
 from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import conj, divide, multiply, real
-from .shaping import _index_add_p, concatenate, getitem, meta, shape, unbroadcast
+from .shaping import _index_add_p, asarray, concatenate, getitem, meta, shape, unbroadcast
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -57,8 +57,6 @@ def _as_array(a):
     array, like `fgrad.numpy.asarray`."""
     if type(a) is Box:
         return a
-    from . import asarray  # the package's asarray; it is defined after this module loads
-
     return asarray(a)
 
 

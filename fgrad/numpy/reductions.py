@@ -11,17 +11,21 @@ import numpy as _np
 
 from ..core import primal
 from ..primitive import defprimitive
-from .shaping import _kept_shape, _normalize_axes, concatenate, ndim, reshape, shape, sum, transpose
+from .shaping import (
+    _kept_shape, _normalize_axes, cast_to, concatenate, ndim, refuse_out, reshape, shape, sum,
+    transpose,
+)
 
 __all__ = ["mean", "max", "min", "amax", "amin", "prod"]
 
 
-def mean(a, axis=None, keepdims=False):
-    """NumPy's `mean` with `axis` and `keepdims`."""
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """NumPy's `mean` with `axis`, `dtype` and `keepdims`."""
+    refuse_out(out, "mean")
     axes = _normalize_axes(axis, ndim(a))
     s = shape(a)
     count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
-    return sum(a, axis=axes, keepdims=keepdims) / count
+    return cast_to(sum(a, axis=axes, keepdims=keepdims) / count, dtype)
 
 
 # --- max and min -------------------------------------------------------------------------
@@ -51,7 +55,8 @@ def _extremum(impl, name):
         name=name,
     )
 
-    def reduce(a, axis=None, keepdims=False):
+    def reduce(a, axis=None, out=None, keepdims=False):
+        refuse_out(out, name)
         return prim(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims))
 
     reduce.__name__ = name
@@ -146,6 +151,7 @@ _prod_p = defprimitive(
 )
 
 
-def prod(a, axis=None, keepdims=False):
-    """NumPy's `prod` with `axis` and `keepdims`; exact at zeros to every order."""
-    return _prod_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims))
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """NumPy's `prod` with `axis`, `dtype` and `keepdims`; exact at zeros to every order."""
+    refuse_out(out, "prod")
+    return cast_to(_prod_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims)), dtype)

@@ -8,13 +8,13 @@ Imports: `fgrad.core`, `fgrad.primitive`.
 
 import numpy as _np
 
-from ..core import Box, Primitive, primal, zeros_like_value
+from ..core import Box, Primitive, holds_box, primal, zeros_like_value
 from ..primitive import defprimitive, nondiff
 
 __all__ = [
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum", "astype", "stack", "concatenate", "zeros_like", "ones_like",
-    "shape", "ndim", "size", "at",
+    "shape", "ndim", "size", "at", "array", "asarray",
 ]
 
 
@@ -244,9 +244,24 @@ _sum_p = defprimitive(
 )
 
 
-def sum(a, axis=None, keepdims=False):
-    """NumPy's `sum` with `axis` (None, int or tuple) and `keepdims`."""
-    return _sum_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims))
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """NumPy's `sum` with `axis` (None, int or tuple), `dtype` and `keepdims`."""
+    refuse_out(out, "sum")
+    return cast_to(_sum_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims)), dtype)
+
+
+def refuse_out(out, name):
+    """NumPy's `out=` writes into an array; inside a transform arrays are values."""
+    if out is not None:
+        raise TypeError(
+            f"{name}(..., out=...) cannot write into an array inside fgrad: arrays are "
+            f"values here. Use the returned value instead: y = fgrad.numpy.{name}(x)"
+        )
+
+
+def cast_to(x, dtype):
+    """x cast to `dtype` (NumPy's `dtype=` argument of a reduction); None keeps x's."""
+    return x if dtype is None else astype(x, dtype)
 
 
 # --- dtype casts -------------------------------------------------------------------------
@@ -584,6 +599,39 @@ def concatenate(arrays, axis=0):
         arrays = [ravel(a) for a in arrays]
         axis = 0
     return _concatenate_p(*arrays, axis=axis % ndim(arrays[0]))
+
+
+# --- array-likes ---------------------------------------------------------------------------
+
+
+def array(object, dtype=None):
+    """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.jacrev(lambda x: fnp.array([x, 2 * x, x * x]))(3.0)
+    array([1., 2., 6.])
+    """
+    if _contains_box(object):
+        out = _sequence_to_array(object)
+        return out if dtype is None else astype(out, dtype)
+    return _np.array(object, dtype=dtype)
+
+
+def asarray(a, dtype=None):
+    """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given)."""
+    if type(a) is Box:
+        return a if dtype is None else astype(a, dtype)
+    return array(a, dtype=dtype) if _contains_box(a) else _np.asarray(a, dtype=dtype)
+
+
+def _contains_box(obj):
+    return type(obj) is Box or (isinstance(obj, (list, tuple)) and holds_box(obj))
+
+
+def _sequence_to_array(obj):
+    if isinstance(obj, (list, tuple)):
+        return stack([_sequence_to_array(o) for o in obj])
+    return obj
 
 
 # --- constants shaped like an input ------------------------------------------------------

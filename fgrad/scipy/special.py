@@ -22,6 +22,7 @@ import scipy.special as _sc
 from .. import numpy as fnp
 from ..core import Box, primal
 from ..primitive import defprimitive, nondiff
+from ..numpy import _box
 from ..numpy.shaping import _kept_shape, _normalize_axes, broadcast_like, meta, unbroadcast
 
 __all__ = [
@@ -736,3 +737,11 @@ def exp1(x):
 def expi(x):
     """The exponential integral Ei(x); derivative exp(x)/x."""
     return _expi_p(x)
+
+
+# scipy.special's own functions applied to a traced value are sent here (its ufuncs reach
+# `__array_ufunc__`; logsumexp, softmax and log_softmax are plain functions and are not).
+_box.dispatch_to({
+    getattr(_sc, name): globals()[name] for name in __all__
+    if isinstance(getattr(_sc, name, None), _np.ufunc)
+})
