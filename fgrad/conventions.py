@@ -51,12 +51,52 @@ CASES = [
     ("d/dx where(x > 0, sqrt(x), 0) at 0", lambda: _quiet(grad(lambda x: fnp.where(x > 0, fnp.sqrt(x), 0.0)), 0.0),
      lambda jax, jnp: jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0))(0.0), "nan",
      "the masked branch still runs (0 * inf); guard its input too"),
+    ("grad norm(x) at x = 0", lambda: grad(fnp.linalg.norm)(np.zeros(2)),
+     lambda jax, jnp: jax.grad(jnp.linalg.norm)(jnp.zeros(2)), "[nan, nan]",
+     "0 is a subgradient (the minimum)"),
+    ("grad std(x) at x = [1, 1, 1]", lambda: grad(fnp.std)(np.ones(3)),
+     lambda jax, jnp: jax.grad(jnp.std)(jnp.ones(3)), "[nan, nan, nan]",
+     "0 is a subgradient (the minimum)"),
+    ("grad median([1, 1, 1])", lambda: grad(fnp.median)(np.ones(3)),
+     lambda jax, jnp: jax.grad(jnp.median)(jnp.ones(3)), "[0, 1, 0]",
+     "the gradient of the sorted order statistic"),
+    ("grad cumprod([0, 2, 3])[-1]", lambda: grad(lambda x: fnp.cumprod(x)[-1])(np.array([0.0, 2.0, 3.0])),
+     lambda jax, jnp: jax.grad(lambda x: jnp.cumprod(x)[-1])(jnp.array([0.0, 2.0, 3.0])), "[6, 0, 0]",
+     "products of the others, no division"),
+    ("sinc''(0)", lambda: grad(grad(fnp.sinc))(0.0),
+     lambda jax, jnp: jax.grad(jax.grad(jnp.sinc))(0.0), "-3.28987", "-pi^2 / 3"),
+    ("grad hypot at (0, 0)", lambda: np.array(grad(fnp.hypot, argnums=(0, 1))(0.0, 0.0)),
+     lambda jax, jnp: np.array(jax.grad(jnp.hypot, argnums=(0, 1))(0.0, 0.0)), "[0.5, 0.5]",
+     "0 is a subgradient (the minimum)"),
+    ("grad arctan2 at (0, 0)", lambda: _quiet(lambda: np.array(grad(fnp.arctan2, argnums=(0, 1))(0.0, 0.0))),
+     lambda jax, jnp: np.array(jax.grad(jnp.arctan2, argnums=(0, 1))(0.0, 0.0)), "[nan, nan]",
+     "no direction-independent answer"),
+    ("d/dy xlogy(0, y) at y = 0", lambda: _quiet(grad(_special("xlogy"), argnums=1), 0.0, 0.0),
+     lambda jax, jnp: _jax_special(jax, "xlogy", 1)(0.0, 0.0), "nan", "x log y is 0 along x = 0"),
+    ("grad logsumexp([0, -inf])", lambda: _quiet(grad(_special("logsumexp")), np.array([0.0, -np.inf])),
+     lambda jax, jnp: _jax_special(jax, "logsumexp", 0)(jnp.array([0.0, -jnp.inf])), "[1, 0]", ""),
+    ("grad of eigh's eigenvectors at a repeated eigenvalue",
+     lambda: _quiet(grad(lambda a: fnp.sum(fnp.linalg.eigh(a)[1][:, 0])), np.eye(2)),
+     lambda jax, jnp: jax.grad(lambda a: jnp.sum(jnp.linalg.eigh(a)[1][:, 0]))(jnp.eye(2)),
+     "[nan, nan, nan, nan]", "the 1/gap terms are 0 where the gap is 0"),
     ("grad abs(z)**2 at 1+2j", lambda: grad(lambda z: fnp.abs(z) ** 2)(1 + 2j),
      lambda jax, jnp: jax.grad(lambda z: jnp.abs(z) ** 2)(1 + 2j), "(2-4j)",
      "JAX's convention; PyTorch gives the conjugate"),
     ("grad abs(z) at 0j", lambda: grad(fnp.abs)(0j),
      lambda jax, jnp: jax.grad(jnp.abs)(0j), "0j", "a subgradient"),
 ]
+
+
+def _special(name):
+    import fgrad.scipy.special
+
+    return getattr(fgrad.scipy.special, name)
+
+
+def _jax_special(jax, name, argnum):
+    import jax.scipy.special
+
+    return jax.grad(getattr(jax.scipy.special, name), argnums=argnum)
 
 
 def _nested(f, x, n):
