@@ -133,3 +133,14 @@ def unary_rows(name, fn, domain="real", variant="", **kw):
 
 def binary_rows(name, fn, domains=("real", "real"), variant="", **kw):
     return [Row(name, fn, pair, domains, variant=variant, **kw) for pair in SHAPES_2]
+
+
+def derivatives(f, x, n, mode):
+    """f', f'', ..., f^(n) at the scalar x, by nested grad (mode "rev") or nested jvp ("fwd")."""
+    from fgrad import grad, jvp
+
+    out = []
+    for _ in range(n):
+        f = grad(f) if mode == "rev" else (lambda g: lambda y: jvp(g, (y,), (1.0,))[1])(f)
+        out.append(float(f(x)))
+    return out

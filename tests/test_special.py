@@ -14,17 +14,9 @@ import pytest
 import scipy.special as sc
 
 import fgrad.scipy.special as sp
-from fgrad import grad, hessian, jacfwd, jacrev, jvp
+from fgrad import grad, hessian, jacfwd, jacrev
 from fgrad.test_util import check_grads
-
-
-def _derivatives(f, x, n, mode):
-    """f', f'', ..., f^(n) at x, by nested grad (rev) or nested jvp (fwd)."""
-    out = []
-    for _ in range(n):
-        f = grad(f) if mode == "rev" else (lambda g: lambda y: jvp(g, (y,), (1.0,))[1])(f)
-        out.append(float(f(x)))
-    return out
+from gradtable import derivatives as _derivatives
 
 
 @pytest.fixture
