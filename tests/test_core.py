@@ -298,6 +298,8 @@ ALLOWED_IMPORTS = {
                             "numpy.reductions"},
     "numpy/arrays.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
                         "numpy.reductions"},
+    "numpy/creation.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
+                          "numpy.ufuncs", "numpy.arrays"},
     "numpy/signal.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
                         "numpy.products"},
     "numpy/linalg.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",

@@ -28,7 +28,8 @@ from .shaping import (
     array, asarray, astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
     reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
 )
-from . import arrays as _arrays, signal as _signal, statistics as _statistics, ufuncs as _ufuncs
+from . import arrays as _arrays, creation as _creation, signal as _signal
+from . import statistics as _statistics, ufuncs as _ufuncs
 from . import fft, linalg
 
 
@@ -42,12 +43,12 @@ def _export(*modules):
             namespace[name] = getattr(module, name)
 
 
-_export(_ufuncs, _statistics, _arrays, _signal)
+_export(_ufuncs, _statistics, _arrays, _signal, _creation)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (  # noqa: E402  (re-exported unchanged)
     arange, bool_, e, empty, eye, float16, float32, float64, full, identity, inf, int32,
-    int64, linspace, nan, ndarray, newaxis, ones, pi, zeros,
+    int64, nan, ndarray, newaxis, ones, pi, zeros,
 )
 
 

@@ -1,6 +1,7 @@
 """Tensor products: `matmul` (a primitive) and `dot`, with NumPy's rules for 1-D operands and
 batch broadcasting; `einsum` (a primitive whose rules are einsums) and the products built on it,
-`tensordot`, `inner`, `outer`, `vdot`, `kron`, and `cross`.
+`tensordot`, `inner`, `outer`, `vdot`, `kron`, and `cross`; NumPy 2's `vecdot` (and, from NumPy
+2.2, `matvec` and `vecmat`) as compositions of `matmul` and `sum`.
 
 `fgrad.numpy` imports `dot` and `matmul` from here by name; the other public names reach it
 through `fgrad.numpy.signal`'s `__all__`.
@@ -16,12 +17,16 @@ import numpy as _np
 from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import conj, multiply
+from .shaping import sum as _sum
 from .shaping import (
     astype, broadcast_like, expand_dims, meta, moveaxis, ndim, reshape, shape, stack, swapaxes,
     unbroadcast,
 )
 
-__all__ = ["matmul", "dot", "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross"]
+__all__ = [
+    "matmul", "dot", "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross",
+    "vecdot", "matvec", "vecmat",
+]
 
 
 def _matmul_vjp_x(ans, x, y):
@@ -395,3 +400,61 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         x, y = multiply(a1, b2) - multiply(a2, b1), multiply(a2, b0) - multiply(a0, b2)
     out = stack([x, y, z], axis=-1)
     return moveaxis(out, -1, axisc)
+
+
+# --- NumPy 2's vector products (ufuncs there; compositions of matmul and sum here) -----------
+
+
+def _core_length(x, axis, name, arg):
+    s = _np.shape(primal(x))
+    if not s:
+        raise ValueError(f"{name}: {arg} must have at least one axis; it is a scalar")
+    return s[axis]
+
+
+def _same_length(n1, n2, name):
+    if n1 != n2:
+        raise ValueError(f"{name}: the contracted axes have lengths {n1} and {n2}; they must "
+                         "be equal (they do not broadcast)")
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """NumPy 2's `vecdot`: sum(conj(x1) * x2) over `axis` (of each operand), broadcasting the
+    other axes.
+
+    >>> import fgrad.numpy as fnp
+    >>> float(fnp.vecdot(fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0])))
+    11.0
+    """
+    if not (_holds_box(x1) or _holds_box(x2)):
+        return _np.vecdot(x1, x2, axis=axis)
+    x1, x2 = as_array(x1), as_array(x2)
+    _same_length(_core_length(x1, axis, "vecdot", "x1"), _core_length(x2, axis, "vecdot", "x2"),
+                 "vecdot")
+    # `axis` is each operand's own axis (NumPy's gufunc axes=[(axis,), (axis,), ()]).
+    x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
+    return _sum(multiply(conj_if_complex(x1), x2), axis=-1)
+
+
+def matvec(x1, x2, /):
+    """NumPy's `matvec` (NumPy >= 2.2): the matrices x1 (..., m, n) times the vectors
+    x2 (..., n), giving (..., m), with the batch axes broadcast."""
+    if not (_holds_box(x1) or _holds_box(x2)):
+        return _np.matvec(x1, x2)
+    x1, x2 = as_array(x1), as_array(x2)
+    if ndim(x1) < 2:
+        raise ValueError(f"matvec: x1 must be at least 2-D, got shape {shape(x1)}")
+    _same_length(shape(x1)[-1], _core_length(x2, -1, "matvec", "x2"), "matvec")
+    return matmul(x1, expand_dims(x2, -1))[..., 0]
+
+
+def vecmat(x1, x2, /):
+    """NumPy's `vecmat` (NumPy >= 2.2): the conjugated vectors x1 (..., n) times the matrices
+    x2 (..., n, m), giving (..., m), with the batch axes broadcast."""
+    if not (_holds_box(x1) or _holds_box(x2)):
+        return _np.vecmat(x1, x2)
+    x1, x2 = as_array(x1), as_array(x2)
+    if ndim(x2) < 2:
+        raise ValueError(f"vecmat: x2 must be at least 2-D, got shape {shape(x2)}")
+    _same_length(_core_length(x1, -1, "vecmat", "x1"), shape(x2)[-2], "vecmat")
+    return matmul(expand_dims(conj_if_complex(x1), -2), x2)[..., 0, :]

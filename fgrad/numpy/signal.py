@@ -20,18 +20,23 @@ from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import floor, multiply, real, sqrt, where
 from .products import (
-    as_array, conj_if_complex, cross, einsum, inner, kron, matmul, outer, tensordot, vdot,
+    _holds_box, as_array, conj_if_complex, cross, einsum, inner, kron, matmul, outer,
+    tensordot, vdot, vecdot,
 )
 from .shaping import (
-    _normalize_axes, astype, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze, sum,
-    transpose, unbroadcast,
+    _normalize_axes, astype, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze,
+    stack, sum, transpose, unbroadcast,
 )
 
 __all__ = [
     "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross",
     "convolve", "correlate", "diff", "ediff1d", "interp", "polyval", "trapezoid", "cov",
-    "corrcoef", "vander",
+    "corrcoef", "vander", "vecdot",
+    "polyadd", "polysub", "polymul", "polyder", "polyint", "polydiv", "unwrap", "gradient",
 ]
+if hasattr(_np, "matvec"):  # NumPy >= 2.2
+    from .products import matvec, vecmat
+    __all__ += ["matvec", "vecmat"]
 
 
 def _float_dtype(*xs):
@@ -383,3 +388,222 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     if _np.iscomplexobj(cv):
         clipped = clipped + 1j * _np.clip(cv.imag, -1, 1)
     return c + (clipped - cv)
+
+
+# --- polynomial arithmetic ------------------------------------------------------------------
+# Coefficients run from the highest power down, as in NumPy. Plain inputs get NumPy's own
+# result; traced ones keep float32 where NumPy would promote (polyint), as JAX does.
+
+
+def _poly(p, name, arg="p"):
+    p = as_array(p)
+    if ndim(p) == 0:
+        p = reshape(p, (1,))
+    if ndim(p) != 1:
+        raise ValueError(f"{name}: {arg} must be a 1-D sequence of coefficients, got shape "
+                         f"{shape(p)}")
+    return p
+
+
+def _pad_front(p, n):
+    """p with zeros in front to length n (a higher power with coefficient 0)."""
+    k = shape(p)[0]
+    if k >= n:
+        return p
+    return concatenate([_np.zeros(n - k, _np.result_type(primal(p))), p])
+
+
+def polyadd(a1, a2):
+    """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
+    if not (_holds_box(a1) or _holds_box(a2)):
+        return _np.polyadd(a1, a2)
+    a1, a2 = _poly(a1, "polyadd", "a1"), _poly(a2, "polyadd", "a2")
+    n = max(shape(a1)[0], shape(a2)[0])
+    return _pad_front(a1, n) + _pad_front(a2, n)
+
+
+def polysub(a1, a2):
+    """NumPy's `polysub`: a1 - a2 as polynomials."""
+    if not (_holds_box(a1) or _holds_box(a2)):
+        return _np.polysub(a1, a2)
+    a1, a2 = _poly(a1, "polysub", "a1"), _poly(a2, "polysub", "a2")
+    n = max(shape(a1)[0], shape(a2)[0])
+    return _pad_front(a1, n) - _pad_front(a2, n)
+
+
+def polymul(a1, a2):
+    """NumPy's `polymul`: the product of two polynomials, the convolution of their
+    coefficients."""
+    if not (_holds_box(a1) or _holds_box(a2)):
+        return _np.polymul(a1, a2)
+    return convolve(_poly(a1, "polymul", "a1"), _poly(a2, "polymul", "a2"))
+
+
+def _powers(n, p):
+    """n, n-1, ..., 1 in p's dtype when it is floating (so float32 stays float32)."""
+    return _np.arange(n, 0, -1, dtype=_float_dtype(p))
+
+
+def polyder(p, m=1):
+    """NumPy's `polyder`: the m-th derivative of the polynomial p.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.polyder(fnp.array([1.0, 1.0, 1.0, 1.0]), 2)
+    array([6., 2.])
+    """
+    if not (_holds_box(p)):
+        return _np.polyder(p, m)
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"polyder: order of derivative m must be non-negative, got {m} "
+                         "(see polyint)")
+    p = as_array(p)
+    for _ in range(m):
+        p = p[:-1] * _powers(shape(p)[0] - 1, p)
+    return p
+
+
+def polyint(p, m=1, k=None):
+    """NumPy's `polyint`: the m-th antiderivative of p, with integration constants `k` (a
+    scalar, or one per integration, the first used first); differentiable in p and k."""
+    if not (_holds_box(p) or _holds_box(k)):
+        return _np.polyint(p, m, k)
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"polyint: order of integral m must be non-negative, got {m}")
+    p = as_array(p)
+    if k is None:
+        k = _np.zeros(m, _float_dtype(p))
+    k = as_array(k)
+    if ndim(k) == 0:
+        k = reshape(k, (1,))
+    if shape(k)[0] == 1 and m > 1:
+        k = broadcast_to(k, (m,))
+    if shape(k)[0] < m:
+        raise ValueError(f"polyint: k must be a scalar or have at least m = {m} constants, "
+                         f"got shape {shape(k)}")
+    dt = _float_dtype(p, k)
+    p = astype(p, dt)
+    for i in range(m):
+        p = concatenate([p / _powers(shape(p)[0], p), astype(k[i:i + 1], dt)])
+    return p
+
+
+def polydiv(u, v):
+    """NumPy's `polydiv`: (quotient, remainder) of u / v by long division, differentiable in
+    both. Leading remainder coefficients that NumPy drops as zero (`allclose(r[0], 0)`) are
+    dropped here too. Those the division zeroes by construction have zero derivatives; a
+    remainder coefficient that merely happens to be (near) zero at this point (v divides u)
+    is dropped with its derivative, since NumPy's result has no place for it."""
+    if not (_holds_box(u) or _holds_box(v)):
+        return _np.polydiv(u, v)
+    u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
+    dt = _float_dtype(u, v)
+    u, v = astype(u, dt), astype(v, dt)
+    m, n = shape(u)[0] - 1, shape(v)[0] - 1
+    scale = 1.0 / v[0]
+    r = u
+    q = []
+    for k in range(m - n + 1):
+        d = scale * r[k]
+        q.append(d)
+        r = r.at[k:k + n + 1].add(-(d * v))
+    q = stack(q) if q else _np.zeros(1, dt)
+    while _np.allclose(primal(r)[0], 0, rtol=1e-14) and shape(r)[0] > 1:
+        r = r[1:]
+    return q, r
+
+
+# --- phase unwrapping and numerical gradients ---------------------------------------------
+
+# unwrap adds multiples of `period` that are constant where the phase is differentiable: its
+# slope is 1, so both rules pass the tangent or cotangent through unchanged.
+_unwrap_p = defprimitive(
+    lambda p, discont, axis, period: _np.unwrap(p, discont, axis, period=period),
+    vjp=lambda ans, p, **params: lambda ct: ct,
+    jvp=lambda t, ans, p, **params: t,
+    name="unwrap",
+)
+
+
+def unwrap(p, discont=None, axis=-1, *, period=2 * _np.pi):
+    """NumPy's `unwrap` (its values exactly), differentiable in `p` with slope 1: the added
+    multiples of `period` are constants. `discont` and `period` are not differentiated."""
+    for name, value in (("discont", discont), ("period", period)):
+        if _is_traced(value):
+            raise TypeError(f"unwrap: {name} is a traced value; it is not differentiated, so "
+                            f"pass a constant (fgrad.stop_gradient({name}))")
+    p = as_array(p)
+    if not _np.issubdtype(_np.result_type(primal(p)), _np.inexact):
+        return _np.unwrap(primal(p), discont, axis, period=period)
+    return _unwrap_p(p, discont=discont, axis=axis, period=period)
+
+
+def _gradient_along(f, ax, dx, edge_order):
+    n = shape(f)[ax]
+    if n < edge_order + 1:
+        raise ValueError(
+            "gradient: shape of array too small to calculate a numerical gradient, at least "
+            f"(edge_order + 1) = {edge_order + 1} elements are required along axis {ax}")
+    lead = (slice(None),) * ax
+
+    def at_(s):
+        return f[lead + (s,)]
+
+    interior = (at_(slice(2, None)) - at_(slice(None, -2))) / (2.0 * dx)
+    if edge_order == 1:
+        first = (at_(slice(1, 2)) - at_(slice(0, 1))) / dx
+        last = (at_(slice(-1, None)) - at_(slice(-2, -1))) / dx
+    else:
+        first = (-1.5 / dx) * at_(slice(0, 1)) + (2.0 / dx) * at_(slice(1, 2)) \
+            + (-0.5 / dx) * at_(slice(2, 3))
+        last = (0.5 / dx) * at_(slice(-3, -2)) + (-2.0 / dx) * at_(slice(-2, -1)) \
+            + (1.5 / dx) * at_(slice(-1, None))
+    return concatenate([first, interior, last], axis=ax)
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """NumPy's `gradient` with scalar spacings (one for all axes, or one per axis): central
+    differences inside, one-sided differences of order `edge_order` (1 or 2) at the ends.
+    Linear in `f` (and differentiable in the spacings). Plain inputs get NumPy's own result;
+    traced float32 stays float32.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.gradient(fnp.array([1.0, 2.0, 4.0, 7.0]), 2.0)
+    array([0.5 , 0.75, 1.25, 1.5 ])
+    """
+    if not _is_traced(f) and not any(_is_traced(d) for d in varargs):
+        return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)
+    f = as_array(f)
+    nd = ndim(f)
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        for a in axes:
+            if not -nd <= a < nd:
+                raise ValueError(f"gradient: axis {a} is out of bounds for an array with {nd} "
+                                 "dimensions")
+        axes = tuple(int(a) % nd for a in axes)
+    if edge_order not in (1, 2):
+        raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order}")
+    if len(varargs) == 0:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1:
+        spacing = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacing = list(varargs)
+    else:
+        raise TypeError(f"gradient: give 0, 1 or {len(axes)} spacings (one per axis), got "
+                        f"{len(varargs)}")
+    for d in spacing:
+        if _np.ndim(primal(d)) != 0:
+            raise TypeError(
+                f"gradient: only scalar spacings are supported in fgrad, got one with shape "
+                f"{_np.shape(primal(d))}; for coordinate arrays apply numpy.gradient to "
+                "fgrad.stop_gradient(f), or pass the (uniform) step as a scalar")
+    spacing = [float(d) if not _is_traced(d) else d for d in spacing]
+    if not _np.issubdtype(_np.result_type(primal(f)), _np.inexact):
+        f = astype(f, _np.float64)
+    out = tuple(_gradient_along(f, ax, dx, edge_order) for ax, dx in zip(axes, spacing))
+    return out[0] if len(out) == 1 else out

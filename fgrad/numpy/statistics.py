@@ -1,8 +1,10 @@
 """Statistics over axes: `var`, `std`, `ptp`, `average`, `cumsum`, `cumprod`, `median`,
-`percentile`, `quantile`, the nan-ignoring reductions, and `all`/`any`/`count_nonzero`.
+`percentile`, `quantile`, NumPy 2's `cumulative_sum`/`cumulative_prod`, the nan-ignoring
+reductions, `bincount` (differentiable in its weights), and `all`/`any`/`count_nonzero`,
+`histogram`, `digitize` and the array predicates declared without a derivative.
 
 Most are compositions of differentiable fgrad operations (sum, where, max, gathers), so they
-need no rules of their own; `cumsum` and `cumprod` are primitives. Conventions:
+need no rules of their own; `cumsum`, `cumprod` and `bincount` are primitives. Conventions:
 
 - `std` (and `nanstd`) at zero variance returns 0 and a gradient of 0 (JAX gives nan). std is
   a norm of the centred data, so it has its minimum there and 0 is a valid subgradient;
@@ -22,6 +24,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 """
 
 import builtins as _builtins
+import operator as _operator
 
 import numpy as _np
 
@@ -39,7 +42,9 @@ __all__ = [
     "median", "percentile", "quantile",
     "nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar", "nanstd",
     "nanmedian", "nanpercentile", "nanquantile", "nancumsum", "nancumprod",
-    "all", "any", "count_nonzero",
+    "all", "any", "count_nonzero", "cumulative_sum", "cumulative_prod",
+    "bincount", "histogram", "digitize",
+    "array_equal", "array_equiv", "iscomplexobj", "isrealobj", "isscalar",
 ]
 
 
@@ -265,6 +270,40 @@ def cumprod(a, axis=None, dtype=None, out=None):
     _no_out(out, "cumprod")
     a, axis = _scan_axis(a, axis, dtype)
     return _cumprod_p(a, axis=axis)
+
+
+def _running_sum(a, axis):
+    return _cumsum_p(a, axis=axis, reverse=False)
+
+
+def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
+    _no_out(out, name)
+    x = _asarray(x)
+    if axis is None:
+        if ndim(x) > 1:
+            raise ValueError(f"{name}: axis must be given for a {ndim(x)}-D array "
+                             f"(shape {shape(x)}); pass axis=")
+        axis = 0
+    x, axis = _scan_axis(x, axis, dtype)
+    y = scan(x, axis=axis)
+    if not include_initial:
+        return y
+    s = list(shape(y))
+    s[axis] = 1
+    return concatenate([_np.full(s, initial, dtype=_np.result_type(primal(y))), y], axis=axis)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """NumPy 2's `cumulative_sum`: `cumsum` along `axis` (required for N-D arrays), with
+    `include_initial` prepending the sum of nothing, 0."""
+    return _cumulative(x, axis, dtype, out, include_initial, _running_sum, 0, "cumulative_sum")
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    """NumPy 2's `cumulative_prod`: `cumprod` along `axis` (required for N-D arrays), with
+    `include_initial` prepending the product of nothing, 1. Its derivatives are exact at
+    zeros, as `cumprod`'s."""
+    return _cumulative(x, axis, dtype, out, include_initial, _cumprod_p, 1, "cumulative_prod")
 
 
 # --- the nan-ignoring reductions ---------------------------------------------------------
@@ -619,3 +658,47 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 all = nondiff(_np.all, name="all")
 any = nondiff(_np.any, name="any")
 count_nonzero = nondiff(_np.count_nonzero, name="count_nonzero")
+
+
+# --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---
+
+_bincount_p = defprimitive(
+    lambda w, x, minlength: _np.bincount(x, w, minlength).astype(w.dtype, copy=False),
+    vjp=lambda ans, w, x, minlength: lambda ct: getitem(ct, x),
+    jvp=lambda t, ans, w, x, minlength: _bincount_p(t, x=x, minlength=minlength),
+    name="bincount",
+)
+
+
+def bincount(x, /, weights=None, minlength=0):
+    """NumPy's `bincount`, differentiable in `weights`: bin j holds the sum of the weights of
+    the j's in `x` (a constant array of non-negative integers). Traced weights keep their
+    float dtype (float32 stays float32, as in JAX); plain ones get NumPy's own result.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda w: fnp.bincount([0, 2, 2], w)[2])(fnp.array([1.0, 2.0, 3.0]))
+    array([0., 1., 1.])
+    """
+    x = _np.asarray(primal(x))
+    if type(weights) is not Box:
+        return _np.bincount(x, weights, minlength)
+    if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
+        raise TypeError(f"bincount: x must be a 1-D array of non-negative integers, got shape "
+                        f"{x.shape} and dtype {x.dtype}")
+    if shape(weights) != x.shape:
+        raise ValueError(f"bincount: weights must have x's shape {x.shape}, got shape "
+                         f"{shape(weights)}")
+    if not _np.issubdtype(_np.result_type(primal(weights)), _np.inexact):
+        weights = astype(weights, _np.float64)
+    return _bincount_p(weights, x=x, minlength=_operator.index(minlength))
+
+
+# --- no derivative: counts, bin indices and predicates --------------------------------------
+
+histogram = nondiff(_np.histogram, name="histogram")
+digitize = nondiff(_np.digitize, name="digitize")
+array_equal = nondiff(_np.array_equal, name="array_equal")
+array_equiv = nondiff(_np.array_equiv, name="array_equiv")
+iscomplexobj = nondiff(_np.iscomplexobj, name="iscomplexobj")
+isrealobj = nondiff(_np.isrealobj, name="isrealobj")
+isscalar = nondiff(_np.isscalar, name="isscalar")

@@ -1,0 +1,175 @@
+"""Gradient-table rows for the extras: linspace/logspace/geomspace, copy, diagflat,
+NumPy 2's permute_dims/concat/matrix_transpose/cumulative_sum/cumulative_prod/vecdot (and
+matvec/vecmat from NumPy 2.2), bincount's weights, polynomial arithmetic (polyadd, polysub,
+polymul, polyder, polyint, polydiv), unwrap and gradient; and the predicates and counts
+declared non-differentiable. See tests/gradtable.py."""
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from gradtable import Nondiff, Row
+
+ROWS = []
+
+# --- linspace, logspace, geomspace: scalar and array end points, every keyword -----------
+
+for num in (0, 1, 2, 5):
+    for endpoint in (True, False):
+        ROWS.append(Row("linspace", lambda a, b, n=num, e=endpoint: fnp.linspace(a, b, n, e),
+                        ((), ()), variant=f"num={num},endpoint={endpoint}"))
+for axis in (0, 1, -1, 2):
+    ROWS.append(Row("linspace", lambda a, b, ax=axis: fnp.linspace(a, b, 4, axis=ax),
+                    ((3, 1), (2,)), variant=f"arrays,axis={axis}"))
+ROWS += [
+    Row("linspace", lambda a: fnp.linspace(a, 3.0, 4), ((3,),), variant="traced start"),
+    Row("linspace", lambda b: fnp.linspace(-1.0, b, 4, endpoint=False), ((),),
+        variant="traced stop"),
+    Row("linspace", lambda a, b: fnp.linspace(a, b, 5, retstep=True), ((3,), ()),
+        variant="retstep"),
+    Row("linspace", lambda a, b: fnp.linspace(a, b, 3, dtype=np.float64), ((), (2,)),
+        variant="dtype=float64", promotes=True),
+    Row("logspace", lambda a, b: fnp.logspace(a, b, 4), ((), ())),
+    Row("logspace", lambda a, b: fnp.logspace(a, b, 3, endpoint=False, axis=-1), ((3,), (3,)),
+        variant="endpoint=False,axis=-1"),
+    Row("logspace", lambda a, b, c: fnp.logspace(a, b, 4, base=c), ((), (), ()),
+        ("real", "real", "positive"), variant="traced base"),
+    Row("logspace", lambda a, b, c: fnp.logspace(a, b, 3, base=c, axis=1), ((2,), (), (2,)),
+        ("real", "real", "positive"), variant="array base,axis=1"),
+    Row("logspace", lambda a, b: fnp.logspace(a, b, 4, base=2.0, dtype=np.float64), ((), ()),
+        variant="base=2,dtype", promotes=True),
+    Row("geomspace", lambda a, b: fnp.geomspace(a, b, 5), ((), ()), ("positive",)),
+    Row("geomspace", lambda a, b: fnp.geomspace(-a, -b, 4, endpoint=False), ((3,), ()),
+        ("positive",), variant="negative,endpoint=False"),
+    Row("geomspace", lambda a, b: fnp.geomspace(a, b, 3, axis=-1), ((2, 1), (3,)),
+        ("positive",), variant="arrays,axis=-1"),
+    Row("geomspace", lambda a, b: fnp.geomspace(a, b, 1), ((), ()), ("positive",),
+        variant="num=1"),
+]
+
+# --- copies, diagonals and NumPy 2's spellings --------------------------------------------
+
+ROWS += [Row("copy", fnp.copy, (s,)) for s in [(), (3,), (3, 2)]]
+ROWS += [
+    Row("diagflat", fnp.diagflat, ((3,),)),
+    Row("diagflat", lambda v: fnp.diagflat(v, 1), ((3, 2),), variant="k=1"),
+    Row("diagflat", lambda v: fnp.diagflat(v, k=-2), ((2,),), variant="k=-2"),
+    Row("permute_dims", fnp.permute_dims, ((3, 2),)),
+    Row("permute_dims", lambda x: fnp.permute_dims(x, (1, 2, 0)), ((3, 2, 2),),
+        variant="axes"),
+    Row("concat", lambda x, y: fnp.concat([x, y]), ((3,), (2,))),
+    Row("concat", lambda x, y: fnp.concat((x, y), axis=1), ((3, 2), (3, 1)), variant="axis=1"),
+    Row("concat", lambda x, y: fnp.concat([x, y], axis=None), ((3, 2), (2,)),
+        variant="axis=None"),
+    Row("matrix_transpose", fnp.matrix_transpose, ((3, 2),)),
+    Row("matrix_transpose", fnp.matrix_transpose, ((2, 3, 2),), variant="batch"),
+]
+
+# --- cumulative_sum, cumulative_prod ------------------------------------------------------
+
+for name in ("cumulative_sum", "cumulative_prod"):
+    fn = getattr(fnp, name)
+    ROWS += [
+        Row(name, fn, ((3,),)),
+        Row(name, fn, ((),), variant="0-d"),
+        Row(name, lambda x, fn=fn: fn(x, include_initial=True), ((3,),),
+            variant="include_initial"),
+        Row(name, lambda x, fn=fn: fn(x, axis=0), ((3, 2),), variant="axis=0"),
+        Row(name, lambda x, fn=fn: fn(x, axis=-1, include_initial=True), ((3, 2),),
+            variant="axis=-1,include_initial"),
+        Row(name, lambda x, fn=fn: fn(x, axis=1, dtype=np.float64), ((2, 3),),
+            variant="dtype", promotes=True),
+    ]
+
+# --- vector products ----------------------------------------------------------------------
+
+ROWS += [
+    Row("vecdot", fnp.vecdot, ((3,), (3,))),
+    Row("vecdot", fnp.vecdot, ((3, 2), (2,)), variant="broadcast"),
+    Row("vecdot", fnp.vecdot, ((2, 1, 3), (4, 3)), variant="batch"),
+    Row("vecdot", lambda x, y: fnp.vecdot(x, y, axis=0), ((3, 2), (3, 2)), variant="axis=0"),
+    Row("vecdot", lambda x, y: fnp.vecdot(x, y, axis=0), ((3,), (3, 2)),
+        variant="axis=0,ranks differ"),
+    Row("vecdot", lambda x, y: np.vecdot(x, y), ((3,), (2, 3)), variant="numpy ufunc"),
+]
+if hasattr(np, "matvec"):  # NumPy >= 2.2
+    ROWS += [
+        Row("matvec", fnp.matvec, ((2, 3), (3,))),
+        Row("matvec", fnp.matvec, ((4, 2, 3), (3,)), variant="batch"),
+        Row("matvec", fnp.matvec, ((2, 3), (4, 3)), variant="batch of vectors"),
+        Row("vecmat", fnp.vecmat, ((3,), (3, 2))),
+        Row("vecmat", fnp.vecmat, ((4, 3), (3, 2)), variant="batch of vectors"),
+        Row("vecmat", fnp.vecmat, ((3,), (2, 3, 2)), variant="batch"),
+    ]
+
+# --- bincount: differentiable in its weights ----------------------------------------------
+
+ROWS += [
+    Row("bincount", lambda w: fnp.bincount(np.array([0, 2, 2, 1, 0]), w), ((5,),)),
+    Row("bincount", lambda w: fnp.bincount(np.array([3, 3, 1]), weights=w, minlength=6),
+        ((3,),), variant="minlength"),
+]
+
+# --- polynomials --------------------------------------------------------------------------
+
+for name in ("polyadd", "polysub", "polymul"):
+    fn = getattr(fnp, name)
+    ROWS += [Row(name, fn, pair) for pair in [((3,), (3,)), ((4,), (2,)), ((1,), (3,)),
+                                              ((), (2,))]]
+ROWS += [
+    Row("polydiv", fnp.polydiv, ((4,), (2,)), ("real", "nonzero")),
+    Row("polydiv", fnp.polydiv, ((5,), (3,)), ("real", "nonzero"), variant="quadratic"),
+    Row("polydiv", fnp.polydiv, ((2,), (3,)), ("real", "nonzero"), variant="deg u < deg v"),
+    Row("polydiv", fnp.polydiv, ((3,), ()), ("real", "nonzero"), variant="by a constant"),
+]
+for m in (0, 1, 2, 4):
+    ROWS.append(Row("polyder", lambda p, m=m: fnp.polyder(p, m), ((4,),), variant=f"m={m}"))
+ROWS += [
+    Row("polyint", fnp.polyint, ((3,),)),
+    Row("polyint", lambda p: fnp.polyint(p, 2), ((3,),), variant="m=2"),
+    Row("polyint", lambda p: fnp.polyint(p, 0), ((3,),), variant="m=0"),
+    Row("polyint", lambda p, k: fnp.polyint(p, 1, k), ((3,), ()), variant="traced k"),
+    Row("polyint", lambda p, k: fnp.polyint(p, 2, k), ((2,), (2,)), variant="m=2,k per step"),
+    Row("polyint", lambda p, k: fnp.polyint(p, 3, k), ((2,), ()), variant="m=3,scalar k"),
+]
+
+# --- unwrap and gradient ------------------------------------------------------------------
+
+
+def _wrapped_phase(shape, axis):
+    # A random walk of phase with steps of about 2 rad, wrapped into (-pi, pi]: it jumps.
+    return lambda rng: (np.angle(np.exp(1j * np.cumsum(rng.normal(size=shape) * 2, axis))),)
+
+
+ROWS += [
+    Row("unwrap", fnp.unwrap, make=_wrapped_phase((8,), 0)),
+    Row("unwrap", lambda p: fnp.unwrap(p, axis=0), variant="axis=0",
+        make=_wrapped_phase((8, 3), 0)),
+    Row("unwrap", lambda p: fnp.unwrap(p, discont=4.0), variant="discont",
+        make=_wrapped_phase((3, 8), 1)),
+    Row("unwrap", lambda p: fnp.unwrap(p, period=5.0), variant="period",
+        make=_wrapped_phase((3, 8), 1)),
+]
+ROWS += [
+    Row("gradient", fnp.gradient, ((5,),)),
+    Row("gradient", lambda f: fnp.gradient(f, 0.5), ((2,),), variant="n=2,dx"),
+    Row("gradient", lambda f: fnp.gradient(f, edge_order=2), ((5,),), variant="edge_order=2"),
+    Row("gradient", lambda f: fnp.gradient(f, 0.5, 2.0), ((4, 3),), variant="2-D,dx per axis"),
+    Row("gradient", lambda f: fnp.gradient(f, axis=-1, edge_order=2), ((3, 4),),
+        variant="axis=-1,edge_order=2"),
+    Row("gradient", lambda f: fnp.gradient(f, 0.3, axis=(1, 0)), ((3, 4),),
+        variant="axis=(1,0)"),
+    Row("gradient", lambda f, d: fnp.gradient(f, d, edge_order=2), ((4,), ()),
+        ("real", "positive"), variant="traced dx"),
+]
+
+NONDIFF = [
+    Nondiff("full_like", lambda x: fnp.full_like(x, 2.5)),
+    Nondiff("empty_like", lambda x: np.shape(fnp.empty_like(x))),
+    Nondiff("iscomplexobj", fnp.iscomplexobj),
+    Nondiff("isrealobj", fnp.isrealobj),
+    Nondiff("isscalar", lambda x: fnp.isscalar(x[0])),
+    Nondiff("array_equal", lambda x: fnp.array_equal(x, x)),
+    Nondiff("array_equiv", lambda x: fnp.array_equiv(x, x[:1])),
+    Nondiff("digitize", lambda x: fnp.digitize(x, np.array([-1.0, 0.0, 1.0]))),
+    Nondiff("histogram", lambda x: fnp.histogram(x, bins=3)[0]),
+]
