@@ -128,7 +128,9 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """NumPy's `geomspace` for real end points (of one sign), differentiable in `start` and
-    `stop`; the first and last samples are exactly `start` and `stop`, as in NumPy."""
+    `stop`; the first and last samples are exactly `start` and `stop`, as in NumPy. Plain
+    inputs get NumPy's own result; traced float32 end points give float32 samples (NumPy
+    promotes them to float64; JAX keeps float32)."""
     if not _traced(start, stop):
         return _np.geomspace(start, stop, num, endpoint, dtype, axis)
     p_start, p_stop = primal(start), primal(stop)
