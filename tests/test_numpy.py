@@ -185,3 +185,20 @@ def test_jacobians_give_no_tangent_to_the_other_inputs_and_outputs():
             assert jac(lambda x, y: fnp.sqrt(x) + y, argnums=(0, 1))(0.0, 1.0) == (np.inf, 1.0)
         assert jacrev(lambda x: (fnp.sqrt(x), 2.0 * x))(0.0) == (np.inf, 2.0)
         assert jacfwd(lambda x: (fnp.sqrt(x), 2.0 * x))(0.0) == (np.inf, 2.0)
+
+
+def test_numpy_ufunc_keywords_on_traced_values():
+    x = np.ones(3)
+    np.testing.assert_array_equal(grad(lambda x: np.vecdot(x, x, axis=0))(x), 2 * x)
+    with pytest.raises(TypeError, match=r"numpy.sin was applied to a traced value with keyword arguments \['where'\]"):
+        grad(lambda x: np.sum(np.sin(x, where=x > 0)))(x)
+    with pytest.raises(TypeError, match=r"numpy.sin\(\.\.\., out=\.\.\.\) cannot write"):
+        grad(lambda x: np.sum(np.sin(x, out=np.zeros(3))))(x)
+
+
+def test_linalg_vecdot_conjugates_its_first_argument():
+    z, w = np.array([1 + 2j, 3 - 1j]), np.array([2 - 1j, 0.5j])
+    assert fnp.linalg.vecdot(z, w) == np.linalg.vecdot(z, w)
+    # Re(conj(z) w) = x Re(w) + y Im(w) for z = x + iy: the gradient d/dx - i d/dy is conj(w)
+    g = grad(lambda z: fnp.real(fnp.linalg.vecdot(z, w)))(z)
+    np.testing.assert_allclose(g, np.conj(w), rtol=1e-15)

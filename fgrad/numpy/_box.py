@@ -94,13 +94,25 @@ _UFUNCS = {}
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
-    if fn is None or method != "__call__" or kwargs:
+    if fn is None or method != "__call__":
         raise TypeError(
             f"NumPy's {ufunc.__name__} (method {method!r}) was applied to a traced value "
             f"({_describe(self)}); NumPy cannot differentiate it. Use fgrad.numpy "
             f"(import fgrad.numpy as fnp) in functions you differentiate."
         )
-    return fn(*inputs)
+    if kwargs.get("out") is not None:
+        raise TypeError(
+            f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
+            "arrays are values here. Use the returned value instead"
+        )
+    kwargs.pop("out", None)
+    if kwargs and isinstance(fn, Primitive):  # a primitive's keywords are its rules' parameters
+        raise TypeError(
+            f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
+            f"{sorted(kwargs)}, which fgrad.numpy.{ufunc.__name__} does not take; call it "
+            "without them (use fgrad.numpy.where for a `where=` mask)"
+        )
+    return fn(*inputs, **kwargs)
 
 
 _FUNCTIONS = {}  # NumPy function -> fgrad function, for `__array_function__`

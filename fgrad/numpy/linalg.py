@@ -43,6 +43,7 @@ from . import arrays as _arrays
 from . import products as _products
 from .elementwise import abs, sign, where
 from .products import matmul  # also exported: NumPy 2's `linalg.matmul` is `matmul`
+from .products import vecdot as _vecdot
 from .reductions import _product_of_others, max, min
 from .shaping import (
     _kept_shape, _normalize_axes, broadcast_to, concatenate, expand_dims, meta, moveaxis,
@@ -979,5 +980,5 @@ def diagonal(x, /, *, offset=0):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """NumPy's `linalg.vecdot` for real arrays: sum(x1 * x2, axis), with broadcasting."""
-    return sum(x1 * x2, axis=axis)
+    """NumPy's `linalg.vecdot`: sum(conj(x1) * x2) over `axis`, with broadcasting."""
+    return _vecdot(x1, x2, axis=axis)

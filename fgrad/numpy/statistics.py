@@ -34,7 +34,7 @@ from .elementwise import sqrt, where
 from .reductions import _exclusive_cumprod, _linear_recurrence, max, mean, min, prod
 from .shaping import (
     _kept_shape, _normalize_axes, astype, broadcast_to, concatenate, getitem, moveaxis,
-    ndim, ravel, reshape, shape, sum, transpose,
+    ndim, ravel, refuse_out, reshape, shape, sum, transpose,
 )
 
 __all__ = [
@@ -64,14 +64,6 @@ def _float_dtype(a):
 
 def _as_float(a):
     return a if _np.issubdtype(_np.result_type(primal(a)), _np.inexact) else astype(a, _np.float64)
-
-
-def _no_out(out, name):
-    if out is not None:
-        raise TypeError(
-            f"{name}(..., out=...) cannot write into an array inside a transform: arrays are "
-            f"immutable there. Use the returned value: y = fgrad.numpy.{name}(x)"
-        )
 
 
 def _count(a, axes):
@@ -113,7 +105,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correctio
     >>> fgrad.grad(lambda x: fnp.var(x))(fnp.array([1.0, 2.0, 3.0]))  # 2 (x - mean) / n
     array([-0.66666667,  0.        ,  0.66666667])
     """
-    _no_out(out, "var")
+    refuse_out(out, "var")
     a = _asarray(a)
     a = _as_float(a) if dtype is None else astype(a, dtype)
     axes = _normalize_axes(axis, ndim(a))
@@ -129,14 +121,14 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correctio
     At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
     std is a norm of the centred data, so it has its minimum there and 0 is a subgradient.
     """
-    _no_out(out, "std")
+    refuse_out(out, "std")
     v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
     return _sqrt_or_zero(v)
 
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """NumPy's `ptp` (peak to peak), `max - min`; ties share the gradient as in max and min."""
-    _no_out(out, "ptp")
+    refuse_out(out, "ptp")
     a = _asarray(a)
     return max(a, axis=axis, keepdims=keepdims) - min(a, axis=axis, keepdims=keepdims)
 
@@ -221,7 +213,7 @@ def _scan_axis(a, axis, dtype):
 
 def cumsum(a, axis=None, dtype=None, out=None):
     """NumPy's `cumsum`; `axis=None` runs over the flattened array."""
-    _no_out(out, "cumsum")
+    refuse_out(out, "cumsum")
     a, axis = _scan_axis(a, axis, dtype)
     return _cumsum_p(a, axis=axis, reverse=False)
 
@@ -267,7 +259,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     >>> fgrad.grad(lambda x: fnp.cumprod(x)[-1])(fnp.array([2.0, 0.0, 3.0]))
     array([0., 6., 0.])
     """
-    _no_out(out, "cumprod")
+    refuse_out(out, "cumprod")
     a, axis = _scan_axis(a, axis, dtype)
     return _cumprod_p(a, axis=axis)
 
@@ -277,7 +269,7 @@ def _running_sum(a, axis):
 
 
 def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
-    _no_out(out, name)
+    refuse_out(out, name)
     x = _asarray(x)
     if axis is None:
         if ndim(x) > 1:
@@ -329,21 +321,21 @@ def _all_nan(m, axes, keepdims):
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
     """NumPy's `nansum`: NaNs count as 0 and get a gradient of 0."""
-    _no_out(out, "nansum")
+    refuse_out(out, "nansum")
     a, _ = _nan_to(a if dtype is None else astype(_asarray(a), dtype), 0.0)
     return sum(a, axis=axis, keepdims=keepdims)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
     """NumPy's `nanprod`: NaNs count as 1 and get a gradient of 0."""
-    _no_out(out, "nanprod")
+    refuse_out(out, "nanprod")
     a, _ = _nan_to(a if dtype is None else astype(_asarray(a), dtype), 1.0)
     return prod(a, axis=axis, keepdims=keepdims)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     """NumPy's `nanmean`: the mean of the non-NaN elements (NaN for an all-NaN slice)."""
-    _no_out(out, "nanmean")
+    refuse_out(out, "nanmean")
     a = _asarray(a)
     a = _as_float(a) if dtype is None else astype(a, dtype)
     axes = _normalize_axes(axis, ndim(a))
@@ -356,7 +348,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
 
 def _nan_extremum(reduce, fill, name):
     def fn(a, axis=None, out=None, keepdims=False):
-        _no_out(out, name)
+        refuse_out(out, name)
         a = _asarray(a)
         axes = _normalize_axes(axis, ndim(a))
         a0, m = _nan_to(a, fill)
@@ -380,7 +372,7 @@ nanmin = _nan_extremum(min, _np.inf, "nanmin")
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     """NumPy's `nanvar`: the variance of the non-NaN elements (divided by `count - ddof`)."""
-    _no_out(out, "nanvar")
+    refuse_out(out, "nanvar")
     a = _asarray(a)
     a = _as_float(a) if dtype is None else astype(a, dtype)
     axes = _normalize_axes(axis, ndim(a))
@@ -399,21 +391,21 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correc
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
     """NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`)."""
-    _no_out(out, "nanstd")
+    refuse_out(out, "nanstd")
     v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
     return _sqrt_or_zero(v)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
     """NumPy's `nancumsum`: NaNs count as 0 and get a gradient of 0."""
-    _no_out(out, "nancumsum")
+    refuse_out(out, "nancumsum")
     a, _ = _nan_to(a, 0.0)
     return cumsum(a, axis=axis, dtype=dtype)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
     """NumPy's `nancumprod`: NaNs count as 1 and get a gradient of 0."""
-    _no_out(out, "nancumprod")
+    refuse_out(out, "nancumprod")
     a, _ = _nan_to(a, 1.0)
     return cumprod(a, axis=axis, dtype=dtype)
 
@@ -593,7 +585,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     >>> fgrad.grad(lambda x: fnp.quantile(x, 0.25))(fnp.array([4.0, 1.0, 3.0]))
     array([0. , 0.5, 0.5])
     """
-    _no_out(out, "quantile")
+    refuse_out(out, "quantile")
     _no_weights(weights, "quantile")
     return _quantile(a, q, axis, method, keepdims, "propagate", "quantile")
 
@@ -601,7 +593,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None):
     """NumPy's `percentile`: `quantile` with q in percent (see `quantile`)."""
-    _no_out(out, "percentile")
+    refuse_out(out, "percentile")
     _no_weights(weights, "percentile")
     return _quantile(a, q, axis, method, keepdims, "propagate", "percentile", scale=100.0)
 
@@ -610,7 +602,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
                 keepdims=False, *, weights=None):
     """NumPy's `nanquantile`: `quantile` of the non-NaN elements (NaN for an all-NaN slice);
     NaN positions get a gradient of 0."""
-    _no_out(out, "nanquantile")
+    refuse_out(out, "nanquantile")
     _no_weights(weights, "nanquantile")
     return _quantile(a, q, axis, method, keepdims, "omit", "nanquantile")
 
@@ -618,7 +610,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
     """NumPy's `nanpercentile`: `nanquantile` with q in percent."""
-    _no_out(out, "nanpercentile")
+    refuse_out(out, "nanpercentile")
     _no_weights(weights, "nanpercentile")
     return _quantile(a, q, axis, method, keepdims, "omit", "nanpercentile", scale=100.0)
 
@@ -643,13 +635,13 @@ def _median(a, axis, keepdims, nan_policy):
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """NumPy's `median`: the middle element, or the mean of the two middle elements. The
     gradient goes to them (ties: the elements a stable sort ranks in the middle)."""
-    _no_out(out, "median")
+    refuse_out(out, "median")
     return _median(a, axis, keepdims, "propagate")
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """NumPy's `nanmedian`: the median of the non-NaN elements; NaNs get a gradient of 0."""
-    _no_out(out, "nanmedian")
+    refuse_out(out, "nanmedian")
     return _median(a, axis, keepdims, "omit")
 
 
