@@ -9,13 +9,15 @@ Write a function with `fgrad.numpy` (a mirror of NumPy) and transform it:
 
 Public names only; the layers underneath are `core` (levels, boxes, the K transform),
 `primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
-transforms) and `test_util` (numerical gradient checks).
+transforms), `custom` (your own rules, checkpointing, a tap on the backward pass) and
+`test_util` (numerical gradient checks).
 """
 
 from . import numpy, tree_util
 from .api import (
     grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
 )
+from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
 from .primitive import primitive
 from . import test_util
 
@@ -23,5 +25,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
-    "stop_gradient", "primitive", "numpy", "tree_util", "test_util",
+    "stop_gradient", "primitive", "custom_vjp", "custom_jvp", "checkpoint", "remat",
+    "tap_cotangent", "numpy", "tree_util", "test_util",
 ]

@@ -1,0 +1,562 @@
+"""custom_vjp, custom_jvp, checkpoint and tap_cotangent: values, every transform to order 2,
+pytrees, nondiff_argnums, closures over traced values, and the errors users get."""
+
+import collections
+import functools
+import types
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import (
+    checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, remat,
+    tap_cotangent, vjp,
+)
+from fgrad.core import ReverseLevel
+from fgrad.test_util import check_grads
+
+Pair = collections.namedtuple("Pair", "a b")
+X = np.array([0.3, -1.2, 0.7])
+
+
+def assert_close(a, b, rtol=1e-12):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-14)
+
+
+# --- custom_vjp -------------------------------------------------------------------------------
+
+
+def make_sin_mul(scale=1.0):
+    """f(x, y) = sin(x) * y with a reverse rule scaled by `scale` (1: the true derivative;
+    another value shows which rule a transform used)."""
+    calls = []
+
+    @custom_vjp
+    def f(x, y):
+        calls.append("fun")
+        return fnp.sin(x) * y
+
+    def f_fwd(x, y):
+        calls.append("fwd")
+        return fnp.sin(x) * y, (fnp.cos(x), fnp.sin(x), y)
+
+    def f_bwd(res, ct):
+        cos_x, sin_x, y = res
+        return scale * ct * cos_x * y, scale * fnp.sum(ct * sin_x)  # y is a scalar
+
+    f.defvjp(f_fwd, f_bwd)
+    return f, calls
+
+
+def test_custom_vjp_outside_transforms_runs_fun():
+    f, calls = make_sin_mul()
+    assert_close(f(X, 2.0), np.sin(X) * 2.0)
+    assert calls == ["fun"]
+    assert f.__name__ == "f" and "custom_vjp" in repr(f)
+
+
+def test_custom_vjp_grad_uses_the_rule_in_both_modes():
+    f, calls = make_sin_mul(scale=3.0)  # a "wrong" rule: every mode must follow it
+    gx, gy = grad(lambda x, y: fnp.sum(f(x, y)), argnums=(0, 1))(X, 2.0)
+    assert_close(gx, 3.0 * np.cos(X) * 2.0)
+    assert_close(gy, 3.0 * np.sum(np.sin(X)))
+    assert "fun" not in calls
+    _, t = jvp(f, (X, 2.0), (np.ones(3), 0.0))  # forward mode, from the transposed bwd
+    assert_close(t, 3.0 * np.cos(X) * 2.0)
+    assert_close(jacfwd(f)(X, 2.0), np.diag(3.0 * np.cos(X) * 2.0))
+    assert_close(jacrev(f)(X, 2.0), np.diag(3.0 * np.cos(X) * 2.0))
+
+
+def test_custom_vjp_every_transform_to_order_2():
+    f, _ = make_sin_mul()
+    check_grads(f, (X, np.array(1.7)), order=2, modes=("fwd", "rev"))
+    assert_order_2_like_plain(lambda x: f(x, 2.0))
+
+
+def assert_order_2_like_plain(f):
+    """f(x) == sin(x) * 2 with custom rules: every second-order transform agrees with the
+    plain function's, and the third derivative too."""
+    plain = lambda x: fnp.sin(x) * 2.0
+    for second in (hessian, lambda f: jacfwd(jacfwd(f)), lambda f: jacrev(jacrev(f)),
+                   lambda f: jacrev(jacfwd(f))):
+        assert_close(second(lambda x: fnp.sum(f(x)))(X), np.diag(-2.0 * np.sin(X)))
+        assert_close(second(f)(X), second(plain)(X))
+    assert_close(grad(grad(f))(0.4), -2.0 * np.sin(0.4))
+    assert_close(grad(grad(grad(f)))(0.4), -2.0 * np.cos(0.4))
+
+
+def test_custom_vjp_pytrees_and_none_cotangents():
+    @custom_vjp
+    def f(p, z):
+        return {"s": p["w"] * p["b"][0], "t": Pair(fnp.sum(z), z * 2.0)}
+
+    def f_fwd(p, z):
+        return f(p, z), {"w": p["w"], "b0": p["b"][0]}
+
+    def f_bwd(res, ct):
+        w, b0 = res["w"], res["b0"]
+        ct_z = ct["t"].a + 2.0 * ct["t"].b
+        # None for a leaf (b[1]) is a zero
+        return {"w": ct["s"] * b0, "b": [ct["s"] * w, None]}, ct_z
+
+    f.defvjp(f_fwd, f_bwd)
+    p = {"w": np.array([1.0, 2.0]), "b": [np.array([3.0, -1.0]), np.array(0.5)]}
+    z = np.array([0.2, 0.4])
+    check_grads(f, (p, z), order=2, modes=("fwd", "rev"))
+    g = grad(lambda p: fnp.sum(f(p, z)["s"]))(p)
+    assert_close(g["w"], p["b"][0])
+    assert_close(g["b"][1], 0.0)
+
+
+def test_custom_vjp_none_for_a_whole_argument():
+    @custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, y), lambda y, ct: (ct * y, None))
+    gx, gy = grad(f, argnums=(0, 1))(2.0, 3.0)
+    assert gx == 3.0 and gy == 0.0
+
+
+def test_custom_vjp_nondiff_argnums():
+    @functools.partial(custom_vjp, nondiff_argnums=(0, 2))
+    def apply(fn, x, power):
+        return fn(x) ** power
+
+    def apply_fwd(fn, x, power):
+        y = fn(x)
+        return y ** power, y
+
+    def apply_bwd(fn, power, y, ct):  # nondiff arguments first, in order
+        return (ct * power * y ** (power - 1) * fnp.cos(fnp.arcsin(y)),)
+
+    apply.defvjp(apply_fwd, apply_bwd)
+    f = lambda x: fnp.sum(apply(fnp.sin, x, 3))
+    assert_close(grad(f)(X), 3 * np.sin(X) ** 2 * np.cos(X))
+    check_grads(lambda x: apply(fnp.sin, x, 3), (X,), order=2, modes=("fwd", "rev"))
+    assert_close(apply(fnp.sin, X, 2), np.sin(X) ** 2)  # keyword arguments resolved too:
+    assert_close(grad(lambda x: apply(fnp.sin, x=x, power=2))(0.5), np.sin(1.0))
+
+
+def test_custom_vjp_closure_over_an_outer_level_is_differentiated():
+    # y is traced by the outer grad only; the inner grad processes f: its fwd and bwd are
+    # traced by the outer level, so d/dy of the inner gradient is right.
+    def inner_grad(y):
+        @custom_vjp
+        def f(x):
+            return fnp.sin(x) * y
+
+        f.defvjp(lambda x: (fnp.sin(x) * y, fnp.cos(x)), lambda c, ct: (ct * c * y,))
+        return grad(f)(0.4)
+
+    assert_close(inner_grad(2.0), 2.0 * np.cos(0.4))
+    assert_close(grad(inner_grad)(2.0), np.cos(0.4))
+    assert_close(jvp(inner_grad, (2.0,), (1.0,))[1], np.cos(0.4))
+
+
+def closure_vjp(y, where):
+    """A custom_vjp function closing over y in its fwd (where='fwd') or bwd ('bwd')."""
+    @custom_vjp
+    def f(x):
+        return x * y
+
+    if where == "fwd":
+        f.defvjp(lambda x: (x * y, None), lambda res, ct: (ct * 2.0,))
+    else:
+        f.defvjp(lambda x: (2.0 * x, None), lambda res, ct: (ct * y,))
+    return f
+
+
+@pytest.mark.parametrize("where", ["fwd", "bwd"])
+def test_custom_vjp_closure_over_a_traced_value_is_refused(where):
+    g = lambda x, y: closure_vjp(y, where)(x)
+    # x not differentiated: f runs as `fun`, traced like any function, which is right
+    assert grad(g, argnums=1)(3.0, 2.0) == 3.0
+    with pytest.raises(TypeError, match=r"closes over 'y'.*shape \(\) and dtype float64"
+                                        r".*explicit argument"):
+        grad(g, argnums=(0, 1))(3.0, 2.0)
+    with pytest.raises(TypeError, match="closes over 'y'"):
+        jvp(g, (3.0, 2.0), (1.0, 1.0))
+    with pytest.raises(TypeError, match="closes over 'y'"):  # x outer, y inner
+        grad(lambda x: grad(lambda y: g(x, y))(2.0))(3.0)
+    # y outer, x inner: the inner grad's rules are traced by the outer one, which is right
+    # (the rules here are deliberately not fun's derivative: d/dy of bwd's answer)
+    assert grad(lambda y: grad(g)(3.0, y))(2.0) == (0.0 if where == "fwd" else 1.0)
+
+
+def test_custom_vjp_leak_through_a_global_is_refused():
+    # not a closure cell (an attribute of an object): found in the output and residuals
+    holder = types.SimpleNamespace()
+
+    @custom_vjp
+    def f(x):
+        return x
+
+    def g(y):
+        holder.y = y
+        return f(1.0 + 0.0 * y)
+
+    f.defvjp(lambda x: (x, x * holder.y), lambda r, ct: (ct * 1.0,))
+    with pytest.raises(TypeError, match=r"residuals depends on a value being differentiated "
+                                        r"that is not one of the function's arguments"):
+        grad(g)(2.0)
+    f.defvjp(lambda x: (x * holder.y, None), lambda r, ct: (ct * 1.0,))
+    with pytest.raises(TypeError, match=r"its output depends on a value being differentiated"):
+        jvp(g, (2.0,), (1.0,))
+
+
+def test_custom_vjp_traced_value_as_an_argument_gives_the_right_gradient():
+    @custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda r, ct: (ct * r[1], ct * r[0]))
+    g = lambda x, y: fnp.sin(f(x, y))
+    assert_close(grad(g, argnums=1)(3.0, 2.0), 3.0 * np.cos(6.0))
+    assert_close(jvp(g, (3.0, 2.0), (0.0, 1.0))[1], 3.0 * np.cos(6.0))
+    d2 = grad(lambda y: grad(g, argnums=1)(3.0, y))(2.0)
+    assert_close(d2, -9.0 * np.sin(6.0))
+    check_grads(g, (3.0, 2.0), order=2, modes=("fwd", "rev"))
+
+
+def test_custom_vjp_nondiff_argument_being_differentiated_is_refused():
+    @functools.partial(custom_vjp, nondiff_argnums=(1,))
+    def f(x, s):
+        return x * s
+
+    f.defvjp(lambda x, s: (x * s, None), lambda s, r, ct: (ct * s,))
+    with pytest.raises(TypeError, match=r"argument 1 is in nondiff_argnums.*shape \(\).*"
+                                        r"stop_gradient"):
+        grad(lambda x: f(x, x))(3.0)
+    with pytest.raises(TypeError, match=r"argument 1 is in nondiff_argnums"):
+        grad(lambda x: grad(lambda s: f(x, s) * s)(3.0))(2.0)  # s inner, x outer
+    # s traced by an outer grad only: fwd and bwd are traced by it, which is right
+    assert grad(lambda s: grad(lambda x: f(x, s))(2.0))(3.0) == 1.0
+    assert grad(lambda x: f(x, fgrad.stop_gradient(x)))(3.0) == 3.0
+    # x not differentiated: f runs as `fun`, traced like any function
+    assert grad(lambda s: f(2.0, s))(3.0) == 2.0
+
+
+def test_custom_vjp_errors():
+    @custom_vjp
+    def f(x, y):
+        return x * y
+
+    with pytest.raises(TypeError, match=r"no rule yet.*defvjp"):
+        f(1.0, 2.0)
+    with pytest.raises(TypeError, match="fwd must be a function"):
+        f.defvjp(1.0, lambda r, ct: ct)
+    f.defvjp(lambda x, y: (x * y, None), lambda r, ct: (ct,))
+    with pytest.raises(TypeError, match=r"one cotangent per differentiable argument \(2"):
+        grad(f)(1.0, 2.0)
+    f.defvjp(lambda x, y: x * y, lambda r, ct: (ct, ct))
+    with pytest.raises(TypeError, match="fwd must return a pair"):
+        grad(f)(1.0, 2.0)
+    f.defvjp(lambda x, y: (x * y, None), lambda r, ct: (fnp.ones(3), ct))
+    with pytest.raises(ValueError, match=r"argument.*shape \(3,\).*shape \(\)"):
+        grad(f)(1.0, 2.0)
+    f.defvjp(lambda x, y: (x * y, None), lambda r, ct: ((ct, ct), ct))
+    with pytest.raises(ValueError, match=r"cotangent of argument 0 has structure PyTreeDef\(\(\*, \*\)\)"):
+        grad(f)(1.0, 2.0)
+    g = custom_vjp(lambda x: x, nondiff_argnums=(5,))
+    g.defvjp(lambda x: (x, None), lambda r, ct: (ct,))
+    with pytest.raises(ValueError, match="nondiff_argnums names argument 5"):
+        g(1.0)
+    with pytest.raises(TypeError, match="nondiff_argnums must be a tuple of ints"):
+        custom_vjp(lambda x: x, nondiff_argnums="0")
+    with pytest.raises(TypeError, match="custom_vjp expects a function"):
+        custom_vjp(None)
+
+
+def test_custom_vjp_float32_cotangents_keep_their_dtype():
+    @custom_vjp
+    def f(x):
+        return x * 2
+
+    f.defvjp(lambda x: (x * 2, None), lambda r, ct: (2.0 * np.float64(1.0) * ct,))
+    x = np.array([1.0, 2.0], np.float32)
+    g = grad(lambda x: fnp.sum(f(x)))(x)
+    assert g.dtype == np.float32
+
+
+# --- custom_jvp -------------------------------------------------------------------------------
+
+
+def make_jvp_sin_mul(scale=1.0):
+    calls = []
+
+    @custom_jvp
+    def f(x, y):
+        calls.append("fun")
+        return fnp.sin(x) * y
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("rule")
+        (x, y), (tx, ty) = primals, tangents
+        return fnp.sin(x) * y, scale * (fnp.cos(x) * y * tx + fnp.sin(x) * ty)
+
+    return f, calls
+
+
+def test_custom_jvp_uses_the_rule_in_both_modes():
+    f, calls = make_jvp_sin_mul(scale=3.0)
+    assert_close(f(X, 2.0), 2.0 * np.sin(X))
+    assert calls == ["fun"]
+    gx, gy = grad(lambda x, y: fnp.sum(f(x, y)), argnums=(0, 1))(X, 2.0)
+    assert_close(gx, 3.0 * np.cos(X) * 2.0)
+    assert_close(gy, 3.0 * np.sum(np.sin(X)))
+    _, t = jvp(f, (X, 2.0), (np.ones(3), 1.0))
+    assert_close(t, 3.0 * (np.cos(X) * 2.0 + np.sin(X)))
+    assert_close(jacrev(f)(X, 2.0), np.diag(6.0 * np.cos(X)))
+    assert_close(jacfwd(f)(X, 2.0), np.diag(6.0 * np.cos(X)))
+
+
+def test_custom_jvp_every_transform_to_order_2():
+    f, _ = make_jvp_sin_mul()
+    check_grads(f, (X, np.array(1.7)), order=2, modes=("fwd", "rev"))
+    assert_order_2_like_plain(lambda x: f(x, 2.0))
+
+
+def test_custom_jvp_pytrees_nondiff_and_defjvps():
+    @functools.partial(custom_jvp, nondiff_argnums=(1,))
+    def f(p, k):
+        return Pair(p["a"] * k, fnp.exp(p["b"]))
+
+    @f.defjvp
+    def f_jvp(k, primals, tangents):
+        (p,), (t,) = primals, tangents
+        out = f(p, k)
+        return out, Pair(t["a"] * k, None if k > 10 else out.b * t["b"])  # None: a zero
+
+    p = {"a": np.array([1.0, 2.0]), "b": np.array(0.3)}
+    check_grads(lambda p: f(p, 2.0), (p,), order=2, modes=("fwd", "rev"))
+    g = grad(lambda p: fnp.sum(f(p, 20.0).b))(p)
+    assert_close(g["b"], 0.0)
+
+    h = custom_jvp(lambda x, y: x * fnp.sin(y))
+    h.defjvps(lambda tx, ans, x, y: tx * fnp.sin(y), lambda ty, ans, x, y: x * fnp.cos(y) * ty)
+    check_grads(h, (X, 0.8), order=2, modes=("fwd", "rev"))
+    z = custom_jvp(lambda x, y: x * y)
+    z.defjvps(None, lambda ty, ans, x, y: x * ty)  # None: no derivative for x
+    assert grad(z, argnums=(0, 1))(2.0, 3.0) == (0.0, 2.0)
+    with pytest.raises(TypeError, match="defjvps cannot be used with nondiff_argnums"):
+        f.defjvps(None, None)
+
+
+def test_custom_jvp_closure_over_a_traced_value():
+    def g(x, y):
+        @custom_jvp
+        def f(x):
+            return x * y
+
+        f.defjvp(lambda p, t: (p[0] * y, t[0] * y))
+        return f(x)
+
+    assert grad(g, argnums=1)(3.0, 2.0) == 3.0  # x not differentiated: fun is traced
+    for transform in (lambda: grad(g, argnums=(0, 1))(3.0, 2.0),
+                      lambda: jvp(g, (3.0, 2.0), (1.0, 1.0)),
+                      lambda: grad(lambda x: grad(lambda y: g(x, y))(2.0))(3.0)):
+        with pytest.raises(TypeError, match=r"closes over 'y'.*shape \(\).*explicit argument"):
+            transform()
+    assert grad(lambda y: grad(g)(3.0, y))(2.0) == 1.0  # y outer, x inner: right
+
+    @custom_jvp
+    def f2(x, y):  # the same, with y as an argument
+        return x * y
+
+    f2.defjvp(lambda p, t: (p[0] * p[1], t[0] * p[1] + p[0] * t[1]))
+    assert grad(f2, argnums=(0, 1))(3.0, 2.0) == (2.0, 3.0)
+    assert jvp(f2, (3.0, 2.0), (1.0, 1.0))[1] == 5.0
+    assert grad(lambda y: grad(f2, argnums=1)(3.0, y) * y)(2.0) == 3.0
+    assert grad(lambda y: grad(f2)(3.0, y))(2.0) == 1.0
+    assert grad(lambda x: grad(lambda y: f2(x, y))(2.0))(3.0) == 1.0
+
+
+def test_custom_jvp_closure_over_an_outer_level_is_differentiated():
+    def inner(y):
+        @custom_jvp
+        def f(x):
+            return fnp.sin(x) * y
+
+        f.defjvp(lambda p, t: (fnp.sin(p[0]) * y, fnp.cos(p[0]) * y * t[0]))
+        return grad(f)(0.4)
+
+    assert_close(grad(inner)(2.0), np.cos(0.4))
+    assert_close(jvp(inner, (2.0,), (1.0,))[1], np.cos(0.4))
+
+
+def test_custom_jvp_errors():
+    f = custom_jvp(lambda x: x)
+    with pytest.raises(TypeError, match=r"no rule yet.*defjvp"):
+        f(1.0)
+    f.defjvp(lambda p, t: p[0])
+    with pytest.raises(TypeError, match="must return a pair"):
+        grad(f)(1.0)
+    f.defjvp(lambda p, t: (p[0], (t[0], t[0])))
+    for transform in (grad(f), jacfwd(f)):
+        with pytest.raises(ValueError, match=r"tangent.* has structure PyTreeDef\(\(\*, \*\)\)"):
+            transform(1.0)
+    f.defjvp(lambda p, t: (p[0], fnp.ones(2)))
+    for transform in (grad(f), jacfwd(f)):
+        with pytest.raises(ValueError, match=r"tangent.*shape \(2,\).*shape \(\)"):
+            transform(1.0)
+    with pytest.raises(TypeError, match="custom_jvp expects a function"):
+        custom_jvp(3.0)
+
+
+# --- checkpoint -------------------------------------------------------------------------------
+
+
+def mlp(w, h):
+    for _ in range(3):
+        h = fnp.tanh(w @ h + 0.1)
+    return h
+
+
+W = np.random.default_rng(0).standard_normal((3, 3)) * 0.5
+
+
+def loss(w, x, layer):
+    return fnp.sum(layer(w, layer(w, x)) ** 2)
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: grad(f),
+    lambda f: jacfwd(f),
+    lambda f: jacrev(f),
+    lambda f: hessian(f),
+    lambda f: jacfwd(jacfwd(f)),
+    lambda f: jacrev(jacrev(f)),
+    lambda f: jacrev(jacfwd(f)),
+    lambda f: grad(lambda x: fnp.sum(grad(f)(x) ** 2)),
+], ids=["grad", "jacfwd", "jacrev", "hessian", "fwd-fwd", "rev-rev", "rev-fwd", "grad-grad"])
+def test_checkpoint_gradients_equal_the_unchecked_ones(transform):
+    plain = transform(lambda x: loss(W, x, mlp))
+    checked = transform(lambda x: loss(W, x, checkpoint(mlp)))
+    assert_close(checked(X), plain(X), rtol=1e-12)
+    plain_w = transform(lambda w: loss(w, X, mlp))
+    checked_w = transform(lambda w: loss(w, X, checkpoint(mlp)))
+    assert_close(checked_w(W), plain_w(W), rtol=1e-12)
+
+
+def test_checkpoint_first_order_gradient_is_bitwise_equal():
+    g_plain = grad(lambda x: loss(W, x, mlp))(X)
+    g_checked = grad(lambda x: loss(W, x, checkpoint(mlp)))(X)
+    np.testing.assert_array_equal(g_checked, g_plain)
+
+
+def test_checkpoint_stores_one_node_and_reruns_fun():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return fnp.sin(fnp.cos(fnp.exp(x)))
+
+    with ReverseLevel() as level:
+        y = checkpoint(f)(level.new_input(0.3))
+    assert len(level.tape) == 1 and len(calls) == 1
+    with ReverseLevel() as level:
+        f(level.new_input(0.3))
+    assert len(level.tape) == 3
+    calls.clear()
+    g = grad(checkpoint(f))(0.3)
+    assert len(calls) == 2  # the forward pass, and once more in the bprop
+    assert_close(g, grad(f)(0.3))
+    assert type(y) is fgrad.core.Box
+
+
+def test_checkpoint_pytrees_kwargs_constants_and_remat():
+    c = np.array([1.0, 2.0, 3.0])  # a constant closed over: fine
+
+    def f(p, x, scale=1.0):
+        return {"u": fnp.sin(p["a"] * x) * c, "v": (fnp.sum(p["b"] * x) * scale,)}
+
+    p = {"a": np.array(0.7), "b": np.array([0.1, 0.2, 0.3])}
+    assert remat is checkpoint
+    cf = checkpoint(f)
+    assert cf.__name__ == "checkpoint(f)"
+    out = cf(p, X, scale=2.0)
+    assert_close(out["u"], f(p, X)["u"])
+    check_grads(lambda p, x: cf(p, x, scale=2.0), (p, X), order=2, modes=("fwd", "rev"))
+    g1 = grad(lambda p: fnp.sum(cf(p, X, scale=2.0)["u"]) + cf(p, X, scale=2.0)["v"][0])(p)
+    g2 = grad(lambda p: fnp.sum(f(p, X, scale=2.0)["u"]) + f(p, X, scale=2.0)["v"][0])(p)
+    assert_close(g1["a"], g2["a"])
+    assert_close(g1["b"], g2["b"])
+
+
+def test_checkpoint_closure_over_a_traced_value():
+    g = lambda w, x: fnp.sum(checkpoint(lambda x: fnp.tanh(w * x))(x))
+    ref = lambda w, x: fnp.sum(fnp.tanh(w * x))
+    assert_close(grad(g)(0.5, X), grad(ref)(0.5, X))  # x not traced: fun is traced
+    for transform in (lambda: grad(g, argnums=(0, 1))(0.5, X),
+                      lambda: jvp(g, (0.5, X), (1.0, X)),
+                      lambda: grad(lambda x: grad(lambda w: g(w, x))(0.5))(0.2)):
+        with pytest.raises(TypeError, match=r"closes over 'w'.*shape \(\).*explicit argument"):
+            transform()
+    d2 = lambda f: grad(lambda w: fnp.sum(grad(f, argnums=1)(w, X)))(0.5)
+    assert_close(d2(g), d2(ref))  # w outer, x inner: the outer grad traces the re-run
+    h = lambda w, x: fnp.sum(checkpoint(lambda w, x: fnp.tanh(w * x))(w, x))
+    assert_close(grad(h)(0.5, X), grad(ref)(0.5, X))
+    assert_close(jvp(h, (0.5, X), (1.0, X))[1], jvp(ref, (0.5, X), (1.0, X))[1])
+    assert_close(d2(h), d2(ref))
+
+
+def test_checkpoint_integer_arguments_and_nesting():
+    def f(x, n):
+        for _ in range(n):
+            x = fnp.sin(x)
+        return x
+
+    outer = checkpoint(lambda x: checkpoint(f)(x, 3) * 2.0)
+    assert_close(grad(outer)(0.4), grad(lambda x: f(x, 3) * 2.0)(0.4))
+    assert_close(hessian(outer)(0.4), hessian(lambda x: f(x, 3) * 2.0)(0.4))
+
+
+# --- tap_cotangent ----------------------------------------------------------------------------
+
+
+def test_tap_clips_reverse_mode_and_passes_tangents():
+    clip = lambda ct: fnp.clip(ct, -1.0, 1.0)
+    f = lambda x: 10.0 * tap_cotangent(x, clip) + x
+    assert_close(grad(lambda x: fnp.sum(f(x)))(X), np.full(3, 2.0))
+    assert_close(jvp(f, (X,), (np.ones(3),))[1], np.full(3, 11.0))  # unchanged tangents
+    assert_close(tap_cotangent(X, clip), X)
+
+
+def test_tap_logs_and_is_differentiable_to_order_2():
+    seen = []
+    f = lambda x: fnp.sin(tap_cotangent(x, seen.append)) * x
+    check_grads(f, (X,), order=2, modes=("fwd", "rev"))
+    assert seen  # it saw the cotangents
+    seen.clear()
+    grad(lambda x: fnp.sum(f(x)))(X)
+    assert len(seen) == 1
+    assert_close(seen[0], np.cos(X) * X)
+    scaled = lambda x: fnp.sum(fnp.sin(tap_cotangent(x, lambda ct: ct * 3.0)) ** 2)
+    assert_close(hessian(scaled)(X), np.diag(3.0 * 2.0 * np.cos(2 * X)))
+
+
+def test_tap_pytrees():
+    got = {}
+
+    def on_ct(ct):
+        got.update(ct)
+        return {"a": ct["a"] * 0.5, "b": None}  # None for a leaf: a zero cotangent
+
+    def f(p):
+        t = tap_cotangent(p, on_ct)
+        return fnp.sum(t["a"] * 2.0) + t["b"] ** 2 + p["b"]
+
+    p = {"a": np.array([1.0, 2.0]), "b": np.array(3.0)}
+    g = grad(f)(p)
+    assert_close(g["a"], [1.0, 1.0])
+    assert_close(g["b"], 1.0)  # only the direct use of p["b"]
+    assert_close(got["a"], [2.0, 2.0])
+    assert_close(got["b"], 6.0)
+    with pytest.raises(TypeError, match="expects a function second"):
+        tap_cotangent(1.0, 2.0)
+    with pytest.raises(ValueError, match=r"on_cotangent's result \(leaf 0\) has shape \(3,\)"):
+        grad(lambda x: tap_cotangent(x, lambda ct: fnp.ones(3)))(1.0)
