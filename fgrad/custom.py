@@ -58,8 +58,9 @@ np.float64(1.0)
 
 A forward pass in plain NumPy, which fgrad cannot trace (a Newton iteration here; a call into
 compiled code is the same), with a bprop by implicit differentiation: y = root(x) solves
-y**3 + y = x, so dy/dx = 1 / (3 y**2 + 1). The bprop is in fgrad operations, so forward mode
-works too; the residual `y` is a plain number, so derivatives stop at the first order.
+y**3 + y = x, so dy/dx = 1 / (3 y**2 + 1). Under a transform `fun` only ever sees plain
+values. `fwd` calls `root` itself, not the iteration, so that an outer transform sees `root`
+with its rule too: with the bprop in fgrad operations, derivatives of every order work.
 
 >>> @fgrad.custom_vjp
 ... def root(x):
@@ -72,6 +73,8 @@ works too; the residual `y` is a plain number, so derivatives stop at the first 
 >>> x = np.array([2.0, 10.0])
 >>> print(root(x), fgrad.jacrev(root)(x).diagonal(), fgrad.jacfwd(root)(x).diagonal())
 [1. 2.] [0.25       0.07692308] [0.25       0.07692308]
+>>> float(fgrad.grad(fgrad.grad(root))(2.0))  # -6 y (dy/dx)**3
+-0.09375
 
 Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy` (to split outputs differentiably) and
 `fgrad.api` (`checkpoint` re-runs its function under `vjp` and `jvp`).

@@ -560,3 +560,28 @@ def test_tap_pytrees():
         tap_cotangent(1.0, 2.0)
     with pytest.raises(ValueError, match=r"on_cotangent's result \(leaf 0\) has shape \(3,\)"):
         grad(lambda x: tap_cotangent(x, lambda ct: fnp.ones(3)))(1.0)
+
+
+# --- combinations -----------------------------------------------------------------------------
+
+
+def test_custom_rules_inside_checkpoint_and_tap_inside_custom_rules():
+    f, _ = make_sin_mul()
+    g, _ = make_jvp_sin_mul()
+    h = checkpoint(lambda x: g(f(x, 2.0), 1.5) + tap_cotangent(x, lambda ct: ct))
+    ref = lambda x: fnp.sin(fnp.sin(x) * 2.0) * 1.5 + x
+    check_grads(h, (X,), order=2, modes=("fwd", "rev"))
+    for transform in (jacfwd, jacrev, hessian):
+        assert_close(transform(lambda x: fnp.sum(h(x)))(X), transform(lambda x: fnp.sum(ref(x)))(X))
+
+
+def test_integer_arguments_and_outputs_pass_through():
+    @custom_vjp
+    def f(x, n):
+        return x ** n, n + 1
+
+    f.defvjp(lambda x, n: ((x ** n, n + 1), x), lambda x, ct: (ct[0] * 3 * x ** 2, None))
+    y, m = f(2.0, 3)
+    assert y == 8.0 and m == 4
+    assert grad(lambda x: f(x, 3)[0])(2.0) == 12.0
+    assert jvp(lambda x: f(x, 3)[0], (2.0,), (1.0,))[1] == 12.0
