@@ -372,17 +372,17 @@ def _bind_packed(name, leaves, levels, rules, outputs):
 
         return ans, bprop
 
-    jvp = None
-    if hasattr(rules, "jvp"):
-        def jvp(tangents, ans, *vals):
-            vals = list(vals)
-            level = _processing_level(levels, vals)
-            t_out = rules.jvp(list(tangents), vals, leaves, level)
-            _check_no_leak(ans, level, who, "its output")
-            _check_no_leak(t_out, level, who, "the tangent of its output")
-            return outputs.pack_tangent(t_out, "the tangent of the output")
+    def jvp(tangents, ans, *vals):
+        vals = list(vals)
+        level = _processing_level(levels, vals)
+        t_out = rules.jvp(list(tangents), vals, leaves, level)
+        _check_no_leak(ans, level, who, "its output")
+        _check_no_leak(t_out, level, who, "the tangent of its output")
+        return outputs.pack_tangent(t_out, "the tangent of the output")
 
-    return bind(Primitive(name, impl, fprop=fprop, jvp=jvp), leaves, {})
+    # Without a jvp rule (custom_vjp), forward mode transposes the bprop.
+    prim = Primitive(name, impl, fprop=fprop, jvp=jvp if hasattr(rules, "jvp") else None)
+    return bind(prim, leaves, {})
 
 
 def _resolve_kwargs(fun, args, kwargs, who):
@@ -746,10 +746,14 @@ def checkpoint(fun):
     differentiated must be passed as an argument. Also named `remat`, as in JAX.
 
     >>> import fgrad, fgrad.numpy as fnp
-    >>> layer = fgrad.checkpoint(lambda w, h: fnp.tanh(w * h))
-    >>> f = lambda w: fnp.sum(layer(w, layer(w, fnp.array([0.5, 1.0]))))
-    >>> bool(fnp.allclose(fgrad.grad(f)(0.7),
-    ...                   fgrad.grad(lambda w: fnp.sum(fnp.tanh(w * fnp.tanh(w * fnp.array([0.5, 1.0])))))(0.7)))
+    >>> def block(w, h):
+    ...     for _ in range(10):
+    ...         h = fnp.tanh(w @ h)
+    ...     return h
+    >>> x, w = fnp.ones(3), fnp.eye(3) * 0.9
+    >>> loss = lambda w: fnp.sum(block(w, block(w, x)))
+    >>> loss_checkpointed = lambda w: fnp.sum(fgrad.checkpoint(block)(w, block(w, x)))
+    >>> bool(fnp.all(fgrad.grad(loss_checkpointed)(w) == fgrad.grad(loss)(w)))
     True
     """
     if not callable(fun):

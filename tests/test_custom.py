@@ -12,7 +12,7 @@ import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
     checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, remat,
-    tap_cotangent, vjp,
+    tap_cotangent,
 )
 from fgrad.core import ReverseLevel
 from fgrad.test_util import check_grads
@@ -258,7 +258,8 @@ def test_custom_vjp_errors():
     with pytest.raises(ValueError, match=r"argument.*shape \(3,\).*shape \(\)"):
         grad(f)(1.0, 2.0)
     f.defvjp(lambda x, y: (x * y, None), lambda r, ct: ((ct, ct), ct))
-    with pytest.raises(ValueError, match=r"cotangent of argument 0 has structure PyTreeDef\(\(\*, \*\)\)"):
+    with pytest.raises(ValueError,
+                       match=r"cotangent of argument 0 has structure PyTreeDef\(\(\*, \*\)\)"):
         grad(f)(1.0, 2.0)
     g = custom_vjp(lambda x: x, nondiff_argnums=(5,))
     g.defvjp(lambda x: (x, None), lambda r, ct: (ct,))
