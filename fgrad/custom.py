@@ -133,8 +133,9 @@ def _processing_level(levels, vals):
     return min((lv for lv in levels if lv.depth > left), key=operator.attrgetter("depth"))
 
 
-def _leak(tree, level):
-    """A leaf of `tree` holding a box of `level` or of a live level inside it, else None.
+def _leak(tree, level, allowed=None):
+    """A leaf of `tree` holding a box of `level` or of a live level inside it (other than
+    `allowed`), else None.
 
     Such a box in what a primitive's rule returns at `level` can only come from a value of
     that level the rule closed over (its arguments hold only boxes of outer levels).
@@ -142,7 +143,7 @@ def _leak(tree, level):
     for x in tree_flatten(tree)[0]:
         y = x
         while type(y) is Box:
-            if y.level.live and y.level.depth >= level.depth:
+            if y.level.live and y.level.depth >= level.depth and y.level is not allowed:
                 return x
             y = y.value
     return None
@@ -368,7 +369,13 @@ def _bind_packed(name, leaves, levels, rules, outputs):
         ans = outputs.pack(out, "the forward rule")
 
         def bprop(ct):
-            return tuple(bprop_of_tree(outputs.split(ct)))
+            cts = tuple(bprop_of_tree(outputs.split(ct)))
+            if level.live:  # forward mode transposing the bprop: the cotangent's own level
+                allowed = ct.level if type(ct) is Box else None  # is the only one inside
+                x = _leak(cts, level, allowed)
+                if x is not None:
+                    _raise_leak(who, "the cotangents its bprop returned", x)
+            return cts
 
         return ans, bprop
 

@@ -205,6 +205,10 @@ def test_custom_vjp_leak_through_a_global_is_refused():
     f.defvjp(lambda x: (x * holder.y, None), lambda r, ct: (ct * 1.0,))
     with pytest.raises(TypeError, match=r"its output depends on a value being differentiated"):
         jvp(g, (2.0,), (1.0,))
+    f.defvjp(lambda x: (x, None), lambda r, ct: (ct * holder.y,))  # only bwd uses it
+    with pytest.raises(TypeError, match=r"cotangents its bprop returned depends on a value"):
+        jvp(g, (2.0,), (1.0,))
+    assert grad(g)(2.0) == 0.0  # reverse mode: f's output, from fwd, does not depend on y
 
 
 def test_custom_vjp_traced_value_as_an_argument_gives_the_right_gradient():
