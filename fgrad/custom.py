@@ -456,6 +456,23 @@ class _CustomFunction:
             nondiff.add(a % n)
         return sorted(nondiff), [i for i in range(n) if i not in nondiff]
 
+    def _has_rule(self):
+        raise NotImplementedError
+
+    def __call__(self, *args, **kwargs):
+        who = self._who()
+        if not self._has_rule():
+            raise TypeError(
+                f"{who} has no rule yet: call {_fun_name(self.fun)}.{self._how_to_define} first"
+            )
+        args = _resolve_kwargs(self.fun, args, kwargs, who)
+        nondiff, diff = self._split_args(args)
+        leaves, in_tree = tree_flatten(tuple(args[i] for i in diff))
+        return _bind_call(
+            f"{self._kind}({_fun_name(self.fun)})", leaves,
+            self._rules(self, args, nondiff, diff, in_tree), _Outputs(who),
+        )
+
     def _check_nondiff(self, args, nondiff, level):
         for i in nondiff:
             x = _leak(args[i], level)
@@ -514,22 +531,19 @@ class custom_vjp(_CustomFunction):
                 raise TypeError(f"{self._who()}: defvjp's {what} must be a function, got {fn!r}")
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args, **kwargs):
-        who = self._who()
-        if self.fwd is None:
-            raise TypeError(
-                f"{who} has no rule yet: call {_fun_name(self.fun)}.defvjp(fwd, bwd) first"
-            )
-        args = _resolve_kwargs(self.fun, args, kwargs, who)
-        nondiff, diff = self._split_args(args)
-        leaves, in_tree = tree_flatten(tuple(args[i] for i in diff))
-        return _bind_call(
-            f"custom_vjp({_fun_name(self.fun)})", leaves,
-            _VjpRules(self, args, nondiff, diff, in_tree), _Outputs(who),
-        )
+    _how_to_define = "defvjp(fwd, bwd)"
+
+    def _has_rule(self):
+        return self.fwd is not None
+
+    @property
+    def _rules(self):
+        return _VjpRules
 
 
-class _VjpRules:
+class _CallRules:
+    """One call of a custom function: its arguments, and which of them are differentiated."""
+
     def __init__(self, f, args, nondiff, diff, in_tree):
         self.f, self.args, self.nondiff, self.diff, self.in_tree = f, args, nondiff, diff, in_tree
         self.who = f._who()
@@ -543,6 +557,8 @@ class _VjpRules:
     def primal(self, vals):
         return self.f.fun(*self.full_args(vals))
 
+
+class _VjpRules(_CallRules):
     def fprop(self, vals, leaves, level):
         f, who = self.f, self.who
         for what, fn in (("the function", f.fun), ("fwd", f.fwd), ("bwd", f.bwd)):
@@ -657,35 +673,17 @@ class custom_jvp(_CustomFunction):
 
         self.defjvp(rule)
 
-    def __call__(self, *args, **kwargs):
-        who = self._who()
-        if self.jvp is None:
-            raise TypeError(
-                f"{who} has no rule yet: call {_fun_name(self.fun)}.defjvp(rule) first"
-            )
-        args = _resolve_kwargs(self.fun, args, kwargs, who)
-        nondiff, diff = self._split_args(args)
-        leaves, in_tree = tree_flatten(tuple(args[i] for i in diff))
-        return _bind_call(
-            f"custom_jvp({_fun_name(self.fun)})", leaves,
-            _JvpRules(self, args, nondiff, diff, in_tree), _Outputs(who),
-        )
+    _how_to_define = "defjvp(rule)"
+
+    def _has_rule(self):
+        return self.jvp is not None
+
+    @property
+    def _rules(self):
+        return _JvpRules
 
 
-class _JvpRules:
-    def __init__(self, f, args, nondiff, diff, in_tree):
-        self.f, self.args, self.nondiff, self.diff, self.in_tree = f, args, nondiff, diff, in_tree
-        self.who = f._who()
-
-    def full_args(self, vals):
-        full = list(self.args)
-        for i, a in zip(self.diff, tree_unflatten(self.in_tree, vals)):
-            full[i] = a
-        return full
-
-    def primal(self, vals):
-        return self.f.fun(*self.full_args(vals))
-
+class _JvpRules(_CallRules):
     def _rule(self, vals, tangents, level):
         f, who = self.f, self.who
         for what, fn in (("the function", f.fun), ("its jvp rule", f.jvp)):
