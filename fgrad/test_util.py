@@ -1,15 +1,23 @@
 """Numerical checks of derivatives, for fgrad's tests and for users checking their own rules.
 
-Imports: `fgrad.api`, `fgrad.tree_util`.
+- `check_grads(f, args, order=2)`: f's derivatives in forward and reverse mode against central
+  differences, to any order (the systematic gradient table uses it).
+- `check_rule(f, args, reference=...)`: a custom rule (`fgrad.primitive`, `custom_vjp`,
+  `custom_jvp`) checked part by part, value, reverse rule, forward rule and the transpose
+  consistency of the two, with a report of which part is wrong.
+
+Imports: `fgrad.api`, `fgrad.core`, `fgrad.tree_util`. `check_rule` tells a `custom_vjp` or
+`custom_jvp` function by its `_kind` rather than importing `fgrad.custom`, so that this module
+stays below the transforms it checks.
 """
 
 import numpy as _np
 
 from .api import jvp, vjp
-from .core import primal
+from .core import Primitive, primal
 from .tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["check_grads", "check_jvp", "check_vjp"]
+__all__ = ["check_grads", "check_jvp", "check_vjp", "check_rule"]
 
 # Central-difference step and tolerance by the precision of the inputs. In float64 a step of
 # 1e-4 leaves a truncation error near 1e-9 and a rounding error near 1e-12, so a tolerance of
@@ -62,8 +70,8 @@ def _numerical_jvp(f, args, tangents, eps):
     t_leaves, _ = tree_flatten(tuple(tangents))
     plus = tree_flatten(f(*tree_unflatten(tree, _axpy(eps, leaves, t_leaves))))[0]
     minus = tree_flatten(f(*tree_unflatten(tree, _axpy(-eps, leaves, t_leaves))))[0]
-    return [(_np.asarray(primal(p), dtype=complex) - _np.asarray(primal(m), dtype=complex)) / (2 * eps)
-            for p, m in zip(plus, minus)]
+    return [(_np.asarray(primal(p), dtype=complex) - _np.asarray(primal(m), dtype=complex))
+            / (2 * eps) for p, m in zip(plus, minus)]
 
 
 def _close(a, b, tol):
@@ -105,7 +113,8 @@ def check_vjp(f, args, rng=None, eps=None, tol=None, where="f"):
     if not _close(lhs, rhs, tol):
         raise AssertionError(
             f"check_grads: reverse mode (vjp) of {where} disagrees with central differences: "
-            f"<J^T ct, t> = {lhs!r} but <ct, J t> = {rhs!r} numerically (step {eps}, tolerance {tol})"
+            f"<J^T ct, t> = {lhs!r} but <ct, J t> = {rhs!r} numerically (step {eps}, "
+            f"tolerance {tol})"
         )
 
 
@@ -150,3 +159,302 @@ def _check(f, args, order, modes, eps, tol, rng, where):
                 return vjp(f, *a)[1](ct)
 
             _check(f_vjp, args, order - 1, modes, eps, tol, rng, f"vjp({where})")
+
+
+# --- check_rule: a custom rule checked part by part -------------------------------------------
+
+# Parts that must agree to rounding, not to a finite-difference step: the value computed in
+# the different modes (and by a reference), and the pairing <ct, jvp(t)> = <bprop(ct), t>.
+_EXACT_TOL = {_np.dtype("float64"): 1e-10, _np.dtype("float32"): 1e-4,
+              _np.dtype("float16"): 1e-2}
+
+VALUE, REVERSE, FORWARD, CONSISTENCY = (
+    "value", "reverse rule", "forward rule", "transpose consistency")
+
+
+def _rule_sources(f):
+    """(where the reverse rule comes from, where the forward rule comes from) for f:
+    "yours" for a rule the user wrote, or the rule it is derived from."""
+    while hasattr(f, "func") and hasattr(f, "args"):  # functools.partial
+        f = f.func
+    kind = getattr(type(f), "_kind", None)
+    if kind == "custom_vjp":
+        return "yours", "transposed from your bprop"
+    if kind == "custom_jvp":
+        return "transposed from your jvp rule", "yours"
+    prim = getattr(f, "primitive", f)
+    if isinstance(prim, Primitive):
+        has_jvp = prim.jvp is not None or prim.jvps is not None
+        return "yours", "yours" if has_jvp else "transposed from your bprop"
+    return "yours", "yours"
+
+
+def _fmt(x):
+    a = _np.asarray(primal(x))
+    if _np.iscomplexobj(a) and not _np.any(a.imag):
+        a = a.real  # central differences are complex; show a real value as real
+    return _np.array2string(a, precision=10, threshold=12) if a.ndim else repr(a[()])
+
+
+def _worst(a, b):
+    """The index and relative error of the largest disagreement of arrays a and b."""
+    a, b = _np.asarray(a, dtype=complex), _np.asarray(b, dtype=complex)
+    err = _np.abs(a - b) / (1.0 + _np.abs(b))
+    k = int(_np.argmax(err))
+    return tuple(int(i) for i in _np.unravel_index(k, err.shape)), float(err.flat[k])
+
+
+def _agree_leaf(a, b, tol):
+    a, b = _np.asarray(primal(a)), _np.asarray(primal(b))
+    if a.shape != b.shape:
+        return False
+    scale = _np.maximum(_np.abs(a), _np.abs(b))
+    return bool(_np.all(_np.abs(a.astype(complex) - b) <= tol * (1.0 + scale)))
+
+
+def _raised(e):
+    return f"raised {type(e).__name__}: {e}"
+
+
+class _Report:
+    """What each part of a rule check found: part -> (passed, line)."""
+
+    def __init__(self, where):
+        self.where = where
+        self.results = {}
+        self.cause = None
+
+    def record(self, part, passed, line):
+        self.results[part] = (passed, line)
+
+    def error(self, part, e):
+        self.cause = self.cause or e
+        self.record(part, False, _raised(e))
+
+    def ok(self, part):
+        return self.results.get(part, (True, ""))[0]
+
+
+def check_rule(f, args, reference=None, order=1, eps=None, tol=None, exact_tol=None, seed=0):
+    """Check a function's derivative rules numerically at `args`, and say which part is wrong.
+
+    `f` is typically a function with rules you wrote (`fgrad.primitive`, `fgrad.custom_vjp`,
+    `fgrad.custom_jvp`; wrap non-differentiable arguments with `functools.partial`);
+    `reference`, optional, is a plain function computing the same value (the NumPy function,
+    say). With random directions `t` (inputs) and `ct` (outputs) it checks:
+
+    - value: `f(*args)`, the value under `vjp` (fwd's or the fprop's) and the value under `jvp`
+      agree with each other and with `reference(*args)`, to rounding (`exact_tol`);
+    - reverse rule: `<bprop(ct), t> == <ct, J t>`, with `J t` by central differences of
+      `reference` if given, else of `f` (step `eps`, tolerance `tol`);
+    - forward rule: `jvp(t) == J t`, element by element;
+    - transpose consistency: `<ct, jvp(t)> == <bprop(ct), t>` to rounding. This catches a jvp
+      and a bprop that disagree by less than central differences can see, and a rule that is
+      not linear in its tangent or cotangent.
+
+    A mode with no rule of its own (forward mode of a `custom_vjp`, reverse mode of a
+    `custom_jvp`) is derived by transposing the other one; a failure there is blamed on the
+    rule it comes from. `order=2` then checks the same four parts of `vjp(f)` and `jvp(f)` as
+    functions of the inputs (derivatives of your rules: they must be written in `fgrad.numpy`
+    operations). Raises AssertionError listing every part with its numbers; its `failed`
+    attribute is the tuple of the parts found wrong (such as `("reverse rule",)`). Use float64
+    inputs of order one for a sharp check, and call it at several points.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> @fgrad.primitive
+    ... def softplus(x):
+    ...     ans = fnp.logaddexp(0.0, x)
+    ...     return ans, lambda ct: (ct * fnp.exp(x - ans),)
+    >>> check_rule(softplus, (np.array([-1.0, 0.5, 3.0]),),
+    ...            reference=lambda x: np.log1p(np.exp(x)), order=2)
+    >>> @fgrad.primitive
+    ... def bad_softplus(x):  # d/dx is 1 / (1 + exp(-x)): this bprop is 1% off
+    ...     ans = fnp.logaddexp(0.0, x)
+    ...     return ans, lambda ct: (1.01 * ct * fnp.exp(x - ans),)
+    >>> try:
+    ...     check_rule(bad_softplus, (np.array([-1.0, 0.5, 3.0]),))
+    ... except AssertionError as e:
+    ...     print(e.failed)
+    ('reverse rule',)
+    """
+    order = int(order)
+    if order < 1:
+        raise ValueError(f"check_rule: order must be 1 or more, got {order}")
+    if reference is not None and not callable(reference):
+        raise TypeError(f"check_rule: reference must be a function or None, got {reference!r}")
+    _check_rule(f, tuple(args), reference, order, eps, tol, exact_tol,
+                _np.random.default_rng(seed), "f", _rule_sources(f))
+
+
+def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sources):
+    leaves, tree = tree_flatten(args)
+    dt = _leaf_dtype(leaves)
+    eps, tol = eps or _EPS[dt], tol or _TOL[dt]
+    exact_tol = exact_tol or _EXACT_TOL[dt]
+    report = _Report(where)
+    truth = reference if reference is not None else f
+    out = f(*args)
+    out_leaves, out_tree = tree_flatten(out)
+    t = tree_unflatten(tree, _random_like(leaves, rng))
+    ct = tree_unflatten(out_tree, _random_like(out_leaves, rng))
+    numerical = _numerical_jvp(truth, args, t, eps)
+
+    values = [(f"{where}(*args)", out)]
+    if reference is not None:
+        values.append(("reference(*args)", reference(*args)))
+    bct = jt = None
+    try:
+        out_rev, pull = vjp(f, *args)
+        values.append((f"the value of {where} under vjp (from fwd or the fprop)", out_rev))
+        bct = pull(ct)
+    except Exception as e:  # noqa: BLE001  (reported as the failing part, with its cause)
+        report.error(REVERSE, e)
+    try:
+        out_fwd, jt = jvp(f, args, t)
+        values.append((f"the value of {where} under jvp", out_fwd))
+    except Exception as e:  # noqa: BLE001
+        report.error(FORWARD, e)
+    _check_values(report, values, exact_tol)
+
+    t_leaves, ct_leaves = tree_flatten(t)[0], tree_flatten(ct)[0]
+    if bct is not None:
+        report.record(REVERSE, *_check_reverse(truth, args, ct_leaves, t_leaves, numerical,
+                                               tree_flatten(bct)[0], eps, tol))
+    if jt is not None:
+        line = "jvp(t) agrees with J t by central differences"
+        passed = True
+        for k, (a, b) in enumerate(zip(tree_flatten(jt)[0], numerical)):
+            if not _close(primal(a), b, tol):
+                idx, err = _worst(primal(a), b)
+                passed = False
+                line = (f"output leaf {k}: jvp(t) = {_fmt(a)} but J t = {_fmt(b)} by central "
+                        f"differences; worst at index {idx}: relative error {err:.2e}")
+                break
+        report.record(FORWARD, passed, line)
+    if bct is not None and jt is not None:
+        fwd_pair = [_np.asarray(primal(c), dtype=complex) * _np.asarray(primal(j), dtype=complex)
+                    for c, j in zip(ct_leaves, tree_flatten(jt)[0])]
+        rev_pair = [_np.asarray(primal(b), dtype=complex) * _np.asarray(primal(v), dtype=complex)
+                    for b, v in zip(tree_flatten(bct)[0], t_leaves)]
+        lhs = float(sum(_np.sum(p).real for p in fwd_pair))
+        rhs = float(sum(_np.sum(p).real for p in rev_pair))
+        # rounding scales with the terms summed, not with their (possibly cancelling) sum
+        scale = sum(float(_np.sum(_np.abs(p))) for p in fwd_pair + rev_pair)
+        passed = abs(lhs - rhs) <= exact_tol * scale
+        report.record(CONSISTENCY, passed, (
+            f"<ct, jvp(t)> = {lhs!r}, <bprop(ct), t> = {rhs!r}"
+            + ("" if passed else f": they differ by {abs(lhs - rhs) / max(scale, 1e-300):.2e} "
+               "of the terms summed, more than rounding")))
+    failed = _verdict(report, sources)
+    if failed:
+        raise _rule_error(report, failed, sources, eps, tol, exact_tol) from report.cause
+    if order > 1:
+        def f_vjp(*a):
+            return vjp(f, *a)[1](ct)
+
+        def f_jvp(*a):
+            return jvp(f, a, t)[1]
+
+        for g, name in ((f_vjp, f"vjp({where})"), (f_jvp, f"jvp({where})")):
+            _check_rule(g, args, None, order - 1, eps, tol, exact_tol, rng, name,
+                        ("yours", "yours"))
+
+
+def _check_reverse(truth, args, ct, t, numerical, bct, eps, tol):
+    """(passed, line) for <bprop(ct), t> = <ct, J t>, along the random `t` and along the unit
+    direction s = conj(bprop(ct)) / |bprop(ct)|. Along s the left side is |bprop(ct)|, a sum
+    without cancellation, so a bprop off by a factor 1 + d is off by d |bprop(ct)| there,
+    however the random pairing happens to cancel."""
+    leaves, tree = tree_flatten(args)
+    pairs = [("t", _inner(bct, t), _inner(ct, numerical))]
+    norm = _np.sqrt(sum(float(_np.sum(_np.abs(primal(b)) ** 2)) for b in bct))
+    if norm > 0:
+        s = [_as_like(_np.conj(primal(b)) / norm, x) for b, x in zip(bct, leaves)]
+        pairs.append(("s = conj(bprop(ct)) / |bprop(ct)|", _inner(bct, s),
+                      _inner(ct, _numerical_jvp(truth, args, tree_unflatten(tree, s), eps))))
+    parts = []
+    passed = True
+    for name, lhs, rhs in pairs:
+        ok = _close(lhs, rhs, tol)
+        passed = passed and ok
+        parts.append(f"along {name}: <bprop(ct), {name[0]}> = {lhs!r} but <ct, J {name[0]}> = "
+                     f"{rhs!r} by central differences (relative error "
+                     f"{abs(lhs - rhs) / (1 + abs(rhs)):.2e})" if not ok else
+                     f"along {name}: <bprop(ct), {name[0]}> = {lhs!r} = <ct, J {name[0]}>")
+    return passed, "; ".join(parts)
+
+
+def _check_values(report, values, exact_tol):
+    first_name, first = values[0]
+    for name, v in values[1:]:
+        if not _agree(v, first, exact_tol):
+            report.record(VALUE, False, f"{first_name} = {_fmt_tree(first)} but {name} = "
+                                        f"{_fmt_tree(v)}")
+            return
+    report.record(VALUE, True, f"{first_name} = {_fmt_tree(first)}, the same "
+                               f"{'everywhere' if len(values) > 1 else '(nothing to compare)'}")
+
+
+def _fmt_tree(x):
+    leaves = tree_flatten(x)[0]
+    return _fmt(leaves[0]) if len(leaves) == 1 else "(" + ", ".join(map(_fmt, leaves)) + ")"
+
+
+def _agree(a, b, tol):
+    """Whether pytrees a and b have the same structure and shapes and agree to `tol`."""
+    la, ta = tree_flatten(a)
+    lb, tb = tree_flatten(b)
+    return ta == tb and all(_agree_leaf(x, y, tol) for x, y in zip(la, lb))
+
+
+def _verdict(report, sources):
+    """The parts to blame: a failure explained by another part's failure is not blamed."""
+    rev_src, fwd_src = sources
+    rev_ok, fwd_ok = report.ok(REVERSE), report.ok(FORWARD)
+    failed = [] if report.ok(VALUE) else [VALUE]
+    if not rev_ok and not fwd_ok:
+        if fwd_src != "yours":  # forward mode is the bprop transposed: its failure follows
+            failed.append(REVERSE)
+        elif rev_src != "yours":
+            failed.append(FORWARD)
+        else:
+            failed += [REVERSE, FORWARD]
+    elif not rev_ok:
+        failed.append(REVERSE)
+    elif not fwd_ok:
+        failed.append(FORWARD)
+    elif not report.ok(CONSISTENCY):
+        failed.append(CONSISTENCY)
+    return tuple(failed)
+
+
+def _rule_error(report, failed, sources, eps, tol, exact_tol):
+    where = report.where
+    rev_src, fwd_src = sources
+    labels = {
+        VALUE: "value",
+        REVERSE: "reverse rule (bprop" + ("" if rev_src == "yours" else f", {rev_src}") + ")",
+        FORWARD: "forward rule (jvp" + ("" if fwd_src == "yours" else f", {fwd_src}") + ")",
+        CONSISTENCY: "transpose consistency of jvp and bprop",
+    }
+    blamed = " and ".join(labels[p] for p in failed)
+    lines = [f"check_rule: the {blamed} of {where} {'is' if len(failed) == 1 else 'are'} wrong"]
+    if failed == (CONSISTENCY,):
+        lines.append("  (each agrees with central differences, but not with the other to "
+                     "rounding: one is slightly wrong, or not linear in its tangent/cotangent)")
+    for part in (VALUE, REVERSE, FORWARD, CONSISTENCY):
+        if part not in report.results:
+            continue
+        passed, line = report.results[part]
+        if passed:
+            status = "ok"
+        elif part in failed:
+            status = "WRONG"
+        else:
+            status = "fails too, as a consequence"
+        lines.append(f"  {labels[part]}: {status}: {line}")
+    lines.append(f"  (central-difference step {eps}, tolerance {tol}; value and transpose "
+                 f"consistency to {exact_tol})")
+    err = AssertionError("\n".join(lines))
+    err.failed = tuple(p if where == "f" else f"{p} of {where}" for p in failed)
+    return err
