@@ -1,4 +1,4 @@
-"""benchmarks/bench_core.py still runs and still checks its gradients; nothing here is timed."""
+"""The benchmarks still run and still check their gradients; nothing here is timed."""
 
 import importlib.util
 import pathlib
@@ -7,14 +7,20 @@ import sys
 
 import numpy as np
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_core.py"
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+SCRIPT = BENCHMARKS / "bench_core.py"
+CHECKPOINT_SCRIPT = BENCHMARKS / "bench_checkpoint.py"
 
 
-def load_bench_core():
-    spec = importlib.util.spec_from_file_location("bench_core", SCRIPT)
+def load(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_bench_core():
+    return load(SCRIPT)
 
 
 def test_check_mode_validates_every_contender_and_times_nothing():
@@ -36,3 +42,33 @@ def test_validation_catches_a_gradient_that_is_slightly_wrong():
     assert "fgrad gradient 0 differs by 1.00e-05" in problems[0]
     assert "transposed gradient 0 has shape (100, 784)" in problems[1]
     assert bench.validate() == []
+
+
+def test_checkpoint_benchmark_check_mode_validates_and_measures_nothing():
+    run = subprocess.run([sys.executable, str(CHECKPOINT_SCRIPT), "--check"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "gradients agree: checkpointed == unchecked to 1e-12" in run.stdout
+    assert "Memory" not in run.stdout and "median per call" not in run.stdout
+
+
+def test_checkpoint_benchmark_memory_child_reports_consistent_figures():
+    bench = load(CHECKPOINT_SCRIPT)
+    sizes = bench.Sizes(layers=4, width=32, batch=16, every=2)
+    fig = bench.memory_in_fresh_process(sizes.checkpointed, sizes, "both")
+    assert fig["result"] == 8 * (4 * 32 * 32 + 16 * 32)  # the weights' and input's gradients
+    assert fig["net"] == fig["peak"] - fig["result"]
+    assert 0 < fig["kept"] < fig["peak"]
+
+
+def test_checkpoint_benchmark_difference_sees_a_slightly_wrong_gradient():
+    bench = load(CHECKPOINT_SCRIPT)
+    sizes = bench.TINY
+    ws, x = bench.data(sizes)
+    right = bench.contenders(sizes)[bench.PLAIN](ws, x)
+    wrong = ([g * (1 + 1e-9) for g in right[0]], right[1])
+    assert 0.9e-9 < bench.difference(wrong, right) < 1.1e-9  # above the 1e-12 bar
+    misplaced = ([right[1]] + right[0][1:], right[1])
+    assert bench.difference(misplaced, right) == "array 0 has shape (3, 8), not (8, 8)"
+    assert bench.difference(right[1], right) == "returned 1 arrays, not 7"
+    assert bench.validate(sizes)[0] == []
