@@ -9,8 +9,8 @@ Workload: a 100-layer tanh MLP, h <- tanh(h @ W_i), width 512, batch 64, float64
 input. Contenders:
 
 - `fgrad, no checkpoint`: `fgrad.grad` of the loss.
-- `fgrad, checkpoint every 10`: the same, with each block of 10 layers wrapped in `fgrad.checkpoint`.
-  The backward pass keeps only the 10 block inputs and recomputes each block.
+- `fgrad, checkpoint every 10`: the same, with each block of 10 layers wrapped in
+  `fgrad.checkpoint`. The backward pass keeps only the 10 block inputs and recomputes each block.
 - `numpy (by hand)`: backprop written in NumPy. It keeps the 101 layer outputs, frees each one
   once it has been used, and never recomputes. This is the floor.
 
@@ -300,13 +300,13 @@ def ratio_cell(ratios):
 def time_table(sizes, times):
     lines = ["Time, gradient w.r.t. the weights and the input: median per call"]
     for name in times:
-        lines.append(f"  {name:34}{statistics.median(times[name]) * 1e3:9.1f} ms")
+        lines.append(f"  {name:38}{statistics.median(times[name]) * 1e3:9.1f} ms")
     ck = sizes.checkpointed
     ratios = paired_ratios(times, ck, PLAIN)
-    lines.append(f"  {'checkpoint / no checkpoint':34}{ratio_cell(ratios)}   "
+    lines.append(f"  {'checkpoint / no checkpoint':38}{ratio_cell(ratios)}   "
                  f"{verdict(statistics.median(ratios), TIME_BAR)}")
     for name in (PLAIN, ck):
-        lines.append(f"  {name + ' / by hand':34}{ratio_cell(paired_ratios(times, name, BY_HAND))}")
+        lines.append(f"  {name + ' / by hand':38}{ratio_cell(paired_ratios(times, name, BY_HAND))}")
     return "\n".join(lines)
 
 
