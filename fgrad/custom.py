@@ -87,8 +87,8 @@ import operator
 import numpy as _np
 
 from . import numpy as fnp
+from .api import _vjp
 from .api import jvp as _api_jvp
-from .api import vjp as _api_vjp
 from .core import Box, Primitive, ReverseLevel, backward_pass, bind, primal, zeros_like_value
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -817,7 +817,10 @@ class _CheckpointRules:
         own = [i for i, x in enumerate(leaves) if _holds(x, level)]
 
         def bprop(ct):
-            _, pull = _api_vjp(self._of_own(vals, own), *[vals[i] for i in own])
+            # A fresh vjp per backward pass, pulled once: it may free each recomputed
+            # layer's residuals as soon as the pass is through with it (consume=True).
+            _, pull = _vjp(self._of_own(vals, own), [vals[i] for i in own], False, self.who,
+                           consume=True)
             cts = [None] * len(vals)
             for i, c in zip(own, pull(ct)):
                 cts[i] = c
