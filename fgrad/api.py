@@ -53,8 +53,6 @@ def _normalize_argnums(argnums, who):
         nums = tuple(operator.index(a) for a in argnums)
         if not nums:
             raise ValueError(f"{who}: argnums is an empty tuple; name at least one argument")
-        if len(set(nums)) != len(nums):
-            raise ValueError(f"{who}: argnums {nums} names an argument twice; list each once")
         return nums, False
     raise TypeError(
         f"{who}: argnums must be an int or a tuple of ints, got {argnums!r} of type "
@@ -76,7 +74,14 @@ def _check_argnums_range(argnums, nargs, who):
                 f"positional argument{'s' if nargs != 1 else ''} (valid argnums are 0 to "
                 f"{nargs - 1}); pass the value to differentiate positionally"
             )
-    return tuple(a % nargs for a in argnums)
+    nums = tuple(a % nargs for a in argnums)
+    # checked after wrapping negative argnums: (0, -2) of two arguments names argument 0 twice
+    if len(set(nums)) != len(nums):
+        raise ValueError(
+            f"{who}: argnums {tuple(argnums)} names an argument twice (as {nums} for "
+            f"{nargs} arguments); list each once"
+        )
+    return nums
 
 
 def _check_float_leaves(leaves, labels, who, holomorphic=None):
@@ -250,16 +255,23 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
 def _check_like(given, expected, what, of_what):
     """A tangent or cotangent must have the shape and dtype of the value it goes with."""
     g, e = primal(given), primal(expected)
+    if not (_is_arraylike(g) and _np.issubdtype(_dtype(g), _np.number)) or isinstance(g, bool):
+        kind = (f"{_dtype(g)} with shape {_np.shape(g)}" if _is_arraylike(g)
+                else f"of type {type(g).__name__}")
+        raise TypeError(
+            f"{what} is {kind}, but the {of_what} it goes with has shape {_np.shape(e)} and "
+            f"dtype {_dtype(e)}; pass a number or an array of that shape and dtype"
+        )
     g_shape, e_shape = _np.shape(g), _np.shape(e)
     if g_shape != e_shape:
         raise ValueError(
             f"{what} has shape {g_shape}, but the {of_what} it goes with has shape {e_shape} "
             f"(dtype {_dtype(e)}); pass an array of shape {e_shape}"
         )
-    if isinstance(g, (float, int)) and not isinstance(g, bool):
+    if type(g) in (float, int) or (type(g) is complex and _np.iscomplexobj(e)):
         return  # a Python number is weakly typed: it takes the dtype of the value
     g_dtype, e_dtype = _dtype(g), _dtype(e)
-    if g_dtype != e_dtype and not isinstance(e, float):
+    if g_dtype != e_dtype:
         raise ValueError(
             f"{what} has dtype {g_dtype}, but the {of_what} it goes with has dtype {e_dtype} "
             f"(shape {e_shape}); cast it with .astype({e_dtype.name!r})"
