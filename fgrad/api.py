@@ -175,12 +175,20 @@ def _own_node(x, level):
     return x.aux if type(x) is Box and x.level is level else None
 
 
+def _kind_of(x):
+    """What a user's value is, in their words: an array (even a traced one) or a type name."""
+    if type(x) is Box or _is_arraylike(x):
+        return f"an array with {_describe(x)}"
+    return f"a {type(x).__name__}"
+
+
 def _split_aux(out, who):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(
             f"{who} with has_aux=True expects the function to return a pair (output, aux); "
-            f"it returned {type(out).__name__}"
+            f"it returned {_kind_of(out)}"
             + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
+            + "; return (output, aux), or drop has_aux=True"
         )
     return out[0], out[1]
 
@@ -462,8 +470,17 @@ def linearize(fun, *primals):
         if len(tangents) != len(primals_tuple):
             raise TypeError(
                 f"the linearized function takes {len(primals_tuple)} tangent(s), one per "
-                f"primal, but was given {len(tangents)}"
+                f"primal, but was given {len(tangents)}; pass one tangent shaped like each primal"
             )
+        t_leaves, t_tree = tree_flatten(tangents)
+        p_leaves, p_tree = tree_flatten(primals_tuple)
+        if t_tree != p_tree:
+            raise ValueError(
+                f"linearize: the tangents have structure {t_tree} but the primals have "
+                f"structure {p_tree}; pass one tangent shaped like each primal"
+            )
+        for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
+            _check_like(t, p, f"linearize: tangent leaf {i}", "primal")
         return transpose_fun(tuple(tangents))[0]
 
     return out, _named(f_jvp, fun, "linearize")

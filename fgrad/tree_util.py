@@ -496,6 +496,11 @@ def tree_map(f, tree, *rest, is_leaf=None):
     >>> tree_map(lambda x, y: (x, y), [1, 2], [(3, 4), {'a': 5}])
     [(1, (3, 4)), (2, {'a': 5})]
     """
+    if not callable(f):
+        raise TypeError(
+            f"tree_map's first argument must be the function to apply, got {f!r} of type "
+            f"{type(f).__name__}; call tree_map(f, tree)"
+        )
     leaves, treedef = tree_flatten(tree, is_leaf)
     if not rest:
         return treedef.unflatten([f(x) for x in leaves])

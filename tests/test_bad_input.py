@@ -147,8 +147,6 @@ _STATES_ONLY = {"custom_vjp", "custom_jvp", "defvjp fwd", "defvjp bwd", "defjvp"
                 "tap_cotangent"}
 
 
-@pytest.mark.xfail(strict=True, reason="tree_map(f, ...) with a non-callable f raises "
-                   "Python's bare \"'int' object is not callable\": no argument named, no fix")
 @given(thing=non_callables)
 @FEW
 def test_tree_map_refuses_a_non_callable(thing):
@@ -297,9 +295,7 @@ def test_has_aux_functions_that_do_not_return_a_pair_are_refused(entry, kind_val
 
 def test_has_aux_error_does_not_name_fgrads_internal_box_type():
     msg = expect_user_error(lambda: grad(lambda x: x * 2.0, has_aux=True)(1.0), r"pair")
-    if "Box" in msg:
-        pytest.xfail("has_aux message says 'it returned Box' (fgrad's internal traced type) "
-                     "instead of naming what the user returned")
+    assert "Box" not in msg and "an array with shape ()" in msg, msg
 
 
 # --- tangents and cotangents ------------------------------------------------------------------
@@ -342,9 +338,6 @@ def test_vjp_function_refuses_a_cotangent_of_the_wrong_shape_or_dtype(xt):
     expect_user_error(lambda: f_vjp(ct), r"cotangent")
 
 
-@pytest.mark.xfail(strict=True, reason="linearize's f_jvp reports a wrong tangent as 'the "
-                   "cotangent passed to the vjp function' / 'cotangent leaf 0 ... the output "
-                   "it goes with': it names the wrong thing")
 @FEW
 @given(xt=array_and_wrong_tangent())
 def test_linearized_function_refuses_a_tangent_of_the_wrong_shape_or_dtype(xt):
@@ -356,7 +349,7 @@ def test_linearized_function_refuses_a_tangent_of_the_wrong_shape_or_dtype(xt):
 
 def test_linearized_function_refuses_the_wrong_number_of_tangents():
     _, f_jvp = linearize(lambda x, y: x * y, 1.0, 2.0)
-    expect_user_error(lambda: f_jvp(1.0), r"\btangent", action=False)
+    expect_user_error(lambda: f_jvp(1.0), r"\btangent")
 
 
 @pytest.mark.xfail(strict=True, reason="the vjp function's message for a cotangent of the "
@@ -586,7 +579,6 @@ _NO_INSTRUCTION = {
     "grad(f, argnums=0.0)": lambda: grad(fnp.sin, argnums=0.0)(1.0),
     "custom_vjp(f, nondiff_argnums=0.5)": lambda: custom_vjp(fnp.sin, nondiff_argnums=0.5),
     "nondiff_argnums out of range": lambda: _nondiff_out_of_range(),
-    "linearized function, wrong count": lambda: linearize(_f2, 1.0, 2.0)[1](1.0),
     "bwd returns a cotangent of the wrong structure": _bad_rule_structure,
 }
 
