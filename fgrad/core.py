@@ -129,7 +129,7 @@ def _live_value(x):
 class Level:
     """A transform call in progress. Use as a context manager; boxes compare levels by identity."""
 
-    __slots__ = ("depth", "live")
+    __slots__ = ("depth", "live", "__weakref__")
 
     def __init__(self):
         self.depth = -1

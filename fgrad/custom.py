@@ -83,6 +83,7 @@ Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy` (to split outputs differ
 import functools
 import inspect
 import operator
+import weakref
 
 import numpy as _np
 
@@ -367,12 +368,14 @@ def _bind_packed(name, leaves, levels, rules, outputs):
         if type(out) is not _Packed:
             _check_no_leak(out, level, who, "its output")
         ans = outputs.pack(out, "the forward rule")
+        level_ref = weakref.ref(level)  # the level's tape keeps this bprop: no cycle back
 
         def bprop(ct):
             cts = tuple(bprop_of_tree(outputs.split(ct)))
-            if level.live:  # forward mode transposing the bprop: the cotangent's own level
-                allowed = ct.level if type(ct) is Box else None  # is the only one inside
-                x = _leak(cts, level, allowed)
+            level = level_ref()
+            if level is not None and level.live:  # forward mode transposing the bprop: the
+                allowed = ct.level if type(ct) is Box else None  # cotangent's level is the
+                x = _leak(cts, level, allowed)  # only one allowed inside
                 if x is not None:
                     _raise_leak(who, "the cotangents its bprop returned", x)
             return cts
@@ -574,23 +577,25 @@ class _VjpRules(_CallRules):
         out, res = pair
         _check_no_leak(res, level, who, "fwd's residuals")
         nondiff_args = [self.args[i] for i in self.nondiff]
-        diff_args = [self.args[i] for i in self.diff]
+        # The bprop keeps only structures and metadata of the differentiated arguments, never
+        # the arguments: they are boxes of this level, and the level's tape keeps the bprop.
+        diff, diff_trees = self.diff, [tree_flatten(self.args[i])[1] for i in self.diff]
         metas = [(_np.shape(primal(v)), _np.result_type(primal(v))) for v in vals]
 
         def bprop(ct):
             cts = f.bwd(*nondiff_args, res, ct)
-            if not isinstance(cts, (tuple, list)) or len(cts) != len(self.diff):
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
                 got = (f"a {type(cts).__name__} of length {len(cts)}"
                        if isinstance(cts, (tuple, list)) else f"{type(cts).__name__}")
                 raise TypeError(
                     f"{who}: bwd must return a tuple with one cotangent per differentiable "
-                    f"argument ({len(self.diff)}: arguments {self.diff}), got {got}; return "
+                    f"argument ({len(diff)}: arguments {diff}), got {got}; return "
                     "None for an argument with a zero cotangent"
                 )
             flat = []
-            for i, c, a in zip(self.diff, cts, diff_args):
+            for i, c, tree in zip(diff, cts, diff_trees):
                 what = f"bwd's cotangent of argument {i}"
-                flat.extend(_leaves_like(c, tree_flatten(a)[1], who, what))
+                flat.extend(_leaves_like(c, tree, who, what))
             return [
                 _conform(c, m, who, f"bwd's cotangent (leaf {k} of the arguments)")
                 for k, (c, m) in enumerate(zip(flat, metas))

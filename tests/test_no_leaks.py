@@ -190,22 +190,13 @@ LEAK_TRANSFORMS = {
 INNERS = {"plain": fnp.sin, "custom_vjp": cv_sin, "custom_jvp": cj_sin, "checkpoint": ck_sin,
           "tap_cotangent": tap_sin}
 
-# A custom rule's bprop closure refers to the level whose tape holds it (custom._bind_packed's
-# fprop/bprop close over `level`): level -> tape -> node -> bprop -> level is a cycle, broken
-# only when grad's consuming backward pass clears the tape.
-_CYCLES = {(inner, t) for inner in ("custom_vjp", "custom_jvp", "checkpoint", "tap_cotangent")
-           for t in ("vjp", "jacrev", "hessian", "linearize")}
-
-
+# Custom rules once left a cycle (level -> tape -> node -> bprop closure -> level, or the
+# closure kept the call's boxed arguments), broken only when grad's consuming backward pass
+# cleared the tape; every (inner, transform) pair below guards against it coming back.
 def _leak_params():
     for inner in INNERS:
         for t in LEAK_TRANSFORMS:
-            marks = ()
-            if (inner, t) in _CYCLES:
-                marks = pytest.mark.xfail(strict=True, reason=(
-                    f"{inner} under {t} leaves a reference cycle (level <-> node bprop "
-                    "closure) holding levels, nodes and residual arrays until gc runs"))
-            yield pytest.param(inner, t, marks=marks, id=f"{inner}-{t}")
+            yield pytest.param(inner, t, id=f"{inner}-{t}")
 
 
 @pytest.mark.parametrize("inner, tname", list(_leak_params()))
@@ -225,8 +216,6 @@ def test_nothing_a_transform_created_stays_alive(no_gc, inner, tname):
     assert _state.stack == []
 
 
-@pytest.mark.xfail(strict=True, reason="grad of grad of a checkpointed function leaves a "
-                   "reference cycle (a ReverseLevel and its nodes) until gc runs")
 def test_grad_of_grad_of_checkpoint_leaves_nothing_alive(no_gc):
     ck = checkpoint(fnp.sin)
     f = lambda x: fnp.sum(grad(lambda x: fnp.sum(ck(x)))(x))  # noqa: E731
