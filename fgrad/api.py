@@ -231,6 +231,19 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
 
 
+def _check_outputs(out_leaves, who):
+    """Transforms differentiate numbers and numeric arrays; say so for anything else."""
+    for k, o in enumerate(out_leaves):
+        v = primal(o)
+        if not (_is_arraylike(v) and (_np.issubdtype(_dtype(v), _np.number) or _dtype(v) == bool)):
+            kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
+            raise TypeError(
+                f"{who}: the function returned a value of {kind} at output leaf {k}; "
+                "transforms differentiate numbers and numeric arrays, so return those (put "
+                "other results in has_aux=True's aux)"
+            )
+
+
 def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     """Trace `fun` on a reverse level. Returns the output's leaves and structure, `pull`
     (cotangent leaves -> input cotangent leaves; a None cotangent is a structural zero, so
@@ -244,6 +257,7 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
         out, aux = _split_aux(out, who)
         aux = tree_map(lambda a: _strip(a, level), aux)
     out_leaves, out_tree = tree_flatten(out)
+    _check_outputs(out_leaves, who)
     out_nodes = [_own_node(o, level) for o in out_leaves]
     out_values = [_strip(o, level) for o in out_leaves]
     in_nodes = [b.aux for b in boxes]
@@ -424,7 +438,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     return result + (aux,) if has_aux else result
 
 
-def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False):
+def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
     """Push tangent leaves through `fun` on a forward level. A None tangent is a structural
     zero: that input is passed as a constant, so nothing is computed for it."""
     p_leaves = [_numpy_scalar(p) for p in p_leaves]
@@ -439,6 +453,7 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False):
         out, aux = _split_aux(out, "jvp")
         aux = tree_map(lambda a: _strip(a, level), aux)
     out_leaves, out_tree = tree_flatten(out)
+    _check_outputs(out_leaves, who)
     values, tangents_out = [], []
     for o in out_leaves:
         tangent = _own_node(o, level)  # on a forward level the box's aux is its tangent
@@ -549,7 +564,9 @@ def jacfwd(fun, argnums=0, holomorphic=False):
                 # the other inputs get no tangent at all (not a zero one: 0 * inf is nan)
                 tangents = [_one_hot(y, k) if i == leaf_index else None
                             for i, y in enumerate(in_leaves)]
-                out_leaves, t_out, out_tree, _ = _jvp_flat(fun_of_dyn, in_leaves, in_tree, tangents)
+                out_leaves, t_out, out_tree, _ = _jvp_flat(
+                    fun_of_dyn, in_leaves, in_tree, tangents, who="jacfwd"
+                )
                 columns.append(t_out)
         if out_leaves is None:
             out_leaves, out_tree = tree_flatten(fun_of_dyn(*dyn))

@@ -233,6 +233,14 @@ class _Outputs:
             return out.value
         leaves, tree = tree_flatten(out)
         leaves = [_as_numpy(v) for v in leaves]
+        for k, v in enumerate(leaves):
+            pv = primal(v)
+            if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
+                    _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool):
+                raise TypeError(
+                    f"{self.who}: {what} returned a value of type {type(pv).__name__} "
+                    f"at output leaf {k}; return numbers or numeric arrays"
+                )
         metas = [(_np.shape(primal(v)), _np.result_type(primal(v))) for v in leaves]
         if self.tree is None:
             self.tree, self.metas = tree, metas

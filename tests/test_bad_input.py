@@ -552,9 +552,6 @@ def test_calling_a_custom_function_before_its_rule_is_defined():
 
 
 @pytest.mark.parametrize("entry", ["jvp", "jacfwd", "jacrev", "checkpoint"])
-@pytest.mark.xfail(strict=True, reason="a function returning a string is not refused: jvp "
-                   "and jacfwd return a string 'tangent'/'Jacobian', jacrev and checkpoint "
-                   "fail with NumPy's \"data type 's' not understood\"")
 def test_a_string_output_is_refused(entry):
     f = lambda x: "s"  # noqa: E731
     use = {
