@@ -56,7 +56,7 @@ def _normalize_argnums(argnums, who):
         return nums, False
     raise TypeError(
         f"{who}: argnums must be an int or a tuple of ints, got {argnums!r} of type "
-        f"{type(argnums).__name__}"
+        f"{type(argnums).__name__}; pass argnums=0 or, for several, argnums=(0, 1)"
     )
 
 

@@ -312,7 +312,8 @@ def _leaves_like(value, treedef, who, what):
     if leaves is None or any(v is not None and _is_node(v) for v in leaves):
         raise ValueError(
             f"{who}: {what} has structure {tree_flatten(value)[1]}, but it must have the "
-            f"structure {treedef} of the value it goes with (None stands for a zero)"
+            f"structure {treedef} of the value it goes with; return one shaped like that value "
+            "(None stands for a zero)"
         )
     return leaves
 
@@ -426,12 +427,16 @@ def _normalize_argnums(argnums, who):
     if not isinstance(argnums, (tuple, list)) or not all(
         isinstance(a, (int, _np.integer)) and not isinstance(a, bool) for a in argnums
     ):
-        raise TypeError(f"{who}: nondiff_argnums must be a tuple of ints, got {argnums!r}")
+        raise TypeError(
+            f"{who}: nondiff_argnums must be a tuple of ints, got {argnums!r}; pass argument "
+            "positions, e.g. nondiff_argnums=(0,)"
+        )
     return tuple(operator.index(a) for a in argnums)
 
 
 def _fun_name(fun):
-    return getattr(fun, "__name__", type(fun).__name__)
+    """A function's name; fgrad's own primitives are objects with a `name`."""
+    return getattr(fun, "__name__", None) or getattr(fun, "name", None) or type(fun).__name__
 
 
 class _CustomFunction:
@@ -442,7 +447,8 @@ class _CustomFunction:
     def __init__(self, fun, nondiff_argnums=()):
         if not callable(fun):
             raise TypeError(
-                f"{self._kind} expects a function, got {fun!r} of type {type(fun).__name__}"
+                f"{self._kind} expects a function, got {fun!r} of type {type(fun).__name__}; "
+                f"pass the function to give a rule to, e.g. @fgrad.{self._kind} above its def"
             )
         functools.update_wrapper(self, fun)
         self.fun = fun
@@ -462,7 +468,8 @@ class _CustomFunction:
             if not -n <= a < n:
                 raise ValueError(
                     f"{self._who()}: nondiff_argnums names argument {a}, but it was called "
-                    f"with {n} positional argument{'s' if n != 1 else ''}"
+                    f"with {n} positional argument{'s' if n != 1 else ''}; pass every argument "
+                    "named in nondiff_argnums positionally"
                 )
             nondiff.add(a % n)
         return sorted(nondiff), [i for i in range(n) if i not in nondiff]
@@ -539,7 +546,10 @@ class custom_vjp(_CustomFunction):
         `bwd(*nondiff_args, residuals, ct) -> (cotangent per differentiable argument)`."""
         for what, fn in (("fwd", fwd), ("bwd", bwd)):
             if not callable(fn):
-                raise TypeError(f"{self._who()}: defvjp's {what} must be a function, got {fn!r}")
+                raise TypeError(
+                    f"{self._who()}: defvjp's {what} must be a function, got {fn!r}; pass "
+                    "fwd(*args) -> (out, residuals) and bwd(residuals, ct) -> cotangents"
+                )
         self.fwd, self.bwd = fwd, bwd
 
     _how_to_define = "defvjp(fwd, bwd)"
@@ -650,7 +660,10 @@ class custom_jvp(_CustomFunction):
     def defjvp(self, jvp):
         """Set the rule `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`."""
         if not callable(jvp):
-            raise TypeError(f"{self._who()}: defjvp expects a function, got {jvp!r}")
+            raise TypeError(
+                f"{self._who()}: defjvp expects a function, got {jvp!r}; pass "
+                "rule(primals, tangents) -> (primal_out, tangent_out)"
+            )
         self.jvp = jvp
         return jvp
 
@@ -878,7 +891,8 @@ def tap_cotangent(x, on_cotangent):
     """
     if not callable(on_cotangent):
         raise TypeError(
-            f"tap_cotangent(x, on_cotangent) expects a function second, got {on_cotangent!r}"
+            f"tap_cotangent(x, on_cotangent) expects a function second, got {on_cotangent!r}; "
+            "pass a function of the cotangent (returning None leaves it unchanged)"
         )
     leaves, tree = tree_flatten(x)
     if not leaves:
