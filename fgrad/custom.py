@@ -332,7 +332,17 @@ def _conform(v, meta, who, what):
     shape, dtype = meta
     if not _np.issubdtype(dtype, _np.inexact):
         return None  # an integer value has no derivative
-    v_shape = _np.shape(primal(v))
+    pv = primal(v)
+    if isinstance(pv, bool) or not (
+            isinstance(pv, (int, float, complex))
+            or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))):
+        kind = f"dtype {pv.dtype}" if isinstance(pv, (_np.ndarray, _np.generic)) else (
+            f"type {type(pv).__name__}")
+        raise TypeError(
+            f"{who}: {what} is of {kind}, but the value it goes with has shape {shape} and "
+            f"dtype {dtype}; return a number or an array of that dtype (or None for a zero)"
+        )
+    v_shape = _np.shape(pv)
     if v_shape != shape:
         raise ValueError(
             f"{who}: {what} has shape {v_shape}, but the value it goes with has shape {shape} "

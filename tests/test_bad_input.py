@@ -509,9 +509,6 @@ def test_rules_returning_a_cotangent_of_the_wrong_shape_or_structure_are_refused
 
 
 @pytest.mark.parametrize("use", sorted(_RULE_USES))
-@pytest.mark.xfail(strict=True, reason="a custom rule (bwd, jvp rule, on_cotangent) returning "
-                   "an object array of strings fails inside fgrad/numpy (astype: 'could not "
-                   "convert string to float'); one of None gives nan silently")
 def test_rules_returning_an_object_array_are_refused(use):
     for bad in (np.array(["a", "b", "c"], dtype=object), np.array([None] * 3, dtype=object)):
         expect_user_error(lambda: _RULE_USES[use](bad)(np.ones(3)), r"dtype|object")
