@@ -91,6 +91,7 @@ from . import numpy as fnp
 from .api import _vjp
 from .api import jvp as _api_jvp
 from .core import Box, Primitive, ReverseLevel, backward_pass, bind, primal, zeros_like_value
+from .numpy.shaping import describe
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["custom_vjp", "custom_jvp", "checkpoint", "remat", "tap_cotangent"]
@@ -150,10 +151,6 @@ def _leak(tree, level, allowed=None):
     return None
 
 
-def _describe(x):
-    v = primal(x)
-    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
-
 
 def _check_closure(fn, level, who, what):
     """Refuse a function that closes over a value being differentiated at `level` (or inside
@@ -181,7 +178,7 @@ def _check_closure(fn, level, who, what):
 def _raise_captured(who, what, name, x):
     raise TypeError(
         f"{who}: {what} closes over {name}, a value being differentiated (a traced value with "
-        f"{_describe(x)}); its derivative would be lost. Pass it to the function as an "
+        f"{describe(x)}); its derivative would be lost. Pass it to the function as an "
         "explicit argument instead of closing over it"
     )
 
@@ -189,7 +186,7 @@ def _raise_captured(who, what, name, x):
 def _raise_leak(who, what, x):
     raise TypeError(
         f"{who}: {what} depends on a value being differentiated that is not one of the "
-        f"function's arguments (it holds a traced value with {_describe(x)}): the function or "
+        f"function's arguments (it holds a traced value with {describe(x)}): the function or "
         "its rules close over a traced value, whose derivative would be lost. Pass that value "
         "to the function as an explicit argument instead of closing over it"
     )
@@ -507,7 +504,7 @@ class _CustomFunction:
             if x is not None:
                 raise TypeError(
                     f"{self._who()}: argument {i} is in nondiff_argnums but is being "
-                    f"differentiated (a traced value with {_describe(x)}); its derivative "
+                    f"differentiated (a traced value with {describe(x)}); its derivative "
                     f"would be lost. Remove {i} from nondiff_argnums to differentiate it, or "
                     "pass fgrad.stop_gradient(x) to treat it as a constant"
                 )

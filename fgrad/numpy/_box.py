@@ -14,10 +14,6 @@ from . import reductions as _rd
 from . import shaping as _sh
 
 
-def _describe(x):
-    v = primal(x)
-    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
-
 
 def _concrete_or_raise(box, what):
     """The plain value of a box whose levels have all exited; a live level refuses."""
@@ -26,7 +22,7 @@ def _concrete_or_raise(box, what):
         x = x.value  # an exited level is just its value, which may be an outer level's box
     if type(x) is Box:
         raise TypeError(
-            f"{what} of a traced value (one with {_describe(box)}) would drop its gradient. "
+            f"{what} of a traced value (one with {_sh.describe(box)}) would drop its gradient. "
             "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
             "fgrad.stop_gradient(x) if you mean to treat it as a constant. (Assigning it "
             "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
@@ -57,7 +53,7 @@ def _unary(fn):
 
 def _setitem(self, idx, value):
     raise TypeError(
-        f"item assignment on a traced array ({_describe(self)}) is not supported: arrays "
+        f"item assignment on a traced array ({_sh.describe(self)}) is not supported: arrays "
         "are immutable inside a transform. Use x = x.at[idx].set(value) (or .add(value)) "
         "instead of x[idx] = value."
     )
@@ -97,7 +93,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if fn is None or method != "__call__":
         raise TypeError(
             f"NumPy's {ufunc.__name__} (method {method!r}) was applied to a traced value "
-            f"({_describe(self)}); NumPy cannot differentiate it. Use fgrad.numpy "
+            f"({_sh.describe(self)}); NumPy cannot differentiate it. Use fgrad.numpy "
             f"(import fgrad.numpy as fnp) in functions you differentiate."
         )
     if kwargs.get("out") is not None:
@@ -124,7 +120,7 @@ def _array_function(self, func, types, args, kwargs):
         module = func.__module__.replace("numpy.", "") if func.__module__ != "numpy" else ""
         raise TypeError(
             f"NumPy's {func.__module__}.{func.__name__} was applied to a traced value "
-            f"({_describe(self)}); fgrad.numpy{'.' + module if module else ''} has no "
+            f"({_sh.describe(self)}); fgrad.numpy{'.' + module if module else ''} has no "
             f"differentiable {func.__name__} yet. Use fgrad.numpy operations in functions you "
             "differentiate, or register your own with fgrad.primitive."
         )

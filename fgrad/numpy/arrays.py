@@ -22,8 +22,9 @@ from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import divide, maximum, minimum, multiply, power, where
 from .shaping import (
-    _normalize_axes, _normalize_index, astype, at, broadcast_to, concatenate, getitem,
-    moveaxis, ndim, ravel, reshape, shape, stack, sum, transpose,
+    _normalize_axes, _normalize_index, asarray, astype, at, broadcast_to, concatenate, describe,
+    getitem, is_traced,
+    moveaxis, ndim, ravel, reshape, shape, sum, transpose,
 )
 
 __all__ = [
@@ -40,25 +41,7 @@ __all__ = [
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _as_array(a):
-    """A traced value as it is; a list that holds traced values stacked; anything else as a
-    NumPy array (so `shape`, `ravel` and `reshape` see an array, as NumPy's functions do)."""
-    if type(a) is Box:
-        return a
-    if isinstance(a, (list, tuple)) and _holds_box(a):
-        return stack([_as_array(e) for e in a])
-    return _np.asarray(a)
 
-
-def _holds_box(obj):
-    if type(obj) is Box:
-        return True
-    return isinstance(obj, (list, tuple)) and any(_holds_box(o) for o in obj)
-
-
-def _describe(a):
-    v = primal(a)
-    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
 
 
 def _axis(axis, nd, name, arg="axis"):
@@ -74,7 +57,7 @@ def _constant_index(idx, name, arg="indices"):
     """An index argument as a plain integer array; a traced index has no derivative."""
     if type(idx) is Box:
         raise TypeError(
-            f"{name}: {arg} is a traced value ({_describe(idx)}); indices have no derivative. "
+            f"{name}: {arg} is a traced value ({describe(idx)}); indices have no derivative. "
             "Compute them from plain values, or wrap them in fgrad.stop_gradient(...)"
         )
     out = _np.asarray(idx)
@@ -106,7 +89,7 @@ def flip(m, axis=None):
     >>> fnp.flip(fnp.arange(3.0))
     array([2., 1., 0.])
     """
-    m = _as_array(m)
+    m = asarray(m)
     nd = ndim(m)
     axes = _normalize_axes(axis, nd)
     if not axes:
@@ -116,17 +99,17 @@ def flip(m, axis=None):
 
 def fliplr(m):
     """NumPy's `fliplr`: reverse the columns (axis 1) of an array of 2 or more dimensions."""
-    m = _as_array(m)
+    m = asarray(m)
     if ndim(m) < 2:
-        raise ValueError(f"fliplr: m must have at least 2 dimensions, got {_describe(m)}")
+        raise ValueError(f"fliplr: m must have at least 2 dimensions, got {describe(m)}")
     return flip(m, 1)
 
 
 def flipud(m):
     """NumPy's `flipud`: reverse the rows (axis 0) of an array of 1 or more dimensions."""
-    m = _as_array(m)
+    m = asarray(m)
     if ndim(m) < 1:
-        raise ValueError(f"flipud: m must have at least 1 dimension, got {_describe(m)}")
+        raise ValueError(f"flipud: m must have at least 1 dimension, got {describe(m)}")
     return flip(m, 0)
 
 
@@ -135,7 +118,7 @@ def roll(a, shift, axis=None):
     (broadcast against each other, shifts of a repeated axis add up); `axis=None` rolls the
     flattened array. Two slices and a concatenation per axis.
     """
-    a = _as_array(a)
+    a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape(a))
     s = shape(a)
@@ -158,7 +141,7 @@ def roll(a, shift, axis=None):
 def rot90(m, k=1, axes=(0, 1)):
     """NumPy's `rot90`: rotate by 90 degrees `k` times in the plane of `axes`, from the first
     axis towards the second."""
-    m = _as_array(m)
+    m = asarray(m)
     axes = tuple(axes)
     nd = ndim(m)
     if len(axes) != 2:
@@ -184,7 +167,7 @@ def rot90(m, k=1, axes=(0, 1)):
 def tile(A, reps):
     """NumPy's `tile`: A repeated `reps` times along each axis (a reshape, a broadcast and a
     reshape, so its gradient sums the copies)."""
-    A = _as_array(A)
+    A = asarray(A)
     reps = tuple(int(r) for r in _np.atleast_1d(reps))
     s = shape(A)
     d = max(len(reps), len(s))
@@ -200,7 +183,7 @@ def tile(A, reps):
 def repeat(a, repeats, axis=None):
     """NumPy's `repeat`: each element repeated `repeats` times (an int, or one count per element
     along `axis`); `axis=None` repeats the flattened array."""
-    a = _as_array(a)
+    a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
     nd = ndim(a)
@@ -235,7 +218,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     those positions, and the gradient of a padded element flows back to the element it copies.
     A traced scalar `constant_values` is differentiable too.
     """
-    array = _as_array(array)
+    array = asarray(array)
     a_shape = shape(array)
     pos = _positions(a_shape)
     if mode in _GATHER_MODES:
@@ -257,11 +240,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if type(c) is Box:
         if ndim(c) != 0:
             raise TypeError(
-                f"pad: a traced constant_values must be a scalar, got {_describe(c)}; pass "
+                f"pad: a traced constant_values must be a scalar, got {describe(c)}; pass "
                 "plain values for per-axis constants"
             )
         return pad(array - c, pad_width) + c  # exact, and differentiable in c
-    if _holds_box(c):
+    if is_traced(c):
         raise TypeError(
             "pad: constant_values holds traced values; pass a traced scalar or plain values"
         )
@@ -296,7 +279,7 @@ def atleast_3d(*arys):
 
 
 def _at_least(a, k):
-    a = _as_array(a)
+    a = asarray(a)
     s = shape(a)
     if len(s) >= k:
         return a
@@ -345,7 +328,7 @@ def column_stack(tup):
     """NumPy's `column_stack`: 1-D arrays become columns, then concatenate along axis 1."""
     arrs = []
     for a in _joinable(tup, "column_stack"):
-        a = _as_array(a)
+        a = asarray(a)
         s = shape(a)
         arrs.append(reshape(a, (s[0] if s else 1, 1)) if len(s) < 2 else a)
     return concatenate(arrs, axis=1)
@@ -353,7 +336,7 @@ def column_stack(tup):
 
 def append(arr, values, axis=None):
     """NumPy's `append`: `values` joined to the end of `arr` (both flattened if `axis` is None)."""
-    arr, values = _as_array(arr), _as_array(values)
+    arr, values = asarray(arr), asarray(values)
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], axis=0)
     return concatenate([arr, values], axis=axis)
@@ -365,7 +348,7 @@ def insert(arr, obj, values, axis=None):
     NumPy's own `insert` places the positions of `values` among the positions of `arr`; the
     result gathers from both, so both are differentiable. The result has `arr`'s dtype.
     """
-    arr, values = _as_array(arr), _as_array(values)
+    arr, values = asarray(arr), asarray(values)
     obj = _np.asarray(obj) if isinstance(obj, list) else obj
     if type(obj) is Box:
         _constant_index(obj, "insert", "obj")
@@ -378,7 +361,7 @@ def insert(arr, obj, values, axis=None):
 
 def delete(arr, obj, axis=None):
     """NumPy's `delete`, with every form of `obj` NumPy accepts (int, slice, sequence, mask)."""
-    arr = _as_array(arr)
+    arr = asarray(arr)
     obj = _np.asarray(obj) if isinstance(obj, list) else obj
     if type(obj) is Box:
         _constant_index(obj, "delete", "obj")
@@ -387,7 +370,7 @@ def delete(arr, obj, axis=None):
 
 def broadcast_arrays(*args, subok=False):
     """NumPy's `broadcast_arrays`: a tuple of the arguments broadcast to their common shape."""
-    args = [_as_array(a) for a in args]
+    args = [asarray(a) for a in args]
     target = _np.broadcast_shapes(*[shape(a) for a in args])
     return tuple(broadcast_to(a, target) for a in args)
 
@@ -398,7 +381,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     nd = len(xi)
     ones = (1,) * nd
-    out = [reshape(_as_array(x), ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    out = [reshape(asarray(x), ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
     if indexing == "xy" and nd > 1:
         out[0] = reshape(out[0], (1, -1) + ones[2:])
         out[1] = reshape(out[1], (-1, 1) + ones[2:])
@@ -413,7 +396,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 def array_split(ary, indices_or_sections, axis=0):
     """NumPy's `array_split`: a list of sub-arrays along `axis`; `indices_or_sections` is a
     number of sections (which need not divide the axis) or the indices to split at."""
-    ary = _as_array(ary)
+    ary = asarray(ary)
     ax = _axis(axis, ndim(ary), "array_split")
     n = shape(ary)[ax]
     if isinstance(indices_or_sections, (int, _np.integer)):
@@ -432,7 +415,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def split(ary, indices_or_sections, axis=0):
     """NumPy's `split`: like `array_split`, but a number of sections must divide the axis."""
-    ary = _as_array(ary)
+    ary = asarray(ary)
     if isinstance(indices_or_sections, (int, _np.integer)):
         n = shape(ary)[_axis(axis, ndim(ary), "split")]
         if indices_or_sections <= 0 or n % indices_or_sections:
@@ -445,7 +428,7 @@ def split(ary, indices_or_sections, axis=0):
 
 def hsplit(ary, indices_or_sections):
     """NumPy's `hsplit`: split along axis 1 (axis 0 for 1-D arrays)."""
-    ary = _as_array(ary)
+    ary = asarray(ary)
     if ndim(ary) == 0:
         raise ValueError("hsplit only works on arrays of 1 or more dimensions")
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
@@ -453,17 +436,17 @@ def hsplit(ary, indices_or_sections):
 
 def vsplit(ary, indices_or_sections):
     """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
-    ary = _as_array(ary)
+    ary = asarray(ary)
     if ndim(ary) < 2:
-        raise ValueError(f"vsplit: ary must have 2 or more dimensions, got {_describe(ary)}")
+        raise ValueError(f"vsplit: ary must have 2 or more dimensions, got {describe(ary)}")
     return split(ary, indices_or_sections, 0)
 
 
 def dsplit(ary, indices_or_sections):
     """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
-    ary = _as_array(ary)
+    ary = asarray(ary)
     if ndim(ary) < 3:
-        raise ValueError(f"dsplit: ary must have 3 or more dimensions, got {_describe(ary)}")
+        raise ValueError(f"dsplit: ary must have 3 or more dimensions, got {describe(ary)}")
     return split(ary, indices_or_sections, 2)
 
 
@@ -478,7 +461,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     """
     if out is not None:
         raise TypeError("take(..., out=...) cannot write into an array; use the returned value")
-    a = _as_array(a)
+    a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
     ax = _axis(axis, ndim(a), "take")
@@ -499,7 +482,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 def take_along_axis(arr, indices, axis=-1):
     """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
     against the other axes; `axis=None` works on the flattened array."""
-    arr = _as_array(arr)
+    arr = asarray(arr)
     idx = _constant_index(indices, "take_along_axis")
     if axis is None:
         if idx.ndim != 1:
@@ -511,7 +494,7 @@ def take_along_axis(arr, indices, axis=-1):
     ax = _axis(axis, len(s), "take_along_axis")
     if idx.ndim != len(s):
         raise ValueError(
-            f"take_along_axis: indices (shape {idx.shape}) and arr ({_describe(arr)}) must have "
+            f"take_along_axis: indices (shape {idx.shape}) and arr ({describe(arr)}) must have "
             "the same number of dimensions"
         )
     # NumPy's own take_along_axis of the positions, then one gather from the flattened array:
@@ -526,7 +509,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     (a tie gets no split gradient: each tied element keeps its own cotangent)."""
     if order is not None:
         raise ValueError("sort: order= is for structured arrays, which have no derivative")
-    a = _as_array(a)
+    a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
     if ndim(a) == 0:
@@ -540,10 +523,10 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """NumPy's `diagonal`: the diagonal of the (axis1, axis2) planes, as the last axis."""
-    a = _as_array(a)
+    a = asarray(a)
     nd = ndim(a)
     if nd < 2:
-        raise ValueError(f"diagonal: a must have at least 2 dimensions, got {_describe(a)}")
+        raise ValueError(f"diagonal: a must have at least 2 dimensions, got {describe(a)}")
     i1, i2 = _axis(axis1, nd, "diagonal", "axis1"), _axis(axis2, nd, "diagonal", "axis2")
     if i1 == i2:
         raise ValueError(f"diagonal: axis1 and axis2 cannot be the same ({axis1}, {axis2})")
@@ -559,12 +542,12 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 def diag(v, k=0):
     """NumPy's `diag`: the k-th diagonal of a 2-D array, or a 2-D array with the 1-D `v` on its
     k-th diagonal."""
-    v = _as_array(v)
+    v = asarray(v)
     nd = ndim(v)
     if nd == 2:
         return diagonal(v, k)
     if nd != 1:
-        raise ValueError(f"diag: input must be 1-D or 2-D, got {_describe(v)}")
+        raise ValueError(f"diag: input must be 1-D or 2-D, got {describe(v)}")
     n = shape(v)[0]
     size = n + abs(int(k))
     rows = _np.arange(n) + max(-int(k), 0)
@@ -581,10 +564,10 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 def _triangle(m, mask_of, name):
-    m = _as_array(m)
+    m = asarray(m)
     s = shape(m)
     if len(s) == 0:
-        raise ValueError(f"{name}: m must have at least 1 dimension, got {_describe(m)}")
+        raise ValueError(f"{name}: m must have at least 1 dimension, got {describe(m)}")
     mask = mask_of(*s[-2:]) if len(s) >= 2 else mask_of(s[0], s[0])
     return where(mask, m, _np.zeros((), dtype=_np.result_type(primal(m))))
 
@@ -643,7 +626,7 @@ def _scatter(x, idx, v, op):
     if _np.unique(flat_t).size == flat_t.size:
         return at(x)[idx].set(combine(getitem(x, idx), v))
     x_flat = ravel(x)
-    u_flat = ravel(broadcast_to(_as_array(v), targets.shape))
+    u_flat = ravel(broadcast_to(asarray(v), targets.shape))
     order = _np.argsort(flat_t, kind="stable")
     sorted_t = flat_t[order]
     first = _np.r_[True, sorted_t[1:] != sorted_t[:-1]]

@@ -31,7 +31,9 @@ import numpy as _np
 from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import conj, divide, multiply, real
-from .shaping import _index_add_p, asarray, concatenate, getitem, meta, shape, unbroadcast
+from .shaping import (
+    _index_add_p, asarray, concatenate, describe, getitem, meta, shape, unbroadcast,
+)
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -47,17 +49,6 @@ _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 # --- argument checks ---------------------------------------------------------------------
 
 
-def _describe(x):
-    v = primal(x)
-    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
-
-
-def _as_array(a):
-    """A traced value as it is; anything else (lists, possibly holding traced values) as an
-    array, like `fgrad.numpy.asarray`."""
-    if type(a) is Box:
-        return a
-    return asarray(a)
 
 
 def _check_norm(norm, name):
@@ -87,8 +78,8 @@ def _check_axis(x, axis, name):
         raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
     if not -nd <= ax < nd:
         raise ValueError(
-            f"{name}: axis {ax} is out of bounds for the input of {_describe(x)}; use an "
-            f"axis in [-{nd}, {nd})" if nd else f"{name}: the input of {_describe(x)} is a "
+            f"{name}: axis {ax} is out of bounds for the input of {describe(x)}; use an "
+            f"axis in [-{nd}, {nd})" if nd else f"{name}: the input of {describe(x)} is a "
             "scalar; a transform needs an array with at least one axis"
         )
     return ax % nd
@@ -109,7 +100,7 @@ def _check_length(n, name, what="n"):
 def _check_real(x, name):
     if _np.iscomplexobj(primal(x)):
         raise TypeError(
-            f"{name} takes a real input, got one of {_describe(x)}; use the complex transform "
+            f"{name} takes a real input, got one of {describe(x)}; use the complex transform "
             "(fft, fftn) for complex inputs, or pass real(x)"
         )
 
@@ -203,7 +194,7 @@ _irfft_p = defprimitive(
 
 
 def _complex_1d(a, n, axis, norm, inverse, name):
-    x = _as_array(a)
+    x = asarray(a)
     ax = _check_axis(x, axis, name)
     n = shape(x)[ax] if n is None else _check_length(n, name)
     return _c2c_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, name), inverse=inverse)
@@ -240,7 +231,7 @@ def rfft(a, n=None, axis=-1, norm=None, out=None):
     [0.0, -1.0, 0.0, 1.0]
     """
     _check_out(out, "rfft")
-    x = _as_array(a)
+    x = asarray(a)
     _check_real(x, "rfft")
     ax = _check_axis(x, axis, "rfft")
     n = shape(x)[ax] if n is None else _check_length(n, "rfft")
@@ -257,13 +248,13 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
     [0.25, 0.5, 0.25]
     """
     _check_out(out, "irfft")
-    x = _as_array(a)
+    x = asarray(a)
     ax = _check_axis(x, axis, "irfft")
     if n is None:
         n = 2 * (shape(x)[ax] - 1)
         if n < 1:
             raise ValueError(
-                f"irfft: the input of {_describe(x)} has 1 frequency along axis {ax}, which "
+                f"irfft: the input of {describe(x)} has 1 frequency along axis {ax}, which "
                 "gives an output of length 0; pass n"
             )
     n = _check_length(n, "irfft")
@@ -275,13 +266,13 @@ def hfft(a, n=None, axis=-1, norm=None, out=None):
     """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
     half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization."""
     _check_out(out, "hfft")
-    x = _as_array(a)
+    x = asarray(a)
     ax = _check_axis(x, axis, "hfft")
     if n is None:
         n = 2 * (shape(x)[ax] - 1)
         if n < 1:
             raise ValueError(
-                f"hfft: the input of {_describe(x)} has length 1 along axis {ax}, which gives "
+                f"hfft: the input of {describe(x)} has length 1 along axis {ax}, which gives "
                 "an output of length 0; pass n"
             )
     return irfft(conj(x), n, ax, _SWAP[_check_norm(norm, "hfft")])
@@ -325,7 +316,7 @@ def _nd_args(x, s, axes, name, inverse_real=False):
 
 
 def _complex_nd(a, s, axes, norm, inverse, name):
-    x = _as_array(a)
+    x = asarray(a)
     lengths, axes = _nd_args(x, s, axes, name)
     norm = _check_norm(norm, name)
     for k, ax in reversed(list(zip(lengths, axes))):
@@ -363,7 +354,7 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
 
 
 def _rfft_nd(a, s, axes, norm, name):
-    x = _as_array(a)
+    x = asarray(a)
     _check_real(x, name)
     lengths, axes = _nd_args(x, s, axes, name)
     if not axes:
@@ -376,7 +367,7 @@ def _rfft_nd(a, s, axes, norm, name):
 
 
 def _irfft_nd(a, s, axes, norm, name):
-    x = _as_array(a)
+    x = asarray(a)
     lengths, axes = _nd_args(x, s, axes, name, inverse_real=True)
     if not axes:
         raise ValueError(f"{name}: axes is empty; give at least one axis to transform")
@@ -428,7 +419,7 @@ def _roll(x, k, axis):
 
 
 def _shift(x, axes, sign, name):
-    x = _as_array(x)
+    x = asarray(x)
     if axes is None:
         axes = range(len(shape(x)))
     elif isinstance(axes, (int, _np.integer)):

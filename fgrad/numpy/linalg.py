@@ -46,7 +46,8 @@ from .products import matmul  # also exported: NumPy 2's `linalg.matmul` is `mat
 from .products import vecdot as _vecdot
 from .reductions import _product_of_others, max, min
 from .shaping import (
-    _kept_shape, _normalize_axes, broadcast_to, concatenate, expand_dims, meta, moveaxis,
+    _kept_shape, _normalize_axes, broadcast_to, concatenate, describe, expand_dims, meta,
+    moveaxis,
     reshape, shape, sum, swapaxes, transpose, unbroadcast,
 )
 
@@ -71,15 +72,11 @@ LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` cat
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _describe(a):
-    v = primal(a)
-    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
-
 
 def _check_matrix(a, who, arg="a"):
     if _np.ndim(primal(a)) < 2:
         raise LinAlgError(
-            f"{who}: argument {arg!r} has {_describe(a)}; it must be a matrix or a stack of "
+            f"{who}: argument {arg!r} has {describe(a)}; it must be a matrix or a stack of "
             "matrices (at least 2 dimensions)"
         )
 
@@ -89,7 +86,7 @@ def _check_square(a, who, arg="a"):
     s = shape(a)
     if s[-1] != s[-2]:
         raise LinAlgError(
-            f"{who}: argument {arg!r} has {_describe(a)}; its last two dimensions must be "
+            f"{who}: argument {arg!r} has {describe(a)}; its last two dimensions must be "
             "equal (a square matrix or a stack of them)"
         )
 
@@ -212,14 +209,14 @@ def solve(a, b):
     if _np.ndim(primal(b)) == 1:
         if shape(b)[0] != n:
             raise LinAlgError(
-                f"linalg.solve: 'b' has {_describe(b)} but 'a' has {_describe(a)}; b's length "
+                f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's length "
                 "must equal a's last dimension"
             )
         return _solve_p(a, expand_dims(b, -1))[..., 0]
     _check_matrix(b, "linalg.solve", "b")
     if shape(b)[-2] != n:
         raise LinAlgError(
-            f"linalg.solve: 'b' has {_describe(b)} but 'a' has {_describe(a)}; b's second-to-"
+            f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's second-to-"
             "last dimension must equal a's last (pass a 1-D b for a single vector)"
         )
     return _solve_p(a, b)
@@ -388,13 +385,13 @@ def lstsq(a, b, rcond=None):
     av, bv = _np.asarray(primal(a)), _np.asarray(primal(b))
     if av.ndim != 2 or bv.ndim not in (1, 2):
         raise LinAlgError(
-            f"linalg.lstsq: 'a' has {_describe(a)} and 'b' has {_describe(b)}; a must be 2-D "
+            f"linalg.lstsq: 'a' has {describe(a)} and 'b' has {describe(b)}; a must be 2-D "
             "and b 1-D or 2-D"
         )
     m, n = av.shape
     if bv.shape[0] != m:
         raise LinAlgError(
-            f"linalg.lstsq: 'b' has {_describe(b)} but 'a' has {_describe(a)}; their first "
+            f"linalg.lstsq: 'b' has {describe(b)} but 'a' has {describe(a)}; their first "
             "dimensions must be equal"
         )
     _, _, rank, _ = _np.linalg.lstsq(av, bv, rcond=rcond)
@@ -524,7 +521,7 @@ def qr(a, mode="reduced"):
     if mode == "complete" and m > n:
         if type(a) is Box:
             raise ValueError(
-                f"linalg.qr: mode='complete' of a tall matrix ({_describe(a)}) has no "
+                f"linalg.qr: mode='complete' of a tall matrix ({describe(a)}) has no "
                 "derivative: its extra columns of Q are arbitrary. Use mode='reduced'."
             )
         return QRResult(*_np.linalg.qr(a, mode="complete"))
@@ -676,7 +673,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return s
     if full_matrices and m != n:
         raise ValueError(
-            f"linalg.svd: full_matrices=True of a non-square matrix ({_describe(a)}) has no "
+            f"linalg.svd: full_matrices=True of a non-square matrix ({describe(a)}) has no "
             "derivative: its extra singular vectors are arbitrary. Pass full_matrices=False "
             "(or compute_uv=False for the singular values alone)."
         )
@@ -818,7 +815,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
             raise ValueError(f"linalg.norm: duplicate axes {axes}")
         return _matrix_norm(x, ord, row, col, keepdims)
     raise ValueError(
-        f"linalg.norm: x has {_describe(x)} and axis={axis}; give axis as one int (a vector "
+        f"linalg.norm: x has {describe(x)} and axis={axis}; give axis as one int (a vector "
         "norm) or a pair (a matrix norm)"
     )
 
@@ -906,7 +903,7 @@ def multi_dot(arrays, *, out=None):
     for i, arr in enumerate(arrays):
         if _np.ndim(primal(arr)) != 2:
             raise ValueError(
-                f"linalg.multi_dot: array {i} has {_describe(arr)}; all must be 2-D (the "
+                f"linalg.multi_dot: array {i} has {describe(arr)}; all must be 2-D (the "
                 "first and last may be 1-D)"
             )
     result = _chain(arrays, _chain_order(arrays), 0, len(arrays) - 1)
@@ -950,7 +947,7 @@ def outer(x1, x2, /):
     """NumPy's `linalg.outer`: the outer product of two 1-D arrays."""
     for arg, x in (("x1", x1), ("x2", x2)):
         if _np.ndim(primal(x)) != 1:
-            raise ValueError(f"linalg.outer: {arg!r} has {_describe(x)}; it must be 1-D")
+            raise ValueError(f"linalg.outer: {arg!r} has {describe(x)}; it must be 1-D")
     return _products.outer(x1, x2)
 
 
@@ -964,7 +961,7 @@ def cross(x1, x2, /, *, axis=-1):
     for arg, x in (("x1", x1), ("x2", x2)):
         if shape(x)[axis] != 3:
             raise ValueError(
-                f"linalg.cross: {arg!r} has {_describe(x)}; axis {axis} must have length 3"
+                f"linalg.cross: {arg!r} has {describe(x)}; axis {axis} must have length 3"
             )
     return _products.cross(x1, x2, axis=axis)
 

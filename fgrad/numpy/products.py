@@ -14,12 +14,12 @@ import string as _string
 
 import numpy as _np
 
-from ..core import Box, primal
+from ..core import primal
 from ..primitive import defprimitive
 from .elementwise import conj, multiply
 from .shaping import sum as _sum
 from .shaping import (
-    astype, broadcast_like, expand_dims, meta, moveaxis, ndim, reshape, shape, stack, swapaxes,
+    asarray, astype, broadcast_like, is_traced, expand_dims, meta, moveaxis, ndim, reshape, shape, stack, swapaxes,
     unbroadcast,
 )
 
@@ -87,20 +87,6 @@ def dot(a, b):
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
 
 
-def as_array(x):
-    """x as something that indexes like an array: a traced value as it is, a (nested) list
-    holding traced values stacked, anything else a NumPy array."""
-    if type(x) is Box:
-        return x
-    if isinstance(x, (list, tuple)) and _holds_box(x):
-        return stack([as_array(v) for v in x])
-    return _np.asarray(x)
-
-
-def _holds_box(x):
-    if type(x) is Box:
-        return True
-    return isinstance(x, (list, tuple)) and any(_holds_box(v) for v in x)
 
 
 def conj_if_complex(x):
@@ -377,8 +363,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     2-vectors give the scalar z component), with NumPy's axis arguments and broadcasting."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = moveaxis(as_array(a), axisa, -1)
-    b = moveaxis(as_array(b), axisb, -1)
+    a = moveaxis(asarray(a), axisa, -1)
+    b = moveaxis(asarray(b), axisb, -1)
     na, nb = shape(a)[-1], shape(b)[-1]
     for name, n, x in (("a", na, a), ("b", nb, b)):
         if n not in (2, 3):
@@ -426,9 +412,9 @@ def vecdot(x1, x2, /, *, axis=-1):
     >>> float(fnp.vecdot(fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0])))
     11.0
     """
-    if not (_holds_box(x1) or _holds_box(x2)):
+    if not (is_traced(x1) or is_traced(x2)):
         return _np.vecdot(x1, x2, axis=axis)
-    x1, x2 = as_array(x1), as_array(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     _same_length(_core_length(x1, axis, "vecdot", "x1"), _core_length(x2, axis, "vecdot", "x2"),
                  "vecdot")
     # `axis` is each operand's own axis (NumPy's gufunc axes=[(axis,), (axis,), ()]).
@@ -439,9 +425,9 @@ def vecdot(x1, x2, /, *, axis=-1):
 def matvec(x1, x2, /):
     """NumPy's `matvec` (NumPy >= 2.2): the matrices x1 (..., m, n) times the vectors
     x2 (..., n), giving (..., m), with the batch axes broadcast."""
-    if not (_holds_box(x1) or _holds_box(x2)):
+    if not (is_traced(x1) or is_traced(x2)):
         return _np.matvec(x1, x2)
-    x1, x2 = as_array(x1), as_array(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     if ndim(x1) < 2:
         raise ValueError(f"matvec: x1 must be at least 2-D, got shape {shape(x1)}")
     _same_length(shape(x1)[-1], _core_length(x2, -1, "matvec", "x2"), "matvec")
@@ -451,9 +437,9 @@ def matvec(x1, x2, /):
 def vecmat(x1, x2, /):
     """NumPy's `vecmat` (NumPy >= 2.2): the conjugated vectors x1 (..., n) times the matrices
     x2 (..., n, m), giving (..., m), with the batch axes broadcast."""
-    if not (_holds_box(x1) or _holds_box(x2)):
+    if not (is_traced(x1) or is_traced(x2)):
         return _np.vecmat(x1, x2)
-    x1, x2 = as_array(x1), as_array(x2)
+    x1, x2 = asarray(x1), asarray(x2)
     if ndim(x2) < 2:
         raise ValueError(f"vecmat: x2 must be at least 2-D, got shape {shape(x2)}")
     _same_length(_core_length(x1, -1, "vecmat", "x1"), shape(x2)[-2], "vecmat")

@@ -611,7 +611,7 @@ def array(object, dtype=None):
     >>> fgrad.jacrev(lambda x: fnp.array([x, 2 * x, x * x]))(3.0)
     array([1., 2., 6.])
     """
-    if _contains_box(object):
+    if is_traced(object):
         out = _sequence_to_array(object)
         return out if dtype is None else astype(out, dtype)
     return _np.array(object, dtype=dtype)
@@ -621,11 +621,18 @@ def asarray(a, dtype=None):
     """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given)."""
     if type(a) is Box:
         return a if dtype is None else astype(a, dtype)
-    return array(a, dtype=dtype) if _contains_box(a) else _np.asarray(a, dtype=dtype)
+    return array(a, dtype=dtype) if is_traced(a) else _np.asarray(a, dtype=dtype)
 
 
-def _contains_box(obj):
+def is_traced(obj):
+    """Whether obj is a traced value, or a list or tuple that holds one at any depth."""
     return type(obj) is Box or (isinstance(obj, (list, tuple)) and holds_box(obj))
+
+
+def describe(x):
+    """"shape ... and dtype ...", for error messages about x (traced or plain)."""
+    v = primal(x)
+    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
 
 
 def _sequence_to_array(obj):

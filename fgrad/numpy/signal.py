@@ -20,11 +20,11 @@ from ..core import Box, primal
 from ..primitive import defprimitive
 from .elementwise import floor, multiply, real, sqrt, where
 from .products import (
-    _holds_box, as_array, conj_if_complex, cross, einsum, inner, kron, matmul, outer,
+    conj_if_complex, cross, einsum, inner, kron, matmul, outer,
     tensordot, vdot, vecdot,
 )
 from .shaping import (
-    _normalize_axes, astype, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze,
+    _normalize_axes, asarray, astype, is_traced, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze,
     stack, sum, transpose, unbroadcast,
 )
 
@@ -73,7 +73,7 @@ _conv_full = defprimitive(
 
 
 def _signal_1d(x, name, arg):
-    x = as_array(x)
+    x = asarray(x)
     nd = ndim(x)
     if nd == 0:
         return reshape(x, (1,))
@@ -128,7 +128,7 @@ _NO_VALUE = _np._NoValue  # NumPy's own "not given" marker, so signatures read t
 def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
     """NumPy's `diff`: the n-th forward difference along `axis`, after joining `prepend` and
     `append` (a scalar is broadcast to one slice)."""
-    a = as_array(a)
+    a = asarray(a)
     if n == 0:
         return a
     if n < 0:
@@ -145,7 +145,7 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
         a_dtype = _np.result_type(primal(a))
         if isinstance(end, (int, float)) and _np.issubdtype(a_dtype, _np.inexact):
             end = _np.asarray(end, dtype=a_dtype)  # a Python number is weakly typed, as in JAX
-        end = as_array(end)
+        end = asarray(end)
         if ndim(end) == 0:
             slab = list(shape(a))
             slab[axis] = 1
@@ -164,7 +164,7 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
 def ediff1d(ary, to_end=None, to_begin=None):
     """NumPy's `ediff1d`: differences of the flattened array, with `to_begin` and `to_end`
     (cast to its dtype, as NumPy does) joined at the ends."""
-    flat = reshape(as_array(ary), (-1,))
+    flat = reshape(asarray(ary), (-1,))
     d = flat[1:] - flat[:-1]
     dtype = _np.result_type(primal(d))
     parts = []
@@ -172,7 +172,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
         if end is None:
             parts.append(None)
             continue
-        end = as_array(end)
+        end = asarray(end)
         if not _np.can_cast(_np.result_type(primal(end)), dtype, casting="same_kind"):
             raise TypeError(
                 f"ediff1d: to_begin/to_end of dtype {_np.result_type(primal(end))} cannot be "
@@ -194,7 +194,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     At a knot x == xp[k] the derivative in x is the slope of the segment to the right (JAX's
     convention), and at x == xp[-1] that of the last segment. float32 inputs give float32.
     """
-    x, xp, fp = as_array(x), as_array(xp), as_array(fp)
+    x, xp, fp = asarray(x), asarray(xp), asarray(fp)
     if ndim(xp) != 1 or ndim(fp) != 1:
         raise ValueError(
             f"interp: xp and fp must be 1-D; they have shapes {shape(xp)} and {shape(fp)}"
@@ -250,7 +250,7 @@ def polyval(p, x):
     >>> float(fnp.polyval([3.0, 0.0, 1.0], 5.0))
     76.0
     """
-    p, x = as_array(p), as_array(x)
+    p, x = asarray(p), asarray(x)
     if ndim(p) == 0:
         raise ValueError("polyval: p must be a sequence of coefficients, not a scalar")
     y = _np.zeros_like(primal(x)) + p[0]
@@ -261,7 +261,7 @@ def polyval(p, x):
 
 def vander(x, N=None, increasing=False):
     """NumPy's `vander`: columns are powers of x (decreasing unless `increasing`)."""
-    x = as_array(x)
+    x = asarray(x)
     if ndim(x) != 1:
         raise ValueError(f"vander: x must be one-dimensional; it has shape {shape(x)}")
     if N is None:
@@ -279,13 +279,13 @@ def vander(x, N=None, increasing=False):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """NumPy's `trapezoid`: the trapezoidal rule along `axis`, with sample points `x` (1-D, or
     the shape of y) or a spacing `dx`; differentiable in y, x and dx."""
-    y = as_array(y)
+    y = asarray(y)
     nd = ndim(y)
     axis = _normalize_axes(axis, nd)[0]
     if x is None:
         d = dx
     else:
-        x = as_array(x)
+        x = asarray(x)
         if ndim(x) == 1:
             d = diff(x)
             along = [1] * nd
@@ -302,7 +302,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 
 def _rows_2d(m, name, arg, dtype):
-    m = as_array(m)
+    m = asarray(m)
     if ndim(m) > 2:
         raise ValueError(f"{name}: {arg} has shape {shape(m)}; it must have at most 2 dimensions")
     out = astype(m, dtype)
@@ -396,7 +396,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 
 
 def _poly(p, name, arg="p"):
-    p = as_array(p)
+    p = asarray(p)
     if ndim(p) == 0:
         p = reshape(p, (1,))
     if ndim(p) != 1:
@@ -415,7 +415,7 @@ def _pad_front(p, n):
 
 def polyadd(a1, a2):
     """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
-    if not (_holds_box(a1) or _holds_box(a2)):
+    if not (is_traced(a1) or is_traced(a2)):
         return _np.polyadd(a1, a2)
     a1, a2 = _poly(a1, "polyadd", "a1"), _poly(a2, "polyadd", "a2")
     n = max(shape(a1)[0], shape(a2)[0])
@@ -424,7 +424,7 @@ def polyadd(a1, a2):
 
 def polysub(a1, a2):
     """NumPy's `polysub`: a1 - a2 as polynomials."""
-    if not (_holds_box(a1) or _holds_box(a2)):
+    if not (is_traced(a1) or is_traced(a2)):
         return _np.polysub(a1, a2)
     a1, a2 = _poly(a1, "polysub", "a1"), _poly(a2, "polysub", "a2")
     n = max(shape(a1)[0], shape(a2)[0])
@@ -434,7 +434,7 @@ def polysub(a1, a2):
 def polymul(a1, a2):
     """NumPy's `polymul`: the product of two polynomials, the convolution of their
     coefficients."""
-    if not (_holds_box(a1) or _holds_box(a2)):
+    if not (is_traced(a1) or is_traced(a2)):
         return _np.polymul(a1, a2)
     return convolve(_poly(a1, "polymul", "a1"), _poly(a2, "polymul", "a2"))
 
@@ -451,13 +451,13 @@ def polyder(p, m=1):
     >>> fnp.polyder(fnp.array([1.0, 1.0, 1.0, 1.0]), 2)
     array([6., 2.])
     """
-    if not (_holds_box(p)):
+    if not (is_traced(p)):
         return _np.polyder(p, m)
     m = int(m)
     if m < 0:
         raise ValueError(f"polyder: order of derivative m must be non-negative, got {m} "
                          "(see polyint)")
-    p = as_array(p)
+    p = asarray(p)
     for _ in range(m):
         p = p[:-1] * _powers(shape(p)[0] - 1, p)
     return p
@@ -466,15 +466,15 @@ def polyder(p, m=1):
 def polyint(p, m=1, k=None):
     """NumPy's `polyint`: the m-th antiderivative of p, with integration constants `k` (a
     scalar, or one per integration, the first used first); differentiable in p and k."""
-    if not (_holds_box(p) or _holds_box(k)):
+    if not (is_traced(p) or is_traced(k)):
         return _np.polyint(p, m, k)
     m = int(m)
     if m < 0:
         raise ValueError(f"polyint: order of integral m must be non-negative, got {m}")
-    p = as_array(p)
+    p = asarray(p)
     if k is None:
         k = _np.zeros(m, _float_dtype(p))
-    k = as_array(k)
+    k = asarray(k)
     if ndim(k) == 0:
         k = reshape(k, (1,))
     if shape(k)[0] == 1 and m > 1:
@@ -495,7 +495,7 @@ def polydiv(u, v):
     dropped here too. Those the division zeroes by construction have zero derivatives; a
     remainder coefficient that merely happens to be (near) zero at this point (v divides u)
     is dropped with its derivative, since NumPy's result has no place for it."""
-    if not (_holds_box(u) or _holds_box(v)):
+    if not (is_traced(u) or is_traced(v)):
         return _np.polydiv(u, v)
     u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
     dt = _float_dtype(u, v)
@@ -533,7 +533,7 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * _np.pi):
         if _is_traced(value):
             raise TypeError(f"unwrap: {name} is a traced value; it is not differentiated, so "
                             f"pass a constant (fgrad.stop_gradient({name}))")
-    p = as_array(p)
+    p = asarray(p)
     if not _np.issubdtype(_np.result_type(primal(p)), _np.inexact):
         return _np.unwrap(primal(p), discont, axis, period=period)
     return _unwrap_p(p, discont=discont, axis=axis, period=period)
@@ -574,7 +574,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     """
     if not _is_traced(f) and not any(_is_traced(d) for d in varargs):
         return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)
-    f = as_array(f)
+    f = asarray(f)
     nd = ndim(f)
     if axis is None:
         axes = tuple(range(nd))
