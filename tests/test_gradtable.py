@@ -8,6 +8,7 @@ submodules, and fgrad.scipy.special when SciPy is installed) has a row or a decl
 
 import importlib.util
 import os
+import types
 
 import numpy as np
 import pytest
@@ -68,13 +69,18 @@ def _public_names():
     """Every public callable of the mirrors, spelled as rows name them."""
     modules = [("", fnp), ("linalg.", fnp.linalg), ("fft.", fnp.fft)]
     if importlib.util.find_spec("scipy") is not None:
-        import fgrad.scipy.special
-        modules.append(("scipy.special.", fgrad.scipy.special))
+        import fgrad.scipy
+        for sub in fgrad.scipy.SUBMODULES:
+            if importlib.util.find_spec(f"fgrad.scipy.{sub}") is not None:
+                modules.append((f"scipy.{sub}.", importlib.import_module(f"fgrad.scipy.{sub}")))
     names = []
-    for prefix, module in modules:
+    while modules:
+        prefix, module = modules.pop(0)
         for name in module.__all__:
             obj = getattr(module, name)
-            if callable(obj) and not isinstance(obj, type) and not name.startswith("_"):
+            if isinstance(obj, types.ModuleType):  # scipy.stats.norm and its kin are modules
+                modules.append((f"{prefix}{name}.", obj))
+            elif callable(obj) and not isinstance(obj, type) and not name.startswith("_"):
                 names.append(prefix + name)
     return names
 

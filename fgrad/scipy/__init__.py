@@ -1,6 +1,11 @@
 """`fgrad.scipy`: differentiable mirrors of SciPy functions. Needs SciPy (`pip install
 "fgrad[scipy]"`); `import fgrad` works without it.
+
+Submodules (each with SciPy's names and signatures): `special`, `stats`, `linalg`, `signal`,
+`integrate`. They are imported when first used, so `import fgrad.scipy` stays cheap.
 """
+
+import importlib
 
 try:
     import scipy as _scipy  # noqa: F401  (only to fail early, with a message that helps)
@@ -10,6 +15,14 @@ except ImportError as error:  # pragma: no cover - exercised in an environment w
         "pip install 'fgrad[scipy]' (or pip install scipy)"
     ) from error
 
-from . import special  # noqa: E402
+SUBMODULES = ("special", "stats", "linalg", "signal", "integrate")
 
-__all__ = ["special"]
+__all__ = list(SUBMODULES)
+
+
+def __getattr__(name):
+    # `fgrad.scipy.stats` works after a plain `import fgrad.scipy`, as it does in SciPy.
+    if name in SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'fgrad.scipy' has no attribute {name!r}; its submodules are "
+                         f"{', '.join(SUBMODULES)}")
