@@ -78,8 +78,11 @@ def _public_names():
         prefix, module = modules.pop(0)
         for name in module.__all__:
             obj = getattr(module, name)
-            if isinstance(obj, types.ModuleType):  # scipy.stats.norm and its kin are modules
-                modules.append((f"{prefix}{name}.", obj))
+            if isinstance(obj, types.ModuleType):
+                # scipy.stats.norm and its kin are modules of functions; fgrad.numpy's family
+                # modules are not public names
+                if prefix.startswith("scipy."):
+                    modules.append((f"{prefix}{name}.", obj))
             elif callable(obj) and not isinstance(obj, type) and not name.startswith("_"):
                 names.append(prefix + name)
     return names
