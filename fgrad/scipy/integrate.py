@@ -1,0 +1,370 @@
+"""`fgrad.scipy.integrate`: `odeint`, SciPy's ODE solver, differentiable by the adjoint method.
+
+The value is computed by `scipy.integrate.odeint` (LSODA) on plain values. The reverse rule
+is the adjoint method, as in JAX's `odeint`: from the last time point back to the first, it
+integrates the augmented system
+
+    y' = f(y, t, *args),   a' = -a . df/dy,   b' = -a . df/dargs
+
+backward in time from `y(t[i])`, adding the output's cotangent to `a = dL/dy` at each time
+point; the cotangent of `y0` is `a(t[0])`, that of `args` is `b(t[0])`, and that of the time
+points is `ct[i] . f(y[i], t[i])` for i > 0 and `-a(t[0]) . f(y0, t[0])` for `t[0]`. The
+products with the Jacobians of `f` are `fgrad.vjp` of `f`, and the backward integration is a
+call of this same differentiable solver on the augmented dynamics, so the reverse rule is
+itself differentiated by the adjoint method again: every order works, in both modes
+(forward mode transposes the reverse rule, through `fgrad.custom_vjp`).
+
+Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`), `fgrad.custom`
+(`custom_vjp`), and `scipy.integrate` for values.
+"""
+
+import functools
+
+import numpy as _np
+import scipy.integrate as _si
+
+from .. import numpy as fnp
+from ..api import vjp
+from ..core import Box, primal
+from ..custom import custom_vjp
+from ..numpy.shaping import describe
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["odeint"]
+
+_LEAF = tree_flatten(0.0)[1]  # the structure of a single array
+
+
+def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
+           rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
+           mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
+    """Integrate `dy/dt = func(y, t, *args)` from `y(t[0]) = y0`; SciPy's `odeint`, with
+    gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
+    modes (by the adjoint method; see the module docstring).
+
+    Write `func` in `fgrad.numpy` operations. `y0` may be an array of any shape, a scalar or a
+    pytree of arrays (then `func` gets and returns that structure); the result has, for each
+    leaf, shape `(len(t),) + leaf.shape` and the leaf's dtype. The entries of `args` may be
+    arrays, scalars or pytrees of arrays; their float leaves are differentiated, other leaves
+    (ints, strings, ...) are passed through as constants. A value being differentiated must
+    be passed in `y0`, `t` or `args`: `func` may not close over one (a TypeError says so).
+
+    The value uses SciPy's defaults (`rtol`, `atol` of about 1.5e-8); gradients are accurate
+    to about the solver's tolerance, so pass tight tolerances (e.g. `rtol=atol=1e-10`) when
+    derivatives matter. The backward solves use `rtol`, `atol`, `mxstep`, `hmax`, `hmin`,
+    `mxordn` and `mxords`; `Dfun` (with `col_deriv`, `ml`, `mu`), `tcrit`, `h0`, `ixpr`,
+    `mxhnil` and `printmessg` apply to the forward solve only. Like every adjoint method, the
+    backward solve integrates `y` backward in time again: a system that is very unstable
+    backward (strongly damped) may need tight tolerances for accurate gradients.
+    `full_output` is not supported (call `scipy.integrate.odeint` for SciPy's diagnostics).
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> decay = lambda y, t, k: -k * y
+    >>> t = np.array([0.0, 1.0, 2.0])
+    >>> y = lambda y0, k: odeint(decay, y0, t, (k,), rtol=1e-10, atol=1e-10)[-1]
+    >>> round(float(y(1.0, 0.5)), 8), round(float(np.exp(-1.0)), 8)
+    (0.36787944, 0.36787944)
+    >>> g = fgrad.grad(y, argnums=1)(1.0, 0.5)   # d/dk exp(-2k) = -2 exp(-2k)
+    >>> bool(abs(g + 2 * np.exp(-1.0)) < 1e-7)
+    True
+    """
+    if not callable(func):
+        raise TypeError(
+            f"odeint: func must be a function func(y, t, *args), got {func!r} of type "
+            f"{type(func).__name__}"
+        )
+    if full_output:
+        raise ValueError(
+            "odeint: full_output=True is not supported by fgrad.scipy.integrate.odeint (it "
+            "returns the solution only); call scipy.integrate.odeint for SciPy's diagnostics"
+        )
+    if not isinstance(args, tuple):
+        args = (args,)
+    _check_closure(func)
+
+    if isinstance(y0, (list, tuple)) and all(
+            _np.ndim(primal(v)) == 0 for v in tree_flatten(y0)[0]):
+        y0 = fnp.asarray(y0)  # a list of numbers is an array, as SciPy reads it
+    y0_leaves, y_tree = tree_flatten(y0)
+    if not y0_leaves:
+        raise ValueError("odeint: y0 has no arrays; pass the initial state as an array or a "
+                         "pytree of arrays")
+    y0_leaves = [_as_float(v, f"y0 (leaf {k})") for k, v in enumerate(y0_leaves)]
+    y0 = tree_unflatten(y_tree, y0_leaves)
+    t = _as_times(t)
+
+    # Float leaves of args are differentiated; the others are constants, kept in the rhs.
+    arg_leaves, arg_tree = tree_flatten(args)
+    diff_pos, diff_vals, static = [], [], list(arg_leaves)
+    for k, v in enumerate(arg_leaves):
+        p = primal(v)
+        if isinstance(p, float) or (isinstance(p, (_np.ndarray, _np.generic))
+                                    and _np.issubdtype(p.dtype, _np.floating)):
+            diff_pos.append(k)
+            diff_vals.append(_np.float64(p) if type(v) is float else v)
+        elif type(v) is Box:
+            raise TypeError(
+                f"odeint: args holds a traced value with {describe(v)}; only real float "
+                "arguments can be differentiated: split a complex one into its real and "
+                "imaginary parts"
+            )
+
+    rhs = _Rhs(func, tfirst, arg_tree, static, diff_pos, y_tree,
+               [_np.shape(primal(v)) for v in y0_leaves])
+    forward = dict(rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax, hmin=hmin,
+                   mxordn=mxordn, mxords=mxords)
+    backward = dict(forward)
+    for key in ("rtol", "atol"):  # the augmented state has another size: one tolerance
+        if backward[key] is not None and _np.ndim(backward[key]) > 0:
+            backward[key] = float(_np.min(backward[key]))
+    if Dfun is not None and (len(y0_leaves) != 1 or _np.ndim(primal(y0_leaves[0])) != 1):
+        raise ValueError(
+            "odeint: Dfun needs y0 to be a 1-D array (SciPy's state vector), got "
+            f"{describe(y0) if len(y0_leaves) == 1 else 'a pytree'}; leave Dfun out (LSODA "
+            "estimates the Jacobian) or pass y0 as a 1-D array"
+        )
+    forward.update(Dfun=None if Dfun is None else _Dfun(Dfun, tfirst, rhs),
+                   col_deriv=col_deriv, ml=ml, mu=mu, tcrit=tcrit, h0=h0, ixpr=ixpr,
+                   mxhnil=mxhnil, printmessg=printmessg)
+    opts = _Options(forward, backward)
+    return _solve(rhs, opts, y0, t, *diff_vals)
+
+
+# --- the function of the state that the solver integrates --------------------------------
+
+
+class _Rhs:
+    """The user's `func` as `rhs(y, t, *diff_args)`: SciPy's argument order, constant
+    arguments put back in place, and the derivative returned with the structure of `y`."""
+
+    def __init__(self, func, tfirst, arg_tree, static, diff_pos, y_tree, y_shapes):
+        self.func, self.tfirst = func, tfirst
+        self.arg_tree, self.static, self.diff_pos = arg_tree, static, diff_pos
+        self.y_tree, self.y_shapes = y_tree, y_shapes
+
+    def __call__(self, y, t, *diff_args):
+        leaves = list(self.static)
+        for k, v in zip(self.diff_pos, diff_args):
+            leaves[k] = v
+        args = tree_unflatten(self.arg_tree, leaves)
+        out = self.func(t, y, *args) if self.tfirst else self.func(y, t, *args)
+        if self.y_tree == _LEAF and isinstance(out, (list, tuple)):
+            out = fnp.asarray(out)  # a list of derivatives, as SciPy accepts for a 1-D state
+        out_leaves, out_tree = tree_flatten(out)
+        if out_tree != self.y_tree:
+            raise ValueError(
+                f"odeint: func returned {out_tree}, but the state y has structure "
+                f"{self.y_tree}; return dy/dt with the structure of y"
+            )
+        fixed = []
+        for k, (o, shape) in enumerate(zip(out_leaves, self.y_shapes)):
+            o_shape = _np.shape(primal(o))
+            if o_shape != shape:
+                if int(_np.prod(o_shape)) != int(_np.prod(shape)):
+                    raise ValueError(
+                        f"odeint: func returned dy/dt of shape {o_shape} (leaf {k}), but the "
+                        f"state has shape {shape}; return an array shaped like y"
+                    )
+                o = fnp.reshape(o, shape)
+            fixed.append(o)
+        return tree_unflatten(self.y_tree, fixed)
+
+
+class _Dfun:
+    """SciPy's Dfun with the constant and differentiated arguments of the call."""
+
+    def __init__(self, dfun, tfirst, rhs):
+        self.dfun, self.tfirst, self.rhs = dfun, tfirst, rhs
+
+    def bind(self, diff_args):
+        leaves = list(self.rhs.static)
+        for k, v in zip(self.rhs.diff_pos, diff_args):
+            leaves[k] = v
+        args = tree_unflatten(self.rhs.arg_tree, leaves)
+        if self.tfirst:
+            return lambda t, y: self.dfun(t, y, *args)
+        return lambda y, t: self.dfun(y, t, *args)
+
+
+class _Options:
+    """Solver options: those of the forward solve and those of the backward (adjoint) solves."""
+
+    def __init__(self, forward, backward):
+        self.forward, self.backward = forward, backward
+
+    def for_adjoint(self):
+        return _Options(self.backward, self.backward)
+
+
+class _Augmented:
+    """The adjoint system of `rhs`, integrated backward in time: the state is (y, a, b) with
+    a = dL/dy(t) and b the cotangent of the arguments gathered from t to the later times."""
+
+    def __init__(self, rhs):
+        self.rhs = rhs
+
+    def __call__(self, state, t, *args):
+        y, a, _ = state
+        y_dot, pull = vjp(self.rhs, y, t, *args)
+        cts = pull(tree_map(_like, a, y_dot))
+        neg = functools.partial(tree_map, fnp.negative)
+        return (y_dot, neg(cts[0]), neg(tuple(cts[2:])))
+
+
+def _like(a, ref):
+    """a with the dtype of ref (a cotangent must match its output's dtype)."""
+    if _np.result_type(primal(a)) != _np.result_type(primal(ref)):
+        return fnp.astype(a, _np.result_type(primal(ref)))
+    return a
+
+
+# --- the solve, with its adjoint rule --------------------------------------------------------
+
+
+@functools.partial(custom_vjp, nondiff_argnums=(0, 1))
+def _solve(rhs, opts, y0, t, *args):
+    """The solution at the time points, on plain values (SciPy's LSODA)."""
+    leaves, tree = tree_flatten(y0)
+    shapes = [_np.shape(v) for v in leaves]
+    sizes = [int(_np.prod(s)) for s in shapes]
+    bounds = _np.cumsum([0] + sizes)
+
+    def split(vec):
+        parts = [vec[lo:hi].reshape(s) for lo, hi, s in zip(bounds[:-1], bounds[1:], shapes)]
+        return [p[()] if p.ndim == 0 else p for p in parts]
+
+    def join(vals):
+        if not vals:
+            return _np.zeros(0)
+        return _np.concatenate([_np.ravel(_np.asarray(primal(v), dtype=_np.float64))
+                                for v in vals])
+
+    def f(y, s):
+        return join(tree_flatten(rhs(tree_unflatten(tree, split(y)), s, *args))[0])
+
+    opts_ = dict(opts.forward)
+    if opts_.get("Dfun") is not None:
+        opts_["Dfun"] = opts_["Dfun"].bind(args)
+    t64 = _np.asarray(t, dtype=_np.float64)
+    sol = _si.odeint(f, join(leaves), t64, **opts_)
+    n = len(t64)
+    out = [
+        _np.asarray(sol[:, lo:hi].reshape((n,) + s), dtype=_np.result_type(v))
+        for lo, hi, s, v in zip(bounds[:-1], bounds[1:], shapes, leaves)
+    ]
+    return tree_unflatten(tree, out)
+
+
+def _solve_fwd(rhs, opts, y0, t, *args):
+    ys = _solve(rhs, opts, y0, t, *args)
+    return ys, (ys, t, args)
+
+
+def _solve_bwd(rhs, opts, res, ct):
+    ys, t, args = res
+    n = _np.shape(primal(t))[0]
+    at = functools.partial(_at_time, ct)
+    y_at = functools.partial(_at_time, ys)
+    a = at(n - 1)
+    if n == 1:
+        return (a, None) + (None,) * len(args)
+    aug, adj_opts = _Augmented(rhs), opts.for_adjoint()
+    b = tuple(tree_map(fnp.zeros_like, arg) for arg in args)
+    t_cts = [None] * n
+    for i in range(n - 1, 0, -1):
+        y_i = y_at(i)
+        # Moving t[i] moves where y is read: d/dt[i] = ct[i] . f(y[i], t[i]).
+        t_cts[i] = _dot(rhs(y_i, t[i], *args), at(i))
+        path = _solve(aug, adj_opts, (y_i, a, b), fnp.stack([t[i], t[i - 1]]), *args)
+        _, a, b = tree_map(lambda v: v[1], path)
+        if i == 1:
+            # Moving t[0] moves the start of every later value: -a(t[0]) . f(y0, t[0]).
+            t_cts[0] = -_dot(rhs(y_at(0), t[0], *args), a)
+        a = tree_map(fnp.add, a, at(i - 1))
+    return (a, fnp.stack(t_cts)) + b
+
+
+_solve.defvjp(_solve_fwd, _solve_bwd)
+
+
+def _at_time(tree, i):
+    return tree_map(lambda v: v[i], tree)
+
+
+def _dot(x, y):
+    """The sum of the products of two pytrees of the same structure."""
+    terms = [fnp.sum(u * v) for u, v in zip(tree_flatten(x)[0], tree_flatten(y)[0])]
+    return functools.reduce(fnp.add, terms)
+
+
+# --- checking the inputs -------------------------------------------------------------------
+
+
+def _as_float(v, what):
+    """A state leaf as a float array (SciPy integrates in float64; float32 stays float32)."""
+    p = primal(v)
+    if type(v) is Box:
+        if not _np.issubdtype(_np.result_type(p), _np.floating):
+            raise TypeError(f"odeint: {what} is a traced value with {describe(v)}; odeint "
+                            "integrates real states: split a complex one into real parts")
+        return v
+    a = _np.asarray(p)
+    if _np.issubdtype(a.dtype, _np.complexfloating) or not (
+            _np.issubdtype(a.dtype, _np.number) or a.dtype == bool):
+        raise TypeError(f"odeint: {what} has dtype {a.dtype}; odeint integrates real float "
+                        "states (split a complex state into its real and imaginary parts)")
+    if not _np.issubdtype(a.dtype, _np.floating):
+        a = a.astype(_np.float64)
+    return a[()] if a.ndim == 0 else a
+
+
+def _as_times(t):
+    if isinstance(t, (list, tuple)):
+        t = fnp.asarray(t)  # traced time points in a list become one traced array
+    shape = _np.shape(primal(t))
+    if len(shape) != 1 or shape[0] == 0:
+        raise ValueError(f"odeint: t must be a 1-D array of time points with at least one "
+                         f"element, got shape {shape}")
+    if _np.issubdtype(_np.result_type(primal(t)), _np.floating):
+        return t
+    if type(t) is Box or not _np.issubdtype(_np.result_type(primal(t)), _np.number):
+        raise TypeError(f"odeint: t has {describe(t)}; pass real float time points")
+    return _np.asarray(t, dtype=_np.float64)  # integer time points, as SciPy reads them
+
+
+def _check_closure(func):
+    """A func that closes over a value being differentiated would lose its derivative."""
+    seen = [func]
+    while seen:
+        fn = seen.pop()
+        while isinstance(fn, functools.partial):
+            for v in list(fn.args) + list(fn.keywords.values()):
+                _refuse_traced(v)
+            fn = fn.func
+        cells = getattr(fn, "__closure__", None) or ()
+        for cell in cells:
+            try:
+                v = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+            if callable(v) and hasattr(v, "__closure__") and v is not fn:
+                seen.append(v)
+            else:
+                _refuse_traced(v)
+
+
+def _refuse_traced(v):
+    try:
+        leaves = tree_flatten(v)[0]
+    except Exception:  # not a pytree fgrad knows: nothing of it can be traced
+        return
+    for x in leaves:
+        y = x
+        while type(y) is Box:
+            if y.level.live:
+                raise TypeError(
+                    f"odeint: func closes over a value being differentiated (a traced value "
+                    f"with {describe(x)}); its derivative would be lost. Pass it in args "
+                    "instead: odeint(func, y0, t, args=(value,)) with func(y, t, value)"
+                )
+            y = y.value

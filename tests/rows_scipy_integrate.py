@@ -1,0 +1,80 @@
+"""Gradient-table rows for fgrad.scipy.integrate: `odeint`, differentiated with respect to the
+initial state, the time points and the arguments (see tests/gradtable.py).
+
+The solves use tight tolerances (1e-10): the adjoint gradients are accurate to about the
+solver's tolerance, and the table compares them with central differences at 1e-5. The time
+points are drawn sorted and well apart, so a step of 1e-4 never reorders them. Systems are
+small and time points few: each order-2 check runs dozens of solves.
+"""
+
+import numpy as np
+
+import fgrad.numpy as fnp
+from fgrad.scipy.integrate import odeint
+from gradtable import Row
+
+TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+def _times(rng, n=3):
+    """n sorted time points, at least 0.2 apart, starting near 0."""
+    return np.cumsum(rng.uniform(0.2, 0.5, n)) - 0.2
+
+
+def _decay(y, t, k):
+    return -k * y
+
+
+def _forced(y, t, k, w):
+    # non-autonomous: d/dt[i] involves the explicit dependence on t
+    return -k * y + fnp.sin(w * t)
+
+
+def _linear(y, t, a):
+    return a @ y
+
+
+def _lotka_volterra(y, t, p):
+    prey, pred = y[0], y[1]
+    return fnp.stack([p[0] * prey - p[1] * prey * pred, p[2] * prey * pred - p[3] * pred])
+
+
+def _pendulum(t, state, params):  # tfirst=True; the state and params are dicts
+    theta, omega = state["theta"], state["omega"]
+    return {"theta": omega,
+            "omega": -params["g"] / params["l"] * fnp.sin(theta) - params["c"] * omega}
+
+
+ROWS = [
+    Row("scipy.integrate.odeint",
+        lambda y0, t, k: odeint(_decay, y0, t, (k,), **TOL),
+        make=lambda rng: (rng.uniform(0.5, 2.0, 3), _times(rng), rng.uniform(0.3, 1.0)),
+        variant="decay"),
+    Row("scipy.integrate.odeint",
+        lambda y0, t, k, w: odeint(_forced, y0, t, (k, w), **TOL),
+        make=lambda rng: (rng.uniform(0.5, 2.0), _times(rng), rng.uniform(0.3, 1.0),
+                          rng.uniform(1.0, 2.0)),
+        variant="forced-scalar-state"),
+    Row("scipy.integrate.odeint",
+        lambda y0, t, a: odeint(_linear, y0, t, (a,), **TOL),
+        make=lambda rng: (rng.uniform(-1.0, 1.0, 2), _times(rng),
+                          rng.uniform(-0.5, 0.5, (2, 2)) - 0.5 * np.eye(2)),
+        variant="linear"),
+    Row("scipy.integrate.odeint",
+        lambda y0, p: odeint(_lotka_volterra, y0, np.array([0.0, 0.4, 0.8]), (p,), **TOL),
+        make=lambda rng: (rng.uniform(0.8, 1.5, 2), rng.uniform(0.5, 1.0, 4)),
+        variant="lotka-volterra"),
+    Row("scipy.integrate.odeint",
+        lambda theta0, omega0, t, g: odeint(
+            _pendulum, {"theta": theta0, "omega": omega0}, t, ({"g": g, "l": 1.5, "c": 0.1},), tfirst=True,
+            **TOL),
+        make=lambda rng: (rng.uniform(-1.0, 1.0), rng.uniform(-0.5, 0.5), _times(rng),
+                          rng.uniform(8.0, 10.0)),
+        variant="pendulum-pytree-tfirst"),
+    Row("scipy.integrate.odeint",
+        lambda y0, k: odeint(_decay, y0, np.array([0.0, 0.3, 0.7]), (k,), **TOL),
+        make=lambda rng: (rng.uniform(0.5, 2.0, (2, 2)), rng.uniform(0.3, 1.0, (2, 1))),
+        variant="matrix-state"),
+]
+
+NONDIFF = []
