@@ -10,7 +10,7 @@ Write a function with `fgrad.numpy` (a mirror of NumPy) and transform it:
 Public names only; the layers underneath are `core` (levels, boxes, the K transform),
 `primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
 transforms), `custom` (your own rules, checkpointing, a tap on the backward pass) and
-`test_util` (numerical gradient checks).
+`test_util` (numerical gradient checks) and `graph` (`make_graph`: a look inside a computation).
 """
 
 from . import numpy, tree_util
@@ -18,6 +18,7 @@ from .api import (
     grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
 )
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
+from .graph import make_graph
 from .primitive import primitive
 from . import test_util
 
@@ -26,5 +27,5 @@ __version__ = "0.1.0"
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "primitive", "custom_vjp", "custom_jvp", "checkpoint", "remat",
-    "tap_cotangent", "numpy", "tree_util", "test_util",
+    "tap_cotangent", "make_graph", "numpy", "tree_util", "test_util",
 ]

@@ -309,6 +309,7 @@ ALLOWED_IMPORTS = {
     "api.py": {"core", "tree_util", "numpy"},
     "custom.py": {"core", "tree_util", "numpy", "numpy.shaping", "api"},
     "test_util.py": {"api", "core", "tree_util"},
+    "graph.py": {"core", "tree_util"},
 }
 
 

@@ -1,0 +1,601 @@
+"""`make_graph`: a look inside a computation, derivatives included.
+
+`make_graph(f)(*args)` runs `f` once and records every primitive it applies as an equation of a
+small graph: the primitive, its inputs and output (shape and dtype), and the line of your code
+that applied it. Run on a derivative, `make_graph(grad(f))(x)`, the same record shows what the
+K transform built: the forward equations, then the backward pass, equation by equation, grouped
+by the bprop closure that applied them, with the forward values each closure keeps (its
+residuals) and the sums of the cotangents of values used more than once.
+
+How it records. The graph is one more level (see `fgrad.core`): the arguments are boxed on a
+`GraphLevel`, which is the outermost level, so every primitive application of every transform
+inside it ends up at this level, with plain values underneath, exactly once. The level learns
+*why* a primitive was applied (your forward code, a bprop of the backward pass, a jvp rule) by
+looking at the Python stack above it: which core function (`backward_pass`, a level's
+`process`) is running and, in `backward_pass`, which tape entry it is at. Reading the stack
+costs nothing when no graph is being made, so the core carries no hooks for this.
+
+Imports: `fgrad.core` and `fgrad.tree_util` (and the standard library).
+"""
+
+import html
+import linecache
+import os
+import sys
+
+import numpy as _np
+
+from . import core
+from .core import Box, Level, bind, primal
+from .tree_util import tree_flatten
+
+__all__ = ["make_graph", "Graph", "Equation", "Var"]
+
+_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class Var:
+    """A value in the graph: an input of the function or the output of an equation."""
+
+    __slots__ = ("name", "shape", "dtype", "producer")
+
+    def __init__(self, name, value, producer=None):
+        self.name = name
+        self.shape = _np.shape(value)
+        self.dtype = _np.result_type(value)
+        self.producer = producer  # the Equation that computed it; None for an input
+
+    @property
+    def type(self):
+        """Short type as in a jaxpr: `f64[3,2]`."""
+        return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        return f"{self.name}:{self.type}"
+
+
+class Const:
+    """A value an equation uses that is not traced: a literal, or an array your code holds,
+    named when your code holds it in a variable: `w:f64[3](free)` for a free variable of a
+    closure, `(local)` or `(global)` otherwise, `const:f64[3]` when it has no name."""
+
+    __slots__ = ("value", "name")
+
+    def __init__(self, value, name=None):
+        self.value = value
+        self.name = name
+
+    def __repr__(self):
+        v = primal(self.value)
+        if _np.ndim(v) == 0 and not isinstance(v, (list, tuple)):
+            return repr(v.item() if hasattr(v, "item") else v)
+        a = _np.asarray(v)
+        return f"{self.name or 'const'}:{_short_dtype(a.dtype)}[{','.join(map(str, a.shape))}]"
+
+
+class Equation:
+    """One primitive application.
+
+    `role` says why it ran: "forward" (your function), "backward" (a bprop, in the backward
+    pass of the reverse level `level`), "tangent" (a forward-mode rule of `level`) or
+    "residual" (computed at forward time by a reverse rule, for its bprop). For the last
+    three, `rule_of` is the equation whose rule applied it. `sums_cotangent_of` is set on the
+    additions that sum two cotangents of one value (a value used more than once).
+    """
+
+    __slots__ = ("index", "primitive", "inputs", "params", "output", "role", "level",
+                 "rule_of", "sums_cotangent_of", "source")
+
+    def __init__(self, index, primitive, inputs, params, output, role, level, rule_of,
+                 sums_cotangent_of, source):
+        self.index = index
+        self.primitive = primitive
+        self.inputs = inputs
+        self.params = params
+        self.output = output
+        self.role = role
+        self.level = level
+        self.rule_of = rule_of
+        self.sums_cotangent_of = sums_cotangent_of
+        self.source = source
+
+    def text(self):
+        """`c:f64[3] = mul a b` with its parameters."""
+        args = " ".join(repr(x) if isinstance(x, Const) else x.name for x in self.inputs)
+        params = " ".join(f"{k}={_short(v)}" for k, v in self.params.items())
+        rhs = " ".join(p for p in (self.primitive, args, params) if p)
+        return f"{self.output!r} = {rhs}"
+
+    def __repr__(self):
+        return f"<Equation {self.text()}>"
+
+
+class _Block:
+    """The equations one bprop (of the tape entry `node`) applied in a backward pass: the
+    bprop of equation `of`, keeping the forward values `keeps`."""
+
+    __slots__ = ("of", "level", "keeps", "equations", "node")
+
+    def __init__(self, of, level, keeps, node):
+        self.of = of
+        self.level = level
+        self.keeps = keeps
+        self.node = node
+        self.equations = []
+
+
+class Graph:
+    """What `make_graph(f)(*args)` recorded. `len(graph)` is the number of primitive
+    applications; `graph.counts()` splits it by role; `print(graph)` lists the equations;
+    a notebook draws it (`_repr_svg_`)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.inputs = []
+        self.equations = []
+        self.outputs = []
+        self._blocks = []
+
+    def __len__(self):
+        return len(self.equations)
+
+    def counts(self):
+        """Number of primitive applications by role: forward, residual, backward, tangent."""
+        out = {}
+        for e in self.equations:
+            out[e.role] = out.get(e.role, 0) + 1
+        return out
+
+    def count(self, role=None, primitive=None):
+        """How many equations have this role and/or apply this primitive."""
+        return sum(1 for e in self.equations
+                   if (role is None or e.role == role)
+                   and (primitive is None or e.primitive == primitive))
+
+    # --- text ------------------------------------------------------------------------------
+
+    def __str__(self):
+        lines = [f"make_graph({self.name}): {self._summary()}",
+                 "inputs: " + (", ".join(map(repr, self.inputs)) or "none")]
+        heading = None
+        for e in self.equations:
+            block = self._block_of(e)
+            new_heading = self._heading(e, block)
+            if new_heading != heading:
+                heading = new_heading
+                lines.append(heading)
+            note = self._note(e, block)
+            lines.append(f"    {e.text():<44}  # {note}" if note else f"    {e.text()}")
+        lines.append("outputs: " + (", ".join(
+            repr(x) if isinstance(x, Const) else x.name for x in self.outputs) or "none"))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _summary(self):
+        counts = self.counts()
+        parts = ", ".join(f"{counts[r]} {r}" for r in _ROLES if r in counts)
+        return f"{len(self)} primitive applications" + (f" ({parts})" if parts else "")
+
+    def _block_of(self, e):
+        for b in self._blocks:
+            if e in b.equations:
+                return b
+        return None
+
+    def _heading(self, e, block):
+        if e.role == "backward":
+            head = f"  backward pass of reverse level {e.level}"
+            if block is not None and block.of is not None:
+                of = block.of
+                keeps = ", ".join(v.name if isinstance(v, Var) else repr(v)
+                                  for v in block.keeps) or "nothing"
+                origin = _where(of.source) if of.source else \
+                    f"applied by the {of.role} pass of level {of.level}"
+                return f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), " \
+                       f"keeps {keeps}"
+            return head + ":"
+        if e.role == "tangent":
+            return f"  tangents of forward level {e.level}:"
+        return "  forward:"
+
+    @staticmethod
+    def _note(e, block):
+        if e.sums_cotangent_of is not None:
+            return f"sums two cotangents of {e.sums_cotangent_of}"
+        if e.role == "residual" and e.rule_of is not None:
+            return f"kept for the bprop of {e.rule_of.output.name}"
+        if e.role == "tangent" and e.rule_of is not None:
+            return f"tangent of {e.rule_of.output.name} = {e.rule_of.primitive}"
+        if e.role == "forward":
+            return _where(e.source)
+        return ""
+
+    # --- picture ---------------------------------------------------------------------------
+
+    def _repr_svg_(self):
+        return _draw_svg(self)
+
+    def to_svg(self):
+        """The picture a notebook shows, as an SVG string (save it to a .svg file to view)."""
+        return _draw_svg(self)
+
+
+_ROLES = ("forward", "residual", "backward", "tangent")
+
+
+def make_graph(fun, static_argnums=()):
+    """Return a function that runs `fun` once and returns the `Graph` of what it applied.
+
+    Every float (or complex) leaf of the positional arguments is an input of the graph; other
+    arguments (ints, strings, the positions in `static_argnums`) are constants. `fun` may be a
+    transformed function: `make_graph(grad(f))(x)` shows the backward pass the K transform
+    built, `make_graph(grad(grad(f)))(x)` why higher order costs more.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: fnp.sin(x) * x
+    >>> g = make_graph(fgrad.grad(f))(1.0)
+    >>> g.counts()
+    {'forward': 2, 'backward': 5}
+    >>> print(g)  # doctest: +ELLIPSIS
+    make_graph(grad(<lambda>)): 7 primitive applications (2 forward, 5 backward)
+    inputs: a:f64[]
+      forward:
+        b:f64[] = sin a ...
+        c:f64[] = multiply b a ...
+      backward pass of reverse level 1: bprop of c = multiply (...), keeps a, b
+        d:f64[] = multiply 1.0 a
+        e:f64[] = multiply b 1.0
+      backward pass of reverse level 1: bprop of b = sin (...), keeps a
+        f:f64[] = cos a
+        g:f64[] = multiply d f
+        h:f64[] = add_any e g                         # sums two cotangents of an input
+    outputs: h
+    """
+    if not callable(fun):
+        raise TypeError(f"make_graph expects a function, got {fun!r} of type "
+                        f"{type(fun).__name__}; pass the function itself, e.g. make_graph(f)")
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+
+    def graphed(*args, **kwargs):
+        graph = Graph(getattr(fun, "__name__", type(fun).__name__))
+        with GraphLevel(graph) as level:
+            boxed = []
+            for i, arg in enumerate(args):
+                if i in static:
+                    boxed.append(arg)
+                    continue
+                leaves, tree = tree_flatten(arg)
+                boxed.append(tree.unflatten([level.new_input(v) for v in leaves]))
+            out = fun(*boxed, **kwargs)
+            leaves, _ = tree_flatten(out)
+            graph.outputs = [x.aux if type(x) is Box and x.level is level else Const(x)
+                             for x in leaves]
+        return graph
+
+    graphed.__name__ = f"make_graph({getattr(fun, '__name__', 'f')})"
+    return graphed
+
+
+class GraphLevel(Level):
+    """The outermost level while a graph is made: records each primitive application."""
+
+    __slots__ = ("graph", "_names", "_forward_of", "_levels", "_applied_by")
+
+    def __init__(self, graph):
+        super().__init__()
+        self.graph = graph
+        self._names = _var_names()
+        # (id of a reverse level, tape index) -> the equation that tape entry applied; the
+        # levels are kept in _levels while the graph is made, so their ids are not reused
+        self._forward_of = {}
+        self._levels = []
+        # the frame of a level's `process` -> the equation it applied there, so that the
+        # equations its rules apply next can name it
+        self._applied_by = {}
+
+    def new_input(self, value):
+        v = primal(value)
+        if not (isinstance(v, (float, complex, _np.ndarray, _np.generic))
+                and _np.issubdtype(_np.result_type(v), _np.inexact)):
+            return value  # not a float: a constant of the graph
+        var = Var(next(self._names), v)
+        self.graph.inputs.append(var)
+        return Box(value, self, var)
+
+    def process(self, prim, args, params):
+        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
+        ans = bind(prim, vals, params)
+        why = _why(sys._getframe(1), prim, self)
+        inputs = [a.aux if type(a) is Box and a.level is self else why.const(a) for a in args]
+        eqn = Equation(len(self.graph.equations), prim.name, inputs, params, None, why.role,
+                       why.level, why.rule_of, why.sums, why.source)
+        eqn.output = Var(next(self._names), primal(ans), eqn)
+        self.graph.equations.append(eqn)
+        for frame in why.chain:
+            self._applied_by[frame] = eqn
+            if frame.f_code in _REVERSE_PROCESS:  # the next entry of this level's tape
+                level = frame.f_locals["self"]
+                if level not in self._levels:
+                    self._levels.append(level)
+                self._forward_of[id(level), len(level.tape)] = eqn
+        if why.bprop is not None:
+            self._add_to_block(eqn, why)
+        return Box(ans, self, eqn.output)
+
+    def __exit__(self, *exc):
+        # drop the frames and levels kept while recording: they hold the traced values
+        self._applied_by.clear()
+        self._forward_of.clear()
+        self._levels.clear()
+        return super().__exit__(*exc)
+
+    def forward_equation(self, level, index):
+        return self._forward_of.get((id(level), index))
+
+    def _add_to_block(self, eqn, why):
+        blocks = self.graph._blocks
+        if not blocks or blocks[-1].node is not why.bprop or blocks[-1].level != why.level:
+            blocks.append(_Block(why.rule_of, why.level, _residuals(why.bprop, self), why.bprop))
+        blocks[-1].equations.append(eqn)
+
+
+# --- why a primitive ran: reading the stack ------------------------------------------------
+
+# The core functions a primitive application passes through on its way down to this level.
+_CHAIN = {core.bind.__code__, core.ReverseLevel.process.__code__,
+          core.ReverseLevel._process_fprop.__code__, core.ForwardLevel.process.__code__}
+_REVERSE_PROCESS = {core.ReverseLevel.process.__code__, core.ReverseLevel._process_fprop.__code__}
+_LEVEL_PROCESS = _REVERSE_PROCESS | {core.ForwardLevel.process.__code__}
+
+
+class _Why:
+    __slots__ = ("role", "level", "rule_of", "sums", "source", "chain", "bprop", "user")
+
+    def const(self, value):
+        return Const(value, _name_in(self.user, value))
+
+
+def _why(frame, prim, graph_level):
+    """Classify the primitive application whose `bind` is `frame`'s caller chain."""
+    why = _Why()
+    why.role, why.level, why.rule_of, why.sums, why.source = "forward", None, None, None, None
+    why.chain, why.bprop, why.user = [], None, None
+    base = graph_level.depth
+    # Up the stack, first the chain bind <- level.process <- bind ... that brought this
+    # application down from the levels inside this one (a level's `process` is in the chain
+    # only if it is processing this same primitive, not applying one of its rules)
+    direct = True
+    f = frame
+    while f is not None:
+        code = f.f_code
+        if direct and code in _CHAIN and (code not in _LEVEL_PROCESS or f.f_locals["prim"] is prim):
+            if code in _LEVEL_PROCESS:
+                why.chain.append(f)
+        else:
+            direct = False
+            if why.user is None and not code.co_filename.startswith(_FGRAD_DIR):
+                why.user = f
+            if why.role == "forward":
+                _classify(f, code, why, graph_level, base)
+        f = f.f_back
+    if why.role in ("forward", "residual", "tangent") and why.user is not None:
+        why.source = _source(why.user)
+    return why
+
+
+def _classify(f, code, why, graph_level, base):
+    """Set `why`'s role from one frame of the stack, if it is a core frame that decides it."""
+    if code is core._accumulate.__code__ and why.sums is None:
+        why.sums = _summed_value(f.f_locals, graph_level)
+    elif code is core.backward_pass.__code__:
+        loc = f.f_locals
+        level, k = loc["level"], loc.get("k")
+        why.role, why.level = "backward", level.depth - base
+        if k is not None:  # in the loop over the tape (not summing the seeds)
+            why.rule_of = graph_level.forward_equation(level, k)
+            why.bprop = loc.get("node")
+    elif code is core._jvp_by_transposing.__code__:
+        why.role = "tangent"
+    elif code is core.ForwardLevel.process.__code__:
+        why.role, why.level = "tangent", f.f_locals["self"].depth - base
+        why.rule_of = graph_level._applied_by.get(f)
+    elif code in _REVERSE_PROCESS:
+        why.role, why.level = "residual", f.f_locals["self"].depth - base
+        why.rule_of = graph_level._applied_by.get(f)
+
+
+def _summed_value(loc, graph_level):
+    """The name of the value whose cotangents `_accumulate` is summing."""
+    node = loc.get("node")
+    for (level_id, k), eqn in graph_level._forward_of.items():
+        for level in graph_level._levels:
+            if id(level) == level_id and k < len(level.tape) and level.tape[k] is node:
+                return eqn.output.name
+    return "an input"
+
+
+def _residuals(node, graph_level):
+    """The graph values a node's bprop closures keep alive (their free variables)."""
+    found, seen = [], set()
+
+    def visit(obj, depth):
+        if id(obj) in seen or depth > 3:
+            return
+        seen.add(id(obj))
+        while type(obj) is Box and obj.level is not graph_level:
+            obj = obj.value
+        if type(obj) is Box:
+            if obj.aux not in found:
+                found.append(obj.aux)
+        elif isinstance(obj, _np.ndarray) and obj.size > 1:
+            found.append(Const(obj))  # an array the bprop keeps that is not a traced value
+        elif callable(obj) and getattr(obj, "__closure__", None):
+            for cell in obj.__closure__:
+                try:
+                    visit(cell.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+        elif isinstance(obj, (tuple, list)):
+            for item in obj:
+                visit(item, depth + 1)
+
+    bprop = node.bprop if node is not None else None
+    visit(bprop, 0)
+    return found
+
+
+def _source(frame):
+    code = frame.f_code
+    text = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    return (code.co_filename, frame.f_lineno, code.co_name, text)
+
+
+def _where(source):
+    if source is None:
+        return ""
+    filename, lineno, function, text = source
+    # IPython names a cell's code after a file in a temporary ipykernel folder
+    place = "cell" if "ipykernel" in filename else os.path.basename(filename)
+    where = f"{function}, {place} line {lineno}" if function != "<module>" else \
+        f"{place} line {lineno}"
+    return f"{where}: {text}" if text else where
+
+
+def _name_in(frame, value):
+    """The name your code gives `value`, if it holds it in a variable (by identity)."""
+    if frame is None or not isinstance(value, _np.ndarray):
+        return None
+    code = frame.f_code
+    scope = frame.f_locals
+    if scope is not frame.f_globals:  # inside a function
+        for name, v in scope.items():
+            if v is value:
+                return f"{name}({'free' if name in code.co_freevars else 'local'})"
+    for name, v in frame.f_globals.items():
+        if v is value:
+            return f"{name}(global)"
+    return None
+
+
+def _var_names():
+    """a, b, ..., z, ba, bb, ... as in a jaxpr."""
+    n = 0
+    while True:
+        digits, k = [], n
+        while True:
+            digits.append("abcdefghijklmnopqrstuvwxyz"[k % 26])
+            k //= 26
+            if k == 0:
+                break
+        yield "".join(reversed(digits))
+        n += 1
+
+
+def _short_dtype(dt):
+    dt = _np.dtype(dt)
+    return {"f": "f", "c": "c", "i": "i", "u": "u", "b": "bool"}.get(dt.kind, dt.kind) + \
+        (str(dt.itemsize * 8) if dt.kind != "b" else "")
+
+
+def _short(v):
+    if isinstance(v, _np.ndarray):
+        return f"array{list(v.shape)}"
+    text = repr(v)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+# --- the picture ---------------------------------------------------------------------------
+
+_COLOURS = {"input": "#e8e8e8", "forward": "#cfe2ff", "residual": "#e2d9f3",
+            "backward": "#ffd8b5", "tangent": "#d1f0d5", "sum": "#f9c6d0"}
+_MAX_DRAWN = 400
+_W, _H, _GAP_X, _GAP_Y = 150, 38, 18, 46
+
+
+def _draw_svg(graph):
+    """A layered drawing: inputs at the top, each equation one layer below its lowest input."""
+    if len(graph) > _MAX_DRAWN:
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="40">'
+                f'<text x="8" y="24" font-family="sans-serif" font-size="14">'
+                f'{html.escape(graph._summary())}: too many to draw; print() it instead'
+                f'</text></svg>')
+    layer = {id(v): 0 for v in graph.inputs}
+    nodes = [(v, 0) for v in graph.inputs]
+    for e in graph.equations:
+        depth = 1 + max([layer.get(id(x), 0) for x in e.inputs if isinstance(x, Var)] or [0])
+        layer[id(e.output)] = depth
+        nodes.append((e.output, depth))
+    rows = {}
+    for var, depth in nodes:
+        rows.setdefault(depth, []).append(var)
+    width = max(len(r) for r in rows.values()) * (_W + _GAP_X) + _GAP_X
+    legend_h = 28
+    height = (max(rows) + 1) * (_H + _GAP_Y) + _GAP_Y + legend_h
+    pos = {}
+    for depth, row in sorted(rows.items()):
+        # order each row by the mean x of its inputs, so edges cross less
+        def mean_x(var):
+            xs = [pos[id(x)][0] for x in (var.producer.inputs if var.producer else ())
+                  if isinstance(x, Var) and id(x) in pos]
+            return sum(xs) / len(xs) if xs else 0.0
+        row.sort(key=mean_x)
+        left = (width - len(row) * (_W + _GAP_X) + _GAP_X) / 2
+        for j, var in enumerate(row):
+            pos[id(var)] = (left + j * (_W + _GAP_X) + _W / 2,
+                            legend_h + _GAP_Y + depth * (_H + _GAP_Y) + _H / 2)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+           f'height="{height:.0f}" font-family="sans-serif" font-size="11">',
+           '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" '
+           'markerHeight="6" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/>'
+           '</marker></defs>']
+    for k, (role, colour) in enumerate(_COLOURS.items()):
+        x = _GAP_X + k * 100
+        out.append(f'<rect x="{x}" y="6" width="14" height="14" rx="3" fill="{colour}" '
+                   f'stroke="#888"/><text x="{x + 19}" y="17">{role}</text>')
+    for e in graph.equations:
+        x2, y2 = pos[id(e.output)]
+        for x in e.inputs:
+            if isinstance(x, Var):
+                x1, y1 = pos[id(x)]
+                y1b, y2t = y1 + _H / 2, y2 - _H / 2
+                mid = (y1b + y2t) / 2
+                dash = ' stroke-dasharray="4 3"' if e.role in ("backward", "tangent") and \
+                    x.producer is not None and x.producer.role == "forward" else ""
+                out.append(f'<path d="M{x1:.1f},{y1b:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},'
+                           f'{mid:.1f} {x2:.1f},{y2t:.1f}" fill="none" stroke="#777"'
+                           f'{dash} marker-end="url(#arrow)"/>')
+    outputs = {id(v) for v in graph.outputs if isinstance(v, Var)}
+    levels = {e.level for e in graph.equations if e.level is not None}
+    for var, _ in nodes:
+        x, y = pos[id(var)]
+        e = var.producer
+        subtitle = var.type
+        if e is not None and len(levels) > 1 and e.level is not None:
+            subtitle += f" · level {e.level}"
+        if id(var) in outputs:
+            subtitle += " · output"
+        if e is None:
+            colour, title, label = _COLOURS["input"], "input", f"{var.name}: input"
+        else:
+            kind = "sum" if e.sums_cotangent_of is not None else e.role
+            colour = _COLOURS[kind]
+            consts = [repr(c) for c in e.inputs if isinstance(c, Const)]
+            label = f"{var.name} = {e.primitive}" + (f" ({', '.join(consts)})" if consts else "")
+            title = e.text() + (f"\n{_where(e.source)}" if e.source else "")
+            if e.rule_of is not None:
+                title += f"\nrule of {e.rule_of.output.name} = {e.rule_of.primitive}"
+        out.append(f'<g><title>{html.escape(title)}</title>'
+                   f'<rect x="{x - _W / 2:.1f}" y="{y - _H / 2:.1f}" width="{_W}" '
+                   f'height="{_H}" rx="6" fill="{colour}" stroke="#555" '
+                   f'stroke-width="{3 if id(var) in outputs else 1}"/>'
+                   f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
+                   f'font-weight="bold">{html.escape(_clip(label, 24))}</text>'
+                   f'<text x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle" fill="#333">'
+                   f'{html.escape(subtitle)}</text></g>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _clip(text, n):
+    return text if len(text) <= n else text[: n - 1] + "…"
