@@ -1,6 +1,8 @@
 """Gradient-table rows for fgrad.scipy.special: the softmax family with axis/keepdims grids and
 weights, the logistic and error functions, gamma and its relatives, x log y and the
-entropies, the normal distribution, modified Bessel functions and exponential integrals.
+entropies, the incomplete gamma functions and their inverses (in both arguments), the normal
+distribution, Bessel functions of every kind (in x, for constant orders) and exponential
+integrals.
 Each domain keeps central differences away from poles, branch cuts and kinks. See
 tests/gradtable.py."""
 
@@ -116,6 +118,36 @@ ROWS += [Row(P + "expn", lambda x: sp.expn(np.array([0, 1, 3]), x), ((3,),), ("p
 ROWS += unary_rows(P + "exp1", sp.exp1, "positive")
 ROWS += unary_rows(P + "expi", sp.expi, "nonzero")
 
+# Bessel functions: the order is a constant (integer or real, scalar or an array that
+# broadcasts against x); x > 0 for the second kind and for non-integer orders of I.
+for name, fn in [("j0", sp.j0), ("j1", sp.j1)]:
+    ROWS += unary_rows(P + name, fn)
+    ROWS += unary_rows_in(P + name, fn, 5.0, 30.0, variant="large")
+for name, fn in [("y0", sp.y0), ("y1", sp.y1)]:
+    ROWS += unary_rows(P + name, fn, "positive")
+    ROWS += unary_rows_in(P + name, fn, 5.0, 30.0, variant="large")
+for n in (0, 1, 3):
+    ROWS += unary_rows(P + "jn", lambda x, n=n: sp.jn(n, x), variant=f"n={n}")
+    ROWS += unary_rows(P + "yn", lambda x, n=n: sp.yn(n, x), "positive", variant=f"n={n}")
+ROWS += unary_rows(P + "yn", lambda x: sp.yn(-2, x), "positive", variant="n=-2")
+ORDERS = np.array([[0], [1], [4]])  # broadcasts against x of shape (2,): result (3, 2)
+for name, fn in [("jn", sp.jn), ("yn", sp.yn), ("jv", sp.jv), ("yv", sp.yv), ("iv", sp.iv),
+                 ("ive", sp.ive), ("kv", sp.kv), ("kve", sp.kve)]:
+    ROWS += [Row(P + name, lambda x, fn=fn: fn(ORDERS, x), ((2,),), ("positive",),
+                 variant="order-array-broadcast")]
+for v in (0, 2):  # integer orders: any real x
+    ROWS += unary_rows(P + "jv", lambda x, v=v: sp.jv(v, x), variant=f"v={v}")
+    ROWS += unary_rows(P + "iv", lambda x, v=v: sp.iv(v, x), variant=f"v={v}")
+ROWS += unary_rows(P + "ive", lambda x: sp.ive(0, x), "nonzero", variant="v=0")  # kink at 0
+ROWS += unary_rows(P + "ive", lambda x: sp.ive(3, x), variant="v=3")
+for v in (-0.5, 1.5, 2.7):
+    for name, fn in [("jv", sp.jv), ("yv", sp.yv), ("iv", sp.iv), ("ive", sp.ive),
+                     ("kv", sp.kv), ("kve", sp.kve)]:
+        ROWS += unary_rows(P + name, lambda x, v=v, fn=fn: fn(v, x), "positive", variant=f"v={v}")
+ROWS += unary_rows_in(P + "jv", lambda x: sp.jv(2.5, x), 5.0, 30.0, variant="v=2.5,large")
+ROWS += unary_rows_in(P + "ive", lambda x: sp.ive(1.5, x), 50.0, 900.0, variant="v=1.5,large")
+ROWS += unary_rows_in(P + "kve", lambda x: sp.kve(1.5, x), 50.0, 900.0, variant="v=1.5,large")
+
 # --- elementwise binary functions, with broadcasting -----------------------------------------
 
 ROWS += binary_rows(P + "xlogy", sp.xlogy, ("real", "positive"))
@@ -124,5 +156,27 @@ ROWS += binary_rows(P + "rel_entr", sp.rel_entr, ("positive", "positive"))
 ROWS += binary_rows(P + "kl_div", sp.kl_div, ("positive", "positive"))
 ROWS += binary_rows(P + "beta", sp.beta, ("positive", "positive"))
 ROWS += binary_rows(P + "betaln", sp.betaln, ("positive", "positive"))
+
+# The incomplete gamma functions in both arguments: a and x in (0.5, 2) have x < a + 1 (the
+# series for d/da); the "fraction" rows have x >= a + 1 (the continued fraction), and "large"
+# rows straddle the switch between the two at a = 30.
+for name in ("gammainc", "gammaincc"):
+    fn = getattr(sp, name)
+    ROWS += binary_rows(P + name, fn, ("positive", "positive"))
+    ROWS += [
+        Row(P + name, fn, make=lambda rng: (rng.uniform(0.3, 2.0, 3), rng.uniform(3.5, 12.0, 3)),
+            variant="fraction"),
+        Row(P + name, fn, make=lambda rng: (rng.uniform(0.3, 2.0, (3, 1)),
+                                            rng.uniform(3.5, 12.0, 2)),
+            variant="fraction-broadcast"),
+        Row(P + name, fn, make=lambda rng: (rng.uniform(25.0, 35.0, 4),
+                                            np.array([20.0, 28.0, 36.0, 45.0])),
+            variant="large"),
+    ]
+for name in ("gammaincinv", "gammainccinv"):
+    fn = getattr(sp, name)
+    ROWS += binary_rows(P + name, fn, ("positive", "probability"))
+    ROWS += [Row(P + name, fn, make=lambda rng: (rng.uniform(20.0, 40.0, 3),
+                                                 rng.uniform(0.1, 0.9, 3)), variant="large-a")]
 
 NONDIFF = [Nondiff(P + "gammasgn", sp.gammasgn)]

@@ -31,9 +31,11 @@ __all__ = [
     "erf", "erfc", "erfinv", "erfcinv", "erfcx",
     "gammaln", "digamma", "psi", "polygamma", "gamma", "gammasgn", "rgamma",
     "beta", "betaln", "multigammaln",
+    "gammainc", "gammaincc", "gammaincinv", "gammainccinv",
     "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
     "ndtr", "ndtri", "log_ndtr",
-    "i0", "i0e", "i1", "i1e",
+    "i0", "i0e", "i1", "i1e", "iv", "ive", "kv", "kve",
+    "j0", "j1", "jn", "jv", "y0", "y1", "yn", "yv",
     "expn", "exp1", "expi",
 ]
 
@@ -428,6 +430,115 @@ def multigammaln(a, d):
     return out + 0.25 * d * (d - 1) * math.log(math.pi)
 
 
+# --- incomplete gamma functions --------------------------------------------------------------
+# P = gammainc(a, x) and Q = gammaincc(a, x) = 1 - P. In x: P_x = x**(a-1) exp(-x) / Gamma(a).
+# In a there is no closed form; P_a is computed, in fgrad operations (so it has derivatives of
+# every order in a and x), where each way is free of cancellation:
+#   x < a + 1: from the series P = sum_k exp((a+k) log x - x - gammaln(a+k+1)), whose terms
+#     decrease from k = 0: P_a = sum_k exp(...) (log x - digamma(a+k+1)), terms of one sign
+#     up to the small first few;
+#   x >= a + 1: from Legendre's continued fraction Q = x**a exp(-x) / Gamma(a) * r,
+#     r = 1 / (x + 1 - a - f_1), f_n = n (n - a) / (x + 2n + 1 - a - f_{n+1}), run backwards
+#     with its derivative in a alongside; Q_a = Q (log x - digamma(a) + r'/r), a sum of
+#     positive terms, so Q_a keeps its relative accuracy even where Q is 1e-50.
+# Both agree with mpmath to about 1e-14 for 0.01 <= a <= 1000 and 1e-3 <= x <= 2000.
+
+
+def _gammainc_da(a, x):
+    """d gammainc(a, x) / da in a and x's broadcast shape (0 at x == 0 and x == inf)."""
+    av, xv = _np.asarray(primal(a)), _np.asarray(primal(x))
+    av, xv = _np.broadcast_arrays(av, xv)
+    dtype = _np.result_type(_float_dtype(a), _float_dtype(x))
+    edge = _mask((xv == 0) | _np.isposinf(xv))
+    series = _mask((xv < av + 1) & ~edge)
+    fraction = _mask(~series & ~edge)
+    out = _np.zeros(av.shape, dtype)
+    if series.any():
+        sa, sx = fnp.where(series, a, 1.0), fnp.where(series, x, 0.5)
+        k = _np.arange(int(40 + 12 * math.sqrt(float(xv[series].max()))), dtype=dtype)
+        ak1 = fnp.expand_dims(sa, -1) + (k + 1.0)
+        log_x = fnp.expand_dims(fnp.log(sx), -1)
+        terms = fnp.exp((ak1 - 1.0) * log_x - fnp.expand_dims(sx, -1) - gammaln(ak1))
+        out = fnp.where(series, fnp.sum(terms * (log_x - digamma(ak1)), axis=-1), out)
+    if fraction.any():
+        fa, fx = fnp.where(fraction, a, 1.0), fnp.where(fraction, x, 3.0)
+        a_max = _np.nan_to_num(av[fraction], nan=1.0, posinf=1.0).max()
+        f = df = 0.0  # f_n and d f_n / da
+        for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
+            d = fx + (2.0 * n + 1.0) - fa - f
+            f_next = (n * (n - fa)) / d
+            df = (f_next * (1.0 + df) - float(n)) / d
+            f = f_next
+        r = 1.0 / (fx + 1.0 - fa - f)
+        dq = _gammaincc_p(fa, fx) * (fnp.log(fx) - digamma(fa) + (1.0 + df) * r)
+        out = fnp.where(fraction, -dq, out)
+    return out
+
+
+def _gammainc_dx(a, x):
+    """x**(a-1) exp(-x) / Gamma(a), 1 at x == 0 when a == 1 (xlogy's 0 log 0 = 0)."""
+    return fnp.exp(xlogy(a - 1.0, x) - x - gammaln(a))
+
+
+_gammainc_p = _binary(
+    _sc.gammainc,
+    lambda a, x, ans: _gammainc_da(a, x),
+    lambda a, x, ans: _gammainc_dx(a, x),
+    "gammainc",
+)
+_gammaincc_p = _binary(
+    _sc.gammaincc,
+    lambda a, x, ans: -_gammainc_da(a, x),
+    lambda a, x, ans: -_gammainc_dx(a, x),
+    "gammaincc",
+)
+# x = P^-1(a, p) has x_p = 1 / P_x(a, x) and x_a = -P_a(a, x) / P_x(a, x); the same x_a for
+# Q^-1, whose x_q = -1 / P_x.
+_gammaincinv_p = _binary(
+    _sc.gammaincinv,
+    lambda a, p, ans: -(_gammainc_da(a, ans) / _gammainc_dx(a, ans)),
+    lambda a, p, ans: 1.0 / _gammainc_dx(a, ans),
+    "gammaincinv",
+)
+_gammainccinv_p = _binary(
+    _sc.gammainccinv,
+    lambda a, q, ans: -(_gammainc_da(a, ans) / _gammainc_dx(a, ans)),
+    lambda a, q, ans: -1.0 / _gammainc_dx(a, ans),
+    "gammainccinv",
+)
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x) for a > 0, x >= 0, with
+    broadcasting. d/dx = x**(a-1) exp(-x) / Gamma(a); d/da has no closed form and is
+    computed by a series (x < a + 1) or a continued fraction (x >= a + 1) written in fgrad
+    operations, so every order works in both arguments (JAX: first order in a only).
+
+    >>> import fgrad
+    >>> round(float(fgrad.grad(gammainc, argnums=1)(1.0, 2.0)), 12)  # exp(-2)
+    0.135335283237
+    """
+    return _gammainc_p(a, x)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x); derivatives the
+    negatives of `gammainc`'s, d/da accurate where Q is tiny too."""
+    return _gammaincc_p(a, x)
+
+
+def gammaincinv(a, p):
+    """The inverse of `gammainc` in x for p in [0, 1]; d/dp = 1 / P_x(a, x) and
+    d/da = -P_a(a, x) / P_x(a, x) at x = gammaincinv(a, p)."""
+    return _gammaincinv_p(a, p)
+
+
+def gammainccinv(a, q):
+    """The inverse of `gammaincc` in x for q in [0, 1]; d/dq = -1 / P_x(a, x) and
+    d/da = -P_a(a, x) / P_x(a, x) at x = gammainccinv(a, q)."""
+    return _gammainccinv_p(a, q)
+
+
 # --- x log y and the entropies -------------------------------------------------------------
 
 
@@ -688,6 +799,163 @@ def i0e(x):
 def i1e(x):
     """exp(-|x|) i1(x); derivative i0e(x) - i1e(x)/x - sign(x) i1e(x) (1/2 at 0)."""
     return _i1e_p(x)
+
+
+# --- Bessel functions of any order -----------------------------------------------------------
+# Every derivative in x follows from the recurrences J_v' = (J_{v-1} - J_{v+1}) / 2 (the same
+# for Y), I_v' = (I_{v-1} + I_{v+1}) / 2 and K_v' = -(K_{v-1} + K_{v+1}) / 2, which hold at
+# x == 0 too (J_1'(0) = (J_0(0) - J_2(0)) / 2 = 1/2, where the textbook J_0 - J_1/x is 0 / 0).
+# The order v is a constant: like JAX and autograd, fgrad does not differentiate in it.
+
+
+def _static_real_order(v, who):
+    """The order v of jv, iv, kv, ... as a constant float array."""
+    if type(v) is Box:
+        raise TypeError(
+            f"{who}: the order v is a traced value; fgrad differentiates {who} in x only (the "
+            "derivative in the order has no closed form, as in JAX and autograd). Pass a plain "
+            "number or array for v, or stop the gradient (fgrad.numpy.asarray of its value)."
+        )
+    v_arr = _np.asarray(v)
+    if v_arr.dtype.kind not in "iubf":
+        raise TypeError(f"{who}: the order v must be real; got dtype {v_arr.dtype}")
+    return v_arr if v_arr.dtype.kind == "i" else v_arr.astype(_np.float64)
+
+
+def _bessel_deriv(x, ans, v, kind):
+    """d/dx of `kind`(v, x) from the neighbouring orders (see the banner above)."""
+    lower, upper = _bessel_p(x, v=v - 1, kind=kind), _bessel_p(x, v=v + 1, kind=kind)
+    if kind in ("jv", "yv"):
+        return 0.5 * (lower - upper)
+    if kind == "iv":
+        return 0.5 * (lower + upper)
+    if kind == "kv":
+        return -0.5 * (lower + upper)
+    if kind == "ive":  # exp(-|x|) I_v(x)
+        return 0.5 * (lower + upper) - _sign(x) * ans
+    return ans - 0.5 * (lower + upper)  # kve: exp(x) K_v(x)
+
+
+def _bessel_impl(x, v, kind):
+    return _like_x(getattr(_sc, kind)(v, x), x)
+
+
+def _bessel_vjp(ans, x, v, kind):
+    like = meta(x)
+    return lambda ct: unbroadcast(ct * _bessel_deriv(x, ans, v, kind), like)
+
+
+_bessel_p = defprimitive(
+    _bessel_impl,
+    vjp=_bessel_vjp,
+    jvp=lambda t, ans, x, v, kind: broadcast_like(t * _bessel_deriv(x, ans, v, kind), ans),
+    name="bessel",
+)
+
+
+def _yn_impl(x, n):
+    return _like_x(_sc.yn(n, x), x)
+
+
+def _yn_deriv(x, n):
+    return 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1))
+
+
+def _yn_vjp(ans, x, n):
+    like = meta(x)
+    return lambda ct: unbroadcast(ct * _yn_deriv(x, n), like)
+
+
+_yn_p = defprimitive(
+    _yn_impl,
+    vjp=_yn_vjp,
+    jvp=lambda t, ans, x, n: broadcast_like(t * _yn_deriv(x, n), ans),
+    name="yn",
+)
+
+_ONE, _TWO = _np.int64(1), _np.int64(2)
+_j0_p = _unary(_sc.j0, lambda x, ans: -_j1_p(x), "j0")
+_j1_p = _unary(_sc.j1, lambda x, ans: 0.5 * (_j0_p(x) - _bessel_p(x, v=_TWO, kind="jv")), "j1")
+_y0_p = _unary(_sc.y0, lambda x, ans: -_y1_p(x), "y0")
+_y1_p = _unary(_sc.y1, lambda x, ans: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), "y1")
+
+
+def j0(x):
+    """The Bessel function of the first kind of order 0; derivative -j1(x)."""
+    return _j0_p(x)
+
+
+def j1(x):
+    """The Bessel function of the first kind of order 1; derivative (j0(x) - jv(2, x)) / 2
+    (1/2 at 0, exact there to every order)."""
+    return _j1_p(x)
+
+
+def y0(x):
+    """The Bessel function of the second kind of order 0, for x > 0; derivative -y1(x)."""
+    return _y0_p(x)
+
+
+def y1(x):
+    """The Bessel function of the second kind of order 1, for x > 0; derivative
+    (y0(x) - yn(2, x)) / 2."""
+    return _y1_p(x)
+
+
+def jv(v, x):
+    """The Bessel function of the first kind of real order `v` (a constant), with
+    broadcasting; derivative in x (jv(v - 1, x) - jv(v + 1, x)) / 2. Not differentiable in v
+    (a traced v is a TypeError).
+
+    >>> import fgrad
+    >>> float(fgrad.grad(lambda x: jv(1, x))(0.0))
+    0.5
+    """
+    return _bessel_p(x, v=_static_real_order(v, "jv"), kind="jv")
+
+
+def jn(n, x):
+    """The Bessel function of the first kind of integer order `n` (SciPy's `jn` is `jv`), a
+    constant; derivative in x (jn(n - 1, x) - jn(n + 1, x)) / 2."""
+    return _bessel_p(x, v=_static_real_order(n, "jn"), kind="jv")
+
+
+def yv(v, x):
+    """The Bessel function of the second kind of real order `v` (a constant), for x > 0;
+    derivative in x (yv(v - 1, x) - yv(v + 1, x)) / 2."""
+    return _bessel_p(x, v=_static_real_order(v, "yv"), kind="yv")
+
+
+def yn(n, x):
+    """The Bessel function of the second kind of integer order `n` (a constant, negative
+    allowed), for x > 0; derivative in x (yn(n - 1, x) - yn(n + 1, x)) / 2."""
+    return _yn_p(x, n=_static_order(n, "yn", minimum=-(2**62)))
+
+
+def iv(v, x):
+    """The modified Bessel function of the first kind of real order `v` (a constant), with
+    broadcasting (x > 0 unless v is an integer); derivative in x
+    (iv(v - 1, x) + iv(v + 1, x)) / 2. Not differentiable in v (a traced v is a TypeError)."""
+    return _bessel_p(x, v=_static_real_order(v, "iv"), kind="iv")
+
+
+def ive(v, x):
+    """exp(-|x|) iv(v, x); derivative in x (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x)
+    ive(v, x), with sign(0) = 0 at x == 0: at the kink of ive(0, x) there that is the mean of
+    the one-sided derivatives, as JAX."""
+    return _bessel_p(x, v=_static_real_order(v, "ive"), kind="ive")
+
+
+def kv(v, x):
+    """The modified Bessel function of the second kind of real order `v` (a constant), for
+    x > 0; derivative in x -(kv(v - 1, x) + kv(v + 1, x)) / 2."""
+    return _bessel_p(x, v=_static_real_order(v, "kv"), kind="kv")
+
+
+def kve(v, x):
+    """exp(x) kv(v, x), for x > 0; derivative in x kve(v, x) - (kve(v - 1, x) +
+    kve(v + 1, x)) / 2."""
+    return _bessel_p(x, v=_static_real_order(v, "kve"), kind="kve")
 
 
 # --- exponential integrals -------------------------------------------------------------------
