@@ -1,0 +1,183 @@
+"""Gradient-table rows for fgrad.scipy.linalg (see tests/gradtable.py).
+
+Inputs with structure come from `make=`: well-conditioned matrices (random plus a multiple of
+the identity), triangular-dominant matrices, symmetric positive definite matrices with
+eigenvalues 0.8 or more apart, small-norm matrices for expm, matrices with eigenvalues in
+(1, 3) for sqrtm, and band storage with a dominant main diagonal, so central differences stay
+where each function is smooth (no pivot change in lu_factor, no repeated eigenvalue).
+"""
+
+import numpy as np
+
+import fgrad.scipy.linalg as sla
+from gradtable import Row
+
+P = "scipy.linalg."
+ROWS = []
+NONDIFF = []
+
+
+def general(*shape):
+    n = shape[-1]
+    return lambda rng: rng.standard_normal(shape) + 2.0 * n ** 0.5 * np.eye(n)
+
+
+def _orthogonal(rng, n, batch=()):
+    q, r = np.linalg.qr(rng.standard_normal(batch + (n, n)))
+    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+def spd(*shape, lo=0.6):
+    """Symmetric positive definite, eigenvalues lo, lo + 0.8, ... plus a little noise."""
+    def make(rng):
+        n, batch = shape[-1], shape[:-2]
+        q = _orthogonal(rng, n, batch)
+        w = lo + 0.8 * np.arange(n) + rng.uniform(0, 0.2, batch + (n,))
+        return (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+    return make
+
+
+def positive_eigs(*shape):
+    """Non-symmetric matrices with real eigenvalues in (1, 3) (for sqrtm)."""
+    def make(rng):
+        n = shape[-1]
+        v = rng.standard_normal(shape) * 0.3 + np.eye(n)
+        w = 1.0 + 2.0 * (np.arange(n) + rng.uniform(0, 0.5, shape[:-2] + (n,))) / n
+        return (v * w[..., None, :]) @ np.linalg.inv(v)
+    return make
+
+
+def rows_of(*makers):
+    return lambda rng: tuple(m(rng) if callable(m) else rng.standard_normal(m) for m in makers)
+
+
+# --- inv, det, solve -----------------------------------------------------------------------
+
+for s in [(3, 3), (2, 3, 3)]:
+    ROWS.append(Row(P + "inv", sla.inv, make=rows_of(general(*s))))
+    ROWS.append(Row(P + "det", sla.det, make=rows_of(general(*s))))
+for assume_a, lower in [("pos", False), ("sym", True), ("upper triangular", False),
+                        ("lower triangular", False), ("diagonal", False)]:
+    ROWS.append(Row(P + "inv", lambda a, k=assume_a, lw=lower: sla.inv(a, assume_a=k, lower=lw),
+                    make=rows_of(spd(3, 3)), variant=f"assume_a={assume_a},lower={lower}"))
+
+for a_shape, b_shape, variant in [((3, 3), (3,), "vector"), ((3, 3), (3, 2), "matrix"),
+                                  ((2, 3, 3), (2, 3, 2), "batched")]:
+    ROWS.append(Row(P + "solve", sla.solve, make=rows_of(general(*a_shape), b_shape),
+                    variant=variant))
+for kw in [dict(assume_a="pos"), dict(assume_a="sym", lower=True), dict(transposed=True),
+           dict(assume_a="lower triangular"), dict(assume_a="diagonal"),
+           dict(assume_a="tridiagonal"), dict(assume_a="upper triangular", transposed=True)]:
+    ROWS.append(Row(P + "solve", lambda a, b, kw=kw: sla.solve(a, b, **kw),
+                    make=rows_of(spd(3, 3), (3, 2)),
+                    variant=",".join(f"{k}={v}" for k, v in kw.items())))
+
+# --- cholesky, cho_factor, cho_solve ------------------------------------------------------
+
+for s in [(3, 3), (2, 3, 3), (1, 1)]:
+    for lower in (False, True):
+        ROWS.append(Row(P + "cholesky", lambda a, lw=lower: sla.cholesky(a, lower=lw),
+                        make=rows_of(spd(*s)), variant=f"lower={lower}"))
+for lower in (False, True):
+    ROWS.append(Row(P + "cho_factor", lambda a, lw=lower: sla.cho_factor(a, lower=lw)[0],
+                    make=rows_of(spd(3, 3)), variant=f"lower={lower}"))
+    for b_shape in [(3,), (3, 2)]:
+        ROWS.append(Row(P + "cho_solve",
+                        lambda a, b, lw=lower: sla.cho_solve(sla.cho_factor(a, lower=lw), b),
+                        make=rows_of(spd(3, 3), b_shape), variant=f"end-to-end,lower={lower}"))
+    # c itself (its other triangle is ignored, so its gradient there is 0)
+    ROWS.append(Row(P + "cho_solve", lambda c, b, lw=lower: sla.cho_solve((c, lw), b),
+                    make=rows_of(general(3, 3), (3, 2)), variant=f"factor,lower={lower}"))
+
+# --- solve_triangular ----------------------------------------------------------------------
+
+for trans in (0, 1, "T", 2):
+    for lower in (False, True):
+        for unit in (False, True):
+            ROWS.append(Row(P + "solve_triangular",
+                            lambda a, b, t=trans, lw=lower, un=unit: sla.solve_triangular(
+                                a, b, trans=t, lower=lw, unit_diagonal=un),
+                            make=rows_of(general(3, 3), (3, 2)),
+                            variant=f"trans={trans},lower={lower},unit={unit}"))
+for a_shape, b_shape, variant in [((3, 3), (3,), "vector"), ((2, 3, 3), (2, 3, 2), "batched"),
+                                  ((2, 3, 3), (3, 1), "broadcast-b"),
+                                  ((2, 3, 3), (3,), "batched-vector")]:
+    ROWS.append(Row(P + "solve_triangular",
+                    lambda a, b: sla.solve_triangular(a, b, lower=True),
+                    make=rows_of(general(*a_shape), b_shape), variant=variant))
+
+# --- lu_factor, lu_solve, lu ---------------------------------------------------------------
+# Random matrices with distinct row maxima in column 0 keep partial pivoting's choices fixed
+# under central differences.
+
+for s in [(3, 3), (4, 4), (2, 3, 3)]:
+    ROWS.append(Row(P + "lu_factor", lambda a: sla.lu_factor(a)[0], make=rows_of(s)))
+    ROWS.append(Row(P + "lu_solve", lambda a, b: sla.lu_solve(sla.lu_factor(a), b),
+                    make=rows_of(s, s[:-1] + (2,)), variant="end-to-end"))
+for trans in (1, 2):
+    ROWS.append(Row(P + "lu_solve", lambda a, b, t=trans: sla.lu_solve(sla.lu_factor(a), b, t),
+                    make=rows_of((4, 4), (4,)), variant=f"trans={trans}"))
+ROWS.append(Row(P + "lu", sla.lu, make=rows_of((4, 4))))
+ROWS.append(Row(P + "lu", lambda a: sla.lu(a, permute_l=True), make=rows_of((3, 3)),
+                variant="permute_l"))
+ROWS.append(Row(P + "lu", lambda a: sla.lu(a, p_indices=True)[1:], make=rows_of((2, 3, 3)),
+                variant="p_indices-batched"))
+
+# --- solve_banded --------------------------------------------------------------------------
+
+
+def banded(l, u, n):
+    def make(rng):
+        ab = rng.standard_normal((l + u + 1, n)) * 0.5
+        ab[u] += 3.0
+        return ab
+    return make
+
+
+for (l, u), b_shape in [((1, 1), (5,)), ((1, 2), (5, 2)), ((0, 1), (4,)), ((2, 0), (4, 3)),
+                        ((0, 0), (3,))]:
+    ROWS.append(Row(P + "solve_banded", lambda ab, b, l=l, u=u: sla.solve_banded((l, u), ab, b),
+                    make=rows_of(banded(l, u, b_shape[0]), b_shape), variant=f"l={l},u={u}"))
+
+# --- solve_sylvester, sqrtm, expm ----------------------------------------------------------
+
+ROWS.append(Row(P + "solve_sylvester", sla.solve_sylvester,
+                make=rows_of(general(3, 3), general(2, 2), (3, 2))))
+ROWS.append(Row(P + "solve_sylvester", sla.solve_sylvester, variant="batched",
+                make=rows_of(general(2, 2, 2), general(2, 3, 3), (2, 2, 3))))
+
+for s in [(3, 3), (2, 2, 2), (1, 1)]:
+    ROWS.append(Row(P + "sqrtm", sla.sqrtm, make=rows_of(positive_eigs(*s))))
+ROWS.append(Row(P + "sqrtm", sla.sqrtm, make=rows_of(spd(3, 3)), variant="spd"))
+
+for s in [(3, 3), (2, 2, 2), (1, 1)]:
+    ROWS.append(Row(P + "expm", sla.expm, make=lambda rng, s=s: (0.5 * rng.standard_normal(s),)))
+ROWS.append(Row(P + "expm", sla.expm, variant="larger-norm",
+                make=lambda rng: (1.5 * rng.standard_normal((3, 3)),)))
+
+# --- eigh ----------------------------------------------------------------------------------
+
+
+def symmetric(n, batch=()):
+    """Symmetric, eigenvalues -1.2, -0.4, 0.4, ... apart by 0.8."""
+    def make(rng):
+        q = _orthogonal(rng, n, batch)
+        w = 0.8 * np.arange(n) - 0.4 * (n - 1) + rng.uniform(0, 0.1, batch + (n,))
+        return (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+    return make
+
+
+for shape_ in [(3,), (4,)]:
+    ROWS.append(Row(P + "eigh", sla.eigh, make=rows_of(symmetric(*shape_))))
+ROWS.append(Row(P + "eigh", sla.eigh, make=rows_of(symmetric(3, (2,))), variant="batched"))
+ROWS.append(Row(P + "eigh", lambda a: sla.eigh(a, eigvals_only=True),
+                make=rows_of(symmetric(3)), variant="eigvals_only"))
+ROWS.append(Row(P + "eigh", lambda a: sla.eigh(a, subset_by_index=(1, 2)),
+                make=rows_of(symmetric(4)), variant="subset_by_index"))
+ROWS.append(Row(P + "eigh", lambda a: sla.eigh(a, subset_by_value=(0.0, 5.0)),
+                make=rows_of(symmetric(4)), variant="subset_by_value"))
+for type_ in (1, 2, 3):
+    ROWS.append(Row(P + "eigh", lambda a, b, t=type_: sla.eigh(a, b, type=t),
+                    make=rows_of(symmetric(3), spd(3, 3)), variant=f"generalized-type={type_}"))
+ROWS.append(Row(P + "eigh", lambda a, b: sla.eigh(a, b, eigvals_only=True),
+                make=rows_of(symmetric(3, (2,)), spd(2, 3, 3)), variant="generalized-batched"))
