@@ -1,0 +1,31 @@
+"""Gradient-table rows for fgrad.scipy.signal: convolve, correlate and fftconvolve in 1, 2 and
+3 dimensions, modes full/valid/same, either input the larger (SciPy swaps them for 'valid'),
+both methods, and fftconvolve along chosen axes with broadcasting. See tests/gradtable.py."""
+
+import fgrad.scipy.signal as sig
+from gradtable import Row
+
+P = "scipy.signal."
+ROWS = []
+NONDIFF = []
+
+PAIRS = [((5,), (3,)), ((3,), (5,)), ((4, 3), (2, 2)), ((2, 2), (4, 3)), ((3, 2, 2), (2, 2, 1)),
+         ((), ())]
+
+for name, fn in [("convolve", sig.convolve), ("correlate", sig.correlate),
+                 ("fftconvolve", sig.fftconvolve)]:
+    for mode in ("full", "valid", "same"):
+        for pair in PAIRS:
+            ROWS.append(Row(P + name, lambda x, k, f=fn, m=mode: f(x, k, mode=m), pair,
+                            variant=f"mode={mode}"))
+    if name != "fftconvolve":
+        for method in ("direct", "fft"):
+            ROWS.append(Row(P + name, lambda x, k, f=fn, me=method: f(x, k, "same", me),
+                            ((4, 3), (3, 2)), variant=f"method={method}"))
+
+for axes, pair in [(1, ((4, 3), (1, 2))), ((0,), ((4, 3), (2, 3))), (-1, ((2, 5), (2, 3))),
+                   ([0, 2], ((3, 2, 4), (2, 1, 2)))]:
+    for mode in ("full", "valid", "same"):
+        ROWS.append(Row(P + "fftconvolve",
+                        lambda x, k, a=axes, m=mode: sig.fftconvolve(x, k, m, axes=a), pair,
+                        variant=f"axes={axes},mode={mode}"))
