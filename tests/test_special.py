@@ -1,5 +1,6 @@
 """fgrad.scipy.special beyond the gradient table (tests/rows_special.py): values equal SciPy's,
-closed-form derivatives, stability at +-1000 in value and first and second derivatives (with
+closed-form derivatives, the incomplete gamma functions' derivatives in a against mpmath,
+Bessel functions at 0 and at half-integer orders, stability at +-1000 in value and first and second derivatives (with
 warnings as errors), -inf entries and signed weights in logsumexp, conventions at x == 0 and
 at the edges of the domains, errors, and that `import fgrad` never needs SciPy."""
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 import scipy.special as sc
 
+import fgrad.numpy as fnp
 import fgrad.scipy.special as sp
 from fgrad import grad, hessian, jacfwd, jacrev
 from fgrad.test_util import check_grads
@@ -30,8 +32,10 @@ def no_warnings():
 
 X = np.array([0.3, 1.7, 2.5])
 UNARY = ["expit", "log_expit", "erf", "erfc", "erfcx", "gammaln", "digamma", "psi", "gamma",
-         "gammasgn", "rgamma", "entr", "ndtr", "log_ndtr", "i0", "i0e", "i1", "i1e", "exp1", "expi"]
-BINARY = ["xlogy", "xlog1py", "rel_entr", "kl_div", "beta", "betaln"]
+         "gammasgn", "rgamma", "entr", "ndtr", "log_ndtr", "i0", "i0e", "i1", "i1e", "exp1", "expi",
+         "j0", "j1", "y0", "y1"]
+BINARY = ["xlogy", "xlog1py", "rel_entr", "kl_div", "beta", "betaln", "gammainc", "gammaincc",
+          "jv", "yv", "iv", "ive", "kv", "kve"]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -53,6 +57,10 @@ def test_values_with_parameters_are_scipys():
     np.testing.assert_array_equal(sp.erfcinv(p), sc.erfcinv(p))
     np.testing.assert_array_equal(sp.polygamma(2, X), sc.polygamma(2, X))
     np.testing.assert_array_equal(sp.expn(3, X), sc.expn(3, X))
+    np.testing.assert_array_equal(sp.jn(3, X), sc.jn(3, X))
+    np.testing.assert_array_equal(sp.yn(-2, X), sc.yn(-2, X))
+    np.testing.assert_array_equal(sp.gammaincinv(X, p), sc.gammaincinv(X, p))
+    np.testing.assert_array_equal(sp.gammainccinv(X, p), sc.gammainccinv(X, p))
     np.testing.assert_allclose(sp.multigammaln(X + 2.0, 3), sc.multigammaln(X + 2.0, 3), rtol=1e-14)
     a = np.arange(6.0).reshape(3, 2)
     for axis in (None, 0, -1, (0, 1)):
@@ -105,6 +113,106 @@ def test_large_bessel_arguments_stay_finite_with_scaling(no_warnings):
     g = grad(grad(sp.i1e))(800.0)
     expected = float(mpmath.diff(lambda t: mpmath.exp(-t) * mpmath.besseli(1, t), 800, 2))
     assert g == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_bessel_closed_forms(mode):
+    d = lambda f, x, n=1: _derivatives(f, x, n, mode)  # noqa: E731
+    x = 1.7
+    s = math.sqrt(2 / (math.pi * x))
+    # half-integer orders are elementary: jv(1/2) = s sin x, yv(1/2) = -s cos x,
+    # iv(1/2) = s sinh x, kv(1/2) = pi/2 s exp(-x); their derivatives by hand
+    assert d(lambda t: sp.jv(0.5, t), x) == pytest.approx([s * (math.cos(x) - math.sin(x) / (2 * x))],
+                                                           rel=1e-13)
+    assert d(lambda t: sp.yv(0.5, t), x) == pytest.approx([s * (math.sin(x) + math.cos(x) / (2 * x))],
+                                                           rel=1e-13)
+    assert d(lambda t: sp.iv(0.5, t), x) == pytest.approx(
+        [s * (math.cosh(x) - math.sinh(x) / (2 * x))], rel=1e-13)
+    assert d(lambda t: sp.kv(0.5, t), x) == pytest.approx(
+        [-math.pi / 2 * s * math.exp(-x) * (1 + 1 / (2 * x))], rel=1e-13)
+    assert d(lambda t: sp.kve(0.5, t), x) == pytest.approx([-math.pi / 2 * s / (2 * x)], rel=1e-13)
+    assert d(sp.j0, x, 2) == pytest.approx([-sc.j1(x), -(sc.j0(x) - sc.jv(2, x)) / 2], rel=1e-13)
+    assert d(sp.y0, x) == pytest.approx([-sc.y1(x)], rel=1e-13)
+    # J1 = x/2 - x**3/16 + ...: exact at 0, where the textbook J0 - J1/x is 0/0
+    assert d(sp.j1, 0.0, 3) == pytest.approx([0.5, 0.0, -0.375], abs=1e-15)
+    assert d(lambda t: sp.jn(2, t), 0.0, 2) == pytest.approx([0.0, 0.25], abs=1e-15)
+    assert d(lambda t: sp.iv(2, t), 0.0, 2) == pytest.approx([0.0, 0.25], abs=1e-15)
+    assert d(lambda t: sp.ive(1, t), 0.0) == [0.5]
+    assert d(lambda t: sp.ive(0, t), 0.0) == [0.0]  # the kink of exp(-|x|): the mean, as JAX
+    # Y_{-n} = (-1)^n Y_n, so are the derivatives
+    assert d(lambda t: sp.yn(-3, t), x, 2) == pytest.approx(
+        [-v for v in d(lambda t: sp.yn(3, t), x, 2)], rel=1e-14)
+
+
+@pytest.mark.parametrize("f", [sp.jv, sp.iv, sp.ive, sp.kv, sp.kve, sp.yv, sp.jn, sp.yn])
+def test_bessel_orders_are_not_differentiated(f):
+    name = f.__name__
+    with pytest.raises(TypeError, match=f"{name}: the order . is a traced value"):
+        grad(lambda v: f(v, 2.0))(1.0)
+    with pytest.raises(TypeError, match=f"{name}: the order . is a traced value"):
+        jacfwd(lambda v: f(v, 2.0))(1.0)
+
+
+def _mp_q(a, x):
+    """-P or Q by mpmath, whichever is not near 1 (their a-derivatives then keep their digits)."""
+    if x < a:
+        return -mpmath.gammainc(a, 0, x, regularized=True)
+    return mpmath.gammainc(a, x, mpmath.inf, regularized=True)
+
+
+GAMMAINC_POINTS = [(0.05, 0.01), (0.6, 0.5), (0.6, 2.0), (3.0, 0.5), (3.0, 3.9), (3.0, 4.1),
+                   (3.0, 45.0), (40.0, 2.0), (40.0, 39.5), (40.0, 41.5), (40.0, 100.0),
+                   (500.0, 480.0), (500.0, 550.0)]
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_gammainc_derivatives_in_a_match_mpmath_to_order_2(mode):
+    """d/da has no closed form: the series (x < a + 1) and the continued fraction
+    (x >= a + 1), and their derivatives in a and x, against mpmath to 1e-10 (relative), where
+    Q = 1 - P is as small as 1e-15."""
+    jac = jacrev if mode == "rev" else jacfwd
+    for a, x in GAMMAINC_POINTS:
+        with mpmath.workdps(50):
+            exact = [float(mpmath.diff(_mp_q, (a, x), order))
+                     for order in ((1, 0), (2, 0), (1, 1))]
+        got = [jac(sp.gammaincc)(a, x), jac(jac(sp.gammaincc))(a, x),
+               jac(jac(sp.gammaincc), argnums=1)(a, x)]
+        assert got == pytest.approx(exact, rel=1e-10, abs=0), (a, x)
+        got_p = [jac(sp.gammainc)(a, x), jac(jac(sp.gammainc))(a, x)]
+        assert got_p == pytest.approx([-exact[0], -exact[1]], rel=1e-10, abs=0), (a, x)
+
+
+def test_gammainc_closed_forms_and_edges():
+    # P(1, x) = 1 - exp(-x); P(a, x)_x = x**(a-1) exp(-x) / Gamma(a)
+    assert grad(sp.gammainc, argnums=1)(1.0, 0.7) == pytest.approx(math.exp(-0.7), rel=1e-15)
+    assert grad(grad(sp.gammainc, argnums=1), argnums=1)(1.0, 0.7) == pytest.approx(
+        -math.exp(-0.7), rel=1e-15)
+    assert grad(sp.gammaincc, argnums=1)(2.5, 1.5) == pytest.approx(
+        -(1.5**1.5) * math.exp(-1.5) / math.gamma(2.5), rel=1e-14)
+    # at x == 0: P_x is 1 for a == 1 (0 log 0 = 0), 0 for a > 1; P_a is 0 there and at inf
+    assert grad(sp.gammainc, argnums=(0, 1))(1.0, 0.0) == (0.0, 1.0)
+    assert grad(sp.gammainc, argnums=(0, 1))(2.0, 0.0) == (0.0, 0.0)
+    assert grad(sp.gammaincc, argnums=0)(2.0, np.inf) == 0.0
+    # broadcasting: cotangents come back in each argument's shape
+    a, x = np.array([[0.5], [2.0], [30.0]]), np.array([0.3, 31.0])
+    ga, gx = grad(lambda a, x: fnp.sum(sp.gammainc(a, x)), argnums=(0, 1))(a, x)
+    assert ga.shape == (3, 1) and gx.shape == (2,)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_gammaincinv_derivatives_match_mpmath(mode):
+    jac = jacrev if mode == "rev" else jacfwd
+    for f, upper in ((sp.gammaincinv, False), (sp.gammainccinv, True)):
+        for a, p in ((0.7, 0.3), (5.0, 0.9), (40.0, 0.05)):
+            def inverse(a, p, upper=upper):
+                return mpmath.findroot(
+                    lambda t: mpmath.gammainc(a, t, mpmath.inf, regularized=True) - p if upper
+                    else mpmath.gammainc(a, 0, t, regularized=True) - p,
+                    float(f(float(a), float(p))))
+            with mpmath.workdps(40):
+                exact = [float(mpmath.diff(inverse, (a, p), order)) for order in ((1, 0), (0, 1))]
+            got = [jac(f, argnums=0)(a, p), jac(f, argnums=1)(a, p)]
+            assert got == pytest.approx(exact, rel=1e-9), (f.__name__, a, p)
 
 
 # --- stability at +-1000 -----------------------------------------------------------------------
@@ -294,6 +402,10 @@ THIRD_ORDER = {
     "logsumexp": (lambda x, b: sp.logsumexp(x, b=b, axis=0), (np.outer(_X, _P), _P[:, None])),
     "softmax": (lambda x: sp.softmax(x, axis=1), (np.outer(_X, _P),)),
     "log_softmax": (lambda x: sp.log_softmax(x, axis=0), (np.outer(_X, _P),)),
+    "j1": (sp.j1, (_X - 1.0,)), "y1": (sp.y1, (_X,)), "jv": (lambda x: sp.jv(2.5, x), (_X,)),
+    "ive": (lambda x: sp.ive(1.5, x), (_X,)), "kve": (lambda x: sp.kve(0.3, x), (_X,)),
+    "gammainc": (sp.gammainc, (_X, np.array([0.4, 3.0, 6.0]))),
+    "gammaincinv": (sp.gammaincinv, (_X, _P)),
 }
 
 
@@ -308,3 +420,8 @@ def test_scipy_special_ufuncs_on_traced_values_are_differentiated():
 
     assert grad(lambda x: sc.erf(x))(0.0) == pytest.approx(2 / np.sqrt(np.pi))
     assert grad(lambda x: sc.gammaln(x))(2.0) == pytest.approx(1 - np.euler_gamma)
+    assert grad(lambda x: sc.jv(1, x))(0.0) == 0.5
+    assert grad(lambda x: sc.jn(1, x))(0.0) == 0.5
+    assert grad(lambda a: sc.gammaincc(a, 2.0))(1.0) == pytest.approx(
+        float(mpmath.diff(lambda t: mpmath.gammainc(t, 2.0, mpmath.inf, regularized=True), 1.0)),
+        rel=1e-12)
