@@ -15,23 +15,19 @@ looking at the Python stack above it: which core function (`backward_pass`, a le
 `process`) is running and, in `backward_pass`, which tape entry it is at. Reading the stack
 costs nothing when no graph is being made, so the core carries no hooks for this.
 
-Imports: `fgrad.core` and `fgrad.tree_util` (and the standard library).
+Imports: `fgrad.core`, `fgrad.provenance` (reading the stack) and `fgrad.tree_util`.
 """
 
 import html
-import linecache
-import os
 import sys
 
 import numpy as _np
 
-from . import core
+from . import provenance
 from .core import Box, Level, bind, primal
 from .tree_util import tree_flatten
 
 __all__ = ["make_graph", "Graph", "Equation", "Var"]
-
-_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class Var:
@@ -190,7 +186,7 @@ class Graph:
                 of = block.of
                 keeps = ", ".join(v.name if isinstance(v, Var) else repr(v)
                                   for v in block.keeps) or "nothing"
-                origin = _where(of.source) if of.source else \
+                origin = str(of.source) if of.source else \
                     f"applied by the {of.role} pass of level {of.level}"
                 return f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), " \
                        f"keeps {keeps}"
@@ -208,7 +204,7 @@ class Graph:
         if e.role == "tangent" and e.rule_of is not None:
             return f"tangent of {e.rule_of.output.name} = {e.rule_of.primitive}"
         if e.role == "forward":
-            return _where(e.source)
+            return str(e.source) if e.source else ""
         return ""
 
     # --- picture ---------------------------------------------------------------------------
@@ -314,7 +310,7 @@ class GraphLevel(Level):
         self.graph.equations.append(eqn)
         for frame in why.chain:
             self._applied_by[frame] = eqn
-            if frame.f_code in _REVERSE_PROCESS:  # the next entry of this level's tape
+            if frame.f_code in provenance.REVERSE_PROCESS:  # the next entry of its tape
                 level = frame.f_locals["self"]
                 if level not in self._levels:
                     self._levels.append(level)
@@ -340,13 +336,7 @@ class GraphLevel(Level):
         blocks[-1].equations.append(eqn)
 
 
-# --- why a primitive ran: reading the stack ------------------------------------------------
-
-# The core functions a primitive application passes through on its way down to this level.
-_CHAIN = {core.bind.__code__, core.ReverseLevel.process.__code__,
-          core.ReverseLevel._process_fprop.__code__, core.ForwardLevel.process.__code__}
-_REVERSE_PROCESS = {core.ReverseLevel.process.__code__, core.ReverseLevel._process_fprop.__code__}
-_LEVEL_PROCESS = _REVERSE_PROCESS | {core.ForwardLevel.process.__code__}
+# --- why a primitive ran: reading the stack (see fgrad.provenance) -------------------------
 
 
 class _Why:
@@ -357,52 +347,39 @@ class _Why:
 
 
 def _why(frame, prim, graph_level):
-    """Classify the primitive application whose `bind` is `frame`'s caller chain."""
+    """Classify the primitive application whose `bind` is `frame`."""
     why = _Why()
-    why.role, why.level, why.rule_of, why.sums, why.source = "forward", None, None, None, None
-    why.chain, why.bprop, why.user = [], None, None
+    why.level, why.rule_of, why.sums, why.bprop = None, None, None, None
+    why.chain, above = provenance.application_chain(frame, prim)
+    why.user = provenance.user_frame(above)
+    why.role, rule = provenance.enclosing_rule(above)
     base = graph_level.depth
-    # Up the stack, first the chain bind <- level.process <- bind ... that brought this
-    # application down from the levels inside this one (a level's `process` is in the chain
-    # only if it is processing this same primitive, not applying one of its rules)
-    direct = True
-    f = frame
-    while f is not None:
-        code = f.f_code
-        if direct and code in _CHAIN and (code not in _LEVEL_PROCESS or f.f_locals["prim"] is prim):
-            if code in _LEVEL_PROCESS:
-                why.chain.append(f)
-        else:
-            direct = False
-            if why.user is None and not code.co_filename.startswith(_FGRAD_DIR):
-                why.user = f
-            if why.role == "forward":
-                _classify(f, code, why, graph_level, base)
-        f = f.f_back
-    if why.role in ("forward", "residual", "tangent") and why.user is not None:
-        why.source = _source(why.user)
-    return why
-
-
-def _classify(f, code, why, graph_level, base):
-    """Set `why`'s role from one frame of the stack, if it is a core frame that decides it."""
-    if code is core._accumulate.__code__ and why.sums is None:
-        why.sums = _summed_value(f.f_locals, graph_level)
-    elif code is core.backward_pass.__code__:
-        loc = f.f_locals
+    if why.role == "backward":
+        loc = rule.f_locals
         level, k = loc["level"], loc.get("k")
-        why.role, why.level = "backward", level.depth - base
+        why.level = level.depth - base
         if k is not None:  # in the loop over the tape (not summing the seeds)
             why.rule_of = graph_level.forward_equation(level, k)
             why.bprop = loc.get("node")
-    elif code is core._jvp_by_transposing.__code__:
-        why.role = "tangent"
-    elif code is core.ForwardLevel.process.__code__:
-        why.role, why.level = "tangent", f.f_locals["self"].depth - base
-        why.rule_of = graph_level._applied_by.get(f)
-    elif code in _REVERSE_PROCESS:
-        why.role, why.level = "residual", f.f_locals["self"].depth - base
-        why.rule_of = graph_level._applied_by.get(f)
+        summing = _frame_above(above, rule, provenance.ACCUMULATE)
+        if summing is not None:
+            why.sums = _summed_value(summing.f_locals, graph_level)
+    elif why.role in ("tangent", "residual") and rule.f_code is not provenance.TRANSPOSE:
+        why.level = rule.f_locals["self"].depth - base
+        why.rule_of = graph_level._applied_by.get(rule)
+    why.source = None if why.role == "backward" or why.user is None else \
+        provenance.Source(why.user)
+    return why
+
+
+def _frame_above(frame, stop, code):
+    """The first frame running `code` from `frame` up to (not including) `stop`."""
+    f = frame
+    while f is not None and f is not stop:
+        if f.f_code is code:
+            return f
+        f = f.f_back
+    return None
 
 
 def _summed_value(loc, graph_level):
@@ -443,23 +420,6 @@ def _residuals(node, graph_level):
     bprop = node.bprop if node is not None else None
     visit(bprop, 0)
     return found
-
-
-def _source(frame):
-    code = frame.f_code
-    text = linecache.getline(code.co_filename, frame.f_lineno).strip()
-    return (code.co_filename, frame.f_lineno, code.co_name, text)
-
-
-def _where(source):
-    if source is None:
-        return ""
-    filename, lineno, function, text = source
-    # IPython names a cell's code after a file in a temporary ipykernel folder
-    place = "cell" if "ipykernel" in filename else os.path.basename(filename)
-    where = f"{function}, {place} line {lineno}" if function != "<module>" else \
-        f"{place} line {lineno}"
-    return f"{where}: {text}" if text else where
 
 
 def _name_in(frame, value):
@@ -582,7 +542,7 @@ def _draw_svg(graph):
             colour = _COLOURS[kind]
             consts = [repr(c) for c in e.inputs if isinstance(c, Const)]
             label = f"{var.name} = {e.primitive}" + (f" ({', '.join(consts)})" if consts else "")
-            title = e.text() + (f"\n{_where(e.source)}" if e.source else "")
+            title = e.text() + (f"\n{e.source}" if e.source else "")
             if e.rule_of is not None:
                 title += f"\nrule of {e.rule_of.output.name} = {e.rule_of.primitive}"
         out.append(f'<g><title>{html.escape(title)}</title>'

@@ -309,7 +309,8 @@ ALLOWED_IMPORTS = {
     "api.py": {"core", "tree_util", "numpy"},
     "custom.py": {"core", "tree_util", "numpy", "numpy.shaping", "api"},
     "test_util.py": {"api", "core", "tree_util"},
-    "graph.py": {"core", "tree_util"},
+    "provenance.py": {"core"},
+    "graph.py": {"core", "provenance", "tree_util"},
 }
 
 

@@ -22,8 +22,8 @@ def test_a_plain_function_records_its_primitives_in_order_with_their_source_line
     assert [v.type for v in g.inputs] == ["f64[3]"]
     assert g.equations[-1].output.type == "f64[]"
     assert g.outputs == [g.equations[-1].output]
-    _, line, function, text = g.equations[0].source
-    assert function == "f" and text == "y = fnp.tanh(x)"
+    source = g.equations[0].source
+    assert source.function == "f" and source.text == "y = fnp.tanh(x)"
     assert "fnp.tanh(x)" in str(g) and "test_graph.py" in str(g)
 
 
