@@ -9,7 +9,10 @@ the textbook derivative is unstable it is taken another way: `expit' = expit(x) 
 underflow or cancellation at x = -1000); the softmax family from the (exact) result; the
 modified Bessel functions through `I_n(x) / x**n`, which is smooth at 0. Rules that would be
 0 * inf or 0 / 0 at the edge of a domain use masks (constants from the primal values) and say
-so in their docstrings.
+so in their docstrings. Bessel functions of any order are differentiated in x through the
+recurrences in the order (J_v' = (J_{v-1} - J_{v+1}) / 2, ...), exact at x = 0; the order is a
+constant. The incomplete gamma functions are differentiable in a too: d/da has no closed form
+and is a series or a continued fraction written in fgrad operations (see that section).
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.special` for values.
 """
@@ -441,7 +444,8 @@ def multigammaln(a, d):
 #     r = 1 / (x + 1 - a - f_1), f_n = n (n - a) / (x + 2n + 1 - a - f_{n+1}), run backwards
 #     with its derivative in a alongside; Q_a = Q (log x - digamma(a) + r'/r), a sum of
 #     positive terms, so Q_a keeps its relative accuracy even where Q is 1e-50.
-# Both agree with mpmath to about 1e-14 for 0.01 <= a <= 1000 and 1e-3 <= x <= 2000.
+# Checked against mpmath, to order 2 in a and mixed, to 1e-11 or better for 1e-3 <= a <= 1e5
+# and 1e-300 <= x <= 1e5 (tests/test_special.py).
 
 
 def _gammainc_da(a, x):
