@@ -117,10 +117,10 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     for key in ("rtol", "atol"):  # the augmented state has another size: one tolerance
         if backward[key] is not None and _np.ndim(backward[key]) > 0:
             backward[key] = float(_np.min(backward[key]))
-    if Dfun is not None and (len(y0_leaves) != 1 or _np.ndim(primal(y0_leaves[0])) != 1):
+    if Dfun is not None and (y_tree != _LEAF or _np.ndim(primal(y0_leaves[0])) != 1):
         raise ValueError(
             "odeint: Dfun needs y0 to be a 1-D array (SciPy's state vector), got "
-            f"{describe(y0) if len(y0_leaves) == 1 else 'a pytree'}; leave Dfun out (LSODA "
+            f"{describe(y0) if y_tree == _LEAF else 'a pytree'}; leave Dfun out (LSODA "
             "estimates the Jacobian) or pass y0 as a 1-D array"
         )
     forward.update(Dfun=None if Dfun is None else _Dfun(Dfun, tfirst, rhs),
@@ -333,22 +333,29 @@ def _as_times(t):
 
 
 def _check_closure(func):
-    """A func that closes over a value being differentiated would lose its derivative."""
-    seen = [func]
-    while seen:
-        fn = seen.pop()
+    """A func that closes over a value being differentiated (in a closure cell, a default
+    argument or a partial's arguments, also of the functions it closes over) would lose its
+    derivative: refuse it."""
+    todo, seen = [func], set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
         while isinstance(fn, functools.partial):
             for v in list(fn.args) + list(fn.keywords.values()):
                 _refuse_traced(v)
             fn = fn.func
-        cells = getattr(fn, "__closure__", None) or ()
-        for cell in cells:
+        values = list(getattr(fn, "__defaults__", None) or ())
+        values += list((getattr(fn, "__kwdefaults__", None) or {}).values())
+        for cell in getattr(fn, "__closure__", None) or ():
             try:
-                v = cell.cell_contents
+                values.append(cell.cell_contents)
             except ValueError:  # a cell not filled yet
-                continue
-            if callable(v) and hasattr(v, "__closure__") and v is not fn:
-                seen.append(v)
+                pass
+        for v in values:
+            if callable(v) and (hasattr(v, "__closure__") or isinstance(v, functools.partial)):
+                todo.append(v)
             else:
                 _refuse_traced(v)
 

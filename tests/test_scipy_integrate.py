@@ -1,0 +1,322 @@
+"""fgrad.scipy.integrate.odeint: values against SciPy, derivatives against closed forms
+(exponential decay, y' = cos(t), the linear system y' = A y through expm) and against central
+differences of SciPy's own solver, time points (t[0] included, decreasing and repeated
+times), pytrees, constant arguments, and the errors that say what to do."""
+
+import numpy as np
+import pytest
+import scipy.integrate
+import scipy.linalg
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.scipy.integrate import odeint
+from fgrad.test_util import check_grads
+
+TOL = dict(rtol=1e-11, atol=1e-11)
+
+
+def decay(y, t, k):
+    return -k * y
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+def lotka_volterra(y, t, a, b, c, d):
+    return [a * y[0] - b * y[0] * y[1], c * y[0] * y[1] - d * y[1]]  # a list, as SciPy allows
+
+
+def test_value_is_scipys_with_scipys_defaults():
+    t = np.linspace(0.0, 3.0, 7)
+    args = (1.0, 0.5, 0.3, 0.8)
+    ours = odeint(lotka_volterra, [1.2, 0.7], t, args)
+    theirs = scipy.integrate.odeint(lotka_volterra, [1.2, 0.7], t, args)
+    assert ours.shape == (7, 2) and ours.dtype == np.float64
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+
+
+def test_tfirst_and_integer_time_points_as_scipy():
+    t = [0, 1, 2]
+    ours = odeint(lambda t, y, k: -k * y, np.array([1.0, 3.0]), t, (0.4,), tfirst=True)
+    theirs = scipy.integrate.odeint(lambda t, y, k: -k * y, [1.0, 3.0], t, (0.4,), tfirst=True)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_dfun_is_used_by_the_forward_solve_and_gradients_still_work():
+    calls = []
+
+    def jac(y, t, k):
+        calls.append(t)
+        return -k * np.eye(2)
+
+    t, y0 = np.array([0.0, 1.0, 2.0]), np.array([1.0, 2.0])
+    stiff = np.array([0.0, 0.01, 10.0])  # k = 1000 is stiff: LSODA asks for the Jacobian
+    ours = odeint(decay, y0, stiff, (1000.0,), Dfun=jac)
+    np.testing.assert_allclose(
+        ours, scipy.integrate.odeint(decay, y0, stiff, (1000.0,), Dfun=jac), rtol=1e-12)
+    assert calls
+    g = fgrad.grad(lambda k: odeint(decay, y0, t, (k,), Dfun=jac, **TOL)[-1, 0])(0.5)
+    assert abs(g + 2.0 * np.exp(-1.0)) < 1e-8
+
+
+def test_float32_state_gives_float32_solution_and_gradients():
+    y0, t = np.array([1.0, 2.0], np.float32), np.array([0.0, 0.5, 1.0], np.float32)
+    k = np.float32(0.7)
+    ys = odeint(decay, y0, t, (k,))
+    assert ys.dtype == np.float32
+    g = fgrad.grad(lambda y0, t, k: fnp.sum(odeint(decay, y0, t, (k,))), argnums=(0, 1, 2))(
+        y0, t, k)
+    assert [x.dtype for x in g] == [np.float32] * 3
+    np.testing.assert_allclose(g[0], np.sum(np.exp(-0.7 * t)), rtol=1e-5)
+
+
+def test_the_users_arrays_are_not_changed():
+    y0, t, k = np.array([1.0, 2.0]), np.array([0.0, 1.0]), np.array(0.5)
+    copies = [y0.copy(), t.copy(), k.copy()]
+    fgrad.grad(lambda y0: fnp.sum(odeint(decay, y0, t, (k,))))(y0)
+    for a, b in zip((y0, t, k), copies):
+        np.testing.assert_array_equal(a, b)
+
+
+# --- closed forms: y' = -k y, y(t) = y0 exp(-k (t - t0)) ---------------------------------------
+
+
+T = np.array([0.2, 0.7, 1.5])
+Y0, K = 1.3, 0.6
+
+
+def decay_solution(y0, t, k):
+    return odeint(decay, y0, t, (k,), **TOL)
+
+
+def test_decay_value_and_derivatives_in_y0_k_and_every_time_point():
+    s = T - T[0]
+    e = np.exp(-K * s)
+    np.testing.assert_allclose(decay_solution(Y0, T, K), Y0 * e, rtol=1e-9)
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        d_y0, d_t, d_k = jac(decay_solution, argnums=(0, 1, 2))(Y0, T, K)
+        np.testing.assert_allclose(d_y0, e, rtol=1e-8)
+        np.testing.assert_allclose(d_k, -s * Y0 * e, rtol=1e-8, atol=1e-12)
+        # dy(t_i)/dt_j: -k y(t_i) on the diagonal (i > 0), +k y(t_i) for t_0 (i > 0), and y(t_0)
+        # = y0 whatever t_0 is
+        expected = np.diag(-K * Y0 * e)
+        expected[:, 0] = K * Y0 * e
+        expected[0, 0] = 0.0
+        np.testing.assert_allclose(d_t, expected, rtol=1e-8, atol=1e-12)
+
+
+def test_decay_second_derivatives_in_both_modes():
+    s = T[-1] - T[0]
+
+    def last(k):
+        return decay_solution(Y0, T, k)[-1]
+
+    expected = s**2 * Y0 * np.exp(-K * s)  # d2/dk2 y0 exp(-k s)
+    assert abs(fgrad.grad(fgrad.grad(last))(K) - expected) < 1e-7
+    assert abs(fgrad.jacfwd(fgrad.jacfwd(last))(K) - expected) < 1e-7
+    assert abs(fgrad.jacfwd(fgrad.grad(last))(K) - expected) < 1e-7
+
+    def last_of_t0(t0):
+        return decay_solution(Y0, fnp.stack([t0, T[1], T[2]]), K)[-1]
+
+    # d2/dt0^2 y0 exp(-k (t - t0)) = k^2 y0 exp(-k s)
+    assert abs(fgrad.grad(fgrad.grad(last_of_t0))(T[0]) - K**2 * Y0 * np.exp(-K * s)) < 1e-7
+    # mixed: d2/(dk dy0) = -s exp(-k s)
+    h = fgrad.hessian(lambda p: decay_solution(p[0], T, p[1])[-1])(np.array([Y0, K]))
+    np.testing.assert_allclose(h[0, 1], -s * np.exp(-K * s), rtol=1e-7)
+    np.testing.assert_allclose(h, h.T, rtol=1e-7)
+
+
+def test_time_point_gradients_of_a_non_autonomous_system_including_t0():
+    # y' = cos(t): y(t_i) = y0 + sin(t_i) - sin(t_0), so dy(t_i)/dt_0 = -cos(t_0) (i > 0)
+    t = np.array([0.3, 0.9, 1.4, 2.0])
+
+    def f(t):
+        return odeint(lambda y, t: fnp.cos(t) + 0.0 * y, 0.5, t, **TOL)
+
+    np.testing.assert_allclose(f(t), 0.5 + np.sin(t) - np.sin(t[0]), rtol=1e-9)
+    expected = np.diag(np.cos(t))
+    expected[1:, 0] = -np.cos(t[0])
+    expected[0, 0] = 0.0
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        np.testing.assert_allclose(jac(f)(t), expected, atol=1e-8)
+    # second derivative in t_0 of y(t_end): sin(t_0)
+    d2 = fgrad.grad(fgrad.grad(lambda t0: f(fnp.concatenate([t0[None], t[1:]]))[-1]))(t[0])
+    assert abs(d2 - np.sin(t[0])) < 1e-7
+
+
+def test_decreasing_and_repeated_time_points():
+    t = np.array([1.5, 1.0, 1.0, 0.2])  # backward in time, with a repeated point
+    ys = decay_solution(Y0, t, K)
+    np.testing.assert_allclose(ys, Y0 * np.exp(-K * (t - t[0])), rtol=1e-9)
+    d_t = fgrad.jacrev(decay_solution, argnums=1)(Y0, t, K)
+    e = Y0 * np.exp(-K * (t - t[0]))
+    expected = np.diag(-K * e)
+    expected[:, 0] = K * e
+    expected[0, 0] = 0.0
+    np.testing.assert_allclose(d_t, expected, rtol=1e-8, atol=1e-12)
+
+
+def test_one_time_point_is_the_initial_state():
+    f = lambda y0, t, k: odeint(decay, y0, t, (k,))
+    y0 = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(f(y0, np.array([0.5]), 0.3), y0[None])
+    g = fgrad.grad(lambda y0, t, k: fnp.sum(f(y0, t, k) * 2.0), argnums=(0, 1, 2))(
+        y0, np.array([0.5]), 0.3)
+    np.testing.assert_array_equal(g[0], [2.0, 2.0])
+    np.testing.assert_array_equal(g[1], [0.0])
+    assert g[2] == 0.0
+
+
+# --- closed form: y' = A y, y(t) = expm(A (t - t0)) y0 -----------------------------------------
+
+
+def test_linear_system_against_expm():
+    a = np.array([[-0.5, 1.0], [-1.0, -0.2]])
+    y0, t = np.array([1.0, -0.5]), np.array([0.0, 0.6, 1.3])
+
+    def f(y0, t, a):
+        return odeint(lambda y, t, a: a @ y, y0, t, (a,), **TOL)
+
+    ys = f(y0, t, a)
+    for i, ti in enumerate(t):
+        np.testing.assert_allclose(ys[i], scipy.linalg.expm(a * ti) @ y0, rtol=1e-9)
+    d_y0, d_t, d_a = fgrad.jacrev(f, argnums=(0, 1, 2))(y0, t, a)
+    for i, ti in enumerate(t):
+        np.testing.assert_allclose(d_y0[i], scipy.linalg.expm(a * ti), rtol=1e-8, atol=1e-12)
+        if i > 0:
+            np.testing.assert_allclose(d_t[i, :, i], a @ ys[i], rtol=1e-8)
+    np.testing.assert_allclose(d_t[2, :, 0], -scipy.linalg.expm(a * t[2]) @ a @ y0, rtol=1e-8)
+    # d y(t)/dA by the Frechet derivative of expm: expm_frechet(A t, E t) y0
+    for j in range(2):
+        for k in range(2):
+            e = np.zeros((2, 2))
+            e[j, k] = 1.0
+            frechet = scipy.linalg.expm_frechet(a * t[2], e * t[2], compute_expm=False)
+            np.testing.assert_allclose(d_a[2, :, j, k], frechet @ y0, rtol=1e-7, atol=1e-11)
+
+
+# --- central differences of SciPy's own solver ----------------------------------------------
+
+
+def lv(y, t, p):
+    return fnp.stack([p[0] * y[0] - p[1] * y[0] * y[1], p[2] * y[0] * y[1] - p[3] * y[1]])
+
+
+def test_gradient_of_a_trajectory_loss_against_central_differences_of_scipy():
+    t = np.linspace(0.0, 2.0, 5)
+    data = np.array([[1.0, 0.5], [1.1, 0.6], [1.0, 0.8], [0.8, 0.9], [0.7, 0.8]])
+    y0, p = np.array([1.0, 0.5]), np.array([1.0, 0.6, 0.4, 0.7])
+
+    def loss(y0, t, p):
+        return fnp.sum((odeint(lv, y0, t, (p,), **TOL) - data) ** 2)
+
+    def loss_scipy(y0, t, p):
+        ys = scipy.integrate.odeint(lambda y, t: np.asarray(lv(y, t, p)), y0, t,
+                                    rtol=1e-12, atol=1e-12)
+        return np.sum((ys - data) ** 2)
+
+    grads = fgrad.grad(loss, argnums=(0, 1, 2))(y0, t, p)
+    eps = 1e-5
+    for which, g in enumerate(grads):
+        args = [y0, t, p]
+        for i in range(len(g)):
+            plus = [a.copy() for a in args]
+            minus = [a.copy() for a in args]
+            plus[which][i] += eps
+            minus[which][i] -= eps
+            numerical = (loss_scipy(*plus) - loss_scipy(*minus)) / (2 * eps)
+            assert abs(g[i] - numerical) < 1e-6 * (1 + abs(numerical)), (which, i)
+
+
+def test_check_grads_of_a_trajectory_loss_to_order_2():
+    t = np.array([0.0, 0.5, 1.0])
+    data = np.array([[1.0, 0.5], [1.1, 0.6], [1.0, 0.8]])
+
+    def loss(y0, t, p):
+        return fnp.sum((odeint(lv, y0, t, (p,), rtol=1e-10, atol=1e-10) - data) ** 2)
+
+    check_grads(loss, (np.array([1.0, 0.5]), t, np.array([1.0, 0.6, 0.4, 0.7])), order=2)
+
+
+# --- pytrees and constant arguments -------------------------------------------------------------
+
+
+def test_pytree_state_and_arguments():
+    def f(state, t, params):
+        return {"x": state["v"], "v": -params["w"] ** 2 * state["x"]}
+
+    t = np.array([0.0, 0.4, 1.1])
+    out = odeint(f, {"x": 1.0, "v": 0.0}, t, ({"w": 2.0},), **TOL)
+    np.testing.assert_allclose(out["x"], np.cos(2.0 * t), rtol=1e-8, atol=1e-10)
+    # d x(t)/dw = -t sin(w t) for x = cos(w t)
+    g = fgrad.grad(lambda w: odeint(f, {"x": 1.0, "v": 0.0}, t, ({"w": w},), **TOL)["x"][-1])(2.0)
+    assert abs(g + 1.1 * np.sin(2.2)) < 1e-7
+
+
+def test_integer_arguments_are_constants():
+    def f(y, t, k, n):
+        return -k * y**n  # n is an int: passed as it is, never differentiated
+
+    t = np.array([0.0, 1.0])
+    out = odeint(f, 1.0, t, (0.5, 1), **TOL)
+    np.testing.assert_allclose(out[-1], np.exp(-0.5), rtol=1e-9)
+    g = fgrad.grad(lambda k: odeint(f, 1.0, t, (k, 2), **TOL)[-1])(0.5)
+    # y' = -k y**2: y = 1 / (1 + k t), dy/dk = -t / (1 + k t)**2
+    assert abs(g + 1.0 / 1.5**2) < 1e-8
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def test_func_closing_over_a_traced_value_is_refused():
+    def f(k):
+        return odeint(lambda y, t: -k * y, 1.0, np.array([0.0, 1.0]))[-1]
+
+    with pytest.raises(TypeError, match="closes over a value being differentiated.*args"):
+        fgrad.grad(f)(0.5)
+
+
+def test_closures_over_traced_values_are_found_in_defaults_and_inner_functions():
+    def in_default(k):
+        return odeint(lambda y, t, k=k: -k * y, 1.0, np.array([0.0, 1.0]))[-1]
+
+    def in_inner_function(k):
+        rate = lambda: k
+
+        def f(y, t):
+            return -rate() * y
+
+        return odeint(f, 1.0, np.array([0.0, 1.0]))[-1]
+
+    for f in (in_default, in_inner_function):
+        with pytest.raises(TypeError, match="closes over a value being differentiated"):
+            fgrad.grad(f)(0.5)
+
+
+def test_a_recursive_func_is_not_a_problem():
+    def make():
+        def f(y, t, k):
+            return -k * y if t >= 0 else f(y, -t, k)
+        return f
+
+    g = fgrad.grad(lambda k: odeint(make(), 1.0, np.array([0.0, 1.0]), (k,), **TOL)[-1])(0.5)
+    assert abs(g + np.exp(-0.5)) < 1e-8
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(t=np.zeros((2, 2))), ValueError, "t must be a 1-D array"),
+    (dict(t=np.array([])), ValueError, "at least one"),
+    (dict(full_output=1), ValueError, "full_output"),
+    (dict(func=3.0), TypeError, "func must be a function"),
+    (dict(y0=np.array([1.0 + 1j])), TypeError, "complex"),
+    (dict(func=lambda y, t: fnp.ones(3)), ValueError, r"shape \(3,\).*shape \(2,\)"),
+    (dict(y0={"a": np.ones(2)}, func=lambda y, t: y["a"]), ValueError, "structure"),
+    (dict(y0={"a": np.ones(2)}, Dfun=lambda y, t: -np.eye(2)), ValueError, "Dfun needs y0"),
+])
+def test_errors_say_what_to_do(kwargs, error, match):
+    call = dict(func=lambda y, t: -y, y0=np.ones(2), t=np.array([0.0, 1.0]))
+    call.update(kwargs)
+    with pytest.raises(error, match=match):
+        odeint(call.pop("func"), call.pop("y0"), call.pop("t"), **call)
