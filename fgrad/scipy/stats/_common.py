@@ -1,0 +1,229 @@
+"""Shared pieces of `fgrad.scipy.stats`: constant masks from primal values, the double-`where`
+guard that keeps masked branches finite, location/scale standardization, and the CDF
+primitives of the t, gamma and beta families.
+
+The CDFs of t, gamma, chi2 and beta are regularized incomplete gamma/beta functions. Their
+derivative in the upper limit is the density (closed form, written in fgrad operations, so
+every order works in x, loc and scale); in the shape parameters there is no closed form, and
+differentiating in them raises a TypeError (never a silently wrong value).
+
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, `fgrad.scipy.special`, and
+`scipy.special` for values.
+"""
+
+import math
+
+import numpy as _np
+import scipy.special as _sc
+
+from ... import numpy as fnp
+from ...core import Box, primal
+from ...primitive import defprimitive
+from ...numpy.shaping import broadcast_like, meta, unbroadcast
+from .. import special as sp
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+def value(x):
+    """The plain value of x as an array (a constant: no derivative)."""
+    return _np.asarray(primal(x))
+
+
+def mask(condition, *like):
+    """A constant boolean mask, broadcast to the broadcast shape of `like`."""
+    shape = _np.broadcast_shapes(*(_np.shape(value(v)) for v in like)) if like else ()
+    return _np.broadcast_to(_np.asarray(condition, dtype=bool),
+                            _np.broadcast_shapes(shape, _np.shape(condition)))
+
+
+def is_plain_number(x):
+    return isinstance(x, (int, float)) and type(x) is not bool
+
+
+def harmonize(*args):
+    """The arguments with every Python number made a 0-d array of the others' float dtype:
+    some SciPy ufuncs promote float32 data with a Python float (xlogy(0.0, float32) is
+    float64), and fgrad keeps float32 in, float32 out."""
+    kinds = [value(a).dtype for a in args if not is_plain_number(a)]
+    dtype = _np.result_type(*kinds) if kinds else _np.dtype(_np.float64)
+    if dtype.kind != "f":
+        dtype = _np.dtype(_np.float64)
+    return tuple(_np.asarray(a, dtype) if is_plain_number(a) else a for a in args)
+
+
+def weak(f, x):
+    """f(x), kept a Python float when x is a Python number: NumPy's float64 scalar result
+    would promote float32 data (log(scale) with the default scale=1)."""
+    return float(f(x)) if is_plain_number(x) else f(x)
+
+
+def guard(inside, x, fill=1.0):
+    """x where the constant mask `inside` holds, `fill` elsewhere: the branch that `where`
+    masks still runs (and its derivative would be nan or inf times a zero cotangent)."""
+    if inside.all():
+        return x
+    return fnp.where(inside, x, fill)
+
+
+def select(inside, x, outside_value):
+    """x where `inside`, the constant `outside_value` elsewhere (no derivative there)."""
+    if inside.all():
+        return x
+    return fnp.where(inside, x, outside_value)
+
+
+def invalid_to_nan(bad, out):
+    """nan where a parameter is out of its range (scale <= 0, a shape <= 0), as SciPy."""
+    if bad.any():
+        return fnp.where(bad, math.nan, out)
+    return out
+
+
+def standardize(x, loc, scale):
+    """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there."""
+    sv = value(scale)
+    bad = ~(sv > 0)
+    if bad.any():
+        scale = fnp.where(bad, 1.0, scale)
+    return (x - loc) / scale, scale, bad
+
+
+# --- CDF primitives: differentiable in the upper limit, refusing the shape parameters -------
+
+
+def _refuse(name, params):
+    def raise_for(i):
+        who = params[i - 1]
+        return TypeError(
+            f"{name} is not differentiable in its shape parameter {who!r}: the regularized "
+            "incomplete gamma/beta function has no closed-form derivative in it, and fgrad "
+            f"does not guess one. Pass {who} as a constant (not a traced value); x, loc and "
+            "scale are differentiable."
+        )
+
+    def vjp(i):
+        def maker(ans, *args):
+            raise raise_for(i)
+
+        return maker
+
+    def jvp(i):
+        def rule(t, ans, *args):
+            raise raise_for(i)
+
+        return rule
+
+    return vjp, jvp
+
+
+def cdf_primitive(impl, density, name, params):
+    """A primitive `p(z, *shapes)` with value `impl(z, *shapes)` and derivative in z
+    `density(z, *shapes)` (fgrad ops); differentiating a shape parameter raises."""
+
+    def vjp_z(ans, z, *shapes):
+        like = meta(z)
+        return lambda ct: unbroadcast(ct * density(z, *shapes), like)
+
+    def jvp_z(t, ans, z, *shapes):
+        return broadcast_like(t * density(z, *shapes), ans)
+
+    refuse_vjp, refuse_jvp = _refuse(name, params)
+    n = len(params)
+    return defprimitive(
+        impl,
+        vjp=(vjp_z,) + tuple(refuse_vjp(i + 1) for i in range(n)),
+        jvp=(jvp_z,) + tuple(refuse_jvp(i + 1) for i in range(n)),
+        name=name,
+    )
+
+
+def _float_like(out, *args):
+    """SciPy's result in the inputs' float dtype (float32 in, float32 out)."""
+    dtype = _np.result_type(*[value(a) if not is_plain_number(a) else a for a in args])
+    if dtype.kind != "f":
+        dtype = _np.dtype(_np.float64)
+    out = _np.asarray(out).astype(dtype, copy=False)
+    return out[()] if out.ndim == 0 else out
+
+
+def _gamma_density(z, a):
+    """d/dz P(a, z) = z**(a-1) exp(-z) / Gamma(a) for z >= 0, 0 for z < 0."""
+    inside = mask(value(z) >= 0, z, a)
+    zg = guard(inside, z)
+    return select(inside, fnp.exp(sp.xlogy(a - 1.0, zg) - zg - sp.gammaln(a)), 0.0)
+
+
+def _beta_density(z, a, b):
+    """d/dz I(a, b, z) = z**(a-1) (1-z)**(b-1) / B(a, b) on [0, 1], 0 outside."""
+    zv = value(z)
+    inside = mask((zv >= 0) & (zv <= 1), z, a, b)
+    zg = guard(inside, z, 0.5)
+    log_density = sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - sp.betaln(a, b)
+    return select(inside, fnp.exp(log_density), 0.0)
+
+
+def _t_density(z, df):
+    """The standard t density, the derivative of stdtr in z."""
+    return fnp.exp(t_log_density(z, df))
+
+
+def t_log_density(z, df):
+    half = 0.5 * (df + 1.0)
+    return (sp.gammaln(half) - sp.gammaln(0.5 * df) - 0.5 * fnp.log(df * math.pi)
+            - half * fnp.log1p(z * z / df))
+
+
+def _gammainc_impl(z, a):
+    with _np.errstate(invalid="ignore"):
+        return _float_like(_sc.gammainc(a, _np.maximum(z, 0.0)), z, a)
+
+
+def _gammaincc_impl(z, a):
+    with _np.errstate(invalid="ignore"):
+        return _float_like(_sc.gammaincc(a, _np.maximum(z, 0.0)), z, a)
+
+
+def _betainc_impl(z, a, b):
+    with _np.errstate(invalid="ignore"):
+        return _float_like(_sc.betainc(a, b, _np.clip(z, 0.0, 1.0)), z, a, b)
+
+
+def _betaincc_impl(z, a, b):
+    with _np.errstate(invalid="ignore"):
+        return _float_like(_sc.betaincc(a, b, _np.clip(z, 0.0, 1.0)), z, a, b)
+
+
+def _stdtr_impl(z, df):
+    return _float_like(_sc.stdtr(df, z), z, df)
+
+
+def _neg(density):
+    return lambda *args: -density(*args)
+
+
+def incomplete_gamma(name, param):
+    """(P, Q): the lower and upper regularized incomplete gamma functions as primitives
+    `(z, a)`, differentiable in z; `name` and `param` name the public function and its shape
+    parameter in the error raised when `a` is differentiated."""
+    return (cdf_primitive(_gammainc_impl, _gamma_density, name, (param,)),
+            cdf_primitive(_gammaincc_impl, _neg(_gamma_density), name, (param,)))
+
+
+def incomplete_beta(name, params):
+    """(I, 1 - I): the regularized incomplete beta function and its complement as primitives
+    `(z, a, b)`, differentiable in z."""
+    return (cdf_primitive(_betainc_impl, _beta_density, name, params),
+            cdf_primitive(_betaincc_impl, _neg(_beta_density), name, params))
+
+
+def student_t(name):
+    """stdtr as a primitive `(z, df)`, differentiable in z."""
+    return cdf_primitive(_stdtr_impl, _t_density, name, ("df",))
+
+
+def refuse_traced(x, who, what):
+    """A TypeError for an argument with no derivative that was traced (poisson's k)."""
+    if type(x) is Box:
+        raise TypeError(f"{who}: {what} is a traced value, but it has no derivative (it is an "
+                        "integer); pass it as a constant")

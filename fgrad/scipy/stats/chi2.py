@@ -1,0 +1,47 @@
+"""`fgrad.scipy.stats.chi2`: the chi-squared distribution, `f(x, df, loc=0, scale=1)` as
+SciPy: the gamma distribution with a = df/2 and scale 2 * scale.
+
+`logpdf` and `pdf` are differentiable in x, df, loc and scale; the CDFs in x, loc and scale
+(differentiating them in `df` raises a TypeError: no closed form).
+
+Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`, `fgrad.scipy.stats.gamma`.
+"""
+
+from ... import numpy as fnp
+from . import gamma as _gamma
+from ._common import incomplete_gamma
+
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+
+_P, _Q = incomplete_gamma("chi2.cdf/sf", "df")
+
+
+def logpdf(x, df, loc=0, scale=1):
+    """(df/2 - 1) log z - z - gammaln(df/2) - log(2 scale), z = (x - loc)/(2 scale) >= 0;
+    -inf below loc; nan for df <= 0 or scale <= 0."""
+    return _gamma._logpdf(x, 0.5 * df, loc, 2.0 * scale)
+
+
+def pdf(x, df, loc=0, scale=1):
+    """The chi-squared density, exp(logpdf)."""
+    return fnp.exp(logpdf(x, df, loc, scale))
+
+
+def cdf(x, df, loc=0, scale=1):
+    """P(df/2, (x - loc)/(2 scale)); d/dx is the density. Not differentiable in `df`."""
+    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "cdf")
+
+
+def logcdf(x, df, loc=0, scale=1):
+    """log of the CDF (-inf at and below loc). Not differentiable in `df`."""
+    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "logcdf")
+
+
+def sf(x, df, loc=0, scale=1):
+    """Q(df/2, (x - loc)/(2 scale)), computed directly. Not differentiable in `df`."""
+    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "sf")
+
+
+def logsf(x, df, loc=0, scale=1):
+    """log of the survival function. Not differentiable in `df`."""
+    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "logsf")

@@ -1,0 +1,106 @@
+"""`fgrad.scipy.stats.dirichlet`: the Dirichlet distribution, `f(x, alpha)` as SciPy.
+
+As SciPy, the K components of x lie along its first axis (x of shape (K,) or (K, N)), or
+K - 1 of them, the last being 1 - sum(x): that form is the one to differentiate, since every
+point of it is on the simplex. Inputs off the simplex are refused with SciPy's ValueErrors
+(the sum is checked to 1e-9, or 1e-5 for float32 data, which cannot hold 1e-9).
+Differentiable in x and alpha.
+
+Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
+"""
+
+import numpy as _np
+
+from ... import numpy as fnp
+from .. import special as sp
+from ._common import value
+
+__all__ = ["logpdf", "pdf", "entropy", "mean", "var"]
+
+
+def _check_alpha(alpha, who):
+    av = value(alpha)
+    if av.ndim != 1:
+        raise ValueError(f"dirichlet.{who}: alpha must be one-dimensional (K,); got shape "
+                         f"{av.shape}, dtype {av.dtype}")
+    if not _np.all(av > 0):
+        raise ValueError(f"dirichlet.{who}: every entry of alpha must be > 0; got minimum "
+                         f"{av.min()!r}")
+    return av
+
+
+def _check_x(x, alpha, av):
+    xv = value(x)
+    k = av.shape[0]
+    if xv.ndim == 0 or xv.shape[0] not in (k, k - 1):
+        raise ValueError(
+            f"dirichlet.logpdf: x (shape {xv.shape}, dtype {xv.dtype}) must have K = {k} or "
+            f"K - 1 entries along its first axis, as alpha (shape {av.shape})")
+    if xv.shape[0] == k - 1:
+        x = fnp.concatenate([x, fnp.expand_dims(1.0 - fnp.sum(x, axis=0), 0)], axis=0)
+        xv = value(x)
+    if _np.min(xv) < 0:
+        raise ValueError("dirichlet.logpdf: each entry of x must be >= 0")
+    if _np.max(xv) > 1:
+        raise ValueError("dirichlet.logpdf: each entry of x must be <= 1")
+    zero = (xv == 0) & (av < 1).reshape((k,) + (1,) * (xv.ndim - 1))
+    if zero.any():
+        raise ValueError("dirichlet.logpdf: each entry of x must be > 0 where its alpha < 1")
+    tol = 1e-5 if xv.dtype == _np.float32 else 1e-9
+    total = _np.sum(xv, axis=0)
+    if _np.any(_np.abs(total - 1.0) > tol):
+        raise ValueError(f"dirichlet.logpdf: x must lie on the simplex (sum 1 along the first "
+                         f"axis); its sums are {total}")
+    return x
+
+
+def _squeeze(out):
+    shape = tuple(n for n in _np.shape(value(out)) if n != 1)
+    return fnp.reshape(out, shape) if shape != _np.shape(value(out)) else out
+
+
+def _log_beta(alpha):
+    return fnp.sum(sp.gammaln(alpha)) - sp.gammaln(fnp.sum(alpha))
+
+
+def logpdf(x, alpha):
+    """sum((alpha - 1) log x) - log B(alpha) over the first axis of x (xlogy: an entry
+    x_i = 0 with alpha_i = 1 contributes 0). Returns a scalar for one point, shape (N,) for
+    x of shape (K, N) (length-1 axes squeezed, as SciPy).
+
+    >>> import fgrad, numpy as np
+    >>> round(float(logpdf(np.array([0.2, 0.3]), np.array([1.0, 1.0, 1.0]))), 6)  # log 2
+    0.693147
+    """
+    av = _check_alpha(alpha, "logpdf")
+    x = _check_x(x, alpha, av)
+    xs = fnp.moveaxis(x, 0, -1)
+    out = fnp.sum(sp.xlogy(alpha - 1.0, xs), axis=-1) - _log_beta(alpha)
+    return _squeeze(out)
+
+
+def pdf(x, alpha):
+    """The Dirichlet density, exp(logpdf)."""
+    return fnp.exp(logpdf(x, alpha))
+
+
+def entropy(alpha):
+    """log B(alpha) + (a0 - K) digamma(a0) - sum((alpha - 1) digamma(alpha)), a0 = sum(alpha)."""
+    av = _check_alpha(alpha, "entropy")
+    a0 = fnp.sum(alpha)
+    k = av.shape[0]
+    return (_log_beta(alpha) + (a0 - float(k)) * sp.digamma(a0)
+            - fnp.sum((alpha - 1.0) * sp.digamma(alpha)))
+
+
+def mean(alpha):
+    """alpha / sum(alpha)."""
+    _check_alpha(alpha, "mean")
+    return alpha / fnp.sum(alpha)
+
+
+def var(alpha):
+    """alpha_i (a0 - alpha_i) / (a0**2 (a0 + 1)), a0 = sum(alpha)."""
+    _check_alpha(alpha, "var")
+    a0 = fnp.sum(alpha)
+    return alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0))

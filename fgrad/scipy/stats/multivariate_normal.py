@@ -1,0 +1,168 @@
+"""`fgrad.scipy.stats.multivariate_normal`: the multivariate normal distribution,
+`logpdf(x, mean=None, cov=1, allow_singular=False)` as SciPy (x's last axis is the
+dimension; the result has x's other axes, with length-1 axes squeezed as SciPy does).
+
+Differentiable in x, mean and cov. `cov` may be a scalar, a vector (a diagonal) or a matrix.
+A full-rank matrix goes through its Cholesky factor (log det = 2 sum log diag L, and the
+Mahalanobis distance by a solve with L). With `allow_singular=True`, a rank-deficient matrix
+goes through `eigh`: the pseudo-determinant and pseudo-inverse over the eigenvalues above
+SciPy's cutoff; points off the affine support get -inf. Its gradients are exact along
+perturbations that keep the rank (cov = A A^T with A thin), which is all a singular
+covariance has: any other perturbation makes it full rank.
+
+Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
+"""
+
+import math
+
+import numpy as _np
+
+from ... import numpy as fnp
+from ._common import LOG_2PI, value
+
+__all__ = ["logpdf", "pdf", "entropy"]
+
+
+def _dtype(*args):
+    kinds = [value(a).dtype for a in args if a is not None and not isinstance(a, (int, float))]
+    dtype = _np.result_type(*kinds) if kinds else _np.dtype(_np.float64)
+    return dtype if dtype.kind == "f" else _np.dtype(_np.float64)
+
+
+def _process_parameters(mean, cov, dtype, who):
+    """(dim, mean (dim,), cov as a scalar, (dim,) diagonal or (dim, dim) matrix), as SciPy
+    infers dim: from mean's size, else from cov."""
+    if mean is not None:
+        mv = value(mean)
+        dim = mv.size
+        if mv.ndim > 1:
+            raise ValueError(f"multivariate_normal.{who}: 'mean' must be a vector; got shape "
+                             f"{mv.shape}, dtype {mv.dtype}")
+        if mv.ndim == 0:
+            mean = fnp.reshape(mean, (1,))
+    else:
+        cv = value(cov)
+        dim = 1 if cv.ndim < 2 else cv.shape[0]
+        mean = _np.zeros(dim, dtype)
+    if isinstance(cov, (int, float)):
+        cov = _np.asarray(cov, dtype)
+    cv = value(cov)
+    if cv.ndim > 2 or (cv.ndim >= 1 and cv.shape[0] != dim) or (
+            cv.ndim == 2 and cv.shape[1] != dim):
+        raise ValueError(
+            f"multivariate_normal.{who}: 'cov' has shape {cv.shape} (dtype {cv.dtype}); for "
+            f"dimension {dim} (from 'mean') it must be a scalar, ({dim},) or ({dim}, {dim})")
+    return dim, mean, cov
+
+
+def _cutoff(s, dtype):
+    """SciPy's `_eigvalsh_to_eps`: eigenvalues below this are taken as 0."""
+    factor = {"f": 1e3, "d": 1e6}.get(dtype.char, 1e6)
+    return factor * _np.finfo(dtype).eps * _np.max(_np.abs(s))
+
+
+class _Spectrum:
+    """What logpdf and entropy need of the covariance: its rank, log pseudo-determinant, and
+    the Mahalanobis distance of a deviation (`maha(dev)`, dev of shape (N, dim)), plus a mask
+    of the deviations in the support."""
+
+    def __init__(self, cov, dim, dtype, allow_singular, who):
+        cv = value(cov)
+        if cv.ndim < 2:  # a diagonal: its entries are the eigenvalues, the basis is e_i
+            s = _np.broadcast_to(cv, (dim,)).astype(dtype)
+            variances = fnp.broadcast_to(cov, (dim,))
+        else:
+            s = _np.linalg.eigvalsh(cv)
+        eps = _cutoff(s, dtype)
+        if _np.min(s) < -eps:
+            raise ValueError(f"multivariate_normal.{who}: 'cov' must be symmetric positive "
+                             f"semidefinite; it has eigenvalue {_np.min(s)!r}")
+        keep = s > eps
+        self.rank = int(keep.sum())
+        if self.rank < dim and not allow_singular:
+            raise _np.linalg.LinAlgError(
+                f"multivariate_normal.{who}: 'cov' is singular (rank {self.rank} < {dim}); "
+                "pass allow_singular=True for the degenerate distribution on its range")
+        self.null = None
+        if cv.ndim < 2:
+            safe = fnp.where(keep, variances, 1.0) if self.rank < dim else variances
+            self.log_pdet = fnp.sum(fnp.where(keep, fnp.log(safe), 0.0)) if self.rank < dim \
+                else fnp.sum(fnp.log(variances))
+            inv = fnp.where(keep, 1.0 / safe, 0.0) if self.rank < dim else 1.0 / variances
+            self._maha = lambda dev: fnp.sum(dev * dev * inv, axis=-1)
+            if self.rank < dim:
+                self.null, self.tol = _np.eye(dim, dtype=dtype)[:, ~keep], 1e3 * eps
+        elif self.rank == dim:
+            low = fnp.linalg.cholesky(cov)
+            self.log_pdet = 2.0 * fnp.sum(fnp.log(fnp.diagonal(low)))
+            self._maha = lambda dev: fnp.sum(fnp.square(fnp.linalg.solve(low, dev.T)), axis=0)
+        else:
+            w, u = fnp.linalg.eigh(cov)
+            keep = value(w) > eps
+            safe = fnp.where(keep, w, 1.0)
+            self.log_pdet = fnp.sum(fnp.where(keep, fnp.log(safe), 0.0))
+            inv = fnp.where(keep, 1.0 / safe, 0.0)
+            self._maha = lambda dev: fnp.sum(fnp.square(dev @ u) * inv, axis=-1)
+            self.null, self.tol = value(u)[:, ~keep], 1e3 * eps
+
+    def maha(self, dev):
+        return self._maha(dev)
+
+    def in_support(self, dev):
+        if self.null is None:
+            return None
+        return _np.linalg.norm(value(dev) @ self.null, axis=-1) < self.tol
+
+
+def _process_quantiles(x, dim):
+    """x as (..., dim), as SciPy: a scalar is one point; a vector is one point, or N points
+    when dim is 1."""
+    xv = value(x)
+    if xv.ndim == 0:
+        return fnp.reshape(x, (1,))
+    if xv.ndim == 1 and dim == 1:
+        return fnp.reshape(x, (xv.shape[0], 1))
+    if xv.shape[-1] != dim:
+        raise ValueError(f"multivariate_normal.logpdf: x has shape {xv.shape} (dtype "
+                         f"{xv.dtype}); its last axis must have length {dim}, the dimension")
+    return x
+
+
+def _squeeze(out):
+    shape = tuple(n for n in _np.shape(value(out)) if n != 1)
+    return fnp.reshape(out, shape) if shape != _np.shape(value(out)) else out
+
+
+def logpdf(x, mean=None, cov=1, allow_singular=False):
+    """-(rank log(2 pi) + log pdet(cov) + (x - mean)^T cov^+ (x - mean)) / 2; -inf for x off
+    the support of a singular covariance (allow_singular=True).
+
+    >>> import fgrad, numpy as np
+    >>> fgrad.grad(logpdf)(np.array([1.0, 2.0]), np.zeros(2), np.diag([1.0, 4.0]))
+    array([-1. , -0.5])
+    """
+    dtype = _dtype(x, mean, cov)
+    dim, mean, cov = _process_parameters(mean, cov, dtype, "logpdf")
+    x = _process_quantiles(x, dim)
+    spec = _Spectrum(cov, dim, dtype, allow_singular, "logpdf")
+    batch = _np.shape(value(x))[:-1]
+    dev = fnp.reshape(x - mean, (-1, dim))
+    out = -0.5 * (spec.rank * LOG_2PI + spec.log_pdet + spec.maha(dev))
+    inside = spec.in_support(dev)
+    if inside is not None and not inside.all():
+        out = fnp.where(inside, out, -math.inf)
+    return _squeeze(fnp.reshape(out, batch))
+
+
+def pdf(x, mean=None, cov=1, allow_singular=False):
+    """The multivariate normal density, exp(logpdf)."""
+    return fnp.exp(logpdf(x, mean, cov, allow_singular))
+
+
+def entropy(mean=None, cov=1):
+    """(rank (1 + log(2 pi)) + log pdet(cov)) / 2; it does not depend on the mean, and a
+    singular covariance is allowed (as SciPy: the entropy of the degenerate distribution)."""
+    dtype = _dtype(mean, cov)
+    dim, mean, cov = _process_parameters(mean, cov, dtype, "entropy")
+    spec = _Spectrum(cov, dim, dtype, True, "entropy")
+    return 0.5 * (spec.rank * (1.0 + LOG_2PI) + spec.log_pdet)

@@ -1,0 +1,78 @@
+"""`fgrad.scipy.stats.t`: Student's t distribution, `f(x, df, loc=0, scale=1)` as SciPy.
+
+`logpdf` and `pdf` are differentiable in x, df, loc and scale. The CDFs are SciPy's `stdtr`,
+differentiable in x, loc and scale (derivative: the density); differentiating them in `df`
+raises a TypeError (no closed form; fgrad does not guess one).
+
+Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
+"""
+
+import math
+
+from ... import numpy as fnp
+from .. import special as sp
+from ._common import (harmonize, invalid_to_nan, mask, standardize, student_t, value,
+                      weak)
+
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+
+_stdtr = student_t("t.cdf/sf")
+
+
+def _df_ok(df, bad, *like):
+    bad_df = mask(~(value(df) > 0), df)
+    if bad_df.any():
+        df = fnp.where(bad_df, 1.0, df)
+    return df, bad | mask(bad_df, df, *like)
+
+
+def logpdf(x, df, loc=0, scale=1):
+    """gammaln((df+1)/2) - gammaln(df/2) - log(pi df)/2 - (df+1)/2 log1p(z**2/df)
+    - log(scale), z = (x - loc)/scale; nan for df <= 0 or scale <= 0.
+
+    >>> import fgrad
+    >>> float(fgrad.grad(logpdf)(1.0, 1.0))  # Cauchy: -2x / (1 + x**2)
+    -1.0
+    """
+    x, df, loc, scale = harmonize(x, df, loc, scale)
+    z, scale, bad = standardize(x, loc, scale)
+    df, bad = _df_ok(df, bad, z)
+    half = 0.5 * (df + 1.0)
+    out = (weak(sp.gammaln, half) - weak(sp.gammaln, 0.5 * df)
+           - 0.5 * weak(fnp.log, df * math.pi) - half * fnp.log1p(z * z / df)
+           - weak(fnp.log, scale))
+    return invalid_to_nan(bad, out)
+
+
+def pdf(x, df, loc=0, scale=1):
+    """The t density, exp(logpdf)."""
+    return fnp.exp(logpdf(x, df, loc, scale))
+
+
+def _tail(x, df, loc, scale, sign, log):
+    x, df, loc, scale = harmonize(x, df, loc, scale)
+    z, _, bad = standardize(x, loc, scale)
+    df, bad = _df_ok(df, bad, z)
+    out = _stdtr(sign * z, df)
+    return invalid_to_nan(bad, fnp.log(out) if log else out)
+
+
+def cdf(x, df, loc=0, scale=1):
+    """stdtr(df, z); d/dx is the density. Not differentiable in `df` (TypeError)."""
+    return _tail(x, df, loc, scale, 1.0, False)
+
+
+def logcdf(x, df, loc=0, scale=1):
+    """log stdtr(df, z). Not differentiable in `df` (TypeError)."""
+    return _tail(x, df, loc, scale, 1.0, True)
+
+
+def sf(x, df, loc=0, scale=1):
+    """stdtr(df, -z) (the t is symmetric: no cancellation in the right tail). Not
+    differentiable in `df` (TypeError)."""
+    return _tail(x, df, loc, scale, -1.0, False)
+
+
+def logsf(x, df, loc=0, scale=1):
+    """log stdtr(df, -z). Not differentiable in `df` (TypeError)."""
+    return _tail(x, df, loc, scale, -1.0, True)

@@ -1,0 +1,273 @@
+"""fgrad.scipy.stats: values against SciPy, derivatives against closed forms and mpmath,
+conventions outside the support (-inf / 0 with zero, not nan, gradients), the refusal to
+differentiate CDFs in shape parameters, and argument errors. Gradients to order 2 in both
+modes are in the gradient table (tests/rows_scipy_stats.py)."""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+import fgrad
+import fgrad.scipy.stats as fst
+from fgrad import grad, jacfwd, jacrev
+
+X = np.array([-1.0, 0.0, 0.1, 0.5, 1.0, 2.0, 2.6, 5.0])
+UNIVARIATE = [  # (name, shape parameters, loc, scale)
+    ("norm", (), 0.1, 1.5), ("expon", (), 0.1, 1.5), ("gamma", (2.5,), 0.1, 1.5),
+    ("gamma", (1.0,), 0.0, 1.5), ("gamma", (0.5,), 0.0, 1.0), ("chi2", (3.0,), 0.1, 1.5),
+    ("t", (3.0,), 0.1, 1.5), ("beta", (2.0, 3.0), -0.5, 3.0), ("beta", (1.0, 1.0), 0.0, 2.0),
+    ("beta", (0.5, 0.7), 0.0, 1.0),
+]
+FUNCTIONS = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+
+
+@pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE)
+@pytest.mark.parametrize("fname", FUNCTIONS)
+def test_values_match_scipy(name, shapes, loc, scale, fname):
+    ours = getattr(getattr(fst, name), fname)(X, *shapes, loc, scale)
+    theirs = getattr(getattr(ss, name), fname)(X, *shapes, loc, scale)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("fname", ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"])
+@pytest.mark.parametrize("mu,loc", [(2.5, 1), (0.0, 0), (40.0, 0)])
+def test_poisson_values_match_scipy(fname, mu, loc):
+    k = np.array([-1.0, 0.0, 1.0, 2.5, 3.0, 7.0, 30.0])
+    np.testing.assert_allclose(getattr(fst.poisson, fname)(k, mu, loc),
+                               getattr(ss.poisson, fname)(k, mu, loc), rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE[:8])
+def test_invalid_parameters_give_nan_as_scipy(name, shapes, loc, scale):
+    mod = getattr(fst, name)
+    assert np.isnan(mod.logpdf(1.0, *shapes, loc, -scale))
+    assert np.isnan(mod.cdf(1.0, *shapes, loc, 0.0))
+    if shapes:
+        assert np.isnan(mod.logpdf(1.0, -1.0, *shapes[1:], loc, scale))
+        assert np.isnan(ss.__dict__[name].logpdf(1.0, -1.0, *shapes[1:], loc, scale))
+
+
+def test_derivative_in_x_of_each_cdf_is_the_density():
+    for name, shapes, loc, scale in UNIVARIATE:
+        mod = getattr(fst, name)
+        for x in [0.3, 1.2, 2.0]:
+            np.testing.assert_allclose(grad(mod.cdf)(x, *shapes, loc, scale),
+                                       mod.pdf(x, *shapes, loc, scale), rtol=1e-12)
+            np.testing.assert_allclose(grad(mod.sf)(x, *shapes, loc, scale),
+                                       -mod.pdf(x, *shapes, loc, scale), rtol=1e-12)
+
+
+def test_second_derivative_of_gamma_cdf_in_x_and_loc_by_mpmath():
+    a, x, loc, scale = 2.5, 1.7, 0.2, 1.3
+
+    def reference(xx):
+        return mpmath.gammainc(a, 0, (xx - loc) / scale, regularized=True)
+
+    mpmath.mp.dps = 30
+    d2 = float(mpmath.diff(reference, x, 2))
+    assert grad(grad(fst.gamma.cdf))(x, a, loc, scale) == pytest.approx(d2, rel=1e-10)
+    # d/dloc = -d/dx
+    assert grad(fst.gamma.cdf, argnums=2)(x, a, loc, scale) == pytest.approx(
+        -float(mpmath.diff(reference, x)), rel=1e-12)
+
+
+def test_logpdf_derivatives_in_shape_parameters_by_closed_form():
+    # d/da gamma.logpdf = log x - digamma(a); d/ddf t.logpdf by mpmath
+    from scipy.special import digamma
+    x, a = 1.7, 2.5
+    assert grad(fst.gamma.logpdf, argnums=1)(x, a) == pytest.approx(math.log(x) - digamma(a))
+    df = 3.5
+    ref = mpmath.diff(lambda d: mpmath.log(mpmath.gamma((d + 1) / 2) / mpmath.gamma(d / 2)
+                                           / mpmath.sqrt(d * mpmath.pi)
+                                           * (1 + x * x / d) ** (-(d + 1) / 2)), df)
+    assert grad(fst.t.logpdf, argnums=1)(x, df) == pytest.approx(float(ref), rel=1e-10)
+    # beta: d/da = log x - digamma(a) + digamma(a + b)
+    b = 1.5
+    assert grad(fst.beta.logpdf, argnums=1)(0.3, a, b) == pytest.approx(
+        math.log(0.3) - digamma(a) + digamma(a + b))
+
+
+@pytest.mark.parametrize("name,shapes,argnum", [
+    ("gamma", (2.5,), 1), ("chi2", (3.0,), 1), ("t", (3.0,), 1), ("beta", (2.0, 3.0), 1),
+    ("beta", (2.0, 3.0), 2)])
+@pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
+def test_cdfs_refuse_shape_parameters_in_both_modes(name, shapes, argnum, fname):
+    f = getattr(getattr(fst, name), fname)
+    for transform in (grad, jacfwd):
+        with pytest.raises(TypeError, match="not differentiable in its shape parameter"):
+            transform(f, argnums=argnum)(1.2, *shapes)
+
+
+def test_outside_the_support_values_and_zero_gradients():
+    cases = [
+        (fst.expon, (), -0.5), (fst.gamma, (2.5,), -0.5), (fst.chi2, (3.0,), -0.5),
+        (fst.beta, (2.0, 3.0), -0.5), (fst.beta, (2.0, 3.0), 1.5),
+    ]
+    for mod, shapes, x in cases:
+        assert mod.logpdf(x, *shapes) == -np.inf
+        assert mod.pdf(x, *shapes) == 0.0
+        nargs = 1 + len(shapes) + 2
+        for fname in ["pdf", "cdf", "sf"]:
+            f = getattr(mod, fname)
+            g = grad(f, argnums=tuple(i for i in range(nargs) if fname == "pdf" or i != 1
+                                      and i not in range(1, 1 + len(shapes))))(
+                x, *shapes, 0.0, 1.0)
+            assert all(np.all(np.isfinite(v)) and np.all(v == 0.0) for v in g), (mod, fname, g)
+        # logpdf: -inf, and the gradient is 0 (not nan) there
+        g = grad(mod.logpdf, argnums=(0, 1 + len(shapes), 2 + len(shapes)))(x, *shapes, 0.0, 1.0)
+        assert all(v == 0.0 for v in g)
+    assert grad(fst.poisson.pmf, argnums=1)(2.5, 3.0) == 0.0
+    assert grad(fst.poisson.cdf, argnums=1)(-1.0, 3.0) == 0.0
+
+
+def test_boundary_values_with_finite_gradients():
+    # gamma with a = 1 and beta with a = 1 have finite densities at the left end
+    assert grad(fst.gamma.logpdf)(0.0, 1.0) == -1.0
+    assert grad(fst.gamma.logpdf, argnums=3)(0.0, 1.0, 0.0, 2.0) == -0.5
+    assert grad(fst.beta.logpdf)(0.0, 1.0, 3.0) == pytest.approx(-2.0)
+    assert fst.beta.logpdf(0.0, 1.0, 3.0) == pytest.approx(math.log(3.0))
+    # poisson at mu = 0: pmf(0) = 1, d/dmu logpmf = k/mu - 1 -> -1 at k = 0 (0 log 0 = 0)
+    assert fst.poisson.logpmf(0, 0.0) == 0.0
+    assert grad(fst.poisson.logpmf, argnums=1)(0, 0.0) == -1.0
+    assert grad(fst.poisson.cdf, argnums=1)(0, 0.0) == -1.0
+
+
+def test_stable_tails():
+    # norm.logcdf deep in the left tail: derivative about -x, no underflow
+    assert grad(fst.norm.logcdf)(-1000.0) == pytest.approx(1000.0, rel=1e-5)
+    assert grad(fst.norm.logsf)(1000.0) == pytest.approx(-1000.0, rel=1e-5)
+    # expon.logcdf for tiny and huge z
+    assert fst.expon.logcdf(1e-12) == pytest.approx(math.log(1e-12))
+    assert fst.expon.logcdf(50.0) == pytest.approx(-math.exp(-50.0), rel=1e-12)
+    assert grad(fst.expon.logcdf)(50.0) == pytest.approx(math.exp(-50.0), rel=1e-10)
+
+
+def test_poisson_cdf_derivative_is_minus_the_pmf():
+    for k in [0, 3, 7.5]:
+        assert grad(fst.poisson.cdf, argnums=1)(k, 2.5) == pytest.approx(
+            -ss.poisson.pmf(math.floor(k), 2.5), rel=1e-12)
+        assert grad(fst.poisson.sf, argnums=1)(k, 2.5) == pytest.approx(
+            ss.poisson.pmf(math.floor(k), 2.5), rel=1e-12)
+
+
+def test_poisson_refuses_a_traced_k():
+    with pytest.raises(TypeError, match="k is a traced value"):
+        grad(fst.poisson.logpmf)(3.0, 2.0)
+
+
+def test_dirichlet_matches_scipy_and_closed_forms():
+    alpha = np.array([1.5, 2.0, 3.0])
+    x = np.array([[0.2, 0.3, 0.1], [0.5, 0.1, 0.6]])
+    np.testing.assert_allclose(fst.dirichlet.logpdf(x, alpha), ss.dirichlet.logpdf(x, alpha))
+    np.testing.assert_allclose(fst.dirichlet.pdf(x[:, 0], alpha), ss.dirichlet.pdf(x[:, 0], alpha))
+    full = np.concatenate([x, 1 - x.sum(0, keepdims=True)])
+    np.testing.assert_allclose(fst.dirichlet.logpdf(full, alpha), ss.dirichlet.logpdf(full, alpha))
+    for f in ["entropy", "mean", "var"]:
+        np.testing.assert_allclose(getattr(fst.dirichlet, f)(alpha),
+                                   getattr(ss.dirichlet, f)(alpha), rtol=1e-12)
+    # d/dx_i of the full-form logpdf: (alpha_i - 1) / x_i
+    np.testing.assert_allclose(grad(fst.dirichlet.logpdf)(full[:, 0], alpha),
+                               (alpha - 1) / full[:, 0])
+    # a zero coordinate with alpha = 1 contributes 0 (xlogy), with a finite gradient in alpha
+    with np.errstate(divide="ignore"):  # d/dalpha_0 = log 0
+        g = grad(fst.dirichlet.logpdf, argnums=1)(np.array([0.0, 0.4, 0.6]),
+                                                  np.array([1.0, 2.0, 3.0]))
+    assert np.isneginf(g[0]) and np.all(np.isfinite(g[1:]))
+
+
+def test_dirichlet_refuses_points_off_the_simplex_as_scipy():
+    alpha = np.array([1.5, 2.0, 3.0])
+    for x in [np.array([0.2, 0.3, 0.4]), np.array([-0.1, 0.5, 0.6]), np.array([0.2]),
+              np.array([0.0, 0.5])]:
+        with pytest.raises(ValueError):
+            ss.dirichlet.logpdf(x, np.array([0.5, 2.0, 3.0]) if x.size == 2 else alpha)
+        with pytest.raises(ValueError):
+            fst.dirichlet.logpdf(x, np.array([0.5, 2.0, 3.0]) if x.size == 2 else alpha)
+    with pytest.raises(ValueError, match="alpha must be one-dimensional"):
+        fst.dirichlet.logpdf(np.array([0.5]), np.ones((2, 1)))
+
+
+def _spd(rng, d):
+    a = rng.normal(size=(d, d))
+    return a @ a.T + np.eye(d)
+
+
+MVN_CASES = ["matrix", "one-point", "diag", "scalar", "no-mean", "dim-1", "dim-1-vector",
+             "scalar-x", "squeezed"]
+
+
+@pytest.mark.parametrize("case", MVN_CASES)
+def test_multivariate_normal_matches_scipy(case):
+    rng = np.random.default_rng(0)
+    c, m, x = _spd(rng, 3), rng.normal(size=3), rng.normal(size=(4, 3))
+    args = {"matrix": (x, m, c), "one-point": (x[0], m, c), "diag": (x, m, np.diag(c)),
+            "scalar": (x, m, 2.0), "no-mean": (x, None, c), "dim-1": (x[:, :1], None, 2.0),
+            "dim-1-vector": (x[:, 0], 0.5, 2.0), "scalar-x": (1.0,), "squeezed": (x[:1], m, c)}
+    args = args[case]
+    for f in ["logpdf", "pdf"]:
+        np.testing.assert_allclose(getattr(fst.multivariate_normal, f)(*args),
+                                   getattr(ss.multivariate_normal, f)(*args), rtol=1e-12)
+    if len(args) == 3:
+        np.testing.assert_allclose(fst.multivariate_normal.entropy(*args[1:]),
+                                   ss.multivariate_normal.entropy(*args[1:]), rtol=1e-12)
+
+
+def test_multivariate_normal_gradients_by_closed_form():
+    rng = np.random.default_rng(1)
+    c, m, x = _spd(rng, 3), rng.normal(size=3), rng.normal(size=3)
+    ci = np.linalg.inv(c)
+    d = x - m
+    gx, gm, gc = grad(fst.multivariate_normal.logpdf, argnums=(0, 1, 2))(x, m, c)
+    np.testing.assert_allclose(gx, -ci @ d)
+    np.testing.assert_allclose(gm, ci @ d)
+    np.testing.assert_allclose(gc, 0.5 * (ci @ np.outer(d, d) @ ci - ci), atol=1e-12)
+    np.testing.assert_allclose(jacrev(grad(fst.multivariate_normal.logpdf))(x, m, c), -ci,
+                               atol=1e-12)
+
+
+def test_multivariate_normal_singular():
+    rng = np.random.default_rng(2)
+    b, m = rng.normal(size=(3, 2)), rng.normal(size=3)
+    c = b @ b.T
+    x = np.vstack([m + b @ rng.normal(size=2) for _ in range(3)] + [rng.normal(size=(1, 3))])
+    ours = fst.multivariate_normal.logpdf(x, m, c, allow_singular=True)
+    np.testing.assert_allclose(ours, ss.multivariate_normal.logpdf(x, m, c, allow_singular=True),
+                               rtol=1e-9)
+    assert ours[-1] == -np.inf
+    g = grad(lambda xx: fgrad.numpy.sum(fgrad.numpy.exp(
+        fst.multivariate_normal.logpdf(xx, m, c, allow_singular=True))))(x)
+    assert np.all(np.isfinite(g)) and np.all(g[-1] == 0.0)
+    with pytest.raises(np.linalg.LinAlgError, match="allow_singular=True"):
+        fst.multivariate_normal.logpdf(x, m, c)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        fst.multivariate_normal.logpdf(x, m, -c)
+    np.testing.assert_allclose(fst.multivariate_normal.entropy(m, c),
+                               ss.multivariate_normal.entropy(m, c), rtol=1e-9)
+
+
+def test_multivariate_normal_shape_errors():
+    with pytest.raises(ValueError, match="last axis must have length 3"):
+        fst.multivariate_normal.logpdf(np.zeros((4, 2)), np.zeros(3))
+    with pytest.raises(ValueError, match="'cov' has shape"):
+        fst.multivariate_normal.logpdf(np.zeros(3), np.zeros(3), np.eye(2))
+
+
+def test_float32_stays_float32():
+    x = np.float32([0.3, 0.7])
+    for f, args in [(fst.gamma.logpdf, (2.5,)), (fst.beta.logpdf, (1.0, 2.0)),
+                    (fst.t.cdf, (3.0,)), (fst.norm.logcdf, ()), (fst.expon.logsf, ()),
+                    (fst.chi2.sf, (3.0,))]:
+        assert f(x, *args).dtype == np.float32
+        assert grad(lambda v, f=f, args=args: fgrad.numpy.sum(f(v, *args)))(x).dtype == np.float32
+    assert fst.poisson.logpmf(np.array([1, 2]), np.float32(2.0)).dtype == np.float32
+    assert fst.multivariate_normal.logpdf(np.float32([[0.1, 0.2]]), np.float32([0, 1])).dtype \
+        == np.float32
+
+
+def test_every_module_lists_its_functions():
+    for name in fst.__all__:
+        mod = getattr(fst, name)
+        assert mod.__all__ and all(callable(getattr(mod, f)) for f in mod.__all__)
