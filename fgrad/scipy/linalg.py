@@ -182,7 +182,9 @@ _SYMMETRIC = ("sym", "her", "pos", "symmetric", "hermitian", "positive definite"
 def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     """SciPy's `linalg.inv` (`fgrad.numpy.linalg.inv`), batched. With `assume_a` 'sym',
     'her' or 'pos' only the `lower` (default upper) triangle is read; with 'upper triangular'
-    or 'lower triangular' only that triangle; with 'diagonal' only the diagonal."""
+    or 'lower triangular' only that triangle; with 'diagonal' only the diagonal, and the result
+    is the inverse of the diagonal part (SciPy 1.17 puts 1/diag on the diagonal but keeps a's
+    off-diagonal entries, which is not an inverse)."""
     n = _square(a, "inv")
     eye = _const(_np.eye(n), a)
     if assume_a in (None, "general", "gen"):
@@ -192,7 +194,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     if assume_a in ("upper triangular", "lower triangular"):
         return solve_triangular(a, _np.broadcast_to(eye, _np.shape(primal(a))),
                                 lower=assume_a == "lower triangular")
-    if assume_a == "diagonal":
+    if assume_a == "diagonal":  # SciPy 1.17 leaves the off-diagonal entries of a in place
         return fnp.expand_dims(1.0 / _la.diagonal(a), -1) * eye
     raise ValueError(f"scipy.linalg.inv: unknown assume_a {assume_a!r}")
 
@@ -211,10 +213,11 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     (the `lower` one) and for 'upper triangular'/'lower triangular', the diagonal for
     'diagonal', the three central diagonals for 'tridiagonal'."""
     n = _square(a, "solve")
+    if assume_a in ("upper triangular", "lower triangular"):  # the triangle of a, not of a.T
+        return solve_triangular(a, b, trans=int(bool(transposed)),
+                                lower=assume_a == "lower triangular")
     if transposed:
         a = _mT(a)
-    if assume_a in ("upper triangular", "lower triangular"):
-        return solve_triangular(a, b, lower=assume_a == "lower triangular")
     if assume_a in _SYMMETRIC:
         a = _symmetric_from(a, lower)
     elif assume_a == "diagonal":
@@ -279,7 +282,8 @@ def _lu_jvp(t, ans, a, perm):
     low = _trsolve_p(ans, _take_rows(t, perm), lower=True, trans=0, unit=True)
     f = _mT(_trsolve_p(ans, _mT(low), lower=False, trans=1, unit=False))
     l_mat = _triangle(ans, True, -1) + _const(_np.eye(shape(a)[-1]), a)
-    return fnp.matmul(l_mat, _triangle(f, True, -1)) + fnp.matmul(_triangle(f, False), _triangle(ans, False))
+    u_mat = _triangle(ans, False)
+    return fnp.matmul(l_mat, _triangle(f, True, -1)) + fnp.matmul(_triangle(f, False), u_mat)
 
 
 def _lu_vjp(ans, a, perm):
@@ -289,7 +293,8 @@ def _lu_vjp(ans, a, perm):
     inverse = _np.argsort(perm, axis=-1)
 
     def bprop(ct):  # the transpose of _lu_jvp: P^T L^-T G U^-T
-        g = _triangle(fnp.matmul(_mT(l_mat), ct), True, -1) + _triangle(fnp.matmul(ct, _mT(u_mat)), False)
+        g = (_triangle(fnp.matmul(_mT(l_mat), ct), True, -1)
+             + _triangle(fnp.matmul(ct, _mT(u_mat)), False))
         w = _mT(_trsolve_p(ans, _mT(g), lower=False, trans=0, unit=False))
         return _take_rows(_trsolve_p(ans, w, lower=True, trans=1, unit=True), inverse)
 
@@ -312,7 +317,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
     >>> f = lambda a: sla.lu_solve(sla.lu_factor(a), np.ones(2)).sum()
-    >>> bool(np.allclose(fgrad.grad(f)(a), fgrad.grad(lambda a: np.linalg.solve(a, np.ones(2)).sum())(a)))
+    >>> g = lambda a: np.linalg.solve(a, np.ones(2)).sum()
+    >>> bool(np.allclose(fgrad.grad(f)(a), fgrad.grad(g)(a)))
     True
     """
     _square(a, "lu_factor")
@@ -365,9 +371,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
 # --- solve_banded --------------------------------------------------------------------------
 
 
-def _band_gather(m, rows, lo, n, first):
-    """out[r, j] = m[j + r - lo, ...] (0 outside 0..n-1) for r < rows: a gather with a
-    constant index array and mask. With `first`, m's leading axis is the band's row axis."""
+def _band_gather(m, rows, lo, n):
+    """(m[j + r - lo, ...] for r < rows, j < n; the mask of valid j + r - lo): a gather with
+    a constant index array, to be multiplied by the mask."""
     r = _np.arange(rows)[:, None]
     j = _np.arange(n)[None, :]
     idx = j + r - lo
@@ -383,13 +389,14 @@ def _band_transpose(ab, l, u):
     r = _np.arange(rows)[:, None]
     cols = _np.arange(n)[None, :] + r - l
     valid = (cols >= 0) & (cols < n)
-    return ab[_np.broadcast_to(u + l - r, valid.shape), _np.where(valid, cols, 0)] * _const(valid, ab)
+    rows_idx = _np.broadcast_to(u + l - r, valid.shape)
+    return ab[rows_idx, _np.where(valid, cols, 0)] * _const(valid, ab)
 
 
 def _band_matvec(ab, x, l, u):
     """a @ x for a in band storage ab (l, u) and x (n, k): sum over a's diagonals."""
     abt = _band_transpose(ab, l, u)  # a[i, i + r - l] = abT[r, i]
-    xs, valid = _band_gather(x, l + u + 1, l, shape(x)[0], True)
+    xs, valid = _band_gather(x, l + u + 1, l, shape(x)[0])
     return fnp.sum(fnp.expand_dims(abt * _const(valid, ab), -1) * xs, axis=0)
 
 
@@ -399,7 +406,7 @@ def _banded_vjp_ab(ans, ab, b, l, u):
 
     def bprop(ct):  # d ab[r, j] = d a[j + r - u, j] = -(a^-T ct)[j + r - u] . x[j]
         g = _banded_p(abt, ct, l=u, u=l)
-        gs, valid = _band_gather(g, l + u + 1, u, shape(g)[0], True)
+        gs, valid = _band_gather(g, l + u + 1, u, shape(g)[0])
         return unbroadcast(-fnp.sum(gs * ans, axis=-1) * _const(valid, ab), like)
 
     return bprop

@@ -29,7 +29,8 @@ def _conv_impl(x, k, axes, method):
 
 
 def _flip(x, axes):
-    return x[tuple(slice(None, None, -1) if ax in axes else slice(None) for ax in range(len(shape(x))))]
+    reverse = slice(None, None, -1)
+    return x[tuple(reverse if ax in axes else slice(None) for ax in range(len(shape(x))))]
 
 
 def _conv_vjp(which):

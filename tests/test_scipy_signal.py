@@ -1,0 +1,96 @@
+"""fgrad.scipy.signal beyond the gradient table (tests/rows_scipy_signal.py): values equal
+SciPy's in every mode, dimension and method, closed-form gradients, the transpose of a
+convolution is a correlation, errors."""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+
+import fgrad.numpy as fnp
+import fgrad.scipy.signal as sig
+from fgrad import grad, hessian, jvp, vjp
+
+RNG = np.random.default_rng(3)
+PAIRS = [((5,), (3,)), ((3,), (5,)), ((6,), (6,)), ((4, 3), (2, 2)), ((2, 2), (4, 3)),
+         ((4, 3), (4, 1)), ((3, 4, 2), (2, 3, 2)), ((), ())]
+
+
+def _traced(f, *args):
+    return jvp(f, args, tuple(np.zeros_like(a) for a in args))[0]
+
+
+@pytest.mark.parametrize("pair, mode, name", list(itertools.product(
+    PAIRS, ["full", "same", "valid"], ["convolve", "correlate", "fftconvolve"])))
+def test_values_equal_scipys_plain_and_traced(pair, mode, name):
+    x, k = RNG.standard_normal(pair[0]), RNG.standard_normal(pair[1])
+    expected = getattr(ss, name)(x, k, mode)
+    traced = _traced(lambda x, k: getattr(sig, name)(x, k, mode), x, k)
+    for out in (getattr(sig, name)(x, k, mode), traced):
+        assert np.shape(out) == np.shape(expected)
+        np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["direct", "fft", "auto"])
+def test_methods_agree_with_scipy(method):
+    x, k = RNG.standard_normal((7, 5)), RNG.standard_normal((3, 4))
+    for name in ("convolve", "correlate"):
+        np.testing.assert_allclose(getattr(sig, name)(x, k, "same", method),
+                                   getattr(ss, name)(x, k, "same", method), atol=1e-12)
+
+
+@pytest.mark.parametrize("axes, k_shape", [(1, (1, 3, 4)), ((0,), (2, 2, 1)), (-1, (3, 1, 2)),
+                                            ([0, 2], (2, 1, 3))])
+def test_fftconvolve_axes_agree_with_scipy(axes, k_shape):
+    x, k = RNG.standard_normal((3, 2, 4)), RNG.standard_normal(k_shape)
+    for mode in ("full", "same", "valid"):
+        np.testing.assert_allclose(sig.fftconvolve(x, k, mode, axes=axes),
+                                   ss.fftconvolve(x, k, mode, axes=axes), atol=1e-12)
+
+
+def test_gradient_of_the_total_is_the_other_inputs_total():
+    # sum(convolve(x, k, 'full')) = sum(x) sum(k)
+    x, k = RNG.standard_normal((4, 3)), RNG.standard_normal((2, 2))
+    np.testing.assert_allclose(grad(lambda x: fnp.sum(sig.convolve(x, k)))(x),
+                               np.full((4, 3), k.sum()))
+    np.testing.assert_allclose(grad(lambda k: fnp.sum(sig.correlate(x, k)))(k),
+                               np.full((2, 2), x.sum()))
+
+
+def test_lag_zero_autocorrelation_is_the_squared_norm():
+    x = RNG.standard_normal((3, 4))
+
+    def f(x):  # the centre of the full autocorrelation: sum x**2
+        return sig.correlate(x, x)[2, 3]
+
+    assert float(f(x)) == pytest.approx(np.sum(x * x))
+    np.testing.assert_allclose(grad(f)(x), 2 * x)
+    np.testing.assert_allclose(hessian(f)(x).reshape(12, 12), 2 * np.eye(12), atol=1e-12)
+
+
+def test_transpose_of_a_convolution_is_a_correlation_with_the_kernel():
+    x, k = RNG.standard_normal((6, 5)), RNG.standard_normal((3, 2))
+    out, f_vjp = vjp(lambda x: sig.convolve(x, k), x)
+    ct = RNG.standard_normal(out.shape)
+    np.testing.assert_allclose(f_vjp(ct)[0], ss.correlate(ct, k, "valid"))
+
+
+def test_float32_stays_float32():
+    x, k = RNG.standard_normal(5).astype(np.float32), RNG.standard_normal(3).astype(np.float32)
+    for f in (sig.convolve, sig.correlate, sig.fftconvolve):
+        assert f(x, k).dtype == np.float32
+        assert grad(lambda k: fnp.sum(f(x, k)))(k).dtype == np.float32
+
+
+def test_errors_say_what_is_wrong():
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        sig.convolve(np.ones((3, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="at least as large"):
+        sig.convolve(np.ones((4, 2)), np.ones((2, 4)), mode="valid")
+    with pytest.raises(ValueError, match="mode must be"):
+        sig.correlate(np.ones(3), np.ones(2), mode="middle")
+    with pytest.raises(ValueError, match="method must be"):
+        sig.convolve(np.ones(3), np.ones(2), method="slow")
+    with pytest.raises(ValueError, match="empty"):
+        sig.fftconvolve(np.ones(0), np.ones(2))
