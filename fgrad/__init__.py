@@ -19,6 +19,7 @@ from .api import (
 )
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
 from .graph import make_graph
+from .debug import debug_nans, set_debug_nans
 from .primitive import primitive
 from . import test_util
 
@@ -27,5 +28,6 @@ __version__ = "0.1.0"
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "primitive", "custom_vjp", "custom_jvp", "checkpoint", "remat",
-    "tap_cotangent", "make_graph", "numpy", "tree_util", "test_util",
+    "tap_cotangent", "make_graph",
+    "debug_nans", "set_debug_nans", "numpy", "tree_util", "test_util",
 ]

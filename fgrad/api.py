@@ -15,7 +15,7 @@ import numpy as _np
 
 from . import numpy as fnp
 from .core import Box, ForwardLevel, ReverseLevel, backward_pass, primal, zeros_like_value
-from .tree_util import tree_flatten, tree_map, tree_unflatten
+from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
@@ -218,10 +218,12 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     def vjp_fun(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree:
+            where = structure_difference(ct, tree_unflatten(out_tree, out_values))
             raise ValueError(
-                f"the cotangent passed to the vjp function has structure {ct_tree}, but the "
-                f"function's output has structure {out_tree}; pass a cotangent shaped like "
-                "the output"
+                "the cotangent passed to the vjp function does not match the function's "
+                f"output: {'in the cotangent, ' + where if where else ''}"
+                f"{'; ' if where else ''}it has structure {ct_tree}, the output {out_tree}; "
+                "pass a cotangent shaped like the output, one leaf per output leaf"
             )
         for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
             _check_like(c, o, f"cotangent leaf {i}", "output")
@@ -426,8 +428,11 @@ def jvp(fun, primals, tangents, has_aux=False):
     p_leaves, p_tree = tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
+        where = structure_difference(tuple(tangents), tuple(primals))
         raise ValueError(
-            f"jvp: tangents have structure {t_tree} but primals have structure {p_tree}; "
+            f"jvp: the tangents do not match the primals: "
+            f"{'in the tangents, ' + where + '; ' if where else ''}"
+            f"tangents have structure {t_tree} but primals have structure {p_tree}; "
             "pass one tangent shaped like each primal"
         )
     _check_float_leaves(p_leaves, _leaf_labels(primals, range(len(primals))), "jvp")

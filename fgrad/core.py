@@ -257,6 +257,8 @@ class ForwardLevel(Level):
             t_out = _jvp_by_transposing(bprop, ans, tangents)
         if t_out is None:
             return ans  # a structural zero tangent: the result is a constant at this level
+        if watch is not None:
+            watch.tangent(prim, vals, t_out)
         return Box(ans, self, t_out)
 
 
@@ -343,6 +345,15 @@ class NondiffPrimitive:
         return f"<fgrad non-differentiable primitive {self.name}>"
 
 
+# When set (by `fgrad.debug_nans`, to stop at the first nan or inf), an object told of every
+# value computed: `watch.value(prim, args, ans)` for each primitive applied at the bottom of the
+# levels, `watch.cotangent(ct, cts)` for the cotangents a bprop returns and
+# `watch.tangent(prim, args, t)` for each tangent a forward level computes. Bprops and jvp rules
+# applied to plain values compute with NumPy directly, so the last two are the only way to see
+# their results.
+watch = None
+
+
 def bind(prim, args, params):
     """Apply `prim` to `args`: plain NumPy when no live box is present, else the innermost level."""
     level = None
@@ -357,7 +368,10 @@ def bind(prim, args, params):
             packed = tuple(_packed(b) for b in args)
             return bind(prim, packed, params)
     if level is None:
-        return prim.impl(*args, **params)
+        ans = prim.impl(*args, **params)
+        if watch is not None:
+            watch.value(prim, args, ans)
+        return ans
     return level.process(prim, args, params)
 
 
@@ -392,6 +406,8 @@ def backward_pass(level, seeds, consume=False):
         if type(bprop) is tuple:
             for parent, f in zip(node.parents, bprop):
                 c = f(ct)
+                if watch is not None:
+                    watch.cotangent(ct, (c,))
                 if c is not None:
                     _accumulate(cts, parent, c)
         else:
@@ -401,6 +417,8 @@ def backward_pass(level, seeds, consume=False):
                     "use vjp(f, x) to get a function you can call more than once"
                 )
             in_cts = bprop(ct)
+            if watch is not None:
+                watch.cotangent(ct, in_cts)
             for parent, c in zip(node.parents, in_cts):
                 if parent is not None and c is not None:
                     _accumulate(cts, parent, c)

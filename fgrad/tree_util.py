@@ -520,3 +520,32 @@ def tree_map(f, tree, *rest, is_leaf=None):
             ) from None
         all_leaves.append(other_leaves)
     return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
+
+
+def structure_difference(given, expected):
+    """Where the pytree `given` first departs from the structure of the pytree `expected`, as
+    a path and what is wrong there (`"['b'] is missing"`), for error messages; None when the
+    difference is not in a dict, list or tuple (the caller then shows both structures)."""
+
+    def walk(g, e, path):
+        where = path or "the top level"
+        if isinstance(e, dict):
+            if not isinstance(g, dict):
+                return f"{where} is a {type(g).__name__}, not a dict"
+            for key in e:
+                if key not in g:
+                    return f"{path}[{key!r}] is missing"
+            for key in g:
+                if key not in e:
+                    return f"{path}[{key!r}] is not in the output"
+            return next((d for k in e if (d := walk(g[k], e[k], f"{path}[{k!r}]"))), None)
+        if isinstance(e, (list, tuple)):
+            if type(g) is not type(e):
+                return f"{where} is a {type(g).__name__}, not a {type(e).__name__}"
+            if len(g) != len(e):
+                return f"{where} has {len(g)} entries, not {len(e)}"
+            return next((d for i, (a, b) in enumerate(zip(g, e))
+                         if (d := walk(a, b, f"{path}[{i}]"))), None)
+        return None
+
+    return walk(given, expected, "")

@@ -1,0 +1,290 @@
+"""`debug_nans`: stop at the first nan or inf, and say where it came from.
+
+With the check on, every value a primitive computes — a forward value, a cotangent in a
+backward pass, a tangent in forward mode — is checked; the first that is not finite raises
+`FloatingPointError` naming the primitive, which kind of value it was, the line of your code
+that applied the primitive, and the first bad element with the inputs that gave it.
+
+It recognises the masked-branch trap: `fnp.where(x > 0, fnp.sqrt(x), 0.0)` has a finite value
+at `x = 0` but a nan gradient, because `where` sends a zero cotangent to the discarded branch
+and `sqrt`'s bprop multiplies it by an infinite derivative (0 * inf = nan). The message says
+so and gives the safe rewrite (a `where` on the input as well).
+
+The check costs a pass over every result (and a look at the stack for every primitive under a
+reverse level, to remember the line that applied it), so it is for finding a bug, not for
+production. It is process-wide, like NumPy's `errstate` is per thread and JAX's config global:
+turn it on for a block with `with fgrad.debug_nans():`, or for everything with
+`fgrad.set_debug_nans(True)` or the environment variable `FGRAD_DEBUG_NANS=1`.
+
+Imports: `fgrad.core` (its `watch` hook) and `fgrad.provenance` (reading the stack).
+"""
+
+import contextlib
+import os
+import sys
+import threading
+import weakref
+
+import numpy as _np
+
+from . import core, provenance
+
+__all__ = ["debug_nans", "set_debug_nans"]
+
+_lock = threading.Lock()
+_settings = {"on": False, "inf": True}
+
+# reverse level -> {tape index: (primitive name, Source or None)}: which primitive each tape
+# entry applied and where, so a bprop that fails can be traced to your forward line
+_origins = weakref.WeakKeyDictionary()
+
+
+def set_debug_nans(enabled=True, *, inf=True):
+    """Turn the check on (or off) for the whole process; `inf=False` lets inf through and
+    stops only at nan. Returns the previous setting as `(enabled, inf)`."""
+    with _lock:
+        previous = (_settings["on"], _settings["inf"])
+        _settings["on"], _settings["inf"] = bool(enabled), bool(inf)
+        core.watch = _check if enabled else None
+    return previous
+
+
+@contextlib.contextmanager
+def debug_nans(enabled=True, *, inf=True):
+    """Within the block, the first nan (or inf, unless `inf=False`) that any primitive computes
+    raises `FloatingPointError` saying where it came from.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: fnp.sum(fnp.where(x > 0, fnp.sqrt(x), 0.0))
+    >>> with fgrad.debug_nans():
+    ...     fgrad.grad(f)(fnp.array([0.0, 4.0]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FloatingPointError: debug_nans: the bprop of sqrt computed nan in a cotangent ...
+    ...masked-branch trap...
+    """
+    previous = set_debug_nans(enabled, inf=inf)
+    try:
+        yield
+    finally:
+        set_debug_nans(previous[0], inf=previous[1])
+
+
+# --- the check ------------------------------------------------------------------------------
+
+
+class _Watch:
+    """What the core tells of every value computed (see `fgrad.core.watch`)."""
+
+    @staticmethod
+    def value(prim, args, ans):
+        frame = sys._getframe(1)  # the `bind` that computed ans
+        chain, above = provenance.application_chain(frame, prim)
+        if chain:
+            _remember(prim, chain, above)
+        if not _is_finite(ans):
+            raise FloatingPointError(_explain(prim, args, ans, above))
+
+    @staticmethod
+    def cotangent(ct, cts):
+        if not all(_is_finite(core.primal(c)) for c in cts if c is not None):
+            frame = sys._getframe(1)  # backward_pass
+            raise FloatingPointError(_explain_bprop_result(ct, cts, frame))
+
+    @staticmethod
+    def tangent(prim, args, t):
+        if not _is_finite(core.primal(t)):
+            frame = sys._getframe(1)  # ForwardLevel.process
+            raise FloatingPointError(_explain_tangent(prim, args, core.primal(t), frame))
+
+
+_check = _Watch()
+
+
+def _remember(prim, chain, above):
+    """Note, for each reverse level this application is recorded on, which primitive its next
+    tape entry is and the line of your code that applied it."""
+    source = None
+    for f in chain:
+        if f.f_code in provenance.REVERSE_PROCESS:
+            if source is None:
+                role, _ = provenance.enclosing_rule(above)
+                source = provenance.source_of(above) if role == "forward" else role
+            level = f.f_locals["self"]
+            _origins.setdefault(level, {})[len(level.tape)] = (prim.name, source)
+
+
+def _bad_mask(v):
+    v = _np.asarray(v)
+    if not _np.issubdtype(v.dtype, _np.inexact):
+        return None
+    return _np.isnan(v) if not _settings["inf"] else ~_np.isfinite(v)
+
+
+def _is_finite(ans):
+    if type(ans) is tuple or type(ans) is list:
+        return all(_is_finite(a) for a in ans)
+    mask = _bad_mask(ans)
+    return mask is None or not mask.any()
+
+
+def _first_bad(ans):
+    """(the array that is bad, its first bad index, the value there)."""
+    parts = ans if type(ans) in (tuple, list) else (ans,)
+    for part in parts:
+        mask = _bad_mask(part)
+        if mask is not None and mask.any():
+            index = tuple(int(i) for i in _np.argwhere(mask)[0])
+            return _np.asarray(part), index, _np.asarray(part)[index]
+    return None, (), None
+
+
+def _kind(value):
+    return "nan" if _np.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def _inputs_at(args, shape, index):
+    """The inputs' elements that produced the bad element (where they broadcast to it)."""
+    shown = []
+    for a in args:
+        v = core.primal(a)
+        try:
+            shown.append(repr(_np.broadcast_to(v, shape)[index].item()))
+        except (ValueError, TypeError, IndexError, AttributeError):
+            shown.append(f"<{type(v).__name__} of shape {_np.shape(v)}>")
+    return ", ".join(shown)
+
+
+def _explain(prim, args, ans, above):
+    part, index, value = _first_bad(ans)
+    kind = _kind(value)
+    at = f"index {index}" if index else "the value"
+    inputs_finite = all(_is_finite(core.primal(a)) for a in args)
+    element = f"{prim.name}({_inputs_at(args, part.shape, index)}) = {kind} at {at}"
+    role, rule = provenance.enclosing_rule(above)
+    if role == "backward":
+        return _explain_cotangent(prim, element, part, index, rule, inputs_finite) + "\n" + _FIX
+    source = provenance.source_of(above if role == "forward" else rule)
+    if role == "tangent":
+        what = rule.f_locals.get("prim") if rule.f_code is provenance.FORWARD_PROCESS else None
+        head = (f"debug_nans: the forward-mode (jvp) rule of {what.name if what else 'a custom rule'}"
+                f" computed {kind} in a tangent")
+    else:
+        head = f"debug_nans: {prim.name} computed {kind} in the forward pass"
+    lines = [f"{head}, at {source}" if source else head, f"  {element}"]
+    if not inputs_finite:
+        lines.append("  Its inputs were not all finite already: the first non-finite value came "
+                     "from outside fgrad's operations (an input you passed, or NumPy code that "
+                     "is not traced).")
+    elif source is not None and "where(" in source.text:
+        lines.append(_TRAP_FORWARD)
+    else:
+        lines.append("  If this value is discarded later by where(...) or a mask, its gradient "
+                     "there will be nan all the same: " + _REWRITE)
+    return "\n".join(lines + [_FIX])
+
+
+def _explain_cotangent(prim, element, part, index, rule, inputs_finite):
+    """A primitive applied inside a bprop (at higher order, where bprops are traced)."""
+    loc = rule.f_locals
+    name, source = _origin(loc)
+    kind = element.rsplit(" = ", 1)[1].split(" ")[0]
+    lines = [f"debug_nans: the bprop of {name} computed {kind} in a cotangent "
+             f"(in the backward pass)"]
+    lines += _applied_at(name, source)
+    lines.append(f"  inside its bprop: {element}")
+    if _masked(loc.get("ct"), part, index):
+        lines.append(_TRAP_BACKWARD.format(name=name))
+    elif not inputs_finite:
+        lines.append("  The cotangent or residual it was given was not finite already.")
+    return "\n".join(lines)
+
+
+def _explain_bprop_result(ct, cts, frame):
+    """A bprop (computing with NumPy on plain values) returned a non-finite cotangent."""
+    name, source = _origin(frame.f_locals)
+    i, c = next((i, core.primal(c)) for i, c in enumerate(cts)
+                if c is not None and not _is_finite(core.primal(c)))
+    part, index, value = _first_bad(c)
+    at = f" at index {index}" if index else ""
+    lines = [f"debug_nans: the bprop of {name} computed {_kind(value)} in a cotangent "
+             f"(in the backward pass): the cotangent of its input {i}{at}"]
+    lines += _applied_at(name, source)
+    c_in = _np.asarray(core.primal(ct))
+    if not _is_finite(c_in):
+        lines.append("  The cotangent it was given was not finite already (a cotangent you "
+                     "passed to a vjp function?).")
+    elif _masked(ct, part, index):
+        lines.append(_TRAP_BACKWARD.format(name=name))
+    else:
+        lines.append(f"  {name}'s derivative is not finite at the input it was applied to.")
+    return "\n".join(lines + [_FIX])
+
+
+def _explain_tangent(prim, args, t, frame):
+    part, index, value = _first_bad(t)
+    at = f" at index {index}" if index else ""
+    source = provenance.source_of(frame)
+    lines = [f"debug_nans: the forward-mode (jvp) rule of {prim.name} computed {_kind(value)} "
+             f"in a tangent{at}" + (f", at {source}" if source else "")]
+    try:
+        lines.append(f"  {prim.name}'s input there: {_inputs_at(args, part.shape, index)}")
+    except Exception:  # pragma: no cover - describing the input is best effort
+        pass
+    if source is not None and "where(" in source.text:
+        lines.append("  This looks like the masked-branch trap: in forward mode where(...) "
+                     "discards this tangent, but in reverse mode the same program gives nan. "
+                     "The fix: " + _REWRITE)
+    else:
+        lines.append(f"  {prim.name}'s derivative is not finite there. If where(...) or a mask "
+                     "discards this value later, the fix is to " + _REWRITE)
+    return "\n".join(lines + [_FIX])
+
+
+def _origin(backward_locals):
+    """(name, Source or description) of the primitive whose bprop the backward pass is at."""
+    level, k = backward_locals.get("level"), backward_locals.get("k")
+    found = _origins.get(level, {}).get(k) if level is not None and k is not None else None
+    return found or ("a primitive", None)
+
+
+def _applied_at(name, source):
+    if isinstance(source, provenance.Source):
+        return [f"  {name} was applied at {source}"]
+    if source is not None:
+        return [f"  {name} was applied by a {source} rule, not by your code directly"]
+    return []
+
+
+def _masked(ct, part, index):
+    """Whether the cotangent reaching the bprop is zero at the bad element: the value there was
+    discarded by the forward computation, so only the infinite derivative made the nan."""
+    if ct is None:
+        return False
+    c = _np.asarray(core.primal(ct))
+    try:
+        return bool(_np.broadcast_to(c, part.shape)[index] == 0)
+    except ValueError:
+        return bool(c.size and not c.any())
+
+
+_FIX = "Turn the check off (leave the `with fgrad.debug_nans():` block) to let it through."
+
+_REWRITE = ("keep the unsafe inputs out of the discarded branch as well, e.g. "
+            "safe = fnp.where(x > 0, x, 1.0); fnp.where(x > 0, fnp.sqrt(safe), 0.0)")
+
+_TRAP_FORWARD = (
+    "  This looks like the masked-branch trap: where(...) keeps the value finite by discarding "
+    "this branch, but the gradient will be nan there all the same, because the branch's "
+    "derivative is not finite and the zero cotangent that where sends it gives 0 * inf = nan. "
+    "The fix: " + _REWRITE)
+
+_TRAP_BACKWARD = (
+    "  This is the masked-branch trap: the cotangent that reached {name} is 0 at this element, "
+    "so its value there was discarded (by where, a mask or indexing), yet {name}'s derivative "
+    "there is not finite, and 0 * inf = nan. The forward value is fine; the gradient is not. "
+    "The fix: " + _REWRITE)
+
+
+if os.environ.get("FGRAD_DEBUG_NANS", "").strip().lower() in ("1", "true", "yes", "on"):
+    set_debug_nans(True)
