@@ -85,6 +85,9 @@ for lower in (False, True):
         ROWS.append(Row(P + "cho_solve",
                         lambda a, b, lw=lower: sla.cho_solve(sla.cho_factor(a, lower=lw), b),
                         make=rows_of(spd(3, 3), b_shape), variant=f"end-to-end,lower={lower}"))
+    ROWS.append(Row(P + "cho_solve",
+                    lambda a, b, lw=lower: sla.cho_solve(sla.cho_factor(a, lower=lw), b),
+                    make=rows_of(spd(2, 3, 3), (3,)), variant=f"batched-vector,lower={lower}"))
     # c itself (its other triangle is ignored, so its gradient there is 0)
     ROWS.append(Row(P + "cho_solve", lambda c, b, lw=lower: sla.cho_solve((c, lw), b),
                     make=rows_of(general(3, 3), (3, 2)), variant=f"factor,lower={lower}"))

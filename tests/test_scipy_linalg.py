@@ -221,3 +221,17 @@ def test_errors_say_what_is_wrong():
         sla.solve_triangular(A, np.ones(3))
     with pytest.raises(ValueError, match="assume_a"):
         sla.solve(A, B, assume_a="weird")
+
+
+def test_expm_and_sqrtm_differentiate_to_order_3():
+    check_grads(sla.expm, (0.3 * RNG.standard_normal((2, 2)),), order=3, modes=("fwd", "rev"))
+    check_grads(sla.sqrtm, (2 * np.eye(2) + 0.2 * RNG.standard_normal((2, 2)),), order=3,
+                modes=("fwd", "rev"))
+
+
+def test_cho_solve_of_a_batch_with_one_vector_matches_scipy():
+    a = RNG.standard_normal((2, 3, 3))
+    for lower in (False, True):
+        c = sla.cholesky(a @ np.swapaxes(a, -1, -2) + np.eye(3), lower=lower)
+        np.testing.assert_allclose(sla.cho_solve((c, lower), B[:3, 0]),
+                                   sl.cho_solve((c, lower), B[:3, 0]))

@@ -248,9 +248,12 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """SciPy's `linalg.cho_solve((c, lower), b)`: x with a @ x = b from a's Cholesky factor c,
     reading only c's `lower` (or upper) triangle; differentiable in c and b."""
     c, lower = c_and_lower
-    if lower:  # L L^T x = b
-        return solve_triangular(c, solve_triangular(c, b, lower=True), trans=1, lower=True)
-    return solve_triangular(c, solve_triangular(c, b, trans=1), lower=False)  # U^T U x = b
+    lower = bool(lower)
+    b2, vector = _as_matrix_rhs(b, _square(c, "cho_solve", "c"), "cho_solve")
+    # L L^T x = b: x = L^-T L^-1 b; U^T U x = b: x = U^-1 U^-T b
+    y = _trsolve_p(c, b2, lower=lower, trans=int(not lower), unit=False)
+    x = _trsolve_p(c, y, lower=lower, trans=int(lower), unit=False)
+    return x[..., 0] if vector else x
 
 
 # --- lu_factor, lu_solve, lu ---------------------------------------------------------------
@@ -325,6 +328,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     luv, piv = _sl.lu_factor(primal(a))
     if type(a) is not Box:
         return luv, piv
+    # The primitive factors a again (its value must come from its input); the pivots of this
+    # first factorization are the constant its rules use.
     return _lu_p(a, perm=_permutation(piv)), piv
 
 
