@@ -634,21 +634,23 @@ def _scatter(x, idx, v, op):
     rank = _np.empty(flat_t.size, dtype=_np.intp)
     rank[order] = _np.arange(flat_t.size) - start_of_group  # k for the k-th update of a target
     if op in ("min", "max"):
+        # One row per target: x[t] and its updates; the extremum of each row is the new x[t].
+        # Rows with the same number of updates are reduced together, so no row needs padding
+        # (a +-inf pad would be a value debug_nans stops at).
         uniq = sorted_t[first]
         dtype = _np.result_type(primal(x))
-        fill = _np.inf if op == "min" else -_np.inf
-        if not _np.issubdtype(dtype, _np.inexact):
-            info = _np.iinfo(dtype)
-            fill = info.max if op == "min" else info.min
-        pad = _np.full(1, fill, dtype=dtype)  # fills the short rows; never the extremum of a row
         n_x, n_u = int(_np.prod(x_shape, dtype=_np.int64)), flat_t.size
-        table = _np.full((uniq.size, int(rank.max()) + 2), n_x + n_u)
+        table = _np.zeros((uniq.size, int(rank.max()) + 2), dtype=_np.intp)
         table[:, 0] = uniq
         row = _np.searchsorted(uniq, flat_t)
         table[row, rank + 1] = n_x + _np.arange(n_u)
-        source = concatenate([x_flat, astype(u_flat, dtype), pad])
+        counts = _np.bincount(row, minlength=uniq.size)
+        source = concatenate([x_flat, astype(u_flat, dtype)])
         reduce = _rd.min if op == "min" else _rd.max
-        x_flat = at(x_flat)[uniq].set(reduce(getitem(source, table), axis=1))
+        for c in _np.unique(counts):
+            rows = _np.flatnonzero(counts == c)
+            extremum = reduce(getitem(source, table[rows, : c + 1]), axis=1)
+            x_flat = at(x_flat)[uniq[rows]].set(extremum)
     else:
         for k in range(int(rank.max()) + 1):
             sel = _np.flatnonzero(rank == k)
