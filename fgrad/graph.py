@@ -186,7 +186,7 @@ class Graph:
                 of = block.of
                 keeps = ", ".join(v.name if isinstance(v, Var) else repr(v)
                                   for v in block.keeps) or "nothing"
-                origin = str(of.source) if of.source else \
+                origin = of.source.place() if of.source else \
                     f"applied by the {of.role} pass of level {of.level}"
                 return f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), " \
                        f"keeps {keeps}"
@@ -204,7 +204,7 @@ class Graph:
         if e.role == "tangent" and e.rule_of is not None:
             return f"tangent of {e.rule_of.output.name} = {e.rule_of.primitive}"
         if e.role == "forward":
-            return str(e.source) if e.source else ""
+            return _clip(str(e.source), 80) if e.source else ""
         return ""
 
     # --- picture ---------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def make_graph(fun, static_argnums=()):
       backward pass of reverse level 1: bprop of b = sin (...), keeps a
         f:f64[] = cos a
         g:f64[] = multiply d f
-        h:f64[] = add_any e g                         # sums two cotangents of an input
+        h:f64[] = add_any e g                         # sums two cotangents of the input a
     outputs: h
     """
     if not callable(fun):
@@ -276,7 +276,8 @@ def make_graph(fun, static_argnums=()):
 class GraphLevel(Level):
     """The outermost level while a graph is made: records each primitive application."""
 
-    __slots__ = ("graph", "_names", "_forward_of", "_levels", "_applied_by")
+    __slots__ = ("graph", "_names", "_forward_of", "_levels", "_applied_by", "_const_names",
+                 "_leaf_var", "_kept")
 
     def __init__(self, graph):
         super().__init__()
@@ -289,6 +290,13 @@ class GraphLevel(Level):
         # the frame of a level's `process` -> the equation it applied there, so that the
         # equations its rules apply next can name it
         self._applied_by = {}
+        # id of a constant array -> the name your code gave it where first seen, so a bprop
+        # (which runs far from that code) shows the same name; id of a reverse level's input
+        # node -> the graph value it carries, to name the input whose cotangents are summed.
+        # `_kept` keeps those objects alive while recording, so their ids are not reused.
+        self._const_names = {}
+        self._leaf_var = {}
+        self._kept = []
 
     def new_input(self, value):
         v = primal(value)
@@ -303,7 +311,8 @@ class GraphLevel(Level):
         vals = [a.value if type(a) is Box and a.level is self else a for a in args]
         ans = bind(prim, vals, params)
         why = _why(sys._getframe(1), prim, self)
-        inputs = [a.aux if type(a) is Box and a.level is self else why.const(a) for a in args]
+        inputs = [a.aux if type(a) is Box and a.level is self else self._const(a, why.user)
+                  for a in args]
         eqn = Equation(len(self.graph.equations), prim.name, inputs, params, None, why.role,
                        why.level, why.rule_of, why.sums, why.source)
         eqn.output = Var(next(self._names), primal(ans), eqn)
@@ -315,16 +324,35 @@ class GraphLevel(Level):
                 if level not in self._levels:
                     self._levels.append(level)
                 self._forward_of[id(level), len(level.tape)] = eqn
+                self._note_inputs(level, frame.f_locals["args"])
         if why.bprop is not None:
             self._add_to_block(eqn, why)
         return Box(ans, self, eqn.output)
 
     def __exit__(self, *exc):
         # drop the frames and levels kept while recording: they hold the traced values
-        self._applied_by.clear()
-        self._forward_of.clear()
-        self._levels.clear()
+        for table in (self._applied_by, self._forward_of, self._levels, self._const_names,
+                      self._leaf_var, self._kept):
+            table.clear()
         return super().__exit__(*exc)
+
+    def _const(self, value, user):
+        name = self._const_names.get(id(value))
+        if name is None:
+            name = _name_in(user, value)
+            if name is not None:
+                self._const_names[id(value)] = name
+                self._kept.append(value)
+        return Const(value, name)
+
+    def _note_inputs(self, level, args):
+        """Remember which graph value each input of `level` (a box with a leaf node) carries."""
+        for a in args:
+            if type(a) is Box and a.level is level and not a.aux.parents:
+                inner = a.value
+                if type(inner) is Box and inner.level is self:
+                    self._leaf_var[id(a.aux)] = inner.aux
+                    self._kept.append(a.aux)
 
     def forward_equation(self, level, index):
         return self._forward_of.get((id(level), index))
@@ -341,9 +369,6 @@ class GraphLevel(Level):
 
 class _Why:
     __slots__ = ("role", "level", "rule_of", "sums", "source", "chain", "bprop", "user")
-
-    def const(self, value):
-        return Const(value, _name_in(self.user, value))
 
 
 def _why(frame, prim, graph_level):
@@ -389,7 +414,8 @@ def _summed_value(loc, graph_level):
         for level in graph_level._levels:
             if id(level) == level_id and k < len(level.tape) and level.tape[k] is node:
                 return eqn.output.name
-    return "an input"
+    var = graph_level._leaf_var.get(id(node))
+    return f"the input {var.name}" if var is not None else "an input"
 
 
 def _residuals(node, graph_level):
@@ -406,7 +432,8 @@ def _residuals(node, graph_level):
             if obj.aux not in found:
                 found.append(obj.aux)
         elif isinstance(obj, _np.ndarray) and obj.size > 1:
-            found.append(Const(obj))  # an array the bprop keeps that is not a traced value
+            # an array the bprop keeps that is not a traced value
+            found.append(Const(obj, graph_level._const_names.get(id(obj))))
         elif callable(obj) and getattr(obj, "__closure__", None):
             for cell in obj.__closure__:
                 try:
@@ -471,63 +498,97 @@ _COLOURS = {"input": "#e8e8e8", "forward": "#cfe2ff", "residual": "#e2d9f3",
             "backward": "#ffd8b5", "tangent": "#d1f0d5", "sum": "#f9c6d0"}
 _MAX_DRAWN = 400
 _W, _H, _GAP_X, _GAP_Y = 150, 38, 18, 46
+_WAYPOINT = 6  # the width a long edge takes in a row it crosses
+_LEGEND_W, _LEGEND_H = 6 * 95 + 18, 28
+
+
+def _layers(graph):
+    """The row of each value: inputs on top, an equation below its inputs, and each backward
+    pass below everything recorded before it (so a picture reads forward, then backward)."""
+    layer = {id(v): 0 for v in graph.inputs}
+    floor, floors, deepest = 0, {}, 0
+    for e in graph.equations:
+        if e.role == "backward" and e.level not in floors:
+            floors[e.level] = deepest + 1
+        floor = floors.get(e.level, 0) if e.role == "backward" else 0
+        depth = 1 + max([layer[id(x)] for x in e.inputs if isinstance(x, Var)] or [0])
+        layer[id(e.output)] = max(depth, floor)
+        deepest = max(deepest, layer[id(e.output)])
+    return layer
 
 
 def _draw_svg(graph):
-    """A layered drawing: inputs at the top, each equation one layer below its lowest input."""
+    """A layered drawing (inputs at the top). An edge that skips rows passes through a narrow
+    waypoint in each row it crosses, so it goes around the boxes there, not behind them."""
     if len(graph) > _MAX_DRAWN:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="40">'
                 f'<text x="8" y="24" font-family="sans-serif" font-size="14">'
                 f'{html.escape(graph._summary())}: too many to draw; print() it instead'
                 f'</text></svg>')
-    layer = {id(v): 0 for v in graph.inputs}
-    nodes = [(v, 0) for v in graph.inputs]
+    layer = _layers(graph)
+    values = list(graph.inputs) + [e.output for e in graph.equations]
+    rows = {}  # row -> slots: a Var (a box) or a waypoint (edge index, row)
+    for v in values:
+        rows.setdefault(layer[id(v)], []).append(v)
+    edges = []  # (source Var, target Var, [waypoint keys])
     for e in graph.equations:
-        depth = 1 + max([layer.get(id(x), 0) for x in e.inputs if isinstance(x, Var)] or [0])
-        layer[id(e.output)] = depth
-        nodes.append((e.output, depth))
-    rows = {}
-    for var, depth in nodes:
-        rows.setdefault(depth, []).append(var)
-    width = max(len(r) for r in rows.values()) * (_W + _GAP_X) + _GAP_X
-    legend_h = 28
-    height = (max(rows) + 1) * (_H + _GAP_Y) + _GAP_Y + legend_h
+        for x in e.inputs:
+            if isinstance(x, Var):
+                lo, hi = layer[id(x)], layer[id(e.output)]
+                keys = [(len(edges), r) for r in range(lo + 1, hi)]
+                for key in keys:
+                    rows.setdefault(key[1], []).append(key)
+                edges.append((x, e.output, keys))
+    width_of = lambda slot: _W if isinstance(slot, Var) else _WAYPOINT  # noqa: E731
+    row_width = {r: sum(width_of(s) + _GAP_X for s in slots) + _GAP_X
+                 for r, slots in rows.items()}
+    width = max(max(row_width.values()), _LEGEND_W)
+    height = (max(rows) + 1) * (_H + _GAP_Y) + _GAP_Y + _LEGEND_H
     pos = {}
-    for depth, row in sorted(rows.items()):
-        # order each row by the mean x of its inputs, so edges cross less
-        def mean_x(var):
-            xs = [pos[id(x)][0] for x in (var.producer.inputs if var.producer else ())
-                  if isinstance(x, Var) and id(x) in pos]
+    key_of = lambda slot: id(slot) if isinstance(slot, Var) else slot  # noqa: E731
+    parents = {}
+    for src, dst, keys in edges:
+        chain = [id(src)] + keys + [id(dst)]
+        for a, b in zip(chain, chain[1:]):
+            parents.setdefault(b, []).append(a)
+    for r in sorted(rows):
+        slots = rows[r]
+        # order each row by the mean x of what feeds it, so edges cross less
+        def mean_x(slot):
+            xs = [pos[k][0] for k in parents.get(key_of(slot), ()) if k in pos]
             return sum(xs) / len(xs) if xs else 0.0
-        row.sort(key=mean_x)
-        left = (width - len(row) * (_W + _GAP_X) + _GAP_X) / 2
-        for j, var in enumerate(row):
-            pos[id(var)] = (left + j * (_W + _GAP_X) + _W / 2,
-                            legend_h + _GAP_Y + depth * (_H + _GAP_Y) + _H / 2)
+        slots.sort(key=mean_x)
+        x = (width - row_width[r]) / 2 + _GAP_X
+        y = _LEGEND_H + _GAP_Y + r * (_H + _GAP_Y) + _H / 2
+        for slot in slots:
+            pos[key_of(slot)] = (x + width_of(slot) / 2, y)
+            x += width_of(slot) + _GAP_X
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
            f'height="{height:.0f}" font-family="sans-serif" font-size="11">',
            '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" '
            'markerHeight="6" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/>'
            '</marker></defs>']
     for k, (role, colour) in enumerate(_COLOURS.items()):
-        x = _GAP_X + k * 100
+        x = _GAP_X + k * 95
         out.append(f'<rect x="{x}" y="6" width="14" height="14" rx="3" fill="{colour}" '
                    f'stroke="#888"/><text x="{x + 19}" y="17">{role}</text>')
-    for e in graph.equations:
-        x2, y2 = pos[id(e.output)]
-        for x in e.inputs:
-            if isinstance(x, Var):
-                x1, y1 = pos[id(x)]
-                y1b, y2t = y1 + _H / 2, y2 - _H / 2
-                mid = (y1b + y2t) / 2
-                dash = ' stroke-dasharray="4 3"' if e.role in ("backward", "tangent") and \
-                    x.producer is not None and x.producer.role == "forward" else ""
-                out.append(f'<path d="M{x1:.1f},{y1b:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},'
-                           f'{mid:.1f} {x2:.1f},{y2t:.1f}" fill="none" stroke="#777"'
-                           f'{dash} marker-end="url(#arrow)"/>')
+    for src, dst, keys in edges:
+        points = [pos[id(src)]] + [pos[k] for k in keys] + [pos[id(dst)]]
+        path = []
+        for i, ((x1, y1), (x2, y2)) in enumerate(zip(points, points[1:])):
+            y1 += _H / 2 if i == 0 else 0  # leave a box from its bottom, enter at its top
+            y2 -= _H / 2 if i == len(points) - 2 else 0
+            mid = (y1 + y2) / 2
+            path.append(("M" if i == 0 else "L") + f"{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} "
+                        f"{x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}")
+        e = dst.producer
+        dash = ' stroke-dasharray="4 3"' if e.role in ("backward", "tangent") and \
+            src.producer is not None and src.producer.role == "forward" else ""
+        out.append(f'<path d="{" ".join(path)}" fill="none" stroke="#777"{dash} '
+                   f'marker-end="url(#arrow)"/>')
     outputs = {id(v) for v in graph.outputs if isinstance(v, Var)}
     levels = {e.level for e in graph.equations if e.level is not None}
-    for var, _ in nodes:
+    for var in values:
         x, y = pos[id(var)]
         e = var.producer
         subtitle = var.type
@@ -550,9 +611,9 @@ def _draw_svg(graph):
                    f'height="{_H}" rx="6" fill="{colour}" stroke="#555" '
                    f'stroke-width="{3 if id(var) in outputs else 1}"/>'
                    f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
-                   f'font-weight="bold">{html.escape(_clip(label, 24))}</text>'
+                   f'font-weight="bold">{html.escape(_clip(label, 21))}</text>'
                    f'<text x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle" fill="#333">'
-                   f'{html.escape(subtitle)}</text></g>')
+                   f'{html.escape(_clip(subtitle, 26))}</text></g>')
     out.append("</svg>")
     return "\n".join(out)
 

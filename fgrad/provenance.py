@@ -41,14 +41,16 @@ class Source:
         self.function = code.co_name
         self.text = linecache.getline(self.filename, self.lineno).strip()
 
-    def __str__(self):
+    def place(self):
+        """`function, file.py line 12` (a notebook's cells are `a notebook cell`)."""
         # IPython names a cell's code after a file in a temporary ipykernel folder
-        place = "a notebook cell" if "ipykernel" in self.filename else \
+        name = "a notebook cell" if "ipykernel" in self.filename else \
             os.path.basename(self.filename)
-        where = f"{place} line {self.lineno}"
-        if self.function != "<module>":
-            where = f"{self.function}, {where}"
-        return f"{where}: {self.text}" if self.text else where
+        where = f"{name} line {self.lineno}"
+        return where if self.function == "<module>" else f"{self.function}, {where}"
+
+    def __str__(self):
+        return f"{self.place()}: {self.text}" if self.text else self.place()
 
 
 def application_chain(frame, prim):

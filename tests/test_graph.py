@@ -91,6 +91,16 @@ def test_free_variables_and_constants_are_named():
 
     g = make_graph(closure)(np.ones(3))
     assert "w(free):f64[3]" in str(g)
+    # the bprop runs far from the closure, yet names w as the forward pass did
+    g = make_graph(grad(closure))(np.ones(3))
+    backward = [e for e in g.equations if e.role == "backward"]
+    assert any("w(free):f64[3]" in e.text() for e in backward), str(g)
+    assert "keeps w(free):f64[3]" in str(g)
+
+
+def test_the_sum_of_an_inputs_cotangents_names_the_input():
+    g = make_graph(grad(lambda x: fnp.sin(x) * x))(1.0)
+    assert [e.sums_cotangent_of for e in g.equations if e.sums_cotangent_of] == ["the input a"]
     g2 = make_graph(lambda x: x * 2.0)(1.0)
     assert g2.equations[0].text() == "b:f64[] = multiply a 2.0"
 
@@ -122,6 +132,23 @@ def test_the_picture_is_svg_with_a_box_per_value():
     assert len(boxes) == len(g.inputs) + len(g)
     titles = " ".join(b.find(f"{ns}title").text for b in boxes)
     assert "tanh" in titles and "add_any" in titles
+
+
+def test_the_picture_reads_forward_then_each_backward_pass_and_fits_its_legend():
+    h = lambda x: fnp.sin(x) * x  # noqa: E731
+    g = make_graph(grad(grad(h)))(0.5)
+    root = ET.fromstring(g.to_svg())
+    assert float(root.get("width")) >= 6 * 95
+    ns = "{http://www.w3.org/2000/svg}"
+    top = {}
+    for box in root.findall(f"{ns}g"):
+        name = box.find(f"{ns}text").text.split(" ")[0]
+        top[name] = float(box.find(f"{ns}rect").get("y"))
+    by_name = {e.output.name: e for e in g.equations}
+    forward = max(top[n] for n, e in by_name.items() if e.role == "forward")
+    level2 = [top[n] for n, e in by_name.items() if e.role == "backward" and e.level == 2]
+    level1 = [top[n] for n, e in by_name.items() if e.role == "backward" and e.level == 1]
+    assert forward < min(level2) and max(level2) < min(level1)
 
 
 def test_a_large_graph_is_summarised_instead_of_drawn():
