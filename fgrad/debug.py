@@ -10,6 +10,11 @@ at `x = 0` but a nan gradient, because `where` sends a zero cotangent to the dis
 and `sqrt`'s bprop multiplies it by an infinite derivative (0 * inf = nan). The message says
 so and gives the safe rewrite (a `where` on the input as well).
 
+Functions that compute with inf on purpose stop too: a log-density outside its support
+(-inf), `logsumexp` of -inf entries, `nanmax` and its kin on data with nan (they replace nan by
+-inf or inf). Use `debug_nans(inf=False)` to stop only at nan, or leave such calls outside the
+block.
+
 The check costs a pass over every result (and a look at the stack for every primitive under a
 reverse level, to remember the line that applied it), so it is for finding a bug, not for
 production. It is process-wide, like NumPy's `errstate` is per thread and JAX's config global:
