@@ -180,3 +180,33 @@ for name in ("gammaincinv", "gammainccinv"):
                                                  rng.uniform(0.1, 0.9, 3)), variant="large-a")]
 
 NONDIFF = [Nondiff(P + "gammasgn", sp.gammasgn)]
+
+# --- a Python float next to an array: the float takes the array's dtype (NumPy 2's rule), so
+# the float32 run of these rows checks that value and cotangents stay float32 (SciPy's own
+# ufuncs would promote to float64) --------------------------------------------------------
+PYTHON_SCALAR = [  # (name, (lo, hi) of the array argument, the Python float)
+    ("xlogy", (0.5, 2.0), 0.7), ("xlog1py", (0.5, 2.0), 0.7), ("rel_entr", (0.5, 2.0), 0.7),
+    ("kl_div", (0.5, 2.0), 0.7), ("beta", (0.5, 2.0), 1.5), ("betaln", (0.5, 2.0), 1.5),
+    ("gammainc", (0.5, 2.0), 1.3), ("gammaincc", (0.5, 2.0), 1.3),
+]
+for name, (lo, hi), c in PYTHON_SCALAR:
+    fn = getattr(sp, name)
+    ROWS += [
+        Row(P + name, lambda y, fn=fn, c=c: fn(c, y), make=lambda rng, lo=lo, hi=hi: (
+            rng.uniform(lo, hi, 3),), variant="python-float-first"),
+        Row(P + name, lambda x, fn=fn, c=c: fn(x, c), make=lambda rng, lo=lo, hi=hi: (
+            rng.uniform(lo, hi, (3, 2)),), variant="python-float-second"),
+    ]
+for name in ("gammaincinv", "gammainccinv"):
+    fn = getattr(sp, name)
+    ROWS += [
+        Row(P + name, lambda p, fn=fn: fn(1.7, p), make=lambda rng: (rng.uniform(0.1, 0.9, 3),),
+            variant="python-float-first"),
+        Row(P + name, lambda a, fn=fn: fn(a, 0.4), make=lambda rng: (rng.uniform(0.5, 2.0, 3),),
+            variant="python-float-second"),
+    ]
+ROWS += [
+    Row(P + "logsumexp", lambda x: sp.logsumexp(x, b=2.0), ((3,),), variant="python-float-b"),
+    Row(P + "logsumexp", lambda b: sp.logsumexp(0.5, b=b), ((3,),), ("positive",),
+        variant="python-float-a"),
+]

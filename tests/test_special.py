@@ -425,3 +425,49 @@ def test_scipy_special_ufuncs_on_traced_values_are_differentiated():
     assert grad(lambda a: sc.gammaincc(a, 2.0))(1.0) == pytest.approx(
         float(mpmath.diff(lambda t: mpmath.gammainc(t, 2.0, mpmath.inf, regularized=True), 1.0)),
         rel=1e-12)
+
+
+# --- a Python scalar takes the other argument's dtype (NumPy 2's rule) ---------------------------
+
+ALL_BINARY = ["xlogy", "xlog1py", "rel_entr", "kl_div", "beta", "betaln", "gammainc",
+              "gammaincc", "gammaincinv", "gammainccinv"]
+
+
+@pytest.mark.parametrize("name", ALL_BINARY)
+def test_python_float_next_to_float32_stays_float32(name):
+    f = getattr(sp, name)
+    y32 = np.float32([0.3, 0.6])
+    for args in [(0.7, y32), (y32, 0.4), (1, y32), (0.7, np.float32(0.4))]:
+        out = f(*args)
+        assert out.dtype == np.float32, (args, out.dtype)
+        # the value is SciPy's computed from the same float32 numbers
+        theirs = getattr(sc, name)(*(np.float32(a) if type(a) in (int, float) else a
+                                     for a in args))
+        np.testing.assert_allclose(out, theirs, rtol=1e-6)
+        for i in range(2):
+            if type(args[i]) in (int, float):
+                continue
+            g = grad(lambda v, i=i: fnp.sum(f(*args[:i], v, *args[i + 1:])))(args[i])
+            gg = grad(lambda v, i=i: fnp.sum(grad(lambda w: fnp.sum(
+                f(*args[:i], w, *args[i + 1:])))(v)))(args[i])
+            jf = jacfwd(lambda v, i=i: f(*args[:i], v, *args[i + 1:]))(args[i])
+            assert g.dtype == gg.dtype == jf.dtype == np.float32, (args, i)
+    # NumPy's rule, not a blanket float32: float64 data, NumPy float64 scalars and integer
+    # arrays next to a Python float stay or become float64, as NumPy would give
+    assert f(0.7, np.float64([0.3])).dtype == np.float64
+    assert f(np.float64(0.7), y32).dtype == np.float64
+    with np.errstate(all="ignore"):
+        assert f(0.7, np.array([1])).dtype == np.float64
+    assert np.asarray(f(0.7, 0.3)).dtype == np.float64
+
+
+def test_python_scalars_with_orders_and_weights_keep_float32():
+    v32 = np.float32([0.0, 1.5])
+    for f in (sp.jv, sp.yv, sp.iv, sp.ive, sp.kv, sp.kve):
+        assert f(v32, 0.7).dtype == np.float32
+        assert f(np.array([0, 1]), 0.7).dtype == np.float64  # int order, Python x: float64
+    assert sp.polygamma(np.float32(1.0), 0.7).dtype == np.float32
+    x32 = np.float32([0.5, 1.5])
+    assert sp.logsumexp(x32, b=2.0).dtype == np.float32
+    assert sp.logsumexp(0.5, b=x32).dtype == np.float32
+    assert grad(lambda b: sp.logsumexp(0.5, b=b))(x32).dtype == np.float32

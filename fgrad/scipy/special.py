@@ -14,6 +14,10 @@ recurrences in the order (J_v' = (J_{v-1} - J_{v+1}) / 2, ...), exact at x = 0; 
 constant. The incomplete gamma functions are differentiable in a too: d/da has no closed form
 and is a series or a continued fraction written in fgrad operations (see that section).
 
+Functions of two arguments follow NumPy 2's promotion: a Python int or float takes the other
+argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
+it to float64 (`weak_scalars`).
+
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.special` for values.
 """
 
@@ -74,7 +78,27 @@ def _binary(impl, dx, dy, name):
     def jvp(d):
         return lambda t, ans, x, y: broadcast_like(t * d(x, y, ans), ans)
 
-    return defprimitive(impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name)
+    p = defprimitive(impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name)
+    return lambda x, y: p(*weak_scalars(x, y))
+
+
+def _is_python_number(x):
+    return type(x) in (int, float)
+
+
+def weak_scalars(*args):
+    """The arguments with each Python int or float made a 0-d array of the dtype NumPy 2
+    gives the whole expression: a Python scalar takes the arrays' dtype (0.5 next to float32
+    data is float32), whereas SciPy's ufuncs promote such a pair to float64
+    (`scipy.special.xlogy(0.0, np.float32([0.5]))` is float64). Arrays, NumPy scalars and
+    lists keep their dtypes; an all-integer or all-Python call is left alone."""
+    if not any(_is_python_number(a) for a in args) or all(_is_python_number(a) for a in args):
+        return args
+    dtype = _np.result_type(*(a if _is_python_number(a) else _np.asarray(primal(a)).dtype
+                              for a in args))
+    if dtype.kind != "f":
+        return args
+    return tuple(_np.asarray(a, dtype) if _is_python_number(a) else a for a in args)
 
 
 def _like_x(out, x):
@@ -202,6 +226,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     >>> fgrad.grad(logsumexp)(fnp.array([0.0, 1000.0, -fnp.inf]))
     array([0., 1., 0.])
     """
+    if b is not None:
+        a, b = weak_scalars(a, b)
     shape = _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(b)))
     axes = _normalize_axes(axis, len(shape))
     keepdims = bool(keepdims)
@@ -363,6 +389,7 @@ def polygamma(n, x):
     >>> round(float(fgrad.grad(lambda x: polygamma(0, x))(1.0)), 9)  # pi**2 / 6
     1.644934067
     """
+    n, x = weak_scalars(n, x)
     return _polygamma_p(x, n=_static_order(n, "polygamma"))
 
 
@@ -915,24 +942,28 @@ def jv(v, x):
     >>> float(fgrad.grad(lambda x: jv(1, x))(0.0))
     0.5
     """
+    v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "jv"), kind="jv")
 
 
 def jn(n, x):
     """The Bessel function of the first kind of integer order `n` (SciPy's `jn` is `jv`), a
     constant; derivative in x (jn(n - 1, x) - jn(n + 1, x)) / 2."""
+    n, x = weak_scalars(n, x)
     return _bessel_p(x, v=_static_real_order(n, "jn"), kind="jv")
 
 
 def yv(v, x):
     """The Bessel function of the second kind of real order `v` (a constant), for x > 0;
     derivative in x (yv(v - 1, x) - yv(v + 1, x)) / 2."""
+    v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "yv"), kind="yv")
 
 
 def yn(n, x):
     """The Bessel function of the second kind of integer order `n` (a constant, negative
     allowed), for x > 0; derivative in x (yn(n - 1, x) - yn(n + 1, x)) / 2."""
+    n, x = weak_scalars(n, x)
     return _yn_p(x, n=_static_order(n, "yn", minimum=-(2**62)))
 
 
@@ -940,6 +971,7 @@ def iv(v, x):
     """The modified Bessel function of the first kind of real order `v` (a constant), with
     broadcasting (x > 0 unless v is an integer); derivative in x
     (iv(v - 1, x) + iv(v + 1, x)) / 2. Not differentiable in v (a traced v is a TypeError)."""
+    v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "iv"), kind="iv")
 
 
@@ -947,18 +979,21 @@ def ive(v, x):
     """exp(-|x|) iv(v, x); derivative in x (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x)
     ive(v, x), with sign(0) = 0 at x == 0: at the kink of ive(0, x) there that is the mean of
     the one-sided derivatives, as JAX."""
+    v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "ive"), kind="ive")
 
 
 def kv(v, x):
     """The modified Bessel function of the second kind of real order `v` (a constant), for
     x > 0; derivative in x -(kv(v - 1, x) + kv(v + 1, x)) / 2."""
+    v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "kv"), kind="kv")
 
 
 def kve(v, x):
     """exp(x) kv(v, x), for x > 0; derivative in x kve(v, x) - (kve(v - 1, x) +
     kve(v + 1, x)) / 2."""
+    v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "kve"), kind="kve")
 
 
@@ -998,6 +1033,7 @@ _expi_p = _unary(_sc.expi, lambda x, ans: fnp.exp(x) / x, "expi")
 def expn(n, x):
     """The generalized exponential integral E_n(x) for a constant integer n >= 0 (or integer
     array) and x > 0; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x) for n == 0)."""
+    n, x = weak_scalars(n, x)
     return _expn_p(x, n=_static_order(n, "expn"))
 
 
