@@ -44,17 +44,15 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 import tracemalloc
 from dataclasses import asdict, dataclass
 
 # BLAS reads its thread count once, when NumPy loads it. Pin it only when this file is the
 # script being run: importing it (the smoke test does) must not touch the caller's environment.
-PINNED = __name__ == "__main__" and "numpy" not in sys.modules
-if PINNED:
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                 "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
-        os.environ[_var] = "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import timing  # noqa: E402  (the standard library only: it runs before NumPy loads)
+
+PINNED = __name__ == "__main__" and timing.pin_threads()
 
 import numpy as np  # noqa: E402  (after the pin above, on purpose)
 
@@ -236,23 +234,13 @@ def memory_in_fresh_process(name, sizes, wrt):
 
 
 def interleaved_times(fns, rounds, ws, x):
-    """Per contender, `rounds` single-call times; each round visits all in a rotated order."""
-    names = list(fns)
-    for fn in fns.values():
-        fn(ws, x)  # warm-up
-    times = {name: [] for name in names}
-    for r in range(rounds):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
-            gc.collect()  # do not bill one contender for the garbage of the one before
-            start = time.perf_counter()
-            fns[name](ws, x)
-            times[name].append(time.perf_counter() - start)
-    return times
+    """Per contender, `rounds` single-call times, interleaved (see timing.py)."""
+    calls = {name: (lambda fn=fn: fn(ws, x)) for name, fn in fns.items()}
+    return timing.interleaved_times(calls, rounds, sample_time=0.0)  # one call per sample
 
 
-def paired_ratios(times, num, den):
-    return [a / b for a, b in zip(times[num], times[den])]
+paired_ratios = timing.paired_ratios
+ratio_cell = timing.ratio_cell
 
 
 # --- reporting -----------------------------------------------------------------------------
@@ -290,11 +278,6 @@ def memory_table(sizes, wrt, figures):
                  f"{verdict(ratios['net'], MEMORY_BAR)} | kept: "
                  f"{verdict(ratios['kept'], MEMORY_BAR)}")
     return "\n".join(lines)
-
-
-def ratio_cell(ratios):
-    q1, _, q3 = statistics.quantiles(ratios, n=4)
-    return f"{statistics.median(ratios):9.2f}x    (IQR {q1:.2f}-{q3:.2f})"
 
 
 def time_table(sizes, times):

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-SCRIPT = BENCHMARKS / "bench_core.py"
+SCRIPT = BENCHMARKS / "bench_peers.py"
 CHECKPOINT_SCRIPT = BENCHMARKS / "bench_checkpoint.py"
 
 
@@ -19,29 +19,38 @@ def load(path):
     return module
 
 
-def load_bench_core():
-    return load(SCRIPT)
-
-
-def test_check_mode_validates_every_contender_and_times_nothing():
-    run = subprocess.run([sys.executable, str(SCRIPT), "--check"],
+def test_check_mode_validates_every_workload_and_measures_nothing():
+    run = subprocess.run([sys.executable, str(SCRIPT), "--check", "--quick", "--libs", "fgrad"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "gradients agree with numpy (by hand)" in run.stdout
-    assert "median time" not in run.stdout
+    assert "every result agrees with numpy (by hand) to 1e-06" in run.stdout
+    for key in ("chain", "mlp_large", "hvp", "tanh6", "jacfwd", "chain20k", "deep_mlp"):
+        assert f"{key} (" in run.stdout
+    assert "x autograd" not in run.stdout and "Bars" not in run.stdout
 
 
-def test_validation_catches_a_gradient_that_is_slightly_wrong():
-    bench = load_bench_core()
-    workload = bench.mlp_workload()
-    right = workload.contenders["fgrad"]
-    workload.contenders["fgrad"] = lambda: tuple(g * (1 + 1e-5) for g in right())
-    workload.contenders["transposed"] = lambda: tuple(np.asarray(g).T for g in right())
+def test_validation_catches_a_result_that_is_slightly_wrong():
+    bench = load(SCRIPT)
+    workload = bench.workloads(bench.QUICK, ("fgrad", "numpy"), ["mlp"])["mlp"]
+    right = workload.contenders[0].fn
+    assert workload.contenders[0].label == "fgrad"
+    workload.contenders[0].fn = lambda: tuple(g * (1 + 1e-5) for g in right())
+    workload.contenders.append(
+        bench.Contender("fgrad", lambda: tuple(np.asarray(g).T for g in right()),
+                        workload.contenders[1].want, task="transposed"))
     problems = bench.validate([workload])
     assert len(problems) == 2, problems
-    assert "fgrad gradient 0 differs by 1.00e-05" in problems[0]
-    assert "transposed gradient 0 has shape (100, 784)" in problems[1]
-    assert bench.validate() == []
+    assert "mlp: fgrad array 0 differs by 1.00e-05" in problems[0]
+    assert "fgrad, transposed array 0 has shape (100, 784)" in problems[1]
+
+
+def test_memory_child_reports_tracemalloc_and_rss_for_fgrad():
+    bench = load(SCRIPT)
+    fig = bench.memory_in_fresh_process("deep_mlp", "fgrad, grad input", "fgrad", quick=True)
+    sizes = bench.QUICK
+    layer = 8 * sizes.deep_batch * sizes.deep_width
+    assert layer <= fig["tm"] < 4 * sizes.deep_layers * layer  # residuals of every layer, at most
+    assert fig["rss"] >= 0
 
 
 def test_checkpoint_benchmark_check_mode_validates_and_measures_nothing():

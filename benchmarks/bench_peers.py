@@ -1,0 +1,968 @@
+"""fgrad against hand-written NumPy, autograd, PyTorch (eager, CPU) and JAX (eager and jit).
+
+    /tmp/peers/bin/python benchmarks/bench_peers.py              # everything, about 15 min
+    /tmp/peers/bin/python benchmarks/bench_peers.py --quick      # small sizes, few rounds
+    /tmp/peers/bin/python benchmarks/bench_peers.py --only chain,mlp --repeats 51
+    python benchmarks/bench_peers.py --check --quick             # validate only (no peers needed)
+    python benchmarks/bench_peers.py --profile chain             # + a cProfile of fgrad
+
+The peers are never dependencies of fgrad: install them into a scratch venv (README.md). A peer
+that is not installed is reported as "not installed" and its rows are left out.
+
+Workloads (`--only` takes their keys):
+
+    chain      grad of a 200-op scalar chain, y = tanh(cos(sin(y))) * 1.5 + x, 40 times
+    chain10    the same chain on 10-element arrays, then a sum (us per op)
+    mlp        the seed MLP softmax loss, 784-100-10, batch 100, grad w.r.t. both weights
+    mlp_large  the same loss on a 784-1024-1024-10 relu MLP, batch 512
+    hessian    Hessian of f(x) = sum(tanh(A x)) + sum(x^4) / 4, x in R^50
+    hvp        Hessian-vector product (jvp of grad) of f(x) = sum(tanh(x)^2) + sum(sin(x))^2 / 2,
+               x in R^10000, against one gradient of the same f
+    tanh6      the 6th derivative of tanh at 0.3 by nested grad (1 to 5 are validated too)
+    jacrev     jacrev of f(x) = tanh(A x) * x, R^100 -> R^100
+    jacfwd     jacfwd of the same f
+    chain20k   the 10-element chain with 20,000 ops: time, and peak memory of one gradient
+    deep_mlp   peak memory of a 100-layer tanh MLP (width 512, batch 64): forward only, the
+               gradient w.r.t. the input, and w.r.t. the weights and the input
+
+Every contender's result is first checked against the hand-written NumPy one (same shapes,
+relative error in norm at most 1e-6); the script exits with status 1 if any disagree.
+
+Time: all contenders of a workload run in one process, in interleaved rounds (each round times
+each contender once, in a rotated order); BLAS, OpenMP, XLA and torch use one thread. The table
+gives each contender's median and quartiles, and the medians (with quartiles) of the
+same-round ratios to autograd and to hand-written NumPy.
+
+Memory: one fresh process per (workload, contender), which imports only its own library, makes
+one warm-up call, then measures one call twice: the peak RSS above the RSS before the call
+(`rss`: every library; Linux's VmHWM, reset through /proc/self/clear_refs) and, for the
+libraries that allocate through NumPy (fgrad, autograd, by hand), tracemalloc's peak (`tm`:
+exact and deterministic; it does not see torch's or XLA's allocator). Ratios compare the same
+measure.
+
+Imports: NumPy, fgrad and the shared `timing.py`; each peer only if it is installed.
+"""
+
+import argparse
+import cProfile
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tracemalloc
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import timing  # noqa: E402  (the standard library only: it runs before NumPy loads)
+
+# Pin threads only when this file is the script being run: importing it (the smoke test does)
+# must not touch the caller's environment.
+PINNED = __name__ == "__main__" and timing.pin_threads()
+
+import numpy as np  # noqa: E402  (after the pin, on purpose)
+
+import fgrad  # noqa: E402
+import fgrad.numpy as fnp  # noqa: E402
+
+RTOL = 1e-6
+MIB = 2.0 ** 20
+LIBS = {  # key -> label, in the table's order
+    "fgrad": "fgrad",
+    "numpy": "numpy (by hand)",
+    "autograd": "autograd",
+    "torch": "torch (eager)",
+    "jax": "jax (eager)",
+    "jax.jit": "jax (jit)",
+}
+BY_HAND = LIBS["numpy"]
+TRACEMALLOC_LIBS = ("fgrad", "numpy", "autograd")  # allocate through NumPy
+INSTALL = ("install the peers into a scratch venv (from the repository root):\n"
+           "    python -m venv /tmp/peers && /tmp/peers/bin/pip install autograd jax torch -e .\n"
+           "    /tmp/peers/bin/python benchmarks/bench_peers.py")
+
+# --- the peers, imported on first use -------------------------------------------------------
+
+_peers = {}
+MISSING = {}  # peer -> why it could not be imported
+
+
+def peer(name):
+    """The module of peer `name` ("autograd", "torch", "jax"), or None if it is not installed."""
+    if name not in _peers:
+        try:
+            if name == "torch":
+                import torch
+                torch.set_num_threads(1)
+                try:
+                    torch.set_num_interop_threads(1)
+                except RuntimeError:  # already set, or work already started
+                    pass
+                torch.set_default_dtype(torch.float64)
+                _peers[name] = torch
+            elif name == "jax":
+                import jax
+                jax.config.update("jax_enable_x64", True)  # float64, as NumPy
+                jax.config.update("jax_platforms", "cpu")
+                _peers[name] = jax
+            else:
+                _peers[name] = importlib.import_module(name)
+        except ImportError as error:
+            _peers[name] = None
+            MISSING[name] = str(error)
+    return _peers[name]
+
+
+def available(lib):
+    return lib in ("fgrad", "numpy") or peer(lib.split(".")[0]) is not None
+
+
+def version(lib):
+    if lib in ("fgrad", "numpy"):
+        return {"fgrad": fgrad.__version__, "numpy": np.__version__}[lib]
+    return importlib.metadata.version(lib) if available(lib) else "not installed"
+
+
+class TorchNumpy:
+    """The few NumPy spellings the workloads use, for torch tensors."""
+
+    def __getattr__(self, name):
+        return getattr(peer("torch"), name)
+
+    @staticmethod
+    def sum(x, axis=None):
+        return x.sum() if axis is None else x.sum(dim=axis)
+
+    @staticmethod
+    def maximum(x, c):
+        return peer("torch").clamp_min(x, c)
+
+
+def namespace(lib):
+    """The NumPy-like namespace a library's user writes against."""
+    if lib == "fgrad":
+        return fnp
+    if lib == "autograd":
+        return importlib.import_module("autograd.numpy")
+    if lib == "torch":
+        return TorchNumpy()
+    return importlib.import_module("jax.numpy")
+
+
+def tensor(lib, x, requires_grad=False):
+    """x (a NumPy value) as the library's input."""
+    if lib == "torch":
+        return peer("torch").tensor(x, requires_grad=requires_grad)
+    if lib.startswith("jax"):
+        return peer("jax").numpy.asarray(x)
+    return x
+
+
+def jax_transform(lib, fun):
+    """jax.jit(fun) for "jax.jit", fun for "jax"; either way the result is waited for."""
+    jax = peer("jax")
+    run = jax.jit(fun) if lib == "jax.jit" else fun
+    return lambda *args: jax.block_until_ready(run(*args))
+
+
+# --- workloads ----------------------------------------------------------------------------
+
+
+@dataclass
+class Contender:
+    lib: str
+    fn: object  # zero-argument callable returning the result
+    want: object  # the hand-written result it must match
+    task: str = ""  # a second task of the same workload ("gradient", "forward", ...)
+    checks: list = field(default_factory=list)  # more (fn, want, what) to validate, untimed
+
+    @property
+    def label(self):
+        return LIBS[self.lib] + (f", {self.task}" if self.task else "")
+
+
+@dataclass
+class Bar:
+    num: str  # contender label
+    den: str  # contender label
+    limit: float
+    measure: str = "time"  # or "tm", "rss"
+    strict: bool = False  # num < limit * den rather than <=
+
+    def text(self):
+        return f"{self.num} / {self.den} {'<' if self.strict else '<='} {self.limit:g}x"
+
+    def met(self, ratio):
+        return ratio < self.limit if self.strict else ratio <= self.limit
+
+
+@dataclass
+class Workload:
+    key: str
+    title: str
+    contenders: list
+    per: int = 1  # divide a call's time by this (ops per call)
+    unit: str = "ms"  # "us/op" or "ms"
+    bars: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # contenders left out, and why
+    memory: bool = False  # measured in fresh processes, not timed
+    timed: bool = True
+
+
+@dataclass(frozen=True)
+class Sizes:
+    chain: int = 200
+    long_chain: int = 20_000
+    large_mlp: tuple = (784, 1024, 1024, 10)
+    large_batch: int = 512
+    hessian_dim: int = 50
+    hvp_dim: int = 10_000
+    jac_dim: int = 100
+    deep_layers: int = 100
+    deep_width: int = 512
+    deep_batch: int = 64
+
+
+FULL = Sizes()
+QUICK = Sizes(chain=50, long_chain=2_000, large_mlp=(784, 256, 256, 10), large_batch=64,
+              hessian_dim=10, hvp_dim=1_000, jac_dim=20, deep_layers=10, deep_width=128,
+              deep_batch=16)
+
+
+def contenders_of(makers, libs, notes):
+    """Build each library's contenders with makers[lib]() (a Contender or a list of them);
+    a library that is missing or has no such transform gets a note instead."""
+    out = []
+    for lib in libs:
+        if lib not in makers:
+            continue
+        if not available(lib):
+            notes.append(f"{LIBS[lib]}: not installed")
+            continue
+        made = makers[lib]()
+        if isinstance(made, str):  # the reason this library is left out
+            notes.append(f"{LIBS[lib]}: {made}")
+            continue
+        out.extend(made if isinstance(made, list) else [made])
+    return out
+
+
+# chain, chain10, chain20k: y = tanh(cos(sin(y))) * 1.5 + x, repeated; 5 ops a block
+
+BLOCK_OPS = 5
+
+
+def chain(ns, ops, reduce):
+    def f(x):
+        y = x
+        for _ in range(ops // BLOCK_OPS):
+            y = ns.tanh(ns.cos(ns.sin(y))) * 1.5 + x
+        return ns.sum(y) if reduce else y
+
+    return f
+
+
+def chain_grad_by_hand(x, ops):
+    """Forward keeps the residuals, backward multiplies them in reverse; `+ x` sends the
+    running cotangent to x at every block. The same NumPy calls the libraries make."""
+    residuals = []
+    y = x
+    for _ in range(ops // BLOCK_OPS):
+        s = np.sin(y)
+        t = np.tanh(np.cos(s))
+        residuals.append((y, s, t))
+        y = t * 1.5 + x
+    ct, dx = np.ones_like(x), np.zeros_like(x)
+    for y, s, t in reversed(residuals):
+        dx = dx + ct
+        ct = ct * 1.5 * (1.0 - t * t) * -np.sin(s) * np.cos(y)
+    return dx + ct
+
+
+def chain_workload(key, title, x, ops, libs, bars, skip=()):
+    reduce = np.ndim(x) > 0
+    want = chain_grad_by_hand(x, ops)
+    notes = []
+
+    def grad_of(lib):
+        f = chain(namespace(lib), ops, reduce)
+        if lib == "fgrad":
+            g = fgrad.grad(f)
+            return lambda: g(x)
+        if lib == "autograd":
+            g = peer("autograd").grad(f)
+            return lambda: g(x)
+        if lib == "torch":
+            torch = peer("torch")
+            xt = tensor(lib, x, requires_grad=True)
+            return lambda: torch.autograd.grad(f(xt), xt)[0]
+        g = jax_transform(lib, peer("jax").grad(f))
+        xj = tensor(lib, x)
+        return lambda: g(xj)
+
+    def maker(lib):
+        return skip[lib] if lib in skip else Contender(lib, grad_of(lib), want)
+
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: Contender("numpy", lambda: chain_grad_by_hand(x, ops), want)
+    return Workload(key, title, contenders_of(makers, libs, notes), per=ops, unit="us/op",
+                    bars=bars, notes=notes)
+
+
+# mlp, mlp_large: Z = relu(...relu(X @ W1)...) @ WL, loss = mean(logsumexp(Z) - <I_y, Z>)
+
+
+def mlp_data(dims, batch, seed):
+    rng = np.random.default_rng(seed)
+    ws = tuple(rng.standard_normal((m, n)) / np.sqrt(m) for m, n in zip(dims[:-1], dims[1:]))
+    X = rng.standard_normal((batch, dims[0]))
+    I_y = np.eye(dims[-1])[rng.integers(0, dims[-1], size=batch)]
+    return ws, X, I_y
+
+
+def mlp_loss(ns):
+    def loss(ws, X, I_y):
+        Z = X
+        for W in ws[:-1]:
+            Z = ns.maximum(Z @ W, 0.0)
+        Z = Z @ ws[-1]
+        log_partition = ns.sum(ns.log(ns.sum(ns.exp(Z), axis=1)))
+        return (log_partition - ns.sum(I_y * Z)) / X.shape[0]
+
+    return loss
+
+
+def mlp_grad_by_hand(ws, X, I_y):
+    """Only the forward quantities the backward needs (not the loss), then the backward: the
+    floor any AD library can reach."""
+    hs, masks = [X], []
+    for W in ws[:-1]:
+        A = hs[-1] @ W
+        masks.append(A > 0)
+        hs.append(np.maximum(A, 0.0))
+    E = np.exp(hs[-1] @ ws[-1])
+    d = (E / E.sum(axis=1, keepdims=True) - I_y) / X.shape[0]
+    grads = [None] * len(ws)
+    for i in range(len(ws) - 1, -1, -1):
+        grads[i] = hs[i].T @ d
+        if i:
+            d = (d @ ws[i].T) * masks[i - 1]
+    return tuple(grads)
+
+
+def mlp_workload(key, title, dims, batch, libs, bars, seed):
+    ws, X, I_y = mlp_data(dims, batch, seed)
+    want = mlp_grad_by_hand(ws, X, I_y)
+    notes = []
+
+    def grad_of(lib):
+        loss = mlp_loss(namespace(lib))
+        if lib == "fgrad":
+            g = fgrad.grad(loss)
+            return lambda: g(ws, X, I_y)
+        if lib == "autograd":
+            g = peer("autograd").grad(loss)
+            return lambda: g(ws, X, I_y)
+        if lib == "torch":
+            torch = peer("torch")
+            wt = [tensor(lib, w, requires_grad=True) for w in ws]
+            Xt, It = tensor(lib, X), tensor(lib, I_y)
+            return lambda: torch.autograd.grad(loss(wt, Xt, It), wt)
+        g = jax_transform(lib, peer("jax").grad(loss))
+        args = [tuple(tensor(lib, w) for w in ws), tensor(lib, X), tensor(lib, I_y)]
+        return lambda: g(*args)
+
+    makers = {lib: (lambda lib=lib: Contender(lib, grad_of(lib), want)) for lib in LIBS
+              if lib != "numpy"}
+    makers["numpy"] = lambda: Contender("numpy", lambda: mlp_grad_by_hand(ws, X, I_y), want)
+    return Workload(key, title, contenders_of(makers, libs, notes), bars=bars, notes=notes)
+
+
+# hessian: f(x) = sum(tanh(A x)) + sum(x^4) / 4
+
+
+def hessian_workload(n, libs):
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    x = rng.standard_normal(n)
+    t = np.tanh(A @ x)
+
+    def by_hand():
+        t = np.tanh(A @ x)
+        return A.T @ ((-2.0 * t * (1.0 - t * t))[:, None] * A) + np.diag(3.0 * x * x)
+
+    want = by_hand()
+    del t
+
+    def f_of(ns, A):
+        return lambda x: ns.sum(ns.tanh(A @ x)) + 0.25 * ns.sum(x ** 4)
+
+    def maker(lib):
+        f = f_of(namespace(lib), tensor(lib, A))
+        xl = tensor(lib, x)
+        if lib == "fgrad":
+            h = fgrad.hessian(f)
+        elif lib == "autograd":
+            h = peer("autograd").hessian(f)
+        elif lib == "torch":
+            h = peer("torch").func.hessian(f)
+        else:
+            h = jax_transform(lib, peer("jax").hessian(f))
+        return Contender(lib, lambda: h(xl), want)
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: Contender("numpy", by_hand, want)
+    return Workload("hessian", f"Hessian, f: R^{n} -> R (jacfwd of jacrev)",
+                    contenders_of(makers, libs, notes), notes=notes)
+
+
+# hvp: f(x) = sum(tanh(x)^2) + sum(sin(x))^2 / 2; H v by jvp of grad, and one gradient
+
+
+def hvp_workload(n, libs):
+    rng = np.random.default_rng(6)
+    x, v = rng.standard_normal(n), rng.standard_normal(n)
+
+    def f_of(ns):
+        return lambda x: ns.sum(ns.tanh(x) ** 2) + 0.5 * ns.sum(ns.sin(x)) ** 2
+
+    def grad_by_hand():
+        t, c = np.tanh(x), np.cos(x)
+        return 2.0 * t * (1.0 - t * t) + np.sum(np.sin(x)) * c
+
+    def hvp_by_hand():
+        t, s, c = np.tanh(x), np.sin(x), np.cos(x)
+        return (2.0 - 6.0 * t * t) * (1.0 - t * t) * v + c * (c @ v) - np.sum(s) * s * v
+
+    want_hvp, want_grad = hvp_by_hand(), grad_by_hand()
+
+    def maker(lib):
+        f = f_of(namespace(lib))
+        xl, vl = tensor(lib, x), tensor(lib, v)
+        if lib == "fgrad":
+            g = fgrad.grad(f)
+            hvp = lambda: fgrad.jvp(g, (xl,), (vl,))[1]  # noqa: E731
+        elif lib == "autograd":  # no jvp of grad in autograd: its reverse-over-reverse HVP
+            g = peer("autograd").grad(f)
+            hvp_fn = peer("autograd").hessian_tensor_product(f)
+            hvp = lambda: hvp_fn(xl, vl)  # noqa: E731
+        elif lib == "torch":
+            func = peer("torch").func
+            g = func.grad(f)
+            hvp = lambda: func.jvp(g, (xl,), (vl,))[1]  # noqa: E731
+        else:
+            jax = peer("jax")
+            g = jax_transform(lib, jax.grad(f))
+            hvp_fn = jax_transform(lib, lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
+            hvp = lambda: hvp_fn(xl, vl)  # noqa: E731
+        return [Contender(lib, hvp, want_hvp),
+                Contender(lib, lambda: g(xl), want_grad, task="gradient")]
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: [Contender("numpy", hvp_by_hand, want_hvp),
+                               Contender("numpy", grad_by_hand, want_grad, task="gradient")]
+    return Workload("hvp", f"Hessian-vector product (jvp of grad), R^{n}",
+                    contenders_of(makers, libs, notes), notes=notes,
+                    bars=[Bar("fgrad", "fgrad, gradient", 2.5)])
+
+
+# tanh6: d^k/dx^k tanh(x) at a scalar by nested grad, k = 1..6
+
+
+def tanh_derivatives_by_hand(x, order):
+    """d^k tanh / dx^k = p_k(tanh x), with p_0(t) = t and p_{k+1} = p_k'(t) (1 - t^2)."""
+    p = np.polynomial.Polynomial([0.0, 1.0])
+    one_minus_t2 = np.polynomial.Polynomial([1.0, 0.0, -1.0])
+    for _ in range(order):
+        p = p.deriv() * one_minus_t2
+    return p(np.tanh(x))
+
+
+def tanh_workload(order, libs):
+    x = 0.3
+    wants = [tanh_derivatives_by_hand(x, k) for k in range(order + 1)]
+
+    def nth(lib, k):
+        if lib == "torch":
+            torch = peer("torch")
+            xt = tensor(lib, x, requires_grad=True)
+
+            def derivative():
+                y = torch.tanh(xt)
+                for _ in range(k):
+                    (y,) = torch.autograd.grad(y, xt, create_graph=True)
+                return y
+
+            return derivative
+        f = namespace(lib).tanh
+        grad = fgrad.grad if lib == "fgrad" else peer(lib.split(".")[0]).grad
+        for _ in range(k):
+            f = grad(f)
+        if lib.startswith("jax"):
+            f = jax_transform(lib, f)
+        xl = tensor(lib, x)
+        return lambda: f(xl)
+
+    def maker(lib):
+        checks = [(nth(lib, k), wants[k], f"derivative {k}") for k in range(1, order)]
+        return Contender(lib, nth(lib, order), wants[order], checks=checks)
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: Contender("numpy", lambda: tanh_derivatives_by_hand(x, order),
+                                        wants[order])
+    return Workload("tanh6", f"derivative {order} of tanh at a scalar, nested grad",
+                    contenders_of(makers, libs, notes), unit="us", notes=notes,
+                    bars=[Bar("fgrad", "autograd", 0.2)])
+
+
+# jacrev, jacfwd: f(x) = tanh(A x) * x, R^n -> R^n
+
+
+def jacobian_workload(mode, n, libs):
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    x = rng.standard_normal(n)
+
+    def by_hand():
+        t = np.tanh(A @ x)
+        J = ((1.0 - t * t) * x)[:, None] * A
+        J[np.diag_indices(n)] += t
+        return J
+
+    want = by_hand()
+
+    def maker(lib):
+        ns = namespace(lib)
+        Al, xl = tensor(lib, A), tensor(lib, x)
+
+        def f(x):
+            return ns.tanh(Al @ x) * x
+
+        if lib == "fgrad":
+            jac = getattr(fgrad, mode)(f)
+        elif lib == "autograd":
+            if mode == "jacfwd":
+                return "no forward-mode Jacobian"
+            jac = peer("autograd").jacobian(f)
+        elif lib == "torch":
+            jac = getattr(peer("torch").func, mode)(f)
+        else:
+            jac = jax_transform(lib, getattr(peer("jax"), mode)(f))
+        return Contender(lib, lambda: jac(xl), want)
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: Contender("numpy", by_hand, want)
+    bars = [Bar("fgrad", "autograd", 0.3)] if mode == "jacrev" else []
+    return Workload(mode, f"{mode}, f: R^{n} -> R^{n}", contenders_of(makers, libs, notes),
+                    notes=notes, bars=bars)
+
+
+# deep_mlp: 100 layers h <- tanh(h @ W_i), loss 0.5 * sum(h^2)
+
+
+def deep_mlp_workload(sizes, libs):
+    rng = np.random.default_rng(0)
+    n, width, batch = sizes.deep_layers, sizes.deep_width, sizes.deep_batch
+    ws = [rng.standard_normal((width, width)) / np.sqrt(width) for _ in range(n)]
+    x = rng.standard_normal((batch, width))
+
+    def forward_by_hand():
+        h = x
+        for w in ws:
+            h = np.tanh(h @ w)
+        return 0.5 * np.sum(h * h)
+
+    def grad_by_hand(wrt_weights):
+        """Keeps the layer outputs, frees each once the backward pass has used it."""
+        hs = [x]
+        for w in ws:
+            hs.append(np.tanh(hs[-1] @ w))
+        out = hs.pop()
+        ct = out
+        g_ws = []
+        for w in reversed(ws):
+            da = ct * (1.0 - out * out)
+            out = hs.pop()
+            if wrt_weights:
+                g_ws.append(out.T @ da)
+            ct = da @ w.T
+        return (g_ws[::-1], ct) if wrt_weights else ct
+
+    want_loss = forward_by_hand()
+    want_input = grad_by_hand(False)
+    want_both = grad_by_hand(True)
+
+    def maker(lib):
+        ns = namespace(lib)
+
+        def loss(ws, x):
+            h = x
+            for w in ws:
+                h = ns.tanh(h @ w)
+            return 0.5 * ns.sum(h * h)
+
+        wl, xl = [tensor(lib, w) for w in ws], tensor(lib, x)
+        if lib == "fgrad":
+            g_in, g_both = fgrad.grad(loss, argnums=1), fgrad.grad(loss, argnums=(0, 1))
+            forward = lambda: loss(wl, xl)  # noqa: E731
+        elif lib == "autograd":
+            ag = peer("autograd")
+            g_in, g_both = ag.grad(loss, 1), ag.grad(loss, (0, 1))
+            forward = lambda: loss(wl, xl)  # noqa: E731
+        elif lib == "torch":
+            torch = peer("torch")
+            wt = [tensor(lib, w, requires_grad=True) for w in ws]
+            xt = tensor(lib, x, requires_grad=True)
+
+            def forward():
+                with torch.no_grad():
+                    return loss(wl, xl)
+
+            def g_in(_, __):
+                return torch.autograd.grad(loss(wl, xt), xt)[0]
+
+            def g_both(_, __):
+                gs = torch.autograd.grad(loss(wt, xt), wt + [xt])
+                return list(gs[:-1]), gs[-1]
+        else:
+            jax = peer("jax")
+            g_in = jax_transform(lib, jax.grad(loss, 1))
+            g_both = jax_transform(lib, jax.grad(loss, (0, 1)))
+            forward_fn = jax_transform(lib, loss)
+            forward = lambda: forward_fn(wl, xl)  # noqa: E731
+        return [Contender(lib, forward, want_loss, task="forward"),
+                Contender(lib, lambda: g_in(wl, xl), want_input, task="grad input"),
+                Contender(lib, lambda: g_both(wl, xl), want_both, task="grad all")]
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: [
+        Contender("numpy", forward_by_hand, want_loss, task="forward"),
+        Contender("numpy", lambda: grad_by_hand(False), want_input, task="grad input"),
+        Contender("numpy", lambda: grad_by_hand(True), want_both, task="grad all")]
+    bars = [Bar("fgrad, grad input", "numpy (by hand), grad input", 1.10, "tm"),
+            Bar("fgrad, grad all", "numpy (by hand), grad all", 1.10, "tm")]
+    return Workload("deep_mlp", f"{n}-layer tanh MLP, width {width}, batch {batch}: peak memory",
+                    contenders_of(makers, libs, notes), notes=notes, bars=bars, memory=True,
+                    timed=False)
+
+
+def workloads(sizes=FULL, libs=tuple(LIBS), only=None):
+    """key -> Workload, built only for the keys in `only` (all if None)."""
+    x10 = np.random.default_rng(3).uniform(0.1, 0.5, size=10)
+    long_chain_skip = {"jax.jit": "left out: compiling 20,000 unrolled ops takes minutes",
+                       "jax": "left out: about 10 s a call in eager mode"}
+    builders = {
+        "chain": lambda: chain_workload(
+            "chain", f"grad, {sizes.chain}-op scalar chain", 0.3, sizes.chain, libs,
+            [Bar("fgrad", "autograd", 0.3), Bar("fgrad", "torch (eager)", 1.0, strict=True)]),
+        "chain10": lambda: chain_workload(
+            "chain10", f"grad, {sizes.chain}-op chain on 10-element arrays", x10, sizes.chain,
+            libs, [Bar("fgrad", "autograd", 0.3), Bar("fgrad", "torch (eager)", 1.0, strict=True)]),
+        "mlp": lambda: mlp_workload("mlp", "grad, seed MLP softmax loss 784-100-10, batch 100",
+                                    (784, 100, 10), 100, libs, [Bar("fgrad", BY_HAND, 1.4)], 4),
+        "mlp_large": lambda: mlp_workload(
+            "mlp_large", f"grad, MLP {'-'.join(map(str, sizes.large_mlp))}, batch "
+            f"{sizes.large_batch}", sizes.large_mlp, sizes.large_batch, libs,
+            [Bar("fgrad", BY_HAND, 1.08)], 8),
+        "hessian": lambda: hessian_workload(sizes.hessian_dim, libs),
+        "hvp": lambda: hvp_workload(sizes.hvp_dim, libs),
+        "tanh6": lambda: tanh_workload(6, libs),
+        "jacrev": lambda: jacobian_workload("jacrev", sizes.jac_dim, libs),
+        "jacfwd": lambda: jacobian_workload("jacfwd", sizes.jac_dim, libs),
+        "chain20k": lambda: chain20k_workload(sizes, x10, libs, long_chain_skip),
+        "deep_mlp": lambda: deep_mlp_workload(sizes, libs),
+    }
+    keys = list(builders) if only is None else only
+    return {key: builders[key]() for key in keys}
+
+
+def chain20k_workload(sizes, x10, libs, skip):
+    w = chain_workload("chain20k", f"grad, {sizes.long_chain}-op chain on 10-element arrays",
+                       x10, sizes.long_chain, libs,
+                       [Bar("fgrad", "autograd", 0.35), Bar("fgrad", "autograd", 1.0, "tm"),
+                        Bar("fgrad", "autograd", 1.0, "rss")], skip=skip)
+    w.memory = True
+    return w
+
+
+WORKLOAD_KEYS = ("chain", "chain10", "mlp", "mlp_large", "hessian", "hvp", "tanh6", "jacrev",
+                 "jacfwd", "chain20k", "deep_mlp")
+
+
+# --- validation ---------------------------------------------------------------------------
+
+
+def arrays(result):
+    """A result (an array, a number, a tensor, or nested tuples/lists of them) as NumPy arrays."""
+    if isinstance(result, (tuple, list)):
+        return [a for r in result for a in arrays(r)]
+    if hasattr(result, "detach"):  # a torch tensor
+        result = result.detach().numpy()
+    return [np.asarray(result, dtype=float)]
+
+
+def mismatch(got, want):
+    """Why `got` differs from `want`, or None if they agree to RTOL (relative, in norm)."""
+    got, want = arrays(got), arrays(want)
+    if len(got) != len(want):
+        return f"returned {len(got)} arrays, not {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape:  # broadcasting in the error below would hide this
+            return f"array {i} has shape {g.shape}, not {w.shape}"
+        err = float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-300))
+        if not err <= RTOL:  # `not <=` also catches nan
+            return f"array {i} differs by {err:.2e} (relative, in norm)"
+    return None
+
+
+def validate(chosen):
+    """Run every contender (and its extra checks) once against the hand-written result.
+    Returns the disagreements, one message each (empty when all agree)."""
+    problems = []
+    for workload in chosen:
+        for c in workload.contenders:
+            for fn, want, what in [(c.fn, c.want, "")] + c.checks:
+                try:
+                    why = mismatch(fn(), want)
+                except Exception as error:  # a failure is reported like a disagreement
+                    why = f"raised {type(error).__name__}: {error}"
+                if why is not None:
+                    where = f" ({what})" if what else ""
+                    problems.append(f"{workload.key}: {c.label}{where} {why}")
+    return problems
+
+
+# --- memory: one fresh process per (workload, contender) ----------------------------------
+
+
+def _status_kib(field_name):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field_name} in /proc/self/status")
+
+
+def memory_here(workload, label):
+    """In this process: {"rss": peak RSS above the RSS before the call, "tm": tracemalloc's
+    peak or None}, in bytes, for one call of the contender `label` after a warm-up call."""
+    (c,) = [c for c in workload.contenders if c.label == label]
+    c.fn()  # warm-up: first-call allocations (caches, lazy imports, jit) are not the cost
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # resets VmHWM, the peak RSS, to the current RSS
+    before = _status_kib("VmRSS")
+    result = c.fn()
+    rss = (_status_kib("VmHWM") - before) * 1024
+    del result
+    gc.collect()
+    tm = None
+    if c.lib in TRACEMALLOC_LIBS:
+        tracemalloc.start()
+        try:
+            c.fn()
+            tm = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    return {"rss": rss, "tm": tm}
+
+
+def memory_in_fresh_process(key, label, lib, quick):
+    cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", key, label,
+           "--libs", lib] + (["--quick"] if quick else [])
+    # Large arrays get their own mappings, returned to the system when freed, so that RSS
+    # follows what is alive (glibc's threshold otherwise adapts to the allocation pattern).
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
+    if run.returncode != 0:
+        raise RuntimeError(f"the memory child for {key}, {label} failed:\n{run.stdout}{run.stderr}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+# --- reporting ----------------------------------------------------------------------------
+
+
+def header(args):
+    threads = ("one thread (BLAS, OpenMP, XLA, torch)" if PINNED
+               else "threads NOT pinned (NumPy loaded first)")
+    libs = ", ".join(f"{LIBS[lib]} {version(lib.split('.')[0])}" for lib in args.libs
+                     if lib != "jax.jit")
+    mode = "quick" if args.quick else "full"
+    return (f"{libs} | Python {platform.python_version()} | {os.cpu_count()} CPUs | {threads}"
+            f"\n{mode} sizes | {args.repeats} interleaved rounds | sample {args.sample_time} s")
+
+
+COLUMNS = f"{'workload':10} {'contender':30} {'median':>13} {'IQR':>17}  " \
+          f"{'x autograd (IQR)':>21}  {'x numpy (IQR)':>21}  bar"
+
+
+def ratio_text(values, den_values):
+    if den_values is None or not all(den_values):
+        return f"{'':21}" if den_values is None else f"{'n/a (0)':>9}{'':12}"
+    q1, med, q3 = timing.quartiles([a / b for a, b in zip(values, den_values)])
+    if q1 == q3:
+        return f"{med:>8.2f}x{'':12}"
+    return f"{med:>8.2f}x ({q1:.2f}-{q3:.2f})".ljust(21)
+
+
+def value_text(value, unit):
+    if unit == "MiB":
+        return f"{value / MIB:9.1f} MiB"
+    scale = 1e6 if unit.startswith("us") else 1e3
+    return f"{value * scale:9.2f} {unit}"
+
+
+def den_label(label, lib):
+    """The label of the same task by another library."""
+    _, _, task = label.partition(", ")
+    return LIBS[lib] + (f", {task}" if task else "")
+
+
+def rows(workload, samples, measure):
+    """Table lines for one measure ("time", "tm", "rss") of a workload; samples: label -> list."""
+    unit = "MiB" if measure != "time" else workload.unit
+    scale = 1 / workload.per if measure == "time" else 1
+    lines, verdicts = [], []
+    name = workload.key if measure == "time" else f"{workload.key} [{measure}]"
+    for label, values in samples.items():
+        q1, med, q3 = timing.quartiles([v * scale for v in values])
+        iqr = f"{value_text(q1, unit).split()[0]}-{value_text(q3, unit).split()[0]}" \
+            if measure == "time" else ""
+        cells = [ratio_text(values, samples.get(den_label(label, lib)))
+                 for lib in ("autograd", "numpy")]
+        bar_texts = []
+        for bar in workload.bars:
+            if bar.measure == measure and bar.num == label and bar.den in samples:
+                ratio = timing.quartiles(timing.paired_ratios(samples, bar.num, bar.den))[1]
+                verdict = "met" if bar.met(ratio) else "NOT met"
+                bar_texts.append(f"<{'' if bar.strict else '='}{bar.limit:g}x "
+                                 f"{bar.den.split(' (')[0]}: {ratio:.2f}x {verdict}")
+                verdicts.append((workload.key, measure, bar, ratio, verdict))
+        lines.append(f"{name:10} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
+                     f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}")
+        name = ""
+    return lines, verdicts
+
+
+def missing_bars(workload, measures):
+    """Bars whose contenders were not measured (a peer not installed)."""
+    return [(workload.key, bar.measure, bar, None, "n/a (not measured)") for bar in workload.bars
+            if bar.measure in measures]
+
+
+# --- profiling ----------------------------------------------------------------------------
+
+
+def profile(workload, seconds=2.0, top=30):
+    """cProfile of fgrad on one workload: the functions with the most time of their own."""
+    (c,) = [c for c in workload.contenders if c.label == "fgrad"]
+    calls = timing.calls_per_sample(c.fn, seconds)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        c.fn()
+    profiler.disable()
+    print(f"\nProfile of fgrad on {workload.key}, {calls} calls (tottime: own time; cumtime: "
+          "with callees; cProfile inflates small calls)")
+    pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(top)
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, 5 rounds of 0.01 s samples (unless given)")
+    parser.add_argument("--repeats", type=int, help="interleaved rounds (default 21; quick 5)")
+    parser.add_argument("--sample-time", type=float,
+                        help="seconds per timing sample (default 0.05; quick 0.01)")
+    parser.add_argument("--only", help=f"comma-separated workloads of: {', '.join(WORKLOAD_KEYS)}")
+    parser.add_argument("--libs", default=",".join(LIBS),
+                        help=f"comma-separated contenders of: {', '.join(LIBS)} (default all)")
+    parser.add_argument("--check", action="store_true", help="only validate; no timing, no memory")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory processes")
+    parser.add_argument("--profile", action="append", default=[], choices=WORKLOAD_KEYS,
+                        help="after the table, a cProfile of fgrad on this workload")
+    parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.repeats = args.repeats or (5 if args.quick else 21)
+    args.sample_time = args.sample_time if args.sample_time is not None else (
+        0.01 if args.quick else 0.05)
+    args.only = args.only.split(",") if args.only else list(WORKLOAD_KEYS)
+    args.libs = args.libs.split(",")
+    for name, given, allowed in (("--only", args.only, WORKLOAD_KEYS), ("--libs", args.libs, LIBS)):
+        unknown = [g for g in given if g not in allowed]
+        if unknown:
+            parser.error(f"{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+    if "numpy" not in args.libs:
+        args.libs.insert(0, "numpy")  # the reference
+    if args.repeats < 3:
+        parser.error("--repeats must be at least 3 (the table reports quartiles)")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    if args.memory_child:
+        key, label = args.memory_child
+        print(json.dumps(memory_here(workloads(sizes, args.libs, [key])[key], label)))
+        return 0
+    print(header(args))
+    chosen = workloads(sizes, args.libs, args.only)
+    problems = validate(chosen.values())
+    if problems:
+        print("Results disagree; nothing was measured:", *problems, sep="\n  ", file=sys.stderr)
+        return 1
+    for name, why in MISSING.items():
+        print(f"{name}: not installed ({why})")
+    if MISSING:
+        print(INSTALL)
+    print(f"every result agrees with {BY_HAND} to {RTOL:g} (relative, in norm): "
+          + ", ".join(f"{w.key} ({len(w.contenders)})" for w in chosen.values()))
+    if args.check:
+        for key in args.profile:
+            profile(chosen[key])
+        return 0
+    table, verdicts = [COLUMNS], []
+    for workload in chosen.values():
+        if workload.timed:
+            fns = {c.label: c.fn for c in workload.contenders}
+            times = timing.interleaved_times(fns, args.repeats, args.sample_time)
+            lines, found = rows(workload, times, "time")
+            table += lines
+            verdicts += found or missing_bars(workload, ["time"])
+            print(*lines, sep="\n", flush=True)  # progress; the full table comes at the end
+        if workload.memory and not args.no_memory:
+            figures = {c.label: memory_in_fresh_process(workload.key, c.label, c.lib, args.quick)
+                       for c in workload.contenders}
+            for measure in ("tm", "rss"):
+                samples = {label: [fig[measure]] for label, fig in figures.items()
+                           if fig[measure] is not None}
+                lines, found = rows(workload, samples, measure)
+                table += lines
+                verdicts += found
+            print(*table[-len(figures) * 2:], sep="\n", flush=True)
+        for note in workload.notes:
+            table.append(f"{'':10} ({note})")
+    print("\n" + "\n".join(table))
+    print("\nBars (median of same-round ratios; tm = tracemalloc peak, rss = peak RSS delta):")
+    for key, measure, bar, ratio, verdict in verdicts:
+        shown = f"{ratio:.2f}x" if ratio is not None else "-"
+        print(f"  {key:10} {measure:5} {bar.text():52} {shown:>8}  {verdict}")
+    for key in args.profile:
+        profile(chosen[key])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
