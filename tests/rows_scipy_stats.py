@@ -3,9 +3,10 @@ expon, poisson, dirichlet and multivariate_normal, differentiated in the data an
 parameter it is differentiable in (loc, scale, shape parameters; mu for poisson; x and alpha
 for dirichlet; x, mean and cov for multivariate_normal), over shapes (), (3,), (3, 2) and
 broadcasting triples. Data are drawn inside the support, away from its ends; the pdf and CDF
-rows also take points outside the support (value 0 or 1, gradient 0). The CDFs of t, gamma,
-beta and chi2 are differentiated in x, loc and scale only (their shape parameters are
-constants: the CDFs refuse them, see tests/test_scipy_stats.py). See tests/gradtable.py."""
+rows also take points outside the support (value 0 or 1, gradient 0). The CDFs of gamma and
+chi2 are differentiated in their shape parameters too (and in their log tails); those of t
+and beta in x, loc and scale only (their shape parameters are constants: the CDFs refuse
+them, see tests/test_scipy_stats.py). See tests/gradtable.py."""
 
 import numpy as np
 
@@ -77,7 +78,7 @@ for fname in ["pdf", "cdf", "sf", "logsf"]:
         f(x * np.array([1.0, -1.0, 1.0]), loc, scale),
         [lambda rng: (rng.uniform(0.5, 2.0, 3), -0.2, 1.3)], variant="outside", promotes=True)
 
-# --- gamma and chi2: shape parameters differentiated in the densities only ------------------
+# --- gamma and chi2 -----------------------------------------------------------------------
 add("gamma.logpdf", gamma.logpdf, scalar_shapes(0.2, 3.0, [(0.6, 3.0)]))
 add("gamma.pdf", gamma.pdf, scalar_shapes(0.2, 3.0, [(0.6, 3.0)]))
 add("gamma.logpdf", gamma.logpdf,
@@ -85,24 +86,41 @@ add("gamma.logpdf", gamma.logpdf,
     variant="a-broadcast")
 add("chi2.logpdf", chi2.logpdf, scalar_shapes(0.2, 3.0, [(1.2, 6.0)]))
 add("chi2.pdf", chi2.pdf, scalar_shapes(0.2, 3.0, [(1.2, 6.0)]))
+# The CDFs in x, the shape parameter (a or df, through fgrad.scipy.special.gammainc(c)'s
+# derivative in a), loc and scale: z in (0.3, 3) with a in (0.6, 3) crosses both ways of
+# computing d/da (series for z < a + 1, continued fraction above) and both ways of taking the
+# log (log P, and log1p(-Q) where P > 1/2).
+CDF_SHAPES = [((), (), ()), ((3,), (), ()), ((3, 2), (2,), (3, 1))]
 for dist, lo, hi in [("gamma", 0.6, 3.0), ("chi2", 1.2, 6.0)]:
     mod = {"gamma": gamma, "chi2": chi2}[dist]
     for fname in ["cdf", "logcdf", "sf", "logsf"]:
         f = getattr(mod, fname)
-        for i, shape_a in enumerate([(), (2,)]):
-            add(f"{dist}.{fname}", lambda x, loc, scale, f=f, a=np.linspace(lo, hi, 2)[
-                :int(np.prod(shape_a, dtype=int))].reshape(shape_a) if shape_a else 0.5 * (lo + hi):
-                f(x, a, loc, scale),
-                [lambda rng: (rng.uniform(0.5, 3.0, (3, 2)), rng.uniform(-0.4, 0.4),
-                              rng.uniform(0.8, 1.2))]
-                + ([lambda rng: (rng.uniform(0.3, 3.0), 0.1, rng.uniform(0.8, 1.2))]
-                   if i == 0 else []),
-                variant=f"a{shape_a}-", promotes=bool(shape_a))
+        add(f"{dist}.{fname}", f, [located(0.3, 3.0, s, (((), lo, hi),)) for s in CDF_SHAPES])
+        add(f"{dist}.{fname}", f, [lambda rng, lo=lo, hi=hi: (rng.uniform(0.3, 3.0, (3, 2)),
+                                                              rng.uniform(lo, hi, (2,)), 0.1,
+                                                              1.2)],
+            variant="shape-broadcast")
+    # the tails in log form: logcdf far left (P underflows: a log-form series; x = exp(u)
+    # keeps the finite differences relative) and far right (log1p(-Q)); logsf far right (Q
+    # underflows: a log-form continued fraction)
+    k = 1.0 if dist == "gamma" else 2.0  # chi2's z is x / 2
+    add(f"{dist}.logcdf", lambda u, a, f=mod.logcdf: f(fnp.exp(u), a),
+        [lambda rng, k=k: (rng.uniform(-80.0, -60.0, 3), k * rng.uniform(4.5, 6.0))],
+        variant="left-tail")
+    add(f"{dist}.logcdf", mod.logcdf, [lambda rng, k=k: (k * rng.uniform(20.0, 40.0, 3),
+                                                   k * rng.uniform(0.6, 3.0))],
+        variant="right-tail")
+    add(f"{dist}.logsf", mod.logsf, [lambda rng, k=k: (k * rng.uniform(300.0, 500.0, 3),
+                                                 k * rng.uniform(0.6, 3.0))],
+        variant="right-tail")
     add(f"{dist}.pdf", lambda x, a, f=mod.pdf: f(x * np.array([1.0, -1.0, 1.0]), a),
-        [lambda rng: (rng.uniform(0.5, 2.0, 3), rng.uniform(lo + 0.5, hi))], variant="outside",
-        promotes=True)
-    add(f"{dist}.cdf", lambda x, f=mod.cdf, a=lo + 0.5: f(x * np.array([1.0, -1.0, 1.0]), a),
-        [lambda rng: (rng.uniform(0.5, 2.0, 3),)], variant="outside", promotes=True)
+        [lambda rng, lo=lo, hi=hi: (rng.uniform(0.5, 2.0, 3), rng.uniform(lo + 0.5, hi))],
+        variant="outside", promotes=True)
+    for fname in ["cdf", "sf"]:
+        add(f"{dist}.{fname}", lambda x, a, f=getattr(mod, fname):
+            f(x * np.array([1.0, -1.0, 1.0]), a),
+            [lambda rng, lo=lo, hi=hi: (rng.uniform(0.5, 2.0, 3), rng.uniform(lo + 0.5, hi))],
+            variant="outside", promotes=True)
 
 # --- t ----------------------------------------------------------------------------------------
 add("t.logpdf", t.logpdf, scalar_shapes(-2.0, 2.0, [(0.8, 6.0)]))

@@ -1,6 +1,7 @@
 """fgrad.scipy.stats: values against SciPy, derivatives against closed forms and mpmath,
-conventions outside the support (-inf / 0 with zero, not nan, gradients), the refusal to
-differentiate CDFs in shape parameters, and argument errors. Gradients to order 2 in both
+conventions outside the support (-inf / 0 with zero, not nan, gradients), the gamma and chi2
+CDFs in their shape parameter against mpmath (to order 2, in the log tails too), the refusal
+of t and beta to differentiate their CDFs in shape parameters, and argument errors. Gradients to order 2 in both
 modes are in the gradient table (tests/rows_scipy_stats.py)."""
 
 import math
@@ -91,14 +92,96 @@ def test_logpdf_derivatives_in_shape_parameters_by_closed_form():
 
 
 @pytest.mark.parametrize("name,shapes,argnum", [
-    ("gamma", (2.5,), 1), ("chi2", (3.0,), 1), ("t", (3.0,), 1), ("beta", (2.0, 3.0), 1),
-    ("beta", (2.0, 3.0), 2)])
+    ("t", (3.0,), 1), ("beta", (2.0, 3.0), 1), ("beta", (2.0, 3.0), 2)])
 @pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
-def test_cdfs_refuse_shape_parameters_in_both_modes(name, shapes, argnum, fname):
+def test_t_and_beta_cdfs_refuse_shape_parameters_in_both_modes(name, shapes, argnum, fname):
+    # no derivative of the incomplete beta function in its shape parameters exists in fgrad
     f = getattr(getattr(fst, name), fname)
     for transform in (grad, jacfwd):
         with pytest.raises(TypeError, match="not differentiable in its shape parameter"):
             transform(f, argnums=argnum)(1.2, *shapes)
+
+
+def _mp_gamma_cdfs(which, x, a):
+    P = mpmath.gammainc(a, 0, x, regularized=True)
+    Q = mpmath.gammainc(a, x, mpmath.inf, regularized=True)
+    return {"cdf": P, "sf": Q, "logcdf": mpmath.log(P), "logsf": mpmath.log(Q)}[which]
+
+
+def _mp_gamma_cdfs_dx(which, x, a):
+    x = mpmath.mpf(x)
+    density = x ** (a - 1) * mpmath.exp(-x) / mpmath.gamma(a)
+    return {"cdf": density, "sf": -density,
+            "logcdf": density / _mp_gamma_cdfs("cdf", x, a),
+            "logsf": -density / _mp_gamma_cdfs("sf", x, a)}[which]
+
+
+GAMMA_POINTS = {  # (z, a): both ways of d/da (z < a + 1 and above) and of the log
+    "cdf": [(0.3, 0.7), (6.0, 1.5), (40.0, 30.0)],
+    "sf": [(0.3, 0.7), (6.0, 1.5), (40.0, 30.0)],
+    "logcdf": [(0.5, 4.0), (6.0, 1.5), (1e-200, 2.5), (3.0, 200.0), (60.0, 2.5)],
+    "logsf": [(1.7, 2.5), (0.05, 1.5), (800.0, 2.5), (2000.0, 40.0)],
+}
+
+
+@pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
+def test_gamma_cdfs_in_a_match_mpmath_to_order_2(fname):
+    mpmath.mp.dps = 40
+    f = getattr(fst.gamma, fname)
+    for z, a in GAMMA_POINTS[fname]:
+        da = mpmath.diff(lambda aa: _mp_gamma_cdfs(fname, z, aa), a)
+        daa = mpmath.diff(lambda aa: _mp_gamma_cdfs(fname, z, aa), a, 2)
+        dax = mpmath.diff(lambda aa: _mp_gamma_cdfs_dx(fname, z, aa), a)
+        assert f(z, a) == pytest.approx(float(_mp_gamma_cdfs(fname, z, a)), rel=1e-13)
+        assert grad(f, argnums=1)(z, a) == pytest.approx(float(da), rel=1e-12)
+        assert fgrad.jvp(lambda aa: f(z, aa), (a,), (1.0,))[1] == pytest.approx(float(da),
+                                                                                rel=1e-12)
+        assert grad(grad(f, argnums=1), argnums=1)(z, a) == pytest.approx(float(daa), rel=1e-11)
+        assert jacfwd(jacrev(f, argnums=1))(z, a) == pytest.approx(float(dax), rel=1e-11)
+
+
+def test_chi2_cdfs_in_df_are_gammas_in_a_at_df_over_2():
+    # chi2(df) = gamma(df / 2, scale=2): d/ddf = d/da / 2, d2/ddf2 = d2/da2 / 4
+    x, df, loc, scale = 3.1, 3.0, 0.2, 1.3
+    for fname in ["cdf", "sf", "logcdf", "logsf"]:
+        f, g = getattr(fst.chi2, fname), getattr(fst.gamma, fname)
+        assert grad(f, argnums=1)(x, df, loc, scale) == pytest.approx(
+            0.5 * grad(g, argnums=1)(x, df / 2, loc, 2 * scale), rel=1e-13)
+        assert grad(grad(f, argnums=1), argnums=1)(x, df, loc, scale) == pytest.approx(
+            0.25 * grad(grad(g, argnums=1), argnums=1)(x, df / 2, loc, 2 * scale), rel=1e-13)
+    # chi2 with df = 2 is expon(scale=2): sf = exp(-x/2), d/ddf of sf by mpmath
+    mpmath.mp.dps = 30
+    ref = mpmath.diff(lambda d: mpmath.gammainc(d / 2, 1.5, mpmath.inf, regularized=True), 2.0)
+    assert grad(fst.chi2.sf, argnums=1)(3.0, 2.0) == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_gamma_cdf_tails_against_scipy():
+    # where SciPy's value is finite ours is the same; where SciPy's log underflows to -inf
+    # (log of an underflowed P or Q) ours is the log-form value (checked against mpmath)
+    z = np.array([1e-300, 1e-200, 1e-120, 1e-5, 0.5, 5.0, 60.0, 300.0, 800.0, 5000.0])
+    for a in [0.7, 2.5, 40.0]:
+        for fname in ["logcdf", "logsf"]:
+            ours = getattr(fst.gamma, fname)(z, a)
+            theirs = getattr(ss.gamma, fname)(z, a)
+            finite = np.isfinite(theirs) & (theirs != 0)
+            np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-9)
+            assert np.all(np.isfinite(ours))
+            for zi in z[~np.isfinite(theirs)]:
+                mpmath.mp.dps = 30
+                assert getattr(fst.gamma, fname)(zi, a) == pytest.approx(
+                    float(_mp_gamma_cdfs(fname, zi, a)), rel=1e-12), (fname, zi, a)
+    # logcdf where P is 1 - 1e-15: log1p(-Q), all digits (SciPy's log(P) keeps about one)
+    assert fst.gamma.logcdf(40.0, 2.5) == pytest.approx(
+        float(mpmath.log(mpmath.gammainc(2.5, 0, 40, regularized=True))), rel=1e-13)
+
+
+def test_gamma_and_chi2_cdfs_keep_float32_in_the_shape_parameter():
+    x, a = np.float32([0.3, 1.7, 900.0]), np.float32(2.5)
+    for f in (fst.gamma.cdf, fst.gamma.logcdf, fst.gamma.logsf, fst.chi2.sf, fst.chi2.logsf):
+        assert f(x, a).dtype == np.float32
+        assert grad(lambda v, f=f: fgrad.numpy.sum(f(x, v)))(a).dtype == np.float32
+        assert np.all(np.isfinite(grad(lambda v, f=f: fgrad.numpy.sum(f(x, v)))(a)))
+    assert fst.gamma.cdf(x, 2.5).dtype == np.float32  # a Python float a
 
 
 def test_outside_the_support_values_and_zero_gradients():

@@ -1,11 +1,13 @@
 """Shared pieces of `fgrad.scipy.stats`: constant masks from primal values, the double-`where`
 guard that keeps masked branches finite, location/scale standardization, and the CDF
-primitives of the t, gamma and beta families.
+primitives of the t and beta families (and poisson's, whose k is a constant).
 
-The CDFs of t, gamma, chi2 and beta are regularized incomplete gamma/beta functions. Their
-derivative in the upper limit is the density (closed form, written in fgrad operations, so
-every order works in x, loc and scale); in the shape parameters there is no closed form, and
-differentiating in them raises a TypeError (never a silently wrong value).
+The CDFs of t and beta are regularized incomplete beta functions. Their derivative in the
+upper limit is the density (closed form, written in fgrad operations, so every order works in
+x, loc and scale); fgrad has no derivative of the incomplete beta function in its shape
+parameters, and differentiating in them raises a TypeError (never a silently wrong value).
+gamma and chi2 do not use these: their CDFs are `fgrad.scipy.special.gammainc` / `gammaincc`,
+differentiable in the shape parameter too.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, `fgrad.scipy.special`, and
 `scipy.special` for values.

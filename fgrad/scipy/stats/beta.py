@@ -4,7 +4,9 @@ gradients there).
 
 `logpdf` and `pdf` are differentiable in x, a, b, loc and scale. The CDFs are the
 regularized incomplete beta function, differentiable in x, loc and scale (derivative: the
-density); differentiating them in `a` or `b` raises a TypeError (no closed form).
+density); differentiating them in `a` or `b` raises a TypeError: fgrad has no derivative of
+the incomplete beta function in its shape parameters (no closed form; fgrad does not guess
+one). Pass a and b as constants.
 
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """

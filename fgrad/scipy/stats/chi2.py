@@ -1,19 +1,16 @@
 """`fgrad.scipy.stats.chi2`: the chi-squared distribution, `f(x, df, loc=0, scale=1)` as
 SciPy: the gamma distribution with a = df/2 and scale 2 * scale.
 
-`logpdf` and `pdf` are differentiable in x, df, loc and scale; the CDFs in x, loc and scale
-(differentiating them in `df` raises a TypeError: no closed form).
+Every function is differentiable in x, df, loc and scale, to every order (the CDFs through
+the incomplete gamma functions' derivative in a, with the stable logs of `gamma`).
 
-Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`, `fgrad.scipy.stats.gamma`.
+Imports: `fgrad.numpy`, `fgrad.scipy.stats.gamma`.
 """
 
 from ... import numpy as fnp
 from . import gamma as _gamma
-from ._common import incomplete_gamma
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
-
-_P, _Q = incomplete_gamma("chi2.cdf/sf", "df")
 
 
 def logpdf(x, df, loc=0, scale=1):
@@ -28,20 +25,20 @@ def pdf(x, df, loc=0, scale=1):
 
 
 def cdf(x, df, loc=0, scale=1):
-    """P(df/2, (x - loc)/(2 scale)); d/dx is the density. Not differentiable in `df`."""
-    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "cdf")
+    """P(df/2, (x - loc)/(2 scale)); d/dx is the density."""
+    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "cdf")
 
 
 def logcdf(x, df, loc=0, scale=1):
-    """log of the CDF (-inf at and below loc). Not differentiable in `df`."""
-    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "logcdf")
+    """log of the CDF (-inf at and below loc), stable in both tails."""
+    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "logcdf")
 
 
 def sf(x, df, loc=0, scale=1):
-    """Q(df/2, (x - loc)/(2 scale)), computed directly. Not differentiable in `df`."""
-    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "sf")
+    """Q(df/2, (x - loc)/(2 scale)), computed directly."""
+    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "sf")
 
 
 def logsf(x, df, loc=0, scale=1):
-    """log of the survival function. Not differentiable in `df`."""
-    return _gamma._cdfs(_P, _Q, x, 0.5 * df, loc, 2.0 * scale, "logsf")
+    """log of the survival function, finite far in the right tail."""
+    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "logsf")

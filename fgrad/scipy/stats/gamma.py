@@ -1,23 +1,26 @@
 """`fgrad.scipy.stats.gamma`: the gamma distribution, `f(x, a, loc=0, scale=1)` as SciPy
 (support x >= loc; -inf log-density and 0 density below it, with zero gradients there).
 
-`logpdf` and `pdf` are differentiable in x, a, loc and scale. The CDFs are the regularized
-incomplete gamma functions, differentiable in x, loc and scale (derivative: the density);
-differentiating them in `a` raises a TypeError (no closed form; fgrad does not guess one).
+Every function is differentiable in x, a, loc and scale, to every order. The CDFs are the
+regularized incomplete gamma functions `fgrad.scipy.special.gammainc` / `gammaincc` (d/dx is
+the density; d/da a series or continued fraction, see there). Their logs are stable: log of
+the value in [tiny, 1/2], log1p(-the complement) above 1/2, and a log-form series (logcdf,
+z far below a) or continued fraction (logsf, z far above a) where the value underflows, so
+`logsf(800, 2.5)` is -790.26 where SciPy gives -inf.
 
-Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
+Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`, and NumPy for
+constants (masks, term counts).
 """
 
 import math
 
+import numpy as _np
+
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (guard, harmonize, incomplete_gamma, invalid_to_nan, mask, select,
-                      standardize, value, weak)
+from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
-
-_P, _Q = incomplete_gamma("gamma.cdf/sf", "a")
 
 
 def _shape_ok(a, bad, *like):
@@ -37,19 +40,74 @@ def _logpdf(x, a, loc, scale):
     return invalid_to_nan(bad, select(inside, out, -math.inf))
 
 
-def _cdfs(P, Q, x, a, loc, scale, which):
+def _tiny(v):
+    """Below this a CDF value is computed in log form: about 1e-103 in float64, 2e-13 in
+    float32 (well above where the value itself underflows)."""
+    return float(_np.finfo(v.dtype if v.dtype.kind == "f" else _np.float64).tiny) ** (1 / 3)
+
+
+def _log_p_series(a, z):
+    """log P(a, z) = a log z - z - gammaln(a + 1) + log S, S = sum_k z**k / ((a+1)...(a+k)),
+    for z < a + 1 (used where P underflows: z far below a). The terms decrease from k = 0;
+    their number is read off the primal values (a constant)."""
+    av, zv = _np.broadcast_arrays(value(a).astype(float), value(z).astype(float))
+    ratio = float(_np.max(zv / (av + 1.0))) if zv.size else 0.0
+    n = 30 if ratio <= 0 else int(min(2000, 30 + math.log(1e-18) / math.log(min(ratio, 0.999))))
+    term, total = 1.0, 1.0
+    for k in range(1, n + 1):
+        term = term * (z / (a + float(k)))
+        total = total + term
+    return sp.xlogy(a, z) - z - sp.gammaln(a + 1.0) + fnp.log(total)
+
+
+def _log_q_fraction(a, z):
+    """log Q(a, z) = a log z - z - gammaln(a) + log r, r from Legendre's continued fraction
+    1 / (z + 1 - a - 1 (1 - a) / (z + 3 - a - 2 (2 - a) / (z + 5 - a - ...))), run backwards,
+    for z >= a + 1 (used where Q underflows: z far above a)."""
+    a_max = float(_np.max(value(a))) if _np.size(value(a)) else 1.0
+    f = 0.0
+    for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
+        f = (n * (n - a)) / (z + (2.0 * n + 1.0) - a - f)
+    return sp.xlogy(a, z) - z - sp.gammaln(a) - fnp.log(z + 1.0 - a - f)
+
+
+def _log_cdf(a, z, lower):
+    """log P(a, z) (lower) or log Q(a, z) for z > 0, each stable: log of the value where it
+    is in [tiny, 1/2], log1p(-the complement) above 1/2 (P near 1 keeps its digits), and the
+    log-form series or continued fraction below tiny (no underflow to -inf)."""
+    this, other = (sp.gammainc, sp.gammaincc) if lower else (sp.gammaincc, sp.gammainc)
+    y = this(a, z)
+    yv = value(y)
+    high = mask(yv > 0.5, z, a)
+    av, zv = _np.broadcast_arrays(value(a), value(z))
+    low = mask((yv < _tiny(yv)) & ((zv < av + 1.0) if lower else (zv >= av + 1.0)), z, a)
+    mid = ~high & ~low
+    out = fnp.log(guard(mid, y))
+    if high.any():
+        out = fnp.where(high, fnp.log1p(-guard(high, other(a, z), 0.5)), out)
+    if low.any():
+        tail = _log_p_series if lower else _log_q_fraction
+        out = fnp.where(low, tail(guard(low, a), guard(low, z, 0.5 if lower else 3.0)), out)
+    return out
+
+
+def _cdfs(x, a, loc, scale, which):
     x, a, loc, scale = harmonize(x, a, loc, scale)
     z, _, bad = standardize(x, loc, scale)
     a, bad = _shape_ok(a, bad, z)
+    zv = value(z)
+    # At z == 0 the CDFs take the density as their derivative in x (finite for a >= 1); below
+    # it they are constants. logcdf is -inf at z == 0 and is taken from z > 0 only.
+    inside = mask(zv > 0 if which == "logcdf" else zv >= 0, z, a)
+    zg = guard(inside, z)
     if which == "cdf":
-        out = P(z, a)
+        out = select(inside, sp.gammainc(a, zg), 0.0)
     elif which == "sf":
-        out = Q(z, a)
+        out = select(inside, sp.gammaincc(a, zg), 1.0)
     elif which == "logcdf":
-        positive = mask(value(z) > 0, z, a)
-        out = select(positive, fnp.log(guard(positive, P(z, a))), -math.inf)
+        out = select(inside, _log_cdf(a, zg, lower=True), -math.inf)
     else:
-        out = fnp.log(Q(z, a))
+        out = select(inside, _log_cdf(a, zg, lower=False), 0.0)
     return invalid_to_nan(bad, out)
 
 
@@ -70,22 +128,27 @@ def pdf(x, a, loc=0, scale=1):
 
 
 def cdf(x, a, loc=0, scale=1):
-    """The regularized lower incomplete gamma function P(a, z); d/dx is the density.
-    Not differentiable in `a` (TypeError)."""
-    return _cdfs(_P, _Q, x, a, loc, scale, "cdf")
+    """The regularized lower incomplete gamma function P(a, z); d/dx is the density, d/da
+    that of `fgrad.scipy.special.gammainc`.
+
+    >>> import fgrad
+    >>> round(float(fgrad.grad(cdf, argnums=1)(1.0, 1.0)), 12)  # d/da P(a, 1) at a = 1
+    -0.431729710635
+    """
+    return _cdfs(x, a, loc, scale, "cdf")
 
 
 def logcdf(x, a, loc=0, scale=1):
-    """log P(a, z) (-inf for z <= 0). Not differentiable in `a` (TypeError)."""
-    return _cdfs(_P, _Q, x, a, loc, scale, "logcdf")
+    """log P(a, z) (-inf for z <= 0), stable at both ends (see the module docstring)."""
+    return _cdfs(x, a, loc, scale, "logcdf")
 
 
 def sf(x, a, loc=0, scale=1):
     """The upper regularized incomplete gamma function Q(a, z) = 1 - P(a, z), computed
-    directly (no cancellation in the right tail). Not differentiable in `a` (TypeError)."""
-    return _cdfs(_P, _Q, x, a, loc, scale, "sf")
+    directly (no cancellation in the right tail)."""
+    return _cdfs(x, a, loc, scale, "sf")
 
 
 def logsf(x, a, loc=0, scale=1):
-    """log Q(a, z). Not differentiable in `a` (TypeError)."""
-    return _cdfs(_P, _Q, x, a, loc, scale, "logsf")
+    """log Q(a, z), finite far in the right tail (see the module docstring)."""
+    return _cdfs(x, a, loc, scale, "logsf")

@@ -2,7 +2,9 @@
 
 `logpdf` and `pdf` are differentiable in x, df, loc and scale. The CDFs are SciPy's `stdtr`,
 differentiable in x, loc and scale (derivative: the density); differentiating them in `df`
-raises a TypeError (no closed form; fgrad does not guess one).
+raises a TypeError: stdtr is an incomplete beta function in df, and fgrad has no derivative
+of the incomplete beta function in its shape parameters (no closed form; fgrad does not guess
+one). Pass df as a constant.
 
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
