@@ -847,7 +847,7 @@ def rows(workload, samples, measure):
                                  f"{bar.den.split(' (')[0]}: {ratio:.2f}x {verdict}")
                 verdicts.append((workload.key, measure, bar, ratio, verdict))
         lines.append(f"{name:10} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
-                     f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}")
+                     f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}".rstrip())
         name = ""
     return lines, verdicts
 
