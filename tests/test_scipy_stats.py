@@ -170,6 +170,15 @@ def test_gamma_cdf_tails_against_scipy():
                 mpmath.mp.dps = 30
                 assert getattr(fst.gamma, fname)(zi, a) == pytest.approx(
                     float(_mp_gamma_cdfs(fname, zi, a)), rel=1e-12), (fname, zi, a)
+    # nan and inf as SciPy (values), with zero (not nan) gradients at inf
+    edge = np.array([np.nan, np.inf, -np.inf])
+    for fname in ["cdf", "sf", "logcdf", "logsf"]:
+        for mod, shape in [(fst.gamma, 2.5), (fst.chi2, 3.0)]:
+            np.testing.assert_array_equal(getattr(mod, fname)(edge, shape),
+                                          getattr(getattr(ss, mod.__name__.rsplit(".")[-1]),
+                                                  fname)(edge, shape))
+            g = grad(lambda a, f=getattr(mod, fname): fgrad.numpy.sum(f(edge[1:], a)))(shape)
+            assert g == 0.0
     # logcdf where P is 1 - 1e-15: log1p(-Q), all digits (SciPy's log(P) keeps about one)
     assert fst.gamma.logcdf(40.0, 2.5) == pytest.approx(
         float(mpmath.log(mpmath.gammainc(2.5, 0, 40, regularized=True))), rel=1e-13)

@@ -97,17 +97,23 @@ def _cdfs(x, a, loc, scale, which):
     a, bad = _shape_ok(a, bad, z)
     zv = value(z)
     # At z == 0 the CDFs take the density as their derivative in x (finite for a >= 1); below
-    # it they are constants. logcdf is -inf at z == 0 and is taken from z > 0 only.
-    inside = mask(zv > 0 if which == "logcdf" else zv >= 0, z, a)
+    # it, and at z == inf, they are constants. logcdf is -inf at z == 0 and is taken from
+    # z > 0 only. A nan x gives nan, as SciPy.
+    inside = mask(((zv > 0) if which == "logcdf" else (zv >= 0)) & (zv < math.inf), z, a)
+    below, above = {"cdf": (0.0, 1.0), "sf": (1.0, 0.0), "logcdf": (-math.inf, 0.0),
+                    "logsf": (0.0, -math.inf)}[which]
     zg = guard(inside, z)
     if which == "cdf":
-        out = select(inside, sp.gammainc(a, zg), 0.0)
+        out = sp.gammainc(a, zg)
     elif which == "sf":
-        out = select(inside, sp.gammaincc(a, zg), 1.0)
-    elif which == "logcdf":
-        out = select(inside, _log_cdf(a, zg, lower=True), -math.inf)
+        out = sp.gammaincc(a, zg)
     else:
-        out = select(inside, _log_cdf(a, zg, lower=False), 0.0)
+        out = _log_cdf(a, zg, lower=which == "logcdf")
+    out = select(inside, out, below)
+    top = mask(_np.isposinf(zv), z, a)
+    if top.any():
+        out = fnp.where(top, above, out)
+    bad = bad | mask(_np.isnan(zv), z, a)
     return invalid_to_nan(bad, out)
 
 
