@@ -340,10 +340,16 @@ _angle_p = defprimitive(
 
 
 def _choice_weights(ans, x, y, wins):
-    """Weights of x's share of the gradient: 1 where x wins, 1/2 at ties, 0 where y wins."""
+    """Weights of x's share of the gradient: 1 where x wins, 1/2 at ties, 0 where y wins.
+
+    Without ties (the common case: relu away from 0) the weights are the boolean mask itself,
+    which multiplies a cotangent in its own dtype and costs a fraction of a float array."""
     xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
-    w = _np.where(wins(xv, yv), 1.0, _np.where(xv == yv, 0.5, 0.0))
-    return _weights(_np.broadcast_to(w, _np.shape(primal(ans))), _dtype_of(ans))
+    w = wins(xv, yv)
+    ties = xv == yv
+    if ties.any():
+        w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
+    return _np.broadcast_to(w, _np.shape(primal(ans)))
 
 
 def _chooser(impl, wins_x, wins_y):
