@@ -9,6 +9,7 @@ operations so that they can be differentiated again: `hessian = jacfwd(jacrev(f)
 """
 
 import functools
+import gc
 import operator
 
 import numpy as _np
@@ -246,12 +247,33 @@ def _check_outputs(out_leaves, who):
             )
 
 
+class _CollectorPaused:
+    """Pause Python's cyclic garbage collector while a trace or a backward pass runs.
+
+    A trace makes several objects per primitive (boxes, nodes, closures) that live until the
+    backward pass; each young-generation collection re-scans them, which is a fifth of the time
+    of a 20,000-op gradient. The tape holds no reference cycles (tests/test_no_leaks.py), so
+    reference counting frees it without the collector. The previous state is restored after.
+    """
+
+    __slots__ = ("was_enabled",)
+
+    def __enter__(self):
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was_enabled:
+            gc.enable()
+        return False
+
+
 def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     """Trace `fun` on a reverse level. Returns the output's leaves and structure, `pull`
     (cotangent leaves -> input cotangent leaves; a None cotangent is a structural zero, so
     nothing is computed for it) and aux."""
     leaves = [_numpy_scalar(x) for x in leaves]
-    with ReverseLevel() as level:
+    with ReverseLevel() as level, _CollectorPaused():
         boxes = [level.new_input(x) for x in leaves]
         out = fun(*tree_unflatten(in_tree, boxes))
     aux = None
@@ -270,7 +292,8 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
             (n, _numpy_scalar(c, o)) for n, c, o in zip(out_nodes, ct_leaves, out_values)
             if n is not None and c is not None
         ]
-        cts = backward_pass(level, seeds, consume=consume) if seeds else {}
+        with _CollectorPaused():
+            cts = backward_pass(level, seeds, consume=consume) if seeds else {}
         return [cts[n] if n in cts else zeros_like_value(x) for n, x in zip(in_nodes, leaves)]
 
     return out_values, out_tree, pull, aux
