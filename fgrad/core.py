@@ -175,10 +175,16 @@ class ReverseLevel(Level):
             return self._process_fprop(prim, args, params)
         # Built-in rules: build closures only for the inputs that need a gradient. One- and
         # two-input primitives are most of a program, so they skip the general loop.
+        # When no box is left under this level's, the value is the primitive's impl: calling
+        # it directly skips a second pass of `bind` over the arguments (unless a watch, such
+        # as debug_nans, must see it).
         if len(args) == 1:
             x = args[0]  # the only argument holds the innermost box, so it is this level's
             xv = x.value
-            ans = bind(prim, (xv,), params)
+            if type(xv) is Box or watch is not None:
+                ans = bind(prim, (xv,), params)
+            else:
+                ans = prim.impl(xv, **params)
             maker = vjps[0]
             if maker is None:
                 return ans
@@ -189,7 +195,10 @@ class ReverseLevel(Level):
             y_own = type(y) is Box and y.level is self
             xv = x.value if x_own else x
             yv = y.value if y_own else y
-            ans = bind(prim, (xv, yv), params)
+            if type(xv) is Box or type(yv) is Box or watch is not None:
+                ans = bind(prim, (xv, yv), params)
+            else:
+                ans = prim.impl(xv, yv, **params)
             fx = vjps[0] if x_own else None
             fy = vjps[1] if y_own else None
             if fx is not None and fy is not None:
@@ -358,13 +367,14 @@ def bind(prim, args, params):
     """Apply `prim` to `args`: plain NumPy when no live box is present, else the innermost level."""
     level = None
     for a in args:
-        if type(a) is Box:
+        kind = type(a)
+        if kind is Box:
             lv = a.level
             if not lv.live:
                 return bind(prim, tuple(_live_value(b) for b in args), params)
             if level is None or lv.depth > level.depth:
                 level = lv
-        elif (type(a) is list or type(a) is tuple) and holds_box(a):
+        elif (kind is list or kind is tuple) and holds_box(a):
             packed = tuple(_packed(b) for b in args)
             return bind(prim, packed, params)
     if level is None:
