@@ -331,7 +331,7 @@ ALLOWED_IMPORTS = {
     "graph.py": {"core", "provenance", "tree_util"},
     # scripts run as python -m fgrad.demo / fgrad.conventions: users of the public API
     "demo.py": {"numpy"},
-    "conventions.py": {"numpy"},
+    "conventions.py": {"numpy", "scipy.special"},
     "numpy/_box.py": {"core", "numpy.elementwise", "numpy.ufuncs", "numpy.products",
                       "numpy.reductions", "numpy.shaping"},
 }
