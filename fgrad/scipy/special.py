@@ -340,6 +340,22 @@ def erfcx(x):
     return _erfcx_p(x)
 
 
+def _with_order(impl, deriv, name):
+    """A primitive `impl(x, n=...)` with a static order `n`, differentiable in x only:
+    `deriv(x, ans, n)` is its derivative in x, written in fgrad operations."""
+
+    def vjp(ans, x, n):
+        like = meta(x)
+        return lambda ct: unbroadcast(ct * deriv(x, ans, n), like)
+
+    return defprimitive(
+        impl,
+        vjp=vjp,
+        jvp=lambda t, ans, x, n: broadcast_like(t * deriv(x, ans, n), ans),
+        name=name,
+    )
+
+
 # --- gamma and friends -----------------------------------------------------------------------
 
 
@@ -347,21 +363,8 @@ def _polygamma_impl(x, n):
     return _like_x(_sc.polygamma(n, x), x)
 
 
-def _polygamma_deriv(x, n):
-    return _polygamma_p(x, n=n + 1)
-
-
-def _polygamma_vjp(ans, x, n):
-    like = meta(x)
-    return lambda ct: unbroadcast(ct * _polygamma_deriv(x, n), like)
-
-
-_polygamma_p = defprimitive(
-    _polygamma_impl,
-    vjp=_polygamma_vjp,
-    jvp=lambda t, ans, x, n: broadcast_like(t * _polygamma_deriv(x, n), ans),
-    name="polygamma",
-)
+_polygamma_p = _with_order(
+    _polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma")
 _psi_p = _unary(_sc.psi, lambda x, ans: _polygamma_p(x, n=_np.int64(1)), "psi")
 _gammaln_p = _unary(_sc.gammaln, lambda x, ans: _psi_p(x), "gammaln")
 _gamma_p = _unary(_sc.gamma, lambda x, ans: ans * _psi_p(x), "gamma")
@@ -888,21 +891,8 @@ def _yn_impl(x, n):
     return _like_x(_sc.yn(n, x), x)
 
 
-def _yn_deriv(x, n):
-    return 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1))
-
-
-def _yn_vjp(ans, x, n):
-    like = meta(x)
-    return lambda ct: unbroadcast(ct * _yn_deriv(x, n), like)
-
-
-_yn_p = defprimitive(
-    _yn_impl,
-    vjp=_yn_vjp,
-    jvp=lambda t, ans, x, n: broadcast_like(t * _yn_deriv(x, n), ans),
-    name="yn",
-)
+_yn_p = _with_order(
+    _yn_impl, lambda x, ans, n: 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1)), "yn")
 
 _ONE, _TWO = _np.int64(1), _np.int64(2)
 _j0_p = _unary(_sc.j0, lambda x, ans: -_j1_p(x), "j0")
@@ -1015,17 +1005,7 @@ def _expn_deriv(x, ans, n):
     return fnp.where(zero, e0, -_expn_p(x, n=_np.maximum(n - 1, 0)))
 
 
-def _expn_vjp(ans, x, n):
-    like = meta(x)
-    return lambda ct: unbroadcast(ct * _expn_deriv(x, ans, n), like)
-
-
-_expn_p = defprimitive(
-    _expn_impl,
-    vjp=_expn_vjp,
-    jvp=lambda t, ans, x, n: broadcast_like(t * _expn_deriv(x, ans, n), ans),
-    name="expn",
-)
+_expn_p = _with_order(_expn_impl, _expn_deriv, "expn")
 _exp1_p = _unary(_sc.exp1, lambda x, ans: -(fnp.exp(-x) / x), "exp1")
 _expi_p = _unary(_sc.expi, lambda x, ans: fnp.exp(x) / x, "expi")
 
