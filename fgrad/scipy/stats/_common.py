@@ -32,6 +32,13 @@ def value(x):
     return _np.asarray(primal(x))
 
 
+def squeeze_ones(out):
+    """`out` without its length-1 axes, as SciPy squeezes dirichlet's and
+    multivariate_normal's results."""
+    shape = tuple(n for n in _np.shape(value(out)) if n != 1)
+    return fnp.reshape(out, shape) if shape != _np.shape(value(out)) else out
+
+
 def mask(condition, *like):
     """A constant boolean mask, broadcast to the broadcast shape of `like`."""
     shape = _np.broadcast_shapes(*(_np.shape(value(v)) for v in like)) if like else ()

@@ -13,7 +13,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import value
+from ._common import squeeze_ones, value
 
 __all__ = ["logpdf", "pdf", "entropy", "mean", "var"]
 
@@ -54,11 +54,6 @@ def _check_x(x, alpha, av):
     return x
 
 
-def _squeeze(out):
-    shape = tuple(n for n in _np.shape(value(out)) if n != 1)
-    return fnp.reshape(out, shape) if shape != _np.shape(value(out)) else out
-
-
 def _log_beta(alpha):
     return fnp.sum(sp.gammaln(alpha)) - sp.gammaln(fnp.sum(alpha))
 
@@ -76,7 +71,7 @@ def logpdf(x, alpha):
     x = _check_x(x, alpha, av)
     xs = fnp.moveaxis(x, 0, -1)
     out = fnp.sum(sp.xlogy(alpha - 1.0, xs), axis=-1) - _log_beta(alpha)
-    return _squeeze(out)
+    return squeeze_ones(out)
 
 
 def pdf(x, alpha):

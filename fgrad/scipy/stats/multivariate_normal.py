@@ -18,7 +18,7 @@ import math
 import numpy as _np
 
 from ... import numpy as fnp
-from ._common import LOG_2PI, value
+from ._common import LOG_2PI, squeeze_ones, value
 
 __all__ = ["logpdf", "pdf", "entropy"]
 
@@ -128,11 +128,6 @@ def _process_quantiles(x, dim):
     return x
 
 
-def _squeeze(out):
-    shape = tuple(n for n in _np.shape(value(out)) if n != 1)
-    return fnp.reshape(out, shape) if shape != _np.shape(value(out)) else out
-
-
 def logpdf(x, mean=None, cov=1, allow_singular=False):
     """-(rank log(2 pi) + log pdet(cov) + (x - mean)^T cov^+ (x - mean)) / 2; -inf for x off
     the support of a singular covariance (allow_singular=True).
@@ -151,7 +146,7 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
     inside = spec.in_support(dev)
     if inside is not None and not inside.all():
         out = fnp.where(inside, out, -math.inf)
-    return _squeeze(fnp.reshape(out, batch))
+    return squeeze_ones(fnp.reshape(out, batch))
 
 
 def pdf(x, mean=None, cov=1, allow_singular=False):
