@@ -37,7 +37,7 @@ from . import core, provenance
 __all__ = ["debug_nans", "set_debug_nans"]
 
 _lock = threading.Lock()
-_settings = {"on": False, "inf": True}
+_settings = {"inf": True}  # whether inf stops too; the check is on when core.watch is set
 
 # reverse level -> {tape index: (primitive name, Source or None)}: which primitive each tape
 # entry applied and where, so a bprop that fails can be traced to your forward line
@@ -48,8 +48,8 @@ def set_debug_nans(enabled=True, *, inf=True):
     """Turn the check on (or off) for the whole process; `inf=False` lets inf through and
     stops only at nan. Returns the previous setting as `(enabled, inf)`."""
     with _lock:
-        previous = (_settings["on"], _settings["inf"])
-        _settings["on"], _settings["inf"] = bool(enabled), bool(inf)
+        previous = (core.watch is not None, _settings["inf"])
+        _settings["inf"] = bool(inf)
         core.watch = _check if enabled else None
     return previous
 
@@ -168,7 +168,7 @@ def _explain(prim, args, ans, above):
     element = f"{prim.name}({_inputs_at(args, part.shape, index)}) = {kind} at {at}"
     role, rule = provenance.enclosing_rule(above)
     if role == "backward":
-        return _explain_cotangent(prim, element, part, index, rule, inputs_finite) + "\n" + _FIX
+        return _explain_cotangent(element, kind, part, index, rule, inputs_finite) + "\n" + _FIX
     source = provenance.source_of(above if role == "forward" else rule)
     if role == "tangent":
         what = rule.f_locals.get("prim") if rule.f_code is provenance.FORWARD_PROCESS else None
@@ -189,11 +189,10 @@ def _explain(prim, args, ans, above):
     return "\n".join(lines + [_FIX])
 
 
-def _explain_cotangent(prim, element, part, index, rule, inputs_finite):
+def _explain_cotangent(element, kind, part, index, rule, inputs_finite):
     """A primitive applied inside a bprop (at higher order, where bprops are traced)."""
     loc = rule.f_locals
     name, source = _origin(loc)
-    kind = element.rsplit(" = ", 1)[1].split(" ")[0]
     lines = [f"debug_nans: the bprop of {name} computed {kind} in a cotangent "
              f"(in the backward pass)"]
     lines += _applied_at(name, source)

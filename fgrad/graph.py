@@ -153,14 +153,14 @@ class Graph:
     def __str__(self):
         lines = [f"make_graph({self.name}): {self._summary()}",
                  "inputs: " + (", ".join(map(repr, self.inputs)) or "none")]
+        block_of = {id(e): b for b in self._blocks for e in b.equations}
         heading = None
         for e in self.equations:
-            block = self._block_of(e)
-            new_heading = self._heading(e, block)
+            new_heading = self._heading(e, block_of.get(id(e)))
             if new_heading != heading:
                 heading = new_heading
                 lines.append(heading)
-            note = self._note(e, block)
+            note = self._note(e)
             lines.append(f"    {e.text():<44}  # {note}" if note else f"    {e.text()}")
         lines.append("outputs: " + (", ".join(
             repr(x) if isinstance(x, Const) else x.name for x in self.outputs) or "none"))
@@ -172,12 +172,6 @@ class Graph:
         counts = self.counts()
         parts = ", ".join(f"{counts[r]} {r}" for r in _ROLES if r in counts)
         return f"{len(self)} primitive applications" + (f" ({parts})" if parts else "")
-
-    def _block_of(self, e):
-        for b in self._blocks:
-            if e in b.equations:
-                return b
-        return None
 
     def _heading(self, e, block):
         if e.role == "backward":
@@ -196,7 +190,7 @@ class Graph:
         return "  forward:"
 
     @staticmethod
-    def _note(e, block):
+    def _note(e):
         if e.sums_cotangent_of is not None:
             return f"sums two cotangents of {e.sums_cotangent_of}"
         if e.role == "residual" and e.rule_of is not None:
@@ -276,17 +270,15 @@ def make_graph(fun, static_argnums=()):
 class GraphLevel(Level):
     """The outermost level while a graph is made: records each primitive application."""
 
-    __slots__ = ("graph", "_names", "_forward_of", "_levels", "_applied_by", "_const_names",
-                 "_leaf_var", "_kept")
+    __slots__ = ("graph", "_names", "_forward_of", "_applied_by", "_const_names", "_leaf_var",
+                 "_kept")
 
     def __init__(self, graph):
         super().__init__()
         self.graph = graph
         self._names = _var_names()
-        # (id of a reverse level, tape index) -> the equation that tape entry applied; the
-        # levels are kept in _levels while the graph is made, so their ids are not reused
+        # (reverse level, tape index) -> the equation that tape entry applied
         self._forward_of = {}
-        self._levels = []
         # the frame of a level's `process` -> the equation it applied there, so that the
         # equations its rules apply next can name it
         self._applied_by = {}
@@ -321,9 +313,7 @@ class GraphLevel(Level):
             self._applied_by[frame] = eqn
             if frame.f_code in provenance.REVERSE_PROCESS:  # the next entry of its tape
                 level = frame.f_locals["self"]
-                if level not in self._levels:
-                    self._levels.append(level)
-                self._forward_of[id(level), len(level.tape)] = eqn
+                self._forward_of[level, len(level.tape)] = eqn
                 self._note_inputs(level, frame.f_locals["args"])
         if why.bprop is not None:
             self._add_to_block(eqn, why)
@@ -331,8 +321,8 @@ class GraphLevel(Level):
 
     def __exit__(self, *exc):
         # drop the frames and levels kept while recording: they hold the traced values
-        for table in (self._applied_by, self._forward_of, self._levels, self._const_names,
-                      self._leaf_var, self._kept):
+        for table in (self._applied_by, self._forward_of, self._const_names, self._leaf_var,
+                      self._kept):
             table.clear()
         return super().__exit__(*exc)
 
@@ -355,7 +345,7 @@ class GraphLevel(Level):
                     self._kept.append(a.aux)
 
     def forward_equation(self, level, index):
-        return self._forward_of.get((id(level), index))
+        return self._forward_of.get((level, index))
 
     def _add_to_block(self, eqn, why):
         blocks = self.graph._blocks
@@ -388,7 +378,7 @@ def _why(frame, prim, graph_level):
             why.bprop = loc.get("node")
         summing = _frame_above(above, rule, provenance.ACCUMULATE)
         if summing is not None:
-            why.sums = _summed_value(summing.f_locals, graph_level)
+            why.sums = _summed_value(summing.f_locals["node"], level, graph_level)
     elif why.role in ("tangent", "residual") and rule.f_code is not provenance.TRANSPOSE:
         why.level = rule.f_locals["self"].depth - base
         why.rule_of = graph_level._applied_by.get(rule)
@@ -407,13 +397,13 @@ def _frame_above(frame, stop, code):
     return None
 
 
-def _summed_value(loc, graph_level):
-    """The name of the value whose cotangents `_accumulate` is summing."""
-    node = loc.get("node")
-    for (level_id, k), eqn in graph_level._forward_of.items():
-        for level in graph_level._levels:
-            if id(level) == level_id and k < len(level.tape) and level.tape[k] is node:
-                return eqn.output.name
+def _summed_value(node, level, graph_level):
+    """The name of the value whose cotangents `_accumulate` is summing: the output of the
+    equation that `node`, an entry of `level`'s tape, recorded, or an input of `level`."""
+    if node in level.tape:  # not yet reached by the backward pass, so still on the tape
+        eqn = graph_level.forward_equation(level, level.tape.index(node))
+        if eqn is not None:
+            return eqn.output.name
     var = graph_level._leaf_var.get(id(node))
     return f"the input {var.name}" if var is not None else "an input"
 

@@ -537,7 +537,7 @@ def structure_difference(given, expected):
                     return f"{path}[{key!r}] is missing"
             for key in g:
                 if key not in e:
-                    return f"{path}[{key!r}] is not in the output"
+                    return f"{path}[{key!r}] is there but not expected"
             return next((d for k in e if (d := walk(g[k], e[k], f"{path}[{k!r}]"))), None)
         if isinstance(e, (list, tuple)):
             if type(g) is not type(e):
