@@ -418,8 +418,13 @@ def backward_pass(level, seeds, consume=False):
                 c = f(ct)
                 if watch is not None:
                     watch.cotangent(ct, (c,))
+                # Most values are used once: their first cotangent is stored as it is, and
+                # only a second one pays for the call that sums them.
                 if c is not None:
-                    _accumulate(cts, parent, c)
+                    if parent in cts:
+                        _accumulate(cts, parent, c)
+                    else:
+                        cts[parent] = c
         else:
             if bprop is None:
                 raise RuntimeError(
