@@ -13,7 +13,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive, nondiff
-from .shaping import broadcast_like, meta, unbroadcast
+from .shaping import broadcast_like, meta, unbroadcast, unbroadcast_meta
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",
@@ -29,10 +29,14 @@ def _ct_to(i):
     """The vjp maker for an input whose cotangent is the output's, summed to its shape."""
 
     def maker(ans, *args):
-        like = meta(args[i])
-        return lambda ct: unbroadcast(ct, like)
+        like = unbroadcast_meta(args[i], ans)
+        return _identity if like is None else lambda ct: unbroadcast(ct, like)
 
     return maker
+
+
+def _identity(ct):
+    return ct
 
 
 def _t_broadcast(t, ans, *args):
@@ -54,7 +58,7 @@ add = defprimitive(_np.add, vjp=(_ct_to(0), _ct_to(1)), jvp=(_t_broadcast, _t_br
 
 
 def _neg_ct_to_y(ans, x, y):
-    like = meta(y)
+    like = unbroadcast_meta(y, ans)
     return lambda ct: unbroadcast(negative(ct), like)
 
 
@@ -68,12 +72,12 @@ subtract = defprimitive(
 # The rules call `multiply` rather than `*`: the other operand may be a list (as in NumPy),
 # and `numpy.float64 * list` is Python's sequence repetition, not a product.
 def _mul_vjp_x(ans, x, y):
-    like = meta(x)
+    like = unbroadcast_meta(x, ans)
     return lambda ct: unbroadcast(multiply(ct, y), like)
 
 
 def _mul_vjp_y(ans, x, y):
-    like = meta(y)
+    like = unbroadcast_meta(y, ans)
     return lambda ct: unbroadcast(multiply(x, ct), like)
 
 
@@ -88,12 +92,12 @@ multiply = defprimitive(
 
 
 def _div_vjp_x(ans, x, y):
-    like = meta(x)
+    like = unbroadcast_meta(x, ans)
     return lambda ct: unbroadcast(ct / y, like)
 
 
 def _div_vjp_y(ans, x, y):
-    like = meta(y)
+    like = unbroadcast_meta(y, ans)
     return lambda ct: unbroadcast(negative(ct * ans / y), like)
 
 
@@ -354,11 +358,11 @@ def _choice_weights(ans, x, y, wins):
 
 def _chooser(impl, wins_x, wins_y):
     def vjp_x(ans, x, y):
-        like, w = meta(x), _choice_weights(ans, x, y, wins_x)
+        like, w = unbroadcast_meta(x, ans), _choice_weights(ans, x, y, wins_x)
         return lambda ct: unbroadcast(ct * w, like)
 
     def vjp_y(ans, x, y):
-        like, w = meta(y), _choice_weights(ans, y, x, wins_y)
+        like, w = unbroadcast_meta(y, ans), _choice_weights(ans, y, x, wins_y)
         return lambda ct: unbroadcast(ct * w, like)
 
     def jvp_x(t, ans, x, y):
@@ -388,7 +392,7 @@ def clip(a, a_min=None, a_max=None):
 
 def _where_vjp(i):
     def maker(ans, c, x, y):
-        like = meta((c, x, y)[i])
+        like = unbroadcast_meta((c, x, y)[i], ans)
         cond = _np.asarray(primal(c), dtype=bool)
         if i == 1:
             return lambda ct: unbroadcast(where(cond, ct, 0.0), like)

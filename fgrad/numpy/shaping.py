@@ -171,14 +171,17 @@ def squeeze(a, axis=None):
 
 
 def unbroadcast(ct, like):
-    """Sum `ct` back to the shape in `like = meta(x)` and cast it to x's dtype.
+    """Sum `ct` back to the shape in `like = meta(x)` and cast it to x's dtype. `like` is None
+    when there is nothing to undo (see `unbroadcast_meta`).
 
     Broadcasting copies x along the new and length-1 axes, so its adjoint sums over them; a
     dtype promotion is a cast, so its adjoint casts back (float32 inputs get float32 gradients).
     """
+    if like is None:
+        return ct
     x_shape, x_dtype = like
     ct_shape, ct_dtype = meta(ct)
-    if ct_shape == x_shape and (ct_dtype == x_dtype or x_dtype is None):
+    if _fits(ct_shape, ct_dtype, like):
         return ct
     if ct_shape != x_shape:
         lead = len(ct_shape) - len(x_shape)
@@ -191,6 +194,22 @@ def unbroadcast(ct, like):
     if x_dtype is not None and ct_dtype != x_dtype:
         ct = _astype_p(ct, dtype=x_dtype)  # complex to real keeps the real part (JAX's rule)
     return ct
+
+
+def _fits(shape, dtype, like):
+    """Whether a value of this shape and dtype is already a cotangent for `like = meta(x)`."""
+    x_shape, x_dtype = like
+    return shape == x_shape and (x_dtype is None or dtype == x_dtype)
+
+
+def unbroadcast_meta(x, ans):
+    """What a bprop passes to `unbroadcast` for input x of a rule whose cotangent is computed
+    elementwise from the cotangent of `ans` (so it has ans's shape and dtype): `meta(x)`, or
+    None when x already has that shape and dtype. Decided once, when the rule is built, so
+    that the bprop of the common unbroadcast operation does no work."""
+    like = meta(x)
+    ans_shape, ans_dtype = meta(ans)
+    return None if ans_dtype is not None and _fits(ans_shape, ans_dtype, like) else like
 
 
 def broadcast_like(t, ans):
