@@ -4,7 +4,7 @@ hessian and stop_gradient, with JAX's names and semantics.
 Pytrees are flattened once here, at the edge; the core sees flat lists of values. Errors about
 what the user passed are raised here, naming the argument, its shape and dtype.
 
-Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy` (Jacobians are assembled with fgrad
+Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.batching`, `fgrad.numpy` (Jacobians are assembled with fgrad
 operations so that they can be differentiated again: `hessian = jacfwd(jacrev(f))`).
 """
 
@@ -15,6 +15,7 @@ import operator
 import numpy as _np
 
 from . import numpy as fnp
+from .batching import map_linear
 from .core import Box, ForwardLevel, ReverseLevel, backward_pass, primal, zeros_like_value
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 
@@ -550,14 +551,6 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
     return dyn, single, fun_of_dyn
 
 
-def _one_hot(like, k):
-    """A plain array shaped like `like` with a one at flat position k."""
-    v = primal(like)
-    e = _np.zeros(_np.size(v), dtype=_dtype(v))
-    e[k] = 1
-    return e.reshape(_np.shape(v))
-
-
 def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
     """Jacobian blocks -> pytree: the output's structure, each leaf holding the input's
     structure, each block of shape out_leaf.shape + in_leaf.shape (JAX's layout)."""
@@ -572,8 +565,9 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
 
 
 def jacfwd(fun, argnums=0, holomorphic=False):
-    """The Jacobian of `fun` by forward mode: one jvp per input element. Complex inputs need
-    `holomorphic=True` (the Jacobian is then f'(z)).
+    """The Jacobian of `fun` by forward mode: one jvp per input element, run for all of them at
+    once where the rules allow (`fgrad.batching`). Complex inputs need `holomorphic=True` (the
+    Jacobian is then f'(z)).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacfwd(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
@@ -585,37 +579,38 @@ def jacfwd(fun, argnums=0, holomorphic=False):
     def jacfwd_fun(*args):
         dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacfwd", holomorphic)
         in_leaves, in_tree = tree_flatten(dyn)
-        columns = []  # columns[j][k]: tangent of output leaf k along input element j
-        out_leaves = None
-        for leaf_index, x in enumerate(in_leaves):
-            for k in range(_np.size(primal(x))):
-                # the other inputs get no tangent at all (not a zero one: 0 * inf is nan)
-                tangents = [_one_hot(y, k) if i == leaf_index else None
-                            for i, y in enumerate(in_leaves)]
-                out_leaves, t_out, out_tree, _ = _jvp_flat(
-                    fun_of_dyn, in_leaves, in_tree, tangents, who="jacfwd"
-                )
-                columns.append(t_out)
-        if out_leaves is None:
-            out_leaves, out_tree = tree_flatten(fun_of_dyn(*dyn))
-        sizes = [_np.size(primal(x)) for x in in_leaves]
-        pieces = []
-        for k, o in enumerate(out_leaves):
-            pieces.append(_split_columns([col[k] for col in columns], sizes, o))
+        evaluated = []  # the outputs and their structure, from the first jvp
+
+        def push(tangents):
+            values, t_out, out_tree, _ = _jvp_flat(fun_of_dyn, in_leaves, in_tree, tangents,
+                                                   who="jacfwd")
+            if not evaluated:
+                evaluated.extend((values, out_tree))
+            return t_out
+
+        # columns[j][k]: the tangents of output leaf k along each element of input leaf j,
+        # stacked on a leading axis
+        columns = []
+        for j, x in enumerate(in_leaves):
+            v = primal(x)
+            if _np.size(v) == 0:
+                columns.append(None)  # filled in below, once the outputs are known
+                continue
+            # one-hot tangents; the other inputs get no tangent at all (0 * inf is nan)
+            seeds = _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
+            columns.append(map_linear(push, j, len(in_leaves), seeds))
+        if not evaluated:  # every input is empty: no jvp ran
+            push([None] * len(in_leaves))
+        out_leaves, out_tree = evaluated
+        columns = [col if col is not None else
+                   [_np.zeros((0,) + _np.shape(primal(o)), dtype=_dtype(primal(o)))
+                    for o in out_leaves] for col in columns]
+        pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns]
+                  for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
         return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
 
     return _named(jacfwd_fun, fun, "jacfwd")
-
-
-def _split_columns(cols, sizes, out_leaf):
-    """Stack tangents along a new last axis and split it by input leaf."""
-    o_shape = _np.shape(primal(out_leaf))
-    if not cols:
-        return [_np.zeros(o_shape + (0,), dtype=_dtype(primal(out_leaf))) for _ in sizes]
-    full = fnp.stack([fnp.reshape(c, o_shape) for c in cols], axis=-1)
-    bounds = _np.cumsum([0] + sizes)
-    return [full[..., int(lo):int(hi)] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def _in_tree_builder(in_tree, single):
@@ -627,8 +622,9 @@ def _in_tree_builder(in_tree, single):
 
 
 def jacrev(fun, argnums=0, holomorphic=False):
-    """The Jacobian of `fun` by reverse mode: one backward pass per output element. Complex
-    outputs need `holomorphic=True`.
+    """The Jacobian of `fun` by reverse mode: one backward pass per output element, run for
+    all of them at once where the rules allow (`fgrad.batching`). Complex outputs need
+    `holomorphic=True`.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacrev(lambda x: x[0] * x)(fnp.array([1.0, 2.0]))
@@ -642,20 +638,17 @@ def jacrev(fun, argnums=0, holomorphic=False):
         in_leaves, in_tree = tree_flatten(dyn)
         out_leaves, out_tree, pull, _ = _vjp_flat(fun_of_dyn, in_leaves, in_tree, False, "jacrev")
         _check_output_kind(out_leaves, holomorphic, "jacrev")
-        pieces = []
+        pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):
-            rows = []  # rows[i][j]: cotangent of input leaf j for output element i
-            for i in range(_np.size(primal(o))):
-                # the other outputs get no cotangent at all (not a zero one: 0 * inf is nan)
-                rows.append(pull([_one_hot(y, i) if m == k else None
-                                  for m, y in enumerate(out_leaves)]))
-            pieces.append(
-                [
-                    fnp.stack([r[j] for r in rows]) if rows
-                    else _np.zeros((0,) + _np.shape(primal(x)), dtype=_dtype(primal(x)))
-                    for j, x in enumerate(in_leaves)
-                ]
-            )
+            v = primal(o)
+            if _np.size(v) == 0:
+                pieces.append([_np.zeros((0,) + _np.shape(primal(x)), dtype=_dtype(primal(x)))
+                               for x in in_leaves])
+                continue
+            # one-hot cotangents, one row per element of output leaf k; the other outputs
+            # get no cotangent at all (not a zero one: 0 * inf is nan)
+            rows = _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
+            pieces.append(map_linear(pull, k, len(out_leaves), rows))
         in_tree_of = _in_tree_builder(in_tree, single)
         return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
 

@@ -24,7 +24,7 @@ from .products import (
     tensordot, vdot, vecdot,
 )
 from .shaping import (
-    _normalize_axes, asarray, astype, is_traced, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze,
+    _normalize_axes, asarray, astype, at, is_traced, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze,
     stack, sum, transpose, unbroadcast,
 )
 
@@ -507,7 +507,7 @@ def polydiv(u, v):
     for k in range(m - n + 1):
         d = scale * r[k]
         q.append(d)
-        r = r.at[k:k + n + 1].add(-(d * v))
+        r = at(r)[k:k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
     q = stack(q) if q else _np.zeros(1, dt)
     while _np.allclose(primal(r)[0], 0, rtol=1e-14) and shape(r)[0] > 1:
         r = r[1:]
