@@ -174,22 +174,23 @@ class ReverseLevel(Level):
         if vjps is None:
             return self._process_fprop(prim, args, params)
         # Built-in rules: build closures only for the inputs that need a gradient. One- and
-        # two-input primitives are most of a program, so they skip the general loop.
-        # When no box is left under this level's, the value is the primitive's impl: calling
-        # it directly skips a second pass of `bind` over the arguments (unless a watch, such
-        # as debug_nans, must see it).
-        if len(args) == 1:
+        # two-input primitives without parameters are most of a program, so they skip the
+        # general loop, and call their impl and rules without `**params` (a slower call in
+        # CPython). When no box is left under this level's, the value is the primitive's impl:
+        # calling it directly skips a second pass of `bind` over the arguments (unless a watch,
+        # such as debug_nans, must see it).
+        if len(args) == 1 and not params:
             x = args[0]  # the only argument holds the innermost box, so it is this level's
             xv = x.value
             if type(xv) is Box or watch is not None:
                 ans = bind(prim, (xv,), params)
             else:
-                ans = prim.impl(xv, **params)
+                ans = prim.impl(xv)
             maker = vjps[0]
             if maker is None:
                 return ans
-            node = Node((x.aux,), (maker(ans, xv, **params),))
-        elif len(args) == 2:
+            node = Node((x.aux,), (maker(ans, xv),))
+        elif len(args) == 2 and not params:
             x, y = args
             x_own = type(x) is Box and x.level is self
             y_own = type(y) is Box and y.level is self
@@ -198,15 +199,15 @@ class ReverseLevel(Level):
             if type(xv) is Box or type(yv) is Box or watch is not None:
                 ans = bind(prim, (xv, yv), params)
             else:
-                ans = prim.impl(xv, yv, **params)
+                ans = prim.impl(xv, yv)
             fx = vjps[0] if x_own else None
             fy = vjps[1] if y_own else None
             if fx is not None and fy is not None:
-                node = Node((x.aux, y.aux), (fx(ans, xv, yv, **params), fy(ans, xv, yv, **params)))
+                node = Node((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
             elif fx is not None:
-                node = Node((x.aux,), (fx(ans, xv, yv, **params),))
+                node = Node((x.aux,), (fx(ans, xv, yv),))
             elif fy is not None:
-                node = Node((y.aux,), (fy(ans, xv, yv, **params),))
+                node = Node((y.aux,), (fy(ans, xv, yv),))
             else:
                 return ans
         else:
