@@ -60,14 +60,25 @@ def _batched_rows(linear, args_for, rows):
     probe = _probe_like(rows[0])
     try:
         program = _record(linear, args_for, rows[0])
-        stacked = program.run(_np.concatenate([rows, probe[None]]))
+        seeds = _np.concatenate([rows, probe[None]])
+        # the rows go in chunks so that no batched value holds more than _MAX_ELEMENTS
+        chunk = max(1, _MAX_ELEMENTS // program.largest)
+        parts = [program.run(seeds[i:i + chunk]) for i in range(0, n + 1, chunk)]
     except Exception:  # e.g. float(ct) in a user's bprop: the row-by-row way is always right
         return None
+    stacked = parts[0] if len(parts) == 1 else [
+        fnp.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))
+    ]
     expected = linear(args_for(probe))
     for got, want in zip(stacked, expected):
         if not _close(got[n], want):
             return None
     return [got[:n] for got in stacked]
+
+
+# The largest batched value a replay makes, in elements (32 MiB of float64): a Jacobian of many
+# rows through large intermediates is replayed a chunk of rows at a time.
+_MAX_ELEMENTS = 1 << 22
 
 
 def _probe_like(row):
@@ -114,12 +125,13 @@ class _Recorder(Level):
     """A level that applies each primitive as usual and writes it down when one of its
     arguments is this level's box (the recorded input, or a value computed from it)."""
 
-    __slots__ = ("equations", "n_vars")
+    __slots__ = ("equations", "n_vars", "largest")
 
-    def __init__(self):
+    def __init__(self, seed_size):
         super().__init__()
         self.equations = []
         self.n_vars = 1  # variable 0 is the input
+        self.largest = max(1, seed_size)  # the most elements of one row of any value
 
     def process(self, prim, args, params):
         vals, refs = [], []
@@ -131,6 +143,7 @@ class _Recorder(Level):
                 vals.append(a)
                 refs.append(a)
         ans = bind(prim, vals, params)
+        self.largest = max(self.largest, fnp.size(ans))
         out = self.n_vars
         self.n_vars += 1
         self.equations.append(_Equation(prim, refs, params, out))
@@ -138,28 +151,44 @@ class _Recorder(Level):
 
 
 class _Program:
-    """The recorded backward pass: equations from the input (variable 0) to the outputs."""
+    """The recorded pass: equations from the input (variable 0) to the outputs."""
 
-    def __init__(self, equations, n_vars, outputs):
+    def __init__(self, equations, n_vars, outputs, largest):
         self.equations, self.n_vars, self.outputs = equations, n_vars, outputs
+        self.largest = largest
+        # free each batched value after the last equation that reads it
+        last_use = {}
+        for i, eq in enumerate(equations):
+            for a in eq.args:
+                if type(a) is _Var:
+                    last_use[a.index] = i
+        for o in outputs:
+            if type(o) is _Var:
+                last_use.pop(o.index, None)
+        self.frees = [[] for _ in equations]
+        for var, i in last_use.items():
+            self.frees[i].append(var)
 
     def run(self, stack):
         """Every output for every row of `stack` at once, each with a leading batch axis."""
         n = len(stack)
         env = [None] * self.n_vars
         env[0] = stack
-        for eq in self.equations:
+        for eq, frees in zip(self.equations, self.frees):
             args = [env[a.index] if type(a) is _Var else a for a in eq.args]
             batched = [type(a) is _Var for a in eq.args]
             rule = _RULES.get(eq.prim)
             out = rule(eq.prim, args, batched, eq.params) if rule is not None else None
             env[eq.out] = out if out is not None else _row_by_row(eq.prim, args, batched,
                                                                    eq.params, n)
+            del args
+            for var in frees:
+                env[var] = None
         results, seen = [], set()
         for o in self.outputs:
-            if type(o) is not _Var:  # does not depend on the cotangent: the same for every row
+            if type(o) is not _Var:  # does not depend on the seed: the same for every row
                 results.append(fnp.stack([o] * n))
-            elif o.index in seen:  # two inputs with one cotangent: give each its own array
+            elif o.index in seen:  # two outputs with one value: give each its own array
                 results.append(fnp.copy(env[o.index]))
             else:
                 seen.add(o.index)
@@ -168,7 +197,7 @@ class _Program:
 
 
 def _record(linear, args_for, row):
-    with _Recorder() as recorder:
+    with _Recorder(_np.size(row)) as recorder:
         outputs = linear(args_for(Box(row, recorder, 0)))
     refs = []
     for o in outputs:
@@ -178,7 +207,7 @@ def _record(linear, args_for, row):
             raise ValueError("a recorded value escaped inside another value")
         else:
             refs.append(o)  # does not depend on the cotangent (a zero)
-    return _Program(recorder.equations, recorder.n_vars, refs)
+    return _Program(recorder.equations, recorder.n_vars, refs, recorder.largest)
 
 
 def _holds_box_of(x, level):

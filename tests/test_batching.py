@@ -179,3 +179,22 @@ def test_an_output_that_does_not_depend_on_the_input():
     jac = fgrad.jacrev(lambda x, y: x * 2.0, argnums=(0, 1))(np.ones(3), np.ones(2))
     np.testing.assert_array_equal(jac[1], np.zeros((3, 2)))
     jac[1][0, 0] = 1.0  # writable, and not shared
+
+
+def test_many_rows_through_large_values_are_replayed_in_chunks(monkeypatch, row_by_row):
+    rng = np.random.default_rng(2)
+    A, x = rng.standard_normal((7, 5)), rng.standard_normal(5)
+
+    def f(x):
+        return fnp.sin(A @ x) * fnp.sum(x ** 2)
+
+    want = row_by_row(fgrad.jacrev(f), x)
+    runs = []
+    real_run = batching._Program.run
+    monkeypatch.setattr(batching, "_MAX_ELEMENTS", 16)  # 2 rows of 7 elements per replay
+    monkeypatch.setattr(batching._Program, "run",
+                        lambda self, stack: runs.append(len(stack)) or real_run(self, stack))
+    for jac in (fgrad.jacrev(f), fgrad.jacfwd(f)):
+        runs.clear()
+        np.testing.assert_allclose(jac(x), want, rtol=1e-12, atol=1e-14)
+        assert max(runs) == 2 and len(runs) > 1  # several replays of at most two rows
