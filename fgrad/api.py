@@ -35,6 +35,9 @@ def _describe(x):
 
 def _dtype(v):
     """NumPy's dtype of a value; a Python float counts as float64, as in NumPy."""
+    dt = getattr(v, "dtype", None)  # arrays and NumPy scalars: the cheap way, once per call
+    if dt is not None:
+        return dt
     return _np.result_type(v) if not isinstance(v, (list, tuple)) else _np.asarray(v).dtype
 
 
@@ -88,17 +91,19 @@ def _check_argnums_range(argnums, nargs, who):
 
 def _check_float_leaves(leaves, labels, who, holomorphic=None):
     """Differentiated inputs must be floats (real or complex): name the offending one and say
-    what to do. `holomorphic=True` requires complex inputs; `False`, real ones."""
-    for x, label in zip(leaves, labels):
+    what to do. `holomorphic=True` requires complex inputs; `False`, real ones. `labels()`
+    names the leaves; it is only called to write an error."""
+    for i, x in enumerate(leaves):
         v = primal(x)
         if isinstance(v, (list, tuple)):
             v = _np.asarray(v)
         dt = _dtype(v) if _is_arraylike(v) else None
-        is_complex = dt is not None and _np.issubdtype(dt, _np.complexfloating)
-        if dt is not None and _np.issubdtype(dt, _np.floating) and not holomorphic:
+        is_complex = dt is not None and dt.kind == "c"
+        if dt is not None and dt.kind == "f" and not holomorphic:
             continue
         if is_complex and holomorphic is not False:
             continue
+        label = labels()[i]
         if dt is None:
             what = f"of type {type(v).__name__}"
             fix = "pass a float or a float NumPy array"
@@ -209,12 +214,14 @@ def vjp(fun, *primals, has_aux=False):
     [3.0, 2.0]
     """
     _check_callable(fun, "vjp")
-    return _vjp(fun, primals, has_aux, "vjp", [f"argument {i}" for i in range(len(primals))])
+    return _vjp(fun, primals, has_aux, "vjp",
+                lambda: [f"argument {i}" for i in range(len(primals))])
 
 
 def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     leaves, in_tree = tree_flatten(tuple(primals))
-    _check_float_leaves(leaves, labels or _leaf_labels(primals, range(len(primals))), who)
+    _check_float_leaves(leaves, labels or (lambda: _leaf_labels(primals, range(len(primals)))),
+                        who)
     out_values, out_tree, pull, aux = _vjp_flat(fun, leaves, in_tree, has_aux, who, consume)
 
     def vjp_fun(ct):
@@ -239,7 +246,7 @@ def _check_outputs(out_leaves, who):
     """Transforms differentiate numbers and numeric arrays; say so for anything else."""
     for k, o in enumerate(out_leaves):
         v = primal(o)
-        if not (_is_arraylike(v) and (_np.issubdtype(_dtype(v), _np.number) or _dtype(v) == bool)):
+        if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
                 f"{who}: the function returned a value of {kind} at output leaf {k}; "
@@ -351,15 +358,16 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
                 full[i] = a
             return fun(*full, **kwargs)
 
-        labels = _leaf_labels(dyn, dyn_nums)
-        if holomorphic:
-            _check_float_leaves(tree_flatten(dyn)[0], labels, who, holomorphic=True)
-        res = _vjp(fun_of_dyn, dyn, has_aux, who, labels, consume=True)
-        out, vjp_fun = res[0], res[1]
-        ct = _unit_cotangent(out, who, holomorphic)
-        g = vjp_fun(ct)
+        leaves, in_tree = tree_flatten(tuple(dyn))
+        _check_float_leaves(leaves, lambda: _leaf_labels(dyn, dyn_nums), who,
+                            holomorphic=True if holomorphic else None)
+        # the cotangent is grad's own 1, so the checks of a user's cotangent are skipped
+        out_values, out_tree, pull, aux = _vjp_flat(fun_of_dyn, leaves, in_tree, has_aux, who,
+                                                    consume=True)
+        out = tree_unflatten(out_tree, out_values)
+        g = tree_unflatten(in_tree, pull([_unit_cotangent(out, who, holomorphic)]))
         g = g[0] if single else g
-        return ((out, res[2]) if has_aux else out), g
+        return ((out, aux) if has_aux else out), g
 
     return _named(value_and_grad_fun, fun, who)
 
@@ -374,30 +382,30 @@ def _unit_cotangent(out, who, holomorphic=False):
             f"element); it returned {type(out).__name__}. For a pytree output use "
             "jacrev(f) or vjp(f, x)"
         )
-    dt = _dtype(v)
+    dt = _np.dtype(_dtype(v))
     if _np.size(v) != 1:
         raise TypeError(
             f"{who} requires a scalar output (shape () or one element); the function "
             f"returned {_describe(v)}. For the full Jacobian use jacrev(f); for a "
             "vector-Jacobian product use vjp(f, x)"
         )
-    if holomorphic and not _np.issubdtype(dt, _np.complexfloating):
+    if holomorphic and dt.kind != "c":
         raise TypeError(
             f"{who} with holomorphic=True requires a complex output; the function returned "
             f"{_describe(v)}. Drop holomorphic=True for a real-valued function"
         )
-    if not holomorphic and _np.issubdtype(dt, _np.complexfloating):
+    if not holomorphic and dt.kind == "c":
         raise TypeError(
             f"{who} requires a real output; the function returned {_describe(v)}. For a "
             "holomorphic function pass holomorphic=True; otherwise differentiate "
             "fgrad.numpy.real(f) and fgrad.numpy.imag(f) separately, or use vjp(f, x)"
         )
-    if not _np.issubdtype(dt, _np.inexact):
+    if dt.kind not in "fc":
         raise TypeError(
             f"{who} requires a real float output; the function returned {_describe(v)}. "
             "Make sure the output is computed from the float inputs"
         )
-    return _np.ones(_np.shape(v), dtype=dt)[()] if _np.ndim(v) == 0 else _np.ones(_np.shape(v), dt)
+    return dt.type(1) if _np.ndim(v) == 0 else _np.ones(_np.shape(v), dt)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -459,7 +467,7 @@ def jvp(fun, primals, tangents, has_aux=False):
             f"tangents have structure {t_tree} but primals have structure {p_tree}; "
             "pass one tangent shaped like each primal"
         )
-    _check_float_leaves(p_leaves, _leaf_labels(primals, range(len(primals))), "jvp")
+    _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "jvp")
     for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
         _check_like(t, p, f"jvp: tangent leaf {i}", "primal")
     values, tangents_out, out_tree, aux = _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux)
@@ -539,7 +547,7 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
     dyn = tuple(args[i] for i in dyn_nums)
     # jacfwd's one-hot tangents span real directions only: complex inputs need holomorphic=True
     real_only = False if who == "jacfwd" else None
-    _check_float_leaves(tree_flatten(dyn)[0], _leaf_labels(dyn, dyn_nums), who,
+    _check_float_leaves(tree_flatten(dyn)[0], lambda: _leaf_labels(dyn, dyn_nums), who,
                         holomorphic=True if holomorphic else real_only)
 
     def fun_of_dyn(*dyn_args):
