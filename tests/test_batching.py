@@ -19,6 +19,13 @@ from gradtable import load
 ROWS, _ = load()
 
 
+@pytest.fixture(autouse=True)
+def batch_small_jacobians(monkeypatch):
+    """Replay from two rows on, so that the table's small Jacobians test the replay (by
+    default, Jacobians of fewer than batching._MIN_ROWS rows take one pass per row)."""
+    monkeypatch.setattr(batching, "_MIN_ROWS", 2)
+
+
 @pytest.fixture
 def row_by_row(monkeypatch):
     """Run `fn` with the batched replay turned off."""
@@ -198,3 +205,16 @@ def test_many_rows_through_large_values_are_replayed_in_chunks(monkeypatch, row_
         runs.clear()
         np.testing.assert_allclose(jac(x), want, rtol=1e-12, atol=1e-14)
         assert max(runs) == 2 and len(runs) > 1  # several replays of at most two rows
+
+
+def test_small_jacobians_take_one_pass_per_row_by_default(monkeypatch):
+    monkeypatch.undo()  # back to the default threshold
+    counts = {"batched": 0}
+    real = batching._batched_rows
+    monkeypatch.setattr(batching, "_batched_rows",
+                        lambda *a: counts.__setitem__("batched", counts["batched"] + 1) or real(*a))
+    x = np.linspace(0.1, 0.9, batching._MIN_ROWS - 1)
+    fgrad.jacrev(fnp.sin)(x)
+    assert counts["batched"] == 0
+    fgrad.jacrev(fnp.sin)(np.linspace(0.1, 0.9, batching._MIN_ROWS))
+    assert counts["batched"] == 1
