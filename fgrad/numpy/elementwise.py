@@ -59,7 +59,7 @@ add = defprimitive(_np.add, vjp=(_ct_to(0), _ct_to(1)), jvp=(_t_broadcast, _t_br
 
 def _neg_ct_to_y(ans, x, y):
     like = unbroadcast_meta(y, ans)
-    return lambda ct: unbroadcast(negative(ct), like)
+    return lambda ct: unbroadcast(-ct, like)
 
 
 subtract = defprimitive(
@@ -69,16 +69,22 @@ subtract = defprimitive(
 )
 
 
-# The rules call `multiply` rather than `*`: the other operand may be a list (as in NumPy),
-# and `numpy.float64 * list` is Python's sequence repetition, not a product.
+# Bprops use operators, which cost nothing over NumPy's on plain values (a cotangent and a
+# residual are plain in a first derivative) and are fgrad's on traced ones. A list operand
+# is made an array first, as NumPy reads it: `numpy.float64 * list` would be Python's
+# sequence repetition, not a product.
+def _operand(y):
+    return _np.asarray(y) if isinstance(y, (list, tuple)) else y
+
+
 def _mul_vjp_x(ans, x, y):
-    like = unbroadcast_meta(x, ans)
-    return lambda ct: unbroadcast(multiply(ct, y), like)
+    like, y = unbroadcast_meta(x, ans), _operand(y)
+    return lambda ct: unbroadcast(ct * y, like)
 
 
 def _mul_vjp_y(ans, x, y):
-    like = unbroadcast_meta(y, ans)
-    return lambda ct: unbroadcast(multiply(x, ct), like)
+    like, x = unbroadcast_meta(y, ans), _operand(x)
+    return lambda ct: unbroadcast(x * ct, like)
 
 
 multiply = defprimitive(
@@ -98,7 +104,7 @@ def _div_vjp_x(ans, x, y):
 
 def _div_vjp_y(ans, x, y):
     like = unbroadcast_meta(y, ans)
-    return lambda ct: unbroadcast(negative(ct * ans / y), like)
+    return lambda ct: unbroadcast(-(ct * ans / y), like)
 
 
 divide = defprimitive(
@@ -192,7 +198,7 @@ sin = defprimitive(
 )
 cos = defprimitive(
     _np.cos,
-    vjp=lambda ans, x: lambda ct: negative(ct * sin(x)),
+    vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
     jvp=lambda t, ans, x: negative(t * sin(x)),
 )
 tan = defprimitive(
