@@ -77,6 +77,16 @@ def _outcome(fn, *args):
         return TypeError, str(e)
 
 
+def _assert_same_outcome(fn, args, row_by_row, what):
+    """fn(*args) batched and row by row: the same values, or the same TypeError."""
+    got = _outcome(fn, *args)
+    want = row_by_row(_outcome, fn, *args)
+    if isinstance(want, tuple) and want and want[0] is TypeError:
+        assert got == want, what
+    else:
+        _assert_same(got, want, what)
+
+
 SLOW = {"scipy.integrate.odeint"}  # its rows take seconds each; the nested Jacobian is minutes
 TABLE = [r for r in ROWS if r.name not in SLOW]
 
@@ -87,12 +97,7 @@ def test_jacobian_batched_equals_row_by_row(row, mode, row_by_row):
     args = row.args()
     argnums = tuple(range(len(args)))
     jac = getattr(fgrad, mode)(row.fn, argnums=argnums, holomorphic=_complex_in(args, mode))
-    got = _outcome(jac, *args)
-    want = row_by_row(_outcome, jac, *args)
-    if isinstance(want, tuple) and want and want[0] is TypeError:
-        assert got == want
-        return
-    _assert_same(got, want, row.id)
+    _assert_same_outcome(jac, args, row_by_row, row.id)
 
 
 # jacfwd of jacrev costs (input size)^2 backward passes: rows with small inputs, which are
@@ -107,12 +112,7 @@ def test_second_derivatives_batched_equal_row_by_row(row, row_by_row):
     args = row.args()
     argnums = tuple(range(len(args)))
     second = fgrad.jacfwd(fgrad.jacrev(row.fn, argnums=argnums), argnums=argnums)
-    got = _outcome(second, *args)
-    want = row_by_row(_outcome, second, *args)
-    if isinstance(want, tuple) and want and want[0] is TypeError:
-        assert got == want
-        return
-    _assert_same(got, want, row.id)
+    _assert_same_outcome(second, args, row_by_row, row.id)
 
 
 def test_the_common_rules_are_batched_not_refused(replays):
