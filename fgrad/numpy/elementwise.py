@@ -359,7 +359,8 @@ def _choice_weights(ans, x, y, wins):
     ties = xv == yv
     if ties.any():
         w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
-    return _np.broadcast_to(w, _np.shape(primal(ans)))
+    ans_shape = _np.shape(primal(ans))
+    return w if w.shape == ans_shape else _np.broadcast_to(w, ans_shape)
 
 
 def _chooser(impl, wins_x, wins_y):

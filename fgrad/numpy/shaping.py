@@ -130,7 +130,7 @@ def swapaxes(a, axis1, axis2):
     axes = list(range(nd))
     i, j = axis1 % nd, axis2 % nd
     axes[i], axes[j] = axes[j], axes[i]
-    return transpose(a, axes)
+    return a if i == j else _transpose_p(a, axes=tuple(axes))  # axes already normalized
 
 
 def moveaxis(a, source, destination):
@@ -251,12 +251,17 @@ def broadcast_to(array, shape):
 
 def _sum_vjp(ans, x, axis, keepdims):
     x_shape = _np.shape(primal(x))
+    if keepdims or axis == tuple(range(len(axis))):
+        # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
+        # shape (NumPy prepends missing axes), as in a sum of everything.
+        return lambda ct: _broadcast_to_p(ct, shape=x_shape)
     kept = _kept_shape(x_shape, axis)
     return lambda ct: _broadcast_to_p(_reshape_p(ct, shape=kept), shape=x_shape)
 
 
 _sum_p = defprimitive(
-    lambda x, axis, keepdims: _np.sum(x, axis=axis, keepdims=keepdims),
+    # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars)
+    lambda x, axis, keepdims: _np.add.reduce(x, axis=axis, keepdims=keepdims),
     vjp=_sum_vjp,
     jvp=lambda t, ans, x, axis, keepdims: _sum_p(t, axis=axis, keepdims=keepdims),
     name="sum",
