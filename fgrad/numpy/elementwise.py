@@ -25,14 +25,15 @@ __all__ = [
 ]
 
 
-def _ct_to(i):
-    """The vjp maker for an input whose cotangent is the output's, summed to its shape."""
+# The vjp makers for an input whose cotangent is the output's, summed to its shape.
+def _ct_to_x(ans, x, y):
+    like = unbroadcast_meta(x, ans)
+    return _identity if like is None else lambda ct: unbroadcast(ct, like)
 
-    def maker(ans, *args):
-        like = unbroadcast_meta(args[i], ans)
-        return _identity if like is None else lambda ct: unbroadcast(ct, like)
 
-    return maker
+def _ct_to_y(ans, x, y):
+    like = unbroadcast_meta(y, ans)
+    return _identity if like is None else lambda ct: unbroadcast(ct, like)
 
 
 def _identity(ct):
@@ -54,7 +55,7 @@ def _dtype_of(ans):
 
 # --- arithmetic --------------------------------------------------------------------------
 
-add = defprimitive(_np.add, vjp=(_ct_to(0), _ct_to(1)), jvp=(_t_broadcast, _t_broadcast))
+add = defprimitive(_np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast))
 
 
 def _neg_ct_to_y(ans, x, y):
@@ -64,7 +65,7 @@ def _neg_ct_to_y(ans, x, y):
 
 subtract = defprimitive(
     _np.subtract,
-    vjp=(_ct_to(0), _neg_ct_to_y),
+    vjp=(_ct_to_x, _neg_ct_to_y),
     jvp=(_t_broadcast, lambda t, ans, x, y: broadcast_like(negative(t), ans)),
 )
 

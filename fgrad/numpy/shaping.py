@@ -207,9 +207,12 @@ def unbroadcast_meta(x, ans):
     elementwise from the cotangent of `ans` (so it has ans's shape and dtype): `meta(x)`, or
     None when x already has that shape and dtype. Decided once, when the rule is built, so
     that the bprop of the common unbroadcast operation does no work."""
-    like = meta(x)
-    ans_shape, ans_dtype = meta(ans)
-    return None if ans_dtype is not None and _fits(ans_shape, ans_dtype, like) else like
+    like, ans_like = meta(x), meta(ans)
+    # One tuple comparison (dtypes compare by identity first); a Python number's dtype (None)
+    # is left to `unbroadcast`, as NumPy says `dtype == None` is true.
+    if like == ans_like and like[1] is not None and ans_like[1] is not None:
+        return None
+    return like
 
 
 def broadcast_like(t, ans):
