@@ -1,0 +1,68 @@
+"""The shortcuts the rules take for speed give the same gradients as the general path.
+
+Binary elementwise rules decide at forward time (`shaping.unbroadcast_meta`) that an input
+needs no unbroadcast; multiply's rules use `*` after making a list operand an array; sum's
+bprop broadcasts directly when the summed axes lead. Each case here is one the shortcut must
+get right: dtypes that differ only in promotion, weakly typed Python numbers, lists, and
+axes that do not lead.
+"""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.numpy.shaping import meta, unbroadcast_meta
+
+
+def test_unbroadcast_meta_is_none_only_for_the_same_shape_and_dtype():
+    x = np.ones(3)
+    assert unbroadcast_meta(x, np.ones(3)) is None
+    assert unbroadcast_meta(x, np.ones((2, 3))) == meta(x)  # broadcast: sum back
+    assert unbroadcast_meta(x.astype(np.float32), np.ones(3)) == meta(x.astype(np.float32))
+    assert unbroadcast_meta(2.0, np.float64(1.0)) == ((), None)  # a Python number: general path
+
+
+@pytest.mark.parametrize("op", [fnp.add, fnp.subtract, fnp.multiply, fnp.divide,
+                                fnp.maximum, fnp.minimum])
+def test_float32_input_keeps_float32_gradient_next_to_float64(op):
+    x32 = np.array([0.5, 1.5, 2.5], dtype=np.float32)
+    y64 = np.float64(2.0)  # NumPy 2: a float64 scalar promotes the result to float64
+    gx = fgrad.grad(lambda x: fnp.sum(op(x, y64)))(x32)
+    gy = fgrad.grad(lambda y: fnp.sum(op(x32, y)))(y64)
+    assert gx.dtype == np.float32 and gx.shape == (3,)
+    assert np.asarray(gy).dtype == np.float64 and np.shape(gy) == ()
+
+
+@pytest.mark.parametrize("op", [fnp.add, fnp.subtract, fnp.multiply, fnp.divide])
+def test_python_number_operand_keeps_the_array_dtype(op):
+    x32 = np.array([0.5, 1.5], dtype=np.float32)
+    assert fgrad.grad(lambda x: fnp.sum(op(x, 3.0)))(x32).dtype == np.float32
+    assert fgrad.grad(lambda x: fnp.sum(op(3.0, x)))(x32).dtype == np.float32
+
+
+def test_multiply_by_a_list_is_a_product_for_a_scalar_input():
+    # the cotangent of a 0-d result is a NumPy scalar, and numpy.float64 * list would repeat
+    g = fgrad.grad(lambda x: fnp.sum(fnp.multiply(x, [1.0, 2.0])))(np.float64(3.0))
+    assert float(g) == 3.0
+    g = fgrad.grad(lambda y: fnp.sum(fnp.multiply([1.0, 2.0], y)))(np.float64(3.0))
+    assert float(g) == 3.0
+    g = fgrad.grad(lambda x: fnp.multiply(x, (2.0,))[0])(np.float64(3.0))
+    assert float(g) == 2.0
+
+
+def test_same_shape_binary_rules_to_second_order():
+    x, y = np.array([0.3, -1.2, 2.0]), np.array([1.1, 0.4, -0.7])
+    f = lambda x, y: fnp.sum(fnp.sin(x * y - x / (y + 3.0)) + fnp.maximum(x, y) + (x - y) ** 2)
+    fgrad.test_util.check_grads(f, (x, y), order=2)
+
+
+@pytest.mark.parametrize("axis", [None, 0, (0, 1), 1, (1, 2), -1, (0, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_gradient_for_leading_and_other_axes(axis, keepdims):
+    x = np.arange(24.0).reshape(2, 3, 4) / 10
+    w = np.sin(np.arange(24.0)).reshape(2, 3, 4)
+    f = lambda x: fnp.sum(fnp.sum(x * w, axis=axis, keepdims=keepdims) ** 2)
+    fgrad.test_util.check_grads(f, (x,), order=2)
+    g = fgrad.grad(lambda x: fnp.sum(fnp.sum(x, axis=axis, keepdims=keepdims)))(x)
+    np.testing.assert_array_equal(g, np.ones_like(x))
