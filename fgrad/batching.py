@@ -26,7 +26,7 @@ Imports: `fgrad.core`, `fgrad.numpy` (the primitives that have batching rules).
 import numpy as _np
 
 from . import numpy as fnp
-from .core import Box, Level, Primitive, add_any, bind, primal
+from .core import Box, Level, Primitive, add_any, bind, holds_box_of, primal
 from .numpy import elementwise as _elementwise
 from .numpy import products as _products
 from .numpy import shaping as _shaping
@@ -208,19 +208,11 @@ def _record(linear, args_for, row):
     for o in outputs:
         if type(o) is Box and o.level is recorder:
             refs.append(_Var(o.aux))
-        elif _holds_box_of(o, recorder):
+        elif holds_box_of(o, recorder):
             raise ValueError("a recorded value escaped inside another value")
         else:
             refs.append(o)  # does not depend on the cotangent (a zero)
     return _Program(recorder.equations, recorder.n_vars, refs, recorder.largest)
-
-
-def _holds_box_of(x, level):
-    while type(x) is Box:
-        if x.level is level:
-            return True
-        x = x.value
-    return False
 
 
 def _row_by_row(prim, args, batched, params, n):

@@ -110,6 +110,15 @@ def holds_box(seq):
     return False
 
 
+def holds_box_of(x, level):
+    """Whether x's nesting of boxes holds a box of `level`."""
+    while type(x) is Box:
+        if x.level is level:
+            return True
+        x = x.value
+    return False
+
+
 # How a list or tuple holding traced values becomes one traced array, as NumPy reads an
 # array-like: a differentiable stack, which the NumPy layer provides when it is imported
 # (the core never imports it). `bind` applies it to such arguments.

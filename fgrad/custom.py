@@ -90,7 +90,9 @@ import numpy as _np
 from . import numpy as fnp
 from .api import _vjp
 from .api import jvp as _api_jvp
-from .core import Box, Primitive, ReverseLevel, backward_pass, bind, primal, zeros_like_value
+from .core import (
+    Box, Primitive, ReverseLevel, backward_pass, bind, holds_box_of, primal, zeros_like_value,
+)
 from .numpy.shaping import describe
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -116,15 +118,6 @@ def _live_levels(leaves):
                 seen[id(x.level)] = x.level
             x = x.value
     return list(seen.values())
-
-
-def _holds(x, level):
-    """Whether x's nesting of boxes holds a box of `level`."""
-    while type(x) is Box:
-        if x.level is level:
-            return True
-        x = x.value
-    return False
 
 
 def _processing_level(levels, vals):
@@ -743,7 +736,7 @@ class _JvpRules(_CallRules):
         # the backward pass of that level maps an output cotangent to the tangents' cotangents.
         with ReverseLevel() as tangent_level:
             tangents = [
-                tangent_level.new_input(zeros_like_value(v)) if _holds(x, level)
+                tangent_level.new_input(zeros_like_value(v)) if holds_box_of(x, level)
                 else zeros_like_value(v)
                 for v, x in zip(vals, leaves)
             ]
@@ -847,7 +840,7 @@ class _CheckpointRules:
             out = _Packed(packed)
         else:
             out = self.call(vals)
-        own = [i for i, x in enumerate(leaves) if _holds(x, level)]
+        own = [i for i, x in enumerate(leaves) if holds_box_of(x, level)]
 
         def bprop(ct):
             # A fresh vjp per backward pass, pulled once: it may free each recomputed
