@@ -4,8 +4,9 @@ hessian and stop_gradient, with JAX's names and semantics.
 Pytrees are flattened once here, at the edge; the core sees flat lists of values. Errors about
 what the user passed are raised here, naming the argument, its shape and dtype.
 
-Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.batching`, `fgrad.numpy` (Jacobians are assembled with fgrad
-operations so that they can be differentiated again: `hessian = jacfwd(jacrev(f))`).
+Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.batching`, `fgrad.numpy` (Jacobians are
+assembled with fgrad operations so that they can be differentiated again:
+`hessian = jacfwd(jacrev(f))`).
 """
 
 import functools
@@ -559,6 +560,16 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
     return dyn, single, fun_of_dyn
 
 
+def _one_hots(v):
+    """One one-hot array shaped like the plain value v per element of v, stacked on axis 0."""
+    return _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
+
+
+def _no_rows(leaves):
+    """The stacked rows of a Jacobian block with no rows: one empty stack per leaf."""
+    return [_np.zeros((0,) + _np.shape(primal(x)), dtype=_dtype(primal(x))) for x in leaves]
+
+
 def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
     """Jacobian blocks -> pytree: the output's structure, each leaf holding the input's
     structure, each block of shape out_leaf.shape + in_leaf.shape (JAX's layout)."""
@@ -605,14 +616,11 @@ def jacfwd(fun, argnums=0, holomorphic=False):
                 columns.append(None)  # filled in below, once the outputs are known
                 continue
             # one-hot tangents; the other inputs get no tangent at all (0 * inf is nan)
-            seeds = _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
-            columns.append(map_linear(push, j, len(in_leaves), seeds))
+            columns.append(map_linear(push, j, len(in_leaves), _one_hots(v)))
         if not evaluated:  # every input is empty: no jvp ran
             push([None] * len(in_leaves))
         out_leaves, out_tree = evaluated
-        columns = [col if col is not None else
-                   [_np.zeros((0,) + _np.shape(primal(o)), dtype=_dtype(primal(o)))
-                    for o in out_leaves] for col in columns]
+        columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
         pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns]
                   for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
@@ -650,13 +658,11 @@ def jacrev(fun, argnums=0, holomorphic=False):
         for k, o in enumerate(out_leaves):
             v = primal(o)
             if _np.size(v) == 0:
-                pieces.append([_np.zeros((0,) + _np.shape(primal(x)), dtype=_dtype(primal(x)))
-                               for x in in_leaves])
+                pieces.append(_no_rows(in_leaves))
                 continue
             # one-hot cotangents, one row per element of output leaf k; the other outputs
             # get no cotangent at all (not a zero one: 0 * inf is nan)
-            rows = _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
-            pieces.append(map_linear(pull, k, len(out_leaves), rows))
+            pieces.append(map_linear(pull, k, len(out_leaves), _one_hots(v)))
         in_tree_of = _in_tree_builder(in_tree, single)
         return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
 

@@ -211,7 +211,7 @@ def _record(linear, args_for, row):
         elif holds_box_of(o, recorder):
             raise ValueError("a recorded value escaped inside another value")
         else:
-            refs.append(o)  # does not depend on the cotangent (a zero)
+            refs.append(o)  # does not depend on the seed (a zero)
     return _Program(recorder.equations, recorder.n_vars, refs, recorder.largest)
 
 
@@ -224,9 +224,9 @@ def _row_by_row(prim, args, batched, params, n):
 
 
 # --- batching rules -----------------------------------------------------------------------
-# A rule gets the arguments (batched ones with the batch axis first), which are batched, and
-# the recorded parameters, and returns the batched result, or None to apply the primitive row
-# by row instead.
+# A rule gets the primitive, its arguments (the batched ones with the batch axis first), a flag
+# per argument saying whether it is batched, and the recorded parameters. It returns the batched
+# result, or None to apply the primitive row by row instead.
 
 
 def _example_ndim(a, is_batched):
