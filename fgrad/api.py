@@ -177,7 +177,9 @@ def _strip(x, level):
     return x
 
 
-def _own_node(x, level):
+def _own_aux(x, level):
+    """The aux of x's box of `level` (its tape position on a reverse level, its tangent on a
+    forward level), or None when x is a constant there."""
     while type(x) is Box and x.level is not level and not x.level.live:
         x = x.value
     return x.aux if type(x) is Box and x.level is level else None
@@ -291,19 +293,22 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
         aux = tree_map(lambda a: _strip(a, level), aux)
     out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
-    out_nodes = [_own_node(o, level) for o in out_leaves]
+    out_positions = [_own_aux(o, level) for o in out_leaves]
     out_values = [_strip(o, level) for o in out_leaves]
-    in_nodes = [b.aux for b in boxes]
+    in_positions = [b.aux for b in boxes]
     del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
 
     def pull(ct_leaves):
         seeds = [
-            (n, _numpy_scalar(c, o)) for n, c, o in zip(out_nodes, ct_leaves, out_values)
+            (n, _numpy_scalar(c, o)) for n, c, o in zip(out_positions, ct_leaves, out_values)
             if n is not None and c is not None
         ]
+        if not seeds:
+            return [zeros_like_value(x) for x in leaves]
         with _CollectorPaused():
-            cts = backward_pass(level, seeds, consume=consume) if seeds else {}
-        return [cts[n] if n in cts else zeros_like_value(x) for n, x in zip(in_nodes, leaves)]
+            cts = backward_pass(level, seeds, consume=consume)
+        return [zeros_like_value(x) if cts[n] is None else cts[n]
+                for n, x in zip(in_positions, leaves)]
 
     return out_values, out_tree, pull, aux
 
@@ -494,7 +499,7 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
     _check_outputs(out_leaves, who)
     values, tangents_out = [], []
     for o in out_leaves:
-        tangent = _own_node(o, level)  # on a forward level the box's aux is its tangent
+        tangent = _own_aux(o, level)
         value = _strip(o, level)
         values.append(value)
         tangents_out.append(zeros_like_value(value) if tangent is None else tangent)

@@ -356,10 +356,14 @@ def _joined_rule(prim, args, batched, params):
 
 
 def _elementwise_primitives():
-    """Every primitive of the elementwise and ufunc families broadcasts like a NumPy ufunc."""
+    """Every primitive of the elementwise and ufunc families broadcasts like a NumPy ufunc (the
+    one-input ones are exported as functions holding their primitive)."""
     found = {add_any}
     for module in (_elementwise, _ufuncs):
-        found.update(v for v in vars(module).values() if type(v) is Primitive)
+        for v in vars(module).values():
+            v = getattr(v, "primitive", v)
+            if type(v) is Primitive:
+                found.add(v)
     return found
 
 

@@ -3,15 +3,17 @@
 How a derivative is computed
 ----------------------------
 Every transform call (`grad`, `vjp`, `jvp`, ...) opens a *level*: an object on a per-thread stack.
-Inputs are wrapped in a `Box(value, level, aux)`; `aux` is the box's `Node` on a reverse level
-and its tangent on a forward level. A primitive applied to arguments that include boxes is
+Inputs are wrapped in a `Box(value, level, aux)`; `aux` is the box's tape position on a reverse
+level and its tangent on a forward level. A primitive applied to arguments that include boxes is
 processed by the innermost live level among them (`bind`). That level strips its own boxes,
 applies the primitive again to what is left (so boxes of outer levels are processed by their
 own levels: no perturbation confusion), and records what it needs:
 
-- a `ReverseLevel` records a `Node` holding the bprop closures built by the primitive's fprop
-  (the K transform: each fprop returns `(ans, bprop)`) and appends it to its tape; the backward
-  pass walks the tape from the end, iteratively, summing the cotangents of values used twice;
+- a `ReverseLevel` appends to its tape an entry `(parents, bprop)`: the bprop closures built
+  by the primitive's fprop (the K transform: each fprop returns `(ans, bprop)`) and the tape
+  positions of the inputs they send cotangents to; a box's `aux` is the position of the entry
+  that made it. The backward pass walks the tape from the end, iteratively, holding one
+  cotangent per position and summing the cotangents of values used twice;
 - a `ForwardLevel` computes the tangent of the result from the primitive's jvp rule, or, when a
   primitive has only a bprop, by transposing the bprop (it is linear in the cotangent).
 
@@ -30,13 +32,14 @@ import numpy as _np
 
 __all__ = [
     "Box",
-    "Node",
+    "INPUT_ENTRY",
     "Level",
     "ReverseLevel",
     "ForwardLevel",
     "Primitive",
     "NondiffPrimitive",
     "bind",
+    "bind_one",
     "backward_pass",
     "primal",
     "add_any",
@@ -54,14 +57,15 @@ class _TraceState(threading.local):
 _state = _TraceState()
 
 
-# --- boxes and nodes ----------------------------------------------------------------------
+# --- boxes and tape entries ---------------------------------------------------------------
 
 
 class Box:
     """A value being differentiated by `level`.
 
-    `aux` is the box's `Node` on a reverse level and its tangent on a forward level. The array
-    operators and attributes (`+`, `@`, `.shape`, ...) are attached by `fgrad.numpy`.
+    `aux` is the position of the box's tape entry on a reverse level and its tangent on a
+    forward level. The array operators and attributes (`+`, `@`, `.shape`, ...) are attached
+    by `fgrad.numpy`.
     """
 
     __slots__ = ("value", "level", "aux")
@@ -72,24 +76,14 @@ class Box:
         self.aux = aux
 
 
-class Node:
-    """One recorded primitive application on a reverse level.
-
-    `bprop` maps the output cotangent to input cotangents. It is either a tuple of per-input
-    closures aligned with `parents` (built-in rules: only the inputs that need a gradient get
-    a closure), or one closure returning a cotangent for every argument, aligned with `parents`
-    where `None` marks an argument that is not a box of this level (user fprops). An input of
-    the traced function is a node with no parents.
-    """
-
-    __slots__ = ("parents", "bprop")
-
-    def __init__(self, parents, bprop):
-        self.parents = parents
-        self.bprop = bprop
-
-
-_LEAF_PARENTS = ()
+# A reverse level's tape is a list of entries `(parents, bprop)`, one per primitive application
+# and one per input; a plain tuple, as an entry is made for every operation. `parents` holds the
+# tape positions of the inputs, and `bprop` maps the output cotangent to input cotangents. It is
+# either a tuple of per-input closures aligned with `parents` (built-in rules: only the inputs
+# that need a gradient get a closure), or one closure returning a cotangent for every argument,
+# aligned with `parents` where `None` marks an argument that is not a box of this level (user
+# fprops). An input of the traced function is the entry `INPUT_ENTRY`.
+INPUT_ENTRY = ((), None)
 
 
 def primal(x):
@@ -167,7 +161,7 @@ class Level:
 
 
 class ReverseLevel(Level):
-    """A level of the K transform: records a tape of nodes for the backward pass."""
+    """A level of the K transform: records a tape of entries for the backward pass."""
 
     __slots__ = ("tape",)
 
@@ -176,7 +170,9 @@ class ReverseLevel(Level):
         self.tape = []
 
     def new_input(self, x):
-        return Box(x, self, Node(_LEAF_PARENTS, None))
+        tape = self.tape
+        tape.append(INPUT_ENTRY)
+        return Box(x, self, len(tape) - 1)
 
     def process(self, prim, args, params):
         vjps = prim.vjps
@@ -198,7 +194,7 @@ class ReverseLevel(Level):
             maker = vjps[0]
             if maker is None:
                 return ans
-            node = Node((x.aux,), (maker(ans, xv),))
+            entry = ((x.aux,), (maker(ans, xv),))
         elif len(args) == 2 and not params:
             x, y = args
             x_own = type(x) is Box and x.level is self
@@ -212,11 +208,11 @@ class ReverseLevel(Level):
             fx = vjps[0] if x_own else None
             fy = vjps[1] if y_own else None
             if fx is not None and fy is not None:
-                node = Node((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
+                entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
             elif fx is not None:
-                node = Node((x.aux,), (fx(ans, xv, yv),))
+                entry = ((x.aux,), (fx(ans, xv, yv),))
             elif fy is not None:
-                node = Node((y.aux,), (fy(ans, xv, yv),))
+                entry = ((y.aux,), (fy(ans, xv, yv),))
             else:
                 return ans
         else:
@@ -230,17 +226,18 @@ class ReverseLevel(Level):
                     bprops.append(maker(ans, *vals, **params))
             if not bprops:
                 return ans
-            node = Node(tuple(parents), tuple(bprops))
-        self.tape.append(node)
-        return Box(ans, self, node)
+            entry = (tuple(parents), tuple(bprops))
+        tape = self.tape
+        tape.append(entry)
+        return Box(ans, self, len(tape) - 1)
 
     def _process_fprop(self, prim, args, params):
         vals = [a.value if type(a) is Box and a.level is self else a for a in args]
         ans, bprop = prim.fprop(*vals, **params)
         parents = tuple(a.aux if type(a) is Box and a.level is self else None for a in args)
-        node = Node(parents, bprop)
-        self.tape.append(node)
-        return Box(ans, self, node)
+        tape = self.tape
+        tape.append((parents, bprop))
+        return Box(ans, self, len(tape) - 1)
 
 
 class ForwardLevel(Level):
@@ -298,7 +295,7 @@ def _jvp_by_transposing(bprop, ans, tangents):
     ]
     if not seeds:
         return None
-    return backward_pass(level, seeds).get(ct.aux)
+    return backward_pass(level, seeds)[ct.aux]
 
 
 def zeros_like_value(x):
@@ -395,6 +392,19 @@ def bind(prim, args, params):
     return level.process(prim, args, params)
 
 
+def bind_one(prim, x):
+    """`bind` for a primitive of one argument without parameters: the most frequent call (the
+    unary functions, in programs and in bprops), so it skips bind's scan of the arguments."""
+    kind = type(x)
+    if kind is Box:
+        level = x.level
+        if level.live:  # a box's level is the innermost of the levels it nests
+            return level.process(prim, (x,), _NO_PARAMS)
+    elif kind is not list and kind is not tuple and watch is None:
+        return prim.impl(x)
+    return bind(prim, (x,), _NO_PARAMS)
+
+
 def _packed(a):
     if (type(a) is list or type(a) is tuple) and holds_box(a):
         return array_from_sequence(a)
@@ -405,57 +415,61 @@ def _packed(a):
 
 
 def backward_pass(level, seeds, consume=False):
-    """Propagate cotangents through `level`'s tape, last node first; no recursion.
+    """Propagate cotangents through `level`'s tape, last entry first; no recursion.
 
-    `seeds` is a list of (node, cotangent). Returns a dict from node to its summed cotangent
-    for the nodes with no parents (the inputs). A node missing from the dict has a structural
-    zero cotangent. With `consume`, each node's bprop is dropped after use so its residuals
-    are freed during the pass (for one-shot gradients; a vjp function may be called again).
+    `seeds` is a list of (tape position, cotangent). Returns a list with the summed cotangent
+    of each input's position (`None`, a structural zero, elsewhere). With `consume`, each
+    entry is dropped after use so its residuals are freed during the pass (for one-shot
+    gradients; a vjp function may be called again).
     """
-    cts = {}
-    for node, ct in seeds:
-        _accumulate(cts, node, ct)
     tape = level.tape
-    pop = cts.pop
+    cts = [None] * len(tape)
+    for pos, ct in seeds:
+        _accumulate(cts, pos, ct)
     for k in range(len(tape) - 1, -1, -1):
-        node = tape[k]
-        ct = pop(node, None)
+        ct = cts[k]
         if ct is None:
             continue
-        bprop = node.bprop
+        entry = tape[k]
+        if entry is None:
+            raise RuntimeError(
+                "this gradient's backward pass was already run and its residuals freed; "
+                "use vjp(f, x) to get a function you can call more than once"
+            )
+        parents, bprop = entry
+        if bprop is None:
+            continue  # an input: its cotangent is (part of) the answer
+        cts[k] = None  # used once: freed as the pass moves on
         if type(bprop) is tuple:
-            for parent, f in zip(node.parents, bprop):
+            for parent, f in zip(parents, bprop):
                 c = f(ct)
                 if watch is not None:
                     watch.cotangent(ct, (c,))
                 # Most values are used once: their first cotangent is stored as it is, and
                 # only a second one pays for the call that sums them.
                 if c is not None:
-                    if parent in cts:
-                        _accumulate(cts, parent, c)
-                    else:
+                    if cts[parent] is None:
                         cts[parent] = c
+                    else:
+                        _accumulate(cts, parent, c)
         else:
-            if bprop is None:
-                raise RuntimeError(
-                    "this gradient's backward pass was already run and its residuals freed; "
-                    "use vjp(f, x) to get a function you can call more than once"
-                )
             in_cts = bprop(ct)
             if watch is not None:
                 watch.cotangent(ct, in_cts)
-            for parent, c in zip(node.parents, in_cts):
+            for parent, c in zip(parents, in_cts):
                 if parent is not None and c is not None:
                     _accumulate(cts, parent, c)
         if consume:
-            node.bprop = None
             tape[k] = None
     return cts
 
 
-def _accumulate(cts, node, ct):
-    old = cts.get(node)
-    cts[node] = ct if old is None else add_any(old, ct)
+def _accumulate(cts, pos, ct):
+    old = cts[pos]
+    cts[pos] = ct if old is None else bind(add_any, (old, ct), _NO_PARAMS)
+
+
+_NO_PARAMS = {}  # shared and never written: for primitives applied without parameters
 
 
 # The sum of two cotangents (or tangents) of the same value. It lives in the core because

@@ -751,16 +751,18 @@ class _JvpRules(_CallRules):
             ]
         p_out = tree_unflatten(p_tree, [_outer_value(p) for p in p_leaves])
         _check_no_leak(t_leaves, level, self.who, what)
-        out_nodes = [
+        out_positions = [
             t.aux if type(t) is Box and t.level is tangent_level else None for t in t_leaves
         ]
-        in_nodes = [t.aux if type(t) is Box else None for t in tangents]
+        in_positions = [t.aux if type(t) is Box else None for t in tangents]
         del tangents, t_out, t_leaves, p_leaves  # the bprop keeps the tape, not the traced values
 
         def bprop(ct):
-            seeds = [(n, c) for n, c in zip(out_nodes, tree_flatten(ct)[0]) if n is not None]
-            cts = backward_pass(tangent_level, seeds) if seeds else {}
-            return [None if n is None else cts.get(n) for n in in_nodes]
+            seeds = [(n, c) for n, c in zip(out_positions, tree_flatten(ct)[0]) if n is not None]
+            if not seeds:
+                return [None] * len(in_positions)
+            cts = backward_pass(tangent_level, seeds)
+            return [None if n is None else cts[n] for n in in_positions]
 
         return p_out, bprop
 

@@ -24,7 +24,7 @@ import sys
 import numpy as _np
 
 from . import provenance
-from .core import Box, Level, bind, primal
+from .core import INPUT_ENTRY, Box, Level, bind, primal
 from .tree_util import tree_flatten
 
 __all__ = ["make_graph", "Graph", "Equation", "Var"]
@@ -107,16 +107,16 @@ class Equation:
 
 
 class _Block:
-    """The equations one bprop (of the tape entry `node`) applied in a backward pass: the
-    bprop of equation `of`, keeping the forward values `keeps`."""
+    """The equations one bprop (of a tape entry: its closures `bprop`) applied in a backward
+    pass: the bprop of equation `of`, keeping the forward values `keeps`."""
 
-    __slots__ = ("of", "level", "keeps", "equations", "node")
+    __slots__ = ("of", "level", "keeps", "equations", "bprop")
 
-    def __init__(self, of, level, keeps, node):
+    def __init__(self, of, level, keeps, bprop):
         self.of = of
         self.level = level
         self.keeps = keeps
-        self.node = node
+        self.bprop = bprop
         self.equations = []
 
 
@@ -283,9 +283,9 @@ class GraphLevel(Level):
         # equations its rules apply next can name it
         self._applied_by = {}
         # id of a constant array -> the name your code gave it where first seen, so a bprop
-        # (which runs far from that code) shows the same name; id of a reverse level's input
-        # node -> the graph value it carries, to name the input whose cotangents are summed.
-        # `_kept` keeps those objects alive while recording, so their ids are not reused.
+        # (which runs far from that code) shows the same name; `_kept` keeps those arrays
+        # alive while recording, so their ids are not reused. (reverse level, tape position of
+        # an input) -> the graph value it carries, to name the input whose cotangents are summed.
         self._const_names = {}
         self._leaf_var = {}
         self._kept = []
@@ -336,20 +336,19 @@ class GraphLevel(Level):
         return Const(value, name)
 
     def _note_inputs(self, level, args):
-        """Remember which graph value each input of `level` (a box with a leaf node) carries."""
+        """Remember which graph value each input of `level` (a box of an input entry) carries."""
         for a in args:
-            if type(a) is Box and a.level is level and not a.aux.parents:
+            if type(a) is Box and a.level is level and level.tape[a.aux] is INPUT_ENTRY:
                 inner = a.value
                 if type(inner) is Box and inner.level is self:
-                    self._leaf_var[id(a.aux)] = inner.aux
-                    self._kept.append(a.aux)
+                    self._leaf_var[level, a.aux] = inner.aux
 
     def forward_equation(self, level, index):
         return self._forward_of.get((level, index))
 
     def _add_to_block(self, eqn, why):
         blocks = self.graph._blocks
-        if not blocks or blocks[-1].node is not why.bprop or blocks[-1].level != why.level:
+        if not blocks or blocks[-1].bprop is not why.bprop or blocks[-1].level != why.level:
             blocks.append(_Block(why.rule_of, why.level, _residuals(why.bprop, self), why.bprop))
         blocks[-1].equations.append(eqn)
 
@@ -375,10 +374,10 @@ def _why(frame, prim, graph_level):
         why.level = level.depth - base
         if k is not None:  # in the loop over the tape (not summing the seeds)
             why.rule_of = graph_level.forward_equation(level, k)
-            why.bprop = loc.get("node")
+            why.bprop = loc.get("bprop")
         summing = _frame_above(above, rule, provenance.ACCUMULATE)
         if summing is not None:
-            why.sums = _summed_value(summing.f_locals["node"], level, graph_level)
+            why.sums = _summed_value(summing.f_locals["pos"], level, graph_level)
     elif why.role in ("tangent", "residual") and rule.f_code is not provenance.TRANSPOSE:
         why.level = rule.f_locals["self"].depth - base
         why.rule_of = graph_level._applied_by.get(rule)
@@ -397,19 +396,18 @@ def _frame_above(frame, stop, code):
     return None
 
 
-def _summed_value(node, level, graph_level):
+def _summed_value(pos, level, graph_level):
     """The name of the value whose cotangents `_accumulate` is summing: the output of the
-    equation that `node`, an entry of `level`'s tape, recorded, or an input of `level`."""
-    if node in level.tape:  # not yet reached by the backward pass, so still on the tape
-        eqn = graph_level.forward_equation(level, level.tape.index(node))
-        if eqn is not None:
-            return eqn.output.name
-    var = graph_level._leaf_var.get(id(node))
+    equation recorded at position `pos` of `level`'s tape, or an input of `level`."""
+    eqn = graph_level.forward_equation(level, pos)
+    if eqn is not None:
+        return eqn.output.name
+    var = graph_level._leaf_var.get((level, pos))
     return f"the input {var.name}" if var is not None else "an input"
 
 
-def _residuals(node, graph_level):
-    """The graph values a node's bprop closures keep alive (their free variables)."""
+def _residuals(bprop, graph_level):
+    """The graph values a tape entry's bprop closures keep alive (their free variables)."""
     found, seen = [], set()
 
     def visit(obj, depth):
@@ -434,7 +432,6 @@ def _residuals(node, graph_level):
             for item in obj:
                 visit(item, depth + 1)
 
-    bprop = node.bprop if node is not None else None
     visit(bprop, 0)
     return found
 

@@ -6,9 +6,9 @@ of through the operations inside it. Imports: `fgrad.core` only.
 
 import functools
 
-from .core import Box, NondiffPrimitive, Primitive, bind
+from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
 
-__all__ = ["primitive", "defprimitive", "nondiff"]
+__all__ = ["primitive", "defprimitive", "defunary", "nondiff"]
 
 
 def primitive(fprop=None, *, jvp=None, name=None):
@@ -64,6 +64,24 @@ def defprimitive(impl, vjp, jvp, name=None):
     vjps = vjp if type(vjp) is tuple else (vjp,)
     jvps = jvp if type(jvp) is tuple else (jvp,)
     return Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)
+
+
+def defunary(impl, vjp, jvp, name=None):
+    """A built-in primitive of one argument without parameters (sin, exp, ...), returned as a
+    plain function with the primitive as its `.primitive` (as `primitive` returns).
+
+    Why a function: calling a `Primitive` object goes through Python's generic `__call__`
+    slot and packs `*args, **params`, which costs about twice a plain call, and these are the
+    functions that programs and their bprops apply most.
+    """
+    prim = defprimitive(impl, vjp, jvp, name)
+
+    def apply(x):
+        return bind_one(prim, x)
+
+    apply.__name__ = apply.__qualname__ = prim.name
+    apply.primitive = prim
+    return apply
 
 
 def nondiff(impl, name=None):

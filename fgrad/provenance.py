@@ -4,7 +4,7 @@
 bprop in a backward pass, a forward-mode rule — and which line of your code is behind it. The
 core keeps no record of this (it would cost every program); the stack has it while the
 primitive runs: the core functions on it (`bind`, a level's `process`, `backward_pass`) and
-their local variables (`prim`, `level`, `k`, `node`, `ct`) say what is being done.
+their local variables (`prim`, `level`, `k`, `bprop`, `ct`) say what is being done.
 
 Imports: `fgrad.core` (for the code objects of its functions) and the standard library.
 """
@@ -19,7 +19,7 @@ __all__ = ["Source", "application_chain", "user_frame", "source_of", "enclosing_
 _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # The core functions a primitive application passes through on its way down the levels.
-_BIND = core.bind.__code__
+_BINDS = frozenset({core.bind.__code__, core.bind_one.__code__})
 REVERSE_PROCESS = frozenset({core.ReverseLevel.process.__code__,
                              core.ReverseLevel._process_fprop.__code__})
 FORWARD_PROCESS = core.ForwardLevel.process.__code__
@@ -55,7 +55,7 @@ class Source:
 
 def application_chain(frame, prim):
     """Walk up from `frame` (inside `bind` or below it) past the chain bind <- level.process
-    <- bind ... that carries one application of `prim` down the levels. Returns the level
+    <- bind (or bind_one) ... that carries one application of `prim` down the levels. Returns the level
     `process` frames of that chain and the first frame above it.
 
     A level's `process` belongs to the chain only while it processes `prim` itself, not while
@@ -64,7 +64,7 @@ def application_chain(frame, prim):
     f = frame
     while f is not None:
         code = f.f_code
-        if code is _BIND:
+        if code in _BINDS:
             pass
         elif code in LEVEL_PROCESS and f.f_locals["prim"] is prim:
             chain.append(f)

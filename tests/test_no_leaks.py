@@ -2,10 +2,10 @@
 
 - Every input (read-only arrays included) is bit-identical after every transform.
 - After a transform returns, nothing it created stays alive. The garbage collector is
-  switched off and never run here, so a reference cycle shows up as a leak. `Box`, `Node` and
-  the levels have `__slots__` without `__weakref__`, so they are counted with
-  `gc.get_objects()` (which lists live objects without collecting anything); the arrays they
-  carry are watched with weak references.
+  switched off and never run here, so a reference cycle shows up as a leak. `Box` and the
+  levels have `__slots__` without `__weakref__`, so they are counted with `gc.get_objects()`
+  (which lists live objects without collecting anything); a tape's entries live only in its
+  level's tape; the arrays they carry are watched with weak references.
 - Residuals are released during the backward pass of grad, not after it.
 - An exception raised inside a traced function leaves no level behind: the next call works.
 
@@ -24,7 +24,7 @@ from fgrad import (
     checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize,
     tap_cotangent, value_and_grad, vjp,
 )
-from fgrad.core import Box, Level, Node, _state, primal
+from fgrad.core import Box, Level, _state, primal
 
 
 @pytest.fixture
@@ -37,9 +37,8 @@ def no_gc():
 
 
 def _traced_objects():
-    """How many boxes, nodes and levels are alive (without collecting anything)."""
-    return sum(1 for o in gc.get_objects()
-               if type(o) is Box or type(o) is Node or isinstance(o, Level))
+    """How many boxes and levels are alive (without collecting anything)."""
+    return sum(1 for o in gc.get_objects() if type(o) is Box or isinstance(o, Level))
 
 
 # --- custom functions used below ---------------------------------------------------------------

@@ -102,7 +102,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             "arrays are values here. Use the returned value instead"
         )
     kwargs.pop("out", None)
-    if kwargs and isinstance(fn, Primitive):  # a primitive's keywords are its rules' parameters
+    if kwargs and isinstance(getattr(fn, "primitive", fn), Primitive):  # its rules' parameters
         raise TypeError(
             f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
             f"{sorted(kwargs)}, which fgrad.numpy.{ufunc.__name__} does not take; call it "

@@ -12,7 +12,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive, nondiff
+from ..primitive import defprimitive, defunary, nondiff
 from .shaping import broadcast_like, meta, unbroadcast, unbroadcast_meta
 
 __all__ = [
@@ -80,11 +80,15 @@ def _operand(y):
 
 def _mul_vjp_x(ans, x, y):
     like, y = unbroadcast_meta(x, ans), _operand(y)
+    if like is None:
+        return lambda ct: ct * y
     return lambda ct: unbroadcast(ct * y, like)
 
 
 def _mul_vjp_y(ans, x, y):
     like, x = unbroadcast_meta(y, ans), _operand(x)
+    if like is None:
+        return lambda ct: x * ct
     return lambda ct: unbroadcast(x * ct, like)
 
 
@@ -118,7 +122,7 @@ divide = defprimitive(
 )
 true_divide = divide
 
-negative = defprimitive(
+negative = defunary(
     _np.negative,
     vjp=lambda ans, x: negative,
     jvp=lambda t, ans, x: negative(t),
@@ -192,47 +196,47 @@ power = defprimitive(
 
 # --- unary functions ---------------------------------------------------------------------
 
-sin = defprimitive(
+sin = defunary(
     _np.sin,
     vjp=lambda ans, x: lambda ct: ct * cos(x),
     jvp=lambda t, ans, x: t * cos(x),
 )
-cos = defprimitive(
+cos = defunary(
     _np.cos,
     vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
     jvp=lambda t, ans, x: negative(t * sin(x)),
 )
-tan = defprimitive(
+tan = defunary(
     _np.tan,
     vjp=lambda ans, x: lambda ct: ct * (1.0 + ans * ans),
     jvp=lambda t, ans, x: t * (1.0 + ans * ans),
 )
-tanh = defprimitive(
+tanh = defunary(
     _np.tanh,
     vjp=lambda ans, x: lambda ct: ct * (1.0 - ans * ans),
     jvp=lambda t, ans, x: t * (1.0 - ans * ans),
 )
-exp = defprimitive(
+exp = defunary(
     _np.exp,
     vjp=lambda ans, x: lambda ct: ct * ans,
     jvp=lambda t, ans, x: t * ans,
 )
-log = defprimitive(
+log = defunary(
     _np.log,
     vjp=lambda ans, x: lambda ct: ct / x,
     jvp=lambda t, ans, x: t / x,
 )
-log1p = defprimitive(
+log1p = defunary(
     _np.log1p,
     vjp=lambda ans, x: lambda ct: ct / (1.0 + x),
     jvp=lambda t, ans, x: t / (1.0 + x),
 )
-expm1 = defprimitive(
+expm1 = defunary(
     _np.expm1,
     vjp=lambda ans, x: lambda ct: ct * (ans + 1.0),
     jvp=lambda t, ans, x: t * (ans + 1.0),
 )
-sqrt = defprimitive(
+sqrt = defunary(
     _np.sqrt,
     vjp=lambda ans, x: lambda ct: ct / (2.0 * ans),
     jvp=lambda t, ans, x: t / (2.0 * ans),
@@ -270,7 +274,7 @@ def _abs_jvp(t, ans, x):
     return t * _abs_slope(ans, x)
 
 
-abs = defprimitive(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs")
+abs = defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs")
 absolute = abs
 
 
@@ -281,7 +285,7 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-conj = defprimitive(
+conj = defunary(
     _np.conjugate,
     vjp=lambda ans, x: conj,
     jvp=lambda t, ans, x: conj(t),
@@ -295,7 +299,7 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-real = defprimitive(
+real = defunary(
     _np.real,
     vjp=_real_vjp,
     jvp=lambda t, ans, x: real(t),
@@ -308,7 +312,7 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-imag = defprimitive(
+imag = defunary(
     _np.imag,
     vjp=_imag_vjp,
     jvp=lambda t, ans, x: imag(t),

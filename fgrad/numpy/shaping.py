@@ -207,6 +207,12 @@ def unbroadcast_meta(x, ans):
     elementwise from the cotangent of `ans` (so it has ans's shape and dtype): `meta(x)`, or
     None when x already has that shape and dtype. Decided once, when the rule is built, so
     that the bprop of the common unbroadcast operation does no work."""
+    kind = type(x)
+    if kind is type(ans):  # the common cases, answered without building two metas
+        if kind is _np.float64:
+            return None
+        if kind is _np.ndarray and x.shape == ans.shape and x.dtype == ans.dtype:
+            return None
     like, ans_like = meta(x), meta(ans)
     # One tuple comparison (dtypes compare by identity first); a Python number's dtype (None)
     # is left to `unbroadcast`, as NumPy says `dtype == None` is true.

@@ -32,7 +32,7 @@ import math
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive, nondiff
+from ..primitive import defprimitive, defunary, nondiff
 from .elementwise import exp, power, sqrt, where
 from .shaping import astype, broadcast_like, meta, unbroadcast
 
@@ -70,7 +70,7 @@ def _unary(impl, deriv, name=None):
         d = deriv(ans, x)
         return lambda ct: ct * d
 
-    return defprimitive(impl, vjp=vjp, jvp=lambda t, ans, x: t * deriv(ans, x), name=name)
+    return defunary(impl, vjp=vjp, jvp=lambda t, ans, x: t * deriv(ans, x), name=name)
 
 
 # Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses; hypot(x, 1)
