@@ -40,6 +40,7 @@ __all__ = [
     "NondiffPrimitive",
     "bind",
     "bind_one",
+    "bind_two",
     "backward_pass",
     "primal",
     "add_any",
@@ -405,6 +406,25 @@ def bind_one(prim, x):
     return bind(prim, (x,), _NO_PARAMS)
 
 
+def bind_two(prim, x, y):
+    """`bind` for a primitive of two arguments without parameters (the arithmetic operators,
+    the sum of two cotangents): the common cases skip bind's scan of the arguments."""
+    kx, ky = type(x), type(y)
+    if kx is Box:
+        lx = x.level
+        if ky is Box:
+            ly = y.level
+            if lx.live and ly.live:
+                return (lx if lx.depth >= ly.depth else ly).process(prim, (x, y), _NO_PARAMS)
+        elif lx.live and ky is not list and ky is not tuple:
+            return lx.process(prim, (x, y), _NO_PARAMS)
+    elif ky is Box and kx is not list and kx is not tuple:
+        ly = y.level
+        if ly.live:
+            return ly.process(prim, (x, y), _NO_PARAMS)
+    return bind(prim, (x, y), _NO_PARAMS)
+
+
 def _packed(a):
     if (type(a) is list or type(a) is tuple) and holds_box(a):
         return array_from_sequence(a)
@@ -418,27 +438,30 @@ def backward_pass(level, seeds, consume=False):
     """Propagate cotangents through `level`'s tape, last entry first; no recursion.
 
     `seeds` is a list of (tape position, cotangent). Returns a list with the summed cotangent
-    of each input's position (`None`, a structural zero, elsewhere). With `consume`, each
-    entry is dropped after use so its residuals are freed during the pass (for one-shot
-    gradients; a vjp function may be called again).
+    of each input's position (`None`, a structural zero, elsewhere). Each entry is dropped as
+    the pass reaches it, so its residuals are freed during the pass. With `consume` the pass
+    empties the level's own tape (for one-shot gradients); without, a copy of it (a vjp
+    function may be called again).
     """
     tape = level.tape
+    if tape is None:
+        raise RuntimeError(
+            "this gradient's backward pass was already run and its residuals freed; "
+            "use vjp(f, x) to get a function you can call more than once"
+        )
     cts = [None] * len(tape)
     for pos, ct in seeds:
         _accumulate(cts, pos, ct)
+    if consume:
+        level.tape = None  # emptied below, entry by entry
+    else:
+        tape = list(tape)  # the level keeps its tape for another pass; this one empties a copy
+    pop = tape.pop
     for k in range(len(tape) - 1, -1, -1):
+        parents, bprop = pop()  # entry k, dropped as it is read (with its residuals)
         ct = cts[k]
-        if ct is None:
-            continue
-        entry = tape[k]
-        if entry is None:
-            raise RuntimeError(
-                "this gradient's backward pass was already run and its residuals freed; "
-                "use vjp(f, x) to get a function you can call more than once"
-            )
-        parents, bprop = entry
-        if bprop is None:
-            continue  # an input: its cotangent is (part of) the answer
+        if ct is None or bprop is None:
+            continue  # no cotangent reached it, or an input: its cotangent is the answer
         cts[k] = None  # used once: freed as the pass moves on
         if type(bprop) is tuple:
             for parent, f in zip(parents, bprop):
@@ -459,14 +482,17 @@ def backward_pass(level, seeds, consume=False):
             for parent, c in zip(parents, in_cts):
                 if parent is not None and c is not None:
                     _accumulate(cts, parent, c)
-        if consume:
-            tape[k] = None
     return cts
 
 
 def _accumulate(cts, pos, ct):
     old = cts[pos]
-    cts[pos] = ct if old is None else bind(add_any, (old, ct), _NO_PARAMS)
+    if old is None:
+        cts[pos] = ct
+    elif type(old) is Box or type(ct) is Box or watch is not None:
+        cts[pos] = bind_two(add_any, old, ct)
+    else:  # two plain arrays (a first derivative): NumPy's sum, without bind's scan
+        cts[pos] = add_any.impl(old, ct)
 
 
 _NO_PARAMS = {}  # shared and never written: for primitives applied without parameters

@@ -19,7 +19,7 @@ __all__ = ["Source", "application_chain", "user_frame", "source_of", "enclosing_
 _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # The core functions a primitive application passes through on its way down the levels.
-_BINDS = frozenset({core.bind.__code__, core.bind_one.__code__})
+_BINDS = frozenset({core.bind.__code__, core.bind_one.__code__, core.bind_two.__code__})
 REVERSE_PROCESS = frozenset({core.ReverseLevel.process.__code__,
                              core.ReverseLevel._process_fprop.__code__})
 FORWARD_PROCESS = core.ForwardLevel.process.__code__
@@ -55,7 +55,7 @@ class Source:
 
 def application_chain(frame, prim):
     """Walk up from `frame` (inside `bind` or below it) past the chain bind <- level.process
-    <- bind (or bind_one) ... that carries one application of `prim` down the levels. Returns the level
+    <- bind (or bind_one, bind_two) ... that carries one application of `prim` down the levels. Returns the level
     `process` frames of that chain and the first frame above it.
 
     A level's `process` belongs to the chain only while it processes `prim` itself, not while

@@ -6,7 +6,7 @@ The core defines `Box` without operators so that it never depends on this layer;
 
 import numpy as _np
 
-from ..core import Box, Primitive, bind, primal
+from ..core import Box, Primitive, bind_two, primal
 from . import elementwise as _ew
 from . import ufuncs as _uf
 from . import products as _pr
@@ -31,19 +31,16 @@ def _concrete_or_raise(box, what):
     return x
 
 
-_NO_PARAMS = {}  # shared and never written: operators have no parameters
-
-
 def _operator(prim):
     """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one)."""
     if isinstance(prim, Primitive):
-        return lambda self, other: bind(prim, (self, other), _NO_PARAMS)
+        return lambda self, other: bind_two(prim, self, other)
     return lambda self, other: prim(self, other)
 
 
 def _reversed(prim):
     if isinstance(prim, Primitive):
-        return lambda self, other: bind(prim, (other, self), _NO_PARAMS)
+        return lambda self, other: bind_two(prim, other, self)
     return lambda self, other: prim(other, self)
 
 
