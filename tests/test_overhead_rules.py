@@ -1,10 +1,12 @@
-"""The shortcuts the rules take for speed give the same gradients as the general path.
+"""The shortcuts the core and the rules take for speed give the same gradients as the general path.
 
 Binary elementwise rules decide at forward time (`shaping.unbroadcast_meta`) that an input
 needs no unbroadcast; multiply's rules use `*` after making a list operand an array; sum's
-bprop broadcasts directly when the summed axes lead. Each case here is one the shortcut must
-get right: dtypes that differ only in promotion, weakly typed Python numbers, lists, and
-axes that do not lead.
+bprop broadcasts directly when the summed axes lead. The unary functions and the operators
+reach a level through `bind_one` and `bind_two`, which skip `bind`'s scan of the arguments;
+the backward pass drops each tape entry as it reads it. Each case here is one a shortcut must
+get right: dtypes that differ only in promotion, weakly typed Python numbers, lists, axes that
+do not lead, boxes of exited levels, nested levels, and a pass run twice.
 """
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
+from fgrad.core import ReverseLevel, backward_pass
 from fgrad.numpy.shaping import meta, unbroadcast_meta
 
 
@@ -21,6 +24,9 @@ def test_unbroadcast_meta_is_none_only_for_the_same_shape_and_dtype():
     assert unbroadcast_meta(x, np.ones((2, 3))) == meta(x)  # broadcast: sum back
     assert unbroadcast_meta(x.astype(np.float32), np.ones(3)) == meta(x.astype(np.float32))
     assert unbroadcast_meta(2.0, np.float64(1.0)) == ((), None)  # a Python number: general path
+    assert unbroadcast_meta(np.float64(2.0), np.float64(1.0)) is None
+    assert unbroadcast_meta(np.float32(2.0), np.float64(1.0)) == ((), np.dtype(np.float32))
+    assert unbroadcast_meta(np.float64(2.0), np.ones(3)) == ((), np.dtype(np.float64))
 
 
 @pytest.mark.parametrize("op", [fnp.add, fnp.subtract, fnp.multiply, fnp.divide,
@@ -66,3 +72,61 @@ def test_sum_gradient_for_leading_and_other_axes(axis, keepdims):
     fgrad.test_util.check_grads(f, (x,), order=2)
     g = fgrad.grad(lambda x: fnp.sum(fnp.sum(x, axis=axis, keepdims=keepdims)))(x)
     np.testing.assert_array_equal(g, np.ones_like(x))
+
+
+def _box_of_an_exited_level(value):
+    with ReverseLevel() as level:
+        box = level.new_input(np.float64(value))
+    return box  # its level has exited: it is just its value
+
+
+def test_a_box_of_an_exited_level_is_its_value_for_unary_functions_and_operators():
+    old = _box_of_an_exited_level(2.0)
+    assert float(fgrad.grad(lambda x: x * old)(3.0)) == 2.0
+    assert float(fgrad.grad(lambda x: old * x)(3.0)) == 2.0
+    assert float(fgrad.grad(lambda x: old - x)(3.0)) == -1.0
+    assert float(fnp.sin(old)) == np.sin(2.0)
+    assert float(old + old) == 4.0
+
+
+def test_a_list_holding_a_traced_value_is_an_array_for_unary_functions_and_operators():
+    x0 = 0.7
+    g = fgrad.grad(lambda x: fnp.sum(fnp.sin([x, 2.0 * x])))(x0)
+    assert np.isclose(g, np.cos(x0) + 2.0 * np.cos(2.0 * x0))
+    g = fgrad.grad(lambda x: fnp.sum(x * [x, 1.0]))(x0)  # x^2 + x
+    assert np.isclose(g, 2.0 * x0 + 1.0)
+    g = fgrad.grad(lambda x: fnp.sum([x, 3.0] - x))(x0)  # (x - x) + (3 - x)
+    assert np.isclose(g, -1.0)
+
+
+def test_operators_between_levels_in_either_order():
+    # the inner level's box and the outer level's: the inner (deeper) level processes first
+    def inner(x):
+        return fgrad.grad(lambda y: y * x + x * y * y)(1.5)  # x + 3x = 4x
+
+    assert np.isclose(fgrad.grad(lambda x: inner(x) * x)(2.0), 16.0)  # d(4x^2) = 8x
+    assert np.isclose(fgrad.grad(lambda x: x * inner(x))(2.0), 16.0)
+    assert np.isclose(fgrad.grad(fgrad.grad(lambda x: fnp.sin(x) * x))(0.4),
+                      2 * np.cos(0.4) - 0.4 * np.sin(0.4))
+
+
+def test_a_reused_tape_gives_the_same_cotangents_and_a_consumed_one_refuses():
+    x = np.array([0.2, -0.5])
+    out, pull = fgrad.vjp(lambda x: fnp.sin(x) * x + x, x)
+    first, second = pull(np.ones(2))[0], pull(np.ones(2))[0]
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(first, np.cos(x) * x + np.sin(x) + 1.0)
+    with ReverseLevel() as level:
+        y = fnp.sin(level.new_input(np.float64(0.3)))
+    backward_pass(level, [(y.aux, np.float64(1.0))], consume=True)
+    with pytest.raises(RuntimeError, match="already run"):
+        backward_pass(level, [(y.aux, np.float64(1.0))])
+
+
+def test_the_unary_functions_carry_their_primitive():
+    from fgrad.core import Primitive
+
+    for fn in (fnp.sin, fnp.exp, fnp.negative, fnp.arcsinh):
+        assert isinstance(fn.primitive, Primitive) and fn.__name__ == fn.primitive.name
+    with pytest.raises(TypeError, match="keyword arguments"):
+        fgrad.grad(lambda x: np.sin(x, dtype=np.float32))(1.0)
