@@ -393,6 +393,9 @@ def bind(prim, args, params):
     return level.process(prim, args, params)
 
 
+_NO_PARAMS = {}  # shared and never written: for primitives applied without parameters
+
+
 def bind_one(prim, x):
     """`bind` for a primitive of one argument without parameters: the most frequent call (the
     unary functions, in programs and in bprops), so it skips bind's scan of the arguments."""
@@ -493,9 +496,6 @@ def _accumulate(cts, pos, ct):
         cts[pos] = bind_two(add_any, old, ct)
     else:  # two plain arrays (a first derivative): NumPy's sum, without bind's scan
         cts[pos] = add_any.impl(old, ct)
-
-
-_NO_PARAMS = {}  # shared and never written: for primitives applied without parameters
 
 
 # The sum of two cotangents (or tangents) of the same value. It lives in the core because
