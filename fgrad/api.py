@@ -4,7 +4,7 @@ hessian and stop_gradient, with JAX's names and semantics.
 Pytrees are flattened once here, at the edge; the core sees flat lists of values. Errors about
 what the user passed are raised here, naming the argument, its shape and dtype.
 
-Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.batching`, `fgrad.numpy` (Jacobians are
+Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.forward`, `fgrad.tree_util`, `fgrad.batching`, `fgrad.numpy` (Jacobians are
 assembled with fgrad operations so that they can be differentiated again:
 `hessian = jacfwd(jacrev(f))`).
 """
@@ -17,7 +17,9 @@ import numpy as _np
 
 from . import numpy as fnp
 from .batching import map_linear
-from .core import Box, ForwardLevel, ReverseLevel, backward_pass, primal, zeros_like_value
+from .core import Box, primal, zeros_like_value
+from .forward import ForwardLevel
+from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 
 __all__ = [

@@ -20,13 +20,15 @@ one by one, as before. The check costs one pass.
 Every rule applies fgrad primitives through `bind`, so values of outer levels (`hessian` is
 `jacfwd` of `jacrev`) are traced by those levels as usual.
 
-Imports: `fgrad.core`, `fgrad.numpy` (the primitives that have batching rules).
+Imports: `fgrad.core`, `fgrad.provenance` (the record of an equation), `fgrad.numpy` (the
+primitives that have batching rules).
 """
 
 import numpy as _np
 
 from . import numpy as fnp
 from .core import Box, Level, Primitive, add_any, bind, holds_box_of, primal
+from .provenance import Equation
 from .numpy import elementwise as _elementwise
 from .numpy import products as _products
 from .numpy import shaping as _shaping
@@ -119,13 +121,6 @@ class _Var:
         self.index = index
 
 
-class _Equation:
-    __slots__ = ("prim", "args", "params", "out")
-
-    def __init__(self, prim, args, params, out):
-        self.prim, self.args, self.params, self.out = prim, args, params, out
-
-
 class _Recorder(Level):
     """A level that applies each primitive as usual and writes it down when one of its
     arguments is this level's box (the recorded input, or a value computed from it)."""
@@ -148,11 +143,13 @@ class _Recorder(Level):
                 vals.append(a)
                 refs.append(a)
         ans = bind(prim, vals, params)
-        self.largest = max(self.largest, fnp.size(ans))
-        out = self.n_vars
-        self.n_vars += 1
-        self.equations.append(_Equation(prim, refs, params, out))
-        return Box(ans, self, out)
+        results = ans if prim.multiple_results else (ans,)
+        self.largest = max([self.largest] + [fnp.size(a) for a in results])
+        first = self.n_vars
+        self.n_vars += len(results)
+        self.equations.append(Equation(prim, refs, params, range(first, self.n_vars)))
+        boxes = tuple(Box(a, self, first + k) for k, a in enumerate(results))
+        return boxes if prim.multiple_results else boxes[0]
 
 
 class _Program:
@@ -164,7 +161,7 @@ class _Program:
         # free each batched value after the last equation that reads it
         last_use = {}
         for i, eq in enumerate(equations):
-            for a in eq.args:
+            for a in eq.inputs:
                 if type(a) is _Var:
                     last_use[a.index] = i
         for o in outputs:
@@ -180,13 +177,15 @@ class _Program:
         env = [None] * self.n_vars
         env[0] = stack
         for eq, frees in zip(self.equations, self.frees):
-            args = [env[a.index] if type(a) is _Var else a for a in eq.args]
-            batched = [type(a) is _Var for a in eq.args]
+            args = [env[a.index] if type(a) is _Var else a for a in eq.inputs]
+            batched = [type(a) is _Var for a in eq.inputs]
             rule = _RULES.get(eq.prim)
             out = rule(eq.prim, args, batched, eq.params) if rule is not None else None
-            env[eq.out] = out if out is not None else _row_by_row(eq.prim, args, batched,
-                                                                   eq.params, n)
-            del args
+            if out is None:
+                out = _row_by_row(eq.prim, args, batched, eq.params, n)
+            for var, value in zip(eq.outputs, out if eq.prim.multiple_results else (out,)):
+                env[var] = value
+            del args, out
             for var in frees:
                 env[var] = None
         results, seen = [], set()
@@ -220,6 +219,8 @@ def _row_by_row(prim, args, batched, params, n):
     outs = [
         bind(prim, [a[i] if b else a for a, b in zip(args, batched)], params) for i in range(n)
     ]
+    if prim.multiple_results:
+        return tuple(fnp.stack([o[k] for o in outs]) for k in range(len(outs[0])))
     return fnp.stack(outs)
 
 

@@ -1,90 +1,98 @@
-"""The core of fgrad: levels, boxes, `bind`, the K transform (reverse mode) and forward mode.
+"""The core of fgrad: boxes, levels, `bind` and primitives. The transforms are levels defined in
+modules of their own (`fgrad.reverse`: the K transform; `fgrad.forward`: forward mode).
 
 How a derivative is computed
 ----------------------------
 Every transform call (`grad`, `vjp`, `jvp`, ...) opens a *level*: an object on a per-thread stack.
-Inputs are wrapped in a `Box(value, level, aux)`; `aux` is the box's tape position on a reverse
-level and its tangent on a forward level. A primitive applied to arguments that include boxes is
-processed by the innermost live level among them (`bind`). That level strips its own boxes,
-applies the primitive again to what is left (so boxes of outer levels are processed by their
-own levels: no perturbation confusion), and records what it needs:
+Inputs are wrapped in a `Box(value, level, aux)`; what `aux` holds is the level's business (a
+tape position, a tangent). A primitive applied to arguments that include boxes is processed by
+the innermost live level among them (`bind`). That level strips its own boxes, applies the
+primitive again to what is left (so boxes of outer levels are processed by their own levels: no
+perturbation confusion), and records what it needs by the primitive's rules. Rules are written
+in fgrad operations, so the rules a level applies are themselves traced by the levels outside
+it: that is all higher-order differentiation needs.
 
-- a `ReverseLevel` appends to its tape an entry `(parents, bprop)`: the bprop closures built
-  by the primitive's fprop (the K transform: each fprop returns `(ans, bprop)`) and the tape
-  positions of the inputs they send cotangents to; a box's `aux` is the position of the entry
-  that made it. The backward pass walks the tape from the end, iteratively, holding one
-  cotangent per position and summing the cotangents of values used twice;
-- a `ForwardLevel` computes the tangent of the result from the primitive's jvp rule, or, when a
-  primitive has only a bprop, by transposing the bprop (it is linear in the cotangent).
-
-Rules are written in fgrad operations, so the bprop of a level is itself traced by the levels
-outside it: that is all higher-order differentiation needs.
+A primitive has one output, or several (`multiple_results`): then its value is a tuple, each
+output is a box of its own, a reverse rule receives one cotangent per output (`None` for an
+output nobody used) and a forward rule returns one tangent per output.
 
 A box whose level has exited is just the value it carries; `bind` unwraps it.
+
+Free variables
+--------------
+A function may close over boxes (through closure cells, globals, default arguments, `self`).
+`capturing` runs a function with the live levels suspended and lists the boxes it reads;
+`replacing` runs it again with those boxes replaced by other values. `checkpoint` uses both
+to make a function's free variables explicit inputs of its primitive.
+
+Watching
+--------
+`watch`, off (None) by default, is told of every value computed and of what each level is doing
+(`Phase`): `make_graph` and `debug_nans` are built on it. Each primitive application checks it
+once.
 
 This module imports the standard library and NumPy only. The NumPy layer (`fgrad.numpy`)
 attaches the array operators to `Box`; the core never imports it.
 """
 
+from __future__ import annotations
+
+import contextlib
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as _np
 
 __all__ = [
     "Box",
-    "INPUT_ENTRY",
     "Level",
-    "ReverseLevel",
-    "ForwardLevel",
-    "Primitive",
     "NondiffPrimitive",
+    "Phase",
+    "Primitive",
     "bind",
     "bind_one",
     "bind_two",
-    "backward_pass",
+    "capturing",
+    "enter_phase",
+    "holds_box",
+    "holds_box_of",
+    "leave_phase",
+    "live_levels",
     "primal",
-    "add_any",
+    "replacing",
     "zeros_like_value",
 ]
 
 
 class _TraceState(threading.local):
-    """The live levels of the current thread, innermost last."""
+    """The live levels of the current thread (innermost last), what they are doing while a
+    watch is set, and how boxes of levels that are not live are read."""
 
     def __init__(self):
         self.stack = []
+        self.phases = []
+        self.rewrite = None
 
 
 _state = _TraceState()
 
 
-# --- boxes and tape entries ---------------------------------------------------------------
+# --- boxes ---------------------------------------------------------------------------------
 
 
 class Box:
-    """A value being differentiated by `level`.
-
-    `aux` is the position of the box's tape entry on a reverse level and its tangent on a
-    forward level. The array operators and attributes (`+`, `@`, `.shape`, ...) are attached
-    by `fgrad.numpy`.
+    """A value being differentiated by `level`; `aux` is the level's (a tape position, a
+    tangent). The array operators and attributes (`+`, `@`, `.shape`, ...) are attached by
+    `fgrad.numpy`.
     """
 
-    __slots__ = ("value", "level", "aux")
+    __slots__ = ("aux", "level", "value")
 
     def __init__(self, value, level, aux):
         self.value = value
         self.level = level
         self.aux = aux
-
-
-# A reverse level's tape is a list of entries `(parents, bprop)`, one per primitive application
-# and one per input; a plain tuple, as an entry is made for every operation. `parents` holds the
-# tape positions of the inputs, and `bprop` maps the output cotangent to input cotangents. It is
-# either a tuple of per-input closures aligned with `parents` (built-in rules: only the inputs
-# that need a gradient get a closure), or one closure returning a cotangent for every argument,
-# aligned with `parents` where `None` marks an argument that is not a box of this level (user
-# fprops). An input of the traced function is the entry `INPUT_ENTRY`.
-INPUT_ENTRY = ((), None)
 
 
 def primal(x):
@@ -114,26 +122,34 @@ def holds_box_of(x, level):
     return False
 
 
+def zeros_like_value(x):
+    """A plain zero with the shape and dtype of x's primal value (a NumPy scalar for shape ())."""
+    v = primal(x)
+    z = _np.zeros_like(v)
+    return z[()] if z.ndim == 0 else z
+
+
+def is_differentiable_value(x):
+    """Whether a value can carry a derivative: a float or complex array or number."""
+    dtype = getattr(primal(x), "dtype", None)
+    return dtype is not None and dtype.kind in "fc"
+
+
 # How a list or tuple holding traced values becomes one traced array, as NumPy reads an
 # array-like: a differentiable stack, which the NumPy layer provides when it is imported
 # (the core never imports it). `bind` applies it to such arguments.
 array_from_sequence = None
 
 
-def _live_value(x):
-    """Unwrap boxes of exited levels only; a box of a live level is kept."""
-    while type(x) is Box and not x.level.live:
-        x = x.value
-    return x
-
-
-# --- levels -------------------------------------------------------------------------------
+# --- levels --------------------------------------------------------------------------------
 
 
 class Level:
-    """A transform call in progress. Use as a context manager; boxes compare levels by identity."""
+    """A transform call in progress. Use as a context manager; boxes compare levels by
+    identity. A subclass defines `process(prim, args, params)`: apply `prim` to `args`, some of
+    which are this level's boxes, and return the result (boxed where it depends on them)."""
 
-    __slots__ = ("depth", "live", "__weakref__")
+    __slots__ = ("__weakref__", "depth", "live")
 
     def __init__(self):
         self.depth = -1
@@ -156,187 +172,76 @@ class Level:
             stack.remove(self)
         return False
 
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        raise NotImplementedError
+
     def __repr__(self):
         state = "live" if self.live else "exited"
         return f"<{type(self).__name__} depth={self.depth} {state}>"
 
 
-class ReverseLevel(Level):
-    """A level of the K transform: records a tape of entries for the backward pass."""
-
-    __slots__ = ("tape",)
-
-    def __init__(self):
-        super().__init__()
-        self.tape = []
-
-    def new_input(self, x):
-        tape = self.tape
-        tape.append(INPUT_ENTRY)
-        return Box(x, self, len(tape) - 1)
-
-    def process(self, prim, args, params):
-        vjps = prim.vjps
-        if vjps is None:
-            return self._process_fprop(prim, args, params)
-        # Built-in rules: build closures only for the inputs that need a gradient. One- and
-        # two-input primitives without parameters are most of a program, so they skip the
-        # general loop, and call their impl and rules without `**params` (a slower call in
-        # CPython). When no box is left under this level's, the value is the primitive's impl:
-        # calling it directly skips a second pass of `bind` over the arguments (unless a watch,
-        # such as debug_nans, must see it).
-        if len(args) == 1 and not params:
-            x = args[0]  # the only argument holds the innermost box, so it is this level's
-            xv = x.value
-            if type(xv) is Box or watch is not None:
-                ans = bind(prim, (xv,), params)
-            else:
-                ans = prim.impl(xv)
-            maker = vjps[0]
-            if maker is None:
-                return ans
-            entry = ((x.aux,), (maker(ans, xv),))
-        elif len(args) == 2 and not params:
-            x, y = args
-            x_own = type(x) is Box and x.level is self
-            y_own = type(y) is Box and y.level is self
-            xv = x.value if x_own else x
-            yv = y.value if y_own else y
-            if type(xv) is Box or type(yv) is Box or watch is not None:
-                ans = bind(prim, (xv, yv), params)
-            else:
-                ans = prim.impl(xv, yv)
-            fx = vjps[0] if x_own else None
-            fy = vjps[1] if y_own else None
-            if fx is not None and fy is not None:
-                entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
-            elif fx is not None:
-                entry = ((x.aux,), (fx(ans, xv, yv),))
-            elif fy is not None:
-                entry = ((y.aux,), (fy(ans, xv, yv),))
-            else:
-                return ans
-        else:
-            vals = [a.value if type(a) is Box and a.level is self else a for a in args]
-            ans = bind(prim, vals, params)
-            parents, bprops = [], []
-            for i, a in enumerate(args):
-                maker = vjps[i] if i < len(vjps) else None
-                if maker is not None and type(a) is Box and a.level is self:
-                    parents.append(a.aux)
-                    bprops.append(maker(ans, *vals, **params))
-            if not bprops:
-                return ans
-            entry = (tuple(parents), tuple(bprops))
-        tape = self.tape
-        tape.append(entry)
-        return Box(ans, self, len(tape) - 1)
-
-    def _process_fprop(self, prim, args, params):
-        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
-        ans, bprop = prim.fprop(*vals, **params)
-        parents = tuple(a.aux if type(a) is Box and a.level is self else None for a in args)
-        tape = self.tape
-        tape.append((parents, bprop))
-        return Box(ans, self, len(tape) - 1)
+def live_levels():
+    """The live levels of this thread, outermost first."""
+    return [lv for lv in _state.stack if lv.live]
 
 
-class ForwardLevel(Level):
-    """A level of forward mode: each box carries its tangent."""
-
-    __slots__ = ()
-
-    def process(self, prim, args, params):
-        vals = list(args)
-        tangents = [None] * len(args)
-        for i, a in enumerate(args):
-            if type(a) is Box and a.level is self:
-                vals[i] = a.value
-                tangents[i] = a.aux
-        jvps = prim.jvps
-        if jvps is not None:
-            ans = bind(prim, vals, params)
-            t_out = None
-            for i, t in enumerate(tangents):
-                if t is None:
-                    continue
-                rule = jvps[i] if i < len(jvps) else None
-                if rule is None:
-                    continue
-                ti = rule(t, ans, *vals, **params)
-                if ti is not None:
-                    t_out = ti if t_out is None else add_any(t_out, ti)
-        elif prim.jvp is not None:
-            ans = bind(prim, vals, params)
-            t_out = prim.jvp(tangents, ans, *vals, **params)
-        else:
-            ans, bprop = prim.fprop(*vals, **params)
-            t_out = _jvp_by_transposing(bprop, ans, tangents)
-        if t_out is None:
-            return ans  # a structural zero tangent: the result is a constant at this level
-        if watch is not None:
-            watch.tangent(prim, vals, t_out)
-        return Box(ans, self, t_out)
-
-
-def _jvp_by_transposing(bprop, ans, tangents):
-    """J t from a bprop alone: bprop is ct -> J^T ct, linear in ct, so its own vjp is J t.
-
-    The cotangent is a zero placeholder boxed on a fresh reverse level; the backward pass of
-    that level, seeded with the tangents at bprop's outputs, gives the cotangent of the
-    placeholder, which is J t.
-    """
-    with ReverseLevel() as level:
-        ct = level.new_input(zeros_like_value(ans))
-        in_cts = bprop(ct)
-    seeds = [
-        (c.aux, t)
-        for c, t in zip(in_cts, tangents)
-        if t is not None and type(c) is Box and c.level is level
-    ]
-    if not seeds:
-        return None
-    return backward_pass(level, seeds)[ct.aux]
-
-
-def zeros_like_value(x):
-    """A plain zero with the shape and dtype of x's primal value (a NumPy scalar for shape ())."""
-    v = primal(x)
-    z = _np.zeros_like(v)
-    return z[()] if z.ndim == 0 else z
-
-
-# --- primitives ---------------------------------------------------------------------------
+# --- primitives ----------------------------------------------------------------------------
 
 
 class Primitive:
-    """An operation fgrad differentiates as a unit.
+    """An operation fgrad differentiates as a unit, through its rules.
 
-    Two ways to give its rules:
+    `impl(*args, **params)` computes the value with NumPy. Reverse mode takes one of:
 
-    - per-input rules (the built-ins): `impl` computes the value with NumPy; `vjps[i]` is a
-      maker `(ans, *args, **params) -> (ct -> cotangent of args[i])` called at forward time,
-      so the closure keeps only the residuals it needs, and `jvps[i]` is
-      `(t, ans, *args, **params) -> tangent of ans`. `None` marks an input with no derivative;
-      a closure or rule may return `None` for a structural zero.
-    - an `fprop(*args, **params) -> (ans, bprop)` where `bprop(ct)` returns one cotangent (or
-      `None`) per argument, with an optional full `jvp(tangents, ans, *args, **params)`. Without
-      a jvp, forward mode transposes the bprop.
+    - `vjps`: one maker per input, `(ans, *args, **params) -> (ct -> cotangent of that input)`,
+      called at forward time so that the closure keeps only the residuals it needs; `None`
+      marks an input with no derivative. The built-ins with one output use these.
+    - `vjp(wanted, ans, *args, **params) -> bprop`, where `wanted[i]` says whether input i needs
+      a cotangent and `bprop(ct)` returns one cotangent (or None) per input.
+    - `fprop(*args, **params) -> (ans, bprop)`: the value and the bprop together, written in
+      fgrad operations (user primitives, custom rules).
+
+    Forward mode takes `jvps` (one rule per input, `(t, ans, *args, **params)`, summed) or
+    `jvp(tangents, ans, *args, **params)` (`tangents` has None for an input with no tangent);
+    without either it transposes the reverse rule, which is linear in the cotangent. A rule
+    returns None for a structural zero.
+
+    With `multiple_results`, `impl` returns a tuple; bprops get a list with one cotangent per
+    output (None for an output nobody used) and `jvp` returns one tangent (or None) per output.
+
+    The rules of further transforms are registered by those transforms' modules, keyed by the
+    primitive, beside the place where it is defined.
     """
 
-    __slots__ = ("name", "impl", "vjps", "jvps", "fprop", "jvp", "__weakref__")
+    __slots__ = ("__weakref__", "fprop", "impl", "jvp", "jvps", "multiple_results", "name",
+                 "vjp", "vjps")
 
-    def __init__(self, name, impl, vjps=None, jvps=None, fprop=None, jvp=None):
-        if (vjps is None) == (fprop is None):
-            raise ValueError(f"primitive {name!r}: give exactly one of vjps (per input) or fprop")
-        if vjps is not None and jvps is None:
-            raise ValueError(f"primitive {name!r}: per-input vjps need per-input jvps too")
+    def __init__(
+        self,
+        name: str,
+        impl: Callable,
+        *,
+        vjps: Sequence[Callable | None] | None = None,
+        jvps: Sequence[Callable | None] | None = None,
+        vjp: Callable | None = None,
+        jvp: Callable | None = None,
+        fprop: Callable | None = None,
+        multiple_results: bool = False,
+    ):
+        if (vjps is not None) + (vjp is not None) + (fprop is not None) != 1:
+            raise ValueError(f"primitive {name!r}: give exactly one of vjps, vjp and fprop")
+        if jvps is not None and jvp is not None:
+            raise ValueError(f"primitive {name!r}: give jvps (per input) or jvp, not both")
+        if multiple_results and (vjps is not None or jvps is not None):
+            raise ValueError(f"primitive {name!r}: several outputs need whole rules (vjp, jvp)")
         self.name = name
         self.impl = impl
-        self.vjps = vjps
-        self.jvps = jvps
-        self.fprop = fprop
+        self.vjps = tuple(vjps) if vjps is not None else None
+        self.jvps = tuple(jvps) if jvps is not None else None
+        self.vjp = vjp
         self.jvp = jvp
+        self.fprop = fprop
+        self.multiple_results = multiple_results
 
     def __call__(self, *args, **params):
         return bind(self, args, params)
@@ -349,7 +254,7 @@ class NondiffPrimitive:
     """An operation with no derivative (comparisons, floor, argmax, ...): it sees plain values,
     and its result is a constant at every level."""
 
-    __slots__ = ("name", "impl")
+    __slots__ = ("impl", "name")
 
     def __init__(self, name, impl):
         self.name = name
@@ -362,13 +267,62 @@ class NondiffPrimitive:
         return f"<fgrad non-differentiable primitive {self.name}>"
 
 
-# When set (by `fgrad.debug_nans`, to stop at the first nan or inf), an object told of every
-# value computed: `watch.value(prim, args, ans)` for each primitive applied at the bottom of the
-# levels, `watch.cotangent(ct, cts)` for the cotangents a bprop returns and
-# `watch.tangent(prim, args, t)` for each tangent a forward level computes. Bprops and jvp rules
-# applied to plain values compute with NumPy directly, so the last two are the only way to see
-# their results.
+# --- watching ------------------------------------------------------------------------------
+
+# When set (by `make_graph` and `debug_nans`, see `fgrad.provenance`), an object told of:
+# `value(prim, args, params, ans)`: a primitive applied to plain values;
+# `input(level, position, x)`: a reverse level made an input box at a tape position;
+# `recorded(level, position, phase)`: a reverse level recorded the application `phase` at a tape
+#     position (a primitive with n outputs: its outputs at the n positions after it);
+# `cotangent(phase, ct, cts)`: a bprop returned the cotangents `cts` for `ct`;
+# `tangent(phase, args, t)`: a forward rule returned the tangent `t`.
+# While it is set, the levels keep `_state.phases`, the stack of what they are doing.
 watch = None
+
+
+class Phase:
+    """What a level is doing, while a watch is set. `kind` is "apply" (the level applies `prim`
+    to the values under its boxes), "residual" (a reverse level builds prim's bprop at forward
+    time), "tangent" (a forward level applies prim's forward rule), "backward" (a reverse level's
+    backward pass applies the bprop of tape entry `position` to the cotangent `ct`) or "sum" (it
+    sums two cotangents of the value at `position`). `note` is the watcher's."""
+
+    __slots__ = ("ct", "kind", "level", "note", "position", "prim")
+
+    def __init__(self, kind, level, prim=None, position=None, ct=None):
+        self.kind = kind
+        self.level = level
+        self.prim = prim
+        self.position = position
+        self.ct = ct
+        self.note = None
+
+    def __repr__(self):
+        name = self.prim.name if self.prim is not None else ""
+        at = f" @{self.position}" if self.position is not None else ""
+        return f"<Phase {self.kind} {name}{at} of {self.level!r}>"
+
+
+def enter_phase(kind, level, prim=None, position=None, ct=None):
+    phase = Phase(kind, level, prim, position, ct)
+    _state.phases.append(phase)
+    return phase
+
+
+def leave_phase(phase):
+    phases = _state.phases
+    if phases and phases[-1] is phase:
+        phases.pop()
+    elif phase in phases:  # phases above it were left by an exception
+        del phases[phases.index(phase):]
+
+
+def phases():
+    """The current thread's phases, outermost first (empty unless a watch is set)."""
+    return _state.phases
+
+
+# --- bind ----------------------------------------------------------------------------------
 
 
 def bind(prim, args, params):
@@ -388,7 +342,7 @@ def bind(prim, args, params):
     if level is None:
         ans = prim.impl(*args, **params)
         if watch is not None:
-            watch.value(prim, args, ans)
+            watch.value(prim, args, params, ans)
         return ans
     return level.process(prim, args, params)
 
@@ -434,72 +388,91 @@ def _packed(a):
     return a
 
 
-# --- the backward pass --------------------------------------------------------------------
+def _live_value(x):
+    """x without boxes of levels that are not live (exited, or suspended by a rewrite)."""
+    rewrite = _state.rewrite
+    while type(x) is Box and not x.level.live:
+        if rewrite is not None:
+            found = rewrite.read(x)
+            if found is not _UNWRAP:
+                return found
+        x = x.value
+    return x
 
 
-def backward_pass(level, seeds, consume=False):
-    """Propagate cotangents through `level`'s tape, last entry first; no recursion.
+# --- free variables: running a function again with the boxes it reads replaced --------------
 
-    `seeds` is a list of (tape position, cotangent). Returns a list with the summed cotangent
-    of each input's position (`None`, a structural zero, elsewhere). Each entry is dropped as
-    the pass reaches it, so its residuals are freed during the pass. With `consume` the pass
-    empties the level's own tape (for one-shot gradients); without, a copy of it (a vjp
-    function may be called again).
-    """
-    tape = level.tape
-    if tape is None:
-        raise RuntimeError(
-            "this gradient's backward pass was already run and its residuals freed; "
-            "use vjp(f, x) to get a function you can call more than once"
-        )
-    cts = [None] * len(tape)
-    for pos, ct in seeds:
-        _accumulate(cts, pos, ct)
-    if consume:
-        level.tape = None  # emptied below, entry by entry
-    else:
-        tape = list(tape)  # the level keeps its tape for another pass; this one empties a copy
-    pop = tape.pop
-    for k in range(len(tape) - 1, -1, -1):
-        parents, bprop = pop()  # entry k, dropped as it is read (with its residuals)
-        ct = cts[k]
-        if ct is None or bprop is None:
-            continue  # no cotangent reached it, or an input: its cotangent is the answer
-        cts[k] = None  # used once: freed as the pass moves on
-        if type(bprop) is tuple:
-            for parent, f in zip(parents, bprop):
-                c = f(ct)
-                if watch is not None:
-                    watch.cotangent(ct, (c,))
-                # Most values are used once: their first cotangent is stored as it is, and
-                # only a second one pays for the call that sums them.
-                if c is not None:
-                    if cts[parent] is None:
-                        cts[parent] = c
-                    else:
-                        _accumulate(cts, parent, c)
-        else:
-            in_cts = bprop(ct)
-            if watch is not None:
-                watch.cotangent(ct, in_cts)
-            for parent, c in zip(parents, in_cts):
-                if parent is not None and c is not None:
-                    _accumulate(cts, parent, c)
-    return cts
+_UNWRAP = object()
 
 
-def _accumulate(cts, pos, ct):
-    old = cts[pos]
-    if old is None:
-        cts[pos] = ct
-    elif type(old) is Box or type(ct) is Box or watch is not None:
-        cts[pos] = bind_two(add_any, old, ct)
-    else:  # two plain arrays (a first derivative): NumPy's sum, without bind's scan
-        cts[pos] = add_any.impl(old, ct)
+class _Capture:
+    """Lists the boxes of suspended levels a function reads (its free variables)."""
+
+    __slots__ = ("boxes", "seen", "suspended")
+
+    def __init__(self, suspended):
+        self.suspended = suspended
+        self.boxes = []
+        self.seen = set()
+
+    def read(self, x):
+        if x.level in self.suspended:
+            if id(x) not in self.seen:
+                self.seen.add(id(x))
+                self.boxes.append(x)
+            return primal(x)
+        return _UNWRAP
 
 
-# The sum of two cotangents (or tangents) of the same value. It lives in the core because
-# the backward pass needs it; it is a primitive so that accumulation is differentiated too.
+class _Replace:
+    """Reads each of some boxes (by identity) as another value."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
+
+    def read(self, x):
+        return self.values.get(id(x), _UNWRAP)
+
+
+@contextlib.contextmanager
+def _rewritten(rewrite, suspend):
+    state = _state
+    previous = state.rewrite
+    suspended = [lv for lv in suspend if lv.live]
+    for lv in suspended:
+        lv.live = False
+    state.rewrite = rewrite
+    try:
+        yield rewrite
+    finally:
+        state.rewrite = previous
+        for lv in suspended:
+            lv.live = True
+
+
+def capturing() -> contextlib.AbstractContextManager[_Capture]:
+    """Within the block, every live level is suspended: a function run there computes with
+    plain values, and the boxes of those levels that it reads are listed, in order, in the
+    `boxes` of the object the block gives."""
+    levels = live_levels()
+    return _rewritten(_Capture(set(levels)), levels)
+
+
+def replacing(values: dict, suspend: Sequence[Level] = ()) -> Iterator[_Replace]:
+    """Within the block, a box whose id is a key of `values` is read as that value, provided
+    its level is not live; the levels in `suspend` are made not live for the block. The boxes
+    must be kept alive by the caller while the block runs (ids are only unique among live
+    objects)."""
+    return _rewritten(_Replace(values), suspend)
+
+
+# --- the sum of two cotangents (or tangents) of the same value ------------------------------
+# It lives in the core because the backward pass needs it; it is a primitive so that
+# accumulation is differentiated too.
+
+
 def _identity_bprop(ans, x, y):
     return _identity
 

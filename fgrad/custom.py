@@ -10,15 +10,24 @@
 - `tap_cotangent(x, on_cotangent)` is the identity on `x` whose bprop hands the cotangent to
   `on_cotangent` and passes on what it returns: for logging, clipping and teaching.
 
-Each call flattens its pytree arguments once, here, and binds a `core.Primitive` made for
-that call, whose fprop, bprop and jvp close over the call's structure. The core's primitives
-have one output, so several output leaves travel through it as one flat array, split again
-(with differentiable fgrad operations) on the way out.
+Each is one primitive with several outputs (`custom_vjp_call`, `custom_jvp_call`,
+`checkpoint`, `tap_cotangent`): a call flattens its pytree arguments once, here, binds the
+primitive to the leaves, with the call's structure as a parameter, and gets one output per
+leaf of the result.
 
 Rules are written in `fgrad.numpy` operations, like the built-in ones, so that they can be
-differentiated again: then these functions work under every transform at every depth. A
-function or rule that closes over a value being differentiated, instead of taking it as an
-argument, raises a TypeError naming that value: its derivative would otherwise be lost.
+differentiated again: then these functions work under every transform at every depth.
+
+Free variables. A function given to `checkpoint` may close over values being differentiated
+(through closure cells, globals, default arguments, a bound method's `self`): `checkpoint`
+runs it once with every transform suspended to find the boxes it reads, and makes them inputs
+of its primitive, so their derivatives are those of the function, at every order. A
+`custom_vjp` or `custom_jvp` function, its `fwd`/`bwd` or its jvp rule may close over values
+of outer transforms (the rule's operations on them are differentiated as operations), but not
+over a value being differentiated by the transform that applies the rule: the rule gives no
+derivative for it, so that raises a TypeError naming the value rather than dropping its
+derivative. When none of a custom function's arguments is being differentiated, it runs as
+itself, and what it closes over is differentiated through its operations.
 
 Three worked examples
 ---------------------
@@ -76,8 +85,8 @@ with its rule too: with the bprop in fgrad operations, derivatives of every orde
 >>> float(fgrad.grad(fgrad.grad(root))(2.0))  # -6 y (dy/dx)**3
 -0.09375
 
-Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy` (to split outputs differentiably) and
-`fgrad.api` (`checkpoint` re-runs its function under `vjp` and `jvp`).
+Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.tree_util`, `fgrad.numpy` (to cast cotangents
+differentiably) and `fgrad.api` (`checkpoint` re-runs its function under `vjp` and `jvp`).
 """
 
 import functools
@@ -87,26 +96,18 @@ import weakref
 
 import numpy as _np
 
+from . import core
 from . import numpy as fnp
-from .api import _vjp
-from .api import jvp as _api_jvp
-from .core import (
-    Box, Primitive, ReverseLevel, backward_pass, bind, holds_box_of, primal, zeros_like_value,
-)
+from .api import _jvp_flat, _vjp_flat
+from .core import Box, Primitive, bind, holds_box_of, primal, zeros_like_value
 from .numpy.shaping import describe
+from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["custom_vjp", "custom_jvp", "checkpoint", "remat", "tap_cotangent"]
+__all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "tap_cotangent"]
 
 
-# --- which levels a call sees ----------------------------------------------------------------
-
-
-def _outer_value(x):
-    """x without boxes of exited levels on top: what `bind` sees."""
-    while type(x) is Box and not x.level.live:
-        x = x.value
-    return x
+# --- which level applies a call's rule -------------------------------------------------------
 
 
 def _live_levels(leaves):
@@ -120,20 +121,28 @@ def _live_levels(leaves):
     return list(seen.values())
 
 
-def _processing_level(levels, vals):
-    """Which of the call's live `levels` is processing the primitive, given the values it was
-    handed: each level strips its own boxes before the next outer one sees the arguments, so it
-    is the outermost of `levels` that is deeper than every live box left in `vals`."""
+def _any_live(leaves):
+    return any(type(x) is Box and (x.level.live or _any_live((x.value,))) for x in leaves)
+
+
+def _processing_level(inputs, vals):
+    """The level applying a rule, given the primitive's inputs as bound and the values that
+    level was handed: each level strips its own boxes before the next outer one sees the
+    arguments, so it is the outermost level of `inputs` deeper than every live box in `vals`."""
     left = max((lv.depth for lv in _live_levels(vals)), default=-1)
-    return min((lv for lv in levels if lv.depth > left), key=operator.attrgetter("depth"))
+    return min((lv for lv in _live_levels(inputs) if lv.depth > left),
+               key=operator.attrgetter("depth"))
+
+
+# --- values being differentiated where a rule cannot see them --------------------------------
 
 
 def _leak(tree, level, allowed=None):
     """A leaf of `tree` holding a box of `level` or of a live level inside it (other than
     `allowed`), else None.
 
-    Such a box in what a primitive's rule returns at `level` can only come from a value of
-    that level the rule closed over (its arguments hold only boxes of outer levels).
+    Such a box in what a rule returns at `level` can only come from a value of that level the
+    rule closed over (its arguments hold only boxes of outer levels).
     """
     for x in tree_flatten(tree)[0]:
         y = x
@@ -144,137 +153,69 @@ def _leak(tree, level, allowed=None):
     return None
 
 
-
-def _check_closure(fn, level, who, what):
-    """Refuse a function that closes over a value being differentiated at `level` (or inside
-    it): the primitive would treat that value as a constant and drop its derivative."""
+def _free_values(fn):
+    """(name, value) for what `fn` reads besides its arguments: closure cells, the arguments of
+    a functools.partial, default arguments, a bound method's object and the globals its code
+    names (nested functions' code included)."""
     while isinstance(fn, functools.partial):
-        for k, v in list(enumerate(fn.args)) + list(fn.keywords.items()):
-            x = _leak(v, level)
-            if x is not None:
-                _raise_captured(who, what, f"partial argument {k!r}", x)
+        yield from ((f"partial argument {k!r}", v) for k, v in enumerate(fn.args))
+        yield from ((f"partial argument {k!r}", v) for k, v in fn.keywords.items())
         fn = fn.func
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, type):
+        yield "self", owner
+        yield from ((f"self.{k}", v) for k, v in getattr(owner, "__dict__", {}).items())
+    fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
-    cells = getattr(fn, "__closure__", None)
-    if code is None or not cells:
+    if code is None:
         return
-    for name, cell in zip(code.co_freevars, cells):
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
-            v = cell.cell_contents
+            yield repr(name), cell.cell_contents
         except ValueError:  # a cell not filled yet
             continue
-        x = _leak(v, level)
+    for k, v in enumerate(fn.__defaults__ or ()):
+        yield f"default argument {code.co_varnames[code.co_argcount - len(fn.__defaults__) + k]!r}", v
+    yield from ((f"default argument {k!r}", v) for k, v in (fn.__kwdefaults__ or {}).items())
+    scope = getattr(fn, "__globals__", {})
+    for name in _global_names(code):
+        if name in scope:
+            yield f"global {name!r}", scope[name]
+
+
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names |= _global_names(const)
+    return names
+
+
+def _check_closure(fn, level, who, what):
+    """Refuse a function that reads a value being differentiated at `level` (or inside it)
+    other than through its arguments: the rule would give it no derivative."""
+    for name, v in _free_values(fn):
+        x = _leak(v, level) if not callable(v) or type(v) is Box else None
         if x is not None:
-            _raise_captured(who, what, f"{name!r}", x)
-
-
-def _raise_captured(who, what, name, x):
-    raise TypeError(
-        f"{who}: {what} closes over {name}, a value being differentiated (a traced value with "
-        f"{describe(x)}); its derivative would be lost. Pass it to the function as an "
-        "explicit argument instead of closing over it"
-    )
-
-
-def _raise_leak(who, what, x):
-    raise TypeError(
-        f"{who}: {what} depends on a value being differentiated that is not one of the "
-        f"function's arguments (it holds a traced value with {describe(x)}): the function or "
-        "its rules close over a traced value, whose derivative would be lost. Pass that value "
-        "to the function as an explicit argument instead of closing over it"
-    )
-
-
-def _check_no_leak(tree, level, who, what):
-    x = _leak(tree, level)
-    if x is not None:
-        _raise_leak(who, what, x)
-
-
-# --- outputs: several leaves through a one-output primitive ---------------------------------
-
-
-class _Packed:
-    """A primitive's output already packed (checkpoint's recursive call returns one)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-class _Outputs:
-    """The structure, shapes and dtypes of a call's outputs, learned when first computed.
-
-    One output leaf goes through the core as itself; several go as one flat array of their
-    common dtype, split again with fgrad operations so that the split is differentiated too.
-    """
-
-    __slots__ = ("who", "tree", "metas", "dtype")
-
-    def __init__(self, who):
-        self.who = who
-        self.tree = None
-        self.metas = None
-        self.dtype = None
-
-    def pack(self, out, what):
-        if type(out) is _Packed:
-            return out.value
-        leaves, tree = tree_flatten(out)
-        leaves = [_as_numpy(v) for v in leaves]
-        for k, v in enumerate(leaves):
-            pv = primal(v)
-            if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
-                    _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool):
-                raise TypeError(
-                    f"{self.who}: {what} returned a value of type {type(pv).__name__} "
-                    f"at output leaf {k}; return numbers or numeric arrays"
-                )
-        metas = [(_np.shape(primal(v)), _np.result_type(primal(v))) for v in leaves]
-        if self.tree is None:
-            self.tree, self.metas = tree, metas
-            self.dtype = _np.result_type(*[d for _, d in metas]) if metas else _np.float64
-        elif tree != self.tree or metas != self.metas:
             raise TypeError(
-                f"{self.who}: {what} returned {tree} with (shape, dtype) {_show(metas)}, but "
-                f"the output was first computed as {self.tree} with {_show(self.metas)}; the "
-                "function and its rules must return outputs of the same structure, shapes "
-                "and dtypes"
+                f"{who}: {what} reads {name}, a value being differentiated (a traced value with "
+                f"{describe(x)}) that is not one of its arguments; the rule gives no derivative "
+                "for it, so it would be lost. Pass it to the function as an explicit argument"
             )
-        return self._join(leaves)
-
-    def pack_tangent(self, t, what):
-        """A tangent (or cotangent) pytree shaped like the output; None is a zero."""
-        leaves = _leaves_like(t, self.tree, self.who, what)
-        leaves = [
-            _conform(v, meta, self.who, f"{what}, leaf {k}")
-            for k, (v, meta) in enumerate(zip(leaves, self.metas))
-        ]
-        return self._join([_zeros(m) if v is None else v for v, m in zip(leaves, self.metas)])
-
-    def _join(self, leaves):
-        if len(leaves) == 1:
-            return leaves[0]
-        if not leaves:
-            return _np.zeros(0)
-        return fnp.concatenate([fnp.ravel(fnp.astype(v, self.dtype)) for v in leaves])
-
-    def split(self, packed):
-        """The output pytree from its packed form."""
-        if len(self.metas) == 1:
-            return tree_unflatten(self.tree, [packed])
-        leaves, lo = [], 0
-        for shape, dtype in self.metas:
-            n = int(_np.prod(shape))
-            piece = fnp.reshape(packed[lo:lo + n], shape)
-            leaves.append(piece if dtype == self.dtype else fnp.astype(piece, dtype))
-            lo += n
-        return tree_unflatten(self.tree, leaves)
 
 
-def _show(metas):
-    return "[" + ", ".join(f"({s}, {d})" for s, d in metas) + "]"
+def _check_no_leak(tree, level, who, what, allowed=None):
+    x = _leak(tree, level, allowed)
+    if x is not None:
+        raise TypeError(
+            f"{who}: {what} depends on a value being differentiated that is not one of the "
+            f"function's arguments (it holds a traced value with {describe(x)}): the function "
+            "or its rules read a traced value they were not given, whose derivative would be "
+            "lost. Pass that value to the function as an explicit argument"
+        )
+
+
+# --- the call: structure of arguments and outputs ---------------------------------------------
 
 
 def _as_numpy(v):
@@ -284,10 +225,79 @@ def _as_numpy(v):
     return v
 
 
+def _meta(v):
+    v = primal(v)
+    return _np.shape(v), _np.result_type(v)
+
+
 def _zeros(meta):
     shape, dtype = meta
     z = _np.zeros(shape, dtype)
     return z[()] if z.ndim == 0 else z
+
+
+def _show(metas):
+    return "[" + ", ".join(f"({s}, {d})" for s, d in metas) + "]"
+
+
+class _Call:
+    """One call of a custom or checkpointed function, its primitive's parameter `call`: what
+    the rules need (the function, the structure of its arguments) and the structure, shapes and
+    dtypes of its outputs, learned when first computed."""
+
+    def __init__(self, who, in_tree):
+        self.who = who
+        self.in_tree = in_tree
+        self.out_tree = None
+        self.out_metas = None
+        self.inputs = None  # the bound inputs, while the primitive is bound (see __call__)
+
+    def __repr__(self):
+        return self.who
+
+    def output_leaves(self, out, what):
+        """The leaves of an output `out`, as a tuple; every computation of the output must
+        give the same structure, shapes and dtypes."""
+        leaves, tree = tree_flatten(out)
+        leaves = tuple(_as_numpy(v) for v in leaves)
+        for k, v in enumerate(leaves):
+            pv = primal(v)
+            if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
+                    _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool):
+                raise TypeError(
+                    f"{self.who}: {what} returned a value of type {type(pv).__name__} "
+                    f"at output leaf {k}; return numbers or numeric arrays"
+                )
+        metas = [_meta(v) for v in leaves]
+        if self.out_tree is None:
+            self.out_tree, self.out_metas = tree, metas
+        elif tree != self.out_tree or metas != self.out_metas:
+            raise TypeError(
+                f"{self.who}: {what} returned {tree} with (shape, dtype) {_show(metas)}, but "
+                f"the output was first computed as {self.out_tree} with "
+                f"{_show(self.out_metas)}; the function and its rules must return outputs of "
+                "the same structure, shapes and dtypes"
+            )
+        return leaves
+
+    def output(self, leaves):
+        return tree_unflatten(self.out_tree, list(leaves))
+
+    def output_cotangent(self, cts):
+        """The output cotangent as a pytree for a user's rule: zeros for unused outputs."""
+        return self.output([_zeros(m) if c is None else c for c, m in zip(cts, self.out_metas)])
+
+    def level(self, vals):
+        return _processing_level(self.inputs, vals)
+
+    def bind(self, prim, leaves, **params):
+        """Bind `prim` to `leaves` with this call as its parameter; the result as a pytree."""
+        self.inputs = leaves
+        try:
+            outs = bind(prim, leaves, dict(params, call=self))
+        finally:
+            self.inputs = None  # a bprop keeps the call: it must not keep boxes of its level
+        return self.output(outs)
 
 
 def _leaves_like(value, treedef, who, what):
@@ -345,63 +355,11 @@ def _conform(v, meta, who, what):
     return v
 
 
-# --- one call, bound as a primitive -----------------------------------------------------------
+def _call_impl(*leaves, call):
+    return call.primal(leaves)
 
 
-def _bind_call(name, leaves, rules, outputs=None):
-    """Bind one call of a custom function to the flat list `leaves` and return its output.
-
-    `rules` has `primal(vals) -> out` (the value, when no live level differentiates the call),
-    `fprop(vals, level) -> (out, bprop)` with `bprop(ct) -> [cotangent or None per leaf]`
-    (`ct` shaped like `out`), and `jvp(tangents, vals, level) -> tangent of out` or no `jvp`
-    (forward mode then transposes the bprop). `level` is the level processing the primitive;
-    `vals` are the leaves without its boxes.
-    """
-    leaves = [_outer_value(x) for x in leaves]
-    levels = _live_levels(leaves)
-    if not levels:
-        return rules.primal(leaves)
-    return outputs.split(_bind_packed(name, leaves, levels, rules, outputs))
-
-
-def _bind_packed(name, leaves, levels, rules, outputs):
-    who = rules.who
-
-    def impl(*vals):
-        return outputs.pack(rules.primal(list(vals)), "the function")
-
-    def fprop(*vals):
-        vals = list(vals)
-        level = _processing_level(levels, vals)
-        out, bprop_of_tree = rules.fprop(vals, leaves, level)
-        if type(out) is not _Packed:
-            _check_no_leak(out, level, who, "its output")
-        ans = outputs.pack(out, "the forward rule")
-        level_ref = weakref.ref(level)  # the level's tape keeps this bprop: no cycle back
-
-        def bprop(ct):
-            cts = tuple(bprop_of_tree(outputs.split(ct)))
-            level = level_ref()
-            if level is not None and level.live:  # forward mode transposing the bprop: the
-                allowed = ct.level if type(ct) is Box else None  # cotangent's level is the
-                x = _leak(cts, level, allowed)  # only one allowed inside
-                if x is not None:
-                    _raise_leak(who, "the cotangents its bprop returned", x)
-            return cts
-
-        return ans, bprop
-
-    def jvp(tangents, ans, *vals):
-        vals = list(vals)
-        level = _processing_level(levels, vals)
-        t_out = rules.jvp(list(tangents), vals, leaves, level)
-        _check_no_leak(ans, level, who, "its output")
-        _check_no_leak(t_out, level, who, "the tangent of its output")
-        return outputs.pack_tangent(t_out, "the tangent of the output")
-
-    # Without a jvp rule (custom_vjp), forward mode transposes the bprop.
-    prim = Primitive(name, impl, fprop=fprop, jvp=jvp if hasattr(rules, "jvp") else None)
-    return bind(prim, leaves, {})
+# --- custom_vjp and custom_jvp: what they share ------------------------------------------------
 
 
 def _resolve_kwargs(fun, args, kwargs, who):
@@ -443,6 +401,7 @@ class _CustomFunction:
     """What custom_vjp and custom_jvp share: the function, its nondiff_argnums, the call."""
 
     _kind = None
+    _primitive = None
 
     def __init__(self, fun, nondiff_argnums=()):
         if not callable(fun):
@@ -486,10 +445,10 @@ class _CustomFunction:
         args = _resolve_kwargs(self.fun, args, kwargs, who)
         nondiff, diff = self._split_args(args)
         leaves, in_tree = tree_flatten(tuple(args[i] for i in diff))
-        return _bind_call(
-            f"{self._kind}({_fun_name(self.fun)})", leaves,
-            self._rules(self, args, nondiff, diff, in_tree), _Outputs(who),
-        )
+        if not _any_live(leaves):  # nothing to apply a rule to: the function itself
+            return self.fun(*args)
+        call = _CustomCall(self, args, nondiff, diff, in_tree)
+        return call.bind(self._primitive, [_as_numpy(x) for x in leaves])
 
     def _check_nondiff(self, args, nondiff, level):
         for i in nondiff:
@@ -503,7 +462,89 @@ class _CustomFunction:
                 )
 
 
+class _CustomCall(_Call):
+    """One call of a custom function: its arguments, and which of them are differentiated."""
+
+    def __init__(self, f, args, nondiff, diff, in_tree):
+        super().__init__(f._who(), in_tree)
+        self.f, self.nondiff, self.diff = f, nondiff, diff
+        self.diff_trees = [tree_flatten(args[i])[1] for i in diff]
+        # Only the nondiff arguments are kept: the others come as the primitive's inputs, and
+        # may be boxes of a level whose tape keeps this call (in a bprop).
+        self.args = [None if i in diff else a for i, a in enumerate(args)]
+
+    def full_args(self, vals):
+        full = list(self.args)
+        for i, a in zip(self.diff, tree_unflatten(self.in_tree, list(vals))):
+            full[i] = a
+        return full
+
+    def primal(self, vals):
+        return self.output_leaves(self.f.fun(*self.full_args(vals)), "the function")
+
+    def nondiff_args(self):
+        return [self.args[i] for i in self.nondiff]
+
+    def check(self, level, rules):
+        for what, fn in (("the function", self.f.fun),) + rules:
+            _check_closure(fn, level, self.who, what)
+        self.f._check_nondiff(self.args, self.nondiff, level)
+
+
 # --- custom_vjp -------------------------------------------------------------------------------
+
+
+def _custom_vjp_fprop(*vals, call):
+    """The reverse rule of a custom_vjp call: fwd gives the value and the residuals, bwd the
+    cotangents (forward mode transposes it)."""
+    f, who = call.f, call.who
+    level = call.level(vals)
+    call.check(level, (("fwd", f.fwd), ("bwd", f.bwd)))
+    pair = f.fwd(*call.full_args(vals))
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+        raise TypeError(
+            f"{who}: fwd must return a pair (output, residuals), got "
+            f"{type(pair).__name__}" + (f" of length {len(pair)}"
+                                         if isinstance(pair, (tuple, list)) else "")
+        )
+    out, res = pair
+    _check_no_leak(res, level, who, "fwd's residuals")
+    _check_no_leak(out, level, who, "its output")
+    outs = call.output_leaves(out, "fwd")
+    nondiff_args, diff = call.nondiff_args(), call.diff
+    # The bprop keeps only structures and metadata of the differentiated arguments, never
+    # the arguments: they are boxes of this level, and the level's tape keeps the bprop.
+    diff_trees = call.diff_trees
+    metas = [_meta(v) for v in vals]
+    level_ref = weakref.ref(level)
+
+    def bprop(cts):
+        ct = call.output_cotangent(cts)
+        in_cts = f.bwd(*nondiff_args, res, ct)
+        if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(diff):
+            got = (f"a {type(in_cts).__name__} of length {len(in_cts)}"
+                   if isinstance(in_cts, (tuple, list)) else f"{type(in_cts).__name__}")
+            raise TypeError(
+                f"{who}: bwd must return a tuple with one cotangent per differentiable "
+                f"argument ({len(diff)}: arguments {diff}), got {got}; return "
+                "None for an argument with a zero cotangent"
+            )
+        flat = []
+        for i, c, tree in zip(diff, in_cts, diff_trees):
+            flat.extend(_leaves_like(c, tree, who, f"bwd's cotangent of argument {i}"))
+        flat = [_conform(c, m, who, f"bwd's cotangent (leaf {k} of the arguments)")
+                for k, (c, m) in enumerate(zip(flat, metas))]
+        lv = level_ref()
+        if lv is not None and lv.live:  # forward mode transposing the bprop: the cotangent's
+            allowed = next((c.level for c in cts if type(c) is Box), None)  # level is allowed
+            _check_no_leak(flat, lv, who, "the cotangents its bprop returned", allowed)
+        return flat
+
+    return outs, bprop
+
+
+custom_vjp_call = Primitive("custom_vjp_call", _call_impl, fprop=_custom_vjp_fprop,
+                            multiple_results=True)
 
 
 class custom_vjp(_CustomFunction):
@@ -536,6 +577,7 @@ class custom_vjp(_CustomFunction):
     """
 
     _kind = "custom_vjp"
+    _primitive = custom_vjp_call
 
     def __init__(self, fun, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
@@ -557,72 +599,80 @@ class custom_vjp(_CustomFunction):
     def _has_rule(self):
         return self.fwd is not None
 
-    @property
-    def _rules(self):
-        return _VjpRules
-
-
-class _CallRules:
-    """One call of a custom function: its arguments, and which of them are differentiated."""
-
-    def __init__(self, f, args, nondiff, diff, in_tree):
-        self.f, self.args, self.nondiff, self.diff, self.in_tree = f, args, nondiff, diff, in_tree
-        self.who = f._who()
-
-    def full_args(self, vals):
-        full = list(self.args)
-        for i, a in zip(self.diff, tree_unflatten(self.in_tree, vals)):
-            full[i] = a
-        return full
-
-    def primal(self, vals):
-        return self.f.fun(*self.full_args(vals))
-
-
-class _VjpRules(_CallRules):
-    def fprop(self, vals, leaves, level):
-        f, who = self.f, self.who
-        for what, fn in (("the function", f.fun), ("fwd", f.fwd), ("bwd", f.bwd)):
-            _check_closure(fn, level, who, what)
-        f._check_nondiff(self.args, self.nondiff, level)
-        pair = f.fwd(*self.full_args(vals))
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-            raise TypeError(
-                f"{who}: fwd must return a pair (output, residuals), got "
-                f"{type(pair).__name__}" + (f" of length {len(pair)}"
-                                             if isinstance(pair, (tuple, list)) else "")
-            )
-        out, res = pair
-        _check_no_leak(res, level, who, "fwd's residuals")
-        nondiff_args = [self.args[i] for i in self.nondiff]
-        # The bprop keeps only structures and metadata of the differentiated arguments, never
-        # the arguments: they are boxes of this level, and the level's tape keeps the bprop.
-        diff, diff_trees = self.diff, [tree_flatten(self.args[i])[1] for i in self.diff]
-        metas = [(_np.shape(primal(v)), _np.result_type(primal(v))) for v in vals]
-
-        def bprop(ct):
-            cts = f.bwd(*nondiff_args, res, ct)
-            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff):
-                got = (f"a {type(cts).__name__} of length {len(cts)}"
-                       if isinstance(cts, (tuple, list)) else f"{type(cts).__name__}")
-                raise TypeError(
-                    f"{who}: bwd must return a tuple with one cotangent per differentiable "
-                    f"argument ({len(diff)}: arguments {diff}), got {got}; return "
-                    "None for an argument with a zero cotangent"
-                )
-            flat = []
-            for i, c, tree in zip(diff, cts, diff_trees):
-                what = f"bwd's cotangent of argument {i}"
-                flat.extend(_leaves_like(c, tree, who, what))
-            return [
-                _conform(c, m, who, f"bwd's cotangent (leaf {k} of the arguments)")
-                for k, (c, m) in enumerate(zip(flat, metas))
-            ]
-
-        return out, bprop
-
 
 # --- custom_jvp -------------------------------------------------------------------------------
+
+
+def _apply_jvp_rule(call, vals, tangents, level):
+    f, who = call.f, call.who
+    call.check(level, (("its jvp rule", f.jvp),))
+    primals = tuple(tree_unflatten(call.in_tree, list(vals)))
+    tangents = tuple(tree_unflatten(call.in_tree, list(tangents)))
+    pair = f.jvp(*call.nondiff_args(), primals, tangents)
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+        raise TypeError(
+            f"{who}: the jvp rule must return a pair (primal_out, tangent_out), got "
+            f"{type(pair).__name__}"
+        )
+    return pair
+
+
+def _tangent_leaves(call, t_out, p_leaves, p_tree):
+    """The rule's tangent_out as leaves shaped and typed like the output leaves."""
+    what = "the jvp rule's tangent_out"
+    return [
+        _conform(t, _meta(p), call.who, f"{what} (leaf {k})")
+        for k, (t, p) in enumerate(zip(_leaves_like(t_out, p_tree, call.who, what), p_leaves))
+    ]
+
+
+def _custom_jvp_rule(tangents, ans, *vals, call):
+    """Forward mode of a custom_jvp call: the value is the function's, the tangent the rule's."""
+    level = call.level(vals)
+    tangents = [zeros_like_value(v) if t is None else t for t, v in zip(tangents, vals)]
+    _, t_out = _apply_jvp_rule(call, vals, tangents, level)
+    _check_no_leak(ans, level, call.who, "its output")
+    t_leaves = _tangent_leaves(call, t_out, ans, call.out_tree)
+    _check_no_leak(t_leaves, level, call.who, "the tangent of its output")
+    return t_leaves
+
+
+def _custom_jvp_fprop(*vals, call):
+    """Reverse mode of a custom_jvp call transposes the rule's tangent part: it is traced on a
+    level of its own with the tangents as inputs (their value, zero, is never used: the map is
+    linear), and the backward pass of that level maps an output cotangent to the tangents'
+    cotangents."""
+    level = call.level(vals)
+    with ReverseLevel() as tangent_level:
+        tangents = [
+            tangent_level.new_input(zeros_like_value(v)) if holds_box_of(x, level)
+            else zeros_like_value(v)
+            for v, x in zip(vals, call.inputs)
+        ]
+        p_out, t_out = _apply_jvp_rule(call, vals, tangents, level)
+        p_leaves, p_tree = tree_flatten(p_out)
+        t_leaves = _tangent_leaves(call, t_out, p_leaves, p_tree)  # a cast here is transposed too
+    p_leaves = [core._live_value(p) for p in p_leaves]  # without the tangents' level
+    outs = call.output_leaves(tree_unflatten(p_tree, p_leaves), "the jvp rule's primal_out")
+    _check_no_leak(t_leaves, level, call.who, "the jvp rule's tangent_out")
+    out_positions = [
+        t.aux if type(t) is Box and t.level is tangent_level else None for t in t_leaves
+    ]
+    in_positions = [t.aux if type(t) is Box else None for t in tangents]
+    del tangents, t_out, t_leaves, p_out, p_leaves  # the bprop keeps the tape, not the values
+
+    def bprop(cts):
+        seeds = [(n, c) for n, c in zip(out_positions, cts) if n is not None and c is not None]
+        if not seeds:
+            return [None] * len(in_positions)
+        summed = backward_pass(tangent_level, seeds)
+        return [None if n is None else summed[n] for n in in_positions]
+
+    return outs, bprop
+
+
+custom_jvp_call = Primitive("custom_jvp_call", _call_impl, fprop=_custom_jvp_fprop,
+                            jvp=_custom_jvp_rule, multiple_results=True)
 
 
 class custom_jvp(_CustomFunction):
@@ -652,6 +702,7 @@ class custom_jvp(_CustomFunction):
     """
 
     _kind = "custom_jvp"
+    _primitive = custom_jvp_call
 
     def __init__(self, fun, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
@@ -704,70 +755,103 @@ class custom_jvp(_CustomFunction):
     def _has_rule(self):
         return self.jvp is not None
 
-    @property
-    def _rules(self):
-        return _JvpRules
-
-
-class _JvpRules(_CallRules):
-    def _rule(self, vals, tangents, level):
-        f, who = self.f, self.who
-        for what, fn in (("the function", f.fun), ("its jvp rule", f.jvp)):
-            _check_closure(fn, level, who, what)
-        f._check_nondiff(self.args, self.nondiff, level)
-        primals = tuple(tree_unflatten(self.in_tree, vals))
-        tangents = tuple(tree_unflatten(self.in_tree, tangents))
-        pair = f.jvp(*[self.args[i] for i in self.nondiff], primals, tangents)
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-            raise TypeError(
-                f"{who}: the jvp rule must return a pair (primal_out, tangent_out), got "
-                f"{type(pair).__name__}"
-            )
-        return pair
-
-    def jvp(self, tangents, vals, leaves, level):
-        tangents = [zeros_like_value(v) if t is None else t for t, v in zip(tangents, vals)]
-        _, t_out = self._rule(vals, tangents, level)
-        return t_out
-
-    def fprop(self, vals, leaves, level):
-        # Reverse mode transposes the rule's tangent part: trace it on a level of its own with
-        # the tangents as inputs (their value, zero, is never used: the map is linear), then
-        # the backward pass of that level maps an output cotangent to the tangents' cotangents.
-        with ReverseLevel() as tangent_level:
-            tangents = [
-                tangent_level.new_input(zeros_like_value(v)) if holds_box_of(x, level)
-                else zeros_like_value(v)
-                for v, x in zip(vals, leaves)
-            ]
-            p_out, t_out = self._rule(vals, tangents, level)
-            p_leaves, p_tree = tree_flatten(p_out)
-            what = "the jvp rule's tangent_out"
-            t_leaves = [  # cast inside the level, so that a cast is transposed too
-                _conform(t, (_np.shape(primal(p)), _np.result_type(primal(p))), self.who,
-                         f"{what} (leaf {k})")
-                for k, (t, p) in enumerate(
-                    zip(_leaves_like(t_out, p_tree, self.who, what), p_leaves))
-            ]
-        p_out = tree_unflatten(p_tree, [_outer_value(p) for p in p_leaves])
-        _check_no_leak(t_leaves, level, self.who, what)
-        out_positions = [
-            t.aux if type(t) is Box and t.level is tangent_level else None for t in t_leaves
-        ]
-        in_positions = [t.aux if type(t) is Box else None for t in tangents]
-        del tangents, t_out, t_leaves, p_leaves  # the bprop keeps the tape, not the traced values
-
-        def bprop(ct):
-            seeds = [(n, c) for n, c in zip(out_positions, tree_flatten(ct)[0]) if n is not None]
-            if not seeds:
-                return [None] * len(in_positions)
-            cts = backward_pass(tangent_level, seeds)
-            return [None if n is None else cts[n] for n in in_positions]
-
-        return p_out, bprop
-
 
 # --- checkpoint -------------------------------------------------------------------------------
+
+
+class _CheckpointCall(_Call):
+    """One call of a checkpointed function. Its primitive's inputs are the leaves of the
+    arguments (`n_args` of them) followed by the boxes the function reads without being given
+    them (`captured`, found by running it once with every transform suspended)."""
+
+    def __init__(self, fun, in_tree, who):
+        super().__init__(who, in_tree)
+        self.fun = fun
+        self.n_args = in_tree.num_leaves
+        self.captured = []
+        self.cache = None  # (the plain inputs, the outputs) of that first run
+
+    def discover(self, leaves):
+        """Run the function once on the plain values, every live level suspended: the value,
+        and the boxes it reads (its free variables), kept in `captured`."""
+        plain = [primal(x) for x in leaves]
+        with core.capturing() as capture:
+            out = self.call(plain)
+            out_leaves, out_tree = tree_flatten(out)
+            # an output that is a free variable itself, returned untouched
+            out = tree_unflatten(out_tree, [core._live_value(o) for o in out_leaves])
+            outs = self.output_leaves(out, "the function")
+        self.captured = capture.boxes
+        self.cache = (plain + [primal(c) for c in self.captured], outs)
+        return outs
+
+    def call(self, vals):
+        args, kwargs = tree_unflatten(self.in_tree, list(vals[:self.n_args]))
+        return self.fun(*args, **kwargs)
+
+    def run(self, vals, suspend):
+        """The output leaves for the inputs `vals`: the arguments' leaves, then a value for
+        each captured box, which the function reads in its place."""
+        replaced = {id(c): v for c, v in zip(self.captured, vals[self.n_args:])}
+        with core.replacing(replaced, suspend):
+            return self.output_leaves(self.call(vals), "the function")
+
+    def primal(self, vals):
+        if self.cache is not None:
+            plain, outs = self.cache
+            if len(plain) == len(vals) and all(v is p for v, p in zip(vals, plain)):
+                self.cache = None  # the first run's outputs are given out once
+                return outs
+        return self.run(vals, core.live_levels())
+
+    def function_of(self, vals, own, suspend):
+        """The function of the inputs at positions `own`, the other inputs fixed at `vals`."""
+        def fun_of_own(*own_vals):
+            full = list(vals)
+            for i, v in zip(own, own_vals):
+                full[i] = v
+            return self.run(full, suspend)
+
+        fun_of_own.__name__ = self.who
+        return fun_of_own
+
+
+def _checkpoint_vjp(wanted, ans, *vals, call):
+    """The bprop runs the function again, under vjp, to get its intermediates."""
+    own = [i for i, w in enumerate(wanted) if w]
+    own_vals = [vals[i] for i in own]
+
+    def bprop(cts):
+        # A fresh vjp per backward pass, pulled once: it may free each recomputed layer's
+        # residuals as soon as the pass is through with it (consume=True).
+        fun_of_own = call.function_of(vals, own, ())
+        _, in_tree = tree_flatten(tuple(own_vals))
+        _, _, pull, _ = _vjp_flat(lambda *xs: tuple(fun_of_own(*xs)), own_vals, in_tree, False,
+                                  call.who, consume=True)
+        in_cts = [None] * len(vals)
+        for i, c in zip(own, pull(list(cts))):
+            in_cts[i] = c
+        return in_cts
+
+    return bprop
+
+
+def _checkpoint_jvp(tangents, ans, *vals, call):
+    """The function's jvp: it runs again with the inputs this level differentiates as its
+    arguments (this level and the ones inside it suspended)."""
+    level = call.level(vals)
+    suspend = [lv for lv in core.live_levels() if lv.depth >= level.depth]
+    own = [i for i, t in enumerate(tangents) if t is not None]
+    fun_of_own = call.function_of(vals, own, suspend)
+    own_vals = [vals[i] for i in own]
+    _, t_out, _, _ = _jvp_flat(lambda *xs: tuple(fun_of_own(*xs)), own_vals,
+                               tree_flatten(tuple(own_vals))[1], [tangents[i] for i in own],
+                               who=call.who)
+    return t_out
+
+
+checkpoint_p = Primitive("checkpoint", _call_impl, vjp=_checkpoint_vjp, jvp=_checkpoint_jvp,
+                         multiple_results=True)
 
 
 def checkpoint(fun):
@@ -775,8 +859,9 @@ def checkpoint(fun):
     `fun` again, under `vjp`, to get them. Trades time (one more evaluation of `fun`) for the
     memory of its intermediates. Gradients equal those of `fun` at every order.
 
-    Arguments and outputs may be pytrees; `fun` may close over constants, but a value being
-    differentiated must be passed as an argument. Also named `remat`, as in JAX.
+    Arguments and outputs may be pytrees, and `fun` may read values being differentiated
+    without being given them (closure cells, globals, default arguments, `self`): they are
+    differentiated too. Also named `remat`, as in JAX.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> def block(w, h):
@@ -788,6 +873,9 @@ def checkpoint(fun):
     >>> loss_checkpointed = lambda w: fnp.sum(fgrad.checkpoint(block)(w, block(w, x)))
     >>> bool(fnp.all(fgrad.grad(loss_checkpointed)(w) == fgrad.grad(loss)(w)))
     True
+    >>> a = 0.5  # a free variable, differentiated through the checkpoint
+    >>> float(fgrad.grad(lambda a: fgrad.checkpoint(lambda x: fnp.tanh(a * x))(2.0))(a))
+    0.8399486832280523
     """
     if not callable(fun):
         raise TypeError(
@@ -798,8 +886,12 @@ def checkpoint(fun):
 
     def checkpointed(*args, **kwargs):
         leaves, in_tree = tree_flatten((args, kwargs))
-        rules = _CheckpointRules(fun, in_tree, who)
-        return _bind_call(who, leaves, rules, rules.outputs)
+        call = _CheckpointCall(fun, in_tree, who)
+        outs = call.discover(leaves)
+        inputs = [_as_numpy(x) for x in leaves] + call.captured
+        if not _any_live(inputs):
+            return call.output(outs)
+        return call.bind(checkpoint_p, inputs)
 
     functools.update_wrapper(checkpointed, fun)
     checkpointed.__name__ = checkpointed.__qualname__ = who
@@ -810,62 +902,30 @@ def checkpoint(fun):
 remat = checkpoint
 
 
-class _CheckpointRules:
-    def __init__(self, fun, in_tree, who):
-        self.fun, self.in_tree, self.who = fun, in_tree, who
-        self.outputs = _Outputs(who)  # shared by the levels' primitives of one call
-
-    def call(self, vals):
-        args, kwargs = tree_unflatten(self.in_tree, vals)
-        return self.fun(*args, **kwargs)
-
-    def primal(self, vals):
-        return self.call(vals)
-
-    def _of_own(self, vals, own):
-        """fun as a function of the leaves in `own` only, the others fixed."""
-        def fun_of_own(*own_vals):
-            full = list(vals)
-            for i, v in zip(own, own_vals):
-                full[i] = v
-            return self.call(full)
-
-        return fun_of_own
-
-    def fprop(self, vals, leaves, level):
-        _check_closure(self.fun, level, self.who, "the function")
-        # The value, with the outer levels each recording one checkpoint node of their own.
-        levels = _live_levels(vals)
-        if levels:
-            packed = _bind_packed(self.who, vals, levels, self, self.outputs)
-            _check_no_leak(packed, level, self.who, "its output")
-            out = _Packed(packed)
-        else:
-            out = self.call(vals)
-        own = [i for i, x in enumerate(leaves) if holds_box_of(x, level)]
-
-        def bprop(ct):
-            # A fresh vjp per backward pass, pulled once: it may free each recomputed
-            # layer's residuals as soon as the pass is through with it (consume=True).
-            _, pull = _vjp(self._of_own(vals, own), [vals[i] for i in own], False, self.who,
-                           consume=True)
-            cts = [None] * len(vals)
-            for i, c in zip(own, pull(ct)):
-                cts[i] = c
-            return cts
-
-        return out, bprop
-
-    def jvp(self, tangents, vals, leaves, level):
-        _check_closure(self.fun, level, self.who, "the function")
-        own = [i for i, t in enumerate(tangents) if t is not None]
-        _, t_out = _api_jvp(
-            self._of_own(vals, own), tuple(vals[i] for i in own), tuple(tangents[i] for i in own)
-        )
-        return t_out
-
-
 # --- tap_cotangent ----------------------------------------------------------------------------
+
+
+def _tap_fprop(*vals, call):
+    metas = [_meta(v) for v in vals]
+
+    def bprop(cts):
+        ct = call.output_cotangent(cts)
+        new = call.on_cotangent(ct)
+        if new is None:
+            return list(cts)
+        flat = _leaves_like(new, call.out_tree, call.who, "on_cotangent's result")
+        return [_conform(c, m, call.who, f"on_cotangent's result (leaf {k})")
+                for k, (c, m) in enumerate(zip(flat, metas))]
+
+    return tuple(vals), bprop
+
+
+def _tap_jvp(tangents, ans, *vals, call):
+    return list(tangents)
+
+
+tap_cotangent_p = Primitive("tap_cotangent", lambda *vals, call: tuple(vals), fprop=_tap_fprop,
+                            jvp=_tap_jvp, multiple_results=True)
 
 
 def tap_cotangent(x, on_cotangent):
@@ -897,33 +957,9 @@ def tap_cotangent(x, on_cotangent):
             "pass a function of the cotangent (returning None leaves it unchanged)"
         )
     leaves, tree = tree_flatten(x)
-    if not leaves:
+    if not _any_live(leaves):
         return x
-    return _bind_call("tap_cotangent", leaves, _TapRules(tree, on_cotangent),
-                      _Outputs("tap_cotangent"))
-
-
-class _TapRules:
-    who = "tap_cotangent"
-
-    def __init__(self, tree, on_cotangent):
-        self.tree, self.on_cotangent = tree, on_cotangent
-
-    def primal(self, vals):
-        return tree_unflatten(self.tree, vals)
-
-    def fprop(self, vals, leaves, level):
-        metas = [(_np.shape(primal(v)), _np.result_type(primal(v))) for v in vals]
-
-        def bprop(ct):
-            new = self.on_cotangent(ct)
-            if new is None:
-                return tree_flatten(ct)[0]
-            flat = _leaves_like(new, self.tree, self.who, "on_cotangent's result")
-            return [_conform(c, m, self.who, f"on_cotangent's result (leaf {k})")
-                    for k, (c, m) in enumerate(zip(flat, metas))]
-
-        return tree_unflatten(self.tree, vals), bprop
-
-    def jvp(self, tangents, vals, leaves, level):
-        return tree_unflatten(self.tree, tangents)
+    call = _Call("tap_cotangent", tree)
+    call.on_cotangent = on_cotangent
+    call.output_leaves(x, "its argument")
+    return call.bind(tap_cotangent_p, [_as_numpy(v) for v in leaves])

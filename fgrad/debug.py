@@ -15,18 +15,17 @@ Functions that compute with inf on purpose stop too: a log-density outside its s
 -inf or inf). Use `debug_nans(inf=False)` to stop only at nan, or leave such calls outside the
 block.
 
-The check costs a pass over every result (and a look at the stack for every primitive under a
-reverse level, to remember the line that applied it), so it is for finding a bug, not for
-production. It is process-wide, like NumPy's `errstate` is per thread and JAX's config global:
+The check costs a pass over every result (and a look at the stack for every primitive a
+reverse level records, to remember the line that applied it), so it is for finding a bug, not
+for production. It is process-wide, like NumPy's `errstate` is per thread and JAX's config global:
 turn it on for a block with `with fgrad.debug_nans():`, or for everything with
 `fgrad.set_debug_nans(True)` or the environment variable `FGRAD_DEBUG_NANS=1`.
 
-Imports: `fgrad.core` (its `watch` hook) and `fgrad.provenance` (reading the stack).
+Imports: `fgrad.core` and `fgrad.provenance` (the core's watch).
 """
 
 import contextlib
 import os
-import sys
 import threading
 import weakref
 
@@ -37,10 +36,11 @@ from . import core, provenance
 __all__ = ["debug_nans", "set_debug_nans"]
 
 _lock = threading.Lock()
-_settings = {"inf": True}  # whether inf stops too; the check is on when core.watch is set
+_settings = {"inf": True, "on": False}  # whether the check is on, and whether inf stops too
 
-# reverse level -> {tape index: (primitive name, Source or None)}: which primitive each tape
-# entry applied and where, so a bprop that fails can be traced to your forward line
+# reverse level -> {tape position: (primitive name, Source or the kind of rule that applied
+# it)}: which primitive each tape entry applied and where, so a bprop that fails can be traced
+# to your forward line
 _origins = weakref.WeakKeyDictionary()
 
 
@@ -48,10 +48,24 @@ def set_debug_nans(enabled=True, *, inf=True):
     """Turn the check on (or off) for the whole process; `inf=False` lets inf through and
     stops only at nan. Returns the previous setting as `(enabled, inf)`."""
     with _lock:
-        previous = (core.watch is not None, _settings["inf"])
+        previous = (_settings["on"], _settings["inf"])
         _settings["inf"] = bool(inf)
-        core.watch = _check if enabled else None
+        if bool(enabled) != _settings["on"]:
+            _settings["on"] = bool(enabled)
+            _install(_check if enabled else None)
     return previous
+
+
+def _install(watcher):
+    """Put the check in (or take it out of) the core's watch, beside a graph being made."""
+    current = core.watch
+    if watcher is not None:
+        provenance.install(watcher if current is None else provenance._Both(current, watcher))
+    elif current is _check:
+        provenance.install(None)
+    elif isinstance(current, provenance._Both):
+        rest = [w for w in current.watchers if w is not _check]
+        provenance.install(rest[0] if len(rest) == 1 else current)
 
 
 @contextlib.contextmanager
@@ -78,45 +92,29 @@ def debug_nans(enabled=True, *, inf=True):
 # --- the check ------------------------------------------------------------------------------
 
 
-class _Watch:
+class _Watch(provenance.Watcher):
     """What the core tells of every value computed (see `fgrad.core.watch`)."""
 
-    @staticmethod
-    def value(prim, args, ans):
-        frame = sys._getframe(1)  # the `bind` that computed ans
-        chain, above = provenance.application_chain(frame, prim)
-        if chain:
-            _remember(prim, chain, above)
+    def value(self, prim, args, params, ans):
         if not _is_finite(ans):
-            raise FloatingPointError(_explain(prim, args, ans, above))
+            raise FloatingPointError(_explain(prim, args, ans))
 
-    @staticmethod
-    def cotangent(ct, cts):
+    def recorded(self, level, position, phase):
+        _, rule = provenance.context(phase.prim)
+        role = provenance.role_of(rule)
+        source = provenance.source_here() if role == "forward" else role
+        _origins.setdefault(level, {})[position] = (phase.prim.name, source)
+
+    def cotangent(self, phase, ct, cts):
         if not all(_is_finite(core.primal(c)) for c in cts if c is not None):
-            frame = sys._getframe(1)  # backward_pass
-            raise FloatingPointError(_explain_bprop_result(ct, cts, frame))
+            raise FloatingPointError(_explain_bprop_result(phase, ct, cts))
 
-    @staticmethod
-    def tangent(prim, args, t):
-        if not _is_finite(core.primal(t)):
-            frame = sys._getframe(1)  # ForwardLevel.process
-            raise FloatingPointError(_explain_tangent(prim, args, core.primal(t), frame))
+    def tangent(self, phase, args, t):
+        if t is not None and not _is_finite(core.primal(t)):
+            raise FloatingPointError(_explain_tangent(phase.prim, args, core.primal(t)))
 
 
 _check = _Watch()
-
-
-def _remember(prim, chain, above):
-    """Note, for each reverse level this application is recorded on, which primitive its next
-    tape entry is and the line of your code that applied it."""
-    source = None
-    for f in chain:
-        if f.f_code in provenance.REVERSE_PROCESS:
-            if source is None:
-                role, _ = provenance.enclosing_rule(above)
-                source = provenance.source_of(above) if role == "forward" else role
-            level = f.f_locals["self"]
-            _origins.setdefault(level, {})[len(level.tape)] = (prim.name, source)
 
 
 def _bad_mask(v):
@@ -160,20 +158,20 @@ def _inputs_at(args, shape, index):
     return ", ".join(shown)
 
 
-def _explain(prim, args, ans, above):
+def _explain(prim, args, ans):
     part, index, value = _first_bad(ans)
     kind = _kind(value)
     at = f"index {index}" if index else "the value"
     inputs_finite = all(_is_finite(core.primal(a)) for a in args)
     element = f"{prim.name}({_inputs_at(args, part.shape, index)}) = {kind} at {at}"
-    role, rule = provenance.enclosing_rule(above)
+    _, rule = provenance.context(prim)
+    role = provenance.role_of(rule)
     if role == "backward":
         return _explain_cotangent(element, kind, part, index, rule, inputs_finite) + "\n" + _FIX
-    source = provenance.source_of(above if role == "forward" else rule)
+    source = provenance.source_here()
     if role == "tangent":
-        what = rule.f_locals.get("prim") if rule.f_code is provenance.FORWARD_PROCESS else None
-        head = (f"debug_nans: the forward-mode (jvp) rule of {what.name if what else 'a custom rule'}"
-                f" computed {kind} in a tangent")
+        head = f"debug_nans: the forward-mode (jvp) rule of {rule.prim.name} computed {kind} " \
+               "in a tangent"
     else:
         head = f"debug_nans: {prim.name} computed {kind} in the forward pass"
     lines = [f"{head}, at {source}" if source else head, f"  {element}"]
@@ -191,22 +189,22 @@ def _explain(prim, args, ans, above):
 
 def _explain_cotangent(element, kind, part, index, rule, inputs_finite):
     """A primitive applied inside a bprop (at higher order, where bprops are traced)."""
-    loc = rule.f_locals
-    name, source = _origin(loc)
+    backward = rule if rule.kind == "backward" else provenance.enclosing_backward(rule)
+    name, source = _origin(backward)
     lines = [f"debug_nans: the bprop of {name} computed {kind} in a cotangent "
              f"(in the backward pass)"]
     lines += _applied_at(name, source)
     lines.append(f"  inside its bprop: {element}")
-    if _masked(loc.get("ct"), part, index):
+    if backward is not None and _masked(backward.ct, part, index):
         lines.append(_TRAP_BACKWARD.format(name=name))
     elif not inputs_finite:
         lines.append("  The cotangent or residual it was given was not finite already.")
     return "\n".join(lines)
 
 
-def _explain_bprop_result(ct, cts, frame):
+def _explain_bprop_result(phase, ct, cts):
     """A bprop (computing with NumPy on plain values) returned a non-finite cotangent."""
-    name, source = _origin(frame.f_locals)
+    name, source = _origin(phase)
     i, c = next((i, core.primal(c)) for i, c in enumerate(cts)
                 if c is not None and not _is_finite(core.primal(c)))
     part, index, value = _first_bad(c)
@@ -214,8 +212,7 @@ def _explain_bprop_result(ct, cts, frame):
     lines = [f"debug_nans: the bprop of {name} computed {_kind(value)} in a cotangent "
              f"(in the backward pass): the cotangent of its input {i}{at}"]
     lines += _applied_at(name, source)
-    c_in = _np.asarray(core.primal(ct))
-    if not _is_finite(c_in):
+    if not _is_finite(core.primal(ct)):
         lines.append("  The cotangent it was given was not finite already (a cotangent you "
                      "passed to a vjp function?).")
     elif _masked(ct, part, index):
@@ -225,10 +222,10 @@ def _explain_bprop_result(ct, cts, frame):
     return "\n".join(lines + [_FIX])
 
 
-def _explain_tangent(prim, args, t, frame):
+def _explain_tangent(prim, args, t):
     part, index, value = _first_bad(t)
     at = f" at index {index}" if index else ""
-    source = provenance.source_of(frame)
+    source = provenance.source_here()
     lines = [f"debug_nans: the forward-mode (jvp) rule of {prim.name} computed {_kind(value)} "
              f"in a tangent{at}" + (f", at {source}" if source else "")]
     try:
@@ -245,10 +242,11 @@ def _explain_tangent(prim, args, t, frame):
     return "\n".join(lines + [_FIX])
 
 
-def _origin(backward_locals):
-    """(name, Source or description) of the primitive whose bprop the backward pass is at."""
-    level, k = backward_locals.get("level"), backward_locals.get("k")
-    found = _origins.get(level, {}).get(k) if level is not None and k is not None else None
+def _origin(backward):
+    """(name, Source or description) of the primitive whose bprop the backward phase applies."""
+    if backward is None:
+        return "a primitive", None
+    found = _origins.get(backward.level, {}).get(backward.position)
     return found or ("a primitive", None)
 
 

@@ -10,21 +10,19 @@ residuals) and the sums of the cotangents of values used more than once.
 How it records. The graph is one more level (see `fgrad.core`): the arguments are boxed on a
 `GraphLevel`, which is the outermost level, so every primitive application of every transform
 inside it ends up at this level, with plain values underneath, exactly once. The level learns
-*why* a primitive was applied (your forward code, a bprop of the backward pass, a jvp rule) by
-looking at the Python stack above it: which core function (`backward_pass`, a level's
-`process`) is running and, in `backward_pass`, which tape entry it is at. Reading the stack
-costs nothing when no graph is being made, so the core carries no hooks for this.
+*why* a primitive was applied (your forward code, a bprop of the backward pass, a jvp rule)
+from the core's watch (`fgrad.provenance`): the phases of the levels applying it, and the tape
+position each reverse level recorded it at.
 
-Imports: `fgrad.core`, `fgrad.provenance` (reading the stack) and `fgrad.tree_util`.
+Imports: `fgrad.core`, `fgrad.provenance` and `fgrad.tree_util`.
 """
 
 import html
-import sys
 
 import numpy as _np
 
 from . import provenance
-from .core import INPUT_ENTRY, Box, Level, bind, primal
+from .core import Box, Level, bind, primal
 from .tree_util import tree_flatten
 
 __all__ = ["make_graph", "Graph", "Equation", "Var"]
@@ -69,8 +67,9 @@ class Const:
         return f"{self.name or 'const'}:{_short_dtype(a.dtype)}[{','.join(map(str, a.shape))}]"
 
 
-class Equation:
-    """One primitive application.
+class Equation(provenance.Equation):
+    """One primitive application (`fgrad.provenance.Equation`), whose inputs are `Var`s or
+    `Const`s and whose outputs are `Var`s.
 
     `role` says why it ran: "forward" (your function), "backward" (a bprop, in the backward
     pass of the reverse level `level`), "tangent" (a forward-mode rule of `level`) or
@@ -79,44 +78,30 @@ class Equation:
     additions that sum two cotangents of one value (a value used more than once).
     """
 
-    __slots__ = ("index", "primitive", "inputs", "params", "output", "role", "level",
-                 "rule_of", "sums_cotangent_of", "source")
-
-    def __init__(self, index, primitive, inputs, params, output, role, level, rule_of,
-                 sums_cotangent_of, source):
-        self.index = index
-        self.primitive = primitive
-        self.inputs = inputs
-        self.params = params
-        self.output = output
-        self.role = role
-        self.level = level
-        self.rule_of = rule_of
-        self.sums_cotangent_of = sums_cotangent_of
-        self.source = source
+    __slots__ = ()
 
     def text(self):
         """`c:f64[3] = mul a b` with its parameters."""
         args = " ".join(repr(x) if isinstance(x, Const) else x.name for x in self.inputs)
         params = " ".join(f"{k}={_short(v)}" for k, v in self.params.items())
         rhs = " ".join(p for p in (self.primitive, args, params) if p)
-        return f"{self.output!r} = {rhs}"
+        return f"{', '.join(map(repr, self.outputs))} = {rhs}"
 
     def __repr__(self):
         return f"<Equation {self.text()}>"
 
 
 class _Block:
-    """The equations one bprop (of a tape entry: its closures `bprop`) applied in a backward
-    pass: the bprop of equation `of`, keeping the forward values `keeps`."""
+    """The equations one bprop applied in a backward pass: the bprop of equation `of`, keeping
+    the forward values `keeps`."""
 
-    __slots__ = ("of", "level", "keeps", "equations", "bprop")
+    __slots__ = ("equations", "keeps", "level", "of", "phase")
 
-    def __init__(self, of, level, keeps, bprop):
+    def __init__(self, of, level, keeps, phase):
         self.of = of
         self.level = level
         self.keeps = keeps
-        self.bprop = bprop
+        self.phase = phase
         self.equations = []
 
 
@@ -249,7 +234,7 @@ def make_graph(fun, static_argnums=()):
 
     def graphed(*args, **kwargs):
         graph = Graph(getattr(fun, "__name__", type(fun).__name__))
-        with GraphLevel(graph) as level:
+        with GraphLevel(graph) as level, provenance.watching(_GraphWatcher(level)):
             boxed = []
             for i, arg in enumerate(args):
                 if i in static:
@@ -270,24 +255,24 @@ def make_graph(fun, static_argnums=()):
 class GraphLevel(Level):
     """The outermost level while a graph is made: records each primitive application."""
 
-    __slots__ = ("graph", "_names", "_forward_of", "_applied_by", "_const_names", "_leaf_var",
-                 "_kept")
+    __slots__ = ("_const_names", "_forward_of", "_input_var", "_keeps", "_kept", "_names",
+                 "graph")
 
     def __init__(self, graph):
         super().__init__()
         self.graph = graph
         self._names = _var_names()
-        # (reverse level, tape index) -> the equation that tape entry applied
+        # (reverse level, tape position) -> (the equation that level recorded there, which of
+        # its outputs), so that the equations of a backward pass can name the bprop they belong
+        # to; (reverse level, position of an input) -> the graph value it carries, to name the
+        # input whose cotangents are summed; (reverse level, position) -> what its bprop keeps.
         self._forward_of = {}
-        # the frame of a level's `process` -> the equation it applied there, so that the
-        # equations its rules apply next can name it
-        self._applied_by = {}
+        self._input_var = {}
+        self._keeps = {}
         # id of a constant array -> the name your code gave it where first seen, so a bprop
         # (which runs far from that code) shows the same name; `_kept` keeps those arrays
-        # alive while recording, so their ids are not reused. (reverse level, tape position of
-        # an input) -> the graph value it carries, to name the input whose cotangents are summed.
+        # alive while recording, so their ids are not reused.
         self._const_names = {}
-        self._leaf_var = {}
         self._kept = []
 
     def new_input(self, value):
@@ -302,26 +287,70 @@ class GraphLevel(Level):
     def process(self, prim, args, params):
         vals = [a.value if type(a) is Box and a.level is self else a for a in args]
         ans = bind(prim, vals, params)
-        why = _why(sys._getframe(1), prim, self)
-        inputs = [a.aux if type(a) is Box and a.level is self else self._const(a, why.user)
+        chain, rule = provenance.context(prim)
+        user = provenance.user_frame()
+        role = provenance.role_of(rule)
+        inputs = [a.aux if type(a) is Box and a.level is self else self._const(a, user)
                   for a in args]
-        eqn = Equation(len(self.graph.equations), prim.name, inputs, params, None, why.role,
-                       why.level, why.rule_of, why.sums, why.source)
-        eqn.output = Var(next(self._names), primal(ans), eqn)
+        eqn = Equation(prim, inputs, params, role=role, index=len(self.graph.equations))
+        eqn.source = provenance.Source(user) if user is not None and role != "backward" else None
+        if rule is not None and rule.kind != "apply":
+            eqn.level = rule.level.depth - self.depth
+            self._link(eqn, rule)
+        results = ans if prim.multiple_results else (ans,)
+        eqn.outputs = [Var(next(self._names), primal(a), eqn) for a in results]
         self.graph.equations.append(eqn)
-        for frame in why.chain:
-            self._applied_by[frame] = eqn
-            if frame.f_code in provenance.REVERSE_PROCESS:  # the next entry of its tape
-                level = frame.f_locals["self"]
-                self._forward_of[level, len(level.tape)] = eqn
-                self._note_inputs(level, frame.f_locals["args"])
-        if why.bprop is not None:
-            self._add_to_block(eqn, why)
-        return Box(ans, self, eqn.output)
+        for phase in chain:
+            phase.note = eqn
+        boxes = [Box(a, self, var) for a, var in zip(results, eqn.outputs)]
+        return tuple(boxes) if prim.multiple_results else boxes[0]
+
+    def _link(self, eqn, rule):
+        """Which equation's rule applied `eqn`, and the bprop block it belongs to."""
+        if rule.kind in ("residual", "tangent"):
+            eqn.rule_of = rule.note
+            return
+        backward = rule if rule.kind == "backward" else provenance.enclosing_backward(rule)
+        if rule.kind == "sum":
+            eqn.sums_cotangent_of = self._value_at(rule.level, rule.position)
+        if backward is None:
+            return
+        key = (backward.level, backward.position)
+        eqn.rule_of = self._forward_of.get(key, (None,))[0]
+        blocks = self.graph._blocks
+        if not blocks or blocks[-1].phase is not backward:
+            blocks.append(_Block(eqn.rule_of, eqn.level, self._keeps.get(key, []), backward))
+        blocks[-1].equations.append(eqn)
+
+    def _value_at(self, level, position):
+        """The name of the value at a tape position of `level` (an equation's output, or an
+        input of that level)."""
+        found = self._forward_of.get((level, position))
+        if found is not None:
+            eqn, k = found
+            return eqn.outputs[k].name if k is not None else eqn.output.name
+        var = self._input_var.get((level, position))
+        return f"the input {var.name}" if var is not None else "an input"
+
+    def recorded(self, level, position, phase):
+        """A reverse level recorded an application at `position` (its outputs after it)."""
+        eqn = phase.note
+        if eqn is None or eqn.index is None or \
+                eqn.index >= len(self.graph.equations) or self.graph.equations[eqn.index] is not eqn:
+            return  # not an application this graph saw
+        self._forward_of[level, position] = (eqn, None)
+        if phase.prim.multiple_results:
+            for k in range(len(eqn.outputs)):
+                self._forward_of[level, position + 1 + k] = (eqn, k)
+        self._keeps[level, position] = _residuals(level.tape[position][1], self)
+
+    def note_input(self, level, position, x):
+        if type(x) is Box and x.level is self:
+            self._input_var[level, position] = x.aux
 
     def __exit__(self, *exc):
-        # drop the frames and levels kept while recording: they hold the traced values
-        for table in (self._applied_by, self._forward_of, self._const_names, self._leaf_var,
+        # drop what was kept while recording: it holds the levels and the traced values
+        for table in (self._forward_of, self._input_var, self._keeps, self._const_names,
                       self._kept):
             table.clear()
         return super().__exit__(*exc)
@@ -335,75 +364,22 @@ class GraphLevel(Level):
                 self._kept.append(value)
         return Const(value, name)
 
-    def _note_inputs(self, level, args):
-        """Remember which graph value each input of `level` (a box of an input entry) carries."""
-        for a in args:
-            if type(a) is Box and a.level is level and level.tape[a.aux] is INPUT_ENTRY:
-                inner = a.value
-                if type(inner) is Box and inner.level is self:
-                    self._leaf_var[level, a.aux] = inner.aux
-
     def forward_equation(self, level, index):
-        return self._forward_of.get((level, index))
-
-    def _add_to_block(self, eqn, why):
-        blocks = self.graph._blocks
-        if not blocks or blocks[-1].bprop is not why.bprop or blocks[-1].level != why.level:
-            blocks.append(_Block(why.rule_of, why.level, _residuals(why.bprop, self), why.bprop))
-        blocks[-1].equations.append(eqn)
+        found = self._forward_of.get((level, index))
+        return found[0] if found is not None else None
 
 
-# --- why a primitive ran: reading the stack (see fgrad.provenance) -------------------------
+class _GraphWatcher(provenance.Watcher):
+    """Tells a graph level what the reverse levels record (the core's watch)."""
 
+    def __init__(self, graph_level):
+        self.graph_level = graph_level
 
-class _Why:
-    __slots__ = ("role", "level", "rule_of", "sums", "source", "chain", "bprop", "user")
+    def recorded(self, level, position, phase):
+        self.graph_level.recorded(level, position, phase)
 
-
-def _why(frame, prim, graph_level):
-    """Classify the primitive application whose `bind` is `frame`."""
-    why = _Why()
-    why.level, why.rule_of, why.sums, why.bprop = None, None, None, None
-    why.chain, above = provenance.application_chain(frame, prim)
-    why.user = provenance.user_frame(above)
-    why.role, rule = provenance.enclosing_rule(above)
-    base = graph_level.depth
-    if why.role == "backward":
-        loc = rule.f_locals
-        level, k = loc["level"], loc.get("k")
-        why.level = level.depth - base
-        if k is not None:  # in the loop over the tape (not summing the seeds)
-            why.rule_of = graph_level.forward_equation(level, k)
-            why.bprop = loc.get("bprop")
-        summing = _frame_above(above, rule, provenance.ACCUMULATE)
-        if summing is not None:
-            why.sums = _summed_value(summing.f_locals["pos"], level, graph_level)
-    elif why.role in ("tangent", "residual") and rule.f_code is not provenance.TRANSPOSE:
-        why.level = rule.f_locals["self"].depth - base
-        why.rule_of = graph_level._applied_by.get(rule)
-    why.source = None if why.role == "backward" or why.user is None else \
-        provenance.Source(why.user)
-    return why
-
-
-def _frame_above(frame, stop, code):
-    """The first frame running `code` from `frame` up to (not including) `stop`."""
-    f = frame
-    while f is not None and f is not stop:
-        if f.f_code is code:
-            return f
-        f = f.f_back
-    return None
-
-
-def _summed_value(pos, level, graph_level):
-    """The name of the value whose cotangents `_accumulate` is summing: the output of the
-    equation recorded at position `pos` of `level`'s tape, or an input of `level`."""
-    eqn = graph_level.forward_equation(level, pos)
-    if eqn is not None:
-        return eqn.output.name
-    var = graph_level._leaf_var.get((level, pos))
-    return f"the input {var.name}" if var is not None else "an input"
+    def input(self, level, position, x):
+        self.graph_level.note_input(level, position, x)
 
 
 def _residuals(bprop, graph_level):

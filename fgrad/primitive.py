@@ -1,17 +1,34 @@
 """Registering primitives: the public `primitive` decorator and the builders of the built-ins.
 
 A primitive is an operation fgrad differentiates as a unit, through rules you give it, instead
-of through the operations inside it. Imports: `fgrad.core` only.
+of through the operations inside it. Each derivative is written once; the builders make the
+rest:
+
+- `defunary(impl, derivative)`: an elementwise function from its derivative expression
+  `derivative(ans, x)`; the reverse rule is `ct * derivative`, the forward rule `t * derivative`.
+- `deflinear(impl, transpose)`: an operation linear in its one input, whose forward rule is the
+  operation itself applied to the tangent ("the same as the impl"); `transpose` is its reverse
+  rule.
+- `defbilinear(impl, vjp)`: linear in each of two inputs (products, convolutions); each forward
+  rule is the operation with that input replaced by its tangent.
+- `defprimitive(impl, vjp, jvp)`: any rules, one per input.
+- `Primitive(..., multiple_results=True)` (from `fgrad.core`) for several outputs.
+
+Every rule receives, after the tangent (forward) or nothing (a reverse rule's maker, called
+at forward time), the primitive's output and then its inputs: `(t, ans, *args, **params)` and
+`(ans, *args, **params)`.
+
+Imports: `fgrad.core`.
 """
 
 import functools
 
 from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
 
-__all__ = ["primitive", "defprimitive", "defunary", "nondiff"]
+__all__ = ["defbilinear", "deflinear", "defprimitive", "defunary", "nondiff", "primitive"]
 
 
-def primitive(fprop=None, *, jvp=None, name=None):
+def primitive(fprop=None, *, jvp=None, name=None, multiple_results=False):
     """Register a differentiable operation from its fprop.
 
     The fprop takes the inputs and returns `(ans, bprop)`; `bprop` is a closure over the
@@ -21,6 +38,10 @@ def primitive(fprop=None, *, jvp=None, name=None):
 
     `jvp(tangents, ans, *args, **params)`, optional, is the forward-mode rule (`tangents` has
     `None` for inputs with no tangent). Without it, forward mode transposes the bprop.
+
+    With `multiple_results=True`, `ans` is a tuple of outputs, the bprop receives a list with
+    one cotangent per output (None for an output that was not used) and `jvp` returns one
+    tangent per output.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> @fgrad.primitive
@@ -37,7 +58,8 @@ def primitive(fprop=None, *, jvp=None, name=None):
         def impl(*args, **params):
             return fn(*args, **params)[0]
 
-        prim = Primitive(name or fn.__name__, impl, fprop=fn, jvp=jvp)
+        prim = Primitive(name or fn.__name__, impl, fprop=fn, jvp=jvp,
+                         multiple_results=multiple_results)
 
         @functools.wraps(fn)
         def apply(*args, **params):
@@ -66,15 +88,14 @@ def defprimitive(impl, vjp, jvp, name=None):
     return Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)
 
 
-def defunary(impl, vjp, jvp, name=None):
-    """A built-in primitive of one argument without parameters (sin, exp, ...), returned as a
-    plain function with the primitive as its `.primitive` (as `primitive` returns).
+def _as_function(prim):
+    """A one-input primitive without parameters as a plain function, with the primitive as its
+    `.primitive` (as `primitive` returns).
 
     Why a function: calling a `Primitive` object goes through Python's generic `__call__`
     slot and packs `*args, **params`, which costs about twice a plain call, and these are the
     functions that programs and their bprops apply most.
     """
-    prim = defprimitive(impl, vjp, jvp, name)
 
     def apply(x):
         return bind_one(prim, x)
@@ -82,6 +103,74 @@ def defunary(impl, vjp, jvp, name=None):
     apply.__name__ = apply.__qualname__ = prim.name
     apply.primitive = prim
     return apply
+
+
+def defunary(impl, derivative=None, *, vjp=None, jvp=None, name=None):
+    """An elementwise primitive of one argument without parameters (sin, exp, ...), returned as
+    a plain function (see `_as_function`).
+
+    Give `derivative(ans, x)`, the derivative of `impl` at x in fgrad operations: the reverse
+    rule is `ct * derivative` and the forward rule `t * derivative`, both computed when they run
+    (so the bprop keeps x and ans, not the derivative). Or give `vjp` and `jvp` for a function
+    whose rules are not a product with its derivative (abs, conj, real, ...).
+
+    >>> import numpy as np, fgrad
+    >>> cube = defunary(lambda x: x ** 3, lambda ans, x: 3.0 * x * x, name="cube")
+    >>> float(fgrad.grad(cube)(2.0)), float(fgrad.jvp(cube, (2.0,), (1.0,))[1])
+    (12.0, 12.0)
+    """
+    if (derivative is None) == (vjp is None or jvp is None):
+        raise ValueError("defunary: give derivative, or both vjp and jvp")
+    if derivative is not None:
+        def vjp(ans, x):
+            return lambda ct: ct * derivative(ans, x)
+
+        def jvp(t, ans, x):
+            return t * derivative(ans, x)
+
+    return _as_function(defprimitive(impl, vjp, jvp, name))
+
+
+def deflinear(impl, transpose, name=None):
+    """A primitive linear in its one input (reshapes, sums, FFTs, ...): the forward rule is the
+    primitive itself applied to the tangent, with the same parameters. `transpose(ans, x,
+    **params) -> (ct -> cotangent of x)` is the reverse rule: the transposed map.
+
+    >>> import numpy as np, fgrad
+    >>> double = deflinear(lambda x: 2.0 * x, lambda ans, x: lambda ct: 2.0 * ct, name="double")
+    >>> float(fgrad.grad(double)(1.0)), float(fgrad.jvp(double, (1.0,), (3.0,))[1])
+    (2.0, 6.0)
+    """
+    prim = None
+
+    def same(t, ans, x, **params):
+        return bind(prim, (t,), params)
+
+    prim = defprimitive(impl, transpose, same, name)
+    return prim
+
+
+def defbilinear(impl, vjp, name=None):
+    """A primitive of two inputs, linear in each (products, convolutions): the forward rule of
+    each input is the primitive with that input replaced by its tangent. `vjp` is the pair of
+    reverse rules.
+
+    >>> import fgrad
+    >>> mul = defbilinear(lambda x, y: x * y, (lambda ans, x, y: lambda ct: ct * y,
+    ...                                        lambda ans, x, y: lambda ct: x * ct), name="mul")
+    >>> fgrad.jvp(mul, (2.0, 3.0), (1.0, 1.0))[1]
+    np.float64(5.0)
+    """
+    prim = None
+
+    def jvp_x(t, ans, x, y, **params):
+        return bind(prim, (t, y), params)
+
+    def jvp_y(t, ans, x, y, **params):
+        return bind(prim, (x, t), params)
+
+    prim = defprimitive(impl, vjp, (jvp_x, jvp_y), name)
+    return prim
 
 
 def nondiff(impl, name=None):

@@ -1,38 +1,76 @@
-"""Where a primitive application came from, read off the Python stack.
+"""Where a value came from, as data: the watcher the core tells of every value, the record of
+an equation, and the line of your code behind an application.
 
 `make_graph` and `debug_nans` both need to say *why* a primitive ran — your forward code, a
-bprop in a backward pass, a forward-mode rule — and which line of your code is behind it. The
-core keeps no record of this (it would cost every program); the stack has it while the
-primitive runs: the core functions on it (`bind`, a level's `process`, `backward_pass`) and
-their local variables (`prim`, `level`, `k`, `bprop`, `ct`) say what is being done.
+bprop in a backward pass, a forward-mode rule — and which line of your code is behind it.
+While a watcher is installed (`watching`), the core keeps a stack of `core.Phase` records
+saying what each level is doing, and tells the watcher of each value it computes; `context`
+reads that stack. No hook costs anything while no watcher is installed.
 
-Imports: `fgrad.core` (for the code objects of its functions) and the standard library.
+`Equation` is the one record of a primitive application, shared by `make_graph` and anything
+that replays a pass.
+
+Imports: `fgrad.core` and the standard library.
 """
 
+import contextlib
 import linecache
 import os
+import sys
+import threading
 
 from . import core
 
-__all__ = ["Source", "application_chain", "user_frame", "source_of", "enclosing_rule"]
+__all__ = ["Equation", "Source", "Watcher", "context", "role_of", "source_here", "user_frame",
+           "watching"]
 
 _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-# The core functions a primitive application passes through on its way down the levels.
-_BINDS = frozenset({core.bind.__code__, core.bind_one.__code__, core.bind_two.__code__})
-REVERSE_PROCESS = frozenset({core.ReverseLevel.process.__code__,
-                             core.ReverseLevel._process_fprop.__code__})
-FORWARD_PROCESS = core.ForwardLevel.process.__code__
-LEVEL_PROCESS = REVERSE_PROCESS | {FORWARD_PROCESS}
-BACKWARD_PASS = core.backward_pass.__code__
-ACCUMULATE = core._accumulate.__code__
-TRANSPOSE = core._jvp_by_transposing.__code__
+
+# --- the record of an application -------------------------------------------------------------
+
+
+class Equation:
+    """One primitive application: `prim` applied to `inputs` with `params`, giving `outputs`
+    (one per output of the primitive). What an input or output is depends on who records it
+    (a graph's values, a replay's variables); the rest is what the watcher learned: `role`
+    ("forward", "residual", "backward", "tangent"), the `level` whose rule applied it, the
+    equation `rule_of` whose rule it was, and the line of your code, `source`."""
+
+    __slots__ = ("index", "inputs", "level", "outputs", "params", "prim", "role", "rule_of",
+                 "source", "sums_cotangent_of")
+
+    def __init__(self, prim, inputs, params, outputs=(), role="forward", level=None,
+                 rule_of=None, source=None, index=None):
+        self.prim = prim
+        self.inputs = inputs
+        self.params = params
+        self.outputs = list(outputs)
+        self.role = role
+        self.level = level
+        self.rule_of = rule_of
+        self.source = source
+        self.index = index
+        self.sums_cotangent_of = None
+
+    @property
+    def primitive(self):
+        """The primitive's name."""
+        return self.prim.name
+
+    @property
+    def output(self):
+        """The first (for most primitives, the only) output."""
+        return self.outputs[0]
+
+
+# --- your line of code ---------------------------------------------------------------------------
 
 
 class Source:
     """A line of your code: file, line number, function and the line's text."""
 
-    __slots__ = ("filename", "lineno", "function", "text")
+    __slots__ = ("filename", "function", "lineno", "text")
 
     def __init__(self, frame):
         code = frame.f_code
@@ -53,54 +91,111 @@ class Source:
         return f"{self.place()}: {self.text}" if self.text else self.place()
 
 
-def application_chain(frame, prim):
-    """Walk up from `frame` (inside `bind` or below it) past the chain bind <- level.process
-    <- bind (or bind_one, bind_two) ... that carries one application of `prim` down the levels. Returns the level
-    `process` frames of that chain and the first frame above it.
-
-    A level's `process` belongs to the chain only while it processes `prim` itself, not while
-    it applies one of its rules (which calls other primitives)."""
-    chain = []
-    f = frame
-    while f is not None:
-        code = f.f_code
-        if code in _BINDS:
-            pass
-        elif code in LEVEL_PROCESS and f.f_locals["prim"] is prim:
-            chain.append(f)
-        else:
-            break
-        f = f.f_back
-    return chain, f
-
-
-def user_frame(frame):
-    """The first frame at or above `frame` that is not fgrad's own code: your line."""
-    f = frame
+def user_frame():
+    """The innermost frame of your code (not fgrad's) on the current stack, or None."""
+    f = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_FGRAD_DIR):
         f = f.f_back
     return f
 
 
-def source_of(frame):
-    f = user_frame(frame)
+def source_here():
+    """The innermost line of your code (not fgrad's) on the current stack, or None."""
+    f = user_frame()
     return Source(f) if f is not None else None
 
 
-def enclosing_rule(frame):
-    """The innermost core frame at or above `frame` that applies a rule, and what kind:
-    ("backward", a `backward_pass` frame) while a bprop runs (or its cotangents are summed),
-    ("tangent", a `ForwardLevel.process` or transposition frame) while a forward-mode rule runs,
-    ("residual", a `ReverseLevel.process` frame) while a reverse rule is built at forward time,
-    or ("forward", None): your own code."""
-    f = frame
-    while f is not None:
-        code = f.f_code
-        if code is BACKWARD_PASS:
-            return "backward", f
-        if code is FORWARD_PROCESS or code is TRANSPOSE:
-            return "tangent", f
-        if code in REVERSE_PROCESS:
-            return "residual", f
-        f = f.f_back
-    return "forward", None
+# --- what the levels are doing ---------------------------------------------------------------------
+
+
+def context(prim):
+    """(chain, rule) for an application of `prim` being computed now: `chain` holds the phases
+    of the levels applying it (innermost level first), `rule` the phase inside which it was
+    applied: None for your own code, else a phase of kind "residual", "tangent", "backward" or
+    "sum" (a rule of a level), or "apply" (a primitive computing its value, like checkpoint)."""
+    phases = core.phases()
+    i = len(phases)
+    while i > 0 and phases[i - 1].kind == "apply" and phases[i - 1].prim is prim:
+        i -= 1
+    return phases[i:], (phases[i - 1] if i > 0 else None)
+
+
+def enclosing_backward(rule):
+    """The backward phase a "sum" phase sits in (the bprop whose cotangent is being summed),
+    or None for a sum of seeds."""
+    phases = core.phases()
+    if rule in phases:
+        for p in reversed(phases[:phases.index(rule)]):
+            if p.kind == "backward" and p.level is rule.level:
+                return p
+    return None
+
+
+def role_of(rule):
+    """The role of an application inside `rule` (see `context`)."""
+    if rule is None or rule.kind == "apply":
+        return "forward"
+    return "backward" if rule.kind == "sum" else rule.kind
+
+
+# --- the watcher ----------------------------------------------------------------------------------
+
+
+class Watcher:
+    """What the core tells of the values it computes (see `fgrad.core.watch`); these do nothing."""
+
+    def value(self, prim, args, params, ans):
+        pass
+
+    def input(self, level, position, x):
+        pass
+
+    def recorded(self, level, position, phase):
+        pass
+
+    def cotangent(self, phase, ct, cts):
+        pass
+
+    def tangent(self, phase, args, t):
+        pass
+
+
+class _Both(Watcher):
+    """Two watchers at once (make_graph while debug_nans is on): each is told everything."""
+
+    def __init__(self, first, second):
+        self.watchers = (first, second)
+
+
+def _tell_both(name):
+    def tell(self, *args):
+        for w in self.watchers:
+            getattr(w, name)(*args)
+
+    return tell
+
+
+for _name in ("value", "input", "recorded", "cotangent", "tangent"):
+    setattr(_Both, _name, _tell_both(_name))
+
+
+_lock = threading.Lock()
+
+
+def install(watcher):
+    """Make `watcher` the core's watch (None: none). Returns the previous one."""
+    with _lock:
+        previous = core.watch
+        core.watch = watcher
+    return previous
+
+
+@contextlib.contextmanager
+def watching(watcher):
+    """Within the block, `watcher` is told of every value (beside a watcher already installed)."""
+    previous = core.watch
+    install(watcher if previous is None else _Both(previous, watcher))
+    try:
+        yield watcher
+    finally:
+        install(previous)

@@ -14,7 +14,7 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad.core import ReverseLevel, backward_pass
+from fgrad.reverse import ReverseLevel, backward_pass
 from fgrad.numpy.shaping import meta, unbroadcast_meta
 
 

@@ -1,0 +1,238 @@
+"""Reverse mode, the K transform: a level that records a tape, and the backward pass over it.
+
+A `ReverseLevel` appends to its tape an entry `(parents, bprop)` for each primitive it
+processes: the bprop closures built by the primitive's rules (the K transform: each rule
+returns a closure over the residuals it needs, mapping the output cotangent to input
+cotangents) and the tape positions of the inputs they send cotangents to. A box's `aux` is the
+position of the entry that made it. `backward_pass` walks the tape from the end, iteratively,
+holding one cotangent per position and summing the cotangents of values used twice.
+
+Imports: `fgrad.core`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import core
+from .core import Box, Level, Primitive, add_any, bind, bind_two, enter_phase, leave_phase
+
+__all__ = ["INPUT_ENTRY", "ReverseLevel", "backward_pass"]
+
+
+# A tape entry is a plain tuple `(parents, bprop)`, as an entry is made for every operation.
+# `parents` holds the tape positions of the inputs, and `bprop` is one of:
+# - a tuple of per-input closures aligned with `parents` (built-in rules: only the inputs that
+#   need a gradient get a closure);
+# - one closure returning a cotangent for every argument, aligned with `parents`, where `None`
+#   marks an argument that is not a box of this level;
+# - an `_Output`: the entry of one output of a primitive with several, whose cotangent goes to
+#   that primitive's entry (its only parent);
+# - None: an input of the traced function, `INPUT_ENTRY`.
+INPUT_ENTRY = ((), None)
+
+
+class _Output:
+    """Output `index` of `count` of a primitive with several outputs."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, index, count):
+        self.index = index
+        self.count = count
+
+
+class ReverseLevel(Level):
+    """A level of the K transform: records a tape of entries for the backward pass."""
+
+    __slots__ = ("tape",)
+
+    def __init__(self):
+        super().__init__()
+        self.tape = []
+
+    def new_input(self, x):
+        tape = self.tape
+        tape.append(INPUT_ENTRY)
+        if core.watch is not None:
+            core.watch.input(self, len(tape) - 1, x)
+        return Box(x, self, len(tape) - 1)
+
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        vjps = prim.vjps
+        if vjps is None or params or core.watch is not None:
+            return self._process_general(prim, args, params)
+        # Shortcuts, only for speed (the general path gives the same entries): built-in rules
+        # of one or two inputs without parameters are most of a program. They call the impl and
+        # the rules without `**params` (a slower call in CPython) and, when no box is left under
+        # this level's, call the impl directly instead of a second pass of `bind`.
+        if len(args) == 1:
+            x = args[0]  # the only argument holds the innermost box, so it is this level's
+            xv = x.value
+            ans = bind(prim, (xv,), params) if type(xv) is Box else prim.impl(xv)
+            maker = vjps[0]
+            if maker is None:
+                return ans
+            entry = ((x.aux,), (maker(ans, xv),))
+        elif len(args) == 2:
+            x, y = args
+            x_own = type(x) is Box and x.level is self
+            y_own = type(y) is Box and y.level is self
+            xv = x.value if x_own else x
+            yv = y.value if y_own else y
+            if type(xv) is Box or type(yv) is Box:
+                ans = bind(prim, (xv, yv), params)
+            else:
+                ans = prim.impl(xv, yv)
+            fx = vjps[0] if x_own else None
+            fy = vjps[1] if y_own else None
+            if fx is not None and fy is not None:
+                entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
+            elif fx is not None:
+                entry = ((x.aux,), (fx(ans, xv, yv),))
+            elif fy is not None:
+                entry = ((y.aux,), (fy(ans, xv, yv),))
+            else:
+                return ans
+        else:
+            return self._process_general(prim, args, params)
+        tape = self.tape
+        tape.append(entry)
+        return Box(ans, self, len(tape) - 1)
+
+    def _process_general(self, prim, args, params):
+        own = [type(a) is Box and a.level is self for a in args]
+        vals = [a.value if o else a for a, o in zip(args, own)]
+        watch = core.watch
+        phase = None if watch is None else enter_phase("apply", self, prim)
+        try:
+            if prim.fprop is not None:
+                if phase is not None:
+                    phase.kind = "residual"
+                ans, bprop = prim.fprop(*vals, **params)
+                parents = tuple(a.aux if o else None for a, o in zip(args, own))
+            else:
+                ans = bind(prim, vals, params)
+                if phase is not None:
+                    phase.kind = "residual"
+                vjps = prim.vjps
+                if vjps is None:
+                    bprop = prim.vjp(own, ans, *vals, **params)
+                    parents = tuple(a.aux if o else None for a, o in zip(args, own))
+                else:
+                    parents, closures = [], []
+                    for i, a in enumerate(args):
+                        maker = vjps[i] if i < len(vjps) else None
+                        if own[i] and maker is not None:
+                            parents.append(a.aux)
+                            closures.append(maker(ans, *vals, **params))
+                    if not closures:
+                        return ans
+                    parents, bprop = tuple(parents), tuple(closures)
+        finally:
+            if phase is not None:
+                leave_phase(phase)
+        tape = self.tape
+        tape.append((parents, bprop))
+        position = len(tape) - 1
+        if watch is not None:
+            watch.recorded(self, position, phase)
+        if not prim.multiple_results:
+            return Box(ans, self, position)
+        count = len(ans)
+        outputs = []
+        for i, a in enumerate(ans):
+            tape.append(((position,), _Output(i, count)))
+            outputs.append(Box(a, self, len(tape) - 1) if core.is_differentiable_value(a) else a)
+        return tuple(outputs)
+
+
+# --- the backward pass ---------------------------------------------------------------------
+
+
+def backward_pass(level: ReverseLevel, seeds: Sequence[tuple[int, Any]],
+                  consume: bool = False) -> list:
+    """Propagate cotangents through `level`'s tape, last entry first; no recursion.
+
+    `seeds` is a list of (tape position, cotangent). Returns a list with the summed cotangent
+    of each input's position (`None`, a structural zero, elsewhere). Each entry is dropped as
+    the pass reaches it, so its residuals are freed during the pass. With `consume` the pass
+    empties the level's own tape (for one-shot gradients); without, a copy of it (a vjp
+    function may be called again).
+    """
+    tape = level.tape
+    if tape is None:
+        raise RuntimeError(
+            "this gradient's backward pass was already run and its residuals freed; "
+            "use vjp(f, x) to get a function you can call more than once"
+        )
+    cts = [None] * len(tape)
+    for pos, ct in seeds:
+        _accumulate(cts, pos, ct, level)
+    if consume:
+        level.tape = None  # emptied below, entry by entry
+    else:
+        tape = list(tape)  # the level keeps its tape for another pass; this one empties a copy
+    watch = core.watch
+    left = len(core.phases())  # a watched pass that raises leaves no phase behind
+    try:
+        _pass(tape, cts, level, watch)
+    finally:
+        if watch is not None:
+            del core.phases()[left:]
+    return cts
+
+
+def _pass(tape, cts, level, watch):
+    pop = tape.pop
+    for k in range(len(tape) - 1, -1, -1):
+        parents, bprop = pop()  # entry k, dropped as it is read (with its residuals)
+        ct = cts[k]
+        if ct is None or bprop is None:
+            continue  # no cotangent reached it, or an input: its cotangent is the answer
+        cts[k] = None  # used once: freed as the pass moves on
+        phase = None if watch is None else enter_phase("backward", level, None, k, ct)
+        if type(bprop) is tuple:
+            for parent, f in zip(parents, bprop):
+                c = f(ct)
+                if phase is not None:
+                    watch.cotangent(phase, ct, (c,))
+                # Most values are used once: their first cotangent is stored as it is, and
+                # only a second one pays for the call that sums them.
+                if c is not None:
+                    if cts[parent] is None:
+                        cts[parent] = c
+                    else:
+                        _accumulate(cts, parent, c, level)
+        elif type(bprop) is _Output:  # one output of several: a slot of its primitive's entry
+            (parent,) = parents
+            slots = cts[parent]
+            if slots is None:
+                slots = cts[parent] = [None] * bprop.count
+            slots[bprop.index] = ct
+        else:
+            in_cts = bprop(ct)
+            if phase is not None:
+                watch.cotangent(phase, ct, in_cts)
+            for parent, c in zip(parents, in_cts):
+                if parent is not None and c is not None:
+                    _accumulate(cts, parent, c, level)
+        if phase is not None:
+            leave_phase(phase)
+
+
+def _accumulate(cts, pos, ct, level):
+    old = cts[pos]
+    if old is None:
+        cts[pos] = ct
+    elif core.watch is not None:
+        phase = enter_phase("sum", level, add_any, pos)
+        try:
+            cts[pos] = bind_two(add_any, old, ct)
+        finally:
+            leave_phase(phase)
+    elif type(old) is Box or type(ct) is Box:
+        cts[pos] = bind_two(add_any, old, ct)
+    else:  # two plain arrays (a first derivative): NumPy's sum, without bind's scan
+        cts[pos] = add_any.impl(old, ct)
