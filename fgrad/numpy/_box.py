@@ -4,6 +4,8 @@ The core defines `Box` without operators so that it never depends on this layer;
 `fgrad.numpy` attaches them here. Imports: `fgrad.core` and the rule modules of this package.
 """
 
+import sys
+
 import numpy as _np
 
 from ..core import Box, Primitive, bind_two, primal
@@ -88,24 +90,70 @@ _UFUNCS = {}
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
     if fn is None or method != "__call__":
-        raise TypeError(
-            f"NumPy's {ufunc.__name__} (method {method!r}) was applied to a traced value "
-            f"({_sh.describe(self)}); NumPy cannot differentiate it. Use fgrad.numpy "
-            f"(import fgrad.numpy as fnp) in functions you differentiate."
-        )
+        raise TypeError(_no_mirror_message(self, ufunc, method))
     if kwargs.get("out") is not None:
         raise TypeError(
             f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
             "arrays are values here. Use the returned value instead"
         )
     kwargs.pop("out", None)
-    if kwargs and isinstance(getattr(fn, "primitive", fn), Primitive):  # its rules' parameters
+    if kwargs and not _takes_ufunc_keywords(fn):
         raise TypeError(
             f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
             f"{sorted(kwargs)}, which fgrad.numpy.{ufunc.__name__} does not take; call it "
             "without them (use fgrad.numpy.where for a `where=` mask)"
         )
     return fn(*inputs, **kwargs)
+
+
+def _takes_ufunc_keywords(fn):
+    """Whether fn takes NumPy's keywords: every mirror does, except the primitives kept bare
+    (`f(x)`, no keywords) for speed: sin, exp, add, multiply, ..."""
+    bare = isinstance(fn, Primitive) or (
+        hasattr(fn, "primitive") and not getattr(fn, "__kwdefaults__", None))
+    return not bare
+
+
+_PACKAGES = {"numpy": "NumPy", "scipy": "SciPy"}
+
+
+def _no_mirror_message(box, ufunc, method):
+    """Why a ufunc applied to a traced value cannot run, naming where the ufunc comes from
+    (SciPy's special functions are NumPy ufuncs too) and fgrad's mirror of that module."""
+    home = _home_of(ufunc)
+    package = home.split(".")[0]
+    name = ufunc.__name__
+    what = f"{_PACKAGES.get(package, package)}'s {home}"
+    if method != "__call__":
+        what += f".{method}"
+    head = (f"{what} was applied to a traced value ({_sh.describe(box)}); "
+            f"{_PACKAGES.get(package, 'it')} cannot differentiate it. ")
+    mirror = "fgrad." + home.rsplit(".", 1)[0]
+    if method != "__call__":
+        return head + (f"fgrad supports only calling ufuncs, not their {method!r} method: "
+                       "build it from fgrad.numpy operations (for example fgrad.numpy.cumsum "
+                       "for add.accumulate, fgrad.numpy.sum for add.reduce).")
+    if package == "scipy" and mirror not in sys.modules:
+        return head + (f"Import {mirror}, which sends {home.rsplit('.', 1)[0]}'s ufuncs to "
+                       f"their differentiable mirrors where it has one, or call {mirror}."
+                       f"{name} directly.")
+    return head + (f"{mirror} has no differentiable {name} yet: build it from fgrad.numpy "
+                   "operations, or register your own with fgrad.primitive.")
+
+
+def _home_of(ufunc):
+    """Where a ufunc is defined, as "module.name": NumPy's own, or the public module of
+    another package that holds it (SciPy's special functions are NumPy ufuncs too)."""
+    name = ufunc.__name__
+    if getattr(_np, name, None) is ufunc:
+        return f"numpy.{name}"
+    homes = sorted(
+        (module_name for module_name, module in list(sys.modules.items())
+         if module is not None and not any(p.startswith("_") for p in module_name.split("."))
+         and getattr(module, name, None) is ufunc),
+        key=lambda m: (m.count("."), m),
+    )
+    return f"{homes[0]}.{name}" if homes else f"ufunc.{name}"
 
 
 _FUNCTIONS = {}  # NumPy function -> fgrad function, for `__array_function__`

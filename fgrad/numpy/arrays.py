@@ -17,7 +17,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import nondiff
+from ._api import nondiff_function
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import divide, maximum, minimum, multiply, power, where
@@ -670,22 +670,15 @@ _shaping._INSTALLED["scatter"] = _scatter_update
 
 # --- no derivative: indices and index constructors -----------------------------------------
 
-argmax = nondiff(_np.argmax, name="argmax")
-argmin = nondiff(_np.argmin, name="argmin")
-argsort = nondiff(_np.argsort, name="argsort")
-argwhere = nondiff(_np.argwhere, name="argwhere")
-nonzero = nondiff(_np.nonzero, name="nonzero")
-flatnonzero = nondiff(_np.flatnonzero, name="flatnonzero")
-searchsorted = nondiff(_np.searchsorted, name="searchsorted")
-_lexsort = nondiff(lambda *keys, axis: _np.lexsort(keys, axis=axis), name="lexsort")
-
-
-def lexsort(keys, axis=-1):
-    """NumPy's `lexsort` (no derivative): the permutation sorting by the last key first."""
-    if type(keys) is Box or isinstance(keys, _np.ndarray):
-        return _lexsort(*[keys[i] for i in range(shape(keys)[0])], axis=axis)
-    return _lexsort(*keys, axis=axis)
-tril_indices = nondiff(_np.tril_indices, name="tril_indices")
-triu_indices = nondiff(_np.triu_indices, name="triu_indices")
-diag_indices = nondiff(_np.diag_indices, name="diag_indices")
-indices = nondiff(_np.indices, name="indices")
+argmax = nondiff_function(_np.argmax)
+argmin = nondiff_function(_np.argmin)
+argsort = nondiff_function(_np.argsort)
+argwhere = nondiff_function(_np.argwhere)
+nonzero = nondiff_function(_np.nonzero)
+flatnonzero = nondiff_function(_np.flatnonzero)
+searchsorted = nondiff_function(_np.searchsorted)
+lexsort = nondiff_function(_np.lexsort)
+tril_indices = nondiff_function(_np.tril_indices)
+triu_indices = nondiff_function(_np.triu_indices)
+diag_indices = nondiff_function(_np.diag_indices)
+indices = nondiff_function(_np.indices)

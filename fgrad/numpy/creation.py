@@ -17,7 +17,8 @@ import operator as _operator
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive, nondiff
+from ..primitive import defprimitive
+from ._api import nondiff_function
 from .arrays import diag
 from .elementwise import power
 from .shaping import (
@@ -173,8 +174,8 @@ def diagflat(v, k=0):
     return diag(ravel(v), k)
 
 
-full_like = nondiff(_np.full_like, name="full_like")
-empty_like = nondiff(_np.empty_like, name="empty_like")
+full_like = nondiff_function(_np.full_like)
+empty_like = nondiff_function(_np.empty_like)
 
 
 # --- NumPy 2's array-API spellings ----------------------------------------------------------

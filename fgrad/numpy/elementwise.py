@@ -11,9 +11,10 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 
 import numpy as _np
 
-from ..core import Box, primal
-from ..primitive import defprimitive, defunary, nondiff
-from .shaping import broadcast_like, meta, unbroadcast, unbroadcast_meta
+from ..core import Box, Primitive, primal
+from ..primitive import defprimitive, defunary
+from ._api import NO_VALUE, given, nondiff_function, refuse, refuse_out
+from .shaping import astype, broadcast_like, is_traced, meta, unbroadcast, unbroadcast_meta
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",
@@ -51,6 +52,87 @@ def _weights(values, dtype):
 
 def _dtype_of(ans):
     return _np.result_type(primal(ans))
+
+
+# --- NumPy's ufunc signature ---------------------------------------------------------------
+# A ufunc mirror has NumPy's signature, `(x, /, out=None, *, where=True, casting='same_kind',
+# order='K', dtype=None, subok=True, signature=None)` (`x1, x2` for two inputs). Without
+# keywords it is the primitive itself. With keywords and no traced input it is NumPy's own
+# ufunc, so every keyword means what it means in NumPy. On traced inputs `dtype`, `casting`
+# and `signature` choose NumPy's loop and the inputs are cast to its dtypes (so the value is
+# NumPy's); `out`, `where`, `order` and `subok` cannot mean anything there and are refused by
+# name. (sin, cos, tanh, exp, log, negative and the arithmetic operators stay bare primitives,
+# without keywords: they are tuned for speed, and these keyword-only parameters cost about
+# 130 ns a call.)
+
+
+def as_ufunc(fn, theirs):
+    """`fn` (a function of the ufunc's inputs, usually a primitive) with NumPy's signature of
+    the ufunc `theirs`, whose name and `.primitive` it keeps."""
+    if theirs.nin == 1:
+        def ufunc(x, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None,
+                  subok=True, signature=None):
+            if (out is None and where is True and dtype is None and signature is None
+                    and casting == "same_kind" and order == "K" and subok is True):
+                return fn(x)
+            return _with_keywords(fn, theirs, (x,), out, where, casting, order, dtype, subok,
+                                  signature)
+    else:
+        def ufunc(x1, x2, /, out=None, *, where=True, casting="same_kind", order="K",
+                  dtype=None, subok=True, signature=None):
+            if (out is None and where is True and dtype is None and signature is None
+                    and casting == "same_kind" and order == "K" and subok is True):
+                return fn(x1, x2)
+            return _with_keywords(fn, theirs, (x1, x2), out, where, casting, order, dtype,
+                                  subok, signature)
+
+    prim = fn if isinstance(fn, Primitive) else getattr(fn, "primitive", None)
+    ufunc.__name__ = ufunc.__qualname__ = prim.name if prim is not None else fn.__name__
+    ufunc.__doc__ = (fn.__doc__ if prim is None else
+                     f"NumPy's `{theirs.__name__}`, differentiable to every order.")
+    if prim is not None:
+        ufunc.primitive = prim  # what the batching rules and the graph know it by
+    return ufunc
+
+
+def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, signature):
+    """A ufunc mirror called with NumPy's keywords (see `as_ufunc`)."""
+    if not any(is_traced(a) for a in args):
+        return theirs(*args, out=out, where=where, casting=casting, order=order, dtype=dtype,
+                      subok=subok, signature=signature)
+    name = theirs.__name__
+    refuse_out(out, name)
+    if where is not True:
+        raise refuse(name, "where", "without `out`, NumPy leaves the elements where the mask "
+                     "is False uninitialized, and fgrad has no `out`",
+                     f"Use fgrad.numpy.where(mask, fgrad.numpy.{name}(x), fill) instead")
+    for keyword, value, default in (("order", order, "K"), ("subok", subok, True)):
+        if value != default:
+            raise refuse(name, keyword, "it sets the memory layout or array subclass of a "
+                         "new array, which fgrad's traced values do not have",
+                         f"Leave it out, and convert the result after the transform")
+    if dtype is None and signature is None and casting == "same_kind":
+        return fn(*args)
+    if dtype is not None and signature is not None:
+        raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
+    if dtype is not None:
+        signature = (None,) * theirs.nin + (_np.dtype(dtype),) * theirs.nout
+    loop = theirs.resolve_dtypes(tuple(_dtype_or_weak(a) for a in args) + (None,) * theirs.nout,
+                                 signature=signature, casting=casting)
+    return fn(*(_in_dtype(a, dt) for a, dt in zip(args, loop)))
+
+
+def _dtype_or_weak(a):
+    """An input's dtype as `ufunc.resolve_dtypes` takes it: a Python number is weakly typed."""
+    if type(a) in (int, float, complex):
+        return type(a)
+    return _np.result_type(primal(a))
+
+
+def _in_dtype(a, dtype):
+    if type(a) in (int, float, complex) or _np.result_type(primal(a)) == dtype:
+        return a
+    return astype(a, dtype) if is_traced(a) else _np.asarray(a, dtype=dtype)
 
 
 # --- arithmetic --------------------------------------------------------------------------
@@ -206,11 +288,6 @@ cos = defunary(
     vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
     jvp=lambda t, ans, x: negative(t * sin(x)),
 )
-tan = defunary(
-    _np.tan,
-    vjp=lambda ans, x: lambda ct: ct * (1.0 + ans * ans),
-    jvp=lambda t, ans, x: t * (1.0 + ans * ans),
-)
 tanh = defunary(
     _np.tanh,
     vjp=lambda ans, x: lambda ct: ct * (1.0 - ans * ans),
@@ -226,22 +303,11 @@ log = defunary(
     vjp=lambda ans, x: lambda ct: ct / x,
     jvp=lambda t, ans, x: t / x,
 )
-log1p = defunary(
-    _np.log1p,
-    vjp=lambda ans, x: lambda ct: ct / (1.0 + x),
-    jvp=lambda t, ans, x: t / (1.0 + x),
-)
-expm1 = defunary(
-    _np.expm1,
-    vjp=lambda ans, x: lambda ct: ct * (ans + 1.0),
-    jvp=lambda t, ans, x: t * (ans + 1.0),
-)
-sqrt = defunary(
-    _np.sqrt,
-    vjp=lambda ans, x: lambda ct: ct / (2.0 * ans),
-    jvp=lambda t, ans, x: t / (2.0 * ans),
-)
-
+# The others are written once, as their derivative, and take NumPy's ufunc keywords.
+tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
+log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
+expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: ans + 1.0), _np.expm1)
+sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
 
 def _abs_slope(ans, x):
     """+1 where x >= 0 and -1 elsewhere: abs'(0) = 1, as in JAX."""
@@ -274,7 +340,7 @@ def _abs_jvp(t, ans, x):
     return t * _abs_slope(ans, x)
 
 
-abs = defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs")
+abs = as_ufunc(defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs"), _np.absolute)
 absolute = abs
 
 
@@ -285,12 +351,13 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-conj = defunary(
+_conj = defunary(
     _np.conjugate,
-    vjp=lambda ans, x: conj,
-    jvp=lambda t, ans, x: conj(t),
+    vjp=lambda ans, x: _conj,
+    jvp=lambda t, ans, x: _conj(t),
     name="conj",
 )
+conj = as_ufunc(_conj, _np.conjugate)
 conjugate = conj
 
 
@@ -299,12 +366,18 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-real = defunary(
+_real = defunary(
     _np.real,
     vjp=_real_vjp,
-    jvp=lambda t, ans, x: real(t),
+    jvp=lambda t, ans, x: _real(t),
     name="real",
 )
+
+
+def real(val):
+    """NumPy's `real`: the real part (a real input as it is). Its cotangent is real, cast to
+    the input's dtype."""
+    return _real(val)
 
 
 def _imag_vjp(ans, x):
@@ -312,12 +385,18 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-imag = defunary(
+_imag = defunary(
     _np.imag,
     vjp=_imag_vjp,
-    jvp=lambda t, ans, x: imag(t),
+    jvp=lambda t, ans, x: _imag(t),
     name="imag",
 )
+
+
+def imag(val):
+    """NumPy's `imag`: the imaginary part (0 for a real input). The cotangent of a complex
+    input is -i times the output's cotangent."""
+    return _imag(val)
 
 
 def angle(z, deg=False):
@@ -386,17 +465,41 @@ def _chooser(impl, wins_x, wins_y):
     return defprimitive(impl, vjp=(vjp_x, vjp_y), jvp=(jvp_x, jvp_y))
 
 
-maximum = _chooser(_np.maximum, _np.greater, _np.greater)
-minimum = _chooser(_np.minimum, _np.less, _np.less)
+maximum = as_ufunc(_chooser(_np.maximum, _np.greater, _np.greater), _np.maximum)
+minimum = as_ufunc(_chooser(_np.minimum, _np.less, _np.less), _np.minimum)
 
 
-def clip(a, a_min=None, a_max=None):
+def _positive(x):
+    """x itself (a traced value is returned as it is; arrays are immutable inside a
+    transform), a copy for a plain array."""
+    return x if type(x) is Box else _np.positive(x)
+
+
+positive = as_ufunc(_positive, _np.positive)
+positive.__doc__ = "NumPy's `positive`: " + _positive.__doc__
+
+
+def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VALUE,
+         **kwargs):
     """NumPy's `clip`, as `minimum(maximum(a, a_min), a_max)` (JAX's definition, so a value
-    exactly at a bound gets half the gradient, and the bounds are differentiable too)."""
+    exactly at a bound gets half the gradient, and the bounds are differentiable too).
+    `min`/`max` are NumPy 2's names of the bounds; the other keywords are the ufunc keywords
+    of `maximum` and `minimum` (`dtype`, `casting`)."""
+    refuse_out(out, "clip")
+    if given(min):
+        if given(a_min):
+            raise TypeError("clip: give a_min or min, not both")
+        a_min = min
+    if given(max):
+        if given(a_max):
+            raise TypeError("clip: give a_max or max, not both")
+        a_max = max
+    a_min = None if a_min is NO_VALUE else a_min
+    a_max = None if a_max is NO_VALUE else a_max
     if a_min is None and a_max is None:
-        raise ValueError("clip: give a_min, a_max or both (both are None)")
-    out = a if a_min is None else maximum(a, a_min)
-    return out if a_max is None else minimum(out, a_max)
+        return positive(a, **kwargs)  # NumPy's clip without bounds
+    out = a if a_min is None else maximum(a, a_min, **kwargs)
+    return out if a_max is None else minimum(out, a_max, **kwargs)
 
 
 # --- where -------------------------------------------------------------------------------
@@ -425,7 +528,7 @@ _where_p = defprimitive(
 )
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, /):
     """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
 
     A masked branch still runs: `where(x > 0, sqrt(x), 0)` at x <= 0 gives a nan gradient from
@@ -442,21 +545,21 @@ def where(condition, x=None, y=None):
 
 # --- no derivative: piecewise constant and boolean results -------------------------------
 
-sign = nondiff(_np.sign)
-floor = nondiff(_np.floor)
-ceil = nondiff(_np.ceil)
-trunc = nondiff(_np.trunc)
-round = nondiff(_np.round, name="round")
+sign = nondiff_function(_np.sign)
+floor = nondiff_function(_np.floor)
+ceil = nondiff_function(_np.ceil)
+trunc = nondiff_function(_np.trunc)
+round = nondiff_function(_np.round, name="round")
 around = round
-greater = nondiff(_np.greater)
-greater_equal = nondiff(_np.greater_equal)
-less = nondiff(_np.less)
-less_equal = nondiff(_np.less_equal)
-equal = nondiff(_np.equal)
-not_equal = nondiff(_np.not_equal)
-logical_and = nondiff(_np.logical_and)
-logical_or = nondiff(_np.logical_or)
-logical_not = nondiff(_np.logical_not)
-isnan = nondiff(_np.isnan)
-isfinite = nondiff(_np.isfinite)
-isinf = nondiff(_np.isinf)
+greater = nondiff_function(_np.greater)
+greater_equal = nondiff_function(_np.greater_equal)
+less = nondiff_function(_np.less)
+less_equal = nondiff_function(_np.less_equal)
+equal = nondiff_function(_np.equal)
+not_equal = nondiff_function(_np.not_equal)
+logical_and = nondiff_function(_np.logical_and)
+logical_or = nondiff_function(_np.logical_or)
+logical_not = nondiff_function(_np.logical_not)
+isnan = nondiff_function(_np.isnan)
+isfinite = nondiff_function(_np.isfinite)
+isinf = nondiff_function(_np.isinf)

@@ -10,6 +10,7 @@ import numpy as _np
 
 from ..core import Box, Primitive, holds_box, primal, zeros_like_value
 from ..primitive import defprimitive, nondiff
+from ._api import nondiff_function
 
 __all__ = [
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -676,5 +677,5 @@ def _sequence_to_array(obj):
 
 # --- constants shaped like an input ------------------------------------------------------
 
-zeros_like = nondiff(_np.zeros_like, name="zeros_like")
-ones_like = nondiff(_np.ones_like, name="ones_like")
+zeros_like = nondiff_function(_np.zeros_like)
+ones_like = nondiff_function(_np.ones_like)

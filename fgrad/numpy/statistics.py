@@ -29,7 +29,8 @@ import operator as _operator
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive, nondiff
+from ..primitive import defprimitive
+from ._api import nondiff_function
 from .elementwise import sqrt, where
 from .reductions import _exclusive_cumprod, _linear_recurrence, max, mean, min, prod
 from .shaping import (
@@ -647,9 +648,9 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 # --- no derivative --------------------------------------------------------------------------
 
-all = nondiff(_np.all, name="all")
-any = nondiff(_np.any, name="any")
-count_nonzero = nondiff(_np.count_nonzero, name="count_nonzero")
+all = nondiff_function(_np.all)
+any = nondiff_function(_np.any)
+count_nonzero = nondiff_function(_np.count_nonzero)
 
 
 # --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---
@@ -687,10 +688,10 @@ def bincount(x, /, weights=None, minlength=0):
 
 # --- no derivative: counts, bin indices and predicates --------------------------------------
 
-histogram = nondiff(_np.histogram, name="histogram")
-digitize = nondiff(_np.digitize, name="digitize")
-array_equal = nondiff(_np.array_equal, name="array_equal")
-array_equiv = nondiff(_np.array_equiv, name="array_equiv")
-iscomplexobj = nondiff(_np.iscomplexobj, name="iscomplexobj")
-isrealobj = nondiff(_np.isrealobj, name="isrealobj")
-isscalar = nondiff(_np.isscalar, name="isscalar")
+histogram = nondiff_function(_np.histogram)
+digitize = nondiff_function(_np.digitize)
+array_equal = nondiff_function(_np.array_equal)
+array_equiv = nondiff_function(_np.array_equiv)
+iscomplexobj = nondiff_function(_np.iscomplexobj)
+isrealobj = nondiff_function(_np.isrealobj)
+isscalar = nondiff_function(_np.isscalar)

@@ -32,8 +32,9 @@ import math
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive, defunary, nondiff
-from .elementwise import exp, power, sqrt, where
+from ..primitive import deflinear, defprimitive, defunary
+from ._api import nondiff_function
+from .elementwise import as_ufunc, exp, positive, power, sqrt, where
 from .shaping import astype, broadcast_like, meta, unbroadcast
 
 __all__ = [
@@ -62,15 +63,12 @@ def _weights(values, ans):
     return _np.asarray(values, dtype=_np.result_type(primal(ans)))
 
 
-# --- unary functions: d(ans)/dx = deriv(ans, x) -------------------------------------------
+# --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------
 
 
-def _unary(impl, deriv, name=None):
-    def vjp(ans, x):
-        d = deriv(ans, x)
-        return lambda ct: ct * d
-
-    return defunary(impl, vjp=vjp, jvp=lambda t, ans, x: t * deriv(ans, x), name=name)
+def _unary(impl, derivative):
+    """The ufunc `impl` from its derivative, with NumPy's ufunc signature."""
+    return as_ufunc(defunary(impl, derivative), impl)
 
 
 # Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses; hypot(x, 1)
@@ -101,44 +99,40 @@ def _fabs_slope(ans, x):
 fabs = _unary(_np.fabs, _fabs_slope)
 
 
-def _linear(impl):
-    """A unary primitive that is linear in x: its bprop and its jvp are the primitive itself."""
-    prim = defprimitive(
-        impl,
-        vjp=lambda ans, x: lambda ct: prim(ct),
-        jvp=lambda t, ans, x: prim(t),
-    )
-    return prim
+def _scaling(impl):
+    """A unary ufunc that multiplies by a constant (degrees <-> radians): linear, and its own
+    transpose."""
+    prim = deflinear(impl, lambda ans, x: lambda ct: prim(ct))
+    return as_ufunc(prim, impl)
 
 
-deg2rad = _linear(_np.deg2rad)
-radians = _linear(_np.radians)
-rad2deg = _linear(_np.rad2deg)
-degrees = _linear(_np.degrees)
-
-
-def positive(x):
-    """NumPy's `positive`: x itself (a traced value is returned as it is; arrays are
-    immutable inside a transform), a copy for a plain array."""
-    return x if type(x) is Box else _np.positive(x)
+deg2rad = _scaling(_np.deg2rad)
+radians = _scaling(_np.radians)
+rad2deg = _scaling(_np.rad2deg)
+degrees = _scaling(_np.degrees)
 
 
 # --- binary functions with broadcasting: d(ans)/dx = dx(ans, x, y), d(ans)/dy = dy(...) ---
 
 
-def _binary(impl, dx, dy, name=None):
-    def vjp(deriv, i):
+def _binary(impl, dx, dy):
+    """The ufunc `impl` of two inputs from its two partial derivatives, with NumPy's ufunc
+    signature. Each partial is written once and gives both rules of its input: the reverse
+    rule `ct * d` summed back to the input's shape, the forward rule `t * d`. (fgrad.primitive
+    has no builder for this: its `defbilinear` is for functions linear in each input.)"""
+
+    def vjp(partial, i):
         def maker(ans, x, y):
             like = meta((x, y)[i])
-            d = deriv(ans, _operand(x), _operand(y))
-            return lambda ct: unbroadcast(ct * d, like)
+            return lambda ct: unbroadcast(ct * partial(ans, _operand(x), _operand(y)), like)
 
         return maker
 
-    def jvp(deriv):
-        return lambda t, ans, x, y: broadcast_like(t * deriv(ans, _operand(x), _operand(y)), ans)
+    def jvp(partial):
+        return lambda t, ans, x, y: broadcast_like(
+            t * partial(ans, _operand(x), _operand(y)), ans)
 
-    return defprimitive(impl, vjp=(vjp(dx, 0), vjp(dy, 1)), jvp=(jvp(dx), jvp(dy)), name=name)
+    return as_ufunc(defprimitive(impl, (vjp(dx, 0), vjp(dy, 1)), (jvp(dx), jvp(dy))), impl)
 
 
 def _hypot_slope(ans, x):
@@ -192,17 +186,9 @@ def _logaddexp_slope(exp_base):
 
 
 _dlogaddexp = _logaddexp_slope(exp)
-logaddexp = _binary(
-    _np.logaddexp,
-    _dlogaddexp,
-    lambda ans, x, y: _dlogaddexp(ans, y, x),
-)
+logaddexp = _binary(_np.logaddexp, _dlogaddexp, lambda ans, x, y: _dlogaddexp(ans, y, x))
 _dlogaddexp2 = _logaddexp_slope(lambda v: exp2(v))
-logaddexp2 = _binary(
-    _np.logaddexp2,
-    _dlogaddexp2,
-    lambda ans, x, y: _dlogaddexp2(ans, y, x),
-)
+logaddexp2 = _binary(_np.logaddexp2, _dlogaddexp2, lambda ans, x, y: _dlogaddexp2(ans, y, x))
 
 
 def _as_float64(a):
@@ -210,7 +196,7 @@ def _as_float64(a):
     return astype(a, dtype)
 
 
-def float_power(x1, x2):
+def _float_power(x1, x2):
     """NumPy's `float_power`: `power` computed in float64 (complex128 for complex inputs),
     whatever the input dtypes; gradients come back in each input's own dtype.
 
@@ -221,6 +207,7 @@ def float_power(x1, x2):
     return power(_as_float64(x1), _as_float64(x2))
 
 
+float_power = as_ufunc(_float_power, _np.float_power)
 pow = power
 
 
@@ -239,11 +226,11 @@ def _copysign_vjp(ans, x, y):
     return lambda ct: unbroadcast(ct * slope, like)
 
 
-copysign = defprimitive(
+copysign = as_ufunc(defprimitive(
     _np.copysign,
     vjp=(_copysign_vjp, None),
     jvp=(lambda t, ans, x, y: broadcast_like(t * _copysign_slope(ans, x, y), ans), None),
-)
+), _np.copysign)
 
 
 def _quotient(ans, x, y):
@@ -263,7 +250,7 @@ def _remainder_like(impl, name):
         like, minus_q = meta(y), -_quotient(ans, x, y)
         return lambda ct: unbroadcast(ct * minus_q, like)
 
-    return defprimitive(
+    return as_ufunc(defprimitive(
         impl,
         vjp=(vjp_x, vjp_y),
         jvp=(
@@ -271,7 +258,7 @@ def _remainder_like(impl, name):
             lambda t, ans, x, y: broadcast_like(t * -_quotient(ans, x, y), ans),
         ),
         name=name,
-    )
+    ), impl)
 
 
 fmod = _remainder_like(_np.fmod, "fmod")
@@ -303,14 +290,14 @@ def _nan_aware_chooser(impl, wins):
         like, w = meta(y), _nan_aware_weights(ans, y, x, wins)
         return lambda ct: unbroadcast(ct * w, like)
 
-    return defprimitive(
+    return as_ufunc(defprimitive(
         impl,
         vjp=(vjp_x, vjp_y),
         jvp=(
             lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, x, y, wins), ans),
             lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, y, x, wins), ans),
         ),
-    )
+    ), impl)
 
 
 fmax = _nan_aware_chooser(_np.fmax, _np.greater)
@@ -319,15 +306,16 @@ fmin = _nan_aware_chooser(_np.fmin, _np.less)
 
 def _ldexp_vjp(ans, x, i):
     like = meta(x)
-    return lambda ct: unbroadcast(ldexp(ct, i), like)
+    return lambda ct: unbroadcast(_ldexp(ct, i), like)
 
 
 # ldexp is linear in x: its bprop and jvp are ldexp itself (exact: a change of exponent).
-ldexp = defprimitive(
+_ldexp = defprimitive(
     _np.ldexp,
     vjp=(_ldexp_vjp, None),
-    jvp=(lambda t, ans, x, i: broadcast_like(ldexp(t, i), ans), None),
+    jvp=(lambda t, ans, x, i: broadcast_like(_ldexp(t, i), ans), None),
 )
+ldexp = as_ufunc(_ldexp, _np.ldexp)
 
 
 # --- sinc: exact at 0 and accurate near it, to every order ---------------------------------
@@ -426,12 +414,12 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 # --- no derivative -------------------------------------------------------------------------
 
 # heaviside(x, h0) is a step: its derivative is 0 wherever it exists (and h0 is only a value).
-heaviside = nondiff(_np.heaviside)
-signbit = nondiff(_np.signbit)
-rint = nondiff(_np.rint)
-fix = nondiff(_np.fix, name="fix")
-floor_divide = nondiff(_np.floor_divide)
-isposinf = nondiff(_np.isposinf, name="isposinf")
-isneginf = nondiff(_np.isneginf, name="isneginf")
-isclose = nondiff(_np.isclose, name="isclose")
-allclose = nondiff(_np.allclose, name="allclose")
+heaviside = nondiff_function(_np.heaviside)
+signbit = nondiff_function(_np.signbit)
+rint = nondiff_function(_np.rint)
+fix = nondiff_function(_np.fix)
+floor_divide = nondiff_function(_np.floor_divide)
+isposinf = nondiff_function(_np.isposinf)
+isneginf = nondiff_function(_np.isneginf)
+isclose = nondiff_function(_np.isclose)
+allclose = nondiff_function(_np.allclose)
