@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fgrad.numpy as fnp
-from fgrad import grad, hessian, jacfwd, jacrev
+from fgrad import grad, hessian, jacfwd, jacrev, vjp
 from fgrad.numpy import products
 
 RNG = np.random.default_rng(7)
@@ -144,9 +144,18 @@ def test_large_einsum_takes_numpys_optimized_path_and_matches_matmul():
     x, w = RNG.normal(size=(64, 128)), RNG.normal(size=(128, 32))
     assert products._einsum_plan("bi,ij->bj", (x.shape, w.shape)) is not False
     assert products._einsum_plan("i,i->", ((3,), (3,))) is False
-    f_einsum = lambda w: fnp.sum(fnp.tanh(fnp.einsum("bi,ij->bj", x, w)))  # noqa: E731
+    f_einsum = lambda w: fnp.sum(fnp.tanh(fnp.einsum("bi,ij->bj", x, w, optimize=True)))  # noqa: E731
     f_matmul = lambda w: fnp.sum(fnp.tanh(x @ w))  # noqa: E731
     np.testing.assert_allclose(grad(f_einsum)(w), grad(f_matmul)(w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("optimize", [False, True, "greedy"])
+def test_einsum_values_are_numpys_for_its_optimize(optimize):
+    x, w = RNG.normal(size=(64, 128)), RNG.normal(size=(128, 32))
+    want = np.einsum("bi,ij->bj", x, w, optimize=optimize)
+    got = vjp(lambda w: fnp.einsum("bi,ij->bj", x, w, optimize=optimize), w)[0]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fnp.einsum("bi,ij->bj", x, w, optimize=optimize), want)
 
 
 def test_cross_gradient_is_a_cross_product():

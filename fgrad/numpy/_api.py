@@ -52,3 +52,19 @@ def refuse_out(out, name):
 def given(value):
     """Whether a keyword whose default is NumPy's "no value" was given."""
     return value is not NO_VALUE
+
+
+def refuse_layout(name, **keywords):
+    """For a traced input: NumPy's keywords about the memory of a new array (its layout
+    `order`, `subok`, `like`, `device`, ...), each given as `keyword=(value, default)`, must
+    keep their defaults, as fgrad's traced values have no memory layout, subclass or device
+    to set."""
+    for keyword, (value, default) in keywords.items():
+        if not is_default(value, default):
+            raise refuse(name, keyword, "it sets the memory layout, array subclass or device "
+                         "of a new array, which fgrad's traced values do not have",
+                         "Leave it out, and convert the result after the transform")
+
+
+def is_default(value, default):
+    return value is default or (type(value) in (str, bool, int) and value == default)

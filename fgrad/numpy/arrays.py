@@ -14,6 +14,8 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 `fgrad.numpy.reductions`.
 """
 
+import warnings as _warnings
+
 import numpy as _np
 
 from ..core import Box, primal
@@ -295,37 +297,50 @@ def _cast_all(arrays, dtype):
 
 
 def _joinable(tup, name):
-    if isinstance(tup, Box) or not isinstance(tup, (list, tuple)):
-        raise TypeError(f"{name}: pass a list or tuple of arrays, not a single array")
+    """The arrays to join: a sequence's items, or an array's slices along its first axis (NumPy
+    iterates whatever it is given)."""
+    if type(tup) is Box or isinstance(tup, _np.ndarray):
+        if ndim(tup) == 0:
+            raise TypeError(f"{name}: a 0-d array ({describe(tup)}) is not a sequence of "
+                            "arrays to join")
+        return [getitem(tup, i) for i in range(shape(tup)[0])]
+    tup = list(tup)
     if not tup:
         raise ValueError(f"{name}: need at least one array")
-    return list(tup)
+    return tup
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
-    """NumPy's `hstack`: concatenate along axis 1 (axis 0 for 1-D arrays)."""
+    """NumPy's `hstack`: concatenate along axis 1 (axis 0 for 1-D arrays). Given one array,
+    it joins the slices along its first axis, as NumPy does."""
     arrs = [_at_least(a, 1) for a in _joinable(tup, "hstack")]
-    return concatenate(_cast_all(arrs, dtype), axis=0 if ndim(arrs[0]) == 1 else 1)
+    return concatenate(arrs, axis=0 if ndim(arrs[0]) == 1 else 1, dtype=dtype, casting=casting)
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
-    """NumPy's `vstack`: concatenate along axis 0 after making each array at least 2-D."""
+    """NumPy's `vstack`: concatenate along axis 0 after making each array at least 2-D. Given
+    one array, it joins the slices along its first axis, as NumPy does."""
     arrs = [_at_least(a, 2) for a in _joinable(tup, "vstack")]
-    return concatenate(_cast_all(arrs, dtype), axis=0)
+    return concatenate(arrs, axis=0, dtype=dtype, casting=casting)
 
 
 def row_stack(tup, *, dtype=None, casting="same_kind"):
-    """NumPy's `row_stack` (deprecated in NumPy 2 as an alias of `vstack`, which it is here)."""
+    """NumPy's `row_stack`, an alias of `vstack` (deprecated in NumPy 2, with the same
+    warning here)."""
+    _warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.",
+                   DeprecationWarning, stacklevel=2)
     return vstack(tup, dtype=dtype, casting=casting)
 
 
 def dstack(tup):
-    """NumPy's `dstack`: concatenate along axis 2 after making each array at least 3-D."""
+    """NumPy's `dstack`: concatenate along axis 2 after making each array at least 3-D. Given
+    one array, it joins the slices along its first axis, as NumPy does."""
     return concatenate([_at_least(a, 3) for a in _joinable(tup, "dstack")], axis=2)
 
 
 def column_stack(tup):
-    """NumPy's `column_stack`: 1-D arrays become columns, then concatenate along axis 1."""
+    """NumPy's `column_stack`: 1-D arrays become columns, then concatenate along axis 1. Given
+    one array, it joins the slices along its first axis, as NumPy does."""
     arrs = []
     for a in _joinable(tup, "column_stack"):
         a = asarray(a)

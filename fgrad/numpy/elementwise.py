@@ -97,11 +97,12 @@ def as_ufunc(fn, theirs):
 
 def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, signature):
     """A ufunc mirror called with NumPy's keywords (see `as_ufunc`)."""
-    if not any(is_traced(a) for a in args):
-        return theirs(*args, out=out, where=where, casting=casting, order=order, dtype=dtype,
-                      subok=subok, signature=signature)
     name = theirs.__name__
     refuse_out(out, name)
+    if not any(is_traced(a) for a in args):
+        keywords = dict(where=where, casting=casting, order=order, dtype=dtype, subok=subok,
+                        signature=signature)
+        return theirs(*args, **{k: v for k, v in keywords.items() if v is not None})
     if where is not True:
         raise refuse(name, "where", "without `out`, NumPy leaves the elements where the mask "
                      "is False uninitialized, and fgrad has no `out`",

@@ -16,6 +16,7 @@ import numpy as _np
 
 from ..core import primal
 from ..primitive import defprimitive
+from ._api import NO_VALUE, refuse_layout, refuse_out
 from .elementwise import conj, multiply
 from .shaping import sum as _sum
 from .shaping import (
@@ -70,9 +71,10 @@ matmul = defprimitive(
 )
 
 
-def dot(a, b):
+def dot(a, b, out=None):
     """NumPy's `dot`: a product with a scalar, `matmul` up to 2-D, and for N-D the sum over
     the last axis of `a` and the second-to-last of `b`."""
+    refuse_out(out, "dot")
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
         return multiply(a, b)
@@ -130,13 +132,16 @@ def _einsum_plan(subscripts, shapes):
     return _np.einsum_path(subscripts, *operands, optimize="greedy")[0]
 
 
-def _einsum_impl(*operands, subscripts):
-    shapes = tuple(_np.shape(x) for x in operands)
-    return _np.einsum(subscripts, *operands, optimize=_einsum_plan(subscripts, shapes))
+def _einsum_impl(*operands, subscripts, optimize=None):
+    """NumPy's einsum with the user's `optimize` (the public `einsum`), or with fgrad's own
+    plan (None: the rules and the products built on einsum)."""
+    if optimize is None:
+        optimize = _einsum_plan(subscripts, tuple(_np.shape(x) for x in operands))
+    return _np.einsum(subscripts, *operands, optimize=optimize)
 
 
 def _einsum_vjp(i):
-    def maker(ans, *operands, subscripts):
+    def maker(ans, *operands, subscripts, optimize=None):
         terms, out = subscripts.split("->")
         terms = terms.split(",")
         like = meta(operands[i])
@@ -173,7 +178,7 @@ def _einsum_vjp(i):
 
 
 def _einsum_jvp(i):
-    def rule(t, ans, *operands, subscripts):
+    def rule(t, ans, *operands, subscripts, optimize=None):
         args = operands[:i] + (t,) + operands[i + 1:]
         return broadcast_like(_einsum_p(*args, subscripts=subscripts), ans)
 
@@ -257,21 +262,22 @@ def _einsum_explicit(subscripts, ndims):
     return ",".join(terms) + "->" + out
 
 
-def einsum(*operands, out=None, optimize=True, dtype=None, **kwargs):
+def einsum(*operands, out=None, optimize=False, **kwargs):
     """NumPy's `einsum`: explicit or implicit output, '...', repeated letters (traces and
     diagonals), any number of operands, and the sublist form `einsum(a, [0, 1], b, [1, 2])`.
-    Large contractions run through NumPy's optimized path (BLAS); the gradient of each operand
-    is another einsum. `optimize` is accepted for NumPy compatibility (always optimized).
+    `optimize` is NumPy's (False by default, so the value is NumPy's own; pass True for large
+    contractions, which then run through BLAS), as are the keywords `dtype` and `casting`
+    ('safe' by default, as in NumPy). The gradient of each operand is another einsum.
 
     >>> import numpy as np, fgrad.numpy as fnp
     >>> float(fnp.einsum("ii->", np.eye(3)))
     3.0
     """
-    if out is not None:
-        raise TypeError("einsum(..., out=...) cannot write into an array inside a transform; "
-                        "use the returned value")
-    if kwargs:
-        raise TypeError(f"einsum: unsupported keyword arguments {sorted(kwargs)}")
+    refuse_out(out, "einsum")
+    unknown = set(kwargs) - {"dtype", "order", "casting"}
+    if unknown:
+        raise TypeError(f"einsum() got unexpected keyword arguments {sorted(unknown)}; NumPy's "
+                        "einsum takes out, optimize, dtype, order and casting")
     if not operands:
         raise ValueError("einsum: no subscripts and no operands given")
     if isinstance(operands[0], str):
@@ -282,10 +288,21 @@ def einsum(*operands, out=None, optimize=True, dtype=None, **kwargs):
         subscripts = ",".join(subs)
         if len(operands) % 2:
             subscripts += "->" + _sublist_term(operands[-1])
+    if any(is_traced(x) for x in ops):
+        refuse_layout("einsum", order=(kwargs.get("order", "K"), "K"))
+    elif kwargs:
+        return _np.einsum(subscripts, *ops, optimize=optimize, **kwargs)
+    dtype = kwargs.get("dtype")
     if dtype is not None:
-        ops = [astype(x, dtype) for x in ops]
+        dtype, casting = _np.dtype(dtype), kwargs.get("casting", "safe")
+        for x in ops:
+            x_dtype = _np.asarray(primal(x)).dtype
+            if not _np.can_cast(x_dtype, dtype, casting):
+                raise TypeError(f"einsum: cannot cast an operand from {x_dtype!r} to "
+                                f"{dtype!r} according to the rule {casting!r}")
+        ops = [astype(asarray(x), dtype) for x in ops]
     explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
-    return _einsum_p(*ops, subscripts=explicit)
+    return _einsum_p(*ops, subscripts=explicit, optimize=optimize)
 
 
 # --- products built on einsum -----------------------------------------------------------------
@@ -324,7 +341,7 @@ def tensordot(a, b, axes=2):
     return _einsum_p(a, b, subscripts="".join(a_term) + "," + "".join(b_term) + "->" + "".join(out))
 
 
-def inner(a, b):
+def inner(a, b, /):
     """NumPy's `inner`: the sum over the last axes; a scalar operand multiplies."""
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
@@ -332,12 +349,13 @@ def inner(a, b):
     return tensordot(a, b, axes=([-1], [-1]))
 
 
-def outer(a, b):
+def outer(a, b, out=None):
     """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]."""
+    refuse_out(out, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
-def vdot(a, b):
+def vdot(a, b, /):
     """NumPy's `vdot`: the dot product of the flattened operands, conjugating `a` if complex."""
     a, b = reshape(conj_if_complex(a), (-1,)), reshape(b, (-1,))
     if shape(a) != shape(b):
@@ -391,56 +409,107 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # --- NumPy 2's vector products (ufuncs there; compositions of matmul and sum here) -----------
 
 
-def _core_length(x, axis, name, arg):
-    s = _np.shape(primal(x))
-    if not s:
-        raise ValueError(f"{name}: {arg} must have at least one axis; it is a scalar")
-    return s[axis]
-
-
 def _same_length(n1, n2, name):
     if n1 != n2:
         raise ValueError(f"{name}: the contracted axes have lengths {n1} and {n2}; they must "
                          "be equal (they do not broadcast)")
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    """NumPy 2's `vecdot`: sum(conj(x1) * x2) over `axis` (of each operand), broadcasting the
-    other axes.
+# --- NumPy 2's generalized ufuncs: core axes chosen by `axes`, `axis`, `keepdims` ------------
+
+
+def _gufunc(theirs, compute, cores, out_core, args, out, axes, axis, keepdims, casting, order,
+            dtype, subok, signature):
+    """`compute` (which takes each operand's core axes last, and gives the output's last) with
+    NumPy's gufunc keywords. Plain operands get NumPy's own gufunc with every keyword."""
+    name = theirs.__name__
+    refuse_out(out, name)
+    if not any(is_traced(x) for x in args):
+        keywords = dict(axes=axes, axis=axis, keepdims=keepdims, casting=casting, order=order,
+                        dtype=dtype, subok=subok, signature=signature)
+        defaults = dict(keepdims=False, casting="same_kind", order="K", subok=True)
+        return theirs(*args, **{k: v for k, v in keywords.items()
+                                if v is not NO_VALUE and v is not None
+                                and not (k in defaults and v is defaults[k])})
+    refuse_layout(name, order=(order, "K"), subok=(subok, True))
+    if dtype is not None or signature is not None or casting != "same_kind":
+        if dtype is not None:
+            if signature is not None:
+                raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
+            signature = (None,) * len(args) + (_np.dtype(dtype),)
+        loop = theirs.resolve_dtypes(
+            tuple(_np.asarray(primal(x)).dtype for x in args) + (None,),
+            signature=signature, casting=casting)
+        args = [astype(asarray(x), dt) for x, dt in zip(args, loop)]
+    args = [asarray(x) for x in args]
+    if axis is not NO_VALUE:
+        if axes is not NO_VALUE:
+            raise TypeError(f"{name}: cannot specify both 'axis' and 'axes'")
+        if any(c != 1 for c in cores) or out_core:
+            raise TypeError(f"{name}: 'axis' can be used only with a single shared core "
+                            "dimension; use 'axes'")
+        axes = [(axis,)] * len(args) + ([(axis,)] if keepdims else [])
+    if keepdims and (len(set(cores)) != 1 or out_core):
+        raise TypeError(f"{name}: 'keepdims' can be used only when every input has the same "
+                        "number of core dimensions and the output has none")
+    k_out = cores[0] if keepdims else out_core
+    last = [tuple(range(-k, 0)) for k in (*cores, k_out)]
+    if axes is NO_VALUE:
+        axes = last
+    else:
+        axes = [(a,) if isinstance(a, (int, _np.integer)) else tuple(a) for a in axes]
+        if len(axes) == len(args):
+            axes.append(last[-1])
+        if [len(a) for a in axes] != [len(a) for a in last]:
+            raise ValueError(f"{name}: axes={axes!r} must give {list(cores) + [k_out]} core "
+                             "axes for the operands and the output")
+    for i, (x, core) in enumerate(zip(args, cores)):
+        if ndim(x) < core:
+            raise ValueError(f"{name}: operand {i} needs at least {core} dimensions, got "
+                             f"shape {shape(x)}")
+    args = [moveaxis(x, a, t) if a != t else x for x, a, t in zip(args, axes, last)]
+    res = compute(*args)
+    if keepdims:
+        res = reshape(res, shape(res) + (1,) * k_out)
+    return moveaxis(res, last[-1], axes[-1]) if axes[-1] != last[-1] else res
+
+
+def vecdot(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
+           casting="same_kind", order="K", dtype=None, subok=True, signature=None):
+    """NumPy 2's `vecdot`: sum(conj(x1) * x2) over the core axis of each operand (the last,
+    or `axis`, or `axes`), broadcasting the other axes; `keepdims` keeps it with length 1.
 
     >>> import fgrad.numpy as fnp
     >>> float(fnp.vecdot(fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0])))
     11.0
     """
-    if not (is_traced(x1) or is_traced(x2)):
-        return _np.vecdot(x1, x2, axis=axis)
-    x1, x2 = asarray(x1), asarray(x2)
-    _same_length(_core_length(x1, axis, "vecdot", "x1"), _core_length(x2, axis, "vecdot", "x2"),
-                 "vecdot")
-    # `axis` is each operand's own axis (NumPy's gufunc axes=[(axis,), (axis,), ()]).
-    x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
-    return _sum(multiply(conj_if_complex(x1), x2), axis=-1)
+    def compute(x1, x2):
+        _same_length(shape(x1)[-1], shape(x2)[-1], "vecdot")
+        return _sum(multiply(conj_if_complex(x1), x2), axis=-1)
+
+    return _gufunc(_np.vecdot, compute, (1, 1), 0, (x1, x2), out, axes, axis, keepdims,
+                   casting, order, dtype, subok, signature)
 
 
-def matvec(x1, x2, /):
+def matvec(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
+           casting="same_kind", order="K", dtype=None, subok=True, signature=None):
     """NumPy's `matvec` (NumPy >= 2.2): the matrices x1 (..., m, n) times the vectors
-    x2 (..., n), giving (..., m), with the batch axes broadcast."""
-    if not (is_traced(x1) or is_traced(x2)):
-        return _np.matvec(x1, x2)
-    x1, x2 = asarray(x1), asarray(x2)
-    if ndim(x1) < 2:
-        raise ValueError(f"matvec: x1 must be at least 2-D, got shape {shape(x1)}")
-    _same_length(shape(x1)[-1], _core_length(x2, -1, "matvec", "x2"), "matvec")
-    return matmul(x1, expand_dims(x2, -1))[..., 0]
+    x2 (..., n), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
+    def compute(x1, x2):
+        _same_length(shape(x1)[-1], shape(x2)[-1], "matvec")
+        return matmul(x1, expand_dims(x2, -1))[..., 0]
+
+    return _gufunc(_np.matvec, compute, (2, 1), 1, (x1, x2), out, axes, axis, keepdims,
+                   casting, order, dtype, subok, signature)
 
 
-def vecmat(x1, x2, /):
+def vecmat(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
+           casting="same_kind", order="K", dtype=None, subok=True, signature=None):
     """NumPy's `vecmat` (NumPy >= 2.2): the conjugated vectors x1 (..., n) times the matrices
-    x2 (..., n, m), giving (..., m), with the batch axes broadcast."""
-    if not (is_traced(x1) or is_traced(x2)):
-        return _np.vecmat(x1, x2)
-    x1, x2 = asarray(x1), asarray(x2)
-    if ndim(x2) < 2:
-        raise ValueError(f"vecmat: x2 must be at least 2-D, got shape {shape(x2)}")
-    _same_length(_core_length(x1, -1, "vecmat", "x1"), shape(x2)[-2], "vecmat")
-    return matmul(expand_dims(conj_if_complex(x1), -2), x2)[..., 0, :]
+    x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
+    def compute(x1, x2):
+        _same_length(shape(x1)[-1], shape(x2)[-2], "vecmat")
+        return matmul(expand_dims(conj_if_complex(x1), -2), x2)[..., 0, :]
+
+    return _gufunc(_np.vecmat, compute, (1, 2), 1, (x1, x2), out, axes, axis, keepdims,
+                   casting, order, dtype, subok, signature)

@@ -1,75 +1,130 @@
-"""Reductions other than `sum`: `mean`, `max`, `min`, `prod`.
+"""Reductions other than `sum`: `mean`, `max`, `min`, `prod`, with NumPy's keywords
+(`dtype`, `keepdims`, `initial`, `where`); their values are NumPy's own.
 
-Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's convention).
-`prod`'s gradient is the product of the other elements, taken without division, so it is
-exact at zeros and at tiny values to every order.
+Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's convention),
+`initial` included when it ties. `prod`'s gradient is the product of the other elements,
+taken without division, so it is exact at zeros and at tiny values to every order. A `where=`
+mask is a constant: the elements it leaves out get no gradient.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
 import numpy as _np
 
-from ..core import primal
+from ..core import Box, primal
 from ..primitive import defprimitive
+from ._api import NO_VALUE, refuse_out
+from .elementwise import where as _where
 from .shaping import (
-    _kept_shape, _normalize_axes, cast_to, concatenate, ndim, refuse_out, reshape, shape, sum,
-    transpose,
+    _kept_shape, _normalize_axes, astype, concatenate, ndim, reduction_mask, reshape, shape,
+    sum, transpose,
 )
 
 __all__ = ["mean", "max", "min", "amax", "amin", "prod"]
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False):
-    """NumPy's `mean` with `axis`, `dtype` and `keepdims`."""
+def _keepdims(keepdims):
+    return False if keepdims is NO_VALUE else bool(keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALUE):
+    """NumPy's `mean` with `axis`, `dtype`, `keepdims` and `where` (a constant mask: the mean
+    of the True elements), computed as NumPy does (the sum in `dtype`, float64 for integers,
+    divided by the count), so the value is NumPy's.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.mean(x, where=x > 0))(np.array([-1.0, 2.0, 4.0]))
+    array([0. , 0.5, 0.5])
+    """
     refuse_out(out, "mean")
+    keepdims = _keepdims(keepdims)
+    a_dtype = _np.result_type(primal(a))
+    float16 = False
+    if dtype is None:
+        if a_dtype.kind in "iub":
+            dtype = _np.dtype(_np.float64)
+        elif a_dtype == _np.float16:  # NumPy sums float16 in float32
+            dtype, float16 = _np.dtype(_np.float32), True
     axes = _normalize_axes(axis, ndim(a))
-    s = shape(a)
-    count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
-    return cast_to(sum(a, axis=axes, keepdims=keepdims) / count, dtype)
+    total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    mask = reduction_mask(where, a, "mean")
+    if mask is True:
+        s = shape(a)
+        count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
+        ans = total / count
+    else:
+        count = _np.sum(mask, axis=axes, dtype=_np.intp, keepdims=keepdims)
+        # NumPy divides by the integer counts in float64 and casts back (which for one division
+        # rounds as the division in the sum's own dtype would)
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            ans = astype(total / count, _np.result_type(primal(total)))
+    return astype(ans, a_dtype) if float16 else ans
 
 
-# --- max and min -------------------------------------------------------------------------
+# --- max and min ---------------------------------------------------------------------------
 
 
-def _tie_weights(ans, x, axis):
-    """1/k at each of the k elements equal to the extremum along `axis`, 0 elsewhere."""
+def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
+    """1/k at each of the k elements equal to the extremum along `axis`, 0 elsewhere; with
+    `initial`, it counts among the k when it ties (and its own share is returned too); with a
+    `where` mask, only the True elements count."""
     xv = _np.asarray(primal(x))
     kept = _kept_shape(xv.shape, axis)
-    hit = xv == _np.reshape(primal(ans), kept)
-    return (hit / _np.sum(hit, axis=axis, keepdims=True)).astype(xv.dtype, copy=False), kept
+    extremum = _np.reshape(primal(ans), kept)
+    hit = xv == extremum
+    if where is not True:
+        hit &= where
+    count = _np.sum(hit, axis=axis, keepdims=True)
+    initial_hit = None
+    if initial is not NO_VALUE:
+        initial_hit = _np.asarray(initial) == extremum
+        count = count + initial_hit
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        weights = (hit / count).astype(xv.dtype, copy=False)
+        share = None if initial_hit is None else (initial_hit / count).astype(xv.dtype)
+    return weights, kept, share
 
 
 def _extremum(impl, name):
-    def vjp(ans, x, axis, keepdims):
-        weights, kept = _tie_weights(ans, x, axis)
+    def vjp(ans, x, axis, keepdims, initial, where):
+        weights, kept, _ = _tie_weights(ans, x, axis, initial, where)
         return lambda ct: reshape(ct, kept) * weights
 
-    def jvp(t, ans, x, axis, keepdims):
-        weights, _ = _tie_weights(ans, x, axis)
-        return _sum_over(t * weights, axis, keepdims)
+    def jvp(t, ans, x, axis, keepdims, initial, where):
+        weights, _, _ = _tie_weights(ans, x, axis, initial, where)
+        return sum(t * weights, axis=axis, keepdims=keepdims)
 
-    prim = defprimitive(
-        lambda x, axis, keepdims: impl(x, axis=axis, keepdims=keepdims),
-        vjp=vjp,
-        jvp=jvp,
-        name=name,
-    )
+    def run(x, axis, keepdims, initial, where):
+        keywords = {} if initial is NO_VALUE else {"initial": initial}
+        return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
 
-    def reduce(a, axis=None, out=None, keepdims=False):
+    prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name)
+
+    def reduce(a, axis=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
         refuse_out(out, name)
-        return prim(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims))
+        axes = _normalize_axes(axis, ndim(a))
+        mask = reduction_mask(where, a, name)
+        c = primal(initial)
+        ans = prim(a, axis=axes, keepdims=_keepdims(keepdims), initial=c, where=mask)
+        if type(initial) is Box:
+            # initial's share of the gradient, by a term that is zero in value
+            _, kept, share = _tie_weights(ans, a, axes, c, mask)
+            if not _keepdims(keepdims):
+                share = share.reshape(shape(ans))
+            ans = ans + (initial - c) * share
+        return ans
 
-    reduce.__name__ = name
-    reduce.__doc__ = f"NumPy's `{name}` with `axis` and `keepdims`; ties share the gradient evenly."
+    reduce.__name__ = reduce.__qualname__ = name
+    reduce.__doc__ = (
+        f"NumPy's `{name}` with `axis`, `keepdims`, `initial` (a value the result cannot go "
+        "past: a constant, or a traced scalar, differentiable) and `where` (a constant mask; "
+        "NumPy requires `initial` with it). Ties share the gradient evenly, `initial` "
+        "included.")
     return reduce
 
 
-def _sum_over(x, axes, keepdims):
-    return sum(x, axis=axes, keepdims=keepdims)
-
-
-max = _extremum(_np.max, "max")
-min = _extremum(_np.min, "min")
+max = _extremum(_np.maximum.reduce, "max")
+min = _extremum(_np.minimum.reduce, "min")
 amax = max
 amin = min
 
@@ -135,23 +190,60 @@ def _linear_recurrence(a, b):
     return b
 
 
-def _prod_vjp(ans, x, axis, keepdims):
-    kept = _kept_shape(_np.shape(primal(x)), axis)
+# prod(x) = initial * x_0 * x_1 * ... over the True elements of the mask (x is given 1 where
+# the mask is False, so the product of the others needs no mask): its derivative in x_i is
+# initial times the product of the others. The value is NumPy's `multiply.reduce` with the
+# same keywords; `dtype` is where the product is taken.
+
+
+def _prod_impl(x, axis, keepdims, dtype, initial, where):
+    keywords = {} if initial is NO_VALUE else {"initial": initial}
+    return _np.multiply.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where,
+                               **keywords)
+
+
+def _others(x, axis, initial):
     others = _product_of_others(x, axis)
-    return lambda ct: reshape(ct, kept) * others
+    return others if initial is NO_VALUE else others * _np.asarray(initial)
 
 
-_prod_p = defprimitive(
-    lambda x, axis, keepdims: _np.prod(x, axis=axis, keepdims=keepdims),
-    vjp=_prod_vjp,
-    jvp=lambda t, ans, x, axis, keepdims: sum(
-        t * _product_of_others(x, axis), axis=axis, keepdims=keepdims
-    ),
-    name="prod",
-)
+def _prod_vjp(ans, x, axis, keepdims, dtype, initial, where):
+    x_shape, x_dtype = _np.shape(primal(x)), _np.result_type(primal(x))
+    kept = _kept_shape(x_shape, axis)
+    others = _others(x, axis, initial)
+    return lambda ct: astype(reshape(ct, kept) * others, x_dtype)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """NumPy's `prod` with `axis`, `dtype` and `keepdims`; exact at zeros to every order."""
+def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
+    t = sum(t * _others(x, axis, initial), axis=axis, keepdims=keepdims)
+    return astype(t, _np.result_type(primal(ans)))
+
+
+_prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod")
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
+         where=NO_VALUE):
+    """NumPy's `prod` with `axis`, `dtype`, `keepdims`, `initial` (a constant, or a traced
+    scalar, differentiable) and `where` (a constant mask); exact at zeros to every order.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.prod(x, initial=2.0))(np.array([3.0, 0.0]))
+    array([0., 6.])
+    """
     refuse_out(out, "prod")
-    return cast_to(_prod_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims)), dtype)
+    axes = _normalize_axes(axis, ndim(a))
+    mask = reduction_mask(where, a, "prod")
+    if mask is not True:
+        a = _where(mask, a, _np.ones((), _np.result_type(primal(a))))
+    c = primal(initial)
+    ans = _prod_p(a, axis=axes, keepdims=_keepdims(keepdims),
+                  dtype=None if dtype is None else _np.dtype(dtype), initial=c, where=mask)
+    if type(initial) is Box:
+        # d prod / d initial = the product without it, by a term that is zero in value
+        rest = _prod_p(a, axis=axes, keepdims=_keepdims(keepdims),
+                       dtype=None if dtype is None else _np.dtype(dtype), initial=NO_VALUE,
+                       where=mask)
+        finite = _np.isfinite(_np.asarray(primal(rest)))
+        ans = ans + (initial - c) * (rest if finite.all() else _where(finite, rest, 0.0))
+    return ans

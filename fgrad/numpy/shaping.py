@@ -9,8 +9,8 @@ Imports: `fgrad.core`, `fgrad.primitive`.
 import numpy as _np
 
 from ..core import Box, Primitive, holds_box, primal, zeros_like_value
-from ..primitive import defprimitive, nondiff
-from ._api import nondiff_function
+from ..primitive import deflinear, defprimitive, nondiff
+from ._api import NO_VALUE, is_default, nondiff_function, refuse_layout, refuse_out
 
 __all__ = [
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -36,8 +36,9 @@ def ndim(a):
     return _np.ndim(primal(a))
 
 
-def size(a):
-    return _np.size(primal(a))
+def size(a, axis=None):
+    """NumPy's `size`: the number of elements, or the length of `axis`."""
+    return _np.size(primal(a), axis)
 
 
 def meta(x):
@@ -88,18 +89,63 @@ _reshape_p = defprimitive(
 )
 
 
-def reshape(a, shape):
-    """NumPy's `reshape` (C order)."""
+def reshape(a, /, shape, order="C", *, copy=None):
+    """NumPy's `reshape`. `order='F'` reads and writes the elements in Fortran order (as a
+    transpose, a C-order reshape and a transpose back); 'A' does so when `a` is Fortran-
+    contiguous in memory, as in NumPy. `copy` is NumPy's for a plain array; a traced value is
+    never written to, so whether it shares memory cannot be observed, and any `copy` is
+    accepted for it.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.reshape(fnp.arange(6.0), (2, 3), order="F")
+    array([[0., 2., 4.],
+           [1., 3., 5.]])
+    """
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     shape = tuple(shape)
+    if not is_traced(a):
+        if order == "C" and copy is None:
+            return _reshape_p(a, shape=shape)
+        return _np.reshape(a, shape, order=order, copy=copy)
+    order = _index_order(a, order, "reshape", allowed="CFA")
+    if order == "F":
+        return transpose(reshape(transpose(a), shape[::-1]))
     if _np.shape(primal(a)) == shape:
         return a
     return _reshape_p(a, shape=shape)
 
 
-def ravel(a):
-    return reshape(a, (-1,))
+def _index_order(a, order, name, allowed):
+    """NumPy's index `order` of reshape and ravel, with 'A' (and 'K' for a C- or Fortran-
+    contiguous array) resolved by where a's elements lie in memory, as in NumPy."""
+    if order is None:
+        order = "C"
+    if not isinstance(order, str) or order.upper() not in allowed:
+        raise ValueError(f"{name}: order must be one of {', '.join(map(repr, allowed))}, "
+                         f"got {order!r}")
+    order = order.upper()
+    if order in "AK":
+        v = _np.asarray(primal(a))
+        if _np.isfortran(v):
+            return "F"
+        if order == "A" or v.flags.c_contiguous:
+            return "C"
+    return order
+
+
+def ravel(a, order="C"):
+    """NumPy's `ravel`: the elements in C order, or 'F' (Fortran), 'A' (Fortran if `a` is
+    Fortran-contiguous) or 'K' (as they lie in memory)."""
+    if not is_traced(a):
+        return _np.ravel(a, order=order)
+    order = _index_order(a, order, "ravel", allowed="CFAK")
+    if order == "K":  # where each element of NumPy's own ravel comes from
+        v = _np.asarray(primal(a))
+        positions = _np.empty_like(v, dtype=_np.intp)  # in v's memory layout
+        positions[...] = _np.arange(v.size).reshape(v.shape)
+        return getitem(reshape(a, (-1,)), _np.ravel(positions, order="K"))
+    return reshape(a, (-1,), order=order)
 
 
 def _transpose_vjp(ans, x, axes):
@@ -248,8 +294,11 @@ _broadcast_to_p = defprimitive(
 )
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, subok=False):
     """NumPy's `broadcast_to` (the result is a read-only view, as in NumPy)."""
+    if subok and not is_traced(array):
+        return _np.broadcast_to(array, shape, subok=True)
+    refuse_layout("broadcast_to", subok=(subok, False))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
     if _np.shape(primal(array)) == shape:
         return array
@@ -278,19 +327,89 @@ _sum_p = defprimitive(
 )
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False):
-    """NumPy's `sum` with `axis` (None, int or tuple), `dtype` and `keepdims`."""
+# NumPy's keywords `dtype`, `initial` and `where` make another reduction: NumPy's own
+# `add.reduce` with them (so the value is NumPy's: the accumulation starts at `initial`, in
+# `dtype`, and a masked sum is not the sum of a masked array, whose rounding differs). It is
+# linear in x (the `initial` offset is a constant), and its transpose, `_spread_p`, spreads a
+# cotangent back over x's shape, zero where the mask is False; each is the other's transpose.
+
+
+def _sum_kw_impl(x, axis, keepdims, dtype, initial, where):
+    keywords = {} if initial is NO_VALUE else {"initial": initial}
+    return _np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where, **keywords)
+
+
+def _sum_kw_vjp(ans, x, axis, keepdims, dtype, initial, where):
+    x_shape, x_dtype = meta(x)
+    return lambda ct: _spread_p(ct, shape=x_shape, dtype=x_dtype, axis=axis,
+                                keepdims=keepdims, where=where)
+
+
+_sum_kw_p = defprimitive(
+    _sum_kw_impl,
+    vjp=_sum_kw_vjp,
+    # the tangent of a sum starting at a constant `initial` starts at 0
+    jvp=lambda t, ans, x, axis, keepdims, dtype, initial, where: _sum_kw_p(
+        t, axis=axis, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=where),
+    name="sum",
+)
+
+
+def _spread_impl(ct, shape, dtype, axis, keepdims, where):
+    ct = _np.asarray(ct)
+    if not keepdims:
+        ct = ct.reshape(_kept_shape(shape, axis))
+    out = _cast(_np.broadcast_to(ct, shape), dtype)
+    return out if where is True else _np.where(where, out, _np.zeros((), out.dtype))
+
+
+def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
+    ct_dtype = _np.result_type(primal(ct))
+    return lambda g: _sum_kw_p(g, axis=axis, keepdims=keepdims, dtype=ct_dtype,
+                               initial=NO_VALUE, where=where)
+
+
+_spread_p = deflinear(_spread_impl, _spread_vjp, name="spread")
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
+        where=NO_VALUE):
+    """NumPy's `sum` with `axis` (None, int or tuple), `dtype`, `keepdims`, `initial` (where
+    the sum starts: a constant, or a traced scalar, differentiable) and `where` (a constant
+    boolean mask, broadcast against `a`: only its True elements are summed, and only they get
+    a gradient). The value is NumPy's own in every case.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.sum(x ** 3, where=x > 0))(np.array([-1.0, 2.0]))
+    array([ 0., 12.])
+    """
     refuse_out(out, "sum")
-    return cast_to(_sum_p(a, axis=_normalize_axes(axis, ndim(a)), keepdims=bool(keepdims)), dtype)
+    keepdims = False if keepdims is NO_VALUE else bool(keepdims)
+    axes = _normalize_axes(axis, ndim(a))
+    if initial is NO_VALUE and where is NO_VALUE and (
+            dtype is None or _np.dtype(dtype) == _np.result_type(primal(a))):
+        return _sum_p(a, axis=axes, keepdims=keepdims)
+    mask = reduction_mask(where, a, "sum")
+    dtype = None if dtype is None else _np.dtype(dtype)
+    c = primal(initial)
+    ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=c, where=mask)
+    if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
+        ans = ans + (initial - c)
+    return ans
 
 
-def refuse_out(out, name):
-    """NumPy's `out=` writes into an array; inside a transform arrays are values."""
-    if out is not None:
-        raise TypeError(
-            f"{name}(..., out=...) cannot write into an array inside fgrad: arrays are "
-            f"values here. Use the returned value instead: y = fgrad.numpy.{name}(x)"
-        )
+def reduction_mask(where, a, name):
+    """NumPy's `where=` of a reduction: True, or a constant boolean mask broadcast to a's
+    shape."""
+    if where is NO_VALUE or where is True:
+        return True
+    if is_traced(where):
+        raise TypeError(f"{name}: where= is a traced value; a mask has no derivative. Compute "
+                        "it from plain values, or wrap it in fgrad.stop_gradient(...)")
+    mask = _np.asarray(where)
+    if mask.dtype != bool:
+        raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
+    return _np.broadcast_to(mask, shape(a))
 
 
 def cast_to(x, dtype):
@@ -326,8 +445,13 @@ _astype_p = defprimitive(
 _astype_nondiff = nondiff(lambda x, dtype: _np.asarray(x).astype(dtype), name="astype")
 
 
-def astype(x, dtype):
-    """`x.astype(dtype)`. A cast to an integer or bool dtype has no derivative."""
+def astype(x, dtype, /, *, copy=True, device=None):
+    """NumPy's `astype(x, dtype)` (and `x.astype(dtype)`). A cast to an integer or bool dtype
+    has no derivative. `copy` is NumPy's for a plain array; a traced value is never written
+    to, so whether it shares memory cannot be observed, and any `copy` is accepted for it."""
+    if not is_traced(x) and (copy is not True or device is not None):
+        return _np.astype(x, dtype, copy=copy, device=device)
+    refuse_layout("astype", device=(device, None))
     dtype = _np.dtype(dtype)
     if not _np.issubdtype(dtype, _np.inexact):
         return _astype_nondiff(x, dtype=dtype)
@@ -590,13 +714,34 @@ _stack_p = Primitive(
 )
 
 
-def stack(arrays, axis=0):
-    """NumPy's `stack`."""
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """NumPy's `stack`, with `dtype` and `casting` (checked as NumPy checks them)."""
+    refuse_out(out, "stack")
+    arrays = _joined(arrays, dtype, casting, "stack")
+    nd = ndim(arrays[0]) + 1
+    if not -nd <= axis < nd:
+        raise ValueError(f"stack: axis {axis} is out of bounds for an array with {nd} "
+                         "dimensions")
+    return _stack_p(*arrays, axis=axis % nd)
+
+
+def _joined(arrays, dtype, casting, name):
+    """The arrays to join, cast to `dtype` if given; NumPy's casting rule is checked for each
+    (against `dtype`, or against the result type of them all)."""
+    if type(arrays) is Box or isinstance(arrays, _np.ndarray):
+        arrays = [arrays[i] for i in range(shape(arrays)[0])]  # NumPy iterates the first axis
     arrays = list(arrays)
     if not arrays:
-        raise ValueError("stack: need at least one array to stack")
-    nd = ndim(arrays[0]) + 1
-    return _stack_p(*arrays, axis=axis % nd)
+        raise ValueError(f"{name}: need at least one array to {name}")
+    dtypes = [_np.asarray(primal(a)).dtype for a in arrays]  # each as NumPy makes it an array
+    target = _np.result_type(*dtypes) if dtype is None else _np.dtype(dtype)
+    for dt in dtypes:
+        if not _np.can_cast(dt, target, casting):
+            raise TypeError(f"{name}: cannot cast array data from {dt!r} to {target!r} "
+                            f"according to the rule {casting!r}")
+    if dtype is not None:
+        arrays = [astype(asarray(a), target) for a in arrays]
+    return arrays
 
 
 def _concatenate_fprop(*xs, axis):
@@ -624,11 +769,10 @@ _concatenate_p = Primitive(
 )
 
 
-def concatenate(arrays, axis=0):
-    """NumPy's `concatenate` (`axis=None` flattens first)."""
-    arrays = list(arrays)
-    if not arrays:
-        raise ValueError("concatenate: need at least one array to concatenate")
+def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """NumPy's `concatenate` (`axis=None` flattens first), with `dtype` and `casting`."""
+    refuse_out(out, "concatenate")
+    arrays = _joined(arrays, dtype, casting, "concatenate")
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
@@ -638,24 +782,40 @@ def concatenate(arrays, axis=0):
 # --- array-likes ---------------------------------------------------------------------------
 
 
-def array(object, dtype=None):
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0,
+          like=None):
     """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably).
+    A plain object gets NumPy's own `array` with every keyword; for a traced one `ndmin`
+    prepends axes, `copy` is accepted (a traced value is never written to), and the memory
+    keywords (`order`, `subok`, `like`) and `ndmax` keep their defaults.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacrev(lambda x: fnp.array([x, 2 * x, x * x]))(3.0)
     array([1., 2., 6.])
     """
-    if is_traced(object):
-        out = _sequence_to_array(object)
-        return out if dtype is None else astype(out, dtype)
-    return _np.array(object, dtype=dtype)
+    if not is_traced(object):
+        keywords = dict(copy=copy, order=order, subok=subok, ndmin=ndmin, ndmax=ndmax,
+                        like=like)
+        defaults = dict(copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None)
+        return _np.array(object, dtype, **{k: v for k, v in keywords.items()
+                                          if not is_default(v, defaults[k])})
+    refuse_layout("array", order=(order, "K"), subok=(subok, False), like=(like, None),
+                  ndmax=(ndmax, 0))
+    out = _sequence_to_array(object)
+    out = out if dtype is None else astype(out, dtype)
+    missing = ndmin - ndim(out)
+    return reshape(out, (1,) * missing + shape(out)) if missing > 0 else out
 
 
-def asarray(a, dtype=None):
-    """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given)."""
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given). A
+    plain one gets NumPy's own `asarray` with every keyword."""
+    if not is_traced(a):
+        return _np.asarray(a, dtype=dtype, order=order, device=device, copy=copy, like=like)
+    refuse_layout("asarray", order=(order, None), device=(device, None), like=(like, None))
     if type(a) is Box:
         return a if dtype is None else astype(a, dtype)
-    return array(a, dtype=dtype) if is_traced(a) else _np.asarray(a, dtype=dtype)
+    return array(a, dtype=dtype)
 
 
 def is_traced(obj):

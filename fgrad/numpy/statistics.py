@@ -30,12 +30,13 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from ._api import nondiff_function
-from .elementwise import sqrt, where
-from .reductions import _exclusive_cumprod, _linear_recurrence, max, mean, min, prod
+from ._api import NO_VALUE, nondiff_function, refuse_out
+from .elementwise import conj, imag, real, sqrt, where
+from .elementwise import where as _where  # for functions with a `where=` parameter
+from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
 from .shaping import (
     _kept_shape, _normalize_axes, astype, broadcast_to, concatenate, getitem, moveaxis,
-    ndim, ravel, refuse_out, reshape, shape, sum, transpose,
+    ndim, ravel, reduction_mask, reshape, shape, sum, transpose,
 )
 
 __all__ = [
@@ -80,11 +81,33 @@ def _nan_mask(a):
 
 
 def _ddof(ddof, correction):
-    if correction is not None:
+    if correction is not NO_VALUE:
         if ddof != 0:
-            raise ValueError("var/std: give ddof or correction, not both")
+            raise ValueError("ddof and correction can't be provided simultaneously.")
         return correction
     return ddof
+
+
+def _counts(a, axes, mask, keepdims):
+    """NumPy's count of the elements of each reduction group: an int, or with a mask the
+    number of its True elements (an intp array)."""
+    if mask is True:
+        return _count(a, axes)
+    return _np.sum(mask, axis=axes, dtype=_np.intp, keepdims=keepdims)
+
+
+def _divide(total, count):
+    """total / count as NumPy's reductions divide (into the total's own dtype)."""
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        return astype(total / count, _np.result_type(primal(total)))
+
+
+def _squared_magnitude(x):
+    """|x|**2, as NumPy's var computes it: x*x, or re**2 + im**2 for complex x."""
+    if _np.iscomplexobj(primal(x)):
+        re, im = real(x), imag(x)
+        return re * re + im * im
+    return x * x
 
 
 def _sqrt_or_zero(v):
@@ -98,36 +121,49 @@ def _sqrt_or_zero(v):
 # --- var, std, ptp -----------------------------------------------------------------------
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    """NumPy's `var`: the mean squared deviation from the mean, divided by `n - ddof` instead
-    of `n`. `ddof >= n` gives inf or nan, as in NumPy.
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
+        mean=NO_VALUE, correction=NO_VALUE):
+    """NumPy's `var`: the mean squared deviation from the mean (|x - mean|**2 for complex
+    data), divided by `n - ddof` instead of `n`, over the True elements of `where`; `mean`
+    (differentiable) replaces the computed mean. `ddof >= n` gives inf or nan, as in NumPy.
+    Computed in NumPy's steps, so the value is NumPy's.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda x: fnp.var(x))(fnp.array([1.0, 2.0, 3.0]))  # 2 (x - mean) / n
     array([-0.66666667,  0.        ,  0.66666667])
     """
     refuse_out(out, "var")
+    ddof = _ddof(ddof, correction)
+    keepdims = _keepdims(keepdims)
     a = _asarray(a)
-    a = _as_float(a) if dtype is None else astype(a, dtype)
+    if dtype is None and _np.result_type(primal(a)).kind in "iub":
+        dtype = _np.float64
     axes = _normalize_axes(axis, ndim(a))
-    d = a - mean(a, axis=axes, keepdims=True)
-    denom = _builtins.max(_count(a, axes) - _ddof(ddof, correction), 0)
-    with _np.errstate(divide="ignore", invalid="ignore"):
-        return sum(d * d, axis=axes, keepdims=keepdims) / denom
+    mask = reduction_mask(where, a, "var")
+    if mean is NO_VALUE:
+        total = sum(a, axis=axes, dtype=dtype, keepdims=True, where=where)
+        # a slice with no element has no mean (NumPy's is 0/0, and its variance 0/0 too): 0
+        # here keeps nan out of the other elements' gradients
+        mean = _divide(total, _np.maximum(_counts(a, axes, mask, True), 1))
+    x = _squared_magnitude(a - mean)
+    ss = sum(x, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    return _divide(ss, _np.maximum(_counts(a, axes, mask, keepdims) - ddof, 0))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    """NumPy's `std`, the square root of `var`.
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
+        mean=NO_VALUE, correction=NO_VALUE):
+    """NumPy's `std`, the square root of `var` (with all of var's keywords).
 
     At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
     std is a norm of the centred data, so it has its minimum there and 0 is a subgradient.
     """
     refuse_out(out, "std")
-    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
+            correction=correction)
     return _sqrt_or_zero(v)
 
 
-def ptp(a, axis=None, out=None, keepdims=False):
+def ptp(a, axis=None, out=None, keepdims=NO_VALUE):
     """NumPy's `ptp` (peak to peak), `max - min`; ties share the gradient as in max and min."""
     refuse_out(out, "ptp")
     a = _asarray(a)
@@ -137,7 +173,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
 # --- average ------------------------------------------------------------------------------
 
 
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
     """NumPy's `average`: `sum(a * w) / sum(w)` over `axis`; a and the weights are both
     differentiable. With `returned=True` it returns `(average, sum of weights)`.
 
@@ -148,6 +184,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     a = _asarray(a)
     nd = ndim(a)
     axes = _normalize_axes(axis, nd)
+    keepdims = _keepdims(keepdims)
     if weights is None:
         avg = mean(_as_float(a), axis=axes, keepdims=keepdims)
         scl = _np.full(shape(avg), _count(a, axes), dtype=_np.result_type(primal(avg)))
@@ -310,59 +347,68 @@ def _nan_to(a, fill):
     return (a, None) if m is None else (where(m, fill, a), m)
 
 
-def _valid_count(m, a, axes, keepdims):
-    """The number of non-NaN elements per group, as a constant in a's float dtype."""
-    valid = _np.ones(shape(a), dtype=bool) if m is None else ~m
-    return _np.sum(valid, axis=axes, keepdims=keepdims).astype(_float_dtype(a))
-
-
-def _all_nan(m, axes, keepdims):
-    return None if m is None else _np.all(m, axis=axes, keepdims=keepdims)
-
-
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
-    """NumPy's `nansum`: NaNs count as 0 and get a gradient of 0."""
+def nansum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
+           where=NO_VALUE):
+    """NumPy's `nansum` (with `sum`'s keywords): NaNs count as 0 and get a gradient of 0."""
     refuse_out(out, "nansum")
-    a, _ = _nan_to(a if dtype is None else astype(_asarray(a), dtype), 0.0)
-    return sum(a, axis=axis, keepdims=keepdims)
+    a, _ = _nan_to(a, 0.0)
+    return sum(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
-    """NumPy's `nanprod`: NaNs count as 1 and get a gradient of 0."""
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
+            where=NO_VALUE):
+    """NumPy's `nanprod` (with `prod`'s keywords): NaNs count as 1 and get a gradient of 0."""
     refuse_out(out, "nanprod")
-    a, _ = _nan_to(a if dtype is None else astype(_asarray(a), dtype), 1.0)
-    return prod(a, axis=axis, keepdims=keepdims)
+    a, _ = _nan_to(a, 1.0)
+    return prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
-    """NumPy's `nanmean`: the mean of the non-NaN elements (NaN for an all-NaN slice)."""
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALUE):
+    """NumPy's `nanmean`: the mean of the non-NaN elements (of the True elements of `where`),
+    NaN for a slice without any."""
     refuse_out(out, "nanmean")
-    a = _asarray(a)
-    a = _as_float(a) if dtype is None else astype(a, dtype)
-    axes = _normalize_axes(axis, ndim(a))
+    keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
-    count = _valid_count(m, a, axes, keepdims)
-    empty = count == 0  # all-NaN slices: NaN, with no 0/0 in the gradient of the others
-    ans = sum(a0, axis=axes, keepdims=keepdims) / _np.maximum(count, 1)
-    return where(empty, _np.nan, ans) if empty.any() else ans
+    if m is None or not _np.issubdtype(_np.result_type(primal(a0)), _np.inexact):
+        return mean(a0, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    axes = _normalize_axes(axis, ndim(a0))
+    count = _valid_counts(m, axes, reduction_mask(where, a0, "nanmean"), keepdims)
+    total = sum(a0, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    return _divide_or_nan(total, count)
+
+
+def _valid_counts(m, axes, mask, keepdims):
+    """The number of non-NaN (and unmasked) elements per group, an intp array."""
+    valid = ~m if mask is True else ~m & mask
+    return _np.sum(valid, axis=axes, dtype=_np.intp, keepdims=keepdims)
+
+
+def _divide_or_nan(total, count):
+    """total / count, NaN where count is 0 (0/0 in NumPy), with no 0/0 in the gradient."""
+    empty = count == 0
+    ans = _divide(total, _np.where(empty, 1, count))
+    return where(empty, _np.nan, ans) if _np.any(empty) else ans
 
 
 def _nan_extremum(reduce, fill, name):
-    def fn(a, axis=None, out=None, keepdims=False):
+    def fn(a, axis=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
         refuse_out(out, name)
         a = _asarray(a)
+        keepdims = _keepdims(keepdims)
         axes = _normalize_axes(axis, ndim(a))
         a0, m = _nan_to(a, fill)
-        ans = reduce(a0, axis=axes, keepdims=keepdims)
-        all_nan = _all_nan(m, axes, keepdims)
-        if all_nan is not None and all_nan.any():
-            ans = where(all_nan, _np.nan, ans)
+        ans = reduce(a0, axis=axes, keepdims=keepdims, initial=initial, where=where)
+        if m is not None and initial is NO_VALUE:  # NumPy's fmax.reduce: NaN if all are NaN
+            mask = reduction_mask(where, a, name)
+            all_nan = _np.all(m if mask is True else m | ~mask, axis=axes, keepdims=keepdims)
+            if all_nan.any():
+                ans = _where(all_nan, _np.nan, ans)
         return ans
 
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (
-        f"NumPy's `{name}`: NaNs are ignored and get a gradient of 0; an all-NaN slice gives "
-        "NaN. Ties share the gradient evenly, as in max and min."
+        f"NumPy's `{name}` (with `{name[3:]}`'s keywords): NaNs are ignored and get a gradient "
+        "of 0; an all-NaN slice gives NaN. Ties share the gradient evenly, as in max and min."
     )
     return fn
 
@@ -371,29 +417,41 @@ nanmax = _nan_extremum(max, -_np.inf, "nanmax")
 nanmin = _nan_extremum(min, _np.inf, "nanmin")
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
-    """NumPy's `nanvar`: the variance of the non-NaN elements (divided by `count - ddof`)."""
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
+           mean=NO_VALUE, correction=NO_VALUE):
+    """NumPy's `nanvar` (with `var`'s keywords): the variance of the non-NaN elements,
+    divided by `count - ddof`; NaN where that is not positive. Computed in NumPy's steps."""
     refuse_out(out, "nanvar")
-    a = _asarray(a)
-    a = _as_float(a) if dtype is None else astype(a, dtype)
-    axes = _normalize_axes(axis, ndim(a))
+    ddof = _ddof(ddof, correction)
+    keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
-    count = _valid_count(m, a, axes, True)
-    mu = sum(a0, axis=axes, keepdims=True) / _np.maximum(count, 1)  # all-NaN: masked below
-    d = a0 - mu if m is None else where(m, 0.0, a0 - mu)
-    dof = count - _ddof(ddof, correction)
-    if not keepdims:
-        dof = _np.squeeze(dof, axis=axes)
-    bad = dof <= 0  # NumPy's nanvar gives nan there (var gives inf or nan)
-    with _np.errstate(divide="ignore", invalid="ignore"):
-        v = sum(d * d, axis=axes, keepdims=keepdims) / _np.where(bad, 1, dof).astype(dof.dtype)
-    return where(bad, _np.nan, v) if bad.any() else v
+    a_dtype = _np.result_type(primal(a0))
+    if not _np.issubdtype(a_dtype, _np.inexact):
+        return var(a0, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
+                   mean=mean)
+    if m is None:
+        m = _np.zeros(shape(a0), dtype=bool)
+    axes = _normalize_axes(axis, ndim(a0))
+    mask = reduction_mask(where, a0, "nanvar")
+    if mean is NO_VALUE:
+        total = sum(a0, axis=axes, dtype=dtype, keepdims=True, where=where)
+        mean = _divide(total, _np.maximum(_valid_counts(m, axes, mask, True), 1))  # see var
+    # NumPy subtracts and squares in place, in the data's own dtype (whatever `dtype` is)
+    d = _where(m, 0.0, astype(a0 - mean, a_dtype))  # NaN positions: 0, and no gradient
+    sqr = real(d * conj(d)) if _np.iscomplexobj(primal(d)) else d * d
+    ss = sum(sqr, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    dof = _valid_counts(m, axes, mask, keepdims) - ddof
+    bad = dof <= 0  # NumPy gives NaN there
+    v = _divide(ss, _np.where(bad, 1, dof))
+    return _where(bad, _np.nan, v) if _np.any(bad) else v
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
+           mean=NO_VALUE, correction=NO_VALUE):
     """NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`)."""
     refuse_out(out, "nanstd")
-    v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+    v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
+               correction=correction)
     return _sqrt_or_zero(v)
 
 
@@ -540,6 +598,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     if not (_np.all(qv >= 0) and _np.all(qv <= 1)):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
+    keepdims = _keepdims(keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lead = shape(x)[:-1]
     q_shape = qv.shape
@@ -625,6 +684,7 @@ def _no_weights(weights, name):
 
 
 def _median(a, axis, keepdims, nan_policy):
+    keepdims = _keepdims(keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lower = _np.maximum((counts - 1) // 2, 0)[..., None]
     upper = _np.maximum(counts // 2 - (counts == 0), 0)[..., None]
