@@ -3,12 +3,21 @@ padding, joining, splitting, gathering, diagonals and triangles, sort, meshgrid,
 the scatter updates of `x.at[idx]`, and every NumPy indexing form of `x[idx]` not already in
 rows_core.py. See tests/gradtable.py."""
 
+import warnings
+
 import numpy as np
 
 import fgrad.numpy as fnp
 from gradtable import Nondiff, Row
 
 ROWS = []
+
+
+def _quietly(fn, *args):
+    """fn(*args) without its DeprecationWarning (row_stack is deprecated, as in NumPy 2)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return fn(*args)
 
 
 def rows(name, fn, shapes_list, domains=("real",), variant="", **kw):
@@ -70,7 +79,7 @@ ROWS += [
     Row("hstack", lambda x, y: fnp.hstack([x, y]), ((), ()), variant="scalars"),
     Row("vstack", lambda x, y: fnp.vstack([x, y]), ((3, 2), (2,))),
     Row("vstack", lambda x, y: fnp.vstack([x, y]), ((3,), (3,)), variant="1-d"),
-    Row("row_stack", lambda x, y: fnp.row_stack([x, y]), ((3,), (3,))),
+    Row("row_stack", lambda x, y: _quietly(fnp.row_stack, [x, y]), ((3,), (3,))),
     Row("dstack", lambda x, y: fnp.dstack([x, y]), ((3, 2), (3, 2))),
     Row("dstack", lambda x, y: fnp.dstack([x, y]), ((3,), (3,)), variant="1-d"),
     Row("column_stack", lambda x, y: fnp.column_stack([x, y]), ((3,), (3, 2))),
@@ -225,11 +234,39 @@ ROWS += [
 
 # --- declared without a derivative --------------------------------------------------------
 
+# one array: NumPy's stacks iterate its first axis
+ROWS += [
+    Row(name, lambda x, name=name: _quietly(getattr(fnp, name), x), (s,), variant="one array")
+    for name in ("vstack", "hstack", "column_stack", "dstack", "row_stack")
+    for s in ((3, 2), (2, 3, 2))
+]
+
+# --- partition, rollaxis, unique ------------------------------------------------------------
+
+ROWS += [
+    Row("partition", lambda x: fnp.partition(x, 2), ((5,),), ("apart_a",)),
+    Row("partition", lambda x: fnp.partition(x, (0, 2), axis=0), ((4, 3),), ("apart_a",),
+        variant="kths,axis=0"),
+    Row("partition", lambda x: fnp.partition(x, -1, axis=None), ((3, 2),), ("apart_a",),
+        variant="axis=None"),
+    Row("rollaxis", lambda x: fnp.rollaxis(x, 2), ((2, 3, 4),)),
+    Row("rollaxis", lambda x: fnp.rollaxis(x, 0, 3), ((2, 3, 4),), variant="start=3"),
+    Row("rollaxis", lambda x: fnp.rollaxis(x, -1, -2), ((2, 3, 4),), variant="negative"),
+    # distinct values (repeats would part under the finite-difference step): unique sorts them
+    Row("unique", fnp.unique, ((3, 2),), ("apart_a",)),
+    Row("unique", lambda x: fnp.unique(x, return_index=True, return_counts=True)[0], ((4,),),
+        ("apart_a",), variant="return_index,return_counts"),
+    Row("unique", lambda x: fnp.unique(x, axis=0), ((3, 2),), ("apart_a",), variant="axis=0"),
+    Row("unique", lambda x: fnp.unique(x, sorted=False), ((4,),), ("apart_a",),
+        variant="sorted=False"),
+]
+
 NONDIFF = [
     Nondiff(name, lambda x, f=getattr(fnp, name): f(x))
     for name in ["argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero"]
 ] + [
     Nondiff("searchsorted", lambda x: fnp.searchsorted(fnp.sort(x), 0.3)),
+    Nondiff("argpartition", lambda x: fnp.argpartition(x, 1)),
     Nondiff("lexsort", lambda x: fnp.lexsort((x, -x))),
     Nondiff("tril_indices", lambda x: fnp.tril_indices(3)),
     Nondiff("triu_indices", lambda x: fnp.triu_indices(3, 1)),

@@ -104,12 +104,55 @@ ROWS += [
         ((3, 2),), variant="two-zeros", promotes=True),
 ]
 
+# NumPy's keywords of the reductions: a constant `where` mask (only its True elements count),
+# `initial` (a constant, or traced), `dtype` (the accumulation's).
+_MASK = np.array([[True, False], [True, True], [False, True]])
+for name, fn in [("sum", fnp.sum), ("mean", fnp.mean), ("prod", fnp.prod)]:
+    ROWS += [
+        Row(name, lambda x, fn=fn: fn(x, where=_MASK), ((3, 2),), variant="where"),
+        Row(name, lambda x, fn=fn: fn(x, axis=0, where=_MASK), ((3, 2),), variant="where,axis=0"),
+        Row(name, lambda x, fn=fn: fn(x, axis=1, keepdims=True, where=_MASK[:1]), ((3, 2),),
+            variant="where broadcast,keepdims"),
+        Row(name, lambda x, n=name: getattr(x, n)(axis=-1, where=_MASK), ((3, 2),),
+            variant="where,method"),
+        Row(name, lambda x, fn=fn: fn(x, axis=0, dtype=np.float64), ((3, 2),),
+            variant="dtype=float64", promotes=True),
+    ]
+for name, fn in [("sum", fnp.sum), ("prod", fnp.prod)]:
+    ROWS += [
+        Row(name, lambda x, fn=fn: fn(x, initial=1.5), ((3,),), variant="initial"),
+        Row(name, lambda x, fn=fn: fn(x, axis=1, initial=-0.5, where=_MASK), ((3, 2),),
+            variant="initial,where"),
+        Row(name, lambda x, c, fn=fn: fn(x, axis=0, initial=c), ((3, 2), ()),
+            variant="traced initial"),
+    ]
+for name, fn in [("max", fnp.max), ("min", fnp.min), ("amax", fnp.amax), ("amin", fnp.amin)]:
+    # the apart_a values lie on a grid x.1 + 0.7 k; 0.45 and -0.55 are never among them
+    ROWS += [
+        Row(name, lambda x, fn=fn: fn(x, initial=0.45), ((3, 2),), ("apart_a",),
+            variant="initial"),
+        Row(name, lambda x, fn=fn: fn(x, axis=0, initial=-0.55, where=_MASK), ((3, 2),),
+            ("apart_a",), variant="initial,where"),
+        Row(name, lambda x, c, fn=fn: fn(x, axis=1, initial=c), ((3, 2), ()),
+            ("apart_a", "apart_b"), variant="traced initial"),
+    ]
+ROWS += [
+    Row("max", lambda x: x.max(axis=1, initial=0.45, where=_MASK), ((3, 2),), ("apart_a",),
+        variant="initial,where,method"),
+]
+
 # --- shape operations ----------------------------------------------------------------------
 
 ROWS += [
     Row("reshape", lambda x: fnp.reshape(x, (2, 3)), ((3, 2),)),
     Row("reshape", lambda x: fnp.reshape(x, -1), ((3, 2),), variant="-1"),
     Row("reshape", lambda x: x.reshape(2, 3), ((3, 2),), variant="method"),
+    Row("reshape", lambda x: fnp.reshape(x, (2, 3), order="F"), ((3, 2),), variant="order=F"),
+    Row("reshape", lambda x: fnp.reshape(x, (4, -1), order="F"), ((2, 3, 4),),
+        variant="order=F,-1"),
+    Row("reshape", lambda x: fnp.reshape(fnp.transpose(x), (6,), order="A"), ((3, 2),),
+        variant="order=A"),
+    Row("reshape", lambda x: x.reshape((3, 2), order="F"), ((2, 3),), variant="order=F,method"),
     Row("transpose", fnp.transpose, ((3, 2),)),
     Row("transpose", lambda x: fnp.transpose(x, (1, 2, 0)), ((2, 3, 2),), variant="axes"),
     Row("transpose", lambda x: x.transpose(0, 2, 1), ((2, 3, 2),), variant="method"),
@@ -134,6 +177,14 @@ ROWS += [
     Row("array", lambda x, y: fnp.array([x, 2.0 * y, x * y]), ((), ()), variant="of-traced"),
     Row("asarray", lambda x, y: fnp.asarray([x, y]), ((), ()), variant="of-traced"),
     Row("ravel", fnp.ravel, ((3, 2),)),
+    Row("ravel", lambda x: fnp.ravel(x, order="F"), ((3, 2),), variant="order=F"),
+    Row("ravel", lambda x: fnp.ravel(fnp.transpose(x, (1, 0, 2)), order="K"), ((2, 3, 2),),
+        variant="order=K"),
+    Row("stack", lambda x, y: fnp.stack([x, y], dtype=np.float64), ((3,), (3,)),
+        variant="dtype", promotes=True),
+    Row("concatenate", lambda x, y: fnp.concatenate((x, y), dtype=np.float64), ((3,), (2,)),
+        variant="dtype", promotes=True),
+    Row("concatenate", lambda x: fnp.concatenate(x), ((3, 2),), variant="one array"),
     Row("astype", lambda x: fnp.astype(x, x.dtype) * x, ((3,),), variant="same-dtype"),
 ]
 

@@ -90,6 +90,14 @@ ROWS += [
     Row("vecdot", lambda x, y: fnp.vecdot(x, y, axis=0), ((3,), (3, 2)),
         variant="axis=0,ranks differ"),
     Row("vecdot", lambda x, y: np.vecdot(x, y), ((3,), (2, 3)), variant="numpy ufunc"),
+    Row("vecdot", lambda x, y: fnp.vecdot(x, y, axes=[(0,), (1,)]), ((3, 2), (2, 3)),
+        variant="axes"),
+    Row("vecdot", lambda x, y: fnp.vecdot(x, y, axis=0, keepdims=True), ((3, 2), (3, 2)),
+        variant="axis,keepdims"),
+    Row("vecdot", lambda x, y: fnp.vecdot(x, y, axes=[(1,), (1,), (0,)], keepdims=True),
+        ((2, 3, 2), (2, 3, 2)), variant="axes,keepdims"),
+    Row("vecdot", lambda x, y: fnp.vecdot(x, y, dtype=np.float64), ((3,), (3,)),
+        variant="dtype", promotes=True),
 ]
 if hasattr(np, "matvec"):  # NumPy >= 2.2
     ROWS += [
@@ -99,6 +107,10 @@ if hasattr(np, "matvec"):  # NumPy >= 2.2
         Row("vecmat", fnp.vecmat, ((3,), (3, 2))),
         Row("vecmat", fnp.vecmat, ((4, 3), (3, 2)), variant="batch of vectors"),
         Row("vecmat", fnp.vecmat, ((3,), (2, 3, 2)), variant="batch"),
+        Row("matvec", lambda a, v: fnp.matvec(a, v, axes=[(0, 2), (0,), (0,)]),
+            ((2, 4, 3), (3, 4)), variant="axes"),
+        Row("vecmat", lambda v, a: fnp.vecmat(v, a, axes=[(-1,), (0, 1), (-1,)]),
+            ((4, 3), (3, 2, 4)), variant="axes"),
     ]
 
 # --- bincount: differentiable in its weights ----------------------------------------------
@@ -160,6 +172,76 @@ ROWS += [
         variant="axis=(1,0)"),
     Row("gradient", lambda f, d: fnp.gradient(f, d, edge_order=2), ((4,), ()),
         ("real", "positive"), variant="traced dx"),
+]
+
+# --- index tricks: r_ and c_ --------------------------------------------------------------
+
+ROWS += [
+    Row("r_", lambda x, y: fnp.r_[x, 0.5, y], ((3,), (2,))),
+    Row("r_", lambda x: fnp.r_[x, 0:3], ((2,),), variant="arange slice", promotes=True),
+    Row("r_", lambda x: fnp.r_[x[0]:x[1]:4j, x], ((2,),), variant="linspace slice"),
+    Row("r_", lambda x: fnp.r_[x[0] + 0.5:4.0], ((2,),), ("small",), variant="traced start",
+        promotes=True),  # NumPy's arange gives float64
+    Row("r_", lambda x, y: fnp.r_["0,2", x, y], ((3,), (3,)), variant="'0,2'"),
+    Row("r_", lambda x, y: fnp.r_["1,2,0", x, y], ((3,), (3, 2)), variant="'1,2,0'"),
+    Row("r_", lambda x, y: fnp.r_["-1", x, y], ((2, 3), (2, 1)), variant="'-1'"),
+    Row("r_", lambda x: fnp.r_[x[0], x[1], 2.0], ((3,),), variant="scalars"),
+    Row("c_", lambda x, y: fnp.c_[x, y], ((3,), (3,))),
+    Row("c_", lambda x, y: fnp.c_[x, 0.0, y], ((1, 3), (1, 2)), variant="2-d,scalar"),
+    Row("c_", lambda x: fnp.c_[x, 1:4], ((3,),), variant="slice", promotes=True),
+]
+
+# --- apply_along_axis and vectorize --------------------------------------------------------
+
+ROWS += [
+    Row("apply_along_axis", lambda x: fnp.apply_along_axis(lambda r: fnp.sum(r * r), 0, x),
+        ((3, 2),)),
+    Row("apply_along_axis", lambda x: fnp.apply_along_axis(fnp.cumsum, -1, x), ((2, 3),),
+        variant="vector results"),
+    Row("apply_along_axis", lambda x, w: fnp.apply_along_axis(lambda r, w: fnp.outer(r, w), 1,
+                                                                x, w),
+        ((2, 3, 2), (2,)), variant="matrix results,args"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * a if a > 0 else -a)(x), ((3, 2),)),
+    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.sin(a) * b)(x, y),
+        ((3, 1), (2,)), variant="broadcast"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a, n: a ** n, excluded={1})(x, 3), ((3,),),
+        variant="excluded"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a: (a, a * a))(x)[1], ((2, 2),),
+        variant="two outputs"),
+    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.dot(a, b),
+                                                signature="(n),(n)->()")(x, y),
+        ((2, 3), (3,)), variant="signature"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * 2.0, otypes=[np.float64])(x),
+        ((3,),), variant="otypes", promotes=True),
+]
+
+# --- polyfit: differentiable in x, y and w --------------------------------------------------
+
+
+def _fit_data(n, columns=None):
+    def make(rng):
+        x = np.sort(rng.uniform(-1.0, 1.0, n)) + np.arange(n) * 0.3  # well apart
+        y = rng.normal(size=(n,) if columns is None else (n, columns))
+        return x, y, rng.uniform(0.5, 2.0, n)
+    return make
+
+
+# NumPy's polyfit gives float64 coefficients for float32 data (so does fgrad's)
+ROWS += [
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 2), make=_fit_data(6), promotes=True),
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 1, w=w), make=_fit_data(5),
+        variant="w", promotes=True),
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 2, w=w), make=_fit_data(5, 2),
+        variant="2-d y,w", promotes=True),
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 2, full=True)[1], make=_fit_data(6),
+        variant="full: residuals", promotes=True),
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 2, full=True)[3], make=_fit_data(6),
+        variant="full: singular values", promotes=True),
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 1, cov=True)[1], make=_fit_data(6),
+        variant="cov", promotes=True),
+    Row("polyfit", lambda x, y, w: fnp.polyfit(x, y, 1, w=w, cov="unscaled")[1],
+        make=_fit_data(6, 2), variant="cov=unscaled,2-d y",
+        promotes=True),
 ]
 
 NONDIFF = [

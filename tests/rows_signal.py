@@ -42,6 +42,12 @@ _W = np.array([[0.5, -1.0], [2.0, 0.25], [1.0, 1.0]])
 ROWS += [
     Row("einsum", lambda x, y: fnp.einsum(x, [0, 1], y, [1, 2], [0, 2]), ((2, 3), (3, 2)),
         variant="sublists"),
+    Row("einsum", lambda x, y: fnp.einsum("ij,jk->ik", x, y, optimize=True), ((2, 3), (3, 2)),
+        variant="optimize=True"),
+    Row("einsum", lambda x, y, z: fnp.einsum("ij,jk,kl", x, y, z, optimize="greedy"),
+        ((2, 3), (3, 2), (2, 2)), variant="optimize=greedy"),
+    Row("einsum", lambda x: fnp.einsum("ii->i", x, dtype=np.float64), ((3, 3),),
+        variant="dtype", promotes=True),
     Row("einsum", lambda x, y: fnp.einsum(x, [Ellipsis, 1], y, [1]), ((2, 3), (3,)),
         variant="sublists-ellipsis-implicit"),
     Row("einsum", lambda x: fnp.einsum("bi,ij->bj", x, _W.astype(x.dtype)), ((4, 3),),

@@ -166,6 +166,51 @@ for name, fn in [("nancumsum", fnp.nancumsum), ("nancumprod", fnp.nancumprod)]:
              Row(name, lambda x, fn=fn: fn(x, axis=-1), make=_with_nans((3, 2), "real", NAN_AT),
                  variant="nan,axis=-1")]
 
+# NumPy's keywords: a `where` mask, a given `mean`, and the nan-reductions' initial/where
+_MASK = np.array([[True, False], [True, True], [False, True], [True, True]])
+for name, fn in [("var", fnp.var), ("std", fnp.std)]:
+    ROWS += [
+        Row(name, lambda x, fn=fn: fn(x, where=_MASK), ((4, 2),), variant="where"),
+        Row(name, lambda x, fn=fn: fn(x, axis=0, ddof=1, where=_MASK), ((4, 2),),
+            variant="where,axis=0,ddof=1"),
+        Row(name, lambda x, m, fn=fn: fn(x, axis=0, mean=m), ((4, 2), (1, 2)),
+            variant="traced mean"),
+        Row(name, lambda x, fn=fn: fn(x, axis=1, keepdims=True, dtype=np.float64), ((4, 2),),
+            variant="dtype", promotes=True),
+    ]
+ROWS += [
+    Row("var", lambda x, y: fnp.var(x + 1j * y, axis=0), ((4, 2), (4, 2)), variant="complex"),
+    Row("nanmean", lambda x: fnp.nanmean(x, axis=0, where=_MASK[:3]),
+        make=_with_nans((3, 2), "real", ((0,), (0,))), variant="nan,where"),
+    Row("nanvar", lambda x: fnp.nanvar(x, axis=0, where=_MASK[1:]),
+        make=_with_nans((3, 2), "real", ((0,), (0,))), variant="nan,where"),
+    Row("nanstd", lambda x: fnp.nanstd(x, axis=1, mean=fnp.nanmean(x, axis=1, keepdims=True)),
+        make=_with_nans((3, 3), "real", NAN_AT), variant="nan,mean"),
+    Row("nansum", lambda x: fnp.nansum(x, axis=0, initial=1.5, where=_MASK[:3]),
+        make=_with_nans((3, 2), "real", NAN_AT), variant="nan,initial,where"),
+    Row("nanprod", lambda x: fnp.nanprod(x, axis=1, initial=2.0, where=_MASK[:3]),
+        make=_with_nans((3, 2), "real", NAN_AT), variant="nan,initial,where"),
+    Row("nanmax", lambda x: fnp.nanmax(x, axis=0, initial=-0.55, where=_MASK[:3]),
+        make=_with_nans((3, 2), "apart_a", NAN_AT), variant="nan,initial,where"),
+    Row("nanmin", lambda x: fnp.nanmin(x, initial=0.45), make=_with_nans((3, 2), "apart_a",
+                                                                         NAN_AT),
+        variant="nan,initial"),
+]
+
+# --- histogram: differentiable in its weights ---------------------------------------------------
+
+_SAMPLES = np.array([-1.3, 0.2, 0.25, 1.7, 0.9, -0.4, 3.0])
+ROWS += [
+    Row("histogram", lambda w: fnp.histogram(_SAMPLES, bins=3, weights=w)[0], ((7,),),
+        variant="weights"),
+    Row("histogram", lambda w: fnp.histogram(_SAMPLES, bins=[-1.0, 0.0, 0.5, 2.0], weights=w)[0],
+        ((7,),), variant="weights,edges"),
+    Row("histogram", lambda w: fnp.histogram(_SAMPLES, 4, (-1.0, 1.0), True, w)[0],
+        ((7,),), ("positive",), variant="weights,range,density", promotes=True),  # as NumPy
+    Row("histogram", lambda w: np.histogram(_SAMPLES.reshape(7, 1), bins=2, weights=w)[0],
+        ((7, 1),), variant="numpy's,2-d"),
+]
+
 # --- compositions -------------------------------------------------------------------------------
 
 ROWS += [
@@ -178,6 +223,8 @@ ROWS += [
 # --- declared without a derivative -------------------------------------------------------------
 
 NONDIFF = [
+    Nondiff("iscomplex", lambda x: fnp.iscomplex(x + 1j * (x > 0))),
+    Nondiff("isreal", lambda x: fnp.isreal(x + 1j * (x > 0))),
     Nondiff("all", lambda x: fnp.all(x > 0)),
     Nondiff("any", lambda x: fnp.any(x > 0, axis=0, keepdims=True)),
     Nondiff("count_nonzero", lambda x: fnp.count_nonzero(x > 0)),

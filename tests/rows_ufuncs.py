@@ -128,6 +128,24 @@ ROWS += [
 ]
 
 
+# --- real_if_close, and NumPy's ufunc keywords on traced values ------------------------------
+
+ROWS += [
+    Row("real_if_close", lambda x: fnp.real_if_close(x + 0j), ((3, 2),), variant="close"),
+    Row("real_if_close", lambda x: fnp.real_if_close(x * (1 + 1e-3j)), ((3,),),
+        variant="not close", float32="the result stays complex (complex64)"),
+    Row("real_if_close", lambda x: fnp.real_if_close(x * (1 + 1e-9j), tol=1e-6), ((3,),),
+        variant="tol<1"),
+    Row("real_if_close", fnp.real_if_close, ((3,),), variant="real"),
+    Row("arcsinh", lambda x: fnp.arcsinh(x, dtype=np.float64), ((3,),), variant="dtype",
+        promotes=True),
+    Row("hypot", lambda x, y: fnp.hypot(x, y, casting="no"), ((3,), (3,)), variant="casting"),
+    Row("arctan2", lambda y, x: np.arctan2(y, x, dtype=np.float64), ((3,), (3,)),
+        variant="numpy-ufunc,dtype", promotes=True),
+    Row("maximum", lambda x, y: fnp.maximum(x, y, signature=(np.float64, np.float64, None)),
+        ((3,), (3,)), ("apart_a", "apart_b"), variant="signature", promotes=True),
+]
+
 # --- nan_to_num ------------------------------------------------------------------------------
 
 

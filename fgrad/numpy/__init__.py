@@ -19,8 +19,8 @@ from .elementwise import (
     abs, absolute, add, angle, around, ceil, clip, conj, conjugate, cos, divide, equal, exp,
     expm1, floor, greater, greater_equal, imag, isfinite, isinf, isnan, less, less_equal, log,
     log1p, logical_and, logical_not, logical_or, maximum, minimum, multiply, negative,
-    not_equal, power, real, round, sign, sin, sqrt, subtract, tan, tanh, true_divide, trunc,
-    where,
+    not_equal, power, real, real_if_close, round, sign, sin, sqrt, subtract, tan, tanh,
+    true_divide, trunc, where,
 )
 from .products import dot, matmul
 from .reductions import amax, amin, max, mean, min, prod
@@ -29,7 +29,7 @@ from .shaping import (
     reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
 )
 from . import arrays as _arrays, creation as _creation, signal as _signal
-from . import statistics as _statistics, ufuncs as _ufuncs
+from . import functional as _functional, statistics as _statistics, ufuncs as _ufuncs
 from . import fft, linalg
 
 
@@ -43,7 +43,7 @@ def _export(*modules):
             namespace[name] = getattr(module, name)
 
 
-_export(_ufuncs, _statistics, _arrays, _signal, _creation)
+_export(_ufuncs, _statistics, _arrays, _signal, _creation, _functional)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (  # noqa: E402  (re-exported unchanged)
@@ -65,7 +65,8 @@ def __getattr__(name):
 __all__ = sorted(
     name for name in dir()
     if not name.startswith("_")
-    and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg")
+    and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg",
+                     "functional")
 )
 
 _box.install({name: globals()[name] for name in __all__}, {"linalg": linalg, "fft": fft})

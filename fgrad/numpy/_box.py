@@ -172,8 +172,8 @@ def _array_function(self, func, types, args, kwargs):
     return fn(*args, **kwargs)
 
 
-def _method_reshape(self, *shape):
-    return _sh.reshape(self, shape[0] if len(shape) == 1 else shape)
+def _method_reshape(self, *shape, order="C", copy=None):
+    return _sh.reshape(self, shape[0] if len(shape) == 1 else shape, order=order, copy=copy)
 
 
 def _method_transpose(self, *axes):

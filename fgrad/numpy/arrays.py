@@ -14,6 +14,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 `fgrad.numpy.reductions`.
 """
 
+import operator as _operator
 import warnings as _warnings
 
 import numpy as _np
@@ -37,6 +38,7 @@ __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "append", "insert", "delete", "select",
     "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
     "lexsort", "tril_indices", "triu_indices", "diag_indices", "indices",
+    "partition", "argpartition", "rollaxis", "unique",
 ]
 
 
@@ -531,6 +533,77 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
     perm = _np.argsort(primal(a), axis=axis, kind="stable")
     return take_along_axis(a, perm, axis)
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """NumPy's `partition`: along `axis`, the k-th element is where a sorted array would have
+    it, smaller ones before and larger ones after. The values are NumPy's own arrangement,
+    gathered from `a`, so the gradient follows each element to its place (a tie: the element
+    a stable sort ranks there).
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.partition(x, 1)[1])(np.array([3.0, 1.0, 2.0]))
+    array([0., 0., 1.])
+    """
+    if order is not None:
+        raise ValueError("partition: order= is for structured arrays, which have no derivative")
+    a = asarray(a)
+    if axis is None:
+        a, axis = ravel(a), -1
+    v = _np.asarray(primal(a))
+    ax = _axis(axis, v.ndim, "partition")
+    arranged = _np.partition(v, kth, axis=ax, kind=kind)
+    # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank
+    # (stable argsorts rank equal values, NaNs last, the same way in both).
+    by_rank = _np.argsort(v, axis=ax, kind="stable")
+    rank_of = _np.argsort(_np.argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
+    return take_along_axis(a, _np.take_along_axis(by_rank, rank_of, ax), ax)
+
+
+argpartition = nondiff_function(_np.argpartition)
+
+
+def rollaxis(a, axis, start=0):
+    """NumPy's `rollaxis`: `axis` moved to before position `start` (a transpose; prefer
+    `moveaxis`, as NumPy's documentation does)."""
+    a = asarray(a)
+    n = ndim(a)
+    ax = _axis(axis, n, "rollaxis")
+    start = _operator.index(start)
+    if start < 0:
+        start += n
+    if not 0 <= start <= n:
+        raise ValueError(f"rollaxis: 'start' arg requires {-n} <= start < {n + 1}, but "
+                         f"{start - n if start < 0 else start} was passed in")
+    if ax < start:
+        start -= 1  # counted with the axis removed
+    order = [i for i in range(n) if i != ax]
+    order.insert(start, ax)
+    return transpose(a, order)
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """NumPy's `unique`, with all its keywords. The unique values are differentiable: each is
+    gathered from its first occurrence in `ar` (the element `return_index` names), as in JAX;
+    the indices, inverse and counts are NumPy's own integer arrays.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.sum(fnp.unique(x) ** 2))(np.array([2.0, 1.0, 2.0]))
+    array([4., 2., 0.])
+    """
+    if not is_traced(ar):
+        return _np.unique(ar, return_index, return_inverse, return_counts, axis,
+                          equal_nan=equal_nan, sorted=sorted)
+    ar = asarray(ar)
+    found = _np.unique(primal(ar), return_index=True, return_inverse=return_inverse,
+                       return_counts=return_counts, axis=axis, equal_nan=equal_nan,
+                       sorted=sorted)
+    index = found[1]
+    values = getitem(ravel(ar), index) if axis is None else take(ar, index, axis=axis)
+    extras = [found[1]] if return_index else []
+    extras += list(found[2:])
+    return tuple([values] + extras) if extras else values
 
 
 # --- diagonals and triangles --------------------------------------------------------------

@@ -18,18 +18,18 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from ._api import nondiff_function
+from ._api import nondiff_function, refuse_out
 from .arrays import diag
 from .elementwise import power
 from .shaping import (
-    asarray, astype, broadcast_to, concatenate, expand_dims, meta, moveaxis, ndim, ravel,
-    refuse_out, sum, swapaxes, transpose, unbroadcast,
+    array, asarray, astype, broadcast_to, concatenate, expand_dims, is_traced, meta, moveaxis,
+    ndim, ravel, sum, swapaxes, transpose, unbroadcast,
 )
 from .ufuncs import log10
 
 __all__ = [
     "linspace", "logspace", "geomspace", "copy", "diagflat", "full_like", "empty_like",
-    "permute_dims", "concat", "matrix_transpose",
+    "permute_dims", "concat", "matrix_transpose", "r_", "c_",
 ]
 
 
@@ -202,3 +202,122 @@ def matrix_transpose(x, /):
         raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape "
                          f"{_np.shape(primal(x))}")
     return swapaxes(x, -1, -2)
+
+
+# --- NumPy's index tricks r_ and c_ ----------------------------------------------------------
+
+
+class _AxisConcatenator:
+    """`r_[...]` and `c_[...]`: NumPy's concatenation by index syntax, with traced values.
+
+    Each item is an array, a number, or a slice (`0:3` is `arange(0, 3)`, `0:1:5j` is
+    `linspace(0, 1, 5)`, differentiable in its end points); a first item that is a string
+    sets the axis, the minimum number of dimensions and where a 1-D item's axis goes
+    (`'0,2'`, `'-1,2,0'`), as in NumPy. Items that hold no traced value are NumPy's own; the
+    result is differentiable in every traced one. (NumPy's matrix directives 'r', 'c' and
+    the string form build `numpy.matrix`, which fgrad does not differentiate.)
+    """
+
+    __slots__ = ("axis", "ndmin", "trans1d", "name")
+
+    def __init__(self, axis, ndmin, trans1d, name):
+        self.axis, self.ndmin, self.trans1d, self.name = axis, ndmin, trans1d, name
+
+    def __len__(self):
+        return 0
+
+    def __repr__(self):
+        return f"fgrad.numpy.{self.name}"
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(_holds_traced(item) for item in items):
+            return getattr(_np, self.name)[key]
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        pieces, kinds = [], []
+        for k, item in enumerate(items):
+            if isinstance(item, str):
+                if k != 0:
+                    raise ValueError(f"{self.name}: special directives must be the first entry")
+                axis, ndmin, trans1d = self._directive(item, axis, ndmin, trans1d)
+                continue
+            if isinstance(item, slice):
+                piece = _slice_values(item, self.name)
+                if ndmin > 1:
+                    piece = _at_least(piece, ndmin, -1)
+                    if trans1d != -1:
+                        piece = swapaxes(piece, -1, trans1d)
+                kinds.append(_np.result_type(primal(piece)))
+            elif type(item) in _np.ScalarType:
+                piece = item
+                kinds.append(item)  # a number takes part in the dtype as NumPy weighs it
+            else:
+                piece = _at_least(asarray(item), ndmin, trans1d)
+                kinds.append(_np.result_type(primal(piece)))
+            pieces.append(piece)
+        if not pieces:
+            return concatenate((), axis=axis)  # NumPy's error for nothing to join
+        dtype = _np.result_type(*kinds)
+        pieces = [_at_least(astype(asarray(_as_array(p, dtype)), dtype), ndmin, -1)
+                  for p in pieces]
+        return concatenate(pieces, axis=axis)
+
+    def _directive(self, item, axis, ndmin, trans1d):
+        if item in ("r", "c"):
+            raise TypeError(
+                f"{self.name}['{item}', ...] builds a numpy.matrix, which fgrad does not "
+                "differentiate; leave out the directive (and reshape the result)"
+            )
+        try:
+            parts = [int(p) for p in item.split(",")]
+        except ValueError as error:
+            raise ValueError(f"{self.name}: unknown special directive {item!r}") from error
+        if len(parts) == 1:
+            return parts[0], ndmin, trans1d
+        if len(parts) in (2, 3):
+            return parts[0], parts[1], parts[2] if len(parts) == 3 else trans1d
+        raise ValueError(f"{self.name}: unknown special directive {item!r}")
+
+
+def _holds_traced(item):
+    if isinstance(item, slice):
+        return any(type(v) is Box for v in (item.start, item.stop, item.step))
+    return is_traced(item)
+
+
+def _as_array(piece, dtype):
+    return _np.asarray(piece, dtype=dtype) if type(piece) in _np.ScalarType else piece
+
+
+def _slice_values(item, name):
+    start = 0 if item.start is None else item.start
+    step = 1 if item.step is None else item.step
+    if type(step) is Box:
+        raise TypeError(f"{name}: the step of a slice is a traced value; a count or step "
+                        "has no derivative")
+    if isinstance(step, (complex, _np.complexfloating)):
+        return linspace(start, item.stop, num=int(abs(step)))
+    # arange: start + i * step, so its slope in start is 1; stop only sets the count
+    values = _np.arange(primal(start), primal(item.stop), step)
+    if type(start) is Box:
+        values = values + (start - primal(start))  # zero in value: the values are NumPy's
+    return values
+
+
+def _at_least(x, ndmin, trans1d):
+    """NumPy's `array(x, ndmin=ndmin)`, then, for an item with fewer axes, its axes moved
+    to `trans1d` as r_ and c_ do."""
+    nd = ndim(x)
+    if nd >= ndmin:
+        return x
+    x = array(x, ndmin=ndmin) if is_traced(x) else _np.array(x, ndmin=ndmin, copy=None)
+    if trans1d == -1:
+        return x
+    k2 = ndmin - nd
+    k1 = trans1d + k2 + 1 if trans1d < 0 else trans1d
+    order = list(range(ndmin))
+    return transpose(x, order[:k1] + order[k2:] + order[k1:k2])
+
+
+r_ = _AxisConcatenator(0, 1, -1, "r_")
+c_ = _AxisConcatenator(-1, 2, 0, "c_")

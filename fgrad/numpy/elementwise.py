@@ -20,6 +20,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",
     "sin", "cos", "tan", "tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "absolute",
     "maximum", "minimum", "clip", "where", "real", "imag", "conj", "conjugate", "angle",
+    "real_if_close",
     "sign", "floor", "ceil", "round", "around", "trunc",
     "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
     "logical_and", "logical_or", "logical_not", "isnan", "isfinite", "isinf",
@@ -118,8 +119,10 @@ def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, s
         raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
     if dtype is not None:
         signature = (None,) * theirs.nin + (_np.dtype(dtype),) * theirs.nout
+    keywords = {"casting": casting} if signature is None else {
+        "casting": casting, "signature": signature}
     loop = theirs.resolve_dtypes(tuple(_dtype_or_weak(a) for a in args) + (None,) * theirs.nout,
-                                 signature=signature, casting=casting)
+                                 **keywords)
     return fn(*(_in_dtype(a, dt) for a, dt in zip(args, loop)))
 
 
@@ -398,6 +401,26 @@ def imag(val):
     """NumPy's `imag`: the imaginary part (0 for a real input). The cotangent of a complex
     input is -i times the output's cotangent."""
     return _imag(val)
+
+
+def real_if_close(a, tol=100):
+    """NumPy's `real_if_close`: the real part of a complex `a` whose imaginary parts are all
+    below `tol` (in machine epsilons of a's dtype when `tol > 1`), else `a` as it is. Which of
+    the two is decided on the values; either way the result is differentiable (the real part's
+    derivative, or the identity).
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.real_if_close(np.array([2.1 + 4e-14j, 5.2 + 3e-15j]), tol=1000)
+    array([2.1, 5.2])
+    """
+    if not is_traced(a):
+        return _np.real_if_close(a, tol=tol)
+    v = _np.asarray(primal(a))
+    if not _np.iscomplexobj(v):
+        return a
+    if tol > 1:
+        tol = _np.finfo(v.dtype).eps * tol
+    return real(a) if _np.all(_np.abs(v.imag) < tol) else a
 
 
 def angle(z, deg=False):

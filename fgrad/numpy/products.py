@@ -437,9 +437,10 @@ def _gufunc(theirs, compute, cores, out_core, args, out, axes, axis, keepdims, c
             if signature is not None:
                 raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
             signature = (None,) * len(args) + (_np.dtype(dtype),)
+        keywords = {"casting": casting} if signature is None else {
+            "casting": casting, "signature": signature}
         loop = theirs.resolve_dtypes(
-            tuple(_np.asarray(primal(x)).dtype for x in args) + (None,),
-            signature=signature, casting=casting)
+            tuple(_np.asarray(primal(x)).dtype for x in args) + (None,), **keywords)
         args = [astype(asarray(x), dt) for x, dt in zip(args, loop)]
     args = [asarray(x) for x in args]
     if axis is not NO_VALUE:

@@ -9,7 +9,7 @@ so it is differentiable to every order with no rules of its own. Results keep fl
 NumPy would promote to float64 (`interp`, `cov`, `corrcoef`), as JAX does.
 
 Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy` except
-`linalg` and `fft`.
+`fft` (`linalg` for `polyfit`'s least squares).
 """
 
 import warnings as _warnings
@@ -18,6 +18,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
+from . import linalg as _linalg
 from .elementwise import floor, multiply, real, sqrt, where
 from .products import (
     conj_if_complex, cross, einsum, inner, kron, matmul, outer,
@@ -32,7 +33,8 @@ __all__ = [
     "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross",
     "convolve", "correlate", "diff", "ediff1d", "interp", "polyval", "trapezoid", "cov",
     "corrcoef", "vander", "vecdot",
-    "polyadd", "polysub", "polymul", "polyder", "polyint", "polydiv", "unwrap", "gradient",
+    "polyadd", "polysub", "polymul", "polyder", "polyint", "polydiv", "polyfit", "unwrap",
+    "gradient",
 ]
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     from .products import matvec, vecmat
@@ -512,6 +514,57 @@ def polydiv(u, v):
     while _np.allclose(primal(r)[0], 0, rtol=1e-14) and shape(r)[0] > 1:
         r = r[1:]
     return q, r
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's `polyfit`: the least-squares polynomial of degree `deg` through (x, y) (y may
+    hold several data sets as columns), weighted by `w`, with NumPy's `rcond`, `full` and
+    `cov` outputs. Differentiable in x, y and w wherever the fit is (where the rank of the
+    scaled Vandermonde matrix does not change): the coefficients, the residuals, the singular
+    values and the covariance. The values are NumPy's own fit of the plain values (with its
+    checks and its RankWarning); the derivatives are those of the same fit written in fgrad
+    operations, in NumPy's steps.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> x = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> slope = lambda y: fnp.polyfit(x, y, 1)[0]
+    >>> np.round(fgrad.grad(slope)(np.array([1.0, 3.0, 5.0, 7.0])), 12)
+    array([-0.3, -0.1,  0.1,  0.3])
+    """
+    if not (is_traced(x) or is_traced(y) or is_traced(w)):
+        return _np.polyfit(x, y, deg, rcond, full, w, cov)
+    exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)
+    order = int(deg) + 1
+    x, y = asarray(x) + 0.0, asarray(y) + 0.0
+    n = shape(x)[0]
+    if rcond is None:
+        rcond = n * _np.finfo(_np.result_type(primal(x))).eps
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = asarray(w) + 0.0
+        lhs = lhs * reshape(w, (-1, 1))
+        rhs = rhs * (reshape(w, (-1, 1)) if ndim(rhs) == 2 else w)
+    scale = sqrt(sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = _linalg.lstsq(lhs, rhs, rcond)
+    c = transpose(transpose(c) / scale)
+    if full:
+        fitted = (c, resids, rank, s, rcond)
+    elif cov:
+        v = _linalg.inv(matmul(transpose(lhs), lhs)) / outer(scale, scale)
+        fac = 1 if cov == "unscaled" else resids / (n - order)
+        fitted = (c, v * fac if ndim(y) == 1 else reshape(v, shape(v) + (1,)) * fac)
+    else:
+        return _valued(exact, c)
+    return tuple(_valued(e, f) for e, f in zip(exact, fitted))
+
+
+def _valued(value, f):
+    """NumPy's `value` carrying the derivatives of `f`, the same quantity computed in fgrad
+    operations: `value + (f - f's value)`, whose second term is zero in value."""
+    if not is_traced(f):
+        return value
+    return value + (f - primal(f))
 
 
 # --- phase unwrapping and numerical gradients ---------------------------------------------

@@ -35,8 +35,8 @@ from .elementwise import conj, imag, real, sqrt, where
 from .elementwise import where as _where  # for functions with a `where=` parameter
 from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
 from .shaping import (
-    _kept_shape, _normalize_axes, astype, broadcast_to, concatenate, getitem, moveaxis,
-    ndim, ravel, reduction_mask, reshape, shape, sum, transpose,
+    _kept_shape, _normalize_axes, asarray, astype, broadcast_to, concatenate, describe, getitem,
+    is_traced, moveaxis, ndim, ravel, reduction_mask, reshape, shape, sum, transpose,
 )
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
     "nanmedian", "nanpercentile", "nanquantile", "nancumsum", "nancumprod",
     "all", "any", "count_nonzero", "cumulative_sum", "cumulative_prod",
     "bincount", "histogram", "digitize",
-    "array_equal", "array_equiv", "iscomplexobj", "isrealobj", "isscalar",
+    "array_equal", "array_equiv", "iscomplexobj", "isrealobj", "isscalar", "iscomplex", "isreal",
 ]
 
 
@@ -659,7 +659,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, weights=None):
+                keepdims=NO_VALUE, *, weights=None):
     """NumPy's `nanquantile`: `quantile` of the non-NaN elements (NaN for an all-NaN slice);
     NaN positions get a gradient of 0."""
     refuse_out(out, "nanquantile")
@@ -668,7 +668,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, weights=None):
+                  keepdims=NO_VALUE, *, weights=None):
     """NumPy's `nanpercentile`: `nanquantile` with q in percent."""
     refuse_out(out, "nanpercentile")
     _no_weights(weights, "nanpercentile")
@@ -700,7 +700,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return _median(a, axis, keepdims, "propagate")
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=NO_VALUE):
     """NumPy's `nanmedian`: the median of the non-NaN elements; NaNs get a gradient of 0."""
     refuse_out(out, "nanmedian")
     return _median(a, axis, keepdims, "omit")
@@ -748,10 +748,70 @@ def bincount(x, /, weights=None, minlength=0):
 
 # --- no derivative: counts, bin indices and predicates --------------------------------------
 
-histogram = nondiff_function(_np.histogram)
+
+
+# --- histogram: the counts have no derivative; the weighted counts are linear in the weights --
+# The value is NumPy's own histogram of the plain weights; bin j holds the sum of the weights
+# of the elements that fall in it, so the cotangent of weight i is that of its bin (0 for an
+# element outside the range). NumPy puts x in bin j when edge_j <= x < edge_j+1, and the last
+# bin includes its right edge.
+
+
+def _histogram_bins(a, edges):
+    """The bin of each element of the flattened a (-1 outside the range)."""
+    n = edges.size - 1
+    index = _np.searchsorted(edges, a, side="right") - 1
+    index = _np.where(a == edges[-1], n - 1, index)
+    return _np.where((a >= edges[0]) & (a <= edges[-1]), index, -1)
+
+
+def _histogram_vjp(ans, w, a, bins, range, edges):
+    index = _histogram_bins(a, edges)
+    inside = index >= 0
+    w_shape = shape(w)
+    safe = _np.where(inside, index, 0)
+    return lambda ct: reshape(_where(inside, getitem(ct, safe), 0.0), w_shape)
+
+
+_histogram_p = defprimitive(
+    lambda w, a, bins, range, edges: _np.histogram(a, bins, range, weights=w)[0],
+    vjp=_histogram_vjp,
+    jvp=lambda t, ans, w, **params: _histogram_p(t, **params),
+    name="histogram",
+)
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """NumPy's `histogram`, differentiable in `weights` (the counts of `a` have no derivative:
+    they are piecewise constant in it). With `density=True` the result is the weighted counts
+    divided by their sum and the bin widths, as NumPy computes it.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> a = np.array([0.1, 0.4, 0.45, 0.9])
+    >>> fgrad.grad(lambda w: fnp.histogram(a, bins=2, range=(0, 1), weights=w)[0][0])(np.ones(4))
+    array([1., 1., 1., 0.])
+    """
+    a = _np.asarray(primal(a))
+    if not is_traced(weights):
+        return _np.histogram(a, bins, range, density, weights)
+    w = asarray(weights)
+    if shape(w) != a.shape:
+        raise ValueError(f"histogram: weights must have the shape of a, {a.shape}; got "
+                         f"{describe(w)}")
+    if not _np.issubdtype(_np.result_type(primal(w)), _np.inexact):
+        raise TypeError(f"histogram: traced weights must be floating, got {describe(w)}")
+    edges = _np.histogram_bin_edges(a, bins, range, primal(w))
+    flat_a = a.ravel()
+    hist = _histogram_p(ravel(w), a=flat_a, bins=bins, range=range, edges=edges)
+    if density:
+        widths = _np.diff(edges).astype(float)
+        hist = hist / widths / sum(hist)
+    return hist, edges
 digitize = nondiff_function(_np.digitize)
 array_equal = nondiff_function(_np.array_equal)
 array_equiv = nondiff_function(_np.array_equiv)
 iscomplexobj = nondiff_function(_np.iscomplexobj)
 isrealobj = nondiff_function(_np.isrealobj)
 isscalar = nondiff_function(_np.isscalar)
+iscomplex = nondiff_function(_np.iscomplex)
+isreal = nondiff_function(_np.isreal)
