@@ -60,6 +60,8 @@ def refuse_layout(name, **keywords):
     keep their defaults, as fgrad's traced values have no memory layout, subclass or device
     to set."""
     for keyword, (value, default) in keywords.items():
+        if keyword == "device" and value == "cpu":
+            continue  # NumPy's one device, the same as none
         if not is_default(value, default):
             raise refuse(name, keyword, "it sets the memory layout, array subclass or device "
                          "of a new array, which fgrad's traced values do not have",

@@ -20,7 +20,7 @@ import warnings as _warnings
 import numpy as _np
 
 from ..core import Box, primal
-from ._api import nondiff_function
+from ._api import nondiff_function, refuse_layout
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import divide, maximum, minimum, multiply, power, where
@@ -387,6 +387,9 @@ def delete(arr, obj, axis=None):
 
 def broadcast_arrays(*args, subok=False):
     """NumPy's `broadcast_arrays`: a tuple of the arguments broadcast to their common shape."""
+    if not any(is_traced(a) for a in args):
+        return _np.broadcast_arrays(*args, subok=subok)
+    refuse_layout("broadcast_arrays", subok=(subok, False))
     args = [asarray(a) for a in args]
     target = _np.broadcast_shapes(*[shape(a) for a in args])
     return tuple(broadcast_to(a, target) for a in args)

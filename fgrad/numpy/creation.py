@@ -18,7 +18,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from ._api import nondiff_function, refuse_out
+from ._api import nondiff_function, refuse_layout, refuse_out
 from .arrays import diag
 from .elementwise import power
 from .shaping import (
@@ -162,9 +162,10 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 def copy(a, order="K", subok=False):
     """NumPy's `copy`: the identity, with a value of its own (traced values are never
     mutated, so a traced `a` is returned as it is)."""
-    if type(a) is Box:
-        return a
-    return _np.copy(a, order=order, subok=subok)
+    if not is_traced(a):
+        return _np.copy(a, order=order, subok=subok)
+    refuse_layout("copy", order=(order, "K"), subok=(subok, False))
+    return asarray(a)
 
 
 def diagflat(v, k=0):
