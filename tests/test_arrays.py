@@ -222,3 +222,70 @@ def test_errors_name_the_argument_and_say_what_to_do():
         fnp.diag(np.ones((2, 2, 2)))
     with pytest.raises(ValueError, match="more than once"):
         fnp.at(np.ones(3))[[0, 0]].set(1.0)
+
+
+# --- the names added for issue 15: partition, rollaxis, unique, stacks of one array -----------
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_unique_values_take_the_gradient_of_their_first_occurrence(jac):
+    x = np.array([2.0, 1.0, 2.0, 3.0, 1.0])  # unique: [1, 2, 3] from positions 1, 0, 3
+    np.testing.assert_array_equal(jac(fnp.unique)(x), np.eye(5)[[1, 0, 3]])
+    rows = np.array([[1.0, 2.0], [0.0, 1.0], [1.0, 2.0]])  # unique rows: [0, 1], [1, 2]
+    j = jac(lambda a: fnp.unique(a, axis=0))(rows)
+    np.testing.assert_array_equal(j.reshape(4, 6), np.eye(6)[[2, 3, 0, 1]])
+    values, index, inverse, counts = fnp.unique(x, True, True, True)
+    assert index.tolist() == [1, 0, 3] and inverse.tolist() == [1, 0, 1, 2, 0]
+    assert counts.tolist() == [2, 2, 1] and values.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_unique_of_nans_keeps_numpys_equal_nan():
+    x = np.array([np.nan, 1.0, np.nan])
+    for equal_nan in (True, False):
+        got = fgrad_value(lambda a: fnp.unique(a, equal_nan=equal_nan), x)
+        np.testing.assert_array_equal(got, np.unique(x, equal_nan=equal_nan))
+    g = grad(lambda a: fnp.nansum(fnp.unique(a)))(x)
+    np.testing.assert_array_equal(g, [0.0, 1.0, 0.0])
+
+
+def fgrad_value(f, *args):
+    from fgrad import vjp
+    return vjp(f, *args)[0]
+
+
+def test_partition_is_numpys_arrangement_and_its_gradient_a_permutation():
+    x = RNG.standard_normal((6, 3))
+    for kth in (0, 2, (1, 4), -1):
+        got = fgrad_value(lambda a: fnp.partition(a, kth, axis=0), x)
+        np.testing.assert_array_equal(got, np.partition(x, kth, axis=0))
+        j = jacrev(lambda a: fnp.partition(a, kth, axis=0))(x).reshape(18, 18)
+        assert sorted(j.sum(axis=0)) == [1.0] * 18 and sorted(j.sum(axis=1)) == [1.0] * 18
+    # the k-th value is the k-th smallest: its gradient is at the element of that rank
+    np.testing.assert_array_equal(grad(lambda a: fnp.partition(a, 2)[2])(V),
+                                  np.eye(5)[np.argsort(V)[2]])
+    with pytest.raises(ValueError, match="kth"):
+        fnp.partition(fgrad_value(lambda a: a, V), 7)
+    assert fnp.argpartition(V, 2)[2] == np.argsort(V)[2]
+
+
+def test_rollaxis_is_numpys_for_every_start():
+    for axis in range(-3, 3):
+        for start in range(-3, 4):
+            want = np.rollaxis(C, axis, start)
+            got = fgrad_value(lambda a: fnp.rollaxis(a, axis, start), C)
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="start"):
+        fnp.rollaxis(C, 0, 4)
+
+
+@pytest.mark.parametrize("name", ["vstack", "hstack", "column_stack", "dstack"])
+def test_a_stack_of_one_array_joins_its_rows_as_numpy_does(name):
+    for a in (X, C, V):
+        want = getattr(np, name)(a)
+        got = fgrad_value(getattr(fnp, name), a)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    # a permutation (with reshapes) of the elements: every element's gradient is 1
+    np.testing.assert_array_equal(grad(lambda a: fnp.sum(getattr(fnp, name)(a) ** 2))(X), 2 * X)
+    with pytest.raises(TypeError, match="0-d"):
+        grad(lambda a: fnp.sum(getattr(fnp, name)(a[0, 0])))(X)

@@ -1,6 +1,8 @@
 """Values against NumPy, closed-form derivatives and conventions for the extras (the gradient
 table in tests/rows_extras.py checks their derivatives against central differences)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -235,3 +237,206 @@ def test_declared_names_return_numpys_answers():
     np.testing.assert_array_equal(counts, np.histogram(x, bins=2)[0])
     assert fnp.isrealobj(x) and not fnp.iscomplexobj(x) and fnp.isscalar(1.0)
     np.testing.assert_array_equal(fnp.full_like(x, 2.0), np.full_like(x, 2.0))
+
+
+# --- tracing never changes a value: the names and keywords added for issue 15 -----------------
+# Each case: the fgrad call and NumPy's, on the same inputs. The untraced call must equal
+# NumPy's exactly (value, dtype, shape), and so must the value under vjp and under jvp.
+
+_R = np.random.default_rng(15)
+_A = _R.normal(size=(4, 3))
+_A32 = _A.astype(np.float32)
+_AC = _A + 1j * _R.normal(size=(4, 3))
+_M = _R.random((4, 3)) > 0.3
+_N = np.where(_R.random((4, 3)) > 0.8, np.nan, _A)
+_V = np.array([3.0, 1.0, 2.0, 1.0, 3.0, 0.5])
+_W = _R.uniform(0.5, 2.0, 6)
+_X6 = np.array([0.0, 0.4, 1.1, 1.5, 2.2, 3.0])
+
+
+def _case(name, fgrad_call, numpy_call, *args):
+    return pytest.param(fgrad_call, numpy_call, args, id=name)
+
+
+VALUE_CASES = [
+    _case("sum-where", lambda a: fnp.sum(a, axis=0, where=_M), lambda a: np.sum(a, axis=0, where=_M), _A),
+    _case("sum-initial", lambda a: fnp.sum(a, initial=2.5), lambda a: np.sum(a, initial=2.5), _A32),
+    _case("sum-dtype", lambda a: fnp.sum(a, axis=1, dtype=np.float64),
+          lambda a: np.sum(a, axis=1, dtype=np.float64), _A32),
+    _case("mean-where", lambda a: fnp.mean(a, axis=1, where=_M, keepdims=True),
+          lambda a: np.mean(a, axis=1, where=_M, keepdims=True), _A32),
+    _case("mean-complex", lambda a: fnp.mean(a, where=_M), lambda a: np.mean(a, where=_M), _AC),
+    _case("prod-where-initial", lambda a: fnp.prod(a, axis=0, where=_M, initial=1.5),
+          lambda a: np.prod(a, axis=0, where=_M, initial=1.5), _A),
+    _case("prod-dtype", lambda a: fnp.prod(a, dtype=np.float64), lambda a: np.prod(a, dtype=np.float64), _A32),
+    _case("max-initial-where", lambda a: fnp.max(a, axis=0, initial=-0.3, where=_M),
+          lambda a: np.max(a, axis=0, initial=-0.3, where=_M), _A),
+    _case("amin-initial", lambda a: fnp.amin(a, initial=0.1), lambda a: np.amin(a, initial=0.1), _A32),
+    _case("var-where-mean", lambda a: fnp.var(a, axis=0, where=_M, mean=np.mean(_A, 0, keepdims=True)),
+          lambda a: np.var(a, axis=0, where=_M, mean=np.mean(_A, 0, keepdims=True)), _A),
+    _case("std-complex", lambda a: fnp.std(a, axis=1, ddof=1), lambda a: np.std(a, axis=1, ddof=1), _AC),
+    _case("nanvar-where", lambda a: fnp.nanvar(a, axis=0, where=_M), lambda a: np.nanvar(a, axis=0, where=_M), _N),
+    _case("nanmean-dtype", lambda a: fnp.nanmean(a, dtype=np.float64), lambda a: np.nanmean(a, dtype=np.float64),
+          _N.astype(np.float32)),
+    _case("nanmax-initial", lambda a: fnp.nanmax(a, axis=1, initial=5.0), lambda a: np.nanmax(a, axis=1, initial=5.0), _N),
+    _case("reshape-F", lambda a: fnp.reshape(a, (2, 6), order="F"), lambda a: np.reshape(a, (2, 6), order="F"), _A),
+    _case("ravel-K", lambda a: fnp.ravel(a.T, order="K"), lambda a: np.ravel(a.T, order="K"), _A),
+    _case("concatenate-dtype", lambda a: fnp.concatenate([a, a], dtype=np.float32),
+          lambda a: np.concatenate([a, a], dtype=np.float32), _A),
+    _case("vstack-one-array", fnp.vstack, np.vstack, _A),
+    _case("hstack-one-array", fnp.hstack, np.hstack, _A),
+    _case("column_stack-one-array", fnp.column_stack, np.column_stack, _A),
+    _case("dstack-one-array", fnp.dstack, np.dstack, _A),
+    _case("einsum-default", lambda a: fnp.einsum("ij,kj->ik", a, a), lambda a: np.einsum("ij,kj->ik", a, a), _A),
+    _case("arcsinh-dtype", lambda a: fnp.arcsinh(a, dtype=np.float32), lambda a: np.arcsinh(a, dtype=np.float32), _A),
+    _case("hypot-signature", lambda a: fnp.hypot(a, 2.0, signature=(np.float64, np.float64, None)),
+          lambda a: np.hypot(a, 2.0, signature=(np.float64, np.float64, None)), _A32),
+    _case("vecdot-axes-keepdims", lambda a: fnp.vecdot(a, a, axes=[(0,), (0,), (0,)], keepdims=True),
+          lambda a: np.vecdot(a, a, axes=[(0,), (0,), (0,)], keepdims=True), _A),
+    _case("r_", lambda a: fnp.r_[a[0], 0.5, a[1, :2]], lambda a: np.r_[a[0], 0.5, a[1, :2]], _A32),
+    _case("r_-directive", lambda a: fnp.r_["0,2,0", a[0], a[1]], lambda a: np.r_["0,2,0", a[0], a[1]], _A),
+    _case("c_", lambda a: fnp.c_[a[0], a[1]], lambda a: np.c_[a[0], a[1]], _A),
+    _case("c_-scalar", lambda a: fnp.c_[a[:1], 1.0, a[1:2]], lambda a: np.c_[a[:1], 1.0, a[1:2]], _A32),
+    _case("partition", lambda a: fnp.partition(a, (1, 2), axis=0), lambda a: np.partition(a, (1, 2), axis=0), _A),
+    _case("rollaxis", lambda a: fnp.rollaxis(a, 1), lambda a: np.rollaxis(a, 1), _A),
+    _case("real_if_close", lambda a: fnp.real_if_close(a + 1e-16j), lambda a: np.real_if_close(a + 1e-16j), _A),
+    _case("unique", lambda v: fnp.unique(v, return_index=True, return_inverse=True, return_counts=True),
+          lambda v: np.unique(v, return_index=True, return_inverse=True, return_counts=True), _V),
+    _case("unique-axis", lambda a: fnp.unique(a, axis=1), lambda a: np.unique(a, axis=1), _A),
+    _case("apply_along_axis", lambda a: fnp.apply_along_axis(lambda r: r[:2] * r[2], 1, a),
+          lambda a: np.apply_along_axis(lambda r: r[:2] * r[2], 1, a), _A),
+    _case("vectorize", lambda a: fnp.vectorize(lambda u: u * u if u > 0 else -u)(a),
+          lambda a: np.vectorize(lambda u: u * u if u > 0 else -u)(a), _A32),
+    _case("vectorize-signature", lambda a: fnp.vectorize(lambda r: fnp.sum(r), signature="(n)->()")(a),
+          lambda a: np.vectorize(lambda r: np.sum(r), signature="(n)->()")(a), _A),
+    _case("polyfit", lambda y: fnp.polyfit(_X6, y, 2, w=_W, full=True),
+          lambda y: np.polyfit(_X6, y, 2, w=_W, full=True), _V),
+    _case("polyfit-cov", lambda y: fnp.polyfit(_X6, y, 1, cov=True), lambda y: np.polyfit(_X6, y, 1, cov=True), _V),
+    _case("histogram-weights", lambda w: fnp.histogram(_V, bins=3, weights=w),
+          lambda w: np.histogram(_V, bins=3, weights=w), _W),
+    _case("histogram-density", lambda w: fnp.histogram(_V, [0.0, 1.0, 2.5, 3.0], density=True, weights=w),
+          lambda w: np.histogram(_V, [0.0, 1.0, 2.5, 3.0], density=True, weights=w), _W),
+]
+
+
+def _assert_identical(got, want):
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, type(want)) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _assert_identical(g, w)
+        return
+    assert np.shape(got) == np.shape(want) and np.result_type(got) == np.result_type(want)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fgrad_call, numpy_call, args", VALUE_CASES)
+def test_new_names_and_keywords_give_numpys_value_traced_or_not(fgrad_call, numpy_call, args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = numpy_call(*args)
+        _assert_identical(fgrad_call(*args), want)
+        _assert_identical(fgrad.vjp(fgrad_call, *args)[0], want)
+        tangents = tuple(np.ones_like(a) for a in args)
+        _assert_identical(fgrad.jvp(fgrad_call, args, tangents)[0], want)
+
+
+# --- r_ and c_ ---------------------------------------------------------------------------------
+
+
+def test_index_tricks_differentiate_their_traced_items_and_slice_ends():
+    x = np.array([0.5, 2.0])
+    j = fgrad.jacfwd(lambda x: fnp.r_[x, 7.0, x[::-1]])(x)
+    np.testing.assert_array_equal(j, [[1, 0], [0, 1], [0, 0], [0, 1], [1, 0]])
+    # linspace slice: sample i = start + (stop - start) i / 3
+    j = fgrad.jacrev(lambda x: fnp.r_[x[0]:x[1]:4j])(x)
+    np.testing.assert_allclose(j, [[1, 0], [2 / 3, 1 / 3], [1 / 3, 2 / 3], [0, 1]])
+    # arange slice: start + i, so each sample moves with start; stop only sets the count
+    np.testing.assert_array_equal(fgrad.jacrev(lambda x: fnp.r_[x[0]:x[1]])(x), [[1, 0], [1, 0]])
+    j = fgrad.jacrev(lambda x: fnp.c_[x, 2 * x])(x)
+    assert j.shape == (2, 2, 2) and j[1, 1, 1] == 2.0
+
+
+def test_index_tricks_refuse_what_fgrad_cannot_differentiate_with_a_reason():
+    x = np.array([0.5, 2.0])
+    with pytest.raises(TypeError, match="numpy.matrix"):
+        fgrad.grad(lambda x: fnp.sum(fnp.r_["r", x]))(x)
+    with pytest.raises(ValueError, match="first entry"):
+        fgrad.grad(lambda x: fnp.sum(fnp.r_[x, "0,2"]))(x)
+    with pytest.raises(TypeError, match="step"):
+        fgrad.grad(lambda x: fnp.sum(fnp.r_[0.0:3.0:x[0]]))(x)
+    assert len(fnp.r_) == 0 and repr(fnp.c_) == "fgrad.numpy.c_"
+    np.testing.assert_array_equal(fnp.r_[1:4, 0, np.ones(2)], np.r_[1:4, 0, np.ones(2)])
+
+
+# --- apply_along_axis and vectorize --------------------------------------------------------
+
+
+def test_apply_along_axis_differentiates_closures_and_extra_arguments():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    f = lambda x, w: fnp.apply_along_axis(lambda r, s: fnp.dot(r, w) * s, 1, x, 2.0)  # noqa
+    jx, jw = fgrad.jacrev(f, argnums=(0, 1))(a, np.array([0.5, -1.0]))
+    np.testing.assert_array_equal(jx, [[[1.0, -2.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, -2.0]]])
+    np.testing.assert_array_equal(jw, 2.0 * a)
+    with pytest.raises(ValueError, match="iteration dimensions are 0"):
+        fnp.apply_along_axis(fnp.sum, 0, np.ones((3, 0)))
+    with pytest.raises(ValueError, match="out of bounds"):
+        fnp.apply_along_axis(fnp.sum, 2, a)
+
+
+def test_vectorize_takes_numpys_keywords_and_differentiates_the_branches_taken():
+    f = fnp.vectorize(lambda x, y: x * y if x > 0 else y - x)
+    g = fgrad.grad(lambda x: fnp.sum(f(x, 3.0)))(np.array([-1.0, 2.0]))
+    np.testing.assert_array_equal(g, [-1.0, 3.0])
+    pow_ = fnp.vectorize(lambda x, n: x ** n, excluded={"n"})
+    np.testing.assert_array_equal(fgrad.grad(lambda x: fnp.sum(pow_(x, n=3)))(np.ones(2)), [3, 3])
+
+    @fnp.vectorize(otypes=[np.float32], doc="doubles")
+    def double(x):
+        return 2 * x
+
+    assert double.__doc__ == "doubles" and double.__name__ == "double"
+    assert double(np.arange(3)).dtype == np.float32
+    assert double(np.zeros(0)).shape == (0,)
+    with pytest.raises(ValueError, match="size 0"):
+        fnp.vectorize(lambda x: x)(np.zeros(0))
+    with pytest.raises(TypeError, match="decorator"):
+        fnp.vectorize(3)
+    norm = fnp.vectorize(lambda r: fnp.sqrt(fnp.sum(r * r)), signature="(n)->()")
+    a = np.array([[3.0, 4.0], [6.0, 8.0]])
+    np.testing.assert_allclose(fgrad.grad(lambda a: fnp.sum(norm(a)))(a), a / [[5.0], [10.0]])
+    with pytest.raises(ValueError, match="core dimension"):
+        fnp.vectorize(lambda u, v: u, signature="(n),(n)->()")(np.ones(2), np.ones(3))
+
+
+# --- polyfit and histogram ----------------------------------------------------------------
+
+
+def test_polyfit_derivatives_are_those_of_the_least_squares_fit():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    y = np.array([1.0, 2.5, 4.5, 7.5])
+    # slope of a line fit: sum((x - mean x) y) / sum((x - mean x)^2), linear in y
+    xc = x - x.mean()
+    np.testing.assert_allclose(fgrad.grad(lambda y: fnp.polyfit(x, y, 1)[0])(y),
+                               xc / np.sum(xc * xc), rtol=1e-12)
+    np.testing.assert_allclose(fgrad.jacfwd(lambda y: fnp.polyfit(x, y, 1)[0])(y),
+                               xc / np.sum(xc * xc), rtol=1e-12)
+    # an exact fit stays exact when x moves: the coefficients of y = x^2 do not change
+    g = fgrad.jacrev(lambda x: fnp.polyfit(x, x * x, 2))(x)
+    np.testing.assert_allclose(g, np.zeros((3, 4)), atol=1e-12)
+    with pytest.warns(np.exceptions.RankWarning):
+        fgrad.grad(lambda y: fnp.polyfit(np.ones(4), y, 2)[0])(y)
+
+
+def test_histogram_is_linear_in_its_weights_and_numpys_dispatches_here():
+    a = np.array([0.1, 0.4, 0.45, 0.9, 1.5])
+    j = fgrad.jacrev(lambda w: fnp.histogram(a, bins=2, range=(0.0, 1.0), weights=w)[0])(np.ones(5))
+    np.testing.assert_array_equal(j, [[1, 1, 1, 0, 0], [0, 0, 0, 1, 0]])  # 1.5 is outside
+    # numpy.histogram of traced weights reaches fgrad's (it used to recurse forever)
+    g = fgrad.grad(lambda w: np.histogram(a, bins=[0.0, 0.45, 2.0], weights=w)[0][1])(np.ones(5))
+    np.testing.assert_array_equal(g, [0, 0, 1, 1, 1])  # the last bin includes its right edge
+    d = fgrad.jacfwd(lambda w: fnp.histogram(a, bins=5, density=True, weights=w)[0])(np.ones(5))
+    assert d.shape == (5, 5) and np.isfinite(d).all()
+    with pytest.raises(ValueError, match="weights must have the shape of a"):
+        fgrad.grad(lambda w: fnp.sum(fnp.histogram(a, weights=w)[0]))(np.ones(4))
+    counts, edges = fnp.histogram(a, bins=3)
+    np.testing.assert_array_equal(counts, np.histogram(a, bins=3)[0])

@@ -202,3 +202,27 @@ def test_linalg_vecdot_conjugates_its_first_argument():
     # Re(conj(z) w) = x Re(w) + y Im(w) for z = x + iy: the gradient d/dx - i d/dy is conj(w)
     g = grad(lambda z: fnp.real(fnp.linalg.vecdot(z, w)))(z)
     np.testing.assert_allclose(g, np.conj(w), rtol=1e-15)
+
+
+# --- reshape's order and the rule for NumPy's keywords (issue 15) ----------------------------
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_reshape_order_f_moves_each_element_where_numpy_puts_it(jac):
+    x = np.arange(6.0).reshape(2, 3)
+    j = jac(lambda x: fnp.reshape(x, (3, 2), order="F"))(x)
+    # output element (i, j) is x's element with the same Fortran-order position
+    target = np.reshape(np.arange(6), (3, 2), order="F")  # flat C index of each source
+    np.testing.assert_array_equal(j.reshape(6, 6), np.eye(6)[target.ravel()])
+    np.testing.assert_array_equal(jac(lambda x: x.reshape((6,), order="F"))(x).reshape(6, 6),
+                                  np.eye(6)[np.ravel(np.arange(6).reshape(2, 3), order="F")])
+    with pytest.raises(ValueError, match="order must be one of 'C', 'F', 'A'"):
+        grad(lambda x: fnp.sum(fnp.reshape(x, (6,), order="K")))(x)
+
+
+def test_a_keyword_fgrad_does_not_take_is_a_type_error_naming_it():
+    x = np.ones(3)
+    for call in (lambda x: fnp.sum(x, bogus=1), lambda x: fnp.sin(x, dtype=np.float32),
+                 lambda x: fnp.einsum("i->", x, bogus=1), lambda x: fnp.reshape(x, 3, bogus=1)):
+        with pytest.raises(TypeError, match="bogus|dtype"):
+            grad(call)(x)

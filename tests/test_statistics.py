@@ -257,3 +257,54 @@ def test_non_differentiable_reductions_match_numpy():
                                       np.count_nonzero(b, axis=axis))
     g = fgrad.grad(lambda x: fnp.sum(x) * fnp.count_nonzero(x > 0))(np.array([1.0, -1.0]))
     assert g.tolist() == [1.0, 1.0]
+
+
+# --- NumPy's keywords of the reductions (issue 15) ------------------------------------------
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_where_masked_elements_get_no_gradient(jac):
+    x = np.array([[1.0, -2.0], [3.0, 4.0]])
+    m = np.array([[True, False], [True, True]])
+    np.testing.assert_array_equal(jac(lambda x: fnp.sum(x, where=m))(x), m.astype(float))
+    np.testing.assert_array_equal(jac(lambda x: fnp.mean(x, axis=0, where=m))(x),
+                                  [[[0.5, 0], [0.5, 0]], [[0, 0], [0, 1.0]]])
+    # prod over the True elements: d/dx_i is the product of the others (and initial)
+    np.testing.assert_array_equal(jac(lambda x: fnp.prod(x, where=m, initial=2.0))(x),
+                                  [[24.0, 0.0], [8.0, 6.0]])
+    np.testing.assert_array_equal(jac(lambda x: fnp.max(x, initial=0.0, where=m))(x),
+                                  [[0, 0], [0, 1.0]])
+
+
+def test_initial_of_max_shares_ties_and_is_differentiable_when_traced():
+    x = np.array([1.0, 3.0, 2.0])
+    # initial 3 ties with x[1]: half each (JAX's even split of ties)
+    assert fgrad.grad(lambda x: fnp.max(x, initial=3.0))(x).tolist() == [0, 0.5, 0]
+    assert fgrad.grad(lambda c: fnp.max(x, initial=c))(3.0) == 0.5
+    assert fgrad.grad(lambda c: fnp.max(x, initial=c))(5.0) == 1.0
+    assert fgrad.grad(lambda c: fnp.min(x, initial=c))(5.0) == 0.0
+    assert fgrad.grad(lambda c: fnp.sum(x, initial=c))(5.0) == 1.0
+    assert fgrad.grad(lambda c: fnp.prod(x, initial=c))(5.0) == 6.0
+    assert fgrad.jacfwd(lambda c: fnp.prod(x, initial=c))(5.0) == 6.0
+    with pytest.raises(ValueError, match="initial"):
+        fnp.max(x, where=np.array([True, False, True]))  # NumPy's own rule
+
+
+def test_var_of_complex_data_is_real_as_numpys():
+    z = np.array([1j, 2.0, 1.0 - 1j])
+    assert fnp.var(z) == np.var(z) and np.isrealobj(fnp.var(z))
+    # var = mean |z - mean z|^2, real: JAX's convention (d/dRe - i d/dIm) gives
+    # 2 conj(z - mean) / n
+    np.testing.assert_allclose(fgrad.grad(fnp.var)(z), 2 * np.conj(z - z.mean()) / 3,
+                               rtol=1e-14)
+
+
+def test_reduction_keywords_are_checked():
+    x = np.ones((2, 2))
+    with pytest.raises(TypeError, match="where= must be a boolean mask"):
+        fnp.sum(x, where=np.ones((2, 2)))
+    # a comparison of traced values is a constant mask, as a mask should be
+    np.testing.assert_array_equal(fgrad.grad(lambda x: fnp.sum(x, where=x > 1))(x),
+                                  np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="ddof and correction"):
+        fnp.var(x, ddof=1, correction=1)

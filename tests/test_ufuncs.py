@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fgrad.numpy as fnp
-from fgrad import grad, jacfwd, jacrev
+from fgrad import grad, jacfwd, jacrev, vjp
 from gradtable import derivatives as _derivatives
 
 
@@ -205,3 +205,63 @@ def test_non_differentiable_names_see_through_traced_values():
     assert grad(lambda x: x * fnp.signbit(x))(-2.0) == 1.0
     assert grad(lambda x: np.floor_divide(x, 0.5) * x)(1.2) == 2.0
     assert grad(lambda x: x * fnp.allclose(x, 1.0))(1.0) == 1.0
+
+
+# --- NumPy's ufunc keywords (issue 15) ------------------------------------------------------
+
+
+def test_ufunc_dtype_casting_and_signature_choose_numpys_loop_on_traced_values():
+    x = np.array([0.3, -1.2, 2.0])
+    out, pull = vjp(lambda x: fnp.arcsinh(x, dtype=np.float32), x)
+    assert out.dtype == np.float32 and np.array_equal(out, np.arcsinh(x, dtype=np.float32))
+    assert pull(np.ones(3, np.float32))[0].dtype == np.float64  # back in the input's dtype
+    # NumPy's own casting errors, on traced values as on plain ones
+    for call in (lambda x: fnp.hypot(x, x.astype(np.float32), casting="no"),
+                 lambda x: fnp.arctan(x + 1j, dtype=np.float64)):
+        with pytest.raises(TypeError, match="[Cc]annot cast"):
+            grad(lambda x: fnp.sum(fnp.real(call(x))))(x)
+        with pytest.raises(TypeError, match="[Cc]annot cast"):
+            call(x)
+    # NumPy's ufuncs on traced values bring their keywords along
+    g = grad(lambda x: fnp.sum(np.logaddexp(x, 0.0, dtype=np.float64)))(x.astype(np.float32))
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 1 / (1 + np.exp(-x)), rtol=1e-6)
+
+
+def test_ufunc_keywords_without_meaning_for_traced_values_are_refused_by_name():
+    x = np.array([0.3, -1.2])
+    for keyword, value, says in [("out", np.zeros(2), "cannot write into an array"),
+                                 ("where", x > 0, "fgrad.numpy.where"),
+                                 ("order", "F", "memory layout"), ("subok", False, "subclass")]:
+        with pytest.raises(TypeError, match=rf"arcsinh\(\.\.\., {keyword}=\.\.\.\).*{says}"):
+            grad(lambda x: fnp.sum(fnp.arcsinh(x, **{keyword: value})))(x)
+    # on plain values, every keyword is NumPy's own (the where= mask included)
+    got = fnp.arcsinh(x, order="F")
+    np.testing.assert_array_equal(got, np.arcsinh(x))
+    with pytest.raises(TypeError, match="out="):
+        fnp.arcsinh(x, out=np.zeros(2))  # fgrad's differentiable functions never write
+
+
+def test_a_scipy_ufunc_on_a_traced_value_is_named_as_scipys():
+    special = pytest.importorskip("scipy.special")
+    message = ""
+    try:
+        grad(lambda x: special.struve(1.0, x))(2.0)
+    except TypeError as error:
+        message = str(error)
+    assert "SciPy's scipy.special.struve" in message and "NumPy's" not in message
+    with pytest.raises(TypeError, match="NumPy's numpy.frexp"):
+        grad(lambda x: np.frexp(x)[0])(2.0)
+    with pytest.raises(TypeError, match="'accumulate' method"):
+        grad(lambda x: np.add.accumulate(x)[-1])(np.ones(2))
+
+
+def test_real_if_close_and_the_complex_predicates_are_numpys():
+    z = np.array([1.5 + 1e-15j, -2.0 + 0j])
+    for tol in (100, 1e-20, 1e-10):
+        np.testing.assert_array_equal(fnp.real_if_close(z, tol), np.real_if_close(z, tol))
+        out = vjp(lambda z: fnp.real_if_close(z, tol), z)[0]
+        assert out.dtype == np.real_if_close(z, tol).dtype
+    # the real part: d Re(z) is Re(dz); the cotangent of z is the real cotangent, as for real()
+    np.testing.assert_array_equal(grad(lambda z: fnp.sum(fnp.real_if_close(z)))(z), [1, 1])
+    assert fnp.iscomplex(z).tolist() == [True, False] and fnp.isreal(z).tolist() == [False, True]

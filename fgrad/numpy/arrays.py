@@ -396,7 +396,8 @@ def broadcast_arrays(*args, subok=False):
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
-    """NumPy's `meshgrid` (a tuple), with `indexing` 'xy' or 'ij' and `sparse`."""
+    """NumPy's `meshgrid` (a tuple), with `indexing` 'xy' or 'ij' and `sparse`. (`copy=False`
+    lets NumPy return views; the values are the same, and fgrad never writes into them.)"""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     nd = len(xi)
@@ -526,9 +527,12 @@ def take_along_axis(arr, indices, axis=-1):
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """NumPy's `sort` (`axis=None` sorts the flattened array). The values are gathered by a
     stable argsort, so the gradient follows the permutation; equal values keep their order
-    (a tie gets no split gradient: each tied element keeps its own cotangent)."""
+    (a tie gets no split gradient: each tied element keeps its own cotangent). `kind` and
+    `stable` choose NumPy's algorithm, which changes no sorted value: they are checked as
+    NumPy checks them, and the gradient is always a stable sort's."""
     if order is not None:
         raise ValueError("sort: order= is for structured arrays, which have no derivative")
+    _np.sort(_np.zeros(0), kind=kind, stable=stable)  # NumPy's own errors for bad values
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0

@@ -192,9 +192,7 @@ def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     refuse_out(out, "concat")
     if type(arrays) is Box or not isinstance(arrays, (list, tuple)):
         raise TypeError("concat: pass a list or tuple of arrays, not a single array")
-    if dtype is not None:
-        arrays = [astype(asarray(a), dtype) for a in arrays]
-    return concatenate(arrays, axis=axis)
+    return concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
 
 
 def matrix_transpose(x, /):
