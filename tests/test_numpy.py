@@ -212,7 +212,7 @@ def test_reshape_order_f_moves_each_element_where_numpy_puts_it(jac):
     x = np.arange(6.0).reshape(2, 3)
     j = jac(lambda x: fnp.reshape(x, (3, 2), order="F"))(x)
     # output element (i, j) is x's element with the same Fortran-order position
-    target = np.reshape(np.arange(6), (3, 2), order="F")  # flat C index of each source
+    target = np.reshape(np.arange(6).reshape(2, 3), (3, 2), order="F")  # each one's source
     np.testing.assert_array_equal(j.reshape(6, 6), np.eye(6)[target.ravel()])
     np.testing.assert_array_equal(jac(lambda x: x.reshape((6,), order="F"))(x).reshape(6, 6),
                                   np.eye(6)[np.ravel(np.arange(6).reshape(2, 3), order="F")])
