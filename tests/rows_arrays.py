@@ -1,7 +1,8 @@
 """Gradient-table rows for the arrays family (fgrad/numpy/arrays.py): flipping, rolling, tiling,
-padding, joining, splitting, gathering, diagonals and triangles, sort, meshgrid, insert/delete,
-the scatter updates of `x.at[idx]`, and every NumPy indexing form of `x[idx]` not already in
-rows_core.py. See tests/gradtable.py."""
+padding, joining (one array too), splitting, gathering, diagonals and triangles, sort,
+partition, rollaxis, unique, meshgrid, insert/delete, apply_along_axis, vectorize, the scatter
+updates of `x.at[idx]`, and every NumPy indexing form of `x[idx]` not already in rows_core.py.
+See tests/gradtable.py."""
 
 import warnings
 
@@ -259,6 +260,30 @@ ROWS += [
     Row("unique", lambda x: fnp.unique(x, axis=0), ((3, 2),), ("apart_a",), variant="axis=0"),
     Row("unique", lambda x: fnp.unique(x, sorted=False), ((4,),), ("apart_a",),
         variant="sorted=False"),
+]
+
+# --- apply_along_axis and vectorize --------------------------------------------------------
+
+ROWS += [
+    Row("apply_along_axis", lambda x: fnp.apply_along_axis(lambda r: fnp.sum(r * r), 0, x),
+        ((3, 2),)),
+    Row("apply_along_axis", lambda x: fnp.apply_along_axis(fnp.cumsum, -1, x), ((2, 3),),
+        variant="vector results"),
+    Row("apply_along_axis", lambda x, w: fnp.apply_along_axis(lambda r, w: fnp.outer(r, w), 1,
+                                                                x, w),
+        ((2, 3, 2), (2,)), variant="matrix results,args"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * a if a > 0 else -a)(x), ((3, 2),)),
+    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.sin(a) * b)(x, y),
+        ((3, 1), (2,)), variant="broadcast"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a, n: a ** n, excluded={1})(x, 3), ((3,),),
+        variant="excluded"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a: (a, a * a))(x)[1], ((2, 2),),
+        variant="two outputs"),
+    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.dot(a, b),
+                                                signature="(n),(n)->()")(x, y),
+        ((2, 3), (3,)), variant="signature"),
+    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * 2.0, otypes=[np.float64])(x),
+        ((3,),), variant="otypes", promotes=True),
 ]
 
 NONDIFF = [

@@ -1,6 +1,7 @@
 """Gradient-table rows for the first fgrad.numpy: arithmetic and operators, the basic unary
-functions, `where`/`clip`, `matmul`/`dot`, sum/mean/prod/max/min, shape operations, indexing
-and index updates, and a few compositions. See tests/gradtable.py."""
+functions, `where`/`clip`, `matmul`/`dot`, sum/mean/prod/max/min (with NumPy's where=,
+initial= and dtype=), shape operations (reshape's order=), indexing and index updates, and a
+few compositions. See tests/gradtable.py."""
 
 import numpy as np
 

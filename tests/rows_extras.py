@@ -1,8 +1,8 @@
 """Gradient-table rows for the extras: linspace/logspace/geomspace, copy, diagflat,
 NumPy 2's permute_dims/concat/matrix_transpose/cumulative_sum/cumulative_prod/vecdot (and
 matvec/vecmat from NumPy 2.2), bincount's weights, polynomial arithmetic (polyadd, polysub,
-polymul, polyder, polyint, polydiv), unwrap and gradient; and the predicates and counts
-declared non-differentiable. See tests/gradtable.py."""
+polymul, polyder, polyint, polydiv), polyfit, unwrap and gradient, NumPy's index tricks r_
+and c_; and the predicates and counts declared non-differentiable. See tests/gradtable.py."""
 
 import numpy as np
 
@@ -189,30 +189,6 @@ ROWS += [
     Row("c_", lambda x, y: fnp.c_[x, y], ((3,), (3,))),
     Row("c_", lambda x, y: fnp.c_[x, 0.0, y], ((1, 3), (1, 2)), variant="2-d,scalar"),
     Row("c_", lambda x: fnp.c_[x, 1:4], ((3,),), variant="slice", promotes=True),
-]
-
-# --- apply_along_axis and vectorize --------------------------------------------------------
-
-ROWS += [
-    Row("apply_along_axis", lambda x: fnp.apply_along_axis(lambda r: fnp.sum(r * r), 0, x),
-        ((3, 2),)),
-    Row("apply_along_axis", lambda x: fnp.apply_along_axis(fnp.cumsum, -1, x), ((2, 3),),
-        variant="vector results"),
-    Row("apply_along_axis", lambda x, w: fnp.apply_along_axis(lambda r, w: fnp.outer(r, w), 1,
-                                                                x, w),
-        ((2, 3, 2), (2,)), variant="matrix results,args"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * a if a > 0 else -a)(x), ((3, 2),)),
-    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.sin(a) * b)(x, y),
-        ((3, 1), (2,)), variant="broadcast"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a, n: a ** n, excluded={1})(x, 3), ((3,),),
-        variant="excluded"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a: (a, a * a))(x)[1], ((2, 2),),
-        variant="two outputs"),
-    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.dot(a, b),
-                                                signature="(n),(n)->()")(x, y),
-        ((2, 3), (3,)), variant="signature"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * 2.0, otypes=[np.float64])(x),
-        ((3,),), variant="otypes", promotes=True),
 ]
 
 # --- polyfit: differentiable in x, y and w --------------------------------------------------

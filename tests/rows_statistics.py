@@ -1,6 +1,7 @@
 """Gradient-table rows for fgrad.numpy's statistics: var, std, ptp, average, cumsum, cumprod,
-median, percentile, quantile, the nan-functions, and all/any/count_nonzero (no derivative).
-See tests/gradtable.py."""
+median, percentile, quantile, the nan-functions, NumPy's keywords (where=, mean=, initial=),
+histogram's weights, and all/any/count_nonzero/iscomplex/isreal (no derivative). See
+tests/gradtable.py."""
 
 import numpy as np
 

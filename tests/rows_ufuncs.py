@@ -1,7 +1,8 @@
 """Gradient-table rows for fgrad/numpy/ufuncs.py: inverse trigonometric and hyperbolic
 functions, other bases, roots, arctan2/hypot/logaddexp, float_power, copysign, the remainders,
-fmax/fmin (with nans), ldexp, sinc (at 0 too), nan_to_num, NumPy 2's aliases, and NumPy's own
-ufuncs applied to traced values. See tests/gradtable.py."""
+fmax/fmin (with nans), ldexp, sinc (at 0 too), nan_to_num, real_if_close, NumPy 2's aliases,
+NumPy's ufunc keywords (dtype, casting, signature), and NumPy's own ufuncs applied to traced
+values. See tests/gradtable.py."""
 
 import numpy as np
 

@@ -144,7 +144,8 @@ def test_large_einsum_takes_numpys_optimized_path_and_matches_matmul():
     x, w = RNG.normal(size=(64, 128)), RNG.normal(size=(128, 32))
     assert products._einsum_plan("bi,ij->bj", (x.shape, w.shape)) is not False
     assert products._einsum_plan("i,i->", ((3,), (3,))) is False
-    f_einsum = lambda w: fnp.sum(fnp.tanh(fnp.einsum("bi,ij->bj", x, w, optimize=True)))  # noqa: E731
+    f_einsum = lambda w: fnp.sum(  # noqa: E731
+        fnp.tanh(fnp.einsum("bi,ij->bj", x, w, optimize=True)))
     f_matmul = lambda w: fnp.sum(fnp.tanh(x @ w))  # noqa: E731
     np.testing.assert_allclose(grad(f_einsum)(w), grad(f_matmul)(w), rtol=1e-12)
 

@@ -25,11 +25,11 @@ from .elementwise import (
 from .products import dot, matmul
 from .reductions import amax, amin, max, mean, min, prod
 from .shaping import (
-    array, asarray, astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like, ravel,
-    reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
+    array, asarray, astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like,
+    ravel, reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
 )
 from . import arrays as _arrays, creation as _creation, signal as _signal
-from . import functional as _functional, statistics as _statistics, ufuncs as _ufuncs
+from . import statistics as _statistics, ufuncs as _ufuncs
 from . import fft, linalg
 
 
@@ -43,7 +43,7 @@ def _export(*modules):
             namespace[name] = getattr(module, name)
 
 
-_export(_ufuncs, _statistics, _arrays, _signal, _creation, _functional)
+_export(_ufuncs, _statistics, _arrays, _signal, _creation)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (  # noqa: E402  (re-exported unchanged)
@@ -65,8 +65,7 @@ def __getattr__(name):
 __all__ = sorted(
     name for name in dir()
     if not name.startswith("_")
-    and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg",
-                     "functional")
+    and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg")
 )
 
 _box.install({name: globals()[name] for name in __all__}, {"linalg": linalg, "fft": fft})

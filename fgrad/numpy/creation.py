@@ -2,7 +2,8 @@
 `geomspace` (differentiable in their end points, and `logspace` in its base, as in JAX),
 `copy`, `diagflat`, `full_like`/`empty_like` declared without a derivative, and the array-API
 names `permute_dims`, `concat` and `matrix_transpose` (compositions of the shaping
-primitives).
+primitives), and NumPy's index tricks `r_` and `c_`, whose traced items (and the end points of
+their `start:stop:num*1j` slices) are differentiable.
 
 `linspace` is a primitive whose value is NumPy's own (bit for bit, traced or not) and whose
 rules are its two linear weights, `1 - i/div` for `start` and `i/div` for `stop`; `logspace`
@@ -18,12 +19,12 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from ._api import nondiff_function, refuse_layout, refuse_out
 from .arrays import diag
 from .elementwise import power
 from .shaping import (
     array, asarray, astype, broadcast_to, concatenate, expand_dims, is_traced, meta, moveaxis,
-    ndim, ravel, sum, swapaxes, transpose, unbroadcast,
+    ndim, nondiff_function, ravel, refuse_layout, refuse_out, sum, swapaxes, transpose,
+    unbroadcast,
 )
 from .ufuncs import log10
 

@@ -6,6 +6,9 @@ a jvp rule maps one input's tangent to the tangent of `ans`. Binary bprops undo 
 with `unbroadcast`. Conventions at kinks follow JAX: `abs'(0) = 1`; ties of `maximum` and
 `minimum` split the gradient evenly.
 
+The ufunc mirrors take NumPy's ufunc signature (`as_ufunc`): `dtype`, `casting` and
+`signature` choose NumPy's loop, as in NumPy; see `as_ufunc` for the rest.
+
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 """
 
@@ -13,8 +16,10 @@ import numpy as _np
 
 from ..core import Box, Primitive, primal
 from ..primitive import defprimitive, defunary
-from ._api import NO_VALUE, given, nondiff_function, refuse, refuse_out
-from .shaping import astype, broadcast_like, is_traced, meta, unbroadcast, unbroadcast_meta
+from .shaping import (
+    NO_VALUE, astype, broadcast_like, given, is_traced, meta, nondiff_function, refuse, refuse_out,
+    unbroadcast, unbroadcast_meta,
+)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",

@@ -29,7 +29,7 @@ import operator
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive
+from ..primitive import deflinear
 from .elementwise import conj, divide, multiply, real
 from .shaping import (
     _index_add_p, asarray, concatenate, describe, getitem, meta, shape, unbroadcast,
@@ -134,10 +134,9 @@ def _c2c_vjp(ans, x, axis, norm, inverse):
     return lambda ct: unbroadcast(_c2c_p(ct, axis=axis, norm=norm, inverse=inverse), like)
 
 
-_c2c_p = defprimitive(
+_c2c_p = deflinear(
     _c2c,
-    vjp=_c2c_vjp,
-    jvp=lambda t, ans, x, axis, norm, inverse: _c2c_p(t, axis=axis, norm=norm, inverse=inverse),
+    _c2c_vjp,
     name="fft",
 )
 
@@ -150,10 +149,9 @@ def _rfft_vjp(ans, x, axis, norm):
     )
 
 
-_rfft_p = defprimitive(
+_rfft_p = deflinear(
     lambda x, axis, norm: _np.fft.rfft(x, axis=axis, norm=norm),
-    vjp=_rfft_vjp,
-    jvp=lambda t, ans, x, axis, norm: _rfft_p(t, axis=axis, norm=norm),
+    _rfft_vjp,
     name="rfft",
 )
 
@@ -182,10 +180,9 @@ def _irfft_vjp(ans, x, n, axis, norm):
     return bprop
 
 
-_irfft_p = defprimitive(
+_irfft_p = deflinear(
     lambda x, n, axis, norm: _np.fft.irfft(x, n=n, axis=axis, norm=norm),
-    vjp=_irfft_vjp,
-    jvp=lambda t, ans, x, n, axis, norm: _irfft_p(t, n=n, axis=axis, norm=norm),
+    _irfft_vjp,
     name="irfft",
 )
 

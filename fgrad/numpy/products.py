@@ -1,7 +1,9 @@
 """Tensor products: `matmul` (a primitive) and `dot`, with NumPy's rules for 1-D operands and
 batch broadcasting; `einsum` (a primitive whose rules are einsums) and the products built on it,
 `tensordot`, `inner`, `outer`, `vdot`, `kron`, and `cross`; NumPy 2's `vecdot` (and, from NumPy
-2.2, `matvec` and `vecmat`) as compositions of `matmul` and `sum`.
+2.2, `matvec` and `vecmat`) as compositions of `matmul` and `sum`, with NumPy's gufunc keywords
+(`axes`, `axis`, `keepdims`, `dtype`). The public `einsum`'s value is NumPy's own for the
+`optimize` given (False, NumPy's default, or a path); its rules plan their own contractions.
 
 `fgrad.numpy` imports `dot` and `matmul` from here by name; the other public names reach it
 through `fgrad.numpy.signal`'s `__all__`.
@@ -16,12 +18,11 @@ import numpy as _np
 
 from ..core import primal
 from ..primitive import defprimitive
-from ._api import NO_VALUE, refuse_layout, refuse_out
 from .elementwise import conj, multiply
 from .shaping import sum as _sum
 from .shaping import (
-    asarray, astype, broadcast_like, is_traced, expand_dims, meta, moveaxis, ndim, reshape, shape, stack, swapaxes,
-    unbroadcast,
+    NO_VALUE, asarray, astype, broadcast_like, expand_dims, is_traced, meta, moveaxis, ndim,
+    refuse_layout, refuse_out, reshape, shape, stack, swapaxes, unbroadcast,
 )
 
 __all__ = [

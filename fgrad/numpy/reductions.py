@@ -6,18 +6,16 @@ Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's con
 taken without division, so it is exact at zeros and at tiny values to every order. A `where=`
 mask is a constant: the elements it leaves out get no gradient.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 """
 
 import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import defprimitive
-from ._api import NO_VALUE, refuse_out
-from .elementwise import where as _where
 from .shaping import (
-    _kept_shape, _normalize_axes, astype, concatenate, ndim, reduction_mask, reshape, shape,
-    sum, transpose,
+    NO_VALUE, _kept_shape, _normalize_axes, astype, at, concatenate, ndim, reduction_mask,
+    refuse_out, reshape, shape, sum, transpose,
 )
 
 __all__ = ["mean", "max", "min", "amax", "amin", "prod"]
@@ -234,8 +232,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     refuse_out(out, "prod")
     axes = _normalize_axes(axis, ndim(a))
     mask = reduction_mask(where, a, "prod")
-    if mask is not True:
-        a = _where(mask, a, _np.ones((), _np.result_type(primal(a))))
+    if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
+        a = at(a)[~mask].set(_np.ones((), _np.result_type(primal(a))))
     c = primal(initial)
     ans = _prod_p(a, axis=axes, keepdims=_keepdims(keepdims),
                   dtype=None if dtype is None else _np.dtype(dtype), initial=c, where=mask)
@@ -245,5 +243,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
                        dtype=None if dtype is None else _np.dtype(dtype), initial=NO_VALUE,
                        where=mask)
         finite = _np.isfinite(_np.asarray(primal(rest)))
-        ans = ans + (initial - c) * (rest if finite.all() else _where(finite, rest, 0.0))
+        if not finite.all():  # (initial - c) is 0 in value: keep 0 * inf out of the value
+            rest = at(rest)[~finite].set(0.0)
+        ans = ans + (initial - c) * rest
     return ans

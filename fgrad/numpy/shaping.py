@@ -1,22 +1,96 @@
-"""Shape, broadcasting, indexing, dtype casts and `sum`: the linear operations every rule uses.
+"""Shape, broadcasting, indexing, dtype casts and `sum`: the linear operations every rule uses,
+and NumPy's calling conventions that every family follows.
 
 `sum` lives here rather than with the reductions because it is the adjoint of `broadcast_to`:
 undoing broadcasting in a bprop (`unbroadcast`) is a sum, and the bprop of a sum is a broadcast.
+With NumPy's `where=`, `initial=` or `dtype=` it is NumPy's own `add.reduce` with them, and
+its transpose spreads the cotangent back over the True elements of the mask.
+
+The conventions: a function keeps NumPy's signature, defaults included (`NO_VALUE` is NumPy's
+"no value"); a name without a derivative is NumPy's own function applied to plain values
+(`nondiff_function`); a NumPy keyword that cannot mean anything for a traced value (`out=`,
+and the memory keywords `order`, `subok`, `like`, `device`) is refused by name (`refuse_out`,
+`refuse_layout`), and a plain value gets NumPy's own result with every keyword.
 
 Imports: `fgrad.core`, `fgrad.primitive`.
 """
+
+import inspect
 
 import numpy as _np
 
 from ..core import Box, Primitive, holds_box, primal, zeros_like_value
 from ..primitive import deflinear, defprimitive, nondiff
-from ._api import NO_VALUE, is_default, nondiff_function, refuse_layout, refuse_out
 
 __all__ = [
     "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum", "astype", "stack", "concatenate", "zeros_like", "ones_like",
     "shape", "ndim", "size", "at", "array", "asarray",
 ]
+
+
+# --- NumPy's calling conventions: its defaults, and its keywords refused by name ---------
+# The names declared without a derivative keep NumPy's own signature; a NumPy keyword that
+# cannot mean anything inside a transform is refused by name.
+
+NO_VALUE = _np._NoValue  # NumPy's own "not given" default, so signatures read as NumPy's
+
+
+def nondiff_function(theirs, name=None):
+    """NumPy's function `theirs` declared without a derivative: it is applied to the plain
+    values of its arguments, so it accepts exactly what NumPy's does (its signature is
+    NumPy's), and its result is a constant at every level."""
+    name = name or theirs.__name__
+    prim = nondiff(theirs, name)
+
+    def fn(*args, **kwargs):
+        if kwargs:
+            kwargs = {key: primal(value) for key, value in kwargs.items()}
+        return prim(*args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"NumPy's `{name}`, declared without a derivative: it runs on the plain "
+                  "values of its arguments, and its result is a constant at every level.")
+    fn.__signature__ = inspect.signature(theirs)
+    return fn
+
+
+def refuse(name, keyword, why, instead):
+    """The TypeError for a NumPy keyword given a value fgrad cannot honour: it names the
+    function and the keyword, says why, and what to write instead."""
+    return TypeError(f"{name}(..., {keyword}=...): {why}. {instead}")
+
+
+def refuse_out(out, name):
+    """NumPy's `out=` writes into an array; inside a transform arrays are values."""
+    if out is not None:
+        raise TypeError(
+            f"{name}(..., out=...) cannot write into an array inside fgrad: arrays are "
+            f"values here. Use the returned value instead: y = fgrad.numpy.{name}(x)"
+        )
+
+
+def given(value):
+    """Whether a keyword whose default is NumPy's "no value" was given."""
+    return value is not NO_VALUE
+
+
+def refuse_layout(name, **keywords):
+    """For a traced input: NumPy's keywords about the memory of a new array (its layout
+    `order`, `subok`, `like`, `device`, ...), each given as `keyword=(value, default)`, must
+    keep their defaults, as fgrad's traced values have no memory layout, subclass or device
+    to set."""
+    for keyword, (value, default) in keywords.items():
+        if keyword == "device" and value == "cpu":
+            continue  # NumPy's one device, the same as none
+        if not is_default(value, default):
+            raise refuse(name, keyword, "it sets the memory layout, array subclass or device "
+                         "of a new array, which fgrad's traced values do not have",
+                         "Leave it out, and convert the result after the transform")
+
+
+def is_default(value, default):
+    return value is default or (type(value) in (str, bool, int) and value == default)
 
 
 # --- shape and dtype queries (plain values: they have no derivative) --------------------
@@ -81,10 +155,9 @@ def _reshape_vjp(ans, x, shape):
     return lambda ct: _reshape_p(ct, shape=x_shape)
 
 
-_reshape_p = defprimitive(
+_reshape_p = deflinear(
     lambda x, shape: _np.reshape(x, shape),
-    vjp=_reshape_vjp,
-    jvp=lambda t, ans, x, shape: _reshape_p(t, shape=shape),
+    _reshape_vjp,
     name="reshape",
 )
 
@@ -153,10 +226,9 @@ def _transpose_vjp(ans, x, axes):
     return lambda ct: _transpose_p(ct, axes=inverse)
 
 
-_transpose_p = defprimitive(
+_transpose_p = deflinear(
     lambda x, axes: _np.transpose(x, axes),
-    vjp=_transpose_vjp,
-    jvp=lambda t, ans, x, axes: _transpose_p(t, axes=axes),
+    _transpose_vjp,
     name="transpose",
 )
 
@@ -286,10 +358,9 @@ def _broadcast_to_vjp(ans, x, shape):
     return lambda ct: unbroadcast(ct, like)
 
 
-_broadcast_to_p = defprimitive(
+_broadcast_to_p = deflinear(
     lambda x, shape: _np.broadcast_to(x, shape),
-    vjp=_broadcast_to_vjp,
-    jvp=lambda t, ans, x, shape: _broadcast_to_p(t, shape=shape),
+    _broadcast_to_vjp,
     name="broadcast_to",
 )
 
@@ -318,11 +389,10 @@ def _sum_vjp(ans, x, axis, keepdims):
     return lambda ct: _broadcast_to_p(_reshape_p(ct, shape=kept), shape=x_shape)
 
 
-_sum_p = defprimitive(
+_sum_p = deflinear(
     # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars)
     lambda x, axis, keepdims: _np.add.reduce(x, axis=axis, keepdims=keepdims),
-    vjp=_sum_vjp,
-    jvp=lambda t, ans, x, axis, keepdims: _sum_p(t, axis=axis, keepdims=keepdims),
+    _sum_vjp,
     name="sum",
 )
 
@@ -435,10 +505,9 @@ def _cast(x, dtype):
     return x.astype(dtype)
 
 
-_astype_p = defprimitive(
+_astype_p = deflinear(
     _cast,
-    vjp=_astype_vjp,
-    jvp=lambda t, ans, x, dtype: _astype_p(t, dtype=dtype),
+    _astype_vjp,
     name="astype",
 )
 
@@ -475,10 +544,9 @@ def _getitem_vjp(ans, x, idx):
     )
 
 
-_getitem_p = defprimitive(
+_getitem_p = deflinear(
     lambda x, idx: x[idx],
-    vjp=_getitem_vjp,
-    jvp=lambda t, ans, x, idx: _getitem_p(t, idx=idx),
+    _getitem_vjp,
     name="getitem",
 )
 

@@ -1,5 +1,6 @@
 """Signal processing, polynomials, sample statistics and tensor products: `convolve`,
-`correlate`, `diff`, `ediff1d`, `interp`, `polyval`, `trapezoid`, `cov`, `corrcoef`, `vander`,
+`correlate`, `diff`, `ediff1d`, `interp`, `polyval`, `polyfit`, `trapezoid`, `cov`, `corrcoef`,
+`vander`,
 and (defined in `fgrad.numpy.products`, exported from here) `einsum`, `tensordot`, `inner`,
 `outer`, `vdot`, `kron`, `cross`.
 
@@ -17,7 +18,7 @@ import warnings as _warnings
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive
+from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
 from .elementwise import floor, multiply, real, sqrt, where
 from .products import (
@@ -25,8 +26,8 @@ from .products import (
     tensordot, vdot, vecdot,
 )
 from .shaping import (
-    _normalize_axes, asarray, astype, at, is_traced, broadcast_to, concatenate, meta, ndim, reshape, shape, squeeze,
-    stack, sum, transpose, unbroadcast,
+    _normalize_axes, asarray, astype, at, broadcast_to, concatenate, is_traced, meta, ndim,
+    reshape, shape, squeeze, stack, sum, transpose, unbroadcast,
 )
 
 __all__ = [
@@ -66,10 +67,9 @@ def _conv_vjp(which):
     return maker
 
 
-_conv_full = defprimitive(
+_conv_full = defbilinear(
     lambda a, v: _np.convolve(a, v, mode="full"),
-    vjp=(_conv_vjp(0), _conv_vjp(1)),
-    jvp=(lambda t, ans, a, v: _conv_full(t, v), lambda t, ans, a, v: _conv_full(a, t)),
+    (_conv_vjp(0), _conv_vjp(1)),
     name="convolve",
 )
 

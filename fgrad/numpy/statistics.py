@@ -1,10 +1,13 @@
 """Statistics over axes: `var`, `std`, `ptp`, `average`, `cumsum`, `cumprod`, `median`,
 `percentile`, `quantile`, NumPy 2's `cumulative_sum`/`cumulative_prod`, the nan-ignoring
-reductions, `bincount` (differentiable in its weights), and `all`/`any`/`count_nonzero`,
-`histogram`, `digitize` and the array predicates declared without a derivative.
+reductions, `bincount` and `histogram` (both differentiable in their weights), and
+`all`/`any`/`count_nonzero`, `digitize` and the array predicates declared without a
+derivative. They take NumPy's keywords (`where=`, `mean=`, `initial=`, ...) and compute in
+NumPy's steps, so their values are NumPy's own.
 
 Most are compositions of differentiable fgrad operations (sum, where, max, gathers), so they
-need no rules of their own; `cumsum`, `cumprod` and `bincount` are primitives. Conventions:
+need no rules of their own; `cumsum`, `cumprod`, `bincount` and `histogram` are primitives.
+Conventions:
 
 - `std` (and `nanstd`) at zero variance returns 0 and a gradient of 0 (JAX gives nan). std is
   a norm of the centred data, so it has its minimum there and 0 is a valid subgradient;
@@ -29,14 +32,14 @@ import operator as _operator
 import numpy as _np
 
 from ..core import Box, primal
-from ..primitive import defprimitive
-from ._api import NO_VALUE, nondiff_function, refuse_out
+from ..primitive import deflinear, defprimitive
 from .elementwise import conj, imag, real, sqrt, where
 from .elementwise import where as _where  # for functions with a `where=` parameter
 from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
 from .shaping import (
-    _kept_shape, _normalize_axes, asarray, astype, broadcast_to, concatenate, describe, getitem,
-    is_traced, moveaxis, ndim, ravel, reduction_mask, reshape, shape, sum, transpose,
+    NO_VALUE, _kept_shape, _normalize_axes, asarray, astype, broadcast_to, concatenate, describe,
+    getitem, is_traced, moveaxis, ndim, nondiff_function, ravel, reduction_mask, refuse_out,
+    reshape, shape, sum, transpose,
 )
 
 __all__ = [
@@ -228,10 +231,9 @@ def _cumsum_impl(x, axis, reverse):
 
 
 # The adjoint of a running sum is the running sum taken from the other end.
-_cumsum_p = defprimitive(
+_cumsum_p = deflinear(
     _cumsum_impl,
-    vjp=lambda ans, x, axis, reverse: lambda ct: _cumsum_p(ct, axis=axis, reverse=not reverse),
-    jvp=lambda t, ans, x, axis, reverse: _cumsum_p(t, axis=axis, reverse=reverse),
+    lambda ans, x, axis, reverse: lambda ct: _cumsum_p(ct, axis=axis, reverse=not reverse),
     name="cumsum",
 )
 
@@ -715,10 +717,9 @@ count_nonzero = nondiff_function(_np.count_nonzero)
 
 # --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---
 
-_bincount_p = defprimitive(
-    lambda w, x, minlength: _np.bincount(x, w, minlength).astype(w.dtype, copy=False),
-    vjp=lambda ans, w, x, minlength: lambda ct: getitem(ct, x),
-    jvp=lambda t, ans, w, x, minlength: _bincount_p(t, x=x, minlength=minlength),
+_bincount_p = deflinear(
+    lambda w, index, minlength: _np.bincount(index, w, minlength).astype(w.dtype, copy=False),
+    lambda ans, w, index, minlength: lambda ct: getitem(ct, index),
     name="bincount",
 )
 
@@ -743,7 +744,7 @@ def bincount(x, /, weights=None, minlength=0):
                          f"{shape(weights)}")
     if not _np.issubdtype(_np.result_type(primal(weights)), _np.inexact):
         weights = astype(weights, _np.float64)
-    return _bincount_p(weights, x=x, minlength=_operator.index(minlength))
+    return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
 
 
 # --- no derivative: counts, bin indices and predicates --------------------------------------
@@ -773,10 +774,9 @@ def _histogram_vjp(ans, w, a, bins, range, edges):
     return lambda ct: reshape(_where(inside, getitem(ct, safe), 0.0), w_shape)
 
 
-_histogram_p = defprimitive(
+_histogram_p = deflinear(
     lambda w, a, bins, range, edges: _np.histogram(a, bins, range, weights=w)[0],
-    vjp=_histogram_vjp,
-    jvp=lambda t, ans, w, **params: _histogram_p(t, **params),
+    _histogram_vjp,
     name="histogram",
 )
 

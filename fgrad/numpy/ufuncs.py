@@ -3,8 +3,11 @@ inverses, exponentials and logarithms in other bases, roots, `hypot`, `arctan2`,
 `sinc`, `copysign`, `fmod`, `remainder`, `fmax`/`fmin`, `nan_to_num`, and NumPy 2's short
 aliases (`asin`, `atan2`, `pow`, ...).
 
-Each primitive and its rules sit in one block; a derivative is written in fgrad operations (the
-primitive's own inputs and output), so every rule can itself be differentiated. Conventions:
+Each primitive and its rules sit in one block; a derivative is written once, in fgrad operations
+(the primitive's own inputs and output): `defunary(impl, derivative)` gives both rules of a
+unary function, `_binary` those of a binary one from its two partial derivatives. Every rule
+can itself be differentiated, and every ufunc takes NumPy's ufunc signature (`as_ufunc`).
+Conventions:
 
 - `hypot(x, y)` at x = y = 0 has gradient (0, 0), and every higher derivative there is 0 (the
   function has a cone point; 0 is the smallest subgradient). JAX gives (0.5, 0.5) there.
@@ -33,9 +36,8 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import deflinear, defprimitive, defunary
-from ._api import nondiff_function
 from .elementwise import as_ufunc, exp, positive, power, sqrt, where
-from .shaping import astype, broadcast_like, meta, unbroadcast
+from .shaping import astype, broadcast_like, meta, nondiff_function, unbroadcast
 
 __all__ = [
     "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
