@@ -100,6 +100,7 @@ import numpy as _np
 from . import core
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
+from .boundary import api_boundary
 from .core import Box, Primitive, bind, holds_box_of, primal, zeros_like_value
 from .numpy.shaping import describe
 from .reverse import ReverseLevel, backward_pass
@@ -479,6 +480,7 @@ class _CustomFunction:
     def _has_rule(self):
         raise NotImplementedError
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         who = self._who()
         if not self._has_rule():
@@ -938,7 +940,7 @@ def checkpoint(fun):
     functools.update_wrapper(checkpointed, fun)
     checkpointed.__name__ = checkpointed.__qualname__ = who
     del checkpointed.__wrapped__
-    return checkpointed
+    return api_boundary(checkpointed)
 
 
 remat = checkpoint
@@ -970,6 +972,7 @@ tap_cotangent_p = Primitive("tap_cotangent", lambda *vals, call: tuple(vals), fp
                             jvp=_tap_jvp, multiple_results=True)
 
 
+@api_boundary
 def tap_cotangent(x, on_cotangent):
     """The identity on `x` (a pytree), whose bprop calls `on_cotangent(ct)` with the cotangent
     of `x` and passes on what it returns as the new cotangent (None: `ct` unchanged).
