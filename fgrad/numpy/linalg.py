@@ -301,13 +301,17 @@ def _adjugate_T(x, ans):
     if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
     u, s, vh = _svd_p(x, full_matrices=False)
-    others = _product_of_others(s, (len(shape(s)) - 1,))
-    adj_t = matmul(_conj(u) * expand_dims(others, -2), _conj(vh))
     if _is_complex(x):
+        # A zero singular value moves off along the complex number u_n^H dA v_n, whose phase
+        # a real s cannot carry (it would go into U's, divided by s = 0): diag(U^H x V),
+        # equal to s, carries it, so that the second derivative is right.
+        s = _diagonal(matmul(_H(u), matmul(x, _H(vh))))
         turn = _det_p(u) * _det_p(vh)
     else:
         uv, vhv = _np.asarray(primal(u)), _np.asarray(primal(vh))
         turn = _const(_np.linalg.det(uv) * _np.linalg.det(vhv), s)
+    others = _product_of_others(s, (len(shape(s)) - 1,))
+    adj_t = matmul(_conj(u) * expand_dims(others, -2), _conj(vh))
     return expand_dims(expand_dims(turn, -1), -1) * adj_t
 
 
