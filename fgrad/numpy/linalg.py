@@ -48,7 +48,7 @@ Conventions (where NumPy has no derivative to follow):
   (d sign = i Im(tr(inv(a) da)) sign).
 - `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
   `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError).
-- `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an int.
+- `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
 
 Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy`.
 """
@@ -66,7 +66,7 @@ from .elementwise import abs, conj, imag, real, sign, where
 from .products import conj_if_complex as _conj
 from .products import matmul  # also exported: NumPy 2's `linalg.matmul` is `matmul`
 from .products import vecdot as _vecdot
-from .reductions import _product_of_others, max, min
+from .reductions import _product_of_others, max, min, prod
 from .shaping import (
     _kept_shape, _normalize_axes, broadcast_to, concatenate, describe, expand_dims, is_traced,
     meta, moveaxis, reshape, shape, sum, swapaxes, transpose, unbroadcast,
@@ -289,30 +289,52 @@ def _adjugate_T(x, ans):
     """The transposed adjugate of x (d det(x) / dx), in fgrad operations.
 
     det(x) inv(x).T where every matrix of the batch is well conditioned (smallest singular
-    value above sqrt(eps) times the largest); otherwise from the SVD x = U diag(s) Vh:
+    value above sqrt(eps) times the largest); otherwise from the SVD x = U diag(s) Vh, as
     adj(x).T = det(U) det(Vh) conj(U) diag(prod of the other s) conj(Vh), an identity that
-    stays exact at singular matrices (JAX gets the same from a cofactor solve). det(U) det(Vh)
-    is +-1 for real x, a constant; for complex x it is a phase that moves with x, so it is
-    traced. The inverse is preferred where it is accurate because its own derivative has no
-    trouble at repeated singular values (det's second derivative at the identity).
+    stays exact at singular matrices (JAX gets the same from a cofactor solve). Its terms are
+    written without the last singular vectors (see `_adjugate_T_singular`), so that the second
+    derivative is right at rank n-1. The inverse is preferred where it is accurate because its
+    own derivative has no trouble at repeated singular values (det's second derivative at the
+    identity).
     """
     xv = _np.asarray(primal(x))
     s = _np.linalg.svd(xv, compute_uv=False)
     if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
+    return _adjugate_T_singular(x)
+
+
+def _last_column_cofactors(m):
+    """The cofactors of the last column of the n x n matrix [m | c] (m is n x (n-1)): the
+    signed determinants of m without one row each. For a unitary [m | c] they are
+    det([m | c]) conj(c), a polynomial in m alone."""
+    n = shape(m)[-2]
+    rows = _np.array([[j for j in range(n) if j != k] for k in range(n)], dtype=_np.intp)
+    signs = _const((-1.0) ** (_np.arange(n) + n - 1), m)
+    return _det_p(m[..., rows, :]) * signs
+
+
+def _adjugate_T_singular(x):
+    """adj(x).T from x's SVD where x may be singular: with U = [U1 | u], Vh = [Vh1 ; vh],
+    c = det(U) conj(u) and d = det(Vh) conj(vh) (cofactors of U1 and Vh1), and the complex
+    number t = c^T x d^T (det(U) det(Vh) s_n, carrying the phase along which a zero s_n moves),
+    adj(x).T = t conj(U1) diag(prod of the other s of s_1..s_n-1) conj(Vh1)
+               + prod(s_1..s_n-1) c d^T.
+    Only the singular vectors of s_1..s_n-1 enter, so no derivative divides by s_n (the gauge
+    term of the last singular vectors, i Im(u^H dx v) / s_n, would be huge where s_n is a
+    rounding error, and would lose all digits where it cancels)."""
+    n = shape(x)[-1]
+    if n == 1:
+        return _np.ones(shape(x), _dtype(x))
     u, s, vh = _svd_p(x, full_matrices=False)
-    if _is_complex(x):
-        # A zero singular value moves off along the complex number u_n^H dA v_n, whose phase
-        # a real s cannot carry (it would go into U's, divided by s = 0): diag(U^H x V),
-        # equal to s, carries it, so that the second derivative is right.
-        s = _diagonal(matmul(_H(u), matmul(x, _H(vh))))
-        turn = _det_p(u) * _det_p(vh)
-    else:
-        uv, vhv = _np.asarray(primal(u)), _np.asarray(primal(vh))
-        turn = _const(_np.linalg.det(uv) * _np.linalg.det(vhv), s)
-    others = _product_of_others(s, (len(shape(s)) - 1,))
-    adj_t = matmul(_conj(u) * expand_dims(others, -2), _conj(vh))
-    return expand_dims(expand_dims(turn, -1), -1) * adj_t
+    u1, s1, vh1 = u[..., :, :n - 1], s[..., :n - 1], vh[..., :n - 1, :]
+    c = _last_column_cofactors(u1)
+    d = _last_column_cofactors(_mT(vh1))
+    t = sum(c * matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
+    others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
+    return (matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1))
+            + expand_dims(prod(s1, axis=-1, keepdims=True), -1)
+            * expand_dims(c, -1) * expand_dims(d, -2))
 
 
 def _det_vjp(ans, x):
@@ -463,8 +485,8 @@ def lstsq(a, b, rcond=None):
     x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
     locally constant); `residuals` (the squared residual norms, given as NumPy gives them: only
     when a has full column rank and more rows than columns, real for complex input) is
-    `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is a plain int; `s` is `svdvals(a)`,
-    differentiable.
+    `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is NumPy's integer; `s` is
+    `svdvals(a)`, differentiable.
     """
     av, bv = _np.asarray(primal(a)), _np.asarray(primal(b))
     if av.ndim != 2 or bv.ndim not in (1, 2):
@@ -489,7 +511,7 @@ def lstsq(a, b, rcond=None):
             residuals = reshape(residuals, (1,))
     else:  # NumPy's empty residuals: of the real dtype of the result
         residuals = _np.array([], dtype=_np.finfo(_np.result_type(av, bv, _np.float32)).dtype)
-    return x, residuals, int(rank), svdvals(a)
+    return x, residuals, rank, svdvals(a)
 
 
 # --- cholesky ------------------------------------------------------------------------------
