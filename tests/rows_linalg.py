@@ -148,7 +148,8 @@ ROWS.append(Row("linalg.eigh", la.eigh, variant="non-symmetric-input",
 
 # --- eig, eigvals (real input) -------------------------------------------------------------
 
-COMPLEX_OUT = "the output is complex64, not float32 (the real-and-imaginary-parts rows cover float32)"
+COMPLEX_OUT = ("the output is complex64, not float32 (the real-and-imaginary-parts rows cover "
+               "float32)")
 
 
 def diagonalizable(*shape, pairs=True):

@@ -58,7 +58,7 @@ import collections
 
 import numpy as _np
 
-from ..core import Box, Primitive, primal
+from ..core import Primitive, primal
 from ..primitive import deflinear, defprimitive, nondiff
 from . import arrays as _arrays
 from . import products as _products
