@@ -126,6 +126,8 @@ row("linalg.slogdet", lambda a: la.slogdet(a).logabsdet, make=general(3, 3), var
 row("linalg.slogdet", lambda a: la.slogdet(a).sign, make=general(3, 3), variant="sign")
 row("linalg.det", la.det, variant="singular",
     make=lambda rng: (spread(3, 3)(rng)[0] @ np.diag([1.0, 1.0, 0.0]),))
+row("linalg.det", la.det, variant="singular-batched",
+    make=lambda rng: (spread(2, 4, 4)(rng)[0] @ np.diag([1.0, 1.0, 1.0, 0.0]),))
 for a_shape, b_shape, variant in [((3, 3), (3,), "vector"), ((2, 3, 3), (2, 3, 2), "batched"),
                                   ((3, 3), (2, 3, 1), "broadcast-a")]:
     row("linalg.solve", la.solve, make=plus(general(*a_shape), b_shape), variant=variant)

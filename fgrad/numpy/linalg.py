@@ -304,20 +304,20 @@ def _adjugate_T(x, ans):
     return _adjugate_T_singular(x)
 
 
-def _last_column_cofactors(m):
-    """The cofactors of the last column of the n x n matrix [m | c] (m is n x (n-1)): the
-    signed determinants of m without one row each. For a unitary [m | c] they are
-    det([m | c]) conj(c), a polynomial in m alone."""
-    n = shape(m)[-2]
-    rows = _np.array([[j for j in range(n) if j != k] for k in range(n)], dtype=_np.intp)
-    signs = _const((-1.0) ** (_np.arange(n) + n - 1), m)
-    return _det_p(m[..., rows, :]) * signs
+def _last_column_cofactors(m, last):
+    """The cofactors of the last column of the square matrix M = [m | last], which do not
+    depend on that column: det(M) inv(M)[-1, :], with `last` a constant so that derivatives
+    flow through m alone. Where M is unitary (m and `last` are singular vectors) the inverse is
+    exact and the cofactors are det(M) conj(last)."""
+    full = concatenate([m, expand_dims(_const(primal(last), m), -1)], axis=-1)
+    return expand_dims(_det_p(full), -1) * _inv_p(full)[..., -1, :]
 
 
 def _adjugate_T_singular(x):
     """adj(x).T from x's SVD where x may be singular: with U = [U1 | u], Vh = [Vh1 ; vh],
-    c = det(U) conj(u) and d = det(Vh) conj(vh) (cofactors of U1 and Vh1), and the complex
-    number t = c^T x d^T (det(U) det(Vh) s_n, carrying the phase along which a zero s_n moves),
+    c = det(U) conj(u) and d = det(Vh) conj(vh) (cofactors, functions of U1 and Vh1), and the
+    complex number t = c^T x d^T (det(U) det(Vh) s_n, carrying the phase along which a zero
+    s_n moves),
     adj(x).T = t conj(U1) diag(prod of the other s of s_1..s_n-1) conj(Vh1)
                + prod(s_1..s_n-1) c d^T.
     Only the singular vectors of s_1..s_n-1 enter, so no derivative divides by s_n (the gauge
@@ -328,8 +328,8 @@ def _adjugate_T_singular(x):
         return _np.ones(shape(x), _dtype(x))
     u, s, vh = _svd_p(x, full_matrices=False)
     u1, s1, vh1 = u[..., :, :n - 1], s[..., :n - 1], vh[..., :n - 1, :]
-    c = _last_column_cofactors(u1)
-    d = _last_column_cofactors(_mT(vh1))
+    c = _last_column_cofactors(u1, u[..., :, -1])
+    d = _last_column_cofactors(_mT(vh1), vh[..., -1, :])
     t = sum(c * matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
     others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
     return (matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1))
