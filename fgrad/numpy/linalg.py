@@ -752,9 +752,9 @@ def _eig_impl(x):
 
 def _largest_entries(v):
     """A constant one-hot mask of the largest-magnitude entry of each column of v: the entry
-    LAPACK's geev makes real."""
+    LAPACK's geev makes real (the first largest re^2 + im^2, as geev picks it)."""
     vv = _np.asarray(primal(v))
-    k = _np.argmax(_np.abs(vv), axis=-2)
+    k = _np.argmax(vv.real ** 2 + vv.imag ** 2, axis=-2)
     return _const(_np.arange(vv.shape[-2])[:, None] == k[..., None, :], v)
 
 
@@ -810,10 +810,13 @@ def eig(a):
 
     The derivatives are JAX's, for distinct eigenvalues: dw = diag(V^-1 dA V); the
     eigenvectors are differentiated under LAPACK's normalization (each of unit norm, its
-    largest-magnitude entry real: JAX's `enable_eigvec_derivs`), so they match finite
-    differences of NumPy's own values where that entry is unique. A function of the
-    eigenvectors that does not depend on their scaling (`v @ diag(w) @ inv(v)`) has the exact
-    derivative regardless. Where two eigenvalues are equal, 1/gap is taken as 0, as `eigh`.
+    largest-magnitude entry real), so they match finite differences of NumPy's own values
+    where that entry is unique. (JAX differentiates eigenvectors only when asked with
+    `enable_eigvec_derivs=True`, as it cannot see its values; fgrad differentiates the
+    normalization NumPy's values have.) For a real matrix LAPACK leaves each eigenvector's sign
+    free, and it can flip under a tiny change of the matrix; a function of the eigenvectors
+    that does not depend on their scaling (`v @ diag(w) @ inv(v)`) has the exact derivative
+    regardless. Where two eigenvalues are equal, 1/gap is taken as 0, as `eigh`.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[0.0, -2.0], [1.0, 0.0]])  # eigenvalues +-i sqrt(2)
