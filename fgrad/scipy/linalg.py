@@ -32,7 +32,7 @@ import numpy as _np
 import scipy.linalg as _sl
 
 from .. import numpy as fnp
-from ..core import Box, primal
+from ..core import Box, Primitive, primal
 from ..numpy import linalg as _la
 from ..numpy.shaping import broadcast_to, describe, meta, shape, unbroadcast
 from ..primitive import defprimitive
@@ -62,6 +62,16 @@ def _const(values, like):
     return _np.asarray(values, dtype=_dtype(like))
 
 
+def _matrix(a, who, arg="a"):
+    s = _np.shape(primal(a))
+    if len(s) < 2 or 0 in s[-2:]:
+        raise ValueError(
+            f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a non-empty "
+            "matrix (..., m, n)"
+        )
+    return s[-2:]
+
+
 def _square(a, who, arg="a"):
     s = _np.shape(primal(a))
     if len(s) < 2 or s[-1] != s[-2]:
@@ -74,8 +84,7 @@ def _square(a, who, arg="a"):
 
 def _triangle(a, lower, k=0):
     """The lower (upper) triangle of a from diagonal k (-k), a product with a constant mask."""
-    n = shape(a)[-1]
-    ones = _np.ones((n, n))
+    ones = _np.ones(shape(a)[-2:])
     return a * _const(_np.tril(ones, k) if lower else _np.triu(ones, -k), a)
 
 
@@ -257,17 +266,33 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 
 
 # --- lu_factor, lu_solve, lu ---------------------------------------------------------------
+# a[rows] = L U for a (..., m, n), k = min(m, n), L (m, k) unit lower, U (k, n) upper. Along dA,
+# with dA' = dA[rows]:
+#   m >= n: G = dA' U^-1, F = L1^-1 G1 (L1, G1 the top k rows): dU = triu(F) U,
+#           dL = [L1 tril(F, -1); G2 - L2 triu(F)];
+#   m < n:  H = L^-1 dA', F = H1 U1^-1 (H1, U1 the left k columns): dL = L tril(F, -1),
+#           dU = H - tril(F, -1) U.
+# Every step is holomorphic, so the reverse rules are the plain transposes of these maps.
 
 
 def _permutation(piv):
     """The rows `perm` with a[perm] = L @ U, from LAPACK's pivots (row i swapped with piv[i])."""
     piv = _np.asarray(piv)
-    perm = _np.broadcast_to(_np.arange(piv.shape[-1]), piv.shape).copy()
+    m = piv.shape[-1]
+    perm = _np.broadcast_to(_np.arange(m), piv.shape).copy()
     for idx in _np.ndindex(piv.shape[:-1]):
         p = perm[idx]
         for i, j in enumerate(piv[idx]):
             p[i], p[j] = p[j], p[i]
     return perm
+
+
+def _lu_rows(piv, m):
+    """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
+    piv = _np.asarray(piv)
+    full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
+    full[..., :piv.shape[-1]] = piv
+    return _permutation(full)
 
 
 def _take_rows(x, perm):
@@ -279,43 +304,136 @@ def _take_rows(x, perm):
     return x[tuple(g[..., None] for g in grids) + (perm,)]
 
 
-def _lu_jvp(t, ans, a, perm):
-    # P A = L U; with F = L^-1 P dA U^-1 (strictly lower part from dL, upper from dU):
-    # dL = L tril(F, -1), dU = triu(F) U, and lu holds both.
-    low = _trsolve_p(ans, _take_rows(t, perm), lower=True, trans=0, unit=True)
-    f = _mT(_trsolve_p(ans, _mT(low), lower=False, trans=1, unit=False))
-    l_mat = _triangle(ans, True, -1) + _const(_np.eye(shape(a)[-1]), a)
-    u_mat = _triangle(ans, False)
-    return fnp.matmul(l_mat, _triangle(f, True, -1)) + fnp.matmul(_triangle(f, False), u_mat)
+def _rsolve_upper(x, u):
+    """x @ u^-1 for an upper triangular u."""
+    return _mT(_trsolve_p(u, _mT(x), lower=False, trans=1, unit=False))
 
 
-def _lu_vjp(ans, a, perm):
-    n = shape(a)[-1]
-    l_mat = _triangle(ans, True, -1) + _const(_np.eye(n), a)
-    u_mat = _triangle(ans, False)
-    inverse = _np.argsort(perm, axis=-1)
+def _rsolve_upper_T(x, u):
+    """x @ u^-T for an upper triangular u."""
+    return _mT(_trsolve_p(u, _mT(x), lower=False, trans=0, unit=False))
 
-    def bprop(ct):  # the transpose of _lu_jvp: P^T L^-T G U^-T
-        g = (_triangle(fnp.matmul(_mT(l_mat), ct), True, -1)
-             + _triangle(fnp.matmul(ct, _mT(u_mat)), False))
-        w = _mT(_trsolve_p(ans, _mT(g), lower=False, trans=0, unit=False))
-        return _take_rows(_trsolve_p(ans, w, lower=True, trans=1, unit=True), inverse)
+
+def _lu_tangents(t, l, u, rows):
+    """(dL, dU) of a[rows] = L U along the tangent t of a."""
+    m, n = shape(l)[-2], shape(u)[-1]
+    k = min(m, n)
+    dap = _take_rows(t, rows)
+    if m >= n:
+        g = _rsolve_upper(dap, u)
+        f = _trsolve_p(l[..., :k, :], g[..., :k, :], lower=True, trans=0, unit=True)
+        du = fnp.matmul(_triangle(f, False), u)
+        dl = fnp.matmul(l[..., :k, :], _triangle(f, True, -1))
+        if m > n:
+            dl = fnp.concatenate(
+                [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2)
+        return dl, du
+    h = _trsolve_p(l, dap, lower=True, trans=0, unit=True)
+    fl = _triangle(_rsolve_upper(h[..., :, :k], u[..., :, :k]), True, -1)
+    return fnp.matmul(l, fl), _triangle(h - fnp.matmul(fl, u), False)
+
+
+def _lu_cotangent(ct_l, ct_u, l, u, rows, like):
+    """The transpose of `_lu_tangents`: the cotangent of a from those of L and U (None: 0)."""
+    m, n = shape(l)[-2], shape(u)[-1]
+    k = min(m, n)
+    ct_l = None if ct_l is None else _triangle(ct_l, True, -1)
+    ct_u = None if ct_u is None else _triangle(ct_u, False)
+    terms_f, ct_g = [], None
+    if m >= n:
+        if ct_u is not None:
+            terms_f.append(_triangle(fnp.matmul(ct_u, _mT(u)), False))
+        if ct_l is not None:
+            terms_f.append(_triangle(fnp.matmul(_mT(l[..., :k, :]), ct_l[..., :k, :]), True, -1))
+            if m > n:
+                ct_l2 = ct_l[..., k:, :]
+                terms_f.append(-_triangle(fnp.matmul(_mT(l[..., k:, :]), ct_l2), False))
+        if not terms_f:
+            return None
+        ct_f = _sum(terms_f)
+        ct_g = _trsolve_p(l[..., :k, :], ct_f, lower=True, trans=1, unit=True)
+        if m > n:
+            bottom = ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n),
+                                                                     ct_g)
+            ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
+        ct_dap = _rsolve_upper_T(ct_g, u)
+    else:
+        if ct_l is not None:
+            terms_f.append(fnp.matmul(_mT(l), ct_l))
+        if ct_u is not None:
+            terms_f.append(-fnp.matmul(ct_u, _mT(u)))
+        if not terms_f:
+            return None
+        ct_f = _triangle(_sum(terms_f), True, -1)
+        ct_h1 = _rsolve_upper_T(ct_f, u[..., :, :k])
+        if ct_u is None:
+            ct_h = fnp.concatenate([ct_h1, _zeros(shape(u)[:-1] + (n - k,), ct_h1)], axis=-1)
+        else:
+            ct_h = fnp.concatenate([ct_h1 + ct_u[..., :, :k], ct_u[..., :, k:]], axis=-1)
+        ct_dap = _trsolve_p(l, ct_h, lower=True, trans=1, unit=True)
+    return unbroadcast(_take_rows(ct_dap, _np.argsort(rows, axis=-1)), like)
+
+
+def _zeros(shape_, like):
+    return _np.zeros(shape_, dtype=_np.result_type(primal(like)))
+
+
+def _sum(terms):
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+def _lu_parts(packed):
+    """L (unit diagonal) and U from lu_factor's packed (..., m, n) result."""
+    m, n = shape(packed)[-2:]
+    k = min(m, n)
+    l = _triangle(packed[..., :, :k], True, -1) + _const(_np.eye(m, k), packed)
+    return l, _triangle(packed[..., :k, :], False)
+
+
+def _lu_packed(dl, du):
+    """lu_factor's packing of (the tangents of) L's strict lower part and U."""
+    m, n = shape(dl)[-2], shape(du)[-1]
+    if m >= n:
+        return _triangle(dl, True, -1) + fnp.concatenate(
+            [du, fnp.zeros_like(dl[..., n:, :])], axis=-2)
+    return du + fnp.concatenate([_triangle(dl, True, -1), fnp.zeros_like(du[..., :, m:])],
+                                axis=-1)
+
+
+def _lu_factor_jvp(tangents, ans, a):
+    packed, piv = ans
+    l, u = _lu_parts(packed)
+    dl, du = _lu_tangents(tangents[0], l, u, _lu_rows(primal(piv), shape(a)[-2]))
+    return _lu_packed(dl, du), None
+
+
+def _lu_factor_vjp(wanted, ans, a):
+    packed, piv = ans
+    l, u = _lu_parts(packed)
+    rows, like = _lu_rows(primal(piv), shape(a)[-2]), meta(a)
+    k = min(shape(a)[-2:])
+
+    def bprop(cts):
+        ct = cts[0]
+        if ct is None:
+            return (None,)
+        return (_lu_cotangent(ct[..., :, :k], ct[..., :k, :], l, u, rows, like),)
 
     return bprop
 
 
-_lu_p = defprimitive(
-    lambda a, perm: _sl.lu_factor(a)[0],
-    vjp=_lu_vjp,
-    jvp=_lu_jvp,
-    name="lu_factor",
-)
+_lu_factor_p = Primitive("lu_factor", _sl.lu_factor, vjp=_lu_factor_vjp, jvp=_lu_factor_jvp,
+                         multiple_results=True)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
-    """SciPy's `linalg.lu_factor` of a square matrix (batched): (lu, piv), lu holding L's
-    strict lower triangle (its diagonal is 1) and U; piv are LAPACK's 0-based pivots, integers
-    with no derivative. Differentiable where the pivots do not change.
+    """SciPy's `linalg.lu_factor` (batched, any m x n): (lu, piv), lu holding L's strict lower
+    part (its diagonal is 1) and U; piv are LAPACK's 0-based pivots, integers with no
+    derivative. Differentiable where the pivots do not change (and, for m > n, U is
+    invertible; for m < n, U's leading square block).
 
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -324,13 +442,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> bool(np.allclose(fgrad.grad(f)(a), fgrad.grad(g)(a)))
     True
     """
-    _square(a, "lu_factor")
-    luv, piv = _sl.lu_factor(primal(a))
-    if type(a) is not Box:
-        return luv, piv
-    # The primitive factors a again (its value must come from its input); the pivots of this
-    # first factorization are the constant its rules use.
-    return _lu_p(a, perm=_permutation(piv)), piv
+    _matrix(a, "lu_factor")
+    return _lu_factor_p(a)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -352,25 +465,41 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return x[..., 0] if vector else x
 
 
+def _lu_jvp(tangents, ans, a):
+    perm, l, u = ans
+    dl, du = _lu_tangents(tangents[0], l, u, _np.argsort(primal(perm), axis=-1))
+    return None, dl, du
+
+
+def _lu_vjp(wanted, ans, a):
+    perm, l, u = ans
+    rows, like = _np.argsort(primal(perm), axis=-1), meta(a)
+    return lambda cts: (_lu_cotangent(cts[1], cts[2], l, u, rows, like),)
+
+
+# SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
+_lu_p = Primitive("lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_lu_jvp,
+                  multiple_results=True)
+
+
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
-    """SciPy's `linalg.lu` of a square matrix (batched): (p, l, u) with a = p @ l @ u, or
-    (p @ l, u) with `permute_l`; p (or, with `p_indices`, the row indices with
-    a = l[p] @ u) is a constant. A traced non-square a raises ValueError."""
-    if type(a) is not Box:
-        return _sl.lu(a, permute_l=permute_l, p_indices=p_indices)
-    n = _square(a, "lu")
-    packed, piv = lu_factor(a)
-    perm = _permutation(piv)
-    inverse = _np.argsort(perm, axis=-1)
-    l_mat = _triangle(packed, True, -1) + _const(_np.eye(n), a)
-    u_mat = _triangle(packed, False)
+    """SciPy's `linalg.lu` (batched, any m x n): (p, l, u) with a = p @ l @ u; (p @ l, u)
+    with `permute_l`; (perm, l, u) with a = l[perm] @ u with `p_indices`. p and perm are
+    constants; l and u are differentiable where the pivots do not change (see `lu_factor`).
+
+    >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> fgrad.grad(lambda a: sla.lu(a)[2][1, 1])(a)  # u[1, 1] = det(a) / 3
+    array([[ 1.33333333, -1.        ],
+           [-0.44444444,  0.33333333]])
+    """
+    _matrix(a, "lu")
+    perm, l_mat, u_mat = _lu_p(a)
     if permute_l:
-        return _take_rows(l_mat, inverse), u_mat
+        return _take_rows(l_mat, perm), u_mat
     if p_indices:
-        return inverse, l_mat, u_mat
-    p = _np.zeros(perm.shape + (n,), dtype=_dtype(a))
-    _np.put_along_axis(p, perm[..., :, None], 1.0, axis=-1)  # rows of I in perm's order
-    return _np.swapaxes(p, -1, -2), l_mat, u_mat
+        return perm, l_mat, u_mat
+    return _np.eye(shape(a)[-2], dtype=_np.result_type(primal(l_mat)))[perm], l_mat, u_mat
 
 
 # --- solve_banded --------------------------------------------------------------------------
