@@ -28,6 +28,8 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy` (and its `linalg`), and
 `scipy.linalg` for values.
 """
 
+import inspect
+
 import numpy as _np
 import scipy.linalg as _sl
 
@@ -40,9 +42,13 @@ from ..primitive import defprimitive
 __all__ = [
     "inv", "det", "solve", "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
     "lu", "solve_triangular", "solve_banded", "solve_sylvester", "sqrtm", "expm", "eigh",
+    "qr", "svd", "schur", "block_diag", "toeplitz",
 ]
 
 LinAlgError = _np.linalg.LinAlgError
+
+# SciPy's own sentinels, so that the signatures are equal
+_SQRTM_DEFAULTS = {k: p.default for k, p in inspect.signature(_sl.sqrtm).parameters.items()}
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -425,7 +431,7 @@ def _lu_factor_vjp(wanted, ans, a):
     return bprop
 
 
-_lu_factor_p = Primitive("lu_factor", _sl.lu_factor, vjp=_lu_factor_vjp, jvp=_lu_factor_jvp,
+_lu_factor_p = Primitive("lu_factor", lambda a: tuple(_sl.lu_factor(a)), vjp=_lu_factor_vjp, jvp=_lu_factor_jvp,
                          multiple_results=True)
 
 
@@ -622,28 +628,35 @@ def solve_sylvester(a, b, q):
     return _sylvester_p(a, b, q)
 
 
-def _real_sqrtm(a):
-    x = _sl.sqrtm(a)
-    if _np.iscomplexobj(x) and not _np.iscomplexobj(a):
-        raise ValueError(
-            "scipy.linalg.sqrtm: this real matrix has no real square root (an eigenvalue is "
-            "negative); fgrad differentiates real square roots only"
-        )
-    return x
+def _sqrtm_vjp(ans, a):
+    like = meta(a)  # a real a with a complex root: the real part of the cotangent
+    return lambda ct: unbroadcast(_sylvester_p(_mT(ans), _mT(ans), ct), like)
 
 
 _sqrtm_p = defprimitive(
-    _real_sqrtm,
-    vjp=lambda ans, a: lambda ct: _sylvester_p(_mT(ans), _mT(ans), ct),
+    _sl.sqrtm,
+    vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
     name="sqrtm",
 )
 
 
-def sqrtm(A, disp=True, blocksize=64):
-    """SciPy's `linalg.sqrtm`: the principal square root X (X @ X = A) of a real matrix with
-    no eigenvalue on the closed negative axis; dX solves the Sylvester equation
-    X dX + dX X = dA."""
+def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"]):
+    """SciPy's `linalg.sqrtm`, batched: the principal square root X (X @ X = A), complex
+    where SciPy's is (a real matrix with a negative eigenvalue has no real square root: SciPy
+    and fgrad return a complex one). dX solves the Sylvester equation X dX + dX X = dA, for
+    real and complex roots alike; a real A gets the real part of a complex cotangent.
+    `disp` and `blocksize`, deprecated by SciPy, are refused.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> sla.sqrtm(np.diag([-4.0, 9.0]))
+    array([[0.+2.j, 0.+0.j],
+           [0.+0.j, 3.+0.j]])
+    """
+    for name, value in (("disp", disp), ("blocksize", blocksize)):
+        if value is not _SQRTM_DEFAULTS[name]:
+            raise TypeError(f"scipy.linalg.sqrtm: fgrad does not support the argument "
+                            f"{name!r} (deprecated by SciPy); leave it out")
     _square(A, "sqrtm", "A")
     return _sqrtm_p(A)
 
@@ -724,3 +737,518 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
                              "batch (the number of selected eigenvalues may differ)")
         w, v = w[..., keep], v[..., keep]
     return w if eigvals_only else (w, v)
+
+
+# --- complex helpers -------------------------------------------------------------------------
+# Reverse rules follow fgrad's (JAX's) convention for complex values: the cotangent map is the
+# plain transpose of the tangent map, with each conjugation kept as a conjugation. So a rule
+# through the conjugate transpose Z^H is transposed term by term, never conjugated as a whole.
+
+
+def _is_complex(x):
+    return _np.iscomplexobj(primal(x))
+
+
+def _H(x):
+    """The conjugate transpose of the last two axes (the transpose for real x)."""
+    return fnp.conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _conj(x):
+    return fnp.conj(x) if _is_complex(x) else x
+
+
+def _diag(x):
+    return fnp.diagonal(x, axis1=-2, axis2=-1)
+
+
+def _diag_embed(v):
+    return fnp.expand_dims(v, -1) * _np.eye(shape(v)[-1], dtype=_real_dtype(v))
+
+
+def _real_dtype(x):
+    dt = _np.result_type(primal(x))
+    return _np.finfo(dt).dtype if dt.kind in "fc" else _np.dtype(_np.float64)
+
+
+def _like_input(ct, a):
+    """A cotangent for input a: its real part when a is real (fgrad's convention for a real
+    input of a complex function)."""
+    if ct is not None and _is_complex(ct) and not _is_complex(a):
+        return fnp.real(ct)
+    return ct
+
+
+def _or_zeros(ct, like):
+    return ct if ct is not None else _zeros(shape(like), like)
+
+
+def _complement_tangent(q1, dq1, q2):
+    """The tangent of an orthonormal complement q2 of q1's columns (the extra columns of a full
+    Q, U or V, which the input does not determine): dq2 = -q1 dq1^H q2, the rotation of q2
+    that keeps q2^H dq2 = 0 (and q1^H q2 = 0)."""
+    return -fnp.matmul(q1, fnp.matmul(_H(dq1), q2))
+
+
+def _complement_cotangent(q1, ct_q2, q2):
+    """The transpose of `_complement_tangent` in dq1."""
+    z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q2, _mT(q2)))
+    return _conj(_mT(z))
+
+
+# --- qr --------------------------------------------------------------------------------------
+# a = Q R, k = min(m, n). For m >= n, along dA: X = dA R^-1, C = Q^H X, and Q^H dQ = Omega is
+# skew-Hermitian with tril(Omega, -1) = tril(C, -1) and the imaginary part of C's diagonal
+# (LAPACK's R has a real diagonal): M = C - Omega = triu(C, 1) + tril(C, -1)^H + Re diag(C),
+# dR = M R, dQ = X - Q M. For m < n, a = [a1 | a2] with a1 square: Q and R1 are a1's, and
+# R2 = Q^H a2, so dR2 = dQ^H a2 + Q^H da2.
+
+
+def _qr_m(c):
+    m = _triangle(c, False, -1) + _H(_triangle(c, True, -1))
+    return m + _diag_embed(fnp.real(_diag(c)) if _is_complex(c) else _diag(c))
+
+
+def _qr_m_transpose(ct):
+    out = _triangle(ct, False, -1) + _triangle(_conj(_mT(ct)), True, -1)
+    return out + _diag_embed(fnp.real(_diag(ct)) if _is_complex(ct) else _diag(ct))
+
+
+def _qr_square_tangents(t, q1, r1):
+    """(dQ1, dR1) of a tall or square a = Q1 R1 along t."""
+    x = _rsolve_upper(t, r1)
+    m = _qr_m(fnp.matmul(_H(q1), x))
+    return x - fnp.matmul(q1, m), fnp.matmul(m, r1), x
+
+
+def _qr_square_cotangent(ct_q1, ct_r1, q1, r1):
+    ct_m = -fnp.matmul(_mT(q1), ct_q1) + fnp.matmul(_triangle(ct_r1, False), _mT(r1))
+    ct_x = ct_q1 + fnp.matmul(_conj(q1), _qr_m_transpose(ct_m))
+    return _rsolve_upper_T(ct_x, r1)
+
+
+def _qr_operands(ans, a, pivoting):
+    """(q, r, a with its columns in the pivoted order, those columns or None)."""
+    q, r = ans[0], ans[1]
+    if not pivoting:
+        return q, r, a, None
+    cols = _np.asarray(primal(ans[2]))
+    return q, r, _take_cols(a, cols), cols
+
+
+def _take_cols(x, cols):
+    return _mT(_take_rows(_mT(x), cols))
+
+
+def _qr_jvp(tangents, ans, a, mode, pivoting):
+    q, r, ap, cols = _qr_operands(ans, a, pivoting)
+    t = tangents[0] if cols is None else _take_cols(tangents[0], cols)
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    q1 = q[..., :, :k]
+    if m >= n:
+        dq, dr, x = _qr_square_tangents(t, q1, r[..., :k, :])
+        if shape(q)[-1] > k:  # mode='full', m > n: the complement and R's zero rows
+            dq = fnp.concatenate([dq, -fnp.matmul(q1, fnp.matmul(_H(x), q[..., :, k:]))], -1)
+            dr = fnp.concatenate([dr, _zeros(shape(r)[:-2] + (m - k, n), dr)], axis=-2)
+    else:
+        dq, dr1, _ = _qr_square_tangents(t[..., :, :k], q, r[..., :, :k])
+        dr2 = fnp.matmul(_H(dq), ap[..., :, k:]) + fnp.matmul(_H(q), t[..., :, k:])
+        dr = fnp.concatenate([dr1, dr2], axis=-1)
+    return (dq, dr) + ((None,) if pivoting else ())
+
+
+def _qr_vjp(wanted, ans, a, mode, pivoting):
+    q, r, ap, cols = _qr_operands(ans, a, pivoting)
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    like = meta(a)
+
+    def bprop(cts):
+        ct_q, ct_r = cts[0], cts[1]
+        if ct_q is None and ct_r is None:
+            return (None,)
+        ct_q, ct_r = _or_zeros(ct_q, q), _or_zeros(ct_r, r)
+        q1 = q[..., :, :k]
+        if m >= n:
+            ct_q1 = ct_q[..., :, :k]
+            r1 = r[..., :k, :]
+            if shape(q)[-1] > k:  # the transpose of dq2 = -q1 X^H q2, into X
+                z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q[..., :, k:], _mT(q[..., :, k:])))
+                x_extra = _conj(_mT(z))
+                ct_m = (-fnp.matmul(_mT(q1), ct_q1)
+                        + fnp.matmul(_triangle(ct_r[..., :k, :], False), _mT(r1)))
+                ct_x = ct_q1 + x_extra + fnp.matmul(_conj(q1), _qr_m_transpose(ct_m))
+                ct = _rsolve_upper_T(ct_x, r1)
+            else:
+                ct = _qr_square_cotangent(ct_q1, ct_r[..., :k, :], q1, r1)
+        else:
+            ct_r2 = ct_r[..., :, k:]
+            ct_dq = ct_q + _conj(_mT(fnp.matmul(ct_r2, _mT(ap[..., :, k:]))))
+            ct1 = _qr_square_cotangent(ct_dq, ct_r[..., :, :k], q, r[..., :, :k])
+            ct = fnp.concatenate([ct1, fnp.matmul(_conj(q), ct_r2)], axis=-1)
+        if cols is not None:
+            ct = _take_cols(ct, _np.argsort(cols, axis=-1))
+        return (_like_input(unbroadcast(ct, like), a),)
+
+    return bprop
+
+
+_qr_p = Primitive("qr", lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting)),
+                  vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """SciPy's `linalg.qr` (batched, real or complex): (Q, R) with mode 'full' (Q is m x m)
+    or 'economic' (Q is m x k, k = min(m, n)), (R,) with 'r', and the column permutation P
+    (a[:, P] = Q R, a constant) after them with `pivoting`. The values are SciPy's (LAPACK's
+    signs: R's diagonal is real, of either sign).
+
+    Differentiable where a's leading k columns (after pivoting) are independent and the
+    pivots do not change. Q's columns beyond k in mode 'full' (m > n) are any orthonormal
+    basis of the complement, which a does not determine: their derivative is the one that
+    keeps them orthogonal to Q's first k columns with the least rotation
+    (dQ2 = -Q1 dQ1^H Q2), so every quantity that does not depend on that choice (Q2 Q2^H,
+    norms of Q2^H b, ...) has its true derivative. mode 'raw' (Householder reflectors) is
+    not differentiated.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[3.0, 1.0], [4.0, 2.0]])
+    >>> fgrad.grad(lambda a: sla.qr(a)[1][0, 0])(a)  # |R[0, 0]| is the first column's norm
+    array([[-0.6,  0. ],
+           [-0.8,  0. ]])
+    """
+    if mode not in ("full", "r", "economic", "raw"):
+        raise ValueError(f"scipy.linalg.qr: mode must be 'full', 'r', 'economic' or 'raw', got "
+                         f"{mode!r}")
+    _matrix(a, "qr")
+    if mode == "raw":
+        if type(a) is Box:
+            raise ValueError(
+                f"scipy.linalg.qr: mode='raw' (Householder reflectors) of a traced a "
+                f"({describe(a)}) is not differentiated; use mode='economic' or 'full'")
+        return tuple(_sl.qr(a, mode="raw", pivoting=pivoting))
+    # mode 'r' computes Q too (SciPy's R is the same either way) for the rules to use it
+    out = _qr_p(a, mode="full" if mode == "r" else mode, pivoting=bool(pivoting))
+    return out[1:] if mode == "r" else out
+
+
+# --- svd -------------------------------------------------------------------------------------
+# a = U diag(s) V^H, k = min(m, n), along dA (as JAX): dP = U^H dA V, ds = Re diag(dP),
+# F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j and where s_i == s_j), and
+#   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V / s,
+#   dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U / s.
+# The phase of a complex singular pair is a gauge: as JAX, V^H dV has a zero diagonal and U
+# takes the phase. Full U and V's extra columns rotate as `_complement_tangent` says.
+
+
+def _svd_parts(ans, k):
+    u, s, vh = ans
+    return u[..., :, :k], s, _H(vh[..., :k, :])
+
+
+def _svd_gaps(s):
+    """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
+    s2 = s * s
+    gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
+    zero = _np.asarray(primal(gap)) == 0
+    f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
+    s_zero = _np.asarray(primal(s)) == 0
+    return f, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
+
+
+def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
+    t = tangents[0]
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    u, s, v = _svd_parts(ans, k)
+    dp = fnp.matmul(_H(u), fnp.matmul(t, v))
+    ds = fnp.real(_diag(dp)) if _is_complex(dp) else _diag(dp)
+    f, s_inv = _svd_gaps(s)
+    row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)  # s_j and s_i at [i, j]
+    dps, sdp = dp * row, col * dp
+    gu = f * (dps + _H(dps))
+    if _is_complex(dp):
+        d = _diag(dp)
+        gu = gu + _diag_embed((d - fnp.conj(d)) * 0.5 * s_inv)
+    du = fnp.matmul(u, gu)
+    dv = fnp.matmul(v, f * (sdp + _H(sdp)))
+    if m > k:
+        du = du + (fnp.matmul(t, v) - fnp.matmul(u, dp)) * fnp.expand_dims(s_inv, -2)
+    if n > k:
+        dv = dv + (fnp.matmul(_H(t), u) - fnp.matmul(v, _H(dp))) * fnp.expand_dims(s_inv, -2)
+    full_u, vh = ans[0], ans[2]
+    if shape(full_u)[-1] > k:
+        du = fnp.concatenate([du, _complement_tangent(u, du, full_u[..., :, k:])], axis=-1)
+    if shape(vh)[-2] > k:
+        dv = fnp.concatenate([dv, _complement_tangent(v, dv, _H(vh[..., k:, :]))], axis=-1)
+    return du, ds, _H(dv)
+
+
+def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    u, s, v = _svd_parts(ans, k)
+    full_u, vh = ans[0], ans[2]
+    like = meta(a)
+
+    def bprop(cts):
+        ct_u, ct_s, ct_vh = cts
+        if ct_u is None and ct_s is None and ct_vh is None:
+            return (None,)
+        f, s_inv = _svd_gaps(s)
+        row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)
+        terms_dp, ct_t = [], []
+        if ct_s is not None:
+            terms_dp.append(_diag_embed(ct_s))
+        if ct_u is not None:
+            ct_u1 = ct_u[..., :, :k]
+            if shape(full_u)[-1] > k:
+                ct_u1 = ct_u1 + _complement_cotangent(u, ct_u[..., :, k:], full_u[..., :, k:])
+            g = f * fnp.matmul(_mT(u), ct_u1)
+            terms_dp += [g * row, _conj(_mT(col * g))]
+            if _is_complex(g) or _is_complex(u):
+                c = _diag(fnp.matmul(_mT(u), ct_u1))
+                terms_dp.append(_diag_embed((c - fnp.conj(c)) * 0.5 * s_inv))
+            if m > k:
+                w = ct_u1 * fnp.expand_dims(s_inv, -2)
+                ct_t.append(fnp.matmul(w, _mT(v)))
+                terms_dp.append(-fnp.matmul(_mT(u), w))
+        if ct_vh is not None:
+            ct_v = _conj(_mT(ct_vh))
+            ct_v1 = ct_v[..., :, :k]
+            if shape(vh)[-2] > k:
+                ct_v1 = ct_v1 + _complement_cotangent(v, ct_v[..., :, k:], _H(vh[..., k:, :]))
+            g = f * fnp.matmul(_mT(v), ct_v1)
+            terms_dp += [col * g, _conj(_mT(g * row))]
+            if n > k:
+                w = ct_v1 * fnp.expand_dims(s_inv, -2)
+                ct_t.append(_conj(_mT(fnp.matmul(w, _mT(u)))))
+                terms_dp.append(_conj(_mT(-fnp.matmul(_mT(v), w))))
+        ct_t.append(fnp.matmul(_conj(u), fnp.matmul(_sum(terms_dp), _mT(v))))
+        return (_like_input(unbroadcast(_sum(ct_t), like), a),)
+
+    return bprop
+
+
+def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
+    if compute_uv:
+        return tuple(_sl.svd(a, full_matrices, lapack_driver=lapack_driver))
+    # SciPy's singular values alone differ in the last bits from those computed with the
+    # vectors: the value is the former, the rules use the vectors of the latter
+    u, _, vh = _sl.svd(a, full_matrices=False, lapack_driver=lapack_driver)
+    return u, _sl.svd(a, compute_uv=False, lapack_driver=lapack_driver), vh
+
+
+_svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):
+    """SciPy's `linalg.svd` (batched, real or complex): (U, s, Vh) with a = U diag(s) Vh, or s
+    alone with compute_uv=False; the values are SciPy's (LAPACK's signs and phases).
+
+    The singular values are differentiable wherever they are distinct from each other (and,
+    for the vectors, nonzero); the singular vectors are determined up to a sign (a phase for
+    complex a) per pair: as JAX, the derivative keeps V^H dV's diagonal zero and gives the
+    phase to U, so every quantity that does not depend on that choice (U diag(s) Vh, the
+    projectors u_i u_i^H, |U|, ...) has its true derivative. With full_matrices=True and
+    m != n, the extra columns of U (or rows of Vh) are any orthonormal basis of the
+    complement: their derivative is the least rotation that keeps them orthogonal (see
+    `qr`). Where two singular values are equal, their vectors' derivative is not defined and
+    the division by s_j^2 - s_i^2 is replaced by 0.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[3.0, 0.0], [0.0, 2.0]])
+    >>> fgrad.grad(lambda a: fnp.sum(sla.svd(a, compute_uv=False)))(a)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(f"scipy.linalg.svd: lapack_driver must be 'gesdd' or 'gesvd', got "
+                         f"{lapack_driver!r}")
+    _matrix(a, "svd")
+    if type(a) is not Box:
+        out = _sl.svd(a, full_matrices, compute_uv, lapack_driver=lapack_driver)
+        return tuple(out) if compute_uv else out
+    u, s, vh = _svd_p(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                      lapack_driver=lapack_driver)
+    return (u, s, vh) if compute_uv else s
+
+
+# --- schur -----------------------------------------------------------------------------------
+# a = Z T Z^H with T upper triangular (complex Schur form, or the real one when every
+# eigenvalue is real). Along dA, with E = Z^H dA Z and W = Z^H dZ skew-Hermitian:
+# dT = E + T W - W T must stay upper triangular, so the strictly lower part L of W solves
+# tril(T L - L T, -1) = -tril(E, -1): a triangular Sylvester equation, solvable where T's
+# diagonal entries (the eigenvalues) are distinct. W's diagonal (the phases of Z's columns)
+# is a gauge: fgrad takes it to be 0. Then W = L - L^H, dZ = Z W and dT = triu(E + T W - W T).
+
+
+def _trisylv_solve(t, c, transpose):
+    """L strictly lower with tril(A L - L A, -1) = tril(c, -1), A = t (upper triangular) or,
+    with `transpose`, t^T: by diagonals of L, away from the corner for A upper, from the
+    diagonal outwards for A lower (each entry needs only those of the diagonals before)."""
+    a = _np.swapaxes(t, -1, -2) if transpose else t
+    n = a.shape[-1]
+    dtype = _np.result_type(t, c)
+    out = _np.zeros(_np.broadcast_shapes(t.shape, c.shape), dtype=dtype)
+    a = _np.broadcast_to(a, out.shape)
+    diag = _np.diagonal(a, axis1=-2, axis2=-1)
+    for d in (range(1, n) if transpose else range(n - 1, 0, -1)):
+        i = _np.arange(d, n)
+        j = i - d
+        rhs = (c[..., i, j] - _np.einsum("...dk,...kd->...d", a[..., i, :], out[..., :, j])
+               + _np.einsum("...dk,...kd->...d", out[..., i, :], a[..., :, j]))
+        out[..., i, j] = rhs / (diag[..., i] - diag[..., j])
+    return out
+
+
+def _trisylv_jvp_t(t_dot, ans, t, c, transpose):
+    dt = _triangle(t_dot, False)
+    if transpose:
+        dt = _mT(dt)
+    return _trisylv_p(t, fnp.matmul(ans, dt) - fnp.matmul(dt, ans), transpose=transpose)
+
+
+def _trisylv_vjp_t(ans, t, c, transpose):
+    def bprop(ct):
+        h = _trisylv_p(t, ct, transpose=not transpose)
+        g = fnp.matmul(_mT(ans), h) - fnp.matmul(h, _mT(ans))
+        return _triangle(_mT(g) if transpose else g, False)
+
+    return bprop
+
+
+_trisylv_p = defprimitive(
+    _trisylv_solve,
+    vjp=(_trisylv_vjp_t,
+         lambda ans, t, c, transpose: lambda ct: _triangle(
+             _trisylv_p(t, ct, transpose=not transpose), True, -1)),
+    jvp=(_trisylv_jvp_t,
+         lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose)),
+    name="triangular_sylvester",
+)
+
+
+def _schur_jvp(tangents, ans, a, output, sort):
+    tt, z = ans[0], ans[1]
+    e = fnp.matmul(_H(z), fnp.matmul(tangents[0], z))
+    low = -_trisylv_p(tt, e, transpose=False)
+    w = low - _H(low)
+    dt = _triangle(e + fnp.matmul(tt, w) - fnp.matmul(w, tt), False)
+    return (dt, fnp.matmul(z, w)) + ((None,) if sort is not None else ())
+
+
+def _schur_vjp(wanted, ans, a, output, sort):
+    tt, z = ans[0], ans[1]
+    like = meta(a)
+
+    def bprop(cts):
+        ct_t, ct_z = cts[0], cts[1]
+        if ct_t is None and ct_z is None:
+            return (None,)
+        ct_t = _triangle(_or_zeros(ct_t, tt), False)
+        ct_w = fnp.matmul(_mT(tt), ct_t) - fnp.matmul(ct_t, _mT(tt))
+        if ct_z is not None:
+            ct_w = ct_w + fnp.matmul(_mT(z), ct_z)
+        ct_low = _triangle(ct_w - _conj(_mT(ct_w)), True, -1)
+        ct_e = ct_t - _trisylv_p(tt, ct_low, transpose=True)
+        ct = fnp.matmul(_conj(z), fnp.matmul(ct_e, _mT(z)))
+        return (_like_input(unbroadcast(ct, like), a),)
+
+    return bprop
+
+
+_schur_p = Primitive(
+    "schur", lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort)),
+    vjp=_schur_vjp, jvp=_schur_jvp, multiple_results=True)
+
+
+def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+    """SciPy's `linalg.schur` (batched): (T, Z) with a = Z T Z^H, Z unitary and T upper
+    triangular (output='complex'), or quasi-triangular with 2 x 2 blocks for complex
+    eigenvalue pairs (output='real'); with `sort`, (T, Z, sdim). The values are SciPy's.
+
+    Differentiable where the eigenvalues are distinct and T is triangular: always for
+    output='complex', and for output='real' when every eigenvalue is real (a traced real
+    Schur form with a 2 x 2 block raises ValueError: use output='complex'). The Schur
+    vectors are determined up to a phase each (a sign for real ones): fgrad's derivative
+    keeps Z^H dZ's diagonal zero, so T's diagonal (the eigenvalues) and every quantity that
+    does not depend on the phases (Z T Z^H, |T|, the invariant subspaces Z[:, :j] Z[:, :j]^H)
+    have their true derivatives; T's off-diagonal entries and Z follow that convention. The
+    eigenvalue order (and `sort`'s selection) is a constant.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[1.0, 2.0], [0.5, 3.0]])
+    >>> float(fgrad.grad(lambda a: fnp.real(fnp.sum(fnp.diagonal(
+    ...     sla.schur(a, output='complex')[0]) ** 2)))(a)[0, 1])  # d trace(a @ a) / da[0, 1]
+    1.0
+    """
+    if output not in ("real", "complex", "r", "c"):
+        raise ValueError(f"scipy.linalg.schur: output must be 'real' or 'complex', got "
+                         f"{output!r}")
+    _square(a, "schur")
+    if type(a) is Box and output in ("real", "r") and not _is_complex(a):
+        tt = _sl.schur(primal(a), output="real", sort=sort)[0]
+        if _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0):
+            raise ValueError(
+                f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
+                "has 2 x 2 blocks (complex eigenvalue pairs), whose derivative fgrad does not "
+                "define; use output='complex'")
+    return _schur_p(a, output=output, sort=sort)
+
+
+# --- block_diag, toeplitz --------------------------------------------------------------------
+
+
+def block_diag(*arrs):
+    """SciPy's `linalg.block_diag`: the arrays (scalars and 1-D arrays read as one row,
+    batches broadcast) on the diagonal of a matrix of zeros; linear in each of them.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> fgrad.grad(lambda x: fnp.sum(sla.block_diag(x, 2.0 * x)))(np.ones((1, 2)))
+    array([[3., 3.]])
+    """
+    if arrs == ():
+        arrs = (_np.zeros((1, 0)),)
+    blocks = []
+    for i, x in enumerate(arrs):
+        x = fnp.asarray(x)
+        nd = _np.ndim(primal(x))
+        blocks.append(fnp.reshape(x, (1,) * (2 - nd) + shape(x)) if nd < 2 else x)
+    batch = _np.broadcast_shapes(*(shape(b)[:-2] for b in blocks))
+    dtype = _np.result_type(*(primal(b) for b in blocks))
+    widths = [shape(b)[-1] for b in blocks]
+    total = sum(widths)
+    rows, left = [], 0
+    for b, w in zip(blocks, widths):
+        r = shape(b)[-2]
+        parts = [_np.zeros(batch + (r, left), dtype), broadcast_to(b, batch + (r, w)),
+                 _np.zeros(batch + (r, total - left - w), dtype)]
+        rows.append(fnp.concatenate(parts, axis=-1))
+        left += w
+    out = fnp.concatenate(rows, axis=-2)
+    return out if _np.result_type(primal(out)) == dtype else fnp.astype(out, dtype)
+
+
+def toeplitz(c, r=None):
+    """SciPy's `linalg.toeplitz`: the matrix with first column c and first row r (r[0] is
+    ignored; r = conj(c) by default), batched over leading axes; linear in c and r.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> fgrad.grad(lambda c: fnp.sum(sla.toeplitz(c)))(np.ones(3))  # r = c by default
+    array([5., 4., 2.])
+    """
+    c = fnp.asarray(c)
+    if _np.ndim(primal(c)) == 0:
+        c = fnp.reshape(c, (1,))
+    r = _conj(c) if r is None else fnp.asarray(r)
+    if _np.ndim(primal(r)) == 0:
+        r = fnp.reshape(r, (1,))
+    m, n = shape(c)[-1], shape(r)[-1]
+    batch = _np.broadcast_shapes(shape(c)[:-1], shape(r)[:-1])
+    vals = fnp.concatenate([broadcast_to(c[..., ::-1], batch + (m,)),
+                            broadcast_to(r[..., 1:], batch + (n - 1,))], axis=-1)
+    index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
+    return vals[..., index]
