@@ -94,10 +94,16 @@ def _triangle(a, lower, k=0):
     return a * _const(_np.tril(ones, k) if lower else _np.triu(ones, -k), a)
 
 
-def _symmetric_from(a, lower):
-    """The symmetric matrix SciPy reads when it uses one triangle of a only."""
-    t = _triangle(a, lower)
-    return t + _mT(_triangle(a, lower, -1))
+def _symmetric_from(a, lower, hermitian=False):
+    """The symmetric (Hermitian) matrix SciPy reads when it uses one triangle of a only (a
+    Hermitian one's diagonal is real: LAPACK ignores its imaginary part)."""
+    if not (hermitian and _np.iscomplexobj(primal(a))):
+        return _triangle(a, lower) + _mT(_triangle(a, lower, -1))
+    strict = _triangle(a, lower, -1)
+    return strict + fnp.conj(_mT(strict)) + _diag_embed(fnp.real(_diag(a)))
+
+
+_HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 
 
 def _as_matrix_rhs(b, n, who):
@@ -184,6 +190,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
                          f"'C', got {trans!r}")
     n = _square(a, "solve_triangular")
     b2, vector = _as_matrix_rhs(b, n, "solve_triangular")
+    if trans in (2, "C") and _np.iscomplexobj(primal(a)):  # a^H x = b
+        a = fnp.conj(a)
     x = _trsolve_p(a, b2, lower=bool(lower), trans=_TRANS[trans], unit=bool(unit_diagonal))
     return x[..., 0] if vector else x
 
@@ -205,7 +213,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     if assume_a in (None, "general", "gen"):
         return _la.inv(a)
     if assume_a in _SYMMETRIC:
-        return _la.inv(_symmetric_from(a, lower))
+        return _la.inv(_symmetric_from(a, lower, assume_a in _HERMITIAN))
     if assume_a in ("upper triangular", "lower triangular"):
         return solve_triangular(a, _np.broadcast_to(eye, _np.shape(primal(a))),
                                 lower=assume_a == "lower triangular")
@@ -234,7 +242,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     if transposed:
         a = _mT(a)
     if assume_a in _SYMMETRIC:
-        a = _symmetric_from(a, lower)
+        a = _symmetric_from(a, lower, assume_a in _HERMITIAN)
     elif assume_a == "diagonal":
         a = a * _const(_np.eye(n), a)
     elif assume_a == "tridiagonal":
@@ -265,9 +273,10 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     lower = bool(lower)
     b2, vector = _as_matrix_rhs(b, _square(c, "cho_solve", "c"), "cho_solve")
-    # L L^T x = b: x = L^-T L^-1 b; U^T U x = b: x = U^-1 U^-T b
-    y = _trsolve_p(c, b2, lower=lower, trans=int(not lower), unit=False)
-    x = _trsolve_p(c, y, lower=lower, trans=int(lower), unit=False)
+    # L L^H x = b: x = L^-H L^-1 b; U^H U x = b: x = U^-1 U^-H b (op^H: conj(c), transposed)
+    cc = fnp.conj(c) if _np.iscomplexobj(primal(c)) else c
+    y = _trsolve_p(c if lower else cc, b2, lower=lower, trans=int(not lower), unit=False)
+    x = _trsolve_p(cc if lower else c, y, lower=lower, trans=int(lower), unit=False)
     return x[..., 0] if vector else x
 
 
@@ -454,7 +463,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """SciPy's `linalg.lu_solve((lu, piv), b, trans)`: x with a @ x = b (trans=0) or
-    a.T @ x = b (1 or 2), from `lu_factor(a)`; differentiable in lu and b."""
+    a.T @ x = b (1), a^H @ x = b (2), from `lu_factor(a)`; differentiable in lu and b."""
     luv, piv = lu_and_piv
     if trans not in _TRANS:
         raise ValueError(f"scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}")
@@ -464,7 +473,9 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if not _TRANS[trans]:  # x = U^-1 L^-1 P b
         y = _trsolve_p(luv, _take_rows(b2, perm), lower=True, trans=0, unit=True)
         x = _trsolve_p(luv, y, lower=False, trans=0, unit=False)
-    else:  # a^T = U^T L^T P: x = P^T L^-T U^-T b
+    else:  # a^T = U^T L^T P: x = P^T L^-T U^-T b (a^H for trans=2: conj(lu))
+        if trans == 2 and _np.iscomplexobj(primal(luv)):
+            luv = fnp.conj(luv)
         y = _trsolve_p(luv, b2, lower=False, trans=1, unit=False)
         x = _take_rows(_trsolve_p(luv, y, lower=True, trans=1, unit=True),
                        _np.argsort(perm, axis=-1))
