@@ -27,7 +27,7 @@ import numpy as _np
 import scipy.special as _sc
 
 from .. import numpy as fnp
-from ..core import Box, primal
+from ..core import Box, Primitive, primal
 from ..primitive import defprimitive, nondiff
 from ..numpy import _box
 from ..numpy.shaping import _kept_shape, _normalize_axes, broadcast_like, meta, unbroadcast
@@ -37,7 +37,7 @@ __all__ = [
     "expit", "logit", "log_expit",
     "erf", "erfc", "erfinv", "erfcinv", "erfcx",
     "gammaln", "digamma", "psi", "polygamma", "gamma", "gammasgn", "rgamma",
-    "beta", "betaln", "multigammaln",
+    "beta", "betaln", "betainc", "multigammaln",
     "gammainc", "gammaincc", "gammaincinv", "gammainccinv",
     "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
     "ndtr", "ndtri", "log_ndtr",
@@ -1025,6 +1025,113 @@ def exp1(x):
 def expi(x):
     """The exponential integral Ei(x); derivative exp(x)/x."""
     return _expi_p(x)
+
+
+# --- the regularized incomplete beta function ------------------------------------------------
+# I = betainc(a, b, x). In x: I_x = x**(a-1) (1-x)**(b-1) / B(a, b). In a and b there is no
+# closed form; with J(p, q, y) = y**p (1-y)**q / (p B(p, q)) sum_n t_n, t_0 = 1,
+# t_n / t_{n-1} = y (p + q + n - 1) / (p + n) (the hypergeometric series of I_y(p, q)), each
+# term's logarithm has the derivatives log y + psi(p+q+n) - psi(p+1+n) in p and
+# log(1-y) - psi(q) + psi(p+q+n) in q. The series is summed where it converges fast,
+# x < (a + 1) / (a + b + 2), as I = J(a, b, x); elsewhere I = 1 - J(b, a, 1 - x), so the
+# derivative is always that of the smaller tail, without cancellation. Written in fgrad
+# operations, so every order works in a, b and x.
+
+
+def _beta_series_d(p, q, y, terms):
+    """(dJ/dp, dJ/dq) of J(p, q, y) above, summing `terms` terms (a trailing axis)."""
+    n = _np.arange(terms, dtype=_np.result_type(_float_dtype(p), _float_dtype(y)))
+    p1, q1, y1 = (fnp.expand_dims(v, -1) for v in (p, q, y))
+    # log t_n as sums of log1p((q - 1) / (p + k)) + log y, k = 1 .. n: accurate for every n
+    steps = fnp.log1p((q1 - 1.0) / (p1 + n[1:])) + fnp.log(y1)
+    log_t = fnp.concatenate([fnp.zeros_like(steps[..., :1]), fnp.cumsum(steps, axis=-1)],
+                            axis=-1)
+    log_front = xlogy(p, y) + xlog1py(q, fnp.negative(y)) - fnp.log(p) - betaln(p, q)
+    t = fnp.exp(fnp.expand_dims(log_front, -1) + log_t)
+    dp = fnp.log(y1) + digamma(p1 + q1 + n) - digamma(p1 + 1.0 + n)
+    dq = fnp.log1p(fnp.negative(y1)) - digamma(q1) + digamma(p1 + q1 + n)
+    return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
+
+
+def _series_terms(p, q, y):
+    """Terms enough for 1e-17 of the series at these (plain) values: its ratio tends to y,
+    from y (p + q) / (p + 1) at the start."""
+    ratio = _np.max(y * _np.maximum(1.0, (p + q) / (p + 1.0)), initial=0.0)
+    if ratio <= 0.0:
+        return 1
+    return int(min(20000, 10 + math.ceil(-39.2 / math.log(min(ratio, 1.0 - 1e-9)))))
+
+
+def _betainc_dab(a, b, x):
+    """(dI/da, dI/db) in the broadcast shape of a, b and x (0 at x == 0 and x == 1)."""
+    av, bv, xv = _np.broadcast_arrays(*(_np.asarray(primal(v)) for v in (a, b, x)))
+    dtype = _np.result_type(_float_dtype(a), _float_dtype(b), _float_dtype(x))
+    zero = _np.zeros(av.shape, dtype)
+    edge = (xv <= 0) | (xv >= 1) | ~_np.isfinite(av + bv + xv)
+    direct = _mask(~edge & (xv < (av + 1.0) / (av + bv + 2.0)))
+    other = _mask(~edge & ~direct)
+    da, db = zero, zero
+    if direct.any():
+        p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(av[direct], bv[direct], xv[direct]))
+        da, db = fnp.where(direct, dp, da), fnp.where(direct, dq, db)
+    if other.any():  # I = 1 - J(b, a, 1 - x)
+        p, q = fnp.where(other, b, 1.0), fnp.where(other, a, 1.0)
+        y = fnp.where(other, 1.0 - x, 0.25)
+        yv = 1.0 - xv[other]
+        dp, dq = _beta_series_d(p, q, y, _series_terms(bv[other], av[other], yv))
+        da, db = fnp.where(other, -dq, da), fnp.where(other, -dp, db)
+    return da, db
+
+
+def _betainc_dx(a, b, x):
+    """x**(a-1) (1-x)**(b-1) / B(a, b) (xlogy's 0 log 0 = 0 at the ends)."""
+    return fnp.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, fnp.negative(x)) - betaln(a, b))
+
+
+def _betainc_partials(wanted, a, b, x):
+    da = db = None
+    if wanted[0] or wanted[1]:
+        da, db = _betainc_dab(a, b, x)
+    return da, db, (_betainc_dx(a, b, x) if wanted[2] else None)
+
+
+def _betainc_vjp(wanted, ans, a, b, x):
+    likes = [meta(v) for v in (a, b, x)]
+    partials = _betainc_partials(wanted, a, b, x)
+
+    def bprop(ct):
+        return tuple(None if d is None or not w else unbroadcast(ct * d, like)
+                     for d, w, like in zip(partials, wanted, likes))
+
+    return bprop
+
+
+def _betainc_jvp(tangents, ans, a, b, x):
+    partials = _betainc_partials([t is not None for t in tangents], a, b, x)
+    out = None
+    for t, d in zip(tangents, partials):
+        if t is not None:
+            term = t * d
+            out = term if out is None else out + term
+    return broadcast_like(out, ans)
+
+
+_betainc_p = Primitive("betainc", _sc.betainc, vjp=_betainc_vjp, jvp=_betainc_jvp)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1, with
+    broadcasting; differentiable in all three arguments to every order. d/dx =
+    x**(a-1) (1-x)**(b-1) / B(a, b); d/da and d/db have no closed form and are series
+    written in fgrad operations (see the section's notes), checked against mpmath (JAX
+    differentiates in x only).
+
+    >>> import fgrad
+    >>> round(float(fgrad.grad(betainc, argnums=2)(2.0, 3.0, 0.5)), 12)  # 12 x (1 - x)**2
+    1.5
+    """
+    return _betainc_p(*weak_scalars(a, b, x))
 
 
 # scipy.special's own functions applied to a traced value are sent here (its ufuncs reach
