@@ -440,8 +440,8 @@ def _lu_factor_vjp(wanted, ans, a):
     return bprop
 
 
-_lu_factor_p = Primitive("lu_factor", lambda a: tuple(_sl.lu_factor(a)), vjp=_lu_factor_vjp, jvp=_lu_factor_jvp,
-                         multiple_results=True)
+_lu_factor_p = Primitive("lu_factor", lambda a: tuple(_sl.lu_factor(a)), vjp=_lu_factor_vjp,
+                         jvp=_lu_factor_jvp, multiple_results=True)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
