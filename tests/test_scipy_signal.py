@@ -154,3 +154,9 @@ def test_2d_errors_name_the_argument():
         sig.convolve2d(np.ones((3, 2)), np.ones((2, 2)), mode="middle")
     with pytest.raises(TypeError, match="fillvalue"):
         grad(lambda v: fnp.sum(sig.convolve2d(np.ones((2, 2)), np.ones((2, 2)), fillvalue=v)))(1.0)
+
+
+@pytest.mark.parametrize("name", sig.__all__)
+def test_signature_is_scipys(name):
+    import inspect
+    assert inspect.signature(getattr(sig, name)) == inspect.signature(getattr(ss, name))

@@ -529,3 +529,38 @@ def test_python_scalars_with_orders_and_weights_keep_float32():
     assert sp.logsumexp(x32, b=2.0).dtype == np.float32
     assert sp.logsumexp(0.5, b=x32).dtype == np.float32
     assert grad(lambda b: sp.logsumexp(0.5, b=b))(x32).dtype == np.float32
+
+
+# --- signatures and tracing ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sp.__all__)
+def test_signature_is_scipys(name):
+    import inspect
+    assert inspect.signature(getattr(sp, name)) == inspect.signature(getattr(sc, name))
+
+
+@pytest.mark.parametrize("kw", [{"out": np.zeros(3)}, {"where": np.ones(3, bool)},
+                                {"casting": "unsafe"}, {"order": "C"}, {"dtype": np.float32},
+                                {"subok": False}, {"signature": "d->d"}])
+def test_ufunc_keywords_are_refused_by_name(kw):
+    (key,) = kw
+    with pytest.raises(TypeError, match=f"erf: fgrad does not support the ufunc argument {key}="):
+        sp.erf(X, **kw)
+    with pytest.raises(TypeError, match=f"betainc: .* argument {key}="):
+        sp.betainc(X, X, X / 3, **kw)
+
+
+def test_betainc_value_is_scipys_untraced_and_under_vjp_and_jvp():
+    from fgrad import jvp, vjp
+    a, b = np.array([0.5, 2.0, 30.0]), np.array([[1.5], [0.7]])
+    for x in (np.array([0.2, 0.6, 0.99]), np.float32([0.2, 0.6, 0.99])):
+        expected = sc.betainc(a.astype(x.dtype), b.astype(x.dtype), x)
+        plain = sp.betainc(a.astype(x.dtype), b.astype(x.dtype), x)
+        assert plain.dtype == expected.dtype == x.dtype
+        np.testing.assert_array_equal(plain, expected)
+        for out in (vjp(lambda x: sp.betainc(a.astype(x.dtype), b.astype(x.dtype), x), x)[0],
+                    jvp(lambda a, x: sp.betainc(a, b.astype(x.dtype), x),
+                        (a.astype(x.dtype), x), (a.astype(x.dtype), x))[0]):
+            assert out.dtype == plain.dtype and out.shape == plain.shape
+            np.testing.assert_array_equal(out, plain)
