@@ -402,3 +402,5 @@ def test_unsupported_keywords_raise_a_type_error_naming_them():
         sla.sqrtm(SPD, disp=False)
     with pytest.raises(TypeError, match="'blocksize'"):
         sla.sqrtm(SPD, blocksize=16)
+    with pytest.raises(TypeError, match="'driver'"):
+        sla.eigh(SPD, driver="evr")

@@ -2,27 +2,39 @@
 
 Where a SciPy name is NumPy's function (`inv`, `det`, `solve`, `cholesky`, `eigh`) it is
 `fgrad.numpy.linalg`'s, with SciPy's signature and defaults (`cholesky` returns the upper
-factor unless `lower=True`). The new primitives compute their values with `scipy.linalg`
-and write their rules in fgrad operations, often with themselves, so every rule is
-differentiable again:
+factor unless `lower=True`). The other names are primitives whose values are SciPy's own
+(the same call), with rules written in fgrad operations, often with themselves, so every
+rule is differentiable again:
 
 - `solve_triangular`: dx = -op(A)^-1 op(dA) x, and its transpose is a solve with op(A)^T;
 - `solve_sylvester` (AX + XB = Q): dX = sylvester(A, B, dQ - dA X - X dB), its transpose is
   a Sylvester solve with A^T, B^T;
-- `sqrtm`: X dX + dX X = dA, a Sylvester equation in dX;
+- `sqrtm`: X dX + dX X = dA, a Sylvester equation in dX (the root is complex where SciPy's
+  is: a real matrix with a negative eigenvalue);
 - `expm`: its Frechet derivative L(A, E), the upper-right block of expm([[A, E], [0, A]])
   (the reverse rule is L(A^T, ct));
-- `lu_factor`: with P A = L U and F = L^-1 P dA U^-1, dLU = L tril(F, -1) + triu(F) U;
-- `solve_banded`: rules on the band storage, gathers with constant index arrays.
+- `solve_banded`: rules on the band storage, gathers with constant index arrays;
+- the factorizations `lu`, `lu_factor`, `qr`, `svd`, `schur` are primitives of several
+  outputs (one box per factor; pivots, permutations and `sdim` are integers without
+  derivative), for any m x n where SciPy takes one, batched, real or complex.
 
-`cho_factor`/`cho_solve`, `lu_solve`, `lu` and the generalized `eigh` (a Cholesky reduction)
-are compositions of these.
+`cho_factor`/`cho_solve`, `lu_solve` and the generalized `eigh` (a Cholesky reduction) are
+compositions of these, and so are `block_diag` and `toeplitz` (linear in their inputs).
 
-Conventions: as JAX, `cholesky`, `cho_factor` and `eigh` use the symmetric part (a + a.T)/2
-of their input (SciPy reads one triangle: the same for a symmetric input), and `cho_factor`
-returns its factor with zeros in the other triangle (SciPy leaves whatever was in `a`
-there). Pivots of `lu_factor` are integers with no derivative. Float32 inputs give float32
-results, `det` included (SciPy's `det` gives float64).
+Conventions:
+- Factors that are not unique (the signs or phases of QR, SVD and Schur vectors, the extra
+  columns of full Q, U and Vh) have SciPy's values; their derivatives follow a stated gauge
+  (see `qr`, `svd`, `schur`), so every quantity that does not depend on it has its true
+  derivative.
+- As JAX, `cholesky`, `cho_factor` and `eigh` use the symmetric (Hermitian) part of their
+  input (SciPy reads one triangle: the same for a symmetric input), and `cho_factor` returns
+  its factor with zeros in the other triangle (SciPy leaves whatever was in `a` there).
+- Factorizations return tuples (SciPy's batched calls return lists, and a batched
+  `qr(mode='r')` returns R instead of (R,)). Float32 inputs give float32 results, `det`
+  included (SciPy's `det` gives float64).
+- `overwrite_a`/`overwrite_b` (fgrad never writes into an input), `check_finite` and `lwork`
+  are accepted and change no value; an argument fgrad does not support (`eigh`'s `driver`,
+  `sqrtm`'s deprecated `disp` and `blocksize`) raises TypeError.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy` (and its `linalg`), and
 `scipy.linalg` for values.
@@ -718,8 +730,12 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     a and b. As JAX, a and b are read through their symmetric parts; eigenvector derivatives
     assume distinct eigenvalues (see `fgrad.numpy.linalg.eigh`); eigenvector signs may differ
     from SciPy's. `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues
-    (the selection is a constant); `driver` is ignored.
+    (the selection is a constant). Complex Hermitian a and b are read with conjugate
+    transposes. `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
+    if driver is not None:
+        raise TypeError(f"scipy.linalg.eigh: fgrad does not support the argument 'driver' "
+                        f"(given {driver!r}); leave it out")
     n = _square(a, "eigh")
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
@@ -730,13 +746,13 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
             raise ValueError(f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
                              f"{describe(a)}; they must have the same shape")
         low = _la.cholesky(b)
-        a = (a + _mT(a)) * 0.5
-        if type == 1:  # L^-1 a L^-T
-            c = solve_triangular(low, _mT(solve_triangular(low, a, lower=True)), lower=True)
+        a = (a + _H(a)) * 0.5
+        if type == 1:  # L^-1 a L^-H
+            c = solve_triangular(low, _H(solve_triangular(low, a, lower=True)), lower=True)
         else:
-            c = fnp.matmul(_mT(low), fnp.matmul(a, low))
+            c = fnp.matmul(_H(low), fnp.matmul(a, low))
         w, y = _la.eigh(c)
-        v = solve_triangular(low, y, trans=1, lower=True) if type in (1, 2) else fnp.matmul(low, y)
+        v = solve_triangular(low, y, trans=2, lower=True) if type in (1, 2) else fnp.matmul(low, y)
     if subset_by_index is not None:
         lo, hi = (int(i) for i in subset_by_index)
         w, v = w[..., lo:hi + 1], v[..., lo:hi + 1]
