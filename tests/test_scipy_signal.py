@@ -160,3 +160,13 @@ def test_2d_errors_name_the_argument():
 def test_signature_is_scipys(name):
     import inspect
     assert inspect.signature(getattr(sig, name)) == inspect.signature(getattr(ss, name))
+
+
+@pytest.mark.parametrize("pair, mode",
+                         list(itertools.product(PAIRS[:-1], ["full", "same", "valid"])))
+def test_correlate_conjugates_in2_as_scipy(pair, mode):
+    from fgrad.test_util import check_grads
+    x = RNG.standard_normal(pair[0]) + 1j * RNG.standard_normal(pair[0])
+    k = RNG.standard_normal(pair[1]) + 1j * RNG.standard_normal(pair[1])
+    np.testing.assert_allclose(sig.correlate(x, k, mode), ss.correlate(x, k, mode), atol=1e-12)
+    check_grads(lambda x, k: sig.correlate(x, k, mode), (x, k), order=2, modes=("fwd", "rev"))

@@ -134,11 +134,11 @@ def convolve(in1, in2, mode="full", method="auto"):
 
 
 def correlate(in1, in2, mode="full", method="auto"):
-    """SciPy's `signal.correlate`: z[k] = sum_l in1[l] in2[l - k + N - 1]... that is, the
-    convolution of in1 with in2 reversed along every axis, in the same modes."""
+    """SciPy's `signal.correlate`: the convolution of in1 with in2 reversed along every axis
+    and conjugated, in the same modes."""
     in1, in2 = _prepare(in1, in2, "correlate")
     axes = tuple(range(_np.ndim(primal(in1))))
-    return _convolve(in1, _flip(in2, axes), mode, axes, _method(method, "correlate"),
+    return _convolve(in1, _flip(_conj(in2), axes), mode, axes, _method(method, "correlate"),
                      "correlate")
 
 
