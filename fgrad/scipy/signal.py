@@ -202,51 +202,51 @@ def _valid(big, small):
     return _conv_p(big, small, axes=(0, 1), method="auto")[k0 - 1:p0, k1 - 1:p1]
 
 
-def _conv2d_model(x, k, mode, boundary, correlate):
-    """(big, small, how): the result is `crop(valid(big, small))`, with `how` saying how big
-    and small are made from x and k (for the transposes)."""
-    m, kk = shape(x), shape(k)
-    swap = mode == "valid" and not all(a >= b for a, b in zip(m, kk))
-    # what is applied to x and k before convolving: conj, flip
-    conj_x = correlate and swap
-    flip_k = correlate
-    conj_k = correlate and not swap
-    return swap, conj_x, flip_k, conj_k
+def _conv2d_model(x, k, mode, correlate):
+    """(swap, conj_x, flip_k, conj_k): the result is a slice of valid(A, B) (valid(B, A) with
+    `swap`), A the extension of x (conjugated with `conj_x`), B = k (reversed with `flip_k`,
+    conjugated with `conj_k`)."""
+    swap = mode == "valid" and not all(a >= b for a, b in zip(shape(x), shape(k)))
+    return swap, correlate and swap, correlate, correlate and not swap
 
 
 def _conv2d_vjp(which):
+    # x's cotangent needs only k's operand B; k's needs x's extension A
     def maker(ans, x, k, mode, boundary, fillvalue, correlate):
         m, kk = shape(x), shape(k)
-        swap, conj_x, flip_k, conj_k = _conv2d_model(x, k, mode, boundary, correlate)
+        swap, conj_x, flip_k, conj_k = _conv2d_model(x, k, mode, correlate)
         dtype = _np.result_type(primal(x), primal(k))
         like = meta((x, k)[which])
-        a = _conj(x) if conj_x else x
-        b = _conj(k) if conj_k else k
-        b = b[::-1, ::-1] if flip_k else b
         ext = None
         if mode != "valid":
             real = _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
             ext = [_extension(m[ax], kk[ax], boundary, real) for ax in (0, 1)]
-            a = fnp.matmul(ext[0], fnp.matmul(a, ext[1].T))
-            if boundary == "fill" and fillvalue != 0:
-                cover = (ext[0] @ _np.ones(m[0]))[:, None] * (ext[1] @ _np.ones(m[1]))[None, :]
-                a = a + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
-        big, small = (b, a) if swap else (a, b)
-        frame = tuple(s0 - s1 + 1 for s0, s1 in zip(shape(big), shape(small)))
-        if mode == "same":
-            starts = tuple((n // 2 if correlate else (n - 1) // 2) for n in kk)
+        if which == 0:
+            other = _conj(k) if conj_k else k
+            other = other[::-1, ::-1] if flip_k else other
         else:
-            starts = (0, 0)
+            other = _conj(x) if conj_x else x
+            if ext is not None:
+                other = fnp.matmul(ext[0], fnp.matmul(other, ext[1].T))
+                if boundary == "fill" and fillvalue != 0:
+                    cover = ((ext[0] @ _np.ones(m[0]))[:, None]
+                             * (ext[1] @ _np.ones(m[1]))[None, :])
+                    other = other + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
+        own_is_big = (which == 0) != swap
+        a_shape = tuple(a + 2 * (b - 1) for a, b in zip(m, kk)) if ext else m
+        big, small = (kk, a_shape) if swap else (a_shape, kk)
+        frame = tuple(a - b + 1 for a, b in zip(big, small))  # the shape of valid(big, small)
+        starts = (tuple((n // 2 if correlate else (n - 1) // 2) for n in kk) if mode == "same"
+                  else (0, 0))
 
         def bprop(ct):
             out = shape(ct)
-            ct_full = ct
             if out != frame:
-                ct_full = fnp.pad(ct, [(s0, f - s0 - o) for s0, f, o in zip(starts, frame, out)])
-            if (which == 0) != swap:  # the cotangent of big
-                g = _conv_p(ct_full, small[::-1, ::-1], axes=(0, 1), method="auto")
-            else:  # of small
-                g = _valid(big, ct_full[::-1, ::-1])[::-1, ::-1]
+                ct = fnp.pad(ct, [(s0, f - s0 - o) for s0, f, o in zip(starts, frame, out)])
+            if own_is_big:  # the transpose of valid(., small): a full convolution
+                g = _conv_p(ct, other[::-1, ::-1], axes=(0, 1), method="auto")
+            else:  # the transpose of valid(big, .)
+                g = _valid(other, ct[::-1, ::-1])[::-1, ::-1]
             if which == 0:
                 if ext is not None:
                     g = fnp.matmul(ext[0].T, fnp.matmul(g, ext[1]))
