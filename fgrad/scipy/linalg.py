@@ -1204,7 +1204,8 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
     keeps Z^H dZ's diagonal zero, so T's diagonal (the eigenvalues) and every quantity that
     does not depend on the phases (Z T Z^H, |T|, the invariant subspaces Z[:, :j] Z[:, :j]^H)
     have their true derivatives; T's off-diagonal entries and Z follow that convention. The
-    eigenvalue order (and `sort`'s selection) is a constant.
+    eigenvalue order (and `sort`'s selection) is a constant. Where two eigenvalues are equal
+    the derivative is not defined: it is nan there.
 
     >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [0.5, 3.0]])
