@@ -231,6 +231,35 @@ ROWS.append(Row(P + "solve_sylvester", cplx(lambda a, b, q: parts(sla.solve_sylv
                                                             rng.standard_normal((3, 2))),
                 variant="complex-a"))
 
+
+
+def hermitian_pd(rng):
+    """x, y with x + 1j y Hermitian positive definite, eigenvalues well apart."""
+    z = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    q, _ = np.linalg.qr(z)
+    h = (q * np.array([1.0, 2.0, 3.2])) @ q.conj().T
+    return h.real, h.imag
+
+
+ROWS.append(Row(P + "cholesky", cplx(lambda a: parts(sla.cholesky(a))), make=hermitian_pd,
+                variant="complex,upper"))
+ROWS.append(Row(P + "cholesky", cplx(lambda a: parts(sla.cholesky(a, lower=True))),
+                make=hermitian_pd, variant="complex,lower"))
+ROWS.append(Row(P + "cho_factor", cplx(lambda a: parts(sla.cho_factor(a)[0])),
+                make=hermitian_pd, variant="complex"))
+ROWS.append(Row(P + "cho_solve", cplx(lambda a, b: parts(sla.cho_solve(sla.cho_factor(a), b))),
+                make=lambda rng: hermitian_pd(rng) + (rng.standard_normal(3),),
+                variant="complex"))
+ROWS.append(Row(P + "eigh", cplx(lambda a: sla.eigh(a, eigvals_only=True)), make=hermitian_pd,
+                variant="complex,eigvals_only"))
+ROWS.append(Row(P + "eigh", cplx(lambda a: projector(sla.eigh(a)[1][..., :1])),
+                make=hermitian_pd, variant="complex,vectors"))
+ROWS.append(Row(P + "eigh",
+                cplx(lambda a, b: sla.eigh(a, b @ b.T + fnp.eye(3, dtype=b.dtype) * 3.0,
+                                           eigvals_only=True)),
+                make=lambda rng: hermitian_pd(rng) + (0.3 * rng.standard_normal((3, 3)),),
+                variant="complex,generalized"))
+
 # --- lu, lu_factor of every shape, complex -------------------------------------------------
 
 for s in [(4, 3), (3, 4), (2, 4, 3), (2, 3, 4)]:

@@ -265,12 +265,12 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """SciPy's `linalg.cholesky`: the UPPER factor U with a = U.T @ U by default (NumPy's
-    default is the lower one), the lower L with a = L @ L.T if `lower`. As JAX, it is the
-    factor of the symmetric part (a + a.T) / 2, so the gradient is symmetric."""
+    """SciPy's `linalg.cholesky`: the UPPER factor U with a = U^H @ U by default (NumPy's
+    default is the lower one), the lower L with a = L @ L^H if `lower`. As JAX, it is the
+    factor of the Hermitian part (a + a^H) / 2, so the gradient is Hermitian."""
     _square(a, "cholesky")
     low = _la.cholesky(a)
-    return low if lower else _mT(low)
+    return low if lower else _H(low)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
