@@ -62,13 +62,30 @@ class ReverseLevel(Level):
             core.watch.input(self, len(tape) - 1, x)
         return Box(x, self, len(tape) - 1)
 
-    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
-        return self._process_general(prim, args, params)
+    # Shortcuts, only for speed (the general path, `_process_general`, gives the same
+    # entries): built-in rules of one or two inputs are most of a program. Without parameters
+    # they call the impl and the rules without `**params` (a slower call in CPython); and when
+    # no box is left under this level's, the impl directly instead of a second pass of `bind`.
 
-    # Shortcuts, only for speed (the general path gives the same entries): built-in rules of
-    # one or two inputs without parameters are most of a program. They call the impl and the
-    # rules without `**params` (a slower call in CPython) and, when no box is left under this
-    # level's, call the impl directly instead of a second pass of `bind`.
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        n = len(args)
+        if n == 1:
+            if not params:
+                return self.process_one(prim, args[0])
+            vjps = prim.vjps
+            if vjps is not None and core.watch is None:
+                x = args[0]  # the only argument holds the innermost box, so it is this level's
+                xv = x.value
+                ans = bind(prim, (xv,), params) if type(xv) is Box else prim.impl(xv, **params)
+                maker = vjps[0]
+                if maker is None:
+                    return ans
+                tape = self.tape
+                tape.append(((x.aux,), (maker(ans, xv, **params),)))
+                return Box(ans, self, len(tape) - 1)
+        elif n == 2 and not params:
+            return self.process_two(prim, args[0], args[1])
+        return self._process_general(prim, args, params)
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
         vjps = prim.vjps
