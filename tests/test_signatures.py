@@ -70,6 +70,11 @@ def _expected(theirs, owner=None):
 
 def _mirrored():
     """(name, ours, their signature) for every public callable that has a counterpart."""
+    return [(name, ours, sig) for name, ours, sig, _ in _mirrored_with_theirs()]
+
+
+def _mirrored_with_theirs():
+    """(name, ours, their signature, theirs) for every public callable with a counterpart."""
     found = []
     for prefix, ours_module, theirs_module in _modules():
         for name in ours_module.__all__:
@@ -80,9 +85,10 @@ def _mirrored():
                 for method in ours.__all__:
                     if hasattr(theirs, method):
                         found.append((f"{prefix}{name}.{method}", getattr(ours, method),
-                                      _expected(getattr(theirs, method), owner=theirs)))
+                                      _expected(getattr(theirs, method), owner=theirs),
+                                      getattr(theirs, method)))
             elif callable(ours) and callable(theirs):
-                found.append((prefix + name, ours, _expected(theirs)))
+                found.append((prefix + name, ours, _expected(theirs), theirs))
     return found
 
 
@@ -103,28 +109,13 @@ DIFFERENCES = {
 }
 
 # Differences in files other helpers own and are fixing now (see the module docstring).
-_SCIPY_UFUNC = "fgrad.scipy.special (its helper): SciPy's ufunc signature (x, /, out=None, ...)"
 PENDING = {
     "numpy.linalg.pinv": "fgrad/numpy/linalg.py: rtol's default is a private sentinel, not "
                          "NumPy's <no value>",
     "numpy.linalg.matrix_rank": "fgrad/numpy/linalg.py: a NondiffPrimitive, (*args, **params)",
     "numpy.linalg.matmul": "fgrad/numpy/linalg.py: the bare matmul primitive, where NumPy's "
                            "linalg.matmul is (x1, x2, /)",
-    "scipy.linalg.sqrtm": "fgrad/scipy/linalg.py: disp and blocksize defaults are True and "
-                          "64; SciPy's are a private sentinel (deprecated keywords)",
 }
-
-
-def _scipy_pending():
-    if not HAVE_SCIPY:
-        return {}
-    import scipy.special
-    special = importlib.import_module("fgrad.scipy.special")
-    return {f"scipy.special.{name}": _SCIPY_UFUNC for name in special.__all__
-            if isinstance(getattr(scipy.special, name, None), np.ufunc)}
-
-
-PENDING.update(_scipy_pending())
 
 # --- comparing --------------------------------------------------------------------------------
 
@@ -220,41 +211,41 @@ def _nondiff_names():
 
 
 def _refused():
-    """(name, function, keyword, value) for each keyword to refuse on traced inputs."""
-    nondiff = _nondiff_names()
+    """(name, function, keyword, value, theirs) for each keyword to refuse on traced inputs:
+    every differentiable function of fgrad.numpy, and fgrad.scipy's mirrors of ufuncs."""
+    nondiff = _nondiff_names()  # spelled as rows spell them: "floor", "scipy.special.gammasgn"
     cases = []
-    for name, ours, theirs in MIRRORED:
-        short = name.split(".", 1)[1]
-        if not name.startswith("numpy.") or short in nondiff or name in DIFFERENCES \
-                or name in PENDING or isinstance(ours, type):
+    for name, ours, _, theirs in _mirrored_with_theirs():
+        short = name[len("numpy."):] if name.startswith("numpy.") else name
+        is_ufunc = isinstance(theirs, np.ufunc)
+        if short in nondiff or name in DIFFERENCES or name in PENDING or isinstance(ours, type) \
+                or not (name.startswith("numpy.") or is_ufunc):
             continue
         params = inspect.signature(ours).parameters
         if "out" in params:
-            cases.append((name, ours, "out", np.zeros_like(X)))
-        numpy_fn = getattr(np, short.split(".")[-1], None)
-        if "where" in params and isinstance(numpy_fn, np.ufunc):
-            cases.append((name, ours, "where", X > 0.4))
+            cases.append((name, ours, "out", np.zeros_like(X), theirs))
+        if "where" in params and is_ufunc:
+            cases.append((name, ours, "where", X > 0.4, theirs))
         for keyword, value in _MEMORY.items():
             if keyword in params and not (keyword == "order" and name in (
                     "numpy.reshape", "numpy.ravel", "numpy.partition", "numpy.sort")):
                 # (reshape's and ravel's order is the order of the elements, not memory's)
                 default = params[keyword].default
                 cases.append((name, ours, keyword, (not default) if keyword == "subok"
-                              else value))
+                              else value, theirs))
     return cases
 
 
 REFUSED = _refused()
 
 
-@pytest.mark.parametrize("name, fn, keyword, value", REFUSED,
+@pytest.mark.parametrize("name, fn, keyword, value, theirs", REFUSED,
                          ids=[f"{c[0]}-{c[2]}" for c in REFUSED])
 def test_a_keyword_without_meaning_for_traced_values_is_refused_by_name(name, fn, keyword,
-                                                                         value):
+                                                                         value, theirs):
     def f(x):
         call = SAMPLES.get(name)
-        numpy_fn = getattr(np, name.split(".")[-1], None)
-        n = numpy_fn.nin if isinstance(numpy_fn, np.ufunc) else 1
+        n = theirs.nin if isinstance(theirs, np.ufunc) else 1
         out = fn(*(call(x) if call else (x,) * n), **{keyword: value})
         return fnp.sum(fnp.real(out[0] if isinstance(out, (tuple, list)) else out))
 

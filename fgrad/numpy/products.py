@@ -17,7 +17,7 @@ import string as _string
 import numpy as _np
 
 from ..core import primal
-from ..primitive import defprimitive
+from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
 from .shaping import sum as _sum
 from .shaping import (
@@ -476,6 +476,51 @@ def _gufunc(theirs, compute, cores, out_core, args, out, axes, axis, keepdims, c
     return moveaxis(res, last[-1], axes[-1]) if axes[-1] != last[-1] else res
 
 
+# The three as primitives whose value is NumPy's own gufunc (core axes last; `_gufunc` moves
+# them there), so a traced value is the untraced one bit for bit (a product and a sum would
+# round differently). Each is linear in each input (vecdot and vecmat conjugate x1, so they
+# are real-linear in it): the forward rules are the primitive with an input replaced by its
+# tangent, and the reverse rules are written here in fgrad operations.
+
+
+def _sesquilinear_vjp_x1(product):
+    """The cotangent of x1 of `product(x1, x2)` = sum(conj(x1) * x2) over the core: the
+    conjugate of what the product pairs x1 with (JAX's convention for conj)."""
+    def maker(ans, x1, x2):
+        like = meta(x1)
+        return lambda ct: unbroadcast(conj_if_complex(product(ct, x2)), like)
+    return maker
+
+
+_vecdot_p = defbilinear(
+    lambda x1, x2: _np.vecdot(x1, x2),
+    (_sesquilinear_vjp_x1(lambda ct, x2: expand_dims(ct, -1) * x2),
+     lambda ans, x1, x2: _unbroadcast_to(
+         x2, lambda ct: expand_dims(ct, -1) * conj_if_complex(x1))),
+    name="vecdot",
+)
+
+if hasattr(_np, "matvec"):  # NumPy >= 2.2
+    _matvec_p = defbilinear(
+        lambda a, v: _np.matvec(a, v),
+        (lambda ans, a, v: _unbroadcast_to(a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)),
+         lambda ans, a, v: _unbroadcast_to(v, lambda ct: matmul(expand_dims(ct, -2), a)[..., 0, :])),
+        name="matvec",
+    )
+    _vecmat_p = defbilinear(
+        lambda v, a: _np.vecmat(v, a),
+        (_sesquilinear_vjp_x1(lambda ct, a: matmul(a, expand_dims(ct, -1))[..., 0]),
+         lambda ans, v, a: _unbroadcast_to(
+             a, lambda ct: expand_dims(conj_if_complex(v), -1) * expand_dims(ct, -2))),
+        name="vecmat",
+    )
+
+
+def _unbroadcast_to(x, rule):
+    like = meta(x)
+    return lambda ct: unbroadcast(rule(ct), like)
+
+
 def vecdot(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
            casting="same_kind", order="K", dtype=None, subok=True, signature=None):
     """NumPy 2's `vecdot`: sum(conj(x1) * x2) over the core axis of each operand (the last,
@@ -487,7 +532,7 @@ def vecdot(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
     """
     def compute(x1, x2):
         _same_length(shape(x1)[-1], shape(x2)[-1], "vecdot")
-        return _sum(multiply(conj_if_complex(x1), x2), axis=-1)
+        return _vecdot_p(x1, x2)
 
     return _gufunc(_np.vecdot, compute, (1, 1), 0, (x1, x2), out, axes, axis, keepdims,
                    casting, order, dtype, subok, signature)
@@ -499,7 +544,7 @@ def matvec(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
     x2 (..., n), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
     def compute(x1, x2):
         _same_length(shape(x1)[-1], shape(x2)[-1], "matvec")
-        return matmul(x1, expand_dims(x2, -1))[..., 0]
+        return _matvec_p(x1, x2)
 
     return _gufunc(_np.matvec, compute, (2, 1), 1, (x1, x2), out, axes, axis, keepdims,
                    casting, order, dtype, subok, signature)
@@ -511,7 +556,7 @@ def vecmat(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
     x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
     def compute(x1, x2):
         _same_length(shape(x1)[-1], shape(x2)[-2], "vecmat")
-        return matmul(expand_dims(conj_if_complex(x1), -2), x2)[..., 0, :]
+        return _vecmat_p(x1, x2)
 
     return _gufunc(_np.vecmat, compute, (1, 2), 1, (x1, x2), out, axes, axis, keepdims,
                    casting, order, dtype, subok, signature)
