@@ -98,6 +98,10 @@ ROWS += [
         ((2, 3, 2), (2, 3, 2)), variant="axes,keepdims"),
     Row("vecdot", lambda x, y: fnp.vecdot(x, y, dtype=np.float64), ((3,), (3,)),
         variant="dtype", promotes=True),
+    # complex operands (x1 conjugated): the real and imaginary parts, each a real function
+    Row("vecdot", lambda x, y, u, v: fnp.real(fnp.vecdot(x + 1j * y, u + 1j * v)) +
+        2.0 * fnp.imag(fnp.vecdot(x + 1j * y, u + 1j * v)), ((2, 3), (2, 3), (3,), (3,)),
+        variant="complex"),
 ]
 if hasattr(np, "matvec"):  # NumPy >= 2.2
     ROWS += [
@@ -111,6 +115,12 @@ if hasattr(np, "matvec"):  # NumPy >= 2.2
             ((2, 4, 3), (3, 4)), variant="axes"),
         Row("vecmat", lambda v, a: fnp.vecmat(v, a, axes=[(-1,), (0, 1), (-1,)]),
             ((4, 3), (3, 2, 4)), variant="axes"),
+        Row("vecmat", lambda x, y, a, b: fnp.real(fnp.vecmat(x + 1j * y, a + 1j * b)) -
+            fnp.imag(fnp.vecmat(x + 1j * y, a + 1j * b)), ((3,), (3,), (3, 2), (3, 2)),
+            variant="complex"),
+        Row("matvec", lambda a, b, x, y: fnp.real(fnp.matvec(a + 1j * b, x + 1j * y)) +
+            fnp.imag(fnp.matvec(a + 1j * b, x + 1j * y)), ((2, 3), (2, 3), (3,), (3,)),
+            variant="complex"),
     ]
 
 # --- bincount: differentiable in its weights ----------------------------------------------

@@ -204,7 +204,8 @@ _METHODS = {
     "__float__": lambda self: float(_concrete_or_raise(self, "float()")),
     "__int__": lambda self: int(_concrete_or_raise(self, "int()")),
     "__complex__": lambda self: complex(_concrete_or_raise(self, "complex()")),
-    "__index__": lambda self: _np.asarray(_concrete_or_raise(self, "Using as an index")).__index__(),
+    "__index__": lambda self: _np.asarray(
+        _concrete_or_raise(self, "Using as an index")).__index__(),
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,

@@ -117,7 +117,7 @@ def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, s
         if value != default:
             raise refuse(name, keyword, "it sets the memory layout or array subclass of a "
                          "new array, which fgrad's traced values do not have",
-                         f"Leave it out, and convert the result after the transform")
+                         "Leave it out, and convert the result after the transform")
     if dtype is None and signature is None and casting == "same_kind":
         return fn(*args)
     if dtype is not None and signature is not None:

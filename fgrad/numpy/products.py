@@ -19,7 +19,6 @@ import numpy as _np
 from ..core import primal
 from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
-from .shaping import sum as _sum
 from .shaping import (
     NO_VALUE, asarray, astype, broadcast_like, expand_dims, is_traced, meta, moveaxis, ndim,
     refuse_layout, refuse_out, reshape, shape, stack, swapaxes, unbroadcast,
@@ -503,8 +502,10 @@ _vecdot_p = defbilinear(
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     _matvec_p = defbilinear(
         lambda a, v: _np.matvec(a, v),
-        (lambda ans, a, v: _unbroadcast_to(a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)),
-         lambda ans, a, v: _unbroadcast_to(v, lambda ct: matmul(expand_dims(ct, -2), a)[..., 0, :])),
+        (lambda ans, a, v: _unbroadcast_to(
+            a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)),
+         lambda ans, a, v: _unbroadcast_to(
+             v, lambda ct: matmul(expand_dims(ct, -2), a)[..., 0, :])),
         name="matvec",
     )
     _vecmat_p = defbilinear(

@@ -106,7 +106,7 @@ def _extremum(impl, name):
         ans = prim(a, axis=axes, keepdims=_keepdims(keepdims), initial=c, where=mask)
         if type(initial) is Box:
             # initial's share of the gradient, by a term that is zero in value
-            _, kept, share = _tie_weights(ans, a, axes, c, mask)
+            share = _tie_weights(ans, a, axes, c, mask)[2]
             if not _keepdims(keepdims):
                 share = share.reshape(shape(ans))
             ans = ans + (initial - c) * share

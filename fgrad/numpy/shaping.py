@@ -255,7 +255,8 @@ def swapaxes(a, axis1, axis2):
 def moveaxis(a, source, destination):
     nd = ndim(a)
     src = [s % nd for s in (source if isinstance(source, (tuple, list)) else (source,))]
-    dst = [d % nd for d in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    dst = [d % nd for d in (destination if isinstance(destination, (tuple, list))
+                            else (destination,))]
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

@@ -26,7 +26,6 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 `fgrad.numpy.reductions`.
 """
 
-import builtins as _builtins
 import operator as _operator
 
 import numpy as _np
