@@ -252,10 +252,26 @@ class Primitive:
         self.multiple_results = multiple_results
 
     def __call__(self, *args, **params):
+        if params and isinstance(self.impl, _np.ufunc):  # a NumPy ufunc's keywords
+            if not holds_box(args):
+                return self.impl(*args, **params)  # plain values: NumPy's own, every keyword
+            _refuse_ufunc_keywords(self.name, params)
         return bind(self, args, params)
 
     def __repr__(self):
         return f"<fgrad primitive {self.name}>"
+
+
+def _refuse_ufunc_keywords(name, params):
+    """The arithmetic primitives are NumPy's ufuncs, applied to traced values without keywords:
+    `out=` would write into the user's array before anything else could refuse it."""
+    given = ", ".join(sorted(params))
+    raise TypeError(
+        f"fgrad.numpy.{name} was called on a traced value with the keyword argument(s) "
+        f"{given}, which it does not take there (fgrad returns values: it never writes into an "
+        f"array, and chooses no loop); call {name}(x, y) and use the result, cast with "
+        ".astype(dtype) if needed"
+    )
 
 
 class NondiffPrimitive:

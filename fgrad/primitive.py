@@ -143,7 +143,7 @@ def deflinear(impl, transpose, name=None):
     """
     prim = None
 
-    def same(t, ans, x, **params):
+    def same(t, ans, x, /, **params):  # positional-only: a parameter may be named x
         return bind(prim, (t,), params)
 
     prim = defprimitive(impl, transpose, same, name)
@@ -163,10 +163,10 @@ def defbilinear(impl, vjp, name=None):
     """
     prim = None
 
-    def jvp_x(t, ans, x, y, **params):
+    def jvp_x(t, ans, x, y, /, **params):
         return bind(prim, (t, y), params)
 
-    def jvp_y(t, ans, x, y, **params):
+    def jvp_y(t, ans, x, y, /, **params):
         return bind(prim, (x, t), params)
 
     prim = defprimitive(impl, vjp, (jvp_x, jvp_y), name)

@@ -86,3 +86,17 @@ def test_a_failed_transform_leaves_no_watched_phase_behind():
             fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(_inverse_of_a_vector)(x)))(
                 np.ones(3))
         assert core.phases() == []
+
+
+def test_out_given_to_an_arithmetic_primitive_never_writes_into_the_users_array():
+    arr = np.zeros(2)
+    with pytest.raises(TypeError, match=r"fgrad.numpy.add was called on a traced value with "
+                                        r"the keyword argument\(s\) out"):
+        fgrad.grad(lambda x: fnp.sum(fnp.add(x, 1.0, out=arr)))(np.ones(2))
+    assert not arr.any()  # NumPy would have written 2.0 into it before any rule ran
+    with pytest.raises(TypeError, match="dtype"):
+        fgrad.grad(lambda x: fnp.sum(fnp.multiply(x, 2.0, dtype=np.float32)))(np.ones(2))
+    # plain values: NumPy's own ufunc, with its keywords
+    out = np.zeros(2)
+    assert fnp.multiply(np.ones(2), 2.0, out=out) is out and out.tolist() == [2.0, 2.0]
+    assert fnp.multiply(np.ones(2), 2.0, dtype=np.float32).dtype == np.float32

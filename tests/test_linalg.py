@@ -425,14 +425,7 @@ def _assert_identical(got, want, what):
         np.testing.assert_array_equal(g, w, err_msg=what)
 
 
-# fgrad/numpy/products.py's `vecdot` (which `linalg.vecdot` is) calls NumPy's gufunc when
-# untraced and sums products when traced: for complex input the last bits differ.
-VECDOT_DEFECT = pytest.mark.xfail(
-    reason="fgrad.numpy.products.vecdot: untraced np.vecdot, traced sum(conj(x1) * x2) "
-           "(reported; products.py is not linalg's)", strict=False)
-TRACED = [pytest.param(r, marks=VECDOT_DEFECT, id=r.id)
-          if r.name == "linalg.vecdot" and np.iscomplexobj(r.args()[0]) else
-          pytest.param(r, id=r.id) for r in TABLE]
+TRACED = [pytest.param(r, id=r.id) for r in TABLE]
 
 
 @pytest.mark.parametrize("precision", [np.float64, np.float32])

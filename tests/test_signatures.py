@@ -109,13 +109,7 @@ DIFFERENCES = {
 }
 
 # Differences in files other helpers own and are fixing now (see the module docstring).
-PENDING = {
-    "numpy.linalg.pinv": "fgrad/numpy/linalg.py: rtol's default is a private sentinel, not "
-                         "NumPy's <no value>",
-    "numpy.linalg.matrix_rank": "fgrad/numpy/linalg.py: a NondiffPrimitive, (*args, **params)",
-    "numpy.linalg.matmul": "fgrad/numpy/linalg.py: the bare matmul primitive, where NumPy's "
-                           "linalg.matmul is (x1, x2, /)",
-}
+PENDING = {}
 
 # --- comparing --------------------------------------------------------------------------------
 

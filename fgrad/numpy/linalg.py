@@ -59,18 +59,19 @@ import collections
 import numpy as _np
 
 from ..core import Primitive, primal
-from ..primitive import deflinear, defprimitive, nondiff
+from ..primitive import deflinear, defprimitive
 from . import arrays as _arrays
 from . import products as _products
 from .elementwise import abs, conj, imag, real, sign, where
 from .products import conj_if_complex as _conj
-from .products import matmul  # also exported: NumPy 2's `linalg.matmul` is `matmul`
 from .products import vecdot as _vecdot
 from .reductions import _product_of_others, max, min, prod
 from .shaping import (
     _kept_shape, _normalize_axes, broadcast_to, concatenate, describe, expand_dims, is_traced,
-    meta, moveaxis, reshape, shape, sum, swapaxes, transpose, unbroadcast,
+    meta, moveaxis, nondiff_function, reshape, shape, sum, swapaxes, transpose, unbroadcast,
 )
+
+_matmul = _products.matmul  # the primitive, for the rules below
 
 __all__ = [
     "inv", "pinv", "solve", "det", "slogdet", "lstsq", "cholesky", "qr", "eigh", "eigvalsh",
@@ -199,8 +200,8 @@ _hermitian_part = deflinear(_hermitian_part_impl, lambda ans, x: _hermitian_part
 
 _inv_p = defprimitive(
     _np.linalg.inv,
-    vjp=lambda ans, x: lambda ct: -matmul(_mT(ans), matmul(ct, _mT(ans))),
-    jvp=lambda t, ans, x: -matmul(ans, matmul(t, ans)),
+    vjp=lambda ans, x: lambda ct: -_matmul(_mT(ans), _matmul(ct, _mT(ans))),
+    jvp=lambda t, ans, x: -_matmul(ans, _matmul(t, ans)),
     name="inv",
 )
 
@@ -218,7 +219,7 @@ def inv(a):
 
 def _solve_vjp_a(ans, a, b):
     like = meta(a)
-    return lambda ct: unbroadcast(-matmul(_solve_p(_mT(a), ct), _mT(ans)), like)
+    return lambda ct: unbroadcast(-_matmul(_solve_p(_mT(a), ct), _mT(ans)), like)
 
 
 def _solve_vjp_b(ans, a, b):
@@ -231,7 +232,7 @@ _solve_p = defprimitive(
     _np.linalg.solve,
     vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(
-        lambda t, ans, a, b: -_solve_p(a, matmul(t, ans)),
+        lambda t, ans, a, b: -_solve_p(a, _matmul(t, ans)),
         lambda t, ans, a, b: broadcast_to(_solve_p(a, t), shape(ans)),
     ),
     name="solve",
@@ -330,9 +331,9 @@ def _adjugate_T_singular(x):
     u1, s1, vh1 = u[..., :, :n - 1], s[..., :n - 1], vh[..., :n - 1, :]
     c = _last_column_cofactors(u1, u[..., :, -1])
     d = _last_column_cofactors(_mT(vh1), vh[..., -1, :])
-    t = sum(c * matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
+    t = sum(c * _matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
     others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
-    return (matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1))
+    return (_matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1))
             + expand_dims(prod(s1, axis=-1, keepdims=True), -1)
             * expand_dims(c, -1) * expand_dims(d, -2))
 
@@ -421,9 +422,9 @@ def _pinv_jvp(t, ans, x, rcond, hermitian):
     p, a = ans, x
     th = _H(t)
     return (
-        -matmul(p, matmul(t, p))
-        + matmul(matmul(p, _H(p)), th - matmul(th, matmul(a, p)))
-        + matmul(th - matmul(p, matmul(a, th)), matmul(_H(p), p))
+        -_matmul(p, _matmul(t, p))
+        + _matmul(_matmul(p, _H(p)), th - _matmul(th, _matmul(a, p)))
+        + _matmul(th - _matmul(p, _matmul(a, th)), _matmul(_H(p), p))
     )
 
 
@@ -434,9 +435,9 @@ def _pinv_vjp(ans, x, rcond, hermitian):
     def bprop(ct):  # the transpose of _pinv_jvp, term by term
         ch = _H(ct)
         return (
-            -matmul(pt, matmul(ct, pt))
-            + matmul(ch - matmul(matmul(ac, pc), ch), matmul(pc, pt))
-            + matmul(matmul(pt, pc), ch - matmul(ch, matmul(pc, ac)))
+            -_matmul(pt, _matmul(ct, pt))
+            + _matmul(ch - _matmul(_matmul(ac, pc), ch), _matmul(pc, pt))
+            + _matmul(_matmul(pt, pc), ch - _matmul(ch, _matmul(pc, ac)))
         )
 
     return bprop
@@ -449,7 +450,7 @@ _pinv_p = defprimitive(
     name="pinv",
 )
 
-_NOT_GIVEN = object()
+_NOT_GIVEN = _np._NoValue  # NumPy's own "not given" default, so the signature reads as NumPy's
 
 
 def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
@@ -503,9 +504,9 @@ def lstsq(a, b, rcond=None):
     _, _, rank, _ = _np.linalg.lstsq(av, bv, rcond=rcond)
     if rcond is None:
         rcond = _np.finfo(_np.result_type(av, bv, _np.float64)).eps * builtins.max(m, n)
-    x = matmul(_pinv_p(a, rcond=float(rcond), hermitian=False), b)
+    x = _matmul(_pinv_p(a, rcond=float(rcond), hermitian=False), b)
     if rank == n and m > n:
-        r = b - matmul(a, x)
+        r = b - _matmul(a, x)
         residuals = sum(real(r * conj(r)) if _is_complex(r) else r * r, axis=0)
         if bv.ndim == 1:
             residuals = reshape(residuals, (1,))
@@ -525,7 +526,7 @@ def _phi(x):
 
 def _cholesky_jvp(t, ans, x):
     low = ans  # dL = L phi(L^-1 dA L^-H)
-    return matmul(low, _phi(_H(_solve_p(low, _H(_solve_p(low, t))))))
+    return _matmul(low, _phi(_H(_solve_p(low, _H(_solve_p(low, t))))))
 
 
 def _cholesky_vjp(ans, x):
@@ -533,7 +534,7 @@ def _cholesky_vjp(ans, x):
 
     def bprop(ct):  # L^-T phi(L^T ct) conj(L)^-1; the Hermitian part is taken by `cholesky`
         lt = _mT(low)
-        y = _solve_p(lt, _phi(matmul(lt, ct)))
+        y = _solve_p(lt, _phi(_matmul(lt, ct)))
         return _mT(_solve_p(_H(low), _mT(y)))
 
     return bprop
@@ -571,23 +572,23 @@ def _qr_thin_jvp(t, q, r):
     B = Q^H X, O = tril(B, -1) - tril(B, -1)^H + i Im(diag B), dQ = Q (O - B) + X,
     dR = (B - O) R. The i Im(diag B) term keeps R's diagonal real, as LAPACK's is."""
     xr = _right_solve(t, r)
-    b = matmul(_H(q), xr)
+    b = _matmul(_H(q), xr)
     low = b * _strict_lower(shape(r)[-1], b)
     o = low - _H(low)
     if _is_complex(b):
         o = o + _diag_embed(_imag_part(_diagonal(b)))
-    return matmul(q, o - b) + xr, matmul(b - o, r)
+    return _matmul(q, o - b) + xr, _matmul(b - o, r)
 
 
 def _qr_thin_vjp(ct_q, ct_r, q, r):
     """The transpose of _qr_thin_jvp: with c = Q^T ct_Q - ct_R R^T, the cotangent of B is
     tril(c - c^H, -1) + i Im(diag c) - c, and dA's is (ct_Q + conj(Q) ct_B) R^-T."""
-    c = _plus(None if ct_q is None else matmul(_mT(q), ct_q),
-              None if ct_r is None else -matmul(ct_r, _mT(r)))
+    c = _plus(None if ct_q is None else _matmul(_mT(q), ct_q),
+              None if ct_r is None else -_matmul(ct_r, _mT(r)))
     ct_b = (c - _H(c)) * _strict_lower(shape(r)[-1], c) - c
     if _is_complex(c):
         ct_b = ct_b + _diag_embed(_imag_part(_diagonal(c)))
-    return _right_solve_T(_plus(ct_q, matmul(_conj(q), ct_b)), r)
+    return _right_solve_T(_plus(ct_q, _matmul(_conj(q), ct_b)), r)
 
 
 def _qr_jvp(tangents, ans, x):
@@ -600,7 +601,7 @@ def _qr_jvp(tangents, ans, x):
     if m >= n:
         return _qr_thin_jvp(t, q, r)
     dq, dr1 = _qr_thin_jvp(t[..., :m], q, r[..., :m])
-    dr2 = matmul(_H(dq), x[..., m:]) + matmul(_H(q), t[..., m:])
+    dr2 = _matmul(_H(dq), x[..., m:]) + _matmul(_H(q), t[..., m:])
     return dq, concatenate([dr1, dr2], axis=-1)
 
 
@@ -617,8 +618,8 @@ def _qr_vjp(wanted, ans, x):
             ct_r1 = None
         else:  # dR2 = dQ^H x2 + Q^H dx2: ct_Q gains conj(x2) ct_R2^H, dx2's is conj(Q) ct_R2
             ct_r1, ct_r2 = ct_r[..., :m], ct_r[..., m:]
-            ct_q = _plus(ct_q, matmul(_conj(x[..., m:]), _H(ct_r2)))
-            ct_x2 = matmul(_conj(q), ct_r2)
+            ct_q = _plus(ct_q, _matmul(_conj(x[..., m:]), _H(ct_r2)))
+            ct_x2 = _matmul(_conj(q), ct_r2)
         ct_x1 = _qr_thin_vjp(ct_q, ct_r1, q, r[..., :m])
         return (concatenate([ct_x1, ct_x2], axis=-1),)
 
@@ -667,9 +668,9 @@ def _eigh_jvp(tangents, ans, x, UPLO):
     diagonal: JAX's gauge, V^H dV has a zero diagonal)."""
     (t,) = tangents
     w, v = ans
-    vtv = matmul(_H(v), matmul(t, v))
+    vtv = _matmul(_H(v), _matmul(t, v))
     dw = _diagonal(vtv)
-    return real(dw) if _is_complex(dw) else dw, matmul(v, _gaps_inverse(w) * vtv)
+    return real(dw) if _is_complex(dw) else dw, _matmul(v, _gaps_inverse(w) * vtv)
 
 
 def _eigh_vjp(wanted, ans, x, UPLO):
@@ -679,8 +680,8 @@ def _eigh_vjp(wanted, ans, x, UPLO):
     def bprop(cts):  # the transpose of _eigh_jvp: conj(V) (diag(ct_w) + F * (V^T ct_V)) V^T
         ct_w, ct_v = cts
         inner = _plus(None if ct_w is None else _diag_embed(ct_w),
-                      None if ct_v is None else f * matmul(_mT(v), ct_v))
-        return (matmul(_conj(v), matmul(inner, _mT(v))),)  # `eigh` takes the Hermitian part
+                      None if ct_v is None else f * _matmul(_mT(v), ct_v))
+        return (_matmul(_conj(v), _matmul(inner, _mT(v))),)  # `eigh` takes the Hermitian part
 
     return bprop
 
@@ -717,12 +718,12 @@ def eigh(a, UPLO="L"):
 
 def _eigvalsh_vjp(ans, x, UPLO):
     _, v = _eigh_p(x, UPLO=UPLO)
-    return lambda ct: matmul(_conj(v) * expand_dims(ct, -2), _mT(v))
+    return lambda ct: _matmul(_conj(v) * expand_dims(ct, -2), _mT(v))
 
 
 def _eigvalsh_jvp(t, ans, x, UPLO):
     _, v = _eigh_p(x, UPLO=UPLO)
-    dw = sum(_conj(v) * matmul(t, v), axis=-2)  # diag(V^H dA V)
+    dw = sum(_conj(v) * _matmul(t, v), axis=-2)  # diag(V^H dA V)
     return real(dw) if _is_complex(dw) else dw
 
 
@@ -765,8 +766,8 @@ def _eig_jvp(tangents, ans, x):
     v_kj real (Im c_j = -Im(u_kj) / v_kj)."""
     (t,) = tangents
     w, v = ans
-    p = matmul(_solve_p(v, t), v)
-    u = matmul(v, _gaps_inverse(w) * p)
+    p = _matmul(_solve_p(v, t), v)
+    u = _matmul(v, _gaps_inverse(w) * p)
     if _is_complex(v):
         mask = _largest_entries(v)
         largest = real(sum(mask * v, axis=-2))
@@ -794,8 +795,8 @@ def _eig_vjp(wanted, ans, x):
                         + mask * expand_dims(-1j * imag(g) / largest, -2))
             else:
                 ct_u = ct_v - expand_dims(g, -2) * v
-            inner = _plus(inner, f * matmul(_mT(v), ct_u))
-        ct = _solve_p(_mT(v), matmul(inner, _mT(v)))  # V^-T (...) V^T
+            inner = _plus(inner, f * _matmul(_mT(v), ct_u))
+        ct = _solve_p(_mT(v), _matmul(inner, _mT(v)))  # V^-T (...) V^T
         return (real(ct) if real_input and _is_complex(ct) else ct,)
 
     return bprop
@@ -888,7 +889,7 @@ def _svd_jvp(tangents, ans, x, full_matrices):
     v = _H(vh)
     f = _gaps_inverse(s * s)
     inv_s = _inverse_where_nonzero(s)
-    dp = matmul(_H(u), matmul(t, v))
+    dp = _matmul(_H(u), _matmul(t, v))
     dps = dp * expand_dims(s, -2)
     sdp = expand_dims(s, -1) * dp
     du_inner = f * (dps + _H(dps))
@@ -896,14 +897,14 @@ def _svd_jvp(tangents, ans, x, full_matrices):
     if _is_complex(dp):
         du_inner = du_inner + _diag_embed(_imag_part(ds) * inv_s)
         ds = real(ds)
-    du = matmul(u, du_inner)
-    dv = matmul(v, f * (sdp + _H(sdp)))
+    du = _matmul(u, du_inner)
+    dv = _matmul(v, f * (sdp + _H(sdp)))
     if m > n:
-        dav = matmul(t, v)
-        du = du + (dav - matmul(u, matmul(_H(u), dav))) * expand_dims(inv_s, -2)
+        dav = _matmul(t, v)
+        du = du + (dav - _matmul(u, _matmul(_H(u), dav))) * expand_dims(inv_s, -2)
     elif m < n:
-        dau = matmul(_H(t), u)
-        dv = dv + (dau - matmul(v, matmul(vh, dau))) * expand_dims(inv_s, -2)
+        dau = _matmul(_H(t), u)
+        dv = dv + (dau - _matmul(v, _matmul(vh, dau))) * expand_dims(inv_s, -2)
     return du, ds, _H(dv)
 
 
@@ -918,18 +919,18 @@ def _svd_vjp(wanted, ans, x, full_matrices):
         ct_u, ct_s, ct_vh = cts
         inner = None if ct_s is None else _diag_embed(ct_s)  # C, the cotangent of dP
         if ct_u is not None:
-            j = matmul(_mT(u), ct_u)
+            j = _matmul(_mT(u), ct_u)
             inner = _plus(inner, (f * (j - _H(j))) * expand_dims(s, -2))
             if _is_complex(j):
                 inner = inner + _diag_embed(_imag_part(_diagonal(j)) * inv_s)
         if ct_vh is not None:
-            k = matmul(vt, _H(ct_vh))  # V^T ct_V, where ct_V = ct_Vh^H
+            k = _matmul(vt, _H(ct_vh))  # V^T ct_V, where ct_V = ct_Vh^H
             inner = _plus(inner, expand_dims(s, -1) * (f * (k - _H(k))))
-        g = matmul(uc, matmul(inner, vt))
+        g = _matmul(uc, _matmul(inner, vt))
         if m > n and ct_u is not None:  # (I - conj(U) U^T) ct_U S^-1 V^T
-            g = g + matmul((ct_u - matmul(uc, j)) * expand_dims(inv_s, -2), vt)
+            g = g + _matmul((ct_u - _matmul(uc, j)) * expand_dims(inv_s, -2), vt)
         elif m < n and ct_vh is not None:  # conj(U) S^-1 ct_Vh (I - conj(V) V^T)
-            g = g + matmul(uc, expand_dims(inv_s, -1) * (ct_vh - matmul(_H(k), vt)))
+            g = g + _matmul(uc, expand_dims(inv_s, -1) * (ct_vh - _matmul(_H(k), vt)))
         return (g,)
 
     return bprop
@@ -940,12 +941,12 @@ _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_result
 
 def _svdvals_vjp(ans, x):
     u, _, vh = _svd_p(x, full_matrices=False)
-    return lambda ct: _conj(matmul(u * expand_dims(ct, -2), vh))  # conj(U diag(ct) Vh)
+    return lambda ct: _conj(_matmul(u * expand_dims(ct, -2), vh))  # conj(U diag(ct) Vh)
 
 
 def _svdvals_jvp(t, ans, x):
     u, _, vh = _svd_p(x, full_matrices=False)
-    ds = sum(_conj(u) * matmul(t, _H(vh)), axis=-2)  # diag(U^H dA V)
+    ds = sum(_conj(u) * _matmul(t, _H(vh)), axis=-2)  # diag(U^H dA V)
     return real(ds) if _is_complex(ds) else ds
 
 
@@ -1198,7 +1199,7 @@ def cond(x, p=None):
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
-matrix_rank = nondiff(_np.linalg.matrix_rank, name="matrix_rank")
+matrix_rank = nondiff_function(_np.linalg.matrix_rank)
 
 
 def matrix_transpose(x, /):
@@ -1224,11 +1225,11 @@ def matrix_power(a, n):
     result, base = None, a
     while True:
         if n & 1:
-            result = base if result is None else matmul(result, base)
+            result = base if result is None else _matmul(result, base)
         n >>= 1
         if not n:
             return result
-        base = matmul(base, base)
+        base = _matmul(base, base)
 
 
 def multi_dot(arrays, *, out=None):
@@ -1284,10 +1285,15 @@ def _chain(arrays, split, i, j):
     if i == j:
         return arrays[i]
     k = split[i][j]
-    return matmul(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
+    return _matmul(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
 
 
 # --- NumPy 2's array-API spellings of products and diagonals (over the last axes) ----------
+
+
+def matmul(x1, x2, /):
+    """NumPy's `linalg.matmul`: `matmul` without its ufunc keywords."""
+    return _products.matmul(x1, x2)
 
 
 def outer(x1, x2, /):
