@@ -1,0 +1,441 @@
+"""Tracing never changes a value, and fgrad's values are NumPy's and SciPy's.
+
+For every row of the gradient table (tests/rows_*.py, see tests/gradtable.py), in float64, in
+float32 and with complex inputs:
+
+- `test_value_is_numpys`: the untraced call `row.fn(*args)` has the dtype, shape and value
+  (to rounding) of NumPy's or SciPy's reference (`gradtable.reference`: the row's function with
+  every fgrad name replaced by NumPy's or SciPy's name of the same spelling), and the same
+  containers (a namedtuple where NumPy returns one). Factorizations (eigenvectors, singular
+  vectors, Q) are compared up to the phase of each vector. Where NumPy or SciPy reject the
+  input (a complex argument to `floor`, a scalar to `correlate`), fgrad must reject it too,
+  with a TypeError or ValueError; where NumPy would discard an imaginary part with a
+  ComplexWarning, fgrad may refuse instead.
+- `test_tracing_keeps_the_value`: the value returned by `vjp`, `jvp`, `linearize`, the value
+  computed inside `grad` (as `has_aux`), inside `jacfwd` and `jacrev` (the batched passes),
+  and by `vjp` nested inside `jvp` (forward over reverse, as `hessian`), is the untraced value
+  bit for bit (NaN payloads aside): same containers, dtype, shape and bits.
+
+The declared non-differentiable names (`Nondiff`) get the same two checks, on the input the
+table uses for them. `test_every_public_name_is_compared_with_numpy` fails when a public name
+is not compared with NumPy's or SciPy's by any row of its name.
+
+Tolerances. Tracing: none (bit for bit). Against NumPy and SciPy: 64 units of rounding of
+the run's dtype, relative to the largest magnitude of the output leaf (fgrad computes some
+values by another route: `norm` as a square root of a sum, `cov` by products, SciPy's `eigh`
+by another LAPACK driver), and `odeint` to its solver tolerance.
+
+Float32. fgrad keeps float32 where NumPy or SciPy compute in float64 and return float64 for
+float32 inputs (`interp`, `cov`, `vander`, the distributions of `scipy.stats`, SciPy's
+special functions of an integer order): README, "Float32 in, float32 out". There the value is
+compared at float32 precision and the dtype must be float32 (float64 for rows that
+`promote`, as the gradient table has it). Anywhere else the dtype is NumPy's.
+
+Known defects in files owned elsewhere are listed in `KNOWN` with the reason; those tests are
+marked xfail(strict=True), so they turn into failures (XPASS) once fixed: then drop the entry.
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import pytest
+
+import fgrad.numpy as fnp
+from fgrad import grad, jacfwd, jacrev, jvp, linearize, vjp
+from fgrad.core import primal
+from gradtable import NoReference, load, public_names, recording, reference
+from rows_values import REFERENCES
+
+ROWS, NONDIFF = load()
+KINDS = ("float64", "float32", "complex128")
+
+# --- inputs --------------------------------------------------------------------------------
+
+
+def complex_args(args, seed):
+    """The row's float64 arguments plus an imaginary part of up to 0.2. On square matrices the
+    imaginary part is antisymmetric, so a symmetric (positive definite) input becomes a
+    Hermitian (positive definite) one, as a complex row of eigh or cholesky needs."""
+    rng = np.random.default_rng(seed + 1)
+    out = []
+    for a in args:
+        im = rng.uniform(-0.1, 0.1, np.shape(a))
+        if np.ndim(a) >= 2 and np.shape(a)[-1] == np.shape(a)[-2]:
+            im = im - np.swapaxes(im, -1, -2)
+        else:
+            im = 2.0 * im
+        z = np.asarray(a + 1j * im, dtype=np.complex128)
+        out.append(z[()] if z.ndim == 0 else z)
+    return tuple(out)
+
+
+def row_args(row, kind):
+    if kind == "complex128":
+        return complex_args(row.args(), row.seed)
+    return row.args(np.dtype(kind))
+
+
+NONDIFF_X = np.array([-1.3, 0.4, 2.6])  # the input tests/test_gradtable.py uses for them
+
+
+def nondiff_args(kind):
+    if kind == "complex128":
+        return complex_args((NONDIFF_X,), 0)
+    return (NONDIFF_X.astype(kind),)
+
+
+# --- comparing values ----------------------------------------------------------------------
+
+
+def _flatten(tree, path="out", lists_are_tuples=False):
+    """[(path, leaf)] of a result, and a description of its containers (types, lengths)."""
+    if isinstance(tree, (tuple, list)):
+        kind = type(tree).__name__
+        leaves, shape = [], ["tuple" if lists_are_tuples and kind == "list" else kind]
+        for i, v in enumerate(tree):
+            sub_leaves, sub_shape = _flatten(v, f"{path}[{i}]", lists_are_tuples)
+            leaves += sub_leaves
+            shape.append(sub_shape)
+        return leaves, shape
+    if isinstance(tree, dict):
+        leaves, shape = [], ["dict"]
+        for k in sorted(tree):
+            sub_leaves, sub_shape = _flatten(tree[k], f"{path}[{k!r}]", lists_are_tuples)
+            leaves += sub_leaves
+            shape.append((k, sub_shape))
+        return leaves, shape
+    return [(path, tree)], "leaf"
+
+
+def _same_bits(a, b):
+    """a and b are the same bits, except that any NaN equals any NaN."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind not in "fc":
+        return np.array_equal(a, b)
+    a = np.ascontiguousarray(a).reshape(-1).view(a.real.dtype)
+    b = np.ascontiguousarray(b).reshape(-1).view(b.real.dtype)
+    nan = np.isnan(a) & np.isnan(b)
+    same = (a == b) & (np.signbit(a) == np.signbit(b))
+    return bool(np.all(same | nan))
+
+
+def assert_identical(traced, plain, who):
+    """`traced`, a transform's value, is `plain`, the untraced value, bit for bit."""
+    t_leaves, t_shape = _flatten(traced)
+    p_leaves, p_shape = _flatten(plain)
+    assert t_shape == p_shape, f"{who}: containers {t_shape}, untraced {p_shape}"
+    for (path, t), (_, p) in zip(t_leaves, p_leaves):
+        t, p = np.asarray(t), np.asarray(p)
+        assert t.dtype == p.dtype, f"{who}: {path} has dtype {t.dtype}, untraced {p.dtype}"
+        assert t.shape == p.shape, f"{who}: {path} has shape {t.shape}, untraced {p.shape}"
+        if not _same_bits(t, p):
+            diff = np.max(np.abs(t.astype(complex) - p.astype(complex)), initial=0)
+            raise AssertionError(f"{who}: {path} differs from the untraced value (by up to "
+                                 f"{diff:.3g}):\n{t!r}\nuntraced:\n{p!r}")
+
+
+# Names whose results hold vectors fixed only up to a phase (a sign, for real input): each
+# vector (column, or row of Vh) of fgrad's result is turned to NumPy's before comparing.
+FACTORIZATIONS = {"linalg.svd", "linalg.eigh", "linalg.qr", "linalg.eig", "scipy.linalg.eigh",
+                  "scipy.linalg.svd", "scipy.linalg.qr", "scipy.linalg.schur",
+                  "scipy.linalg.eig"}
+
+
+def _aligned(a, ref, axis):
+    """a with each vector along `axis` (-2: columns, -1: rows) times the unit phase that best
+    turns it onto ref's."""
+    c = np.sum(np.conj(a) * ref, axis=axis, keepdims=True)
+    phase = np.where(np.abs(c) > 0, c / np.where(np.abs(c) > 0, np.abs(c), 1), 1)
+    return a * phase.astype(a.dtype) if a.dtype.kind == "c" else a * np.real(phase)
+
+
+def _close(a, ref, tol):
+    scale = np.max(np.abs(ref), initial=0.0) if ref.size else 0.0
+    if not np.all(np.isfinite(scale)):
+        scale = 0.0
+    return np.allclose(a, ref, rtol=tol, atol=tol * scale, equal_nan=True)
+
+
+def expected_dtype(ref_dtype, kind, keeps_float32):
+    """NumPy's dtype, except that fgrad keeps single precision where NumPy or SciPy compute in
+    double for single-precision inputs (README: "Float32 in, float32 out")."""
+    if kind == "float32" and keeps_float32:
+        return {np.dtype(np.float64): np.dtype(np.float32),
+                np.dtype(np.complex128): np.dtype(np.complex64)}.get(ref_dtype, ref_dtype)
+    return ref_dtype
+
+
+def assert_numpys(out, ref, kind, name, keeps_float32=False, tol_units=64):
+    """fgrad's untraced value `out` has the containers, dtypes, shapes and (to rounding)
+    values of NumPy's or SciPy's `ref`."""
+    # a list where NumPy returns a tuple, or the reverse, unpacks and indexes alike (SciPy's
+    # batched eigh returns a list, its unbatched eigh a tuple)
+    o_leaves, o_shape = _flatten(out, lists_are_tuples=True)
+    r_leaves, r_shape = _flatten(ref, lists_are_tuples=True)
+    assert o_shape == r_shape, f"containers {o_shape}; NumPy's {r_shape}"
+    tol = tol_units * np.finfo(np.complex64 if kind == "float32" else np.float64).eps
+    for (path, o), (_, r) in zip(o_leaves, r_leaves):
+        o, r = np.asarray(o), np.asarray(r)
+        want = expected_dtype(r.dtype, kind, keeps_float32)
+        assert o.dtype == want, f"{path} has dtype {o.dtype}; NumPy's is {r.dtype}" + (
+            f" (expected {want}: float32 in, float32 out)" if want != r.dtype else "")
+        assert o.shape == r.shape, f"{path} has shape {o.shape}; NumPy's is {r.shape}"
+        if o.dtype.kind not in "fc":
+            assert np.array_equal(o, r), f"{path} is\n{o!r}\nNumPy's is\n{r!r}"
+            continue
+        if _close(o, r, tol):
+            continue
+        if name in FACTORIZATIONS and o.ndim >= 2 and (
+                _close(_aligned(o, r, -2), r, tol) or _close(_aligned(o, r, -1), r, tol)):
+            continue  # the same vectors up to their phases
+        with np.errstate(all="ignore"):
+            err = np.max(np.abs(o - r) / np.maximum(np.abs(r), 1e-300), initial=0)
+        raise AssertionError(f"{path} differs from NumPy's by up to {err:.3g} relative "
+                             f"(tolerance {tol:.3g}):\n{o!r}\nNumPy's:\n{r!r}")
+
+
+# --- known defects in files other helpers own -------------------------------------------
+
+
+@dataclass
+class Known:
+    """Cases of `test` ("numpy" or "tracing") that fail for a known defect: rows named `name`,
+    of the given `kinds`, whose variant is in `variants` (None: every variant)."""
+
+    test: str
+    name: str
+    kinds: tuple
+    reason: str
+    variants: Optional[tuple] = None
+    match: Optional[Callable] = None
+
+    def covers(self, test, row, kind):
+        return (test == self.test and row.name == self.name and kind in self.kinds
+                and (self.variants is None or row.variant in self.variants)
+                and (self.match is None or self.match(row)))
+
+
+KNOWN = []
+
+
+def _known(test, row, kind):
+    for k in KNOWN:
+        if k.covers(test, row, kind):
+            return k.reason
+    return None
+
+
+def _cases(test):
+    cases = []
+    for row in ROWS:
+        for kind in KINDS:
+            reason = _known(test, row, kind)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(row, kind, id=f"{row.id}-{kind}", marks=marks))
+    return cases
+
+
+# --- the untraced value is NumPy's ---------------------------------------------------------
+
+
+def reference_of(row):
+    """NumPy's or SciPy's version of a row's function: the row's own `reference`, one from
+    tests/rows_values.py's REFERENCES, or the row's function with NumPy's names."""
+    if getattr(row, "reference", None) is not None:
+        return row.reference
+    if (row.name, row.variant) in REFERENCES:
+        return REFERENCES[(row.name, row.variant)]
+    return reference(row.fn)
+
+
+def _call(fn, args):
+    """(value, exception, whether NumPy warned that it discards an imaginary part) of
+    fn(*args), other warnings silenced."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all="ignore"):
+            try:
+                value, error = fn(*args), None
+            except NoReference:
+                raise
+            except Exception as e:  # noqa: BLE001  (NumPy's rejections are many kinds)
+                value, error = None, e
+    discards = any(issubclass(w.category, np.exceptions.ComplexWarning) for w in caught)
+    return value, error, discards
+
+
+def check_against_numpy(fn, ref, args, kind, name, keeps_float32=False, tol_units=64):
+    try:
+        expected, ref_error, discards = _call(ref, args)
+    except NoReference as e:
+        pytest.skip(str(e))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                out, error = fn(*args), None
+            except (TypeError, ValueError, NotImplementedError) as e:
+                out, error = None, e
+    if ref_error is not None:
+        if isinstance(ref_error, NotImplementedError) and error is None:
+            pytest.skip(f"NumPy/SciPy have not implemented this ({ref_error}); fgrad has")
+        assert error is not None, (
+            f"NumPy/SciPy reject these {kind} inputs ({type(ref_error).__name__}: "
+            f"{ref_error}) but fgrad returns {out!r}; raise a TypeError or ValueError too")
+        pytest.skip(f"NumPy/SciPy reject these {kind} inputs: {type(ref_error).__name__}: "
+                    f"{ref_error}")
+    if error is not None and discards:
+        pytest.skip(f"fgrad refuses ({error}) where NumPy/SciPy discard an imaginary part")
+    if error is not None:
+        raise AssertionError(f"fgrad raises {type(error).__name__}: {error}; NumPy/SciPy "
+                             f"return {expected!r}") from error
+    assert_numpys(out, expected, kind, name, keeps_float32, tol_units)
+
+
+def _keeps_float32(row):
+    """Whether the row's float32 result must be float32 (the gradient table's float32 run
+    applies, and no float64 constant takes part)."""
+    return row.float32 is True and not row.promotes
+
+
+def _tol_units(row):
+    return 1e6 if row.name == "scipy.integrate.odeint" else 64  # solver tolerance 1e-10
+
+
+@pytest.mark.parametrize("row, kind", _cases("numpy"))
+def test_value_is_numpys(row, kind):
+    check_against_numpy(row.fn, reference_of(row), row_args(row, kind), kind, row.name,
+                        _keeps_float32(row), _tol_units(row))
+
+
+@pytest.mark.parametrize("entry", NONDIFF, ids=[n.name for n in NONDIFF])
+@pytest.mark.parametrize("kind", KINDS)
+def test_value_of_a_non_differentiable_name_is_numpys(entry, kind):
+    check_against_numpy(entry.fn, reference(entry.fn), nondiff_args(kind), kind, entry.name)
+
+
+# --- tracing keeps the value ---------------------------------------------------------------
+
+
+def _float_leaves(out):
+    return [v for _, v in _flatten(out)[0] if np.asarray(primal(v)).dtype.kind in "fc"]
+
+
+def _scalar(out):
+    """A real scalar computed from every float leaf of `out` (for grad)."""
+    total = 0.0
+    for v in _float_leaves(out):
+        total = total + fnp.sum(fnp.real(v))
+    return total
+
+
+def _capture(fn, into):
+    """fn, noting the plain value of what it returns each time it runs."""
+    def g(*args):
+        out = fn(*args)
+        into.append(_unbox(out))
+        return out
+    return g
+
+
+def _unbox(tree):
+    if isinstance(tree, (tuple, list)):
+        values = [_unbox(v) for v in tree]
+        return type(tree)(*values) if hasattr(tree, "_fields") else type(tree)(values)
+    if isinstance(tree, dict):
+        return {k: _unbox(v) for k, v in tree.items()}
+    return primal(tree)
+
+
+def check_tracing(fn, args, every_transform=True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                plain = fn(*args)
+            except (TypeError, ValueError, NotImplementedError) as e:
+                pytest.skip(f"the untraced call raises {type(e).__name__}: {e} "
+                            "(test_value_is_numpys checks that NumPy does too)")
+            _check_transforms(fn, args, plain, every_transform)
+
+
+def _check_transforms(fn, args, plain, every_transform):
+    tangents = tuple(np.ones_like(a) for a in args)
+    nums = tuple(range(len(args)))
+    assert_identical(vjp(fn, *args)[0], plain, "vjp")
+    assert_identical(jvp(fn, args, tangents)[0], plain, "jvp")
+    if _float_leaves(plain):
+        _, value = grad(lambda *a: (lambda o: (_scalar(o), o))(fn(*a)), argnums=nums,
+                       has_aux=True)(*args)
+        assert_identical(value, plain, "grad's aux")
+    if not every_transform:
+        return
+    assert_identical(linearize(fn, *args)[0], plain, "linearize")
+    assert_identical(jvp(lambda *a: vjp(fn, *a)[0], args, tangents)[0], plain, "jvp of vjp")
+    complex_in = any(np.iscomplexobj(a) for a in args)
+    complex_out = [np.iscomplexobj(v) for v in _float_leaves(plain)]
+    if not complex_in or all(complex_out):  # jacfwd's one-hot tangents are real, or f'(z)
+        seen = []
+        jacfwd(_capture(fn, seen), argnums=nums, holomorphic=complex_in)(*args)
+        for value in seen:
+            assert_identical(value, plain, "inside jacfwd")
+    if not any(complex_out) or (complex_in and all(complex_out)):  # likewise for jacrev
+        seen = []
+        jacrev(_capture(fn, seen), argnums=nums, holomorphic=any(complex_out))(*args)
+        for value in seen:
+            assert_identical(value, plain, "inside jacrev")
+
+
+@pytest.mark.parametrize("row, kind", _cases("tracing"))
+def test_tracing_keeps_the_value(row, kind):
+    check_tracing(row.fn, row_args(row, kind), every_transform=kind == "float64")
+
+
+@pytest.mark.parametrize("entry", NONDIFF, ids=[n.name for n in NONDIFF])
+@pytest.mark.parametrize("kind", KINDS)
+def test_tracing_keeps_the_value_of_a_non_differentiable_name(entry, kind):
+    (x,) = nondiff_args(kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            plain = entry.fn(x)
+        except (TypeError, ValueError) as e:
+            pytest.skip(f"the untraced call raises {type(e).__name__}: {e}")
+
+        def f(x):  # the output to differentiate, and the name's value as aux
+            return fnp.sum(fnp.real(x)), entry.fn(x)
+
+        assert_identical(vjp(f, x, has_aux=True)[2], plain, "vjp's aux")
+        assert_identical(jvp(f, (x,), (np.ones_like(x),), has_aux=True)[2], plain, "jvp's aux")
+        assert_identical(grad(f, has_aux=True)(x)[1], plain, "grad's aux")
+
+
+# --- every public name is compared with NumPy's --------------------------------------------
+
+
+def test_every_public_name_is_compared_with_numpy():
+    """Each public name is called through its NumPy or SciPy reference by at least one row
+    (or non-differentiable entry) of its own name, so test_value_is_numpys compares it."""
+    import os
+
+    if os.environ.get("FGRAD_ROWS"):
+        pytest.skip("FGRAD_ROWS loads only some families of rows")
+    compared = set()
+    for entries, args_of in ((ROWS, lambda r: r.args()), (NONDIFF, lambda e: (NONDIFF_X,))):
+        for entry in entries:
+            ref = reference_of(entry) if entries is ROWS else reference(entry.fn)
+            with recording() as called:
+                try:
+                    _, error, _ = _call(ref, args_of(entry))
+                except NoReference:
+                    continue
+            if error is None and entry.name in called:
+                compared.add(entry.name)
+    missing = sorted(set(public_names()) - compared)
+    assert not missing, (
+        f"no row or non-differentiable entry of these names calls NumPy's or SciPy's "
+        f"counterpart: {missing}; give one a reference (tests/rows_values.py)")
