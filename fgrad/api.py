@@ -17,6 +17,7 @@ import numpy as _np
 
 from . import numpy as fnp
 from .batching import map_linear
+from .boundary import api_boundary
 from .core import Box, primal, zeros_like_value
 from .forward import ForwardLevel
 from .reverse import ReverseLevel, backward_pass
@@ -121,10 +122,10 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
             what = f"{dt} with shape {_np.shape(v)}"
             if _np.ndim(v) != 0:
                 fix = "cast it with x.astype(float)"
-            elif dt == bool:
-                fix = f"pass {float(v)} instead of {v}"
+            elif dt.kind in "biu":  # an integer or a bool: the same number as a float
+                fix = f"pass {float(v)!r} instead of {v!r}"
             else:
-                fix = "pass 1.0 instead of 1"
+                fix = "pass a float or a float NumPy array"
         kind = {True: "complex", False: "real float"}.get(holomorphic, "float")
         raise TypeError(f"{who} requires {kind} inputs; {label} is {what}: {fix}")
 
@@ -162,11 +163,12 @@ def _leaf_labels(tree_args, argnums):
 
 
 def _named(wrapper, fun, transform):
+    """`wrapper`, a transform of `fun`, named after both, behind the API boundary."""
     name = getattr(fun, "__name__", type(fun).__name__)
     functools.update_wrapper(wrapper, fun)
     wrapper.__name__ = wrapper.__qualname__ = f"{transform}({name})"
     del wrapper.__wrapped__  # inspect.signature should show the wrapper's, not fun's
-    return wrapper
+    return api_boundary(wrapper)
 
 
 def _strip(x, level):
@@ -208,6 +210,7 @@ def _split_aux(out, who):
 # --- reverse mode ------------------------------------------------------------------------
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux=False):
     """Evaluate `fun(*primals)` and return `(out, vjp_fun)`; `vjp_fun(ct)` is the tuple of
     cotangents of the primals (one per primal, each shaped like it). With `has_aux`, `fun`
@@ -244,6 +247,7 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
         return tree_unflatten(in_tree, pull(ct_leaves))
 
     primal_out = tree_unflatten(out_tree, out_values)
+    vjp_fun = api_boundary(vjp_fun)
     return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
 
 
@@ -449,6 +453,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 # --- forward mode ------------------------------------------------------------------------
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
     """Evaluate `fun(*primals)` and its directional derivative along `tangents`: returns
     `(out, tangent_out)` (and `aux` third with `has_aux`).
@@ -508,6 +513,7 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
     return values, tangents_out, out_tree, aux
 
 
+@api_boundary
 def linearize(fun, *primals):
     """Evaluate `fun` once and return `(out, f_jvp)`, where `f_jvp(*tangents)` is the jvp
     at `primals`, evaluated without running `fun` again.

@@ -175,6 +175,14 @@ class Level:
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         raise NotImplementedError
 
+    # `bind_one` and `bind_two` call these for a primitive without parameters whose box
+    # argument is this level's (`process_two`: one of x, y); a level may answer faster here.
+    def process_one(self, prim: Primitive, x: Box) -> Any:
+        return self.process(prim, (x,), _NO_PARAMS)
+
+    def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
+        return self.process(prim, (x, y), _NO_PARAMS)
+
     def __repr__(self):
         state = "live" if self.live else "exited"
         return f"<{type(self).__name__} depth={self.depth} {state}>"
@@ -357,7 +365,7 @@ def bind_one(prim, x):
     if kind is Box:
         level = x.level
         if level.live:  # a box's level is the innermost of the levels it nests
-            return level.process(prim, (x,), _NO_PARAMS)
+            return level.process_one(prim, x)
     elif kind is not list and kind is not tuple and watch is None:
         return prim.impl(x)
     return bind(prim, (x,), _NO_PARAMS)
@@ -372,13 +380,13 @@ def bind_two(prim, x, y):
         if ky is Box:
             ly = y.level
             if lx.live and ly.live:
-                return (lx if lx.depth >= ly.depth else ly).process(prim, (x, y), _NO_PARAMS)
+                return (lx if lx.depth >= ly.depth else ly).process_two(prim, x, y)
         elif lx.live and ky is not list and ky is not tuple:
-            return lx.process(prim, (x, y), _NO_PARAMS)
+            return lx.process_two(prim, x, y)
     elif ky is Box and kx is not list and kx is not tuple:
         ly = y.level
         if ly.live:
-            return ly.process(prim, (x, y), _NO_PARAMS)
+            return ly.process_two(prim, x, y)
     return bind(prim, (x, y), _NO_PARAMS)
 
 

@@ -92,6 +92,7 @@ differentiably) and `fgrad.api` (`checkpoint` re-runs its function under `vjp` a
 import functools
 import inspect
 import operator
+import os
 import weakref
 
 import numpy as _np
@@ -99,6 +100,7 @@ import numpy as _np
 from . import core
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
+from .boundary import api_boundary
 from .core import Box, Primitive, bind, holds_box_of, primal, zeros_like_value
 from .numpy.shaping import describe
 from .reverse import ReverseLevel, backward_pass
@@ -153,34 +155,76 @@ def _leak(tree, level, allowed=None):
     return None
 
 
-def _free_values(fn):
+def _free_values(fn, depth=0, seen=None):
     """(name, value) for what `fn` reads besides its arguments: closure cells, the arguments of
     a functools.partial, default arguments, a bound method's object and the globals its code
-    names (nested functions' code included)."""
+    names (nested functions' code included), and what the functions among those read in turn
+    (to a depth of three)."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
+    for name, v in _reads(fn):
+        if callable(v) and type(v) is not Box:
+            if depth < 3 and not isinstance(v, type) and not _is_fgrads(v):
+                yield from ((f"{name} -> {sub}", w) for sub, w in _free_values(v, depth + 1, seen))
+        else:
+            yield name, v
+
+
+def _is_fgrads(fn):
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and code.co_filename.startswith(_FGRAD_DIR)
+
+
+_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _reads(fn):
     while isinstance(fn, functools.partial):
         yield from ((f"partial argument {k!r}", v) for k, v in enumerate(fn.args))
         yield from ((f"partial argument {k!r}", v) for k, v in fn.keywords.items())
         fn = fn.func
     owner = getattr(fn, "__self__", None)
-    if owner is not None and not isinstance(owner, type):
-        yield "self", owner
+    if owner is not None and not isinstance(owner, type) and inspect.ismethod(fn):
         yield from ((f"self.{k}", v) for k, v in getattr(owner, "__dict__", {}).items())
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
-    if code is None:
+    if code is None or not inspect.isfunction(fn):
         return
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
             yield repr(name), cell.cell_contents
         except ValueError:  # a cell not filled yet
             continue
-    for k, v in enumerate(fn.__defaults__ or ()):
-        yield f"default argument {code.co_varnames[code.co_argcount - len(fn.__defaults__) + k]!r}", v
+    defaults = fn.__defaults__ or ()
+    first = code.co_argcount - len(defaults)
+    for k, v in enumerate(defaults):
+        yield f"default argument {code.co_varnames[first + k]!r}", v
     yield from ((f"default argument {k!r}", v) for k, v in (fn.__kwdefaults__ or {}).items())
-    scope = getattr(fn, "__globals__", {})
+    scope = fn.__globals__
     for name in _global_names(code):
-        if name in scope:
-            yield f"global {name!r}", scope[name]
+        v = scope.get(name)
+        if v is not None and not inspect.ismodule(v):
+            yield f"global {name!r}", v
+
+
+def _box_of(v, level, depth=0):
+    """A box of `level` (or of a live level inside it) in `v`, looking into lists, tuples and
+    dicts a little way; None if there is none."""
+    if type(v) is Box:
+        return _leak([v], level)
+    if depth < 2 and isinstance(v, (list, tuple)):
+        items = v
+    elif depth < 2 and isinstance(v, dict):
+        items = v.values()
+    else:
+        return None
+    for item in items:
+        x = _box_of(item, level, depth + 1)
+        if x is not None:
+            return x
+    return None
 
 
 def _global_names(code):
@@ -195,7 +239,7 @@ def _check_closure(fn, level, who, what):
     """Refuse a function that reads a value being differentiated at `level` (or inside it)
     other than through its arguments: the rule would give it no derivative."""
     for name, v in _free_values(fn):
-        x = _leak(v, level) if not callable(v) or type(v) is Box else None
+        x = _box_of(v, level)
         if x is not None:
             raise TypeError(
                 f"{who}: {what} reads {name}, a value being differentiated (a traced value with "
@@ -436,6 +480,7 @@ class _CustomFunction:
     def _has_rule(self):
         raise NotImplementedError
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         who = self._who()
         if not self._has_rule():
@@ -654,6 +699,7 @@ def _custom_jvp_fprop(*vals, call):
         t_leaves = _tangent_leaves(call, t_out, p_leaves, p_tree)  # a cast here is transposed too
     p_leaves = [core._live_value(p) for p in p_leaves]  # without the tangents' level
     outs = call.output_leaves(tree_unflatten(p_tree, p_leaves), "the jvp rule's primal_out")
+    _check_no_leak(outs, level, call.who, "the jvp rule's primal_out")
     _check_no_leak(t_leaves, level, call.who, "the jvp rule's tangent_out")
     out_positions = [
         t.aux if type(t) is Box and t.level is tangent_level else None for t in t_leaves
@@ -776,18 +822,16 @@ class _CheckpointCall(_Call):
         and the boxes it reads (its free variables), kept in `captured`."""
         plain = [primal(x) for x in leaves]
         with core.capturing() as capture:
-            out = self.call(plain)
-            out_leaves, out_tree = tree_flatten(out)
-            # an output that is a free variable itself, returned untouched
-            out = tree_unflatten(out_tree, [core._live_value(o) for o in out_leaves])
-            outs = self.output_leaves(out, "the function")
+            outs = self.output_leaves(self.call(plain), "the function")
         self.captured = capture.boxes
         self.cache = (plain + [primal(c) for c in self.captured], outs)
         return outs
 
     def call(self, vals):
         args, kwargs = tree_unflatten(self.in_tree, list(vals[:self.n_args]))
-        return self.fun(*args, **kwargs)
+        out_leaves, out_tree = tree_flatten(self.fun(*args, **kwargs))
+        # a free variable returned untouched is read as a primitive's argument would be
+        return tree_unflatten(out_tree, [core._live_value(o) for o in out_leaves])
 
     def run(self, vals, suspend):
         """The output leaves for the inputs `vals`: the arguments' leaves, then a value for
@@ -896,7 +940,7 @@ def checkpoint(fun):
     functools.update_wrapper(checkpointed, fun)
     checkpointed.__name__ = checkpointed.__qualname__ = who
     del checkpointed.__wrapped__
-    return checkpointed
+    return api_boundary(checkpointed)
 
 
 remat = checkpoint
@@ -928,6 +972,7 @@ tap_cotangent_p = Primitive("tap_cotangent", lambda *vals, call: tuple(vals), fp
                             jvp=_tap_jvp, multiple_results=True)
 
 
+@api_boundary
 def tap_cotangent(x, on_cotangent):
     """The identity on `x` (a pytree), whose bprop calls `on_cotangent(ct)` with the cotangent
     of `x` and passes on what it returns as the new cotangent (None: `ct` unchanged).

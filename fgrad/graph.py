@@ -22,6 +22,7 @@ import html
 import numpy as _np
 
 from . import provenance
+from .boundary import api_boundary
 from .core import Box, Level, bind, primal
 from .tree_util import tree_flatten
 
@@ -249,7 +250,7 @@ def make_graph(fun, static_argnums=()):
         return graph
 
     graphed.__name__ = f"make_graph({getattr(fun, '__name__', 'f')})"
-    return graphed
+    return api_boundary(graphed)
 
 
 class GraphLevel(Level):

@@ -16,7 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import core
-from .core import Box, Level, Primitive, add_any, bind, bind_two, enter_phase, leave_phase
+from .core import (
+    _NO_PARAMS, Box, Level, Primitive, add_any, bind, bind_one, bind_two, enter_phase,
+    leave_phase,
+)
 
 __all__ = ["INPUT_ENTRY", "ReverseLevel", "backward_pass"]
 
@@ -60,43 +63,48 @@ class ReverseLevel(Level):
         return Box(x, self, len(tape) - 1)
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        return self._process_general(prim, args, params)
+
+    # Shortcuts, only for speed (the general path gives the same entries): built-in rules of
+    # one or two inputs without parameters are most of a program. They call the impl and the
+    # rules without `**params` (a slower call in CPython) and, when no box is left under this
+    # level's, call the impl directly instead of a second pass of `bind`.
+
+    def process_one(self, prim: Primitive, x: Box) -> Any:
         vjps = prim.vjps
-        if vjps is None or params or core.watch is not None:
-            return self._process_general(prim, args, params)
-        # Shortcuts, only for speed (the general path gives the same entries): built-in rules
-        # of one or two inputs without parameters are most of a program. They call the impl and
-        # the rules without `**params` (a slower call in CPython) and, when no box is left under
-        # this level's, call the impl directly instead of a second pass of `bind`.
-        if len(args) == 1:
-            x = args[0]  # the only argument holds the innermost box, so it is this level's
-            xv = x.value
-            ans = bind(prim, (xv,), params) if type(xv) is Box else prim.impl(xv)
-            maker = vjps[0]
-            if maker is None:
-                return ans
-            entry = ((x.aux,), (maker(ans, xv),))
-        elif len(args) == 2:
-            x, y = args
-            x_own = type(x) is Box and x.level is self
-            y_own = type(y) is Box and y.level is self
-            xv = x.value if x_own else x
-            yv = y.value if y_own else y
-            if type(xv) is Box or type(yv) is Box:
-                ans = bind(prim, (xv, yv), params)
-            else:
-                ans = prim.impl(xv, yv)
-            fx = vjps[0] if x_own else None
-            fy = vjps[1] if y_own else None
-            if fx is not None and fy is not None:
-                entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
-            elif fx is not None:
-                entry = ((x.aux,), (fx(ans, xv, yv),))
-            elif fy is not None:
-                entry = ((y.aux,), (fy(ans, xv, yv),))
-            else:
-                return ans
+        if vjps is None or core.watch is not None:
+            return self._process_general(prim, (x,), _NO_PARAMS)
+        xv = x.value
+        ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
+        maker = vjps[0]
+        if maker is None:
+            return ans
+        tape = self.tape
+        tape.append(((x.aux,), (maker(ans, xv),)))
+        return Box(ans, self, len(tape) - 1)
+
+    def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
+        vjps = prim.vjps
+        if vjps is None or core.watch is not None:
+            return self._process_general(prim, (x, y), _NO_PARAMS)
+        x_own = type(x) is Box and x.level is self
+        y_own = type(y) is Box and y.level is self
+        xv = x.value if x_own else x
+        yv = y.value if y_own else y
+        if type(xv) is Box or type(yv) is Box:
+            ans = bind_two(prim, xv, yv)
         else:
-            return self._process_general(prim, args, params)
+            ans = prim.impl(xv, yv)
+        fx = vjps[0] if x_own else None
+        fy = vjps[1] if y_own else None
+        if fx is not None and fy is not None:
+            entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
+        elif fx is not None:
+            entry = ((x.aux,), (fx(ans, xv, yv),))
+        elif fy is not None:
+            entry = ((y.aux,), (fy(ans, xv, yv),))
+        else:
+            return ans
         tape = self.tape
         tape.append(entry)
         return Box(ans, self, len(tape) - 1)

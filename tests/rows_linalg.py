@@ -146,6 +146,64 @@ ROWS.append(Row("linalg.eigh", la.eigh, variant="non-symmetric-input",
                 make=lambda rng: (symmetric(3, 3)(rng)[0]
                                   + np.triu(rng.uniform(0, 0.2, (3, 3)), 1),)))
 
+# --- eig, eigvals (real input) -------------------------------------------------------------
+
+COMPLEX_OUT = ("the output is complex64, not float32 (the real-and-imaginary-parts rows cover "
+               "float32)")
+
+
+def diagonalizable(*shape, pairs=True):
+    """Real S B S^-1 with S = I + small noise (each eigenvector has one clearly largest entry,
+    which LAPACK makes real) and B block diagonal: a 2x2 rotation-scaling block per complex
+    pair a +- ib (if `pairs`) and real eigenvalues, all 0.6 or more apart."""
+    def make(rng):
+        n, batch = shape[-1], shape[:-2]
+        b = np.zeros(batch + (n, n))
+        k = 0
+        if pairs:
+            b[..., 0, 0] = b[..., 1, 1] = 0.4 + rng.uniform(0, 0.1, batch)
+            b[..., 0, 1] = -(1.0 + rng.uniform(0, 0.1, batch))
+            b[..., 1, 0] = -b[..., 0, 1]
+            k = 2
+        for i in range(k, n):
+            b[..., i, i] = (i - k) * 0.8 - 1.0 + rng.uniform(0, 0.1, batch)
+        s = np.eye(n) + 0.25 * rng.standard_normal(batch + (n, n))
+        return (s @ b @ np.linalg.inv(s),)
+    return make
+
+
+def _parts(result):
+    """A complex result as real arrays: its real and imaginary parts."""
+    return tuple(p for z in result for p in (fnp.real(z), fnp.imag(z)))
+
+
+def _signed(result):
+    """eig's (w, v) with each eigenvector's sign chosen so that its largest entry is positive:
+    for a real matrix LAPACK fixes the eigenvectors only up to a sign each, which can flip
+    under a tiny change of the matrix (fgrad's derivative is the one of the continuous
+    choice)."""
+    w, v = result
+    k = fnp.argmax(fnp.abs(v), axis=-2)[..., None, :]
+    return w, v * fnp.sign(fnp.real(fnp.take_along_axis(v, k, axis=-2)))
+
+
+for s in SQUARE:
+    ROWS.append(Row("linalg.eig", lambda a: _parts(_signed(la.eig(a))), make=diagonalizable(*s),
+                    variant="complex-pairs"))
+    ROWS.append(Row("linalg.eigvals", lambda a: _parts([la.eigvals(a)]), make=diagonalizable(*s),
+                    variant="complex-pairs"))
+    ROWS.append(Row("linalg.eig", lambda a: _signed(la.eig(a)),
+                    make=diagonalizable(*s, pairs=False), variant="real-eigenvalues"))
+    ROWS.append(Row("linalg.eigvals", la.eigvals, make=diagonalizable(*s, pairs=False),
+                    variant="real-eigenvalues"))
+ROWS.append(Row("linalg.eig", lambda a: _signed(la.eig(a)), make=diagonalizable(4, 4),
+                variant="complex-output", float32=COMPLEX_OUT))
+ROWS.append(Row("linalg.eig", lambda a: (lambda w, v: fnp.real(
+    (v * fnp.sin(w)[..., None, :]) @ la.inv(v)))(*la.eig(a)), make=diagonalizable(3, 3),
+    variant="sin(a)"))  # V diag(sin w) V^-1 does not depend on the eigenvectors' scaling
+ROWS.append(Row("linalg.eigvals", la.eigvals, make=diagonalizable(4, 4),
+                variant="complex-output", float32=COMPLEX_OUT))
+
 # --- svd -----------------------------------------------------------------------------------
 
 for s in [(3, 3), (4, 3), (3, 4), (2, 4, 3), (2, 3, 4)]:

@@ -9,6 +9,7 @@ where each function is smooth (no pivot change in lu_factor, no repeated eigenva
 
 import numpy as np
 
+import fgrad.numpy as fnp
 import fgrad.scipy.linalg as sla
 from gradtable import Row
 
@@ -184,3 +185,160 @@ for type_ in (1, 2, 3):
                     make=rows_of(symmetric(3), spd(3, 3)), variant=f"generalized-type={type_}"))
 ROWS.append(Row(P + "eigh", lambda a, b: sla.eigh(a, b, eigvals_only=True),
                 make=rows_of(symmetric(3, (2,)), spd(2, 3, 3)), variant="generalized-batched"))
+
+# --- complex input -------------------------------------------------------------------------
+# A row's inputs are real; `cplx(f)` takes two (the real and imaginary parts) and applies f to
+# the complex matrix x + 1j y, so the complex rules are checked through the real ones.
+
+
+def cplx(f):
+    return lambda x, y, *rest: f(x + 1j * y, *rest)
+
+
+def cplx_general(*shape):
+    def make(rng):
+        n = shape[-1]
+        return (rng.standard_normal(shape) + 2.0 * n ** 0.5 * np.eye(n),
+                rng.standard_normal(shape))
+    return make
+
+
+def parts(z):
+    """Real outputs of a complex result (the float32 run checks their dtype)."""
+    return fnp.real(z), fnp.imag(z)
+
+
+def projector(q):
+    """q q^H: independent of the phases of q's columns."""
+    return parts(fnp.matmul(q, fnp.conj(fnp.swapaxes(q, -1, -2))))
+
+
+ROWS.append(Row(P + "solve_triangular",
+                cplx(lambda a, b: parts(sla.solve_triangular(a, b, trans=2, lower=True))),
+                make=lambda rng: cplx_general(3, 3)(rng) + (rng.standard_normal((3, 2)),),
+                variant="complex,trans=C"))
+ROWS.append(Row(P + "lu_solve", cplx(lambda a, b: parts(sla.lu_solve(sla.lu_factor(a), b, 2))),
+                make=lambda rng: cplx_general(3, 3)(rng) + (rng.standard_normal(3),),
+                variant="complex,trans=2"))
+ROWS.append(Row(P + "sqrtm", cplx(lambda a: parts(sla.sqrtm(a))),
+                make=lambda rng: (positive_eigs(3, 3)(rng), 0.2 * rng.standard_normal((3, 3))),
+                variant="complex"))
+ROWS.append(Row(P + "expm", cplx(lambda a: parts(sla.expm(a))),
+                make=lambda rng: (0.5 * rng.standard_normal((3, 3)),
+                                  0.5 * rng.standard_normal((3, 3))), variant="complex"))
+ROWS.append(Row(P + "solve_sylvester", cplx(lambda a, b, q: parts(sla.solve_sylvester(a, b, q))),
+                make=lambda rng: cplx_general(3, 3)(rng) + (general(2, 2)(rng),
+                                                            rng.standard_normal((3, 2))),
+                variant="complex-a"))
+
+# --- lu, lu_factor of every shape, complex -------------------------------------------------
+
+for s in [(4, 3), (3, 4), (2, 4, 3), (2, 3, 4)]:
+    ROWS.append(Row(P + "lu", lambda a: sla.lu(a)[1:], make=rows_of(s), variant="rectangular"))
+    ROWS.append(Row(P + "lu_factor", lambda a: sla.lu_factor(a)[0], make=rows_of(s),
+                    variant="rectangular"))
+ROWS.append(Row(P + "lu", cplx(lambda a: parts(sla.lu(a)[1]) + parts(sla.lu(a)[2])),
+                make=lambda rng: (rng.standard_normal((3, 3)), rng.standard_normal((3, 3))),
+                variant="complex"))
+ROWS.append(Row(P + "lu_factor", cplx(lambda a: parts(sla.lu_factor(a)[0])),
+                make=lambda rng: (rng.standard_normal((4, 3)), rng.standard_normal((4, 3))),
+                variant="complex"))
+
+# --- sqrtm of a matrix with a negative eigenvalue: a complex root -----------------------------
+
+
+def negative_eig(rng):
+    v = np.eye(3) + 0.3 * rng.standard_normal((3, 3))
+    return ((v * np.array([-1.5, 1.0, 2.0])) @ np.linalg.inv(v),)
+
+
+ROWS.append(Row(P + "sqrtm", lambda a: parts(sla.sqrtm(a)), make=negative_eig,
+                variant="negative-eigenvalue"))
+
+# --- qr --------------------------------------------------------------------------------------
+# Real QR and SVD factors are smooth where they are unique up to sign (LAPACK's signs do not
+# jump under a small step); the complement columns of full factors and complex phases are
+# not unique: those rows check quantities that do not depend on them.
+
+for s in [(3, 3), (4, 3), (3, 4), (2, 4, 3)]:
+    ROWS.append(Row(P + "qr", lambda a: sla.qr(a, mode="economic"), make=rows_of(s),
+                    variant="economic"))
+ROWS.append(Row(P + "qr", sla.qr, make=rows_of((3, 3))))
+ROWS.append(Row(P + "qr", lambda a: sla.qr(a, mode="r")[0], make=rows_of((4, 3)), variant="r"))
+ROWS.append(Row(P + "qr", lambda a: sla.qr(a, mode="economic", pivoting=True)[:2],
+                make=rows_of((4, 3)), variant="pivoting"))
+ROWS.append(Row(P + "qr", lambda a: projector(sla.qr(a)[0][..., 2:]) + (sla.qr(a)[1],),
+                make=rows_of((5, 2)), variant="full-complement"))
+ROWS.append(Row(P + "qr", cplx(lambda a: parts(sla.qr(a, mode="economic")[0])
+                               + parts(sla.qr(a, mode="economic")[1])),
+                make=lambda rng: (rng.standard_normal((4, 3)), rng.standard_normal((4, 3))),
+                variant="complex"))
+ROWS.append(Row(P + "qr", cplx(lambda a: parts(sla.qr(a)[1]) + projector(sla.qr(a)[0][..., 2:])),
+                make=lambda rng: (rng.standard_normal((4, 2)), rng.standard_normal((4, 2))),
+                variant="complex,full"))
+
+# --- svd -------------------------------------------------------------------------------------
+
+for s in [(3, 3), (4, 3), (3, 4), (2, 4, 3)]:
+    ROWS.append(Row(P + "svd", lambda a: sla.svd(a, full_matrices=False), make=rows_of(s),
+                    variant="reduced"))
+    ROWS.append(Row(P + "svd", lambda a: sla.svd(a, compute_uv=False), make=rows_of(s),
+                    variant="values"))
+ROWS.append(Row(P + "svd", sla.svd, make=rows_of((3, 3))))
+ROWS.append(Row(P + "svd", lambda a: (projector(sla.svd(a)[0][..., 2:])
+                                      + projector(fnp.swapaxes(sla.svd(a)[2][..., 2:, :], -1,
+                                                               -2))),
+                make=rows_of((4, 2)), variant="full-complement"))
+ROWS.append(Row(P + "svd", lambda a: projector(fnp.swapaxes(sla.svd(a)[2][..., 2:, :], -1, -2)),
+                make=rows_of((2, 4)), variant="full-complement-wide"))
+
+
+def svd_invariants(a):
+    u, s, vh = sla.svd(a, full_matrices=False)
+    return (s, fnp.abs(u), fnp.abs(vh)) + parts(fnp.matmul(u[..., :, :1], vh[..., :1, :]))
+
+
+for s in [(3, 3), (4, 3), (3, 4)]:
+    ROWS.append(Row(P + "svd", cplx(svd_invariants),
+                    make=lambda rng, s=s: (rng.standard_normal(s), rng.standard_normal(s)),
+                    variant="complex"))
+
+# --- schur -----------------------------------------------------------------------------------
+
+
+def real_eigs(*shape):
+    """Non-symmetric matrices with real eigenvalues 0.8 or more apart."""
+    def make(rng):
+        n = shape[-1]
+        v = np.eye(n) + 0.3 * rng.standard_normal(shape)
+        w = 0.8 * np.arange(n) - 1.0 + rng.uniform(0, 0.1, shape[:-2] + (n,))
+        return ((v * w[..., None, :]) @ np.linalg.inv(v),)
+    return make
+
+
+def schur_invariants(a):
+    t, z = sla.schur(a, output="complex")
+    return (parts(fnp.diagonal(t, axis1=-2, axis2=-1)) + (fnp.abs(t), fnp.abs(z))
+            + projector(z[..., :, :2]))
+
+
+for s in [(3, 3), (2, 3, 3)]:
+    ROWS.append(Row(P + "schur", sla.schur, make=real_eigs(*s), variant="real"))
+ROWS.append(Row(P + "schur", schur_invariants, make=rows_of((3, 3)), variant="complex"))
+ROWS.append(Row(P + "schur", cplx(schur_invariants),
+                make=lambda rng: (rng.standard_normal((4, 4)), rng.standard_normal((4, 4))),
+                variant="complex-input"))
+ROWS.append(Row(P + "schur", lambda a: sla.schur(a, sort="lhp")[:2], make=real_eigs(3, 3),
+                variant="sort"))
+
+# --- block_diag, toeplitz --------------------------------------------------------------------
+
+ROWS.append(Row(P + "block_diag", sla.block_diag, ((2, 2), (3,), ())))
+ROWS.append(Row(P + "block_diag", sla.block_diag, ((2, 1, 2), (2, 3)), variant="batched"))
+ROWS.append(Row(P + "block_diag", lambda x: sla.block_diag(x, np.ones((1, 1))), ((2,),),
+                variant="constant-block", promotes=True))
+ROWS.append(Row(P + "toeplitz", sla.toeplitz, ((3,), (4,))))
+ROWS.append(Row(P + "toeplitz", sla.toeplitz, ((3,),), variant="r=None"))
+ROWS.append(Row(P + "toeplitz", sla.toeplitz, ((2, 3), (4,)), variant="batched"))
+ROWS.append(Row(P + "toeplitz", cplx(lambda c: parts(sla.toeplitz(c))), ((3,), (3,)),
+                variant="complex,r=None"))

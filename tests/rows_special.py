@@ -179,6 +179,26 @@ for name in ("gammaincinv", "gammainccinv"):
     ROWS += [Row(P + name, fn, make=lambda rng: (rng.uniform(20.0, 40.0, 3),
                                                  rng.uniform(0.1, 0.9, 3)), variant="large-a")]
 
+# betainc in all three arguments: both branches of the series for d/da, d/db (x below and
+# above (a + 1) / (a + b + 2)), broadcasting, small and large a and b
+ROWS += [
+    Row(P + "betainc", sp.betainc, make=lambda rng: (rng.uniform(0.5, 3.0, 3),
+                                                     rng.uniform(0.5, 3.0, 3),
+                                                     rng.uniform(0.1, 0.9, 3))),
+    Row(P + "betainc", sp.betainc, make=lambda rng: (rng.uniform(0.5, 3.0, (3, 1)),
+                                                     rng.uniform(0.5, 3.0, 2),
+                                                     rng.uniform(0.1, 0.9, (3, 2))),
+        variant="broadcast"),
+    Row(P + "betainc", sp.betainc, make=lambda rng: (np.array([0.2, 30.0, 4.0]),
+                                                     np.array([0.3, 12.0, 40.0]),
+                                                     np.array([0.02, 0.75, 0.05])),
+        variant="wide-range"),
+    Row(P + "betainc", lambda x: sp.betainc(2.0, 3.5, x), make=lambda rng: (
+        rng.uniform(0.1, 0.9, 3),), variant="python-floats"),
+    Row(P + "betainc", lambda a: sp.betainc(a, 1.5, 0.4), make=lambda rng: (
+        rng.uniform(0.5, 3.0, (2, 2)),), variant="in-a"),
+]
+
 NONDIFF = [Nondiff(P + "gammasgn", sp.gammasgn)]
 
 # --- a Python float next to an array: the float takes the array's dtype (NumPy 2's rule), so

@@ -145,6 +145,10 @@ def test_float32_in_float32_out():
 def test_integer_inputs_to_grad():
     with pytest.raises(TypeError, match=r"argument 0 is int64 with shape \(\): pass 1.0 instead of 1"):
         grad(lambda x: x * 2.0)(1)
+    with pytest.raises(TypeError, match=r"argument 0 is int64 with shape \(\): pass 2.0 instead of 2\n"):
+        grad(lambda x: x * 2.0)(2)  # the number the user passed, not always 1
+    with pytest.raises(TypeError, match=r"int32 with shape \(\): pass -3.0 instead of np.int32\(-3\)"):
+        grad(lambda x: x * 2.0)(np.int32(-3))
     with pytest.raises(TypeError, match=r"argument 1 is int64 with shape \(3,\).*astype\(float\)"):
         grad(lambda x, y: x, argnums=1)(1.0, np.arange(3))
     with pytest.raises(TypeError, match=r"argument 0 is bool with shape \(\): pass 1.0 instead of True"):

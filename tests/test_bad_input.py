@@ -44,7 +44,10 @@ def expect_user_error(thunk, names, action=True):
     """Run `thunk`; it must raise TypeError/ValueError from the API edge whose message matches
     the regex `names` (the argument it is about) and, with `action`, says what to do in so
     many words (messages that only state what was expected are listed, as a known gap, in
-    `test_messages_that_do_not_say_what_to_do`). Returns the message."""
+    `test_messages_that_do_not_say_what_to_do`). Returns the message. Where it was raised is
+    read from the whole traceback (fgrad hides its own frames from users' tracebacks)."""
+    previous = os.environ.get("FGRAD_TRACEBACK_FILTERING")
+    os.environ["FGRAD_TRACEBACK_FILTERING"] = "off"
     try:
         thunk()
     except (TypeError, ValueError) as e:
@@ -61,6 +64,11 @@ def expect_user_error(thunk, names, action=True):
         last = traceback.extract_tb(e.__traceback__)[-1]
         pytest.fail(f"{type(e).__name__} (not TypeError/ValueError) from "
                     f"{last.filename}:{last.lineno}: {e}")
+    finally:
+        if previous is None:
+            del os.environ["FGRAD_TRACEBACK_FILTERING"]
+        else:
+            os.environ["FGRAD_TRACEBACK_FILTERING"] = previous
     pytest.fail(f"no error raised (looking for {names!r})")
 
 

@@ -98,3 +98,50 @@ def test_holomorphic_misuse_says_what_to_do():
         jacfwd(fnp.sin)(Z)
     with pytest.raises(TypeError, match="jacrev with holomorphic=False requires real outputs"):
         jacrev(fnp.sin)(Z)
+
+
+# --- linear algebra of complex input --------------------------------------------------------
+
+_rng = np.random.default_rng(5)
+_M = _rng.standard_normal((3, 3)) + 1j * _rng.standard_normal((3, 3)) + 2 * np.eye(3)
+_HERM = _M + _M.conj().T
+la = fnp.linalg
+
+
+def _df_dx_minus_i_df_dy(f, z, h=1e-6):
+    """JAX's gradient of a real-valued f, entry by entry, from central differences along the
+    real and the imaginary axis of each entry."""
+    g = np.zeros_like(z)
+    for idx in np.ndindex(z.shape):
+        e = np.zeros_like(z)
+        e[idx] = h
+        dx = (f(z + e) - f(z - e)) / (2 * h)
+        dy = (f(z + 1j * e) - f(z - 1j * e)) / (2 * h)
+        g[idx] = dx - 1j * dy
+    return g
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: la.norm(a),
+    lambda a: la.norm(a, 2),
+    lambda a: la.norm(a[0], 3),
+    lambda a: la.cond(a),
+    lambda a: la.svdvals(a)[1],
+    lambda a: la.eigvalsh(a)[0] * la.eigvalsh(a)[2],
+    lambda a: la.slogdet(a).logabsdet,
+    lambda a: fnp.real(la.slogdet(a).sign),
+    lambda a: fnp.abs(la.det(a)) ** 2,
+    lambda a: fnp.sum(fnp.abs(la.qr(a).R) ** 2 * np.arange(9.0).reshape(3, 3)),
+    lambda a: fnp.sum(fnp.imag(la.cholesky(a @ fnp.conj(a.T)))),
+    lambda a: fnp.sum(fnp.real(la.pinv(a[:, :2]))),
+    lambda a: fnp.imag(la.eigvals(a)[0]),
+    lambda a: fnp.real(la.eig(a)[1][0, 2]),
+    lambda a: fnp.sum(fnp.abs(la.eigh(a)[1]) ** 3),
+    lambda a: fnp.sum(fnp.real(la.lstsq(a[:, :2], a[:, 2])[0]))
+    + la.lstsq(a[:, :2], a[:, 2])[1][0],
+], ids=["norm", "norm-2", "norm-3", "cond", "svdvals", "eigvalsh", "logabsdet", "sign", "|det|^2",
+        "qr", "cholesky", "pinv", "eigvals", "eig", "eigh", "lstsq"])
+def test_linalg_gradients_of_complex_input_are_df_dx_minus_i_df_dy(f):
+    z = _HERM if {"eigh", "eigvalsh"} & set(f.__code__.co_names) else _M
+    want = _df_dx_minus_i_df_dy(lambda x: float(f(x)), z)
+    np.testing.assert_allclose(grad(f)(z), want, rtol=1e-6, atol=1e-7)

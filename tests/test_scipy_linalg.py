@@ -209,8 +209,6 @@ def test_float32_stays_float32_det_included():
 def test_errors_say_what_is_wrong():
     with pytest.raises(ValueError, match="square"):
         sla.expm(np.ones((2, 3)))
-    with pytest.raises(ValueError, match="no real square root"):
-        sla.sqrtm(np.diag([-1.0, 2.0]))
     with pytest.raises(ValueError, match="type must be 1, 2 or 3"):
         sla.eigh(SPD, SPD, type=4)
     with pytest.raises(ValueError, match="trans"):
@@ -235,3 +233,174 @@ def test_cho_solve_of_a_batch_with_one_vector_matches_scipy():
         c = sla.cholesky(a @ np.swapaxes(a, -1, -2) + np.eye(3), lower=lower)
         np.testing.assert_allclose(sla.cho_solve((c, lower), B[:3, 0]),
                                    sl.cho_solve((c, lower), B[:3, 0]))
+
+
+# --- the new names: SciPy's values, untraced and under every transform -----------------------
+
+C = RNG.standard_normal((4, 3)) + 1j * RNG.standard_normal((4, 3))
+W = RNG.standard_normal((3, 5))
+BATCH = RNG.standard_normal((2, 4, 3))
+NEG = np.array([[-2.0, 1.0, 0.0], [0.5, 1.0, 0.3], [0.0, 0.2, 3.0]])  # a negative eigenvalue
+
+FACTORIZATIONS = [
+    ("lu", (A,), {}), ("lu", (C,), {"permute_l": True}), ("lu", (W,), {"p_indices": True}),
+    ("lu", (BATCH,), {}), ("lu_factor", (C,), {}), ("lu_factor", (W,), {}),
+    ("lu_factor", (BATCH.astype(np.float32),), {}),
+    ("qr", (A,), {}), ("qr", (C,), {}), ("qr", (W,), {"mode": "economic"}),
+    ("qr", (BATCH,), {"mode": "r"}), ("qr", (C,), {"pivoting": True}),
+    ("qr", (A.astype(np.float32),), {"mode": "economic", "pivoting": True}),
+    ("svd", (A,), {}), ("svd", (C,), {"full_matrices": False}), ("svd", (W,), {}),
+    ("svd", (C,), {"compute_uv": False}), ("svd", (BATCH,), {"lapack_driver": "gesvd"}),
+    ("svd", (A.astype(np.float32),), {"compute_uv": False}),
+    ("schur", (SPD,), {}), ("schur", (A,), {"output": "complex"}),
+    ("schur", (C[:3],), {}), ("schur", (SPD,), {"sort": "lhp"}),
+    ("schur", (A.astype(np.float32),), {"output": "complex"}),
+    ("sqrtm", (NEG,), {}), ("sqrtm", (NEG.astype(np.float32),), {}),
+    ("sqrtm", (C[:3] + 3 * np.eye(3),), {}),
+    ("block_diag", (A, W[0], 2.0), {}), ("block_diag", (BATCH, A.astype(np.float32)), {}),
+    ("toeplitz", (W[0], W[1]), {}), ("toeplitz", (C[:, 0],), {}),
+    ("toeplitz", (BATCH[..., 0], W[0]), {}),
+]
+
+
+def _tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _assert_same(out, expected, where):
+    out, expected = _tuple(out), _tuple(expected)
+    assert len(out) == len(expected), where
+    for o, e in zip(out, expected):
+        o, e = np.asarray(o), np.asarray(e)
+        assert o.dtype == e.dtype and o.shape == e.shape, (where, o.dtype, e.dtype, o.shape)
+        np.testing.assert_array_equal(o, e, err_msg=where)
+
+
+@pytest.mark.parametrize("name, args, kw", FACTORIZATIONS,
+                         ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(FACTORIZATIONS)])
+def test_new_names_give_scipys_values_untraced_and_under_vjp_and_jvp(name, args, kw):
+    """The untraced value is SciPy's exactly (dtype, shape, bits; a tuple where SciPy's
+    batched calls give a list, (R,) for qr(mode='r') where SciPy's batched call gives R), and
+    tracing changes nothing."""
+    from fgrad import vjp
+    f = getattr(sla, name)
+    plain = f(*args, **kw)
+    expected = getattr(sl, name)(*args, **kw)
+    if name == "qr" and kw.get("mode") == "r" and np.ndim(args[0]) > 2:
+        expected = (expected,)
+    _assert_same(plain, expected, "untraced")
+    diff = [i for i, a in enumerate(args) if np.ndim(a) > 0]
+    g = lambda *xs: f(*[xs[diff.index(i)] if i in diff else a for i, a in enumerate(args)],  # noqa
+                      **kw)
+    xs = [args[i] for i in diff]
+    _assert_same(vjp(g, *xs)[0], plain, "vjp")
+    _assert_same(jvp(g, tuple(xs), tuple(np.zeros_like(x) for x in xs))[0], plain, "jvp")
+
+
+def test_sqrtm_of_a_negative_eigenvalue_is_complex_and_differentiable():
+    x = sla.sqrtm(NEG)
+    assert x.dtype == np.complex128
+    np.testing.assert_allclose(x @ x, NEG, atol=1e-12)
+    # the derivative solves X dX + dX X = dA for the complex root too
+    e = RNG.standard_normal((3, 3))
+    _, t = jvp(sla.sqrtm, (NEG,), (e,))
+    np.testing.assert_allclose(x @ t + t @ x, e, atol=1e-12)
+    check_grads(lambda a: (fnp.real(sla.sqrtm(a)), fnp.imag(sla.sqrtm(a))), (NEG,), order=2,
+                modes=("fwd", "rev"))
+
+
+def test_gauge_free_quantities_of_complex_factorizations_in_both_modes():
+    h = lambda x: fnp.conj(fnp.swapaxes(x, -1, -2))  # noqa: E731
+
+    def qr_parts(a):  # the complement's projector and R do not depend on Q2's basis
+        q, r = sla.qr(a)
+        return fnp.real(fnp.matmul(q[:, 3:], h(q[:, 3:]))), fnp.abs(r)
+
+    def svd_parts(a):  # |U|, |Vh|, s, the rank-one terms
+        u, s, vh = sla.svd(a)
+        return fnp.abs(u[:, :3]), fnp.abs(vh), s, fnp.imag(fnp.matmul(u[:, :1], vh[:1]))
+
+    def schur_parts(a):  # eigenvalues, |T|, the leading invariant subspace
+        t, z = sla.schur(a, output="complex")
+        return (fnp.real(fnp.diagonal(t)), fnp.abs(t),
+                fnp.imag(fnp.matmul(z[:, :2], h(z[:, :2]))))
+
+    check_grads(qr_parts, (np.vstack([C, C[:2] * 0.5j + 1]),), order=2, modes=("fwd", "rev"))
+    check_grads(svd_parts, (C,), order=2, modes=("fwd", "rev"))
+    check_grads(schur_parts, (C[:3],), order=2, modes=("fwd", "rev"))
+    check_grads(schur_parts, (A,), order=2, modes=("fwd", "rev"))
+
+
+def test_schur_derivative_follows_its_convention():
+    # Z^H dZ is skew-Hermitian with a zero diagonal, dT is upper triangular, and
+    # dA = dZ T Z^H + Z dT Z^H + Z T dZ^H
+    e = RNG.standard_normal((4, 4)) + 1j * RNG.standard_normal((4, 4))
+    (t, z), (dt, dz) = jvp(lambda a: sla.schur(a, output="complex"), (A + 0j,), (e,))
+    w = z.conj().T @ dz
+    np.testing.assert_allclose(w + w.conj().T, 0, atol=1e-10)
+    np.testing.assert_allclose(np.diag(w), 0, atol=1e-12)
+    np.testing.assert_allclose(np.tril(dt, -1), 0, atol=1e-12)
+    np.testing.assert_allclose(dz @ t @ z.conj().T + z @ dt @ z.conj().T
+                               + z @ t @ dz.conj().T, e, atol=1e-10)
+
+
+def test_traced_real_schur_with_a_complex_pair_asks_for_the_complex_form():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="output='complex'"):
+        grad(lambda a: fnp.sum(sla.schur(a)[0]))(rotation)
+    assert sla.schur(rotation)[0].shape == (2, 2)  # untraced, SciPy's value
+
+
+def test_full_factors_complement_convention():
+    # the extra columns rotate least: Q2^H dQ2 = 0 and Q1^H dQ2 = -dQ1^H Q2
+    a = RNG.standard_normal((5, 2))
+    (q, _), (dq, _) = jvp(sla.qr, (a,), (RNG.standard_normal((5, 2)),))
+    q1, q2, dq1, dq2 = q[:, :2], q[:, 2:], dq[:, :2], dq[:, 2:]
+    np.testing.assert_allclose(q2.T @ dq2, 0, atol=1e-12)
+    np.testing.assert_allclose(q1.T @ dq2, -dq1.T @ q2, atol=1e-12)
+
+
+def test_block_diag_and_toeplitz_gradients_are_their_transposes():
+    g = grad(lambda a, b: fnp.sum(sla.block_diag(a, b) * np.arange(20.0).reshape(4, 5)),
+             argnums=(0, 1))(np.ones((2, 2)), np.ones((2, 3)))
+    np.testing.assert_array_equal(g[0], [[0.0, 1.0], [5.0, 6.0]])
+    np.testing.assert_array_equal(g[1], [[12.0, 13.0, 14.0], [17.0, 18.0, 19.0]])
+    gc, gr = grad(lambda c, r: fnp.sum(sla.toeplitz(c, r) * np.arange(12.0).reshape(3, 4)),
+                  argnums=(0, 1))(np.ones(3), np.ones(4))
+    np.testing.assert_array_equal(gc, [15.0, 13.0, 8.0])  # c[i]: entries (i + j, j)
+    np.testing.assert_array_equal(gr, [0.0, 18.0, 9.0, 3.0])  # r[0] is not read
+
+
+def test_complex_transposed_solves_use_the_conjugate_transpose():
+    a = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+    b = RNG.standard_normal(3) + 1j * RNG.standard_normal(3)
+    np.testing.assert_allclose(sla.solve_triangular(a, b, trans="C"),
+                               sl.solve_triangular(a, b, trans="C"))
+    np.testing.assert_allclose(sla.lu_solve(sla.lu_factor(a), b, 2),
+                               sl.lu_solve(sl.lu_factor(a), b, 2))
+    h = a @ a.conj().T
+    for lower in (False, True):
+        c = sl.cholesky(h, lower=lower)
+        np.testing.assert_allclose(sla.cho_solve((c, lower), b), sl.cho_solve((c, lower), b))
+    for assume_a in ("her", "pos", "sym"):
+        m = h if assume_a == "pos" else a
+        np.testing.assert_allclose(sla.solve(m, b, assume_a=assume_a),
+                                   sl.solve(m, b, assume_a=assume_a))
+
+
+# --- signatures --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sla.__all__)
+def test_signature_is_scipys(name):
+    import inspect
+    assert inspect.signature(getattr(sla, name)) == inspect.signature(getattr(sl, name))
+
+
+def test_unsupported_keywords_raise_a_type_error_naming_them():
+    with pytest.raises(TypeError, match="'disp'"):
+        sla.sqrtm(SPD, disp=False)
+    with pytest.raises(TypeError, match="'blocksize'"):
+        sla.sqrtm(SPD, blocksize=16)
+    with pytest.raises(TypeError, match="'driver'"):
+        sla.eigh(SPD, driver="evr")

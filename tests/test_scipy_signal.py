@@ -94,3 +94,79 @@ def test_errors_say_what_is_wrong():
         sig.convolve(np.ones(3), np.ones(2), method="slow")
     with pytest.raises(ValueError, match="empty"):
         sig.fftconvolve(np.ones(0), np.ones(2))
+
+
+# --- convolve2d, correlate2d -------------------------------------------------------------------
+
+PAIRS_2D = [((4, 5), (2, 3)), ((3, 3), (5, 4)), ((2, 3), (4, 5)), ((4, 4), (1, 1))]
+
+
+@pytest.mark.parametrize("pair, mode, boundary, name", list(itertools.product(
+    PAIRS_2D, ["full", "same", "valid"], ["fill", "wrap", "symm", "circular"],
+    ["convolve2d", "correlate2d"])))
+def test_2d_values_equal_scipys_plain_and_traced(pair, mode, boundary, name):
+    s1, s2 = pair
+    if mode == "valid" and not (all(a >= b for a, b in zip(s1, s2))
+                                or all(b >= a for a, b in zip(s1, s2))):
+        with pytest.raises(ValueError, match="at least as large"):
+            getattr(sig, name)(np.ones(s1), np.ones(s2), mode)
+        return
+    for dtype in (np.float64, np.float32, np.complex128):
+        x = RNG.standard_normal(s1).astype(dtype)
+        k = RNG.standard_normal(s2).astype(dtype)
+        if dtype == np.complex128:
+            x, k = x + 1j * RNG.standard_normal(s1), k + 1j * RNG.standard_normal(s2)
+        f = getattr(sig, name)
+        expected = getattr(ss, name)(x, k, mode, boundary, 0.5)
+        traced = _traced(lambda x, k: f(x, k, mode, boundary, 0.5), x, k)
+        for out in (f(x, k, mode, boundary, 0.5), traced):
+            assert out.dtype == expected.dtype and out.shape == expected.shape
+            np.testing.assert_array_equal(out, expected)
+
+
+def test_2d_gradients_match_the_model_of_a_periodic_convolution():
+    # wrap, 'same' with an odd kernel: the transpose of a circular convolution is the circular
+    # correlation with the kernel
+    x, k = RNG.standard_normal((5, 4)), RNG.standard_normal((3, 3))
+    out, f_vjp = vjp(lambda x: sig.convolve2d(x, k, "same", "wrap"), x)
+    ct = RNG.standard_normal(out.shape)
+    np.testing.assert_allclose(f_vjp(ct)[0], ss.correlate2d(ct, k, "same", "wrap"), atol=1e-12)
+
+
+def test_2d_complex_and_fillvalue_derivatives_in_both_modes():
+    from fgrad.test_util import check_grads
+    x = RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))
+    k = RNG.standard_normal((2, 2)) + 1j * RNG.standard_normal((2, 2))
+    for name in ("convolve2d", "correlate2d"):
+        for mode, boundary in [("full", "symm"), ("same", "fill"), ("valid", "fill")]:
+            check_grads(lambda x, k: getattr(sig, name)(x, k, mode, boundary, 0.25), (x, k),
+                        order=2, modes=("fwd", "rev"))
+            check_grads(lambda x, k: getattr(sig, name)(k, x, "valid"), (x, k), order=2,
+                        modes=("fwd", "rev"))
+
+
+def test_2d_errors_name_the_argument():
+    with pytest.raises(ValueError, match="in2 has shape \\(3,\\)"):
+        sig.convolve2d(np.ones((3, 2)), np.ones(3))
+    with pytest.raises(ValueError, match="boundary must be"):
+        sig.correlate2d(np.ones((3, 2)), np.ones((2, 2)), boundary="reflect")
+    with pytest.raises(ValueError, match="mode must be"):
+        sig.convolve2d(np.ones((3, 2)), np.ones((2, 2)), mode="middle")
+    with pytest.raises(TypeError, match="fillvalue"):
+        grad(lambda v: fnp.sum(sig.convolve2d(np.ones((2, 2)), np.ones((2, 2)), fillvalue=v)))(1.0)
+
+
+@pytest.mark.parametrize("name", sig.__all__)
+def test_signature_is_scipys(name):
+    import inspect
+    assert inspect.signature(getattr(sig, name)) == inspect.signature(getattr(ss, name))
+
+
+@pytest.mark.parametrize("pair, mode",
+                         list(itertools.product(PAIRS[:-1], ["full", "same", "valid"])))
+def test_correlate_conjugates_in2_as_scipy(pair, mode):
+    from fgrad.test_util import check_grads
+    x = RNG.standard_normal(pair[0]) + 1j * RNG.standard_normal(pair[0])
+    k = RNG.standard_normal(pair[1]) + 1j * RNG.standard_normal(pair[1])
+    np.testing.assert_allclose(sig.correlate(x, k, mode), ss.correlate(x, k, mode), atol=1e-12)
+    check_grads(lambda x, k: sig.correlate(x, k, mode), (x, k), order=2, modes=("fwd", "rev"))

@@ -1,33 +1,54 @@
-"""`fgrad.numpy.linalg`: NumPy's linear algebra with forward and reverse rules, to every order.
+"""`fgrad.numpy.linalg`: NumPy's linear algebra with forward and reverse rules, to every order,
+for real and complex input.
 
 The factorizations and solvers (`inv`, `solve`, `det`, `slogdet`, `pinv`, `cholesky`, `qr`,
-`eigh`, `svd`) are primitives whose rules are written in fgrad operations on the traced
-result (`inv`'s bprop is `-ans.T @ ct @ ans.T`), so their derivatives are differentiable
-again. Everything else (`norm`, `lstsq`, `matrix_power`, `multi_dot`, `cond`, `eigvalsh`,
-`tensorinv`, `tensorsolve`, ...) is a composition of those and of `fgrad.numpy` operations.
+`eigh`, `eig`, `svd`) are primitives whose rules are written in fgrad operations on the traced
+results (`inv`'s bprop is `-ans.T @ ct @ ans.T`), so their derivatives are differentiable
+again. A factorization with several results (`svd`, `eigh`, `eig`, `qr`, `slogdet`) is one
+primitive with several outputs: one LAPACK call serves all of them, each output keeps its own
+dtype (the singular values of a complex matrix are real), and a bprop receives one cotangent
+per output, None for an output nobody used. The value-only names (`svdvals`, `eigvalsh`,
+`eigvals`, `svd(compute_uv=False)`) call NumPy's value-only routine, whose result is NumPy's
+to the last bit, and their rules call the full factorization. Everything else (`norm`,
+`lstsq`, `matrix_power`, `multi_dot`, `cond`, `tensorinv`, `tensorsolve`, ...) is a
+composition of those and of `fgrad.numpy` operations. Results have NumPy's result types
+(`SVDResult`, `EighResult`, `EigResult`, `QRResult`, `SlogdetResult`) and NumPy's dtypes,
+traced or not.
 
-A factorization with several results is one primitive whose value packs them into one array
-(`eigh`: the eigenvalues as row 0 above the eigenvectors; `svd`, `qr`: the flattened factors
-side by side); the public function unpacks it with differentiable indexing. One call of the
-LAPACK routine serves every result, and a cotangent given for only some of them arrives as
-zeros for the others.
+Complex numbers follow JAX's convention (see `fgrad.grad`): the cotangent of a complex input z
+of a real-valued f is df/dRe(z) - i df/dIm(z), and a reverse rule is the transpose of its
+forward rule under the pairing Re(sum(ct * t)), without conjugation. So the rules of the
+holomorphic functions (`inv`, `det`, `solve`) have plain transposes, and the others have
+conjugate transposes where the function has them (`eigh`'s forward rule has V^H dA V, its
+reverse rule conj(V) C V^T).
 
 Conventions (where NumPy has no derivative to follow):
 
 - `eigh`, `eigvalsh`, `cholesky`, `svd(hermitian=True)` and `pinv(hermitian=True)` use the
-  symmetric part `(a + a.T) / 2` of their input, as JAX does (NumPy reads one triangle only:
-  the same for a symmetric a), so the gradient with respect to `a` is symmetric.
+  Hermitian part `(a + a^H) / 2` of their input (the symmetric part for real a), as JAX does
+  (NumPy reads one triangle only: the same for a Hermitian a), so the gradient with respect
+  to `a` is Hermitian.
 - Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps; where
   a gap is exactly 0 the factor 1/gap is taken as 0 (JAX gives inf or nan there). Eigenvalue-
-  only quantities (`eigvalsh`, `svd(compute_uv=False)`, `norm(a, 'nuc')`, `norm(a, 2)`) then
-  get their exact gradient at repeated eigenvalues, where they are differentiable.
+  only quantities (`eigvalsh`, `svdvals`, `norm(a, 'nuc')`, `norm(a, 2)`) then get their exact
+  gradient at repeated eigenvalues, where they are differentiable.
+- Phases. The eigenvectors of `eigh` and the singular vectors of `svd` of a complex matrix are
+  fixed only up to a phase each (a sign for real input): fgrad's factors are NumPy's (LAPACK's)
+  and their derivatives take JAX's gauge (`eigh`: Im(V^H dV) has a zero diagonal; `svd`: so
+  has V^H dV, and U's carries the rest). A function of the factors that does not depend on
+  the phases (`U @ diag(f(s)) @ Vh`, `abs(V)`, a projector) has the exact derivative; the
+  phases themselves have none. `eig`'s eigenvectors are differentiated under LAPACK's own
+  normalization (unit norm, largest-magnitude component real), as JAX's
+  `enable_eigvec_derivs`, so they match finite differences of NumPy's values; `qr`'s R has a
+  real diagonal (LAPACK's), which fixes its phases, and `cholesky` is unique.
 - The 2-norm (and every p-norm) has gradient 0 at the zero vector (a subgradient; JAX gives nan).
 - `det`'s gradient is the transposed adjugate, exact at singular matrices too (its second
   derivative there is exact at rank n-1 with distinct singular values).
+- `slogdet`'s sign is a constant for real input and differentiable for complex input
+  (d sign = i Im(tr(inv(a) da)) sign).
 - `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
   `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError).
-- `lstsq`'s residuals are differentiable (`sum((b - a @ x)**2, axis=0)`); `rank` is an int
-  and `slogdet`'s sign a constant.
+- `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
 
 Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy`.
 """
@@ -37,30 +58,33 @@ import collections
 
 import numpy as _np
 
-from ..core import Box, primal
-from ..primitive import defprimitive, nondiff
+from ..core import Primitive, primal
+from ..primitive import deflinear, defprimitive, nondiff
 from . import arrays as _arrays
 from . import products as _products
-from .elementwise import abs, sign, where
+from .elementwise import abs, conj, imag, real, sign, where
+from .products import conj_if_complex as _conj
 from .products import matmul  # also exported: NumPy 2's `linalg.matmul` is `matmul`
 from .products import vecdot as _vecdot
-from .reductions import _product_of_others, max, min
+from .reductions import _product_of_others, max, min, prod
 from .shaping import (
-    _kept_shape, _normalize_axes, broadcast_to, concatenate, describe, expand_dims, meta,
-    moveaxis,
-    reshape, shape, sum, swapaxes, transpose, unbroadcast,
+    _kept_shape, _normalize_axes, broadcast_to, concatenate, describe, expand_dims, is_traced,
+    meta, moveaxis, reshape, shape, sum, swapaxes, transpose, unbroadcast,
 )
 
 __all__ = [
     "inv", "pinv", "solve", "det", "slogdet", "lstsq", "cholesky", "qr", "eigh", "eigvalsh",
-    "svd", "svdvals", "norm", "vector_norm", "matrix_norm", "matrix_power", "multi_dot",
-    "cond", "matrix_rank", "tensorinv", "tensorsolve", "matrix_transpose",
+    "eig", "eigvals", "svd", "svdvals", "norm", "vector_norm", "matrix_norm", "matrix_power",
+    "multi_dot", "cond", "matrix_rank", "tensorinv", "tensorsolve", "matrix_transpose",
     "matmul", "outer", "tensordot", "cross", "trace", "diagonal", "vecdot",
 ]
 
 try:  # NumPy 2's result types, so results compare and unpack exactly like NumPy's
-    from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
+    from numpy.linalg._linalg import (
+        EighResult, EigResult, QRResult, SlogdetResult, SVDResult,
+    )
 except ImportError:  # pragma: no cover - older NumPy
+    EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
     EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
     QRResult = collections.namedtuple("QRResult", ["Q", "R"])
     SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -70,7 +94,6 @@ LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` cat
 
 
 # --- helpers -------------------------------------------------------------------------------
-
 
 
 def _check_matrix(a, who, arg="a"):
@@ -96,6 +119,15 @@ def _mT(x):
     return swapaxes(x, -1, -2)
 
 
+def _H(x):
+    """The conjugate transpose of the last two axes (the transpose of a real x)."""
+    return _conj(swapaxes(x, -1, -2))
+
+
+def _is_complex(x):
+    return _np.iscomplexobj(primal(x))
+
+
 def _dtype(x):
     return _np.result_type(primal(x))
 
@@ -115,6 +147,16 @@ def _diag_embed(v):
     return expand_dims(v, -1) * _const(_np.eye(shape(v)[-1]), v)
 
 
+def _imag_part(z):
+    """i Im(z) = z - Re(z), a complex array with z's dtype."""
+    return z - real(z)
+
+
+def _plus(x, y):
+    """x + y where either may be None (a zero)."""
+    return y if x is None else x if y is None else x + y
+
+
 def _inverse_where_nonzero(d):
     """1/d with 0 where d is exactly 0 (the mask is a constant, so this is differentiable).
 
@@ -132,29 +174,24 @@ def _gaps_inverse(w):
     return _inverse_where_nonzero(expand_dims(w, -2) - expand_dims(w, -1))
 
 
-def _symmetric_part(a):
-    return (a + _mT(a)) * 0.5
+def _right_solve(y, m):
+    """y @ inv(m), as a solve: (inv(m).T @ y.T).T."""
+    return _mT(_solve_p(_mT(m), _mT(y)))
 
 
-def _pack(parts, batch):
-    """Several arrays with leading shape `batch`, flattened side by side along one last axis."""
-    return _np.concatenate([_np.reshape(p, batch + (-1,)) for p in parts], axis=-1)
+def _right_solve_T(y, m):
+    """y @ inv(m).T, as a solve: (inv(m) @ y.T).T."""
+    return _mT(_solve_p(m, _mT(y)))
 
 
-def _unpack(packed, shapes):
-    """The inverse of `_pack`, in fgrad operations (so cotangents flow to every part)."""
-    batch = shape(packed)[:-1]
-    out, lo = [], 0
-    for s in shapes:
-        n = int(_np.prod(s, dtype=_np.int64))
-        out.append(reshape(packed[..., lo:lo + n], batch + s))
-        lo += n
-    return out
+def _hermitian_part_impl(x):
+    xh = _np.swapaxes(x, -1, -2)
+    return (x + (_np.conj(xh) if _np.iscomplexobj(x) else xh)) * 0.5
 
 
-def _pack_traced(parts, batch):
-    """`_pack` in fgrad operations, for tangents."""
-    return concatenate([reshape(p, batch + (-1,)) for p in parts], axis=-1)
+# A linear map that is its own transpose under Re(sum(ct * t)): its reverse rule is itself.
+_hermitian_part = deflinear(_hermitian_part_impl, lambda ans, x: _hermitian_part,
+                            name="hermitian_part")
 
 
 # --- inv, solve ----------------------------------------------------------------------------
@@ -252,20 +289,52 @@ def _adjugate_T(x, ans):
     """The transposed adjugate of x (d det(x) / dx), in fgrad operations.
 
     det(x) inv(x).T where every matrix of the batch is well conditioned (smallest singular
-    value above sqrt(eps) times the largest); otherwise from the SVD x = U diag(s) Vh:
-    adj(x).T = det(U) det(Vh) U diag(prod of the other s) Vh, an identity that stays exact at
-    singular matrices (JAX gets the same from a cofactor solve). The inverse is preferred
-    where it is accurate because its own derivative has no trouble at repeated singular
-    values (det's second derivative at the identity).
+    value above sqrt(eps) times the largest); otherwise from the SVD x = U diag(s) Vh, as
+    adj(x).T = det(U) det(Vh) conj(U) diag(prod of the other s) conj(Vh), an identity that
+    stays exact at singular matrices (JAX gets the same from a cofactor solve). Its terms are
+    written without the last singular vectors (see `_adjugate_T_singular`), so that the second
+    derivative is right at rank n-1. The inverse is preferred where it is accurate because its
+    own derivative has no trouble at repeated singular values (det's second derivative at the
+    identity).
     """
     xv = _np.asarray(primal(x))
     s = _np.linalg.svd(xv, compute_uv=False)
     if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
-    u, s, vh = svd(x, full_matrices=False)
-    turn = _np.linalg.det(_np.asarray(primal(u))) * _np.linalg.det(_np.asarray(primal(vh)))
-    others = _product_of_others(s, (len(shape(s)) - 1,))
-    return _const(turn, s)[..., None, None] * matmul(u * expand_dims(others, -2), vh)
+    return _adjugate_T_singular(x)
+
+
+def _last_column_cofactors(m, last):
+    """The cofactors of the last column of the square matrix M = [m | last], which do not
+    depend on that column: det(M) inv(M)[-1, :], with `last` a constant so that derivatives
+    flow through m alone. Where M is unitary (m and `last` are singular vectors) the inverse is
+    exact and the cofactors are det(M) conj(last)."""
+    full = concatenate([m, expand_dims(_const(primal(last), m), -1)], axis=-1)
+    return expand_dims(_det_p(full), -1) * _inv_p(full)[..., -1, :]
+
+
+def _adjugate_T_singular(x):
+    """adj(x).T from x's SVD where x may be singular: with U = [U1 | u], Vh = [Vh1 ; vh],
+    c = det(U) conj(u) and d = det(Vh) conj(vh) (cofactors, functions of U1 and Vh1), and the
+    complex number t = c^T x d^T (det(U) det(Vh) s_n, carrying the phase along which a zero
+    s_n moves),
+    adj(x).T = t conj(U1) diag(prod of the other s of s_1..s_n-1) conj(Vh1)
+               + prod(s_1..s_n-1) c d^T.
+    Only the singular vectors of s_1..s_n-1 enter, so no derivative divides by s_n (the gauge
+    term of the last singular vectors, i Im(u^H dx v) / s_n, would be huge where s_n is a
+    rounding error, and would lose all digits where it cancels)."""
+    n = shape(x)[-1]
+    if n == 1:
+        return _np.ones(shape(x), _dtype(x))
+    u, s, vh = _svd_p(x, full_matrices=False)
+    u1, s1, vh1 = u[..., :, :n - 1], s[..., :n - 1], vh[..., :n - 1, :]
+    c = _last_column_cofactors(u1, u[..., :, -1])
+    d = _last_column_cofactors(_mT(vh1), vh[..., -1, :])
+    t = sum(c * matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
+    others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
+    return (matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1))
+            + expand_dims(prod(s1, axis=-1, keepdims=True), -1)
+            * expand_dims(c, -1) * expand_dims(d, -2))
 
 
 def _det_vjp(ans, x):
@@ -294,19 +363,53 @@ def det(a):
     return _det_p(a)
 
 
-_logabsdet_p = defprimitive(
-    lambda x: _np.linalg.slogdet(x)[1],
-    vjp=lambda ans, x: lambda ct: expand_dims(expand_dims(ct, -1), -1) * _mT(_inv_p(x)),
-    jvp=lambda t, ans, x: sum(_mT(_inv_p(x)) * t, axis=(-2, -1)),
-    name="logabsdet",
-)
+def _slogdet_impl(x):
+    sign, logabsdet = _np.linalg.slogdet(x)
+    return sign, logabsdet
+
+
+def _slogdet_jvp(tangents, ans, x):
+    """With tau = tr(inv(a) da): d logabsdet = Re(tau); d sign = i Im(tau) sign, which is 0
+    for real a (a structural zero: the sign of a real determinant is a constant)."""
+    (t,) = tangents
+    tau = sum(_mT(_inv_p(x)) * t, axis=(-2, -1))
+    if not _is_complex(x):
+        return None, tau
+    sign, _ = ans
+    return sign * _imag_part(tau), real(tau)
+
+
+def _slogdet_vjp(wanted, ans, x):
+    sign, _ = ans
+    complex_input = _is_complex(x)
+
+    def bprop(cts):  # the transpose of _slogdet_jvp: (ct_l + i Im(ct_sign sign)) inv(a).T
+        ct_sign, ct_l = cts
+        coef = ct_l
+        if complex_input and ct_sign is not None:
+            coef = _plus(coef, _imag_part(ct_sign * sign))
+        if coef is None:
+            return (None,)
+        return (expand_dims(expand_dims(coef, -1), -1) * _mT(_inv_p(x)),)
+
+    return bprop
+
+
+_slogdet_p = Primitive("slogdet", _slogdet_impl, vjp=_slogdet_vjp, jvp=_slogdet_jvp,
+                       multiple_results=True)
 
 
 def slogdet(a):
-    """NumPy's `linalg.slogdet`: (sign, logabsdet). `sign` is a constant (no derivative);
-    d logabsdet / da = inv(a).T."""
+    """NumPy's `linalg.slogdet`: (sign, logabsdet), batched. d logabsdet = Re(tr(inv(a) da));
+    the sign of a real determinant is a constant, that of a complex one, det/|det|, has the
+    derivative i Im(tr(inv(a) da)) sign.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda a: fnp.linalg.slogdet(a).logabsdet)(fnp.array([[2.0]]))
+    array([[0.5]])
+    """
     _check_square(a, "linalg.slogdet")
-    return SlogdetResult(_np.linalg.slogdet(primal(a))[0], _logabsdet_p(a))
+    return SlogdetResult(*_slogdet_p(a))
 
 
 # --- pinv, lstsq ---------------------------------------------------------------------------
@@ -314,26 +417,26 @@ def slogdet(a):
 
 def _pinv_jvp(t, ans, x, rcond, hermitian):
     """Golub and Pereyra's derivative of the pseudo-inverse P of A (rank locally constant):
-    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
+    dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
     p, a = ans, x
-    tt = _mT(t)
+    th = _H(t)
     return (
         -matmul(p, matmul(t, p))
-        + matmul(matmul(p, _mT(p)), tt - matmul(tt, matmul(a, p)))
-        + matmul(tt - matmul(p, matmul(a, tt)), matmul(_mT(p), p))
+        + matmul(matmul(p, _H(p)), th - matmul(th, matmul(a, p)))
+        + matmul(th - matmul(p, matmul(a, th)), matmul(_H(p), p))
     )
 
 
 def _pinv_vjp(ans, x, rcond, hermitian):
     p, a = ans, x
+    pt, pc, ac = _mT(p), _conj(p), _conj(a)
 
     def bprop(ct):  # the transpose of _pinv_jvp, term by term
-        ctt = _mT(ct)
-        pt = _mT(p)
+        ch = _H(ct)
         return (
             -matmul(pt, matmul(ct, pt))
-            + matmul(ctt - matmul(matmul(a, p), ctt), matmul(p, pt))
-            + matmul(matmul(pt, p), ctt - matmul(ctt, matmul(p, a)))
+            + matmul(ch - matmul(matmul(ac, pc), ch), matmul(pc, pt))
+            + matmul(matmul(pt, pc), ch - matmul(ch, matmul(pc, ac)))
         )
 
     return bprop
@@ -355,7 +458,8 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
     The derivative is Golub and Pereyra's, exact where the rank is locally constant: when no
     singular value is cut, or when the cut ones are exactly 0 (a rank-deficient matrix that
     stays so, like `pinv(b @ c)` with thin b, c). Singular values cut by `rcond` that are not 0
-    are treated as if they were.
+    are treated as if they were. With `hermitian=True` it is the pseudo-inverse of the
+    Hermitian part (a + a^H) / 2, as `eigh`.
     """
     _check_matrix(a, "linalg.pinv")
     if rcond is None:
@@ -369,8 +473,9 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
         raise ValueError("linalg.pinv: give rcond or rtol, not both")
     if isinstance(rcond, _np.ndarray):
         rcond = float(rcond) if rcond.ndim == 0 else tuple(map(float, rcond.ravel()))
-    if hermitian:  # as `eigh`: the symmetric part, so the derivative matches the value
-        a = _symmetric_part(a)
+    if hermitian:  # as `eigh`: the Hermitian part, so the derivative matches the value
+        _check_square(a, "linalg.pinv(hermitian=True)")
+        a = _hermitian_part(a)
     return _pinv_p(a, rcond=rcond, hermitian=bool(hermitian))
 
 
@@ -379,8 +484,9 @@ def lstsq(a, b, rcond=None):
 
     x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
     locally constant); `residuals` (the squared residual norms, given as NumPy gives them: only
-    when a has full column rank and more rows than columns) is `sum((b - a @ x)**2, axis=0)`,
-    differentiable; `rank` is a plain int; `s` is `svd(a, compute_uv=False)`, differentiable.
+    when a has full column rank and more rows than columns, real for complex input) is
+    `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is NumPy's integer; `s` is
+    `svdvals(a)`, differentiable.
     """
     av, bv = _np.asarray(primal(a)), _np.asarray(primal(b))
     if av.ndim != 2 or bv.ndim not in (1, 2):
@@ -400,12 +506,12 @@ def lstsq(a, b, rcond=None):
     x = matmul(_pinv_p(a, rcond=float(rcond), hermitian=False), b)
     if rank == n and m > n:
         r = b - matmul(a, x)
-        residuals = sum(r * r, axis=0)
+        residuals = sum(real(r * conj(r)) if _is_complex(r) else r * r, axis=0)
         if bv.ndim == 1:
             residuals = reshape(residuals, (1,))
-    else:
-        residuals = _np.array([], dtype=_np.result_type(av, bv, _np.float32))
-    return x, residuals, int(rank), svd(a, compute_uv=False)
+    else:  # NumPy's empty residuals: of the real dtype of the result
+        residuals = _np.array([], dtype=_np.finfo(_np.result_type(av, bv, _np.float32)).dtype)
+    return x, residuals, rank, svdvals(a)
 
 
 # --- cholesky ------------------------------------------------------------------------------
@@ -417,22 +523,18 @@ def _phi(x):
     return x * _const(_np.tril(_np.ones((n, n))) - 0.5 * _np.eye(n), x)
 
 
-def _right_solve_T(y, m):
-    """y @ inv(m).T, as a solve: (inv(m) @ y.T).T."""
-    return _mT(_solve_p(m, _mT(y)))
-
-
 def _cholesky_jvp(t, ans, x):
-    low = ans  # dL = L phi(L^-1 dA L^-T)
-    return matmul(low, _phi(_right_solve_T(_solve_p(low, t), low)))
+    low = ans  # dL = L phi(L^-1 dA L^-H)
+    return matmul(low, _phi(_H(_solve_p(low, _H(_solve_p(low, t))))))
 
 
 def _cholesky_vjp(ans, x):
     low = ans
 
-    def bprop(ct):  # L^-T phi(L^T ct) L^-1; the symmetric part is taken by `cholesky`
+    def bprop(ct):  # L^-T phi(L^T ct) conj(L)^-1; the Hermitian part is taken by `cholesky`
         lt = _mT(low)
-        return _right_solve_T(_solve_p(lt, _phi(matmul(lt, ct))), lt)
+        y = _solve_p(lt, _phi(matmul(lt, ct)))
+        return _mT(_solve_p(_H(low), _mT(y)))
 
     return bprop
 
@@ -442,14 +544,14 @@ _cholesky_p = defprimitive(_np.linalg.cholesky, vjp=_cholesky_vjp, jvp=_cholesky
 
 
 def cholesky(a, /, *, upper=False):
-    """NumPy's `linalg.cholesky`: lower L with a = L @ L.T (`upper=True`: L.T), batched.
+    """NumPy's `linalg.cholesky`: lower L with a = L @ L^H (`upper=True`: L^H), batched.
 
-    As in JAX, the factor is that of the symmetric part (a + a.T) / 2 (NumPy reads the lower
-    triangle only: the same for a symmetric a), so the gradient with respect to a is symmetric.
+    As in JAX, the factor is that of the Hermitian part (a + a^H) / 2 (NumPy reads the lower
+    triangle only: the same for a Hermitian a), so the gradient with respect to a is Hermitian.
     """
     _check_square(a, "linalg.cholesky")
-    low = _cholesky_p(_symmetric_part(a))
-    return _mT(low) if upper else low
+    low = _cholesky_p(_hermitian_part(a))
+    return _H(low) if upper else low
 
 
 # --- qr ------------------------------------------------------------------------------------
@@ -457,57 +559,80 @@ def cholesky(a, /, *, upper=False):
 
 def _qr_impl(x):
     q, r = _np.linalg.qr(x, mode="reduced")
-    return _pack([q, r], x.shape[:-2])
+    return q, r
 
 
-def _qr_parts(packed, m, n):
-    return _unpack(packed, [(m, n), (n, n)])
+def _strict_lower(n, like):
+    return _const(_np.tril(_np.ones((n, n)), -1), like)
 
 
-def _qr_jvp(t, ans, x):
-    """For m >= n (see J. Townsend, "Differentiating the QR decomposition"):
-    X = dA R^-1, B = Q^T X, O = tril(B, -1) - tril(B, -1)^T, dQ = Q (O - B) + X, dR = (B - O) R.
-    """
+def _qr_thin_jvp(t, q, r):
+    """For m >= n (see J. Townsend, "Differentiating the QR decomposition"): X = dA R^-1,
+    B = Q^H X, O = tril(B, -1) - tril(B, -1)^H + i Im(diag B), dQ = Q (O - B) + X,
+    dR = (B - O) R. The i Im(diag B) term keeps R's diagonal real, as LAPACK's is."""
+    xr = _right_solve(t, r)
+    b = matmul(_H(q), xr)
+    low = b * _strict_lower(shape(r)[-1], b)
+    o = low - _H(low)
+    if _is_complex(b):
+        o = o + _diag_embed(_imag_part(_diagonal(b)))
+    return matmul(q, o - b) + xr, matmul(b - o, r)
+
+
+def _qr_thin_vjp(ct_q, ct_r, q, r):
+    """The transpose of _qr_thin_jvp: with c = Q^T ct_Q - ct_R R^T, the cotangent of B is
+    tril(c - c^H, -1) + i Im(diag c) - c, and dA's is (ct_Q + conj(Q) ct_B) R^-T."""
+    c = _plus(None if ct_q is None else matmul(_mT(q), ct_q),
+              None if ct_r is None else -matmul(ct_r, _mT(r)))
+    ct_b = (c - _H(c)) * _strict_lower(shape(r)[-1], c) - c
+    if _is_complex(c):
+        ct_b = ct_b + _diag_embed(_imag_part(_diagonal(c)))
+    return _right_solve_T(_plus(ct_q, matmul(_conj(q), ct_b)), r)
+
+
+def _qr_jvp(tangents, ans, x):
+    """Tall and square: the thin rule. Wide (m < n): x = [x1 | x2] with x1 square, and
+    Householder QR factors x1 alone, so (Q, R1) is x1's QR and R2 = Q^H x2:
+    dR2 = dQ^H x2 + Q^H dx2."""
+    (t,) = tangents
+    q, r = ans
     m, n = shape(x)[-2:]
-    q, r = _qr_parts(ans, m, n)
-    xr = _right_solve_T(t, _mT(r))
-    b = matmul(_mT(q), xr)
-    low = b * _const(_np.tril(_np.ones((n, n)), -1), b)
-    o = low - _mT(low)
-    return _pack_traced([matmul(q, o - b) + xr, matmul(b - o, r)], shape(x)[:-2])
+    if m >= n:
+        return _qr_thin_jvp(t, q, r)
+    dq, dr1 = _qr_thin_jvp(t[..., :m], q, r[..., :m])
+    dr2 = matmul(_H(dq), x[..., m:]) + matmul(_H(q), t[..., m:])
+    return dq, concatenate([dr1, dr2], axis=-1)
 
 
-def _qr_vjp(ans, x):
+def _qr_vjp(wanted, ans, x):
+    q, r = ans
     m, n = shape(x)[-2:]
-    q, r = _qr_parts(ans, m, n)
-    strict_lower = _const(_np.tril(_np.ones((n, n)), -1), r)
 
-    def bprop(ct):  # the transpose of _qr_jvp
-        ct_q, ct_r = _qr_parts(ct, m, n)
-        c = matmul(_mT(q), ct_q) - matmul(ct_r, _mT(r))
-        coef = (c - _mT(c)) * strict_lower - c
-        return _right_solve_T(matmul(q, coef) + ct_q, r)
+    def bprop(cts):
+        ct_q, ct_r = cts
+        if m >= n:
+            return (_qr_thin_vjp(ct_q, ct_r, q, r),)
+        if ct_r is None:
+            ct_x2 = _np.zeros(shape(x)[:-1] + (n - m,), _dtype(x))
+            ct_r1 = None
+        else:  # dR2 = dQ^H x2 + Q^H dx2: ct_Q gains conj(x2) ct_R2^H, dx2's is conj(Q) ct_R2
+            ct_r1, ct_r2 = ct_r[..., :m], ct_r[..., m:]
+            ct_q = _plus(ct_q, matmul(_conj(x[..., m:]), _H(ct_r2)))
+            ct_x2 = matmul(_conj(q), ct_r2)
+        ct_x1 = _qr_thin_vjp(ct_q, ct_r1, q, r[..., :m])
+        return (concatenate([ct_x1, ct_x2], axis=-1),)
 
     return bprop
 
 
-_qr_p = defprimitive(_qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, name="qr")
-
-
-def _qr_reduced(a):
-    m, n = shape(a)[-2:]
-    if m >= n:
-        return _qr_parts(_qr_p(a), m, n)
-    # Wide: a = [x | y] with x square; Householder QR of a factors x first, so Q is x's and
-    # R = [R_x | Q^T y]: a composition, differentiable where x is invertible.
-    q, r = _qr_parts(_qr_p(a[..., :m]), m, m)
-    return q, concatenate([r, matmul(_mT(q), a[..., m:])], axis=-1)
+_qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
 
 
 def qr(a, mode="reduced"):
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
 
-    Differentiable where a's leading min(m, n) columns are independent. With
+    Differentiable where a's leading min(m, n) columns are independent. R's diagonal is real
+    (LAPACK's choice, which fixes the factors' phases), and so is its derivative. With
     mode='complete' and more rows than columns, the extra columns of Q are not determined by
     a, so they have no derivative: a traced input raises ValueError (use mode='reduced').
     """
@@ -519,165 +644,357 @@ def qr(a, mode="reduced"):
             f"differentiate 'raw'), got {mode!r}"
         )
     if mode == "complete" and m > n:
-        if type(a) is Box:
+        if is_traced(a):
             raise ValueError(
                 f"linalg.qr: mode='complete' of a tall matrix ({describe(a)}) has no "
                 "derivative: its extra columns of Q are arbitrary. Use mode='reduced'."
             )
         return QRResult(*_np.linalg.qr(a, mode="complete"))
-    q, r = _qr_reduced(a)
+    q, r = _qr_p(a)
     return r if mode == "r" else QRResult(q, r)
 
 
-# --- eigh ----------------------------------------------------------------------------------
+# --- eigh, eigvalsh ------------------------------------------------------------------------
 
 
 def _eigh_impl(x, UPLO):
     w, v = _np.linalg.eigh(x, UPLO=UPLO)
-    return _np.concatenate([w[..., None, :], v], axis=-2)
+    return w, v
 
 
-def _eigh_parts(packed):
-    return packed[..., 0, :], packed[..., 1:, :]
+def _eigh_jvp(tangents, ans, x, UPLO):
+    """With T = V^H dA V: dw = Re(diag(T)), dV = V (F * T), F_ij = 1/(w_j - w_i) (0 on the
+    diagonal: JAX's gauge, V^H dV has a zero diagonal)."""
+    (t,) = tangents
+    w, v = ans
+    vtv = matmul(_H(v), matmul(t, v))
+    dw = _diagonal(vtv)
+    return real(dw) if _is_complex(dw) else dw, matmul(v, _gaps_inverse(w) * vtv)
 
 
-def _eigh_jvp(t, ans, x, UPLO):
-    """dw = diag(V^T dA V), dV = V (F * (V^T dA V)) with F_ij = 1/(w_j - w_i)."""
-    w, v = _eigh_parts(ans)
-    vtv = matmul(_mT(v), matmul(t, v))
-    dv = matmul(v, _gaps_inverse(w) * vtv)
-    return concatenate([expand_dims(_diagonal(vtv), -2), dv], axis=-2)
-
-
-def _eigh_vjp(ans, x, UPLO):
-    w, v = _eigh_parts(ans)
+def _eigh_vjp(wanted, ans, x, UPLO):
+    w, v = ans
     f = _gaps_inverse(w)
 
-    def bprop(ct):
-        ct_w, ct_v = _eigh_parts(ct)
-        inner = f * matmul(_mT(v), ct_v) + _diag_embed(ct_w)
-        return matmul(v, matmul(inner, _mT(v)))  # `eigh` takes the symmetric part
+    def bprop(cts):  # the transpose of _eigh_jvp: conj(V) (diag(ct_w) + F * (V^T ct_V)) V^T
+        ct_w, ct_v = cts
+        inner = _plus(None if ct_w is None else _diag_embed(ct_w),
+                      None if ct_v is None else f * matmul(_mT(v), ct_v))
+        return (matmul(_conj(v), matmul(inner, _mT(v))),)  # `eigh` takes the Hermitian part
 
     return bprop
 
 
-_eigh_p = defprimitive(_eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, name="eigh")
+_eigh_p = Primitive("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, multiple_results=True)
+
+
+def _check_uplo(UPLO, who):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
 
 
 def eigh(a, UPLO="L"):
-    """NumPy's `linalg.eigh`: (eigenvalues, eigenvectors) of a symmetric matrix, batched.
+    """NumPy's `linalg.eigh`: (eigenvalues, eigenvectors) of a Hermitian (real symmetric)
+    matrix, batched; the eigenvalues are real.
 
-    As in JAX, it is the decomposition of the symmetric part (a + a.T) / 2, so the gradient
-    with respect to a is symmetric (NumPy reads the `UPLO` triangle only: the same for a
-    symmetric a). The eigenvector derivative divides by the gaps w_j - w_i; where a gap is
+    As in JAX, it is the decomposition of the Hermitian part (a + a^H) / 2, so the gradient
+    with respect to a is Hermitian (NumPy reads the `UPLO` triangle only: the same for a
+    Hermitian a). The eigenvector derivative divides by the gaps w_j - w_i; where a gap is
     exactly 0 (a repeated eigenvalue) 1/gap is taken as 0, so eigenvector gradients there are
-    not meaningful, while eigenvalue gradients remain exact.
+    not meaningful, while eigenvalue gradients remain exact. Complex eigenvectors are NumPy's,
+    each fixed up to a phase: functions of them that do not depend on the phases have exact
+    derivatives (see the module docstring).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda a: fnp.linalg.eigh(a).eigenvalues[1])(fnp.eye(2) * [1.0, 2.0])
+    array([[0., 0.],
+           [0., 1.]])
     """
     _check_square(a, "linalg.eigh")
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    w, v = _eigh_parts(_eigh_p(_symmetric_part(a), UPLO=UPLO))
-    return EighResult(w, v)
+    _check_uplo(UPLO, "eigh")
+    return EighResult(*_eigh_p(_hermitian_part(a), UPLO=UPLO))
+
+
+def _eigvalsh_vjp(ans, x, UPLO):
+    _, v = _eigh_p(x, UPLO=UPLO)
+    return lambda ct: matmul(_conj(v) * expand_dims(ct, -2), _mT(v))
+
+
+def _eigvalsh_jvp(t, ans, x, UPLO):
+    _, v = _eigh_p(x, UPLO=UPLO)
+    dw = sum(_conj(v) * matmul(t, v), axis=-2)  # diag(V^H dA V)
+    return real(dw) if _is_complex(dw) else dw
+
+
+_eigvalsh_p = defprimitive(
+    lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO),
+    vjp=_eigvalsh_vjp,
+    jvp=_eigvalsh_jvp,
+    name="eigvalsh",
+)
 
 
 def eigvalsh(a, UPLO="L"):
-    """NumPy's `linalg.eigvalsh`, ascending, from `eigh` (same conventions); its gradient
-    V diag(ct) V^T is exact at repeated eigenvalues too."""
-    return eigh(a, UPLO)[0]
+    """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian part of a
+    (as `eigh`); its gradient conj(V) diag(ct) V^T is exact at repeated eigenvalues too."""
+    _check_square(a, "linalg.eigvalsh")
+    _check_uplo(UPLO, "eigvalsh")
+    return _eigvalsh_p(_hermitian_part(a), UPLO=UPLO)
 
 
-# --- svd -----------------------------------------------------------------------------------
+# --- eig, eigvals --------------------------------------------------------------------------
 
 
-def _svd_impl(x):
-    u, s, vh = _np.linalg.svd(x, full_matrices=False)
-    return _pack([u, s, vh], x.shape[:-2])
+def _eig_impl(x):
+    w, v = _np.linalg.eig(x)
+    return w, v
 
 
-def _svd_parts(packed, m, n):
-    k = builtins.min(m, n)
-    return _unpack(packed, [(m, k), (k,), (k, n)])
+def _largest_entries(v):
+    """A constant one-hot mask of the largest-magnitude entry of each column of v: the entry
+    LAPACK's geev makes real (the first largest re^2 + im^2, as geev picks it)."""
+    vv = _np.asarray(primal(v))
+    k = _np.argmax(vv.real ** 2 + vv.imag ** 2, axis=-2)
+    return _const(_np.arange(vv.shape[-2])[:, None] == k[..., None, :], v)
 
 
-def _svd_jvp(t, ans, x):
-    """The reduced SVD's derivative (as in JAX, real case): with dP = U^T dA V,
-    ds = diag(dP), dU = U (F * (dP S + S dP^T)) [+ (I - U U^T) dA V / s if m > n],
-    dV = V (F * (S dP + dP^T S)) [+ (I - V V^T) dA^T U / s if m < n], F_ij = 1/(s_j^2 - s_i^2).
-    """
-    m, n = shape(x)[-2:]
-    u, s, vh = _svd_parts(ans, m, n)
-    v = _mT(vh)
-    f = _gaps_inverse(s * s)
-    dp = matmul(_mT(u), matmul(t, v))
-    row_s, col_s = expand_dims(s, -2), expand_dims(s, -1)
-    dps = dp * row_s
-    sdp = col_s * dp
-    du = matmul(u, f * (dps + _mT(dps)))
-    dv = matmul(v, f * (sdp + _mT(sdp)))
-    inv_s = expand_dims(_inverse_where_nonzero(s), -2)
-    if m > n:
-        dav = matmul(t, v)
-        du = du + (dav - matmul(u, matmul(_mT(u), dav))) * inv_s
-    elif m < n:
-        dau = matmul(_mT(t), u)
-        dv = dv + (dau - matmul(v, matmul(vh, dau))) * inv_s
-    return _pack_traced([du, _diagonal(dp), _mT(dv)], shape(x)[:-2])
+def _eig_jvp(tangents, ans, x):
+    """Nondegenerate perturbation theory (as JAX): P = V^-1 dA V, dw = diag(P), and
+    dV = U + V diag(c) with U = V (F * P), F_ij = 1/(w_j - w_i). The free c_j keeps LAPACK's
+    normalization: unit norm (Re c_j = -Re(v_j^H u_j)) and, for complex v, the largest entry
+    v_kj real (Im c_j = -Im(u_kj) / v_kj)."""
+    (t,) = tangents
+    w, v = ans
+    p = matmul(_solve_p(v, t), v)
+    u = matmul(v, _gaps_inverse(w) * p)
+    if _is_complex(v):
+        mask = _largest_entries(v)
+        largest = real(sum(mask * v, axis=-2))
+        c = -real(sum(conj(v) * u, axis=-2)) - 1j * imag(sum(mask * u, axis=-2)) / largest
+    else:
+        c = -sum(v * u, axis=-2)
+    return _diagonal(p), u + v * expand_dims(c, -2)
 
 
-def _svd_vjp(ans, x):
-    m, n = shape(x)[-2:]
-    u, s, vh = _svd_parts(ans, m, n)
-    v = _mT(vh)
-    f = _gaps_inverse(s * s)
-    row_s, col_s = expand_dims(s, -2), expand_dims(s, -1)
+def _eig_vjp(wanted, ans, x):
+    w, v = ans
+    f = _gaps_inverse(w)
+    real_input = not _is_complex(x)
+    if _is_complex(v):
+        mask = _largest_entries(v)
+        largest = real(sum(mask * v, axis=-2))
 
-    def bprop(ct):  # the transpose of _svd_jvp
-        ct_u, ct_s, ct_vh = _svd_parts(ct, m, n)
-        ct_v = _mT(ct_vh)
-        j = matmul(_mT(u), ct_u)
-        k = matmul(vh, ct_v)
-        inner = (f * (j - _mT(j))) * row_s + _diag_embed(ct_s) + col_s * (f * (k - _mT(k)))
-        g = matmul(u, matmul(inner, vh))
-        if m > n:  # (I - U U^T) ct_U diag(1/s) Vh
-            g = g + matmul((ct_u - matmul(u, j)) * expand_dims(_inverse_where_nonzero(s), -2), vh)
-        elif m < n:  # U diag(1/s) ct_V^T (I - V V^T)
-            g = g + matmul(u, expand_dims(_inverse_where_nonzero(s), -1) * _mT(ct_v - matmul(v, k)))
-        return g
+    def bprop(cts):  # the transpose of _eig_jvp
+        ct_w, ct_v = cts
+        inner = None if ct_w is None else _diag_embed(ct_w)
+        if ct_v is not None:
+            g = sum(ct_v * v, axis=-2)  # pairs with c
+            if _is_complex(v):
+                ct_u = (ct_v - expand_dims(real(g), -2) * conj(v)
+                        + mask * expand_dims(-1j * imag(g) / largest, -2))
+            else:
+                ct_u = ct_v - expand_dims(g, -2) * v
+            inner = _plus(inner, f * matmul(_mT(v), ct_u))
+        ct = _solve_p(_mT(v), matmul(inner, _mT(v)))  # V^-T (...) V^T
+        return (real(ct) if real_input and _is_complex(ct) else ct,)
 
     return bprop
 
 
-_svd_p = defprimitive(_svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, name="svd")
+_eig_p = Primitive("eig", _eig_impl, vjp=_eig_vjp, jvp=_eig_jvp, multiple_results=True)
+
+
+def eig(a):
+    """NumPy's `linalg.eig`: (eigenvalues, eigenvectors) of a general square matrix, batched.
+    As in NumPy, the results are complex unless a is real with real eigenvalues only.
+
+    The derivatives are JAX's, for distinct eigenvalues: dw = diag(V^-1 dA V); the
+    eigenvectors are differentiated under LAPACK's normalization (each of unit norm, its
+    largest-magnitude entry real), so they match finite differences of NumPy's own values
+    where that entry is unique. (JAX differentiates eigenvectors only when asked with
+    `enable_eigvec_derivs=True`, as it cannot see its values; fgrad differentiates the
+    normalization NumPy's values have.) For a real matrix LAPACK leaves each eigenvector's sign
+    free, and it can flip under a tiny change of the matrix; a function of the eigenvectors
+    that does not depend on their scaling (`v @ diag(w) @ inv(v)`) has the exact derivative
+    regardless. Where two eigenvalues are equal, 1/gap is taken as 0, as `eigh`.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> a = fnp.array([[0.0, -2.0], [1.0, 0.0]])  # eigenvalues +-i sqrt(2)
+    >>> fnp.linalg.eig(a).eigenvalues.dtype
+    dtype('complex128')
+    >>> fgrad.grad(lambda a: fnp.imag(fnp.linalg.eigvals(a)[0]))(a)  # d sqrt(-a01 a10)
+    array([[ 0.        , -0.35355339],
+           [ 0.70710678,  0.        ]])
+    """
+    _check_square(a, "linalg.eig")
+    return EigResult(*_eig_p(a))
+
+
+def _eigvectors_for(ans, x):
+    """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
+    (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
+    w, v = _eig_p(x)
+    wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
+    order = _np.argmin(_np.abs(wa[..., :, None] - we[..., None, :]), axis=-1)
+    if (order == _np.arange(wa.shape[-1])).all():
+        return v
+    return _take_last(v, _np.broadcast_to(order[..., None, :], shape(v)))
+
+
+def _eigvals_vjp(ans, x):
+    v = _eigvectors_for(ans, x)
+    real_input = not _is_complex(x)
+
+    def bprop(ct):  # V^-T diag(ct) V^T
+        g = _solve_p(_mT(v), expand_dims(ct, -1) * _mT(v))
+        return real(g) if real_input and _is_complex(g) else g
+
+    return bprop
+
+
+def _eigvals_jvp(t, ans, x):
+    v = _eigvectors_for(ans, x)
+    dw = sum(_solve_p(v, t) * _mT(v), axis=-1)  # diag(V^-1 dA V)
+    return real(dw) if _is_complex(dw) and not _is_complex(ans) else dw
+
+
+_eigvals_p = defprimitive(_np.linalg.eigvals, vjp=_eigvals_vjp, jvp=_eigvals_jvp,
+                          name="eigvals")
+
+
+def eigvals(a):
+    """NumPy's `linalg.eigvals`: the eigenvalues of a general square matrix (complex unless a
+    is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig`."""
+    _check_square(a, "linalg.eigvals")
+    return _eigvals_p(a)
+
+
+# --- svd, svdvals --------------------------------------------------------------------------
+
+
+def _svd_impl(x, full_matrices):
+    u, s, vh = _np.linalg.svd(x, full_matrices=full_matrices)
+    return u, s, vh
+
+
+def _svd_jvp(tangents, ans, x, full_matrices):
+    """The reduced SVD's derivative (as in JAX): with dP = U^H dA V and F_ij =
+    1/(s_j^2 - s_i^2), ds = Re(diag(dP)), dU = U (F * (dP S + S dP^H) + i Im(diag(dP)) / S)
+    [+ (I - U U^H) dA V / s if m > n], dV = V (F * (S dP + dP^H S)) [+ (I - V V^H) dA^H U / s
+    if m < n]. The i Im(diag(dP)) / S term is JAX's gauge: V^H dV has a zero diagonal."""
+    (t,) = tangents
+    u, s, vh = ans
+    m, n = shape(x)[-2:]
+    v = _H(vh)
+    f = _gaps_inverse(s * s)
+    inv_s = _inverse_where_nonzero(s)
+    dp = matmul(_H(u), matmul(t, v))
+    dps = dp * expand_dims(s, -2)
+    sdp = expand_dims(s, -1) * dp
+    du_inner = f * (dps + _H(dps))
+    ds = _diagonal(dp)
+    if _is_complex(dp):
+        du_inner = du_inner + _diag_embed(_imag_part(ds) * inv_s)
+        ds = real(ds)
+    du = matmul(u, du_inner)
+    dv = matmul(v, f * (sdp + _H(sdp)))
+    if m > n:
+        dav = matmul(t, v)
+        du = du + (dav - matmul(u, matmul(_H(u), dav))) * expand_dims(inv_s, -2)
+    elif m < n:
+        dau = matmul(_H(t), u)
+        dv = dv + (dau - matmul(v, matmul(vh, dau))) * expand_dims(inv_s, -2)
+    return du, ds, _H(dv)
+
+
+def _svd_vjp(wanted, ans, x, full_matrices):
+    u, s, vh = ans
+    m, n = shape(x)[-2:]
+    f = _gaps_inverse(s * s)
+    inv_s = _inverse_where_nonzero(s)
+    uc, vt = _conj(u), _conj(vh)  # conj(U) and V^T
+
+    def bprop(cts):  # the transpose of _svd_jvp: dA's cotangent is conj(U) C V^T + ...
+        ct_u, ct_s, ct_vh = cts
+        inner = None if ct_s is None else _diag_embed(ct_s)  # C, the cotangent of dP
+        if ct_u is not None:
+            j = matmul(_mT(u), ct_u)
+            inner = _plus(inner, (f * (j - _H(j))) * expand_dims(s, -2))
+            if _is_complex(j):
+                inner = inner + _diag_embed(_imag_part(_diagonal(j)) * inv_s)
+        if ct_vh is not None:
+            k = matmul(vt, _H(ct_vh))  # V^T ct_V, where ct_V = ct_Vh^H
+            inner = _plus(inner, expand_dims(s, -1) * (f * (k - _H(k))))
+        g = matmul(uc, matmul(inner, vt))
+        if m > n and ct_u is not None:  # (I - conj(U) U^T) ct_U S^-1 V^T
+            g = g + matmul((ct_u - matmul(uc, j)) * expand_dims(inv_s, -2), vt)
+        elif m < n and ct_vh is not None:  # conj(U) S^-1 ct_Vh (I - conj(V) V^T)
+            g = g + matmul(uc, expand_dims(inv_s, -1) * (ct_vh - matmul(_H(k), vt)))
+        return (g,)
+
+    return bprop
+
+
+_svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+
+
+def _svdvals_vjp(ans, x):
+    u, _, vh = _svd_p(x, full_matrices=False)
+    return lambda ct: _conj(matmul(u * expand_dims(ct, -2), vh))  # conj(U diag(ct) Vh)
+
+
+def _svdvals_jvp(t, ans, x):
+    u, _, vh = _svd_p(x, full_matrices=False)
+    ds = sum(_conj(u) * matmul(t, _H(vh)), axis=-2)  # diag(U^H dA V)
+    return real(ds) if _is_complex(ds) else ds
+
+
+_svdvals_p = defprimitive(
+    lambda x: _np.linalg.svd(x, compute_uv=False),
+    vjp=_svdvals_vjp,
+    jvp=_svdvals_jvp,
+    name="svdvals",
+)
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """NumPy's `linalg.svd`, batched: (U, S, Vh), or S alone with compute_uv=False.
+    """NumPy's `linalg.svd`, batched: (U, S, Vh), or S alone with compute_uv=False; S is real.
 
     The singular vectors' derivatives divide by the gaps s_j^2 - s_i^2 and (for non-square a)
     by s; where one is exactly 0, its inverse is taken as 0, so singular-vector gradients at
     repeated (or zero) singular values are not meaningful, while the singular values' gradient
-    U diag(ct) Vh is exact. With full_matrices=True and a non-square a, the extra columns of
-    U (or rows of Vh) are arbitrary, so a traced input raises ValueError: use
-    full_matrices=False. With `hermitian=True` it is computed from `eigh` as NumPy does
-    (s = |w| sorted descending, U the matching eigenvectors, Vh = (U sign(w)).T), so it is the
-    SVD of the symmetric part (a + a.T) / 2 and the eigenvalue gaps are the ones divided by.
+    conj(U diag(ct) Vh) is exact. For complex a, U and Vh are NumPy's, fixed up to a phase per
+    singular value: functions of them that do not depend on the phases (U diag(f(s)) Vh,
+    abs(U), U Vh) have exact derivatives (see the module docstring). With full_matrices=True
+    and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a traced input
+    raises ValueError: use full_matrices=False. With `hermitian=True` it is computed from
+    `eigh` as NumPy does (s = |w| sorted descending, U the matching eigenvectors,
+    Vh = (U sign(w))^H), so it is the SVD of the Hermitian part (a + a^H) / 2 and the
+    eigenvalue gaps are the ones divided by.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> a = fnp.array([[3.0, 0.0], [0.0, 1j]])
+    >>> fnp.linalg.svd(a, compute_uv=False)
+    array([3., 1.])
+    >>> g = fgrad.grad(lambda a: fnp.sum(fnp.linalg.svdvals(a) ** 2))(a)  # of |a|_F^2
+    >>> bool(fnp.allclose(g, 2 * fnp.conj(a)))
+    True
     """
     _check_matrix(a, "linalg.svd")
     m, n = shape(a)[-2:]
     if hermitian:
         return _svd_hermitian(a, compute_uv)
-    if type(a) is not Box:
-        return _np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
-    u, s, vh = _svd_parts(_svd_p(a), m, n)
     if not compute_uv:
-        return s
+        return _svdvals_p(a)
     if full_matrices and m != n:
-        raise ValueError(
-            f"linalg.svd: full_matrices=True of a non-square matrix ({describe(a)}) has no "
-            "derivative: its extra singular vectors are arbitrary. Pass full_matrices=False "
-            "(or compute_uv=False for the singular values alone)."
-        )
-    return SVDResult(u, s, vh)
+        if is_traced(a):
+            raise ValueError(
+                f"linalg.svd: full_matrices=True of a non-square matrix ({describe(a)}) has "
+                "no derivative: its extra singular vectors are arbitrary. Pass "
+                "full_matrices=False (or compute_uv=False for the singular values alone)."
+            )
+        return _np.linalg.svd(a, full_matrices=True)
+    return SVDResult(*_svd_p(a, full_matrices=bool(full_matrices)))
 
 
 def _take_last(x, idx):
@@ -688,60 +1005,86 @@ def _take_last(x, idx):
 
 def _svd_hermitian(a, compute_uv):
     _check_square(a, "linalg.svd(hermitian=True)")
+    if not compute_uv:  # NumPy: the sorted |eigvalsh|
+        w = eigvalsh(a)
+        order = _np.argsort(_np.abs(_np.asarray(primal(w))), axis=-1)[..., ::-1]
+        return _take_last(abs(w), order)
     w, v = eigh(a)
     wv = _np.asarray(primal(w))
     order = _np.argsort(_np.abs(wv), axis=-1)[..., ::-1]
     s = _take_last(abs(w), order)
-    if not compute_uv:
-        return s
     signs = _const(_np.take_along_axis(_np.sign(wv), order, axis=-1), w)
     u = _take_last(v, _np.broadcast_to(order[..., None, :], shape(v)))
-    return SVDResult(u, s, _mT(u * expand_dims(signs, -2)))
+    return SVDResult(u, s, _H(u * expand_dims(signs, -2)))
 
 
 def svdvals(x, /):
-    """NumPy's `linalg.svdvals`: `svd(x, compute_uv=False)`."""
-    return svd(x, compute_uv=False)
+    """NumPy's `linalg.svdvals`: `svd(x, compute_uv=False)`, real and descending."""
+    _check_matrix(x, "linalg.svdvals", "x")
+    return _svdvals_p(x)
 
 
 # --- norms ---------------------------------------------------------------------------------
 
 
-def _pnorm_impl(x, ord, axis, keepdims):
+def _pnorm_impl(x, ord, axis, keepdims, flat):
+    """NumPy's own formulas, so that values are NumPy's to the last bit: `flat` is NumPy's fast
+    path for the 2-norm of all entries (a dot product)."""
+    complex_input = _np.iscomplexobj(x)
+    if flat:
+        x = x.ravel(order="K")
+        if complex_input:
+            return _np.sqrt(x.real.dot(x.real) + x.imag.dot(x.imag))
+        return _np.sqrt(x.dot(x))
     if ord == 2:
-        return _np.sqrt(_np.sum(x * x, axis=axis, keepdims=keepdims))
-    return _np.sum(_np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+        squares = (x.conj() * x).real if complex_input else x * x
+        return _np.sqrt(_np.add.reduce(squares, axis=axis, keepdims=keepdims))
+    out = _np.add.reduce(_np.abs(x) ** ord, axis=axis, keepdims=keepdims)
+    return out ** _np.reciprocal(ord, dtype=out.dtype)
+
+
+def _phase(x):
+    """d|x| / dx as a cotangent: sign(x) for real x (a constant), conj(x) / |x| for complex x,
+    0 at 0 (the subgradient `abs` picks too)."""
+    if not _is_complex(x):
+        return sign(x)
+    zero = _np.asarray(primal(x)) == 0
+    if zero.any():
+        return where(zero, 0.0, conj(x) / where(zero, 1.0, abs(x)))
+    return conj(x) / abs(x)
 
 
 def _pnorm_slope(ans, x, ord, axis):
-    """d norm / dx = sign(x) (|x| / norm)^(p-1) (x / norm for p = 2), and 0 where the norm is
-    0: a subgradient at the zero vector, where JAX gives nan."""
+    """d norm / dx as a cotangent: phase(x) (|x| / norm)^(p-1) (conj(x) / norm for p = 2), and
+    0 where the norm is 0: a subgradient at the zero vector, where JAX gives nan."""
     a = reshape(ans, _kept_shape(shape(x), axis))
     zero = _np.asarray(primal(a)) == 0
     if not zero.any():
-        return x / a if ord == 2 else sign(x) * (abs(x) / a) ** (ord - 1)
+        return _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)
     # Where the norm is 0, so is x: both are replaced by 1 inside the masked branch, which
     # keeps it finite, so that its derivatives are 0 rather than nan.
     zero_x = _np.broadcast_to(zero, shape(x))
     a, x = where(zero, 1.0, a), where(zero_x, 1.0, x)
-    g = x / a if ord == 2 else sign(x) * (abs(x) / a) ** (ord - 1)
+    g = _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)
     return where(zero_x, 0.0, g)
 
 
-def _pnorm_vjp(ans, x, ord, axis, keepdims):
+def _pnorm_vjp(ans, x, ord, axis, keepdims, flat):
     slope = _pnorm_slope(ans, x, ord, axis)
     kept = _kept_shape(shape(x), axis)
     return lambda ct: reshape(ct, kept) * slope
 
 
-_pnorm_p = defprimitive(
-    _pnorm_impl,
-    vjp=_pnorm_vjp,
-    jvp=lambda t, ans, x, ord, axis, keepdims: sum(
-        t * _pnorm_slope(ans, x, ord, axis), axis=axis, keepdims=keepdims
-    ),
-    name="norm",
-)
+def _pnorm_jvp(t, ans, x, ord, axis, keepdims, flat):
+    dn = sum(t * _pnorm_slope(ans, x, ord, axis), axis=axis, keepdims=keepdims)
+    return real(dn) if _is_complex(dn) else dn
+
+
+_pnorm_p = defprimitive(_pnorm_impl, vjp=_pnorm_vjp, jvp=_pnorm_jvp, name="norm")
+
+
+def _pnorm(x, ord, axis, keepdims=False, flat=False):
+    return _pnorm_p(x, ord=ord, axis=axis, keepdims=keepdims, flat=flat)
 
 
 def _vector_norm(x, ord, axes, keepdims):
@@ -755,19 +1098,19 @@ def _vector_norm(x, ord, axes, keepdims):
         return min(abs(x), axis=axes, keepdims=keepdims)
     if ord == 0:  # the number of nonzero entries: a constant
         xv = _np.asarray(primal(x))
-        dtype = xv.dtype if _np.issubdtype(xv.dtype, _np.inexact) else _np.float64
+        dtype = xv.real.dtype if _np.issubdtype(xv.dtype, _np.inexact) else _np.float64
         return _np.sum(xv != 0, axis=axes, keepdims=keepdims).astype(dtype)[()]
     if ord == 1:
         return sum(abs(x), axis=axes, keepdims=keepdims)
-    return _pnorm_p(x, ord=float(ord), axis=axes, keepdims=keepdims)
+    return _pnorm(x, float(ord), axes, keepdims)
 
 
 def _matrix_norm(x, ord, row, col, keepdims):
     nd = len(shape(x))
     if ord in (None, "fro", "f"):
-        out = _pnorm_p(x, ord=2.0, axis=tuple(sorted((row, col))), keepdims=False)
+        out = _pnorm(x, 2.0, tuple(sorted((row, col))))
     elif ord in (2, -2, "nuc"):
-        s = svd(moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
+        s = svdvals(moveaxis(x, (row, col), (-2, -1)))
         out = sum(s, axis=-1) if ord == "nuc" else (max if ord == 2 else min)(s, axis=-1)
     elif ord in (1, -1):  # the largest (smallest) column sum of |x|
         sums = sum(abs(x), axis=row)
@@ -788,21 +1131,25 @@ def _matrix_norm(x, ord, row, col, keepdims):
 def norm(x, ord=None, axis=None, keepdims=False):
     """NumPy's `linalg.norm`: every vector `ord` (None, 2, 1, inf, -inf, 0, other p) and
     matrix `ord` (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf), `axis` an int or a pair, and
-    `keepdims`.
+    `keepdims`; real for complex x (the 2-norm sums |x|^2).
 
     Conventions: a p-norm (the 2-norm included) has gradient 0 at the zero vector (a
     subgradient; JAX gives nan); ord=0 counts nonzeros and has no derivative; 1, inf and the
     matrix 1/inf norms follow `abs` (abs'(0) = 1) and `max` (ties share evenly); 2, -2 and
-    'nuc' use the singular values, whose gradient is exact at repeated singular values.
+    'nuc' use the singular values, whose gradient is exact at repeated singular values. For
+    complex x the gradient is JAX's: conj(x) / norm for the 2-norm.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(fnp.linalg.norm)(fnp.array([3.0, 4.0]))
     array([0.6, 0.8])
+    >>> z = fnp.array([3.0, 4.0j])
+    >>> bool(fnp.allclose(fgrad.grad(fnp.linalg.norm)(z), fnp.conj(z) / 5.0))  # conj(z) / |z|
+    True
     """
     nd = _np.ndim(primal(x))
     if axis is None:
         if ord is None or (ord in ("fro", "f") and nd == 2) or (ord == 2 and nd == 1):
-            out = _pnorm_p(x, ord=2.0, axis=tuple(range(nd)), keepdims=False)
+            out = _pnorm(x, 2.0, tuple(range(nd)), flat=True)
             return reshape(out, (1,) * nd) if keepdims else out
         axes = tuple(range(nd))
     else:
@@ -842,10 +1189,10 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 def cond(x, p=None):
     """NumPy's `linalg.cond`: s_max / s_min for p None, 2 (s_min / s_max for -2), otherwise
-    norm(x, p) * norm(inv(x), p)."""
+    norm(x, p) * norm(inv(x), p); real for complex x."""
     _check_matrix(x, "linalg.cond", "x")
     if p in (None, 2, -2):
-        s = svd(x, compute_uv=False)
+        s = svdvals(x)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
     _check_square(x, "linalg.cond", "x")
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))

@@ -2,37 +2,51 @@
 
 Where a SciPy name is NumPy's function (`inv`, `det`, `solve`, `cholesky`, `eigh`) it is
 `fgrad.numpy.linalg`'s, with SciPy's signature and defaults (`cholesky` returns the upper
-factor unless `lower=True`). The new primitives compute their values with `scipy.linalg`
-and write their rules in fgrad operations, often with themselves, so every rule is
-differentiable again:
+factor unless `lower=True`). The other names are primitives whose values are SciPy's own
+(the same call), with rules written in fgrad operations, often with themselves, so every
+rule is differentiable again:
 
 - `solve_triangular`: dx = -op(A)^-1 op(dA) x, and its transpose is a solve with op(A)^T;
 - `solve_sylvester` (AX + XB = Q): dX = sylvester(A, B, dQ - dA X - X dB), its transpose is
   a Sylvester solve with A^T, B^T;
-- `sqrtm`: X dX + dX X = dA, a Sylvester equation in dX;
+- `sqrtm`: X dX + dX X = dA, a Sylvester equation in dX (the root is complex where SciPy's
+  is: a real matrix with a negative eigenvalue);
 - `expm`: its Frechet derivative L(A, E), the upper-right block of expm([[A, E], [0, A]])
   (the reverse rule is L(A^T, ct));
-- `lu_factor`: with P A = L U and F = L^-1 P dA U^-1, dLU = L tril(F, -1) + triu(F) U;
-- `solve_banded`: rules on the band storage, gathers with constant index arrays.
+- `solve_banded`: rules on the band storage, gathers with constant index arrays;
+- the factorizations `lu`, `lu_factor`, `qr`, `svd`, `schur` are primitives of several
+  outputs (one box per factor; pivots, permutations and `sdim` are integers without
+  derivative), for any m x n where SciPy takes one, batched, real or complex.
 
-`cho_factor`/`cho_solve`, `lu_solve`, `lu` and the generalized `eigh` (a Cholesky reduction)
-are compositions of these.
+`cho_factor`/`cho_solve`, `lu_solve` and the generalized `eigh` (a Cholesky reduction) are
+compositions of these, and so are `block_diag` and `toeplitz` (linear in their inputs).
 
-Conventions: as JAX, `cholesky`, `cho_factor` and `eigh` use the symmetric part (a + a.T)/2
-of their input (SciPy reads one triangle: the same for a symmetric input), and `cho_factor`
-returns its factor with zeros in the other triangle (SciPy leaves whatever was in `a`
-there). Pivots of `lu_factor` are integers with no derivative. Float32 inputs give float32
-results, `det` included (SciPy's `det` gives float64).
+Conventions:
+- Factors that are not unique (the signs or phases of QR, SVD and Schur vectors, the extra
+  columns of full Q, U and Vh) have SciPy's values; their derivatives follow a stated gauge
+  (see `qr`, `svd`, `schur`), so every quantity that does not depend on it has its true
+  derivative.
+- As JAX, `cholesky`, `cho_factor` and `eigh` use the symmetric (Hermitian) part of their
+  input (SciPy reads one triangle: the same for a symmetric input), and `cho_factor` returns
+  its factor with zeros in the other triangle (SciPy leaves whatever was in `a` there).
+- Factorizations return tuples (SciPy's batched calls return lists, and a batched
+  `qr(mode='r')` returns R instead of (R,)). Float32 inputs give float32 results, `det`
+  included (SciPy's `det` gives float64).
+- `overwrite_a`/`overwrite_b` (fgrad never writes into an input), `check_finite` and `lwork`
+  are accepted and change no value; an argument fgrad does not support (`eigh`'s `driver`,
+  `sqrtm`'s deprecated `disp` and `blocksize`) raises TypeError.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy` (and its `linalg`), and
 `scipy.linalg` for values.
 """
 
+import inspect
+
 import numpy as _np
 import scipy.linalg as _sl
 
 from .. import numpy as fnp
-from ..core import Box, primal
+from ..core import Box, Primitive, primal
 from ..numpy import linalg as _la
 from ..numpy.shaping import broadcast_to, describe, meta, shape, unbroadcast
 from ..primitive import defprimitive
@@ -40,9 +54,13 @@ from ..primitive import defprimitive
 __all__ = [
     "inv", "det", "solve", "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
     "lu", "solve_triangular", "solve_banded", "solve_sylvester", "sqrtm", "expm", "eigh",
+    "qr", "svd", "schur", "block_diag", "toeplitz",
 ]
 
 LinAlgError = _np.linalg.LinAlgError
+
+# SciPy's own sentinels, so that the signatures are equal
+_SQRTM_DEFAULTS = {k: p.default for k, p in inspect.signature(_sl.sqrtm).parameters.items()}
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -62,6 +80,16 @@ def _const(values, like):
     return _np.asarray(values, dtype=_dtype(like))
 
 
+def _matrix(a, who, arg="a"):
+    s = _np.shape(primal(a))
+    if len(s) < 2 or 0 in s[-2:]:
+        raise ValueError(
+            f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a non-empty "
+            "matrix (..., m, n)"
+        )
+    return s[-2:]
+
+
 def _square(a, who, arg="a"):
     s = _np.shape(primal(a))
     if len(s) < 2 or s[-1] != s[-2]:
@@ -74,15 +102,20 @@ def _square(a, who, arg="a"):
 
 def _triangle(a, lower, k=0):
     """The lower (upper) triangle of a from diagonal k (-k), a product with a constant mask."""
-    n = shape(a)[-1]
-    ones = _np.ones((n, n))
+    ones = _np.ones(shape(a)[-2:])
     return a * _const(_np.tril(ones, k) if lower else _np.triu(ones, -k), a)
 
 
-def _symmetric_from(a, lower):
-    """The symmetric matrix SciPy reads when it uses one triangle of a only."""
-    t = _triangle(a, lower)
-    return t + _mT(_triangle(a, lower, -1))
+def _symmetric_from(a, lower, hermitian=False):
+    """The symmetric (Hermitian) matrix SciPy reads when it uses one triangle of a only (a
+    Hermitian one's diagonal is real: LAPACK ignores its imaginary part)."""
+    if not (hermitian and _np.iscomplexobj(primal(a))):
+        return _triangle(a, lower) + _mT(_triangle(a, lower, -1))
+    strict = _triangle(a, lower, -1)
+    return strict + fnp.conj(_mT(strict)) + _diag_embed(fnp.real(_diag(a)))
+
+
+_HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 
 
 def _as_matrix_rhs(b, n, who):
@@ -169,6 +202,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
                          f"'C', got {trans!r}")
     n = _square(a, "solve_triangular")
     b2, vector = _as_matrix_rhs(b, n, "solve_triangular")
+    if trans in (2, "C") and _np.iscomplexobj(primal(a)):  # a^H x = b
+        a = fnp.conj(a)
     x = _trsolve_p(a, b2, lower=bool(lower), trans=_TRANS[trans], unit=bool(unit_diagonal))
     return x[..., 0] if vector else x
 
@@ -190,7 +225,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     if assume_a in (None, "general", "gen"):
         return _la.inv(a)
     if assume_a in _SYMMETRIC:
-        return _la.inv(_symmetric_from(a, lower))
+        return _la.inv(_symmetric_from(a, lower, assume_a in _HERMITIAN))
     if assume_a in ("upper triangular", "lower triangular"):
         return solve_triangular(a, _np.broadcast_to(eye, _np.shape(primal(a))),
                                 lower=assume_a == "lower triangular")
@@ -219,7 +254,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     if transposed:
         a = _mT(a)
     if assume_a in _SYMMETRIC:
-        a = _symmetric_from(a, lower)
+        a = _symmetric_from(a, lower, assume_a in _HERMITIAN)
     elif assume_a == "diagonal":
         a = a * _const(_np.eye(n), a)
     elif assume_a == "tridiagonal":
@@ -250,24 +285,41 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     lower = bool(lower)
     b2, vector = _as_matrix_rhs(b, _square(c, "cho_solve", "c"), "cho_solve")
-    # L L^T x = b: x = L^-T L^-1 b; U^T U x = b: x = U^-1 U^-T b
-    y = _trsolve_p(c, b2, lower=lower, trans=int(not lower), unit=False)
-    x = _trsolve_p(c, y, lower=lower, trans=int(lower), unit=False)
+    # L L^H x = b: x = L^-H L^-1 b; U^H U x = b: x = U^-1 U^-H b (op^H: conj(c), transposed)
+    cc = fnp.conj(c) if _np.iscomplexobj(primal(c)) else c
+    y = _trsolve_p(c if lower else cc, b2, lower=lower, trans=int(not lower), unit=False)
+    x = _trsolve_p(cc if lower else c, y, lower=lower, trans=int(lower), unit=False)
     return x[..., 0] if vector else x
 
 
 # --- lu_factor, lu_solve, lu ---------------------------------------------------------------
+# a[rows] = L U for a (..., m, n), k = min(m, n), L (m, k) unit lower, U (k, n) upper. Along dA,
+# with dA' = dA[rows]:
+#   m >= n: G = dA' U^-1, F = L1^-1 G1 (L1, G1 the top k rows): dU = triu(F) U,
+#           dL = [L1 tril(F, -1); G2 - L2 triu(F)];
+#   m < n:  H = L^-1 dA', F = H1 U1^-1 (H1, U1 the left k columns): dL = L tril(F, -1),
+#           dU = H - tril(F, -1) U.
+# Every step is holomorphic, so the reverse rules are the plain transposes of these maps.
 
 
 def _permutation(piv):
     """The rows `perm` with a[perm] = L @ U, from LAPACK's pivots (row i swapped with piv[i])."""
     piv = _np.asarray(piv)
-    perm = _np.broadcast_to(_np.arange(piv.shape[-1]), piv.shape).copy()
+    m = piv.shape[-1]
+    perm = _np.broadcast_to(_np.arange(m), piv.shape).copy()
     for idx in _np.ndindex(piv.shape[:-1]):
         p = perm[idx]
         for i, j in enumerate(piv[idx]):
             p[i], p[j] = p[j], p[i]
     return perm
+
+
+def _lu_rows(piv, m):
+    """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
+    piv = _np.asarray(piv)
+    full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
+    full[..., :piv.shape[-1]] = piv
+    return _permutation(full)
 
 
 def _take_rows(x, perm):
@@ -279,43 +331,136 @@ def _take_rows(x, perm):
     return x[tuple(g[..., None] for g in grids) + (perm,)]
 
 
-def _lu_jvp(t, ans, a, perm):
-    # P A = L U; with F = L^-1 P dA U^-1 (strictly lower part from dL, upper from dU):
-    # dL = L tril(F, -1), dU = triu(F) U, and lu holds both.
-    low = _trsolve_p(ans, _take_rows(t, perm), lower=True, trans=0, unit=True)
-    f = _mT(_trsolve_p(ans, _mT(low), lower=False, trans=1, unit=False))
-    l_mat = _triangle(ans, True, -1) + _const(_np.eye(shape(a)[-1]), a)
-    u_mat = _triangle(ans, False)
-    return fnp.matmul(l_mat, _triangle(f, True, -1)) + fnp.matmul(_triangle(f, False), u_mat)
+def _rsolve_upper(x, u):
+    """x @ u^-1 for an upper triangular u."""
+    return _mT(_trsolve_p(u, _mT(x), lower=False, trans=1, unit=False))
 
 
-def _lu_vjp(ans, a, perm):
-    n = shape(a)[-1]
-    l_mat = _triangle(ans, True, -1) + _const(_np.eye(n), a)
-    u_mat = _triangle(ans, False)
-    inverse = _np.argsort(perm, axis=-1)
+def _rsolve_upper_T(x, u):
+    """x @ u^-T for an upper triangular u."""
+    return _mT(_trsolve_p(u, _mT(x), lower=False, trans=0, unit=False))
 
-    def bprop(ct):  # the transpose of _lu_jvp: P^T L^-T G U^-T
-        g = (_triangle(fnp.matmul(_mT(l_mat), ct), True, -1)
-             + _triangle(fnp.matmul(ct, _mT(u_mat)), False))
-        w = _mT(_trsolve_p(ans, _mT(g), lower=False, trans=0, unit=False))
-        return _take_rows(_trsolve_p(ans, w, lower=True, trans=1, unit=True), inverse)
+
+def _lu_tangents(t, l, u, rows):
+    """(dL, dU) of a[rows] = L U along the tangent t of a."""
+    m, n = shape(l)[-2], shape(u)[-1]
+    k = min(m, n)
+    dap = _take_rows(t, rows)
+    if m >= n:
+        g = _rsolve_upper(dap, u)
+        f = _trsolve_p(l[..., :k, :], g[..., :k, :], lower=True, trans=0, unit=True)
+        du = fnp.matmul(_triangle(f, False), u)
+        dl = fnp.matmul(l[..., :k, :], _triangle(f, True, -1))
+        if m > n:
+            dl = fnp.concatenate(
+                [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2)
+        return dl, du
+    h = _trsolve_p(l, dap, lower=True, trans=0, unit=True)
+    fl = _triangle(_rsolve_upper(h[..., :, :k], u[..., :, :k]), True, -1)
+    return fnp.matmul(l, fl), _triangle(h - fnp.matmul(fl, u), False)
+
+
+def _lu_cotangent(ct_l, ct_u, l, u, rows, like):
+    """The transpose of `_lu_tangents`: the cotangent of a from those of L and U (None: 0)."""
+    m, n = shape(l)[-2], shape(u)[-1]
+    k = min(m, n)
+    ct_l = None if ct_l is None else _triangle(ct_l, True, -1)
+    ct_u = None if ct_u is None else _triangle(ct_u, False)
+    terms_f, ct_g = [], None
+    if m >= n:
+        if ct_u is not None:
+            terms_f.append(_triangle(fnp.matmul(ct_u, _mT(u)), False))
+        if ct_l is not None:
+            terms_f.append(_triangle(fnp.matmul(_mT(l[..., :k, :]), ct_l[..., :k, :]), True, -1))
+            if m > n:
+                ct_l2 = ct_l[..., k:, :]
+                terms_f.append(-_triangle(fnp.matmul(_mT(l[..., k:, :]), ct_l2), False))
+        if not terms_f:
+            return None
+        ct_f = _sum(terms_f)
+        ct_g = _trsolve_p(l[..., :k, :], ct_f, lower=True, trans=1, unit=True)
+        if m > n:
+            bottom = ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n),
+                                                                     ct_g)
+            ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
+        ct_dap = _rsolve_upper_T(ct_g, u)
+    else:
+        if ct_l is not None:
+            terms_f.append(fnp.matmul(_mT(l), ct_l))
+        if ct_u is not None:
+            terms_f.append(-fnp.matmul(ct_u, _mT(u)))
+        if not terms_f:
+            return None
+        ct_f = _triangle(_sum(terms_f), True, -1)
+        ct_h1 = _rsolve_upper_T(ct_f, u[..., :, :k])
+        if ct_u is None:
+            ct_h = fnp.concatenate([ct_h1, _zeros(shape(u)[:-1] + (n - k,), ct_h1)], axis=-1)
+        else:
+            ct_h = fnp.concatenate([ct_h1 + ct_u[..., :, :k], ct_u[..., :, k:]], axis=-1)
+        ct_dap = _trsolve_p(l, ct_h, lower=True, trans=1, unit=True)
+    return unbroadcast(_take_rows(ct_dap, _np.argsort(rows, axis=-1)), like)
+
+
+def _zeros(shape_, like):
+    return _np.zeros(shape_, dtype=_np.result_type(primal(like)))
+
+
+def _sum(terms):
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+def _lu_parts(packed):
+    """L (unit diagonal) and U from lu_factor's packed (..., m, n) result."""
+    m, n = shape(packed)[-2:]
+    k = min(m, n)
+    l = _triangle(packed[..., :, :k], True, -1) + _const(_np.eye(m, k), packed)
+    return l, _triangle(packed[..., :k, :], False)
+
+
+def _lu_packed(dl, du):
+    """lu_factor's packing of (the tangents of) L's strict lower part and U."""
+    m, n = shape(dl)[-2], shape(du)[-1]
+    if m >= n:
+        return _triangle(dl, True, -1) + fnp.concatenate(
+            [du, fnp.zeros_like(dl[..., n:, :])], axis=-2)
+    return du + fnp.concatenate([_triangle(dl, True, -1), fnp.zeros_like(du[..., :, m:])],
+                                axis=-1)
+
+
+def _lu_factor_jvp(tangents, ans, a):
+    packed, piv = ans
+    l, u = _lu_parts(packed)
+    dl, du = _lu_tangents(tangents[0], l, u, _lu_rows(primal(piv), shape(a)[-2]))
+    return _lu_packed(dl, du), None
+
+
+def _lu_factor_vjp(wanted, ans, a):
+    packed, piv = ans
+    l, u = _lu_parts(packed)
+    rows, like = _lu_rows(primal(piv), shape(a)[-2]), meta(a)
+    k = min(shape(a)[-2:])
+
+    def bprop(cts):
+        ct = cts[0]
+        if ct is None:
+            return (None,)
+        return (_lu_cotangent(ct[..., :, :k], ct[..., :k, :], l, u, rows, like),)
 
     return bprop
 
 
-_lu_p = defprimitive(
-    lambda a, perm: _sl.lu_factor(a)[0],
-    vjp=_lu_vjp,
-    jvp=_lu_jvp,
-    name="lu_factor",
-)
+_lu_factor_p = Primitive("lu_factor", lambda a: tuple(_sl.lu_factor(a)), vjp=_lu_factor_vjp,
+                         jvp=_lu_factor_jvp, multiple_results=True)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
-    """SciPy's `linalg.lu_factor` of a square matrix (batched): (lu, piv), lu holding L's
-    strict lower triangle (its diagonal is 1) and U; piv are LAPACK's 0-based pivots, integers
-    with no derivative. Differentiable where the pivots do not change.
+    """SciPy's `linalg.lu_factor` (batched, any m x n): (lu, piv), lu holding L's strict lower
+    part (its diagonal is 1) and U; piv are LAPACK's 0-based pivots, integers with no
+    derivative. Differentiable where the pivots do not change (and, for m > n, U is
+    invertible; for m < n, U's leading square block).
 
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -324,18 +469,13 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     >>> bool(np.allclose(fgrad.grad(f)(a), fgrad.grad(g)(a)))
     True
     """
-    _square(a, "lu_factor")
-    luv, piv = _sl.lu_factor(primal(a))
-    if type(a) is not Box:
-        return luv, piv
-    # The primitive factors a again (its value must come from its input); the pivots of this
-    # first factorization are the constant its rules use.
-    return _lu_p(a, perm=_permutation(piv)), piv
+    _matrix(a, "lu_factor")
+    return _lu_factor_p(a)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     """SciPy's `linalg.lu_solve((lu, piv), b, trans)`: x with a @ x = b (trans=0) or
-    a.T @ x = b (1 or 2), from `lu_factor(a)`; differentiable in lu and b."""
+    a.T @ x = b (1), a^H @ x = b (2), from `lu_factor(a)`; differentiable in lu and b."""
     luv, piv = lu_and_piv
     if trans not in _TRANS:
         raise ValueError(f"scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}")
@@ -345,32 +485,50 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if not _TRANS[trans]:  # x = U^-1 L^-1 P b
         y = _trsolve_p(luv, _take_rows(b2, perm), lower=True, trans=0, unit=True)
         x = _trsolve_p(luv, y, lower=False, trans=0, unit=False)
-    else:  # a^T = U^T L^T P: x = P^T L^-T U^-T b
+    else:  # a^T = U^T L^T P: x = P^T L^-T U^-T b (a^H for trans=2: conj(lu))
+        if trans == 2 and _np.iscomplexobj(primal(luv)):
+            luv = fnp.conj(luv)
         y = _trsolve_p(luv, b2, lower=False, trans=1, unit=False)
         x = _take_rows(_trsolve_p(luv, y, lower=True, trans=1, unit=True),
                        _np.argsort(perm, axis=-1))
     return x[..., 0] if vector else x
 
 
+def _lu_jvp(tangents, ans, a):
+    perm, l, u = ans
+    dl, du = _lu_tangents(tangents[0], l, u, _np.argsort(primal(perm), axis=-1))
+    return None, dl, du
+
+
+def _lu_vjp(wanted, ans, a):
+    perm, l, u = ans
+    rows, like = _np.argsort(primal(perm), axis=-1), meta(a)
+    return lambda cts: (_lu_cotangent(cts[1], cts[2], l, u, rows, like),)
+
+
+# SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
+_lu_p = Primitive("lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_lu_jvp,
+                  multiple_results=True)
+
+
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
-    """SciPy's `linalg.lu` of a square matrix (batched): (p, l, u) with a = p @ l @ u, or
-    (p @ l, u) with `permute_l`; p (or, with `p_indices`, the row indices with
-    a = l[p] @ u) is a constant. A traced non-square a raises ValueError."""
-    if type(a) is not Box:
-        return _sl.lu(a, permute_l=permute_l, p_indices=p_indices)
-    n = _square(a, "lu")
-    packed, piv = lu_factor(a)
-    perm = _permutation(piv)
-    inverse = _np.argsort(perm, axis=-1)
-    l_mat = _triangle(packed, True, -1) + _const(_np.eye(n), a)
-    u_mat = _triangle(packed, False)
+    """SciPy's `linalg.lu` (batched, any m x n): (p, l, u) with a = p @ l @ u; (p @ l, u)
+    with `permute_l`; (perm, l, u) with a = l[perm] @ u with `p_indices`. p and perm are
+    constants; l and u are differentiable where the pivots do not change (see `lu_factor`).
+
+    >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> fgrad.grad(lambda a: sla.lu(a)[2][1, 1])(a)  # one row swap: u[1, 1] = -det(a) / 3
+    array([[-1.33333333,  1.        ],
+           [ 0.44444444, -0.33333333]])
+    """
+    _matrix(a, "lu")
+    perm, l_mat, u_mat = _lu_p(a)
     if permute_l:
-        return _take_rows(l_mat, inverse), u_mat
+        return _take_rows(l_mat, perm), u_mat
     if p_indices:
-        return inverse, l_mat, u_mat
-    p = _np.zeros(perm.shape + (n,), dtype=_dtype(a))
-    _np.put_along_axis(p, perm[..., :, None], 1.0, axis=-1)  # rows of I in perm's order
-    return _np.swapaxes(p, -1, -2), l_mat, u_mat
+        return perm, l_mat, u_mat
+    return _np.eye(shape(a)[-2], dtype=_np.result_type(primal(l_mat)))[perm], l_mat, u_mat
 
 
 # --- solve_banded --------------------------------------------------------------------------
@@ -493,28 +651,35 @@ def solve_sylvester(a, b, q):
     return _sylvester_p(a, b, q)
 
 
-def _real_sqrtm(a):
-    x = _sl.sqrtm(a)
-    if _np.iscomplexobj(x) and not _np.iscomplexobj(a):
-        raise ValueError(
-            "scipy.linalg.sqrtm: this real matrix has no real square root (an eigenvalue is "
-            "negative); fgrad differentiates real square roots only"
-        )
-    return x
+def _sqrtm_vjp(ans, a):
+    like = meta(a)  # a real a with a complex root: the real part of the cotangent
+    return lambda ct: unbroadcast(_sylvester_p(_mT(ans), _mT(ans), ct), like)
 
 
 _sqrtm_p = defprimitive(
-    _real_sqrtm,
-    vjp=lambda ans, a: lambda ct: _sylvester_p(_mT(ans), _mT(ans), ct),
+    _sl.sqrtm,
+    vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
     name="sqrtm",
 )
 
 
-def sqrtm(A, disp=True, blocksize=64):
-    """SciPy's `linalg.sqrtm`: the principal square root X (X @ X = A) of a real matrix with
-    no eigenvalue on the closed negative axis; dX solves the Sylvester equation
-    X dX + dX X = dA."""
+def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"]):
+    """SciPy's `linalg.sqrtm`, batched: the principal square root X (X @ X = A), complex
+    where SciPy's is (a real matrix with a negative eigenvalue has no real square root: SciPy
+    and fgrad return a complex one). dX solves the Sylvester equation X dX + dX X = dA, for
+    real and complex roots alike; a real A gets the real part of a complex cotangent.
+    `disp` and `blocksize`, deprecated by SciPy, are refused.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> sla.sqrtm(np.diag([-4.0, 9.0]))
+    array([[0.+2.j, 0.+0.j],
+           [0.+0.j, 3.+0.j]])
+    """
+    for name, value in (("disp", disp), ("blocksize", blocksize)):
+        if value is not _SQRTM_DEFAULTS[name]:
+            raise TypeError(f"scipy.linalg.sqrtm: fgrad does not support the argument "
+                            f"{name!r} (deprecated by SciPy); leave it out")
     _square(A, "sqrtm", "A")
     return _sqrtm_p(A)
 
@@ -565,8 +730,12 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     a and b. As JAX, a and b are read through their symmetric parts; eigenvector derivatives
     assume distinct eigenvalues (see `fgrad.numpy.linalg.eigh`); eigenvector signs may differ
     from SciPy's. `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues
-    (the selection is a constant); `driver` is ignored.
+    (the selection is a constant). Complex Hermitian a and b are read with conjugate
+    transposes. `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
+    if driver is not None:
+        raise TypeError(f"scipy.linalg.eigh: fgrad does not support the argument 'driver' "
+                        f"(given {driver!r}); leave it out")
     n = _square(a, "eigh")
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
@@ -577,13 +746,13 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
             raise ValueError(f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
                              f"{describe(a)}; they must have the same shape")
         low = _la.cholesky(b)
-        a = (a + _mT(a)) * 0.5
-        if type == 1:  # L^-1 a L^-T
-            c = solve_triangular(low, _mT(solve_triangular(low, a, lower=True)), lower=True)
+        a = (a + _H(a)) * 0.5
+        if type == 1:  # L^-1 a L^-H
+            c = solve_triangular(low, _H(solve_triangular(low, a, lower=True)), lower=True)
         else:
-            c = fnp.matmul(_mT(low), fnp.matmul(a, low))
+            c = fnp.matmul(_H(low), fnp.matmul(a, low))
         w, y = _la.eigh(c)
-        v = solve_triangular(low, y, trans=1, lower=True) if type in (1, 2) else fnp.matmul(low, y)
+        v = solve_triangular(low, y, trans=2, lower=True) if type in (1, 2) else fnp.matmul(low, y)
     if subset_by_index is not None:
         lo, hi = (int(i) for i in subset_by_index)
         w, v = w[..., lo:hi + 1], v[..., lo:hi + 1]
@@ -595,3 +764,519 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
                              "batch (the number of selected eigenvalues may differ)")
         w, v = w[..., keep], v[..., keep]
     return w if eigvals_only else (w, v)
+
+
+# --- complex helpers -------------------------------------------------------------------------
+# Reverse rules follow fgrad's (JAX's) convention for complex values: the cotangent map is the
+# plain transpose of the tangent map, with each conjugation kept as a conjugation. So a rule
+# through the conjugate transpose Z^H is transposed term by term, never conjugated as a whole.
+
+
+def _is_complex(x):
+    return _np.iscomplexobj(primal(x))
+
+
+def _H(x):
+    """The conjugate transpose of the last two axes (the transpose for real x)."""
+    return fnp.conj(_mT(x)) if _is_complex(x) else _mT(x)
+
+
+def _conj(x):
+    return fnp.conj(x) if _is_complex(x) else x
+
+
+def _diag(x):
+    return fnp.diagonal(x, axis1=-2, axis2=-1)
+
+
+def _diag_embed(v):
+    return fnp.expand_dims(v, -1) * _np.eye(shape(v)[-1], dtype=_real_dtype(v))
+
+
+def _real_dtype(x):
+    dt = _np.result_type(primal(x))
+    return _np.finfo(dt).dtype if dt.kind in "fc" else _np.dtype(_np.float64)
+
+
+def _like_input(ct, a):
+    """A cotangent for input a: its real part when a is real (fgrad's convention for a real
+    input of a complex function)."""
+    if ct is not None and _is_complex(ct) and not _is_complex(a):
+        return fnp.real(ct)
+    return ct
+
+
+def _or_zeros(ct, like):
+    return ct if ct is not None else _zeros(shape(like), like)
+
+
+def _complement_tangent(q1, dq1, q2):
+    """The tangent of an orthonormal complement q2 of q1's columns (the extra columns of a full
+    Q, U or V, which the input does not determine): dq2 = -q1 dq1^H q2, the rotation of q2
+    that keeps q2^H dq2 = 0 (and q1^H q2 = 0)."""
+    return -fnp.matmul(q1, fnp.matmul(_H(dq1), q2))
+
+
+def _complement_cotangent(q1, ct_q2, q2):
+    """The transpose of `_complement_tangent` in dq1."""
+    z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q2, _mT(q2)))
+    return _conj(_mT(z))
+
+
+# --- qr --------------------------------------------------------------------------------------
+# a = Q R, k = min(m, n). For m >= n, along dA: X = dA R^-1, C = Q^H X, and Q^H dQ = Omega is
+# skew-Hermitian with tril(Omega, -1) = tril(C, -1) and the imaginary part of C's diagonal
+# (LAPACK's R has a real diagonal): M = C - Omega = triu(C, 1) + tril(C, -1)^H + Re diag(C),
+# dR = M R, dQ = X - Q M. For m < n, a = [a1 | a2] with a1 square: Q and R1 are a1's, and
+# R2 = Q^H a2, so dR2 = dQ^H a2 + Q^H da2.
+
+
+def _qr_m(c):
+    m = _triangle(c, False, -1) + _H(_triangle(c, True, -1))
+    return m + _diag_embed(fnp.real(_diag(c)) if _is_complex(c) else _diag(c))
+
+
+def _qr_m_transpose(ct):
+    out = _triangle(ct, False, -1) + _triangle(_conj(_mT(ct)), True, -1)
+    return out + _diag_embed(fnp.real(_diag(ct)) if _is_complex(ct) else _diag(ct))
+
+
+def _qr_square_tangents(t, q1, r1):
+    """(dQ1, dR1) of a tall or square a = Q1 R1 along t."""
+    x = _rsolve_upper(t, r1)
+    m = _qr_m(fnp.matmul(_H(q1), x))
+    return x - fnp.matmul(q1, m), fnp.matmul(m, r1), x
+
+
+def _qr_square_cotangent(ct_q1, ct_r1, q1, r1):
+    ct_m = -fnp.matmul(_mT(q1), ct_q1) + fnp.matmul(_triangle(ct_r1, False), _mT(r1))
+    ct_x = ct_q1 + fnp.matmul(_conj(q1), _qr_m_transpose(ct_m))
+    return _rsolve_upper_T(ct_x, r1)
+
+
+def _qr_operands(ans, a, pivoting):
+    """(q, r, a with its columns in the pivoted order, those columns or None)."""
+    q, r = ans[0], ans[1]
+    if not pivoting:
+        return q, r, a, None
+    cols = _np.asarray(primal(ans[2]))
+    return q, r, _take_cols(a, cols), cols
+
+
+def _take_cols(x, cols):
+    return _mT(_take_rows(_mT(x), cols))
+
+
+def _qr_jvp(tangents, ans, a, mode, pivoting):
+    q, r, ap, cols = _qr_operands(ans, a, pivoting)
+    t = tangents[0] if cols is None else _take_cols(tangents[0], cols)
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    q1 = q[..., :, :k]
+    if m >= n:
+        dq, dr, x = _qr_square_tangents(t, q1, r[..., :k, :])
+        if shape(q)[-1] > k:  # mode='full', m > n: the complement and R's zero rows
+            dq = fnp.concatenate([dq, -fnp.matmul(q1, fnp.matmul(_H(x), q[..., :, k:]))], -1)
+            dr = fnp.concatenate([dr, _zeros(shape(r)[:-2] + (m - k, n), dr)], axis=-2)
+    else:
+        dq, dr1, _ = _qr_square_tangents(t[..., :, :k], q, r[..., :, :k])
+        dr2 = fnp.matmul(_H(dq), ap[..., :, k:]) + fnp.matmul(_H(q), t[..., :, k:])
+        dr = fnp.concatenate([dr1, dr2], axis=-1)
+    return (dq, dr) + ((None,) if pivoting else ())
+
+
+def _qr_vjp(wanted, ans, a, mode, pivoting):
+    q, r, ap, cols = _qr_operands(ans, a, pivoting)
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    like = meta(a)
+
+    def bprop(cts):
+        ct_q, ct_r = cts[0], cts[1]
+        if ct_q is None and ct_r is None:
+            return (None,)
+        ct_q, ct_r = _or_zeros(ct_q, q), _or_zeros(ct_r, r)
+        q1 = q[..., :, :k]
+        if m >= n:
+            ct_q1 = ct_q[..., :, :k]
+            r1 = r[..., :k, :]
+            if shape(q)[-1] > k:  # the transpose of dq2 = -q1 X^H q2, into X
+                z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q[..., :, k:], _mT(q[..., :, k:])))
+                x_extra = _conj(_mT(z))
+                ct_m = (-fnp.matmul(_mT(q1), ct_q1)
+                        + fnp.matmul(_triangle(ct_r[..., :k, :], False), _mT(r1)))
+                ct_x = ct_q1 + x_extra + fnp.matmul(_conj(q1), _qr_m_transpose(ct_m))
+                ct = _rsolve_upper_T(ct_x, r1)
+            else:
+                ct = _qr_square_cotangent(ct_q1, ct_r[..., :k, :], q1, r1)
+        else:
+            ct_r2 = ct_r[..., :, k:]
+            ct_dq = ct_q + _conj(_mT(fnp.matmul(ct_r2, _mT(ap[..., :, k:]))))
+            ct1 = _qr_square_cotangent(ct_dq, ct_r[..., :, :k], q, r[..., :, :k])
+            ct = fnp.concatenate([ct1, fnp.matmul(_conj(q), ct_r2)], axis=-1)
+        if cols is not None:
+            ct = _take_cols(ct, _np.argsort(cols, axis=-1))
+        return (_like_input(unbroadcast(ct, like), a),)
+
+    return bprop
+
+
+_qr_p = Primitive("qr", lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting)),
+                  vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """SciPy's `linalg.qr` (batched, real or complex): (Q, R) with mode 'full' (Q is m x m)
+    or 'economic' (Q is m x k, k = min(m, n)), (R,) with 'r', and the column permutation P
+    (a[:, P] = Q R, a constant) after them with `pivoting`. The values are SciPy's (LAPACK's
+    signs: R's diagonal is real, of either sign).
+
+    Differentiable where a's leading k columns (after pivoting) are independent and the
+    pivots do not change. Q's columns beyond k in mode 'full' (m > n) are any orthonormal
+    basis of the complement, which a does not determine: their derivative is the one that
+    keeps them orthogonal to Q's first k columns with the least rotation
+    (dQ2 = -Q1 dQ1^H Q2), so every quantity that does not depend on that choice (Q2 Q2^H,
+    norms of Q2^H b, ...) has its true derivative. mode 'raw' (Householder reflectors) is
+    not differentiated.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[3.0, 1.0], [4.0, 2.0]])
+    >>> fgrad.grad(lambda a: sla.qr(a)[1][0, 0])(a)  # |R[0, 0]| is the first column's norm
+    array([[-0.6,  0. ],
+           [-0.8,  0. ]])
+    """
+    if mode not in ("full", "r", "economic", "raw"):
+        raise ValueError(f"scipy.linalg.qr: mode must be 'full', 'r', 'economic' or 'raw', got "
+                         f"{mode!r}")
+    _matrix(a, "qr")
+    if mode == "raw":
+        if type(a) is Box:
+            raise ValueError(
+                f"scipy.linalg.qr: mode='raw' (Householder reflectors) of a traced a "
+                f"({describe(a)}) is not differentiated; use mode='economic' or 'full'")
+        return tuple(_sl.qr(a, mode="raw", pivoting=pivoting))
+    # mode 'r' computes Q too (SciPy's R is the same either way) for the rules to use it
+    out = _qr_p(a, mode="full" if mode == "r" else mode, pivoting=bool(pivoting))
+    return out[1:] if mode == "r" else out
+
+
+# --- svd -------------------------------------------------------------------------------------
+# a = U diag(s) V^H, k = min(m, n), along dA (as JAX): dP = U^H dA V, ds = Re diag(dP),
+# F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j and where s_i == s_j), and
+#   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V / s,
+#   dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U / s.
+# The phase of a complex singular pair is a gauge: as JAX, V^H dV has a zero diagonal and U
+# takes the phase. Full U and V's extra columns rotate as `_complement_tangent` says.
+
+
+def _svd_parts(ans, k):
+    u, s, vh = ans
+    return u[..., :, :k], s, _H(vh[..., :k, :])
+
+
+def _svd_gaps(s):
+    """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
+    s2 = s * s
+    gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
+    zero = _np.asarray(primal(gap)) == 0
+    f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
+    s_zero = _np.asarray(primal(s)) == 0
+    return f, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
+
+
+def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
+    t = tangents[0]
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    u, s, v = _svd_parts(ans, k)
+    dp = fnp.matmul(_H(u), fnp.matmul(t, v))
+    ds = fnp.real(_diag(dp)) if _is_complex(dp) else _diag(dp)
+    f, s_inv = _svd_gaps(s)
+    row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)  # s_j and s_i at [i, j]
+    dps, sdp = dp * row, col * dp
+    gu = f * (dps + _H(dps))
+    if _is_complex(dp):
+        d = _diag(dp)
+        gu = gu + _diag_embed((d - fnp.conj(d)) * 0.5 * s_inv)
+    du = fnp.matmul(u, gu)
+    dv = fnp.matmul(v, f * (sdp + _H(sdp)))
+    if m > k:
+        du = du + (fnp.matmul(t, v) - fnp.matmul(u, dp)) * fnp.expand_dims(s_inv, -2)
+    if n > k:
+        dv = dv + (fnp.matmul(_H(t), u) - fnp.matmul(v, _H(dp))) * fnp.expand_dims(s_inv, -2)
+    full_u, vh = ans[0], ans[2]
+    if shape(full_u)[-1] > k:
+        du = fnp.concatenate([du, _complement_tangent(u, du, full_u[..., :, k:])], axis=-1)
+    if shape(vh)[-2] > k:
+        dv = fnp.concatenate([dv, _complement_tangent(v, dv, _H(vh[..., k:, :]))], axis=-1)
+    return du, ds, _H(dv)
+
+
+def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
+    m, n = shape(a)[-2:]
+    k = min(m, n)
+    u, s, v = _svd_parts(ans, k)
+    full_u, vh = ans[0], ans[2]
+    like = meta(a)
+
+    def bprop(cts):
+        ct_u, ct_s, ct_vh = cts
+        if ct_u is None and ct_s is None and ct_vh is None:
+            return (None,)
+        f, s_inv = _svd_gaps(s)
+        row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)
+        terms_dp, ct_t = [], []
+        if ct_s is not None:
+            terms_dp.append(_diag_embed(ct_s))
+        if ct_u is not None:
+            ct_u1 = ct_u[..., :, :k]
+            if shape(full_u)[-1] > k:
+                ct_u1 = ct_u1 + _complement_cotangent(u, ct_u[..., :, k:], full_u[..., :, k:])
+            g = f * fnp.matmul(_mT(u), ct_u1)
+            terms_dp += [g * row, _conj(_mT(col * g))]
+            if _is_complex(g) or _is_complex(u):
+                c = _diag(fnp.matmul(_mT(u), ct_u1))
+                terms_dp.append(_diag_embed((c - fnp.conj(c)) * 0.5 * s_inv))
+            if m > k:
+                w = ct_u1 * fnp.expand_dims(s_inv, -2)
+                ct_t.append(fnp.matmul(w, _mT(v)))
+                terms_dp.append(-fnp.matmul(_mT(u), w))
+        if ct_vh is not None:
+            ct_v = _conj(_mT(ct_vh))
+            ct_v1 = ct_v[..., :, :k]
+            if shape(vh)[-2] > k:
+                ct_v1 = ct_v1 + _complement_cotangent(v, ct_v[..., :, k:], _H(vh[..., k:, :]))
+            g = f * fnp.matmul(_mT(v), ct_v1)
+            terms_dp += [col * g, _conj(_mT(g * row))]
+            if n > k:
+                w = ct_v1 * fnp.expand_dims(s_inv, -2)
+                ct_t.append(_conj(_mT(fnp.matmul(w, _mT(u)))))
+                terms_dp.append(_conj(_mT(-fnp.matmul(_mT(v), w))))
+        ct_t.append(fnp.matmul(_conj(u), fnp.matmul(_sum(terms_dp), _mT(v))))
+        return (_like_input(unbroadcast(_sum(ct_t), like), a),)
+
+    return bprop
+
+
+def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
+    if compute_uv:
+        return tuple(_sl.svd(a, full_matrices, lapack_driver=lapack_driver))
+    # SciPy's singular values alone differ in the last bits from those computed with the
+    # vectors: the value is the former, the rules use the vectors of the latter
+    u, _, vh = _sl.svd(a, full_matrices=False, lapack_driver=lapack_driver)
+    return u, _sl.svd(a, compute_uv=False, lapack_driver=lapack_driver), vh
+
+
+_svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):
+    """SciPy's `linalg.svd` (batched, real or complex): (U, s, Vh) with a = U diag(s) Vh, or s
+    alone with compute_uv=False; the values are SciPy's (LAPACK's signs and phases).
+
+    The singular values are differentiable wherever they are distinct from each other (and,
+    for the vectors, nonzero); the singular vectors are determined up to a sign (a phase for
+    complex a) per pair: as JAX, the derivative keeps V^H dV's diagonal zero and gives the
+    phase to U, so every quantity that does not depend on that choice (U diag(s) Vh, the
+    projectors u_i u_i^H, |U|, ...) has its true derivative. With full_matrices=True and
+    m != n, the extra columns of U (or rows of Vh) are any orthonormal basis of the
+    complement: their derivative is the least rotation that keeps them orthogonal (see
+    `qr`). Where two singular values are equal, their vectors' derivative is not defined and
+    the division by s_j^2 - s_i^2 is replaced by 0.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[3.0, 0.0], [0.0, 2.0]])
+    >>> fgrad.grad(lambda a: fnp.sum(sla.svd(a, compute_uv=False)))(a)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    if lapack_driver not in ("gesdd", "gesvd"):
+        raise ValueError(f"scipy.linalg.svd: lapack_driver must be 'gesdd' or 'gesvd', got "
+                         f"{lapack_driver!r}")
+    _matrix(a, "svd")
+    if type(a) is not Box:
+        out = _sl.svd(a, full_matrices, compute_uv, lapack_driver=lapack_driver)
+        return tuple(out) if compute_uv else out
+    u, s, vh = _svd_p(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                      lapack_driver=lapack_driver)
+    return (u, s, vh) if compute_uv else s
+
+
+# --- schur -----------------------------------------------------------------------------------
+# a = Z T Z^H with T upper triangular (complex Schur form, or the real one when every
+# eigenvalue is real). Along dA, with E = Z^H dA Z and W = Z^H dZ skew-Hermitian:
+# dT = E + T W - W T must stay upper triangular, so the strictly lower part L of W solves
+# tril(T L - L T, -1) = -tril(E, -1): a triangular Sylvester equation, solvable where T's
+# diagonal entries (the eigenvalues) are distinct. W's diagonal (the phases of Z's columns)
+# is a gauge: fgrad takes it to be 0. Then W = L - L^H, dZ = Z W and dT = triu(E + T W - W T).
+
+
+def _trisylv_solve(t, c, transpose):
+    """L strictly lower with tril(A L - L A, -1) = tril(c, -1), A = t (upper triangular) or,
+    with `transpose`, t^T: by diagonals of L, away from the corner for A upper, from the
+    diagonal outwards for A lower (each entry needs only those of the diagonals before)."""
+    a = _np.swapaxes(t, -1, -2) if transpose else t
+    n = a.shape[-1]
+    dtype = _np.result_type(t, c)
+    out = _np.zeros(_np.broadcast_shapes(t.shape, c.shape), dtype=dtype)
+    a = _np.broadcast_to(a, out.shape)
+    diag = _np.diagonal(a, axis1=-2, axis2=-1)
+    for d in (range(1, n) if transpose else range(n - 1, 0, -1)):
+        i = _np.arange(d, n)
+        j = i - d
+        rhs = (c[..., i, j] - _np.einsum("...dk,...kd->...d", a[..., i, :], out[..., :, j])
+               + _np.einsum("...dk,...kd->...d", out[..., i, :], a[..., :, j]))
+        out[..., i, j] = rhs / (diag[..., i] - diag[..., j])
+    return out
+
+
+def _trisylv_jvp_t(t_dot, ans, t, c, transpose):
+    dt = _triangle(t_dot, False)
+    if transpose:
+        dt = _mT(dt)
+    return _trisylv_p(t, fnp.matmul(ans, dt) - fnp.matmul(dt, ans), transpose=transpose)
+
+
+def _trisylv_vjp_t(ans, t, c, transpose):
+    def bprop(ct):
+        h = _trisylv_p(t, ct, transpose=not transpose)
+        g = fnp.matmul(_mT(ans), h) - fnp.matmul(h, _mT(ans))
+        return _triangle(_mT(g) if transpose else g, False)
+
+    return bprop
+
+
+_trisylv_p = defprimitive(
+    _trisylv_solve,
+    vjp=(_trisylv_vjp_t,
+         lambda ans, t, c, transpose: lambda ct: _triangle(
+             _trisylv_p(t, ct, transpose=not transpose), True, -1)),
+    jvp=(_trisylv_jvp_t,
+         lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose)),
+    name="triangular_sylvester",
+)
+
+
+def _schur_jvp(tangents, ans, a, output, sort):
+    tt, z = ans[0], ans[1]
+    e = fnp.matmul(_H(z), fnp.matmul(tangents[0], z))
+    low = -_trisylv_p(tt, e, transpose=False)
+    w = low - _H(low)
+    dt = _triangle(e + fnp.matmul(tt, w) - fnp.matmul(w, tt), False)
+    return (dt, fnp.matmul(z, w)) + ((None,) if sort is not None else ())
+
+
+def _schur_vjp(wanted, ans, a, output, sort):
+    tt, z = ans[0], ans[1]
+    like = meta(a)
+
+    def bprop(cts):
+        ct_t, ct_z = cts[0], cts[1]
+        if ct_t is None and ct_z is None:
+            return (None,)
+        ct_t = _triangle(_or_zeros(ct_t, tt), False)
+        ct_w = fnp.matmul(_mT(tt), ct_t) - fnp.matmul(ct_t, _mT(tt))
+        if ct_z is not None:
+            ct_w = ct_w + fnp.matmul(_mT(z), ct_z)
+        ct_low = _triangle(ct_w - _conj(_mT(ct_w)), True, -1)
+        ct_e = ct_t - _trisylv_p(tt, ct_low, transpose=True)
+        ct = fnp.matmul(_conj(z), fnp.matmul(ct_e, _mT(z)))
+        return (_like_input(unbroadcast(ct, like), a),)
+
+    return bprop
+
+
+_schur_p = Primitive(
+    "schur", lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort)),
+    vjp=_schur_vjp, jvp=_schur_jvp, multiple_results=True)
+
+
+def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+    """SciPy's `linalg.schur` (batched): (T, Z) with a = Z T Z^H, Z unitary and T upper
+    triangular (output='complex'), or quasi-triangular with 2 x 2 blocks for complex
+    eigenvalue pairs (output='real'); with `sort`, (T, Z, sdim). The values are SciPy's.
+
+    Differentiable where the eigenvalues are distinct and T is triangular: always for
+    output='complex', and for output='real' when every eigenvalue is real (a traced real
+    Schur form with a 2 x 2 block raises ValueError: use output='complex'). The Schur
+    vectors are determined up to a phase each (a sign for real ones): fgrad's derivative
+    keeps Z^H dZ's diagonal zero, so T's diagonal (the eigenvalues) and every quantity that
+    does not depend on the phases (Z T Z^H, |T|, the invariant subspaces Z[:, :j] Z[:, :j]^H)
+    have their true derivatives; T's off-diagonal entries and Z follow that convention. The
+    eigenvalue order (and `sort`'s selection) is a constant. Where two eigenvalues are equal
+    the derivative is not defined: it is nan there.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> a = np.array([[1.0, 2.0], [0.5, 3.0]])
+    >>> float(fgrad.grad(lambda a: fnp.real(fnp.sum(fnp.diagonal(
+    ...     sla.schur(a, output='complex')[0]) ** 2)))(a)[0, 1])  # d trace(a @ a) / da[0, 1]
+    1.0
+    """
+    if output not in ("real", "complex", "r", "c"):
+        raise ValueError(f"scipy.linalg.schur: output must be 'real' or 'complex', got "
+                         f"{output!r}")
+    _square(a, "schur")
+    if type(a) is Box and output in ("real", "r") and not _is_complex(a):
+        tt = _sl.schur(primal(a), output="real", sort=sort)[0]
+        if _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0):
+            raise ValueError(
+                f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
+                "has 2 x 2 blocks (complex eigenvalue pairs), whose derivative fgrad does not "
+                "define; use output='complex'")
+    return _schur_p(a, output=output, sort=sort)
+
+
+# --- block_diag, toeplitz --------------------------------------------------------------------
+
+
+def block_diag(*arrs):
+    """SciPy's `linalg.block_diag`: the arrays (scalars and 1-D arrays read as one row,
+    batches broadcast) on the diagonal of a matrix of zeros; linear in each of them.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> fgrad.grad(lambda x: fnp.sum(sla.block_diag(x, 2.0 * x)))(np.ones((1, 2)))
+    array([[3., 3.]])
+    """
+    if arrs == ():
+        arrs = (_np.zeros((1, 0)),)
+    blocks = []
+    for i, x in enumerate(arrs):
+        x = fnp.asarray(x)
+        nd = _np.ndim(primal(x))
+        blocks.append(fnp.reshape(x, (1,) * (2 - nd) + shape(x)) if nd < 2 else x)
+    batch = _np.broadcast_shapes(*(shape(b)[:-2] for b in blocks))
+    dtype = _np.result_type(*(primal(b) for b in blocks))
+    widths = [shape(b)[-1] for b in blocks]
+    total = sum(widths)
+    rows, left = [], 0
+    for b, w in zip(blocks, widths):
+        r = shape(b)[-2]
+        parts = [_np.zeros(batch + (r, left), dtype), broadcast_to(b, batch + (r, w)),
+                 _np.zeros(batch + (r, total - left - w), dtype)]
+        rows.append(fnp.concatenate(parts, axis=-1))
+        left += w
+    out = fnp.concatenate(rows, axis=-2)
+    return out if _np.result_type(primal(out)) == dtype else fnp.astype(out, dtype)
+
+
+def toeplitz(c, r=None):
+    """SciPy's `linalg.toeplitz`: the matrix with first column c and first row r (r[0] is
+    ignored; r = conj(c) by default), batched over leading axes; linear in c and r.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
+    >>> fgrad.grad(lambda c: fnp.sum(sla.toeplitz(c)))(np.ones(3))  # r = c by default
+    array([3., 4., 2.])
+    """
+    c = fnp.asarray(c)
+    if _np.ndim(primal(c)) == 0:
+        c = fnp.reshape(c, (1,))
+    r = _conj(c) if r is None else fnp.asarray(r)
+    if _np.ndim(primal(r)) == 0:
+        r = fnp.reshape(r, (1,))
+    m, n = shape(c)[-1], shape(r)[-1]
+    batch = _np.broadcast_shapes(shape(c)[:-1], shape(r)[:-1])
+    vals = fnp.concatenate([broadcast_to(c[..., ::-1], batch + (m,)),
+                            broadcast_to(r[..., 1:], batch + (n - 1,))], axis=-1)
+    index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
+    return vals[..., index]

@@ -1,4 +1,5 @@
-"""`fgrad.scipy.signal`: SciPy's n-dimensional `convolve`, `correlate` and `fftconvolve`,
+"""`fgrad.scipy.signal`: SciPy's n-dimensional `convolve`, `correlate` and `fftconvolve`, and
+`convolve2d` and `correlate2d` with their boundaries (see that section),
 differentiable in both inputs to every order.
 
 One primitive computes the full convolution (with `scipy.signal.convolve`, or
@@ -15,11 +16,11 @@ import numpy as _np
 import scipy.signal as _ss
 
 from .. import numpy as fnp
-from ..core import primal
+from ..core import Box, primal
 from ..numpy.shaping import describe, meta, shape, unbroadcast
 from ..primitive import defprimitive
 
-__all__ = ["convolve", "correlate", "fftconvolve"]
+__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]
 
 
 def _conv_impl(x, k, axes, method):
@@ -133,11 +134,11 @@ def convolve(in1, in2, mode="full", method="auto"):
 
 
 def correlate(in1, in2, mode="full", method="auto"):
-    """SciPy's `signal.correlate`: z[k] = sum_l in1[l] in2[l - k + N - 1]... that is, the
-    convolution of in1 with in2 reversed along every axis, in the same modes."""
+    """SciPy's `signal.correlate`: the convolution of in1 with in2 reversed along every axis
+    and conjugated, in the same modes."""
     in1, in2 = _prepare(in1, in2, "correlate")
     axes = tuple(range(_np.ndim(primal(in1))))
-    return _convolve(in1, _flip(in2, axes), mode, axes, _method(method, "correlate"),
+    return _convolve(in1, _flip(_conj(in2), axes), mode, axes, _method(method, "correlate"),
                      "correlate")
 
 
@@ -151,3 +152,172 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     else:
         axes = tuple(sorted({int(ax) % nd for ax in _np.atleast_1d(axes)})) if nd else ()
     return _convolve(in1, in2, mode, axes, "fft", "fftconvolve")
+
+
+# --- convolve2d, correlate2d -----------------------------------------------------------------
+# SciPy's value, and rules from this model of it (checked against SciPy for every mode and
+# boundary): along each axis, in1 of length M is extended to the positions -(K-1) .. M+K-2 by
+# the boundary rule (zeros plus `fillvalue`, periodic, or mirrored with the edge repeated),
+# a constant 0/1 matrix E with rows for the positions; the 'valid' convolution of the
+# extension with the kernel (length K) is the 'full' result, and 'same' is its slice of
+# length M from (K-1)//2 (convolve2d) or K//2 (correlate2d). correlate2d convolves with the
+# kernel reversed and conjugated. 'valid' needs no extension; there SciPy swaps the inputs
+# when in2 is the larger (and then correlate2d conjugates in1 instead of in2).
+# The result is bilinear in (in1 without its fill, in2), so each forward rule is the
+# primitive with one input replaced by its tangent, and the reverse rules are the transposed
+# convolutions, sliced and folded back by E^T.
+
+_BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
+               "symm": "symm", "symmetric": "symm"}
+
+
+def _extension(m, k, boundary, dtype):
+    """E (m + 2(k - 1), m): row p holds a 1 at the element position p - (k - 1) reads."""
+    j = _np.arange(-(k - 1), m + k - 1)
+    if boundary == "wrap":
+        src = j % m
+    elif boundary == "symm":
+        p = j % (2 * m)
+        src = _np.where(p < m, p, 2 * m - 1 - p)
+    else:
+        src = _np.where((j >= 0) & (j < m), j, -1)
+    e = _np.zeros((len(j), m), dtype=dtype)
+    rows = _np.nonzero(src >= 0)[0]
+    e[rows, src[rows]] = 1
+    return e
+
+
+def _conv2d_impl(x, k, mode, boundary, fillvalue, correlate):
+    fn = _ss.correlate2d if correlate else _ss.convolve2d
+    return fn(x, k, mode=mode, boundary=boundary, fillvalue=fillvalue)
+
+
+def _conj(x):
+    return fnp.conj(x) if _np.iscomplexobj(primal(x)) else x
+
+
+def _valid(big, small):
+    """The 'valid' 2-D convolution of big with small (small no larger along either axis)."""
+    (p0, p1), (k0, k1) = shape(big), shape(small)
+    return _conv_p(big, small, axes=(0, 1), method="auto")[k0 - 1:p0, k1 - 1:p1]
+
+
+def _conv2d_model(x, k, mode, correlate):
+    """(swap, conj_x, flip_k, conj_k): the result is a slice of valid(A, B) (valid(B, A) with
+    `swap`), A the extension of x (conjugated with `conj_x`), B = k (reversed with `flip_k`,
+    conjugated with `conj_k`)."""
+    swap = mode == "valid" and not all(a >= b for a, b in zip(shape(x), shape(k)))
+    return swap, correlate and swap, correlate, correlate and not swap
+
+
+def _conv2d_vjp(which):
+    # x's cotangent needs only k's operand B; k's needs x's extension A
+    def maker(ans, x, k, mode, boundary, fillvalue, correlate):
+        m, kk = shape(x), shape(k)
+        swap, conj_x, flip_k, conj_k = _conv2d_model(x, k, mode, correlate)
+        dtype = _np.result_type(primal(x), primal(k))
+        like = meta((x, k)[which])
+        ext = None
+        if mode != "valid":
+            real = _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
+            ext = [_extension(m[ax], kk[ax], boundary, real) for ax in (0, 1)]
+        if which == 0:
+            other = _conj(k) if conj_k else k
+            other = other[::-1, ::-1] if flip_k else other
+        else:
+            other = _conj(x) if conj_x else x
+            if ext is not None:
+                other = fnp.matmul(ext[0], fnp.matmul(other, ext[1].T))
+                if boundary == "fill" and fillvalue != 0:
+                    cover = ((ext[0] @ _np.ones(m[0]))[:, None]
+                             * (ext[1] @ _np.ones(m[1]))[None, :])
+                    other = other + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
+        own_is_big = (which == 0) != swap
+        a_shape = tuple(a + 2 * (b - 1) for a, b in zip(m, kk)) if ext else m
+        big, small = (kk, a_shape) if swap else (a_shape, kk)
+        frame = tuple(a - b + 1 for a, b in zip(big, small))  # the shape of valid(big, small)
+        starts = (tuple((n // 2 if correlate else (n - 1) // 2) for n in kk) if mode == "same"
+                  else (0, 0))
+
+        def bprop(ct):
+            out = shape(ct)
+            if out != frame:
+                ct = fnp.pad(ct, [(s0, f - s0 - o) for s0, f, o in zip(starts, frame, out)])
+            if own_is_big:  # the transpose of valid(., small): a full convolution
+                g = _conv_p(ct, other[::-1, ::-1], axes=(0, 1), method="auto")
+            else:  # the transpose of valid(big, .)
+                g = _valid(other, ct[::-1, ::-1])[::-1, ::-1]
+            if which == 0:
+                if ext is not None:
+                    g = fnp.matmul(ext[0].T, fnp.matmul(g, ext[1]))
+                g = _conj(g) if conj_x else g
+            else:
+                g = g[::-1, ::-1] if flip_k else g
+                g = _conj(g) if conj_k else g
+            return unbroadcast(g, like)
+
+        return bprop
+
+    return maker
+
+
+_conv2d_p = defprimitive(
+    _conv2d_impl,
+    vjp=(_conv2d_vjp(0), _conv2d_vjp(1)),
+    jvp=(  # linear in in1 without its fill, linear in in2
+        lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
+            t, k, mode=mode, boundary=boundary, fillvalue=0, correlate=correlate),
+        lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
+            x, t, mode=mode, boundary=boundary, fillvalue=fillvalue, correlate=correlate),
+    ),
+    name="convolve2d",
+)
+
+
+def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
+    who = "correlate2d" if correlate else "convolve2d"
+    in1, in2 = fnp.asarray(in1), fnp.asarray(in2)
+    for arg, x in (("in1", in1), ("in2", in2)):
+        if _np.ndim(primal(x)) != 2:
+            raise ValueError(f"scipy.signal.{who}: {arg} has {describe(x)}; it must be 2-D "
+                             "(use convolve/correlate for other dimensions)")
+        if 0 in _np.shape(primal(x)):
+            raise ValueError(f"scipy.signal.{who}: {arg} has {describe(x)}; it is empty")
+    if mode not in ("full", "valid", "same"):
+        raise ValueError(f"scipy.signal.{who}: mode must be 'full', 'valid' or 'same', got "
+                         f"{mode!r}")
+    if boundary not in _BOUNDARIES:
+        raise ValueError(f"scipy.signal.{who}: boundary must be 'fill', 'wrap' or 'symm' "
+                         f"(or 'pad', 'circular', 'symmetric'), got {boundary!r}")
+    if type(fillvalue) is Box:
+        raise TypeError(f"scipy.signal.{who}: fillvalue is a traced value; it is a constant "
+                        "here (pad in1 with it and use boundary='fill' to differentiate it)")
+    s1, s2 = shape(in1), shape(in2)
+    if mode == "valid" and not (all(a >= b for a, b in zip(s1, s2))
+                                or all(b >= a for a, b in zip(s1, s2))):
+        raise ValueError(f"scipy.signal.{who}: for mode='valid', in1 {s1} or in2 {s2} must "
+                         "be at least as large as the other in every dimension")
+    return _conv2d_p(in1, in2, mode=mode, boundary=_BOUNDARIES[boundary],
+                     fillvalue=fillvalue, correlate=correlate)
+
+
+def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+    """SciPy's `signal.convolve2d` of two 2-D arrays: modes 'full', 'valid', 'same', and
+    boundary 'fill' (with `fillvalue`, a constant), 'wrap' or 'symm'; the value is SciPy's,
+    differentiable in both inputs to every order.
+
+    >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.signal as sig, numpy as np
+    >>> fgrad.grad(lambda k: fnp.sum(sig.convolve2d(np.ones((3, 3)), k, "same", "wrap")))(
+    ...     np.ones((2, 2)))  # each kernel entry meets every element once
+    array([[9., 9.],
+           [9., 9.]])
+    """
+    return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=False)
+
+
+def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+    """SciPy's `signal.correlate2d`: the convolution of in1 with in2 reversed and conjugated,
+    in the modes and boundaries of `convolve2d` ('same' is centred as SciPy centres it). In
+    mode 'valid' with in2 the larger, SciPy conjugates in1 instead of in2; fgrad gives that
+    same value and differentiates it."""
+    return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=True)

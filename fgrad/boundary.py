@@ -1,0 +1,83 @@
+"""The boundary between your code and fgrad's: errors show your code first.
+
+Every function a user calls to transform or check a function (`grad(f)`, `vjp`, `jvp`,
+`jacfwd(f)`, a `custom_vjp` function, `make_graph(f)`, `check_grads`, ...) is wrapped by
+`api_boundary`. An exception that passes through it leaves with fgrad's own frames removed
+from its traceback, as JAX's `api_boundary` does: what remains is your line that called the
+transform, the lines of your function that fgrad ran, and the line that raised. A note on the
+exception says so. Set the environment variable `FGRAD_TRACEBACK_FILTERING=off` to see every
+frame.
+
+The boundary also clears what a failed transform left of the core's watched phases.
+
+Imports: `fgrad.core` and the standard library.
+"""
+
+import functools
+import os
+import types
+
+from . import core
+
+__all__ = ["api_boundary"]
+
+_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+_NOTE = ("fgrad removed its own frames from this traceback; set the environment variable "
+         "FGRAD_TRACEBACK_FILTERING=off to see them")
+
+
+def _filtering():
+    value = os.environ.get("FGRAD_TRACEBACK_FILTERING", "on").strip().lower()
+    return value not in ("off", "0", "false", "no")
+
+
+def _is_fgrads(tb):
+    return tb.tb_frame.f_code.co_filename.startswith(_FGRAD_DIR)
+
+
+def _without_fgrad_frames(tb):
+    """The traceback `tb` without the entries of frames in fgrad's files."""
+    kept = []
+    while tb is not None:
+        if not _is_fgrads(tb):
+            kept.append(tb)
+        tb = tb.tb_next
+    filtered = None
+    for entry in reversed(kept):
+        filtered = types.TracebackType(filtered, entry.tb_frame, entry.tb_lasti,
+                                       entry.tb_lineno)
+    return filtered
+
+
+def api_boundary(fun):
+    """`fun`, whose exceptions leave without fgrad's frames in their tracebacks."""
+
+    @functools.wraps(fun)
+    def boundary(*args, **kwargs):
+        __tracebackhide__ = True  # pytest shows the boundary's own frame no more than this
+        phases = len(core.phases())
+        try:
+            return fun(*args, **kwargs)
+        except Exception as e:
+            del core.phases()[phases:]
+            tb = e.__traceback__
+            if not _filtering() or tb is None:
+                raise
+            filtered = _without_fgrad_frames(tb)
+            if _count(filtered) < _count(tb):
+                notes = getattr(e, "__notes__", ())
+                if _NOTE not in notes and hasattr(e, "add_note"):
+                    e.add_note(_NOTE)
+                raise e.with_traceback(filtered)
+            raise
+
+    return boundary
+
+
+def _count(tb):
+    n = 0
+    while tb is not None:
+        n += 1
+        tb = tb.tb_next
+    return n

@@ -1,0 +1,88 @@
+"""Errors show the user's code first: an exception leaving a transform carries no frame of
+fgrad's files but the boundary's own, unless FGRAD_TRACEBACK_FILTERING=off."""
+
+import os
+import subprocess
+import sys
+import traceback
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import boundary, core, provenance
+
+FGRAD_DIR = os.path.dirname(fgrad.__file__)
+
+
+def _frames(e):
+    return [f.filename for f in traceback.extract_tb(e.__traceback__)]
+
+
+def _fgrad_frames(e):
+    return [f for f in _frames(e) if f.startswith(FGRAD_DIR)]
+
+
+def _inverse_of_a_vector(x):
+    return fnp.sum(fnp.linalg.inv(x))  # raises inside fgrad.numpy.linalg
+
+
+CALLS = {
+    "grad": lambda: fgrad.grad(_inverse_of_a_vector)(np.ones(3)),
+    "vjp": lambda: fgrad.vjp(_inverse_of_a_vector, np.ones(3)),
+    "jvp": lambda: fgrad.jvp(_inverse_of_a_vector, (np.ones(3),), (np.ones(3),)),
+    "jacrev": lambda: fgrad.jacrev(_inverse_of_a_vector)(np.ones(3)),
+    "hessian": lambda: fgrad.hessian(_inverse_of_a_vector)(np.ones(3)),
+    "grad of grad": lambda: fgrad.grad(fgrad.grad(lambda x: _inverse_of_a_vector(x * x)))(1.0),
+    "checkpoint": lambda: fgrad.grad(fgrad.checkpoint(_inverse_of_a_vector))(np.ones(3)),
+    "make_graph": lambda: fgrad.make_graph(_inverse_of_a_vector)(np.ones(3)),
+    "bad argument": lambda: fgrad.grad(lambda x: x)(np.arange(3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_fgrad_frames_are_hidden_but_the_boundary_and_the_users_are_kept(name):
+    with pytest.raises((ValueError, TypeError)) as info:
+        CALLS[name]()
+    e = info.value
+    assert _fgrad_frames(e) == [boundary.__file__], _frames(e)
+    assert _frames(e)[0] == __file__  # the user's line that called the transform comes first
+    if name != "bad argument":
+        assert _frames(e)[-1] == __file__  # ... and the user's line that raised comes last
+        assert "argument 'a' has shape" in str(e)
+    assert any("FGRAD_TRACEBACK_FILTERING=off" in n for n in e.__notes__)
+
+
+def test_an_exception_of_the_users_own_code_keeps_its_frames():
+    def f(x):
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError) as info:
+        fgrad.grad(f)(1.0)
+    assert _frames(info.value)[-1] == __file__ and info.value.args == ("mine",)
+
+
+def test_the_switch_shows_every_frame():
+    code = ("import numpy as np, fgrad, fgrad.numpy as fnp\n"
+            "fgrad.grad(lambda x: fnp.sum(fnp.linalg.inv(x)))(np.ones(3))\n")
+    env = dict(os.environ, FGRAD_TRACEBACK_FILTERING="off")
+    full = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True).stderr
+    env["FGRAD_TRACEBACK_FILTERING"] = "on"
+    short = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True).stderr
+    assert full.count(FGRAD_DIR) > 3 and "linalg.py" in full and "api.py" in full
+    assert short.count(FGRAD_DIR) == 1 and "boundary.py" in short
+    assert "LinAlgError" in short and "FGRAD_TRACEBACK_FILTERING=off" in short
+
+
+def test_a_failed_transform_leaves_no_watched_phase_behind():
+    class Quiet(provenance.Watcher):
+        pass
+
+    with provenance.watching(Quiet()):
+        with pytest.raises(ValueError):
+            fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(_inverse_of_a_vector)(x)))(
+                np.ones(3))
+        assert core.phases() == []
