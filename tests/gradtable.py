@@ -385,6 +385,15 @@ def _twin_function(fn):
     return _twins[fn]
 
 
+def counterpart(name):
+    """NumPy's or SciPy's function of a public name, noting its calls as `reference`'s do (for
+    references written by hand, tests/rows_values.py)."""
+    ref = numpy_object(name)
+    if ref is None:
+        raise NoReference(f"NumPy and SciPy have no counterpart of {name}")
+    return _Recorded((name,), ref)
+
+
 def reference(fn):
     """NumPy's and SciPy's version of `fn`: a public fgrad function's counterpart, or a
     function of the tests with every fgrad name in it replaced by its counterpart. Calling it

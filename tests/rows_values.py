@@ -10,9 +10,8 @@ the input's off-diagonal entries unchanged), and singular covariances rounded to
 """
 
 import numpy as np
-import scipy.integrate
-import scipy.linalg
-import scipy.stats
+
+from gradtable import counterpart
 
 ROWS = []
 NONDIFF = []
@@ -20,18 +19,18 @@ NONDIFF = []
 TOL = dict(rtol=1e-10, atol=1e-10)  # as tests/rows_scipy_integrate.py
 
 
-def _pendulum(theta0, omega0, t, g, l=1.5, c=0.1):
+def _pendulum(theta0, omega0, t, g, length=1.5, c=0.1):
     def f(y, t):
-        return [y[1], -g / l * np.sin(y[0]) - c * y[1]]
+        return [y[1], -g / length * np.sin(y[0]) - c * y[1]]
 
-    ys = scipy.integrate.odeint(f, [theta0, omega0], t, **TOL)
+    ys = counterpart("scipy.integrate.odeint")(f, [theta0, omega0], t, **TOL)
     return {"theta": ys[:, 0], "omega": ys[:, 1]}
 
 
 def _matrix_decay(y0, k):
     t = np.array([0.0, 0.3, 0.7])
-    ys = scipy.integrate.odeint(lambda y, t: (-k * y.reshape(2, 2)).ravel(), y0.ravel(), t,
-                                **TOL)
+    ys = counterpart("scipy.integrate.odeint")(
+        lambda y, t: (-k * y.reshape(2, 2)).ravel(), y0.ravel(), t, **TOL)
     return ys.reshape(3, 2, 2)
 
 
@@ -39,21 +38,24 @@ def _in_float64(f):
     return lambda *args: f(*(np.asarray(a, dtype=np.float64) for a in args))
 
 
-MVN = scipy.stats.multivariate_normal
+MVN_LOGPDF, MVN_PDF, MVN_ENTROPY = (counterpart(f"scipy.stats.multivariate_normal.{f}")
+                                    for f in ("logpdf", "pdf", "entropy"))
+CHO_FACTOR = counterpart("scipy.linalg.cho_factor")
 
 REFERENCES = {
     ("scipy.integrate.odeint", "pendulum-pytree-tfirst"): _pendulum,
     ("scipy.integrate.odeint", "matrix-state"): _matrix_decay,
     ("scipy.linalg.cho_factor", "lower=False"):
-        lambda a: np.triu(scipy.linalg.cho_factor(a, lower=False)[0]),
+        lambda a: np.triu(CHO_FACTOR(a, lower=False)[0]),
     ("scipy.linalg.cho_factor", "lower=True"):
-        lambda a: np.tril(scipy.linalg.cho_factor(a, lower=True)[0]),
+        lambda a: np.tril(CHO_FACTOR(a, lower=True)[0]),
     ("scipy.linalg.inv", "assume_a=diagonal,lower=False"):
-        lambda a: scipy.linalg.inv(a * np.eye(a.shape[-1], dtype=a.dtype), assume_a="diagonal"),
+        lambda a: counterpart("scipy.linalg.inv")(a * np.eye(a.shape[-1], dtype=a.dtype),
+                                                  assume_a="diagonal"),
     ("scipy.stats.multivariate_normal.logpdf", "singular0"): _in_float64(
-        lambda w, m, a: MVN.logpdf(m + w @ a.T, m, a @ a.T, allow_singular=True)),
+        lambda w, m, a: MVN_LOGPDF(m + w @ a.T, m, a @ a.T, allow_singular=True)),
     ("scipy.stats.multivariate_normal.pdf", "singular0"): _in_float64(
-        lambda w, m, a: MVN.pdf(m + w @ a.T, m, a @ a.T, allow_singular=True)),
+        lambda w, m, a: MVN_PDF(m + w @ a.T, m, a @ a.T, allow_singular=True)),
     ("scipy.stats.multivariate_normal.entropy", "singular0"): _in_float64(
-        lambda a: MVN.entropy(cov=a @ a.T)),
+        lambda a: MVN_ENTROPY(cov=a @ a.T)),
 }
