@@ -66,6 +66,8 @@ class Row:
     `promotes` marks rows whose result is float64 even for float32 inputs because a float64
     constant takes part, as NumPy would have it. `float32` is True, or the reason the float32
     run does not apply. `eps` and `tol` loosen `check_grads` for ill-conditioned functions.
+    `reference` is NumPy's or SciPy's version of `fn`, for tests/test_values.py, where
+    `reference(fn)` (fn read with NumPy's names) cannot give it.
     """
 
     name: str
@@ -80,6 +82,7 @@ class Row:
     eps: Optional[float] = None
     tol: Optional[float] = None
     seed: int = field(default=0)
+    reference: Optional[Callable] = None
 
     def args(self, dtype=np.float64):
         rng = np.random.default_rng(self.seed)
@@ -101,10 +104,12 @@ class Row:
 @dataclass
 class Nondiff:
     """A public name declared to have no derivative. `fn(x)` applies it to a float array x
-    (constructors ignore x); its result must be a constant at every level."""
+    (constructors ignore x); its result must be a constant at every level. `reference` as
+    `Row.reference`."""
 
     name: str
     fn: Callable
+    reference: Optional[Callable] = None
 
 
 def load(families=None):
@@ -302,12 +307,10 @@ class _Missing:
 
 
 @functools.lru_cache(maxsize=None)
-def _tables():
-    """({id of an fgrad object: (its public names, its reference)}, {id of a public module:
-    prefix}), with the module objects kept alive alongside."""
-    objects, modules = {}, {}
+def _table():
+    """{id of a public fgrad object: (its public names, its reference, the object)}."""
+    objects = {}
     for prefix, module in public_modules():
-        modules[id(module)] = prefix
         for name in module.__all__:
             obj = getattr(module, name)
             if isinstance(obj, types.ModuleType) or not callable(obj) or isinstance(obj, type):
@@ -320,7 +323,7 @@ def _tables():
         # and the reference is the first name NumPy or SciPy has
         refs = [r for r in map(numpy_object, names) if r is not None]
         table[key] = (names, _Recorded(names, refs[0]) if refs else _Missing(names[0]), obj)
-    return table, modules
+    return table
 
 
 class _TwinModule:
@@ -333,19 +336,25 @@ class _TwinModule:
         return _translate(getattr(self._module, attr))
 
 
-_twins = {}
+_twin_namespaces, _twin_functions = {}, {}
+
+
+def _package(obj):
+    return (getattr(obj, "__module__", None) or getattr(obj, "__name__", "")).split(".")[0]
 
 
 def _translate(obj, containers=False):
-    table, modules = _tables()
+    table = _table()
     if id(obj) in table and table[id(obj)][2] is obj:
         return table[id(obj)][1]
     if isinstance(obj, types.ModuleType):
-        return _TwinModule(obj) if obj.__name__.split(".")[0] == "fgrad" else obj
+        return _TwinModule(obj) if _package(obj) == "fgrad" else obj
     if isinstance(obj, types.FunctionType):
-        if obj.__module__.split(".")[0] == "fgrad":  # not a public name: no counterpart
+        if _package(obj) == "fgrad":  # not a public name: no counterpart
             return _Missing(f"fgrad's {obj.__module__}.{obj.__qualname__}")
-        return _twin_function(obj)
+        if _package(obj) in ("numpy", "scipy"):
+            return obj
+        return _twin_function(obj)  # a function of the tests
     if isinstance(obj, functools.partial):
         return functools.partial(_translate(obj.func), *map(_translate, obj.args),
                                  **{k: _translate(v) for k, v in obj.keywords.items()})
@@ -358,31 +367,33 @@ def _translate(obj, containers=False):
 
 def _twin_globals(namespace):
     key = id(namespace)
-    if key not in _twins:
-        twin = _twins[key] = {}
+    if key not in _twin_namespaces:
+        # stored before it is filled: the functions it holds refer to it
+        twin = _twin_namespaces[key] = {}
         for k, v in list(namespace.items()):
             twin[k] = _translate(v) if isinstance(
                 v, (types.ModuleType, types.FunctionType, functools.partial)) else v
-    return _twins[key]
+    return _twin_namespaces[key]
 
 
 def _cell(cell):
     try:
-        return types.CellType(_translate(cell.cell_contents, containers=True))
+        contents = cell.cell_contents
     except ValueError:  # an empty cell
         return types.CellType()
+    return types.CellType(_translate(contents, containers=True))
 
 
 def _twin_function(fn):
-    if fn not in _twins:
+    if fn not in _twin_functions:
         twin = types.FunctionType(
             fn.__code__, _twin_globals(fn.__globals__), fn.__name__,
             tuple(_translate(d, containers=True) for d in fn.__defaults__ or ()) or None,
             tuple(map(_cell, fn.__closure__)) if fn.__closure__ else None)
         twin.__kwdefaults__ = fn.__kwdefaults__ and {
             k: _translate(v, containers=True) for k, v in fn.__kwdefaults__.items()}
-        _twins[fn] = twin
-    return _twins[fn]
+        _twin_functions[fn] = twin
+    return _twin_functions[fn]
 
 
 def counterpart(name):
