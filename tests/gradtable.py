@@ -326,6 +326,12 @@ def _table():
     return table
 
 
+@functools.lru_cache(maxsize=None)
+def _prefixes():
+    """{id of a public module: its prefix ("linalg.", "scipy.stats.norm.")}."""
+    return {id(module): prefix for prefix, module in public_modules()}
+
+
 class _TwinModule:
     """An fgrad module seen through the reference: its names are NumPy's or SciPy's."""
 
@@ -333,7 +339,14 @@ class _TwinModule:
         self._module = module
 
     def __getattr__(self, attr):
-        return _translate(getattr(self._module, attr))
+        obj = getattr(self._module, attr)
+        prefix = _prefixes().get(id(self._module))
+        if id(obj) not in _table() and prefix is not None and _package(type(obj)) == "fgrad":
+            # an fgrad object that is not a function (an index maker such as r_): NumPy's
+            # object of the same name
+            ref = numpy_object(prefix + attr)
+            return _Missing(f"fgrad's {prefix}{attr}") if ref is None else ref
+        return _translate(obj)
 
 
 _twin_namespaces, _twin_functions = {}, {}
