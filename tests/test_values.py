@@ -279,7 +279,7 @@ KNOWN = [
           "(ComplexWarning) and returns float64 garbage; NumPy returns the complex sinc "
           "(fgrad/numpy/ufuncs.py)"),
     Known("tracing", "arcsinh", C, "arcsinh of complex input works untraced but its rules call "
-          "np.hypot, which refuses complex: every transform raises TypeError "
+          "np.hypot, which refuses complex: vjp, jvp and grad raise TypeError "
           "(fgrad/numpy/ufuncs.py)"),
     Known("tracing", "asinh", C, "asinh: as arcsinh (fgrad/numpy/ufuncs.py)"),
     Known("numpy", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace", file="creation")),
@@ -348,12 +348,12 @@ KNOWN = [
                    "scipy.special.jv", "scipy.special.kv", "scipy.special.kve",
                    "scipy.special.yv")],
     Known("tracing", "scipy.special.digamma", C, "digamma of complex input works untraced; "
-          "its rules call polygamma, which refuses complex: every transform raises TypeError "
+          "its rules call polygamma, which refuses complex: jvp and grad raise TypeError "
           "(fgrad/scipy/special.py)"),
     Known("tracing", "scipy.special.psi", C, "psi: as digamma (fgrad/scipy/special.py)"),
     Known("tracing", "scipy.special.logsumexp", C, "logsumexp of complex input works "
-          "untraced; traced it raises TypeError ('not supported for complex128 values "
-          "because it would be ambiguous') (fgrad/scipy/special.py)",
+          "untraced; under jvp and grad it raises TypeError ('not supported for complex128 "
+          "values because it would be ambiguous') (fgrad/scipy/special.py)",
           ("", "-inf-entry", "axis=(0, 1),keepdims=False", "axis=(0, 1),keepdims=True",
            "axis=-1,keepdims=False", "axis=-1,keepdims=True", "axis=0,keepdims=False",
            "axis=0,keepdims=True", "axis=None,keepdims=False", "axis=None,keepdims=True", "b",
