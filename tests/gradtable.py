@@ -10,9 +10,13 @@ A row's `name` is the public name it covers, as it is spelled after `fgrad.numpy
 of the same name apart (`"axis=0"`, `"operator"`).
 """
 
+import contextlib
+import functools
 import importlib
+import importlib.util
 import os
 import pathlib
+import types
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -62,6 +66,8 @@ class Row:
     `promotes` marks rows whose result is float64 even for float32 inputs because a float64
     constant takes part, as NumPy would have it. `float32` is True, or the reason the float32
     run does not apply. `eps` and `tol` loosen `check_grads` for ill-conditioned functions.
+    `reference` is NumPy's or SciPy's version of `fn`, for tests/test_values.py, where
+    `reference(fn)` (fn read with NumPy's names) cannot give it.
     """
 
     name: str
@@ -76,6 +82,7 @@ class Row:
     eps: Optional[float] = None
     tol: Optional[float] = None
     seed: int = field(default=0)
+    reference: Optional[Callable] = None
 
     def args(self, dtype=np.float64):
         rng = np.random.default_rng(self.seed)
@@ -97,10 +104,12 @@ class Row:
 @dataclass
 class Nondiff:
     """A public name declared to have no derivative. `fn(x)` applies it to a float array x
-    (constructors ignore x); its result must be a constant at every level."""
+    (constructors ignore x); its result must be a constant at every level. `reference` as
+    `Row.reference`."""
 
     name: str
     fn: Callable
+    reference: Optional[Callable] = None
 
 
 def load(families=None):
@@ -144,3 +153,273 @@ def derivatives(f, x, n, mode):
         f = grad(f) if mode == "rev" else (lambda g: lambda y: jvp(g, (y,), (1.0,))[1])(f)
         out.append(float(f(x)))
     return out
+
+
+# --- NumPy's and SciPy's reference for a row -----------------------------------------------
+# tests/test_values.py compares every row's value with what NumPy or SciPy computes. A row's
+# reference is its `fn` with every fgrad name replaced by NumPy's or SciPy's name of the same
+# spelling (`fnp.sin` -> `np.sin`, `la.svd` -> `np.linalg.svd`, `norm.logpdf` ->
+# `scipy.stats.norm.logpdf`): the same code object, run with translated globals, defaults
+# and closure cells, so `lambda x: fnp.sum(x, axis=0) * 2` becomes
+# `lambda x: np.sum(x, axis=0) * 2`. Operators and methods need nothing: on plain arrays
+# they are NumPy's already. Every reference records the public names it calls, so a test can
+# tell which names were compared with NumPy.
+
+
+class NoReference(Exception):
+    """The row calls an fgrad name NumPy and SciPy do not have (and no reference is given)."""
+
+
+def public_modules():
+    """(prefix, module) of every module of public names, spelled as rows name them."""
+    import fgrad.numpy as fnp
+
+    modules = [("", fnp), ("linalg.", fnp.linalg), ("fft.", fnp.fft)]
+    if importlib.util.find_spec("scipy") is not None:
+        import fgrad.scipy
+        for sub in fgrad.scipy.SUBMODULES:
+            module = importlib.import_module(f"fgrad.scipy.{sub}")
+            modules.append((f"scipy.{sub}.", module))
+            for name in module.__all__:  # scipy.stats.norm and its kin: modules of functions
+                obj = getattr(module, name)
+                if isinstance(obj, types.ModuleType):
+                    modules.append((f"scipy.{sub}.{name}.", obj))
+    return modules
+
+
+def public_names():
+    """Every public callable of fgrad's mirrors of NumPy and SciPy (module prefix + name)."""
+    names = []
+    for prefix, module in public_modules():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if (callable(obj) and not isinstance(obj, (type, types.ModuleType))
+                    and not name.startswith("_")):
+                names.append(prefix + name)
+    return names
+
+
+def numpy_object(name):
+    """NumPy's or SciPy's object of a public name (`"linalg.svd"` -> `np.linalg.svd`,
+    `"scipy.stats.norm.cdf"` -> `scipy.stats.norm.cdf`), or None where they have none."""
+    parts = name.split(".")
+    if parts[0] == "scipy":
+        obj, parts = importlib.import_module(f"scipy.{parts[1]}"), parts[2:]
+    else:
+        obj = np
+    for part in parts:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return EXTRA_REFERENCES.get(name)
+    return obj
+
+
+class _NumpyIndexUpdate:
+    """The reference of `fnp.at(x)[idx]`: the same update on a copy, with NumPy's
+    assignment and unbuffered `ufunc.at` (repeated indices accumulate)."""
+
+    def __init__(self, x, idx):
+        self.x, self.idx = np.asarray(x), idx
+
+    def _apply(self, ufunc, v):
+        y = self.x.copy()
+        ufunc.at(y, self.idx, v)
+        return y
+
+    def set(self, v):
+        y = self.x.copy()
+        y[self.idx] = v
+        return y
+
+    def add(self, v):
+        return self._apply(np.add, v)
+
+    def multiply(self, v):
+        return self._apply(np.multiply, v)
+
+    def divide(self, v):
+        return self._apply(np.divide, v)
+
+    def power(self, v):
+        return self._apply(np.power, v)
+
+    def min(self, v):
+        return self._apply(np.minimum, v)
+
+    def max(self, v):
+        return self._apply(np.maximum, v)
+
+    def get(self):
+        return self.x[self.idx]
+
+
+class _NumpyAt:
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _NumpyIndexUpdate(self.x, idx)
+
+
+# References of public names NumPy and SciPy spell differently or do not have.
+EXTRA_REFERENCES = {"at": _NumpyAt}
+
+_recorders = []
+
+
+@contextlib.contextmanager
+def recording():
+    """Collects, into the set it yields, the public names whose references ran inside."""
+    names = set()
+    _recorders.append(names)
+    try:
+        yield names
+    finally:
+        _recorders.remove(names)
+
+
+class _Recorded:
+    """A reference that notes the public names it stands for each time it is called."""
+
+    def __init__(self, names, ref):
+        self.names, self.ref = names, ref
+
+    def __call__(self, *args, **kwargs):
+        for names in _recorders:
+            names.update(self.names)
+        return self.ref(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        return getattr(self.ref, attr)
+
+
+class _Missing:
+    """Stands for an fgrad name without a reference: using it raises NoReference."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def __call__(self, *args, **kwargs):
+        raise NoReference(f"NumPy and SciPy have no counterpart of {self.what}")
+
+    def __getattr__(self, attr):
+        raise NoReference(f"NumPy and SciPy have no counterpart of {self.what}")
+
+
+@functools.lru_cache(maxsize=None)
+def _table():
+    """{id of a public fgrad object: (its public names, its reference, the object)}."""
+    objects = {}
+    for prefix, module in public_modules():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, types.ModuleType) or not callable(obj) or isinstance(obj, type):
+                continue
+            names, _ = objects.get(id(obj), ((), None))
+            objects[id(obj)] = (names + (prefix + name,), obj)
+    table = {}
+    for key, (names, obj) in objects.items():
+        # aliases (fnp.abs is fnp.absolute) share one fgrad object: every name is recorded,
+        # and the reference is the first name NumPy or SciPy has
+        refs = [r for r in map(numpy_object, names) if r is not None]
+        table[key] = (names, _Recorded(names, refs[0]) if refs else _Missing(names[0]), obj)
+    return table
+
+
+@functools.lru_cache(maxsize=None)
+def _prefixes():
+    """{id of a public module: its prefix ("linalg.", "scipy.stats.norm.")}."""
+    return {id(module): prefix for prefix, module in public_modules()}
+
+
+class _TwinModule:
+    """An fgrad module seen through the reference: its names are NumPy's or SciPy's."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, attr):
+        obj = getattr(self._module, attr)
+        prefix = _prefixes().get(id(self._module))
+        if id(obj) not in _table() and prefix is not None and _package(type(obj)) == "fgrad":
+            # an fgrad object that is not a function (an index maker such as r_): NumPy's
+            # object of the same name
+            ref = numpy_object(prefix + attr)
+            return _Missing(f"fgrad's {prefix}{attr}") if ref is None else ref
+        return _translate(obj)
+
+
+_twin_namespaces, _twin_functions = {}, {}
+
+
+def _package(obj):
+    return (getattr(obj, "__module__", None) or getattr(obj, "__name__", "")).split(".")[0]
+
+
+def _translate(obj, containers=False):
+    table = _table()
+    if id(obj) in table and table[id(obj)][2] is obj:
+        return table[id(obj)][1]
+    if isinstance(obj, types.ModuleType):
+        return _TwinModule(obj) if _package(obj) == "fgrad" else obj
+    if isinstance(obj, types.FunctionType):
+        if _package(obj) == "fgrad":  # not a public name: no counterpart
+            return _Missing(f"fgrad's {obj.__module__}.{obj.__qualname__}")
+        if _package(obj) in ("numpy", "scipy"):
+            return obj
+        return _twin_function(obj)  # a function of the tests
+    if isinstance(obj, functools.partial):
+        return functools.partial(_translate(obj.func), *map(_translate, obj.args),
+                                 **{k: _translate(v) for k, v in obj.keywords.items()})
+    if containers and type(obj) in (tuple, list):
+        return type(obj)(_translate(v) for v in obj)
+    if containers and type(obj) is dict:
+        return {k: _translate(v) for k, v in obj.items()}
+    return obj
+
+
+def _twin_globals(namespace):
+    key = id(namespace)
+    if key not in _twin_namespaces:
+        # stored before it is filled: the functions it holds refer to it
+        twin = _twin_namespaces[key] = {}
+        for k, v in list(namespace.items()):
+            twin[k] = _translate(v) if isinstance(
+                v, (types.ModuleType, types.FunctionType, functools.partial)) else v
+    return _twin_namespaces[key]
+
+
+def _cell(cell):
+    try:
+        contents = cell.cell_contents
+    except ValueError:  # an empty cell
+        return types.CellType()
+    return types.CellType(_translate(contents, containers=True))
+
+
+def _twin_function(fn):
+    if fn not in _twin_functions:
+        twin = types.FunctionType(
+            fn.__code__, _twin_globals(fn.__globals__), fn.__name__,
+            tuple(_translate(d, containers=True) for d in fn.__defaults__ or ()) or None,
+            tuple(map(_cell, fn.__closure__)) if fn.__closure__ else None)
+        twin.__kwdefaults__ = fn.__kwdefaults__ and {
+            k: _translate(v, containers=True) for k, v in fn.__kwdefaults__.items()}
+        _twin_functions[fn] = twin
+    return _twin_functions[fn]
+
+
+def counterpart(name):
+    """NumPy's or SciPy's function of a public name, noting its calls as `reference`'s do (for
+    references written by hand, tests/rows_values.py)."""
+    ref = numpy_object(name)
+    if ref is None:
+        raise NoReference(f"NumPy and SciPy have no counterpart of {name}")
+    return _Recorded((name,), ref)
+
+
+def reference(fn):
+    """NumPy's and SciPy's version of `fn`: a public fgrad function's counterpart, or a
+    function of the tests with every fgrad name in it replaced by its counterpart. Calling it
+    raises NoReference when `fn` uses a name NumPy and SciPy do not have."""
+    return _translate(fn)

@@ -43,6 +43,25 @@ def test_tfirst_and_integer_time_points_as_scipy():
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
 
 
+def test_a_scalar_state_is_a_state_of_one_element_as_in_scipy():
+    seen = []
+
+    def f(y, t, k):
+        seen.append(np.shape(fgrad.core.primal(y)))
+        return -k * y
+
+    t = np.array([0.0, 0.5, 1.0])
+    ours = odeint(f, 1.5, t, (0.7,))
+    theirs = scipy.integrate.odeint(f, 1.5, t, (0.7,))
+    assert ours.shape == theirs.shape == (3, 1) and set(seen) == {(1,)}
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    g = fgrad.grad(lambda y0, k: odeint(decay, y0, t, (k,), **TOL)[-1, 0], argnums=(0, 1))(
+        1.5, 0.7)
+    np.testing.assert_allclose(g, [np.exp(-0.7), -1.5 * np.exp(-0.7)], rtol=1e-8)
+    # a scalar leaf of a pytree state stays a scalar
+    assert odeint(lambda y, t: {"a": -y["a"]}, {"a": 1.0}, t)["a"].shape == (3,)
+
+
 def test_dfun_is_used_by_the_forward_solve_and_gradients_still_work():
     calls = []
 
@@ -87,7 +106,7 @@ Y0, K = 1.3, 0.6
 
 
 def decay_solution(y0, t, k):
-    return odeint(decay, y0, t, (k,), **TOL)
+    return odeint(decay, y0, t, (k,), **TOL)[:, 0]  # a scalar y0 is a state of one element
 
 
 def test_decay_value_and_derivatives_in_y0_k_and_every_time_point():
@@ -133,7 +152,7 @@ def test_time_point_gradients_of_a_non_autonomous_system_including_t0():
     t = np.array([0.3, 0.9, 1.4, 2.0])
 
     def f(t):
-        return odeint(lambda y, t: fnp.cos(t) + 0.0 * y, 0.5, t, **TOL)
+        return odeint(lambda y, t: fnp.cos(t) + 0.0 * y, 0.5, t, **TOL)[:, 0]
 
     np.testing.assert_allclose(f(t), 0.5 + np.sin(t) - np.sin(t[0]), rtol=1e-9)
     expected = np.diag(np.cos(t))
@@ -261,8 +280,8 @@ def test_integer_arguments_are_constants():
 
     t = np.array([0.0, 1.0])
     out = odeint(f, 1.0, t, (0.5, 1), **TOL)
-    np.testing.assert_allclose(out[-1], np.exp(-0.5), rtol=1e-9)
-    g = fgrad.grad(lambda k: odeint(f, 1.0, t, (k, 2), **TOL)[-1])(0.5)
+    np.testing.assert_allclose(out[-1], [np.exp(-0.5)], rtol=1e-9)
+    g = fgrad.grad(lambda k: odeint(f, 1.0, t, (k, 2), **TOL)[-1, 0])(0.5)
     # y' = -k y**2: y = 1 / (1 + k t), dy/dk = -t / (1 + k t)**2
     assert abs(g + 1.0 / 1.5**2) < 1e-8
 
@@ -272,7 +291,7 @@ def test_integer_arguments_are_constants():
 
 def test_func_closing_over_a_traced_value_is_refused():
     def f(k):
-        return odeint(lambda y, t: -k * y, 1.0, np.array([0.0, 1.0]))[-1]
+        return odeint(lambda y, t: -k * y, 1.0, np.array([0.0, 1.0]))[-1, 0]
 
     with pytest.raises(TypeError, match="closes over a value being differentiated.*args"):
         fgrad.grad(f)(0.5)
@@ -280,7 +299,7 @@ def test_func_closing_over_a_traced_value_is_refused():
 
 def test_closures_over_traced_values_are_found_in_defaults_and_inner_functions():
     def in_default(k):
-        return odeint(lambda y, t, k=k: -k * y, 1.0, np.array([0.0, 1.0]))[-1]
+        return odeint(lambda y, t, k=k: -k * y, 1.0, np.array([0.0, 1.0]))[-1, 0]
 
     def in_inner_function(k):
         rate = lambda: k
@@ -288,7 +307,7 @@ def test_closures_over_traced_values_are_found_in_defaults_and_inner_functions()
         def f(y, t):
             return -rate() * y
 
-        return odeint(f, 1.0, np.array([0.0, 1.0]))[-1]
+        return odeint(f, 1.0, np.array([0.0, 1.0]))[-1, 0]
 
     for f in (in_default, in_inner_function):
         with pytest.raises(TypeError, match="closes over a value being differentiated"):
@@ -301,7 +320,8 @@ def test_a_recursive_func_is_not_a_problem():
             return -k * y if t >= 0 else f(y, -t, k)
         return f
 
-    g = fgrad.grad(lambda k: odeint(make(), 1.0, np.array([0.0, 1.0]), (k,), **TOL)[-1])(0.5)
+    g = fgrad.grad(lambda k: odeint(make(), 1.0, np.array([0.0, 1.0]), (k,), **TOL)[-1, 0])(
+        0.5)
     assert abs(g + np.exp(-0.5)) < 1e-8
 
 

@@ -250,6 +250,23 @@ def test_poisson_refuses_a_traced_k():
         grad(fst.poisson.logpmf)(3.0, 2.0)
 
 
+def test_complex_arguments_are_refused_where_scipy_refuses_or_drops_them():
+    # SciPy's poisson refuses complex mu; its multivariate_normal casts to real with a
+    # ComplexWarning, dropping the imaginary part: fgrad refuses both, naming the argument
+    with pytest.raises(TypeError):
+        ss.poisson.pmf(3, 2.0 + 0.5j)
+    with pytest.raises(TypeError, match=r"poisson.pmf: mu is complex \(shape \(\), dtype "
+                                        r"complex128\)"):
+        fst.poisson.pmf(3, 2.0 + 0.5j)
+    x, mean, cov = np.array([0.3, 0.2j]), np.zeros(2), np.eye(2)
+    with pytest.warns(np.exceptions.ComplexWarning):
+        ss.multivariate_normal.logpdf(x, mean, cov)
+    with pytest.raises(TypeError, match="multivariate_normal.logpdf: x is complex"):
+        fst.multivariate_normal.logpdf(x, mean, cov)
+    with pytest.raises(TypeError, match="multivariate_normal.entropy: cov is complex"):
+        fst.multivariate_normal.entropy(cov=cov * (1 + 0j))
+
+
 def test_dirichlet_matches_scipy_and_closed_forms():
     alpha = np.array([1.5, 2.0, 3.0])
     x = np.array([[0.2, 0.3, 0.1], [0.5, 0.1, 0.6]])

@@ -42,9 +42,12 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
     modes (by the adjoint method; see the module docstring).
 
-    Write `func` in `fgrad.numpy` operations. `y0` may be an array of any shape, a scalar or a
-    pytree of arrays (then `func` gets and returns that structure); the result has, for each
-    leaf, shape `(len(t),) + leaf.shape` and the leaf's dtype. The entries of `args` may be
+    Write `func` in `fgrad.numpy` operations. `y0` may be a 1-D array (SciPy's state vector),
+    a scalar, or, beyond SciPy, an array of any shape or a pytree of arrays (then `func` gets
+    and returns that structure); the result has, for each leaf, shape `(len(t),) +
+    leaf.shape` and the leaf's dtype. A scalar `y0` is a state of one element, as in SciPy:
+    `func` gets it as an array of shape `(1,)` and the result has shape `(len(t), 1)`
+    (scalar leaves of a pytree stay scalars). The entries of `args` may be
     arrays, scalars or pytrees of arrays; their float leaves are differentiated, other leaves
     (ints, strings, ...) are passed through as constants. A value being differentiated must
     be passed in `y0`, `t` or `args`: `func` may not close over one (a TypeError says so).
@@ -61,7 +64,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> decay = lambda y, t, k: -k * y
     >>> t = np.array([0.0, 1.0, 2.0])
-    >>> y = lambda y0, k: odeint(decay, y0, t, (k,), rtol=1e-10, atol=1e-10)[-1]
+    >>> y = lambda y0, k: odeint(decay, y0, t, (k,), rtol=1e-10, atol=1e-10)[-1, 0]
     >>> round(float(y(1.0, 0.5)), 8), round(float(np.exp(-1.0)), 8)
     (0.36787944, 0.36787944)
     >>> g = fgrad.grad(y, argnums=1)(1.0, 0.5)   # d/dk exp(-2k) = -2 exp(-2k)
@@ -85,6 +88,8 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     if isinstance(y0, (list, tuple)) and all(
             _np.ndim(primal(v)) == 0 for v in tree_flatten(y0)[0]):
         y0 = fnp.asarray(y0)  # a list of numbers is an array, as SciPy reads it
+    if tree_flatten(y0)[1] == _LEAF and _np.ndim(primal(y0)) == 0:
+        y0 = fnp.reshape(y0, (1,))  # a scalar is a state of one element, as SciPy reads it
     y0_leaves, y_tree = tree_flatten(y0)
     if not y0_leaves:
         raise ValueError("odeint: y0 has no arrays; pass the initial state as an array or a "

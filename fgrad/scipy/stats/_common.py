@@ -231,6 +231,17 @@ def student_t(name):
     return cdf_primitive(_stdtr_impl, _t_density, name, ("df",))
 
 
+def refuse_complex(who, **arguments):
+    """A TypeError for a complex argument of a distribution whose SciPy counterpart refuses
+    it, or casts it to real and drops the imaginary part (poisson, multivariate_normal)."""
+    for what, x in arguments.items():
+        if x is not None and _np.iscomplexobj(value(x)):
+            raise TypeError(
+                f"{who}: {what} is complex (shape {_np.shape(value(x))}, dtype "
+                f"{value(x).dtype}); the distribution takes real values, as SciPy's does. Pass "
+                f"a real {what} (fgrad.numpy.real(x) if the imaginary part is meant to be 0)")
+
+
 def refuse_traced(x, who, what):
     """A TypeError for an argument with no derivative that was traced (poisson's k)."""
     if type(x) is Box:

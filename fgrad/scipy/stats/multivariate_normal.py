@@ -3,6 +3,8 @@
 dimension; the result has x's other axes, with length-1 axes squeezed as SciPy does).
 
 Differentiable in x, mean and cov. `cov` may be a scalar, a vector (a diagonal) or a matrix.
+Complex arguments are refused with a TypeError (SciPy casts them to real, dropping the
+imaginary part with a ComplexWarning).
 A full-rank matrix goes through its Cholesky factor (log det = 2 sum log diag L, and the
 Mahalanobis distance by a solve with L). With `allow_singular=True`, a rank-deficient matrix
 goes through `eigh`: the pseudo-determinant and pseudo-inverse over the eigenvalues above
@@ -18,7 +20,7 @@ import math
 import numpy as _np
 
 from ... import numpy as fnp
-from ._common import LOG_2PI, squeeze_ones, value
+from ._common import LOG_2PI, refuse_complex, squeeze_ones, value
 
 __all__ = ["logpdf", "pdf", "entropy"]
 
@@ -136,6 +138,7 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
     >>> fgrad.grad(logpdf)(np.array([1.0, 2.0]), np.zeros(2), np.diag([1.0, 4.0]))
     array([-1. , -0.5])
     """
+    refuse_complex("multivariate_normal.logpdf", x=x, mean=mean, cov=cov)
     dtype = _dtype(x, mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "logpdf")
     x = _process_quantiles(x, dim)
@@ -157,6 +160,7 @@ def pdf(x, mean=None, cov=1, allow_singular=False):
 def entropy(mean=None, cov=1):
     """(rank (1 + log(2 pi)) + log pdet(cov)) / 2; it does not depend on the mean, and a
     singular covariance is allowed (as SciPy: the entropy of the degenerate distribution)."""
+    refuse_complex("multivariate_normal.entropy", mean=mean, cov=cov)
     dtype = _dtype(mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "entropy")
     spec = _Spectrum(cov, dim, dtype, True, "entropy")

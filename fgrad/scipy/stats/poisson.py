@@ -1,7 +1,8 @@
 """`fgrad.scipy.stats.poisson`: the Poisson distribution, `f(k, mu, loc=0)` as SciPy.
 
 Differentiable in the mean `mu`; `k` and `loc` are integers (a constant; a traced k or loc is
-refused with a TypeError). The CDFs are regularized incomplete gamma functions in `mu`,
+refused with a TypeError). Complex arguments are refused with a TypeError, as SciPy refuses
+them. The CDFs are regularized incomplete gamma functions in `mu`,
 whose derivative is closed form: d/dmu cdf(k, mu) = -pmf(floor(k), mu).
 
 Imports: `fgrad.core`, `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
@@ -13,8 +14,8 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (guard, incomplete_gamma, invalid_to_nan, mask, refuse_traced, select,
-                      value)
+from ._common import (guard, incomplete_gamma, invalid_to_nan, mask, refuse_complex,
+                      refuse_traced, select, value)
 
 __all__ = ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]
 
@@ -25,6 +26,7 @@ _P, _Q = incomplete_gamma("poisson", "k")
 def _setup(k, mu, loc, who):
     refuse_traced(k, f"poisson.{who}", "k")
     refuse_traced(loc, f"poisson.{who}", "loc")
+    refuse_complex(f"poisson.{who}", k=k, mu=mu, loc=loc)
     mv = value(mu)
     dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
     kk = _np.asarray(k, dtype=float) - _np.asarray(loc, dtype=float)
@@ -42,7 +44,11 @@ def logpmf(k, mu, loc=0):
     >>> float(fgrad.grad(logpmf, argnums=1)(3, 2.0))  # k/mu - 1
     0.5
     """
-    kk, mu, bad, dtype = _setup(k, mu, loc, "logpmf")
+    return _logpmf(k, mu, loc, "logpmf")
+
+
+def _logpmf(k, mu, loc, who):
+    kk, mu, bad, dtype = _setup(k, mu, loc, who)
     inside = mask((kk >= 0) & (_np.floor(kk) == kk), mu, kk)
     kg = _np.where(inside, kk, 0.0).astype(dtype)
     out = sp.xlogy(kg, mu) - mu - _np.asarray(sp.gammaln(kg + 1.0), dtype=dtype)
@@ -51,7 +57,7 @@ def logpmf(k, mu, loc=0):
 
 def pmf(k, mu, loc=0):
     """The Poisson probability mass, exp(logpmf) (0 off the support)."""
-    return fnp.exp(logpmf(k, mu, loc))
+    return fnp.exp(_logpmf(k, mu, loc, "pmf"))
 
 
 def _cdfs(k, mu, loc, which):

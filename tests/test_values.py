@@ -1,0 +1,672 @@
+"""Tracing never changes a value, and fgrad's values are NumPy's and SciPy's.
+
+For every row of the gradient table (tests/rows_*.py, see tests/gradtable.py), in float64, in
+float32 and with complex inputs:
+
+- `test_value_is_numpys`: the untraced call `row.fn(*args)` has the dtype, shape and value
+  (to rounding) of NumPy's or SciPy's reference (`gradtable.reference`: the row's function with
+  every fgrad name replaced by NumPy's or SciPy's name of the same spelling), and the same
+  containers (a namedtuple where NumPy returns one). Factorizations (eigenvectors, singular
+  vectors, Q) are compared up to the phase of each vector. Where NumPy or SciPy reject the
+  input (a complex argument to `floor`, a scalar to `correlate`), fgrad must reject it too,
+  with a TypeError or ValueError; where NumPy would discard an imaginary part with a
+  ComplexWarning, fgrad may refuse instead.
+- `test_tracing_keeps_the_value`: the value returned by `vjp` and `jvp` and the value
+  computed inside `grad` (as `has_aux`), in every dtype; in float64 also the value returned
+  by `linearize` and by `vjp` nested inside `jvp` (forward over reverse, as `hessian`), and
+  the values computed inside `jacfwd` and `jacrev` (their batched passes): these run once
+  per row, in one dtype, to keep the file fast (their handling of values is the same code in
+  every dtype). Each is the untraced value bit for bit (NaN payloads aside): the same
+  containers, dtypes, shapes and bits.
+
+The declared non-differentiable names (`Nondiff`) get the same two checks, on the input the
+table uses for them. `test_every_public_name_is_compared_with_numpy` fails when a public name
+is not compared with NumPy's or SciPy's by any row of its name.
+
+Tolerances. Tracing: none (bit for bit). Against NumPy and SciPy: 64 units of rounding of
+the run's dtype, relative to the largest magnitude of the output leaf. 90% of the cases are
+bit for bit; the others compute by another route (`dot` and `tensordot` by other BLAS calls,
+`norm` as a square root of a sum, the densities of `scipy.stats` as compositions, SciPy's
+`eigh` by another LAPACK driver), measured at up to 20 units.
+
+Float32. fgrad keeps float32 where NumPy or SciPy compute in float64 and return float64 for
+float32 inputs (`interp`, `cov`, `vander`, the distributions of `scipy.stats`, SciPy's
+special functions of an integer order): README, "Float32 in, float32 out". There the value is
+compared at float32 precision and the dtype must be float32 (float64 for rows that
+`promote`, as the gradient table has it). Anywhere else the dtype is NumPy's.
+
+References: `reference_of(row)` is the row's own `reference` if it has one, else one of
+tests/rows_values.py's REFERENCES (pytrees of `odeint`, the meaningful triangle of
+`cho_factor`, ...), else `gradtable.reference(row.fn)`. The rows whose function is a lambda
+are read with NumPy's names too, so every row is compared.
+
+Known defects in files owned elsewhere are listed in `KNOWN` with the reason; those tests are
+marked xfail(strict=True), so they turn into failures (XPASS) once fixed: then drop the entry.
+Run one family while working on it: `FGRAD_ROWS=linalg pytest tests/test_values.py`.
+"""
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pytest
+
+import fgrad.numpy as fnp
+from fgrad import grad, jacfwd, jacrev, jvp, linearize, vjp
+from fgrad.core import primal
+from gradtable import NoReference, load, public_names, recording, reference
+from rows_values import REFERENCES
+
+ROWS, NONDIFF = load()
+KINDS = ("float64", "float32", "complex128")
+
+# --- inputs --------------------------------------------------------------------------------
+
+
+def complex_args(args, seed):
+    """The row's float64 arguments plus an imaginary part of up to 0.2. On square matrices the
+    imaginary part is antisymmetric, so a symmetric (positive definite) input becomes a
+    Hermitian (positive definite) one, as a complex row of eigh or cholesky needs."""
+    rng = np.random.default_rng(seed + 1)
+    out = []
+    for a in args:
+        im = rng.uniform(-0.1, 0.1, np.shape(a))
+        if np.ndim(a) >= 2 and np.shape(a)[-1] == np.shape(a)[-2]:
+            im = im - np.swapaxes(im, -1, -2)
+        else:
+            im = 2.0 * im
+        z = np.asarray(a + 1j * im, dtype=np.complex128)
+        out.append(z[()] if z.ndim == 0 else z)
+    return tuple(out)
+
+
+def row_args(row, kind):
+    if kind == "complex128":
+        return complex_args(row.args(), row.seed)
+    return row.args(np.dtype(kind))
+
+
+NONDIFF_X = np.array([-1.3, 0.4, 2.6])  # the input tests/test_gradtable.py uses for them
+
+
+def nondiff_args(kind):
+    if kind == "complex128":
+        return complex_args((NONDIFF_X,), 0)
+    return (NONDIFF_X.astype(kind),)
+
+
+# --- comparing values ----------------------------------------------------------------------
+
+
+def _flatten(tree, path="out", lists_are_tuples=False):
+    """[(path, leaf)] of a result, and a description of its containers (types, lengths)."""
+    if isinstance(tree, (tuple, list)):
+        kind = type(tree).__name__
+        leaves, shape = [], ["tuple" if lists_are_tuples and kind == "list" else kind]
+        for i, v in enumerate(tree):
+            sub_leaves, sub_shape = _flatten(v, f"{path}[{i}]", lists_are_tuples)
+            leaves += sub_leaves
+            shape.append(sub_shape)
+        return leaves, shape
+    if isinstance(tree, dict):
+        leaves, shape = [], ["dict"]
+        for k in sorted(tree):
+            sub_leaves, sub_shape = _flatten(tree[k], f"{path}[{k!r}]", lists_are_tuples)
+            leaves += sub_leaves
+            shape.append((k, sub_shape))
+        return leaves, shape
+    return [(path, tree)], "leaf"
+
+
+def _same_bits(a, b):
+    """a and b are the same bits, except that any NaN equals any NaN."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind not in "fc":
+        return np.array_equal(a, b)
+    a = np.ascontiguousarray(a).reshape(-1).view(a.real.dtype)
+    b = np.ascontiguousarray(b).reshape(-1).view(b.real.dtype)
+    nan = np.isnan(a) & np.isnan(b)
+    same = (a == b) & (np.signbit(a) == np.signbit(b))
+    return bool(np.all(same | nan))
+
+
+def assert_identical(traced, plain, who):
+    """`traced`, a transform's value, is `plain`, the untraced value, bit for bit."""
+    t_leaves, t_shape = _flatten(traced)
+    p_leaves, p_shape = _flatten(plain)
+    assert t_shape == p_shape, f"{who}: containers {t_shape}, untraced {p_shape}"
+    for (path, t), (_, p) in zip(t_leaves, p_leaves):
+        t, p = np.asarray(t), np.asarray(p)
+        assert t.dtype == p.dtype, f"{who}: {path} has dtype {t.dtype}, untraced {p.dtype}"
+        assert t.shape == p.shape, f"{who}: {path} has shape {t.shape}, untraced {p.shape}"
+        if not _same_bits(t, p):
+            diff = np.max(np.abs(t.astype(complex) - p.astype(complex)), initial=0)
+            raise AssertionError(f"{who}: {path} differs from the untraced value (by up to "
+                                 f"{diff:.3g}):\n{t!r}\nuntraced:\n{p!r}")
+
+
+# Names whose results hold vectors fixed only up to a phase (a sign, for real input): each
+# vector (column, or row of Vh) of fgrad's result is turned to NumPy's before comparing.
+FACTORIZATIONS = {"linalg.svd", "linalg.eigh", "linalg.qr", "linalg.eig", "scipy.linalg.eigh",
+                  "scipy.linalg.svd", "scipy.linalg.qr", "scipy.linalg.schur",
+                  "scipy.linalg.eig"}
+
+
+def _aligned(a, ref, axis):
+    """a with each vector along `axis` (-2: columns, -1: rows) times the unit phase that best
+    turns it onto ref's."""
+    c = np.sum(np.conj(a) * ref, axis=axis, keepdims=True)
+    phase = np.where(np.abs(c) > 0, c / np.where(np.abs(c) > 0, np.abs(c), 1), 1)
+    return a * phase.astype(a.dtype) if a.dtype.kind == "c" else a * np.real(phase)
+
+
+def _close(a, ref, tol):
+    scale = np.max(np.abs(ref), initial=0.0) if ref.size else 0.0
+    if not np.all(np.isfinite(scale)):
+        scale = 0.0
+    return np.allclose(a, ref, rtol=tol, atol=tol * scale, equal_nan=True)
+
+
+def expected_dtype(ref_dtype, kind, keeps_float32):
+    """NumPy's dtype, except that fgrad keeps single precision where NumPy or SciPy compute in
+    double for single-precision inputs (README: "Float32 in, float32 out")."""
+    if kind == "float32" and keeps_float32:
+        return {np.dtype(np.float64): np.dtype(np.float32),
+                np.dtype(np.complex128): np.dtype(np.complex64)}.get(ref_dtype, ref_dtype)
+    return ref_dtype
+
+
+TOL_UNITS = 64  # units of rounding of the run's dtype (see the module docstring)
+
+
+def assert_numpys(out, ref, kind, name, keeps_float32=False):
+    """fgrad's untraced value `out` has the containers, dtypes, shapes and (to rounding)
+    values of NumPy's or SciPy's `ref`."""
+    # a list where NumPy returns a tuple, or the reverse, unpacks and indexes alike (SciPy's
+    # batched eigh returns a list, its unbatched eigh a tuple)
+    o_leaves, o_shape = _flatten(out, lists_are_tuples=True)
+    r_leaves, r_shape = _flatten(ref, lists_are_tuples=True)
+    assert o_shape == r_shape, f"containers {o_shape}; NumPy's {r_shape}"
+    tol = TOL_UNITS * np.finfo(np.complex64 if kind == "float32" else np.float64).eps
+    for (path, o), (_, r) in zip(o_leaves, r_leaves):
+        o, r = np.asarray(o), np.asarray(r)
+        want = expected_dtype(r.dtype, kind, keeps_float32)
+        assert o.dtype == want, f"{path} has dtype {o.dtype}; NumPy's is {r.dtype}" + (
+            f" (expected {want}: float32 in, float32 out)" if want != r.dtype else "")
+        assert o.shape == r.shape, f"{path} has shape {o.shape}; NumPy's is {r.shape}"
+        if o.dtype.kind not in "fc":
+            assert np.array_equal(o, r), f"{path} is\n{o!r}\nNumPy's is\n{r!r}"
+            continue
+        if _close(o, r, tol):
+            continue
+        if name in FACTORIZATIONS and o.ndim >= 2 and (
+                _close(_aligned(o, r, -2), r, tol) or _close(_aligned(o, r, -1), r, tol)):
+            continue  # the same vectors up to their phases
+        with np.errstate(all="ignore"):
+            err = np.max(np.abs(o - r) / np.maximum(np.abs(r), 1e-300), initial=0)
+        raise AssertionError(f"{path} differs from NumPy's by up to {err:.3g} relative "
+                             f"(tolerance {tol:.3g}):\n{o!r}\nNumPy's:\n{r!r}")
+
+
+# --- known defects in files other helpers own -------------------------------------------
+
+
+@dataclass
+class Known:
+    """Cases of `test` ("numpy" or "tracing") that fail for a known defect: rows named `name`,
+    of the given `kinds`, whose variant or id is in `variants` (None: every row)."""
+
+    test: str
+    name: str
+    kinds: tuple
+    reason: str
+    variants: Optional[tuple] = None
+
+    def covers(self, test, row, kind):
+        return (test == self.test and row.name == self.name and kind in self.kinds
+                and (self.variants is None or row.variant in self.variants
+                     or row.id in self.variants))
+
+
+C, F32, F64 = ("complex128",), ("float32",), ("float64",)
+ALL_KINDS = ("float64", "float32", "complex128")
+# NumPy's scalar arithmetic (the `*` and `**` of np.complex128 and np.float32 scalars) rounds
+# differently from its ufuncs, and ndarray ** 2 is np.square (not np.power); a traced operator
+# applies the ufunc, so the last bit differs from the untraced value.
+SCALAR_MATH = ("the traced operator applies NumPy's ufunc (np.multiply, np.power) where the "
+               "untraced code gets NumPy's scalar arithmetic or ndarray.__pow__'s fast path "
+               "(x ** 2 is np.square), which round differently for complex and float32: the "
+               "operator primitives should compute as the operator does on the plain values "
+               "(fgrad/numpy/_box.py, elementwise.py)")
+COMPLEX_STATS = ("NumPy's {name} of complex input is real (|x - mean|^2); fgrad's is complex "
+                 "(fgrad/numpy/statistics.py)")
+REAL_ONLY = ("NumPy refuses complex input to {name} (TypeError); fgrad returns a value "
+             "(fgrad/numpy/{file}.py): refuse it too")
+BESSEL = ("scipy.special.{name} of a complex argument drops the imaginary part (a "
+          "ComplexWarning, float64 result); SciPy returns the complex value "
+          "(fgrad/scipy/special.py)")
+FLOAT32_UNTRACED = ("{name} of float32 input: the untraced call returns NumPy's float64, the "
+                    "traced one float32 (README: float32 in, float32 out): the untraced call "
+                    "should keep float32 too (fgrad/numpy/{file}.py)")
+HERMITIAN_PART = ("fgrad.numpy.linalg.{name} of a non-symmetric (non-Hermitian) input decomposes "
+                  "its Hermitian part (a + a^H)/2, as JAX does and as documented; NumPy reads "
+                  "only the lower triangle, so the values differ: a deliberate divergence for "
+                  "the lead to decide (fgrad/numpy/linalg.py)")
+NON_SYMMETRIC = ("non-symmetric-input", "complex,non-hermitian-input")
+
+KNOWN = [
+    # --- fgrad/numpy/* (helper numpy) ---
+    Known("numpy", "correlate", ALL_KINDS, "fgrad's correlate accepts a 0-d operand; NumPy "
+          "raises ValueError (object of too small depth) (fgrad/numpy/signal.py)", ("scalar",)),
+    Known("numpy", "interp", C, REAL_ONLY.format(name="interp", file="signal"),
+          ("", "2-D-x", "complex-fp", "left-right", "traced-left-right", "traced-xp")),
+    Known("numpy", "interp", C, "interp of a complex x given as a Python scalar returns "
+          "complex128; NumPy casts x to float64 (dropping its imaginary part, with a "
+          "ComplexWarning): refuse it (fgrad/numpy/signal.py)", ("scalar-x-lists",)),
+    Known("tracing", "interp", C, "interp with a complex xp: the traced value differs from "
+          "the untraced one by 0.07 (NumPy refuses complex xp) (fgrad/numpy/signal.py)",
+          ("traced-xp",)),
+    *[Known("numpy", name, C, REAL_ONLY.format(name=name, file="statistics"))
+      for name in ("quantile", "percentile", "nanquantile", "nanpercentile")],
+    *[Known("numpy", name, C, COMPLEX_STATS.format(name=name))
+      for name in ("var", "std", "nanvar", "nanstd")],
+    Known("numpy", "composition", C, COMPLEX_STATS.format(name="std and var"),
+          ("standardize", "var-of-cumsum")),
+    Known("numpy", "sinc", C, "fgrad.numpy.sinc of complex input casts it to float64 "
+          "(ComplexWarning) and returns float64 garbage; NumPy returns the complex sinc "
+          "(fgrad/numpy/ufuncs.py)"),
+    Known("tracing", "arcsinh", C, "arcsinh of complex input works untraced but its rules call "
+          "np.hypot, which refuses complex: vjp, jvp and grad raise TypeError "
+          "(fgrad/numpy/ufuncs.py)"),
+    Known("tracing", "asinh", C, "asinh: as arcsinh (fgrad/numpy/ufuncs.py)"),
+    Known("numpy", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace", file="creation")),
+    Known("tracing", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace",
+                                                                 file="creation")),
+    Known("tracing", "geomspace", C, "geomspace of complex end points works untraced; traced "
+          "it raises 'complex start or stop is not differentiable in fgrad yet' "
+          "(fgrad/numpy/creation.py)"),
+    Known("numpy", "bincount", F32, FLOAT32_UNTRACED.format(name="bincount's weights",
+                                                            file="statistics")),
+    Known("tracing", "bincount", F32, FLOAT32_UNTRACED.format(name="bincount's weights",
+                                                              file="statistics")),
+    *[Known(test, name, F32, FLOAT32_UNTRACED.format(name=name, file="signal"), variants)
+      for test in ("numpy", "tracing") for name, variants in (
+          ("polyder", ("m=1", "m=2", "m=4")),
+          ("polyint", ("", "m=2", "m=2,k per step", "m=3,scalar k", "traced k")))],
+    Known("tracing", "cov", C, "cov with complex aweights: the untraced call drops their "
+          "imaginary part (NumPy's ComplexWarning), the traced one keeps it: values differ "
+          "by 0.18; refuse complex weights (fgrad/numpy/statistics.py)", ("traced-aweights",)),
+    Known("tracing", "fft.fftfreq", ALL_KINDS, "fftfreq(n, d) with d traced rounds differently "
+          "from NumPy's (which multiplies the integers by 1/(n*d)) (fgrad/numpy/fft.py)"),
+    Known("tracing", "fft.rfftfreq", F32 + C, "rfftfreq: as fftfreq (fgrad/numpy/fft.py)"),
+    *[Known("tracing", name, C, SCALAR_MATH, variants) for name, variants in (
+        ("fft.fftshift", ("axes=(0, 2)", "axes=-1", "axes=0", "axes=None", "axes=[1]")),
+        ("fft.ifftshift", ("axes=(0, 2)", "axes=-1", "axes=0", "axes=None", "axes=[1]")),
+        ("power", ("traced**int",)), ("cumsum", ("product-rule",)),
+        ("cumprod", ("product-rule",)), ("polydiv", ("", "by a constant", "quadratic")),
+        ("scipy.stats.dirichlet.var", ("1",)))],
+    Known("tracing", "power", F32, SCALAR_MATH, ("power[operator]-scalar-scalar",)),
+    Known("tracing", "vecdot", C, "vecdot's traced value rounds differently from np.vecdot's "
+          "(fgrad/numpy/products.py)",
+          ("axis=0", "axis=0,ranks differ", "batch", "broadcast", "numpy ufunc")),
+    Known("tracing", "vecdot", F32, "vecdot's traced value rounds differently from "
+          "np.vecdot's (fgrad/numpy/products.py)", ("", "axis=0", "batch", "numpy ufunc")),
+    Known("tracing", "vecdot", F64, "vecdot's traced value rounds differently from "
+          "np.vecdot's (fgrad/numpy/products.py)", ("axis=0", "axis=0,ranks differ", "batch")),
+    Known("tracing", "vecmat", C, "vecmat's traced value rounds differently from np.vecmat's "
+          "(fgrad/numpy/products.py)"),
+    Known("tracing", "dot", F64, "x.dot(y) inside jacfwd: the pass that perturbs y alone "
+          "gives ndarray.dot a traced y, which NumPy converts with np.asarray (TypeError); "
+          "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
+          "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
+    # --- fgrad/numpy/linalg.py (helper linalg) ---
+    Known("numpy", "linalg.cholesky", ALL_KINDS, HERMITIAN_PART.format(name="cholesky"),
+          NON_SYMMETRIC),
+    Known("numpy", "linalg.eigh", ALL_KINDS, HERMITIAN_PART.format(name="eigh"), NON_SYMMETRIC),
+    Known("tracing", "linalg.vecdot", C, "linalg.vecdot's traced value rounds differently from "
+          "np.linalg.vecdot's (fgrad/numpy/linalg.py)"),
+    Known("tracing", "linalg.vecdot", F32 + F64, "linalg.vecdot's traced value rounds "
+          "differently from np.linalg.vecdot's (fgrad/numpy/linalg.py)",
+          ("complex", "complex,axis=0")),
+    # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
+    Known("numpy", "scipy.linalg.cholesky", C, "scipy.linalg.cholesky(a, lower=False) of a "
+          "complex Hermitian a returns L^T, not U = L^H: U^H U != a (fgrad/scipy/linalg.py)",
+          ("scipy.linalg.cholesky[lower=False]-3x3", "scipy.linalg.cholesky[lower=False]-2x3x3")),
+    Known("numpy", "scipy.linalg.cho_factor", C, "cho_factor(a, lower=False) of complex a: the "
+          "factor is L^T, not L^H, as scipy.linalg.cholesky (fgrad/scipy/linalg.py)",
+          ("lower=False",)),
+    Known("numpy", "scipy.linalg.cho_solve", C, "cho_solve with cho_factor(a, lower=False) of "
+          "complex a solves with the wrong factor (L^T for L^H) (fgrad/scipy/linalg.py)",
+          ("batched-vector,lower=False", "end-to-end,lower=False")),
+    Known("numpy", "scipy.linalg.lu", C, "scipy.linalg.lu of complex input returns the "
+          "permutation P as complex128; SciPy's P is float64 (fgrad/scipy/linalg.py)", ("",)),
+    *[Known("numpy", name, C, BESSEL.format(name=name.split(".")[-1]))
+      for name in ("scipy.special.iv", "scipy.special.ive", "scipy.special.jn",
+                   "scipy.special.jv", "scipy.special.kv", "scipy.special.kve",
+                   "scipy.special.yv")],
+    Known("tracing", "scipy.special.digamma", C, "digamma of complex input works untraced; "
+          "its rules call polygamma, which refuses complex: jvp and grad raise TypeError "
+          "(fgrad/scipy/special.py)"),
+    Known("tracing", "scipy.special.psi", C, "psi: as digamma (fgrad/scipy/special.py)"),
+    Known("tracing", "scipy.special.logsumexp", C, "logsumexp of complex input works "
+          "untraced; under jvp and grad it raises TypeError ('not supported for complex128 "
+          "values because it would be ambiguous') (fgrad/scipy/special.py)",
+          ("", "-inf-entry", "axis=(0, 1),keepdims=False", "axis=(0, 1),keepdims=True",
+           "axis=-1,keepdims=False", "axis=-1,keepdims=True", "axis=0,keepdims=False",
+           "axis=0,keepdims=True", "axis=None,keepdims=False", "axis=None,keepdims=True", "b",
+           "b-broadcast,axis=0", "b-wider,axis=-1,keepdims", "large", "python-float-a",
+           "python-float-b")),
+]
+
+
+_KNOWN_BY_NAME = {}
+for _k in KNOWN:
+    _KNOWN_BY_NAME.setdefault(_k.name, []).append(_k)
+
+
+def _known(test, row, kind):
+    for k in _KNOWN_BY_NAME.get(row.name, ()):
+        if k.covers(test, row, kind):
+            return k.reason
+    return None
+
+
+@contextlib.contextmanager
+def _brief_if_known(test, row, kind):
+    """A known defect's failure reported as its message alone: pytest would otherwise format
+    a full traceback for every expected failure (parsing each source file on the way), which
+    costs more than all the checks."""
+    if _known(test, row, kind) is None:
+        yield
+        return
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001  (whatever the known defect raises)
+        pytest.fail(f"{type(e).__name__}: {e}", pytrace=False)
+
+
+def _cases(test):
+    cases = []
+    for row in ROWS:
+        for kind in KINDS:
+            reason = _known(test, row, kind)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(row, kind, id=f"{row.id}-{kind}", marks=marks))
+    return cases
+
+
+# --- the untraced value is NumPy's ---------------------------------------------------------
+
+
+def reference_of(row):
+    """NumPy's or SciPy's version of a row's function: the row's own `reference`, one from
+    tests/rows_values.py's REFERENCES, or the row's function with NumPy's names."""
+    if row.reference is not None:
+        return row.reference
+    if (row.name, getattr(row, "variant", "")) in REFERENCES:
+        return REFERENCES[(row.name, getattr(row, "variant", ""))]
+    return reference(row.fn)
+
+
+def _call(fn, args):
+    """(value, exception, whether NumPy warned that it discards an imaginary part) of
+    fn(*args), other warnings silenced."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all="ignore"):
+            try:
+                value, error = fn(*args), None
+            except NoReference:
+                raise
+            except Exception as e:  # noqa: BLE001  (NumPy's rejections are many kinds)
+                value, error = None, e
+    discards = any(issubclass(w.category, np.exceptions.ComplexWarning) for w in caught)
+    return value, error, discards
+
+
+def check_against_numpy(fn, ref, args, kind, name, keeps_float32=False):
+    try:
+        expected, ref_error, discards = _call(ref, args)
+    except NoReference as e:
+        pytest.skip(str(e))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                out, error = fn(*args), None
+            except (TypeError, ValueError, NotImplementedError) as e:
+                out, error = None, e
+    if ref_error is not None:
+        if isinstance(ref_error, NotImplementedError) and error is None:
+            pytest.skip(f"NumPy/SciPy have not implemented this ({ref_error}); fgrad has")
+        assert error is not None, (
+            f"NumPy/SciPy reject these {kind} inputs ({type(ref_error).__name__}: "
+            f"{ref_error}) but fgrad returns {out!r}; raise a TypeError or ValueError too")
+        pytest.skip(f"NumPy/SciPy reject these {kind} inputs: {type(ref_error).__name__}: "
+                    f"{ref_error}")
+    if error is not None and discards:
+        pytest.skip(f"fgrad refuses ({error}) where NumPy/SciPy discard an imaginary part")
+    if error is not None:
+        raise AssertionError(f"fgrad raises {type(error).__name__}: {error}; NumPy/SciPy "
+                             f"return {expected!r}") from error
+    assert_numpys(out, expected, kind, name, keeps_float32)
+
+
+def _keeps_float32(row):
+    """Whether the row's float32 result must be float32 (the gradient table's float32 run
+    applies, and no float64 constant takes part)."""
+    return row.float32 is True and not row.promotes
+
+
+@pytest.mark.parametrize("row, kind", _cases("numpy"))
+def test_value_is_numpys(row, kind):
+    with _brief_if_known("numpy", row, kind):
+        check_against_numpy(row.fn, reference_of(row), row_args(row, kind), kind, row.name,
+                            _keeps_float32(row))
+
+
+@pytest.mark.parametrize("entry", NONDIFF, ids=[n.name for n in NONDIFF])
+@pytest.mark.parametrize("kind", KINDS)
+def test_value_of_a_non_differentiable_name_is_numpys(entry, kind):
+    check_against_numpy(entry.fn, reference_of(entry), nondiff_args(kind), kind, entry.name)
+
+
+# --- tracing keeps the value ---------------------------------------------------------------
+
+
+def _float_leaves(out):
+    return [v for _, v in _flatten(out)[0] if np.asarray(primal(v)).dtype.kind in "fc"]
+
+
+def _scalar(out):
+    """A real scalar computed from every float leaf of `out` (for grad)."""
+    total = 0.0
+    for v in _float_leaves(out):
+        total = total + fnp.sum(fnp.real(v))
+    return total
+
+
+def _capture(fn, into):
+    """fn, noting the plain value of what it returns each time it runs."""
+    def g(*args):
+        out = fn(*args)
+        into.append(_unbox(out))
+        return out
+    return g
+
+
+def _unbox(tree):
+    if isinstance(tree, (tuple, list)):
+        values = [_unbox(v) for v in tree]
+        return type(tree)(*values) if hasattr(tree, "_fields") else type(tree)(values)
+    if isinstance(tree, dict):
+        return {k: _unbox(v) for k, v in tree.items()}
+    return primal(tree)
+
+
+def check_tracing(fn, args, every_transform=True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                plain = fn(*args)
+            except (TypeError, ValueError, NotImplementedError) as e:
+                pytest.skip(f"the untraced call raises {type(e).__name__}: {e} "
+                            "(test_value_is_numpys checks that NumPy does too)")
+            _check_transforms(fn, args, plain, every_transform)
+
+
+def _check_transforms(fn, args, plain, every_transform):
+    tangents = tuple(np.ones_like(a) for a in args)
+    nums = tuple(range(len(args)))
+    assert_identical(vjp(fn, *args)[0], plain, "vjp")
+    assert_identical(jvp(fn, args, tangents)[0], plain, "jvp")
+    if _float_leaves(plain):
+        _, value = grad(lambda *a: (lambda o: (_scalar(o), o))(fn(*a)), argnums=nums,
+                       has_aux=True)(*args)
+        assert_identical(value, plain, "grad's aux")
+    if not every_transform:
+        return
+    assert_identical(linearize(fn, *args)[0], plain, "linearize")
+    assert_identical(jvp(lambda *a: vjp(fn, *a)[0], args, tangents)[0], plain, "jvp of vjp")
+    complex_in = any(np.iscomplexobj(a) for a in args)
+    complex_out = [np.iscomplexobj(v) for v in _float_leaves(plain)]
+    if not complex_in or all(complex_out):  # jacfwd's one-hot tangents are real, or f'(z)
+        seen = []
+        jacfwd(_capture(fn, seen), argnums=nums, holomorphic=complex_in)(*args)
+        for value in seen:
+            assert_identical(value, plain, "inside jacfwd")
+    if not any(complex_out) or (complex_in and all(complex_out)):  # likewise for jacrev
+        seen = []
+        jacrev(_capture(fn, seen), argnums=nums, holomorphic=any(complex_out))(*args)
+        for value in seen:
+            assert_identical(value, plain, "inside jacrev")
+
+
+@pytest.mark.parametrize("row, kind", _cases("tracing"))
+def test_tracing_keeps_the_value(row, kind):
+    with _brief_if_known("tracing", row, kind):
+        check_tracing(row.fn, row_args(row, kind), every_transform=kind == "float64")
+
+
+@pytest.mark.parametrize("entry", NONDIFF, ids=[n.name for n in NONDIFF])
+@pytest.mark.parametrize("kind", KINDS)
+def test_tracing_keeps_the_value_of_a_non_differentiable_name(entry, kind):
+    (x,) = nondiff_args(kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            plain = entry.fn(x)
+        except (TypeError, ValueError) as e:
+            pytest.skip(f"the untraced call raises {type(e).__name__}: {e}")
+
+        def f(x):  # the output to differentiate, and the name's value as aux
+            return fnp.sum(fnp.real(x)), entry.fn(x)
+
+        assert_identical(vjp(f, x, has_aux=True)[2], plain, "vjp's aux")
+        assert_identical(jvp(f, (x,), (np.ones_like(x),), has_aux=True)[2], plain, "jvp's aux")
+        assert_identical(grad(f, has_aux=True)(x)[1], plain, "grad's aux")
+
+
+# --- every public name is compared with NumPy's --------------------------------------------
+
+
+def test_every_public_name_is_compared_with_numpy():
+    """Each public name is called through its NumPy or SciPy reference by at least one row
+    (or non-differentiable entry) of its own name, so test_value_is_numpys compares it."""
+    import os
+
+    if os.environ.get("FGRAD_ROWS"):
+        pytest.skip("FGRAD_ROWS loads only some families of rows")
+    compared = set()
+    for entries, args_of in ((ROWS, lambda r: r.args()), (NONDIFF, lambda e: (NONDIFF_X,))):
+        for entry in entries:
+            ref = reference_of(entry)
+            with recording() as called:
+                try:
+                    _, error, _ = _call(ref, args_of(entry))
+                except NoReference:
+                    continue
+            if error is None and entry.name in called:
+                compared.add(entry.name)
+    missing = sorted(set(public_names()) - compared)
+    assert not missing, (
+        f"no row or non-differentiable entry of these names calls NumPy's or SciPy's "
+        f"counterpart: {missing}; give one a reference (tests/rows_values.py)")
+
+
+# --- the checks catch what they are for ---------------------------------------------------
+
+
+def test_assert_identical_tells_apart_one_ulp_a_signed_zero_a_dtype_and_a_container():
+    x = np.array([1.0, -0.0, np.nan])
+    assert_identical(x.copy(), x, "same")
+    assert_identical(np.array([1.0, -0.0, -np.nan]), x, "any nan is any nan")
+    for other in (np.array([np.nextafter(1.0, 2.0), -0.0, np.nan]), np.array([1.0, 0.0, np.nan]),
+                  x.astype(np.float32), x[:2], [x], (x, x)):
+        with pytest.raises(AssertionError):
+            assert_identical(other, x, "changed")
+    with pytest.raises(AssertionError, match="containers"):
+        assert_identical([x, x], (x, x), "list for tuple")
+
+
+def test_assert_numpys_allows_rounding_and_vector_phases_only():
+    ref = np.array([[0.6, 0.8], [0.8, -0.6]])
+    assert_numpys(ref * (1 + 1e-15), ref, "float64", "linalg.eigh")
+    flipped = ref * np.array([-1.0, 1.0])  # an eigenvector's sign is free
+    assert_numpys(flipped, ref, "float64", "linalg.eigh")
+    with pytest.raises(AssertionError, match="differs"):
+        assert_numpys(flipped, ref, "float64", "matmul")  # not a factorization: no freedom
+    with pytest.raises(AssertionError, match="differs"):
+        assert_numpys(ref[:, ::-1], ref, "float64", "linalg.eigh")  # other vectors
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_numpys(ref.astype(np.float32), ref, "float64", "matmul")
+    with pytest.raises(AssertionError, match="containers"):
+        assert_numpys((ref, ref), [ref], "float64", "matmul")
+    # float32 in, float32 out where NumPy computes in double; elsewhere NumPy's dtype
+    assert_numpys(ref.astype(np.float32), ref, "float32", "cov", keeps_float32=True)
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_numpys(ref, ref, "float32", "cov", keeps_float32=True)
+
+
+def test_check_tracing_catches_a_value_changed_under_a_transform():
+    from fgrad.core import Box
+
+    def f(x):  # adds one unit in the last place when traced
+        return x * 1.0000000000000002 if type(x) is Box else x * 1.0
+
+    with pytest.raises(AssertionError, match="vjp: out differs"):
+        check_tracing(f, (np.array([1.0, 2.0]),))
+    check_tracing(lambda x: x * 1.0, (np.array([1.0, 2.0]),))
+
+
+def test_check_against_numpy_catches_an_input_numpy_rejects_and_a_wrong_value():
+    with pytest.raises(AssertionError, match="reject"):
+        check_against_numpy(lambda x: x, np.floor, (np.array([1j]),), "complex128", "floor")
+    with pytest.raises(AssertionError, match="differs"):
+        check_against_numpy(lambda x: fnp.sin(x) + 1e-12, np.sin, (np.ones(2),), "float64",
+                            "sin")
+
+
+def test_reference_reads_a_function_with_numpys_names():
+    import fgrad.scipy.special as special
+    la = fnp.linalg
+    shift = 0.5
+
+    def f(x, g=fnp.cos):
+        return fnp.sum(fnp.sin(x) * g(x), axis=0) + la.norm(x) + special.expit(x[0]) + shift
+
+    x = np.array([[0.3, -1.2], [2.0, 0.7]])
+    with recording() as called:
+        value = reference(f)(x)
+    import scipy.special
+    expected = (np.sum(np.sin(x) * np.cos(x), axis=0) + np.linalg.norm(x)
+                + scipy.special.expit(x[0]) + shift)
+    assert np.array_equal(value, expected)
+    assert called == {"sum", "sin", "cos", "linalg.norm", "scipy.special.expit"}
+    from fgrad.numpy.shaping import getitem  # not a public name: NumPy has no counterpart
+    with pytest.raises(NoReference, match="getitem"):
+        reference(lambda x: getitem(x, 0))(x)
