@@ -241,8 +241,6 @@ SCALAR_MATH = ("the traced operator applies NumPy's ufunc (np.multiply, np.power
                "(x ** 2 is np.square), which round differently for complex and float32: the "
                "operator primitives should compute as the operator does on the plain values "
                "(fgrad/numpy/_box.py, elementwise.py)")
-COMPLEX_STATS = ("NumPy's {name} of complex input is real (|x - mean|^2); fgrad's is complex "
-                 "(fgrad/numpy/statistics.py)")
 REAL_ONLY = ("NumPy refuses complex input to {name} (TypeError); fgrad returns a value "
              "(fgrad/numpy/{file}.py): refuse it too")
 BESSEL = ("scipy.special.{name} of a complex argument drops the imaginary part (a "
@@ -271,10 +269,6 @@ KNOWN = [
           ("traced-xp",)),
     *[Known("numpy", name, C, REAL_ONLY.format(name=name, file="statistics"))
       for name in ("quantile", "percentile", "nanquantile", "nanpercentile")],
-    *[Known("numpy", name, C, COMPLEX_STATS.format(name=name))
-      for name in ("var", "std", "nanvar", "nanstd")],
-    Known("numpy", "composition", C, COMPLEX_STATS.format(name="std and var"),
-          ("standardize", "var-of-cumsum")),
     Known("numpy", "sinc", C, "fgrad.numpy.sinc of complex input casts it to float64 "
           "(ComplexWarning) and returns float64 garbage; NumPy returns the complex sinc "
           "(fgrad/numpy/ufuncs.py)"),
@@ -309,15 +303,6 @@ KNOWN = [
         ("cumprod", ("product-rule",)), ("polydiv", ("", "by a constant", "quadratic")),
         ("scipy.stats.dirichlet.var", ("1",)))],
     Known("tracing", "power", F32, SCALAR_MATH, ("power[operator]-scalar-scalar",)),
-    Known("tracing", "vecdot", C, "vecdot's traced value rounds differently from np.vecdot's "
-          "(fgrad/numpy/products.py)",
-          ("axis=0", "axis=0,ranks differ", "batch", "broadcast", "numpy ufunc")),
-    Known("tracing", "vecdot", F32, "vecdot's traced value rounds differently from "
-          "np.vecdot's (fgrad/numpy/products.py)", ("", "axis=0", "batch", "numpy ufunc")),
-    Known("tracing", "vecdot", F64, "vecdot's traced value rounds differently from "
-          "np.vecdot's (fgrad/numpy/products.py)", ("axis=0", "axis=0,ranks differ", "batch")),
-    Known("tracing", "vecmat", C, "vecmat's traced value rounds differently from np.vecmat's "
-          "(fgrad/numpy/products.py)"),
     Known("tracing", "dot", F64, "x.dot(y) inside jacfwd: the pass that perturbs y alone "
           "gives ndarray.dot a traced y, which NumPy converts with np.asarray (TypeError); "
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
@@ -326,21 +311,7 @@ KNOWN = [
     Known("numpy", "linalg.cholesky", ALL_KINDS, HERMITIAN_PART.format(name="cholesky"),
           NON_SYMMETRIC),
     Known("numpy", "linalg.eigh", ALL_KINDS, HERMITIAN_PART.format(name="eigh"), NON_SYMMETRIC),
-    Known("tracing", "linalg.vecdot", C, "linalg.vecdot's traced value rounds differently from "
-          "np.linalg.vecdot's (fgrad/numpy/linalg.py)"),
-    Known("tracing", "linalg.vecdot", F32 + F64, "linalg.vecdot's traced value rounds "
-          "differently from np.linalg.vecdot's (fgrad/numpy/linalg.py)",
-          ("complex", "complex,axis=0")),
     # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
-    Known("numpy", "scipy.linalg.cholesky", C, "scipy.linalg.cholesky(a, lower=False) of a "
-          "complex Hermitian a returns L^T, not U = L^H: U^H U != a (fgrad/scipy/linalg.py)",
-          ("scipy.linalg.cholesky[lower=False]-3x3", "scipy.linalg.cholesky[lower=False]-2x3x3")),
-    Known("numpy", "scipy.linalg.cho_factor", C, "cho_factor(a, lower=False) of complex a: the "
-          "factor is L^T, not L^H, as scipy.linalg.cholesky (fgrad/scipy/linalg.py)",
-          ("lower=False",)),
-    Known("numpy", "scipy.linalg.cho_solve", C, "cho_solve with cho_factor(a, lower=False) of "
-          "complex a solves with the wrong factor (L^T for L^H) (fgrad/scipy/linalg.py)",
-          ("batched-vector,lower=False", "end-to-end,lower=False")),
     Known("numpy", "scipy.linalg.lu", C, "scipy.linalg.lu of complex input returns the "
           "permutation P as complex128; SciPy's P is float64 (fgrad/scipy/linalg.py)", ("",)),
     *[Known("numpy", name, C, BESSEL.format(name=name.split(".")[-1]))
