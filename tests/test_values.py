@@ -233,14 +233,6 @@ class Known:
 
 C, F32, F64 = ("complex128",), ("float32",), ("float64",)
 ALL_KINDS = ("float64", "float32", "complex128")
-# NumPy's scalar arithmetic (the `*` and `**` of np.complex128 and np.float32 scalars) rounds
-# differently from its ufuncs, and ndarray ** 2 is np.square (not np.power); a traced operator
-# applies the ufunc, so the last bit differs from the untraced value.
-SCALAR_MATH = ("the traced operator applies NumPy's ufunc (np.multiply, np.power) where the "
-               "untraced code gets NumPy's scalar arithmetic or ndarray.__pow__'s fast path "
-               "(x ** 2 is np.square), which round differently for complex and float32: the "
-               "operator primitives should compute as the operator does on the plain values "
-               "(fgrad/numpy/_box.py, elementwise.py)")
 REAL_ONLY = ("NumPy refuses complex input to {name} (TypeError); fgrad returns a value "
              "(fgrad/numpy/{file}.py): refuse it too")
 BESSEL = ("scipy.special.{name} of a complex argument drops the imaginary part (a "
@@ -296,13 +288,6 @@ KNOWN = [
     Known("tracing", "fft.fftfreq", ALL_KINDS, "fftfreq(n, d) with d traced rounds differently "
           "from NumPy's (which multiplies the integers by 1/(n*d)) (fgrad/numpy/fft.py)"),
     Known("tracing", "fft.rfftfreq", F32 + C, "rfftfreq: as fftfreq (fgrad/numpy/fft.py)"),
-    *[Known("tracing", name, C, SCALAR_MATH, variants) for name, variants in (
-        ("fft.fftshift", ("axes=(0, 2)", "axes=-1", "axes=0", "axes=None", "axes=[1]")),
-        ("fft.ifftshift", ("axes=(0, 2)", "axes=-1", "axes=0", "axes=None", "axes=[1]")),
-        ("power", ("traced**int",)), ("cumsum", ("product-rule",)),
-        ("cumprod", ("product-rule",)), ("polydiv", ("", "by a constant", "quadratic")),
-        ("scipy.stats.dirichlet.var", ("1",)))],
-    Known("tracing", "power", F32, SCALAR_MATH, ("power[operator]-scalar-scalar",)),
     Known("tracing", "dot", F64, "x.dot(y) inside jacfwd: the pass that perturbs y alone "
           "gives ndarray.dot a traced y, which NumPy converts with np.asarray (TypeError); "
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "

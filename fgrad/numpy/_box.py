@@ -188,11 +188,12 @@ def _as_method(fn):
 
 
 _METHODS = {
-    "__add__": _operator(_ew.add), "__radd__": _reversed(_ew.add),
-    "__sub__": _operator(_ew.subtract), "__rsub__": _reversed(_ew.subtract),
-    "__mul__": _operator(_ew.multiply), "__rmul__": _reversed(_ew.multiply),
-    "__truediv__": _operator(_ew.divide), "__rtruediv__": _reversed(_ew.divide),
-    "__pow__": _operator(_ew.power), "__rpow__": _reversed(_ew.power),
+    "__add__": _operator(_ew.add_operator), "__radd__": _reversed(_ew.add_operator),
+    "__sub__": _operator(_ew.subtract_operator), "__rsub__": _reversed(_ew.subtract_operator),
+    "__mul__": _operator(_ew.multiply_operator), "__rmul__": _reversed(_ew.multiply_operator),
+    "__truediv__": _operator(_ew.divide_operator),
+    "__rtruediv__": _reversed(_ew.divide_operator),
+    "__pow__": _operator(_ew.power_operator), "__rpow__": _reversed(_ew.power_operator),
     "__matmul__": _operator(_pr.matmul), "__rmatmul__": _reversed(_pr.matmul),
     "__neg__": _unary(_ew.negative), "__pos__": lambda self: self, "__abs__": _unary(_ew.abs),
     "__lt__": _operator(_ew.less), "__le__": _operator(_ew.less_equal),

@@ -12,6 +12,8 @@ The ufunc mirrors take NumPy's ufunc signature (`as_ufunc`): `dtype`, `casting` 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 """
 
+import operator as _operator
+
 import numpy as _np
 
 from ..core import Box, Primitive, primal
@@ -283,6 +285,24 @@ power = defprimitive(
     vjp=(_pow_vjp_x, _pow_vjp_y),
     jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x), ans)),
 )
+
+
+# --- the operators ------------------------------------------------------------------------
+# `x * y` on traced values binds these: the rules of the primitive of the same name, with the
+# operator itself as the impl, so that the value is the operator's on the plain values
+# (NumPy's scalar arithmetic for NumPy scalars, `ndarray ** 2` as np.square, ...), whose last
+# bits the ufunc does not always give for complex and float32 values.
+
+
+def _operator_of(prim, op):
+    return Primitive(prim.name, op, vjps=prim.vjps, jvps=prim.jvps)
+
+
+add_operator = _operator_of(add, _operator.add)
+subtract_operator = _operator_of(subtract, _operator.sub)
+multiply_operator = _operator_of(multiply, _operator.mul)
+divide_operator = _operator_of(divide, _operator.truediv)
+power_operator = _operator_of(power, _operator.pow)
 
 
 # --- unary functions ---------------------------------------------------------------------

@@ -883,8 +883,19 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         return _np.asarray(a, dtype=dtype, order=order, device=device, copy=copy, like=like)
     refuse_layout("asarray", order=(order, None), device=(device, None), like=(like, None))
     if type(a) is Box:
-        return a if dtype is None else astype(a, dtype)
+        if dtype is not None:
+            return astype(a, dtype)
+        # a NumPy scalar becomes a 0-d array, as NumPy's asarray makes it: arithmetic on the
+        # two rounds differently (NumPy's scalar math), so the type is part of the value
+        return a if type(primal(a)) is _np.ndarray else _asarray_p(a)
     return array(a, dtype=dtype)
+
+
+def _scalar_ct(ct):
+    return ct[()]  # the cotangent of a scalar is a scalar
+
+
+_asarray_p = deflinear(_np.asarray, lambda ans, x: _scalar_ct, name="asarray")
 
 
 def is_traced(obj):
