@@ -257,25 +257,6 @@ NON_SYMMETRIC = ("non-symmetric-input", "complex,non-hermitian-input")
 
 KNOWN = [
     # --- fgrad/numpy/* (helper numpy) ---
-    Known("numpy", "correlate", ALL_KINDS, "fgrad's correlate accepts a 0-d operand; NumPy "
-          "raises ValueError (object of too small depth) (fgrad/numpy/signal.py)", ("scalar",)),
-    Known("numpy", "interp", C, REAL_ONLY.format(name="interp", file="signal"),
-          ("", "2-D-x", "complex-fp", "left-right", "traced-left-right", "traced-xp")),
-    Known("numpy", "interp", C, "interp of a complex x given as a Python scalar returns "
-          "complex128; NumPy casts x to float64 (dropping its imaginary part, with a "
-          "ComplexWarning): refuse it (fgrad/numpy/signal.py)", ("scalar-x-lists",)),
-    Known("tracing", "interp", C, "interp with a complex xp: the traced value differs from "
-          "the untraced one by 0.07 (NumPy refuses complex xp) (fgrad/numpy/signal.py)",
-          ("traced-xp",)),
-    *[Known("numpy", name, C, REAL_ONLY.format(name=name, file="statistics"))
-      for name in ("quantile", "percentile", "nanquantile", "nanpercentile")],
-    Known("numpy", "sinc", C, "fgrad.numpy.sinc of complex input casts it to float64 "
-          "(ComplexWarning) and returns float64 garbage; NumPy returns the complex sinc "
-          "(fgrad/numpy/ufuncs.py)"),
-    Known("tracing", "arcsinh", C, "arcsinh of complex input works untraced but its rules call "
-          "np.hypot, which refuses complex: vjp, jvp and grad raise TypeError "
-          "(fgrad/numpy/ufuncs.py)"),
-    Known("tracing", "asinh", C, "asinh: as arcsinh (fgrad/numpy/ufuncs.py)"),
     Known("numpy", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace", file="creation")),
     Known("tracing", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace",
                                                                  file="creation")),

@@ -26,8 +26,8 @@ from .products import (
     tensordot, vdot, vecdot,
 )
 from .shaping import (
-    _normalize_axes, asarray, astype, at, broadcast_to, concatenate, is_traced, meta, ndim,
-    reshape, shape, squeeze, stack, sum, transpose, unbroadcast,
+    _normalize_axes, asarray, astype, at, broadcast_to, concatenate, describe, is_traced, meta,
+    ndim, reshape, shape, squeeze, stack, sum, transpose, unbroadcast,
 )
 
 __all__ = [
@@ -77,6 +77,11 @@ _conv_full = defbilinear(
 def _signal_1d(x, name, arg):
     x = asarray(x)
     nd = ndim(x)
+    if nd == 0 and name == "correlate":  # NumPy's convolve takes a scalar, its correlate not
+        raise ValueError(
+            f"correlate: {arg} is a scalar ({describe(x)}); it must be a 1-D sequence (pass "
+            f"[{arg}], or use multiply to scale the other operand)"
+        )
     if nd == 0:
         return reshape(x, (1,))
     if nd != 1:
@@ -195,8 +200,20 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
     At a knot x == xp[k] the derivative in x is the slope of the segment to the right (JAX's
     convention), and at x == xp[-1] that of the last segment. float32 inputs give float32.
+    `x` and `xp` must be real, as in NumPy; `fp` (and then `left`, `right`) may be complex.
     """
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    for arg, v in (("x", x), ("xp", xp)):
+        if _np.iscomplexobj(primal(v)):
+            raise TypeError(f"interp: {arg} is complex ({describe(v)}); NumPy interpolates at "
+                            f"real points only: pass fgrad.numpy.real({arg}) if its imaginary "
+                            "part is meant to be dropped (fp may be complex)")
+    if not _np.iscomplexobj(primal(fp)):
+        for arg, v in (("left", left), ("right", right)):
+            if v is not None and _np.iscomplexobj(primal(v)):
+                raise TypeError(f"interp: {arg} is complex ({describe(v)}) but fp is real "
+                                f"({describe(fp)}); NumPy refuses a complex {arg} for real fp: "
+                                "make fp complex, or pass a real value")
     if ndim(xp) != 1 or ndim(fp) != 1:
         raise ValueError(
             f"interp: xp and fp must be 1-D; they have shapes {shape(xp)} and {shape(fp)}"

@@ -594,7 +594,13 @@ def _check_method(method, name):
 def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     _check_method(method, name)
     weak = type(q) in (int, float)
-    q = _asarray(q)
+    a, q = _asarray(a), _asarray(q)
+    if _np.iscomplexobj(primal(a)):  # NumPy refuses too: complex numbers have no order
+        raise TypeError(f"{name}: a is complex ({describe(a)}); quantiles need real numbers: "
+                        "pass fgrad.numpy.real(a) or fgrad.numpy.abs(a), whichever you mean "
+                        "to order by")
+    if _np.iscomplexobj(primal(q)):
+        raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
     qv = _np.asarray(primal(q), dtype=float) / scale
     if not (_np.all(qv >= 0) and _np.all(qv <= 1)):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
