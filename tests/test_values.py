@@ -257,26 +257,6 @@ NON_SYMMETRIC = ("non-symmetric-input", "complex,non-hermitian-input")
 
 KNOWN = [
     # --- fgrad/numpy/* (helper numpy) ---
-    Known("numpy", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace", file="creation")),
-    Known("tracing", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace",
-                                                                 file="creation")),
-    Known("tracing", "geomspace", C, "geomspace of complex end points works untraced; traced "
-          "it raises 'complex start or stop is not differentiable in fgrad yet' "
-          "(fgrad/numpy/creation.py)"),
-    Known("numpy", "bincount", F32, FLOAT32_UNTRACED.format(name="bincount's weights",
-                                                            file="statistics")),
-    Known("tracing", "bincount", F32, FLOAT32_UNTRACED.format(name="bincount's weights",
-                                                              file="statistics")),
-    *[Known(test, name, F32, FLOAT32_UNTRACED.format(name=name, file="signal"), variants)
-      for test in ("numpy", "tracing") for name, variants in (
-          ("polyder", ("m=1", "m=2", "m=4")),
-          ("polyint", ("", "m=2", "m=2,k per step", "m=3,scalar k", "traced k")))],
-    Known("tracing", "cov", C, "cov with complex aweights: the untraced call drops their "
-          "imaginary part (NumPy's ComplexWarning), the traced one keeps it: values differ "
-          "by 0.18; refuse complex weights (fgrad/numpy/statistics.py)", ("traced-aweights",)),
-    Known("tracing", "fft.fftfreq", ALL_KINDS, "fftfreq(n, d) with d traced rounds differently "
-          "from NumPy's (which multiplies the integers by 1/(n*d)) (fgrad/numpy/fft.py)"),
-    Known("tracing", "fft.rfftfreq", F32 + C, "rfftfreq: as fftfreq (fgrad/numpy/fft.py)"),
     *[Known("tracing", name, C, SCALAR_MATH, variants) for name, variants in (
         ("fft.fftshift", ("axes=(0, 2)", "axes=-1", "axes=0", "axes=None", "axes=[1]")),
         ("fft.ifftshift", ("axes=(0, 2)", "axes=-1", "axes=0", "axes=None", "axes=[1]")),
