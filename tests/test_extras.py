@@ -123,6 +123,10 @@ def test_float32_stays_float32_traced_or_not_where_numpy_returns_float64():
     # an explicit dtype is NumPy's, as are float64 end points
     assert fnp.geomspace(a, b, 3, dtype=np.float64).dtype == np.float64
     assert traced_value(lambda b: fnp.geomspace(1.0, b, 3), 2.0).dtype == np.float64
+    np.testing.assert_array_equal(fnp.geomspace([1.0, 2.0], 10.0, 3),
+                                  np.geomspace([1.0, 2.0], 10.0, 3))
+    np.testing.assert_array_equal(traced_value(lambda b: fnp.geomspace([1.0, b], 10.0, 3), 2.0),
+                                  np.geomspace([1.0, 2.0], 10.0, 3))
 
 
 def test_bincount_refuses_complex_weights_as_numpy_does():

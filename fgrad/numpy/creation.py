@@ -139,6 +139,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     >>> fnp.geomspace(1.0, 1000.0, 4)
     array([   1.,   10.,  100., 1000.])
     """
+    # lists as arrays (traced items stacked), so that their dtype is known
+    start, stop = (asarray(x) if isinstance(x, (list, tuple)) else x for x in (start, stop))
     kept = _geomspace_single(start, stop, dtype)
     if not _traced(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
