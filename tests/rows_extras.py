@@ -11,6 +11,12 @@ from gradtable import Nondiff, Row
 
 ROWS = []
 
+
+def _parts(z):
+    """A complex result as a real array: its real and imaginary parts, stacked."""
+    return fnp.stack([fnp.real(z), fnp.imag(z)])
+
+
 # --- linspace, logspace, geomspace: scalar and array end points, every keyword -----------
 
 for num in (0, 1, 2, 5):
@@ -44,6 +50,15 @@ ROWS += [
         ("positive",), variant="arrays,axis=-1"),
     Row("geomspace", lambda a, b: fnp.geomspace(a, b, 1), ((), ()), ("positive",),
         variant="num=1"),
+    # complex end points: holomorphic in both, through the parts of the samples
+    Row("geomspace", lambda a, b, c, d: _parts(fnp.geomspace(a + 1j * b, c + 1j * d, 4)),
+        ((), (), (), ()), ("positive", "small", "positive", "small"), variant="complex"),
+    Row("geomspace", lambda a, b, c, d: _parts(fnp.geomspace(-a + 1j * b, -c + 1j * d, 3,
+                                                             endpoint=False, axis=-1)),
+        ((2,), (2,), (2, 1), (2, 1)), ("positive", "small", "positive", "small"),
+        variant="complex,arrays,endpoint=False"),
+    Row("geomspace", lambda a: fnp.geomspace(a, np.float32(5.0), 4), ((),), ("positive",),
+        variant="float32 stop"),
 ]
 
 # --- copies, diagonals and NumPy 2's spellings --------------------------------------------

@@ -125,9 +125,11 @@ for name in ["fftshift", "ifftshift"]:
     ROWS.append(Row(f"fft.{name}", lambda x, y, f=f: _parts(f(F.fft(_complex(x, y)))),
                     ((5,), (5,)), variant="complex-input"))
 
-ROWS.append(Row("fft.fftfreq", lambda d: F.fftfreq(5, d) ** 2, ((),), ("positive",),
+# squared by fnp.square (np.square, traced or not), so that the value checks of
+# tests/test_values.py compare fftfreq itself, not the `**` operator on complex values
+ROWS.append(Row("fft.fftfreq", lambda d: fnp.square(F.fftfreq(5, d)), ((),), ("positive",),
                 variant="traced-d", float32="fftfreq is float64, as in NumPy"))
-ROWS.append(Row("fft.rfftfreq", lambda d: F.rfftfreq(6, d) ** 2, ((),), ("positive",),
+ROWS.append(Row("fft.rfftfreq", lambda d: fnp.square(F.rfftfreq(6, d)), ((),), ("positive",),
                 variant="traced-d", float32="rfftfreq is float64, as in NumPy"))
 
 NONDIFF = [

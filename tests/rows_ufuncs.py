@@ -1,8 +1,8 @@
 """Gradient-table rows for fgrad/numpy/ufuncs.py: inverse trigonometric and hyperbolic
 functions, other bases, roots, arctan2/hypot/logaddexp, float_power, copysign, the remainders,
-fmax/fmin (with nans), ldexp, sinc (at 0 too), nan_to_num, real_if_close, NumPy 2's aliases,
-NumPy's ufunc keywords (dtype, casting, signature), and NumPy's own ufuncs applied to traced
-values. See tests/gradtable.py."""
+fmax/fmin (with nans), ldexp, sinc (at 0 too, and complex), complex arcsinh, nan_to_num,
+real_if_close, NumPy 2's aliases, NumPy's ufunc keywords (dtype, casting, signature), and
+NumPy's own ufuncs applied to traced values. See tests/gradtable.py."""
 
 import numpy as np
 
@@ -31,6 +31,24 @@ ROWS += [
     Row("sinc", fnp.sinc, make=lambda rng: (np.array(0.0),), variant="at-zero"),
     Row("sinc", fnp.sinc, make=lambda rng: (np.array([1e-3, -2e-3, 1.0]),), variant="near-zero"),
     Row("cbrt", fnp.cbrt, ((3,),), ("positive",), variant="positive"),
+]
+
+
+def _parts(z):
+    """A complex result as a real array: its real and imaginary parts, stacked."""
+    return fnp.stack([fnp.real(z), fnp.imag(z)])
+
+
+# Complex arguments: the holomorphic derivative, checked through the real and imaginary parts
+# of f(a + ib) in both directions. arcsinh's arguments keep off its branch cuts (the imaginary
+# axis beyond +-i).
+ROWS += [
+    Row("sinc", lambda a, b: _parts(fnp.sinc(a + 1j * b)), ((3,), (3,)), variant="complex"),
+    Row("sinc", lambda a, b: _parts(fnp.sinc(a + 1j * b)),
+        make=lambda rng: (np.array([0.0, 1e-3, 0.4]), np.array([0.0, -2e-3, 1.1])),
+        variant="complex,near-zero"),
+    *[Row(name, lambda a, b, f=getattr(fnp, name): _parts(f(a + 1j * b)), ((3,), (3,)),
+          ("positive", "real"), variant="complex") for name in ("arcsinh", "asinh")],
 ]
 
 # NumPy's own ufuncs (and NumPy 2's aliases) on traced values dispatch to fgrad's

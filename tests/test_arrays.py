@@ -248,6 +248,22 @@ def test_unique_of_nans_keeps_numpys_equal_nan():
     np.testing.assert_array_equal(g, [0.0, 1.0, 0.0])
 
 
+def test_unique_unsorted_keeps_numpys_order_traced_or_not():
+    # unsorted, NumPy finds the unique values by hashing, in an order of its own
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=12) + 1j * rng.normal(size=12)
+    for x in (z, np.concatenate([z, z[::-1]]), z.real, np.array([2.0, np.nan, 1.0, np.nan])):
+        expected = np.unique(x, sorted=False)
+        np.testing.assert_array_equal(fnp.unique(x, sorted=False), expected)
+        np.testing.assert_array_equal(fgrad_value(lambda a: fnp.unique(a, sorted=False), x),
+                                      expected)
+    # each value's gradient goes to its first occurrence
+    x = np.array([2.0 + 1j, 1.0, 2.0 + 1j, 3.0j])
+    j = jacrev(lambda a: fnp.unique(a, sorted=False), holomorphic=True)(x)
+    first = [list(x).index(v) for v in np.unique(x, sorted=False)]
+    np.testing.assert_array_equal(j, np.eye(4)[first])
+
+
 def fgrad_value(f, *args):
     from fgrad import vjp
     return vjp(f, *args)[0]

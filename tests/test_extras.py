@@ -81,6 +81,63 @@ def test_logspace_base_derivative_and_geomspace_end_points():
         fgrad.grad(lambda s: fnp.sum(fnp.geomspace(s, 0.0, 3)))(1.0)
 
 
+def test_geomspace_of_complex_end_points_is_numpys_and_holomorphic():
+    a, b = 1.0 + 0.5j, -2.0 + 3.0j
+    for kw in ({}, {"endpoint": False}):
+        np.testing.assert_array_equal(
+            traced_value(lambda a, b: fnp.geomspace(a, b, 5, **kw), a, b),
+            np.geomspace(a, b, 5, **kw))
+    # sample i is a**(1 - t) b**t (t = i/2 here): its slopes are (1 - t) s / a and t s / b
+    s = np.geomspace(a, b, 3)[1]
+    for mode in (fgrad.grad, lambda f, **kw: fgrad.jacfwd(f, **kw)):
+        assert mode(lambda b: fnp.geomspace(a, b, 3)[1], holomorphic=True)(b) == pytest.approx(
+            0.5 * s / b, rel=1e-13)
+        assert mode(lambda a: fnp.geomspace(a, b, 3)[1], holomorphic=True)(a) == pytest.approx(
+            0.5 * s / a, rel=1e-13)
+
+
+def test_float32_stays_float32_traced_or_not_where_numpy_returns_float64():
+    # NumPy computes these in float64 and returns float64; fgrad returns NumPy's value rounded
+    # once to float32, the same bits traced or not (README: float32 in, float32 out)
+    a, b = np.float32(1.5), np.float32(7.25)
+    w = np.array([0.1, 0.7, 2.3], dtype=np.float32)
+    p = np.array([0.3, -1.7, 2.9, 0.45], dtype=np.float32)
+    k = np.array([0.5, -0.25], dtype=np.float32)
+    for f, ref, args in [
+        (lambda a, b: fnp.geomspace(a, b, 5), lambda a, b: np.geomspace(a, b, 5), (a, b)),
+        (lambda a: fnp.geomspace(-a, np.float32(-3.0), 4, endpoint=False),
+         lambda a: np.geomspace(-a, np.float32(-3.0), 4, endpoint=False), (a,)),
+        (lambda a, b: fnp.geomspace(a * (1 + 1j), b, 3),
+         lambda a, b: np.geomspace(a * (1 + 1j), b, 3), (a, b)),
+        (lambda w: fnp.bincount([0, 2, 2], w), lambda w: np.bincount([0, 2, 2], w), (w,)),
+        (lambda p: fnp.polyder(p, 3), lambda p: np.polyder(p, 3), (p,)),
+        (lambda p, k: fnp.polyint(p, 2, k), lambda p, k: np.polyint(p, 2, k), (p, k)),
+    ]:
+        plain, expected = f(*args), ref(*args)
+        single = {np.float64: np.float32, np.complex128: np.complex64}[expected.dtype.type]
+        assert plain.dtype == single
+        np.testing.assert_array_equal(plain, expected.astype(single))
+        traced = traced_value(f, *args)
+        assert traced.dtype == plain.dtype
+        np.testing.assert_array_equal(traced, plain)
+    # an explicit dtype is NumPy's, as are float64 end points
+    assert fnp.geomspace(a, b, 3, dtype=np.float64).dtype == np.float64
+    assert traced_value(lambda b: fnp.geomspace(1.0, b, 3), 2.0).dtype == np.float64
+    np.testing.assert_array_equal(fnp.geomspace([1.0, 2.0], 10.0, 3),
+                                  np.geomspace([1.0, 2.0], 10.0, 3))
+    np.testing.assert_array_equal(traced_value(lambda b: fnp.geomspace([1.0, b], 10.0, 3), 2.0),
+                                  np.geomspace([1.0, 2.0], 10.0, 3))
+
+
+def test_bincount_refuses_complex_weights_as_numpy_does():
+    for w in (np.array([1.0, 2.0j]), [1.0, 2.0j]):
+        with pytest.raises(TypeError, match=r"weights are complex \(shape \(2,\) and dtype "
+                                            r"complex128\); .* real and imaginary parts"):
+            fnp.bincount([0, 1], w)
+    with pytest.raises(TypeError, match="weights are complex"):
+        fgrad.grad(lambda w: fnp.real(fnp.bincount([0, 1], w)[0]))(np.array([1.0, 2.0j]))
+
+
 # --- copy, NumPy 2's spellings ------------------------------------------------------------
 
 

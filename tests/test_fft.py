@@ -120,6 +120,14 @@ def test_frequencies_are_constants_but_a_traced_spacing_is_differentiated():
     # sum(fftfreq(4, d)) = -0.5 / d, whose derivative is 0.5 / d^2
     assert grad(lambda d: fnp.sum(F.fftfreq(4, d)))(2.0) == pytest.approx(0.125)
     check_grads(lambda d: F.rfftfreq(7, d), (0.7,))
+    # a traced spacing gives NumPy's values bit for bit (the integers times 1 / (n d))
+    for d in (np.float64(0.37), np.float32(0.37), np.complex128(0.37 + 0.05j), -0.3):
+        for ours, numpys in [(F.fftfreq, np.fft.fftfreq), (F.rfftfreq, np.fft.rfftfreq)]:
+            for n in (1, 4, 7):
+                value = vjp(lambda d: ours(n, d), d)[0]
+                expected = numpys(n, d)
+                assert value.dtype == expected.dtype
+                np.testing.assert_array_equal(value, expected)
 
 
 def test_repeated_axes_transform_twice_as_numpy():

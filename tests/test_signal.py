@@ -278,3 +278,53 @@ def test_complex_operands_conjugate_where_numpy_does():
     xp, fp = np.array([0.0, 0.5, 1.5]), c(3)
     xs = np.array([-0.3, 0.2, 0.7, 1.7])
     np.testing.assert_allclose(fnp.interp(xs, xp, fp), np.interp(xs, xp, fp))
+
+
+def test_what_numpy_refuses_is_refused_naming_the_argument():
+    xp, fp = np.array([0.0, 0.5, 1.5]), np.array([1.0, -1.0, 2.0])
+    ones, w = np.ones((2, 3)), np.ones(3) + 1j
+    # (fgrad's call, NumPy's call, fgrad's error, its message): NumPy raises, or drops an
+    # imaginary part with a ComplexWarning
+    refusals = [
+        (lambda m: m.correlate(2.0, np.ones(3)), ValueError,
+         r"correlate: a is a scalar \(shape \(\) and dtype float64\); .*\(pass \[a\]"),
+        (lambda m: m.correlate(np.ones(3), np.float32(2.0)), ValueError,
+         r"v is a scalar \(shape \(\) and dtype float32\)"),
+        (lambda m: m.interp(np.array([0.2 + 1j]), xp, fp), TypeError,
+         r"interp: x is complex \(shape \(1,\) and dtype complex128\); .* fgrad.numpy.real"),
+        (lambda m: m.interp(np.complex128(0.3 + 0.1j), xp, fp), TypeError,
+         r"x is complex \(shape \(\)"),
+        (lambda m: m.interp(0.3, xp + 0j, fp), TypeError, "xp is complex"),
+        (lambda m: m.interp(0.3, xp, fp, left=1j), TypeError,
+         "left is complex .* but fp is real .* make fp complex"),
+        (lambda m: m.cov(ones, aweights=w), TypeError,
+         r"cov: aweights are complex \(shape \(3,\) and dtype complex128\); .* real"),
+        (lambda m: m.cov(ones, fweights=np.array([1, 1j, 1])), TypeError,
+         "fweights are complex"),
+    ]
+    for call, error, message in refusals:
+        with pytest.raises(error, match=message):
+            call(fnp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            with pytest.raises((TypeError, ValueError, np.exceptions.ComplexWarning)):
+                call(np)
+    # a complex fp, with a complex left, is NumPy's too
+    np.testing.assert_array_equal(fnp.interp(-1.0, xp, fp + 1j, left=2j),
+                                  np.interp(-1.0, xp, fp + 1j, left=2j))
+    # and under a transform they refuse alike
+    with pytest.raises(TypeError, match="xp is complex"):
+        grad(lambda xp: fnp.real(fnp.interp(0.3, xp, fp)))(xp + 0j)
+    with pytest.raises(TypeError, match="aweights are complex"):
+        grad(lambda w: fnp.sum(fnp.real(fnp.cov(ones, aweights=w))))(w)
+
+
+def test_einsum_dtype_is_ignored_where_numpy_returns_a_view_of_the_operand():
+    x = RNG.normal(size=(3, 3)).astype(np.float32)
+    for subscripts, operand in [("ii->i", x), ("ij->ji", x + 1j), ("ij", x), ("ij->i", x)]:
+        expected = np.einsum(subscripts, operand, dtype=np.float64, casting="unsafe")
+        got = fnp.einsum(subscripts, operand, dtype=np.float64, casting="unsafe")
+        traced = vjp(lambda a: fnp.einsum(subscripts, a, dtype=np.float64, casting="unsafe"),
+                     operand)[0]
+        assert got.dtype == traced.dtype == expected.dtype
+        np.testing.assert_array_equal(traced, expected)

@@ -186,6 +186,18 @@ def test_quantile_errors_say_what_to_do():
         fnp.percentile(x, -1)
     with pytest.raises(TypeError, match="weights are not supported"):
         fnp.quantile(x, 0.5, weights=np.ones(4))
+    # complex data or quantiles, which NumPy refuses too (median orders complex numbers)
+    for name, q in [("quantile", 0.5), ("percentile", 50.0), ("nanquantile", 0.5),
+                    ("nanpercentile", 50.0)]:
+        with pytest.raises(TypeError, match=rf"{name}: a is complex \(shape \(4,\) and dtype "
+                                            r"complex128\); .*fgrad.numpy.real\(a\)"):
+            getattr(fnp, name)(x + 1j, q)
+        with pytest.raises(TypeError):
+            getattr(np, name)(x + 1j, q)
+        with pytest.raises(TypeError, match=rf"{name}: q is complex"):
+            getattr(fnp, name)(x, q + 0j)
+    with pytest.raises(TypeError, match="a is complex"):
+        grad(lambda z: fnp.real(fnp.quantile(z, 0.5)))(x + 1j)
     with pytest.raises(TypeError, match="out="):
         fnp.var(x, out=np.zeros(()))
 

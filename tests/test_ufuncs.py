@@ -90,6 +90,27 @@ def test_sinc_at_zero_inside_an_array_has_no_nan():
     assert h[0, 0] == pytest.approx(-np.pi**2 / 3, rel=1e-14)
 
 
+Z = np.array([0.3 + 0.2j, -1.2 + 0.1j, 0.01 - 0.98j, -2.0 - 3.0j])
+
+
+def test_sinc_and_arcsinh_of_complex_input_are_numpys_with_holomorphic_derivatives():
+    np.testing.assert_array_equal(fnp.sinc(Z), np.sinc(Z))
+    np.testing.assert_array_equal(vjp(fnp.sinc, Z)[0], np.sinc(Z))
+    assert fnp.sinc(Z.astype(np.complex64)).dtype == np.complex64
+    d_sinc = (np.cos(np.pi * Z) - np.sinc(Z)) / Z  # the quotient's derivative, away from 0
+    d_arcsinh = 1 / np.sqrt(1 + Z * Z)
+    for f, d in [(fnp.sinc, d_sinc), (fnp.arcsinh, d_arcsinh), (fnp.asinh, d_arcsinh)]:
+        for jac in (jacrev, jacfwd):
+            np.testing.assert_allclose(np.diag(jac(f, holomorphic=True)(Z)), d, rtol=1e-13)
+    # at and near 0 the complex sinc takes its series: sinc'(0) = 0, sinc''(0) = -pi**2/3
+    d2 = grad(grad(fnp.sinc, holomorphic=True), holomorphic=True)(0j)
+    assert d2 == pytest.approx(-np.pi**2 / 3, rel=1e-15)
+    z = 1e-4 + 2e-4j
+    u = np.pi * z
+    assert grad(fnp.sinc, holomorphic=True)(z) == pytest.approx(
+        np.pi * (-u / 3 + u**3 / 30), rel=1e-13)
+
+
 @pytest.mark.parametrize("jac", [jacrev, jacfwd])
 def test_hypot_at_the_origin_has_zero_derivatives(jac):
     f = lambda v: fnp.hypot(v[0], v[1])  # noqa: E731

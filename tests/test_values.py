@@ -249,45 +249,6 @@ NON_SYMMETRIC = ("non-symmetric-input", "complex,non-hermitian-input")
 
 KNOWN = [
     # --- fgrad/numpy/* (helper numpy) ---
-    Known("numpy", "correlate", ALL_KINDS, "fgrad's correlate accepts a 0-d operand; NumPy "
-          "raises ValueError (object of too small depth) (fgrad/numpy/signal.py)", ("scalar",)),
-    Known("numpy", "interp", C, REAL_ONLY.format(name="interp", file="signal"),
-          ("", "2-D-x", "complex-fp", "left-right", "traced-left-right", "traced-xp")),
-    Known("numpy", "interp", C, "interp of a complex x given as a Python scalar returns "
-          "complex128; NumPy casts x to float64 (dropping its imaginary part, with a "
-          "ComplexWarning): refuse it (fgrad/numpy/signal.py)", ("scalar-x-lists",)),
-    Known("tracing", "interp", C, "interp with a complex xp: the traced value differs from "
-          "the untraced one by 0.07 (NumPy refuses complex xp) (fgrad/numpy/signal.py)",
-          ("traced-xp",)),
-    *[Known("numpy", name, C, REAL_ONLY.format(name=name, file="statistics"))
-      for name in ("quantile", "percentile", "nanquantile", "nanpercentile")],
-    Known("numpy", "sinc", C, "fgrad.numpy.sinc of complex input casts it to float64 "
-          "(ComplexWarning) and returns float64 garbage; NumPy returns the complex sinc "
-          "(fgrad/numpy/ufuncs.py)"),
-    Known("tracing", "arcsinh", C, "arcsinh of complex input works untraced but its rules call "
-          "np.hypot, which refuses complex: vjp, jvp and grad raise TypeError "
-          "(fgrad/numpy/ufuncs.py)"),
-    Known("tracing", "asinh", C, "asinh: as arcsinh (fgrad/numpy/ufuncs.py)"),
-    Known("numpy", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace", file="creation")),
-    Known("tracing", "geomspace", F32, FLOAT32_UNTRACED.format(name="geomspace",
-                                                                 file="creation")),
-    Known("tracing", "geomspace", C, "geomspace of complex end points works untraced; traced "
-          "it raises 'complex start or stop is not differentiable in fgrad yet' "
-          "(fgrad/numpy/creation.py)"),
-    Known("numpy", "bincount", F32, FLOAT32_UNTRACED.format(name="bincount's weights",
-                                                            file="statistics")),
-    Known("tracing", "bincount", F32, FLOAT32_UNTRACED.format(name="bincount's weights",
-                                                              file="statistics")),
-    *[Known(test, name, F32, FLOAT32_UNTRACED.format(name=name, file="signal"), variants)
-      for test in ("numpy", "tracing") for name, variants in (
-          ("polyder", ("m=1", "m=2", "m=4")),
-          ("polyint", ("", "m=2", "m=2,k per step", "m=3,scalar k", "traced k")))],
-    Known("tracing", "cov", C, "cov with complex aweights: the untraced call drops their "
-          "imaginary part (NumPy's ComplexWarning), the traced one keeps it: values differ "
-          "by 0.18; refuse complex weights (fgrad/numpy/statistics.py)", ("traced-aweights",)),
-    Known("tracing", "fft.fftfreq", ALL_KINDS, "fftfreq(n, d) with d traced rounds differently "
-          "from NumPy's (which multiplies the integers by 1/(n*d)) (fgrad/numpy/fft.py)"),
-    Known("tracing", "fft.rfftfreq", F32 + C, "rfftfreq: as fftfreq (fgrad/numpy/fft.py)"),
     Known("tracing", "dot", F64, "x.dot(y) inside jacfwd: the pass that perturbs y alone "
           "gives ndarray.dot a traced y, which NumPy converts with np.asarray (TypeError); "
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "

@@ -609,6 +609,13 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                        return_counts=return_counts, axis=axis, equal_nan=equal_nan,
                        sorted=sorted)
     index = found[1]
+    if not sorted and axis is None and not (return_index or return_inverse or return_counts):
+        # NumPy then finds the values by hashing, in an order of its own: find each one's
+        # first occurrence (the sorting path's index) by sorting those values alike
+        hashed = _np.unique(primal(ar), equal_nan=equal_nan, sorted=False)
+        if hashed.shape == index.shape:
+            index = _np.empty_like(index)
+            index[_np.argsort(hashed, kind="stable")] = found[1]
     values = getitem(ravel(ar), index) if axis is None else take(ar, index, axis=axis)
     extras = [found[1]] if return_index else []
     extras += list(found[2:])

@@ -129,21 +129,31 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    """NumPy's `geomspace` for real end points (of one sign), differentiable in `start` and
-    `stop`; the first and last samples are exactly `start` and `stop`, as in NumPy. Plain
-    inputs get NumPy's own result; traced float32 end points give float32 samples (NumPy
-    promotes them to float64; JAX keeps float32)."""
+    """NumPy's `geomspace`, differentiable in `start` and `stop`: real end points of one sign,
+    or complex ones (holomorphic in both). The first and last samples are exactly `start` and
+    `stop`, and the values are NumPy's own, traced or not. Float32 (complex64) end points give
+    float32 (complex64) samples: NumPy's, rounded once (NumPy returns float64; JAX keeps
+    float32).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fnp.geomspace(1.0, 1000.0, 4)
+    array([   1.,   10.,  100., 1000.])
+    """
+    # lists as arrays (traced items stacked), so that their dtype is known
+    start, stop = (asarray(x) if isinstance(x, (list, tuple)) else x for x in (start, stop))
+    kept = _geomspace_single(start, stop, dtype)
     if not _traced(start, stop):
-        return _np.geomspace(start, stop, num, endpoint, dtype, axis)
-    p_start, p_stop = primal(start), primal(stop)
-    if _np.iscomplexobj(p_start) or _np.iscomplexobj(p_stop):
-        raise TypeError("geomspace: complex start or stop is not differentiable in fgrad yet; "
-                        "pass real values")
+        out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
+        return out if kept is None else out.astype(kept)
+    p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
     if _np.any(p_start == 0) or _np.any(p_stop == 0):
         raise ValueError("Geometric sequence cannot include zero")
-    dt = _np.result_type(p_start, p_stop, float(num))
+    # NumPy's steps, in NumPy's dtype: the end points are rotated by the sign (the unit
+    # phase, for complex) of start onto the positive reals, and back. The rotation is a
+    # constant: the samples start**(1 - t) stop**t do not depend on it.
+    dt = _np.result_type(p_start, p_stop, float(num), _np.zeros((), dtype))
     start, stop = astype(asarray(start), dt), astype(asarray(stop), dt)
-    out_sign = _np.sign(p_start).astype(dt)  # constant: start is rotated to be positive
+    out_sign = _np.sign(p_start.astype(dt))
     start = start / out_sign
     stop = stop / out_sign
     result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0)
@@ -151,10 +161,23 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
         result = result.at[0].set(start)
         if num > 1 and endpoint:
             result = result.at[-1].set(stop)
-    result = out_sign * result
+    result = result * out_sign  # in NumPy's order: a complex product rounds by it
     if axis != 0:
         result = moveaxis(result, 0, axis)
-    return result if dtype is None else astype(result, dtype)
+    result = astype(result, dt if dtype is None else dtype)
+    return result if kept is None else astype(result, kept)
+
+
+def _geomspace_single(start, stop, dtype):
+    """The single-precision dtype (float32, complex64) geomspace keeps where NumPy would
+    return double precision for single-precision end points, else None."""
+    if dtype is not None:
+        return None
+    kept = _np.result_type(primal(start), primal(stop))
+    if kept.kind not in "fc":
+        return None
+    numpys = _np.result_type(kept, _np.float64)
+    return kept if numpys != kept else None
 
 
 # --- copies and constant arrays -----------------------------------------------------------

@@ -30,7 +30,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import deflinear
-from .elementwise import conj, divide, multiply, real
+from .elementwise import conj, multiply, real
 from .shaping import (
     _index_add_p, asarray, concatenate, describe, getitem, meta, shape, unbroadcast,
 )
@@ -446,17 +446,32 @@ def ifftshift(x, axes=None):
 # --- frequencies -------------------------------------------------------------------------
 
 
+def _spacing_scaled(k, n, d, name):
+    """The integers k times 1 / (n d), as NumPy computes the frequencies (a traced d)."""
+    if not isinstance(n, (int, _np.integer)):
+        raise ValueError(f"{name}: n should be an integer, got {n!r}")
+    return k * (1.0 / (n * d))
+
+
 def fftfreq(n, d=1.0, device=None):
     """NumPy's `fftfreq`: the frequencies k / (n d) of an `fft` of length n. They have no
-    derivative in n; a traced spacing `d` is differentiated (the result is fftfreq(n) / d)."""
-    if type(d) is Box:
-        return divide(_np.fft.fftfreq(n, device=device), d)
-    return _np.fft.fftfreq(n, d, device=device)
+    derivative in n; a traced spacing `d` is differentiated. Computed in NumPy's steps (the
+    integers k times 1 / (n d)), so the values are NumPy's to the last bit.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.fft.fftfreq(4, 0.5)
+    array([ 0. ,  0.5, -1. , -0.5])
+    """
+    if type(d) is not Box:
+        return _np.fft.fftfreq(n, d, device=device)
+    half = (n - 1) // 2 + 1
+    k = _np.concatenate([_np.arange(0, half), _np.arange(-(n // 2), 0)])
+    return _spacing_scaled(k, n, d, "fftfreq")
 
 
 def rfftfreq(n, d=1.0, device=None):
     """NumPy's `rfftfreq`: the frequencies of an `rfft` of length n; a traced `d` is
     differentiated, as in `fftfreq`."""
-    if type(d) is Box:
-        return divide(_np.fft.rfftfreq(n, device=device), d)
-    return _np.fft.rfftfreq(n, d, device=device)
+    if type(d) is not Box:
+        return _np.fft.rfftfreq(n, d, device=device)
+    return _spacing_scaled(_np.arange(0, n // 2 + 1), n, d, "rfftfreq")

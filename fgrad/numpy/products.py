@@ -292,8 +292,12 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
         refuse_layout("einsum", order=(kwargs.get("order", "K"), "K"))
     elif kwargs:
         return _np.einsum(subscripts, *ops, optimize=optimize, **kwargs)
+    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
     dtype = kwargs.get("dtype")
-    if dtype is not None:
+    terms, out = explicit.split("->")
+    if dtype is not None and not (len(ops) == 1 and set(terms) <= set(out)):
+        # (NumPy returns one operand whose every axis is kept, "ii->i" or "ij->ji", as a
+        # view of it, ignoring dtype and casting: so does fgrad, to keep NumPy's value.)
         dtype, casting = _np.dtype(dtype), kwargs.get("casting", "safe")
         for x in ops:
             x_dtype = _np.asarray(primal(x)).dtype
@@ -301,7 +305,6 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
                 raise TypeError(f"einsum: cannot cast an operand from {x_dtype!r} to "
                                 f"{dtype!r} according to the rule {casting!r}")
         ops = [astype(asarray(x), dtype) for x in ops]
-    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
     return _einsum_p(*ops, subscripts=explicit, optimize=optimize)
 
 

@@ -26,8 +26,8 @@ from .products import (
     tensordot, vdot, vecdot,
 )
 from .shaping import (
-    _normalize_axes, asarray, astype, at, broadcast_to, concatenate, is_traced, meta, ndim,
-    reshape, shape, squeeze, stack, sum, transpose, unbroadcast,
+    _normalize_axes, asarray, astype, at, broadcast_to, concatenate, describe, is_traced, meta,
+    ndim, reshape, shape, squeeze, stack, sum, transpose, unbroadcast,
 )
 
 __all__ = [
@@ -77,6 +77,11 @@ _conv_full = defbilinear(
 def _signal_1d(x, name, arg):
     x = asarray(x)
     nd = ndim(x)
+    if nd == 0 and name == "correlate":  # NumPy's convolve takes a scalar, its correlate not
+        raise ValueError(
+            f"correlate: {arg} is a scalar ({describe(x)}); it must be a 1-D sequence (pass "
+            f"[{arg}], or use multiply to scale the other operand)"
+        )
     if nd == 0:
         return reshape(x, (1,))
     if nd != 1:
@@ -195,8 +200,20 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
     At a knot x == xp[k] the derivative in x is the slope of the segment to the right (JAX's
     convention), and at x == xp[-1] that of the last segment. float32 inputs give float32.
+    `x` and `xp` must be real, as in NumPy; `fp` (and then `left`, `right`) may be complex.
     """
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
+    for arg, v in (("x", x), ("xp", xp)):
+        if _np.iscomplexobj(primal(v)):
+            raise TypeError(f"interp: {arg} is complex ({describe(v)}); NumPy interpolates at "
+                            f"real points only: pass fgrad.numpy.real({arg}) if its imaginary "
+                            "part is meant to be dropped (fp may be complex)")
+    if not _np.iscomplexobj(primal(fp)):
+        for arg, v in (("left", left), ("right", right)):
+            if v is not None and _np.iscomplexobj(primal(v)):
+                raise TypeError(f"interp: {arg} is complex ({describe(v)}) but fp is real "
+                                f"({describe(fp)}); NumPy refuses a complex {arg} for real fp: "
+                                "make fp complex, or pass a real value")
     if ndim(xp) != 1 or ndim(fp) != 1:
         raise ValueError(
             f"interp: xp and fp must be 1-D; they have shapes {shape(xp)} and {shape(fp)}"
@@ -312,6 +329,10 @@ def _rows_2d(m, name, arg, dtype):
 
 
 def _weights(w, name, n, dtype):
+    w = asarray(w)
+    if _np.iscomplexobj(primal(w)):  # NumPy would drop the imaginary part, with a warning
+        raise TypeError(f"cov: {name} are complex ({describe(w)}); weights must be real: pass "
+                        f"fgrad.numpy.real({name}) or fgrad.numpy.abs({name})")
     if _is_traced(w):
         wv = _np.asarray(primal(w))
     else:
@@ -442,34 +463,54 @@ def polymul(a1, a2):
 
 
 def _powers(n, p):
-    """n, n-1, ..., 1 in p's dtype when it is floating (so float32 stays float32)."""
+    """n, n-1, ..., 1 in p's dtype when it is floating."""
     return _np.arange(n, 0, -1, dtype=_float_dtype(p))
 
 
+def _single_precision(*xs):
+    """The single-precision dtype (float32, complex64) of the inputs xs where NumPy computes
+    and returns double precision for them (polyder, polyint), else None. Python numbers take
+    the arrays' precision (they are weakly typed, as in JAX)."""
+    values = [_np.asarray(v) if isinstance(v, (list, tuple)) else v
+              for v in (primal(x) for x in xs if x is not None)]
+    dt = _np.result_type(*values)
+    return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
+
+
 def polyder(p, m=1):
-    """NumPy's `polyder`: the m-th derivative of the polynomial p.
+    """NumPy's `polyder`: the m-th derivative of the polynomial p. Float32 coefficients give
+    float32 ones, NumPy's (computed in float64) rounded once (NumPy returns float64).
 
     >>> import fgrad.numpy as fnp
     >>> fnp.polyder(fnp.array([1.0, 1.0, 1.0, 1.0]), 2)
     array([6., 2.])
     """
-    if not (is_traced(p)):
-        return _np.polyder(p, m)
+    kept = _single_precision(p) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
+    if not is_traced(p):
+        out = _np.polyder(p, m)
+        return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
         raise ValueError(f"polyder: order of derivative m must be non-negative, got {m} "
                          "(see polyint)")
     p = asarray(p)
+    if kept is not None:
+        p = astype(p, _np.result_type(kept, _np.float64))  # NumPy's steps, in NumPy's dtype
     for _ in range(m):
         p = p[:-1] * _powers(shape(p)[0] - 1, p)
-    return p
+    return p if kept is None else astype(p, kept)
 
 
 def polyint(p, m=1, k=None):
     """NumPy's `polyint`: the m-th antiderivative of p, with integration constants `k` (a
-    scalar, or one per integration, the first used first); differentiable in p and k."""
+    scalar, or one per integration, the first used first); differentiable in p and k.
+    Float32 coefficients (and constants) give float32 ones, NumPy's (computed in float64)
+    rounded once (NumPy returns float64)."""
+    kept = (_single_precision(p, k)
+            if isinstance(p, (_np.ndarray, _np.generic, Box)) else None)
     if not (is_traced(p) or is_traced(k)):
-        return _np.polyint(p, m, k)
+        out = _np.polyint(p, m, k)
+        return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
         raise ValueError(f"polyint: order of integral m must be non-negative, got {m}")
@@ -485,10 +526,12 @@ def polyint(p, m=1, k=None):
         raise ValueError(f"polyint: k must be a scalar or have at least m = {m} constants, "
                          f"got shape {shape(k)}")
     dt = _float_dtype(p, k)
+    if kept is not None:
+        dt = _np.result_type(kept, _np.float64)  # NumPy's steps, in NumPy's dtype
     p = astype(p, dt)
     for i in range(m):
         p = concatenate([p / _powers(shape(p)[0], p), astype(k[i:i + 1], dt)])
-    return p
+    return p if kept is None else astype(p, kept)
 
 
 def polydiv(u, v):

@@ -594,7 +594,13 @@ def _check_method(method, name):
 def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     _check_method(method, name)
     weak = type(q) in (int, float)
-    q = _asarray(q)
+    a, q = _asarray(a), _asarray(q)
+    if _np.iscomplexobj(primal(a)):  # NumPy refuses too: complex numbers have no order
+        raise TypeError(f"{name}: a is complex ({describe(a)}); quantiles need real numbers: "
+                        "pass fgrad.numpy.real(a) or fgrad.numpy.abs(a), whichever you mean "
+                        "to order by")
+    if _np.iscomplexobj(primal(q)):
+        raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
     qv = _np.asarray(primal(q), dtype=float) / scale
     if not (_np.all(qv >= 0) and _np.all(qv <= 1)):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
@@ -725,23 +731,32 @@ _bincount_p = deflinear(
 
 def bincount(x, /, weights=None, minlength=0):
     """NumPy's `bincount`, differentiable in `weights`: bin j holds the sum of the weights of
-    the j's in `x` (a constant array of non-negative integers). Traced weights keep their
-    float dtype (float32 stays float32, as in JAX); plain ones get NumPy's own result.
+    the j's in `x` (a constant array of non-negative integers). The sums are NumPy's (made in
+    float64); float32 weights, traced or not, give them rounded to float32 (NumPy returns
+    float64; JAX keeps float32).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda w: fnp.bincount([0, 2, 2], w)[2])(fnp.array([1.0, 2.0, 3.0]))
     array([0., 1., 1.])
     """
     x = _np.asarray(primal(x))
+    if weights is None:
+        return _np.bincount(x, None, minlength)
+    weights = _asarray(weights)
+    w_dtype = _np.result_type(primal(weights))
+    if w_dtype.kind == "c":  # NumPy refuses them too
+        raise TypeError(f"bincount: weights are complex ({describe(weights)}); NumPy sums "
+                        "real weights only: bin the real and imaginary parts separately")
     if type(weights) is not Box:
-        return _np.bincount(x, weights, minlength)
+        out = _np.bincount(x, weights, minlength)
+        return out.astype(w_dtype) if w_dtype.kind == "f" else out
     if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
         raise TypeError(f"bincount: x must be a 1-D array of non-negative integers, got shape "
                         f"{x.shape} and dtype {x.dtype}")
     if shape(weights) != x.shape:
         raise ValueError(f"bincount: weights must have x's shape {x.shape}, got shape "
                          f"{shape(weights)}")
-    if not _np.issubdtype(_np.result_type(primal(weights)), _np.inexact):
+    if w_dtype.kind != "f":
         weights = astype(weights, _np.float64)
     return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
 

@@ -80,7 +80,18 @@ arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)))
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh = _unary(_np.cosh, lambda ans, x: sinh(x))
-arcsinh = _unary(_np.arcsinh, lambda ans, x: 1.0 / hypot(x, 1.0))
+
+
+def _arcsinh_slope(ans, x):
+    """1 / sqrt(1 + x**2): for real x as 1 / hypot(x, 1) (no overflow); for complex x as
+    1 / (sqrt(1 + ix) sqrt(1 - ix)), the same function (the branch cuts of both are arcsinh's
+    own, on the imaginary axis beyond +-i) without the cancellation of 1 + x**2 near +-i."""
+    if _np.iscomplexobj(primal(x)):
+        return 1.0 / (sqrt(1.0 + 1j * x) * sqrt(1.0 - 1j * x))
+    return 1.0 / hypot(x, 1.0)
+
+
+arcsinh = _unary(_np.arcsinh, _arcsinh_slope)
 arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0)))
 arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)))
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
@@ -326,14 +337,15 @@ _SINC_TERMS = 40  # Taylor terms: enough for |u| <= 8 to double precision
 
 
 def _sin_u_over_u(u, k):
-    """The k-th derivative of sin(u)/u, in float64 (the raw-NumPy implementation).
+    """The k-th derivative of sin(u)/u, in float64, or complex128 for complex u (the
+    raw-NumPy implementation; sin(u)/u is entire, so the same formulas hold for complex u).
 
     Near 0 (|u| < max(1, k), at most 8) from its Taylor series
     sum_n (-1)**n u**(2n-k) / ((2n+1) (2n-k)!), which has no cancellation there; elsewhere by
     the recurrence u f^(k) = sin^(k)(u) - k f^(k-1), obtained by differentiating u f = sin u,
     which is stable once |u| exceeds k.
     """
-    u = _np.asarray(u, dtype=_np.float64)
+    u = _np.asarray(u, dtype=_np.complex128 if _np.iscomplexobj(u) else _np.float64)
     if k == 0:
         zero = u == 0
         return _np.where(zero, 1.0, _np.sin(u) / _np.where(zero, 1.0, u))
@@ -357,7 +369,7 @@ def _sin_u_over_u(u, k):
 
 def _sinc_k_impl(u, k):
     dtype = _np.asarray(u).dtype  # float32 stays float32; Python numbers, integers: float64
-    if dtype.kind != "f":
+    if dtype.kind not in "fc":
         dtype = _np.dtype(_np.float64)
     out = _sin_u_over_u(u, k).astype(dtype, copy=False)
     return out[()] if out.ndim == 0 else out
@@ -377,7 +389,8 @@ def _scale_by(d):
 
 
 def sinc(x):
-    """NumPy's normalized `sinc`: sin(pi x) / (pi x), and 1 at x = 0.
+    """NumPy's normalized `sinc`: sin(pi x) / (pi x), and 1 at x = 0; for complex x too,
+    where its derivative is the complex (holomorphic) one.
 
     Its derivatives come from the series of sin(u)/u near 0 and from a stable recurrence
     elsewhere, so they are exact at 0 (sinc'(0) = 0, sinc''(0) = -pi**2/3) and accurate to
