@@ -490,11 +490,13 @@ def jvp(fun, primals, tangents, has_aux=False):
 
 def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
     """Push tangent leaves through `fun` on a forward level. A None tangent is a structural
-    zero: that input is passed as a constant, so nothing is computed for it."""
+    zero: no tangent is computed from it, but the input is still a traced value (its box
+    carries None), so that `fun` sees the same kind of value for every input it is
+    differentiated in (`x.dot(y)` with x plain and y traced cannot dispatch to fgrad)."""
     p_leaves = [_numpy_scalar(p) for p in p_leaves]
     with ForwardLevel() as level:
         args = [
-            p if t is None else Box(p, level, _numpy_scalar(t, p))
+            Box(p, level, None if t is None else _numpy_scalar(t, p))
             for p, t in zip(p_leaves, t_leaves)
         ]
         out = fun(*tree_unflatten(p_tree, args))

@@ -27,10 +27,14 @@ class ForwardLevel(Level):
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals = list(args)
         tangents = [None] * len(args)
+        some = False
         for i, a in enumerate(args):
             if type(a) is Box and a.level is self:
                 vals[i] = a.value
-                tangents[i] = a.aux
+                tangents[i] = t = a.aux
+                some = some or t is not None
+        if not some:  # boxes without a tangent (inputs not perturbed): a constant here
+            return bind(prim, vals, params)
         watch = core.watch
         phase = None if watch is None else enter_phase("apply", self, prim)
         try:

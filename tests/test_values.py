@@ -249,10 +249,6 @@ NON_SYMMETRIC = ("non-symmetric-input", "complex,non-hermitian-input")
 
 KNOWN = [
     # --- fgrad/numpy/* (helper numpy) ---
-    Known("tracing", "dot", F64, "x.dot(y) inside jacfwd: the pass that perturbs y alone "
-          "gives ndarray.dot a traced y, which NumPy converts with np.asarray (TypeError); "
-          "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
-          "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
     # --- fgrad/numpy/linalg.py (helper linalg) ---
     Known("numpy", "linalg.cholesky", ALL_KINDS, HERMITIAN_PART.format(name="cholesky"),
           NON_SYMMETRIC),
