@@ -249,11 +249,6 @@ BESSEL = ("scipy.special.{name} of a complex argument drops the imaginary part (
 FLOAT32_UNTRACED = ("{name} of float32 input: the untraced call returns NumPy's float64, the "
                     "traced one float32 (README: float32 in, float32 out): the untraced call "
                     "should keep float32 too (fgrad/numpy/{file}.py)")
-HERMITIAN_PART = ("fgrad.numpy.linalg.{name} of a non-symmetric (non-Hermitian) input decomposes "
-                  "its Hermitian part (a + a^H)/2, as JAX does and as documented; NumPy reads "
-                  "only the lower triangle, so the values differ: a deliberate divergence for "
-                  "the lead to decide (fgrad/numpy/linalg.py)")
-NON_SYMMETRIC = ("non-symmetric-input", "complex,non-hermitian-input")
 
 KNOWN = [
     # --- fgrad/numpy/* (helper numpy) ---
@@ -307,10 +302,6 @@ KNOWN = [
           "gives ndarray.dot a traced y, which NumPy converts with np.asarray (TypeError); "
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
           "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
-    # --- fgrad/numpy/linalg.py (helper linalg) ---
-    Known("numpy", "linalg.cholesky", ALL_KINDS, HERMITIAN_PART.format(name="cholesky"),
-          NON_SYMMETRIC),
-    Known("numpy", "linalg.eigh", ALL_KINDS, HERMITIAN_PART.format(name="eigh"), NON_SYMMETRIC),
     # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
     Known("numpy", "scipy.linalg.lu", C, "scipy.linalg.lu of complex input returns the "
           "permutation P as complex128; SciPy's P is float64 (fgrad/scipy/linalg.py)", ("",)),
