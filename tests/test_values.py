@@ -303,8 +303,6 @@ KNOWN = [
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
           "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
     # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
-    Known("numpy", "scipy.linalg.lu", C, "scipy.linalg.lu of complex input returns the "
-          "permutation P as complex128; SciPy's P is float64 (fgrad/scipy/linalg.py)", ("",)),
     *[Known("numpy", name, C, BESSEL.format(name=name.split(".")[-1]))
       for name in ("scipy.special.iv", "scipy.special.ive", "scipy.special.jn",
                    "scipy.special.jv", "scipy.special.kv", "scipy.special.kve",

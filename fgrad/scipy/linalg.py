@@ -517,7 +517,8 @@ _lu_p = Primitive("lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_l
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
     """SciPy's `linalg.lu` (batched, any m x n): (p, l, u) with a = p @ l @ u; (p @ l, u)
     with `permute_l`; (perm, l, u) with a = l[perm] @ u with `p_indices`. p and perm are
-    constants; l and u are differentiable where the pivots do not change (see `lu_factor`).
+    constants (p real, as SciPy's, for complex a too); l and u are differentiable where the
+    pivots do not change (see `lu_factor`).
 
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -531,7 +532,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _take_rows(l_mat, perm), u_mat
     if p_indices:
         return perm, l_mat, u_mat
-    return _np.eye(shape(a)[-2], dtype=_np.result_type(primal(l_mat)))[perm], l_mat, u_mat
+    real = _np.finfo(_np.result_type(primal(l_mat))).dtype  # SciPy's p is real
+    return _np.eye(shape(a)[-2], dtype=real)[perm], l_mat, u_mat
 
 
 # --- solve_banded --------------------------------------------------------------------------
