@@ -243,9 +243,6 @@ SCALAR_MATH = ("the traced operator applies NumPy's ufunc (np.multiply, np.power
                "(fgrad/numpy/_box.py, elementwise.py)")
 REAL_ONLY = ("NumPy refuses complex input to {name} (TypeError); fgrad returns a value "
              "(fgrad/numpy/{file}.py): refuse it too")
-BESSEL = ("scipy.special.{name} of a complex argument drops the imaginary part (a "
-          "ComplexWarning, float64 result); SciPy returns the complex value "
-          "(fgrad/scipy/special.py)")
 FLOAT32_UNTRACED = ("{name} of float32 input: the untraced call returns NumPy's float64, the "
                     "traced one float32 (README: float32 in, float32 out): the untraced call "
                     "should keep float32 too (fgrad/numpy/{file}.py)")
@@ -303,10 +300,6 @@ KNOWN = [
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
           "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
     # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
-    *[Known("numpy", name, C, BESSEL.format(name=name.split(".")[-1]))
-      for name in ("scipy.special.iv", "scipy.special.ive", "scipy.special.jn",
-                   "scipy.special.jv", "scipy.special.kv", "scipy.special.kve",
-                   "scipy.special.yv")],
     Known("tracing", "scipy.special.digamma", C, "digamma of complex input works untraced; "
           "its rules call polygamma, which refuses complex: jvp and grad raise TypeError "
           "(fgrad/scipy/special.py)"),

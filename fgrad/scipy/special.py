@@ -11,7 +11,8 @@ modified Bessel functions through `I_n(x) / x**n`, which is smooth at 0. Rules t
 0 * inf or 0 / 0 at the edge of a domain use masks (constants from the primal values) and say
 so in their docstrings. Bessel functions of any order are differentiated in x through the
 recurrences in the order (J_v' = (J_{v-1} - J_{v+1}) / 2, ...), exact at x = 0; the order is a
-constant. The incomplete gamma functions are differentiable in a too: d/da has no closed form
+constant. They take a complex x as SciPy does (complex values), with the holomorphic derivative
+(`ive`'s factor exp(-|Re x|) is not holomorphic: its rule reads the tangent's real part). The incomplete gamma functions are differentiable in a too: d/da has no closed form
 and is a series or a continued fraction written in fgrad operations (see that section); so are
 the incomplete beta function's d/da and d/db (a hypergeometric series).
 
@@ -98,16 +99,20 @@ def weak_scalars(*args):
 
 
 def _like_x(out, x):
-    """SciPy's result in x's float dtype (some functions compute in float64 only)."""
+    """SciPy's result in x's precision (some functions compute in float64 only): x's float
+    dtype, or its complex dtype where SciPy's result is complex (a complex argument)."""
     dtype, out = _float_dtype(x), _np.asarray(out)
+    if out.dtype.kind == "c":
+        dtype = _np.result_type(dtype, _np.complex64)
     if out.dtype != dtype:
         out = out.astype(dtype)
     return out[()] if out.ndim == 0 else out
 
 
 def _float_dtype(x):
+    """x's real floating dtype (float32 for complex64), float64 for integers."""
     dtype = _np.asarray(primal(x)).dtype
-    return dtype if dtype.kind == "f" else _np.dtype(_np.float64)
+    return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
 
 
 def _mask(condition):
@@ -116,8 +121,9 @@ def _mask(condition):
 
 
 def _sign(x):
-    """sign(x) as a constant in x's dtype (sign(0) = 0)."""
-    return _np.sign(_np.asarray(primal(x))).astype(_float_dtype(x))
+    """sign(x) (of its real part, for complex x) as a constant in x's real dtype (sign(0) =
+    0)."""
+    return _np.sign(_np.real(primal(x))).astype(_float_dtype(x))
 
 
 def _static_order(n, who, minimum=0):
@@ -912,6 +918,9 @@ def i1e(x):
 # for Y), I_v' = (I_{v-1} + I_{v+1}) / 2 and K_v' = -(K_{v-1} + K_{v+1}) / 2, which hold at
 # x == 0 too (J_1'(0) = (J_0(0) - J_2(0)) / 2 = 1/2, where the textbook J_0 - J_1/x is 0 / 0).
 # The order v is a constant: like JAX and autograd, fgrad does not differentiate in it.
+# For complex x the recurrences hold as they are (the functions are holomorphic in x), so the
+# rules are ct * f'(x) and t * f'(x); ive(v, x) = iv(v, x) exp(-|Re x|) adds the derivative of
+# its factor, -sign(Re x) ive(v, x) Re(t), a real-linear term.
 
 
 def _static_real_order(v, who):
@@ -928,35 +937,51 @@ def _static_real_order(v, who):
     return v_arr if v_arr.dtype.kind == "i" else v_arr.astype(_np.float64)
 
 
-def _bessel_deriv(x, ans, v, kind):
-    """d/dx of `kind`(v, x) from the neighbouring orders (see the banner above)."""
+def _bessel_slope(x, ans, v, kind):
+    """d/dx of `kind`(v, x) from the neighbouring orders (see the banner above), a holomorphic
+    function of x; for `ive`, without the term of its factor exp(-|Re x|) (`_ive_scale_term`)."""
     lower, upper = _bessel_p(x, v=v - 1, kind=kind), _bessel_p(x, v=v + 1, kind=kind)
     if kind in ("jv", "yv"):
         return 0.5 * (lower - upper)
-    if kind == "iv":
+    if kind in ("iv", "ive"):
         return 0.5 * (lower + upper)
     if kind == "kv":
         return -0.5 * (lower + upper)
-    if kind == "ive":  # exp(-|x|) I_v(x)
-        return 0.5 * (lower + upper) - _sign(x) * ans
-    return ans - 0.5 * (lower + upper)  # kve: exp(x) K_v(x)
+    return ans - 0.5 * (lower + upper)  # kve: exp(x) K_v(x), holomorphic for complex x too
+
+
+def _ive_scale_term(t, x, ans):
+    """The tangent of ive's factor exp(-|Re x|) (times I_v): -sign(Re x) ive Re(t), 0 at
+    Re x == 0 (the mean of the one-sided derivatives, as JAX). Not holomorphic: it reads the
+    real part of the tangent."""
+    return -(_sign(x) * ans * (fnp.real(t) if fnp.iscomplexobj(t) else t))
 
 
 def _bessel_impl(x, v, kind):
     return _like_x(getattr(_sc, kind)(v, x), x)
 
 
+def _bessel_jvp(t, ans, x, v, kind):
+    dt = t * _bessel_slope(x, ans, v, kind)
+    if kind == "ive":
+        dt = dt + _ive_scale_term(t, x, ans)
+    return broadcast_like(dt, ans)
+
+
 def _bessel_vjp(ans, x, v, kind):
     like = meta(x)
-    return lambda ct: unbroadcast(ct * _bessel_deriv(x, ans, v, kind), like)
+
+    def bprop(ct):  # the transpose of _bessel_jvp: ct f'(x) (a plain product: holomorphic)
+        g = ct * _bessel_slope(x, ans, v, kind)
+        if kind == "ive":  # the transpose of t -> -s ans Re(t) is ct -> -Re(s ans ct)
+            scaled = _sign(x) * ans * ct
+            g = g - (fnp.real(scaled) if fnp.iscomplexobj(scaled) else scaled)
+        return unbroadcast(g, like)
+
+    return bprop
 
 
-_bessel_p = defprimitive(
-    _bessel_impl,
-    vjp=_bessel_vjp,
-    jvp=lambda t, ans, x, v, kind: broadcast_like(t * _bessel_deriv(x, ans, v, kind), ans),
-    name="bessel",
-)
+_bessel_p = defprimitive(_bessel_impl, vjp=_bessel_vjp, jvp=_bessel_jvp, name="bessel")
 
 
 def _yn_impl(x, n):
@@ -1003,8 +1028,8 @@ def y1(x):
 @_ufunc
 def jv(v, x):
     """The Bessel function of the first kind of real order `v` (a constant), with
-    broadcasting; derivative in x (jv(v - 1, x) - jv(v + 1, x)) / 2. Not differentiable in v
-    (a traced v is a TypeError).
+    broadcasting; derivative in x (jv(v - 1, x) - jv(v + 1, x)) / 2 (holomorphic for complex x,
+    whose value is SciPy's complex one). Not differentiable in v (a traced v is a TypeError).
 
     >>> import fgrad
     >>> float(fgrad.grad(lambda x: jv(1, x))(0.0))
@@ -1041,8 +1066,9 @@ def yn(n, x):
 @_ufunc
 def iv(v, x):
     """The modified Bessel function of the first kind of real order `v` (a constant), with
-    broadcasting (x > 0 unless v is an integer); derivative in x
-    (iv(v - 1, x) + iv(v + 1, x)) / 2. Not differentiable in v (a traced v is a TypeError)."""
+    broadcasting (x > 0 unless v is an integer; complex x as SciPy); derivative in x
+    (iv(v - 1, x) + iv(v + 1, x)) / 2, holomorphic. Not differentiable in v (a traced v is a
+    TypeError)."""
     v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "iv"), kind="iv")
 
@@ -1051,7 +1077,18 @@ def iv(v, x):
 def ive(v, x):
     """exp(-|x|) iv(v, x); derivative in x (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x)
     ive(v, x), with sign(0) = 0 at x == 0: at the kink of ive(0, x) there that is the mean of
-    the one-sided derivatives, as JAX."""
+    the one-sided derivatives, as JAX. For complex x it is SciPy's exp(-|Re x|) iv(v, x),
+    not holomorphic: along a tangent t the derivative is (ive(v - 1, x) + ive(v + 1, x)) / 2 t
+    - sign(Re x) ive(v, x) Re(t).
+
+    >>> import fgrad, numpy as np
+    >>> z = np.complex128(1.0 + 0.5j)
+    >>> bool(np.isclose(ive(1, z), iv(1, z) * np.exp(-1.0)))
+    True
+    >>> d = fgrad.jvp(lambda z: ive(1, z), (z,), (1j,))[1]  # along i: the factor is constant
+    >>> bool(np.isclose(d, 1j * np.exp(-1.0) * (iv(0, z) + iv(2, z)) / 2))
+    True
+    """
     v, x = weak_scalars(v, x)
     return _bessel_p(x, v=_static_real_order(v, "ive"), kind="ive")
 
