@@ -163,7 +163,7 @@ class ComplexRow(Row):
     requested precision."""
 
     float32: object = ("complex arguments give complex64 results and cotangents: "
-                       "tests/test_special.py::test_complex_bessel_keeps_complex64 checks them")
+                       "tests/test_special.py::test_complex_arguments_keep_complex64 checks them")
 
     def args(self, dtype=np.float64):
         cdtype = np.result_type(dtype, np.complex64)
@@ -185,6 +185,16 @@ for name, fn, v, re in [("jv", sp.jv, 2, ANYWHERE), ("jn", sp.jn, 3, ANYWHERE),
                         ("yv", sp.yv, 1.5, RIGHT), ("yv", sp.yv, 0, RIGHT)]:
     ROWS.append(ComplexRow(P + name, lambda z, fn=fn, v=v: fn(v, z), make=complex_in(re),
                            variant=f"complex,v={v},re={re}"))
+# digamma of complex z: SciPy's value; its derivatives (polygamma(n, z), which SciPy computes
+# for real z only) are fgrad's own; gamma and rgamma's second derivatives need them too
+for name, fn in [("digamma", sp.digamma), ("psi", sp.psi), ("gamma", sp.gamma),
+                 ("rgamma", sp.rgamma)]:
+    for re in (RIGHT, (-2.8, -2.2)):
+        ROWS.append(ComplexRow(P + name, fn, make=complex_in(re, (0.3, 1.5)),
+                               variant=f"complex,re={re}"))
+ROWS.append(ComplexRow(P + "digamma", sp.digamma, make=complex_in((5.0, 40.0), (-30.0, 30.0)),
+                       variant="complex,large"))
+
 # SciPy computes complex64 with an integer order array in double precision; fgrad keeps
 # complex64 (README: "Float32 in, float32 out"), so the reference is SciPy's value rounded to z's
 # precision

@@ -300,10 +300,6 @@ KNOWN = [
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
           "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
     # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
-    Known("tracing", "scipy.special.digamma", C, "digamma of complex input works untraced; "
-          "its rules call polygamma, which refuses complex: jvp and grad raise TypeError "
-          "(fgrad/scipy/special.py)"),
-    Known("tracing", "scipy.special.psi", C, "psi: as digamma (fgrad/scipy/special.py)"),
     Known("tracing", "scipy.special.logsumexp", C, "logsumexp of complex input works "
           "untraced; under jvp and grad it raises TypeError ('not supported for complex128 "
           "values because it would be ambiguous') (fgrad/scipy/special.py)",

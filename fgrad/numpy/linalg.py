@@ -742,9 +742,9 @@ def eigh(a, UPLO="L"):
     (0 outside the triangle read; JAX decomposes (a + a^H) / 2 instead, the same for a
     Hermitian a, but not its gradient). The eigenvector derivative divides by the gaps
     w_j - w_i; where a gap is exactly 0 (a repeated eigenvalue) 1/gap is taken as 0, so
-    eigenvector gradients there are not meaningful, while eigenvalue gradients remain exact. Complex eigenvectors are NumPy's,
-    each fixed up to a phase: functions of them that do not depend on the phases have exact
-    derivatives (see the module docstring).
+    eigenvector gradients there are not meaningful, while eigenvalue gradients remain exact.
+    Complex eigenvectors are NumPy's, each fixed up to a phase: functions of them that do not
+    depend on the phases have exact derivatives (see the module docstring).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda a: fnp.linalg.eigh(a).eigenvalues[1])(fnp.eye(2) * [1.0, 2.0])

@@ -734,9 +734,10 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     factor L to the standard one of L^-1 a L^-T (types 2, 3: L^T a L), so it differentiates in
     a and b. As SciPy, only the `lower` (else upper) triangles of a and b are read, with the
     real parts of their diagonals (see `fgrad.numpy.linalg.eigh`); eigenvector derivatives
-    assume distinct eigenvalues; eigenvector signs may differ from SciPy's. `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues
-    (the selection is a constant). Complex Hermitian a and b are read with conjugate
-    transposes. `driver` (a choice of LAPACK routine) is not supported: TypeError.
+    assume distinct eigenvalues; eigenvector signs may differ from SciPy's.
+    `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues (the
+    selection is a constant). Complex Hermitian a and b are read with conjugate transposes.
+    `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
     if driver is not None:
         raise TypeError(f"scipy.linalg.eigh: fgrad does not support the argument 'driver' "
