@@ -195,6 +195,26 @@ for name, fn in [("digamma", sp.digamma), ("psi", sp.psi), ("gamma", sp.gamma),
 ROWS.append(ComplexRow(P + "digamma", sp.digamma, make=complex_in((5.0, 40.0), (-30.0, 30.0)),
                        variant="complex,large"))
 
+# logsumexp of complex a (and b): SciPy's complex log, holomorphic weights; with return_sign,
+# log|s| and the phase s/|s|, both differentiable (a real a with complex weights b too)
+ROWS += [
+    ComplexRow(P + "logsumexp", sp.logsumexp, make=complex_in(ANYWHERE), variant="complex"),
+    ComplexRow(P + "logsumexp", lambda z: sp.logsumexp(z, axis=0, keepdims=True),
+               make=complex_in(ANYWHERE, shape=(3, 2)), variant="complex,axis=0,keepdims"),
+    ComplexRow(P + "logsumexp", lambda z, w: sp.logsumexp(z, axis=-1, b=w),
+               make=lambda rng: complex_in(ANYWHERE, shape=(2, 3))(rng)
+               + complex_in(RIGHT, shape=(3,))(rng), variant="complex,b"),
+    ComplexRow(P + "logsumexp", lambda z, w: sp.logsumexp(z, b=w, return_sign=True),
+               make=lambda rng: complex_in(ANYWHERE)(rng) + complex_in(RIGHT)(rng),
+               variant="complex,b,return_sign"),
+    ComplexRow(P + "logsumexp", lambda z: sp.logsumexp(z * 300.0), make=complex_in(ANYWHERE),
+               variant="complex,large"),
+    Row(P + "logsumexp", lambda x, wr, wi: (lambda out, sign: (out, fnp.real(sign), fnp.imag(
+        sign)))(*sp.logsumexp(x, b=wr + 1j * wi, return_sign=True)),
+        ((3,), (3,), (3,)), ("real", "positive", "real"),
+        variant="complex-b-of-parts,return_sign"),
+]
+
 # SciPy computes complex64 with an integer order array in double precision; fgrad keeps
 # complex64 (README: "Float32 in, float32 out"), so the reference is SciPy's value rounded to z's
 # precision

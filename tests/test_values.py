@@ -300,14 +300,6 @@ KNOWN = [
           "ndarray methods do not dispatch to fgrad (fgrad/api.py passes an input without a "
           "tangent as a plain array; fgrad/numpy/_box.py)", ("method",)),
     # --- fgrad/scipy/{linalg,special}.py (helper scipy) ---
-    Known("tracing", "scipy.special.logsumexp", C, "logsumexp of complex input works "
-          "untraced; under jvp and grad it raises TypeError ('not supported for complex128 "
-          "values because it would be ambiguous') (fgrad/scipy/special.py)",
-          ("", "-inf-entry", "axis=(0, 1),keepdims=False", "axis=(0, 1),keepdims=True",
-           "axis=-1,keepdims=False", "axis=-1,keepdims=True", "axis=0,keepdims=False",
-           "axis=0,keepdims=True", "axis=None,keepdims=False", "axis=None,keepdims=True", "b",
-           "b-broadcast,axis=0", "b-wider,axis=-1,keepdims", "large", "python-float-a",
-           "python-float-b")),
 ]
 
 

@@ -214,14 +214,16 @@ def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
 
 def _lse_weights(a, b, ans, axis, signs, with_b):
     """d ans / d a (with_b) or d ans / d b: sign * [b *] exp(a - ans), in a and b's broadcast
-    shape, and the kept shape of the reduction.
+    shape, and the kept shape of the reduction. For complex input (`signs` is None then) these
+    are the holomorphic derivatives of log(sum(b exp(a))): exp(ans) is the sum, whatever the
+    branch of the log.
 
     Where the sum is 0 (every entry -inf, or b zero there) ans is -inf; it is replaced by 0 so
     the weights are exp(-inf) = 0 rather than nan.
     """
     a_shape = _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(b)))
     kept = _kept_shape(a_shape, axis)
-    empty = _mask(_np.isneginf(primal(ans)))
+    empty = _mask(_np.isneginf(_np.real(primal(ans))))
     if empty.any():
         ans = fnp.where(empty, 0.0, ans)
     ans = fnp.reshape(ans, kept)
@@ -236,7 +238,7 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
         w = fnp.multiply(fnp.exp(fnp.subtract(a, ans)), b)
     else:
         w = fnp.exp(fnp.subtract(a, ans))
-    if signs is not None:
+    if signs is not None:  # real input: 1/sign = sign
         w = w * _np.reshape(signs, kept)
     return fnp.broadcast_to(w, a_shape), kept
 
@@ -272,17 +274,32 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
     `a` and the weights `b` are both differentiable; the gradient in `a` is the softmax
     weights `b * exp(a - ans)`, 0 at entries that are -inf (and 0, not nan, when every entry
-    is -inf). With `return_sign=True` it returns `(log|s|, sign(s))`; the sign is a constant.
+    is -inf). With `return_sign=True` it returns `(log|s|, sign(s))`; the sign of a real sum is
+    a constant (+-1, or 0).
+
+    Complex a or b: the value is SciPy's (the log's imaginary part in (-pi, pi]) and the
+    derivative holomorphic, the same weights. With `return_sign`, the sign s/|s| is then a
+    phase that varies with a and b: both results come from the complex log s, as Re(log s) and
+    exp(i Im(log s)), so both are differentiable.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(logsumexp)(fnp.array([0.0, 1000.0, -fnp.inf]))
     array([0., 1., 0.])
+    >>> z = fnp.array([0.5j, 1.0])
+    >>> bool(fnp.allclose(fgrad.grad(logsumexp, holomorphic=True)(z), softmax(z)))
+    True
     """
     if b is not None:
         a, b = weak_scalars(a, b)
     shape = _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(b)))
     axes = _normalize_axes(axis, len(shape))
     keepdims = bool(keepdims)
+    if return_sign and (fnp.iscomplexobj(a) or (b is not None and fnp.iscomplexobj(b))):
+        log_s = _logsumexp_p(a, b, axis=axes, keepdims=keepdims, signs=None)
+        out = fnp.real(log_s)
+        sign = fnp.exp(1j * fnp.imag(log_s))
+        zero = _mask(_np.isneginf(primal(out)))  # an empty sum: sign 0, as SciPy's
+        return out, (fnp.where(zero, 0.0, sign) if zero.any() else sign)
     signs = None
     if return_sign:
         _, signs = _scipy_logsumexp(primal(a), axes, primal(b), keepdims, True)
