@@ -111,10 +111,9 @@ def _triangle(a, lower, k=0):
 def _symmetric_from(a, lower, hermitian=False):
     """The symmetric (Hermitian) matrix SciPy reads when it uses one triangle of a only (a
     Hermitian one's diagonal is real: LAPACK ignores its imaginary part)."""
-    if not (hermitian and _np.iscomplexobj(primal(a))):
-        return _triangle(a, lower) + _mT(_triangle(a, lower, -1))
-    strict = _triangle(a, lower, -1)
-    return strict + fnp.conj(_mT(strict)) + _diag_embed(fnp.real(_diag(a)))
+    if hermitian:
+        return _la._hermitian_from(a, lower=lower)
+    return _triangle(a, lower) + _mT(_triangle(a, lower, -1))
 
 
 _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
