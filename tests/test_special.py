@@ -151,7 +151,10 @@ BESSEL_COMPLEX = ["iv", "ive", "jn", "jv", "kv", "kve", "yv"]
 def test_complex_bessel_values_are_scipys_and_derivatives_mpmaths(name, no_warnings):
     z = np.array([0.8 + 0.6j, 1.9 - 1.1j])
     v = 2 if name == "jn" else 1.5
-    f = lambda z: getattr(sp, name)(v, z)  # noqa: E731
+
+    def f(z):
+        return getattr(sp, name)(v, z)
+
     np.testing.assert_array_equal(f(z), getattr(sc, name)(v, z))
     mp = {"iv": mpmath.besseli, "jn": mpmath.besselj, "jv": mpmath.besselj,
           "kv": mpmath.besselk, "yv": mpmath.bessely, "ive": mpmath.besseli,
@@ -170,13 +173,15 @@ def test_complex_bessel_values_are_scipys_and_derivatives_mpmaths(name, no_warni
         assert complex(jvp(f, (zi,), (1j,))[1]) == pytest.approx(along_i, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", BESSEL_COMPLEX + ["digamma", "gamma"])
+@pytest.mark.parametrize("name", [*BESSEL_COMPLEX, "digamma", "gamma"])
 def test_complex_arguments_keep_complex64(name):
     z = np.array([0.8 + 0.6j, 1.9 - 1.1j], dtype=np.complex64)
-    if name in BESSEL_COMPLEX:
-        f = lambda z: getattr(sp, name)(np.array([[0], [2]]), z)  # noqa: E731
-    else:
-        f = lambda z: grad(getattr(sp, name), holomorphic=True)(z[0]) * z  # noqa: E731
+
+    def f(z):  # a Bessel function with integer orders; digamma's and gamma's derivative
+        if name in BESSEL_COMPLEX:
+            return getattr(sp, name)(np.array([[0], [2]]), z)
+        return grad(getattr(sp, name), holomorphic=True)(z[0]) * z
+
     value, bprop = vjp(f, z)
     assert value.dtype == np.complex64  # SciPy's is complex128 (float32 in, float32 out)
     assert bprop(np.ones_like(value))[0].dtype == np.complex64
