@@ -79,6 +79,11 @@ CASES = [
      lambda: _quiet(grad(lambda a: fnp.sum(fnp.linalg.eigh(a)[1][:, 0])), np.eye(2)),
      lambda jax, jnp: jax.grad(lambda a: jnp.sum(jnp.linalg.eigh(a)[1][:, 0]))(jnp.eye(2)),
      "[nan, nan, nan, nan]", "the 1/gap terms are 0 where the gap is 0"),
+    ("grad eigvalsh(a)[1] at a = [[0, 7], [1, 0]]",
+     lambda: grad(lambda a: fnp.linalg.eigvalsh(a)[1])(np.array([[0.0, 7.0], [1.0, 0.0]])),
+     lambda jax, jnp: jax.grad(lambda a: jnp.linalg.eigvalsh(a)[1])(
+         jnp.array([[0.0, 7.0], [1.0, 0.0]])), "[0.5, 0.5, 0.5, 0.5]",
+     "NumPy's function: it reads the lower triangle (eigenvalue 1; JAX's (a + a^H)/2 gives 4)"),
     ("grad abs(z)**2 at 1+2j", lambda: grad(lambda z: fnp.abs(z) ** 2)(1 + 2j),
      lambda jax, jnp: jax.grad(lambda z: jnp.abs(z) ** 2)(1 + 2j), "(2-4j)",
      "JAX's convention; PyTorch gives the conjugate"),

@@ -146,6 +146,39 @@ ROWS.append(Row("linalg.eigh", la.eigh, variant="non-symmetric-input",
                 make=lambda rng: (symmetric(3, 3)(rng)[0]
                                   + np.triu(rng.uniform(0, 0.2, (3, 3)), 1),)))
 
+# --- non-symmetric input: NumPy reads one triangle ----------------------------------------
+# eigh, eigvalsh and cholesky (and svd, pinv with hermitian=True) read the UPLO triangle of
+# their input only (cholesky: the lower one, the upper one with upper=True). These inputs have
+# up to +-1 added to the other triangle: the value must be NumPy's (tests/test_values.py) and
+# the derivative that of NumPy's function (0 in the other triangle).
+
+
+def unread(make, lower=True):
+    """`make`'s matrices with noise in the triangle NumPy does not read (the strict upper one
+    for lower=True)."""
+    def noisy(rng):
+        (a,) = make(rng)
+        noise = rng.uniform(-1.0, 1.0, a.shape)
+        return (a + (np.triu(noise, 1) if lower else np.tril(noise, -1)),)
+    return noisy
+
+
+for uplo in ("L", "U"):
+    lower = uplo == "L"
+    ROWS.append(Row("linalg.eigh", lambda a, u=uplo: la.eigh(a, UPLO=u),
+                    make=unread(symmetric(2, 3, 3), lower), variant=f"UPLO={uplo},unread"))
+    ROWS.append(Row("linalg.eigvalsh", lambda a, u=uplo: la.eigvalsh(a, UPLO=u),
+                    make=unread(symmetric(3, 3), lower), variant=f"UPLO={uplo},unread"))
+    ROWS.append(Row("linalg.cholesky", lambda a, up=not lower: la.cholesky(a, upper=up),
+                    make=unread(symmetric(2, 3, 3, positive=True), lower),
+                    variant=f"upper={not lower},unread"))
+ROWS.append(Row("linalg.pinv", lambda a: la.pinv(a, hermitian=True), variant="hermitian,unread",
+                make=unread(symmetric(3, 3))))
+ROWS.append(Row("linalg.svd", lambda a: la.svd(a, hermitian=True), make=unread(symmetric(3, 3)),
+                variant="hermitian,unread"))
+ROWS.append(Row("linalg.svd", lambda a: la.svd(a, compute_uv=False, hermitian=True),
+                make=unread(symmetric(3, 3)), variant="hermitian-compute_uv=False,unread"))
+
 # --- eig, eigvals (real input) -------------------------------------------------------------
 
 COMPLEX_OUT = ("the output is complex64, not float32 (the real-and-imaginary-parts rows cover "

@@ -189,6 +189,38 @@ row("linalg.eigh", _eigh_function, variant="non-hermitian-input",
 row("linalg.eigvalsh", lambda a: la.eigvalsh(a, UPLO="U"), make=hermitian(3, 3),
     variant="UPLO=U")
 
+# Non-Hermitian input: NumPy reads the UPLO triangle only (cholesky: the lower one, the upper
+# one with upper=True) and the real part of the diagonal. These inputs have noise in the other
+# triangle and an imaginary part on the diagonal: the value must be NumPy's and the derivative
+# that of NumPy's function (0 where NumPy does not read).
+
+
+def unread(make, lower=True):
+    """`make`'s matrices with complex noise in the triangle NumPy does not read and an
+    imaginary part of up to 0.5 on the diagonal."""
+    def noisy(rng):
+        (a,) = make(rng)
+        noise = _normal(rng, a.shape)
+        n = a.shape[-1]
+        im = rng.uniform(-0.5, 0.5, a.shape[:-1])[..., None] * np.eye(n)
+        return (a + (np.triu(noise, 1) if lower else np.tril(noise, -1)) + 1j * im,)
+    return noisy
+
+
+for uplo in ("L", "U"):
+    lower = uplo == "L"
+    row("linalg.eigh", lambda a, u=uplo: _eigh_function(a, UPLO=u),
+        make=unread(hermitian(2, 3, 3), lower), variant=f"UPLO={uplo},unread")
+    row("linalg.eigvalsh", lambda a, u=uplo: la.eigvalsh(a, UPLO=u),
+        make=unread(hermitian(3, 3), lower), variant=f"UPLO={uplo},unread")
+    row("linalg.cholesky", lambda a, up=not lower: la.cholesky(a, upper=up),
+        make=unread(hermitian(2, 3, 3, positive=True), lower),
+        variant=f"upper={not lower},unread")
+row("linalg.pinv", lambda a: la.pinv(a, hermitian=True), variant="hermitian,unread",
+    make=unread(hermitian(3, 3)))
+row("linalg.svd", lambda a: (lambda u, s, vh: (s, (u * s[..., None, :]) @ vh))(
+    *la.svd(a, hermitian=True)), make=unread(hermitian(3, 3)), variant="hermitian,unread")
+
 for s in SQUARE + [(4, 4)]:
     row("linalg.eig", la.eig, make=diagonalizable(*s))
     row("linalg.eigvals", la.eigvals, make=diagonalizable(*s))

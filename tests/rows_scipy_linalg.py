@@ -11,7 +11,7 @@ import numpy as np
 
 import fgrad.numpy as fnp
 import fgrad.scipy.linalg as sla
-from gradtable import Row
+from gradtable import Row, counterpart
 
 P = "scipy.linalg."
 ROWS = []
@@ -186,6 +186,40 @@ for type_ in (1, 2, 3):
 ROWS.append(Row(P + "eigh", lambda a, b: sla.eigh(a, b, eigvals_only=True),
                 make=rows_of(symmetric(3, (2,)), spd(2, 3, 3)), variant="generalized-batched"))
 
+# --- non-symmetric input: SciPy reads one triangle ----------------------------------------
+# cholesky, cho_factor and eigh read the `lower` (else upper) triangle of a (and b) only; these
+# inputs have noise in the other triangle, so the value must be SciPy's and the derivative
+# that of SciPy's function (0 in the other triangle).
+
+
+def unread(make, lower):
+    def noisy(rng):
+        a = make(rng)
+        noise = rng.uniform(-1.0, 1.0, a.shape)
+        return a + (np.triu(noise, 1) if lower else np.tril(noise, -1))
+    return noisy
+
+
+for lower in (False, True):
+    ROWS.append(Row(P + "cholesky", lambda a, lw=lower: sla.cholesky(a, lower=lw),
+                    make=rows_of(unread(spd(2, 3, 3), lower)), variant=f"lower={lower},unread"))
+    ROWS.append(Row(P + "cho_factor", lambda a, lw=lower: sla.cho_factor(a, lower=lw)[0],
+                    make=rows_of(unread(spd(3, 3), lower)), variant=f"lower={lower},unread",
+                    reference=lambda a, lw=lower: (np.tril if lw else np.triu)(
+                        counterpart(P + "cho_factor")(a, lower=lw)[0])))
+    ROWS.append(Row(P + "cho_solve",
+                    lambda a, b, lw=lower: sla.cho_solve(sla.cho_factor(a, lower=lw), b),
+                    make=rows_of(unread(spd(3, 3), lower), (3, 2)),
+                    variant=f"end-to-end,lower={lower},unread"))
+    ROWS.append(Row(P + "eigh", lambda a, lw=lower: sla.eigh(a, lower=lw),
+                    make=rows_of(unread(symmetric(3), lower)), variant=f"lower={lower},unread"))
+    ROWS.append(Row(P + "eigh", lambda a, b, lw=lower: sla.eigh(a, b, lower=lw),
+                    make=rows_of(unread(symmetric(3), lower), unread(spd(3, 3), lower)),
+                    variant=f"generalized,lower={lower},unread"))
+    ROWS.append(Row(P + "eigh", lambda a, b, lw=lower: sla.eigh(a, b, lower=lw, type=3),
+                    make=rows_of(unread(symmetric(3), lower), unread(spd(3, 3), lower)),
+                    variant=f"generalized-type=3,lower={lower},unread"))
+
 # --- complex input -------------------------------------------------------------------------
 # A row's inputs are real; `cplx(f)` takes two (the real and imaginary parts) and applies f to
 # the complex matrix x + 1j y, so the complex rules are checked through the real ones.
@@ -246,7 +280,9 @@ ROWS.append(Row(P + "cholesky", cplx(lambda a: parts(sla.cholesky(a))), make=her
 ROWS.append(Row(P + "cholesky", cplx(lambda a: parts(sla.cholesky(a, lower=True))),
                 make=hermitian_pd, variant="complex,lower"))
 ROWS.append(Row(P + "cho_factor", cplx(lambda a: parts(sla.cho_factor(a)[0])),
-                make=hermitian_pd, variant="complex"))
+                make=hermitian_pd, variant="complex",
+                reference=lambda x, y: (lambda c: (c.real, c.imag))(
+                    np.triu(counterpart(P + "cho_factor")(x + 1j * y)[0]))))
 ROWS.append(Row(P + "cho_solve", cplx(lambda a, b: parts(sla.cho_solve(sla.cho_factor(a), b))),
                 make=lambda rng: hermitian_pd(rng) + (rng.standard_normal(3),),
                 variant="complex"))

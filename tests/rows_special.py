@@ -6,11 +6,13 @@ integrals.
 Each domain keeps central differences away from poles, branch cuts and kinks. See
 tests/gradtable.py."""
 
+from dataclasses import dataclass
+
 import numpy as np
 
 import fgrad.numpy as fnp
 import fgrad.scipy.special as sp
-from gradtable import Nondiff, Row, binary_rows, unary_rows
+from gradtable import Nondiff, Row, binary_rows, counterpart, unary_rows
 
 P = "scipy.special."
 ROWS = []
@@ -147,6 +149,82 @@ for v in (-0.5, 1.5, 2.7):
 ROWS += unary_rows_in(P + "jv", lambda x: sp.jv(2.5, x), 5.0, 30.0, variant="v=2.5,large")
 ROWS += unary_rows_in(P + "ive", lambda x: sp.ive(1.5, x), 50.0, 900.0, variant="v=1.5,large")
 ROWS += unary_rows_in(P + "kve", lambda x: sp.kve(1.5, x), 50.0, 900.0, variant="v=1.5,large")
+
+
+# Complex arguments: check_grads draws complex directions and checks both modes to order 2.
+# The Bessel functions are holomorphic in z (for a non-integer order, and for kv, kve, yv, away
+# from the cut along z <= 0); ive(v, z) = iv(v, z) exp(-|Re z|) is not (its factor reads Re z):
+# its rows keep away from Re z == 0.
+
+
+@dataclass
+class ComplexRow(Row):
+    """A row whose `make(rng)` gives complex128 arguments, run in the complex dtype of the
+    requested precision."""
+
+    float32: object = ("complex arguments give complex64 results and cotangents: "
+                       "tests/test_special.py::test_complex_arguments_keep_complex64 checks them")
+
+    def args(self, dtype=np.float64):
+        cdtype = np.result_type(dtype, np.complex64)
+        return tuple(np.asarray(v, dtype=cdtype) for v in self.make(np.random.default_rng(
+            self.seed)))
+
+
+def complex_in(re, im=(-1.0, 1.0), shape=(3,)):
+    """A make= of one complex array with real parts in `re` and imaginary parts in `im`."""
+    return lambda rng: (rng.uniform(*re, shape) + 1j * rng.uniform(*im, shape),)
+
+
+ANYWHERE, RIGHT, LEFT = (-2.0, 2.0), (0.5, 2.0), (-2.0, -0.5)
+for name, fn, v, re in [("jv", sp.jv, 2, ANYWHERE), ("jn", sp.jn, 3, ANYWHERE),
+                        ("iv", sp.iv, 1, ANYWHERE), ("ive", sp.ive, 2, RIGHT),
+                        ("ive", sp.ive, 2, LEFT), ("jv", sp.jv, 2.7, RIGHT),
+                        ("iv", sp.iv, -0.5, RIGHT), ("ive", sp.ive, 1.5, RIGHT),
+                        ("kv", sp.kv, 1.5, RIGHT), ("kve", sp.kve, 0, RIGHT),
+                        ("yv", sp.yv, 1.5, RIGHT), ("yv", sp.yv, 0, RIGHT)]:
+    ROWS.append(ComplexRow(P + name, lambda z, fn=fn, v=v: fn(v, z), make=complex_in(re),
+                           variant=f"complex,v={v},re={re}"))
+# digamma of complex z: SciPy's value; its derivatives (polygamma(n, z), which SciPy computes
+# for real z only) are fgrad's own; gamma and rgamma's second derivatives need them too
+for name, fn in [("digamma", sp.digamma), ("psi", sp.psi), ("gamma", sp.gamma),
+                 ("rgamma", sp.rgamma)]:
+    for re in (RIGHT, (-2.8, -2.2)):
+        ROWS.append(ComplexRow(P + name, fn, make=complex_in(re, (0.3, 1.5)),
+                               variant=f"complex,re={re}"))
+ROWS.append(ComplexRow(P + "digamma", sp.digamma, make=complex_in((5.0, 40.0), (-30.0, 30.0)),
+                       variant="complex,large"))
+
+# logsumexp of complex a (and b): SciPy's complex log, holomorphic weights; with return_sign,
+# log|s| and the phase s/|s|, both differentiable (a real a with complex weights b too)
+ROWS += [
+    ComplexRow(P + "logsumexp", sp.logsumexp, make=complex_in(ANYWHERE), variant="complex"),
+    ComplexRow(P + "logsumexp", lambda z: sp.logsumexp(z, axis=0, keepdims=True),
+               make=complex_in(ANYWHERE, shape=(3, 2)), variant="complex,axis=0,keepdims"),
+    ComplexRow(P + "logsumexp", lambda z, w: sp.logsumexp(z, axis=-1, b=w),
+               make=lambda rng: complex_in(ANYWHERE, shape=(2, 3))(rng)
+               + complex_in(RIGHT, shape=(3,))(rng), variant="complex,b"),
+    ComplexRow(P + "logsumexp", lambda z, w: sp.logsumexp(z, b=w, return_sign=True),
+               make=lambda rng: complex_in(ANYWHERE)(rng) + complex_in(RIGHT)(rng),
+               variant="complex,b,return_sign"),
+    ComplexRow(P + "logsumexp", lambda z: sp.logsumexp(z * 300.0), make=complex_in(ANYWHERE),
+               variant="complex,large"),
+    Row(P + "logsumexp", lambda x, wr, wi: (lambda out, sign: (out, fnp.real(sign), fnp.imag(
+        sign)))(*sp.logsumexp(x, b=wr + 1j * wi, return_sign=True)),
+        ((3,), (3,), (3,)), ("real", "positive", "real"),
+        variant="complex-b-of-parts,return_sign"),
+]
+
+# SciPy computes complex64 with an integer order array in double precision; fgrad keeps
+# complex64 (README: "Float32 in, float32 out"), so the reference is SciPy's value rounded to z's
+# precision
+for name, fn in [("jn", sp.jn), ("jv", sp.jv), ("yv", sp.yv), ("iv", sp.iv), ("ive", sp.ive),
+                 ("kv", sp.kv), ("kve", sp.kve)]:
+    ROWS.append(ComplexRow(P + name, lambda z, fn=fn: fn(ORDERS, z),
+                           make=complex_in(RIGHT, shape=(2,)),
+                           variant="complex,order-array-broadcast",
+                           reference=lambda z, name=name: counterpart(P + name)(
+                               ORDERS, z).astype(z.dtype)))
 
 # --- elementwise binary functions, with broadcasting -----------------------------------------
 

@@ -157,12 +157,29 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     np.testing.assert_allclose(g[1], np.linalg.det(A) * np.linalg.inv(A).T, rtol=1e-10)
 
 
-def test_eigh_gradient_is_symmetric_for_a_non_symmetric_input():
-    a = SPD + np.triu(np.ones((3, 3)), 1)  # NumPy would read the lower triangle only
-    g = grad(lambda x: la.eigvalsh(x)[-1])(a)
-    w, v = np.linalg.eigh((a + a.T) / 2)
-    np.testing.assert_allclose(g, np.outer(v[:, -1], v[:, -1]), atol=1e-12)
-    np.testing.assert_allclose(la.eigvalsh(a), w, rtol=1e-12)
+def _read_from(g, lower):
+    """The gradient with respect to a of f(H), H Hermitian read from a's triangle, from the
+    gradient g (Hermitian) with respect to H: g + g^H on the triangle read, its diagonal once."""
+    tri = np.tril if lower else np.triu
+    return tri(g + g.conj().T, -1 if lower else 1) + np.diag(np.diag(g).real)
+
+
+def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
+    a = SPD + np.triu(np.ones((3, 3)), 1)  # NumPy reads the lower triangle only
+    h = np.tril(a) + np.tril(a, -1).T
+    for uplo, lower, m in (("L", True, a), ("U", False, a.T)):
+        np.testing.assert_array_equal(la.eigvalsh(m, UPLO=uplo),
+                                      np.linalg.eigvalsh(m, UPLO=uplo))
+        for ours, numpys in zip(la.eigh(m, UPLO=uplo), np.linalg.eigh(m, UPLO=uplo)):
+            np.testing.assert_array_equal(ours, numpys)
+        np.testing.assert_array_equal(la.cholesky(m, upper=not lower),
+                                      np.linalg.cholesky(m, upper=not lower))
+        # the gradient of the largest eigenvalue of h: v v^T on h, read back to m's triangle
+        _, v = np.linalg.eigh(h)
+        g = grad(lambda x, u=uplo: la.eigvalsh(x, UPLO=u)[-1])(m)
+        np.testing.assert_allclose(g, _read_from(np.outer(v[:, -1], v[:, -1]), lower),
+                                   atol=1e-12)
+        assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
 
 
 # --- eigenvalue-only quantities at repeated eigenvalues and singular values ----------------
@@ -171,16 +188,17 @@ def test_eigvalsh_gradient_at_repeated_eigenvalues():
     q = _rotation()
     a = q @ np.diag([1.0, 1.0, 3.0]) @ q.T
     for point in (a, np.eye(3)):
-        # sum(w**2) = ||a||_F^2: gradient 2a; sum(w) = trace: gradient I
+        # sum(w**2) = ||h||_F^2: gradient 2h; sum(w) = trace: gradient I (h = a, symmetric,
+        # read from a's lower triangle: `_read_from`)
         np.testing.assert_allclose(grad(lambda x: fnp.sum(la.eigvalsh(x) ** 2))(point),
-                                   2 * point, atol=1e-12)
+                                   _read_from(2 * point, True), atol=1e-12)
         np.testing.assert_allclose(grad(lambda x: fnp.sum(la.eigvalsh(x)))(point), np.eye(3),
                                    atol=1e-12)
         np.testing.assert_allclose(jacfwd(lambda x: fnp.sum(la.eigvalsh(x) ** 2))(point),
-                                   2 * point, atol=1e-12)
-    # the largest eigenvalue is simple here, so its gradient is q_3 q_3^T
-    np.testing.assert_allclose(grad(lambda x: la.eigvalsh(x)[-1])(a), np.outer(q[:, 2], q[:, 2]),
-                               atol=1e-12)
+                                   _read_from(2 * point, True), atol=1e-12)
+    # the largest eigenvalue is simple here, so its gradient is q_3 q_3^T (on h)
+    np.testing.assert_allclose(grad(lambda x: la.eigvalsh(x)[-1])(a),
+                               _read_from(np.outer(q[:, 2], q[:, 2]), True), atol=1e-12)
 
 
 def test_eigenvector_gradient_at_a_repeated_eigenvalue_is_finite():
@@ -484,22 +502,31 @@ def test_singular_values_of_a_complex_matrix_are_real_under_every_transform():
                                rtol=1e-10)
 
 
-def test_hermitian_decompositions_use_the_hermitian_part_and_real_eigenvalues():
+def test_hermitian_decompositions_read_one_triangle_and_give_real_eigenvalues():
     w, v = np.linalg.eigh(CHERM)
     assert la.eigvalsh(CHERM).dtype == np.float64
     np.testing.assert_array_equal(la.eigvalsh(CHERM), np.linalg.eigvalsh(CHERM))
     np.testing.assert_array_equal(la.eigh(CHERM).eigenvalues, w)
     np.testing.assert_allclose(la.cholesky(CHPD), np.linalg.cholesky(CHPD), rtol=1e-12)
-    # a non-Hermitian input: the decomposition of (a + a^H) / 2, not of (a + a^T) / 2
-    a = CHERM + np.triu(_cnormal(_crng, (3, 3)), 1)
-    np.testing.assert_allclose(la.eigvalsh(a), np.linalg.eigvalsh((a + a.conj().T) / 2),
-                               rtol=1e-12)
-    p = CHPD + np.triu(_cnormal(_crng, (3, 3)), 1)
-    np.testing.assert_allclose(la.cholesky(p), np.linalg.cholesky((p + p.conj().T) / 2),
-                               rtol=1e-12)
-    # the gradient of the largest eigenvalue is conj(v v^H) = (v v^H)^T, Hermitian in a
-    g = grad(lambda x: la.eigvalsh(x)[-1])(CHERM)
-    np.testing.assert_allclose(g, np.outer(v[:, -1], v[:, -1].conj()).T, atol=1e-12)
+    # a non-Hermitian input with a complex diagonal: NumPy's values, bit for bit (LAPACK reads
+    # the UPLO triangle and the real part of the diagonal)
+    noise = _cnormal(_crng, (3, 3))
+    for uplo, lower in (("L", True), ("U", False)):
+        a = CHERM + (np.triu(noise, 1) if lower else np.tril(noise, -1)) + 0.5j * np.eye(3)
+        p = CHPD + (np.triu(noise, 1) if lower else np.tril(noise, -1)) - 0.3j * np.eye(3)
+        np.testing.assert_array_equal(la.eigvalsh(a, UPLO=uplo),
+                                      np.linalg.eigvalsh(a, UPLO=uplo))
+        for ours, numpys in zip(la.eigh(a, UPLO=uplo), np.linalg.eigh(a, UPLO=uplo)):
+            np.testing.assert_array_equal(ours, numpys)
+        np.testing.assert_array_equal(la.cholesky(p, upper=not lower),
+                                      np.linalg.cholesky(p, upper=not lower))
+        np.testing.assert_array_equal(la.pinv(a, hermitian=True),  # the lower triangle
+                                      np.linalg.pinv(a, hermitian=True))
+        # the gradient of the largest eigenvalue is conj(v v^H) on the Hermitian matrix read,
+        # read back to a's triangle: 0 elsewhere, and on the imaginary part of the diagonal
+        g = grad(lambda x, u=uplo: la.eigvalsh(x, UPLO=u)[-1])(a)
+        np.testing.assert_allclose(g, _read_from(np.outer(v[:, -1], v[:, -1].conj()).T, lower),
+                                   atol=1e-12)
 
 
 def test_norms_and_residuals_of_complex_input_are_real():

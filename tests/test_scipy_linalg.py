@@ -63,6 +63,16 @@ def test_cho_factor_and_cho_solve_match_scipy_and_the_other_triangle_is_zero():
                                    sl.cho_solve(sl.cho_factor(SPD, lower), B))
 
 
+def test_lu_permutation_is_real_for_complex_input_as_scipys():
+    for dtype in (np.complex128, np.complex64):
+        z = (A + 1j * B[:, :1]).astype(dtype)
+        perm, lower, upper = sla.lu(z)
+        perm_ref = sl.lu(z)[0]
+        assert perm.dtype == perm_ref.dtype == np.finfo(dtype).dtype
+        assert lower.dtype == upper.dtype == dtype
+        np.testing.assert_array_equal(perm, perm_ref)
+
+
 def test_lu_factor_and_lu_solve_match_scipy():
     lu, piv = sla.lu_factor(A)
     lu_ref, piv_ref = sl.lu_factor(A)

@@ -24,10 +24,14 @@ reverse rule conj(V) C V^T).
 
 Conventions (where NumPy has no derivative to follow):
 
-- `eigh`, `eigvalsh`, `cholesky`, `svd(hermitian=True)` and `pinv(hermitian=True)` use the
-  Hermitian part `(a + a^H) / 2` of their input (the symmetric part for real a), as JAX does
-  (NumPy reads one triangle only: the same for a Hermitian a), so the gradient with respect
-  to `a` is Hermitian.
+- `eigh`, `eigvalsh`, `cholesky`, `svd(hermitian=True)` and `pinv(hermitian=True)` read what
+  NumPy (LAPACK) reads: one triangle of their input (`UPLO`'s; `cholesky`'s lower one, its
+  upper one with `upper=True`) and the real part of its diagonal. So their values are NumPy's
+  for any input, Hermitian or not, and their derivatives are those of NumPy's functions: the
+  gradient is 0 outside the triangle read, and an entry of that triangle off the diagonal gets
+  both its own and its mirror's share (twice the Hermitian part's entry). JAX decomposes the
+  Hermitian part `(a + a^H) / 2` instead: the same value for a Hermitian input, a different
+  value otherwise, and a Hermitian gradient.
 - Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps; where
   a gap is exactly 0 the factor 1/gap is taken as 0 (JAX gives inf or nan there). Eigenvalue-
   only quantities (`eigvalsh`, `svdvals`, `norm(a, 'nuc')`, `norm(a, 2)`) then get their exact
@@ -185,14 +189,38 @@ def _right_solve_T(y, m):
     return _mT(_solve_p(m, _mT(y)))
 
 
-def _hermitian_part_impl(x):
-    xh = _np.swapaxes(x, -1, -2)
-    return (x + (_np.conj(xh) if _np.iscomplexobj(x) else xh)) * 0.5
+def _read_triangle_impl(x, lower):
+    xv = _np.asarray(x)
+    n = xv.shape[-1]
+    other = _np.triu(_np.ones((n, n), dtype=bool), 1)  # the triangle LAPACK does not read
+    h = _np.where(other if lower else other.T, _np.conj(_np.swapaxes(xv, -1, -2)), xv)
+    if h.dtype.kind == "c":  # LAPACK ignores the imaginary part of the diagonal
+        i = _np.arange(n)
+        h[..., i, i] = h[..., i, i].real
+    return h
 
 
-# A linear map that is its own transpose under Re(sum(ct * t)): its reverse rule is itself.
-_hermitian_part = deflinear(_hermitian_part_impl, lambda ans, x: _hermitian_part,
-                            name="hermitian_part")
+def _read_triangle_transpose(ans, x, lower):
+    n = shape(x)[-1]
+    mask = (_np.tril if lower else _np.triu)(_np.ones((n, n))) - 0.5 * _np.eye(n)
+
+    def bprop(ct):  # back to the triangle read: ct + ct^H there, with the diagonal halved
+        return (ct + _H(ct)) * _const(mask, ct)
+
+    return bprop
+
+
+# The Hermitian matrix that LAPACK's Hermitian routines (and so NumPy's eigh, eigvalsh,
+# cholesky) read from x: its `lower` (else upper) triangle, that triangle's conjugate
+# transpose in the other, and the real part of its diagonal. It is real-linear in x, and
+# the value of eigh(x) is eigh of it bit for bit.
+_read_triangle = deflinear(_read_triangle_impl, _read_triangle_transpose,
+                           name="hermitian_from_triangle")
+
+
+def _hermitian_from(a, lower=True):
+    """The Hermitian (real symmetric) matrix NumPy's Hermitian routines read from a."""
+    return _read_triangle(a, lower=bool(lower))
 
 
 # --- inv, solve ----------------------------------------------------------------------------
@@ -459,8 +487,8 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
     The derivative is Golub and Pereyra's, exact where the rank is locally constant: when no
     singular value is cut, or when the cut ones are exactly 0 (a rank-deficient matrix that
     stays so, like `pinv(b @ c)` with thin b, c). Singular values cut by `rcond` that are not 0
-    are treated as if they were. With `hermitian=True` it is the pseudo-inverse of the
-    Hermitian part (a + a^H) / 2, as `eigh`.
+    are treated as if they were. With `hermitian=True`, as NumPy, it reads a's lower triangle
+    only (and the real part of its diagonal), as `eigh`.
     """
     _check_matrix(a, "linalg.pinv")
     if rcond is None:
@@ -474,9 +502,9 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
         raise ValueError("linalg.pinv: give rcond or rtol, not both")
     if isinstance(rcond, _np.ndarray):
         rcond = float(rcond) if rcond.ndim == 0 else tuple(map(float, rcond.ravel()))
-    if hermitian:  # as `eigh`: the Hermitian part, so the derivative matches the value
+    if hermitian:  # NumPy's svd(hermitian=True) reads a's lower triangle (`eigh`)
         _check_square(a, "linalg.pinv(hermitian=True)")
-        a = _hermitian_part(a)
+        a = _hermitian_from(a)
     return _pinv_p(a, rcond=rcond, hermitian=bool(hermitian))
 
 
@@ -524,35 +552,46 @@ def _phi(x):
     return x * _const(_np.tril(_np.ones((n, n))) - 0.5 * _np.eye(n), x)
 
 
-def _cholesky_jvp(t, ans, x):
-    low = ans  # dL = L phi(L^-1 dA L^-H)
-    return _matmul(low, _phi(_H(_solve_p(low, _H(_solve_p(low, t))))))
+def _cholesky_jvp(t, ans, x, upper):
+    low = _H(ans) if upper else ans  # dL = L phi(L^-1 dA L^-H); dU = dL^H
+    dlow = _matmul(low, _phi(_H(_solve_p(low, _H(_solve_p(low, t))))))
+    return _H(dlow) if upper else dlow
 
 
-def _cholesky_vjp(ans, x):
-    low = ans
+def _cholesky_vjp(ans, x, upper):
+    low = _H(ans) if upper else ans
 
-    def bprop(ct):  # L^-T phi(L^T ct) conj(L)^-1; the Hermitian part is taken by `cholesky`
+    def bprop(ct):  # L^-T phi(L^T ct) conj(L)^-1 (ct of U = L^H: ct^H of L)
         lt = _mT(low)
-        y = _solve_p(lt, _phi(_matmul(lt, ct)))
-        return _mT(_solve_p(_H(low), _mT(y)))
+        y = _solve_p(lt, _phi(_matmul(lt, _H(ct) if upper else ct)))
+        return _mT(_solve_p(_H(low), _mT(y)))  # on Hermitian tangents; see `cholesky`
 
     return bprop
 
 
-_cholesky_p = defprimitive(_np.linalg.cholesky, vjp=_cholesky_vjp, jvp=_cholesky_jvp,
-                           name="cholesky")
+_cholesky_p = defprimitive(lambda x, upper: _np.linalg.cholesky(x, upper=upper),
+                           vjp=_cholesky_vjp, jvp=_cholesky_jvp, name="cholesky")
 
 
 def cholesky(a, /, *, upper=False):
     """NumPy's `linalg.cholesky`: lower L with a = L @ L^H (`upper=True`: L^H), batched.
 
-    As in JAX, the factor is that of the Hermitian part (a + a^H) / 2 (NumPy reads the lower
-    triangle only: the same for a Hermitian a), so the gradient with respect to a is Hermitian.
+    As NumPy (LAPACK), it reads only a's lower triangle (`upper=True`: its upper one) and the
+    real part of its diagonal, so the value is NumPy's for any a, and the derivative is that
+    of NumPy's function: it flows to the triangle read only. (JAX factors the Hermitian part
+    (a + a^H) / 2 instead; the two agree for a Hermitian a, but not their gradients.)
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> a = fnp.array([[4.0, 9.0], [2.0, 5.0]])  # the 9 is not read
+    >>> fnp.linalg.cholesky(a)
+    array([[2., 0.],
+           [1., 2.]])
+    >>> fgrad.grad(lambda a: fnp.linalg.cholesky(a)[1, 0])(a)
+    array([[-0.125,  0.   ],
+           [ 0.5  ,  0.   ]])
     """
     _check_square(a, "linalg.cholesky")
-    low = _cholesky_p(_hermitian_part(a))
-    return _H(low) if upper else low
+    return _cholesky_p(_hermitian_from(a, lower=not upper), upper=bool(upper))
 
 
 # --- qr ------------------------------------------------------------------------------------
@@ -681,7 +720,7 @@ def _eigh_vjp(wanted, ans, x, UPLO):
         ct_w, ct_v = cts
         inner = _plus(None if ct_w is None else _diag_embed(ct_w),
                       None if ct_v is None else f * _matmul(_mT(v), ct_v))
-        return (_matmul(_conj(v), _matmul(inner, _mT(v))),)  # `eigh` takes the Hermitian part
+        return (_matmul(_conj(v), _matmul(inner, _mT(v))),)  # on Hermitian tangents: `eigh`
 
     return bprop
 
@@ -698,13 +737,14 @@ def eigh(a, UPLO="L"):
     """NumPy's `linalg.eigh`: (eigenvalues, eigenvectors) of a Hermitian (real symmetric)
     matrix, batched; the eigenvalues are real.
 
-    As in JAX, it is the decomposition of the Hermitian part (a + a^H) / 2, so the gradient
-    with respect to a is Hermitian (NumPy reads the `UPLO` triangle only: the same for a
-    Hermitian a). The eigenvector derivative divides by the gaps w_j - w_i; where a gap is
-    exactly 0 (a repeated eigenvalue) 1/gap is taken as 0, so eigenvector gradients there are
-    not meaningful, while eigenvalue gradients remain exact. Complex eigenvectors are NumPy's,
-    each fixed up to a phase: functions of them that do not depend on the phases have exact
-    derivatives (see the module docstring).
+    As NumPy (LAPACK), it reads only the `UPLO` triangle of a and the real part of its
+    diagonal: the value is NumPy's for any a, and the derivative is that of NumPy's function
+    (0 outside the triangle read; JAX decomposes (a + a^H) / 2 instead, the same for a
+    Hermitian a, but not its gradient). The eigenvector derivative divides by the gaps
+    w_j - w_i; where a gap is exactly 0 (a repeated eigenvalue) 1/gap is taken as 0, so
+    eigenvector gradients there are not meaningful, while eigenvalue gradients remain exact.
+    Complex eigenvectors are NumPy's, each fixed up to a phase: functions of them that do not
+    depend on the phases have exact derivatives (see the module docstring).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda a: fnp.linalg.eigh(a).eigenvalues[1])(fnp.eye(2) * [1.0, 2.0])
@@ -713,7 +753,7 @@ def eigh(a, UPLO="L"):
     """
     _check_square(a, "linalg.eigh")
     _check_uplo(UPLO, "eigh")
-    return EighResult(*_eigh_p(_hermitian_part(a), UPLO=UPLO))
+    return EighResult(*_eigh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO))
 
 
 def _eigvalsh_vjp(ans, x, UPLO):
@@ -736,11 +776,20 @@ _eigvalsh_p = defprimitive(
 
 
 def eigvalsh(a, UPLO="L"):
-    """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian part of a
-    (as `eigh`); its gradient conj(V) diag(ct) V^T is exact at repeated eigenvalues too."""
+    """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian matrix read
+    from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> a = fnp.array([[0.0, 7.0], [1.0, 0.0]])  # NumPy reads [[0, 1], [1, 0]]
+    >>> fnp.linalg.eigvalsh(a)
+    array([-1.,  1.])
+    >>> fgrad.grad(lambda a: fnp.linalg.eigvalsh(a)[1])(a)
+    array([[0.5, 0. ],
+           [1. , 0.5]])
+    """
     _check_square(a, "linalg.eigvalsh")
     _check_uplo(UPLO, "eigvalsh")
-    return _eigvalsh_p(_hermitian_part(a), UPLO=UPLO)
+    return _eigvalsh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO)
 
 
 # --- eig, eigvals --------------------------------------------------------------------------
@@ -970,8 +1019,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a traced input
     raises ValueError: use full_matrices=False. With `hermitian=True` it is computed from
     `eigh` as NumPy does (s = |w| sorted descending, U the matching eigenvectors,
-    Vh = (U sign(w))^H), so it is the SVD of the Hermitian part (a + a^H) / 2 and the
-    eigenvalue gaps are the ones divided by.
+    Vh = (U sign(w))^H), so it reads a's lower triangle only (as `eigh`) and the eigenvalue
+    gaps are the ones divided by.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[3.0, 0.0], [0.0, 1j]])

@@ -26,9 +26,11 @@ Conventions:
   columns of full Q, U and Vh) have SciPy's values; their derivatives follow a stated gauge
   (see `qr`, `svd`, `schur`), so every quantity that does not depend on it has its true
   derivative.
-- As JAX, `cholesky`, `cho_factor` and `eigh` use the symmetric (Hermitian) part of their
-  input (SciPy reads one triangle: the same for a symmetric input), and `cho_factor` returns
-  its factor with zeros in the other triangle (SciPy leaves whatever was in `a` there).
+- `cholesky`, `cho_factor` and `eigh` read what SciPy (LAPACK) reads: the `lower` (else
+  upper) triangle of their input and the real part of its diagonal, so their values are
+  SciPy's for any input and their derivatives those of SciPy's functions (0 outside the
+  triangle read; JAX uses the Hermitian part (a + a^H) / 2 instead). `cho_factor` returns its
+  factor with zeros in the other triangle (SciPy leaves whatever was in `a` there).
 - Factorizations return tuples (SciPy's batched calls return lists, and a batched
   `qr(mode='r')` returns R instead of (R,)). Float32 inputs give float32 results, `det`
   included (SciPy's `det` gives float64).
@@ -109,10 +111,9 @@ def _triangle(a, lower, k=0):
 def _symmetric_from(a, lower, hermitian=False):
     """The symmetric (Hermitian) matrix SciPy reads when it uses one triangle of a only (a
     Hermitian one's diagonal is real: LAPACK ignores its imaginary part)."""
-    if not (hermitian and _np.iscomplexobj(primal(a))):
-        return _triangle(a, lower) + _mT(_triangle(a, lower, -1))
-    strict = _triangle(a, lower, -1)
-    return strict + fnp.conj(_mT(strict)) + _diag_embed(fnp.real(_diag(a)))
+    if hermitian:
+        return _la._hermitian_from(a, lower=lower)
+    return _triangle(a, lower) + _mT(_triangle(a, lower, -1))
 
 
 _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
@@ -266,16 +267,17 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """SciPy's `linalg.cholesky`: the UPPER factor U with a = U^H @ U by default (NumPy's
-    default is the lower one), the lower L with a = L @ L^H if `lower`. As JAX, it is the
-    factor of the Hermitian part (a + a^H) / 2, so the gradient is Hermitian."""
+    default is the lower one), the lower L with a = L @ L^H if `lower`. As SciPy, it reads
+    only a's upper (`lower`: lower) triangle and the real part of its diagonal
+    (`fgrad.numpy.linalg.cholesky`), so its gradient is 0 in the other triangle."""
     _square(a, "cholesky")
-    low = _la.cholesky(a)
-    return low if lower else _H(low)
+    return _la.cholesky(a, upper=not lower)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """SciPy's `linalg.cho_factor`: (c, lower) for `cho_solve`. As JAX, c is `cholesky(a,
-    lower)` with zeros in its other triangle (SciPy leaves arbitrary entries there)."""
+    lower)` with zeros in its other triangle (SciPy leaves arbitrary entries there); as
+    SciPy, it reads one triangle of a (see `cholesky`)."""
     return cholesky(a, lower=lower), bool(lower)
 
 
@@ -514,7 +516,8 @@ _lu_p = Primitive("lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_l
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
     """SciPy's `linalg.lu` (batched, any m x n): (p, l, u) with a = p @ l @ u; (p @ l, u)
     with `permute_l`; (perm, l, u) with a = l[perm] @ u with `p_indices`. p and perm are
-    constants; l and u are differentiable where the pivots do not change (see `lu_factor`).
+    constants (p real, as SciPy's, for complex a too); l and u are differentiable where the
+    pivots do not change (see `lu_factor`).
 
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -528,7 +531,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _take_rows(l_mat, perm), u_mat
     if p_indices:
         return perm, l_mat, u_mat
-    return _np.eye(shape(a)[-2], dtype=_np.result_type(primal(l_mat)))[perm], l_mat, u_mat
+    real = _np.finfo(_np.result_type(primal(l_mat))).dtype  # SciPy's p is real
+    return _np.eye(shape(a)[-2], dtype=real)[perm], l_mat, u_mat
 
 
 # --- solve_banded --------------------------------------------------------------------------
@@ -727,11 +731,12 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     2: a b v = w v, 3: b a v = w v), eigenvectors normalized as SciPy's (v.T b v = I for
     types 1, 2; v.T inv(b) v = I for 3). The generalized problem is reduced with b's Cholesky
     factor L to the standard one of L^-1 a L^-T (types 2, 3: L^T a L), so it differentiates in
-    a and b. As JAX, a and b are read through their symmetric parts; eigenvector derivatives
-    assume distinct eigenvalues (see `fgrad.numpy.linalg.eigh`); eigenvector signs may differ
-    from SciPy's. `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues
-    (the selection is a constant). Complex Hermitian a and b are read with conjugate
-    transposes. `driver` (a choice of LAPACK routine) is not supported: TypeError.
+    a and b. As SciPy, only the `lower` (else upper) triangles of a and b are read, with the
+    real parts of their diagonals (see `fgrad.numpy.linalg.eigh`); eigenvector derivatives
+    assume distinct eigenvalues; eigenvector signs may differ from SciPy's.
+    `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues (the
+    selection is a constant). Complex Hermitian a and b are read with conjugate transposes.
+    `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
     if driver is not None:
         raise TypeError(f"scipy.linalg.eigh: fgrad does not support the argument 'driver' "
@@ -739,19 +744,20 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     n = _square(a, "eigh")
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
+    uplo = "L" if lower else "U"
     if b is None:
-        w, v = _la.eigh(a)
+        w, v = _la.eigh(a, UPLO=uplo)
     else:
         if _square(b, "eigh", "b") != n:
             raise ValueError(f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
                              f"{describe(a)}; they must have the same shape")
-        low = _la.cholesky(b)
-        a = (a + _H(a)) * 0.5
+        low = _H(_la.cholesky(b, upper=True)) if not lower else _la.cholesky(b)
+        a = _la._hermitian_from(a, lower=lower)
         if type == 1:  # L^-1 a L^-H
             c = solve_triangular(low, _H(solve_triangular(low, a, lower=True)), lower=True)
         else:
             c = fnp.matmul(_H(low), fnp.matmul(a, low))
-        w, y = _la.eigh(c)
+        w, y = _la.eigh(c, UPLO=uplo)
         v = solve_triangular(low, y, trans=2, lower=True) if type in (1, 2) else fnp.matmul(low, y)
     if subset_by_index is not None:
         lo, hi = (int(i) for i in subset_by_index)

@@ -10,7 +10,9 @@ Mahalanobis distance by a solve with L). With `allow_singular=True`, a rank-defi
 goes through `eigh`: the pseudo-determinant and pseudo-inverse over the eigenvalues above
 SciPy's cutoff; points off the affine support get -inf. Its gradients are exact along
 perturbations that keep the rank (cov = A A^T with A thin), which is all a singular
-covariance has: any other perturbation makes it full rank.
+covariance has: any other perturbation makes it full rank. As SciPy, only the lower triangle
+of a matrix `cov` is read, so the gradient with respect to `cov` is 0 above the diagonal and
+counts each entry below it for both (see `fgrad.numpy.linalg.eigh`).
 
 Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 """
