@@ -143,13 +143,16 @@ class _Recorder(Level):
                 vals.append(a)
                 refs.append(a)
         ans = bind(prim, vals, params)
-        results = ans if prim.multiple_results else (ans,)
-        self.largest = max([self.largest] + [fnp.size(a) for a in results])
         first = self.n_vars
-        self.n_vars += len(results)
-        self.equations.append(Equation(prim, refs, params, range(first, self.n_vars)))
-        boxes = tuple(Box(a, self, first + k) for k, a in enumerate(results))
-        return boxes if prim.multiple_results else boxes[0]
+        if not prim.multiple_results:
+            self.n_vars += 1
+            self.largest = max(self.largest, fnp.size(ans))
+            self.equations.append(Equation(prim, refs, params, [first]))
+            return Box(ans, self, first)
+        self.n_vars += len(ans)
+        self.largest = max(self.largest, *[fnp.size(a) for a in ans])
+        self.equations.append(Equation(prim, refs, params, list(range(first, self.n_vars))))
+        return tuple(Box(a, self, first + k) for k, a in enumerate(ans))
 
 
 class _Program:

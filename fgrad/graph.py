@@ -79,8 +79,6 @@ class Equation(provenance.Equation):
     additions that sum two cotangents of one value (a value used more than once).
     """
 
-    __slots__ = ()
-
     def text(self):
         """`c:f64[3] = mul a b` with its parameters."""
         args = " ".join(repr(x) if isinstance(x, Const) else x.name for x in self.inputs)
@@ -293,7 +291,8 @@ class GraphLevel(Level):
         role = provenance.role_of(rule)
         inputs = [a.aux if type(a) is Box and a.level is self else self._const(a, user)
                   for a in args]
-        eqn = Equation(prim, inputs, params, role=role, index=len(self.graph.equations))
+        eqn = Equation(prim, inputs, params)
+        eqn.role, eqn.index = role, len(self.graph.equations)
         eqn.source = provenance.Source(user) if user is not None and role != "backward" else None
         if rule is not None and rule.kind != "apply":
             eqn.level = rule.level.depth - self.depth

@@ -33,25 +33,22 @@ _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class Equation:
     """One primitive application: `prim` applied to `inputs` with `params`, giving `outputs`
     (one per output of the primitive). What an input or output is depends on who records it
-    (a graph's values, a replay's variables); the rest is what the watcher learned: `role`
-    ("forward", "residual", "backward", "tangent"), the `level` whose rule applied it, the
-    equation `rule_of` whose rule it was, and the line of your code, `source`."""
+    (a graph's values, a replay's variables); the rest is what a watcher learned, set by the
+    recorders that know it (None otherwise): `role` ("forward", "residual", "backward",
+    "tangent"), the `level` whose rule applied it, the equation `rule_of` whose rule it was,
+    the line of your code, `source`, and `sums_cotangent_of`."""
 
-    __slots__ = ("index", "inputs", "level", "outputs", "params", "prim", "role", "rule_of",
-                 "source", "sums_cotangent_of")
+    __slots__ = ("__dict__", "inputs", "outputs", "params", "prim")
 
-    def __init__(self, prim, inputs, params, outputs=(), role="forward", level=None,
-                 rule_of=None, source=None, index=None):
+    # what only some recorders set (a replay needs none of it), read from here until set
+    role = "forward"
+    level = rule_of = source = index = sums_cotangent_of = None
+
+    def __init__(self, prim, inputs, params, outputs=()):
         self.prim = prim
         self.inputs = inputs
         self.params = params
-        self.outputs = list(outputs)
-        self.role = role
-        self.level = level
-        self.rule_of = rule_of
-        self.source = source
-        self.index = index
-        self.sums_cotangent_of = None
+        self.outputs = outputs
 
     @property
     def primitive(self):

@@ -181,9 +181,10 @@ def reshape(a, /, shape, order="C", *, copy=None):
         if order == "C" and copy is None:
             return _reshape_p(a, shape=shape)
         return _np.reshape(a, shape, order=order, copy=copy)
-    order = _index_order(a, order, "reshape", allowed="CFA")
-    if order == "F":
-        return transpose(reshape(transpose(a), shape[::-1]))
+    if order != "C":
+        order = _index_order(a, order, "reshape", allowed="CFA")
+        if order == "F":
+            return transpose(reshape(transpose(a), shape[::-1]))
     if _np.shape(primal(a)) == shape:
         return a
     return _reshape_p(a, shape=shape)
