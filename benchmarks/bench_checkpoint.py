@@ -50,14 +50,14 @@ from dataclasses import asdict, dataclass
 # BLAS reads its thread count once, when NumPy loads it. Pin it only when this file is the
 # script being run: importing it (the smoke test does) must not touch the caller's environment.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import timing  # noqa: E402  (the standard library only: it runs before NumPy loads)
+import timing
 
 PINNED = __name__ == "__main__" and timing.pin_threads()
 
-import numpy as np  # noqa: E402  (after the pin above, on purpose)
+import numpy as np
 
-import fgrad  # noqa: E402
-import fgrad.numpy as fnp  # noqa: E402
+import fgrad
+import fgrad.numpy as fnp
 
 BY_HAND = "numpy (by hand)"
 PLAIN = "fgrad, no checkpoint"
@@ -65,7 +65,7 @@ RTOL_CHECKPOINT = 1e-12  # checkpointed vs unchecked: the same operations, recom
 RTOL_BY_HAND = 1e-6
 MEMORY_BAR = 0.3  # the issue's bars: checkpointed / unchecked
 TIME_BAR = 1.5
-MIB = 2.0 ** 20
+MIB = 2.0**20
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,10 @@ TINY = Sizes(layers=6, width=8, batch=3, every=2)
 def data(sizes, seed=0):
     """The weights (a list, scaled so that activations neither vanish nor saturate) and input."""
     rng = np.random.default_rng(seed)
-    ws = [rng.standard_normal((sizes.width, sizes.width)) / np.sqrt(sizes.width)
-          for _ in range(sizes.layers)]
+    ws = [
+        rng.standard_normal((sizes.width, sizes.width)) / np.sqrt(sizes.width)
+        for _ in range(sizes.layers)
+    ]
     return ws, rng.standard_normal((sizes.batch, sizes.width))
 
 
@@ -109,10 +111,10 @@ def fgrad_gradient(sizes, checkpointed):
     def loss(ws, x, probe):
         h = x
         for i in range(0, len(ws), sizes.every if checkpointed else len(ws)):
-            h = block(ws[i:i + sizes.every] if checkpointed else ws, h)
+            h = block(ws[i : i + sizes.every] if checkpointed else ws, h)
         if probe is not None:  # the first bprop to run: every residual is still held
             h = fgrad.tap_cotangent(h, lambda ct: probe())
-        return 0.5 * fnp.sum(h ** 2)
+        return 0.5 * fnp.sum(h**2)
 
     by_wrt = {"both": fgrad.grad(loss, argnums=(0, 1)), "input": fgrad.grad(loss, argnums=1)}
 
@@ -182,15 +184,18 @@ def validate(sizes):
     problems, worst = [], {"checkpoint": 0.0, "by hand": 0.0}
     for wrt in ("both", "input"):
         got = {name: fn(ws, x, wrt) for name, fn in fns.items()}
-        checks = [(sizes.checkpointed, PLAIN, RTOL_CHECKPOINT, "checkpoint"),
-                  (PLAIN, BY_HAND, RTOL_BY_HAND, "by hand"),
-                  (sizes.checkpointed, BY_HAND, RTOL_BY_HAND, "by hand")]
+        checks = [
+            (sizes.checkpointed, PLAIN, RTOL_CHECKPOINT, "checkpoint"),
+            (PLAIN, BY_HAND, RTOL_BY_HAND, "by hand"),
+            (sizes.checkpointed, BY_HAND, RTOL_BY_HAND, "by hand"),
+        ]
         for name, ref, rtol, key in checks:
             d = difference(got[name], got[ref])
             if isinstance(d, str) or not d <= rtol:  # `not <=` also catches nan
                 why = d if isinstance(d, str) else f"differs by {d:.2e} (relative, in norm)"
-                problems.append(f"gradient w.r.t. {wrt}: {name} vs {ref}: {why}, "
-                                f"more than {rtol:g}")
+                problems.append(
+                    f"gradient w.r.t. {wrt}: {name} vs {ref}: {why}, more than {rtol:g}"
+                )
             else:
                 worst[key] = max(worst[key], d)
     return problems, worst
@@ -222,8 +227,16 @@ def memory_here(name, sizes, wrt):
 
 def memory_in_fresh_process(name, sizes, wrt):
     """Run `memory_here` in a new Python process (with BLAS pinned, as here)."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--wrt", wrt,
-           "--sizes", json.dumps(asdict(sizes))]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        name,
+        "--wrt",
+        wrt,
+        "--sizes",
+        json.dumps(asdict(sizes)),
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         raise RuntimeError(f"the memory child for {name!r} failed:\n{run.stdout}{run.stderr}")
@@ -261,22 +274,31 @@ def verdict(ratio, bar):
 
 
 def memory_table(sizes, wrt, figures):
-    title = {"both": "gradient w.r.t. the weights and the input",
-             "input": "gradient w.r.t. the input only"}[wrt]
+    title = {
+        "both": "gradient w.r.t. the weights and the input",
+        "input": "gradient w.r.t. the input only",
+    }[wrt]
     result = figures[PLAIN]["result"] / MIB
-    lines = [f"Memory, {title} (tracemalloc, one fresh process each; the gradient itself is "
-             f"{result:.1f} MiB)",
-             f"  {'':30}{'peak':>12}{'net':>12}{'kept':>12}"]
+    lines = [
+        f"Memory, {title} (tracemalloc, one fresh process each; the gradient itself is "
+        f"{result:.1f} MiB)",
+        f"  {'':30}{'peak':>12}{'net':>12}{'kept':>12}",
+    ]
     for name, fig in figures.items():
-        lines.append(f"  {name:30}" + "".join(f"{fig[k] / MIB:8.1f} MiB"
-                                              for k in ("peak", "net", "kept")))
+        lines.append(
+            f"  {name:30}" + "".join(f"{fig[k] / MIB:8.1f} MiB" for k in ("peak", "net", "kept"))
+        )
     ck, plain = figures[sizes.checkpointed], figures[PLAIN]
     ratios = {k: ck[k] / plain[k] for k in ("peak", "net", "kept")}
-    lines.append(f"  {'checkpoint / no checkpoint':30}"
-                 + "".join(f"{ratios[k]:11.2f}x" for k in ("peak", "net", "kept")))
-    lines.append(f"  peak: {verdict(ratios['peak'], MEMORY_BAR)} | net: "
-                 f"{verdict(ratios['net'], MEMORY_BAR)} | kept: "
-                 f"{verdict(ratios['kept'], MEMORY_BAR)}")
+    lines.append(
+        f"  {'checkpoint / no checkpoint':30}"
+        + "".join(f"{ratios[k]:11.2f}x" for k in ("peak", "net", "kept"))
+    )
+    lines.append(
+        f"  peak: {verdict(ratios['peak'], MEMORY_BAR)} | net: "
+        f"{verdict(ratios['net'], MEMORY_BAR)} | kept: "
+        f"{verdict(ratios['kept'], MEMORY_BAR)}"
+    )
     return "\n".join(lines)
 
 
@@ -286,8 +308,10 @@ def time_table(sizes, times):
         lines.append(f"  {name:38}{statistics.median(times[name]) * 1e3:9.1f} ms")
     ck = sizes.checkpointed
     ratios = paired_ratios(times, ck, PLAIN)
-    lines.append(f"  {'checkpoint / no checkpoint':38}{ratio_cell(ratios)}   "
-                 f"{verdict(statistics.median(ratios), TIME_BAR)}")
+    lines.append(
+        f"  {'checkpoint / no checkpoint':38}{ratio_cell(ratios)}   "
+        f"{verdict(statistics.median(ratios), TIME_BAR)}"
+    )
     for name in (PLAIN, ck):
         lines.append(f"  {name + ' / by hand':38}{ratio_cell(paired_ratios(times, name, BY_HAND))}")
     return "\n".join(lines)
@@ -298,13 +322,16 @@ def time_table(sizes, times):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=11,
-                        help="interleaved timing rounds (default 11)")
-    parser.add_argument("--check", action="store_true",
-                        help="only check the gradients, at tiny sizes; no memory, no timing")
+    parser.add_argument(
+        "--repeats", type=int, default=11, help="interleaved timing rounds (default 11)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the gradients, at tiny sizes; no memory, no timing",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)  # memory of one contender, as JSON
-    parser.add_argument("--wrt", choices=["both", "input"], default="both",
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--wrt", choices=["both", "input"], default="both", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.repeats < 3:
@@ -322,12 +349,13 @@ def main(argv=None):
         print(header(sizes, args.repeats))
     problems, worst = validate(sizes)
     if problems:
-        print("Gradients disagree; nothing was measured:", *problems, sep="\n  ",
-              file=sys.stderr)
+        print("Gradients disagree; nothing was measured:", *problems, sep="\n  ", file=sys.stderr)
         return 1
-    print(f"gradients agree: checkpointed == unchecked to {RTOL_CHECKPOINT:g} (largest "
-          f"difference {worst['checkpoint']:.1e}); both == {BY_HAND} to {RTOL_BY_HAND:g} "
-          f"(largest {worst['by hand']:.1e}); relative, in norm")
+    print(
+        f"gradients agree: checkpointed == unchecked to {RTOL_CHECKPOINT:g} (largest "
+        f"difference {worst['checkpoint']:.1e}); both == {BY_HAND} to {RTOL_BY_HAND:g} "
+        f"(largest {worst['by hand']:.1e}); relative, in norm"
+    )
     if args.check:
         return 0
     for wrt in ("both", "input"):

@@ -57,19 +57,19 @@ import tracemalloc
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import timing  # noqa: E402  (the standard library only: it runs before NumPy loads)
+import timing
 
 # Pin threads only when this file is the script being run: importing it (the smoke test does)
 # must not touch the caller's environment.
 PINNED = __name__ == "__main__" and timing.pin_threads()
 
-import numpy as np  # noqa: E402  (after the pin, on purpose)
+import numpy as np
 
-import fgrad  # noqa: E402
-import fgrad.numpy as fnp  # noqa: E402
+import fgrad
+import fgrad.numpy as fnp
 
 RTOL = 1e-6
-MIB = 2.0 ** 20
+MIB = 2.0**20
 LIBS = {  # key -> label, in the table's order
     "fgrad": "fgrad",
     "numpy": "numpy (by hand)",
@@ -80,9 +80,11 @@ LIBS = {  # key -> label, in the table's order
 }
 BY_HAND = LIBS["numpy"]
 TRACEMALLOC_LIBS = ("fgrad", "numpy", "autograd")  # allocate through NumPy
-INSTALL = ("install the peers into a scratch venv (from the repository root):\n"
-           "    python -m venv /tmp/peers && /tmp/peers/bin/pip install autograd jax torch -e .\n"
-           "    /tmp/peers/bin/python benchmarks/bench_peers.py")
+INSTALL = (
+    "install the peers into a scratch venv (from the repository root):\n"
+    "    python -m venv /tmp/peers && /tmp/peers/bin/pip install autograd jax torch -e .\n"
+    "    /tmp/peers/bin/python benchmarks/bench_peers.py"
+)
 
 # --- the peers, imported on first use -------------------------------------------------------
 
@@ -96,6 +98,7 @@ def peer(name):
         try:
             if name == "torch":
                 import torch
+
                 torch.set_num_threads(1)
                 try:
                     torch.set_num_interop_threads(1)
@@ -105,6 +108,7 @@ def peer(name):
                 _peers[name] = torch
             elif name == "jax":
                 import jax
+
                 jax.config.update("jax_enable_x64", True)  # float64, as NumPy
                 jax.config.update("jax_platforms", "cpu")
                 _peers[name] = jax
@@ -227,9 +231,18 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(chain=50, long_chain=2_000, large_mlp=(784, 256, 256, 10), large_batch=64,
-              hessian_dim=10, hvp_dim=1_000, jac_dim=20, deep_layers=10, deep_width=128,
-              deep_batch=16)
+QUICK = Sizes(
+    chain=50,
+    long_chain=2_000,
+    large_mlp=(784, 256, 256, 10),
+    large_batch=64,
+    hessian_dim=10,
+    hvp_dim=1_000,
+    jac_dim=20,
+    deep_layers=10,
+    deep_width=128,
+    deep_batch=16,
+)
 
 
 def contenders_of(makers, libs, notes):
@@ -308,8 +321,15 @@ def chain_workload(key, title, x, ops, libs, bars, skip=()):
 
     makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
     makers["numpy"] = lambda: Contender("numpy", lambda: chain_grad_by_hand(x, ops), want)
-    return Workload(key, title, contenders_of(makers, libs, notes), per=ops, unit="us/op",
-                    bars=bars, notes=notes)
+    return Workload(
+        key,
+        title,
+        contenders_of(makers, libs, notes),
+        per=ops,
+        unit="us/op",
+        bars=bars,
+        notes=notes,
+    )
 
 
 # mlp, mlp_large: Z = relu(...relu(X @ W1)...) @ WL, loss = mean(logsumexp(Z) - <I_y, Z>)
@@ -375,8 +395,9 @@ def mlp_workload(key, title, dims, batch, libs, bars, seed):
         args = [tuple(tensor(lib, w) for w in ws), tensor(lib, X), tensor(lib, I_y)]
         return lambda: g(*args)
 
-    makers = {lib: (lambda lib=lib: Contender(lib, grad_of(lib), want)) for lib in LIBS
-              if lib != "numpy"}
+    makers = {
+        lib: (lambda lib=lib: Contender(lib, grad_of(lib), want)) for lib in LIBS if lib != "numpy"
+    }
     makers["numpy"] = lambda: Contender("numpy", lambda: mlp_grad_by_hand(ws, X, I_y), want)
     return Workload(key, title, contenders_of(makers, libs, notes), bars=bars, notes=notes)
 
@@ -398,7 +419,7 @@ def hessian_workload(n, libs):
     del t
 
     def f_of(ns, A):
-        return lambda x: ns.sum(ns.tanh(A @ x)) + 0.25 * ns.sum(x ** 4)
+        return lambda x: ns.sum(ns.tanh(A @ x)) + 0.25 * ns.sum(x**4)
 
     def maker(lib):
         f = f_of(namespace(lib), tensor(lib, A))
@@ -416,8 +437,12 @@ def hessian_workload(n, libs):
     notes = []
     makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
     makers["numpy"] = lambda: Contender("numpy", by_hand, want)
-    return Workload("hessian", f"Hessian, f: R^{n} -> R (jacfwd of jacrev)",
-                    contenders_of(makers, libs, notes), notes=notes)
+    return Workload(
+        "hessian",
+        f"Hessian, f: R^{n} -> R (jacfwd of jacrev)",
+        contenders_of(makers, libs, notes),
+        notes=notes,
+    )
 
 
 # hvp: f(x) = sum(tanh(x)^2) + sum(sin(x))^2 / 2; H v by jvp of grad, and one gradient
@@ -445,30 +470,38 @@ def hvp_workload(n, libs):
         xl, vl = tensor(lib, x), tensor(lib, v)
         if lib == "fgrad":
             g = fgrad.grad(f)
-            hvp = lambda: fgrad.jvp(g, (xl,), (vl,))[1]  # noqa: E731
+            hvp = lambda: fgrad.jvp(g, (xl,), (vl,))[1]
         elif lib == "autograd":  # no jvp of grad in autograd: its reverse-over-reverse HVP
             g = peer("autograd").grad(f)
             hvp_fn = peer("autograd").hessian_tensor_product(f)
-            hvp = lambda: hvp_fn(xl, vl)  # noqa: E731
+            hvp = lambda: hvp_fn(xl, vl)
         elif lib == "torch":
             func = peer("torch").func
             g = func.grad(f)
-            hvp = lambda: func.jvp(g, (xl,), (vl,))[1]  # noqa: E731
+            hvp = lambda: func.jvp(g, (xl,), (vl,))[1]
         else:
             jax = peer("jax")
             g = jax_transform(lib, jax.grad(f))
             hvp_fn = jax_transform(lib, lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
-            hvp = lambda: hvp_fn(xl, vl)  # noqa: E731
-        return [Contender(lib, hvp, want_hvp),
-                Contender(lib, lambda: g(xl), want_grad, task="gradient")]
+            hvp = lambda: hvp_fn(xl, vl)
+        return [
+            Contender(lib, hvp, want_hvp),
+            Contender(lib, lambda: g(xl), want_grad, task="gradient"),
+        ]
 
     notes = []
     makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
-    makers["numpy"] = lambda: [Contender("numpy", hvp_by_hand, want_hvp),
-                               Contender("numpy", grad_by_hand, want_grad, task="gradient")]
-    return Workload("hvp", f"Hessian-vector product (jvp of grad), R^{n}",
-                    contenders_of(makers, libs, notes), notes=notes,
-                    bars=[Bar("fgrad", "fgrad, gradient", 2.5)])
+    makers["numpy"] = lambda: [
+        Contender("numpy", hvp_by_hand, want_hvp),
+        Contender("numpy", grad_by_hand, want_grad, task="gradient"),
+    ]
+    return Workload(
+        "hvp",
+        f"Hessian-vector product (jvp of grad), R^{n}",
+        contenders_of(makers, libs, notes),
+        notes=notes,
+        bars=[Bar("fgrad", "fgrad, gradient", 2.5)],
+    )
 
 
 # tanh6: d^k/dx^k tanh(x) at a scalar by nested grad, k = 1..6
@@ -514,11 +547,17 @@ def tanh_workload(order, libs):
 
     notes = []
     makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
-    makers["numpy"] = lambda: Contender("numpy", lambda: tanh_derivatives_by_hand(x, order),
-                                        wants[order])
-    return Workload("tanh6", f"derivative {order} of tanh at a scalar, nested grad",
-                    contenders_of(makers, libs, notes), unit="us", notes=notes,
-                    bars=[Bar("fgrad", "autograd", 0.2)])
+    makers["numpy"] = lambda: Contender(
+        "numpy", lambda: tanh_derivatives_by_hand(x, order), wants[order]
+    )
+    return Workload(
+        "tanh6",
+        f"derivative {order} of tanh at a scalar, nested grad",
+        contenders_of(makers, libs, notes),
+        unit="us",
+        notes=notes,
+        bars=[Bar("fgrad", "autograd", 0.2)],
+    )
 
 
 # jacrev, jacfwd: f(x) = tanh(A x) * x, R^n -> R^n
@@ -560,8 +599,13 @@ def jacobian_workload(mode, n, libs):
     makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
     makers["numpy"] = lambda: Contender("numpy", by_hand, want)
     bars = [Bar("fgrad", "autograd", 0.3)] if mode == "jacrev" else []
-    return Workload(mode, f"{mode}, f: R^{n} -> R^{n}", contenders_of(makers, libs, notes),
-                    notes=notes, bars=bars)
+    return Workload(
+        mode,
+        f"{mode}, f: R^{n} -> R^{n}",
+        contenders_of(makers, libs, notes),
+        notes=notes,
+        bars=bars,
+    )
 
 
 # deep_mlp: 100 layers h <- tanh(h @ W_i), loss 0.5 * sum(h^2)
@@ -611,11 +655,11 @@ def deep_mlp_workload(sizes, libs):
         wl, xl = [tensor(lib, w) for w in ws], tensor(lib, x)
         if lib == "fgrad":
             g_in, g_both = fgrad.grad(loss, argnums=1), fgrad.grad(loss, argnums=(0, 1))
-            forward = lambda: loss(wl, xl)  # noqa: E731
+            forward = lambda: loss(wl, xl)
         elif lib == "autograd":
             ag = peer("autograd")
             g_in, g_both = ag.grad(loss, 1), ag.grad(loss, (0, 1))
-            forward = lambda: loss(wl, xl)  # noqa: E731
+            forward = lambda: loss(wl, xl)
         elif lib == "torch":
             torch = peer("torch")
             wt = [tensor(lib, w, requires_grad=True) for w in ws]
@@ -636,42 +680,77 @@ def deep_mlp_workload(sizes, libs):
             g_in = jax_transform(lib, jax.grad(loss, 1))
             g_both = jax_transform(lib, jax.grad(loss, (0, 1)))
             forward_fn = jax_transform(lib, loss)
-            forward = lambda: forward_fn(wl, xl)  # noqa: E731
-        return [Contender(lib, forward, want_loss, task="forward"),
-                Contender(lib, lambda: g_in(wl, xl), want_input, task="grad input"),
-                Contender(lib, lambda: g_both(wl, xl), want_both, task="grad all")]
+            forward = lambda: forward_fn(wl, xl)
+        return [
+            Contender(lib, forward, want_loss, task="forward"),
+            Contender(lib, lambda: g_in(wl, xl), want_input, task="grad input"),
+            Contender(lib, lambda: g_both(wl, xl), want_both, task="grad all"),
+        ]
 
     notes = []
     makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
     makers["numpy"] = lambda: [
         Contender("numpy", forward_by_hand, want_loss, task="forward"),
         Contender("numpy", lambda: grad_by_hand(False), want_input, task="grad input"),
-        Contender("numpy", lambda: grad_by_hand(True), want_both, task="grad all")]
-    bars = [Bar("fgrad, grad input", "numpy (by hand), grad input", 1.10, "tm"),
-            Bar("fgrad, grad all", "numpy (by hand), grad all", 1.10, "tm")]
-    return Workload("deep_mlp", f"{n}-layer tanh MLP, width {width}, batch {batch}: peak memory",
-                    contenders_of(makers, libs, notes), notes=notes, bars=bars, memory=True,
-                    timed=False)
+        Contender("numpy", lambda: grad_by_hand(True), want_both, task="grad all"),
+    ]
+    bars = [
+        Bar("fgrad, grad input", "numpy (by hand), grad input", 1.10, "tm"),
+        Bar("fgrad, grad all", "numpy (by hand), grad all", 1.10, "tm"),
+    ]
+    return Workload(
+        "deep_mlp",
+        f"{n}-layer tanh MLP, width {width}, batch {batch}: peak memory",
+        contenders_of(makers, libs, notes),
+        notes=notes,
+        bars=bars,
+        memory=True,
+        timed=False,
+    )
 
 
 def workloads(sizes=FULL, libs=tuple(LIBS), only=None):
     """key -> Workload, built only for the keys in `only` (all if None)."""
     x10 = np.random.default_rng(3).uniform(0.1, 0.5, size=10)
-    long_chain_skip = {"jax.jit": "left out: compiling 20,000 unrolled ops takes minutes",
-                       "jax": "left out: about 10 s a call in eager mode"}
+    long_chain_skip = {
+        "jax.jit": "left out: compiling 20,000 unrolled ops takes minutes",
+        "jax": "left out: about 10 s a call in eager mode",
+    }
     builders = {
         "chain": lambda: chain_workload(
-            "chain", f"grad, {sizes.chain}-op scalar chain", 0.3, sizes.chain, libs,
-            [Bar("fgrad", "autograd", 0.3), Bar("fgrad", "torch (eager)", 1.0, strict=True)]),
+            "chain",
+            f"grad, {sizes.chain}-op scalar chain",
+            0.3,
+            sizes.chain,
+            libs,
+            [Bar("fgrad", "autograd", 0.3), Bar("fgrad", "torch (eager)", 1.0, strict=True)],
+        ),
         "chain10": lambda: chain_workload(
-            "chain10", f"grad, {sizes.chain}-op chain on 10-element arrays", x10, sizes.chain,
-            libs, [Bar("fgrad", "autograd", 0.3), Bar("fgrad", "torch (eager)", 1.0, strict=True)]),
-        "mlp": lambda: mlp_workload("mlp", "grad, seed MLP softmax loss 784-100-10, batch 100",
-                                    (784, 100, 10), 100, libs, [Bar("fgrad", BY_HAND, 1.4)], 4),
+            "chain10",
+            f"grad, {sizes.chain}-op chain on 10-element arrays",
+            x10,
+            sizes.chain,
+            libs,
+            [Bar("fgrad", "autograd", 0.3), Bar("fgrad", "torch (eager)", 1.0, strict=True)],
+        ),
+        "mlp": lambda: mlp_workload(
+            "mlp",
+            "grad, seed MLP softmax loss 784-100-10, batch 100",
+            (784, 100, 10),
+            100,
+            libs,
+            [Bar("fgrad", BY_HAND, 1.4)],
+            4,
+        ),
         "mlp_large": lambda: mlp_workload(
-            "mlp_large", f"grad, MLP {'-'.join(map(str, sizes.large_mlp))}, batch "
-            f"{sizes.large_batch}", sizes.large_mlp, sizes.large_batch, libs,
-            [Bar("fgrad", BY_HAND, 1.08)], 8),
+            "mlp_large",
+            f"grad, MLP {'-'.join(map(str, sizes.large_mlp))}, batch {sizes.large_batch}",
+            sizes.large_mlp,
+            sizes.large_batch,
+            libs,
+            [Bar("fgrad", BY_HAND, 1.08)],
+            8,
+        ),
         "hessian": lambda: hessian_workload(sizes.hessian_dim, libs),
         "hvp": lambda: hvp_workload(sizes.hvp_dim, libs),
         "tanh6": lambda: tanh_workload(6, libs),
@@ -685,16 +764,36 @@ def workloads(sizes=FULL, libs=tuple(LIBS), only=None):
 
 
 def chain20k_workload(sizes, x10, libs, skip):
-    w = chain_workload("chain20k", f"grad, {sizes.long_chain}-op chain on 10-element arrays",
-                       x10, sizes.long_chain, libs,
-                       [Bar("fgrad", "autograd", 0.35), Bar("fgrad", "autograd", 1.0, "tm"),
-                        Bar("fgrad", "autograd", 1.0, "rss")], skip=skip)
+    w = chain_workload(
+        "chain20k",
+        f"grad, {sizes.long_chain}-op chain on 10-element arrays",
+        x10,
+        sizes.long_chain,
+        libs,
+        [
+            Bar("fgrad", "autograd", 0.35),
+            Bar("fgrad", "autograd", 1.0, "tm"),
+            Bar("fgrad", "autograd", 1.0, "rss"),
+        ],
+        skip=skip,
+    )
     w.memory = True
     return w
 
 
-WORKLOAD_KEYS = ("chain", "chain10", "mlp", "mlp_large", "hessian", "hvp", "tanh6", "jacrev",
-                 "jacfwd", "chain20k", "deep_mlp")
+WORKLOAD_KEYS = (
+    "chain",
+    "chain10",
+    "mlp",
+    "mlp_large",
+    "hessian",
+    "hvp",
+    "tanh6",
+    "jacrev",
+    "jacfwd",
+    "chain20k",
+    "deep_mlp",
+)
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -776,8 +875,15 @@ def memory_here(workload, label):
 
 
 def memory_in_fresh_process(key, label, lib, quick):
-    cmd = [sys.executable, os.path.abspath(__file__), "--memory-child", key, label,
-           "--libs", lib] + (["--quick"] if quick else [])
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--memory-child",
+        key,
+        label,
+        "--libs",
+        lib,
+    ] + (["--quick"] if quick else [])
     # Large arrays get their own mappings, returned to the system when freed, so that RSS
     # follows what is alive (glibc's threshold otherwise adapts to the allocation pattern).
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
@@ -791,17 +897,25 @@ def memory_in_fresh_process(key, label, lib, quick):
 
 
 def header(args):
-    threads = ("one thread (BLAS, OpenMP, XLA, torch)" if PINNED
-               else "threads NOT pinned (NumPy loaded first)")
-    libs = ", ".join(f"{LIBS[lib]} {version(lib.split('.')[0])}" for lib in args.libs
-                     if lib != "jax.jit")
+    threads = (
+        "one thread (BLAS, OpenMP, XLA, torch)"
+        if PINNED
+        else "threads NOT pinned (NumPy loaded first)"
+    )
+    libs = ", ".join(
+        f"{LIBS[lib]} {version(lib.split('.')[0])}" for lib in args.libs if lib != "jax.jit"
+    )
     mode = "quick" if args.quick else "full"
-    return (f"{libs} | Python {platform.python_version()} | {os.cpu_count()} CPUs | {threads}"
-            f"\n{mode} sizes | {args.repeats} interleaved rounds | sample {args.sample_time} s")
+    return (
+        f"{libs} | Python {platform.python_version()} | {os.cpu_count()} CPUs | {threads}"
+        f"\n{mode} sizes | {args.repeats} interleaved rounds | sample {args.sample_time} s"
+    )
 
 
-COLUMNS = f"{'workload':10} {'contender':30} {'median':>13} {'IQR':>17}  " \
-          f"{'x autograd (IQR)':>21}  {'x numpy (IQR)':>21}  bar"
+COLUMNS = (
+    f"{'workload':10} {'contender':30} {'median':>13} {'IQR':>17}  "
+    f"{'x autograd (IQR)':>21}  {'x numpy (IQR)':>21}  bar"
+)
 
 
 def ratio_text(values, den_values):
@@ -834,28 +948,39 @@ def rows(workload, samples, measure):
     name = workload.key if measure == "time" else f"{workload.key} [{measure}]"
     for label, values in samples.items():
         q1, med, q3 = timing.quartiles([v * scale for v in values])
-        iqr = f"{value_text(q1, unit).split()[0]}-{value_text(q3, unit).split()[0]}" \
-            if measure == "time" else ""
-        cells = [ratio_text(values, samples.get(den_label(label, lib)))
-                 for lib in ("autograd", "numpy")]
+        iqr = (
+            f"{value_text(q1, unit).split()[0]}-{value_text(q3, unit).split()[0]}"
+            if measure == "time"
+            else ""
+        )
+        cells = [
+            ratio_text(values, samples.get(den_label(label, lib))) for lib in ("autograd", "numpy")
+        ]
         bar_texts = []
         for bar in workload.bars:
             if bar.measure == measure and bar.num == label and bar.den in samples:
                 ratio = timing.quartiles(timing.paired_ratios(samples, bar.num, bar.den))[1]
                 verdict = "met" if bar.met(ratio) else "NOT met"
-                bar_texts.append(f"<{'' if bar.strict else '='}{bar.limit:g}x "
-                                 f"{bar.den.split(' (')[0]}: {ratio:.2f}x {verdict}")
+                bar_texts.append(
+                    f"<{'' if bar.strict else '='}{bar.limit:g}x "
+                    f"{bar.den.split(' (')[0]}: {ratio:.2f}x {verdict}"
+                )
                 verdicts.append((workload.key, measure, bar, ratio, verdict))
-        lines.append(f"{name:10} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
-                     f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}".rstrip())
+        lines.append(
+            f"{name:10} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
+            f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}".rstrip()
+        )
         name = ""
     return lines, verdicts
 
 
 def missing_bars(workload, measures):
     """Bars whose contenders were not measured (a peer not installed)."""
-    return [(workload.key, bar.measure, bar, None, "n/a (not measured)") for bar in workload.bars
-            if bar.measure in measures]
+    return [
+        (workload.key, bar.measure, bar, None, "n/a (not measured)")
+        for bar in workload.bars
+        if bar.measure in measures
+    ]
 
 
 # --- profiling ----------------------------------------------------------------------------
@@ -870,8 +995,10 @@ def profile(workload, seconds=2.0, top=30):
     for _ in range(calls):
         c.fn()
     profiler.disable()
-    print(f"\nProfile of fgrad on {workload.key}, {calls} calls (tottime: own time; cumtime: "
-          "with callees; cProfile inflates small calls)")
+    print(
+        f"\nProfile of fgrad on {workload.key}, {calls} calls (tottime: own time; cumtime: "
+        "with callees; cProfile inflates small calls)"
+    )
     pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(top)
 
 
@@ -880,23 +1007,36 @@ def profile(workload, seconds=2.0, top=30):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes, 5 rounds of 0.01 s samples (unless given)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, 5 rounds of 0.01 s samples (unless given)",
+    )
     parser.add_argument("--repeats", type=int, help="interleaved rounds (default 21; quick 5)")
-    parser.add_argument("--sample-time", type=float,
-                        help="seconds per timing sample (default 0.05; quick 0.01)")
+    parser.add_argument(
+        "--sample-time", type=float, help="seconds per timing sample (default 0.05; quick 0.01)"
+    )
     parser.add_argument("--only", help=f"comma-separated workloads of: {', '.join(WORKLOAD_KEYS)}")
-    parser.add_argument("--libs", default=",".join(LIBS),
-                        help=f"comma-separated contenders of: {', '.join(LIBS)} (default all)")
+    parser.add_argument(
+        "--libs",
+        default=",".join(LIBS),
+        help=f"comma-separated contenders of: {', '.join(LIBS)} (default all)",
+    )
     parser.add_argument("--check", action="store_true", help="only validate; no timing, no memory")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory processes")
-    parser.add_argument("--profile", action="append", default=[], choices=WORKLOAD_KEYS,
-                        help="after the table, a cProfile of fgrad on this workload")
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        choices=WORKLOAD_KEYS,
+        help="after the table, a cProfile of fgrad on this workload",
+    )
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (5 if args.quick else 21)
-    args.sample_time = args.sample_time if args.sample_time is not None else (
-        0.01 if args.quick else 0.05)
+    args.sample_time = (
+        args.sample_time if args.sample_time is not None else (0.01 if args.quick else 0.05)
+    )
     args.only = args.only.split(",") if args.only else list(WORKLOAD_KEYS)
     args.libs = args.libs.split(",")
     for name, given, allowed in (("--only", args.only, WORKLOAD_KEYS), ("--libs", args.libs, LIBS)):
@@ -927,8 +1067,10 @@ def main(argv=None):
         print(f"{name}: not installed ({why})")
     if MISSING:
         print(INSTALL)
-    print(f"every result agrees with {BY_HAND} to {RTOL:g} (relative, in norm): "
-          + ", ".join(f"{w.key} ({len(w.contenders)})" for w in chosen.values()))
+    print(
+        f"every result agrees with {BY_HAND} to {RTOL:g} (relative, in norm): "
+        + ", ".join(f"{w.key} ({len(w.contenders)})" for w in chosen.values())
+    )
     if args.check:
         for key in args.profile:
             profile(chosen[key])
@@ -943,15 +1085,20 @@ def main(argv=None):
             verdicts += found or missing_bars(workload, ["time"])
             print(*lines, sep="\n", flush=True)  # progress; the full table comes at the end
         if workload.memory and not args.no_memory:
-            figures = {c.label: memory_in_fresh_process(workload.key, c.label, c.lib, args.quick)
-                       for c in workload.contenders}
+            figures = {
+                c.label: memory_in_fresh_process(workload.key, c.label, c.lib, args.quick)
+                for c in workload.contenders
+            }
             for measure in ("tm", "rss"):
-                samples = {label: [fig[measure]] for label, fig in figures.items()
-                           if fig[measure] is not None}
+                samples = {
+                    label: [fig[measure]]
+                    for label, fig in figures.items()
+                    if fig[measure] is not None
+                }
                 lines, found = rows(workload, samples, measure)
                 table += lines
                 verdicts += found
-            print(*table[-len(figures) * 2:], sep="\n", flush=True)
+            print(*table[-len(figures) * 2 :], sep="\n", flush=True)
         for note in workload.notes:
             table.append(f"{'':10} ({note})")
     print("\n" + "\n".join(table))

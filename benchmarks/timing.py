@@ -14,8 +14,14 @@ import statistics
 import sys
 import time
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 # XLA's CPU client: no Eigen thread pool, one intra-op thread.
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
@@ -73,7 +79,7 @@ def quartiles(samples):
     """(first quartile, median, third quartile)."""
     if len(samples) == 1:
         return samples[0], samples[0], samples[0]
-    q1, median, q3 = statistics.quantiles(samples, n=4)
+    q1, _median, q3 = statistics.quantiles(samples, n=4)
     return q1, statistics.median(samples), q3
 
 

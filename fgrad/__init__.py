@@ -13,21 +13,45 @@ transforms), `custom` (your own rules, checkpointing, a tap on the backward pass
 `test_util` (numerical gradient checks) and `graph` (`make_graph`: a look inside a computation).
 """
 
-from . import numpy, tree_util
+from . import numpy, test_util, tree_util
 from .api import (
-    grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
 )
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
-from .graph import make_graph
 from .debug import debug_nans, set_debug_nans
+from .graph import make_graph
 from .primitive import primitive
-from . import test_util
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
-    "stop_gradient", "primitive", "custom_vjp", "custom_jvp", "checkpoint", "remat",
-    "tap_cotangent", "make_graph",
-    "debug_nans", "set_debug_nans", "numpy", "tree_util", "test_util",
+    "checkpoint",
+    "custom_jvp",
+    "custom_vjp",
+    "debug_nans",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
+    "make_graph",
+    "numpy",
+    "primitive",
+    "remat",
+    "set_debug_nans",
+    "stop_gradient",
+    "tap_cotangent",
+    "test_util",
+    "tree_util",
+    "value_and_grad",
+    "vjp",
 ]

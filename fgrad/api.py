@@ -4,9 +4,9 @@ hessian and stop_gradient, with JAX's names and semantics.
 Pytrees are flattened once here, at the edge; the core sees flat lists of values. Errors about
 what the user passed are raised here, naming the argument, its shape and dtype.
 
-Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.forward`, `fgrad.tree_util`, `fgrad.batching`, `fgrad.numpy` (Jacobians are
-assembled with fgrad operations so that they can be differentiated again:
-`hessian = jacfwd(jacrev(f))`).
+Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.forward`, `fgrad.boundary`, `fgrad.tree_util`,
+`fgrad.batching`, `fgrad.numpy` (Jacobians are assembled with fgrad operations so that they
+can be differentiated again: `hessian = jacfwd(jacrev(f))`).
 """
 
 import functools
@@ -24,12 +24,19 @@ from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "linearize",
     "stop_gradient",
+    "value_and_grad",
+    "vjp",
 ]
 
 
-# --- checking what the user passed -------------------------------------------------------
+# --- checking what the user passed ----------------------------------------------------------------
 
 
 def _describe(x):
@@ -116,8 +123,10 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
             fix = "holomorphic=True needs complex inputs; cast it with x.astype(complex)"
         elif is_complex:
             what = f"complex ({_describe(v)})"
-            fix = (f"for a holomorphic function pass holomorphic=True to {who}; otherwise "
-                   "differentiate the real and imaginary parts as separate float inputs")
+            fix = (
+                f"for a holomorphic function pass holomorphic=True to {who}; otherwise "
+                "differentiate the real and imaginary parts as separate float inputs"
+            )
         else:
             what = f"{dt} with shape {_np.shape(v)}"
             if _np.ndim(v) != 0:
@@ -207,7 +216,7 @@ def _split_aux(out, who):
     return out[0], out[1]
 
 
-# --- reverse mode ------------------------------------------------------------------------
+# --- reverse mode ---------------------------------------------------------------------------------
 
 
 @api_boundary
@@ -222,14 +231,14 @@ def vjp(fun, *primals, has_aux=False):
     [3.0, 2.0]
     """
     _check_callable(fun, "vjp")
-    return _vjp(fun, primals, has_aux, "vjp",
-                lambda: [f"argument {i}" for i in range(len(primals))])
+    return _vjp(
+        fun, primals, has_aux, "vjp", lambda: [f"argument {i}" for i in range(len(primals))]
+    )
 
 
 def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     leaves, in_tree = tree_flatten(tuple(primals))
-    _check_float_leaves(leaves, labels or (lambda: _leaf_labels(primals, range(len(primals)))),
-                        who)
+    _check_float_leaves(leaves, labels or (lambda: _leaf_labels(primals, range(len(primals)))), who)
     out_values, out_tree, pull, aux = _vjp_flat(fun, leaves, in_tree, has_aux, who, consume)
 
     def vjp_fun(ct):
@@ -306,15 +315,17 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
 
     def pull(ct_leaves):
         seeds = [
-            (n, _numpy_scalar(c, o)) for n, c, o in zip(out_positions, ct_leaves, out_values)
+            (n, _numpy_scalar(c, o))
+            for n, c, o in zip(out_positions, ct_leaves, out_values)
             if n is not None and c is not None
         ]
         if not seeds:
             return [zeros_like_value(x) for x in leaves]
         with _CollectorPaused():
             cts = backward_pass(level, seeds, consume=consume)
-        return [zeros_like_value(x) if cts[n] is None else cts[n]
-                for n, x in zip(in_positions, leaves)]
+        return [
+            zeros_like_value(x) if cts[n] is None else cts[n] for n, x in zip(in_positions, leaves)
+        ]
 
     return out_values, out_tree, pull, aux
 
@@ -323,8 +334,11 @@ def _check_like(given, expected, what, of_what):
     """A tangent or cotangent must have the shape and dtype of the value it goes with."""
     g, e = primal(given), primal(expected)
     if not (_is_arraylike(g) and _np.issubdtype(_dtype(g), _np.number)) or isinstance(g, bool):
-        kind = (f"{_dtype(g)} with shape {_np.shape(g)}" if _is_arraylike(g)
-                else f"of type {type(g).__name__}")
+        kind = (
+            f"{_dtype(g)} with shape {_np.shape(g)}"
+            if _is_arraylike(g)
+            else f"of type {type(g).__name__}"
+        )
         raise TypeError(
             f"{what} is {kind}, but the {of_what} it goes with has shape {_np.shape(e)} and "
             f"dtype {_dtype(e)}; pass a number or an array of that shape and dtype"
@@ -371,11 +385,16 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
             return fun(*full, **kwargs)
 
         leaves, in_tree = tree_flatten(tuple(dyn))
-        _check_float_leaves(leaves, lambda: _leaf_labels(dyn, dyn_nums), who,
-                            holomorphic=True if holomorphic else None)
+        _check_float_leaves(
+            leaves,
+            lambda: _leaf_labels(dyn, dyn_nums),
+            who,
+            holomorphic=True if holomorphic else None,
+        )
         # the cotangent is grad's own 1, so the checks of a user's cotangent are skipped
-        out_values, out_tree, pull, aux = _vjp_flat(fun_of_dyn, leaves, in_tree, has_aux, who,
-                                                    consume=True)
+        out_values, out_tree, pull, aux = _vjp_flat(
+            fun_of_dyn, leaves, in_tree, has_aux, who, consume=True
+        )
         out = tree_unflatten(out_tree, out_values)
         g = tree_unflatten(in_tree, pull([_unit_cotangent(out, who, holomorphic)]))
         g = g[0] if single else g
@@ -450,7 +469,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     return _named(grad_fun, fun, "grad")
 
 
-# --- forward mode ------------------------------------------------------------------------
+# --- forward mode ---------------------------------------------------------------------------------
 
 
 @api_boundary
@@ -554,7 +573,7 @@ def linearize(fun, *primals):
     return out, _named(f_jvp, fun, "linearize")
 
 
-# --- Jacobians ---------------------------------------------------------------------------
+# --- Jacobians ------------------------------------------------------------------------------------
 
 
 def _jacobian_setup(fun, argnums, args, who, holomorphic):
@@ -563,8 +582,12 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
     dyn = tuple(args[i] for i in dyn_nums)
     # jacfwd's one-hot tangents span real directions only: complex inputs need holomorphic=True
     real_only = False if who == "jacfwd" else None
-    _check_float_leaves(tree_flatten(dyn)[0], lambda: _leaf_labels(dyn, dyn_nums), who,
-                        holomorphic=True if holomorphic else real_only)
+    _check_float_leaves(
+        tree_flatten(dyn)[0],
+        lambda: _leaf_labels(dyn, dyn_nums),
+        who,
+        holomorphic=True if holomorphic else real_only,
+    )
 
     def fun_of_dyn(*dyn_args):
         full = list(args)
@@ -616,8 +639,9 @@ def jacfwd(fun, argnums=0, holomorphic=False):
         evaluated = []  # the outputs and their structure, from the first jvp
 
         def push(tangents):
-            values, t_out, out_tree, _ = _jvp_flat(fun_of_dyn, in_leaves, in_tree, tangents,
-                                                   who="jacfwd")
+            values, t_out, out_tree, _ = _jvp_flat(
+                fun_of_dyn, in_leaves, in_tree, tangents, who="jacfwd"
+            )
             if not evaluated:
                 evaluated.extend((values, out_tree))
             return t_out
@@ -636,8 +660,7 @@ def jacfwd(fun, argnums=0, holomorphic=False):
             push([None] * len(in_leaves))
         out_leaves, out_tree = evaluated
         columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
-        pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns]
-                  for k in range(len(out_leaves))]
+        pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns] for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
         return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
 
@@ -694,8 +717,11 @@ def _check_output_kind(out, holomorphic, who):
                 f"{who} with holomorphic={bool(holomorphic)} requires "
                 f"{'complex' if holomorphic else 'real'} outputs; the function returned "
                 f"{_describe(leaf)}. "
-                + ("Drop holomorphic=True for a real-valued function" if holomorphic else
-                   "For a holomorphic function pass holomorphic=True")
+                + (
+                    "Drop holomorphic=True for a real-valued function"
+                    if holomorphic
+                    else "For a holomorphic function pass holomorphic=True"
+                )
             )
 
 

@@ -28,11 +28,11 @@ import numpy as _np
 
 from . import numpy as fnp
 from .core import Box, Level, Primitive, add_any, bind, holds_box_of, primal
-from .provenance import Equation
 from .numpy import elementwise as _elementwise
 from .numpy import products as _products
 from .numpy import shaping as _shaping
 from .numpy import ufuncs as _ufuncs
+from .provenance import Equation
 
 __all__ = ["map_linear"]
 
@@ -65,12 +65,14 @@ def _batched_rows(linear, args_for, rows):
         seeds = _np.concatenate([rows, probe[None]])
         # the rows go in chunks so that no batched value holds more than _MAX_ELEMENTS
         chunk = max(1, _MAX_ELEMENTS // program.largest)
-        parts = [program.run(seeds[i:i + chunk]) for i in range(0, n + 1, chunk)]
+        parts = [program.run(seeds[i : i + chunk]) for i in range(0, n + 1, chunk)]
     except Exception:  # e.g. float(ct) in a user's bprop: the row-by-row way is always right
         return None
-    stacked = parts[0] if len(parts) == 1 else [
-        fnp.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))
-    ]
+    stacked = (
+        parts[0]
+        if len(parts) == 1
+        else [fnp.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))]
+    )
     expected = linear(args_for(probe))
     for got, want in zip(stacked, expected):
         if not _close(got[n], want):
@@ -109,7 +111,7 @@ def _close(got, want):
     return bool(_np.linalg.norm(a - b) <= tol * (_np.linalg.norm(a) + _np.linalg.norm(b)))
 
 
-# --- recording --------------------------------------------------------------------------
+# --- recording ------------------------------------------------------------------------------------
 
 
 class _Var:
@@ -125,7 +127,7 @@ class _Recorder(Level):
     """A level that applies each primitive as usual and writes it down when one of its
     arguments is this level's box (the recorded input, or a value computed from it)."""
 
-    __slots__ = ("equations", "n_vars", "largest")
+    __slots__ = ("equations", "largest", "n_vars")
 
     def __init__(self, seed_size):
         super().__init__()
@@ -219,15 +221,13 @@ def _record(linear, args_for, row):
 
 def _row_by_row(prim, args, batched, params, n):
     """The fallback for a primitive with no batching rule: apply it to each row, then stack."""
-    outs = [
-        bind(prim, [a[i] if b else a for a, b in zip(args, batched)], params) for i in range(n)
-    ]
+    outs = [bind(prim, [a[i] if b else a for a, b in zip(args, batched)], params) for i in range(n)]
     if prim.multiple_results:
         return tuple(fnp.stack([o[k] for o in outs]) for k in range(len(outs[0])))
     return fnp.stack(outs)
 
 
-# --- batching rules -----------------------------------------------------------------------
+# --- batching rules -------------------------------------------------------------------------------
 # A rule gets the primitive, its arguments (the batched ones with the batch axis first), a flag
 # per argument saying whether it is batched, and the recorded parameters. It returns the batched
 # result, or None to apply the primitive row by row instead.
@@ -354,8 +354,9 @@ def _matmul_rule(prim, args, batched, params):
 def _joined_rule(prim, args, batched, params):
     """stack and concatenate: the unbatched pieces are repeated for every row."""
     n = next(fnp.shape(a)[0] for a, b in zip(args, batched) if b)
-    full = [a if b else fnp.broadcast_to(a, (n,) + tuple(fnp.shape(a)))
-            for a, b in zip(args, batched)]
+    full = [
+        a if b else fnp.broadcast_to(a, (n,) + tuple(fnp.shape(a))) for a, b in zip(args, batched)
+    ]
     return bind(prim, full, dict(params, axis=params["axis"] + 1))
 
 
@@ -372,15 +373,17 @@ def _elementwise_primitives():
 
 
 _RULES = dict.fromkeys(_elementwise_primitives(), _elementwise_rule)
-_RULES.update({
-    _shaping._sum_p: _sum_rule,
-    _shaping._reshape_p: _reshape_rule,
-    _shaping._transpose_p: _transpose_rule,
-    _shaping._broadcast_to_p: _broadcast_to_rule,
-    _shaping._astype_p: _astype_rule,
-    _shaping._getitem_p: _getitem_rule,
-    _shaping._index_add_p: _index_add_rule,
-    _shaping._stack_p: _joined_rule,
-    _shaping._concatenate_p: _joined_rule,
-    _products.matmul: _matmul_rule,
-})
+_RULES.update(
+    {
+        _shaping._sum_p: _sum_rule,
+        _shaping._reshape_p: _reshape_rule,
+        _shaping._transpose_p: _transpose_rule,
+        _shaping._broadcast_to_p: _broadcast_to_rule,
+        _shaping._astype_p: _astype_rule,
+        _shaping._getitem_p: _getitem_rule,
+        _shaping._index_add_p: _index_add_rule,
+        _shaping._stack_p: _joined_rule,
+        _shaping._concatenate_p: _joined_rule,
+        _products.matmul: _matmul_rule,
+    }
+)

@@ -23,8 +23,10 @@ __all__ = ["api_boundary"]
 
 _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-_NOTE = ("fgrad removed its own frames from this traceback; set the environment variable "
-         "FGRAD_TRACEBACK_FILTERING=off to see them")
+_NOTE = (
+    "fgrad removed its own frames from this traceback; set the environment variable "
+    "FGRAD_TRACEBACK_FILTERING=off to see them"
+)
 
 
 def _filtering():
@@ -45,8 +47,7 @@ def _without_fgrad_frames(tb):
         tb = tb.tb_next
     filtered = None
     for entry in reversed(kept):
-        filtered = types.TracebackType(filtered, entry.tb_frame, entry.tb_lasti,
-                                       entry.tb_lineno)
+        filtered = types.TracebackType(filtered, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
     return filtered
 
 
@@ -69,7 +70,7 @@ def api_boundary(fun):
                 notes = getattr(e, "__notes__", ())
                 if _NOTE not in notes and hasattr(e, "add_note"):
                     e.add_note(_NOTE)
-                raise e.with_traceback(filtered)
+                raise e.with_traceback(filtered)  # noqa: B904 (the same exception, re-raised)
             raise
 
     return boundary

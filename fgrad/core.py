@@ -78,7 +78,7 @@ class _TraceState(threading.local):
 _state = _TraceState()
 
 
-# --- boxes ---------------------------------------------------------------------------------
+# --- boxes ----------------------------------------------------------------------------------------
 
 
 class Box:
@@ -141,7 +141,7 @@ def is_differentiable_value(x):
 array_from_sequence = None
 
 
-# --- levels --------------------------------------------------------------------------------
+# --- levels ---------------------------------------------------------------------------------------
 
 
 class Level:
@@ -193,7 +193,7 @@ def live_levels():
     return [lv for lv in _state.stack if lv.live]
 
 
-# --- primitives ----------------------------------------------------------------------------
+# --- primitives -----------------------------------------------------------------------------------
 
 
 class Primitive:
@@ -221,8 +221,17 @@ class Primitive:
     primitive, beside the place where it is defined.
     """
 
-    __slots__ = ("__weakref__", "fprop", "impl", "jvp", "jvps", "multiple_results", "name",
-                 "vjp", "vjps")
+    __slots__ = (
+        "__weakref__",
+        "fprop",
+        "impl",
+        "jvp",
+        "jvps",
+        "multiple_results",
+        "name",
+        "vjp",
+        "vjps",
+    )
 
     def __init__(
         self,
@@ -291,7 +300,7 @@ class NondiffPrimitive:
         return f"<fgrad non-differentiable primitive {self.name}>"
 
 
-# --- watching ------------------------------------------------------------------------------
+# --- watching -------------------------------------------------------------------------------------
 
 # When set (by `make_graph` and `debug_nans`, see `fgrad.provenance`), an object told of:
 # `value(prim, args, params, ans)`: a primitive applied to plain values;
@@ -338,7 +347,7 @@ def leave_phase(phase):
     if phases and phases[-1] is phase:
         phases.pop()
     elif phase in phases:  # phases above it were left by an exception
-        del phases[phases.index(phase):]
+        del phases[phases.index(phase) :]
 
 
 def phases():
@@ -346,7 +355,7 @@ def phases():
     return _state.phases
 
 
-# --- bind ----------------------------------------------------------------------------------
+# --- bind -----------------------------------------------------------------------------------------
 
 
 def bind(prim, args, params):
@@ -424,7 +433,7 @@ def _live_value(x):
     return x
 
 
-# --- free variables: running a function again with the boxes it reads replaced --------------
+# --- free variables: running a function again with the boxes it reads replaced --------------------
 
 _UNWRAP = object()
 
@@ -492,7 +501,7 @@ def replacing(values: dict, suspend: Sequence[Level] = ()) -> Iterator[_Replace]
     return _rewritten(_Replace(values), suspend)
 
 
-# --- the sum of two cotangents (or tangents) of the same value ------------------------------
+# --- the sum of two cotangents (or tangents) of the same value ------------------------------------
 # It lives in the core because the backward pass needs it; it is a primitive so that
 # accumulation is differentiated too.
 

@@ -109,7 +109,7 @@ from .tree_util import tree_flatten, tree_map, tree_unflatten
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "tap_cotangent"]
 
 
-# --- which level applies a call's rule -------------------------------------------------------
+# --- which level applies a call's rule ------------------------------------------------------------
 
 
 def _live_levels(leaves):
@@ -132,11 +132,12 @@ def _processing_level(inputs, vals):
     level was handed: each level strips its own boxes before the next outer one sees the
     arguments, so it is the outermost level of `inputs` deeper than every live box in `vals`."""
     left = max((lv.depth for lv in _live_levels(vals)), default=-1)
-    return min((lv for lv in _live_levels(inputs) if lv.depth > left),
-               key=operator.attrgetter("depth"))
+    return min(
+        (lv for lv in _live_levels(inputs) if lv.depth > left), key=operator.attrgetter("depth")
+    )
 
 
-# --- values being differentiated where a rule cannot see them --------------------------------
+# --- values being differentiated where a rule cannot see them -------------------------------------
 
 
 def _leak(tree, level, allowed=None):
@@ -259,7 +260,7 @@ def _check_no_leak(tree, level, who, what, allowed=None):
         )
 
 
-# --- the call: structure of arguments and outputs ---------------------------------------------
+# --- the call: structure of arguments and outputs -------------------------------------------------
 
 
 def _as_numpy(v):
@@ -307,7 +308,8 @@ class _Call:
         for k, v in enumerate(leaves):
             pv = primal(v)
             if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
-                    _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool):
+                _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool
+            ):
                 raise TypeError(
                     f"{self.who}: {what} returned a value of type {type(pv).__name__} "
                     f"at output leaf {k}; return numbers or numeric arrays"
@@ -378,10 +380,14 @@ def _conform(v, meta, who, what):
         return None  # an integer value has no derivative
     pv = primal(v)
     if isinstance(pv, bool) or not (
-            isinstance(pv, (int, float, complex))
-            or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))):
-        kind = f"dtype {pv.dtype}" if isinstance(pv, (_np.ndarray, _np.generic)) else (
-            f"type {type(pv).__name__}")
+        isinstance(pv, (int, float, complex))
+        or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))
+    ):
+        kind = (
+            f"dtype {pv.dtype}"
+            if isinstance(pv, (_np.ndarray, _np.generic))
+            else (f"type {type(pv).__name__}")
+        )
         raise TypeError(
             f"{who}: {what} is of {kind}, but the value it goes with has shape {shape} and "
             f"dtype {dtype}; return a number or an array of that dtype (or None for a zero)"
@@ -403,7 +409,7 @@ def _call_impl(*leaves, call):
     return call.primal(leaves)
 
 
-# --- custom_vjp and custom_jvp: what they share ------------------------------------------------
+# --- custom_vjp and custom_jvp: what they share ---------------------------------------------------
 
 
 def _resolve_kwargs(fun, args, kwargs, who):
@@ -536,7 +542,7 @@ class _CustomCall(_Call):
         self.f._check_nondiff(self.args, self.nondiff, level)
 
 
-# --- custom_vjp -------------------------------------------------------------------------------
+# --- custom_vjp -----------------------------------------------------------------------------------
 
 
 def _custom_vjp_fprop(*vals, call):
@@ -549,8 +555,8 @@ def _custom_vjp_fprop(*vals, call):
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
         raise TypeError(
             f"{who}: fwd must return a pair (output, residuals), got "
-            f"{type(pair).__name__}" + (f" of length {len(pair)}"
-                                         if isinstance(pair, (tuple, list)) else "")
+            f"{type(pair).__name__}"
+            + (f" of length {len(pair)}" if isinstance(pair, (tuple, list)) else "")
         )
     out, res = pair
     _check_no_leak(res, level, who, "fwd's residuals")
@@ -567,8 +573,11 @@ def _custom_vjp_fprop(*vals, call):
         ct = call.output_cotangent(cts)
         in_cts = f.bwd(*nondiff_args, res, ct)
         if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(diff):
-            got = (f"a {type(in_cts).__name__} of length {len(in_cts)}"
-                   if isinstance(in_cts, (tuple, list)) else f"{type(in_cts).__name__}")
+            got = (
+                f"a {type(in_cts).__name__} of length {len(in_cts)}"
+                if isinstance(in_cts, (tuple, list))
+                else f"{type(in_cts).__name__}"
+            )
             raise TypeError(
                 f"{who}: bwd must return a tuple with one cotangent per differentiable "
                 f"argument ({len(diff)}: arguments {diff}), got {got}; return "
@@ -577,8 +586,10 @@ def _custom_vjp_fprop(*vals, call):
         flat = []
         for i, c, tree in zip(diff, in_cts, diff_trees):
             flat.extend(_leaves_like(c, tree, who, f"bwd's cotangent of argument {i}"))
-        flat = [_conform(c, m, who, f"bwd's cotangent (leaf {k} of the arguments)")
-                for k, (c, m) in enumerate(zip(flat, metas))]
+        flat = [
+            _conform(c, m, who, f"bwd's cotangent (leaf {k} of the arguments)")
+            for k, (c, m) in enumerate(zip(flat, metas))
+        ]
         lv = level_ref()
         if lv is not None and lv.live:  # forward mode transposing the bprop: the cotangent's
             allowed = next((c.level for c in cts if type(c) is Box), None)  # level is allowed
@@ -588,8 +599,9 @@ def _custom_vjp_fprop(*vals, call):
     return outs, bprop
 
 
-custom_vjp_call = Primitive("custom_vjp_call", _call_impl, fprop=_custom_vjp_fprop,
-                            multiple_results=True)
+custom_vjp_call = Primitive(
+    "custom_vjp_call", _call_impl, fprop=_custom_vjp_fprop, multiple_results=True
+)
 
 
 class custom_vjp(_CustomFunction):
@@ -645,7 +657,7 @@ class custom_vjp(_CustomFunction):
         return self.fwd is not None
 
 
-# --- custom_jvp -------------------------------------------------------------------------------
+# --- custom_jvp -----------------------------------------------------------------------------------
 
 
 def _apply_jvp_rule(call, vals, tangents, level):
@@ -690,7 +702,8 @@ def _custom_jvp_fprop(*vals, call):
     level = call.level(vals)
     with ReverseLevel() as tangent_level:
         tangents = [
-            tangent_level.new_input(zeros_like_value(v)) if holds_box_of(x, level)
+            tangent_level.new_input(zeros_like_value(v))
+            if holds_box_of(x, level)
             else zeros_like_value(v)
             for v, x in zip(vals, call.inputs)
         ]
@@ -717,8 +730,13 @@ def _custom_jvp_fprop(*vals, call):
     return outs, bprop
 
 
-custom_jvp_call = Primitive("custom_jvp_call", _call_impl, fprop=_custom_jvp_fprop,
-                            jvp=_custom_jvp_rule, multiple_results=True)
+custom_jvp_call = Primitive(
+    "custom_jvp_call",
+    _call_impl,
+    fprop=_custom_jvp_fprop,
+    jvp=_custom_jvp_rule,
+    multiple_results=True,
+)
 
 
 class custom_jvp(_CustomFunction):
@@ -775,8 +793,9 @@ class custom_jvp(_CustomFunction):
         2.0
         """
         if self.nondiff_argnums:
-            raise TypeError(f"{self._who()}: defjvps cannot be used with nondiff_argnums; "
-                            "use defjvp")
+            raise TypeError(
+                f"{self._who()}: defjvps cannot be used with nondiff_argnums; use defjvp"
+            )
         fun, who = self.fun, self._who()
 
         def rule(primals, tangents):
@@ -802,7 +821,7 @@ class custom_jvp(_CustomFunction):
         return self.jvp is not None
 
 
-# --- checkpoint -------------------------------------------------------------------------------
+# --- checkpoint -----------------------------------------------------------------------------------
 
 
 class _CheckpointCall(_Call):
@@ -828,7 +847,7 @@ class _CheckpointCall(_Call):
         return outs
 
     def call(self, vals):
-        args, kwargs = tree_unflatten(self.in_tree, list(vals[:self.n_args]))
+        args, kwargs = tree_unflatten(self.in_tree, list(vals[: self.n_args]))
         out_leaves, out_tree = tree_flatten(self.fun(*args, **kwargs))
         # a free variable returned untouched is read as a primitive's argument would be
         return tree_unflatten(out_tree, [core._live_value(o) for o in out_leaves])
@@ -836,7 +855,7 @@ class _CheckpointCall(_Call):
     def run(self, vals, suspend):
         """The output leaves for the inputs `vals`: the arguments' leaves, then a value for
         each captured box, which the function reads in its place."""
-        replaced = {id(c): v for c, v in zip(self.captured, vals[self.n_args:])}
+        replaced = {id(c): v for c, v in zip(self.captured, vals[self.n_args :])}
         with core.replacing(replaced, suspend):
             return self.output_leaves(self.call(vals), "the function")
 
@@ -850,6 +869,7 @@ class _CheckpointCall(_Call):
 
     def function_of(self, vals, own, suspend):
         """The function of the inputs at positions `own`, the other inputs fixed at `vals`."""
+
         def fun_of_own(*own_vals):
             full = list(vals)
             for i, v in zip(own, own_vals):
@@ -870,8 +890,9 @@ def _checkpoint_vjp(wanted, ans, *vals, call):
         # residuals as soon as the pass is through with it (consume=True).
         fun_of_own = call.function_of(vals, own, ())
         _, in_tree = tree_flatten(tuple(own_vals))
-        _, _, pull, _ = _vjp_flat(lambda *xs: tuple(fun_of_own(*xs)), own_vals, in_tree, False,
-                                  call.who, consume=True)
+        _, _, pull, _ = _vjp_flat(
+            lambda *xs: tuple(fun_of_own(*xs)), own_vals, in_tree, False, call.who, consume=True
+        )
         in_cts = [None] * len(vals)
         for i, c in zip(own, pull(list(cts))):
             in_cts[i] = c
@@ -888,14 +909,19 @@ def _checkpoint_jvp(tangents, ans, *vals, call):
     own = [i for i, t in enumerate(tangents) if t is not None]
     fun_of_own = call.function_of(vals, own, suspend)
     own_vals = [vals[i] for i in own]
-    _, t_out, _, _ = _jvp_flat(lambda *xs: tuple(fun_of_own(*xs)), own_vals,
-                               tree_flatten(tuple(own_vals))[1], [tangents[i] for i in own],
-                               who=call.who)
+    _, t_out, _, _ = _jvp_flat(
+        lambda *xs: tuple(fun_of_own(*xs)),
+        own_vals,
+        tree_flatten(tuple(own_vals))[1],
+        [tangents[i] for i in own],
+        who=call.who,
+    )
     return t_out
 
 
-checkpoint_p = Primitive("checkpoint", _call_impl, vjp=_checkpoint_vjp, jvp=_checkpoint_jvp,
-                         multiple_results=True)
+checkpoint_p = Primitive(
+    "checkpoint", _call_impl, vjp=_checkpoint_vjp, jvp=_checkpoint_jvp, multiple_results=True
+)
 
 
 def checkpoint(fun):
@@ -946,7 +972,7 @@ def checkpoint(fun):
 remat = checkpoint
 
 
-# --- tap_cotangent ----------------------------------------------------------------------------
+# --- tap_cotangent --------------------------------------------------------------------------------
 
 
 def _tap_fprop(*vals, call):
@@ -958,8 +984,10 @@ def _tap_fprop(*vals, call):
         if new is None:
             return list(cts)
         flat = _leaves_like(new, call.out_tree, call.who, "on_cotangent's result")
-        return [_conform(c, m, call.who, f"on_cotangent's result (leaf {k})")
-                for k, (c, m) in enumerate(zip(flat, metas))]
+        return [
+            _conform(c, m, call.who, f"on_cotangent's result (leaf {k})")
+            for k, (c, m) in enumerate(zip(flat, metas))
+        ]
 
     return tuple(vals), bprop
 
@@ -968,8 +996,13 @@ def _tap_jvp(tangents, ans, *vals, call):
     return list(tangents)
 
 
-tap_cotangent_p = Primitive("tap_cotangent", lambda *vals, call: tuple(vals), fprop=_tap_fprop,
-                            jvp=_tap_jvp, multiple_results=True)
+tap_cotangent_p = Primitive(
+    "tap_cotangent",
+    lambda *vals, call: tuple(vals),
+    fprop=_tap_fprop,
+    jvp=_tap_jvp,
+    multiple_results=True,
+)
 
 
 @api_boundary

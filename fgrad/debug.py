@@ -89,7 +89,7 @@ def debug_nans(enabled=True, *, inf=True):
         set_debug_nans(previous[0], inf=previous[1])
 
 
-# --- the check ------------------------------------------------------------------------------
+# --- the check ------------------------------------------------------------------------------------
 
 
 class _Watch(provenance.Watcher):
@@ -170,20 +170,26 @@ def _explain(prim, args, ans):
         return _explain_cotangent(element, kind, part, index, rule, inputs_finite) + "\n" + _FIX
     source = provenance.source_here()
     if role == "tangent":
-        head = f"debug_nans: the forward-mode (jvp) rule of {rule.prim.name} computed {kind} " \
-               "in a tangent"
+        head = (
+            f"debug_nans: the forward-mode (jvp) rule of {rule.prim.name} computed {kind} "
+            "in a tangent"
+        )
     else:
         head = f"debug_nans: {prim.name} computed {kind} in the forward pass"
     lines = [f"{head}, at {source}" if source else head, f"  {element}"]
     if not inputs_finite:
-        lines.append("  Its inputs were not all finite already: the first non-finite value came "
-                     "from outside fgrad's operations (an input you passed, or NumPy code that "
-                     "is not traced).")
+        lines.append(
+            "  Its inputs were not all finite already: the first non-finite value came "
+            "from outside fgrad's operations (an input you passed, or NumPy code that "
+            "is not traced)."
+        )
     elif source is not None and "where(" in source.text:
         lines.append(_TRAP_FORWARD)
     else:
-        lines.append("  If this value is discarded later by where(...) or a mask, its gradient "
-                     "there will be nan all the same: " + _REWRITE)
+        lines.append(
+            "  If this value is discarded later by where(...) or a mask, its gradient "
+            "there will be nan all the same: " + _REWRITE
+        )
     return "\n".join(lines + [_FIX])
 
 
@@ -191,8 +197,9 @@ def _explain_cotangent(element, kind, part, index, rule, inputs_finite):
     """A primitive applied inside a bprop (at higher order, where bprops are traced)."""
     backward = rule if rule.kind == "backward" else provenance.enclosing_backward(rule)
     name, source = _origin(backward)
-    lines = [f"debug_nans: the bprop of {name} computed {kind} in a cotangent "
-             f"(in the backward pass)"]
+    lines = [
+        f"debug_nans: the bprop of {name} computed {kind} in a cotangent (in the backward pass)"
+    ]
     lines += _applied_at(name, source)
     lines.append(f"  inside its bprop: {element}")
     if backward is not None and _masked(backward.ct, part, index):
@@ -205,16 +212,23 @@ def _explain_cotangent(element, kind, part, index, rule, inputs_finite):
 def _explain_bprop_result(phase, ct, cts):
     """A bprop (computing with NumPy on plain values) returned a non-finite cotangent."""
     name, source = _origin(phase)
-    i, c = next((i, core.primal(c)) for i, c in enumerate(cts)
-                if c is not None and not _is_finite(core.primal(c)))
+    i, c = next(
+        (i, core.primal(c))
+        for i, c in enumerate(cts)
+        if c is not None and not _is_finite(core.primal(c))
+    )
     part, index, value = _first_bad(c)
     at = f" at index {index}" if index else ""
-    lines = [f"debug_nans: the bprop of {name} computed {_kind(value)} in a cotangent "
-             f"(in the backward pass): the cotangent of its input {i}{at}"]
+    lines = [
+        f"debug_nans: the bprop of {name} computed {_kind(value)} in a cotangent "
+        f"(in the backward pass): the cotangent of its input {i}{at}"
+    ]
     lines += _applied_at(name, source)
     if not _is_finite(core.primal(ct)):
-        lines.append("  The cotangent it was given was not finite already (a cotangent you "
-                     "passed to a vjp function?).")
+        lines.append(
+            "  The cotangent it was given was not finite already (a cotangent you "
+            "passed to a vjp function?)."
+        )
     elif _masked(ct, part, index):
         lines.append(_TRAP_BACKWARD.format(name=name))
     else:
@@ -226,19 +240,25 @@ def _explain_tangent(prim, args, t):
     part, index, value = _first_bad(t)
     at = f" at index {index}" if index else ""
     source = provenance.source_here()
-    lines = [f"debug_nans: the forward-mode (jvp) rule of {prim.name} computed {_kind(value)} "
-             f"in a tangent{at}" + (f", at {source}" if source else "")]
+    lines = [
+        f"debug_nans: the forward-mode (jvp) rule of {prim.name} computed {_kind(value)} "
+        f"in a tangent{at}" + (f", at {source}" if source else "")
+    ]
     try:
         lines.append(f"  {prim.name}'s input there: {_inputs_at(args, part.shape, index)}")
     except Exception:  # pragma: no cover - describing the input is best effort
         pass
     if source is not None and "where(" in source.text:
-        lines.append("  This looks like the masked-branch trap: in forward mode where(...) "
-                     "discards this tangent, but in reverse mode the same program gives nan. "
-                     "The fix: " + _REWRITE)
+        lines.append(
+            "  This looks like the masked-branch trap: in forward mode where(...) "
+            "discards this tangent, but in reverse mode the same program gives nan. "
+            "The fix: " + _REWRITE
+        )
     else:
-        lines.append(f"  {prim.name}'s derivative is not finite there. If where(...) or a mask "
-                     "discards this value later, the fix is to " + _REWRITE)
+        lines.append(
+            f"  {prim.name}'s derivative is not finite there. If where(...) or a mask "
+            "discards this value later, the fix is to " + _REWRITE
+        )
     return "\n".join(lines + [_FIX])
 
 
@@ -272,20 +292,24 @@ def _masked(ct, part, index):
 
 _FIX = "Turn the check off (leave the `with fgrad.debug_nans():` block) to let it through."
 
-_REWRITE = ("keep the unsafe inputs out of the discarded branch as well, e.g. "
-            "safe = fnp.where(x > 0, x, 1.0); fnp.where(x > 0, fnp.sqrt(safe), 0.0)")
+_REWRITE = (
+    "keep the unsafe inputs out of the discarded branch as well, e.g. "
+    "safe = fnp.where(x > 0, x, 1.0); fnp.where(x > 0, fnp.sqrt(safe), 0.0)"
+)
 
 _TRAP_FORWARD = (
     "  This looks like the masked-branch trap: where(...) keeps the value finite by discarding "
     "this branch, but the gradient will be nan there all the same, because the branch's "
     "derivative is not finite and the zero cotangent that where sends it gives 0 * inf = nan. "
-    "The fix: " + _REWRITE)
+    "The fix: " + _REWRITE
+)
 
 _TRAP_BACKWARD = (
     "  This is the masked-branch trap: the cotangent that reached {name} is 0 at this element, "
     "so its value there was discarded (by where, a mask or indexing), yet {name}'s derivative "
     "there is not finite, and 0 * inf = nan. The forward value is fine; the gradient is not. "
-    "The fix: " + _REWRITE)
+    "The fix: " + _REWRITE
+)
 
 
 if os.environ.get("FGRAD_DEBUG_NANS", "").strip().lower() in ("1", "true", "yes", "on"):

@@ -104,8 +104,10 @@ def transpose_bprop(pull, ans, tangents, multiple_results=False):
     """
     outputs = ans if multiple_results else (ans,)
     with ReverseLevel() as level:
-        cts = [level.new_input(core.zeros_like_value(a)) if core.is_differentiable_value(a)
-               else None for a in outputs]
+        cts = [
+            level.new_input(core.zeros_like_value(a)) if core.is_differentiable_value(a) else None
+            for a in outputs
+        ]
         in_cts = pull(cts if multiple_results else cts[0])
     seeds = [
         (c.aux, t)

@@ -26,13 +26,13 @@ from .boundary import api_boundary
 from .core import Box, Level, bind, primal
 from .tree_util import tree_flatten
 
-__all__ = ["make_graph", "Graph", "Equation", "Var"]
+__all__ = ["Equation", "Graph", "Var", "make_graph"]
 
 
 class Var:
     """A value in the graph: an input of the function or the output of an equation."""
 
-    __slots__ = ("name", "shape", "dtype", "producer")
+    __slots__ = ("dtype", "name", "producer", "shape")
 
     def __init__(self, name, value, producer=None):
         self.name = name
@@ -54,7 +54,7 @@ class Const:
     named when your code holds it in a variable: `w:f64[3](free)` for a free variable of a
     closure, `(local)` or `(global)` otherwise, `const:f64[3]` when it has no name."""
 
-    __slots__ = ("value", "name")
+    __slots__ = ("name", "value")
 
     def __init__(self, value, name=None):
         self.value = value
@@ -128,15 +128,19 @@ class Graph:
 
     def count(self, role=None, primitive=None):
         """How many equations have this role and/or apply this primitive."""
-        return sum(1 for e in self.equations
-                   if (role is None or e.role == role)
-                   and (primitive is None or e.primitive == primitive))
+        return sum(
+            1
+            for e in self.equations
+            if (role is None or e.role == role) and (primitive is None or e.primitive == primitive)
+        )
 
     # --- text ------------------------------------------------------------------------------
 
     def __str__(self):
-        lines = [f"make_graph({self.name}): {self._summary()}",
-                 "inputs: " + (", ".join(map(repr, self.inputs)) or "none")]
+        lines = [
+            f"make_graph({self.name}): {self._summary()}",
+            "inputs: " + (", ".join(map(repr, self.inputs)) or "none"),
+        ]
         block_of = {id(e): b for b in self._blocks for e in b.equations}
         heading = None
         for e in self.equations:
@@ -146,8 +150,13 @@ class Graph:
                 lines.append(heading)
             note = self._note(e)
             lines.append(f"    {e.text():<44}  # {note}" if note else f"    {e.text()}")
-        lines.append("outputs: " + (", ".join(
-            repr(x) if isinstance(x, Const) else x.name for x in self.outputs) or "none"))
+        lines.append(
+            "outputs: "
+            + (
+                ", ".join(repr(x) if isinstance(x, Const) else x.name for x in self.outputs)
+                or "none"
+            )
+        )
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -162,12 +171,18 @@ class Graph:
             head = f"  backward pass of reverse level {e.level}"
             if block is not None and block.of is not None:
                 of = block.of
-                keeps = ", ".join(v.name if isinstance(v, Var) else repr(v)
-                                  for v in block.keeps) or "nothing"
-                origin = of.source.place() if of.source else \
-                    f"applied by the {of.role} pass of level {of.level}"
-                return f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), " \
-                       f"keeps {keeps}"
+                keeps = (
+                    ", ".join(v.name if isinstance(v, Var) else repr(v) for v in block.keeps)
+                    or "nothing"
+                )
+                origin = (
+                    of.source.place()
+                    if of.source
+                    else f"applied by the {of.role} pass of level {of.level}"
+                )
+                return (
+                    f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), keeps {keeps}"
+                )
             return head + ":"
         if e.role == "tangent":
             return f"  tangents of forward level {e.level}:"
@@ -227,8 +242,10 @@ def make_graph(fun, static_argnums=()):
     outputs: h
     """
     if not callable(fun):
-        raise TypeError(f"make_graph expects a function, got {fun!r} of type "
-                        f"{type(fun).__name__}; pass the function itself, e.g. make_graph(f)")
+        raise TypeError(
+            f"make_graph expects a function, got {fun!r} of type "
+            f"{type(fun).__name__}; pass the function itself, e.g. make_graph(f)"
+        )
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
 
     def graphed(*args, **kwargs):
@@ -243,8 +260,9 @@ def make_graph(fun, static_argnums=()):
                 boxed.append(tree.unflatten([level.new_input(v) for v in leaves]))
             out = fun(*boxed, **kwargs)
             leaves, _ = tree_flatten(out)
-            graph.outputs = [x.aux if type(x) is Box and x.level is level else Const(x)
-                             for x in leaves]
+            graph.outputs = [
+                x.aux if type(x) is Box and x.level is level else Const(x) for x in leaves
+            ]
         return graph
 
     graphed.__name__ = f"make_graph({getattr(fun, '__name__', 'f')})"
@@ -254,8 +272,7 @@ def make_graph(fun, static_argnums=()):
 class GraphLevel(Level):
     """The outermost level while a graph is made: records each primitive application."""
 
-    __slots__ = ("_const_names", "_forward_of", "_input_var", "_keeps", "_kept", "_names",
-                 "graph")
+    __slots__ = ("_const_names", "_forward_of", "_input_var", "_keeps", "_kept", "_names", "graph")
 
     def __init__(self, graph):
         super().__init__()
@@ -276,8 +293,10 @@ class GraphLevel(Level):
 
     def new_input(self, value):
         v = primal(value)
-        if not (isinstance(v, (float, complex, _np.ndarray, _np.generic))
-                and _np.issubdtype(_np.result_type(v), _np.inexact)):
+        if not (
+            isinstance(v, (float, complex, _np.ndarray, _np.generic))
+            and _np.issubdtype(_np.result_type(v), _np.inexact)
+        ):
             return value  # not a float: a constant of the graph
         var = Var(next(self._names), v)
         self.graph.inputs.append(var)
@@ -289,8 +308,9 @@ class GraphLevel(Level):
         chain, rule = provenance.context(prim)
         user = provenance.user_frame()
         role = provenance.role_of(rule)
-        inputs = [a.aux if type(a) is Box and a.level is self else self._const(a, user)
-                  for a in args]
+        inputs = [
+            a.aux if type(a) is Box and a.level is self else self._const(a, user) for a in args
+        ]
         eqn = Equation(prim, inputs, params)
         eqn.role, eqn.index = role, len(self.graph.equations)
         eqn.source = provenance.Source(user) if user is not None and role != "backward" else None
@@ -335,8 +355,12 @@ class GraphLevel(Level):
     def recorded(self, level, position, phase):
         """A reverse level recorded an application at `position` (its outputs after it)."""
         eqn = phase.note
-        if eqn is None or eqn.index is None or \
-                eqn.index >= len(self.graph.equations) or self.graph.equations[eqn.index] is not eqn:
+        if (
+            eqn is None
+            or eqn.index is None
+            or eqn.index >= len(self.graph.equations)
+            or self.graph.equations[eqn.index] is not eqn
+        ):
             return  # not an application this graph saw
         self._forward_of[level, position] = (eqn, None)
         if phase.prim.multiple_results:
@@ -350,8 +374,13 @@ class GraphLevel(Level):
 
     def __exit__(self, *exc):
         # drop what was kept while recording: it holds the levels and the traced values
-        for table in (self._forward_of, self._input_var, self._keeps, self._const_names,
-                      self._kept):
+        for table in (
+            self._forward_of,
+            self._input_var,
+            self._keeps,
+            self._const_names,
+            self._kept,
+        ):
             table.clear()
         return super().__exit__(*exc)
 
@@ -444,8 +473,9 @@ def _var_names():
 
 def _short_dtype(dt):
     dt = _np.dtype(dt)
-    return {"f": "f", "c": "c", "i": "i", "u": "u", "b": "bool"}.get(dt.kind, dt.kind) + \
-        (str(dt.itemsize * 8) if dt.kind != "b" else "")
+    return {"f": "f", "c": "c", "i": "i", "u": "u", "b": "bool"}.get(dt.kind, dt.kind) + (
+        str(dt.itemsize * 8) if dt.kind != "b" else ""
+    )
 
 
 def _short(v):
@@ -455,10 +485,16 @@ def _short(v):
     return text if len(text) <= 24 else text[:21] + "..."
 
 
-# --- the picture ---------------------------------------------------------------------------
+# --- the picture ----------------------------------------------------------------------------------
 
-_COLOURS = {"input": "#e8e8e8", "forward": "#cfe2ff", "residual": "#e2d9f3",
-            "backward": "#ffd8b5", "tangent": "#d1f0d5", "sum": "#f9c6d0"}
+_COLOURS = {
+    "input": "#e8e8e8",
+    "forward": "#cfe2ff",
+    "residual": "#e2d9f3",
+    "backward": "#ffd8b5",
+    "tangent": "#d1f0d5",
+    "sum": "#f9c6d0",
+}
 _MAX_DRAWN = 400
 _W, _H, _GAP_X, _GAP_Y = 150, 38, 18, 46
 _WAYPOINT = 6  # the width a long edge takes in a row it crosses
@@ -484,10 +520,12 @@ def _draw_svg(graph):
     """A layered drawing (inputs at the top). An edge that skips rows passes through a narrow
     waypoint in each row it crosses, so it goes around the boxes there, not behind them."""
     if len(graph) > _MAX_DRAWN:
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="40">'
-                f'<text x="8" y="24" font-family="sans-serif" font-size="14">'
-                f'{html.escape(graph._summary())}: too many to draw; print() it instead'
-                f'</text></svg>')
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="40">'
+            f'<text x="8" y="24" font-family="sans-serif" font-size="14">'
+            f"{html.escape(graph._summary())}: too many to draw; print() it instead"
+            f"</text></svg>"
+        )
     layer = _layers(graph)
     values = list(graph.inputs) + [e.output for e in graph.equations]
     rows = {}  # row -> slots: a Var (a box) or a waypoint (edge index, row)
@@ -502,13 +540,18 @@ def _draw_svg(graph):
                 for key in keys:
                     rows.setdefault(key[1], []).append(key)
                 edges.append((x, e.output, keys))
-    width_of = lambda slot: _W if isinstance(slot, Var) else _WAYPOINT  # noqa: E731
-    row_width = {r: sum(width_of(s) + _GAP_X for s in slots) + _GAP_X
-                 for r, slots in rows.items()}
+
+    def width_of(slot):
+        return _W if isinstance(slot, Var) else _WAYPOINT
+
+    row_width = {r: sum(width_of(s) + _GAP_X for s in slots) + _GAP_X for r, slots in rows.items()}
     width = max(max(row_width.values()), _LEGEND_W)
     height = (max(rows) + 1) * (_H + _GAP_Y) + _GAP_Y + _LEGEND_H
     pos = {}
-    key_of = lambda slot: id(slot) if isinstance(slot, Var) else slot  # noqa: E731
+
+    def key_of(slot):
+        return id(slot) if isinstance(slot, Var) else slot
+
     parents = {}
     for src, dst, keys in edges:
         chain = [id(src)] + keys + [id(dst)]
@@ -516,25 +559,31 @@ def _draw_svg(graph):
             parents.setdefault(b, []).append(a)
     for r in sorted(rows):
         slots = rows[r]
+
         # order each row by the mean x of what feeds it, so edges cross less
         def mean_x(slot):
             xs = [pos[k][0] for k in parents.get(key_of(slot), ()) if k in pos]
             return sum(xs) / len(xs) if xs else 0.0
+
         slots.sort(key=mean_x)
         x = (width - row_width[r]) / 2 + _GAP_X
         y = _LEGEND_H + _GAP_Y + r * (_H + _GAP_Y) + _H / 2
         for slot in slots:
             pos[key_of(slot)] = (x + width_of(slot) / 2, y)
             x += width_of(slot) + _GAP_X
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
-           f'height="{height:.0f}" font-family="sans-serif" font-size="11">',
-           '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" '
-           'markerHeight="6" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/>'
-           '</marker></defs>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+        f'height="{height:.0f}" font-family="sans-serif" font-size="11">',
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" '
+        'markerHeight="6" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/>'
+        "</marker></defs>",
+    ]
     for k, (role, colour) in enumerate(_COLOURS.items()):
         x = _GAP_X + k * 95
-        out.append(f'<rect x="{x}" y="6" width="14" height="14" rx="3" fill="{colour}" '
-                   f'stroke="#888"/><text x="{x + 19}" y="17">{role}</text>')
+        out.append(
+            f'<rect x="{x}" y="6" width="14" height="14" rx="3" fill="{colour}" '
+            f'stroke="#888"/><text x="{x + 19}" y="17">{role}</text>'
+        )
     for src, dst, keys in edges:
         points = [pos[id(src)]] + [pos[k] for k in keys] + [pos[id(dst)]]
         path = []
@@ -542,13 +591,21 @@ def _draw_svg(graph):
             y1 += _H / 2 if i == 0 else 0  # leave a box from its bottom, enter at its top
             y2 -= _H / 2 if i == len(points) - 2 else 0
             mid = (y1 + y2) / 2
-            path.append(("M" if i == 0 else "L") + f"{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} "
-                        f"{x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}")
+            path.append(
+                ("M" if i == 0 else "L") + f"{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} "
+                f"{x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"
+            )
         e = dst.producer
-        dash = ' stroke-dasharray="4 3"' if e.role in ("backward", "tangent") and \
-            src.producer is not None and src.producer.role == "forward" else ""
-        out.append(f'<path d="{" ".join(path)}" fill="none" stroke="#777"{dash} '
-                   f'marker-end="url(#arrow)"/>')
+        dash = (
+            ' stroke-dasharray="4 3"'
+            if e.role in ("backward", "tangent")
+            and src.producer is not None
+            and src.producer.role == "forward"
+            else ""
+        )
+        out.append(
+            f'<path d="{" ".join(path)}" fill="none" stroke="#777"{dash} marker-end="url(#arrow)"/>'
+        )
     outputs = {id(v) for v in graph.outputs if isinstance(v, Var)}
     levels = {e.level for e in graph.equations if e.level is not None}
     for var in values:
@@ -569,14 +626,16 @@ def _draw_svg(graph):
             title = e.text() + (f"\n{e.source}" if e.source else "")
             if e.rule_of is not None:
                 title += f"\nrule of {e.rule_of.output.name} = {e.rule_of.primitive}"
-        out.append(f'<g><title>{html.escape(title)}</title>'
-                   f'<rect x="{x - _W / 2:.1f}" y="{y - _H / 2:.1f}" width="{_W}" '
-                   f'height="{_H}" rx="6" fill="{colour}" stroke="#555" '
-                   f'stroke-width="{3 if id(var) in outputs else 1}"/>'
-                   f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
-                   f'font-weight="bold">{html.escape(_clip(label, 21))}</text>'
-                   f'<text x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle" fill="#333">'
-                   f'{html.escape(_clip(subtitle, 26))}</text></g>')
+        out.append(
+            f"<g><title>{html.escape(title)}</title>"
+            f'<rect x="{x - _W / 2:.1f}" y="{y - _H / 2:.1f}" width="{_W}" '
+            f'height="{_H}" rx="6" fill="{colour}" stroke="#555" '
+            f'stroke-width="{3 if id(var) in outputs else 1}"/>'
+            f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
+            f'font-weight="bold">{html.escape(_clip(label, 21))}</text>'
+            f'<text x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle" fill="#333">'
+            f"{html.escape(_clip(subtitle, 26))}</text></g>"
+        )
     out.append("</svg>")
     return "\n".join(out)
 

@@ -58,8 +58,9 @@ def primitive(fprop=None, *, jvp=None, name=None, multiple_results=False):
         def impl(*args, **params):
             return fn(*args, **params)[0]
 
-        prim = Primitive(name or fn.__name__, impl, fprop=fn, jvp=jvp,
-                         multiple_results=multiple_results)
+        prim = Primitive(
+            name or fn.__name__, impl, fprop=fn, jvp=jvp, multiple_results=multiple_results
+        )
 
         @functools.wraps(fn)
         def apply(*args, **params):
@@ -122,6 +123,7 @@ def defunary(impl, derivative=None, *, vjp=None, jvp=None, name=None):
     if (derivative is None) == (vjp is None or jvp is None):
         raise ValueError("defunary: give derivative, or both vjp and jvp")
     if derivative is not None:
+
         def vjp(ans, x):
             return lambda ct: ct * derivative(ans, x)
 

@@ -21,13 +21,21 @@ import threading
 
 from . import core
 
-__all__ = ["Equation", "Source", "Watcher", "context", "role_of", "source_here", "user_frame",
-           "watching"]
+__all__ = [
+    "Equation",
+    "Source",
+    "Watcher",
+    "context",
+    "role_of",
+    "source_here",
+    "user_frame",
+    "watching",
+]
 
 _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-# --- the record of an application -------------------------------------------------------------
+# --- the record of an application -----------------------------------------------------------------
 
 
 class Equation:
@@ -61,7 +69,7 @@ class Equation:
         return self.outputs[0]
 
 
-# --- your line of code ---------------------------------------------------------------------------
+# --- your line of code ----------------------------------------------------------------------------
 
 
 class Source:
@@ -79,8 +87,9 @@ class Source:
     def place(self):
         """`function, file.py line 12` (a notebook's cells are `a notebook cell`)."""
         # IPython names a cell's code after a file in a temporary ipykernel folder
-        name = "a notebook cell" if "ipykernel" in self.filename else \
-            os.path.basename(self.filename)
+        name = (
+            "a notebook cell" if "ipykernel" in self.filename else os.path.basename(self.filename)
+        )
         where = f"{name} line {self.lineno}"
         return where if self.function == "<module>" else f"{self.function}, {where}"
 
@@ -102,7 +111,7 @@ def source_here():
     return Source(f) if f is not None else None
 
 
-# --- what the levels are doing ---------------------------------------------------------------------
+# --- what the levels are doing --------------------------------------------------------------------
 
 
 def context(prim):
@@ -122,7 +131,7 @@ def enclosing_backward(rule):
     or None for a sum of seeds."""
     phases = core.phases()
     if rule in phases:
-        for p in reversed(phases[:phases.index(rule)]):
+        for p in reversed(phases[: phases.index(rule)]):
             if p.kind == "backward" and p.level is rule.level:
                 return p
     return None

@@ -17,7 +17,15 @@ from typing import Any
 
 from . import core
 from .core import (
-    _NO_PARAMS, Box, Level, Primitive, add_any, bind, bind_one, bind_two, enter_phase,
+    _NO_PARAMS,
+    Box,
+    Level,
+    Primitive,
+    add_any,
+    bind,
+    bind_one,
+    bind_two,
+    enter_phase,
     leave_phase,
 )
 
@@ -173,11 +181,12 @@ class ReverseLevel(Level):
         return tuple(outputs)
 
 
-# --- the backward pass ---------------------------------------------------------------------
+# --- the backward pass ----------------------------------------------------------------------------
 
 
-def backward_pass(level: ReverseLevel, seeds: Sequence[tuple[int, Any]],
-                  consume: bool = False) -> list:
+def backward_pass(
+    level: ReverseLevel, seeds: Sequence[tuple[int, Any]], consume: bool = False
+) -> list:
     """Propagate cotangents through `level`'s tape, last entry first; no recursion.
 
     `seeds` is a list of (tape position, cotangent). Returns a list with the summed cotangent

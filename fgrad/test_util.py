@@ -17,7 +17,7 @@ from .api import jvp, vjp
 from .core import Primitive, primal
 from .tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["check_grads", "check_jvp", "check_vjp", "check_rule"]
+__all__ = ["check_grads", "check_jvp", "check_rule", "check_vjp"]
 
 # Central-difference step and tolerance by the precision of the inputs. The difference is
 # extrapolated from steps h and h/2 (Richardson), so its truncation error is of order h^4 times
@@ -63,10 +63,14 @@ def _axpy(a, xs, ys):
 def _inner(xs, ys):
     """Re sum(x * y), without conjugation: the pairing under which fgrad's (JAX's) vjp of a
     complex function is the transpose of its jvp. For real arrays it is the dot product."""
-    return float(sum(
-        _np.sum(_np.asarray(primal(x), dtype=complex) * _np.asarray(primal(y), dtype=complex)).real
-        for x, y in zip(xs, ys)
-    ))
+    return float(
+        sum(
+            _np.sum(
+                _np.asarray(primal(x), dtype=complex) * _np.asarray(primal(y), dtype=complex)
+            ).real
+            for x, y in zip(xs, ys)
+        )
+    )
 
 
 def _numerical_jvp(f, args, tangents, eps):
@@ -78,8 +82,11 @@ def _numerical_jvp(f, args, tangents, eps):
     def central(h):
         plus = tree_flatten(f(*tree_unflatten(tree, _axpy(h, leaves, t_leaves))))[0]
         minus = tree_flatten(f(*tree_unflatten(tree, _axpy(-h, leaves, t_leaves))))[0]
-        return [(_np.asarray(primal(p), dtype=complex) - _np.asarray(primal(m), dtype=complex))
-                / (2 * h) for p, m in zip(plus, minus)]
+        return [
+            (_np.asarray(primal(p), dtype=complex) - _np.asarray(primal(m), dtype=complex))
+            / (2 * h)
+            for p, m in zip(plus, minus)
+        ]
 
     return [(4 * half - full) / 3 for half, full in zip(central(eps / 2), central(eps))]
 
@@ -171,15 +178,18 @@ def _check(f, args, order, modes, eps, tol, rng, where):
             _check(f_vjp, args, order - 1, modes, eps, tol, rng, f"vjp({where})")
 
 
-# --- check_rule: a custom rule checked part by part -------------------------------------------
+# --- check_rule: a custom rule checked part by part -----------------------------------------------
 
 # Parts that must agree to rounding, not to a finite-difference step: the value computed in
 # the different modes (and by a reference), and the pairing <ct, jvp(t)> = <bprop(ct), t>.
-_EXACT_TOL = {_np.dtype("float64"): 1e-10, _np.dtype("float32"): 1e-4,
-              _np.dtype("float16"): 1e-2}
+_EXACT_TOL = {_np.dtype("float64"): 1e-10, _np.dtype("float32"): 1e-4, _np.dtype("float16"): 1e-2}
 
 VALUE, REVERSE, FORWARD, CONSISTENCY = (
-    "value", "reverse rule", "forward rule", "transpose consistency")
+    "value",
+    "reverse rule",
+    "forward rule",
+    "transpose consistency",
+)
 
 
 def _rule_sources(f):
@@ -292,8 +302,18 @@ def check_rule(f, args, reference=None, order=1, eps=None, tol=None, exact_tol=N
         raise ValueError(f"check_rule: order must be 1 or more, got {order}")
     if reference is not None and not callable(reference):
         raise TypeError(f"check_rule: reference must be a function or None, got {reference!r}")
-    _check_rule(f, tuple(args), reference, order, eps, tol, exact_tol,
-                _np.random.default_rng(seed), "f", _rule_sources(f))
+    _check_rule(
+        f,
+        tuple(args),
+        reference,
+        order,
+        eps,
+        tol,
+        exact_tol,
+        _np.random.default_rng(seed),
+        "f",
+        _rule_sources(f),
+    )
 
 
 def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sources):
@@ -317,19 +337,23 @@ def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sour
         out_rev, pull = vjp(f, *args)
         values.append((f"the value of {where} under vjp (from fwd or the fprop)", out_rev))
         bct = pull(ct)
-    except Exception as e:  # noqa: BLE001  (reported as the failing part, with its cause)
+    except Exception as e:
         report.error(REVERSE, e)
     try:
         out_fwd, jt = jvp(f, args, t)
         values.append((f"the value of {where} under jvp", out_fwd))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         report.error(FORWARD, e)
     _check_values(report, values, exact_tol)
 
     t_leaves, ct_leaves = tree_flatten(t)[0], tree_flatten(ct)[0]
     if bct is not None:
-        report.record(REVERSE, *_check_reverse(truth, args, ct_leaves, t_leaves, numerical,
-                                               tree_flatten(bct)[0], eps, tol))
+        report.record(
+            REVERSE,
+            *_check_reverse(
+                truth, args, ct_leaves, t_leaves, numerical, tree_flatten(bct)[0], eps, tol
+            ),
+        )
     if jt is not None:
         line = "jvp(t) agrees with J t by central differences"
         passed = True
@@ -337,28 +361,44 @@ def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sour
             if not _close(primal(a), b, tol):
                 idx, err = _worst(primal(a), b)
                 passed = False
-                line = (f"output leaf {k}: jvp(t) = {_fmt(a)} but J t = {_fmt(b)} by central "
-                        f"differences; worst at index {idx}: relative error {err:.2e}")
+                line = (
+                    f"output leaf {k}: jvp(t) = {_fmt(a)} but J t = {_fmt(b)} by central "
+                    f"differences; worst at index {idx}: relative error {err:.2e}"
+                )
                 break
         report.record(FORWARD, passed, line)
     if bct is not None and jt is not None:
-        fwd_pair = [_np.asarray(primal(c), dtype=complex) * _np.asarray(primal(j), dtype=complex)
-                    for c, j in zip(ct_leaves, tree_flatten(jt)[0])]
-        rev_pair = [_np.asarray(primal(b), dtype=complex) * _np.asarray(primal(v), dtype=complex)
-                    for b, v in zip(tree_flatten(bct)[0], t_leaves)]
+        fwd_pair = [
+            _np.asarray(primal(c), dtype=complex) * _np.asarray(primal(j), dtype=complex)
+            for c, j in zip(ct_leaves, tree_flatten(jt)[0])
+        ]
+        rev_pair = [
+            _np.asarray(primal(b), dtype=complex) * _np.asarray(primal(v), dtype=complex)
+            for b, v in zip(tree_flatten(bct)[0], t_leaves)
+        ]
         lhs = float(sum(_np.sum(p).real for p in fwd_pair))
         rhs = float(sum(_np.sum(p).real for p in rev_pair))
         # rounding scales with the terms summed, not with their (possibly cancelling) sum
         scale = sum(float(_np.sum(_np.abs(p))) for p in fwd_pair + rev_pair)
         passed = abs(lhs - rhs) <= exact_tol * scale
-        report.record(CONSISTENCY, passed, (
-            f"<ct, jvp(t)> = {lhs!r}, <bprop(ct), t> = {rhs!r}"
-            + ("" if passed else f": they differ by {abs(lhs - rhs) / max(scale, 1e-300):.2e} "
-               "of the terms summed, more than rounding")))
+        report.record(
+            CONSISTENCY,
+            passed,
+            (
+                f"<ct, jvp(t)> = {lhs!r}, <bprop(ct), t> = {rhs!r}"
+                + (
+                    ""
+                    if passed
+                    else f": they differ by {abs(lhs - rhs) / max(scale, 1e-300):.2e} "
+                    "of the terms summed, more than rounding"
+                )
+            ),
+        )
     failed = _verdict(report, sources)
     if failed:
         raise _rule_error(report, failed, sources, eps, tol, exact_tol) from report.cause
     if order > 1:
+
         def f_vjp(*a):
             return vjp(f, *a)[1](ct)
 
@@ -366,8 +406,9 @@ def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sour
             return jvp(f, a, t)[1]
 
         for g, name in ((f_vjp, f"vjp({where})"), (f_jvp, f"jvp({where})")):
-            _check_rule(g, args, None, order - 1, eps, tol, exact_tol, rng, name,
-                        ("yours", "yours"))
+            _check_rule(
+                g, args, None, order - 1, eps, tol, exact_tol, rng, name, ("yours", "yours")
+            )
 
 
 def _check_reverse(truth, args, ct, t, numerical, bct, eps, tol):
@@ -380,17 +421,25 @@ def _check_reverse(truth, args, ct, t, numerical, bct, eps, tol):
     norm = _np.sqrt(sum(float(_np.sum(_np.abs(primal(b)) ** 2)) for b in bct))
     if norm > 0:
         s = [_as_like(_np.conj(primal(b)) / norm, x) for b, x in zip(bct, leaves)]
-        pairs.append(("s = conj(bprop(ct)) / |bprop(ct)|", _inner(bct, s),
-                      _inner(ct, _numerical_jvp(truth, args, tree_unflatten(tree, s), eps))))
+        pairs.append(
+            (
+                "s = conj(bprop(ct)) / |bprop(ct)|",
+                _inner(bct, s),
+                _inner(ct, _numerical_jvp(truth, args, tree_unflatten(tree, s), eps)),
+            )
+        )
     parts = []
     passed = True
     for name, lhs, rhs in pairs:
         ok = _close(lhs, rhs, tol)
         passed = passed and ok
-        parts.append(f"along {name}: <bprop(ct), {name[0]}> = {lhs!r} but <ct, J {name[0]}> = "
-                     f"{rhs!r} by central differences (relative error "
-                     f"{abs(lhs - rhs) / (1 + abs(rhs)):.2e})" if not ok else
-                     f"along {name}: <bprop(ct), {name[0]}> = {lhs!r} = <ct, J {name[0]}>")
+        parts.append(
+            f"along {name}: <bprop(ct), {name[0]}> = {lhs!r} but <ct, J {name[0]}> = "
+            f"{rhs!r} by central differences (relative error "
+            f"{abs(lhs - rhs) / (1 + abs(rhs)):.2e})"
+            if not ok
+            else f"along {name}: <bprop(ct), {name[0]}> = {lhs!r} = <ct, J {name[0]}>"
+        )
     return passed, "; ".join(parts)
 
 
@@ -398,11 +447,16 @@ def _check_values(report, values, exact_tol):
     first_name, first = values[0]
     for name, v in values[1:]:
         if not _agree(v, first, exact_tol):
-            report.record(VALUE, False, f"{first_name} = {_fmt_tree(first)} but {name} = "
-                                        f"{_fmt_tree(v)}")
+            report.record(
+                VALUE, False, f"{first_name} = {_fmt_tree(first)} but {name} = {_fmt_tree(v)}"
+            )
             return
-    report.record(VALUE, True, f"{first_name} = {_fmt_tree(first)}, the same "
-                               f"{'everywhere' if len(values) > 1 else '(nothing to compare)'}")
+    report.record(
+        VALUE,
+        True,
+        f"{first_name} = {_fmt_tree(first)}, the same "
+        f"{'everywhere' if len(values) > 1 else '(nothing to compare)'}",
+    )
 
 
 def _fmt_tree(x):
@@ -450,8 +504,10 @@ def _rule_error(report, failed, sources, eps, tol, exact_tol):
     blamed = " and ".join(labels[p] for p in failed)
     lines = [f"check_rule: the {blamed} of {where} {'is' if len(failed) == 1 else 'are'} wrong"]
     if failed == (CONSISTENCY,):
-        lines.append("  (each agrees with central differences, but not with the other to "
-                     "rounding: one is slightly wrong, or not linear in its tangent/cotangent)")
+        lines.append(
+            "  (each agrees with central differences, but not with the other to "
+            "rounding: one is slightly wrong, or not linear in its tangent/cotangent)"
+        )
     for part in (VALUE, REVERSE, FORWARD, CONSISTENCY):
         if part not in report.results:
             continue
@@ -463,8 +519,10 @@ def _rule_error(report, failed, sources, eps, tol, exact_tol):
         else:
             status = "fails too, as a consequence"
         lines.append(f"  {labels[part]}: {status}: {line}")
-    lines.append(f"  (central-difference step {eps}, tolerance {tol}; value and transpose "
-                 f"consistency to {exact_tol})")
+    lines.append(
+        f"  (central-difference step {eps}, tolerance {tol}; value and transpose "
+        f"consistency to {exact_tol})"
+    )
     err = AssertionError("\n".join(lines))
     err.failed = tuple(p if where == "f" else f"{p} of {where}" for p in failed)
     return err

@@ -45,7 +45,7 @@ class _Node:
     only serve ``repr`` and error messages.
     """
 
-    __slots__ = ("type", "flatten", "unflatten", "show", "child_key")
+    __slots__ = ("child_key", "flatten", "show", "type", "unflatten")
 
     def __init__(self, type_, flatten, unflatten, show, child_key):
         self.type = type_
@@ -128,9 +128,9 @@ def _namedtuple_node(cls):
         cls,
         lambda x: (x, None),
         lambda aux, children: cls(*children),
-        lambda aux, children: f"{cls.__name__}("
-        + ", ".join(f"{f}={c}" for f, c in zip(fields, children))
-        + ")",
+        lambda aux, children: (
+            f"{cls.__name__}(" + ", ".join(f"{f}={c}" for f, c in zip(fields, children)) + ")"
+        ),
         lambda aux, i: f".{fields[i]}",
     )
 
@@ -166,22 +166,35 @@ def _register(node):
 _TUPLE = _Node(tuple, lambda x: (x, None), lambda aux, c: tuple(c), _show_tuple, _index_key)
 _register(_TUPLE)
 _register(
-    _Node(list, lambda x: (x, None), lambda aux, c: c, lambda aux, c: "[" + ", ".join(c) + "]",
-          _index_key)
+    _Node(
+        list,
+        lambda x: (x, None),
+        lambda aux, c: c,
+        lambda aux, c: "[" + ", ".join(c) + "]",
+        _index_key,
+    )
+)
+_register(_Node(dict, _flatten_dict, lambda aux, c: dict(zip(aux, c)), _show_items, _dict_key))
+_register(
+    _Node(type(None), lambda x: ((), None), lambda aux, c: None, lambda aux, c: "None", _index_key)
 )
 _register(
-    _Node(dict, _flatten_dict, lambda aux, c: dict(zip(aux, c)), _show_items, _dict_key)
+    _Node(
+        OrderedDict,
+        _flatten_ordereddict,
+        lambda aux, c: OrderedDict(zip(aux, c)),
+        lambda aux, c: f"OrderedDict({_show_items(aux, c)})",
+        _dict_key,
+    )
 )
-_register(_Node(type(None), lambda x: ((), None), lambda aux, c: None, lambda aux, c: "None",
-                _index_key))
 _register(
-    _Node(OrderedDict, _flatten_ordereddict, lambda aux, c: OrderedDict(zip(aux, c)),
-          lambda aux, c: f"OrderedDict({_show_items(aux, c)})", _dict_key)
-)
-_register(
-    _Node(defaultdict, _flatten_defaultdict,
-          lambda aux, c: defaultdict(aux[0], zip(aux[1], c)), _show_defaultdict,
-          lambda aux, i: f"[{aux[1][i]!r}]")
+    _Node(
+        defaultdict,
+        _flatten_defaultdict,
+        lambda aux, c: defaultdict(aux[0], zip(aux[1], c)),
+        _show_defaultdict,
+        lambda aux, i: f"[{aux[1][i]!r}]",
+    )
 )
 
 
@@ -239,7 +252,7 @@ class PyTreeDef:
     # written only by _treedef, read-only public properties and no __dict__. Overriding
     # __setattr__ instead would make every construction go through object.__setattr__,
     # which made building a treedef three times slower (it is built on every flatten).
-    __slots__ = ("_node", "_aux", "_children", "_num_leaves", "_hash")
+    __slots__ = ("_aux", "_children", "_hash", "_node", "_num_leaves")
 
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -544,8 +557,9 @@ def structure_difference(given, expected):
                 return f"{where} is a {type(g).__name__}, not a {type(e).__name__}"
             if len(g) != len(e):
                 return f"{where} has {len(g)} entries, not {len(e)}"
-            return next((d for i, (a, b) in enumerate(zip(g, e))
-                         if (d := walk(a, b, f"{path}[{i}]"))), None)
+            return next(
+                (d for i, (a, b) in enumerate(zip(g, e)) if (d := walk(a, b, f"{path}[{i}]"))), None
+            )
         return None
 
     return walk(given, expected, "")

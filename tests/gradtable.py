@@ -17,14 +17,14 @@ import importlib.util
 import os
 import pathlib
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import numpy as np
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
-# --- domains -----------------------------------------------------------------------------
+# --- domains --------------------------------------------------------------------------------------
 # Values are drawn so that central differences (step 1e-4 along a random direction) never
 # cross a kink, a pole or a branch cut: "apart_a" and "apart_b" lie on interleaved grids
 # 0.35 apart, so `maximum(a, b)`, `max`, `sort` and `clip` never see a tie or a bound.
@@ -75,14 +75,14 @@ class Row:
     shapes: tuple = ()
     domains: tuple = ("real",)
     variant: str = ""
-    make: Optional[Callable] = None
+    make: Callable | None = None
     promotes: bool = False
     float32: object = True
     order: int = 2
-    eps: Optional[float] = None
-    tol: Optional[float] = None
+    eps: float | None = None
+    tol: float | None = None
     seed: int = field(default=0)
-    reference: Optional[Callable] = None
+    reference: Callable | None = None
 
     def args(self, dtype=np.float64):
         rng = np.random.default_rng(self.seed)
@@ -91,8 +91,10 @@ class Row:
         else:
             domains = self.domains * len(self.shapes) if len(self.domains) == 1 else self.domains
             values = tuple(draw(d, s, rng) for d, s in zip(domains, self.shapes))
-        return tuple(np.asarray(v, dtype=dtype)[()] if np.ndim(v) == 0 else np.asarray(v, dtype=dtype)
-                     for v in values)
+        return tuple(
+            np.asarray(v, dtype=dtype)[()] if np.ndim(v) == 0 else np.asarray(v, dtype=dtype)
+            for v in values
+        )
 
     @property
     def id(self):
@@ -109,7 +111,7 @@ class Nondiff:
 
     name: str
     fn: Callable
-    reference: Optional[Callable] = None
+    reference: Callable | None = None
 
 
 def load(families=None):
@@ -120,7 +122,7 @@ def load(families=None):
     rows, nondiff = [], []
     paths = sorted(TESTS.glob("rows_*.py"))
     for path in paths:
-        family = path.stem[len("rows_"):]
+        family = path.stem[len("rows_") :]
         if families is not None and family not in families:
             continue
         module = importlib.import_module(path.stem)
@@ -132,8 +134,15 @@ def load(families=None):
 # Shapes every elementwise row runs over: scalars, vectors, matrices, and pairs that broadcast
 # (equal shapes, a scalar with an array, a missing leading axis, length-1 axes).
 SHAPES_1 = [(), (3,), (3, 2)]
-SHAPES_2 = [((), ()), ((3,), (3,)), ((3, 2), (3, 2)), ((), (3, 2)), ((3, 2), (2,)),
-            ((3, 1), (1, 2)), ((2,), ())]
+SHAPES_2 = [
+    ((), ()),
+    ((3,), (3,)),
+    ((3, 2), (3, 2)),
+    ((), (3, 2)),
+    ((3, 2), (2,)),
+    ((3, 1), (1, 2)),
+    ((2,), ()),
+]
 
 
 def unary_rows(name, fn, domain="real", variant="", **kw):
@@ -155,7 +164,7 @@ def derivatives(f, x, n, mode):
     return out
 
 
-# --- NumPy's and SciPy's reference for a row -----------------------------------------------
+# --- NumPy's and SciPy's reference for a row ------------------------------------------------------
 # tests/test_values.py compares every row's value with what NumPy or SciPy computes. A row's
 # reference is its `fn` with every fgrad name replaced by NumPy's or SciPy's name of the same
 # spelling (`fnp.sin` -> `np.sin`, `la.svd` -> `np.linalg.svd`, `norm.logpdf` ->
@@ -177,6 +186,7 @@ def public_modules():
     modules = [("", fnp), ("linalg.", fnp.linalg), ("fft.", fnp.fft)]
     if importlib.util.find_spec("scipy") is not None:
         import fgrad.scipy
+
         for sub in fgrad.scipy.SUBMODULES:
             module = importlib.import_module(f"fgrad.scipy.{sub}")
             modules.append((f"scipy.{sub}.", module))
@@ -193,8 +203,11 @@ def public_names():
     for prefix, module in public_modules():
         for name in module.__all__:
             obj = getattr(module, name)
-            if (callable(obj) and not isinstance(obj, (type, types.ModuleType))
-                    and not name.startswith("_")):
+            if (
+                callable(obj)
+                and not isinstance(obj, (type, types.ModuleType))
+                and not name.startswith("_")
+            ):
                 names.append(prefix + name)
     return names
 
@@ -306,7 +319,7 @@ class _Missing:
         raise NoReference(f"NumPy and SciPy have no counterpart of {self.what}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table():
     """{id of a public fgrad object: (its public names, its reference, the object)}."""
     objects = {}
@@ -326,7 +339,7 @@ def _table():
     return table
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefixes():
     """{id of a public module: its prefix ("linalg.", "scipy.stats.norm.")}."""
     return {id(module): prefix for prefix, module in public_modules()}
@@ -369,8 +382,11 @@ def _translate(obj, containers=False):
             return obj
         return _twin_function(obj)  # a function of the tests
     if isinstance(obj, functools.partial):
-        return functools.partial(_translate(obj.func), *map(_translate, obj.args),
-                                 **{k: _translate(v) for k, v in obj.keywords.items()})
+        return functools.partial(
+            _translate(obj.func),
+            *map(_translate, obj.args),
+            **{k: _translate(v) for k, v in obj.keywords.items()},
+        )
     if containers and type(obj) in (tuple, list):
         return type(obj)(_translate(v) for v in obj)
     if containers and type(obj) is dict:
@@ -384,8 +400,11 @@ def _twin_globals(namespace):
         # stored before it is filled: the functions it holds refer to it
         twin = _twin_namespaces[key] = {}
         for k, v in list(namespace.items()):
-            twin[k] = _translate(v) if isinstance(
-                v, (types.ModuleType, types.FunctionType, functools.partial)) else v
+            twin[k] = (
+                _translate(v)
+                if isinstance(v, (types.ModuleType, types.FunctionType, functools.partial))
+                else v
+            )
     return _twin_namespaces[key]
 
 
@@ -400,11 +419,15 @@ def _cell(cell):
 def _twin_function(fn):
     if fn not in _twin_functions:
         twin = types.FunctionType(
-            fn.__code__, _twin_globals(fn.__globals__), fn.__name__,
+            fn.__code__,
+            _twin_globals(fn.__globals__),
+            fn.__name__,
             tuple(_translate(d, containers=True) for d in fn.__defaults__ or ()) or None,
-            tuple(map(_cell, fn.__closure__)) if fn.__closure__ else None)
+            tuple(map(_cell, fn.__closure__)) if fn.__closure__ else None,
+        )
         twin.__kwdefaults__ = fn.__kwdefaults__ and {
-            k: _translate(v, containers=True) for k, v in fn.__kwdefaults__.items()}
+            k: _translate(v, containers=True) for k, v in fn.__kwdefaults__.items()
+        }
         _twin_functions[fn] = twin
     return _twin_functions[fn]
 

@@ -7,9 +7,9 @@ See tests/gradtable.py."""
 import warnings
 
 import numpy as np
+from gradtable import Nondiff, Row
 
 import fgrad.numpy as fnp
-from gradtable import Nondiff, Row
 
 ROWS = []
 
@@ -25,7 +25,7 @@ def rows(name, fn, shapes_list, domains=("real",), variant="", **kw):
     return [Row(name, fn, shapes, domains, variant=variant, **kw) for shapes in shapes_list]
 
 
-# --- flipping, rolling, rotating --------------------------------------------------------
+# --- flipping, rolling, rotating ------------------------------------------------------------------
 
 ROWS += rows("flip", fnp.flip, [((3,),), ((3, 2),)])
 ROWS += [
@@ -44,11 +44,10 @@ ROWS += [
     Row("roll", lambda x: fnp.roll(x, (1, 2), axis=(0, 2)), ((2, 3, 4),), variant="tuples"),
 ]
 ROWS += [
-    Row("rot90", lambda x, k=k: fnp.rot90(x, k), ((3, 2),), variant=f"k={k}")
-    for k in (1, 2, 3, -1)
+    Row("rot90", lambda x, k=k: fnp.rot90(x, k), ((3, 2),), variant=f"k={k}") for k in (1, 2, 3, -1)
 ] + [Row("rot90", lambda x: fnp.rot90(x, 1, axes=(2, 0)), ((2, 3, 2),), variant="axes")]
 
-# --- repeating and padding ----------------------------------------------------------------
+# --- repeating and padding ------------------------------------------------------------------------
 
 ROWS += [
     Row("tile", lambda x: fnp.tile(x, 2), ((3,),)),
@@ -66,13 +65,21 @@ for mode in ("constant", "edge", "reflect", "symmetric", "wrap"):
     ]
 ROWS += [
     Row("pad", lambda x: fnp.pad(x, 5, mode="reflect"), ((3,),), variant="wider-than-array"),
-    Row("pad", lambda x: fnp.pad(x, ((1,), (2,)), constant_values=((1.5, -1.0), (2.0, 3.0))),
-        ((3, 2),), variant="constant_values-pairs"),
-    Row("pad", lambda x, c: fnp.pad(x, 1, constant_values=c), ((3, 2), ()),
-        variant="traced-constant"),
+    Row(
+        "pad",
+        lambda x: fnp.pad(x, ((1,), (2,)), constant_values=((1.5, -1.0), (2.0, 3.0))),
+        ((3, 2),),
+        variant="constant_values-pairs",
+    ),
+    Row(
+        "pad",
+        lambda x, c: fnp.pad(x, 1, constant_values=c),
+        ((3, 2), ()),
+        variant="traced-constant",
+    ),
 ]
 
-# --- joining -----------------------------------------------------------------------------
+# --- joining --------------------------------------------------------------------------------------
 
 ROWS += [
     Row("hstack", lambda x, y: fnp.hstack([x, y]), ((3,), (2,))),
@@ -90,19 +97,32 @@ ROWS += [
     Row("insert", lambda x, y: fnp.insert(x, 1, y), ((3,), ())),
     Row("insert", lambda x, y: fnp.insert(x, [0, 2, 2], y), ((3,), (3,)), variant="sequence"),
     Row("insert", lambda x, y: fnp.insert(x, 1, y, axis=1), ((3, 2), (3,)), variant="axis=1"),
-    Row("insert", lambda x: fnp.insert(x, slice(0, 2), 4.0, axis=0), ((3, 2),),
-        variant="slice-constant"),
+    Row(
+        "insert",
+        lambda x: fnp.insert(x, slice(0, 2), 4.0, axis=0),
+        ((3, 2),),
+        variant="slice-constant",
+    ),
     Row("delete", lambda x: fnp.delete(x, 1), ((3,),)),
     Row("delete", lambda x: fnp.delete(x, [0, 3]), ((3, 2),), variant="flat"),
-    Row("delete", lambda x: fnp.delete(x, slice(0, None, 2), axis=0), ((3, 2),),
-        variant="slice-axis=0"),
+    Row(
+        "delete",
+        lambda x: fnp.delete(x, slice(0, None, 2), axis=0),
+        ((3, 2),),
+        variant="slice-axis=0",
+    ),
     Row("broadcast_arrays", lambda x, y: fnp.broadcast_arrays(x, y), ((3, 1), (2,))),
-    Row("broadcast_arrays", lambda x, y: fnp.broadcast_arrays(x, y)[0], ((), (3,)),
-        variant="scalar"),
+    Row(
+        "broadcast_arrays", lambda x, y: fnp.broadcast_arrays(x, y)[0], ((), (3,)), variant="scalar"
+    ),
     Row("meshgrid", lambda x, y: fnp.meshgrid(x, y), ((3,), (2,))),
     Row("meshgrid", lambda x, y: fnp.meshgrid(x, y, indexing="ij"), ((3,), (2,)), variant="ij"),
-    Row("meshgrid", lambda x, y, z: fnp.meshgrid(x, y, z, sparse=True), ((3,), (2,), (2,)),
-        variant="sparse"),
+    Row(
+        "meshgrid",
+        lambda x, y, z: fnp.meshgrid(x, y, z, sparse=True),
+        ((3,), (2,), (2,)),
+        variant="sparse",
+    ),
     Row("meshgrid", lambda x, y: fnp.meshgrid(x, y, x), ((3,), (2,)), variant="3-d"),
     Row("atleast_1d", fnp.atleast_1d, ((),)),
     Row("atleast_1d", lambda x, y: fnp.atleast_1d(x, y), ((), (3, 2)), variant="several"),
@@ -112,7 +132,7 @@ ROWS += [
     Row("atleast_3d", fnp.atleast_3d, ((3, 2),), variant="2-d"),
 ]
 
-# --- splitting ---------------------------------------------------------------------------
+# --- splitting ------------------------------------------------------------------------------------
 
 ROWS += [
     Row("split", lambda x: fnp.split(x, 3), ((3, 2),)),
@@ -125,33 +145,56 @@ ROWS += [
     Row("dsplit", lambda x: fnp.dsplit(x, 2), ((2, 1, 2),)),
 ]
 
-# --- gathering and sorting -----------------------------------------------------------------
+# --- gathering and sorting ------------------------------------------------------------------------
 
 ROWS += [
     Row("take", lambda x: fnp.take(x, [0, -1, 0]), ((3, 2),)),
-    Row("take", lambda x: fnp.take(x, np.array([[2, 0], [1, 1]]), axis=0), ((3, 2),),
-        variant="axis=0"),
+    Row(
+        "take",
+        lambda x: fnp.take(x, np.array([[2, 0], [1, 1]]), axis=0),
+        ((3, 2),),
+        variant="axis=0",
+    ),
     Row("take", lambda x: fnp.take(x, [4, -1], axis=1, mode="wrap"), ((3, 2),), variant="wrap"),
     Row("take", lambda x: fnp.take(x, [5, -2], mode="clip"), ((3,),), variant="clip"),
     Row("take", lambda x: fnp.take(x, 1), ((3,),), variant="scalar-index"),
-    Row("take_along_axis", lambda x: fnp.take_along_axis(x, np.array([[1, 1], [0, 2], [2, 0]]), 0),
-        ((3, 2),)),
-    Row("take_along_axis", lambda x: fnp.take_along_axis(x, np.array([[1], [0], [1]]), -1),
-        ((3, 2),), variant="broadcast"),
-    Row("take_along_axis", lambda x: fnp.take_along_axis(x, np.array([5, 0, 0]), None),
-        ((3, 2),), variant="axis=None"),
+    Row(
+        "take_along_axis",
+        lambda x: fnp.take_along_axis(x, np.array([[1, 1], [0, 2], [2, 0]]), 0),
+        ((3, 2),),
+    ),
+    Row(
+        "take_along_axis",
+        lambda x: fnp.take_along_axis(x, np.array([[1], [0], [1]]), -1),
+        ((3, 2),),
+        variant="broadcast",
+    ),
+    Row(
+        "take_along_axis",
+        lambda x: fnp.take_along_axis(x, np.array([5, 0, 0]), None),
+        ((3, 2),),
+        variant="axis=None",
+    ),
     Row("sort", fnp.sort, ((3,),), ("apart_a",)),
     Row("sort", fnp.sort, ((3, 2),), ("apart_a",), variant="axis=-1"),
     Row("sort", lambda x: fnp.sort(x, axis=0), ((3, 2),), ("apart_a",), variant="axis=0"),
     Row("sort", lambda x: fnp.sort(x, axis=None), ((3, 2),), ("apart_a",), variant="axis=None"),
-    Row("select", lambda x, y: fnp.select([np.array([True, False, False]),
-                                          np.array([True, True, False])], [x, y], 0.5),
-        ((3,), (3,))),
-    Row("select", lambda x, y, d: fnp.select([np.array([[True, False]] * 3)], [x], d),
-        ((3, 2), (), (2,)), variant="traced-default"),
+    Row(
+        "select",
+        lambda x, y: fnp.select(
+            [np.array([True, False, False]), np.array([True, True, False])], [x, y], 0.5
+        ),
+        ((3,), (3,)),
+    ),
+    Row(
+        "select",
+        lambda x, y, d: fnp.select([np.array([[True, False]] * 3)], [x], d),
+        ((3, 2), (), (2,)),
+        variant="traced-default",
+    ),
 ]
 
-# --- diagonals and triangles --------------------------------------------------------------
+# --- diagonals and triangles ----------------------------------------------------------------------
 
 ROWS += [
     Row("diag", fnp.diag, ((3,),)),
@@ -170,47 +213,90 @@ ROWS += [
     Row("triu", lambda x: fnp.triu(x, 1), ((2, 3, 3),), variant="k=1,batch"),
 ]
 
-# --- x.at[idx] scatter updates ------------------------------------------------------------
+# --- x.at[idx] scatter updates --------------------------------------------------------------------
 # fnp.at(x) is x.at for plain NumPy arrays too, which check_grads evaluates f on.
 
-for op, domains in [("multiply", ("real", "real")), ("divide", ("real", "nonzero")),
-                    ("power", ("positive", "real"))]:
+for op, domains in [
+    ("multiply", ("real", "real")),
+    ("divide", ("real", "nonzero")),
+    ("power", ("positive", "real")),
+]:
     ROWS += [
-        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[1], op)(v), ((3, 2), (2,)), domains,
-            variant=f"{op}-row"),
-        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[[0, 2, 0, 0]], op)(v), ((3,), (4,)),
-            domains, variant=f"{op}-repeats"),
-        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[[1, 1]], op)(v), ((3,), ()), domains,
-            variant=f"{op}-repeats-broadcast"),
+        Row(
+            "at",
+            lambda x, v, op=op: getattr(fnp.at(x)[1], op)(v),
+            ((3, 2), (2,)),
+            domains,
+            variant=f"{op}-row",
+        ),
+        Row(
+            "at",
+            lambda x, v, op=op: getattr(fnp.at(x)[[0, 2, 0, 0]], op)(v),
+            ((3,), (4,)),
+            domains,
+            variant=f"{op}-repeats",
+        ),
+        Row(
+            "at",
+            lambda x, v, op=op: getattr(fnp.at(x)[[1, 1]], op)(v),
+            ((3,), ()),
+            domains,
+            variant=f"{op}-repeats-broadcast",
+        ),
     ]
 for op in ("min", "max"):
     ROWS += [
-        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[:, 0], op)(v), ((3, 2), (3,)),
-            ("apart_a", "apart_b"), variant=f"{op}-slice"),
-        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[[0, 2, 0, 0]], op)(v), ((3,), (4,)),
-            ("apart_a", "apart_b"), variant=f"{op}-repeats"),
-        Row("at", lambda x, v, op=op: getattr(fnp.at(x)[np.array([[0, 0], [1, 1]]), 1], op)(v),
-            ((3, 2), (2, 2)), ("apart_a", "apart_b"), variant=f"{op}-repeats-2d"),
+        Row(
+            "at",
+            lambda x, v, op=op: getattr(fnp.at(x)[:, 0], op)(v),
+            ((3, 2), (3,)),
+            ("apart_a", "apart_b"),
+            variant=f"{op}-slice",
+        ),
+        Row(
+            "at",
+            lambda x, v, op=op: getattr(fnp.at(x)[[0, 2, 0, 0]], op)(v),
+            ((3,), (4,)),
+            ("apart_a", "apart_b"),
+            variant=f"{op}-repeats",
+        ),
+        Row(
+            "at",
+            lambda x, v, op=op: getattr(fnp.at(x)[np.array([[0, 0], [1, 1]]), 1], op)(v),
+            ((3, 2), (2, 2)),
+            ("apart_a", "apart_b"),
+            variant=f"{op}-repeats-2d",
+        ),
     ]
 ROWS += [
     Row("at", lambda x: fnp.at(x)[[0, 0]].multiply(x[2]), ((3,),), variant="multiply-self"),
-    Row("at", lambda x, v: fnp.at(x)[np.array([True, False, True])].multiply(v), ((3, 2), (2,)),
-        variant="multiply-mask"),
+    Row(
+        "at",
+        lambda x, v: fnp.at(x)[np.array([True, False, True])].multiply(v),
+        ((3, 2), (2,)),
+        variant="multiply-mask",
+    ),
 ]
 
-# --- x[idx]: the NumPy indexing forms rows_core.py does not cover ---------------------------
+# --- x[idx]: the NumPy indexing forms rows_core.py does not cover ---------------------------------
 
 INDICES = {
-    "slice-step": np.s_[::2], "slice-negative-step": np.s_[2:0:-1, ::-1],
-    "negative-int-array": np.s_[[-1, 0, -1]], "int-and-slice": np.s_[1, :],
-    "ellipsis-none": np.s_[..., None, 1], "none-front": np.s_[None, :, ::2],
-    "bool-0d-true": np.bool_(True), "bool-0d-false": np.array(False),
+    "slice-step": np.s_[::2],
+    "slice-negative-step": np.s_[2:0:-1, ::-1],
+    "negative-int-array": np.s_[[-1, 0, -1]],
+    "int-and-slice": np.s_[1, :],
+    "ellipsis-none": np.s_[..., None, 1],
+    "none-front": np.s_[None, :, ::2],
+    "bool-0d-true": np.bool_(True),
+    "bool-0d-false": np.array(False),
     "bool-2d": np.array([[True, False], [False, True], [True, True]]),
     "bool-and-int-array": np.s_[np.array([True, False, True]), [1, 0]],
-    "list-of-lists": [[0, 1], [2, 0]], "empty-list": [],
+    "list-of-lists": [[0, 1], [2, 0]],
+    "empty-list": [],
 }
-ROWS += [Row("x[idx]", lambda x, idx=idx: x[idx], ((3, 2),), variant=k)
-         for k, idx in INDICES.items()]
+ROWS += [
+    Row("x[idx]", lambda x, idx=idx: x[idx], ((3, 2),), variant=k) for k, idx in INDICES.items()
+]
 INDICES_3D = {
     # advanced indices separated by a slice: NumPy moves the broadcast axes to the front
     "advanced-split-by-slice": np.s_[[0, 1, 1], :, [1, 0, 1]],
@@ -220,20 +306,30 @@ INDICES_3D = {
     "broadcast-arrays": np.s_[np.array([[0], [1]]), np.array([0, 2, 2])],
     "bool-3d-full": np.arange(12).reshape(2, 3, 2) % 3 == 0,
 }
-ROWS += [Row("x[idx]", lambda x, idx=idx: x[idx], ((2, 3, 2),), variant=k)
-         for k, idx in INDICES_3D.items()]
+ROWS += [
+    Row("x[idx]", lambda x, idx=idx: x[idx], ((2, 3, 2),), variant=k)
+    for k, idx in INDICES_3D.items()
+]
 ROWS += [
     Row("x[idx]", lambda x: x[()], ((),), variant="scalar-empty-tuple"),
     Row("x[idx]", lambda x: x[None], ((),), variant="scalar-None"),
     Row("x[idx]", lambda x: x[...], ((3,),), variant="ellipsis-alone"),
     Row("at", lambda x, v: fnp.at(x)[1:, ::-1].set(v), ((3, 2), (2,)), variant="set-slice-step"),
-    Row("at", lambda x, v: fnp.at(x)[[0, 2], 1].set(v), ((3, 2), (1, 2)),
-        variant="set-extra-leading-axis"),
-    Row("at", lambda x, v: fnp.at(x)[[-1, 0], :, [1, 0]].add(v), ((2, 3, 2), (3,)),
-        variant="add-advanced-moved"),
+    Row(
+        "at",
+        lambda x, v: fnp.at(x)[[0, 2], 1].set(v),
+        ((3, 2), (1, 2)),
+        variant="set-extra-leading-axis",
+    ),
+    Row(
+        "at",
+        lambda x, v: fnp.at(x)[[-1, 0], :, [1, 0]].add(v),
+        ((2, 3, 2), (3,)),
+        variant="add-advanced-moved",
+    ),
 ]
 
-# --- declared without a derivative --------------------------------------------------------
+# --- declared without a derivative ----------------------------------------------------------------
 
 # one array: NumPy's stacks iterate its first axis
 ROWS += [
@@ -242,48 +338,98 @@ ROWS += [
     for s in ((3, 2), (2, 3, 2))
 ]
 
-# --- partition, rollaxis, unique ------------------------------------------------------------
+# --- partition, rollaxis, unique ------------------------------------------------------------------
 
 ROWS += [
     Row("partition", lambda x: fnp.partition(x, 2), ((5,),), ("apart_a",)),
-    Row("partition", lambda x: fnp.partition(x, (0, 2), axis=0), ((4, 3),), ("apart_a",),
-        variant="kths,axis=0"),
-    Row("partition", lambda x: fnp.partition(x, -1, axis=None), ((3, 2),), ("apart_a",),
-        variant="axis=None"),
+    Row(
+        "partition",
+        lambda x: fnp.partition(x, (0, 2), axis=0),
+        ((4, 3),),
+        ("apart_a",),
+        variant="kths,axis=0",
+    ),
+    Row(
+        "partition",
+        lambda x: fnp.partition(x, -1, axis=None),
+        ((3, 2),),
+        ("apart_a",),
+        variant="axis=None",
+    ),
     Row("rollaxis", lambda x: fnp.rollaxis(x, 2), ((2, 3, 4),)),
     Row("rollaxis", lambda x: fnp.rollaxis(x, 0, 3), ((2, 3, 4),), variant="start=3"),
     Row("rollaxis", lambda x: fnp.rollaxis(x, -1, -2), ((2, 3, 4),), variant="negative"),
     # distinct values (repeats would part under the finite-difference step): unique sorts them
     Row("unique", fnp.unique, ((3, 2),), ("apart_a",)),
-    Row("unique", lambda x: fnp.unique(x, return_index=True, return_counts=True)[0], ((4,),),
-        ("apart_a",), variant="return_index,return_counts"),
+    Row(
+        "unique",
+        lambda x: fnp.unique(x, return_index=True, return_counts=True)[0],
+        ((4,),),
+        ("apart_a",),
+        variant="return_index,return_counts",
+    ),
     Row("unique", lambda x: fnp.unique(x, axis=0), ((3, 2),), ("apart_a",), variant="axis=0"),
-    Row("unique", lambda x: fnp.unique(x, sorted=False), ((4,),), ("apart_a",),
-        variant="sorted=False"),
+    Row(
+        "unique",
+        lambda x: fnp.unique(x, sorted=False),
+        ((4,),),
+        ("apart_a",),
+        variant="sorted=False",
+    ),
 ]
 
-# --- apply_along_axis and vectorize --------------------------------------------------------
+# --- apply_along_axis and vectorize ---------------------------------------------------------------
 
 ROWS += [
-    Row("apply_along_axis", lambda x: fnp.apply_along_axis(lambda r: fnp.sum(r * r), 0, x),
-        ((3, 2),)),
-    Row("apply_along_axis", lambda x: fnp.apply_along_axis(fnp.cumsum, -1, x), ((2, 3),),
-        variant="vector results"),
-    Row("apply_along_axis", lambda x, w: fnp.apply_along_axis(lambda r, w: fnp.outer(r, w), 1,
-                                                                x, w),
-        ((2, 3, 2), (2,)), variant="matrix results,args"),
+    Row(
+        "apply_along_axis",
+        lambda x: fnp.apply_along_axis(lambda r: fnp.sum(r * r), 0, x),
+        ((3, 2),),
+    ),
+    Row(
+        "apply_along_axis",
+        lambda x: fnp.apply_along_axis(fnp.cumsum, -1, x),
+        ((2, 3),),
+        variant="vector results",
+    ),
+    Row(
+        "apply_along_axis",
+        lambda x, w: fnp.apply_along_axis(lambda r, w: fnp.outer(r, w), 1, x, w),
+        ((2, 3, 2), (2,)),
+        variant="matrix results,args",
+    ),
     Row("vectorize", lambda x: fnp.vectorize(lambda a: a * a if a > 0 else -a)(x), ((3, 2),)),
-    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.sin(a) * b)(x, y),
-        ((3, 1), (2,)), variant="broadcast"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a, n: a ** n, excluded={1})(x, 3), ((3,),),
-        variant="excluded"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a: (a, a * a))(x)[1], ((2, 2),),
-        variant="two outputs"),
-    Row("vectorize", lambda x, y: fnp.vectorize(lambda a, b: fnp.dot(a, b),
-                                                signature="(n),(n)->()")(x, y),
-        ((2, 3), (3,)), variant="signature"),
-    Row("vectorize", lambda x: fnp.vectorize(lambda a: a * 2.0, otypes=[np.float64])(x),
-        ((3,),), variant="otypes", promotes=True),
+    Row(
+        "vectorize",
+        lambda x, y: fnp.vectorize(lambda a, b: fnp.sin(a) * b)(x, y),
+        ((3, 1), (2,)),
+        variant="broadcast",
+    ),
+    Row(
+        "vectorize",
+        lambda x: fnp.vectorize(lambda a, n: a**n, excluded={1})(x, 3),
+        ((3,),),
+        variant="excluded",
+    ),
+    Row(
+        "vectorize",
+        lambda x: fnp.vectorize(lambda a: (a, a * a))(x)[1],
+        ((2, 2),),
+        variant="two outputs",
+    ),
+    Row(
+        "vectorize",
+        lambda x, y: fnp.vectorize(lambda a, b: fnp.dot(a, b), signature="(n),(n)->()")(x, y),
+        ((2, 3), (3,)),
+        variant="signature",
+    ),
+    Row(
+        "vectorize",
+        lambda x: fnp.vectorize(lambda a: a * 2.0, otypes=[np.float64])(x),
+        ((3,),),
+        variant="otypes",
+        promotes=True,
+    ),
 ]
 
 NONDIFF = [

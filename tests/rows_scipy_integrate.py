@@ -8,10 +8,10 @@ small and time points few: each order-2 check runs dozens of solves.
 """
 
 import numpy as np
+from gradtable import Row
 
 import fgrad.numpy as fnp
 from fgrad.scipy.integrate import odeint
-from gradtable import Row
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 
@@ -41,40 +41,70 @@ def _lotka_volterra(y, t, p):
 
 def _pendulum(t, state, params):  # tfirst=True; the state and params are dicts
     theta, omega = state["theta"], state["omega"]
-    return {"theta": omega,
-            "omega": -params["g"] / params["l"] * fnp.sin(theta) - params["c"] * omega}
+    return {
+        "theta": omega,
+        "omega": -params["g"] / params["l"] * fnp.sin(theta) - params["c"] * omega,
+    }
 
 
 ROWS = [
-    Row("scipy.integrate.odeint",
+    Row(
+        "scipy.integrate.odeint",
         lambda y0, t, k: odeint(_decay, y0, t, (k,), **TOL),
         make=lambda rng: (rng.uniform(0.5, 2.0, 3), _times(rng), rng.uniform(0.3, 1.0)),
-        variant="decay"),
-    Row("scipy.integrate.odeint",
+        variant="decay",
+    ),
+    Row(
+        "scipy.integrate.odeint",
         lambda y0, t, k, w: odeint(_forced, y0, t, (k, w), **TOL),
-        make=lambda rng: (rng.uniform(0.5, 2.0), _times(rng), rng.uniform(0.3, 1.0),
-                          rng.uniform(1.0, 2.0)),
-        variant="forced-scalar-state"),
-    Row("scipy.integrate.odeint",
+        make=lambda rng: (
+            rng.uniform(0.5, 2.0),
+            _times(rng),
+            rng.uniform(0.3, 1.0),
+            rng.uniform(1.0, 2.0),
+        ),
+        variant="forced-scalar-state",
+    ),
+    Row(
+        "scipy.integrate.odeint",
         lambda y0, t, a: odeint(_linear, y0, t, (a,), **TOL),
-        make=lambda rng: (rng.uniform(-1.0, 1.0, 2), _times(rng),
-                          rng.uniform(-0.5, 0.5, (2, 2)) - 0.5 * np.eye(2)),
-        variant="linear"),
-    Row("scipy.integrate.odeint",
+        make=lambda rng: (
+            rng.uniform(-1.0, 1.0, 2),
+            _times(rng),
+            rng.uniform(-0.5, 0.5, (2, 2)) - 0.5 * np.eye(2),
+        ),
+        variant="linear",
+    ),
+    Row(
+        "scipy.integrate.odeint",
         lambda y0, p: odeint(_lotka_volterra, y0, np.array([0.0, 0.6]), (p,), **TOL),
         make=lambda rng: (rng.uniform(0.8, 1.5, 2), rng.uniform(0.5, 1.0, 4)),
-        variant="lotka-volterra"),
-    Row("scipy.integrate.odeint",
+        variant="lotka-volterra",
+    ),
+    Row(
+        "scipy.integrate.odeint",
         lambda theta0, omega0, t, g: odeint(
-            _pendulum, {"theta": theta0, "omega": omega0}, t, ({"g": g, "l": 1.5, "c": 0.1},), tfirst=True,
-            **TOL),
-        make=lambda rng: (rng.uniform(-1.0, 1.0), rng.uniform(-0.5, 0.5), _times(rng, 2),
-                          rng.uniform(8.0, 10.0)),
-        variant="pendulum-pytree-tfirst"),
-    Row("scipy.integrate.odeint",
+            _pendulum,
+            {"theta": theta0, "omega": omega0},
+            t,
+            ({"g": g, "l": 1.5, "c": 0.1},),
+            tfirst=True,
+            **TOL,
+        ),
+        make=lambda rng: (
+            rng.uniform(-1.0, 1.0),
+            rng.uniform(-0.5, 0.5),
+            _times(rng, 2),
+            rng.uniform(8.0, 10.0),
+        ),
+        variant="pendulum-pytree-tfirst",
+    ),
+    Row(
+        "scipy.integrate.odeint",
         lambda y0, k: odeint(_decay, y0, np.array([0.0, 0.3, 0.7]), (k,), **TOL),
         make=lambda rng: (rng.uniform(0.5, 2.0, (2, 2)), rng.uniform(0.3, 1.0, (2, 1))),
-        variant="matrix-state"),
+        variant="matrix-state",
+    ),
 ]
 
 NONDIFF = []

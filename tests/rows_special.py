@@ -9,10 +9,10 @@ tests/gradtable.py."""
 from dataclasses import dataclass
 
 import numpy as np
+from gradtable import Nondiff, Row, binary_rows, counterpart, unary_rows
 
 import fgrad.numpy as fnp
 import fgrad.scipy.special as sp
-from gradtable import Nondiff, Row, binary_rows, counterpart, unary_rows
 
 P = "scipy.special."
 ROWS = []
@@ -32,43 +32,91 @@ def unary_rows_in(name, fn, lo, hi, **kw):
     return [Row(name, fn, (s,), make=make_for(s), **kw) for s in [(), (3,), (3, 2)]]
 
 
-# --- logsumexp, softmax, log_softmax: every axis form and keepdims ---------------------------
+# --- logsumexp, softmax, log_softmax: every axis form and keepdims --------------------------------
 
 AXES = [None, 0, -1, (0, 1)]
 for axis in AXES:
     for keepdims in (False, True):
-        ROWS.append(Row(P + "logsumexp",
-                        lambda x, a=axis, k=keepdims: sp.logsumexp(x, axis=a, keepdims=k),
-                        ((3, 2),), variant=f"axis={axis},keepdims={keepdims}"))
-    ROWS.append(Row(P + "softmax", lambda x, a=axis: sp.softmax(x, axis=a), ((3, 2),),
-                    variant=f"axis={axis}"))
-    ROWS.append(Row(P + "log_softmax", lambda x, a=axis: sp.log_softmax(x, axis=a), ((3, 2),),
-                    variant=f"axis={axis}"))
-for name, fn in [("logsumexp", sp.logsumexp), ("softmax", sp.softmax),
-                 ("log_softmax", sp.log_softmax)]:
+        ROWS.append(
+            Row(
+                P + "logsumexp",
+                lambda x, a=axis, k=keepdims: sp.logsumexp(x, axis=a, keepdims=k),
+                ((3, 2),),
+                variant=f"axis={axis},keepdims={keepdims}",
+            )
+        )
+    ROWS.append(
+        Row(
+            P + "softmax",
+            lambda x, a=axis: sp.softmax(x, axis=a),
+            ((3, 2),),
+            variant=f"axis={axis}",
+        )
+    )
+    ROWS.append(
+        Row(
+            P + "log_softmax",
+            lambda x, a=axis: sp.log_softmax(x, axis=a),
+            ((3, 2),),
+            variant=f"axis={axis}",
+        )
+    )
+for name, fn in [
+    ("logsumexp", sp.logsumexp),
+    ("softmax", sp.softmax),
+    ("log_softmax", sp.log_softmax),
+]:
     ROWS += [Row(P + name, fn, ((),)), Row(P + name, fn, ((3,),))]
 ROWS += [
     # weights b, differentiable too, broadcasting against a in both directions
-    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, b=b), ((3,), (3,)), ("real", "positive"),
-        variant="b"),
-    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, axis=0, b=b), ((3, 2), (2,)),
-        ("real", "positive"), variant="b-broadcast,axis=0"),
-    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, axis=-1, b=b, keepdims=True),
-        ((3, 1), (3, 2)), ("real", "positive"), variant="b-wider,axis=-1,keepdims"),
+    Row(
+        P + "logsumexp",
+        lambda x, b: sp.logsumexp(x, b=b),
+        ((3,), (3,)),
+        ("real", "positive"),
+        variant="b",
+    ),
+    Row(
+        P + "logsumexp",
+        lambda x, b: sp.logsumexp(x, axis=0, b=b),
+        ((3, 2), (2,)),
+        ("real", "positive"),
+        variant="b-broadcast,axis=0",
+    ),
+    Row(
+        P + "logsumexp",
+        lambda x, b: sp.logsumexp(x, axis=-1, b=b, keepdims=True),
+        ((3, 1), (3, 2)),
+        ("real", "positive"),
+        variant="b-wider,axis=-1,keepdims",
+    ),
     # negative weights: log|s| with return_sign (the sign is a constant)
-    Row(P + "logsumexp", lambda x, b: sp.logsumexp(x, b=b * np.array([[1.0], [-1.0], [1.0]]),
-                                                   axis=0, return_sign=True)[0],
-        ((3, 2), (3, 1)), ("real", "positive"), variant="negative-b,return_sign", promotes=True),
+    Row(
+        P + "logsumexp",
+        lambda x, b: sp.logsumexp(
+            x, b=b * np.array([[1.0], [-1.0], [1.0]]), axis=0, return_sign=True
+        )[0],
+        ((3, 2), (3, 1)),
+        ("real", "positive"),
+        variant="negative-b,return_sign",
+        promotes=True,
+    ),
     Row(P + "logsumexp", lambda x: sp.logsumexp(x * 400.0), ((3,),), variant="large"),
     # an entry of -inf gets no gradient (and makes no nan)
-    Row(P + "logsumexp", lambda x: sp.logsumexp(fnp.concatenate([x, np.array([-np.inf])])),
-        ((3,),), variant="-inf-entry", promotes=True),
+    Row(
+        P + "logsumexp",
+        lambda x: sp.logsumexp(fnp.concatenate([x, np.array([-np.inf])])),
+        ((3,),),
+        variant="-inf-entry",
+        promotes=True,
+    ),
     Row(P + "softmax", lambda x: sp.softmax(x * 400.0, axis=0), ((3, 2),), variant="large"),
-    Row(P + "log_softmax", lambda x: sp.log_softmax(x * 400.0, axis=-1), ((3, 2),),
-        variant="large"),
+    Row(
+        P + "log_softmax", lambda x: sp.log_softmax(x * 400.0, axis=-1), ((3, 2),), variant="large"
+    ),
 ]
 
-# --- elementwise unary functions -------------------------------------------------------------
+# --- elementwise unary functions ------------------------------------------------------------------
 
 ROWS += unary_rows(P + "expit", sp.expit)
 ROWS += unary_rows(P + "expit", lambda x: sp.expit(x * 20.0), variant="wide")
@@ -81,26 +129,63 @@ ROWS += unary_rows_in(P + "erfinv", sp.erfinv, -0.9, 0.9)
 ROWS += unary_rows_in(P + "erfcinv", sp.erfcinv, 0.1, 1.9)
 ROWS += unary_rows(P + "erfcx", sp.erfcx)
 ROWS += unary_rows_in(P + "gammaln", sp.gammaln, 0.2, 5.0)
-ROWS += [Row(P + "gammaln", sp.gammaln, ((3,),), make=lambda rng: (rng.uniform(-2.9, -2.1, 3),),
-             variant="negative")]
+ROWS += [
+    Row(
+        P + "gammaln",
+        sp.gammaln,
+        ((3,),),
+        make=lambda rng: (rng.uniform(-2.9, -2.1, 3),),
+        variant="negative",
+    )
+]
 ROWS += unary_rows_in(P + "digamma", sp.digamma, 0.2, 5.0)
-ROWS += [Row(P + "digamma", sp.digamma, ((3,),), make=lambda rng: (rng.uniform(-1.8, -1.2, 3),),
-             variant="negative")]
+ROWS += [
+    Row(
+        P + "digamma",
+        sp.digamma,
+        ((3,),),
+        make=lambda rng: (rng.uniform(-1.8, -1.2, 3),),
+        variant="negative",
+    )
+]
 ROWS += unary_rows_in(P + "psi", sp.psi, 0.5, 5.0)
 for n in (0, 1, 3):
-    ROWS += unary_rows_in(P + "polygamma", lambda x, n=n: sp.polygamma(n, x), 0.5, 4.0,
-                          variant=f"n={n}")
-ROWS += [Row(P + "polygamma", lambda x: sp.polygamma(np.array([[0], [1], [2]]), x), ((2,),),
-             make=lambda rng: (rng.uniform(0.5, 3.0, 2),), variant="n-array-broadcast")]
+    ROWS += unary_rows_in(
+        P + "polygamma", lambda x, n=n: sp.polygamma(n, x), 0.5, 4.0, variant=f"n={n}"
+    )
+ROWS += [
+    Row(
+        P + "polygamma",
+        lambda x: sp.polygamma(np.array([[0], [1], [2]]), x),
+        ((2,),),
+        make=lambda rng: (rng.uniform(0.5, 3.0, 2),),
+        variant="n-array-broadcast",
+    )
+]
 ROWS += unary_rows_in(P + "gamma", sp.gamma, 0.3, 4.0)
-ROWS += [Row(P + "gamma", sp.gamma, ((3,),), make=lambda rng: (rng.uniform(-1.8, -1.2, 3),),
-             variant="negative")]
+ROWS += [
+    Row(
+        P + "gamma",
+        sp.gamma,
+        ((3,),),
+        make=lambda rng: (rng.uniform(-1.8, -1.2, 3),),
+        variant="negative",
+    )
+]
 ROWS += unary_rows_in(P + "rgamma", sp.rgamma, 0.3, 4.0)
-ROWS += [Row(P + "rgamma", sp.rgamma, ((3,),), make=lambda rng: (rng.uniform(-2.8, -2.2, 3),),
-             variant="negative")]
+ROWS += [
+    Row(
+        P + "rgamma",
+        sp.rgamma,
+        ((3,),),
+        make=lambda rng: (rng.uniform(-2.8, -2.2, 3),),
+        variant="negative",
+    )
+]
 for d in (1, 3):
-    ROWS += unary_rows_in(P + "multigammaln", lambda x, d=d: sp.multigammaln(x, d), 1.5, 4.0,
-                          variant=f"d={d}")
+    ROWS += unary_rows_in(
+        P + "multigammaln", lambda x, d=d: sp.multigammaln(x, d), 1.5, 4.0, variant=f"d={d}"
+    )
 ROWS += unary_rows_in(P + "entr", sp.entr, 0.1, 3.0)
 ROWS += unary_rows(P + "ndtr", sp.ndtr)
 ROWS += unary_rows(P + "ndtri", sp.ndtri, "probability")
@@ -115,8 +200,15 @@ for name, fn in [("i0e", sp.i0e), ("i1e", sp.i1e)]:
     ROWS += unary_rows_in(P + name, fn, 50.0, 900.0, variant="large")
 for n in (0, 1, 2):
     ROWS += unary_rows(P + "expn", lambda x, n=n: sp.expn(n, x), "positive", variant=f"n={n}")
-ROWS += [Row(P + "expn", lambda x: sp.expn(np.array([0, 1, 3]), x), ((3,),), ("positive",),
-             variant="n-array")]
+ROWS += [
+    Row(
+        P + "expn",
+        lambda x: sp.expn(np.array([0, 1, 3]), x),
+        ((3,),),
+        ("positive",),
+        variant="n-array",
+    )
+]
 ROWS += unary_rows(P + "exp1", sp.exp1, "positive")
 ROWS += unary_rows(P + "expi", sp.expi, "nonzero")
 
@@ -133,18 +225,39 @@ for n in (0, 1, 3):
     ROWS += unary_rows(P + "yn", lambda x, n=n: sp.yn(n, x), "positive", variant=f"n={n}")
 ROWS += unary_rows(P + "yn", lambda x: sp.yn(-2, x), "positive", variant="n=-2")
 ORDERS = np.array([[0], [1], [4]])  # broadcasts against x of shape (2,): result (3, 2)
-for name, fn in [("jn", sp.jn), ("yn", sp.yn), ("jv", sp.jv), ("yv", sp.yv), ("iv", sp.iv),
-                 ("ive", sp.ive), ("kv", sp.kv), ("kve", sp.kve)]:
-    ROWS += [Row(P + name, lambda x, fn=fn: fn(ORDERS, x), ((2,),), ("positive",),
-                 variant="order-array-broadcast")]
+for name, fn in [
+    ("jn", sp.jn),
+    ("yn", sp.yn),
+    ("jv", sp.jv),
+    ("yv", sp.yv),
+    ("iv", sp.iv),
+    ("ive", sp.ive),
+    ("kv", sp.kv),
+    ("kve", sp.kve),
+]:
+    ROWS += [
+        Row(
+            P + name,
+            lambda x, fn=fn: fn(ORDERS, x),
+            ((2,),),
+            ("positive",),
+            variant="order-array-broadcast",
+        )
+    ]
 for v in (0, 2):  # integer orders: any real x
     ROWS += unary_rows(P + "jv", lambda x, v=v: sp.jv(v, x), variant=f"v={v}")
     ROWS += unary_rows(P + "iv", lambda x, v=v: sp.iv(v, x), variant=f"v={v}")
 ROWS += unary_rows(P + "ive", lambda x: sp.ive(0, x), "nonzero", variant="v=0")  # kink at 0
 ROWS += unary_rows(P + "ive", lambda x: sp.ive(3, x), variant="v=3")
 for v in (-0.5, 1.5, 2.7):
-    for name, fn in [("jv", sp.jv), ("yv", sp.yv), ("iv", sp.iv), ("ive", sp.ive),
-                     ("kv", sp.kv), ("kve", sp.kve)]:
+    for name, fn in [
+        ("jv", sp.jv),
+        ("yv", sp.yv),
+        ("iv", sp.iv),
+        ("ive", sp.ive),
+        ("kv", sp.kv),
+        ("kve", sp.kve),
+    ]:
         ROWS += unary_rows(P + name, lambda x, v=v, fn=fn: fn(v, x), "positive", variant=f"v={v}")
 ROWS += unary_rows_in(P + "jv", lambda x: sp.jv(2.5, x), 5.0, 30.0, variant="v=2.5,large")
 ROWS += unary_rows_in(P + "ive", lambda x: sp.ive(1.5, x), 50.0, 900.0, variant="v=1.5,large")
@@ -162,13 +275,16 @@ class ComplexRow(Row):
     """A row whose `make(rng)` gives complex128 arguments, run in the complex dtype of the
     requested precision."""
 
-    float32: object = ("complex arguments give complex64 results and cotangents: "
-                       "tests/test_special.py::test_complex_arguments_keep_complex64 checks them")
+    float32: object = (
+        "complex arguments give complex64 results and cotangents: "
+        "tests/test_special.py::test_complex_arguments_keep_complex64 checks them"
+    )
 
     def args(self, dtype=np.float64):
         cdtype = np.result_type(dtype, np.complex64)
-        return tuple(np.asarray(v, dtype=cdtype) for v in self.make(np.random.default_rng(
-            self.seed)))
+        return tuple(
+            np.asarray(v, dtype=cdtype) for v in self.make(np.random.default_rng(self.seed))
+        )
 
 
 def complex_in(re, im=(-1.0, 1.0), shape=(3,)):
@@ -177,56 +293,113 @@ def complex_in(re, im=(-1.0, 1.0), shape=(3,)):
 
 
 ANYWHERE, RIGHT, LEFT = (-2.0, 2.0), (0.5, 2.0), (-2.0, -0.5)
-for name, fn, v, re in [("jv", sp.jv, 2, ANYWHERE), ("jn", sp.jn, 3, ANYWHERE),
-                        ("iv", sp.iv, 1, ANYWHERE), ("ive", sp.ive, 2, RIGHT),
-                        ("ive", sp.ive, 2, LEFT), ("jv", sp.jv, 2.7, RIGHT),
-                        ("iv", sp.iv, -0.5, RIGHT), ("ive", sp.ive, 1.5, RIGHT),
-                        ("kv", sp.kv, 1.5, RIGHT), ("kve", sp.kve, 0, RIGHT),
-                        ("yv", sp.yv, 1.5, RIGHT), ("yv", sp.yv, 0, RIGHT)]:
-    ROWS.append(ComplexRow(P + name, lambda z, fn=fn, v=v: fn(v, z), make=complex_in(re),
-                           variant=f"complex,v={v},re={re}"))
+for name, fn, v, re in [
+    ("jv", sp.jv, 2, ANYWHERE),
+    ("jn", sp.jn, 3, ANYWHERE),
+    ("iv", sp.iv, 1, ANYWHERE),
+    ("ive", sp.ive, 2, RIGHT),
+    ("ive", sp.ive, 2, LEFT),
+    ("jv", sp.jv, 2.7, RIGHT),
+    ("iv", sp.iv, -0.5, RIGHT),
+    ("ive", sp.ive, 1.5, RIGHT),
+    ("kv", sp.kv, 1.5, RIGHT),
+    ("kve", sp.kve, 0, RIGHT),
+    ("yv", sp.yv, 1.5, RIGHT),
+    ("yv", sp.yv, 0, RIGHT),
+]:
+    ROWS.append(
+        ComplexRow(
+            P + name,
+            lambda z, fn=fn, v=v: fn(v, z),
+            make=complex_in(re),
+            variant=f"complex,v={v},re={re}",
+        )
+    )
 # digamma of complex z: SciPy's value; its derivatives (polygamma(n, z), which SciPy computes
 # for real z only) are fgrad's own; gamma and rgamma's second derivatives need them too
-for name, fn in [("digamma", sp.digamma), ("psi", sp.psi), ("gamma", sp.gamma),
-                 ("rgamma", sp.rgamma)]:
+for name, fn in [
+    ("digamma", sp.digamma),
+    ("psi", sp.psi),
+    ("gamma", sp.gamma),
+    ("rgamma", sp.rgamma),
+]:
     for re in (RIGHT, (-2.8, -2.2)):
-        ROWS.append(ComplexRow(P + name, fn, make=complex_in(re, (0.3, 1.5)),
-                               variant=f"complex,re={re}"))
-ROWS.append(ComplexRow(P + "digamma", sp.digamma, make=complex_in((5.0, 40.0), (-30.0, 30.0)),
-                       variant="complex,large"))
+        ROWS.append(
+            ComplexRow(P + name, fn, make=complex_in(re, (0.3, 1.5)), variant=f"complex,re={re}")
+        )
+ROWS.append(
+    ComplexRow(
+        P + "digamma",
+        sp.digamma,
+        make=complex_in((5.0, 40.0), (-30.0, 30.0)),
+        variant="complex,large",
+    )
+)
 
 # logsumexp of complex a (and b): SciPy's complex log, holomorphic weights; with return_sign,
 # log|s| and the phase s/|s|, both differentiable (a real a with complex weights b too)
 ROWS += [
     ComplexRow(P + "logsumexp", sp.logsumexp, make=complex_in(ANYWHERE), variant="complex"),
-    ComplexRow(P + "logsumexp", lambda z: sp.logsumexp(z, axis=0, keepdims=True),
-               make=complex_in(ANYWHERE, shape=(3, 2)), variant="complex,axis=0,keepdims"),
-    ComplexRow(P + "logsumexp", lambda z, w: sp.logsumexp(z, axis=-1, b=w),
-               make=lambda rng: complex_in(ANYWHERE, shape=(2, 3))(rng)
-               + complex_in(RIGHT, shape=(3,))(rng), variant="complex,b"),
-    ComplexRow(P + "logsumexp", lambda z, w: sp.logsumexp(z, b=w, return_sign=True),
-               make=lambda rng: complex_in(ANYWHERE)(rng) + complex_in(RIGHT)(rng),
-               variant="complex,b,return_sign"),
-    ComplexRow(P + "logsumexp", lambda z: sp.logsumexp(z * 300.0), make=complex_in(ANYWHERE),
-               variant="complex,large"),
-    Row(P + "logsumexp", lambda x, wr, wi: (lambda out, sign: (out, fnp.real(sign), fnp.imag(
-        sign)))(*sp.logsumexp(x, b=wr + 1j * wi, return_sign=True)),
-        ((3,), (3,), (3,)), ("real", "positive", "real"),
-        variant="complex-b-of-parts,return_sign"),
+    ComplexRow(
+        P + "logsumexp",
+        lambda z: sp.logsumexp(z, axis=0, keepdims=True),
+        make=complex_in(ANYWHERE, shape=(3, 2)),
+        variant="complex,axis=0,keepdims",
+    ),
+    ComplexRow(
+        P + "logsumexp",
+        lambda z, w: sp.logsumexp(z, axis=-1, b=w),
+        make=lambda rng: (
+            complex_in(ANYWHERE, shape=(2, 3))(rng) + complex_in(RIGHT, shape=(3,))(rng)
+        ),
+        variant="complex,b",
+    ),
+    ComplexRow(
+        P + "logsumexp",
+        lambda z, w: sp.logsumexp(z, b=w, return_sign=True),
+        make=lambda rng: complex_in(ANYWHERE)(rng) + complex_in(RIGHT)(rng),
+        variant="complex,b,return_sign",
+    ),
+    ComplexRow(
+        P + "logsumexp",
+        lambda z: sp.logsumexp(z * 300.0),
+        make=complex_in(ANYWHERE),
+        variant="complex,large",
+    ),
+    Row(
+        P + "logsumexp",
+        lambda x, wr, wi: (lambda out, sign: (out, fnp.real(sign), fnp.imag(sign)))(
+            *sp.logsumexp(x, b=wr + 1j * wi, return_sign=True)
+        ),
+        ((3,), (3,), (3,)),
+        ("real", "positive", "real"),
+        variant="complex-b-of-parts,return_sign",
+    ),
 ]
 
 # SciPy computes complex64 with an integer order array in double precision; fgrad keeps
 # complex64 (README: "Float32 in, float32 out"), so the reference is SciPy's value rounded to z's
 # precision
-for name, fn in [("jn", sp.jn), ("jv", sp.jv), ("yv", sp.yv), ("iv", sp.iv), ("ive", sp.ive),
-                 ("kv", sp.kv), ("kve", sp.kve)]:
-    ROWS.append(ComplexRow(P + name, lambda z, fn=fn: fn(ORDERS, z),
-                           make=complex_in(RIGHT, shape=(2,)),
-                           variant="complex,order-array-broadcast",
-                           reference=lambda z, name=name: counterpart(P + name)(
-                               ORDERS, z).astype(z.dtype)))
+for name, fn in [
+    ("jn", sp.jn),
+    ("jv", sp.jv),
+    ("yv", sp.yv),
+    ("iv", sp.iv),
+    ("ive", sp.ive),
+    ("kv", sp.kv),
+    ("kve", sp.kve),
+]:
+    ROWS.append(
+        ComplexRow(
+            P + name,
+            lambda z, fn=fn: fn(ORDERS, z),
+            make=complex_in(RIGHT, shape=(2,)),
+            variant="complex,order-array-broadcast",
+            reference=lambda z, name=name: counterpart(P + name)(ORDERS, z).astype(z.dtype),
+        )
+    )
 
-# --- elementwise binary functions, with broadcasting -----------------------------------------
+# --- elementwise binary functions, with broadcasting ----------------------------------------------
 
 ROWS += binary_rows(P + "xlogy", sp.xlogy, ("real", "positive"))
 ROWS += binary_rows(P + "xlog1py", sp.xlog1py, ("real", "positive"))
@@ -242,39 +415,81 @@ for name in ("gammainc", "gammaincc"):
     fn = getattr(sp, name)
     ROWS += binary_rows(P + name, fn, ("positive", "positive"))
     ROWS += [
-        Row(P + name, fn, make=lambda rng: (rng.uniform(0.3, 2.0, 3), rng.uniform(3.5, 12.0, 3)),
-            variant="fraction"),
-        Row(P + name, fn, make=lambda rng: (rng.uniform(0.3, 2.0, (3, 1)),
-                                            rng.uniform(3.5, 12.0, 2)),
-            variant="fraction-broadcast"),
-        Row(P + name, fn, make=lambda rng: (rng.uniform(25.0, 35.0, 4),
-                                            np.array([20.0, 28.0, 36.0, 45.0])),
-            variant="large"),
+        Row(
+            P + name,
+            fn,
+            make=lambda rng: (rng.uniform(0.3, 2.0, 3), rng.uniform(3.5, 12.0, 3)),
+            variant="fraction",
+        ),
+        Row(
+            P + name,
+            fn,
+            make=lambda rng: (rng.uniform(0.3, 2.0, (3, 1)), rng.uniform(3.5, 12.0, 2)),
+            variant="fraction-broadcast",
+        ),
+        Row(
+            P + name,
+            fn,
+            make=lambda rng: (rng.uniform(25.0, 35.0, 4), np.array([20.0, 28.0, 36.0, 45.0])),
+            variant="large",
+        ),
     ]
 for name in ("gammaincinv", "gammainccinv"):
     fn = getattr(sp, name)
     ROWS += binary_rows(P + name, fn, ("positive", "probability"))
-    ROWS += [Row(P + name, fn, make=lambda rng: (rng.uniform(20.0, 40.0, 3),
-                                                 rng.uniform(0.1, 0.9, 3)), variant="large-a")]
+    ROWS += [
+        Row(
+            P + name,
+            fn,
+            make=lambda rng: (rng.uniform(20.0, 40.0, 3), rng.uniform(0.1, 0.9, 3)),
+            variant="large-a",
+        )
+    ]
 
 # betainc in all three arguments: both branches of the series for d/da, d/db (x below and
 # above (a + 1) / (a + b + 2)), broadcasting, small and large a and b
 ROWS += [
-    Row(P + "betainc", sp.betainc, make=lambda rng: (rng.uniform(0.5, 3.0, 3),
-                                                     rng.uniform(0.5, 3.0, 3),
-                                                     rng.uniform(0.1, 0.9, 3))),
-    Row(P + "betainc", sp.betainc, make=lambda rng: (rng.uniform(0.5, 3.0, (3, 1)),
-                                                     rng.uniform(0.5, 3.0, 2),
-                                                     rng.uniform(0.1, 0.9, (3, 2))),
-        variant="broadcast"),
-    Row(P + "betainc", sp.betainc, make=lambda rng: (np.array([0.2, 30.0, 4.0]),
-                                                     np.array([0.3, 12.0, 40.0]),
-                                                     np.array([0.02, 0.75, 0.05])),
-        variant="wide-range"),
-    Row(P + "betainc", lambda x: sp.betainc(2.0, 3.5, x), make=lambda rng: (
-        rng.uniform(0.1, 0.9, 3),), variant="python-floats"),
-    Row(P + "betainc", lambda a: sp.betainc(a, 1.5, 0.4), make=lambda rng: (
-        rng.uniform(0.5, 3.0, (2, 2)),), variant="in-a"),
+    Row(
+        P + "betainc",
+        sp.betainc,
+        make=lambda rng: (
+            rng.uniform(0.5, 3.0, 3),
+            rng.uniform(0.5, 3.0, 3),
+            rng.uniform(0.1, 0.9, 3),
+        ),
+    ),
+    Row(
+        P + "betainc",
+        sp.betainc,
+        make=lambda rng: (
+            rng.uniform(0.5, 3.0, (3, 1)),
+            rng.uniform(0.5, 3.0, 2),
+            rng.uniform(0.1, 0.9, (3, 2)),
+        ),
+        variant="broadcast",
+    ),
+    Row(
+        P + "betainc",
+        sp.betainc,
+        make=lambda rng: (
+            np.array([0.2, 30.0, 4.0]),
+            np.array([0.3, 12.0, 40.0]),
+            np.array([0.02, 0.75, 0.05]),
+        ),
+        variant="wide-range",
+    ),
+    Row(
+        P + "betainc",
+        lambda x: sp.betainc(2.0, 3.5, x),
+        make=lambda rng: (rng.uniform(0.1, 0.9, 3),),
+        variant="python-floats",
+    ),
+    Row(
+        P + "betainc",
+        lambda a: sp.betainc(a, 1.5, 0.4),
+        make=lambda rng: (rng.uniform(0.5, 3.0, (2, 2)),),
+        variant="in-a",
+    ),
 ]
 
 NONDIFF = [Nondiff(P + "gammasgn", sp.gammasgn)]
@@ -283,28 +498,54 @@ NONDIFF = [Nondiff(P + "gammasgn", sp.gammasgn)]
 # the float32 run of these rows checks that value and cotangents stay float32 (SciPy's own
 # ufuncs would promote to float64) --------------------------------------------------------
 PYTHON_SCALAR = [  # (name, (lo, hi) of the array argument, the Python float)
-    ("xlogy", (0.5, 2.0), 0.7), ("xlog1py", (0.5, 2.0), 0.7), ("rel_entr", (0.5, 2.0), 0.7),
-    ("kl_div", (0.5, 2.0), 0.7), ("beta", (0.5, 2.0), 1.5), ("betaln", (0.5, 2.0), 1.5),
-    ("gammainc", (0.5, 2.0), 1.3), ("gammaincc", (0.5, 2.0), 1.3),
+    ("xlogy", (0.5, 2.0), 0.7),
+    ("xlog1py", (0.5, 2.0), 0.7),
+    ("rel_entr", (0.5, 2.0), 0.7),
+    ("kl_div", (0.5, 2.0), 0.7),
+    ("beta", (0.5, 2.0), 1.5),
+    ("betaln", (0.5, 2.0), 1.5),
+    ("gammainc", (0.5, 2.0), 1.3),
+    ("gammaincc", (0.5, 2.0), 1.3),
 ]
 for name, (lo, hi), c in PYTHON_SCALAR:
     fn = getattr(sp, name)
     ROWS += [
-        Row(P + name, lambda y, fn=fn, c=c: fn(c, y), make=lambda rng, lo=lo, hi=hi: (
-            rng.uniform(lo, hi, 3),), variant="python-float-first"),
-        Row(P + name, lambda x, fn=fn, c=c: fn(x, c), make=lambda rng, lo=lo, hi=hi: (
-            rng.uniform(lo, hi, (3, 2)),), variant="python-float-second"),
+        Row(
+            P + name,
+            lambda y, fn=fn, c=c: fn(c, y),
+            make=lambda rng, lo=lo, hi=hi: (rng.uniform(lo, hi, 3),),
+            variant="python-float-first",
+        ),
+        Row(
+            P + name,
+            lambda x, fn=fn, c=c: fn(x, c),
+            make=lambda rng, lo=lo, hi=hi: (rng.uniform(lo, hi, (3, 2)),),
+            variant="python-float-second",
+        ),
     ]
 for name in ("gammaincinv", "gammainccinv"):
     fn = getattr(sp, name)
     ROWS += [
-        Row(P + name, lambda p, fn=fn: fn(1.7, p), make=lambda rng: (rng.uniform(0.1, 0.9, 3),),
-            variant="python-float-first"),
-        Row(P + name, lambda a, fn=fn: fn(a, 0.4), make=lambda rng: (rng.uniform(0.5, 2.0, 3),),
-            variant="python-float-second"),
+        Row(
+            P + name,
+            lambda p, fn=fn: fn(1.7, p),
+            make=lambda rng: (rng.uniform(0.1, 0.9, 3),),
+            variant="python-float-first",
+        ),
+        Row(
+            P + name,
+            lambda a, fn=fn: fn(a, 0.4),
+            make=lambda rng: (rng.uniform(0.5, 2.0, 3),),
+            variant="python-float-second",
+        ),
     ]
 ROWS += [
     Row(P + "logsumexp", lambda x: sp.logsumexp(x, b=2.0), ((3,),), variant="python-float-b"),
-    Row(P + "logsumexp", lambda b: sp.logsumexp(0.5, b=b), ((3,),), ("positive",),
-        variant="python-float-a"),
+    Row(
+        P + "logsumexp",
+        lambda b: sp.logsumexp(0.5, b=b),
+        ((3,),),
+        ("positive",),
+        variant="python-float-a",
+    ),
 ]

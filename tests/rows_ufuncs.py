@@ -5,22 +5,41 @@ real_if_close, NumPy 2's aliases, NumPy's ufunc keywords (dtype, casting, signat
 NumPy's own ufuncs applied to traced values. See tests/gradtable.py."""
 
 import numpy as np
+from gradtable import SHAPES_2, Nondiff, Row, binary_rows, draw, unary_rows
 
 import fgrad.numpy as fnp
-from gradtable import SHAPES_2, Nondiff, Row, binary_rows, draw, unary_rows
 
 ROWS = []
 
-# --- unary ---------------------------------------------------------------------------------
+# --- unary ----------------------------------------------------------------------------------------
 
 for name, domain in [
-    ("arcsin", "unit"), ("arccos", "unit"), ("arctan", "real"), ("sinh", "real"),
-    ("cosh", "real"), ("arcsinh", "real"), ("arccosh", "above_one"), ("arctanh", "unit"),
-    ("asin", "unit"), ("acos", "unit"), ("atan", "real"), ("asinh", "real"),
-    ("acosh", "above_one"), ("atanh", "unit"),
-    ("exp2", "real"), ("log2", "positive"), ("log10", "positive"), ("cbrt", "nonzero"),
-    ("square", "real"), ("reciprocal", "nonzero"), ("fabs", "nonzero"), ("positive", "real"),
-    ("deg2rad", "real"), ("rad2deg", "real"), ("degrees", "real"), ("radians", "real"),
+    ("arcsin", "unit"),
+    ("arccos", "unit"),
+    ("arctan", "real"),
+    ("sinh", "real"),
+    ("cosh", "real"),
+    ("arcsinh", "real"),
+    ("arccosh", "above_one"),
+    ("arctanh", "unit"),
+    ("asin", "unit"),
+    ("acos", "unit"),
+    ("atan", "real"),
+    ("asinh", "real"),
+    ("acosh", "above_one"),
+    ("atanh", "unit"),
+    ("exp2", "real"),
+    ("log2", "positive"),
+    ("log10", "positive"),
+    ("cbrt", "nonzero"),
+    ("square", "real"),
+    ("reciprocal", "nonzero"),
+    ("fabs", "nonzero"),
+    ("positive", "real"),
+    ("deg2rad", "real"),
+    ("rad2deg", "real"),
+    ("degrees", "real"),
+    ("radians", "real"),
     ("sinc", "real"),
 ]:
     ROWS += unary_rows(name, getattr(fnp, name), domain)
@@ -44,22 +63,42 @@ def _parts(z):
 # axis beyond +-i).
 ROWS += [
     Row("sinc", lambda a, b: _parts(fnp.sinc(a + 1j * b)), ((3,), (3,)), variant="complex"),
-    Row("sinc", lambda a, b: _parts(fnp.sinc(a + 1j * b)),
+    Row(
+        "sinc",
+        lambda a, b: _parts(fnp.sinc(a + 1j * b)),
         make=lambda rng: (np.array([0.0, 1e-3, 0.4]), np.array([0.0, -2e-3, 1.1])),
-        variant="complex,near-zero"),
-    *[Row(name, lambda a, b, f=getattr(fnp, name): _parts(f(a + 1j * b)), ((3,), (3,)),
-          ("positive", "real"), variant="complex") for name in ("arcsinh", "asinh")],
+        variant="complex,near-zero",
+    ),
+    *[
+        Row(
+            name,
+            lambda a, b, f=getattr(fnp, name): _parts(f(a + 1j * b)),
+            ((3,), (3,)),
+            ("positive", "real"),
+            variant="complex",
+        )
+        for name in ("arcsinh", "asinh")
+    ],
 ]
 
 # NumPy's own ufuncs (and NumPy 2's aliases) on traced values dispatch to fgrad's
-for name, domain in [("arcsin", "unit"), ("cosh", "real"), ("cbrt", "nonzero"),
-                     ("square", "real"), ("exp2", "real"), ("log10", "positive"),
-                     ("arccosh", "above_one"), ("positive", "real"), ("degrees", "real")]:
-    ROWS.append(Row(name, lambda x, f=getattr(np, name): f(x), ((3, 2),), (domain,),
-                    variant="numpy-ufunc"))
+for name, domain in [
+    ("arcsin", "unit"),
+    ("cosh", "real"),
+    ("cbrt", "nonzero"),
+    ("square", "real"),
+    ("exp2", "real"),
+    ("log10", "positive"),
+    ("arccosh", "above_one"),
+    ("positive", "real"),
+    ("degrees", "real"),
+]:
+    ROWS.append(
+        Row(name, lambda x, f=getattr(np, name): f(x), ((3, 2),), (domain,), variant="numpy-ufunc")
+    )
 ROWS.append(Row("asin", lambda x: np.asin(x), ((3,),), ("unit",), variant="numpy-ufunc"))
 
-# --- binary, with broadcasting ------------------------------------------------------------
+# --- binary, with broadcasting --------------------------------------------------------------------
 
 for name, domains, kw in [
     ("arctan2", ("real", "nonzero"), {}),  # y away from 0: the branch cut is at y = 0, x < 0
@@ -95,50 +134,118 @@ def _away_from_jumps(x_shape, y_shape):
 for name in ["fmod", "remainder", "mod"]:
     ROWS += [Row(name, getattr(fnp, name), make=_away_from_jumps(sx, sy)) for sx, sy in SHAPES_2]
 ROWS += [
-    Row("fmod", lambda x, y: np.fmod(x, y), make=_away_from_jumps((3,), (3,)),
-        variant="numpy-ufunc"),
-    Row("remainder", lambda x, y: np.remainder(x, y),
-        make=_away_from_jumps((3, 2), (2,)), variant="numpy-ufunc"),
-    Row("fmod", lambda x: fnp.fmod(x, 0.7), make=lambda rng: (np.array([1.0, -1.0, 2.5]),),
-        variant="constant-y"),
-    Row("remainder", lambda y: fnp.remainder(np.array([1.0, -1.0, 2.5]), y),
-        make=lambda rng: (np.array(0.7),), variant="constant-x", promotes=True),
+    Row(
+        "fmod", lambda x, y: np.fmod(x, y), make=_away_from_jumps((3,), (3,)), variant="numpy-ufunc"
+    ),
+    Row(
+        "remainder",
+        lambda x, y: np.remainder(x, y),
+        make=_away_from_jumps((3, 2), (2,)),
+        variant="numpy-ufunc",
+    ),
+    Row(
+        "fmod",
+        lambda x: fnp.fmod(x, 0.7),
+        make=lambda rng: (np.array([1.0, -1.0, 2.5]),),
+        variant="constant-y",
+    ),
+    Row(
+        "remainder",
+        lambda y: fnp.remainder(np.array([1.0, -1.0, 2.5]), y),
+        make=lambda rng: (np.array(0.7),),
+        variant="constant-x",
+        promotes=True,
+    ),
 ]
 
 ROWS += [
     # NumPy's ufuncs on traced values
-    Row("arctan2", lambda y, x: np.arctan2(y, x), ((3,), ()), ("nonzero", "real"),
-        variant="numpy-ufunc"),
+    Row(
+        "arctan2",
+        lambda y, x: np.arctan2(y, x),
+        ((3,), ()),
+        ("nonzero", "real"),
+        variant="numpy-ufunc",
+    ),
     Row("hypot", lambda x, y: np.hypot(x, y), ((3, 2), (2,)), variant="numpy-ufunc"),
     Row("logaddexp", lambda x, y: np.logaddexp(x, y), ((3,), (3,)), variant="numpy-ufunc"),
-    Row("copysign", lambda x, y: np.copysign(x, y), ((3,), (3,)), ("nonzero",),
-        variant="numpy-ufunc"),
-    Row("fmax", lambda x, y: np.fmax(x, y), ((3,), ()), ("apart_a", "apart_b"),
-        variant="numpy-ufunc"),
-    Row("float_power", lambda x, y: np.float_power(x, y), ((3,), (3,)), ("positive", "real"),
-        variant="numpy-ufunc", promotes=True),
+    Row(
+        "copysign",
+        lambda x, y: np.copysign(x, y),
+        ((3,), (3,)),
+        ("nonzero",),
+        variant="numpy-ufunc",
+    ),
+    Row(
+        "fmax",
+        lambda x, y: np.fmax(x, y),
+        ((3,), ()),
+        ("apart_a", "apart_b"),
+        variant="numpy-ufunc",
+    ),
+    Row(
+        "float_power",
+        lambda x, y: np.float_power(x, y),
+        ((3,), (3,)),
+        ("positive", "real"),
+        variant="numpy-ufunc",
+        promotes=True,
+    ),
     Row("ldexp", lambda x: np.ldexp(x, np.array([1, -2, 3])), ((3,),), variant="numpy-ufunc"),
     # constants on one side
     Row("arctan2", lambda x: fnp.arctan2(1.5, x), ((3,),), variant="constant-y"),
     Row("hypot", lambda x: fnp.hypot(x, [0.5, -1.0, 2.0]), ((3,),), variant="list", promotes=True),
     Row("logaddexp", lambda x: fnp.logaddexp(x, -np.inf), ((3,),), variant="minus-inf"),
-    Row("logaddexp", fnp.logaddexp, variant="large",
-        make=lambda rng: (rng.uniform(700.0, 702.0, 3), rng.uniform(700.0, 702.0, 3))),
-    Row("logaddexp2", fnp.logaddexp2, variant="large",
-        make=lambda rng: (rng.uniform(1000.0, 1002.0, 3), rng.uniform(1000.0, 1002.0, (2, 3)))),
-    Row("float_power", lambda x: fnp.float_power(x, 3), ((3, 2),), variant="int-exponent",
-        promotes=True),
-    Row("float_power", lambda x: fnp.float_power(2.0, x), ((3,),), variant="constant-base",
-        promotes=True),
-    Row("copysign", lambda x: fnp.copysign(x, np.array([-0.0, 0.0, -1.0])), ((3,),),
-        ("nonzero",), variant="signed-zeros", promotes=True),
-    Row("copysign", lambda x: fnp.copysign(2.0, x) * x, ((3,),), ("nonzero",),
-        variant="traced-y"),
+    Row(
+        "logaddexp",
+        fnp.logaddexp,
+        variant="large",
+        make=lambda rng: (rng.uniform(700.0, 702.0, 3), rng.uniform(700.0, 702.0, 3)),
+    ),
+    Row(
+        "logaddexp2",
+        fnp.logaddexp2,
+        variant="large",
+        make=lambda rng: (rng.uniform(1000.0, 1002.0, 3), rng.uniform(1000.0, 1002.0, (2, 3))),
+    ),
+    Row(
+        "float_power",
+        lambda x: fnp.float_power(x, 3),
+        ((3, 2),),
+        variant="int-exponent",
+        promotes=True,
+    ),
+    Row(
+        "float_power",
+        lambda x: fnp.float_power(2.0, x),
+        ((3,),),
+        variant="constant-base",
+        promotes=True,
+    ),
+    Row(
+        "copysign",
+        lambda x: fnp.copysign(x, np.array([-0.0, 0.0, -1.0])),
+        ((3,),),
+        ("nonzero",),
+        variant="signed-zeros",
+        promotes=True,
+    ),
+    Row("copysign", lambda x: fnp.copysign(2.0, x) * x, ((3,),), ("nonzero",), variant="traced-y"),
     # fmax/fmin: a nan on one side gives the gradient to the other
-    Row("fmax", lambda x, y: fnp.fmax(x, fnp.where(np.array([True, False, True]), np.nan, y)),
-        ((3,), (3,)), ("apart_a", "apart_b"), variant="nan-y"),
-    Row("fmin", lambda x, y: fnp.fmin(fnp.where(np.array([True, False]), np.nan, x), y),
-        ((3, 2), (2,)), ("apart_a", "apart_b"), variant="nan-x"),
+    Row(
+        "fmax",
+        lambda x, y: fnp.fmax(x, fnp.where(np.array([True, False, True]), np.nan, y)),
+        ((3,), (3,)),
+        ("apart_a", "apart_b"),
+        variant="nan-y",
+    ),
+    Row(
+        "fmin",
+        lambda x, y: fnp.fmin(fnp.where(np.array([True, False]), np.nan, x), y),
+        ((3, 2), (2,)),
+        ("apart_a", "apart_b"),
+        variant="nan-x",
+    ),
     # ldexp: linear in x, with integer exponents that broadcast
     Row("ldexp", lambda x: fnp.ldexp(x, np.array([1, -2, 3])), ((3,),)),
     Row("ldexp", lambda x: fnp.ldexp(x, 2), ((3, 2),), variant="int"),
@@ -147,25 +254,50 @@ ROWS += [
 ]
 
 
-# --- real_if_close, and NumPy's ufunc keywords on traced values ------------------------------
+# --- real_if_close, and NumPy's ufunc keywords on traced values -----------------------------------
 
 ROWS += [
     Row("real_if_close", lambda x: fnp.real_if_close(x + 0j), ((3, 2),), variant="close"),
-    Row("real_if_close", lambda x: fnp.real_if_close(x * (1 + 1e-3j)), ((3,),),
-        variant="not close", float32="the result stays complex (complex64)"),
-    Row("real_if_close", lambda x: fnp.real_if_close(x * (1 + 1e-9j), tol=1e-6), ((3,),),
-        variant="tol<1"),
+    Row(
+        "real_if_close",
+        lambda x: fnp.real_if_close(x * (1 + 1e-3j)),
+        ((3,),),
+        variant="not close",
+        float32="the result stays complex (complex64)",
+    ),
+    Row(
+        "real_if_close",
+        lambda x: fnp.real_if_close(x * (1 + 1e-9j), tol=1e-6),
+        ((3,),),
+        variant="tol<1",
+    ),
     Row("real_if_close", fnp.real_if_close, ((3,),), variant="real"),
-    Row("arcsinh", lambda x: fnp.arcsinh(x, dtype=np.float64), ((3,),), variant="dtype",
-        promotes=True),
+    Row(
+        "arcsinh",
+        lambda x: fnp.arcsinh(x, dtype=np.float64),
+        ((3,),),
+        variant="dtype",
+        promotes=True,
+    ),
     Row("hypot", lambda x, y: fnp.hypot(x, y, casting="no"), ((3,), (3,)), variant="casting"),
-    Row("arctan2", lambda y, x: np.arctan2(y, x, dtype=np.float64), ((3,), (3,)),
-        variant="numpy-ufunc,dtype", promotes=True),
-    Row("maximum", lambda x, y: fnp.maximum(x, y, signature=(np.float64, np.float64, None)),
-        ((3,), (3,)), ("apart_a", "apart_b"), variant="signature", promotes=True),
+    Row(
+        "arctan2",
+        lambda y, x: np.arctan2(y, x, dtype=np.float64),
+        ((3,), (3,)),
+        variant="numpy-ufunc,dtype",
+        promotes=True,
+    ),
+    Row(
+        "maximum",
+        lambda x, y: fnp.maximum(x, y, signature=(np.float64, np.float64, None)),
+        ((3,), (3,)),
+        ("apart_a", "apart_b"),
+        variant="signature",
+        promotes=True,
+    ),
 ]
 
-# --- nan_to_num ------------------------------------------------------------------------------
+# --- nan_to_num -----------------------------------------------------------------------------------
 
 
 def _with_nonfinite(x):
@@ -177,13 +309,16 @@ def _with_nonfinite(x):
 
 ROWS += unary_rows("nan_to_num", fnp.nan_to_num, variant="finite")
 ROWS += [
-    Row("nan_to_num", lambda x, kw=kw: fnp.tanh(fnp.nan_to_num(_with_nonfinite(x * x), **kw)) * x,
+    Row(
+        "nan_to_num",
+        lambda x, kw=kw: fnp.tanh(fnp.nan_to_num(_with_nonfinite(x * x), **kw)) * x,
         ((4,),),
-        variant=",".join(f"{k}={v}" for k, v in kw.items()) or "defaults")
+        variant=",".join(f"{k}={v}" for k, v in kw.items()) or "defaults",
+    )
     for kw in [{}, {"nan": 1.5}, {"posinf": 10.0, "neginf": -10.0}, {"copy": False, "nan": -2.0}]
 ]
 
-# --- declared without a derivative --------------------------------------------------------
+# --- declared without a derivative ----------------------------------------------------------------
 
 NONDIFF = [
     Nondiff(name, lambda x, f=getattr(fnp, name): f(x))

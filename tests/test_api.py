@@ -8,13 +8,21 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
-    grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
 )
 
 Point = collections.namedtuple("Point", "x y")
 
 
-# --- semantics ---------------------------------------------------------------------------
+# --- semantics ------------------------------------------------------------------------------------
 
 
 def test_grad_argnums_int_and_tuple():
@@ -35,7 +43,7 @@ def test_value_and_grad_with_aux_and_kwargs():
     assert value == 50.0 and aux["norm"] == 5.0
     assert type(aux["norm"]) is not fgrad.core.Box  # aux comes back as plain values
     np.testing.assert_array_equal(g, 4.0 * x)
-    g2, aux2 = grad(f, has_aux=True)(x)
+    g2, _aux2 = grad(f, has_aux=True)(x)
     np.testing.assert_array_equal(g2, 2.0 * x)
 
 
@@ -50,14 +58,14 @@ def test_pytrees_in_and_out():
     np.testing.assert_array_equal(g["w"], [2.0, 4.0])
     assert (g["b"], g["p"].x, g["p"].y[0], g["p"].y[1]) == (1.0, 0.5, 3.0, 2.0)
 
-    out, f_vjp = vjp(lambda p: {"a": p["w"] * 2.0, "t": (p["b"], p["b"] ** 2)}, params)
+    _out, f_vjp = vjp(lambda p: {"a": p["w"] * 2.0, "t": (p["b"], p["b"] ** 2)}, params)
     ct = f_vjp({"a": np.ones(2), "t": (1.0, 1.0)})[0]
     np.testing.assert_array_equal(ct["w"], [2.0, 2.0])
     assert ct["b"] == 1.0 + 2 * 0.5
 
 
 def test_vjp_function_can_be_called_many_times():
-    out, f_vjp = vjp(lambda x: fnp.sin(x) * 3.0, np.array([0.0, 1.0]))
+    _out, f_vjp = vjp(lambda x: fnp.sin(x) * 3.0, np.array([0.0, 1.0]))
     first = f_vjp(np.ones(2))[0]
     second = f_vjp(np.array([2.0, 0.0]))[0]
     np.testing.assert_allclose(first, 3 * np.cos([0.0, 1.0]))
@@ -139,19 +147,27 @@ def test_float32_in_float32_out():
     assert jacrev(fnp.tanh)(x).dtype == np.float32
 
 
-# --- errors that say what to do ----------------------------------------------------------
+# --- errors that say what to do -------------------------------------------------------------------
 
 
 def test_integer_inputs_to_grad():
-    with pytest.raises(TypeError, match=r"argument 0 is int64 with shape \(\): pass 1.0 instead of 1"):
+    with pytest.raises(
+        TypeError, match=r"argument 0 is int64 with shape \(\): pass 1.0 instead of 1"
+    ):
         grad(lambda x: x * 2.0)(1)
-    with pytest.raises(TypeError, match=r"argument 0 is int64 with shape \(\): pass 2.0 instead of 2\n"):
+    with pytest.raises(
+        TypeError, match=r"argument 0 is int64 with shape \(\): pass 2.0 instead of 2\n"
+    ):
         grad(lambda x: x * 2.0)(2)  # the number the user passed, not always 1
-    with pytest.raises(TypeError, match=r"int32 with shape \(\): pass -3.0 instead of np.int32\(-3\)"):
+    with pytest.raises(
+        TypeError, match=r"int32 with shape \(\): pass -3.0 instead of np.int32\(-3\)"
+    ):
         grad(lambda x: x * 2.0)(np.int32(-3))
     with pytest.raises(TypeError, match=r"argument 1 is int64 with shape \(3,\).*astype\(float\)"):
         grad(lambda x, y: x, argnums=1)(1.0, np.arange(3))
-    with pytest.raises(TypeError, match=r"argument 0 is bool with shape \(\): pass 1.0 instead of True"):
+    with pytest.raises(
+        TypeError, match=r"argument 0 is bool with shape \(\): pass 1.0 instead of True"
+    ):
         grad(lambda x: x * 2.0)(True)
     with pytest.raises(TypeError, match="leaf 1 of its pytree"):
         grad(lambda p: p[0])((1.0, 2))
@@ -164,13 +180,16 @@ def test_non_scalar_output_to_grad_points_to_jacrev_and_vjp():
         grad(lambda x: fnp.sum(x) > 0)(np.ones(3))
 
 
-@pytest.mark.parametrize("argnums, error, match", [
-    (2, ValueError, "argnums 2 is out of range.*2 positional arguments"),
-    ((0, 5), ValueError, "argnums 5 is out of range"),
-    (1.0, TypeError, "argnums must be an int or a tuple of ints"),
-    (True, TypeError, "argnums must be an int"),
-    ((0, 0), ValueError, "names an argument twice"),
-])
+@pytest.mark.parametrize(
+    "argnums, error, match",
+    [
+        (2, ValueError, "argnums 2 is out of range.*2 positional arguments"),
+        ((0, 5), ValueError, "argnums 5 is out of range"),
+        (1.0, TypeError, "argnums must be an int or a tuple of ints"),
+        (True, TypeError, "argnums must be an int"),
+        ((0, 0), ValueError, "names an argument twice"),
+    ],
+)
 def test_bad_argnums(argnums, error, match):
     with pytest.raises(error, match=match):
         grad(lambda x, y: x * y, argnums=argnums)(1.0, 2.0)
@@ -257,4 +276,4 @@ def test_numpy_ufunc_on_a_traced_value_is_differentiated_or_refused_clearly():
 
 def test_unknown_numpy_name_says_it_is_not_differentiable_yet():
     with pytest.raises(AttributeError, match="fgrad.numpy has no 'busday_count' yet"):
-        fnp.busday_count
+        _ = fnp.busday_count

@@ -5,12 +5,12 @@ import warnings
 
 import numpy as np
 import pytest
+from rows_arrays import NONDIFF, ROWS
 
 import fgrad.numpy as fnp
 from fgrad import grad, hessian, jacfwd, jacrev
 from fgrad.numpy import arrays
 from fgrad.test_util import check_grads
-from rows_arrays import NONDIFF, ROWS
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((3, 4))
@@ -30,45 +30,75 @@ SAME_AS_NUMPY = {
     "rot90": lambda m: [m.rot90(C, k, (2, 0)) for k in range(-1, 6)],
     "tile": lambda m: [m.tile(V, 3), m.tile(X, (2, 1, 2)), m.tile(1.5, (2, 2))],
     "repeat": lambda m: [m.repeat(X, 2), m.repeat(X, [1, 0, 3], axis=0), m.repeat(C, [2], axis=-1)],
-    "pad": lambda m: [
-        m.pad(X, w, mode=md)
-        for w in [1, (1, 2), ((1, 0), (2, 3)), ((2,), (1,))]
-        for md in ["constant", "edge", "reflect", "symmetric", "wrap"]
-    ] + [m.pad(V, 7, mode=md) for md in ["reflect", "symmetric", "wrap"]]
-      + [m.pad(X, ((1, 2), (0, 1)), constant_values=((1, 2), (3, 4)))],
+    "pad": lambda m: (
+        [
+            m.pad(X, w, mode=md)
+            for w in [1, (1, 2), ((1, 0), (2, 3)), ((2,), (1,))]
+            for md in ["constant", "edge", "reflect", "symmetric", "wrap"]
+        ]
+        + [m.pad(V, 7, mode=md) for md in ["reflect", "symmetric", "wrap"]]
+        + [m.pad(X, ((1, 2), (0, 1)), constant_values=((1, 2), (3, 4)))]
+    ),
     "join": lambda m: [
-        m.hstack([X, X]), m.vstack([X, X[0]]), m.dstack([V, V]), m.column_stack([X[:, 0], X]),
-        m.append(X, V), m.append(X, X[:1], axis=0), m.broadcast_arrays(X, V[:4], 1.0),
+        m.hstack([X, X]),
+        m.vstack([X, X[0]]),
+        m.dstack([V, V]),
+        m.column_stack([X[:, 0], X]),
+        m.append(X, V),
+        m.append(X, X[:1], axis=0),
+        m.broadcast_arrays(X, V[:4], 1.0),
     ],
     "split": lambda m: [
-        m.split(V, 5), m.split(X, [1, 3], axis=1), m.array_split(X, [2, 10]), m.dsplit(C, 2),
+        m.split(V, 5),
+        m.split(X, [1, 3], axis=1),
+        m.array_split(X, [2, 10]),
+        m.dsplit(C, 2),
         m.array_split(X, 5, axis=1),
     ],
     "take": lambda m: [
-        m.take(X, [0, -1, 5]), m.take(X, [[0, 2], [1, 1]], axis=1),
-        m.take(X, [-7, 9], mode="wrap"), m.take(X, [-7, 9], axis=0, mode="clip"),
+        m.take(X, [0, -1, 5]),
+        m.take(X, [[0, 2], [1, 1]], axis=1),
+        m.take(X, [-7, 9], mode="wrap"),
+        m.take(X, [-7, 9], axis=0, mode="clip"),
         m.take_along_axis(X, np.argsort(X, axis=0), 0),
         m.take_along_axis(X, np.array([[0], [2], [1]]), 1),
     ],
     "diag": lambda m: [
-        m.diag(V, 2), m.diag(V, -1), m.diag(X, 7), m.diagonal(C, 1, 2, 0), m.diagonal(C, -1, -1, 1),
-        m.trace(C, 1, 1, 2), m.tril(X, -1), m.triu(C), m.tril(V), m.triu(V, -2),
+        m.diag(V, 2),
+        m.diag(V, -1),
+        m.diag(X, 7),
+        m.diagonal(C, 1, 2, 0),
+        m.diagonal(C, -1, -1, 1),
+        m.trace(C, 1, 1, 2),
+        m.tril(X, -1),
+        m.triu(C),
+        m.tril(V),
+        m.triu(V, -2),
     ],
     "sort": lambda m: [m.sort(X), m.sort(X, 0), m.sort(X, None), m.sort(C, 1)],
     "meshgrid": lambda m: [
-        m.meshgrid(V, X[0]), m.meshgrid(V, X[0], indexing="ij"),
-        m.meshgrid(V, X[0], V[:2], sparse=True), m.meshgrid(V),
+        m.meshgrid(V, X[0]),
+        m.meshgrid(V, X[0], indexing="ij"),
+        m.meshgrid(V, X[0], V[:2], sparse=True),
+        m.meshgrid(V),
     ],
     "atleast": lambda m: [
-        m.atleast_1d(1.0, V), m.atleast_2d(V), m.atleast_3d(1.0), m.atleast_3d(X),
+        m.atleast_1d(1.0, V),
+        m.atleast_2d(V),
+        m.atleast_3d(1.0),
+        m.atleast_3d(X),
     ],
     "insert": lambda m: [
-        m.insert(V, [1, 1, 4], [7.0, 8.0, 9.0]), m.insert(X, 1, V[:4], axis=0),
-        m.insert(X, [0, 2], V[:2], axis=1), m.insert(X, slice(0, 2), 3.0, axis=0),
+        m.insert(V, [1, 1, 4], [7.0, 8.0, 9.0]),
+        m.insert(X, 1, V[:4], axis=0),
+        m.insert(X, [0, 2], V[:2], axis=1),
+        m.insert(X, slice(0, 2), 3.0, axis=0),
         m.insert(X.astype(np.float32), 1, 2.0),
     ],
     "delete": lambda m: [
-        m.delete(V, [0, -1]), m.delete(X, slice(0, 2), axis=0), m.delete(X, [1, 5]),
+        m.delete(V, [0, -1]),
+        m.delete(X, slice(0, 2), axis=0),
+        m.delete(X, [1, 5]),
         m.delete(V, np.array([True, False, True, False, False])),
     ],
     "select": lambda m: [m.select([X > 0, X < -1], [X, 2 * X], default=-5.0)],
@@ -103,7 +133,7 @@ def test_inputs_are_never_mutated():
     np.testing.assert_array_equal(v, V[:2])
 
 
-# --- closed-form derivatives -------------------------------------------------------------
+# --- closed-form derivatives ----------------------------------------------------------------------
 
 
 def test_gradients_of_copies_count_the_copies():
@@ -145,18 +175,26 @@ def test_traced_pad_constant_is_differentiable():
     assert grad(lambda c: fnp.sum(fnp.pad(x, 1, constant_values=c)))(0.5) == 12.0
 
 
-# --- x.at[idx] scatter updates -------------------------------------------------------------
+# --- x.at[idx] scatter updates --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("op", ["multiply", "divide", "power", "min", "max"])
-@pytest.mark.parametrize("idx", [[0, 0, 2], np.array([1, 1, 1]), [0, 2], slice(1, 3)],
-                         ids=["repeats", "all-same", "unique", "slice"])
+@pytest.mark.parametrize(
+    "idx",
+    [[0, 0, 2], np.array([1, 1, 1]), [0, 2], slice(1, 3)],
+    ids=["repeats", "all-same", "unique", "slice"],
+)
 def test_at_updates_agree_with_numpy_ufunc_at(op, idx):
     x = np.abs(V) + 0.5
     v = RNG.standard_normal(len(np.arange(5)[idx]))
     expected = x.copy()
-    {"multiply": np.multiply, "divide": np.divide, "power": np.power, "min": np.minimum,
-     "max": np.maximum}[op].at(expected, idx, v)
+    {
+        "multiply": np.multiply,
+        "divide": np.divide,
+        "power": np.power,
+        "min": np.minimum,
+        "max": np.maximum,
+    }[op].at(expected, idx, v)
     np.testing.assert_allclose(getattr(fnp.at(x)[idx], op)(v), expected, rtol=1e-15)
 
 
@@ -187,13 +225,20 @@ def test_at_min_ties_split_evenly_between_x_and_the_updates():
     np.testing.assert_allclose(g, [0.0, 0.5])
 
 
-# --- indexing forms and errors -----------------------------------------------------------
+# --- indexing forms and errors --------------------------------------------------------------------
 
 
 def test_every_indexing_form_matches_numpy_and_its_gradient_is_the_scatter():
     x = RNG.standard_normal((2, 3, 4))
-    for idx in [np.s_[[0, 1, 1], :, [3, 0, 3]], np.s_[1, ..., [0, 0]], np.s_[None, ..., ::-2],
-                x > 0, np.s_[[], 1], np.s_[np.bool_(True)], np.s_[[[1]], [0, 2]]]:
+    for idx in [
+        np.s_[[0, 1, 1], :, [3, 0, 3]],
+        np.s_[1, ..., [0, 0]],
+        np.s_[None, ..., ::-2],
+        x > 0,
+        np.s_[[], 1],
+        np.s_[np.bool_(True)],
+        np.s_[[[1]], [0, 2]],
+    ]:
         np.testing.assert_array_equal(fnp.at(x)[idx].get(), x[idx])
         w = RNG.standard_normal(x[idx].shape)
         expected = np.zeros_like(x)
@@ -203,8 +248,12 @@ def test_every_indexing_form_matches_numpy_and_its_gradient_is_the_scatter():
 
 def test_traced_indices_are_refused_with_a_message():
     # (an integer cast of a traced value is already a constant: astype(int) has no derivative)
-    for f in [lambda x: fnp.take(x, x), lambda x: fnp.repeat(x, x), lambda x: x[x],
-              lambda x: fnp.at(x)[x].add(1.0)]:
+    for f in [
+        lambda x: fnp.take(x, x),
+        lambda x: fnp.repeat(x, x),
+        lambda x: x[x],
+        lambda x: fnp.at(x)[x].add(1.0),
+    ]:
         with pytest.raises(TypeError, match="indices have no derivative"):
             grad(lambda x: fnp.sum(f(x)))(np.ones(3))
 
@@ -224,7 +273,7 @@ def test_errors_name_the_argument_and_say_what_to_do():
         fnp.at(np.ones(3))[[0, 0]].set(1.0)
 
 
-# --- the names added for issue 15: partition, rollaxis, unique, stacks of one array -----------
+# --- the names added for issue 15: partition, rollaxis, unique, stacks of one array ---------------
 
 
 @pytest.mark.parametrize("jac", [jacrev, jacfwd])
@@ -255,8 +304,9 @@ def test_unique_unsorted_keeps_numpys_order_traced_or_not():
     for x in (z, np.concatenate([z, z[::-1]]), z.real, np.array([2.0, np.nan, 1.0, np.nan])):
         expected = np.unique(x, sorted=False)
         np.testing.assert_array_equal(fnp.unique(x, sorted=False), expected)
-        np.testing.assert_array_equal(fgrad_value(lambda a: fnp.unique(a, sorted=False), x),
-                                      expected)
+        np.testing.assert_array_equal(
+            fgrad_value(lambda a: fnp.unique(a, sorted=False), x), expected
+        )
     # each value's gradient goes to its first occurrence
     x = np.array([2.0 + 1j, 1.0, 2.0 + 1j, 3.0j])
     j = jacrev(lambda a: fnp.unique(a, sorted=False), holomorphic=True)(x)
@@ -266,6 +316,7 @@ def test_unique_unsorted_keeps_numpys_order_traced_or_not():
 
 def fgrad_value(f, *args):
     from fgrad import vjp
+
     return vjp(f, *args)[0]
 
 
@@ -277,8 +328,9 @@ def test_partition_is_numpys_arrangement_and_its_gradient_a_permutation():
         j = jacrev(lambda a: fnp.partition(a, kth, axis=0))(x).reshape(18, 18)
         assert sorted(j.sum(axis=0)) == [1.0] * 18 and sorted(j.sum(axis=1)) == [1.0] * 18
     # the k-th value is the k-th smallest: its gradient is at the element of that rank
-    np.testing.assert_array_equal(grad(lambda a: fnp.partition(a, 2)[2])(V),
-                                  np.eye(5)[np.argsort(V)[2]])
+    np.testing.assert_array_equal(
+        grad(lambda a: fnp.partition(a, 2)[2])(V), np.eye(5)[np.argsort(V)[2]]
+    )
     with pytest.raises(ValueError, match="kth"):
         fnp.partition(fgrad_value(lambda a: a, V), 7)
     assert fnp.argpartition(V, 2)[2] == np.argsort(V)[2]

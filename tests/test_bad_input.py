@@ -20,16 +20,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
-    checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize,
-    tap_cotangent, value_and_grad, vjp,
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    tap_cotangent,
+    value_and_grad,
+    vjp,
 )
 from fgrad import tree_util as tu
 
-FEW = settings(max_examples=10, deadline=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+FEW = settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # Where a user error may be raised: the API edge.
 _EDGE = tuple(os.path.join("fgrad", name) for name in ("api.py", "custom.py", "tree_util.py"))
@@ -62,8 +74,9 @@ def expect_user_error(thunk, names, action=True):
         return msg
     except Exception as e:  # any other exception type is a failure
         last = traceback.extract_tb(e.__traceback__)[-1]
-        pytest.fail(f"{type(e).__name__} (not TypeError/ValueError) from "
-                    f"{last.filename}:{last.lineno}: {e}")
+        pytest.fail(
+            f"{type(e).__name__} (not TypeError/ValueError) from {last.filename}:{last.lineno}: {e}"
+        )
     finally:
         if previous is None:
             del os.environ["FGRAD_TRACEBACK_FILTERING"]
@@ -72,7 +85,7 @@ def expect_user_error(thunk, names, action=True):
     pytest.fail(f"no error raised (looking for {names!r})")
 
 
-# --- strategies ----------------------------------------------------------------------------
+# --- strategies -----------------------------------------------------------------------------------
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
 
@@ -80,18 +93,26 @@ non_float_arrays = st.one_of(
     hnp.arrays(st.sampled_from([np.int8, np.int32, np.int64, np.uint16]), shapes),
     hnp.arrays(np.bool_, shapes),
     hnp.arrays(hnp.unicode_string_dtypes(max_len=3), shapes),
-    hnp.arrays(object, shapes, elements=st.one_of(st.floats(-2, 2), st.text(max_size=2),
-                                                  st.none())),
+    hnp.arrays(
+        object, shapes, elements=st.one_of(st.floats(-2, 2), st.text(max_size=2), st.none())
+    ),
 )
 non_float_scalars = st.one_of(
-    st.integers(-5, 5), st.booleans(), st.text(max_size=3), st.just(object()),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.text(max_size=3),
+    st.just(object()),
     st.sampled_from([np.int64(3), np.bool_(True), np.str_("a")]),
 )
 non_float_leaves = st.one_of(non_float_arrays, non_float_scalars)
 
 non_callables = st.one_of(
-    st.none(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3),
-    st.lists(st.integers(), max_size=2), hnp.arrays(np.float64, shapes),
+    st.none(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
+    st.lists(st.integers(), max_size=2),
+    hnp.arrays(np.float64, shapes),
 )
 
 bad_argnums = st.one_of(
@@ -99,9 +120,9 @@ bad_argnums = st.one_of(
     st.text(max_size=3),
     st.booleans(),
     st.none(),
-    st.integers(min_value=2, max_value=10**20),       # out of range for 2 arguments
-    st.integers(max_value=-3, min_value=-10**20),     # negative, out of range
-    st.tuples(st.tuples(st.integers(0, 1))),          # nested tuple
+    st.integers(min_value=2, max_value=10**20),  # out of range for 2 arguments
+    st.integers(max_value=-3, min_value=-(10**20)),  # negative, out of range
+    st.tuples(st.tuples(st.integers(0, 1))),  # nested tuple
     st.tuples(st.integers(0, 1), st.floats(allow_nan=False)),
     st.tuples(st.integers(0, 1), st.integers(2, 50)),
     st.just(()),
@@ -126,11 +147,16 @@ _ARGNUM_TRANSFORMS = {
 }
 
 
-# --- non-callables --------------------------------------------------------------------------
+# --- non-callables --------------------------------------------------------------------------------
 
 _WANT_FUNCTION = {
-    "grad": grad, "value_and_grad": value_and_grad, "jacfwd": jacfwd, "jacrev": jacrev,
-    "hessian": hessian, "custom_vjp": custom_vjp, "custom_jvp": custom_jvp,
+    "grad": grad,
+    "value_and_grad": value_and_grad,
+    "jacfwd": jacfwd,
+    "jacrev": jacrev,
+    "hessian": hessian,
+    "custom_vjp": custom_vjp,
+    "custom_jvp": custom_jvp,
     "checkpoint": checkpoint,
     "vjp": lambda f: vjp(f, 1.0),
     "jvp": lambda f: jvp(f, (1.0,), (1.0,)),
@@ -155,7 +181,7 @@ def test_tree_map_refuses_a_non_callable(thing):
     expect_user_error(lambda: tu.tree_map(thing, [1.0, 2.0]), r"\bf\b|function")
 
 
-# --- argnums --------------------------------------------------------------------------------
+# --- argnums --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("entry", sorted(_ARGNUM_TRANSFORMS))
@@ -164,8 +190,7 @@ def test_tree_map_refuses_a_non_callable(thing):
 def test_bad_argnums_are_refused(entry, argnums):
     args = (np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     f = _f2 if entry in ("grad", "value_and_grad", "hessian") else (lambda x, y: x * y)
-    expect_user_error(lambda: _ARGNUM_TRANSFORMS[entry](f, argnums, args), r"argnums",
-                      action=False)
+    expect_user_error(lambda: _ARGNUM_TRANSFORMS[entry](f, argnums, args), r"argnums", action=False)
 
 
 @pytest.mark.parametrize("entry", sorted(_ARGNUM_TRANSFORMS))
@@ -177,23 +202,28 @@ def test_argnums_naming_an_argument_twice_through_a_negative_index(entry):
 
 @pytest.mark.parametrize("entry", ["custom_vjp", "custom_jvp"])
 @FEW
-@given(argnums=st.one_of(st.floats(allow_nan=False), st.text(max_size=2), st.booleans(),
-                         st.tuples(st.tuples(st.integers(0, 1)))))
+@given(
+    argnums=st.one_of(
+        st.floats(allow_nan=False),
+        st.text(max_size=2),
+        st.booleans(),
+        st.tuples(st.tuples(st.integers(0, 1))),
+    )
+)
 def test_bad_nondiff_argnums_are_refused(entry, argnums):
     make = custom_vjp if entry == "custom_vjp" else custom_jvp
-    expect_user_error(lambda: make(_f2, nondiff_argnums=argnums), r"nondiff_argnums",
-                      action=False)
+    expect_user_error(lambda: make(_f2, nondiff_argnums=argnums), r"nondiff_argnums", action=False)
 
 
 @FEW
-@given(n=st.one_of(st.integers(2, 10**6), st.integers(-10**6, -3)))
+@given(n=st.one_of(st.integers(2, 10**6), st.integers(-(10**6), -3)))
 def test_nondiff_argnums_out_of_range_at_call(n):
     f = custom_vjp(_f2, nondiff_argnums=(n,))
     f.defvjp(lambda x, y: (_f2(x, y), None), lambda *a: (None,))
     expect_user_error(lambda: f(1.0, 2.0), r"nondiff_argnums", action=False)
 
 
-# --- inputs that cannot be differentiated ---------------------------------------------------
+# --- inputs that cannot be differentiated ---------------------------------------------------------
 
 
 def _sum_or_zero(x):
@@ -226,8 +256,10 @@ def test_non_float_inputs_are_refused_naming_the_argument(entry, x):
 
 
 def test_a_non_float_leaf_deep_in_a_pytree_is_named_by_its_position():
-    msg = expect_user_error(lambda: grad(lambda p: p[0])((1.0, [2.0, np.arange(3)])),
-                            r"argument 0 \(leaf 2 of its pytree\)")
+    msg = expect_user_error(
+        lambda: grad(lambda p: p[0])((1.0, [2.0, np.arange(3)])),
+        r"argument 0 \(leaf 2 of its pytree\)",
+    )
     assert "int64" in msg
 
 
@@ -236,7 +268,7 @@ def test_none_as_the_argument_has_no_leaves_and_a_none_gradient():
     assert grad(lambda x, y: y * 2.0, argnums=0)(None, 1.0) is None
 
 
-# --- grad's output ----------------------------------------------------------------------------
+# --- grad's output --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("entry", ["grad", "value_and_grad"])
@@ -249,8 +281,14 @@ def test_a_non_scalar_output_to_grad_is_refused(entry, shape):
 
 
 @FEW
-@given(out=st.one_of(non_float_leaves, st.none(), st.tuples(st.floats(), st.floats()),
-                     st.dictionaries(st.text(max_size=2), st.floats(), max_size=2)))
+@given(
+    out=st.one_of(
+        non_float_leaves,
+        st.none(),
+        st.tuples(st.floats(), st.floats()),
+        st.dictionaries(st.text(max_size=2), st.floats(), max_size=2),
+    )
+)
 def test_a_non_float_output_to_grad_is_refused(out):
     expect_user_error(lambda: grad(lambda x: out)(1.0), r"output|return")
 
@@ -300,13 +338,15 @@ def test_has_aux_error_does_not_name_fgrads_internal_box_type():
     assert "Box" not in msg and "an array with shape ()" in msg, msg
 
 
-# --- tangents and cotangents ------------------------------------------------------------------
+# --- tangents and cotangents ----------------------------------------------------------------------
 
 
 def _wrong_dtype_arrays(shape):
     return st.one_of(
-        hnp.arrays(st.sampled_from([np.float32, np.float16, np.complex128, np.int64,
-                                    np.bool_, object]), st.just(shape)),
+        hnp.arrays(
+            st.sampled_from([np.float32, np.float16, np.complex128, np.int64, np.bool_, object]),
+            st.just(shape),
+        ),
         hnp.arrays(hnp.unicode_string_dtypes(max_len=2), st.just(shape)),
     )
 
@@ -318,10 +358,12 @@ def array_and_wrong_tangent(draw):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
     x = np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape)
     other = draw(shapes.filter(lambda s: s != shape))
-    t = draw(st.one_of(
-        st.just(np.ones(other)),
-        _wrong_dtype_arrays(shape),
-    ))
+    t = draw(
+        st.one_of(
+            st.just(np.ones(other)),
+            _wrong_dtype_arrays(shape),
+        )
+    )
     return x, t
 
 
@@ -389,13 +431,15 @@ def test_scalar_tangents_and_cotangents_of_the_right_kind_are_accepted():
     # dtype; a NumPy scalar of another dtype is refused, as an array of another dtype is
     assert vjp(lambda x: x * 2.0, 1.0)[1](1.0) == (2.0,)
     assert vjp(lambda x: x * 2.0, np.float32(1.0))[1](1.0) == (np.float32(2.0),)
-    with pytest.raises(ValueError, match=r"cotangent leaf 0 has dtype float32.*astype\('float64'\)"):
+    with pytest.raises(
+        ValueError, match=r"cotangent leaf 0 has dtype float32.*astype\('float64'\)"
+    ):
         vjp(lambda x: x * 2.0, 1.0)[1](np.float32(1.0))
     assert jvp(lambda x: x * 2.0, (np.float32(1.0),), (1.0,))[1] == 2.0
     assert linearize(lambda x: x * 2.0, 1.0)[1](3.0) == 6.0
 
 
-# --- pytree structure ---------------------------------------------------------------------------
+# --- pytree structure -----------------------------------------------------------------------------
 
 leaf_floats = st.floats(0.5, 2.0)
 float_trees = st.recursive(
@@ -461,24 +505,29 @@ def test_tree_unflatten_refuses_the_wrong_number_of_leaves(tree, extra, fewer):
 
 
 @FEW
-@given(thing=st.one_of(st.none(), st.integers(), st.lists(st.integers(), max_size=2),
-                       st.text(max_size=2)))
+@given(
+    thing=st.one_of(
+        st.none(), st.integers(), st.lists(st.integers(), max_size=2), st.text(max_size=2)
+    )
+)
 def test_tree_unflatten_refuses_a_non_treedef(thing):
     expect_user_error(lambda: tu.tree_unflatten(thing, [1.0]), r"treedef")
 
 
-# --- custom rules returning the wrong thing ----------------------------------------------------
+# --- custom rules returning the wrong thing -------------------------------------------------------
 
 
 @st.composite
 def wrong_cotangent_for_ones3(draw):
     """For a value of shape (3,) float64: a cotangent of the wrong shape or structure."""
-    return draw(st.one_of(
-        st.sampled_from([(1,), (2,), (3, 1), (4,), ()]).map(np.ones),
-        st.just(("not", "a leaf")),
-        st.just({"a": np.ones(3)}),
-        st.just([np.ones(3)]),
-    ))
+    return draw(
+        st.one_of(
+            st.sampled_from([(1,), (2,), (3, 1), (4,), ()]).map(np.ones),
+            st.just(("not", "a leaf")),
+            st.just({"a": np.ones(3)}),
+            st.just([np.ones(3)]),
+        )
+    )
 
 
 def _custom_vjp_returning(ct_value):
@@ -495,14 +544,10 @@ def _custom_jvp_returning(t_value):
 
 _RULE_USES = {
     "custom_vjp bwd under grad": lambda c: grad(lambda x: fnp.sum(_custom_vjp_returning(c)(x))),
-    "custom_vjp bwd under jvp": lambda c: (
-        lambda x: jvp(_custom_vjp_returning(c), (x,), (x,))),
-    "custom_jvp rule under jvp": lambda c: (
-        lambda x: jvp(_custom_jvp_returning(c), (x,), (x,))),
-    "custom_jvp rule under grad": lambda c: grad(
-        lambda x: fnp.sum(_custom_jvp_returning(c)(x))),
-    "tap_cotangent under grad": lambda c: grad(
-        lambda x: fnp.sum(tap_cotangent(x, lambda ct: c))),
+    "custom_vjp bwd under jvp": lambda c: lambda x: jvp(_custom_vjp_returning(c), (x,), (x,)),
+    "custom_jvp rule under jvp": lambda c: lambda x: jvp(_custom_jvp_returning(c), (x,), (x,)),
+    "custom_jvp rule under grad": lambda c: grad(lambda x: fnp.sum(_custom_jvp_returning(c)(x))),
+    "tap_cotangent under grad": lambda c: grad(lambda x: fnp.sum(tap_cotangent(x, lambda ct: c))),
 }
 
 
@@ -510,8 +555,11 @@ _RULE_USES = {
 @FEW
 @given(c=wrong_cotangent_for_ones3())
 def test_rules_returning_a_cotangent_of_the_wrong_shape_or_structure_are_refused(use, c):
-    expect_user_error(lambda: _RULE_USES[use](c)(np.ones(3)),
-                      r"cotangent|tangent|on_cotangent|structure", action=False)
+    expect_user_error(
+        lambda: _RULE_USES[use](c)(np.ones(3)),
+        r"cotangent|tangent|on_cotangent|structure",
+        action=False,
+    )
 
 
 @pytest.mark.parametrize("use", sorted(_RULE_USES))
@@ -525,8 +573,12 @@ def test_rules_returning_an_object_array_are_refused(use):
 @given(kind_value=_BAD_AUX)
 def test_rules_not_returning_a_pair_are_refused(rule, kind_value):
     kind, v = kind_value
-    bad = {"scalar": lambda x: x, "tuple": lambda x: tuple(x for _ in range(v)),
-           "string": lambda x: v, "none": lambda x: None}[kind]
+    bad = {
+        "scalar": lambda x: x,
+        "tuple": lambda x: tuple(x for _ in range(v)),
+        "string": lambda x: v,
+        "none": lambda x: None,
+    }[kind]
     if rule == "fwd":
         f = custom_vjp(fnp.sin)
         f.defvjp(lambda x: bad(fnp.sin(x)), lambda r, ct: (ct,))
@@ -550,7 +602,7 @@ def test_calling_a_custom_function_before_its_rule_is_defined():
 
 @pytest.mark.parametrize("entry", ["jvp", "jacfwd", "jacrev", "checkpoint"])
 def test_a_string_output_is_refused(entry):
-    f = lambda x: "s"  # noqa: E731
+    f = lambda x: "s"
     use = {
         "jvp": lambda: jvp(f, (1.0,), (1.0,)),
         "jacfwd": lambda: jacfwd(f)(np.ones(2)),
@@ -593,7 +645,7 @@ def test_readonly_and_valid_inputs_pass_the_checker():
     """The checker is not vacuous: valid calls go through and give the right numbers."""
     x = np.array([1.0, 2.0])
     x.setflags(write=False)
-    np.testing.assert_array_equal(grad(lambda x: fnp.sum(x ** 2))(x), 2 * x)
+    np.testing.assert_array_equal(grad(lambda x: fnp.sum(x**2))(x), 2 * x)
     with pytest.raises(pytest.fail.Exception, match="no error raised"):
         expect_user_error(lambda: grad(fnp.sin)(1.0), r"argument")
     with pytest.raises(AssertionError, match="not at the API edge"):

@@ -9,12 +9,12 @@ bprops must be noticed and pulled row by row.
 
 import numpy as np
 import pytest
+from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import batching
 from fgrad.tree_util import tree_flatten
-from gradtable import load
 
 ROWS, _ = load()
 
@@ -61,8 +61,9 @@ def _assert_same(got, want, what):
         g, w = np.asarray(g), np.asarray(w)
         assert g.shape == w.shape and g.dtype == w.dtype, what
         scale = np.max(np.abs(w[np.isfinite(w)]), initial=1.0)
-        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12 * scale, equal_nan=True,
-                                   err_msg=what)
+        np.testing.assert_allclose(
+            g, w, rtol=1e-9, atol=1e-12 * scale, equal_nan=True, err_msg=what
+        )
 
 
 def _complex_in(args, mode):
@@ -121,7 +122,7 @@ def test_the_common_rules_are_batched_not_refused(replays):
     A, x = rng.standard_normal((7, 5)), rng.standard_normal(5)
     W, X = rng.standard_normal((5, 3)), rng.standard_normal((4, 5))
     fgrad.jacrev(lambda x: fnp.tanh(A[:5] @ x) * x)(x)
-    fgrad.jacrev(lambda W: fnp.maximum(X @ W, 0.0).sum(axis=0) / fnp.sum(W ** 2))(W)
+    fgrad.jacrev(lambda W: fnp.maximum(X @ W, 0.0).sum(axis=0) / fnp.sum(W**2))(W)
     fgrad.jacfwd(fgrad.jacrev(lambda x: fnp.tanh(A @ x) ** 2 + fnp.sum(x[1:] * x[:-1])))(x)
     # jacfwd of jacrev: jacfwd's replay, and jacrev's in jacfwd's recording and probe passes
     assert replays == {"batched": 5, "refused": 0}
@@ -132,8 +133,9 @@ def test_jacobian_matches_closed_form():
     A, x = rng.standard_normal((6, 6)), rng.standard_normal(6)
     t = np.tanh(A @ x)
     want = ((1 - t * t) * x)[:, None] * A + np.diag(t)
-    np.testing.assert_allclose(fgrad.jacrev(lambda x: fnp.tanh(A @ x) * x)(x), want,
-                               rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(
+        fgrad.jacrev(lambda x: fnp.tanh(A @ x) * x)(x), want, rtol=1e-13, atol=1e-14
+    )
 
 
 def _rectified(threshold):
@@ -193,14 +195,17 @@ def test_many_rows_through_large_values_are_replayed_in_chunks(monkeypatch, row_
     A, x = rng.standard_normal((7, 5)), rng.standard_normal(5)
 
     def f(x):
-        return fnp.sin(A @ x) * fnp.sum(x ** 2)
+        return fnp.sin(A @ x) * fnp.sum(x**2)
 
     want = row_by_row(fgrad.jacrev(f), x)
     runs = []
     real_run = batching._Program.run
     monkeypatch.setattr(batching, "_MAX_ELEMENTS", 16)  # 2 rows of 7 elements per replay
-    monkeypatch.setattr(batching._Program, "run",
-                        lambda self, stack: runs.append(len(stack)) or real_run(self, stack))
+    monkeypatch.setattr(
+        batching._Program,
+        "run",
+        lambda self, stack: runs.append(len(stack)) or real_run(self, stack),
+    )
     for jac in (fgrad.jacrev(f), fgrad.jacfwd(f)):
         runs.clear()
         np.testing.assert_allclose(jac(x), want, rtol=1e-12, atol=1e-14)
@@ -211,8 +216,11 @@ def test_small_jacobians_take_one_pass_per_row_by_default(monkeypatch):
     monkeypatch.undo()  # back to the default threshold
     counts = {"batched": 0}
     real = batching._batched_rows
-    monkeypatch.setattr(batching, "_batched_rows",
-                        lambda *a: counts.__setitem__("batched", counts["batched"] + 1) or real(*a))
+    monkeypatch.setattr(
+        batching,
+        "_batched_rows",
+        lambda *a: counts.__setitem__("batched", counts["batched"] + 1) or real(*a),
+    )
     x = np.linspace(0.1, 0.9, batching._MIN_ROWS - 1)
     fgrad.jacrev(fnp.sin)(x)
     assert counts["batched"] == 0

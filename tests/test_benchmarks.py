@@ -20,8 +20,12 @@ def load(path):
 
 
 def test_check_mode_validates_every_workload_and_measures_nothing():
-    run = subprocess.run([sys.executable, str(SCRIPT), "--check", "--quick", "--libs", "fgrad"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", "--quick", "--libs", "fgrad"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "every result agrees with numpy (by hand) to 1e-06" in run.stdout
     for key in ("chain", "mlp_large", "hvp", "tanh6", "jacfwd", "chain20k", "deep_mlp"):
@@ -36,8 +40,13 @@ def test_validation_catches_a_result_that_is_slightly_wrong():
     assert workload.contenders[0].label == "fgrad"
     workload.contenders[0].fn = lambda: tuple(g * (1 + 1e-5) for g in right())
     workload.contenders.append(
-        bench.Contender("fgrad", lambda: tuple(np.asarray(g).T for g in right()),
-                        workload.contenders[1].want, task="transposed"))
+        bench.Contender(
+            "fgrad",
+            lambda: tuple(np.asarray(g).T for g in right()),
+            workload.contenders[1].want,
+            task="transposed",
+        )
+    )
     problems = bench.validate([workload])
     assert len(problems) == 2, problems
     assert "mlp: fgrad array 0 differs by 1.00e-05" in problems[0]
@@ -54,8 +63,12 @@ def test_memory_child_reports_tracemalloc_and_rss_for_fgrad():
 
 
 def test_checkpoint_benchmark_check_mode_validates_and_measures_nothing():
-    run = subprocess.run([sys.executable, str(CHECKPOINT_SCRIPT), "--check"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(CHECKPOINT_SCRIPT), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "gradients agree: checkpointed == unchecked to 1e-12" in run.stdout
     assert "Memory" not in run.stdout and "median per call" not in run.stdout

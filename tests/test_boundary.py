@@ -64,14 +64,18 @@ def test_an_exception_of_the_users_own_code_keeps_its_frames():
 
 
 def test_the_switch_shows_every_frame():
-    code = ("import numpy as np, fgrad, fgrad.numpy as fnp\n"
-            "fgrad.grad(lambda x: fnp.sum(fnp.linalg.inv(x)))(np.ones(3))\n")
+    code = (
+        "import numpy as np, fgrad, fgrad.numpy as fnp\n"
+        "fgrad.grad(lambda x: fnp.sum(fnp.linalg.inv(x)))(np.ones(3))\n"
+    )
     env = dict(os.environ, FGRAD_TRACEBACK_FILTERING="off")
-    full = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True).stderr
+    full = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    ).stderr
     env["FGRAD_TRACEBACK_FILTERING"] = "on"
-    short = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True).stderr
+    short = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    ).stderr
     assert full.count(FGRAD_DIR) > 3 and "linalg.py" in full and "api.py" in full
     assert short.count(FGRAD_DIR) == 1 and "boundary.py" in short
     assert "LinAlgError" in short and "FGRAD_TRACEBACK_FILTERING=off" in short
@@ -83,15 +87,17 @@ def test_a_failed_transform_leaves_no_watched_phase_behind():
 
     with provenance.watching(Quiet()):
         with pytest.raises(ValueError):
-            fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(_inverse_of_a_vector)(x)))(
-                np.ones(3))
+            fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(_inverse_of_a_vector)(x)))(np.ones(3))
         assert core.phases() == []
 
 
 def test_out_given_to_an_arithmetic_primitive_never_writes_into_the_users_array():
     arr = np.zeros(2)
-    with pytest.raises(TypeError, match=r"fgrad.numpy.add was called on a traced value with "
-                                        r"the keyword argument\(s\) out"):
+    with pytest.raises(
+        TypeError,
+        match=r"fgrad.numpy.add was called on a traced value with "
+        r"the keyword argument\(s\) out",
+    ):
         fgrad.grad(lambda x: fnp.sum(fnp.add(x, 1.0, out=arr)))(np.ones(2))
     assert not arr.any()  # NumPy would have written 2.0 into it before any rule ran
     with pytest.raises(TypeError, match="dtype"):

@@ -27,31 +27,55 @@ def test_gradient_of_a_real_function_is_d_dx_minus_i_d_dy():
     assert grad(fnp.angle)(x + 1j * y) == pytest.approx(-y / r2 - 1j * x / r2)
 
 
-@pytest.mark.parametrize("f, df", [
-    (lambda z: z**2, lambda z: 2 * z),
-    (fnp.sin, np.cos),
-    (fnp.exp, np.exp),
-    (fnp.log, lambda z: 1 / z),
-    (lambda z: 1 / z, lambda z: -1 / z**2),
-    (lambda z: fnp.sqrt(z) * z, lambda z: 1.5 * np.sqrt(z)),
-    (lambda z: fnp.tanh(z) ** 3, lambda z: 3 * np.tanh(z) ** 2 * (1 - np.tanh(z) ** 2)),
-])
+@pytest.mark.parametrize(
+    "f, df",
+    [
+        (lambda z: z**2, lambda z: 2 * z),
+        (fnp.sin, np.cos),
+        (fnp.exp, np.exp),
+        (fnp.log, lambda z: 1 / z),
+        (lambda z: 1 / z, lambda z: -1 / z**2),
+        (lambda z: fnp.sqrt(z) * z, lambda z: 1.5 * np.sqrt(z)),
+        (lambda z: fnp.tanh(z) ** 3, lambda z: 3 * np.tanh(z) ** 2 * (1 - np.tanh(z) ** 2)),
+    ],
+)
 def test_holomorphic_derivatives_in_both_modes(f, df):
     for z in Z:
         assert grad(f, holomorphic=True)(z) == pytest.approx(df(z), rel=1e-12)
         assert jvp(f, (z,), (1.0 + 0j,))[1] == pytest.approx(df(z), rel=1e-12)
-    np.testing.assert_allclose(jacrev(lambda z: f(z), holomorphic=True)(Z), np.diag(df(Z)), rtol=1e-12)
-    np.testing.assert_allclose(jacfwd(lambda z: f(z), holomorphic=True)(Z), np.diag(df(Z)), rtol=1e-12)
+    np.testing.assert_allclose(
+        jacrev(lambda z: f(z), holomorphic=True)(Z), np.diag(df(Z)), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        jacfwd(lambda z: f(z), holomorphic=True)(Z), np.diag(df(Z)), rtol=1e-12
+    )
 
 
-@pytest.mark.parametrize("f", [
-    fnp.sin, fnp.exp, fnp.log, fnp.sqrt, fnp.tanh, fnp.conj, fnp.real, fnp.imag, fnp.angle,
-    fnp.abs, lambda z: z * fnp.conj(z), lambda z: 1 / z, lambda z: z @ z, lambda z: z ** 3,
-    lambda z: fnp.sum(fnp.abs(z) ** 2), lambda z: fnp.real(z) * fnp.imag(z) ** 2,
-    lambda z: fnp.abs(fnp.exp(z)) * fnp.angle(z), lambda z: z.conj().real * z.imag,
-    lambda z: fnp.where(np.array([True, False, True]), z, 2.0) * z,
-    lambda z: fnp.stack([z, fnp.conj(z)])[:, 1:],
-])
+@pytest.mark.parametrize(
+    "f",
+    [
+        fnp.sin,
+        fnp.exp,
+        fnp.log,
+        fnp.sqrt,
+        fnp.tanh,
+        fnp.conj,
+        fnp.real,
+        fnp.imag,
+        fnp.angle,
+        fnp.abs,
+        lambda z: z * fnp.conj(z),
+        lambda z: 1 / z,
+        lambda z: z @ z,
+        lambda z: z**3,
+        lambda z: fnp.sum(fnp.abs(z) ** 2),
+        lambda z: fnp.real(z) * fnp.imag(z) ** 2,
+        lambda z: fnp.abs(fnp.exp(z)) * fnp.angle(z),
+        lambda z: z.conj().real * z.imag,
+        lambda z: fnp.where(np.array([True, False, True]), z, 2.0) * z,
+        lambda z: fnp.stack([z, fnp.conj(z)])[:, 1:],
+    ],
+)
 def test_complex_rules_match_finite_differences_in_both_modes_to_order_2(f):
     check_grads(f, (Z,), order=2)
 
@@ -100,7 +124,7 @@ def test_holomorphic_misuse_says_what_to_do():
         jacrev(fnp.sin)(Z)
 
 
-# --- linear algebra of complex input --------------------------------------------------------
+# --- linear algebra of complex input --------------------------------------------------------------
 
 _rng = np.random.default_rng(5)
 _M = _rng.standard_normal((3, 3)) + 1j * _rng.standard_normal((3, 3)) + 2 * np.eye(3)
@@ -121,26 +145,47 @@ def _df_dx_minus_i_df_dy(f, z, h=1e-6):
     return g
 
 
-@pytest.mark.parametrize("f", [
-    lambda a: la.norm(a),
-    lambda a: la.norm(a, 2),
-    lambda a: la.norm(a[0], 3),
-    lambda a: la.cond(a),
-    lambda a: la.svdvals(a)[1],
-    lambda a: la.eigvalsh(a)[0] * la.eigvalsh(a)[2],
-    lambda a: la.slogdet(a).logabsdet,
-    lambda a: fnp.real(la.slogdet(a).sign),
-    lambda a: fnp.abs(la.det(a)) ** 2,
-    lambda a: fnp.sum(fnp.abs(la.qr(a).R) ** 2 * np.arange(9.0).reshape(3, 3)),
-    lambda a: fnp.sum(fnp.imag(la.cholesky(a @ fnp.conj(a.T)))),
-    lambda a: fnp.sum(fnp.real(la.pinv(a[:, :2]))),
-    lambda a: fnp.imag(la.eigvals(a)[0]),
-    lambda a: fnp.real(la.eig(a)[1][0, 2]),
-    lambda a: fnp.sum(fnp.abs(la.eigh(a)[1]) ** 3),
-    lambda a: fnp.sum(fnp.real(la.lstsq(a[:, :2], a[:, 2])[0]))
-    + la.lstsq(a[:, :2], a[:, 2])[1][0],
-], ids=["norm", "norm-2", "norm-3", "cond", "svdvals", "eigvalsh", "logabsdet", "sign", "|det|^2",
-        "qr", "cholesky", "pinv", "eigvals", "eig", "eigh", "lstsq"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: la.norm(a),
+        lambda a: la.norm(a, 2),
+        lambda a: la.norm(a[0], 3),
+        lambda a: la.cond(a),
+        lambda a: la.svdvals(a)[1],
+        lambda a: la.eigvalsh(a)[0] * la.eigvalsh(a)[2],
+        lambda a: la.slogdet(a).logabsdet,
+        lambda a: fnp.real(la.slogdet(a).sign),
+        lambda a: fnp.abs(la.det(a)) ** 2,
+        lambda a: fnp.sum(fnp.abs(la.qr(a).R) ** 2 * np.arange(9.0).reshape(3, 3)),
+        lambda a: fnp.sum(fnp.imag(la.cholesky(a @ fnp.conj(a.T)))),
+        lambda a: fnp.sum(fnp.real(la.pinv(a[:, :2]))),
+        lambda a: fnp.imag(la.eigvals(a)[0]),
+        lambda a: fnp.real(la.eig(a)[1][0, 2]),
+        lambda a: fnp.sum(fnp.abs(la.eigh(a)[1]) ** 3),
+        lambda a: (
+            fnp.sum(fnp.real(la.lstsq(a[:, :2], a[:, 2])[0])) + la.lstsq(a[:, :2], a[:, 2])[1][0]
+        ),
+    ],
+    ids=[
+        "norm",
+        "norm-2",
+        "norm-3",
+        "cond",
+        "svdvals",
+        "eigvalsh",
+        "logabsdet",
+        "sign",
+        "|det|^2",
+        "qr",
+        "cholesky",
+        "pinv",
+        "eigvals",
+        "eig",
+        "eigh",
+        "lstsq",
+    ],
+)
 def test_linalg_gradients_of_complex_input_are_df_dx_minus_i_df_dy(f):
     z = _HERM if {"eigh", "eigvalsh"} & set(f.__code__.co_names) else _M
     want = _df_dx_minus_i_df_dy(lambda x: float(f(x)), z)

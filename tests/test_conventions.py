@@ -17,7 +17,9 @@ def test_readme_table_matches_the_code():
     assert len(rows) == len(conventions.CASES)
     for row, case, ours in zip(rows, conventions.CASES, conventions.fgrad_values()):
         assert row[0] == f"`{case[0]}`"
-        assert row[1] == ours, f"README says fgrad gives {row[1]} for {case[0]}; the code gives {ours}"
+        assert row[1] == ours, (
+            f"README says fgrad gives {row[1]} for {case[0]}; the code gives {ours}"
+        )
         assert row[2] == case[3], f"README's JAX value for {case[0]} differs from the recorded one"
 
 

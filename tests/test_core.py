@@ -25,7 +25,7 @@ def d_fwd(f):
 MODES = [d_rev, d_fwd]
 
 
-# --- perturbation confusion and closures -------------------------------------------------
+# --- perturbation confusion and closures ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("outer", MODES, ids=["rev", "fwd"])
@@ -42,7 +42,9 @@ def test_closure_over_outer_value_two_deep(outer, inner):
     assert outer(lambda x: inner(lambda y: y * (x - y))(x))(1.0) == -1.0
 
 
-@pytest.mark.parametrize("modes", [(d_rev,) * 3, (d_fwd,) * 3, (d_rev, d_fwd, d_rev), (d_fwd, d_rev, d_fwd)])
+@pytest.mark.parametrize(
+    "modes", [(d_rev,) * 3, (d_fwd,) * 3, (d_rev, d_fwd, d_rev), (d_fwd, d_rev, d_fwd)]
+)
 def test_closure_over_outer_values_three_deep(modes):
     d1, d2, d3 = modes
     # d/dz (x y z^2) = 2xyz; at z = y: 2xy^2; d/dy: 4xy; at y = x: 4x^2; d/dx: 8x.
@@ -103,7 +105,7 @@ def test_jacobians_agree_across_modes():
     np.testing.assert_allclose(hessian(lambda x: fnp.sum(f(x)))(x), J_rr.sum(axis=0), atol=1e-12)
 
 
-# --- levels ------------------------------------------------------------------------------
+# --- levels ---------------------------------------------------------------------------------------
 
 
 def test_a_box_of_an_exited_level_is_its_plain_value():
@@ -176,7 +178,7 @@ def test_threads_have_their_own_levels():
         assert r == pytest.approx(6 * x**2)  # d/dx [x * 2x^2]
 
 
-# --- the backward pass -------------------------------------------------------------------
+# --- the backward pass ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n", [100_000])
@@ -248,11 +250,11 @@ def test_a_branch_that_does_not_reach_the_output_is_never_run_backward():
 
 def test_unused_input_gets_zeros_of_its_shape_and_dtype():
     x = np.ones(3, dtype=np.float32)
-    gx, gy = grad(lambda x, y: fnp.sum(y * 2.0), argnums=(0, 1))(x, np.ones(2, np.float32))
+    gx, _gy = grad(lambda x, y: fnp.sum(y * 2.0), argnums=(0, 1))(x, np.ones(2, np.float32))
     assert gx.shape == (3,) and gx.dtype == np.float32 and not gx.any()
 
 
-# --- Python control flow -----------------------------------------------------------------
+# --- Python control flow --------------------------------------------------------------------------
 
 
 def test_if_on_a_comparison():
@@ -283,7 +285,7 @@ def test_recursion(mode):
     assert mode(mode(lambda x: power(x, 5)))(1.5) == pytest.approx(20 * 1.5**3)
 
 
-# --- the shape of the package ------------------------------------------------------------
+# --- the shape of the package ---------------------------------------------------------------------
 
 ALLOWED_IMPORTS = {
     "tree_util.py": set(),
@@ -296,22 +298,58 @@ ALLOWED_IMPORTS = {
     "numpy/reductions.py": {"core", "primitive", "numpy.shaping"},
     "numpy/products.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise"},
     "numpy/ufuncs.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise"},
-    "numpy/statistics.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
-                            "numpy.reductions"},
-    "numpy/arrays.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
-                        "numpy.reductions"},
-    "numpy/creation.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
-                          "numpy.ufuncs", "numpy.arrays"},
-    "numpy/signal.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
-                        "numpy.products", "numpy.linalg"},
-    "numpy/linalg.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise",
-                        "numpy.reductions", "numpy.products", "numpy.arrays"},
+    "numpy/statistics.py": {
+        "core",
+        "primitive",
+        "numpy.shaping",
+        "numpy.elementwise",
+        "numpy.reductions",
+    },
+    "numpy/arrays.py": {
+        "core",
+        "primitive",
+        "numpy.shaping",
+        "numpy.elementwise",
+        "numpy.reductions",
+    },
+    "numpy/creation.py": {
+        "core",
+        "primitive",
+        "numpy.shaping",
+        "numpy.elementwise",
+        "numpy.ufuncs",
+        "numpy.arrays",
+    },
+    "numpy/signal.py": {
+        "core",
+        "primitive",
+        "numpy.shaping",
+        "numpy.elementwise",
+        "numpy.products",
+        "numpy.linalg",
+    },
+    "numpy/linalg.py": {
+        "core",
+        "primitive",
+        "numpy.shaping",
+        "numpy.elementwise",
+        "numpy.reductions",
+        "numpy.products",
+        "numpy.arrays",
+    },
     "numpy/fft.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise"},
     "scipy/special.py": {"core", "primitive", "numpy", "numpy.shaping"},
-    "scipy/stats/__init__.py": {"scipy.stats.beta", "scipy.stats.chi2", "scipy.stats.dirichlet",
-                                "scipy.stats.expon", "scipy.stats.gamma",
-                                "scipy.stats.multivariate_normal", "scipy.stats.norm",
-                                "scipy.stats.poisson", "scipy.stats.t"},
+    "scipy/stats/__init__.py": {
+        "scipy.stats.beta",
+        "scipy.stats.chi2",
+        "scipy.stats.dirichlet",
+        "scipy.stats.expon",
+        "scipy.stats.gamma",
+        "scipy.stats.multivariate_normal",
+        "scipy.stats.norm",
+        "scipy.stats.poisson",
+        "scipy.stats.t",
+    },
     "scipy/stats/_common.py": {"core", "primitive", "numpy", "numpy.shaping", "scipy.special"},
     "scipy/stats/beta.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/chi2.py": {"numpy", "scipy.stats.gamma"},
@@ -325,8 +363,15 @@ ALLOWED_IMPORTS = {
     "scipy/linalg.py": {"core", "primitive", "numpy", "numpy.shaping"},
     "scipy/signal.py": {"core", "primitive", "numpy", "numpy.shaping"},
     "scipy/integrate.py": {"core", "tree_util", "numpy", "numpy.shaping", "api", "custom"},
-    "batching.py": {"core", "provenance", "numpy", "numpy.elementwise", "numpy.products", "numpy.shaping",
-                    "numpy.ufuncs"},
+    "batching.py": {
+        "core",
+        "provenance",
+        "numpy",
+        "numpy.elementwise",
+        "numpy.products",
+        "numpy.shaping",
+        "numpy.ufuncs",
+    },
     "boundary.py": {"core"},
     "api.py": {"batching", "boundary", "core", "reverse", "forward", "tree_util", "numpy"},
     "custom.py": {"boundary", "core", "reverse", "tree_util", "numpy", "numpy.shaping", "api"},
@@ -337,8 +382,14 @@ ALLOWED_IMPORTS = {
     # scripts run as python -m fgrad.demo / fgrad.conventions: users of the public API
     "demo.py": {"numpy"},
     "conventions.py": {"numpy", "scipy.special"},
-    "numpy/_box.py": {"core", "numpy.elementwise", "numpy.ufuncs", "numpy.products",
-                      "numpy.reductions", "numpy.shaping"},
+    "numpy/_box.py": {
+        "core",
+        "numpy.elementwise",
+        "numpy.ufuncs",
+        "numpy.products",
+        "numpy.reductions",
+        "numpy.shaping",
+    },
 }
 
 
@@ -356,7 +407,7 @@ def _fgrad_imports(path):
                 found.add(mod)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
-            found.update(n[len("fgrad."):] for n in names if n and n.startswith("fgrad."))
+            found.update(n[len("fgrad.") :] for n in names if n and n.startswith("fgrad."))
     return found
 
 
@@ -364,9 +415,10 @@ def test_every_module_has_an_import_rule():
     root = pathlib.Path(fgrad.__file__).parent
     modules = {str(p.relative_to(root)) for p in root.rglob("*.py")}
     # package __init__ files gather their modules; the rest must be listed
-    unlisted = sorted(m for m in modules - set(ALLOWED_IMPORTS)
-                      if not m.endswith("__init__.py"))
-    assert not unlisted, f"add these to ALLOWED_IMPORTS with the fgrad modules they import: {unlisted}"
+    unlisted = sorted(m for m in modules - set(ALLOWED_IMPORTS) if not m.endswith("__init__.py"))
+    assert not unlisted, (
+        f"add these to ALLOWED_IMPORTS with the fgrad modules they import: {unlisted}"
+    )
 
 
 @pytest.mark.parametrize("module", sorted(ALLOWED_IMPORTS))

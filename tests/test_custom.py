@@ -11,7 +11,15 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
-    checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, remat,
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    remat,
     tap_cotangent,
 )
 from fgrad.reverse import ReverseLevel
@@ -25,7 +33,7 @@ def assert_close(a, b, rtol=1e-12):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-14)
 
 
-# --- custom_vjp -------------------------------------------------------------------------------
+# --- custom_vjp -----------------------------------------------------------------------------------
 
 
 def make_sin_mul(scale=1.0):
@@ -79,8 +87,12 @@ def assert_order_2_like_plain(f):
     """f(x) == sin(x) * 2 with custom rules: every second-order transform agrees with the
     plain function's, and the third derivative too."""
     plain = lambda x: fnp.sin(x) * 2.0
-    for second in (hessian, lambda f: jacfwd(jacfwd(f)), lambda f: jacrev(jacrev(f)),
-                   lambda f: jacrev(jacfwd(f))):
+    for second in (
+        hessian,
+        lambda f: jacfwd(jacfwd(f)),
+        lambda f: jacrev(jacrev(f)),
+        lambda f: jacrev(jacfwd(f)),
+    ):
         assert_close(second(lambda x: fnp.sum(f(x)))(X), np.diag(-2.0 * np.sin(X)))
         assert_close(second(f)(X), second(plain)(X))
     assert_close(grad(grad(f))(0.4), -2.0 * np.sin(0.4))
@@ -127,7 +139,7 @@ def test_custom_vjp_nondiff_argnums():
 
     def apply_fwd(fn, x, power):
         y = fn(x)
-        return y ** power, y
+        return y**power, y
 
     def apply_bwd(fn, power, y, ct):  # nondiff arguments first, in order
         return (ct * power * y ** (power - 1) * fnp.cos(fnp.arcsin(y)),)
@@ -158,6 +170,7 @@ def test_custom_vjp_closure_over_an_outer_level_is_differentiated():
 
 def closure_vjp(y, where):
     """A custom_vjp function closing over y in its fwd (where='fwd') or bwd ('bwd')."""
+
     @custom_vjp
     def f(x):
         return x * y
@@ -174,8 +187,11 @@ def test_custom_vjp_closure_over_a_traced_value_is_refused(where):
     g = lambda x, y: closure_vjp(y, where)(x)
     # x not differentiated: f runs as `fun`, traced like any function, which is right
     assert grad(g, argnums=1)(3.0, 2.0) == 3.0
-    with pytest.raises(TypeError, match=r"reads 'y'.*shape \(\) and dtype float64"
-                                        r".*explicit argument"):
+    with pytest.raises(
+        TypeError,
+        match=r"reads 'y'.*shape \(\) and dtype float64"
+        r".*explicit argument",
+    ):
         grad(g, argnums=(0, 1))(3.0, 2.0)
     with pytest.raises(TypeError, match="reads 'y'"):
         jvp(g, (3.0, 2.0), (1.0, 1.0))
@@ -199,8 +215,11 @@ def test_custom_vjp_leak_through_a_global_is_refused():
         return f(1.0 + 0.0 * y)
 
     f.defvjp(lambda x: (x, x * holder.y), lambda r, ct: (ct * 1.0,))
-    with pytest.raises(TypeError, match=r"residuals depends on a value being differentiated "
-                                        r"that is not one of the function's arguments"):
+    with pytest.raises(
+        TypeError,
+        match=r"residuals depends on a value being differentiated "
+        r"that is not one of the function's arguments",
+    ):
         grad(g)(2.0)
     f.defvjp(lambda x: (x * holder.y, None), lambda r, ct: (ct * 1.0,))
     with pytest.raises(TypeError, match=r"its output depends on a value being differentiated"):
@@ -231,8 +250,11 @@ def test_custom_vjp_nondiff_argument_being_differentiated_is_refused():
         return x * s
 
     f.defvjp(lambda x, s: (x * s, None), lambda s, r, ct: (ct * s,))
-    with pytest.raises(TypeError, match=r"argument 1 is in nondiff_argnums.*shape \(\).*"
-                                        r"stop_gradient"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 1 is in nondiff_argnums.*shape \(\).*"
+        r"stop_gradient",
+    ):
         grad(lambda x: f(x, x))(3.0)
     with pytest.raises(TypeError, match=r"argument 1 is in nondiff_argnums"):
         grad(lambda x: grad(lambda s: f(x, s) * s)(3.0))(2.0)  # s inner, x outer
@@ -262,8 +284,9 @@ def test_custom_vjp_errors():
     with pytest.raises(ValueError, match=r"argument.*shape \(3,\).*shape \(\)"):
         grad(f)(1.0, 2.0)
     f.defvjp(lambda x, y: (x * y, None), lambda r, ct: ((ct, ct), ct))
-    with pytest.raises(ValueError,
-                       match=r"cotangent of argument 0 has structure PyTreeDef\(\(\*, \*\)\)"):
+    with pytest.raises(
+        ValueError, match=r"cotangent of argument 0 has structure PyTreeDef\(\(\*, \*\)\)"
+    ):
         grad(f)(1.0, 2.0)
     g = custom_vjp(lambda x: x, nondiff_argnums=(5,))
     g.defvjp(lambda x: (x, None), lambda r, ct: (ct,))
@@ -286,7 +309,7 @@ def test_custom_vjp_float32_cotangents_keep_their_dtype():
     assert g.dtype == np.float32
 
 
-# --- custom_jvp -------------------------------------------------------------------------------
+# --- custom_jvp -----------------------------------------------------------------------------------
 
 
 def make_jvp_sin_mul(scale=1.0):
@@ -361,9 +384,11 @@ def test_custom_jvp_closure_over_a_traced_value():
         return f(x)
 
     assert grad(g, argnums=1)(3.0, 2.0) == 3.0  # x not differentiated: fun is traced
-    for transform in (lambda: grad(g, argnums=(0, 1))(3.0, 2.0),
-                      lambda: jvp(g, (3.0, 2.0), (1.0, 1.0)),
-                      lambda: grad(lambda x: grad(lambda y: g(x, y))(2.0))(3.0)):
+    for transform in (
+        lambda: grad(g, argnums=(0, 1))(3.0, 2.0),
+        lambda: jvp(g, (3.0, 2.0), (1.0, 1.0)),
+        lambda: grad(lambda x: grad(lambda y: g(x, y))(2.0))(3.0),
+    ):
         with pytest.raises(TypeError, match=r"reads 'y'.*shape \(\).*explicit argument"):
             transform()
     assert grad(lambda y: grad(g)(3.0, y))(2.0) == 1.0  # y outer, x inner: right
@@ -412,7 +437,7 @@ def test_custom_jvp_errors():
         custom_jvp(3.0)
 
 
-# --- checkpoint -------------------------------------------------------------------------------
+# --- checkpoint -----------------------------------------------------------------------------------
 
 
 def mlp(w, h):
@@ -428,16 +453,20 @@ def loss(w, x, layer):
     return fnp.sum(layer(w, layer(w, x)) ** 2)
 
 
-@pytest.mark.parametrize("transform", [
-    lambda f: grad(f),
-    lambda f: jacfwd(f),
-    lambda f: jacrev(f),
-    lambda f: hessian(f),
-    lambda f: jacfwd(jacfwd(f)),
-    lambda f: jacrev(jacrev(f)),
-    lambda f: jacrev(jacfwd(f)),
-    lambda f: grad(lambda x: fnp.sum(grad(f)(x) ** 2)),
-], ids=["grad", "jacfwd", "jacrev", "hessian", "fwd-fwd", "rev-rev", "rev-fwd", "grad-grad"])
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda f: grad(f),
+        lambda f: jacfwd(f),
+        lambda f: jacrev(f),
+        lambda f: hessian(f),
+        lambda f: jacfwd(jacfwd(f)),
+        lambda f: jacrev(jacrev(f)),
+        lambda f: jacrev(jacfwd(f)),
+        lambda f: grad(lambda x: fnp.sum(grad(f)(x) ** 2)),
+    ],
+    ids=["grad", "jacfwd", "jacrev", "hessian", "fwd-fwd", "rev-rev", "rev-fwd", "grad-grad"],
+)
 def test_checkpoint_gradients_equal_the_unchecked_ones(transform):
     plain = transform(lambda x: loss(W, x, mlp))
     checked = transform(lambda x: loss(W, x, checkpoint(mlp)))
@@ -520,7 +549,7 @@ def test_checkpoint_integer_arguments_and_nesting():
     assert_close(hessian(outer)(0.4), hessian(lambda x: f(x, 3) * 2.0)(0.4))
 
 
-# --- tap_cotangent ----------------------------------------------------------------------------
+# --- tap_cotangent --------------------------------------------------------------------------------
 
 
 def test_tap_clips_reverse_mode_and_passes_tangents():
@@ -567,7 +596,7 @@ def test_tap_pytrees():
         grad(lambda x: tap_cotangent(x, lambda ct: fnp.ones(3)))(1.0)
 
 
-# --- combinations -----------------------------------------------------------------------------
+# --- combinations ---------------------------------------------------------------------------------
 
 
 def test_custom_rules_inside_checkpoint_and_tap_inside_custom_rules():
@@ -583,9 +612,9 @@ def test_custom_rules_inside_checkpoint_and_tap_inside_custom_rules():
 def test_integer_arguments_and_outputs_pass_through():
     @custom_vjp
     def f(x, n):
-        return x ** n, n + 1
+        return x**n, n + 1
 
-    f.defvjp(lambda x, n: ((x ** n, n + 1), x), lambda x, ct: (ct[0] * 3 * x ** 2, None))
+    f.defvjp(lambda x, n: ((x**n, n + 1), x), lambda x, ct: (ct[0] * 3 * x**2, None))
     y, m = f(2.0, 3)
     assert y == 8.0 and m == 4
     assert grad(lambda x: f(x, 3)[0])(2.0) == 12.0

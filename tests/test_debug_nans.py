@@ -111,7 +111,7 @@ def test_the_check_is_off_after_the_block_even_after_an_error_and_correct_answer
     assert core.watch is None
     assert np.isnan(grad(masked_sqrt)(np.array([0.0]))[0])
     x = np.linspace(0.5, 2.0, 4)
-    f = lambda x: fnp.sum(fnp.tanh(x) ** 3 / x)  # noqa: E731
+    f = lambda x: fnp.sum(fnp.tanh(x) ** 3 / x)
     with fgrad.debug_nans():
         checked = (grad(f)(x), fgrad.hessian(f)(x), jvp(f, (x,), (x,))[1])
     plain = (grad(f)(x), fgrad.hessian(f)(x), jvp(f, (x,), (x,))[1])
@@ -137,9 +137,14 @@ def test_the_global_switch_and_nesting():
 def test_the_environment_variable_turns_it_on(tmp_path):
     import subprocess
     import sys
-    code = "import fgrad.numpy as fnp\ntry:\n    fnp.log(0.0)\nexcept FloatingPointError:\n    print('raised')"
+
+    code = (
+        "import fgrad.numpy as fnp\ntry:\n    fnp.log(0.0)\n"
+        "except FloatingPointError:\n    print('raised')"
+    )
     env = {"FGRAD_DEBUG_NANS": "1", "PATH": "", "PYTHONWARNINGS": "ignore"}
     import os
+
     env = dict(os.environ, **env)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "raised", out.stderr

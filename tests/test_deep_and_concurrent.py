@@ -12,15 +12,25 @@ import pytest
 
 import fgrad.numpy as fnp
 from fgrad import (
-    checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize,
-    tap_cotangent, value_and_grad, vjp,
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    tap_cotangent,
+    value_and_grad,
+    vjp,
 )
 from fgrad.core import _state
 
 N_CHAIN = 100_000
 
 
-# --- deep --------------------------------------------------------------------------------------
+# --- deep -----------------------------------------------------------------------------------------
 
 
 def _chain(x):
@@ -87,13 +97,13 @@ def test_nested_8_deep_against_closed_forms(mode):
         return f
 
     # x**10: 10!/2! x**2
-    assert nest(lambda x: x ** 10)(x) == pytest.approx(1814400.0 * x ** 2, rel=1e-12)
+    assert nest(lambda x: x**10)(x) == pytest.approx(1814400.0 * x**2, rel=1e-12)
     # sin: the 8th derivative is sin
     assert nest(fnp.sin)(x) == pytest.approx(math.sin(x), rel=1e-12)
     # exp(2x): 2**8 exp(2x)
     assert nest(lambda x: fnp.exp(2.0 * x))(x) == pytest.approx(256 * math.exp(2 * x), rel=1e-12)
     # 1/(1-x) = sum x**k: the 8th derivative is 8! / (1-x)**9
-    assert nest(lambda x: 1.0 / (1.0 - x))(0.5) == pytest.approx(40320 * 2.0 ** 9, rel=1e-12)
+    assert nest(lambda x: 1.0 / (1.0 - x))(0.5) == pytest.approx(40320 * 2.0**9, rel=1e-12)
     assert _state.stack == []
 
 
@@ -128,7 +138,7 @@ def test_a_function_of_10000_inputs_in_a_dict():
     # the same through one stacked array, and in forward mode along one direction
     def loss_stacked(p):
         v = fnp.stack([p[k] for k in keys])
-        return fnp.sum(np.array([weights[k] for k in keys]) * v ** 2)
+        return fnp.sum(np.array([weights[k] for k in keys]) * v**2)
 
     g2 = grad(loss_stacked)(params)
     np.testing.assert_allclose([g2[k] for k in keys], want, rtol=1e-14)
@@ -147,7 +157,7 @@ def test_a_wide_hessian():
     np.testing.assert_allclose(h, want, rtol=1e-12, atol=1e-14)
 
 
-# --- concurrent --------------------------------------------------------------------------------
+# --- concurrent -----------------------------------------------------------------------------------
 
 _cv = custom_vjp(lambda x: fnp.sin(x) * x)
 _cv.defvjp(lambda x: (fnp.sin(x) * x, x), lambda x, ct: (ct * (fnp.cos(x) * x + fnp.sin(x)),))
@@ -171,9 +181,11 @@ JOBS = {
     "hessian": lambda: hessian(_loss)(_X),
     "custom_vjp, hessian": lambda: hessian(lambda x: fnp.sum(_cv(x)))(_X),
     "checkpoint, grad of grad": lambda: grad(
-        lambda x: fnp.sum(grad(lambda x: fnp.sum(_block(x)))(x) ** 2))(_X),
-    "custom_jvp and tap, jacfwd of grad": lambda: jacfwd(grad(
-        lambda x: fnp.sum(tap_cotangent(_cj(x), lambda ct: ct * 2.0) ** 2)))(_X),
+        lambda x: fnp.sum(grad(lambda x: fnp.sum(_block(x)))(x) ** 2)
+    )(_X),
+    "custom_jvp and tap, jacfwd of grad": lambda: jacfwd(
+        grad(lambda x: fnp.sum(tap_cotangent(_cj(x), lambda ct: ct * 2.0) ** 2))
+    )(_X),
     "linearize of jacrev": lambda: linearize(jacrev(_loss), _X)[1](np.ones(5)),
 }
 
@@ -222,7 +234,7 @@ def test_8_threads_running_different_nested_transforms_at_once():
 
 def test_threads_sharing_one_vjp_function():
     """A vjp function made in one thread and called in 8 at once: calls do not interfere."""
-    out, f_vjp = vjp(lambda x: fnp.sin(x) * fnp.exp(x), _X)
+    _out, f_vjp = vjp(lambda x: fnp.sin(x) * fnp.exp(x), _X)
     cts = [np.full(5, float(k)) for k in range(8)]
     want = [f_vjp(ct)[0] for ct in cts]
     got = [None] * 8

@@ -15,7 +15,7 @@ def traced_value(f, *args):
     return fgrad.vjp(f, *args)[0]
 
 
-# --- linspace, logspace, geomspace --------------------------------------------------------
+# --- linspace, logspace, geomspace ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("num", [0, 1, 2, 7])
@@ -34,8 +34,9 @@ def test_linspace_of_plain_values_is_numpys_own():
     np.testing.assert_array_equal(fnp.linspace(0, 1, 11), np.linspace(0, 1, 11))
     got, step = fnp.linspace(2, 3, 5, retstep=True, dtype=np.float32)
     assert got.dtype == np.float32 and step == 0.25
-    np.testing.assert_array_equal(fnp.linspace(0, 10, 4, dtype=int),
-                                  np.linspace(0, 10, 4, dtype=int))
+    np.testing.assert_array_equal(
+        fnp.linspace(0, 10, 4, dtype=int), np.linspace(0, 10, 4, dtype=int)
+    )
 
 
 def test_linspace_slopes_are_its_linear_weights():
@@ -62,11 +63,15 @@ def test_logspace_and_geomspace_values_are_numpys():
     a, b = np.array([0.3, -1.0]), np.array([[2.0], [1.5]])
     for f, g in [
         (lambda a, b: fnp.logspace(a, b, 4), lambda a, b: np.logspace(a, b, 4)),
-        (lambda a, b: fnp.logspace(a, b, 4, base=2.0, axis=-1),
-         lambda a, b: np.logspace(a, b, 4, base=2.0, axis=-1)),
+        (
+            lambda a, b: fnp.logspace(a, b, 4, base=2.0, axis=-1),
+            lambda a, b: np.logspace(a, b, 4, base=2.0, axis=-1),
+        ),
         (lambda a, b: fnp.geomspace(a + 3, b + 3, 5), lambda a, b: np.geomspace(a + 3, b + 3, 5)),
-        (lambda a, b: fnp.geomspace(-a - 3, -b - 3, 4, endpoint=False, axis=1),
-         lambda a, b: np.geomspace(-a - 3, -b - 3, 4, endpoint=False, axis=1)),
+        (
+            lambda a, b: fnp.geomspace(-a - 3, -b - 3, 4, endpoint=False, axis=1),
+            lambda a, b: np.geomspace(-a - 3, -b - 3, 4, endpoint=False, axis=1),
+        ),
     ]:
         np.testing.assert_array_equal(traced_value(f, a, b), g(a, b))
 
@@ -86,14 +91,17 @@ def test_geomspace_of_complex_end_points_is_numpys_and_holomorphic():
     for kw in ({}, {"endpoint": False}):
         np.testing.assert_array_equal(
             traced_value(lambda a, b: fnp.geomspace(a, b, 5, **kw), a, b),
-            np.geomspace(a, b, 5, **kw))
+            np.geomspace(a, b, 5, **kw),
+        )
     # sample i is a**(1 - t) b**t (t = i/2 here): its slopes are (1 - t) s / a and t s / b
     s = np.geomspace(a, b, 3)[1]
     for mode in (fgrad.grad, lambda f, **kw: fgrad.jacfwd(f, **kw)):
         assert mode(lambda b: fnp.geomspace(a, b, 3)[1], holomorphic=True)(b) == pytest.approx(
-            0.5 * s / b, rel=1e-13)
+            0.5 * s / b, rel=1e-13
+        )
         assert mode(lambda a: fnp.geomspace(a, b, 3)[1], holomorphic=True)(a) == pytest.approx(
-            0.5 * s / a, rel=1e-13)
+            0.5 * s / a, rel=1e-13
+        )
 
 
 def test_float32_stays_float32_traced_or_not_where_numpy_returns_float64():
@@ -105,10 +113,16 @@ def test_float32_stays_float32_traced_or_not_where_numpy_returns_float64():
     k = np.array([0.5, -0.25], dtype=np.float32)
     for f, ref, args in [
         (lambda a, b: fnp.geomspace(a, b, 5), lambda a, b: np.geomspace(a, b, 5), (a, b)),
-        (lambda a: fnp.geomspace(-a, np.float32(-3.0), 4, endpoint=False),
-         lambda a: np.geomspace(-a, np.float32(-3.0), 4, endpoint=False), (a,)),
-        (lambda a, b: fnp.geomspace(a * (1 + 1j), b, 3),
-         lambda a, b: np.geomspace(a * (1 + 1j), b, 3), (a, b)),
+        (
+            lambda a: fnp.geomspace(-a, np.float32(-3.0), 4, endpoint=False),
+            lambda a: np.geomspace(-a, np.float32(-3.0), 4, endpoint=False),
+            (a,),
+        ),
+        (
+            lambda a, b: fnp.geomspace(a * (1 + 1j), b, 3),
+            lambda a, b: np.geomspace(a * (1 + 1j), b, 3),
+            (a, b),
+        ),
         (lambda w: fnp.bincount([0, 2, 2], w), lambda w: np.bincount([0, 2, 2], w), (w,)),
         (lambda p: fnp.polyder(p, 3), lambda p: np.polyder(p, 3), (p,)),
         (lambda p, k: fnp.polyint(p, 2, k), lambda p, k: np.polyint(p, 2, k), (p, k)),
@@ -123,22 +137,28 @@ def test_float32_stays_float32_traced_or_not_where_numpy_returns_float64():
     # an explicit dtype is NumPy's, as are float64 end points
     assert fnp.geomspace(a, b, 3, dtype=np.float64).dtype == np.float64
     assert traced_value(lambda b: fnp.geomspace(1.0, b, 3), 2.0).dtype == np.float64
-    np.testing.assert_array_equal(fnp.geomspace([1.0, 2.0], 10.0, 3),
-                                  np.geomspace([1.0, 2.0], 10.0, 3))
-    np.testing.assert_array_equal(traced_value(lambda b: fnp.geomspace([1.0, b], 10.0, 3), 2.0),
-                                  np.geomspace([1.0, 2.0], 10.0, 3))
+    np.testing.assert_array_equal(
+        fnp.geomspace([1.0, 2.0], 10.0, 3), np.geomspace([1.0, 2.0], 10.0, 3)
+    )
+    np.testing.assert_array_equal(
+        traced_value(lambda b: fnp.geomspace([1.0, b], 10.0, 3), 2.0),
+        np.geomspace([1.0, 2.0], 10.0, 3),
+    )
 
 
 def test_bincount_refuses_complex_weights_as_numpy_does():
     for w in (np.array([1.0, 2.0j]), [1.0, 2.0j]):
-        with pytest.raises(TypeError, match=r"weights are complex \(shape \(2,\) and dtype "
-                                            r"complex128\); .* real and imaginary parts"):
+        with pytest.raises(
+            TypeError,
+            match=r"weights are complex \(shape \(2,\) and dtype "
+            r"complex128\); .* real and imaginary parts",
+        ):
             fnp.bincount([0, 1], w)
     with pytest.raises(TypeError, match="weights are complex"):
         fgrad.grad(lambda w: fnp.real(fnp.bincount([0, 1], w)[0]))(np.array([1.0, 2.0j]))
 
 
-# --- copy, NumPy 2's spellings ------------------------------------------------------------
+# --- copy, NumPy 2's spellings --------------------------------------------------------------------
 
 
 def test_copy_is_a_new_array_and_the_identity():
@@ -159,7 +179,7 @@ def test_array_api_spellings_agree_with_numpy():
         fnp.matrix_transpose(np.ones(3))
 
 
-# --- cumulative_sum, cumulative_prod ------------------------------------------------------
+# --- cumulative_sum, cumulative_prod --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
@@ -169,8 +189,9 @@ def test_cumulative_values_are_numpys(name, kw):
     for axis in (0, 1, -1):
         got = traced_value(lambda x: getattr(fnp, name)(x, axis=axis, **kw), x)
         np.testing.assert_array_equal(got, getattr(np, name)(x, axis=axis, **kw))
-    np.testing.assert_array_equal(traced_value(lambda v: getattr(fnp, name)(v, **kw), x[0]),
-                                  getattr(np, name)(x[0], **kw))
+    np.testing.assert_array_equal(
+        traced_value(lambda v: getattr(fnp, name)(v, **kw), x[0]), getattr(np, name)(x[0], **kw)
+    )
     with pytest.raises(ValueError, match="axis must be given"):
         getattr(fnp, name)(x)
 
@@ -180,7 +201,7 @@ def test_cumulative_prod_is_exact_at_zeros():
     np.testing.assert_array_equal(g(np.array([2.0, 0.0, 3.0])), [0.0, 6.0, 0.0])
 
 
-# --- vector products and bincount ---------------------------------------------------------
+# --- vector products and bincount -----------------------------------------------------------------
 
 
 def test_vecdot_conjugates_its_first_argument_and_numpy_dispatches():
@@ -209,15 +230,16 @@ def test_matvec_and_vecmat_against_numpy():
 def test_bincount_weights_gradient_and_dtype():
     x = np.array([0, 2, 2, 1, 0])
     w = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    np.testing.assert_array_equal(traced_value(lambda w: fnp.bincount(x, w, 4), w),
-                                  np.bincount(x, w, 4))
+    np.testing.assert_array_equal(
+        traced_value(lambda w: fnp.bincount(x, w, 4), w), np.bincount(x, w, 4)
+    )
     g = fgrad.grad(lambda w: fnp.bincount(x, w) @ np.array([10.0, 20.0, 30.0]))(w)
     np.testing.assert_array_equal(g, [10.0, 30.0, 30.0, 20.0, 10.0])
     assert traced_value(lambda w: fnp.bincount(x, w), w.astype(np.float32)).dtype == np.float32
     np.testing.assert_array_equal(fnp.bincount(x), np.bincount(x))  # counts: NumPy's own
 
 
-# --- polynomials --------------------------------------------------------------------------
+# --- polynomials ----------------------------------------------------------------------------------
 
 
 def test_polynomial_arithmetic_values_are_numpys():
@@ -231,10 +253,12 @@ def test_polynomial_arithmetic_values_are_numpys():
     np.testing.assert_allclose(quot, nq)
     np.testing.assert_allclose(rem, nr)
     for m in (0, 1, 3, 5):
-        np.testing.assert_array_equal(traced_value(lambda p: fnp.polyder(p, m), p),
-                                      np.polyder(p, m))
-    np.testing.assert_allclose(traced_value(lambda p: fnp.polyint(p, 2, [1.0, 2.0]), p),
-                               np.polyint(p, 2, [1.0, 2.0]))
+        np.testing.assert_array_equal(
+            traced_value(lambda p: fnp.polyder(p, m), p), np.polyder(p, m)
+        )
+    np.testing.assert_allclose(
+        traced_value(lambda p: fnp.polyint(p, 2, [1.0, 2.0]), p), np.polyint(p, 2, [1.0, 2.0])
+    )
     np.testing.assert_array_equal(fnp.polyder([1, 1, 1, 1], 2), np.polyder([1, 1, 1, 1], 2))
 
 
@@ -253,17 +277,19 @@ def test_polyint_then_polyder_is_the_identity_and_polydiv_reconstructs():
     np.testing.assert_allclose(fgrad.jacrev(residual)(u, v), np.zeros((4, 4)), atol=1e-12)
 
 
-# --- unwrap and gradient ------------------------------------------------------------------
+# --- unwrap and gradient --------------------------------------------------------------------------
 
 
 def test_unwrap_values_are_numpys_and_its_slope_is_one():
     rng = np.random.default_rng(3)
     p = np.angle(np.exp(1j * np.cumsum(rng.normal(size=(2, 10)) * 2, axis=1)))
     for kw in ({}, {"axis": 0}, {"period": 4.0}, {"discont": 5.0}):
-        np.testing.assert_array_equal(traced_value(lambda p: fnp.unwrap(p, **kw), p),
-                                      np.unwrap(p, **kw))
-    np.testing.assert_array_equal(fgrad.grad(lambda p: fnp.sum(fnp.unwrap(p) ** 2))(p),
-                                  2 * np.unwrap(p))
+        np.testing.assert_array_equal(
+            traced_value(lambda p: fnp.unwrap(p, **kw), p), np.unwrap(p, **kw)
+        )
+    np.testing.assert_array_equal(
+        fgrad.grad(lambda p: fnp.sum(fnp.unwrap(p) ** 2))(p), 2 * np.unwrap(p)
+    )
     with pytest.raises(TypeError, match="period is a traced value"):
         fgrad.grad(lambda c: fnp.sum(fnp.unwrap(p, period=c)))(5.0)
 
@@ -278,8 +304,11 @@ def test_gradient_is_numpys_linear_map(edge_order):
     # the Jacobian's columns are NumPy's gradient of the unit vectors
     x = np.arange(5.0) ** 2
     jac = fgrad.jacrev(lambda x: fnp.gradient(x, 0.5, edge_order=edge_order))(x)
-    np.testing.assert_allclose(jac, np.stack([np.gradient(e, 0.5, edge_order=edge_order)
-                                              for e in np.eye(5)], axis=1), rtol=1e-14)
+    np.testing.assert_allclose(
+        jac,
+        np.stack([np.gradient(e, 0.5, edge_order=edge_order) for e in np.eye(5)], axis=1),
+        rtol=1e-14,
+    )
     with pytest.raises(ValueError, match="too small"):
         fgrad.grad(lambda x: fnp.sum(fnp.gradient(x, edge_order=2)))(np.ones(2))
     with pytest.raises(TypeError, match="scalar spacings"):
@@ -290,13 +319,13 @@ def test_declared_names_return_numpys_answers():
     x = np.array([-1.3, 0.4, 2.6])
     assert fgrad.grad(lambda x: fnp.sum(x) * fnp.array_equal(x, x))(x).tolist() == [1.0] * 3
     np.testing.assert_array_equal(fnp.digitize(x, [0.0, 1.0]), np.digitize(x, [0.0, 1.0]))
-    counts, edges = fnp.histogram(x, bins=2)
+    counts, _edges = fnp.histogram(x, bins=2)
     np.testing.assert_array_equal(counts, np.histogram(x, bins=2)[0])
     assert fnp.isrealobj(x) and not fnp.iscomplexobj(x) and fnp.isscalar(1.0)
     np.testing.assert_array_equal(fnp.full_like(x, 2.0), np.full_like(x, 2.0))
 
 
-# --- tracing never changes a value: the names and keywords added for issue 15 -----------------
+# --- tracing never changes a value: the names and keywords added for issue 15 ---------------------
 # Each case: the fgrad call and NumPy's, on the same inputs. The untraced call must equal
 # NumPy's exactly (value, dtype, shape), and so must the value under vjp and under jvp.
 
@@ -326,12 +355,16 @@ VALUE_CASES = [
     _case("prod-dtype", lambda m: lambda a: m.prod(a, dtype=np.float64), _A32),
     _case("max-initial-where", lambda m: lambda a: m.max(a, axis=0, initial=-0.3, where=_M), _A),
     _case("amin-initial", lambda m: lambda a: m.amin(a, initial=0.1), _A32),
-    _case("var-where-mean",
-          lambda m: lambda a: m.var(a, 0, where=_M, mean=np.mean(_A, 0, keepdims=True)), _A),
+    _case(
+        "var-where-mean",
+        lambda m: lambda a: m.var(a, 0, where=_M, mean=np.mean(_A, 0, keepdims=True)),
+        _A,
+    ),
     _case("std-complex", lambda m: lambda a: m.std(a, axis=1, ddof=1), _AC),
     _case("nanvar-where", lambda m: lambda a: m.nanvar(a, axis=0, where=_M), _N),
-    _case("nanmean-dtype", lambda m: lambda a: m.nanmean(a, dtype=np.float64),
-          _N.astype(np.float32)),
+    _case(
+        "nanmean-dtype", lambda m: lambda a: m.nanmean(a, dtype=np.float64), _N.astype(np.float32)
+    ),
     _case("nanmax-initial", lambda m: lambda a: m.nanmax(a, axis=1, initial=5.0), _N),
     _case("reshape-F", lambda m: lambda a: m.reshape(a, (2, 6), order="F"), _A),
     _case("ravel-K", lambda m: lambda a: m.ravel(a.T, order="K"), _A),
@@ -342,10 +375,16 @@ VALUE_CASES = [
     _case("dstack-one-array", lambda m: m.dstack, _A),
     _case("einsum-default", lambda m: lambda a: m.einsum("ij,kj->ik", a, a), _A),
     _case("arcsinh-dtype", lambda m: lambda a: m.arcsinh(a, dtype=np.float32), _A),
-    _case("hypot-signature",
-          lambda m: lambda a: m.hypot(a, 2.0, signature=(np.float64, np.float64, None)), _A32),
-    _case("vecdot-axes-keepdims",
-          lambda m: lambda a: m.vecdot(a, a, axes=[(0,), (0,), (0,)], keepdims=True), _A),
+    _case(
+        "hypot-signature",
+        lambda m: lambda a: m.hypot(a, 2.0, signature=(np.float64, np.float64, None)),
+        _A32,
+    ),
+    _case(
+        "vecdot-axes-keepdims",
+        lambda m: lambda a: m.vecdot(a, a, axes=[(0,), (0,), (0,)], keepdims=True),
+        _A,
+    ),
     _case("vecdot-complex", lambda m: lambda a: m.vecdot(a, a[::-1]), _AC),
     _case("vecdot-float32", lambda m: lambda a: m.vecdot(a, a, axis=0), _A32),
     _case("matvec-complex", lambda m: lambda a: m.matvec(a, a[0]), _AC),
@@ -359,16 +398,19 @@ VALUE_CASES = [
     _case("real_if_close", lambda m: lambda a: m.real_if_close(a + 1e-16j), _A),
     _case("unique", lambda m: lambda v: m.unique(v, True, True, True), _V),
     _case("unique-axis", lambda m: lambda a: m.unique(a, axis=1), _A),
-    _case("apply_along_axis", lambda m: lambda a: m.apply_along_axis(lambda r: r[:2] * r[2], 1, a),
-          _A),
+    _case(
+        "apply_along_axis", lambda m: lambda a: m.apply_along_axis(lambda r: r[:2] * r[2], 1, a), _A
+    ),
     _case("vectorize", lambda m: m.vectorize(lambda u: u * u if u > 0 else -u), _A32),
-    _case("vectorize-signature", lambda m: m.vectorize(lambda r: r.sum(), signature="(n)->()"),
-          _A),
+    _case("vectorize-signature", lambda m: m.vectorize(lambda r: r.sum(), signature="(n)->()"), _A),
     _case("polyfit", lambda m: lambda y: m.polyfit(_X6, y, 2, w=_W, full=True), _V),
     _case("polyfit-cov", lambda m: lambda y: m.polyfit(_X6, y, 1, cov=True), _V),
     _case("histogram-weights", lambda m: lambda w: m.histogram(_V, bins=3, weights=w), _W),
-    _case("histogram-density",
-          lambda m: lambda w: m.histogram(_V, [0.0, 1.0, 2.5, 3.0], density=True, weights=w), _W),
+    _case(
+        "histogram-density",
+        lambda m: lambda w: m.histogram(_V, [0.0, 1.0, 2.5, 3.0], density=True, weights=w),
+        _W,
+    ),
 ]
 
 
@@ -393,7 +435,7 @@ def test_new_names_and_keywords_give_numpys_value_traced_or_not(fgrad_call, nump
         _assert_identical(fgrad.jvp(fgrad_call, args, tangents)[0], want)
 
 
-# --- r_ and c_ ---------------------------------------------------------------------------------
+# --- r_ and c_ ------------------------------------------------------------------------------------
 
 
 def test_index_tricks_differentiate_their_traced_items_and_slice_ends():
@@ -401,10 +443,10 @@ def test_index_tricks_differentiate_their_traced_items_and_slice_ends():
     j = fgrad.jacfwd(lambda x: fnp.r_[x, 7.0, x[::-1]])(x)
     np.testing.assert_array_equal(j, [[1, 0], [0, 1], [0, 0], [0, 1], [1, 0]])
     # linspace slice: sample i = start + (stop - start) i / 3
-    j = fgrad.jacrev(lambda x: fnp.r_[x[0]:x[1]:4j])(x)
+    j = fgrad.jacrev(lambda x: fnp.r_[x[0] : x[1] : 4j])(x)
     np.testing.assert_allclose(j, [[1, 0], [2 / 3, 1 / 3], [1 / 3, 2 / 3], [0, 1]])
     # arange slice: start + i, so each sample moves with start; stop only sets the count
-    np.testing.assert_array_equal(fgrad.jacrev(lambda x: fnp.r_[x[0]:x[1]])(x), [[1, 0], [1, 0]])
+    np.testing.assert_array_equal(fgrad.jacrev(lambda x: fnp.r_[x[0] : x[1]])(x), [[1, 0], [1, 0]])
     j = fgrad.jacrev(lambda x: fnp.c_[x, 2 * x])(x)
     assert j.shape == (2, 2, 2) and j[1, 1, 1] == 2.0
 
@@ -416,17 +458,17 @@ def test_index_tricks_refuse_what_fgrad_cannot_differentiate_with_a_reason():
     with pytest.raises(ValueError, match="first entry"):
         fgrad.grad(lambda x: fnp.sum(fnp.r_[x, "0,2"]))(x)
     with pytest.raises(TypeError, match="step"):
-        fgrad.grad(lambda x: fnp.sum(fnp.r_[0.0:3.0:x[0]]))(x)
+        fgrad.grad(lambda x: fnp.sum(fnp.r_[0.0 : 3.0 : x[0]]))(x)
     assert len(fnp.r_) == 0 and repr(fnp.c_) == "fgrad.numpy.c_"
     np.testing.assert_array_equal(fnp.r_[1:4, 0, np.ones(2)], np.r_[1:4, 0, np.ones(2)])
 
 
-# --- apply_along_axis and vectorize --------------------------------------------------------
+# --- apply_along_axis and vectorize ---------------------------------------------------------------
 
 
 def test_apply_along_axis_differentiates_closures_and_extra_arguments():
     a = np.array([[1.0, 2.0], [3.0, 4.0]])
-    f = lambda x, w: fnp.apply_along_axis(lambda r, s: fnp.dot(r, w) * s, 1, x, 2.0)  # noqa
+    f = lambda x, w: fnp.apply_along_axis(lambda r, s: fnp.dot(r, w) * s, 1, x, 2.0)
     jx, jw = fgrad.jacrev(f, argnums=(0, 1))(a, np.array([0.5, -1.0]))
     np.testing.assert_array_equal(jx, [[[1.0, -2.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, -2.0]]])
     np.testing.assert_array_equal(jw, 2.0 * a)
@@ -440,7 +482,7 @@ def test_vectorize_takes_numpys_keywords_and_differentiates_the_branches_taken()
     f = fnp.vectorize(lambda x, y: x * y if x > 0 else y - x)
     g = fgrad.grad(lambda x: fnp.sum(f(x, 3.0)))(np.array([-1.0, 2.0]))
     np.testing.assert_array_equal(g, [-1.0, 3.0])
-    pow_ = fnp.vectorize(lambda x, n: x ** n, excluded={"n"})
+    pow_ = fnp.vectorize(lambda x, n: x**n, excluded={"n"})
     np.testing.assert_array_equal(fgrad.grad(lambda x: fnp.sum(pow_(x, n=3)))(np.ones(2)), [3, 3])
 
     @fnp.vectorize(otypes=[np.float32], doc="doubles")
@@ -461,7 +503,7 @@ def test_vectorize_takes_numpys_keywords_and_differentiates_the_branches_taken()
         fnp.vectorize(lambda u, v: u, signature="(n),(n)->()")(np.ones(2), np.ones(3))
 
 
-# --- polyfit and histogram ----------------------------------------------------------------
+# --- polyfit and histogram ------------------------------------------------------------------------
 
 
 def test_polyfit_derivatives_are_those_of_the_least_squares_fit():
@@ -469,10 +511,12 @@ def test_polyfit_derivatives_are_those_of_the_least_squares_fit():
     y = np.array([1.0, 2.5, 4.5, 7.5])
     # slope of a line fit: sum((x - mean x) y) / sum((x - mean x)^2), linear in y
     xc = x - x.mean()
-    np.testing.assert_allclose(fgrad.grad(lambda y: fnp.polyfit(x, y, 1)[0])(y),
-                               xc / np.sum(xc * xc), rtol=1e-12)
-    np.testing.assert_allclose(fgrad.jacfwd(lambda y: fnp.polyfit(x, y, 1)[0])(y),
-                               xc / np.sum(xc * xc), rtol=1e-12)
+    np.testing.assert_allclose(
+        fgrad.grad(lambda y: fnp.polyfit(x, y, 1)[0])(y), xc / np.sum(xc * xc), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        fgrad.jacfwd(lambda y: fnp.polyfit(x, y, 1)[0])(y), xc / np.sum(xc * xc), rtol=1e-12
+    )
     # an exact fit stays exact when x moves: the coefficients of y = x^2 do not change
     g = fgrad.jacrev(lambda x: fnp.polyfit(x, x * x, 2))(x)
     np.testing.assert_allclose(g, np.zeros((3, 4)), atol=1e-12)
@@ -491,5 +535,5 @@ def test_histogram_is_linear_in_its_weights_and_numpys_dispatches_here():
     assert d.shape == (5, 5) and np.isfinite(d).all()
     with pytest.raises(ValueError, match="weights must have the shape of a"):
         fgrad.grad(lambda w: fnp.sum(fnp.histogram(a, weights=w)[0]))(np.ones(4))
-    counts, edges = fnp.histogram(a, bins=3)
+    counts, _edges = fnp.histogram(a, bins=3)
     np.testing.assert_array_equal(counts, np.histogram(a, bins=3)[0])

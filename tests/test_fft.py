@@ -21,9 +21,27 @@ def _dft(n):
     return np.exp(-2j * np.pi * np.outer(k, k) / n)
 
 
-@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn",
-                                  "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2",
-                                  "fftshift", "ifftshift"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fft",
+        "ifft",
+        "rfft",
+        "irfft",
+        "hfft",
+        "ihfft",
+        "fftn",
+        "ifftn",
+        "rfftn",
+        "irfftn",
+        "fft2",
+        "ifft2",
+        "rfft2",
+        "irfft2",
+        "fftshift",
+        "ifftshift",
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_values_and_dtypes_match_numpy(name, dtype):
     x = X.astype(dtype)
@@ -37,19 +55,22 @@ def test_jacobian_of_fft_is_the_dft_matrix_in_both_modes():
         z = Z[:n]
         np.testing.assert_allclose(jacfwd(F.fft, holomorphic=True)(z), _dft(n), atol=1e-12)
         np.testing.assert_allclose(jacrev(F.fft, holomorphic=True)(z), _dft(n), atol=1e-12)
-        np.testing.assert_allclose(jacrev(F.ifft, holomorphic=True)(z), np.conj(_dft(n)) / n,
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            jacrev(F.ifft, holomorphic=True)(z), np.conj(_dft(n)) / n, atol=1e-12
+        )
 
 
 def test_vjp_of_fft_is_the_transpose_not_the_adjoint():
     ct = RNG.standard_normal(6) + 1j * RNG.standard_normal(6)
     for norm in (None, "ortho", "forward"):
-        np.testing.assert_allclose(vjp(lambda z: F.fft(z, norm=norm), Z)[1](ct)[0],
-                                   np.fft.fft(ct, norm=norm), atol=1e-12)
+        np.testing.assert_allclose(
+            vjp(lambda z: F.fft(z, norm=norm), Z)[1](ct)[0], np.fft.fft(ct, norm=norm), atol=1e-12
+        )
     # n larger than the input: the padding's transpose cuts the cotangent back
     ct8 = RNG.standard_normal(8) + 1j * RNG.standard_normal(8)
-    np.testing.assert_allclose(vjp(lambda z: F.fft(z, 8), Z)[1](ct8)[0], (ct8 @ _dft(8))[:6],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        vjp(lambda z: F.fft(z, 8), Z)[1](ct8)[0], (ct8 @ _dft(8))[:6], atol=1e-12
+    )
 
 
 def test_gradient_of_one_real_frequency_is_a_cosine():
@@ -61,11 +82,15 @@ def test_gradient_of_one_real_frequency_is_a_cosine():
 
 
 def test_parseval_gives_gradient_2x_and_2_conj_z():
-    np.testing.assert_allclose(grad(lambda x: fnp.sum(fnp.abs(F.fft(x, norm="ortho")) ** 2))(X),
-                               2 * X, atol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda x: fnp.sum(fnp.abs(F.fft(x, norm="ortho")) ** 2))(X), 2 * X, atol=1e-12
+    )
     # JAX's convention: the gradient of sum |z|^2 is 2 conj(z), through any unitary transform
-    np.testing.assert_allclose(grad(lambda z: fnp.sum(fnp.abs(F.fftn(z, norm="ortho")) ** 2))(Z),
-                               2 * np.conj(Z), atol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda z: fnp.sum(fnp.abs(F.fftn(z, norm="ortho")) ** 2))(Z),
+        2 * np.conj(Z),
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("n", [4, 5])
@@ -93,9 +118,11 @@ def test_irfft_ignores_the_imaginary_parts_numpy_ignores(n):
 def test_round_trip_has_identity_jacobian(n):
     x = RNG.standard_normal(n)
     np.testing.assert_allclose(jacfwd(lambda x: F.irfft(F.rfft(x), n))(x), np.eye(n), atol=1e-12)
-    np.testing.assert_allclose(jacrev(lambda x: F.ihfft(F.hfft(x[: n // 2 + 1] + 0j, n)).real)(x),
-                               np.diag([1.0] * (n // 2 + 1) + [0.0] * (n - n // 2 - 1))
-                               [: n // 2 + 1], atol=1e-12)
+    np.testing.assert_allclose(
+        jacrev(lambda x: F.ihfft(F.hfft(x[: n // 2 + 1] + 0j, n)).real)(x),
+        np.diag([1.0] * (n // 2 + 1) + [0.0] * (n - n // 2 - 1))[: n // 2 + 1],
+        atol=1e-12,
+    )
 
 
 def test_float32_gradients_stay_float32():

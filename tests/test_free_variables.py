@@ -18,7 +18,16 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
-    checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize, vjp,
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    vjp,
 )
 from fgrad.test_util import check_grads
 
@@ -66,8 +75,7 @@ def via_self(a):
     return _Holder(a).g
 
 
-ROUTES = {"closure": via_closure, "global": via_global, "default": via_default,
-          "self": via_self}
+ROUTES = {"closure": via_closure, "global": via_global, "default": via_default, "self": via_self}
 
 # What the inner transform does with g at x; each gives an array depending on a.
 INNERS = {
@@ -95,6 +103,7 @@ def test_outer_derivatives_of_what_an_inner_function_reads(route, inner):
 
 def test_checkpoint_of_a_function_reading_a_value_of_its_own_level():
     """The argument and the free variable differentiated by the same transform."""
+
     def f(a, x):
         return fnp.sum(checkpoint(via_closure(a))(x) * x)
 
@@ -129,11 +138,12 @@ def test_checkpoint_reruns_once_per_backward_pass_with_free_variables():
     assert len(calls) == 2  # the forward pass, and once more in the bprop
 
 
-# --- custom rules: the rule names what it reads from the level applying it -----------------
+# --- custom rules: the rule names what it reads from the level applying it ------------------------
 
 
 def _custom_vjp_reading(route_a):
     """A custom_vjp function of x whose fun, fwd and bwd read `a` by the route given."""
+
     @custom_vjp
     def f(x):
         return route_a()(x)
@@ -144,8 +154,12 @@ def _custom_vjp_reading(route_a):
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_custom_vjp_reading_a_value_of_its_own_level_is_refused_by_name(route):
-    names = {"closure": "'a'", "global": "global 'A_GLOBAL'", "default": "default argument 'a'",
-             "self": "self.a"}
+    names = {
+        "closure": "'a'",
+        "global": "global 'A_GLOBAL'",
+        "default": "default argument 'a'",
+        "self": "self.a",
+    }
 
     def f(a, x):
         g = ROUTES[route](a)
@@ -165,8 +179,10 @@ def test_custom_jvp_reading_a_value_of_its_own_level_is_refused(route):
         h.defjvp(lambda p, t: (g(p[0]), t[0]))
         return fnp.sum(h(x))
 
-    for transform in (lambda: grad(f, argnums=(0, 1))(0.8, X),
-                      lambda: jvp(f, (0.8, X), (1.0, np.ones(2)))):
+    for transform in (
+        lambda: grad(f, argnums=(0, 1))(0.8, X),
+        lambda: jvp(f, (0.8, X), (1.0, np.ones(2))),
+    ):
         with pytest.raises(TypeError, match="reads|depends on a value being"):
             transform()
 
@@ -174,6 +190,7 @@ def test_custom_jvp_reading_a_value_of_its_own_level_is_refused(route):
 def test_custom_vjp_reading_a_value_of_an_outer_level_differentiates_its_rules():
     """fwd and bwd reading `a` of the outer transform: the outer derivative is that of the
     rules' operations, here the true derivative since the rule is right."""
+
     def inner_grad(a):
         @custom_vjp
         def f(x):
@@ -193,8 +210,9 @@ def test_no_module_reads_local_variables_off_the_stack():
     import pathlib
 
     root = pathlib.Path(fgrad.__file__).parent
-    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
-                 if "f_locals" in p.read_text()]
+    offenders = [
+        str(p.relative_to(root)) for p in root.rglob("*.py") if "f_locals" in p.read_text()
+    ]
     assert offenders == ["graph.py"]  # it names constants by your code's variables
     text = (root / "graph.py").read_text()
     assert text.count("f_locals") == 1 and "scope = frame.f_locals" in text

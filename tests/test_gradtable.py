@@ -12,11 +12,11 @@ import types
 
 import numpy as np
 import pytest
+from gradtable import load
 
 import fgrad.numpy as fnp
 from fgrad import grad, jacfwd, jvp, vjp
 from fgrad.test_util import check_grads
-from gradtable import load
 
 ROWS, NONDIFF = load()
 
@@ -45,11 +45,13 @@ def test_float32_in_float32_out(row):
 
 def _leaves(tree):
     from fgrad.tree_util import tree_flatten
+
     return tree_flatten(tree)[0]
 
 
 def _map(f, tree):
     from fgrad.tree_util import tree_map
+
     return tree_map(f, tree)
 
 
@@ -70,6 +72,7 @@ def _public_names():
     modules = [("", fnp), ("linalg.", fnp.linalg), ("fft.", fnp.fft)]
     if importlib.util.find_spec("scipy") is not None:
         import fgrad.scipy
+
         for sub in fgrad.scipy.SUBMODULES:
             if importlib.util.find_spec(f"fgrad.scipy.{sub}") is not None:
                 modules.append((f"scipy.{sub}.", importlib.import_module(f"fgrad.scipy.{sub}")))

@@ -62,7 +62,7 @@ def test_the_gradient_computed_under_make_graph_is_still_right():
 
 
 def test_higher_order_grows_and_each_order_keeps_the_forward_pass_once():
-    h = lambda x: fnp.sin(x) * x  # noqa: E731
+    h = lambda x: fnp.sin(x) * x
     sizes = []
     for order in range(1, 5):
         d = h
@@ -106,7 +106,7 @@ def test_the_sum_of_an_inputs_cotangents_names_the_input():
 
 
 def test_int_arguments_and_static_argnums_are_constants_not_inputs():
-    g = make_graph(lambda x, n: x ** n, static_argnums=1)(np.ones(2), 3)
+    g = make_graph(lambda x, n: x**n, static_argnums=1)(np.ones(2), 3)
     assert len(g.inputs) == 1
     g = make_graph(lambda x, k: x * k)(np.ones(2), np.arange(2))
     assert len(g.inputs) == 1 and "k(local):i64[2]" in str(g)
@@ -135,7 +135,7 @@ def test_the_picture_is_svg_with_a_box_per_value():
 
 
 def test_the_picture_reads_forward_then_each_backward_pass_and_fits_its_legend():
-    h = lambda x: fnp.sin(x) * x  # noqa: E731
+    h = lambda x: fnp.sin(x) * x
     g = make_graph(grad(grad(h)))(0.5)
     root = ET.fromstring(g.to_svg())
     assert float(root.get("width")) >= 6 * 95

@@ -7,6 +7,7 @@ against finite differences to order 2.)"""
 
 import numpy as np
 import pytest
+from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
@@ -14,7 +15,6 @@ from fgrad import grad, jacfwd, jvp, vjp
 from fgrad.core import primal
 from fgrad.test_util import check_grads
 from fgrad.tree_util import tree_flatten
-from gradtable import load
 
 la = fnp.linalg
 rng = np.random.default_rng(7)
@@ -37,64 +37,117 @@ def _rotation():
     return q
 
 
-# --- values are NumPy's --------------------------------------------------------------------
+# --- values are NumPy's ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, ours, theirs", [
-    ("inv", lambda: la.inv(A), lambda: np.linalg.inv(A)),
-    ("det", lambda: la.det(A), lambda: np.linalg.det(A)),
-    ("slogdet", lambda: la.slogdet(-A), lambda: np.linalg.slogdet(-A)),
-    ("solve-vector", lambda: la.solve(np.stack([A, SPD]), A[0]),
-     lambda: np.linalg.solve(np.stack([A, SPD]), A[0])),
-    ("solve-matrix", lambda: la.solve(A, TALL.T), lambda: np.linalg.solve(A, TALL.T)),
-    ("pinv", lambda: la.pinv(TALL), lambda: np.linalg.pinv(TALL)),
-    ("pinv-rtol", lambda: la.pinv(WIDE, rtol=0.5), lambda: np.linalg.pinv(WIDE, rtol=0.5)),
-    ("cholesky", lambda: la.cholesky(SPD), lambda: np.linalg.cholesky(SPD)),
-    ("cholesky-upper", lambda: la.cholesky(SPD, upper=True),
-     lambda: np.linalg.cholesky(SPD, upper=True)),
-    ("qr", lambda: la.qr(TALL), lambda: np.linalg.qr(TALL)),
-    ("qr-wide", lambda: la.qr(WIDE), lambda: np.linalg.qr(WIDE)),
-    ("qr-r", lambda: la.qr(TALL, mode="r"), lambda: np.linalg.qr(TALL, mode="r")),
-    ("eigh", lambda: la.eigh(SPD), lambda: np.linalg.eigh(SPD)),
-    ("eigvalsh", lambda: la.eigvalsh(SPD), lambda: np.linalg.eigvalsh(SPD)),
-    ("svd", lambda: la.svd(TALL, full_matrices=False),
-     lambda: np.linalg.svd(TALL, full_matrices=False)),
-    ("svd-hermitian", lambda: _traced_value(lambda a: la.svd(a, hermitian=True), SYM),
-     lambda: np.linalg.svd(SYM, hermitian=True)),
-    ("svd-hermitian-s", lambda: _traced_value(lambda a: la.svdvals(a), SYM),
-     lambda: np.linalg.svd(SYM, compute_uv=False, hermitian=True)),
-    ("svd-traced", lambda: _traced_value(lambda a: la.svd(a, full_matrices=False), TALL),
-     lambda: np.linalg.svd(TALL, full_matrices=False)),
-    ("norm-3", lambda: la.norm(TALL, 3, axis=0), lambda: np.linalg.norm(TALL, 3, axis=0)),
-    ("norm-nuc", lambda: la.norm(TALL, "nuc"), lambda: np.linalg.norm(TALL, "nuc")),
-    ("norm-inf", lambda: la.norm(TALL, np.inf), lambda: np.linalg.norm(TALL, np.inf)),
-    ("norm--1", lambda: la.norm(TALL, -1, keepdims=True),
-     lambda: np.linalg.norm(TALL, -1, keepdims=True)),
-    ("norm-0", lambda: la.norm(TALL, 0, axis=1), lambda: np.linalg.norm(TALL, 0, axis=1)),
-    ("norm-0-int", lambda: la.norm(np.array([1, 0, 2]), 0),
-     lambda: np.linalg.norm(np.array([1, 0, 2]), 0)),
-    ("cond", lambda: la.cond(A), lambda: np.linalg.cond(A)),
-    ("cond-1", lambda: la.cond(A, 1), lambda: np.linalg.cond(A, 1)),
-    ("matrix_power", lambda: la.matrix_power(A, -3), lambda: np.linalg.matrix_power(A, -3)),
-    ("matrix_power-0", lambda: la.matrix_power(A, 0), lambda: np.linalg.matrix_power(A, 0)),
-    ("multi_dot", lambda: la.multi_dot([A[0], TALL.T, TALL, A[:, 0]]),
-     lambda: np.linalg.multi_dot([A[0], TALL.T, TALL, A[:, 0]])),
-    ("tensorinv", lambda: la.tensorinv(np.kron(A, A).reshape(3, 3, 9)),
-     lambda: np.linalg.tensorinv(np.kron(A, A).reshape(3, 3, 9))),
-    ("outer", lambda: la.outer(A[0], TALL[0]), lambda: np.linalg.outer(A[0], TALL[0])),
-    ("tensordot", lambda: la.tensordot(TALL, WIDE, axes=1),
-     lambda: np.linalg.tensordot(TALL, WIDE, axes=1)),
-    ("cross", lambda: la.cross(A, A[::-1], axis=0), lambda: np.linalg.cross(A, A[::-1], axis=0)),
-    ("trace", lambda: la.trace(np.stack([A, SPD]), offset=1),
-     lambda: np.linalg.trace(np.stack([A, SPD]), offset=1)),
-    ("diagonal", lambda: la.diagonal(np.stack([TALL, TALL]), offset=-1),
-     lambda: np.linalg.diagonal(np.stack([TALL, TALL]), offset=-1)),
-    ("vecdot", lambda: la.vecdot(TALL, A[0]), lambda: np.linalg.vecdot(TALL, A[0])),
-    ("matmul", lambda: la.matmul(TALL, A), lambda: np.linalg.matmul(TALL, A)),
-    ("tensorsolve", lambda: la.tensorsolve(np.kron(A, A).reshape(9, 3, 3), A.ravel()),
-     lambda: np.linalg.tensorsolve(np.kron(A, A).reshape(9, 3, 3), A.ravel())),
-    ("tensorsolve-axes", lambda: la.tensorsolve(np.kron(A, A).reshape(3, 3, 3, 3), A, axes=(0,)),
-     lambda: np.linalg.tensorsolve(np.kron(A, A).reshape(3, 3, 3, 3), A, axes=(0,))),
-])
+
+@pytest.mark.parametrize(
+    "name, ours, theirs",
+    [
+        ("inv", lambda: la.inv(A), lambda: np.linalg.inv(A)),
+        ("det", lambda: la.det(A), lambda: np.linalg.det(A)),
+        ("slogdet", lambda: la.slogdet(-A), lambda: np.linalg.slogdet(-A)),
+        (
+            "solve-vector",
+            lambda: la.solve(np.stack([A, SPD]), A[0]),
+            lambda: np.linalg.solve(np.stack([A, SPD]), A[0]),
+        ),
+        ("solve-matrix", lambda: la.solve(A, TALL.T), lambda: np.linalg.solve(A, TALL.T)),
+        ("pinv", lambda: la.pinv(TALL), lambda: np.linalg.pinv(TALL)),
+        ("pinv-rtol", lambda: la.pinv(WIDE, rtol=0.5), lambda: np.linalg.pinv(WIDE, rtol=0.5)),
+        ("cholesky", lambda: la.cholesky(SPD), lambda: np.linalg.cholesky(SPD)),
+        (
+            "cholesky-upper",
+            lambda: la.cholesky(SPD, upper=True),
+            lambda: np.linalg.cholesky(SPD, upper=True),
+        ),
+        ("qr", lambda: la.qr(TALL), lambda: np.linalg.qr(TALL)),
+        ("qr-wide", lambda: la.qr(WIDE), lambda: np.linalg.qr(WIDE)),
+        ("qr-r", lambda: la.qr(TALL, mode="r"), lambda: np.linalg.qr(TALL, mode="r")),
+        ("eigh", lambda: la.eigh(SPD), lambda: np.linalg.eigh(SPD)),
+        ("eigvalsh", lambda: la.eigvalsh(SPD), lambda: np.linalg.eigvalsh(SPD)),
+        (
+            "svd",
+            lambda: la.svd(TALL, full_matrices=False),
+            lambda: np.linalg.svd(TALL, full_matrices=False),
+        ),
+        (
+            "svd-hermitian",
+            lambda: _traced_value(lambda a: la.svd(a, hermitian=True), SYM),
+            lambda: np.linalg.svd(SYM, hermitian=True),
+        ),
+        (
+            "svd-hermitian-s",
+            lambda: _traced_value(lambda a: la.svdvals(a), SYM),
+            lambda: np.linalg.svd(SYM, compute_uv=False, hermitian=True),
+        ),
+        (
+            "svd-traced",
+            lambda: _traced_value(lambda a: la.svd(a, full_matrices=False), TALL),
+            lambda: np.linalg.svd(TALL, full_matrices=False),
+        ),
+        ("norm-3", lambda: la.norm(TALL, 3, axis=0), lambda: np.linalg.norm(TALL, 3, axis=0)),
+        ("norm-nuc", lambda: la.norm(TALL, "nuc"), lambda: np.linalg.norm(TALL, "nuc")),
+        ("norm-inf", lambda: la.norm(TALL, np.inf), lambda: np.linalg.norm(TALL, np.inf)),
+        (
+            "norm--1",
+            lambda: la.norm(TALL, -1, keepdims=True),
+            lambda: np.linalg.norm(TALL, -1, keepdims=True),
+        ),
+        ("norm-0", lambda: la.norm(TALL, 0, axis=1), lambda: np.linalg.norm(TALL, 0, axis=1)),
+        (
+            "norm-0-int",
+            lambda: la.norm(np.array([1, 0, 2]), 0),
+            lambda: np.linalg.norm(np.array([1, 0, 2]), 0),
+        ),
+        ("cond", lambda: la.cond(A), lambda: np.linalg.cond(A)),
+        ("cond-1", lambda: la.cond(A, 1), lambda: np.linalg.cond(A, 1)),
+        ("matrix_power", lambda: la.matrix_power(A, -3), lambda: np.linalg.matrix_power(A, -3)),
+        ("matrix_power-0", lambda: la.matrix_power(A, 0), lambda: np.linalg.matrix_power(A, 0)),
+        (
+            "multi_dot",
+            lambda: la.multi_dot([A[0], TALL.T, TALL, A[:, 0]]),
+            lambda: np.linalg.multi_dot([A[0], TALL.T, TALL, A[:, 0]]),
+        ),
+        (
+            "tensorinv",
+            lambda: la.tensorinv(np.kron(A, A).reshape(3, 3, 9)),
+            lambda: np.linalg.tensorinv(np.kron(A, A).reshape(3, 3, 9)),
+        ),
+        ("outer", lambda: la.outer(A[0], TALL[0]), lambda: np.linalg.outer(A[0], TALL[0])),
+        (
+            "tensordot",
+            lambda: la.tensordot(TALL, WIDE, axes=1),
+            lambda: np.linalg.tensordot(TALL, WIDE, axes=1),
+        ),
+        (
+            "cross",
+            lambda: la.cross(A, A[::-1], axis=0),
+            lambda: np.linalg.cross(A, A[::-1], axis=0),
+        ),
+        (
+            "trace",
+            lambda: la.trace(np.stack([A, SPD]), offset=1),
+            lambda: np.linalg.trace(np.stack([A, SPD]), offset=1),
+        ),
+        (
+            "diagonal",
+            lambda: la.diagonal(np.stack([TALL, TALL]), offset=-1),
+            lambda: np.linalg.diagonal(np.stack([TALL, TALL]), offset=-1),
+        ),
+        ("vecdot", lambda: la.vecdot(TALL, A[0]), lambda: np.linalg.vecdot(TALL, A[0])),
+        ("matmul", lambda: la.matmul(TALL, A), lambda: np.linalg.matmul(TALL, A)),
+        (
+            "tensorsolve",
+            lambda: la.tensorsolve(np.kron(A, A).reshape(9, 3, 3), A.ravel()),
+            lambda: np.linalg.tensorsolve(np.kron(A, A).reshape(9, 3, 3), A.ravel()),
+        ),
+        (
+            "tensorsolve-axes",
+            lambda: la.tensorsolve(np.kron(A, A).reshape(3, 3, 3, 3), A, axes=(0,)),
+            lambda: np.linalg.tensorsolve(np.kron(A, A).reshape(3, 3, 3, 3), A, axes=(0,)),
+        ),
+    ],
+)
 def test_values_match_numpy(name, ours, theirs):
     got, want = ours(), theirs()
     if isinstance(want, tuple):
@@ -118,12 +171,14 @@ def test_lstsq_returns_numpy_four_results():
     assert np.shape(res_wide) == (0,)
 
 
-# --- closed-form derivatives ---------------------------------------------------------------
+# --- closed-form derivatives ----------------------------------------------------------------------
+
 
 def test_inv_and_logdet_gradients_are_the_textbook_ones():
     ai = np.linalg.inv(A)
-    np.testing.assert_allclose(grad(lambda a: fnp.sum(la.inv(a)))(A),
-                               -ai.T @ np.ones((3, 3)) @ ai.T, rtol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda a: fnp.sum(la.inv(a)))(A), -ai.T @ np.ones((3, 3)) @ ai.T, rtol=1e-12
+    )
     np.testing.assert_allclose(grad(lambda a: la.slogdet(a)[1])(A), ai.T, rtol=1e-12)
     np.testing.assert_allclose(grad(la.det)(A), np.linalg.det(A) * ai.T, rtol=1e-12)
     # second derivative of log|det|: d(inv(a).T)[h] = -(inv(a) h inv(a)).T
@@ -135,21 +190,27 @@ def test_inv_and_logdet_gradients_are_the_textbook_ones():
 def test_sign_of_slogdet_is_a_constant():
     sign, _ = la.slogdet(-A)
     assert sign == -1.0
-    np.testing.assert_array_equal(grad(lambda a: la.slogdet(a)[0] * fnp.sum(a))(-A),
-                                  np.full((3, 3), -1.0))
+    np.testing.assert_array_equal(
+        grad(lambda a: la.slogdet(a)[0] * fnp.sum(a))(-A), np.full((3, 3), -1.0)
+    )
 
 
 def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     a = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [1.5, 1.0, 5.0]])  # row 3 = row 1 + row 2
-    cof = np.array([[np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j)
-                     for j in range(3)] for i in range(3)])
+    cof = np.array(
+        [
+            [np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j) for j in range(3)]
+            for i in range(3)
+        ]
+    )
     np.testing.assert_allclose(grad(la.det)(a), cof, atol=1e-12)
     np.testing.assert_allclose(jacfwd(la.det)(a), cof, atol=1e-12)
     # det is a polynomial: its second derivative exists at rank n-1 as well
     check_grads(la.det, (a,), order=2)
     # rank n-2: every cofactor is 0
-    np.testing.assert_allclose(grad(la.det)(np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 0.5])),
-                               np.zeros((3, 3)), atol=1e-12)
+    np.testing.assert_allclose(
+        grad(la.det)(np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 0.5])), np.zeros((3, 3)), atol=1e-12
+    )
     # a batch with one singular matrix and one invertible one
     batch = np.stack([a, A])
     g = grad(lambda b: fnp.sum(la.det(b)))(batch)
@@ -168,21 +229,21 @@ def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
     a = SPD + np.triu(np.ones((3, 3)), 1)  # NumPy reads the lower triangle only
     h = np.tril(a) + np.tril(a, -1).T
     for uplo, lower, m in (("L", True, a), ("U", False, a.T)):
-        np.testing.assert_array_equal(la.eigvalsh(m, UPLO=uplo),
-                                      np.linalg.eigvalsh(m, UPLO=uplo))
+        np.testing.assert_array_equal(la.eigvalsh(m, UPLO=uplo), np.linalg.eigvalsh(m, UPLO=uplo))
         for ours, numpys in zip(la.eigh(m, UPLO=uplo), np.linalg.eigh(m, UPLO=uplo)):
             np.testing.assert_array_equal(ours, numpys)
-        np.testing.assert_array_equal(la.cholesky(m, upper=not lower),
-                                      np.linalg.cholesky(m, upper=not lower))
+        np.testing.assert_array_equal(
+            la.cholesky(m, upper=not lower), np.linalg.cholesky(m, upper=not lower)
+        )
         # the gradient of the largest eigenvalue of h: v v^T on h, read back to m's triangle
         _, v = np.linalg.eigh(h)
         g = grad(lambda x, u=uplo: la.eigvalsh(x, UPLO=u)[-1])(m)
-        np.testing.assert_allclose(g, _read_from(np.outer(v[:, -1], v[:, -1]), lower),
-                                   atol=1e-12)
+        np.testing.assert_allclose(g, _read_from(np.outer(v[:, -1], v[:, -1]), lower), atol=1e-12)
         assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
 
 
-# --- eigenvalue-only quantities at repeated eigenvalues and singular values ----------------
+# --- eigenvalue-only quantities at repeated eigenvalues and singular values -----------------------
+
 
 def test_eigvalsh_gradient_at_repeated_eigenvalues():
     q = _rotation()
@@ -190,15 +251,25 @@ def test_eigvalsh_gradient_at_repeated_eigenvalues():
     for point in (a, np.eye(3)):
         # sum(w**2) = ||h||_F^2: gradient 2h; sum(w) = trace: gradient I (h = a, symmetric,
         # read from a's lower triangle: `_read_from`)
-        np.testing.assert_allclose(grad(lambda x: fnp.sum(la.eigvalsh(x) ** 2))(point),
-                                   _read_from(2 * point, True), atol=1e-12)
-        np.testing.assert_allclose(grad(lambda x: fnp.sum(la.eigvalsh(x)))(point), np.eye(3),
-                                   atol=1e-12)
-        np.testing.assert_allclose(jacfwd(lambda x: fnp.sum(la.eigvalsh(x) ** 2))(point),
-                                   _read_from(2 * point, True), atol=1e-12)
+        np.testing.assert_allclose(
+            grad(lambda x: fnp.sum(la.eigvalsh(x) ** 2))(point),
+            _read_from(2 * point, True),
+            atol=1e-12,
+        )
+        np.testing.assert_allclose(
+            grad(lambda x: fnp.sum(la.eigvalsh(x)))(point), np.eye(3), atol=1e-12
+        )
+        np.testing.assert_allclose(
+            jacfwd(lambda x: fnp.sum(la.eigvalsh(x) ** 2))(point),
+            _read_from(2 * point, True),
+            atol=1e-12,
+        )
     # the largest eigenvalue is simple here, so its gradient is q_3 q_3^T (on h)
-    np.testing.assert_allclose(grad(lambda x: la.eigvalsh(x)[-1])(a),
-                               _read_from(np.outer(q[:, 2], q[:, 2]), True), atol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda x: la.eigvalsh(x)[-1])(a),
+        _read_from(np.outer(q[:, 2], q[:, 2]), True),
+        atol=1e-12,
+    )
 
 
 def test_eigenvector_gradient_at_a_repeated_eigenvalue_is_finite():
@@ -206,20 +277,24 @@ def test_eigenvector_gradient_at_a_repeated_eigenvalue_is_finite():
     assert np.all(np.isfinite(g))  # 1/gap is taken as 0 where the gap is 0
 
 
-@pytest.mark.parametrize("a", [_rotation(), _rotation()[:, :2], 2.0 * np.eye(3)],
-                         ids=["orthogonal", "orthonormal-columns", "scaled-identity"])
+@pytest.mark.parametrize(
+    "a",
+    [_rotation(), _rotation()[:, :2], 2.0 * np.eye(3)],
+    ids=["orthogonal", "orthonormal-columns", "scaled-identity"],
+)
 def test_singular_value_gradients_at_repeated_singular_values(a):
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    u, _s, vh = np.linalg.svd(a, full_matrices=False)
     # sum(s**2) = ||a||_F^2
-    np.testing.assert_allclose(grad(lambda x: fnp.sum(la.svd(x, compute_uv=False) ** 2))(a),
-                               2 * a, atol=1e-12)
-    np.testing.assert_allclose(jacfwd(lambda x: fnp.sum(la.svdvals(x) ** 2))(a), 2 * a,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda x: fnp.sum(la.svd(x, compute_uv=False) ** 2))(a), 2 * a, atol=1e-12
+    )
+    np.testing.assert_allclose(jacfwd(lambda x: fnp.sum(la.svdvals(x) ** 2))(a), 2 * a, atol=1e-12)
     # the nuclear norm: gradient U Vh
     np.testing.assert_allclose(grad(lambda x: la.norm(x, "nuc"))(a), u @ vh, atol=1e-12)
 
 
-# --- norms ---------------------------------------------------------------------------------
+# --- norms ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("ord_", [None, 2, 3, 0.5, -1.5])
 def test_norm_gradient_at_zero_is_zero(ord_):
@@ -234,11 +309,14 @@ def test_norm_gradients_closed_form():
     np.testing.assert_allclose(grad(la.norm)(x), x / 5.0)
     np.testing.assert_allclose(grad(lambda v: la.norm(v, 1))(x), [1.0, -1.0])
     np.testing.assert_allclose(grad(lambda v: la.norm(v, np.inf))(x), [0.0, -1.0])
-    np.testing.assert_allclose(grad(lambda v: la.norm(v, 3))(x),
-                               np.sign(x) * (np.abs(x) / np.sum(np.abs(x) ** 3) ** (1 / 3)) ** 2)
+    np.testing.assert_allclose(
+        grad(lambda v: la.norm(v, 3))(x),
+        np.sign(x) * (np.abs(x) / np.sum(np.abs(x) ** 3) ** (1 / 3)) ** 2,
+    )
     np.testing.assert_array_equal(grad(lambda v: la.norm(v, 0))(x), [0.0, 0.0])
-    np.testing.assert_allclose(grad(lambda a: la.norm(a, "fro"))(np.zeros((2, 2))),
-                               np.zeros((2, 2)))
+    np.testing.assert_allclose(
+        grad(lambda a: la.norm(a, "fro"))(np.zeros((2, 2))), np.zeros((2, 2))
+    )
     np.testing.assert_allclose(grad(lambda a: la.norm(a, "fro"))(A), A / np.linalg.norm(A))
 
 
@@ -251,7 +329,8 @@ def test_norm_refuses_bad_orders_and_axes():
         la.norm(np.ones((2, 2)), axis=(0, -2))
 
 
-# --- derivatives that do not exist raise, and shapes are checked ---------------------------
+# --- derivatives that do not exist raise, and shapes are checked ----------------------------------
+
 
 def test_full_svd_and_complete_qr_of_non_square_matrices_refuse_a_gradient():
     with pytest.raises(ValueError, match="full_matrices=False"):
@@ -277,15 +356,18 @@ def test_shape_errors_name_the_argument():
 
 def test_matrix_power_and_multi_dot():
     np.testing.assert_allclose(grad(lambda a: fnp.sum(la.matrix_power(a, 0)))(A), np.zeros((3, 3)))
-    np.testing.assert_allclose(grad(lambda a: fnp.sum(la.matrix_power(a, 2)))(A),
-                               np.ones((3, 3)) @ A.T + A.T @ np.ones((3, 3)), rtol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda a: fnp.sum(la.matrix_power(a, 2)))(A),
+        np.ones((3, 3)) @ A.T + A.T @ np.ones((3, 3)),
+        rtol=1e-12,
+    )
     x = np.array([1.0, 2.0, 3.0])
     assert np.ndim(la.multi_dot([x, A, x])) == 0
     np.testing.assert_allclose(grad(lambda v: la.multi_dot([v, A, v]))(x), (A + A.T) @ x)
 
 
 def test_results_are_numpy_result_types():
-    w, v = la.eigh(SPD)
+    _w, _v = la.eigh(SPD)
     r = la.eigh(SPD)
     assert r.eigenvalues is r[0] and type(r).__name__ == "EighResult"
     assert type(la.svd(A)).__name__ == "SVDResult" and type(la.qr(A)).__name__ == "QRResult"
@@ -294,7 +376,8 @@ def test_results_are_numpy_result_types():
     np.testing.assert_allclose(out, np.eye(3), atol=1e-12)
 
 
-# --- every name's untraced value is NumPy's: dtype, shape and value, real and complex -------
+# --- every name's untraced value is NumPy's: dtype, shape and value, real and complex -------------
+
 
 def _cnormal(r, shape):
     return r.standard_normal(shape) + 1j * r.standard_normal(shape)
@@ -370,8 +453,10 @@ VALUE_CASES = [
     ("cond-1", lambda L, x: L.cond(x["a"], 1)),
     ("matrix_rank", lambda L, x: L.matrix_rank(x["tall"])),
     ("tensorinv", lambda L, x: L.tensorinv(np.kron(x["a"], x["a"]).reshape(3, 3, 9))),
-    ("tensorsolve", lambda L, x: L.tensorsolve(np.kron(x["a"], x["a"]).reshape(9, 3, 3),
-                                               x["a"].ravel())),
+    (
+        "tensorsolve",
+        lambda L, x: L.tensorsolve(np.kron(x["a"], x["a"]).reshape(9, 3, 3), x["a"].ravel()),
+    ),
     ("matrix_power", lambda L, x: L.matrix_power(x["a"], -3)),
     ("matrix_power-0", lambda L, x: L.matrix_power(x["a"], 0)),
     ("multi_dot", lambda L, x: L.multi_dot([x["a"][0], x["tall"].T, x["tall"], x["a"][:, 0]])),
@@ -386,8 +471,14 @@ VALUE_CASES = [
 ]
 
 REAL_INPUTS = {"a": A, "batch": BATCH, "tall": TALL, "wide": WIDE, "hpd": SPD, "herm": SYM}
-COMPLEX_INPUTS = {"a": CA, "batch": CBATCH, "tall": CTALL, "wide": CWIDE, "hpd": CHPD,
-                  "herm": CHERM}
+COMPLEX_INPUTS = {
+    "a": CA,
+    "batch": CBATCH,
+    "tall": CTALL,
+    "wide": CWIDE,
+    "hpd": CHPD,
+    "herm": CHERM,
+}
 
 
 def _leaves_of(result):
@@ -422,12 +513,12 @@ def _assert_numpy_value(got, want, phases):
 @pytest.mark.parametrize("kind", ["real", "complex"])
 @pytest.mark.parametrize("case", VALUE_CASES, ids=[c[0] for c in VALUE_CASES])
 def test_untraced_values_are_numpys_dtype_shape_and_value(case, kind):
-    name, call, *phases = case
+    _name, call, *phases = case
     x = REAL_INPUTS if kind == "real" else COMPLEX_INPUTS
     _assert_numpy_value(call(fnp.linalg, x), call(np.linalg, x), bool(phases))
 
 
-# --- tracing never changes a value -----------------------------------------------------------
+# --- tracing never changes a value ----------------------------------------------------------------
 
 TABLE = load(["linalg", "linalg_complex"])[0]
 
@@ -461,15 +552,17 @@ def test_traced_value_is_the_untraced_value_exactly(row, precision):
     def total(*xs):
         leaves = tree_flatten(row.fn(*xs))[0]
         seen.append([np.asarray(primal(leaf)) for leaf in leaves])
-        return sum(fnp.sum(fnp.real(leaf)) for leaf in leaves
-                   if np.result_type(primal(leaf)).kind in "fc")
+        return sum(
+            fnp.sum(fnp.real(leaf)) for leaf in leaves if np.result_type(primal(leaf)).kind in "fc"
+        )
 
     grad(total, argnums=tuple(range(len(args))))(*args)
     _assert_identical(seen[0], want, "grad of a sum")
 
 
-@pytest.mark.parametrize("row", [r for r in TABLE if np.iscomplexobj(r.args()[0])],
-                         ids=lambda r: r.id)
+@pytest.mark.parametrize(
+    "row", [r for r in TABLE if np.iscomplexobj(r.args()[0])], ids=lambda r: r.id
+)
 def test_complex_rows_keep_single_precision(row):
     """complex64 in: complex64 or float32 values, complex64 cotangents, tangents of the
     values' dtypes (the float32 run of the table, for complex input)."""
@@ -487,7 +580,8 @@ def test_complex_rows_keep_single_precision(row):
         assert np.result_type(t) == np.result_type(leaf) and np.shape(t) == np.shape(leaf)
 
 
-# --- complex input -------------------------------------------------------------------------
+# --- complex input --------------------------------------------------------------------------------
+
 
 def test_singular_values_of_a_complex_matrix_are_real_under_every_transform():
     assert vjp(la.svdvals, CTALL)[0].dtype == np.float64
@@ -498,8 +592,9 @@ def test_singular_values_of_a_complex_matrix_are_real_under_every_transform():
     np.testing.assert_allclose(g, 2 * np.conj(CTALL), rtol=1e-12)
     # the nuclear norm: conj(U Vh)
     u, _, vh = np.linalg.svd(CTALL, full_matrices=False)
-    np.testing.assert_allclose(grad(lambda a: la.norm(a, "nuc"))(CTALL), np.conj(u @ vh),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        grad(lambda a: la.norm(a, "nuc"))(CTALL), np.conj(u @ vh), rtol=1e-10
+    )
 
 
 def test_hermitian_decompositions_read_one_triangle_and_give_real_eigenvalues():
@@ -514,19 +609,22 @@ def test_hermitian_decompositions_read_one_triangle_and_give_real_eigenvalues():
     for uplo, lower in (("L", True), ("U", False)):
         a = CHERM + (np.triu(noise, 1) if lower else np.tril(noise, -1)) + 0.5j * np.eye(3)
         p = CHPD + (np.triu(noise, 1) if lower else np.tril(noise, -1)) - 0.3j * np.eye(3)
-        np.testing.assert_array_equal(la.eigvalsh(a, UPLO=uplo),
-                                      np.linalg.eigvalsh(a, UPLO=uplo))
+        np.testing.assert_array_equal(la.eigvalsh(a, UPLO=uplo), np.linalg.eigvalsh(a, UPLO=uplo))
         for ours, numpys in zip(la.eigh(a, UPLO=uplo), np.linalg.eigh(a, UPLO=uplo)):
             np.testing.assert_array_equal(ours, numpys)
-        np.testing.assert_array_equal(la.cholesky(p, upper=not lower),
-                                      np.linalg.cholesky(p, upper=not lower))
-        np.testing.assert_array_equal(la.pinv(a, hermitian=True),  # the lower triangle
-                                      np.linalg.pinv(a, hermitian=True))
+        np.testing.assert_array_equal(
+            la.cholesky(p, upper=not lower), np.linalg.cholesky(p, upper=not lower)
+        )
+        np.testing.assert_array_equal(
+            la.pinv(a, hermitian=True),  # the lower triangle
+            np.linalg.pinv(a, hermitian=True),
+        )
         # the gradient of the largest eigenvalue is conj(v v^H) on the Hermitian matrix read,
         # read back to a's triangle: 0 elsewhere, and on the imaginary part of the diagonal
         g = grad(lambda x, u=uplo: la.eigvalsh(x, UPLO=u)[-1])(a)
-        np.testing.assert_allclose(g, _read_from(np.outer(v[:, -1], v[:, -1].conj()).T, lower),
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            g, _read_from(np.outer(v[:, -1], v[:, -1].conj()).T, lower), atol=1e-12
+        )
 
 
 def test_norms_and_residuals_of_complex_input_are_real():
@@ -537,7 +635,7 @@ def test_norms_and_residuals_of_complex_input_are_real():
     np.testing.assert_allclose(grad(la.norm)(z), np.conj(z) / np.linalg.norm(z), rtol=1e-12)
     b = _cnormal(np.random.default_rng(3), 4)  # not in the column space of CTALL
     _, res, _, s = la.lstsq(CTALL, b)
-    _, res0, _, s0 = np.linalg.lstsq(CTALL, b)
+    _, res0, _, _s0 = np.linalg.lstsq(CTALL, b)
     assert res0 > 0.1
     assert res.dtype == s.dtype == np.float64
     np.testing.assert_allclose(res, res0, rtol=1e-10)
@@ -547,8 +645,9 @@ def test_norms_and_residuals_of_complex_input_are_real():
 
 def test_slogdet_of_complex_input_closed_form():
     # logabsdet = Re(log det), so its gradient (JAX's convention) is (log det)' = inv(a).T
-    np.testing.assert_allclose(grad(lambda a: la.slogdet(a).logabsdet)(CA),
-                               np.linalg.inv(CA).T, rtol=1e-12)
+    np.testing.assert_allclose(
+        grad(lambda a: la.slogdet(a).logabsdet)(CA), np.linalg.inv(CA).T, rtol=1e-12
+    )
     # d sign = i Im(tr(inv(a) da)) sign
     h = _cnormal(_crng, (3, 3))
     (sign, _), (dsign, dlog) = jvp(la.slogdet, (CA,), (h,))
@@ -561,18 +660,27 @@ def test_slogdet_of_complex_input_closed_form():
 def test_det_of_a_singular_complex_matrix_has_the_cofactor_gradient():
     a = CA.copy()
     a[2] = a[0] + (0.5 - 1j) * a[1]
-    cof = np.array([[np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j)
-                     for j in range(3)] for i in range(3)])
+    cof = np.array(
+        [
+            [np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j) for j in range(3)]
+            for i in range(3)
+        ]
+    )
     np.testing.assert_allclose(grad(la.det, holomorphic=True)(a), cof, atol=1e-12)
     check_grads(la.det, (a,), order=2)
 
 
-# --- eig, eigvals --------------------------------------------------------------------------
+# --- eig, eigvals ---------------------------------------------------------------------------------
+
 
 def test_eig_results_follow_numpy_dtypes():
     real_eigenvalues = SYM + 0.1 * np.triu(np.ones((3, 3)), 1)
-    for a, dtype in [(PAIRS, np.complex128), (real_eigenvalues, np.float64),
-                     (CA, np.complex128), (PAIRS.astype(np.float32), np.complex64)]:
+    for a, dtype in [
+        (PAIRS, np.complex128),
+        (real_eigenvalues, np.float64),
+        (CA, np.complex128),
+        (PAIRS.astype(np.float32), np.complex64),
+    ]:
         w, v = la.eig(a)
         assert w.dtype == v.dtype == dtype == np.linalg.eig(a).eigenvalues.dtype
         assert la.eigvals(a).dtype == np.linalg.eigvals(a).dtype
@@ -583,20 +691,19 @@ def test_eig_results_follow_numpy_dtypes():
 
 def test_eigenvalue_derivative_is_the_left_right_eigenvector_formula():
     # dw_i = (u_i^T da v_i) / (u_i^T v_i) with u_i a left eigenvector (a row of inv(V))
-    w, v = np.linalg.eig(CA)
+    _w, v = np.linalg.eig(CA)
     left = np.linalg.inv(v)
     g = grad(lambda a: fnp.real(la.eigvals(a)[1]), holomorphic=False)(CA)
     np.testing.assert_allclose(g, np.outer(left[1], v[:, 1]), rtol=1e-10)
     h = _cnormal(_crng, (3, 3))
-    np.testing.assert_allclose(jvp(la.eigvals, (CA,), (h,))[1], np.diag(left @ h @ v),
-                               rtol=1e-10)
+    np.testing.assert_allclose(jvp(la.eigvals, (CA,), (h,))[1], np.diag(left @ h @ v), rtol=1e-10)
 
 
 def test_eig_eigenvectors_keep_lapacks_normalization():
     """The tangent of each eigenvector keeps it of unit norm with its largest entry real, as
     LAPACK normalizes it, so it matches central differences of NumPy's eigenvectors."""
     h = _cnormal(_crng, (3, 3))
-    (w, v), (dw, dv) = jvp(la.eig, (CA,), (h,))
+    (_w, v), (_dw, dv) = jvp(la.eig, (CA,), (h,))
     assert np.allclose(np.real(np.sum(np.conj(v) * dv, axis=0)), 0, atol=1e-12)
     k = np.argmax(np.abs(v), axis=0)
     assert np.allclose(np.imag(dv[k, np.arange(3)]), 0, atol=1e-12)

@@ -21,8 +21,18 @@ import pytest
 import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
-    checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp, linearize,
-    tap_cotangent, value_and_grad, vjp,
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    tap_cotangent,
+    value_and_grad,
+    vjp,
 )
 from fgrad.core import Box, Level, _state, primal
 
@@ -41,7 +51,7 @@ def _traced_objects():
     return sum(1 for o in gc.get_objects() if type(o) is Box or isinstance(o, Level))
 
 
-# --- custom functions used below ---------------------------------------------------------------
+# --- custom functions used below ------------------------------------------------------------------
 
 cv_sin = custom_vjp(lambda x: fnp.sin(x))
 cv_sin.defvjp(lambda x: (fnp.sin(x), fnp.cos(x)), lambda cos_x, ct: (ct * cos_x,))
@@ -56,7 +66,7 @@ def tap_sin(x):
     return fnp.sin(tap_cotangent(x, lambda ct: ct))
 
 
-# --- 2. nothing mutated --------------------------------------------------------------------------
+# --- 2. nothing mutated ---------------------------------------------------------------------------
 
 
 def _readonly(*arrays):
@@ -98,13 +108,15 @@ TRANSFORMS = {
     "jacfwd": lambda f, x, y: jacfwd(f, argnums=(0, 1))(x, y),
     "jacrev": lambda f, x, y: jacrev(f, argnums=(0, 1))(x, y),
     "hessian": lambda f, x, y: hessian(_scalar(f), argnums=1)(x, y),
-    "grad of grad": lambda f, x, y: grad(
-        lambda y: fnp.sum(grad(_scalar(f))(x, y) ** 2), argnums=0)(y),
+    "grad of grad": lambda f, x, y: grad(lambda y: fnp.sum(grad(_scalar(f))(x, y) ** 2), argnums=0)(
+        y
+    ),
     "checkpoint": lambda f, x, y: grad(_scalar(checkpoint(f)))(x, y),
     "custom_vjp": lambda f, x, y: grad(lambda x, y: fnp.sum(cv_sin(f(x, y))))(x, y),
     "custom_jvp": lambda f, x, y: jacfwd(lambda x, y: cj_sin(f(x, y)))(x, y),
     "tap_cotangent": lambda f, x, y: grad(
-        lambda x, y: fnp.sum(tap_cotangent(f(x, y), lambda ct: ct * 2.0)))(x, y),
+        lambda x, y: fnp.sum(tap_cotangent(f(x, y), lambda ct: ct * 2.0))
+    )(x, y),
 }
 
 
@@ -133,8 +145,8 @@ def test_tangents_cotangents_and_pytree_inputs_are_not_mutated():
     x, t, ct = _readonly([1.0, 2.0], [0.5, 0.5], [1.0, -1.0])
     params = {"w": x, "b": [t]}
     snapshot = {"w": x.copy(), "b": [t.copy()]}
-    f = lambda p: p["w"] * fnp.sum(p["b"][0]) + p["w"]  # noqa: E731
-    out, f_vjp = vjp(f, params)
+    f = lambda p: p["w"] * fnp.sum(p["b"][0]) + p["w"]
+    _out, f_vjp = vjp(f, params)
     f_vjp(ct)
     f_vjp(ct)
     jvp(f, (params,), ({"w": t, "b": [t]},))
@@ -186,8 +198,14 @@ LEAK_TRANSFORMS = {
     "jvp of grad": lambda f, x: jvp(grad(f), (x,), (x,)),
 }
 
-INNERS = {"plain": fnp.sin, "custom_vjp": cv_sin, "custom_jvp": cj_sin, "checkpoint": ck_sin,
-          "tap_cotangent": tap_sin}
+INNERS = {
+    "plain": fnp.sin,
+    "custom_vjp": cv_sin,
+    "custom_jvp": cj_sin,
+    "checkpoint": ck_sin,
+    "tap_cotangent": tap_sin,
+}
+
 
 # Custom rules once left a cycle (level -> tape -> node -> bprop closure -> level, or the
 # closure kept the call's boxed arguments), broken only when grad's consuming backward pass
@@ -217,7 +235,7 @@ def test_nothing_a_transform_created_stays_alive(no_gc, inner, tname):
 
 def test_grad_of_grad_of_checkpoint_leaves_nothing_alive(no_gc):
     ck = checkpoint(fnp.sin)
-    f = lambda x: fnp.sum(grad(lambda x: fnp.sum(ck(x)))(x))  # noqa: E731
+    f = lambda x: fnp.sum(grad(lambda x: fnp.sum(ck(x)))(x))
     grad(f)(np.ones(2))
     before = _traced_objects()
     grad(f)(np.ones(2))
@@ -231,7 +249,7 @@ def test_the_leak_check_sees_a_cycle(no_gc):
     cycle = []
     grad(lambda x: (cycle.append(x), x * 2.0)[1])(1.0)
     cycle.append(cycle)
-    del cycle
+    cycle = None  # the list is left holding itself (and the box): a cycle
     assert _traced_objects() > before
     gc.collect()
     assert _traced_objects() == before
@@ -239,7 +257,7 @@ def test_the_leak_check_sees_a_cycle(no_gc):
 
 def test_vjp_function_keeps_residuals_until_it_is_dropped(no_gc):
     refs = []
-    out, f_vjp = vjp(_watched_fun(refs), np.linspace(0.1, 1.0, 4))
+    _out, f_vjp = vjp(_watched_fun(refs), np.linspace(0.1, 1.0, 4))
     f_vjp(1.0)
     assert any(r() is not None for r in refs)  # a vjp function may be called again
     f_vjp(1.0)
@@ -273,7 +291,7 @@ def test_residuals_are_released_during_checkpoints_backward_pass(no_gc):
     assert seen == [True]
 
 
-# --- 4. an exception inside a traced function leaves no state behind -----------------------------
+# --- 4. an exception inside a traced function leaves no state behind ------------------------------
 
 
 class Boom(Exception):
@@ -314,26 +332,29 @@ EXPLOSIONS = {
     "jacfwd": lambda x: jacfwd(_explodes_after_some_work)(x),
     "jacrev": lambda x: jacrev(_explodes_after_some_work)(x),
     "hessian": lambda x: hessian(_explodes_after_some_work)(x),
-    "grad of grad (inner)": lambda x: grad(
-        lambda x: fnp.sum(grad(_explodes_after_some_work)(x)))(x),
+    "grad of grad (inner)": lambda x: grad(lambda x: fnp.sum(grad(_explodes_after_some_work)(x)))(
+        x
+    ),
     "jvp of grad (inner)": lambda x: jvp(grad(_explodes_after_some_work), (x,), (x,)),
     "grad of jvp, outer raises after the inner": lambda x: grad(
-        lambda x: (jvp(_f, (x,), (x,)), _explodes_after_some_work(x))[1])(x),
+        lambda x: (jvp(_f, (x,), (x,)), _explodes_after_some_work(x))[1]
+    )(x),
     "checkpoint, forward": lambda x: grad(checkpoint(_explodes_after_some_work))(x),
     "custom_vjp bwd": lambda x: grad(lambda x: fnp.sum(_bad_bwd()(x)))(x),
     "custom_vjp bwd in forward mode": lambda x: jvp(_bad_bwd(), (x,), (x,)),
     "custom_jvp rule": lambda x: jvp(_bad_jvp_rule(), (x,), (x,)),
     "custom_jvp rule in reverse mode": lambda x: grad(lambda x: fnp.sum(_bad_jvp_rule()(x)))(x),
     "tap_cotangent callback": lambda x: grad(_explode_in_tap)(x),
-    "tap callback under grad of grad": lambda x: grad(
-        lambda x: fnp.sum(grad(_explode_in_tap)(x)))(x),
+    "tap callback under grad of grad": lambda x: grad(lambda x: fnp.sum(grad(_explode_in_tap)(x)))(
+        x
+    ),
 }
 
 # What the next call must give: each transform of _f, nested ones included.
 x0 = np.array([0.3, -0.8, 1.1])
 _th = np.tanh(x0)
-_d1 = 2 * _th * (1 - _th ** 2)                      # d/dx tanh(x)^2
-_d2 = 2 * (1 - _th ** 2) * (1 - 3 * _th ** 2)       # its derivative
+_d1 = 2 * _th * (1 - _th**2)  # d/dx tanh(x)^2
+_d2 = 2 * (1 - _th**2) * (1 - 3 * _th**2)  # its derivative
 
 
 def _next_calls():

@@ -57,8 +57,11 @@ def test_notebook_runs(path):
     except CellExecutionError as e:
         error = _ANSI_COLOR.sub("", str(e))
     if error is not None:  # failing outside the except clause keeps the report to this one error
-        failed = [i for i, cell in enumerate(nb.cells)
-                  if any(out.output_type == "error" for out in cell.get("outputs", []))]
+        failed = [
+            i
+            for i, cell in enumerate(nb.cells)
+            if any(out.output_type == "error" for out in cell.get("outputs", []))
+        ]
         where = f"cell {failed[0]}" if failed else "a cell"
         pytest.fail(f"{path.name}: {where} raised.\n{error}", pytrace=False)
 

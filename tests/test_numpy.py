@@ -3,12 +3,12 @@ kinks, powers at 0, attributes, operators, NumPy functions on traced values, dty
 
 import numpy as np
 import pytest
+from gradtable import derivatives as _derivatives
 
 import fgrad.numpy as fnp
 from fgrad import grad, hessian, jacfwd, jacrev
-from gradtable import derivatives as _derivatives
 
-# --- conventions at kinks: JAX's ---------------------------------------------------------
+# --- conventions at kinks: JAX's ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -23,8 +23,10 @@ def test_ties_split_the_gradient_evenly(mode):
     jac = jacrev if mode == "rev" else jacfwd
     np.testing.assert_array_equal(jac(fnp.max)(x), [0.0, 0.5, 0.5, 0.0])
     np.testing.assert_array_equal(jac(fnp.min)(np.array([2.0, 2.0, 2.0])), [1 / 3] * 3)
-    np.testing.assert_array_equal(jac(lambda x: fnp.max(x, axis=1))(np.array([[1.0, 1.0], [0.0, 2.0]])),
-                                  [[[0.5, 0.5], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]])
+    np.testing.assert_array_equal(
+        jac(lambda x: fnp.max(x, axis=1))(np.array([[1.0, 1.0], [0.0, 2.0]])),
+        [[[0.5, 0.5], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]]],
+    )
     # maximum(x, y) at x == y: half to each; a tie with a constant still gives x its half
     assert grad(lambda x, y: fnp.maximum(x, y), argnums=(0, 1))(1.0, 1.0) == (0.5, 0.5)
     assert grad(lambda x: fnp.minimum(x, 1.0))(1.0) == 0.5
@@ -32,12 +34,15 @@ def test_ties_split_the_gradient_evenly(mode):
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
-@pytest.mark.parametrize("p, expected", [
-    (0.0, [0.0, 0.0, 0.0, 0.0]),
-    (1.0, [1.0, 0.0, 0.0, 0.0]),
-    (2.0, [0.0, 2.0, 0.0, 0.0]),
-    (3.0, [0.0, 0.0, 6.0, 0.0]),
-])
+@pytest.mark.parametrize(
+    "p, expected",
+    [
+        (0.0, [0.0, 0.0, 0.0, 0.0]),
+        (1.0, [1.0, 0.0, 0.0, 0.0]),
+        (2.0, [0.0, 2.0, 0.0, 0.0]),
+        (3.0, [0.0, 0.0, 6.0, 0.0]),
+    ],
+)
 def test_powers_are_exact_at_zero_to_every_order(mode, p, expected):
     derivs = _derivatives(lambda x: x**p, 0.0, 4, mode)
     assert derivs == expected
@@ -58,20 +63,38 @@ def test_prod_is_exact_at_zeros():
     np.testing.assert_array_equal(jacfwd(grad(fnp.prod))(x), [[0, 3, 2], [3, 0, 0], [2, 0, 0]])
 
 
-# --- attributes, queries and operators ---------------------------------------------------
+# --- attributes, queries and operators ------------------------------------------------------------
 
 
 def test_attributes_inside_a_transform():
     seen = {}
 
     def f(x):
-        seen.update(shape=x.shape, ndim=x.ndim, size=x.size, dtype=x.dtype, T=x.T.shape,
-                    fshape=fnp.shape(x), fndim=fnp.ndim(x), fsize=fnp.size(x), len=len(x))
+        seen.update(
+            shape=x.shape,
+            ndim=x.ndim,
+            size=x.size,
+            dtype=x.dtype,
+            T=x.T.shape,
+            fshape=fnp.shape(x),
+            fndim=fnp.ndim(x),
+            fsize=fnp.size(x),
+            len=len(x),
+        )
         return fnp.sum(x)
 
     grad(f)(np.ones((3, 2), np.float32))
-    assert seen == dict(shape=(3, 2), ndim=2, size=6, dtype=np.float32, T=(2, 3),
-                        fshape=(3, 2), fndim=2, fsize=6, len=3)
+    assert seen == dict(
+        shape=(3, 2),
+        ndim=2,
+        size=6,
+        dtype=np.float32,
+        T=(2, 3),
+        fshape=(3, 2),
+        fndim=2,
+        fsize=6,
+        len=3,
+    )
 
 
 def test_comparisons_give_plain_booleans_for_control_flow():
@@ -92,7 +115,9 @@ def test_inputs_are_never_mutated():
     x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     x.setflags(write=False)  # a write would raise
     v = np.array([9.0, 9.0])
-    g = grad(lambda x, v: fnp.sum(x.at[1].set(v) ** 2) + fnp.sum(x.at[[0, 0]].add(v)), argnums=(0, 1))(x, v)
+    g = grad(
+        lambda x, v: fnp.sum(x.at[1].set(v) ** 2) + fnp.sum(x.at[[0, 0]].add(v)), argnums=(0, 1)
+    )(x, v)
     np.testing.assert_array_equal(x, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     np.testing.assert_array_equal(v, [9.0, 9.0])
     np.testing.assert_array_equal(g[0], 2 * x * np.array([[1.0], [0.0], [1.0]]) + 1.0)
@@ -110,7 +135,9 @@ def test_astype_keeps_the_gradient_in_the_input_dtype():
 def test_python_scalars_keep_the_array_dtype():
     x = np.float32(2.0)
     assert grad(lambda x: 3.0 * x**2 + 1.0 / x)(x).dtype == np.float32
-    assert grad(lambda x: fnp.sum(fnp.maximum(x, 0.5) * 2))(np.ones(3, np.float32)).dtype == np.float32
+    assert (
+        grad(lambda x: fnp.sum(fnp.maximum(x, 0.5) * 2))(np.ones(3, np.float32)).dtype == np.float32
+    )
 
 
 def test_numpy_reductions_on_traced_values_call_the_differentiable_methods():
@@ -131,7 +158,7 @@ def test_python_number_inputs_follow_numpy_semantics_in_rules(mode):
         assert _derivatives(fnp.log, 0.0, 1, mode) == [np.inf]
 
 
-# --- array-likes: lists and tuples that hold traced values, anywhere NumPy takes an array ---
+# --- array-likes: lists and tuples that hold traced values, anywhere NumPy takes an array ---------
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -156,7 +183,7 @@ def test_second_derivatives_through_lists():
     np.testing.assert_array_equal(h, [[0.0, 1.0], [1.0, 0.0]])
 
 
-# --- NumPy's own functions on traced values go to fgrad.numpy ------------------------------
+# --- NumPy's own functions on traced values go to fgrad.numpy -------------------------------------
 
 
 def test_numpy_functions_on_traced_values_are_differentiated():
@@ -165,8 +192,12 @@ def test_numpy_functions_on_traced_values_are_differentiated():
     np.testing.assert_allclose(grad(lambda x: np.linalg.norm(x))(x), x / np.linalg.norm(x))
     np.testing.assert_allclose(grad(lambda x: np.einsum("i,i->", x, x))(x), 2 * x)
     # sum of Re rfft: X0 + Re X1, so the gradient is 1 + cos(2 pi n / 3)
-    np.testing.assert_allclose(grad(lambda x: np.sum(np.fft.rfft(x).real))(x), 1 + np.cos(2 * np.pi * np.arange(3) / 3))
-    np.testing.assert_allclose(grad(lambda x: x.std() + x.cumsum()[-1])(x), (x - x.mean()) / (3 * x.std()) + 1)
+    np.testing.assert_allclose(
+        grad(lambda x: np.sum(np.fft.rfft(x).real))(x), 1 + np.cos(2 * np.pi * np.arange(3) / 3)
+    )
+    np.testing.assert_allclose(
+        grad(lambda x: x.std() + x.cumsum()[-1])(x), (x - x.mean()) / (3 * x.std()) + 1
+    )
     with pytest.raises(TypeError, match="numpy.busday_count was applied to a traced value"):
         grad(lambda x: np.busday_count(x, x))(x)
 
@@ -190,7 +221,10 @@ def test_jacobians_give_no_tangent_to_the_other_inputs_and_outputs():
 def test_numpy_ufunc_keywords_on_traced_values():
     x = np.ones(3)
     np.testing.assert_array_equal(grad(lambda x: np.vecdot(x, x, axis=0))(x), 2 * x)
-    with pytest.raises(TypeError, match=r"numpy.sin was applied to a traced value with keyword arguments \['where'\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"numpy.sin was applied to a traced value with keyword arguments \['where'\]",
+    ):
         grad(lambda x: np.sum(np.sin(x, where=x > 0)))(x)
     with pytest.raises(TypeError, match=r"numpy.sin\(\.\.\., out=\.\.\.\) cannot write"):
         grad(lambda x: np.sum(np.sin(x, out=np.zeros(3))))(x)
@@ -204,7 +238,7 @@ def test_linalg_vecdot_conjugates_its_first_argument():
     np.testing.assert_allclose(g, np.conj(w), rtol=1e-15)
 
 
-# --- reshape's order and the rule for NumPy's keywords (issue 15) ----------------------------
+# --- reshape's order and the rule for NumPy's keywords (issue 15) ---------------------------------
 
 
 @pytest.mark.parametrize("jac", [jacrev, jacfwd])
@@ -214,15 +248,21 @@ def test_reshape_order_f_moves_each_element_where_numpy_puts_it(jac):
     # output element (i, j) is x's element with the same Fortran-order position
     target = np.reshape(np.arange(6).reshape(2, 3), (3, 2), order="F")  # each one's source
     np.testing.assert_array_equal(j.reshape(6, 6), np.eye(6)[target.ravel()])
-    np.testing.assert_array_equal(jac(lambda x: x.reshape((6,), order="F"))(x).reshape(6, 6),
-                                  np.eye(6)[np.ravel(np.arange(6).reshape(2, 3), order="F")])
+    np.testing.assert_array_equal(
+        jac(lambda x: x.reshape((6,), order="F"))(x).reshape(6, 6),
+        np.eye(6)[np.ravel(np.arange(6).reshape(2, 3), order="F")],
+    )
     with pytest.raises(ValueError, match="order must be one of 'C', 'F', 'A'"):
         grad(lambda x: fnp.sum(fnp.reshape(x, (6,), order="K")))(x)
 
 
 def test_a_keyword_fgrad_does_not_take_is_a_type_error_naming_it():
     x = np.ones(3)
-    for call in (lambda x: fnp.sum(x, bogus=1), lambda x: fnp.sin(x, dtype=np.float32),
-                 lambda x: fnp.einsum("i->", x, bogus=1), lambda x: fnp.reshape(x, 3, bogus=1)):
+    for call in (
+        lambda x: fnp.sum(x, bogus=1),
+        lambda x: fnp.sin(x, dtype=np.float32),
+        lambda x: fnp.einsum("i->", x, bogus=1),
+        lambda x: fnp.reshape(x, 3, bogus=1),
+    ):
         with pytest.raises(TypeError, match="bogus|dtype"):
             grad(call)(x)

@@ -14,8 +14,8 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad.reverse import ReverseLevel, backward_pass
 from fgrad.numpy.shaping import meta, unbroadcast_meta
+from fgrad.reverse import ReverseLevel, backward_pass
 
 
 def test_unbroadcast_meta_is_none_only_for_the_same_shape_and_dtype():
@@ -29,8 +29,9 @@ def test_unbroadcast_meta_is_none_only_for_the_same_shape_and_dtype():
     assert unbroadcast_meta(np.float64(2.0), np.ones(3)) == ((), np.dtype(np.float64))
 
 
-@pytest.mark.parametrize("op", [fnp.add, fnp.subtract, fnp.multiply, fnp.divide,
-                                fnp.maximum, fnp.minimum])
+@pytest.mark.parametrize(
+    "op", [fnp.add, fnp.subtract, fnp.multiply, fnp.divide, fnp.maximum, fnp.minimum]
+)
 def test_float32_input_keeps_float32_gradient_next_to_float64(op):
     x32 = np.array([0.5, 1.5, 2.5], dtype=np.float32)
     y64 = np.float64(2.0)  # NumPy 2: a float64 scalar promotes the result to float64
@@ -106,13 +107,14 @@ def test_operators_between_levels_in_either_order():
 
     assert np.isclose(fgrad.grad(lambda x: inner(x) * x)(2.0), 16.0)  # d(4x^2) = 8x
     assert np.isclose(fgrad.grad(lambda x: x * inner(x))(2.0), 16.0)
-    assert np.isclose(fgrad.grad(fgrad.grad(lambda x: fnp.sin(x) * x))(0.4),
-                      2 * np.cos(0.4) - 0.4 * np.sin(0.4))
+    assert np.isclose(
+        fgrad.grad(fgrad.grad(lambda x: fnp.sin(x) * x))(0.4), 2 * np.cos(0.4) - 0.4 * np.sin(0.4)
+    )
 
 
 def test_a_reused_tape_gives_the_same_cotangents_and_a_consumed_one_refuses():
     x = np.array([0.2, -0.5])
-    out, pull = fgrad.vjp(lambda x: fnp.sin(x) * x + x, x)
+    _out, pull = fgrad.vjp(lambda x: fnp.sin(x) * x + x, x)
     first, second = pull(np.ones(2))[0], pull(np.ones(2))[0]
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(first, np.cos(x) * x + np.sin(x) + 1.0)

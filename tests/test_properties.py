@@ -21,7 +21,8 @@ checks.
 
 import itertools
 import math
-from typing import Callable, NamedTuple, Optional, Tuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from hypothesis import assume, given, settings
@@ -49,12 +50,13 @@ def _settings(n):
 def values(shape, lo=-2.0, hi=2.0):
     """Bounded float64 arrays (NaN, infinities and subnormals excluded)."""
     return hnp.arrays(
-        np.float64, shape,
+        np.float64,
+        shape,
         elements=st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False),
     )
 
 
-# --- the op tables -----------------------------------------------------------------------
+# --- the op tables --------------------------------------------------------------------------------
 #
 # Each op names the domain it needs; an argument is mapped into that domain by an adapter
 # that is itself made of fgrad operations, so every value of the program stays smooth and
@@ -62,8 +64,8 @@ def values(shape, lo=-2.0, hi=2.0):
 
 DOMAINS = {
     "real": (lambda h: h, "{}"),
-    "nonnegative": (lambda h: h ** 2, "{}**2"),  # also exercises power with a constant exponent
-    "positive": (lambda h: 1.0 + h ** 2, "(1 + {}**2)"),  # log, sqrt, divisor, base of power
+    "nonnegative": (lambda h: h**2, "{}**2"),  # also exercises power with a constant exponent
+    "positive": (lambda h: 1.0 + h**2, "(1 + {}**2)"),  # log, sqrt, divisor, base of power
     "bounded": (fnp.tanh, "tanh({})"),  # exp and expm1 stay below e; exponents stay in (-1, 1)
 }
 
@@ -80,7 +82,7 @@ class Unary(NamedTuple):
     name: str
     fn: Callable
     domain: str
-    kink: Optional[Callable] = None  # distance of the argument from a point of non-smoothness
+    kink: Callable | None = None  # distance of the argument from a point of non-smoothness
 
 
 UNARY = [
@@ -100,8 +102,8 @@ UNARY = [
 class Binary(NamedTuple):
     name: str
     fn: Callable
-    domains: Tuple[str, str]
-    kink: Optional[Callable] = None
+    domains: tuple[str, str]
+    kink: Callable | None = None
 
 
 BINARY = [
@@ -118,8 +120,10 @@ BINARY = [
 def _extremum_gap(a, axis, largest):
     """How far the extremum along `axis` is from a tie with the runner-up (inf if no rival)."""
     a = np.asarray(a)
-    axes = tuple(range(a.ndim)) if axis is None else tuple(
-        ax % a.ndim for ax in (axis if isinstance(axis, tuple) else (axis,))
+    axes = (
+        tuple(range(a.ndim))
+        if axis is None
+        else tuple(ax % a.ndim for ax in (axis if isinstance(axis, tuple) else (axis,)))
     )
     rest = [i for i in range(a.ndim) if i not in axes]
     n = math.prod(a.shape[i] for i in axes)
@@ -133,7 +137,7 @@ def _extremum_gap(a, axis, largest):
 class Reduction(NamedTuple):
     name: str
     fn: Callable
-    kink: Optional[Callable] = None  # (value, axis) -> distance from a tie
+    kink: Callable | None = None  # (value, axis) -> distance from a tie
 
 
 REDUCTIONS = [
@@ -145,14 +149,14 @@ REDUCTIONS = [
 ]
 
 
-# --- composites --------------------------------------------------------------------------
+# --- composites -----------------------------------------------------------------------------------
 
 
 class Step(NamedTuple):
     text: str  # e.g. "maximum(v2, c0)", for the report of a failing example
     fn: Callable  # applied to the values named by `inputs`
-    inputs: Tuple[int, ...]  # indices into the values computed so far (inputs first)
-    kink: Optional[Callable] = None  # plain input values -> distance from a kink
+    inputs: tuple[int, ...]  # indices into the values computed so far (inputs first)
+    kink: Callable | None = None  # plain input values -> distance from a kink
 
 
 class Composite:
@@ -226,8 +230,13 @@ class _Builder:
         def args(xs):
             return [xs[inputs.index(o)] if isinstance(o, int) else o for o in operands]
 
-        self.add(text, lambda *xs: op(*args(xs)), inputs, out_shape,
-                 None if kink is None else (lambda *xs: kink(*args(xs))))
+        self.add(
+            text,
+            lambda *xs: op(*args(xs)),
+            inputs,
+            out_shape,
+            None if kink is None else (lambda *xs: kink(*args(xs))),
+        )
 
     def name(self, operand):
         if isinstance(operand, int):
@@ -249,8 +258,13 @@ class _Builder:
         op = self.draw(st.sampled_from(UNARY))
         adapt, fmt = DOMAINS[op.domain]
         kink = None if op.kink is None else (lambda h: op.kink(adapt(h)))
-        self.add(f"{op.name}({fmt.format(f'v{self.cur}')})", lambda h: op.fn(adapt(h)),
-                 [self.cur], self.shape, kink)
+        self.add(
+            f"{op.name}({fmt.format(f'v{self.cur}')})",
+            lambda h: op.fn(adapt(h)),
+            [self.cur],
+            self.shape,
+            kink,
+        )
         return True
 
     def binary(self, first=None, second=None):
@@ -262,10 +276,13 @@ class _Builder:
             if self.draw(st.booleans()):
                 other = self.draw(st.sampled_from(partners))  # never empty: cur is one
             else:
-                other = self.constant(self.draw(
-                    hnp.broadcastable_shapes(self.shape, max_dims=MAX_NDIM, max_side=MAX_SIDE)
-                    .filter(lambda s: self._broadcasts(self.shape, s))
-                ))
+                other = self.constant(
+                    self.draw(
+                        hnp.broadcastable_shapes(
+                            self.shape, max_dims=MAX_NDIM, max_side=MAX_SIDE
+                        ).filter(lambda s: self._broadcasts(self.shape, s))
+                    )
+                )
             first, second = (self.cur, other) if self.draw(st.booleans()) else (other, self.cur)
         (fx, tx), (fy, ty) = DOMAINS[op.domains[0]], DOMAINS[op.domains[1]]
         shapes = [self.shapes[o] if isinstance(o, int) else o.shape for o in (first, second)]
@@ -290,17 +307,26 @@ class _Builder:
         if axis_none or nd == 0:
             axis = None
         else:
-            axis = self.draw(st.one_of(
-                st.none(),
-                st.integers(-nd, nd - 1),
-                st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True).map(tuple),
-            ))
+            axis = self.draw(
+                st.one_of(
+                    st.none(),
+                    st.integers(-nd, nd - 1),
+                    st.lists(st.integers(0, nd - 1), min_size=1, max_size=nd, unique=True).map(
+                        tuple
+                    ),
+                )
+            )
         keepdims = False if axis_none else self.draw(st.booleans())
         out = np.empty(self.shape)
         out_shape = np.sum(out, axis=axis, keepdims=keepdims).shape
         kink = None if op.kink is None else (lambda a: op.kink(a, axis))
-        self.add(f"{op.name}(v{self.cur}, axis={axis}, keepdims={keepdims})",
-                 lambda h: op.fn(h, axis=axis, keepdims=keepdims), [self.cur], out_shape, kink)
+        self.add(
+            f"{op.name}(v{self.cur}, axis={axis}, keepdims={keepdims})",
+            lambda h: op.fn(h, axis=axis, keepdims=keepdims),
+            [self.cur],
+            out_shape,
+            kink,
+        )
         return True
 
     def reshape(self):
@@ -311,11 +337,12 @@ class _Builder:
         target = self.draw(st.sampled_from(targets))
         if target and self.draw(st.booleans()):  # NumPy's -1 for one inferred length
             k = self.draw(st.integers(0, len(target) - 1))
-            spec = target[:k] + (-1,) + target[k + 1:]
+            spec = target[:k] + (-1,) + target[k + 1 :]
         else:
             spec = target
-        self.add(f"reshape(v{self.cur}, {spec})", lambda h: fnp.reshape(h, spec),
-                 [self.cur], target)
+        self.add(
+            f"reshape(v{self.cur}, {spec})", lambda h: fnp.reshape(h, spec), [self.cur], target
+        )
         return True
 
     def transpose(self):
@@ -324,8 +351,12 @@ class _Builder:
             return False
         axes = self.draw(st.one_of(st.none(), st.permutations(range(nd)).map(tuple)))
         out_shape = self.shape[::-1] if axes is None else tuple(self.shape[a] for a in axes)
-        self.add(f"transpose(v{self.cur}, {axes})", lambda h: fnp.transpose(h, axes),
-                 [self.cur], out_shape)
+        self.add(
+            f"transpose(v{self.cur}, {axes})",
+            lambda h: fnp.transpose(h, axes),
+            [self.cur],
+            out_shape,
+        )
         return True
 
     def expand_dims(self):
@@ -333,8 +364,12 @@ class _Builder:
         if nd >= MAX_NDIM:
             return False
         axis = self.draw(st.integers(-nd - 1, nd))
-        self.add(f"expand_dims(v{self.cur}, {axis})", lambda h: fnp.expand_dims(h, axis),
-                 [self.cur], np.expand_dims(np.empty(self.shape), axis).shape)
+        self.add(
+            f"expand_dims(v{self.cur}, {axis})",
+            lambda h: fnp.expand_dims(h, axis),
+            [self.cur],
+            np.expand_dims(np.empty(self.shape), axis).shape,
+        )
         return True
 
     def squeeze(self):
@@ -342,8 +377,12 @@ class _Builder:
         if not ones:
             return False
         axis = self.draw(st.one_of(st.none(), st.sampled_from(ones)))
-        self.add(f"squeeze(v{self.cur}, {axis})", lambda h: fnp.squeeze(h, axis),
-                 [self.cur], np.squeeze(np.empty(self.shape), axis).shape)
+        self.add(
+            f"squeeze(v{self.cur}, {axis})",
+            lambda h: fnp.squeeze(h, axis),
+            [self.cur],
+            np.squeeze(np.empty(self.shape), axis).shape,
+        )
         return True
 
     def broadcast_to(self):
@@ -353,8 +392,12 @@ class _Builder:
         target = tuple(lead) + tuple(grown)
         if target == self.shape or not self.fits(target):
             return False
-        self.add(f"broadcast_to(v{self.cur}, {target})", lambda h: fnp.broadcast_to(h, target),
-                 [self.cur], target)
+        self.add(
+            f"broadcast_to(v{self.cur}, {target})",
+            lambda h: fnp.broadcast_to(h, target),
+            [self.cur],
+            target,
+        )
         return True
 
     def stack(self):
@@ -368,8 +411,14 @@ class _Builder:
         for _ in range(n_more):
             parts.append(self.draw(st.sampled_from(same)) if self.draw(st.booleans()) else None)
         axis = self.draw(st.integers(-nd - 1, nd))
-        self._join("stack", fnp.stack, parts, [self.shape] * len(parts), axis,
-                   np.stack([np.empty(self.shape)] * len(parts), axis).shape)
+        self._join(
+            "stack",
+            fnp.stack,
+            parts,
+            [self.shape] * len(parts),
+            axis,
+            np.stack([np.empty(self.shape)] * len(parts), axis).shape,
+        )
         return True
 
     def concatenate(self):
@@ -381,9 +430,10 @@ class _Builder:
         parts = [self.cur]
         # An earlier value that matches off the axis, or a constant with its own length on it.
         matching = [
-            i for i, s in enumerate(self.shapes)
-            if len(s) == nd and all(a == b for k, (a, b) in enumerate(zip(s, self.shape))
-                                    if k != axis % nd)
+            i
+            for i, s in enumerate(self.shapes)
+            if len(s) == nd
+            and all(a == b for k, (a, b) in enumerate(zip(s, self.shape)) if k != axis % nd)
         ]
         if self.draw(st.booleans()):
             parts.append(self.draw(st.sampled_from(matching)))
@@ -405,8 +455,12 @@ class _Builder:
     def _join(self, name, join, parts, shapes, axis, out_shape):
         """`join([...], axis)` where None in `parts` is a fresh constant of the given shape."""
         parts = [self.constant(s) if p is None else p for p, s in zip(parts, shapes)]
-        self.add_mixed(f"{name}([{', '.join(self.name(p) for p in parts)}], axis={axis})",
-                       lambda *xs: join(list(xs), axis=axis), parts, out_shape)
+        self.add_mixed(
+            f"{name}([{', '.join(self.name(p) for p in parts)}], axis={axis})",
+            lambda *xs: join(list(xs), axis=axis),
+            parts,
+            out_shape,
+        )
 
     def index(self):
         nd = len(self.shape)
@@ -418,7 +472,7 @@ class _Builder:
             if self.draw(st.booleans()):  # an integer drops one axis
                 k = self.draw(st.integers(0, nd - 1))
                 n = self.shape[k]
-                idx = idx[:k] + (self.draw(st.integers(-n, n - 1)),) + idx[k + 1:]
+                idx = idx[:k] + (self.draw(st.integers(-n, n - 1)),) + idx[k + 1 :]
         elif kind == "int array":  # repeats allowed: their cotangents must add up
             k = self.draw(st.integers(0, nd - 1))
             n = self.shape[k]
@@ -448,8 +502,12 @@ class _Builder:
             out_shape = s[:-1] + s[-2:-1]
             if not self.fits(out_shape):
                 return False
-            self.add(f"matmul(v{x}, swapaxes(v{x}, -1, -2))",
-                     lambda h: fnp.matmul(h, fnp.swapaxes(h, -1, -2)), [x], out_shape)
+            self.add(
+                f"matmul(v{x}, swapaxes(v{x}, -1, -2))",
+                lambda h: fnp.matmul(h, fnp.swapaxes(h, -1, -2)),
+                [x],
+                out_shape,
+            )
             return True
         if kind == "x @ c":  # c may be a vector, a matrix, or a batch of matrices
             batch = (2,) if nd <= 2 else s[:-2]
@@ -477,9 +535,18 @@ class _Builder:
 
 
 FAMILIES = [
-    _Builder.unary, _Builder.binary, _Builder.reduction, _Builder.reshape, _Builder.transpose,
-    _Builder.expand_dims, _Builder.squeeze, _Builder.broadcast_to, _Builder.stack,
-    _Builder.concatenate, _Builder.index, _Builder.product,
+    _Builder.unary,
+    _Builder.binary,
+    _Builder.reduction,
+    _Builder.reshape,
+    _Builder.transpose,
+    _Builder.expand_dims,
+    _Builder.squeeze,
+    _Builder.broadcast_to,
+    _Builder.stack,
+    _Builder.concatenate,
+    _Builder.index,
+    _Builder.product,
 ]
 
 
@@ -496,10 +563,17 @@ def _factorizations(size):
 
 def _slices(n):
     """A non-empty slice of an axis of length n (negative steps and bounds included)."""
-    return st.sampled_from([
-        slice(None), slice(1, None), slice(None, -1), slice(None, None, -1),
-        slice(None, None, 2), slice(-2, None), slice(None, 1),
-    ]).filter(lambda sl: len(range(n)[sl]) > 0)
+    return st.sampled_from(
+        [
+            slice(None),
+            slice(1, None),
+            slice(None, -1),
+            slice(None, None, -1),
+            slice(None, None, 2),
+            slice(-2, None),
+            slice(None, 1),
+        ]
+    ).filter(lambda sl: len(range(n)[sl]) > 0)
 
 
 def _show_index(idx):
@@ -507,8 +581,10 @@ def _show_index(idx):
     out = []
     for p in parts:
         if isinstance(p, slice):
-            out.append(":".join("" if v is None else str(v) for v in (p.start, p.stop, p.step))
-                       .rstrip(":") or ":")
+            out.append(
+                ":".join("" if v is None else str(v) for v in (p.start, p.stop, p.step)).rstrip(":")
+                or ":"
+            )
         elif isinstance(p, np.ndarray):
             out.append(f"array({p.tolist()})")
         else:
@@ -519,8 +595,14 @@ def _show_index(idx):
 # Input shapes: half of the draws take one of these (scalar, vector, matrix, and the
 # broadcasting pairs (3,1)+(1,2) and (2,)+(3,2)); the other half are Hypothesis's own.
 ARG_SHAPES = [
-    ((),), ((3,),), ((3, 2),), ((2, 3, 1),),
-    ((3, 1), (1, 2)), ((2,), (3, 2)), ((), (3,)), ((3, 2), (3, 2)),
+    ((),),
+    ((3,),),
+    ((3, 2),),
+    ((2, 3, 1),),
+    ((3, 1), (1, 2)),
+    ((2,), (3, 2)),
+    ((), (3,)),
+    ((3, 2), (3, 2)),
 ]
 
 
@@ -530,12 +612,19 @@ def composites(draw, scalar=False, dtype=np.float64):
 
     With `scalar`, the program ends with a full reduction, so `grad` and `hessian` apply.
     """
-    arg_shapes = draw(st.one_of(
-        st.sampled_from(ARG_SHAPES),
-        st.integers(1, 2).flatmap(
-            lambda n: hnp.mutually_broadcastable_shapes(num_shapes=n, max_dims=3, max_side=MAX_SIDE)
-        ).filter(lambda bs: math.prod(bs.result_shape) <= MAX_SIZE).map(lambda bs: bs.input_shapes),
-    ))
+    arg_shapes = draw(
+        st.one_of(
+            st.sampled_from(ARG_SHAPES),
+            st.integers(1, 2)
+            .flatmap(
+                lambda n: hnp.mutually_broadcastable_shapes(
+                    num_shapes=n, max_dims=3, max_side=MAX_SIDE
+                )
+            )
+            .filter(lambda bs: math.prod(bs.result_shape) <= MAX_SIZE)
+            .map(lambda bs: bs.input_shapes),
+        )
+    )
     n_args = len(arg_shapes)
     b = _Builder(draw, arg_shapes, dtype)
     if n_args == 2:
@@ -566,7 +655,7 @@ def argnums(args):
     return 0 if len(args) == 1 else tuple(range(len(args)))
 
 
-# --- the properties ----------------------------------------------------------------------
+# --- the properties -------------------------------------------------------------------------------
 
 
 @_settings(200)
@@ -591,8 +680,11 @@ def test_jvp_and_vjp_are_transposes(problem, data):
     lhs, rhs = np.sum(fwd_terms), sum(np.sum(r) for r in rev_terms)
     # Relative to the size of the terms summed, so terms that cancel do not make it flaky, and
     # to |ct| |t|: a tangent 1e-26 beside one of 1 is lost to rounding inside J t itself.
-    scale = (np.sum(np.abs(fwd_terms)) + sum(np.sum(np.abs(r)) for r in rev_terms)
-             + np.sum(np.abs(ct)) * sum(np.sum(np.abs(t)) for t in tangents))
+    scale = (
+        np.sum(np.abs(fwd_terms))
+        + sum(np.sum(np.abs(r)) for r in rev_terms)
+        + np.sum(np.abs(ct)) * sum(np.sum(np.abs(t)) for t in tangents)
+    )
     assert abs(lhs - rhs) <= 1e-10 * scale + 1e-300, (lhs, rhs, scale)
 
 

@@ -20,7 +20,7 @@ def decay(y, t, k):
     return -k * y
 
 
-# --- values ----------------------------------------------------------------------------------
+# --- values ---------------------------------------------------------------------------------------
 
 
 def lotka_volterra(y, t, a, b, c, d):
@@ -55,8 +55,7 @@ def test_a_scalar_state_is_a_state_of_one_element_as_in_scipy():
     theirs = scipy.integrate.odeint(f, 1.5, t, (0.7,))
     assert ours.shape == theirs.shape == (3, 1) and set(seen) == {(1,)}
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
-    g = fgrad.grad(lambda y0, k: odeint(decay, y0, t, (k,), **TOL)[-1, 0], argnums=(0, 1))(
-        1.5, 0.7)
+    g = fgrad.grad(lambda y0, k: odeint(decay, y0, t, (k,), **TOL)[-1, 0], argnums=(0, 1))(1.5, 0.7)
     np.testing.assert_allclose(g, [np.exp(-0.7), -1.5 * np.exp(-0.7)], rtol=1e-8)
     # a scalar leaf of a pytree state stays a scalar
     assert odeint(lambda y, t: {"a": -y["a"]}, {"a": 1.0}, t)["a"].shape == (3,)
@@ -73,7 +72,8 @@ def test_dfun_is_used_by_the_forward_solve_and_gradients_still_work():
     stiff = np.array([0.0, 0.01, 10.0])  # k = 1000 is stiff: LSODA asks for the Jacobian
     ours = odeint(decay, y0, stiff, (1000.0,), Dfun=jac)
     np.testing.assert_allclose(
-        ours, scipy.integrate.odeint(decay, y0, stiff, (1000.0,), Dfun=jac), rtol=1e-12)
+        ours, scipy.integrate.odeint(decay, y0, stiff, (1000.0,), Dfun=jac), rtol=1e-12
+    )
     assert calls
     g = fgrad.grad(lambda k: odeint(decay, y0, t, (k,), Dfun=jac, **TOL)[-1, 0])(0.5)
     assert abs(g + 2.0 * np.exp(-1.0)) < 1e-8
@@ -85,7 +85,8 @@ def test_float32_state_gives_float32_solution_and_gradients():
     ys = odeint(decay, y0, t, (k,))
     assert ys.dtype == np.float32
     g = fgrad.grad(lambda y0, t, k: fnp.sum(odeint(decay, y0, t, (k,))), argnums=(0, 1, 2))(
-        y0, t, k)
+        y0, t, k
+    )
     assert [x.dtype for x in g] == [np.float32] * 3
     np.testing.assert_allclose(g[0], np.sum(np.exp(-0.7 * t)), rtol=1e-5)
 
@@ -98,7 +99,7 @@ def test_the_users_arrays_are_not_changed():
         np.testing.assert_array_equal(a, b)
 
 
-# --- closed forms: y' = -k y, y(t) = y0 exp(-k (t - t0)) ---------------------------------------
+# --- closed forms: y' = -k y, y(t) = y0 exp(-k (t - t0)) ------------------------------------------
 
 
 T = np.array([0.2, 0.7, 1.5])
@@ -182,13 +183,14 @@ def test_one_time_point_is_the_initial_state():
     y0 = np.array([1.0, 2.0])
     np.testing.assert_array_equal(f(y0, np.array([0.5]), 0.3), y0[None])
     g = fgrad.grad(lambda y0, t, k: fnp.sum(f(y0, t, k) * 2.0), argnums=(0, 1, 2))(
-        y0, np.array([0.5]), 0.3)
+        y0, np.array([0.5]), 0.3
+    )
     np.testing.assert_array_equal(g[0], [2.0, 2.0])
     np.testing.assert_array_equal(g[1], [0.0])
     assert g[2] == 0.0
 
 
-# --- closed form: y' = A y, y(t) = expm(A (t - t0)) y0 -----------------------------------------
+# --- closed form: y' = A y, y(t) = expm(A (t - t0)) y0 --------------------------------------------
 
 
 def test_linear_system_against_expm():
@@ -216,7 +218,7 @@ def test_linear_system_against_expm():
             np.testing.assert_allclose(d_a[2, :, j, k], frechet @ y0, rtol=1e-7, atol=1e-11)
 
 
-# --- central differences of SciPy's own solver ----------------------------------------------
+# --- central differences of SciPy's own solver ----------------------------------------------------
 
 
 def lv(y, t, p):
@@ -232,8 +234,9 @@ def test_gradient_of_a_trajectory_loss_against_central_differences_of_scipy():
         return fnp.sum((odeint(lv, y0, t, (p,), **TOL) - data) ** 2)
 
     def loss_scipy(y0, t, p):
-        ys = scipy.integrate.odeint(lambda y, t: np.asarray(lv(y, t, p)), y0, t,
-                                    rtol=1e-12, atol=1e-12)
+        ys = scipy.integrate.odeint(
+            lambda y, t: np.asarray(lv(y, t, p)), y0, t, rtol=1e-12, atol=1e-12
+        )
         return np.sum((ys - data) ** 2)
 
     grads = fgrad.grad(loss, argnums=(0, 1, 2))(y0, t, p)
@@ -259,12 +262,12 @@ def test_check_grads_of_a_trajectory_loss_to_order_2():
     check_grads(loss, (np.array([1.0, 0.5]), t, np.array([1.0, 0.6, 0.4, 0.7])), order=2)
 
 
-# --- pytrees and constant arguments -------------------------------------------------------------
+# --- pytrees and constant arguments ---------------------------------------------------------------
 
 
 def test_pytree_state_and_arguments():
     def f(state, t, params):
-        return {"x": state["v"], "v": -params["w"] ** 2 * state["x"]}
+        return {"x": state["v"], "v": -(params["w"] ** 2) * state["x"]}
 
     t = np.array([0.0, 0.4, 1.1])
     out = odeint(f, {"x": 1.0, "v": 0.0}, t, ({"w": 2.0},), **TOL)
@@ -286,7 +289,7 @@ def test_integer_arguments_are_constants():
     assert abs(g + 1.0 / 1.5**2) < 1e-8
 
 
-# --- errors ------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 def test_func_closing_over_a_traced_value_is_refused():
@@ -318,23 +321,26 @@ def test_a_recursive_func_is_not_a_problem():
     def make():
         def f(y, t, k):
             return -k * y if t >= 0 else f(y, -t, k)
+
         return f
 
-    g = fgrad.grad(lambda k: odeint(make(), 1.0, np.array([0.0, 1.0]), (k,), **TOL)[-1, 0])(
-        0.5)
+    g = fgrad.grad(lambda k: odeint(make(), 1.0, np.array([0.0, 1.0]), (k,), **TOL)[-1, 0])(0.5)
     assert abs(g + np.exp(-0.5)) < 1e-8
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(t=np.zeros((2, 2))), ValueError, "t must be a 1-D array"),
-    (dict(t=np.array([])), ValueError, "at least one"),
-    (dict(full_output=1), ValueError, "full_output"),
-    (dict(func=3.0), TypeError, "func must be a function"),
-    (dict(y0=np.array([1.0 + 1j])), TypeError, "complex"),
-    (dict(func=lambda y, t: fnp.ones(3)), ValueError, r"shape \(3,\).*shape \(2,\)"),
-    (dict(y0={"a": np.ones(2)}, func=lambda y, t: y["a"]), ValueError, "structure"),
-    (dict(y0={"a": np.ones(2)}, Dfun=lambda y, t: -np.eye(2)), ValueError, "Dfun needs y0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(t=np.zeros((2, 2))), ValueError, "t must be a 1-D array"),
+        (dict(t=np.array([])), ValueError, "at least one"),
+        (dict(full_output=1), ValueError, "full_output"),
+        (dict(func=3.0), TypeError, "func must be a function"),
+        (dict(y0=np.array([1.0 + 1j])), TypeError, "complex"),
+        (dict(func=lambda y, t: fnp.ones(3)), ValueError, r"shape \(3,\).*shape \(2,\)"),
+        (dict(y0={"a": np.ones(2)}, func=lambda y, t: y["a"]), ValueError, "structure"),
+        (dict(y0={"a": np.ones(2)}, Dfun=lambda y, t: -np.eye(2)), ValueError, "Dfun needs y0"),
+    ],
+)
 def test_errors_say_what_to_do(kwargs, error, match):
     call = dict(func=lambda y, t: -y, y0=np.ones(2), t=np.array([0.0, 1.0]))
     call.update(kwargs)

@@ -23,27 +23,42 @@ def _traced(f, *args):
     return jvp(f, args, tuple(np.zeros_like(a) for a in args))[0]
 
 
-# --- values are SciPy's ------------------------------------------------------------------------
+# --- values are SciPy's ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, args, kw", [
-    ("inv", (A,), {}), ("det", (A,), {}), ("solve", (A, B), {}),
-    ("solve", (SPD, B), {"assume_a": "pos"}), ("solve", (A, B), {"transposed": True}),
-    ("solve", (A, B), {"assume_a": "lower triangular"}),
-    ("solve", (A, B), {"assume_a": "sym", "lower": True}),
-    ("solve", (A, B), {"assume_a": "tridiagonal"}),
-    ("inv", (SPD,), {"assume_a": "pos"}), ("inv", (A,), {"assume_a": "upper triangular"}),
-    ("solve", (A, B), {"assume_a": "upper triangular", "transposed": True}),
-    ("cholesky", (SPD,), {}), ("cholesky", (SPD,), {"lower": True}),
-    ("solve_triangular", (A, B), {}), ("solve_triangular", (A, B[:, 0]), {"trans": "T"}),
-    ("solve_triangular", (A, B), {"lower": True, "unit_diagonal": True, "trans": 1}),
-    ("solve_sylvester", (A, A[:2, :2], B), {}), ("sqrtm", (SPD,), {}), ("expm", (A / 3,), {}),
-    ("lu", (A,), {}), ("lu", (A,), {"permute_l": True}), ("lu", (A,), {"p_indices": True}),
-])
+@pytest.mark.parametrize(
+    "name, args, kw",
+    [
+        ("inv", (A,), {}),
+        ("det", (A,), {}),
+        ("solve", (A, B), {}),
+        ("solve", (SPD, B), {"assume_a": "pos"}),
+        ("solve", (A, B), {"transposed": True}),
+        ("solve", (A, B), {"assume_a": "lower triangular"}),
+        ("solve", (A, B), {"assume_a": "sym", "lower": True}),
+        ("solve", (A, B), {"assume_a": "tridiagonal"}),
+        ("inv", (SPD,), {"assume_a": "pos"}),
+        ("inv", (A,), {"assume_a": "upper triangular"}),
+        ("solve", (A, B), {"assume_a": "upper triangular", "transposed": True}),
+        ("cholesky", (SPD,), {}),
+        ("cholesky", (SPD,), {"lower": True}),
+        ("solve_triangular", (A, B), {}),
+        ("solve_triangular", (A, B[:, 0]), {"trans": "T"}),
+        ("solve_triangular", (A, B), {"lower": True, "unit_diagonal": True, "trans": 1}),
+        ("solve_sylvester", (A, A[:2, :2], B), {}),
+        ("sqrtm", (SPD,), {}),
+        ("expm", (A / 3,), {}),
+        ("lu", (A,), {}),
+        ("lu", (A,), {"permute_l": True}),
+        ("lu", (A,), {"p_indices": True}),
+    ],
+)
 def test_values_equal_scipys_plain_and_traced(name, args, kw):
     expected = getattr(sl, name)(*args, **kw)
-    for out in (getattr(sla, name)(*args, **kw),
-                _traced(lambda *xs: getattr(sla, name)(*xs, **kw), *args)):
+    for out in (
+        getattr(sla, name)(*args, **kw),
+        _traced(lambda *xs: getattr(sla, name)(*xs, **kw), *args),
+    ):
         for o, e in zip(*(x if isinstance(x, tuple) else (x,) for x in (out, expected))):
             np.testing.assert_allclose(o, e, rtol=1e-10, atol=1e-12)
 
@@ -59,8 +74,9 @@ def test_cho_factor_and_cho_solve_match_scipy_and_the_other_triangle_is_zero():
         c, low = sla.cho_factor(SPD, lower=lower)
         assert low is lower
         np.testing.assert_array_equal(c, np.tril(c) if lower else np.triu(c))
-        np.testing.assert_allclose(sla.cho_solve((c, low), B),
-                                   sl.cho_solve(sl.cho_factor(SPD, lower), B))
+        np.testing.assert_allclose(
+            sla.cho_solve((c, low), B), sl.cho_solve(sl.cho_factor(SPD, lower), B)
+        )
 
 
 def test_lu_permutation_is_real_for_complex_input_as_scipys():
@@ -82,20 +98,24 @@ def test_lu_factor_and_lu_solve_match_scipy():
     np.testing.assert_allclose(traced_lu, lu_ref)
     np.testing.assert_array_equal(traced_piv, piv_ref)
     for trans in (0, 1, 2):
-        np.testing.assert_allclose(sla.lu_solve((lu, piv), B, trans),
-                                   sl.lu_solve((lu_ref, piv_ref), B, trans))
+        np.testing.assert_allclose(
+            sla.lu_solve((lu, piv), B, trans), sl.lu_solve((lu_ref, piv_ref), B, trans)
+        )
     # a matrix that needs row swaps, batched
     a = RNG.standard_normal((3, 4, 4))
-    np.testing.assert_allclose(_traced(lambda a: sla.lu_solve(sla.lu_factor(a), B), a),
-                               np.linalg.solve(a, B))
+    np.testing.assert_allclose(
+        _traced(lambda a: sla.lu_solve(sla.lu_factor(a), B), a), np.linalg.solve(a, B)
+    )
 
 
 def test_solve_banded_matches_scipy_and_ignores_the_corners():
     l, u, n = 1, 2, 5
     ab = RNG.standard_normal((l + u + 1, n))
     ab[u] += 4.0
-    np.testing.assert_allclose(sla.solve_banded((l, u), ab, B[:, 0].tolist() + [1.0]),
-                               sl.solve_banded((l, u), ab, B[:, 0].tolist() + [1.0]))
+    np.testing.assert_allclose(
+        sla.solve_banded((l, u), ab, B[:, 0].tolist() + [1.0]),
+        sl.solve_banded((l, u), ab, B[:, 0].tolist() + [1.0]),
+    )
     b = RNG.standard_normal((n, 2))
     g = grad(lambda ab: fnp.sum(sla.solve_banded((l, u), ab, b) ** 2))(ab)
     # the corners ab[u + i - j, j] with i outside 0..n-1 are not part of the matrix
@@ -127,13 +147,16 @@ def test_eigh_values_and_generalized_normalization():
         lhs = {1: a @ v, 2: a @ SPD @ v, 3: SPD @ a @ v}[type_]
         rhs = SPD @ v * w if type_ == 1 else v * w
         np.testing.assert_allclose(lhs, rhs, atol=1e-10)
-    np.testing.assert_allclose(sla.eigh(a, subset_by_index=(1, 2))[0],
-                               sl.eigh(a, subset_by_index=(1, 2))[0])
-    np.testing.assert_allclose(sla.eigh(a, eigvals_only=True, subset_by_value=(-1, 4)),
-                               sl.eigh(a, eigvals_only=True, subset_by_value=(-1, 4)))
+    np.testing.assert_allclose(
+        sla.eigh(a, subset_by_index=(1, 2))[0], sl.eigh(a, subset_by_index=(1, 2))[0]
+    )
+    np.testing.assert_allclose(
+        sla.eigh(a, eigvals_only=True, subset_by_value=(-1, 4)),
+        sl.eigh(a, eigvals_only=True, subset_by_value=(-1, 4)),
+    )
 
 
-# --- closed-form derivatives -----------------------------------------------------------------
+# --- closed-form derivatives ----------------------------------------------------------------------
 
 
 def test_expm_derivative_is_scipys_frechet_derivative_and_second_order_is_exact():
@@ -189,7 +212,7 @@ def test_solve_triangular_gradient_lives_on_the_referenced_triangle():
 def test_lu_factor_derivative_reconstructs_the_derivative_of_a():
     # P dA = dL U + L dU
     e = RNG.standard_normal((4, 4))
-    (lu, piv), (dlu, _) = jvp(lambda a: sla.lu_factor(a), (A,), (e,))
+    (_lu, _piv), (dlu, _) = jvp(lambda a: sla.lu_factor(a), (A,), (e,))
     p, l, u = sl.lu(A)
     dl, du = np.tril(dlu, -1), np.triu(dlu)
     np.testing.assert_allclose(p @ (dl @ u + l @ du), e, atol=1e-10)
@@ -197,11 +220,12 @@ def test_lu_factor_derivative_reconstructs_the_derivative_of_a():
 
 def test_generalized_eigh_is_differentiable_in_both_matrices():
     a = A + A.T
-    check_grads(lambda a, b: sla.eigh(a, b, eigvals_only=True), (a, SPD), order=2,
-                modes=("fwd", "rev"))
+    check_grads(
+        lambda a, b: sla.eigh(a, b, eigvals_only=True), (a, SPD), order=2, modes=("fwd", "rev")
+    )
 
 
-# --- conventions and errors --------------------------------------------------------------------
+# --- conventions and errors -----------------------------------------------------------------------
 
 
 def test_inv_assume_a_diagonal_is_the_inverse_of_the_diagonal_part():
@@ -233,19 +257,24 @@ def test_errors_say_what_is_wrong():
 
 def test_expm_and_sqrtm_differentiate_to_order_3():
     check_grads(sla.expm, (0.3 * RNG.standard_normal((2, 2)),), order=3, modes=("fwd", "rev"))
-    check_grads(sla.sqrtm, (2 * np.eye(2) + 0.2 * RNG.standard_normal((2, 2)),), order=3,
-                modes=("fwd", "rev"))
+    check_grads(
+        sla.sqrtm,
+        (2 * np.eye(2) + 0.2 * RNG.standard_normal((2, 2)),),
+        order=3,
+        modes=("fwd", "rev"),
+    )
 
 
 def test_cho_solve_of_a_batch_with_one_vector_matches_scipy():
     a = RNG.standard_normal((2, 3, 3))
     for lower in (False, True):
         c = sla.cholesky(a @ np.swapaxes(a, -1, -2) + np.eye(3), lower=lower)
-        np.testing.assert_allclose(sla.cho_solve((c, lower), B[:3, 0]),
-                                   sl.cho_solve((c, lower), B[:3, 0]))
+        np.testing.assert_allclose(
+            sla.cho_solve((c, lower), B[:3, 0]), sl.cho_solve((c, lower), B[:3, 0])
+        )
 
 
-# --- the new names: SciPy's values, untraced and under every transform -----------------------
+# --- the new names: SciPy's values, untraced and under every transform ----------------------------
 
 C = RNG.standard_normal((4, 3)) + 1j * RNG.standard_normal((4, 3))
 W = RNG.standard_normal((3, 5))
@@ -253,22 +282,37 @@ BATCH = RNG.standard_normal((2, 4, 3))
 NEG = np.array([[-2.0, 1.0, 0.0], [0.5, 1.0, 0.3], [0.0, 0.2, 3.0]])  # a negative eigenvalue
 
 FACTORIZATIONS = [
-    ("lu", (A,), {}), ("lu", (C,), {"permute_l": True}), ("lu", (W,), {"p_indices": True}),
-    ("lu", (BATCH,), {}), ("lu_factor", (C,), {}), ("lu_factor", (W,), {}),
+    ("lu", (A,), {}),
+    ("lu", (C,), {"permute_l": True}),
+    ("lu", (W,), {"p_indices": True}),
+    ("lu", (BATCH,), {}),
+    ("lu_factor", (C,), {}),
+    ("lu_factor", (W,), {}),
     ("lu_factor", (BATCH.astype(np.float32),), {}),
-    ("qr", (A,), {}), ("qr", (C,), {}), ("qr", (W,), {"mode": "economic"}),
-    ("qr", (BATCH,), {"mode": "r"}), ("qr", (C,), {"pivoting": True}),
+    ("qr", (A,), {}),
+    ("qr", (C,), {}),
+    ("qr", (W,), {"mode": "economic"}),
+    ("qr", (BATCH,), {"mode": "r"}),
+    ("qr", (C,), {"pivoting": True}),
     ("qr", (A.astype(np.float32),), {"mode": "economic", "pivoting": True}),
-    ("svd", (A,), {}), ("svd", (C,), {"full_matrices": False}), ("svd", (W,), {}),
-    ("svd", (C,), {"compute_uv": False}), ("svd", (BATCH,), {"lapack_driver": "gesvd"}),
+    ("svd", (A,), {}),
+    ("svd", (C,), {"full_matrices": False}),
+    ("svd", (W,), {}),
+    ("svd", (C,), {"compute_uv": False}),
+    ("svd", (BATCH,), {"lapack_driver": "gesvd"}),
     ("svd", (A.astype(np.float32),), {"compute_uv": False}),
-    ("schur", (SPD,), {}), ("schur", (A,), {"output": "complex"}),
-    ("schur", (C[:3],), {}), ("schur", (SPD,), {"sort": "lhp"}),
+    ("schur", (SPD,), {}),
+    ("schur", (A,), {"output": "complex"}),
+    ("schur", (C[:3],), {}),
+    ("schur", (SPD,), {"sort": "lhp"}),
     ("schur", (A.astype(np.float32),), {"output": "complex"}),
-    ("sqrtm", (NEG,), {}), ("sqrtm", (NEG.astype(np.float32),), {}),
+    ("sqrtm", (NEG,), {}),
+    ("sqrtm", (NEG.astype(np.float32),), {}),
     ("sqrtm", (C[:3] + 3 * np.eye(3),), {}),
-    ("block_diag", (A, W[0], 2.0), {}), ("block_diag", (BATCH, A.astype(np.float32)), {}),
-    ("toeplitz", (W[0], W[1]), {}), ("toeplitz", (C[:, 0],), {}),
+    ("block_diag", (A, W[0], 2.0), {}),
+    ("block_diag", (BATCH, A.astype(np.float32)), {}),
+    ("toeplitz", (W[0], W[1]), {}),
+    ("toeplitz", (C[:, 0],), {}),
     ("toeplitz", (BATCH[..., 0], W[0]), {}),
 ]
 
@@ -286,13 +330,15 @@ def _assert_same(out, expected, where):
         np.testing.assert_array_equal(o, e, err_msg=where)
 
 
-@pytest.mark.parametrize("name, args, kw", FACTORIZATIONS,
-                         ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(FACTORIZATIONS)])
+@pytest.mark.parametrize(
+    "name, args, kw", FACTORIZATIONS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(FACTORIZATIONS)]
+)
 def test_new_names_give_scipys_values_untraced_and_under_vjp_and_jvp(name, args, kw):
     """The untraced value is SciPy's exactly (dtype, shape, bits; a tuple where SciPy's
     batched calls give a list, (R,) for qr(mode='r') where SciPy's batched call gives R), and
     tracing changes nothing."""
     from fgrad import vjp
+
     f = getattr(sla, name)
     plain = f(*args, **kw)
     expected = getattr(sl, name)(*args, **kw)
@@ -300,8 +346,7 @@ def test_new_names_give_scipys_values_untraced_and_under_vjp_and_jvp(name, args,
         expected = (expected,)
     _assert_same(plain, expected, "untraced")
     diff = [i for i, a in enumerate(args) if np.ndim(a) > 0]
-    g = lambda *xs: f(*[xs[diff.index(i)] if i in diff else a for i, a in enumerate(args)],  # noqa
-                      **kw)
+    g = lambda *xs: f(*[xs[diff.index(i)] if i in diff else a for i, a in enumerate(args)], **kw)
     xs = [args[i] for i in diff]
     _assert_same(vjp(g, *xs)[0], plain, "vjp")
     _assert_same(jvp(g, tuple(xs), tuple(np.zeros_like(x) for x in xs))[0], plain, "jvp")
@@ -315,12 +360,16 @@ def test_sqrtm_of_a_negative_eigenvalue_is_complex_and_differentiable():
     e = RNG.standard_normal((3, 3))
     _, t = jvp(sla.sqrtm, (NEG,), (e,))
     np.testing.assert_allclose(x @ t + t @ x, e, atol=1e-12)
-    check_grads(lambda a: (fnp.real(sla.sqrtm(a)), fnp.imag(sla.sqrtm(a))), (NEG,), order=2,
-                modes=("fwd", "rev"))
+    check_grads(
+        lambda a: (fnp.real(sla.sqrtm(a)), fnp.imag(sla.sqrtm(a))),
+        (NEG,),
+        order=2,
+        modes=("fwd", "rev"),
+    )
 
 
 def test_gauge_free_quantities_of_complex_factorizations_in_both_modes():
-    h = lambda x: fnp.conj(fnp.swapaxes(x, -1, -2))  # noqa: E731
+    h = lambda x: fnp.conj(fnp.swapaxes(x, -1, -2))
 
     def qr_parts(a):  # the complement's projector and R do not depend on Q2's basis
         q, r = sla.qr(a)
@@ -332,8 +381,7 @@ def test_gauge_free_quantities_of_complex_factorizations_in_both_modes():
 
     def schur_parts(a):  # eigenvalues, |T|, the leading invariant subspace
         t, z = sla.schur(a, output="complex")
-        return (fnp.real(fnp.diagonal(t)), fnp.abs(t),
-                fnp.imag(fnp.matmul(z[:, :2], h(z[:, :2]))))
+        return (fnp.real(fnp.diagonal(t)), fnp.abs(t), fnp.imag(fnp.matmul(z[:, :2], h(z[:, :2]))))
 
     check_grads(qr_parts, (np.vstack([C, C[:2] * 0.5j + 1]),), order=2, modes=("fwd", "rev"))
     check_grads(svd_parts, (C,), order=2, modes=("fwd", "rev"))
@@ -350,8 +398,9 @@ def test_schur_derivative_follows_its_convention():
     np.testing.assert_allclose(w + w.conj().T, 0, atol=1e-10)
     np.testing.assert_allclose(np.diag(w), 0, atol=1e-12)
     np.testing.assert_allclose(np.tril(dt, -1), 0, atol=1e-12)
-    np.testing.assert_allclose(dz @ t @ z.conj().T + z @ dt @ z.conj().T
-                               + z @ t @ dz.conj().T, e, atol=1e-10)
+    np.testing.assert_allclose(
+        dz @ t @ z.conj().T + z @ dt @ z.conj().T + z @ t @ dz.conj().T, e, atol=1e-10
+    )
 
 
 def test_traced_real_schur_with_a_complex_pair_asks_for_the_complex_form():
@@ -371,12 +420,14 @@ def test_full_factors_complement_convention():
 
 
 def test_block_diag_and_toeplitz_gradients_are_their_transposes():
-    g = grad(lambda a, b: fnp.sum(sla.block_diag(a, b) * np.arange(20.0).reshape(4, 5)),
-             argnums=(0, 1))(np.ones((2, 2)), np.ones((2, 3)))
+    g = grad(
+        lambda a, b: fnp.sum(sla.block_diag(a, b) * np.arange(20.0).reshape(4, 5)), argnums=(0, 1)
+    )(np.ones((2, 2)), np.ones((2, 3)))
     np.testing.assert_array_equal(g[0], [[0.0, 1.0], [5.0, 6.0]])
     np.testing.assert_array_equal(g[1], [[12.0, 13.0, 14.0], [17.0, 18.0, 19.0]])
-    gc, gr = grad(lambda c, r: fnp.sum(sla.toeplitz(c, r) * np.arange(12.0).reshape(3, 4)),
-                  argnums=(0, 1))(np.ones(3), np.ones(4))
+    gc, gr = grad(
+        lambda c, r: fnp.sum(sla.toeplitz(c, r) * np.arange(12.0).reshape(3, 4)), argnums=(0, 1)
+    )(np.ones(3), np.ones(4))
     np.testing.assert_array_equal(gc, [15.0, 13.0, 8.0])  # c[i]: entries (i + j, j)
     np.testing.assert_array_equal(gr, [0.0, 18.0, 9.0, 3.0])  # r[0] is not read
 
@@ -384,26 +435,30 @@ def test_block_diag_and_toeplitz_gradients_are_their_transposes():
 def test_complex_transposed_solves_use_the_conjugate_transpose():
     a = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3)) + 3 * np.eye(3)
     b = RNG.standard_normal(3) + 1j * RNG.standard_normal(3)
-    np.testing.assert_allclose(sla.solve_triangular(a, b, trans="C"),
-                               sl.solve_triangular(a, b, trans="C"))
-    np.testing.assert_allclose(sla.lu_solve(sla.lu_factor(a), b, 2),
-                               sl.lu_solve(sl.lu_factor(a), b, 2))
+    np.testing.assert_allclose(
+        sla.solve_triangular(a, b, trans="C"), sl.solve_triangular(a, b, trans="C")
+    )
+    np.testing.assert_allclose(
+        sla.lu_solve(sla.lu_factor(a), b, 2), sl.lu_solve(sl.lu_factor(a), b, 2)
+    )
     h = a @ a.conj().T
     for lower in (False, True):
         c = sl.cholesky(h, lower=lower)
         np.testing.assert_allclose(sla.cho_solve((c, lower), b), sl.cho_solve((c, lower), b))
     for assume_a in ("her", "pos", "sym"):
         m = h if assume_a == "pos" else a
-        np.testing.assert_allclose(sla.solve(m, b, assume_a=assume_a),
-                                   sl.solve(m, b, assume_a=assume_a))
+        np.testing.assert_allclose(
+            sla.solve(m, b, assume_a=assume_a), sl.solve(m, b, assume_a=assume_a)
+        )
 
 
-# --- signatures --------------------------------------------------------------------------------
+# --- signatures -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sla.__all__)
 def test_signature_is_scipys(name):
     import inspect
+
     assert inspect.signature(getattr(sla, name)) == inspect.signature(getattr(sl, name))
 
 

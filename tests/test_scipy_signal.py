@@ -13,16 +13,30 @@ import fgrad.scipy.signal as sig
 from fgrad import grad, hessian, jvp, vjp
 
 RNG = np.random.default_rng(3)
-PAIRS = [((5,), (3,)), ((3,), (5,)), ((6,), (6,)), ((4, 3), (2, 2)), ((2, 2), (4, 3)),
-         ((4, 3), (4, 1)), ((3, 4, 2), (2, 3, 2)), ((), ())]
+PAIRS = [
+    ((5,), (3,)),
+    ((3,), (5,)),
+    ((6,), (6,)),
+    ((4, 3), (2, 2)),
+    ((2, 2), (4, 3)),
+    ((4, 3), (4, 1)),
+    ((3, 4, 2), (2, 3, 2)),
+    ((), ()),
+]
 
 
 def _traced(f, *args):
     return jvp(f, args, tuple(np.zeros_like(a) for a in args))[0]
 
 
-@pytest.mark.parametrize("pair, mode, name", list(itertools.product(
-    PAIRS, ["full", "same", "valid"], ["convolve", "correlate", "fftconvolve"])))
+@pytest.mark.parametrize(
+    "pair, mode, name",
+    list(
+        itertools.product(
+            PAIRS, ["full", "same", "valid"], ["convolve", "correlate", "fftconvolve"]
+        )
+    ),
+)
 def test_values_equal_scipys_plain_and_traced(pair, mode, name):
     x, k = RNG.standard_normal(pair[0]), RNG.standard_normal(pair[1])
     expected = getattr(ss, name)(x, k, mode)
@@ -36,26 +50,35 @@ def test_values_equal_scipys_plain_and_traced(pair, mode, name):
 def test_methods_agree_with_scipy(method):
     x, k = RNG.standard_normal((7, 5)), RNG.standard_normal((3, 4))
     for name in ("convolve", "correlate"):
-        np.testing.assert_allclose(getattr(sig, name)(x, k, "same", method),
-                                   getattr(ss, name)(x, k, "same", method), atol=1e-12)
+        np.testing.assert_allclose(
+            getattr(sig, name)(x, k, "same", method),
+            getattr(ss, name)(x, k, "same", method),
+            atol=1e-12,
+        )
 
 
-@pytest.mark.parametrize("axes, k_shape", [(1, (1, 3, 4)), ((0,), (2, 2, 1)), (-1, (3, 1, 2)),
-                                            ([0, 2], (2, 1, 3))])
+@pytest.mark.parametrize(
+    "axes, k_shape", [(1, (1, 3, 4)), ((0,), (2, 2, 1)), (-1, (3, 1, 2)), ([0, 2], (2, 1, 3))]
+)
 def test_fftconvolve_axes_agree_with_scipy(axes, k_shape):
     x, k = RNG.standard_normal((3, 2, 4)), RNG.standard_normal(k_shape)
     for mode in ("full", "same", "valid"):
-        np.testing.assert_allclose(sig.fftconvolve(x, k, mode, axes=axes),
-                                   ss.fftconvolve(x, k, mode, axes=axes), atol=1e-12)
+        np.testing.assert_allclose(
+            sig.fftconvolve(x, k, mode, axes=axes),
+            ss.fftconvolve(x, k, mode, axes=axes),
+            atol=1e-12,
+        )
 
 
 def test_gradient_of_the_total_is_the_other_inputs_total():
     # sum(convolve(x, k, 'full')) = sum(x) sum(k)
     x, k = RNG.standard_normal((4, 3)), RNG.standard_normal((2, 2))
-    np.testing.assert_allclose(grad(lambda x: fnp.sum(sig.convolve(x, k)))(x),
-                               np.full((4, 3), k.sum()))
-    np.testing.assert_allclose(grad(lambda k: fnp.sum(sig.correlate(x, k)))(k),
-                               np.full((2, 2), x.sum()))
+    np.testing.assert_allclose(
+        grad(lambda x: fnp.sum(sig.convolve(x, k)))(x), np.full((4, 3), k.sum())
+    )
+    np.testing.assert_allclose(
+        grad(lambda k: fnp.sum(sig.correlate(x, k)))(k), np.full((2, 2), x.sum())
+    )
 
 
 def test_lag_zero_autocorrelation_is_the_squared_norm():
@@ -96,18 +119,27 @@ def test_errors_say_what_is_wrong():
         sig.fftconvolve(np.ones(0), np.ones(2))
 
 
-# --- convolve2d, correlate2d -------------------------------------------------------------------
+# --- convolve2d, correlate2d ----------------------------------------------------------------------
 
 PAIRS_2D = [((4, 5), (2, 3)), ((3, 3), (5, 4)), ((2, 3), (4, 5)), ((4, 4), (1, 1))]
 
 
-@pytest.mark.parametrize("pair, mode, boundary, name", list(itertools.product(
-    PAIRS_2D, ["full", "same", "valid"], ["fill", "wrap", "symm", "circular"],
-    ["convolve2d", "correlate2d"])))
+@pytest.mark.parametrize(
+    "pair, mode, boundary, name",
+    list(
+        itertools.product(
+            PAIRS_2D,
+            ["full", "same", "valid"],
+            ["fill", "wrap", "symm", "circular"],
+            ["convolve2d", "correlate2d"],
+        )
+    ),
+)
 def test_2d_values_equal_scipys_plain_and_traced(pair, mode, boundary, name):
     s1, s2 = pair
-    if mode == "valid" and not (all(a >= b for a, b in zip(s1, s2))
-                                or all(b >= a for a, b in zip(s1, s2))):
+    if mode == "valid" and not (
+        all(a >= b for a, b in zip(s1, s2)) or all(b >= a for a, b in zip(s1, s2))
+    ):
         with pytest.raises(ValueError, match="at least as large"):
             getattr(sig, name)(np.ones(s1), np.ones(s2), mode)
         return
@@ -135,14 +167,23 @@ def test_2d_gradients_match_the_model_of_a_periodic_convolution():
 
 def test_2d_complex_and_fillvalue_derivatives_in_both_modes():
     from fgrad.test_util import check_grads
+
     x = RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))
     k = RNG.standard_normal((2, 2)) + 1j * RNG.standard_normal((2, 2))
     for name in ("convolve2d", "correlate2d"):
         for mode, boundary in [("full", "symm"), ("same", "fill"), ("valid", "fill")]:
-            check_grads(lambda x, k: getattr(sig, name)(x, k, mode, boundary, 0.25), (x, k),
-                        order=2, modes=("fwd", "rev"))
-            check_grads(lambda x, k: getattr(sig, name)(k, x, "valid"), (x, k), order=2,
-                        modes=("fwd", "rev"))
+            check_grads(
+                lambda x, k: getattr(sig, name)(x, k, mode, boundary, 0.25),
+                (x, k),
+                order=2,
+                modes=("fwd", "rev"),
+            )
+            check_grads(
+                lambda x, k: getattr(sig, name)(k, x, "valid"),
+                (x, k),
+                order=2,
+                modes=("fwd", "rev"),
+            )
 
 
 def test_2d_errors_name_the_argument():
@@ -159,13 +200,16 @@ def test_2d_errors_name_the_argument():
 @pytest.mark.parametrize("name", sig.__all__)
 def test_signature_is_scipys(name):
     import inspect
+
     assert inspect.signature(getattr(sig, name)) == inspect.signature(getattr(ss, name))
 
 
-@pytest.mark.parametrize("pair, mode",
-                         list(itertools.product(PAIRS[:-1], ["full", "same", "valid"])))
+@pytest.mark.parametrize(
+    "pair, mode", list(itertools.product(PAIRS[:-1], ["full", "same", "valid"]))
+)
 def test_correlate_conjugates_in2_as_scipy(pair, mode):
     from fgrad.test_util import check_grads
+
     x = RNG.standard_normal(pair[0]) + 1j * RNG.standard_normal(pair[0])
     k = RNG.standard_normal(pair[1]) + 1j * RNG.standard_normal(pair[1])
     np.testing.assert_allclose(sig.correlate(x, k, mode), ss.correlate(x, k, mode), atol=1e-12)

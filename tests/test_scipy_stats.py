@@ -1,8 +1,8 @@
 """fgrad.scipy.stats: values against SciPy, derivatives against closed forms and mpmath,
 conventions outside the support (-inf / 0 with zero, not nan, gradients), the gamma and chi2
 CDFs in their shape parameter against mpmath (to order 2, in the log tails too), the refusal
-of t and beta to differentiate their CDFs in shape parameters, and argument errors. Gradients to order 2 in both
-modes are in the gradient table (tests/rows_scipy_stats.py)."""
+of t and beta to differentiate their CDFs in shape parameters, and argument errors. Gradients
+to order 2 in both modes are in the gradient table (tests/rows_scipy_stats.py)."""
 
 import math
 
@@ -17,9 +17,15 @@ from fgrad import grad, jacfwd, jacrev
 
 X = np.array([-1.0, 0.0, 0.1, 0.5, 1.0, 2.0, 2.6, 5.0])
 UNIVARIATE = [  # (name, shape parameters, loc, scale)
-    ("norm", (), 0.1, 1.5), ("expon", (), 0.1, 1.5), ("gamma", (2.5,), 0.1, 1.5),
-    ("gamma", (1.0,), 0.0, 1.5), ("gamma", (0.5,), 0.0, 1.0), ("chi2", (3.0,), 0.1, 1.5),
-    ("t", (3.0,), 0.1, 1.5), ("beta", (2.0, 3.0), -0.5, 3.0), ("beta", (1.0, 1.0), 0.0, 2.0),
+    ("norm", (), 0.1, 1.5),
+    ("expon", (), 0.1, 1.5),
+    ("gamma", (2.5,), 0.1, 1.5),
+    ("gamma", (1.0,), 0.0, 1.5),
+    ("gamma", (0.5,), 0.0, 1.0),
+    ("chi2", (3.0,), 0.1, 1.5),
+    ("t", (3.0,), 0.1, 1.5),
+    ("beta", (2.0, 3.0), -0.5, 3.0),
+    ("beta", (1.0, 1.0), 0.0, 2.0),
     ("beta", (0.5, 0.7), 0.0, 1.0),
 ]
 FUNCTIONS = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
@@ -37,8 +43,12 @@ def test_values_match_scipy(name, shapes, loc, scale, fname):
 @pytest.mark.parametrize("mu,loc", [(2.5, 1), (0.0, 0), (40.0, 0)])
 def test_poisson_values_match_scipy(fname, mu, loc):
     k = np.array([-1.0, 0.0, 1.0, 2.5, 3.0, 7.0, 30.0])
-    np.testing.assert_allclose(getattr(fst.poisson, fname)(k, mu, loc),
-                               getattr(ss.poisson, fname)(k, mu, loc), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(
+        getattr(fst.poisson, fname)(k, mu, loc),
+        getattr(ss.poisson, fname)(k, mu, loc),
+        rtol=1e-12,
+        atol=1e-300,
+    )
 
 
 @pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE[:8])
@@ -55,10 +65,12 @@ def test_derivative_in_x_of_each_cdf_is_the_density():
     for name, shapes, loc, scale in UNIVARIATE:
         mod = getattr(fst, name)
         for x in [0.3, 1.2, 2.0]:
-            np.testing.assert_allclose(grad(mod.cdf)(x, *shapes, loc, scale),
-                                       mod.pdf(x, *shapes, loc, scale), rtol=1e-12)
-            np.testing.assert_allclose(grad(mod.sf)(x, *shapes, loc, scale),
-                                       -mod.pdf(x, *shapes, loc, scale), rtol=1e-12)
+            np.testing.assert_allclose(
+                grad(mod.cdf)(x, *shapes, loc, scale), mod.pdf(x, *shapes, loc, scale), rtol=1e-12
+            )
+            np.testing.assert_allclose(
+                grad(mod.sf)(x, *shapes, loc, scale), -mod.pdf(x, *shapes, loc, scale), rtol=1e-12
+            )
 
 
 def test_second_derivative_of_gamma_cdf_in_x_and_loc_by_mpmath():
@@ -72,27 +84,37 @@ def test_second_derivative_of_gamma_cdf_in_x_and_loc_by_mpmath():
     assert grad(grad(fst.gamma.cdf))(x, a, loc, scale) == pytest.approx(d2, rel=1e-10)
     # d/dloc = -d/dx
     assert grad(fst.gamma.cdf, argnums=2)(x, a, loc, scale) == pytest.approx(
-        -float(mpmath.diff(reference, x)), rel=1e-12)
+        -float(mpmath.diff(reference, x)), rel=1e-12
+    )
 
 
 def test_logpdf_derivatives_in_shape_parameters_by_closed_form():
     # d/da gamma.logpdf = log x - digamma(a); d/ddf t.logpdf by mpmath
     from scipy.special import digamma
+
     x, a = 1.7, 2.5
     assert grad(fst.gamma.logpdf, argnums=1)(x, a) == pytest.approx(math.log(x) - digamma(a))
     df = 3.5
-    ref = mpmath.diff(lambda d: mpmath.log(mpmath.gamma((d + 1) / 2) / mpmath.gamma(d / 2)
-                                           / mpmath.sqrt(d * mpmath.pi)
-                                           * (1 + x * x / d) ** (-(d + 1) / 2)), df)
+    ref = mpmath.diff(
+        lambda d: mpmath.log(
+            mpmath.gamma((d + 1) / 2)
+            / mpmath.gamma(d / 2)
+            / mpmath.sqrt(d * mpmath.pi)
+            * (1 + x * x / d) ** (-(d + 1) / 2)
+        ),
+        df,
+    )
     assert grad(fst.t.logpdf, argnums=1)(x, df) == pytest.approx(float(ref), rel=1e-10)
     # beta: d/da = log x - digamma(a) + digamma(a + b)
     b = 1.5
     assert grad(fst.beta.logpdf, argnums=1)(0.3, a, b) == pytest.approx(
-        math.log(0.3) - digamma(a) + digamma(a + b))
+        math.log(0.3) - digamma(a) + digamma(a + b)
+    )
 
 
-@pytest.mark.parametrize("name,shapes,argnum", [
-    ("t", (3.0,), 1), ("beta", (2.0, 3.0), 1), ("beta", (2.0, 3.0), 2)])
+@pytest.mark.parametrize(
+    "name,shapes,argnum", [("t", (3.0,), 1), ("beta", (2.0, 3.0), 1), ("beta", (2.0, 3.0), 2)]
+)
 @pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
 def test_t_and_beta_cdfs_refuse_shape_parameters_in_both_modes(name, shapes, argnum, fname):
     # no derivative of the incomplete beta function in its shape parameters exists in fgrad
@@ -111,9 +133,12 @@ def _mp_gamma_cdfs(which, x, a):
 def _mp_gamma_cdfs_dx(which, x, a):
     x = mpmath.mpf(x)
     density = x ** (a - 1) * mpmath.exp(-x) / mpmath.gamma(a)
-    return {"cdf": density, "sf": -density,
-            "logcdf": density / _mp_gamma_cdfs("cdf", x, a),
-            "logsf": -density / _mp_gamma_cdfs("sf", x, a)}[which]
+    return {
+        "cdf": density,
+        "sf": -density,
+        "logcdf": density / _mp_gamma_cdfs("cdf", x, a),
+        "logsf": -density / _mp_gamma_cdfs("sf", x, a),
+    }[which]
 
 
 GAMMA_POINTS = {  # (z, a): both ways of d/da (z < a + 1 and above) and of the log
@@ -134,8 +159,9 @@ def test_gamma_cdfs_in_a_match_mpmath_to_order_2(fname):
         dax = mpmath.diff(lambda aa: _mp_gamma_cdfs_dx(fname, z, aa), a)
         assert f(z, a) == pytest.approx(float(_mp_gamma_cdfs(fname, z, a)), rel=1e-13)
         assert grad(f, argnums=1)(z, a) == pytest.approx(float(da), rel=1e-12)
-        assert fgrad.jvp(lambda aa: f(z, aa), (a,), (1.0,))[1] == pytest.approx(float(da),
-                                                                                rel=1e-12)
+        assert fgrad.jvp(lambda aa: f(z, aa), (a,), (1.0,))[1] == pytest.approx(
+            float(da), rel=1e-12
+        )
         assert grad(grad(f, argnums=1), argnums=1)(z, a) == pytest.approx(float(daa), rel=1e-11)
         assert jacfwd(jacrev(f, argnums=1))(z, a) == pytest.approx(float(dax), rel=1e-11)
 
@@ -146,9 +172,11 @@ def test_chi2_cdfs_in_df_are_gammas_in_a_at_df_over_2():
     for fname in ["cdf", "sf", "logcdf", "logsf"]:
         f, g = getattr(fst.chi2, fname), getattr(fst.gamma, fname)
         assert grad(f, argnums=1)(x, df, loc, scale) == pytest.approx(
-            0.5 * grad(g, argnums=1)(x, df / 2, loc, 2 * scale), rel=1e-13)
+            0.5 * grad(g, argnums=1)(x, df / 2, loc, 2 * scale), rel=1e-13
+        )
         assert grad(grad(f, argnums=1), argnums=1)(x, df, loc, scale) == pytest.approx(
-            0.25 * grad(grad(g, argnums=1), argnums=1)(x, df / 2, loc, 2 * scale), rel=1e-13)
+            0.25 * grad(grad(g, argnums=1), argnums=1)(x, df / 2, loc, 2 * scale), rel=1e-13
+        )
     # chi2 with df = 2 is expon(scale=2): sf = exp(-x/2), d/ddf of sf by mpmath
     mpmath.mp.dps = 30
     ref = mpmath.diff(lambda d: mpmath.gammainc(d / 2, 1.5, mpmath.inf, regularized=True), 2.0)
@@ -169,19 +197,22 @@ def test_gamma_cdf_tails_against_scipy():
             for zi in z[~np.isfinite(theirs)]:
                 mpmath.mp.dps = 30
                 assert getattr(fst.gamma, fname)(zi, a) == pytest.approx(
-                    float(_mp_gamma_cdfs(fname, zi, a)), rel=1e-12), (fname, zi, a)
+                    float(_mp_gamma_cdfs(fname, zi, a)), rel=1e-12
+                ), (fname, zi, a)
     # nan and inf as SciPy (values), with zero (not nan) gradients at inf
     edge = np.array([np.nan, np.inf, -np.inf])
     for fname in ["cdf", "sf", "logcdf", "logsf"]:
         for mod, shape in [(fst.gamma, 2.5), (fst.chi2, 3.0)]:
-            np.testing.assert_array_equal(getattr(mod, fname)(edge, shape),
-                                          getattr(getattr(ss, mod.__name__.rsplit(".")[-1]),
-                                                  fname)(edge, shape))
+            np.testing.assert_array_equal(
+                getattr(mod, fname)(edge, shape),
+                getattr(getattr(ss, mod.__name__.rsplit(".")[-1]), fname)(edge, shape),
+            )
             g = grad(lambda a, f=getattr(mod, fname): fgrad.numpy.sum(f(edge[1:], a)))(shape)
             assert g == 0.0
     # logcdf where P is 1 - 1e-15: log1p(-Q), all digits (SciPy's log(P) keeps about one)
     assert fst.gamma.logcdf(40.0, 2.5) == pytest.approx(
-        float(mpmath.log(mpmath.gammainc(2.5, 0, 40, regularized=True))), rel=1e-13)
+        float(mpmath.log(mpmath.gammainc(2.5, 0, 40, regularized=True))), rel=1e-13
+    )
 
 
 def test_gamma_and_chi2_cdfs_keep_float32_in_the_shape_parameter():
@@ -195,8 +226,11 @@ def test_gamma_and_chi2_cdfs_keep_float32_in_the_shape_parameter():
 
 def test_outside_the_support_values_and_zero_gradients():
     cases = [
-        (fst.expon, (), -0.5), (fst.gamma, (2.5,), -0.5), (fst.chi2, (3.0,), -0.5),
-        (fst.beta, (2.0, 3.0), -0.5), (fst.beta, (2.0, 3.0), 1.5),
+        (fst.expon, (), -0.5),
+        (fst.gamma, (2.5,), -0.5),
+        (fst.chi2, (3.0,), -0.5),
+        (fst.beta, (2.0, 3.0), -0.5),
+        (fst.beta, (2.0, 3.0), 1.5),
     ]
     for mod, shapes, x in cases:
         assert mod.logpdf(x, *shapes) == -np.inf
@@ -204,9 +238,14 @@ def test_outside_the_support_values_and_zero_gradients():
         nargs = 1 + len(shapes) + 2
         for fname in ["pdf", "cdf", "sf"]:
             f = getattr(mod, fname)
-            g = grad(f, argnums=tuple(i for i in range(nargs) if fname == "pdf" or i != 1
-                                      and i not in range(1, 1 + len(shapes))))(
-                x, *shapes, 0.0, 1.0)
+            g = grad(
+                f,
+                argnums=tuple(
+                    i
+                    for i in range(nargs)
+                    if fname == "pdf" or (i != 1 and i not in range(1, 1 + len(shapes)))
+                ),
+            )(x, *shapes, 0.0, 1.0)
             assert all(np.all(np.isfinite(v)) and np.all(v == 0.0) for v in g), (mod, fname, g)
         # logpdf: -inf, and the gradient is 0 (not nan) there
         g = grad(mod.logpdf, argnums=(0, 1 + len(shapes), 2 + len(shapes)))(x, *shapes, 0.0, 1.0)
@@ -240,9 +279,11 @@ def test_stable_tails():
 def test_poisson_cdf_derivative_is_minus_the_pmf():
     for k in [0, 3, 7.5]:
         assert grad(fst.poisson.cdf, argnums=1)(k, 2.5) == pytest.approx(
-            -ss.poisson.pmf(math.floor(k), 2.5), rel=1e-12)
+            -ss.poisson.pmf(math.floor(k), 2.5), rel=1e-12
+        )
         assert grad(fst.poisson.sf, argnums=1)(k, 2.5) == pytest.approx(
-            ss.poisson.pmf(math.floor(k), 2.5), rel=1e-12)
+            ss.poisson.pmf(math.floor(k), 2.5), rel=1e-12
+        )
 
 
 def test_poisson_refuses_a_traced_k():
@@ -255,8 +296,11 @@ def test_complex_arguments_are_refused_where_scipy_refuses_or_drops_them():
     # ComplexWarning, dropping the imaginary part: fgrad refuses both, naming the argument
     with pytest.raises(TypeError):
         ss.poisson.pmf(3, 2.0 + 0.5j)
-    with pytest.raises(TypeError, match=r"poisson.pmf: mu is complex \(shape \(\), dtype "
-                                        r"complex128\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"poisson.pmf: mu is complex \(shape \(\), dtype "
+        r"complex128\)",
+    ):
         fst.poisson.pmf(3, 2.0 + 0.5j)
     x, mean, cov = np.array([0.3, 0.2j]), np.zeros(2), np.eye(2)
     with pytest.warns(np.exceptions.ComplexWarning):
@@ -275,22 +319,29 @@ def test_dirichlet_matches_scipy_and_closed_forms():
     full = np.concatenate([x, 1 - x.sum(0, keepdims=True)])
     np.testing.assert_allclose(fst.dirichlet.logpdf(full, alpha), ss.dirichlet.logpdf(full, alpha))
     for f in ["entropy", "mean", "var"]:
-        np.testing.assert_allclose(getattr(fst.dirichlet, f)(alpha),
-                                   getattr(ss.dirichlet, f)(alpha), rtol=1e-12)
+        np.testing.assert_allclose(
+            getattr(fst.dirichlet, f)(alpha), getattr(ss.dirichlet, f)(alpha), rtol=1e-12
+        )
     # d/dx_i of the full-form logpdf: (alpha_i - 1) / x_i
-    np.testing.assert_allclose(grad(fst.dirichlet.logpdf)(full[:, 0], alpha),
-                               (alpha - 1) / full[:, 0])
+    np.testing.assert_allclose(
+        grad(fst.dirichlet.logpdf)(full[:, 0], alpha), (alpha - 1) / full[:, 0]
+    )
     # a zero coordinate with alpha = 1 contributes 0 (xlogy), with a finite gradient in alpha
     with np.errstate(divide="ignore"):  # d/dalpha_0 = log 0
-        g = grad(fst.dirichlet.logpdf, argnums=1)(np.array([0.0, 0.4, 0.6]),
-                                                  np.array([1.0, 2.0, 3.0]))
+        g = grad(fst.dirichlet.logpdf, argnums=1)(
+            np.array([0.0, 0.4, 0.6]), np.array([1.0, 2.0, 3.0])
+        )
     assert np.isneginf(g[0]) and np.all(np.isfinite(g[1:]))
 
 
 def test_dirichlet_refuses_points_off_the_simplex_as_scipy():
     alpha = np.array([1.5, 2.0, 3.0])
-    for x in [np.array([0.2, 0.3, 0.4]), np.array([-0.1, 0.5, 0.6]), np.array([0.2]),
-              np.array([0.0, 0.5])]:
+    for x in [
+        np.array([0.2, 0.3, 0.4]),
+        np.array([-0.1, 0.5, 0.6]),
+        np.array([0.2]),
+        np.array([0.0, 0.5]),
+    ]:
         with pytest.raises(ValueError):
             ss.dirichlet.logpdf(x, np.array([0.5, 2.0, 3.0]) if x.size == 2 else alpha)
         with pytest.raises(ValueError):
@@ -304,24 +355,47 @@ def _spd(rng, d):
     return a @ a.T + np.eye(d)
 
 
-MVN_CASES = ["matrix", "one-point", "diag", "scalar", "no-mean", "dim-1", "dim-1-vector",
-             "scalar-x", "squeezed"]
+MVN_CASES = [
+    "matrix",
+    "one-point",
+    "diag",
+    "scalar",
+    "no-mean",
+    "dim-1",
+    "dim-1-vector",
+    "scalar-x",
+    "squeezed",
+]
 
 
 @pytest.mark.parametrize("case", MVN_CASES)
 def test_multivariate_normal_matches_scipy(case):
     rng = np.random.default_rng(0)
     c, m, x = _spd(rng, 3), rng.normal(size=3), rng.normal(size=(4, 3))
-    args = {"matrix": (x, m, c), "one-point": (x[0], m, c), "diag": (x, m, np.diag(c)),
-            "scalar": (x, m, 2.0), "no-mean": (x, None, c), "dim-1": (x[:, :1], None, 2.0),
-            "dim-1-vector": (x[:, 0], 0.5, 2.0), "scalar-x": (1.0,), "squeezed": (x[:1], m, c)}
+    args = {
+        "matrix": (x, m, c),
+        "one-point": (x[0], m, c),
+        "diag": (x, m, np.diag(c)),
+        "scalar": (x, m, 2.0),
+        "no-mean": (x, None, c),
+        "dim-1": (x[:, :1], None, 2.0),
+        "dim-1-vector": (x[:, 0], 0.5, 2.0),
+        "scalar-x": (1.0,),
+        "squeezed": (x[:1], m, c),
+    }
     args = args[case]
     for f in ["logpdf", "pdf"]:
-        np.testing.assert_allclose(getattr(fst.multivariate_normal, f)(*args),
-                                   getattr(ss.multivariate_normal, f)(*args), rtol=1e-12)
+        np.testing.assert_allclose(
+            getattr(fst.multivariate_normal, f)(*args),
+            getattr(ss.multivariate_normal, f)(*args),
+            rtol=1e-12,
+        )
     if len(args) == 3:
-        np.testing.assert_allclose(fst.multivariate_normal.entropy(*args[1:]),
-                                   ss.multivariate_normal.entropy(*args[1:]), rtol=1e-12)
+        np.testing.assert_allclose(
+            fst.multivariate_normal.entropy(*args[1:]),
+            ss.multivariate_normal.entropy(*args[1:]),
+            rtol=1e-12,
+        )
 
 
 def test_multivariate_normal_gradients_by_closed_form():
@@ -336,8 +410,9 @@ def test_multivariate_normal_gradients_by_closed_form():
     # reads that one): the off-diagonal entries count twice
     g_sym = 0.5 * (ci @ np.outer(d, d) @ ci - ci)
     np.testing.assert_allclose(gc, np.tril(2 * g_sym, -1) + np.diag(np.diag(g_sym)), atol=1e-12)
-    np.testing.assert_allclose(jacrev(grad(fst.multivariate_normal.logpdf))(x, m, c), -ci,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        jacrev(grad(fst.multivariate_normal.logpdf))(x, m, c), -ci, atol=1e-12
+    )
 
 
 def test_multivariate_normal_singular():
@@ -346,18 +421,23 @@ def test_multivariate_normal_singular():
     c = b @ b.T
     x = np.vstack([m + b @ rng.normal(size=2) for _ in range(3)] + [rng.normal(size=(1, 3))])
     ours = fst.multivariate_normal.logpdf(x, m, c, allow_singular=True)
-    np.testing.assert_allclose(ours, ss.multivariate_normal.logpdf(x, m, c, allow_singular=True),
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        ours, ss.multivariate_normal.logpdf(x, m, c, allow_singular=True), rtol=1e-9
+    )
     assert ours[-1] == -np.inf
-    g = grad(lambda xx: fgrad.numpy.sum(fgrad.numpy.exp(
-        fst.multivariate_normal.logpdf(xx, m, c, allow_singular=True))))(x)
+    g = grad(
+        lambda xx: fgrad.numpy.sum(
+            fgrad.numpy.exp(fst.multivariate_normal.logpdf(xx, m, c, allow_singular=True))
+        )
+    )(x)
     assert np.all(np.isfinite(g)) and np.all(g[-1] == 0.0)
     with pytest.raises(np.linalg.LinAlgError, match="allow_singular=True"):
         fst.multivariate_normal.logpdf(x, m, c)
     with pytest.raises(ValueError, match="positive semidefinite"):
         fst.multivariate_normal.logpdf(x, m, -c)
-    np.testing.assert_allclose(fst.multivariate_normal.entropy(m, c),
-                               ss.multivariate_normal.entropy(m, c), rtol=1e-9)
+    np.testing.assert_allclose(
+        fst.multivariate_normal.entropy(m, c), ss.multivariate_normal.entropy(m, c), rtol=1e-9
+    )
 
 
 def test_multivariate_normal_shape_errors():
@@ -369,14 +449,21 @@ def test_multivariate_normal_shape_errors():
 
 def test_float32_stays_float32():
     x = np.float32([0.3, 0.7])
-    for f, args in [(fst.gamma.logpdf, (2.5,)), (fst.beta.logpdf, (1.0, 2.0)),
-                    (fst.t.cdf, (3.0,)), (fst.norm.logcdf, ()), (fst.expon.logsf, ()),
-                    (fst.chi2.sf, (3.0,))]:
+    for f, args in [
+        (fst.gamma.logpdf, (2.5,)),
+        (fst.beta.logpdf, (1.0, 2.0)),
+        (fst.t.cdf, (3.0,)),
+        (fst.norm.logcdf, ()),
+        (fst.expon.logsf, ()),
+        (fst.chi2.sf, (3.0,)),
+    ]:
         assert f(x, *args).dtype == np.float32
         assert grad(lambda v, f=f, args=args: fgrad.numpy.sum(f(v, *args)))(x).dtype == np.float32
     assert fst.poisson.logpmf(np.array([1, 2]), np.float32(2.0)).dtype == np.float32
-    assert fst.multivariate_normal.logpdf(np.float32([[0.1, 0.2]]), np.float32([0, 1])).dtype \
+    assert (
+        fst.multivariate_normal.logpdf(np.float32([[0.1, 0.2]]), np.float32([0, 1])).dtype
         == np.float32
+    )
 
 
 def test_every_module_lists_its_functions():

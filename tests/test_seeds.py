@@ -105,7 +105,7 @@ def test_seed004_two_layer_mlp_epoch_reduces_the_loss():
     before = loss(params, X, I_y)
     for _ in range(10):  # nn_epoch: minibatches of 50, SGD
         for i in range(0, 200, 50):
-            value, g = value_and_grad(loss)(params, X[i:i + 50], I_y[i:i + 50])
+            _value, g = value_and_grad(loss)(params, X[i : i + 50], I_y[i : i + 50])
             params = fgrad.tree_util.tree_map(lambda w, d: w - 0.5 * d, params, g)
     assert loss(params, X, I_y) < 0.5 * before
     Z = np.maximum(X @ params["W1"], 0) @ params["W2"]

@@ -14,7 +14,7 @@ from fgrad.numpy import products
 RNG = np.random.default_rng(7)
 
 
-# --- values agree with NumPy --------------------------------------------------------------
+# --- values agree with NumPy ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
@@ -27,12 +27,20 @@ def test_convolve_and_correlate_match_numpy_for_every_length_order(mode):
 
 
 EINSUMS = [
-    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ba", [(2, 3)]),
-    ("bA", [(2, 3)]), ("ii", [(3, 3)]), ("ii->i", [(3, 3)]), ("iij->ij", [(2, 2, 3)]),
-    ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]), ("...i,...i->...", [(3, 1, 2), (4, 2)]),
-    ("i...j", [(4, 2, 3)]), ("i,i,i->", [(3,), (3,), (3,)]),
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ba", [(2, 3)]),
+    ("bA", [(2, 3)]),
+    ("ii", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("iij->ij", [(2, 2, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]),
+    ("...i,...i->...", [(3, 1, 2), (4, 2)]),
+    ("i...j", [(4, 2, 3)]),
+    ("i,i,i->", [(3,), (3,), (3,)]),
     ("ijk,jl,lk->i", [(2, 3, 4), (3, 5), (5, 4)]),
-    (",->", [(), ()]), (" i j , j k -> i k ", [(2, 3), (3, 4)]),
+    (",->", [(), ()]),
+    (" i j , j k -> i k ", [(2, 3), (3, 4)]),
 ]
 
 
@@ -47,14 +55,16 @@ def test_einsum_matches_numpy(subscripts, shapes):
 def test_einsum_sublist_form_matches_numpy():
     a, b = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 4))
     np.testing.assert_allclose(fnp.einsum(a, [0, 1], b, [1, 2], [0, 2]), a @ b)
-    np.testing.assert_allclose(fnp.einsum(a, [Ellipsis, 1], b, [1, 2]),
-                               np.einsum(a, [Ellipsis, 1], b, [1, 2]))
+    np.testing.assert_allclose(
+        fnp.einsum(a, [Ellipsis, 1], b, [1, 2]), np.einsum(a, [Ellipsis, 1], b, [1, 2])
+    )
 
 
 def test_products_match_numpy():
     a3, b3 = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(4, 3, 2))
-    np.testing.assert_allclose(fnp.tensordot(a3, b3, axes=([1, 2], [1, 0])),
-                               np.tensordot(a3, b3, axes=([1, 2], [1, 0])))
+    np.testing.assert_allclose(
+        fnp.tensordot(a3, b3, axes=([1, 2], [1, 0])), np.tensordot(a3, b3, axes=([1, 2], [1, 0]))
+    )
     np.testing.assert_allclose(fnp.tensordot(a3, a3, axes=0), np.tensordot(a3, a3, axes=0))
     a, b = RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3))
     np.testing.assert_allclose(fnp.inner(a, b), np.inner(a, b))
@@ -75,10 +85,17 @@ def test_cross_matches_numpy_with_axes_and_2_vectors():
             np.testing.assert_allclose(fnp.cross(x, y), np.cross(x, y))
 
 
-@pytest.mark.parametrize("kw", [
-    {}, {"n": 2}, {"axis": 0}, {"n": 2, "axis": 0, "prepend": 0.5}, {"n": 5},
-    {"prepend": 1.0, "append": 2.0, "n": 3},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"n": 2},
+        {"axis": 0},
+        {"n": 2, "axis": 0, "prepend": 0.5},
+        {"n": 5},
+        {"prepend": 1.0, "append": 2.0, "n": 3},
+    ],
+)
 def test_diff_matches_numpy(kw):
     x = RNG.normal(size=(3, 4))
     np.testing.assert_allclose(fnp.diff(x, **kw), np.diff(x, **kw))
@@ -86,8 +103,9 @@ def test_diff_matches_numpy(kw):
 
 def test_ediff1d_interp_polyval_vander_trapezoid_match_numpy():
     x = RNG.normal(size=(3, 4))
-    np.testing.assert_allclose(fnp.ediff1d(x, to_begin=[1, 2], to_end=3.0),
-                               np.ediff1d(x, to_begin=[1, 2], to_end=3.0))
+    np.testing.assert_allclose(
+        fnp.ediff1d(x, to_begin=[1, 2], to_end=3.0), np.ediff1d(x, to_begin=[1, 2], to_end=3.0)
+    )
     xp, fp = np.array([0.0, 0.5, 1.5, 2.0]), RNG.normal(size=4)
     xs = np.array([-0.3, 0.0, 0.2, 0.5, 1.7, 2.0, 2.45])
     for kw in [{}, {"left": -5.0, "right": 7.0}, {"period": 1.9}]:
@@ -102,11 +120,18 @@ def test_ediff1d_interp_polyval_vander_trapezoid_match_numpy():
     np.testing.assert_allclose(fnp.trapezoid(x.T, x.T, axis=0), np.trapezoid(x.T, x.T, axis=0))
 
 
-@pytest.mark.parametrize("kw", [
-    {}, {"rowvar": False}, {"bias": True}, {"ddof": 2}, {"fweights": [1, 2, 1, 3, 1, 1]},
-    {"aweights": [0.5, 1.0, 0.2, 2.0, 1.5, 1.0]},
-    {"fweights": [1, 2, 1, 3, 1, 1], "aweights": [0.5, 1.0, 0.2, 2.0, 1.5, 1.0], "ddof": 0},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"rowvar": False},
+        {"bias": True},
+        {"ddof": 2},
+        {"fweights": [1, 2, 1, 3, 1, 1]},
+        {"aweights": [0.5, 1.0, 0.2, 2.0, 1.5, 1.0]},
+        {"fweights": [1, 2, 1, 3, 1, 1], "aweights": [0.5, 1.0, 0.2, 2.0, 1.5, 1.0], "ddof": 0},
+    ],
+)
 def test_cov_and_corrcoef_match_numpy(kw):
     m = RNG.normal(size=(3, 6))
     np.testing.assert_allclose(fnp.cov(m, **kw), np.cov(m, **kw))
@@ -114,7 +139,7 @@ def test_cov_and_corrcoef_match_numpy(kw):
     np.testing.assert_allclose(fnp.corrcoef(m), np.corrcoef(m))
 
 
-# --- closed-form derivatives ------------------------------------------------------------------
+# --- closed-form derivatives ----------------------------------------------------------------------
 
 
 def test_trace_and_diagonal_gradients_are_identity_patterns():
@@ -144,9 +169,8 @@ def test_large_einsum_takes_numpys_optimized_path_and_matches_matmul():
     x, w = RNG.normal(size=(64, 128)), RNG.normal(size=(128, 32))
     assert products._einsum_plan("bi,ij->bj", (x.shape, w.shape)) is not False
     assert products._einsum_plan("i,i->", ((3,), (3,))) is False
-    f_einsum = lambda w: fnp.sum(  # noqa: E731
-        fnp.tanh(fnp.einsum("bi,ij->bj", x, w, optimize=True)))
-    f_matmul = lambda w: fnp.sum(fnp.tanh(x @ w))  # noqa: E731
+    f_einsum = lambda w: fnp.sum(fnp.tanh(fnp.einsum("bi,ij->bj", x, w, optimize=True)))
+    f_matmul = lambda w: fnp.sum(fnp.tanh(x @ w))
     np.testing.assert_allclose(grad(f_einsum)(w), grad(f_matmul)(w), rtol=1e-12)
 
 
@@ -192,8 +216,9 @@ def test_interp_in_xp_closed_form():
 
 def test_polyval_derivatives():
     p, x = RNG.normal(size=5), RNG.normal(size=3)
-    np.testing.assert_allclose(jacfwd(lambda x: fnp.polyval(p, x))(x),
-                               np.diag(np.polyval(np.polyder(p), x)))
+    np.testing.assert_allclose(
+        jacfwd(lambda x: fnp.polyval(p, x))(x), np.diag(np.polyval(np.polyder(p), x))
+    )
     np.testing.assert_allclose(jacrev(lambda p: fnp.polyval(p, x))(p), np.vander(x, 5))
 
 
@@ -207,8 +232,9 @@ def test_trapezoid_gradient_is_the_quadrature_weights():
     g = grad(lambda y: fnp.trapezoid(y, dx=0.5))(RNG.normal(size=5))
     np.testing.assert_allclose(g, [0.25, 0.5, 0.5, 0.5, 0.25])
     x = np.array([0.0, 1.0, 3.0])  # weights (x[i+1] - x[i-1]) / 2
-    np.testing.assert_allclose(grad(lambda y: fnp.trapezoid(y, x))(RNG.normal(size=3)),
-                               [0.5, 1.5, 1.0])
+    np.testing.assert_allclose(
+        grad(lambda y: fnp.trapezoid(y, x))(RNG.normal(size=3)), [0.5, 1.5, 1.0]
+    )
 
 
 def test_variance_gradient_closed_form():
@@ -230,7 +256,7 @@ def test_corrcoef_hessian_is_not_zeroed_by_the_clip_at_perfect_correlation():
     assert abs(float(fnp.corrcoef(x, y)[0, 1])) <= 1.0
 
 
-# --- degenerate cases and errors ---------------------------------------------------------------
+# --- degenerate cases and errors ------------------------------------------------------------------
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # 0 * inf, as NumPy
@@ -286,21 +312,38 @@ def test_what_numpy_refuses_is_refused_naming_the_argument():
     # (fgrad's call, NumPy's call, fgrad's error, its message): NumPy raises, or drops an
     # imaginary part with a ComplexWarning
     refusals = [
-        (lambda m: m.correlate(2.0, np.ones(3)), ValueError,
-         r"correlate: a is a scalar \(shape \(\) and dtype float64\); .*\(pass \[a\]"),
-        (lambda m: m.correlate(np.ones(3), np.float32(2.0)), ValueError,
-         r"v is a scalar \(shape \(\) and dtype float32\)"),
-        (lambda m: m.interp(np.array([0.2 + 1j]), xp, fp), TypeError,
-         r"interp: x is complex \(shape \(1,\) and dtype complex128\); .* fgrad.numpy.real"),
-        (lambda m: m.interp(np.complex128(0.3 + 0.1j), xp, fp), TypeError,
-         r"x is complex \(shape \(\)"),
+        (
+            lambda m: m.correlate(2.0, np.ones(3)),
+            ValueError,
+            r"correlate: a is a scalar \(shape \(\) and dtype float64\); .*\(pass \[a\]",
+        ),
+        (
+            lambda m: m.correlate(np.ones(3), np.float32(2.0)),
+            ValueError,
+            r"v is a scalar \(shape \(\) and dtype float32\)",
+        ),
+        (
+            lambda m: m.interp(np.array([0.2 + 1j]), xp, fp),
+            TypeError,
+            r"interp: x is complex \(shape \(1,\) and dtype complex128\); .* fgrad.numpy.real",
+        ),
+        (
+            lambda m: m.interp(np.complex128(0.3 + 0.1j), xp, fp),
+            TypeError,
+            r"x is complex \(shape \(\)",
+        ),
         (lambda m: m.interp(0.3, xp + 0j, fp), TypeError, "xp is complex"),
-        (lambda m: m.interp(0.3, xp, fp, left=1j), TypeError,
-         "left is complex .* but fp is real .* make fp complex"),
-        (lambda m: m.cov(ones, aweights=w), TypeError,
-         r"cov: aweights are complex \(shape \(3,\) and dtype complex128\); .* real"),
-        (lambda m: m.cov(ones, fweights=np.array([1, 1j, 1])), TypeError,
-         "fweights are complex"),
+        (
+            lambda m: m.interp(0.3, xp, fp, left=1j),
+            TypeError,
+            "left is complex .* but fp is real .* make fp complex",
+        ),
+        (
+            lambda m: m.cov(ones, aweights=w),
+            TypeError,
+            r"cov: aweights are complex \(shape \(3,\) and dtype complex128\); .* real",
+        ),
+        (lambda m: m.cov(ones, fweights=np.array([1, 1j, 1])), TypeError, "fweights are complex"),
     ]
     for call, error, message in refusals:
         with pytest.raises(error, match=message):
@@ -310,8 +353,9 @@ def test_what_numpy_refuses_is_refused_naming_the_argument():
             with pytest.raises((TypeError, ValueError, np.exceptions.ComplexWarning)):
                 call(np)
     # a complex fp, with a complex left, is NumPy's too
-    np.testing.assert_array_equal(fnp.interp(-1.0, xp, fp + 1j, left=2j),
-                                  np.interp(-1.0, xp, fp + 1j, left=2j))
+    np.testing.assert_array_equal(
+        fnp.interp(-1.0, xp, fp + 1j, left=2j), np.interp(-1.0, xp, fp + 1j, left=2j)
+    )
     # and under a transform they refuse alike
     with pytest.raises(TypeError, match="xp is complex"):
         grad(lambda xp: fnp.real(fnp.interp(0.3, xp, fp)))(xp + 0j)
@@ -324,7 +368,8 @@ def test_einsum_dtype_is_ignored_where_numpy_returns_a_view_of_the_operand():
     for subscripts, operand in [("ii->i", x), ("ij->ji", x + 1j), ("ij", x), ("ij->i", x)]:
         expected = np.einsum(subscripts, operand, dtype=np.float64, casting="unsafe")
         got = fnp.einsum(subscripts, operand, dtype=np.float64, casting="unsafe")
-        traced = vjp(lambda a: fnp.einsum(subscripts, a, dtype=np.float64, casting="unsafe"),
-                     operand)[0]
+        traced = vjp(
+            lambda a: fnp.einsum(subscripts, a, dtype=np.float64, casting="unsafe"), operand
+        )[0]
         assert got.dtype == traced.dtype == expected.dtype
         np.testing.assert_array_equal(traced, expected)

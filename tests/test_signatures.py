@@ -28,25 +28,34 @@ import types
 
 import numpy as np
 import pytest
+from gradtable import TESTS, load
 
 import fgrad
 import fgrad.numpy as fnp
-from gradtable import TESTS, load
 
 HAVE_SCIPY = importlib.util.find_spec("scipy") is not None
 
-# --- what is compared ------------------------------------------------------------------------
+# --- what is compared -----------------------------------------------------------------------------
 
 
 def _modules():
     """(prefix, fgrad module, the module it mirrors)."""
-    pairs = [("numpy.", fnp, np), ("numpy.linalg.", fnp.linalg, np.linalg),
-             ("numpy.fft.", fnp.fft, np.fft)]
+    pairs = [
+        ("numpy.", fnp, np),
+        ("numpy.linalg.", fnp.linalg, np.linalg),
+        ("numpy.fft.", fnp.fft, np.fft),
+    ]
     if HAVE_SCIPY:
         import fgrad.scipy
+
         for sub in fgrad.scipy.SUBMODULES:
-            pairs.append((f"scipy.{sub}.", importlib.import_module(f"fgrad.scipy.{sub}"),
-                          importlib.import_module(f"scipy.{sub}")))
+            pairs.append(
+                (
+                    f"scipy.{sub}.",
+                    importlib.import_module(f"fgrad.scipy.{sub}"),
+                    importlib.import_module(f"scipy.{sub}"),
+                )
+            )
     return pairs
 
 
@@ -57,14 +66,17 @@ def _expected(theirs, owner=None):
     if owner is None or list(sig.parameters)[1:] != ["args", "kwds"]:
         return sig
     import scipy.stats
+
     shapes = [s.strip() for s in (owner.shapes or "").split(",") if s.strip()]
-    first = list(sig.parameters.values())[0]
-    params = [first] + [inspect.Parameter(s, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                        for s in shapes]
+    first = next(iter(sig.parameters.values()))
+    params = [first] + [
+        inspect.Parameter(s, inspect.Parameter.POSITIONAL_OR_KEYWORD) for s in shapes
+    ]
     params.append(inspect.Parameter("loc", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0))
     if isinstance(owner, scipy.stats.rv_continuous):
-        params.append(inspect.Parameter("scale", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        default=1))
+        params.append(
+            inspect.Parameter("scale", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=1)
+        )
     return inspect.Signature(params)
 
 
@@ -84,9 +96,14 @@ def _mirrored_with_theirs():
             if isinstance(ours, types.ModuleType):  # scipy.stats.norm and its kin
                 for method in ours.__all__:
                     if hasattr(theirs, method):
-                        found.append((f"{prefix}{name}.{method}", getattr(ours, method),
-                                      _expected(getattr(theirs, method), owner=theirs),
-                                      getattr(theirs, method)))
+                        found.append(
+                            (
+                                f"{prefix}{name}.{method}",
+                                getattr(ours, method),
+                                _expected(getattr(theirs, method), owner=theirs),
+                                getattr(theirs, method),
+                            )
+                        )
             elif callable(ours) and callable(theirs):
                 found.append((prefix + name, ours, _expected(theirs), theirs))
     return found
@@ -94,7 +111,7 @@ def _mirrored_with_theirs():
 
 MIRRORED = _mirrored()
 
-# --- the justified differences ------------------------------------------------------------
+# --- the justified differences --------------------------------------------------------------------
 
 _SPEED = (
     "kept a bare primitive for speed (the lead's benchmark runs it): NumPy's keyword-only "
@@ -104,14 +121,28 @@ _SPEED = (
 )
 DIFFERENCES = {
     f"numpy.{name}": _SPEED
-    for name in ("sin", "cos", "tanh", "exp", "log", "negative", "add", "subtract", "multiply",
-                 "divide", "true_divide", "power", "pow", "matmul")
+    for name in (
+        "sin",
+        "cos",
+        "tanh",
+        "exp",
+        "log",
+        "negative",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "true_divide",
+        "power",
+        "pow",
+        "matmul",
+    )
 }
 
 # Differences in files other helpers own and are fixing now (see the module docstring).
 PENDING = {}
 
-# --- comparing --------------------------------------------------------------------------------
+# --- comparing ------------------------------------------------------------------------------------
 
 
 def _same_default(a, b):
@@ -162,12 +193,14 @@ def test_the_lists_of_differences_name_mirrored_functions():
     assert len(MIRRORED) > 350  # numpy, linalg, fft and the SciPy mirrors are all compared
 
 
-# --- the speed-tuned primitives refuse NumPy's keywords by name -----------------------------
+# --- the speed-tuned primitives refuse NumPy's keywords by name -----------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(DIFFERENCES))
-@pytest.mark.parametrize("keyword, value", [("out", np.zeros(2)), ("dtype", np.float32),
-                                            ("where", np.array([True, False]))])
+@pytest.mark.parametrize(
+    "keyword, value",
+    [("out", np.zeros(2)), ("dtype", np.float32), ("where", np.array([True, False]))],
+)
 def test_a_speed_tuned_primitive_names_the_keyword_it_refuses(name, keyword, value):
     fn = getattr(fnp, name.split(".", 1)[1])
     x = np.array([0.3, 0.6])
@@ -176,22 +209,31 @@ def test_a_speed_tuned_primitive_names_the_keyword_it_refuses(name, keyword, val
         fgrad.grad(lambda x: fnp.sum(fn(*[x] * n_inputs, **{keyword: value})))(x)
 
 
-# --- keywords that cannot mean anything inside a transform are refused by name ---------------
+# --- keywords that cannot mean anything inside a transform are refused by name --------------------
 
 X = np.array([[0.3, 0.6], [0.2, 0.9]])
 
 # The arguments of a sample call, for functions whose first argument is not all they need.
 SAMPLES = {
     "numpy.clip": lambda x: (x, 0.25, 0.75),
-    "numpy.concatenate": lambda x: ([x, x],), "numpy.concat": lambda x: ([x, x],),
-    "numpy.stack": lambda x: ([x, x],), "numpy.dot": lambda x: (x, x),
-    "numpy.outer": lambda x: (x, x), "numpy.einsum": lambda x: ("ij,jk", x, x),
-    "numpy.take": lambda x: (x, [0, 1]), "numpy.quantile": lambda x: (x, 0.5),
-    "numpy.percentile": lambda x: (x, 50.0), "numpy.nanquantile": lambda x: (x, 0.5),
-    "numpy.nanpercentile": lambda x: (x, 50.0), "numpy.vecdot": lambda x: (x, x),
-    "numpy.matvec": lambda x: (x, x[0]), "numpy.vecmat": lambda x: (x[0], x),
-    "numpy.broadcast_to": lambda x: (x, (3, 2, 2)), "numpy.broadcast_arrays": lambda x: (x, x),
-    "numpy.astype": lambda x: (x, np.float32), "numpy.reshape": lambda x: (x, (4,)),
+    "numpy.concatenate": lambda x: ([x, x],),
+    "numpy.concat": lambda x: ([x, x],),
+    "numpy.stack": lambda x: ([x, x],),
+    "numpy.dot": lambda x: (x, x),
+    "numpy.outer": lambda x: (x, x),
+    "numpy.einsum": lambda x: ("ij,jk", x, x),
+    "numpy.take": lambda x: (x, [0, 1]),
+    "numpy.quantile": lambda x: (x, 0.5),
+    "numpy.percentile": lambda x: (x, 50.0),
+    "numpy.nanquantile": lambda x: (x, 0.5),
+    "numpy.nanpercentile": lambda x: (x, 50.0),
+    "numpy.vecdot": lambda x: (x, x),
+    "numpy.matvec": lambda x: (x, x[0]),
+    "numpy.vecmat": lambda x: (x[0], x),
+    "numpy.broadcast_to": lambda x: (x, (3, 2, 2)),
+    "numpy.broadcast_arrays": lambda x: (x, x),
+    "numpy.astype": lambda x: (x, np.float32),
+    "numpy.reshape": lambda x: (x, (4,)),
     "numpy.linalg.multi_dot": lambda x: ([x, x],),
 }
 
@@ -200,7 +242,7 @@ _MEMORY = {"order": "F", "subok": None, "like": np.empty(0), "device": "gpu"}
 
 
 def _nondiff_names():
-    families = [p.stem[len("rows_"):] for p in sorted(pathlib.Path(TESTS).glob("rows_*.py"))]
+    families = [p.stem[len("rows_") :] for p in sorted(pathlib.Path(TESTS).glob("rows_*.py"))]
     return {n.name for n in load(families)[1]}
 
 
@@ -210,10 +252,15 @@ def _refused():
     nondiff = _nondiff_names()  # spelled as rows spell them: "floor", "scipy.special.gammasgn"
     cases = []
     for name, ours, _, theirs in _mirrored_with_theirs():
-        short = name[len("numpy."):] if name.startswith("numpy.") else name
+        short = name[len("numpy.") :] if name.startswith("numpy.") else name
         is_ufunc = isinstance(theirs, np.ufunc)
-        if short in nondiff or name in DIFFERENCES or name in PENDING or isinstance(ours, type) \
-                or not (name.startswith("numpy.") or is_ufunc):
+        if (
+            short in nondiff
+            or name in DIFFERENCES
+            or name in PENDING
+            or isinstance(ours, type)
+            or not (name.startswith("numpy.") or is_ufunc)
+        ):
             continue
         params = inspect.signature(ours).parameters
         if "out" in params:
@@ -221,22 +268,27 @@ def _refused():
         if "where" in params and is_ufunc:
             cases.append((name, ours, "where", X > 0.4, theirs))
         for keyword, value in _MEMORY.items():
-            if keyword in params and not (keyword == "order" and name in (
-                    "numpy.reshape", "numpy.ravel", "numpy.partition", "numpy.sort")):
+            if keyword in params and not (
+                keyword == "order"
+                and name in ("numpy.reshape", "numpy.ravel", "numpy.partition", "numpy.sort")
+            ):
                 # (reshape's and ravel's order is the order of the elements, not memory's)
                 default = params[keyword].default
-                cases.append((name, ours, keyword, (not default) if keyword == "subok"
-                              else value, theirs))
+                cases.append(
+                    (name, ours, keyword, (not default) if keyword == "subok" else value, theirs)
+                )
     return cases
 
 
 REFUSED = _refused()
 
 
-@pytest.mark.parametrize("name, fn, keyword, value, theirs", REFUSED,
-                         ids=[f"{c[0]}-{c[2]}" for c in REFUSED])
-def test_a_keyword_without_meaning_for_traced_values_is_refused_by_name(name, fn, keyword,
-                                                                         value, theirs):
+@pytest.mark.parametrize(
+    "name, fn, keyword, value, theirs", REFUSED, ids=[f"{c[0]}-{c[2]}" for c in REFUSED]
+)
+def test_a_keyword_without_meaning_for_traced_values_is_refused_by_name(
+    name, fn, keyword, value, theirs
+):
     def f(x):
         call = SAMPLES.get(name)
         n = theirs.nin if isinstance(theirs, np.ufunc) else 1
@@ -255,8 +307,11 @@ def test_every_keyword_kind_is_checked():
 
 def test_the_default_values_of_the_refused_keywords_are_accepted():
     x = np.array([0.3, 0.6])
-    g = fgrad.grad(lambda x: fnp.sum(fnp.arcsinh(x, out=None, where=True, order="K",
-                                                 subok=True) * fnp.sum(x, out=None)))(x)
+    g = fgrad.grad(
+        lambda x: fnp.sum(
+            fnp.arcsinh(x, out=None, where=True, order="K", subok=True) * fnp.sum(x, out=None)
+        )
+    )(x)
     np.testing.assert_allclose(g, fgrad.grad(lambda x: fnp.sum(fnp.arcsinh(x)) * fnp.sum(x))(x))
     a = fgrad.grad(lambda x: fnp.sum(fnp.asarray(x, order=None, device="cpu", like=None)))(x)
     np.testing.assert_array_equal(a, np.ones(2))

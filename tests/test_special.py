@@ -1,8 +1,9 @@
 """fgrad.scipy.special beyond the gradient table (tests/rows_special.py): values equal SciPy's,
 closed-form derivatives, the incomplete gamma functions' derivatives in a against mpmath,
-Bessel functions at 0 and at half-integer orders, stability at +-1000 in value and first and second derivatives (with
-warnings as errors), -inf entries and signed weights in logsumexp, conventions at x == 0 and
-at the edges of the domains, errors, and that `import fgrad` never needs SciPy."""
+Bessel functions at 0 and at half-integer orders, stability at +-1000 in value and first and
+second derivatives (with warnings as errors), -inf entries and signed weights in logsumexp,
+conventions at x == 0 and at the edges of the domains, errors, and that `import fgrad` never
+needs SciPy."""
 
 import math
 import subprocess
@@ -13,12 +14,12 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.special as sc
+from gradtable import derivatives as _derivatives
 
 import fgrad.numpy as fnp
 import fgrad.scipy.special as sp
 from fgrad import grad, hessian, jacfwd, jacrev, jvp, vjp
 from fgrad.test_util import check_grads
-from gradtable import derivatives as _derivatives
 
 
 @pytest.fixture
@@ -28,14 +29,51 @@ def no_warnings():
         yield
 
 
-# --- values are SciPy's ------------------------------------------------------------------------
+# --- values are SciPy's ---------------------------------------------------------------------------
 
 X = np.array([0.3, 1.7, 2.5])
-UNARY = ["expit", "log_expit", "erf", "erfc", "erfcx", "gammaln", "digamma", "psi", "gamma",
-         "gammasgn", "rgamma", "entr", "ndtr", "log_ndtr", "i0", "i0e", "i1", "i1e", "exp1", "expi",
-         "j0", "j1", "y0", "y1"]
-BINARY = ["xlogy", "xlog1py", "rel_entr", "kl_div", "beta", "betaln", "gammainc", "gammaincc",
-          "jv", "yv", "iv", "ive", "kv", "kve"]
+UNARY = [
+    "expit",
+    "log_expit",
+    "erf",
+    "erfc",
+    "erfcx",
+    "gammaln",
+    "digamma",
+    "psi",
+    "gamma",
+    "gammasgn",
+    "rgamma",
+    "entr",
+    "ndtr",
+    "log_ndtr",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "exp1",
+    "expi",
+    "j0",
+    "j1",
+    "y0",
+    "y1",
+]
+BINARY = [
+    "xlogy",
+    "xlog1py",
+    "rel_entr",
+    "kl_div",
+    "beta",
+    "betaln",
+    "gammainc",
+    "gammaincc",
+    "jv",
+    "yv",
+    "iv",
+    "ive",
+    "kv",
+    "kve",
+]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -66,22 +104,24 @@ def test_values_with_parameters_are_scipys():
     for axis in (None, 0, -1, (0, 1)):
         np.testing.assert_array_equal(sp.softmax(a, axis=axis), sc.softmax(a, axis=axis))
         np.testing.assert_array_equal(sp.log_softmax(a, axis=axis), sc.log_softmax(a, axis=axis))
-        np.testing.assert_array_equal(sp.logsumexp(a, axis=axis, keepdims=True),
-                                      sc.logsumexp(a, axis=axis, keepdims=True))
+        np.testing.assert_array_equal(
+            sp.logsumexp(a, axis=axis, keepdims=True), sc.logsumexp(a, axis=axis, keepdims=True)
+        )
     assert np.shape(sp.logsumexp(np.float64(0.5))) == ()  # SciPy's axis=() would give (1,)
 
 
-# --- closed forms ------------------------------------------------------------------------------
+# --- closed forms ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_closed_form_derivatives(mode):
-    d = lambda f, x, n=1: _derivatives(f, x, n, mode)  # noqa: E731
+    d = lambda f, x, n=1: _derivatives(f, x, n, mode)
     assert d(sp.erf, 0.0) == pytest.approx([2 / math.sqrt(math.pi)], rel=1e-15)
     assert d(sp.erfinv, 0.0, 2) == pytest.approx([math.sqrt(math.pi) / 2, 0.0], abs=1e-15)
     assert d(sp.expit, 0.0, 2) == pytest.approx([0.25, 0.0], abs=1e-15)
     assert d(sp.gammaln, 1.0, 3) == pytest.approx(
-        [-np.euler_gamma, math.pi**2 / 6, -2 * float(mpmath.zeta(3))], rel=1e-12)
+        [-np.euler_gamma, math.pi**2 / 6, -2 * float(mpmath.zeta(3))], rel=1e-12
+    )
     assert d(sp.gamma, 1.0) == pytest.approx([-np.euler_gamma], rel=1e-12)
     assert d(lambda x: sp.beta(x, 1.0), 2.0) == pytest.approx([-0.25], rel=1e-12)  # 1/x
     assert d(lambda x: sp.polygamma(2, x), 1.0) == pytest.approx([math.pi**4 / 15], rel=1e-12)
@@ -91,7 +131,8 @@ def test_closed_form_derivatives(mode):
     assert d(sp.exp1, 1.0, 2) == pytest.approx([-math.exp(-1), 2 * math.exp(-1)], rel=1e-12)
     assert d(lambda x: sp.expn(0, x), 1.0) == pytest.approx([-2 * math.exp(-1)], rel=1e-12)
     assert d(lambda x: sp.multigammaln(x, 2), 2.0) == pytest.approx(
-        [float(mpmath.digamma(2.0) + mpmath.digamma(1.5))], rel=1e-12)
+        [float(mpmath.digamma(2.0) + mpmath.digamma(1.5))], rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -99,14 +140,16 @@ def test_bessel_functions_are_exact_at_zero_to_every_order(mode):
     # I0 = 1 + x^2/4 + x^4/64, I1 = x/2 + x^3/16 + x^5/384: derivatives at 0 from the series
     assert _derivatives(sp.i0, 0.0, 4, mode) == pytest.approx([0.0, 0.5, 0.0, 0.375], abs=1e-15)
     assert _derivatives(sp.i1, 0.0, 5, mode) == pytest.approx(
-        [0.5, 0.0, 0.375, 0.0, 120 / 384], abs=1e-15)
+        [0.5, 0.0, 0.375, 0.0, 120 / 384], abs=1e-15
+    )
     assert _derivatives(sp.i1e, 0.0, 1, mode) == [0.5]
     assert _derivatives(sp.i0e, 0.0, 1, mode) == [0.0]  # the mean of -1 and +1, as JAX
     for x in (1e-20, 1e-3, 3.0):  # the series near 0 and the quotient beyond it agree
         i = [float(mpmath.besseli(n, x)) for n in range(4)]
         # I1' = (I0 + I2) / 2 and I1'' = (3 I1 + I3) / 4, from I_n' = (I_{n-1} + I_{n+1}) / 2
         assert _derivatives(sp.i1, x, 2, mode) == pytest.approx(
-            [(i[0] + i[2]) / 2, (3 * i[1] + i[3]) / 4], rel=1e-13, abs=1e-30)
+            [(i[0] + i[2]) / 2, (3 * i[1] + i[3]) / 4], rel=1e-13, abs=1e-30
+        )
 
 
 def test_large_bessel_arguments_stay_finite_with_scaling(no_warnings):
@@ -117,19 +160,23 @@ def test_large_bessel_arguments_stay_finite_with_scaling(no_warnings):
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_bessel_closed_forms(mode):
-    d = lambda f, x, n=1: _derivatives(f, x, n, mode)  # noqa: E731
+    d = lambda f, x, n=1: _derivatives(f, x, n, mode)
     x = 1.7
     s = math.sqrt(2 / (math.pi * x))
     # half-integer orders are elementary: jv(1/2) = s sin x, yv(1/2) = -s cos x,
     # iv(1/2) = s sinh x, kv(1/2) = pi/2 s exp(-x); their derivatives by hand
-    assert d(lambda t: sp.jv(0.5, t), x) == pytest.approx([s * (math.cos(x) - math.sin(x) / (2 * x))],
-                                                           rel=1e-13)
-    assert d(lambda t: sp.yv(0.5, t), x) == pytest.approx([s * (math.sin(x) + math.cos(x) / (2 * x))],
-                                                           rel=1e-13)
+    assert d(lambda t: sp.jv(0.5, t), x) == pytest.approx(
+        [s * (math.cos(x) - math.sin(x) / (2 * x))], rel=1e-13
+    )
+    assert d(lambda t: sp.yv(0.5, t), x) == pytest.approx(
+        [s * (math.sin(x) + math.cos(x) / (2 * x))], rel=1e-13
+    )
     assert d(lambda t: sp.iv(0.5, t), x) == pytest.approx(
-        [s * (math.cosh(x) - math.sinh(x) / (2 * x))], rel=1e-13)
+        [s * (math.cosh(x) - math.sinh(x) / (2 * x))], rel=1e-13
+    )
     assert d(lambda t: sp.kv(0.5, t), x) == pytest.approx(
-        [-math.pi / 2 * s * math.exp(-x) * (1 + 1 / (2 * x))], rel=1e-13)
+        [-math.pi / 2 * s * math.exp(-x) * (1 + 1 / (2 * x))], rel=1e-13
+    )
     assert d(lambda t: sp.kve(0.5, t), x) == pytest.approx([-math.pi / 2 * s / (2 * x)], rel=1e-13)
     assert d(sp.j0, x, 2) == pytest.approx([-sc.j1(x), -(sc.j0(x) - sc.jv(2, x)) / 2], rel=1e-13)
     assert d(sp.y0, x) == pytest.approx([-sc.y1(x)], rel=1e-13)
@@ -141,7 +188,8 @@ def test_bessel_closed_forms(mode):
     assert d(lambda t: sp.ive(0, t), 0.0) == [0.0]  # the kink of exp(-|x|): the mean, as JAX
     # Y_{-n} = (-1)^n Y_n, so are the derivatives
     assert d(lambda t: sp.yn(-3, t), x, 2) == pytest.approx(
-        [-v for v in d(lambda t: sp.yn(3, t), x, 2)], rel=1e-14)
+        [-v for v in d(lambda t: sp.yn(3, t), x, 2)], rel=1e-14
+    )
 
 
 BESSEL_COMPLEX = ["iv", "ive", "jn", "jv", "kv", "kve", "yv"]
@@ -156,20 +204,29 @@ def test_complex_bessel_values_are_scipys_and_derivatives_mpmaths(name, no_warni
         return getattr(sp, name)(v, z)
 
     np.testing.assert_array_equal(f(z), getattr(sc, name)(v, z))
-    mp = {"iv": mpmath.besseli, "jn": mpmath.besselj, "jv": mpmath.besselj,
-          "kv": mpmath.besselk, "yv": mpmath.bessely, "ive": mpmath.besseli,
-          "kve": mpmath.besselk}[name]
-    scale = {"ive": lambda w: mpmath.exp(-abs(w.real)), "kve": mpmath.exp}.get(
-        name, lambda w: 1)
+    mp = {
+        "iv": mpmath.besseli,
+        "jn": mpmath.besselj,
+        "jv": mpmath.besselj,
+        "kv": mpmath.besselk,
+        "yv": mpmath.bessely,
+        "ive": mpmath.besseli,
+        "kve": mpmath.besselk,
+    }[name]
+    scale = {"ive": lambda w: mpmath.exp(-abs(w.real)), "kve": mpmath.exp}.get(name, lambda w: 1)
     for zi in z:
         w = mpmath.mpc(zi)
         dz = mpmath.diff(lambda u: mp(v, u), w)  # the holomorphic part: f'(z) along 1
-        expected = complex(dz * scale(w) + (mp(v, w) * mpmath.exp(w) if name == "kve" else 0)
-                           - (mpmath.sign(w.real) * mp(v, w) * scale(w) if name == "ive" else 0))
+        expected = complex(
+            dz * scale(w)
+            + (mp(v, w) * mpmath.exp(w) if name == "kve" else 0)
+            - (mpmath.sign(w.real) * mp(v, w) * scale(w) if name == "ive" else 0)
+        )
         assert complex(jvp(f, (zi,), (1.0 + 0j,))[1]) == pytest.approx(expected, rel=1e-12)
         # along i: ive's factor exp(-|Re z|) does not change, so i f'(z) without its term
-        along_i = complex(1j * dz * scale(w) + (1j * mp(v, w) * mpmath.exp(w)
-                                                 if name == "kve" else 0))
+        along_i = complex(
+            1j * dz * scale(w) + (1j * mp(v, w) * mpmath.exp(w) if name == "kve" else 0)
+        )
         assert complex(jvp(f, (zi,), (1j,))[1]) == pytest.approx(along_i, rel=1e-12)
 
 
@@ -227,9 +284,21 @@ def _mp_q(a, x):
     return mpmath.gammainc(a, x, mpmath.inf, regularized=True)
 
 
-GAMMAINC_POINTS = [(0.05, 0.01), (0.6, 0.5), (0.6, 2.0), (3.0, 0.5), (3.0, 3.9), (3.0, 4.1),
-                   (3.0, 45.0), (40.0, 2.0), (40.0, 39.5), (40.0, 41.5), (40.0, 100.0),
-                   (500.0, 480.0), (500.0, 550.0)]
+GAMMAINC_POINTS = [
+    (0.05, 0.01),
+    (0.6, 0.5),
+    (0.6, 2.0),
+    (3.0, 0.5),
+    (3.0, 3.9),
+    (3.0, 4.1),
+    (3.0, 45.0),
+    (40.0, 2.0),
+    (40.0, 39.5),
+    (40.0, 41.5),
+    (40.0, 100.0),
+    (500.0, 480.0),
+    (500.0, 550.0),
+]
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -240,10 +309,12 @@ def test_gammainc_derivatives_in_a_match_mpmath_to_order_2(mode):
     jac = jacrev if mode == "rev" else jacfwd
     for a, x in GAMMAINC_POINTS:
         with mpmath.workdps(50):
-            exact = [float(mpmath.diff(_mp_q, (a, x), order))
-                     for order in ((1, 0), (2, 0), (1, 1))]
-        got = [jac(sp.gammaincc)(a, x), jac(jac(sp.gammaincc))(a, x),
-               jac(jac(sp.gammaincc), argnums=1)(a, x)]
+            exact = [float(mpmath.diff(_mp_q, (a, x), order)) for order in ((1, 0), (2, 0), (1, 1))]
+        got = [
+            jac(sp.gammaincc)(a, x),
+            jac(jac(sp.gammaincc))(a, x),
+            jac(jac(sp.gammaincc), argnums=1)(a, x),
+        ]
         assert got == pytest.approx(exact, rel=1e-10, abs=0), (a, x)
         got_p = [jac(sp.gammainc)(a, x), jac(jac(sp.gammainc))(a, x)]
         assert got_p == pytest.approx([-exact[0], -exact[1]], rel=1e-10, abs=0), (a, x)
@@ -253,9 +324,11 @@ def test_gammainc_closed_forms_and_edges():
     # P(1, x) = 1 - exp(-x); P(a, x)_x = x**(a-1) exp(-x) / Gamma(a)
     assert grad(sp.gammainc, argnums=1)(1.0, 0.7) == pytest.approx(math.exp(-0.7), rel=1e-15)
     assert grad(grad(sp.gammainc, argnums=1), argnums=1)(1.0, 0.7) == pytest.approx(
-        -math.exp(-0.7), rel=1e-15)
+        -math.exp(-0.7), rel=1e-15
+    )
     assert grad(sp.gammaincc, argnums=1)(2.5, 1.5) == pytest.approx(
-        -(1.5**1.5) * math.exp(-1.5) / math.gamma(2.5), rel=1e-14)
+        -(1.5**1.5) * math.exp(-1.5) / math.gamma(2.5), rel=1e-14
+    )
     # at x == 0: P_x is 1 for a == 1 (0 log 0 = 0), 0 for a > 1; P_a is 0 there and at inf
     assert grad(sp.gammainc, argnums=(0, 1))(1.0, 0.0) == (0.0, 1.0)
     assert grad(sp.gammainc, argnums=(0, 1))(2.0, 0.0) == (0.0, 0.0)
@@ -268,8 +341,12 @@ def test_gammainc_closed_forms_and_edges():
 
 def _mp_beta_tail(a, b, x):
     """I_x(a, b) by its hypergeometric series (its own tail, never 1 minus something)."""
-    return (x**a * (1 - x)**b / (a * mpmath.beta(a, b))
-            * mpmath.hyp2f1(a + b, 1, a + 1, x, maxterms=10**6))
+    return (
+        x**a
+        * (1 - x) ** b
+        / (a * mpmath.beta(a, b))
+        * mpmath.hyp2f1(a + b, 1, a + 1, x, maxterms=10**6)
+    )
 
 
 def _mp_betainc(a, b, x):
@@ -280,9 +357,18 @@ def _mp_betainc(a, b, x):
     return lambda a, b, x: -_mp_beta_tail(b, a, 1 - x)
 
 
-BETAINC_POINTS = [(0.1, 0.3, 1e-5), (0.1, 60.0, 0.01), (0.7, 4.5, 0.3), (2.0, 1.0, 0.5),
-                  (2.0, 60.0, 0.99), (15.0, 0.3, 0.7), (80.0, 4.5, 0.01), (80.0, 60.0, 0.6),
-                  (1000.0, 1000.0, 0.5), (500.0, 20.0, 0.96)]
+BETAINC_POINTS = [
+    (0.1, 0.3, 1e-5),
+    (0.1, 60.0, 0.01),
+    (0.7, 4.5, 0.3),
+    (2.0, 1.0, 0.5),
+    (2.0, 60.0, 0.99),
+    (15.0, 0.3, 0.7),
+    (80.0, 4.5, 0.01),
+    (80.0, 60.0, 0.6),
+    (1000.0, 1000.0, 0.5),
+    (500.0, 20.0, 0.96),
+]
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -292,16 +378,22 @@ def test_betainc_derivatives_match_mpmath_to_order_2(mode):
     jac = jacrev if mode == "rev" else jacfwd
     for a, b, x in BETAINC_POINTS:
         with mpmath.workdps(50):
-            first = [float(mpmath.diff(_mp_betainc(a, b, x), (a, b, x), order))
-                     for order in ((1, 0, 0), (0, 1, 0), (0, 0, 1))]
+            first = [
+                float(mpmath.diff(_mp_betainc(a, b, x), (a, b, x), order))
+                for order in ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+            ]
         got = [jac(sp.betainc, argnums=i)(a, b, x) for i in range(3)]
         assert got == pytest.approx(first, rel=1e-11, abs=0), (a, b, x)
     for a, b, x in BETAINC_POINTS[:6]:
         with mpmath.workdps(50):
-            second = [float(mpmath.diff(_mp_betainc(a, b, x), (a, b, x), order))
-                      for order in ((2, 0, 0), (1, 1, 0), (1, 0, 1), (0, 2, 0))]
-        got = [jac(jac(sp.betainc, argnums=i), argnums=j)(a, b, x)
-               for i, j in ((0, 0), (0, 1), (0, 2), (1, 1))]
+            second = [
+                float(mpmath.diff(_mp_betainc(a, b, x), (a, b, x), order))
+                for order in ((2, 0, 0), (1, 1, 0), (1, 0, 1), (0, 2, 0))
+            ]
+        got = [
+            jac(jac(sp.betainc, argnums=i), argnums=j)(a, b, x)
+            for i, j in ((0, 0), (0, 1), (0, 2), (1, 1))
+        ]
         assert got == pytest.approx(second, rel=1e-9, abs=0), (a, b, x)
 
 
@@ -311,7 +403,8 @@ def test_betainc_values_closed_forms_and_edges(no_warnings):
     # I_x(a, 1) = x**a: d/da = x**a log x; I_x(1, b) = 1 - (1 - x)**b: d/db = -(1-x)**b log(1-x)
     assert grad(sp.betainc)(2.5, 1.0, 0.3) == pytest.approx(0.3**2.5 * math.log(0.3), rel=1e-14)
     assert grad(sp.betainc, argnums=1)(1.0, 3.0, 0.4) == pytest.approx(
-        -(0.6**3) * math.log(0.6), rel=1e-14)
+        -(0.6**3) * math.log(0.6), rel=1e-14
+    )
     # at the ends the value is 0 or 1 whatever a and b are
     assert grad(sp.betainc, argnums=(0, 1))(2.0, 3.0, 0.0) == (0.0, 0.0)
     assert grad(sp.betainc, argnums=(0, 1))(2.0, 3.0, 1.0) == (0.0, 0.0)
@@ -329,23 +422,34 @@ def test_gammaincinv_derivatives_match_mpmath(mode):
     jac = jacrev if mode == "rev" else jacfwd
     for f, upper in ((sp.gammaincinv, False), (sp.gammainccinv, True)):
         for a, p in ((0.7, 0.3), (5.0, 0.9), (40.0, 0.05)):
+
             def inverse(a, p, upper=upper):
                 return mpmath.findroot(
-                    lambda t: mpmath.gammainc(a, t, mpmath.inf, regularized=True) - p if upper
-                    else mpmath.gammainc(a, 0, t, regularized=True) - p,
-                    float(f(float(a), float(p))))
+                    lambda t: (
+                        mpmath.gammainc(a, t, mpmath.inf, regularized=True) - p
+                        if upper
+                        else mpmath.gammainc(a, 0, t, regularized=True) - p
+                    ),
+                    float(f(float(a), float(p))),
+                )
+
             with mpmath.workdps(40):
                 exact = [float(mpmath.diff(inverse, (a, p), order)) for order in ((1, 0), (0, 1))]
             got = [jac(f, argnums=0)(a, p), jac(f, argnums=1)(a, p)]
             assert got == pytest.approx(exact, rel=1e-9), (f.__name__, a, p)
 
 
-# --- stability at +-1000 -----------------------------------------------------------------------
+# --- stability at +-1000 --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("x,value,d1,d2", [
-    (1000.0, 1.0, 0.0, 0.0), (-1000.0, 0.0, 0.0, 0.0), (40.0, 1.0, math.exp(-40), -math.exp(-40)),
-])
+@pytest.mark.parametrize(
+    "x,value,d1,d2",
+    [
+        (1000.0, 1.0, 0.0, 0.0),
+        (-1000.0, 0.0, 0.0, 0.0),
+        (40.0, 1.0, math.exp(-40), -math.exp(-40)),
+    ],
+)
 def test_expit_at_large_magnitude(no_warnings, x, value, d1, d2):
     assert sp.expit(x) == value
     for mode in ("rev", "fwd"):
@@ -363,7 +467,8 @@ def test_logit_near_the_ends(no_warnings):
     for p in (1e-100, 1 - 2**-52):
         q = 1 - p
         assert _derivatives(sp.logit, p, 2, "rev") == pytest.approx(
-            [1 / (p * q), (2 * p - 1) / (p * q) ** 2], rel=1e-12)
+            [1 / (p * q), (2 * p - 1) / (p * q) ** 2], rel=1e-12
+        )
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -387,8 +492,7 @@ def test_logsumexp_at_large_magnitude(no_warnings):
     y = np.array([1000.0, 1000.0])
     # (ans = 1000 + log 2 is rounded to the spacing of 1000, 1e-13: so are the weights)
     np.testing.assert_allclose(grad(sp.logsumexp)(y), [0.5, 0.5], rtol=1e-12)
-    np.testing.assert_allclose(hessian(sp.logsumexp)(y), [[0.25, -0.25], [-0.25, 0.25]],
-                               rtol=1e-12)
+    np.testing.assert_allclose(hessian(sp.logsumexp)(y), [[0.25, -0.25], [-0.25, 0.25]], rtol=1e-12)
 
 
 def test_softmax_and_log_softmax_at_large_magnitude(no_warnings):
@@ -404,7 +508,7 @@ def test_softmax_and_log_softmax_at_large_magnitude(no_warnings):
     np.testing.assert_array_equal(second, np.zeros((3, 3)))
 
 
-# --- logsumexp: -inf entries, weights, signs ---------------------------------------------------
+# --- logsumexp: -inf entries, weights, signs ------------------------------------------------------
 
 
 def test_logsumexp_gives_no_gradient_to_minus_inf_entries(no_warnings):
@@ -420,8 +524,10 @@ def test_logsumexp_gives_no_gradient_to_minus_inf_entries(no_warnings):
 
 def test_logsumexp_with_signed_weights():
     a, b = np.array([1.0, 2.0, 0.5]), np.array([2.0, -1.0, 0.5])
-    (out, sign), (ref, ref_sign) = sp.logsumexp(a, b=b, return_sign=True), sc.logsumexp(
-        a, b=b, return_sign=True)
+    (out, sign), (ref, ref_sign) = (
+        sp.logsumexp(a, b=b, return_sign=True),
+        sc.logsumexp(a, b=b, return_sign=True),
+    )
     assert out == ref and sign == ref_sign == -1.0
     s = np.sum(b * np.exp(a))
     ga, gb = grad(lambda a, b: sp.logsumexp(a, b=b, return_sign=True)[0], argnums=(0, 1))(a, b)
@@ -432,7 +538,7 @@ def test_logsumexp_with_signed_weights():
     np.testing.assert_array_equal(g, [1.0, 0.0])
 
 
-# --- conventions at 0 and at the edges of the domains ------------------------------------------
+# --- conventions at 0 and at the edges of the domains ---------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -470,7 +576,7 @@ def test_gammasgn_is_a_constant():
     assert grad(lambda x: sp.gammasgn(x) * x)(-0.5) == -1.0
 
 
-# --- errors ------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 def test_integer_orders_are_static():
@@ -486,7 +592,7 @@ def test_integer_orders_are_static():
         sp.multigammaln(np.array([3.0, 0.8]), 3)
 
 
-# --- SciPy is optional -------------------------------------------------------------------------
+# --- SciPy is optional ----------------------------------------------------------------------------
 
 
 def test_fgrad_imports_without_scipy():
@@ -508,27 +614,41 @@ def test_fgrad_numpy_does_not_load_scipy():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# --- third order: the rules are differentiable all the way down -------------------------------
+# --- third order: the rules are differentiable all the way down -----------------------------------
 
 _X = np.array([0.7, 1.3, 2.1])
 _P = np.array([0.2, 0.45, 0.8])
 THIRD_ORDER = {
-    "erf": (sp.erf, (_X,)), "erfinv": (sp.erfinv, (_P,)), "erfcx": (sp.erfcx, (_X - 1.0,)),
-    "expit": (sp.expit, (_X - 1.0,)), "logit": (sp.logit, (_P,)),
-    "log_expit": (sp.log_expit, (_X - 1.0,)), "gammaln": (sp.gammaln, (_X,)),
-    "digamma": (sp.digamma, (_X,)), "polygamma": (lambda x: sp.polygamma(2, x), (_X,)),
-    "rgamma": (sp.rgamma, (_X,)), "ndtri": (sp.ndtri, (_P,)),
+    "erf": (sp.erf, (_X,)),
+    "erfinv": (sp.erfinv, (_P,)),
+    "erfcx": (sp.erfcx, (_X - 1.0,)),
+    "expit": (sp.expit, (_X - 1.0,)),
+    "logit": (sp.logit, (_P,)),
+    "log_expit": (sp.log_expit, (_X - 1.0,)),
+    "gammaln": (sp.gammaln, (_X,)),
+    "digamma": (sp.digamma, (_X,)),
+    "polygamma": (lambda x: sp.polygamma(2, x), (_X,)),
+    "rgamma": (sp.rgamma, (_X,)),
+    "ndtri": (sp.ndtri, (_P,)),
     "log_ndtr": (sp.log_ndtr, (np.array([-30.0, -6.0, -2.0, 0.5, 4.0]),)),
-    "i0": (sp.i0, (_X - 1.0,)), "i1": (sp.i1, (_X - 1.0,)), "i0e": (sp.i0e, (_X,)),
-    "i1e": (sp.i1e, (_X,)), "expn": (lambda x: sp.expn(np.array([0, 1, 2]), x), (_X,)),
+    "i0": (sp.i0, (_X - 1.0,)),
+    "i1": (sp.i1, (_X - 1.0,)),
+    "i0e": (sp.i0e, (_X,)),
+    "i1e": (sp.i1e, (_X,)),
+    "expn": (lambda x: sp.expn(np.array([0, 1, 2]), x), (_X,)),
     "multigammaln": (lambda x: sp.multigammaln(x, 3), (_X + 1.0,)),
-    "xlogy": (sp.xlogy, (_X - 1.0, _P)), "beta": (sp.beta, (_X, _P)),
-    "kl_div": (sp.kl_div, (_X, _P)), "rel_entr": (sp.rel_entr, (_X, _P)),
+    "xlogy": (sp.xlogy, (_X - 1.0, _P)),
+    "beta": (sp.beta, (_X, _P)),
+    "kl_div": (sp.kl_div, (_X, _P)),
+    "rel_entr": (sp.rel_entr, (_X, _P)),
     "logsumexp": (lambda x, b: sp.logsumexp(x, b=b, axis=0), (np.outer(_X, _P), _P[:, None])),
     "softmax": (lambda x: sp.softmax(x, axis=1), (np.outer(_X, _P),)),
     "log_softmax": (lambda x: sp.log_softmax(x, axis=0), (np.outer(_X, _P),)),
-    "j1": (sp.j1, (_X - 1.0,)), "y1": (sp.y1, (_X,)), "jv": (lambda x: sp.jv(2.5, x), (_X,)),
-    "ive": (lambda x: sp.ive(1.5, x), (_X,)), "kve": (lambda x: sp.kve(0.3, x), (_X,)),
+    "j1": (sp.j1, (_X - 1.0,)),
+    "y1": (sp.y1, (_X,)),
+    "jv": (lambda x: sp.jv(2.5, x), (_X,)),
+    "ive": (lambda x: sp.ive(1.5, x), (_X,)),
+    "kve": (lambda x: sp.kve(0.3, x), (_X,)),
     "gammainc": (sp.gammainc, (_X, np.array([0.4, 3.0, 6.0]))),
     "gammaincinv": (sp.gammaincinv, (_X, _P)),
 }
@@ -542,20 +662,30 @@ def test_third_order_in_both_modes(name):
 
 def test_scipy_special_ufuncs_on_traced_values_are_differentiated():
 
-
     assert grad(lambda x: sc.erf(x))(0.0) == pytest.approx(2 / np.sqrt(np.pi))
     assert grad(lambda x: sc.gammaln(x))(2.0) == pytest.approx(1 - np.euler_gamma)
     assert grad(lambda x: sc.jv(1, x))(0.0) == 0.5
     assert grad(lambda x: sc.jn(1, x))(0.0) == 0.5
     assert grad(lambda a: sc.gammaincc(a, 2.0))(1.0) == pytest.approx(
         float(mpmath.diff(lambda t: mpmath.gammainc(t, 2.0, mpmath.inf, regularized=True), 1.0)),
-        rel=1e-12)
+        rel=1e-12,
+    )
 
 
-# --- a Python scalar takes the other argument's dtype (NumPy 2's rule) ---------------------------
+# --- a Python scalar takes the other argument's dtype (NumPy 2's rule) ----------------------------
 
-ALL_BINARY = ["xlogy", "xlog1py", "rel_entr", "kl_div", "beta", "betaln", "gammainc",
-              "gammaincc", "gammaincinv", "gammainccinv"]
+ALL_BINARY = [
+    "xlogy",
+    "xlog1py",
+    "rel_entr",
+    "kl_div",
+    "beta",
+    "betaln",
+    "gammainc",
+    "gammaincc",
+    "gammaincinv",
+    "gammainccinv",
+]
 
 
 @pytest.mark.parametrize("name", ALL_BINARY)
@@ -566,16 +696,16 @@ def test_python_float_next_to_float32_stays_float32(name):
         out = f(*args)
         assert out.dtype == np.float32, (args, out.dtype)
         # the value is SciPy's computed from the same float32 numbers
-        theirs = getattr(sc, name)(*(np.float32(a) if type(a) in (int, float) else a
-                                     for a in args))
+        theirs = getattr(sc, name)(*(np.float32(a) if type(a) in (int, float) else a for a in args))
         np.testing.assert_allclose(out, theirs, rtol=1e-6)
         for i in range(2):
             if type(args[i]) in (int, float):
                 continue
-            g = grad(lambda v, i=i: fnp.sum(f(*args[:i], v, *args[i + 1:])))(args[i])
-            gg = grad(lambda v, i=i: fnp.sum(grad(lambda w: fnp.sum(
-                f(*args[:i], w, *args[i + 1:])))(v)))(args[i])
-            jf = jacfwd(lambda v, i=i: f(*args[:i], v, *args[i + 1:]))(args[i])
+            g = grad(lambda v, i=i: fnp.sum(f(*args[:i], v, *args[i + 1 :])))(args[i])
+            gg = grad(
+                lambda v, i=i: fnp.sum(grad(lambda w: fnp.sum(f(*args[:i], w, *args[i + 1 :])))(v))
+            )(args[i])
+            jf = jacfwd(lambda v, i=i: f(*args[:i], v, *args[i + 1 :]))(args[i])
             assert g.dtype == gg.dtype == jf.dtype == np.float32, (args, i)
     # NumPy's rule, not a blanket float32: float64 data, NumPy float64 scalars and integer
     # arrays next to a Python float stay or become float64, as NumPy would give
@@ -598,18 +728,28 @@ def test_python_scalars_with_orders_and_weights_keep_float32():
     assert grad(lambda b: sp.logsumexp(0.5, b=b))(x32).dtype == np.float32
 
 
-# --- signatures and tracing ----------------------------------------------------------------------
+# --- signatures and tracing -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sp.__all__)
 def test_signature_is_scipys(name):
     import inspect
+
     assert inspect.signature(getattr(sp, name)) == inspect.signature(getattr(sc, name))
 
 
-@pytest.mark.parametrize("kw", [{"out": np.zeros(3)}, {"where": np.ones(3, bool)},
-                                {"casting": "unsafe"}, {"order": "C"}, {"dtype": np.float32},
-                                {"subok": False}, {"signature": "d->d"}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"out": np.zeros(3)},
+        {"where": np.ones(3, bool)},
+        {"casting": "unsafe"},
+        {"order": "C"},
+        {"dtype": np.float32},
+        {"subok": False},
+        {"signature": "d->d"},
+    ],
+)
 def test_ufunc_keywords_are_refused_by_name(kw):
     (key,) = kw
     with pytest.raises(TypeError, match=f"erf: fgrad does not support the ufunc argument {key}="):
@@ -620,14 +760,20 @@ def test_ufunc_keywords_are_refused_by_name(kw):
 
 def test_betainc_value_is_scipys_untraced_and_under_vjp_and_jvp():
     from fgrad import jvp, vjp
+
     a, b = np.array([0.5, 2.0, 30.0]), np.array([[1.5], [0.7]])
     for x in (np.array([0.2, 0.6, 0.99]), np.float32([0.2, 0.6, 0.99])):
         expected = sc.betainc(a.astype(x.dtype), b.astype(x.dtype), x)
         plain = sp.betainc(a.astype(x.dtype), b.astype(x.dtype), x)
         assert plain.dtype == expected.dtype == x.dtype
         np.testing.assert_array_equal(plain, expected)
-        for out in (vjp(lambda x: sp.betainc(a.astype(x.dtype), b.astype(x.dtype), x), x)[0],
-                    jvp(lambda a, x: sp.betainc(a, b.astype(x.dtype), x),
-                        (a.astype(x.dtype), x), (a.astype(x.dtype), x))[0]):
+        for out in (
+            vjp(lambda x: sp.betainc(a.astype(x.dtype), b.astype(x.dtype), x), x)[0],
+            jvp(
+                lambda a, x: sp.betainc(a, b.astype(x.dtype), x),
+                (a.astype(x.dtype), x),
+                (a.astype(x.dtype), x),
+            )[0],
+        ):
             assert out.dtype == plain.dtype and out.shape == plain.shape
             np.testing.assert_array_equal(out, plain)

@@ -17,9 +17,21 @@ XN[0, 1, 2] = np.nan
 XN[1, :, 3] = np.nan
 XN[2, 0, :] = np.nan  # an all-NaN slice along the last axis
 
-METHODS = ["linear", "lower", "higher", "nearest", "midpoint", "hazen", "weibull",
-           "median_unbiased", "normal_unbiased", "interpolated_inverted_cdf", "inverted_cdf",
-           "averaged_inverted_cdf", "closest_observation"]
+METHODS = [
+    "linear",
+    "lower",
+    "higher",
+    "nearest",
+    "midpoint",
+    "hazen",
+    "weibull",
+    "median_unbiased",
+    "normal_unbiased",
+    "interpolated_inverted_cdf",
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+]
 
 
 def _same(a, b):
@@ -28,7 +40,7 @@ def _same(a, b):
     np.testing.assert_allclose(a, b, rtol=1e-14, atol=0, equal_nan=True)
 
 
-# --- values are NumPy's --------------------------------------------------------------------
+# --- values are NumPy's ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("axis", [None, 0, -1, (0, 2)])
@@ -38,17 +50,25 @@ def test_values_match_numpy(axis, keepdims):
         warnings.simplefilter("ignore", RuntimeWarning)
         for ddof in (0, 1, 5):
             for name in ("var", "std"):
-                _same(getattr(fnp, name)(X, axis=axis, ddof=ddof, keepdims=keepdims),
-                      getattr(np, name)(X, axis=axis, ddof=ddof, keepdims=keepdims))
+                _same(
+                    getattr(fnp, name)(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                    getattr(np, name)(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                )
             for name in ("nanvar", "nanstd"):
-                _same(getattr(fnp, name)(XN, axis=axis, ddof=ddof, keepdims=keepdims),
-                      getattr(np, name)(XN, axis=axis, ddof=ddof, keepdims=keepdims))
+                _same(
+                    getattr(fnp, name)(XN, axis=axis, ddof=ddof, keepdims=keepdims),
+                    getattr(np, name)(XN, axis=axis, ddof=ddof, keepdims=keepdims),
+                )
         for name in ("ptp", "median", "average"):
-            _same(getattr(fnp, name)(X, axis=axis, keepdims=keepdims),
-                  getattr(np, name)(X, axis=axis, keepdims=keepdims))
+            _same(
+                getattr(fnp, name)(X, axis=axis, keepdims=keepdims),
+                getattr(np, name)(X, axis=axis, keepdims=keepdims),
+            )
         for name in ("nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanmedian", "median"):
-            _same(getattr(fnp, name)(XN, axis=axis, keepdims=keepdims),
-                  getattr(np, name)(XN, axis=axis, keepdims=keepdims))
+            _same(
+                getattr(fnp, name)(XN, axis=axis, keepdims=keepdims),
+                getattr(np, name)(XN, axis=axis, keepdims=keepdims),
+            )
         for method in METHODS:
             for q in (0.0, 0.37, 1.0, [0.1, 0.5, 0.9], np.array([[0.2, 0.7], [1.0, 0.0]])):
                 kw = dict(axis=axis, keepdims=keepdims, method=method)
@@ -56,10 +76,14 @@ def test_values_match_numpy(axis, keepdims):
                 _same(fnp.quantile(XN, q, **kw), np.quantile(XN, q, **kw))
                 if np.ndim(q) < 2:  # NumPy's nanquantile orders the axes of a 2-D q oddly
                     _same(fnp.nanquantile(XN, q, **kw), np.nanquantile(XN, q, **kw))
-            _same(fnp.percentile(X, [30, 95], axis=axis, keepdims=keepdims, method=method),
-                  np.percentile(X, [30, 95], axis=axis, keepdims=keepdims, method=method))
-            _same(fnp.nanpercentile(XN, 30, axis=axis, keepdims=keepdims, method=method),
-                  np.nanpercentile(XN, 30, axis=axis, keepdims=keepdims, method=method))
+            _same(
+                fnp.percentile(X, [30, 95], axis=axis, keepdims=keepdims, method=method),
+                np.percentile(X, [30, 95], axis=axis, keepdims=keepdims, method=method),
+            )
+            _same(
+                fnp.nanpercentile(XN, 30, axis=axis, keepdims=keepdims, method=method),
+                np.nanpercentile(XN, 30, axis=axis, keepdims=keepdims, method=method),
+            )
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
@@ -78,11 +102,14 @@ def test_average_with_weights_matches_numpy():
         _same(avg, avg_np)
         _same(scl, scl_np)
     _same(fnp.average(X, axis=1, weights=w[0, :, 0]), np.average(X, axis=1, weights=w[0, :, 0]))
-    np.testing.assert_allclose(fnp.average(X, axis=(2, 0), weights=w[:, 0, :].T),
-                               np.average(X, axis=(2, 0), weights=w[:, 0, :].T), rtol=1e-13)
+    np.testing.assert_allclose(
+        fnp.average(X, axis=(2, 0), weights=w[:, 0, :].T),
+        np.average(X, axis=(2, 0), weights=w[:, 0, :].T),
+        rtol=1e-13,
+    )
 
 
-# --- closed forms ----------------------------------------------------------------------------
+# --- closed forms ---------------------------------------------------------------------------------
 
 
 def test_var_gradient_is_2_centred_over_n_minus_ddof():
@@ -99,8 +126,9 @@ def test_std_at_zero_variance_is_0_with_a_0_subgradient_to_every_order():
     for d in (grad(fnp.std), jacfwd(fnp.std), jacrev(fnp.std)):
         np.testing.assert_array_equal(d(x), np.zeros(4))
     np.testing.assert_array_equal(hessian(fnp.std)(x), np.zeros((4, 4)))
-    np.testing.assert_array_equal(grad(lambda v: fnp.nanstd(v))(np.array([2.0, np.nan, 2.0])),
-                                  np.zeros(3))
+    np.testing.assert_array_equal(
+        grad(lambda v: fnp.nanstd(v))(np.array([2.0, np.nan, 2.0])), np.zeros(3)
+    )
     # std is a minimum there: the directional derivatives are >= 0 either side, so 0 is a
     # subgradient; the value right next to it is as NumPy computes it
     g = grad(lambda v: fnp.sum(fnp.std(v, axis=0)))(np.array([[1.0, 2.0], [1.0, 3.0]]))
@@ -140,8 +168,8 @@ def test_cumprod_is_exact_at_zeros_to_third_order():
     y = np.array([2.0, 0.0, 3.0, 5.0])
     np.testing.assert_array_equal(jacrev(fnp.cumprod)(y), jacfwd(fnp.cumprod)(y))
     np.testing.assert_array_equal(
-        jacrev(fnp.cumprod)(y),
-        [[1, 0, 0, 0], [0, 2, 0, 0], [0, 6, 0, 0], [0, 30, 0, 0]])
+        jacrev(fnp.cumprod)(y), [[1, 0, 0, 0], [0, 2, 0, 0], [0, 6, 0, 0], [0, 30, 0, 0]]
+    )
 
 
 def test_cumprod_gradient_is_exact_where_the_product_underflows():
@@ -150,12 +178,14 @@ def test_cumprod_gradient_is_exact_where_the_product_underflows():
     np.testing.assert_array_equal(g, [1e-300, 1e-300, 0.0])
     h = hessian(lambda v: fnp.cumprod(v)[-1])(x)
     np.testing.assert_array_equal(
-        h, [[0.0, 2.0, 1e-300], [2.0, 0.0, 1e-300], [1e-300, 1e-300, 0.0]])
+        h, [[0.0, 2.0, 1e-300], [2.0, 0.0, 1e-300], [1e-300, 1e-300, 0.0]]
+    )
 
 
 def test_median_gradient_goes_to_the_middle_order_statistics():
-    np.testing.assert_array_equal(grad(fnp.median)(np.array([3.0, 1.0, 2.0, 4.0])),
-                                  [0.5, 0.0, 0.5, 0.0])
+    np.testing.assert_array_equal(
+        grad(fnp.median)(np.array([3.0, 1.0, 2.0, 4.0])), [0.5, 0.0, 0.5, 0.0]
+    )
     np.testing.assert_array_equal(grad(fnp.median)(np.array([3.0, 1.0, 2.0])), [0.0, 0.0, 1.0])
 
 
@@ -163,8 +193,9 @@ def test_median_and_quantile_ties_follow_the_stable_sort_like_jax():
     # the tied elements take ranks in array order; the rank the median reads gets it all
     np.testing.assert_array_equal(grad(fnp.median)(np.ones(3)), [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(grad(lambda x: fnp.quantile(x, 1.0))(np.ones(3)), [0.0, 0.0, 1.0])
-    np.testing.assert_array_equal(jacfwd(lambda x: fnp.quantile(x, 0.0))(np.ones(3)),
-                                  [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(
+        jacfwd(lambda x: fnp.quantile(x, 0.0))(np.ones(3)), [1.0, 0.0, 0.0]
+    )
 
 
 def test_quantile_derivative_in_q_is_n_minus_1_times_the_gap():
@@ -187,10 +218,17 @@ def test_quantile_errors_say_what_to_do():
     with pytest.raises(TypeError, match="weights are not supported"):
         fnp.quantile(x, 0.5, weights=np.ones(4))
     # complex data or quantiles, which NumPy refuses too (median orders complex numbers)
-    for name, q in [("quantile", 0.5), ("percentile", 50.0), ("nanquantile", 0.5),
-                    ("nanpercentile", 50.0)]:
-        with pytest.raises(TypeError, match=rf"{name}: a is complex \(shape \(4,\) and dtype "
-                                            r"complex128\); .*fgrad.numpy.real\(a\)"):
+    for name, q in [
+        ("quantile", 0.5),
+        ("percentile", 50.0),
+        ("nanquantile", 0.5),
+        ("nanpercentile", 50.0),
+    ]:
+        with pytest.raises(
+            TypeError,
+            match=rf"{name}: a is complex \(shape \(4,\) and dtype "
+            r"complex128\); .*fgrad.numpy.real\(a\)",
+        ):
             getattr(fnp, name)(x + 1j, q)
         with pytest.raises(TypeError):
             getattr(np, name)(x + 1j, q)
@@ -202,19 +240,33 @@ def test_quantile_errors_say_what_to_do():
         fnp.var(x, out=np.zeros(()))
 
 
-# --- the nan-functions -------------------------------------------------------------------------
+# --- the nan-functions ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar",
-                                  "nanstd", "nanmedian", "nanquantile", "nanpercentile",
-                                  "nancumsum", "nancumprod"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nansum",
+        "nanmean",
+        "nanmax",
+        "nanmin",
+        "nanprod",
+        "nanvar",
+        "nanstd",
+        "nanmedian",
+        "nanquantile",
+        "nanpercentile",
+        "nancumsum",
+        "nancumprod",
+    ],
+)
 def test_nan_functions_give_0_at_nans_and_no_nan_elsewhere_to_order_2(name):
     f = getattr(fnp, name)
     if name in ("nanquantile", "nanpercentile"):
         q = 0.3 if name == "nanquantile" else 30.0
         f = lambda x, f=f, **kw: getattr(fnp, name)(x, q, **kw)
     x = np.array([[0.3, np.nan, -1.2], [np.nan, np.nan, np.nan], [1.7, 0.4, np.nan]])
-    loss = lambda v: fnp.nansum(f(v, axis=1) * np.array([1.0, 2.0, 3.0])[: 3])
+    loss = lambda v: fnp.nansum(f(v, axis=1) * np.array([1.0, 2.0, 3.0])[:3])
     if name in ("nancumsum", "nancumprod"):
         loss = lambda v: fnp.sum(f(v, axis=1))
     nan = np.isnan(x)
@@ -240,7 +292,7 @@ def test_nanmax_ties_share_evenly_like_max():
     np.testing.assert_array_equal(grad(fnp.nanmax)(x), [0.5, 0.0, 0.5, 0.0])
 
 
-# --- average -------------------------------------------------------------------------------
+# --- average --------------------------------------------------------------------------------------
 
 
 def test_average_gradients_in_a_and_weights():
@@ -263,15 +315,17 @@ def test_non_differentiable_reductions_match_numpy():
     b = X > 0
     for axis in (None, 0, (1, 2)):
         np.testing.assert_array_equal(fnp.all(b, axis=axis), np.all(b, axis=axis))
-        np.testing.assert_array_equal(fnp.any(b, axis=axis, keepdims=True),
-                                      np.any(b, axis=axis, keepdims=True))
-        np.testing.assert_array_equal(fnp.count_nonzero(b, axis=axis),
-                                      np.count_nonzero(b, axis=axis))
+        np.testing.assert_array_equal(
+            fnp.any(b, axis=axis, keepdims=True), np.any(b, axis=axis, keepdims=True)
+        )
+        np.testing.assert_array_equal(
+            fnp.count_nonzero(b, axis=axis), np.count_nonzero(b, axis=axis)
+        )
     g = fgrad.grad(lambda x: fnp.sum(x) * fnp.count_nonzero(x > 0))(np.array([1.0, -1.0]))
     assert g.tolist() == [1.0, 1.0]
 
 
-# --- NumPy's keywords of the reductions (issue 15) ------------------------------------------
+# --- NumPy's keywords of the reductions (issue 15) ------------------------------------------------
 
 
 @pytest.mark.parametrize("jac", [jacrev, jacfwd])
@@ -279,13 +333,16 @@ def test_where_masked_elements_get_no_gradient(jac):
     x = np.array([[1.0, -2.0], [3.0, 4.0]])
     m = np.array([[True, False], [True, True]])
     np.testing.assert_array_equal(jac(lambda x: fnp.sum(x, where=m))(x), m.astype(float))
-    np.testing.assert_array_equal(jac(lambda x: fnp.mean(x, axis=0, where=m))(x),
-                                  [[[0.5, 0], [0.5, 0]], [[0, 0], [0, 1.0]]])
+    np.testing.assert_array_equal(
+        jac(lambda x: fnp.mean(x, axis=0, where=m))(x), [[[0.5, 0], [0.5, 0]], [[0, 0], [0, 1.0]]]
+    )
     # prod over the True elements: d/dx_i is the product of the others (and initial)
-    np.testing.assert_array_equal(jac(lambda x: fnp.prod(x, where=m, initial=2.0))(x),
-                                  [[24.0, 0.0], [8.0, 6.0]])
-    np.testing.assert_array_equal(jac(lambda x: fnp.max(x, initial=0.0, where=m))(x),
-                                  [[0, 0], [0, 1.0]])
+    np.testing.assert_array_equal(
+        jac(lambda x: fnp.prod(x, where=m, initial=2.0))(x), [[24.0, 0.0], [8.0, 6.0]]
+    )
+    np.testing.assert_array_equal(
+        jac(lambda x: fnp.max(x, initial=0.0, where=m))(x), [[0, 0], [0, 1.0]]
+    )
 
 
 def test_initial_of_max_shares_ties_and_is_differentiable_when_traced():
@@ -307,8 +364,7 @@ def test_var_of_complex_data_is_real_as_numpys():
     assert fnp.var(z) == np.var(z) and np.isrealobj(fnp.var(z))
     # var = mean |z - mean z|^2, real: JAX's convention (d/dRe - i d/dIm) gives
     # 2 conj(z - mean) / n
-    np.testing.assert_allclose(fgrad.grad(fnp.var)(z), 2 * np.conj(z - z.mean()) / 3,
-                               rtol=1e-14)
+    np.testing.assert_allclose(fgrad.grad(fnp.var)(z), 2 * np.conj(z - z.mean()) / 3, rtol=1e-14)
 
 
 def test_reduction_keywords_are_checked():
@@ -316,7 +372,8 @@ def test_reduction_keywords_are_checked():
     with pytest.raises(TypeError, match="where= must be a boolean mask"):
         fnp.sum(x, where=np.ones((2, 2)))
     # a comparison of traced values is a constant mask, as a mask should be
-    np.testing.assert_array_equal(fgrad.grad(lambda x: fnp.sum(x, where=x > 1))(x),
-                                  np.zeros((2, 2)))
+    np.testing.assert_array_equal(
+        fgrad.grad(lambda x: fnp.sum(x, where=x > 1))(x), np.zeros((2, 2))
+    )
     with pytest.raises(ValueError, match="ddof and correction"):
         fnp.var(x, ddof=1, correction=1)

@@ -53,7 +53,7 @@ class Tag:
         self.args = args
 
 
-# --- reference specification -------------------------------------------------------------
+# --- reference specification ----------------------------------------------------------------------
 
 
 def reference_leaves(tree):
@@ -112,7 +112,7 @@ def assert_identical(xs, ys):
     assert all(x is y for x, y in zip(xs, ys))
 
 
-# --- strategies -----------------------------------------------------------------------------
+# --- strategies -----------------------------------------------------------------------------------
 
 leaves_st = st.one_of(
     st.integers(),
@@ -143,7 +143,7 @@ def containers(children):
 trees = st.recursive(leaves_st | st.none(), containers, max_leaves=12)
 
 
-# --- properties over random trees -----------------------------------------------------------
+# --- properties over random trees -----------------------------------------------------------------
 
 
 @given(trees)
@@ -195,7 +195,7 @@ def test_tree_map_over_two_trees_pairs_leaves(tree):
         assert tag.args == (leaf,)
 
 
-# --- node kinds -------------------------------------------------------------------------------
+# --- node kinds -----------------------------------------------------------------------------------
 
 
 def test_dict_children_in_sorted_key_order_and_keys_restored():
@@ -286,7 +286,7 @@ def test_arrays_and_objects_are_leaves():
     assert leaves[0] is a and leaves[1] is o and leaves[2] == "text"
 
 
-# --- registered types -------------------------------------------------------------------------
+# --- registered types -----------------------------------------------------------------------------
 
 
 def test_registered_type_round_trips():
@@ -361,12 +361,14 @@ def test_unhashable_aux_data_makes_an_explained_type_error():
         hash(treedef)
 
 
-# --- tree_map -------------------------------------------------------------------------------
+# --- tree_map -------------------------------------------------------------------------------------
 
 
 def test_tree_map_several_trees():
     out = tree_map(
-        lambda a, b, c: a + b * c, {"x": 1, "y": (2, None)}, {"x": 10, "y": (20, None)},
+        lambda a, b, c: a + b * c,
+        {"x": 1, "y": (2, None)},
+        {"x": 10, "y": (20, None)},
         {"x": 100, "y": (1000, None)},
     )
     assert out == {"x": 1001, "y": (20002, None)}
@@ -411,7 +413,7 @@ def test_flatten_up_to_takes_subtrees_and_rejects_mismatch():
         treedef.flatten_up_to([1, {"b": 2}])
 
 
-# --- is_leaf ----------------------------------------------------------------------------------
+# --- is_leaf --------------------------------------------------------------------------------------
 
 
 def test_is_leaf_stops_flattening_at_matching_subtrees():
@@ -443,7 +445,7 @@ def test_is_leaf_must_be_callable():
         tree_flatten([1], is_leaf=True)
 
 
-# --- PyTreeDef ------------------------------------------------------------------------------
+# --- PyTreeDef ------------------------------------------------------------------------------------
 
 
 def test_unflatten_with_wrong_leaf_count_raises_value_error():
@@ -512,7 +514,7 @@ def test_treedef_repr(tree, expected):
     assert repr(tree_structure(tree)) == expected
 
 
-# --- the module itself ------------------------------------------------------------------------
+# --- the module itself ----------------------------------------------------------------------------
 
 
 def test_docstring_examples_run():

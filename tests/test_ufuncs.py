@@ -5,21 +5,40 @@ import math
 
 import numpy as np
 import pytest
+from gradtable import derivatives as _derivatives
 
 import fgrad.numpy as fnp
 from fgrad import grad, jacfwd, jacrev, vjp
-from gradtable import derivatives as _derivatives
-
 
 X = np.array([-0.7, 0.2, 0.55])
 
 
-@pytest.mark.parametrize("name, x", [
-    ("arcsin", X), ("arccos", X), ("arctan", X), ("sinh", X), ("cosh", X), ("arcsinh", X),
-    ("arccosh", X + 2.0), ("arctanh", X), ("exp2", X), ("log2", X + 1.0), ("log10", X + 1.0),
-    ("cbrt", X), ("square", X), ("reciprocal", X), ("fabs", X), ("deg2rad", X),
-    ("rad2deg", X), ("degrees", X), ("radians", X), ("sinc", X), ("positive", X),
-])
+@pytest.mark.parametrize(
+    "name, x",
+    [
+        ("arcsin", X),
+        ("arccos", X),
+        ("arctan", X),
+        ("sinh", X),
+        ("cosh", X),
+        ("arcsinh", X),
+        ("arccosh", X + 2.0),
+        ("arctanh", X),
+        ("exp2", X),
+        ("log2", X + 1.0),
+        ("log10", X + 1.0),
+        ("cbrt", X),
+        ("square", X),
+        ("reciprocal", X),
+        ("fabs", X),
+        ("deg2rad", X),
+        ("rad2deg", X),
+        ("degrees", X),
+        ("radians", X),
+        ("sinc", X),
+        ("positive", X),
+    ],
+)
 def test_unary_values_are_numpys_and_np_ufuncs_dispatch(name, x):
     np.testing.assert_allclose(getattr(fnp, name)(x), getattr(np, name)(x), rtol=1e-15)
     # NumPy's own function applied to a traced value is differentiated too
@@ -28,20 +47,23 @@ def test_unary_values_are_numpys_and_np_ufuncs_dispatch(name, x):
         np.testing.assert_array_equal(g, grad(lambda v: fnp.sum(getattr(fnp, name)(v)))(x))
 
 
-@pytest.mark.parametrize("name, dfdx", [
-    ("arcsin", lambda x: 1 / np.sqrt(1 - x * x)),
-    ("arccos", lambda x: -1 / np.sqrt(1 - x * x)),
-    ("arctan", lambda x: 1 / (1 + x * x)),
-    ("arcsinh", lambda x: 1 / np.sqrt(1 + x * x)),
-    ("arctanh", lambda x: 1 / (1 - x * x)),
-    ("exp2", lambda x: np.log(2) * 2**x),
-    ("log2", lambda x: 1 / (x * np.log(2))),
-    ("log10", lambda x: 1 / (x * np.log(10))),
-    ("cbrt", lambda x: np.abs(x) ** (-2 / 3) / 3),
-    ("reciprocal", lambda x: -1 / x**2),
-    ("deg2rad", lambda x: np.pi / 180 + 0 * x),
-    ("rad2deg", lambda x: 180 / np.pi + 0 * x),
-])
+@pytest.mark.parametrize(
+    "name, dfdx",
+    [
+        ("arcsin", lambda x: 1 / np.sqrt(1 - x * x)),
+        ("arccos", lambda x: -1 / np.sqrt(1 - x * x)),
+        ("arctan", lambda x: 1 / (1 + x * x)),
+        ("arcsinh", lambda x: 1 / np.sqrt(1 + x * x)),
+        ("arctanh", lambda x: 1 / (1 - x * x)),
+        ("exp2", lambda x: np.log(2) * 2**x),
+        ("log2", lambda x: 1 / (x * np.log(2))),
+        ("log10", lambda x: 1 / (x * np.log(10))),
+        ("cbrt", lambda x: np.abs(x) ** (-2 / 3) / 3),
+        ("reciprocal", lambda x: -1 / x**2),
+        ("deg2rad", lambda x: np.pi / 180 + 0 * x),
+        ("rad2deg", lambda x: 180 / np.pi + 0 * x),
+    ],
+)
 def test_closed_form_first_derivatives(name, dfdx):
     f = getattr(fnp, name)
     x = X + 1.0 if name.startswith("log") else X
@@ -58,13 +80,14 @@ def test_arccosh_near_one_keeps_its_digits():
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_sinc_is_exact_at_zero_to_order_four(mode):
     d = _derivatives(fnp.sinc, 0.0, 4, mode)
-    expected = [0.0, -np.pi**2 / 3, 0.0, np.pi**4 / 5]
+    expected = [0.0, -(np.pi**2) / 3, 0.0, np.pi**4 / 5]
     np.testing.assert_allclose(d, expected, rtol=1e-14, atol=0)
     assert fnp.sinc(0.0) == 1.0
     # away from 0 it is the quotient's derivative: (cos(pi x) - sinc(x)) / x
     x = 0.3
     assert _derivatives(fnp.sinc, x, 1, mode)[0] == pytest.approx(
-        (np.cos(np.pi * x) - np.sinc(x)) / x, rel=1e-13)
+        (np.cos(np.pi * x) - np.sinc(x)) / x, rel=1e-13
+    )
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
@@ -87,7 +110,7 @@ def test_sinc_at_zero_inside_an_array_has_no_nan():
     x = np.array([0.0, 0.5, -1.0])
     h = jacfwd(jacrev(lambda v: fnp.sum(fnp.sinc(v))))(x)
     assert not np.isnan(h).any()
-    assert h[0, 0] == pytest.approx(-np.pi**2 / 3, rel=1e-14)
+    assert h[0, 0] == pytest.approx(-(np.pi**2) / 3, rel=1e-14)
 
 
 Z = np.array([0.3 + 0.2j, -1.2 + 0.1j, 0.01 - 0.98j, -2.0 - 3.0j])
@@ -104,16 +127,17 @@ def test_sinc_and_arcsinh_of_complex_input_are_numpys_with_holomorphic_derivativ
             np.testing.assert_allclose(np.diag(jac(f, holomorphic=True)(Z)), d, rtol=1e-13)
     # at and near 0 the complex sinc takes its series: sinc'(0) = 0, sinc''(0) = -pi**2/3
     d2 = grad(grad(fnp.sinc, holomorphic=True), holomorphic=True)(0j)
-    assert d2 == pytest.approx(-np.pi**2 / 3, rel=1e-15)
+    assert d2 == pytest.approx(-(np.pi**2) / 3, rel=1e-15)
     z = 1e-4 + 2e-4j
     u = np.pi * z
     assert grad(fnp.sinc, holomorphic=True)(z) == pytest.approx(
-        np.pi * (-u / 3 + u**3 / 30), rel=1e-13)
+        np.pi * (-u / 3 + u**3 / 30), rel=1e-13
+    )
 
 
 @pytest.mark.parametrize("jac", [jacrev, jacfwd])
 def test_hypot_at_the_origin_has_zero_derivatives(jac):
-    f = lambda v: fnp.hypot(v[0], v[1])  # noqa: E731
+    f = lambda v: fnp.hypot(v[0], v[1])
     origin = np.zeros(2)
     np.testing.assert_array_equal(jac(f)(origin), [0.0, 0.0])
     np.testing.assert_array_equal(jac(jac(f))(origin), np.zeros((2, 2)))
@@ -156,8 +180,10 @@ def test_logaddexp_gradients_sum_to_one_even_where_the_result_is_infinite(f):
 def test_fmax_fmin_give_the_gradient_to_the_non_nan_operand(jac):
     x = np.array([1.0, np.nan, np.nan, 2.0, 0.5])
     y = np.array([np.nan, 3.0, np.nan, 2.0, 0.7])
-    for name, ties_and_winner in [("fmax", [1.0, 0.0, 0.5, 0.5, 0.0]),
-                                  ("fmin", [1.0, 0.0, 0.5, 0.5, 1.0])]:
+    for name, ties_and_winner in [
+        ("fmax", [1.0, 0.0, 0.5, 0.5, 0.0]),
+        ("fmin", [1.0, 0.0, 0.5, 0.5, 1.0]),
+    ]:
         f = getattr(fnp, name)
         dx = jac(lambda a: f(a, y))(x).diagonal()
         dy = jac(lambda b: f(x, b))(y).diagonal()
@@ -169,10 +195,12 @@ def test_fmax_fmin_give_the_gradient_to_the_non_nan_operand(jac):
 def test_copysign_slope_follows_both_signs_and_y_gets_nothing():
     x = np.array([2.0, -2.0, 2.0, -2.0, 0.0, 0.0])
     y = np.array([1.0, 1.0, -0.0, -3.0, 0.0, -1.0])
-    np.testing.assert_array_equal(jacrev(lambda a: fnp.copysign(a, y))(x).diagonal(),
-                                  [1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
-    np.testing.assert_array_equal(jacfwd(lambda a: fnp.copysign(a, y))(x).diagonal(),
-                                  [1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
+    np.testing.assert_array_equal(
+        jacrev(lambda a: fnp.copysign(a, y))(x).diagonal(), [1.0, -1.0, -1.0, 1.0, 1.0, -1.0]
+    )
+    np.testing.assert_array_equal(
+        jacfwd(lambda a: fnp.copysign(a, y))(x).diagonal(), [1.0, -1.0, -1.0, 1.0, 1.0, -1.0]
+    )
     np.testing.assert_array_equal(jacrev(lambda b: fnp.copysign(x, b))(y), np.zeros((6, 6)))
 
 
@@ -180,8 +208,11 @@ def test_copysign_slope_follows_both_signs_and_y_gets_nothing():
 def test_fmod_and_remainder_slopes_are_one_and_minus_the_quotient(jac):
     x = np.array([7.5, -7.5, 7.5, -7.5, 6.0])
     y = np.array([2.0, 2.0, -2.0, -2.0, 4.0])
-    for name, q in [("fmod", np.trunc(x / y)), ("remainder", np.floor(x / y)),
-                    ("mod", np.floor(x / y))]:
+    for name, q in [
+        ("fmod", np.trunc(x / y)),
+        ("remainder", np.floor(x / y)),
+        ("mod", np.floor(x / y)),
+    ]:
         f = getattr(fnp, name)
         np.testing.assert_array_equal(f(x, y), getattr(np, name)(x, y))
         np.testing.assert_array_equal(jac(lambda a: f(a, y))(x), np.eye(5))
@@ -192,15 +223,20 @@ def test_nan_to_num_passes_the_gradient_only_where_x_is_finite():
     x = np.array([1.5, np.inf, -np.inf, np.nan, -0.5])
     g = grad(lambda v: fnp.sum(fnp.nan_to_num(v * 3.0, nan=1.0, posinf=2.0)))(x)
     np.testing.assert_array_equal(g, [3.0, 0.0, 0.0, 0.0, 3.0])
-    np.testing.assert_array_equal(fnp.nan_to_num(x, nan=1.0, posinf=2.0),
-                                  np.nan_to_num(x, nan=1.0, posinf=2.0))
+    np.testing.assert_array_equal(
+        fnp.nan_to_num(x, nan=1.0, posinf=2.0), np.nan_to_num(x, nan=1.0, posinf=2.0)
+    )
     assert fnp.nan_to_num(x) is not x and np.isnan(x[3])  # the user's array is not changed
 
 
 def test_ldexp_is_linear_in_x_with_slope_two_to_the_i():
     i = np.array([3, -1, 0])
-    np.testing.assert_array_equal(jacrev(lambda v: fnp.ldexp(v, i))(np.ones(3)), np.diag([8.0, 0.5, 1.0]))
-    np.testing.assert_array_equal(jacfwd(lambda v: fnp.ldexp(v, i))(np.ones(3)), np.diag([8.0, 0.5, 1.0]))
+    np.testing.assert_array_equal(
+        jacrev(lambda v: fnp.ldexp(v, i))(np.ones(3)), np.diag([8.0, 0.5, 1.0])
+    )
+    np.testing.assert_array_equal(
+        jacfwd(lambda v: fnp.ldexp(v, i))(np.ones(3)), np.diag([8.0, 0.5, 1.0])
+    )
     assert fnp.ldexp(np.float32(1.5), 2).dtype == np.float32
 
 
@@ -228,7 +264,7 @@ def test_non_differentiable_names_see_through_traced_values():
     assert grad(lambda x: x * fnp.allclose(x, 1.0))(1.0) == 1.0
 
 
-# --- NumPy's ufunc keywords (issue 15) ------------------------------------------------------
+# --- NumPy's ufunc keywords (issue 15) ------------------------------------------------------------
 
 
 def test_ufunc_dtype_casting_and_signature_choose_numpys_loop_on_traced_values():
@@ -237,8 +273,10 @@ def test_ufunc_dtype_casting_and_signature_choose_numpys_loop_on_traced_values()
     assert out.dtype == np.float32 and np.array_equal(out, np.arcsinh(x, dtype=np.float32))
     assert pull(np.ones(3, np.float32))[0].dtype == np.float64  # back in the input's dtype
     # NumPy's own casting errors, on traced values as on plain ones
-    for call in (lambda x: fnp.hypot(x, x.astype(np.float32), casting="no"),
-                 lambda x: fnp.arctan(x + 1j, dtype=np.float64)):
+    for call in (
+        lambda x: fnp.hypot(x, x.astype(np.float32), casting="no"),
+        lambda x: fnp.arctan(x + 1j, dtype=np.float64),
+    ):
         with pytest.raises(TypeError, match="[Cc]annot cast"):
             grad(lambda x: fnp.sum(fnp.real(call(x))))(x)
         with pytest.raises(TypeError, match="[Cc]annot cast"):
@@ -251,9 +289,12 @@ def test_ufunc_dtype_casting_and_signature_choose_numpys_loop_on_traced_values()
 
 def test_ufunc_keywords_without_meaning_for_traced_values_are_refused_by_name():
     x = np.array([0.3, -1.2])
-    for keyword, value, says in [("out", np.zeros(2), "cannot write into an array"),
-                                 ("where", x > 0, "fgrad.numpy.where"),
-                                 ("order", "F", "memory layout"), ("subok", False, "subclass")]:
+    for keyword, value, says in [
+        ("out", np.zeros(2), "cannot write into an array"),
+        ("where", x > 0, "fgrad.numpy.where"),
+        ("order", "F", "memory layout"),
+        ("subok", False, "subclass"),
+    ]:
         with pytest.raises(TypeError, match=rf"arcsinh\(\.\.\., {keyword}=\.\.\.\).*{says}"):
             grad(lambda x: fnp.sum(fnp.arcsinh(x, **{keyword: value})))(x)
     # on plain values, every keyword is NumPy's own (the where= mask included)

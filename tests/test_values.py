@@ -48,21 +48,20 @@ Run one family while working on it: `FGRAD_ROWS=linalg pytest tests/test_values.
 import contextlib
 import warnings
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import pytest
+from gradtable import NoReference, load, public_names, recording, reference
+from rows_values import REFERENCES
 
 import fgrad.numpy as fnp
 from fgrad import grad, jacfwd, jacrev, jvp, linearize, vjp
 from fgrad.core import primal
-from gradtable import NoReference, load, public_names, recording, reference
-from rows_values import REFERENCES
 
 ROWS, NONDIFF = load()
 KINDS = ("float64", "float32", "complex128")
 
-# --- inputs --------------------------------------------------------------------------------
+# --- inputs ---------------------------------------------------------------------------------------
 
 
 def complex_args(args, seed):
@@ -97,7 +96,7 @@ def nondiff_args(kind):
     return (NONDIFF_X.astype(kind),)
 
 
-# --- comparing values ----------------------------------------------------------------------
+# --- comparing values -----------------------------------------------------------------------------
 
 
 def _flatten(tree, path="out", lists_are_tuples=False):
@@ -144,15 +143,25 @@ def assert_identical(traced, plain, who):
         assert t.shape == p.shape, f"{who}: {path} has shape {t.shape}, untraced {p.shape}"
         if not _same_bits(t, p):
             diff = np.max(np.abs(t.astype(complex) - p.astype(complex)), initial=0)
-            raise AssertionError(f"{who}: {path} differs from the untraced value (by up to "
-                                 f"{diff:.3g}):\n{t!r}\nuntraced:\n{p!r}")
+            raise AssertionError(
+                f"{who}: {path} differs from the untraced value (by up to "
+                f"{diff:.3g}):\n{t!r}\nuntraced:\n{p!r}"
+            )
 
 
 # Names whose results hold vectors fixed only up to a phase (a sign, for real input): each
 # vector (column, or row of Vh) of fgrad's result is turned to NumPy's before comparing.
-FACTORIZATIONS = {"linalg.svd", "linalg.eigh", "linalg.qr", "linalg.eig", "scipy.linalg.eigh",
-                  "scipy.linalg.svd", "scipy.linalg.qr", "scipy.linalg.schur",
-                  "scipy.linalg.eig"}
+FACTORIZATIONS = {
+    "linalg.svd",
+    "linalg.eigh",
+    "linalg.qr",
+    "linalg.eig",
+    "scipy.linalg.eigh",
+    "scipy.linalg.svd",
+    "scipy.linalg.qr",
+    "scipy.linalg.schur",
+    "scipy.linalg.eig",
+}
 
 
 def _aligned(a, ref, axis):
@@ -174,8 +183,10 @@ def expected_dtype(ref_dtype, kind, keeps_float32):
     """NumPy's dtype, except that fgrad keeps single precision where NumPy or SciPy compute in
     double for single-precision inputs (README: "Float32 in, float32 out")."""
     if kind == "float32" and keeps_float32:
-        return {np.dtype(np.float64): np.dtype(np.float32),
-                np.dtype(np.complex128): np.dtype(np.complex64)}.get(ref_dtype, ref_dtype)
+        return {
+            np.dtype(np.float64): np.dtype(np.float32),
+            np.dtype(np.complex128): np.dtype(np.complex64),
+        }.get(ref_dtype, ref_dtype)
     return ref_dtype
 
 
@@ -195,23 +206,29 @@ def assert_numpys(out, ref, kind, name, keeps_float32=False):
         o, r = np.asarray(o), np.asarray(r)
         want = expected_dtype(r.dtype, kind, keeps_float32)
         assert o.dtype == want, f"{path} has dtype {o.dtype}; NumPy's is {r.dtype}" + (
-            f" (expected {want}: float32 in, float32 out)" if want != r.dtype else "")
+            f" (expected {want}: float32 in, float32 out)" if want != r.dtype else ""
+        )
         assert o.shape == r.shape, f"{path} has shape {o.shape}; NumPy's is {r.shape}"
         if o.dtype.kind not in "fc":
             assert np.array_equal(o, r), f"{path} is\n{o!r}\nNumPy's is\n{r!r}"
             continue
         if _close(o, r, tol):
             continue
-        if name in FACTORIZATIONS and o.ndim >= 2 and (
-                _close(_aligned(o, r, -2), r, tol) or _close(_aligned(o, r, -1), r, tol)):
+        if (
+            name in FACTORIZATIONS
+            and o.ndim >= 2
+            and (_close(_aligned(o, r, -2), r, tol) or _close(_aligned(o, r, -1), r, tol))
+        ):
             continue  # the same vectors up to their phases
         with np.errstate(all="ignore"):
             err = np.max(np.abs(o - r) / np.maximum(np.abs(r), 1e-300), initial=0)
-        raise AssertionError(f"{path} differs from NumPy's by up to {err:.3g} relative "
-                             f"(tolerance {tol:.3g}):\n{o!r}\nNumPy's:\n{r!r}")
+        raise AssertionError(
+            f"{path} differs from NumPy's by up to {err:.3g} relative "
+            f"(tolerance {tol:.3g}):\n{o!r}\nNumPy's:\n{r!r}"
+        )
 
 
-# --- known defects in files other helpers own -------------------------------------------
+# --- known defects in files other helpers own -----------------------------------------------------
 
 
 @dataclass
@@ -223,12 +240,15 @@ class Known:
     name: str
     kinds: tuple
     reason: str
-    variants: Optional[tuple] = None
+    variants: tuple | None = None
 
     def covers(self, test, row, kind):
-        return (test == self.test and row.name == self.name and kind in self.kinds
-                and (self.variants is None or row.variant in self.variants
-                     or row.id in self.variants))
+        return (
+            test == self.test
+            and row.name == self.name
+            and kind in self.kinds
+            and (self.variants is None or row.variant in self.variants or row.id in self.variants)
+        )
 
 
 # A defect found and not yet fixed is listed here as a `Known` (its cases xfail, strictly, with
@@ -258,7 +278,7 @@ def _brief_if_known(test, row, kind):
         return
     try:
         yield
-    except Exception as e:  # noqa: BLE001  (whatever the known defect raises)
+    except Exception as e:
         pytest.fail(f"{type(e).__name__}: {e}", pytrace=False)
 
 
@@ -272,7 +292,7 @@ def _cases(test):
     return cases
 
 
-# --- the untraced value is NumPy's ---------------------------------------------------------
+# --- the untraced value is NumPy's ----------------------------------------------------------------
 
 
 def reference_of(row):
@@ -295,7 +315,7 @@ def _call(fn, args):
                 value, error = fn(*args), None
             except NoReference:
                 raise
-            except Exception as e:  # noqa: BLE001  (NumPy's rejections are many kinds)
+            except Exception as e:
                 value, error = None, e
     discards = any(issubclass(w.category, np.exceptions.ComplexWarning) for w in caught)
     return value, error, discards
@@ -318,14 +338,17 @@ def check_against_numpy(fn, ref, args, kind, name, keeps_float32=False):
             pytest.skip(f"NumPy/SciPy have not implemented this ({ref_error}); fgrad has")
         assert error is not None, (
             f"NumPy/SciPy reject these {kind} inputs ({type(ref_error).__name__}: "
-            f"{ref_error}) but fgrad returns {out!r}; raise a TypeError or ValueError too")
-        pytest.skip(f"NumPy/SciPy reject these {kind} inputs: {type(ref_error).__name__}: "
-                    f"{ref_error}")
+            f"{ref_error}) but fgrad returns {out!r}; raise a TypeError or ValueError too"
+        )
+        pytest.skip(
+            f"NumPy/SciPy reject these {kind} inputs: {type(ref_error).__name__}: {ref_error}"
+        )
     if error is not None and discards:
         pytest.skip(f"fgrad refuses ({error}) where NumPy/SciPy discard an imaginary part")
     if error is not None:
-        raise AssertionError(f"fgrad raises {type(error).__name__}: {error}; NumPy/SciPy "
-                             f"return {expected!r}") from error
+        raise AssertionError(
+            f"fgrad raises {type(error).__name__}: {error}; NumPy/SciPy return {expected!r}"
+        ) from error
     assert_numpys(out, expected, kind, name, keeps_float32)
 
 
@@ -338,8 +361,9 @@ def _keeps_float32(row):
 @pytest.mark.parametrize("row, kind", _cases("numpy"))
 def test_value_is_numpys(row, kind):
     with _brief_if_known("numpy", row, kind):
-        check_against_numpy(row.fn, reference_of(row), row_args(row, kind), kind, row.name,
-                            _keeps_float32(row))
+        check_against_numpy(
+            row.fn, reference_of(row), row_args(row, kind), kind, row.name, _keeps_float32(row)
+        )
 
 
 @pytest.mark.parametrize("entry", NONDIFF, ids=[n.name for n in NONDIFF])
@@ -348,7 +372,7 @@ def test_value_of_a_non_differentiable_name_is_numpys(entry, kind):
     check_against_numpy(entry.fn, reference_of(entry), nondiff_args(kind), kind, entry.name)
 
 
-# --- tracing keeps the value ---------------------------------------------------------------
+# --- tracing keeps the value ----------------------------------------------------------------------
 
 
 def _float_leaves(out):
@@ -365,10 +389,12 @@ def _scalar(out):
 
 def _capture(fn, into):
     """fn, noting the plain value of what it returns each time it runs."""
+
     def g(*args):
         out = fn(*args)
         into.append(_unbox(out))
         return out
+
     return g
 
 
@@ -388,8 +414,10 @@ def check_tracing(fn, args, every_transform=True):
             try:
                 plain = fn(*args)
             except (TypeError, ValueError, NotImplementedError) as e:
-                pytest.skip(f"the untraced call raises {type(e).__name__}: {e} "
-                            "(test_value_is_numpys checks that NumPy does too)")
+                pytest.skip(
+                    f"the untraced call raises {type(e).__name__}: {e} "
+                    "(test_value_is_numpys checks that NumPy does too)"
+                )
             _check_transforms(fn, args, plain, every_transform)
 
 
@@ -399,8 +427,9 @@ def _check_transforms(fn, args, plain, every_transform):
     assert_identical(vjp(fn, *args)[0], plain, "vjp")
     assert_identical(jvp(fn, args, tangents)[0], plain, "jvp")
     if _float_leaves(plain):
-        _, value = grad(lambda *a: (lambda o: (_scalar(o), o))(fn(*a)), argnums=nums,
-                       has_aux=True)(*args)
+        _, value = grad(lambda *a: (lambda o: (_scalar(o), o))(fn(*a)), argnums=nums, has_aux=True)(
+            *args
+        )
         assert_identical(value, plain, "grad's aux")
     if not every_transform:
         return
@@ -445,7 +474,7 @@ def test_tracing_keeps_the_value_of_a_non_differentiable_name(entry, kind):
         assert_identical(grad(f, has_aux=True)(x)[1], plain, "grad's aux")
 
 
-# --- every public name is compared with NumPy's --------------------------------------------
+# --- every public name is compared with NumPy's ---------------------------------------------------
 
 
 def test_every_public_name_is_compared_with_numpy():
@@ -469,18 +498,25 @@ def test_every_public_name_is_compared_with_numpy():
     missing = sorted(set(public_names()) - compared)
     assert not missing, (
         f"no row or non-differentiable entry of these names calls NumPy's or SciPy's "
-        f"counterpart: {missing}; give one a reference (tests/rows_values.py)")
+        f"counterpart: {missing}; give one a reference (tests/rows_values.py)"
+    )
 
 
-# --- the checks catch what they are for ---------------------------------------------------
+# --- the checks catch what they are for -----------------------------------------------------------
 
 
 def test_assert_identical_tells_apart_one_ulp_a_signed_zero_a_dtype_and_a_container():
     x = np.array([1.0, -0.0, np.nan])
     assert_identical(x.copy(), x, "same")
     assert_identical(np.array([1.0, -0.0, -np.nan]), x, "any nan is any nan")
-    for other in (np.array([np.nextafter(1.0, 2.0), -0.0, np.nan]), np.array([1.0, 0.0, np.nan]),
-                  x.astype(np.float32), x[:2], [x], (x, x)):
+    for other in (
+        np.array([np.nextafter(1.0, 2.0), -0.0, np.nan]),
+        np.array([1.0, 0.0, np.nan]),
+        x.astype(np.float32),
+        x[:2],
+        [x],
+        (x, x),
+    ):
         with pytest.raises(AssertionError):
             assert_identical(other, x, "changed")
     with pytest.raises(AssertionError, match="containers"):
@@ -521,12 +557,12 @@ def test_check_against_numpy_catches_an_input_numpy_rejects_and_a_wrong_value():
     with pytest.raises(AssertionError, match="reject"):
         check_against_numpy(lambda x: x, np.floor, (np.array([1j]),), "complex128", "floor")
     with pytest.raises(AssertionError, match="differs"):
-        check_against_numpy(lambda x: fnp.sin(x) + 1e-12, np.sin, (np.ones(2),), "float64",
-                            "sin")
+        check_against_numpy(lambda x: fnp.sin(x) + 1e-12, np.sin, (np.ones(2),), "float64", "sin")
 
 
 def test_reference_reads_a_function_with_numpys_names():
     import fgrad.scipy.special as special
+
     la = fnp.linalg
     shift = 0.5
 
@@ -537,10 +573,16 @@ def test_reference_reads_a_function_with_numpys_names():
     with recording() as called:
         value = reference(f)(x)
     import scipy.special
-    expected = (np.sum(np.sin(x) * np.cos(x), axis=0) + np.linalg.norm(x)
-                + scipy.special.expit(x[0]) + shift)
+
+    expected = (
+        np.sum(np.sin(x) * np.cos(x), axis=0)
+        + np.linalg.norm(x)
+        + scipy.special.expit(x[0])
+        + shift
+    )
     assert np.array_equal(value, expected)
     assert called == {"sum", "sin", "cos", "linalg.norm", "scipy.special.expit"}
     from fgrad.numpy.shaping import getitem  # not a public name: NumPy has no counterpart
+
     with pytest.raises(NoReference, match="getitem"):
         reference(lambda x: getitem(x, 0))(x)

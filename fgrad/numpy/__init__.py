@@ -13,24 +13,85 @@ result.
 import numpy as _np
 
 from .. import core as _core
-from .shaping import _sequence_to_array
-from . import _box
+from . import _box, fft, linalg
+from . import arrays as _arrays
+from . import creation as _creation
+from . import signal as _signal
+from . import statistics as _statistics
+from . import ufuncs as _ufuncs
 from .elementwise import (
-    abs, absolute, add, angle, around, ceil, clip, conj, conjugate, cos, divide, equal, exp,
-    expm1, floor, greater, greater_equal, imag, isfinite, isinf, isnan, less, less_equal, log,
-    log1p, logical_and, logical_not, logical_or, maximum, minimum, multiply, negative,
-    not_equal, power, real, real_if_close, round, sign, sin, sqrt, subtract, tan, tanh,
-    true_divide, trunc, where,
+    abs,
+    absolute,
+    add,
+    angle,
+    around,
+    ceil,
+    clip,
+    conj,
+    conjugate,
+    cos,
+    divide,
+    equal,
+    exp,
+    expm1,
+    floor,
+    greater,
+    greater_equal,
+    imag,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    real,
+    real_if_close,
+    round,
+    sign,
+    sin,
+    sqrt,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    trunc,
+    where,
 )
 from .products import dot, matmul
 from .reductions import amax, amin, max, mean, min, prod
 from .shaping import (
-    array, asarray, astype, at, broadcast_to, concatenate, expand_dims, moveaxis, ndim, ones_like,
-    ravel, reshape, shape, size, squeeze, stack, sum, swapaxes, transpose, zeros_like,
+    _sequence_to_array,
+    array,
+    asarray,
+    astype,
+    at,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    moveaxis,
+    ndim,
+    ones_like,
+    ravel,
+    reshape,
+    shape,
+    size,
+    squeeze,
+    stack,
+    sum,
+    swapaxes,
+    transpose,
+    zeros_like,
 )
-from . import arrays as _arrays, creation as _creation, signal as _signal
-from . import statistics as _statistics, ufuncs as _ufuncs
-from . import fft, linalg
 
 
 def _export(*modules):
@@ -46,9 +107,26 @@ def _export(*modules):
 _export(_ufuncs, _statistics, _arrays, _signal, _creation)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
-from numpy import (  # noqa: E402  (re-exported unchanged)
-    arange, bool_, e, empty, eye, float16, float32, float64, full, identity, inf, int32,
-    int64, nan, ndarray, newaxis, ones, pi, zeros,
+from numpy import (
+    arange,
+    bool_,
+    e,
+    empty,
+    eye,
+    float16,
+    float32,
+    float64,
+    full,
+    identity,
+    inf,
+    int32,
+    int64,
+    nan,
+    ndarray,
+    newaxis,
+    ones,
+    pi,
+    zeros,
 )
 
 
@@ -63,7 +141,8 @@ def __getattr__(name):
 
 
 __all__ = sorted(
-    name for name in dir()
+    name
+    for name in dir()
     if not name.startswith("_")
     and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg")
 )

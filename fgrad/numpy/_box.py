@@ -10,11 +10,10 @@ import numpy as _np
 
 from ..core import Box, Primitive, bind_two, primal
 from . import elementwise as _ew
-from . import ufuncs as _uf
 from . import products as _pr
 from . import reductions as _rd
 from . import shaping as _sh
-
+from . import ufuncs as _uf
 
 
 def _concrete_or_raise(box, what):
@@ -110,7 +109,8 @@ def _takes_ufunc_keywords(fn):
     """Whether fn takes NumPy's keywords: every mirror does, except the primitives kept bare
     (`f(x)`, no keywords) for speed: sin, exp, add, multiply, ..."""
     bare = isinstance(fn, Primitive) or (
-        hasattr(fn, "primitive") and not getattr(fn, "__kwdefaults__", None))
+        hasattr(fn, "primitive") and not getattr(fn, "__kwdefaults__", None)
+    )
     return not bare
 
 
@@ -126,19 +126,27 @@ def _no_mirror_message(box, ufunc, method):
     what = f"{_PACKAGES.get(package, package)}'s {home}"
     if method != "__call__":
         what += f".{method}"
-    head = (f"{what} was applied to a traced value ({_sh.describe(box)}); "
-            f"{_PACKAGES.get(package, 'it')} cannot differentiate it. ")
+    head = (
+        f"{what} was applied to a traced value ({_sh.describe(box)}); "
+        f"{_PACKAGES.get(package, 'it')} cannot differentiate it. "
+    )
     mirror = "fgrad." + home.rsplit(".", 1)[0]
     if method != "__call__":
-        return head + (f"fgrad supports only calling ufuncs, not their {method!r} method: "
-                       "build it from fgrad.numpy operations (for example fgrad.numpy.cumsum "
-                       "for add.accumulate, fgrad.numpy.sum for add.reduce).")
+        return head + (
+            f"fgrad supports only calling ufuncs, not their {method!r} method: "
+            "build it from fgrad.numpy operations (for example fgrad.numpy.cumsum "
+            "for add.accumulate, fgrad.numpy.sum for add.reduce)."
+        )
     if package == "scipy" and mirror not in sys.modules:
-        return head + (f"Import {mirror}, which sends {home.rsplit('.', 1)[0]}'s ufuncs to "
-                       f"their differentiable mirrors where it has one, or call {mirror}."
-                       f"{name} directly.")
-    return head + (f"{mirror} has no differentiable {name} yet: build it from fgrad.numpy "
-                   "operations, or register your own with fgrad.primitive.")
+        return head + (
+            f"Import {mirror}, which sends {home.rsplit('.', 1)[0]}'s ufuncs to "
+            f"their differentiable mirrors where it has one, or call {mirror}."
+            f"{name} directly."
+        )
+    return head + (
+        f"{mirror} has no differentiable {name} yet: build it from fgrad.numpy "
+        "operations, or register your own with fgrad.primitive."
+    )
 
 
 def _home_of(ufunc):
@@ -148,9 +156,13 @@ def _home_of(ufunc):
     if getattr(_np, name, None) is ufunc:
         return f"numpy.{name}"
     homes = sorted(
-        (module_name for module_name, module in list(sys.modules.items())
-         if module is not None and not any(p.startswith("_") for p in module_name.split("."))
-         and getattr(module, name, None) is ufunc),
+        (
+            module_name
+            for module_name, module in list(sys.modules.items())
+            if module is not None
+            and not any(p.startswith("_") for p in module_name.split("."))
+            and getattr(module, name, None) is ufunc
+        ),
         key=lambda m: (m.count("."), m),
     )
     return f"{homes[0]}.{name}" if homes else f"ufunc.{name}"
@@ -188,36 +200,61 @@ def _as_method(fn):
 
 
 _METHODS = {
-    "__add__": _operator(_ew.add_operator), "__radd__": _reversed(_ew.add_operator),
-    "__sub__": _operator(_ew.subtract_operator), "__rsub__": _reversed(_ew.subtract_operator),
-    "__mul__": _operator(_ew.multiply_operator), "__rmul__": _reversed(_ew.multiply_operator),
+    "__add__": _operator(_ew.add_operator),
+    "__radd__": _reversed(_ew.add_operator),
+    "__sub__": _operator(_ew.subtract_operator),
+    "__rsub__": _reversed(_ew.subtract_operator),
+    "__mul__": _operator(_ew.multiply_operator),
+    "__rmul__": _reversed(_ew.multiply_operator),
     "__truediv__": _operator(_ew.divide_operator),
     "__rtruediv__": _reversed(_ew.divide_operator),
-    "__pow__": _operator(_ew.power_operator), "__rpow__": _reversed(_ew.power_operator),
-    "__matmul__": _operator(_pr.matmul), "__rmatmul__": _reversed(_pr.matmul),
-    "__neg__": _unary(_ew.negative), "__pos__": lambda self: self, "__abs__": _unary(_ew.abs),
-    "__lt__": _operator(_ew.less), "__le__": _operator(_ew.less_equal),
-    "__gt__": _operator(_ew.greater), "__ge__": _operator(_ew.greater_equal),
-    "__eq__": _operator(_ew.equal), "__ne__": _operator(_ew.not_equal),
-    "__getitem__": _sh.getitem, "__setitem__": _setitem,
-    "__len__": _len, "__iter__": _iter, "__repr__": _repr,
+    "__pow__": _operator(_ew.power_operator),
+    "__rpow__": _reversed(_ew.power_operator),
+    "__matmul__": _operator(_pr.matmul),
+    "__rmatmul__": _reversed(_pr.matmul),
+    "__neg__": _unary(_ew.negative),
+    "__pos__": lambda self: self,
+    "__abs__": _unary(_ew.abs),
+    "__lt__": _operator(_ew.less),
+    "__le__": _operator(_ew.less_equal),
+    "__gt__": _operator(_ew.greater),
+    "__ge__": _operator(_ew.greater_equal),
+    "__eq__": _operator(_ew.equal),
+    "__ne__": _operator(_ew.not_equal),
+    "__getitem__": _sh.getitem,
+    "__setitem__": _setitem,
+    "__len__": _len,
+    "__iter__": _iter,
+    "__repr__": _repr,
     "__bool__": lambda self: bool(primal(self)),
     "__float__": lambda self: float(_concrete_or_raise(self, "float()")),
     "__int__": lambda self: int(_concrete_or_raise(self, "int()")),
     "__complex__": lambda self: complex(_concrete_or_raise(self, "complex()")),
     "__index__": lambda self: _np.asarray(
-        _concrete_or_raise(self, "Using as an index")).__index__(),
+        _concrete_or_raise(self, "Using as an index")
+    ).__index__(),
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
-    "__mod__": _operator(_uf.remainder), "__rmod__": _reversed(_uf.remainder),
-    "__floordiv__": _operator(_uf.floor_divide), "__rfloordiv__": _reversed(_uf.floor_divide),
-    "sum": _as_method(_sh.sum), "mean": _as_method(_rd.mean), "prod": _as_method(_rd.prod),
-    "max": _as_method(_rd.max), "min": _as_method(_rd.min),
-    "reshape": _method_reshape, "transpose": _method_transpose,
-    "ravel": _sh.ravel, "flatten": _sh.ravel, "squeeze": _sh.squeeze,
-    "astype": _sh.astype, "dot": _pr.dot, "swapaxes": _sh.swapaxes,
-    "conj": _unary(_ew.conj), "conjugate": _unary(_ew.conj),
+    "__mod__": _operator(_uf.remainder),
+    "__rmod__": _reversed(_uf.remainder),
+    "__floordiv__": _operator(_uf.floor_divide),
+    "__rfloordiv__": _reversed(_uf.floor_divide),
+    "sum": _as_method(_sh.sum),
+    "mean": _as_method(_rd.mean),
+    "prod": _as_method(_rd.prod),
+    "max": _as_method(_rd.max),
+    "min": _as_method(_rd.min),
+    "reshape": _method_reshape,
+    "transpose": _method_transpose,
+    "ravel": _sh.ravel,
+    "flatten": _sh.ravel,
+    "squeeze": _sh.squeeze,
+    "astype": _sh.astype,
+    "dot": _pr.dot,
+    "swapaxes": _sh.swapaxes,
+    "conj": _unary(_ew.conj),
+    "conjugate": _unary(_ew.conj),
 }
 
 _PROPERTIES = {
@@ -234,8 +271,23 @@ _PROPERTIES = {
 
 # ndarray methods that are the fgrad.numpy function of the same name applied to the array.
 _FUNCTION_METHODS = (
-    "var", "std", "cumsum", "cumprod", "all", "any", "argmax", "argmin", "argsort", "clip",
-    "round", "trace", "diagonal", "repeat", "nonzero", "take", "ptp",
+    "var",
+    "std",
+    "cumsum",
+    "cumprod",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "clip",
+    "round",
+    "trace",
+    "diagonal",
+    "repeat",
+    "nonzero",
+    "take",
+    "ptp",
 )
 
 

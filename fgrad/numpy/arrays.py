@@ -27,27 +27,87 @@ from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import divide, maximum, minimum, multiply, power, where
 from .shaping import (
-    NO_VALUE, _normalize_axes, _normalize_index, asarray, astype, at, broadcast_to, concatenate,
-    describe, getitem, is_traced, moveaxis, ndim, nondiff_function, ravel, refuse_layout, reshape,
-    shape, stack, sum, transpose,
+    NO_VALUE,
+    _normalize_axes,
+    _normalize_index,
+    asarray,
+    astype,
+    at,
+    broadcast_to,
+    concatenate,
+    describe,
+    getitem,
+    is_traced,
+    moveaxis,
+    ndim,
+    nondiff_function,
+    ravel,
+    refuse_layout,
+    reshape,
+    shape,
+    stack,
+    sum,
+    transpose,
 )
 
 __all__ = [
-    "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat", "pad",
-    "hstack", "vstack", "row_stack", "dstack", "column_stack",
-    "split", "array_split", "hsplit", "vsplit", "dsplit", "broadcast_arrays",
-    "take", "take_along_axis", "diag", "diagonal", "trace", "tril", "triu", "sort", "meshgrid",
-    "atleast_1d", "atleast_2d", "atleast_3d", "append", "insert", "delete", "select",
-    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
-    "lexsort", "tril_indices", "triu_indices", "diag_indices", "indices",
-    "partition", "argpartition", "rollaxis", "unique", "apply_along_axis", "vectorize",
+    "append",
+    "apply_along_axis",
+    "argmax",
+    "argmin",
+    "argpartition",
+    "argsort",
+    "argwhere",
+    "array_split",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "broadcast_arrays",
+    "column_stack",
+    "delete",
+    "diag",
+    "diag_indices",
+    "diagonal",
+    "dsplit",
+    "dstack",
+    "flatnonzero",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
+    "hstack",
+    "indices",
+    "insert",
+    "lexsort",
+    "meshgrid",
+    "nonzero",
+    "pad",
+    "partition",
+    "repeat",
+    "roll",
+    "rollaxis",
+    "rot90",
+    "row_stack",
+    "searchsorted",
+    "select",
+    "sort",
+    "split",
+    "take",
+    "take_along_axis",
+    "tile",
+    "trace",
+    "tril",
+    "tril_indices",
+    "triu",
+    "triu_indices",
+    "unique",
+    "vectorize",
+    "vsplit",
+    "vstack",
 ]
 
 
-# --- helpers -----------------------------------------------------------------------------
-
-
-
+# --- helpers --------------------------------------------------------------------------------------
 
 
 def _axis(axis, nd, name, arg="axis"):
@@ -85,7 +145,7 @@ def _positions(a_shape):
     return _np.arange(int(_np.prod(a_shape, dtype=_np.int64))).reshape(a_shape)
 
 
-# --- flipping, rolling, rotating --------------------------------------------------------
+# --- flipping, rolling, rotating ------------------------------------------------------------------
 
 
 def flip(m, axis=None):
@@ -167,7 +227,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(transpose(m, order), a1)
 
 
-# --- repeating and padding ----------------------------------------------------------------
+# --- repeating and padding ------------------------------------------------------------------------
 
 
 def tile(A, reps):
@@ -201,7 +261,7 @@ def repeat(a, repeats, axis=None):
     if r.size == 1:  # one count for every element: a broadcast along a new axis
         r = int(r.reshape(()))
         s = shape(a)
-        head, tail = s[: ax + 1], s[ax + 1:]
+        head, tail = s[: ax + 1], s[ax + 1 :]
         spread = broadcast_to(reshape(a, head + (1,) + tail), head + (r,) + tail)
         return reshape(spread, s[:ax] + (n * r,) + tail)
     if r.shape != (n,):
@@ -263,7 +323,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     return where(inside, getitem(ravel(array), source), constants)
 
 
-# --- joining -----------------------------------------------------------------------------
+# --- joining --------------------------------------------------------------------------------------
 
 
 def atleast_1d(*arys):
@@ -305,8 +365,9 @@ def _joinable(tup, name):
     iterates whatever it is given)."""
     if type(tup) is Box or isinstance(tup, _np.ndarray):
         if ndim(tup) == 0:
-            raise TypeError(f"{name}: a 0-d array ({describe(tup)}) is not a sequence of "
-                            "arrays to join")
+            raise TypeError(
+                f"{name}: a 0-d array ({describe(tup)}) is not a sequence of arrays to join"
+            )
         return [getitem(tup, i) for i in range(shape(tup)[0])]
     tup = list(tup)
     if not tup:
@@ -331,8 +392,11 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
 def row_stack(tup, *, dtype=None, casting="same_kind"):
     """NumPy's `row_stack`, an alias of `vstack` (deprecated in NumPy 2, with the same
     warning here)."""
-    _warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.",
-                   DeprecationWarning, stacklevel=2)
+    _warnings.warn(
+        "`row_stack` alias is deprecated. Use `np.vstack` directly.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return vstack(tup, dtype=dtype, casting=casting)
 
 
@@ -404,7 +468,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     nd = len(xi)
     ones = (1,) * nd
-    out = [reshape(asarray(x), ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    out = [reshape(asarray(x), ones[:i] + (-1,) + ones[i + 1 :]) for i, x in enumerate(xi)]
     if indexing == "xy" and nd > 1:
         out[0] = reshape(out[0], (1, -1) + ones[2:])
         out[1] = reshape(out[1], (-1, 1) + ones[2:])
@@ -413,7 +477,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(out)
 
 
-# --- splitting ---------------------------------------------------------------------------
+# --- splitting ------------------------------------------------------------------------------------
 
 
 def array_split(ary, indices_or_sections, axis=0):
@@ -473,7 +537,7 @@ def dsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, 2)
 
 
-# --- gathering ---------------------------------------------------------------------------
+# --- gathering ------------------------------------------------------------------------------------
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):
@@ -582,8 +646,10 @@ def rollaxis(a, axis, start=0):
     if start < 0:
         start += n
     if not 0 <= start <= n:
-        raise ValueError(f"rollaxis: 'start' arg requires {-n} <= start < {n + 1}, but "
-                         f"{start - n if start < 0 else start} was passed in")
+        raise ValueError(
+            f"rollaxis: 'start' arg requires {-n} <= start < {n + 1}, but "
+            f"{start - n if start < 0 else start} was passed in"
+        )
     if ax < start:
         start -= 1  # counted with the axis removed
     order = [i for i in range(n) if i != ax]
@@ -591,8 +657,16 @@ def rollaxis(a, axis, start=0):
     return transpose(a, order)
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, sorted=True):
+def unique(
+    ar,
+    return_index=False,
+    return_inverse=False,
+    return_counts=False,
+    axis=None,
+    *,
+    equal_nan=True,
+    sorted=True,
+):
     """NumPy's `unique`, with all its keywords. The unique values are differentiable: each is
     gathered from its first occurrence in `ar` (the element `return_index` names), as in JAX;
     the indices, inverse and counts are NumPy's own integer arrays.
@@ -602,12 +676,25 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     array([4., 2., 0.])
     """
     if not is_traced(ar):
-        return _np.unique(ar, return_index, return_inverse, return_counts, axis,
-                          equal_nan=equal_nan, sorted=sorted)
+        return _np.unique(
+            ar,
+            return_index,
+            return_inverse,
+            return_counts,
+            axis,
+            equal_nan=equal_nan,
+            sorted=sorted,
+        )
     ar = asarray(ar)
-    found = _np.unique(primal(ar), return_index=True, return_inverse=return_inverse,
-                       return_counts=return_counts, axis=axis, equal_nan=equal_nan,
-                       sorted=sorted)
+    found = _np.unique(
+        primal(ar),
+        return_index=True,
+        return_inverse=return_inverse,
+        return_counts=return_counts,
+        axis=axis,
+        equal_nan=equal_nan,
+        sorted=sorted,
+    )
     index = found[1]
     if not sorted and axis is None and not (return_index or return_inverse or return_counts):
         # NumPy then finds the values by hashing, in an order of its own: find each one's
@@ -622,7 +709,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return tuple([values] + extras) if extras else values
 
 
-# --- diagonals and triangles --------------------------------------------------------------
+# --- diagonals and triangles ----------------------------------------------------------------------
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -686,7 +773,7 @@ def triu(m, k=0):
     return _triangle(m, lambda n1, n2: ~_np.tri(n1, n2, k=k - 1, dtype=bool), "triu")
 
 
-# --- choosing ----------------------------------------------------------------------------
+# --- choosing -------------------------------------------------------------------------------------
 
 
 def select(condlist, choicelist, default=0):
@@ -708,7 +795,7 @@ def select(condlist, choicelist, default=0):
     return out
 
 
-# --- the scatter updates of x.at[idx] ------------------------------------------------------
+# --- the scatter updates of x.at[idx] -------------------------------------------------------------
 
 _COMBINE = {"multiply": multiply, "divide": divide, "power": power, "min": minimum, "max": maximum}
 
@@ -772,7 +859,7 @@ def _scatter_update(x, idx, v, op):
 _shaping._INSTALLED["scatter"] = _scatter_update
 
 
-# --- no derivative: indices and index constructors -----------------------------------------
+# --- no derivative: indices and index constructors ------------------------------------------------
 
 argmax = nondiff_function(_np.argmax)
 argmin = nondiff_function(_np.argmin)
@@ -788,7 +875,7 @@ diag_indices = nondiff_function(_np.diag_indices)
 indices = nondiff_function(_np.indices)
 
 
-# --- functions applied over arrays: apply_along_axis and vectorize ---------------------------
+# --- functions applied over arrays: apply_along_axis and vectorize --------------------------------
 # Both call the user's function on slices or elements of traced arrays, so what the function
 # does with fgrad operations is differentiated like any other code, to every order and in
 # both modes; the results are stacked (a differentiable operation) into NumPy's layout. Values
@@ -810,7 +897,7 @@ def _stacked(results, lead_shape, dtype):
     return reshape(out, tuple(lead_shape) + shape(results[0]))
 
 
-# --- apply_along_axis ---------------------------------------------------------------------
+# --- apply_along_axis -----------------------------------------------------------------------------
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
@@ -828,8 +915,9 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     arr = asarray(arr)
     nd = ndim(arr)
     if not isinstance(axis, (int, _np.integer)) or not -nd <= axis < nd:
-        raise ValueError(f"apply_along_axis: axis {axis!r} is out of bounds for an array with "
-                         f"{nd} dimensions")
+        raise ValueError(
+            f"apply_along_axis: axis {axis!r} is out of bounds for an array with {nd} dimensions"
+        )
     axis = int(axis) % nd
     rows = moveaxis(arr, axis, -1)
     outer = shape(rows)[:-1]
@@ -839,8 +927,10 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     res_shape = _np.shape(primal(results[0]))
     for r in results[1:]:
         if _np.shape(primal(r)) != res_shape:
-            raise ValueError(f"apply_along_axis: func1d returned results of shapes {res_shape} "
-                             f"and {_np.shape(primal(r))}; NumPy needs one shape")
+            raise ValueError(
+                f"apply_along_axis: func1d returned results of shapes {res_shape} "
+                f"and {_np.shape(primal(r))}; NumPy needs one shape"
+            )
     # NumPy writes every result into an array of the first one's dtype
     out = _stacked(results, outer, _dtype(results[0]))
     k = len(res_shape)
@@ -849,7 +939,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return transpose(out, order) if order != list(range(n_out)) else out
 
 
-# --- vectorize ----------------------------------------------------------------------------
+# --- vectorize ------------------------------------------------------------------------------------
 
 _DIMENSION = r"\w+"
 _CORE = rf"\((?:{_DIMENSION}(?:,\s*{_DIMENSION})*)?\)"
@@ -862,8 +952,10 @@ def _parse_signature(signature):
     if not _re.match(_SIGNATURE, signature):
         raise ValueError(f"not a valid gufunc signature: {signature}")
     ins, outs = signature.split("->")
-    parse = lambda part: [tuple(_re.findall(_DIMENSION, core))  # noqa: E731
-                          for core in _re.findall(_CORE, part)]
+
+    def parse(part):
+        return [tuple(_re.findall(_DIMENSION, core)) for core in _re.findall(_CORE, part)]
+
     return parse(ins), parse(outs)
 
 
@@ -880,8 +972,9 @@ class vectorize:
     array([0., 3.])
     """
 
-    def __init__(self, pyfunc=NO_VALUE, otypes=None, doc=None, excluded=None, cache=False,
-                 signature=None):
+    def __init__(
+        self, pyfunc=NO_VALUE, otypes=None, doc=None, excluded=None, cache=False, signature=None
+    ):
         if pyfunc is not NO_VALUE and not callable(pyfunc):
             raise TypeError("When used as a decorator, only accepts keyword arguments.")
         self.pyfunc = pyfunc
@@ -890,8 +983,9 @@ class vectorize:
         self.__doc__ = doc if doc is not None else getattr(pyfunc, "__doc__", None)
         self._doc = doc
         if pyfunc is not NO_VALUE:
-            _functools.update_wrapper(self, pyfunc, assigned=("__name__", "__qualname__"),
-                                      updated=())
+            _functools.update_wrapper(
+                self, pyfunc, assigned=("__name__", "__qualname__"), updated=()
+            )
         if isinstance(otypes, str):
             for char in otypes:
                 if char not in _np.typecodes["All"]:
@@ -910,8 +1004,9 @@ class vectorize:
         if self.pyfunc is NO_VALUE:  # the decorator form: @vectorize(otypes=...)
             (pyfunc,) = args
             self.pyfunc = pyfunc
-            _functools.update_wrapper(self, pyfunc, assigned=("__name__", "__qualname__"),
-                                      updated=())
+            _functools.update_wrapper(
+                self, pyfunc, assigned=("__name__", "__qualname__"), updated=()
+            )
             if self._doc is None:
                 self.__doc__ = pyfunc.__doc__
             return self
@@ -923,7 +1018,7 @@ class vectorize:
             call_args, call_kwargs = list(args), dict(kwargs)
             for i, v in zip(positions, values):
                 call_args[i] = v
-            call_kwargs.update(zip(names, values[len(positions):]))
+            call_kwargs.update(zip(names, values[len(positions) :]))
             return self.pyfunc(*call_args, **call_kwargs)
 
         if not vectorized:
@@ -952,8 +1047,9 @@ class vectorize:
         lead = _np.broadcast_shapes(*[shape(a) for a in args])
         args = [broadcast_to(a, lead) if shape(a) != lead else a for a in args]
         indices = list(_np.ndindex(*lead))
-        results = self._results(func, ([getitem(a, i) for a in args] for i in indices),
-                                len(indices))
+        results = self._results(
+            func, ([getitem(a, i) for a in args] for i in indices), len(indices)
+        )
         return self._assemble(results, lead)
 
     def _assemble(self, results, lead):
@@ -963,57 +1059,71 @@ class vectorize:
         dtypes = self._output_dtypes(results)
         n_out = len(results[0])
         if len(dtypes) != n_out:
-            raise ValueError(f"vectorize: pyfunc returned {n_out} outputs but otypes lists "
-                             f"{len(dtypes)}")
+            raise ValueError(
+                f"vectorize: pyfunc returned {n_out} outputs but otypes lists {len(dtypes)}"
+            )
         outs = tuple(_stacked([r[j] for r in results], lead, dtypes[j]) for j in range(n_out))
         return outs[0] if n_out == 1 else outs
 
     def _call_with_signature(self, func, args):
         in_cores, out_cores = self._cores
         if len(args) != len(in_cores):
-            raise TypeError(f"wrong number of positional arguments: expected "
-                            f"{len(in_cores)}, got {len(args)}")
+            raise TypeError(
+                f"wrong number of positional arguments: expected {len(in_cores)}, got {len(args)}"
+            )
         args = [asarray(a) for a in args]
         sizes, loops = {}, []
         for a, core in zip(args, in_cores):
             s = shape(a)
             if len(s) < len(core):
-                raise ValueError(f"{len(core)}-dimensional argument does not have enough "
-                                 f"dimensions for all core dimensions {core!r}")
-            for name, n in zip(core, s[len(s) - len(core):]):
+                raise ValueError(
+                    f"{len(core)}-dimensional argument does not have enough "
+                    f"dimensions for all core dimensions {core!r}"
+                )
+            for name, n in zip(core, s[len(s) - len(core) :]):
                 if sizes.setdefault(name, n) != n:
-                    raise ValueError(f"inconsistent size for core dimension {name!r}: {n} vs "
-                                     f"{sizes[name]}")
-            loops.append(s[:len(s) - len(core)])
+                    raise ValueError(
+                        f"inconsistent size for core dimension {name!r}: {n} vs {sizes[name]}"
+                    )
+            loops.append(s[: len(s) - len(core)])
         lead = _np.broadcast_shapes(*loops)
-        args = [broadcast_to(a, lead + shape(a)[len(loop):]) if loop != lead else a
-                for a, loop in zip(args, loops)]
+        args = [
+            broadcast_to(a, lead + shape(a)[len(loop) :]) if loop != lead else a
+            for a, loop in zip(args, loops)
+        ]
         indices = list(_np.ndindex(*lead))
-        results = self._results(func, ([getitem(a, i) for a in args] for i in indices),
-                                len(indices))
+        results = self._results(
+            func, ([getitem(a, i) for a in args] for i in indices), len(indices)
+        )
         if results and len(results[0]) != len(out_cores):
-            raise ValueError(f"wrong number of outputs from pyfunc: expected {len(out_cores)}, "
-                             f"got {len(results[0])}")
+            raise ValueError(
+                f"wrong number of outputs from pyfunc: expected {len(out_cores)}, "
+                f"got {len(results[0])}"
+            )
         for r in results:
             for value, core in zip(r, out_cores):
                 s = _np.shape(primal(value))
                 if len(s) != len(core):
-                    raise ValueError(f"wrong number of dimensions: expected {len(core)}, got "
-                                     f"{len(s)}")
+                    raise ValueError(
+                        f"wrong number of dimensions: expected {len(core)}, got {len(s)}"
+                    )
                 for name, n in zip(core, s):
                     if sizes.setdefault(name, n) != n:
-                        raise ValueError(f"inconsistent size for core dimension {name!r}: "
-                                         f"{n} vs {sizes[name]}")
+                        raise ValueError(
+                            f"inconsistent size for core dimension {name!r}: {n} vs {sizes[name]}"
+                        )
         if not results:
             if self.otypes is None:
-                raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` "
-                                 "is set")
+                raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
             missing = [name for core in out_cores for name in core if name not in sizes]
             if missing:
-                raise ValueError(f"cannot call `vectorize` with a signature including new "
-                                 f"output dimensions on size 0 inputs: {missing}")
-            outs = tuple(_np.zeros(lead + tuple(sizes[n] for n in core), dtype=t)
-                         for core, t in zip(out_cores, self.otypes))
+                raise ValueError(
+                    f"cannot call `vectorize` with a signature including new "
+                    f"output dimensions on size 0 inputs: {missing}"
+                )
+            outs = tuple(
+                _np.zeros(lead + tuple(sizes[n] for n in core), dtype=t)
+                for core, t in zip(out_cores, self.otypes)
+            )
             return outs[0] if len(outs) == 1 else outs
         return self._assemble(results, lead)
-

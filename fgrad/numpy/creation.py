@@ -22,15 +22,40 @@ from ..primitive import defprimitive
 from .arrays import diag
 from .elementwise import power
 from .shaping import (
-    array, asarray, astype, broadcast_to, concatenate, expand_dims, is_traced, meta, moveaxis,
-    ndim, nondiff_function, ravel, refuse_layout, refuse_out, sum, swapaxes, transpose,
+    array,
+    asarray,
+    astype,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    is_traced,
+    meta,
+    moveaxis,
+    ndim,
+    nondiff_function,
+    ravel,
+    refuse_layout,
+    refuse_out,
+    sum,
+    swapaxes,
+    transpose,
     unbroadcast,
 )
 from .ufuncs import log10
 
 __all__ = [
-    "linspace", "logspace", "geomspace", "copy", "diagflat", "full_like", "empty_like",
-    "permute_dims", "concat", "matrix_transpose", "r_", "c_",
+    "c_",
+    "concat",
+    "copy",
+    "diagflat",
+    "empty_like",
+    "full_like",
+    "geomspace",
+    "linspace",
+    "logspace",
+    "matrix_transpose",
+    "permute_dims",
+    "r_",
 ]
 
 
@@ -38,7 +63,7 @@ def _traced(*xs):
     return any(type(x) is Box for x in xs)
 
 
-# --- linspace ------------------------------------------------------------------------------
+# --- linspace -------------------------------------------------------------------------------------
 
 
 def _linspace_weights(ans, start, stop, num, endpoint, dtype, axis):
@@ -76,15 +101,15 @@ def _linspace_jvp(which):
 
 _linspace_p = defprimitive(
     lambda start, stop, num, endpoint, dtype, axis: _np.linspace(
-        start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis),
+        start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis
+    ),
     vjp=(_linspace_vjp(0), _linspace_vjp(1)),
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
 )
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
-             device=None):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     """NumPy's `linspace`, differentiable in `start` and `stop` (scalars or arrays). Its values
     are NumPy's own; sample i has slope 1 - i/div in start and i/div in stop.
 
@@ -93,17 +118,23 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     2.5
     """
     num = _operator.index(num)
-    if not _traced(start, stop) or (
-            dtype is not None and not _np.issubdtype(dtype, _np.inexact)):
+    if not _traced(start, stop) or (dtype is not None and not _np.issubdtype(dtype, _np.inexact)):
         # Nothing traced, or an integer result (floored samples have no derivative).
-        return _np.linspace(primal(start), primal(stop), num, endpoint, retstep, dtype, axis,
-                            device=device)
+        return _np.linspace(
+            primal(start), primal(stop), num, endpoint, retstep, dtype, axis, device=device
+        )
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if dtype is None:
         dtype = _np.result_type(primal(start), primal(stop), float(num))
-    y = _linspace_p(start, stop, num=num, endpoint=bool(endpoint), dtype=_np.dtype(dtype),
-                    axis=_operator.index(axis))
+    y = _linspace_p(
+        start,
+        stop,
+        num=num,
+        endpoint=bool(endpoint),
+        dtype=_np.dtype(dtype),
+        axis=_operator.index(axis),
+    )
     if not retstep:
         return y
     div = (num - 1) if endpoint else num
@@ -122,7 +153,8 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
         nd = len(_np.broadcast_shapes(*(_np.shape(primal(a)) for a in (start, stop, base))))
         start, stop, base = (
             expand_dims(asarray(a), tuple(range(nd - ndim(a)))) if ndim(a) < nd else a
-            for a in (start, stop, base))
+            for a in (start, stop, base)
+        )
         base = expand_dims(base, axis)
     y = power(base, linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
     return y if dtype is None else astype(y, dtype)
@@ -180,7 +212,7 @@ def _geomspace_single(start, stop, dtype):
     return kept if numpys != kept else None
 
 
-# --- copies and constant arrays -----------------------------------------------------------
+# --- copies and constant arrays -------------------------------------------------------------------
 
 
 def copy(a, order="K", subok=False):
@@ -203,7 +235,7 @@ full_like = nondiff_function(_np.full_like)
 empty_like = nondiff_function(_np.empty_like)
 
 
-# --- NumPy 2's array-API spellings ----------------------------------------------------------
+# --- NumPy 2's array-API spellings ----------------------------------------------------------------
 
 
 def permute_dims(a, axes=None):
@@ -222,12 +254,13 @@ def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
 def matrix_transpose(x, /):
     """NumPy 2's `matrix_transpose`: swap the last two axes of an array of matrices."""
     if ndim(x) < 2:
-        raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape "
-                         f"{_np.shape(primal(x))}")
+        raise ValueError(
+            f"matrix_transpose: x must be at least 2-D, got shape {_np.shape(primal(x))}"
+        )
     return swapaxes(x, -1, -2)
 
 
-# --- NumPy's index tricks r_ and c_ ----------------------------------------------------------
+# --- NumPy's index tricks r_ and c_ ---------------------------------------------------------------
 
 
 class _AxisConcatenator:
@@ -241,7 +274,7 @@ class _AxisConcatenator:
     the string form build `numpy.matrix`, which fgrad does not differentiate.)
     """
 
-    __slots__ = ("axis", "ndmin", "trans1d", "name")
+    __slots__ = ("axis", "name", "ndmin", "trans1d")
 
     def __init__(self, axis, ndmin, trans1d, name):
         self.axis, self.ndmin, self.trans1d, self.name = axis, ndmin, trans1d, name
@@ -281,8 +314,7 @@ class _AxisConcatenator:
         if not pieces:
             return concatenate((), axis=axis)  # NumPy's error for nothing to join
         dtype = _np.result_type(*kinds)
-        pieces = [_at_least(astype(asarray(_as_array(p, dtype)), dtype), ndmin, -1)
-                  for p in pieces]
+        pieces = [_at_least(astype(asarray(_as_array(p, dtype)), dtype), ndmin, -1) for p in pieces]
         return concatenate(pieces, axis=axis)
 
     def _directive(self, item, axis, ndmin, trans1d):
@@ -316,8 +348,9 @@ def _slice_values(item, name):
     start = 0 if item.start is None else item.start
     step = 1 if item.step is None else item.step
     if type(step) is Box:
-        raise TypeError(f"{name}: the step of a slice is a traced value; a count or step "
-                        "has no derivative")
+        raise TypeError(
+            f"{name}: the step of a slice is a traced value; a count or step has no derivative"
+        )
     if isinstance(step, (complex, _np.complexfloating)):
         return linspace(start, item.stop, num=int(abs(step)))
     # arange: start + i * step, so its slope in start is 1; stop only sets the count

@@ -19,18 +19,66 @@ import numpy as _np
 from ..core import Box, Primitive, primal
 from ..primitive import defprimitive, defunary
 from .shaping import (
-    NO_VALUE, astype, broadcast_like, given, is_traced, meta, nondiff_function, refuse, refuse_out,
-    unbroadcast, unbroadcast_meta,
+    NO_VALUE,
+    astype,
+    broadcast_like,
+    given,
+    is_traced,
+    meta,
+    nondiff_function,
+    refuse,
+    refuse_out,
+    unbroadcast,
+    unbroadcast_meta,
 )
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "true_divide", "negative", "power",
-    "sin", "cos", "tan", "tanh", "exp", "log", "log1p", "expm1", "sqrt", "abs", "absolute",
-    "maximum", "minimum", "clip", "where", "real", "imag", "conj", "conjugate", "angle",
+    "abs",
+    "absolute",
+    "add",
+    "angle",
+    "around",
+    "ceil",
+    "clip",
+    "conj",
+    "conjugate",
+    "cos",
+    "divide",
+    "equal",
+    "exp",
+    "expm1",
+    "floor",
+    "greater",
+    "greater_equal",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "not_equal",
+    "power",
+    "real",
     "real_if_close",
-    "sign", "floor", "ceil", "round", "around", "trunc",
-    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-    "logical_and", "logical_or", "logical_not", "isnan", "isfinite", "isinf",
+    "round",
+    "sign",
+    "sin",
+    "sqrt",
+    "subtract",
+    "tan",
+    "tanh",
+    "true_divide",
+    "trunc",
+    "where",
 ]
 
 
@@ -62,7 +110,7 @@ def _dtype_of(ans):
     return _np.result_type(primal(ans))
 
 
-# --- NumPy's ufunc signature ---------------------------------------------------------------
+# --- NumPy's ufunc signature ----------------------------------------------------------------------
 # A ufunc mirror has NumPy's signature, `(x, /, out=None, *, where=True, casting='same_kind',
 # order='K', dtype=None, subok=True, signature=None)` (`x1, x2` for two inputs). Without
 # keywords it is the primitive itself. With keywords and no traced input it is NumPy's own
@@ -78,26 +126,68 @@ def as_ufunc(fn, theirs):
     """`fn` (a function of the ufunc's inputs, usually a primitive) with NumPy's signature of
     the ufunc `theirs`, whose name and `.primitive` it keeps."""
     if theirs.nin == 1:
-        def ufunc(x, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None,
-                  subok=True, signature=None):
-            if (out is None and where is True and dtype is None and signature is None
-                    and casting == "same_kind" and order == "K" and subok is True):
+
+        def ufunc(
+            x,
+            /,
+            out=None,
+            *,
+            where=True,
+            casting="same_kind",
+            order="K",
+            dtype=None,
+            subok=True,
+            signature=None,
+        ):
+            if (
+                out is None
+                and where is True
+                and dtype is None
+                and signature is None
+                and casting == "same_kind"
+                and order == "K"
+                and subok is True
+            ):
                 return fn(x)
-            return _with_keywords(fn, theirs, (x,), out, where, casting, order, dtype, subok,
-                                  signature)
+            return _with_keywords(
+                fn, theirs, (x,), out, where, casting, order, dtype, subok, signature
+            )
     else:
-        def ufunc(x1, x2, /, out=None, *, where=True, casting="same_kind", order="K",
-                  dtype=None, subok=True, signature=None):
-            if (out is None and where is True and dtype is None and signature is None
-                    and casting == "same_kind" and order == "K" and subok is True):
+
+        def ufunc(
+            x1,
+            x2,
+            /,
+            out=None,
+            *,
+            where=True,
+            casting="same_kind",
+            order="K",
+            dtype=None,
+            subok=True,
+            signature=None,
+        ):
+            if (
+                out is None
+                and where is True
+                and dtype is None
+                and signature is None
+                and casting == "same_kind"
+                and order == "K"
+                and subok is True
+            ):
                 return fn(x1, x2)
-            return _with_keywords(fn, theirs, (x1, x2), out, where, casting, order, dtype,
-                                  subok, signature)
+            return _with_keywords(
+                fn, theirs, (x1, x2), out, where, casting, order, dtype, subok, signature
+            )
 
     prim = fn if isinstance(fn, Primitive) else getattr(fn, "primitive", None)
     ufunc.__name__ = ufunc.__qualname__ = prim.name if prim is not None else fn.__name__
-    ufunc.__doc__ = (fn.__doc__ if prim is None else
-                     f"NumPy's `{theirs.__name__}`, differentiable to every order.")
+    ufunc.__doc__ = (
+        fn.__doc__
+        if prim is None
+        else f"NumPy's `{theirs.__name__}`, differentiable to every order."
+    )
     if prim is not None:
         ufunc.primitive = prim  # what the batching rules and the graph know it by
     return ufunc
@@ -108,28 +198,39 @@ def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, s
     name = theirs.__name__
     refuse_out(out, name)
     if not any(is_traced(a) for a in args):
-        keywords = dict(where=where, casting=casting, order=order, dtype=dtype, subok=subok,
-                        signature=signature)
+        keywords = dict(
+            where=where, casting=casting, order=order, dtype=dtype, subok=subok, signature=signature
+        )
         return theirs(*args, **{k: v for k, v in keywords.items() if v is not None})
     if where is not True:
-        raise refuse(name, "where", "without `out`, NumPy leaves the elements where the mask "
-                     "is False uninitialized, and fgrad has no `out`",
-                     f"Use fgrad.numpy.where(mask, fgrad.numpy.{name}(x), fill) instead")
+        raise refuse(
+            name,
+            "where",
+            "without `out`, NumPy leaves the elements where the mask "
+            "is False uninitialized, and fgrad has no `out`",
+            f"Use fgrad.numpy.where(mask, fgrad.numpy.{name}(x), fill) instead",
+        )
     for keyword, value, default in (("order", order, "K"), ("subok", subok, True)):
         if value != default:
-            raise refuse(name, keyword, "it sets the memory layout or array subclass of a "
-                         "new array, which fgrad's traced values do not have",
-                         "Leave it out, and convert the result after the transform")
+            raise refuse(
+                name,
+                keyword,
+                "it sets the memory layout or array subclass of a "
+                "new array, which fgrad's traced values do not have",
+                "Leave it out, and convert the result after the transform",
+            )
     if dtype is None and signature is None and casting == "same_kind":
         return fn(*args)
     if dtype is not None and signature is not None:
         raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
     if dtype is not None:
         signature = (None,) * theirs.nin + (_np.dtype(dtype),) * theirs.nout
-    keywords = {"casting": casting} if signature is None else {
-        "casting": casting, "signature": signature}
-    loop = theirs.resolve_dtypes(tuple(_dtype_or_weak(a) for a in args) + (None,) * theirs.nout,
-                                 **keywords)
+    keywords = (
+        {"casting": casting} if signature is None else {"casting": casting, "signature": signature}
+    )
+    loop = theirs.resolve_dtypes(
+        tuple(_dtype_or_weak(a) for a in args) + (None,) * theirs.nout, **keywords
+    )
     return fn(*(_in_dtype(a, dt) for a, dt in zip(args, loop)))
 
 
@@ -146,7 +247,7 @@ def _in_dtype(a, dtype):
     return astype(a, dtype) if is_traced(a) else _np.asarray(a, dtype=dtype)
 
 
-# --- arithmetic --------------------------------------------------------------------------
+# --- arithmetic -----------------------------------------------------------------------------------
 
 add = defprimitive(_np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast))
 
@@ -222,7 +323,7 @@ negative = defunary(
 )
 
 
-# --- power: exact at 0 to every order ----------------------------------------------------
+# --- power: exact at 0 to every order -------------------------------------------------------------
 
 
 def _is_constant(y):
@@ -244,7 +345,7 @@ def _dpow_dx(x, y):
             return None
         if y_is_zero.any():
             safe_y = _np.where(y_is_zero, 1.0, _np.asarray(y) - 1.0)
-            return where(y_is_zero, 0.0, y * x ** safe_y)
+            return where(y_is_zero, 0.0, y * x**safe_y)
     return y * x ** (y - 1)
 
 
@@ -287,7 +388,7 @@ power = defprimitive(
 )
 
 
-# --- the operators ------------------------------------------------------------------------
+# --- the operators --------------------------------------------------------------------------------
 # `x * y` on traced values binds these: the rules of the primitive of the same name, with the
 # operator itself as the impl, so that the value is the operator's on the plain values
 # (NumPy's scalar arithmetic for NumPy scalars, `ndarray ** 2` as np.square, ...), whose last
@@ -305,7 +406,7 @@ divide_operator = _operator_of(divide, _operator.truediv)
 power_operator = _operator_of(power, _operator.pow)
 
 
-# --- unary functions ---------------------------------------------------------------------
+# --- unary functions ------------------------------------------------------------------------------
 
 sin = defunary(
     _np.sin,
@@ -337,6 +438,7 @@ tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
 log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
 expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: ans + 1.0), _np.expm1)
 sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
+
 
 def _abs_slope(ans, x):
     """+1 where x >= 0 and -1 elsewhere: abs'(0) = 1, as in JAX."""
@@ -373,7 +475,7 @@ abs = as_ufunc(defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs"), _np.ab
 absolute = abs
 
 
-# --- complex numbers ---------------------------------------------------------------------
+# --- complex numbers ------------------------------------------------------------------------------
 # JAX's convention: the cotangent of a complex input z of a real-valued f is
 # df/dRe(z) - i df/dIm(z), so grad(|z|^2) at 1+2j is 2-4j (PyTorch returns the conjugate).
 # It follows from rules that never conjugate the cotangent except where the function itself
@@ -479,7 +581,7 @@ _angle_p = defprimitive(
 )
 
 
-# --- maximum and minimum: ties split evenly ----------------------------------------------
+# --- maximum and minimum: ties split evenly -------------------------------------------------------
 
 
 def _choice_weights(ans, x, y, wins):
@@ -528,8 +630,7 @@ positive = as_ufunc(_positive, _np.positive)
 positive.__doc__ = "NumPy's `positive`: " + _positive.__doc__
 
 
-def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VALUE,
-         **kwargs):
+def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VALUE, **kwargs):
     """NumPy's `clip`, as `minimum(maximum(a, a_min), a_max)` (JAX's definition, so a value
     exactly at a bound gets half the gradient, and the bounds are differentiable too).
     `min`/`max` are NumPy 2's names of the bounds; the other keywords are the ufunc keywords
@@ -551,7 +652,7 @@ def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VA
     return out if a_max is None else minimum(out, a_max, **kwargs)
 
 
-# --- where -------------------------------------------------------------------------------
+# --- where ----------------------------------------------------------------------------------------
 
 
 def _where_vjp(i):
@@ -592,7 +693,7 @@ def where(condition, x=None, y=None, /):
     return _where_p(_np.asarray(primal(condition), dtype=bool), x, y)
 
 
-# --- no derivative: piecewise constant and boolean results -------------------------------
+# --- no derivative: piecewise constant and boolean results ----------------------------------------
 
 sign = nondiff_function(_np.sign)
 floor = nondiff_function(_np.floor)

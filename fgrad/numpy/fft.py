@@ -32,13 +32,35 @@ from ..core import Box, primal
 from ..primitive import deflinear
 from .elementwise import conj, multiply, real
 from .shaping import (
-    _index_add_p, asarray, concatenate, describe, getitem, meta, shape, unbroadcast,
+    _index_add_p,
+    asarray,
+    concatenate,
+    describe,
+    getitem,
+    meta,
+    shape,
+    unbroadcast,
 )
 
 __all__ = [
-    "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2",
-    "fftn", "ifftn", "rfftn", "irfftn", "hfft", "ihfft", "fftshift", "ifftshift",
-    "fftfreq", "rfftfreq",
+    "fft",
+    "fft2",
+    "fftfreq",
+    "fftn",
+    "fftshift",
+    "hfft",
+    "ifft",
+    "ifft2",
+    "ifftn",
+    "ifftshift",
+    "ihfft",
+    "irfft",
+    "irfft2",
+    "irfftn",
+    "rfft",
+    "rfft2",
+    "rfftfreq",
+    "rfftn",
 ]
 
 # The normalisation of the opposite direction: `hfft` is an `irfft`, `ihfft` an `rfft`, and the
@@ -46,9 +68,7 @@ __all__ = [
 _SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
-# --- argument checks ---------------------------------------------------------------------
-
-
+# --- argument checks ------------------------------------------------------------------------------
 
 
 def _check_norm(norm, name):
@@ -79,7 +99,9 @@ def _check_axis(x, axis, name):
     if not -nd <= ax < nd:
         raise ValueError(
             f"{name}: axis {ax} is out of bounds for the input of {describe(x)}; use an "
-            f"axis in [-{nd}, {nd})" if nd else f"{name}: the input of {describe(x)} is a "
+            f"axis in [-{nd}, {nd})"
+            if nd
+            else f"{name}: the input of {describe(x)} is a "
             "scalar; a transform needs an array with at least one axis"
         )
     return ax % nd
@@ -105,7 +127,7 @@ def _check_real(x, name):
         )
 
 
-# --- cutting and zero-padding an axis ----------------------------------------------------
+# --- cutting and zero-padding an axis -------------------------------------------------------------
 
 
 def _resize(x, n, axis):
@@ -122,7 +144,7 @@ def _resize(x, n, axis):
     return _index_add_p(zeros, x, idx=lead + (slice(0, m),))
 
 
-# --- the three primitives ----------------------------------------------------------------
+# --- the three primitives -------------------------------------------------------------------------
 
 
 def _c2c(x, axis, norm, inverse):
@@ -187,7 +209,7 @@ _irfft_p = deflinear(
 )
 
 
-# --- one-dimensional transforms ----------------------------------------------------------
+# --- one-dimensional transforms -------------------------------------------------------------------
 
 
 def _complex_1d(a, n, axis, norm, inverse, name):
@@ -282,7 +304,7 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None):
     return conj(rfft(a, n, axis, _SWAP[_check_norm(norm, "ihfft")]))
 
 
-# --- n-dimensional transforms: NumPy's loops over the axes -------------------------------
+# --- n-dimensional transforms: NumPy's loops over the axes ----------------------------------------
 
 
 def _nd_args(x, s, axes, name, inverse_real=False):
@@ -400,7 +422,7 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _irfft_nd(a, s, axes, norm, "irfft2")
 
 
-# --- shifts ------------------------------------------------------------------------------
+# --- shifts ---------------------------------------------------------------------------------------
 
 
 def _roll(x, k, axis):
@@ -443,7 +465,7 @@ def ifftshift(x, axes=None):
     return _shift(x, axes, -1, "ifftshift")
 
 
-# --- frequencies -------------------------------------------------------------------------
+# --- frequencies ----------------------------------------------------------------------------------
 
 
 def _spacing_scaled(k, n, d, name):

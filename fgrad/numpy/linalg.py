@@ -71,22 +71,67 @@ from .products import conj_if_complex as _conj
 from .products import vecdot as _vecdot
 from .reductions import _product_of_others, max, min, prod
 from .shaping import (
-    _kept_shape, _normalize_axes, broadcast_to, concatenate, describe, expand_dims, is_traced,
-    meta, moveaxis, nondiff_function, reshape, shape, sum, swapaxes, transpose, unbroadcast,
+    _kept_shape,
+    _normalize_axes,
+    broadcast_to,
+    concatenate,
+    describe,
+    expand_dims,
+    is_traced,
+    meta,
+    moveaxis,
+    nondiff_function,
+    reshape,
+    shape,
+    sum,
+    swapaxes,
+    transpose,
+    unbroadcast,
 )
 
 _matmul = _products.matmul  # the primitive, for the rules below
 
 __all__ = [
-    "inv", "pinv", "solve", "det", "slogdet", "lstsq", "cholesky", "qr", "eigh", "eigvalsh",
-    "eig", "eigvals", "svd", "svdvals", "norm", "vector_norm", "matrix_norm", "matrix_power",
-    "multi_dot", "cond", "matrix_rank", "tensorinv", "tensorsolve", "matrix_transpose",
-    "matmul", "outer", "tensordot", "cross", "trace", "diagonal", "vecdot",
+    "cholesky",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "lstsq",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "multi_dot",
+    "norm",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "tensorinv",
+    "tensorsolve",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]
 
 try:  # NumPy 2's result types, so results compare and unpack exactly like NumPy's
     from numpy.linalg._linalg import (
-        EighResult, EigResult, QRResult, SlogdetResult, SVDResult,
+        EighResult,
+        EigResult,
+        QRResult,
+        SlogdetResult,
+        SVDResult,
     )
 except ImportError:  # pragma: no cover - older NumPy
     EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
@@ -98,7 +143,7 @@ except ImportError:  # pragma: no cover - older NumPy
 LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` catches it too
 
 
-# --- helpers -------------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------------------
 
 
 def _check_matrix(a, who, arg="a"):
@@ -214,8 +259,9 @@ def _read_triangle_transpose(ans, x, lower):
 # cholesky) read from x: its `lower` (else upper) triangle, that triangle's conjugate
 # transpose in the other, and the real part of its diagonal. It is real-linear in x, and
 # the value of eigh(x) is eigh of it bit for bit.
-_read_triangle = deflinear(_read_triangle_impl, _read_triangle_transpose,
-                           name="hermitian_from_triangle")
+_read_triangle = deflinear(
+    _read_triangle_impl, _read_triangle_transpose, name="hermitian_from_triangle"
+)
 
 
 def _hermitian_from(a, lower=True):
@@ -223,7 +269,7 @@ def _hermitian_from(a, lower=True):
     return _read_triangle(a, lower=bool(lower))
 
 
-# --- inv, solve ----------------------------------------------------------------------------
+# --- inv, solve -----------------------------------------------------------------------------------
 
 
 _inv_p = defprimitive(
@@ -306,12 +352,12 @@ def tensorsolve(a, b, axes=None):
         order += [ax % nd for ax in axes]
         a = transpose(a, order)
     s = shape(a)
-    old = s[-(nd - _np.ndim(primal(b))):]
+    old = s[-(nd - _np.ndim(primal(b))) :]
     n = int(_np.prod(old, dtype=_np.int64))
     return reshape(solve(reshape(a, (-1, n)), reshape(b, (-1,))), old)
 
 
-# --- determinants --------------------------------------------------------------------------
+# --- determinants ---------------------------------------------------------------------------------
 
 
 def _adjugate_T(x, ans):
@@ -356,14 +402,14 @@ def _adjugate_T_singular(x):
     if n == 1:
         return _np.ones(shape(x), _dtype(x))
     u, s, vh = _svd_p(x, full_matrices=False)
-    u1, s1, vh1 = u[..., :, :n - 1], s[..., :n - 1], vh[..., :n - 1, :]
+    u1, s1, vh1 = u[..., :, : n - 1], s[..., : n - 1], vh[..., : n - 1, :]
     c = _last_column_cofactors(u1, u[..., :, -1])
     d = _last_column_cofactors(_mT(vh1), vh[..., -1, :])
     t = sum(c * _matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
     others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
-    return (_matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1))
-            + expand_dims(prod(s1, axis=-1, keepdims=True), -1)
-            * expand_dims(c, -1) * expand_dims(d, -2))
+    return _matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1)) + expand_dims(
+        prod(s1, axis=-1, keepdims=True), -1
+    ) * expand_dims(c, -1) * expand_dims(d, -2)
 
 
 def _det_vjp(ans, x):
@@ -424,8 +470,9 @@ def _slogdet_vjp(wanted, ans, x):
     return bprop
 
 
-_slogdet_p = Primitive("slogdet", _slogdet_impl, vjp=_slogdet_vjp, jvp=_slogdet_jvp,
-                       multiple_results=True)
+_slogdet_p = Primitive(
+    "slogdet", _slogdet_impl, vjp=_slogdet_vjp, jvp=_slogdet_jvp, multiple_results=True
+)
 
 
 def slogdet(a):
@@ -441,7 +488,7 @@ def slogdet(a):
     return SlogdetResult(*_slogdet_p(a))
 
 
-# --- pinv, lstsq ---------------------------------------------------------------------------
+# --- pinv, lstsq ----------------------------------------------------------------------------------
 
 
 def _pinv_jvp(t, ans, x, rcond, hermitian):
@@ -543,7 +590,7 @@ def lstsq(a, b, rcond=None):
     return x, residuals, rank, svdvals(a)
 
 
-# --- cholesky ------------------------------------------------------------------------------
+# --- cholesky -------------------------------------------------------------------------------------
 
 
 def _phi(x):
@@ -569,8 +616,12 @@ def _cholesky_vjp(ans, x, upper):
     return bprop
 
 
-_cholesky_p = defprimitive(lambda x, upper: _np.linalg.cholesky(x, upper=upper),
-                           vjp=_cholesky_vjp, jvp=_cholesky_jvp, name="cholesky")
+_cholesky_p = defprimitive(
+    lambda x, upper: _np.linalg.cholesky(x, upper=upper),
+    vjp=_cholesky_vjp,
+    jvp=_cholesky_jvp,
+    name="cholesky",
+)
 
 
 def cholesky(a, /, *, upper=False):
@@ -594,7 +645,7 @@ def cholesky(a, /, *, upper=False):
     return _cholesky_p(_hermitian_from(a, lower=not upper), upper=bool(upper))
 
 
-# --- qr ------------------------------------------------------------------------------------
+# --- qr -------------------------------------------------------------------------------------------
 
 
 def _qr_impl(x):
@@ -622,8 +673,10 @@ def _qr_thin_jvp(t, q, r):
 def _qr_thin_vjp(ct_q, ct_r, q, r):
     """The transpose of _qr_thin_jvp: with c = Q^T ct_Q - ct_R R^T, the cotangent of B is
     tril(c - c^H, -1) + i Im(diag c) - c, and dA's is (ct_Q + conj(Q) ct_B) R^-T."""
-    c = _plus(None if ct_q is None else _matmul(_mT(q), ct_q),
-              None if ct_r is None else -_matmul(ct_r, _mT(r)))
+    c = _plus(
+        None if ct_q is None else _matmul(_mT(q), ct_q),
+        None if ct_r is None else -_matmul(ct_r, _mT(r)),
+    )
     ct_b = (c - _H(c)) * _strict_lower(shape(r)[-1], c) - c
     if _is_complex(c):
         ct_b = ct_b + _diag_embed(_imag_part(_diagonal(c)))
@@ -694,7 +747,7 @@ def qr(a, mode="reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-# --- eigh, eigvalsh ------------------------------------------------------------------------
+# --- eigh, eigvalsh -------------------------------------------------------------------------------
 
 
 def _eigh_impl(x, UPLO):
@@ -718,8 +771,10 @@ def _eigh_vjp(wanted, ans, x, UPLO):
 
     def bprop(cts):  # the transpose of _eigh_jvp: conj(V) (diag(ct_w) + F * (V^T ct_V)) V^T
         ct_w, ct_v = cts
-        inner = _plus(None if ct_w is None else _diag_embed(ct_w),
-                      None if ct_v is None else f * _matmul(_mT(v), ct_v))
+        inner = _plus(
+            None if ct_w is None else _diag_embed(ct_w),
+            None if ct_v is None else f * _matmul(_mT(v), ct_v),
+        )
         return (_matmul(_conj(v), _matmul(inner, _mT(v))),)  # on Hermitian tangents: `eigh`
 
     return bprop
@@ -792,7 +847,7 @@ def eigvalsh(a, UPLO="L"):
     return _eigvalsh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO)
 
 
-# --- eig, eigvals --------------------------------------------------------------------------
+# --- eig, eigvals ---------------------------------------------------------------------------------
 
 
 def _eig_impl(x):
@@ -804,7 +859,7 @@ def _largest_entries(v):
     """A constant one-hot mask of the largest-magnitude entry of each column of v: the entry
     LAPACK's geev makes real (the first largest re^2 + im^2, as geev picks it)."""
     vv = _np.asarray(primal(v))
-    k = _np.argmax(vv.real ** 2 + vv.imag ** 2, axis=-2)
+    k = _np.argmax(vv.real**2 + vv.imag**2, axis=-2)
     return _const(_np.arange(vv.shape[-2])[:, None] == k[..., None, :], v)
 
 
@@ -840,8 +895,11 @@ def _eig_vjp(wanted, ans, x):
         if ct_v is not None:
             g = sum(ct_v * v, axis=-2)  # pairs with c
             if _is_complex(v):
-                ct_u = (ct_v - expand_dims(real(g), -2) * conj(v)
-                        + mask * expand_dims(-1j * imag(g) / largest, -2))
+                ct_u = (
+                    ct_v
+                    - expand_dims(real(g), -2) * conj(v)
+                    + mask * expand_dims(-1j * imag(g) / largest, -2)
+                )
             else:
                 ct_u = ct_v - expand_dims(g, -2) * v
             inner = _plus(inner, f * _matmul(_mT(v), ct_u))
@@ -908,8 +966,7 @@ def _eigvals_jvp(t, ans, x):
     return real(dw) if _is_complex(dw) and not _is_complex(ans) else dw
 
 
-_eigvals_p = defprimitive(_np.linalg.eigvals, vjp=_eigvals_vjp, jvp=_eigvals_jvp,
-                          name="eigvals")
+_eigvals_p = defprimitive(_np.linalg.eigvals, vjp=_eigvals_vjp, jvp=_eigvals_jvp, name="eigvals")
 
 
 def eigvals(a):
@@ -919,7 +976,7 @@ def eigvals(a):
     return _eigvals_p(a)
 
 
-# --- svd, svdvals --------------------------------------------------------------------------
+# --- svd, svdvals ---------------------------------------------------------------------------------
 
 
 def _svd_impl(x, full_matrices):
@@ -1074,7 +1131,7 @@ def svdvals(x, /):
     return _svdvals_p(x)
 
 
-# --- norms ---------------------------------------------------------------------------------
+# --- norms ----------------------------------------------------------------------------------------
 
 
 def _pnorm_impl(x, ord, axis, keepdims, flat):
@@ -1257,7 +1314,7 @@ def matrix_transpose(x, /):
     return _mT(x)
 
 
-# --- products ------------------------------------------------------------------------------
+# --- products -------------------------------------------------------------------------------------
 
 
 def matrix_power(a, n):
@@ -1337,7 +1394,7 @@ def _chain(arrays, split, i, j):
     return _matmul(_chain(arrays, split, i, k), _chain(arrays, split, k + 1, j))
 
 
-# --- NumPy 2's array-API spellings of products and diagonals (over the last axes) ----------
+# --- NumPy 2's array-API spellings of products and diagonals (over the last axes) -----------------
 
 
 def matmul(x1, x2, /):

@@ -20,13 +20,37 @@ from ..core import primal
 from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
 from .shaping import (
-    NO_VALUE, asarray, astype, broadcast_like, expand_dims, is_traced, meta, moveaxis, ndim,
-    refuse_layout, refuse_out, reshape, shape, stack, swapaxes, unbroadcast,
+    NO_VALUE,
+    asarray,
+    astype,
+    broadcast_like,
+    expand_dims,
+    is_traced,
+    meta,
+    moveaxis,
+    ndim,
+    refuse_layout,
+    refuse_out,
+    reshape,
+    shape,
+    stack,
+    swapaxes,
+    unbroadcast,
 )
 
 __all__ = [
-    "matmul", "dot", "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross",
-    "vecdot", "matvec", "vecmat",
+    "cross",
+    "dot",
+    "einsum",
+    "inner",
+    "kron",
+    "matmul",
+    "matvec",
+    "outer",
+    "tensordot",
+    "vdot",
+    "vecdot",
+    "vecmat",
 ]
 
 
@@ -89,14 +113,12 @@ def dot(a, b, out=None):
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
 
 
-
-
 def conj_if_complex(x):
     """conj(x) for complex x; a real x as it is (no extra operation to differentiate)."""
     return conj(x) if _np.iscomplexobj(primal(x)) else x
 
 
-# --- einsum: one primitive whose every rule is another einsum -------------------------------
+# --- einsum: one primitive whose every rule is another einsum -------------------------------------
 #
 # The public `einsum` rewrites its subscripts into an explicit form with one letter per axis
 # ('...' spelled out, the implicit output made explicit), so the primitive and its rules only
@@ -146,8 +168,8 @@ def _einsum_vjp(i):
         terms = terms.split(",")
         like = meta(operands[i])
         term, x_shape = terms[i], like[0]
-        others = operands[:i] + operands[i + 1:]
-        other_terms = terms[:i] + terms[i + 1:]
+        others = operands[:i] + operands[i + 1 :]
+        other_terms = terms[:i] + terms[i + 1 :]
         fresh = iter(c for c in _EINSUM_LETTERS if c not in subscripts)
         target, eyes, eye_terms = [], [], []
         for ax, c in enumerate(term):
@@ -162,7 +184,8 @@ def _einsum_vjp(i):
         ones = [(c, x_shape[term.index(c)]) for c in dict.fromkeys(term) if c not in known]
         g_subscripts = (
             ",".join([out, *other_terms, *eye_terms, *(c for c, _ in ones)])
-            + "->" + "".join(target)
+            + "->"
+            + "".join(target)
         )
 
         def bprop(ct):
@@ -179,7 +202,7 @@ def _einsum_vjp(i):
 
 def _einsum_jvp(i):
     def rule(t, ans, *operands, subscripts, optimize=None):
-        args = operands[:i] + (t,) + operands[i + 1:]
+        args = operands[:i] + (t,) + operands[i + 1 :]
         return broadcast_like(_einsum_p(*args, subscripts=subscripts), ans)
 
     return rule
@@ -226,8 +249,10 @@ def _einsum_explicit(subscripts, ndims):
         )
     n_ell = []
     for k, (term, nd) in enumerate(zip(terms, ndims)):
-        if term.count("...") > 1 or term.replace("...", "").count(".") or (
-            "..." not in term and "." in term
+        if (
+            term.count("...") > 1
+            or term.replace("...", "").count(".")
+            or ("..." not in term and "." in term)
         ):
             raise ValueError(f"einsum: operand {k}'s subscripts {term!r} have a misplaced '.'")
         named = len(term.replace("...", ""))
@@ -246,7 +271,7 @@ def _einsum_explicit(subscripts, ndims):
         )
     ell = "".join(free[:n])
     letters = [t.replace("...", "") for t in terms]
-    terms = [t.replace("...", ell[n - k:] if k else "") for t, k in zip(terms, n_ell)]
+    terms = [t.replace("...", ell[n - k :] if k else "") for t, k in zip(terms, n_ell)]
     if out is None:
         counts = {}
         for c in "".join(letters):
@@ -276,8 +301,10 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     refuse_out(out, "einsum")
     unknown = set(kwargs) - {"dtype", "order", "casting"}
     if unknown:
-        raise TypeError(f"einsum() got unexpected keyword arguments {sorted(unknown)}; NumPy's "
-                        "einsum takes out, optimize, dtype, order and casting")
+        raise TypeError(
+            f"einsum() got unexpected keyword arguments {sorted(unknown)}; NumPy's "
+            "einsum takes out, optimize, dtype, order and casting"
+        )
     if not operands:
         raise ValueError("einsum: no subscripts and no operands given")
     if isinstance(operands[0], str):
@@ -302,13 +329,15 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
         for x in ops:
             x_dtype = _np.asarray(primal(x)).dtype
             if not _np.can_cast(x_dtype, dtype, casting):
-                raise TypeError(f"einsum: cannot cast an operand from {x_dtype!r} to "
-                                f"{dtype!r} according to the rule {casting!r}")
+                raise TypeError(
+                    f"einsum: cannot cast an operand from {x_dtype!r} to "
+                    f"{dtype!r} according to the rule {casting!r}"
+                )
         ops = [astype(asarray(x), dtype) for x in ops]
     return _einsum_p(*ops, subscripts=explicit, optimize=optimize)
 
 
-# --- products built on einsum -----------------------------------------------------------------
+# --- products built on einsum ---------------------------------------------------------------------
 
 
 def tensordot(a, b, axes=2):
@@ -327,7 +356,9 @@ def tensordot(a, b, axes=2):
         try:
             a_axes, b_axes = axes
         except (TypeError, ValueError):
-            raise ValueError(f"tensordot: axes must be an int or a pair of sequences, got {axes!r}")
+            raise ValueError(
+                f"tensordot: axes must be an int or a pair of sequences, got {axes!r}"
+            ) from None
         a_axes = [a_axes] if isinstance(a_axes, (int, _np.integer)) else list(a_axes)
         b_axes = [b_axes] if isinstance(b_axes, (int, _np.integer)) else list(b_axes)
         if len(a_axes) != len(b_axes):
@@ -362,8 +393,10 @@ def vdot(a, b, /):
     """NumPy's `vdot`: the dot product of the flattened operands, conjugating `a` if complex."""
     a, b = reshape(conj_if_complex(a), (-1,)), reshape(b, (-1,))
     if shape(a) != shape(b):
-        raise ValueError(f"vdot: the operands have {shape(a)[0]} and {shape(b)[0]} elements; "
-                         "they need the same number")
+        raise ValueError(
+            f"vdot: the operands have {shape(a)[0]} and {shape(b)[0]} elements; "
+            "they need the same number"
+        )
     return _einsum_p(a, b, subscripts="i,i->")
 
 
@@ -409,53 +442,89 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return moveaxis(out, -1, axisc)
 
 
-# --- NumPy 2's vector products (ufuncs there; compositions of matmul and sum here) -----------
+# --- NumPy 2's vector products (ufuncs there; compositions of matmul and sum here) ----------------
 
 
 def _same_length(n1, n2, name):
     if n1 != n2:
-        raise ValueError(f"{name}: the contracted axes have lengths {n1} and {n2}; they must "
-                         "be equal (they do not broadcast)")
+        raise ValueError(
+            f"{name}: the contracted axes have lengths {n1} and {n2}; they must "
+            "be equal (they do not broadcast)"
+        )
 
 
-# --- NumPy 2's generalized ufuncs: core axes chosen by `axes`, `axis`, `keepdims` ------------
+# --- NumPy 2's generalized ufuncs: core axes chosen by `axes`, `axis`, `keepdims` -----------------
 
 
-def _gufunc(theirs, compute, cores, out_core, args, out, axes, axis, keepdims, casting, order,
-            dtype, subok, signature):
+def _gufunc(
+    theirs,
+    compute,
+    cores,
+    out_core,
+    args,
+    out,
+    axes,
+    axis,
+    keepdims,
+    casting,
+    order,
+    dtype,
+    subok,
+    signature,
+):
     """`compute` (which takes each operand's core axes last, and gives the output's last) with
     NumPy's gufunc keywords. Plain operands get NumPy's own gufunc with every keyword."""
     name = theirs.__name__
     refuse_out(out, name)
     if not any(is_traced(x) for x in args):
-        keywords = dict(axes=axes, axis=axis, keepdims=keepdims, casting=casting, order=order,
-                        dtype=dtype, subok=subok, signature=signature)
+        keywords = dict(
+            axes=axes,
+            axis=axis,
+            keepdims=keepdims,
+            casting=casting,
+            order=order,
+            dtype=dtype,
+            subok=subok,
+            signature=signature,
+        )
         defaults = dict(keepdims=False, casting="same_kind", order="K", subok=True)
-        return theirs(*args, **{k: v for k, v in keywords.items()
-                                if v is not NO_VALUE and v is not None
-                                and not (k in defaults and v is defaults[k])})
+        return theirs(
+            *args,
+            **{
+                k: v
+                for k, v in keywords.items()
+                if v is not NO_VALUE and v is not None and not (k in defaults and v is defaults[k])
+            },
+        )
     refuse_layout(name, order=(order, "K"), subok=(subok, True))
     if dtype is not None or signature is not None or casting != "same_kind":
         if dtype is not None:
             if signature is not None:
                 raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
             signature = (None,) * len(args) + (_np.dtype(dtype),)
-        keywords = {"casting": casting} if signature is None else {
-            "casting": casting, "signature": signature}
+        keywords = (
+            {"casting": casting}
+            if signature is None
+            else {"casting": casting, "signature": signature}
+        )
         loop = theirs.resolve_dtypes(
-            tuple(_np.asarray(primal(x)).dtype for x in args) + (None,), **keywords)
+            tuple(_np.asarray(primal(x)).dtype for x in args) + (None,), **keywords
+        )
         args = [astype(asarray(x), dt) for x, dt in zip(args, loop)]
     args = [asarray(x) for x in args]
     if axis is not NO_VALUE:
         if axes is not NO_VALUE:
             raise TypeError(f"{name}: cannot specify both 'axis' and 'axes'")
         if any(c != 1 for c in cores) or out_core:
-            raise TypeError(f"{name}: 'axis' can be used only with a single shared core "
-                            "dimension; use 'axes'")
+            raise TypeError(
+                f"{name}: 'axis' can be used only with a single shared core dimension; use 'axes'"
+            )
         axes = [(axis,)] * len(args) + ([(axis,)] if keepdims else [])
     if keepdims and (len(set(cores)) != 1 or out_core):
-        raise TypeError(f"{name}: 'keepdims' can be used only when every input has the same "
-                        "number of core dimensions and the output has none")
+        raise TypeError(
+            f"{name}: 'keepdims' can be used only when every input has the same "
+            "number of core dimensions and the output has none"
+        )
     k_out = cores[0] if keepdims else out_core
     last = [tuple(range(-k, 0)) for k in (*cores, k_out)]
     if axes is NO_VALUE:
@@ -465,12 +534,15 @@ def _gufunc(theirs, compute, cores, out_core, args, out, axes, axis, keepdims, c
         if len(axes) == len(args):
             axes.append(last[-1])
         if [len(a) for a in axes] != [len(a) for a in last]:
-            raise ValueError(f"{name}: axes={axes!r} must give {list(cores) + [k_out]} core "
-                             "axes for the operands and the output")
+            raise ValueError(
+                f"{name}: axes={axes!r} must give {list(cores) + [k_out]} core "
+                "axes for the operands and the output"
+            )
     for i, (x, core) in enumerate(zip(args, cores)):
         if ndim(x) < core:
-            raise ValueError(f"{name}: operand {i} needs at least {core} dimensions, got "
-                             f"shape {shape(x)}")
+            raise ValueError(
+                f"{name}: operand {i} needs at least {core} dimensions, got shape {shape(x)}"
+            )
     args = [moveaxis(x, a, t) if a != t else x for x, a, t in zip(args, axes, last)]
     res = compute(*args)
     if keepdims:
@@ -488,34 +560,46 @@ def _gufunc(theirs, compute, cores, out_core, args, out, axes, axis, keepdims, c
 def _sesquilinear_vjp_x1(product):
     """The cotangent of x1 of `product(x1, x2)` = sum(conj(x1) * x2) over the core: the
     conjugate of what the product pairs x1 with (JAX's convention for conj)."""
+
     def maker(ans, x1, x2):
         like = meta(x1)
         return lambda ct: unbroadcast(conj_if_complex(product(ct, x2)), like)
+
     return maker
 
 
 _vecdot_p = defbilinear(
     lambda x1, x2: _np.vecdot(x1, x2),
-    (_sesquilinear_vjp_x1(lambda ct, x2: expand_dims(ct, -1) * x2),
-     lambda ans, x1, x2: _unbroadcast_to(
-         x2, lambda ct: expand_dims(ct, -1) * conj_if_complex(x1))),
+    (
+        _sesquilinear_vjp_x1(lambda ct, x2: expand_dims(ct, -1) * x2),
+        lambda ans, x1, x2: _unbroadcast_to(
+            x2, lambda ct: expand_dims(ct, -1) * conj_if_complex(x1)
+        ),
+    ),
     name="vecdot",
 )
 
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     _matvec_p = defbilinear(
         lambda a, v: _np.matvec(a, v),
-        (lambda ans, a, v: _unbroadcast_to(
-            a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)),
-         lambda ans, a, v: _unbroadcast_to(
-             v, lambda ct: matmul(expand_dims(ct, -2), a)[..., 0, :])),
+        (
+            lambda ans, a, v: _unbroadcast_to(
+                a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)
+            ),
+            lambda ans, a, v: _unbroadcast_to(
+                v, lambda ct: matmul(expand_dims(ct, -2), a)[..., 0, :]
+            ),
+        ),
         name="matvec",
     )
     _vecmat_p = defbilinear(
         lambda v, a: _np.vecmat(v, a),
-        (_sesquilinear_vjp_x1(lambda ct, a: matmul(a, expand_dims(ct, -1))[..., 0]),
-         lambda ans, v, a: _unbroadcast_to(
-             a, lambda ct: expand_dims(conj_if_complex(v), -1) * expand_dims(ct, -2))),
+        (
+            _sesquilinear_vjp_x1(lambda ct, a: matmul(a, expand_dims(ct, -1))[..., 0]),
+            lambda ans, v, a: _unbroadcast_to(
+                a, lambda ct: expand_dims(conj_if_complex(v), -1) * expand_dims(ct, -2)
+            ),
+        ),
         name="vecmat",
     )
 
@@ -525,8 +609,21 @@ def _unbroadcast_to(x, rule):
     return lambda ct: unbroadcast(rule(ct), like)
 
 
-def vecdot(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
-           casting="same_kind", order="K", dtype=None, subok=True, signature=None):
+def vecdot(
+    x1,
+    x2,
+    /,
+    out=None,
+    *,
+    axes=NO_VALUE,
+    axis=NO_VALUE,
+    keepdims=False,
+    casting="same_kind",
+    order="K",
+    dtype=None,
+    subok=True,
+    signature=None,
+):
     """NumPy 2's `vecdot`: sum(conj(x1) * x2) over the core axis of each operand (the last,
     or `axis`, or `axes`), broadcasting the other axes; `keepdims` keeps it with length 1.
 
@@ -534,33 +631,104 @@ def vecdot(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
     >>> float(fnp.vecdot(fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0])))
     11.0
     """
+
     def compute(x1, x2):
         _same_length(shape(x1)[-1], shape(x2)[-1], "vecdot")
         return _vecdot_p(x1, x2)
 
-    return _gufunc(_np.vecdot, compute, (1, 1), 0, (x1, x2), out, axes, axis, keepdims,
-                   casting, order, dtype, subok, signature)
+    return _gufunc(
+        _np.vecdot,
+        compute,
+        (1, 1),
+        0,
+        (x1, x2),
+        out,
+        axes,
+        axis,
+        keepdims,
+        casting,
+        order,
+        dtype,
+        subok,
+        signature,
+    )
 
 
-def matvec(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
-           casting="same_kind", order="K", dtype=None, subok=True, signature=None):
+def matvec(
+    x1,
+    x2,
+    /,
+    out=None,
+    *,
+    axes=NO_VALUE,
+    axis=NO_VALUE,
+    keepdims=False,
+    casting="same_kind",
+    order="K",
+    dtype=None,
+    subok=True,
+    signature=None,
+):
     """NumPy's `matvec` (NumPy >= 2.2): the matrices x1 (..., m, n) times the vectors
     x2 (..., n), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
+
     def compute(x1, x2):
         _same_length(shape(x1)[-1], shape(x2)[-1], "matvec")
         return _matvec_p(x1, x2)
 
-    return _gufunc(_np.matvec, compute, (2, 1), 1, (x1, x2), out, axes, axis, keepdims,
-                   casting, order, dtype, subok, signature)
+    return _gufunc(
+        _np.matvec,
+        compute,
+        (2, 1),
+        1,
+        (x1, x2),
+        out,
+        axes,
+        axis,
+        keepdims,
+        casting,
+        order,
+        dtype,
+        subok,
+        signature,
+    )
 
 
-def vecmat(x1, x2, /, out=None, *, axes=NO_VALUE, axis=NO_VALUE, keepdims=False,
-           casting="same_kind", order="K", dtype=None, subok=True, signature=None):
+def vecmat(
+    x1,
+    x2,
+    /,
+    out=None,
+    *,
+    axes=NO_VALUE,
+    axis=NO_VALUE,
+    keepdims=False,
+    casting="same_kind",
+    order="K",
+    dtype=None,
+    subok=True,
+    signature=None,
+):
     """NumPy's `vecmat` (NumPy >= 2.2): the conjugated vectors x1 (..., n) times the matrices
     x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
+
     def compute(x1, x2):
         _same_length(shape(x1)[-1], shape(x2)[-2], "vecmat")
         return _vecmat_p(x1, x2)
 
-    return _gufunc(_np.vecmat, compute, (1, 2), 1, (x1, x2), out, axes, axis, keepdims,
-                   casting, order, dtype, subok, signature)
+    return _gufunc(
+        _np.vecmat,
+        compute,
+        (1, 2),
+        1,
+        (x1, x2),
+        out,
+        axes,
+        axis,
+        keepdims,
+        casting,
+        order,
+        dtype,
+        subok,
+        signature,
+    )

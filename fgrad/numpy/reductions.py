@@ -14,11 +14,22 @@ import numpy as _np
 from ..core import Box, primal
 from ..primitive import defprimitive
 from .shaping import (
-    NO_VALUE, _kept_shape, _normalize_axes, astype, at, concatenate, ndim, reduction_mask,
-    refuse_out, reshape, shape, sum, transpose,
+    NO_VALUE,
+    _kept_shape,
+    _normalize_axes,
+    astype,
+    at,
+    concatenate,
+    ndim,
+    reduction_mask,
+    refuse_out,
+    reshape,
+    shape,
+    sum,
+    transpose,
 )
 
-__all__ = ["mean", "max", "min", "amax", "amin", "prod"]
+__all__ = ["amax", "amin", "max", "mean", "min", "prod"]
 
 
 def _keepdims(keepdims):
@@ -59,7 +70,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALU
     return astype(ans, a_dtype) if float16 else ans
 
 
-# --- max and min ---------------------------------------------------------------------------
+# --- max and min ----------------------------------------------------------------------------------
 
 
 def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
@@ -117,7 +128,8 @@ def _extremum(impl, name):
         f"NumPy's `{name}` with `axis`, `keepdims`, `initial` (a value the result cannot go "
         "past: a constant, or a traced scalar, differentiable) and `where` (a constant mask; "
         "NumPy requires `initial` with it). Ties share the gradient evenly, `initial` "
-        "included.")
+        "included."
+    )
     return reduce
 
 
@@ -127,7 +139,7 @@ amax = max
 amin = min
 
 
-# --- prod --------------------------------------------------------------------------------
+# --- prod -----------------------------------------------------------------------------------------
 
 
 def _product_of_others(x, axes):
@@ -196,8 +208,9 @@ def _linear_recurrence(a, b):
 
 def _prod_impl(x, axis, keepdims, dtype, initial, where):
     keywords = {} if initial is NO_VALUE else {"initial": initial}
-    return _np.multiply.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where,
-                               **keywords)
+    return _np.multiply.reduce(
+        x, axis=axis, dtype=dtype, keepdims=keepdims, where=where, **keywords
+    )
 
 
 def _others(x, axis, initial):
@@ -220,8 +233,7 @@ def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
 _prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod")
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
-         where=NO_VALUE):
+def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
     """NumPy's `prod` with `axis`, `dtype`, `keepdims`, `initial` (a constant, or a traced
     scalar, differentiable) and `where` (a constant mask); exact at zeros to every order.
 
@@ -235,13 +247,24 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         a = at(a)[~mask].set(_np.ones((), _np.result_type(primal(a))))
     c = primal(initial)
-    ans = _prod_p(a, axis=axes, keepdims=_keepdims(keepdims),
-                  dtype=None if dtype is None else _np.dtype(dtype), initial=c, where=mask)
+    ans = _prod_p(
+        a,
+        axis=axes,
+        keepdims=_keepdims(keepdims),
+        dtype=None if dtype is None else _np.dtype(dtype),
+        initial=c,
+        where=mask,
+    )
     if type(initial) is Box:
         # d prod / d initial = the product without it, by a term that is zero in value
-        rest = _prod_p(a, axis=axes, keepdims=_keepdims(keepdims),
-                       dtype=None if dtype is None else _np.dtype(dtype), initial=NO_VALUE,
-                       where=mask)
+        rest = _prod_p(
+            a,
+            axis=axes,
+            keepdims=_keepdims(keepdims),
+            dtype=None if dtype is None else _np.dtype(dtype),
+            initial=NO_VALUE,
+            where=mask,
+        )
         finite = _np.isfinite(_np.asarray(primal(rest)))
         if not finite.all():  # (initial - c) is 0 in value: keep 0 * inf out of the value
             rest = at(rest)[~finite].set(0.0)

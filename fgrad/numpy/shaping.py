@@ -23,13 +23,30 @@ from ..core import Box, Primitive, holds_box, primal, zeros_like_value
 from ..primitive import deflinear, defprimitive, nondiff
 
 __all__ = [
-    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
-    "broadcast_to", "sum", "astype", "stack", "concatenate", "zeros_like", "ones_like",
-    "shape", "ndim", "size", "at", "array", "asarray",
+    "array",
+    "asarray",
+    "astype",
+    "at",
+    "broadcast_to",
+    "concatenate",
+    "expand_dims",
+    "moveaxis",
+    "ndim",
+    "ones_like",
+    "ravel",
+    "reshape",
+    "shape",
+    "size",
+    "squeeze",
+    "stack",
+    "sum",
+    "swapaxes",
+    "transpose",
+    "zeros_like",
 ]
 
 
-# --- NumPy's calling conventions: its defaults, and its keywords refused by name ---------
+# --- NumPy's calling conventions: its defaults, and its keywords refused by name ------------------
 # The names declared without a derivative keep NumPy's own signature; a NumPy keyword that
 # cannot mean anything inside a transform is refused by name.
 
@@ -49,8 +66,10 @@ def nondiff_function(theirs, name=None):
         return prim(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"NumPy's `{name}`, declared without a derivative: it runs on the plain "
-                  "values of its arguments, and its result is a constant at every level.")
+    fn.__doc__ = (
+        f"NumPy's `{name}`, declared without a derivative: it runs on the plain "
+        "values of its arguments, and its result is a constant at every level."
+    )
     fn.__signature__ = inspect.signature(theirs)
     return fn
 
@@ -84,16 +103,20 @@ def refuse_layout(name, **keywords):
         if keyword == "device" and value == "cpu":
             continue  # NumPy's one device, the same as none
         if not is_default(value, default):
-            raise refuse(name, keyword, "it sets the memory layout, array subclass or device "
-                         "of a new array, which fgrad's traced values do not have",
-                         "Leave it out, and convert the result after the transform")
+            raise refuse(
+                name,
+                keyword,
+                "it sets the memory layout, array subclass or device "
+                "of a new array, which fgrad's traced values do not have",
+                "Leave it out, and convert the result after the transform",
+            )
 
 
 def is_default(value, default):
     return value is default or (type(value) in (str, bool, int) and value == default)
 
 
-# --- shape and dtype queries (plain values: they have no derivative) --------------------
+# --- shape and dtype queries (plain values: they have no derivative) ------------------------------
 
 
 def shape(a):
@@ -147,7 +170,7 @@ def _kept_shape(x_shape, axes):
     return tuple(1 if i in axes else n for i, n in enumerate(x_shape))
 
 
-# --- reshape, transpose, broadcast ------------------------------------------------------
+# --- reshape, transpose, broadcast ----------------------------------------------------------------
 
 
 def _reshape_vjp(ans, x, shape):
@@ -196,8 +219,9 @@ def _index_order(a, order, name, allowed):
     if order is None:
         order = "C"
     if not isinstance(order, str) or order.upper() not in allowed:
-        raise ValueError(f"{name}: order must be one of {', '.join(map(repr, allowed))}, "
-                         f"got {order!r}")
+        raise ValueError(
+            f"{name}: order must be one of {', '.join(map(repr, allowed))}, got {order!r}"
+        )
     order = order.upper()
     if order in "AK":
         v = _np.asarray(primal(a))
@@ -256,8 +280,9 @@ def swapaxes(a, axis1, axis2):
 def moveaxis(a, source, destination):
     nd = ndim(a)
     src = [s % nd for s in (source if isinstance(source, (tuple, list)) else (source,))]
-    dst = [d % nd for d in (destination if isinstance(destination, (tuple, list))
-                            else (destination,))]
+    dst = [
+        d % nd for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
+    ]
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -378,7 +403,7 @@ def broadcast_to(array, shape, subok=False):
     return _broadcast_to_p(array, shape=shape)
 
 
-# --- sum ---------------------------------------------------------------------------------
+# --- sum ------------------------------------------------------------------------------------------
 
 
 def _sum_vjp(ans, x, axis, keepdims):
@@ -413,8 +438,9 @@ def _sum_kw_impl(x, axis, keepdims, dtype, initial, where):
 
 def _sum_kw_vjp(ans, x, axis, keepdims, dtype, initial, where):
     x_shape, x_dtype = meta(x)
-    return lambda ct: _spread_p(ct, shape=x_shape, dtype=x_dtype, axis=axis,
-                                keepdims=keepdims, where=where)
+    return lambda ct: _spread_p(
+        ct, shape=x_shape, dtype=x_dtype, axis=axis, keepdims=keepdims, where=where
+    )
 
 
 _sum_kw_p = defprimitive(
@@ -422,7 +448,8 @@ _sum_kw_p = defprimitive(
     vjp=_sum_kw_vjp,
     # the tangent of a sum starting at a constant `initial` starts at 0
     jvp=lambda t, ans, x, axis, keepdims, dtype, initial, where: _sum_kw_p(
-        t, axis=axis, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=where),
+        t, axis=axis, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=where
+    ),
     name="sum",
 )
 
@@ -437,15 +464,15 @@ def _spread_impl(ct, shape, dtype, axis, keepdims, where):
 
 def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
     ct_dtype = _np.result_type(primal(ct))
-    return lambda g: _sum_kw_p(g, axis=axis, keepdims=keepdims, dtype=ct_dtype,
-                               initial=NO_VALUE, where=where)
+    return lambda g: _sum_kw_p(
+        g, axis=axis, keepdims=keepdims, dtype=ct_dtype, initial=NO_VALUE, where=where
+    )
 
 
 _spread_p = deflinear(_spread_impl, _spread_vjp, name="spread")
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
-        where=NO_VALUE):
+def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
     """NumPy's `sum` with `axis` (None, int or tuple), `dtype`, `keepdims`, `initial` (where
     the sum starts: a constant, or a traced scalar, differentiable) and `where` (a constant
     boolean mask, broadcast against `a`: only its True elements are summed, and only they get
@@ -458,8 +485,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
     refuse_out(out, "sum")
     keepdims = False if keepdims is NO_VALUE else bool(keepdims)
     axes = _normalize_axes(axis, ndim(a))
-    if initial is NO_VALUE and where is NO_VALUE and (
-            dtype is None or _np.dtype(dtype) == _np.result_type(primal(a))):
+    if (
+        initial is NO_VALUE
+        and where is NO_VALUE
+        and (dtype is None or _np.dtype(dtype) == _np.result_type(primal(a)))
+    ):
         return _sum_p(a, axis=axes, keepdims=keepdims)
     mask = reduction_mask(where, a, "sum")
     dtype = None if dtype is None else _np.dtype(dtype)
@@ -476,8 +506,10 @@ def reduction_mask(where, a, name):
     if where is NO_VALUE or where is True:
         return True
     if is_traced(where):
-        raise TypeError(f"{name}: where= is a traced value; a mask has no derivative. Compute "
-                        "it from plain values, or wrap it in fgrad.stop_gradient(...)")
+        raise TypeError(
+            f"{name}: where= is a traced value; a mask has no derivative. Compute "
+            "it from plain values, or wrap it in fgrad.stop_gradient(...)"
+        )
     mask = _np.asarray(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
@@ -489,7 +521,7 @@ def cast_to(x, dtype):
     return x if dtype is None else astype(x, dtype)
 
 
-# --- dtype casts -------------------------------------------------------------------------
+# --- dtype casts ----------------------------------------------------------------------------------
 
 
 def _astype_vjp(ans, x, dtype):
@@ -531,7 +563,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     return _astype_p(x, dtype=dtype)
 
 
-# --- indexing ----------------------------------------------------------------------------
+# --- indexing -------------------------------------------------------------------------------------
 
 
 def _has_array_index(idx):
@@ -690,7 +722,7 @@ class _IndexUpdater:
 
 
 class _IndexUpdate:
-    __slots__ = ("x", "idx")
+    __slots__ = ("idx", "x")
 
     def __init__(self, x, idx):
         self.x = x
@@ -754,7 +786,7 @@ def at(x):
     return _IndexUpdater(x)
 
 
-# --- stack and concatenate ---------------------------------------------------------------
+# --- stack and concatenate ------------------------------------------------------------------------
 
 
 def _zero_if_none(t, x):
@@ -790,8 +822,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = _joined(arrays, dtype, casting, "stack")
     nd = ndim(arrays[0]) + 1
     if not -nd <= axis < nd:
-        raise ValueError(f"stack: axis {axis} is out of bounds for an array with {nd} "
-                         "dimensions")
+        raise ValueError(f"stack: axis {axis} is out of bounds for an array with {nd} dimensions")
     return _stack_p(*arrays, axis=axis % nd)
 
 
@@ -807,8 +838,10 @@ def _joined(arrays, dtype, casting, name):
     target = _np.result_type(*dtypes) if dtype is None else _np.dtype(dtype)
     for dt in dtypes:
         if not _np.can_cast(dt, target, casting):
-            raise TypeError(f"{name}: cannot cast array data from {dt!r} to {target!r} "
-                            f"according to the rule {casting!r}")
+            raise TypeError(
+                f"{name}: cannot cast array data from {dt!r} to {target!r} "
+                f"according to the rule {casting!r}"
+            )
     if dtype is not None:
         arrays = [astype(asarray(a), target) for a in arrays]
     return arrays
@@ -849,11 +882,10 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
     return _concatenate_p(*arrays, axis=axis % ndim(arrays[0]))
 
 
-# --- array-likes ---------------------------------------------------------------------------
+# --- array-likes ----------------------------------------------------------------------------------
 
 
-def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0,
-          like=None):
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None):
     """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably).
     A plain object gets NumPy's own `array` with every keyword; for a traced one `ndmin`
     prepends axes, `copy` is accepted (a traced value is never written to), and the memory
@@ -864,13 +896,14 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndm
     array([1., 2., 6.])
     """
     if not is_traced(object):
-        keywords = dict(copy=copy, order=order, subok=subok, ndmin=ndmin, ndmax=ndmax,
-                        like=like)
+        keywords = dict(copy=copy, order=order, subok=subok, ndmin=ndmin, ndmax=ndmax, like=like)
         defaults = dict(copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None)
-        return _np.array(object, dtype, **{k: v for k, v in keywords.items()
-                                          if not is_default(v, defaults[k])})
-    refuse_layout("array", order=(order, "K"), subok=(subok, False), like=(like, None),
-                  ndmax=(ndmax, 0))
+        return _np.array(
+            object, dtype, **{k: v for k, v in keywords.items() if not is_default(v, defaults[k])}
+        )
+    refuse_layout(
+        "array", order=(order, "K"), subok=(subok, False), like=(like, None), ndmax=(ndmax, 0)
+    )
     out = _sequence_to_array(object)
     out = out if dtype is None else astype(out, dtype)
     missing = ndmin - ndim(out)
@@ -905,7 +938,7 @@ def is_traced(obj):
 
 
 def describe(x):
-    """"shape ... and dtype ...", for error messages about x (traced or plain)."""
+    """ "shape ... and dtype ...", for error messages about x (traced or plain)."""
     v = primal(x)
     return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
 
@@ -916,7 +949,7 @@ def _sequence_to_array(obj):
     return obj
 
 
-# --- constants shaped like an input ------------------------------------------------------
+# --- constants shaped like an input ---------------------------------------------------------------
 
 zeros_like = nondiff_function(_np.zeros_like)
 ones_like = nondiff_function(_np.ones_like)

@@ -22,23 +22,69 @@ from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
 from .elementwise import floor, multiply, real, sqrt, where
 from .products import (
-    conj_if_complex, cross, einsum, inner, kron, matmul, outer,
-    tensordot, vdot, vecdot,
+    conj_if_complex,
+    cross,
+    einsum,
+    inner,
+    kron,
+    matmul,
+    outer,
+    tensordot,
+    vdot,
+    vecdot,
 )
 from .shaping import (
-    _normalize_axes, asarray, astype, at, broadcast_to, concatenate, describe, is_traced, meta,
-    ndim, reshape, shape, squeeze, stack, sum, transpose, unbroadcast,
+    _normalize_axes,
+    asarray,
+    astype,
+    at,
+    broadcast_to,
+    concatenate,
+    describe,
+    is_traced,
+    meta,
+    ndim,
+    reshape,
+    shape,
+    squeeze,
+    stack,
+    sum,
+    transpose,
+    unbroadcast,
 )
 
 __all__ = [
-    "einsum", "tensordot", "inner", "outer", "vdot", "kron", "cross",
-    "convolve", "correlate", "diff", "ediff1d", "interp", "polyval", "trapezoid", "cov",
-    "corrcoef", "vander", "vecdot",
-    "polyadd", "polysub", "polymul", "polyder", "polyint", "polydiv", "polyfit", "unwrap",
+    "convolve",
+    "corrcoef",
+    "correlate",
+    "cov",
+    "cross",
+    "diff",
+    "ediff1d",
+    "einsum",
     "gradient",
+    "inner",
+    "interp",
+    "kron",
+    "outer",
+    "polyadd",
+    "polyder",
+    "polydiv",
+    "polyfit",
+    "polyint",
+    "polymul",
+    "polysub",
+    "polyval",
+    "tensordot",
+    "trapezoid",
+    "unwrap",
+    "vander",
+    "vdot",
+    "vecdot",
 ]
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     from .products import matvec, vecmat
+
     __all__ += ["matvec", "vecmat"]
 
 
@@ -52,7 +98,7 @@ def _is_traced(x):
     return type(x) is Box
 
 
-# --- convolution and correlation ---------------------------------------------------------
+# --- convolution and correlation ------------------------------------------------------------------
 
 
 def _conv_vjp(which):
@@ -127,7 +173,7 @@ def correlate(a, v, mode="valid"):
     return _mode_slice(_conv_full(a, conj_if_complex(v)[::-1]), n, m, mode, "correlate")
 
 
-# --- differences -------------------------------------------------------------------------
+# --- differences ----------------------------------------------------------------------------------
 
 _NO_VALUE = _np._NoValue  # NumPy's own "not given" marker, so signatures read the same
 
@@ -160,7 +206,7 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
         parts.append(end)
     if parts[0] is not None or parts[1] is not None:
         a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
-    if _np.result_type(primal(a)) == bool:
+    if _np.result_type(primal(a)) == _np.bool_:
         return _np.diff(primal(a), n=n, axis=axis)  # NumPy's not_equal; no derivative
     lead = (slice(None),) * axis
     for _ in range(n):
@@ -191,7 +237,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return concatenate([p for p in (parts[0], d, parts[1]) if p is not None])
 
 
-# --- interpolation and polynomials -------------------------------------------------------
+# --- interpolation and polynomials ----------------------------------------------------------------
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -205,15 +251,19 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     x, xp, fp = asarray(x), asarray(xp), asarray(fp)
     for arg, v in (("x", x), ("xp", xp)):
         if _np.iscomplexobj(primal(v)):
-            raise TypeError(f"interp: {arg} is complex ({describe(v)}); NumPy interpolates at "
-                            f"real points only: pass fgrad.numpy.real({arg}) if its imaginary "
-                            "part is meant to be dropped (fp may be complex)")
+            raise TypeError(
+                f"interp: {arg} is complex ({describe(v)}); NumPy interpolates at "
+                f"real points only: pass fgrad.numpy.real({arg}) if its imaginary "
+                "part is meant to be dropped (fp may be complex)"
+            )
     if not _np.iscomplexobj(primal(fp)):
         for arg, v in (("left", left), ("right", right)):
             if v is not None and _np.iscomplexobj(primal(v)):
-                raise TypeError(f"interp: {arg} is complex ({describe(v)}) but fp is real "
-                                f"({describe(fp)}); NumPy refuses a complex {arg} for real fp: "
-                                "make fp complex, or pass a real value")
+                raise TypeError(
+                    f"interp: {arg} is complex ({describe(v)}) but fp is real "
+                    f"({describe(fp)}); NumPy refuses a complex {arg} for real fp: "
+                    "make fp complex, or pass a real value"
+                )
     if ndim(xp) != 1 or ndim(fp) != 1:
         raise ValueError(
             f"interp: xp and fp must be 1-D; they have shapes {shape(xp)} and {shape(fp)}"
@@ -292,7 +342,7 @@ def vander(x, N=None, increasing=False):
     return reshape(x, (-1, 1)) ** powers
 
 
-# --- integration -------------------------------------------------------------------------
+# --- integration ----------------------------------------------------------------------------------
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
@@ -317,7 +367,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return sum(multiply(d, upper + lower) / 2.0, axis=axis)
 
 
-# --- sample covariance and correlation ---------------------------------------------------
+# --- sample covariance and correlation ------------------------------------------------------------
 
 
 def _rows_2d(m, name, arg, dtype):
@@ -331,8 +381,10 @@ def _rows_2d(m, name, arg, dtype):
 def _weights(w, name, n, dtype):
     w = asarray(w)
     if _np.iscomplexobj(primal(w)):  # NumPy would drop the imaginary part, with a warning
-        raise TypeError(f"cov: {name} are complex ({describe(w)}); weights must be real: pass "
-                        f"fgrad.numpy.real({name}) or fgrad.numpy.abs({name})")
+        raise TypeError(
+            f"cov: {name} are complex ({describe(w)}); weights must be real: pass "
+            f"fgrad.numpy.real({name}) or fgrad.numpy.abs({name})"
+        )
     if _is_traced(w):
         wv = _np.asarray(primal(w))
     else:
@@ -345,8 +397,7 @@ def _weights(w, name, n, dtype):
     return w, wv
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
-        dtype=None):
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
     """NumPy's `cov` with `rowvar`, `bias`, `ddof`, `fweights` and `aweights` (which may be
     traced); float32 data gives a float32 result (NumPy would give float64)."""
     if dtype is None:
@@ -413,7 +464,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     return c + (clipped - cv)
 
 
-# --- polynomial arithmetic ------------------------------------------------------------------
+# --- polynomial arithmetic ------------------------------------------------------------------------
 # Coefficients run from the highest power down, as in NumPy. Plain inputs get NumPy's own
 # result; traced ones keep float32 where NumPy would promote (polyint), as JAX does.
 
@@ -423,8 +474,9 @@ def _poly(p, name, arg="p"):
     if ndim(p) == 0:
         p = reshape(p, (1,))
     if ndim(p) != 1:
-        raise ValueError(f"{name}: {arg} must be a 1-D sequence of coefficients, got shape "
-                         f"{shape(p)}")
+        raise ValueError(
+            f"{name}: {arg} must be a 1-D sequence of coefficients, got shape {shape(p)}"
+        )
     return p
 
 
@@ -471,8 +523,10 @@ def _single_precision(*xs):
     """The single-precision dtype (float32, complex64) of the inputs xs where NumPy computes
     and returns double precision for them (polyder, polyint), else None. Python numbers take
     the arrays' precision (they are weakly typed, as in JAX)."""
-    values = [_np.asarray(v) if isinstance(v, (list, tuple)) else v
-              for v in (primal(x) for x in xs if x is not None)]
+    values = [
+        _np.asarray(v) if isinstance(v, (list, tuple)) else v
+        for v in (primal(x) for x in xs if x is not None)
+    ]
     dt = _np.result_type(*values)
     return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
 
@@ -491,8 +545,9 @@ def polyder(p, m=1):
         return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
-        raise ValueError(f"polyder: order of derivative m must be non-negative, got {m} "
-                         "(see polyint)")
+        raise ValueError(
+            f"polyder: order of derivative m must be non-negative, got {m} (see polyint)"
+        )
     p = asarray(p)
     if kept is not None:
         p = astype(p, _np.result_type(kept, _np.float64))  # NumPy's steps, in NumPy's dtype
@@ -506,8 +561,7 @@ def polyint(p, m=1, k=None):
     scalar, or one per integration, the first used first); differentiable in p and k.
     Float32 coefficients (and constants) give float32 ones, NumPy's (computed in float64)
     rounded once (NumPy returns float64)."""
-    kept = (_single_precision(p, k)
-            if isinstance(p, (_np.ndarray, _np.generic, Box)) else None)
+    kept = _single_precision(p, k) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
     if not (is_traced(p) or is_traced(k)):
         out = _np.polyint(p, m, k)
         return out if kept is None else out.astype(kept)
@@ -523,14 +577,15 @@ def polyint(p, m=1, k=None):
     if shape(k)[0] == 1 and m > 1:
         k = broadcast_to(k, (m,))
     if shape(k)[0] < m:
-        raise ValueError(f"polyint: k must be a scalar or have at least m = {m} constants, "
-                         f"got shape {shape(k)}")
+        raise ValueError(
+            f"polyint: k must be a scalar or have at least m = {m} constants, got shape {shape(k)}"
+        )
     dt = _float_dtype(p, k)
     if kept is not None:
         dt = _np.result_type(kept, _np.float64)  # NumPy's steps, in NumPy's dtype
     p = astype(p, dt)
     for i in range(m):
-        p = concatenate([p / _powers(shape(p)[0], p), astype(k[i:i + 1], dt)])
+        p = concatenate([p / _powers(shape(p)[0], p), astype(k[i : i + 1], dt)])
     return p if kept is None else astype(p, kept)
 
 
@@ -552,7 +607,7 @@ def polydiv(u, v):
     for k in range(m - n + 1):
         d = scale * r[k]
         q.append(d)
-        r = at(r)[k:k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
+        r = at(r)[k : k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
     q = stack(q) if q else _np.zeros(1, dt)
     while _np.allclose(primal(r)[0], 0, rtol=1e-14) and shape(r)[0] > 1:
         r = r[1:]
@@ -610,7 +665,7 @@ def _valued(value, f):
     return value + (f - primal(f))
 
 
-# --- phase unwrapping and numerical gradients ---------------------------------------------
+# --- phase unwrapping and numerical gradients -----------------------------------------------------
 
 # unwrap adds multiples of `period` that are constant where the phase is differentiable: its
 # slope is 1, so both rules pass the tangent or cotangent through unchanged.
@@ -627,8 +682,10 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * _np.pi):
     multiples of `period` are constants. `discont` and `period` are not differentiated."""
     for name, value in (("discont", discont), ("period", period)):
         if _is_traced(value):
-            raise TypeError(f"unwrap: {name} is a traced value; it is not differentiated, so "
-                            f"pass a constant (fgrad.stop_gradient({name}))")
+            raise TypeError(
+                f"unwrap: {name} is a traced value; it is not differentiated, so "
+                f"pass a constant (fgrad.stop_gradient({name}))"
+            )
     p = asarray(p)
     if not _np.issubdtype(_np.result_type(primal(p)), _np.inexact):
         return _np.unwrap(primal(p), discont, axis, period=period)
@@ -640,7 +697,8 @@ def _gradient_along(f, ax, dx, edge_order):
     if n < edge_order + 1:
         raise ValueError(
             "gradient: shape of array too small to calculate a numerical gradient, at least "
-            f"(edge_order + 1) = {edge_order + 1} elements are required along axis {ax}")
+            f"(edge_order + 1) = {edge_order + 1} elements are required along axis {ax}"
+        )
     lead = (slice(None),) * ax
 
     def at_(s):
@@ -651,10 +709,16 @@ def _gradient_along(f, ax, dx, edge_order):
         first = (at_(slice(1, 2)) - at_(slice(0, 1))) / dx
         last = (at_(slice(-1, None)) - at_(slice(-2, -1))) / dx
     else:
-        first = (-1.5 / dx) * at_(slice(0, 1)) + (2.0 / dx) * at_(slice(1, 2)) \
+        first = (
+            (-1.5 / dx) * at_(slice(0, 1))
+            + (2.0 / dx) * at_(slice(1, 2))
             + (-0.5 / dx) * at_(slice(2, 3))
-        last = (0.5 / dx) * at_(slice(-3, -2)) + (-2.0 / dx) * at_(slice(-2, -1)) \
+        )
+        last = (
+            (0.5 / dx) * at_(slice(-3, -2))
+            + (-2.0 / dx) * at_(slice(-2, -1))
             + (1.5 / dx) * at_(slice(-1, None))
+        )
     return concatenate([first, interior, last], axis=ax)
 
 
@@ -678,8 +742,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
         for a in axes:
             if not -nd <= a < nd:
-                raise ValueError(f"gradient: axis {a} is out of bounds for an array with {nd} "
-                                 "dimensions")
+                raise ValueError(
+                    f"gradient: axis {a} is out of bounds for an array with {nd} dimensions"
+                )
         axes = tuple(int(a) % nd for a in axes)
     if edge_order not in (1, 2):
         raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order}")
@@ -690,14 +755,16 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     elif len(varargs) == len(axes):
         spacing = list(varargs)
     else:
-        raise TypeError(f"gradient: give 0, 1 or {len(axes)} spacings (one per axis), got "
-                        f"{len(varargs)}")
+        raise TypeError(
+            f"gradient: give 0, 1 or {len(axes)} spacings (one per axis), got {len(varargs)}"
+        )
     for d in spacing:
         if _np.ndim(primal(d)) != 0:
             raise TypeError(
                 f"gradient: only scalar spacings are supported in fgrad, got one with shape "
                 f"{_np.shape(primal(d))}; for coordinate arrays apply numpy.gradient to "
-                "fgrad.stop_gradient(f), or pass the (uniform) step as a scalar")
+                "fgrad.stop_gradient(f), or pass the (uniform) step as a scalar"
+            )
     spacing = [float(d) if not _is_traced(d) else d for d in spacing]
     if not _np.issubdtype(_np.result_type(primal(f)), _np.inexact):
         f = astype(f, _np.float64)

@@ -36,23 +36,69 @@ from .elementwise import conj, imag, real, sqrt, where
 from .elementwise import where as _where  # for functions with a `where=` parameter
 from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
 from .shaping import (
-    NO_VALUE, _kept_shape, _normalize_axes, asarray, astype, broadcast_to, concatenate, describe,
-    getitem, is_traced, moveaxis, ndim, nondiff_function, ravel, reduction_mask, refuse_out,
-    reshape, shape, sum, transpose,
+    NO_VALUE,
+    _kept_shape,
+    _normalize_axes,
+    asarray,
+    astype,
+    broadcast_to,
+    concatenate,
+    describe,
+    getitem,
+    is_traced,
+    moveaxis,
+    ndim,
+    nondiff_function,
+    ravel,
+    reduction_mask,
+    refuse_out,
+    reshape,
+    shape,
+    sum,
+    transpose,
 )
 
 __all__ = [
-    "var", "std", "ptp", "average", "cumsum", "cumprod",
-    "median", "percentile", "quantile",
-    "nansum", "nanmean", "nanmax", "nanmin", "nanprod", "nanvar", "nanstd",
-    "nanmedian", "nanpercentile", "nanquantile", "nancumsum", "nancumprod",
-    "all", "any", "count_nonzero", "cumulative_sum", "cumulative_prod",
-    "bincount", "histogram", "digitize",
-    "array_equal", "array_equiv", "iscomplexobj", "isrealobj", "isscalar", "iscomplex", "isreal",
+    "all",
+    "any",
+    "array_equal",
+    "array_equiv",
+    "average",
+    "bincount",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "cumulative_prod",
+    "cumulative_sum",
+    "digitize",
+    "histogram",
+    "iscomplex",
+    "iscomplexobj",
+    "isreal",
+    "isrealobj",
+    "isscalar",
+    "median",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmean",
+    "nanmedian",
+    "nanmin",
+    "nanpercentile",
+    "nanprod",
+    "nanquantile",
+    "nanstd",
+    "nansum",
+    "nanvar",
+    "percentile",
+    "ptp",
+    "quantile",
+    "std",
+    "var",
 ]
 
 
-# --- helpers -----------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------------------
 
 
 def _asarray(a):
@@ -120,11 +166,21 @@ def _sqrt_or_zero(v):
     return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
 
 
-# --- var, std, ptp -----------------------------------------------------------------------
+# --- var, std, ptp --------------------------------------------------------------------------------
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
-        mean=NO_VALUE, correction=NO_VALUE):
+def var(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=NO_VALUE,
+    *,
+    where=NO_VALUE,
+    mean=NO_VALUE,
+    correction=NO_VALUE,
+):
     """NumPy's `var`: the mean squared deviation from the mean (|x - mean|**2 for complex
     data), divided by `n - ddof` instead of `n`, over the True elements of `where`; `mean`
     (differentiable) replaces the computed mean. `ddof >= n` gives inf or nan, as in NumPy.
@@ -152,16 +208,34 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=
     return _divide(ss, _np.maximum(_counts(a, axes, mask, keepdims) - ddof, 0))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
-        mean=NO_VALUE, correction=NO_VALUE):
+def std(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=NO_VALUE,
+    *,
+    where=NO_VALUE,
+    mean=NO_VALUE,
+    correction=NO_VALUE,
+):
     """NumPy's `std`, the square root of `var` (with all of var's keywords).
 
     At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
     std is a norm of the centred data, so it has its minimum there and 0 is a subgradient.
     """
     refuse_out(out, "std")
-    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
-            correction=correction)
+    v = var(
+        a,
+        axis=axis,
+        dtype=dtype,
+        ddof=ddof,
+        keepdims=keepdims,
+        where=where,
+        mean=mean,
+        correction=correction,
+    )
     return _sqrt_or_zero(v)
 
 
@@ -172,7 +246,7 @@ def ptp(a, axis=None, out=None, keepdims=NO_VALUE):
     return max(a, axis=axis, keepdims=keepdims) - min(a, axis=axis, keepdims=keepdims)
 
 
-# --- average ------------------------------------------------------------------------------
+# --- average --------------------------------------------------------------------------------------
 
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
@@ -220,7 +294,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
     return avg
 
 
-# --- cumsum and cumprod ------------------------------------------------------------------
+# --- cumsum and cumprod ---------------------------------------------------------------------------
 
 
 def _cumsum_impl(x, axis, reverse):
@@ -312,8 +386,9 @@ def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
     x = _asarray(x)
     if axis is None:
         if ndim(x) > 1:
-            raise ValueError(f"{name}: axis must be given for a {ndim(x)}-D array "
-                             f"(shape {shape(x)}); pass axis=")
+            raise ValueError(
+                f"{name}: axis must be given for a {ndim(x)}-D array (shape {shape(x)}); pass axis="
+            )
         axis = 0
     x, axis = _scan_axis(x, axis, dtype)
     y = scan(x, axis=axis)
@@ -337,7 +412,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
     return _cumulative(x, axis, dtype, out, include_initial, _cumprod_p, 1, "cumulative_prod")
 
 
-# --- the nan-ignoring reductions ---------------------------------------------------------
+# --- the nan-ignoring reductions ------------------------------------------------------------------
 
 
 def _nan_to(a, fill):
@@ -348,16 +423,16 @@ def _nan_to(a, fill):
     return (a, None) if m is None else (where(m, fill, a), m)
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
-           where=NO_VALUE):
+def nansum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
     """NumPy's `nansum` (with `sum`'s keywords): NaNs count as 0 and get a gradient of 0."""
     refuse_out(out, "nansum")
     a, _ = _nan_to(a, 0.0)
     return sum(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
-            where=NO_VALUE):
+def nanprod(
+    a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE
+):
     """NumPy's `nanprod` (with `prod`'s keywords): NaNs count as 1 and get a gradient of 0."""
     refuse_out(out, "nanprod")
     a, _ = _nan_to(a, 1.0)
@@ -418,8 +493,18 @@ nanmax = _nan_extremum(max, -_np.inf, "nanmax")
 nanmin = _nan_extremum(min, _np.inf, "nanmin")
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
-           mean=NO_VALUE, correction=NO_VALUE):
+def nanvar(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=NO_VALUE,
+    *,
+    where=NO_VALUE,
+    mean=NO_VALUE,
+    correction=NO_VALUE,
+):
     """NumPy's `nanvar` (with `var`'s keywords): the variance of the non-NaN elements,
     divided by `count - ddof`; NaN where that is not positive. Computed in NumPy's steps."""
     refuse_out(out, "nanvar")
@@ -428,8 +513,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, whe
     a0, m = _nan_to(a, 0.0)
     a_dtype = _np.result_type(primal(a0))
     if not _np.issubdtype(a_dtype, _np.inexact):
-        return var(a0, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
-                   mean=mean)
+        return var(a0, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     if m is None:
         m = _np.zeros(shape(a0), dtype=bool)
     axes = _normalize_axes(axis, ndim(a0))
@@ -447,12 +531,30 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, whe
     return _where(bad, _np.nan, v) if _np.any(bad) else v
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NO_VALUE, *, where=NO_VALUE,
-           mean=NO_VALUE, correction=NO_VALUE):
+def nanstd(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=NO_VALUE,
+    *,
+    where=NO_VALUE,
+    mean=NO_VALUE,
+    correction=NO_VALUE,
+):
     """NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`)."""
     refuse_out(out, "nanstd")
-    v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean,
-               correction=correction)
+    v = nanvar(
+        a,
+        axis=axis,
+        dtype=dtype,
+        ddof=ddof,
+        keepdims=keepdims,
+        where=where,
+        mean=mean,
+        correction=correction,
+    )
     return _sqrt_or_zero(v)
 
 
@@ -470,7 +572,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumprod(a, axis=axis, dtype=dtype)
 
 
-# --- median, percentile, quantile ------------------------------------------------------------
+# --- median, percentile, quantile -----------------------------------------------------------------
 # The slice along the reduced axes is sorted (the permutation is a constant taken from the
 # plain values) and the selected order statistics are gathered from the input itself, so the
 # gradient flows to the elements at those ranks: exactly the gradient of sort, as in JAX.
@@ -478,12 +580,22 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 # (alpha, beta) of Hyndman and Fan's continuous methods: virtual index n q + alpha +
 # q (1 - alpha - beta) - 1. 'linear' is (1, 1), computed as (n - 1) q as NumPy does.
 _CONTINUOUS = {
-    "linear": (1.0, 1.0), "interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5),
-    "weibull": (0.0, 0.0), "median_unbiased": (1 / 3.0, 1 / 3.0),
+    "linear": (1.0, 1.0),
+    "interpolated_inverted_cdf": (0.0, 1.0),
+    "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0),
+    "median_unbiased": (1 / 3.0, 1 / 3.0),
     "normal_unbiased": (3 / 8.0, 3 / 8.0),
 }
-_DISCRETE = ("lower", "higher", "nearest", "midpoint", "inverted_cdf",
-             "averaged_inverted_cdf", "closest_observation")
+_DISCRETE = (
+    "lower",
+    "higher",
+    "nearest",
+    "midpoint",
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+)
 _QUANTILE_METHODS = tuple(_CONTINUOUS) + _DISCRETE
 
 
@@ -596,9 +708,11 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     weak = type(q) in (int, float)
     a, q = _asarray(a), _asarray(q)
     if _np.iscomplexobj(primal(a)):  # NumPy refuses too: complex numbers have no order
-        raise TypeError(f"{name}: a is complex ({describe(a)}); quantiles need real numbers: "
-                        "pass fgrad.numpy.real(a) or fgrad.numpy.abs(a), whichever you mean "
-                        "to order by")
+        raise TypeError(
+            f"{name}: a is complex ({describe(a)}); quantiles need real numbers: "
+            "pass fgrad.numpy.real(a) or fgrad.numpy.abs(a), whichever you mean "
+            "to order by"
+        )
     if _np.iscomplexobj(primal(q)):
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
     qv = _np.asarray(primal(q), dtype=float) / scale
@@ -638,8 +752,17 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     return _finish(res, nan_slices, kept, keepdims, q_shape)
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, weights=None):
+def quantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+):
     """NumPy's `quantile` over `axis` (None, int or tuple), for a scalar or array `q`.
 
     Methods: 'linear' (the default), 'lower', 'higher', 'nearest', 'midpoint', 'hazen',
@@ -657,16 +780,34 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     return _quantile(a, q, axis, method, keepdims, "propagate", "quantile")
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None):
+def percentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=False,
+    *,
+    weights=None,
+):
     """NumPy's `percentile`: `quantile` with q in percent (see `quantile`)."""
     refuse_out(out, "percentile")
     _no_weights(weights, "percentile")
     return _quantile(a, q, axis, method, keepdims, "propagate", "percentile", scale=100.0)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=NO_VALUE, *, weights=None):
+def nanquantile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=NO_VALUE,
+    *,
+    weights=None,
+):
     """NumPy's `nanquantile`: `quantile` of the non-NaN elements (NaN for an all-NaN slice);
     NaN positions get a gradient of 0."""
     refuse_out(out, "nanquantile")
@@ -674,8 +815,17 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
     return _quantile(a, q, axis, method, keepdims, "omit", "nanquantile")
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=NO_VALUE, *, weights=None):
+def nanpercentile(
+    a,
+    q,
+    axis=None,
+    out=None,
+    overwrite_input=False,
+    method="linear",
+    keepdims=NO_VALUE,
+    *,
+    weights=None,
+):
     """NumPy's `nanpercentile`: `nanquantile` with q in percent."""
     refuse_out(out, "nanpercentile")
     _no_weights(weights, "nanpercentile")
@@ -713,14 +863,14 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=NO_VALUE):
     return _median(a, axis, keepdims, "omit")
 
 
-# --- no derivative --------------------------------------------------------------------------
+# --- no derivative --------------------------------------------------------------------------------
 
 all = nondiff_function(_np.all)
 any = nondiff_function(_np.any)
 count_nonzero = nondiff_function(_np.count_nonzero)
 
 
-# --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---
+# --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---------
 
 _bincount_p = deflinear(
     lambda w, index, minlength: _np.bincount(index, w, minlength).astype(w.dtype, copy=False),
@@ -745,27 +895,31 @@ def bincount(x, /, weights=None, minlength=0):
     weights = _asarray(weights)
     w_dtype = _np.result_type(primal(weights))
     if w_dtype.kind == "c":  # NumPy refuses them too
-        raise TypeError(f"bincount: weights are complex ({describe(weights)}); NumPy sums "
-                        "real weights only: bin the real and imaginary parts separately")
+        raise TypeError(
+            f"bincount: weights are complex ({describe(weights)}); NumPy sums "
+            "real weights only: bin the real and imaginary parts separately"
+        )
     if type(weights) is not Box:
         out = _np.bincount(x, weights, minlength)
         return out.astype(w_dtype) if w_dtype.kind == "f" else out
     if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
-        raise TypeError(f"bincount: x must be a 1-D array of non-negative integers, got shape "
-                        f"{x.shape} and dtype {x.dtype}")
+        raise TypeError(
+            f"bincount: x must be a 1-D array of non-negative integers, got shape "
+            f"{x.shape} and dtype {x.dtype}"
+        )
     if shape(weights) != x.shape:
-        raise ValueError(f"bincount: weights must have x's shape {x.shape}, got shape "
-                         f"{shape(weights)}")
+        raise ValueError(
+            f"bincount: weights must have x's shape {x.shape}, got shape {shape(weights)}"
+        )
     if w_dtype.kind != "f":
         weights = astype(weights, _np.float64)
     return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
 
 
-# --- no derivative: counts, bin indices and predicates --------------------------------------
+# --- no derivative: counts, bin indices and predicates --------------------------------------------
 
 
-
-# --- histogram: the counts have no derivative; the weighted counts are linear in the weights --
+# --- histogram: the counts have no derivative; the weighted counts are linear in the weights ------
 # The value is NumPy's own histogram of the plain weights; bin j holds the sum of the weights
 # of the elements that fall in it, so the cotangent of weight i is that of its bin (0 for an
 # element outside the range). NumPy puts x in bin j when edge_j <= x < edge_j+1, and the last
@@ -810,8 +964,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         return _np.histogram(a, bins, range, density, weights)
     w = asarray(weights)
     if shape(w) != a.shape:
-        raise ValueError(f"histogram: weights must have the shape of a, {a.shape}; got "
-                         f"{describe(w)}")
+        raise ValueError(
+            f"histogram: weights must have the shape of a, {a.shape}; got {describe(w)}"
+        )
     if not _np.issubdtype(_np.result_type(primal(w)), _np.inexact):
         raise TypeError(f"histogram: traced weights must be floating, got {describe(w)}")
     edges = _np.histogram_bin_edges(a, bins, range, primal(w))
@@ -821,6 +976,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         widths = _np.diff(edges).astype(float)
         hist = hist / widths / sum(hist)
     return hist, edges
+
+
 digitize = nondiff_function(_np.digitize)
 array_equal = nondiff_function(_np.array_equal)
 array_equiv = nondiff_function(_np.array_equiv)

@@ -40,14 +40,57 @@ from .elementwise import as_ufunc, exp, positive, power, sqrt, where
 from .shaping import astype, broadcast_like, meta, nondiff_function, unbroadcast
 
 __all__ = [
-    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
-    "asin", "acos", "atan", "asinh", "acosh", "atanh",
-    "exp2", "log2", "log10", "cbrt", "square", "reciprocal", "fabs", "positive",
-    "deg2rad", "rad2deg", "degrees", "radians",
-    "arctan2", "atan2", "hypot", "logaddexp", "logaddexp2", "float_power", "pow",
-    "copysign", "fmod", "remainder", "mod", "fmax", "fmin", "ldexp", "sinc", "nan_to_num",
-    "heaviside", "signbit", "rint", "fix", "floor_divide", "isposinf", "isneginf",
-    "isclose", "allclose",
+    "acos",
+    "acosh",
+    "allclose",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "copysign",
+    "cosh",
+    "deg2rad",
+    "degrees",
+    "exp2",
+    "fabs",
+    "fix",
+    "float_power",
+    "floor_divide",
+    "fmax",
+    "fmin",
+    "fmod",
+    "heaviside",
+    "hypot",
+    "isclose",
+    "isneginf",
+    "isposinf",
+    "ldexp",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logaddexp2",
+    "mod",
+    "nan_to_num",
+    "positive",
+    "pow",
+    "rad2deg",
+    "radians",
+    "reciprocal",
+    "remainder",
+    "rint",
+    "signbit",
+    "sinc",
+    "sinh",
+    "square",
 ]
 
 # Python floats, not NumPy float64 scalars: a Python float keeps a float32 array float32.
@@ -65,7 +108,7 @@ def _weights(values, ans):
     return _np.asarray(values, dtype=_np.result_type(primal(ans)))
 
 
-# --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------
+# --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
 
 
 def _unary(impl, derivative):
@@ -125,7 +168,7 @@ rad2deg = _scaling(_np.rad2deg)
 degrees = _scaling(_np.degrees)
 
 
-# --- binary functions with broadcasting: d(ans)/dx = dx(ans, x, y), d(ans)/dy = dy(...) ---
+# --- binary functions with broadcasting: d(ans)/dx = dx(ans, x, y), d(ans)/dy = dy(...) -----------
 
 
 def _binary(impl, dx, dy):
@@ -142,8 +185,7 @@ def _binary(impl, dx, dy):
         return maker
 
     def jvp(partial):
-        return lambda t, ans, x, y: broadcast_like(
-            t * partial(ans, _operand(x), _operand(y)), ans)
+        return lambda t, ans, x, y: broadcast_like(t * partial(ans, _operand(x), _operand(y)), ans)
 
     return as_ufunc(defprimitive(impl, (vjp(dx, 0), vjp(dy, 1)), (jvp(dx), jvp(dy))), impl)
 
@@ -224,7 +266,7 @@ float_power = as_ufunc(_float_power, _np.float_power)
 pow = power
 
 
-# --- piecewise: sign transfer, remainders, nan-aware extrema, scaling by 2**i -------------
+# --- piecewise: sign transfer, remainders, nan-aware extrema, scaling by 2**i ---------------------
 
 
 def _copysign_slope(ans, x, y):
@@ -239,11 +281,14 @@ def _copysign_vjp(ans, x, y):
     return lambda ct: unbroadcast(ct * slope, like)
 
 
-copysign = as_ufunc(defprimitive(
+copysign = as_ufunc(
+    defprimitive(
+        _np.copysign,
+        vjp=(_copysign_vjp, None),
+        jvp=(lambda t, ans, x, y: broadcast_like(t * _copysign_slope(ans, x, y), ans), None),
+    ),
     _np.copysign,
-    vjp=(_copysign_vjp, None),
-    jvp=(lambda t, ans, x, y: broadcast_like(t * _copysign_slope(ans, x, y), ans), None),
-), _np.copysign)
+)
 
 
 def _quotient(ans, x, y):
@@ -263,15 +308,18 @@ def _remainder_like(impl, name):
         like, minus_q = meta(y), -_quotient(ans, x, y)
         return lambda ct: unbroadcast(ct * minus_q, like)
 
-    return as_ufunc(defprimitive(
-        impl,
-        vjp=(vjp_x, vjp_y),
-        jvp=(
-            lambda t, ans, x, y: broadcast_like(t, ans),
-            lambda t, ans, x, y: broadcast_like(t * -_quotient(ans, x, y), ans),
+    return as_ufunc(
+        defprimitive(
+            impl,
+            vjp=(vjp_x, vjp_y),
+            jvp=(
+                lambda t, ans, x, y: broadcast_like(t, ans),
+                lambda t, ans, x, y: broadcast_like(t * -_quotient(ans, x, y), ans),
+            ),
+            name=name,
         ),
-        name=name,
-    ), impl)
+        impl,
+    )
 
 
 fmod = _remainder_like(_np.fmod, "fmod")
@@ -303,14 +351,17 @@ def _nan_aware_chooser(impl, wins):
         like, w = meta(y), _nan_aware_weights(ans, y, x, wins)
         return lambda ct: unbroadcast(ct * w, like)
 
-    return as_ufunc(defprimitive(
-        impl,
-        vjp=(vjp_x, vjp_y),
-        jvp=(
-            lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, x, y, wins), ans),
-            lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, y, x, wins), ans),
+    return as_ufunc(
+        defprimitive(
+            impl,
+            vjp=(vjp_x, vjp_y),
+            jvp=(
+                lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, x, y, wins), ans),
+                lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, y, x, wins), ans),
+            ),
         ),
-    ), impl)
+        impl,
+    )
 
 
 fmax = _nan_aware_chooser(_np.fmax, _np.greater)
@@ -331,7 +382,7 @@ _ldexp = defprimitive(
 ldexp = as_ufunc(_ldexp, _np.ldexp)
 
 
-# --- sinc: exact at 0 and accurate near it, to every order ---------------------------------
+# --- sinc: exact at 0 and accurate near it, to every order ----------------------------------------
 
 _SINC_TERMS = 40  # Taylor terms: enough for |u| <= 8 to double precision
 
@@ -405,7 +456,7 @@ def sinc(x):
     return _sinc_k(_np.pi * _operand(x), k=0)
 
 
-# --- nan_to_num ----------------------------------------------------------------------------
+# --- nan_to_num -----------------------------------------------------------------------------------
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -426,7 +477,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return where(finite, x, replaced)
 
 
-# --- no derivative -------------------------------------------------------------------------
+# --- no derivative --------------------------------------------------------------------------------
 
 # heaviside(x, h0) is a step: its derivative is 0 wherever it exists (and h0 is only a value).
 heaviside = nondiff_function(_np.heaviside)

@@ -8,7 +8,7 @@ Submodules (each with SciPy's names and signatures): `special`, `stats`, `linalg
 import importlib
 
 try:
-    import scipy as _scipy  # noqa: F401  (only to fail early, with a message that helps)
+    import scipy as _scipy  # noqa: F401 (imported only to fail early without SciPy)
 except ImportError as error:  # pragma: no cover - exercised in an environment without SciPy
     raise ImportError(
         "fgrad.scipy needs SciPy, which is not installed; install it with "
@@ -24,5 +24,7 @@ def __getattr__(name):
     # `fgrad.scipy.stats` works after a plain `import fgrad.scipy`, as it does in SciPy.
     if name in SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'fgrad.scipy' has no attribute {name!r}; its submodules are "
-                         f"{', '.join(SUBMODULES)}")
+    raise AttributeError(
+        f"module 'fgrad.scipy' has no attribute {name!r}; its submodules are "
+        f"{', '.join(SUBMODULES)}"
+    )

@@ -35,9 +35,30 @@ __all__ = ["odeint"]
 _LEAF = tree_flatten(0.0)[1]  # the structure of a single array
 
 
-def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
-           rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
-           mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
+def odeint(
+    func,
+    y0,
+    t,
+    args=(),
+    Dfun=None,
+    col_deriv=0,
+    full_output=0,
+    ml=None,
+    mu=None,
+    rtol=None,
+    atol=None,
+    tcrit=None,
+    h0=0.0,
+    hmax=0.0,
+    hmin=0.0,
+    ixpr=0,
+    mxstep=0,
+    mxhnil=0,
+    mxordn=12,
+    mxords=5,
+    printmessg=0,
+    tfirst=False,
+):
     """Integrate `dy/dt = func(y, t, *args)` from `y(t[0]) = y0`; SciPy's `odeint`, with
     gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
     modes (by the adjoint method; see the module docstring).
@@ -85,15 +106,15 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
         args = (args,)
     _check_closure(func)
 
-    if isinstance(y0, (list, tuple)) and all(
-            _np.ndim(primal(v)) == 0 for v in tree_flatten(y0)[0]):
+    if isinstance(y0, (list, tuple)) and all(_np.ndim(primal(v)) == 0 for v in tree_flatten(y0)[0]):
         y0 = fnp.asarray(y0)  # a list of numbers is an array, as SciPy reads it
     if tree_flatten(y0)[1] == _LEAF and _np.ndim(primal(y0)) == 0:
         y0 = fnp.reshape(y0, (1,))  # a scalar is a state of one element, as SciPy reads it
     y0_leaves, y_tree = tree_flatten(y0)
     if not y0_leaves:
-        raise ValueError("odeint: y0 has no arrays; pass the initial state as an array or a "
-                         "pytree of arrays")
+        raise ValueError(
+            "odeint: y0 has no arrays; pass the initial state as an array or a pytree of arrays"
+        )
     y0_leaves = [_as_float(v, f"y0 (leaf {k})") for k, v in enumerate(y0_leaves)]
     y0 = tree_unflatten(y_tree, y0_leaves)
     t = _as_times(t)
@@ -103,8 +124,9 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     diff_pos, diff_vals, static = [], [], list(arg_leaves)
     for k, v in enumerate(arg_leaves):
         p = primal(v)
-        if isinstance(p, float) or (isinstance(p, (_np.ndarray, _np.generic))
-                                    and _np.issubdtype(p.dtype, _np.floating)):
+        if isinstance(p, float) or (
+            isinstance(p, (_np.ndarray, _np.generic)) and _np.issubdtype(p.dtype, _np.floating)
+        ):
             diff_pos.append(k)
             diff_vals.append(_np.float64(p) if type(v) is float else v)
         elif type(v) is Box:
@@ -114,10 +136,12 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
                 "imaginary parts"
             )
 
-    rhs = _Rhs(func, tfirst, arg_tree, static, diff_pos, y_tree,
-               [_np.shape(primal(v)) for v in y0_leaves])
-    forward = dict(rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax, hmin=hmin,
-                   mxordn=mxordn, mxords=mxords)
+    rhs = _Rhs(
+        func, tfirst, arg_tree, static, diff_pos, y_tree, [_np.shape(primal(v)) for v in y0_leaves]
+    )
+    forward = dict(
+        rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax, hmin=hmin, mxordn=mxordn, mxords=mxords
+    )
     backward = dict(forward)
     for key in ("rtol", "atol"):  # the augmented state has another size: one tolerance
         if backward[key] is not None and _np.ndim(backward[key]) > 0:
@@ -128,14 +152,22 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
             f"{describe(y0) if y_tree == _LEAF else 'a pytree'}; leave Dfun out (LSODA "
             "estimates the Jacobian) or pass y0 as a 1-D array"
         )
-    forward.update(Dfun=None if Dfun is None else _Dfun(Dfun, tfirst, rhs),
-                   col_deriv=col_deriv, ml=ml, mu=mu, tcrit=tcrit, h0=h0, ixpr=ixpr,
-                   mxhnil=mxhnil, printmessg=printmessg)
+    forward.update(
+        Dfun=None if Dfun is None else _Dfun(Dfun, tfirst, rhs),
+        col_deriv=col_deriv,
+        ml=ml,
+        mu=mu,
+        tcrit=tcrit,
+        h0=h0,
+        ixpr=ixpr,
+        mxhnil=mxhnil,
+        printmessg=printmessg,
+    )
     opts = _Options(forward, backward)
     return _solve(rhs, opts, y0, t, *diff_vals)
 
 
-# --- the function of the state that the solver integrates --------------------------------
+# --- the function of the state that the solver integrates -----------------------------------------
 
 
 class _Rhs:
@@ -223,7 +255,7 @@ def _like(a, ref):
     return a
 
 
-# --- the solve, with its adjoint rule --------------------------------------------------------
+# --- the solve, with its adjoint rule -------------------------------------------------------------
 
 
 @functools.partial(custom_vjp, nondiff_argnums=(0, 1))
@@ -241,8 +273,7 @@ def _solve(rhs, opts, y0, t, *args):
     def join(vals):
         if not vals:
             return _np.zeros(0)
-        return _np.concatenate([_np.ravel(_np.asarray(primal(v), dtype=_np.float64))
-                                for v in vals])
+        return _np.concatenate([_np.ravel(_np.asarray(primal(v), dtype=_np.float64)) for v in vals])
 
     def f(y, s):
         return join(tree_flatten(rhs(tree_unflatten(tree, split(y)), s, *args))[0])
@@ -302,7 +333,7 @@ def _dot(x, y):
     return functools.reduce(fnp.add, terms)
 
 
-# --- checking the inputs -------------------------------------------------------------------
+# --- checking the inputs --------------------------------------------------------------------------
 
 
 def _as_float(v, what):
@@ -310,14 +341,19 @@ def _as_float(v, what):
     p = primal(v)
     if type(v) is Box:
         if not _np.issubdtype(_np.result_type(p), _np.floating):
-            raise TypeError(f"odeint: {what} is a traced value with {describe(v)}; odeint "
-                            "integrates real states: split a complex one into real parts")
+            raise TypeError(
+                f"odeint: {what} is a traced value with {describe(v)}; odeint "
+                "integrates real states: split a complex one into real parts"
+            )
         return v
     a = _np.asarray(p)
     if _np.issubdtype(a.dtype, _np.complexfloating) or not (
-            _np.issubdtype(a.dtype, _np.number) or a.dtype == bool):
-        raise TypeError(f"odeint: {what} has dtype {a.dtype}; odeint integrates real float "
-                        "states (split a complex state into its real and imaginary parts)")
+        _np.issubdtype(a.dtype, _np.number) or a.dtype == bool
+    ):
+        raise TypeError(
+            f"odeint: {what} has dtype {a.dtype}; odeint integrates real float "
+            "states (split a complex state into its real and imaginary parts)"
+        )
     if not _np.issubdtype(a.dtype, _np.floating):
         a = a.astype(_np.float64)
     return a[()] if a.ndim == 0 else a
@@ -328,8 +364,10 @@ def _as_times(t):
         t = fnp.asarray(t)  # traced time points in a list become one traced array
     shape = _np.shape(primal(t))
     if len(shape) != 1 or shape[0] == 0:
-        raise ValueError(f"odeint: t must be a 1-D array of time points with at least one "
-                         f"element, got shape {shape}")
+        raise ValueError(
+            f"odeint: t must be a 1-D array of time points with at least one "
+            f"element, got shape {shape}"
+        )
     if _np.issubdtype(_np.result_type(primal(t)), _np.floating):
         return t
     if type(t) is Box or not _np.issubdtype(_np.result_type(primal(t)), _np.number):

@@ -54,9 +54,26 @@ from ..numpy.shaping import broadcast_to, describe, meta, shape, unbroadcast
 from ..primitive import defprimitive
 
 __all__ = [
-    "inv", "det", "solve", "cholesky", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
-    "lu", "solve_triangular", "solve_banded", "solve_sylvester", "sqrtm", "expm", "eigh",
-    "qr", "svd", "schur", "block_diag", "toeplitz",
+    "block_diag",
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "det",
+    "eigh",
+    "expm",
+    "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "qr",
+    "schur",
+    "solve",
+    "solve_banded",
+    "solve_sylvester",
+    "solve_triangular",
+    "sqrtm",
+    "svd",
+    "toeplitz",
 ]
 
 LinAlgError = _np.linalg.LinAlgError
@@ -65,7 +82,7 @@ LinAlgError = _np.linalg.LinAlgError
 _SQRTM_DEFAULTS = {k: p.default for k, p in inspect.signature(_sl.sqrtm).parameters.items()}
 
 
-# --- helpers -------------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------------------
 
 
 def _mT(x):
@@ -134,7 +151,7 @@ def _as_matrix_rhs(b, n, who):
     return b, False
 
 
-# --- solve_triangular ----------------------------------------------------------------------
+# --- solve_triangular -----------------------------------------------------------------------------
 
 
 _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}  # real matrices: 'C' is 'T'
@@ -165,8 +182,7 @@ def _trsolve_vjp_a(ans, a, b, lower, trans, unit):
 
 def _trsolve_vjp_b(ans, a, b, lower, trans, unit):
     like = meta(b)
-    return lambda ct: unbroadcast(_trsolve_p(a, ct, lower=lower, trans=1 - trans, unit=unit),
-                                  like)
+    return lambda ct: unbroadcast(_trsolve_p(a, ct, lower=lower, trans=1 - trans, unit=unit), like)
 
 
 def _trsolve_jvp_a(t, ans, a, b, lower, trans, unit):
@@ -187,8 +203,9 @@ _trsolve_p = defprimitive(
 )
 
 
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True):
+def solve_triangular(
+    a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True
+):
     """SciPy's `linalg.solve_triangular`: x with op(a) @ x = b, op = identity (trans=0, 'N')
     or transpose (1, 'T', 2, 'C'), reading only a's `lower` (default upper) triangle, and not
     its diagonal with `unit_diagonal`; the gradient with respect to a lives on that part.
@@ -199,8 +216,9 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     array([0.5  , 0.125])
     """
     if trans not in _TRANS:
-        raise ValueError(f"scipy.linalg.solve_triangular: trans must be 0, 1, 2, 'N', 'T' or "
-                         f"'C', got {trans!r}")
+        raise ValueError(
+            f"scipy.linalg.solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}"
+        )
     n = _square(a, "solve_triangular")
     b2, vector = _as_matrix_rhs(b, n, "solve_triangular")
     if trans in (2, "C") and _np.iscomplexobj(primal(a)):  # a^H x = b
@@ -209,7 +227,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return x[..., 0] if vector else x
 
 
-# --- inv, det, solve, cholesky, cho_factor, cho_solve -------------------------------------
+# --- inv, det, solve, cholesky, cho_factor, cho_solve ---------------------------------------------
 
 
 _SYMMETRIC = ("sym", "her", "pos", "symmetric", "hermitian", "positive definite", "pos def")
@@ -228,8 +246,9 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     if assume_a in _SYMMETRIC:
         return _la.inv(_symmetric_from(a, lower, assume_a in _HERMITIAN))
     if assume_a in ("upper triangular", "lower triangular"):
-        return solve_triangular(a, _np.broadcast_to(eye, _np.shape(primal(a))),
-                                lower=assume_a == "lower triangular")
+        return solve_triangular(
+            a, _np.broadcast_to(eye, _np.shape(primal(a))), lower=assume_a == "lower triangular"
+        )
     if assume_a == "diagonal":  # SciPy 1.17 leaves the off-diagonal entries of a in place
         return fnp.expand_dims(1.0 / _la.diagonal(a), -1) * eye
     raise ValueError(f"scipy.linalg.inv: unknown assume_a {assume_a!r}")
@@ -242,16 +261,25 @@ def det(a, overwrite_a=False, check_finite=True):
     return _la.det(a)
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a=None, transposed=False):
+def solve(
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    check_finite=True,
+    assume_a=None,
+    transposed=False,
+):
     """SciPy's `linalg.solve`: x with a @ x = b (a.T @ x = b with `transposed`), batched; a
     1-D b is a vector. `assume_a` reads what SciPy reads: one triangle for 'sym'/'her'/'pos'
     (the `lower` one) and for 'upper triangular'/'lower triangular', the diagonal for
     'diagonal', the three central diagonals for 'tridiagonal'."""
     n = _square(a, "solve")
     if assume_a in ("upper triangular", "lower triangular"):  # the triangle of a, not of a.T
-        return solve_triangular(a, b, trans=int(bool(transposed)),
-                                lower=assume_a == "lower triangular")
+        return solve_triangular(
+            a, b, trans=int(bool(transposed)), lower=assume_a == "lower triangular"
+        )
     if transposed:
         a = _mT(a)
     if assume_a in _SYMMETRIC:
@@ -294,7 +322,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     return x[..., 0] if vector else x
 
 
-# --- lu_factor, lu_solve, lu ---------------------------------------------------------------
+# --- lu_factor, lu_solve, lu ----------------------------------------------------------------------
 # a[rows] = L U for a (..., m, n), k = min(m, n), L (m, k) unit lower, U (k, n) upper. Along dA,
 # with dA' = dA[rows]:
 #   m >= n: G = dA' U^-1, F = L1^-1 G1 (L1, G1 the top k rows): dU = triu(F) U,
@@ -320,7 +348,7 @@ def _lu_rows(piv, m):
     """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
     piv = _np.asarray(piv)
     full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
-    full[..., :piv.shape[-1]] = piv
+    full[..., : piv.shape[-1]] = piv
     return _permutation(full)
 
 
@@ -355,7 +383,8 @@ def _lu_tangents(t, l, u, rows):
         dl = fnp.matmul(l[..., :k, :], _triangle(f, True, -1))
         if m > n:
             dl = fnp.concatenate(
-                [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2)
+                [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2
+            )
         return dl, du
     h = _trsolve_p(l, dap, lower=True, trans=0, unit=True)
     fl = _triangle(_rsolve_upper(h[..., :, :k], u[..., :, :k]), True, -1)
@@ -382,8 +411,9 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like):
         ct_f = _sum(terms_f)
         ct_g = _trsolve_p(l[..., :k, :], ct_f, lower=True, trans=1, unit=True)
         if m > n:
-            bottom = ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n),
-                                                                     ct_g)
+            bottom = (
+                ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n), ct_g)
+            )
             ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
         ct_dap = _rsolve_upper_T(ct_g, u)
     else:
@@ -427,9 +457,9 @@ def _lu_packed(dl, du):
     m, n = shape(dl)[-2], shape(du)[-1]
     if m >= n:
         return _triangle(dl, True, -1) + fnp.concatenate(
-            [du, fnp.zeros_like(dl[..., n:, :])], axis=-2)
-    return du + fnp.concatenate([_triangle(dl, True, -1), fnp.zeros_like(du[..., :, m:])],
-                                axis=-1)
+            [du, fnp.zeros_like(dl[..., n:, :])], axis=-2
+        )
+    return du + fnp.concatenate([_triangle(dl, True, -1), fnp.zeros_like(du[..., :, m:])], axis=-1)
 
 
 def _lu_factor_jvp(tangents, ans, a):
@@ -454,8 +484,13 @@ def _lu_factor_vjp(wanted, ans, a):
     return bprop
 
 
-_lu_factor_p = Primitive("lu_factor", lambda a: tuple(_sl.lu_factor(a)), vjp=_lu_factor_vjp,
-                         jvp=_lu_factor_jvp, multiple_results=True)
+_lu_factor_p = Primitive(
+    "lu_factor",
+    lambda a: tuple(_sl.lu_factor(a)),
+    vjp=_lu_factor_vjp,
+    jvp=_lu_factor_jvp,
+    multiple_results=True,
+)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
@@ -491,8 +526,9 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         if trans == 2 and _np.iscomplexobj(primal(luv)):
             luv = fnp.conj(luv)
         y = _trsolve_p(luv, b2, lower=False, trans=1, unit=False)
-        x = _take_rows(_trsolve_p(luv, y, lower=True, trans=1, unit=True),
-                       _np.argsort(perm, axis=-1))
+        x = _take_rows(
+            _trsolve_p(luv, y, lower=True, trans=1, unit=True), _np.argsort(perm, axis=-1)
+        )
     return x[..., 0] if vector else x
 
 
@@ -509,8 +545,9 @@ def _lu_vjp(wanted, ans, a):
 
 
 # SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
-_lu_p = Primitive("lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_lu_jvp,
-                  multiple_results=True)
+_lu_p = Primitive(
+    "lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True
+)
 
 
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
@@ -535,7 +572,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     return _np.eye(shape(a)[-2], dtype=real)[perm], l_mat, u_mat
 
 
-# --- solve_banded --------------------------------------------------------------------------
+# --- solve_banded ---------------------------------------------------------------------------------
 
 
 def _band_gather(m, rows, lo, n):
@@ -609,13 +646,12 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
         )
     b2, vector = _as_matrix_rhs(b, abs_[1], "solve_banded")
     if _np.ndim(primal(b2)) != 2:
-        raise ValueError(f"scipy.linalg.solve_banded: 'b' has {describe(b)}; it must be 1-D "
-                         "or 2-D")
+        raise ValueError(f"scipy.linalg.solve_banded: 'b' has {describe(b)}; it must be 1-D or 2-D")
     x = _banded_p(ab, b2, l=l, u=u)
     return x[..., 0] if vector else x
 
 
-# --- solve_sylvester, sqrtm, expm ----------------------------------------------------------
+# --- solve_sylvester, sqrtm, expm -----------------------------------------------------------------
 
 
 def _sylvester_vjp(i):
@@ -682,8 +718,10 @@ def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"
     """
     for name, value in (("disp", disp), ("blocksize", blocksize)):
         if value is not _SQRTM_DEFAULTS[name]:
-            raise TypeError(f"scipy.linalg.sqrtm: fgrad does not support the argument "
-                            f"{name!r} (deprecated by SciPy); leave it out")
+            raise TypeError(
+                f"scipy.linalg.sqrtm: fgrad does not support the argument "
+                f"{name!r} (deprecated by SciPy); leave it out"
+            )
     _square(A, "sqrtm", "A")
     return _sqrtm_p(A)
 
@@ -691,8 +729,10 @@ def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"
 def _expm_frechet(a, e):
     """L(a, e), the derivative of expm at a along e: the upper-right block of
     expm([[a, e], [0, a]]), in fgrad operations (so it differentiates again)."""
-    zero = _np.zeros(_np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(e))),
-                     dtype=_np.result_type(primal(a), primal(e)))
+    zero = _np.zeros(
+        _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(e))),
+        dtype=_np.result_type(primal(a), primal(e)),
+    )
     a = broadcast_to(a, zero.shape)
     top = fnp.concatenate([a, broadcast_to(e, zero.shape)], axis=-1)
     bottom = fnp.concatenate([zero, a], axis=-1)
@@ -721,11 +761,23 @@ def expm(A):
     return _expm_p(A)
 
 
-# --- eigh ----------------------------------------------------------------------------------
+# --- eigh -----------------------------------------------------------------------------------------
 
 
-def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+def eigh(
+    a,
+    b=None,
+    *,
+    lower=True,
+    eigvals_only=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    type=1,
+    check_finite=True,
+    subset_by_index=None,
+    subset_by_value=None,
+    driver=None,
+):
     """SciPy's `linalg.eigh`: eigenvalues (ascending) and eigenvectors of a symmetric a, or of
     the generalized problem with a symmetric positive definite b (type 1: a v = w b v,
     2: a b v = w v, 3: b a v = w v), eigenvectors normalized as SciPy's (v.T b v = I for
@@ -739,8 +791,10 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
     if driver is not None:
-        raise TypeError(f"scipy.linalg.eigh: fgrad does not support the argument 'driver' "
-                        f"(given {driver!r}); leave it out")
+        raise TypeError(
+            f"scipy.linalg.eigh: fgrad does not support the argument 'driver' "
+            f"(given {driver!r}); leave it out"
+        )
     n = _square(a, "eigh")
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
@@ -749,8 +803,10 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
         w, v = _la.eigh(a, UPLO=uplo)
     else:
         if _square(b, "eigh", "b") != n:
-            raise ValueError(f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
-                             f"{describe(a)}; they must have the same shape")
+            raise ValueError(
+                f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
+                f"{describe(a)}; they must have the same shape"
+            )
         low = _H(_la.cholesky(b, upper=True)) if not lower else _la.cholesky(b)
         a = _la._hermitian_from(a, lower=lower)
         if type == 1:  # L^-1 a L^-H
@@ -761,18 +817,20 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
         v = solve_triangular(low, y, trans=2, lower=True) if type in (1, 2) else fnp.matmul(low, y)
     if subset_by_index is not None:
         lo, hi = (int(i) for i in subset_by_index)
-        w, v = w[..., lo:hi + 1], v[..., lo:hi + 1]
+        w, v = w[..., lo : hi + 1], v[..., lo : hi + 1]
     elif subset_by_value is not None:
         lo, hi = subset_by_value
         keep = _np.nonzero((_np.asarray(primal(w)) > lo) & (_np.asarray(primal(w)) <= hi))[-1]
         if _np.ndim(primal(w)) != 1:
-            raise ValueError("scipy.linalg.eigh: subset_by_value needs a single matrix, not a "
-                             "batch (the number of selected eigenvalues may differ)")
+            raise ValueError(
+                "scipy.linalg.eigh: subset_by_value needs a single matrix, not a "
+                "batch (the number of selected eigenvalues may differ)"
+            )
         w, v = w[..., keep], v[..., keep]
     return w if eigvals_only else (w, v)
 
 
-# --- complex helpers -------------------------------------------------------------------------
+# --- complex helpers ------------------------------------------------------------------------------
 # Reverse rules follow fgrad's (JAX's) convention for complex values: the cotangent map is the
 # plain transpose of the tangent map, with each conjugation kept as a conjugation. So a rule
 # through the conjugate transpose Z^H is transposed term by term, never conjugated as a whole.
@@ -829,7 +887,7 @@ def _complement_cotangent(q1, ct_q2, q2):
     return _conj(_mT(z))
 
 
-# --- qr --------------------------------------------------------------------------------------
+# --- qr -------------------------------------------------------------------------------------------
 # a = Q R, k = min(m, n). For m >= n, along dA: X = dA R^-1, C = Q^H X, and Q^H dQ = Omega is
 # skew-Hermitian with tril(Omega, -1) = tril(C, -1) and the imaginary part of C's diagonal
 # (LAPACK's R has a real diagonal): M = C - Omega = triu(C, 1) + tril(C, -1)^H + Re diag(C),
@@ -909,8 +967,9 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
             if shape(q)[-1] > k:  # the transpose of dq2 = -q1 X^H q2, into X
                 z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q[..., :, k:], _mT(q[..., :, k:])))
                 x_extra = _conj(_mT(z))
-                ct_m = (-fnp.matmul(_mT(q1), ct_q1)
-                        + fnp.matmul(_triangle(ct_r[..., :k, :], False), _mT(r1)))
+                ct_m = -fnp.matmul(_mT(q1), ct_q1) + fnp.matmul(
+                    _triangle(ct_r[..., :k, :], False), _mT(r1)
+                )
                 ct_x = ct_q1 + x_extra + fnp.matmul(_conj(q1), _qr_m_transpose(ct_m))
                 ct = _rsolve_upper_T(ct_x, r1)
             else:
@@ -927,8 +986,13 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
     return bprop
 
 
-_qr_p = Primitive("qr", lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting)),
-                  vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
+_qr_p = Primitive(
+    "qr",
+    lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting)),
+    vjp=_qr_vjp,
+    jvp=_qr_jvp,
+    multiple_results=True,
+)
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
@@ -952,21 +1016,23 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
            [-0.8,  0. ]])
     """
     if mode not in ("full", "r", "economic", "raw"):
-        raise ValueError(f"scipy.linalg.qr: mode must be 'full', 'r', 'economic' or 'raw', got "
-                         f"{mode!r}")
+        raise ValueError(
+            f"scipy.linalg.qr: mode must be 'full', 'r', 'economic' or 'raw', got {mode!r}"
+        )
     _matrix(a, "qr")
     if mode == "raw":
         if type(a) is Box:
             raise ValueError(
                 f"scipy.linalg.qr: mode='raw' (Householder reflectors) of a traced a "
-                f"({describe(a)}) is not differentiated; use mode='economic' or 'full'")
+                f"({describe(a)}) is not differentiated; use mode='economic' or 'full'"
+            )
         return tuple(_sl.qr(a, mode="raw", pivoting=pivoting))
     # mode 'r' computes Q too (SciPy's R is the same either way) for the rules to use it
     out = _qr_p(a, mode="full" if mode == "r" else mode, pivoting=bool(pivoting))
     return out[1:] if mode == "r" else out
 
 
-# --- svd -------------------------------------------------------------------------------------
+# --- svd ------------------------------------------------------------------------------------------
 # a = U diag(s) V^H, k = min(m, n), along dA (as JAX): dP = U^H dA V, ds = Re diag(dP),
 # F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j and where s_i == s_j), and
 #   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V / s,
@@ -1076,8 +1142,14 @@ def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
 
 
-def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
-        lapack_driver="gesdd"):
+def svd(
+    a,
+    full_matrices=True,
+    compute_uv=True,
+    overwrite_a=False,
+    check_finite=True,
+    lapack_driver="gesdd",
+):
     """SciPy's `linalg.svd` (batched, real or complex): (U, s, Vh) with a = U diag(s) Vh, or s
     alone with compute_uv=False; the values are SciPy's (LAPACK's signs and phases).
 
@@ -1098,18 +1170,23 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
            [0., 1.]])
     """
     if lapack_driver not in ("gesdd", "gesvd"):
-        raise ValueError(f"scipy.linalg.svd: lapack_driver must be 'gesdd' or 'gesvd', got "
-                         f"{lapack_driver!r}")
+        raise ValueError(
+            f"scipy.linalg.svd: lapack_driver must be 'gesdd' or 'gesvd', got {lapack_driver!r}"
+        )
     _matrix(a, "svd")
     if type(a) is not Box:
         out = _sl.svd(a, full_matrices, compute_uv, lapack_driver=lapack_driver)
         return tuple(out) if compute_uv else out
-    u, s, vh = _svd_p(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
-                      lapack_driver=lapack_driver)
+    u, s, vh = _svd_p(
+        a,
+        full_matrices=bool(full_matrices),
+        compute_uv=bool(compute_uv),
+        lapack_driver=lapack_driver,
+    )
     return (u, s, vh) if compute_uv else s
 
 
-# --- schur -----------------------------------------------------------------------------------
+# --- schur ----------------------------------------------------------------------------------------
 # a = Z T Z^H with T upper triangular (complex Schur form, or the real one when every
 # eigenvalue is real). Along dA, with E = Z^H dA Z and W = Z^H dZ skew-Hermitian:
 # dT = E + T W - W T must stay upper triangular, so the strictly lower part L of W solves
@@ -1128,11 +1205,14 @@ def _trisylv_solve(t, c, transpose):
     out = _np.zeros(_np.broadcast_shapes(t.shape, c.shape), dtype=dtype)
     a = _np.broadcast_to(a, out.shape)
     diag = _np.diagonal(a, axis1=-2, axis2=-1)
-    for d in (range(1, n) if transpose else range(n - 1, 0, -1)):
+    for d in range(1, n) if transpose else range(n - 1, 0, -1):
         i = _np.arange(d, n)
         j = i - d
-        rhs = (c[..., i, j] - _np.einsum("...dk,...kd->...d", a[..., i, :], out[..., :, j])
-               + _np.einsum("...dk,...kd->...d", out[..., i, :], a[..., :, j]))
+        rhs = (
+            c[..., i, j]
+            - _np.einsum("...dk,...kd->...d", a[..., i, :], out[..., :, j])
+            + _np.einsum("...dk,...kd->...d", out[..., i, :], a[..., :, j])
+        )
         out[..., i, j] = rhs / (diag[..., i] - diag[..., j])
     return out
 
@@ -1155,11 +1235,16 @@ def _trisylv_vjp_t(ans, t, c, transpose):
 
 _trisylv_p = defprimitive(
     _trisylv_solve,
-    vjp=(_trisylv_vjp_t,
-         lambda ans, t, c, transpose: lambda ct: _triangle(
-             _trisylv_p(t, ct, transpose=not transpose), True, -1)),
-    jvp=(_trisylv_jvp_t,
-         lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose)),
+    vjp=(
+        _trisylv_vjp_t,
+        lambda ans, t, c, transpose: (
+            lambda ct: _triangle(_trisylv_p(t, ct, transpose=not transpose), True, -1)
+        ),
+    ),
+    jvp=(
+        _trisylv_jvp_t,
+        lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose),
+    ),
     name="triangular_sylvester",
 )
 
@@ -1194,8 +1279,12 @@ def _schur_vjp(wanted, ans, a, output, sort):
 
 
 _schur_p = Primitive(
-    "schur", lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort)),
-    vjp=_schur_vjp, jvp=_schur_jvp, multiple_results=True)
+    "schur",
+    lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort)),
+    vjp=_schur_vjp,
+    jvp=_schur_jvp,
+    multiple_results=True,
+)
 
 
 def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
@@ -1220,8 +1309,7 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
     1.0
     """
     if output not in ("real", "complex", "r", "c"):
-        raise ValueError(f"scipy.linalg.schur: output must be 'real' or 'complex', got "
-                         f"{output!r}")
+        raise ValueError(f"scipy.linalg.schur: output must be 'real' or 'complex', got {output!r}")
     _square(a, "schur")
     if type(a) is Box and output in ("real", "r") and not _is_complex(a):
         tt = _sl.schur(primal(a), output="real", sort=sort)[0]
@@ -1229,11 +1317,12 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
             raise ValueError(
                 f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
                 "has 2 x 2 blocks (complex eigenvalue pairs), whose derivative fgrad does not "
-                "define; use output='complex'")
+                "define; use output='complex'"
+            )
     return _schur_p(a, output=output, sort=sort)
 
 
-# --- block_diag, toeplitz --------------------------------------------------------------------
+# --- block_diag, toeplitz -------------------------------------------------------------------------
 
 
 def block_diag(*arrs):
@@ -1247,7 +1336,7 @@ def block_diag(*arrs):
     if arrs == ():
         arrs = (_np.zeros((1, 0)),)
     blocks = []
-    for i, x in enumerate(arrs):
+    for x in arrs:
         x = fnp.asarray(x)
         nd = _np.ndim(primal(x))
         blocks.append(fnp.reshape(x, (1,) * (2 - nd) + shape(x)) if nd < 2 else x)
@@ -1258,8 +1347,11 @@ def block_diag(*arrs):
     rows, left = [], 0
     for b, w in zip(blocks, widths):
         r = shape(b)[-2]
-        parts = [_np.zeros(batch + (r, left), dtype), broadcast_to(b, batch + (r, w)),
-                 _np.zeros(batch + (r, total - left - w), dtype)]
+        parts = [
+            _np.zeros(batch + (r, left), dtype),
+            broadcast_to(b, batch + (r, w)),
+            _np.zeros(batch + (r, total - left - w), dtype),
+        ]
         rows.append(fnp.concatenate(parts, axis=-1))
         left += w
     out = fnp.concatenate(rows, axis=-2)
@@ -1282,7 +1374,9 @@ def toeplitz(c, r=None):
         r = fnp.reshape(r, (1,))
     m, n = shape(c)[-1], shape(r)[-1]
     batch = _np.broadcast_shapes(shape(c)[:-1], shape(r)[:-1])
-    vals = fnp.concatenate([broadcast_to(c[..., ::-1], batch + (m,)),
-                            broadcast_to(r[..., 1:], batch + (n - 1,))], axis=-1)
+    vals = fnp.concatenate(
+        [broadcast_to(c[..., ::-1], batch + (m,)), broadcast_to(r[..., 1:], batch + (n - 1,))],
+        axis=-1,
+    )
     index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
     return vals[..., index]

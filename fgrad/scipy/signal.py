@@ -20,7 +20,7 @@ from ..core import Box, primal
 from ..numpy.shaping import describe, meta, shape, unbroadcast
 from ..primitive import defprimitive
 
-__all__ = ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 
 
 def _conv_impl(x, k, axes, method):
@@ -45,7 +45,8 @@ def _conv_vjp(which):
         def bprop(ct):
             full = _conv_p(ct, _flip(other, axes), axes=axes, method=method)
             index = tuple(
-                slice(other_shape[ax] - 1, other_shape[ax] - 1 + own_shape[ax]) if ax in axes
+                slice(other_shape[ax] - 1, other_shape[ax] - 1 + own_shape[ax])
+                if ax in axes
                 else slice(None)
                 for ax in range(len(own_shape))
             )
@@ -100,8 +101,9 @@ def _mode_slice(full, s1, s2, axes, mode, who):
             lo, hi = min(s1[ax], s2[ax]), max(s1[ax], s2[ax])
             index[ax] = slice(lo - 1, hi)
     else:
-        raise ValueError(f"scipy.signal.{who}: mode must be 'full', 'valid' or 'same', got "
-                         f"{mode!r}")
+        raise ValueError(
+            f"scipy.signal.{who}: mode must be 'full', 'valid' or 'same', got {mode!r}"
+        )
     return full[tuple(index)]
 
 
@@ -115,8 +117,9 @@ def _convolve(in1, in2, mode, axes, method, who):
 
 def _method(method, who):
     if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"scipy.signal.{who}: method must be 'auto', 'direct' or 'fft', got "
-                         f"{method!r}")
+        raise ValueError(
+            f"scipy.signal.{who}: method must be 'auto', 'direct' or 'fft', got {method!r}"
+        )
     return method
 
 
@@ -138,8 +141,9 @@ def correlate(in1, in2, mode="full", method="auto"):
     and conjugated, in the same modes."""
     in1, in2 = _prepare(in1, in2, "correlate")
     axes = tuple(range(_np.ndim(primal(in1))))
-    return _convolve(in1, _flip(_conj(in2), axes), mode, axes, _method(method, "correlate"),
-                     "correlate")
+    return _convolve(
+        in1, _flip(_conj(in2), axes), mode, axes, _method(method, "correlate"), "correlate"
+    )
 
 
 def fftconvolve(in1, in2, mode="full", axes=None):
@@ -154,7 +158,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     return _convolve(in1, in2, mode, axes, "fft", "fftconvolve")
 
 
-# --- convolve2d, correlate2d -----------------------------------------------------------------
+# --- convolve2d, correlate2d ----------------------------------------------------------------------
 # SciPy's value, and rules from this model of it (checked against SciPy for every mode and
 # boundary): along each axis, in1 of length M is extended to the positions -(K-1) .. M+K-2 by
 # the boundary rule (zeros plus `fillvalue`, periodic, or mirrored with the edge repeated),
@@ -167,8 +171,14 @@ def fftconvolve(in1, in2, mode="full", axes=None):
 # primitive with one input replaced by its tangent, and the reverse rules are the transposed
 # convolutions, sliced and folded back by E^T.
 
-_BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
-               "symm": "symm", "symmetric": "symm"}
+_BOUNDARIES = {
+    "fill": "fill",
+    "pad": "fill",
+    "wrap": "wrap",
+    "circular": "wrap",
+    "symm": "symm",
+    "symmetric": "symm",
+}
 
 
 def _extension(m, k, boundary, dtype):
@@ -199,7 +209,7 @@ def _conj(x):
 def _valid(big, small):
     """The 'valid' 2-D convolution of big with small (small no larger along either axis)."""
     (p0, p1), (k0, k1) = shape(big), shape(small)
-    return _conv_p(big, small, axes=(0, 1), method="auto")[k0 - 1:p0, k1 - 1:p1]
+    return _conv_p(big, small, axes=(0, 1), method="auto")[k0 - 1 : p0, k1 - 1 : p1]
 
 
 def _conv2d_model(x, k, mode, correlate):
@@ -229,15 +239,15 @@ def _conv2d_vjp(which):
             if ext is not None:
                 other = fnp.matmul(ext[0], fnp.matmul(other, ext[1].T))
                 if boundary == "fill" and fillvalue != 0:
-                    cover = ((ext[0] @ _np.ones(m[0]))[:, None]
-                             * (ext[1] @ _np.ones(m[1]))[None, :])
+                    cover = (ext[0] @ _np.ones(m[0]))[:, None] * (ext[1] @ _np.ones(m[1]))[None, :]
                     other = other + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
         own_is_big = (which == 0) != swap
         a_shape = tuple(a + 2 * (b - 1) for a, b in zip(m, kk)) if ext else m
         big, small = (kk, a_shape) if swap else (a_shape, kk)
         frame = tuple(a - b + 1 for a, b in zip(big, small))  # the shape of valid(big, small)
-        starts = (tuple((n // 2 if correlate else (n - 1) // 2) for n in kk) if mode == "same"
-                  else (0, 0))
+        starts = (
+            tuple((n // 2 if correlate else (n - 1) // 2) for n in kk) if mode == "same" else (0, 0)
+        )
 
         def bprop(ct):
             out = shape(ct)
@@ -266,9 +276,11 @@ _conv2d_p = defprimitive(
     vjp=(_conv2d_vjp(0), _conv2d_vjp(1)),
     jvp=(  # linear in in1 without its fill, linear in in2
         lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
-            t, k, mode=mode, boundary=boundary, fillvalue=0, correlate=correlate),
+            t, k, mode=mode, boundary=boundary, fillvalue=0, correlate=correlate
+        ),
         lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
-            x, t, mode=mode, boundary=boundary, fillvalue=fillvalue, correlate=correlate),
+            x, t, mode=mode, boundary=boundary, fillvalue=fillvalue, correlate=correlate
+        ),
     ),
     name="convolve2d",
 )
@@ -279,26 +291,42 @@ def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
     in1, in2 = fnp.asarray(in1), fnp.asarray(in2)
     for arg, x in (("in1", in1), ("in2", in2)):
         if _np.ndim(primal(x)) != 2:
-            raise ValueError(f"scipy.signal.{who}: {arg} has {describe(x)}; it must be 2-D "
-                             "(use convolve/correlate for other dimensions)")
+            raise ValueError(
+                f"scipy.signal.{who}: {arg} has {describe(x)}; it must be 2-D "
+                "(use convolve/correlate for other dimensions)"
+            )
         if 0 in _np.shape(primal(x)):
             raise ValueError(f"scipy.signal.{who}: {arg} has {describe(x)}; it is empty")
     if mode not in ("full", "valid", "same"):
-        raise ValueError(f"scipy.signal.{who}: mode must be 'full', 'valid' or 'same', got "
-                         f"{mode!r}")
+        raise ValueError(
+            f"scipy.signal.{who}: mode must be 'full', 'valid' or 'same', got {mode!r}"
+        )
     if boundary not in _BOUNDARIES:
-        raise ValueError(f"scipy.signal.{who}: boundary must be 'fill', 'wrap' or 'symm' "
-                         f"(or 'pad', 'circular', 'symmetric'), got {boundary!r}")
+        raise ValueError(
+            f"scipy.signal.{who}: boundary must be 'fill', 'wrap' or 'symm' "
+            f"(or 'pad', 'circular', 'symmetric'), got {boundary!r}"
+        )
     if type(fillvalue) is Box:
-        raise TypeError(f"scipy.signal.{who}: fillvalue is a traced value; it is a constant "
-                        "here (pad in1 with it and use boundary='fill' to differentiate it)")
+        raise TypeError(
+            f"scipy.signal.{who}: fillvalue is a traced value; it is a constant "
+            "here (pad in1 with it and use boundary='fill' to differentiate it)"
+        )
     s1, s2 = shape(in1), shape(in2)
-    if mode == "valid" and not (all(a >= b for a, b in zip(s1, s2))
-                                or all(b >= a for a, b in zip(s1, s2))):
-        raise ValueError(f"scipy.signal.{who}: for mode='valid', in1 {s1} or in2 {s2} must "
-                         "be at least as large as the other in every dimension")
-    return _conv2d_p(in1, in2, mode=mode, boundary=_BOUNDARIES[boundary],
-                     fillvalue=fillvalue, correlate=correlate)
+    if mode == "valid" and not (
+        all(a >= b for a, b in zip(s1, s2)) or all(b >= a for a, b in zip(s1, s2))
+    ):
+        raise ValueError(
+            f"scipy.signal.{who}: for mode='valid', in1 {s1} or in2 {s2} must "
+            "be at least as large as the other in every dimension"
+        )
+    return _conv2d_p(
+        in1,
+        in2,
+        mode=mode,
+        boundary=_BOUNDARIES[boundary],
+        fillvalue=fillvalue,
+        correlate=correlate,
+    )
 
 
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):

@@ -37,24 +37,71 @@ import scipy.special as _sc
 
 from .. import numpy as fnp
 from ..core import Box, Primitive, primal
-from ..primitive import defprimitive, defunary, nondiff
 from ..numpy import _box
 from ..numpy.shaping import (
-    _kept_shape, _normalize_axes, broadcast_like, describe, meta, unbroadcast,
+    _kept_shape,
+    _normalize_axes,
+    broadcast_like,
+    describe,
+    meta,
+    unbroadcast,
 )
+from ..primitive import defprimitive, defunary, nondiff
 
 __all__ = [
-    "logsumexp", "softmax", "log_softmax",
-    "expit", "logit", "log_expit",
-    "erf", "erfc", "erfinv", "erfcinv", "erfcx",
-    "gammaln", "digamma", "psi", "polygamma", "gamma", "gammasgn", "rgamma",
-    "beta", "betaln", "betainc", "multigammaln",
-    "gammainc", "gammaincc", "gammaincinv", "gammainccinv",
-    "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
-    "ndtr", "ndtri", "log_ndtr",
-    "i0", "i0e", "i1", "i1e", "iv", "ive", "kv", "kve",
-    "j0", "j1", "jn", "jv", "y0", "y1", "yn", "yv",
-    "expn", "exp1", "expi",
+    "beta",
+    "betainc",
+    "betaln",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfcinv",
+    "erfcx",
+    "erfinv",
+    "exp1",
+    "expi",
+    "expit",
+    "expn",
+    "gamma",
+    "gammainc",
+    "gammaincc",
+    "gammainccinv",
+    "gammaincinv",
+    "gammaln",
+    "gammasgn",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "iv",
+    "ive",
+    "j0",
+    "j1",
+    "jn",
+    "jv",
+    "kl_div",
+    "kv",
+    "kve",
+    "log_expit",
+    "log_ndtr",
+    "log_softmax",
+    "logit",
+    "logsumexp",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "polygamma",
+    "psi",
+    "rel_entr",
+    "rgamma",
+    "softmax",
+    "xlog1py",
+    "xlogy",
+    "y0",
+    "y1",
+    "yn",
+    "yv",
 ]
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -62,7 +109,7 @@ _SQRT_2 = math.sqrt(2.0)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-# --- builders of functions of two arguments and of an order ----------------------------------
+# --- builders of functions of two arguments and of an order ---------------------------------------
 # Constants are Python floats: a NumPy float64 constant would promote float32 inputs.
 
 
@@ -95,8 +142,9 @@ def weak_scalars(*args):
     lists keep their dtypes; an all-integer or all-Python call is left alone."""
     if not any(_is_python_number(a) for a in args) or all(_is_python_number(a) for a in args):
         return args
-    dtype = _np.result_type(*(a if _is_python_number(a) else _np.asarray(primal(a)).dtype
-                              for a in args))
+    dtype = _np.result_type(
+        *(a if _is_python_number(a) else _np.asarray(primal(a)).dtype for a in args)
+    )
     if dtype.kind != "f":
         return args
     return tuple(_np.asarray(a, dtype) if _is_python_number(a) else a for a in args)
@@ -148,24 +196,38 @@ def _static_order(n, who, minimum=0):
     return n_arr
 
 
-# --- SciPy's ufunc signatures ----------------------------------------------------------------
+# --- SciPy's ufunc signatures ---------------------------------------------------------------------
 
-_UFUNC_KEYWORDS = (("out", None), ("where", True), ("casting", "same_kind"), ("order", "K"),
-                   ("dtype", None), ("subok", True), ("signature", None))
+_UFUNC_KEYWORDS = (
+    ("out", None),
+    ("where", True),
+    ("casting", "same_kind"),
+    ("order", "K"),
+    ("dtype", None),
+    ("subok", True),
+    ("signature", None),
+)
 
 
 def _refuse_keywords(name, values):
     """A TypeError naming the first ufunc keyword given a value other than its default."""
-    if (values[0] is None and values[1] is True and values[2] == "same_kind"
-            and values[3] == "K" and values[4] is None and values[5] is True
-            and values[6] is None):
+    if (
+        values[0] is None
+        and values[1] is True
+        and values[2] == "same_kind"
+        and values[3] == "K"
+        and values[4] is None
+        and values[5] is True
+        and values[6] is None
+    ):
         return
     for (key, default), value in zip(_UFUNC_KEYWORDS, values):
         if value is not default and not (type(value) is str and value == default):
             raise TypeError(
                 f"scipy.special.{name}: fgrad does not support the ufunc argument {key}="
                 f"{value!r}; leave it out (fgrad returns a new array: select from it with "
-                "fgrad.numpy.where, convert it with astype)")
+                "fgrad.numpy.where, convert it with astype)"
+            )
 
 
 def _ufunc(fn):
@@ -175,26 +237,63 @@ def _ufunc(fn):
     name = fn.__name__
     nin = getattr(_sc, name).nin
     if nin == 1:
-        def ufunc(x, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None,
-                  subok=True, signature=None):
+
+        def ufunc(
+            x,
+            /,
+            out=None,
+            *,
+            where=True,
+            casting="same_kind",
+            order="K",
+            dtype=None,
+            subok=True,
+            signature=None,
+        ):
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x)
     elif nin == 2:
-        def ufunc(x1, x2, /, out=None, *, where=True, casting="same_kind", order="K",
-                  dtype=None, subok=True, signature=None):
+
+        def ufunc(
+            x1,
+            x2,
+            /,
+            out=None,
+            *,
+            where=True,
+            casting="same_kind",
+            order="K",
+            dtype=None,
+            subok=True,
+            signature=None,
+        ):
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x1, x2)
     else:
-        def ufunc(x1, x2, x3, /, out=None, *, where=True, casting="same_kind", order="K",
-                  dtype=None, subok=True, signature=None):
+
+        def ufunc(
+            x1,
+            x2,
+            x3,
+            /,
+            out=None,
+            *,
+            where=True,
+            casting="same_kind",
+            order="K",
+            dtype=None,
+            subok=True,
+            signature=None,
+        ):
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x1, x2, x3)
+
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = fn.__doc__
     return ufunc
 
 
-# --- logsumexp and the softmax family ------------------------------------------------------
+# --- logsumexp and the softmax family -------------------------------------------------------------
 
 
 def _lse_impl(a, b, axis, keepdims, signs):
@@ -303,8 +402,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     signs = None
     if return_sign:
         _, signs = _scipy_logsumexp(primal(a), axes, primal(b), keepdims, True)
-        signs = _np.asarray(signs, dtype=_np.result_type(_np.asarray(primal(a)).dtype,
-                                                         _np.float32))
+        signs = _np.asarray(signs, dtype=_np.result_type(_np.asarray(primal(a)).dtype, _np.float32))
     out = _logsumexp_p(a, b, axis=axes, keepdims=keepdims, signs=signs)
     if not return_sign:
         return out
@@ -348,7 +446,7 @@ def log_softmax(x, axis=None):
     return _log_softmax_p(x, axis=_normalize_axes(axis, fnp.ndim(x)))
 
 
-# --- logistic ------------------------------------------------------------------------------
+# --- logistic -------------------------------------------------------------------------------------
 
 # expit' = expit(x) (1 - expit(x)), taken as expit(x) expit(-x): 1 - expit(x) loses every
 # digit where expit(x) is near 1.
@@ -375,14 +473,16 @@ def log_expit(x):
     return _log_expit_p(x)
 
 
-# --- error functions -----------------------------------------------------------------------
+# --- error functions ------------------------------------------------------------------------------
 
 _erf_p = defunary(_sc.erf, lambda ans, x: (2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erf")
 _erfc_p = defunary(_sc.erfc, lambda ans, x: (-2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erfc")
-_erfinv_p = defunary(_sc.erfinv, lambda ans, x: (_SQRT_PI / 2.0) * fnp.exp(ans * ans),
-                     name="erfinv")
+_erfinv_p = defunary(
+    _sc.erfinv, lambda ans, x: (_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfinv"
+)
 _erfcinv_p = defunary(
-    _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv")
+    _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv"
+)
 _erfcx_p = defunary(_sc.erfcx, lambda ans, x: 2.0 * x * ans - 2.0 / _SQRT_PI, name="erfcx")
 
 
@@ -433,7 +533,7 @@ def _with_order(impl, deriv, name):
     )
 
 
-# --- gamma and friends -----------------------------------------------------------------------
+# --- gamma and friends ----------------------------------------------------------------------------
 
 
 # SciPy's polygamma is for real x only, but digamma takes complex x, and its derivatives are
@@ -469,8 +569,7 @@ def _polygamma_impl(x, n):
     return _like_x(_sc.polygamma(n, x), x)
 
 
-_polygamma_p = _with_order(
-    _polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma")
+_polygamma_p = _with_order(_polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma")
 _psi_p = defunary(_sc.psi, lambda ans, x: _polygamma_p(x, n=_np.int64(1)), name="psi")
 _gammaln_p = defunary(_sc.gammaln, lambda ans, x: _psi_p(x), name="gammaln")
 _gamma_p = defunary(_sc.gamma, lambda ans, x: ans * _psi_p(x), name="gamma")
@@ -590,7 +689,7 @@ def multigammaln(a, d):
     return out + 0.25 * d * (d - 1) * math.log(math.pi)
 
 
-# --- incomplete gamma functions --------------------------------------------------------------
+# --- incomplete gamma functions -------------------------------------------------------------------
 # P = gammainc(a, x) and Q = gammaincc(a, x) = 1 - P. In x: P_x = x**(a-1) exp(-x) / Gamma(a).
 # In a there is no closed form; P_a is computed, in fgrad operations (so it has derivatives of
 # every order in a and x), where each way is free of cancellation:
@@ -704,7 +803,7 @@ def gammainccinv(a, q):
     return _gammainccinv_p(a, q)
 
 
-# --- x log y and the entropies -------------------------------------------------------------
+# --- x log y and the entropies --------------------------------------------------------------------
 
 
 def _safe_ratio(x, y, zero_at):
@@ -828,7 +927,7 @@ def kl_div(x, y):
     return _kl_div_p(x, y)
 
 
-# --- the normal distribution -----------------------------------------------------------------
+# --- the normal distribution ----------------------------------------------------------------------
 
 
 def _mills_impl(x):
@@ -859,10 +958,12 @@ def _mills_excess_impl(x):
 # With m = phi/Phi and h = x + m: m' = -m h and h' = 1 + m' = 1 - m h. Both m and h are
 # accurate at x -> -inf, so log_ndtr's first and second derivatives are (h' itself cancels,
 # so the third loses about log10(x**2) digits there).
-_mills_p = defunary(_mills_impl, lambda ans, x: -(ans * _mills_excess_p(x)),
-                    name="ndtr_mills_ratio")
+_mills_p = defunary(
+    _mills_impl, lambda ans, x: -(ans * _mills_excess_p(x)), name="ndtr_mills_ratio"
+)
 _mills_excess_p = defunary(
-    _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess")
+    _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess"
+)
 _ndtr_p = defunary(_sc.ndtr, lambda ans, x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
 _ndtri_p = defunary(_sc.ndtri, lambda ans, x: _SQRT_2PI * fnp.exp(0.5 * (ans * ans)), name="ndtri")
 _log_ndtr_p = defunary(_sc.log_ndtr, lambda ans, x: _mills_p(x), name="log_ndtr")
@@ -893,7 +994,7 @@ def log_ndtr(x):
     return _log_ndtr_p(x)
 
 
-# --- modified Bessel functions ---------------------------------------------------------------
+# --- modified Bessel functions --------------------------------------------------------------------
 # I_n(x) / x**n is an even, entire function whose derivative is x * I_{n+1}(x) / x**(n+1):
 # the rules go through it, so they are exact at x == 0 to every order (I_1(x) / x would be
 # 0 / 0 there).
@@ -947,8 +1048,7 @@ _ivxe_p = defprimitive(
 _i0_p = defunary(_sc.i0, lambda ans, x: _i1_p(x), name="i0")
 _i1_p = defunary(_sc.i1, lambda ans, x: _i0_p(x) - _ivx_p(x, n=1), name="i1")
 _i0e_p = defunary(_sc.i0e, lambda ans, x: _i1e_p(x) - _sign(x) * ans, name="i0e")
-_i1e_p = defunary(
-    _sc.i1e, lambda ans, x: _i0e_p(x) - _ivxe_p(x, n=1) - _sign(x) * ans, name="i1e")
+_i1e_p = defunary(_sc.i1e, lambda ans, x: _i0e_p(x) - _ivxe_p(x, n=1) - _sign(x) * ans, name="i1e")
 
 
 @_ufunc
@@ -977,7 +1077,7 @@ def i1e(x):
     return _i1e_p(x)
 
 
-# --- Bessel functions of any order -----------------------------------------------------------
+# --- Bessel functions of any order ----------------------------------------------------------------
 # Every derivative in x follows from the recurrences J_v' = (J_{v-1} - J_{v+1}) / 2 (the same
 # for Y), I_v' = (I_{v-1} + I_{v+1}) / 2 and K_v' = -(K_{v-1} + K_{v+1}) / 2, which hold at
 # x == 0 too (J_1'(0) = (J_0(0) - J_2(0)) / 2 = 1/2, where the textbook J_0 - J_1/x is 0 / 0).
@@ -1052,13 +1152,13 @@ def _yn_impl(x, n):
     return _like_x(_sc.yn(n, x), x)
 
 
-_yn_p = _with_order(
-    _yn_impl, lambda x, ans, n: 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1)), "yn")
+_yn_p = _with_order(_yn_impl, lambda x, ans, n: 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1)), "yn")
 
 _ONE, _TWO = _np.int64(1), _np.int64(2)
 _j0_p = defunary(_sc.j0, lambda ans, x: -_j1_p(x), name="j0")
-_j1_p = defunary(_sc.j1, lambda ans, x: 0.5 * (_j0_p(x) - _bessel_p(x, v=_TWO, kind="jv")),
-                 name="j1")
+_j1_p = defunary(
+    _sc.j1, lambda ans, x: 0.5 * (_j0_p(x) - _bessel_p(x, v=_TWO, kind="jv")), name="j1"
+)
 _y0_p = defunary(_sc.y0, lambda ans, x: -_y1_p(x), name="y0")
 _y1_p = defunary(_sc.y1, lambda ans, x: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), name="y1")
 
@@ -1173,7 +1273,7 @@ def kve(v, x):
     return _bessel_p(x, v=_static_real_order(v, "kve"), kind="kve")
 
 
-# --- exponential integrals -------------------------------------------------------------------
+# --- exponential integrals ------------------------------------------------------------------------
 
 
 def _expn_impl(x, n):
@@ -1216,7 +1316,7 @@ def expi(x):
     return _expi_p(x)
 
 
-# --- the regularized incomplete beta function ------------------------------------------------
+# --- the regularized incomplete beta function -----------------------------------------------------
 # I = betainc(a, b, x). In x: I_x = x**(a-1) (1-x)**(b-1) / B(a, b). In a and b there is no
 # closed form; with J(p, q, y) = y**p (1-y)**q / (p B(p, q)) sum_n t_n, t_0 = 1,
 # t_n / t_{n-1} = y (p + q + n - 1) / (p + n) (the hypergeometric series of I_y(p, q)), each
@@ -1233,8 +1333,7 @@ def _beta_series_d(p, q, y, terms):
     p1, q1, y1 = (fnp.expand_dims(v, -1) for v in (p, q, y))
     # log t_n as sums of log1p((q - 1) / (p + k)) + log y, k = 1 .. n: accurate for every n
     steps = fnp.log1p((q1 - 1.0) / (p1 + n[1:])) + fnp.log(y1)
-    log_t = fnp.concatenate([fnp.zeros_like(steps[..., :1]), fnp.cumsum(steps, axis=-1)],
-                            axis=-1)
+    log_t = fnp.concatenate([fnp.zeros_like(steps[..., :1]), fnp.cumsum(steps, axis=-1)], axis=-1)
     log_front = xlogy(p, y) + xlog1py(q, fnp.negative(y)) - fnp.log(p) - betaln(p, q)
     t = fnp.exp(fnp.expand_dims(log_front, -1) + log_t)
     dp = fnp.log(y1) + digamma(p1 + q1 + n) - digamma(p1 + 1.0 + n)
@@ -1290,8 +1389,10 @@ def _betainc_vjp(wanted, ans, a, b, x):
     partials = _betainc_partials(wanted, a, b, x)
 
     def bprop(ct):
-        return tuple(None if d is None or not w else unbroadcast(ct * d, like)
-                     for d, w, like in zip(partials, wanted, likes))
+        return tuple(
+            None if d is None or not w else unbroadcast(ct * d, like)
+            for d, w, like in zip(partials, wanted, likes)
+        )
 
     return bprop
 
@@ -1326,7 +1427,10 @@ def betainc(a, b, x):
 
 # scipy.special's own functions applied to a traced value are sent here (its ufuncs reach
 # `__array_ufunc__`; logsumexp, softmax and log_softmax are plain functions and are not).
-_box.dispatch_to({
-    getattr(_sc, name): globals()[name] for name in __all__
-    if isinstance(getattr(_sc, name, None), _np.ufunc)
-})
+_box.dispatch_to(
+    {
+        getattr(_sc, name): globals()[name]
+        for name in __all__
+        if isinstance(getattr(_sc, name, None), _np.ufunc)
+    }
+)

@@ -15,5 +15,14 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, `fgrad.scipy.special`, 
 
 from . import beta, chi2, dirichlet, expon, gamma, multivariate_normal, norm, poisson, t
 
-__all__ = ["norm", "t", "gamma", "beta", "chi2", "expon", "poisson", "dirichlet",
-           "multivariate_normal"]
+__all__ = [
+    "beta",
+    "chi2",
+    "dirichlet",
+    "expon",
+    "gamma",
+    "multivariate_normal",
+    "norm",
+    "poisson",
+    "t",
+]

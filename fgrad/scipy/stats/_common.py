@@ -20,8 +20,8 @@ import scipy.special as _sc
 
 from ... import numpy as fnp
 from ...core import Box, primal
-from ...primitive import defprimitive
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
+from ...primitive import defprimitive
 from .. import special as sp
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -42,8 +42,9 @@ def squeeze_ones(out):
 def mask(condition, *like):
     """A constant boolean mask, broadcast to the broadcast shape of `like`."""
     shape = _np.broadcast_shapes(*(_np.shape(value(v)) for v in like)) if like else ()
-    return _np.broadcast_to(_np.asarray(condition, dtype=bool),
-                            _np.broadcast_shapes(shape, _np.shape(condition)))
+    return _np.broadcast_to(
+        _np.asarray(condition, dtype=bool), _np.broadcast_shapes(shape, _np.shape(condition))
+    )
 
 
 def is_plain_number(x):
@@ -98,7 +99,7 @@ def standardize(x, loc, scale):
     return (x - loc) / scale, scale, bad
 
 
-# --- CDF primitives: differentiable in the upper limit, refusing the shape parameters -------
+# --- CDF primitives: differentiable in the upper limit, refusing the shape parameters -------------
 
 
 def _refuse(name, params):
@@ -179,8 +180,12 @@ def _t_density(z, df):
 
 def t_log_density(z, df):
     half = 0.5 * (df + 1.0)
-    return (sp.gammaln(half) - sp.gammaln(0.5 * df) - 0.5 * fnp.log(df * math.pi)
-            - half * fnp.log1p(z * z / df))
+    return (
+        sp.gammaln(half)
+        - sp.gammaln(0.5 * df)
+        - 0.5 * fnp.log(df * math.pi)
+        - half * fnp.log1p(z * z / df)
+    )
 
 
 def _gammainc_impl(z, a):
@@ -215,15 +220,19 @@ def incomplete_gamma(name, param):
     """(P, Q): the lower and upper regularized incomplete gamma functions as primitives
     `(z, a)`, differentiable in z; `name` and `param` name the public function and its shape
     parameter in the error raised when `a` is differentiated."""
-    return (cdf_primitive(_gammainc_impl, _gamma_density, name, (param,)),
-            cdf_primitive(_gammaincc_impl, _neg(_gamma_density), name, (param,)))
+    return (
+        cdf_primitive(_gammainc_impl, _gamma_density, name, (param,)),
+        cdf_primitive(_gammaincc_impl, _neg(_gamma_density), name, (param,)),
+    )
 
 
 def incomplete_beta(name, params):
     """(I, 1 - I): the regularized incomplete beta function and its complement as primitives
     `(z, a, b)`, differentiable in z."""
-    return (cdf_primitive(_betainc_impl, _beta_density, name, params),
-            cdf_primitive(_betaincc_impl, _neg(_beta_density), name, params))
+    return (
+        cdf_primitive(_betainc_impl, _beta_density, name, params),
+        cdf_primitive(_betaincc_impl, _neg(_beta_density), name, params),
+    )
 
 
 def student_t(name):
@@ -239,11 +248,14 @@ def refuse_complex(who, **arguments):
             raise TypeError(
                 f"{who}: {what} is complex (shape {_np.shape(value(x))}, dtype "
                 f"{value(x).dtype}); the distribution takes real values, as SciPy's does. Pass "
-                f"a real {what} (fgrad.numpy.real(x) if the imaginary part is meant to be 0)")
+                f"a real {what} (fgrad.numpy.real(x) if the imaginary part is meant to be 0)"
+            )
 
 
 def refuse_traced(x, who, what):
     """A TypeError for an argument with no derivative that was traced (poisson's k)."""
     if type(x) is Box:
-        raise TypeError(f"{who}: {what} is a traced value, but it has no derivative (it is an "
-                        "integer); pass it as a constant")
+        raise TypeError(
+            f"{who}: {what} is a traced value, but it has no derivative (it is an "
+            "integer); pass it as a constant"
+        )

@@ -15,10 +15,19 @@ import math
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (guard, harmonize, incomplete_beta, invalid_to_nan, mask, select,
-                      standardize, value, weak)
+from ._common import (
+    guard,
+    harmonize,
+    incomplete_beta,
+    invalid_to_nan,
+    mask,
+    select,
+    standardize,
+    value,
+    weak,
+)
 
-__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 _I, _Ic = incomplete_beta("beta.cdf/sf", ("a", "b"))
 
@@ -47,8 +56,9 @@ def logpdf(x, a, b, loc=0, scale=1):
     zv = value(z)
     inside = mask((zv >= 0) & (zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)
-    out = (sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - _weak_betaln(a, b)
-           - weak(fnp.log, scale))
+    out = (
+        sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - _weak_betaln(a, b) - weak(fnp.log, scale)
+    )
     return invalid_to_nan(bad, select(inside, out, -math.inf))
 
 

@@ -10,7 +10,7 @@ Imports: `fgrad.numpy`, `fgrad.scipy.stats.gamma`.
 from ... import numpy as fnp
 from . import gamma as _gamma
 
-__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
 def logpdf(x, df, loc=0, scale=1):

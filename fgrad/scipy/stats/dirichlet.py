@@ -15,17 +15,20 @@ from ... import numpy as fnp
 from .. import special as sp
 from ._common import squeeze_ones, value
 
-__all__ = ["logpdf", "pdf", "entropy", "mean", "var"]
+__all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
 
 
 def _check_alpha(alpha, who):
     av = value(alpha)
     if av.ndim != 1:
-        raise ValueError(f"dirichlet.{who}: alpha must be one-dimensional (K,); got shape "
-                         f"{av.shape}, dtype {av.dtype}")
+        raise ValueError(
+            f"dirichlet.{who}: alpha must be one-dimensional (K,); got shape "
+            f"{av.shape}, dtype {av.dtype}"
+        )
     if not _np.all(av > 0):
-        raise ValueError(f"dirichlet.{who}: every entry of alpha must be > 0; got minimum "
-                         f"{av.min()!r}")
+        raise ValueError(
+            f"dirichlet.{who}: every entry of alpha must be > 0; got minimum {av.min()!r}"
+        )
     return av
 
 
@@ -35,7 +38,8 @@ def _check_x(x, alpha, av):
     if xv.ndim == 0 or xv.shape[0] not in (k, k - 1):
         raise ValueError(
             f"dirichlet.logpdf: x (shape {xv.shape}, dtype {xv.dtype}) must have K = {k} or "
-            f"K - 1 entries along its first axis, as alpha (shape {av.shape})")
+            f"K - 1 entries along its first axis, as alpha (shape {av.shape})"
+        )
     if xv.shape[0] == k - 1:
         x = fnp.concatenate([x, fnp.expand_dims(1.0 - fnp.sum(x, axis=0), 0)], axis=0)
         xv = value(x)
@@ -49,8 +53,10 @@ def _check_x(x, alpha, av):
     tol = 1e-5 if xv.dtype == _np.float32 else 1e-9
     total = _np.sum(xv, axis=0)
     if _np.any(_np.abs(total - 1.0) > tol):
-        raise ValueError(f"dirichlet.logpdf: x must lie on the simplex (sum 1 along the first "
-                         f"axis); its sums are {total}")
+        raise ValueError(
+            f"dirichlet.logpdf: x must lie on the simplex (sum 1 along the first "
+            f"axis); its sums are {total}"
+        )
     return x
 
 
@@ -84,8 +90,11 @@ def entropy(alpha):
     av = _check_alpha(alpha, "entropy")
     a0 = fnp.sum(alpha)
     k = av.shape[0]
-    return (_log_beta(alpha) + (a0 - float(k)) * sp.digamma(a0)
-            - fnp.sum((alpha - 1.0) * sp.digamma(alpha)))
+    return (
+        _log_beta(alpha)
+        + (a0 - float(k)) * sp.digamma(a0)
+        - fnp.sum((alpha - 1.0) * sp.digamma(alpha))
+    )
 
 
 def mean(alpha):

@@ -7,10 +7,9 @@ Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 import math
 
 from ... import numpy as fnp
-from ._common import (guard, harmonize, invalid_to_nan, mask, select, standardize, value,
-                      weak)
+from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
 
-__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
 def _setup(x, loc, scale):

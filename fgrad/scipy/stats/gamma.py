@@ -20,7 +20,7 @@ from ... import numpy as fnp
 from .. import special as sp
 from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
 
-__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
 def _shape_ok(a, bad, *like):
@@ -100,8 +100,12 @@ def _cdfs(x, a, loc, scale, which):
     # it, and at z == inf, they are constants. logcdf is -inf at z == 0 and is taken from
     # z > 0 only. A nan x gives nan, as SciPy.
     inside = mask(((zv > 0) if which == "logcdf" else (zv >= 0)) & (zv < math.inf), z, a)
-    below, above = {"cdf": (0.0, 1.0), "sf": (1.0, 0.0), "logcdf": (-math.inf, 0.0),
-                    "logsf": (0.0, -math.inf)}[which]
+    below, above = {
+        "cdf": (0.0, 1.0),
+        "sf": (1.0, 0.0),
+        "logcdf": (-math.inf, 0.0),
+        "logsf": (0.0, -math.inf),
+    }[which]
     zg = guard(inside, z)
     if which == "cdf":
         out = sp.gammainc(a, zg)

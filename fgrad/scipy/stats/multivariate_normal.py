@@ -24,7 +24,7 @@ import numpy as _np
 from ... import numpy as fnp
 from ._common import LOG_2PI, refuse_complex, squeeze_ones, value
 
-__all__ = ["logpdf", "pdf", "entropy"]
+__all__ = ["entropy", "logpdf", "pdf"]
 
 
 def _dtype(*args):
@@ -40,8 +40,10 @@ def _process_parameters(mean, cov, dtype, who):
         mv = value(mean)
         dim = mv.size
         if mv.ndim > 1:
-            raise ValueError(f"multivariate_normal.{who}: 'mean' must be a vector; got shape "
-                             f"{mv.shape}, dtype {mv.dtype}")
+            raise ValueError(
+                f"multivariate_normal.{who}: 'mean' must be a vector; got shape "
+                f"{mv.shape}, dtype {mv.dtype}"
+            )
         if mv.ndim == 0:
             mean = fnp.reshape(mean, (1,))
     else:
@@ -51,11 +53,15 @@ def _process_parameters(mean, cov, dtype, who):
     if isinstance(cov, (int, float)):
         cov = _np.asarray(cov, dtype)
     cv = value(cov)
-    if cv.ndim > 2 or (cv.ndim >= 1 and cv.shape[0] != dim) or (
-            cv.ndim == 2 and cv.shape[1] != dim):
+    if (
+        cv.ndim > 2
+        or (cv.ndim >= 1 and cv.shape[0] != dim)
+        or (cv.ndim == 2 and cv.shape[1] != dim)
+    ):
         raise ValueError(
             f"multivariate_normal.{who}: 'cov' has shape {cv.shape} (dtype {cv.dtype}); for "
-            f"dimension {dim} (from 'mean') it must be a scalar, ({dim},) or ({dim}, {dim})")
+            f"dimension {dim} (from 'mean') it must be a scalar, ({dim},) or ({dim}, {dim})"
+        )
     return dim, mean, cov
 
 
@@ -79,19 +85,25 @@ class _Spectrum:
             s = _np.linalg.eigvalsh(cv)
         eps = _cutoff(s, dtype)
         if _np.min(s) < -eps:
-            raise ValueError(f"multivariate_normal.{who}: 'cov' must be symmetric positive "
-                             f"semidefinite; it has eigenvalue {_np.min(s)!r}")
+            raise ValueError(
+                f"multivariate_normal.{who}: 'cov' must be symmetric positive "
+                f"semidefinite; it has eigenvalue {_np.min(s)!r}"
+            )
         keep = s > eps
         self.rank = int(keep.sum())
         if self.rank < dim and not allow_singular:
             raise _np.linalg.LinAlgError(
                 f"multivariate_normal.{who}: 'cov' is singular (rank {self.rank} < {dim}); "
-                "pass allow_singular=True for the degenerate distribution on its range")
+                "pass allow_singular=True for the degenerate distribution on its range"
+            )
         self.null = None
         if cv.ndim < 2:
             safe = fnp.where(keep, variances, 1.0) if self.rank < dim else variances
-            self.log_pdet = fnp.sum(fnp.where(keep, fnp.log(safe), 0.0)) if self.rank < dim \
+            self.log_pdet = (
+                fnp.sum(fnp.where(keep, fnp.log(safe), 0.0))
+                if self.rank < dim
                 else fnp.sum(fnp.log(variances))
+            )
             inv = fnp.where(keep, 1.0 / safe, 0.0) if self.rank < dim else 1.0 / variances
             self._maha = lambda dev: fnp.sum(dev * dev * inv, axis=-1)
             if self.rank < dim:
@@ -127,8 +139,10 @@ def _process_quantiles(x, dim):
     if xv.ndim == 1 and dim == 1:
         return fnp.reshape(x, (xv.shape[0], 1))
     if xv.shape[-1] != dim:
-        raise ValueError(f"multivariate_normal.logpdf: x has shape {xv.shape} (dtype "
-                         f"{xv.dtype}); its last axis must have length {dim}, the dimension")
+        raise ValueError(
+            f"multivariate_normal.logpdf: x has shape {xv.shape} (dtype "
+            f"{xv.dtype}); its last axis must have length {dim}, the dimension"
+        )
     return x
 
 

@@ -10,7 +10,7 @@ from ... import numpy as fnp
 from .. import special as sp
 from ._common import LOG_2PI, invalid_to_nan, standardize, weak
 
-__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
+__all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
 
 def logpdf(x, loc=0, scale=1):

@@ -14,10 +14,18 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (guard, incomplete_gamma, invalid_to_nan, mask, refuse_complex,
-                      refuse_traced, select, value)
+from ._common import (
+    guard,
+    incomplete_gamma,
+    invalid_to_nan,
+    mask,
+    refuse_complex,
+    refuse_traced,
+    select,
+    value,
+)
 
-__all__ = ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]
+__all__ = ["cdf", "logcdf", "logpmf", "logsf", "pmf", "sf"]
 
 # The regularized incomplete gamma functions at (mu, n + 1), differentiated in mu.
 _P, _Q = incomplete_gamma("poisson", "k")

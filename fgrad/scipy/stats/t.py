@@ -13,10 +13,9 @@ import math
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (harmonize, invalid_to_nan, mask, standardize, student_t, value,
-                      weak)
+from ._common import harmonize, invalid_to_nan, mask, standardize, student_t, value, weak
 
-__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
+__all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 _stdtr = student_t("t.cdf/sf")
 
@@ -40,9 +39,13 @@ def logpdf(x, df, loc=0, scale=1):
     z, scale, bad = standardize(x, loc, scale)
     df, bad = _df_ok(df, bad, z)
     half = 0.5 * (df + 1.0)
-    out = (weak(sp.gammaln, half) - weak(sp.gammaln, 0.5 * df)
-           - 0.5 * weak(fnp.log, df * math.pi) - half * fnp.log1p(z * z / df)
-           - weak(fnp.log, scale))
+    out = (
+        weak(sp.gammaln, half)
+        - weak(sp.gammaln, 0.5 * df)
+        - 0.5 * weak(fnp.log, df * math.pi)
+        - half * fnp.log1p(z * z / df)
+        - weak(fnp.log, scale)
+    )
     return invalid_to_nan(bad, out)
 
 
