@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as _np
@@ -95,7 +95,7 @@ class Box:
         self.aux = aux
 
 
-def primal(x):
+def primal(x: Any) -> Any:
     """The plain value under every box: what a constant at every level sees. A list or tuple
     (an array-like, as NumPy reads it) gets the plain values of its elements."""
     while type(x) is Box:
@@ -358,7 +358,7 @@ def phases():
 # --- bind -----------------------------------------------------------------------------------------
 
 
-def bind(prim, args, params):
+def bind(prim: Primitive, args: Sequence, params: dict) -> Any:
     """Apply `prim` to `args`: plain NumPy when no live box is present, else the innermost level."""
     level = None
     for a in args:
@@ -383,7 +383,7 @@ def bind(prim, args, params):
 _NO_PARAMS = {}  # shared and never written: for primitives applied without parameters
 
 
-def bind_one(prim, x):
+def bind_one(prim: Primitive, x: Any) -> Any:
     """`bind` for a primitive of one argument without parameters: the most frequent call (the
     unary functions, in programs and in bprops), so it skips bind's scan of the arguments."""
     kind = type(x)
@@ -396,7 +396,7 @@ def bind_one(prim, x):
     return bind(prim, (x,), _NO_PARAMS)
 
 
-def bind_two(prim, x, y):
+def bind_two(prim: Primitive, x: Any, y: Any) -> Any:
     """`bind` for a primitive of two arguments without parameters (the arithmetic operators,
     the sum of two cotangents): the common cases skip bind's scan of the arguments."""
     kx, ky = type(x), type(y)
@@ -493,7 +493,9 @@ def capturing() -> contextlib.AbstractContextManager[_Capture]:
     return _rewritten(_Capture(set(levels)), levels)
 
 
-def replacing(values: dict, suspend: Sequence[Level] = ()) -> Iterator[_Replace]:
+def replacing(
+    values: dict, suspend: Sequence[Level] = ()
+) -> contextlib.AbstractContextManager[_Replace]:
     """Within the block, a box whose id is a key of `values` is read as that value, provided
     its level is not live; the levels in `suspend` are made not live for the block. The boxes
     must be kept alive by the caller while the block runs (ids are only unique among live
