@@ -52,20 +52,8 @@ def set_debug_nans(enabled=True, *, inf=True):
         _settings["inf"] = bool(inf)
         if bool(enabled) != _settings["on"]:
             _settings["on"] = bool(enabled)
-            _install(_check if enabled else None)
+            (provenance.add_watcher if enabled else provenance.remove_watcher)(_check)
     return previous
-
-
-def _install(watcher):
-    """Put the check in (or take it out of) the core's watch, beside a graph being made."""
-    current = core.watch
-    if watcher is not None:
-        provenance.install(watcher if current is None else provenance._Both(current, watcher))
-    elif current is _check:
-        provenance.install(None)
-    elif isinstance(current, provenance._Both):
-        rest = [w for w in current.watchers if w is not _check]
-        provenance.install(rest[0] if len(rest) == 1 else current)
 
 
 @contextlib.contextmanager

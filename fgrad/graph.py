@@ -393,10 +393,6 @@ class GraphLevel(Level):
                 self._kept.append(value)
         return Const(value, name)
 
-    def forward_equation(self, level, index):
-        found = self._forward_of.get((level, index))
-        return found[0] if found is not None else None
-
 
 class _GraphWatcher(provenance.Watcher):
     """Tells a graph level what the reverse levels record (the core's watch)."""

@@ -166,14 +166,14 @@ class Watcher:
         pass
 
 
-class _Both(Watcher):
-    """Two watchers at once (make_graph while debug_nans is on): each is told everything."""
+class _Several(Watcher):
+    """Several watchers at once (make_graph while debug_nans is on): each is told everything."""
 
-    def __init__(self, first, second):
-        self.watchers = (first, second)
+    def __init__(self, watchers):
+        self.watchers = tuple(watchers)
 
 
-def _tell_both(name):
+def _tell_each(name):
     def tell(self, *args):
         for w in self.watchers:
             getattr(w, name)(*args)
@@ -182,26 +182,38 @@ def _tell_both(name):
 
 
 for _name in ("value", "input", "recorded", "cotangent", "tangent"):
-    setattr(_Both, _name, _tell_both(_name))
+    setattr(_Several, _name, _tell_each(_name))
 
 
 _lock = threading.Lock()
+_installed = []  # the watchers the core's watch tells, in the order they were added
 
 
-def install(watcher):
-    """Make `watcher` the core's watch (None: none). Returns the previous one."""
+def _set_watch():
+    n = len(_installed)
+    core.watch = None if n == 0 else _installed[0] if n == 1 else _Several(_installed)
+
+
+def add_watcher(watcher):
+    """Tell `watcher` of every value from now on, beside the watchers already added."""
     with _lock:
-        previous = core.watch
-        core.watch = watcher
-    return previous
+        _installed.append(watcher)
+        _set_watch()
+
+
+def remove_watcher(watcher):
+    """Stop telling `watcher` (added with `add_watcher`)."""
+    with _lock:
+        if watcher in _installed:
+            _installed.remove(watcher)
+        _set_watch()
 
 
 @contextlib.contextmanager
 def watching(watcher):
-    """Within the block, `watcher` is told of every value (beside a watcher already installed)."""
-    previous = core.watch
-    install(watcher if previous is None else _Both(previous, watcher))
+    """Within the block, `watcher` is told of every value (beside the other watchers)."""
+    add_watcher(watcher)
     try:
         yield watcher
     finally:
-        install(previous)
+        remove_watcher(watcher)

@@ -356,10 +356,6 @@ def _at_least(a, k):
     return reshape(a, (1,) + s + (1,) if len(s) == 1 else s + (1,))
 
 
-def _cast_all(arrays, dtype):
-    return arrays if dtype is None else [astype(a, dtype) for a in arrays]
-
-
 def _joinable(tup, name):
     """The arrays to join: a sequence's items, or an array's slices along its first axis (NumPy
     iterates whatever it is given)."""

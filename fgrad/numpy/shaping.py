@@ -516,11 +516,6 @@ def reduction_mask(where, a, name):
     return _np.broadcast_to(mask, shape(a))
 
 
-def cast_to(x, dtype):
-    """x cast to `dtype` (NumPy's `dtype=` argument of a reduction); None keeps x's."""
-    return x if dtype is None else astype(x, dtype)
-
-
 # --- dtype casts ----------------------------------------------------------------------------------
 
 
