@@ -29,6 +29,7 @@ from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
 from .debug import debug_nans, set_debug_nans
 from .graph import make_graph
 from .primitive import primitive
+from .vmapping import vmap
 
 __version__ = "0.1.0"
 
@@ -54,4 +55,5 @@ __all__ = [
     "tree_util",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

@@ -16,10 +16,10 @@ import operator
 import numpy as _np
 
 from . import numpy as fnp
-from .batching import map_linear
 from .boundary import api_boundary
 from .core import Box, primal, zeros_like_value
 from .forward import ForwardLevel
+from .replay import map_linear
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 

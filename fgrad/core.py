@@ -18,6 +18,15 @@ output nobody used) and a forward rule returns one tangent per output.
 
 A box whose level has exited is just the value it carries; `bind` unwraps it.
 
+Levels that batch
+-----------------
+A batching level (`vmap`'s, `fgrad.batching`) is not a derivative: its box holds one value per
+row of a batch, along the axis in `aux`, and that axis is not part of the value the traced code
+sees. So `shape_of` leaves it out, a non-differentiable primitive keeps such boxes (its result
+is different for each row), and reading a box's plain value (`primal`, which `bool(x)` and
+`float(x)` use) asks the level (`Level.read`): it gives the rows' common value, or stops the
+batch so that its rows are run again in groups that agree.
+
 Free variables
 --------------
 A function may close over boxes (through closure cells, globals, default arguments, `self`).
@@ -54,13 +63,16 @@ __all__ = [
     "bind_one",
     "bind_two",
     "capturing",
+    "dtype_of",
     "enter_phase",
+    "holds_batch",
     "holds_box",
     "holds_box_of",
     "leave_phase",
     "live_levels",
     "primal",
     "replacing",
+    "shape_of",
     "zeros_like_value",
 ]
 
@@ -73,6 +85,7 @@ class _TraceState(threading.local):
         self.stack = []
         self.phases = []
         self.rewrite = None
+        self.batching = 0  # how many batching levels are on the stack
 
 
 _state = _TraceState()
@@ -97,8 +110,12 @@ class Box:
 
 def primal(x: Any) -> Any:
     """The plain value under every box: what a constant at every level sees. A list or tuple
-    (an array-like, as NumPy reads it) gets the plain values of its elements."""
+    (an array-like, as NumPy reads it) gets the plain values of its elements. A live batching
+    level's box is read by its level (`Level.read`): the rows' common value, if they have one."""
     while type(x) is Box:
+        level = x.level
+        if level.batches and level.live:
+            return level.read(x)
         x = x.value
     if type(x) is list or type(x) is tuple:
         return type(x)(primal(v) for v in x)
@@ -122,17 +139,75 @@ def holds_box_of(x, level):
     return False
 
 
+def shape_of(x: Any) -> tuple:
+    """x's shape as the code that holds x sees it: a live batching level's box leaves out its
+    batch axis (`aux`), which holds the rows. Lists and tuples are read as NumPy reads them."""
+    while type(x) is Box:
+        level = x.level
+        if level.batches and level.live:
+            s = shape_of(x.value)
+            d = x.aux
+            return s[:d] + s[d + 1 :]
+        x = x.value
+    s = getattr(x, "shape", None)
+    if s is not None:
+        return s
+    if (type(x) is list or type(x) is tuple) and holds_box(x):
+        return (len(x),) + (shape_of(x[0]) if x else ())
+    return _np.shape(x)
+
+
+def dtype_of(x: Any) -> _np.dtype:
+    """The dtype of x's value (a Python float counts as float64, as in NumPy)."""
+    while type(x) is Box:
+        x = x.value
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        return dtype
+    if (type(x) is list or type(x) is tuple) and holds_box(x):
+        return _np.result_type(*[dtype_of(v) for v in x])
+    return _np.result_type(x)
+
+
 def zeros_like_value(x):
-    """A plain zero with the shape and dtype of x's primal value (a NumPy scalar for shape ())."""
-    v = primal(x)
-    z = _np.zeros_like(v)
-    return z[()] if z.ndim == 0 else z
+    """A plain zero with x's shape (`shape_of`) and dtype (a NumPy scalar for shape ())."""
+    s = shape_of(x)
+    z = _np.zeros(s, dtype_of(x))
+    return z[()] if not s else z
 
 
 def is_differentiable_value(x):
     """Whether a value can carry a derivative: a float or complex array or number."""
-    dtype = getattr(primal(x), "dtype", None)
+    v = x
+    while type(v) is Box:
+        v = v.value
+    dtype = getattr(v, "dtype", None)
     return dtype is not None and dtype.kind in "fc"
+
+
+def holds_batch(x):
+    """Whether x's nesting of boxes holds a box of a live batching level (then x has one value
+    per row, which NumPy code must not read as one array)."""
+    if not _state.batching:
+        return False
+    while type(x) is Box:
+        if x.level.batches and x.level.live:
+            return True
+        x = x.value
+    return False
+
+
+def constant_of(x):
+    """x as a constant at every level that differentiates: without their boxes. The boxes of
+    live batching levels stay: a constant still has one value per row."""
+    if type(x) is Box:
+        level = x.level
+        if level.batches and level.live:
+            return Box(constant_of(x.value), level, x.aux)
+        return constant_of(x.value)
+    if (type(x) is list or type(x) is tuple) and holds_box(x):
+        return type(x)(constant_of(v) for v in x)
+    return x
 
 
 # How a list or tuple holding traced values becomes one traced array, as NumPy reads an
@@ -151,6 +226,10 @@ class Level:
 
     __slots__ = ("__weakref__", "depth", "live")
 
+    # Whether the level batches (its boxes hold rows, see "Levels that batch") rather than
+    # differentiates.
+    batches = False
+
     def __init__(self):
         self.depth = -1
         self.live = False
@@ -160,11 +239,15 @@ class Level:
         self.depth = len(stack)
         self.live = True
         stack.append(self)
+        if self.batches:
+            _state.batching += 1
         return self
 
     def __exit__(self, *exc):
         # Leave no state behind, even when the traced function raised.
         self.live = False
+        if self.batches:
+            _state.batching -= 1
         stack = _state.stack
         if stack and stack[-1] is self:
             stack.pop()
@@ -182,6 +265,10 @@ class Level:
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
         return self.process(prim, (x, y), _NO_PARAMS)
+
+    def read(self, box: Box) -> Any:
+        """The plain value of this level's box, for code that reads it (a batching level)."""
+        raise NotImplementedError
 
     def __repr__(self):
         state = "live" if self.live else "exited"
@@ -289,11 +376,15 @@ class NondiffPrimitive:
 
     __slots__ = ("impl", "name")
 
+    multiple_results = False
+
     def __init__(self, name, impl):
         self.name = name
         self.impl = impl
 
     def __call__(self, *args, **params):
+        if _state.batching:  # rows give different results: the batching levels apply it
+            return bind(self, tuple(constant_of(a) for a in args), params)
         return self.impl(*[primal(a) for a in args], **params)
 
     def __repr__(self):

@@ -16,7 +16,18 @@ import operator as _operator
 
 import numpy as _np
 
-from ..core import Box, Primitive, primal
+from .. import batching as _batching
+from ..core import (
+    Box,
+    NondiffPrimitive,
+    Primitive,
+    add_any,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    primal,
+)
 from ..primitive import defprimitive, defunary
 from .shaping import (
     NO_VALUE,
@@ -25,11 +36,14 @@ from .shaping import (
     given,
     is_traced,
     meta,
+    ndim,
     nondiff_function,
     refuse,
     refuse_out,
+    shape,
     unbroadcast,
     unbroadcast_meta,
+    with_example_ndim,
 )
 
 __all__ = [
@@ -107,7 +121,7 @@ def _weights(values, dtype):
 
 
 def _dtype_of(ans):
-    return _np.result_type(primal(ans))
+    return dtype_of(ans)
 
 
 # --- NumPy's ufunc signature ----------------------------------------------------------------------
@@ -589,6 +603,11 @@ def _choice_weights(ans, x, y, wins):
 
     Without ties (the common case: relu away from 0) the weights are the boolean mask itself,
     which multiplies a cotangent in its own dtype and costs a fraction of a float array."""
+    if holds_batch(x) or holds_batch(y):  # one mask per row: computed by fgrad operations
+        x, y = constant_of(x), constant_of(y)
+        wins_fn = greater if wins is _np.greater else less
+        w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
+        return broadcast_like(astype(w, _dtype_of(ans)), ans)
     xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
     w = wins(xv, yv)
     ties = xv == yv
@@ -658,7 +677,7 @@ def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VA
 def _where_vjp(i):
     def maker(ans, c, x, y):
         like = unbroadcast_meta((c, x, y)[i], ans)
-        cond = _np.asarray(primal(c), dtype=bool)
+        cond = c if holds_batch(c) else _np.asarray(primal(c), dtype=bool)
         if i == 1:
             return lambda ct: unbroadcast(where(cond, ct, 0.0), like)
         return lambda ct: unbroadcast(where(cond, 0.0, ct), like)
@@ -690,6 +709,8 @@ def where(condition, x=None, y=None, /):
             "fgrad.numpy.where needs three arguments (condition, x, y); for the indices "
             "where a condition holds use fgrad.numpy.nonzero"
         )
+    if holds_batch(condition):  # one condition per row
+        return _where_p(astype(constant_of(condition), bool), x, y)
     return _where_p(_np.asarray(primal(condition), dtype=bool), x, y)
 
 
@@ -713,3 +734,44 @@ logical_not = nondiff_function(_np.logical_not)
 isnan = nondiff_function(_np.isnan)
 isfinite = nondiff_function(_np.isfinite)
 isinf = nondiff_function(_np.isinf)
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+
+
+def elementwise_batch_rule(prim):
+    """The batching rule of a primitive that broadcasts its arguments as a NumPy ufunc does.
+
+    When every batched argument has its batch axis at the same place and the same rank, and the
+    unbatched ones are too short to reach that axis when broadcast from the right, one call on
+    the values as they are is right. Otherwise the batch axes go first, each batched argument
+    gets length-1 axes up to the longest row, and the unbatched ones broadcast from the right."""
+
+    def rule(args, dims, **params):
+        batched = [(len(shape(a)), d) for a, d in zip(args, dims) if d is not None]
+        nd, d = batched[0]
+        if all(b == (nd, d) for b in batched) and all(
+            ndim(a) < nd - d for a, e in zip(args, dims) if e is None
+        ):
+            return _with_dim(bind(prim, args, params), d)
+        rows_nd = max(ndim(a) - (e is not None) for a, e in zip(args, dims))
+        aligned = [a if e is None else with_example_ndim(a, e, rows_nd) for a, e in zip(args, dims)]
+        return _with_dim(bind(prim, aligned, params), 0)
+
+    def _with_dim(out, d):
+        return (out, (d,) * len(out)) if prim.multiple_results else (out, d)
+
+    return rule
+
+
+def register_elementwise(namespace):
+    """Give every primitive in `namespace` (a module's variables; a function holding its
+    primitive counts) the elementwise batching rule, unless it has a rule already."""
+    for value in list(namespace.values()):
+        prim = getattr(value, "primitive", value)
+        if isinstance(prim, (Primitive, NondiffPrimitive)) and prim not in _batching.rules:
+            _batching.rules[prim] = elementwise_batch_rule(prim)
+
+
+_batching.rules[add_any] = elementwise_batch_rule(add_any)
+register_elementwise(globals())

@@ -16,13 +16,15 @@ import string as _string
 
 import numpy as _np
 
-from ..core import primal
+from .. import batching as _batching
+from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
 from .shaping import (
     NO_VALUE,
     asarray,
     astype,
+    batch_to_front,
     broadcast_like,
     expand_dims,
     is_traced,
@@ -36,6 +38,7 @@ from .shaping import (
     stack,
     swapaxes,
     unbroadcast,
+    with_example_ndim,
 )
 
 __all__ = [
@@ -115,7 +118,7 @@ def dot(a, b, out=None):
 
 def conj_if_complex(x):
     """conj(x) for complex x; a real x as it is (no extra operation to differentiate)."""
-    return conj(x) if _np.iscomplexobj(primal(x)) else x
+    return conj(x) if dtype_of(x).kind == "c" else x
 
 
 # --- einsum: one primitive whose every rule is another einsum -------------------------------------
@@ -189,7 +192,7 @@ def _einsum_vjp(i):
         )
 
         def bprop(ct):
-            dtype = _np.result_type(primal(ct))
+            dtype = dtype_of(ct)
             consts = [_np.eye(n, dtype=dtype) for n in eyes]
             consts += [_np.ones(n, dtype=dtype) for _, n in ones]
             g = _einsum_p(ct, *others, *consts, subscripts=g_subscripts)
@@ -327,7 +330,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
         # view of it, ignoring dtype and casting: so does fgrad, to keep NumPy's value.)
         dtype, casting = _np.dtype(dtype), kwargs.get("casting", "safe")
         for x in ops:
-            x_dtype = _np.asarray(primal(x)).dtype
+            x_dtype = dtype_of(x)
             if not _np.can_cast(x_dtype, dtype, casting):
                 raise TypeError(
                     f"einsum: cannot cast an operand from {x_dtype!r} to "
@@ -507,9 +510,7 @@ def _gufunc(
             if signature is None
             else {"casting": casting, "signature": signature}
         )
-        loop = theirs.resolve_dtypes(
-            tuple(_np.asarray(primal(x)).dtype for x in args) + (None,), **keywords
-        )
+        loop = theirs.resolve_dtypes(tuple(dtype_of(x) for x in args) + (None,), **keywords)
         args = [astype(asarray(x), dt) for x, dt in zip(args, loop)]
     args = [asarray(x) for x in args]
     if axis is not NO_VALUE:
@@ -732,3 +733,71 @@ def vecmat(
         subok,
         signature,
     )
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+
+
+def _matmul_batch(args, dims):
+    """Vectors become matrices (a row on the left, a column on the right), the batch axes go
+    first and every batched operand gets as many axes per row as the longest, so that matmul's
+    own broadcasting over leading axes pairs the rows; the added axes are squeezed out after."""
+    (x, y), (dx, dy) = args, dims
+    x_nd = ndim(x) - (dx is not None)
+    y_nd = ndim(y) - (dy is not None)
+    if dx is not None:
+        x = batch_to_front(x, dx)
+    if dy is not None:
+        y = batch_to_front(y, dy)
+    if dy is None and dx is not None and y_nd <= 2:
+        return matmul(x, y), 0  # rows @ y: one product for all rows
+    if x_nd == 1:
+        x = expand_dims(x, -2)
+    if y_nd == 1:
+        y = expand_dims(y, -1)
+    nd = max(x_nd, y_nd, 2)
+    if dx is not None:
+        x = with_example_ndim(x, 0, nd)
+    if dy is not None:
+        y = with_example_ndim(y, 0, nd)
+    out = matmul(x, y)
+    if x_nd == 1 or y_nd == 1:
+        s = shape(out)
+        drop = {len(s) - 2} if x_nd == 1 else set()
+        drop |= {len(s) - 1} if y_nd == 1 else set()
+        out = reshape(out, tuple(n for i, n in enumerate(s) if i not in drop))
+    return out, 0
+
+
+def _einsum_batch(args, dims, subscripts, optimize=None):
+    """The batch axis gets a letter of its own, kept in the output's first place."""
+    terms, out = subscripts.split("->")
+    terms = terms.split(",")
+    letter = next(c for c in _EINSUM_LETTERS if c not in subscripts)
+    terms = [t if d is None else t[:d] + letter + t[d:] for t, d in zip(terms, dims)]
+    batched = ",".join(terms) + "->" + letter + out
+    return _einsum_p(*args, subscripts=batched, optimize=optimize), 0
+
+
+def gufunc_batch_rule(prim, core_ndims):
+    """The batching rule of a generalized ufunc whose operands have `core_ndims` core axes: the
+    batch axes go first, and every batched operand gets length-1 loop axes up to the longest
+    loop shape, so that the gufunc's broadcasting over loop axes pairs the rows."""
+
+    def rule(args, dims, **params):
+        loops = max(ndim(a) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims))
+        aligned = [
+            a if d is None else with_example_ndim(a, d, loops + c)
+            for a, d, c in zip(args, dims, core_ndims)
+        ]
+        return bind(prim, aligned, params), 0
+
+    return rule
+
+
+_batching.rules[matmul] = _matmul_batch
+_batching.rules[_einsum_p] = _einsum_batch
+_batching.rules[_vecdot_p] = gufunc_batch_rule(_vecdot_p, (1, 1))
+if hasattr(_np, "matvec"):
+    _batching.rules[_matvec_p] = gufunc_batch_rule(_matvec_p, (2, 1))
+    _batching.rules[_vecmat_p] = gufunc_batch_rule(_vecmat_p, (1, 2))

@@ -19,7 +19,8 @@ import inspect
 
 import numpy as _np
 
-from ..core import Box, Primitive, holds_box, primal, zeros_like_value
+from .. import batching as _batching
+from ..core import Box, Primitive, bind, dtype_of, holds_box, primal, shape_of, zeros_like_value
 from ..primitive import deflinear, defprimitive, nondiff
 
 __all__ = [
@@ -71,6 +72,7 @@ def nondiff_function(theirs, name=None):
         "values of its arguments, and its result is a constant at every level."
     )
     fn.__signature__ = inspect.signature(theirs)
+    fn.primitive = prim  # what the batching rules know it by
     return fn
 
 
@@ -120,36 +122,36 @@ def is_default(value, default):
 
 
 def shape(a):
-    """NumPy's `shape`, for plain and traced values alike."""
-    while type(a) is Box:
-        a = a.value
-    try:
-        return a.shape
-    except AttributeError:  # a Python number, or a list that may hold traced values
-        return _np.shape(primal(a))
+    """NumPy's `shape`, for plain and traced values alike (a value batched by `vmap` has the
+    shape of one row)."""
+    return shape_of(a)
 
 
 def ndim(a):
-    return _np.ndim(primal(a))
+    return len(shape_of(a))
 
 
 def size(a, axis=None):
     """NumPy's `size`: the number of elements, or the length of `axis`."""
-    return _np.size(primal(a), axis)
+    if type(a) is not Box:
+        return _np.size(primal(a), axis)
+    s = shape_of(a)
+    if axis is None:
+        return int(_np.prod(s, dtype=_np.intp))
+    return s[axis]
 
 
 def meta(x):
     """What a cotangent for x must match: x's shape, and its dtype (None for a Python number,
     which is weakly typed and takes the other operand's dtype)."""
-    while type(x) is Box:
-        x = x.value
+    if type(x) is Box:
+        return shape_of(x), dtype_of(x)
     try:
         return x.shape, x.dtype
     except AttributeError:  # a Python number, or a list that may hold traced values
         if isinstance(x, (int, float)):
             return (), None
-        v = _np.asarray(primal(x))
-        return v.shape, v.dtype
+        return shape_of(x), dtype_of(x)
 
 
 def _normalize_axes(axis, nd):
@@ -208,7 +210,7 @@ def reshape(a, /, shape, order="C", *, copy=None):
         order = _index_order(a, order, "reshape", allowed="CFA")
         if order == "F":
             return transpose(reshape(transpose(a), shape[::-1]))
-    if _np.shape(primal(a)) == shape:
+    if shape_of(a) == shape:
         return a
     return _reshape_p(a, shape=shape)
 
@@ -407,7 +409,7 @@ def broadcast_to(array, shape, subok=False):
 
 
 def _sum_vjp(ans, x, axis, keepdims):
-    x_shape = _np.shape(primal(x))
+    x_shape = shape(x)
     if keepdims or axis == tuple(range(len(axis))):
         # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
         # shape (NumPy prepends missing axes), as in a sum of everything.
@@ -463,7 +465,7 @@ def _spread_impl(ct, shape, dtype, axis, keepdims, where):
 
 
 def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
-    ct_dtype = _np.result_type(primal(ct))
+    ct_dtype = dtype_of(ct)
     return lambda g: _sum_kw_p(
         g, axis=axis, keepdims=keepdims, dtype=ct_dtype, initial=NO_VALUE, where=where
     )
@@ -520,7 +522,7 @@ def reduction_mask(where, a, name):
 
 
 def _astype_vjp(ans, x, dtype):
-    x_dtype = getattr(primal(x), "dtype", None)
+    x_dtype = dtype_of(x) if type(x) is Box or hasattr(x, "dtype") else None
     if x_dtype is None:
         return lambda ct: ct
     return lambda ct: _astype_p(ct, dtype=x_dtype)
@@ -553,7 +555,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     dtype = _np.dtype(dtype)
     if not _np.issubdtype(dtype, _np.inexact):
         return _astype_nondiff(x, dtype=dtype)
-    if getattr(primal(x), "dtype", None) == dtype:
+    if (type(x) is Box or hasattr(x, "dtype")) and dtype_of(x) == dtype:
         return x
     return _astype_p(x, dtype=dtype)
 
@@ -568,9 +570,7 @@ def _has_array_index(idx):
 
 def _getitem_vjp(ans, x, idx):
     x_shape, x_dtype = meta(x)
-    return lambda ct: _index_add_p(
-        _np.zeros(x_shape, dtype=getattr(primal(ct), "dtype", x_dtype)), ct, idx=idx
-    )
+    return lambda ct: _index_add_p(_np.zeros(x_shape, dtype=dtype_of(ct)), ct, idx=idx)
 
 
 _getitem_p = deflinear(
@@ -829,7 +829,7 @@ def _joined(arrays, dtype, casting, name):
     arrays = list(arrays)
     if not arrays:
         raise ValueError(f"{name}: need at least one array to {name}")
-    dtypes = [_np.asarray(primal(a)).dtype for a in arrays]  # each as NumPy makes it an array
+    dtypes = [dtype_of(a) for a in arrays]  # each as NumPy makes it an array
     target = _np.result_type(*dtypes) if dtype is None else _np.dtype(dtype)
     for dt in dtypes:
         if not _np.can_cast(dt, target, casting):
@@ -916,7 +916,10 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             return astype(a, dtype)
         # a NumPy scalar becomes a 0-d array, as NumPy's asarray makes it: arithmetic on the
         # two rounds differently (NumPy's scalar math), so the type is part of the value
-        return a if type(primal(a)) is _np.ndarray else _asarray_p(a)
+        inner = a
+        while type(inner) is Box:
+            inner = inner.value
+        return a if type(inner) is _np.ndarray else _asarray_p(a)
     return array(a, dtype=dtype)
 
 
@@ -934,8 +937,7 @@ def is_traced(obj):
 
 def describe(x):
     """ "shape ... and dtype ...", for error messages about x (traced or plain)."""
-    v = primal(x)
-    return f"shape {_np.shape(v)} and dtype {_np.result_type(v)}"
+    return f"shape {shape_of(x)} and dtype {dtype_of(x)}"
 
 
 def _sequence_to_array(obj):
@@ -948,3 +950,194 @@ def _sequence_to_array(obj):
 
 zeros_like = nondiff_function(_np.zeros_like)
 ones_like = nondiff_function(_np.ones_like)
+
+
+# --- batching (vmap) --------------------------------------------------------------------------------
+# The helpers every family's batching rules use, the rules of this module's primitives, and the
+# fallback that applies a primitive to one row at a time (see `fgrad.batching`). In a rule, a
+# value's `shape` includes its batch axis: the value is one level below the batching level.
+
+
+def batch_to_front(x, dim):
+    """x with its batch axis `dim` moved to the front (a view)."""
+    return x if dim == 0 else moveaxis(x, dim, 0)
+
+
+def batched_axis(axis, dim):
+    """The axis of the batched value that is axis `axis` (non-negative) of one row."""
+    return axis + (axis >= dim)
+
+
+def with_example_ndim(x, dim, nd):
+    """x with its batch axis first and length-1 axes after it, up to `nd` axes per row, so that
+    it broadcasts against other arguments as one row would."""
+    x = batch_to_front(x, dim)
+    s = shape(x)
+    missing = nd - (len(s) - 1)
+    return x if missing <= 0 else _reshape_p(x, shape=s[:1] + (1,) * missing + s[1:])
+
+
+def every_row(x, dim, size):
+    """x with a leading batch axis of `size` rows; an unbatched x is the same in every row."""
+    if dim is not None:
+        return batch_to_front(x, dim)
+    return _broadcast_to_p(x, shape=(size,) + shape(x))
+
+
+def batch_size(args, dims):
+    """The number of rows, from the first batched argument."""
+    for a, d in zip(args, dims):
+        if d is not None:
+            return shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def row_by_row(prim, args, dims, params, size):
+    """`prim` applied to each row, the results stacked along axis 0: right for any primitive,
+    at the cost of one application per row."""
+    if size == 0:
+        return _no_rows(prim, args, dims, params)
+    results = []
+    for i in range(size):
+        row = [
+            a if d is None else getitem(a, (slice(None),) * d + (i,)) for a, d in zip(args, dims)
+        ]
+        results.append(bind(prim, row, params))
+    if prim.multiple_results:
+        outs = tuple(_stack_p(*[r[k] for r in results], axis=0) for k in range(len(results[0])))
+        return outs, (0,) * len(outs)
+    return _stack_p(*results, axis=0), 0
+
+
+def _no_rows(prim, args, dims, params):
+    """A batch of no rows: the primitive applied to one row of zeros gives the shapes and
+    dtypes of the results, which get a batch axis of length 0."""
+    row = [
+        a if d is None else _np.zeros(shape(a)[:d] + shape(a)[d + 1 :], dtype_of(a))
+        for a, d in zip(args, dims)
+    ]
+    out = bind(prim, [primal(a) for a in row], params)
+    if prim.multiple_results:
+        return tuple(_np.zeros((0,) + _np.shape(o), _np.result_type(o)) for o in out), (0,) * len(
+            out
+        )
+    return _np.zeros((0,) + _np.shape(out), _np.result_type(out)), 0
+
+
+def _reshape_batch(args, dims, shape):
+    (x,), (d,) = args, dims
+    x = batch_to_front(x, d)
+    return _reshape_p(x, shape=(shape_of(x)[0],) + tuple(shape)), 0
+
+
+def _transpose_batch(args, dims, axes):
+    (x,), (d,) = args, dims
+    return _transpose_p(x, axes=(d,) + tuple(batched_axis(a, d) for a in axes)), 0
+
+
+def _broadcast_to_batch(args, dims, shape):
+    (x,), (d,) = args, dims
+    x = with_example_ndim(x, d, len(shape))
+    return _broadcast_to_p(x, shape=(shape_of(x)[0],) + tuple(shape)), 0
+
+
+def _sum_batch(args, dims, axis, keepdims):
+    (x,), (d,) = args, dims
+    axes = tuple(batched_axis(a, d) for a in axis)
+    out_dim = d if keepdims else d - len([a for a in axes if a < d])
+    return _sum_p(x, axis=axes, keepdims=keepdims), out_dim
+
+
+def _sum_kw_batch(args, dims, axis, keepdims, dtype, initial, where):
+    (x,), (d,) = args, dims
+    x = batch_to_front(x, d)  # a `where` mask broadcasts against the trailing (row) axes
+    axes = tuple(a + 1 for a in axis)
+    return _sum_kw_p(x, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial, where=where), 0
+
+
+def _spread_batch(args, dims, shape, dtype, axis, keepdims, where):
+    (ct,), (d,) = args, dims
+    ct = batch_to_front(ct, d)
+    n = shape_of(ct)[0]
+    axes = tuple(a + 1 for a in axis)
+    return _spread_p(
+        ct, shape=(n,) + tuple(shape), dtype=dtype, axis=axes, keepdims=keepdims, where=where
+    ), 0
+
+
+def _same_axis(prim):
+    """The rule of a primitive that acts on each element alone and keeps the shape."""
+
+    def rule(args, dims, **params):
+        return bind(prim, args, params), dims[0]
+
+    return rule
+
+
+def _index_layout(idx):
+    """For an index applied after a leading full slice: the axis where the batch axis lands,
+    or None when NumPy would move index-array axes in front of it (they are not side by side)
+    and the batch axis would land after them."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    arrays = [isinstance(p, (list, _np.ndarray)) for p in parts]
+    if any(arrays):  # integers next to index arrays are index arrays too
+        arrays = [a or isinstance(p, (int, _np.integer)) for a, p in zip(arrays, parts)]
+        first = arrays.index(True)
+        last = len(arrays) - arrays[::-1].index(True)
+        if not all(arrays[first:last]):
+            return parts, None
+    return parts, 0
+
+
+def _getitem_batch(args, dims, idx):
+    (x,), (d,) = args, dims
+    parts, out_dim = _index_layout(idx)
+    if out_dim is None:
+        return row_by_row(_getitem_p, args, dims, {"idx": idx}, shape(x)[d])
+    return _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts), 0
+
+
+def _index_update_batch(prim):
+    def rule(args, dims, idx):
+        (x, v), (dx, dv) = args, dims
+        n = batch_size(args, dims)
+        parts, out_dim = _index_layout(idx)
+        if out_dim is None:
+            return row_by_row(prim, args, dims, {"idx": idx}, n)
+        x = every_row(x, dx, n)
+        if dv is not None:  # v broadcasts against the selected part of one row
+            picked = _np.broadcast_to(_np.zeros((), dtype=bool), shape(x)[1:])[parts]
+            v = with_example_ndim(v, dv, picked.ndim)
+        return bind(prim, (x, v), {"idx": (slice(None),) + parts}), 0
+
+    return rule
+
+
+def _joined_batch(prim):
+    def rule(args, dims, axis):
+        n = batch_size(args, dims)
+        rows = [every_row(a, d, n) for a, d in zip(args, dims)]
+        return bind(prim, rows, {"axis": axis + 1}), 0
+
+    return rule
+
+
+_batching.rules.update(
+    {
+        _reshape_p: _reshape_batch,
+        _transpose_p: _transpose_batch,
+        _broadcast_to_p: _broadcast_to_batch,
+        _sum_p: _sum_batch,
+        _sum_kw_p: _sum_kw_batch,
+        _spread_p: _spread_batch,
+        _astype_p: _same_axis(_astype_p),
+        _astype_nondiff: _same_axis(_astype_nondiff),
+        _asarray_p: _same_axis(_asarray_p),
+        _getitem_p: _getitem_batch,
+        _index_add_p: _index_update_batch(_index_add_p),
+        _index_set_p: _index_update_batch(_index_set_p),
+        _stack_p: _joined_batch(_stack_p),
+        _concatenate_p: _joined_batch(_concatenate_p),
+    }
+)
+_batching.row_by_row = row_by_row

@@ -30,7 +30,7 @@ import operator as _operator
 
 import numpy as _np
 
-from ..core import Box, primal
+from ..core import Box, dtype_of, holds_batch, primal, shape_of
 from ..primitive import deflinear, defprimitive
 from .elementwise import conj, imag, real, sqrt, where
 from .elementwise import where as _where  # for functions with a `where=` parameter
@@ -981,8 +981,26 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
 digitize = nondiff_function(_np.digitize)
 array_equal = nondiff_function(_np.array_equal)
 array_equiv = nondiff_function(_np.array_equiv)
-iscomplexobj = nondiff_function(_np.iscomplexobj)
-isrealobj = nondiff_function(_np.isrealobj)
-isscalar = nondiff_function(_np.isscalar)
+
+
+def iscomplexobj(x):
+    """NumPy's `iscomplexobj`: whether x's dtype is complex (a question about the type, so a
+    batched value answers it once for all its rows)."""
+    return dtype_of(x).kind == "c" if is_traced(x) else _np.iscomplexobj(x)
+
+
+def isrealobj(x):
+    """NumPy's `isrealobj`: whether x's dtype is not complex."""
+    return not iscomplexobj(x)
+
+
+def isscalar(element):
+    """NumPy's `isscalar`, of the value under the boxes; a row of a batch with no axes is a
+    scalar, as a row of a NumPy array is."""
+    if holds_batch(element):
+        return shape_of(element) == ()
+    return _np.isscalar(primal(element))
+
+
 iscomplex = nondiff_function(_np.iscomplex)
 isreal = nondiff_function(_np.isreal)

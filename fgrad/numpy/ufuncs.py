@@ -36,7 +36,7 @@ import numpy as _np
 
 from ..core import Box, primal
 from ..primitive import deflinear, defprimitive, defunary
-from .elementwise import as_ufunc, exp, positive, power, sqrt, where
+from .elementwise import as_ufunc, exp, positive, power, register_elementwise, sqrt, where
 from .shaping import astype, broadcast_like, meta, nondiff_function, unbroadcast
 
 __all__ = [
@@ -489,3 +489,6 @@ isposinf = nondiff_function(_np.isposinf)
 isneginf = nondiff_function(_np.isneginf)
 isclose = nondiff_function(_np.isclose)
 allclose = nondiff_function(_np.allclose)
+
+
+register_elementwise(globals())  # every primitive here broadcasts as a ufunc

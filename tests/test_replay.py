@@ -1,4 +1,4 @@
-"""Batched Jacobians (fgrad/batching.py): jacrev's rows and jacfwd's columns in one pass.
+"""Batched Jacobians (fgrad/replay.py): jacrev's rows and jacfwd's columns in one pass.
 
 The reference is one pass per row (per column), which is what the Jacobians did before and
 still do when the batched replay is refused. Every row of the gradient table is
@@ -13,7 +13,7 @@ from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import batching
+from fgrad import replay as batching
 from fgrad.tree_util import tree_flatten
 
 ROWS, _ = load()

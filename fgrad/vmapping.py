@@ -1,0 +1,286 @@
+"""`vmap`: a function applied to every row of a batch at once (JAX's names and semantics).
+
+The rows run together on a batching level (`fgrad.batching`): each primitive is applied once to
+all of them by its batching rule. Python control flow that reads a batched value (`if x > 0`,
+`float(x)`, a `while` on a value) goes on when every row reads the same value; when rows read
+different values, the batch is split into groups of rows that agree, the function runs again on
+each group, and the rows are put back in place. This rests on the function being pure (it may
+run more than once, on subsets of the rows); its cost is one partial run up to the read, then
+one run per group.
+
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.boundary`, `fgrad.tree_util`, `fgrad.numpy`.
+"""
+
+import functools
+
+import numpy as _np
+
+from . import numpy as fnp
+from .batching import BatchLevel, Diverged
+from .boundary import api_boundary
+from .core import Box, dtype_of, primal, shape_of
+from .tree_util import _flatten_up_to, _Mismatch, tree_flatten, tree_leaves, tree_unflatten
+
+__all__ = ["vmap"]
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+    """A function that applies `fun` to every row of its arguments at once.
+
+    `in_axes` says which axis of each argument holds the rows: an int (negative counts from the
+    end), None for an argument that is the same for every row, or a tuple (a top-level list is
+    read as one) or other pytree prefix of the arguments. Keyword arguments are mapped along
+    axis 0. `out_axes` places the rows in the outputs likewise; None is allowed only for an
+    output that does not depend on the rows. `axis_size` gives the number of rows when no
+    argument is mapped.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.vmap(lambda x, y: fnp.dot(x, y), in_axes=(0, None))(np.eye(2), np.array([3.0, 4.0]))
+    array([3., 4.])
+    >>> fgrad.vmap(lambda x: x if x > 0 else -x)(np.array([-1.0, 2.0]))  # rows branch apart
+    array([1., 2.])
+    """
+    if not callable(fun):
+        raise TypeError(
+            f"vmap expects a function as its first argument, got {fun!r} of type "
+            f"{type(fun).__name__}; pass the function itself, e.g. vmap(f), not vmap(f(x))"
+        )
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)  # JAX reads a top-level list as a tuple
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    if axis_size is not None and (
+        not isinstance(axis_size, (int, _np.integer))
+        or isinstance(axis_size, bool)
+        or axis_size < 0
+    ):
+        raise TypeError(f"vmap: axis_size must be a non-negative int or None, got {axis_size!r}")
+
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                f"vmap: in_axes is a tuple of length {len(in_axes)}, but the function was called "
+                f"with {len(args)} positional argument{'s' if len(args) != 1 else ''}; give one "
+                "entry per argument (None for an argument that is not mapped)"
+            )
+        arg_dims = _dims_of_leaves(in_axes, args, "in_axes", _argument_label)
+        kw_leaves = tree_leaves(kwargs)
+        leaves, in_tree = tree_flatten((args, kwargs))
+        dims = arg_dims + [0] * len(kw_leaves)
+        labels = _labels(args, kwargs)
+        dims = [_normalized_in_dim(x, d, label) for x, d, label in zip(leaves, dims, labels)]
+        size = _batch_size(leaves, dims, labels, axis_size)
+
+        def run(*arguments, **keywords):
+            return fun(*arguments, **keywords)
+
+        out_tree, results, _ = _batched_call(run, in_tree, leaves, dims, size, out_axes)
+        return tree_unflatten(out_tree, results)
+
+    name = getattr(fun, "__name__", type(fun).__name__)
+    functools.update_wrapper(vmapped, fun)
+    vmapped.__name__ = vmapped.__qualname__ = f"vmap({name})"
+    del vmapped.__wrapped__
+    return api_boundary(vmapped)
+
+
+# --- the axes: checking them and matching them to the leaves ------------------------------------
+
+
+def _check_axes_spec(axes, what):
+    for leaf in tree_leaves(axes, is_leaf=lambda x: x is None):
+        if leaf is not None and (
+            not isinstance(leaf, (int, _np.integer)) or isinstance(leaf, bool)
+        ):
+            raise TypeError(
+                f"vmap: {what} must be an int, None, or a pytree of them; it holds {leaf!r} of "
+                f"type {type(leaf).__name__}"
+            )
+
+
+def _dims_of_leaves(axes, tree, what, label_of):
+    """One axis (or None) per leaf of `tree`, from `axes`, an int or None or a pytree prefix
+    of `tree`."""
+    if axes is None or isinstance(axes, (int, _np.integer)):
+        return [axes] * len(tree_leaves(tree))
+    axes_leaves, axes_def = tree_flatten(axes, is_leaf=lambda x: x is None)
+    subtrees = []
+    try:
+        _flatten_up_to(axes_def, tree, subtrees)
+    except _Mismatch as e:
+        raise ValueError(
+            f"vmap: {what} does not match the structure of the {label_of(None)} at "
+            f"{e.where()}: {e}. {what} must be an int, None, or a pytree prefix of them: "
+            f"{what} is {axes_def!r}"
+        ) from None
+    dims = []
+    for ax, sub in zip(axes_leaves, subtrees):
+        dims.extend([ax] * len(tree_leaves(sub)))
+    return dims
+
+
+def _argument_label(_):
+    return "arguments"
+
+
+def _labels(args, kwargs):
+    labels = []
+    for i, a in enumerate(args):
+        n = len(tree_leaves(a))
+        simple = n == 1 and not isinstance(a, (tuple, list, dict))
+        labels.extend(
+            [f"argument {i}"] if simple else [f"argument {i} (leaf {j})" for j in range(n)]
+        )
+    for key in sorted(kwargs):
+        n = len(tree_leaves(kwargs[key]))
+        labels.extend(
+            [f"keyword argument {key!r}"]
+            if n == 1
+            else [f"keyword argument {key!r} (leaf {j})" for j in range(n)]
+        )
+    return labels
+
+
+def _normalized_in_dim(x, d, label):
+    if d is None:
+        return None
+    shape = shape_of(x)
+    nd = len(shape)
+    if not -nd <= d < nd:
+        what = f"an array with shape {shape} and dtype {dtype_of(x)}"
+        if nd == 0:
+            raise ValueError(
+                f"vmap: in_axes maps {label} along axis {d}, but it is {what} (no axes); "
+                "pass an array with a batch axis, or use in_axes=None for it"
+            )
+        raise ValueError(
+            f"vmap: in_axes maps {label} along axis {d}, which is out of range for {what} "
+            f"(valid axes are {-nd} to {nd - 1})"
+        )
+    return d % nd
+
+
+def _batch_size(leaves, dims, labels, axis_size):
+    sizes = {label: shape_of(x)[d] for x, d, label in zip(leaves, dims, labels) if d is not None}
+    if not sizes:
+        if axis_size is None:
+            raise ValueError(
+                "vmap: no argument is mapped (in_axes is None for all of them), so the number "
+                "of rows is unknown; pass axis_size=n"
+            )
+        return int(axis_size)
+    distinct = set(sizes.values())
+    if axis_size is not None:
+        distinct.add(int(axis_size))
+    if len(distinct) > 1:
+        listed = ", ".join(f"{label} has {n}" for label, n in sizes.items())
+        extra = f", and axis_size is {axis_size}" if axis_size is not None else ""
+        raise ValueError(
+            f"vmap: the mapped axes have different sizes: {listed}{extra}. Every mapped axis "
+            "must have the same number of rows"
+        )
+    return distinct.pop()
+
+
+# --- running the batch --------------------------------------------------------------------------
+
+
+def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
+    """`fun` on every row. Returns the output's structure, its leaves with the rows along
+    `out_axes`, and those axes."""
+    if size == 0:
+        return _no_rows(fun, in_tree, leaves, dims, out_axes)
+    try:
+        with BatchLevel(size) as level:
+            boxes = [x if d is None else Box(x, level, d) for x, d in zip(leaves, dims)]
+            args, kwargs = tree_unflatten(in_tree, boxes)
+            out = fun(*args, **kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            out_dims = _dims_of_leaves(out_axes, out, "out_axes", lambda _: "outputs")
+            results = [
+                _placed(o, level, d, size, k, len(out_leaves))
+                for k, (o, d) in enumerate(zip(out_leaves, out_dims))
+            ]
+        return out_tree, results, out_dims
+    except Diverged as signal:
+        if signal.level is not level:
+            raise  # an outer vmap's rows disagree: that vmap splits its batch
+        groups = signal.groups()
+    return _split_call(fun, in_tree, leaves, dims, out_axes, groups)
+
+
+def _placed(o, level, out_dim, size, k, count):
+    """Output leaf `o` with its rows along `out_dim`."""
+    while type(o) is Box and o.level is not level and not o.level.live:
+        o = o.value  # a box of an inner transform that has exited is its value
+    where = f"output leaf {k}" if count > 1 else "the output"
+    if type(o) is Box and o.level is level:
+        value, dim = o.value, o.aux
+        if out_dim is None:
+            raise ValueError(
+                f"vmap: out_axes is None for {where}, but it depends on the mapped rows "
+                f"(it has shape {shape_of(o)} per row); give it an axis in out_axes"
+            )
+        nd = len(shape_of(value))
+        return fnp.moveaxis(value, dim, _out_axis(out_dim, nd, where))
+    if out_dim is None:
+        return o
+    shape = shape_of(o)
+    axis = _out_axis(out_dim, len(shape) + 1, where)
+    expanded = fnp.expand_dims(o, axis)
+    return fnp.broadcast_to(expanded, shape[:axis] + (size,) + shape[axis:])
+
+
+def _out_axis(d, nd, where):
+    if not -nd <= d < nd:
+        raise ValueError(
+            f"vmap: out_axes {d} is out of range for {where}, which has {nd} axes with the "
+            f"rows (valid axes are {-nd} to {nd - 1})"
+        )
+    return d % nd
+
+
+def _split_call(fun, in_tree, leaves, dims, out_axes, groups):
+    """Run each group of rows on its own, then put the rows back in their places."""
+    parts = []
+    for rows in groups:
+        picked = [x if d is None else fnp.take(x, rows, axis=d) for x, d in zip(leaves, dims)]
+        parts.append(_batched_call(fun, in_tree, picked, dims, len(rows), out_axes))
+    out_tree, _, out_dims = parts[0]
+    for tree, _, _ in parts[1:]:
+        if tree != out_tree:
+            raise ValueError(
+                "vmap: rows that took different branches returned outputs of different "
+                f"structures ({out_tree} and {tree}); return the same structure from every branch"
+            )
+    inverse = _np.argsort(_np.concatenate(groups), kind="stable")
+    results = []
+    for k, d in enumerate(out_dims):
+        pieces = [p[1][k] for p in parts]
+        if d is None:
+            first = _np.asarray(primal(pieces[0]))
+            if any(not _np.array_equal(first, _np.asarray(primal(p))) for p in pieces[1:]):
+                raise ValueError(
+                    f"vmap: out_axes is None for output leaf {k}, but it depends on the mapped "
+                    "rows (rows that took different branches returned different values); give "
+                    "it an axis in out_axes"
+                )
+            results.append(pieces[0])
+            continue
+        joined = fnp.concatenate(pieces, axis=d)
+        results.append(fnp.take(joined, inverse, axis=d))
+    return out_tree, results, out_dims
+
+
+def _no_rows(fun, in_tree, leaves, dims, out_axes):
+    """A batch of no rows: one row of zeros gives the outputs' structure, shapes and dtypes."""
+    one = [
+        x
+        if d is None
+        else _np.zeros(shape_of(x)[:d] + (1,) + shape_of(x)[d + 1 :], dtype=dtype_of(x))
+        for x, d in zip(leaves, dims)
+    ]
+    out_tree, results, out_dims = _batched_call(fun, in_tree, one, dims, 1, out_axes)
+    empty = _np.zeros(0, dtype=_np.intp)
+    results = [r if d is None else fnp.take(r, empty, axis=d) for r, d in zip(results, out_dims)]
+    return out_tree, results, out_dims

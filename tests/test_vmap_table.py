@@ -1,0 +1,147 @@
+"""The gradient table under `vmap` (rows in tests/rows_*.py, see tests/gradtable.py).
+
+Every row runs on a batch of three examples (the row's inputs drawn with three seeds) and is
+compared with a loop over the examples: with the batch axis first, with it last, with only the
+first argument mapped (the others the same for every row), under `vmap(grad)` and under `grad`
+of a `vmap`. Every run must be vectorized: no primitive applied one row at a time unless it is
+declared so (`fgrad.batching.declare_row_by_row`, with its reason), and no batch split because
+a rule read a batched value with NumPy (`fgrad.batching.Diverged`).
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from gradtable import load
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import batching
+from fgrad.tree_util import tree_flatten
+
+ROWS, _ = load()
+BATCH = 3
+
+
+def _examples(row):
+    """BATCH argument tuples of the row, each drawn with its own seed."""
+    return [dataclasses.replace(row, seed=row.seed + 101 * k).args() for k in range(BATCH)]
+
+
+def _stacked(examples, axis):
+    return tuple(
+        np.stack([ex[i] for ex in examples], axis=axis if np.ndim(examples[0][i]) else 0)
+        for i in range(len(examples[0]))
+    )
+
+
+def _leaves(tree):
+    return tree_flatten(tree)[0]
+
+
+def _tolerance(row):
+    rtol = 1e-9 if row.tol is None else max(1e-9, row.tol * 1e-3)
+    return {"rtol": rtol, "atol": 1e-11}
+
+
+def _assert_rows(batched, per_row, axis, row, what):
+    got, want = _leaves(batched), [_leaves(r) for r in per_row]
+    assert len(got) == len(want[0]), f"{row.id} {what}: {len(got)} outputs, expected {len(want[0])}"
+    for k, g in enumerate(got):
+        expected = np.stack(
+            [np.asarray(w[k]) for w in want], axis=axis if np.ndim(want[0][k]) else 0
+        )
+        g = np.asarray(g)
+        assert g.dtype == expected.dtype, f"{row.id} {what}, output {k}: dtype {g.dtype}"
+        assert g.shape == expected.shape, f"{row.id} {what}, output {k}: shape {g.shape}"
+        np.testing.assert_allclose(
+            g, expected, err_msg=f"{row.id} {what}, output {k}", **_tolerance(row)
+        )
+
+
+class _Vectorized:
+    """Records what ran one row at a time and every batch split during the block."""
+
+    def __init__(self, monkeypatch):
+        self.by_row, self.splits = [], []
+        real_row_by_row = batching.row_by_row
+
+        def row_by_row(prim, *rest):
+            if prim not in batching.row_by_row_reasons:
+                self.by_row.append(prim.name)
+            return real_row_by_row(prim, *rest)
+
+        monkeypatch.setattr(batching, "row_by_row", row_by_row)
+        real_init = batching.Diverged.__init__
+
+        def diverged(signal, level, keys):
+            import traceback
+
+            self.splits.append("".join(traceback.format_stack(limit=6)[:-1]))
+            real_init(signal, level, keys)
+
+        monkeypatch.setattr(batching.Diverged, "__init__", diverged)
+
+    def check(self, row):
+        assert not self.by_row, f"{row.id}: applied one row at a time: {sorted(set(self.by_row))}"
+        assert not self.splits, f"{row.id}: a rule read a batched value:\n{self.splits[0]}"
+
+
+def _scalar(row, examples):
+    """The row's function made a real scalar by fixed weights on each output, so that every
+    output element counts and complex outputs count by their real part."""
+    outs = _leaves(row.fn(*examples[0]))
+    rng = np.random.default_rng(7)
+    weights = [rng.uniform(0.5, 1.5, np.shape(o)) for o in outs]
+
+    def f(*args):
+        total = 0.0
+        for o, w in zip(_leaves(row.fn(*args)), weights):
+            total = (
+                total + fnp.sum(fnp.real(o * w)) if fnp.iscomplexobj(o) else total + fnp.sum(o * w)
+            )
+        return total
+
+    return f
+
+
+ids = [r.id for r in ROWS]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids)
+@pytest.mark.parametrize("axis", [0, -1], ids=["axis0", "axis-1"])
+def test_vmap_equals_a_loop_over_rows(row, axis, monkeypatch):
+    examples = _examples(row)
+    want = [row.fn(*ex) for ex in examples]
+    watch = _Vectorized(monkeypatch)
+    got = fgrad.vmap(row.fn, in_axes=axis)(*_stacked(examples, axis))
+    _assert_rows(got, want, 0, row, f"vmap(in_axes={axis})")
+    watch.check(row)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if len(r.args()) > 1], ids=lambda r: r.id)
+def test_vmap_with_unmapped_arguments(row, monkeypatch):
+    examples = _examples(row)
+    fixed = examples[0][1:]
+    want = [row.fn(ex[0], *fixed) for ex in examples]
+    in_axes = (0,) + (None,) * len(fixed)
+    watch = _Vectorized(monkeypatch)
+    got = fgrad.vmap(row.fn, in_axes=in_axes)(_stacked(examples, 0)[0], *fixed)
+    _assert_rows(got, want, 0, row, f"vmap(in_axes={in_axes})")
+    watch.check(row)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids)
+def test_vmap_of_grad_and_grad_of_vmap_equal_a_loop(row, monkeypatch):
+    examples = _examples(row)
+    f = _scalar(row, examples)
+    argnums = tuple(range(len(examples[0])))
+    g = fgrad.grad(f, argnums=argnums)
+    want = [g(*ex) for ex in examples]
+    stacked = _stacked(examples, 0)
+    watch = _Vectorized(monkeypatch)
+    got = fgrad.vmap(g)(*stacked)
+    _assert_rows(got, want, 0, row, "vmap(grad)")
+    got = fgrad.grad(lambda *a: fnp.sum(fgrad.vmap(f)(*a)), argnums=argnums)(*stacked)
+    _assert_rows(got, want, 0, row, "grad(vmap)")
+    watch.check(row)
