@@ -569,7 +569,7 @@ def _has_array_index(idx):
 
 
 def _getitem_vjp(ans, x, idx):
-    x_shape, x_dtype = meta(x)
+    x_shape = shape(x)
     return lambda ct: _index_add_p(_np.zeros(x_shape, dtype=dtype_of(ct)), ct, idx=idx)
 
 
@@ -952,7 +952,7 @@ zeros_like = nondiff_function(_np.zeros_like)
 ones_like = nondiff_function(_np.ones_like)
 
 
-# --- batching (vmap) --------------------------------------------------------------------------------
+# --- batching (vmap) ------------------------------------------------------------------------------
 # The helpers every family's batching rules use, the rules of this module's primitives, and the
 # fallback that applies a primitive to one row at a time (see `fgrad.batching`). In a rule, a
 # value's `shape` includes its batch axis: the value is one level below the batching level.
