@@ -204,10 +204,15 @@ def _all_rows(values):
     return _np.asarray(values)
 
 
-def _mask(condition):
-    """A constant boolean mask from primal values (it carries no derivative); batched, as it
-    is."""
-    return condition if holds_batch(condition) else _np.asarray(condition, dtype=bool)
+def _mask(condition, shape=None):
+    """A constant boolean mask from primal values (it carries no derivative), broadcast to
+    `shape` if given; a batched one (one mask per row) stays a batched constant."""
+    if holds_batch(condition):
+        if shape is None or shape_of(condition) == shape:
+            return condition
+        return fnp.broadcast_to(condition, shape)
+    mask = _np.asarray(condition, dtype=bool)
+    return mask if shape is None else _np.broadcast_to(mask, shape)
 
 
 def _sign(x):
@@ -377,7 +382,7 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
         # nan; the entry takes no part in the sum, so it gets no gradient.
         with _np.errstate(over="ignore"):
             big = _np.isinf(_np.exp(_values(a) - _values(ans)))
-        off = _mask(_np.broadcast_to(_np.logical_and(big, _values(b) == 0), a_shape))
+        off = _mask(_np.logical_and(big, _values(b) == 0), a_shape)
         if _some(off):
             a = fnp.where(off, -math.inf, a)
         w = fnp.multiply(fnp.exp(fnp.subtract(a, ans)), b)
@@ -385,7 +390,7 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
         w = fnp.exp(fnp.subtract(a, ans))
     if signs is not None:  # real input: 1/sign = sign
         w = w * fnp.reshape(signs, kept)
-    return fnp.broadcast_to(w, a_shape), kept
+    return (w if shape_of(w) == a_shape else fnp.broadcast_to(w, a_shape)), kept
 
 
 def _lse_vjp(i):
@@ -759,7 +764,7 @@ def _gammainc_da(a, x):
     shape = _np.broadcast_shapes(shape_of(a), shape_of(x))
     dtype = _np.result_type(_float_dtype(a), _float_dtype(x))
     edge = _np.logical_or(xv == 0, _np.isposinf(xv))
-    series = _mask(_np.broadcast_to(_np.logical_and(xv < av + 1, _np.logical_not(edge)), shape))
+    series = _mask(_np.logical_and(xv < av + 1, _np.logical_not(edge)), shape)
     fraction = _mask(_np.logical_not(_np.logical_or(series, edge)))
     out = _np.zeros(shape, dtype)
     if _some(series):
@@ -865,7 +870,7 @@ def _safe_ratio(x, y, zero_at):
 
 def _both_zero(x, y, y_value=0.0):
     both = _np.logical_and(_values(x) == 0, _values(y) == y_value)
-    return _mask(_np.broadcast_to(both, _np.broadcast_shapes(shape_of(x), shape_of(y))))
+    return _mask(both, _np.broadcast_shapes(shape_of(x), shape_of(y)))
 
 
 _xlogy_p = _binary(
@@ -926,7 +931,7 @@ def _outside(x, y):
     """Where rel_entr and kl_div are the constant +inf (x < 0 or y < 0, or x > 0 == y)."""
     xv, yv = _values(x), _values(y)
     out = _np.logical_or(_np.logical_or(xv < 0, yv < 0), _np.logical_and(xv > 0, yv == 0))
-    return _mask(_np.broadcast_to(out, _np.broadcast_shapes(shape_of(x), shape_of(y))))
+    return _mask(out, _np.broadcast_shapes(shape_of(x), shape_of(y)))
 
 
 def _guarded(partial, at_origin):
@@ -1413,8 +1418,8 @@ def _betainc_dab(a, b, x):
     inside = _np.logical_not(edge)
     with _np.errstate(divide="ignore", invalid="ignore"):
         below = xv < (av + 1.0) / (av + bv + 2.0)
-    direct = _mask(_np.broadcast_to(_np.logical_and(inside, below), shape))
-    other = _mask(_np.broadcast_to(_np.logical_and(inside, _np.logical_not(below)), shape))
+    direct = _mask(_np.logical_and(inside, below), shape)
+    other = _mask(_np.logical_and(inside, _np.logical_not(below)), shape)
     da, db = zero, zero
     if _some(direct):
         p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))
