@@ -773,5 +773,20 @@ def register_elementwise(namespace):
             _batching.rules[prim] = elementwise_batch_rule(prim)
 
 
+def mask_values(x):
+    """x's values for a mask computed with NumPy in a rule: a NumPy array, or, when x holds the
+    rows of a `vmap`, x as a batched constant (no derivative), on which NumPy's ufuncs and
+    functions dispatch to fgrad's and give one mask per row. Such code combines masks with
+    NumPy's functions (`_np.logical_and`, not `&`) and asks `may_hold(mask)`, not
+    `mask.any()`."""
+    return constant_of(x) if holds_batch(x) else _np.asarray(primal(x))
+
+
+def may_hold(mask):
+    """Whether a mask holds anywhere. A batched mask is taken to, unread: the branch it guards
+    runs for every row, its masked entries on guarded values."""
+    return holds_batch(mask) or bool(mask.any())
+
+
 _batching.rules[add_any] = elementwise_batch_rule(add_any)
 register_elementwise(globals())

@@ -39,6 +39,8 @@ from .. import batching as _batching
 from .. import numpy as fnp
 from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..numpy import _box
+from ..numpy.elementwise import mask_values as _values
+from ..numpy.elementwise import may_hold as _some
 from ..numpy.elementwise import register_elementwise
 from ..numpy.shaping import (
     _kept_shape,
@@ -177,22 +179,8 @@ def _float_dtype(x):
     return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
 
 
-# Masks and bounds are computed from the values with NumPy. Under `vmap` a value has one array
-# per row, which NumPy must not read as one: `_values` gives it then as a batched constant, on
-# which NumPy's ufuncs and functions (`_np.isinf`, `_np.logical_and`, `_np.where`, ...)
-# dispatch to fgrad's and compute one mask per row. So mask code uses NumPy's functions, not
-# the operators `&`, `|`, `~`, and asks `_some(mask)`, not `mask.any()`.
-
-
-def _values(x):
-    """x's values for a mask: a NumPy array, or a batched constant when x holds rows."""
-    return constant_of(x) if holds_batch(x) else _np.asarray(primal(x))
-
-
-def _some(mask):
-    """Whether a mask holds anywhere. A batched mask is taken to, unread: both branches then
-    run, the masked one on guarded values."""
-    return holds_batch(mask) or bool(mask.any())
+# Masks and bounds are computed from the values with NumPy; under `vmap`, from one value per
+# row (`_values`, `_some`: fgrad.numpy.elementwise's `mask_values` and `may_hold`).
 
 
 def _all_rows(values):

@@ -18,8 +18,10 @@ import math
 import numpy as _np
 import scipy.special as _sc
 
+from ... import batching as _batching
 from ... import numpy as fnp
-from ...core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
+from ...core import Box, dtype_of, holds_batch, primal, shape_of
+from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
 from ...primitive import defprimitive
 from .. import special as sp
@@ -27,23 +29,14 @@ from .. import special as sp
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-# Masks are computed from values with NumPy. Under `vmap` a value holds one array per row,
-# which NumPy must not read as one: `value` gives it then as a batched constant, on which
-# NumPy's ufuncs and functions (`_np.isnan`, `_np.logical_and`, ...) dispatch to fgrad's and
-# give one mask per row. So masks are combined with NumPy's functions, not the operators
-# `&`, `|`, `~`, and asked `some(mask)` / `every(mask)`, not `mask.any()` / `mask.all()`.
+# Masks are computed from values with NumPy; under `vmap` a value holds one array per row, and
+# `value` gives it then as a batched constant (fgrad.numpy.elementwise's `mask_values`: NumPy's
+# functions dispatch to fgrad's on it), so masks are combined with NumPy's functions
+# (`_np.logical_and`, not `&`) and asked `some(mask)` / `every(mask)`, not `mask.any()` /
+# `mask.all()`.
 
-
-def value(x):
-    """The plain value of x as an array (a constant: no derivative); under `vmap`, a batched
-    constant (one value per row, never read as one array)."""
-    return constant_of(x) if holds_batch(x) else _np.asarray(primal(x))
-
-
-def some(mask):
-    """Whether a mask holds anywhere; a batched mask is taken to, unread (the branch it guards
-    then runs on every row, its masked entries on guarded values)."""
-    return holds_batch(mask) or bool(mask.any())
+value = mask_values
+some = may_hold
 
 
 def every(mask):
@@ -166,12 +159,14 @@ def cdf_primitive(impl, density, name, params):
 
     refuse_vjp, refuse_jvp = _refuse(name, params)
     n = len(params)
-    return defprimitive(
+    prim = defprimitive(
         impl,
         vjp=(vjp_z,) + tuple(refuse_vjp(i + 1) for i in range(n)),
         jvp=(jvp_z,) + tuple(refuse_jvp(i + 1) for i in range(n)),
         name=name,
     )
+    _batching.rules[prim] = elementwise_batch_rule(prim)  # a ufunc of z and the shapes
+    return prim
 
 
 def _float_like(out, *args):
