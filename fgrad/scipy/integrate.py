@@ -14,8 +14,9 @@ call of this same differentiable solver on the augmented dynamics, so the revers
 itself differentiated by the adjoint method again: every order works, in both modes
 (forward mode transposes the reverse rule, through `fgrad.custom_vjp`).
 
-Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`), `fgrad.custom`
-(`custom_vjp`), and `scipy.integrate` for values.
+Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad.primitive`,
+`fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`), `fgrad.custom` (`custom_vjp`), and
+`scipy.integrate` for values.
 """
 
 import functools

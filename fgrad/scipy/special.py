@@ -27,7 +27,8 @@ Functions of two arguments follow NumPy 2's promotion: a Python int or float tak
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
 it to float64 (`weak_scalars`).
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.special` for values.
+Imports: `fgrad.core`, `fgrad.batching` (rules), `fgrad.primitive`, `fgrad.numpy`, and
+`scipy.special` for values.
 """
 
 import math

@@ -9,8 +9,8 @@ parameters, and differentiating in them raises a TypeError (never a silently wro
 gamma and chi2 do not use these: their CDFs are `fgrad.scipy.special.gammainc` / `gammaincc`,
 differentiable in the shape parameter too.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, `fgrad.scipy.special`, and
-`scipy.special` for values.
+Imports: `fgrad.core`, `fgrad.batching` (rules), `fgrad.primitive`, `fgrad.numpy`,
+`fgrad.scipy.special`, and `scipy.special` for values.
 """
 
 import math
