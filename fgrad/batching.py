@@ -55,7 +55,7 @@ def declare_row_by_row(prim, reason: str) -> None:
     row_by_row_reasons[prim] = reason
 
 
-class Diverged(BaseException):  # noqa: N818 (a signal to vmap, not an error)
+class Diverged(BaseException):
     """The rows of `level`'s batch read different values (`rows[i]`, row i's).
 
     A BaseException, so that a user's `except Exception` around the read does not swallow the
