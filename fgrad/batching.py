@@ -72,6 +72,9 @@ class Diverged(BaseException):
         n = len(self.rows)
         if n == 0:
             return []
+        if self.rows.dtype == bool and self.rows.ndim == 1:  # an `if` on each row: two groups
+            first = self.rows[0]
+            return [_np.flatnonzero(self.rows == first), _np.flatnonzero(self.rows != first)]
         flat = _np.ascontiguousarray(self.rows).reshape(n, -1)
         keys = flat.view(_np.dtype((_np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
         _, first, group_of = _np.unique(keys, return_index=True, return_inverse=True)
