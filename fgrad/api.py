@@ -5,7 +5,7 @@ Pytrees are flattened once here, at the edge; the core sees flat lists of values
 what the user passed are raised here, naming the argument, its shape and dtype.
 
 Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.forward`, `fgrad.boundary`, `fgrad.tree_util`,
-`fgrad.batching`, `fgrad.numpy` (Jacobians are assembled with fgrad operations so that they
+`fgrad.vmapping`, `fgrad.numpy` (Jacobians are assembled with fgrad operations so that they
 can be differentiated again: `hessian = jacfwd(jacrev(f))`).
 """
 
@@ -19,9 +19,9 @@ from . import numpy as fnp
 from .boundary import api_boundary
 from .core import Box, primal, zeros_like_value
 from .forward import ForwardLevel
-from .replay import map_linear
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
+from .vmapping import map_rows
 
 __all__ = [
     "grad",
@@ -598,6 +598,32 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
     return dyn, single, fun_of_dyn
 
 
+# The most elements a batch of Jacobian rows holds per input or output leaf: the rows go
+# through `vmap` a chunk at a time, so that the batched intermediates of a large Jacobian
+# (n rows, each as large as the values it passes through) fit in memory.
+_MAX_ELEMENTS = 1 << 22
+
+
+def _map_linear(linear, k, n_args, rows, row_elements):
+    """`[linear(args) for each row]`, stacked per output on a leading axis, by `vmap`: `args`
+    has the row at position k and None (no seed) at the other `n_args - 1` positions.
+    `linear` (a vjp's pull, a jvp's push) returns a list of values. `row_elements` is the size
+    of the largest value of one row that the caller knows of (inputs, outputs)."""
+
+    def one(row):
+        return linear([row if m == k else None for m in range(n_args)])
+
+    chunk = max(1, _MAX_ELEMENTS // max(1, row_elements))
+    parts = [map_rows(one, rows[i : i + chunk]) for i in range(0, len(rows), chunk)]
+    if len(parts) == 1:
+        return parts[0]
+    return [fnp.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))]
+
+
+def _largest(leaves):
+    return max((int(_np.size(primal(x))) for x in leaves), default=1)
+
+
 def _one_hots(v):
     """One one-hot array shaped like the plain value v per element of v, stacked on axis 0."""
     return _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
@@ -623,7 +649,7 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
 
 def jacfwd(fun, argnums=0, holomorphic=False):
     """The Jacobian of `fun` by forward mode: one jvp per input element, run for all of them at
-    once where the rules allow (`fgrad.batching`). Complex inputs need `holomorphic=True` (the
+    once by `vmap` over one-hot tangents. Complex inputs need `holomorphic=True` (the
     Jacobian is then f'(z)).
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -655,7 +681,7 @@ def jacfwd(fun, argnums=0, holomorphic=False):
                 columns.append(None)  # filled in below, once the outputs are known
                 continue
             # one-hot tangents; the other inputs get no tangent at all (0 * inf is nan)
-            columns.append(map_linear(push, j, len(in_leaves), _one_hots(v)))
+            columns.append(_map_linear(push, j, len(in_leaves), _one_hots(v), _largest(in_leaves)))
         if not evaluated:  # every input is empty: no jvp ran
             push([None] * len(in_leaves))
         out_leaves, out_tree = evaluated
@@ -677,7 +703,7 @@ def _in_tree_builder(in_tree, single):
 
 def jacrev(fun, argnums=0, holomorphic=False):
     """The Jacobian of `fun` by reverse mode: one backward pass per output element, run for
-    all of them at once where the rules allow (`fgrad.batching`). Complex outputs need
+    all of them at once by `vmap` over one-hot cotangents. Complex outputs need
     `holomorphic=True`.
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -700,7 +726,8 @@ def jacrev(fun, argnums=0, holomorphic=False):
                 continue
             # one-hot cotangents, one row per element of output leaf k; the other outputs
             # get no cotangent at all (not a zero one: 0 * inf is nan)
-            pieces.append(map_linear(pull, k, len(out_leaves), _one_hots(v)))
+            row_elements = max(_largest(in_leaves), _largest(out_leaves))
+            pieces.append(_map_linear(pull, k, len(out_leaves), _one_hots(v), row_elements))
         in_tree_of = _in_tree_builder(in_tree, single)
         return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
 

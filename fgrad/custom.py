@@ -97,14 +97,15 @@ import weakref
 
 import numpy as _np
 
-from . import core
+from . import batching, core
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
 from .core import Box, Primitive, bind, holds_box_of, primal, zeros_like_value
-from .numpy.shaping import describe
+from .numpy.shaping import describe, every_row
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
+from .vmapping import vmap
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "tap_cotangent"]
 
@@ -271,8 +272,14 @@ def _as_numpy(v):
 
 
 def _meta(v):
-    v = primal(v)
-    return _np.shape(v), _np.result_type(v)
+    return core.shape_of(v), core.dtype_of(v)
+
+
+def _innermost(v):
+    """The value under every box (for its type: a batched value holds all its rows)."""
+    while type(v) is Box:
+        v = v.value
+    return v
 
 
 def _zeros(meta):
@@ -306,7 +313,7 @@ class _Call:
         leaves, tree = tree_flatten(out)
         leaves = tuple(_as_numpy(v) for v in leaves)
         for k, v in enumerate(leaves):
-            pv = primal(v)
+            pv = _innermost(v)
             if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
                 _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool
             ):
@@ -378,7 +385,7 @@ def _conform(v, meta, who, what):
     shape, dtype = meta
     if not _np.issubdtype(dtype, _np.inexact):
         return None  # an integer value has no derivative
-    pv = primal(v)
+    pv = _innermost(v)
     if isinstance(pv, bool) or not (
         isinstance(pv, (int, float, complex))
         or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))
@@ -392,7 +399,7 @@ def _conform(v, meta, who, what):
             f"{who}: {what} is of {kind}, but the value it goes with has shape {shape} and "
             f"dtype {dtype}; return a number or an array of that dtype (or None for a zero)"
         )
-    v_shape = _np.shape(pv)
+    v_shape = core.shape_of(v)
     if v_shape != shape:
         raise ValueError(
             f"{who}: {what} has shape {v_shape}, but the value it goes with has shape {shape} "
@@ -400,7 +407,7 @@ def _conform(v, meta, who, what):
         )
     if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         return _np.asarray(v, dtype=dtype)[()]
-    if _np.result_type(primal(v)) != dtype:
+    if core.dtype_of(v) != dtype:
         return fnp.astype(v, dtype)
     return v
 
@@ -1041,3 +1048,78 @@ def tap_cotangent(x, on_cotangent):
     call.on_cotangent = on_cotangent
     call.output_leaves(x, "its argument")
     return call.bind(tap_cotangent_p, [_as_numpy(v) for v in leaves])
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# Under vmap a call becomes a call of the same kind on whole batches: the function and its
+# rules are vmapped over the rows (every input gets a leading batch axis), so that outer
+# levels still apply the user's rule, now to all rows at once.
+
+
+def _every_row(args, dims):
+    n = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    return [every_row(a, d, n) for a, d in zip(args, dims)]
+
+
+def _batched_outputs(out):
+    leaves = tree_flatten(out)[0]
+    return tuple(leaves), (0,) * len(leaves)
+
+
+def _custom_batch(args, dims, call):
+    if any(_any_live(tree_flatten(a)[0]) for a in call.nondiff_args()):
+        return _by_row(call, args, dims)  # a nondiff argument that varies by row
+    f, nondiff = call.f, call.nondiff_args()
+    rows = _every_row(args, dims)
+
+    def with_nondiff(diff_args):
+        full = list(call.args)
+        for i, a in zip(call.diff, diff_args):
+            full[i] = a
+        return full
+
+    def fun(*diff_args):
+        return vmap(lambda *d: f.fun(*with_nondiff(d)))(*diff_args)
+
+    if isinstance(f, custom_vjp):
+        batched = custom_vjp(fun)
+        batched.defvjp(
+            lambda *d: vmap(lambda *e: f.fwd(*with_nondiff(e)))(*d),
+            lambda res, ct: vmap(lambda r, c: f.bwd(*nondiff, r, c))(res, ct),
+        )
+    else:
+        batched = custom_jvp(fun)
+        batched.defjvp(lambda ps, ts: vmap(lambda p, t: f.jvp(*nondiff, p, t))(ps, ts))
+    out = batched(*tree_unflatten(call.in_tree, rows))
+    leaves, tree = tree_flatten(out)
+    if call.out_tree is None:  # the structure the call's own output would have had
+        call.out_tree = tree
+        call.out_metas = [(core.shape_of(v)[1:], core.dtype_of(v)) for v in leaves]
+    return tuple(leaves), (0,) * len(leaves)
+
+
+def _by_row(call, args, dims):
+    prim = custom_vjp_call if isinstance(call.f, custom_vjp) else custom_jvp_call
+    n = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    return batching.row_by_row(prim, args, dims, {"call": call}, n)
+
+
+def _checkpoint_batch(args, dims, call):
+    rows = _every_row(args, dims)
+
+    def batched(*vals):
+        return vmap(lambda *vs: tuple(call.run(list(vs), ())))(*vals)
+
+    return _batched_outputs(checkpoint(batched)(*rows))
+
+
+def _tap_batch(args, dims, call):
+    rows = _every_row(args, dims)
+    on_rows = vmap(call.on_cotangent)
+    return _batched_outputs(tap_cotangent(tree_unflatten(call.out_tree, rows), on_rows))
+
+
+batching.rules[custom_vjp_call] = _custom_batch
+batching.rules[custom_jvp_call] = _custom_batch
+batching.rules[checkpoint_p] = _checkpoint_batch
+batching.rules[tap_cotangent_p] = _tap_batch

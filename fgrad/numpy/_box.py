@@ -8,7 +8,7 @@ import sys
 
 import numpy as _np
 
-from ..core import Box, Primitive, bind_two, primal
+from ..core import Box, Primitive, bind_two, dtype_of, primal, shape_of
 from . import elementwise as _ew
 from . import products as _pr
 from . import reductions as _rd
@@ -17,9 +17,10 @@ from . import ufuncs as _uf
 
 
 def _concrete_or_raise(box, what):
-    """The plain value of a box whose levels have all exited; a live level refuses."""
+    """The plain value of a box whose levels have all exited or only batch (a batching level
+    reads its rows, see `core.primal`); a live level that differentiates refuses."""
     x = box
-    while type(x) is Box and not x.level.live:
+    while type(x) is Box and (not x.level.live or x.level.batches):
         x = x.value  # an exited level is just its value, which may be an outer level's box
     if type(x) is Box:
         raise TypeError(
@@ -29,7 +30,7 @@ def _concrete_or_raise(box, what):
             "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
             "x.at[idx].set(v) instead.)"
         )
-    return x
+    return primal(box)
 
 
 def _operator(prim):
@@ -58,21 +59,24 @@ def _setitem(self, idx, value):
 
 
 def _iter(self):
-    n = _np.shape(primal(self))
+    n = shape_of(self)
     if not n:
         raise TypeError("iteration over a 0-d traced array")
     return (self[i] for i in range(n[0]))
 
 
 def _len(self):
-    n = _np.shape(primal(self))
+    n = shape_of(self)
     if not n:
         raise TypeError("len() of a 0-d traced array")
     return n[0]
 
 
 def _repr(self):
-    return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({primal(self)!r})"
+    value = self
+    while type(value) is Box:
+        value = value.value  # a batched value shows all its rows
+    return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
 
 def _array(self, dtype=None, copy=None):
@@ -258,10 +262,10 @@ _METHODS = {
 }
 
 _PROPERTIES = {
-    "shape": lambda self: _np.shape(primal(self)),
-    "ndim": lambda self: _np.ndim(primal(self)),
-    "size": lambda self: _np.size(primal(self)),
-    "dtype": lambda self: _np.result_type(primal(self)),
+    "shape": lambda self: shape_of(self),
+    "ndim": lambda self: len(shape_of(self)),
+    "size": lambda self: _sh.size(self),
+    "dtype": lambda self: dtype_of(self),
     "T": lambda self: _sh.transpose(self),
     "real": _ew.real,
     "imag": _ew.imag,
