@@ -18,11 +18,12 @@ import warnings as _warnings
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, primal
+from ..core import Box, constant_of, dtype_of, holds_batch, holds_box, primal
 from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
 from .arrays import argsort
 from .elementwise import (
+    absolute,
     clip,
     equal,
     floor,
@@ -589,8 +590,13 @@ def _single_precision(*xs):
     and returns double precision for them (polyder, polyint), else None. Python numbers take
     the arrays' precision (they are weakly typed, as in JAX)."""
     values = [
-        _np.asarray(v) if isinstance(v, (list, tuple)) else v
-        for v in (primal(x) for x in xs if x is not None)
+        dtype_of(x)
+        if type(x) is Box or (isinstance(x, (list, tuple)) and holds_box(x))
+        else _np.asarray(x)
+        if isinstance(x, (list, tuple))
+        else x
+        for x in xs
+        if x is not None
     ]
     dt = _np.result_type(*values)
     return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
@@ -674,9 +680,17 @@ def polydiv(u, v):
         q.append(d)
         r = at(r)[k : k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
     q = stack(q) if q else _np.zeros(1, dt)
-    while _np.allclose(primal(r)[0], 0, rtol=1e-14) and shape(r)[0] > 1:
+    while shape(r)[0] > 1 and _leading_zero(r):
         r = r[1:]
     return q, r
+
+
+def _leading_zero(r):
+    """Whether NumPy's polydiv drops r's first coefficient as zero (`allclose(r[0], 0)`). For
+    a batch, each row's answer: the rows agree unless their remainders differ in length."""
+    if not holds_batch(r):
+        return _np.allclose(primal(r)[0], 0, rtol=1e-14)
+    return bool(less_equal(absolute(constant_of(r[0])), 1e-8))
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
@@ -696,12 +710,15 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """
     if not (is_traced(x) or is_traced(y) or is_traced(w)):
         return _np.polyfit(x, y, deg, rcond, full, w, cov)
-    exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)
+    if holds_batch(x) or holds_batch(y) or holds_batch(w):
+        exact = None  # NumPy fits one row at a time: the values are the fgrad fit's
+    else:
+        exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)
     order = int(deg) + 1
     x, y = asarray(x) + 0.0, asarray(y) + 0.0
     n = shape(x)[0]
     if rcond is None:
-        rcond = n * _np.finfo(_np.result_type(primal(x))).eps
+        rcond = n * _np.finfo(dtype_of(x)).eps
     lhs, rhs = vander(x, order), y
     if w is not None:
         w = asarray(w) + 0.0
@@ -719,12 +736,17 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         fitted = (c, v * fac if ndim(y) == 1 else reshape(v, shape(v) + (1,)) * fac)
     else:
         return _valued(exact, c)
+    if exact is None:
+        return fitted
     return tuple(_valued(e, f) for e, f in zip(exact, fitted))
 
 
 def _valued(value, f):
     """NumPy's `value` carrying the derivatives of `f`, the same quantity computed in fgrad
-    operations: `value + (f - f's value)`, whose second term is zero in value."""
+    operations: `value + (f - f's value)`, whose second term is zero in value. Without a
+    value (a batch), f."""
+    if value is None:
+        return f
     if not is_traced(f):
         return value
     return value + (f - primal(f))
