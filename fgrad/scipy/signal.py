@@ -32,6 +32,12 @@ def _conv_impl(x, k, axes, method):
         # along an axis where one operand has length 1, the full convolution is the product
         # broadcast along it: SciPy's convolution over every axis is the one wanted
         return _ss.convolve(x, k, mode="full", method=method)
+    if method == "auto":  # SciPy's choice for one row is every row's
+        row = tuple(slice(None) if ax in axes else 0 for ax in range(_np.ndim(x)))
+        if _ss.choose_conv_method(x[row], k[row], mode="full") == "fft":
+            out = _ss.fftconvolve(x, k, mode="full", axes=axes)
+            dtype = _np.result_type(x, k)
+            return _np.around(out).astype(dtype) if dtype.kind in "ui" else out
     return _direct_along(x, k, axes)
 
 
