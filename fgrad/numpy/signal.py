@@ -21,7 +21,6 @@ from .. import batching as _batching
 from ..core import Box, constant_of, dtype_of, holds_batch, holds_box, primal
 from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
-from .arrays import argsort
 from .elementwise import (
     absolute,
     clip,
@@ -41,6 +40,7 @@ from .products import (
     conj_if_complex,
     cross,
     einsum,
+    gufunc_batch_rule,
     inner,
     kron,
     matmul,
@@ -54,7 +54,6 @@ from .shaping import (
     asarray,
     astype,
     at,
-    batch_to_front,
     batched_axis,
     broadcast_to,
     concatenate,
@@ -346,8 +345,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         x = x - period * floor(constant_of(x) / period)
         xp = xp - period * floor(constant_of(xp) / period)
         if holds_batch(xp):
-            order = argsort(constant_of(xp), kind="stable")
-            xp, fp = _gather(xp, order), _gather(fp, order)
+            xp, fp = _sorted_by(constant_of(xp), xp, fp)
         else:
             order = _np.argsort(primal(xp), kind="stable")
             xp, fp = xp[order], fp[order]
@@ -384,6 +382,18 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if batched or above.any():
         y = where(above, fp[-1] if right is None else right, y)
     return astype(y, dtype) if dtype_of(y) != dtype else y
+
+
+def _sorted_by(keys, *values):
+    """values (1-D, as long as keys) in the order of a stable sort of keys, in fgrad
+    operations for keys that differ between rows: each element's rank counts the keys below
+    it and the equal keys before it, and position r takes the element of rank r."""
+    n = shape(keys)[0]
+    below = sum(less(keys, expand_dims(keys, -1)), axis=-1)
+    tied_before = where(_np.tri(n, k=-1, dtype=bool), equal(keys, expand_dims(keys, -1)), False)
+    rank = below + sum(tied_before, axis=-1)
+    hit = equal(rank, expand_dims(_np.arange(n), -1))  # hit[r, i]: element i has rank r
+    return tuple(sum(where(hit, v, 0), axis=-1) for v in values)
 
 
 def _gather(v, idx):
@@ -890,19 +900,12 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 # --- batching (vmap) ------------------------------------------------------------------------------
 
 
-def _conv_full_batch(args, dims):
-    """The rows' convolutions at once: the primitive broadcasts over leading axes."""
-    (a, v), (da, dv) = args, dims
-    a = a if da is None else batch_to_front(a, da)
-    v = v if dv is None else batch_to_front(v, dv)
-    return _conv_full(a, v), 0
-
-
 def _unwrap_batch(args, dims, discont, axis, period):
     (p,), (d,) = args, dims
     nd = len(shape(p)) - 1
     return _unwrap_p(p, discont=discont, axis=batched_axis(axis % nd, d), period=period), d
 
 
-_batching.rules[_conv_full] = _conv_full_batch
+# the convolution along the last axis is a generalized ufunc (n),(m)->(n+m-1)
+_batching.rules[_conv_full] = gufunc_batch_rule(_conv_full, (1, 1))
 _batching.rules[_unwrap_p] = _unwrap_batch
