@@ -8,7 +8,7 @@ import sys
 
 import numpy as _np
 
-from ..core import Box, Primitive, bind_two, primal
+from ..core import Box, Primitive, bind_two, dtype_of, primal, shape_of
 from . import elementwise as _ew
 from . import products as _pr
 from . import reductions as _rd
@@ -58,14 +58,14 @@ def _setitem(self, idx, value):
 
 
 def _iter(self):
-    n = _np.shape(primal(self))
+    n = shape_of(self)
     if not n:
         raise TypeError("iteration over a 0-d traced array")
     return (self[i] for i in range(n[0]))
 
 
 def _len(self):
-    n = _np.shape(primal(self))
+    n = shape_of(self)
     if not n:
         raise TypeError("len() of a 0-d traced array")
     return n[0]
@@ -258,10 +258,10 @@ _METHODS = {
 }
 
 _PROPERTIES = {
-    "shape": lambda self: _np.shape(primal(self)),
-    "ndim": lambda self: _np.ndim(primal(self)),
-    "size": lambda self: _np.size(primal(self)),
-    "dtype": lambda self: _np.result_type(primal(self)),
+    "shape": shape_of,  # a batched value has the shape and dtype of one row, read once
+    "ndim": _sh.ndim,
+    "size": _sh.size,
+    "dtype": dtype_of,
     "T": lambda self: _sh.transpose(self),
     "real": _ew.real,
     "imag": _ew.imag,

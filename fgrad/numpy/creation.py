@@ -17,7 +17,8 @@ import operator as _operator
 
 import numpy as _np
 
-from ..core import Box, primal
+from .. import batching as _batching
+from ..core import Box, dtype_of, primal, shape_of
 from ..primitive import defprimitive
 from .arrays import diag
 from .elementwise import power
@@ -36,10 +37,13 @@ from .shaping import (
     ravel,
     refuse_layout,
     refuse_out,
+    result_type,
+    shape,
     sum,
     swapaxes,
     transpose,
     unbroadcast,
+    with_example_ndim,
 )
 from .ufuncs import log10
 
@@ -69,10 +73,10 @@ def _traced(*xs):
 def _linspace_weights(ans, start, stop, num, endpoint, dtype, axis):
     """(w_start, w_stop, axis): the constant weights of start and stop in each sample, shaped
     to broadcast against the result, and the result's axis of samples."""
-    b_nd = _np.ndim(primal(ans)) - 1
+    b_nd = ndim(ans) - 1
     ax = axis % (b_nd + 1)
     div = (num - 1) if endpoint else num
-    dt = _np.result_type(primal(ans))
+    dt = dtype_of(ans)
     i = _np.arange(num, dtype=dt)
     w_stop = i / dt.type(div) if div > 0 else _np.zeros(num, dt)  # one sample: it is start
     w_stop = w_stop.reshape((num,) + (1,) * (b_nd - ax))
@@ -93,7 +97,7 @@ def _linspace_jvp(which):
     def rule(t, ans, start, stop, **params):
         weights = _linspace_weights(ans, start, stop, **params)
         w, ax = weights[which], weights[2]
-        b_shape = _np.broadcast_shapes(_np.shape(primal(start)), _np.shape(primal(stop)))
+        b_shape = _np.broadcast_shapes(shape_of(start), shape_of(stop))
         return expand_dims(broadcast_to(t, b_shape), ax) * w
 
     return rule
@@ -107,6 +111,18 @@ _linspace_p = defprimitive(
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
 )
+
+
+def _linspace_batch(args, dims, num, endpoint, dtype, axis):
+    """The end points with their batch axes first, padded to one row's broadcast rank (the
+    unbatched ones broadcast from the right), and the samples axis one further along."""
+    rows_nd = max(len(shape(a)) - (d is not None) for a, d in zip(args, dims))
+    start, stop = (a if d is None else with_example_ndim(a, d, rows_nd) for a, d in zip(args, dims))
+    ax = axis % (rows_nd + 1) + 1
+    return _linspace_p(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=ax), 0
+
+
+_batching.rules[_linspace_p] = _linspace_batch
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
@@ -126,7 +142,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if dtype is None:
-        dtype = _np.result_type(primal(start), primal(stop), float(num))
+        dtype = result_type(start, stop, float(num))
     y = _linspace_p(
         start,
         stop,
@@ -140,7 +156,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     div = (num - 1) if endpoint else num
     if div <= 0:  # NumPy's step of a sequence of 0 or 1 samples
         return y, _np.nan
-    return y, astype((asarray(stop) - start) / div, _np.result_type(primal(y)))
+    return y, astype((asarray(stop) - start) / div, dtype_of(y))
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
@@ -150,7 +166,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
         return _np.logspace(start, stop, num, endpoint, base, dtype, axis)
     if not isinstance(base, (float, int)) and ndim(base):
         # An array base broadcasts with start and stop, as in NumPy, before the samples axis.
-        nd = len(_np.broadcast_shapes(*(_np.shape(primal(a)) for a in (start, stop, base))))
+        nd = len(_np.broadcast_shapes(*(shape_of(a) for a in (start, stop, base))))
         start, stop, base = (
             expand_dims(asarray(a), tuple(range(nd - ndim(a)))) if ndim(a) < nd else a
             for a in (start, stop, base)
@@ -205,7 +221,7 @@ def _geomspace_single(start, stop, dtype):
     return double precision for single-precision end points, else None."""
     if dtype is not None:
         return None
-    kept = _np.result_type(primal(start), primal(stop))
+    kept = result_type(start, stop)
     if kept.kind not in "fc":
         return None
     numpys = _np.result_type(kept, _np.float64)
@@ -255,7 +271,7 @@ def matrix_transpose(x, /):
     """NumPy 2's `matrix_transpose`: swap the last two axes of an array of matrices."""
     if ndim(x) < 2:
         raise ValueError(
-            f"matrix_transpose: x must be at least 2-D, got shape {_np.shape(primal(x))}"
+            f"matrix_transpose: x must be at least 2-D, got shape {shape_of(x)}"
         )
     return swapaxes(x, -1, -2)
 
@@ -303,13 +319,13 @@ class _AxisConcatenator:
                     piece = _at_least(piece, ndmin, -1)
                     if trans1d != -1:
                         piece = swapaxes(piece, -1, trans1d)
-                kinds.append(_np.result_type(primal(piece)))
+                kinds.append(dtype_of(piece))
             elif type(item) in _np.ScalarType:
                 piece = item
                 kinds.append(item)  # a number takes part in the dtype as NumPy weighs it
             else:
                 piece = _at_least(asarray(item), ndmin, trans1d)
-                kinds.append(_np.result_type(primal(piece)))
+                kinds.append(dtype_of(piece))
             pieces.append(piece)
         if not pieces:
             return concatenate((), axis=axis)  # NumPy's error for nothing to join

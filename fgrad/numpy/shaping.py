@@ -20,7 +20,17 @@ import inspect
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, Primitive, bind, dtype_of, holds_box, primal, shape_of, zeros_like_value
+from ..core import (
+    Box,
+    Primitive,
+    bind,
+    dtype_of,
+    holds_batch,
+    holds_box,
+    primal,
+    shape_of,
+    zeros_like_value,
+)
 from ..primitive import deflinear, defprimitive, nondiff
 
 __all__ = [
@@ -176,7 +186,7 @@ def _kept_shape(x_shape, axes):
 
 
 def _reshape_vjp(ans, x, shape):
-    x_shape = _np.shape(primal(x))
+    x_shape = shape_of(x)
     return lambda ct: _reshape_p(ct, shape=x_shape)
 
 
@@ -400,7 +410,7 @@ def broadcast_to(array, shape, subok=False):
         return _np.broadcast_to(array, shape, subok=True)
     refuse_layout("broadcast_to", subok=(subok, False))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
-    if _np.shape(primal(array)) == shape:
+    if shape_of(array) == shape:
         return array
     return _broadcast_to_p(array, shape=shape)
 
@@ -490,7 +500,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
     if (
         initial is NO_VALUE
         and where is NO_VALUE
-        and (dtype is None or _np.dtype(dtype) == _np.result_type(primal(a)))
+        and (dtype is None or _np.dtype(dtype) == dtype_of(a))
     ):
         return _sum_p(a, axis=axes, keepdims=keepdims)
     mask = reduction_mask(where, a, "sum")
@@ -938,6 +948,13 @@ def is_traced(obj):
 def describe(x):
     """ "shape ... and dtype ...", for error messages about x (traced or plain)."""
     return f"shape {shape_of(x)} and dtype {dtype_of(x)}"
+
+
+def result_type(*xs):
+    """NumPy's `result_type` of the values of xs, without reading a value batched by `vmap`
+    (its dtype stands for it: it is an array, so it weighs as its dtype does). Python numbers
+    stay weak, as in NumPy."""
+    return _np.result_type(*(dtype_of(x) if holds_batch(x) else primal(x) for x in xs))
 
 
 def _sequence_to_array(obj):
