@@ -23,6 +23,7 @@ from .shaping import (
     astype,
     at,
     batch_to_front,
+    broadcast_to,
     concatenate,
     ndim,
     reduction_mask,
@@ -139,6 +140,8 @@ def _extremum(impl, name):
         refuse_out(out, name)
         axes = _normalize_axes(axis, ndim(a))
         mask = reduction_mask(where, a, name)
+        if holds_batch(initial):
+            return _with_batched_initial(prim, a, axes, _keepdims(keepdims), initial, mask)
         c = primal(initial)
         ans = prim(a, axis=axes, keepdims=_keepdims(keepdims), initial=c, where=mask)
         if type(initial) is Box:
@@ -158,6 +161,28 @@ def _extremum(impl, name):
         "included."
     )
     return reduce
+
+
+def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
+    """max or min with one initial per row: the initial joins each reduction group as one
+    more element (so ties share the gradient with it as with any element). Masked-out
+    elements take the initial's value."""
+    if mask is not True:
+        a = where(mask, a, initial)
+    s = shape(a)
+    rest = [i for i in range(len(s)) if i not in axes]
+    lead = tuple(s[i] for i in rest)
+    n = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
+    groups = reshape(transpose(a, tuple(rest) + tuple(axes)), lead + (n,))
+    extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
+    ans = prim(
+        concatenate([groups, extra], axis=-1),
+        axis=(len(lead),),
+        keepdims=False,
+        initial=NO_VALUE,
+        where=True,
+    )
+    return reshape(ans, _kept_shape(s, axes)) if keepdims else ans
 
 
 max = _extremum(_np.maximum.reduce, "max")
@@ -272,6 +297,16 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         a = at(a)[~mask].set(_np.ones((), dtype_of(a)))
+    if holds_batch(initial):  # one initial per row: a factor of the product
+        ans = _prod_p(
+            a,
+            axis=axes,
+            keepdims=_keepdims(keepdims),
+            dtype=None if dtype is None else _np.dtype(dtype),
+            initial=NO_VALUE,
+            where=mask,
+        )
+        return astype(ans * initial, dtype_of(ans))
     c = primal(initial)
     ans = _prod_p(
         a,

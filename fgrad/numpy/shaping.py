@@ -24,6 +24,7 @@ from ..core import (
     Box,
     Primitive,
     bind,
+    constant_of,
     dtype_of,
     holds_batch,
     holds_box,
@@ -505,6 +506,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
         return _sum_p(a, axis=axes, keepdims=keepdims)
     mask = reduction_mask(where, a, "sum")
     dtype = None if dtype is None else _np.dtype(dtype)
+    if holds_batch(initial):  # one initial per row: added to the sum
+        ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=mask)
+        return _astype_p(ans + initial, dtype=dtype_of(ans))
     c = primal(initial)
     ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=c, where=mask)
     if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
@@ -707,7 +711,10 @@ def _normalize_index(idx):
 
 
 def getitem(x, idx):
-    """`x[idx]` with every NumPy indexing form."""
+    """`x[idx]` with every NumPy indexing form; under `vmap`, integer index arrays may be
+    batched too (one per row, as argsort and argmax give them)."""
+    if type(idx) is Box or (type(idx) is tuple and holds_box(idx)):
+        return _gather(x, idx)
     return _getitem_p(x, idx=_normalize_index(idx))
 
 
@@ -723,6 +730,8 @@ class _IndexUpdater:
         self.x = x
 
     def __getitem__(self, idx):
+        if type(idx) is Box or (type(idx) is tuple and holds_box(idx)):
+            return _BatchedIndexUpdate(self.x, idx)
         return _IndexUpdate(self.x, _normalize_index(idx))
 
 
@@ -1139,6 +1148,218 @@ def _joined_batch(prim):
     return rule
 
 
+# Indexing by integer arrays batched by `vmap` (one per row): `gather` and `scatter_add` take the
+# index arrays as arguments (no derivative) and an index `template` with a `_Slot` where each
+# goes. Under the batching level, an arange over the rows joins the index arrays, so that each
+# row picks from its own row; NumPy puts the broadcast index axes first, where one row's
+# result may have them further in, so the rule moves them there.
+
+
+class _Slot:
+    """The place of index array `i` (an argument of the primitive) in an index template."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return f"_Slot({self.i})"
+
+
+def _filled(template, arrays):
+    return tuple(arrays[p.i] if type(p) is _Slot else p for p in template)
+
+
+def _index_template(idx):
+    """(template, arrays) for an index holding batched integer arrays; a constant boolean
+    array becomes its nonzero() integer arrays (NumPy's meaning), so that every array index
+    is an integer array."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    template, arrays = [], []
+    for p in parts:
+        if type(p) is Box and holds_batch(p) and dtype_of(p).kind in "iu":
+            template.append(_Slot(len(arrays)))
+            arrays.append(constant_of(p))
+            continue
+        if type(p) is Box and holds_batch(p) and dtype_of(p) == bool:
+            p = primal(p)  # the rows' common mask (a mask's count of True sets the shape)
+        p = _normalize_index(p)
+        if isinstance(p, _np.ndarray) and p.dtype == bool:
+            template.extend(p.nonzero())
+        else:
+            template.append(p)
+    return tuple(template), arrays
+
+
+def _gather(x, idx):
+    template, arrays = _index_template(idx)
+    if not arrays:
+        return _getitem_p(x, idx=template)
+    return _gather_p(x, *arrays, template=template)
+
+
+def _gather_vjp(ans, x, *arrays, template):
+    x_shape = shape_of(x)
+    return lambda ct: _scatter_add_p(
+        _np.zeros(x_shape, dtype_of(ct)), ct, *arrays, template=template
+    )
+
+
+_gather_p = Primitive(
+    "gather",
+    lambda x, *arrays, template: x[_filled(template, arrays)],
+    vjps=(_gather_vjp,),
+    jvps=(lambda t, ans, x, *arrays, template: _gather_p(t, *arrays, template=template),),
+)
+
+
+def _scatter_add_impl(x, v, *arrays, template):
+    out = _np.array(x, copy=True)
+    _np.add.at(out, _filled(template, arrays), _np.asarray(v, dtype=out.dtype))
+    return out
+
+
+def _scatter_add_vjp_v(ans, x, v, *arrays, template):
+    like = meta(v)
+    return lambda ct: unbroadcast(_gather_p(ct, *arrays, template=template), like)
+
+
+_scatter_add_p = Primitive(
+    "scatter_add",
+    _scatter_add_impl,
+    vjps=(lambda ans, x, v, *arrays, template: _identity_ct, _scatter_add_vjp_v),
+    jvps=(
+        lambda t, ans, x, v, *arrays, template: t,
+        lambda t, ans, x, v, *arrays, template: _scatter_add_p(
+            zeros_like_value(ans), t, *arrays, template=template
+        ),
+    ),
+)
+
+
+class _BatchedIndexUpdate:
+    """`x.at[idx]` where idx holds batched integer arrays: `.add`, `.set` and `.get`."""
+
+    __slots__ = ("arrays", "template", "x")
+
+    def __init__(self, x, idx):
+        self.x = x
+        self.template, self.arrays = _index_template(idx)
+
+    def add(self, v):
+        return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
+
+    def set(self, v):
+        """x with x[idx] replaced by v (indices that repeat keep the sum of their values)."""
+        x_shape, dtype = shape_of(self.x), dtype_of(self.x)
+        picked = _scatter_add_p(
+            _np.zeros(x_shape), _np.ones(()), *self.arrays, template=self.template
+        )
+        placed = _scatter_add_p(
+            _np.zeros(x_shape, dtype), v, *self.arrays, template=self.template
+        )
+        return _where(picked > 0, placed, self.x)
+
+    def get(self):
+        return _gather_p(self.x, *self.arrays, template=self.template)
+
+
+def _where(condition, x, y):
+    return _INSTALLED["where"](condition, x, y)
+
+
+def _is_array_part(p):
+    return not isinstance(p, slice) and p is not None and p is not Ellipsis
+
+
+def _row_layout(template, array_shapes, row_nd):
+    """(k, p, nd) of one row's result: its k broadcast index axes are at position p (where
+    the first index array is when the index arrays are side by side, else first: NumPy's
+    rule), and it has nd axes."""
+    shapes = [
+        array_shapes[p.i] if type(p) is _Slot else _np.shape(p)
+        for p in template
+        if _is_array_part(p)
+    ]
+    k = len(_np.broadcast_shapes(*shapes))
+    advanced = [_is_array_part(p) for p in template]
+    first = advanced.index(True)
+    last = len(advanced) - advanced[::-1].index(True)
+    spread = row_nd - len([p for p in template if p is not None and p is not Ellipsis])
+    widths = [spread if p is Ellipsis else 1 for p in template if not _is_array_part(p)]
+    nd = k + int(_np.sum(widths, dtype=int))
+    if not all(advanced[first:last]):
+        return k, 0, nd
+    before = [spread if p is Ellipsis else 1 for p in template[:first]]
+    return k, int(_np.sum(before, dtype=int)), nd
+
+
+def _batched_template(template, arrays, dims, n, row_nd):
+    """The template and arrays that index the batched value (rows first) row by row, and the
+    (k, p, nd) layout of one row's result."""
+    array_shapes = [
+        shape(a) if d is None else shape(a)[:d] + shape(a)[d + 1 :] for a, d in zip(arrays, dims)
+    ]
+    k, p, nd = _row_layout(template, array_shapes, row_nd)
+    rows = _np.arange(n).reshape((n,) + (1,) * k)
+    arrays = [a if d is None else with_example_ndim(a, d, k) for a, d in zip(arrays, dims)]
+    return (_Slot(len(arrays)),) + template, arrays + [rows], (k, p, nd)
+
+
+def _gather_batch(args, dims, template):
+    (x, *arrays), (dx, *array_dims) = args, dims
+    n = batch_size(args, dims)
+    x = every_row(x, dx, n)
+    template, arrays, (k, p, _) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
+    out = _gather_p(x, *arrays, template=template)
+    if p:  # the index axes to where one row's result has them
+        out = moveaxis(out, tuple(range(1, 1 + k)), tuple(range(1 + p, 1 + p + k)))
+    return out, 0
+
+
+def _scatter_add_batch(args, dims, template):
+    (x, v, *arrays), (dx, dv, *array_dims) = args, dims
+    n = batch_size(args, dims)
+    x = every_row(x, dx, n)
+    template, arrays, (k, p, nd) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
+    v = with_example_ndim(every_row(v, dv, n), 0, nd)  # v broadcasts against one row's result
+    if p:  # one row's layout to the batched result's
+        v = moveaxis(v, tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
+    return _scatter_add_p(x, v, *arrays, template=template), 0
+
+
+def axis_batch_rule(fn):
+    """The batching rule of `fn`, a function declared with `nondiff_function` that works
+    along its first argument's `axis` (None: all of it, flattened; an int; a tuple, if fn
+    takes one), as argmax, argsort, all and count_nonzero do: the rows go first and the axis
+    moves one along. Other arguments are the same for every row."""
+    prim = fn.primitive
+    signature = inspect.signature(prim.impl)
+    first = next(iter(signature.parameters))
+    default = signature.parameters["axis"].default
+
+    def rule(args, dims, **params):
+        if any(d is not None for d in dims[1:]):
+            return row_by_row(prim, args, dims, params, batch_size(args, dims))
+        arguments = signature.bind(*args, **params).arguments
+        x = batch_to_front(arguments.pop(first), dims[0])
+        n, row = shape(x)[0], shape(x)[1:]
+        axis = arguments.get("axis", default)
+        keep = arguments.get("keepdims", False) is True
+        if axis is None:
+            flat = reshape(x, (n, -1))
+            if keep:
+                arguments["keepdims"] = False
+            out = bind(prim, (flat,), {**arguments, "axis": 1})
+            return (reshape(out, (n,) + (1,) * len(row)) if keep else out), 0
+        axes = _normalize_axes(axis, len(row))
+        shifted = tuple(a + 1 for a in axes) if isinstance(axis, tuple) else axes[0] + 1
+        return bind(prim, (x,), {**arguments, "axis": shifted}), 0
+
+    _batching.rules[prim] = rule
+
+
 _batching.rules.update(
     {
         _reshape_p: _reshape_batch,
@@ -1154,6 +1375,8 @@ _batching.rules.update(
         _index_add_p: _index_update_batch(_index_add_p),
         _index_set_p: _index_update_batch(_index_set_p),
         _stack_p: _joined_batch(_stack_p),
+        _gather_p: _gather_batch,
+        _scatter_add_p: _scatter_add_batch,
         _concatenate_p: _joined_batch(_concatenate_p),
     }
 )
