@@ -25,7 +25,19 @@ import numpy as _np
 from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from . import reductions as _rd
 from . import shaping as _shaping
-from .elementwise import divide, maximum, minimum, multiply, power, where
+from .elementwise import (
+    divide,
+    isnan,
+    less_equal,
+    logical_and,
+    logical_not,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    power,
+    where,
+)
 from .shaping import (
     NO_VALUE,
     _normalize_axes,
@@ -735,6 +747,8 @@ def unique(
             sorted=sorted,
         )
     ar = asarray(ar)
+    if holds_batch(ar) and axis is None and sorted:
+        return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
     found = _np.unique(
         primal(ar),
         return_index=True,
@@ -755,6 +769,37 @@ def unique(
     values = getitem(ravel(ar), index) if axis is None else take(ar, index, axis=axis)
     extras = [found[1]] if return_index else []
     extras += list(found[2:])
+    return tuple([values] + extras) if extras else values
+
+
+def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):
+    """`unique` of the flattened rows of a value batched by `vmap`, by a stable sort of each
+    row: the first element of each run of equal values is a unique value's first occurrence.
+    The rows must have as many unique values as each other (the count is read: rows that
+    differ in it are run again in groups)."""
+    flat = ravel(ar)
+    v = constant_of(flat)
+    n = shape(v)[0]
+    perm = argsort(v, kind="stable")
+    ordered = take_along_axis(v, perm, -1)
+    new = not_equal(ordered[1:], ordered[:-1])
+    if equal_nan and dtype_of(v).kind in "fc":  # NaNs sort last, and count as one value
+        new = logical_and(new, logical_not(isnan(ordered[1:])))
+    first = concatenate([_np.ones(1, bool), new]) if n else new
+    count = int(primal(sum(astype(first, _np.intp))))
+    starts = argsort(logical_not(first), kind="stable")[:count]  # where each run begins
+    index = take_along_axis(perm, starts, -1)
+    extras = [index] if return_index else []
+    if return_inverse:
+        # the run of each sorted element: how many runs begin at or before it, less one
+        begun = less_equal(reshape(starts, (count, 1)), _np.arange(n))
+        run = sum(astype(begun, _np.intp), axis=0) - 1
+        inverse = take_along_axis(run, argsort(perm, kind="stable"), -1)
+        extras.append(reshape(inverse, shape(ar)) if ndim(ar) != 1 else inverse)
+    if return_counts:
+        ends = concatenate([starts[1:], _np.full(1, n, dtype_of(starts))])
+        extras.append(ends - starts)
+    values = getitem(flat, index)
     return tuple([values] + extras) if extras else values
 
 
@@ -838,7 +883,7 @@ def select(condlist, choicelist, default=0):
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         c = constant_of(cond) if holds_batch(cond) else _np.asarray(primal(cond))
-        if dtype_of(c) != bool:
+        if dtype_of(c) != _np.dtype(bool):
             raise TypeError(f"select: conditions must be boolean arrays, got dtype {dtype_of(c)}")
         out = where(c, choice, out)
     return out

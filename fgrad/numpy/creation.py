@@ -270,9 +270,7 @@ def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
 def matrix_transpose(x, /):
     """NumPy 2's `matrix_transpose`: swap the last two axes of an array of matrices."""
     if ndim(x) < 2:
-        raise ValueError(
-            f"matrix_transpose: x must be at least 2-D, got shape {shape_of(x)}"
-        )
+        raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape {shape_of(x)}")
     return swapaxes(x, -1, -2)
 
 

@@ -237,12 +237,23 @@ def _index_order(a, order, name, allowed):
         )
     order = order.upper()
     if order in "AK":
-        v = _np.asarray(primal(a))
+        v = _memory_of_a_row(a)
         if _np.isfortran(v):
             return "F"
         if order == "A" or v.flags.c_contiguous:
             return "C"
     return order
+
+
+def _memory_of_a_row(a):
+    """An array laid out in memory as a's value is (its elements are not read): for a value
+    batched by `vmap`, a view of its first row, whose strides are one row's."""
+    if type(a) is not Box:
+        return _np.asarray(a)
+    v = _memory_of_a_row(a.value)  # as a's holder sees it: the levels below hold their rows
+    if not (a.level.batches and a.level.live):
+        return v
+    return v[(slice(None),) * a.aux + (0,)] if v.shape[a.aux] else _np.take(v, [], a.aux)
 
 
 def ravel(a, order="C"):
@@ -252,7 +263,7 @@ def ravel(a, order="C"):
         return _np.ravel(a, order=order)
     order = _index_order(a, order, "ravel", allowed="CFAK")
     if order == "K":  # where each element of NumPy's own ravel comes from
-        v = _np.asarray(primal(a))
+        v = _memory_of_a_row(a)
         positions = _np.empty_like(v, dtype=_np.intp)  # in v's memory layout
         positions[...] = _np.arange(v.size).reshape(v.shape)
         return getitem(reshape(a, (-1,)), _np.ravel(positions, order="K"))
@@ -1182,7 +1193,7 @@ def _index_template(idx):
             template.append(_Slot(len(arrays)))
             arrays.append(constant_of(p))
             continue
-        if type(p) is Box and holds_batch(p) and dtype_of(p) == bool:
+        if type(p) is Box and holds_batch(p) and dtype_of(p) == _np.dtype(bool):
             p = primal(p)  # the rows' common mask (a mask's count of True sets the shape)
         p = _normalize_index(p)
         if isinstance(p, _np.ndarray) and p.dtype == bool:
@@ -1256,9 +1267,7 @@ class _BatchedIndexUpdate:
         picked = _scatter_add_p(
             _np.zeros(x_shape), _np.ones(()), *self.arrays, template=self.template
         )
-        placed = _scatter_add_p(
-            _np.zeros(x_shape, dtype), v, *self.arrays, template=self.template
-        )
+        placed = _scatter_add_p(_np.zeros(x_shape, dtype), v, *self.arrays, template=self.template)
         return _where(picked > 0, placed, self.x)
 
     def get(self):
