@@ -97,14 +97,15 @@ import weakref
 
 import numpy as _np
 
-from . import core
+from . import batching, core
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
-from .core import Box, Primitive, bind, holds_box_of, primal, zeros_like_value
-from .numpy.shaping import describe
+from .core import Box, Primitive, bind, holds_box_of, zeros_like_value
+from .numpy.shaping import describe, every_row
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
+from .vmapping import vmap
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "tap_cotangent"]
 
@@ -271,8 +272,14 @@ def _as_numpy(v):
 
 
 def _meta(v):
-    v = primal(v)
-    return _np.shape(v), _np.result_type(v)
+    return core.shape_of(v), core.dtype_of(v)
+
+
+def _innermost(v):
+    """The value under every box (for its type: a batched value holds all its rows)."""
+    while type(v) is Box:
+        v = v.value
+    return v
 
 
 def _zeros(meta):
@@ -306,7 +313,7 @@ class _Call:
         leaves, tree = tree_flatten(out)
         leaves = tuple(_as_numpy(v) for v in leaves)
         for k, v in enumerate(leaves):
-            pv = primal(v)
+            pv = _innermost(v)
             if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
                 _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool
             ):
@@ -378,7 +385,7 @@ def _conform(v, meta, who, what):
     shape, dtype = meta
     if not _np.issubdtype(dtype, _np.inexact):
         return None  # an integer value has no derivative
-    pv = primal(v)
+    pv = _innermost(v)
     if isinstance(pv, bool) or not (
         isinstance(pv, (int, float, complex))
         or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))
@@ -392,7 +399,7 @@ def _conform(v, meta, who, what):
             f"{who}: {what} is of {kind}, but the value it goes with has shape {shape} and "
             f"dtype {dtype}; return a number or an array of that dtype (or None for a zero)"
         )
-    v_shape = _np.shape(pv)
+    v_shape = core.shape_of(v)
     if v_shape != shape:
         raise ValueError(
             f"{who}: {what} has shape {v_shape}, but the value it goes with has shape {shape} "
@@ -400,7 +407,7 @@ def _conform(v, meta, who, what):
         )
     if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         return _np.asarray(v, dtype=dtype)[()]
-    if _np.result_type(primal(v)) != dtype:
+    if core.dtype_of(v) != dtype:
         return fnp.astype(v, dtype)
     return v
 
@@ -839,11 +846,11 @@ class _CheckpointCall(_Call):
     def discover(self, leaves):
         """Run the function once on the plain values, every live level suspended: the value,
         and the boxes it reads (its free variables), kept in `captured`."""
-        plain = [primal(x) for x in leaves]
+        plain = [core.constant_of(x) for x in leaves]  # a batched value keeps its rows
         with core.capturing() as capture:
             outs = self.output_leaves(self.call(plain), "the function")
         self.captured = capture.boxes
-        self.cache = (plain + [primal(c) for c in self.captured], outs)
+        self.cache = (plain + [core.constant_of(c) for c in self.captured], outs)
         return outs
 
     def call(self, vals):
@@ -959,8 +966,15 @@ def checkpoint(fun):
         call = _CheckpointCall(fun, in_tree, who)
         outs = call.discover(leaves)
         inputs = [_as_numpy(x) for x in leaves] + call.captured
-        if not _any_live(inputs):
+        levels = _live_levels(inputs)
+        if not levels:
             return call.output(outs)
+        if max(levels, key=operator.attrgetter("depth")).batches:
+            # A vmap inside every transform that differentiates the call: its rows are
+            # computed together by running the function itself (which may read other values
+            # batched by that vmap), so the transforms outside the vmap trace every operation
+            # of it: the call is not rematerialized for them.
+            return fun(*args, **kwargs)
         return call.bind(checkpoint_p, inputs)
 
     functools.update_wrapper(checkpointed, fun)
@@ -1041,3 +1055,114 @@ def tap_cotangent(x, on_cotangent):
     call.on_cotangent = on_cotangent
     call.output_leaves(x, "its argument")
     return call.bind(tap_cotangent_p, [_as_numpy(v) for v in leaves])
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# Under vmap a custom call becomes a call of the same kind on whole batches: the function and
+# its rules are vmapped over the rows (every input gets a leading batch axis), so that outer
+# levels still apply the user's rule, now to all rows at once. (A checkpoint inside a vmap
+# runs its function on the batch instead: see `checkpoint`.)
+
+
+def _every_row(args, dims):
+    n = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    return [every_row(a, d, n) for a, d in zip(args, dims)]
+
+
+def _batched_outputs(out):
+    leaves = tree_flatten(out)[0]
+    return tuple(leaves), (0,) * len(leaves)
+
+
+def _check_batched_closure(call, level, rules):
+    """Refuse a function or rule that reads a value batched at `level` other than through its
+    arguments: the batched call applies it to all rows at once, where that value's rows could
+    not be matched to the arguments' rows."""
+    for what, fn in (("the function", call.f.fun), *rules):
+        for name, v in _free_values(fn):
+            x = _box_of(v, level)
+            if x is not None:
+                raise TypeError(
+                    f"{call.who}: {what} reads {name}, a value batched by vmap (a traced value "
+                    f"with {describe(x)}) that is not one of its arguments; under vmap the rule "
+                    "runs on all rows at once and could not pair that value's rows with the "
+                    "arguments'. Pass it to the function as an explicit argument"
+                )
+
+
+def _custom_batch(args, dims, call):
+    f, nondiff = call.f, call.nondiff_args()
+    level = call.level(args)
+    if not any(lv.depth < level.depth for lv in _live_levels(call.inputs) if not lv.batches):
+        # No transform outside this vmap differentiates the call, so nobody needs its rule:
+        # the function runs on the batch, rows together (it may read values of this vmap).
+        boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+        outs = call.output_leaves(f.fun(*call.full_args(boxed)), "the function")
+        return _unboxed(outs, level)
+    rules = (("fwd", f.fwd), ("bwd", f.bwd)) if isinstance(f, custom_vjp) else (("jvp", f.jvp),)
+    _check_batched_closure(call, level, rules)
+    if any(_any_live(tree_flatten(a)[0]) for a in nondiff):
+        return _by_row(call, args, dims)  # a nondiff argument that varies by row
+    rows = _every_row(args, dims)
+
+    def with_nondiff(diff_args):
+        full = list(call.args)
+        for i, a in zip(call.diff, diff_args):
+            full[i] = a
+        return full
+
+    def fun(*diff_args):
+        return vmap(lambda *d: f.fun(*with_nondiff(d)))(*diff_args)
+
+    if isinstance(f, custom_vjp):
+        batched = custom_vjp(fun)
+        batched.defvjp(
+            lambda *d: vmap(lambda *e: f.fwd(*with_nondiff(e)))(*d),
+            lambda res, ct: vmap(lambda r, c: f.bwd(*nondiff, r, c))(res, ct),
+        )
+    else:
+        batched = custom_jvp(fun)
+        batched.defjvp(lambda ps, ts: vmap(lambda p, t: f.jvp(*nondiff, p, t))(ps, ts))
+    out = batched(*tree_unflatten(call.in_tree, rows))
+    leaves, tree = tree_flatten(out)
+    if call.out_tree is None:  # the structure the call's own output would have had
+        call.out_tree = tree
+        call.out_metas = [(core.shape_of(v)[1:], core.dtype_of(v)) for v in leaves]
+    return tuple(leaves), (0,) * len(leaves)
+
+
+def _by_row(call, args, dims):
+    prim = custom_vjp_call if isinstance(call.f, custom_vjp) else custom_jvp_call
+    n = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    return batching.row_by_row(prim, args, dims, {"call": call}, n)
+
+
+def _checkpoint_batch(args, dims, call):
+    """A vmap inside the transforms that differentiate a checkpointed call (they process it
+    first): the function runs on the batch, its rows together, as it reads values of this vmap
+    that are not its arguments."""
+    level = call.level(args)
+    boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+    return _unboxed(call.run(boxed, ()), level)
+
+
+def _unboxed(outs, level):
+    """Output leaves computed on `level`'s boxes, as a rule returns them: values and axes."""
+    values, dims = [], []
+    for o in outs:
+        own = type(o) is Box and o.level is level
+        values.append(o.value if own else o)
+        dims.append(o.aux if own else None)
+    return tuple(values), tuple(dims)
+
+
+def _tap_batch(args, dims, call):
+    rows = _every_row(args, dims)
+    on_rows = vmap(call.on_cotangent)
+    return _batched_outputs(tap_cotangent(tree_unflatten(call.out_tree, rows), on_rows))
+
+
+batching.rules[custom_vjp_call] = _custom_batch
+batching.rules[custom_jvp_call] = _custom_batch
+batching.rules[checkpoint_p] = _checkpoint_batch
+batching.rules[tap_cotangent_p] = _tap_batch

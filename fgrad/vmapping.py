@@ -21,7 +21,7 @@ from .boundary import api_boundary
 from .core import Box, dtype_of, primal, shape_of
 from .tree_util import _flatten_up_to, _Mismatch, tree_flatten, tree_leaves, tree_unflatten
 
-__all__ = ["vmap"]
+__all__ = ["map_rows", "vmap"]
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
@@ -82,6 +82,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     vmapped.__name__ = vmapped.__qualname__ = f"vmap({name})"
     del vmapped.__wrapped__
     return api_boundary(vmapped)
+
+
+def map_rows(fun, rows):
+    """`vmap(fun)(rows)` for one array of rows along axis 0, without vmap's checks of what a
+    user passes (for Jacobians: `fgrad.api` gives it one-hot seeds)."""
+    in_tree = tree_flatten(((rows,), {}))[1]
+    out_tree, results, _ = _batched_call(fun, in_tree, [rows], [0], len(rows), 0)
+    return tree_unflatten(out_tree, results)
 
 
 # --- the axes: checking them and matching them to the leaves ------------------------------------
@@ -201,7 +209,7 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
                 _placed(o, level, d, size, k, len(out_leaves))
                 for k, (o, d) in enumerate(zip(out_leaves, out_dims))
             ]
-        return out_tree, results, out_dims
+        return out_tree, _own_arrays(results), out_dims
     except Diverged as signal:
         if signal.level is not level:
             raise  # an outer vmap's rows disagree: that vmap splits its batch
@@ -228,7 +236,19 @@ def _placed(o, level, out_dim, size, k, count):
     shape = shape_of(o)
     axis = _out_axis(out_dim, len(shape) + 1, where)
     expanded = fnp.expand_dims(o, axis)
-    return fnp.broadcast_to(expanded, shape[:axis] + (size,) + shape[axis:])
+    # a copy, not a broadcast view: an output is an array of its own, which its user may write
+    return fnp.copy(fnp.broadcast_to(expanded, shape[:axis] + (size,) + shape[axis:]))
+
+
+def _own_arrays(results):
+    """Outputs that are one array (a function returning x twice) become arrays of their own,
+    as the loop over rows would give."""
+    seen = set()
+    own = []
+    for r in results:
+        own.append(fnp.copy(r) if id(r) in seen else r)
+        seen.add(id(r))
+    return own
 
 
 def _out_axis(d, nd, where):

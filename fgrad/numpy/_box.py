@@ -17,9 +17,10 @@ from . import ufuncs as _uf
 
 
 def _concrete_or_raise(box, what):
-    """The plain value of a box whose levels have all exited; a live level refuses."""
+    """The plain value of a box whose levels have all exited or only batch (a batching level
+    reads its rows, see `core.primal`); a live level that differentiates refuses."""
     x = box
-    while type(x) is Box and not x.level.live:
+    while type(x) is Box and (not x.level.live or x.level.batches):
         x = x.value  # an exited level is just its value, which may be an outer level's box
     if type(x) is Box:
         raise TypeError(
@@ -29,7 +30,7 @@ def _concrete_or_raise(box, what):
             "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
             "x.at[idx].set(v) instead.)"
         )
-    return x
+    return primal(box)
 
 
 def _operator(prim):
@@ -72,7 +73,10 @@ def _len(self):
 
 
 def _repr(self):
-    return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({primal(self)!r})"
+    value = self
+    while type(value) is Box:
+        value = value.value  # a batched value shows all its rows
+    return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
 
 def _array(self, dtype=None, copy=None):
@@ -258,10 +262,10 @@ _METHODS = {
 }
 
 _PROPERTIES = {
-    "shape": shape_of,  # a batched value has the shape and dtype of one row, read once
-    "ndim": _sh.ndim,
-    "size": _sh.size,
-    "dtype": dtype_of,
+    "shape": lambda self: shape_of(self),
+    "ndim": lambda self: len(shape_of(self)),
+    "size": lambda self: _sh.size(self),
+    "dtype": lambda self: dtype_of(self),
     "T": lambda self: _sh.transpose(self),
     "real": _ew.real,
     "imag": _ew.imag,

@@ -1,0 +1,341 @@
+"""fgrad.vmap: JAX's semantics for in_axes, out_axes and axis_size, its errors, composition with
+every other transform in both orders, and Python control flow on batched values (the batch is
+split where rows read different values). The whole gradient table under vmap is in
+tests/test_vmap_table.py."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import batching, grad, jacfwd, jacrev, jvp, vjp, vmap
+
+X = np.linspace(-1.0, 1.3, 12).reshape(4, 3)
+
+
+def f(r):
+    return fnp.sum(fnp.tanh(r) ** 2) + fnp.prod(fnp.cos(r))
+
+
+def loop(fun, *args, in_axes=0):
+    """fun applied to each row, stacked: what vmap must equal."""
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    n = next(np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None)
+    rows = [
+        fun(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, axes)])
+        for i in range(n)
+    ]
+    if isinstance(rows[0], tuple):
+        return tuple(np.stack([r[k] for r in rows]) for k in range(len(rows[0])))
+    return np.stack(rows)
+
+
+class Splits:
+    """Counts the batch splits (rows that read different values) during a block."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        real = batching.Diverged.__init__
+
+        def counting(signal, level, keys):
+            self.count += 1
+            real(signal, level, keys)
+
+        monkeypatch.setattr(batching.Diverged, "__init__", counting)
+
+
+# --- in_axes, out_axes, axis_size ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_in_axes_int_and_negative(axis):
+    np.testing.assert_allclose(vmap(f, in_axes=axis)(X), loop(f, X, in_axes=axis))
+
+
+def test_in_axes_tuple_list_and_none():
+    w = np.array([0.5, -1.0, 2.0])
+
+    def g(r, v):
+        return fnp.dot(r, v) * fnp.sum(r)
+
+    want = loop(g, X, w, in_axes=(0, None))
+    np.testing.assert_allclose(vmap(g, in_axes=(0, None))(X, w), want)
+    np.testing.assert_allclose(vmap(g, in_axes=[0, None])(X, w), want)  # a list is a tuple
+    np.testing.assert_allclose(vmap(g, in_axes=(1, 0))(X.T, np.stack([w] * 4)), want)
+
+
+def test_in_axes_pytree_prefix_and_keyword_arguments():
+    params = {"w": np.array([1.0, 2.0, 3.0]), "b": np.array(0.5)}
+
+    def g(p, r, scale=1.0):
+        return (fnp.dot(r, p["w"]) + p["b"]) * scale
+
+    want = loop(lambda r: g(params, r), X)
+    np.testing.assert_allclose(vmap(g, in_axes=({"w": None, "b": None}, 0))(params, X), want)
+    np.testing.assert_allclose(vmap(g, in_axes=(None, 0))(params, X), want)
+    scales = np.array([1.0, 2.0, 3.0, 4.0])  # keyword arguments are mapped along axis 0
+    got = vmap(g, in_axes=(None, 0))(params, X, scale=scales)
+    np.testing.assert_allclose(got, want * scales)
+
+
+def test_out_axes_int_negative_none_and_tree():
+    def g(r):
+        return fnp.outer(r, r), fnp.ones(2)
+
+    m, c = vmap(g, out_axes=(2, None))(X)
+    assert m.shape == (3, 3, 4) and c.shape == (2,)
+    np.testing.assert_allclose(np.moveaxis(m, 2, 0), loop(lambda r: np.outer(r, r), X))
+    m, c = vmap(g, out_axes=-1)(X)
+    assert m.shape == (3, 3, 4) and c.shape == (2, 4)  # an unbatched output is broadcast
+    np.testing.assert_array_equal(c, np.ones((2, 4)))
+
+
+def test_axis_size_when_nothing_is_mapped():
+    out = vmap(lambda a: a * 2.0, in_axes=None, axis_size=3)(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(out, np.array([[2.0, 4.0]] * 3))
+
+
+def test_a_batch_of_no_rows():
+    out = vmap(lambda r: fnp.sum(r**2) * fnp.ones(2))(np.zeros((0, 3)))
+    assert out.shape == (0, 2) and out.dtype == np.float64
+    out = vmap(lambda r: r if r.sum() > 0 else -r)(np.zeros((0, 3)))  # a branch, no rows
+    assert out.shape == (0, 3)
+
+
+def test_nested_vmap_any_axes():
+    t = np.random.default_rng(0).normal(size=(2, 3, 4))
+    got = vmap(vmap(lambda r: fnp.sum(fnp.sin(r) * r), in_axes=1), in_axes=2)(t)
+    want = np.array([[np.sum(np.sin(t[:, j, k]) * t[:, j, k]) for j in range(3)] for k in range(4)])
+    np.testing.assert_allclose(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+    axis=st.integers(-3, 2),
+    seed=st.integers(0, 1000),
+)
+def test_property_vmap_equals_a_loop_for_any_shape_and_axis(shape, axis, seed):
+    if not -len(shape) <= axis < len(shape):
+        return
+    x = np.random.default_rng(seed).normal(size=shape)
+
+    def g(r):
+        return fnp.exp(fnp.sin(r)) * fnp.sum(r**2) - fnp.mean(r)
+
+    np.testing.assert_allclose(vmap(g, in_axes=axis)(x), loop(g, x, in_axes=axis), rtol=1e-12)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_error_mapped_axes_of_different_sizes_names_them():
+    with pytest.raises(ValueError, match=r"argument 0 has 3, argument 1 has 4"):
+        vmap(lambda a, b: a + b)(np.ones(3), np.ones(4))
+
+
+def test_error_axis_out_of_range_names_the_argument():
+    with pytest.raises(ValueError, match=r"argument 0 along axis 2.*shape \(3,\)"):
+        vmap(lambda a: a, in_axes=2)(np.ones(3))
+    with pytest.raises(ValueError, match=r"argument 0 along axis 0.*no axes"):
+        vmap(lambda a: a)(1.0)
+
+
+def test_error_in_axes_tree_does_not_match():
+    with pytest.raises(ValueError, match="tuple of length 2"):
+        vmap(lambda a: a, in_axes=(0, 1))(np.ones(3))
+    with pytest.raises(ValueError, match="in_axes does not match"):
+        vmap(lambda a: a, in_axes=({"x": 0},))(np.ones(3))
+    with pytest.raises(TypeError, match="in_axes must be an int, None"):
+        vmap(lambda a: a, in_axes="0")
+
+
+def test_error_batched_output_with_out_axes_none():
+    with pytest.raises(ValueError, match="out_axes is None for the output, but it depends"):
+        vmap(lambda a: a * 2, out_axes=None)(np.ones(3))
+
+
+def test_error_axis_size_missing():
+    with pytest.raises(ValueError, match="pass axis_size=n"):
+        vmap(lambda a: a, in_axes=None)(np.ones(3))
+    with pytest.raises(ValueError, match="axis_size is 5"):
+        vmap(lambda a: a, axis_size=5)(np.ones(3))
+
+
+# --- composition with the other transforms, both orders -------------------------------------------
+
+
+def test_per_example_gradients():
+    w = np.array([0.3, -0.2, 0.1])
+    y = np.array([1.0, 0.0, -1.0, 0.5])
+
+    def loss(w, x, y):
+        return (fnp.tanh(fnp.dot(x, w)) - y) ** 2
+
+    got = vmap(grad(loss), in_axes=(None, 0, 0))(w, X, y)
+    want = np.stack([grad(loss)(w, X[i], y[i]) for i in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [grad(f), jacfwd(f), jacrev(f), fgrad.hessian(f), lambda r: jvp(f, (r,), (fnp.sin(r),))[1]],
+    ids=["grad", "jacfwd", "jacrev", "hessian", "jvp"],
+)
+def test_vmap_of_each_transform_equals_a_loop(inner):
+    np.testing.assert_allclose(vmap(inner)(X), loop(inner, X), rtol=1e-11, atol=1e-13)
+
+
+def test_each_transform_of_vmap_equals_the_loop():
+    def total(x):
+        return fnp.sum(vmap(f)(x))
+
+    want = loop(grad(f), X)
+    np.testing.assert_allclose(grad(total)(X), want, rtol=1e-12)
+    np.testing.assert_allclose(jacfwd(total)(X), want, rtol=1e-12)
+    np.testing.assert_allclose(jacrev(vmap(f))(X).sum(axis=0), want, rtol=1e-12)
+    out, pull = vjp(vmap(f), X)
+    np.testing.assert_allclose(out, loop(f, X))
+    np.testing.assert_allclose(pull(np.ones(4))[0], want, rtol=1e-12)
+    _, t = jvp(vmap(f), (X,), (np.ones_like(X),))
+    np.testing.assert_allclose(t, want.sum(axis=1), rtol=1e-12)
+    h = fgrad.hessian(total)(X)
+    hl = loop(fgrad.hessian(f), X)
+    for i in range(4):
+        np.testing.assert_allclose(h[i, :, i, :], hl[i], rtol=1e-11, atol=1e-13)
+
+
+def test_custom_rules_checkpoint_and_stop_gradient_under_vmap():
+    @fgrad.custom_vjp
+    def g(x):
+        return fnp.sin(x) * 2.0
+
+    g.defvjp(lambda x: (g(x), fnp.cos(x)), lambda c, ct: (ct * c * 3.0,))  # a rule, not sin'
+    x = np.linspace(0.1, 1.0, 4)
+    np.testing.assert_allclose(vmap(grad(g))(x), 3 * np.cos(x))
+    np.testing.assert_allclose(grad(lambda a: fnp.sum(vmap(g)(a)))(x), 3 * np.cos(x))
+
+    @fgrad.custom_jvp
+    def e(x):
+        return fnp.exp(x)
+
+    e.defjvp(lambda p, t: (e(p[0]), 5.0 * t[0]))
+    np.testing.assert_allclose(vmap(grad(e))(x), 5.0 * np.ones(4))
+    np.testing.assert_allclose(jvp(vmap(e), (x,), (np.ones(4),))[1], 5.0 * np.ones(4))
+
+    a = 0.7  # a free variable of the checkpointed function, differentiated through vmap
+
+    def c(a):
+        return fnp.sum(vmap(lambda y: fgrad.checkpoint(lambda u: fnp.tanh(a * u))(y))(x))
+
+    np.testing.assert_allclose(grad(c)(a), np.sum(x * (1 - np.tanh(a * x) ** 2)))
+    np.testing.assert_allclose(
+        vmap(grad(lambda r: fnp.sum(fgrad.stop_gradient(r) * r)))(X), X, rtol=1e-15
+    )
+
+
+def test_make_graph_of_vmap_and_vmap_inside_make_graph():
+    graph = fgrad.make_graph(grad(lambda x: fnp.sum(vmap(f)(x))))(X)
+    assert graph.equations  # the batched computation is drawn
+    graph = fgrad.make_graph(vmap(f))(X)
+    assert graph.equations
+
+
+# --- Python control flow on batched values -------------------------------------------------------
+
+
+def test_a_branch_rows_agree_on_runs_once(monkeypatch):
+    calls = []
+
+    def g(r):
+        calls.append(1)
+        return fnp.sum(r) if fnp.sum(r**2) >= 0 else -fnp.sum(r)
+
+    splits = Splits(monkeypatch)
+    np.testing.assert_allclose(vmap(g)(X), X.sum(axis=1))
+    assert splits.count == 0 and len(calls) == 1
+
+
+def test_a_branch_rows_disagree_on_splits_the_batch(monkeypatch):
+    calls = []
+
+    def g(r):
+        calls.append(1)
+        return fnp.sum(r**2) if fnp.sum(r) > 0 else fnp.sum(fnp.sin(r))
+
+    want = loop(g, X)
+    splits = Splits(monkeypatch)
+    calls.clear()
+    np.testing.assert_allclose(vmap(g)(X), want)
+    assert splits.count == 1 and len(calls) == 1 + 2  # the run up to the branch, then 2 groups
+    np.testing.assert_allclose(vmap(grad(g))(X), loop(grad(g), X))
+    np.testing.assert_allclose(grad(lambda x: fnp.sum(vmap(g)(x)))(X), loop(grad(g), X))
+
+
+def test_data_dependent_while_float_and_recursion():
+    def halve(v):
+        while v > 1.0:  # a different number of steps for each row
+            v = v / 2.0
+        return v
+
+    v = np.array([0.5, 3.0, 9.0, 1.5])
+    np.testing.assert_allclose(vmap(halve)(v), loop(halve, v))
+    np.testing.assert_allclose(vmap(grad(halve))(v), loop(grad(halve), v))
+
+    def depth(v, n=0):
+        return v * n if float(v) < 0.1 else depth(v / 3.0, n + 1)
+
+    np.testing.assert_allclose(vmap(depth)(v), loop(depth, v))
+
+
+def test_control_flow_under_nested_vmap():
+    t = np.array([[1.0, -2.0], [-3.0, 4.0]])
+    np.testing.assert_array_equal(vmap(vmap(lambda v: v if v > 0 else -v))(t), np.abs(t))
+    got = vmap(vmap(lambda v: v if v > 0 else -v), in_axes=1)(t)
+    np.testing.assert_array_equal(got, np.abs(t).T)
+
+
+def test_a_users_except_exception_does_not_swallow_the_split():
+    def g(v):
+        try:
+            return v * 2.0 if v > 0 else -v
+        except Exception:
+            return v * 0.0
+
+    np.testing.assert_array_equal(vmap(g)(np.array([-1.0, 2.0])), np.array([1.0, 4.0]))
+
+
+def test_branches_returning_different_structures_are_an_error():
+    with pytest.raises(ValueError, match="outputs of different structures"):
+        vmap(lambda v: (v, v) if v > 0 else v)(np.array([-1.0, 2.0]))
+
+
+def test_custom_rules_and_checkpoint_batch_without_splitting(monkeypatch):
+    splits = Splits(monkeypatch)
+    x, ys = np.linspace(0.1, 1.0, 4), np.array([1.0, 2.0, 3.0, 4.0])
+
+    def closing_over(u, y):  # the checkpointed function reads y, batched, from its closure
+        return fgrad.checkpoint(lambda v: fnp.tanh(v * y))(u)
+
+    want = ys * (1 - np.tanh(x * ys) ** 2)
+    np.testing.assert_allclose(vmap(grad(closing_over))(x, ys), want)
+    np.testing.assert_allclose(
+        grad(lambda u: fnp.sum(vmap(closing_over)(u, ys)))(x), want, rtol=1e-14
+    )
+
+    def scaled_by(y):
+        @fgrad.custom_vjp
+        def h(u):
+            return u * y
+
+        h.defvjp(lambda u: (h(u), None), lambda _, ct: (ct * y * 2.0,))  # twice the slope
+        return h
+
+    np.testing.assert_allclose(vmap(grad(lambda u, y: scaled_by(y)(u)))(x, ys), 2.0 * ys)
+    np.testing.assert_allclose(vmap(lambda u, y: scaled_by(y)(u))(x, ys), x * ys)
+    assert splits.count == 0
+    # grad outside the vmap needs the rule for all rows at once, which cannot pair y's rows
+    with pytest.raises(TypeError, match="reads 'y', a value batched by vmap"):
+        grad(lambda u: fnp.sum(vmap(lambda v, y: scaled_by(y)(v))(u, ys)))(x)
