@@ -9,8 +9,8 @@ their `start:stop:num*1j` slices) are differentiable.
 rules are its two linear weights, `1 - i/div` for `start` and `i/div` for `stop`; `logspace`
 and `geomspace` follow NumPy's own steps on top of it, so their values equal NumPy's too.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
-`fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+`fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`, `fgrad.numpy.statistics`.
 """
 
 import operator as _operator
@@ -18,10 +18,10 @@ import operator as _operator
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, dtype_of, primal, shape_of
+from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import defprimitive
 from .arrays import diag
-from .elementwise import power
+from .elementwise import equal, power, sign
 from .shaping import (
     array,
     asarray,
@@ -45,6 +45,7 @@ from .shaping import (
     unbroadcast,
     with_example_ndim,
 )
+from .statistics import any as _any
 from .ufuncs import log10
 
 __all__ = [
@@ -193,15 +194,22 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     if not _traced(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
         return out if kept is None else out.astype(kept)
-    p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
-    if _np.any(p_start == 0) or _np.any(p_stop == 0):
+    batched = holds_batch(start) or holds_batch(stop)
+    if batched:  # the end points of each row, by fgrad operations
+        p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
+        # the rows agree (no zero) unless one of them is wrong
+        has_zero = bool(primal(_any(equal(p_start, 0)))) or bool(primal(_any(equal(p_stop, 0))))
+    else:
+        p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
+        has_zero = _np.any(p_start == 0) or _np.any(p_stop == 0)
+    if has_zero:
         raise ValueError("Geometric sequence cannot include zero")
     # NumPy's steps, in NumPy's dtype: the end points are rotated by the sign (the unit
     # phase, for complex) of start onto the positive reals, and back. The rotation is a
     # constant: the samples start**(1 - t) stop**t do not depend on it.
-    dt = _np.result_type(p_start, p_stop, float(num), _np.zeros((), dtype))
+    dt = _np.result_type(dtype_of(p_start), dtype_of(p_stop), float(num), _np.zeros((), dtype))
     start, stop = astype(asarray(start), dt), astype(asarray(stop), dt)
-    out_sign = _np.sign(p_start.astype(dt))
+    out_sign = sign(astype(p_start, dt)) if batched else _np.sign(p_start.astype(dt))
     start = start / out_sign
     stop = stop / out_sign
     result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0)

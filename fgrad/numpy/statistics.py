@@ -22,10 +22,11 @@ Conventions:
 - `cumprod`'s derivatives use no division (doubling scans of multiplications), so they are
   exact at zeros and for tiny values to every order.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
-`fgrad.numpy.reductions`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+`fgrad.numpy.elementwise`, `fgrad.numpy.reductions`, `fgrad.numpy.arrays`.
 """
 
+import builtins as _builtins
 import operator as _operator
 
 import numpy as _np
@@ -55,6 +56,7 @@ from .shaping import (
     asarray,
     astype,
     axis_batch_rule,
+    batch_to_front,
     batched_axis,
     broadcast_to,
     concatenate,
@@ -305,7 +307,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
         w = transpose(w, tuple(_np.argsort(order))) if len(order) > 1 else w
         w = reshape(w, tuple(n if i in axes else 1 for i, n in enumerate(a_shape)))
     scl = sum(broadcast_to(w, a_shape) if shape(w) != a_shape else w, axis=axes, keepdims=keepdims)
-    if _np.any(_np.asarray(primal(scl)) == 0):
+    if holds_batch(scl):  # the rows agree (no zero sum) unless one of them is wrong
+        zero_sum = bool(primal(any(equal(constant_of(scl), 0))))
+    else:
+        zero_sum = _np.any(_np.asarray(primal(scl)) == 0)
+    if zero_sum:
         raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
     avg = sum(a * w, axis=axes, keepdims=keepdims) / scl
     if returned:
@@ -949,7 +955,7 @@ def bincount(x, /, weights=None, minlength=0):
     if weights is None:
         return _np.bincount(x, None, minlength)
     weights = _asarray(weights)
-    w_dtype = _np.result_type(primal(weights))
+    w_dtype = dtype_of(weights)
     if w_dtype.kind == "c":  # NumPy refuses them too
         raise TypeError(
             f"bincount: weights are complex ({describe(weights)}); NumPy sums "
@@ -1023,9 +1029,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         raise ValueError(
             f"histogram: weights must have the shape of a, {a.shape}; got {describe(w)}"
         )
-    if not _np.issubdtype(_np.result_type(primal(w)), _np.inexact):
+    if not _np.issubdtype(dtype_of(w), _np.inexact):
         raise TypeError(f"histogram: traced weights must be floating, got {describe(w)}")
-    edges = _np.histogram_bin_edges(a, bins, range, primal(w))
+    # the weights only make NumPy refuse the bin estimators that cannot weigh: ones do too
+    edges = _np.histogram_bin_edges(a, bins, range, _np.ones(a.shape))
     flat_a = a.ravel()
     hist = _histogram_p(ravel(w), a=flat_a, bins=bins, range=range, edges=edges)
     if density:
@@ -1075,3 +1082,35 @@ def _scan_batch(prim):
 
 _batching.rules[_cumsum_p] = _scan_batch(_cumsum_p)
 _batching.rules[_cumprod_p] = _scan_batch(_cumprod_p)
+
+
+def _binned_batch(bins_of):
+    """The rule of a weighted count (`bins_of(**params)` gives each weight's bin, -1 for
+    none, and the number of bins): one bincount over all rows, row r's bins offset by r
+    times the number of bins."""
+
+    def rule(args, dims, **params):
+        (w,), (d,) = args, dims
+        w = batch_to_front(w, d)
+        n = shape(w)[0]
+        index, count = bins_of(**params)
+        inside = index >= 0
+        rows = _np.arange(n).reshape((n,) + (1,) * index.ndim)
+        offsets = _np.where(inside, index + count * rows, 0)
+        weights = w if inside.all() else where(inside, w, 0.0)
+        total = _bincount_p(ravel(weights), index=offsets.ravel(), minlength=n * count)
+        return reshape(total, (n, count)), 0
+
+    return rule
+
+
+def _bincount_bins(index, minlength):
+    return index, _builtins.max(int(index.max()) + 1 if index.size else 0, minlength)
+
+
+def _histogram_bins_of(a, bins, range, edges):
+    return _histogram_bins(a, edges), edges.size - 1
+
+
+_batching.rules[_bincount_p] = _binned_batch(_bincount_bins)
+_batching.rules[_histogram_p] = _binned_batch(_histogram_bins_of)
