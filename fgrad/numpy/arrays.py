@@ -22,6 +22,7 @@ import warnings as _warnings
 
 import numpy as _np
 
+from .. import batching as _batching
 from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from . import reductions as _rd
 from . import shaping as _shaping
@@ -971,6 +972,17 @@ indices = nondiff_function(_np.indices)
 
 for _fn in (argmax, argmin, argsort, argpartition):
     _shaping.axis_batch_rule(_fn)
+for _fn in (nonzero, argwhere, flatnonzero):
+    _batching.declare_row_by_row(
+        _fn.primitive,
+        "the number of indices it returns depends on each row's values, so rows have "
+        "results of different shapes",
+    )
+for _fn in (indices, tril_indices, triu_indices, diag_indices):
+    _batching.declare_row_by_row(
+        _fn.primitive,
+        "its arguments are sizes: rows with different sizes have results of different shapes",
+    )
 
 
 # --- functions applied over arrays: apply_along_axis and vectorize --------------------------------

@@ -30,6 +30,7 @@ from .shaping import (
     concatenate,
     expand_dims,
     is_traced,
+    like_batch_rule,
     meta,
     moveaxis,
     ndim,
@@ -257,6 +258,8 @@ def diagflat(v, k=0):
 
 full_like = nondiff_function(_np.full_like)
 empty_like = nondiff_function(_np.empty_like)
+like_batch_rule(full_like)
+like_batch_rule(empty_like)
 
 
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------

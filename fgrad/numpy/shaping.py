@@ -1369,6 +1369,25 @@ def axis_batch_rule(fn):
     _batching.rules[prim] = rule
 
 
+def like_batch_rule(fn):
+    """The batching rule of `fn`, a constant shaped like its first argument (zeros_like,
+    full_like, ...): applied to all rows at once, or to one row when a `shape` is given (then
+    the result is the same for every row). Other batched arguments (a batched fill value):
+    one row at a time."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        (x, *rest), (d, *rest_dims) = args, dims
+        if any(e is not None for e in rest_dims):
+            return row_by_row(prim, args, dims, params, batch_size(args, dims))
+        if params.get("shape") is not None:
+            row = _np.zeros(shape(x)[:d] + shape(x)[d + 1 :], dtype_of(x))
+            return bind(prim, (row, *rest), params), None
+        return bind(prim, args, params), d
+
+    _batching.rules[prim] = rule
+
+
 _batching.rules.update(
     {
         _reshape_p: _reshape_batch,
@@ -1390,3 +1409,5 @@ _batching.rules.update(
     }
 )
 _batching.row_by_row = row_by_row
+like_batch_rule(zeros_like)
+like_batch_rule(ones_like)

@@ -44,6 +44,7 @@ from .elementwise import (
     logical_and,
     logical_not,
     real,
+    register_elementwise,
     sqrt,
     where,
 )
@@ -56,6 +57,7 @@ from .shaping import (
     asarray,
     astype,
     axis_batch_rule,
+    batch_size,
     batch_to_front,
     batched_axis,
     broadcast_to,
@@ -70,6 +72,7 @@ from .shaping import (
     reduction_mask,
     refuse_out,
     reshape,
+    row_by_row,
     shape,
     sum,
     transpose,
@@ -1067,6 +1070,18 @@ def isscalar(element):
 
 iscomplex = nondiff_function(_np.iscomplex)
 isreal = nondiff_function(_np.isreal)
+register_elementwise({"iscomplex": iscomplex, "isreal": isreal})
+
+
+def _digitize_batch(args, dims, **params):
+    """digitize is elementwise in x; the bins are one sorted array for every row."""
+    (x, *rest), (d, *rest_dims) = args, dims
+    if any(e is not None for e in rest_dims):
+        return row_by_row(digitize.primitive, args, dims, params, batch_size(args, dims))
+    return digitize.primitive(x, *rest, **params), d
+
+
+_batching.rules[digitize.primitive] = _digitize_batch
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
