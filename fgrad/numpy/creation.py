@@ -10,7 +10,7 @@ rules are its two linear weights, `1 - i/div` for `start` and `i/div` for `stop`
 and `geomspace` follow NumPy's own steps on top of it, so their values equal NumPy's too.
 
 Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
-`fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`, `fgrad.numpy.statistics`.
+`fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
 """
 
 import operator as _operator
@@ -46,7 +46,6 @@ from .shaping import (
     unbroadcast,
     with_example_ndim,
 )
-from .statistics import any as _any
 from .ufuncs import log10
 
 __all__ = [
@@ -198,8 +197,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     batched = holds_batch(start) or holds_batch(stop)
     if batched:  # the end points of each row, by fgrad operations
         p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
-        # the rows agree (no zero) unless one of them is wrong
-        has_zero = bool(primal(_any(equal(p_start, 0)))) or bool(primal(_any(equal(p_stop, 0))))
+        # the masks are read: the rows agree (no zero) unless one of them is wrong
+        has_zero = _np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0)))
     else:
         p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
         has_zero = _np.any(p_start == 0) or _np.any(p_stop == 0)
