@@ -246,14 +246,17 @@ def _index_order(a, order, name, allowed):
 
 
 def _memory_of_a_row(a):
-    """An array laid out in memory as a's value is (its elements are not read): for a value
-    batched by `vmap`, a view of its first row, whose strides are one row's."""
+    """An array laid out in memory as a's value is (its elements are not read). For a value
+    batched by `vmap`, an array of one row's shape whose axes lie in memory in the order of
+    a row's (its strides skip the other rows, so a row alone is taken to be compact, as each
+    array of a loop over rows would be)."""
     if type(a) is not Box:
         return _np.asarray(a)
     v = _memory_of_a_row(a.value)  # as a's holder sees it: the levels below hold their rows
     if not (a.level.batches and a.level.live):
         return v
-    return v[(slice(None),) * a.aux + (0,)] if v.shape[a.aux] else _np.take(v, [], a.aux)
+    row = v[(slice(None),) * a.aux + (0,)] if v.shape[a.aux] else _np.take(v, [], a.aux)
+    return _np.empty_like(row, dtype=bool)  # order "K": the row's order of axes, compact
 
 
 def ravel(a, order="C"):
