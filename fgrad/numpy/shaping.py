@@ -1148,6 +1148,9 @@ def _index_update_batch(prim):
         if dv is not None:  # v broadcasts against the selected part of one row
             picked = _np.broadcast_to(_np.zeros((), dtype=bool), shape(x)[1:])[parts]
             v = with_example_ndim(v, dv, picked.ndim)
+            extra = ndim(v) - 1 - picked.ndim
+            if extra > 0:  # NumPy accepts a v with extra leading length-1 axes: dropped
+                v = _reshape_p(v, shape=shape(v)[:1] + shape(v)[1 + extra :])
         return bind(prim, (x, v), {"idx": (slice(None),) + parts}), 0
 
     return rule
