@@ -46,6 +46,7 @@ from .shaping import (
     asarray,
     astype,
     at,
+    batch_to_front,
     broadcast_to,
     concatenate,
     describe,
@@ -972,17 +973,58 @@ indices = nondiff_function(_np.indices)
 
 for _fn in (argmax, argmin, argsort, argpartition):
     _shaping.axis_batch_rule(_fn)
+
+
+def _found_batch(fn):
+    """The rule of nonzero, argwhere and flatnonzero on rows batched by `vmap`: the flat
+    positions of each row's nonzero elements, in order, by a stable argsort of the zero mask;
+    their number is read (rows that differ in it cannot share one array, and are run again
+    in groups)."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        (a,), (d,) = args, dims
+        a = batch_to_front(a, d)
+        row = shape(a)[1:]
+        found = not_equal(reshape(a, (shape(a)[0], -1)), 0)
+        count = int(_np.max(primal(sum(astype(found, _np.intp), axis=1)), initial=0))
+        flat = argsort(logical_not(found), axis=1, kind="stable")[:, :count]
+        if fn is flatnonzero:
+            return flat, 0
+        strides = _np.cumprod((1,) + row[::-1])[-2::-1] if row else ()
+        coords = [(flat // int(k)) % n for k, n in zip(strides, row)]
+        if fn is nonzero:
+            return tuple(coords), (0,) * len(coords)
+        return stack(coords, axis=-1) if coords else reshape(flat, (shape(a)[0], count, 0)), 0
+
+    _batching.rules[prim] = rule
+
+
+def _constant_batch(fn):
+    """The rule of a function of sizes (indices, tril_indices, ...): when the rows agree on
+    their arguments, one call, whose result is the same for every row; rows that differ
+    would have results of different shapes (one row at a time, which cannot stack them)."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        common = []
+        for a, d in zip(args, dims):
+            if d is None:
+                common.append(a)
+                continue
+            rows = _np.moveaxis(_np.asarray(primal(a)), d, 0)
+            if len(rows) == 0 or not (rows == rows[0]).all():
+                return _shaping.row_by_row(prim, args, dims, params, shape(a)[d])
+            common.append(rows[0])
+        return prim.impl(*common, **params), None
+
+    _batching.rules[prim] = rule
+
+
 for _fn in (nonzero, argwhere, flatnonzero):
-    _batching.declare_row_by_row(
-        _fn.primitive,
-        "the number of indices it returns depends on each row's values, so rows have "
-        "results of different shapes",
-    )
+    _found_batch(_fn)
 for _fn in (indices, tril_indices, triu_indices, diag_indices):
-    _batching.declare_row_by_row(
-        _fn.primitive,
-        "its arguments are sizes: rows with different sizes have results of different shapes",
-    )
+    _constant_batch(_fn)
 
 
 # --- functions applied over arrays: apply_along_axis and vectorize --------------------------------
