@@ -22,10 +22,23 @@ import warnings as _warnings
 
 import numpy as _np
 
-from ..core import Box, primal
+from .. import batching as _batching
+from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from . import reductions as _rd
 from . import shaping as _shaping
-from .elementwise import divide, maximum, minimum, multiply, power, where
+from .elementwise import (
+    divide,
+    isnan,
+    less_equal,
+    logical_and,
+    logical_not,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    power,
+    where,
+)
 from .shaping import (
     NO_VALUE,
     _normalize_axes,
@@ -33,6 +46,7 @@ from .shaping import (
     asarray,
     astype,
     at,
+    batch_to_front,
     broadcast_to,
     concatenate,
     describe,
@@ -314,7 +328,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise TypeError(
             "pad: constant_values holds traced values; pass a traced scalar or plain values"
         )
-    dtype = _np.result_type(primal(array))
+    dtype = dtype_of(array)
     inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
     constants = _np.pad(
         _np.zeros(a_shape, dtype=dtype), pad_width, mode="constant", constant_values=c
@@ -434,7 +448,7 @@ def insert(arr, obj, values, axis=None):
     a_pos = _positions(shape(arr))
     v_pos = _positions(shape(values)) + a_pos.size
     where_from = _np.insert(a_pos, obj, v_pos, axis=axis)
-    source = concatenate([ravel(arr), ravel(astype(values, _np.result_type(primal(arr))))])
+    source = concatenate([ravel(arr), ravel(astype(values, dtype_of(arr)))])
     return getitem(source, where_from)
 
 
@@ -549,6 +563,8 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         a, axis = ravel(a), 0
     ax = _axis(axis, ndim(a), "take")
     n = shape(a)[ax]
+    if holds_batch(indices):  # one index array per row (as argmax gives under vmap)
+        return getitem(a, _along(ax, _batched_indices(indices, n, mode, "take")))
     idx = _constant_index(indices, "take")
     if mode == "wrap":
         idx = idx % n if n else idx
@@ -562,10 +578,28 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return getitem(a, _along(ax, idx))
 
 
+def _batched_indices(indices, n, mode, name):
+    """Integer indices batched by `vmap`, wrapped or clipped by `mode` as `take` does (NumPy's
+    check of 'raise' would read every row: an index out of bounds is NumPy's IndexError when
+    the gather runs)."""
+    indices = constant_of(indices)
+    if dtype_of(indices).kind not in "iu":
+        raise TypeError(f"{name}: indices must be integers, got dtype {dtype_of(indices)}")
+    if mode == "wrap":
+        return indices % n if n else indices
+    if mode == "clip":
+        return minimum(maximum(indices, 0), max(n - 1, 0))
+    if mode != "raise":
+        raise ValueError(f"{name}: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    return indices
+
+
 def take_along_axis(arr, indices, axis=-1):
     """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
     against the other axes; `axis=None` works on the flattened array."""
     arr = asarray(arr)
+    if holds_batch(indices):
+        return _take_along_batched(arr, indices, axis)
     idx = _constant_index(indices, "take_along_axis")
     if axis is None:
         if idx.ndim != 1:
@@ -586,6 +620,30 @@ def take_along_axis(arr, indices, axis=-1):
     return getitem(ravel(arr), _np.take_along_axis(_positions(s), idx, ax))
 
 
+def _take_along_batched(arr, indices, axis):
+    """take_along_axis with integer indices batched by `vmap`: an integer-array index, an
+    arange along each other axis."""
+    indices = _batched_indices(indices, 0, "raise", "take_along_axis")
+    if axis is None:
+        if ndim(indices) != 1:
+            raise ValueError(
+                f"take_along_axis: with axis=None, indices must be 1-D, got {describe(indices)}"
+            )
+        return getitem(ravel(arr), indices)
+    s = shape(arr)
+    ax = _axis(axis, len(s), "take_along_axis")
+    if ndim(indices) != len(s):
+        raise ValueError(
+            f"take_along_axis: indices ({describe(indices)}) and arr ({describe(arr)}) must "
+            "have the same number of dimensions"
+        )
+    grids = tuple(
+        indices if j == ax else _np.arange(n).reshape((1,) * j + (n,) + (1,) * (len(s) - j - 1))
+        for j, n in enumerate(s)
+    )
+    return getitem(arr, grids)
+
+
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """NumPy's `sort` (`axis=None` sorts the flattened array). The values are gathered by a
     stable argsort, so the gradient follows the permutation; equal values keep their order
@@ -600,7 +658,10 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         a, axis = ravel(a), 0
     if ndim(a) == 0:
         raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
-    perm = _np.argsort(primal(a), axis=axis, kind="stable")
+    if holds_batch(a):  # one permutation per row
+        perm = argsort(constant_of(a), axis=axis, kind="stable")
+    else:
+        perm = _np.argsort(primal(a), axis=axis, kind="stable")
     return take_along_axis(a, perm, axis)
 
 
@@ -619,8 +680,14 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), -1
+    ax = _axis(axis, ndim(a), "partition")
+    if holds_batch(a):  # the same steps for each row, by fgrad operations
+        v = constant_of(a)
+        arranged = take_along_axis(v, argpartition(v, kth, axis=ax, kind=kind), ax)
+        by_rank = argsort(v, axis=ax, kind="stable")
+        rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
+        return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
     v = _np.asarray(primal(a))
-    ax = _axis(axis, v.ndim, "partition")
     arranged = _np.partition(v, kth, axis=ax, kind=kind)
     # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank
     # (stable argsorts rank equal values, NaNs last, the same way in both).
@@ -682,6 +749,8 @@ def unique(
             sorted=sorted,
         )
     ar = asarray(ar)
+    if holds_batch(ar) and axis is None and sorted:
+        return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
     found = _np.unique(
         primal(ar),
         return_index=True,
@@ -702,6 +771,37 @@ def unique(
     values = getitem(ravel(ar), index) if axis is None else take(ar, index, axis=axis)
     extras = [found[1]] if return_index else []
     extras += list(found[2:])
+    return tuple([values] + extras) if extras else values
+
+
+def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):
+    """`unique` of the flattened rows of a value batched by `vmap`, by a stable sort of each
+    row: the first element of each run of equal values is a unique value's first occurrence.
+    The rows must have as many unique values as each other (the count is read: rows that
+    differ in it are run again in groups)."""
+    flat = ravel(ar)
+    v = constant_of(flat)
+    n = shape(v)[0]
+    perm = argsort(v, kind="stable")
+    ordered = take_along_axis(v, perm, -1)
+    new = not_equal(ordered[1:], ordered[:-1])
+    if equal_nan and dtype_of(v).kind in "fc":  # NaNs sort last, and count as one value
+        new = logical_and(new, logical_not(isnan(ordered[1:])))
+    first = concatenate([_np.ones(1, bool), new]) if n else new
+    count = int(primal(sum(astype(first, _np.intp))))
+    starts = argsort(logical_not(first), kind="stable")[:count]  # where each run begins
+    index = take_along_axis(perm, starts, -1)
+    extras = [index] if return_index else []
+    if return_inverse:
+        # the run of each sorted element: how many runs begin at or before it, less one
+        begun = less_equal(reshape(starts, (count, 1)), _np.arange(n))
+        run = sum(astype(begun, _np.intp), axis=0) - 1
+        inverse = take_along_axis(run, argsort(perm, kind="stable"), -1)
+        extras.append(reshape(inverse, shape(ar)) if ndim(ar) != 1 else inverse)
+    if return_counts:
+        ends = concatenate([starts[1:], _np.full(1, n, dtype_of(starts))])
+        extras.append(ends - starts)
+    values = getitem(flat, index)
     return tuple([values] + extras) if extras else values
 
 
@@ -739,7 +839,7 @@ def diag(v, k=0):
     size = n + abs(int(k))
     rows = _np.arange(n) + max(-int(k), 0)
     cols = _np.arange(n) + max(int(k), 0)
-    return at(_np.zeros((size, size), dtype=_np.result_type(primal(v))))[rows, cols].add(v)
+    return at(_np.zeros((size, size), dtype=dtype_of(v)))[rows, cols].add(v)
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -756,7 +856,7 @@ def _triangle(m, mask_of, name):
     if len(s) == 0:
         raise ValueError(f"{name}: m must have at least 1 dimension, got {describe(m)}")
     mask = mask_of(*s[-2:]) if len(s) >= 2 else mask_of(s[0], s[0])
-    return where(mask, m, _np.zeros((), dtype=_np.result_type(primal(m))))
+    return where(mask, m, _np.zeros((), dtype=dtype_of(m)))
 
 
 def tril(m, k=0):
@@ -784,9 +884,9 @@ def select(condlist, choicelist, default=0):
         raise ValueError("select: condlist and choicelist are empty; pass at least one condition")
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
-        c = _np.asarray(primal(cond))
-        if c.dtype != bool:
-            raise TypeError(f"select: conditions must be boolean arrays, got dtype {c.dtype}")
+        c = constant_of(cond) if holds_batch(cond) else _np.asarray(primal(cond))
+        if dtype_of(c) != _np.dtype(bool):
+            raise TypeError(f"select: conditions must be boolean arrays, got dtype {dtype_of(c)}")
         out = where(c, choice, out)
     return out
 
@@ -825,7 +925,7 @@ def _scatter(x, idx, v, op):
         # Rows with the same number of updates are reduced together, so no row needs padding
         # (a +-inf pad would be a value debug_nans stops at).
         uniq = sorted_t[first]
-        dtype = _np.result_type(primal(x))
+        dtype = dtype_of(x)
         n_x, n_u = int(_np.prod(x_shape, dtype=_np.int64)), flat_t.size
         table = _np.zeros((uniq.size, int(rank.max()) + 2), dtype=_np.intp)
         table[:, 0] = uniq
@@ -853,6 +953,7 @@ def _scatter_update(x, idx, v, op):
 
 
 _shaping._INSTALLED["scatter"] = _scatter_update
+_shaping._INSTALLED["where"] = where
 
 
 # --- no derivative: indices and index constructors ------------------------------------------------
@@ -870,6 +971,61 @@ triu_indices = nondiff_function(_np.triu_indices)
 diag_indices = nondiff_function(_np.diag_indices)
 indices = nondiff_function(_np.indices)
 
+for _fn in (argmax, argmin, argsort, argpartition):
+    _shaping.axis_batch_rule(_fn)
+
+
+def _found_batch(fn):
+    """The rule of nonzero, argwhere and flatnonzero on rows batched by `vmap`: the flat
+    positions of each row's nonzero elements, in order, by a stable argsort of the zero mask;
+    their number is read (rows that differ in it cannot share one array, and are run again
+    in groups)."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        (a,), (d,) = args, dims
+        a = batch_to_front(a, d)
+        row = shape(a)[1:]
+        found = not_equal(reshape(a, (shape(a)[0], -1)), 0)
+        count = int(_np.max(primal(sum(astype(found, _np.intp), axis=1)), initial=0))
+        flat = argsort(logical_not(found), axis=1, kind="stable")[:, :count]
+        if fn is flatnonzero:
+            return flat, 0
+        strides = _np.cumprod((1,) + row[::-1])[-2::-1] if row else ()
+        coords = [(flat // int(k)) % n for k, n in zip(strides, row)]
+        if fn is nonzero:
+            return tuple(coords), (0,) * len(coords)
+        return stack(coords, axis=-1) if coords else reshape(flat, (shape(a)[0], count, 0)), 0
+
+    _batching.rules[prim] = rule
+
+
+def _constant_batch(fn):
+    """The rule of a function of sizes (indices, tril_indices, ...): when the rows agree on
+    their arguments, one call, whose result is the same for every row; rows that differ
+    would have results of different shapes (one row at a time, which cannot stack them)."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        common = []
+        for a, d in zip(args, dims):
+            if d is None:
+                common.append(a)
+                continue
+            rows = _np.moveaxis(_np.asarray(primal(a)), d, 0)
+            if len(rows) == 0 or not (rows == rows[0]).all():
+                return _shaping.row_by_row(prim, args, dims, params, shape(a)[d])
+            common.append(rows[0])
+        return prim.impl(*common, **params), None
+
+    _batching.rules[prim] = rule
+
+
+for _fn in (nonzero, argwhere, flatnonzero):
+    _found_batch(_fn)
+for _fn in (indices, tril_indices, triu_indices, diag_indices):
+    _constant_batch(_fn)
+
 
 # --- functions applied over arrays: apply_along_axis and vectorize --------------------------------
 # Both call the user's function on slices or elements of traced arrays, so what the function
@@ -880,7 +1036,7 @@ indices = nondiff_function(_np.indices)
 
 
 def _dtype(x):
-    return _np.asarray(primal(x)).dtype
+    return dtype_of(x)
 
 
 def _stacked(results, lead_shape, dtype):
@@ -920,12 +1076,12 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     if 0 in outer:
         raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
     results = [func1d(getitem(rows, ind), *args, **kwargs) for ind in _np.ndindex(*outer)]
-    res_shape = _np.shape(primal(results[0]))
+    res_shape = shape_of(results[0])
     for r in results[1:]:
-        if _np.shape(primal(r)) != res_shape:
+        if shape_of(r) != res_shape:
             raise ValueError(
                 f"apply_along_axis: func1d returned results of shapes {res_shape} "
-                f"and {_np.shape(primal(r))}; NumPy needs one shape"
+                f"and {shape_of(r)}; NumPy needs one shape"
             )
     # NumPy writes every result into an array of the first one's dtype
     out = _stacked(results, outer, _dtype(results[0]))
@@ -1036,7 +1192,7 @@ class vectorize:
     def _output_dtypes(self, results):
         if self.otypes is not None:
             return self.otypes
-        return [_np.asarray(primal(r)).dtype for r in results[0]]
+        return [dtype_of(r) for r in results[0]]
 
     def _call_elementwise(self, func, args):
         args = [asarray(a) for a in args]
@@ -1098,7 +1254,7 @@ class vectorize:
             )
         for r in results:
             for value, core in zip(r, out_cores):
-                s = _np.shape(primal(value))
+                s = shape_of(value)
                 if len(s) != len(core):
                     raise ValueError(
                         f"wrong number of dimensions: expected {len(core)}, got {len(s)}"

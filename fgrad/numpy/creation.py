@@ -9,18 +9,19 @@ their `start:stop:num*1j` slices) are differentiable.
 rules are its two linear weights, `1 - i/div` for `start` and `i/div` for `stop`; `logspace`
 and `geomspace` follow NumPy's own steps on top of it, so their values equal NumPy's too.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
-`fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+`fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
 """
 
 import operator as _operator
 
 import numpy as _np
 
-from ..core import Box, primal
+from .. import batching as _batching
+from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import defprimitive
 from .arrays import diag
-from .elementwise import power
+from .elementwise import equal, power, sign
 from .shaping import (
     array,
     asarray,
@@ -29,6 +30,7 @@ from .shaping import (
     concatenate,
     expand_dims,
     is_traced,
+    like_batch_rule,
     meta,
     moveaxis,
     ndim,
@@ -36,10 +38,13 @@ from .shaping import (
     ravel,
     refuse_layout,
     refuse_out,
+    result_type,
+    shape,
     sum,
     swapaxes,
     transpose,
     unbroadcast,
+    with_example_ndim,
 )
 from .ufuncs import log10
 
@@ -69,10 +74,10 @@ def _traced(*xs):
 def _linspace_weights(ans, start, stop, num, endpoint, dtype, axis):
     """(w_start, w_stop, axis): the constant weights of start and stop in each sample, shaped
     to broadcast against the result, and the result's axis of samples."""
-    b_nd = _np.ndim(primal(ans)) - 1
+    b_nd = ndim(ans) - 1
     ax = axis % (b_nd + 1)
     div = (num - 1) if endpoint else num
-    dt = _np.result_type(primal(ans))
+    dt = dtype_of(ans)
     i = _np.arange(num, dtype=dt)
     w_stop = i / dt.type(div) if div > 0 else _np.zeros(num, dt)  # one sample: it is start
     w_stop = w_stop.reshape((num,) + (1,) * (b_nd - ax))
@@ -93,7 +98,7 @@ def _linspace_jvp(which):
     def rule(t, ans, start, stop, **params):
         weights = _linspace_weights(ans, start, stop, **params)
         w, ax = weights[which], weights[2]
-        b_shape = _np.broadcast_shapes(_np.shape(primal(start)), _np.shape(primal(stop)))
+        b_shape = _np.broadcast_shapes(shape_of(start), shape_of(stop))
         return expand_dims(broadcast_to(t, b_shape), ax) * w
 
     return rule
@@ -107,6 +112,18 @@ _linspace_p = defprimitive(
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
 )
+
+
+def _linspace_batch(args, dims, num, endpoint, dtype, axis):
+    """The end points with their batch axes first, padded to one row's broadcast rank (the
+    unbatched ones broadcast from the right), and the samples axis one further along."""
+    rows_nd = max(len(shape(a)) - (d is not None) for a, d in zip(args, dims))
+    start, stop = (a if d is None else with_example_ndim(a, d, rows_nd) for a, d in zip(args, dims))
+    ax = axis % (rows_nd + 1) + 1
+    return _linspace_p(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=ax), 0
+
+
+_batching.rules[_linspace_p] = _linspace_batch
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
@@ -126,7 +143,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if dtype is None:
-        dtype = _np.result_type(primal(start), primal(stop), float(num))
+        dtype = result_type(start, stop, float(num))
     y = _linspace_p(
         start,
         stop,
@@ -140,7 +157,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     div = (num - 1) if endpoint else num
     if div <= 0:  # NumPy's step of a sequence of 0 or 1 samples
         return y, _np.nan
-    return y, astype((asarray(stop) - start) / div, _np.result_type(primal(y)))
+    return y, astype((asarray(stop) - start) / div, dtype_of(y))
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
@@ -150,7 +167,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
         return _np.logspace(start, stop, num, endpoint, base, dtype, axis)
     if not isinstance(base, (float, int)) and ndim(base):
         # An array base broadcasts with start and stop, as in NumPy, before the samples axis.
-        nd = len(_np.broadcast_shapes(*(_np.shape(primal(a)) for a in (start, stop, base))))
+        nd = len(_np.broadcast_shapes(*(shape_of(a) for a in (start, stop, base))))
         start, stop, base = (
             expand_dims(asarray(a), tuple(range(nd - ndim(a)))) if ndim(a) < nd else a
             for a in (start, stop, base)
@@ -177,15 +194,22 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     if not _traced(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
         return out if kept is None else out.astype(kept)
-    p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
-    if _np.any(p_start == 0) or _np.any(p_stop == 0):
+    batched = holds_batch(start) or holds_batch(stop)
+    if batched:  # the end points of each row, by fgrad operations
+        p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
+        # the masks are read: the rows agree (no zero) unless one of them is wrong
+        has_zero = _np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0)))
+    else:
+        p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
+        has_zero = _np.any(p_start == 0) or _np.any(p_stop == 0)
+    if has_zero:
         raise ValueError("Geometric sequence cannot include zero")
     # NumPy's steps, in NumPy's dtype: the end points are rotated by the sign (the unit
     # phase, for complex) of start onto the positive reals, and back. The rotation is a
     # constant: the samples start**(1 - t) stop**t do not depend on it.
-    dt = _np.result_type(p_start, p_stop, float(num), _np.zeros((), dtype))
+    dt = _np.result_type(dtype_of(p_start), dtype_of(p_stop), float(num), _np.zeros((), dtype))
     start, stop = astype(asarray(start), dt), astype(asarray(stop), dt)
-    out_sign = _np.sign(p_start.astype(dt))
+    out_sign = sign(astype(p_start, dt)) if batched else _np.sign(p_start.astype(dt))
     start = start / out_sign
     stop = stop / out_sign
     result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0)
@@ -205,7 +229,7 @@ def _geomspace_single(start, stop, dtype):
     return double precision for single-precision end points, else None."""
     if dtype is not None:
         return None
-    kept = _np.result_type(primal(start), primal(stop))
+    kept = result_type(start, stop)
     if kept.kind not in "fc":
         return None
     numpys = _np.result_type(kept, _np.float64)
@@ -233,6 +257,8 @@ def diagflat(v, k=0):
 
 full_like = nondiff_function(_np.full_like)
 empty_like = nondiff_function(_np.empty_like)
+like_batch_rule(full_like)
+like_batch_rule(empty_like)
 
 
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------
@@ -254,9 +280,7 @@ def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
 def matrix_transpose(x, /):
     """NumPy 2's `matrix_transpose`: swap the last two axes of an array of matrices."""
     if ndim(x) < 2:
-        raise ValueError(
-            f"matrix_transpose: x must be at least 2-D, got shape {_np.shape(primal(x))}"
-        )
+        raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape {shape_of(x)}")
     return swapaxes(x, -1, -2)
 
 
@@ -303,13 +327,13 @@ class _AxisConcatenator:
                     piece = _at_least(piece, ndmin, -1)
                     if trans1d != -1:
                         piece = swapaxes(piece, -1, trans1d)
-                kinds.append(_np.result_type(primal(piece)))
+                kinds.append(dtype_of(piece))
             elif type(item) in _np.ScalarType:
                 piece = item
                 kinds.append(item)  # a number takes part in the dtype as NumPy weighs it
             else:
                 piece = _at_least(asarray(item), ndmin, trans1d)
-                kinds.append(_np.result_type(primal(piece)))
+                kinds.append(dtype_of(piece))
             pieces.append(piece)
         if not pieces:
             return concatenate((), axis=axis)  # NumPy's error for nothing to join

@@ -6,19 +6,24 @@ Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's con
 taken without division, so it is exact at zeros and at tiny values to every order. A `where=`
 mask is a constant: the elements it leaves out get no gradient.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+`fgrad.numpy.elementwise`.
 """
 
 import numpy as _np
 
-from ..core import Box, primal
+from .. import batching as _batching
+from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import defprimitive
+from .elementwise import equal, isfinite, logical_and, where
 from .shaping import (
     NO_VALUE,
     _kept_shape,
     _normalize_axes,
     astype,
     at,
+    batch_to_front,
+    broadcast_to,
     concatenate,
     ndim,
     reduction_mask,
@@ -47,7 +52,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALU
     """
     refuse_out(out, "mean")
     keepdims = _keepdims(keepdims)
-    a_dtype = _np.result_type(primal(a))
+    a_dtype = dtype_of(a)
     float16 = False
     if dtype is None:
         if a_dtype.kind in "iub":
@@ -66,7 +71,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALU
         # NumPy divides by the integer counts in float64 and casts back (which for one division
         # rounds as the division in the sum's own dtype would)
         with _np.errstate(divide="ignore", invalid="ignore"):
-            ans = astype(total / count, _np.result_type(primal(total)))
+            ans = astype(total / count, dtype_of(total))
     return astype(ans, a_dtype) if float16 else ans
 
 
@@ -77,6 +82,8 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     """1/k at each of the k elements equal to the extremum along `axis`, 0 elsewhere; with
     `initial`, it counts among the k when it ties (and its own share is returned too); with a
     `where` mask, only the True elements count."""
+    if holds_batch(x) or holds_batch(ans):  # one set of weights per row: fgrad operations
+        return _batched_tie_weights(ans, x, axis, initial, where)
     xv = _np.asarray(primal(x))
     kept = _kept_shape(xv.shape, axis)
     extremum = _np.reshape(primal(ans), kept)
@@ -91,6 +98,26 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     with _np.errstate(divide="ignore", invalid="ignore"):
         weights = (hit / count).astype(xv.dtype, copy=False)
         share = None if initial_hit is None else (initial_hit / count).astype(xv.dtype)
+    return weights, kept, share
+
+
+def _batched_tie_weights(ans, x, axis, initial, where):
+    """`_tie_weights` for values batched by `vmap`, computed by fgrad operations."""
+    x, ans = constant_of(x), constant_of(ans)
+    kept = _kept_shape(shape(x), axis)
+    extremum = reshape(ans, kept)
+    hit = equal(x, extremum)
+    if where is not True:
+        hit = logical_and(hit, where)
+    count = sum(astype(hit, _np.intp), axis=axis, keepdims=True)
+    initial_hit = None
+    if initial is not NO_VALUE:
+        initial_hit = astype(equal(initial, extremum), _np.intp)
+        count = count + initial_hit
+    dtype = dtype_of(x)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        weights = astype(astype(hit, _np.intp) / count, dtype)
+        share = None if initial_hit is None else astype(initial_hit / count, dtype)
     return weights, kept, share
 
 
@@ -113,17 +140,20 @@ def _extremum(impl, name):
         refuse_out(out, name)
         axes = _normalize_axes(axis, ndim(a))
         mask = reduction_mask(where, a, name)
+        if holds_batch(initial):
+            return _with_batched_initial(prim, a, axes, _keepdims(keepdims), initial, mask)
         c = primal(initial)
         ans = prim(a, axis=axes, keepdims=_keepdims(keepdims), initial=c, where=mask)
         if type(initial) is Box:
             # initial's share of the gradient, by a term that is zero in value
             share = _tie_weights(ans, a, axes, c, mask)[2]
             if not _keepdims(keepdims):
-                share = share.reshape(shape(ans))
+                share = reshape(share, shape(ans))
             ans = ans + (initial - c) * share
         return ans
 
     reduce.__name__ = reduce.__qualname__ = name
+    reduce.primitive = prim  # what the batching rules know it by
     reduce.__doc__ = (
         f"NumPy's `{name}` with `axis`, `keepdims`, `initial` (a value the result cannot go "
         "past: a constant, or a traced scalar, differentiable) and `where` (a constant mask; "
@@ -131,6 +161,28 @@ def _extremum(impl, name):
         "included."
     )
     return reduce
+
+
+def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
+    """max or min with one initial per row: the initial joins each reduction group as one
+    more element (so ties share the gradient with it as with any element). Masked-out
+    elements take the initial's value."""
+    if mask is not True:
+        a = where(mask, a, initial)
+    s = shape(a)
+    rest = [i for i in range(len(s)) if i not in axes]
+    lead = tuple(s[i] for i in rest)
+    n = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
+    groups = reshape(transpose(a, tuple(rest) + tuple(axes)), lead + (n,))
+    extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
+    ans = prim(
+        concatenate([groups, extra], axis=-1),
+        axis=(len(lead),),
+        keepdims=False,
+        initial=NO_VALUE,
+        where=True,
+    )
+    return reshape(ans, _kept_shape(s, axes)) if keepdims else ans
 
 
 max = _extremum(_np.maximum.reduce, "max")
@@ -150,14 +202,13 @@ def _product_of_others(x, axes):
     (product of the elements before) * (product of the elements after), both by exclusive
     scans made of multiplications only: exact at zeros and differentiable to every order.
     """
-    xv = primal(x)
-    x_shape = _np.shape(xv)
+    x_shape = shape_of(x)
     rest = [i for i in range(len(x_shape)) if i not in axes]
     order = rest + list(axes)
     lead_shape = tuple(x_shape[i] for i in rest)
     n = int(_np.prod([x_shape[i] for i in axes], dtype=_np.int64))
     if n == 0:
-        return _np.zeros(x_shape, dtype=_np.result_type(xv))
+        return _np.zeros(x_shape, dtype=dtype_of(x))
     flat = reshape(transpose(x, order), lead_shape + (n,))
     before = _exclusive_cumprod(flat)
     after = _exclusive_cumprod(flat[..., ::-1])[..., ::-1]
@@ -169,8 +220,8 @@ def _shifted(p, k, fill):
     """p moved k places along its last axis, with `fill` (1 or 0) coming in at the start."""
     n = shape(p)[-1]
     if k >= n:
-        return _np.full(shape(p), fill, dtype=_np.result_type(primal(p)))
-    pad = _np.full(shape(p)[:-1] + (k,), fill, dtype=_np.result_type(primal(p)))
+        return _np.full(shape(p), fill, dtype=dtype_of(p))
+    pad = _np.full(shape(p)[:-1] + (k,), fill, dtype=dtype_of(p))
     return concatenate([pad, p[..., : n - k]], axis=-1)
 
 
@@ -219,7 +270,7 @@ def _others(x, axis, initial):
 
 
 def _prod_vjp(ans, x, axis, keepdims, dtype, initial, where):
-    x_shape, x_dtype = _np.shape(primal(x)), _np.result_type(primal(x))
+    x_shape, x_dtype = shape_of(x), dtype_of(x)
     kept = _kept_shape(x_shape, axis)
     others = _others(x, axis, initial)
     return lambda ct: astype(reshape(ct, kept) * others, x_dtype)
@@ -227,7 +278,7 @@ def _prod_vjp(ans, x, axis, keepdims, dtype, initial, where):
 
 def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
     t = sum(t * _others(x, axis, initial), axis=axis, keepdims=keepdims)
-    return astype(t, _np.result_type(primal(ans)))
+    return astype(t, dtype_of(ans))
 
 
 _prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod")
@@ -245,7 +296,17 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     axes = _normalize_axes(axis, ndim(a))
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
-        a = at(a)[~mask].set(_np.ones((), _np.result_type(primal(a))))
+        a = at(a)[~mask].set(_np.ones((), dtype_of(a)))
+    if holds_batch(initial):  # one initial per row: a factor of the product
+        ans = _prod_p(
+            a,
+            axis=axes,
+            keepdims=_keepdims(keepdims),
+            dtype=None if dtype is None else _np.dtype(dtype),
+            initial=NO_VALUE,
+            where=mask,
+        )
+        return astype(ans * initial, dtype_of(ans))
     c = primal(initial)
     ans = _prod_p(
         a,
@@ -265,8 +326,29 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
             initial=NO_VALUE,
             where=mask,
         )
-        finite = _np.isfinite(_np.asarray(primal(rest)))
-        if not finite.all():  # (initial - c) is 0 in value: keep 0 * inf out of the value
-            rest = at(rest)[~finite].set(0.0)
+        # (initial - c) is 0 in value: keep 0 * inf out of the value
+        if holds_batch(rest):
+            rest = where(isfinite(constant_of(rest)), rest, 0.0)
+        else:
+            finite = _np.isfinite(_np.asarray(primal(rest)))
+            if not finite.all():
+                rest = at(rest)[~finite].set(0.0)
         ans = ans + (initial - c) * rest
     return ans
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# A `where` mask has one row's shape, so with the batch axis in front it still broadcasts
+# against the trailing (row) axes.
+
+
+def _reduction_batch(prim):
+    def rule(args, dims, axis, **params):
+        (x,), (d,) = args, dims
+        return prim(batch_to_front(x, d), axis=tuple(a + 1 for a in axis), **params), 0
+
+    return rule
+
+
+for _prim in (max.primitive, min.primitive, _prod_p):
+    _batching.rules[_prim] = _reduction_batch(_prim)

@@ -20,7 +20,18 @@ import inspect
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, Primitive, bind, dtype_of, holds_box, primal, shape_of, zeros_like_value
+from ..core import (
+    Box,
+    Primitive,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    holds_box,
+    primal,
+    shape_of,
+    zeros_like_value,
+)
 from ..primitive import deflinear, defprimitive, nondiff
 
 __all__ = [
@@ -176,7 +187,7 @@ def _kept_shape(x_shape, axes):
 
 
 def _reshape_vjp(ans, x, shape):
-    x_shape = _np.shape(primal(x))
+    x_shape = shape_of(x)
     return lambda ct: _reshape_p(ct, shape=x_shape)
 
 
@@ -226,12 +237,26 @@ def _index_order(a, order, name, allowed):
         )
     order = order.upper()
     if order in "AK":
-        v = _np.asarray(primal(a))
+        v = _memory_of_a_row(a)
         if _np.isfortran(v):
             return "F"
         if order == "A" or v.flags.c_contiguous:
             return "C"
     return order
+
+
+def _memory_of_a_row(a):
+    """An array laid out in memory as a's value is (its elements are not read). For a value
+    batched by `vmap`, an array of one row's shape whose axes lie in memory in the order of
+    a row's (its strides skip the other rows, so a row alone is taken to be compact, as each
+    array of a loop over rows would be)."""
+    if type(a) is not Box:
+        return _np.asarray(a)
+    v = _memory_of_a_row(a.value)  # as a's holder sees it: the levels below hold their rows
+    if not (a.level.batches and a.level.live):
+        return v
+    row = v[(slice(None),) * a.aux + (0,)] if v.shape[a.aux] else _np.take(v, [], a.aux)
+    return _np.empty_like(row, dtype=bool)  # order "K": the row's order of axes, compact
 
 
 def ravel(a, order="C"):
@@ -241,7 +266,7 @@ def ravel(a, order="C"):
         return _np.ravel(a, order=order)
     order = _index_order(a, order, "ravel", allowed="CFAK")
     if order == "K":  # where each element of NumPy's own ravel comes from
-        v = _np.asarray(primal(a))
+        v = _memory_of_a_row(a)
         positions = _np.empty_like(v, dtype=_np.intp)  # in v's memory layout
         positions[...] = _np.arange(v.size).reshape(v.shape)
         return getitem(reshape(a, (-1,)), _np.ravel(positions, order="K"))
@@ -400,7 +425,7 @@ def broadcast_to(array, shape, subok=False):
         return _np.broadcast_to(array, shape, subok=True)
     refuse_layout("broadcast_to", subok=(subok, False))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
-    if _np.shape(primal(array)) == shape:
+    if shape_of(array) == shape:
         return array
     return _broadcast_to_p(array, shape=shape)
 
@@ -490,11 +515,14 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
     if (
         initial is NO_VALUE
         and where is NO_VALUE
-        and (dtype is None or _np.dtype(dtype) == _np.result_type(primal(a)))
+        and (dtype is None or _np.dtype(dtype) == dtype_of(a))
     ):
         return _sum_p(a, axis=axes, keepdims=keepdims)
     mask = reduction_mask(where, a, "sum")
     dtype = None if dtype is None else _np.dtype(dtype)
+    if holds_batch(initial):  # one initial per row: added to the sum
+        ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=mask)
+        return _astype_p(ans + initial, dtype=dtype_of(ans))
     c = primal(initial)
     ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=c, where=mask)
     if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
@@ -697,7 +725,10 @@ def _normalize_index(idx):
 
 
 def getitem(x, idx):
-    """`x[idx]` with every NumPy indexing form."""
+    """`x[idx]` with every NumPy indexing form; under `vmap`, integer index arrays may be
+    batched too (one per row, as argsort and argmax give them)."""
+    if type(idx) is Box or (type(idx) is tuple and holds_box(idx)):
+        return _gather(x, idx)
     return _getitem_p(x, idx=_normalize_index(idx))
 
 
@@ -713,6 +744,8 @@ class _IndexUpdater:
         self.x = x
 
     def __getitem__(self, idx):
+        if type(idx) is Box or (type(idx) is tuple and holds_box(idx)):
+            return _BatchedIndexUpdate(self.x, idx)
         return _IndexUpdate(self.x, _normalize_index(idx))
 
 
@@ -940,6 +973,13 @@ def describe(x):
     return f"shape {shape_of(x)} and dtype {dtype_of(x)}"
 
 
+def result_type(*xs):
+    """NumPy's `result_type` of the values of xs, without reading a value batched by `vmap`
+    (its dtype stands for it: it is an array, so it weighs as its dtype does). Python numbers
+    stay weak, as in NumPy."""
+    return _np.result_type(*(dtype_of(x) if holds_batch(x) else primal(x) for x in xs))
+
+
 def _sequence_to_array(obj):
     if isinstance(obj, (list, tuple)):
         return stack([_sequence_to_array(o) for o in obj])
@@ -1108,6 +1148,9 @@ def _index_update_batch(prim):
         if dv is not None:  # v broadcasts against the selected part of one row
             picked = _np.broadcast_to(_np.zeros((), dtype=bool), shape(x)[1:])[parts]
             v = with_example_ndim(v, dv, picked.ndim)
+            extra = ndim(v) - 1 - picked.ndim
+            if extra > 0:  # NumPy accepts a v with extra leading length-1 axes: dropped
+                v = _reshape_p(v, shape=shape(v)[:1] + shape(v)[1 + extra :])
         return bind(prim, (x, v), {"idx": (slice(None),) + parts}), 0
 
     return rule
@@ -1120,6 +1163,235 @@ def _joined_batch(prim):
         return bind(prim, rows, {"axis": axis + 1}), 0
 
     return rule
+
+
+# Indexing by integer arrays batched by `vmap` (one per row): `gather` and `scatter_add` take the
+# index arrays as arguments (no derivative) and an index `template` with a `_Slot` where each
+# goes. Under the batching level, an arange over the rows joins the index arrays, so that each
+# row picks from its own row; NumPy puts the broadcast index axes first, where one row's
+# result may have them further in, so the rule moves them there.
+
+
+class _Slot:
+    """The place of index array `i` (an argument of the primitive) in an index template."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return f"_Slot({self.i})"
+
+
+def _filled(template, arrays):
+    return tuple(arrays[p.i] if type(p) is _Slot else p for p in template)
+
+
+def _index_template(idx):
+    """(template, arrays) for an index holding batched integer arrays; a constant boolean
+    array becomes its nonzero() integer arrays (NumPy's meaning), so that every array index
+    is an integer array."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    template, arrays = [], []
+    for p in parts:
+        if type(p) is Box and holds_batch(p) and dtype_of(p).kind in "iu":
+            template.append(_Slot(len(arrays)))
+            arrays.append(constant_of(p))
+            continue
+        if type(p) is Box and holds_batch(p) and dtype_of(p) == _np.dtype(bool):
+            p = primal(p)  # the rows' common mask (a mask's count of True sets the shape)
+        p = _normalize_index(p)
+        if isinstance(p, _np.ndarray) and p.dtype == bool:
+            template.extend(p.nonzero())
+        else:
+            template.append(p)
+    return tuple(template), arrays
+
+
+def _gather(x, idx):
+    template, arrays = _index_template(idx)
+    if not arrays:
+        return _getitem_p(x, idx=template)
+    return _gather_p(x, *arrays, template=template)
+
+
+def _gather_vjp(ans, x, *arrays, template):
+    x_shape = shape_of(x)
+    return lambda ct: _scatter_add_p(
+        _np.zeros(x_shape, dtype_of(ct)), ct, *arrays, template=template
+    )
+
+
+_gather_p = Primitive(
+    "gather",
+    lambda x, *arrays, template: x[_filled(template, arrays)],
+    vjps=(_gather_vjp,),
+    jvps=(lambda t, ans, x, *arrays, template: _gather_p(t, *arrays, template=template),),
+)
+
+
+def _scatter_add_impl(x, v, *arrays, template):
+    out = _np.array(x, copy=True)
+    _np.add.at(out, _filled(template, arrays), _np.asarray(v, dtype=out.dtype))
+    return out
+
+
+def _scatter_add_vjp_v(ans, x, v, *arrays, template):
+    like = meta(v)
+    return lambda ct: unbroadcast(_gather_p(ct, *arrays, template=template), like)
+
+
+_scatter_add_p = Primitive(
+    "scatter_add",
+    _scatter_add_impl,
+    vjps=(lambda ans, x, v, *arrays, template: _identity_ct, _scatter_add_vjp_v),
+    jvps=(
+        lambda t, ans, x, v, *arrays, template: t,
+        lambda t, ans, x, v, *arrays, template: _scatter_add_p(
+            zeros_like_value(ans), t, *arrays, template=template
+        ),
+    ),
+)
+
+
+class _BatchedIndexUpdate:
+    """`x.at[idx]` where idx holds batched integer arrays: `.add`, `.set` and `.get`."""
+
+    __slots__ = ("arrays", "template", "x")
+
+    def __init__(self, x, idx):
+        self.x = x
+        self.template, self.arrays = _index_template(idx)
+
+    def add(self, v):
+        return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
+
+    def set(self, v):
+        """x with x[idx] replaced by v (indices that repeat keep the sum of their values)."""
+        x_shape, dtype = shape_of(self.x), dtype_of(self.x)
+        picked = _scatter_add_p(
+            _np.zeros(x_shape), _np.ones(()), *self.arrays, template=self.template
+        )
+        placed = _scatter_add_p(_np.zeros(x_shape, dtype), v, *self.arrays, template=self.template)
+        return _where(picked > 0, placed, self.x)
+
+    def get(self):
+        return _gather_p(self.x, *self.arrays, template=self.template)
+
+
+def _where(condition, x, y):
+    return _INSTALLED["where"](condition, x, y)
+
+
+def _is_array_part(p):
+    return not isinstance(p, slice) and p is not None and p is not Ellipsis
+
+
+def _row_layout(template, array_shapes, row_nd):
+    """(k, p, nd) of one row's result: its k broadcast index axes are at position p (where
+    the first index array is when the index arrays are side by side, else first: NumPy's
+    rule), and it has nd axes."""
+    shapes = [
+        array_shapes[p.i] if type(p) is _Slot else _np.shape(p)
+        for p in template
+        if _is_array_part(p)
+    ]
+    k = len(_np.broadcast_shapes(*shapes))
+    advanced = [_is_array_part(p) for p in template]
+    first = advanced.index(True)
+    last = len(advanced) - advanced[::-1].index(True)
+    spread = row_nd - len([p for p in template if p is not None and p is not Ellipsis])
+    widths = [spread if p is Ellipsis else 1 for p in template if not _is_array_part(p)]
+    nd = k + int(_np.sum(widths, dtype=int))
+    if not all(advanced[first:last]):
+        return k, 0, nd
+    before = [spread if p is Ellipsis else 1 for p in template[:first]]
+    return k, int(_np.sum(before, dtype=int)), nd
+
+
+def _batched_template(template, arrays, dims, n, row_nd):
+    """The template and arrays that index the batched value (rows first) row by row, and the
+    (k, p, nd) layout of one row's result."""
+    array_shapes = [
+        shape(a) if d is None else shape(a)[:d] + shape(a)[d + 1 :] for a, d in zip(arrays, dims)
+    ]
+    k, p, nd = _row_layout(template, array_shapes, row_nd)
+    rows = _np.arange(n).reshape((n,) + (1,) * k)
+    arrays = [a if d is None else with_example_ndim(a, d, k) for a, d in zip(arrays, dims)]
+    return (_Slot(len(arrays)),) + template, arrays + [rows], (k, p, nd)
+
+
+def _gather_batch(args, dims, template):
+    (x, *arrays), (dx, *array_dims) = args, dims
+    n = batch_size(args, dims)
+    x = every_row(x, dx, n)
+    template, arrays, (k, p, _) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
+    out = _gather_p(x, *arrays, template=template)
+    if p:  # the index axes to where one row's result has them
+        out = moveaxis(out, tuple(range(1, 1 + k)), tuple(range(1 + p, 1 + p + k)))
+    return out, 0
+
+
+def _scatter_add_batch(args, dims, template):
+    (x, v, *arrays), (dx, dv, *array_dims) = args, dims
+    n = batch_size(args, dims)
+    x = every_row(x, dx, n)
+    template, arrays, (k, p, nd) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
+    v = with_example_ndim(every_row(v, dv, n), 0, nd)  # v broadcasts against one row's result
+    if p:  # one row's layout to the batched result's
+        v = moveaxis(v, tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
+    return _scatter_add_p(x, v, *arrays, template=template), 0
+
+
+def axis_batch_rule(fn):
+    """The batching rule of `fn`, a function declared with `nondiff_function` that works
+    along its first argument's `axis` (None: all of it, flattened; an int; a tuple, if fn
+    takes one), as argmax, argsort, all and count_nonzero do: the rows go first and the axis
+    moves one along. Other arguments are the same for every row."""
+    prim = fn.primitive
+    signature = inspect.signature(prim.impl)
+    first = next(iter(signature.parameters))
+    default = signature.parameters["axis"].default
+
+    def rule(args, dims, **params):
+        if any(d is not None for d in dims[1:]):
+            return row_by_row(prim, args, dims, params, batch_size(args, dims))
+        arguments = signature.bind(*args, **params).arguments
+        x = batch_to_front(arguments.pop(first), dims[0])
+        n, row = shape(x)[0], shape(x)[1:]
+        axis = arguments.get("axis", default)
+        keep = arguments.get("keepdims", False) is True
+        if axis is None:
+            flat = reshape(x, (n, -1))
+            if keep:
+                arguments["keepdims"] = False
+            out = bind(prim, (flat,), {**arguments, "axis": 1})
+            return (reshape(out, (n,) + (1,) * len(row)) if keep else out), 0
+        axes = _normalize_axes(axis, len(row))
+        shifted = tuple(a + 1 for a in axes) if isinstance(axis, tuple) else axes[0] + 1
+        return bind(prim, (x,), {**arguments, "axis": shifted}), 0
+
+    _batching.rules[prim] = rule
+
+
+def like_batch_rule(fn):
+    """The batching rule of `fn`, a constant shaped like its first argument (zeros_like,
+    full_like, ...): applied to all rows at once, or to one row when a `shape` is given (then
+    the result is the same for every row). Other batched arguments (a batched fill value):
+    one row at a time."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        (x, *rest), (d, *rest_dims) = args, dims
+        if any(e is not None for e in rest_dims):
+            return row_by_row(prim, args, dims, params, batch_size(args, dims))
+        if params.get("shape") is not None:
+            row = _np.zeros(shape(x)[:d] + shape(x)[d + 1 :], dtype_of(x))
+            return bind(prim, (row, *rest), params), None
+        return bind(prim, args, params), d
+
+    _batching.rules[prim] = rule
 
 
 _batching.rules.update(
@@ -1137,7 +1409,11 @@ _batching.rules.update(
         _index_add_p: _index_update_batch(_index_add_p),
         _index_set_p: _index_update_batch(_index_set_p),
         _stack_p: _joined_batch(_stack_p),
+        _gather_p: _gather_batch,
+        _scatter_add_p: _scatter_add_batch,
         _concatenate_p: _joined_batch(_concatenate_p),
     }
 )
 _batching.row_by_row = row_by_row
+like_batch_rule(zeros_like)
+like_batch_rule(ones_like)

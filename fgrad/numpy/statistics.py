@@ -22,17 +22,32 @@ Conventions:
 - `cumprod`'s derivatives use no division (doubling scans of multiplications), so they are
   exact at zeros and for tiny values to every order.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
-`fgrad.numpy.reductions`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+`fgrad.numpy.elementwise`, `fgrad.numpy.reductions`, `fgrad.numpy.arrays`.
 """
 
+import builtins as _builtins
 import operator as _operator
 
 import numpy as _np
 
-from ..core import Box, dtype_of, holds_batch, primal, shape_of
+from .. import batching as _batching
+from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import deflinear, defprimitive
-from .elementwise import conj, imag, real, sqrt, where
+from .arrays import argsort, take_along_axis
+from .elementwise import (
+    conj,
+    equal,
+    imag,
+    isnan,
+    less_equal,
+    logical_and,
+    logical_not,
+    real,
+    register_elementwise,
+    sqrt,
+    where,
+)
 from .elementwise import where as _where  # for functions with a `where=` parameter
 from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
 from .shaping import (
@@ -41,6 +56,10 @@ from .shaping import (
     _normalize_axes,
     asarray,
     astype,
+    axis_batch_rule,
+    batch_size,
+    batch_to_front,
+    batched_axis,
     broadcast_to,
     concatenate,
     describe,
@@ -53,6 +72,7 @@ from .shaping import (
     reduction_mask,
     refuse_out,
     reshape,
+    row_by_row,
     shape,
     sum,
     transpose,
@@ -108,12 +128,12 @@ def _asarray(a):
 
 def _float_dtype(a):
     """The dtype of a's results: a's own if floating, float64 for ints and bools (NumPy's)."""
-    dtype = _np.result_type(primal(a))
+    dtype = dtype_of(a)
     return dtype if _np.issubdtype(dtype, _np.inexact) else _np.dtype(_np.float64)
 
 
 def _as_float(a):
-    return a if _np.issubdtype(_np.result_type(primal(a)), _np.inexact) else astype(a, _np.float64)
+    return a if _np.issubdtype(dtype_of(a), _np.inexact) else astype(a, _np.float64)
 
 
 def _count(a, axes):
@@ -123,7 +143,10 @@ def _count(a, axes):
 
 
 def _nan_mask(a):
-    """A constant boolean mask of a's NaNs, or None when there are none."""
+    """A constant boolean mask of a's NaNs, or None when there are none. For a value batched
+    by `vmap`, the rows' masks (batched too), whether or not they hold a NaN."""
+    if holds_batch(a):
+        return isnan(constant_of(a))
     m = _np.isnan(_np.asarray(primal(a)))
     return m if m.any() else None
 
@@ -147,12 +170,12 @@ def _counts(a, axes, mask, keepdims):
 def _divide(total, count):
     """total / count as NumPy's reductions divide (into the total's own dtype)."""
     with _np.errstate(divide="ignore", invalid="ignore"):
-        return astype(total / count, _np.result_type(primal(total)))
+        return astype(total / count, dtype_of(total))
 
 
 def _squared_magnitude(x):
     """|x|**2, as NumPy's var computes it: x*x, or re**2 + im**2 for complex x."""
-    if _np.iscomplexobj(primal(x)):
+    if dtype_of(x).kind == "c":
         re, im = real(x), imag(x)
         return re * re + im * im
     return x * x
@@ -160,6 +183,9 @@ def _squared_magnitude(x):
 
 def _sqrt_or_zero(v):
     """sqrt(v), with value and every derivative 0 where v == 0 (the masked branch sees 1)."""
+    if holds_batch(v):  # one mask per row
+        zero = equal(constant_of(v), 0)
+        return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
     zero = _np.asarray(primal(v)) == 0
     if not zero.any():
         return sqrt(v)
@@ -194,7 +220,7 @@ def var(
     ddof = _ddof(ddof, correction)
     keepdims = _keepdims(keepdims)
     a = _asarray(a)
-    if dtype is None and _np.result_type(primal(a)).kind in "iub":
+    if dtype is None and dtype_of(a).kind in "iub":
         dtype = _np.float64
     axes = _normalize_axes(axis, ndim(a))
     mask = reduction_mask(where, a, "var")
@@ -263,7 +289,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
     keepdims = _keepdims(keepdims)
     if weights is None:
         avg = mean(_as_float(a), axis=axes, keepdims=keepdims)
-        scl = _np.full(shape(avg), _count(a, axes), dtype=_np.result_type(primal(avg)))
+        scl = _np.full(shape(avg), _count(a, axes), dtype=dtype_of(avg))
         return (avg, scl) if returned else avg
     w = _asarray(weights)
     a_shape, w_shape = shape(a), shape(w)
@@ -284,7 +310,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
         w = transpose(w, tuple(_np.argsort(order))) if len(order) > 1 else w
         w = reshape(w, tuple(n if i in axes else 1 for i, n in enumerate(a_shape)))
     scl = sum(broadcast_to(w, a_shape) if shape(w) != a_shape else w, axis=axes, keepdims=keepdims)
-    if _np.any(_np.asarray(primal(scl)) == 0):
+    if holds_batch(scl):  # the rows agree (no zero sum) unless one of them is wrong
+        zero_sum = bool(primal(any(equal(constant_of(scl), 0))))
+    else:
+        zero_sum = _np.any(_np.asarray(primal(scl)) == 0)
+    if zero_sum:
         raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
     avg = sum(a * w, axis=axes, keepdims=keepdims) / scl
     if returned:
@@ -335,7 +365,7 @@ def _cumprod_vjp(ans, x, axis):
     xm = moveaxis(x, axis, -1)
     before = _exclusive_cumprod(xm)  # x_0 ... x_{j-1}
     n = shape(xm)[-1]
-    ones = _np.ones(shape(xm)[:-1] + (1,), dtype=_np.result_type(primal(xm)))
+    ones = _np.ones(shape(xm)[:-1] + (1,), dtype=dtype_of(xm))
     # d(sum_i ct_i P_i)/dx_j = before_j * s_j with s_j = ct_j + x_{j+1} s_{j+1}: a linear
     # recurrence run from the end (so on reversed arrays), multiplications only.
     a_rev = concatenate([xm[..., 1:], ones], axis=-1)[..., ::-1] if n > 1 else ones
@@ -396,7 +426,7 @@ def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
         return y
     s = list(shape(y))
     s[axis] = 1
-    return concatenate([_np.full(s, initial, dtype=_np.result_type(primal(y))), y], axis=axis)
+    return concatenate([_np.full(s, initial, dtype=dtype_of(y)), y], axis=axis)
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
@@ -445,7 +475,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_V
     refuse_out(out, "nanmean")
     keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
-    if m is None or not _np.issubdtype(_np.result_type(primal(a0)), _np.inexact):
+    if m is None or not _np.issubdtype(dtype_of(a0), _np.inexact):
         return mean(a0, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     axes = _normalize_axes(axis, ndim(a0))
     count = _valid_counts(m, axes, reduction_mask(where, a0, "nanmean"), keepdims)
@@ -455,12 +485,18 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_V
 
 def _valid_counts(m, axes, mask, keepdims):
     """The number of non-NaN (and unmasked) elements per group, an intp array."""
+    if type(m) is Box:  # one mask per row
+        valid = logical_not(m) if mask is True else logical_and(logical_not(m), mask)
+        return sum(astype(valid, _np.intp), axis=axes, keepdims=keepdims)
     valid = ~m if mask is True else ~m & mask
     return _np.sum(valid, axis=axes, dtype=_np.intp, keepdims=keepdims)
 
 
 def _divide_or_nan(total, count):
     """total / count, NaN where count is 0 (0/0 in NumPy), with no 0/0 in the gradient."""
+    if type(count) is Box:  # one count per row
+        empty = equal(count, 0)
+        return where(empty, _np.nan, _divide(total, where(empty, 1, count)))
     empty = count == 0
     ans = _divide(total, _np.where(empty, 1, count))
     return where(empty, _np.nan, ans) if _np.any(empty) else ans
@@ -474,7 +510,11 @@ def _nan_extremum(reduce, fill, name):
         axes = _normalize_axes(axis, ndim(a))
         a0, m = _nan_to(a, fill)
         ans = reduce(a0, axis=axes, keepdims=keepdims, initial=initial, where=where)
-        if m is not None and initial is NO_VALUE:  # NumPy's fmax.reduce: NaN if all are NaN
+        if type(m) is Box and initial is NO_VALUE:  # one mask per row
+            mask = reduction_mask(where, a, name)
+            all_nan = equal(_valid_counts(m, axes, mask, keepdims), 0)
+            ans = _where(all_nan, _np.nan, ans)
+        elif m is not None and initial is NO_VALUE:  # NumPy's fmax.reduce: NaN if all are NaN
             mask = reduction_mask(where, a, name)
             all_nan = _np.all(m if mask is True else m | ~mask, axis=axes, keepdims=keepdims)
             if all_nan.any():
@@ -511,7 +551,7 @@ def nanvar(
     ddof = _ddof(ddof, correction)
     keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
-    a_dtype = _np.result_type(primal(a0))
+    a_dtype = dtype_of(a0)
     if not _np.issubdtype(a_dtype, _np.inexact):
         return var(a0, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
     if m is None:
@@ -523,9 +563,12 @@ def nanvar(
         mean = _divide(total, _np.maximum(_valid_counts(m, axes, mask, True), 1))  # see var
     # NumPy subtracts and squares in place, in the data's own dtype (whatever `dtype` is)
     d = _where(m, 0.0, astype(a0 - mean, a_dtype))  # NaN positions: 0, and no gradient
-    sqr = real(d * conj(d)) if _np.iscomplexobj(primal(d)) else d * d
+    sqr = real(d * conj(d)) if dtype_of(d).kind == "c" else d * d
     ss = sum(sqr, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     dof = _valid_counts(m, axes, mask, keepdims) - ddof
+    if type(dof) is Box:  # one count per row
+        bad = less_equal(dof, 0)
+        return _where(bad, _np.nan, _divide(ss, _where(bad, 1, dof)))
     bad = dof <= 0  # NumPy gives NaN there
     v = _divide(ss, _np.where(bad, 1, dof))
     return _where(bad, _np.nan, v) if _np.any(bad) else v
@@ -623,7 +666,7 @@ def _virtual_index(n, q, method):
         if method == "closest_observation":
             at_int = at_int & (prev % 2 == 1)
         vi, slope = _np.where(at_int, prev, prev + 1), None
-    vi = _np.asarray(vi, dtype=float)
+    vi = astype(vi, float) if type(vi) is Box else _np.asarray(vi, dtype=float)
     prev = _np.floor(vi)
     gamma = vi - prev
     if method == "averaged_inverted_cdf":
@@ -667,12 +710,25 @@ def _order_statistics(a, axis, nan_policy):
     a = _as_float(_asarray(a))
     axes = _normalize_axes(axis, ndim(a))
     x = _to_last(a, axes)
-    xv = _np.asarray(primal(x))
-    n_all = xv.shape[-1]
+    n_all = shape(x)[-1]
     if n_all == 0:
         raise ValueError(
             f"cannot take a median or quantile over an empty axis (a has shape {shape(a)})"
         )
+    if holds_batch(x):  # one order and one NaN mask per row, by fgrad operations
+        xc = constant_of(x)
+        nan = isnan(xc)
+        order = argsort(xc, axis=-1, kind="stable")  # NaNs sort to the end
+        x = where(nan, 0.0, x)
+        nans = sum(astype(nan, _np.intp), axis=-1)
+        if nan_policy == "omit":
+            counts = n_all - nans
+            nan_slices = equal(counts, 0)
+        else:
+            counts = _np.full(shape(x)[:-1], n_all)
+            nan_slices = logical_not(equal(nans, 0))
+        return x, order, counts, nan_slices, _kept_shape(shape(a), axes)
+    xv = _np.asarray(primal(x))
     nan = _np.isnan(xv)
     order = _np.argsort(xv, axis=-1, kind="stable")  # NaNs sort to the end
     if nan.any():
@@ -688,7 +744,9 @@ def _order_statistics(a, axis, nan_policy):
 
 def _finish(res, nan_slices, kept, keepdims, q_shape):
     """res has shape L + (m,): move the quantiles first, restore the reduced axes' shape."""
-    if nan_slices.any():
+    if type(nan_slices) is Box:  # one mask per row
+        res = where(nan_slices[..., None], _np.nan, res)
+    elif nan_slices.any():
         res = where(nan_slices[..., None], _np.nan, res)
     lead = shape(res)[:-1]
     res = moveaxis(res, -1, 0) if lead else res
@@ -707,44 +765,49 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     _check_method(method, name)
     weak = type(q) in (int, float)
     a, q = _asarray(a), _asarray(q)
-    if _np.iscomplexobj(primal(a)):  # NumPy refuses too: complex numbers have no order
+    if dtype_of(a).kind == "c":  # NumPy refuses too: complex numbers have no order
         raise TypeError(
             f"{name}: a is complex ({describe(a)}); quantiles need real numbers: "
             "pass fgrad.numpy.real(a) or fgrad.numpy.abs(a), whichever you mean "
             "to order by"
         )
-    if _np.iscomplexobj(primal(q)):
+    if dtype_of(q).kind == "c":
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
-    qv = _np.asarray(primal(q), dtype=float) / scale
-    if not (_np.all(qv >= 0) and _np.all(qv <= 1)):
+    if holds_batch(q):  # one q per row: the virtual indices are batched too
+        qv = astype(constant_of(q), float) / scale
+        in_range = all(logical_and(qv >= 0, qv <= 1))  # the rows agree, unless one is wrong
+    else:
+        qv = _np.asarray(primal(q), dtype=float) / scale
+        in_range = _np.all(qv >= 0) and _np.all(qv <= 1)
+    if not in_range:
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
     keepdims = _keepdims(keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lead = shape(x)[:-1]
-    q_shape = qv.shape
-    qf = qv.reshape(-1)
+    q_shape = shape(qv)
+    qf = reshape(qv, (-1,))
     n = counts[..., None]  # L + (1,) against the m quantiles
     prev, nxt, gamma, slope = _virtual_index(n, qf, method)
-    prev = _np.broadcast_to(prev, lead + qf.shape)
-    nxt = _np.broadcast_to(nxt, lead + qf.shape)
+    prev = broadcast_to(prev, lead + shape(qf))
+    nxt = broadcast_to(nxt, lead + shape(qf))
     # NumPy's result dtype: a Python number q (or integer quantiles) takes a's float dtype;
     # a q array promotes with it (percentile's q / 100 is float64 for integer percents).
-    q_dtype = _np.result_type(_np.asarray(primal(q)) / scale)
-    if weak or (scale == 1.0 and not _np.issubdtype(_np.result_type(primal(q)), _np.inexact)):
-        q_dtype = _np.result_type(primal(x))
-    dtype = _np.result_type(primal(x), q_dtype)
-    lo = _take_last(x, _np.take_along_axis(order, prev, axis=-1))
+    q_dtype = (_np.zeros((), dtype_of(q)) / scale).dtype
+    if weak or (scale == 1.0 and not _np.issubdtype(dtype_of(q), _np.inexact)):
+        q_dtype = dtype_of(x)
+    dtype = _np.result_type(dtype_of(x), q_dtype)
+    lo = _take_last(x, take_along_axis(order, prev, axis=-1))
     if method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation"):
         res = lo
     else:
-        hi = _take_last(x, _np.take_along_axis(order, nxt, axis=-1))
-        g = _np.broadcast_to(gamma, lead + qf.shape).astype(dtype)
+        hi = _take_last(x, take_along_axis(order, nxt, axis=-1))
+        g = astype(broadcast_to(gamma, lead + shape(qf)), dtype)
         upper = g >= 0.5
         if slope is not None and type(q) is Box:
             # gamma moves with q at rate d(virtual index)/dq; q - primal(q) is 0 in value,
             # so the value stays NumPy's exactly while the derivative is carried.
-            dq = reshape(q, (-1,)) / scale - _np.asarray(primal(q)).reshape(-1) / scale
+            dq = reshape(q, (-1,)) / scale - reshape(constant_of(q), (-1,)) / scale
             g = g + _np.asarray(slope, dtype=dtype) * dq
         diff = hi - lo
         # NumPy's lerp: from the nearer end, so that gamma = 1 gives hi exactly
@@ -845,8 +908,8 @@ def _median(a, axis, keepdims, nan_policy):
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lower = _np.maximum((counts - 1) // 2, 0)[..., None]
     upper = _np.maximum(counts // 2 - (counts == 0), 0)[..., None]
-    lo = _take_last(x, _np.take_along_axis(order, lower, axis=-1))
-    hi = _take_last(x, _np.take_along_axis(order, upper, axis=-1))
+    lo = _take_last(x, take_along_axis(order, lower, axis=-1))
+    hi = _take_last(x, take_along_axis(order, upper, axis=-1))
     return _finish((lo + hi) / 2, nan_slices, kept, keepdims, ())
 
 
@@ -868,6 +931,8 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=NO_VALUE):
 all = nondiff_function(_np.all)
 any = nondiff_function(_np.any)
 count_nonzero = nondiff_function(_np.count_nonzero)
+for _fn in (all, any, count_nonzero):
+    axis_batch_rule(_fn)
 
 
 # --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---------
@@ -893,7 +958,7 @@ def bincount(x, /, weights=None, minlength=0):
     if weights is None:
         return _np.bincount(x, None, minlength)
     weights = _asarray(weights)
-    w_dtype = _np.result_type(primal(weights))
+    w_dtype = dtype_of(weights)
     if w_dtype.kind == "c":  # NumPy refuses them too
         raise TypeError(
             f"bincount: weights are complex ({describe(weights)}); NumPy sums "
@@ -967,9 +1032,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         raise ValueError(
             f"histogram: weights must have the shape of a, {a.shape}; got {describe(w)}"
         )
-    if not _np.issubdtype(_np.result_type(primal(w)), _np.inexact):
+    if not _np.issubdtype(dtype_of(w), _np.inexact):
         raise TypeError(f"histogram: traced weights must be floating, got {describe(w)}")
-    edges = _np.histogram_bin_edges(a, bins, range, primal(w))
+    # the weights only make NumPy refuse the bin estimators that cannot weigh: ones do too
+    edges = _np.histogram_bin_edges(a, bins, range, _np.ones(a.shape))
     flat_a = a.ravel()
     hist = _histogram_p(ravel(w), a=flat_a, bins=bins, range=range, edges=edges)
     if density:
@@ -1004,3 +1070,62 @@ def isscalar(element):
 
 iscomplex = nondiff_function(_np.iscomplex)
 isreal = nondiff_function(_np.isreal)
+register_elementwise({"iscomplex": iscomplex, "isreal": isreal})
+
+
+def _digitize_batch(args, dims, **params):
+    """digitize is elementwise in x; the bins are one sorted array for every row."""
+    (x, *rest), (d, *rest_dims) = args, dims
+    if any(e is not None for e in rest_dims):
+        return row_by_row(digitize.primitive, args, dims, params, batch_size(args, dims))
+    return digitize.primitive(x, *rest, **params), d
+
+
+_batching.rules[digitize.primitive] = _digitize_batch
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+
+
+def _scan_batch(prim):
+    def rule(args, dims, axis, **params):
+        (x,), (d,) = args, dims
+        return prim(x, axis=batched_axis(axis, d), **params), d
+
+    return rule
+
+
+_batching.rules[_cumsum_p] = _scan_batch(_cumsum_p)
+_batching.rules[_cumprod_p] = _scan_batch(_cumprod_p)
+
+
+def _binned_batch(bins_of):
+    """The rule of a weighted count (`bins_of(**params)` gives each weight's bin, -1 for
+    none, and the number of bins): one bincount over all rows, row r's bins offset by r
+    times the number of bins."""
+
+    def rule(args, dims, **params):
+        (w,), (d,) = args, dims
+        w = batch_to_front(w, d)
+        n = shape(w)[0]
+        index, count = bins_of(**params)
+        inside = index >= 0
+        rows = _np.arange(n).reshape((n,) + (1,) * index.ndim)
+        offsets = _np.where(inside, index + count * rows, 0)
+        weights = w if inside.all() else where(inside, w, 0.0)
+        total = _bincount_p(ravel(weights), index=offsets.ravel(), minlength=n * count)
+        return reshape(total, (n, count)), 0
+
+    return rule
+
+
+def _bincount_bins(index, minlength):
+    return index, _builtins.max(int(index.max()) + 1 if index.size else 0, minlength)
+
+
+def _histogram_bins_of(a, bins, range, edges):
+    return _histogram_bins(a, edges), edges.size - 1
+
+
+_batching.rules[_bincount_p] = _binned_batch(_bincount_bins)
+_batching.rules[_histogram_p] = _binned_batch(_histogram_bins_of)
