@@ -17,7 +17,7 @@ import numpy as _np
 
 from . import numpy as fnp
 from .boundary import api_boundary
-from .core import Box, primal, zeros_like_value
+from .core import Box, dtype_of, holds_batch, primal, shape_of, zeros_like_value
 from .forward import ForwardLevel
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
@@ -39,8 +39,17 @@ __all__ = [
 # --- checking what the user passed ----------------------------------------------------------------
 
 
+def _plain(x):
+    """x's plain value, for checks of its type, shape and dtype. A batched value (inside
+    `vmap`) gets a stand-in with one row's shape and dtype: reading its rows would split the
+    batch (see `fgrad.batching`)."""
+    if holds_batch(x):
+        return _np.broadcast_to(_np.zeros((), dtype_of(x)), shape_of(x))
+    return primal(x)
+
+
 def _describe(x):
-    v = primal(x)
+    v = _plain(x)
     return f"shape {_np.shape(v)} and dtype {_dtype(v)}"
 
 
@@ -105,7 +114,7 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
     what to do. `holomorphic=True` requires complex inputs; `False`, real ones. `labels()`
     names the leaves; it is only called to write an error."""
     for i, x in enumerate(leaves):
-        v = primal(x)
+        v = _plain(x)
         if isinstance(v, (list, tuple)):
             v = _np.asarray(v)
         dt = _dtype(v) if _is_arraylike(v) else None
@@ -148,7 +157,7 @@ def _numpy_scalar(v, like=None):
     """
     if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         if like is not None:
-            dtype = _dtype(primal(like))
+            dtype = _dtype(_plain(like))
         else:
             dtype = _np.complex128 if isinstance(v, complex) else _np.float64
         return _np.asarray(v, dtype=dtype)[()]
@@ -263,7 +272,7 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
 def _check_outputs(out_leaves, who):
     """Transforms differentiate numbers and numeric arrays; say so for anything else."""
     for k, o in enumerate(out_leaves):
-        v = primal(o)
+        v = _plain(o)
         if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
@@ -332,7 +341,7 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
 
 def _check_like(given, expected, what, of_what):
     """A tangent or cotangent must have the shape and dtype of the value it goes with."""
-    g, e = primal(given), primal(expected)
+    g, e = _plain(given), _plain(expected)
     if not (_is_arraylike(g) and _np.issubdtype(_dtype(g), _np.number)) or isinstance(g, bool):
         kind = (
             f"{_dtype(g)} with shape {_np.shape(g)}"
@@ -406,7 +415,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
 def _unit_cotangent(out, who, holomorphic=False):
     """grad's output must be a float with one element (real, or complex if `holomorphic`);
     its cotangent is 1."""
-    v = primal(out)
+    v = _plain(out)
     if not _is_arraylike(v):
         raise TypeError(
             f"{who} requires the function to return a scalar (a float or an array with one "
@@ -621,7 +630,7 @@ def _map_linear(linear, k, n_args, rows, row_elements):
 
 
 def _largest(leaves):
-    return max((int(_np.size(primal(x))) for x in leaves), default=1)
+    return max((int(_np.size(_plain(x))) for x in leaves), default=1)
 
 
 def _one_hots(v):
@@ -631,7 +640,7 @@ def _one_hots(v):
 
 def _no_rows(leaves):
     """The stacked rows of a Jacobian block with no rows: one empty stack per leaf."""
-    return [_np.zeros((0,) + _np.shape(primal(x)), dtype=_dtype(primal(x))) for x in leaves]
+    return [_np.zeros((0,) + _np.shape(_plain(x)), dtype=_dtype(_plain(x))) for x in leaves]
 
 
 def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
@@ -640,7 +649,7 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
     blocks = []
     for k, o in enumerate(out_leaves):
         per_input = [
-            fnp.reshape(pieces_by_out[k][j], _np.shape(primal(o)) + _np.shape(primal(x)))
+            fnp.reshape(pieces_by_out[k][j], _np.shape(_plain(o)) + _np.shape(_plain(x)))
             for j, x in enumerate(in_leaves)
         ]
         blocks.append(in_tree_of(per_input))
@@ -676,7 +685,7 @@ def jacfwd(fun, argnums=0, holomorphic=False):
         # stacked on a leading axis
         columns = []
         for j, x in enumerate(in_leaves):
-            v = primal(x)
+            v = _plain(x)
             if _np.size(v) == 0:
                 columns.append(None)  # filled in below, once the outputs are known
                 continue
@@ -720,7 +729,7 @@ def jacrev(fun, argnums=0, holomorphic=False):
         _check_output_kind(out_leaves, holomorphic, "jacrev")
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):
-            v = primal(o)
+            v = _plain(o)
             if _np.size(v) == 0:
                 pieces.append(_no_rows(in_leaves))
                 continue
@@ -738,7 +747,7 @@ def _check_output_kind(out, holomorphic, who):
     """jacrev's one-hot cotangents span real directions only: complex outputs need
     holomorphic=True, and holomorphic=True needs complex outputs."""
     for leaf in tree_flatten(out)[0]:
-        is_complex = _np.iscomplexobj(primal(leaf))
+        is_complex = _np.iscomplexobj(_plain(leaf))
         if is_complex != bool(holomorphic):
             raise TypeError(
                 f"{who} with holomorphic={bool(holomorphic)} requires "

@@ -544,7 +544,7 @@ class _Capture:
             if id(x) not in self.seen:
                 self.seen.add(id(x))
                 self.boxes.append(x)
-            return primal(x)
+            return constant_of(x)
         return _UNWRAP
 
 
@@ -577,10 +577,11 @@ def _rewritten(rewrite, suspend):
 
 
 def capturing() -> contextlib.AbstractContextManager[_Capture]:
-    """Within the block, every live level is suspended: a function run there computes with
-    plain values, and the boxes of those levels that it reads are listed, in order, in the
-    `boxes` of the object the block gives."""
-    levels = live_levels()
+    """Within the block, every live level that differentiates is suspended: a function run
+    there computes with the values under their boxes, and the boxes of those levels that it
+    reads are listed, in order, in the `boxes` of the object the block gives. Batching levels
+    stay live: their rows are still computed together."""
+    levels = [lv for lv in live_levels() if not lv.batches]
     return _rewritten(_Capture(set(levels)), levels)
 
 

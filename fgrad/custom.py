@@ -101,7 +101,7 @@ from . import batching, core
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
-from .core import Box, Primitive, bind, holds_box_of, primal, zeros_like_value
+from .core import Box, Primitive, bind, holds_box_of, zeros_like_value
 from .numpy.shaping import describe, every_row
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -846,11 +846,11 @@ class _CheckpointCall(_Call):
     def discover(self, leaves):
         """Run the function once on the plain values, every live level suspended: the value,
         and the boxes it reads (its free variables), kept in `captured`."""
-        plain = [primal(x) for x in leaves]
+        plain = [core.constant_of(x) for x in leaves]  # a batched value keeps its rows
         with core.capturing() as capture:
             outs = self.output_leaves(self.call(plain), "the function")
         self.captured = capture.boxes
-        self.cache = (plain + [primal(c) for c in self.captured], outs)
+        self.cache = (plain + [core.constant_of(c) for c in self.captured], outs)
         return outs
 
     def call(self, vals):
@@ -966,8 +966,15 @@ def checkpoint(fun):
         call = _CheckpointCall(fun, in_tree, who)
         outs = call.discover(leaves)
         inputs = [_as_numpy(x) for x in leaves] + call.captured
-        if not _any_live(inputs):
+        levels = _live_levels(inputs)
+        if not levels:
             return call.output(outs)
+        if max(levels, key=operator.attrgetter("depth")).batches:
+            # A vmap inside every transform that differentiates the call: its rows are
+            # computed together by running the function itself (which may read other values
+            # batched by that vmap), so the transforms outside the vmap trace every operation
+            # of it: the call is not rematerialized for them.
+            return fun(*args, **kwargs)
         return call.bind(checkpoint_p, inputs)
 
     functools.update_wrapper(checkpointed, fun)
@@ -1051,9 +1058,10 @@ def tap_cotangent(x, on_cotangent):
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
-# Under vmap a call becomes a call of the same kind on whole batches: the function and its
-# rules are vmapped over the rows (every input gets a leading batch axis), so that outer
-# levels still apply the user's rule, now to all rows at once.
+# Under vmap a custom call becomes a call of the same kind on whole batches: the function and
+# its rules are vmapped over the rows (every input gets a leading batch axis), so that outer
+# levels still apply the user's rule, now to all rows at once. (A checkpoint inside a vmap
+# runs its function on the batch instead: see `checkpoint`.)
 
 
 def _every_row(args, dims):
@@ -1066,10 +1074,35 @@ def _batched_outputs(out):
     return tuple(leaves), (0,) * len(leaves)
 
 
+def _check_batched_closure(call, level, rules):
+    """Refuse a function or rule that reads a value batched at `level` other than through its
+    arguments: the batched call applies it to all rows at once, where that value's rows could
+    not be matched to the arguments' rows."""
+    for what, fn in (("the function", call.f.fun), *rules):
+        for name, v in _free_values(fn):
+            x = _box_of(v, level)
+            if x is not None:
+                raise TypeError(
+                    f"{call.who}: {what} reads {name}, a value batched by vmap (a traced value "
+                    f"with {describe(x)}) that is not one of its arguments; under vmap the rule "
+                    "runs on all rows at once and could not pair that value's rows with the "
+                    "arguments'. Pass it to the function as an explicit argument"
+                )
+
+
 def _custom_batch(args, dims, call):
-    if any(_any_live(tree_flatten(a)[0]) for a in call.nondiff_args()):
-        return _by_row(call, args, dims)  # a nondiff argument that varies by row
     f, nondiff = call.f, call.nondiff_args()
+    level = call.level(args)
+    if not any(lv.depth < level.depth for lv in _live_levels(call.inputs) if not lv.batches):
+        # No transform outside this vmap differentiates the call, so nobody needs its rule:
+        # the function runs on the batch, rows together (it may read values of this vmap).
+        boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+        outs = call.output_leaves(f.fun(*call.full_args(boxed)), "the function")
+        return _unboxed(outs, level)
+    rules = (("fwd", f.fwd), ("bwd", f.bwd)) if isinstance(f, custom_vjp) else (("jvp", f.jvp),)
+    _check_batched_closure(call, level, rules)
+    if any(_any_live(tree_flatten(a)[0]) for a in nondiff):
+        return _by_row(call, args, dims)  # a nondiff argument that varies by row
     rows = _every_row(args, dims)
 
     def with_nondiff(diff_args):
@@ -1105,12 +1138,22 @@ def _by_row(call, args, dims):
 
 
 def _checkpoint_batch(args, dims, call):
-    rows = _every_row(args, dims)
+    """A vmap inside the transforms that differentiate a checkpointed call (they process it
+    first): the function runs on the batch, its rows together, as it reads values of this vmap
+    that are not its arguments."""
+    level = call.level(args)
+    boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+    return _unboxed(call.run(boxed, ()), level)
 
-    def batched(*vals):
-        return vmap(lambda *vs: tuple(call.run(list(vs), ())))(*vals)
 
-    return _batched_outputs(checkpoint(batched)(*rows))
+def _unboxed(outs, level):
+    """Output leaves computed on `level`'s boxes, as a rule returns them: values and axes."""
+    values, dims = [], []
+    for o in outs:
+        own = type(o) is Box and o.level is level
+        values.append(o.value if own else o)
+        dims.append(o.aux if own else None)
+    return tuple(values), tuple(dims)
 
 
 def _tap_batch(args, dims, call):

@@ -310,3 +310,32 @@ def test_a_users_except_exception_does_not_swallow_the_split():
 def test_branches_returning_different_structures_are_an_error():
     with pytest.raises(ValueError, match="outputs of different structures"):
         vmap(lambda v: (v, v) if v > 0 else v)(np.array([-1.0, 2.0]))
+
+
+def test_custom_rules_and_checkpoint_batch_without_splitting(monkeypatch):
+    splits = Splits(monkeypatch)
+    x, ys = np.linspace(0.1, 1.0, 4), np.array([1.0, 2.0, 3.0, 4.0])
+
+    def closing_over(u, y):  # the checkpointed function reads y, batched, from its closure
+        return fgrad.checkpoint(lambda v: fnp.tanh(v * y))(u)
+
+    want = ys * (1 - np.tanh(x * ys) ** 2)
+    np.testing.assert_allclose(vmap(grad(closing_over))(x, ys), want)
+    np.testing.assert_allclose(
+        grad(lambda u: fnp.sum(vmap(closing_over)(u, ys)))(x), want, rtol=1e-14
+    )
+
+    def scaled_by(y):
+        @fgrad.custom_vjp
+        def h(u):
+            return u * y
+
+        h.defvjp(lambda u: (h(u), None), lambda _, ct: (ct * y * 2.0,))  # twice the slope
+        return h
+
+    np.testing.assert_allclose(vmap(grad(lambda u, y: scaled_by(y)(u)))(x, ys), 2.0 * ys)
+    np.testing.assert_allclose(vmap(lambda u, y: scaled_by(y)(u))(x, ys), x * ys)
+    assert splits.count == 0
+    # grad outside the vmap needs the rule for all rows at once, which cannot pair y's rows
+    with pytest.raises(TypeError, match="reads 'y', a value batched by vmap"):
+        grad(lambda u: fnp.sum(vmap(lambda v, y: scaled_by(y)(v))(u, ys)))(x)

@@ -145,3 +145,46 @@ def test_vmap_of_grad_and_grad_of_vmap_equal_a_loop(row, monkeypatch):
     got = fgrad.grad(lambda *a: fnp.sum(fgrad.vmap(f)(*a)), argnums=argnums)(*stacked)
     _assert_rows(got, want, 0, row, "grad(vmap)")
     watch.check(row)
+
+
+def _primitives():
+    """Every primitive and non-differentiable primitive of fgrad's modules."""
+    import sys
+
+    import fgrad.scipy  # noqa: F401 (its modules hold primitives too)
+    from fgrad.core import NondiffPrimitive, Primitive
+
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("fgrad") or module is None:
+            continue
+        for v in vars(module).values():
+            v = getattr(v, "primitive", v)
+            if isinstance(v, (Primitive, NondiffPrimitive)):
+                found[id(v)] = (name, v)
+    return list(found.values())
+
+
+def test_every_primitive_has_a_batching_rule_or_a_declared_reason():
+    missing = sorted(
+        f"{module}.{p.name}"
+        for module, p in _primitives()
+        if p not in batching.rules and p not in batching.row_by_row_reasons
+    )
+    assert not missing, f"no batching rule: {missing}"
+    for p, reason in batching.row_by_row_reasons.items():
+        assert reason and len(reason) > 20, f"{p.name}: say why it runs one row at a time"
+
+
+def test_the_primitives_applied_row_by_row_are_listed(capsys):
+    declared = sorted(f"{p.name}: {reason}" for p, reason in batching.row_by_row_reasons.items())
+    with capsys.disabled():
+        print(f"\n{len(declared)} primitive(s) declared to run one row at a time under vmap:")
+        for line in declared:
+            print("  " + line)
+    numpy_ones = [
+        f"{module}.{p.name}"
+        for module, p in _primitives()
+        if p in batching.row_by_row_reasons and module.startswith("fgrad.numpy")
+    ]
+    assert not numpy_ones, f"fgrad.numpy, linalg and fft should need none: {numpy_ones}"
