@@ -1159,19 +1159,22 @@ def missing_bars(workload, measures):
 
 
 def profile(workload, seconds=2.0, top=30):
-    """cProfile of fgrad on one workload: the functions with the most time of their own."""
-    (c,) = [c for c in workload.contenders if c.label == "fgrad"]
-    calls = timing.calls_per_sample(c.fn, seconds)
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(calls):
-        c.fn()
-    profiler.disable()
-    print(
-        f"\nProfile of fgrad on {workload.key}, {calls} calls (tottime: own time; cumtime: "
-        "with callees; cProfile inflates small calls)"
-    )
-    pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(top)
+    """cProfile of fgrad on one workload (each of its tasks): the functions with the most time
+    of their own."""
+    for c in workload.contenders:
+        if c.lib != "fgrad":
+            continue
+        calls = timing.calls_per_sample(c.fn, seconds)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(calls):
+            c.fn()
+        profiler.disable()
+        print(
+            f"\nProfile of {c.label} on {workload.key}, {calls} calls (tottime: own time; "
+            "cumtime: with callees; cProfile inflates small calls)"
+        )
+        pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(top)
 
 
 # --- main ---------------------------------------------------------------------------------
