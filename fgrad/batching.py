@@ -56,22 +56,32 @@ def declare_row_by_row(prim, reason: str) -> None:
 
 
 class Diverged(BaseException):
-    """The rows of `level`'s batch read different values (`keys[i]` identifies row i's).
+    """The rows of `level`'s batch read different values (`rows[i]`, row i's).
 
     A BaseException, so that a user's `except Exception` around the read does not swallow the
     signal that the batch must be split."""
 
-    def __init__(self, level, keys):
+    def __init__(self, level, rows):
         super().__init__(f"the rows of {level!r} read different values")
         self.level = level
-        self.keys = keys
+        self.rows = rows
 
     def groups(self) -> list[_np.ndarray]:
-        """Row indices grouped by the value they read, in order of first appearance."""
-        found: dict[bytes, list[int]] = {}
-        for i, key in enumerate(self.keys):
-            found.setdefault(key, []).append(i)
-        return [_np.asarray(rows, dtype=_np.intp) for rows in found.values()]
+        """Row indices grouped by the value they read (bit for bit), in order of first
+        appearance."""
+        n = len(self.rows)
+        if n == 0:
+            return []
+        if self.rows.dtype == bool and self.rows.ndim == 1:  # an `if` on each row: two groups
+            first = self.rows[0]
+            return [_np.flatnonzero(self.rows == first), _np.flatnonzero(self.rows != first)]
+        flat = _np.ascontiguousarray(self.rows).reshape(n, -1)
+        keys = flat.view(_np.dtype((_np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
+        _, first, group_of = _np.unique(keys, return_index=True, return_inverse=True)
+        group_of = group_of.ravel()
+        by_group = _np.argsort(group_of, kind="stable")
+        members = _np.split(by_group, _np.cumsum(_np.bincount(group_of))[:-1])
+        return [members[g] for g in _np.argsort(first)]
 
 
 class BatchLevel(Level):
@@ -113,4 +123,4 @@ class BatchLevel(Level):
                 same |= (rows != rows) & (first != first)
             if same.all():
                 return first[()] if first.ndim == 0 else first
-        raise Diverged(self, [row.tobytes() for row in rows])
+        raise Diverged(self, rows)

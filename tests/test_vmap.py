@@ -39,9 +39,9 @@ class Splits:
         self.count = 0
         real = batching.Diverged.__init__
 
-        def counting(signal, level, keys):
+        def counting(signal, level, rows):
             self.count += 1
-            real(signal, level, keys)
+            real(signal, level, rows)
 
         monkeypatch.setattr(batching.Diverged, "__init__", counting)
 

@@ -252,11 +252,11 @@ def _dtype_or_weak(a):
     """An input's dtype as `ufunc.resolve_dtypes` takes it: a Python number is weakly typed."""
     if type(a) in (int, float, complex):
         return type(a)
-    return _np.result_type(primal(a))
+    return dtype_of(a)
 
 
 def _in_dtype(a, dtype):
-    if type(a) in (int, float, complex) or _np.result_type(primal(a)) == dtype:
+    if type(a) in (int, float, complex) or dtype_of(a) == dtype:
         return a
     return astype(a, dtype) if is_traced(a) else _np.asarray(a, dtype=dtype)
 
@@ -365,9 +365,8 @@ def _dpow_dx(x, y):
 
 def _dpow_dy(ans, x):
     """d(x**y)/dy = x**y * log(x), taken as 0 at x == 0 (as JAX does) instead of 0 * -inf."""
-    xv = primal(x)
-    x_is_zero = _np.asarray(xv) == 0
-    if x_is_zero.any():
+    x_is_zero = mask_values(x) == 0
+    if may_hold(x_is_zero):
         return where(x_is_zero, 0.0, ans * log(where(x_is_zero, 1.0, x)))
     return ans * log(x)
 
@@ -456,17 +455,19 @@ sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
 
 def _abs_slope(ans, x):
     """+1 where x >= 0 and -1 elsewhere: abs'(0) = 1, as in JAX."""
+    if holds_batch(x):  # one slope per row
+        return astype(where(greater_equal(constant_of(x), 0), 1.0, -1.0), _dtype_of(ans))
     return _weights(_np.where(_np.asarray(primal(x)) >= 0, 1, -1), _dtype_of(ans))
 
 
 def _is_complex(x):
-    return _np.iscomplexobj(primal(x))
+    return dtype_of(x).kind == "c"
 
 
 def _unit_phase(ans, x):
     """conj(z) / |z| for complex z, with 0 at z = 0 (the subgradient JAX also picks there)."""
-    zero = _np.asarray(primal(ans)) == 0
-    if zero.any():
+    zero = mask_values(ans) == 0
+    if may_hold(zero):
         return where(zero, 0.0, conj(x) / where(zero, 1.0, ans))
     return conj(x) / ans
 
@@ -556,12 +557,13 @@ def real_if_close(a, tol=100):
     """
     if not is_traced(a):
         return _np.real_if_close(a, tol=tol)
-    v = _np.asarray(primal(a))
-    if not _np.iscomplexobj(v):
+    if not _is_complex(a):
         return a
     if tol > 1:
-        tol = _np.finfo(v.dtype).eps * tol
-    return real(a) if _np.all(_np.abs(v.imag) < tol) else a
+        tol = _np.finfo(dtype_of(a)).eps * tol
+    # The choice sets the result's dtype, so it is read: under `vmap` the rows' masks, which
+    # agree unless rows choose differently (then `vmap` splits the batch).
+    return real(a) if _np.all(primal(_np.abs(_np.imag(mask_values(a))) < tol)) else a
 
 
 def angle(z, deg=False):
@@ -576,8 +578,8 @@ def angle(z, deg=False):
 def _angle_grad(ans, z):
     """conj(z) / |z|^2, 0 at z = 0: d angle = Im(conj(z) dz) / |z|^2."""
     r2 = real(z * conj(z))
-    zero = _np.asarray(primal(r2)) == 0
-    if zero.any():
+    zero = mask_values(r2) == 0
+    if may_hold(zero):
         return where(zero, 0.0, conj(z) / where(zero, 1.0, r2))
     return conj(z) / r2
 
@@ -771,6 +773,21 @@ def register_elementwise(namespace):
         prim = getattr(value, "primitive", value)
         if isinstance(prim, (Primitive, NondiffPrimitive)) and prim not in _batching.rules:
             _batching.rules[prim] = elementwise_batch_rule(prim)
+
+
+def mask_values(x):
+    """x's values for a mask computed with NumPy in a rule: a NumPy array, or, when x holds the
+    rows of a `vmap`, x as a batched constant (no derivative), on which NumPy's ufuncs and
+    functions dispatch to fgrad's and give one mask per row. Such code combines masks with
+    NumPy's functions (`_np.logical_and`, not `&`) and asks `may_hold(mask)`, not
+    `mask.any()`."""
+    return constant_of(x) if holds_batch(x) else _np.asarray(primal(x))
+
+
+def may_hold(mask):
+    """Whether a mask holds anywhere. A batched mask is taken to, unread: the branch it guards
+    runs for every row, its masked entries on guarded values."""
+    return holds_batch(mask) or bool(mask.any())
 
 
 _batching.rules[add_any] = elementwise_batch_rule(add_any)

@@ -28,12 +28,14 @@ import operator
 
 import numpy as _np
 
-from ..core import Box, primal
+from .. import batching as _batching
+from ..core import Box, dtype_of
 from ..primitive import deflinear
 from .elementwise import conj, multiply, real
 from .shaping import (
     _index_add_p,
     asarray,
+    batched_axis,
     concatenate,
     describe,
     getitem,
@@ -120,7 +122,7 @@ def _check_length(n, name, what="n"):
 
 
 def _check_real(x, name):
-    if _np.iscomplexobj(primal(x)):
+    if dtype_of(x).kind == "c":
         raise TypeError(
             f"{name} takes a real input, got one of {describe(x)}; use the complex transform "
             "(fft, fftn) for complex inputs, or pass real(x)"
@@ -140,7 +142,7 @@ def _resize(x, n, axis):
         return getitem(x, lead + (slice(0, n),))
     new_shape = list(shape(x))
     new_shape[axis] = n
-    zeros = _np.zeros(new_shape, dtype=_np.result_type(primal(x)))
+    zeros = _np.zeros(new_shape, dtype=dtype_of(x))
     return _index_add_p(zeros, x, idx=lead + (slice(0, m),))
 
 
@@ -191,11 +193,11 @@ def _hermitian_weights(n, axis, nd, dtype):
 
 def _irfft_vjp(ans, x, n, axis, norm):
     like = meta(x)
-    w = _hermitian_weights(n, axis, _np.ndim(primal(ans)), _np.result_type(primal(ans)))
+    w = _hermitian_weights(n, axis, len(shape(ans)), dtype_of(ans))
     scaled_as_irfft = _SWAP[norm]  # rfft with this norm has irfft's scale
 
     def bprop(ct):
-        if _np.iscomplexobj(primal(ct)):
+        if dtype_of(ct).kind == "c":
             ct = real(ct)  # the output is real: only the real part of a cotangent pairs with it
         return unbroadcast(multiply(conj(_rfft_p(ct, axis=axis, norm=scaled_as_irfft)), w), like)
 
@@ -497,3 +499,20 @@ def rfftfreq(n, d=1.0, device=None):
     if type(d) is not Box:
         return _np.fft.rfftfreq(n, d, device=device)
     return _spacing_scaled(_np.arange(0, n // 2 + 1), n, d, "rfftfreq")
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# Each primitive transforms along one axis and maps every other: the batch axis stays where it
+# is and the transformed axis is shifted past it.
+
+
+def _along_batched_axis(prim):
+    def rule(args, dims, axis, **params):
+        (x,), (d,) = args, dims
+        return prim(x, axis=batched_axis(axis, d), **params), d
+
+    return rule
+
+
+for _prim in (_c2c_p, _rfft_p, _irfft_p):
+    _batching.rules[_prim] = _along_batched_axis(_prim)

@@ -62,17 +62,32 @@ import collections
 
 import numpy as _np
 
-from ..core import Primitive, primal
+from .. import batching as _batching
+from ..core import Primitive, bind, constant_of, dtype_of, holds_batch, primal
 from ..primitive import deflinear, defprimitive
 from . import arrays as _arrays
 from . import products as _products
-from .elementwise import abs, conj, imag, real, sign, where
+from .elementwise import (
+    abs,
+    conj,
+    equal,
+    greater,
+    imag,
+    logical_and,
+    logical_or,
+    not_equal,
+    real,
+    sign,
+    where,
+)
 from .products import conj_if_complex as _conj
 from .products import vecdot as _vecdot
 from .reductions import _product_of_others, max, min, prod
 from .shaping import (
     _kept_shape,
     _normalize_axes,
+    astype,
+    batch_to_front,
     broadcast_to,
     concatenate,
     describe,
@@ -87,6 +102,7 @@ from .shaping import (
     swapaxes,
     transpose,
     unbroadcast,
+    with_example_ndim,
 )
 
 _matmul = _products.matmul  # the primitive, for the rules below
@@ -147,7 +163,7 @@ LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` cat
 
 
 def _check_matrix(a, who, arg="a"):
-    if _np.ndim(primal(a)) < 2:
+    if len(shape(a)) < 2:
         raise LinAlgError(
             f"{who}: argument {arg!r} has {describe(a)}; it must be a matrix or a stack of "
             "matrices (at least 2 dimensions)"
@@ -175,11 +191,11 @@ def _H(x):
 
 
 def _is_complex(x):
-    return _np.iscomplexobj(primal(x))
+    return _np.issubdtype(dtype_of(x), _np.complexfloating)
 
 
 def _dtype(x):
-    return _np.result_type(primal(x))
+    return dtype_of(x)
 
 
 def _const(values, like):
@@ -195,6 +211,45 @@ def _diagonal(m):
 def _diag_embed(v):
     """A stack of diagonal matrices with `v` (..., k) on the diagonal."""
     return expand_dims(v, -1) * _const(_np.eye(shape(v)[-1]), v)
+
+
+def _onehot(mask, like):
+    """A boolean mask as a constant 0/1 array in the dtype of `like`."""
+    dt = _dtype(like)
+    return where(mask, _np.ones((), dt), _np.zeros((), dt))
+
+
+def _first_largest(m):
+    """The boolean one-hot of the first largest entry along m's last axis (NumPy's argmax),
+    from comparisons of every pair of entries, so that it batches: no row's value is read."""
+    n = shape(m)[-1]
+    mine, other = expand_dims(m, -1), expand_dims(m, -2)  # [..., i, j]: m_i and m_j
+    beaten = logical_or(
+        greater(other, mine), logical_and(equal(other, mine), _np.tri(n, n, -1, dtype=bool))
+    )
+    return equal(sum(where(beaten, 1.0, 0.0), axis=-1), 0.0)
+
+
+def _descending_order(m):
+    """P (..., n, n) with P[..., i, r] = 1 where entry i of m's last axis comes r-th in NumPy's
+    `argsort(m)[..., ::-1]` (ties: the later entry first), from comparisons, so that it
+    batches. `_reordered(x, P)` applies it."""
+    n = shape(m)[-1]
+    mine, other = expand_dims(m, -1), expand_dims(m, -2)
+    ahead = logical_or(
+        greater(other, mine), logical_and(equal(other, mine), _np.tri(n, n, -1, dtype=bool).T)
+    )
+    rank = sum(where(ahead, 1.0, 0.0), axis=-1)
+    return equal(expand_dims(rank, -1), _np.arange(n, dtype=float))
+
+
+def _reordered(x, order):
+    """x[..., k] reordered along its last axis by the one-hot `order` (P[i, r]: entry i goes
+    to place r): a product with a 0/1 matrix, exact for finite x."""
+    p = _onehot(order, x)
+    if len(shape(x)) == len(shape(order)) - 1:  # a vector per matrix of `order`
+        return _matmul(expand_dims(x, -2), p)[..., 0, :]
+    return _matmul(x, p)
 
 
 def _imag_part(z):
@@ -213,9 +268,12 @@ def _inverse_where_nonzero(d):
     The gaps between eigenvalues (or squared singular values) pass through here, and so does
     the diagonal of the gap matrix, which is always 0.
     """
-    zero = _np.asarray(primal(d)) == 0
-    if not zero.any():
-        return 1.0 / d
+    if holds_batch(d):  # one mask per row, from the batched values (no NumPy read)
+        zero = equal(d, 0)
+    else:
+        zero = _np.asarray(primal(d)) == 0
+        if not zero.any():
+            return 1.0 / d
     return where(zero, 0.0, 1.0 / where(zero, 1.0, d))
 
 
@@ -318,7 +376,7 @@ def solve(a, b):
     1-D; otherwise it is a (stack of) matrices (..., M, K), and batch axes broadcast."""
     _check_square(a, "linalg.solve")
     n = shape(a)[-1]
-    if _np.ndim(primal(b)) == 1:
+    if len(shape(b)) == 1:
         if shape(b)[0] != n:
             raise LinAlgError(
                 f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's length "
@@ -346,13 +404,13 @@ def tensorinv(a, ind=2):
 
 def tensorsolve(a, b, axes=None):
     """NumPy's `linalg.tensorsolve`: x with tensordot(a, x, x.ndim) = b, through `solve`."""
-    nd = _np.ndim(primal(a))
+    nd = len(shape(a))
     if axes is not None:
         order = [k for k in range(nd) if k not in [ax % nd for ax in axes]]
         order += [ax % nd for ax in axes]
         a = transpose(a, order)
     s = shape(a)
-    old = s[-(nd - _np.ndim(primal(b))) :]
+    old = s[-(nd - len(shape(b))) :]
     n = int(_np.prod(old, dtype=_np.int64))
     return reshape(solve(reshape(a, (-1, n)), reshape(b, (-1,))), old)
 
@@ -372,6 +430,8 @@ def _adjugate_T(x, ans):
     own derivative has no trouble at repeated singular values (det's second derivative at the
     identity).
     """
+    if holds_batch(x):
+        return _adjugate_T_rows(x, ans)
     xv = _np.asarray(primal(x))
     s = _np.linalg.svd(xv, compute_uv=False)
     if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
@@ -379,12 +439,34 @@ def _adjugate_T(x, ans):
     return _adjugate_T_singular(x)
 
 
+def _adjugate_T_rows(x, ans):
+    """`_adjugate_T` of a batch (under `vmap`): both formulas, each row taking the one its
+    own matrices call for, so that no row's value is read. The rows that take the SVD formula
+    get the identity's inverse in the other (masked out, and finite, so its derivatives are
+    0 rather than nan)."""
+    s = shape(x)
+    if 0 in s:
+        return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
+    sv = _svdvals_p(constant_of(x))
+    eps = _np.sqrt(_np.finfo(_dtype(x)).eps)
+    ill = where(greater(sv[..., -1], eps * sv[..., 0]), 0.0, 1.0)
+    if len(s) > 2:  # the row's whole stack takes one formula, as in `_adjugate_T`
+        ill = sum(ill, axis=tuple(range(len(s) - 2)))
+    regular = equal(ill, 0.0)
+    inverse = _inv_p(where(regular, x, _const(_np.eye(s[-1]), x)))
+    return where(
+        regular,
+        expand_dims(expand_dims(ans, -1), -1) * _mT(inverse),
+        _adjugate_T_singular(x),
+    )
+
+
 def _last_column_cofactors(m, last):
     """The cofactors of the last column of the square matrix M = [m | last], which do not
     depend on that column: det(M) inv(M)[-1, :], with `last` a constant so that derivatives
     flow through m alone. Where M is unitary (m and `last` are singular vectors) the inverse is
     exact and the cofactors are det(M) conj(last)."""
-    full = concatenate([m, expand_dims(_const(primal(last), m), -1)], axis=-1)
+    full = concatenate([m, expand_dims(constant_of(last), -1)], axis=-1)
     return expand_dims(_det_p(full), -1) * _inv_p(full)[..., -1, :]
 
 
@@ -564,30 +646,39 @@ def lstsq(a, b, rcond=None):
     `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is NumPy's integer; `s` is
     `svdvals(a)`, differentiable.
     """
-    av, bv = _np.asarray(primal(a)), _np.asarray(primal(b))
-    if av.ndim != 2 or bv.ndim not in (1, 2):
+    a_shape, b_shape = shape(a), shape(b)
+    if len(a_shape) != 2 or len(b_shape) not in (1, 2):
         raise LinAlgError(
             f"linalg.lstsq: 'a' has {describe(a)} and 'b' has {describe(b)}; a must be 2-D "
             "and b 1-D or 2-D"
         )
-    m, n = av.shape
-    if bv.shape[0] != m:
+    m, n = a_shape
+    if b_shape[0] != m:
         raise LinAlgError(
             f"linalg.lstsq: 'b' has {describe(b)} but 'a' has {describe(a)}; their first "
             "dimensions must be equal"
         )
-    _, _, rank, _ = _np.linalg.lstsq(av, bv, rcond=rcond)
+    dtypes = (dtype_of(a), dtype_of(b))
+    cutoff = rcond
     if rcond is None:
-        rcond = _np.finfo(_np.result_type(av, bv, _np.float64)).eps * builtins.max(m, n)
-    x = _matmul(_pinv_p(a, rcond=float(rcond), hermitian=False), b)
-    if rank == n and m > n:
+        cutoff = _np.finfo(_np.result_type(*dtypes, _np.float64)).eps * builtins.max(m, n)
+    s = svdvals(a)
+    if holds_batch(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
+        kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
+        rank = astype(sum(where(kept, 1.0, 0.0), axis=-1), _np.int32)
+    else:
+        rank = _np.linalg.lstsq(primal(a), primal(b), rcond=rcond)[2]
+    x = _matmul(_pinv_p(a, rcond=float(cutoff), hermitian=False), b)
+    # The residuals' shape depends on the rank: a batch whose rows' ranks differ is split
+    # (by the read of `rank` under `vmap`).
+    if m > n and rank == n:
         r = b - _matmul(a, x)
         residuals = sum(real(r * conj(r)) if _is_complex(r) else r * r, axis=0)
-        if bv.ndim == 1:
+        if len(b_shape) == 1:
             residuals = reshape(residuals, (1,))
     else:  # NumPy's empty residuals: of the real dtype of the result
-        residuals = _np.array([], dtype=_np.finfo(_np.result_type(av, bv, _np.float32)).dtype)
-    return x, residuals, rank, svdvals(a)
+        residuals = _np.array([], dtype=_np.finfo(_np.result_type(*dtypes, _np.float32)).dtype)
+    return x, residuals, rank, s
 
 
 # --- cholesky -------------------------------------------------------------------------------------
@@ -858,6 +949,9 @@ def _eig_impl(x):
 def _largest_entries(v):
     """A constant one-hot mask of the largest-magnitude entry of each column of v: the entry
     LAPACK's geev makes real (the first largest re^2 + im^2, as geev picks it)."""
+    if holds_batch(v):
+        c = constant_of(v)
+        return _onehot(_mT(_first_largest(_mT(real(c) ** 2 + imag(c) ** 2))), v)
     vv = _np.asarray(primal(v))
     k = _np.argmax(vv.real**2 + vv.imag**2, axis=-2)
     return _const(_np.arange(vv.shape[-2])[:, None] == k[..., None, :], v)
@@ -942,6 +1036,9 @@ def _eigvectors_for(ans, x):
     """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
     (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
     w, v = _eig_p(x)
+    if holds_batch(w):  # match each eigenvalue with its nearest by comparisons: no read
+        gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
+        return _reordered(v, _mT(_first_largest(-gaps)))
     wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
     order = _np.argmin(_np.abs(wa[..., :, None] - we[..., None, :]), axis=-1)
     if (order == _np.arange(wa.shape[-1])).all():
@@ -1114,9 +1211,16 @@ def _svd_hermitian(a, compute_uv):
     _check_square(a, "linalg.svd(hermitian=True)")
     if not compute_uv:  # NumPy: the sorted |eigvalsh|
         w = eigvalsh(a)
+        if holds_batch(w):
+            return _reordered(abs(w), _descending_order(abs(constant_of(w))))
         order = _np.argsort(_np.abs(_np.asarray(primal(w))), axis=-1)[..., ::-1]
         return _take_last(abs(w), order)
     w, v = eigh(a)
+    if holds_batch(w):
+        order = _descending_order(abs(constant_of(w)))
+        u = _reordered(v, order)
+        signs = _reordered(sign(constant_of(w)), order)
+        return SVDResult(u, _reordered(abs(w), order), _H(u * expand_dims(signs, -2)))
     wv = _np.asarray(primal(w))
     order = _np.argsort(_np.abs(wv), axis=-1)[..., ::-1]
     s = _take_last(abs(w), order)
@@ -1155,8 +1259,8 @@ def _phase(x):
     0 at 0 (the subgradient `abs` picks too)."""
     if not _is_complex(x):
         return sign(x)
-    zero = _np.asarray(primal(x)) == 0
-    if zero.any():
+    zero = equal(x, 0) if holds_batch(x) else _np.asarray(primal(x)) == 0
+    if holds_batch(x) or zero.any():
         return where(zero, 0.0, conj(x) / where(zero, 1.0, abs(x)))
     return conj(x) / abs(x)
 
@@ -1165,12 +1269,13 @@ def _pnorm_slope(ans, x, ord, axis):
     """d norm / dx as a cotangent: phase(x) (|x| / norm)^(p-1) (conj(x) / norm for p = 2), and
     0 where the norm is 0: a subgradient at the zero vector, where JAX gives nan."""
     a = reshape(ans, _kept_shape(shape(x), axis))
-    zero = _np.asarray(primal(a)) == 0
-    if not zero.any():
+    batched = holds_batch(a)
+    zero = equal(a, 0) if batched else _np.asarray(primal(a)) == 0
+    if not batched and not zero.any():
         return _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)
     # Where the norm is 0, so is x: both are replaced by 1 inside the masked branch, which
     # keeps it finite, so that its derivatives are 0 rather than nan.
-    zero_x = _np.broadcast_to(zero, shape(x))
+    zero_x = broadcast_to(zero, shape(x)) if batched else _np.broadcast_to(zero, shape(x))
     a, x = where(zero, 1.0, a), where(zero_x, 1.0, x)
     g = _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)
     return where(zero_x, 0.0, g)
@@ -1203,7 +1308,14 @@ def _vector_norm(x, ord, axes, keepdims):
         return max(abs(x), axis=axes, keepdims=keepdims)
     if ord == -_np.inf:
         return min(abs(x), axis=axes, keepdims=keepdims)
-    if ord == 0:  # the number of nonzero entries: a constant
+    if ord == 0 and holds_batch(x):  # the number of nonzero entries: a constant
+        dtype = _np.finfo(_dtype(x)).dtype if _np.issubdtype(_dtype(x), _np.inexact) else float
+        return sum(
+            _onehot(not_equal(constant_of(x), 0), _np.zeros((), dtype)),
+            axis=axes,
+            keepdims=keepdims,
+        )
+    if ord == 0:
         xv = _np.asarray(primal(x))
         dtype = xv.real.dtype if _np.issubdtype(xv.dtype, _np.inexact) else _np.float64
         return _np.sum(xv != 0, axis=axes, keepdims=keepdims).astype(dtype)[()]
@@ -1253,7 +1365,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     >>> bool(fnp.allclose(fgrad.grad(fnp.linalg.norm)(z), fnp.conj(z) / 5.0))  # conj(z) / |z|
     True
     """
-    nd = _np.ndim(primal(x))
+    nd = len(shape(x))
     if axis is None:
         if ord is None or (ord in ("fro", "f") and nd == 2) or (ord == 2 and nd == 1):
             out = _pnorm(x, 2.0, tuple(range(nd)), flat=True)
@@ -1280,7 +1392,7 @@ def _bad_axis(ax, nd):
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """NumPy's `linalg.vector_norm`: `axis=None` takes the norm of all entries."""
-    nd = _np.ndim(primal(x))
+    nd = len(shape(x))
     if axis is None:
         out = _vector_norm(reshape(x, (-1,)), ord, (0,), False)
         return reshape(out, (1,) * nd) if keepdims else out
@@ -1290,7 +1402,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """NumPy's `linalg.matrix_norm`: a matrix norm over the last two axes."""
     _check_matrix(x, "linalg.matrix_norm", "x")
-    nd = _np.ndim(primal(x))
+    nd = len(shape(x))
     return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
 
 
@@ -1349,13 +1461,13 @@ def multi_dot(arrays, *, out=None):
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("linalg.multi_dot: expecting at least two arrays")
-    first_1d, last_1d = _np.ndim(primal(arrays[0])) == 1, _np.ndim(primal(arrays[-1])) == 1
+    first_1d, last_1d = len(shape(arrays[0])) == 1, len(shape(arrays[-1])) == 1
     if first_1d:
         arrays[0] = expand_dims(arrays[0], 0)
     if last_1d:
         arrays[-1] = expand_dims(arrays[-1], -1)
     for i, arr in enumerate(arrays):
-        if _np.ndim(primal(arr)) != 2:
+        if len(shape(arr)) != 2:
             raise ValueError(
                 f"linalg.multi_dot: array {i} has {describe(arr)}; all must be 2-D (the "
                 "first and last may be 1-D)"
@@ -1405,7 +1517,7 @@ def matmul(x1, x2, /):
 def outer(x1, x2, /):
     """NumPy's `linalg.outer`: the outer product of two 1-D arrays."""
     for arg, x in (("x1", x1), ("x2", x2)):
-        if _np.ndim(primal(x)) != 1:
+        if len(shape(x)) != 1:
             raise ValueError(f"linalg.outer: {arg!r} has {describe(x)}; it must be 1-D")
     return _products.outer(x1, x2)
 
@@ -1438,3 +1550,64 @@ def diagonal(x, /, *, offset=0):
 def vecdot(x1, x2, /, *, axis=-1):
     """NumPy's `linalg.vecdot`: sum(conj(x1) * x2) over `axis`, with broadcasting."""
     return _vecdot(x1, x2, axis=axis)
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# NumPy's linalg functions broadcast over leading axes, so a batch is one more leading axis: the
+# rules put every batched operand's batch axis first (with length-1 axes after it where operands
+# have different numbers of leading axes, as `products.gufunc_batch_rule`) and apply the
+# primitive once; the rows come out on axis 0.
+
+
+def _leading_axes_rule(prim, core_ndims):
+    """The rule of a primitive that broadcasts over leading axes, its operands having
+    `core_ndims` core axes each (2 for a matrix, 0 for a scalar per matrix)."""
+
+    def rule(args, dims, **params):
+        loops = builtins.max(
+            len(shape(a)) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims)
+        )
+        aligned = [
+            a if d is None else with_example_ndim(a, d, loops + c)
+            for a, d, c in zip(args, dims, core_ndims)
+        ]
+        out = bind(prim, aligned, params)
+        return (out, (0,) * len(out)) if prim.multiple_results else (out, 0)
+
+    return rule
+
+
+def _pnorm_batch(args, dims, ord, axis, keepdims, flat):
+    """The norm over the same axes of each row (`flat`, NumPy's dot-product path for all of a
+    row's entries, becomes the sum of squares over the row's axes: the same value to rounding)."""
+    (x,), (d,) = args, dims
+    x = batch_to_front(x, d)
+    if flat:
+        axis = tuple(range(len(shape(x)) - 1))
+    axes = tuple(ax + 1 for ax in axis)
+    return _pnorm_p(x, ord=ord, axis=axes, keepdims=keepdims, flat=False), 0
+
+
+_batching.rules.update(
+    {
+        prim: _leading_axes_rule(prim, (2,))
+        for prim in (
+            _read_triangle,
+            _inv_p,
+            _det_p,
+            _slogdet_p,
+            _pinv_p,
+            _cholesky_p,
+            _qr_p,
+            _eigh_p,
+            _eigvalsh_p,
+            _eig_p,
+            _eigvals_p,
+            _svd_p,
+            _svdvals_p,
+        )
+    }
+)
+_batching.rules[_solve_p] = _leading_axes_rule(_solve_p, (2, 2))
+_batching.rules[matrix_rank.primitive] = _leading_axes_rule(matrix_rank.primitive, (2, 0))
+_batching.rules[_pnorm_p] = _pnorm_batch

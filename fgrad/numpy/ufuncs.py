@@ -34,10 +34,21 @@ import math
 
 import numpy as _np
 
-from ..core import Box, primal
+from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import deflinear, defprimitive, defunary
-from .elementwise import as_ufunc, exp, positive, power, register_elementwise, sqrt, where
-from .shaping import astype, broadcast_like, meta, nondiff_function, unbroadcast
+from .elementwise import (
+    as_ufunc,
+    exp,
+    isfinite,
+    mask_values,
+    may_hold,
+    positive,
+    power,
+    register_elementwise,
+    sqrt,
+    where,
+)
+from .shaping import astype, broadcast_like, broadcast_to, meta, nondiff_function, unbroadcast
 
 __all__ = [
     "acos",
@@ -104,8 +115,13 @@ def _operand(v):
 
 
 def _weights(values, ans):
-    """A constant (no derivative) array of slopes, in the dtype of the result."""
-    return _np.asarray(values, dtype=_np.result_type(primal(ans)))
+    """A constant (no derivative) array of slopes, in the dtype and shape of the result;
+    under `vmap`, `values` computed from `mask_values` hold one array per row."""
+    dtype = dtype_of(ans)
+    if holds_batch(values):
+        values = astype(values, dtype)
+        return values if shape_of(values) == shape_of(ans) else broadcast_to(values, shape_of(ans))
+    return _np.asarray(_np.broadcast_to(values, shape_of(ans)), dtype=dtype)
 
 
 # --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
@@ -129,7 +145,7 @@ def _arcsinh_slope(ans, x):
     """1 / sqrt(1 + x**2): for real x as 1 / hypot(x, 1) (no overflow); for complex x as
     1 / (sqrt(1 + ix) sqrt(1 - ix)), the same function (the branch cuts of both are arcsinh's
     own, on the imaginary axis beyond +-i) without the cancellation of 1 + x**2 near +-i."""
-    if _np.iscomplexobj(primal(x)):
+    if dtype_of(x).kind == "c":
         return 1.0 / (sqrt(1.0 + 1j * x) * sqrt(1.0 - 1j * x))
     return 1.0 / hypot(x, 1.0)
 
@@ -149,7 +165,7 @@ reciprocal = _unary(_np.reciprocal, lambda ans, x: -(ans * ans))
 
 def _fabs_slope(ans, x):
     """+1 where x >= 0 and -1 elsewhere: fabs'(0) = 1, as abs'(0) in JAX."""
-    return _weights(_np.where(_np.asarray(primal(x)) >= 0, 1, -1), ans)
+    return _weights(_np.where(mask_values(x) >= 0, 1.0, -1.0), ans)
 
 
 fabs = _unary(_np.fabs, _fabs_slope)
@@ -192,8 +208,8 @@ def _binary(impl, dx, dy):
 
 def _hypot_slope(ans, x):
     """x / hypot(x, y), taken as 0 where hypot is 0 (all its derivatives there are 0 too)."""
-    zero = _np.asarray(primal(ans)) == 0
-    if zero.any():
+    zero = mask_values(ans) == 0
+    if may_hold(zero):
         return where(zero, 0.0, x / where(zero, 1.0, ans))
     return x / ans
 
@@ -229,9 +245,9 @@ def _logaddexp_slope(exp_base):
     """
 
     def slope(ans, x, y):
-        xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
-        inf = _np.isinf(_np.asarray(primal(ans)))
-        if not inf.any():
+        xv, yv = mask_values(x), mask_values(y)
+        inf = _np.isinf(mask_values(ans))
+        if not may_hold(inf):
             return exp_base(x - ans)
         w = _weights(_np.where(xv > yv, 1.0, _np.where(xv == yv, 0.5, 0.0)), ans)
         # Both branches run: the masked one sees 0 - 0, not inf - inf, so no nan is made.
@@ -247,7 +263,7 @@ logaddexp2 = _binary(_np.logaddexp2, _dlogaddexp2, lambda ans, x, y: _dlogaddexp
 
 
 def _as_float64(a):
-    dtype = _np.result_type(primal(_operand(a)), _np.float64)
+    dtype = _np.result_type(dtype_of(_operand(a)), _np.float64)
     return astype(a, dtype)
 
 
@@ -271,9 +287,9 @@ pow = power
 
 def _copysign_slope(ans, x, y):
     """+-1: the sign of x (0 counts as positive) times the sign bit of y."""
-    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    xv, yv = mask_values(x), mask_values(y)
     s = _np.where(xv >= 0, 1.0, -1.0) * _np.where(_np.signbit(yv), -1.0, 1.0)
-    return _weights(_np.broadcast_to(s, _np.shape(primal(ans))), ans)
+    return _weights(s, ans)
 
 
 def _copysign_vjp(ans, x, y):
@@ -293,9 +309,9 @@ copysign = as_ufunc(
 
 def _quotient(ans, x, y):
     """The integer quotient q with ans = x - q*y, recovered exactly from the result."""
-    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    xv, yv = mask_values(x), mask_values(y)
     with _np.errstate(divide="ignore", invalid="ignore"):
-        q = _np.round((xv - _np.asarray(primal(ans))) / yv)
+        q = _np.round((xv - mask_values(ans)) / yv)
     return _weights(q, ans)
 
 
@@ -332,14 +348,14 @@ def _nan_aware_weights(ans, x, y, wins):
 
     A nan loses to any number; two nans are a tie.
     """
-    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    xv, yv = mask_values(x), mask_values(y)
     xnan, ynan = _np.isnan(xv), _np.isnan(yv)
     w = _np.where(
-        xnan | ynan,
-        _np.where(xnan & ynan, 0.5, _np.where(xnan, 0.0, 1.0)),
+        _np.logical_or(xnan, ynan),
+        _np.where(_np.logical_and(xnan, ynan), 0.5, _np.where(xnan, 0.0, 1.0)),
         _np.where(wins(xv, yv), 1.0, _np.where(xv == yv, 0.5, 0.0)),
     )
-    return _weights(_np.broadcast_to(w, _np.shape(primal(ans))), ans)
+    return _weights(w, ans)
 
 
 def _nan_aware_chooser(impl, wins):
@@ -469,6 +485,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """
     if type(x) is not Box:
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    if holds_batch(x):  # one mask per row: no shortcut for rows all finite
+        xv = constant_of(x)
+        replaced = _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf)
+        return where(isfinite(xv), x, replaced)
     xv = primal(x)
     finite = _np.isfinite(xv)
     if finite.all():
@@ -478,6 +498,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 # --- no derivative --------------------------------------------------------------------------------
+
+# nan_to_num of a constant (no derivative: the values that replace nan and the infinities).
+_nan_to_num_p = nondiff_function(_np.nan_to_num)
 
 # heaviside(x, h0) is a step: its derivative is 0 wherever it exists (and h0 is only a value).
 heaviside = nondiff_function(_np.heaviside)

@@ -47,10 +47,20 @@ import inspect
 import numpy as _np
 import scipy.linalg as _sl
 
+from .. import batching as _batching
 from .. import numpy as fnp
-from ..core import Box, Primitive, primal
+from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal
 from ..numpy import linalg as _la
-from ..numpy.shaping import broadcast_to, describe, meta, shape, unbroadcast
+from ..numpy.shaping import (
+    batch_size,
+    batch_to_front,
+    broadcast_to,
+    describe,
+    meta,
+    shape,
+    unbroadcast,
+    with_example_ndim,
+)
 from ..primitive import defprimitive
 
 __all__ = [
@@ -89,8 +99,14 @@ def _mT(x):
     return fnp.swapaxes(x, -1, -2)
 
 
+def _onehot(mask, like):
+    """A boolean mask as a constant 0/1 array in the dtype of `like`."""
+    dt = dtype_of(like)
+    return fnp.where(mask, _np.ones((), dt), _np.zeros((), dt))
+
+
 def _dtype(x):
-    dt = _np.result_type(primal(x))
+    dt = dtype_of(x)
     return dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
 
 
@@ -100,7 +116,7 @@ def _const(values, like):
 
 
 def _matrix(a, who, arg="a"):
-    s = _np.shape(primal(a))
+    s = shape(a)
     if len(s) < 2 or 0 in s[-2:]:
         raise ValueError(
             f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a non-empty "
@@ -110,7 +126,7 @@ def _matrix(a, who, arg="a"):
 
 
 def _square(a, who, arg="a"):
-    s = _np.shape(primal(a))
+    s = shape(a)
     if len(s) < 2 or s[-1] != s[-2]:
         raise ValueError(
             f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a square "
@@ -138,7 +154,7 @@ _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 
 def _as_matrix_rhs(b, n, who):
     """b as (..., n, k), and whether it was a vector (SciPy's 1-D right-hand side)."""
-    bs = _np.shape(primal(b))
+    bs = shape(b)
     if len(bs) == 1:
         if bs[0] != n:
             raise ValueError(f"scipy.linalg.{who}: 'b' has {describe(b)}; its length must be {n}")
@@ -221,7 +237,7 @@ def solve_triangular(
         )
     n = _square(a, "solve_triangular")
     b2, vector = _as_matrix_rhs(b, n, "solve_triangular")
-    if trans in (2, "C") and _np.iscomplexobj(primal(a)):  # a^H x = b
+    if trans in (2, "C") and _is_complex(a):  # a^H x = b
         a = fnp.conj(a)
     x = _trsolve_p(a, b2, lower=bool(lower), trans=_TRANS[trans], unit=bool(unit_diagonal))
     return x[..., 0] if vector else x
@@ -247,7 +263,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
         return _la.inv(_symmetric_from(a, lower, assume_a in _HERMITIAN))
     if assume_a in ("upper triangular", "lower triangular"):
         return solve_triangular(
-            a, _np.broadcast_to(eye, _np.shape(primal(a))), lower=assume_a == "lower triangular"
+            a, _np.broadcast_to(eye, shape(a)), lower=assume_a == "lower triangular"
         )
     if assume_a == "diagonal":  # SciPy 1.17 leaves the off-diagonal entries of a in place
         return fnp.expand_dims(1.0 / _la.diagonal(a), -1) * eye
@@ -316,7 +332,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     lower = bool(lower)
     b2, vector = _as_matrix_rhs(b, _square(c, "cho_solve", "c"), "cho_solve")
     # L L^H x = b: x = L^-H L^-1 b; U^H U x = b: x = U^-1 U^-H b (op^H: conj(c), transposed)
-    cc = fnp.conj(c) if _np.iscomplexobj(primal(c)) else c
+    cc = fnp.conj(c) if _is_complex(c) else c
     y = _trsolve_p(c if lower else cc, b2, lower=lower, trans=int(not lower), unit=False)
     x = _trsolve_p(cc if lower else c, y, lower=lower, trans=int(lower), unit=False)
     return x[..., 0] if vector else x
@@ -346,14 +362,37 @@ def _permutation(piv):
 
 def _lu_rows(piv, m):
     """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
-    piv = _np.asarray(piv)
+    if holds_batch(piv):
+        return _batched_lu_rows(piv, m)
+    piv = _np.asarray(primal(piv))
     full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
     full[..., : piv.shape[-1]] = piv
     return _permutation(full)
 
 
-def _take_rows(x, perm):
-    """x[..., perm, :] with a (constant) permutation for every matrix of the batch."""
+def _batched_lu_rows(piv, m):
+    """`_lu_rows` of pivots batched by `vmap`: LAPACK's swaps applied to 0..m-1 with `where`,
+    so that no row's pivots are read."""
+    positions = _np.arange(m)
+    rows = positions
+    for i in range(shape(piv)[-1]):
+        p = piv[..., i : i + 1]
+        at_p = fnp.equal(positions, p)
+        row_p = fnp.sum(fnp.where(at_p, rows, 0), axis=-1, keepdims=True)  # rows[p]
+        rows = fnp.where(positions == i, row_p, fnp.where(at_p, rows[..., i : i + 1], rows))
+    return rows
+
+
+def _take_rows(x, perm, inverse=False):
+    """x[..., perm, :] with a (constant) permutation for every matrix of the batch;
+    x[..., argsort(perm), :] with `inverse`."""
+    if holds_batch(perm):  # a product with the permutation matrix: no row's perm is read
+        m = shape(perm)[-1]
+        p = _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), x)
+        return fnp.matmul(_mT(p) if inverse else p, x)
+    perm = _np.asarray(primal(perm))
+    if inverse:
+        perm = _np.argsort(perm, axis=-1)
     if perm.ndim == 1:
         return x[..., perm, :]
     x = broadcast_to(x, perm.shape[:-1] + shape(x)[-2:])
@@ -371,11 +410,11 @@ def _rsolve_upper_T(x, u):
     return _mT(_trsolve_p(u, _mT(x), lower=False, trans=0, unit=False))
 
 
-def _lu_tangents(t, l, u, rows):
-    """(dL, dU) of a[rows] = L U along the tangent t of a."""
+def _lu_tangents(t, l, u, rows, inverse=False):
+    """(dL, dU) of a[rows] = L U along the tangent t of a (a[argsort(rows)] with `inverse`)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
-    dap = _take_rows(t, rows)
+    dap = _take_rows(t, rows, inverse)
     if m >= n:
         g = _rsolve_upper(dap, u)
         f = _trsolve_p(l[..., :k, :], g[..., :k, :], lower=True, trans=0, unit=True)
@@ -391,7 +430,7 @@ def _lu_tangents(t, l, u, rows):
     return fnp.matmul(l, fl), _triangle(h - fnp.matmul(fl, u), False)
 
 
-def _lu_cotangent(ct_l, ct_u, l, u, rows, like):
+def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
     """The transpose of `_lu_tangents`: the cotangent of a from those of L and U (None: 0)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
@@ -430,11 +469,11 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like):
         else:
             ct_h = fnp.concatenate([ct_h1 + ct_u[..., :, :k], ct_u[..., :, k:]], axis=-1)
         ct_dap = _trsolve_p(l, ct_h, lower=True, trans=1, unit=True)
-    return unbroadcast(_take_rows(ct_dap, _np.argsort(rows, axis=-1)), like)
+    return unbroadcast(_take_rows(ct_dap, rows, not inverse), like)
 
 
 def _zeros(shape_, like):
-    return _np.zeros(shape_, dtype=_np.result_type(primal(like)))
+    return _np.zeros(shape_, dtype=dtype_of(like))
 
 
 def _sum(terms):
@@ -465,14 +504,14 @@ def _lu_packed(dl, du):
 def _lu_factor_jvp(tangents, ans, a):
     packed, piv = ans
     l, u = _lu_parts(packed)
-    dl, du = _lu_tangents(tangents[0], l, u, _lu_rows(primal(piv), shape(a)[-2]))
+    dl, du = _lu_tangents(tangents[0], l, u, _lu_rows(piv, shape(a)[-2]))
     return _lu_packed(dl, du), None
 
 
 def _lu_factor_vjp(wanted, ans, a):
     packed, piv = ans
     l, u = _lu_parts(packed)
-    rows, like = _lu_rows(primal(piv), shape(a)[-2]), meta(a)
+    rows, like = _lu_rows(piv, shape(a)[-2]), meta(a)
     k = min(shape(a)[-2:])
 
     def bprop(cts):
@@ -518,30 +557,28 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         raise ValueError(f"scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}")
     n = _square(luv, "lu_solve", "lu")
     b2, vector = _as_matrix_rhs(b, n, "lu_solve")
-    perm = _permutation(piv)
+    perm = _lu_rows(piv, n)
     if not _TRANS[trans]:  # x = U^-1 L^-1 P b
         y = _trsolve_p(luv, _take_rows(b2, perm), lower=True, trans=0, unit=True)
         x = _trsolve_p(luv, y, lower=False, trans=0, unit=False)
     else:  # a^T = U^T L^T P: x = P^T L^-T U^-T b (a^H for trans=2: conj(lu))
-        if trans == 2 and _np.iscomplexobj(primal(luv)):
+        if trans == 2 and _is_complex(luv):
             luv = fnp.conj(luv)
         y = _trsolve_p(luv, b2, lower=False, trans=1, unit=False)
-        x = _take_rows(
-            _trsolve_p(luv, y, lower=True, trans=1, unit=True), _np.argsort(perm, axis=-1)
-        )
+        x = _take_rows(_trsolve_p(luv, y, lower=True, trans=1, unit=True), perm, inverse=True)
     return x[..., 0] if vector else x
 
 
 def _lu_jvp(tangents, ans, a):
     perm, l, u = ans
-    dl, du = _lu_tangents(tangents[0], l, u, _np.argsort(primal(perm), axis=-1))
+    dl, du = _lu_tangents(tangents[0], l, u, perm, inverse=True)
     return None, dl, du
 
 
 def _lu_vjp(wanted, ans, a):
     perm, l, u = ans
-    rows, like = _np.argsort(primal(perm), axis=-1), meta(a)
-    return lambda cts: (_lu_cotangent(cts[1], cts[2], l, u, rows, like),)
+    like = meta(a)
+    return lambda cts: (_lu_cotangent(cts[1], cts[2], l, u, perm, like, inverse=True),)
 
 
 # SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
@@ -568,7 +605,14 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return _take_rows(l_mat, perm), u_mat
     if p_indices:
         return perm, l_mat, u_mat
-    real = _np.finfo(_np.result_type(primal(l_mat))).dtype  # SciPy's p is real
+    real = _np.finfo(dtype_of(l_mat)).dtype  # SciPy's p is real
+    if holds_batch(perm):
+        m = shape(a)[-2]
+        return (
+            _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), _np.zeros((), real)),
+            l_mat,
+            u_mat,
+        )
     return _np.eye(shape(a)[-2], dtype=real)[perm], l_mat, u_mat
 
 
@@ -638,14 +682,14 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
     ab[u + i - j, j] = a[i, j]; b is (n,) or (n, k). The entries of ab outside the matrix
     (its unused corners) have gradient 0. Rules work on the band (cost O(n (l + u) k))."""
     l, u = (int(v) for v in l_and_u)
-    abs_ = _np.shape(primal(ab))
+    abs_ = shape(ab)
     if len(abs_) != 2 or abs_[0] != l + u + 1:
         raise ValueError(
             f"scipy.linalg.solve_banded: 'ab' has {describe(ab)}; it must be 2-D with "
             f"l + u + 1 = {l + u + 1} rows"
         )
     b2, vector = _as_matrix_rhs(b, abs_[1], "solve_banded")
-    if _np.ndim(primal(b2)) != 2:
+    if len(shape(b2)) != 2:
         raise ValueError(f"scipy.linalg.solve_banded: 'b' has {describe(b)}; it must be 1-D or 2-D")
     x = _banded_p(ab, b2, l=l, u=u)
     return x[..., 0] if vector else x
@@ -730,8 +774,8 @@ def _expm_frechet(a, e):
     """L(a, e), the derivative of expm at a along e: the upper-right block of
     expm([[a, e], [0, a]]), in fgrad operations (so it differentiates again)."""
     zero = _np.zeros(
-        _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(e))),
-        dtype=_np.result_type(primal(a), primal(e)),
+        _np.broadcast_shapes(shape(a), shape(e)),
+        dtype=_np.result_type(dtype_of(a), dtype_of(e)),
     )
     a = broadcast_to(a, zero.shape)
     top = fnp.concatenate([a, broadcast_to(e, zero.shape)], axis=-1)
@@ -820,14 +864,32 @@ def eigh(
         w, v = w[..., lo : hi + 1], v[..., lo : hi + 1]
     elif subset_by_value is not None:
         lo, hi = subset_by_value
-        keep = _np.nonzero((_np.asarray(primal(w)) > lo) & (_np.asarray(primal(w)) <= hi))[-1]
-        if _np.ndim(primal(w)) != 1:
+        if len(shape(w)) != 1:
             raise ValueError(
                 "scipy.linalg.eigh: subset_by_value needs a single matrix, not a "
                 "batch (the number of selected eigenvalues may differ)"
             )
-        w, v = w[..., keep], v[..., keep]
+        if holds_batch(w):
+            w, v = _eigh_subset_rows(w, v, lo, hi)
+        else:
+            wv = _np.asarray(primal(w))
+            keep = _np.nonzero((wv > lo) & (wv <= hi))[-1]
+            w, v = w[..., keep], v[..., keep]
     return w if eigvals_only else (w, v)
+
+
+def _eigh_subset_rows(w, v, lo, hi):
+    """`subset_by_value` under `vmap`: the eigenvalues in (lo, hi] are consecutive (w
+    ascends), from the first above lo; they are picked by a 0/1 product, so only their number
+    is read (the rows' results must have one shape: a batch whose counts differ is split)."""
+    wc = constant_of(w)
+    count = int(primal(fnp.sum(fnp.where(fnp.logical_and(wc > lo, wc <= hi), 1, 0))))
+    first = fnp.sum(fnp.where(wc <= lo, 1, 0), axis=-1, keepdims=True)
+    n = shape(w)[-1]
+    # pick[i, r]: eigenvalue i is the r-th selected
+    pick = fnp.equal(_np.arange(n)[:, None], fnp.expand_dims(first, -1) + _np.arange(count))
+    w = fnp.matmul(fnp.expand_dims(w, -2), _onehot(pick, w))[..., 0, :]
+    return w, fnp.matmul(v, _onehot(pick, v))
 
 
 # --- complex helpers ------------------------------------------------------------------------------
@@ -837,7 +899,7 @@ def eigh(
 
 
 def _is_complex(x):
-    return _np.iscomplexobj(primal(x))
+    return _np.issubdtype(dtype_of(x), _np.complexfloating)
 
 
 def _H(x):
@@ -858,7 +920,7 @@ def _diag_embed(v):
 
 
 def _real_dtype(x):
-    dt = _np.result_type(primal(x))
+    dt = dtype_of(x)
     return _np.finfo(dt).dtype if dt.kind in "fc" else _np.dtype(_np.float64)
 
 
@@ -923,12 +985,12 @@ def _qr_operands(ans, a, pivoting):
     q, r = ans[0], ans[1]
     if not pivoting:
         return q, r, a, None
-    cols = _np.asarray(primal(ans[2]))
+    cols = ans[2]
     return q, r, _take_cols(a, cols), cols
 
 
-def _take_cols(x, cols):
-    return _mT(_take_rows(_mT(x), cols))
+def _take_cols(x, cols, inverse=False):
+    return _mT(_take_rows(_mT(x), cols, inverse))
 
 
 def _qr_jvp(tangents, ans, a, mode, pivoting):
@@ -980,7 +1042,7 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
             ct1 = _qr_square_cotangent(ct_dq, ct_r[..., :, :k], q, r[..., :, :k])
             ct = fnp.concatenate([ct1, fnp.matmul(_conj(q), ct_r2)], axis=-1)
         if cols is not None:
-            ct = _take_cols(ct, _np.argsort(cols, axis=-1))
+            ct = _take_cols(ct, cols, inverse=True)
         return (_like_input(unbroadcast(ct, like), a),)
 
     return bprop
@@ -1050,9 +1112,10 @@ def _svd_gaps(s):
     """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
     s2 = s * s
     gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
-    zero = _np.asarray(primal(gap)) == 0
+    batched = holds_batch(gap)  # then one mask per row, from the batched values
+    zero = fnp.equal(gap, 0) if batched else _np.asarray(primal(gap)) == 0
     f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
-    s_zero = _np.asarray(primal(s)) == 0
+    s_zero = fnp.equal(s, 0) if batched else _np.asarray(primal(s)) == 0
     return f, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
 
 
@@ -1312,8 +1375,12 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
         raise ValueError(f"scipy.linalg.schur: output must be 'real' or 'complex', got {output!r}")
     _square(a, "schur")
     if type(a) is Box and output in ("real", "r") and not _is_complex(a):
-        tt = _sl.schur(primal(a), output="real", sort=sort)[0]
-        if _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0):
+        if holds_batch(a):  # the rows' eigenvalues: a batch split only where rows differ
+            pairs = fnp.sum(fnp.where(fnp.imag(_la.eigvals(constant_of(a))) != 0, 1, 0)) > 0
+        else:
+            tt = _sl.schur(primal(a), output="real", sort=sort)[0]
+            pairs = _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0)
+        if pairs:
             raise ValueError(
                 f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
                 "has 2 x 2 blocks (complex eigenvalue pairs), whose derivative fgrad does not "
@@ -1338,10 +1405,10 @@ def block_diag(*arrs):
     blocks = []
     for x in arrs:
         x = fnp.asarray(x)
-        nd = _np.ndim(primal(x))
+        nd = len(shape(x))
         blocks.append(fnp.reshape(x, (1,) * (2 - nd) + shape(x)) if nd < 2 else x)
     batch = _np.broadcast_shapes(*(shape(b)[:-2] for b in blocks))
-    dtype = _np.result_type(*(primal(b) for b in blocks))
+    dtype = _np.result_type(*(dtype_of(b) for b in blocks))
     widths = [shape(b)[-1] for b in blocks]
     total = sum(widths)
     rows, left = [], 0
@@ -1355,7 +1422,7 @@ def block_diag(*arrs):
         rows.append(fnp.concatenate(parts, axis=-1))
         left += w
     out = fnp.concatenate(rows, axis=-2)
-    return out if _np.result_type(primal(out)) == dtype else fnp.astype(out, dtype)
+    return out if dtype_of(out) == dtype else fnp.astype(out, dtype)
 
 
 def toeplitz(c, r=None):
@@ -1367,10 +1434,10 @@ def toeplitz(c, r=None):
     array([3., 4., 2.])
     """
     c = fnp.asarray(c)
-    if _np.ndim(primal(c)) == 0:
+    if len(shape(c)) == 0:
         c = fnp.reshape(c, (1,))
     r = _conj(c) if r is None else fnp.asarray(r)
-    if _np.ndim(primal(r)) == 0:
+    if len(shape(r)) == 0:
         r = fnp.reshape(r, (1,))
     m, n = shape(c)[-1], shape(r)[-1]
     batch = _np.broadcast_shapes(shape(c)[:-1], shape(r)[:-1])
@@ -1380,3 +1447,190 @@ def toeplitz(c, r=None):
     )
     index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
     return vals[..., index]
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# SciPy's functions take one matrix at a time (a stack is looped over in Python), so the rules
+# use forms that broadcast over a batch: NumPy's LAPACK calls where they compute the same
+# factorization (QR, SVD), a solve with NumPy's batched `solve` where SciPy's solver has a
+# structure NumPy has no routine for (triangular, banded, Sylvester), one SciPy call with the
+# rows' right-hand sides side by side when the matrix is the same for every row, and LU with
+# partial pivoting written over the batch. Schur, sqrtm and expm have no such form
+# (`declare_row_by_row`).
+
+_solve_rule = _batching.rules[_la._solve_p]
+
+
+def _leading(args, dims, core_ndims):
+    """The operands with their batch axes first and padded to as many leading axes as the
+    longest (see `fgrad.numpy.linalg`'s rules); unbatched ones as they are."""
+    loops = max(len(shape(a)) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims))
+    return [
+        a if d is None else with_example_ndim(a, d, loops + c)
+        for a, d, c in zip(args, dims, core_ndims)
+    ]
+
+
+def _columns_side_by_side(solve, b, db):
+    """solve(b) for every row's b (..., n, k) at once, when the matrix is the same for every
+    row: the rows' columns side by side in one b (..., n, k * rows), one call."""
+    x = fnp.moveaxis(b, db, -1)
+    s = shape(x)
+    x = solve(fnp.reshape(x, s[:-2] + (s[-2] * s[-1],)))
+    return fnp.reshape(x, s), len(s) - 1
+
+
+def _trsolve_batch(args, dims, lower, trans, unit):
+    (a, b), (da, db) = args, dims
+    if da is None and len(shape(a)) == 2:
+        return _columns_side_by_side(
+            lambda b: _trsolve_p(a, b, lower=lower, trans=trans, unit=unit), b, db
+        )
+    if da is not None:
+        a, da = batch_to_front(a, da), 0
+    m = _referenced(a, lower, unit)
+    if unit:
+        m = m + _const(_np.eye(shape(a)[-1]), a)
+    return _solve_rule([_op(m, trans), b], [da, db])
+
+
+def _banded_batch(args, dims, l, u):
+    (ab, b), (dab, db) = args, dims
+    if dab is None:
+        return _columns_side_by_side(lambda b: _banded_p(ab, b, l=l, u=u), b, db)
+    ab = batch_to_front(ab, dab)  # each row's own band: its dense matrix, a[i, j] = ab[u+i-j, j]
+    bands, n = shape(ab)[-2:]
+    i, j = _np.arange(n)[:, None], _np.arange(n)[None, :]
+    r = u + i - j
+    valid = (r >= 0) & (r < bands)
+    dense = ab[:, _np.where(valid, r, 0), _np.broadcast_to(j, (n, n))] * _const(valid, ab)
+    return _solve_rule([dense, b], [0, db])
+
+
+# Above this many unknowns (m * n) per row, the Kronecker form's solve costs more than SciPy's
+# Bartels-Stewart applied to one row at a time.
+_KRONECKER_LIMIT = 256
+
+
+def _sylvester_batch(args, dims):
+    """A X + X B = Q for every row as one linear system each in vec(X) (row-major):
+    (A kron I + I kron B^T) vec(X) = vec(Q), solved by NumPy's batched solve."""
+    a, b, q = _leading(args, dims, (2, 2, 2))
+    m, n = shape(a)[-1], shape(b)[-1]
+    if m * n > _KRONECKER_LIMIT:
+        return _batching.row_by_row(_sylvester_p, args, dims, {}, batch_size(args, dims))
+    eye_m = _np.eye(m).reshape(m, 1, m, 1)
+    eye_n = _np.eye(n).reshape(1, n, 1, n)
+    ka = fnp.expand_dims(fnp.expand_dims(a, -1), -3) * eye_n  # A[i, k] I[j, l]
+    kb = fnp.expand_dims(fnp.expand_dims(_mT(b), -2), -4) * eye_m  # I[i, k] B[l, j]
+    k = fnp.reshape(ka, shape(ka)[:-4] + (m * n, m * n)) + fnp.reshape(
+        kb, shape(kb)[:-4] + (m * n, m * n)
+    )
+    x = _la._solve_p(k, fnp.reshape(q, shape(q)[:-2] + (m * n, 1)))
+    return fnp.reshape(x, shape(x)[:-2] + (m, n)), 0
+
+
+def _lu_factor_stack(a):
+    """LAPACK's getrf on a stack (..., m, n), one column at a time for every matrix together:
+    partial pivoting on the first largest |re| + |im| (LAPACK's i?amax), 0-based pivots."""
+    dtype = _np.result_type(a, _np.float32) if _np.iscomplexobj(a) else None
+    if dtype is None:
+        dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu = _np.array(a, dtype=dtype).reshape(-1, m, n)
+    piv = _np.zeros((lu.shape[0], k), dtype=_np.int32)
+    each = _np.arange(lu.shape[0])
+    for j in range(k):
+        col = lu[:, j:, j]
+        p = j + _np.argmax(_np.abs(col.real) + _np.abs(col.imag), axis=1)
+        piv[:, j] = p
+        lu[each, j], lu[each, p] = lu[each, p], lu[each, j].copy()
+        pivot = lu[:, j, j]
+        lu[:, j + 1 :, j] /= _np.where(pivot == 0, 1, pivot)[:, None]
+        lu[:, j + 1 :, j + 1 :] -= lu[:, j + 1 :, j, None] * lu[:, j, None, j + 1 :]
+    return lu.reshape(a.shape[:-2] + (m, n)), piv.reshape(a.shape[:-2] + (k,))
+
+
+def _lu_stack(a):
+    """SciPy's lu(a, p_indices=True), (perm, l, u), from `_lu_factor_stack`."""
+    packed, piv = _lu_factor_stack(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    perm = _np.argsort(_lu_rows(piv, m), axis=-1).astype(_np.int32)
+    l_mat = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
+    return perm, l_mat, _np.triu(packed[..., :k, :])
+
+
+def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
+    """NumPy's svd: LAPACK's gesdd, as SciPy's default driver, over a stack."""
+    u, s, vh = _np.linalg.svd(a, full_matrices=full_matrices and compute_uv)
+    if not compute_uv:
+        s = _np.linalg.svd(a, compute_uv=False)
+    return u, s, vh
+
+
+# The same factorizations as `_lu_factor_p`, `_lu_p`, `_svd_p` and `_qr_p` (and their rules),
+# computed over a stack at once: what their batching rules apply.
+_lu_factor_stack_p = Primitive(
+    "lu_factor",
+    _lu_factor_stack,
+    vjp=_lu_factor_vjp,
+    jvp=_lu_factor_jvp,
+    multiple_results=True,
+)
+_lu_stack_p = Primitive("lu", _lu_stack, vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True)
+_svd_stack_p = Primitive("svd", _svd_stack, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+_qr_stack_p = Primitive(
+    "qr",
+    lambda a, mode, pivoting: tuple(
+        _np.linalg.qr(a, mode="complete" if mode == "full" else "reduced")
+    ),
+    vjp=_qr_vjp,
+    jvp=_qr_jvp,
+    multiple_results=True,
+)
+
+
+def _on_stack(stack_prim, core_ndims=(2,)):
+    def rule(args, dims, **params):
+        out = bind(stack_prim, _leading(args, dims, core_ndims), params)
+        return (out, (0,) * len(out)) if stack_prim.multiple_results else (out, 0)
+
+    return rule
+
+
+def _svd_batch(args, dims, **params):
+    if params["lapack_driver"] != "gesdd":  # NumPy has no gesvd
+        return _batching.row_by_row(_svd_p, args, dims, params, batch_size(args, dims))
+    return _on_stack(_svd_stack_p)(args, dims, **params)
+
+
+def _qr_batch(args, dims, **params):
+    if params["pivoting"]:  # NumPy has no pivoted QR
+        return _batching.row_by_row(_qr_p, args, dims, params, batch_size(args, dims))
+    return _on_stack(_qr_stack_p)(args, dims, **params)
+
+
+_batching.rules.update(
+    {
+        _trsolve_p: _trsolve_batch,
+        _banded_p: _banded_batch,
+        _sylvester_p: _sylvester_batch,
+        _trisylv_p: _on_stack(_trisylv_p, (2, 2)),
+        _lu_factor_p: _on_stack(_lu_factor_stack_p),
+        _lu_factor_stack_p: _on_stack(_lu_factor_stack_p),
+        _lu_p: _on_stack(_lu_stack_p),
+        _lu_stack_p: _on_stack(_lu_stack_p),
+        _svd_p: _svd_batch,
+        _svd_stack_p: _on_stack(_svd_stack_p),
+        _qr_p: _qr_batch,
+        _qr_stack_p: _on_stack(_qr_stack_p),
+    }
+)
+for _prim, _reason in (
+    (_schur_p, "LAPACK's gees (the Schur form) has no NumPy counterpart that broadcasts"),
+    (_sqrtm_p, "SciPy's sqrtm is Schur-based: NumPy has no batched Schur form"),
+    (_expm_p, "SciPy's expm picks its Pade order and scaling per matrix; no NumPy counterpart"),
+):
+    _batching.declare_row_by_row(_prim, _reason)

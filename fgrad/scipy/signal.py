@@ -15,9 +15,10 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.signal` for 
 import numpy as _np
 import scipy.signal as _ss
 
+from .. import batching as _batching
 from .. import numpy as fnp
-from ..core import Box, primal
-from ..numpy.shaping import describe, meta, shape, unbroadcast
+from ..core import Box, dtype_of
+from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
 from ..primitive import defprimitive
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
@@ -26,7 +27,36 @@ __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 def _conv_impl(x, k, axes, method):
     if method == "fft":
         return _ss.fftconvolve(x, k, mode="full", axes=axes)
-    return _ss.convolve(x, k, mode="full", method=method)
+    others = [ax for ax in range(_np.ndim(x)) if ax not in axes]
+    if all(x.shape[ax] == 1 or k.shape[ax] == 1 for ax in others):
+        # along an axis where one operand has length 1, the full convolution is the product
+        # broadcast along it: SciPy's convolution over every axis is the one wanted
+        return _ss.convolve(x, k, mode="full", method=method)
+    if method == "auto":  # SciPy's choice for one row is every row's
+        row = tuple(slice(None) if ax in axes else 0 for ax in range(_np.ndim(x)))
+        if _ss.choose_conv_method(x[row], k[row], mode="full") == "fft":
+            out = _ss.fftconvolve(x, k, mode="full", axes=axes)
+            dtype = _np.result_type(x, k)
+            return _np.around(out).astype(dtype) if dtype.kind in "ui" else out
+    return _direct_along(x, k, axes)
+
+
+def _direct_along(x, k, axes):
+    """The full convolution along `axes` of x and k, whose other axes have equal lengths (the
+    rows of a batch): k (the operand with the smaller extent along `axes`) reversed, times the
+    sliding windows of the other, zero-padded, in one einsum; the work of a direct convolution.
+    """
+    if _np.prod([x.shape[ax] for ax in axes]) < _np.prod([k.shape[ax] for ax in axes]):
+        x, k = k, x  # a convolution is symmetric in its operands
+    widths = [k.shape[ax] for ax in axes]
+    pad = [(k.shape[ax] - 1,) * 2 if ax in axes else (0, 0) for ax in range(x.ndim)]
+    windows = _np.lib.stride_tricks.sliding_window_view(_np.pad(x, pad), widths, axis=axes)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    out = letters[: x.ndim]
+    window = "".join(letters[x.ndim + i] for i in range(len(axes)))
+    k_term = "".join(window[axes.index(ax)] if ax in axes else out[ax] for ax in range(x.ndim))
+    flipped = k[tuple(slice(None, None, -1) if ax in axes else slice(None) for ax in range(k.ndim))]
+    return _np.einsum(f"{out}{window},{k_term}->{out}", windows, flipped)
 
 
 def _flip(x, axes):
@@ -70,13 +100,13 @@ _conv_p = defprimitive(
 
 def _prepare(in1, in2, who):
     in1, in2 = fnp.asarray(in1), fnp.asarray(in2)
-    if _np.ndim(primal(in1)) != _np.ndim(primal(in2)):
+    if ndim(in1) != ndim(in2):
         raise ValueError(
             f"scipy.signal.{who}: in1 has {describe(in1)} and in2 has {describe(in2)}; they "
             "must have the same number of dimensions"
         )
     for arg, x in (("in1", in1), ("in2", in2)):
-        if 0 in _np.shape(primal(x)):
+        if 0 in shape(x):
             raise ValueError(f"scipy.signal.{who}: {arg} has {describe(x)}; it is empty")
     return in1, in2
 
@@ -108,7 +138,7 @@ def _mode_slice(full, s1, s2, axes, mode, who):
 
 
 def _convolve(in1, in2, mode, axes, method, who):
-    if _np.ndim(primal(in1)) == 0:  # SciPy: the product of two scalars
+    if ndim(in1) == 0:  # SciPy: the product of two scalars
         return in1 * in2
     s1, s2 = shape(in1), shape(in2)
     full = _conv_p(in1, in2, axes=axes, method=method)
@@ -132,7 +162,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     array([6., 6.])
     """
     in1, in2 = _prepare(in1, in2, "convolve")
-    axes = tuple(range(_np.ndim(primal(in1))))
+    axes = tuple(range(ndim(in1)))
     return _convolve(in1, in2, mode, axes, _method(method, "convolve"), "convolve")
 
 
@@ -140,7 +170,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     """SciPy's `signal.correlate`: the convolution of in1 with in2 reversed along every axis
     and conjugated, in the same modes."""
     in1, in2 = _prepare(in1, in2, "correlate")
-    axes = tuple(range(_np.ndim(primal(in1))))
+    axes = tuple(range(ndim(in1)))
     return _convolve(
         in1, _flip(_conj(in2), axes), mode, axes, _method(method, "correlate"), "correlate"
     )
@@ -150,7 +180,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     """SciPy's `signal.fftconvolve`: the convolution along `axes` (default all), computed
     with FFTs; along the other axes the inputs broadcast (their lengths are equal or 1)."""
     in1, in2 = _prepare(in1, in2, "fftconvolve")
-    nd = _np.ndim(primal(in1))
+    nd = ndim(in1)
     if axes is None:
         axes = tuple(range(nd))
     else:
@@ -197,13 +227,18 @@ def _extension(m, k, boundary, dtype):
     return e
 
 
+def _real_dtype(dtype):
+    """The real dtype of the extension matrices of a result of `dtype`."""
+    return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
+
+
 def _conv2d_impl(x, k, mode, boundary, fillvalue, correlate):
     fn = _ss.correlate2d if correlate else _ss.convolve2d
     return fn(x, k, mode=mode, boundary=boundary, fillvalue=fillvalue)
 
 
 def _conj(x):
-    return fnp.conj(x) if _np.iscomplexobj(primal(x)) else x
+    return fnp.conj(x) if dtype_of(x).kind == "c" else x
 
 
 def _valid(big, small):
@@ -212,11 +247,11 @@ def _valid(big, small):
     return _conv_p(big, small, axes=(0, 1), method="auto")[k0 - 1 : p0, k1 - 1 : p1]
 
 
-def _conv2d_model(x, k, mode, correlate):
+def _conv2d_model(x_shape, k_shape, mode, correlate):
     """(swap, conj_x, flip_k, conj_k): the result is a slice of valid(A, B) (valid(B, A) with
     `swap`), A the extension of x (conjugated with `conj_x`), B = k (reversed with `flip_k`,
     conjugated with `conj_k`)."""
-    swap = mode == "valid" and not all(a >= b for a, b in zip(shape(x), shape(k)))
+    swap = mode == "valid" and not all(a >= b for a, b in zip(x_shape, k_shape))
     return swap, correlate and swap, correlate, correlate and not swap
 
 
@@ -224,13 +259,12 @@ def _conv2d_vjp(which):
     # x's cotangent needs only k's operand B; k's needs x's extension A
     def maker(ans, x, k, mode, boundary, fillvalue, correlate):
         m, kk = shape(x), shape(k)
-        swap, conj_x, flip_k, conj_k = _conv2d_model(x, k, mode, correlate)
-        dtype = _np.result_type(primal(x), primal(k))
+        swap, conj_x, flip_k, conj_k = _conv2d_model(m, kk, mode, correlate)
+        dtype = _np.result_type(dtype_of(x), dtype_of(k))
         like = meta((x, k)[which])
         ext = None
         if mode != "valid":
-            real = _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
-            ext = [_extension(m[ax], kk[ax], boundary, real) for ax in (0, 1)]
+            ext = [_extension(m[ax], kk[ax], boundary, _real_dtype(dtype)) for ax in (0, 1)]
         if which == 0:
             other = _conj(k) if conj_k else k
             other = other[::-1, ::-1] if flip_k else other
@@ -290,12 +324,12 @@ def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
     who = "correlate2d" if correlate else "convolve2d"
     in1, in2 = fnp.asarray(in1), fnp.asarray(in2)
     for arg, x in (("in1", in1), ("in2", in2)):
-        if _np.ndim(primal(x)) != 2:
+        if ndim(x) != 2:
             raise ValueError(
                 f"scipy.signal.{who}: {arg} has {describe(x)}; it must be 2-D "
                 "(use convolve/correlate for other dimensions)"
             )
-        if 0 in _np.shape(primal(x)):
+        if 0 in shape(x):
             raise ValueError(f"scipy.signal.{who}: {arg} has {describe(x)}; it is empty")
     if mode not in ("full", "valid", "same"):
         raise ValueError(
@@ -349,3 +383,48 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     mode 'valid' with in2 the larger, SciPy conjugates in1 instead of in2; fgrad gives that
     same value and differentiates it."""
     return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=True)
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+# The batch axis goes in front of both operands (length 1 for one that is the same in every
+# row) and is left out of the convolved axes: along it the operands broadcast.
+
+
+def _with_batch_axis(x, d):
+    return reshape(x, (1,) + shape(x)) if d is None else batch_to_front(x, d)
+
+
+def _conv_batch(args, dims, axes, method):
+    (x, k), (dx, dk) = args, dims
+    x, k = _with_batch_axis(x, dx), _with_batch_axis(k, dk)
+    return _conv_p(x, k, axes=tuple(ax + 1 for ax in axes), method=method), 0
+
+
+def _conv2d_batch(args, dims, mode, boundary, fillvalue, correlate):
+    """SciPy's convolve2d of each row, from the model above: the valid convolution of the
+    extension A of x (matrices E applied on both sides, and the fill) with B, sliced."""
+    (x, k), (dx, dk) = args, dims
+    x, k = _with_batch_axis(x, dx), _with_batch_axis(k, dk)
+    m, kk = shape(x)[1:], shape(k)[1:]
+    swap, conj_x, flip_k, conj_k = _conv2d_model(m, kk, mode, correlate)
+    dtype = _np.result_type(dtype_of(x), dtype_of(k))
+    a = _conj(x) if conj_x else x
+    b = k[:, ::-1, ::-1] if flip_k else k
+    b = _conj(b) if conj_k else b
+    if mode != "valid":
+        ext = [_extension(m[ax], kk[ax], boundary, _real_dtype(dtype)) for ax in (0, 1)]
+        a = fnp.matmul(ext[0], fnp.matmul(a, ext[1].T))
+        if boundary == "fill" and fillvalue != 0:
+            cover = (ext[0] @ _np.ones(m[0]))[:, None] * (ext[1] @ _np.ones(m[1]))[None, :]
+            a = a + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
+    big, small = (b, a) if swap else (a, b)
+    (p0, p1), (s0, s1) = shape(big)[1:], shape(small)[1:]
+    out = _conv_p(big, small, axes=(1, 2), method="direct")[:, s0 - 1 : p0, s1 - 1 : p1]
+    if mode == "same":
+        t0, t1 = ((n // 2 if correlate else (n - 1) // 2) for n in kk)
+        out = out[:, t0 : t0 + m[0], t1 : t1 + m[1]]
+    return out, 0
+
+
+_batching.rules[_conv_p] = _conv_batch
+_batching.rules[_conv2d_p] = _conv2d_batch

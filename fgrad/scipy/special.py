@@ -27,7 +27,8 @@ Functions of two arguments follow NumPy 2's promotion: a Python int or float tak
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
 it to float64 (`weak_scalars`).
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.special` for values.
+Imports: `fgrad.core`, `fgrad.batching` (rules), `fgrad.primitive`, `fgrad.numpy`, and
+`scipy.special` for values.
 """
 
 import math
@@ -35,16 +36,25 @@ import math
 import numpy as _np
 import scipy.special as _sc
 
+from .. import batching as _batching
 from .. import numpy as fnp
-from ..core import Box, Primitive, primal
+from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..numpy import _box
+from ..numpy.elementwise import mask_values as _values
+from ..numpy.elementwise import may_hold as _some
+from ..numpy.elementwise import register_elementwise
 from ..numpy.shaping import (
     _kept_shape,
     _normalize_axes,
+    batch_size,
+    batch_to_front,
     broadcast_like,
     describe,
+    every_row,
     meta,
+    ndim,
     unbroadcast,
+    with_example_ndim,
 )
 from ..primitive import defprimitive, defunary, nondiff
 
@@ -127,7 +137,12 @@ def _binary(impl, dx, dy, name):
         return lambda t, ans, x, y: broadcast_like(t * d(x, y, ans), ans)
 
     p = defprimitive(impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name)
-    return lambda x, y: p(*weak_scalars(x, y))
+
+    def apply(x, y):
+        return p(*weak_scalars(x, y))
+
+    apply.primitive = p  # what the batching rules know it by
+    return apply
 
 
 def _is_python_number(x):
@@ -142,9 +157,7 @@ def weak_scalars(*args):
     lists keep their dtypes; an all-integer or all-Python call is left alone."""
     if not any(_is_python_number(a) for a in args) or all(_is_python_number(a) for a in args):
         return args
-    dtype = _np.result_type(
-        *(a if _is_python_number(a) else _np.asarray(primal(a)).dtype for a in args)
-    )
+    dtype = _np.result_type(*(a if _is_python_number(a) else dtype_of(a) for a in args))
     if dtype.kind != "f":
         return args
     return tuple(_np.asarray(a, dtype) if _is_python_number(a) else a for a in args)
@@ -163,18 +176,39 @@ def _like_x(out, x):
 
 def _float_dtype(x):
     """x's real floating dtype (float32 for complex64), float64 for integers."""
-    dtype = _np.asarray(primal(x)).dtype
+    dtype = dtype_of(x)
     return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
 
 
-def _mask(condition):
-    """A constant boolean mask from primal values (it carries no derivative)."""
-    return _np.asarray(condition, dtype=bool)
+# Masks and bounds are computed from the values with NumPy; under `vmap`, from one value per
+# row (`_values`, `_some`: fgrad.numpy.elementwise's `mask_values` and `may_hold`).
+
+
+def _all_rows(values):
+    """The values of every row at once, as one NumPy array (its layout is not the rows'): for
+    a bound that must serve every row, such as a count of series terms. A row computed with
+    more terms than it needs alone differs from it by far less than rounding."""
+    while type(values) is Box:
+        values = values.value
+    return _np.asarray(values)
+
+
+def _mask(condition, shape=None):
+    """A constant boolean mask from primal values (it carries no derivative), broadcast to
+    `shape` if given; a batched one (one mask per row) stays a batched constant."""
+    if holds_batch(condition):
+        if shape is None or shape_of(condition) == shape:
+            return condition
+        return fnp.broadcast_to(condition, shape)
+    mask = _np.asarray(condition, dtype=bool)
+    return mask if shape is None else _np.broadcast_to(mask, shape)
 
 
 def _sign(x):
     """sign(x) (of its real part, for complex x) as a constant in x's real dtype (sign(0) =
     0)."""
+    if holds_batch(x):
+        return fnp.astype(fnp.sign(fnp.real(constant_of(x))), _float_dtype(x))
     return _np.sign(_np.real(primal(x))).astype(_float_dtype(x))
 
 
@@ -296,8 +330,14 @@ def _ufunc(fn):
 # --- logsumexp and the softmax family -------------------------------------------------------------
 
 
-def _lse_impl(a, b, axis, keepdims, signs):
+def _lse_impl(a, b, signs, axis, keepdims):
     return _scipy_logsumexp(a, axis, b, keepdims, signs is not None)[0]
+
+
+def _lse_sign_impl(a, b, axis, keepdims):
+    _, signs = _scipy_logsumexp(a, axis, b, keepdims, True)
+    out = _np.asarray(signs, dtype=_np.result_type(_np.asarray(a).dtype, _np.float32))
+    return out[()] if out.ndim == 0 else out
 
 
 def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
@@ -320,30 +360,30 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
     Where the sum is 0 (every entry -inf, or b zero there) ans is -inf; it is replaced by 0 so
     the weights are exp(-inf) = 0 rather than nan.
     """
-    a_shape = _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(b)))
+    a_shape = _np.broadcast_shapes(shape_of(a), shape_of(b))
     kept = _kept_shape(a_shape, axis)
-    empty = _mask(_np.isneginf(_np.real(primal(ans))))
-    if empty.any():
+    empty = _mask(_np.isneginf(_np.real(_values(ans))))
+    if _some(empty):
         ans = fnp.where(empty, 0.0, ans)
     ans = fnp.reshape(ans, kept)
     if with_b and b is not None:
         # A zero weight on an entry so large that exp(a - ans) overflows: 0 * inf would be
         # nan; the entry takes no part in the sum, so it gets no gradient.
         with _np.errstate(over="ignore"):
-            big = _np.isinf(_np.exp(_np.asarray(primal(a)) - _np.asarray(primal(ans))))
-        off = _mask(_np.broadcast_to(big & (_np.asarray(primal(b)) == 0), a_shape))
-        if off.any():
+            big = _np.isinf(_np.exp(_values(a) - _values(ans)))
+        off = _mask(_np.logical_and(big, _values(b) == 0), a_shape)
+        if _some(off):
             a = fnp.where(off, -math.inf, a)
         w = fnp.multiply(fnp.exp(fnp.subtract(a, ans)), b)
     else:
         w = fnp.exp(fnp.subtract(a, ans))
     if signs is not None:  # real input: 1/sign = sign
-        w = w * _np.reshape(signs, kept)
-    return fnp.broadcast_to(w, a_shape), kept
+        w = w * fnp.reshape(signs, kept)
+    return (w if shape_of(w) == a_shape else fnp.broadcast_to(w, a_shape)), kept
 
 
 def _lse_vjp(i):
-    def maker(ans, a, b, axis, keepdims, signs):
+    def maker(ans, a, b, signs, axis, keepdims):
         like = meta((a, b)[i])
 
         def bprop(ct):
@@ -356,16 +396,22 @@ def _lse_vjp(i):
 
 
 def _lse_jvp(i):
-    def rule(t, ans, a, b, axis, keepdims, signs):
+    def rule(t, ans, a, b, signs, axis, keepdims):
         w, _ = _lse_weights(a, b, ans, axis, signs, with_b=i == 0)
         return fnp.sum(t * w, axis=axis, keepdims=keepdims)
 
     return rule
 
 
+# The signs of a real sum are an argument (a constant: they have no derivative), so that under
+# `vmap` they are one per row like the values they come from.
 _logsumexp_p = defprimitive(
-    _lse_impl, vjp=(_lse_vjp(0), _lse_vjp(1)), jvp=(_lse_jvp(0), _lse_jvp(1)), name="logsumexp"
+    _lse_impl,
+    vjp=(_lse_vjp(0), _lse_vjp(1), None),
+    jvp=(_lse_jvp(0), _lse_jvp(1), None),
+    name="logsumexp",
 )
+_lse_sign_p = nondiff(_lse_sign_impl, name="logsumexp_sign")
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
@@ -390,23 +436,18 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """
     if b is not None:
         a, b = weak_scalars(a, b)
-    shape = _np.broadcast_shapes(_np.shape(primal(a)), _np.shape(primal(b)))
+    shape = _np.broadcast_shapes(shape_of(a), shape_of(b))
     axes = _normalize_axes(axis, len(shape))
     keepdims = bool(keepdims)
     if return_sign and (fnp.iscomplexobj(a) or (b is not None and fnp.iscomplexobj(b))):
-        log_s = _logsumexp_p(a, b, axis=axes, keepdims=keepdims, signs=None)
+        log_s = _logsumexp_p(a, b, None, axis=axes, keepdims=keepdims)
         out = fnp.real(log_s)
         sign = fnp.exp(1j * fnp.imag(log_s))
-        zero = _mask(_np.isneginf(primal(out)))  # an empty sum: sign 0, as SciPy's
-        return out, (fnp.where(zero, 0.0, sign) if zero.any() else sign)
-    signs = None
-    if return_sign:
-        _, signs = _scipy_logsumexp(primal(a), axes, primal(b), keepdims, True)
-        signs = _np.asarray(signs, dtype=_np.result_type(_np.asarray(primal(a)).dtype, _np.float32))
-    out = _logsumexp_p(a, b, axis=axes, keepdims=keepdims, signs=signs)
-    if not return_sign:
-        return out
-    return out, signs[()] if signs.ndim == 0 else signs
+        zero = _mask(_np.isneginf(_values(out)))  # an empty sum: sign 0, as SciPy's
+        return out, (fnp.where(zero, 0.0, sign) if _some(zero) else sign)
+    signs = _lse_sign_p(a, b, axis=axes, keepdims=keepdims) if return_sign else None
+    out = _logsumexp_p(a, b, signs, axis=axes, keepdims=keepdims)
+    return (out, signs) if return_sign else out
 
 
 _softmax_p = defprimitive(
@@ -608,7 +649,7 @@ def polygamma(n, x):
     1.644934067
     """
     n, x = weak_scalars(n, x)
-    if _np.iscomplexobj(primal(x)):
+    if dtype_of(x).kind == "c":
         raise TypeError(
             f"polygamma: x has {describe(x)}; polygamma takes real x, as SciPy's. For complex "
             "x, differentiate digamma: its derivatives (polygamma(n, x)) are computed for "
@@ -677,8 +718,10 @@ def multigammaln(a, d):
     if type(d) is Box or _np.ndim(d) != 0 or int(d) != d or d < 1:
         raise ValueError(f"multigammaln: d must be a constant integer >= 1; got {d!r}")
     d = int(d)
-    av = _np.asarray(primal(a))
-    if _np.any(av <= 0.5 * (d - 1)):
+    # Under `vmap` this check reads the rows' masks, which agree (all False) unless a row is
+    # out of the domain: Python control flow, for which `vmap` would split the batch.
+    if _np.any(primal(fnp.less_equal(_values(a), 0.5 * (d - 1)))):
+        av = _np.asarray(primal(a))
         raise ValueError(
             f"multigammaln: every a must be > (d - 1) / 2 = {0.5 * (d - 1)}; "
             f"got a with minimum {av.min()!r} (shape {av.shape}, dtype {av.dtype})"
@@ -706,23 +749,24 @@ def multigammaln(a, d):
 
 def _gammainc_da(a, x):
     """d gammainc(a, x) / da in a and x's broadcast shape (0 at x == 0 and x == inf)."""
-    av, xv = _np.asarray(primal(a)), _np.asarray(primal(x))
-    av, xv = _np.broadcast_arrays(av, xv)
+    av, xv = _values(a), _values(x)
+    shape = _np.broadcast_shapes(shape_of(a), shape_of(x))
     dtype = _np.result_type(_float_dtype(a), _float_dtype(x))
-    edge = _mask((xv == 0) | _np.isposinf(xv))
-    series = _mask((xv < av + 1) & ~edge)
-    fraction = _mask(~series & ~edge)
-    out = _np.zeros(av.shape, dtype)
-    if series.any():
+    edge = _np.logical_or(xv == 0, _np.isposinf(xv))
+    series = _mask(_np.logical_and(xv < av + 1, _np.logical_not(edge)), shape)
+    fraction = _mask(_np.logical_not(_np.logical_or(series, edge)))
+    out = _np.zeros(shape, dtype)
+    if _some(series):
         sa, sx = fnp.where(series, a, 1.0), fnp.where(series, x, 0.5)
-        k = _np.arange(int(40 + 12 * math.sqrt(float(xv[series].max()))), dtype=dtype)
+        x_max = _all_rows(_np.where(series, xv, 0.0)).max(initial=0.0)
+        k = _np.arange(int(40 + 12 * math.sqrt(float(x_max))), dtype=dtype)
         ak1 = fnp.expand_dims(sa, -1) + (k + 1.0)
         log_x = fnp.expand_dims(fnp.log(sx), -1)
         terms = fnp.exp((ak1 - 1.0) * log_x - fnp.expand_dims(sx, -1) - gammaln(ak1))
         out = fnp.where(series, fnp.sum(terms * (log_x - digamma(ak1)), axis=-1), out)
-    if fraction.any():
+    if _some(fraction):
         fa, fx = fnp.where(fraction, a, 1.0), fnp.where(fraction, x, 3.0)
-        a_max = _np.nan_to_num(av[fraction], nan=1.0, posinf=1.0).max()
+        a_max = _np.nan_to_num(_all_rows(_np.where(fraction, av, 1.0)), nan=1.0, posinf=1.0).max()
         f = df = 0.0  # f_n and d f_n / da
         for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
             d = fx + (2.0 * n + 1.0) - fa - f
@@ -808,15 +852,14 @@ def gammainccinv(a, q):
 
 def _safe_ratio(x, y, zero_at):
     """x / y, taken as 0 where the constant mask `zero_at` holds (x == 0 and y == 0 there)."""
-    if zero_at.any():
+    if _some(zero_at):
         return fnp.where(zero_at, 0.0, x / fnp.where(zero_at, 1.0, y))
     return x / y
 
 
 def _both_zero(x, y, y_value=0.0):
-    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
-    both = (xv == 0) & (yv == y_value)
-    return _mask(_np.broadcast_to(both, _np.broadcast_shapes(xv.shape, yv.shape)))
+    both = _np.logical_and(_values(x) == 0, _values(y) == y_value)
+    return _mask(both, _np.broadcast_shapes(shape_of(x), shape_of(y)))
 
 
 _xlogy_p = _binary(
@@ -857,8 +900,8 @@ def xlog1py(x, y):
 
 def _entr_deriv(ans, x):
     """-(log x + 1) for x >= 0 (+inf at 0); 0 for x < 0, where entr is the constant -inf."""
-    neg = _mask(_np.asarray(primal(x)) < 0)
-    if neg.any():
+    neg = _mask(_values(x) < 0)
+    if _some(neg):
         return fnp.where(neg, 0.0, -(fnp.log(fnp.where(neg, 1.0, x)) + 1.0))
     return -(fnp.log(x) + 1.0)
 
@@ -875,9 +918,9 @@ def entr(x):
 
 def _outside(x, y):
     """Where rel_entr and kl_div are the constant +inf (x < 0 or y < 0, or x > 0 == y)."""
-    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
-    out = (xv < 0) | (yv < 0) | ((xv > 0) & (yv == 0))
-    return _mask(_np.broadcast_to(out, _np.broadcast_shapes(xv.shape, yv.shape)))
+    xv, yv = _values(x), _values(y)
+    out = _np.logical_or(_np.logical_or(xv < 0, yv < 0), _np.logical_and(xv > 0, yv == 0))
+    return _mask(out, _np.broadcast_shapes(shape_of(x), shape_of(y)))
 
 
 def _guarded(partial, at_origin):
@@ -886,8 +929,8 @@ def _guarded(partial, at_origin):
 
     def d(x, y, ans):
         off, origin = _outside(x, y), _both_zero(x, y)
-        special = off | origin
-        if not special.any():
+        special = _np.logical_or(off, origin)
+        if not _some(special):
             return partial(x, y)
         inside = partial(fnp.where(special, 1.0, x), fnp.where(special, 1.0, y))
         return fnp.where(off, 0.0, fnp.where(origin, at_origin, inside))
@@ -1341,10 +1384,12 @@ def _beta_series_d(p, q, y, terms):
     return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
 
 
-def _series_terms(p, q, y):
-    """Terms enough for 1e-17 of the series at these (plain) values: its ratio tends to y,
-    from y (p + q) / (p + 1) at the start."""
-    ratio = _np.max(y * _np.maximum(1.0, (p + q) / (p + 1.0)), initial=0.0)
+def _series_terms(p, q, y, where):
+    """Terms enough for 1e-17 of the series at these values where `where` holds (in every
+    row): its ratio tends to y, from y (p + q) / (p + 1) at the start."""
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        ratios = _np.where(where, y * _np.maximum(1.0, (p + q) / (p + 1.0)), 0.0)
+    ratio = _all_rows(ratios).max(initial=0.0)
     if ratio <= 0.0:
         return 1
     return int(min(20000, 10 + math.ceil(-39.2 / math.log(min(ratio, 1.0 - 1e-9)))))
@@ -1352,22 +1397,27 @@ def _series_terms(p, q, y):
 
 def _betainc_dab(a, b, x):
     """(dI/da, dI/db) in the broadcast shape of a, b and x (0 at x == 0 and x == 1)."""
-    av, bv, xv = _np.broadcast_arrays(*(_np.asarray(primal(v)) for v in (a, b, x)))
+    av, bv, xv = (_values(v) for v in (a, b, x))
+    shape = _np.broadcast_shapes(*(shape_of(v) for v in (a, b, x)))
     dtype = _np.result_type(_float_dtype(a), _float_dtype(b), _float_dtype(x))
-    zero = _np.zeros(av.shape, dtype)
-    edge = (xv <= 0) | (xv >= 1) | ~_np.isfinite(av + bv + xv)
-    direct = _mask(~edge & (xv < (av + 1.0) / (av + bv + 2.0)))
-    other = _mask(~edge & ~direct)
+    zero = _np.zeros(shape, dtype)
+    edge = _np.logical_or(
+        _np.logical_or(xv <= 0, xv >= 1), _np.logical_not(_np.isfinite(av + bv + xv))
+    )
+    inside = _np.logical_not(edge)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        below = xv < (av + 1.0) / (av + bv + 2.0)
+    direct = _mask(_np.logical_and(inside, below), shape)
+    other = _mask(_np.logical_and(inside, _np.logical_not(below)), shape)
     da, db = zero, zero
-    if direct.any():
+    if _some(direct):
         p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))
-        dp, dq = _beta_series_d(p, q, y, _series_terms(av[direct], bv[direct], xv[direct]))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(av, bv, xv, direct))
         da, db = fnp.where(direct, dp, da), fnp.where(direct, dq, db)
-    if other.any():  # I = 1 - J(b, a, 1 - x)
+    if _some(other):  # I = 1 - J(b, a, 1 - x)
         p, q = fnp.where(other, b, 1.0), fnp.where(other, a, 1.0)
         y = fnp.where(other, 1.0 - x, 0.25)
-        yv = 1.0 - xv[other]
-        dp, dq = _beta_series_d(p, q, y, _series_terms(bv[other], av[other], yv))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(bv, av, 1.0 - xv, other))
         da, db = fnp.where(other, -dq, da), fnp.where(other, -dp, db)
     return da, db
 
@@ -1423,6 +1473,77 @@ def betainc(a, b, x):
     1.5
     """
     return _betainc_p(*weak_scalars(a, b, x))
+
+
+# --- batching (vmap) ------------------------------------------------------------------------------
+
+
+def _row_shape(x, dim):
+    s = shape_of(x)
+    return s if dim is None else s[:dim] + s[dim + 1 :]
+
+
+def _lse_batch_rule(prim):
+    """logsumexp (a, b, signs) and its signs (a, b): the rows first, a and b with the axes
+    of the rows' broadcast shape, so the reduced axes move up by one; the signs (one per
+    result) with their rows first too."""
+
+    def rule(args, dims, axis, keepdims):
+        size = batch_size(args, dims)
+        nd = len(_np.broadcast_shapes(*(_row_shape(v, d) for v, d in zip(args[:2], dims[:2]))))
+        a, b = args[:2]
+        if dims[0] is None and dims[1] is None:  # only the signs hold rows
+            a = every_row(a, None, size)
+            dims = (0,) + tuple(dims[1:])
+        operands = [v if d is None else with_example_ndim(v, d, nd) for v, d in zip((a, b), dims)]
+        if len(args) == 3:
+            signs, d = args[2], dims[2]
+            operands.append(None if signs is None else every_row(signs, d, size))
+        params = {"axis": tuple(ax + 1 for ax in axis), "keepdims": keepdims}
+        return bind(prim, operands, params), 0
+
+    return rule
+
+
+def _axis_batch_rule(prim):
+    """softmax and log_softmax: the rows first, the axes moved up by one."""
+
+    def rule(args, dims, axis):
+        x = batch_to_front(args[0], dims[0])
+        return bind(prim, [x], {"axis": tuple(ax + 1 for ax in axis)}), 0
+
+    return rule
+
+
+def _order_batch_rule(prim, order):
+    """A function of x with a constant order (the parameter `order`: v or n), which broadcasts
+    against x as a ufunc's argument: an order array meets the rows of x with their batch axis
+    first and length-1 axes up to the order's rank."""
+
+    def rule(args, dims, **params):
+        (x,), (d,) = args, dims
+        nd = _np.ndim(params[order])
+        if nd == 0:
+            return bind(prim, [x], params), d
+        return bind(prim, [with_example_ndim(x, d, max(ndim(x) - 1, nd))], params), 0
+
+    return rule
+
+
+for _p in (_logsumexp_p, _lse_sign_p):
+    _batching.rules[_p] = _lse_batch_rule(_p)
+for _p in (_softmax_p, _log_softmax_p):
+    _batching.rules[_p] = _axis_batch_rule(_p)
+for _p, _order in (
+    (_bessel_p, "v"),
+    (_yn_p, "n"),
+    (_expn_p, "n"),
+    (_polygamma_p, "n"),
+    (_ivx_p, "n"),
+    (_ivxe_p, "n"),
+):
+    _batching.rules[_p] = _order_batch_rule(_p, _order)
+register_elementwise(globals())  # every other primitive here is elementwise, as SciPy's ufuncs
 
 
 # scipy.special's own functions applied to a traced value are sent here (its ufuncs reach

@@ -9,8 +9,8 @@ parameters, and differentiating in them raises a TypeError (never a silently wro
 gamma and chi2 do not use these: their CDFs are `fgrad.scipy.special.gammainc` / `gammaincc`,
 differentiable in the shape parameter too.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, `fgrad.scipy.special`, and
-`scipy.special` for values.
+Imports: `fgrad.core`, `fgrad.batching` (rules), `fgrad.primitive`, `fgrad.numpy`,
+`fgrad.scipy.special`, and `scipy.special` for values.
 """
 
 import math
@@ -18,8 +18,10 @@ import math
 import numpy as _np
 import scipy.special as _sc
 
+from ... import batching as _batching
 from ... import numpy as fnp
-from ...core import Box, primal
+from ...core import Box, dtype_of, holds_batch, primal, shape_of
+from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
 from ...primitive import defprimitive
 from .. import special as sp
@@ -27,24 +29,42 @@ from .. import special as sp
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-def value(x):
-    """The plain value of x as an array (a constant: no derivative)."""
-    return _np.asarray(primal(x))
+# Masks are computed from values with NumPy; under `vmap` a value holds one array per row, and
+# `value` gives it then as a batched constant (fgrad.numpy.elementwise's `mask_values`: NumPy's
+# functions dispatch to fgrad's on it), so masks are combined with NumPy's functions
+# (`_np.logical_and`, not `&`) and asked `some(mask)` / `every(mask)`, not `mask.any()` /
+# `mask.all()`.
+
+value = mask_values
+some = may_hold
+
+
+def every(mask):
+    """Whether a mask holds everywhere; a batched mask is taken not to, unread."""
+    return not holds_batch(mask) and bool(mask.all())
+
+
+def any_row(condition):
+    """Whether a condition (for an error) holds anywhere. Under `vmap` this reads the rows'
+    masks, which agree (all False) unless a row is out of range: Python control flow, for which
+    `vmap` would split the batch."""
+    return bool(_np.any(primal(condition)))
 
 
 def squeeze_ones(out):
     """`out` without its length-1 axes, as SciPy squeezes dirichlet's and
     multivariate_normal's results."""
-    shape = tuple(n for n in _np.shape(value(out)) if n != 1)
-    return fnp.reshape(out, shape) if shape != _np.shape(value(out)) else out
+    shape = tuple(n for n in shape_of(out) if n != 1)
+    return fnp.reshape(out, shape) if shape != shape_of(out) else out
 
 
 def mask(condition, *like):
     """A constant boolean mask, broadcast to the broadcast shape of `like`."""
-    shape = _np.broadcast_shapes(*(_np.shape(value(v)) for v in like)) if like else ()
-    return _np.broadcast_to(
-        _np.asarray(condition, dtype=bool), _np.broadcast_shapes(shape, _np.shape(condition))
-    )
+    shape = _np.broadcast_shapes(*(shape_of(v) for v in like)) if like else ()
+    shape = _np.broadcast_shapes(shape, shape_of(condition))
+    if holds_batch(condition):
+        return condition if shape_of(condition) == shape else fnp.broadcast_to(condition, shape)
+    return _np.broadcast_to(_np.asarray(condition, dtype=bool), shape)
 
 
 def is_plain_number(x):
@@ -55,7 +75,7 @@ def harmonize(*args):
     """The arguments with every Python number made a 0-d array of the others' float dtype:
     some SciPy ufuncs promote float32 data with a Python float (xlogy(0.0, float32) is
     float64), and fgrad keeps float32 in, float32 out."""
-    kinds = [value(a).dtype for a in args if not is_plain_number(a)]
+    kinds = [dtype_of(a) for a in args if not is_plain_number(a)]
     dtype = _np.result_type(*kinds) if kinds else _np.dtype(_np.float64)
     if dtype.kind != "f":
         dtype = _np.dtype(_np.float64)
@@ -71,30 +91,29 @@ def weak(f, x):
 def guard(inside, x, fill=1.0):
     """x where the constant mask `inside` holds, `fill` elsewhere: the branch that `where`
     masks still runs (and its derivative would be nan or inf times a zero cotangent)."""
-    if inside.all():
+    if every(inside):
         return x
     return fnp.where(inside, x, fill)
 
 
 def select(inside, x, outside_value):
     """x where `inside`, the constant `outside_value` elsewhere (no derivative there)."""
-    if inside.all():
+    if every(inside):
         return x
     return fnp.where(inside, x, outside_value)
 
 
 def invalid_to_nan(bad, out):
     """nan where a parameter is out of its range (scale <= 0, a shape <= 0), as SciPy."""
-    if bad.any():
+    if some(bad):
         return fnp.where(bad, math.nan, out)
     return out
 
 
 def standardize(x, loc, scale):
     """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there."""
-    sv = value(scale)
-    bad = ~(sv > 0)
-    if bad.any():
+    bad = _np.logical_not(value(scale) > 0)
+    if some(bad):
         scale = fnp.where(bad, 1.0, scale)
     return (x - loc) / scale, scale, bad
 
@@ -140,12 +159,14 @@ def cdf_primitive(impl, density, name, params):
 
     refuse_vjp, refuse_jvp = _refuse(name, params)
     n = len(params)
-    return defprimitive(
+    prim = defprimitive(
         impl,
         vjp=(vjp_z,) + tuple(refuse_vjp(i + 1) for i in range(n)),
         jvp=(jvp_z,) + tuple(refuse_jvp(i + 1) for i in range(n)),
         name=name,
     )
+    _batching.rules[prim] = elementwise_batch_rule(prim)  # a ufunc of z and the shapes
+    return prim
 
 
 def _float_like(out, *args):
@@ -167,7 +188,7 @@ def _gamma_density(z, a):
 def _beta_density(z, a, b):
     """d/dz I(a, b, z) = z**(a-1) (1-z)**(b-1) / B(a, b) on [0, 1], 0 outside."""
     zv = value(z)
-    inside = mask((zv >= 0) & (zv <= 1), z, a, b)
+    inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)
     log_density = sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - sp.betaln(a, b)
     return select(inside, fnp.exp(log_density), 0.0)
@@ -244,10 +265,10 @@ def refuse_complex(who, **arguments):
     """A TypeError for a complex argument of a distribution whose SciPy counterpart refuses
     it, or casts it to real and drops the imaginary part (poisson, multivariate_normal)."""
     for what, x in arguments.items():
-        if x is not None and _np.iscomplexobj(value(x)):
+        if x is not None and dtype_of(x).kind == "c":
             raise TypeError(
-                f"{who}: {what} is complex (shape {_np.shape(value(x))}, dtype "
-                f"{value(x).dtype}); the distribution takes real values, as SciPy's does. Pass "
+                f"{who}: {what} is complex (shape {shape_of(x)}, dtype "
+                f"{dtype_of(x)}); the distribution takes real values, as SciPy's does. Pass "
                 f"a real {what} (fgrad.numpy.real(x) if the imaginary part is meant to be 0)"
             )
 

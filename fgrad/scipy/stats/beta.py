@@ -13,6 +13,8 @@ Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 
 import math
 
+import numpy as _np
+
 from ... import numpy as fnp
 from .. import special as sp
 from ._common import (
@@ -22,6 +24,7 @@ from ._common import (
     invalid_to_nan,
     mask,
     select,
+    some,
     standardize,
     value,
     weak,
@@ -35,12 +38,13 @@ _I, _Ic = incomplete_beta("beta.cdf/sf", ("a", "b"))
 def _setup(x, a, b, loc, scale):
     x, a, b, loc, scale = harmonize(x, a, b, loc, scale)
     z, scale, bad = standardize(x, loc, scale)
-    bad_a, bad_b = mask(~(value(a) > 0), a), mask(~(value(b) > 0), b)
-    if bad_a.any():
+    bad_a = mask(_np.logical_not(value(a) > 0), a)
+    bad_b = mask(_np.logical_not(value(b) > 0), b)
+    if some(bad_a):
         a = fnp.where(bad_a, 1.0, a)
-    if bad_b.any():
+    if some(bad_b):
         b = fnp.where(bad_b, 1.0, b)
-    bad = bad | mask(bad_a, z, a, b) | mask(bad_b, z, a, b)
+    bad = _np.logical_or(bad, _np.logical_or(mask(bad_a, z, a, b), mask(bad_b, z, a, b)))
     return z, a, b, scale, bad
 
 
@@ -54,7 +58,7 @@ def logpdf(x, a, b, loc=0, scale=1):
     """
     z, a, b, scale, bad = _setup(x, a, b, loc, scale)
     zv = value(z)
-    inside = mask((zv >= 0) & (zv <= 1), z, a, b)
+    inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)
     out = (
         sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - _weak_betaln(a, b) - weak(fnp.log, scale)

@@ -13,7 +13,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import squeeze_ones, value
+from ._common import any_row, squeeze_ones, value
 
 __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
 
@@ -25,7 +25,7 @@ def _check_alpha(alpha, who):
             f"dirichlet.{who}: alpha must be one-dimensional (K,); got shape "
             f"{av.shape}, dtype {av.dtype}"
         )
-    if not _np.all(av > 0):
+    if any_row(_np.logical_not(av > 0)):
         raise ValueError(
             f"dirichlet.{who}: every entry of alpha must be > 0; got minimum {av.min()!r}"
         )
@@ -43,16 +43,16 @@ def _check_x(x, alpha, av):
     if xv.shape[0] == k - 1:
         x = fnp.concatenate([x, fnp.expand_dims(1.0 - fnp.sum(x, axis=0), 0)], axis=0)
         xv = value(x)
-    if _np.min(xv) < 0:
+    if any_row(xv < 0):
         raise ValueError("dirichlet.logpdf: each entry of x must be >= 0")
-    if _np.max(xv) > 1:
+    if any_row(xv > 1):
         raise ValueError("dirichlet.logpdf: each entry of x must be <= 1")
-    zero = (xv == 0) & (av < 1).reshape((k,) + (1,) * (xv.ndim - 1))
-    if zero.any():
+    zero = _np.logical_and(xv == 0, _np.reshape(av < 1, (k,) + (1,) * (xv.ndim - 1)))
+    if any_row(zero):
         raise ValueError("dirichlet.logpdf: each entry of x must be > 0 where its alpha < 1")
     tol = 1e-5 if xv.dtype == _np.float32 else 1e-9
     total = _np.sum(xv, axis=0)
-    if _np.any(_np.abs(total - 1.0) > tol):
+    if any_row(_np.abs(total - 1.0) > tol):
         raise ValueError(
             f"dirichlet.logpdf: x must lie on the simplex (sum 1 along the first "
             f"axis); its sums are {total}"

@@ -6,6 +6,8 @@ Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 
 import math
 
+import numpy as _np
+
 from ... import numpy as fnp
 from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
 
@@ -45,7 +47,7 @@ def _log1mexp(z):
     log 2)."""
     small = mask(value(z) < math.log(2.0), z)
     near = fnp.log(-fnp.expm1(-guard(small, z, 1.0)))
-    far = fnp.log1p(-fnp.exp(-guard(~small, z, 1.0)))
+    far = fnp.log1p(-fnp.exp(-guard(_np.logical_not(small), z, 1.0)))
     return fnp.where(small, near, far)
 
 

@@ -18,16 +18,27 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
+from ..special import _all_rows
+from ._common import (
+    guard,
+    harmonize,
+    invalid_to_nan,
+    mask,
+    select,
+    some,
+    standardize,
+    value,
+    weak,
+)
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
 def _shape_ok(a, bad, *like):
-    bad_a = mask(~(value(a) > 0), a, *like)
-    if bad_a.any():
-        a = fnp.where(mask(~(value(a) > 0), a), 1.0, a)
-    return a, bad | bad_a
+    bad_a = mask(_np.logical_not(value(a) > 0), a, *like)
+    if some(bad_a):
+        a = fnp.where(mask(_np.logical_not(value(a) > 0), a), 1.0, a)
+    return a, _np.logical_or(bad, bad_a)
 
 
 def _logpdf(x, a, loc, scale):
@@ -49,9 +60,10 @@ def _tiny(v):
 def _log_p_series(a, z):
     """log P(a, z) = a log z - z - gammaln(a + 1) + log S, S = sum_k z**k / ((a+1)...(a+k)),
     for z < a + 1 (used where P underflows: z far below a). The terms decrease from k = 0;
-    their number is read off the primal values (a constant)."""
-    av, zv = _np.broadcast_arrays(value(a).astype(float), value(z).astype(float))
-    ratio = float(_np.max(zv / (av + 1.0))) if zv.size else 0.0
+    their number is read off the primal values (a constant, the same for every row of a
+    batch)."""
+    ratios = _all_rows(value(z).astype(float) / (value(a).astype(float) + 1.0))
+    ratio = float(_np.max(ratios)) if ratios.size else 0.0
     n = 30 if ratio <= 0 else int(min(2000, 30 + math.log(1e-18) / math.log(min(ratio, 0.999))))
     term, total = 1.0, 1.0
     for k in range(1, n + 1):
@@ -64,7 +76,8 @@ def _log_q_fraction(a, z):
     """log Q(a, z) = a log z - z - gammaln(a) + log r, r from Legendre's continued fraction
     1 / (z + 1 - a - 1 (1 - a) / (z + 3 - a - 2 (2 - a) / (z + 5 - a - ...))), run backwards,
     for z >= a + 1 (used where Q underflows: z far above a)."""
-    a_max = float(_np.max(value(a))) if _np.size(value(a)) else 1.0
+    a_all = _all_rows(value(a))
+    a_max = float(_np.max(a_all)) if a_all.size else 1.0
     f = 0.0
     for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
         f = (n * (n - a)) / (z + (2.0 * n + 1.0) - a - f)
@@ -79,13 +92,14 @@ def _log_cdf(a, z, lower):
     y = this(a, z)
     yv = value(y)
     high = mask(yv > 0.5, z, a)
-    av, zv = _np.broadcast_arrays(value(a), value(z))
-    low = mask((yv < _tiny(yv)) & ((zv < av + 1.0) if lower else (zv >= av + 1.0)), z, a)
-    mid = ~high & ~low
+    av, zv = value(a), value(z)
+    in_tail = (zv < av + 1.0) if lower else (zv >= av + 1.0)
+    low = mask(_np.logical_and(yv < _tiny(yv), in_tail), z, a)
+    mid = _np.logical_not(_np.logical_or(high, low))
     out = fnp.log(guard(mid, y))
-    if high.any():
+    if some(high):
         out = fnp.where(high, fnp.log1p(-guard(high, other(a, z), 0.5)), out)
-    if low.any():
+    if some(low):
         tail = _log_p_series if lower else _log_q_fraction
         out = fnp.where(low, tail(guard(low, a), guard(low, z, 0.5 if lower else 3.0)), out)
     return out
@@ -99,7 +113,9 @@ def _cdfs(x, a, loc, scale, which):
     # At z == 0 the CDFs take the density as their derivative in x (finite for a >= 1); below
     # it, and at z == inf, they are constants. logcdf is -inf at z == 0 and is taken from
     # z > 0 only. A nan x gives nan, as SciPy.
-    inside = mask(((zv > 0) if which == "logcdf" else (zv >= 0)) & (zv < math.inf), z, a)
+    inside = mask(
+        _np.logical_and((zv > 0) if which == "logcdf" else (zv >= 0), zv < math.inf), z, a
+    )
     below, above = {
         "cdf": (0.0, 1.0),
         "sf": (1.0, 0.0),
@@ -115,9 +131,9 @@ def _cdfs(x, a, loc, scale, which):
         out = _log_cdf(a, zg, lower=which == "logcdf")
     out = select(inside, out, below)
     top = mask(_np.isposinf(zv), z, a)
-    if top.any():
+    if some(top):
         out = fnp.where(top, above, out)
-    bad = bad | mask(_np.isnan(zv), z, a)
+    bad = _np.logical_or(bad, mask(_np.isnan(zv), z, a))
     return invalid_to_nan(bad, out)
 
 

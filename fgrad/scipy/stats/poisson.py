@@ -22,6 +22,7 @@ from ._common import (
     refuse_complex,
     refuse_traced,
     select,
+    some,
     value,
 )
 
@@ -38,9 +39,9 @@ def _setup(k, mu, loc, who):
     mv = value(mu)
     dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
     kk = _np.asarray(k, dtype=float) - _np.asarray(loc, dtype=float)
-    bad = mask(~(mv >= 0), mu, kk)
-    if bad.any():
-        mu = fnp.where(mask(~(mv >= 0), mu), 1.0, mu)
+    bad = mask(_np.logical_not(mv >= 0), mu, kk)
+    if some(bad):
+        mu = fnp.where(mask(_np.logical_not(mv >= 0), mu), 1.0, mu)
     return kk, mu, bad, dtype
 
 
@@ -81,7 +82,7 @@ def _cdfs(k, mu, loc, which):
         out = select(inside, _P(mu, a), 1.0)
     else:
         positive = mask(value(mu) > 0, mu, kk)
-        use = inside & positive
+        use = _np.logical_and(inside, positive)
         out = select(use, fnp.log(guard(use, _P(mu, a))), -math.inf)
         out = select(inside, out, 0.0)
     return invalid_to_nan(bad, out)

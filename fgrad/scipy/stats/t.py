@@ -11,9 +11,11 @@ Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 
 import math
 
+import numpy as _np
+
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import harmonize, invalid_to_nan, mask, standardize, student_t, value, weak
+from ._common import harmonize, invalid_to_nan, mask, some, standardize, student_t, value, weak
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -21,10 +23,10 @@ _stdtr = student_t("t.cdf/sf")
 
 
 def _df_ok(df, bad, *like):
-    bad_df = mask(~(value(df) > 0), df)
-    if bad_df.any():
+    bad_df = mask(_np.logical_not(value(df) > 0), df)
+    if some(bad_df):
         df = fnp.where(bad_df, 1.0, df)
-    return df, bad | mask(bad_df, df, *like)
+    return df, _np.logical_or(bad, mask(bad_df, df, *like))
 
 
 def logpdf(x, df, loc=0, scale=1):
