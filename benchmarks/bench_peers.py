@@ -21,6 +21,11 @@ Workloads (`--only` takes their keys):
     tanh6      the 6th derivative of tanh at 0.3 by nested grad (1 to 5 are validated too)
     jacrev     jacrev of f(x) = tanh(A x) * x, R^100 -> R^100
     jacfwd     jacfwd of the same f
+    per_example         per-example gradients of the seed MLP loss (784-100-10, batch 128):
+                        vmap(grad) of one example's loss; autograd (no vmap) loops over grad
+    per_example_logreg  per-example gradients of logistic regression (10 features, batch 1000)
+    branch     vmap of a function with one `if` on each 16-element row (batch 256): half the
+               rows taking each branch, against every row taking the first (fgrad only)
     chain20k   the 10-element chain with 20,000 ops: time, and peak memory of one gradient
     deep_mlp   peak memory of a 100-layer tanh MLP (width 512, batch 64): forward only, the
                gradient w.r.t. the input, and w.r.t. the weights and the input
@@ -225,6 +230,9 @@ class Sizes:
     hessian_dim: int = 50
     hvp_dim: int = 10_000
     jac_dim: int = 100
+    example_batch: int = 128
+    logreg_batch: int = 1000
+    branch_batch: int = 256
     deep_layers: int = 100
     deep_width: int = 512
     deep_batch: int = 64
@@ -239,6 +247,9 @@ QUICK = Sizes(
     hessian_dim=10,
     hvp_dim=1_000,
     jac_dim=20,
+    example_batch=16,
+    logreg_batch=100,
+    branch_batch=32,
     deep_layers=10,
     deep_width=128,
     deep_batch=16,
@@ -608,6 +619,143 @@ def jacobian_workload(mode, n, libs):
     )
 
 
+# per_example, per_example_logreg: per-example gradients, vmap(grad(loss of one example))
+
+
+def per_example_workload(key, title, loss_of, data, by_hand, libs, bars):
+    """`loss_of(ns)(params, x, y)` is the loss of one example; `data` is (params, X, Y) with
+    the examples along axis 0 of X and Y; `by_hand` gives every example's gradient w.r.t.
+    params, stacked along axis 0 of each leaf."""
+    params, X, Y = data
+    want = by_hand(params, X, Y)
+    notes = []
+
+    def maker(lib):
+        loss = loss_of(namespace(lib))
+        if lib == "fgrad":
+            g = fgrad.vmap(fgrad.grad(loss), in_axes=(None, 0, 0))
+            return Contender(lib, lambda: g(params, X, Y), want)
+        if lib == "autograd":  # no vmap: a Python loop of grad, the gradients stacked
+            g = peer("autograd").grad(loss)
+
+            def loop():
+                per_row = [g(params, x, y) for x, y in zip(X, Y)]
+                return tuple(np.stack(leaf) for leaf in zip(*per_row))
+
+            return Contender(lib, loop, want)
+        args = (tuple(tensor(lib, p) for p in params), tensor(lib, X), tensor(lib, Y))
+        if lib == "torch":
+            func = peer("torch").func
+            g = func.vmap(func.grad(loss), in_dims=(None, 0, 0))
+        else:
+            jax = peer("jax")
+            g = jax_transform(lib, jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+        return Contender(lib, lambda: g(*args), want)
+
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: Contender("numpy", lambda: by_hand(params, X, Y), want)
+    contenders = contenders_of(makers, libs, notes)
+    if any(c.lib == "autograd" for c in contenders):
+        notes.append(f"{LIBS['autograd']}: a Python loop of grad over the examples (no vmap)")
+    return Workload(key, title, contenders, bars=bars, notes=notes)
+
+
+def mlp_example_loss(ns):
+    """The seed MLP loss of one example x (features) with one-hot label i_y."""
+
+    def loss(ws, x, i_y):
+        z = x
+        for W in ws[:-1]:
+            z = ns.maximum(z @ W, 0.0)
+        z = z @ ws[-1]
+        return ns.log(ns.sum(ns.exp(z))) - ns.sum(i_y * z)
+
+    return loss
+
+
+def mlp_per_example_by_hand(ws, X, I_y):
+    """mlp_grad_by_hand without the mean, each weight gradient an outer product per example."""
+    hs, masks = [X], []
+    for W in ws[:-1]:
+        A = hs[-1] @ W
+        masks.append(A > 0)
+        hs.append(np.maximum(A, 0.0))
+    E = np.exp(hs[-1] @ ws[-1])
+    d = E / E.sum(axis=1, keepdims=True) - I_y
+    grads = [None] * len(ws)
+    for i in range(len(ws) - 1, -1, -1):
+        grads[i] = np.einsum("bi,bj->bij", hs[i], d)
+        if i:
+            d = (d @ ws[i].T) * masks[i - 1]
+    return tuple(grads)
+
+
+def logreg_data(features, batch, seed):
+    rng = np.random.default_rng(seed)
+    params = (rng.standard_normal(features) / np.sqrt(features), np.array(0.1))
+    X = rng.standard_normal((batch, features))
+    y = rng.choice([-1.0, 1.0], size=batch)
+    return params, X, y
+
+
+def logreg_loss(ns):
+    """The logistic loss log(1 + exp(-y (x . w + b))) of one example, y in {-1, 1}."""
+
+    def loss(params, x, y):
+        w, b = params
+        return ns.log1p(ns.exp(-y * (x @ w + b)))
+
+    return loss
+
+
+def logreg_per_example_by_hand(params, X, y):
+    w, b = params
+    e = np.exp(-y * (X @ w + b))
+    dz = -y * e / (1.0 + e)
+    return dz[:, None] * X, dz
+
+
+# branch: vmap of a function with one data-dependent `if` on each row
+
+
+def branch_workload(batch, libs):
+    """One `if` on a batched row: rows that disagree make vmap split the batch and run the
+    function once per group. Timed on a batch where half the rows take each branch and on the
+    same rows with their signs set so that every row takes the first branch (tanh is odd, so
+    flipping a row's sign flips its branch and keeps its work)."""
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((batch, 16))
+    sign = np.sign(np.tanh(X).sum(axis=1))
+    half = np.where(rng.permutation(batch) < batch // 2, 1.0, -1.0)
+    inputs = {"rows disagree": X * (sign * half)[:, None], "rows agree": X * sign[:, None]}
+
+    def f(x):
+        y = fnp.tanh(x)
+        if fnp.sum(y) > 0:
+            return y * x
+        return fnp.sin(y) + x
+
+    def by_hand(X):
+        y = np.tanh(X)
+        first = y.sum(axis=1) > 0
+        return np.where(first[:, None], y * X, np.sin(y) + X)
+
+    fv = fgrad.vmap(f)
+    contenders = []
+    for task, x in inputs.items():
+        want = by_hand(x)
+        contenders.append(Contender("numpy", lambda x=x: by_hand(x), want, task=task))
+        contenders.append(Contender("fgrad", lambda x=x: fv(x), want, task=task))
+    notes = ["JAX and torch.func raise on an `if` that reads a batched value: fgrad only"]
+    return Workload(
+        "branch",
+        f"vmap of a function with one data-dependent if, rows of 16, batch {batch}",
+        [c for c in contenders if c.lib in libs],
+        bars=[Bar("fgrad, rows disagree", "fgrad, rows agree", 3.0)],
+        notes=notes,
+    )
+
+
 # deep_mlp: 100 layers h <- tanh(h @ W_i), loss 0.5 * sum(h^2)
 
 
@@ -756,6 +904,26 @@ def workloads(sizes=FULL, libs=tuple(LIBS), only=None):
         "tanh6": lambda: tanh_workload(6, libs),
         "jacrev": lambda: jacobian_workload("jacrev", sizes.jac_dim, libs),
         "jacfwd": lambda: jacobian_workload("jacfwd", sizes.jac_dim, libs),
+        "per_example": lambda: per_example_workload(
+            "per_example",
+            f"per-example grads (vmap of grad), seed MLP 784-100-10, batch {sizes.example_batch}",
+            mlp_example_loss,
+            mlp_data((784, 100, 10), sizes.example_batch, 4),
+            mlp_per_example_by_hand,
+            libs,
+            [Bar("fgrad", BY_HAND, 1.5)],
+        ),
+        "per_example_logreg": lambda: per_example_workload(
+            "per_example_logreg",
+            f"per-example grads (vmap of grad), logistic regression, 10 features, "
+            f"batch {sizes.logreg_batch}",
+            logreg_loss,
+            logreg_data(10, sizes.logreg_batch, 10),
+            logreg_per_example_by_hand,
+            libs,
+            [Bar("fgrad", BY_HAND, 3.0)],
+        ),
+        "branch": lambda: branch_workload(sizes.branch_batch, libs),
         "chain20k": lambda: chain20k_workload(sizes, x10, libs, long_chain_skip),
         "deep_mlp": lambda: deep_mlp_workload(sizes, libs),
     }
@@ -791,6 +959,9 @@ WORKLOAD_KEYS = (
     "tanh6",
     "jacrev",
     "jacfwd",
+    "per_example",
+    "per_example_logreg",
+    "branch",
     "chain20k",
     "deep_mlp",
 )
@@ -912,8 +1083,9 @@ def header(args):
     )
 
 
+KEY_WIDTH = max(map(len, WORKLOAD_KEYS))
 COLUMNS = (
-    f"{'workload':10} {'contender':30} {'median':>13} {'IQR':>17}  "
+    f"{'workload':{KEY_WIDTH}} {'contender':30} {'median':>13} {'IQR':>17}  "
     f"{'x autograd (IQR)':>21}  {'x numpy (IQR)':>21}  bar"
 )
 
@@ -967,7 +1139,7 @@ def rows(workload, samples, measure):
                 )
                 verdicts.append((workload.key, measure, bar, ratio, verdict))
         lines.append(
-            f"{name:10} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
+            f"{name:{KEY_WIDTH}} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
             f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}".rstrip()
         )
         name = ""
@@ -987,19 +1159,22 @@ def missing_bars(workload, measures):
 
 
 def profile(workload, seconds=2.0, top=30):
-    """cProfile of fgrad on one workload: the functions with the most time of their own."""
-    (c,) = [c for c in workload.contenders if c.label == "fgrad"]
-    calls = timing.calls_per_sample(c.fn, seconds)
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(calls):
-        c.fn()
-    profiler.disable()
-    print(
-        f"\nProfile of fgrad on {workload.key}, {calls} calls (tottime: own time; cumtime: "
-        "with callees; cProfile inflates small calls)"
-    )
-    pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(top)
+    """cProfile of fgrad on one workload (each of its tasks): the functions with the most time
+    of their own."""
+    for c in workload.contenders:
+        if c.lib != "fgrad":
+            continue
+        calls = timing.calls_per_sample(c.fn, seconds)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(calls):
+            c.fn()
+        profiler.disable()
+        print(
+            f"\nProfile of {c.label} on {workload.key}, {calls} calls (tottime: own time; "
+            "cumtime: with callees; cProfile inflates small calls)"
+        )
+        pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(top)
 
 
 # --- main ---------------------------------------------------------------------------------
@@ -1100,12 +1275,12 @@ def main(argv=None):
                 verdicts += found
             print(*table[-len(figures) * 2 :], sep="\n", flush=True)
         for note in workload.notes:
-            table.append(f"{'':10} ({note})")
+            table.append(f"{'':{KEY_WIDTH}} ({note})")
     print("\n" + "\n".join(table))
     print("\nBars (median of same-round ratios; tm = tracemalloc peak, rss = peak RSS delta):")
     for key, measure, bar, ratio, verdict in verdicts:
         shown = f"{ratio:.2f}x" if ratio is not None else "-"
-        print(f"  {key:10} {measure:5} {bar.text():52} {shown:>8}  {verdict}")
+        print(f"  {key:{KEY_WIDTH}} {measure:5} {bar.text():52} {shown:>8}  {verdict}")
     for key in args.profile:
         profile(chosen[key])
     return 0

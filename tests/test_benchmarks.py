@@ -1,15 +1,25 @@
 """The benchmarks still run and still check their gradients; nothing here is timed."""
 
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 SCRIPT = BENCHMARKS / "bench_peers.py"
 CHECKPOINT_SCRIPT = BENCHMARKS / "bench_checkpoint.py"
+
+
+@pytest.fixture(autouse=True)
+def child_processes_import_this_tree(monkeypatch):
+    """The scripts run in (and start) child processes: they import this tree's fgrad, whether
+    or not fgrad is installed, and not another copy that is."""
+    paths = [str(BENCHMARKS.parent), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
 
 
 def load(path):
@@ -28,7 +38,18 @@ def test_check_mode_validates_every_workload_and_measures_nothing():
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "every result agrees with numpy (by hand) to 1e-06" in run.stdout
-    for key in ("chain", "mlp_large", "hvp", "tanh6", "jacfwd", "chain20k", "deep_mlp"):
+    for key in (
+        "chain",
+        "mlp_large",
+        "hvp",
+        "tanh6",
+        "jacfwd",
+        "per_example",
+        "per_example_logreg",
+        "branch",
+        "chain20k",
+        "deep_mlp",
+    ):
         assert f"{key} (" in run.stdout
     assert "x autograd" not in run.stdout and "Bars" not in run.stdout
 
