@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as _np
 
-from .core import Box, Level, Primitive, primal
+from .core import _NO_PARAMS, Box, Level, Primitive, bind_one, bind_two, primal, shape_of
 
 __all__ = ["BatchLevel", "Diverged", "row_by_row_reasons", "rules"]
 
@@ -110,6 +110,36 @@ class BatchLevel(Level):
         if prim.multiple_results:
             return tuple(self._box(o, d) for o, d in zip(out, out_dim))
         return self._box(out, out_dim)
+
+    # Shortcuts for the most frequent case, only for speed: a primitive without parameters
+    # whose rule is the elementwise one (`rule.elementwise`), applied to this level's boxes as
+    # they are when their rows line up (the same batch axis in arguments of the same rank, or
+    # an unbatched argument too short to reach the batch axis). `process` gives the same.
+
+    def process_one(self, prim: Primitive, x: Box) -> Any:
+        rule = rules.get(prim)
+        if getattr(rule, "elementwise", False) and not prim.multiple_results:
+            return Box(bind_one(prim, x.value), self, x.aux)
+        return self.process(prim, (x,), _NO_PARAMS)
+
+    def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
+        rule = rules.get(prim)
+        if getattr(rule, "elementwise", False) and not prim.multiple_results:
+            x_own = type(x) is Box and x.level is self
+            y_own = type(y) is Box and y.level is self
+            if x_own and y_own:
+                xv, yv, d = x.value, y.value, x.aux
+                if y.aux == d and len(shape_of(xv)) == len(shape_of(yv)):
+                    return Box(bind_two(prim, xv, yv), self, d)
+            elif x_own:
+                xv, d = x.value, x.aux
+                if len(shape_of(y)) < len(shape_of(xv)) - d:
+                    return Box(bind_two(prim, xv, y), self, d)
+            else:
+                yv, d = y.value, y.aux
+                if len(shape_of(x)) < len(shape_of(yv)) - d:
+                    return Box(bind_two(prim, x, yv), self, d)
+        return self.process(prim, (x, y), _NO_PARAMS)
 
     def _box(self, value, dim):
         return value if dim is None else Box(value, self, dim)

@@ -563,3 +563,17 @@ def structure_difference(given, expected):
         return None
 
     return walk(given, expected, "")
+
+
+def leaves_per_child(treedef, *path):
+    """The number of leaves under each child of the root of ``treedef`` (for a tuple of
+    arguments, one count per argument), or of the node reached by the child indices ``path``.
+
+    >>> leaves_per_child(tree_structure((1.0, [2.0, 3.0], None)))
+    [1, 2, 0]
+    >>> leaves_per_child(tree_structure(((1.0, [2.0, 3.0]), {})), 0)
+    [1, 2]
+    """
+    for i in path:
+        treedef = treedef._children[i]
+    return [child._num_leaves for child in treedef._children]

@@ -19,7 +19,14 @@ from . import numpy as fnp
 from .batching import BatchLevel, Diverged
 from .boundary import api_boundary
 from .core import Box, dtype_of, primal, shape_of
-from .tree_util import _flatten_up_to, _Mismatch, tree_flatten, tree_leaves, tree_unflatten
+from .tree_util import (
+    _flatten_up_to,
+    _Mismatch,
+    leaves_per_child,
+    tree_flatten,
+    tree_leaves,
+    tree_unflatten,
+)
 
 __all__ = ["map_rows", "vmap"]
 
@@ -56,25 +63,31 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     ):
         raise TypeError(f"vmap: axis_size must be a non-negative int or None, got {axis_size!r}")
 
+    # in_axes as one axis (or None) per positional argument, when it is that simple
+    per_argument = in_axes if isinstance(in_axes, tuple) else None
+    if per_argument is not None and any(isinstance(a, (tuple, list, dict)) for a in in_axes):
+        per_argument = None  # a pytree prefix deeper than the arguments
+
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(
-                f"vmap: in_axes is a tuple of length {len(in_axes)}, but the function was called "
-                f"with {len(args)} positional argument{'s' if len(args) != 1 else ''}; give one "
-                "entry per argument (None for an argument that is not mapped)"
+                f"vmap: in_axes is a tuple of length {len(in_axes)}, but the function was "
+                f"called with {len(args)} positional argument{'s' if len(args) != 1 else ''}; "
+                "give one entry per argument (None for an argument that is not mapped)"
             )
-        arg_dims = _dims_of_leaves(in_axes, args, "in_axes", _argument_label)
-        kw_leaves = tree_leaves(kwargs)
         leaves, in_tree = tree_flatten((args, kwargs))
-        dims = arg_dims + [0] * len(kw_leaves)
-        labels = _labels(args, kwargs)
-        dims = [_normalized_in_dim(x, d, label) for x, d, label in zip(leaves, dims, labels)]
-        size = _batch_size(leaves, dims, labels, axis_size)
-
-        def run(*arguments, **keywords):
-            return fun(*arguments, **keywords)
-
-        out_tree, results, _ = _batched_call(run, in_tree, leaves, dims, size, out_axes)
+        args_tree, kwargs_tree = leaves_per_child(in_tree)
+        if in_axes is None or isinstance(in_axes, (int, _np.integer)):
+            dims = [in_axes] * args_tree
+        elif per_argument is not None:
+            dims = []
+            for ax, n in zip(per_argument, leaves_per_child(in_tree, 0)):
+                dims += [ax] * n
+        else:
+            dims = _dims_of_leaves(in_axes, args, "in_axes", _argument_label)
+        dims += [0] * kwargs_tree  # keyword arguments are mapped along axis 0
+        dims, size = _checked(leaves, dims, axis_size, lambda: _labels(args, kwargs))
+        out_tree, results, _ = _batched_call(fun, in_tree, leaves, dims, size, out_axes)
         return tree_unflatten(out_tree, results)
 
     name = getattr(fun, "__name__", type(fun).__name__)
@@ -149,6 +162,27 @@ def _labels(args, kwargs):
     return labels
 
 
+def _checked(leaves, dims, axis_size, labels):
+    """The batch axes made non-negative, and the number of rows; an error naming the argument
+    (`labels()` names the leaves, called only for an error) if an axis or a size is wrong."""
+    normalized, size = [], None
+    for x, d in zip(leaves, dims):
+        if d is not None:
+            shape = shape_of(x)
+            if not -len(shape) <= d < len(shape):
+                label = labels()[len(normalized)]
+                _normalized_in_dim(x, d, label)  # raises, naming it
+            d %= len(shape)
+            if size is None:
+                size = shape[d]
+            elif shape[d] != size:
+                _batch_size(leaves, normalized + [d], labels(), axis_size)  # raises, naming them
+        normalized.append(d)
+    if size is None or (axis_size is not None and axis_size != size):
+        size = _batch_size(leaves, normalized, labels(), axis_size)
+    return normalized, size
+
+
 def _normalized_in_dim(x, d, label):
     if d is None:
         return None
@@ -204,7 +238,10 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
             args, kwargs = tree_unflatten(in_tree, boxes)
             out = fun(*args, **kwargs)
             out_leaves, out_tree = tree_flatten(out)
-            out_dims = _dims_of_leaves(out_axes, out, "out_axes", lambda _: "outputs")
+            if out_axes is None or isinstance(out_axes, (int, _np.integer)):
+                out_dims = [out_axes] * len(out_leaves)
+            else:
+                out_dims = _dims_of_leaves(out_axes, out, "out_axes", lambda _: "outputs")
             results = [
                 _placed(o, level, d, size, k, len(out_leaves))
                 for k, (o, d) in enumerate(zip(out_leaves, out_dims))
@@ -229,8 +266,8 @@ def _placed(o, level, out_dim, size, k, count):
                 f"vmap: out_axes is None for {where}, but it depends on the mapped rows "
                 f"(it has shape {shape_of(o)} per row); give it an axis in out_axes"
             )
-        nd = len(shape_of(value))
-        return fnp.moveaxis(value, dim, _out_axis(out_dim, nd, where))
+        axis = _out_axis(out_dim, len(shape_of(value)), where)
+        return value if axis == dim else fnp.moveaxis(value, dim, axis)
     if out_dim is None:
         return o
     shape = shape_of(o)

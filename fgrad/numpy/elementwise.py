@@ -750,6 +750,8 @@ def elementwise_batch_rule(prim):
     gets length-1 axes up to the longest row, and the unbatched ones broadcast from the right."""
 
     def rule(args, dims, **params):
+        if len(args) == 1:
+            return _with_dim(bind(prim, args, params), dims[0])
         batched = [(len(shape(a)), d) for a, d in zip(args, dims) if d is not None]
         nd, d = batched[0]
         if all(b == (nd, d) for b in batched) and all(
@@ -763,6 +765,7 @@ def elementwise_batch_rule(prim):
     def _with_dim(out, d):
         return (out, (d,) * len(out)) if prim.multiple_results else (out, d)
 
+    rule.elementwise = True  # BatchLevel's shortcuts apply it directly where rows line up
     return rule
 
 
