@@ -36,7 +36,15 @@ import numpy as _np
 
 from .core import _NO_PARAMS, Box, Level, Primitive, bind_one, bind_two, primal, shape_of
 
-__all__ = ["BatchLevel", "Diverged", "row_by_row_reasons", "rules"]
+__all__ = [
+    "BatchLevel",
+    "Diverged",
+    "declare_row_by_row",
+    "partial_reasons",
+    "row_by_row_reasons",
+    "rows_one_by_one",
+    "rules",
+]
 
 # Primitive (or NondiffPrimitive) -> rule(args, dims, **params) -> (out, out_dim).
 rules: dict[Any, Callable] = {}
@@ -47,6 +55,23 @@ row_by_row_reasons: dict[Any, str] = {}
 # `row_by_row(prim, args, dims, params, size) -> (out, 0)`: the primitive applied to each row,
 # the results stacked along axis 0. Set by `fgrad.numpy`.
 row_by_row = None
+
+
+# Primitive -> the cases its rule applies one row at a time, and why (`rows_one_by_one`).
+partial_reasons: dict[Any, set[str]] = {}
+_declared = 0  # > 0 while `rows_one_by_one` runs: the rows go one by one on purpose
+
+
+def rows_one_by_one(prim, args, dims, params, size, reason: str):
+    """For the cases of a rule that have no vectorized form (`reason` says why; the coverage
+    test lists them): `prim` applied to one row at a time, the results stacked on axis 0."""
+    global _declared
+    partial_reasons.setdefault(prim, set()).add(reason)
+    _declared += 1
+    try:
+        return row_by_row(prim, args, dims, params, size)
+    finally:
+        _declared -= 1
 
 
 def declare_row_by_row(prim, reason: str) -> None:

@@ -324,11 +324,22 @@ def _split_call(fun, in_tree, leaves, dims, out_axes, groups):
                 )
             results.append(pieces[0])
             continue
+        row_shapes = {_without(shape_of(p), d % len(shape_of(p))) for p in pieces}
+        if len(row_shapes) > 1:
+            raise ValueError(
+                f"vmap: rows that took different branches returned output leaf {k} with "
+                f"different shapes per row ({', '.join(map(str, sorted(row_shapes)))}); vmap "
+                "stacks the rows' outputs, so each output needs one shape in every row"
+            )
         if all(type(p) is _np.ndarray for p in pieces):  # plain rows: NumPy's own, faster
             results.append(_np.concatenate(pieces, axis=d).take(inverse, axis=d))
         else:
             results.append(fnp.take(fnp.concatenate(pieces, axis=d), inverse, axis=d))
     return out_tree, results, out_dims
+
+
+def _without(shape, axis):
+    return shape[:axis] + shape[axis + 1 :]
 
 
 def _take(x, rows, axis):

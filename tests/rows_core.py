@@ -414,6 +414,8 @@ NONDIFF = (
         ]
     ]
     + [
+        Nondiff("invert", lambda x: fnp.invert(x > 0)),
+        Nondiff("bitwise_not", lambda x: fnp.bitwise_not(x > 0)),
         Nondiff("arange", lambda x: fnp.arange(3.0)),
         Nondiff("empty", lambda x: fnp.empty(0)),
         Nondiff("eye", lambda x: fnp.eye(3)),

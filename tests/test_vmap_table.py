@@ -67,7 +67,7 @@ class _Vectorized:
         real_row_by_row = batching.row_by_row
 
         def row_by_row(prim, *rest):
-            if prim not in batching.row_by_row_reasons:
+            if prim not in batching.row_by_row_reasons and not batching._declared:
                 self.by_row.append(prim.name)
             return real_row_by_row(prim, *rest)
 
@@ -84,7 +84,28 @@ class _Vectorized:
 
     def check(self, row):
         assert not self.by_row, f"{row.id}: applied one row at a time: {sorted(set(self.by_row))}"
-        assert not self.splits, f"{row.id}: a rule read a batched value:\n{self.splits[0]}"
+        if _by_design(row) is None:
+            assert not self.splits, f"{row.id}: a rule read a batched value:\n{self.splits[0]}"
+
+
+# Rows whose function reads its own values the way Python control flow does: vmap splits the
+# batch there by design (the rows are still computed, and must equal the loop).
+SPLITS_BY_DESIGN = {
+    ("vectorize", ""): "the vectorized function has a Python if on each element",
+    ("unique", "sorted=False"): "NumPy's unsorted order is not a function of each row alone",
+    ("unique", "axis=0"): "the number of unique rows is read to shape the output",
+}
+
+
+def _by_design(row):
+    return SPLITS_BY_DESIGN.get((row.name, row.variant))
+
+
+def _ragged(want):
+    """Whether the loop's outputs have different shapes in different rows (then they do not
+    stack, and vmap must say so)."""
+    leaves = [_leaves(w) for w in want]
+    return any(len({np.shape(ls[k]) for ls in leaves}) > 1 for k in range(len(leaves[0])))
 
 
 def _scalar(row, examples):
@@ -113,6 +134,10 @@ ids = [r.id for r in ROWS]
 def test_vmap_equals_a_loop_over_rows(row, axis, monkeypatch):
     examples = _examples(row)
     want = [row.fn(*ex) for ex in examples]
+    if _ragged(want):  # an output's shape depends on the row's values
+        with pytest.raises(ValueError, match="different shapes"):
+            fgrad.vmap(row.fn, in_axes=axis)(*_stacked(examples, axis))
+        return
     watch = _Vectorized(monkeypatch)
     got = fgrad.vmap(row.fn, in_axes=axis)(*_stacked(examples, axis))
     _assert_rows(got, want, 0, row, f"vmap(in_axes={axis})")
@@ -124,6 +149,8 @@ def test_vmap_with_unmapped_arguments(row, monkeypatch):
     examples = _examples(row)
     fixed = examples[0][1:]
     want = [row.fn(ex[0], *fixed) for ex in examples]
+    if _ragged(want):
+        pytest.skip(f"{row.id}: an output's shape depends on the row's values (see axis0)")
     in_axes = (0,) + (None,) * len(fixed)
     watch = _Vectorized(monkeypatch)
     got = fgrad.vmap(row.fn, in_axes=in_axes)(_stacked(examples, 0)[0], *fixed)
@@ -137,6 +164,8 @@ def test_vmap_of_grad_and_grad_of_vmap_equal_a_loop(row, monkeypatch):
     f = _scalar(row, examples)
     argnums = tuple(range(len(examples[0])))
     g = fgrad.grad(f, argnums=argnums)
+    if _ragged([row.fn(*ex) for ex in examples]):
+        pytest.skip(f"{row.id}: an output's shape depends on the row's values (see axis0)")
     want = [g(*ex) for ex in examples]
     stacked = _stacked(examples, 0)
     watch = _Vectorized(monkeypatch)
@@ -178,8 +207,15 @@ def test_every_primitive_has_a_batching_rule_or_a_declared_reason():
 
 def test_the_primitives_applied_row_by_row_are_listed(capsys):
     declared = sorted(f"{p.name}: {reason}" for p, reason in batching.row_by_row_reasons.items())
+    declared += sorted(
+        f"{p.name} (some cases): {reason}"
+        for p, reasons in batching.partial_reasons.items()
+        for reason in reasons
+    )
     with capsys.disabled():
-        print(f"\n{len(declared)} primitive(s) declared to run one row at a time under vmap:")
+        print(
+            f"\n{len(declared)} declared to run one row at a time under vmap (all cases, or some):"
+        )
         for line in declared:
             print("  " + line)
     numpy_ones = [

@@ -217,6 +217,7 @@ _METHODS = {
     "__matmul__": _operator(_pr.matmul),
     "__rmatmul__": _reversed(_pr.matmul),
     "__neg__": _unary(_ew.negative),
+    "__invert__": _unary(_ew.invert),
     "__pos__": lambda self: self,
     "__abs__": _unary(_ew.abs),
     "__lt__": _operator(_ew.less),

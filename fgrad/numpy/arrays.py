@@ -29,6 +29,7 @@ from . import shaping as _shaping
 from .elementwise import (
     divide,
     isnan,
+    less,
     less_equal,
     logical_and,
     logical_not,
@@ -1014,7 +1015,9 @@ def _constant_batch(fn):
                 continue
             rows = _np.moveaxis(_np.asarray(primal(a)), d, 0)
             if len(rows) == 0 or not (rows == rows[0]).all():
-                return _shaping.row_by_row(prim, args, dims, params, shape(a)[d])
+                return _batching.rows_one_by_one(
+                    prim, args, dims, params, shape(a)[d], "sizes that differ by row"
+                )
             common.append(rows[0])
         return prim.impl(*common, **params), None
 
@@ -1279,3 +1282,42 @@ class vectorize:
             )
             return outs[0] if len(outs) == 1 else outs
         return self._assemble(results, lead)
+
+
+def _searchsorted_batch(args, dims, side="left", sorter=None):
+    """Each row's v looked up in that row's sorted a: with a the same for every row, NumPy's
+    own call on all the v at once; with a batched, the count of each row's elements of a
+    below v (at or below, for side='right'), which is the insertion point in a sorted row."""
+    a, v = args[0], args[1]
+    da, dv = dims[0], dims[1]
+    n = shape_of(a)[da] if da is not None else shape_of(v)[dv]
+    if len(args) > 2 or sorter is not None:
+        params = {"side": side, "sorter": sorter}
+        why = "a sorter, or side given positionally"
+        return _batching.rows_one_by_one(searchsorted.primitive, args, dims, params, n, why)
+    if da is None:
+        return searchsorted(a, v, side=side), dv
+    rows = batch_to_front(a, da)  # (n, k): one sorted row of a per batch row
+    v = _shaping.every_row(v, dv, n)
+    v_nd = ndim(v) - 1
+    a_spread = reshape(rows, (n,) + (1,) * v_nd + (shape(rows)[1],))
+    below = (less if side == "left" else less_equal)(a_spread, _shaping.expand_dims(v, -1))
+    return sum(below, axis=-1), 0
+
+
+def _lexsort_batch(args, dims, axis=-1):
+    """np.lexsort sorts every key's rows along `axis` at once: the batch axis goes just after
+    the axis that lists the keys."""
+    (keys,), (d,) = args, dims
+    keys = batch_to_front(keys, d)
+    if ndim(keys) == 2:  # one 1-D array per row: NumPy reads its elements as scalar keys
+        why = "a 1-D row, whose elements NumPy reads as scalar keys"
+        return _batching.rows_one_by_one(
+            lexsort.primitive, args, dims, {"axis": axis}, shape(keys)[0], why
+        )
+    keys = moveaxis(keys, 0, 1)
+    return lexsort(keys, axis=axis if axis < 0 else axis + 1), 0
+
+
+_batching.rules[searchsorted.primitive] = _searchsorted_batch
+_batching.rules[lexsort.primitive] = _lexsort_batch

@@ -52,6 +52,7 @@ __all__ = [
     "add",
     "angle",
     "around",
+    "bitwise_not",
     "ceil",
     "clip",
     "conj",
@@ -65,6 +66,7 @@ __all__ = [
     "greater",
     "greater_equal",
     "imag",
+    "invert",
     "isfinite",
     "isinf",
     "isnan",
@@ -733,6 +735,8 @@ not_equal = nondiff_function(_np.not_equal)
 logical_and = nondiff_function(_np.logical_and)
 logical_or = nondiff_function(_np.logical_or)
 logical_not = nondiff_function(_np.logical_not)
+invert = nondiff_function(_np.invert)  # `~x`: logical not of booleans, bitwise not of integers
+bitwise_not = invert
 isnan = nondiff_function(_np.isnan)
 isfinite = nondiff_function(_np.isfinite)
 isinf = nondiff_function(_np.isinf)

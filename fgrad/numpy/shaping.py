@@ -1129,11 +1129,14 @@ def _index_layout(idx):
     return parts, 0
 
 
+_APART = "index arrays apart from each other, whose axes NumPy moves in front of the batch axis"
+
+
 def _getitem_batch(args, dims, idx):
     (x,), (d,) = args, dims
     parts, out_dim = _index_layout(idx)
     if out_dim is None:
-        return row_by_row(_getitem_p, args, dims, {"idx": idx}, shape(x)[d])
+        return _batching.rows_one_by_one(_getitem_p, args, dims, {"idx": idx}, shape(x)[d], _APART)
     return _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts), 0
 
 
@@ -1143,7 +1146,7 @@ def _index_update_batch(prim):
         n = batch_size(args, dims)
         parts, out_dim = _index_layout(idx)
         if out_dim is None:
-            return row_by_row(prim, args, dims, {"idx": idx}, n)
+            return _batching.rows_one_by_one(prim, args, dims, {"idx": idx}, n, _APART)
         x = every_row(x, dx, n)
         if dv is not None:  # v broadcasts against the selected part of one row
             picked = _np.broadcast_to(_np.zeros((), dtype=bool), shape(x)[1:])[parts]
@@ -1356,7 +1359,8 @@ def axis_batch_rule(fn):
 
     def rule(args, dims, **params):
         if any(d is not None for d in dims[1:]):
-            return row_by_row(prim, args, dims, params, batch_size(args, dims))
+            why = "a second argument that differs by row"
+            return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), why)
         arguments = signature.bind(*args, **params).arguments
         x = batch_to_front(arguments.pop(first), dims[0])
         n, row = shape(x)[0], shape(x)[1:]
@@ -1385,7 +1389,8 @@ def like_batch_rule(fn):
     def rule(args, dims, **params):
         (x, *rest), (d, *rest_dims) = args, dims
         if any(e is not None for e in rest_dims):
-            return row_by_row(prim, args, dims, params, batch_size(args, dims))
+            why = "a fill value that differs by row"
+            return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), why)
         if params.get("shape") is not None:
             row = _np.zeros(shape(x)[:d] + shape(x)[d + 1 :], dtype_of(x))
             return bind(prim, (row, *rest), params), None

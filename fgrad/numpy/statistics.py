@@ -43,6 +43,7 @@ from .elementwise import (
     less_equal,
     logical_and,
     logical_not,
+    logical_or,
     real,
     register_elementwise,
     sqrt,
@@ -72,10 +73,10 @@ from .shaping import (
     reduction_mask,
     refuse_out,
     reshape,
-    row_by_row,
     shape,
     sum,
     transpose,
+    with_example_ndim,
 )
 
 __all__ = [
@@ -1077,7 +1078,9 @@ def _digitize_batch(args, dims, **params):
     """digitize is elementwise in x; the bins are one sorted array for every row."""
     (x, *rest), (d, *rest_dims) = args, dims
     if any(e is not None for e in rest_dims):
-        return row_by_row(digitize.primitive, args, dims, params, batch_size(args, dims))
+        why = "bins that differ by row (NumPy's digitize takes one array of bins)"
+        n = batch_size(args, dims)
+        return _batching.rows_one_by_one(digitize.primitive, args, dims, params, n, why)
     return digitize.primitive(x, *rest, **params), d
 
 
@@ -1129,3 +1132,35 @@ def _histogram_bins_of(a, bins, range, edges):
 
 _batching.rules[_bincount_p] = _binned_batch(_bincount_bins)
 _batching.rules[_histogram_p] = _binned_batch(_histogram_bins_of)
+
+
+def _same_values_batch(broadcast):
+    """array_equal (`broadcast` False: the same shapes) and array_equiv (shapes that
+    broadcast): one answer per row, from one elementwise comparison and an `all` over each
+    row's axes; False for every row when one row's shapes do not allow it."""
+
+    def rule(args, dims, equal_nan=False):
+        a, b = args
+        da, db = dims
+        a_shape = shape(a)[:da] + shape(a)[da + 1 :] if da is not None else shape(a)
+        b_shape = shape(b)[:db] + shape(b)[db + 1 :] if db is not None else shape(b)
+        if not broadcast and a_shape != b_shape:
+            return _np.False_, None
+        try:
+            rows_nd = len(_np.broadcast_shapes(a_shape, b_shape))
+        except ValueError:
+            return _np.False_, None
+        a = a if da is None else with_example_ndim(a, da, rows_nd)
+        b = b if db is None else with_example_ndim(b, db, rows_nd)
+        same = equal(a, b)
+        if equal_nan and dtype_of(a).kind in "fc" and dtype_of(b).kind in "fc":
+            same = logical_or(same, logical_and(isnan(a), isnan(b)))
+        n = shape(a)[0] if da is not None else shape(b)[0]
+        same = broadcast_to(same, (n,) + shape(same)[1:])
+        return all(same, axis=tuple(range(1, ndim(same)))), 0
+
+    return rule
+
+
+_batching.rules[array_equal.primitive] = _same_values_batch(broadcast=False)
+_batching.rules[array_equiv.primitive] = _same_values_batch(broadcast=True)

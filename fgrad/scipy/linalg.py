@@ -1512,13 +1512,21 @@ def _banded_batch(args, dims, l, u):
 _KRONECKER_LIMIT = 256
 
 
+_SYLVESTER_BY_ROW = (
+    "a Sylvester equation with more unknowns than the Kronecker form's limit: its (mn)^2 "
+    "system would cost more than one Bartels-Stewart solve per row"
+)
+
+
 def _sylvester_batch(args, dims):
     """A X + X B = Q for every row as one linear system each in vec(X) (row-major):
     (A kron I + I kron B^T) vec(X) = vec(Q), solved by NumPy's batched solve."""
     a, b, q = _leading(args, dims, (2, 2, 2))
     m, n = shape(a)[-1], shape(b)[-1]
     if m * n > _KRONECKER_LIMIT:
-        return _batching.row_by_row(_sylvester_p, args, dims, {}, batch_size(args, dims))
+        return _batching.rows_one_by_one(
+            _sylvester_p, args, dims, {}, batch_size(args, dims), _SYLVESTER_BY_ROW
+        )
     eye_m = _np.eye(m).reshape(m, 1, m, 1)
     eye_n = _np.eye(n).reshape(1, n, 1, n)
     ka = fnp.expand_dims(fnp.expand_dims(a, -1), -3) * eye_n  # A[i, k] I[j, l]
@@ -1602,13 +1610,17 @@ def _on_stack(stack_prim, core_ndims=(2,)):
 
 def _svd_batch(args, dims, **params):
     if params["lapack_driver"] != "gesdd":  # NumPy has no gesvd
-        return _batching.row_by_row(_svd_p, args, dims, params, batch_size(args, dims))
+        return _batching.rows_one_by_one(
+            _svd_p, args, dims, params, batch_size(args, dims), "NumPy's batched svd has no gesvd"
+        )
     return _on_stack(_svd_stack_p)(args, dims, **params)
 
 
 def _qr_batch(args, dims, **params):
     if params["pivoting"]:  # NumPy has no pivoted QR
-        return _batching.row_by_row(_qr_p, args, dims, params, batch_size(args, dims))
+        return _batching.rows_one_by_one(
+            _qr_p, args, dims, params, batch_size(args, dims), "NumPy has no pivoted QR"
+        )
     return _on_stack(_qr_stack_p)(args, dims, **params)
 
 
