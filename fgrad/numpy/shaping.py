@@ -19,6 +19,7 @@ import inspect
 
 import numpy as _np
 
+from .. import core
 from ..core import Box, Primitive, holds_box, primal, zeros_like_value
 from ..primitive import deflinear, defprimitive, nondiff
 
@@ -270,6 +271,12 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
+    if type(a) is _np.ndarray and core.watch is None:
+        # A plain array (a residual, in a matrix product's bprop) is a constant at every level:
+        # NumPy's own view, a tenth of the time of binding the transpose.
+        nd = a.ndim
+        i, j = axis1 % nd, axis2 % nd
+        return a if i == j else a.swapaxes(i, j)
     nd = ndim(a)
     axes = list(range(nd))
     i, j = axis1 % nd, axis2 % nd
@@ -385,8 +392,38 @@ def _broadcast_to_vjp(ans, x, shape):
     return lambda ct: unbroadcast(ct, like)
 
 
+def _broadcast_to_impl(x, shape):
+    """NumPy's `broadcast_to`: a read-only view of x. NumPy's builds it with an iterator in
+    Python, 3 us, most of a sum's bprop; for a C-contiguous float array or scalar (a cotangent,
+    nearly always) the same view (shape, strides, dtype, read-only) is made here in a fifth of
+    that. Anything else, including every shape NumPy refuses, is NumPy's own."""
+    if isinstance(x, _np.generic):
+        x = _np.asarray(x)
+    if (
+        type(x) is _np.ndarray
+        and type(shape) is tuple
+        and x.dtype.kind in "fc"
+        and x.flags.c_contiguous
+    ):
+        lead = len(shape) - x.ndim
+        if lead >= 0:
+            strides = [0] * lead
+            for n, m, stride in zip(x.shape, shape[lead:], x.strides):
+                if n == 1 and type(m) is int and m >= 0:
+                    strides.append(0)  # a broadcast axis (NumPy gives every length-1 axis 0)
+                elif n == m:
+                    strides.append(stride)
+                else:
+                    break
+            else:
+                view = _np.ndarray(shape, x.dtype, x, 0, strides)
+                view.setflags(write=False)
+                return view
+    return _np.broadcast_to(x, shape)
+
+
 _broadcast_to_p = deflinear(
-    lambda x, shape: _np.broadcast_to(x, shape),
+    _broadcast_to_impl,
     _broadcast_to_vjp,
     name="broadcast_to",
 )
