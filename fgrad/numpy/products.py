@@ -77,6 +77,11 @@ def _matmul_vjp_y(ans, x, y):
     def bprop(ct):
         if x_nd == 1 and y_nd == 1:
             g = multiply(ct, x)  # not `ct * x`: x may be a list, and ct a NumPy scalar
+        elif y_nd == 1 and x_nd == 2:
+            # (k, n) @ (n,) -> (k,): ct @ x, one operation where the general case below takes
+            # three (jacrev of a matrix-vector product records and replays each of them);
+            # NumPy computes both the same way (a vector times a matrix), to the last bit.
+            g = matmul(ct, x)
         elif y_nd == 1:  # (..., k, n) @ (n,) -> (..., k)
             g = matmul(expand_dims(ct, -2), x)[..., 0, :]
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
