@@ -157,6 +157,8 @@ def _normalize_axes(axis, nd):
     """`axis` (None, int or tuple) as a sorted tuple of non-negative ints."""
     if axis is None:
         return tuple(range(nd))
+    if type(axis) is int and -nd <= axis < nd:
+        return (axis % nd,)  # the common case, without the general one's sorting
     axes = axis if isinstance(axis, tuple) else (axis,)
     out = []
     for a in axes:
@@ -444,7 +446,7 @@ def broadcast_to(array, shape, subok=False):
 
 
 def _sum_vjp(ans, x, axis, keepdims):
-    x_shape = _np.shape(primal(x))
+    x_shape = shape(x)
     if keepdims or axis == tuple(range(len(axis))):
         # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
         # shape (NumPy prepends missing axes), as in a sum of everything.
