@@ -16,6 +16,7 @@ import string as _string
 
 import numpy as _np
 
+from .. import core as _core
 from ..core import primal
 from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
@@ -25,6 +26,7 @@ from .shaping import (
     astype,
     broadcast_like,
     expand_dims,
+    is_plain_array,
     is_traced,
     meta,
     moveaxis,
@@ -64,7 +66,7 @@ def _matmul_vjp_x(ans, x, y):
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
             g = matmul(y, expand_dims(ct, -1))[..., 0]
         else:
-            g = matmul(ct, swapaxes(y, -1, -2))
+            g = _matmul_of(ct, swapaxes(y, -1, -2))
         return unbroadcast(g, like)
 
     return bprop
@@ -87,10 +89,18 @@ def _matmul_vjp_y(ans, x, y):
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
             g = expand_dims(x, -1) * expand_dims(ct, -2)
         else:
-            g = matmul(swapaxes(x, -1, -2), ct)
+            g = _matmul_of(swapaxes(x, -1, -2), ct)
         return unbroadcast(g, like)
 
     return bprop
+
+
+def _matmul_of(a, b):
+    """matmul(a, b) in a bprop: of two plain arrays (a first derivative's), NumPy's own, which
+    is all that binding them would do (see `is_plain_array`)."""
+    if _core.watch is None and is_plain_array(a) and is_plain_array(b):
+        return _np.matmul(a, b)
+    return matmul(a, b)
 
 
 matmul = defprimitive(
