@@ -113,7 +113,10 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
     """Differentiated inputs must be floats (real or complex): name the offending one and say
     what to do. `holomorphic=True` requires complex inputs; `False`, real ones. `labels()`
     names the leaves; it is only called to write an error."""
+    accepted = "c" if holomorphic else "f" if holomorphic is False else "fc"
     for i, x in enumerate(leaves):
+        if type(x) is _np.ndarray and x.dtype.kind in accepted:
+            continue  # the common case, without the general one's checks
         v = _plain(x)
         if isinstance(v, (list, tuple)):
             v = _np.asarray(v)
@@ -155,6 +158,9 @@ def _numpy_scalar(v, like=None):
     NumPy's semantics: with Python floats, `0.0 ** -2.0` in a rule would raise
     ZeroDivisionError where NumPy gives inf.
     """
+    kind = type(v)
+    if kind is _np.ndarray or (kind is type(like) and kind in _NUMPY_FLOATS):
+        return v  # the common cases, answered first: an array, or a scalar of like's type
     if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         if like is not None:
             dtype = _dtype(_plain(like))
@@ -162,6 +168,11 @@ def _numpy_scalar(v, like=None):
             dtype = _np.complex128 if isinstance(v, complex) else _np.float64
         return _np.asarray(v, dtype=dtype)[()]
     return v
+
+
+# NumPy's float scalars: what a scalar-valued function's output usually is.
+_NUMPY_FLOATS = frozenset((_np.float64, _np.float32, _np.float16, _np.longdouble))
+_ONE = _np.float64(1)
 
 
 def _is_arraylike(v):
@@ -273,6 +284,8 @@ def _check_outputs(out_leaves, who):
     """Transforms differentiate numbers and numeric arrays; say so for anything else."""
     for k, o in enumerate(out_leaves):
         v = _plain(o)
+        if type(v) in _NUMPY_FLOATS or (type(v) is _np.ndarray and v.dtype.kind in "biufc"):
+            continue  # the common cases, without the general one's checks
         if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
@@ -377,21 +390,34 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     (8.0, 12.0)
     """
     _check_callable(fun, "value_and_grad")
-    return _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
+    value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
+    return _named(value_and_grad_fun, fun, "value_and_grad")
 
 
 def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
+    """The function `value_and_grad` returns, before it is named and put behind the API
+    boundary (`grad` calls it from its own function, so that a call crosses one boundary)."""
     nums, single = _normalize_argnums(argnums, who)
+    # The positions of the differentiated arguments, checked once per number of arguments,
+    # and whether they are all the arguments, in order (then `fun` is called as it is).
+    positions = {}
 
     def value_and_grad_fun(*args, **kwargs):
-        dyn_nums = _check_argnums_range(nums, len(args), who)
+        found = positions.get(len(args))
+        if found is None:
+            dyn_nums = _check_argnums_range(nums, len(args), who)
+            found = positions[len(args)] = (dyn_nums, dyn_nums == tuple(range(len(args))))
+        dyn_nums, all_in_order = found
         dyn = [args[i] for i in dyn_nums]
+        if all_in_order and not kwargs:
+            fun_of_dyn = fun
+        else:
 
-        def fun_of_dyn(*dyn_args):
-            full = list(args)
-            for i, a in zip(dyn_nums, dyn_args):
-                full[i] = a
-            return fun(*full, **kwargs)
+            def fun_of_dyn(*dyn_args):
+                full = list(args)
+                for i, a in zip(dyn_nums, dyn_args):
+                    full[i] = a
+                return fun(*full, **kwargs)
 
         leaves, in_tree = tree_flatten(tuple(dyn))
         _check_float_leaves(
@@ -409,13 +435,15 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
         g = g[0] if single else g
         return ((out, aux) if has_aux else out), g
 
-    return _named(value_and_grad_fun, fun, who)
+    return value_and_grad_fun
 
 
 def _unit_cotangent(out, who, holomorphic=False):
     """grad's output must be a float with one element (real, or complex if `holomorphic`);
     its cotangent is 1."""
     v = _plain(out)
+    if type(v) is _np.float64 and not holomorphic:
+        return _ONE  # the common case, without the general one's checks
     if not _is_arraylike(v):
         raise TypeError(
             f"{who} requires the function to return a scalar (a float or an array with one "

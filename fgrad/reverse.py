@@ -226,6 +226,17 @@ def _pass(tape, cts, level, watch):
         if ct is None or bprop is None:
             continue  # no cotangent reached it, or an input: its cotangent is the answer
         cts[k] = None  # used once: freed as the pass moves on
+        if watch is None and type(bprop) is tuple and len(bprop) == 1:
+            # The most common entry (one input needs a cotangent), unwatched: the general
+            # code below without its loop, which costs a sixth of a short bprop.
+            c = bprop[0](ct)
+            if c is not None:
+                parent = parents[0]
+                if cts[parent] is None:
+                    cts[parent] = c
+                else:
+                    _accumulate(cts, parent, c, level)
+            continue
         phase = None if watch is None else enter_phase("backward", level, None, k, ct)
         if type(bprop) is tuple:
             for parent, f in zip(parents, bprop):

@@ -455,7 +455,8 @@ def tree_flatten(tree, is_leaf=None):
     >>> tree_flatten([1.0, (2.0, None)], is_leaf=lambda x: isinstance(x, tuple))
     ([1.0, (2.0, None)], PyTreeDef([*, *]))
     """
-    _check_is_leaf(is_leaf)
+    if is_leaf is not None:
+        _check_is_leaf(is_leaf)
     leaves = []
     treedef = _flatten(tree, is_leaf, leaves)
     return leaves, treedef

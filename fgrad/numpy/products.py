@@ -17,6 +17,7 @@ import string as _string
 import numpy as _np
 
 from .. import batching as _batching
+from .. import core as _core
 from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
@@ -27,6 +28,7 @@ from .shaping import (
     batch_to_front,
     broadcast_like,
     expand_dims,
+    is_plain_array,
     is_traced,
     meta,
     moveaxis,
@@ -59,7 +61,7 @@ __all__ = [
 
 def _matmul_vjp_x(ans, x, y):
     like = meta(x)
-    x_nd, y_nd = len(like[0]), ndim(y)
+    x_nd, y_nd = len(like[0]), len(shape(y))  # len(shape(y)): ndim(y), in a third of the time
 
     def bprop(ct):
         if y_nd == 1:  # (..., n) @ (n,) -> (...): the gradient is the outer product
@@ -67,7 +69,7 @@ def _matmul_vjp_x(ans, x, y):
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
             g = matmul(y, expand_dims(ct, -1))[..., 0]
         else:
-            g = matmul(ct, swapaxes(y, -1, -2))
+            g = _matmul_of(ct, swapaxes(y, -1, -2))
         return unbroadcast(g, like)
 
     return bprop
@@ -75,20 +77,33 @@ def _matmul_vjp_x(ans, x, y):
 
 def _matmul_vjp_y(ans, x, y):
     like = meta(y)
-    x_nd, y_nd = ndim(x), len(like[0])
+    x_nd, y_nd = len(shape(x)), len(like[0])
 
     def bprop(ct):
         if x_nd == 1 and y_nd == 1:
             g = multiply(ct, x)  # not `ct * x`: x may be a list, and ct a NumPy scalar
+        elif y_nd == 1 and x_nd == 2:
+            # (k, n) @ (n,) -> (k,): ct @ x, one operation where the general case below takes
+            # three (jacrev of a matrix-vector product records and replays each of them);
+            # NumPy computes both the same way (a vector times a matrix), to the last bit.
+            g = matmul(ct, x)
         elif y_nd == 1:  # (..., k, n) @ (n,) -> (..., k)
             g = matmul(expand_dims(ct, -2), x)[..., 0, :]
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
             g = expand_dims(x, -1) * expand_dims(ct, -2)
         else:
-            g = matmul(swapaxes(x, -1, -2), ct)
+            g = _matmul_of(swapaxes(x, -1, -2), ct)
         return unbroadcast(g, like)
 
     return bprop
+
+
+def _matmul_of(a, b):
+    """matmul(a, b) in a bprop: of two plain arrays (a first derivative's), NumPy's own, which
+    is all that binding them would do (see `is_plain_array`)."""
+    if _core.watch is None and is_plain_array(a) and is_plain_array(b):
+        return _np.matmul(a, b)
+    return matmul(a, b)
 
 
 matmul = defprimitive(
