@@ -19,10 +19,15 @@ Reading rows
 ------------
 Python control flow reads values: `if x > 0`, `float(x)`, a rule that computes a mask with
 NumPy. Reading a box of this level (`BatchLevel.read`) gives the rows' common value when every
-row has the same one, and otherwise raises `Diverged`, which carries each row's value. `vmap`
-catches it, splits the batch into groups of rows that read the same value, and runs the
-function again on each group (where the read now agrees), putting the rows back in place. This
-assumes the function is pure: it may run more than once, and on subsets of the rows.
+row has the same one. When they differ, the rows are grouped by the value they read
+(`Diverged`): the run goes on with the largest group's value, those rows becoming the level's
+`active` rows (later reads look at them only), and the other groups are `pending`: `vmap` runs
+the function again on each of them once this run is over and puts the rows back in place. The
+rows that are not active are still computed (every operation takes all rows) on a path that is
+not theirs, so NumPy's floating-point warnings are off until the run ends, and if the run
+raises, every group runs on its own instead. While a watch is set (`debug_nans`, `make_graph`)
+the run stops at the read (`Diverged` is raised) and every group runs on its own. This assumes
+the function is pure: it may run more than once, and on subsets of the rows.
 
 Imports: `fgrad.core`.
 """
@@ -34,6 +39,7 @@ from typing import Any
 
 import numpy as _np
 
+from . import core
 from .core import _NO_PARAMS, Box, Level, Primitive, bind_one, bind_two, primal, shape_of
 
 __all__ = [
@@ -81,44 +87,51 @@ def declare_row_by_row(prim, reason: str) -> None:
 
 
 class Diverged(BaseException):
-    """The rows of `level`'s batch read different values (`rows[i]`, row i's).
+    """The active rows of `level`'s batch read different values: `groups` holds the indices of
+    the rows that read the same value (bit for bit), one array per value, in order of first
+    appearance.
 
-    A BaseException, so that a user's `except Exception` around the read does not swallow the
+    Raised only while a watch is set (otherwise the run goes on, see the module docstring). A
+    BaseException, so that a user's `except Exception` around the read does not swallow the
     signal that the batch must be split."""
 
-    def __init__(self, level, rows):
-        super().__init__(f"the rows of {level!r} read different values")
+    def __init__(self, level, groups):
+        super().__init__()
         self.level = level
-        self.rows = rows
+        self.groups = groups
 
-    def groups(self) -> list[_np.ndarray]:
-        """Row indices grouped by the value they read (bit for bit), in order of first
-        appearance."""
-        n = len(self.rows)
-        if n == 0:
-            return []
-        if self.rows.dtype == bool and self.rows.ndim == 1:  # an `if` on each row: two groups
-            first = self.rows[0]
-            return [_np.flatnonzero(self.rows == first), _np.flatnonzero(self.rows != first)]
-        flat = _np.ascontiguousarray(self.rows).reshape(n, -1)
-        keys = flat.view(_np.dtype((_np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
-        _, first, group_of = _np.unique(keys, return_index=True, return_inverse=True)
-        group_of = group_of.ravel()
-        by_group = _np.argsort(group_of, kind="stable")
-        members = _np.split(by_group, _np.cumsum(_np.bincount(group_of))[:-1])
-        return [members[g] for g in _np.argsort(first)]
+    def __str__(self):
+        return f"the rows of {self.level!r} read different values"
+
+
+def _grouped(rows):
+    """Indices of `rows` (row i is rows[i]) grouped by value, in order of first appearance."""
+    n = len(rows)
+    if rows.dtype == bool and rows.ndim == 1:  # an `if` on each row: two groups
+        first = rows[0]
+        return [_np.flatnonzero(rows == first), _np.flatnonzero(rows != first)]
+    flat = _np.ascontiguousarray(rows).reshape(n, -1)
+    keys = flat.view(_np.dtype((_np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
+    _, first, group_of = _np.unique(keys, return_index=True, return_inverse=True)
+    group_of = group_of.ravel()
+    by_group = _np.argsort(group_of, kind="stable")
+    members = _np.split(by_group, _np.cumsum(_np.bincount(group_of))[:-1])
+    return [members[g] for g in _np.argsort(first)]
 
 
 class BatchLevel(Level):
     """A `vmap` in progress: each box holds `size` rows along the axis in its `aux`."""
 
-    __slots__ = ("size",)
+    __slots__ = ("active", "errors", "pending", "size")
 
     batches = True
 
     def __init__(self, size: int):
         super().__init__()
         self.size = size
+        self.active = None  # the rows this run is for (None: all); see "Reading rows"
+        self.pending = []  # the groups of rows that run again after this run
+        self.errors = None  # NumPy's error settings to restore when the run ends
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals = list(args)
@@ -170,12 +183,34 @@ class BatchLevel(Level):
         return value if dim is None else Box(value, self, dim)
 
     def read(self, box: Box) -> Any:
-        rows = _np.moveaxis(_np.asarray(primal(box.value)), box.aux, 0)
-        if len(rows):
-            first = rows[0]
-            same = rows == first
-            if rows.dtype.kind in "fc":  # nan reads as nan in every row
-                same |= (rows != rows) & (first != first)
+        rows = _np.asarray(primal(box.value))
+        if box.aux:
+            rows = _np.moveaxis(rows, box.aux, 0)
+        active = self.active
+        seen = rows if active is None else rows[active]
+        if len(seen):
+            first = seen[0]
+            same = seen == first
+            if seen.dtype.kind in "fc":  # nan reads as nan in every row
+                same |= (seen != seen) & (first != first)
             if same.all():
                 return first[()] if first.ndim == 0 else first
-        raise Diverged(self, rows)
+        groups = _grouped(seen)
+        if active is not None:
+            groups = [active[g] for g in groups]
+        signal = Diverged(self, groups)
+        if core.watch is not None:
+            raise signal  # a watcher must not see the rows that go on another's path
+        keep = max(range(len(groups)), key=lambda i: len(groups[i]))
+        self.active = groups[keep]
+        self.pending += [g for i, g in enumerate(groups) if i != keep]
+        if self.errors is None:  # the other rows' values on this path may overflow, be nan...
+            self.errors = _np.seterr(all="ignore")
+        value = rows[self.active[0]]
+        return value[()] if value.ndim == 0 else value
+
+    def finish(self):
+        """Restore NumPy's error settings after a run that went on for some of its rows."""
+        if self.errors is not None:
+            _np.seterr(**self.errors)
+            self.errors = None

@@ -232,8 +232,9 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
     `out_axes`, and those axes."""
     if size == 0:
         return _no_rows(fun, in_tree, leaves, dims, out_axes)
+    level = BatchLevel(size)
     try:
-        with BatchLevel(size) as level:
+        with level:
             boxes = [x if d is None else Box(x, level, d) for x, d in zip(leaves, dims)]
             args, kwargs = tree_unflatten(in_tree, boxes)
             out = fun(*args, **kwargs)
@@ -246,19 +247,40 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
                 _placed(o, level, d, size, k, len(out_leaves))
                 for k, (o, d) in enumerate(zip(out_leaves, out_dims))
             ]
-        return out_tree, _own_arrays(results), out_dims
-    except Diverged as signal:
+    except Diverged as signal:  # raised where a watch is set
         if signal.level is not level:
             raise  # an outer vmap's rows disagree: that vmap splits its batch
-        groups = signal.groups()
-    return _split_call(fun, in_tree, leaves, dims, out_axes, groups)
+        return _split_call(fun, in_tree, leaves, dims, out_axes, signal.groups)
+    except Exception:
+        if not level.pending:
+            raise
+        # The run went on for some rows on another group's path and failed: perhaps because
+        # of those rows. Every group runs on its own (a real error is raised there again).
+        groups = [level.active, *level.pending]
+        return _split_call(fun, in_tree, leaves, dims, out_axes, groups)
+    finally:
+        level.finish()
+    if level.pending:  # this run is right for the active rows; the others run again
+        done = (
+            out_tree,
+            [_rows_of(r, level.active, d) for r, d in zip(results, out_dims)],
+            out_dims,
+        )
+        groups = [level.active, *level.pending]
+        return _split_call(fun, in_tree, leaves, dims, out_axes, groups, done)
+    return out_tree, _own_arrays(results), out_dims
+
+
+def _rows_of(result, rows, axis):
+    """The rows `rows` of an output (all of an output that does not depend on them)."""
+    return result if axis is None else _take(result, rows, axis)
 
 
 def _placed(o, level, out_dim, size, k, count):
     """Output leaf `o` with its rows along `out_dim`."""
     while type(o) is Box and o.level is not level and not o.level.live:
         o = o.value  # a box of an inner transform that has exited is its value
-    where = f"output leaf {k}" if count > 1 else "the output"
+    where = _OutputName(k, count)
     if type(o) is Box and o.level is level:
         value, dim = o.value, o.aux
         if out_dim is None:
@@ -277,9 +299,23 @@ def _placed(o, level, out_dim, size, k, count):
     return fnp.copy(fnp.broadcast_to(expanded, shape[:axis] + (size,) + shape[axis:]))
 
 
+class _OutputName:
+    """How an error names output leaf k of count (written only for an error)."""
+
+    __slots__ = ("count", "k")
+
+    def __init__(self, k, count):
+        self.k, self.count = k, count
+
+    def __str__(self):
+        return f"output leaf {self.k}" if self.count > 1 else "the output"
+
+
 def _own_arrays(results):
     """Outputs that are one array (a function returning x twice) become arrays of their own,
     as the loop over rows would give."""
+    if len(results) < 2:
+        return results
     seen = set()
     own = []
     for r in results:
@@ -289,6 +325,8 @@ def _own_arrays(results):
 
 
 def _out_axis(d, nd, where):
+    if 0 <= d < nd:
+        return d
     if not -nd <= d < nd:
         raise ValueError(
             f"vmap: out_axes {d} is out of range for {where}, which has {nd} axes with the "
@@ -297,10 +335,14 @@ def _out_axis(d, nd, where):
     return d % nd
 
 
-def _split_call(fun, in_tree, leaves, dims, out_axes, groups):
-    """Run each group of rows on its own, then put the rows back in their places."""
+def _split_call(fun, in_tree, leaves, dims, out_axes, groups, done=None):
+    """Run each group of rows on its own (but the first, if `done` gives its output's structure
+    and leaves already), then put the rows back in their places."""
     parts = []
-    for rows in groups:
+    for i, rows in enumerate(groups):
+        if i == 0 and done is not None:
+            parts.append(done)
+            continue
         picked = [x if d is None else _take(x, rows, d) for x, d in zip(leaves, dims)]
         parts.append(_batched_call(fun, in_tree, picked, dims, len(rows), out_axes))
     out_tree, _, out_dims = parts[0]

@@ -39,9 +39,9 @@ class Splits:
         self.count = 0
         real = batching.Diverged.__init__
 
-        def counting(signal, level, rows):
+        def counting(signal, level, groups):
             self.count += 1
-            real(signal, level, rows)
+            real(signal, level, groups)
 
         monkeypatch.setattr(batching.Diverged, "__init__", counting)
 
@@ -269,9 +269,42 @@ def test_a_branch_rows_disagree_on_splits_the_batch(monkeypatch):
     splits = Splits(monkeypatch)
     calls.clear()
     np.testing.assert_allclose(vmap(g)(X), want)
-    assert splits.count == 1 and len(calls) == 1 + 2  # the run up to the branch, then 2 groups
+    # the run goes on with the larger group's branch; the other group runs again
+    assert splits.count == 1 and len(calls) == 2
     np.testing.assert_allclose(vmap(grad(g))(X), loop(grad(g), X))
     np.testing.assert_allclose(grad(lambda x: fnp.sum(vmap(g)(x)))(X), loop(grad(g), X))
+
+
+def test_rows_on_another_groups_path_neither_warn_nor_fail(recwarn):
+    def g(v):  # sqrt and the inverse are guarded by the branch, for the rows that take it
+        if v > 0:
+            return fnp.sqrt(v) + fnp.linalg.inv(fnp.eye(2) * v)[0, 0]
+        return -v
+
+    v = np.array([4.0, -1.0, 0.0, 9.0, 16.0])
+    np.testing.assert_allclose(vmap(g)(v), loop(g, v))
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    assert np.geterr()["invalid"] == "warn"  # NumPy's settings are back
+
+    def h(v):  # the rows that read False raise on the other path: each group runs alone
+        if v > 0:
+            if float(fnp.linalg.det(fnp.eye(2) * v)) == 0.0:
+                raise ZeroDivisionError("a singular matrix")
+            return v
+        return fnp.sqrt(-v)
+
+    np.testing.assert_allclose(vmap(h)(np.array([1.0, 2.0, 0.0, -4.0])), [1.0, 2.0, 0.0, 2.0])
+
+
+def test_a_split_under_debug_nans_runs_every_group_alone(monkeypatch):
+    splits = Splits(monkeypatch)
+
+    def g(v):
+        return fnp.sqrt(v) if v > 0 else fnp.sqrt(-v)
+
+    with fgrad.debug_nans():
+        np.testing.assert_allclose(vmap(g)(np.array([4.0, -9.0, 16.0])), [2.0, 3.0, 4.0])
+    assert splits.count == 1
 
 
 def test_data_dependent_while_float_and_recursion():

@@ -74,11 +74,11 @@ class _Vectorized:
         monkeypatch.setattr(batching, "row_by_row", row_by_row)
         real_init = batching.Diverged.__init__
 
-        def diverged(signal, level, rows):
+        def diverged(signal, level, groups):
             import traceback
 
             self.splits.append("".join(traceback.format_stack(limit=6)[:-1]))
-            real_init(signal, level, rows)
+            real_init(signal, level, groups)
 
         monkeypatch.setattr(batching.Diverged, "__init__", diverged)
 
