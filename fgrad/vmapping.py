@@ -3,10 +3,10 @@
 The rows run together on a batching level (`fgrad.batching`): each primitive is applied once to
 all of them by its batching rule. Python control flow that reads a batched value (`if x > 0`,
 `float(x)`, a `while` on a value) goes on when every row reads the same value; when rows read
-different values, the batch is split into groups of rows that agree, the function runs again on
-each group, and the rows are put back in place. This rests on the function being pure (it may
-run more than once, on subsets of the rows); its cost is one partial run up to the read, then
-one run per group.
+different values, they are grouped by the value read, the run goes on with the largest group
+(see `fgrad.batching`, "Reading rows"), the function runs again on each other group, and the
+rows are put back in place. This rests on the function being pure (it may run more than once,
+on subsets of the rows); its cost is one run of the batch, then one run per other group.
 
 Imports: `fgrad.core`, `fgrad.batching`, `fgrad.boundary`, `fgrad.tree_util`, `fgrad.numpy`.
 """
