@@ -237,16 +237,24 @@ def _global_names(code):
     return names
 
 
-def _check_closure(fn, level, who, what):
-    """Refuse a function that reads a value being differentiated at `level` (or inside it)
-    other than through its arguments: the rule would give it no derivative."""
+_DIFFERENTIATED = (
+    "a value being differentiated",
+    "the rule gives no derivative for it, so it would be lost",
+)
+
+
+def _check_closure(fn, level, who, what, why=_DIFFERENTIATED):
+    """Refuse a function that reads a value of `level` (or of a level inside it) other than
+    through its arguments: being differentiated there, the rule would give it no derivative
+    (`why` says what the value is and what would go wrong, for the message)."""
+    kind, consequence = why
     for name, v in _free_values(fn):
         x = _box_of(v, level)
         if x is not None:
             raise TypeError(
-                f"{who}: {what} reads {name}, a value being differentiated (a traced value with "
-                f"{describe(x)}) that is not one of its arguments; the rule gives no derivative "
-                "for it, so it would be lost. Pass it to the function as an explicit argument"
+                f"{who}: {what} reads {name}, {kind} (a traced value with {describe(x)}) that "
+                f"is not one of its arguments; {consequence}. Pass it to the function as an "
+                "explicit argument"
             )
 
 
@@ -1074,20 +1082,18 @@ def _batched_outputs(out):
     return tuple(leaves), (0,) * len(leaves)
 
 
+_BATCHED = (
+    "a value batched by vmap",
+    "under vmap the rule runs on all rows at once and could not pair that value's rows with "
+    "the arguments'",
+)
+
+
 def _check_batched_closure(call, level, rules):
     """Refuse a function or rule that reads a value batched at `level` other than through its
-    arguments: the batched call applies it to all rows at once, where that value's rows could
-    not be matched to the arguments' rows."""
+    arguments: the batched call applies it to all rows at once."""
     for what, fn in (("the function", call.f.fun), *rules):
-        for name, v in _free_values(fn):
-            x = _box_of(v, level)
-            if x is not None:
-                raise TypeError(
-                    f"{call.who}: {what} reads {name}, a value batched by vmap (a traced value "
-                    f"with {describe(x)}) that is not one of its arguments; under vmap the rule "
-                    "runs on all rows at once and could not pair that value's rows with the "
-                    "arguments'. Pass it to the function as an explicit argument"
-                )
+        _check_closure(fn, level, call.who, what, _BATCHED)
 
 
 def _custom_batch(args, dims, call):

@@ -20,8 +20,6 @@ from .batching import BatchLevel, Diverged
 from .boundary import api_boundary
 from .core import Box, dtype_of, primal, shape_of
 from .tree_util import (
-    _flatten_up_to,
-    _Mismatch,
     leaves_per_child,
     tree_flatten,
     tree_leaves,
@@ -125,14 +123,12 @@ def _dims_of_leaves(axes, tree, what, label_of):
     if axes is None or isinstance(axes, (int, _np.integer)):
         return [axes] * len(tree_leaves(tree))
     axes_leaves, axes_def = tree_flatten(axes, is_leaf=lambda x: x is None)
-    subtrees = []
     try:
-        _flatten_up_to(axes_def, tree, subtrees)
-    except _Mismatch as e:
+        subtrees = axes_def.flatten_up_to(tree)
+    except ValueError as e:
         raise ValueError(
-            f"vmap: {what} does not match the structure of the {label_of(None)} at "
-            f"{e.where()}: {e}. {what} must be an int, None, or a pytree prefix of them: "
-            f"{what} is {axes_def!r}"
+            f"vmap: {what} does not match the structure of the {label_of(None)}: {e} "
+            f"{what} must be an int, None, or a pytree prefix of them"
         ) from None
     dims = []
     for ax, sub in zip(axes_leaves, subtrees):

@@ -297,17 +297,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         a = at(a)[~mask].set(_np.ones((), dtype_of(a)))
-    if holds_batch(initial):  # one initial per row: a factor of the product
-        ans = _prod_p(
-            a,
-            axis=axes,
-            keepdims=_keepdims(keepdims),
-            dtype=None if dtype is None else _np.dtype(dtype),
-            initial=NO_VALUE,
-            where=mask,
-        )
-        return astype(ans * initial, dtype_of(ans))
-    c = primal(initial)
+    batched_initial = holds_batch(initial)  # one initial per row: a factor of the product
+    c = NO_VALUE if batched_initial else primal(initial)
     ans = _prod_p(
         a,
         axis=axes,
@@ -316,6 +307,8 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
         initial=c,
         where=mask,
     )
+    if batched_initial:
+        return astype(ans * initial, dtype_of(ans))
     if type(initial) is Box:
         # d prod / d initial = the product without it, by a term that is zero in value
         rest = _prod_p(
