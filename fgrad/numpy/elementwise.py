@@ -356,6 +356,8 @@ def _dpow_dx(x, y):
     if _is_constant(y):
         if isinstance(y, (list, tuple)):
             y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
+        if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
+            return y if y == 1 else y * x
         y_is_zero = _np.asarray(y) == 0
         if y_is_zero.all():
             return None
