@@ -288,6 +288,12 @@ def _placed(o, level, out_dim, size, k, count):
         return value if axis == dim else fnp.moveaxis(value, dim, axis)
     if out_dim is None:
         return o
+    if not isinstance(o, (int, float, complex, _np.ndarray, _np.generic)) and type(o) is not Box:
+        raise TypeError(
+            f"vmap: the function returned a value of type {type(o).__name__} as {where}; vmap "
+            "stacks numbers and numeric arrays, one per row, so return those (use out_axes=None "
+            "for an array that is the same for every row)"
+        )
     shape = shape_of(o)
     axis = _out_axis(out_dim, len(shape) + 1, where)
     expanded = fnp.expand_dims(o, axis)

@@ -157,6 +157,11 @@ def test_error_batched_output_with_out_axes_none():
         vmap(lambda a: a * 2, out_axes=None)(np.ones(3))
 
 
+def test_error_an_output_that_is_not_a_number():
+    with pytest.raises(TypeError, match="returned a value of type str as the output"):
+        vmap(lambda x: "rows")(np.ones(3))
+
+
 def test_error_axis_size_missing():
     with pytest.raises(ValueError, match="pass axis_size=n"):
         vmap(lambda a: a, in_axes=None)(np.ones(3))
