@@ -44,7 +44,15 @@ def _plain(x):
     `vmap`) gets a stand-in with one row's shape and dtype: reading its rows would split the
     batch (see `fgrad.batching`)."""
     if holds_batch(x):
-        return _np.broadcast_to(_np.zeros((), dtype_of(x)), shape_of(x))
+        shape, dtype = shape_of(x), dtype_of(x)
+        if not shape:
+            return dtype.type(0)
+        # an uninitialized array allocates no pages; np.broadcast_to costs several us
+        return (
+            _np.empty(shape, dtype)
+            if _np.prod(shape) <= 1 << 20
+            else _np.broadcast_to(_np.zeros((), dtype), shape)
+        )
     return primal(x)
 
 
