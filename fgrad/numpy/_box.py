@@ -94,9 +94,11 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
     if fn is None or method != "__call__":
         raise TypeError(_no_mirror_message(self, ufunc, method))
-    if not kwargs and type(fn) is Primitive and len(inputs) == 2:
+    if not kwargs and len(inputs) == 2:
         # `ndarray * box`, `ndarray @ box`: what fn(*inputs) does, without its generic call
-        return bind_two(fn, *inputs)
+        bare = fn if type(fn) is Primitive else getattr(fn, "bare", None)
+        if bare is not None:
+            return bind_two(bare, *inputs)
     if kwargs.get("out") is not None:
         raise TypeError(
             f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "

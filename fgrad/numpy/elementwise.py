@@ -23,6 +23,8 @@ from ..core import (
     Primitive,
     add_any,
     bind,
+    bind_one,
+    bind_two,
     constant_of,
     dtype_of,
     holds_batch,
@@ -141,6 +143,7 @@ def _dtype_of(ans):
 def as_ufunc(fn, theirs):
     """`fn` (a function of the ufunc's inputs, usually a primitive) with NumPy's signature of
     the ufunc `theirs`, whose name and `.primitive` it keeps."""
+    is_primitive = isinstance(fn, Primitive)  # then bound directly: what calling it would do
     if theirs.nin == 1:
 
         def ufunc(
@@ -164,7 +167,7 @@ def as_ufunc(fn, theirs):
                 and order == "K"
                 and subok is True
             ):
-                return fn(x)
+                return bind_one(fn, x) if is_primitive else fn(x)
             return _with_keywords(
                 fn, theirs, (x,), out, where, casting, order, dtype, subok, signature
             )
@@ -192,7 +195,7 @@ def as_ufunc(fn, theirs):
                 and order == "K"
                 and subok is True
             ):
-                return fn(x1, x2)
+                return bind_two(fn, x1, x2) if is_primitive else fn(x1, x2)
             return _with_keywords(
                 fn, theirs, (x1, x2), out, where, casting, order, dtype, subok, signature
             )
@@ -206,6 +209,8 @@ def as_ufunc(fn, theirs):
     )
     if prim is not None:
         ufunc.primitive = prim  # what the batching rules and the graph know it by
+    if is_primitive:
+        ufunc.bare = fn  # without keywords, the wrapper binds this primitive: see `_box`
     return ufunc
 
 
@@ -614,12 +619,13 @@ def _choice_weights(ans, x, y, wins):
         wins_fn = greater if wins is _np.greater else less
         w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
         return broadcast_like(astype(w, _dtype_of(ans)), ans)
-    xv, yv = _np.asarray(primal(x)), _np.asarray(primal(y))
+    xv = x if type(x) is _np.ndarray else _np.asarray(primal(x))
+    yv = y if type(y) is _np.ndarray else _np.asarray(primal(y))
     w = wins(xv, yv)
     ties = xv == yv
     if _np.count_nonzero(ties):  # a third of the time of ties.any() on small arrays
         w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
-    ans_shape = _np.shape(primal(ans))
+    ans_shape = ans.shape if type(ans) is _np.ndarray else _np.shape(primal(ans))
     return w if w.shape == ans_shape else _np.broadcast_to(w, ans_shape)
 
 

@@ -183,7 +183,10 @@ def _normalize_axes(axis, nd):
 
 def _kept_shape(x_shape, axes):
     """x's shape with the reduced axes kept as length 1."""
-    return tuple(1 if i in axes else n for i, n in enumerate(x_shape))
+    kept = list(x_shape)
+    for i in axes:
+        kept[i] = 1
+    return tuple(kept)
 
 
 # --- reshape, transpose, broadcast ----------------------------------------------------------------
