@@ -24,8 +24,9 @@ A batching level (`vmap`'s, `fgrad.batching`) is not a derivative: its box holds
 row of a batch, along the axis in `aux`, and that axis is not part of the value the traced code
 sees. So `shape_of` leaves it out, a non-differentiable primitive keeps such boxes (its result
 is different for each row), and reading a box's plain value (`primal`, which `bool(x)` and
-`float(x)` use) asks the level (`Level.read`): it gives the rows' common value, or stops the
-batch so that its rows are run again in groups that agree.
+`float(x)` use) asks the level (`Level.read`): it gives the rows' common value or, when the
+rows disagree, goes on with one group of rows that agree and leaves the others to run again
+(see `fgrad.batching`, "Reading rows").
 
 Free variables
 --------------
