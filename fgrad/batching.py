@@ -34,6 +34,7 @@ Imports: `fgrad.core`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -122,7 +123,7 @@ def _grouped(rows):
 class BatchLevel(Level):
     """A `vmap` in progress: each box holds `size` rows along the axis in its `aux`."""
 
-    __slots__ = ("active", "errors", "pending", "size")
+    __slots__ = ("active", "pending", "quiet", "size")
 
     batches = True
 
@@ -131,7 +132,7 @@ class BatchLevel(Level):
         self.size = size
         self.active = None  # the rows this run is for (None: all); see "Reading rows"
         self.pending = []  # the groups of rows that run again after this run
-        self.errors = None  # NumPy's error settings to restore when the run ends
+        self.quiet = False  # whether this level keeps NumPy's warnings off (see `_Quiet`)
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals = list(args)
@@ -204,13 +205,38 @@ class BatchLevel(Level):
         keep = max(range(len(groups)), key=lambda i: len(groups[i]))
         self.active = groups[keep]
         self.pending += [g for i, g in enumerate(groups) if i != keep]
-        if self.errors is None:  # the other rows' values on this path may overflow, be nan...
-            self.errors = _np.seterr(all="ignore")
+        if not self.quiet:  # the other rows' values on this path may overflow, be nan...
+            self.quiet = True
+            _quiet.enter()
         value = rows[self.active[0]]
         return value[()] if value.ndim == 0 else value
 
     def finish(self):
-        """Restore NumPy's error settings after a run that went on for some of its rows."""
-        if self.errors is not None:
-            _np.seterr(**self.errors)
-            self.errors = None
+        """End this level's part in keeping NumPy's floating-point warnings off."""
+        if self.quiet:
+            self.quiet = False
+            _quiet.leave()
+
+
+class _Quiet(threading.local):
+    """NumPy's floating-point warnings, off while any batching level of this thread runs some
+    rows on another's path: levels start and end such runs in any order (a nested vmap may
+    start one inside an outer one's, and end first), so the settings before the first are
+    kept and restored after the last."""
+
+    def __init__(self):
+        self.depth = 0
+        self.saved = None
+
+    def enter(self):
+        if self.depth == 0:
+            self.saved = _np.seterr(all="ignore")
+        self.depth += 1
+
+    def leave(self):
+        self.depth -= 1
+        if self.depth == 0:
+            _np.seterr(**self.saved)
+
+
+_quiet = _Quiet()

@@ -301,6 +301,17 @@ def test_rows_on_another_groups_path_neither_warn_nor_fail(recwarn):
     np.testing.assert_allclose(vmap(h)(np.array([1.0, 2.0, 0.0, -4.0])), [1.0, 2.0, 0.0, 2.0])
 
 
+def test_nested_splits_leave_numpys_error_settings_as_they_were():
+    before = np.geterr()
+
+    def outer(w, vs):
+        return vmap(lambda v: (v if v > 0 else -v) * (w if w > 0 else -w))(vs)
+
+    got = vmap(outer, in_axes=(0, None))(np.array([1.0, -2.0]), np.array([1.0, -1.0, 2.0]))
+    np.testing.assert_array_equal(got, [[1.0, 1.0, 2.0], [2.0, 2.0, 4.0]])
+    assert np.geterr() == before
+
+
 def test_a_split_under_debug_nans_runs_every_group_alone(monkeypatch):
     splits = Splits(monkeypatch)
 
