@@ -24,6 +24,7 @@ from fgrad import (
     tap_cotangent,
     value_and_grad,
     vjp,
+    vmap,
 )
 from fgrad.core import _state
 
@@ -252,3 +253,31 @@ def test_threads_sharing_one_vjp_function():
         t.join(timeout=60)
     for k in range(8):
         np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_8_threads_splitting_vmap_batches_at_once():
+    """Each thread's vmap splits its batch at a branch (the run going on with one group, NumPy's
+    warnings off meanwhile): the results are the loop's, and every thread's NumPy settings are
+    as they were."""
+    x = np.random.default_rng(0).normal(size=(32, 5))
+
+    def f(r):
+        return fnp.sum(fnp.tanh(r) ** 2) if fnp.sum(r) > 0 else fnp.sum(fnp.sin(r))
+
+    want = np.stack([grad(f)(r) for r in x])
+    failures = []
+
+    def worker():
+        before = np.geterr()
+        for _ in range(10):
+            if not np.allclose(vmap(grad(f))(x), want, rtol=1e-14):
+                failures.append("a wrong value")
+        if np.geterr() != before:
+            failures.append("NumPy's error settings changed")
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
