@@ -75,6 +75,8 @@ from .elementwise import (
     imag,
     logical_and,
     logical_or,
+    mask_values,
+    may_hold,
     not_equal,
     real,
     sign,
@@ -268,12 +270,9 @@ def _inverse_where_nonzero(d):
     The gaps between eigenvalues (or squared singular values) pass through here, and so does
     the diagonal of the gap matrix, which is always 0.
     """
-    if holds_batch(d):  # one mask per row, from the batched values (no NumPy read)
-        zero = equal(d, 0)
-    else:
-        zero = _np.asarray(primal(d)) == 0
-        if not zero.any():
-            return 1.0 / d
+    zero = mask_values(d) == 0
+    if not may_hold(zero):
+        return 1.0 / d
     return where(zero, 0.0, 1.0 / where(zero, 1.0, d))
 
 
@@ -1259,8 +1258,8 @@ def _phase(x):
     0 at 0 (the subgradient `abs` picks too)."""
     if not _is_complex(x):
         return sign(x)
-    zero = equal(x, 0) if holds_batch(x) else _np.asarray(primal(x)) == 0
-    if holds_batch(x) or zero.any():
+    zero = mask_values(x) == 0
+    if may_hold(zero):
         return where(zero, 0.0, conj(x) / where(zero, 1.0, abs(x)))
     return conj(x) / abs(x)
 

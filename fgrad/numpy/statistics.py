@@ -44,6 +44,8 @@ from .elementwise import (
     logical_and,
     logical_not,
     logical_or,
+    mask_values,
+    may_hold,
     real,
     register_elementwise,
     sqrt,
@@ -184,11 +186,8 @@ def _squared_magnitude(x):
 
 def _sqrt_or_zero(v):
     """sqrt(v), with value and every derivative 0 where v == 0 (the masked branch sees 1)."""
-    if holds_batch(v):  # one mask per row
-        zero = equal(constant_of(v), 0)
-        return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
-    zero = _np.asarray(primal(v)) == 0
-    if not zero.any():
+    zero = mask_values(v) == 0
+    if not may_hold(zero):
         return sqrt(v)
     return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
 
