@@ -69,6 +69,7 @@ __all__ = [
     "holds_batch",
     "holds_box",
     "holds_box_of",
+    "innermost",
     "leave_phase",
     "live_levels",
     "primal",
@@ -158,10 +159,17 @@ def shape_of(x: Any) -> tuple:
     return _np.shape(x)
 
 
-def dtype_of(x: Any) -> _np.dtype:
-    """The dtype of x's value (a Python float counts as float64, as in NumPy)."""
+def innermost(x: Any) -> Any:
+    """The value under every box, whatever its level: for a batched value, every row at once
+    (for its type or dtype, or a check that must hold in each row, which reads no row)."""
     while type(x) is Box:
         x = x.value
+    return x
+
+
+def dtype_of(x: Any) -> _np.dtype:
+    """The dtype of x's value (a Python float counts as float64, as in NumPy)."""
+    x = innermost(x)
     dtype = getattr(x, "dtype", None)
     if dtype is not None:
         return dtype
@@ -179,10 +187,7 @@ def zeros_like_value(x):
 
 def is_differentiable_value(x):
     """Whether a value can carry a derivative: a float or complex array or number."""
-    v = x
-    while type(v) is Box:
-        v = v.value
-    dtype = getattr(v, "dtype", None)
+    dtype = getattr(innermost(x), "dtype", None)
     return dtype is not None and dtype.kind in "fc"
 
 

@@ -102,7 +102,7 @@ from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
 from .core import Box, Primitive, bind, holds_box_of, zeros_like_value
-from .numpy.shaping import describe, every_row
+from .numpy.shaping import batch_size, describe, every_row
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 from .vmapping import vmap
@@ -283,13 +283,6 @@ def _meta(v):
     return core.shape_of(v), core.dtype_of(v)
 
 
-def _innermost(v):
-    """The value under every box (for its type: a batched value holds all its rows)."""
-    while type(v) is Box:
-        v = v.value
-    return v
-
-
 def _zeros(meta):
     shape, dtype = meta
     z = _np.zeros(shape, dtype)
@@ -321,7 +314,7 @@ class _Call:
         leaves, tree = tree_flatten(out)
         leaves = tuple(_as_numpy(v) for v in leaves)
         for k, v in enumerate(leaves):
-            pv = _innermost(v)
+            pv = core.innermost(v)
             if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
                 _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool
             ):
@@ -393,7 +386,7 @@ def _conform(v, meta, who, what):
     shape, dtype = meta
     if not _np.issubdtype(dtype, _np.inexact):
         return None  # an integer value has no derivative
-    pv = _innermost(v)
+    pv = core.innermost(v)
     if isinstance(pv, bool) or not (
         isinstance(pv, (int, float, complex))
         or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))
@@ -1073,7 +1066,7 @@ def tap_cotangent(x, on_cotangent):
 
 
 def _every_row(args, dims):
-    n = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    n = batch_size(args, dims)
     return [every_row(a, d, n) for a, d in zip(args, dims)]
 
 
@@ -1139,8 +1132,7 @@ def _custom_batch(args, dims, call):
 
 def _by_row(call, args, dims):
     prim = custom_vjp_call if isinstance(call.f, custom_vjp) else custom_jvp_call
-    n = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
-    return batching.row_by_row(prim, args, dims, {"call": call}, n)
+    return batching.row_by_row(prim, args, dims, {"call": call}, batch_size(args, dims))
 
 
 def _checkpoint_batch(args, dims, call):

@@ -8,7 +8,7 @@ import sys
 
 import numpy as _np
 
-from ..core import Box, Primitive, bind_two, dtype_of, primal, shape_of
+from ..core import Box, Primitive, bind_two, dtype_of, innermost, primal, shape_of
 from . import elementwise as _ew
 from . import products as _pr
 from . import reductions as _rd
@@ -73,9 +73,7 @@ def _len(self):
 
 
 def _repr(self):
-    value = self
-    while type(value) is Box:
-        value = value.value  # a batched value shows all its rows
+    value = innermost(self)  # a batched value shows all its rows
     return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
 

@@ -29,6 +29,7 @@ from ..core import (
     dtype_of,
     holds_batch,
     holds_box,
+    innermost,
     primal,
     shape_of,
     zeros_like_value,
@@ -1011,10 +1012,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             return astype(a, dtype)
         # a NumPy scalar becomes a 0-d array, as NumPy's asarray makes it: arithmetic on the
         # two rounds differently (NumPy's scalar math), so the type is part of the value
-        inner = a
-        while type(inner) is Box:
-            inner = inner.value
-        return a if type(inner) is _np.ndarray else _asarray_p(a)
+        return a if type(innermost(a)) is _np.ndarray else _asarray_p(a)
     return array(a, dtype=dtype)
 
 
@@ -1058,6 +1056,13 @@ ones_like = nondiff_function(_np.ones_like)
 # The helpers every family's batching rules use, the rules of this module's primitives, and the
 # fallback that applies a primitive to one row at a time (see `fgrad.batching`). In a rule, a
 # value's `shape` includes its batch axis: the value is one level below the batching level.
+
+
+def all_rows(x):
+    """x's values in every row of the batches it is in at once (its innermost array; the
+    layout is not the rows'), for a bound or a check that must serve every row: reading them
+    this way splits no batch. Without a batch, x's value."""
+    return _np.asarray(innermost(x))
 
 
 def batch_to_front(x, dim):

@@ -51,6 +51,7 @@ from .products import (
 )
 from .shaping import (
     _normalize_axes,
+    all_rows,
     asarray,
     astype,
     at,
@@ -114,14 +115,6 @@ def _float_dtype(*xs):
 
 def _is_traced(x):
     return type(x) is Box
-
-
-def _all_rows(x):
-    """x's value in every row of the batches it is in (its innermost array), for a check that
-    must hold in each row: looking at all of them splits no batch. Without a batch, x's value."""
-    while type(x) is Box:
-        x = x.value
-    return _np.asarray(x)
 
 
 # --- convolution and correlation ------------------------------------------------------------------
@@ -480,7 +473,7 @@ def _weights(w, name, n, dtype):
             f"fgrad.numpy.real({name}) or fgrad.numpy.abs({name})"
         )
     if _is_traced(w):
-        wv = _all_rows(w)  # (every row's weights, for the checks)
+        wv = all_rows(w)  # (every row's weights, for the checks)
     else:
         wv = _np.asarray(w, dtype=float)
         w = wv.astype(dtype)
@@ -530,7 +523,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         else:
             fact = w_sum - ddof * sum(w * aweights) / w_sum
     if holds_batch(fact):  # each row's own: no branch on the rows' values
-        if (_all_rows(fact) <= 0).any():
+        if (all_rows(fact) <= 0).any():
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = where(greater(constant_of(fact), 0), fact, 0.0)
     elif primal(fact) <= 0:
