@@ -157,10 +157,13 @@ def size(a, axis=None):
 def meta(x):
     """What a cotangent for x must match: x's shape, and its dtype (None for a Python number,
     which is weakly typed and takes the other operand's dtype)."""
-    if type(x) is Box:
-        return shape_of(x), dtype_of(x)
+    v = x
+    while type(v) is Box:  # one walk down the boxes; a batched value's shape leaves out rows
+        if v.level.batches and v.level.live:
+            return shape_of(x), dtype_of(x)
+        v = v.value
     try:
-        return x.shape, x.dtype
+        return v.shape, v.dtype
     except AttributeError:  # a Python number, or a list that may hold traced values
         if isinstance(x, (int, float)):
             return (), None
