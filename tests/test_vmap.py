@@ -388,3 +388,16 @@ def test_custom_rules_and_checkpoint_batch_without_splitting(monkeypatch):
     # grad outside the vmap needs the rule for all rows at once, which cannot pair y's rows
     with pytest.raises(TypeError, match="reads 'y', a value batched by vmap"):
         grad(lambda u: fnp.sum(vmap(lambda v, y: scaled_by(y)(v))(u, ys)))(x)
+
+
+def test_prod_with_a_traced_initial_batched_equals_the_loop_at_infinite_products():
+    """d prod / d initial takes 0 where the product without it is not finite; the batched
+    initial (one per row) gives the same as one row at a time."""
+    a = np.array([3.0, np.inf])
+
+    def g(i):
+        return fnp.prod(a, initial=i)
+
+    rows = np.array([2.0, 1.0, -0.5])
+    np.testing.assert_array_equal(vmap(grad(g))(rows), loop(grad(g), rows))
+    np.testing.assert_array_equal(vmap(g)(rows), loop(g, rows))

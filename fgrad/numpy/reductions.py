@@ -15,7 +15,8 @@ import numpy as _np
 from .. import batching as _batching
 from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import defprimitive
-from .elementwise import equal, isfinite, logical_and, where
+from .elementwise import equal, isfinite, logical_and, logical_not, mask_values, may_hold, where
+from .elementwise import where as _where  # for functions with a `where=` parameter
 from .shaping import (
     NO_VALUE,
     _kept_shape,
@@ -297,37 +298,26 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         a = at(a)[~mask].set(_np.ones((), dtype_of(a)))
-    batched_initial = holds_batch(initial)  # one initial per row: a factor of the product
-    c = NO_VALUE if batched_initial else primal(initial)
-    ans = _prod_p(
-        a,
-        axis=axes,
-        keepdims=_keepdims(keepdims),
-        dtype=None if dtype is None else _np.dtype(dtype),
-        initial=c,
-        where=mask,
-    )
-    if batched_initial:
-        return astype(ans * initial, dtype_of(ans))
-    if type(initial) is Box:
-        # d prod / d initial = the product without it, by a term that is zero in value
-        rest = _prod_p(
-            a,
-            axis=axes,
-            keepdims=_keepdims(keepdims),
-            dtype=None if dtype is None else _np.dtype(dtype),
-            initial=NO_VALUE,
-            where=mask,
-        )
-        # (initial - c) is 0 in value: keep 0 * inf out of the value
-        if holds_batch(rest):
-            rest = where(isfinite(constant_of(rest)), rest, 0.0)
-        else:
-            finite = _np.isfinite(_np.asarray(primal(rest)))
-            if not finite.all():
-                rest = at(rest)[~finite].set(0.0)
-        ans = ans + (initial - c) * rest
-    return ans
+    keep, dt = _keepdims(keepdims), None if dtype is None else _np.dtype(dtype)
+
+    def product(start):
+        return _prod_p(a, axis=axes, keepdims=keep, dtype=dt, initial=start, where=mask)
+
+    if type(initial) is not Box:
+        return product(primal(initial))
+    # d prod / d initial = the product without it, by a term that is zero in value; where
+    # that product is not finite the term is 0 (keeping 0 * inf out of the value)
+    rest = product(NO_VALUE)
+    if holds_batch(initial):  # one initial per row: a factor of the product
+        c = constant_of(initial)
+        value = astype(rest * c, dtype_of(rest))
+    else:
+        c = primal(initial)
+        value = product(c)  # NumPy's own value
+    finite = isfinite(mask_values(rest))
+    if may_hold(logical_not(finite)):
+        rest = _where(finite, rest, 0.0)  # (`where` is the mask argument here)
+    return value + astype((initial - c) * rest, dtype_of(value))
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
