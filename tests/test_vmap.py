@@ -401,3 +401,11 @@ def test_prod_with_a_traced_initial_batched_equals_the_loop_at_infinite_products
     rows = np.array([2.0, 1.0, -0.5])
     np.testing.assert_array_equal(vmap(grad(g))(rows), loop(grad(g), rows))
     np.testing.assert_array_equal(vmap(g)(rows), loop(g, rows))
+
+
+def test_size_of_a_traced_value_takes_numpys_axis_forms():
+    a = np.ones((2, 3, 4))
+    for axis in (None, 1, -1, (0, 2)):
+        want = np.size(a, axis)
+        assert grad(lambda x, axis=axis: fnp.sum(x) * fnp.size(x, axis))(a).ravel()[0] == want
+        assert vmap(lambda x, axis=axis: fnp.size(x, axis) * 1.0)(a[None])[0] == want
