@@ -28,6 +28,7 @@ from .api import (
 from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
 from .debug import debug_nans, set_debug_nans
 from .graph import make_graph
+from .jets import derivative, jet, laplacian
 from .primitive import primitive
 from .vmapping import vmap
 
@@ -38,11 +39,14 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "debug_nans",
+    "derivative",
     "grad",
     "hessian",
     "jacfwd",
     "jacrev",
+    "jet",
     "jvp",
+    "laplacian",
     "linearize",
     "make_graph",
     "numpy",

@@ -16,7 +16,7 @@ from . import core
 from .core import Box, Level, Primitive, add_any, bind, enter_phase, leave_phase
 from .reverse import ReverseLevel, backward_pass
 
-__all__ = ["ForwardLevel", "transpose_bprop"]
+__all__ = ["ForwardLevel", "tangent_rule", "transpose_bprop"]
 
 
 class ForwardLevel(Level):
@@ -78,13 +78,29 @@ def _sum_of_jvps(jvps, tangents, ans, vals, params):
     return t_out
 
 
-def _reverse_rule(prim, tangents, vals, params):
+def tangent_rule(prim, tangents, ans, vals, params):
+    """J t: the tangent of prim's output at `vals` for the input tangents (None for none),
+    given its value `ans`, from the forward rule or by transposing the reverse rule. (A
+    primitive defined by its fprop computes its value again.)"""
+    if prim.jvps is not None:
+        return _sum_of_jvps(prim.jvps, tangents, ans, vals, params)
+    if prim.jvp is not None:
+        return prim.jvp(tangents, ans, *vals, **params)
+    if prim.fprop is None:
+        ans, pull = _reverse_rule(prim, tangents, vals, params, ans)
+    else:
+        ans, pull = _reverse_rule(prim, tangents, vals, params)
+    return transpose_bprop(pull, ans, tangents, prim.multiple_results)
+
+
+def _reverse_rule(prim, tangents, vals, params, ans=None):
     """The value and a function from the output cotangent to one cotangent (or None) per
     input, from the primitive's reverse rule."""
     wanted = [t is not None for t in tangents]
     if prim.fprop is not None:
         return prim.fprop(*vals, **params)
-    ans = bind(prim, vals, params)
+    if ans is None:
+        ans = bind(prim, vals, params)
     if prim.vjp is not None:
         return ans, prim.vjp(wanted, ans, *vals, **params)
     closures = [

@@ -18,11 +18,16 @@ Every rule receives, after the tangent (forward) or nothing (a reverse rule's ma
 at forward time), the primitive's output and then its inputs: `(t, ans, *args, **params)` and
 `(ans, *args, **params)`.
 
-Imports: `fgrad.core`.
+Builders register the Taylor rules that follow from what they know: a linear primitive's
+coefficients are the primitive applied to each, a bilinear one's are sums of products
+(`fgrad.taylor`).
+
+Imports: `fgrad.core`, `fgrad.taylor`.
 """
 
 import functools
 
+from . import taylor
 from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
 
 __all__ = ["defbilinear", "deflinear", "defprimitive", "defunary", "nondiff", "primitive"]
@@ -149,6 +154,7 @@ def deflinear(impl, transpose, name=None):
         return bind(prim, (t,), params)
 
     prim = defprimitive(impl, transpose, same, name)
+    taylor.rules[prim] = taylor.linear_rule(prim)
     return prim
 
 
@@ -172,6 +178,7 @@ def defbilinear(impl, vjp, name=None):
         return bind(prim, (x, t), params)
 
     prim = defprimitive(impl, vjp, (jvp_x, jvp_y), name)
+    taylor.rules[prim] = taylor.bilinear_rule(prim)
     return prim
 
 

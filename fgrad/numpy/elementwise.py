@@ -17,6 +17,7 @@ import operator as _operator
 import numpy as _np
 
 from .. import batching as _batching
+from .. import taylor as _taylor
 from ..core import (
     Box,
     NondiffPrimitive,
@@ -807,3 +808,107 @@ def may_hold(mask):
 
 _batching.rules[add_any] = elementwise_batch_rule(add_any)
 register_elementwise(globals())
+
+
+# --- Taylor rules (`fgrad.taylor`): quadratic in the order ----------------------------------------
+
+
+def _sum_taylor_rule(prim, sign):
+    """x + y and x - y: coefficient by coefficient, broadcast to the result's shape and dtype."""
+
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        sx, sy = series
+        out = []
+        for k in range(len(sx if sx is not None else sy)):
+            a = None if sx is None else sx[k]
+            b = None if sy is None else sy[k]
+            if b is not None and sign < 0:
+                b = negative(b)
+            c = _taylor.add(a, b)
+            out.append(None if c is None else broadcast_like(c, ans))
+        return ans, tuple(out)
+
+    return rule
+
+
+def _quotient_taylor_rule(prim):
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        order = len(series[0] if series[0] is not None else series[1])
+        x = _taylor.full(primals[0], series[0], order)
+        if series[1] is None:  # a constant divisor: linear
+            return ans, tuple(None if c is None else broadcast_like(c / primals[1], ans) for c in x[1:])
+        y = _taylor.full(primals[1], series[1], order)
+        z = _taylor.quotient_coefficients(x, y, ans, order)
+        return ans, tuple(None if c is None else broadcast_like(c, ans) for c in z)
+
+    return rule
+
+
+_SMALL_POWERS = range(1, 17)  # x**n by products of series, exact at x = 0
+
+
+def _power_taylor_rule(prim):
+    def rule(primals, series):
+        x0, a = primals
+        if series[1] is not None or holds_batch(a):  # a traced exponent: not a constant power
+            return _taylor.general_rule(prim, primals, series, {})
+        ans = bind(prim, primals, {})
+        order = len(series[0])
+        x = _taylor.full(x0, series[0], order)
+        a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
+        if _np.ndim(a) == 0 and a == int(a) and (int(a) in _SMALL_POWERS or int(a) == 0):
+            n = int(a)
+            if n == 0:
+                return ans, None
+            out = _taylor.integer_power_coefficients(x, n, order)
+        else:
+            out = _taylor.power_coefficients(x, ans, a, order)
+        return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+    return rule
+
+
+def _square_taylor_rule(prim):
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        x = _taylor.full(primals[0], series[0], len(series[0]))
+        return ans, tuple(_taylor.square_coefficient(x, k) for k in range(1, len(x)))
+
+    return rule
+
+
+def _reciprocal_taylor_rule(prim):
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        order = len(series[0])
+        y = _taylor.full(primals[0], series[0], order)
+        return ans, tuple(_taylor.quotient_coefficients([None] * (order + 1), y, ans, order))
+
+    return rule
+
+
+def _register_taylor():
+    rules = _taylor.rules
+    for prim, sign in ((add, 1), (add_operator, 1), (subtract, -1), (subtract_operator, -1)):
+        rules[prim] = _sum_taylor_rule(prim, sign)
+    for prim in (multiply, multiply_operator):
+        rules[prim] = _taylor.bilinear_rule(prim)
+    for prim in (divide, divide_operator):
+        rules[prim] = _quotient_taylor_rule(prim)
+    for prim in (power, power_operator):
+        rules[prim] = _power_taylor_rule(prim)
+    rules[negative.primitive] = _taylor.linear_rule(negative.primitive)
+    rules[_where_p] = _taylor.linear_rule(_where_p, (1, 2))
+    rules[sin.primitive] = _taylor.sine_pair_rule(sin.primitive, cos.primitive, 0, -1)
+    rules[cos.primitive] = _taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
+    rules[tanh.primitive] = _taylor.tanh_rule(tanh.primitive)
+    rules[exp.primitive] = _taylor.exp_rule(exp.primitive)
+    rules[log.primitive] = _taylor.log_rule(log.primitive)
+    rules[tan.primitive] = _taylor.tan_rule(tan.primitive)
+    rules[log1p.primitive] = _taylor.log_rule(log1p.primitive, shift=True)
+    rules[sqrt.primitive] = _taylor.sqrt_rule(sqrt.primitive)
+
+
+_register_taylor()

@@ -34,9 +34,12 @@ import math
 
 import numpy as _np
 
+from .. import taylor as _taylor
 from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import deflinear, defprimitive, defunary
 from .elementwise import (
+    _reciprocal_taylor_rule,
+    _square_taylor_rule,
     as_ufunc,
     exp,
     isfinite,
@@ -127,16 +130,21 @@ def _weights(values, ans):
 # --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
 
 
-def _unary(impl, derivative):
-    """The ufunc `impl` from its derivative, with NumPy's ufunc signature."""
-    return as_ufunc(defunary(impl, derivative), impl)
+def _unary(impl, derivative, of_x=False):
+    """The ufunc `impl` from its derivative, with NumPy's ufunc signature. With `of_x` (a
+    derivative that does not read `ans`), Taylor mode integrates the derivative's own series
+    (`fgrad.taylor.from_slope`)."""
+    fn = defunary(impl, derivative)
+    if of_x:
+        _taylor.rules[fn.primitive] = _taylor.from_slope(fn.primitive, lambda x: derivative(None, x))
+    return as_ufunc(fn, impl)
 
 
 # Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses; hypot(x, 1)
 # and sqrt(x - 1) sqrt(x + 1) do not overflow for |x| > 1e154 as x*x does.
-arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)))
-arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)))
-arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
+arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)), of_x=True)
+arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)), of_x=True)
+arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh = _unary(_np.cosh, lambda ans, x: sinh(x))
 
@@ -150,9 +158,9 @@ def _arcsinh_slope(ans, x):
     return 1.0 / hypot(x, 1.0)
 
 
-arcsinh = _unary(_np.arcsinh, _arcsinh_slope)
-arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0)))
-arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)))
+arcsinh = _unary(_np.arcsinh, _arcsinh_slope, of_x=True)
+arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0)), of_x=True)
+arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)), of_x=True)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans)
@@ -169,6 +177,13 @@ def _fabs_slope(ans, x):
 
 
 fabs = _unary(_np.fabs, _fabs_slope)
+_taylor.rules[sinh.primitive] = _taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1)
+_taylor.rules[cosh.primitive] = _taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1)
+_taylor.rules[exp2.primitive] = _taylor.scaled_exp_rule(_LN2)(exp2.primitive)
+_taylor.rules[log2.primitive] = _taylor.log_rule(log2.primitive, scale=1.0 / _LN2)
+_taylor.rules[log10.primitive] = _taylor.log_rule(log10.primitive, scale=1.0 / _LN10)
+_taylor.rules[square.primitive] = _square_taylor_rule(square.primitive)
+_taylor.rules[reciprocal.primitive] = _reciprocal_taylor_rule(reciprocal.primitive)
 
 
 def _scaling(impl):

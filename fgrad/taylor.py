@@ -1,0 +1,461 @@
+"""Taylor mode, `jet`'s level: each box carries the Taylor coefficients of its value's path.
+
+A `TaylorLevel` of order K propagates truncated power series. Its box is
+`Box(x0, level, (x1, ..., xK))`: the value and the *normalized* coefficients of a path
+x(t) = x0 + x1 t + ... + xK t^K through it (x_k is the k-th derivative of the path divided by
+k!; None stands for a zero coefficient). Normalized coefficients keep the scale of the values
+(the derivatives of tanh at order 20 are near 1e17, their normalized coefficients below 1), so
+order 20 and beyond neither overflows nor loses digits; `fgrad.jets` converts at the edge.
+
+A primitive applied to such boxes is processed by its Taylor rule, registered in `rules`
+beside the primitive's other rules:
+
+    rule(primals, series, **params) -> (ans, out_series)
+
+`primals` are the values under this level's boxes (they may be boxes of outer levels: rules
+apply fgrad operations, so outer levels trace them); `series[i]` is the tuple of K coefficients
+of input i, or None for an input that is constant here. The rule returns the primitive's value
+and the K coefficients of its output (a tuple; None for all zero); a primitive with several
+outputs returns a tuple of values and a tuple of coefficient tuples. Builders in this module
+make the common rules: `linear_rule`, `bilinear_rule`, and the series arithmetic the
+elementwise rules are written with (`cauchy`, `integrate`).
+
+The general rule
+----------------
+A primitive without a rule of its own is processed by `general_rule`, built from its forward
+rule: along the path, y'(t) = J(x(t)) x'(t). Its coefficient of t^(k-1) needs x and y up to
+order k-1 only, so y is found order by order: for k = 1..K the forward rule is evaluated on
+series of order k-1 (a fresh level), and y_k is its (k-1)-th coefficient divided by k. That is
+right for every primitive whose forward rule is written in fgrad operations (every one), at a
+cost cubic in K where the direct rules are quadratic.
+
+Collapsed series
+----------------
+For the Laplacian (`fgrad.jets.laplacian`) the level runs inside a `vmap` over D directions:
+first-order coefficients hold one value per direction, and the second-order coefficient is
+*collapsed*, the mean over the directions (`collapse` maps a coefficient batched over them to
+its mean). The second-order coefficient of an output is linear in the inputs' second-order
+coefficients and quadratic in their first-order ones, so the mean of the outputs' is the output
+of the means: one value is propagated where D were.
+
+Imports: `fgrad.core`, `fgrad.forward`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .core import Box, Level, Primitive, add_any, bind, zeros_like_value
+from .forward import tangent_rule
+
+__all__ = [
+    "TaylorLevel",
+    "bilinear_rule",
+    "cauchy",
+    "general_rule",
+    "integrate",
+    "linear_rule",
+    "rules",
+]
+
+# Primitive -> rule(primals, series, **params) -> (ans, out_series).
+rules: dict[Any, Callable] = {}
+
+
+class TaylorLevel(Level):
+    """A level of Taylor mode of order `order`: each box carries its value's normalized
+    Taylor coefficients of orders 1..order in `aux`."""
+
+    __slots__ = ("collapse", "order")
+
+    def __init__(self, order: int, collapse: Callable | None = None):
+        super().__init__()
+        self.order = order
+        self.collapse = collapse
+
+    def box(self, value, coefficients):
+        """`value` with these coefficients at this level; the value itself if all are zero."""
+        for c in coefficients:
+            if c is not None:
+                return Box(value, self, tuple(coefficients))
+        return value
+
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        primals = list(args)
+        series = [None] * len(args)
+        some = False
+        for i, a in enumerate(args):
+            if type(a) is Box and a.level is self:
+                primals[i] = a.value
+                series[i] = a.aux
+                some = True
+        if not some:
+            return bind(prim, primals, params)
+        rule = rules.get(prim)
+        if rule is not None:
+            ans, out = rule(primals, series, **params)
+        else:
+            ans, out = general_rule(prim, primals, series, params)
+        if prim.multiple_results:
+            return tuple(self._boxed(a, s) for a, s in zip(ans, out))
+        return self._boxed(ans, out)
+
+    def _boxed(self, ans, out):
+        if out is None:
+            return ans
+        if self.collapse is not None and out[-1] is not None:
+            out = (*out[:-1], self.collapse(out[-1]))
+        return self.box(ans, out)
+
+
+def _order(series):
+    return next(len(s) for s in series if s is not None)
+
+
+# --- the general rule -----------------------------------------------------------------------------
+
+
+def general_rule(prim, primals, series, params, tangent=None):
+    """The Taylor rule of any primitive, from its forward rule (see "The general rule").
+
+    `tangent(tangents, ans, xs)` gives J(xs) tangents for the primitive's value `ans` at
+    `xs`; by default the primitive's forward rule (or its transposed reverse rule).
+    """
+    if tangent is None:
+
+        def tangent(ts, ans, xs):
+            return tangent_rule(prim, ts, ans, xs, params)
+
+    order = _order(series)
+    multiple = prim.multiple_results
+    ans = bind(prim, primals, params)
+    outs = ans if multiple else (ans,)
+    coefficients = [[None] * order for _ in outs]
+    for k in range(1, order + 1):
+        if k == 1:  # order 0: the forward rule at the values themselves
+            ts = [None if s is None else s[0] for s in series]
+            a = tangent(ts, ans, primals)
+            firsts = a if multiple else (a,)
+            for c, t in zip(coefficients, firsts):
+                c[0] = t
+            continue
+        with TaylorLevel(k - 1) as inner:
+            xs = [v if s is None else inner.box(v, s[: k - 1]) for v, s in zip(primals, series)]
+            ts = [None if s is None else inner.box(s[0], _path_derivative(s, k)) for s in series]
+            ys = [inner.box(o, c[: k - 1]) for o, c in zip(outs, coefficients)]
+            a = tangent(ts, tuple(ys) if multiple else ys[0], xs)
+        for c, t in zip(coefficients, a if multiple else (a,)):
+            if type(t) is Box and t.level is inner:
+                top = t.aux[k - 2]
+                c[k - 1] = None if top is None else top / k
+    out = tuple(None if all(v is None for v in c) else tuple(c) for c in coefficients)
+    return ans, out if multiple else out[0]
+
+
+def _path_derivative(s, k):
+    """Coefficients 1..k-1 of x'(t) = sum_m (m + 1) x_(m+1) t^m, from x's coefficients `s`."""
+    return [None if s[m] is None else (m + 1) * s[m] for m in range(1, k)]
+
+
+# --- builders of direct rules ---------------------------------------------------------------------
+
+
+def full(primal, s, order):
+    """The series [x0, x1, ..., x_order] of a value (None for zero coefficients)."""
+    return [primal, *s] if s is not None else [primal] + [None] * order
+
+
+def add(a, b):
+    """a + b where None is a zero."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def cauchy(a, b, k, start=0):
+    """Coefficient k of the product of the series a and b: sum over j of a_j b_(k-j), for j
+    from `start` to k - start (None for a zero)."""
+    total = None
+    for j in range(start, k + 1 - start):
+        x, y = a[j], b[k - j]
+        if x is not None and y is not None:
+            total = add(total, x * y)
+    return total
+
+
+def integrate(x, d, k):
+    """Coefficient k of y where y' = d x' (a slope series d, a path x): y_k is
+    sum_(j=1..k) j x_j d_(k-j), divided by k."""
+    total = None
+    for j in range(1, k + 1):
+        xj, dj = x[j], d[k - j]
+        if xj is not None and dj is not None:
+            term = xj * dj if j == 1 else (j * xj) * dj
+            total = add(total, term)
+    return None if total is None else total / k
+
+
+def linear_rule(prim, linear_in=None):
+    """The rule of a primitive linear in the inputs `linear_in` (all by default) jointly, the
+    others static: each coefficient of the output is the primitive applied to the inputs'
+    coefficients of that order (a zero of the input's shape for one without a series). When a
+    static input has a series the primitive is not linear in it: the general rule applies."""
+
+    def rule(primals, series, **params):
+        ins = range(len(primals)) if linear_in is None else linear_in
+        if any(s is not None for i, s in enumerate(series) if i not in ins):
+            return general_rule(prim, primals, series, params)
+        ans = bind(prim, primals, params)
+        order = _order(series)
+        out = []
+        for k in range(order):
+            if all(series[i] is None or series[i][k] is None for i in ins):
+                out.append(None)
+                continue
+            args = list(primals)
+            for i in ins:
+                s = series[i]
+                args[i] = zeros_like_value(primals[i]) if s is None or s[k] is None else s[k]
+            out.append(bind(prim, args, params))
+        return ans, tuple(out)
+
+    return rule
+
+
+def bilinear_rule(prim):
+    """The rule of a primitive of two inputs linear in each (products): coefficient k of the
+    output is the sum over j of the primitive applied to x_j and y_(k-j)."""
+
+    def rule(primals, series, **params):
+        x, y = primals
+        ans = bind(prim, primals, params)
+        order = _order(series)
+        xs, ys = full(x, series[0], order), full(y, series[1], order)
+        out = []
+        for k in range(1, order + 1):
+            total = None
+            for j in range(k + 1):
+                if xs[j] is not None and ys[k - j] is not None:
+                    total = add(total, bind(prim, (xs[j], ys[k - j]), params))
+            out.append(total)
+        return ans, tuple(out)
+
+    return rule
+
+
+
+# --- elementwise functions: recurrences, quadratic in the order -----------------------------------
+# Each follows from an ODE the function satisfies along the path (Griewank & Walther, ch. 13):
+# exp: y' = y x'; tanh: y' = (1 - y^2) x'; log: x y' = x'; and so on. Coefficient k of y needs
+# the coefficients of y below k only. The builders take the primitives they need for order 0.
+
+
+def square_coefficient(a, m):
+    """Coefficient m of the square of the series a, using the symmetry of the product."""
+    total = None
+    for i in range((m + 1) // 2):
+        x, y = a[i], a[m - i]
+        if x is not None and y is not None:
+            total = add(total, x * y)
+    if total is not None:
+        total = total + total
+    if m % 2 == 0 and a[m // 2] is not None:
+        total = add(total, a[m // 2] * a[m // 2])
+    return total
+
+
+def _scaled(c, factor):
+    return None if c is None else c * factor
+
+
+def _tanh_slope(y, m):  # 1 - y^2
+    sq = square_coefficient(y, m)
+    if m == 0:
+        return 1.0 - sq
+    return None if sq is None else -sq
+
+
+def _logistic_slope(y, m):  # y - y^2
+    sq = square_coefficient(y, m)
+    if sq is None:
+        return y[m]
+    return y[m] - sq if y[m] is not None else -sq
+
+
+def _tan_slope(y, m):  # 1 + y^2
+    sq = square_coefficient(y, m)
+    return 1.0 + sq if m == 0 else sq
+
+
+def _cached_slope_rule(slope_of_value):
+    """A rule maker for y' = d x' where the slope d is a series computed from y's own:
+    `slope_of_value(y, m)` is coefficient m of d from y[0..m], kept as y grows."""
+
+    def make(prim):
+        def rule(primals, series):
+            (x0,), (s,) = primals, series
+            order = len(s)
+            x = full(x0, s, order)
+            y = [bind(prim, (x0,), {})]
+            d = []
+            for k in range(1, order + 1):
+                d.append(slope_of_value(y, k - 1))
+                y.append(integrate(x, d, k))
+            return y[0], tuple(y[1:])
+
+        return rule
+
+    return make
+
+
+exp_rule = _cached_slope_rule(lambda y, m: y[m])
+tanh_rule = _cached_slope_rule(_tanh_slope)
+logistic_rule = _cached_slope_rule(_logistic_slope)
+tan_rule = _cached_slope_rule(_tan_slope)
+
+
+def scaled_exp_rule(scale):
+    """y = base^x: y' = scale y x' (scale = log(base), a Python float)."""
+    return _cached_slope_rule(lambda y, m: _scaled(y[m], scale))
+
+
+def sine_pair_rule(sin_prim, cos_prim, which, sign):
+    """sin and cos (sign -1: cos' = -sin) or sinh and cosh (sign +1): the pair's
+    coefficients together, s' = c x', c' = sign s x'. `which` is 0 for the first, 1 for the
+    second."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        x = full(x0, s, order)
+        sn, cs = [bind(sin_prim, (x0,), {})], [bind(cos_prim, (x0,), {})]
+        for k in range(1, order + 1):
+            sn.append(integrate(x, cs, k))
+            c = integrate(x, sn[:k], k)
+            cs.append(c if sign > 0 or c is None else -c)
+        y = (sn, cs)[which]
+        return y[0], tuple(y[1:])
+
+    return rule
+
+
+def log_rule(prim, scale=None, shift=False):
+    """log (x y' = x'), log1p (shift: of 1 + x), log2 and log10 (`scale` = 1 / log(base))."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        x = full(x0, s, order)
+        u0 = 1.0 + x0 if shift else x0
+        y = [bind(prim, (x0,), {})]
+        ln = [None]  # coefficients of the natural log
+        for k in range(1, order + 1):
+            total = None
+            for j in range(1, k):
+                if ln[j] is not None and x[k - j] is not None:
+                    total = add(total, (j * ln[j]) * x[k - j])
+            num = x[k] if total is None else (total / -k if x[k] is None else x[k] - total / k)
+            ln.append(None if num is None else num / u0)
+            y.append(_scaled(ln[k], scale) if scale is not None else ln[k])
+        return y[0], tuple(y[1:])
+
+    return rule
+
+
+def sqrt_rule(prim):
+    """y^2 = x: y_k = (x_k - sum_(j=1..k-1) y_j y_(k-j)) / (2 y_0)."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        x = full(x0, s, order)
+        y = [bind(prim, (x0,), {})]
+        twice = y[0] + y[0]
+        for k in range(1, order + 1):
+            inner = cauchy(y, y, k, start=1)
+            num = x[k] if inner is None else (-inner if x[k] is None else x[k] - inner)
+            y.append(None if num is None else num / twice)
+        return y[0], tuple(y[1:])
+
+    return rule
+
+
+def quotient_coefficients(x, y, z0, order):
+    """The coefficients 1..order of z = x / y (series x, y; z0 the value): y z = x gives
+    z_k = (x_k - sum_(j=1..k) y_j z_(k-j)) / y_0."""
+    z = [z0]
+    for k in range(1, order + 1):
+        inner = _tail_product(y, z, k)
+        num = x[k] if inner is None else (-inner if x[k] is None else x[k] - inner)
+        z.append(None if num is None else num / y[0])
+    return z[1:]
+
+
+def _tail_product(y, z, k):
+    """sum_(j=1..k) y_j z_(k-j)."""
+    total = None
+    for j in range(1, k + 1):
+        if y[j] is not None and z[k - j] is not None:
+            total = add(total, y[j] * z[k - j])
+    return total
+
+
+def power_coefficients(x, y0, a, order):
+    """The coefficients 1..order of y = x^a for a constant exponent a (x y' = a y x'):
+    y_k = sum_(j=1..k) (a j - k + j) x_j y_(k-j) / (k x_0). Needs x_0 != 0."""
+    y = [y0]
+    for k in range(1, order + 1):
+        total = None
+        for j in range(1, k + 1):
+            if x[j] is not None and y[k - j] is not None:
+                total = add(total, ((a * j - k + j) * x[j]) * y[k - j])
+        y.append(None if total is None else total / (k * x[0]))
+    return y[1:]
+
+
+def integer_power_coefficients(x, n, order):
+    """The coefficients 1..order of x^n for a small integer n >= 1 by products of series,
+    exact where x_0 = 0 (where the recurrence would divide by zero)."""
+    result = None
+    base = list(x)
+    while n:
+        if n & 1:
+            result = base if result is None else _product(result, base, order)
+        n >>= 1
+        if n:
+            base = _product(base, base, order)
+    return result[1:]
+
+
+def _product(a, b, order):
+    return [cauchy(a, b, k) for k in range(order + 1)]
+
+
+def from_slope(prim, slope):
+    """y' = slope(x) x' for a slope written in fgrad operations of x alone (arcsin, arctan,
+    erf, ...): the slope's series comes from one pass of this level's rules at order K - 1,
+    then y is its integral along the path."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        x = full(x0, s, order)
+        ans = bind(prim, (x0,), {})
+        if order == 1:
+            d = [slope(x0)]
+        else:
+            with TaylorLevel(order - 1) as inner:
+                dbox = slope(inner.box(x0, s[: order - 1]))
+            if type(dbox) is Box and dbox.level is inner:
+                d = [dbox.value, *dbox.aux]
+            else:
+                d = [dbox] + [None] * (order - 1)
+        return ans, tuple(integrate(x, d, k) for k in range(1, order + 1))
+
+    return rule
+
+
+rules[add_any] = linear_rule(add_any)
