@@ -252,7 +252,7 @@ def laplacian(fun, argnums=0):
                 return c
 
             zero = zeros_like_value(x)
-            values, series, out_tree = _run(
+            _, series, out_tree = _run(
                 of_x, [x], tree_flatten((x,))[1], [[direction, zero]], 2, mean_over_directions, who
             )
             return tree_unflatten(out_tree, [s[1] for s in series])

@@ -246,7 +246,6 @@ def bilinear_rule(prim):
     return rule
 
 
-
 # --- elementwise functions: recurrences, quadratic in the order -----------------------------------
 # Each follows from an ODE the function satisfies along the path (Griewank & Walther, ch. 13):
 # exp: y' = y x'; tanh: y' = (1 - y^2) x'; log: x y' = x'; and so on. Coefficient k of y needs

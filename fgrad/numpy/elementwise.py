@@ -838,7 +838,9 @@ def _quotient_taylor_rule(prim):
         order = len(series[0] if series[0] is not None else series[1])
         x = _taylor.full(primals[0], series[0], order)
         if series[1] is None:  # a constant divisor: linear
-            return ans, tuple(None if c is None else broadcast_like(c / primals[1], ans) for c in x[1:])
+            return ans, tuple(
+                None if c is None else broadcast_like(c / primals[1], ans) for c in x[1:]
+            )
         y = _taylor.full(primals[1], series[1], order)
         z = _taylor.quotient_coefficients(x, y, ans, order)
         return ans, tuple(None if c is None else broadcast_like(c, ans) for c in z)

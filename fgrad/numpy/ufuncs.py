@@ -136,7 +136,9 @@ def _unary(impl, derivative, of_x=False):
     (`fgrad.taylor.from_slope`)."""
     fn = defunary(impl, derivative)
     if of_x:
-        _taylor.rules[fn.primitive] = _taylor.from_slope(fn.primitive, lambda x: derivative(None, x))
+        _taylor.rules[fn.primitive] = _taylor.from_slope(
+            fn.primitive, lambda x: derivative(None, x)
+        )
     return as_ufunc(fn, impl)
 
 
