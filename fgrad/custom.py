@@ -97,11 +97,12 @@ import weakref
 
 import numpy as _np
 
-from . import batching, core
+from . import batching, core, taylor
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
 from .core import Box, Primitive, bind, holds_box_of, zeros_like_value
+from .forward import transpose_bprop
 from .numpy.shaping import batch_size, describe, every_row
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
@@ -553,12 +554,23 @@ class _CustomCall(_Call):
 # --- custom_vjp -----------------------------------------------------------------------------------
 
 
+def _no_level():
+    return None
+
+
 def _custom_vjp_fprop(*vals, call):
     """The reverse rule of a custom_vjp call: fwd gives the value and the residuals, bwd the
     cotangents (forward mode transposes it)."""
-    f, who = call.f, call.who
     level = call.level(vals)
-    call.check(level, (("fwd", f.fwd), ("bwd", f.bwd)))
+    call.check(level, (("fwd", call.f.fwd), ("bwd", call.f.bwd)))
+    return _fwd_and_bprop(call, vals, level)
+
+
+def _fwd_and_bprop(call, vals, level):
+    """fwd's output leaves and the bprop from bwd, at `vals`; `level` (the level applying the
+    rule, whose values must not leak into what the rules return) is None where the caller
+    checked already."""
+    f, who = call.f, call.who
     pair = f.fwd(*call.full_args(vals))
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
         raise TypeError(
@@ -567,15 +579,16 @@ def _custom_vjp_fprop(*vals, call):
             + (f" of length {len(pair)}" if isinstance(pair, (tuple, list)) else "")
         )
     out, res = pair
-    _check_no_leak(res, level, who, "fwd's residuals")
-    _check_no_leak(out, level, who, "its output")
+    if level is not None:
+        _check_no_leak(res, level, who, "fwd's residuals")
+        _check_no_leak(out, level, who, "its output")
     outs = call.output_leaves(out, "fwd")
     nondiff_args, diff = call.nondiff_args(), call.diff
     # The bprop keeps only structures and metadata of the differentiated arguments, never
     # the arguments: they are boxes of this level, and the level's tape keeps the bprop.
     diff_trees = call.diff_trees
     metas = [_meta(v) for v in vals]
-    level_ref = weakref.ref(level)
+    level_ref = weakref.ref(level) if level is not None else _no_level
 
     def bprop(cts):
         ct = call.output_cotangent(cts)
@@ -1164,3 +1177,52 @@ batching.rules[custom_vjp_call] = _custom_batch
 batching.rules[custom_jvp_call] = _custom_batch
 batching.rules[checkpoint_p] = _checkpoint_batch
 batching.rules[tap_cotangent_p] = _tap_batch
+
+
+# --- Taylor mode (jet) ----------------------------------------------------------------------------
+# A custom call's Taylor coefficients come from its rule, by the general rule of `fgrad.taylor`
+# (y' = J(x) x' solved order by order): custom_jvp's J x' is the user's jvp rule, custom_vjp's
+# is bwd transposed. A checkpointed function runs on the series itself (remembering nothing
+# is a reverse-mode matter), so the transforms outside the jet trace its operations.
+
+
+def _custom_jvp_taylor(primals, series, call):
+    level = call.level(primals)
+
+    def tangent(ts, ans, xs):
+        ts = [zeros_like_value(x) if t is None else t for t, x in zip(ts, xs)]
+        _, t_out = _apply_jvp_rule(call, xs, ts, level)
+        return _tangent_leaves(call, t_out, ans, call.out_tree)
+
+    return taylor.general_rule(custom_jvp_call, primals, series, {"call": call}, tangent)
+
+
+def _custom_vjp_taylor(primals, series, call):
+    level = call.level(primals)
+    call.check(level, (("fwd", call.f.fwd), ("bwd", call.f.bwd)))
+
+    def tangent(ts, ans, xs):
+        outs, bprop = _fwd_and_bprop(call, xs, None)
+        return transpose_bprop(bprop, outs, ts, multiple_results=True)
+
+    return taylor.general_rule(custom_vjp_call, primals, series, {"call": call}, tangent)
+
+
+def _checkpoint_taylor(primals, series, call):
+    level = call.level(primals)
+    boxed = [p if s is None else Box(p, level, s) for p, s in zip(primals, series)]
+    outs = call.run(boxed, ())
+    values = tuple(o.value if type(o) is Box and o.level is level else o for o in outs)
+    out_series = tuple(o.aux if type(o) is Box and o.level is level else None for o in outs)
+    return values, out_series
+
+
+def _tap_taylor(primals, series, call):
+    """The tap sees the cotangent of the value; the coefficients pass through."""
+    return bind(tap_cotangent_p, primals, {"call": call}), tuple(series)
+
+
+taylor.rules[custom_jvp_call] = _custom_jvp_taylor
+taylor.rules[custom_vjp_call] = _custom_vjp_taylor
+taylor.rules[checkpoint_p] = _checkpoint_taylor
+taylor.rules[tap_cotangent_p] = _tap_taylor

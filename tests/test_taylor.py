@@ -1,0 +1,331 @@
+"""Taylor mode: `jet`, `derivative` and `laplacian`, their conventions, errors, and their
+composition with every other transform. (The whole gradient table through `jet` is in
+test_taylor_table.py; direct rules against the general rule in test_taylor_rules.py.)"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fgrad
+import fgrad.numpy as fnp
+
+
+def composite(x):
+    return fnp.sin(x) * fnp.exp(x) / (1.0 + x * x)
+
+
+def nested_derivatives(f, x, order):
+    """f, f', ..., f^(order) at x by nested forward mode (the reference)."""
+    out, g = [], f
+    for _ in range(order + 1):
+        out.append(g(x))
+        g = fgrad.jacfwd(g)
+    return out
+
+
+# --- conventions ----------------------------------------------------------------------------------
+
+
+def test_jet_series_are_derivatives_of_the_path_not_divided_by_factorials():
+    # x(t) = t: exp(x(t)) has every derivative 1 at 0
+    y0, terms = fgrad.jet(fnp.exp, (0.0,), ((1.0, 0.0, 0.0, 0.0),))
+    assert y0 == 1.0 and [float(t) for t in terms] == [1.0, 1.0, 1.0, 1.0]
+    # x(t) = 2 t + 3 t^2 / 2: d/dt x = 2, d2 = 3; y = x^2 = 4t^2 + 6t^3 + (9/4)t^4:
+    # y'' = 8, y''' = 36, y'''' = 54
+    _, terms = fgrad.jet(lambda x: x * x, (0.0,), ((2.0, 3.0, 0.0, 0.0),))
+    np.testing.assert_allclose([float(t) for t in terms], [0.0, 8.0, 36.0, 54.0], atol=1e-12)
+
+
+def test_jet_along_a_curved_path_equals_nested_forward_mode():
+    x0, x1, x2, x3 = 0.3, 1.0, 0.5, -0.2
+
+    def g(t):  # the function along the path x(t)
+        return composite(x0 + x1 * t + x2 * t**2 / 2 + x3 * t**3 / 6)
+
+    want = nested_derivatives(g, 0.0, 4)
+    y0, terms = fgrad.jet(composite, (x0,), ((x1, x2, x3, 0.0),))
+    np.testing.assert_allclose([y0, *terms], want, rtol=1e-12)
+
+
+def test_derivative_to_order_8_equals_nested_forward_mode():
+    want = nested_derivatives(composite, 0.4, 8)
+    got = [fgrad.derivative(composite, k)(0.4) for k in range(9)]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_derivative_of_tanh_to_order_20_against_the_recurrence():
+    # tanh' = 1 - tanh^2: the Taylor coefficients of tanh(x0 + t) by exact series arithmetic
+    # in Python's fractions would be slow; a float recurrence written independently suffices
+    x0 = 0.3
+    y = [math.tanh(x0)]
+    for k in range(1, 21):
+        d = [float(m == 0) - sum(y[i] * y[m - i] for i in range(m + 1)) for m in range(k)]
+        y.append(d[k - 1] / k)  # y' = d x', x(t) = x0 + t
+    for k in (1, 5, 10, 20):
+        got = fgrad.derivative(fnp.tanh, k)(x0)
+        np.testing.assert_allclose(got, y[k] * math.factorial(k), rtol=1e-12)
+
+
+def test_derivative_outputs_of_any_shape_and_pytrees():
+    def f(x):
+        return {"v": fnp.stack([fnp.sin(x), fnp.cos(x), x**3]), "s": fnp.exp(2.0 * x)}
+
+    d3 = fgrad.derivative(f, 3)(0.5)
+    np.testing.assert_allclose(d3["v"], [-np.cos(0.5), np.sin(0.5), 6.0], rtol=1e-12)
+    np.testing.assert_allclose(d3["s"], 8.0 * np.exp(1.0), rtol=1e-12)
+    assert fgrad.derivative(f, 0)(0.5)["s"] == np.exp(1.0)
+
+
+def test_derivative_argnums_and_keyword_arguments():
+    f = lambda a, x, scale=1.0: scale * fnp.sin(a * x)
+    got = fgrad.derivative(f, 2, argnums=1)(2.0, 0.3, scale=3.0)
+    np.testing.assert_allclose(got, -3.0 * 4.0 * np.sin(0.6), rtol=1e-12)
+
+
+def test_jet_of_several_arguments_and_pytrees():
+    def f(p, x):
+        return p["a"] * fnp.sin(x) + p["b"] * x
+
+    p = {"a": np.array([1.0, 2.0]), "b": 0.5}
+    tp = {"a": np.array([0.1, 0.2]), "b": 0.0}
+    y0, terms = fgrad.jet(f, (p, 0.3), ((tp, {"a": np.zeros(2), "b": 0.0}), (1.0, 0.0)))
+
+    def g(t):
+        return f({"a": p["a"] + t * tp["a"], "b": 0.5}, 0.3 + t)
+
+    want = nested_derivatives(g, 0.0, 2)
+    np.testing.assert_allclose(y0, want[0])
+    np.testing.assert_allclose(terms[0], want[1], rtol=1e-12)
+    np.testing.assert_allclose(terms[1], want[2], rtol=1e-12)
+
+
+def test_jet_of_a_constant_output_gives_zero_terms():
+    _y0, terms = fgrad.jet(lambda x: np.ones(3), (1.0,), ((1.0, 1.0),))
+    assert all(t.shape == (3,) and not t.any() for t in terms)
+
+
+def test_float32_stays_float32_and_complex_stays_complex():
+    x = np.float32(0.5)
+    y0, terms = fgrad.jet(lambda x: fnp.tanh(x) * 2.0, (x,), ((np.float32(1.0),) * 3,))
+    assert y0.dtype == np.float32 and all(t.dtype == np.float32 for t in terms)
+    z = np.array([0.3 + 0.2j, -0.1 + 0.5j])
+    line = (np.ones(2, complex), np.zeros(2, complex), np.zeros(2, complex))
+    y0, terms = fgrad.jet(lambda z: fnp.exp(z) * z, (z,), (line,))
+    assert y0.dtype == np.complex128 and all(t.dtype == np.complex128 for t in terms)
+    # d^k/dz^k (z e^z) = (z + k) e^z
+    for k, t in enumerate(terms, 1):
+        np.testing.assert_allclose(t, (z + k) * np.exp(z), rtol=1e-12)
+
+
+def test_tracing_does_not_mutate_or_change_the_inputs():
+    x = np.array([0.1, 0.2])
+    t = np.array([1.0, 2.0])
+    x_copy, t_copy = x.copy(), t.copy()
+    fgrad.jet(lambda v: fnp.sin(v) * v, (x,), ((t, t),))
+    assert (x == x_copy).all() and (t == t_copy).all()
+
+
+def test_python_control_flow_on_the_value():
+    def f(x):
+        if x > 0:
+            return fnp.exp(x)
+        return fnp.sin(x)
+
+    assert fgrad.derivative(f, 3)(0.5) == pytest.approx(np.exp(0.5))
+    assert fgrad.derivative(f, 3)(-0.5) == pytest.approx(-np.cos(-0.5))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.sampled_from([(), (3,), (2, 3)]),
+    order=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_jet_equals_nested_forward_mode_for_random_paths(shape, order, seed):
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, shape)
+    terms = [rng.standard_normal(shape) for _ in range(order)]
+    w = rng.standard_normal(shape)
+
+    def f(x):
+        return fnp.sum(fnp.tanh(w * x) * fnp.cos(x)) / (2.0 + fnp.sin(x[..., None] if shape else x))
+
+    def g(t):
+        return f(x0 + sum(c * t ** (k + 1) / math.factorial(k + 1) for k, c in enumerate(terms)))
+
+    want = nested_derivatives(g, 0.0, order)
+    y0, got = fgrad.jet(f, (x0,), (terms,))
+    np.testing.assert_allclose(y0, want[0], rtol=1e-12)
+    for k in range(order):
+        np.testing.assert_allclose(got[k], want[k + 1], rtol=1e-9, atol=1e-12)
+
+
+# --- composition with the other transforms --------------------------------------------------------
+
+
+def test_grad_of_jet_and_jet_of_grad():
+    want = fgrad.derivative(composite, 4)(0.3)
+    third = lambda x: fgrad.jet(composite, (x,), ((1.0, 0.0, 0.0),))[1][2]
+    np.testing.assert_allclose(fgrad.grad(third)(0.3), want, rtol=1e-12)
+    np.testing.assert_allclose(fgrad.derivative(fgrad.grad(composite), 3)(0.3), want, rtol=1e-12)
+    np.testing.assert_allclose(fgrad.jvp(third, (0.3,), (1.0,))[1], want, rtol=1e-12)
+    np.testing.assert_allclose(fgrad.hessian(fgrad.derivative(composite, 2))(0.3), want, rtol=1e-12)
+
+
+def test_vmap_of_jet_and_jet_of_vmap_equal_a_loop():
+    xs = np.array([0.3, -0.4, 1.1])
+    loop = [fgrad.jet(composite, (x,), ((1.0, 0.5, 0.0),)) for x in xs]
+    y0, terms = fgrad.vmap(lambda x: fgrad.jet(composite, (x,), ((1.0, 0.5, 0.0),)))(xs)
+    np.testing.assert_allclose(y0, [r[0] for r in loop], rtol=1e-14)
+    for k in range(3):
+        np.testing.assert_allclose(terms[k], [r[1][k] for r in loop], rtol=1e-13)
+    ones, halves, zeros = np.ones(3), np.full(3, 0.5), np.zeros(3)
+    y0, terms = fgrad.jet(fgrad.vmap(composite), (xs,), ((ones, halves, zeros),))
+    for k in range(3):
+        np.testing.assert_allclose(terms[k], [r[1][k] for r in loop], rtol=1e-13)
+
+
+def test_perturbation_confusion():
+    # d/dx [x * d2/dy2 (x y^2)] = d/dx [2 x^2] = 4x
+    f = lambda x: x * fgrad.derivative(lambda y: x * y**2, 2)(1.0)
+    assert fgrad.grad(f)(3.0) == pytest.approx(12.0)
+    assert fgrad.derivative(f, 1)(3.0) == pytest.approx(12.0)
+    assert fgrad.derivative(f, 2)(3.0) == pytest.approx(4.0)
+
+
+def test_closures_over_values_of_outer_transforms():
+    # d/da of the 3rd derivative in x of sin(a x) at x: d/da (-a^3 cos(a x))
+    def third(a, x):
+        return fgrad.derivative(lambda x: fnp.sin(a * x), 3)(x)
+
+    a, x = 0.7, 0.4
+    want = -3 * a**2 * np.cos(a * x) + a**3 * x * np.sin(a * x)
+    np.testing.assert_allclose(fgrad.grad(third)(a, x), want, rtol=1e-12)
+
+
+def test_custom_jvp_uses_its_rule():
+    @fgrad.custom_jvp
+    def f(x):
+        return fnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return fnp.sin(x), 2.0 * fnp.cos(x) * t  # deliberately twice the true derivative
+
+    # y' = 2 cos(x) x': along x = x0 + t, y'' = -2 sin(x) and y''' = -2 cos(x)
+    _y0, terms = fgrad.jet(f, (0.3,), ((1.0, 0.0, 0.0),))
+    np.testing.assert_allclose(terms, [2 * np.cos(0.3), -2 * np.sin(0.3), -2 * np.cos(0.3)])
+
+
+def test_custom_vjp_is_transposed():
+    @fgrad.custom_vjp
+    def f(x):
+        return fnp.sin(x)
+
+    f.defvjp(lambda x: (fnp.sin(x), fnp.cos(x)), lambda cos_x, ct: (3.0 * ct * cos_x,))
+    _y0, terms = fgrad.jet(f, (0.3,), ((1.0, 0.0, 0.0),))
+    np.testing.assert_allclose(terms, [3 * np.cos(0.3), -3 * np.sin(0.3), -3 * np.cos(0.3)])
+    np.testing.assert_allclose(fgrad.grad(fgrad.derivative(f, 2))(0.3), -3 * np.cos(0.3))
+
+
+def test_checkpoint_and_tap_cotangent():
+    checkpointed = fgrad.checkpoint(composite)
+    want = nested_derivatives(composite, 0.3, 4)
+    np.testing.assert_allclose(fgrad.derivative(checkpointed, 4)(0.3), want[4], rtol=1e-12)
+    np.testing.assert_allclose(
+        fgrad.grad(fgrad.derivative(checkpointed, 3))(0.3), want[4], rtol=1e-12
+    )
+    seen = []
+    g = lambda x: fgrad.tap_cotangent(composite(x), seen.append)
+    np.testing.assert_allclose(fgrad.derivative(g, 3)(0.3), want[3], rtol=1e-12)
+
+
+def test_closure_over_a_value_differentiated_outside_through_checkpoint():
+    def third(a):
+        return fgrad.derivative(fgrad.checkpoint(lambda x: fnp.sin(a * x)), 3)(0.4)
+
+    a = 0.7
+    want = -3 * a**2 * np.cos(a * 0.4) + a**3 * 0.4 * np.sin(a * 0.4)
+    np.testing.assert_allclose(fgrad.grad(third)(a), want, rtol=1e-12)
+
+
+# --- the Laplacian --------------------------------------------------------------------------------
+
+
+def _mlp(seed, sizes=(5, 8, 8, 1)):
+    rng = np.random.default_rng(seed)
+    weights = [rng.standard_normal((m, n)) / np.sqrt(n) for n, m in zip(sizes, sizes[1:])]
+
+    def f(x):
+        h = x
+        for w in weights[:-1]:
+            h = fnp.tanh(w @ h)
+        return (weights[-1] @ h)[0]
+
+    return f
+
+
+def test_laplacian_equals_the_trace_of_the_hessian():
+    f = _mlp(0)
+    x = np.random.default_rng(1).standard_normal(5)
+    np.testing.assert_allclose(
+        fgrad.laplacian(f)(x), np.trace(fgrad.hessian(f)(x)), rtol=1e-10, atol=1e-12
+    )
+
+
+def test_laplacian_of_outputs_of_any_shape_and_of_matrix_inputs():
+    def f(x):  # x of shape (2, 2), output of shape (3,)
+        return fnp.stack([fnp.sum(x**3), fnp.sum(fnp.sin(x)), x[0, 1] * x[1, 0]])
+
+    x = np.array([[0.1, 0.2], [0.3, 0.4]])
+    want = [fnp.sum(6 * x), -fnp.sum(np.sin(x)), 0.0]
+    np.testing.assert_allclose(fgrad.laplacian(f)(x), want, rtol=1e-12, atol=1e-14)
+
+
+def test_laplacian_composes_with_vmap_and_grad():
+    f = lambda x: fnp.sum(fnp.sin(x) ** 2)
+    xs = np.array([[0.1, 0.2], [0.3, -0.5], [1.0, 2.0]])
+    np.testing.assert_allclose(
+        fgrad.vmap(fgrad.laplacian(f))(xs), np.sum(2 * np.cos(2 * xs), axis=1), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        fgrad.grad(fgrad.laplacian(f))(xs[1]), -4 * np.sin(2 * xs[1]), rtol=1e-12
+    )
+    # the Laplacian of a gradient: a vector, one per output
+    g = fgrad.grad(lambda x: fnp.sum(x**4))
+    np.testing.assert_allclose(fgrad.laplacian(g)(xs[1]), 24 * xs[1], rtol=1e-12)
+
+
+def test_laplacian_through_the_general_rule_and_custom_rules():
+    @fgrad.custom_jvp
+    def softplus(x):
+        return fnp.log1p(fnp.exp(x))
+
+    softplus.defjvps(lambda t, ans, x: t / (1.0 + fnp.exp(-x)))
+    f = lambda x: fnp.sum(softplus(x) * fnp.linalg.norm(x))
+    x = np.array([0.3, -0.2, 0.7])
+    np.testing.assert_allclose(fgrad.laplacian(f)(x), np.trace(fgrad.hessian(f)(x)), rtol=1e-10)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_errors_name_the_argument_and_say_what_to_do():
+    with pytest.raises(ValueError, match="different numbers of terms"):
+        fgrad.jet(lambda x, y: x * y, (1.0, 2.0), ((1.0, 0.0), (1.0,)))
+    with pytest.raises(TypeError, match="argument 0 is int64"):
+        fgrad.jet(fnp.sin, (np.int64(1),), ((1,),))
+    with pytest.raises(ValueError, match="term 1"):
+        fgrad.jet(fnp.sin, (np.zeros(3),), ((np.zeros(2),),))
+    with pytest.raises(TypeError, match="series must be a tuple"):
+        fgrad.jet(fnp.sin, (1.0,), 1.0)
+    with pytest.raises(ValueError, match="must be a scalar"):
+        fgrad.derivative(fnp.sin, 2)(np.zeros(3))
+    with pytest.raises(TypeError, match="order must be a non-negative int"):
+        fgrad.derivative(fnp.sin, -1)
+    with pytest.raises(ValueError, match="argnums 2 is out of range"):
+        fgrad.laplacian(lambda x: x, argnums=2)(np.zeros(2))
