@@ -195,7 +195,9 @@ def integrate(x, d, k):
         if xj is not None and dj is not None:
             term = xj * dj if j == 1 else (j * xj) * dj
             total = add(total, term)
-    return None if total is None else total / k
+    if total is None or k == 1:
+        return total
+    return total / k
 
 
 def linear_rule(prim, linear_in=None):
