@@ -170,8 +170,8 @@ def derivative(fun, order, argnums=0):
     >>> import fgrad, fgrad.numpy as fnp
     >>> float(fgrad.derivative(fnp.sin, 3)(0.0))  # -cos(0)
     -1.0
-    >>> round(float(fgrad.derivative(fnp.tanh, 20)(0.5)), 0)
-    -113570148015.0
+    >>> print(f"{fgrad.derivative(fnp.tanh, 20)(0.5):.6e}")  # mpmath: 2.517500890802245e13
+    2.517501e+13
     """
     _check_callable(fun, "derivative")
     order = _check_order(order, "derivative")
