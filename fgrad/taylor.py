@@ -188,16 +188,25 @@ def cauchy(a, b, k, start=0):
 
 def integrate(x, d, k):
     """Coefficient k of y where y' = d x' (a slope series d, a path x): y_k is
-    sum_(j=1..k) j x_j d_(k-j), divided by k."""
+    sum_(j=1..k) (j / k) x_j d_(k-j)."""
     total = None
     for j in range(1, k + 1):
         xj, dj = x[j], d[k - j]
         if xj is not None and dj is not None:
-            term = xj * dj if j == 1 else (j * xj) * dj
-            total = add(total, term)
-    if total is None or k == 1:
-        return total
-    return total / k
+            total = add(total, scaled_product(xj, dj, j / k))
+    return total
+
+
+def scaled_product(a, b, c):
+    """c a b, with the number c applied to the cheaper side: a factor that is not traced
+    (under the Laplacian's vmap a traced factor holds one value per direction)."""
+    if type(a) is not Box:  # the traced factor goes first: `box * array` is Box's own
+        a, b = b, a  # operator, `array * box` goes through NumPy's dispatch first
+    if c == 1:
+        return a * b
+    if type(b) is not Box:
+        return a * (c * b)
+    return c * (a * b)
 
 
 def linear_rule(prim, linear_in=None):
@@ -254,17 +263,16 @@ def bilinear_rule(prim):
 # the coefficients of y below k only. The builders take the primitives they need for order 0.
 
 
-def square_coefficient(a, m):
-    """Coefficient m of the square of the series a, using the symmetry of the product."""
+def square_coefficient(a, m, scale=1):
+    """Coefficient m of the square of the series a, times `scale`: 2 sum_(i < m/2) a_i a_(m-i),
+    plus a_(m/2)^2 for even m."""
     total = None
     for i in range((m + 1) // 2):
         x, y = a[i], a[m - i]
         if x is not None and y is not None:
-            total = add(total, x * y)
-    if total is not None:
-        total = total + total
+            total = add(total, scaled_product(x, y, 2 * scale))
     if m % 2 == 0 and a[m // 2] is not None:
-        total = add(total, a[m // 2] * a[m // 2])
+        total = add(total, scaled_product(a[m // 2], a[m // 2], scale))
     return total
 
 
@@ -273,10 +281,9 @@ def _scaled(c, factor):
 
 
 def _tanh_slope(y, m):  # 1 - y^2
-    sq = square_coefficient(y, m)
     if m == 0:
-        return 1.0 - sq
-    return None if sq is None else -sq
+        return 1.0 - y[0] * y[0]
+    return square_coefficient(y, m, -1)
 
 
 def _logistic_slope(y, m):  # y - y^2
