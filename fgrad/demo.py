@@ -127,6 +127,28 @@ def higher_order_table():
         print(f"  {k:>2}  {r:>24.12f}  {closed:>14.8f}  {fw:>14.8f}  {s:>14.6f}  {q:>16g}")
 
 
+def taylor_mode():
+    heading("Taylor mode: the 20th derivative in one pass, a Laplacian without a Hessian")
+    P = np.polynomial.Polynomial
+    polys = [P([0, 1])]  # d^k tanh/dx^k = P_k(tanh x), P_{k+1} = P_k' (1 - t^2)
+    for _ in range(20):
+        polys.append(polys[-1].deriv() * P([1, 0, -1]))
+    for k in (6, 10, 20):
+        closed = polys[k](np.tanh(0.5))
+        check(f"derivative(tanh, {k})(0.5)", fgrad.derivative(fnp.tanh, k)(0.5), closed, 1e-10)
+    _, terms = fgrad.jet(lambda x: fnp.exp(fnp.sin(x)), (0.0,), ((1.0, 0.0, 0.0, 0.0),))
+    check("jet of exp(sin x) at 0: derivatives 1, 1, 0, -3", terms, [1.0, 1.0, 0.0, -3.0])
+    W = np.array([[1.0, -0.5, 0.2], [0.3, 0.8, -1.0]])
+    f = lambda x: fnp.sum(fnp.tanh(W @ x))
+    x = np.array([0.1, -0.2, 0.3])
+    t = np.tanh(W @ x)
+    check(
+        "laplacian(sum tanh(W x)): -2 t (1 - t^2) |W_i|^2",
+        fgrad.laplacian(f)(x),
+        np.sum(-2 * t * (1 - t * t) * np.sum(W * W, axis=1)),
+    )
+
+
 def transforms_tour():
     heading("No perturbation confusion, closures over outer values")
     check("grad(x * grad(x + y)(1))(1)", grad(lambda x: x * grad(lambda y: x + y)(1.0))(1.0), 1.0)
@@ -195,6 +217,7 @@ def main():
     )
     seed_examples()
     higher_order_table()
+    taylor_mode()
     transforms_tour()
     print()
     if _failures:
