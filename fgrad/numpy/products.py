@@ -766,6 +766,10 @@ def _matmul_batch(args, dims):
         y = batch_to_front(y, dy)
     if dy is None and dx is not None and y_nd <= 2:
         return matmul(x, y), 0  # rows @ y: one product for all rows
+    if dx is None and dy is not None and x_nd == 2 and y_nd == 1:
+        # x @ (vector rows): the rows times x transposed, one matrix product (matmul of x
+        # with a stack of columns would be one matrix-vector product per row)
+        return matmul(y, swapaxes(x, -1, -2)), 0
     if x_nd == 1:
         x = expand_dims(x, -2)
     if y_nd == 1:
