@@ -238,11 +238,19 @@ def linear_rule(prim, linear_in=None):
             args = list(primals)
             for i in ins:
                 s = series[i]
-                args[i] = zeros_like_value(primals[i]) if s is None or s[k] is None else s[k]
+                args[i] = _zero_like(primals[i]) if s is None or s[k] is None else s[k]
             out.append(bind(prim, args, params))
         return ans, tuple(out)
 
     return rule
+
+
+def _zero_like(x):
+    """A zero standing for x in a linear primitive's coefficient: a Python number stays a
+    Python number, so that it promotes as weakly as x did (`where(m, x32, 0.0)` is float32)."""
+    if type(x) in (float, int, complex):
+        return type(x)(0)
+    return zeros_like_value(x)
 
 
 def bilinear_rule(prim):
