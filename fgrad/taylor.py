@@ -337,6 +337,7 @@ def _cached_slope_rule(slope_of_value):
 
 
 exp_rule = _cached_slope_rule(lambda y, m: y[m])
+expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])  # y' = (y + 1) x'
 tanh_rule = _cached_slope_rule(_tanh_slope)
 logistic_rule = _cached_slope_rule(_logistic_slope)
 tan_rule = _cached_slope_rule(_tan_slope)

@@ -18,7 +18,7 @@ import fgrad.numpy as fnp
 import fgrad.scipy.linalg as sla
 import fgrad.scipy.signal as ssignal
 import fgrad.scipy.special as sp
-from fgrad import taylor
+from fgrad import custom, taylor
 from fgrad.core import Primitive, add_any, dtype_of, shape_of
 from fgrad.numpy import creation, elementwise, fft, products, reductions, shaping, signal, ufuncs
 from fgrad.numpy import linalg as la
@@ -82,6 +82,7 @@ CASES = [
     (elementwise.divide_operator, lambda x, y: x / y, (M, _uniform(1, 2, 3))),
     (elementwise.power, lambda x: fnp.power(x, 2.5), (_uniform(1, 2, 3),)),
     (elementwise.power_operator, lambda x: x**3, (X,)),
+    (elementwise.power, lambda x: fnp.power(x, np.array([2.0, 1.0, 0.0])), (np.zeros(3),)),
     (elementwise.negative, lambda x: -x, (X,)),
     (elementwise._where_p, lambda x, y: fnp.where(MASK, x, y), (X, M)),
     (elementwise.sin, fnp.sin, (X,)),
@@ -89,6 +90,10 @@ CASES = [
     (elementwise.tan, fnp.tan, (_uniform(-1, 1, 3),)),
     (elementwise.tanh, fnp.tanh, (X,)),
     (elementwise.exp, fnp.exp, (X,)),
+    (elementwise.expm1, fnp.expm1, (X,)),
+    (elementwise._conj, lambda x: fnp.conj(x * (1 + 0.5j)), (X,)),
+    (elementwise._real, lambda x: fnp.real(x * x * (1 + 0.5j)), (X,)),
+    (elementwise._imag, lambda x: fnp.imag(x * x * (1 + 0.5j)), (X,)),
     (elementwise.log, fnp.log, (_uniform(0.5, 2, 3),)),
     (elementwise.log1p, fnp.log1p, (_uniform(0.5, 2, 3),)),
     (elementwise.sqrt, fnp.sqrt, (_uniform(0.5, 2, 3),)),
@@ -330,18 +335,7 @@ def _float32(args):
     return tuple(np.asarray(a, np.float32) if np.result_type(a) == np.float64 else a for a in args)
 
 
-# `fgrad.taylor.linear_rule` gives a static input without a series the zero
-# `zeros_like_value(x)`, for a Python float a strong float64: where(mask, x, 0.0) of float32 x
-# (as eigvalsh's rules compute) gets float64 coefficients, and so does what follows.
-_WHERE_ZERO = pytest.mark.xfail(
-    strict=True, reason="taylor.linear_rule: a Python float's zero is a strong float64"
-)
-FLOAT32 = [
-    pytest.param(case, marks=_WHERE_ZERO) if _prim(case[0]) is la._read_triangle else case
-    for case in CASES
-] + [
-    pytest.param((elementwise._where_p, lambda x: fnp.where(MASK, x, 0.0), (X,)), marks=_WHERE_ZERO)
-]
+FLOAT32 = [*CASES, (elementwise._where_p, lambda x: fnp.where(MASK, x, 0.0), (X,))]
 
 
 @pytest.mark.parametrize("case", FLOAT32, ids=_label)
@@ -356,6 +350,11 @@ def test_float32_coefficients_stay_float32(case):
 
 def test_every_direct_rule_has_a_case():
     cased = {_prim(case[0]) for case in CASES}
+    # The custom calls' rules are the general rule with the user's tangent (custom_jvp's
+    # rule, custom_vjp's bwd transposed) or the function itself (checkpoint): test_taylor.py
+    # checks them against nested forward mode and closed forms.
+    cased |= {custom.custom_jvp_call, custom.custom_vjp_call, custom.checkpoint_p}
+    cased.add(custom.tap_cotangent_p)
     missing = sorted(p.name for p in taylor.rules if p not in cased)
     assert not missing, f"direct Taylor rules without a case in CASES: {missing}"
 
