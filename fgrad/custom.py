@@ -1222,6 +1222,23 @@ def _tap_taylor(primals, series, call):
     return bind(tap_cotangent_p, primals, {"call": call}), tuple(series)
 
 
+def _same_custom_call(params, other):
+    """Whether two custom calls compute the same function (the same custom function, the same
+    non-differentiated arguments); if so the new call learns the output structure the other
+    one has (it will be given the other's outputs)."""
+    a, b = params["call"], other["call"]
+    same = (
+        a.f is b.f
+        and a.nondiff == b.nondiff
+        and all(x is y for x, y in zip(a.nondiff_args(), b.nondiff_args()))
+    )
+    if same and a.out_tree is None:
+        a.out_tree, a.out_metas = b.out_tree, b.out_metas
+    return same
+
+
+taylor.same_params[custom_jvp_call] = _same_custom_call
+taylor.same_params[custom_vjp_call] = _same_custom_call
 taylor.rules[custom_jvp_call] = _custom_jvp_taylor
 taylor.rules[custom_vjp_call] = _custom_vjp_taylor
 taylor.rules[checkpoint_p] = _checkpoint_taylor
