@@ -344,3 +344,19 @@ def test_general_rule_with_a_structurally_zero_first_coefficient():
     want = [d / math.factorial(k) for k, d in enumerate(nested_derivatives(g, 0.0, 3))]
     assert y.aux[0] is None
     np.testing.assert_allclose(y.aux[1:], want[2:], rtol=1e-13)
+
+
+def test_custom_vjp_whose_fwd_calls_the_function_is_not_redone_at_every_order():
+    calls = []
+
+    @fgrad.custom_vjp
+    def f(x):
+        calls.append(1)
+        return fnp.sin(x)
+
+    f.defvjp(lambda x: (f(x), fnp.cos(x)), lambda cos_x, ct: (ct * cos_x,))
+    for order in (2, 8):
+        calls.clear()
+        got = fgrad.derivative(f, order)(0.3)
+        np.testing.assert_allclose(got, np.sin(0.3 + order * np.pi / 2), rtol=1e-12)
+        assert len(calls) <= 2, f"order {order}: the function ran {len(calls)} times"
