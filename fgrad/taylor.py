@@ -142,7 +142,10 @@ def general_rule(prim, primals, series, params, tangent=None):
             continue
         with TaylorLevel(k - 1) as inner:
             xs = [v if s is None else inner.box(v, s[: k - 1]) for v, s in zip(primals, series)]
-            ts = [None if s is None else inner.box(s[0], _path_derivative(s, k)) for s in series]
+            ts = [
+                None if s is None else inner.box(_first(s, v), _path_derivative(s, k))
+                for v, s in zip(primals, series)
+            ]
             ys = [inner.box(o, c[: k - 1]) for o, c in zip(outs, coefficients)]
             a = tangent(ts, tuple(ys) if multiple else ys[0], xs)
         for c, t in zip(coefficients, a if multiple else (a,)):
@@ -151,6 +154,12 @@ def general_rule(prim, primals, series, params, tangent=None):
                 c[k - 1] = None if top is None else top / k
     out = tuple(None if all(v is None for v in c) else tuple(c) for c in coefficients)
     return ans, out if multiple else out[0]
+
+
+def _first(s, primal):
+    """x'(0), the first coefficient: a zero of the primal's shape where it is None (the
+    derivative's value, boxed with the higher coefficients)."""
+    return zeros_like_value(primal) if s[0] is None else s[0]
 
 
 def _path_derivative(s, k):
@@ -229,11 +238,19 @@ def linear_rule(prim, linear_in=None):
             args = list(primals)
             for i in ins:
                 s = series[i]
-                args[i] = zeros_like_value(primals[i]) if s is None or s[k] is None else s[k]
+                args[i] = _zero_like(primals[i]) if s is None or s[k] is None else s[k]
             out.append(bind(prim, args, params))
         return ans, tuple(out)
 
     return rule
+
+
+def _zero_like(x):
+    """A zero standing for x in a linear primitive's coefficient: a Python number stays a
+    Python number, so that it promotes as weakly as x did (`where(m, x32, 0.0)` is float32)."""
+    if type(x) in (float, int, complex):
+        return type(x)(0)
+    return zeros_like_value(x)
 
 
 def bilinear_rule(prim):
@@ -320,6 +337,7 @@ def _cached_slope_rule(slope_of_value):
 
 
 exp_rule = _cached_slope_rule(lambda y, m: y[m])
+expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])  # y' = (y + 1) x'
 tanh_rule = _cached_slope_rule(_tanh_slope)
 logistic_rule = _cached_slope_rule(_logistic_slope)
 tan_rule = _cached_slope_rule(_tan_slope)

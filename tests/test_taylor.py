@@ -329,3 +329,18 @@ def test_errors_name_the_argument_and_say_what_to_do():
         fgrad.derivative(fnp.sin, -1)
     with pytest.raises(ValueError, match="argnums 2 is out of range"):
         fgrad.laplacian(lambda x: x, argnums=2)(np.zeros(2))
+
+
+def test_general_rule_with_a_structurally_zero_first_coefficient():
+    # hypot takes the general rule; a path whose first coefficient is None (a zero no rule
+    # computed) must give the same series as nested forward mode along that path
+    from fgrad.core import Box
+    from fgrad.taylor import TaylorLevel
+
+    with TaylorLevel(3) as level:
+        x = Box(np.float64(0.5), level, (None, np.float64(0.5), np.float64(0.25)))
+        y = fnp.hypot(x, 2.0)
+    g = lambda t: fnp.hypot(0.5 + 0.5 * t**2 + 0.25 * t**3, 2.0)
+    want = [d / math.factorial(k) for k, d in enumerate(nested_derivatives(g, 0.0, 3))]
+    assert y.aux[0] is None
+    np.testing.assert_allclose(y.aux[1:], want[2:], rtol=1e-13)

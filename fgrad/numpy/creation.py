@@ -9,7 +9,7 @@ their `start:stop:num*1j` slices) are differentiable.
 rules are its two linear weights, `1 - i/div` for `start` and `i/div` for `stop`; `logspace`
 and `geomspace` follow NumPy's own steps on top of it, so their values equal NumPy's too.
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`, `fgrad.primitive`, `fgrad.numpy.shaping`,
 `fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
 """
 
@@ -18,6 +18,7 @@ import operator as _operator
 import numpy as _np
 
 from .. import batching as _batching
+from .. import taylor as _taylor
 from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import defprimitive
 from .arrays import diag
@@ -112,6 +113,8 @@ _linspace_p = defprimitive(
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
 )
+# start + (stop - start) * i / (num - 1): linear in the end points together
+_taylor.rules[_linspace_p] = _taylor.linear_rule(_linspace_p)
 
 
 def _linspace_batch(args, dims, num, endpoint, dtype, axis):

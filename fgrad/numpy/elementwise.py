@@ -865,6 +865,8 @@ def _power_taylor_rule(prim):
             if n == 0:
                 return ans, None
             out = _taylor.integer_power_coefficients(x, n, order)
+        elif may_hold(mask_values(x0) == 0):  # the recurrence divides by x0
+            return _taylor.general_rule(prim, primals, series, {})
         else:
             out = _taylor.power_coefficients(x, ans, a, order)
         return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
@@ -907,6 +909,9 @@ def _register_taylor():
     rules[cos.primitive] = _taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
     rules[tanh.primitive] = _taylor.tanh_rule(tanh.primitive)
     rules[exp.primitive] = _taylor.exp_rule(exp.primitive)
+    rules[expm1.primitive] = _taylor.expm1_rule(expm1.primitive)
+    for linear in (_conj, _real, _imag):  # real-linear: each coefficient mapped alike
+        rules[linear.primitive] = _taylor.linear_rule(linear.primitive)
     rules[log.primitive] = _taylor.log_rule(log.primitive)
     rules[tan.primitive] = _taylor.tan_rule(tan.primitive)
     rules[log1p.primitive] = _taylor.log_rule(log1p.primitive, shift=True)

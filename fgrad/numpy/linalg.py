@@ -54,7 +54,8 @@ Conventions (where NumPy has no derivative to follow):
   `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError).
 - `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
 
-Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other modules of
+`fgrad.numpy`.
 """
 
 import builtins
@@ -63,6 +64,7 @@ import collections
 import numpy as _np
 
 from .. import batching as _batching
+from .. import taylor as _taylor
 from ..core import Primitive, bind, constant_of, dtype_of, holds_batch, primal
 from ..primitive import deflinear, defprimitive
 from . import arrays as _arrays
@@ -368,6 +370,70 @@ _solve_p = defprimitive(
     ),
     name="solve",
 )
+
+
+def linear_solve_taylor_rule(prim, tangent_map, columns=False):
+    """The Taylor rule of a linear solve x = prim(*matrices, b, **params) (b last), which solves
+    L(matrices) x = b. Along the path, L(a_0) x_k = b_k - sum_(j=1..k) dL(a_j) x_(k-j): one
+    solve per order with the matrices' values, quadratic in the order. `tangent_map(cs, x,
+    **params)` is dL(cs) x, the operator's perturbation by the matrices' coefficients `cs`
+    (None for a constant one) applied to x, as in the forward rules. With constant matrices
+    the solve is linear in b; with `columns` (b's last axis holds independent right-hand
+    sides) every coefficient is then solved in one call, side by side."""
+
+    def rule(primals, series, **params):
+        *matrices, b = primals
+        ans = bind(prim, primals, params)
+        order = next(len(s) for s in series if s is not None)
+
+        def solve(rhs):
+            return bind(prim, (*matrices, rhs), params)
+
+        bs = series[-1] if series[-1] is not None else (None,) * order
+        if all(s is None for s in series[:-1]):  # constant matrices: linear in b
+            present = [k for k, c in enumerate(bs) if c is not None]
+            if not columns or len(present) < 2:
+                return ans, tuple(None if c is None else solve(c) for c in bs)
+            width = shape(b)[-1]
+            xs = solve(concatenate([bs[k] for k in present], axis=-1))
+            out = [None] * order
+            for n, k in enumerate(present):
+                out[k] = xs[..., n * width : (n + 1) * width]
+            return ans, tuple(out)
+        mats = [(None,) * order if s is None else s for s in series[:-1]]
+        x = [ans]
+        for k in range(1, order + 1):
+            rhs = bs[k - 1]
+            for j in range(1, k + 1):
+                cs = [m[j - 1] for m in mats]
+                if x[k - j] is not None and any(c is not None for c in cs):
+                    term = tangent_map(cs, x[k - j], **params)
+                    rhs = -term if rhs is None else rhs - term
+            x.append(None if rhs is None else solve(rhs))
+        return ans, tuple(x[1:])
+
+    return rule
+
+
+_taylor.rules[_solve_p] = linear_solve_taylor_rule(
+    _solve_p, lambda cs, x: _matmul(cs[0], x), columns=True
+)
+
+
+def _inv_taylor(primals, series):
+    """a y = 1 along the path: y_k = -y_0 sum_(j=1..k) a_j y_(k-j), quadratic in the order."""
+    (a,), (s,) = primals, series
+    y = [_inv_p(a)]
+    for k in range(1, len(s) + 1):
+        total = None
+        for j in range(1, k + 1):
+            if s[j - 1] is not None and y[k - j] is not None:
+                total = _taylor.add(total, _matmul(s[j - 1], y[k - j]))
+        y.append(None if total is None else -_matmul(y[0], total))
+    return y[0], tuple(y[1:])
+
+
+_taylor.rules[_inv_p] = _inv_taylor
 
 
 def solve(a, b):
@@ -712,6 +778,27 @@ _cholesky_p = defprimitive(
     jvp=_cholesky_jvp,
     name="cholesky",
 )
+
+
+def _cholesky_taylor(primals, series, upper):
+    """A = L L^H along the path: L_0 L_k^H + L_k L_0^H = A_k - sum_(j=1..k-1) L_j L_(k-j)^H,
+    solved for the triangular L_k as the forward rule solves for dL (quadratic in the order)."""
+    (x,), (s,) = primals, series
+    ans = _cholesky_p(x, upper=upper)
+    low = [_H(ans) if upper else ans]
+    for k in range(1, len(s) + 1):
+        rhs = s[k - 1]
+        for j in range(1, k):
+            if low[j] is not None and low[k - j] is not None:
+                term = _matmul(low[j], _H(low[k - j]))
+                rhs = -term if rhs is None else rhs - term
+        low.append(None if rhs is None else _cholesky_jvp(rhs, low[0], x, upper=False))
+    if upper:  # U = L^H
+        return ans, tuple(None if c is None else _H(c) for c in low[1:])
+    return ans, tuple(low[1:])
+
+
+_taylor.rules[_cholesky_p] = _cholesky_taylor
 
 
 def cholesky(a, /, *, upper=False):

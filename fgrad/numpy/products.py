@@ -8,7 +8,8 @@ batch broadcasting; `einsum` (a primitive whose rules are einsums) and the produ
 `fgrad.numpy` imports `dot` and `matmul` from here by name; the other public names reach it
 through `fgrad.numpy.signal`'s `__all__`.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy.shaping`,
+`fgrad.numpy.elementwise`.
 """
 
 import functools as _functools
@@ -18,6 +19,7 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import core as _core
+from .. import taylor as _taylor
 from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive
 from .elementwise import conj, multiply
@@ -111,6 +113,7 @@ matmul = defprimitive(
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
     jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
 )
+_taylor.rules[matmul] = _taylor.bilinear_rule(matmul)
 
 
 def dot(a, b, out=None):
@@ -232,6 +235,41 @@ _einsum_p = defprimitive(
     jvp=tuple(_einsum_jvp(i) for i in range(_EINSUM_MAX_OPERANDS)),
     name="einsum",
 )
+
+
+def _einsum_taylor(primals, series, **params):
+    """einsum is linear in each operand: coefficient k of the output is the sum, over the ways
+    of splitting k among the operands with a series, of the einsum of their coefficients of
+    those orders (the other operands as they are). With one or two such operands (a linear map,
+    a product) that is quadratic in the order."""
+    ans = bind(_einsum_p, primals, params)
+    moving = [i for i, s in enumerate(series) if s is not None]
+    order = len(series[moving[0]])
+    paths = {i: _taylor.full(primals[i], series[i], order) for i in moving}
+    out = []
+    for k in range(1, order + 1):
+        total = None
+        for split in _compositions(k, len(moving)):
+            args = list(primals)
+            for i, j in zip(moving, split):
+                args[i] = paths[i][j]
+            if all(a is not None for a in args):
+                total = _taylor.add(total, bind(_einsum_p, args, params))
+        out.append(total)
+    return ans, tuple(out)
+
+
+def _compositions(k, n):
+    """The n-tuples of non-negative integers that sum to k."""
+    if n == 1:
+        yield (k,)
+        return
+    for first in range(k + 1):
+        for rest in _compositions(k - first, n - 1):
+            yield (first, *rest)
+
+
+_taylor.rules[_einsum_p] = _einsum_taylor
 
 
 def _sublist_term(sublist):
@@ -766,6 +804,10 @@ def _matmul_batch(args, dims):
         y = batch_to_front(y, dy)
     if dy is None and dx is not None and y_nd <= 2:
         return matmul(x, y), 0  # rows @ y: one product for all rows
+    if dx is None and dy is not None and x_nd == 2 and y_nd == 1:
+        # x @ (vector rows): the rows times x transposed, one matrix product (matmul of x
+        # with a stack of columns would be one matrix-vector product per row)
+        return matmul(y, swapaxes(x, -1, -2)), 0
     if x_nd == 1:
         x = expand_dims(x, -2)
     if y_nd == 1:

@@ -6,14 +6,15 @@ Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's con
 taken without division, so it is exact at zeros and at tiny values to every order. A `where=`
 mask is a constant: the elements it leaves out get no gradient.
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
-`fgrad.numpy.elementwise`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor` (rules), `fgrad.primitive`,
+`fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
+from .. import taylor as _taylor
+from ..core import Box, bind, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..primitive import defprimitive
 from .elementwise import equal, isfinite, logical_and, logical_not, mask_values, may_hold, where
 from .elementwise import where as _where  # for functions with a `where=` parameter
@@ -136,6 +137,17 @@ def _extremum(impl, name):
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
 
     prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name)
+
+    def taylor_rule(primals, series, axis, keepdims, initial, where):
+        # Linear near x, with the tie weights fixed: each coefficient is the forward rule's
+        # weighted sum of x's, the weights computed once (the general rule finds the same).
+        ans = bind(prim, primals, dict(axis=axis, keepdims=keepdims, initial=initial, where=where))
+        weights, _, _ = _tie_weights(ans, primals[0], axis, initial, where)
+        return ans, tuple(
+            None if c is None else sum(c * weights, axis=axis, keepdims=keepdims) for c in series[0]
+        )
+
+    _taylor.rules[prim] = taylor_rule
 
     def reduce(a, axis=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
         refuse_out(out, name)

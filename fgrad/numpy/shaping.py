@@ -12,7 +12,7 @@ The conventions: a function keeps NumPy's signature, defaults included (`NO_VALU
 and the memory keywords `order`, `subok`, `like`, `device`) is refused by name (`refuse_out`,
 `refuse_layout`), and a plain value gets NumPy's own result with every keyword.
 
-Imports: `fgrad.core`, `fgrad.primitive`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 """
 
 import inspect
@@ -21,6 +21,7 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import core
+from .. import taylor as _taylor
 from ..core import (
     Box,
     Primitive,
@@ -1491,3 +1492,29 @@ _batching.rules.update(
 _batching.row_by_row = row_by_row
 like_batch_rule(zeros_like)
 like_batch_rule(ones_like)
+
+
+# --- Taylor rules (`fgrad.taylor`) ----------------------------------------------------------------
+# The deflinear primitives above have theirs already. These are linear too, in some inputs: a
+# coefficient of the output is the primitive applied to the inputs' coefficients of that order.
+
+
+def _sum_kw_taylor(primals, series, **params):
+    """A sum starting at a constant `initial` is affine in x: its coefficients are the sums of
+    x's, starting at 0."""
+    ans = bind(_sum_kw_p, primals, params)
+    coefficient = {**params, "initial": NO_VALUE}
+    return ans, tuple(None if c is None else bind(_sum_kw_p, (c,), coefficient) for c in series[0])
+
+
+_taylor.rules.update(
+    {
+        _sum_kw_p: _sum_kw_taylor,
+        _index_add_p: _taylor.linear_rule(_index_add_p),
+        _index_set_p: _taylor.linear_rule(_index_set_p),
+        _stack_p: _taylor.linear_rule(_stack_p),
+        _concatenate_p: _taylor.linear_rule(_concatenate_p),
+        _gather_p: _taylor.linear_rule(_gather_p, linear_in=(0,)),  # the index arrays are static
+        _scatter_add_p: _taylor.linear_rule(_scatter_add_p, linear_in=(0, 1)),
+    }
+)

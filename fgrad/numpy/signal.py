@@ -9,8 +9,8 @@ the reversed other operand); everything else is a composition of differentiable 
 so it is differentiable to every order with no rules of its own. Results keep float32 where
 NumPy would promote to float64 (`interp`, `cov`, `corrcoef`), as JAX does.
 
-Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of `fgrad.numpy` except
-`fft` (`linalg` for `polyfit`'s least squares).
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other modules of
+`fgrad.numpy` except `fft` (`linalg` for `polyfit`'s least squares).
 """
 
 import warnings as _warnings
@@ -18,7 +18,8 @@ import warnings as _warnings
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, holds_box, primal
+from .. import taylor as _taylor
+from ..core import Box, bind, constant_of, dtype_of, holds_batch, holds_box, primal
 from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
 from .elementwise import (
@@ -793,6 +794,14 @@ _unwrap_p = defprimitive(
     jvp=lambda t, ans, p, **params: t,
     name="unwrap",
 )
+
+
+def _unwrap_taylor(primals, series, **params):
+    # x plus constants: every coefficient passes through
+    return bind(_unwrap_p, primals, params), series[0]
+
+
+_taylor.rules[_unwrap_p] = _unwrap_taylor
 
 
 def unwrap(p, discont=None, axis=-1, *, period=2 * _np.pi):

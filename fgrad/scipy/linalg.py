@@ -38,8 +38,8 @@ Conventions:
   are accepted and change no value; an argument fgrad does not support (`eigh`'s `driver`,
   `sqrtm`'s deprecated `disp` and `blocksize`) raises TypeError.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy` (and its `linalg`), and
-`scipy.linalg` for values.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy` (and its
+`linalg`), and `scipy.linalg` for values.
 """
 
 import inspect
@@ -49,6 +49,7 @@ import scipy.linalg as _sl
 
 from .. import batching as _batching
 from .. import numpy as fnp
+from .. import taylor as _taylor
 from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal
 from ..numpy import linalg as _la
 from ..numpy.shaping import (
@@ -216,6 +217,11 @@ _trsolve_p = defprimitive(
     vjp=(_trsolve_vjp_a, _trsolve_vjp_b),
     jvp=(_trsolve_jvp_a, _trsolve_jvp_b),
     name="solve_triangular",
+)
+_taylor.rules[_trsolve_p] = _la.linear_solve_taylor_rule(
+    _trsolve_p,
+    lambda cs, x, lower, trans, unit: fnp.matmul(_op(_referenced(cs[0], lower, unit), trans), x),
+    columns=True,
 )
 
 
@@ -675,6 +681,9 @@ _banded_p = defprimitive(
     ),
     name="solve_banded",
 )
+_taylor.rules[_banded_p] = _la.linear_solve_taylor_rule(
+    _banded_p, lambda cs, x, l, u: _band_matvec(cs[0], x, l, u), columns=True
+)
 
 
 def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
@@ -727,6 +736,16 @@ _sylvester_p = defprimitive(
 )
 
 
+def _sylvester_map(cs, x):  # dA X + X dB
+    da, db = cs
+    if da is None:
+        return fnp.matmul(x, db)
+    return fnp.matmul(da, x) if db is None else fnp.matmul(da, x) + fnp.matmul(x, db)
+
+
+_taylor.rules[_sylvester_p] = _la.linear_solve_taylor_rule(_sylvester_p, _sylvester_map)
+
+
 def solve_sylvester(a, b, q):
     """SciPy's `linalg.solve_sylvester`: X with a @ X + X @ b = q (a (m, m), b (n, n),
     q (m, n)), differentiable in all three where a and -b share no eigenvalue."""
@@ -746,6 +765,24 @@ _sqrtm_p = defprimitive(
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
     name="sqrtm",
 )
+
+
+def _sqrtm_taylor(primals, series):
+    """X X = A along the path: X_0 X_k + X_k X_0 = A_k - sum_(j=1..k-1) X_j X_(k-j), one
+    Sylvester solve per order (quadratic in the order)."""
+    (a,), (s,) = primals, series
+    x = [_sqrtm_p(a)]
+    for k in range(1, len(s) + 1):
+        rhs = s[k - 1]
+        for j in range(1, k):
+            if x[j] is not None and x[k - j] is not None:
+                term = fnp.matmul(x[j], x[k - j])
+                rhs = -term if rhs is None else rhs - term
+        x.append(None if rhs is None else _sylvester_p(x[0], x[0], rhs))
+    return x[0], tuple(x[1:])
+
+
+_taylor.rules[_sqrtm_p] = _sqrtm_taylor
 
 
 def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"]):
@@ -790,6 +827,26 @@ _expm_p = defprimitive(
     jvp=lambda t, ans, a: _expm_frechet(a, t),
     name="expm",
 )
+
+
+def _expm_taylor(primals, series):
+    """expm along the path in one call: truncated after t^K, a matrix series is the block upper
+    triangular Toeplitz matrix of its coefficients (the algebra is the same), so the
+    exponential of that (K + 1) n matrix holds the coefficients of expm(A(t)) in its first
+    block row (Mathias 1996). The general rule would nest the Frechet derivative's doubling
+    once per order."""
+    (a,), (s,) = primals, series
+    order, n = len(s), shape(a)[-1]
+    zero = _np.zeros(shape(a), dtype_of(a))
+    blocks = [a] + [zero if c is None else c for c in s]
+    rows = [
+        fnp.concatenate([zero] * i + blocks[: order + 1 - i], axis=-1) for i in range(order + 1)
+    ]
+    big = _expm_p(fnp.concatenate(rows, axis=-2))
+    return _expm_p(a), tuple(big[..., :n, k * n : (k + 1) * n] for k in range(1, order + 1))
+
+
+_taylor.rules[_expm_p] = _expm_taylor
 
 
 def expm(A):
@@ -1310,6 +1367,16 @@ _trisylv_p = defprimitive(
     ),
     name="triangular_sylvester",
 )
+
+
+def _trisylv_map(cs, x, transpose):  # dA X - X dA, dA the upper triangle of dT (transposed)
+    da = _triangle(cs[0], False)
+    if transpose:
+        da = _mT(da)
+    return fnp.matmul(da, x) - fnp.matmul(x, da)
+
+
+_taylor.rules[_trisylv_p] = _la.linear_solve_taylor_rule(_trisylv_p, _trisylv_map)
 
 
 def _schur_jvp(tangents, ans, a, output, sort):

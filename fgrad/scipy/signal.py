@@ -9,7 +9,8 @@ convolution with k is a correlation with k: the cotangent of in1 is the full con
 the cotangent with in2 reversed, sliced back to in1's extent, so the rules are convolutions
 too and differentiate again.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, and `scipy.signal` for values.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy`, and
+`scipy.signal` for values.
 """
 
 import numpy as _np
@@ -17,7 +18,8 @@ import scipy.signal as _ss
 
 from .. import batching as _batching
 from .. import numpy as fnp
-from ..core import Box, dtype_of
+from .. import taylor as _taylor
+from ..core import Box, bind, dtype_of
 from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
 from ..primitive import defprimitive
 
@@ -96,6 +98,7 @@ _conv_p = defprimitive(
     ),
     name="convolve",
 )
+_taylor.rules[_conv_p] = _taylor.bilinear_rule(_conv_p)
 
 
 def _prepare(in1, in2, who):
@@ -318,6 +321,28 @@ _conv2d_p = defprimitive(
     ),
     name="convolve2d",
 )
+
+
+def _conv2d_taylor(primals, series, **params):
+    """Bilinear in (in1, in2) but for the fill value, a constant border of in1 that only in1's
+    value carries: the terms with a coefficient of in1 are taken with fill 0, as its forward
+    rule does."""
+    ans = bind(_conv2d_p, primals, params)
+    order = next(len(s) for s in series if s is not None)
+    xs, ks = (_taylor.full(p, s, order) for p, s in zip(primals, series))
+    unfilled = {**params, "fillvalue": 0}
+    out = []
+    for k in range(1, order + 1):
+        total = None
+        for j in range(k + 1):
+            if xs[j] is not None and ks[k - j] is not None:
+                term = bind(_conv2d_p, (xs[j], ks[k - j]), unfilled if j else params)
+                total = _taylor.add(total, term)
+        out.append(total)
+    return ans, tuple(out)
+
+
+_taylor.rules[_conv2d_p] = _conv2d_taylor
 
 
 def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):

@@ -27,8 +27,8 @@ Functions of two arguments follow NumPy 2's promotion: a Python int or float tak
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
 it to float64 (`weak_scalars`).
 
-Imports: `fgrad.core`, `fgrad.batching` (rules), `fgrad.primitive`, `fgrad.numpy`, and
-`scipy.special` for values.
+Imports: `fgrad.core`, `fgrad.batching` and `fgrad.taylor` (rules), `fgrad.primitive`,
+`fgrad.numpy`, and `scipy.special` for values.
 """
 
 import math
@@ -38,6 +38,7 @@ import scipy.special as _sc
 
 from .. import batching as _batching
 from .. import numpy as fnp
+from .. import taylor as _taylor
 from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..numpy import _box
 from ..numpy.elementwise import mask_values as _values
@@ -319,6 +320,110 @@ def _ufunc(fn):
     return ufunc
 
 
+# --- Taylor rules (`fgrad.taylor`): the builders ------------------------------------------------
+# Without a direct rule, a function whose derivative is another special function takes the
+# general rule, which applies that function's own rule one order lower at every order: for a
+# chain of them (gammaln -> psi -> polygamma -> ..., the Bessel functions, the Mills ratio)
+# the work doubles with each order. These rules are quadratic in the order, or cubic in
+# elementwise products only (`_known_derivatives_rule`).
+
+
+def slope_taylor_rule(prim, slope):
+    """The rule of y = prim(x, *rest) with y' = slope(x, *rest, **params) x' (`fgrad.taylor.
+    from_slope` with further inputs that are constant here, and parameters): the slope's
+    series comes from one pass of its own rules at order K - 1, then y is its integral along
+    the path. A further input with a series: the general rule (a CDF's shape parameters)."""
+
+    def rule(primals, series, **params):
+        x0, *rest = primals
+        if any(s is not None for s in series[1:]):
+            return _taylor.general_rule(prim, primals, series, params)
+        ans = bind(prim, primals, params)
+        s = series[0]
+        order = len(s)
+        if order == 1:
+            d = [slope(x0, *rest, **params)]
+        else:
+            with _taylor.TaylorLevel(order - 1) as inner:
+                dbox = slope(inner.box(x0, s[: order - 1]), *rest, **params)
+            if type(dbox) is Box and dbox.level is inner:
+                d = [dbox.value, *dbox.aux]
+            else:
+                d = [dbox] + [None] * (order - 1)
+        x = _taylor.full(x0, s, order)
+        out = (_taylor.integrate(x, d, k) for k in range(1, order + 1))
+        return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+    return rule
+
+
+def _unary_of_x(impl, slope, name):
+    """A function of one argument whose derivative `slope(x)` reads x only (`defunary`), and
+    its Taylor rule: the integral of the slope's own series (`fgrad.taylor.from_slope`)."""
+    fn = defunary(impl, lambda ans, x: slope(x), name=name)
+    _taylor.rules[fn.primitive] = _taylor.from_slope(fn.primitive, slope)
+    return fn
+
+
+def _ode_rule(prim, slope):
+    """The rule of y = prim(x) from y' = d x', where d's coefficient m follows from those of
+    x and y up to m: `slope(x, y)` returns the function m -> d_m, called for m = 0, 1, ...
+    while y grows (it may keep series of its own). Quadratic in the order."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        x = _taylor.full(x0, s, order)
+        y = [bind(prim, (x0,), {})]
+        slope_at = slope(x, y)
+        d = []
+        for k in range(1, order + 1):
+            d.append(slope_at(k - 1))
+            y.append(_taylor.integrate(x, d, k))
+        return y[0], tuple(y[1:])
+
+    return rule
+
+
+def _known_derivatives_rule(prim, derivatives):
+    """The rule of y = prim(x, **params) from its derivatives at x_0, `derivatives(x0, order,
+    **params)` -> [f'(x0), ..., f^(order)(x0)] in fgrad operations: f(x(t)) is
+    sum_n f^(n)(x0) / n! (x(t) - x0)^n, the powers of the path's increment taken as products of
+    series (about K^3 / 6 elementwise products)."""
+
+    def rule(primals, series, **params):
+        (x0,), (s,) = primals, series
+        ans = bind(prim, (x0,), params)
+        return ans, tuple(_composed(derivatives(x0, len(s), **params), s))
+
+    return rule
+
+
+def _composed(ds, s):
+    """Coefficients 1..K of f(x0 + e(t)), where e has the coefficients `s` (e_0 = 0) and
+    ds[n - 1] = f^(n)(x0)."""
+    order = len(s)
+    e = [None, *s]
+    out = [None if c is None else ds[0] * c for c in s]
+    power = e  # the coefficients of e^n; those below n are 0
+    for n in range(2, order + 1):
+        power = [None] * n + [_tail(power, e, k, n - 1) for k in range(n, order + 1)]
+        scale = ds[n - 1] * (1.0 / math.factorial(n))
+        for k in range(n, order + 1):
+            if power[k] is not None:
+                out[k - 1] = _taylor.add(out[k - 1], scale * power[k])
+    return out
+
+
+def _tail(a, b, k, start):
+    """sum_(j=start..k-1) a_j b_(k-j) (b_0 = 0)."""
+    total = None
+    for j in range(start, k):
+        if a[j] is not None and b[k - j] is not None:
+            total = _taylor.add(total, a[j] * b[k - j])
+    return total
+
+
 # --- logsumexp and the softmax family -------------------------------------------------------------
 
 
@@ -473,6 +578,57 @@ _log_softmax_p = defprimitive(
 )
 
 
+def _softmax_series(x, p0, axis):
+    """Along the path x (coefficients 0..K): the coefficients of L = logsumexp(x) over `axis`
+    (kept), of the weights p = exp(x - L) and of x - L, from L' = sum(p x') and
+    p' = p (x - L)', starting at the weights' value p0 (quadratic in the order)."""
+    p, lse, shifted = [p0], [None], [None]
+    for k in range(1, len(x)):
+        t = _taylor.integrate(x, p, k)
+        lse.append(None if t is None else fnp.sum(t, axis=axis, keepdims=True))
+        shifted.append(_taylor.add(x[k], None if lse[k] is None else -lse[k]))
+        p.append(_taylor.integrate(shifted, p, k))
+    return lse, p, shifted
+
+
+def _softmax_taylor(log):
+    """softmax (its coefficients are p's) and log_softmax (x - L's), from the result's value:
+    exact where a weight is 0 or 1, as their forward rules."""
+    prim = _log_softmax_p if log else _softmax_p
+
+    def rule(primals, series, axis):
+        (x0,), (s,) = primals, series
+        ans = prim(x0, axis=axis)
+        x = _taylor.full(x0, s, len(s))
+        _, p, shifted = _softmax_series(x, fnp.exp(ans) if log else ans, axis)
+        return ans, tuple((shifted if log else p)[1:])
+
+    return rule
+
+
+def _logsumexp_taylor(primals, series, axis, keepdims):
+    """log(sum(b exp(a))) over `axis`: without b, L's coefficients from the weights (see
+    `_softmax_series`); with b, or signs, or for complex input, the general rule."""
+    a, b, signs = primals
+    params = dict(axis=axis, keepdims=keepdims)
+    if b is not None or signs is not None or fnp.iscomplexobj(a):
+        return _taylor.general_rule(_logsumexp_p, primals, series, params)
+    ans = bind(_logsumexp_p, primals, params)
+    w, _ = _lse_weights(a, None, ans, axis, None, with_b=True)
+    s = series[0]
+    lse, _, _ = _softmax_series(_taylor.full(a, s, len(s)), w, axis)
+    return ans, tuple(None if c is None else fnp.reshape(c, shape_of(ans)) for c in lse[1:])
+
+
+_taylor.rules.update(
+    {
+        _softmax_p: _softmax_taylor(log=False),
+        _log_softmax_p: _softmax_taylor(log=True),
+        _logsumexp_p: _logsumexp_taylor,
+    }
+)
+
+
 def log_softmax(x, axis=None):
     """SciPy's `log_softmax` over `axis` (all axes by default): x - logsumexp(x), stable at
     any magnitude in value and every derivative (they use exp(ans) <= 1)."""
@@ -484,8 +640,24 @@ def log_softmax(x, axis=None):
 # expit' = expit(x) (1 - expit(x)), taken as expit(x) expit(-x): 1 - expit(x) loses every
 # digit where expit(x) is near 1.
 _expit_p = defunary(_sc.expit, lambda ans, x: ans * expit(fnp.negative(x)), name="expit")
-_logit_p = defunary(_sc.logit, lambda ans, x: 1.0 / (x * (1.0 - x)), name="logit")
-_log_expit_p = defunary(_sc.log_expit, lambda ans, x: expit(fnp.negative(x)), name="log_expit")
+_logit_p = _unary_of_x(_sc.logit, lambda x: 1.0 / (x * (1.0 - x)), name="logit")
+_log_expit_p = _unary_of_x(_sc.log_expit, lambda x: expit(fnp.negative(x)), name="log_expit")
+
+
+def _logistic_slope(x, p):
+    """expit' = p q, p = expit(x) and q = expit(-x) = 1 - p, whose coefficients beyond the
+    value are -p's: the product keeps the digits that p - p^2 loses where p is near 1."""
+    q = [_expit_p(fnp.negative(x[0]))]
+
+    def at(m):
+        if m:
+            q.append(None if p[m] is None else -p[m])
+        return _taylor.cauchy(p, q, m)
+
+    return at
+
+
+_taylor.rules[_expit_p.primitive] = _ode_rule(_expit_p.primitive, _logistic_slope)
 
 
 @_ufunc
@@ -508,8 +680,8 @@ def log_expit(x):
 
 # --- error functions ------------------------------------------------------------------------------
 
-_erf_p = defunary(_sc.erf, lambda ans, x: (2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erf")
-_erfc_p = defunary(_sc.erfc, lambda ans, x: (-2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erfc")
+_erf_p = _unary_of_x(_sc.erf, lambda x: (2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erf")
+_erfc_p = _unary_of_x(_sc.erfc, lambda x: (-2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erfc")
 _erfinv_p = defunary(
     _sc.erfinv, lambda ans, x: (_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfinv"
 )
@@ -517,6 +689,46 @@ _erfcinv_p = defunary(
     _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv"
 )
 _erfcx_p = defunary(_sc.erfcx, lambda ans, x: 2.0 * x * ans - 2.0 / _SQRT_PI, name="erfcx")
+
+
+def _exp_square_slope(scale, rate):
+    """The slope scale exp(rate y^2) of erfinv, erfcinv and ndtri (inverses of Gaussian
+    integrals), its series through u = rate y^2 and e = exp(u) (e' = e u')."""
+
+    def slope(x, y):
+        u, e = [None], []
+
+        def at(m):
+            if m == 0:
+                e.append(fnp.exp(rate * (y[0] * y[0])))
+            else:
+                sq = _taylor.square_coefficient(y, m)
+                u.append(None if sq is None else rate * sq)
+                e.append(_taylor.integrate(u, e, m))
+            return None if e[m] is None else scale * e[m]
+
+        return at
+
+    return slope
+
+
+def _erfcx_slope(x, y):  # 2 x y - 2 / sqrt(pi)
+    def at(m):
+        xy = _taylor.cauchy(x, y, m)
+        if m == 0:
+            return 2.0 * xy - 2.0 / _SQRT_PI
+        return None if xy is None else 2.0 * xy
+
+    return at
+
+
+_taylor.rules[_erfinv_p.primitive] = _ode_rule(
+    _erfinv_p.primitive, _exp_square_slope(_SQRT_PI / 2.0, 1.0)
+)
+_taylor.rules[_erfcinv_p.primitive] = _ode_rule(
+    _erfcinv_p.primitive, _exp_square_slope(-_SQRT_PI / 2.0, 1.0)
+)
+_taylor.rules[_erfcx_p.primitive] = _ode_rule(_erfcx_p.primitive, _erfcx_slope)
 
 
 @_ufunc
@@ -607,6 +819,46 @@ _psi_p = defunary(_sc.psi, lambda ans, x: _polygamma_p(x, n=_np.int64(1)), name=
 _gammaln_p = defunary(_sc.gammaln, lambda ans, x: _psi_p(x), name="gammaln")
 _gamma_p = defunary(_sc.gamma, lambda ans, x: ans * _psi_p(x), name="gamma")
 _rgamma_p = defunary(_sc.rgamma, lambda ans, x: -(ans * _psi_p(x)), name="rgamma")
+
+
+def _polygamma_derivatives(x0, order, n):
+    return [_polygamma_p(x0, n=n + k) for k in range(1, order + 1)]
+
+
+def _psi_derivatives(x0, order):
+    return [_polygamma_p(x0, n=_np.int64(k)) for k in range(1, order + 1)]
+
+
+def _gammaln_derivatives(x0, order):
+    return [_psi_p(x0)] + _psi_derivatives(x0, order - 1)
+
+
+def _gamma_taylor(prim, sign):
+    """gamma (sign 1) and rgamma (sign -1): y' = sign y psi(x) x' = sign y g' with g =
+    gammaln(x) along the path, the exponential's recurrence on gammaln's series."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        g = [None, *_composed(_gammaln_derivatives(x0, order), s)]
+        y = [bind(prim, (x0,), {})]
+        for k in range(1, order + 1):
+            c = _taylor.integrate(g, y, k)
+            y.append(c if sign > 0 or c is None else -c)
+        return y[0], tuple(y[1:])
+
+    return rule
+
+
+_taylor.rules.update(
+    {
+        _polygamma_p: _known_derivatives_rule(_polygamma_p, _polygamma_derivatives),
+        _psi_p.primitive: _known_derivatives_rule(_psi_p.primitive, _psi_derivatives),
+        _gammaln_p.primitive: _known_derivatives_rule(_gammaln_p.primitive, _gammaln_derivatives),
+        _gamma_p.primitive: _gamma_taylor(_gamma_p.primitive, 1),
+        _rgamma_p.primitive: _gamma_taylor(_rgamma_p.primitive, -1),
+    }
+)
 
 
 @_ufunc
@@ -898,7 +1150,7 @@ def _entr_deriv(ans, x):
     return -(fnp.log(x) + 1.0)
 
 
-_entr_p = defunary(_sc.entr, _entr_deriv, name="entr")
+_entr_p = _unary_of_x(_sc.entr, lambda x: _entr_deriv(None, x), name="entr")
 
 
 @_ufunc
@@ -999,9 +1251,36 @@ _mills_p = defunary(
 _mills_excess_p = defunary(
     _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess"
 )
-_ndtr_p = defunary(_sc.ndtr, lambda ans, x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
+_ndtr_p = _unary_of_x(_sc.ndtr, lambda x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
 _ndtri_p = defunary(_sc.ndtri, lambda ans, x: _SQRT_2PI * fnp.exp(0.5 * (ans * ans)), name="ndtri")
-_log_ndtr_p = defunary(_sc.log_ndtr, lambda ans, x: _mills_p(x), name="log_ndtr")
+_log_ndtr_p = _unary_of_x(_sc.log_ndtr, lambda x: _mills_p(x), name="log_ndtr")
+_taylor.rules[_ndtri_p.primitive] = _ode_rule(_ndtri_p.primitive, _exp_square_slope(_SQRT_2PI, 0.5))
+
+
+def _mills_taylor(which):
+    """m = phi/Phi and h = x + m together: m' = -m h x' and h' = (1 - m h) x'. `which` is 0
+    for m, 1 for h."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        x = _taylor.full(x0, s, order)
+        m, h = [_mills_p(x0)], [_mills_excess_p(x0)]
+        dm, dh = [], []
+        for k in range(1, order + 1):
+            mh = _taylor.cauchy(m, h, k - 1)
+            dm.append(None if mh is None else -mh)
+            dh.append(1.0 - mh if k == 1 else dm[-1])
+            m.append(_taylor.integrate(x, dm, k))
+            h.append(_taylor.integrate(x, dh, k))
+        y = (m, h)[which]
+        return y[0], tuple(y[1:])
+
+    return rule
+
+
+_taylor.rules[_mills_p.primitive] = _mills_taylor(0)
+_taylor.rules[_mills_excess_p.primitive] = _mills_taylor(1)
 
 
 @_ufunc
@@ -1198,6 +1477,72 @@ _y0_p = defunary(_sc.y0, lambda ans, x: -_y1_p(x), name="y0")
 _y1_p = defunary(_sc.y1, lambda ans, x: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), name="y1")
 
 
+# Taylor rules: the k-th derivative follows from the recurrences above applied k times,
+# f^(k) = (s/2)^k sum_j C(k, j) r^j f_(v-k+2j), with (s, r) = (1, -1) for J and Y, (1, 1) for
+# I and (-1, 1) for K, so the rules compose the path with known derivatives
+# (`_known_derivatives_rule`). The same sums of the scaled functions (ive, kve, i0e, i1e) are
+# the scaled derivatives; the scale's own factor along the path, exp(-sign(Re x0) Re e(t))
+# for ive and exp(e(t)) for kve (e = x(t) - x0), multiplies their series.
+_BESSEL_SIGNS = {"jv": (1, -1), "yv": (1, -1), "iv": (1, 1), "kv": (-1, 1)}
+_BESSEL_SIGNS.update({"ive": _BESSEL_SIGNS["iv"], "kve": _BESSEL_SIGNS["kv"]})
+
+
+def _bessel_derivatives(x0, order, v, kind):
+    s, r = _BESSEL_SIGNS[kind]
+    f = {m: _bessel_p(x0, v=v + m, kind=kind) for m in range(-order, order + 1)}
+    out = []
+    for k in range(1, order + 1):
+        total = None
+        for j in range(k + 1):
+            c = math.comb(k, j) * r**j * (s / 2.0) ** k
+            total = _taylor.add(total, c * f[2 * j - k])
+        out.append(total)
+    return out
+
+
+def _bessel_rule(prim, kind=None, v=None):
+    """The rule of `_bessel_p` (kind and v its parameters) or of a function of x alone that is
+    one of its kinds at the order v (j0, i1e, yn's n, ...)."""
+
+    def rule(primals, series, **params):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        ans = bind(prim, (x0,), params)
+        which = params.get("kind", kind)
+        nu = v if v is not None else params.get("v", params.get("n"))
+        f = [ans, *_composed(_bessel_derivatives(x0, order, nu, which), s)]
+        if which not in ("ive", "kve"):
+            return ans, tuple(f[1:])
+        if which == "kve":
+            rate = 1.0
+        else:
+            rate = -_sign(x0)
+            s = [None if c is None else fnp.real(c) for c in s] if fnp.iscomplexobj(x0) else s
+        e = [None] + [None if c is None else rate * c for c in s]
+        scale = [1.0]
+        for k in range(1, order + 1):
+            scale.append(_taylor.integrate(e, scale, k))
+        return ans, tuple(_taylor.cauchy(f, scale, k) for k in range(1, order + 1))
+
+    return rule
+
+
+_taylor.rules.update(
+    {
+        _bessel_p: _bessel_rule(_bessel_p),
+        _yn_p: _bessel_rule(_yn_p, "yv"),
+        _j0_p.primitive: _bessel_rule(_j0_p.primitive, "jv", _np.int64(0)),
+        _j1_p.primitive: _bessel_rule(_j1_p.primitive, "jv", _ONE),
+        _y0_p.primitive: _bessel_rule(_y0_p.primitive, "yv", _np.int64(0)),
+        _y1_p.primitive: _bessel_rule(_y1_p.primitive, "yv", _ONE),
+        _i0_p.primitive: _bessel_rule(_i0_p.primitive, "iv", _np.int64(0)),
+        _i1_p.primitive: _bessel_rule(_i1_p.primitive, "iv", _ONE),
+        _i0e_p.primitive: _bessel_rule(_i0e_p.primitive, "ive", _np.int64(0)),
+        _i1e_p.primitive: _bessel_rule(_i1e_p.primitive, "ive", _ONE),
+    }
+)
+
+
 @_ufunc
 def j0(x):
     """The Bessel function of the first kind of order 0; derivative -j1(x)."""
@@ -1327,8 +1672,8 @@ def _expn_deriv(x, ans, n):
 
 
 _expn_p = _with_order(_expn_impl, _expn_deriv, "expn")
-_exp1_p = defunary(_sc.exp1, lambda ans, x: -(fnp.exp(-x) / x), name="exp1")
-_expi_p = defunary(_sc.expi, lambda ans, x: fnp.exp(x) / x, name="expi")
+_exp1_p = _unary_of_x(_sc.exp1, lambda x: -(fnp.exp(-x) / x), name="exp1")
+_expi_p = _unary_of_x(_sc.expi, lambda x: fnp.exp(x) / x, name="expi")
 
 
 @_ufunc

@@ -9,8 +9,8 @@ parameters, and differentiating in them raises a TypeError (never a silently wro
 gamma and chi2 do not use these: their CDFs are `fgrad.scipy.special.gammainc` / `gammaincc`,
 differentiable in the shape parameter too.
 
-Imports: `fgrad.core`, `fgrad.batching` (rules), `fgrad.primitive`, `fgrad.numpy`,
-`fgrad.scipy.special`, and `scipy.special` for values.
+Imports: `fgrad.core`, `fgrad.batching` and `fgrad.taylor` (rules), `fgrad.primitive`,
+`fgrad.numpy`, `fgrad.scipy.special`, and `scipy.special` for values.
 """
 
 import math
@@ -20,6 +20,7 @@ import scipy.special as _sc
 
 from ... import batching as _batching
 from ... import numpy as fnp
+from ... import taylor as _taylor
 from ...core import Box, dtype_of, holds_batch, primal, shape_of
 from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
@@ -166,6 +167,7 @@ def cdf_primitive(impl, density, name, params):
         name=name,
     )
     _batching.rules[prim] = elementwise_batch_rule(prim)  # a ufunc of z and the shapes
+    _taylor.rules[prim] = sp.slope_taylor_rule(prim, density)
     return prim
 
 
