@@ -19,6 +19,12 @@ Workloads (`--only` takes their keys):
     hvp        Hessian-vector product (jvp of grad) of f(x) = sum(tanh(x)^2) + sum(sin(x))^2 / 2,
                x in R^10000, against one gradient of the same f
     tanh6      the 6th derivative of tanh at 0.3 by nested grad (1 to 5 are validated too)
+    tanh20     derivatives 1, 2, 4, 8, 12, 16, 20 of tanh at 0.3 by Taylor mode (fgrad.derivative,
+               jax.experimental.jet), and 1, 2, 4, 8 by fgrad's nested grad
+    nth_derivative  the 6th derivative of exp(sin x) cos(x^2) / (1 + x^2) at 0.7: Taylor mode
+               against nested grad
+    laplacian  the Laplacian of a tanh MLP R^50 -> R (hidden 64-64): fgrad.laplacian (collapsed
+               Taylor mode) against the trace of each library's hessian
     jacrev     jacrev of f(x) = tanh(A x) * x, R^100 -> R^100
     jacfwd     jacfwd of the same f
     per_example         per-example gradients of the seed MLP loss (784-100-10, batch 128):
@@ -31,7 +37,8 @@ Workloads (`--only` takes their keys):
                gradient w.r.t. the input, and w.r.t. the weights and the input
 
 Every contender's result is first checked against the hand-written NumPy one (same shapes,
-relative error in norm at most 1e-6); the script exits with status 1 if any disagree.
+relative error in norm at most 1e-6; 1e-10 for fgrad's Laplacian and Hessian trace); the
+script exits with status 1 if any disagree.
 
 Time: all contenders of a workload run in one process, in interleaved rounds (each round times
 each contender once, in a rotated order); BLAS, OpenMP, XLA and torch use one thread. The table
@@ -53,6 +60,7 @@ import cProfile
 import gc
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import pstats
@@ -187,6 +195,7 @@ class Contender:
     want: object  # the hand-written result it must match
     task: str = ""  # a second task of the same workload ("gradient", "forward", ...)
     checks: list = field(default_factory=list)  # more (fn, want, what) to validate, untimed
+    rtol: float = RTOL  # for its result and its checks
 
     @property
     def label(self):
@@ -196,13 +205,22 @@ class Contender:
 @dataclass
 class Bar:
     num: str  # contender label
-    den: str  # contender label
+    den: str | None  # contender label; None: `limit` is a time in seconds, not a ratio
     limit: float
     measure: str = "time"  # or "tm", "rss"
     strict: bool = False  # num < limit * den rather than <=
 
     def text(self):
-        return f"{self.num} / {self.den} {'<' if self.strict else '<='} {self.limit:g}x"
+        sign = "<" if self.strict else "<="
+        if self.den is None:
+            return f"{self.num} {sign} {self.shown(self.limit)}"
+        return f"{self.num} / {self.den} {sign} {self.limit:g}x"
+
+    def shown(self, figure):
+        """A ratio, or for an absolute bar a time (seconds) in ms or us."""
+        if self.den is not None:
+            return f"{figure:.2f}x"
+        return f"{figure * 1e3:.3g} ms" if figure >= 1e-3 else f"{figure * 1e6:.3g} us"
 
     def met(self, ratio):
         return ratio < self.limit if self.strict else ratio <= self.limit
@@ -236,6 +254,8 @@ class Sizes:
     deep_layers: int = 100
     deep_width: int = 512
     deep_batch: int = 64
+    laplacian_dim: int = 50
+    laplacian_width: int = 64
 
 
 FULL = Sizes()
@@ -253,6 +273,8 @@ QUICK = Sizes(
     deep_layers=10,
     deep_width=128,
     deep_batch=16,
+    laplacian_dim=10,
+    laplacian_width=16,
 )
 
 
@@ -568,6 +590,294 @@ def tanh_workload(order, libs):
         unit="us",
         notes=notes,
         bars=[Bar("fgrad", "autograd", 0.2)],
+    )
+
+
+# tanh20, nth_derivative, laplacian: Taylor mode (fgrad.derivative, fgrad.laplacian)
+
+TAYLOR_ORDERS = (1, 2, 4, 8, 12, 16, 20)
+NESTED_ORDERS = (1, 2, 4, 8)  # nested grad beyond 8 costs seconds (about 3x per order)
+
+
+def tanh_taylor_by_hand(x, order):
+    """d^order tanh / dx^order at x by Taylor mode written out in floats: the normalized
+    coefficients y_k of y(t) = tanh(x + t) satisfy y' = 1 - y^2, so k y_k = [1 - y^2]_(k-1)."""
+    y = [math.tanh(x)]
+    for k in range(1, order + 1):
+        m = k - 1
+        square = sum(y[i] * y[m - i] for i in range(m + 1))
+        y.append(((1.0 if m == 0 else 0.0) - square) / k)
+    return y[order] * math.factorial(order)
+
+
+def taylor_derivative(lib, f, order, x):
+    """A zero-argument callable: the order-th derivative of f: R -> R at x by Taylor mode,
+    `fgrad.derivative` or `jax.experimental.jet` (eager or under jit)."""
+    if lib == "fgrad":
+        derivative = fgrad.derivative(f, order)
+        return lambda: derivative(x)
+    jnp = peer("jax").numpy
+    jet = importlib.import_module("jax.experimental.jet").jet
+
+    def derivative(x):
+        terms = (jnp.ones_like(x),) + tuple(jnp.zeros_like(x) for _ in range(order - 1))
+        return jet(f, (x,), (terms,))[1][-1]
+
+    run, xj = jax_transform(lib, derivative), tensor(lib, x)
+    return lambda: run(xj)
+
+
+def nested_grad(lib, f, order, x):
+    """A zero-argument callable: the order-th derivative of f at x by nested grad."""
+    if lib == "torch":
+        torch = peer("torch")
+        xt = tensor(lib, x, requires_grad=True)
+
+        def derivative():
+            y = f(xt)
+            for _ in range(order):
+                (y,) = torch.autograd.grad(y, xt, create_graph=True)
+            return y
+
+        return derivative
+    grad = fgrad.grad if lib == "fgrad" else peer(lib.split(".")[0]).grad
+    for _ in range(order):
+        f = grad(f)
+    if lib.startswith("jax"):
+        f = jax_transform(lib, f)
+    xl = tensor(lib, x)
+    return lambda: f(xl)
+
+
+def taylor_tanh_workload(libs):
+    x = 0.3
+    wants = {k: tanh_derivatives_by_hand(x, k) for k in TAYLOR_ORDERS + NESTED_ORDERS}
+
+    def maker(lib):
+        out = []
+        for k in TAYLOR_ORDERS:
+            if lib == "numpy":
+                fn = lambda k=k: tanh_taylor_by_hand(x, k)
+            else:
+                fn = taylor_derivative(lib, namespace(lib).tanh, k, x)
+            out.append(Contender(lib, fn, wants[k], task=f"order {k}"))
+        if lib == "fgrad":
+            out += [
+                Contender(lib, nested_grad(lib, fnp.tanh, k, x), wants[k], task=f"nested grad {k}")
+                for k in NESTED_ORDERS
+            ]
+        return out
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in ("numpy", "fgrad", "jax", "jax.jit")}
+    contenders = contenders_of(makers, libs, notes)
+    notes.append(
+        "order k: fgrad.derivative(tanh, k); jax: jax.experimental.jet; by hand: the "
+        "recurrence k y_k = [1 - y^2]_(k-1) in floats. nested grad k: fgrad.grad k times "
+        "(autograd, torch and JAX's nested grad: see tanh6)"
+    )
+    top, low = f"fgrad, order {TAYLOR_ORDERS[-1]}", f"fgrad, order {TAYLOR_ORDERS[0]}"
+    return Workload(
+        "tanh20",
+        f"derivatives {', '.join(map(str, TAYLOR_ORDERS))} of tanh at a scalar, Taylor mode",
+        contenders,
+        unit="us",
+        notes=notes,
+        bars=[Bar(top, None, 1e-3), Bar(top, low, 20.0)],
+    )
+
+
+# nth_derivative: d^6/dx^6 of exp(sin x) cos(x^2) / (1 + x^2)
+
+NTH_ORDER = 6
+
+
+def nth_derivative_function(ns):
+    return lambda x: ns.exp(ns.sin(x)) * ns.cos(x * x) / (1.0 + x * x)
+
+
+def _series_product(a, b):
+    return [sum(a[j] * b[k - j] for j in range(k + 1)) for k in range(len(a))]
+
+
+def _series_quotient(a, b):
+    z = []
+    for k in range(len(a)):
+        z.append((a[k] - sum(b[j] * z[k - j] for j in range(1, k + 1))) / b[0])
+    return z
+
+
+def _series_exp(a):
+    e = [math.exp(a[0])]
+    for k in range(1, len(a)):
+        e.append(sum(j * a[j] * e[k - j] for j in range(1, k + 1)) / k)
+    return e
+
+
+def _series_sin_cos(a):
+    s, c = [math.sin(a[0])], [math.cos(a[0])]
+    for k in range(1, len(a)):
+        s.append(sum(j * a[j] * c[k - j] for j in range(1, k + 1)) / k)
+        c.append(-sum(j * a[j] * s[k - j] for j in range(1, k + 1)) / k)
+    return s, c
+
+
+def nth_derivative_by_hand(x, order):
+    """Taylor mode written out: the normalized series of each intermediate of
+    exp(sin u) cos(u^2) / (1 + u^2) along u = x + t, in floats."""
+    u = [x, 1.0] + [0.0] * (order - 1)
+    u2 = _series_product(u, u)
+    numerator = _series_product(_series_exp(_series_sin_cos(u)[0]), _series_sin_cos(u2)[1])
+    h = _series_quotient(numerator, [1.0 + u2[0]] + u2[1:])
+    return h[order] * math.factorial(order)
+
+
+def nth_derivative_workload(libs):
+    x, order = 0.7, NTH_ORDER
+    wants = [nth_derivative_by_hand(x, k) for k in range(order + 1)]
+
+    def maker(lib):
+        if lib == "numpy":
+            return Contender(lib, lambda: nth_derivative_by_hand(x, order), wants[-1], "taylor")
+        f = nth_derivative_function(namespace(lib))
+        out = []
+        if lib in ("fgrad", "jax", "jax.jit"):
+            checks = [
+                (taylor_derivative(lib, f, k, x), wants[k], f"derivative {k}")
+                for k in range(1, order)
+            ]
+            taylor = taylor_derivative(lib, f, order, x)
+            out.append(Contender(lib, taylor, wants[-1], "taylor", checks))
+        if lib != "jax":  # eager JAX takes about 1.4 s a call
+            out.append(Contender(lib, nested_grad(lib, f, order, x), wants[-1], "nested grad"))
+        return out
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS}
+    contenders = contenders_of(makers, libs, notes)
+    if "jax" in libs and available("jax"):
+        notes.append("jax (eager), nested grad: left out, about 1.4 s a call")
+    if "fgrad" in libs:
+        f = nth_derivative_function(fnp)
+        nested = nth_derivative_function(fnp)
+        for _ in range(order):
+            nested = fgrad.grad(nested)
+        counts = [len(fgrad.make_graph(g)(x)) for g in (nested, fgrad.derivative(f, order))]
+        notes.append(
+            f"fgrad's primitive applications (make_graph): nested grad {counts[0]}, "
+            f"taylor {counts[1]}"
+        )
+    notes.append("taylor: fgrad.derivative, jax.experimental.jet, by hand in floats")
+    return Workload(
+        "nth_derivative",
+        f"derivative {order} of exp(sin x) cos(x^2) / (1 + x^2) at a scalar",
+        contenders,
+        unit="us",
+        notes=notes,
+        bars=[Bar("fgrad, taylor", "fgrad, nested grad", 0.1)],
+    )
+
+
+# laplacian: trace of the Hessian of a tanh MLP R^D -> R, two hidden layers
+
+
+def laplacian_data(dim, width, seed=12):
+    rng = np.random.default_rng(seed)
+    params = (
+        rng.standard_normal((width, dim)) / np.sqrt(dim),
+        0.1 * rng.standard_normal(width),
+        rng.standard_normal((width, width)) / np.sqrt(width),
+        0.1 * rng.standard_normal(width),
+        rng.standard_normal(width) / np.sqrt(width),
+    )
+    return params, rng.standard_normal(dim)
+
+
+def laplacian_mlp(ns, params):
+    W1, b1, W2, b2, w3 = params
+
+    def f(x):
+        h = ns.tanh(W1 @ x + b1)
+        h = ns.tanh(W2 @ h + b2)
+        return w3 @ h
+
+    return f
+
+
+def laplacian_by_hand(params, x):
+    """The forward Laplacian written out: each layer's Jacobian J w.r.t. x and Laplacian L;
+    tanh maps (J, L) of its input z to (t' J, t' L + t'' sum_i J[:, i]^2)."""
+    W1, b1, W2, b2, w3 = params
+    t1 = np.tanh(W1 @ x + b1)
+    d1 = 1.0 - t1 * t1
+    J1 = d1[:, None] * W1
+    L1 = -2.0 * t1 * d1 * np.sum(W1 * W1, axis=1)
+    t2 = np.tanh(W2 @ t1 + b2)
+    d2 = 1.0 - t2 * t2
+    Jz = W2 @ J1
+    L2 = d2 * (W2 @ L1) - 2.0 * t2 * d2 * np.sum(Jz * Jz, axis=1)
+    return w3 @ L2
+
+
+def laplacian_workload(dim, width, libs):
+    params, x = laplacian_data(dim, width)
+    want = laplacian_by_hand(params, x)
+    tight = 1e-10  # the issue's bar: the Laplacian equals the Hessian's trace to 1e-10
+
+    def maker(lib):
+        ns = namespace(lib)
+        f = laplacian_mlp(ns, tuple(tensor(lib, p) for p in params))
+        xl = tensor(lib, x)
+        if lib == "fgrad":
+            lap, hessian = fgrad.laplacian(f), fgrad.hessian(f)
+            trace = lambda: fnp.trace(hessian(xl))
+            against = (lambda: lap(xl), trace(), "against fgrad's hessian trace")
+            return [
+                Contender(lib, lambda: lap(xl), want, "laplacian", [against], tight),
+                Contender(lib, trace, want, "hessian trace", rtol=tight),
+            ]
+        if lib == "autograd":
+            hessian = peer("autograd").hessian(f)
+            return Contender(lib, lambda: ns.trace(hessian(xl)), want, "hessian trace")
+        if lib == "torch":
+            hessian = peer("torch").func.hessian(f)
+            return Contender(lib, lambda: ns.trace(hessian(xl)), want, "hessian trace")
+        jax = peer("jax")
+        jet = importlib.import_module("jax.experimental.jet").jet
+
+        def by_jet(x):  # D series of order 2, one per basis direction, summed
+            def second(v):
+                return jet(f, (x,), ((v, ns.zeros_like(v)),))[1][1]
+
+            return ns.sum(jax.vmap(second)(ns.eye(x.shape[0], dtype=x.dtype)))
+
+        trace = jax_transform(lib, lambda x: ns.trace(jax.hessian(f)(x)))
+        lap = jax_transform(lib, by_jet)
+        return [
+            Contender(lib, lambda: lap(xl), want, "laplacian"),
+            Contender(lib, lambda: trace(xl), want, "hessian trace"),
+        ]
+
+    notes = []
+    makers = {lib: (lambda lib=lib: maker(lib)) for lib in LIBS if lib != "numpy"}
+    makers["numpy"] = lambda: Contender(
+        "numpy", lambda: laplacian_by_hand(params, x), want, "laplacian"
+    )
+    contenders = contenders_of(makers, libs, notes)
+    notes.append(
+        "laplacian: fgrad.laplacian (collapsed Taylor mode); jax: vmap of jax.experimental.jet "
+        "over the basis, order 2, summed (JAX has no Laplacian); by hand: the forward Laplacian. "
+        "hessian trace: trace of each library's hessian"
+    )
+    return Workload(
+        "laplacian",
+        f"Laplacian of a tanh MLP R^{dim} -> R, hidden {width}-{width}",
+        contenders,
+        notes=notes,
+        bars=[
+            Bar("fgrad, laplacian", "fgrad, hessian trace", 0.5),
+            Bar("fgrad, laplacian", "jax (eager), hessian trace", 1.0, strict=True),
+        ],
     )
 
 
@@ -902,6 +1212,9 @@ def workloads(sizes=FULL, libs=tuple(LIBS), only=None):
         "hessian": lambda: hessian_workload(sizes.hessian_dim, libs),
         "hvp": lambda: hvp_workload(sizes.hvp_dim, libs),
         "tanh6": lambda: tanh_workload(6, libs),
+        "tanh20": lambda: taylor_tanh_workload(libs),
+        "nth_derivative": lambda: nth_derivative_workload(libs),
+        "laplacian": lambda: laplacian_workload(sizes.laplacian_dim, sizes.laplacian_width, libs),
         "jacrev": lambda: jacobian_workload("jacrev", sizes.jac_dim, libs),
         "jacfwd": lambda: jacobian_workload("jacfwd", sizes.jac_dim, libs),
         "per_example": lambda: per_example_workload(
@@ -957,6 +1270,9 @@ WORKLOAD_KEYS = (
     "hessian",
     "hvp",
     "tanh6",
+    "tanh20",
+    "nth_derivative",
+    "laplacian",
     "jacrev",
     "jacfwd",
     "per_example",
@@ -979,8 +1295,8 @@ def arrays(result):
     return [np.asarray(result, dtype=float)]
 
 
-def mismatch(got, want):
-    """Why `got` differs from `want`, or None if they agree to RTOL (relative, in norm)."""
+def mismatch(got, want, rtol=RTOL):
+    """Why `got` differs from `want`, or None if they agree to rtol (relative, in norm)."""
     got, want = arrays(got), arrays(want)
     if len(got) != len(want):
         return f"returned {len(got)} arrays, not {len(want)}"
@@ -988,7 +1304,7 @@ def mismatch(got, want):
         if g.shape != w.shape:  # broadcasting in the error below would hide this
             return f"array {i} has shape {g.shape}, not {w.shape}"
         err = float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-300))
-        if not err <= RTOL:  # `not <=` also catches nan
+        if not err <= rtol:  # `not <=` also catches nan
             return f"array {i} differs by {err:.2e} (relative, in norm)"
     return None
 
@@ -1001,7 +1317,7 @@ def validate(chosen):
         for c in workload.contenders:
             for fn, want, what in [(c.fn, c.want, "")] + c.checks:
                 try:
-                    why = mismatch(fn(), want)
+                    why = mismatch(fn(), want, c.rtol)
                 except Exception as error:  # a failure is reported like a disagreement
                     why = f"raised {type(error).__name__}: {error}"
                 if why is not None:
@@ -1130,14 +1446,22 @@ def rows(workload, samples, measure):
         ]
         bar_texts = []
         for bar in workload.bars:
-            if bar.measure == measure and bar.num == label and bar.den in samples:
+            if bar.measure != measure or bar.num != label:
+                continue
+            if bar.den is None:  # an absolute time: the median call
+                ratio = timing.quartiles(values)[1]
+                against = ""
+            elif bar.den in samples:
                 ratio = timing.quartiles(timing.paired_ratios(samples, bar.num, bar.den))[1]
-                verdict = "met" if bar.met(ratio) else "NOT met"
-                bar_texts.append(
-                    f"<{'' if bar.strict else '='}{bar.limit:g}x "
-                    f"{bar.den.split(' (')[0]}: {ratio:.2f}x {verdict}"
-                )
-                verdicts.append((workload.key, measure, bar, ratio, verdict))
+                against = f" {bar.den.split(' (')[0]}"
+            else:
+                continue
+            verdict = "met" if bar.met(ratio) else "NOT met"
+            limit = bar.shown(bar.limit).replace(" ", "")
+            bar_texts.append(
+                f"<{'' if bar.strict else '='}{limit}{against}: {bar.shown(ratio)} {verdict}"
+            )
+            verdicts.append((workload.key, measure, bar, ratio, verdict))
         lines.append(
             f"{name:{KEY_WIDTH}} {label:30} {value_text(med, unit):>13} {iqr:>17}  "
             f"{cells[0]}  {cells[1]}  {'; '.join(bar_texts)}".rstrip()
@@ -1246,6 +1570,14 @@ def main(argv=None):
         f"every result agrees with {BY_HAND} to {RTOL:g} (relative, in norm): "
         + ", ".join(f"{w.key} ({len(w.contenders)})" for w in chosen.values())
     )
+    tighter = [
+        f"{w.key}: {c.label} to {c.rtol:g}"
+        for w in chosen.values()
+        for c in w.contenders
+        if c.rtol < RTOL
+    ]
+    if tighter:
+        print("(and to a tighter tolerance, with their extra checks: " + "; ".join(tighter) + ")")
     if args.check:
         for key in args.profile:
             profile(chosen[key])
@@ -1279,7 +1611,7 @@ def main(argv=None):
     print("\n" + "\n".join(table))
     print("\nBars (median of same-round ratios; tm = tracemalloc peak, rss = peak RSS delta):")
     for key, measure, bar, ratio, verdict in verdicts:
-        shown = f"{ratio:.2f}x" if ratio is not None else "-"
+        shown = bar.shown(ratio) if ratio is not None else "-"
         print(f"  {key:{KEY_WIDTH}} {measure:5} {bar.text():52} {shown:>8}  {verdict}")
     for key in args.profile:
         profile(chosen[key])

@@ -43,6 +43,9 @@ def test_check_mode_validates_every_workload_and_measures_nothing():
         "mlp_large",
         "hvp",
         "tanh6",
+        "tanh20",
+        "nth_derivative",
+        "laplacian",
         "jacfwd",
         "per_example",
         "per_example_logreg",
@@ -52,6 +55,7 @@ def test_check_mode_validates_every_workload_and_measures_nothing():
     ):
         assert f"{key} (" in run.stdout
     assert "x autograd" not in run.stdout and "Bars" not in run.stdout
+    assert "laplacian: fgrad, laplacian to 1e-10" in run.stdout
 
 
 def test_validation_catches_a_result_that_is_slightly_wrong():
@@ -72,6 +76,35 @@ def test_validation_catches_a_result_that_is_slightly_wrong():
     assert len(problems) == 2, problems
     assert "mlp: fgrad array 0 differs by 1.00e-05" in problems[0]
     assert "fgrad, transposed array 0 has shape (100, 784)" in problems[1]
+
+
+def test_laplacian_is_held_to_1e_10_and_against_fgrads_hessian_trace():
+    bench = load(SCRIPT)
+    workload = bench.workloads(bench.QUICK, ("fgrad", "numpy"), ["laplacian"])["laplacian"]
+    assert bench.validate([workload]) == []
+    (lap,) = [c for c in workload.contenders if c.label == "fgrad, laplacian"]
+    ((laplacian, trace, what),) = lap.checks
+    assert what == "against fgrad's hessian trace"
+    off = bench.mismatch(laplacian(), trace * (1 + 1e-9), lap.rtol)  # within 1e-6, not 1e-10
+    assert off == "array 0 differs by 1.00e-09 (relative, in norm)"
+    right = lap.fn
+    lap.fn = lambda: right() * (1 + 1e-9)
+    problems = bench.validate([workload])
+    assert problems == [
+        "laplacian: fgrad, laplacian array 0 differs by 1.00e-09 (relative, in norm)"
+    ]
+
+
+def test_an_absolute_bar_compares_the_median_call_with_a_time():
+    bench = load(SCRIPT)
+    bars = [bench.Bar("fgrad, order 20", None, 1e-3), bench.Bar("fgrad, order 2", None, 1e-3)]
+    workload = bench.Workload("tanh20", "", [], unit="us", bars=bars)
+    samples = {"fgrad, order 20": [4e-4, 5e-4, 9e-4], "fgrad, order 2": [2e-3, 1.5e-3, 1e-3]}
+    lines, verdicts = bench.rows(workload, samples, "time")
+    assert [(v[3], v[4]) for v in verdicts] == [(5e-4, "met"), (1.5e-3, "NOT met")]
+    assert lines[0].endswith("<=1ms: 500 us met")
+    assert lines[1].endswith("<=1ms: 1.5 ms NOT met")
+    assert bars[0].text() == "fgrad, order 20 <= 1 ms"
 
 
 def test_memory_child_reports_tracemalloc_and_rss_for_fgrad():
