@@ -851,11 +851,38 @@ def _quotient_taylor_rule(prim):
 _SMALL_POWERS = range(1, 17)  # x**n by products of series, exact at x = 0
 
 
+def _traced_power(prim, primals, series):
+    """x ** a with a traced exponent, for a real base x > 0: exp(a log x), the series of log x,
+    times a, through exp's recurrence (y' = y p' for p = a log x). A base that may be 0 or
+    negative, or complex values, take the general rule."""
+    x0, a0 = primals
+    kinds = (dtype_of(x0).kind, dtype_of(a0).kind)
+    if "c" in kinds or may_hold(mask_values(x0) <= 0):
+        return _taylor.general_rule(prim, primals, series, {})
+    ans = bind(prim, primals, {})
+    order = len(series[0] if series[0] is not None else series[1])
+    x = _taylor.full(x0, series[0], order)
+    a = _taylor.full(a0, series[1], order)
+    ln = [log(x0)]  # log x: x ln' = x', so ln_k = (x_k - sum_(j<k) (j/k) ln_j x_(k-j)) / x0
+    for k in range(1, order + 1):
+        inner = None
+        for j in range(1, k):
+            if ln[j] is not None and x[k - j] is not None:
+                inner = _taylor.add(inner, _taylor.scaled_product(ln[j], x[k - j], j / k))
+        num = x[k] if inner is None else (-inner if x[k] is None else x[k] - inner)
+        ln.append(None if num is None else num / x0)
+    p = [None] + [_taylor.cauchy(a, ln, k) for k in range(1, order + 1)]
+    y = [ans]
+    for k in range(1, order + 1):
+        y.append(_taylor.integrate(p, y, k))
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
+
+
 def _power_taylor_rule(prim):
     def rule(primals, series):
         x0, a = primals
         if series[1] is not None or holds_batch(a):  # a traced exponent: not a constant power
-            return _taylor.general_rule(prim, primals, series, {})
+            return _traced_power(prim, primals, series)
         ans = bind(prim, primals, {})
         order = len(series[0])
         x = _taylor.full(x0, series[0], order)
