@@ -93,6 +93,7 @@ CASES = [
     (elementwise.tanh, fnp.tanh, (X,)),
     (elementwise.exp, fnp.exp, (X,)),
     (elementwise.expm1, fnp.expm1, (X,)),
+    (ufuncs._ldexp, lambda x: fnp.ldexp(x * x, np.array([1, -2, 3])), (X,)),
     (elementwise._conj, lambda x: fnp.conj(x * (1 + 0.5j)), (X,)),
     (elementwise._real, lambda x: fnp.real(x * x * (1 + 0.5j)), (X,)),
     (elementwise._imag, lambda x: fnp.imag(x * x * (1 + 0.5j)), (X,)),

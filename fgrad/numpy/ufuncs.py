@@ -412,6 +412,7 @@ _ldexp = defprimitive(
     vjp=(_ldexp_vjp, None),
     jvp=(lambda t, ans, x, i: broadcast_like(_ldexp(t, i), ans), None),
 )
+_taylor.rules[_ldexp] = _taylor.linear_rule(_ldexp, (0,))  # x 2^i: linear in x
 ldexp = as_ufunc(_ldexp, _np.ldexp)
 
 
