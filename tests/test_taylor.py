@@ -360,3 +360,21 @@ def test_custom_vjp_whose_fwd_calls_the_function_is_not_redone_at_every_order():
         got = fgrad.derivative(f, order)(0.3)
         np.testing.assert_allclose(got, np.sin(0.3 + order * np.pi / 2), rtol=1e-12)
         assert len(calls) <= 2, f"order {order}: the function ran {len(calls)} times"
+
+
+def test_jet_of_an_ode_solution_in_one_solve_of_its_coefficients():
+    import fgrad.scipy.integrate as integrate
+
+    times = np.array([0.0, 1.0, 2.0])
+
+    def solution(k):  # y' = -k y, y(0) = 1: y = exp(-k t), d^n/dk^n = (-t)^n exp(-k t)
+        return integrate.odeint(lambda y, t, k: -k * y, 1.0, times, (k,))
+
+    y0, terms = fgrad.jet(solution, (0.5,), ((1.0, 0.0, 0.0, 0.0),))
+    np.testing.assert_array_equal(y0, solution(0.5))  # the plain solve's value, bit for bit
+    for n, term in enumerate(terms, 1):
+        want = (-times) ** n * np.exp(-0.5 * times)
+        np.testing.assert_allclose(term[:, 0], want, rtol=1e-6, atol=1e-9)
+    # reverse mode through the system of coefficients: d/dk of the second derivative
+    third = fgrad.grad(lambda k: fgrad.jet(solution, (k,), ((1.0, 0.0),))[1][1][2, 0])(0.5)
+    np.testing.assert_allclose(third, -8.0 * np.exp(-1.0), rtol=1e-6)
