@@ -98,12 +98,18 @@ def seed_examples():
     )
 
 
+def tanh_derivative_polynomials(n):
+    """P_0..P_n with d^k tanh/dx^k = P_k(tanh x): P_0 = t, P_{k+1} = P_k' (1 - t^2)."""
+    P = np.polynomial.Polynomial
+    polys = [P([0, 1])]
+    for _ in range(n):
+        polys.append(polys[-1].deriv() * P([1, 0, -1]))
+    return polys
+
+
 def higher_order_table():
     heading("Higher-order derivatives by nesting grad (forward mode agrees)")
-    P = np.polynomial.Polynomial
-    polys = [P([0, 1])]  # d^k tanh/dx^k = P_k(tanh x), P_{k+1} = P_k' (1 - t^2)
-    for _ in range(6):
-        polys.append(polys[-1].deriv() * P([1, 0, -1]))
+    polys = tanh_derivative_polynomials(6)
     x = 0.5
     heads = (
         "d^k tanh(x)/dx^k at 0.5",
@@ -129,10 +135,7 @@ def higher_order_table():
 
 def taylor_mode():
     heading("Taylor mode: the 20th derivative in one pass, a Laplacian without a Hessian")
-    P = np.polynomial.Polynomial
-    polys = [P([0, 1])]  # d^k tanh/dx^k = P_k(tanh x), P_{k+1} = P_k' (1 - t^2)
-    for _ in range(20):
-        polys.append(polys[-1].deriv() * P([1, 0, -1]))
+    polys = tanh_derivative_polynomials(20)
     for k in (6, 10, 20):
         closed = polys[k](np.tanh(0.5))
         check(f"derivative(tanh, {k})(0.5)", fgrad.derivative(fnp.tanh, k)(0.5), closed, 1e-10)

@@ -162,6 +162,28 @@ def _check_argnum(argnums, nargs, who):
     return operator.index(argnums) % nargs
 
 
+def _differentiated_argument(args, argnums, who, what):
+    """The position and the value (checked: a float) of the argument to differentiate."""
+    if not args:
+        raise ValueError(
+            f"{who}: the function was called with no positional arguments; pass the {what} "
+            "to differentiate positionally"
+        )
+    i = _check_argnum(argnums, len(args), who)
+    x = args[i]
+    _check_float_leaves([x], lambda: [f"argument {i}"], who)
+    return i, _numpy_scalar(_np.asarray(x) if isinstance(x, (list, tuple)) else x)
+
+
+def _of_one_argument(fun, args, kwargs, i):
+    """fun as a function of its argument i, the others fixed."""
+
+    def of_x(x):
+        return fun(*args[:i], x, *args[i + 1 :], **kwargs)
+
+    return of_x
+
+
 def derivative(fun, order, argnums=0):
     """The `order`-th derivative of `fun` with respect to a scalar argument, by Taylor mode:
     one pass of `order` coefficients, where nested `grad` would trace a graph that grows
@@ -178,15 +200,7 @@ def derivative(fun, order, argnums=0):
     who = "derivative"
 
     def derivative_fun(*args, **kwargs):
-        if not args:
-            raise ValueError(
-                f"{who}: the function was called with no positional arguments; pass the "
-                "scalar to differentiate positionally"
-            )
-        i = _check_argnum(argnums, len(args), who)
-        x = args[i]
-        _check_float_leaves([x], lambda: [f"argument {i}"], who)
-        x = _numpy_scalar(x)
+        i, x = _differentiated_argument(args, argnums, who, "scalar")
         if shape_of(x) != ():
             raise ValueError(
                 f"{who}: argument {i} must be a scalar (the derivative is with respect to one "
@@ -195,10 +209,7 @@ def derivative(fun, order, argnums=0):
             )
         if order == 0:
             return fun(*args, **kwargs)
-
-        def of_x(x):
-            return fun(*args[:i], x, *args[i + 1 :], **kwargs)
-
+        of_x = _of_one_argument(fun, args, kwargs, i)
         one = _np.ones((), dtype_of(x))[()]
         coefficients = [[one] + [None] * (order - 1)]
         _, series, out_tree = _run(of_x, [x], tree_flatten((x,))[1], coefficients, order, who=who)
@@ -227,21 +238,11 @@ def laplacian(fun, argnums=0):
     who = "laplacian"
 
     def laplacian_fun(*args, **kwargs):
-        if not args:
-            raise ValueError(
-                f"{who}: the function was called with no positional arguments; pass the "
-                "array to differentiate positionally"
-            )
-        i = _check_argnum(argnums, len(args), who)
-        x = args[i]
-        _check_float_leaves([x], lambda: [f"argument {i}"], who)
-        x = _numpy_scalar(_np.asarray(x) if isinstance(x, (list, tuple)) else x)
+        i, x = _differentiated_argument(args, argnums, who, "array")
         shape, dtype = shape_of(x), dtype_of(x)
         size = math.prod(shape)
         directions = _np.eye(size, dtype=dtype).reshape((size, *shape))
-
-        def of_x(x):
-            return fun(*args[:i], x, *args[i + 1 :], **kwargs)
+        of_x = _of_one_argument(fun, args, kwargs, i)
 
         def along(direction):
             level = direction.level if type(direction) is Box else None
