@@ -97,7 +97,7 @@ import weakref
 
 import numpy as _np
 
-from . import batching, core, forward, taylor
+from . import batching, core, taylor
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
@@ -1242,20 +1242,6 @@ def _same_custom_call(params, other):
     return same
 
 
-def _custom_vjp_forward(tangents, vals, params):
-    """Forward mode of a custom function that carries its own Taylor rule: its order 1."""
-    call = params["call"]
-    own = getattr(call.f, "taylor_rule", None)
-    if own is None:
-        return None
-    out = own(call, vals, [None if t is None else (t,) for t in tangents])
-    if out is None:
-        return None
-    values, series = out
-    return values, [None if s is None else s[0] for s in series]
-
-
-forward.value_and_tangent[custom_vjp_call] = _custom_vjp_forward
 taylor.same_params[custom_jvp_call] = _same_custom_call
 taylor.same_params[custom_vjp_call] = _same_custom_call
 taylor.rules[custom_jvp_call] = _custom_jvp_taylor

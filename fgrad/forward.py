@@ -16,13 +16,7 @@ from . import core
 from .core import Box, Level, Primitive, add_any, bind, enter_phase, leave_phase
 from .reverse import ReverseLevel, backward_pass
 
-__all__ = ["ForwardLevel", "tangent_rule", "transpose_bprop", "value_and_tangent"]
-
-
-# Primitive with only a reverse rule -> `direct(tangents, vals, params)`, a forward rule for
-# some of its applications: (value, tangents), or None where the transposed reverse rule
-# applies (a custom_vjp function fgrad defines with a rule of its own: `fgrad.custom`).
-value_and_tangent: dict[Any, Any] = {}
+__all__ = ["ForwardLevel", "tangent_rule", "transpose_bprop"]
 
 
 class ForwardLevel(Level):
@@ -56,13 +50,8 @@ class ForwardLevel(Level):
             else:
                 if phase is not None:
                     phase.kind = "tangent"
-                direct = value_and_tangent.get(prim)
-                pair = None if direct is None else direct(tangents, vals, params)
-                if pair is not None:
-                    ans, t_out = pair
-                else:
-                    ans, pull = _reverse_rule(prim, tangents, vals, params)
-                    t_out = transpose_bprop(pull, ans, tangents, prim.multiple_results)
+                ans, pull = _reverse_rule(prim, tangents, vals, params)
+                t_out = transpose_bprop(pull, ans, tangents, prim.multiple_results)
         finally:
             if phase is not None:
                 leave_phase(phase)

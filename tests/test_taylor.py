@@ -378,19 +378,3 @@ def test_jet_of_an_ode_solution_in_one_solve_of_its_coefficients():
     # reverse mode through the system of coefficients: d/dk of the second derivative
     third = fgrad.grad(lambda k: fgrad.jet(solution, (k,), ((1.0, 0.0),))[1][1][2, 0])(0.5)
     np.testing.assert_allclose(third, -8.0 * np.exp(-1.0), rtol=1e-6)
-
-
-def test_forward_mode_of_odeint_by_forward_sensitivities():
-    import fgrad.scipy.integrate as integrate
-
-    times = np.array([0.0, 1.0, 2.0])
-
-    def solution(k):
-        return integrate.odeint(lambda y, t, k: -k * y, 1.0, times, (k,))[:, 0]
-
-    value, tangent = fgrad.jvp(solution, (0.5,), (1.0,))
-    np.testing.assert_array_equal(value, solution(0.5))
-    np.testing.assert_allclose(tangent, -times * np.exp(-0.5 * times), rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(
-        fgrad.jacfwd(fgrad.jacfwd(solution))(0.5), times**2 * np.exp(-0.5 * times), rtol=1e-6
-    )

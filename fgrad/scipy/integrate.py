@@ -17,8 +17,7 @@ itself differentiated by the adjoint method again: every order works, in both mo
 Taylor mode (`fgrad.jet`) solves one more system: the normalized Taylor coefficients y_k of
 the solution in the path parameter satisfy y_k' = [f(y, t, args)]_k, the k-th coefficient of
 f pushed through a Taylor level, so all orders come from one solve (transposing the adjoint
-order by order would cost about tenfold per order). Forward mode, where the time points are
-constant, is that system at order 1: forward sensitivities, one solve.
+order by order would cost about tenfold per order).
 
 Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad.taylor`,
 `fgrad.primitive`,
