@@ -378,3 +378,14 @@ def test_jet_of_an_ode_solution_in_one_solve_of_its_coefficients():
     # reverse mode through the system of coefficients: d/dk of the second derivative
     third = fgrad.grad(lambda k: fgrad.jet(solution, (k,), ((1.0, 0.0),))[1][1][2, 0])(0.5)
     np.testing.assert_allclose(third, -8.0 * np.exp(-1.0), rtol=1e-6)
+
+
+def test_power_by_a_constant_complex_or_non_finite_exponent():
+    x = np.array([0.5, 1.5])
+    line = (np.ones(2), np.zeros(2))
+    _, terms = fgrad.jet(lambda x: x ** (2 + 0j), (x,), (line,))
+    assert terms[0].dtype == (x ** (2 + 0j)).dtype
+    np.testing.assert_allclose(terms, [2 * x, [2.0, 2.0]], rtol=1e-14)
+    with np.errstate(invalid="ignore"):
+        y0, _ = fgrad.jet(lambda x: x**np.nan, (x,), (line,))  # no exception: nan, as NumPy
+    assert np.isnan(y0).all()

@@ -878,6 +878,13 @@ def _traced_power(prim, primals, series):
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
 
 
+def _is_small_power(a):
+    """Whether a constant exponent is one integer 0..16 (a real, finite scalar)."""
+    if _np.ndim(a) != 0 or not _np.isrealobj(a) or not _np.isfinite(a):
+        return False
+    return a == int(a) and (int(a) in _SMALL_POWERS or int(a) == 0)
+
+
 def _power_taylor_rule(prim):
     def rule(primals, series):
         x0, a = primals
@@ -887,7 +894,7 @@ def _power_taylor_rule(prim):
         order = len(series[0])
         x = _taylor.full(x0, series[0], order)
         a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
-        if _np.ndim(a) == 0 and a == int(a) and (int(a) in _SMALL_POWERS or int(a) == 0):
+        if _is_small_power(a):
             n = int(a)
             if n == 0:
                 return ans, None
