@@ -554,25 +554,7 @@ def tanh_workload(order, libs):
     wants = [tanh_derivatives_by_hand(x, k) for k in range(order + 1)]
 
     def nth(lib, k):
-        if lib == "torch":
-            torch = peer("torch")
-            xt = tensor(lib, x, requires_grad=True)
-
-            def derivative():
-                y = torch.tanh(xt)
-                for _ in range(k):
-                    (y,) = torch.autograd.grad(y, xt, create_graph=True)
-                return y
-
-            return derivative
-        f = namespace(lib).tanh
-        grad = fgrad.grad if lib == "fgrad" else peer(lib.split(".")[0]).grad
-        for _ in range(k):
-            f = grad(f)
-        if lib.startswith("jax"):
-            f = jax_transform(lib, f)
-        xl = tensor(lib, x)
-        return lambda: f(xl)
+        return nested_grad(lib, namespace(lib).tanh, k, x)
 
     def maker(lib):
         checks = [(nth(lib, k), wants[k], f"derivative {k}") for k in range(1, order)]
