@@ -332,13 +332,6 @@ def _tanh_slope(y, m):  # 1 - y^2
     return square_coefficient(y, m, -1)
 
 
-def _logistic_slope(y, m):  # y - y^2
-    sq = square_coefficient(y, m)
-    if sq is None:
-        return y[m]
-    return y[m] - sq if y[m] is not None else -sq
-
-
 def _tan_slope(y, m):  # 1 + y^2
     sq = square_coefficient(y, m)
     return 1.0 + sq if m == 0 else sq
@@ -368,7 +361,6 @@ def _cached_slope_rule(slope_of_value):
 exp_rule = _cached_slope_rule(lambda y, m: y[m])
 expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])  # y' = (y + 1) x'
 tanh_rule = _cached_slope_rule(_tanh_slope)
-logistic_rule = _cached_slope_rule(_logistic_slope)
 tan_rule = _cached_slope_rule(_tan_slope)
 
 
