@@ -11,6 +11,7 @@ can be differentiated again: `hessian = jacfwd(jacrev(f))`).
 
 import functools
 import gc
+import math
 import operator
 
 import numpy as _np
@@ -19,6 +20,7 @@ from . import numpy as fnp
 from .boundary import api_boundary
 from .core import Box, dtype_of, holds_batch, primal, shape_of, zeros_like_value
 from .forward import ForwardLevel
+from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 from .vmapping import map_rows
@@ -58,7 +60,13 @@ def _plain(x):
 
 def _describe(x):
     v = _plain(x)
-    return f"shape {_np.shape(v)} and dtype {_dtype(v)}"
+    return f"shape {_shape(v)} and dtype {_dtype(v)}"
+
+
+def _shape(v):
+    """NumPy's shape of a value (an array of any library: its own `.shape`)."""
+    s = getattr(v, "shape", None)
+    return tuple(s) if s is not None else _np.shape(v)
 
 
 def _dtype(v):
@@ -184,7 +192,10 @@ _ONE = _np.float64(1)
 
 
 def _is_arraylike(v):
-    return isinstance(v, (int, float, complex, bool, _np.ndarray, _np.generic))
+    """A number or an array: NumPy's, or another library's that speaks NumPy's protocols."""
+    return isinstance(v, (int, float, complex, bool, _np.ndarray, _np.generic)) or (
+        is_foreign_array(v)
+    )
 
 
 def _leaf_labels(tree_args, argnums):
@@ -342,6 +353,10 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     out_values = [_strip(o, level) for o in out_leaves]
     in_positions = [b.aux for b in boxes]
     del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
+    # the arrays of another library (Dask) among the inputs: their cotangents keep their chunks
+    foreign = [type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves]
+    if not any(foreign):
+        foreign = None
 
     def pull(ct_leaves):
         seeds = [
@@ -353,9 +368,12 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
             return [zeros_like_value(x) for x in leaves]
         with _CollectorPaused():
             cts = backward_pass(level, seeds, consume=consume)
-        return [
+        out = [
             zeros_like_value(x) if cts[n] is None else cts[n] for n, x in zip(in_positions, leaves)
         ]
+        if foreign is not None:
+            out = [like_input(g, x) if f else g for g, x, f in zip(out, leaves, foreign)]
+        return out
 
     return out_values, out_tree, pull, aux
 
@@ -459,7 +477,8 @@ def _unit_cotangent(out, who, holomorphic=False):
             "jacrev(f) or vjp(f, x)"
         )
     dt = _np.dtype(_dtype(v))
-    if _np.size(v) != 1:
+    v_shape = _shape(v)
+    if math.prod(v_shape) != 1:
         raise TypeError(
             f"{who} requires a scalar output (shape () or one element); the function "
             f"returned {_describe(v)}. For the full Jacobian use jacrev(f); for a "
@@ -481,7 +500,7 @@ def _unit_cotangent(out, who, holomorphic=False):
             f"{who} requires a real float output; the function returned {_describe(v)}. "
             "Make sure the output is computed from the float inputs"
         )
-    return dt.type(1) if _np.ndim(v) == 0 else _np.ones(_np.shape(v), dt)
+    return dt.type(1) if not v_shape else _np.ones(v_shape, dt)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -666,7 +685,7 @@ def _map_linear(linear, k, n_args, rows, row_elements):
 
 
 def _largest(leaves):
-    return max((int(_np.size(_plain(x))) for x in leaves), default=1)
+    return max((math.prod(_shape(_plain(x))) for x in leaves), default=1)
 
 
 def _one_hots(v):
@@ -722,7 +741,7 @@ def jacfwd(fun, argnums=0, holomorphic=False):
         columns = []
         for j, x in enumerate(in_leaves):
             v = _plain(x)
-            if _np.size(v) == 0:
+            if math.prod(_shape(v)) == 0:
                 columns.append(None)  # filled in below, once the outputs are known
                 continue
             # one-hot tangents; the other inputs get no tangent at all (0 * inf is nan)
@@ -766,7 +785,7 @@ def jacrev(fun, argnums=0, holomorphic=False):
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):
             v = _plain(o)
-            if _np.size(v) == 0:
+            if math.prod(_shape(v)) == 0:
                 pieces.append(_no_rows(in_leaves))
                 continue
             # one-hot cotangents, one row per element of output leaf k; the other outputs

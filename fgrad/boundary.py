@@ -8,16 +8,20 @@ transform, the lines of your function that fgrad ran, and the line that raised. 
 exception says so. Set the environment variable `FGRAD_TRACEBACK_FILTERING=off` to see every
 frame.
 
-The boundary also clears what a failed transform left of the core's watched phases.
+The boundary also clears what a failed transform left of the core's watched phases, and, once
+Dask is imported, turns Dask's fallback to NumPy for a function it does not implement (a
+warning, then the whole array computed in memory) into an error (`fgrad.protocols`).
 
-Imports: `fgrad.core` and the standard library.
+Imports: `fgrad.core`, `fgrad.protocols` and the standard library.
 """
 
 import functools
 import os
+import sys
 import types
 
 from . import core
+from .protocols import dispatch_guard
 
 __all__ = ["api_boundary"]
 
@@ -59,6 +63,9 @@ def api_boundary(fun):
         __tracebackhide__ = True  # pytest shows the boundary's own frame no more than this
         phases = len(core.phases())
         try:
+            if "dask" in sys.modules:  # a NumPy-only program does not pay for the guard
+                with dispatch_guard():
+                    return fun(*args, **kwargs)
             return fun(*args, **kwargs)
         except Exception as e:
             del core.phases()[phases:]

@@ -54,6 +54,8 @@ from typing import Any
 
 import numpy as _np
 
+from .protocols import is_foreign_array
+
 __all__ = [
     "Box",
     "Level",
@@ -70,6 +72,7 @@ __all__ = [
     "holds_box",
     "holds_box_of",
     "innermost",
+    "is_foreign_array",
     "leave_phase",
     "live_levels",
     "primal",
@@ -179,7 +182,11 @@ def dtype_of(x: Any) -> _np.dtype:
 
 
 def zeros_like_value(x):
-    """A plain zero with x's shape (`shape_of`) and dtype (a NumPy scalar for shape ())."""
+    """A plain zero with x's shape (`shape_of`) and dtype (a NumPy scalar for shape ()); of
+    x's own array type for an array of another library (a Dask array's zero keeps its chunks)."""
+    v = innermost(x)
+    if type(v) is not _np.ndarray and is_foreign_array(v) and v is x:
+        return _np.zeros_like(v)
     s = shape_of(x)
     z = _np.zeros(s, dtype_of(x))
     return z[()] if not s else z

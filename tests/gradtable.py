@@ -131,6 +131,19 @@ def load(families=None):
     return rows, nondiff
 
 
+def dask_cannot(families=None):
+    """Public name -> why its rows cannot run on Dask arrays (tests/test_dask_table.py), from
+    each family's `DASK_CANNOT`."""
+    if families is None and os.environ.get("FGRAD_ROWS"):
+        families = os.environ["FGRAD_ROWS"].split(",")
+    cannot = {}
+    for path in sorted(TESTS.glob("rows_*.py")):
+        family = path.stem[len("rows_") :]
+        if families is None or family in families:
+            cannot.update(getattr(importlib.import_module(path.stem), "DASK_CANNOT", {}))
+    return cannot
+
+
 # Shapes every elementwise row runs over: scalars, vectors, matrices, and pairs that broadcast
 # (equal shapes, a scalar with an array, a missing leading axis, length-1 axes).
 SHAPES_1 = [(), (3,), (3, 2)]

@@ -29,6 +29,7 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    is_foreign_array,
     primal,
 )
 from ..primitive import defprimitive, defunary
@@ -796,14 +797,18 @@ def mask_values(x):
     rows of a `vmap`, x as a batched constant (no derivative), on which NumPy's ufuncs and
     functions dispatch to fgrad's and give one mask per row. Such code combines masks with
     NumPy's functions (`_np.logical_and`, not `&`) and asks `may_hold(mask)`, not
-    `mask.any()`."""
-    return constant_of(x) if holds_batch(x) else _np.asarray(primal(x))
+    `mask.any()`. An array of another library (Dask) stays one: its mask is lazy too."""
+    if holds_batch(x):
+        return constant_of(x)
+    v = primal(x)
+    return v if type(v) is _np.ndarray or is_foreign_array(v) else _np.asarray(v)
 
 
 def may_hold(mask):
     """Whether a mask holds anywhere. A batched mask is taken to, unread: the branch it guards
-    runs for every row, its masked entries on guarded values."""
-    return holds_batch(mask) or bool(mask.any())
+    runs for every row, its masked entries on guarded values. So is a lazy mask (of a Dask
+    array): reading it would compute it."""
+    return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())
 
 
 _batching.rules[add_any] = elementwise_batch_rule(add_any)

@@ -31,6 +31,7 @@ from ..core import (
     holds_batch,
     holds_box,
     innermost,
+    is_foreign_array,
     primal,
     shape_of,
     zeros_like_value,
@@ -510,8 +511,13 @@ def _sum_vjp(ans, x, axis, keepdims):
 
 
 _sum_p = deflinear(
-    # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars)
-    lambda x, axis, keepdims: _np.add.reduce(x, axis=axis, keepdims=keepdims),
+    # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars);
+    # another library's array (Dask's) implements np.sum, not the ufunc's reduce method
+    lambda x, axis, keepdims: (
+        _np.add.reduce(x, axis=axis, keepdims=keepdims)
+        if isinstance(x, (_np.ndarray, _np.generic, float, int, complex))
+        else _np.sum(x, axis=axis, keepdims=keepdims)
+    ),
     _sum_vjp,
     name="sum",
 )
@@ -675,6 +681,8 @@ _getitem_p = deflinear(
 
 
 def _index_add(x, v, idx):
+    if is_foreign_array(v) or is_foreign_array(x):
+        return _index_add_foreign(x, v, idx)
     out = _np.array(x, copy=True)  # never write into the caller's array
     v = _np.asarray(v, dtype=out.dtype)
     if _has_array_index(idx):
@@ -683,6 +691,22 @@ def _index_add(x, v, idx):
     else:
         out[idx] += v
     return out
+
+
+def _index_add_foreign(x, v, idx):
+    """`_index_add` for an array of another library (Dask): x + (zeros with v at idx), the
+    zeros built lazily by the library's own item assignment. Repeated indices of an integer
+    array would be written once, not summed, so those are refused."""
+    if _has_array_index(idx):
+        raise NotImplementedError(
+            "the transpose of indexing with an integer array (a scatter-add) has no lazy form "
+            f"for {type(v).__module__}.{type(v).__name__} arrays; index with slices and "
+            "integers, or compute the array first"
+        )
+    template = x if is_foreign_array(x) else v
+    out = _np.zeros_like(template, shape=_np.shape(x), dtype=_np.result_type(x, v))
+    out[idx] = v
+    return out + x
 
 
 def _bincount_add(out, v, idx):
@@ -1006,8 +1030,13 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndm
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given). A
-    plain one gets NumPy's own `asarray` with every keyword."""
+    plain one gets NumPy's own `asarray` with every keyword, except an array of another library
+    that speaks NumPy's protocols (a Dask or CuPy array), which stays an array of its library
+    (cast if `dtype` is given): fgrad never computes a Dask array behind your back (call its
+    own `.compute()` for a NumPy array)."""
     if not is_traced(a):
+        if type(a) is not _np.ndarray and is_foreign_array(a):
+            return a if dtype is None or _np.dtype(dtype) == a.dtype else a.astype(dtype)
         return _np.asarray(a, dtype=dtype, order=order, device=device, copy=copy, like=like)
     refuse_layout("asarray", order=(order, None), device=(device, None), like=(like, None))
     if type(a) is Box:
@@ -1015,7 +1044,8 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             return astype(a, dtype)
         # a NumPy scalar becomes a 0-d array, as NumPy's asarray makes it: arithmetic on the
         # two rounds differently (NumPy's scalar math), so the type is part of the value
-        return a if type(innermost(a)) is _np.ndarray else _asarray_p(a)
+        inner = innermost(a)
+        return a if type(inner) is _np.ndarray or is_foreign_array(inner) else _asarray_p(a)
     return array(a, dtype=dtype)
 
 

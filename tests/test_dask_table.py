@@ -1,0 +1,144 @@
+"""The gradient table on Dask arrays (rows in tests/rows_*.py, see tests/gradtable.py).
+
+Every row runs again with its inputs, tangents and cotangents as Dask arrays split into several
+chunks: the value, the vjp and the jvp (first order), and forward-over-reverse,
+reverse-over-reverse and forward-over-forward (second order). While fgrad traces, Dask may not
+compute anything (the scheduler refuses): values, residuals and derivatives stay lazy. Then
+everything is computed at once and must equal the same transforms of the NumPy inputs, and each
+input's cotangent must be a Dask array with that input's chunks.
+
+A row that calls a function Dask does not implement raises fgrad's `DispatchError`, or NumPy's
+TypeError when Dask returns NotImplemented; `CANNOT` names those public names with the reason,
+and the coverage test counts the rows that run and lists the names that cannot.
+"""
+
+import functools
+
+import numpy as np
+import pytest
+from gradtable import dask_cannot, load
+
+da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install fgrad[dask])")
+dask = pytest.importorskip("dask")
+
+import fgrad  # noqa: E402
+from fgrad.protocols import DispatchError  # noqa: E402
+from fgrad.tree_util import tree_flatten, tree_map  # noqa: E402
+
+ROWS, _ = load()
+
+# Public name -> why its rows cannot run on Dask arrays: each tests/rows_<family>.py lists its
+# own in DASK_CANNOT.
+CANNOT = dask_cannot()
+
+
+def _chunks(shape):
+    """Two chunks along every axis longer than 1."""
+    return tuple(max(1, -(-n // 2)) for n in shape) if shape else ()
+
+
+def _dask(x):
+    x = np.asarray(x)
+    return da.from_array(x, chunks=_chunks(x.shape))
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("Dask was asked to compute while fgrad traced")
+
+
+def _transforms(fn, args, tangents, ct):
+    """Everything the table checks, for inputs of one array type."""
+    out, pull = fgrad.vjp(fn, *args)
+    cts = pull(ct)
+    _, t_out = fgrad.jvp(fn, args, tangents)
+
+    def pulled(*a):
+        return fgrad.vjp(fn, *a)[1](ct)
+
+    _, fwd_rev = fgrad.jvp(pulled, args, tangents)
+    rev_rev = fgrad.vjp(pulled, *args)[1](tuple(tangents))
+    _, fwd_fwd = fgrad.jvp(lambda *a: fgrad.jvp(fn, a, tangents)[1], args, tangents)
+    return {
+        "value": out,
+        "vjp": cts,
+        "jvp": t_out,
+        "fwd-over-rev": fwd_rev,
+        "rev-over-rev": rev_rev,
+        "fwd-over-fwd": fwd_fwd,
+    }
+
+
+def _like(x, rng):
+    """A random array with x's shape and dtype (complex for a complex x)."""
+    shape, dtype = np.shape(x), np.result_type(x)
+    v = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    return np.asarray(v, dtype=dtype)
+
+
+def _leaves(tree):
+    return tree_flatten(tree)[0]
+
+
+def _rows():
+    return [r for r in ROWS if r.name not in CANNOT]
+
+
+@pytest.mark.parametrize("row", _rows(), ids=[r.id for r in _rows()])
+def test_row_on_dask_equals_numpy(row):
+    args = row.args()
+    rng = np.random.default_rng(7)
+    tangents = tuple(_like(a, rng) for a in args)
+    out = row.fn(*args)
+    ct = tree_map(lambda o: _like(o, rng), out)
+    want = _transforms(row.fn, args, tangents, ct)
+
+    d_args = tuple(_dask(a) for a in args)
+    d_tangents = tuple(_dask(t) for t in tangents)
+    d_ct = tree_map(_dask, ct)
+    with dask.config.set(scheduler=_refuse):
+        got = _transforms(row.fn, d_args, d_tangents, d_ct)
+    for g, a in zip(got["vjp"], d_args):
+        assert isinstance(g, da.Array), f"{row.id}: a cotangent is {type(g).__name__}"
+        assert g.chunks == a.chunks, f"{row.id}: cotangent chunks {g.chunks} != {a.chunks}"
+    (got,) = dask.compute(got, scheduler="sync")
+    rtol = 1e-9 if row.tol is None else max(1e-9, row.tol * 1e-3)
+    for what in want:
+        w, g = _leaves(want[what]), _leaves(got[what])
+        assert len(w) == len(g), f"{row.id} {what}: {len(g)} leaves, expected {len(w)}"
+        for k, (wk, gk) in enumerate(zip(w, g)):
+            gk = np.asarray(gk)
+            assert gk.shape == np.shape(wk), f"{row.id} {what} leaf {k}: shape {gk.shape}"
+            np.testing.assert_allclose(
+                gk, wk, rtol=rtol, atol=1e-12, err_msg=f"{row.id} {what} leaf {k}"
+            )
+
+
+@functools.cache
+def _cannot_run(name):
+    return name in CANNOT
+
+
+def test_names_that_cannot_run_on_dask_are_listed(capsys):
+    """Counts the rows that run on Dask and lists the names that cannot, with their reasons
+    (run with -s to see them); a listed name must have rows, so the list cannot go stale."""
+    names = {r.name for r in ROWS}
+    stale = sorted(set(CANNOT) - names)
+    assert not stale, f"CANNOT lists names without rows: {stale}"
+    running = [r for r in ROWS if r.name not in CANNOT]
+    with capsys.disabled():
+        print(
+            f"\nDask: {len(running)} of {len(ROWS)} rows run on Dask arrays "
+            f"({len(names) - len(CANNOT)} names); {len(CANNOT)} names cannot:"
+        )
+        for name, reason in sorted(CANNOT.items()):
+            print(f"  {name}: {reason}")
+    assert running
+
+
+def test_a_function_dask_does_not_implement_raises_naming_it():
+    x = _dask(np.eye(3) * 2.0)
+    with pytest.raises(DispatchError, match=r"numpy\.linalg\.det .*Dask"):
+        with dask.config.set(scheduler=_refuse):
+            fgrad.grad(lambda a: np.linalg.det(a))(x)
