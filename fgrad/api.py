@@ -690,7 +690,7 @@ def _largest(leaves):
 
 def _one_hots(v):
     """One one-hot array shaped like the plain value v per element of v, stacked on axis 0."""
-    return _np.eye(_np.size(v), dtype=_dtype(v)).reshape((-1,) + _np.shape(v))
+    return _np.eye(math.prod(_shape(v)), dtype=_dtype(v)).reshape((-1,) + _shape(v))
 
 
 def _no_rows(leaves):

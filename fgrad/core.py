@@ -48,13 +48,14 @@ attaches the array operators to `Box`; the core never imports it.
 from __future__ import annotations
 
 import contextlib
+import sys as _sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as _np
 
-from .protocols import is_foreign_array
+from .protocols import dispatch_guard, is_foreign_array
 
 __all__ = [
     "Box",
@@ -477,7 +478,11 @@ def bind(prim: Primitive, args: Sequence, params: dict) -> Any:
             packed = tuple(_packed(b) for b in args)
             return bind(prim, packed, params)
     if level is None:
-        ans = prim.impl(*args, **params)
+        if "dask" in _sys.modules and any(is_foreign_array(a) for a in args):
+            with dispatch_guard():  # Dask may not compute a whole array behind the user's back
+                ans = prim.impl(*args, **params)
+        else:
+            ans = prim.impl(*args, **params)
         if watch is not None:
             watch.value(prim, args, params, ans)
         return ans
@@ -485,6 +490,13 @@ def bind(prim: Primitive, args: Sequence, params: dict) -> Any:
 
 
 _NO_PARAMS = {}  # shared and never written: for primitives applied without parameters
+
+# The types `bind_one` applies a primitive to directly; anything else (a list, an array of
+# another library, which `bind` guards) takes `bind`.
+_PLAIN = frozenset(
+    (_np.ndarray, float, int, complex, bool)
+    + tuple(_np.dtype(c).type for c in "efdgFDGbhilqBHILQ?")
+)
 
 
 def bind_one(prim: Primitive, x: Any) -> Any:
@@ -495,7 +507,7 @@ def bind_one(prim: Primitive, x: Any) -> Any:
         level = x.level
         if level.live:  # a box's level is the innermost of the levels it nests
             return level.process_one(prim, x)
-    elif kind is not list and kind is not tuple and watch is None:
+    elif kind in _PLAIN and watch is None:
         return prim.impl(x)
     return bind(prim, (x,), _NO_PARAMS)
 

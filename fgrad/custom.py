@@ -316,9 +316,9 @@ class _Call:
         leaves = tuple(_as_numpy(v) for v in leaves)
         for k, v in enumerate(leaves):
             pv = core.innermost(v)
-            if not isinstance(pv, (_np.ndarray, _np.generic)) or not (
-                _np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool
-            ):
+            if not (
+                isinstance(pv, (_np.ndarray, _np.generic)) or core.is_foreign_array(pv)
+            ) or not (_np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool):
                 raise TypeError(
                     f"{self.who}: {what} returned a value of type {type(pv).__name__} "
                     f"at output leaf {k}; return numbers or numeric arrays"
@@ -390,11 +390,14 @@ def _conform(v, meta, who, what):
     pv = core.innermost(v)
     if isinstance(pv, bool) or not (
         isinstance(pv, (int, float, complex))
-        or (isinstance(pv, (_np.ndarray, _np.generic)) and _np.issubdtype(pv.dtype, _np.number))
+        or (
+            (isinstance(pv, (_np.ndarray, _np.generic)) or core.is_foreign_array(pv))
+            and _np.issubdtype(pv.dtype, _np.number)
+        )
     ):
         kind = (
             f"dtype {pv.dtype}"
-            if isinstance(pv, (_np.ndarray, _np.generic))
+            if isinstance(pv, (_np.ndarray, _np.generic)) or core.is_foreign_array(pv)
             else (f"type {type(pv).__name__}")
         )
         raise TypeError(

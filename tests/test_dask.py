@@ -1,0 +1,147 @@
+"""Dask arrays through every transform (fgrad.protocols): lazy, chunked, never computed behind
+the user's back. The gradient table on Dask is tests/test_dask_table.py; this module checks
+the transforms, the errors, chunks, and a real `dask.distributed` cluster."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install fgrad[dask])")
+dask = pytest.importorskip("dask")
+
+import fgrad  # noqa: E402
+import fgrad.numpy as fnp  # noqa: E402
+from fgrad.protocols import DispatchError, is_foreign_array  # noqa: E402
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("Dask was asked to compute while fgrad traced")
+
+
+@pytest.fixture
+def lazy():
+    """Within: Dask refuses to compute (so fgrad must not ask it to)."""
+    with dask.config.set(scheduler=_refuse):
+        yield
+
+
+X = np.linspace(0.1, 1.2, 12).reshape(4, 3)
+CHUNKS = ((3, 1), (2, 1))
+
+
+def _x():
+    return da.from_array(X, chunks=(3, 2))
+
+
+def f(x):
+    return fnp.sum(fnp.tanh(x) ** 2 * fnp.exp(-x))
+
+
+TRANSFORMS = {
+    "grad": lambda f, x: fgrad.grad(f)(x),
+    "value_and_grad": lambda f, x: fgrad.value_and_grad(f)(x),
+    "vjp": lambda f, x: fgrad.vjp(lambda x: fnp.sin(x) * x, x)[1](x),
+    "jvp": lambda f, x: fgrad.jvp(f, (x,), (x,)),
+    "linearize": lambda f, x: fgrad.linearize(f, x)[1](x),
+    "jacfwd": lambda f, x: fgrad.jacfwd(f)(x),
+    "jacrev": lambda f, x: fgrad.jacrev(f)(x),
+    "hessian": lambda f, x: fgrad.hessian(f)(x),
+    "vmap": lambda f, x: fgrad.vmap(f)(x),
+    "vmap(grad)": lambda f, x: fgrad.vmap(fgrad.grad(f))(x),
+    "grad(vmap)": lambda f, x: fgrad.grad(lambda x: fnp.sum(fgrad.vmap(f)(x)))(x),
+    "jet": lambda f, x: fgrad.jet(f, (x,), ((x, x * 0.5),)),
+    "laplacian": lambda f, x: fgrad.laplacian(f)(x),
+    "checkpoint": lambda f, x: fgrad.grad(fgrad.checkpoint(f))(x),
+    "grad(grad)": lambda f, x: fgrad.grad(lambda x: fnp.sum(fgrad.grad(f)(x) ** 2))(x),
+}
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_every_transform_on_dask_is_lazy_and_equals_numpy(name, lazy):
+    transform = TRANSFORMS[name]
+    got = transform(f, _x())
+    leaves = fgrad.tree_util.tree_leaves(got)
+    assert any(isinstance(v, da.Array) for v in leaves), f"{name}: no Dask result"
+    with dask.config.set(scheduler="sync"):
+        (got,) = dask.compute(got)
+    want = transform(f, X)
+    for g, w in zip(fgrad.tree_util.tree_leaves(got), fgrad.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-14)
+
+
+def test_a_gradient_keeps_its_inputs_chunks(lazy):
+    x = _x()
+    # a sum over rows then a broadcast back: its transpose merges nothing, but a rule may
+    g = fgrad.grad(lambda x: fnp.sum(fnp.sum(x, axis=0) ** 2) + fnp.sum(x.T @ x))(x)
+    assert g.chunks == x.chunks == CHUNKS
+    y = da.from_array(np.arange(1.0, 7.0), chunks=2)
+    gy = fgrad.grad(lambda y: fnp.sum(fnp.reshape(y, (2, 3)) ** 2))(y)
+    assert gy.chunks == y.chunks
+
+
+def test_a_gradient_that_does_not_depend_on_the_input_is_a_dask_zero(lazy):
+    x = _x()
+    g = fgrad.grad(lambda x, c: fnp.sum(c * 2.0), argnums=0)(x, np.float64(1.0))
+    assert isinstance(g, da.Array) and g.chunks == x.chunks
+    np.testing.assert_array_equal(g.compute(scheduler="sync"), np.zeros_like(X))
+
+
+def test_mixing_with_numpy_constants_and_numpy_functions(lazy):
+    x = _x()
+    c = np.arange(12.0).reshape(4, 3)
+    g = fgrad.grad(lambda x: np.sum(np.sin(x) * c) + fnp.sum(x @ np.ones(3)))(x)
+    assert isinstance(g, da.Array)
+    want = fgrad.grad(lambda x: np.sum(np.sin(x) * c) + fnp.sum(x @ np.ones(3)))(X)
+    np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-13)
+
+
+def test_a_function_dask_does_not_implement_raises_naming_it(lazy):
+    a = da.from_array(np.eye(3) * 2.0, chunks=2)
+    for call in (
+        lambda: fgrad.grad(lambda a: fnp.linalg.det(a))(a),
+        lambda: fgrad.grad(lambda a: np.linalg.det(a))(a),  # NumPy's name on a traced value
+        lambda: fnp.linalg.det(a),  # no transform
+    ):
+        with pytest.raises(DispatchError, match=r"numpy\.linalg\.det is not implemented by Dask"):
+            call()
+
+
+def test_dask_inputs_are_never_modified():
+    x = _x()
+    before = x.compute(scheduler="sync").copy()
+    fgrad.grad(lambda x: fnp.sum(fnp.at(x)[1:].set(0.0) ** 2))(x)
+    fgrad.vjp(lambda x: x[::-1] * 2.0, x)[1](x)
+    np.testing.assert_array_equal(x.compute(scheduler="sync"), before)
+
+
+def test_is_foreign_array():
+    assert is_foreign_array(_x())
+    assert not is_foreign_array(X)
+    assert not is_foreign_array(np.float64(1.0))
+    assert not is_foreign_array([1.0, 2.0])
+
+
+def test_gradient_on_a_local_cluster_equals_numpy():
+    """A `dask.distributed` cluster of two worker processes (started and closed here)."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((400, 5))
+    labels = np.sign(data @ np.arange(1.0, 6.0) + rng.standard_normal(400))
+    w = np.full(5, 0.1)
+
+    def loss(w, X, y):
+        return fnp.mean(fnp.log1p(fnp.exp(-y * (X @ w))))
+
+    want_value, want_grad = fgrad.value_and_grad(loss)(w, data, labels)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        X = da.from_array(data, chunks=(100, 5))
+        y = da.from_array(labels, chunks=100)
+        value, g = fgrad.value_and_grad(loss)(w, X, y)
+        assert isinstance(g, da.Array)
+        value, g = dask.compute(value, g)
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(g, want_grad, rtol=1e-11)
