@@ -501,6 +501,20 @@ def _sum_vjp(ans, x, axis, keepdims):
         kept = None
     else:
         kept = _kept_shape(x_shape, axis)
+    x_value = innermost(x)
+    if type(x_value) is not _np.ndarray and is_foreign_array(x_value):
+        # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
+        # that library, lazily; a NumPy array of x's size would be built and shipped whole
+        like = x_value
+
+        def foreign_bprop(ct):
+            if is_plain_array(ct):
+                ct = _np.asarray(ct, like=like)
+            return _broadcast_to_p(
+                ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape
+            )
+
+        return foreign_bprop
 
     def bprop(ct):
         if core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
