@@ -594,7 +594,11 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
         tangent = _own_aux(o, level)
         value = _strip(o, level)
         values.append(value)
-        tangents_out.append(zeros_like_value(value) if tangent is None else tangent)
+        if tangent is None:
+            tangent = zeros_like_value(value)
+        elif type(value) is not _np.ndarray and is_foreign_array(value):
+            tangent = like_input(tangent, value)  # a Dask tangent has its value's chunks
+        tangents_out.append(tangent)
     return values, tangents_out, out_tree, aux
 
 

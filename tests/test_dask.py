@@ -78,6 +78,12 @@ def test_a_gradient_keeps_its_inputs_chunks(lazy):
     assert gy.chunks == y.chunks
 
 
+def test_a_tangent_keeps_its_values_chunks(lazy):
+    x = _x()
+    value, tangent = fgrad.jvp(lambda x: fnp.cumsum(x, axis=0) * 2.0, (x,), (x,))
+    assert isinstance(tangent, da.Array) and tangent.chunks == value.chunks
+
+
 def test_a_gradient_that_does_not_depend_on_the_input_is_a_dask_zero(lazy):
     x = _x()
     g = fgrad.grad(lambda x, c: fnp.sum(c * 2.0), argnums=0)(x, np.float64(1.0))
