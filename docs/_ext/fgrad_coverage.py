@@ -114,10 +114,11 @@ def status_of(obj, module: str, name: str) -> tuple[str, str]:
 
 def mirror_names(module) -> list[str]:
     """The mirror's public names: its `__all__` without submodules."""
+    skipped = _NOT_NAMES if module.__name__ == "fgrad.numpy" else set()
     return [
         n
         for n in module.__all__
-        if n not in _NOT_NAMES and not isinstance(getattr(module, n), types.ModuleType)
+        if n not in skipped and not isinstance(getattr(module, n), types.ModuleType)
     ]
 
 
@@ -205,7 +206,7 @@ def conventions_of(name: str) -> list[tuple[str, str]]:
     """The rows of fgrad.conventions's table about `name` (a bare function name): (what, why)."""
     from fgrad import conventions
 
-    spelled = {"power": r"\*\*"}.get(name, rf"(?<![\w.]){re.escape(name)}(?![\w])")
+    spelled = {"power": r"[\w.]\*\*"}.get(name, rf"(?<![\w.]){re.escape(name)}(?![\w])")
     return [(what, why) for what, _, _, _, why in conventions.CASES if re.search(spelled, what)]
 
 

@@ -60,6 +60,10 @@ MATRIX = "a = np.array([[2.0, 0.5], [0.5, 1.0]])"
 MATRICES = "a, b = np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([[1.0, -0.3], [0.2, 0.8]])"
 SYSTEM = "a, b = np.array([[2.0, 0.5], [0.5, 1.0]]), np.array([1.0, 2.0])"
 BOOLS = "x = np.array([True, False])"
+TRIPLE = "x, y = np.array([0.3, 0.6, 1.2]), np.array([1.5, 2.5, -0.5])"
+PROBABILITIES = "x, y = np.array([1.5, 2.5]), np.array([0.3, 0.6])"
+SIMPLEX = "x, y = np.array([0.2, 0.3, 0.5]), np.array([1.5, 2.5, 2.0])"
+BANDED = "a, b = np.array([[0.0, 0.5, 0.5], [2.0, 1.0, 3.0], [0.5, 0.5, 0.0]]), np.ones(3)"
 CANDIDATES = [
     (VECTOR, "x"),
     (POSITIVE, "x"),
@@ -71,6 +75,17 @@ CANDIDATES = [
     (MATRICES, "a, b"),
     (LONG, "x, 2"),
     (MATRIX, "a, 2"),
+    (MATRIX, "a, 1"),
+    (TRIPLE, "x, y"),
+    (PROBABILITIES, "x, y"),
+    (SIMPLEX, "x, y"),
+    ("y = np.array([1.5, 2.5, 2.0])", "np.array([0.2, 0.3, 0.5]), y"),  # x on the simplex
+    (VECTOR, "x, 1.5, 2.5"),
+    (VECTOR, "x, np.complex128"),
+    (MATRICES, "a, b, a"),
+    (SYSTEM, "linalg.cho_factor(a), b"),
+    (SYSTEM, "linalg.lu_factor(a), b"),
+    (BANDED, "(1, 1), a, b"),
     (LONG, "x, (2, 2)"),
     (PAIR, "x, y, 0.5"),
     (PAIR, "0.5, x, y"),
@@ -97,12 +112,16 @@ def _floats(arguments: str) -> list[str]:
     return [v for v in ("x", "y", "a", "b") if re.search(rf"\b{v}\b", arguments)]
 
 
+def _first_float(call: str, value) -> tuple[str, object]:
+    """The call indexed down to its first output (a factorization's first factor)."""
+    while isinstance(value, tuple | list) and value:
+        call, value = f"{call}[0]", value[0]
+    return call, value
+
+
 def _loss(call: str, value) -> str | None:
     """A real scalar of the call's value to take the gradient of, or None for no float."""
-    if isinstance(value, tuple | list):
-        if not value:
-            return None
-        return _loss(f"{call}[0]", value[0])
+    call, value = _first_float(call, value)
     value = np.asarray(value)
     if np.iscomplexobj(value):
         return f"fnp.sum(fnp.abs({call}) ** 2)"
@@ -154,7 +173,10 @@ def example_for(module_name: str, name: str) -> str | None:
     spelled, imports = _spelling(module_name)
     module = importlib.import_module(module_name)
     status, _ = coverage.status_of(getattr(module, name), module_name, name)
-    for setup, arguments in CANDIDATES:
+    candidates = CANDIDATES
+    if module_name.endswith(".linalg"):  # matrices first: a list of vectors reads badly there
+        candidates = sorted(CANDIDATES, key=lambda c: c[0] not in (MATRIX, SYSTEM, MATRICES))
+    for setup, arguments in candidates:
         call = f"{spelled}.{name}({arguments})"
         setup_lines = [setup] if setup else []
         probe = _run([imports.replace("\n>>> ", "\n"), *setup_lines, call])
@@ -172,7 +194,11 @@ def example_for(module_name: str, name: str) -> str | None:
             params = ", ".join(floats)
             argnums = "" if len(floats) == 1 else f", argnums={tuple(range(len(floats)))}"
             lines.append(f"fgrad.grad(lambda {params}: {loss}{argnums})({params})")
-            checked = f"{spelled}.{name}" if arguments == params else f"lambda {params}: {call}"
+            checked_call, _ = _first_float(call, value)
+            if arguments == params and checked_call == call:
+                checked = f"{spelled}.{name}"
+            else:
+                checked = f"lambda {params}: {checked_call}"
             packed = f"({params},)" if len(floats) == 1 else f"({params})"
             lines.append(f"fgrad.test_util.check_grads({checked}, {packed}, order=2)")
         outputs = _run([line.replace("\n>>> ", "\n") for line in lines])
