@@ -42,6 +42,7 @@ STATUS_TEXT = {
     CONSTANT: "no derivative (constant)",
     MISSING: "missing",
 }
+SHORT_STATUS = {DIFFERENTIABLE: "differentiable", CONSTANT: "constant", MISSING: "missing"}
 
 # Compositions of fgrad operations whose result says something about an array (its shape, its
 # dtype, the sign of a function) rather than computing from its values: no derivative flows
@@ -104,11 +105,11 @@ def status_of(obj, module: str, name: str) -> tuple[str, str]:
     """(status, why) of a public name of a mirror, read from what the name is."""
     prim = getattr(obj, "primitive", obj)
     if isinstance(prim, NondiffPrimitive):
-        return CONSTANT, "declared without a derivative"
+        return CONSTANT, "declared"
     if name in ANSWERS_ABOUT_THE_ARRAY.get(module, {}):
         return CONSTANT, ANSWERS_ABOUT_THE_ARRAY[module][name]
     if not (getattr(obj, "__module__", None) or "").startswith("fgrad"):
-        return CONSTANT, "NumPy's own: a constant, a type or a constructor of constant arrays"
+        return CONSTANT, "NumPy's own"
     return DIFFERENTIABLE, ""
 
 
@@ -219,7 +220,11 @@ def markdown(mirror: Mirror, api_page: str | None = None) -> str:
     c = counts(entries)
     lines = [
         f"{c[DIFFERENTIABLE]} names differentiable in both modes, {c[CONSTANT]} without a "
-        f"derivative (constant), {c[MISSING]} of `{mirror.original}` missing.",
+        f"derivative (constant), {c[MISSING]} of `{mirror.original}` missing. "
+        "*differentiable*: forward and reverse mode, to any order; *constant*: no derivative, "
+        "because it is declared so (comparisons, `argmax`, `floor`, ...), or it is NumPy's own "
+        "object re-exported (`zeros`, `pi`), or for the reason given; *missing*: the mirror "
+        "raises an AttributeError for it.",
         "",
         "| name | status | original |",
         "|---|---|---|",
@@ -230,7 +235,7 @@ def markdown(mirror: Mirror, api_page: str | None = None) -> str:
             shown = f"{{py:obj}}`{e.name} <{qualified}>`"
         else:
             shown = f"`{e.name}`"
-        status = STATUS_TEXT[e.status] + (f": {e.why}" if e.why else "")
+        status = SHORT_STATUS[e.status] + (f" ({e.why})" if e.why else "")
         original = f"[`{e.reference}`]({reference_url(e.reference)})" if e.reference else ""
         lines.append(f"| {shown} | {status} | {original} |")
     return "\n".join(lines) + "\n"
