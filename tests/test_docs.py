@@ -138,7 +138,9 @@ def test_generated_example_prints_what_it_recorded(qualified, example):
     )
     report = []
     runner.run(test, out=report.append)
-    assert runner.failures == 0, "".join(report)
+    assert runner.failures == 0, "".join(report) + (
+        "If the new output is right, record it: python docs/_ext/fgrad_examples.py --write"
+    )
 
 
 def test_the_numeric_checker_still_catches_a_wrong_number():
