@@ -112,7 +112,8 @@ def _entry(module, qualified: str, name: str) -> list[str]:
         )
     signature = coverage.signature_text(obj) if callable(obj) else ""
     kind = "function" if callable(obj) and signature else "data"
-    lines = [f".. py:{kind}:: {qualified}{signature}", ""]
+    module_name, _, short = qualified.rpartition(".")
+    lines = [f".. py:{kind}:: {short}{signature}", f"   :module: {module_name}", ""]
     lines += ["   " + line for line in text.splitlines()] + [""]
     lines += ["   " + line for line in _status_lines(module.__name__, name, obj)] + [""]
     return lines
@@ -150,8 +151,10 @@ def _status_lines(module_name: str, name: str, obj) -> list[str]:
         shown = f"{reference}.{name}"
     else:
         reference = shown = f"{mirror.original}.{name}"
-    original = importlib.import_module(mirror.original)
-    if hasattr(original, name) or mirror.module == "fgrad.scipy.stats":
+    theirs = getattr(importlib.import_module(mirror.original), name, None)
+    # NumPy documents its functions on pages of their own, its types and constants not
+    has_page = callable(theirs) and not isinstance(theirs, type)
+    if has_page or mirror.module == "fgrad.scipy.stats":
         lines.append("")
         lines.append(
             f"**Original:** `{shown} <{coverage.reference_url(reference)}>`_, "
@@ -322,8 +325,19 @@ def on_process_docstring(app, what, name, obj, options, lines) -> None:
     lines.append("")
 
 
+def on_process_signature(app, what, name, obj, options, signature, return_annotation):
+    """A Primitive object (fgrad.numpy.add, matmul, ...) takes `*args, **params`: show the
+    signature of the NumPy function it mirrors, which it follows."""
+    if type(obj).__module__ != "fgrad.core" or not name.startswith("fgrad.numpy."):
+        return None
+    original = getattr(importlib.import_module("numpy"), name.rpartition(".")[2], None)
+    shown = coverage.signature_text(original) if original is not None else ""
+    return (shown, return_annotation) if shown else None
+
+
 def setup(app):
     app.connect("builder-inited", on_builder_inited)
     app.connect("autodoc-process-docstring", on_process_docstring)
     app.connect("source-read", on_source_read)
+    app.connect("autodoc-process-signature", on_process_signature)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
