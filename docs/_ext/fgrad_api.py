@@ -203,6 +203,8 @@ def _mirror_page(page: str, module_name: str, title: str) -> str:
         directives = []
         for name in members:
             directives += _entry(module, f"{module_name}.{name}", name)
+        if "make_graph" in members:  # what make_graph returns, reachable only through it
+            directives += [".. autoclass:: fgrad.graph.Graph", "   :members:", ""]
         parts.append(_rst(directives))
     return "\n".join(parts)
 
@@ -272,11 +274,21 @@ def readme_section(title: str) -> str:
             return match.group(0)
         return label
 
+    section = section.replace("the conventions table below", "the conventions table")
     return _LINK.sub(fit, section).strip() + "\n"
 
 
 def on_source_read(app, docname, source) -> None:
     source[0] = _README_MARKER.sub(lambda m: readme_section(m.group(1)), source[0])
+
+
+def pages_with_readme_sections(app, env, added, changed, removed) -> list[str]:
+    """Sphinx cannot see that README.md changed: read the pages that include it every time."""
+    return [
+        str(path.relative_to(DOCS).with_suffix(""))
+        for path in DOCS.glob("*.md")
+        if _README_MARKER.search(path.read_text())
+    ]
 
 
 def on_builder_inited(app) -> None:
@@ -339,5 +351,6 @@ def setup(app):
     app.connect("builder-inited", on_builder_inited)
     app.connect("autodoc-process-docstring", on_process_docstring)
     app.connect("source-read", on_source_read)
+    app.connect("env-get-outdated", pages_with_readme_sections)
     app.connect("autodoc-process-signature", on_process_signature)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
