@@ -61,4 +61,9 @@ html_theme_options = {
     "navbar_align": "left",
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"**": ["sidebar-nav-bs"], "index": []}
+# Pages without sections of their own get the full width (an empty "Section Navigation"
+# column otherwise); the API pages and the notebooks keep their section's navigation.
+_SINGLE_PAGES = ["index", "install", "tour", "k_transform", "guarantees", "from_jax"]
+html_sidebars = {"**": ["sidebar-nav-bs"]} | {
+    page: [] for page in _SINGLE_PAGES + ["from_autograd"]
+}
