@@ -260,10 +260,29 @@ def _split_aux(out, who):
 
 @api_boundary
 def vjp(fun, *primals, has_aux=False):
-    """Evaluate `fun(*primals)` and return `(out, vjp_fun)`; `vjp_fun(ct)` is the tuple of
-    cotangents of the primals (one per primal, each shaped like it). With `has_aux`, `fun`
-    returns `(out, aux)` and the result is `(out, vjp_fun, aux)`.
+    """Reverse mode: evaluate `fun(*primals)` and return the function that pulls cotangents back.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays, with outputs of any shape and structure.
+    *primals : array_like or pytree
+        The point at which `fun` is evaluated and differentiated.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; `aux` is returned third and not differentiated.
+
+    Returns
+    -------
+    out : array or pytree
+        `fun(*primals)`.
+    vjp_fun : callable
+        `vjp_fun(ct)`, for a cotangent `ct` shaped like `out`, returns the tuple of cotangents of
+        the primals (one per primal, each shaped like it): ct^T J. It may be called many times.
+    aux : object
+        Only with `has_aux=True`.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> out, f_vjp = fgrad.vjp(lambda x, y: x * y, 2.0, 3.0)
     >>> [float(c) for c in f_vjp(1.0)]
@@ -408,8 +427,26 @@ def _check_like(given, expected, what, of_what):
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
-    """A function returning `(fun(*args), gradient)`; see `grad`.
+    """Like `grad`, but the function returns `(fun(*args), gradient)`: the value comes for free.
 
+    Parameters
+    ----------
+    fun : callable
+        A scalar-valued function, as for `grad`.
+    argnums : int or tuple of int, default 0
+        Which positional argument(s) to differentiate.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; the result is then `((out, aux), gradient)`.
+    holomorphic : bool, default False
+        As for `grad`.
+
+    Returns
+    -------
+    callable
+        A function returning `(value, gradient)`.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> value, g = fgrad.value_and_grad(lambda x: x ** 3)(2.0)
     >>> float(value), float(g)
@@ -504,15 +541,36 @@ def _unit_cotangent(out, who, holomorphic=False):
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False):
-    """The gradient of a scalar-valued function with respect to argument `argnums` (an int,
-    or a tuple of ints for a tuple of gradients). With `has_aux`, `fun` returns
-    `(out, aux)` and the gradient function returns `(gradient, aux)`.
+    """The gradient of a scalar-valued function: `grad(fun)(*args)` is d fun / d args[argnums].
 
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays (or pytrees of arrays) written with `fgrad.numpy`, returning a real
+        scalar (a complex one with `holomorphic=True`).
+    argnums : int or tuple of int, default 0
+        Which positional argument to differentiate; a tuple gives a tuple of gradients.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; the gradient function then returns `(gradient, aux)`, and
+        `aux` is not differentiated.
+    holomorphic : bool, default False
+        `fun` is complex-valued and complex-differentiable: the gradient is f'(z).
+
+    Returns
+    -------
+    callable
+        A function of the same arguments as `fun` returning the gradient, shaped (and typed) like
+        the argument(s) chosen by `argnums`. It can be transformed again: `grad(grad(f))`.
+
+    Notes
+    -----
     Complex inputs follow JAX's convention: for a real-valued f of z = x + iy the gradient is
-    df/dx - i df/dy (PyTorch returns its conjugate, df/dx + i df/dy). With
-    `holomorphic=True`, f is complex-valued and complex-differentiable and the gradient is
-    f'(z).
+    df/dx - i df/dy (PyTorch returns its conjugate, df/dx + i df/dy). At a point where `fun` has
+    no derivative (a kink, a tie) the result is the convention of the rule concerned; see the
+    conventions table (`fgrad.conventions`).
 
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> float(fgrad.grad(fnp.sin)(0.0))
     1.0
@@ -538,9 +596,35 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 
 @api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
-    """Evaluate `fun(*primals)` and its directional derivative along `tangents`: returns
-    `(out, tangent_out)` (and `aux` third with `has_aux`).
+    """Forward mode: evaluate `fun(*primals)` and its directional derivative along `tangents`.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays.
+    primals : tuple
+        One entry per argument of `fun`: the point.
+    tangents : tuple
+        One entry per primal, each shaped (and typed) like it: the direction.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; `aux` is returned third and not differentiated.
+
+    Returns
+    -------
+    out : array or pytree
+        `fun(*primals)`.
+    tangent_out : array or pytree
+        J t, shaped like `out`.
+    aux : object
+        Only with `has_aux=True`.
+
+    Notes
+    -----
+    Every primitive has a forward rule, or one derived by transposing its reverse rule, so
+    `jvp` works through your own `primitive` and `custom_vjp` functions too.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> out, t = fgrad.jvp(fnp.sin, (0.0,), (2.0,))
     >>> float(out), float(t)
@@ -604,12 +688,30 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
 
 @api_boundary
 def linearize(fun, *primals):
-    """Evaluate `fun` once and return `(out, f_jvp)`, where `f_jvp(*tangents)` is the jvp
-    at `primals`, evaluated without running `fun` again.
+    """Evaluate `fun` once at `primals` and return its linearization there.
 
-    `f_jvp` transposes the vjp: the vjp function is linear in its cotangent, and its own vjp
-    is the jvp. Each call costs about one backward pass.
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays.
+    *primals : array_like or pytree
+        The point.
 
+    Returns
+    -------
+    out : array or pytree
+        `fun(*primals)`.
+    f_jvp : callable
+        `f_jvp(*tangents)` is the jvp of `fun` at `primals`, computed without running `fun`
+        again.
+
+    Notes
+    -----
+    `f_jvp` transposes the vjp: the vjp function is linear in its cotangent, and its own vjp is
+    the jvp. Each call costs about one backward pass.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> out, f_jvp = fgrad.linearize(lambda x: x ** 3, 2.0)
     >>> float(out), float(f_jvp(1.0)), float(f_jvp(0.5))
@@ -716,10 +818,30 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
 
 
 def jacfwd(fun, argnums=0, holomorphic=False):
-    """The Jacobian of `fun` by forward mode: one jvp per input element, run for all of them at
-    once by `vmap` over one-hot tangents. Complex inputs need `holomorphic=True` (the
-    Jacobian is then f'(z)).
+    """The Jacobian of `fun` by forward mode: one jvp per input element, all at once.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays.
+    argnums : int or tuple of int, default 0
+        The argument(s) to differentiate with respect to.
+    holomorphic : bool, default False
+        Needed for complex inputs: the Jacobian is then f'(z).
+
+    Returns
+    -------
+    callable
+        A function returning the Jacobian, shaped `out.shape + x.shape` (a pytree of such
+        arrays for pytree inputs or outputs, a tuple for a tuple of `argnums`).
+
+    Notes
+    -----
+    The jvps run together, as `vmap` over one-hot tangents; cheaper than `jacrev` when inputs
+    are fewer than outputs.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacfwd(lambda x: x ** 2)(fnp.array([1.0, 2.0]))
     array([[2., 0.],
@@ -770,10 +892,29 @@ def _in_tree_builder(in_tree, single):
 
 
 def jacrev(fun, argnums=0, holomorphic=False):
-    """The Jacobian of `fun` by reverse mode: one backward pass per output element, run for
-    all of them at once by `vmap` over one-hot cotangents. Complex outputs need
-    `holomorphic=True`.
+    """The Jacobian of `fun` by reverse mode: one backward pass per output element, all at once.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays.
+    argnums : int or tuple of int, default 0
+        The argument(s) to differentiate with respect to.
+    holomorphic : bool, default False
+        Needed for complex outputs.
+
+    Returns
+    -------
+    callable
+        A function returning the Jacobian, shaped `out.shape + x.shape`, as `jacfwd`'s.
+
+    Notes
+    -----
+    The backward passes run together, as `vmap` over one-hot cotangents; cheaper than `jacfwd`
+    when outputs are fewer than inputs.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacrev(lambda x: x[0] * x)(fnp.array([1.0, 2.0]))
     array([[2., 0.],
@@ -821,8 +962,22 @@ def _check_output_kind(out, holomorphic, who):
 
 
 def hessian(fun, argnums=0):
-    """The Hessian, as `jacfwd(jacrev(fun))`: forward over reverse.
+    """The Hessian of a scalar-valued `fun`, as `jacfwd(jacrev(fun))`: forward over reverse.
 
+    Parameters
+    ----------
+    fun : callable
+        A scalar-valued function of arrays.
+    argnums : int or tuple of int, default 0
+        The argument(s) to differentiate with respect to.
+
+    Returns
+    -------
+    callable
+        A function returning the matrix of second derivatives, shaped `x.shape + x.shape`.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.hessian(lambda x: x[0] ** 2 * x[1])(fnp.array([1.0, 3.0]))
     array([[6., 2.],
@@ -833,8 +988,21 @@ def hessian(fun, argnums=0):
 
 
 def stop_gradient(x):
-    """`x` (a pytree) as a constant: no derivative flows through it at any level.
+    """`x` as a constant: no derivative flows through it, at any level of nesting.
 
+    Parameters
+    ----------
+    x : array_like or pytree
+        Any value, traced or not.
+
+    Returns
+    -------
+    array or pytree
+        The same value, no longer traced by any differentiating transform (a `vmap` keeps its
+        rows).
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> float(fgrad.grad(lambda x: x * fgrad.stop_gradient(x))(3.0))
     3.0

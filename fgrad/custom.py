@@ -631,16 +631,28 @@ custom_vjp_call = Primitive(
 class custom_vjp(_CustomFunction):
     """A function with your reverse rule, JAX's `jax.custom_vjp`.
 
+    Parameters
+    ----------
+    fun : callable
+        The function; outside any transform, calling the result runs `fun` itself.
+    nondiff_argnums : tuple of int, default ()
+        Arguments that are not differentiated (functions, flags, sizes): passed to `bwd` first,
+        they get no cotangent.
+
+    Notes
+    -----
     `f.defvjp(fwd, bwd)` sets the rule: `fwd(*args)` returns `(out, residuals)`, and
     `bwd(*nondiff_args, residuals, ct)` returns a tuple with one cotangent per differentiable
     argument (a pytree shaped like it; None for a zero). Arguments, outputs, residuals and
-    cotangents may be pytrees; arguments in `nondiff_argnums` are passed to `bwd` first and get
-    no cotangent. Outside any transform, calling `f` runs `fun` itself.
+    cotangents may be pytrees.
 
     Under a transform `fwd` gives the value and `bwd` the reverse rule. Forward mode (`jvp`,
     `jacfwd`, `hessian`) transposes `bwd`, which must be linear in `ct`. Written in
-    `fgrad.numpy` operations, `fwd` and `bwd` are differentiated again for higher orders.
+    `fgrad.numpy` operations, `fwd` and `bwd` are differentiated again for higher orders. Check
+    the rule with `fgrad.test_util.check_rule`.
 
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> @fgrad.custom_vjp
     ... def f(x, y):
@@ -766,15 +778,26 @@ custom_jvp_call = Primitive(
 class custom_jvp(_CustomFunction):
     """A function with your forward rule, JAX's `jax.custom_jvp`.
 
-    `f.defjvp(rule)` sets it (and returns it, so it can decorate the rule):
-    `rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`, where `primals`
-    and `tangents` are tuples of the differentiable arguments and their tangents (zeros for
-    arguments with none). `tangent_out` must be linear in `tangents`: reverse mode transposes
-    it. `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed.
-    Outside any transform, calling `f` runs `fun` itself; in forward mode `fun` gives the
-    value, in reverse mode the rule's `primal_out` does (they must agree).
+    Parameters
+    ----------
+    fun : callable
+        The function; outside any transform, calling the result runs `fun` itself.
+    nondiff_argnums : tuple of int, default ()
+        Arguments that are not differentiated: passed to the rule first.
 
-    A norm whose derivative at 0 is 0 (the quotient x / |x| is 0 / 0 there):
+    Notes
+    -----
+    `f.defjvp(rule)` sets the rule (and returns it, so it can decorate the rule):
+    `rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`, where `primals` and
+    `tangents` are tuples of the differentiable arguments and their tangents (zeros for
+    arguments with none). `tangent_out` must be linear in `tangents`: reverse mode transposes
+    it. `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed. In
+    forward mode `fun` gives the value, in reverse mode the rule's `primal_out` does (they must
+    agree).
+
+    Examples
+    --------
+    A norm whose derivative at 0 is 0 (the quotient x / norm(x) is 0 / 0 there):
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> @fgrad.custom_jvp
@@ -949,14 +972,28 @@ checkpoint_p = Primitive(
 
 
 def checkpoint(fun):
-    """`fun`, computed without storing its intermediates for the backward pass: the bprop runs
-    `fun` again, under `vjp`, to get them. Trades time (one more evaluation of `fun`) for the
-    memory of its intermediates. Gradients equal those of `fun` at every order.
+    """`fun`, computed without storing its intermediates for the backward pass (also `remat`).
 
-    Arguments and outputs may be pytrees, and `fun` may read values being differentiated
-    without being given them (closure cells, globals, default arguments, `self`): they are
-    differentiated too. Also named `remat`, as in JAX.
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays. It may read values being differentiated
+        without being given them (closure cells, globals, default arguments, `self`): they are
+        differentiated too.
 
+    Returns
+    -------
+    callable
+        A function with `fun`'s values and, at every order, its gradients.
+
+    Notes
+    -----
+    The bprop runs `fun` again, under `vjp`, to get the intermediates: one more evaluation of
+    `fun` traded for their memory. Notebook 05 measures the peak memory against depth and the
+    number of segments.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> def block(w, h):
     ...     for _ in range(10):
@@ -1038,13 +1075,24 @@ tap_cotangent_p = Primitive(
 
 @api_boundary
 def tap_cotangent(x, on_cotangent):
-    """The identity on `x` (a pytree), whose bprop calls `on_cotangent(ct)` with the cotangent
-    of `x` and passes on what it returns as the new cotangent (None: `ct` unchanged).
+    """The identity on `x`, whose bprop shows (or changes) the cotangent flowing back through it.
 
-    Use it to see or change the gradient at a point of the computation: to log it, clip it,
-    or watch it in a lesson. Forward mode passes tangents through unchanged. Write
-    `on_cotangent` in `fgrad.numpy` operations for higher derivatives.
+    Parameters
+    ----------
+    x : array_like or pytree
+        The value to watch.
+    on_cotangent : callable
+        Called in the backward pass with the cotangent of `x`; what it returns is passed on as
+        the new cotangent (None: unchanged). Write it in `fgrad.numpy` operations for higher
+        derivatives.
 
+    Returns
+    -------
+    array or pytree
+        `x`. Forward mode passes tangents through unchanged.
+
+    Examples
+    --------
     Gradient clipping (a cotangent of 10 leaves `x` as 1):
 
     >>> import fgrad, fgrad.numpy as fnp

@@ -45,8 +45,32 @@ _origins = weakref.WeakKeyDictionary()
 
 
 def set_debug_nans(enabled=True, *, inf=True):
-    """Turn the check on (or off) for the whole process; `inf=False` lets inf through and
-    stops only at nan. Returns the previous setting as `(enabled, inf)`."""
+    """Turn the nan and inf check on (or off) for the whole process.
+
+    Parameters
+    ----------
+    enabled : bool, default True
+        Check every value a primitive computes (forward values, cotangents, tangents).
+    inf : bool, default True
+        Stop at inf too; `inf=False` lets inf through and stops only at nan.
+
+    Returns
+    -------
+    tuple of bool
+        The previous setting, `(enabled, inf)`, to restore it later.
+
+    Notes
+    -----
+    Process-wide and slow: it is for finding a bug. `debug_nans` turns it on for a block;
+    `FGRAD_DEBUG_NANS=1` turns it on at import.
+
+    Examples
+    --------
+    >>> import fgrad
+    >>> enabled, inf = fgrad.set_debug_nans(True)
+    >>> fgrad.set_debug_nans(enabled, inf=inf)  # back as it was; returns what it replaced
+    (True, True)
+    """
     with _lock:
         previous = (_settings["on"], _settings["inf"])
         _settings["inf"] = bool(inf)
@@ -58,9 +82,24 @@ def set_debug_nans(enabled=True, *, inf=True):
 
 @contextlib.contextmanager
 def debug_nans(enabled=True, *, inf=True):
-    """Within the block, the first nan (or inf, unless `inf=False`) that any primitive computes
-    raises `FloatingPointError` saying where it came from.
+    """A context manager: within the block, the first nan or inf computed raises, saying where.
 
+    Parameters
+    ----------
+    enabled : bool, default True
+        Check within the block (False turns a process-wide check off for the block).
+    inf : bool, default True
+        Stop at inf too; `inf=False` stops only at nan.
+
+    Raises
+    ------
+    FloatingPointError
+        At the first nan (or inf) any primitive computes — a forward value, a cotangent, a
+        tangent — naming the primitive, the kind of value and your source line. It recognises
+        the masked-branch trap (`where(x > 0, sqrt(x), 0)` at 0) and gives the safe rewrite.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x: fnp.sum(fnp.where(x > 0, fnp.sqrt(x), 0.0))
     >>> with fgrad.debug_nans():

@@ -216,11 +216,30 @@ _ROLES = ("forward", "residual", "backward", "tangent")
 def make_graph(fun, static_argnums=()):
     """Return a function that runs `fun` once and returns the `Graph` of what it applied.
 
-    Every float (or complex) leaf of the positional arguments is an input of the graph; other
-    arguments (ints, strings, the positions in `static_argnums`) are constants. `fun` may be a
-    transformed function: `make_graph(grad(f))(x)` shows the backward pass the K transform
-    built, `make_graph(grad(grad(f)))(x)` why higher order costs more.
+    Parameters
+    ----------
+    fun : callable
+        Any function of arrays, or a transformed one: `make_graph(grad(f))(x)` shows the
+        backward pass the K transform built, `make_graph(grad(grad(f)))(x)` why higher order
+        costs more.
+    static_argnums : int or tuple of int, default ()
+        Positional arguments that are constants of the graph rather than inputs.
 
+    Returns
+    -------
+    callable
+        A function of `fun`'s arguments returning a `Graph`: it prints like a jaxpr (each
+        primitive application with shapes, dtypes and your source line), draws itself as SVG in
+        a notebook (`to_svg()`), `len(graph)` counts primitive applications and `counts()` gives
+        them by role (forward, backward, ...).
+
+    Notes
+    -----
+    Every float (or complex) leaf of the positional arguments is an input of the graph; other
+    arguments (ints, strings, the positions in `static_argnums`) are constants.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x: fnp.sin(x) * x
     >>> g = make_graph(fgrad.grad(f))(1.0)

@@ -63,15 +63,37 @@ def _run(fun, leaves, in_tree, coefficients, order, collapse=None, who="jet"):
 
 @api_boundary
 def jet(fun, primals, series):
-    """Taylor-mode derivatives along a path: `fun` evaluated on the truncated Taylor series
-    x(t) = x0 + x1 t + x2 t^2/2! + ... + xK t^K/K! of each argument, returning
-    `(primal_out, series_out)` with the output's derivatives along the path up to order K.
+    """Taylor mode: `fun` on truncated Taylor series of its arguments, giving its output's series.
 
-    `primals` has one entry per argument of `fun` (each a pytree of arrays); `series` has one
-    entry per argument, the list of its K terms [x1, ..., xK] (each shaped like the argument).
-    The terms are derivatives of the path, not divided by factorials, as in
-    `jax.experimental.jet.jet`; each leaf of the output gets its list of K terms.
+    Each argument follows the path x(t) = x0 + x1 t + x2 t^2/2! + ... + xK t^K/K!; `jet`
+    returns the output's value and its derivatives along the path up to order K, in one pass.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays.
+    primals : tuple
+        One entry per argument of `fun` (each a pytree of arrays): x0.
+    series : tuple
+        One entry per argument: the list of its K terms [x1, ..., xK], each shaped like the
+        argument. The terms are derivatives of the path, not divided by factorials, as in
+        `jax.experimental.jet.jet`.
+
+    Returns
+    -------
+    primal_out : array or pytree
+        `fun(*primals)`.
+    series_out : list or pytree of lists
+        The K derivatives of the output along the path, for each leaf of the output.
+
+    Notes
+    -----
+    Every primitive has a Taylor rule: common ones propagate the series directly (time quadratic
+    in K), the others through a general rule derived from their forward rule (cubic in K). `jet`
+    composes with `grad`, `vmap` and the other transforms.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> y0, (y1, y2, y3) = fgrad.jet(fnp.exp, (0.0,), ((1.0, 0.0, 0.0),))
     >>> float(y0), float(y1), float(y2), float(y3)
@@ -185,10 +207,30 @@ def _of_one_argument(fun, args, kwargs, i):
 
 
 def derivative(fun, order, argnums=0):
-    """The `order`-th derivative of `fun` with respect to a scalar argument, by Taylor mode:
-    one pass of `order` coefficients, where nested `grad` would trace a graph that grows
-    about threefold per order. Outputs may have any shape (each element differentiated).
+    """The `order`-th derivative of `fun` with respect to a scalar argument, by Taylor mode.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of a scalar argument (others held fixed); outputs may have any shape, each
+        element differentiated.
+    order : int
+        The order k >= 1 of the derivative.
+    argnums : int, default 0
+        Which positional argument is the scalar variable.
+
+    Returns
+    -------
+    callable
+        A function of the same arguments returning d^k fun / dx^k, shaped like the output.
+
+    Notes
+    -----
+    One pass of `order` coefficients, where nested `grad` would trace a graph that grows about
+    threefold per order: the 20th derivative costs about what a few first derivatives do.
+
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> float(fgrad.derivative(fnp.sin, 3)(0.0))  # -cos(0)
     -1.0
@@ -222,13 +264,28 @@ def derivative(fun, order, argnums=0):
 
 
 def laplacian(fun, argnums=0):
-    """The Laplacian of `fun` with respect to an array argument x: the trace of its Hessian,
-    sum_i d2 f / dx_i2, one for each element of the output (outputs of any shape).
+    """The Laplacian of `fun` with respect to an array argument: the trace of its Hessian.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of an array x (others held fixed); outputs may have any shape.
+    argnums : int, default 0
+        Which positional argument is x.
+
+    Returns
+    -------
+    callable
+        A function returning sum_i d2 fun / dx_i2, one for each element of the output.
+
+    Notes
+    -----
     Computed by collapsed Taylor mode (the "forward Laplacian"): one pass that carries the
-    first-order coefficients of every direction x_i (batched, as `vmap` does) and only the
-    sum of the second-order ones, where a Hessian computes every mixed derivative.
+    first-order coefficients of every direction x_i (batched, as `vmap` does) and only the sum
+    of the second-order ones, where a Hessian computes every mixed derivative.
 
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x: fnp.sum(x ** 3)
     >>> fgrad.laplacian(f)(fnp.array([1.0, 2.0]))  # 6 x_1 + 6 x_2

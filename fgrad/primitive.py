@@ -34,20 +34,36 @@ __all__ = ["defbilinear", "deflinear", "defprimitive", "defunary", "nondiff", "p
 
 
 def primitive(fprop=None, *, jvp=None, name=None, multiple_results=False):
-    """Register a differentiable operation from its fprop.
+    """Register a differentiable operation from its fprop (usable as a decorator).
 
-    The fprop takes the inputs and returns `(ans, bprop)`; `bprop` is a closure over the
-    residuals it needs that maps the cotangent of `ans` to a tuple with one cotangent per
-    positional input (`None` for "no gradient"). Write both in `fgrad.numpy` operations so that
-    higher derivatives work. Keyword arguments are static parameters, never differentiated.
+    Parameters
+    ----------
+    fprop : callable
+        Takes the inputs and returns `(ans, bprop)`; `bprop` is a closure over the residuals it
+        needs that maps the cotangent of `ans` to a tuple with one cotangent per positional
+        input (`None` for "no gradient"). Write both in `fgrad.numpy` operations so that higher
+        derivatives work. Keyword arguments are static parameters, never differentiated.
+    jvp : callable, optional
+        `jvp(tangents, ans, *args, **params)`, the forward-mode rule (`tangents` has `None` for
+        inputs with no tangent). Without it, forward mode transposes the bprop.
+    name : str, optional
+        The primitive's name in graphs and errors; the function's name by default.
+    multiple_results : bool, default False
+        `ans` is a tuple of outputs; the bprop receives a list with one cotangent per output
+        (None for an output that was not used) and `jvp` returns one tangent per output.
 
-    `jvp(tangents, ans, *args, **params)`, optional, is the forward-mode rule (`tangents` has
-    `None` for inputs with no tangent). Without it, forward mode transposes the bprop.
+    Returns
+    -------
+    callable
+        The operation, differentiable in both modes and under `vmap` and `jet`; its `.primitive`
+        attribute is the registered `Primitive`.
 
-    With `multiple_results=True`, `ans` is a tuple of outputs, the bprop receives a list with
-    one cotangent per output (None for an output that was not used) and `jvp` returns one
-    tangent per output.
+    Notes
+    -----
+    fgrad trusts the rule; check it with `fgrad.test_util.check_rule`.
 
+    Examples
+    --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> @fgrad.primitive
     ... def logsumexp(x):

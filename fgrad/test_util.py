@@ -97,7 +97,31 @@ def _close(a, b, tol):
 
 
 def check_jvp(f, args, rng=None, eps=None, tol=None, where="f"):
-    """Check `jvp(f)` against central differences along a random direction."""
+    """Check `jvp(f)` at `args` against central differences along a random direction.
+
+    Parameters
+    ----------
+    f : callable
+        The function to check.
+    args : tuple
+        The point, one entry per argument of `f`.
+    rng : numpy.random.Generator, optional
+        Draws the direction (seeded with 0 by default).
+    eps, tol : float, optional
+        Step and tolerance, as in `check_grads`.
+    where : str, default "f"
+        What to call `f` in the error message.
+
+    Raises
+    ------
+    AssertionError
+        With the jvp and the numerical value, when they disagree.
+
+    Examples
+    --------
+    >>> import fgrad.numpy as fnp
+    >>> check_jvp(lambda x: fnp.sin(x) * x, (0.3,))
+    """
     rng = rng or _np.random.default_rng(0)
     leaves, tree = tree_flatten(tuple(args))
     dt = _leaf_dtype(leaves)
@@ -115,7 +139,31 @@ def check_jvp(f, args, rng=None, eps=None, tol=None, where="f"):
 
 
 def check_vjp(f, args, rng=None, eps=None, tol=None, where="f"):
-    """Check `vjp(f)` with the identity <ct, J t> = <J^T ct, t>, J t by central differences."""
+    """Check `vjp(f)` at `args` with the identity <ct, J t> = <J^T ct, t>, J t numerically.
+
+    Parameters
+    ----------
+    f : callable
+        The function to check.
+    args : tuple
+        The point, one entry per argument of `f`.
+    rng : numpy.random.Generator, optional
+        Draws the cotangent and the direction (seeded with 0 by default).
+    eps, tol : float, optional
+        Step and tolerance, as in `check_grads`.
+    where : str, default "f"
+        What to call `f` in the error message.
+
+    Raises
+    ------
+    AssertionError
+        With both sides of the identity, when they disagree.
+
+    Examples
+    --------
+    >>> import fgrad.numpy as fnp
+    >>> check_vjp(lambda x: fnp.sin(x) * x, (0.3,))
+    """
     rng = rng or _np.random.default_rng(0)
     leaves, tree = tree_flatten(tuple(args))
     dt = _leaf_dtype(leaves)
@@ -136,15 +184,40 @@ def check_vjp(f, args, rng=None, eps=None, tol=None, where="f"):
 
 
 def check_grads(f, args, order=2, modes=("fwd", "rev"), eps=None, tol=None, seed=0):
-    """Check f's derivatives numerically, in forward and/or reverse mode, up to `order`.
+    """Check `f`'s derivatives against central differences, in forward and/or reverse mode.
 
-    Order 1 checks jvp against central differences along random directions, and vjp through
-    the identity <ct, J t> = <J^T ct, t>. Each higher order applies the same checks to f's
-    jvp (with a fixed random tangent) and to f's vjp (with a fixed random cotangent) as
-    functions of the inputs, so order 2 covers forward-over-forward, forward-over-reverse,
-    reverse-over-forward and reverse-over-reverse. Raises AssertionError naming the part that
-    is wrong. Use float64 inputs for a sharp check.
+    Parameters
+    ----------
+    f : callable
+        The function to check, of arrays or pytrees of arrays.
+    args : tuple
+        The point: one entry per argument of `f`. Use float64 for a sharp check.
+    order : int, default 2
+        The highest order checked.
+    modes : str or tuple of str, default ("fwd", "rev")
+        "fwd" (jvp), "rev" (vjp) or both.
+    eps : float, optional
+        The finite-difference step (by default 1e-4 for float64, 1e-3 for float32).
+    tol : float, optional
+        The tolerance (by default 1e-5 for float64, 2e-2 for float32).
+    seed : int, default 0
+        Seeds the random directions.
 
+    Raises
+    ------
+    AssertionError
+        Naming the part that is wrong (`jvp(vjp(f))`, ...) with its numbers.
+
+    Notes
+    -----
+    Order 1 checks jvp against central differences along random directions, and vjp through the
+    identity <ct, J t> = <J^T ct, t>. Each higher order applies the same checks to f's jvp (with
+    a fixed random tangent) and to f's vjp (with a fixed random cotangent) as functions of the
+    inputs, so order 2 covers forward-over-forward, forward-over-reverse, reverse-over-forward
+    and reverse-over-reverse.
+
+    Examples
+    --------
     >>> import fgrad.numpy as fnp
     >>> check_grads(lambda x: fnp.sin(x) * x, (0.3,), order=2)
     """
@@ -258,10 +331,35 @@ class _Report:
 def check_rule(f, args, reference=None, order=1, eps=None, tol=None, exact_tol=None, seed=0):
     """Check a function's derivative rules numerically at `args`, and say which part is wrong.
 
-    `f` is typically a function with rules you wrote (`fgrad.primitive`, `fgrad.custom_vjp`,
-    `fgrad.custom_jvp`; wrap non-differentiable arguments with `functools.partial`);
-    `reference`, optional, is a plain function computing the same value (the NumPy function,
-    say). With random directions `t` (inputs) and `ct` (outputs) it checks:
+    Parameters
+    ----------
+    f : callable
+        Typically a function with rules you wrote (`fgrad.primitive`, `fgrad.custom_vjp`,
+        `fgrad.custom_jvp`; wrap non-differentiable arguments with `functools.partial`).
+    args : tuple
+        The point, one entry per argument. Use float64 inputs of order one for a sharp check,
+        and call it at several points.
+    reference : callable, optional
+        A plain function computing the same value (the NumPy function, say).
+    order : int, default 1
+        With 2, the same four parts are checked for `vjp(f)` and `jvp(f)` as functions of the
+        inputs (derivatives of your rules: they must be written in `fgrad.numpy` operations).
+    eps, tol : float, optional
+        Finite-difference step and tolerance, as in `check_grads`.
+    exact_tol : float, optional
+        The tolerance of the checks that hold to rounding (values, transpose consistency).
+    seed : int, default 0
+        Seeds the random directions.
+
+    Raises
+    ------
+    AssertionError
+        Listing every part with its numbers; its `failed` attribute is the tuple of the parts
+        found wrong (such as `("reverse rule",)`).
+
+    Notes
+    -----
+    With random directions `t` (inputs) and `ct` (outputs) it checks:
 
     - value: `f(*args)`, the value under `vjp` (fwd's or the fprop's) and the value under `jvp`
       agree with each other and with `reference(*args)`, to rounding (`exact_tol`);
@@ -274,12 +372,10 @@ def check_rule(f, args, reference=None, order=1, eps=None, tol=None, exact_tol=N
 
     A mode with no rule of its own (forward mode of a `custom_vjp`, reverse mode of a
     `custom_jvp`) is derived by transposing the other one; a failure there is blamed on the
-    rule it comes from. `order=2` then checks the same four parts of `vjp(f)` and `jvp(f)` as
-    functions of the inputs (derivatives of your rules: they must be written in `fgrad.numpy`
-    operations). Raises AssertionError listing every part with its numbers; its `failed`
-    attribute is the tuple of the parts found wrong (such as `("reverse rule",)`). Use float64
-    inputs of order one for a sharp check, and call it at several points.
+    rule it comes from.
 
+    Examples
+    --------
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> @fgrad.primitive
     ... def softplus(x):

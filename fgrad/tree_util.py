@@ -201,11 +201,23 @@ _register(
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
     """Make instances of ``nodetype`` pytree nodes instead of leaves.
 
-    ``flatten_func(x)`` returns ``(children, aux_data)``: an iterable of children, which are
-    flattened in turn, and hashable, comparable data needed to rebuild ``x``;
-    ``unflatten_func(aux_data, children)`` rebuilds it. Two structures are equal only if
-    their ``aux_data`` compare equal. Each type may be registered once.
+    Parameters
+    ----------
+    nodetype : type
+        The class to register; each type may be registered once.
+    flatten_func : callable
+        ``flatten_func(x)`` returns ``(children, aux_data)``: an iterable of children, which are
+        flattened in turn, and hashable, comparable data needed to rebuild ``x``.
+    unflatten_func : callable
+        ``unflatten_func(aux_data, children)`` rebuilds ``x``.
 
+    Notes
+    -----
+    Two structures are equal only if their ``aux_data`` compare equal. Every transform then
+    accepts and returns instances of ``nodetype`` as containers of arrays.
+
+    Examples
+    --------
     >>> class Scaled:
     ...     def __init__(self, value, unit):
     ...         self.value, self.unit = value, unit
@@ -447,9 +459,24 @@ def _check_is_leaf(is_leaf):
 def tree_flatten(tree, is_leaf=None):
     """Split ``tree`` into its leaves, in order, and its structure.
 
-    ``is_leaf(subtree)``, if given, is asked first at every subtree; when it returns true
-    that subtree is a leaf, whatever its type.
+    Parameters
+    ----------
+    tree : pytree
+        Tuples, lists, dicts (children by sorted key), namedtuples, ``None`` (a node without
+        children) and registered types are nodes; everything else is a leaf.
+    is_leaf : callable, optional
+        Asked first at every subtree; when it returns true that subtree is a leaf, whatever its
+        type.
 
+    Returns
+    -------
+    leaves : list
+        The leaves, in order.
+    treedef : PyTreeDef
+        The structure, to rebuild a tree with ``tree_unflatten``.
+
+    Examples
+    --------
     >>> tree_flatten([1.0, (2.0, None)])
     ([1.0, 2.0], PyTreeDef([*, (*, None)]))
     >>> tree_flatten([1.0, (2.0, None)], is_leaf=lambda x: isinstance(x, tuple))
@@ -465,6 +492,20 @@ def tree_flatten(tree, is_leaf=None):
 def tree_unflatten(treedef, leaves):
     """Rebuild a tree of structure ``treedef`` around ``leaves``.
 
+    Parameters
+    ----------
+    treedef : PyTreeDef
+        A structure, from ``tree_flatten`` or ``tree_structure``.
+    leaves : iterable
+        One leaf per ``*`` of the structure, in order.
+
+    Returns
+    -------
+    pytree
+        The tree.
+
+    Examples
+    --------
     >>> leaves, treedef = tree_flatten({'a': 1, 'b': (2, 3)})
     >>> tree_unflatten(treedef, [4, 5, 6])
     {'a': 4, 'b': (5, 6)}
@@ -481,6 +522,20 @@ def tree_unflatten(treedef, leaves):
 def tree_leaves(tree, is_leaf=None):
     """The leaves of ``tree``, in order (dict children by sorted key).
 
+    Parameters
+    ----------
+    tree : pytree
+        Any pytree.
+    is_leaf : callable, optional
+        As in ``tree_flatten``.
+
+    Returns
+    -------
+    list
+        The leaves.
+
+    Examples
+    --------
     >>> tree_leaves({'b': 1, 'a': [2, None, 3]})
     [2, 3, 1]
     """
@@ -490,6 +545,20 @@ def tree_leaves(tree, is_leaf=None):
 def tree_structure(tree, is_leaf=None):
     """The ``PyTreeDef`` of ``tree``.
 
+    Parameters
+    ----------
+    tree : pytree
+        Any pytree.
+    is_leaf : callable, optional
+        As in ``tree_flatten``.
+
+    Returns
+    -------
+    PyTreeDef
+        Its structure.
+
+    Examples
+    --------
     >>> tree_structure((1, {'a': 2, 'b': None}))
     PyTreeDef((*, {'a': *, 'b': None}))
     """
@@ -499,10 +568,25 @@ def tree_structure(tree, is_leaf=None):
 def tree_map(f, tree, *rest, is_leaf=None):
     """Apply ``f`` leafwise and rebuild the structure of ``tree`` around the results.
 
-    With several trees, ``f`` gets one leaf from each. The others must have the structure of
-    ``tree`` up to its leaves: where ``tree`` has a leaf they may have a whole subtree,
-    which ``f`` receives as is.
+    Parameters
+    ----------
+    f : callable
+        Called with one leaf of ``tree`` and the matching part of each of ``rest``.
+    tree : pytree
+        Gives the structure of the result.
+    *rest : pytree
+        Other trees with the structure of ``tree`` up to its leaves: where ``tree`` has a leaf
+        they may have a whole subtree, which ``f`` receives as is.
+    is_leaf : callable, optional
+        As in ``tree_flatten``.
 
+    Returns
+    -------
+    pytree
+        The results of ``f``, in the structure of ``tree``.
+
+    Examples
+    --------
     >>> tree_map(lambda x: x * 2, {'a': 1, 'b': (2, None)})
     {'a': 2, 'b': (4, None)}
     >>> tree_map(lambda x, y: x + y, [1, 2], [10, 20])

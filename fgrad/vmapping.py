@@ -30,15 +30,38 @@ __all__ = ["map_rows", "vmap"]
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
-    """A function that applies `fun` to every row of its arguments at once.
+    """Batching: a function that applies `fun`, written for one example, to every row at once.
 
-    `in_axes` says which axis of each argument holds the rows: an int (negative counts from the
-    end), None for an argument that is the same for every row, or a tuple (a top-level list is
-    read as one) or other pytree prefix of the arguments. Keyword arguments are mapped along
-    axis 0. `out_axes` places the rows in the outputs likewise; None is allowed only for an
-    output that does not depend on the rows. `axis_size` gives the number of rows when no
-    argument is mapped.
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays, written for one row. It must be pure: when
+        rows take different branches of Python control flow it runs again for each other group.
+    in_axes : int, None, tuple or pytree, default 0
+        Which axis of each argument holds the rows: an int (negative counts from the end), None
+        for an argument that is the same for every row, or a tuple (a top-level list is read as
+        one) or other pytree prefix of the arguments. Keyword arguments are mapped along axis 0.
+    out_axes : int, None, tuple or pytree, default 0
+        Where the rows go in the outputs, likewise; None only for an output that does not depend
+        on the rows.
+    axis_size : int, optional
+        The number of rows, needed only when no argument is mapped.
 
+    Returns
+    -------
+    callable
+        The batched function. It composes with every transform: `vmap(grad(f))` gives
+        per-example gradients, `grad(vmap(f))` differentiates through the batch.
+
+    Notes
+    -----
+    Each primitive runs once on all rows (by its batching rule). Where code reads a batched
+    value (`if x > 0`, `float(x)`) and the rows disagree, the run goes on with the largest group
+    of rows that read the same value and `fun` runs again on each other group; JAX and
+    torch.func raise there.
+
+    Examples
+    --------
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fgrad.vmap(lambda x, y: fnp.dot(x, y), in_axes=(0, None))(np.eye(2), np.array([3.0, 4.0]))
     array([3., 4.])

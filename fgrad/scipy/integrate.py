@@ -2,7 +2,7 @@
 
 The value is computed by `scipy.integrate.odeint` (LSODA) on plain values. The reverse rule
 is the adjoint method, as in JAX's `odeint`: from the last time point back to the first, it
-integrates the augmented system
+integrates the augmented system::
 
     y' = f(y, t, *args),   a' = -a . df/dy,   b' = -a . df/dargs
 

@@ -22,6 +22,7 @@ rule is differentiable again:
 compositions of these, and so are `block_diag` and `toeplitz` (linear in their inputs).
 
 Conventions:
+
 - Factors that are not unique (the signs or phases of QR, SVD and Schur vectors, the extra
   columns of full Q, U and Vh) have SciPy's values; their derivatives follow a stated gauge
   (see `qr`, `svd`, `schur`), so every quantity that does not depend on it has its true

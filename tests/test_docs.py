@@ -1,0 +1,150 @@
+"""The documentation's generated parts: the coverage tables and the mirrors' examples.
+
+The tables (docs/_ext/fgrad_coverage.py) must name every public name of each mirror and of its
+NumPy or SciPy original, and call a name differentiable exactly when the gradient table checks
+its derivatives; every example generated for a mirror's name (docs/_ext/examples.json) must
+still print what it printed when it was recorded. The site itself is built by .ci/run.
+"""
+
+import doctest
+import importlib
+import pathlib
+import sys
+import types
+
+import pytest
+
+DOCS_EXT = pathlib.Path(__file__).resolve().parents[1] / "docs" / "_ext"
+sys.path.insert(0, str(DOCS_EXT))
+
+import fgrad_coverage as coverage  # noqa: E402
+import fgrad_examples  # noqa: E402
+import gradtable  # noqa: E402
+
+MIRRORS = [m for m in coverage.MIRRORS if coverage.available(m)]
+
+
+def _row_name(mirror, entry_name):
+    """A table's name as the gradient table spells it ("linalg.inv", "scipy.stats.t.cdf")."""
+    prefix = mirror.module.removeprefix("fgrad.numpy").removeprefix("fgrad.")
+    return f"{prefix.lstrip('.')}.{entry_name}".lstrip(".")
+
+
+def _public_callables(module):
+    """The mirror's public functions, in its distribution modules too (scipy.stats)."""
+    found = {}
+    for name in coverage.mirror_names(module):
+        obj = getattr(module, name)
+        if isinstance(obj, types.ModuleType):
+            continue
+        found[name] = obj
+    for name in getattr(module, "__all__", []):
+        obj = getattr(module, name)
+        if isinstance(obj, types.ModuleType) and module.__name__ == "fgrad.scipy.stats":
+            for fn in obj.__all__:
+                found[f"{name}.{fn}"] = getattr(obj, fn)
+    return found
+
+
+@pytest.mark.parametrize("mirror", MIRRORS, ids=lambda m: m.module)
+def test_the_table_names_every_public_name_of_the_mirror_and_of_the_original(mirror):
+    entries = {e.name: e for e in coverage.table(mirror)}
+    assert len(entries) == len(coverage.table(mirror)), "a name listed twice"
+    ours = _public_callables(importlib.import_module(mirror.module))
+    unlisted = sorted(set(ours) - set(entries))
+    assert not unlisted, f"{mirror.module}: public names missing from the table: {unlisted}"
+    listed_missing = sorted(n for n in ours if entries[n].status == coverage.MISSING)
+    assert not listed_missing, f"{mirror.module}: public names marked missing: {listed_missing}"
+    if mirror.module != "fgrad.scipy.stats":
+        theirs = coverage.original_names(importlib.import_module(mirror.original))
+        assert set(theirs) <= set(entries), f"{mirror.original} names not in the table"
+        for name in set(theirs) - set(ours):
+            assert entries[name].status == coverage.MISSING, name
+            with pytest.raises(AttributeError):
+                getattr(importlib.import_module(mirror.module), name)
+
+
+def test_statuses_agree_with_the_gradient_table():
+    """Differentiable exactly when the gradient table has a row (which checks the derivatives);
+    constant exactly when it declares the name Nondiff and has no row."""
+    rows, nondiff = gradtable.load(families=None) if not _only_some_rows() else ([], [])
+    if not rows:
+        pytest.skip("FGRAD_ROWS loads only some families of rows")
+    with_rows = {r.name for r in rows}
+    declared = {n.name for n in nondiff}
+    wrong = []
+    for mirror in MIRRORS:
+        module = importlib.import_module(mirror.module)
+        ours = _public_callables(module)
+        for entry in coverage.table(mirror):
+            obj = ours.get(entry.name)
+            if entry.status == coverage.MISSING or not callable(obj) or isinstance(obj, type):
+                continue
+            spelled = _row_name(mirror, entry.name)
+            expected = (
+                coverage.DIFFERENTIABLE
+                if spelled in with_rows
+                else coverage.CONSTANT
+                if spelled in declared
+                else None
+            )
+            if entry.status != expected:
+                wrong.append(f"{spelled}: table says {entry.status}, gradient table {expected}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _only_some_rows():
+    import os
+
+    return bool(os.environ.get("FGRAD_ROWS"))
+
+
+def test_the_statuses_come_from_the_code():
+    fnp = importlib.import_module("fgrad.numpy")
+    assert coverage.status_of(fnp.sin, "fgrad.numpy", "sin")[0] == coverage.DIFFERENTIABLE
+    assert coverage.status_of(fnp.argmax, "fgrad.numpy", "argmax")[0] == coverage.CONSTANT
+    assert coverage.status_of(fnp.zeros, "fgrad.numpy", "zeros")[0] == coverage.CONSTANT
+    assert coverage.status_of(fnp.shape, "fgrad.numpy", "shape")[0] == coverage.CONSTANT
+    about_abs = [what for what, _ in coverage.conventions_of("abs")]
+    assert about_abs == ["abs'(0)", "abs''(0)", "grad abs(z)**2 at 1+2j", "grad abs(z) at 0j"]
+    assert [w for w, _ in coverage.conventions_of("maximum")] == ["d/dx maximum(x, 1) at x = 1"]
+    assert len(coverage.conventions_of("power")) == 3  # x**2.0, x**0.0, 0**y
+    assert coverage.conventions_of("tan") == []
+
+
+def _examples():
+    return sorted(fgrad_examples.EXAMPLES.items())
+
+
+def test_every_mirror_function_has_an_example():
+    """Its own, in its docstring (run by --doctest-modules), or a generated one."""
+    without = []
+    for mirror in MIRRORS:
+        for name, obj in _public_callables(importlib.import_module(mirror.module)).items():
+            ours = (getattr(obj, "__module__", None) or "").startswith("fgrad")
+            if not callable(obj) or isinstance(obj, type) or not ours:
+                continue  # NumPy's own objects, documented as NumPy's
+            qualified = f"{mirror.module}.{name}"
+            if not fgrad_examples._has_own_example(obj) and qualified not in dict(_examples()):
+                without.append(qualified)
+    assert not without, f"no example: {without}"
+
+
+@pytest.mark.parametrize("qualified, example", _examples(), ids=[k for k, _ in _examples()])
+def test_generated_example_prints_what_it_recorded(qualified, example):
+    test = doctest.DocTestParser().get_doctest(example, {}, qualified, qualified, 0)
+    runner = doctest.DocTestRunner(
+        checker=fgrad_examples.NumericChecker(), optionflags=doctest.NORMALIZE_WHITESPACE
+    )
+    report = []
+    runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report) + (
+        "If the new output is right, record it: python docs/_ext/fgrad_examples.py --write"
+    )
+
+
+def test_the_numeric_checker_still_catches_a_wrong_number():
+    checker = fgrad_examples.NumericChecker()
+    assert checker.check_output("array([0.29552021])\n", "array([0.2955202100001])\n", 0)
+    assert not checker.check_output("array([0.29552021])\n", "array([0.29552031])\n", 0)
+    assert not checker.check_output("array([1.5])\n", "(array([1.5]),)\n", 0)
