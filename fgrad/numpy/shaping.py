@@ -531,8 +531,22 @@ _sum_p = deflinear(
 
 
 def _sum_kw_impl(x, axis, keepdims, dtype, initial, where):
+    if is_foreign_array(x) or is_foreign_array(where):
+        return _sum_kw_foreign(x, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where, **keywords)
+
+
+def _sum_kw_foreign(x, axis, keepdims, dtype, initial, where):
+    """`_sum_kw_impl` for an array of another library (Dask), whose sum has neither `where`
+    nor `initial` (nor ufunc methods): the sum of x with zeros where the mask is False, in
+    `dtype`, plus `initial`."""
+    if where is not True:
+        x = _np.where(where, x, _np.zeros((), dtype=_np.result_type(x)))
+    total = _np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    if initial is NO_VALUE:
+        return total
+    return _np.add(total, initial, dtype=_np.result_type(total))
 
 
 def _sum_kw_vjp(ans, x, axis, keepdims, dtype, initial, where):
@@ -554,9 +568,10 @@ _sum_kw_p = defprimitive(
 
 
 def _spread_impl(ct, shape, dtype, axis, keepdims, where):
-    ct = _np.asarray(ct)
+    if not is_foreign_array(ct):
+        ct = _np.asarray(ct)
     if not keepdims:
-        ct = ct.reshape(_kept_shape(shape, axis))
+        ct = _np.reshape(ct, _kept_shape(shape, axis))
     out = _cast(_np.broadcast_to(ct, shape), dtype)
     return out if where is True else _np.where(where, out, _np.zeros((), out.dtype))
 
@@ -612,7 +627,7 @@ def reduction_mask(where, a, name):
             f"{name}: where= is a traced value; a mask has no derivative. Compute "
             "it from plain values, or wrap it in fgrad.stop_gradient(...)"
         )
-    mask = _np.asarray(where)
+    mask = where if is_foreign_array(where) else _np.asarray(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
     return _np.broadcast_to(mask, shape(a))
@@ -630,7 +645,8 @@ def _astype_vjp(ans, x, dtype):
 
 def _cast(x, dtype):
     """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
-    x = _np.asarray(x)
+    if not is_foreign_array(x):
+        x = _np.asarray(x)
     if _np.iscomplexobj(x) and not _np.issubdtype(dtype, _np.complexfloating):
         x = x.real
     return x.astype(dtype)
@@ -642,7 +658,9 @@ _astype_p = deflinear(
     name="astype",
 )
 
-_astype_nondiff = nondiff(lambda x, dtype: _np.asarray(x).astype(dtype), name="astype")
+_astype_nondiff = nondiff(
+    lambda x, dtype: (x if is_foreign_array(x) else _np.asarray(x)).astype(dtype), name="astype"
+)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
