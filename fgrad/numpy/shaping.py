@@ -692,7 +692,9 @@ def _getitem_vjp(ans, x, idx):
 
 
 _getitem_p = deflinear(
-    lambda x, idx: _getitem_foreign(x, idx) if is_foreign_array(x) else x[idx],
+    lambda x, idx: (
+        x[idx] if type(x) is _np.ndarray or not is_foreign_array(x) else _getitem_foreign(x, idx)
+    ),
     _getitem_vjp,
     name="getitem",
 )

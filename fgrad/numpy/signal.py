@@ -27,6 +27,7 @@ from ..core import (
     dtype_of,
     holds_batch,
     holds_box,
+    innermost,
     is_foreign_array,
     primal,
 )
@@ -502,13 +503,13 @@ def _weights(w, name, n, dtype):
         )
     if _is_traced(w):
         # every row's weights, for the checks; lazy ones (Dask's) are not read
-        wv = primal(w) if is_foreign_array(primal(w)) else all_rows(w)
+        wv = None if is_foreign_array(innermost(w)) else all_rows(w)
     else:
         wv = _np.asarray(w, dtype=float)
         w = wv.astype(dtype)
     if ndim(w) != 1 or shape(w)[0] != n:
         raise ValueError(f"cov: {name} has shape {shape(w)}; it needs one weight per sample ({n})")
-    if not is_foreign_array(wv) and (wv < 0).any():
+    if wv is not None and (wv < 0).any():
         raise ValueError(f"cov: {name} cannot be negative")
     return w, wv
 
@@ -534,7 +535,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     w = None
     if fweights is not None:
         w, fv = _weights(fweights, "fweights", n, dtype)
-        if not _np.all(fv == _np.around(fv)):
+        if fv is not None and not _np.all(fv == _np.around(fv)):
             raise TypeError("cov: fweights must be integers")
     if aweights is not None:
         aweights, _ = _weights(aweights, "aweights", n, dtype)
