@@ -13,6 +13,15 @@ import fgrad.numpy as fnp
 
 ROWS = []
 
+# Names whose rows cannot run on Dask arrays (tests/test_dask_table.py), and why.
+DASK_CANNOT = {
+    "sort": "sort's rule routes the gradient through np.argsort, which Dask does not implement",
+    "partition": "Dask implements neither np.partition nor np.argsort (partition's rule needs "
+    "the permutation)",
+    "unique": "the number of unique values is known only once they are computed (Dask's "
+    "unique has an unknown length and no axis, equal_nan or sorted)",
+}
+
 
 def _quietly(fn, *args):
     """fn(*args) without its DeprecationWarning (row_stack is deprecated, as in NumPy 2)."""

@@ -11,6 +11,14 @@ import fgrad.numpy as fnp
 
 ROWS = []
 
+# Names whose rows cannot run on Dask arrays (tests/test_dask_table.py), and why.
+DASK_CANNOT = {
+    "polyfit": "the value is NumPy's own polyfit, which Dask does not implement",
+    "unwrap": "the value is NumPy's own unwrap, which Dask does not implement",
+    "polydiv": "the remainder's length depends on its values (leading zeros are trimmed), "
+    "which a lazy Dask array does not give without computing",
+}
+
 
 def _parts(z):
     """A complex result as a real array: its real and imaginary parts, stacked."""

@@ -9,6 +9,12 @@ import fgrad.numpy as fnp
 
 ROWS = []
 
+# Names whose rows cannot run on Dask arrays (tests/test_dask_table.py), and why.
+DASK_CANNOT = {
+    "interp": "each x's segment comes from its value (searchsorted), so the gather index "
+    "would be a lazy Dask array; fgrad indexes with constant indices only",
+}
+
 # --- einsum: explicit and implicit outputs, '...', traces and diagonals, many operands ------------
 
 EINSUMS = [

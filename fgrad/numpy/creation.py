@@ -19,7 +19,7 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
+from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
 from ..primitive import defprimitive
 from .arrays import diag
 from .elementwise import equal, power, sign
@@ -105,10 +105,38 @@ def _linspace_jvp(which):
     return rule
 
 
+def _linspace_impl(start, stop, num, endpoint, dtype, axis):
+    if is_foreign_array(start) or is_foreign_array(stop):
+        return _linspace_foreign(start, stop, num, endpoint, dtype, axis)
+    return _np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis)
+
+
+def _linspace_foreign(start, stop, num, endpoint, dtype, axis):
+    """NumPy's linspace, step for step, for end points of another library (Dask), whose
+    linspace takes numbers only. NumPy reads whether a step is zero to choose how it scales
+    the samples; here that choice is made lazily, with the same result."""
+    div = num - 1 if endpoint else num
+    dt = _np.result_type(start, stop, float)
+    delta = _np.subtract(stop, start, dtype=dt)
+    y = _np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * _np.ndim(delta))
+    if div > 0:
+        step = delta / div
+        y = _np.where(_np.any(step == 0), y / div * delta, y * step)
+    else:
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        last = _np.broadcast_to(stop, _np.shape(y)[1:]).astype(dt)
+        y = _np.concatenate([y[:-1], _np.expand_dims(last, 0)])
+    if axis != 0:
+        y = _np.moveaxis(y, 0, axis)
+    if dtype is not None and _np.issubdtype(dtype, _np.integer):
+        y = _np.floor(y)
+    return y.astype(dt if dtype is None else dtype)
+
+
 _linspace_p = defprimitive(
-    lambda start, stop, num, endpoint, dtype, axis: _np.linspace(
-        start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis
-    ),
+    _linspace_impl,
     vjp=(_linspace_vjp(0), _linspace_vjp(1)),
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
@@ -202,6 +230,12 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
         p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
         # the masks are read: the rows agree (no zero) unless one of them is wrong
         has_zero = _np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0)))
+    elif is_foreign_array(primal(start)) or is_foreign_array(primal(stop)):
+        # lazy end points (Dask's) are not read: a zero one gives nan, not NumPy's error
+        p_start, p_stop = (
+            _np.asarray(v) if _np.isscalar(v) else v for v in map(primal, (start, stop))
+        )
+        has_zero = False
     else:
         p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
         has_zero = _np.any(p_start == 0) or _np.any(p_stop == 0)

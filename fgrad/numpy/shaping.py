@@ -545,8 +545,22 @@ _sum_p = deflinear(
 
 
 def _sum_kw_impl(x, axis, keepdims, dtype, initial, where):
+    if is_foreign_array(x) or is_foreign_array(where):
+        return _sum_kw_foreign(x, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where, **keywords)
+
+
+def _sum_kw_foreign(x, axis, keepdims, dtype, initial, where):
+    """`_sum_kw_impl` for an array of another library (Dask), whose sum has neither `where`
+    nor `initial` (nor ufunc methods): the sum of x with zeros where the mask is False, in
+    `dtype`, plus `initial`."""
+    if where is not True:
+        x = _np.where(where, x, _np.zeros((), dtype=_np.result_type(x)))
+    total = _np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    if initial is NO_VALUE:
+        return total
+    return _np.add(total, initial, dtype=_np.result_type(total))
 
 
 def _sum_kw_vjp(ans, x, axis, keepdims, dtype, initial, where):
@@ -568,9 +582,10 @@ _sum_kw_p = defprimitive(
 
 
 def _spread_impl(ct, shape, dtype, axis, keepdims, where):
-    ct = _np.asarray(ct)
+    if not is_foreign_array(ct):
+        ct = _np.asarray(ct)
     if not keepdims:
-        ct = ct.reshape(_kept_shape(shape, axis))
+        ct = _np.reshape(ct, _kept_shape(shape, axis))
     out = _cast(_np.broadcast_to(ct, shape), dtype)
     return out if where is True else _np.where(where, out, _np.zeros((), out.dtype))
 
@@ -626,7 +641,7 @@ def reduction_mask(where, a, name):
             f"{name}: where= is a traced value; a mask has no derivative. Compute "
             "it from plain values, or wrap it in fgrad.stop_gradient(...)"
         )
-    mask = _np.asarray(where)
+    mask = where if is_foreign_array(where) else _np.asarray(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
     return _np.broadcast_to(mask, shape(a))
@@ -644,7 +659,8 @@ def _astype_vjp(ans, x, dtype):
 
 def _cast(x, dtype):
     """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
-    x = _np.asarray(x)
+    if not is_foreign_array(x):
+        x = _np.asarray(x)
     if _np.iscomplexobj(x) and not _np.issubdtype(dtype, _np.complexfloating):
         x = x.real
     return x.astype(dtype)
@@ -656,7 +672,9 @@ _astype_p = deflinear(
     name="astype",
 )
 
-_astype_nondiff = nondiff(lambda x, dtype: _np.asarray(x).astype(dtype), name="astype")
+_astype_nondiff = nondiff(
+    lambda x, dtype: (x if is_foreign_array(x) else _np.asarray(x)).astype(dtype), name="astype"
+)
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -688,10 +706,142 @@ def _getitem_vjp(ans, x, idx):
 
 
 _getitem_p = deflinear(
-    lambda x, idx: x[idx],
+    lambda x, idx: (
+        x[idx] if type(x) is _np.ndarray or not is_foreign_array(x) else _getitem_foreign(x, idx)
+    ),
     _getitem_vjp,
     name="getitem",
 )
+
+
+# --- indexing another library's arrays (Dask) -----------------------------------------------------
+# Dask indexes with slices, integers and one 1-D integer array, and assigns items only at basic
+# indices; NumPy's other forms (several index arrays, n-d index arrays, boolean masks, an
+# integer next to an array) go through the flat positions the index picks. The index is a
+# constant, so NumPy computes those positions on 0-stride coordinate views (memory of the size
+# of the result, never of x); the array's values stay lazy.
+
+
+def _array_parts(idx):
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    return [p for p in parts if isinstance(p, (_np.ndarray, _np.generic)) and p.dtype != object]
+
+
+def _native_gather(idx):
+    """Whether x[idx] on a Dask array means what it means in NumPy: slices, Ellipsis, None
+    and integers, or slices and Ellipsis around one 1-D integer array."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    arrays = _array_parts(idx)
+    if not arrays:
+        return True
+    return (
+        len(arrays) == 1
+        and arrays[0].ndim == 1
+        and arrays[0].dtype.kind in "iu"
+        and all(p is arrays[0] or p is Ellipsis or isinstance(p, slice) for p in parts)
+    )
+
+
+def _flat_positions(x_shape, idx):
+    """The positions in x.ravel() of the elements x[idx] picks, in x[idx]'s shape."""
+    if not x_shape:
+        return _np.zeros((), dtype=_np.intp)[idx]
+    coords = []
+    for axis, n in enumerate(x_shape):
+        along = _np.arange(n, dtype=_np.intp).reshape((n,) + (1,) * (len(x_shape) - axis - 1))
+        coords.append(_np.broadcast_to(along, x_shape)[idx])
+    return _np.ravel_multi_index(tuple(coords), x_shape)
+
+
+def _getitem_foreign(x, idx):
+    if _native_gather(idx):
+        return x[idx]
+    positions = _flat_positions(_np.shape(x), idx)
+    return _np.reshape(_np.take(_np.reshape(x, (-1,)), positions.reshape(-1)), positions.shape)
+
+
+def _without_newaxes(x_shape, v, idx):
+    """idx without its None entries, and v reshaped to what that index picks (a None only
+    inserts a length-1 axis), for item assignment, which Dask does without None."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    view = _np.broadcast_to(_np.zeros((), dtype=bool), x_shape)
+    with_newaxes = view[idx].shape
+    idx = tuple(p for p in idx if p is not None)
+    return idx, _np.reshape(_fit(v, with_newaxes), view[idx].shape)
+
+
+def _foreign_copy(x, template, dtype):
+    """x's values (exactly: signed zeros and NaNs kept) as a new array of template's type."""
+    return _np.multiply(x, _np.ones_like(template, shape=(), dtype=dtype))
+
+
+def _fit(v, shape):
+    """v broadcast to shape, after dropping extra leading length-1 axes (NumPy's assignment
+    `x[idx] = v` accepts them)."""
+    extra = _np.ndim(v) - len(shape)
+    if extra > 0:
+        v = _np.reshape(v, _np.shape(v)[extra:])
+    return _np.broadcast_to(v, shape)
+
+
+def _bincount_flat(positions, v, size, dtype):
+    """The sum of v's elements at each flat position (repeats add up), as a 1-D array of
+    `size` in dtype, built lazily from v's chunks."""
+    weights = _np.reshape(_fit(v, positions.shape), (-1,))
+    at = _np.zeros_like(weights, dtype=_np.intp) + positions.reshape(-1)
+    if _np.dtype(dtype).kind == "c":
+        real = _np.bincount(at, weights=_np.real(weights), minlength=size)
+        imag = _np.bincount(at, weights=_np.imag(weights), minlength=size)
+        return (real + 1j * imag).astype(dtype)
+    if _np.iscomplexobj(weights):  # NumPy's cast into a real array keeps the real part
+        weights = _np.real(weights)
+    return _np.bincount(at, weights=weights, minlength=size).astype(dtype)
+
+
+def _index_add_foreign(x, v, idx):
+    """`_index_add` for an array of another library (Dask): x + (zeros with v at idx). The
+    zeros are built by the library's item assignment at a basic index, by a lazy bincount
+    over the flat positions at an index with arrays (repeated indices add up)."""
+    x_shape, dtype = _np.shape(x), _np.result_type(x)
+    template = x if is_foreign_array(x) else v
+    if _array_parts(idx):
+        positions = _flat_positions(x_shape, idx)
+        if not positions.size:
+            return _foreign_copy(x, template, dtype)
+        size = int(_np.prod(x_shape, dtype=_np.int64))
+        added = _bincount_flat(positions, v, size, dtype)
+        return _np.reshape(added, x_shape) + x
+    idx, v = _without_newaxes(x_shape, v, idx)
+    out = _np.zeros_like(template, shape=x_shape, dtype=dtype)
+    out[idx] = v
+    return out + x
+
+
+def _index_set_foreign(x, v, idx):
+    """`_index_set` for an array of another library (Dask): item assignment into a new array
+    at a basic index; at an index with arrays, x where no position is picked and v where one
+    is (for a repeated position the last of its values, as NumPy assigns)."""
+    x_shape, dtype = _np.shape(x), _np.result_type(x)
+    template = x if is_foreign_array(x) else v
+    if _array_parts(idx):
+        picks = _flat_positions(x_shape, idx)
+        if not picks.size:
+            return _foreign_copy(x, template, dtype)
+        positions = picks.reshape(-1)
+        size = int(_np.prod(x_shape, dtype=_np.int64))
+        values = _np.reshape(_fit(v, picks.shape), (-1,))
+        last = positions.size - 1 - _np.unique(positions[::-1], return_index=True)[1]
+        if last.size != positions.size:
+            positions, values = positions[last], _np.take(values, last)
+        picked = _np.zeros(size, dtype=bool)
+        picked[positions] = True
+        new = _bincount_flat(positions, values, size, dtype)
+        return _np.where(picked.reshape(x_shape), _np.reshape(new, x_shape), x)
+    idx, v = _without_newaxes(x_shape, v, idx)
+    out = _foreign_copy(x, template, dtype)
+    out[idx] = v
+    return out
 
 
 def _index_add(x, v, idx):
@@ -705,22 +855,6 @@ def _index_add(x, v, idx):
     else:
         out[idx] += v
     return out
-
-
-def _index_add_foreign(x, v, idx):
-    """`_index_add` for an array of another library (Dask): x + (zeros with v at idx), the
-    zeros built lazily by the library's own item assignment. Repeated indices of an integer
-    array would be written once, not summed, so those are refused."""
-    if _has_array_index(idx):
-        raise NotImplementedError(
-            "the transpose of indexing with an integer array (a scatter-add) has no lazy form "
-            f"for {type(v).__module__}.{type(v).__name__} arrays; index with slices and "
-            "integers, or compute the array first"
-        )
-    template = x if is_foreign_array(x) else v
-    out = _np.zeros_like(template, shape=_np.shape(x), dtype=_np.result_type(x, v))
-    out[idx] = v
-    return out + x
 
 
 def _bincount_add(out, v, idx):
@@ -777,6 +911,8 @@ def _check_no_repeats(x_shape, idx):
 
 
 def _index_set(x, v, idx):
+    if is_foreign_array(v) or is_foreign_array(x):
+        return _index_set_foreign(x, v, idx)
     out = _np.array(x, copy=True)
     out[idx] = v
     return out

@@ -13,13 +13,24 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other 
 `fgrad.numpy` except `fft` (`linalg` for `polyfit`'s least squares).
 """
 
+import builtins as _builtins
 import warnings as _warnings
 
 import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Box, bind, constant_of, dtype_of, holds_batch, holds_box, primal
+from ..core import (
+    Box,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    holds_box,
+    innermost,
+    is_foreign_array,
+    primal,
+)
 from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
 from .elementwise import (
@@ -128,9 +139,26 @@ def _is_traced(x):
 _WINDOWS_UP_TO = 1024
 
 
+def _convolve_foreign(a, v):
+    """`_convolve_last` for arrays of another library (Dask), which has no convolve: the
+    longer operand, shifted by k and scaled by the shorter one's element k, summed over k (a
+    lazy graph of as many terms as the shorter operand is long)."""
+    if _np.shape(a)[-1] < _np.shape(v)[-1]:
+        a, v = v, a
+    m = _np.shape(v)[-1]
+    lead = [(0, 0)] * (_builtins.max(_np.ndim(a), _np.ndim(v)) - 1)
+    out = None
+    for k in range(m):
+        term = _np.pad(a * v[..., k : k + 1], lead + [(k, m - 1 - k)])
+        out = term if out is None else out + term
+    return out
+
+
 def _convolve_last(a, v):
     """The full convolution along the last axis; the leading axes (the rows of a batch, under
     `vmap`) broadcast. One pair of 1-D sequences is NumPy's own `convolve`."""
+    if is_foreign_array(a) or is_foreign_array(v):
+        return _convolve_foreign(a, v)
     if _np.ndim(a) == 1 and _np.ndim(v) == 1:
         return _np.convolve(a, v, mode="full")
     a, v = _np.asarray(a), _np.asarray(v)
@@ -474,13 +502,14 @@ def _weights(w, name, n, dtype):
             f"fgrad.numpy.real({name}) or fgrad.numpy.abs({name})"
         )
     if _is_traced(w):
-        wv = all_rows(w)  # (every row's weights, for the checks)
+        # every row's weights, for the checks; lazy ones (Dask's) are not read
+        wv = None if is_foreign_array(innermost(w)) else all_rows(w)
     else:
         wv = _np.asarray(w, dtype=float)
         w = wv.astype(dtype)
     if ndim(w) != 1 or shape(w)[0] != n:
         raise ValueError(f"cov: {name} has shape {shape(w)}; it needs one weight per sample ({n})")
-    if (wv < 0).any():
+    if wv is not None and (wv < 0).any():
         raise ValueError(f"cov: {name} cannot be negative")
     return w, wv
 
@@ -506,7 +535,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     w = None
     if fweights is not None:
         w, fv = _weights(fweights, "fweights", n, dtype)
-        if not _np.all(fv == _np.around(fv)):
+        if fv is not None and not _np.all(fv == _np.around(fv)):
             raise TypeError("cov: fweights must be integers")
     if aweights is not None:
         aweights, _ = _weights(aweights, "aweights", n, dtype)
@@ -527,6 +556,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         if (all_rows(fact) <= 0).any():
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = where(greater(constant_of(fact), 0), fact, 0.0)
+    elif is_foreign_array(primal(fact)):  # lazy (Dask): not read, set to 0 where NumPy would
+        fact = where(_np.greater(primal(fact), 0), fact, 0.0)
     elif primal(fact) <= 0:
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
@@ -535,7 +566,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     X = X - reshape(avg, (-1, 1))
     X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
     with _np.errstate(divide="ignore"):
-        scale = 1.0 / fact if holds_batch(fact) or fact != 0 else _np.inf
+        lazy = holds_batch(fact) or is_foreign_array(primal(fact))  # 1/0 gives inf there
+        scale = 1.0 / fact if lazy or fact != 0 else _np.inf
     return squeeze(matmul(X, X_T) * scale)
 
 
@@ -555,10 +587,12 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
         if dtype_of(cv).kind == "c":
             clipped = clipped + 1j * clip(imag(cv), -1, 1)
         return c + (clipped - cv)
-    cv = _np.asarray(primal(c))
-    clipped = _np.clip(cv.real, -1, 1)
+    cv = primal(c)
+    if not is_foreign_array(cv):
+        cv = _np.asarray(cv)
+    clipped = _np.clip(_np.real(cv), -1, 1)
     if _np.iscomplexobj(cv):
-        clipped = clipped + 1j * _np.clip(cv.imag, -1, 1)
+        clipped = clipped + 1j * _np.clip(_np.imag(cv), -1, 1)
     return c + (clipped - cv)
 
 

@@ -32,7 +32,7 @@ import operator as _operator
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
+from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
 from ..primitive import deflinear, defprimitive
 from .arrays import argsort, take_along_axis
 from .elementwise import (
@@ -150,7 +150,10 @@ def _nan_mask(a):
     by `vmap`, the rows' masks (batched too), whether or not they hold a NaN."""
     if holds_batch(a):
         return isnan(constant_of(a))
-    m = _np.isnan(_np.asarray(primal(a)))
+    v = primal(a)
+    if is_foreign_array(v):  # lazy (a Dask array's): unread, as if it held a NaN
+        return _np.isnan(v)
+    m = _np.isnan(_np.asarray(v))
     return m if m.any() else None
 
 
@@ -312,6 +315,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
     scl = sum(broadcast_to(w, a_shape) if shape(w) != a_shape else w, axis=axes, keepdims=keepdims)
     if holds_batch(scl):  # the rows agree (no zero sum) unless one of them is wrong
         zero_sum = bool(primal(any(equal(constant_of(scl), 0))))
+    elif is_foreign_array(primal(scl)):  # lazy (Dask): unread; a zero sum divides to inf/nan
+        zero_sum = False
     else:
         zero_sum = _np.any(_np.asarray(primal(scl)) == 0)
     if zero_sum:
@@ -499,7 +504,7 @@ def _divide_or_nan(total, count):
         return where(empty, _np.nan, _divide(total, where(empty, 1, count)))
     empty = count == 0
     ans = _divide(total, _np.where(empty, 1, count))
-    return where(empty, _np.nan, ans) if _np.any(empty) else ans
+    return where(empty, _np.nan, ans) if may_hold(empty) else ans
 
 
 def _nan_extremum(reduce, fill, name):
@@ -517,7 +522,7 @@ def _nan_extremum(reduce, fill, name):
         elif m is not None and initial is NO_VALUE:  # NumPy's fmax.reduce: NaN if all are NaN
             mask = reduction_mask(where, a, name)
             all_nan = _np.all(m if mask is True else m | ~mask, axis=axes, keepdims=keepdims)
-            if all_nan.any():
+            if may_hold(all_nan):
                 ans = _where(all_nan, _np.nan, ans)
         return ans
 
@@ -571,7 +576,7 @@ def nanvar(
         return _where(bad, _np.nan, _divide(ss, _where(bad, 1, dof)))
     bad = dof <= 0  # NumPy gives NaN there
     v = _divide(ss, _np.where(bad, 1, dof))
-    return _where(bad, _np.nan, v) if _np.any(bad) else v
+    return _where(bad, _np.nan, v) if may_hold(bad) else v
 
 
 def nanstd(
@@ -937,8 +942,18 @@ for _fn in (all, any, count_nonzero):
 
 # --- bincount: the counts have no derivative, the weighted sums are linear in the weights ---------
 
+
+def _bincount(index, w, minlength):
+    """NumPy's bincount of a constant index; weights of another library (Dask), whose bincount
+    takes the index as one of its arrays chunked as the weights, get the index as one."""
+    if is_foreign_array(w):  # and the length, which Dask would leave unknown
+        minlength = _builtins.max(minlength, int(index.max()) + 1 if index.size else 0)
+        index = _np.zeros_like(w, dtype=_np.intp) + index
+    return _np.bincount(index, w, minlength)
+
+
 _bincount_p = deflinear(
-    lambda w, index, minlength: _np.bincount(index, w, minlength).astype(w.dtype, copy=False),
+    lambda w, index, minlength: _bincount(index, w, minlength).astype(w.dtype, copy=False),
     lambda ans, w, index, minlength: lambda ct: getitem(ct, index),
     name="bincount",
 )
@@ -1007,8 +1022,19 @@ def _histogram_vjp(ans, w, a, bins, range, edges):
     return lambda ct: reshape(_where(inside, getitem(ct, safe), 0.0), w_shape)
 
 
+def _histogram_impl(w, a, bins, range, edges):
+    if is_foreign_array(w):
+        # Dask's histogram wants the sample as one of its arrays: with the (constant) bins
+        # known, the weighted counts are a bincount, the elements outside in an extra bin
+        n = edges.size - 1
+        index = _histogram_bins(a, edges)
+        counts = _bincount(_np.where(index < 0, n, index), w, n + 1)[:n]
+        return counts.astype(w.dtype)
+    return _np.histogram(a, bins, range, weights=w)[0]
+
+
 _histogram_p = deflinear(
-    lambda w, a, bins, range, edges: _np.histogram(a, bins, range, weights=w)[0],
+    _histogram_impl,
     _histogram_vjp,
     name="histogram",
 )
