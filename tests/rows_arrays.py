@@ -20,6 +20,8 @@ DASK_CANNOT = {
     "the permutation)",
     "unique": "the number of unique values is known only once they are computed (Dask's "
     "unique has an unknown length and no axis, equal_nan or sorted)",
+    # single rows, by id: the row's own Python code reads a value, which computes it
+    "vectorize-3x2": "the row's function branches on its element (`if a > 0`), which reads it",
 }
 
 
