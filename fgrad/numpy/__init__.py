@@ -10,6 +10,8 @@ result.
 0.8414709848078965
 """
 
+import types as _types
+
 import numpy as _np
 
 from .. import core as _core
@@ -142,11 +144,26 @@ def __getattr__(name):
     raise AttributeError(f"module 'fgrad.numpy' has no attribute {name!r}")
 
 
+_FAMILY_MODULES = (
+    "arrays",
+    "creation",
+    "elementwise",
+    "products",
+    "reductions",
+    "shaping",
+    "signal",
+    "statistics",
+    "ufuncs",
+    "fft",
+    "linalg",
+)
 __all__ = sorted(
     name
     for name in dir()
     if not name.startswith("_")
-    and name not in ("elementwise", "products", "reductions", "shaping", "fft", "linalg")
+    # the family modules (bound here by their import) are not public names; nor are fft and
+    # linalg, the public submodules, which are not functions
+    and not (isinstance(globals()[name], _types.ModuleType) and name in _FAMILY_MODULES)
 )
 
 _box.install({name: globals()[name] for name in __all__}, {"linalg": linalg, "fft": fft})
