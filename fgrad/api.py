@@ -131,8 +131,8 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
     names the leaves; it is only called to write an error."""
     accepted = "c" if holomorphic else "f" if holomorphic is False else "fc"
     for i, x in enumerate(leaves):
-        if type(x) is _np.ndarray and x.dtype.kind in accepted:
-            continue  # the common case, without the general one's checks
+        if (type(x) is _np.ndarray or type(x) in _NUMPY_INEXACT) and x.dtype.kind in accepted:
+            continue  # the common cases, without the general one's checks
         v = _plain(x)
         if isinstance(v, (list, tuple)):
             v = _np.asarray(v)
@@ -188,6 +188,7 @@ def _numpy_scalar(v, like=None):
 
 # NumPy's float scalars: what a scalar-valued function's output usually is.
 _NUMPY_FLOATS = frozenset((_np.float64, _np.float32, _np.float16, _np.longdouble))
+_NUMPY_INEXACT = _NUMPY_FLOATS | {_np.complex128, _np.complex64, _np.clongdouble}
 _ONE = _np.float64(1)
 
 
@@ -321,9 +322,12 @@ def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
 def _check_outputs(out_leaves, who):
     """Transforms differentiate numbers and numeric arrays; say so for anything else."""
     for k, o in enumerate(out_leaves):
-        v = _plain(o)
+        v = o.value if type(o) is Box and not o.level.batches else o  # a reverse or forward box
         if type(v) in _NUMPY_FLOATS or (type(v) is _np.ndarray and v.dtype.kind in "biufc"):
             continue  # the common cases, without the general one's checks
+        v = _plain(o)
+        if type(v) in _NUMPY_FLOATS or (type(v) is _np.ndarray and v.dtype.kind in "biufc"):
+            continue
         if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
@@ -504,9 +508,11 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
 def _unit_cotangent(out, who, holomorphic=False):
     """grad's output must be a float with one element (real, or complex if `holomorphic`);
     its cotangent is 1."""
+    if type(out) is _np.float64 and not holomorphic:
+        return _ONE  # the common case, without the general one's checks
     v = _plain(out)
     if type(v) is _np.float64 and not holomorphic:
-        return _ONE  # the common case, without the general one's checks
+        return _ONE
     if not _is_arraylike(v):
         raise TypeError(
             f"{who} requires the function to return a scalar (a float or an array with one "

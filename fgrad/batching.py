@@ -53,8 +53,37 @@ __all__ = [
     "rules",
 ]
 
+
+class _Rules(dict):
+    """The registry of batching rules; registering one forgets which primitives
+    `BatchLevel`'s shortcuts apply to (`_elementwise`), which is worked out again."""
+
+    def __setitem__(self, prim, rule):
+        super().__setitem__(prim, rule)
+        _elementwise.clear()
+
+
 # Primitive (or NondiffPrimitive) -> rule(args, dims, **params) -> (out, out_dim).
-rules: dict[Any, Callable] = {}
+rules: dict[Any, Callable] = _Rules()
+
+# Primitive -> whether `BatchLevel`'s shortcuts apply to it (its rule is the elementwise one and
+# it has one output), worked out on first use.
+_elementwise: dict[Any, bool] = {}
+
+
+def _is_elementwise(prim) -> bool:
+    fast = _elementwise.get(prim)
+    if fast is None:
+        rule = rules.get(prim)
+        fast = _elementwise[prim] = bool(
+            getattr(rule, "elementwise", False) and not prim.multiple_results
+        )
+    return fast
+
+
+def _ndim(v) -> int:
+    """The rank of a value under a box (a NumPy array's own, first: the common case)."""
+    return v.ndim if type(v) is _np.ndarray else len(shape_of(v))
 
 # Primitive -> why it is applied one row at a time (see `declare_row_by_row`).
 row_by_row_reasons: dict[Any, str] = {}
@@ -156,27 +185,25 @@ class BatchLevel(Level):
     # an unbatched argument too short to reach the batch axis). `process` gives the same.
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
-        rule = rules.get(prim)
-        if getattr(rule, "elementwise", False) and not prim.multiple_results:
+        if _is_elementwise(prim):
             return Box(bind_one(prim, x.value), self, x.aux)
         return self.process(prim, (x,), _NO_PARAMS)
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
-        rule = rules.get(prim)
-        if getattr(rule, "elementwise", False) and not prim.multiple_results:
+        if _is_elementwise(prim):
             x_own = type(x) is Box and x.level is self
             y_own = type(y) is Box and y.level is self
             if x_own and y_own:
                 xv, yv, d = x.value, y.value, x.aux
-                if y.aux == d and len(shape_of(xv)) == len(shape_of(yv)):
+                if y.aux == d and _ndim(xv) == _ndim(yv):
                     return Box(bind_two(prim, xv, yv), self, d)
             elif x_own:
                 xv, d = x.value, x.aux
-                if len(shape_of(y)) < len(shape_of(xv)) - d:
+                if _ndim(y) < _ndim(xv) - d:
                     return Box(bind_two(prim, xv, y), self, d)
             else:
                 yv, d = y.value, y.aux
-                if len(shape_of(x)) < len(shape_of(yv)) - d:
+                if _ndim(x) < _ndim(yv) - d:
                     return Box(bind_two(prim, x, yv), self, d)
         return self.process(prim, (x, y), _NO_PARAMS)
 

@@ -528,6 +528,8 @@ def bind_two(prim: Primitive, x: Any, y: Any) -> Any:
         ly = y.level
         if ly.live:
             return ly.process_two(prim, x, y)
+    elif kx in _PLAIN and ky in _PLAIN and watch is None:  # no box: the impl itself
+        return prim.impl(x, y)
     return bind(prim, (x, y), _NO_PARAMS)
 
 
