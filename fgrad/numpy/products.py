@@ -22,6 +22,7 @@ from .. import core as _core
 from .. import taylor as _taylor
 from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive
+from ..protocols import is_foreign_array
 from .elementwise import conj, multiply
 from .shaping import (
     NO_VALUE,
@@ -59,6 +60,23 @@ __all__ = [
     "vecdot",
     "vecmat",
 ]
+
+
+def whole_along(x, axes):
+    """x with each of `axes` in one chunk when x is a chunked array of another library (Dask's
+    FFT, its linear algebra and its gufuncs need a transformed or core axis whole); x itself
+    otherwise. The result stays lazy; a gradient gets its input's chunks back at the API
+    (`fgrad.protocols.like_input`)."""
+    if type(x) is _np.ndarray or not is_foreign_array(x):
+        return x
+    chunks = getattr(x, "chunks", None)
+    if chunks is None:
+        return x
+    nd = len(chunks)
+    axes = [ax % nd for ax in axes]
+    if all(len(chunks[ax]) == 1 for ax in axes):
+        return x
+    return x.rechunk({ax: -1 for ax in axes})
 
 
 def _matmul_vjp_x(ans, x, y):
