@@ -173,6 +173,11 @@ def _in_blocks(x):
     return type(x) is not _np.ndarray and is_foreign_array(x) and hasattr(x, "map_blocks")
 
 
+def _library(x):
+    """The name of x's library ("dask"), for messages."""
+    return type(x).__module__.split(".")[0]
+
+
 def _unreadable(x):
     """Whether a rule must not read x's values: x has one value per row (under `vmap`), or it
     is a lazy array of another library (reading would compute it). The rules then take their
@@ -814,6 +819,13 @@ def lstsq(a, b, rcond=None):
     x = _matmul(_pinv_p(a, rcond=float(cutoff), hermitian=False), b)
     # The residuals' shape depends on the rank: a batch whose rows' ranks differ is split
     # (by the read of `rank` under `vmap`).
+    if m > n and not holds_batch(a) and _unreadable(a):
+        raise TypeError(
+            f"linalg.lstsq of a tall {_library(primal(a))} array: NumPy's residuals have one "
+            "entry per column of b when a has full rank and none otherwise, a shape that a "
+            "lazy array cannot know before its rank is computed. Compute a first, or use "
+            "pinv(a) @ b for x"
+        )
     if m > n and rank == n:
         r = b - _matmul(a, x)
         residuals = sum(real(r * conj(r)) if _is_complex(r) else r * r, axis=0)
@@ -1107,6 +1119,17 @@ def eigvalsh(a, UPLO="L"):
 # --- eig, eigvals ---------------------------------------------------------------------------------
 
 
+def _check_known_dtype(a, who):
+    """NumPy's eig and eigvals of a real matrix are real when every eigenvalue is real and
+    complex otherwise: a lazy array's dtype must be known before anything is computed."""
+    if not _is_complex(a) and type(primal(a)) is not _np.ndarray and is_foreign_array(primal(a)):
+        raise TypeError(
+            f"{who} of a real {_library(primal(a))} array: NumPy's result is real or "
+            "complex depending on the eigenvalues, which a lazy array cannot know before it "
+            "is computed. Pass a complex array (a + 0j), or compute the array first"
+        )
+
+
 @per_matrix
 def _eig_impl(x):
     w, v = _np.linalg.eig(x)
@@ -1196,6 +1219,7 @@ def eig(a):
            [ 0.70710678,  0.        ]])
     """
     _check_square(a, "linalg.eig")
+    _check_known_dtype(a, "linalg.eig")
     return EigResult(*_eig_p(a))
 
 
@@ -1239,6 +1263,7 @@ def eigvals(a):
     """NumPy's `linalg.eigvals`: the eigenvalues of a general square matrix (complex unless a
     is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig`."""
     _check_square(a, "linalg.eigvals")
+    _check_known_dtype(a, "linalg.eigvals")
     return _eigvals_p(a)
 
 

@@ -622,6 +622,14 @@ def _gufunc(
     return moveaxis(res, last[-1], axes[-1]) if axes[-1] != last[-1] else res
 
 
+def _whole_cores(x1, k1, x2, k2):
+    """The operands of a gufunc with k1 and k2 core axes (the last ones), each core axis in
+    one chunk for an array of another library (Dask's gufuncs refuse a chunked core axis)."""
+    if type(x1) is _np.ndarray and type(x2) is _np.ndarray:
+        return x1, x2
+    return whole_along(x1, range(-k1, 0)), whole_along(x2, range(-k2, 0))
+
+
 # The three as primitives whose value is NumPy's own gufunc (core axes last; `_gufunc` moves
 # them there), so a traced value is the untraced one bit for bit (a product and a sum would
 # round differently). Each is linear in each input (vecdot and vecmat conjugate x1, so they
@@ -641,7 +649,7 @@ def _sesquilinear_vjp_x1(product):
 
 
 _vecdot_p = defbilinear(
-    lambda x1, x2: _np.vecdot(x1, x2),
+    lambda x1, x2: _np.vecdot(*_whole_cores(x1, 1, x2, 1)),
     (
         _sesquilinear_vjp_x1(lambda ct, x2: expand_dims(ct, -1) * x2),
         lambda ans, x1, x2: _unbroadcast_to(
@@ -653,7 +661,7 @@ _vecdot_p = defbilinear(
 
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     _matvec_p = defbilinear(
-        lambda a, v: _np.matvec(a, v),
+        lambda a, v: _np.matvec(*_whole_cores(a, 2, v, 1)),
         (
             lambda ans, a, v: _unbroadcast_to(
                 a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)
@@ -665,7 +673,7 @@ if hasattr(_np, "matvec"):  # NumPy >= 2.2
         name="matvec",
     )
     _vecmat_p = defbilinear(
-        lambda v, a: _np.vecmat(v, a),
+        lambda v, a: _np.vecmat(*_whole_cores(v, 1, a, 2)),
         (
             _sesquilinear_vjp_x1(lambda ct, a: matmul(a, expand_dims(ct, -1))[..., 0]),
             lambda ans, v, a: _unbroadcast_to(
