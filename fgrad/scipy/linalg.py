@@ -183,6 +183,7 @@ def _referenced(a, lower, unit):
     return _triangle(a, lower, -1 if unit else 0)
 
 
+@_la.per_matrix
 def _trsolve_impl(a, b, lower, trans, unit):
     return _sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
 
@@ -531,7 +532,7 @@ def _lu_factor_vjp(wanted, ans, a):
 
 _lu_factor_p = Primitive(
     "lu_factor",
-    lambda a: tuple(_sl.lu_factor(a)),
+    _la.per_matrix(lambda a: tuple(_sl.lu_factor(a))),
     vjp=_lu_factor_vjp,
     jvp=_lu_factor_jvp,
     multiple_results=True,
@@ -589,7 +590,11 @@ def _lu_vjp(wanted, ans, a):
 
 # SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
 _lu_p = Primitive(
-    "lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True
+    "lu",
+    _la.per_matrix(lambda a: _sl.lu(a, p_indices=True)),
+    vjp=_lu_vjp,
+    jvp=_lu_jvp,
+    multiple_results=True,
 )
 
 
@@ -673,7 +678,7 @@ def _banded_vjp_b(ans, ab, b, l, u):
 
 
 _banded_p = defprimitive(
-    lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b),
+    _la.per_matrix(lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b)),
     vjp=(_banded_vjp_ab, _banded_vjp_b),
     jvp=(
         lambda t, ans, ab, b, l, u: -_banded_p(ab, _band_matvec(t, ans, l, u), l=l, u=u),
@@ -725,7 +730,7 @@ def _sylvester_vjp(i):
 
 
 _sylvester_p = defprimitive(
-    _sl.solve_sylvester,
+    _la.per_matrix(_sl.solve_sylvester),
     vjp=(_sylvester_vjp(0), _sylvester_vjp(1), _sylvester_vjp(2)),
     jvp=(  # A dX + dX B = dQ - dA X - X dB
         lambda t, ans, a, b, q: _sylvester_p(a, b, -fnp.matmul(t, ans)),
@@ -760,7 +765,7 @@ def _sqrtm_vjp(ans, a):
 
 
 _sqrtm_p = defprimitive(
-    _sl.sqrtm,
+    _la.per_matrix(_sl.sqrtm),
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
     name="sqrtm",
@@ -822,7 +827,7 @@ def _expm_frechet(a, e):
 
 
 _expm_p = defprimitive(
-    _sl.expm,
+    _la.per_matrix(_sl.expm),
     vjp=lambda ans, a: lambda ct: _expm_frechet(_mT(a), ct),  # <ct, L(A, E)> = <L(A^T, ct), E>
     jvp=lambda t, ans, a: _expm_frechet(a, t),
     name="expm",
@@ -1107,7 +1112,7 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
 
 _qr_p = Primitive(
     "qr",
-    lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting)),
+    _la.per_matrix(lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting))),
     vjp=_qr_vjp,
     jvp=_qr_jvp,
     multiple_results=True,
@@ -1250,6 +1255,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
     return bprop
 
 
+@_la.per_matrix
 def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
     if compute_uv:
         return tuple(_sl.svd(a, full_matrices, lapack_driver=lapack_driver))
@@ -1410,7 +1416,7 @@ def _schur_vjp(wanted, ans, a, output, sort):
 
 _schur_p = Primitive(
     "schur",
-    lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort)),
+    _la.per_matrix(lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort))),
     vjp=_schur_vjp,
     jvp=_schur_jvp,
     multiple_results=True,
