@@ -217,12 +217,16 @@ def _blockwise(func, xs, params):
         blocked.append(whole_along(_np.broadcast_to(x, batch + x.shape[-2:]), (-2, -1)))
     batch_chunks = blocked[0].chunks[:nb]
     blocked = [x.rechunk(batch_chunks + x.chunks[nb:]) for x in blocked]
-    # one matrix of each argument gives the results' dtypes and matrix shapes
-    samples = [
-        _np.broadcast_to(_np.eye(*x.shape[-2:], dtype=x.dtype), (1,) * nb + x.shape[-2:])
-        for x in blocked
-    ]
-    sample = func(*samples, **params)
+    # One matrix of each argument gives the results' dtypes and matrix shapes: the identity
+    # (positive definite, as cholesky needs), else a random one (a band of ones may be singular).
+    try:
+        sample = func(
+            *(_np.eye(*x.shape[-2:], dtype=x.dtype)[(None,) * nb] for x in blocked), **params
+        )
+    except (LinAlgError, ValueError):
+        rng = _np.random.default_rng(0)
+        samples = (rng.standard_normal((1,) * nb + x.shape[-2:]).astype(x.dtype) for x in blocked)
+        sample = func(*samples, **params)
     several = isinstance(sample, tuple)
 
     def result(k, out):

@@ -369,7 +369,7 @@ def _permutation(piv):
 
 def _lu_rows(piv, m):
     """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
-    if holds_batch(piv):
+    if _la._unreadable(piv):
         return _batched_lu_rows(piv, m)
     piv = _np.asarray(primal(piv))
     full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
@@ -393,7 +393,7 @@ def _batched_lu_rows(piv, m):
 def _take_rows(x, perm, inverse=False):
     """x[..., perm, :] with a (constant) permutation for every matrix of the batch;
     x[..., argsort(perm), :] with `inverse`."""
-    if holds_batch(perm):  # a product with the permutation matrix: no row's perm is read
+    if _la._unreadable(perm):  # a product with the permutation matrix: no row's perm is read
         m = shape(perm)[-1]
         p = _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), x)
         return fnp.matmul(_mT(p) if inverse else p, x)
@@ -617,7 +617,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if p_indices:
         return perm, l_mat, u_mat
     real = _np.finfo(dtype_of(l_mat)).dtype  # SciPy's p is real
-    if holds_batch(perm):
+    if _la._unreadable(perm):
         m = shape(a)[-2]
         return (
             _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), _np.zeros((), real)),
@@ -931,7 +931,7 @@ def eigh(
                 "scipy.linalg.eigh: subset_by_value needs a single matrix, not a "
                 "batch (the number of selected eigenvalues may differ)"
             )
-        if holds_batch(w):
+        if _la._unreadable(w):
             w, v = _eigh_subset_rows(w, v, lo, hi)
         else:
             wv = _np.asarray(primal(w))
@@ -1174,7 +1174,7 @@ def _svd_gaps(s):
     """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
     s2 = s * s
     gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
-    batched = holds_batch(gap)  # then one mask per row, from the batched values
+    batched = _la._unreadable(gap)  # then one mask per row, from the batched values
     zero = fnp.equal(gap, 0) if batched else _np.asarray(primal(gap)) == 0
     f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
     s_zero = fnp.equal(s, 0) if batched else _np.asarray(primal(s)) == 0
