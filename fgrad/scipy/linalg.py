@@ -809,6 +809,12 @@ def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"
                 f"{name!r} (deprecated by SciPy); leave it out"
             )
     _square(A, "sqrtm", "A")
+    if not _is_complex(A) and _la._unreadable(A) and not holds_batch(A):
+        raise TypeError(
+            "scipy.linalg.sqrtm of a real lazy array: SciPy's root is real or complex "
+            "depending on the eigenvalues, which a lazy array cannot know before it is "
+            "computed. Pass a complex array (A + 0j), or compute the array first"
+        )
     return _sqrtm_p(A)
 
 
