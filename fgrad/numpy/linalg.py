@@ -65,7 +65,7 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Primitive, bind, constant_of, dtype_of, holds_batch, primal
+from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal
 from ..primitive import deflinear, defprimitive
 from ..protocols import is_foreign_array
 from . import arrays as _arrays
@@ -173,16 +173,30 @@ def _in_blocks(x):
     return type(x) is not _np.ndarray and is_foreign_array(x) and hasattr(x, "map_blocks")
 
 
+def _value(x):
+    """x's value under all its boxes (nothing is read)."""
+    while type(x) is Box:
+        x = x.value
+    return x
+
+
 def _library(x):
     """The name of x's library ("dask"), for messages."""
     return type(x).__module__.split(".")[0]
+
+
+def _lazy(x):
+    """Whether x's value, under all its boxes (nothing is read), is a lazy array of another
+    library."""
+    x = _value(x)
+    return type(x) is not _np.ndarray and is_foreign_array(x)
 
 
 def _unreadable(x):
     """Whether a rule must not read x's values: x has one value per row (under `vmap`), or it
     is a lazy array of another library (reading would compute it). The rules then take their
     general branch, which reads nothing."""
-    return holds_batch(x) or (type(x) is not _np.ndarray and is_foreign_array(primal(x)))
+    return holds_batch(x) or _lazy(x)
 
 
 def per_matrix(func):
@@ -825,7 +839,7 @@ def lstsq(a, b, rcond=None):
     # (by the read of `rank` under `vmap`).
     if m > n and not holds_batch(a) and _unreadable(a):
         raise TypeError(
-            f"linalg.lstsq of a tall {_library(primal(a))} array: NumPy's residuals have one "
+            f"linalg.lstsq of a tall {_library(_value(a))} array: NumPy's residuals have one "
             "entry per column of b when a has full rank and none otherwise, a shape that a "
             "lazy array cannot know before its rank is computed. Compute a first, or use "
             "pinv(a) @ b for x"
@@ -1126,9 +1140,9 @@ def eigvalsh(a, UPLO="L"):
 def _check_known_dtype(a, who):
     """NumPy's eig and eigvals of a real matrix are real when every eigenvalue is real and
     complex otherwise: a lazy array's dtype must be known before anything is computed."""
-    if not _is_complex(a) and type(primal(a)) is not _np.ndarray and is_foreign_array(primal(a)):
+    if not _is_complex(a) and _lazy(a):
         raise TypeError(
-            f"{who} of a real {_library(primal(a))} array: NumPy's result is real or "
+            f"{who} of a real {_library(_value(a))} array: NumPy's result is real or "
             "complex depending on the eigenvalues, which a lazy array cannot know before it "
             "is computed. Pass a complex array (a + 0j), or compute the array first"
         )
