@@ -15,6 +15,18 @@ import fgrad.numpy as fnp
 la = fnp.linalg
 ROWS = []
 
+# Names whose rows cannot run on Dask arrays, and why (tests/test_dask_table.py).
+DASK_CANNOT = {
+    "linalg.eig": "NumPy's eig of a real matrix is real when every eigenvalue is real and "
+    "complex otherwise: a lazy array's dtype must be known before it is computed (fgrad raises "
+    "for a real Dask input; a complex one runs)",
+    "linalg.eigvals": "as eig: the dtype of NumPy's eigvals of a real matrix depends on the "
+    "eigenvalues, which a lazy array does not know before it is computed",
+    "linalg.lstsq": "NumPy's residuals have one entry per column of b only when a tall a has "
+    "full rank (none otherwise): their shape depends on the computed rank (fgrad raises for a "
+    "tall Dask a; a wide one runs)",
+}
+
 
 def general(*shape):
     """Well-conditioned square matrices of `shape` (..., n, n)."""

@@ -21,6 +21,13 @@ import fgrad.numpy as fnp
 la = fnp.linalg
 ROWS = []
 
+# Names whose rows cannot run on Dask arrays, and why (tests/test_dask_table.py).
+DASK_CANNOT = {
+    "linalg.lstsq": "NumPy's residuals have one entry per column of b only when a tall a has "
+    "full rank (none otherwise): their shape depends on the computed rank (fgrad raises for a "
+    "tall Dask a; a wide one runs)",
+}
+
 COMPLEX64 = (
     "complex input gives complex64 (or float32) results and complex64 cotangents: "
     "tests/test_linalg.py::test_complex_rows_keep_single_precision checks them"

@@ -47,6 +47,13 @@ def _pendulum(t, state, params):  # tfirst=True; the state and params are dicts
     }
 
 
+# Names whose rows cannot run on Dask arrays, and why (tests/test_dask_table.py).
+DASK_CANNOT = {
+    "scipy.integrate.odeint": "SciPy's odeint (LSODA, compiled) steps on a NumPy state vector, "
+    "converting the state and every right-hand side it evaluates with np.asarray: a lazy "
+    "array would be computed at each step, and Dask has no ODE solver",
+}
+
 ROWS = [
     Row(
         "scipy.integrate.odeint",

@@ -15,6 +15,13 @@ import fgrad.scipy.linalg as sla
 
 P = "scipy.linalg."
 ROWS = []
+
+# Names whose rows cannot run on Dask arrays, and why (tests/test_dask_table.py).
+DASK_CANNOT = {
+    "scipy.linalg.sqrtm": "SciPy's square root of a real matrix is real or complex depending on "
+    "its eigenvalues: a lazy array's dtype must be known before it is computed (fgrad raises "
+    "for a real Dask input; a complex one runs)",
+}
 NONDIFF = []
 
 

@@ -32,6 +32,7 @@ from .. import batching as _batching
 from ..core import Box, dtype_of
 from ..primitive import deflinear
 from .elementwise import conj, multiply, real
+from .products import whole_along
 from .shaping import (
     _index_add_p,
     asarray,
@@ -150,7 +151,8 @@ def _resize(x, n, axis):
 
 
 def _c2c(x, axis, norm, inverse):
-    return (_np.fft.ifft if inverse else _np.fft.fft)(x, axis=axis, norm=norm)
+    # Dask transforms an axis only when it is one chunk
+    return (_np.fft.ifft if inverse else _np.fft.fft)(whole_along(x, (axis,)), axis=axis, norm=norm)
 
 
 def _c2c_vjp(ans, x, axis, norm, inverse):
@@ -174,7 +176,7 @@ def _rfft_vjp(ans, x, axis, norm):
 
 
 _rfft_p = deflinear(
-    lambda x, axis, norm: _np.fft.rfft(x, axis=axis, norm=norm),
+    lambda x, axis, norm: _np.fft.rfft(whole_along(x, (axis,)), axis=axis, norm=norm),
     _rfft_vjp,
     name="rfft",
 )
@@ -205,7 +207,7 @@ def _irfft_vjp(ans, x, n, axis, norm):
 
 
 _irfft_p = deflinear(
-    lambda x, n, axis, norm: _np.fft.irfft(x, n=n, axis=axis, norm=norm),
+    lambda x, n, axis, norm: _np.fft.irfft(whole_along(x, (axis,)), n=n, axis=axis, norm=norm),
     _irfft_vjp,
     name="irfft",
 )

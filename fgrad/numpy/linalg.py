@@ -65,8 +65,9 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Primitive, bind, constant_of, dtype_of, holds_batch, primal
+from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal
 from ..primitive import deflinear, defprimitive
+from ..protocols import is_foreign_array
 from . import arrays as _arrays
 from . import products as _products
 from .elementwise import (
@@ -86,6 +87,7 @@ from .elementwise import (
 )
 from .products import conj_if_complex as _conj
 from .products import vecdot as _vecdot
+from .products import whole_along
 from .reductions import _product_of_others, max, min, prod
 from .shaping import (
     _kept_shape,
@@ -161,6 +163,101 @@ except ImportError:  # pragma: no cover - older NumPy
     SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
 
 LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` catches it too
+
+
+# --- chunked arrays of other libraries ------------------------------------------------------------
+
+
+def _in_blocks(x):
+    """Whether x is a chunked array of another library with a block map (a Dask array)."""
+    return type(x) is not _np.ndarray and is_foreign_array(x) and hasattr(x, "map_blocks")
+
+
+def _value(x):
+    """x's value under all its boxes (nothing is read)."""
+    while type(x) is Box:
+        x = x.value
+    return x
+
+
+def _library(x):
+    """The name of x's library ("dask"), for messages."""
+    return type(x).__module__.split(".")[0]
+
+
+def _lazy(x):
+    """Whether x's value, under all its boxes (nothing is read), is a lazy array of another
+    library."""
+    x = _value(x)
+    return type(x) is not _np.ndarray and is_foreign_array(x)
+
+
+def _unreadable(x):
+    """Whether a rule must not read x's values: x has one value per row (under `vmap`), or it
+    is a lazy array of another library (reading would compute it). The rules then take their
+    general branch, which reads nothing."""
+    return holds_batch(x) or _lazy(x)
+
+
+def per_matrix(func):
+    """`func`, a NumPy function of stacks of matrices (the last two axes of each argument), as
+    a primitive's value that also takes chunked arrays of another library.
+
+    NumPy arrays go to `func` as they are. Dask has no `det`, `slogdet`, `eig`, `eigh` or
+    `pinv`, no linear algebra on stacks of matrices, and needs chunkings fgrad cannot choose
+    for the rest (square chunks for `inv` and `solve`, one chunked axis for `qr` and `svd`):
+    there `func` runs lazily on each block, each block holding whole matrices (the two matrix
+    axes rechunked into one chunk, the batch axes of every argument broadcast and chunked
+    alike). So each matrix is NumPy's, bit for bit, and nothing is computed until asked. A
+    function of several results runs once per result and block."""
+
+    def value(*xs, **params):
+        if any(map(_in_blocks, xs)):
+            return _blockwise(func, xs, params)
+        return func(*xs, **params)
+
+    value.__name__ = value.__qualname__ = getattr(func, "__name__", "per_matrix")
+    return value
+
+
+def _blockwise(func, xs, params):
+    template = next(x for x in xs if _in_blocks(x))
+    batch = _np.broadcast_shapes(*(_np.shape(x)[:-2] for x in xs))
+    nb = len(batch)
+    blocked = []
+    for x in xs:
+        if not _in_blocks(x):  # a NumPy operand: as a Dask array, so that it is cut alike
+            x = _np.zeros_like(template, shape=_np.shape(x), dtype=x.dtype) + x
+        blocked.append(whole_along(_np.broadcast_to(x, batch + x.shape[-2:]), (-2, -1)))
+    batch_chunks = blocked[0].chunks[:nb]
+    blocked = [x.rechunk(batch_chunks + x.chunks[nb:]) for x in blocked]
+    # One matrix of each argument gives the results' dtypes and matrix shapes: the identity
+    # (positive definite, as cholesky needs), else a random one (a band of ones may be singular).
+    try:
+        sample = func(
+            *(_np.eye(*x.shape[-2:], dtype=x.dtype)[(None,) * nb] for x in blocked), **params
+        )
+    except (LinAlgError, ValueError):
+        rng = _np.random.default_rng(0)
+        samples = (rng.standard_normal((1,) * nb + x.shape[-2:]).astype(x.dtype) for x in blocked)
+        sample = func(*samples, **params)
+    several = isinstance(sample, tuple)
+
+    def result(k, out):
+        core = out.shape[nb:]
+        take = (lambda *b: func(*b, **params)[k]) if several else (lambda *b: func(*b, **params))
+        return blocked[0].map_blocks(
+            take,
+            *blocked[1:],
+            chunks=batch_chunks + tuple((n,) for n in core),
+            drop_axis=list(range(nb + len(core), nb + 2)),
+            dtype=out.dtype,
+            meta=_np.empty((0,) * (nb + len(core)), dtype=out.dtype),
+        )
+
+    if several:
+        return tuple(result(k, out) for k, out in enumerate(sample))
+    return result(0, sample)
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -294,10 +391,13 @@ def _right_solve_T(y, m):
 
 
 def _read_triangle_impl(x, lower):
-    xv = _np.asarray(x)
+    foreign = type(x) is not _np.ndarray and is_foreign_array(x)
+    xv = x if foreign else _np.asarray(x)
     n = xv.shape[-1]
     other = _np.triu(_np.ones((n, n), dtype=bool), 1)  # the triangle LAPACK does not read
     h = _np.where(other if lower else other.T, _np.conj(_np.swapaxes(xv, -1, -2)), xv)
+    if foreign and h.dtype.kind == "c":  # no item assignment: the diagonal's real part by where
+        return _np.where(_np.eye(n, dtype=bool), _np.real(h), h)
     if h.dtype.kind == "c":  # LAPACK ignores the imaginary part of the diagonal
         i = _np.arange(n)
         h[..., i, i] = h[..., i, i].real
@@ -332,7 +432,7 @@ def _hermitian_from(a, lower=True):
 
 
 _inv_p = defprimitive(
-    _np.linalg.inv,
+    per_matrix(_np.linalg.inv),
     vjp=lambda ans, x: lambda ct: -_matmul(_mT(ans), _matmul(ct, _mT(ans))),
     jvp=lambda t, ans, x: -_matmul(ans, _matmul(t, ans)),
     name="inv",
@@ -362,7 +462,7 @@ def _solve_vjp_b(ans, a, b):
 
 # b is a (stack of) matrices here; `solve` handles a vector b by adding and removing an axis.
 _solve_p = defprimitive(
-    _np.linalg.solve,
+    per_matrix(_np.linalg.solve),
     vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(
         lambda t, ans, a, b: -_solve_p(a, _matmul(t, ans)),
@@ -495,7 +595,7 @@ def _adjugate_T(x, ans):
     own derivative has no trouble at repeated singular values (det's second derivative at the
     identity).
     """
-    if holds_batch(x):
+    if _unreadable(x):  # no matrix is read
         return _adjugate_T_rows(x, ans)
     xv = _np.asarray(primal(x))
     s = _np.linalg.svd(xv, compute_uv=False)
@@ -565,7 +665,7 @@ def _det_vjp(ans, x):
 
 
 _det_p = defprimitive(
-    _np.linalg.det,
+    per_matrix(_np.linalg.det),
     vjp=_det_vjp,
     jvp=lambda t, ans, x: sum(_adjugate_T(x, ans) * t, axis=(-2, -1)),
     name="det",
@@ -585,6 +685,7 @@ def det(a):
     return _det_p(a)
 
 
+@per_matrix
 def _slogdet_impl(x):
     sign, logabsdet = _np.linalg.slogdet(x)
     return sign, logabsdet
@@ -666,7 +767,7 @@ def _pinv_vjp(ans, x, rcond, hermitian):
 
 
 _pinv_p = defprimitive(
-    lambda x, rcond, hermitian: _np.linalg.pinv(x, rcond=rcond, hermitian=hermitian),
+    per_matrix(lambda x, rcond, hermitian: _np.linalg.pinv(x, rcond=rcond, hermitian=hermitian)),
     vjp=_pinv_vjp,
     jvp=_pinv_jvp,
     name="pinv",
@@ -728,7 +829,7 @@ def lstsq(a, b, rcond=None):
     if rcond is None:
         cutoff = _np.finfo(_np.result_type(*dtypes, _np.float64)).eps * builtins.max(m, n)
     s = svdvals(a)
-    if holds_batch(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
+    if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
         kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
         rank = astype(sum(where(kept, 1.0, 0.0), axis=-1), _np.int32)
     else:
@@ -736,6 +837,13 @@ def lstsq(a, b, rcond=None):
     x = _matmul(_pinv_p(a, rcond=float(cutoff), hermitian=False), b)
     # The residuals' shape depends on the rank: a batch whose rows' ranks differ is split
     # (by the read of `rank` under `vmap`).
+    if m > n and not holds_batch(a) and _unreadable(a):
+        raise TypeError(
+            f"linalg.lstsq of a tall {_library(_value(a))} array: NumPy's residuals have one "
+            "entry per column of b when a has full rank and none otherwise, a shape that a "
+            "lazy array cannot know before its rank is computed. Compute a first, or use "
+            "pinv(a) @ b for x"
+        )
     if m > n and rank == n:
         r = b - _matmul(a, x)
         residuals = sum(real(r * conj(r)) if _is_complex(r) else r * r, axis=0)
@@ -773,7 +881,7 @@ def _cholesky_vjp(ans, x, upper):
 
 
 _cholesky_p = defprimitive(
-    lambda x, upper: _np.linalg.cholesky(x, upper=upper),
+    per_matrix(lambda x, upper: _np.linalg.cholesky(x, upper=upper)),
     vjp=_cholesky_vjp,
     jvp=_cholesky_jvp,
     name="cholesky",
@@ -825,6 +933,7 @@ def cholesky(a, /, *, upper=False):
 # --- qr -------------------------------------------------------------------------------------------
 
 
+@per_matrix
 def _qr_impl(x):
     q, r = _np.linalg.qr(x, mode="reduced")
     return q, r
@@ -927,6 +1036,7 @@ def qr(a, mode="reduced"):
 # --- eigh, eigvalsh -------------------------------------------------------------------------------
 
 
+@per_matrix
 def _eigh_impl(x, UPLO):
     w, v = _np.linalg.eigh(x, UPLO=UPLO)
     return w, v
@@ -1000,7 +1110,7 @@ def _eigvalsh_jvp(t, ans, x, UPLO):
 
 
 _eigvalsh_p = defprimitive(
-    lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO),
+    per_matrix(lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO)),
     vjp=_eigvalsh_vjp,
     jvp=_eigvalsh_jvp,
     name="eigvalsh",
@@ -1027,6 +1137,18 @@ def eigvalsh(a, UPLO="L"):
 # --- eig, eigvals ---------------------------------------------------------------------------------
 
 
+def _check_known_dtype(a, who):
+    """NumPy's eig and eigvals of a real matrix are real when every eigenvalue is real and
+    complex otherwise: a lazy array's dtype must be known before anything is computed."""
+    if not _is_complex(a) and _lazy(a):
+        raise TypeError(
+            f"{who} of a real {_library(_value(a))} array: NumPy's result is real or "
+            "complex depending on the eigenvalues, which a lazy array cannot know before it "
+            "is computed. Pass a complex array (a + 0j), or compute the array first"
+        )
+
+
+@per_matrix
 def _eig_impl(x):
     w, v = _np.linalg.eig(x)
     return w, v
@@ -1035,7 +1157,7 @@ def _eig_impl(x):
 def _largest_entries(v):
     """A constant one-hot mask of the largest-magnitude entry of each column of v: the entry
     LAPACK's geev makes real (the first largest re^2 + im^2, as geev picks it)."""
-    if holds_batch(v):
+    if _unreadable(v):
         c = constant_of(v)
         return _onehot(_mT(_first_largest(_mT(real(c) ** 2 + imag(c) ** 2))), v)
     vv = _np.asarray(primal(v))
@@ -1115,6 +1237,7 @@ def eig(a):
            [ 0.70710678,  0.        ]])
     """
     _check_square(a, "linalg.eig")
+    _check_known_dtype(a, "linalg.eig")
     return EigResult(*_eig_p(a))
 
 
@@ -1122,7 +1245,7 @@ def _eigvectors_for(ans, x):
     """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
     (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
     w, v = _eig_p(x)
-    if holds_batch(w):  # match each eigenvalue with its nearest by comparisons: no read
+    if _unreadable(w):  # match each eigenvalue with its nearest by comparisons: no read
         gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
         return _reordered(v, _mT(_first_largest(-gaps)))
     wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
@@ -1149,19 +1272,23 @@ def _eigvals_jvp(t, ans, x):
     return real(dw) if _is_complex(dw) and not _is_complex(ans) else dw
 
 
-_eigvals_p = defprimitive(_np.linalg.eigvals, vjp=_eigvals_vjp, jvp=_eigvals_jvp, name="eigvals")
+_eigvals_p = defprimitive(
+    per_matrix(_np.linalg.eigvals), vjp=_eigvals_vjp, jvp=_eigvals_jvp, name="eigvals"
+)
 
 
 def eigvals(a):
     """NumPy's `linalg.eigvals`: the eigenvalues of a general square matrix (complex unless a
     is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig`."""
     _check_square(a, "linalg.eigvals")
+    _check_known_dtype(a, "linalg.eigvals")
     return _eigvals_p(a)
 
 
 # --- svd, svdvals ---------------------------------------------------------------------------------
 
 
+@per_matrix
 def _svd_impl(x, full_matrices):
     u, s, vh = _np.linalg.svd(x, full_matrices=full_matrices)
     return u, s, vh
@@ -1240,7 +1367,7 @@ def _svdvals_jvp(t, ans, x):
 
 
 _svdvals_p = defprimitive(
-    lambda x: _np.linalg.svd(x, compute_uv=False),
+    per_matrix(lambda x: _np.linalg.svd(x, compute_uv=False)),
     vjp=_svdvals_vjp,
     jvp=_svdvals_jvp,
     name="svdvals",
@@ -1297,12 +1424,12 @@ def _svd_hermitian(a, compute_uv):
     _check_square(a, "linalg.svd(hermitian=True)")
     if not compute_uv:  # NumPy: the sorted |eigvalsh|
         w = eigvalsh(a)
-        if holds_batch(w):
+        if _unreadable(w):
             return _reordered(abs(w), _descending_order(abs(constant_of(w))))
         order = _np.argsort(_np.abs(_np.asarray(primal(w))), axis=-1)[..., ::-1]
         return _take_last(abs(w), order)
     w, v = eigh(a)
-    if holds_batch(w):
+    if _unreadable(w):
         order = _descending_order(abs(constant_of(w)))
         u = _reordered(v, order)
         signs = _reordered(sign(constant_of(w)), order)
@@ -1328,15 +1455,19 @@ def _pnorm_impl(x, ord, axis, keepdims, flat):
     """NumPy's own formulas, so that values are NumPy's to the last bit: `flat` is NumPy's fast
     path for the 2-norm of all entries (a dot product)."""
     complex_input = _np.iscomplexobj(x)
+    foreign = type(x) is not _np.ndarray and is_foreign_array(x)
     if flat:
-        x = x.ravel(order="K")
+        x = x.ravel() if foreign else x.ravel(order="K")
         if complex_input:
             return _np.sqrt(x.real.dot(x.real) + x.imag.dot(x.imag))
         return _np.sqrt(x.dot(x))
     if ord == 2:
         squares = (x.conj() * x).real if complex_input else x * x
-        return _np.sqrt(_np.add.reduce(squares, axis=axis, keepdims=keepdims))
-    out = _np.add.reduce(_np.abs(x) ** ord, axis=axis, keepdims=keepdims)
+        # Dask has np.sum, not the ufunc method np.add.reduce
+        total = _np.sum if foreign else _np.add.reduce
+        return _np.sqrt(total(squares, axis=axis, keepdims=keepdims))
+    total = _np.sum if foreign else _np.add.reduce
+    out = total(_np.abs(x) ** ord, axis=axis, keepdims=keepdims)
     return out ** _np.reciprocal(ord, dtype=out.dtype)
 
 
@@ -1355,7 +1486,7 @@ def _pnorm_slope(ans, x, ord, axis):
     """d norm / dx as a cotangent: phase(x) (|x| / norm)^(p-1) (conj(x) / norm for p = 2), and
     0 where the norm is 0: a subgradient at the zero vector, where JAX gives nan."""
     a = reshape(ans, _kept_shape(shape(x), axis))
-    batched = holds_batch(a)
+    batched = _unreadable(a)  # a lazy norm is never read
     zero = equal(a, 0) if batched else _np.asarray(primal(a)) == 0
     if not batched and not zero.any():
         return _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)
@@ -1394,7 +1525,7 @@ def _vector_norm(x, ord, axes, keepdims):
         return max(abs(x), axis=axes, keepdims=keepdims)
     if ord == -_np.inf:
         return min(abs(x), axis=axes, keepdims=keepdims)
-    if ord == 0 and holds_batch(x):  # the number of nonzero entries: a constant
+    if ord == 0 and _unreadable(x):  # the number of nonzero entries: a constant
         dtype = _np.finfo(_dtype(x)).dtype if _np.issubdtype(_dtype(x), _np.inexact) else float
         return sum(
             _onehot(not_equal(constant_of(x), 0), _np.zeros((), dtype)),

@@ -22,6 +22,7 @@ from .. import core as _core
 from .. import taylor as _taylor
 from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive
+from ..protocols import is_foreign_array
 from .elementwise import conj, multiply
 from .shaping import (
     NO_VALUE,
@@ -59,6 +60,23 @@ __all__ = [
     "vecdot",
     "vecmat",
 ]
+
+
+def whole_along(x, axes):
+    """x with each of `axes` in one chunk when x is a chunked array of another library (Dask's
+    FFT, its linear algebra and its gufuncs need a transformed or core axis whole); x itself
+    otherwise. The result stays lazy; a gradient gets its input's chunks back at the API
+    (`fgrad.protocols.like_input`)."""
+    if type(x) is _np.ndarray or not is_foreign_array(x):
+        return x
+    chunks = getattr(x, "chunks", None)
+    if chunks is None:
+        return x
+    nd = len(chunks)
+    axes = [ax % nd for ax in axes]
+    if all(len(chunks[ax]) == 1 for ax in axes):
+        return x
+    return x.rechunk({ax: -1 for ax in axes})
 
 
 def _matmul_vjp_x(ans, x, y):
@@ -604,6 +622,14 @@ def _gufunc(
     return moveaxis(res, last[-1], axes[-1]) if axes[-1] != last[-1] else res
 
 
+def _whole_cores(x1, k1, x2, k2):
+    """The operands of a gufunc with k1 and k2 core axes (the last ones), each core axis in
+    one chunk for an array of another library (Dask's gufuncs refuse a chunked core axis)."""
+    if type(x1) is _np.ndarray and type(x2) is _np.ndarray:
+        return x1, x2
+    return whole_along(x1, range(-k1, 0)), whole_along(x2, range(-k2, 0))
+
+
 # The three as primitives whose value is NumPy's own gufunc (core axes last; `_gufunc` moves
 # them there), so a traced value is the untraced one bit for bit (a product and a sum would
 # round differently). Each is linear in each input (vecdot and vecmat conjugate x1, so they
@@ -623,7 +649,7 @@ def _sesquilinear_vjp_x1(product):
 
 
 _vecdot_p = defbilinear(
-    lambda x1, x2: _np.vecdot(x1, x2),
+    lambda x1, x2: _np.vecdot(*_whole_cores(x1, 1, x2, 1)),
     (
         _sesquilinear_vjp_x1(lambda ct, x2: expand_dims(ct, -1) * x2),
         lambda ans, x1, x2: _unbroadcast_to(
@@ -635,7 +661,7 @@ _vecdot_p = defbilinear(
 
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     _matvec_p = defbilinear(
-        lambda a, v: _np.matvec(a, v),
+        lambda a, v: _np.matvec(*_whole_cores(a, 2, v, 1)),
         (
             lambda ans, a, v: _unbroadcast_to(
                 a, lambda ct: expand_dims(ct, -1) * expand_dims(v, -2)
@@ -647,7 +673,7 @@ if hasattr(_np, "matvec"):  # NumPy >= 2.2
         name="matvec",
     )
     _vecmat_p = defbilinear(
-        lambda v, a: _np.vecmat(v, a),
+        lambda v, a: _np.vecmat(*_whole_cores(v, 1, a, 2)),
         (
             _sesquilinear_vjp_x1(lambda ct, a: matmul(a, expand_dims(ct, -1))[..., 0]),
             lambda ans, v, a: _unbroadcast_to(

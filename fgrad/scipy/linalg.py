@@ -184,6 +184,7 @@ def _referenced(a, lower, unit):
     return _triangle(a, lower, -1 if unit else 0)
 
 
+@_la.per_matrix
 def _trsolve_impl(a, b, lower, trans, unit):
     return _sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
 
@@ -369,7 +370,7 @@ def _permutation(piv):
 
 def _lu_rows(piv, m):
     """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
-    if holds_batch(piv):
+    if _la._unreadable(piv):
         return _batched_lu_rows(piv, m)
     piv = _np.asarray(primal(piv))
     full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
@@ -393,7 +394,7 @@ def _batched_lu_rows(piv, m):
 def _take_rows(x, perm, inverse=False):
     """x[..., perm, :] with a (constant) permutation for every matrix of the batch;
     x[..., argsort(perm), :] with `inverse`."""
-    if holds_batch(perm):  # a product with the permutation matrix: no row's perm is read
+    if _la._unreadable(perm):  # a product with the permutation matrix: no row's perm is read
         m = shape(perm)[-1]
         p = _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), x)
         return fnp.matmul(_mT(p) if inverse else p, x)
@@ -532,7 +533,7 @@ def _lu_factor_vjp(wanted, ans, a):
 
 _lu_factor_p = Primitive(
     "lu_factor",
-    lambda a: tuple(_sl.lu_factor(a)),
+    _la.per_matrix(lambda a: tuple(_sl.lu_factor(a))),
     vjp=_lu_factor_vjp,
     jvp=_lu_factor_jvp,
     multiple_results=True,
@@ -590,7 +591,11 @@ def _lu_vjp(wanted, ans, a):
 
 # SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
 _lu_p = Primitive(
-    "lu", lambda a: _sl.lu(a, p_indices=True), vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True
+    "lu",
+    _la.per_matrix(lambda a: _sl.lu(a, p_indices=True)),
+    vjp=_lu_vjp,
+    jvp=_lu_jvp,
+    multiple_results=True,
 )
 
 
@@ -613,7 +618,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if p_indices:
         return perm, l_mat, u_mat
     real = _np.finfo(dtype_of(l_mat)).dtype  # SciPy's p is real
-    if holds_batch(perm):
+    if _la._unreadable(perm):
         m = shape(a)[-2]
         return (
             _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), _np.zeros((), real)),
@@ -674,7 +679,7 @@ def _banded_vjp_b(ans, ab, b, l, u):
 
 
 _banded_p = defprimitive(
-    lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b),
+    _la.per_matrix(lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b)),
     vjp=(_banded_vjp_ab, _banded_vjp_b),
     jvp=(
         lambda t, ans, ab, b, l, u: -_banded_p(ab, _band_matvec(t, ans, l, u), l=l, u=u),
@@ -726,7 +731,7 @@ def _sylvester_vjp(i):
 
 
 _sylvester_p = defprimitive(
-    _sl.solve_sylvester,
+    _la.per_matrix(_sl.solve_sylvester),
     vjp=(_sylvester_vjp(0), _sylvester_vjp(1), _sylvester_vjp(2)),
     jvp=(  # A dX + dX B = dQ - dA X - X dB
         lambda t, ans, a, b, q: _sylvester_p(a, b, -fnp.matmul(t, ans)),
@@ -761,7 +766,7 @@ def _sqrtm_vjp(ans, a):
 
 
 _sqrtm_p = defprimitive(
-    _sl.sqrtm,
+    _la.per_matrix(_sl.sqrtm),
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
     name="sqrtm",
@@ -805,6 +810,12 @@ def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"
                 f"{name!r} (deprecated by SciPy); leave it out"
             )
     _square(A, "sqrtm", "A")
+    if not _is_complex(A) and _la._unreadable(A) and not holds_batch(A):
+        raise TypeError(
+            "scipy.linalg.sqrtm of a real lazy array: SciPy's root is real or complex "
+            "depending on the eigenvalues, which a lazy array cannot know before it is "
+            "computed. Pass a complex array (A + 0j), or compute the array first"
+        )
     return _sqrtm_p(A)
 
 
@@ -823,7 +834,7 @@ def _expm_frechet(a, e):
 
 
 _expm_p = defprimitive(
-    _sl.expm,
+    _la.per_matrix(_sl.expm),
     vjp=lambda ans, a: lambda ct: _expm_frechet(_mT(a), ct),  # <ct, L(A, E)> = <L(A^T, ct), E>
     jvp=lambda t, ans, a: _expm_frechet(a, t),
     name="expm",
@@ -927,7 +938,7 @@ def eigh(
                 "scipy.linalg.eigh: subset_by_value needs a single matrix, not a "
                 "batch (the number of selected eigenvalues may differ)"
             )
-        if holds_batch(w):
+        if _la._unreadable(w):
             w, v = _eigh_subset_rows(w, v, lo, hi)
         else:
             wv = _np.asarray(primal(w))
@@ -1108,7 +1119,7 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
 
 _qr_p = Primitive(
     "qr",
-    lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting)),
+    _la.per_matrix(lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting))),
     vjp=_qr_vjp,
     jvp=_qr_jvp,
     multiple_results=True,
@@ -1170,7 +1181,7 @@ def _svd_gaps(s):
     """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
     s2 = s * s
     gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
-    batched = holds_batch(gap)  # then one mask per row, from the batched values
+    batched = _la._unreadable(gap)  # then one mask per row, from the batched values
     zero = fnp.equal(gap, 0) if batched else _np.asarray(primal(gap)) == 0
     f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
     s_zero = fnp.equal(s, 0) if batched else _np.asarray(primal(s)) == 0
@@ -1251,6 +1262,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
     return bprop
 
 
+@_la.per_matrix
 def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
     if compute_uv:
         return tuple(_sl.svd(a, full_matrices, lapack_driver=lapack_driver))
@@ -1411,7 +1423,7 @@ def _schur_vjp(wanted, ans, a, output, sort):
 
 _schur_p = Primitive(
     "schur",
-    lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort)),
+    _la.per_matrix(lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort))),
     vjp=_schur_vjp,
     jvp=_schur_jvp,
     multiple_results=True,
