@@ -101,14 +101,25 @@ def test_mixing_with_numpy_constants_and_numpy_functions(lazy):
 
 
 def test_a_function_dask_does_not_implement_raises_naming_it(lazy):
-    a = da.from_array(np.eye(3) * 2.0, chunks=2)
+    x = da.from_array(np.linspace(0.0, 1.0, 6), chunks=3)
+    y = da.from_array(np.linspace(1.0, 3.0, 6), chunks=3)
     for call in (
-        lambda: fgrad.grad(lambda a: fnp.linalg.det(a))(a),
-        lambda: fgrad.grad(lambda a: np.linalg.det(a))(a),  # NumPy's name on a traced value
-        lambda: fnp.linalg.det(a),  # no transform
+        lambda: fgrad.grad(lambda y: fnp.sum(fnp.polyfit(x, y, 1)))(y),
+        lambda: fgrad.grad(lambda y: fnp.sum(np.polyfit(x, y, 1)))(y),  # NumPy's name, traced
+        lambda: fnp.polyfit(x, y, 1),  # no transform
+        lambda: np.unwrap(fnp.sin(x)),  # no transform, a function fgrad does not have
     ):
-        with pytest.raises(DispatchError, match=r"numpy\.linalg\.det is not implemented by Dask"):
+        with pytest.raises(DispatchError, match=r"numpy\.\w+ is not implemented by Dask"):
             call()
+
+
+def test_linear_algebra_on_stacks_of_matrices_is_lazy_and_right(lazy):
+    a = np.random.default_rng(1).standard_normal((4, 3, 3)) + 3 * np.eye(3)
+    d = da.from_array(a, chunks=(2, 3, 3))
+    g = fgrad.grad(lambda a: fnp.sum(fnp.linalg.det(a) + fnp.linalg.inv(a)))(d)
+    assert isinstance(g, da.Array) and g.chunks == d.chunks
+    want = fgrad.grad(lambda a: fnp.sum(fnp.linalg.det(a) + fnp.linalg.inv(a)))(a)
+    np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
 
 
 def test_dask_inputs_are_never_modified():

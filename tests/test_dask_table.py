@@ -20,6 +20,7 @@ da = pytest.importorskip("dask.array", reason="Dask is not installed (pip instal
 dask = pytest.importorskip("dask")
 
 import fgrad  # noqa: E402
+import fgrad.numpy as fnp  # noqa: E402
 from fgrad.protocols import DispatchError  # noqa: E402
 from fgrad.tree_util import tree_flatten, tree_map  # noqa: E402
 
@@ -135,11 +136,11 @@ def test_names_that_cannot_run_on_dask_are_listed(capsys):
         )
         for name, reason in sorted(CANNOT.items()):
             print(f"  {name}: {reason}")
-    assert running
+    assert running or set(CANNOT) >= names  # a family may have only listed names
 
 
 def test_a_function_dask_does_not_implement_raises_naming_it():
-    x = _dask(np.eye(3) * 2.0)
-    with pytest.raises(DispatchError, match=r"numpy\.linalg\.det .*Dask"):
+    x, y = _dask(np.linspace(0.0, 1.0, 6)), _dask(np.linspace(1.0, 3.0, 6))
+    with pytest.raises(DispatchError, match=r"numpy\.polyfit is not implemented by Dask"):
         with dask.config.set(scheduler=_refuse):
-            fgrad.grad(lambda a: np.linalg.det(a))(x)
+            fgrad.grad(lambda y: fnp.sum(fnp.polyfit(x, y, 1)))(y)
