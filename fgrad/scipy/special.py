@@ -46,11 +46,11 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
-    is_foreign_array,
     primal,
     shape_of,
 )
 from ..numpy import _box
+from ..numpy.elementwise import is_foreign as _is_foreign
 from ..numpy.elementwise import mask_values as _values
 from ..numpy.elementwise import may_hold as _some
 from ..numpy.elementwise import register_elementwise
@@ -178,7 +178,7 @@ def weak_scalars(*args):
 def _like_x(out, x):
     """SciPy's result in x's precision (some functions compute in float64 only): x's float
     dtype, or its complex dtype where SciPy's result is complex (a complex argument)."""
-    foreign = type(out) is not _np.ndarray and is_foreign_array(out)
+    foreign = _is_foreign(out)
     dtype = _float_dtype(x)
     if not foreign:
         out = _np.asarray(out)
@@ -193,10 +193,6 @@ def _float_dtype(x):
     """x's real floating dtype (float32 for complex64), float64 for integers."""
     dtype = dtype_of(x)
     return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
-
-
-def _is_foreign(x):
-    return type(x) is not _np.ndarray and is_foreign_array(x)
 
 
 def _array(x):
@@ -221,7 +217,7 @@ def _mask(condition, shape=None):
         if shape is None or shape_of(condition) == shape:
             return condition
         return fnp.broadcast_to(condition, shape)
-    if type(condition) is not _np.ndarray and is_foreign_array(condition):
+    if _is_foreign(condition):
         mask = condition if condition.dtype == bool else condition.astype(bool)
     else:
         mask = _np.asarray(condition, dtype=bool)
