@@ -14,16 +14,7 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import (
-    Box,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    innermost,
-    primal,
-    shape_of,
-)
+from ..core import Box, bind, constant_of, dtype_of, holds_batch, innermost, primal, shape_of
 from ..primitive import defprimitive
 from .elementwise import (
     array_value,

@@ -39,16 +39,7 @@ import scipy.special as _sc
 from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
-from ..core import (
-    Box,
-    Primitive,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    primal,
-    shape_of,
-)
+from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..numpy import _box
 from ..numpy.elementwise import is_foreign as _is_foreign
 from ..numpy.elementwise import mask_values as _values
