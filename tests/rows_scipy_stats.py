@@ -436,3 +436,20 @@ add(
     [lambda rng: (rng.normal(size=(3, 2)),)],
     variant="singular",
 )
+
+_GAMMA_TERMS = (
+    "it is scipy.special.gammainc/gammaincc (see rows_special.DASK_CANNOT), whose log form in "
+    "the far tails and derivative in the shape sum a series or a continued fraction whose "
+    "number of terms is chosen from the largest shape and x in the data, which a lazy Dask "
+    "array cannot give without computing"
+)
+_RANK = (
+    "the covariance's rank, a Python int that picks the Cholesky or the eigendecomposition "
+    "path and enters the value, is read from its eigenvalues (np.linalg.eigvalsh, which Dask "
+    "does not implement)"
+)
+DASK_CANNOT = {
+    f"scipy.stats.{family}.{name}": _GAMMA_TERMS
+    for family in ("gamma", "chi2")
+    for name in ("cdf", "logcdf", "sf", "logsf")
+} | {f"scipy.stats.multivariate_normal.{name}": _RANK for name in ("logpdf", "pdf", "entropy")}

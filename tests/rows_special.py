@@ -549,3 +549,18 @@ ROWS += [
         variant="python-float-a",
     ),
 ]
+
+_TERMS_FROM_DATA = (
+    "its derivative in a sums a series or a continued fraction whose number of terms is chosen "
+    "from the largest {} in the data (a Python loop bound), which a lazy Dask array cannot give "
+    "without computing"
+)
+DASK_CANNOT = {
+    "scipy.special.gammainc": _TERMS_FROM_DATA.format("a and x"),
+    "scipy.special.gammaincc": _TERMS_FROM_DATA.format("a and x"),
+    "scipy.special.gammaincinv": _TERMS_FROM_DATA.format("a and result"),
+    "scipy.special.gammainccinv": _TERMS_FROM_DATA.format("a and result"),
+    "scipy.special.betainc": _TERMS_FROM_DATA.format("a, b and x").replace(
+        "derivative in a", "derivatives in a and b"
+    ),
+}

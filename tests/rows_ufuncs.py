@@ -329,3 +329,8 @@ NONDIFF = [
     Nondiff("isclose", lambda x: fnp.isclose(x, 0.4)),
     Nondiff("allclose", lambda x: fnp.allclose(x, x)),
 ]
+
+DASK_CANNOT = {
+    "real_if_close": "its result's dtype (real or complex) depends on the values, which a lazy "
+    "Dask array cannot tell without computing (Dask has no np.real_if_close)",
+}

@@ -14,9 +14,19 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Box, bind, constant_of, dtype_of, holds_batch, primal, shape_of
+from ..core import Box, bind, constant_of, dtype_of, holds_batch, innermost, primal, shape_of
 from ..primitive import defprimitive
-from .elementwise import equal, isfinite, logical_and, logical_not, mask_values, may_hold, where
+from .elementwise import (
+    array_value,
+    equal,
+    is_foreign,
+    isfinite,
+    logical_and,
+    logical_not,
+    mask_values,
+    may_hold,
+    where,
+)
 from .elementwise import where as _where  # for functions with a `where=` parameter
 from .shaping import (
     NO_VALUE,
@@ -86,7 +96,7 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     `where` mask, only the True elements count."""
     if holds_batch(x) or holds_batch(ans):  # one set of weights per row: fgrad operations
         return _batched_tie_weights(ans, x, axis, initial, where)
-    xv = _np.asarray(primal(x))
+    xv = array_value(x)
     kept = _kept_shape(xv.shape, axis)
     extremum = _np.reshape(primal(ans), kept)
     hit = xv == extremum
@@ -95,7 +105,7 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     count = _np.sum(hit, axis=axis, keepdims=True)
     initial_hit = None
     if initial is not NO_VALUE:
-        initial_hit = _np.asarray(initial) == extremum
+        initial_hit = array_value(initial) == extremum
         count = count + initial_hit
     with _np.errstate(divide="ignore", invalid="ignore"):
         weights = (hit / count).astype(xv.dtype, copy=False)
@@ -133,6 +143,8 @@ def _extremum(impl, name):
         return sum(t * weights, axis=axis, keepdims=keepdims)
 
     def run(x, axis, keepdims, initial, where):
+        if is_foreign(x):
+            return _foreign_reduce(x, impl, axis, keepdims, None, initial, where)
         keywords = {} if initial is NO_VALUE else {"initial": initial}
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
 
@@ -196,6 +208,21 @@ def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
         where=True,
     )
     return reshape(ans, _kept_shape(s, axes)) if keepdims else ans
+
+
+def _foreign_reduce(x, reduce, axis, keepdims, dtype, initial, where):
+    """`reduce` (a ufunc's reduce method) of an array of another library, by the function
+    form it implements (Dask's ufuncs have no methods): masked-out elements take the ufunc's
+    identity (the initial value for max and min, which have none), and the initial value then
+    joins the result as NumPy's reduce takes it, cast to the result's dtype."""
+    ufunc = reduce.__self__
+    function = {_np.maximum: _np.max, _np.minimum: _np.min, _np.multiply: _np.prod}[ufunc]
+    if where is not True:
+        fill = initial if ufunc.identity is None else ufunc.identity  # NumPy needs one of them
+        x = _np.where(where, x, fill).astype(x.dtype)
+    keywords = {} if dtype is None else {"dtype": dtype}
+    out = function(x, axis=axis, keepdims=keepdims, **keywords)
+    return out if initial is NO_VALUE else ufunc(out, initial).astype(out.dtype)
 
 
 max = _extremum(_np.maximum.reduce, "max")
@@ -271,6 +298,8 @@ def _linear_recurrence(a, b):
 
 
 def _prod_impl(x, axis, keepdims, dtype, initial, where):
+    if is_foreign(x):
+        return _foreign_reduce(x, _np.multiply.reduce, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.multiply.reduce(
         x, axis=axis, dtype=dtype, keepdims=keepdims, where=where, **keywords
@@ -279,7 +308,7 @@ def _prod_impl(x, axis, keepdims, dtype, initial, where):
 
 def _others(x, axis, initial):
     others = _product_of_others(x, axis)
-    return others if initial is NO_VALUE else others * _np.asarray(initial)
+    return others if initial is NO_VALUE else others * array_value(initial)
 
 
 def _prod_vjp(ans, x, axis, keepdims, dtype, initial, where):
@@ -309,7 +338,11 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     axes = _normalize_axes(axis, ndim(a))
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
-        a = at(a)[~mask].set(_np.ones((), dtype_of(a)))
+        one = _np.ones((), dtype_of(a))
+        if is_foreign(mask) or is_foreign(innermost(a)):
+            a = _where(mask, a, one)  # the same, without item assignment
+        else:
+            a = at(a)[~mask].set(one)
     keep, dt = _keepdims(keepdims), None if dtype is None else _np.dtype(dtype)
 
     def product(start):

@@ -42,6 +42,7 @@ from .elementwise import (
     _square_taylor_rule,
     as_ufunc,
     exp,
+    is_foreign,
     isfinite,
     mask_values,
     may_hold,
@@ -124,6 +125,8 @@ def _weights(values, ans):
     if holds_batch(values):
         values = astype(values, dtype)
         return values if shape_of(values) == shape_of(ans) else broadcast_to(values, shape_of(ans))
+    if is_foreign(values):
+        return _np.broadcast_to(values, shape_of(ans)).astype(dtype)
     return _np.asarray(_np.broadcast_to(values, shape_of(ans)), dtype=dtype)
 
 
@@ -430,6 +433,8 @@ def _sin_u_over_u(u, k):
     the recurrence u f^(k) = sin^(k)(u) - k f^(k-1), obtained by differentiating u f = sin u,
     which is stable once |u| exceeds k.
     """
+    if is_foreign(u):
+        return _foreign_sin_u_over_u(u, k)
     u = _np.asarray(u, dtype=_np.complex128 if _np.iscomplexobj(u) else _np.float64)
     if k == 0:
         zero = u == 0
@@ -452,12 +457,39 @@ def _sin_u_over_u(u, k):
     return out
 
 
+def _foreign_sin_u_over_u(u, k):
+    """`_sin_u_over_u` for an array of another library (Dask), which has no item assignment
+    by a mask: both formulas over the whole array, each on values safe for it, chosen by
+    `where`; element for element the same operations."""
+    u = u.astype(_np.complex128 if _np.iscomplexobj(u) else _np.float64)
+    if k == 0:
+        zero = u == 0
+        return _np.where(zero, 1.0, _np.sin(u) / _np.where(zero, 1.0, u))
+    bound = min(max(1.0, float(k)), 8.0)
+    small = _np.abs(u) < bound
+    us = _np.where(small, u, 0.0)
+    v = us * us
+    n0 = (k + 1) // 2
+    acc = _np.zeros_like(us)
+    for n in range(n0 + _SINC_TERMS - 1, n0 - 1, -1):
+        acc = acc * v + (-1.0) ** n / ((2 * n + 1) * math.factorial(2 * n - k))
+    series = acc * us ** (2 * n0 - k)
+    ub = _np.where(small, bound, u)
+    f = _np.sin(ub) / ub
+    sin_derivs = (_np.sin(ub), _np.cos(ub), -_np.sin(ub), -_np.cos(ub))
+    for j in range(1, k + 1):
+        f = (sin_derivs[j % 4] - j * f) / ub
+    return _np.where(small, series, f)
+
+
 def _sinc_k_impl(u, k):
-    dtype = _np.asarray(u).dtype  # float32 stays float32; Python numbers, integers: float64
+    foreign = is_foreign(u)
+    # float32 stays float32; Python numbers, integers: float64
+    dtype = u.dtype if foreign else _np.asarray(u).dtype
     if dtype.kind not in "fc":
         dtype = _np.dtype(_np.float64)
     out = _sin_u_over_u(u, k).astype(dtype, copy=False)
-    return out[()] if out.ndim == 0 else out
+    return out[()] if out.ndim == 0 and not foreign else out
 
 
 # The k-th derivative of sin(u)/u; its derivative is the (k+1)-th, so every order is exact.
@@ -509,10 +541,27 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return where(isfinite(xv), x, replaced)
     xv = primal(x)
     finite = _np.isfinite(xv)
+    if is_foreign(finite):  # a lazy mask is not read
+        return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
     if finite.all():
         return x
     replaced = _np.nan_to_num(xv, copy=True, nan=nan, posinf=posinf, neginf=neginf)
     return where(finite, x, replaced)
+
+
+def _foreign_nan_to_num(x, nan, posinf, neginf):
+    """NumPy's `nan_to_num` of an array of another library, by `where` (Dask's own takes none
+    of the replacement values): real and imaginary parts apart, as NumPy does."""
+    if x.dtype.kind == "c":
+        parts = [_foreign_nan_to_num(p, nan, posinf, neginf) for p in (_np.real(x), _np.imag(x))]
+        return (parts[0] + 1j * parts[1]).astype(x.dtype)
+    if x.dtype.kind != "f":
+        return x
+    big = _np.finfo(x.dtype)
+    out = _np.where(_np.isnan(x), nan, x)
+    out = _np.where(out == _np.inf, big.max if posinf is None else posinf, out)
+    out = _np.where(out == -_np.inf, big.min if neginf is None else neginf, out)
+    return out.astype(x.dtype)
 
 
 # --- no derivative --------------------------------------------------------------------------------

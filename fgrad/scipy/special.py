@@ -41,6 +41,7 @@ from .. import numpy as fnp
 from .. import taylor as _taylor
 from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal, shape_of
 from ..numpy import _box
+from ..numpy.elementwise import is_foreign as _is_foreign
 from ..numpy.elementwise import mask_values as _values
 from ..numpy.elementwise import may_hold as _some
 from ..numpy.elementwise import register_elementwise
@@ -168,18 +169,32 @@ def weak_scalars(*args):
 def _like_x(out, x):
     """SciPy's result in x's precision (some functions compute in float64 only): x's float
     dtype, or its complex dtype where SciPy's result is complex (a complex argument)."""
-    dtype, out = _float_dtype(x), _np.asarray(out)
+    foreign = _is_foreign(out)
+    dtype = _float_dtype(x)
+    if not foreign:
+        out = _np.asarray(out)
     if out.dtype.kind == "c":
         dtype = _np.result_type(dtype, _np.complex64)
     if out.dtype != dtype:
         out = out.astype(dtype)
-    return out[()] if out.ndim == 0 else out
+    return out[()] if out.ndim == 0 and not foreign else out
 
 
 def _float_dtype(x):
     """x's real floating dtype (float32 for complex64), float64 for integers."""
     dtype = dtype_of(x)
     return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
+
+
+def _array(x):
+    """x as an array an implementation computes with: a NumPy array, or an array of another
+    library (Dask) as it is, never converted (a 0-d Dask array stays one in `_result`)."""
+    return x if _is_foreign(x) else _np.asarray(x)
+
+
+def _result(out):
+    """A NumPy result, 0-d as a scalar as NumPy gives it; another library's array as it is."""
+    return out[()] if out.ndim == 0 and type(out) is _np.ndarray else out
 
 
 # Masks and bounds are computed from the values with NumPy; under `vmap`, from one value per
@@ -193,7 +208,10 @@ def _mask(condition, shape=None):
         if shape is None or shape_of(condition) == shape:
             return condition
         return fnp.broadcast_to(condition, shape)
-    mask = _np.asarray(condition, dtype=bool)
+    if _is_foreign(condition):
+        mask = condition if condition.dtype == bool else condition.astype(bool)
+    else:
+        mask = _np.asarray(condition, dtype=bool)
     return mask if shape is None else _np.broadcast_to(mask, shape)
 
 
@@ -433,6 +451,8 @@ def _lse_impl(a, b, signs, axis, keepdims):
 
 def _lse_sign_impl(a, b, axis, keepdims):
     _, signs = _scipy_logsumexp(a, axis, b, keepdims, True)
+    if _is_foreign(signs):
+        return signs.astype(_np.result_type(a.dtype, _np.float32))
     out = _np.asarray(signs, dtype=_np.result_type(_np.asarray(a).dtype, _np.float32))
     return out[()] if out.ndim == 0 else out
 
@@ -444,8 +464,30 @@ def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
         a = _np.expand_dims(a, -1)
         b = None if b is None else _np.expand_dims(b, -1)
         axis, keepdims = -1, False
+    if _is_foreign(a) or _is_foreign(b):
+        return _foreign_logsumexp(a, axis, b, keepdims, return_sign)
     out = _sc.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
     return out if return_sign else (out,)
+
+
+def _foreign_logsumexp(a, axis, b, keepdims, return_sign):
+    """`_scipy_logsumexp` for arrays of another library (SciPy's converts them to NumPy
+    arrays): log(sum(b exp(a - m))) + m with m the largest (real part), 0 where it is not
+    finite; the log of a complex sum has its imaginary part in (-pi, pi] already."""
+    if b is not None:
+        a = _np.broadcast_to(a, _np.broadcast_shapes(_np.shape(a), _np.shape(b)))
+    if a.dtype.kind not in "fc":
+        a = a.astype(_np.float64)
+    m = _np.max(_np.real(a), axis=axis, keepdims=True)
+    m = _np.where(_np.isfinite(m), m, 0.0)
+    terms = _np.exp(a - m) if b is None else b * _np.exp(a - m)
+    total = _np.sum(terms, axis=axis, keepdims=True)
+    sign = _np.sign(total) if return_sign else None
+    out = _np.log(_np.abs(total) if return_sign else total) + m
+    if not keepdims:
+        out = _np.squeeze(out, axis=axis)
+        sign = None if sign is None else _np.squeeze(sign, axis=axis)
+    return (out, sign) if return_sign else (out,)
 
 
 def _lse_weights(a, b, ans, axis, signs, with_b):
@@ -547,8 +589,23 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     return (out, signs) if return_sign else out
 
 
+def _softmax_impl(x, axis):
+    if _is_foreign(x):  # SciPy's formula; SciPy's softmax converts x to a NumPy array
+        shifted = _np.exp(x - _np.max(x, axis=axis, keepdims=True))
+        return shifted / _np.sum(shifted, axis=axis, keepdims=True)
+    return _sc.softmax(x, axis=axis)
+
+
+def _log_softmax_impl(x, axis):
+    if _is_foreign(x):  # SciPy's formula, as for softmax
+        x_max = _np.max(x, axis=axis, keepdims=True)
+        shifted = x - _np.where(_np.isfinite(x_max), x_max, 0)
+        return shifted - _np.log(_np.sum(_np.exp(shifted), axis=axis, keepdims=True))
+    return _sc.log_softmax(x, axis=axis)
+
+
 _softmax_p = defprimitive(
-    lambda x, axis: _sc.softmax(x, axis=axis),
+    _softmax_impl,
     vjp=lambda ans, x, axis: lambda ct: ans * (ct - fnp.sum(ct * ans, axis=axis, keepdims=True)),
     jvp=lambda t, ans, x, axis: ans * (t - fnp.sum(t * ans, axis=axis, keepdims=True)),
     name="softmax",
@@ -571,7 +628,7 @@ def _log_softmax_vjp(ans, x, axis):
 
 
 _log_softmax_p = defprimitive(
-    lambda x, axis: _sc.log_softmax(x, axis=axis),
+    _log_softmax_impl,
     vjp=_log_softmax_vjp,
     jvp=lambda t, ans, x, axis: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True),
     name="log_softmax",
@@ -793,11 +850,19 @@ def _complex_polygamma(n, z):
     Re w >= 16 + n, where the asymptotic series (-1)^(n+1) [(n-1)!/w^n + n!/(2 w^(n+1))
     + sum_k B_2k (2k+n-1)!/(2k)! / w^(2k+n)] (14 terms) is accurate to rounding: within 1e-13
     (relative) of mpmath for n <= 8 away from the poles 0, -1, -2, ..."""
+    if _is_foreign(z):
+        return _foreign_complex_polygamma(n, z)
     z = _np.asarray(z, dtype=_np.complex128)
     shift = _np.maximum(0.0, _np.ceil(16.0 + n - z.real)).astype(_np.int64)
+    return _shifted_polygamma(n, z, shift, int(shift.max(initial=0)))
+
+
+def _shifted_polygamma(n, z, shift, most):
+    """polygamma(n, z) by the recurrence over `shift` (at most `most`) places and the
+    asymptotic series at w = z + shift (see `_complex_polygamma`)."""
     total = _np.zeros_like(z)
     with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for k in range(int(shift.max(initial=0))):
+        for k in range(most):
             total = total + _np.where(k < shift, (z + k) ** -(n + 1), 0.0)
         w = z + shift
         inv2 = 1.0 / (w * w)
@@ -808,9 +873,39 @@ def _complex_polygamma(n, z):
     return (-1.0) ** (n + 1) * (asymptotic + math.factorial(n) * total)
 
 
+def _foreign_complex_polygamma(n, z):
+    """`_complex_polygamma` for an array of another library (Dask), whose values are not read
+    to bound the recurrence: the half-plane Re z < 1/2 goes over to Re(1 - z) > 1/2 by the
+    reflection psi_n(z) = (-1)^n psi_n(1 - z) - pi d^n/dz^n cot(pi z), so a shift of 16 + n
+    places serves every value. For Im z >= 0, with q = exp(2 i pi z) (|q| <= 1),
+    cot(pi z) = -i (1 + 2 sum_k q^k), so d^n/dz^n cot(pi z) = -2i (2 i pi)^n q A_n(q) /
+    (1 - q)^(n+1), A_n the Eulerian polynomial (positive coefficients: no cancellation where
+    cot(pi z) nears -i); below the real axis by conjugation."""
+    z = z.astype(_np.complex128)
+    reflect = z.real < 0.5
+    psi = _shifted_polygamma(n, _np.where(reflect, 1.0 - z, z), 16 + n, 16 + n)
+    upper = z.imag >= 0
+    q = _np.exp(2j * math.pi * _np.where(upper, z, _np.conj(z)))
+    eulerian = [
+        sum((-1) ** j * math.comb(n + 1, j) * (m + 1 - j) ** n for j in range(m + 2))
+        for m in range(n)
+    ]
+    a_n = 0.0
+    for c in reversed(eulerian):  # Horner
+        a_n = a_n * q + float(c)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        d_cot = -2j * (2j * math.pi) ** n * q * a_n / (1.0 - q) ** (n + 1)
+    d_cot = _np.where(upper, d_cot, _np.conj(d_cot))
+    return _np.where(reflect, (-1.0) ** n * psi - math.pi * d_cot, psi)
+
+
 def _polygamma_impl(x, n):
     if _np.iscomplexobj(x):  # only from digamma's rules, with a scalar n >= 1
         return _like_x(_complex_polygamma(int(n), x), x)
+    if _is_foreign(x):  # SciPy's polygamma converts x to a NumPy array; its formula, lazily
+        n = _np.asarray(n)
+        tail = (-1.0) ** (n + 1) * _sc.gamma(n + 1.0) * _sc.zeta(n + 1, x)
+        return _like_x(_np.where(n == 0, _sc.psi(x), tail), x)
     return _like_x(_sc.polygamma(n, x), x)
 
 
@@ -957,19 +1052,27 @@ def betaln(a, b):
 
 def multigammaln(a, d):
     """log of the multivariate gamma function of dimension `d` (a constant int >= 1):
-    d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1, for a > (d - 1) / 2.
-    Built from `gammaln`, so it needs no rules of its own."""
+    d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1, for a > (d - 1) / 2
+    (an a outside raises ValueError, as in SciPy; for a Dask array, whose values are not read,
+    it gives nan there). Built from `gammaln`, so it needs no rules of its own."""
     if type(d) is Box or _np.ndim(d) != 0 or int(d) != d or d < 1:
         raise ValueError(f"multigammaln: d must be a constant integer >= 1; got {d!r}")
     d = int(d)
+    outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
+    if _is_foreign(outside):  # its values are not read: nan where a is outside the domain
+        return fnp.where(outside, math.nan, _multigammaln(fnp.where(outside, 0.5 * d, a), d))
     # Under `vmap` this check reads the rows' masks, which agree (all False) unless a row is
     # out of the domain: Python control flow, for which `vmap` would split the batch.
-    if _np.any(primal(fnp.less_equal(_values(a), 0.5 * (d - 1)))):
+    if _np.any(primal(outside)):
         av = _np.asarray(primal(a))
         raise ValueError(
             f"multigammaln: every a must be > (d - 1) / 2 = {0.5 * (d - 1)}; "
             f"got a with minimum {av.min()!r} (shape {av.shape}, dtype {av.dtype})"
         )
+    return _multigammaln(a, d)
+
+
+def _multigammaln(a, d):
     out = gammaln(a)
     for j in range(1, d):
         out = out + gammaln(a - 0.5 * j)
@@ -1220,26 +1323,26 @@ def kl_div(x, y):
 def _mills_impl(x):
     """phi(x) / Phi(x), the derivative of log_ndtr, accurate for every x: through erfcx for
     x < 0 (where Phi underflows) and directly for x >= 0 (where erfcx(-x/sqrt 2) overflows)."""
-    x = _np.asarray(x)
+    x = _array(x)
     with _np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         left = math.sqrt(2.0 / math.pi) / _sc.erfcx(-x / _SQRT_2)
         right = _np.exp(-0.5 * x * x - _sc.log_ndtr(x)) / _SQRT_2PI
         out = _np.where(x < 0, left, right).astype(_float_dtype(x))
-    return out[()] if out.ndim == 0 else out
+    return _result(out)
 
 
 def _mills_excess_impl(x):
     """x + phi(x)/Phi(x), without the cancellation of the sum at x -> -inf (where it is about
     -1/x): by the continued fraction 1 / (z + 2 / (z + 3 / (z + ...))), z = -x, for x < -5,
     where 50 terms give full precision, and as the plain sum elsewhere."""
-    x = _np.asarray(x)
+    x = _array(x)
     with _np.errstate(divide="ignore", invalid="ignore"):
         z = _np.where(x < -5.0, -x, 5.0).astype(_np.float64)
         t = z
         for k in range(50, 1, -1):
             t = z + k / t
         out = _np.where(x < -5.0, 1.0 / t, x + _mills_impl(x)).astype(_float_dtype(x))
-    return out[()] if out.ndim == 0 else out
+    return _result(out)
 
 
 # With m = phi/Phi and h = x + m: m' = -m h and h' = 1 + m' = 1 - m h. Both m and h are
@@ -1316,7 +1419,7 @@ def log_ndtr(x):
 
 def _bessel_over_power(x, n, scaled):
     """[exp(-|x|)] I_n(x) / x**n, by a series near 0 where x**n underflows."""
-    x = _np.asarray(x)
+    x = _array(x)
     dtype = x.dtype if x.dtype.kind == "f" else _np.float64
     xd = x.astype(_np.float64)
     small = _np.abs(xd) < 1e-5
@@ -1329,7 +1432,7 @@ def _bessel_over_power(x, n, scaled):
     with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         big = (_sc.ive if scaled else _sc.iv)(n, xd) / _np.where(small, 1.0, xd) ** n
     out = _np.where(small, series, big).astype(dtype)
-    return out[()] if out.ndim == 0 else out
+    return _result(out)
 
 
 def _ivx_impl(x, n):

@@ -22,7 +22,7 @@ from ... import batching as _batching
 from ... import numpy as fnp
 from ... import taylor as _taylor
 from ...core import Box, dtype_of, holds_batch, primal, shape_of
-from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
+from ...numpy.elementwise import elementwise_batch_rule, is_foreign, mask_values, may_hold
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
 from ...primitive import defprimitive
 from .. import special as sp
@@ -41,8 +41,9 @@ some = may_hold
 
 
 def every(mask):
-    """Whether a mask holds everywhere; a batched mask is taken not to, unread."""
-    return not holds_batch(mask) and bool(mask.all())
+    """Whether a mask holds everywhere; a batched mask is taken not to, unread, and so is a
+    lazy one (of a Dask array)."""
+    return not holds_batch(mask) and not is_foreign(mask) and bool(mask.all())
 
 
 def any_row(condition):
@@ -65,6 +66,8 @@ def mask(condition, *like):
     shape = _np.broadcast_shapes(shape, shape_of(condition))
     if holds_batch(condition):
         return condition if shape_of(condition) == shape else fnp.broadcast_to(condition, shape)
+    if is_foreign(condition):
+        return _np.broadcast_to(condition.astype(bool), shape)
     return _np.broadcast_to(_np.asarray(condition, dtype=bool), shape)
 
 
@@ -176,6 +179,8 @@ def _float_like(out, *args):
     dtype = _np.result_type(*[value(a) if not is_plain_number(a) else a for a in args])
     if dtype.kind != "f":
         dtype = _np.dtype(_np.float64)
+    if is_foreign(out):
+        return out.astype(dtype)
     out = _np.asarray(out).astype(dtype, copy=False)
     return out[()] if out.ndim == 0 else out
 

@@ -3,36 +3,49 @@
 As SciPy, the K components of x lie along its first axis (x of shape (K,) or (K, N)), or
 K - 1 of them, the last being 1 - sum(x): that form is the one to differentiate, since every
 point of it is on the simplex. Inputs off the simplex are refused with SciPy's ValueErrors
-(the sum is checked to 1e-9, or 1e-5 for float32 data, which cannot hold 1e-9).
-Differentiable in x and alpha.
+(the sum is checked to 1e-9, or 1e-5 for float32 data, which cannot hold 1e-9); for Dask
+arrays, whose values are not read, such points give nan instead. Differentiable in x and
+alpha.
 
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
+
+import math
 
 import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import any_row, squeeze_ones, value
+from ._common import any_row, is_foreign, squeeze_ones, value
 
 __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
 
 
-def _check_alpha(alpha, who):
+def _refuse(condition, message, lazy):
+    """Raise ValueError(message()) where `condition` holds anywhere. A lazy condition (of a
+    Dask array, whose values are not read) joins `lazy` instead: its points become nan."""
+    if is_foreign(condition):
+        lazy.append(condition)
+    elif any_row(condition):
+        raise ValueError(message())
+
+
+def _check_alpha(alpha, who, lazy):
     av = value(alpha)
     if av.ndim != 1:
         raise ValueError(
             f"dirichlet.{who}: alpha must be one-dimensional (K,); got shape "
             f"{av.shape}, dtype {av.dtype}"
         )
-    if any_row(_np.logical_not(av > 0)):
-        raise ValueError(
-            f"dirichlet.{who}: every entry of alpha must be > 0; got minimum {av.min()!r}"
-        )
+    _refuse(
+        _np.any(_np.logical_not(av > 0)),
+        lambda: f"dirichlet.{who}: every entry of alpha must be > 0; got minimum {av.min()!r}",
+        lazy,
+    )
     return av
 
 
-def _check_x(x, alpha, av):
+def _check_x(x, alpha, av, lazy):
     xv = value(x)
     k = av.shape[0]
     if xv.ndim == 0 or xv.shape[0] not in (k, k - 1):
@@ -43,21 +56,36 @@ def _check_x(x, alpha, av):
     if xv.shape[0] == k - 1:
         x = fnp.concatenate([x, fnp.expand_dims(1.0 - fnp.sum(x, axis=0), 0)], axis=0)
         xv = value(x)
-    if any_row(xv < 0):
-        raise ValueError("dirichlet.logpdf: each entry of x must be >= 0")
-    if any_row(xv > 1):
-        raise ValueError("dirichlet.logpdf: each entry of x must be <= 1")
+    # each condition per point (the first axis holds a point's components)
+    _refuse(_np.any(xv < 0, axis=0), lambda: "dirichlet.logpdf: each entry of x must be >= 0", lazy)
+    _refuse(_np.any(xv > 1, axis=0), lambda: "dirichlet.logpdf: each entry of x must be <= 1", lazy)
     zero = _np.logical_and(xv == 0, _np.reshape(av < 1, (k,) + (1,) * (xv.ndim - 1)))
-    if any_row(zero):
-        raise ValueError("dirichlet.logpdf: each entry of x must be > 0 where its alpha < 1")
+    _refuse(
+        _np.any(zero, axis=0),
+        lambda: "dirichlet.logpdf: each entry of x must be > 0 where its alpha < 1",
+        lazy,
+    )
     tol = 1e-5 if xv.dtype == _np.float32 else 1e-9
     total = _np.sum(xv, axis=0)
-    if any_row(_np.abs(total - 1.0) > tol):
-        raise ValueError(
-            f"dirichlet.logpdf: x must lie on the simplex (sum 1 along the first "
+    _refuse(
+        _np.abs(total - 1.0) > tol,
+        lambda: (
+            "dirichlet.logpdf: x must lie on the simplex (sum 1 along the first "
             f"axis); its sums are {total}"
-        )
+        ),
+        lazy,
+    )
     return x
+
+
+def _nan_where(lazy, out):
+    """out with nan at the points where a lazy check failed (SciPy would raise)."""
+    if not lazy:
+        return out
+    bad = lazy[0]
+    for condition in lazy[1:]:
+        bad = _np.logical_or(bad, condition)
+    return fnp.where(bad, math.nan, out)
 
 
 def _log_beta(alpha):
@@ -73,11 +101,12 @@ def logpdf(x, alpha):
     >>> round(float(logpdf(np.array([0.2, 0.3]), np.array([1.0, 1.0, 1.0]))), 6)  # log 2
     0.693147
     """
-    av = _check_alpha(alpha, "logpdf")
-    x = _check_x(x, alpha, av)
+    lazy = []
+    av = _check_alpha(alpha, "logpdf", lazy)
+    x = _check_x(x, alpha, av, lazy)
     xs = fnp.moveaxis(x, 0, -1)
     out = fnp.sum(sp.xlogy(alpha - 1.0, xs), axis=-1) - _log_beta(alpha)
-    return squeeze_ones(out)
+    return squeeze_ones(_nan_where(lazy, out))
 
 
 def pdf(x, alpha):
@@ -87,24 +116,28 @@ def pdf(x, alpha):
 
 def entropy(alpha):
     """log B(alpha) + (a0 - K) digamma(a0) - sum((alpha - 1) digamma(alpha)), a0 = sum(alpha)."""
-    av = _check_alpha(alpha, "entropy")
+    lazy = []
+    av = _check_alpha(alpha, "entropy", lazy)
     a0 = fnp.sum(alpha)
     k = av.shape[0]
-    return (
+    out = (
         _log_beta(alpha)
         + (a0 - float(k)) * sp.digamma(a0)
         - fnp.sum((alpha - 1.0) * sp.digamma(alpha))
     )
+    return _nan_where(lazy, out)
 
 
 def mean(alpha):
     """alpha / sum(alpha)."""
-    _check_alpha(alpha, "mean")
-    return alpha / fnp.sum(alpha)
+    lazy = []
+    _check_alpha(alpha, "mean", lazy)
+    return _nan_where(lazy, alpha / fnp.sum(alpha))
 
 
 def var(alpha):
     """alpha_i (a0 - alpha_i) / (a0**2 (a0 + 1)), a0 = sum(alpha)."""
-    _check_alpha(alpha, "var")
+    lazy = []
+    _check_alpha(alpha, "var", lazy)
     a0 = fnp.sum(alpha)
-    return alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0))
+    return _nan_where(lazy, alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0)))
