@@ -85,6 +85,7 @@ def _ndim(v) -> int:
     """The rank of a value under a box (a NumPy array's own, first: the common case)."""
     return v.ndim if type(v) is _np.ndarray else len(shape_of(v))
 
+
 # Primitive -> why it is applied one row at a time (see `declare_row_by_row`).
 row_by_row_reasons: dict[Any, str] = {}
 
