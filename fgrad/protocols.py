@@ -11,7 +11,10 @@ Two things need care, and live here:
 - **No computing behind the user's back.** Where an array type does not implement a NumPy
   function, it may fall back to converting its arrays to NumPy ones (Dask warns, then computes
   the whole array in memory). `dispatch_guard` turns that fallback into a TypeError naming the
-  function and the array type, before anything is computed.
+  function and the array type, before anything is computed. It is on inside every transform
+  (`fgrad.boundary`) and around a primitive applied outside one (`core.bind`); a mirror
+  function called outside any transform that hands its plain arguments to NumPy's own
+  (`fnp.polyfit(x, y, 1)` of Dask arrays) behaves as NumPy's does with them.
 - **Chunks.** A derivative keeps the chunk structure of the input it belongs to
   (`like_input`): a rule whose result comes back merged into fewer chunks is rechunked.
 
