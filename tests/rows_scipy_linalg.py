@@ -21,6 +21,12 @@ DASK_CANNOT = {
     "scipy.linalg.sqrtm": "SciPy's square root of a real matrix is real or complex depending on "
     "its eigenvalues: a lazy array's dtype must be known before it is computed (fgrad raises "
     "for a real Dask input; a complex one runs)",
+    "scipy.linalg.schur": "the real form's rule reads the Schur form to find its 2x2 blocks, "
+    "and the complex form's indexes with several integer arrays, which Dask does not support",
+    "scipy.linalg.solve_banded": "the band is read with several integer index arrays at once "
+    "(n-d fancy indexing), which Dask does not support",
+    "scipy.linalg.eigh[subset_by_value]-4x4": "how many eigenvalues lie in the interval sets "
+    "the output's shape, and is read from the values",
 }
 NONDIFF = []
 

@@ -202,11 +202,25 @@ def _reshape_vjp(ans, x, shape):
     return lambda ct: _reshape_p(ct, shape=x_shape)
 
 
-_reshape_p = deflinear(
-    lambda x, shape: _np.reshape(x, shape),
-    _reshape_vjp,
-    name="reshape",
-)
+def _reshape_impl(x, shape):
+    if type(x) is _np.ndarray or not is_foreign_array(x):
+        return _np.reshape(x, shape)
+    # Dask reshapes only where chunks merge or split evenly. Every axis but the first in one
+    # chunk makes most reshapes do; the rest take the whole array in one chunk (still lazy,
+    # but one task holds it). fgrad.protocols rechunks a gradient back to its input's chunks.
+    for rechunked in (
+        lambda: x,
+        lambda: x.rechunk({axis: -1 for axis in range(1, x.ndim)}),
+        lambda: x.rechunk(-1),
+    ):
+        try:
+            return _np.reshape(rechunked(), shape)
+        except NotImplementedError:
+            continue
+    return _np.reshape(x.rechunk(-1), shape)  # raises Dask's own error
+
+
+_reshape_p = deflinear(_reshape_impl, _reshape_vjp, name="reshape")
 
 
 def reshape(a, /, shape, order="C", *, copy=None):
@@ -262,6 +276,9 @@ def _memory_of_a_row(a):
     a row's (its strides skip the other rows, so a row alone is taken to be compact, as each
     array of a loop over rows would be)."""
     if type(a) is not Box:
+        if type(a) is not _np.ndarray and is_foreign_array(a):
+            # a lazy array has no memory layout yet: read it as C-contiguous (NumPy's default)
+            return _np.empty(a.shape, dtype=bool)
         return _np.asarray(a)
     v = _memory_of_a_row(a.value)  # as a's holder sees it: the levels below hold their rows
     if not (a.level.batches and a.level.live):
@@ -813,6 +830,8 @@ def _index_add_foreign(x, v, idx):
         added = _bincount_flat(positions, v, size, dtype)
         return _np.reshape(added, x_shape) + x
     idx, v = _without_newaxes(x_shape, v, idx)
+    if 0 in _np.shape(v):  # nothing to add (Dask refuses to assign an empty value)
+        return _foreign_copy(x, template, dtype)
     out = _np.zeros_like(template, shape=x_shape, dtype=dtype)
     out[idx] = v
     return out + x
