@@ -1,8 +1,8 @@
 """The gradient table on Dask arrays (rows in tests/rows_*.py, see tests/gradtable.py).
 
 Every row runs again with its inputs, tangents and cotangents as Dask arrays split into several
-chunks: the value, the vjp and the jvp (first order), and forward-over-reverse,
-reverse-over-reverse and forward-over-forward (second order). While fgrad traces, Dask may not
+chunks: the value, the vjp and the jvp (first order), and forward-over-reverse and
+reverse-over-reverse (second order, both modes). While fgrad traces, Dask may not
 compute anything (the scheduler refuses): values, residuals and derivatives stay lazy. Then
 everything is computed at once and must equal the same transforms of the NumPy inputs, and each
 input's cotangent must be a Dask array with that input's chunks.
@@ -56,14 +56,12 @@ def _transforms(fn, args, tangents, ct):
 
     _, fwd_rev = fgrad.jvp(pulled, args, tangents)
     rev_rev = fgrad.vjp(pulled, *args)[1](tuple(tangents))
-    _, fwd_fwd = fgrad.jvp(lambda *a: fgrad.jvp(fn, a, tangents)[1], args, tangents)
     return {
         "value": out,
         "vjp": cts,
         "jvp": t_out,
         "fwd-over-rev": fwd_rev,
         "rev-over-rev": rev_rev,
-        "fwd-over-fwd": fwd_fwd,
     }
 
 

@@ -227,7 +227,7 @@ def _blockwise(func, xs, params):
     blocked = []
     for x in xs:
         if not _in_blocks(x):  # a NumPy operand: as a Dask array, so that it is cut alike
-            x = _np.zeros_like(template, shape=_np.shape(x), dtype=x.dtype) + x
+            x = _np.zeros(_np.shape(x), dtype=x.dtype, like=template) + x
         blocked.append(whole_along(_np.broadcast_to(x, batch + x.shape[-2:]), (-2, -1)))
     batch_chunks = blocked[0].chunks[:nb]
     blocked = [x.rechunk(batch_chunks + x.chunks[nb:]) for x in blocked]

@@ -790,7 +790,9 @@ def _without_newaxes(x_shape, v, idx):
 
 def _foreign_copy(x, template, dtype):
     """x's values (exactly: signed zeros and NaNs kept) as a new array of template's type."""
-    return _np.multiply(x, _np.ones_like(template, shape=(), dtype=dtype))
+    # np.ones(like=) makes the template's type without casting its dtype (Dask's ones_like
+    # casts its meta: a ComplexWarning for a complex template and a real dtype)
+    return _np.multiply(x, _np.ones((), dtype=dtype, like=template))
 
 
 def _fit(v, shape):
@@ -806,7 +808,9 @@ def _bincount_flat(positions, v, size, dtype):
     """The sum of v's elements at each flat position (repeats add up), as a 1-D array of
     `size` in dtype, built lazily from v's chunks."""
     weights = _np.reshape(_fit(v, positions.shape), (-1,))
-    at = _np.zeros_like(weights, dtype=_np.intp) + positions.reshape(-1)
+    # the positions in weights' chunks (from its real part: a complex meta cast to an integer
+    # warns in Dask)
+    at = _np.zeros_like(_np.real(weights), dtype=_np.intp) + positions.reshape(-1)
     if _np.dtype(dtype).kind == "c":
         real = _np.bincount(at, weights=_np.real(weights), minlength=size)
         imag = _np.bincount(at, weights=_np.imag(weights), minlength=size)
@@ -832,7 +836,7 @@ def _index_add_foreign(x, v, idx):
     idx, v = _without_newaxes(x_shape, v, idx)
     if 0 in _np.shape(v):  # nothing to add (Dask refuses to assign an empty value)
         return _foreign_copy(x, template, dtype)
-    out = _np.zeros_like(template, shape=x_shape, dtype=dtype)
+    out = _np.zeros(x_shape, dtype=dtype, like=template)
     out[idx] = v
     return out + x
 
