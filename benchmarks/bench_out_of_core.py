@@ -23,6 +23,7 @@ Imports: NumPy, fgrad, dask, distributed.
 import argparse
 import os
 import pathlib
+import statistics
 import sys
 import time
 
@@ -85,7 +86,6 @@ def main(argv=None):
     parser.add_argument("--dir", default="/tmp/fgrad-out-of-core")
     args = parser.parse_args(argv)
 
-    import dask
     import dask.array as da
     from dask.utils import format_bytes, parse_bytes
     from distributed import Client, LocalCluster, progress
@@ -136,7 +136,7 @@ def main(argv=None):
             )
         peaks = client.run(peak_rss)
         print(
-            f"time per step: median {sorted(step_times)[len(step_times) // 2]:.2f} s "
+            f"time per step: median {statistics.median(step_times):.2f} s "
             f"({format_bytes(data_bytes / min(step_times))}/s at best)"
         )
         for address, peak in sorted(peaks.items()):
@@ -146,13 +146,15 @@ def main(argv=None):
             )
         worst = max(peaks.values())
 
-        # a slice that fits in memory: the same gradient from NumPy arrays
-        n = min(args.slice_rows, args.rows)
+        # a slice that fits in memory (here, not in a worker): the same gradient from NumPy
+        chunks = max(1, min(args.slice_rows, args.rows) // args.chunk_rows)
+        n = chunks * args.chunk_rows
         X_slice, y_slice = X[:n], y[:n]
         start = time.perf_counter()
         g_dask = client.compute(value_and_grad(w, X_slice, y_slice)[1]).result()
         t_dask = time.perf_counter() - start
-        Xn, yn = dask.compute(X_slice, y_slice)
+        Xn = np.concatenate([np.load(directory / "X" / f"{i}.npy") for i in range(chunks)])
+        yn = np.concatenate([np.load(directory / "y" / f"{i}.npy") for i in range(chunks)])
         start = time.perf_counter()
         g_fgrad = value_and_grad(w, Xn, yn)[1]
         t_fgrad = time.perf_counter() - start
