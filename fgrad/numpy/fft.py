@@ -21,7 +21,8 @@ definitions through `irfft`/`rfft`, and `fftshift`/`ifftshift` are rolls built f
 `concatenate`. Single precision stays single: float32 in, complex64 (or float32) out, as in
 NumPy 2.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
+`fgrad.numpy.products`.
 """
 
 import operator

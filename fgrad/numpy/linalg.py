@@ -65,9 +65,17 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal
+from ..core import (
+    Box,
+    Primitive,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    is_foreign_array,
+    primal,
+)
 from ..primitive import deflinear, defprimitive
-from ..protocols import is_foreign_array
 from . import arrays as _arrays
 from . import products as _products
 from .elementwise import (

@@ -20,9 +20,8 @@ import numpy as _np
 from .. import batching as _batching
 from .. import core as _core
 from .. import taylor as _taylor
-from ..core import bind, dtype_of
+from ..core import bind, dtype_of, is_foreign_array
 from ..primitive import defbilinear, defprimitive
-from ..protocols import is_foreign_array
 from .elementwise import conj, multiply
 from .shaping import (
     NO_VALUE,
