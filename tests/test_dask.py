@@ -114,9 +114,9 @@ def test_a_function_dask_does_not_implement_raises_naming_it(lazy):
 def test_linear_algebra_on_stacks_of_matrices_is_lazy_and_right(lazy):
     a = np.random.default_rng(1).standard_normal((4, 3, 3)) + 3 * np.eye(3)
     d = da.from_array(a, chunks=(2, 3, 3))
-    g = fgrad.grad(lambda a: fnp.sum(fnp.linalg.det(a) + fnp.linalg.inv(a)))(d)
+    g = fgrad.grad(lambda a: fnp.sum(fnp.linalg.det(a)) + fnp.sum(fnp.linalg.inv(a)))(d)
     assert isinstance(g, da.Array) and g.chunks == d.chunks
-    want = fgrad.grad(lambda a: fnp.sum(fnp.linalg.det(a) + fnp.linalg.inv(a)))(a)
+    want = fgrad.grad(lambda a: fnp.sum(fnp.linalg.det(a)) + fnp.sum(fnp.linalg.inv(a)))(a)
     np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
 
 
