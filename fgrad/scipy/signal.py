@@ -19,7 +19,7 @@ import scipy.signal as _ss
 from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
-from ..core import Box, bind, dtype_of
+from ..core import Box, bind, dtype_of, innermost, is_foreign_array
 from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
 from ..primitive import defprimitive
 
@@ -27,6 +27,8 @@ __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 
 
 def _conv_impl(x, k, axes, method):
+    if is_foreign_array(x) or is_foreign_array(k):
+        return _conv_foreign(x, k, axes, method)
     if method == "fft":
         return _ss.fftconvolve(x, k, mode="full", axes=axes)
     others = [ax for ax in range(_np.ndim(x)) if ax not in axes]
@@ -41,6 +43,28 @@ def _conv_impl(x, k, axes, method):
             dtype = _np.result_type(x, k)
             return _np.around(out).astype(dtype) if dtype.kind in "ui" else out
     return _direct_along(x, k, axes)
+
+
+def _conv_foreign(x, k, axes, method):
+    """`_conv_impl` for arrays of another library (Dask), which SciPy would compute in one
+    piece: the operand with more elements along `axes`, shifted by each position of the other
+    and scaled by its element there, summed (as `fgrad.numpy`'s convolve does along one axis;
+    a lazy graph of one term per element of the smaller operand). Exact, so method='fft'
+    agrees with SciPy's FFTs to rounding; it keeps `fftconvolve`'s dtype (float64 for
+    integers)."""
+    if _np.prod([x.shape[ax] for ax in axes]) < _np.prod([k.shape[ax] for ax in axes]):
+        x, k = k, x  # a convolution is symmetric in its operands
+    widths = [k.shape[ax] for ax in axes]
+    out = None
+    for offsets in _np.ndindex(*widths):
+        index, pad = [slice(None)] * k.ndim, [(0, 0)] * k.ndim
+        for ax, j, width in zip(axes, offsets, widths):
+            index[ax], pad[ax] = slice(j, j + 1), (j, width - 1 - j)
+        term = _np.pad(x * k[tuple(index)], pad)
+        out = term if out is None else out + term
+    if method == "fft" and out.dtype.kind in "biu":
+        return out.astype(_np.float64)
+    return out
 
 
 def _direct_along(x, k, axes):
@@ -214,17 +238,22 @@ _BOUNDARIES = {
 }
 
 
-def _extension(m, k, boundary, dtype):
-    """E (m + 2(k - 1), m): row p holds a 1 at the element position p - (k - 1) reads."""
+def _sources(m, k, boundary):
+    """For the positions -(k - 1) .. m + k - 2 along an axis of length m, the element each
+    reads (-1 outside for 'fill')."""
     j = _np.arange(-(k - 1), m + k - 1)
     if boundary == "wrap":
-        src = j % m
-    elif boundary == "symm":
+        return j % m
+    if boundary == "symm":
         p = j % (2 * m)
-        src = _np.where(p < m, p, 2 * m - 1 - p)
-    else:
-        src = _np.where((j >= 0) & (j < m), j, -1)
-    e = _np.zeros((len(j), m), dtype=dtype)
+        return _np.where(p < m, p, 2 * m - 1 - p)
+    return _np.where((j >= 0) & (j < m), j, -1)
+
+
+def _extension(m, k, boundary, dtype):
+    """E (m + 2(k - 1), m): row p holds a 1 at the element position p - (k - 1) reads."""
+    src = _sources(m, k, boundary)
+    e = _np.zeros((len(src), m), dtype=dtype)
     rows = _np.nonzero(src >= 0)[0]
     e[rows, src[rows]] = 1
     return e
@@ -236,8 +265,36 @@ def _real_dtype(dtype):
 
 
 def _conv2d_impl(x, k, mode, boundary, fillvalue, correlate):
+    if is_foreign_array(x) or is_foreign_array(k):
+        return _conv2d_foreign(x, k, mode, boundary, fillvalue, correlate)
     fn = _ss.correlate2d if correlate else _ss.convolve2d
     return fn(x, k, mode=mode, boundary=boundary, fillvalue=fillvalue)
+
+
+def _conv2d_foreign(x, k, mode, boundary, fillvalue, correlate):
+    """SciPy's convolve2d/correlate2d for arrays of another library (Dask), from the model
+    above: x extended by its boundary (padded with the fill, or gathered by position: lazy,
+    and as large as the extension), then the 'valid' convolution with k, sliced."""
+    m, kk = x.shape, k.shape
+    swap, conj_x, flip_k, conj_k = _conv2d_model(m, kk, mode, correlate)
+    dtype = _np.result_type(x.dtype, k.dtype)
+    a = _np.conj(x) if conj_x and x.dtype.kind == "c" else x
+    b = k[::-1, ::-1] if flip_k else k
+    b = _np.conj(b) if conj_k and b.dtype.kind == "c" else b
+    if mode != "valid":
+        if boundary == "fill":
+            fill = _np.asarray(fillvalue, dtype=dtype)
+            a = _np.pad(a.astype(dtype), [(n - 1, n - 1) for n in kk], constant_values=fill)
+        else:
+            for ax in (0, 1):
+                a = _np.take(a, _sources(m[ax], kk[ax], boundary), axis=ax)
+    big, small = (b, a) if swap else (a, b)
+    (p0, p1), (s0, s1) = big.shape, small.shape
+    out = _conv_foreign(big, small, (0, 1), "direct")[s0 - 1 : p0, s1 - 1 : p1]
+    if mode == "same":
+        t0, t1 = ((n // 2 if correlate else (n - 1) // 2) for n in kk)
+        out = out[t0 : t0 + m[0], t1 : t1 + m[1]]
+    return out
 
 
 def _conj(x):
@@ -256,6 +313,23 @@ def _conv2d_model(x_shape, k_shape, mode, correlate):
     conjugated with `conj_k`)."""
     swap = mode == "valid" and not all(a >= b for a, b in zip(x_shape, k_shape))
     return swap, correlate and swap, correlate, correlate and not swap
+
+
+def _pad_zeros(x, widths):
+    """x with `widths` zeros before and after along each axis. fgrad's pad gathers from the
+    flattened array, which an array of another library (Dask) cannot do lazily: that one
+    gets zero blocks joined on."""
+    if not is_foreign_array(innermost(x)):
+        return fnp.pad(x, widths)
+    dtype = dtype_of(x)
+    for ax, (before, after) in enumerate(widths):
+        blocks = []
+        for width in (before, after):
+            block_shape = list(shape(x))
+            block_shape[ax] = width
+            blocks.append(_np.zeros(block_shape, dtype))
+        x = fnp.concatenate([blocks[0], x, blocks[1]], axis=ax)
+    return x
 
 
 def _conv2d_vjp(which):
@@ -289,7 +363,7 @@ def _conv2d_vjp(which):
         def bprop(ct):
             out = shape(ct)
             if out != frame:
-                ct = fnp.pad(ct, [(s0, f - s0 - o) for s0, f, o in zip(starts, frame, out)])
+                ct = _pad_zeros(ct, [(s0, f - s0 - o) for s0, f, o in zip(starts, frame, out)])
             if own_is_big:  # the transpose of valid(., small): a full convolution
                 g = _conv_p(ct, other[::-1, ::-1], axes=(0, 1), method="auto")
             else:  # the transpose of valid(big, .)
