@@ -9,6 +9,10 @@ convolution with k is a correlation with k: the cotangent of in1 is the full con
 the cotangent with in2 reversed, sliced back to in1's extent, so the rules are convolutions
 too and differentiate again.
 
+Arrays of another library (Dask), which SciPy would compute in one piece, are convolved by
+NumPy functions that dispatch to them and stay lazy: sums of shifted, scaled copies (one term
+per element of the smaller operand), or windowed sums where the result is the smaller.
+
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy`, and
 `scipy.signal` for values.
 """
@@ -50,8 +54,7 @@ def _conv_foreign(x, k, axes, method):
     piece: the operand with more elements along `axes`, shifted by each position of the other
     and scaled by its element there, summed (as `fgrad.numpy`'s convolve does along one axis;
     a lazy graph of one term per element of the smaller operand). Exact, so method='fft'
-    agrees with SciPy's FFTs to rounding; it keeps `fftconvolve`'s dtype (float64 for
-    integers)."""
+    agrees with SciPy's FFTs to rounding, in `fftconvolve`'s dtype."""
     if _np.prod([x.shape[ax] for ax in axes]) < _np.prod([k.shape[ax] for ax in axes]):
         x, k = k, x  # a convolution is symmetric in its operands
     widths = [k.shape[ax] for ax in axes]
@@ -62,7 +65,10 @@ def _conv_foreign(x, k, axes, method):
             index[ax], pad[ax] = slice(j, j + 1), (j, width - 1 - j)
         term = _np.pad(x * k[tuple(index)], pad)
         out = term if out is None else out + term
-    if method == "fft" and out.dtype.kind in "biu":
+    # SciPy's FFTs give float64 for integers, unless no axis has both lengths above 1 (then
+    # fftconvolve returns the plain product)
+    transformed = any(x.shape[ax] != 1 and k.shape[ax] != 1 for ax in axes)
+    if method == "fft" and transformed and out.dtype.kind in "biu":
         return out.astype(_np.float64)
     return out
 
@@ -97,8 +103,16 @@ def _conv_vjp(which):
         like = meta((x, k)[which])
         other = (k, x)[which]
         own_shape, other_shape = like[0], shape(other)
+        # on an array of another library (Dask), shifted copies cost one term per element of
+        # the smaller operand: both ct and other are large when this input is the small one,
+        # whose elements are then each one windowed sum
+        windowed = is_foreign_array(innermost(ans)) and _np.prod(
+            [own_shape[ax] for ax in axes]
+        ) < _np.prod([other_shape[ax] for ax in axes])
 
         def bprop(ct):
+            if windowed:  # d out / d x[j] = sum_m ct[j + m] k[m]
+                return unbroadcast(_windowed(ct, other, axes), like)
             full = _conv_p(ct, _flip(other, axes), axes=axes, method=method)
             index = tuple(
                 slice(other_shape[ax] - 1, other_shape[ax] - 1 + own_shape[ax])
@@ -290,7 +304,10 @@ def _conv2d_foreign(x, k, mode, boundary, fillvalue, correlate):
                 a = _np.take(a, _sources(m[ax], kk[ax], boundary), axis=ax)
     big, small = (b, a) if swap else (a, b)
     (p0, p1), (s0, s1) = big.shape, small.shape
-    out = _conv_foreign(big, small, (0, 1), "direct")[s0 - 1 : p0, s1 - 1 : p1]
+    if _windowed_is_shorter(big, small):
+        out = _windowed(big, small[::-1, ::-1], (0, 1))
+    else:
+        out = _conv_foreign(big, small, (0, 1), "direct")[s0 - 1 : p0, s1 - 1 : p1]
     if mode == "same":
         t0, t1 = ((n // 2 if correlate else (n - 1) // 2) for n in kk)
         out = out[t0 : t0 + m[0], t1 : t1 + m[1]]
@@ -304,7 +321,37 @@ def _conj(x):
 def _valid(big, small):
     """The 'valid' 2-D convolution of big with small (small no larger along either axis)."""
     (p0, p1), (k0, k1) = shape(big), shape(small)
+    if _windowed_is_shorter(big, small):
+        return _windowed(big, small[::-1, ::-1], (0, 1))
     return _conv_p(big, small, axes=(0, 1), method="auto")[k0 - 1 : p0, k1 - 1 : p1]
+
+
+def _windowed_is_shorter(big, small):
+    """Whether the 'valid' 2-D convolution of arrays of another library (Dask) takes fewer
+    terms as windowed sums (one per element of the result) than as shifted copies (one per
+    element of small)."""
+    if not (is_foreign_array(innermost(big)) or is_foreign_array(innermost(small))):
+        return False
+    (p0, p1), (k0, k1) = shape(big), shape(small)
+    return (p0 - k0 + 1) * (p1 - k1 + 1) < k0 * k1
+
+
+def _windowed(big, small, axes):
+    """out[o] = the sum over `axes` of big[o : o + len(small)] * small, at every offset o where
+    small fits in big (the other axes broadcast): a 'valid' correlation as one windowed sum
+    per element of the result, in fgrad operations (on plain values too)."""
+    frame = [shape(big)[ax] - shape(small)[ax] + 1 for ax in axes]
+    index = [slice(None)] * len(shape(big))
+
+    def block(offsets):
+        if len(offsets) == len(axes):
+            for ax, o in zip(axes, offsets):
+                index[ax] = slice(o, o + shape(small)[ax])
+            return fnp.sum(big[tuple(index)] * small, axis=axes, keepdims=True)
+        rows = [block(offsets + (o,)) for o in range(frame[len(offsets)])]
+        return fnp.concatenate(rows, axis=axes[len(offsets)])
+
+    return block(())
 
 
 def _conv2d_model(x_shape, k_shape, mode, correlate):
@@ -321,15 +368,81 @@ def _pad_zeros(x, widths):
     gets zero blocks joined on."""
     if not is_foreign_array(innermost(x)):
         return fnp.pad(x, widths)
-    dtype = dtype_of(x)
     for ax, (before, after) in enumerate(widths):
-        blocks = []
-        for width in (before, after):
-            block_shape = list(shape(x))
-            block_shape[ax] = width
-            blocks.append(_np.zeros(block_shape, dtype))
-        x = fnp.concatenate([blocks[0], x, blocks[1]], axis=ax)
+        if before or after:
+            block = list(shape(x))
+            block[ax] = before
+            head = _np.zeros(block, dtype_of(x))
+            block[ax] = after
+            x = fnp.concatenate([head, x, _np.zeros(block, dtype_of(x))], axis=ax)
     return x
+
+
+def _extension_maps(m, kk, boundary, dtype, lazy):
+    """(extend, fold): x (m) to its extension without the fill (m + 2(kk - 1)), and its
+    transpose, folding an extension's cotangent back onto x; in fgrad operations. By the
+    matrices E of `_extension` for NumPy arrays; for an array of another library (Dask), whose
+    axes may be long (E is quadratic in them), by slices along runs of consecutive sources."""
+    if not lazy:
+        e = [_extension(m[ax], kk[ax], boundary, _real_dtype(dtype)) for ax in (0, 1)]
+        return (
+            lambda x: fnp.matmul(e[0], fnp.matmul(x, e[1].T)),
+            lambda g: fnp.matmul(e[0].T, fnp.matmul(g, e[1])),
+        )
+    runs = [_runs(_sources(m[ax], kk[ax], boundary)) for ax in (0, 1)]
+
+    def extend(x):
+        for ax in (0, 1):
+            pieces = []
+            for _, length, lo, reverse in runs[ax]:
+                if lo < 0:  # outside: zeros (the fill is added apart)
+                    block = list(shape(x))
+                    block[ax] = length
+                    pieces.append(_np.zeros(block, dtype_of(x)))
+                else:
+                    pieces.append(_slice(x, ax, lo, length, reverse))
+            x = fnp.concatenate(pieces, axis=ax)
+        return x
+
+    def fold(g):
+        for ax in (0, 1):
+            total = None
+            for start, length, lo, reverse in runs[ax]:
+                if lo >= 0:
+                    widths = [(0, 0), (0, 0)]
+                    widths[ax] = (lo, m[ax] - lo - length)
+                    piece = _pad_zeros(_slice(g, ax, start, length, reverse), widths)
+                    total = piece if total is None else total + piece
+            g = total
+        return g
+
+    return extend, fold
+
+
+def _runs(src):
+    """The runs of positions whose sources go on by one in one direction, or lie outside (-1):
+    (start, length, the lowest source (-1 outside), whether the sources go down)."""
+    runs = []  # [start, length, first source, step (0 while one long)]
+    for p in range(len(src)):
+        if runs:
+            start, length, first, step = runs[-1]
+            d = int(src[p] - src[p - 1])
+            outside = src[p] < 0 and first < 0
+            inside = src[p] >= 0 and first >= 0 and abs(d) == 1 and step in (0, d)
+            if outside or inside:
+                runs[-1] = [start, length + 1, first, d if inside else 0]
+                continue
+        runs.append([p, 1, int(src[p]), 0])
+    return [
+        (start, length, first - length + 1 if step < 0 else first, step < 0)
+        for start, length, first, step in runs
+    ]
+
+
+def _slice(x, ax, lo, length, reverse):
+    """x[lo : lo + length] along axis ax, reversed with `reverse`."""
+    piece = x[(slice(None),) * ax + (slice(lo, lo + length),)]
+    return piece[(slice(None),) * ax + (slice(None, None, -1),)] if reverse else piece
 
 
 def _conv2d_vjp(which):
@@ -341,17 +454,18 @@ def _conv2d_vjp(which):
         like = meta((x, k)[which])
         ext = None
         if mode != "valid":
-            ext = [_extension(m[ax], kk[ax], boundary, _real_dtype(dtype)) for ax in (0, 1)]
+            ext = _extension_maps(m, kk, boundary, dtype, is_foreign_array(innermost(ans)))
         if which == 0:
             other = _conj(k) if conj_k else k
             other = other[::-1, ::-1] if flip_k else other
         else:
             other = _conj(x) if conj_x else x
             if ext is not None:
-                other = fnp.matmul(ext[0], fnp.matmul(other, ext[1].T))
+                other = ext[0](other)
                 if boundary == "fill" and fillvalue != 0:
-                    cover = (ext[0] @ _np.ones(m[0]))[:, None] * (ext[1] @ _np.ones(m[1]))[None, :]
-                    other = other + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
+                    cover = [_sources(m[ax], kk[ax], boundary) >= 0 for ax in (0, 1)]
+                    cover = cover[0][:, None] & cover[1][None, :]
+                    other = other + _np.asarray(~cover * fillvalue, dtype=dtype)
         own_is_big = (which == 0) != swap
         a_shape = tuple(a + 2 * (b - 1) for a, b in zip(m, kk)) if ext else m
         big, small = (kk, a_shape) if swap else (a_shape, kk)
@@ -370,7 +484,7 @@ def _conv2d_vjp(which):
                 g = _valid(other, ct[::-1, ::-1])[::-1, ::-1]
             if which == 0:
                 if ext is not None:
-                    g = fnp.matmul(ext[0].T, fnp.matmul(g, ext[1]))
+                    g = ext[1](g)
                 g = _conj(g) if conj_x else g
             else:
                 g = g[::-1, ::-1] if flip_k else g
