@@ -121,23 +121,9 @@ def _t_broadcast(t, ans, *args):
     return broadcast_like(t, ans)
 
 
-# The types of NumPy's values and Python's numbers: no value of these is another library's array
-# (a set lookup, about ten times faster than `is_foreign_array`'s attribute probes).
-_NUMPY_TYPES = frozenset(
-    {int, float, complex, bool, _np.ndarray, _np.bool_, _np.intp, _np.int32, _np.int64}
-    | {_np.float16, _np.float32, _np.float64, _np.complex64, _np.complex128}
-)
-
-
-def is_foreign(v):
-    """Whether v is an array of another library (Dask, CuPy): `is_foreign_array`, fast for
-    NumPy's arrays and scalars and Python's numbers."""
-    return type(v) not in _NUMPY_TYPES and is_foreign_array(v)
-
-
 def _weights(values, dtype):
     """A constant (no derivative) array of gradient weights, in the dtype of the result."""
-    if is_foreign(values):
+    if is_foreign_array(values):
         return values.astype(dtype)
     return _np.asarray(values, dtype=dtype)
 
@@ -379,7 +365,7 @@ def _dpow_dx(x, y):
     if _is_constant(y):
         if isinstance(y, (list, tuple)):
             y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
-        if is_foreign(y):  # its values are not read: the guard always applies
+        if is_foreign_array(y):  # its values are not read: the guard always applies
             y_is_zero = y == 0
             return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
         if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
@@ -640,17 +626,13 @@ def _choice_weights(ans, x, y, wins):
         wins_fn = greater if wins is _np.greater else less
         w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
         return broadcast_like(astype(w, _dtype_of(ans)), ans)
-    # `array_value` of x and y, inline (relu is hot)
-    xv = x if type(x) is _np.ndarray else primal(x)
-    if type(xv) is not _np.ndarray and (type(xv) in _NUMPY_TYPES or not is_foreign_array(xv)):
-        xv = _np.asarray(xv)
-    yv = y if type(y) is _np.ndarray else primal(y)
-    if type(yv) is not _np.ndarray and (type(yv) in _NUMPY_TYPES or not is_foreign_array(yv)):
-        yv = _np.asarray(yv)
+    # a NumPy array as it is, first: relu is hot
+    xv = x if type(x) is _np.ndarray else array_value(x)
+    yv = y if type(y) is _np.ndarray else array_value(y)
     w = wins(xv, yv)
     ties = xv == yv
     # (a lazy mask is not read: ties are taken to be possible)
-    lazy = type(ties) not in _NUMPY_TYPES and is_foreign_array(ties)
+    lazy = is_foreign_array(ties)
     if lazy or _np.count_nonzero(ties):  # count_nonzero: a third of ties.any()'s time
         w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
     ans_shape = ans.shape if type(ans) is _np.ndarray else _np.shape(primal(ans))
@@ -752,7 +734,7 @@ def where(condition, x=None, y=None, /):
     if holds_batch(condition):  # one condition per row
         return _where_p(astype(constant_of(condition), bool), x, y)
     c = primal(condition)  # (`_bool_mask`, inline: `where` is hot)
-    if type(c) not in _NUMPY_TYPES and is_foreign_array(c):
+    if is_foreign_array(c):
         return _where_p(c if c.dtype == bool else c.astype(bool), x, y)
     return _where_p(_np.asarray(c, dtype=bool), x, y)
 
@@ -760,7 +742,7 @@ def where(condition, x=None, y=None, /):
 def _bool_mask(condition):
     """A constant condition's values as a boolean array (a lazy one for a Dask array)."""
     c = primal(condition)
-    if is_foreign(c):
+    if is_foreign_array(c):
         return c if c.dtype == bool else c.astype(bool)
     return _np.asarray(c, dtype=bool)
 
@@ -842,7 +824,7 @@ def array_value(x):
     """x's plain value (no derivative) as an array NumPy's functions compute with: a NumPy
     array, or an array of another library (Dask) as it is, lazy, never converted."""
     v = primal(x)
-    if type(v) is _np.ndarray or (type(v) not in _NUMPY_TYPES and is_foreign_array(v)):
+    if type(v) is _np.ndarray or is_foreign_array(v):
         return v
     return _np.asarray(v)
 

@@ -14,12 +14,21 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Box, bind, constant_of, dtype_of, holds_batch, innermost, primal, shape_of
+from ..core import (
+    Box,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    innermost,
+    is_foreign_array,
+    primal,
+    shape_of,
+)
 from ..primitive import defprimitive
 from .elementwise import (
     array_value,
     equal,
-    is_foreign,
     isfinite,
     logical_and,
     logical_not,
@@ -143,7 +152,7 @@ def _extremum(impl, name):
         return sum(t * weights, axis=axis, keepdims=keepdims)
 
     def run(x, axis, keepdims, initial, where):
-        if is_foreign(x):
+        if is_foreign_array(x):
             return _foreign_reduce(x, impl, axis, keepdims, None, initial, where)
         keywords = {} if initial is NO_VALUE else {"initial": initial}
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
@@ -298,7 +307,7 @@ def _linear_recurrence(a, b):
 
 
 def _prod_impl(x, axis, keepdims, dtype, initial, where):
-    if is_foreign(x):
+    if is_foreign_array(x):
         return _foreign_reduce(x, _np.multiply.reduce, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.multiply.reduce(
@@ -339,7 +348,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         one = _np.ones((), dtype_of(a))
-        if is_foreign(mask) or is_foreign(innermost(a)):
+        if is_foreign_array(mask) or is_foreign_array(innermost(a)):
             a = _where(mask, a, one)  # the same, without item assignment
         else:
             a = at(a)[~mask].set(one)

@@ -35,14 +35,13 @@ import math
 import numpy as _np
 
 from .. import taylor as _taylor
-from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
+from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
 from ..primitive import deflinear, defprimitive, defunary
 from .elementwise import (
     _reciprocal_taylor_rule,
     _square_taylor_rule,
     as_ufunc,
     exp,
-    is_foreign,
     isfinite,
     mask_values,
     may_hold,
@@ -125,7 +124,7 @@ def _weights(values, ans):
     if holds_batch(values):
         values = astype(values, dtype)
         return values if shape_of(values) == shape_of(ans) else broadcast_to(values, shape_of(ans))
-    if is_foreign(values):
+    if is_foreign_array(values):
         return _np.broadcast_to(values, shape_of(ans)).astype(dtype)
     return _np.asarray(_np.broadcast_to(values, shape_of(ans)), dtype=dtype)
 
@@ -433,7 +432,7 @@ def _sin_u_over_u(u, k):
     the recurrence u f^(k) = sin^(k)(u) - k f^(k-1), obtained by differentiating u f = sin u,
     which is stable once |u| exceeds k.
     """
-    if is_foreign(u):
+    if is_foreign_array(u):
         return _foreign_sin_u_over_u(u, k)
     u = _np.asarray(u, dtype=_np.complex128 if _np.iscomplexobj(u) else _np.float64)
     if k == 0:
@@ -483,7 +482,7 @@ def _foreign_sin_u_over_u(u, k):
 
 
 def _sinc_k_impl(u, k):
-    foreign = is_foreign(u)
+    foreign = is_foreign_array(u)
     # float32 stays float32; Python numbers, integers: float64
     dtype = u.dtype if foreign else _np.asarray(u).dtype
     if dtype.kind not in "fc":
@@ -541,7 +540,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return where(isfinite(xv), x, replaced)
     xv = primal(x)
     finite = _np.isfinite(xv)
-    if is_foreign(finite):  # a lazy mask is not read
+    if is_foreign_array(finite):  # a lazy mask is not read
         return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
     if finite.all():
         return x

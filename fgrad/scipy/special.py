@@ -39,9 +39,18 @@ import scipy.special as _sc
 from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
-from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal, shape_of
+from ..core import (
+    Box,
+    Primitive,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    is_foreign_array,
+    primal,
+    shape_of,
+)
 from ..numpy import _box
-from ..numpy.elementwise import is_foreign as _is_foreign
 from ..numpy.elementwise import mask_values as _values
 from ..numpy.elementwise import may_hold as _some
 from ..numpy.elementwise import register_elementwise
@@ -169,7 +178,7 @@ def weak_scalars(*args):
 def _like_x(out, x):
     """SciPy's result in x's precision (some functions compute in float64 only): x's float
     dtype, or its complex dtype where SciPy's result is complex (a complex argument)."""
-    foreign = _is_foreign(out)
+    foreign = is_foreign_array(out)
     dtype = _float_dtype(x)
     if not foreign:
         out = _np.asarray(out)
@@ -189,7 +198,7 @@ def _float_dtype(x):
 def _array(x):
     """x as an array an implementation computes with: a NumPy array, or an array of another
     library (Dask) as it is, never converted (a 0-d Dask array stays one in `_result`)."""
-    return x if _is_foreign(x) else _np.asarray(x)
+    return x if is_foreign_array(x) else _np.asarray(x)
 
 
 def _result(out):
@@ -208,7 +217,7 @@ def _mask(condition, shape=None):
         if shape is None or shape_of(condition) == shape:
             return condition
         return fnp.broadcast_to(condition, shape)
-    if _is_foreign(condition):
+    if is_foreign_array(condition):
         mask = condition if condition.dtype == bool else condition.astype(bool)
     else:
         mask = _np.asarray(condition, dtype=bool)
@@ -451,7 +460,7 @@ def _lse_impl(a, b, signs, axis, keepdims):
 
 def _lse_sign_impl(a, b, axis, keepdims):
     _, signs = _scipy_logsumexp(a, axis, b, keepdims, True)
-    if _is_foreign(signs):
+    if is_foreign_array(signs):
         return signs.astype(_np.result_type(a.dtype, _np.float32))
     out = _np.asarray(signs, dtype=_np.result_type(_np.asarray(a).dtype, _np.float32))
     return out[()] if out.ndim == 0 else out
@@ -464,7 +473,7 @@ def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
         a = _np.expand_dims(a, -1)
         b = None if b is None else _np.expand_dims(b, -1)
         axis, keepdims = -1, False
-    if _is_foreign(a) or _is_foreign(b):
+    if is_foreign_array(a) or is_foreign_array(b):
         return _foreign_logsumexp(a, axis, b, keepdims, return_sign)
     out = _sc.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
     return out if return_sign else (out,)
@@ -590,14 +599,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 
 def _softmax_impl(x, axis):
-    if _is_foreign(x):  # SciPy's formula; SciPy's softmax converts x to a NumPy array
+    if is_foreign_array(x):  # SciPy's formula; SciPy's softmax converts x to a NumPy array
         shifted = _np.exp(x - _np.max(x, axis=axis, keepdims=True))
         return shifted / _np.sum(shifted, axis=axis, keepdims=True)
     return _sc.softmax(x, axis=axis)
 
 
 def _log_softmax_impl(x, axis):
-    if _is_foreign(x):  # SciPy's formula, as for softmax
+    if is_foreign_array(x):  # SciPy's formula, as for softmax
         x_max = _np.max(x, axis=axis, keepdims=True)
         shifted = x - _np.where(_np.isfinite(x_max), x_max, 0)
         return shifted - _np.log(_np.sum(_np.exp(shifted), axis=axis, keepdims=True))
@@ -850,7 +859,7 @@ def _complex_polygamma(n, z):
     Re w >= 16 + n, where the asymptotic series (-1)^(n+1) [(n-1)!/w^n + n!/(2 w^(n+1))
     + sum_k B_2k (2k+n-1)!/(2k)! / w^(2k+n)] (14 terms) is accurate to rounding: within 1e-13
     (relative) of mpmath for n <= 8 away from the poles 0, -1, -2, ..."""
-    if _is_foreign(z):
+    if is_foreign_array(z):
         return _foreign_complex_polygamma(n, z)
     z = _np.asarray(z, dtype=_np.complex128)
     shift = _np.maximum(0.0, _np.ceil(16.0 + n - z.real)).astype(_np.int64)
@@ -902,7 +911,7 @@ def _foreign_complex_polygamma(n, z):
 def _polygamma_impl(x, n):
     if _np.iscomplexobj(x):  # only from digamma's rules, with a scalar n >= 1
         return _like_x(_complex_polygamma(int(n), x), x)
-    if _is_foreign(x):  # SciPy's polygamma converts x to a NumPy array; its formula, lazily
+    if is_foreign_array(x):  # SciPy's polygamma converts x to a NumPy array; its formula, lazily
         n = _np.asarray(n)
         tail = (-1.0) ** (n + 1) * _sc.gamma(n + 1.0) * _sc.zeta(n + 1, x)
         return _like_x(_np.where(n == 0, _sc.psi(x), tail), x)
@@ -1059,7 +1068,7 @@ def multigammaln(a, d):
         raise ValueError(f"multigammaln: d must be a constant integer >= 1; got {d!r}")
     d = int(d)
     outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
-    if _is_foreign(outside):  # its values are not read: nan where a is outside the domain
+    if is_foreign_array(outside):  # its values are not read: nan where a is outside the domain
         return fnp.where(outside, math.nan, _multigammaln(fnp.where(outside, 0.5 * d, a), d))
     # Under `vmap` this check reads the rows' masks, which agree (all False) unless a row is
     # out of the domain: Python control flow, for which `vmap` would split the batch.

@@ -21,8 +21,8 @@ import scipy.special as _sc
 from ... import batching as _batching
 from ... import numpy as fnp
 from ... import taylor as _taylor
-from ...core import Box, dtype_of, holds_batch, primal, shape_of
-from ...numpy.elementwise import elementwise_batch_rule, is_foreign, mask_values, may_hold
+from ...core import Box, dtype_of, holds_batch, is_foreign_array, primal, shape_of
+from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
 from ...primitive import defprimitive
 from .. import special as sp
@@ -43,7 +43,7 @@ some = may_hold
 def every(mask):
     """Whether a mask holds everywhere; a batched mask is taken not to, unread, and so is a
     lazy one (of a Dask array)."""
-    return not holds_batch(mask) and not is_foreign(mask) and bool(mask.all())
+    return not holds_batch(mask) and not is_foreign_array(mask) and bool(mask.all())
 
 
 def any_row(condition):
@@ -66,7 +66,7 @@ def mask(condition, *like):
     shape = _np.broadcast_shapes(shape, shape_of(condition))
     if holds_batch(condition):
         return condition if shape_of(condition) == shape else fnp.broadcast_to(condition, shape)
-    if is_foreign(condition):
+    if is_foreign_array(condition):
         return _np.broadcast_to(condition.astype(bool), shape)
     return _np.broadcast_to(_np.asarray(condition, dtype=bool), shape)
 
@@ -179,7 +179,7 @@ def _float_like(out, *args):
     dtype = _np.result_type(*[value(a) if not is_plain_number(a) else a for a in args])
     if dtype.kind != "f":
         dtype = _np.dtype(_np.float64)
-    if is_foreign(out):
+    if is_foreign_array(out):
         return out.astype(dtype)
     out = _np.asarray(out).astype(dtype, copy=False)
     return out[()] if out.ndim == 0 else out

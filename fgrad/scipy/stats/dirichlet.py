@@ -16,7 +16,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import any_row, is_foreign, squeeze_ones, value
+from ._common import any_row, is_foreign_array, squeeze_ones, value
 
 __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
 
@@ -24,7 +24,7 @@ __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
 def _refuse(condition, message, lazy):
     """Raise ValueError(message()) where `condition` holds anywhere. A lazy condition (of a
     Dask array, whose values are not read) joins `lazy` instead: its points become nan."""
-    if is_foreign(condition):
+    if is_foreign_array(condition):
         lazy.append(condition)
     elif any_row(condition):
         raise ValueError(message())
