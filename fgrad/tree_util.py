@@ -163,17 +163,14 @@ def _register(node):
     _registered.add(node.type)
 
 
+def _show_list(aux, c):
+    return "[" + ", ".join(c) + "]"
+
+
 _TUPLE = _Node(tuple, lambda x: (x, None), lambda aux, c: tuple(c), _show_tuple, _index_key)
 _register(_TUPLE)
-_register(
-    _Node(
-        list,
-        lambda x: (x, None),
-        lambda aux, c: c,
-        lambda aux, c: "[" + ", ".join(c) + "]",
-        _index_key,
-    )
-)
+_LIST = _Node(list, lambda x: (x, None), lambda aux, c: c, _show_list, _index_key)
+_register(_LIST)
 _register(_Node(dict, _flatten_dict, lambda aux, c: dict(zip(aux, c)), _show_items, _dict_key))
 _register(
     _Node(type(None), lambda x: ((), None), lambda aux, c: None, lambda aux, c: "None", _index_key)
@@ -382,14 +379,18 @@ def _flatten(x, is_leaf, leaves):
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
         return _LEAF
-    node = _nodes.get(type(x), _UNSEEN)
-    if node is _UNSEEN:
-        node = _classify(type(x))
-    if node is None:
-        leaves.append(x)
-        return _LEAF
+    kind = type(x)
+    if kind is tuple or kind is list:  # the common nodes, without their flatten's call
+        node, children, aux = _TUPLE if kind is tuple else _LIST, x, None
+    else:
+        node = _nodes.get(kind, _UNSEEN)
+        if node is _UNSEEN:
+            node = _classify(kind)
+        if node is None:
+            leaves.append(x)
+            return _LEAF
+        children, aux = node.flatten(x)
     start = len(leaves)
-    children, aux = node.flatten(x)
     subtrees = []
     for c in children:
         # Leaf children are handled inline rather than by a recursive call: flattening
@@ -405,10 +406,11 @@ def _flatten(x, is_leaf, leaves):
 
 def _build(treedef, leaves):
     """Rebuild ``treedef`` taking leaves from the iterator ``leaves``."""
-    return treedef._node.unflatten(
-        treedef._aux,
-        [next(leaves) if c._node is None else _build(c, leaves) for c in treedef._children],
-    )
+    children = [next(leaves) if c._node is None else _build(c, leaves) for c in treedef._children]
+    node = treedef._node
+    if node is _TUPLE:  # the common node, without its unflatten's call
+        return tuple(children)
+    return node.unflatten(treedef._aux, children)
 
 
 class _Mismatch(Exception):

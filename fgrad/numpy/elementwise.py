@@ -626,13 +626,13 @@ def _choice_weights(ans, x, y, wins):
         wins_fn = greater if wins is _np.greater else less
         w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
         return broadcast_like(astype(w, _dtype_of(ans)), ans)
-    # a NumPy array as it is, first: relu is hot
-    xv = x if type(x) is _np.ndarray else array_value(x)
-    yv = y if type(y) is _np.ndarray else array_value(y)
+    # a NumPy array or a Python float as it is, first: relu is hot
+    xv = x if type(x) is _np.ndarray or type(x) is float else array_value(x)
+    yv = y if type(y) is _np.ndarray or type(y) is float else array_value(y)
     w = wins(xv, yv)
     ties = xv == yv
     # (a lazy mask is not read: ties are taken to be possible)
-    lazy = is_foreign_array(ties)
+    lazy = type(ties) is not _np.ndarray and is_foreign_array(ties)
     if lazy or _np.count_nonzero(ties):  # count_nonzero: a third of ties.any()'s time
         w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
     ans_shape = ans.shape if type(ans) is _np.ndarray else _np.shape(primal(ans))

@@ -81,8 +81,13 @@ def whole_along(x, axes):
 def _matmul_vjp_x(ans, x, y):
     like = meta(x)
     x_nd, y_nd = len(like[0]), len(shape(y))  # len(shape(y)): ndim(y), in a third of the time
+    y_t = y.swapaxes(-1, -2) if type(y) is _np.ndarray and x_nd > 1 and y_nd > 1 else None
 
     def bprop(ct):
+        if y_t is not None and type(ct) is _np.ndarray and _core.watch is None:
+            # two NumPy matrices (a first derivative's): NumPy's product, as `_matmul_of`
+            g = _np.matmul(ct, y_t)
+            return g if g.shape == like[0] and g.dtype == like[1] else unbroadcast(g, like)
         if y_nd == 1:  # (..., n) @ (n,) -> (...): the gradient is the outer product
             g = expand_dims(ct, -1) * y
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
@@ -97,8 +102,13 @@ def _matmul_vjp_x(ans, x, y):
 def _matmul_vjp_y(ans, x, y):
     like = meta(y)
     x_nd, y_nd = len(shape(x)), len(like[0])
+    x_t = x.swapaxes(-1, -2) if type(x) is _np.ndarray and x_nd > 1 and y_nd > 1 else None
 
     def bprop(ct):
+        if x_t is not None and type(ct) is _np.ndarray and _core.watch is None:
+            # two NumPy matrices (a first derivative's): NumPy's product, as `_matmul_of`
+            g = _np.matmul(x_t, ct)
+            return g if g.shape == like[0] and g.dtype == like[1] else unbroadcast(g, like)
         if x_nd == 1 and y_nd == 1:
             g = multiply(ct, x)  # not `ct * x`: x may be a list, and ct a NumPy scalar
         elif y_nd == 1 and x_nd == 2:

@@ -171,10 +171,18 @@ def meta(x):
         return shape_of(x), dtype_of(x)
 
 
+# (0, 1, ..., n - 1) for small n: every axis, as `_normalize_axes` gives it for axis=None
+_ALL_AXES = tuple(tuple(range(n)) for n in range(33))
+
+
+def _all_axes(nd):
+    return _ALL_AXES[nd] if nd < 33 else tuple(range(nd))
+
+
 def _normalize_axes(axis, nd):
     """`axis` (None, int or tuple) as a sorted tuple of non-negative ints."""
     if axis is None:
-        return tuple(range(nd))
+        return _all_axes(nd)
     if type(axis) is int and -nd <= axis < nd:
         return (axis % nd,)  # the common case, without the general one's sorting
     axes = axis if isinstance(axis, tuple) else (axis,)
@@ -400,7 +408,7 @@ def unbroadcast(ct, like):
     if like is None:
         return ct
     x_shape, x_dtype = like
-    ct_shape, ct_dtype = meta(ct)
+    ct_shape, ct_dtype = (ct.shape, ct.dtype) if type(ct) is _np.ndarray else meta(ct)
     if _fits(ct_shape, ct_dtype, like):
         return ct
     if ct_shape != x_shape:
@@ -464,6 +472,16 @@ def _broadcast_to_impl(x, shape):
     Python, 3 us, most of a sum's bprop; for a C-contiguous float array or scalar (a cotangent,
     nearly always) the same view (shape, strides, dtype, read-only) is made here in a fifth of
     that. Anything else, including every shape NumPy refuses, is NumPy's own."""
+    kind = type(x)
+    if (kind in _NUMPY_SCALARS or (kind is _np.ndarray and not x.shape)) and type(shape) is tuple:
+        # a scalar (grad's own 1, the cotangent of a sum of everything): every stride is 0
+        try:
+            view = _np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+        except (TypeError, ValueError):  # not a shape: NumPy's own error, below
+            pass
+        else:
+            view.setflags(write=False)
+            return view
     if isinstance(x, _np.generic):
         x = _np.asarray(x)
     if (
@@ -511,14 +529,14 @@ def broadcast_to(array, shape, subok=False):
 
 
 def _sum_vjp(ans, x, axis, keepdims):
-    x_shape = shape(x)
-    if keepdims or axis == tuple(range(len(axis))):
+    x_shape = x.shape if type(x) is _np.ndarray else shape_of(x)
+    if keepdims or axis == _all_axes(len(axis)):
         # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
         # shape (NumPy prepends missing axes), as in a sum of everything.
         kept = None
     else:
         kept = _kept_shape(x_shape, axis)
-    x_value = innermost(x)
+    x_value = x if type(x) is _np.ndarray else innermost(x)
     if type(x_value) is not _np.ndarray and is_foreign_array(x_value):
         # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
         # that library, lazily; a NumPy array of x's size would be built and shipped whole
@@ -535,7 +553,7 @@ def _sum_vjp(ans, x, axis, keepdims):
 
     def bprop(ct):
         if core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
-            return _broadcast_to_impl(ct if kept is None else _np.reshape(ct, kept), x_shape)
+            return _broadcast_to_impl(ct if kept is None else ct.reshape(kept), x_shape)
         return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
 
     return bprop
@@ -545,8 +563,8 @@ _sum_p = deflinear(
     # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars);
     # another library's array (Dask's) implements np.sum, not the ufunc's reduce method
     lambda x, axis, keepdims: (
-        _np.add.reduce(x, axis=axis, keepdims=keepdims)
-        if isinstance(x, (_np.ndarray, _np.generic, float, int, complex))
+        _np.add.reduce(x, axis, None, None, keepdims)
+        if type(x) is _np.ndarray or isinstance(x, (_np.generic, float, int, complex))
         else _np.sum(x, axis=axis, keepdims=keepdims)
     ),
     _sum_vjp,
@@ -627,9 +645,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE,
     >>> fgrad.grad(lambda x: fnp.sum(x ** 3, where=x > 0))(np.array([-1.0, 2.0]))
     array([ 0., 12.])
     """
-    refuse_out(out, "sum")
+    if out is not None:
+        refuse_out(out, "sum")
     keepdims = False if keepdims is NO_VALUE else bool(keepdims)
-    axes = _normalize_axes(axis, ndim(a))
+    axes = _normalize_axes(axis, len(shape_of(a)))
     if (
         initial is NO_VALUE
         and where is NO_VALUE
