@@ -362,7 +362,7 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     """Trace `fun` on a reverse level. Returns the output's leaves and structure, `pull`
     (cotangent leaves -> input cotangent leaves; a None cotangent is a structural zero, so
     nothing is computed for it) and aux."""
-    leaves = [_numpy_scalar(x) for x in leaves]
+    leaves = [x if type(x) is _np.ndarray else _numpy_scalar(x) for x in leaves]
     with ReverseLevel() as level, _CollectorPaused():
         boxes = [level.new_input(x) for x in leaves]
         out = fun(*tree_unflatten(in_tree, boxes))
@@ -372,14 +372,20 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
         aux = tree_map(lambda a: _strip(a, level), aux)
     out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
-    out_positions = [_own_aux(o, level) for o in out_leaves]
-    out_values = [_strip(o, level) for o in out_leaves]
+    out_positions, out_values = [], []
+    for o in out_leaves:
+        if type(o) is Box and o.level is level:  # the common case: an output of this level
+            out_positions.append(o.aux)
+            out_values.append(o.value)
+        else:
+            out_positions.append(_own_aux(o, level))
+            out_values.append(_strip(o, level))
     in_positions = [b.aux for b in boxes]
     del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
     # the arrays of another library (Dask) among the inputs: their cotangents keep their chunks
-    foreign = [type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves]
-    if not any(foreign):
-        foreign = None
+    foreign = None
+    if any(type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves):
+        foreign = [type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves]
 
     def pull(ct_leaves):
         seeds = [
@@ -475,7 +481,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
             dyn_nums = _check_argnums_range(nums, len(args), who)
             found = positions[len(args)] = (dyn_nums, dyn_nums == tuple(range(len(args))))
         dyn_nums, all_in_order = found
-        dyn = [args[i] for i in dyn_nums]
+        dyn = args if all_in_order else tuple([args[i] for i in dyn_nums])
         if all_in_order and not kwargs:
             fun_of_dyn = fun
         else:
@@ -486,7 +492,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
                     full[i] = a
                 return fun(*full, **kwargs)
 
-        leaves, in_tree = tree_flatten(tuple(dyn))
+        leaves, in_tree = tree_flatten(dyn)
         _check_float_leaves(
             leaves,
             lambda: _leaf_labels(dyn, dyn_nums),

@@ -112,20 +112,24 @@ class ReverseLevel(Level):
         vjps = prim.vjps
         if vjps is None or core.watch is not None:
             return self._process_general(prim, (x, y), _NO_PARAMS)
-        x_own = type(x) is Box and x.level is self
-        y_own = type(y) is Box and y.level is self
-        xv = x.value if x_own else x
-        yv = y.value if y_own else y
+        # each input: its value, and its vjp maker when it is this level's box (else None)
+        if type(x) is Box and x.level is self:
+            xv, fx = x.value, vjps[0]
+        else:
+            xv, fx = x, None
+        if type(y) is Box and y.level is self:
+            yv, fy = y.value, vjps[1]
+        else:
+            yv, fy = y, None
         if type(xv) is Box or type(yv) is Box:
             ans = bind_two(prim, xv, yv)
         else:
             ans = prim.impl(xv, yv)
-        fx = vjps[0] if x_own else None
-        fy = vjps[1] if y_own else None
-        if fx is not None and fy is not None:
-            entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
-        elif fx is not None:
-            entry = ((x.aux,), (fx(ans, xv, yv),))
+        if fx is not None:
+            if fy is not None:
+                entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
+            else:
+                entry = ((x.aux,), (fx(ans, xv, yv),))
         elif fy is not None:
             entry = ((y.aux,), (fy(ans, xv, yv),))
         else:

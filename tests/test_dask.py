@@ -120,6 +120,27 @@ def test_linear_algebra_on_stacks_of_matrices_is_lazy_and_right(lazy):
     np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
 
 
+def test_dask_constants_inside_a_transform_stay_lazy(lazy):
+    """A Dask array the function closes over (not differentiated) is never computed by a rule:
+    the gradient of a NumPy input that meets it is a lazy Dask array, equal to NumPy's."""
+    w = np.linspace(0.5, 1.5, 3)
+
+    def f_of(c):
+        def f(w):
+            scans = fnp.cumsum(c, axis=0) * w + fnp.nanstd(c, axis=0) * w
+            listed = fnp.asarray([c[0, 0], c[1, 1]]) * w[0]
+            joined = fnp.r_[c[0], c[1]][:3] * w
+            weighted = fnp.cov(c, aweights=c[0]) * w[1]
+            return fnp.sum(scans) + fnp.sum(listed) + fnp.sum(joined) + fnp.sum(weighted)
+
+        return f
+
+    g = fgrad.grad(f_of(_x()))(w)
+    assert isinstance(g, da.Array)
+    want = fgrad.grad(f_of(X))(w)
+    np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
+
+
 def test_dask_inputs_are_never_modified():
     x = _x()
     before = x.compute(scheduler="sync").copy()

@@ -10,7 +10,12 @@ input's cotangent must be a Dask array with that input's chunks.
 A row that calls a function Dask does not implement raises fgrad's `DispatchError`, or NumPy's
 TypeError when Dask returns NotImplemented; `CANNOT` names those public names with the reason,
 and the coverage test counts the rows that run and lists the names that cannot.
+
+Every row also runs untraced on Dask arrays: fgrad's functions outside any transform (and so
+with Dask constants inside one) keep them lazy too and give NumPy's values.
 """
+
+import warnings
 
 import numpy as np
 import pytest
@@ -116,6 +121,37 @@ def test_row_on_dask_equals_numpy(row):
             np.testing.assert_allclose(
                 gk, wk, rtol=rtol, atol=1e-12, err_msg=f"{row.id} {what} leaf {k}"
             )
+
+
+def _dasks_own(row):
+    """Whether the row's untraced call is Dask's rather than fgrad's: the row applies the
+    array's own indexing or method, or NumPy's own function, which on a Dask array are
+    Dask's, with Dask's limits (nd fancy indexing, `where=` of reductions, ...)."""
+    return row.id.startswith("x[idx]") or "method" in row.id or "numpy" in row.id
+
+
+_UNTRACED = [r for r in _rows() if not _dasks_own(r)]
+
+
+@pytest.mark.parametrize("row", _UNTRACED, ids=[r.id for r in _UNTRACED])
+def test_row_untraced_on_dask_stays_lazy_and_equals_numpy(row):
+    args = row.args()
+    want = row.fn(*args)
+    d_args = tuple(_dask(a) for a in args)
+    with warnings.catch_warnings():
+        # Dask's warning that it lacks a function and computes the array for NumPy's
+        warnings.simplefilter("error", FutureWarning)
+        with dask.config.set(scheduler=_refuse):
+            got = row.fn(*d_args)
+    (got,) = dask.compute(got, scheduler="sync")
+    rtol = 1e-9 if row.tol is None else max(1e-9, row.tol * 1e-3)
+    w, g = _leaves(want), _leaves(got)
+    assert len(w) == len(g), f"{row.id}: {len(g)} leaves, expected {len(w)}"
+    for k, (wk, gk) in enumerate(zip(w, g)):
+        gk = np.asarray(gk)
+        assert gk.shape == np.shape(wk), f"{row.id} leaf {k}: shape {gk.shape}"
+        assert gk.dtype == np.result_type(wk), f"{row.id} leaf {k}: dtype {gk.dtype}"
+        np.testing.assert_allclose(gk, wk, rtol=rtol, atol=1e-12, err_msg=f"{row.id} leaf {k}")
 
 
 def test_names_that_cannot_run_on_dask_are_listed(capsys):

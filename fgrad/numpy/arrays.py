@@ -23,7 +23,7 @@ import warnings as _warnings
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, primal, shape_of
+from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import (
@@ -318,11 +318,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if unknown:
         raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode 'constant'")
     c = kwargs.get("constant_values", 0)
-    if type(c) is Box:
+    if type(c) is Box or is_foreign_array(c):  # (another library's, lazy: never read)
         if ndim(c) != 0:
             raise TypeError(
-                f"pad: a traced constant_values must be a scalar, got {describe(c)}; pass "
-                "plain values for per-axis constants"
+                f"pad: a traced or lazy constant_values must be a scalar, got {describe(c)}; "
+                "pass plain values for per-axis constants"
             )
         return pad(array - c, pad_width) + c  # exact, and differentiable in c
     if is_traced(c):
@@ -1046,7 +1046,8 @@ def _stacked(results, lead_shape, dtype):
     """The results (each of one shape) stacked with `lead_shape` in front, in `dtype`."""
     results = [astype(asarray(r), dtype) for r in results]
     if not any(is_traced(r) for r in results):
-        out = _np.stack([_np.asarray(r) for r in results])
+        # NumPy's stack, of NumPy arrays or (dispatched, lazily) of another library's
+        out = _np.stack([r if is_foreign_array(r) else _np.asarray(r) for r in results])
     else:
         out = stack(results)
     return reshape(out, tuple(lead_shape) + shape(results[0]))

@@ -27,9 +27,11 @@ from .shaping import (
     array,
     asarray,
     astype,
+    at,
     broadcast_to,
     concatenate,
     expand_dims,
+    holds_foreign,
     is_traced,
     like_batch_rule,
     meta,
@@ -66,7 +68,9 @@ __all__ = [
 
 
 def _traced(*xs):
-    return any(type(x) is Box for x in xs)
+    """Whether fgrad's own composition must run: an endpoint is traced, or is an array of
+    another library (Dask's), whose own linspace/logspace/geomspace Dask lacks or limits."""
+    return any(type(x) is Box or holds_foreign(x) for x in xs)
 
 
 # --- linspace -------------------------------------------------------------------------------------
@@ -251,9 +255,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     stop = stop / out_sign
     result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0)
     if num > 0:  # exp(log(x)) is not always x: the end points are set exactly
-        result = result.at[0].set(start)
+        result = at(result)[0].set(start)  # (`at`: result may be a lazy array, not traced)
         if num > 1 and endpoint:
-            result = result.at[-1].set(stop)
+            result = at(result)[-1].set(stop)
     result = result * out_sign  # in NumPy's order: a complex product rounds by it
     if axis != 0:
         result = moveaxis(result, 0, axis)
@@ -279,6 +283,9 @@ def _geomspace_single(start, stop, dtype):
 def copy(a, order="K", subok=False):
     """NumPy's `copy`: the identity, with a value of its own (traced values are never
     mutated, so a traced `a` is returned as it is)."""
+    if holds_foreign(a) and not is_traced(a):  # Dask's own copy: a new array, lazy
+        refuse_layout("copy", order=(order, "K"), subok=(subok, False))
+        return a.copy()
     if not is_traced(a):
         return _np.copy(a, order=order, subok=subok)
     refuse_layout("copy", order=(order, "K"), subok=(subok, False))
@@ -287,7 +294,7 @@ def copy(a, order="K", subok=False):
 
 def diagflat(v, k=0):
     """NumPy's `diagflat`: a 2-D array with the flattened `v` on its k-th diagonal."""
-    if type(v) is not Box:
+    if type(v) is not Box and not holds_foreign(v):
         return _np.diagflat(v, k)
     return diag(ravel(v), k)
 
@@ -348,7 +355,7 @@ class _AxisConcatenator:
 
     def __getitem__(self, key):
         items = key if isinstance(key, tuple) else (key,)
-        if not any(_holds_traced(item) for item in items):
+        if not any(_holds_traced(item) or holds_foreign(item) for item in items):
             return getattr(_np, self.name)[key]
         axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
         pieces, kinds = [], []
@@ -427,7 +434,10 @@ def _at_least(x, ndmin, trans1d):
     nd = ndim(x)
     if nd >= ndmin:
         return x
-    x = array(x, ndmin=ndmin) if is_traced(x) else _np.array(x, ndmin=ndmin, copy=None)
+    if is_traced(x) or holds_foreign(x):
+        x = array(x, ndmin=ndmin)
+    else:
+        x = _np.array(x, ndmin=ndmin, copy=None)
     if trans1d == -1:
         return x
     k2 = ndmin - nd

@@ -222,7 +222,8 @@ def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, s
     """A ufunc mirror called with NumPy's keywords (see `as_ufunc`)."""
     name = theirs.__name__
     refuse_out(out, name)
-    if not any(is_traced(a) for a in args):
+    # (another library's arrays take fgrad's path: Dask's ufuncs take fewer keywords)
+    if not any(is_traced(a) or is_foreign_array(a) for a in args):
         keywords = dict(
             where=where, casting=casting, order=order, dtype=dtype, subok=subok, signature=signature
         )

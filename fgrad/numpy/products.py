@@ -559,7 +559,8 @@ def _gufunc(
     NumPy's gufunc keywords. Plain operands get NumPy's own gufunc with every keyword."""
     name = theirs.__name__
     refuse_out(out, name)
-    if not any(is_traced(x) for x in args):
+    # (another library's operands take fgrad's path: Dask's gufuncs need whole core axes)
+    if not any(is_traced(x) or is_foreign_array(x) for x in args):
         keywords = dict(
             axes=axes,
             axis=axis,

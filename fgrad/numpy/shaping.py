@@ -171,18 +171,15 @@ def meta(x):
         return shape_of(x), dtype_of(x)
 
 
-# (0, 1, ..., n - 1) for small n: every axis, as `_normalize_axes` gives it for axis=None
-_ALL_AXES = tuple(tuple(range(n)) for n in range(33))
-
-
-def _all_axes(nd):
-    return _ALL_AXES[nd] if nd < 33 else tuple(range(nd))
+# (0, 1, ..., n - 1): every axis of an n-dimensional array, as `_normalize_axes` gives it for
+# axis=None, made once for every n up to NumPy's limit (64 axes)
+_ALL_AXES = tuple(tuple(range(n)) for n in range(65))
 
 
 def _normalize_axes(axis, nd):
     """`axis` (None, int or tuple) as a sorted tuple of non-negative ints."""
     if axis is None:
-        return _all_axes(nd)
+        return _ALL_AXES[nd] if nd < 65 else tuple(range(nd))
     if type(axis) is int and -nd <= axis < nd:
         return (axis % nd,)  # the common case, without the general one's sorting
     axes = axis if isinstance(axis, tuple) else (axis,)
@@ -246,7 +243,7 @@ def reshape(a, /, shape, order="C", *, copy=None):
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     shape = tuple(shape)
-    if not is_traced(a):
+    if not is_traced(a) and (order == "C" or not holds_foreign(a)):  # (Dask: C order only)
         if order == "C" and copy is None:
             return _reshape_p(a, shape=shape)
         return _np.reshape(a, shape, order=order, copy=copy)
@@ -298,8 +295,9 @@ def _memory_of_a_row(a):
 def ravel(a, order="C"):
     """NumPy's `ravel`: the elements in C order, or 'F' (Fortran), 'A' (Fortran if `a` is
     Fortran-contiguous) or 'K' (as they lie in memory)."""
-    if not is_traced(a):
-        return _np.ravel(a, order=order)
+    if not is_traced(a) and (order == "C" or not holds_foreign(a)):  # (Dask: C order only)
+        # the default order not passed on: Dask's ravel takes no `order`
+        return _np.ravel(a) if order == "C" else _np.ravel(a, order=order)
     order = _index_order(a, order, "ravel", allowed="CFAK")
     if order == "K":  # where each element of NumPy's own ravel comes from
         v = _memory_of_a_row(a)
@@ -530,7 +528,7 @@ def broadcast_to(array, shape, subok=False):
 
 def _sum_vjp(ans, x, axis, keepdims):
     x_shape = x.shape if type(x) is _np.ndarray else shape_of(x)
-    if keepdims or axis == _all_axes(len(axis)):
+    if keepdims or (len(axis) < 65 and axis == _ALL_AXES[len(axis)]):
         # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
         # shape (NumPy prepends missing axes), as in a sum of everything.
         kept = None
@@ -1205,7 +1203,7 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndm
     >>> fgrad.jacrev(lambda x: fnp.array([x, 2 * x, x * x]))(3.0)
     array([1., 2., 6.])
     """
-    if not is_traced(object):
+    if not is_traced(object) and not holds_foreign(object):
         keywords = dict(copy=copy, order=order, subok=subok, ndmin=ndmin, ndmax=ndmax, like=like)
         defaults = dict(copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None)
         return _np.array(
@@ -1215,6 +1213,8 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndm
         "array", order=(order, "K"), subok=(subok, False), like=(like, None), ndmax=(ndmax, 0)
     )
     out = _sequence_to_array(object)
+    if out is object and copy and is_foreign_array(out):  # a new array of its library, lazy
+        out = out.copy()
     out = out if dtype is None else astype(out, dtype)
     missing = ndmin - ndim(out)
     return reshape(out, (1,) * missing + shape(out)) if missing > 0 else out
@@ -1229,6 +1229,9 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     if not is_traced(a):
         if type(a) is not _np.ndarray and is_foreign_array(a):
             return a if dtype is None or _np.dtype(dtype) == a.dtype else a.astype(dtype)
+        if isinstance(a, (list, tuple)) and holds_foreign(a):  # stacked lazily, as traced ones
+            out = _sequence_to_array(a)
+            return out if dtype is None else astype(out, dtype)
         return _np.asarray(a, dtype=dtype, order=order, device=device, copy=copy, like=like)
     refuse_layout("asarray", order=(order, None), device=(device, None), like=(like, None))
     if type(a) is Box:
@@ -1251,6 +1254,20 @@ _asarray_p = deflinear(_np.asarray, lambda ans, x: _scalar_ct, name="asarray")
 def is_traced(obj):
     """Whether obj is a traced value, or a list or tuple that holds one at any depth."""
     return type(obj) is Box or (isinstance(obj, (list, tuple)) and holds_box(obj))
+
+
+def holds_foreign(obj):
+    """Whether obj is an array of another library (Dask's), or a list or tuple that holds one
+    at any depth. NumPy's own function would compute such an array (or find it lacks the
+    function, or keywords): fgrad's operations keep it lazy instead."""
+    if type(obj) is _np.ndarray:
+        return False
+    if isinstance(obj, (list, tuple)):
+        kinds = set(map(type, obj))  # a long list of numbers: its types at C speed, first
+        if kinds <= core._PLAIN:
+            return False
+        return any(holds_foreign(o) for o in obj if type(o) not in core._PLAIN)
+    return is_foreign_array(obj)
 
 
 def describe(x):

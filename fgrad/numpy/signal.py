@@ -72,6 +72,7 @@ from .shaping import (
     concatenate,
     describe,
     expand_dims,
+    holds_foreign,
     is_traced,
     meta,
     ndim,
@@ -504,6 +505,8 @@ def _weights(w, name, n, dtype):
     if _is_traced(w):
         # every row's weights, for the checks; lazy ones (Dask's) are not read
         wv = None if is_foreign_array(innermost(w)) else all_rows(w)
+    elif is_foreign_array(w):  # lazy (Dask's): cast, and not read for the checks
+        wv, w = None, astype(w, dtype)
     else:
         wv = _np.asarray(w, dtype=float)
         w = wv.astype(dtype)
@@ -561,7 +564,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     elif primal(fact) <= 0:
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
-    if not _is_traced(fact):
+    if not _is_traced(fact) and not is_foreign_array(fact):
         fact = float(fact)  # a Python number keeps the data's precision
     X = X - reshape(avg, (-1, 1))
     X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
@@ -622,7 +625,7 @@ def _pad_front(p, n):
 
 def polyadd(a1, a2):
     """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
-    if not (is_traced(a1) or is_traced(a2)):
+    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
         return _np.polyadd(a1, a2)
     a1, a2 = _poly(a1, "polyadd", "a1"), _poly(a2, "polyadd", "a2")
     n = max(shape(a1)[0], shape(a2)[0])
@@ -631,7 +634,7 @@ def polyadd(a1, a2):
 
 def polysub(a1, a2):
     """NumPy's `polysub`: a1 - a2 as polynomials."""
-    if not (is_traced(a1) or is_traced(a2)):
+    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
         return _np.polysub(a1, a2)
     a1, a2 = _poly(a1, "polysub", "a1"), _poly(a2, "polysub", "a2")
     n = max(shape(a1)[0], shape(a2)[0])
@@ -641,7 +644,7 @@ def polysub(a1, a2):
 def polymul(a1, a2):
     """NumPy's `polymul`: the product of two polynomials, the convolution of their
     coefficients."""
-    if not (is_traced(a1) or is_traced(a2)):
+    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
         return _np.polymul(a1, a2)
     return convolve(_poly(a1, "polymul", "a1"), _poly(a2, "polymul", "a2"))
 
@@ -677,7 +680,7 @@ def polyder(p, m=1):
     array([6., 2.])
     """
     kept = _single_precision(p) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
-    if not is_traced(p):
+    if not (is_traced(p) or holds_foreign(p)):
         out = _np.polyder(p, m)
         return out if kept is None else out.astype(kept)
     m = int(m)
@@ -699,7 +702,7 @@ def polyint(p, m=1, k=None):
     Float32 coefficients (and constants) give float32 ones, NumPy's (computed in float64)
     rounded once (NumPy returns float64)."""
     kept = _single_precision(p, k) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
-    if not (is_traced(p) or is_traced(k)):
+    if not (is_traced(p) or is_traced(k) or holds_foreign(p) or holds_foreign(k)):
         out = _np.polyint(p, m, k)
         return out if kept is None else out.astype(kept)
     m = int(m)
@@ -893,7 +896,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     >>> fnp.gradient(fnp.array([1.0, 2.0, 4.0, 7.0]), 2.0)
     array([0.5 , 0.75, 1.25, 1.5 ])
     """
-    if not _is_traced(f) and not any(_is_traced(d) for d in varargs):
+    # (another library's arrays take fgrad's path: Dask's gradient limits the chunk sizes)
+    if not any(_is_traced(d) or holds_foreign(d) for d in (f, *varargs)):
         return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)
     f = asarray(f)
     nd = ndim(f)
@@ -926,7 +930,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
                 f"{shape(d)}; for coordinate arrays apply numpy.gradient to "
                 "fgrad.stop_gradient(f), or pass the (uniform) step as a scalar"
             )
-    spacing = [float(d) if not _is_traced(d) else d for d in spacing]
+    # (a lazy spacing, of another library, is not read)
+    spacing = [d if _is_traced(d) or is_foreign_array(d) else float(d) for d in spacing]
     if not _np.issubdtype(dtype_of(f), _np.inexact):
         f = astype(f, _np.float64)
     out = tuple(_gradient_along(f, ax, dx, edge_order) for ax, dx in zip(axes, spacing))

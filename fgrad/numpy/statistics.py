@@ -125,8 +125,9 @@ __all__ = [
 
 
 def _asarray(a):
-    """A traced value as it is; anything else (a list, a number) as a NumPy array."""
-    return a if type(a) is Box else _np.asarray(a)
+    """A traced value, or an array of another library (Dask's, lazy), as it is; anything else
+    (a list, a number) as a NumPy array."""
+    return a if type(a) is Box or is_foreign_array(a) else _np.asarray(a)
 
 
 def _float_dtype(a):
@@ -979,7 +980,7 @@ def bincount(x, /, weights=None, minlength=0):
             f"bincount: weights are complex ({describe(weights)}); NumPy sums "
             "real weights only: bin the real and imaginary parts separately"
         )
-    if type(weights) is not Box:
+    if type(weights) is not Box and not is_foreign_array(weights):  # (Dask's: fgrad's, lazily)
         out = _np.bincount(x, weights, minlength)
         return out.astype(w_dtype) if w_dtype.kind == "f" else out
     if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
@@ -1051,7 +1052,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     array([1., 1., 1., 0.])
     """
     a = _np.asarray(primal(a))
-    if not is_traced(weights):
+    if not is_traced(weights) and not is_foreign_array(weights):  # (Dask's: fgrad's, lazily)
         return _np.histogram(a, bins, range, density, weights)
     w = asarray(weights)
     if shape(w) != a.shape:

@@ -532,7 +532,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     >>> fgrad.grad(lambda x: fnp.sum(fnp.nan_to_num(x * 2.0)))(np.array([1.0, np.inf]))
     array([2., 0.])
     """
-    if type(x) is not Box:
+    if type(x) is not Box and not is_foreign_array(x):
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     if holds_batch(x):  # one mask per row: no shortcut for rows all finite
         xv = constant_of(x)

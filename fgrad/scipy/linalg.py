@@ -51,13 +51,23 @@ import scipy.linalg as _sl
 from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
-from ..core import Box, Primitive, bind, constant_of, dtype_of, holds_batch, primal
+from ..core import (
+    Box,
+    Primitive,
+    bind,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    is_foreign_array,
+    primal,
+)
 from ..numpy import linalg as _la
 from ..numpy.shaping import (
     batch_size,
     batch_to_front,
     broadcast_to,
     describe,
+    getitem,
     meta,
     shape,
     unbroadcast,
@@ -1307,7 +1317,7 @@ def svd(
             f"scipy.linalg.svd: lapack_driver must be 'gesdd' or 'gesvd', got {lapack_driver!r}"
         )
     _matrix(a, "svd")
-    if type(a) is not Box:
+    if type(a) is not Box and not is_foreign_array(a):  # (Dask's: the primitive, lazily)
         out = _sl.svd(a, full_matrices, compute_uv, lapack_driver=lapack_driver)
         return tuple(out) if compute_uv else out
     u, s, vh = _svd_p(
@@ -1526,7 +1536,7 @@ def toeplitz(c, r=None):
         axis=-1,
     )
     index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
-    return vals[..., index]
+    return getitem(vals, (Ellipsis, index))  # (fgrad's gather: vals may be a lazy Dask array)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
