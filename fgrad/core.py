@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as _np
 
-from .protocols import dispatch_guard, is_foreign_array
+from .protocols import dispatch_guard, is_foreign_array, refuse_lazy
 
 __all__ = [
     "Box",
@@ -77,6 +77,7 @@ __all__ = [
     "leave_phase",
     "live_levels",
     "primal",
+    "refuse_lazy",
     "replacing",
     "shape_of",
     "zeros_like_value",

@@ -86,6 +86,20 @@ def dispatch_guard():
             ) from None
 
 
+def refuse_lazy(name, why, *values):
+    """Raise `DispatchError` when one of `values` is an array of another library (a lazy Dask
+    array): `name` needs its values (`why`), and fgrad does not compute such an array behind
+    the user's back, in a transform or outside one."""
+    for v in values:
+        if type(v) is not _np.ndarray and is_foreign_array(v):
+            library = type(v).__module__.split(".")[0].capitalize()
+            raise DispatchError(
+                f"{name} cannot run on a lazy {library} array: {why}, and fgrad does not "
+                f"compute a {library} array in memory behind your back. Compute it first "
+                "(x.compute() gives a NumPy array)"
+            )
+
+
 def like_input(g, x):
     """The derivative `g` of input `x`, with x's chunk structure when both are chunked
     (a rule that merges chunks, as a reduction's transpose may, gives fewer of them)."""

@@ -376,7 +376,7 @@ ALLOWED_IMPORTS = {
     "scipy/stats/dirichlet.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/expon.py": {"numpy", "scipy.stats._common"},
     "scipy/stats/gamma.py": {"numpy", "scipy.special", "scipy.stats._common"},
-    "scipy/stats/multivariate_normal.py": {"numpy", "scipy.stats._common"},
+    "scipy/stats/multivariate_normal.py": {"core", "numpy", "scipy.stats._common"},
     "scipy/stats/norm.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/poisson.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/t.py": {"numpy", "scipy.special", "scipy.stats._common"},

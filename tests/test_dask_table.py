@@ -12,7 +12,8 @@ TypeError when Dask returns NotImplemented; `CANNOT` names those public names wi
 and the coverage test counts the rows that run and lists the names that cannot.
 
 Every row also runs untraced on Dask arrays: fgrad's functions outside any transform (and so
-with Dask constants inside one) keep them lazy too and give NumPy's values.
+with Dask constants inside one) keep them lazy too and give NumPy's values. A row of a listed
+name, traced or not, raises rather than compute a Dask array.
 """
 
 import warnings
@@ -152,6 +153,27 @@ def test_row_untraced_on_dask_stays_lazy_and_equals_numpy(row):
         assert gk.shape == np.shape(wk), f"{row.id} leaf {k}: shape {gk.shape}"
         assert gk.dtype == np.result_type(wk), f"{row.id} leaf {k}: dtype {gk.dtype}"
         np.testing.assert_allclose(gk, wk, rtol=rtol, atol=1e-12, err_msg=f"{row.id} leaf {k}")
+
+
+# Listed rows whose own Python code (not fgrad's) reads a Dask array's value.
+_ROW_READS_ITS_VALUES = {"vectorize-3x2"}
+_CANNOT_ROWS = [r for r in ROWS if _cannot(r) and r.id not in _ROW_READS_ITS_VALUES]
+
+
+@pytest.mark.parametrize("row", _CANNOT_ROWS, ids=[r.id for r in _CANNOT_ROWS])
+def test_a_row_that_cannot_run_on_dask_never_computes_it(row):
+    """A name listed in DASK_CANNOT needs the values of a Dask array. Traced or not, fgrad then
+    raises (a DispatchError naming the function, or an error saying why) rather than compute
+    the array behind the user's back; a row that runs stays lazy."""
+    d_args = tuple(_dask(a) for a in row.args())
+    for call in (lambda: row.fn(*d_args), lambda: fgrad.vjp(row.fn, *d_args)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)  # Dask's "computing for NumPy"
+            with dask.config.set(scheduler=_refuse):
+                try:
+                    call()
+                except (TypeError, ValueError, NotImplementedError):
+                    pass  # refused, with a reason (DispatchError is a TypeError)
 
 
 def test_names_that_cannot_run_on_dask_are_listed(capsys):

@@ -23,7 +23,16 @@ import warnings as _warnings
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
+from ..core import (
+    Box,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    is_foreign_array,
+    primal,
+    refuse_lazy,
+    shape_of,
+)
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import (
@@ -662,6 +671,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if holds_batch(a):  # one permutation per row
         perm = argsort(constant_of(a), axis=axis, kind="stable")
     else:
+        refuse_lazy("sort", "its rule orders the values with np.argsort", primal(a))
         perm = _np.argsort(primal(a), axis=axis, kind="stable")
     return take_along_axis(a, perm, axis)
 
@@ -688,6 +698,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
         by_rank = argsort(v, axis=ax, kind="stable")
         rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
         return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
+    refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
     v = _np.asarray(primal(a))
     arranged = _np.partition(v, kth, axis=ax, kind=kind)
     # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank

@@ -19,7 +19,16 @@ import numpy as _np
 
 from .. import batching as _batching
 from .. import taylor as _taylor
-from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
+from ..core import (
+    Box,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    is_foreign_array,
+    primal,
+    refuse_lazy,
+    shape_of,
+)
 from ..primitive import defprimitive
 from .arrays import diag
 from .elementwise import equal, power, sign
@@ -403,8 +412,10 @@ class _AxisConcatenator:
 
 
 def _holds_traced(item):
-    if isinstance(item, slice):
-        return any(type(v) is Box for v in (item.start, item.stop, item.step))
+    if isinstance(item, slice):  # (a lazy bound, of another library, is refused there)
+        return any(
+            type(v) is Box or is_foreign_array(v) for v in (item.start, item.stop, item.step)
+        )
     return is_traced(item)
 
 
@@ -422,6 +433,7 @@ def _slice_values(item, name):
     if isinstance(step, (complex, _np.complexfloating)):
         return linspace(start, item.stop, num=int(abs(step)))
     # arange: start + i * step, so its slope in start is 1; stop only sets the count
+    refuse_lazy(name, "a slice's count depends on its bounds", primal(start), primal(item.stop))
     values = _np.arange(primal(start), primal(item.stop), step)
     if type(start) is Box:
         values = values + (start - primal(start))  # zero in value: the values are NumPy's

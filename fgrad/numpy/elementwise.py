@@ -29,8 +29,10 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    innermost,
     is_foreign_array,
     primal,
+    refuse_lazy,
 )
 from ..primitive import defprimitive, defunary
 from .shaping import (
@@ -572,6 +574,8 @@ def real_if_close(a, tol=100):
     >>> fnp.real_if_close(np.array([2.1 + 4e-14j, 5.2 + 3e-15j]), tol=1000)
     array([2.1, 5.2])
     """
+    why = "its result's dtype (real or complex) depends on the values"
+    refuse_lazy("real_if_close", why, innermost(a))
     if not is_traced(a):
         return _np.real_if_close(a, tol=tol)
     if not _is_complex(a):

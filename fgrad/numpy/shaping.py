@@ -33,6 +33,7 @@ from ..core import (
     innermost,
     is_foreign_array,
     primal,
+    refuse_lazy,
     shape_of,
     zeros_like_value,
 )
@@ -1304,6 +1305,7 @@ def all_rows(x):
     """x's values in every row of the batches it is in at once (its innermost array; the
     layout is not the rows'), for a bound or a check that must serve every row: reading them
     this way splits no batch. Without a batch, x's value."""
+    refuse_lazy("this function", "its rule reads the values (a bound or a check)", innermost(x))
     return _np.asarray(innermost(x))
 
 

@@ -30,6 +30,7 @@ from ..core import (
     innermost,
     is_foreign_array,
     primal,
+    refuse_lazy,
 )
 from ..primitive import defbilinear, defprimitive
 from . import linalg as _linalg
@@ -358,6 +359,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise ValueError("interp: the sample points xp are empty")
     dtype = _float_dtype(x, fp)
     if not _is_traced(xp):  # constant knots take the result's (real) precision
+        refuse_lazy("interp", "each x's segment is found from the knots' values", xp)
         xp = _np.asarray(xp, dtype=_np.finfo(dtype).dtype)
     if period is not None:
         if period == 0:
@@ -381,6 +383,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if batched:
         xv, xpv = constant_of(x), constant_of(xp)
     else:
+        refuse_lazy("interp", "each x's segment is found from its value", primal(x), primal(xp))
         xv, xpv = _np.asarray(primal(x)), _np.asarray(primal(xp))
     if n == 1:
         y = broadcast_to(fp[0], shape(x))
@@ -735,6 +738,8 @@ def polydiv(u, v):
     dropped here too. Those the division zeroes by construction have zero derivatives; a
     remainder coefficient that merely happens to be (near) zero at this point (v divides u)
     is dropped with its derivative, since NumPy's result has no place for it."""
+    why = "the remainder's length depends on its values (leading zeros are dropped)"
+    refuse_lazy("polydiv", why, innermost(u), innermost(v))
     if not (is_traced(u) or is_traced(v)):
         return _np.polydiv(u, v)
     u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
@@ -778,6 +783,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     array([-0.3, -0.1,  0.1,  0.3])
     """
     if not (is_traced(x) or is_traced(y) or is_traced(w)):
+        refuse_lazy("polyfit", "its value is NumPy's own polyfit", x, y, w)
         return _np.polyfit(x, y, deg, rcond, full, w, cov)
     if holds_batch(x) or holds_batch(y) or holds_batch(w):
         exact = None  # NumPy fits one row at a time: the values are the fgrad fit's

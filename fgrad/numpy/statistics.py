@@ -32,7 +32,16 @@ import operator as _operator
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
+from ..core import (
+    Box,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    is_foreign_array,
+    primal,
+    refuse_lazy,
+    shape_of,
+)
 from ..primitive import deflinear, defprimitive
 from .arrays import argsort, take_along_axis
 from .elementwise import (
@@ -734,6 +743,8 @@ def _order_statistics(a, axis, nan_policy):
             counts = _np.full(shape(x)[:-1], n_all)
             nan_slices = logical_not(equal(nans, 0))
         return x, order, counts, nan_slices, _kept_shape(shape(a), axes)
+    why = "the order statistics are gathered through np.argsort of the values"
+    refuse_lazy("a median, quantile or percentile", why, primal(x))
     xv = _np.asarray(primal(x))
     nan = _np.isnan(xv)
     order = _np.argsort(xv, axis=-1, kind="stable")  # NaNs sort to the end
@@ -783,6 +794,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         qv = astype(constant_of(q), float) / scale
         in_range = all(logical_and(qv >= 0, qv <= 1))  # the rows agree, unless one is wrong
     else:
+        refuse_lazy("a quantile or percentile", "q is checked to lie in range", primal(q))
         qv = _np.asarray(primal(q), dtype=float) / scale
         in_range = _np.all(qv >= 0) and _np.all(qv <= 1)
     if not in_range:

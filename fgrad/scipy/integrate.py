@@ -34,7 +34,16 @@ from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
 from ..api import vjp
-from ..core import Box, dtype_of, holds_batch, primal, shape_of, zeros_like_value
+from ..core import (
+    Box,
+    dtype_of,
+    holds_batch,
+    innermost,
+    primal,
+    refuse_lazy,
+    shape_of,
+    zeros_like_value,
+)
 from ..custom import custom_vjp
 from ..numpy.shaping import describe
 from ..primitive import nondiff
@@ -458,6 +467,8 @@ def _dot(x, y):
 
 def _as_float(v, what):
     """A state leaf as a float array (SciPy integrates in float64; float32 stays float32)."""
+    why = "SciPy's solver steps on NumPy arrays"
+    refuse_lazy("scipy.integrate.odeint", why, innermost(v))
     if type(v) is Box:
         if dtype_of(v).kind != "f":
             raise TypeError(

@@ -58,8 +58,10 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    innermost,
     is_foreign_array,
     primal,
+    refuse_lazy,
 )
 from ..numpy import linalg as _la
 from ..numpy.shaping import (
@@ -948,6 +950,8 @@ def eigh(
                 "scipy.linalg.eigh: subset_by_value needs a single matrix, not a "
                 "batch (the number of selected eigenvalues may differ)"
             )
+        why = "how many eigenvalues lie in the interval sets the output's shape"
+        refuse_lazy("scipy.linalg.eigh(subset_by_value=...)", why, innermost(w))
         if _la._unreadable(w):
             w, v = _eigh_subset_rows(w, v, lo, hi)
         else:
@@ -1464,10 +1468,15 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
     if output not in ("real", "complex", "r", "c"):
         raise ValueError(f"scipy.linalg.schur: output must be 'real' or 'complex', got {output!r}")
     _square(a, "schur")
+    if sort is not None:
+        why = "the number of eigenvalues `sort` selects is read from them"
+        refuse_lazy("scipy.linalg.schur(sort=...)", why, innermost(a))
     if type(a) is Box and output in ("real", "r") and not _is_complex(a):
         if holds_batch(a):  # the rows' eigenvalues: a batch split only where rows differ
             pairs = fnp.sum(fnp.where(fnp.imag(_la.eigvals(constant_of(a))) != 0, 1, 0)) > 0
         else:
+            why = "the real form's rule reads the Schur form to find its 2 x 2 blocks"
+            refuse_lazy("scipy.linalg.schur(output='real')", why, innermost(a))
             tt = _sl.schur(primal(a), output="real", sort=sort)[0]
             pairs = _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0)
         if pairs:

@@ -22,6 +22,7 @@ import math
 import numpy as _np
 
 from ... import numpy as fnp
+from ...core import refuse_lazy
 from ._common import LOG_2PI, refuse_complex, squeeze_ones, value
 
 __all__ = ["entropy", "logpdf", "pdf"]
@@ -78,6 +79,8 @@ class _Spectrum:
 
     def __init__(self, cov, dim, dtype, allow_singular, who):
         cv = value(cov)
+        why = "the covariance's rank, which picks the path and enters the value, is read"
+        refuse_lazy("scipy.stats.multivariate_normal", why + " from its eigenvalues", cv)
         if cv.ndim < 2:  # a diagonal: its entries are the eigenvalues, the basis is e_i
             s = _np.broadcast_to(cv, (dim,)).astype(dtype)
             variances = fnp.broadcast_to(cov, (dim,))
