@@ -383,9 +383,9 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     in_positions = [b.aux for b in boxes]
     del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
     # the arrays of another library (Dask) among the inputs: their cotangents keep their chunks
-    foreign = None
-    if any(type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves):
-        foreign = [type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves]
+    foreign = [type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves]
+    if not any(foreign):
+        foreign = None
 
     def pull(ct_leaves):
         seeds = [

@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 
-def _traced(*xs):
+def _composed(*xs):
     """Whether fgrad's own composition must run: an endpoint is traced, or is an array of
     another library (Dask's), whose own linspace/logspace/geomspace Dask lacks or limits."""
     return any(type(x) is Box or holds_foreign(x) for x in xs)
@@ -179,7 +179,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     2.5
     """
     num = _operator.index(num)
-    if not _traced(start, stop) or (dtype is not None and not _np.issubdtype(dtype, _np.inexact)):
+    if not _composed(start, stop) or (dtype is not None and not _np.issubdtype(dtype, _np.inexact)):
         # Nothing traced, or an integer result (floored samples have no derivative).
         return _np.linspace(
             primal(start), primal(stop), num, endpoint, retstep, dtype, axis, device=device
@@ -207,7 +207,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """NumPy's `logspace`: `base ** linspace(start, stop)`, differentiable in `start`, `stop`
     and `base`, with NumPy's values."""
-    if not _traced(start, stop, base):
+    if not _composed(start, stop, base):
         return _np.logspace(start, stop, num, endpoint, base, dtype, axis)
     if not isinstance(base, (float, int)) and ndim(base):
         # An array base broadcasts with start and stop, as in NumPy, before the samples axis.
@@ -235,7 +235,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     # lists as arrays (traced items stacked), so that their dtype is known
     start, stop = (asarray(x) if isinstance(x, (list, tuple)) else x for x in (start, stop))
     kept = _geomspace_single(start, stop, dtype)
-    if not _traced(start, stop):
+    if not _composed(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
         return out if kept is None else out.astype(kept)
     batched = holds_batch(start) or holds_batch(stop)

@@ -81,19 +81,17 @@ def whole_along(x, axes):
 def _matmul_vjp_x(ans, x, y):
     like = meta(x)
     x_nd, y_nd = len(like[0]), len(shape(y))  # len(shape(y)): ndim(y), in a third of the time
+    # y's transpose for the matrix case, made once with the rule (not at each bprop call) where
+    # y is a NumPy array, a residual
     y_t = y.swapaxes(-1, -2) if type(y) is _np.ndarray and x_nd > 1 and y_nd > 1 else None
 
     def bprop(ct):
-        if y_t is not None and type(ct) is _np.ndarray and _core.watch is None:
-            # two NumPy matrices (a first derivative's): NumPy's product, as `_matmul_of`
-            g = _np.matmul(ct, y_t)
-            return g if g.shape == like[0] and g.dtype == like[1] else unbroadcast(g, like)
         if y_nd == 1:  # (..., n) @ (n,) -> (...): the gradient is the outer product
             g = expand_dims(ct, -1) * y
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
             g = matmul(y, expand_dims(ct, -1))[..., 0]
         else:
-            g = _matmul_of(ct, swapaxes(y, -1, -2))
+            g = _matmul_of(ct, swapaxes(y, -1, -2) if y_t is None else y_t)
         return unbroadcast(g, like)
 
     return bprop
@@ -102,13 +100,10 @@ def _matmul_vjp_x(ans, x, y):
 def _matmul_vjp_y(ans, x, y):
     like = meta(y)
     x_nd, y_nd = len(shape(x)), len(like[0])
+    # x's transpose for the matrix case, made once with the rule (see `_matmul_vjp_x`)
     x_t = x.swapaxes(-1, -2) if type(x) is _np.ndarray and x_nd > 1 and y_nd > 1 else None
 
     def bprop(ct):
-        if x_t is not None and type(ct) is _np.ndarray and _core.watch is None:
-            # two NumPy matrices (a first derivative's): NumPy's product, as `_matmul_of`
-            g = _np.matmul(x_t, ct)
-            return g if g.shape == like[0] and g.dtype == like[1] else unbroadcast(g, like)
         if x_nd == 1 and y_nd == 1:
             g = multiply(ct, x)  # not `ct * x`: x may be a list, and ct a NumPy scalar
         elif y_nd == 1 and x_nd == 2:
@@ -121,7 +116,7 @@ def _matmul_vjp_y(ans, x, y):
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
             g = expand_dims(x, -1) * expand_dims(ct, -2)
         else:
-            g = _matmul_of(swapaxes(x, -1, -2), ct)
+            g = _matmul_of(swapaxes(x, -1, -2) if x_t is None else x_t, ct)
         return unbroadcast(g, like)
 
     return bprop
