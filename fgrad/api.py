@@ -326,8 +326,6 @@ def _check_outputs(out_leaves, who):
         if type(v) in _NUMPY_FLOATS or (type(v) is _np.ndarray and v.dtype.kind in "biufc"):
             continue  # the common cases, without the general one's checks
         v = _plain(o)
-        if type(v) in _NUMPY_FLOATS or (type(v) is _np.ndarray and v.dtype.kind in "biufc"):
-            continue
         if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
