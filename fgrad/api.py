@@ -335,25 +335,24 @@ def _check_outputs(out_leaves, who):
             )
 
 
-class _CollectorPaused:
-    """Pause Python's cyclic garbage collector while a trace or a backward pass runs.
+def _pause_collector():
+    """Pause Python's cyclic garbage collector while a trace or a backward pass runs; returns
+    whether it was running, for `_resume_collector` (called in a `finally`).
 
     A trace makes several objects per primitive (boxes, nodes, closures) that live until the
     backward pass; each young-generation collection re-scans them, which is a fifth of the time
     of a 20,000-op gradient. The tape holds no reference cycles (tests/test_no_leaks.py), so
-    reference counting frees it without the collector. The previous state is restored after.
+    reference counting frees it without the collector. (Two calls rather than a context
+    manager: its object and method calls cost a microsecond a gradient.)
     """
+    running = gc.isenabled()
+    gc.disable()
+    return running
 
-    __slots__ = ("was_enabled",)
 
-    def __enter__(self):
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc):
-        if self.was_enabled:
-            gc.enable()
-        return False
+def _resume_collector(running):
+    if running:
+        gc.enable()
 
 
 def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
@@ -361,9 +360,13 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     (cotangent leaves -> input cotangent leaves; a None cotangent is a structural zero, so
     nothing is computed for it) and aux."""
     leaves = [x if type(x) is _np.ndarray else _numpy_scalar(x) for x in leaves]
-    with ReverseLevel() as level, _CollectorPaused():
-        boxes = [level.new_input(x) for x in leaves]
-        out = fun(*tree_unflatten(in_tree, boxes))
+    collecting = _pause_collector()
+    try:
+        with ReverseLevel() as level:
+            boxes = [level.new_input(x) for x in leaves]
+            out = fun(*tree_unflatten(in_tree, boxes))
+    finally:
+        _resume_collector(collecting)
     aux = None
     if has_aux:
         out, aux = _split_aux(out, who)
@@ -393,8 +396,11 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
         ]
         if not seeds:
             return [zeros_like_value(x) for x in leaves]
-        with _CollectorPaused():
+        collecting = _pause_collector()
+        try:
             cts = backward_pass(level, seeds, consume=consume)
+        finally:
+            _resume_collector(collecting)
         out = [
             zeros_like_value(x) if cts[n] is None else cts[n] for n, x in zip(in_positions, leaves)
         ]

@@ -33,7 +33,9 @@ __all__ = ["INPUT_ENTRY", "ReverseLevel", "backward_pass"]
 
 
 # A tape entry is a plain tuple `(parents, bprop)`, as an entry is made for every operation.
-# `parents` holds the tape positions of the inputs, and `bprop` is one of:
+# The most common entry, one input that needs a cotangent, is `(position, closure)`: that
+# input's tape position and its closure. Otherwise `parents` is a tuple of the inputs' tape
+# positions, and `bprop` is one of:
 # - a tuple of per-input closures aligned with `parents` (built-in rules: only the inputs that
 #   need a gradient get a closure);
 # - one closure returning a cotangent for every argument, aligned with `parents`, where `None`
@@ -89,7 +91,7 @@ class ReverseLevel(Level):
                 if maker is None:
                     return ans
                 tape = self.tape
-                tape.append(((x.aux,), (maker(ans, xv, **params),)))
+                tape.append((x.aux, maker(ans, xv, **params)))
                 return Box(ans, self, len(tape) - 1)
         elif n == 2 and not params:
             return self.process_two(prim, args[0], args[1])
@@ -105,7 +107,7 @@ class ReverseLevel(Level):
         if maker is None:
             return ans
         tape = self.tape
-        tape.append(((x.aux,), (maker(ans, xv),)))
+        tape.append((x.aux, maker(ans, xv)))
         return Box(ans, self, len(tape) - 1)
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
@@ -129,9 +131,9 @@ class ReverseLevel(Level):
             if fy is not None:
                 entry = ((x.aux, y.aux), (fx(ans, xv, yv), fy(ans, xv, yv)))
             else:
-                entry = ((x.aux,), (fx(ans, xv, yv),))
+                entry = (x.aux, fx(ans, xv, yv))
         elif fy is not None:
-            entry = ((y.aux,), (fy(ans, xv, yv),))
+            entry = (y.aux, fy(ans, xv, yv))
         else:
             return ans
         tape = self.tape
@@ -230,17 +232,16 @@ def _pass(tape, cts, level, watch):
         if ct is None or bprop is None:
             continue  # no cotangent reached it, or an input: its cotangent is the answer
         cts[k] = None  # used once: freed as the pass moves on
-        if watch is None and type(bprop) is tuple and len(bprop) == 1:
-            # The most common entry (one input needs a cotangent), unwatched: the general
-            # code below without its loop, which costs a sixth of a short bprop.
-            c = bprop[0](ct)
-            if c is not None:
-                parent = parents[0]
-                if cts[parent] is None:
-                    cts[parent] = c
-                else:
-                    _accumulate(cts, parent, c, level)
-            continue
+        if type(parents) is int:  # the most common entry: one input, one closure
+            if watch is None:
+                c = bprop(ct)
+                if c is not None:
+                    if cts[parents] is None:
+                        cts[parents] = c
+                    else:
+                        _accumulate(cts, parents, c, level)
+                continue
+            parents, bprop = (parents,), (bprop,)  # watched: the general code below
         phase = None if watch is None else enter_phase("backward", level, None, k, ct)
         if type(bprop) is tuple:
             for parent, f in zip(parents, bprop):

@@ -406,7 +406,9 @@ def _flatten(x, is_leaf, leaves):
 
 def _build(treedef, leaves):
     """Rebuild ``treedef`` taking leaves from the iterator ``leaves``."""
-    children = [next(leaves) if c._node is None else _build(c, leaves) for c in treedef._children]
+    children = []  # a loop, not a comprehension: a comprehension is a call of its own
+    for c in treedef._children:
+        children.append(next(leaves) if c._node is None else _build(c, leaves))
     node = treedef._node
     if node is _TUPLE:  # the common node, without its unflatten's call
         return tuple(children)
