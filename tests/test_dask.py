@@ -141,6 +141,17 @@ def test_dask_constants_inside_a_transform_stay_lazy(lazy):
     np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
 
 
+def test_linspace_of_dask_end_points_with_an_integer_dtype_stays_lazy(lazy):
+    """An integer linspace has no derivative and goes to NumPy's own, which hands Dask end
+    points to Dask's linspace (it takes no `device` keyword)."""
+    a = da.from_array(np.array([0.0, 10.0]), chunks=1)
+    y = fnp.linspace(a[0], a[1], 5, dtype=int)
+    assert isinstance(y, da.Array)
+    np.testing.assert_array_equal(
+        y.compute(scheduler="sync"), np.linspace(0.0, 10.0, 5, dtype=int), strict=True
+    )
+
+
 def test_dask_inputs_are_never_modified():
     x = _x()
     before = x.compute(scheduler="sync").copy()

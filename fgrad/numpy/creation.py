@@ -31,7 +31,7 @@ from ..core import (
 )
 from ..primitive import defprimitive
 from .arrays import diag
-from .elementwise import equal, power, sign
+from .elementwise import equal, floor, power, sign
 from .shaping import (
     array,
     asarray,
@@ -179,11 +179,15 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     2.5
     """
     num = _operator.index(num)
-    if not _composed(start, stop) or (dtype is not None and not _np.issubdtype(dtype, _np.inexact)):
-        # Nothing traced, or an integer result (floored samples have no derivative).
-        return _np.linspace(
-            primal(start), primal(stop), num, endpoint, retstep, dtype, axis, device=device
-        )
+    if not _composed(start, stop):
+        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
+    if dtype is not None and not _np.issubdtype(dtype, _np.inexact):
+        # Integer (or bool) samples of traced or lazy end points: the float samples, floored
+        # for an integer dtype and cast, as NumPy makes them; they have no derivative.
+        y = linspace(start, stop, num, endpoint, retstep, None, axis)
+        y, step = y if retstep else (y, None)
+        y = astype(floor(y) if _np.issubdtype(dtype, _np.integer) else y, dtype)
+        return (y, step) if retstep else y
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if dtype is None:
