@@ -381,12 +381,14 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
         else:
             out_positions.append(_own_aux(o, level))
             out_values.append(_strip(o, level))
-    in_positions = [b.aux for b in boxes]
+    n_in = len(boxes)  # the inputs are the first entries of the level's tape
     del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
     # the arrays of another library (Dask) among the inputs: their cotangents keep their chunks
-    foreign = [type(x) is not _np.ndarray and is_foreign_array(x) for x in leaves]
-    if not any(foreign):
-        foreign = None
+    foreign = None
+    for x in leaves:
+        if type(x) is not _np.ndarray and is_foreign_array(x):
+            foreign = [is_foreign_array(x) for x in leaves]
+            break
 
     def pull(ct_leaves):
         seeds = [
@@ -401,9 +403,10 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
             cts = backward_pass(level, seeds, consume=consume)
         finally:
             _resume_collector(collecting)
-        out = [
-            zeros_like_value(x) if cts[n] is None else cts[n] for n, x in zip(in_positions, leaves)
-        ]
+        out = cts[:n_in]
+        for i, g in enumerate(out):
+            if g is None:  # no cotangent reached input i: its derivative is a zero
+                out[i] = zeros_like_value(leaves[i])
         if foreign is not None:
             out = [like_input(g, x) if f else g for g, x, f in zip(out, leaves, foreign)]
         return out
@@ -471,9 +474,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     return _named(value_and_grad_fun, fun, "value_and_grad")
 
 
-def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
+def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
     """The function `value_and_grad` returns, before it is named and put behind the API
-    boundary (`grad` calls it from its own function, so that a call crosses one boundary)."""
+    boundary; with `with_value=False`, `grad`'s (the gradient, and aux with `has_aux`)."""
     nums, single = _normalize_argnums(argnums, who)
     # The positions of the differentiated arguments, checked once per number of arguments,
     # and whether they are all the arguments, in order (then `fun` is called as it is).
@@ -510,6 +513,8 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who):
         out = tree_unflatten(out_tree, out_values)
         g = tree_unflatten(in_tree, pull([_unit_cotangent(out, who, holomorphic)]))
         g = g[0] if single else g
+        if not with_value:
+            return (g, aux) if has_aux else g
         return ((out, aux) if has_aux else out), g
 
     return value_and_grad_fun
@@ -598,12 +603,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     (2+4j)
     """
     _check_callable(fun, "grad")
-    value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad")
-
-    def grad_fun(*args, **kwargs):
-        (value_and_aux, g) = value_and_grad_fun(*args, **kwargs)
-        return (g, value_and_aux[1]) if has_aux else g
-
+    grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad", with_value=False)
     return _named(grad_fun, fun, "grad")
 
 
