@@ -178,8 +178,9 @@ def dtype_of(x: Any) -> _np.dtype:
     dtype = getattr(x, "dtype", None)
     if dtype is not None:
         return dtype
-    if (type(x) is list or type(x) is tuple) and holds_box(x):
-        return _np.result_type(*[dtype_of(v) for v in x])
+    if type(x) is list or type(x) is tuple:  # an array-like: NumPy's dtype of its elements
+        # (`result_type` of the list itself would read it as a structured dtype's fields)
+        return _np.result_type(*[dtype_of(v) for v in x]) if x else _np.dtype(_np.float64)
     return _np.result_type(x)
 
 

@@ -152,6 +152,16 @@ def test_linspace_of_dask_end_points_with_an_integer_dtype_stays_lazy(lazy):
     )
 
 
+def test_copy_of_dask_arrays_is_a_new_lazy_array(lazy):
+    """fnp.copy of a Dask array is a new Dask array; of a list of them, their stack (NumPy's
+    copy of a list is an array), lazy and equal to NumPy's."""
+    x = _x()
+    assert isinstance(fnp.copy(x), da.Array) and fnp.copy(x) is not x
+    stacked = fnp.copy([x, x])
+    assert isinstance(stacked, da.Array)
+    np.testing.assert_array_equal(stacked.compute(scheduler="sync"), np.copy([X, X]), strict=True)
+
+
 def test_dask_inputs_are_never_modified():
     x = _x()
     before = x.compute(scheduler="sync").copy()

@@ -8,6 +8,7 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
+from fgrad.test_util import check_grads
 
 
 def traced_value(f, *args):
@@ -50,6 +51,45 @@ def test_linspace_slopes_are_its_linear_weights():
     assert fgrad.grad(lambda b: fnp.linspace(1.0, b, 1)[0])(4.0) == 0.0  # one sample: start
     _, step = fgrad.value_and_grad(lambda b: fnp.linspace(1.0, b, 5, retstep=True)[1])(4.0)
     assert step == 0.25
+
+
+LISTS_HOLDING_TRACED = {
+    "linspace": lambda m, t: m.linspace([t, 0.0], [1.0, 2.0], 3),
+    "linspace, int": lambda m, t: m.linspace([t, 0.0], [1.0, 2.0], 3, dtype=int),
+    "linspace, step": lambda m, t: m.linspace([t, 0.0], (1.0, t), 4, retstep=True)[1],
+    "logspace": lambda m, t: m.logspace([t, 0.0], [1.0, 2.0], 3),
+    "logspace, base": lambda m, t: m.logspace(0.0, [1.0, 2.0], 3, base=[2.0, t + 2.0]),
+    "geomspace": lambda m, t: m.geomspace([t, 1.0], [2.0, 3.0], 3),
+    "diagflat": lambda m, t: m.diagflat([t, 2.0]),
+    "median": lambda m, t: m.median([t, 2.0, 3.0]),
+    "var": lambda m, t: m.var([t, 2.0]),
+    "average": lambda m, t: m.average([t, 2.0], weights=[1.0, t]),
+    "ptp": lambda m, t: m.ptp((t, 2.0)),
+    "quantile": lambda m, t: m.quantile([t, 2.0, 3.0], 0.3),
+    "bincount": lambda m, t: m.bincount([0, 1, 1], [t, 2.0, t]),
+    "cov": lambda m, t: m.cov([t, 2.0, 5.0]),
+    "cov, rows": lambda m, t: m.cov([[t, 2.0, 5.0], [0.0, 1.0, t]]),
+    "interp": lambda m, t: m.interp(0.25, [0.0, 1.0], [t, 3.0]),
+    "polyder": lambda m, t: m.polyder([t, 2.0, 3.0]),
+    "polyint": lambda m, t: m.polyint([t, 2.0, 3.0]),
+}
+
+
+@pytest.mark.parametrize("name", LISTS_HOLDING_TRACED)
+def test_lists_holding_traced_values_are_arrays_as_numpy_reads_them(name):
+    """A list (or tuple) holding a traced value is an array-like, as NumPy reads it: the
+    value, dtype and shape are NumPy's in every transform, and the derivative goes through."""
+    f = LISTS_HOLDING_TRACED[name]
+    want = f(np, 0.5)
+    for got in (
+        f(fnp, 0.5),
+        traced_value(lambda t: f(fnp, t), 0.5),
+        fgrad.jvp(lambda t: f(fnp, t), (0.5,), (1.0,))[0],
+        fgrad.vmap(lambda t: f(fnp, t))(np.array([0.5]))[0],
+    ):
+        np.testing.assert_array_equal(got, want, strict=True)
+    if name != "linspace, int":  # floored samples have no derivative
+        check_grads(lambda t: f(fnp, t), (0.5,), order=2)
 
 
 def test_linspace_keeps_float32():

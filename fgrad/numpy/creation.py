@@ -77,9 +77,15 @@ __all__ = [
 
 
 def _composed(*xs):
-    """Whether fgrad's own composition must run: an endpoint is traced, or is an array of
-    another library (Dask's), whose own linspace/logspace/geomspace Dask lacks or limits."""
-    return any(type(x) is Box or holds_foreign(x) for x in xs)
+    """Whether fgrad's own composition must run: an endpoint is traced (or a list holding a
+    traced value), or is an array of another library (Dask's), whose own
+    linspace/logspace/geomspace Dask lacks or limits."""
+    return any(is_traced(x) or holds_foreign(x) for x in xs)
+
+
+def _as_arrays(*xs):
+    """Lists and tuples as arrays (traced items stacked), so that their dtype is known."""
+    return tuple(asarray(x) if isinstance(x, (list, tuple)) else x for x in xs)
 
 
 # --- linspace -------------------------------------------------------------------------------------
@@ -188,6 +194,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         y, step = y if retstep else (y, None)
         y = astype(floor(y) if _np.issubdtype(dtype, _np.integer) else y, dtype)
         return (y, step) if retstep else y
+    start, stop = _as_arrays(start, stop)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if dtype is None:
@@ -213,6 +220,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     and `base`, with NumPy's values."""
     if not _composed(start, stop, base):
         return _np.logspace(start, stop, num, endpoint, base, dtype, axis)
+    start, stop, base = _as_arrays(start, stop, base)
     if not isinstance(base, (float, int)) and ndim(base):
         # An array base broadcasts with start and stop, as in NumPy, before the samples axis.
         nd = len(_np.broadcast_shapes(*(shape_of(a) for a in (start, stop, base))))
@@ -236,8 +244,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     >>> fnp.geomspace(1.0, 1000.0, 4)
     array([   1.,   10.,  100., 1000.])
     """
-    # lists as arrays (traced items stacked), so that their dtype is known
-    start, stop = (asarray(x) if isinstance(x, (list, tuple)) else x for x in (start, stop))
+    start, stop = _as_arrays(start, stop)
     kept = _geomspace_single(start, stop, dtype)
     if not _composed(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
@@ -296,18 +303,16 @@ def _geomspace_single(start, stop, dtype):
 def copy(a, order="K", subok=False):
     """NumPy's `copy`: the identity, with a value of its own (traced values are never
     mutated, so a traced `a` is returned as it is)."""
-    if holds_foreign(a) and not is_traced(a):  # Dask's own copy: a new array, lazy
-        refuse_layout("copy", order=(order, "K"), subok=(subok, False))
-        return a.copy()
-    if not is_traced(a):
+    if not is_traced(a) and not holds_foreign(a):
         return _np.copy(a, order=order, subok=subok)
     refuse_layout("copy", order=(order, "K"), subok=(subok, False))
-    return asarray(a)
+    # another library's array (Dask's): a new one of its own, lazy; a list of them, stacked
+    return asarray(a) if is_traced(a) else array(a)
 
 
 def diagflat(v, k=0):
     """NumPy's `diagflat`: a 2-D array with the flattened `v` on its k-th diagonal."""
-    if type(v) is not Box and not holds_foreign(v):
+    if not is_traced(v) and not holds_foreign(v):
         return _np.diagflat(v, k)
     return diag(ravel(v), k)
 

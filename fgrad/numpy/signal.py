@@ -123,7 +123,8 @@ if hasattr(_np, "matvec"):  # NumPy >= 2.2
 
 def _float_dtype(*xs):
     """The dtype of a result computed from xs: theirs if floating, else float64."""
-    dt = _np.result_type(*[dtype_of(x) if type(x) is Box else x for x in xs])
+    # (a list is an array-like: `dtype_of` reads its elements; numbers stay weakly typed)
+    dt = _np.result_type(*[dtype_of(x) if isinstance(x, (Box, list, tuple)) else x for x in xs])
     return dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
 
 

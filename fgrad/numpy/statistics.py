@@ -76,6 +76,7 @@ from .shaping import (
     concatenate,
     describe,
     getitem,
+    holds_foreign,
     is_traced,
     moveaxis,
     ndim,
@@ -134,9 +135,12 @@ __all__ = [
 
 
 def _asarray(a):
-    """A traced value, or an array of another library (Dask's, lazy), as it is; anything else
-    (a list, a number) as a NumPy array."""
-    return a if type(a) is Box or is_foreign_array(a) else _np.asarray(a)
+    """A traced value, or an array of another library (Dask's, lazy), as it is; a list or
+    tuple holding either, stacked by fgrad (as NumPy reads an array-like, keeping the
+    derivative and the laziness); anything else (a list, a number) as a NumPy array."""
+    if type(a) is Box or is_foreign_array(a):
+        return a
+    return asarray(a) if is_traced(a) or holds_foreign(a) else _np.asarray(a)
 
 
 def _float_dtype(a):
