@@ -22,7 +22,7 @@ from .core import Box, dtype_of, holds_batch, primal, shape_of, zeros_like_value
 from .forward import ForwardLevel
 from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
-from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
+from .tree_util import LEAF, structure_difference, tree_flatten, tree_map, tree_unflatten
 from .vmapping import map_rows
 
 __all__ = [
@@ -298,7 +298,9 @@ def vjp(fun, *primals, has_aux=False):
 def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
     leaves, in_tree = tree_flatten(tuple(primals))
     _check_float_leaves(leaves, labels or (lambda: _leaf_labels(primals, range(len(primals)))), who)
-    out_values, out_tree, pull, aux = _vjp_flat(fun, leaves, in_tree, has_aux, who, consume)
+    out_values, out_tree, pull, aux = _vjp_flat(
+        lambda args: fun(*args), leaves, in_tree, has_aux, who, consume
+    )
 
     def vjp_fun(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
@@ -356,22 +358,26 @@ def _resume_collector(running):
 
 
 def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
-    """Trace `fun` on a reverse level. Returns the output's leaves and structure, `pull`
-    (cotangent leaves -> input cotangent leaves; a None cotangent is a structural zero, so
-    nothing is computed for it) and aux."""
+    """Trace `fun`, a function of one argument (the tree `in_tree` of `leaves`), on a reverse
+    level. Returns the output's leaves and structure, `pull` (cotangent leaves -> input
+    cotangent leaves; a None cotangent is a structural zero, so nothing is computed for it)
+    and aux."""
     leaves = [x if type(x) is _np.ndarray else _numpy_scalar(x) for x in leaves]
     collecting = _pause_collector()
     try:
         with ReverseLevel() as level:
             boxes = [level.new_input(x) for x in leaves]
-            out = fun(*tree_unflatten(in_tree, boxes))
+            out = fun(tree_unflatten(in_tree, boxes))
     finally:
         _resume_collector(collecting)
     aux = None
     if has_aux:
         out, aux = _split_aux(out, who)
         aux = tree_map(lambda a: _strip(a, level), aux)
-    out_leaves, out_tree = tree_flatten(out)
+    if type(out) is Box and out.level is level:  # the common output: one value of this level
+        out_leaves, out_tree = [out], LEAF
+    else:
+        out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
     out_positions, out_values = [], []
     for o in out_leaves:
@@ -488,12 +494,25 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
             dyn_nums = _check_argnums_range(nums, len(args), who)
             found = positions[len(args)] = (dyn_nums, dyn_nums == tuple(range(len(args))))
         dyn_nums, all_in_order = found
-        dyn = args if all_in_order else tuple([args[i] for i in dyn_nums])
-        if all_in_order and not kwargs:
-            fun_of_dyn = fun
-        else:
+        # What is differentiated: the one argument itself (argnums an int), or the tuple of
+        # the arguments; and `fun` as a function of it
+        if single:
+            dyn = args[dyn_nums[0]]
+            if len(args) == 1 and not kwargs:
+                fun_of_dyn = fun
+            else:
 
-            def fun_of_dyn(*dyn_args):
+                def fun_of_dyn(x):
+                    full = list(args)
+                    full[dyn_nums[0]] = x
+                    return fun(*full, **kwargs)
+
+        else:
+            dyn = args if all_in_order else tuple([args[i] for i in dyn_nums])
+
+            def fun_of_dyn(dyn_args):
+                if all_in_order and not kwargs:
+                    return fun(*dyn_args)
                 full = list(args)
                 for i, a in zip(dyn_nums, dyn_args):
                     full[i] = a
@@ -502,7 +521,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
         leaves, in_tree = tree_flatten(dyn)
         _check_float_leaves(
             leaves,
-            lambda: _leaf_labels(dyn, dyn_nums),
+            lambda: _leaf_labels((dyn,) if single else dyn, dyn_nums),
             who,
             holomorphic=True if holomorphic else None,
         )
@@ -510,9 +529,8 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
         out_values, out_tree, pull, aux = _vjp_flat(
             fun_of_dyn, leaves, in_tree, has_aux, who, consume=True
         )
-        out = tree_unflatten(out_tree, out_values)
+        out = out_values[0] if out_tree is LEAF else tree_unflatten(out_tree, out_values)
         g = tree_unflatten(in_tree, pull([_unit_cotangent(out, who, holomorphic)]))
-        g = g[0] if single else g
         if not with_value:
             return (g, aux) if has_aux else g
         return ((out, aux) if has_aux else out), g
@@ -687,7 +705,10 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
     if has_aux:
         out, aux = _split_aux(out, "jvp")
         aux = tree_map(lambda a: _strip(a, level), aux)
-    out_leaves, out_tree = tree_flatten(out)
+    if type(out) is Box and out.level is level:  # the common output: one value of this level
+        out_leaves, out_tree = [out], LEAF
+    else:
+        out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
     values, tangents_out = [], []
     for o in out_leaves:
@@ -941,7 +962,9 @@ def jacrev(fun, argnums=0, holomorphic=False):
     def jacrev_fun(*args):
         dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev", holomorphic)
         in_leaves, in_tree = tree_flatten(dyn)
-        out_leaves, out_tree, pull, _ = _vjp_flat(fun_of_dyn, in_leaves, in_tree, False, "jacrev")
+        out_leaves, out_tree, pull, _ = _vjp_flat(
+            lambda dyn: fun_of_dyn(*dyn), in_leaves, in_tree, False, "jacrev"
+        )
         _check_output_kind(out_leaves, holomorphic, "jacrev")
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):

@@ -938,7 +938,7 @@ def _checkpoint_vjp(wanted, ans, *vals, call):
         fun_of_own = call.function_of(vals, own, ())
         _, in_tree = tree_flatten(tuple(own_vals))
         _, _, pull, _ = _vjp_flat(
-            lambda *xs: tuple(fun_of_own(*xs)), own_vals, in_tree, False, call.who, consume=True
+            lambda xs: tuple(fun_of_own(*xs)), own_vals, in_tree, False, call.who, consume=True
         )
         in_cts = [None] * len(vals)
         for i, c in zip(own, pull(list(cts))):

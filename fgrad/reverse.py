@@ -45,6 +45,8 @@ __all__ = ["INPUT_ENTRY", "ReverseLevel", "backward_pass"]
 # - None: an input of the traced function, `INPUT_ENTRY`.
 INPUT_ENTRY = ((), None)
 
+_new_box = object.__new__
+
 
 class _Output:
     """Output `index` of `count` of a primitive with several outputs."""
@@ -74,8 +76,10 @@ class ReverseLevel(Level):
 
     # Shortcuts, only for speed (the general path, `_process_general`, gives the same
     # entries): built-in rules of one or two inputs are most of a program. Without parameters
-    # they call the impl and the rules without `**params` (a slower call in CPython); and when
-    # no box is left under this level's, the impl directly instead of a second pass of `bind`.
+    # they call the impl and the rules without `**params` (a slower call in CPython); when no
+    # box is left under this level's, the impl directly instead of a second pass of `bind`;
+    # and they make the output's box by setting its slots, as `Box(...)` is a call of its
+    # Python `__init__` through the type (a third of the cost of making a box).
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         n = len(args)
@@ -92,7 +96,9 @@ class ReverseLevel(Level):
                     return ans
                 tape = self.tape
                 tape.append((x.aux, maker(ans, xv, **params)))
-                return Box(ans, self, len(tape) - 1)
+                box = _new_box(Box)  # Box(ans, self, position), without its __init__ call
+                box.value, box.level, box.aux = ans, self, len(tape) - 1
+                return box
         elif n == 2 and not params:
             return self.process_two(prim, args[0], args[1])
         return self._process_general(prim, args, params)
@@ -108,7 +114,9 @@ class ReverseLevel(Level):
             return ans
         tape = self.tape
         tape.append((x.aux, maker(ans, xv)))
-        return Box(ans, self, len(tape) - 1)
+        box = _new_box(Box)
+        box.value, box.level, box.aux = ans, self, len(tape) - 1
+        return box
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
         vjps = prim.vjps
@@ -138,7 +146,9 @@ class ReverseLevel(Level):
             return ans
         tape = self.tape
         tape.append(entry)
-        return Box(ans, self, len(tape) - 1)
+        box = _new_box(Box)
+        box.value, box.level, box.aux = ans, self, len(tape) - 1
+        return box
 
     def _process_general(self, prim, args, params):
         own = [type(a) is Box and a.level is self for a in args]

@@ -371,14 +371,17 @@ def _treedef(node, aux, children, num_leaves):
     return td
 
 
-_LEAF = _treedef(None, None, (), 1)
+# The structure of a tree that is one leaf: every flatten of a leaf returns this object, so
+# `treedef is LEAF` tells a single value from a container (used by the transforms, not
+# exported with the public names).
+LEAF = _treedef(None, None, (), 1)
 
 
 def _flatten(x, is_leaf, leaves):
     """Append the leaves of ``x`` to ``leaves`` and return its treedef."""
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
-        return _LEAF
+        return LEAF
     kind = type(x)
     if kind is tuple or kind is list:  # the common nodes, without their flatten's call
         node, children, aux = _TUPLE if kind is tuple else _LIST, x, None
@@ -388,7 +391,7 @@ def _flatten(x, is_leaf, leaves):
             node = _classify(kind)
         if node is None:
             leaves.append(x)
-            return _LEAF
+            return LEAF
         children, aux = node.flatten(x)
     start = len(leaves)
     subtrees = []
@@ -398,7 +401,7 @@ def _flatten(x, is_leaf, leaves):
         # makes it about a quarter faster.
         if is_leaf is None and _nodes.get(type(c), _UNSEEN) is None:
             leaves.append(c)
-            subtrees.append(_LEAF)
+            subtrees.append(LEAF)
         else:
             subtrees.append(_flatten(c, is_leaf, leaves))
     return _treedef(node, aux, tuple(subtrees), len(leaves) - start)
