@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from gradtable import derivatives as _derivatives
 
+import fgrad
 import fgrad.numpy as fnp
 from fgrad import grad, hessian, jacfwd, jacrev
 
@@ -94,6 +95,75 @@ def test_attributes_inside_a_transform():
         fndim=2,
         fsize=6,
         len=3,
+    )
+
+
+def test_every_ndarray_attribute_works_on_a_traced_value_or_says_why_not():
+    """NumPy users call x.copy(), x.item(), x.nbytes...: each public ndarray attribute is
+    either a traced value's too, or an error naming it and what to use instead (never a bare
+    "'Box' object has no attribute")."""
+    names = sorted(n for n in dir(np.ndarray) if not n.startswith("_"))
+    supported, refused = [], {}
+
+    def f(x):
+        for name in names:
+            try:
+                getattr(x, name)
+                supported.append(name)
+            except AttributeError as e:
+                refused[name] = str(e)
+        return fnp.sum(x)
+
+    grad(f)(np.ones((2, 3)))
+    assert set(supported) | set(refused) == set(names)
+    for name, message in refused.items():
+        assert f"x.{name} is not supported on a traced array (shape (2, 3)" in message, name
+    # in-place methods exist, to say what to write instead
+    assert {"sort", "partition", "fill", "put", "resize", "copy", "item", "mT"} <= set(supported)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_copy_mt_nbytes_and_itemsize_methods(mode):
+    from fgrad.test_util import check_grads
+
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    check_grads(lambda x: fnp.sum(x.copy() ** 3), (x,), order=2, modes=(mode,))
+    check_grads(lambda x: x.mT @ fnp.sin(x), (x,), order=2, modes=(mode,))
+    jac = jacrev if mode == "rev" else jacfwd
+    np.testing.assert_array_equal(jac(lambda x: x.copy())(x), jac(lambda x: x)(x))
+    np.testing.assert_array_equal(jac(lambda x: x.mT)(x), jac(lambda x: x.T)(x))
+    assert grad(lambda x: x.nbytes * fnp.sum(x))(np.ones(3, np.float32)).tolist() == [12.0] * 3
+    assert fgrad.vmap(lambda r: r.itemsize * fnp.sum(r))(np.ones((2, 3), np.float32)).tolist() == [
+        12.0,
+        12.0,
+    ]
+    np.testing.assert_array_equal(
+        fgrad.vmap(lambda r: r.mT)(np.ones((4, 2, 3))), np.ones((4, 3, 2))
+    )
+    with pytest.raises(TypeError, match=r"copy\(\.\.\., order=\.\.\.\)"):
+        grad(lambda x: fnp.sum(x.copy(order="F")))(x)
+
+
+def test_methods_that_give_python_values_or_change_arrays_in_place_say_what_to_do():
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    for method in ("item", "tolist", "tobytes"):
+        with pytest.raises(TypeError, match=rf"x\.{method}\(\) of a traced value .* drop its"):
+            grad(lambda x: getattr(x, method)() * fnp.sum(x))(x)
+    # under vmap alone they read each row's value: the rows split by the branch they take
+    out = fgrad.vmap(lambda r: r * 2.0 if r.item() > 2.0 else r)(np.arange(5.0))
+    np.testing.assert_array_equal(out, [0.0, 1.0, 2.0, 6.0, 8.0])
+    for method, instead in [("sort", "fgrad.numpy.sort"), ("fill", "full_like"), ("put", "at")]:
+        with pytest.raises(
+            TypeError, match=rf"x\.{method}\(\) changes an array in place.*{instead}"
+        ):
+            grad(lambda x: (getattr(x, method)(0.0), fnp.sum(x))[1])(x)
+    assert x.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]  # never mutated
+    # searchsorted and argpartition are fgrad.numpy's functions: integer results, no tangent
+    out, tangent = fgrad.jvp(lambda v: v.searchsorted(3.5) * v, (x[0],), (np.ones(3),))
+    np.testing.assert_array_equal(out, 3 * x[0])
+    np.testing.assert_array_equal(tangent, [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(
+        fgrad.vmap(lambda r: r.argpartition(1))(x[:, ::-1]), np.argpartition(x[:, ::-1], 1, axis=1)
     )
 
 

@@ -201,6 +201,85 @@ def _method_transpose(self, *axes):
     return _sh.transpose(self, axes or None)
 
 
+def _copy_method(copy):
+    """`x.copy()` from fgrad.numpy's `copy`. A traced value has no memory layout, so NumPy's
+    default order for the method ("C") asks nothing of it."""
+
+    def method(self, order="C"):
+        return copy(self) if order == "C" else copy(self, order=order)
+
+    method.__name__ = "copy"
+    return method
+
+
+def _concrete_method(name):
+    """`x.item()`, `x.tolist()`, `x.tobytes()`: Python values, which carry no gradient; the
+    same as `float(x)` (a value of a live level that differentiates is refused)."""
+
+    def method(self, *args, **kwargs):
+        value = _np.asarray(_concrete_or_raise(self, f"x.{name}()"))
+        return getattr(value, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+# ndarray methods that change the array in place, and what to write instead
+_IN_PLACE = {
+    "sort": "x = fgrad.numpy.sort(x, axis)",
+    "partition": "x = fgrad.numpy.partition(x, kth, axis)",
+    "fill": "x = fgrad.numpy.full_like(x, value)",
+    "put": "x = x.at[indices].set(values)",
+    "resize": "x = fgrad.numpy.reshape(x, shape), or build a new array",
+    "setfield": "build a new array",
+    "setflags": "leave the flags alone (a traced value is never written to)",
+}
+
+
+def _in_place_method(name):
+    def method(self, *args, **kwargs):
+        raise TypeError(
+            f"x.{name}() changes an array in place, and a traced array ({_sh.describe(self)}) "
+            f"is immutable inside a transform; use {_IN_PLACE[name]} instead"
+        )
+
+    method.__name__ = name
+    return method
+
+
+# ndarray attributes about memory and storage, which a traced value does not have (it is the
+# value of an operation, not a block of memory), or functions fgrad.numpy does not mirror
+_NO_TRACED_MEANING = {
+    "base": "a traced value views no other array",
+    "ctypes": "a traced value is not a block of memory",
+    "data": "a traced value is not a block of memory",
+    "flags": "a traced value has no memory layout",
+    "strides": "a traced value has no memory layout",
+    "flat": "use fgrad.numpy.ravel(x) (and x.at[...] to change elements)",
+    "view": "use x.astype(dtype) to change the dtype, x.reshape(...) the shape",
+    "getfield": "use x.astype(dtype)",
+    "byteswap": "a traced value has no byte order to swap",
+    "tofile": "save a plain array: call it outside the transform",
+    "dump": "save a plain array: call it outside the transform",
+    "dumps": "save a plain array: call it outside the transform",
+    "device": "ask the array outside the transform",
+    "to_device": "move the array before the transform",
+    "compress": "use x[condition] or fgrad.numpy.where",
+    "choose": "use fgrad.numpy.select or fgrad.numpy.where",
+}
+
+
+def _getattr(self, name):
+    """Called only for a name Box lacks: NumPy's array attributes that a traced value does not
+    have get an error saying why and what to use instead."""
+    why = _NO_TRACED_MEANING.get(name)
+    if why is None:
+        raise AttributeError(f"a traced array has no attribute {name!r}")
+    raise AttributeError(
+        f"x.{name} is not supported on a traced array ({_sh.describe(self)}): {why}"
+    )
+
+
 def _as_method(fn):
     """A method that is `fn` applied to the array (NumPy's functions call these methods)."""
     return lambda self, *args, **kwargs: fn(self, *args, **kwargs)
@@ -263,6 +342,11 @@ _METHODS = {
     "swapaxes": _sh.swapaxes,
     "conj": _unary(_ew.conj),
     "conjugate": _unary(_ew.conj),
+    "item": _concrete_method("item"),
+    "tolist": _concrete_method("tolist"),
+    "tobytes": _concrete_method("tobytes"),
+    "__getattr__": _getattr,
+    **{name: _in_place_method(name) for name in _IN_PLACE},
 }
 
 _PROPERTIES = {
@@ -271,6 +355,8 @@ _PROPERTIES = {
     "size": lambda self: _sh.size(self),
     "dtype": lambda self: dtype_of(self),
     "T": lambda self: _sh.transpose(self),
+    "itemsize": lambda self: dtype_of(self).itemsize,
+    "nbytes": lambda self: _sh.size(self) * dtype_of(self).itemsize,
     "real": _ew.real,
     "imag": _ew.imag,
     "at": _sh.at,
@@ -296,6 +382,8 @@ _FUNCTION_METHODS = (
     "nonzero",
     "take",
     "ptp",
+    "searchsorted",
+    "argpartition",
 )
 
 
@@ -324,6 +412,8 @@ def install(namespace, submodules):
     for name in _FUNCTION_METHODS:
         if name in namespace:
             setattr(Box, name, _as_method(namespace[name]))
+    Box.copy = _copy_method(namespace["copy"])
+    Box.mT = property(namespace["matrix_transpose"])
     for name, fn in _METHODS.items():
         setattr(Box, name, fn)
     for name, fn in _PROPERTIES.items():
