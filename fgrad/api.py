@@ -374,10 +374,7 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     if has_aux:
         out, aux = _split_aux(out, who)
         aux = tree_map(lambda a: _strip(a, level), aux)
-    if type(out) is Box and out.level is level:  # the common output: one value of this level
-        out_leaves, out_tree = [out], LEAF
-    else:
-        out_leaves, out_tree = tree_flatten(out)
+    out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
     out_positions, out_values = [], []
     for o in out_leaves:
@@ -484,16 +481,12 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
     """The function `value_and_grad` returns, before it is named and put behind the API
     boundary; with `with_value=False`, `grad`'s (the gradient, and aux with `has_aux`)."""
     nums, single = _normalize_argnums(argnums, who)
-    # The positions of the differentiated arguments, checked once per number of arguments,
-    # and whether they are all the arguments, in order (then `fun` is called as it is).
-    positions = {}
+    positions = {}  # the differentiated arguments' positions, checked once per argument count
 
     def value_and_grad_fun(*args, **kwargs):
-        found = positions.get(len(args))
-        if found is None:
-            dyn_nums = _check_argnums_range(nums, len(args), who)
-            found = positions[len(args)] = (dyn_nums, dyn_nums == tuple(range(len(args))))
-        dyn_nums, all_in_order = found
+        dyn_nums = positions.get(len(args))
+        if dyn_nums is None:
+            dyn_nums = positions[len(args)] = _check_argnums_range(nums, len(args), who)
         # What is differentiated: the one argument itself (argnums an int), or the tuple of
         # the arguments; and `fun` as a function of it
         if single:
@@ -508,11 +501,9 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
                     return fun(*full, **kwargs)
 
         else:
-            dyn = args if all_in_order else tuple([args[i] for i in dyn_nums])
+            dyn = tuple([args[i] for i in dyn_nums])
 
             def fun_of_dyn(dyn_args):
-                if all_in_order and not kwargs:
-                    return fun(*dyn_args)
                 full = list(args)
                 for i, a in zip(dyn_nums, dyn_args):
                     full[i] = a
@@ -684,13 +675,16 @@ def jvp(fun, primals, tangents, has_aux=False):
     _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "jvp")
     for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
         _check_like(t, p, f"jvp: tangent leaf {i}", "primal")
-    values, tangents_out, out_tree, aux = _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux)
+    values, tangents_out, out_tree, aux = _jvp_flat(
+        lambda args: fun(*args), p_leaves, p_tree, t_leaves, has_aux
+    )
     result = (tree_unflatten(out_tree, values), tree_unflatten(out_tree, tangents_out))
     return result + (aux,) if has_aux else result
 
 
 def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
-    """Push tangent leaves through `fun` on a forward level. A None tangent is a structural
+    """Push tangent leaves through `fun`, a function of one argument (the tree `p_tree` of
+    `p_leaves`), on a forward level. A None tangent is a structural
     zero: no tangent is computed from it, but the input is still a traced value (its box
     carries None), so that `fun` sees the same kind of value for every input it is
     differentiated in (`x.dot(y)` with x plain and y traced cannot dispatch to fgrad)."""
@@ -700,15 +694,12 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
             Box(p, level, None if t is None else _numpy_scalar(t, p))
             for p, t in zip(p_leaves, t_leaves)
         ]
-        out = fun(*tree_unflatten(p_tree, args))
+        out = fun(tree_unflatten(p_tree, args))
     aux = None
     if has_aux:
         out, aux = _split_aux(out, "jvp")
         aux = tree_map(lambda a: _strip(a, level), aux)
-    if type(out) is Box and out.level is level:  # the common output: one value of this level
-        out_leaves, out_tree = [out], LEAF
-    else:
-        out_leaves, out_tree = tree_flatten(out)
+    out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
     values, tangents_out = [], []
     for o in out_leaves:
@@ -796,7 +787,7 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
         holomorphic=True if holomorphic else real_only,
     )
 
-    def fun_of_dyn(*dyn_args):
+    def fun_of_dyn(dyn_args):  # `fun` as a function of the tuple `dyn`
         full = list(args)
         for i, a in zip(dyn_nums, dyn_args):
             full[i] = a
@@ -962,9 +953,7 @@ def jacrev(fun, argnums=0, holomorphic=False):
     def jacrev_fun(*args):
         dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev", holomorphic)
         in_leaves, in_tree = tree_flatten(dyn)
-        out_leaves, out_tree, pull, _ = _vjp_flat(
-            lambda dyn: fun_of_dyn(*dyn), in_leaves, in_tree, False, "jacrev"
-        )
+        out_leaves, out_tree, pull, _ = _vjp_flat(fun_of_dyn, in_leaves, in_tree, False, "jacrev")
         _check_output_kind(out_leaves, holomorphic, "jacrev")
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):

@@ -957,7 +957,7 @@ def _checkpoint_jvp(tangents, ans, *vals, call):
     fun_of_own = call.function_of(vals, own, suspend)
     own_vals = [vals[i] for i in own]
     _, t_out, _, _ = _jvp_flat(
-        lambda *xs: tuple(fun_of_own(*xs)),
+        lambda xs: tuple(fun_of_own(*xs)),
         own_vals,
         tree_flatten(tuple(own_vals))[1],
         [tangents[i] for i in own],

@@ -491,6 +491,8 @@ def tree_flatten(tree, is_leaf=None):
     """
     if is_leaf is not None:
         _check_is_leaf(is_leaf)
+    elif _nodes.get(type(tree), _UNSEEN) is None:  # a leaf (a function's one output, often)
+        return [tree], LEAF
     leaves = []
     treedef = _flatten(tree, is_leaf, leaves)
     return leaves, treedef

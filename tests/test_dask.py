@@ -111,6 +111,20 @@ def test_a_function_dask_does_not_implement_raises_naming_it(lazy):
             call()
 
 
+def test_a_function_that_needs_the_values_names_itself_and_why(lazy):
+    import fgrad.scipy.stats as stats
+
+    x = da.from_array(np.array([0.5, 1.0, 2.0, 4.0]), chunks=2)
+    for call, name in [
+        (lambda: fgrad.grad(lambda x: fnp.sum(fnp.sort(x) * x))(x), "sort"),
+        (lambda: fnp.median(x), "a median, quantile or percentile"),
+        (lambda: stats.gamma.logcdf(x, 2.0), "scipy.stats.gamma"),
+        (lambda: fgrad.grad(lambda x: fnp.sum(stats.gamma.logsf(x, 2.0)))(x), "scipy.stats.gamma"),
+    ]:
+        with pytest.raises(DispatchError, match=rf"^{name} cannot run on a lazy Dask array: "):
+            call()
+
+
 def test_linear_algebra_on_stacks_of_matrices_is_lazy_and_right(lazy):
     a = np.random.default_rng(1).standard_normal((4, 3, 3)) + 3 * np.eye(3)
     d = da.from_array(a, chunks=(2, 3, 3))

@@ -1301,11 +1301,12 @@ ones_like = nondiff_function(_np.ones_like)
 # value's `shape` includes its batch axis: the value is one level below the batching level.
 
 
-def all_rows(x):
+def all_rows(x, name):
     """x's values in every row of the batches it is in at once (its innermost array; the
     layout is not the rows'), for a bound or a check that must serve every row: reading them
-    this way splits no batch. Without a batch, x's value."""
-    refuse_lazy("this function", "its rule reads the values (a bound or a check)", innermost(x))
+    this way splits no batch. Without a batch, x's value. `name` is the function reading
+    them, for the error on a lazy array."""
+    refuse_lazy(name, "its rule reads the values (a bound or a check)", innermost(x))
     return _np.asarray(innermost(x))
 
 

@@ -508,7 +508,7 @@ def _weights(w, name, n, dtype):
         )
     if _is_traced(w):
         # every row's weights, for the checks; lazy ones (Dask's) are not read
-        wv = None if is_foreign_array(innermost(w)) else all_rows(w)
+        wv = None if is_foreign_array(innermost(w)) else all_rows(w, "cov")
     elif is_foreign_array(w):  # lazy (Dask's): cast, and not read for the checks
         wv, w = None, astype(w, dtype)
     else:
@@ -560,7 +560,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         else:
             fact = w_sum - ddof * sum(w * aweights) / w_sum
     if holds_batch(fact):  # each row's own: no branch on the rows' values
-        if (all_rows(fact) <= 0).any():
+        if (all_rows(fact, "cov") <= 0).any():
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = where(greater(constant_of(fact), 0), fact, 0.0)
     elif is_foreign_array(primal(fact)):  # lazy (Dask): not read, set to 0 where NumPy would

@@ -1114,7 +1114,7 @@ def _gammainc_da(a, x):
     out = _np.zeros(shape, dtype)
     if _some(series):
         sa, sx = fnp.where(series, a, 1.0), fnp.where(series, x, 0.5)
-        x_max = all_rows(_np.where(series, xv, 0.0)).max(initial=0.0)
+        x_max = all_rows(_np.where(series, xv, 0.0), "scipy.special.gammainc").max(initial=0.0)
         k = _np.arange(int(40 + 12 * math.sqrt(float(x_max))), dtype=dtype)
         ak1 = fnp.expand_dims(sa, -1) + (k + 1.0)
         log_x = fnp.expand_dims(fnp.log(sx), -1)
@@ -1122,7 +1122,8 @@ def _gammainc_da(a, x):
         out = fnp.where(series, fnp.sum(terms * (log_x - digamma(ak1)), axis=-1), out)
     if _some(fraction):
         fa, fx = fnp.where(fraction, a, 1.0), fnp.where(fraction, x, 3.0)
-        a_max = _np.nan_to_num(all_rows(_np.where(fraction, av, 1.0)), nan=1.0, posinf=1.0).max()
+        a_all = all_rows(_np.where(fraction, av, 1.0), "scipy.special.gammainc")
+        a_max = _np.nan_to_num(a_all, nan=1.0, posinf=1.0).max()
         f = df = 0.0  # f_n and d f_n / da
         for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
             d = fx + (2.0 * n + 1.0) - fa - f
@@ -1838,7 +1839,7 @@ def _series_terms(p, q, y, where):
     row): its ratio tends to y, from y (p + q) / (p + 1) at the start."""
     with _np.errstate(divide="ignore", invalid="ignore"):
         ratios = _np.where(where, y * _np.maximum(1.0, (p + q) / (p + 1.0)), 0.0)
-    ratio = all_rows(ratios).max(initial=0.0)
+    ratio = all_rows(ratios, "scipy.special.betainc").max(initial=0.0)
     if ratio <= 0.0:
         return 1
     return int(min(20000, 10 + math.ceil(-39.2 / math.log(min(ratio, 1.0 - 1e-9)))))

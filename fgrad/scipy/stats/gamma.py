@@ -33,6 +33,8 @@ from ._common import (
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
+_WHO = "scipy.stats.gamma"  # the name in an error about a lazy array
+
 
 def _shape_ok(a, bad, *like):
     bad_a = mask(_np.logical_not(value(a) > 0), a, *like)
@@ -62,7 +64,7 @@ def _log_p_series(a, z):
     for z < a + 1 (used where P underflows: z far below a). The terms decrease from k = 0;
     their number is read off the primal values (a constant, the same for every row of a
     batch)."""
-    ratios = all_rows(value(z).astype(float) / (value(a).astype(float) + 1.0))
+    ratios = all_rows(value(z).astype(float) / (value(a).astype(float) + 1.0), _WHO)
     ratio = float(_np.max(ratios)) if ratios.size else 0.0
     n = 30 if ratio <= 0 else int(min(2000, 30 + math.log(1e-18) / math.log(min(ratio, 0.999))))
     term, total = 1.0, 1.0
@@ -76,7 +78,7 @@ def _log_q_fraction(a, z):
     """log Q(a, z) = a log z - z - gammaln(a) + log r, r from Legendre's continued fraction
     1 / (z + 1 - a - 1 (1 - a) / (z + 3 - a - 2 (2 - a) / (z + 5 - a - ...))), run backwards,
     for z >= a + 1 (used where Q underflows: z far above a)."""
-    a_all = all_rows(value(a))
+    a_all = all_rows(value(a), _WHO)
     a_max = float(_np.max(a_all)) if a_all.size else 1.0
     f = 0.0
     for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
