@@ -22,7 +22,7 @@ from .core import Box, dtype_of, holds_batch, primal, shape_of, zeros_like_value
 from .forward import ForwardLevel
 from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
-from .tree_util import LEAF, structure_difference, tree_flatten, tree_map, tree_unflatten
+from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 from .vmapping import map_rows
 
 __all__ = [
@@ -357,23 +357,45 @@ def _resume_collector(running):
         gc.enable()
 
 
+def _trace(fun, leaves, in_tree, has_aux, who):
+    """Trace `fun`, a function of one argument (the tree `in_tree` of `leaves`), on a new
+    reverse level; the caller pauses the collector. Returns the level, the output (traced)
+    and aux (with this level's boxes stripped). Python numbers enter as NumPy scalars (see
+    `_numpy_scalar`)."""
+    with ReverseLevel() as level:
+        boxes = [level.new_input(x if type(x) is _np.ndarray else _numpy_scalar(x)) for x in leaves]
+        out = fun(tree_unflatten(in_tree, boxes))
+    aux = None
+    if has_aux:
+        out, aux = _split_aux(out, who)
+        aux = tree_map(lambda a: _strip(a, level), aux)
+    return level, out, aux
+
+
+def _input_cotangents(cts, leaves):
+    """The inputs' cotangents from a backward pass's (the inputs are the first entries of the
+    tape): a zero where none arrived, and an input of another library (Dask) gets one of its
+    type with its chunks."""
+    out = cts[: len(leaves)]
+    for i, g in enumerate(out):
+        x = leaves[i]
+        if g is None:  # no cotangent reached input i: its derivative is a zero
+            out[i] = g = zeros_like_value(x)
+        if type(x) is not _np.ndarray and is_foreign_array(x):
+            out[i] = like_input(g, x)
+    return out
+
+
 def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
     """Trace `fun`, a function of one argument (the tree `in_tree` of `leaves`), on a reverse
     level. Returns the output's leaves and structure, `pull` (cotangent leaves -> input
     cotangent leaves; a None cotangent is a structural zero, so nothing is computed for it)
     and aux."""
-    leaves = [x if type(x) is _np.ndarray else _numpy_scalar(x) for x in leaves]
     collecting = _pause_collector()
     try:
-        with ReverseLevel() as level:
-            boxes = [level.new_input(x) for x in leaves]
-            out = fun(tree_unflatten(in_tree, boxes))
+        level, out, aux = _trace(fun, leaves, in_tree, has_aux, who)
     finally:
         _resume_collector(collecting)
-    aux = None
-    if has_aux:
-        out, aux = _split_aux(out, who)
-        aux = tree_map(lambda a: _strip(a, level), aux)
     out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
     out_positions, out_values = [], []
@@ -384,14 +406,7 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
         else:
             out_positions.append(_own_aux(o, level))
             out_values.append(_strip(o, level))
-    n_in = len(boxes)  # the inputs are the first entries of the level's tape
-    del boxes, out, out_leaves  # the vjp function keeps the tape, not the traced values
-    # the arrays of another library (Dask) among the inputs: their cotangents keep their chunks
-    foreign = None
-    for x in leaves:
-        if type(x) is not _np.ndarray and is_foreign_array(x):
-            foreign = [is_foreign_array(x) for x in leaves]
-            break
+    del out, out_leaves  # the vjp function keeps the tape, not the traced values
 
     def pull(ct_leaves):
         seeds = [
@@ -400,21 +415,38 @@ def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
             if n is not None and c is not None
         ]
         if not seeds:
-            return [zeros_like_value(x) for x in leaves]
+            return _input_cotangents([None] * len(leaves), leaves)
         collecting = _pause_collector()
         try:
             cts = backward_pass(level, seeds, consume=consume)
         finally:
             _resume_collector(collecting)
-        out = cts[:n_in]
-        for i, g in enumerate(out):
-            if g is None:  # no cotangent reached input i: its derivative is a zero
-                out[i] = zeros_like_value(leaves[i])
-        if foreign is not None:
-            out = [like_input(g, x) if f else g for g, x, f in zip(out, leaves, foreign)]
-        return out
+        return _input_cotangents(cts, leaves)
 
     return out_values, out_tree, pull, aux
+
+
+def _grad_flat(fun, leaves, in_tree, has_aux, who, holomorphic):
+    """`value_and_grad`'s trace and backward pass, for a function of one argument (the tree
+    `in_tree` of `leaves`), run under one pause of the collector and without `_vjp_flat`'s
+    function for later cotangents. Returns the output's value, aux and the input cotangents."""
+    collecting = _pause_collector()
+    try:
+        level, out, aux = _trace(fun, leaves, in_tree, has_aux, who)
+        if type(out) is Box and out.level is level:  # the common case: an output of this level
+            position, value = out.aux, out.value
+        else:  # a constant, an outer level's value or not a scalar: the checks of every output
+            out_leaves, _ = tree_flatten(out)
+            _check_outputs(out_leaves, who)
+            position, value = _own_aux(out, level), _strip(out, level)
+        ct = _unit_cotangent(value, who, holomorphic)
+        if position is None:  # the output does not depend on the inputs
+            cts = [None] * len(leaves)
+        else:
+            cts = backward_pass(level, [(position, ct)], consume=True)
+    finally:
+        _resume_collector(collecting)
+    return value, aux, _input_cotangents(cts, leaves)
 
 
 def _check_like(given, expected, what, of_what):
@@ -516,12 +548,8 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
             who,
             holomorphic=True if holomorphic else None,
         )
-        # the cotangent is grad's own 1, so the checks of a user's cotangent are skipped
-        out_values, out_tree, pull, aux = _vjp_flat(
-            fun_of_dyn, leaves, in_tree, has_aux, who, consume=True
-        )
-        out = out_values[0] if out_tree is LEAF else tree_unflatten(out_tree, out_values)
-        g = tree_unflatten(in_tree, pull([_unit_cotangent(out, who, holomorphic)]))
+        out, aux, g_leaves = _grad_flat(fun_of_dyn, leaves, in_tree, has_aux, who, holomorphic)
+        g = tree_unflatten(in_tree, g_leaves)
         if not with_value:
             return (g, aux) if has_aux else g
         return ((out, aux) if has_aux else out), g

@@ -9,6 +9,8 @@ get right: dtypes that differ only in promotion, weakly typed Python numbers, li
 do not lead, boxes of exited levels, nested levels, and a pass run twice.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -73,6 +75,78 @@ def test_sum_gradient_for_leading_and_other_axes(axis, keepdims):
     fgrad.test_util.check_grads(f, (x,), order=2)
     g = fgrad.grad(lambda x: fnp.sum(fnp.sum(x, axis=axis, keepdims=keepdims)))(x)
     np.testing.assert_array_equal(g, np.ones_like(x))
+
+
+@pytest.mark.parametrize("axes", [(0, 1, 2, 3), (0, 1, 3, 2), (0, 2, 3, 1), (3, 1, 0, 2)])
+@pytest.mark.parametrize("axis", [None, 0, 2, (0, 3)])
+def test_sum_gradient_is_a_read_only_view_whatever_the_layout_of_the_sum(axes, axis):
+    # A sum of a transposed array is laid out in the input's order (NumPy's "K"), which may be
+    # neither C's nor Fortran's; a cotangent laid out as the sum is (np.cos(out) keeps its
+    # layout) must still spread back to x's shape, as a read-only view
+    x = np.sin(np.arange(120.0)).reshape(2, 3, 4, 5)
+    f = lambda x: fnp.sum(fnp.transpose(x, axes), axis=axis)
+    out, f_vjp = fgrad.vjp(f, x)
+    ct = np.cos(out)
+    (g,) = f_vjp(ct)
+    kept = np.expand_dims(ct, axis) if axis is not None else ct
+    want = np.transpose(np.broadcast_to(kept, np.transpose(x, axes).shape), np.argsort(axes))
+    np.testing.assert_array_equal(g, want)
+    assert g.shape == x.shape and g.dtype == x.dtype and not g.flags.writeable
+    fgrad.test_util.check_grads(lambda x: fnp.sum(fnp.sin(f(x))), (x,), order=2)
+
+
+@pytest.mark.parametrize(
+    "dx, dy",
+    [
+        ("float64", "float64"),
+        ("float32", "float64"),
+        ("float32", "float32"),
+        ("complex128", "float64"),
+    ],
+)
+def test_matrix_product_gradients_keep_each_input_dtype(dx, dy):
+    x = (np.arange(6.0).reshape(2, 3) / 7).astype(dx)
+    y = (np.arange(12.0).reshape(3, 4) / 5 - 1).astype(dy)
+    loss = lambda x, y: fnp.sum(fnp.real(fnp.sin(x @ y)))
+    gx, gy = fgrad.grad(loss, argnums=(0, 1))(x, y)
+    ct = np.cos(x @ y)
+    assert gx.dtype == x.dtype and gy.dtype == y.dtype
+    assert gx.shape == x.shape and gy.shape == y.shape
+    tol = 1e-5 if "float32" in (dx, dy) else 1e-13
+    np.testing.assert_allclose(gx, (ct @ y.T).astype(dx), rtol=tol)
+    want_y = x.T @ ct
+    np.testing.assert_allclose(gy, want_y.real if dy == "float64" else want_y, rtol=tol)
+
+
+def test_relu_ties_split_evenly_with_a_float_or_an_array_threshold():
+    x = np.array([-1.0, 0.0, 2.0])
+    g = fgrad.grad(lambda x: fnp.sum(fnp.maximum(x, 0.0)))(x)
+    np.testing.assert_array_equal(g, [0.0, 0.5, 1.0])
+    g = fgrad.grad(lambda x: fnp.sum(fnp.maximum(np.zeros(3), x)))(x)
+    np.testing.assert_array_equal(g, [0.0, 0.5, 1.0])
+    g = fgrad.grad(lambda x: fnp.sum(fnp.minimum(x, 0.0) * 2.0))(x)
+    np.testing.assert_array_equal(g, [2.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    "f, error",
+    [
+        (lambda x: (x, x), "returned tuple"),
+        (lambda x: "x", "value of type str"),
+        (lambda x: x * np.ones(2), "shape (2,)"),
+    ],
+)
+def test_grad_names_an_output_that_is_not_a_scalar(f, error):
+    with pytest.raises(TypeError, match=re.escape(error)):
+        fgrad.grad(f)(1.0)
+
+
+def test_value_and_grad_of_an_output_that_does_not_depend_on_the_input():
+    value, g = fgrad.value_and_grad(lambda x, y: 3.0 * y, argnums=0)(np.ones(2), np.float64(2.0))
+    assert value == 6.0
+    np.testing.assert_array_equal(g, np.zeros(2))
+    outer = fgrad.grad(lambda y: fgrad.grad(lambda x: fnp.sum(x) * 0.0 + y * y)(np.ones(2))[0])
+    assert float(outer(2.0)) == 0.0
 
 
 def _box_of_an_exited_level(value):

@@ -282,6 +282,8 @@ add = defprimitive(_np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broa
 
 def _neg_ct_to_y(ans, x, y):
     like = unbroadcast_meta(y, ans)
+    if like is None:
+        return lambda ct: -ct
     return lambda ct: unbroadcast(-ct, like)
 
 
@@ -326,6 +328,8 @@ multiply = defprimitive(
 
 def _div_vjp_x(ans, x, y):
     like = unbroadcast_meta(x, ans)
+    if like is None:
+        return lambda ct: ct / y
     return lambda ct: unbroadcast(ct / y, like)
 
 
@@ -621,19 +625,24 @@ _angle_p = defprimitive(
 # --- maximum and minimum: ties split evenly -------------------------------------------------------
 
 
+# the operands `_choice_weights` compares as they are
+_PLAIN_OPERANDS = frozenset((_np.ndarray, float))
+
+
 def _choice_weights(ans, x, y, wins):
     """Weights of x's share of the gradient: 1 where x wins, 1/2 at ties, 0 where y wins.
 
     Without ties (the common case: relu away from 0) the weights are the boolean mask itself,
     which multiplies a cotangent in its own dtype and costs a fraction of a float array."""
-    if holds_batch(x) or holds_batch(y):  # one mask per row: computed by fgrad operations
+    if type(x) in _PLAIN_OPERANDS and type(y) in _PLAIN_OPERANDS:  # first: relu is hot
+        xv, yv = x, y
+    elif holds_batch(x) or holds_batch(y):  # one mask per row: computed by fgrad operations
         x, y = constant_of(x), constant_of(y)
         wins_fn = greater if wins is _np.greater else less
         w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
         return broadcast_like(astype(w, _dtype_of(ans)), ans)
-    # a NumPy array or a Python float as it is, first: relu is hot
-    xv = x if type(x) is _np.ndarray or type(x) is float else array_value(x)
-    yv = y if type(y) is _np.ndarray or type(y) is float else array_value(y)
+    else:
+        xv, yv = array_value(x), array_value(y)
     w = wins(xv, yv)
     ties = xv == yv
     # (a lazy mask is not read: ties are taken to be possible)
@@ -647,10 +656,14 @@ def _choice_weights(ans, x, y, wins):
 def _chooser(impl, wins_x, wins_y):
     def vjp_x(ans, x, y):
         like, w = unbroadcast_meta(x, ans), _choice_weights(ans, x, y, wins_x)
+        if like is None:
+            return lambda ct: ct * w
         return lambda ct: unbroadcast(ct * w, like)
 
     def vjp_y(ans, x, y):
         like, w = unbroadcast_meta(y, ans), _choice_weights(ans, y, x, wins_y)
+        if like is None:
+            return lambda ct: ct * w
         return lambda ct: unbroadcast(ct * w, like)
 
     def jvp_x(t, ans, x, y):

@@ -80,12 +80,18 @@ def whole_along(x, axes):
 
 def _matmul_vjp_x(ans, x, y):
     like = meta(x)
-    x_nd, y_nd = len(like[0]), len(shape(y))  # len(shape(y)): ndim(y), in a third of the time
+    # ndim(y): a NumPy array's own, else len(shape(y)) (a third of ndim's time)
+    x_nd, y_nd = len(like[0]), y.ndim if type(y) is _np.ndarray else len(shape(y))
     # y's transpose for the matrix case, made once with the rule (not at each bprop call) where
     # y is a NumPy array, a residual
     y_t = y.swapaxes(-1, -2) if type(y) is _np.ndarray and x_nd > 1 and y_nd > 1 else None
+    # two NumPy matrices: ct @ y.T has x's shape, so only its dtype can need unbroadcast
+    matrices = y_t is not None and x_nd == 2 and y_nd == 2
 
     def bprop(ct):
+        if matrices and type(ct) is _np.ndarray and _core.watch is None:
+            g = _np.matmul(ct, y_t)  # NumPy's own product: all that binding it would do
+            return g if g.dtype == like[1] else unbroadcast(g, like)
         if y_nd == 1:  # (..., n) @ (n,) -> (...): the gradient is the outer product
             g = expand_dims(ct, -1) * y
         elif x_nd == 1:  # (n,) @ (..., n, m) -> (..., m)
@@ -99,11 +105,15 @@ def _matmul_vjp_x(ans, x, y):
 
 def _matmul_vjp_y(ans, x, y):
     like = meta(y)
-    x_nd, y_nd = len(shape(x)), len(like[0])
+    x_nd, y_nd = x.ndim if type(x) is _np.ndarray else len(shape(x)), len(like[0])
     # x's transpose for the matrix case, made once with the rule (see `_matmul_vjp_x`)
     x_t = x.swapaxes(-1, -2) if type(x) is _np.ndarray and x_nd > 1 and y_nd > 1 else None
+    matrices = x_t is not None and x_nd == 2 and y_nd == 2  # x.T @ ct has y's shape
 
     def bprop(ct):
+        if matrices and type(ct) is _np.ndarray and _core.watch is None:
+            g = _np.matmul(x_t, ct)
+            return g if g.dtype == like[1] else unbroadcast(g, like)
         if x_nd == 1 and y_nd == 1:
             g = multiply(ct, x)  # not `ct * x`: x may be a list, and ct a NumPy scalar
         elif y_nd == 1 and x_nd == 2:

@@ -550,8 +550,28 @@ def _sum_vjp(ans, x, axis, keepdims):
 
         return foreign_bprop
 
+    # A cotangent laid out as ans is, where ans is a C-contiguous array (as a reduction's
+    # result usually is; the view's buffer must be) or a NumPy scalar, is spread by one view:
+    # its own strides, with stride 0 inserted along the summed axes.
+    spread_strides = None
+    if not keepdims and (
+        type(ans) in _NUMPY_SCALARS or (type(ans) is _np.ndarray and ans.flags.c_contiguous)
+    ):
+        ans_strides, ans_dtype = ans.strides, ans.dtype
+        if not ans_strides:  # a sum of everything
+            spread_strides = (0,) * len(x_shape)
+        else:
+            spread_strides = list(ans_strides)
+            for i in axis:  # ascending, so each insertion lands at its axis
+                spread_strides.insert(i, 0)
+            spread_strides = tuple(spread_strides)
+
     def bprop(ct):
         if core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
+            if spread_strides is not None and ct.strides == ans_strides and ct.dtype == ans_dtype:
+                view = _np.ndarray(x_shape, ans_dtype, ct, 0, spread_strides)
+                view.setflags(write=False)  # read-only, as NumPy's broadcast_to
+                return view
             return _broadcast_to_impl(ct if kept is None else ct.reshape(kept), x_shape)
         return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
 
