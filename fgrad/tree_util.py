@@ -261,7 +261,7 @@ class PyTreeDef:
     # written only by _treedef, read-only public properties and no __dict__. Overriding
     # __setattr__ instead would make every construction go through object.__setattr__,
     # which made building a treedef three times slower (it is built on every flatten).
-    __slots__ = ("_aux", "_children", "_hash", "_node", "_num_leaves")
+    __slots__ = ("_aux", "_children", "_flat", "_hash", "_node", "_num_leaves")
 
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -292,8 +292,14 @@ class PyTreeDef:
                 f"{self!r} expected {self._num_leaves} leaves, got {len(leaves)}; "
                 "pass exactly one leaf per * in the structure"
             )
-        if self._node is None:
+        node = self._node
+        if node is None:
             return leaves[0]
+        if self._flat:  # a tuple or list of leaves (a function's arguments, often): one call
+            if node is _TUPLE:
+                return tuple(leaves)
+            if node is _LIST:
+                return list(leaves)
         return _build(self, iter(leaves))
 
     def flatten_up_to(self, tree):
@@ -361,12 +367,14 @@ class PyTreeDef:
 _new = object.__new__
 
 
-def _treedef(node, aux, children, num_leaves):
+def _treedef(node, aux, children, num_leaves, flat=False):
+    """A treedef; `flat` when every child is a leaf."""
     td = _new(PyTreeDef)
     td._node = node
     td._aux = aux
     td._children = children
     td._num_leaves = num_leaves
+    td._flat = flat
     td._hash = None
     return td
 
@@ -395,6 +403,7 @@ def _flatten(x, is_leaf, leaves):
         children, aux = node.flatten(x)
     start = len(leaves)
     subtrees = []
+    flat = True
     for c in children:
         # Leaf children are handled inline rather than by a recursive call: flattening
         # a flat tuple of arguments is on the hot path of every transform call, and this
@@ -403,8 +412,10 @@ def _flatten(x, is_leaf, leaves):
             leaves.append(c)
             subtrees.append(LEAF)
         else:
-            subtrees.append(_flatten(c, is_leaf, leaves))
-    return _treedef(node, aux, tuple(subtrees), len(leaves) - start)
+            sub = _flatten(c, is_leaf, leaves)
+            subtrees.append(sub)
+            flat = flat and sub is LEAF
+    return _treedef(node, aux, tuple(subtrees), len(leaves) - start, flat)
 
 
 def _build(treedef, leaves):

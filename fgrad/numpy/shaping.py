@@ -529,12 +529,14 @@ def broadcast_to(array, shape, subok=False):
 
 def _sum_vjp(ans, x, axis, keepdims):
     x_shape = x.shape if type(x) is _np.ndarray else shape_of(x)
-    if keepdims or (len(axis) < 65 and axis == _ALL_AXES[len(axis)]):
-        # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
-        # shape (NumPy prepends missing axes), as in a sum of everything.
-        kept = None
-    else:
-        kept = _kept_shape(x_shape, axis)
+
+    def kept(ct, reshape):
+        """ct with the summed axes back, as length 1 (unless they were kept, or lead x's shape:
+        NumPy prepends missing axes, as in a sum of everything), ready to broadcast to x."""
+        if keepdims or (len(axis) < 65 and axis == _ALL_AXES[len(axis)]):
+            return ct
+        return reshape(ct, _kept_shape(x_shape, axis))
+
     x_value = x if type(x) is _np.ndarray else innermost(x)
     if type(x_value) is not _np.ndarray and is_foreign_array(x_value):
         # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
@@ -544,9 +546,7 @@ def _sum_vjp(ans, x, axis, keepdims):
         def foreign_bprop(ct):
             if is_plain_array(ct):
                 ct = _np.asarray(ct, like=like)
-            return _broadcast_to_p(
-                ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape
-            )
+            return _broadcast_to_p(kept(ct, _reshape_of), shape=x_shape)
 
         return foreign_bprop
 
@@ -572,10 +572,14 @@ def _sum_vjp(ans, x, axis, keepdims):
                 view = _np.ndarray(x_shape, ans_dtype, ct, 0, spread_strides)
                 view.setflags(write=False)  # read-only, as NumPy's broadcast_to
                 return view
-            return _broadcast_to_impl(ct if kept is None else ct.reshape(kept), x_shape)
-        return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
+            return _broadcast_to_impl(kept(ct, _np.reshape), x_shape)
+        return _broadcast_to_p(kept(ct, _reshape_of), shape=x_shape)
 
     return bprop
+
+
+def _reshape_of(ct, shape):
+    return _reshape_p(ct, shape=shape)
 
 
 _sum_p = deflinear(
