@@ -529,14 +529,12 @@ def broadcast_to(array, shape, subok=False):
 
 def _sum_vjp(ans, x, axis, keepdims):
     x_shape = x.shape if type(x) is _np.ndarray else shape_of(x)
-
-    def kept(ct, reshape):
-        """ct with the summed axes back, as length 1 (unless they were kept, or lead x's shape:
-        NumPy prepends missing axes, as in a sum of everything), ready to broadcast to x."""
-        if keepdims or (len(axis) < 65 and axis == _ALL_AXES[len(axis)]):
-            return ct
-        return reshape(ct, _kept_shape(x_shape, axis))
-
+    if keepdims or (len(axis) < 65 and axis == _ALL_AXES[len(axis)]):
+        # The cotangent broadcasts to x as it is: it kept the summed axes, or they lead x's
+        # shape (NumPy prepends missing axes), as in a sum of everything.
+        kept = None
+    else:
+        kept = _kept_shape(x_shape, axis)
     x_value = x if type(x) is _np.ndarray else innermost(x)
     if type(x_value) is not _np.ndarray and is_foreign_array(x_value):
         # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
@@ -546,25 +544,24 @@ def _sum_vjp(ans, x, axis, keepdims):
         def foreign_bprop(ct):
             if is_plain_array(ct):
                 ct = _np.asarray(ct, like=like)
-            return _broadcast_to_p(kept(ct, _reshape_of), shape=x_shape)
+            return _broadcast_to_p(
+                ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape
+            )
 
         return foreign_bprop
 
-    # A cotangent laid out as ans is, where ans is a C-contiguous array (as a reduction's
-    # result usually is; the view's buffer must be) or a NumPy scalar, is spread by one view:
-    # its own strides, with stride 0 inserted along the summed axes.
+    # A sum over some axes (a C-contiguous array: a reduction's result usually is, and the
+    # view's buffer must be) has its cotangent, laid out as the sum is, spread by one view:
+    # the sum's strides with stride 0 inserted along the summed axes, where reshaping and
+    # broadcasting take twice as long. (A sum of everything, a scalar, is spread by
+    # `_broadcast_to_impl`'s own zero-stride view.)
     spread_strides = None
-    if not keepdims and (
-        type(ans) in _NUMPY_SCALARS or (type(ans) is _np.ndarray and ans.flags.c_contiguous)
-    ):
+    if kept is not None and type(ans) is _np.ndarray and ans.flags.c_contiguous:
         ans_strides, ans_dtype = ans.strides, ans.dtype
-        if not ans_strides:  # a sum of everything
-            spread_strides = (0,) * len(x_shape)
-        else:
-            spread_strides = list(ans_strides)
-            for i in axis:  # ascending, so each insertion lands at its axis
-                spread_strides.insert(i, 0)
-            spread_strides = tuple(spread_strides)
+        spread_strides = list(ans_strides)
+        for i in axis:  # ascending, so each insertion lands at its axis
+            spread_strides.insert(i, 0)
+        spread_strides = tuple(spread_strides)
 
     def bprop(ct):
         if core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
@@ -572,14 +569,10 @@ def _sum_vjp(ans, x, axis, keepdims):
                 view = _np.ndarray(x_shape, ans_dtype, ct, 0, spread_strides)
                 view.setflags(write=False)  # read-only, as NumPy's broadcast_to
                 return view
-            return _broadcast_to_impl(kept(ct, _np.reshape), x_shape)
-        return _broadcast_to_p(kept(ct, _reshape_of), shape=x_shape)
+            return _broadcast_to_impl(ct if kept is None else ct.reshape(kept), x_shape)
+        return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
 
     return bprop
-
-
-def _reshape_of(ct, shape):
-    return _reshape_p(ct, shape=shape)
 
 
 _sum_p = deflinear(
