@@ -520,27 +520,9 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
         if dyn_nums is None:
             dyn_nums = positions[len(args)] = _check_argnums_range(nums, len(args), who)
         # What is differentiated: the one argument itself (argnums an int), or the tuple of
-        # the arguments; and `fun` as a function of it
-        if single:
-            dyn = args[dyn_nums[0]]
-            if len(args) == 1 and not kwargs:
-                fun_of_dyn = fun
-            else:
-
-                def fun_of_dyn(x):
-                    full = list(args)
-                    full[dyn_nums[0]] = x
-                    return fun(*full, **kwargs)
-
-        else:
-            dyn = tuple([args[i] for i in dyn_nums])
-
-            def fun_of_dyn(dyn_args):
-                full = list(args)
-                for i, a in zip(dyn_nums, dyn_args):
-                    full[i] = a
-                return fun(*full, **kwargs)
-
+        # the arguments
+        dyn = args[dyn_nums[0]] if single else tuple([args[i] for i in dyn_nums])
+        fun_of_dyn = _function_of_dyn(fun, args, kwargs, dyn_nums, single)
         leaves, in_tree = tree_flatten(dyn)
         _check_float_leaves(
             leaves,
@@ -814,14 +796,31 @@ def _jacobian_setup(fun, argnums, args, who, holomorphic):
         who,
         holomorphic=True if holomorphic else real_only,
     )
+    return dyn, single, _function_of_dyn(fun, args, {}, dyn_nums, False)
 
-    def fun_of_dyn(dyn_args):  # `fun` as a function of the tuple `dyn`
+
+def _function_of_dyn(fun, args, kwargs, dyn_nums, single):
+    """`fun` as a function of what a transform differentiates: the argument at `dyn_nums[0]`
+    itself (`single`), or the tuple of the arguments at `dyn_nums`; the others as given."""
+    if single:
+        if len(args) == 1 and not kwargs:
+            return fun
+        i = dyn_nums[0]
+
+        def fun_of_one(x):
+            full = list(args)
+            full[i] = x
+            return fun(*full, **kwargs)
+
+        return fun_of_one
+
+    def fun_of_tuple(dyn_args):
         full = list(args)
         for i, a in zip(dyn_nums, dyn_args):
             full[i] = a
-        return fun(*full)
+        return fun(*full, **kwargs)
 
-    return dyn, single, fun_of_dyn
+    return fun_of_tuple
 
 
 # The most elements a batch of Jacobian rows holds per input or output leaf: the rows go

@@ -380,8 +380,8 @@ def _treedef(node, aux, children, num_leaves, flat=False):
 
 
 # The structure of a tree that is one leaf: every flatten of a leaf returns this object, so
-# `treedef is LEAF` tells a single value from a container (used by the transforms, not
-# exported with the public names).
+# `treedef is LEAF` tells a single value from a container (fgrad's own modules use it; it is
+# not exported with the public names).
 LEAF = _treedef(None, None, (), 1)
 
 

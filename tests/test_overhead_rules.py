@@ -95,6 +95,17 @@ def test_sum_gradient_is_a_read_only_view_whatever_the_layout_of_the_sum(axes, a
     fgrad.test_util.check_grads(lambda x: fnp.sum(fnp.sin(f(x))), (x,), order=2)
 
 
+def test_sum_rule_refuses_a_cotangent_of_another_shape_laid_out_alike():
+    # a (5,) cotangent has the strides of the (3,) sum: the view must not read 3 of its 5
+    from fgrad.numpy.shaping import _sum_vjp
+
+    x = np.ones((3, 4))
+    bprop = _sum_vjp(np.add.reduce(x, 1), x, (1,), False)
+    np.testing.assert_array_equal(bprop(np.arange(3.0)), np.arange(3.0)[:, None] * x)
+    with pytest.raises(ValueError):
+        bprop(np.arange(5.0))
+
+
 @pytest.mark.parametrize(
     "dx, dy",
     [

@@ -557,7 +557,7 @@ def _sum_vjp(ans, x, axis, keepdims):
     # `_broadcast_to_impl`'s own zero-stride view.)
     spread_strides = None
     if kept is not None and type(ans) is _np.ndarray and ans.flags.c_contiguous:
-        ans_strides, ans_dtype = ans.strides, ans.dtype
+        ans_shape, ans_strides, ans_dtype = ans.shape, ans.strides, ans.dtype
         spread_strides = list(ans_strides)
         for i in axis:  # ascending, so each insertion lands at its axis
             spread_strides.insert(i, 0)
@@ -565,7 +565,12 @@ def _sum_vjp(ans, x, axis, keepdims):
 
     def bprop(ct):
         if core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
-            if spread_strides is not None and ct.strides == ans_strides and ct.dtype == ans_dtype:
+            if (
+                spread_strides is not None
+                and ct.shape == ans_shape
+                and ct.strides == ans_strides
+                and ct.dtype == ans_dtype
+            ):
                 view = _np.ndarray(x_shape, ans_dtype, ct, 0, spread_strides)
                 view.setflags(write=False)  # read-only, as NumPy's broadcast_to
                 return view

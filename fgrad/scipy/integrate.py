@@ -47,11 +47,9 @@ from ..core import (
 from ..custom import custom_vjp
 from ..numpy.shaping import describe
 from ..primitive import nondiff
-from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["odeint"]
-
-_LEAF = tree_flatten(0.0)[1]  # the structure of a single array
 
 
 def odeint(
@@ -127,7 +125,7 @@ def odeint(
 
     if isinstance(y0, (list, tuple)) and all(shape_of(v) == () for v in tree_flatten(y0)[0]):
         y0 = fnp.asarray(y0)  # a list of numbers is an array, as SciPy reads it
-    if tree_flatten(y0)[1] == _LEAF and shape_of(y0) == ():
+    if tree_flatten(y0)[1] is LEAF and shape_of(y0) == ():
         y0 = fnp.reshape(y0, (1,))  # a scalar is a state of one element, as SciPy reads it
     y0_leaves, y_tree = tree_flatten(y0)
     if not y0_leaves:
@@ -163,10 +161,10 @@ def odeint(
     for key in ("rtol", "atol"):  # the augmented state has another size: one tolerance
         if backward[key] is not None and _np.ndim(backward[key]) > 0:
             backward[key] = float(_np.min(backward[key]))
-    if Dfun is not None and (y_tree != _LEAF or len(shape_of(y0_leaves[0])) != 1):
+    if Dfun is not None and (y_tree is not LEAF or len(shape_of(y0_leaves[0])) != 1):
         raise ValueError(
             "odeint: Dfun needs y0 to be a 1-D array (SciPy's state vector), got "
-            f"{describe(y0) if y_tree == _LEAF else 'a pytree'}; leave Dfun out (LSODA "
+            f"{describe(y0) if y_tree is LEAF else 'a pytree'}; leave Dfun out (LSODA "
             "estimates the Jacobian) or pass y0 as a 1-D array"
         )
     forward.update(
@@ -202,7 +200,7 @@ class _Rhs:
             leaves[k] = v
         args = tree_unflatten(self.arg_tree, leaves)
         out = self.func(t, y, *args) if self.tfirst else self.func(y, t, *args)
-        if self.y_tree == _LEAF and isinstance(out, (list, tuple)):
+        if self.y_tree is LEAF and isinstance(out, (list, tuple)):
             out = fnp.asarray(out)  # a list of derivatives, as SciPy accepts for a 1-D state
         out_leaves, out_tree = tree_flatten(out)
         if out_tree != self.y_tree:
