@@ -385,6 +385,19 @@ def _treedef(node, aux, children, num_leaves, flat=False):
 LEAF = _treedef(None, None, (), 1)
 
 
+# (tuple or list, n) -> the treedef of a tuple or list of n leaves, made on first use
+_flat_treedefs = {}
+
+
+def _flat_treedef(kind, n):
+    """The structure of a tuple or list of n leaves."""
+    td = _flat_treedefs.get((kind, n))
+    if td is None:
+        node = _TUPLE if kind is tuple else _LIST
+        td = _flat_treedefs[(kind, n)] = _treedef(node, None, (LEAF,) * n, n, flat=True)
+    return td
+
+
 def _flatten(x, is_leaf, leaves):
     """Append the leaves of ``x`` to ``leaves`` and return its treedef."""
     if is_leaf is not None and is_leaf(x):
@@ -502,8 +515,18 @@ def tree_flatten(tree, is_leaf=None):
     """
     if is_leaf is not None:
         _check_is_leaf(is_leaf)
-    elif _nodes.get(type(tree), _UNSEEN) is None:  # a leaf (a function's one output, often)
-        return [tree], LEAF
+    else:
+        kind = type(tree)
+        if kind is tuple or kind is list:
+            # A tuple or list of leaves (parameters, a function's arguments): its structure
+            # is shared, made once per length (a treedef is immutable).
+            for c in tree:
+                if _nodes.get(type(c), _UNSEEN) is not None:  # a node, or a type not yet seen
+                    break
+            else:
+                return list(tree), _flat_treedef(kind, len(tree))
+        elif _nodes.get(kind, _UNSEEN) is None:  # a leaf (a function's one output, often)
+            return [tree], LEAF
     leaves = []
     treedef = _flatten(tree, is_leaf, leaves)
     return leaves, treedef

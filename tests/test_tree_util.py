@@ -330,6 +330,19 @@ def test_register_rejects_an_instance_or_non_functions():
         register_pytree_node(NotYet, None, lambda a, c: None)
 
 
+def test_a_flat_tuple_or_list_shares_the_structure_the_general_path_builds():
+    # tree_flatten shares one treedef per length for a tuple or list of known leaf types;
+    # is_leaf sends the same tree through the general path, which builds its own
+    for tree in [(1.0, np.ones(2)), [np.zeros(3)], (), [], (1.0, (2.0,)), [1.0, None]]:
+        leaves, treedef = tree_flatten(tree)
+        general_leaves, general = tree_flatten(tree, is_leaf=lambda x: False)
+        assert_identical(leaves, general_leaves)
+        assert treedef == general and hash(treedef) == hash(general)
+        assert_same(tree_unflatten(treedef, leaves), tree)
+    assert tree_structure((1.0, 2.0)) is tree_structure((3.0, 4.0))
+    assert tree_structure((1.0, 2.0)) != tree_structure([1.0, 2.0])
+
+
 def test_registering_a_type_already_seen_as_a_leaf_makes_it_a_node():
     class Late:
         def __init__(self, value):
