@@ -148,3 +148,42 @@ def test_checkpoint_benchmark_difference_sees_a_slightly_wrong_gradient():
     assert bench.difference(misplaced, right) == "array 0 has shape (3, 8), not (8, 8)"
     assert bench.difference(right[1], right) == "returned 1 arrays, not 7"
     assert bench.validate(sizes)[0] == []
+
+
+def test_instruction_counts_read_cachegrinds_summary():
+    counts = load(BENCHMARKS / "count_instructions.py")
+    summary = (
+        "==7== I   refs:      9,478,863\n"
+        "==7== I1  misses:       10,083\n"
+        "==7== LLi misses:        1,468\n"
+        "==7== D1  misses:      315,326  (     200,000 rd   +     115,326 wr)\n"
+        "==7== LLd misses:       34,596  (      20,000 rd   +      14,596 wr)\n"
+    )
+    assert counts.parse_summary(summary) == {
+        "instructions": 9_478_863,
+        "I1 misses": 10_083,
+        "LL misses (code)": 1_468,
+        "D1 misses": 315_326,
+        "LL misses (data)": 34_596,
+    }
+    without_i1 = "".join(line for line in summary.splitlines(True) if "I1" not in line)
+    with pytest.raises(RuntimeError, match="cachegrind printed no I1 misses"):
+        counts.parse_summary(without_i1)
+
+
+def test_instruction_count_child_runs_the_contender_it_names():
+    script = BENCHMARKS / "count_instructions.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--child", "chain", "fgrad", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    run = subprocess.run(
+        [sys.executable, str(script), "--child", "chain", "no such contender", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0 and "ValueError" in run.stderr
