@@ -187,3 +187,14 @@ def test_instruction_count_child_runs_the_contender_it_names():
         timeout=120,
     )
     assert run.returncode != 0 and "ValueError" in run.stderr
+
+
+def test_the_minimal_closure_tape_gives_the_hand_written_gradient():
+    floor = load(BENCHMARKS / "bench_floor.py")
+    bench = load(SCRIPT)
+    ws, X, I_y = bench.mlp_data((7, 5, 3), 4, 0)
+    got = floor.minimal_grad(ws, X, I_y)
+    want = bench.mlp_grad_by_hand(ws, X, I_y)
+    assert len(got) == 2
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
