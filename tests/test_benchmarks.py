@@ -29,13 +29,15 @@ def load(path):
     return module
 
 
-def test_check_mode_validates_every_workload_and_measures_nothing():
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--check", "--quick", "--libs", "fgrad"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+def run_script(script, *args, timeout=60):
+    """Run a benchmark script in a child Python, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+def test_check_mode_validates_every_workload_and_measures_nothing():
+    run = run_script(SCRIPT, "--check", "--quick", "--libs", "fgrad")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "every result agrees with numpy (by hand) to 1e-06" in run.stdout
     for key in (
@@ -117,12 +119,7 @@ def test_memory_child_reports_tracemalloc_and_rss_for_fgrad():
 
 
 def test_checkpoint_benchmark_check_mode_validates_and_measures_nothing():
-    run = subprocess.run(
-        [sys.executable, str(CHECKPOINT_SCRIPT), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_script(CHECKPOINT_SCRIPT, "--check")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "gradients agree: checkpointed == unchecked to 1e-12" in run.stdout
     assert "Memory" not in run.stdout and "median per call" not in run.stdout
@@ -173,19 +170,9 @@ def test_instruction_counts_read_cachegrinds_summary():
 
 def test_instruction_count_child_runs_the_contender_it_names():
     script = BENCHMARKS / "count_instructions.py"
-    run = subprocess.run(
-        [sys.executable, str(script), "--child", "chain", "fgrad", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_script(script, "--child", "chain", "fgrad", "1", timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
-    run = subprocess.run(
-        [sys.executable, str(script), "--child", "chain", "no such contender", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_script(script, "--child", "chain", "no such contender", "1", timeout=120)
     assert run.returncode != 0 and "ValueError" in run.stderr
 
 
