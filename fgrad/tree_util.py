@@ -171,7 +171,8 @@ _TUPLE = _Node(tuple, lambda x: (x, None), lambda aux, c: tuple(c), _show_tuple,
 _register(_TUPLE)
 _LIST = _Node(list, lambda x: (x, None), lambda aux, c: c, _show_list, _index_key)
 _register(_LIST)
-_register(_Node(dict, _flatten_dict, lambda aux, c: dict(zip(aux, c)), _show_items, _dict_key))
+_DICT = _Node(dict, _flatten_dict, lambda aux, c: dict(zip(aux, c)), _show_items, _dict_key)
+_register(_DICT)
 _register(
     _Node(type(None), lambda x: ((), None), lambda aux, c: None, lambda aux, c: "None", _index_key)
 )
@@ -384,6 +385,9 @@ def _treedef(node, aux, children, num_leaves, flat=False):
 # not exported with the public names).
 LEAF = _treedef(None, None, (), 1)
 
+# The structure of an empty dict, shared like LEAF
+_EMPTY_DICT = _treedef(_DICT, (), (), 0, flat=True)
+
 
 # (tuple or list, n) -> the treedef of a tuple or list of n leaves, made on first use
 _flat_treedefs = {}
@@ -406,6 +410,8 @@ def _flatten(x, is_leaf, leaves):
     kind = type(x)
     if kind is tuple or kind is list:  # the common nodes, without their flatten's call
         node, children, aux = _TUPLE if kind is tuple else _LIST, x, None
+    elif kind is dict and not x:  # no keyword arguments (`vmap` flattens them with the others)
+        return _EMPTY_DICT
     else:
         node = _nodes.get(kind, _UNSEEN)
         if node is _UNSEEN:

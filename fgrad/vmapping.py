@@ -319,9 +319,11 @@ def _placed(o, level, out_dim, size, k, count):
         )
     shape = shape_of(o)
     axis = _out_axis(out_dim, len(shape) + 1, where)
-    expanded = fnp.expand_dims(o, axis)
+    rows = shape[:axis] + (size,) + shape[axis:]
     # a copy, not a broadcast view: an output is an array of its own, which its user may write
-    return fnp.copy(fnp.broadcast_to(expanded, shape[:axis] + (size,) + shape[axis:]))
+    if type(o) is _np.ndarray or isinstance(o, _np.generic):  # a constant: NumPy's own
+        return _np.broadcast_to(_np.expand_dims(o, axis), rows).copy()
+    return fnp.copy(fnp.broadcast_to(fnp.expand_dims(o, axis), rows))
 
 
 class _OutputName:

@@ -92,6 +92,20 @@ def test_out_axes_int_negative_none_and_tree():
     np.testing.assert_array_equal(c, np.ones((2, 4)))
 
 
+def test_an_output_the_rows_share_is_an_array_of_its_own_for_each_call():
+    # a constant output (NumPy's array or scalar) is stacked with NumPy, as the loop would
+    const = np.array([1.0, 2.0], dtype=np.float32)
+    for c in (const, np.float32(3.0), np.int64(2)):
+        _, c_rows = vmap(lambda r, c=c: (r, c))(X)
+        assert c_rows.dtype == np.asarray(c).dtype and c_rows.shape == (4,) + np.shape(c)
+        np.testing.assert_array_equal(c_rows, loop(lambda r, c=c: np.asarray(c), X))
+        assert c_rows.flags.writeable and not np.shares_memory(c_rows, const)
+    c_rows = vmap(lambda r: const, out_axes=1)(X)
+    assert c_rows.shape == (2, 4)
+    c_rows[0, 0] = 9.0  # the user's array is left alone
+    assert const[0] == 1.0
+
+
 def test_axis_size_when_nothing_is_mapped():
     out = vmap(lambda a: a * 2.0, in_axes=None, axis_size=3)(np.array([1.0, 2.0]))
     np.testing.assert_array_equal(out, np.array([[2.0, 4.0]] * 3))
