@@ -389,16 +389,20 @@ LEAF = _treedef(None, None, (), 1)
 _EMPTY_DICT = _treedef(_DICT, (), (), 0, flat=True)
 
 
-# (tuple or list, n) -> the treedef of a tuple or list of n leaves, made on first use
+# (tuple or list, n) -> the treedef of a tuple or list of n leaves, made on first use, for
+# the short ones (a function's arguments, a tuple of parameters): a program flattening lists
+# of many lengths must not fill memory with their structures
 _flat_treedefs = {}
+_SHARED_UP_TO = 64
 
 
 def _flat_treedef(kind, n):
     """The structure of a tuple or list of n leaves."""
     td = _flat_treedefs.get((kind, n))
     if td is None:
-        node = _TUPLE if kind is tuple else _LIST
-        td = _flat_treedefs[(kind, n)] = _treedef(node, None, (LEAF,) * n, n, flat=True)
+        td = _treedef(_TUPLE if kind is tuple else _LIST, None, (LEAF,) * n, n, flat=True)
+        if n <= _SHARED_UP_TO:
+            _flat_treedefs[(kind, n)] = td
     return td
 
 

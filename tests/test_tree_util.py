@@ -341,6 +341,12 @@ def test_a_flat_tuple_or_list_shares_the_structure_the_general_path_builds():
         assert_same(tree_unflatten(treedef, leaves), tree)
     assert tree_structure((1.0, 2.0)) is tree_structure((3.0, 4.0))
     assert tree_structure((1.0, 2.0)) != tree_structure([1.0, 2.0])
+    # long lists keep no structure behind: a program flattening lists of many lengths
+    before = len(tree_util._flat_treedefs)
+    for n in range(1000, 1010):
+        leaves, treedef = tree_flatten([0.0] * n)
+        assert treedef.num_leaves == n and treedef == tree_structure([1.0] * n)
+    assert len(tree_util._flat_treedefs) == before
 
 
 def test_registering_a_type_already_seen_as_a_leaf_makes_it_a_node():
