@@ -295,11 +295,11 @@ def vjp(fun, *primals, has_aux=False):
     )
 
 
-def _vjp(fun, primals, has_aux, who, labels=None, consume=False):
+def _vjp(fun, primals, has_aux, who, labels=None):
     leaves, in_tree = tree_flatten(tuple(primals))
     _check_float_leaves(leaves, labels or (lambda: _leaf_labels(primals, range(len(primals)))), who)
     out_values, out_tree, pull, aux = _vjp_flat(
-        lambda args: fun(*args), leaves, in_tree, has_aux, who, consume
+        lambda args: fun(*args), leaves, in_tree, has_aux, who
     )
 
     def vjp_fun(ct):
