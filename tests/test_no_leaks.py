@@ -286,6 +286,21 @@ def test_residuals_are_released_during_grads_backward_pass(no_gc):
     assert ref[0]() is None
 
 
+def test_a_product_of_two_traced_values_releases_its_residuals_during_the_pass(no_gc):
+    """`big * x2` records one entry with a closure per input; the closure for x2 holds `big`.
+    The pass must drop it once it has run, not keep it until a later entry of two inputs."""
+    ref, seen = [], []
+
+    def g(x):
+        x2 = tap_cotangent(x, lambda ct: seen.append(ref[0]() is None))
+        big = fnp.sin(x2 * 2.0)
+        ref.append(weakref.ref(primal(big)))
+        return fnp.sum(big * x2)
+
+    grad(g)(np.ones(1000))
+    assert seen == [True]  # freed before the pass reached the first op
+
+
 def test_residuals_are_released_during_checkpoints_backward_pass(no_gc):
     seen, _ = _residual_probe(lambda g: grad(checkpoint(g))(np.ones(1000)))
     assert seen == [True]
