@@ -269,15 +269,20 @@ _NO_TRACED_MEANING = {
 }
 
 
-def _getattr(self, name):
-    """Called only for a name Box lacks: NumPy's array attributes that a traced value does not
-    have get an error saying why and what to use instead."""
-    why = _NO_TRACED_MEANING.get(name)
-    if why is None:
-        raise AttributeError(f"a traced array has no attribute {name!r}")
-    raise AttributeError(
-        f"x.{name} is not supported on a traced array ({_sh.describe(self)}): {why}"
-    )
+def _refused_attribute(name, why):
+    """A property for a NumPy array attribute that a traced value does not have: reading it
+    raises an AttributeError saying why and what to use instead (so `hasattr` is False).
+
+    These are properties rather than one `__getattr__`: a class with `__getattr__` routes every
+    attribute read through it (CPython then cannot specialize `box.value`, `box.level`), which
+    doubled the cost of the core's reads of a box's slots."""
+
+    def refuse(self):
+        raise AttributeError(
+            f"x.{name} is not supported on a traced array ({_sh.describe(self)}): {why}"
+        )
+
+    return property(refuse)
 
 
 def _as_method(fn):
@@ -345,7 +350,6 @@ _METHODS = {
     "item": _concrete_method("item"),
     "tolist": _concrete_method("tolist"),
     "tobytes": _concrete_method("tobytes"),
-    "__getattr__": _getattr,
     **{name: _in_place_method(name) for name in _IN_PLACE},
 }
 
@@ -418,6 +422,8 @@ def install(namespace, submodules):
         setattr(Box, name, fn)
     for name, fn in _PROPERTIES.items():
         setattr(Box, name, property(fn))
+    for name, why in _NO_TRACED_MEANING.items():
+        setattr(Box, name, _refused_attribute(name, why))
     # Defining __eq__ would otherwise leave Box unhashable in some code paths; the core keys
     # nothing by box, and hashing by identity is what sets and dicts of boxes expect.
     Box.__hash__ = object.__hash__
