@@ -22,6 +22,7 @@ Needs valgrind (Debian's package `valgrind`); no peer library.
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -116,7 +117,7 @@ def main(argv=None):
         key, label, calls = args.child
         child(key, label, int(calls))
         return 0
-    if subprocess.run(["which", "valgrind"], capture_output=True).returncode != 0:
+    if shutil.which("valgrind") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 1
     names = list(_COUNTS.values())
