@@ -29,6 +29,7 @@ from .custom import checkpoint, custom_jvp, custom_vjp, remat, tap_cotangent
 from .debug import debug_nans, set_debug_nans
 from .graph import make_graph
 from .jets import derivative, jet, laplacian
+from .jitting import jit, make_record
 from .primitive import primitive
 from .vmapping import vmap
 
@@ -45,10 +46,12 @@ __all__ = [
     "jacfwd",
     "jacrev",
     "jet",
+    "jit",
     "jvp",
     "laplacian",
     "linearize",
     "make_graph",
+    "make_record",
     "numpy",
     "primitive",
     "remat",

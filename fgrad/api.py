@@ -18,7 +18,15 @@ import numpy as _np
 
 from . import numpy as fnp
 from .boundary import api_boundary
-from .core import Box, dtype_of, holds_batch, primal, shape_of, zeros_like_value
+from .core import (
+    Box,
+    constant_of,
+    dtype_of,
+    holds_batch,
+    innermost,
+    shape_of,
+    zeros_like_value,
+)
 from .forward import ForwardLevel
 from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
@@ -55,7 +63,18 @@ def _plain(x):
             if _np.prod(shape) <= 1 << 20
             else _np.broadcast_to(_np.zeros((), dtype), shape)
         )
-    return primal(x)
+    return _peek(x)
+
+
+def _peek(x):
+    """The value under every box, without asking any level to read it: a staging level
+    (`jit`'s) would record a guard on a read, and a check of type, shape and dtype reads no
+    value. Lists and tuples get the values of their elements."""
+    if type(x) is Box:
+        return innermost(x)
+    if type(x) is list or type(x) is tuple:
+        return type(x)(_peek(v) for v in x)
+    return x
 
 
 def _describe(x):
@@ -1062,4 +1081,4 @@ def stop_gradient(x):
     >>> float(fgrad.grad(lambda x: x * fgrad.stop_gradient(x))(3.0))
     3.0
     """
-    return tree_map(primal, x)
+    return tree_map(constant_of, x)

@@ -93,6 +93,7 @@ class _TraceState(threading.local):
         self.phases = []
         self.rewrite = None
         self.batching = 0  # how many batching levels are on the stack
+        self.reading = 0  # how many levels that read values (`Level.reads_values`) are on it
 
 
 _state = _TraceState()
@@ -121,7 +122,7 @@ def primal(x: Any) -> Any:
     level's box is read by its level (`Level.read`): the rows' common value, if they have one."""
     while type(x) is Box:
         level = x.level
-        if level.batches and level.live:
+        if level.reads_values and level.live:
             return level.read(x)
         x = x.value
     if type(x) is list or type(x) is tuple:
@@ -215,10 +216,11 @@ def holds_batch(x):
 
 def constant_of(x):
     """x as a constant at every level that differentiates: without their boxes. The boxes of
-    live batching levels stay: a constant still has one value per row."""
+    live levels that read values stay: a constant still has one value per row (batching), and
+    is still computed from the recorded inputs (staging)."""
     if type(x) is Box:
         level = x.level
-        if level.batches and level.live:
+        if level.reads_values and level.live:
             return Box(constant_of(x.value), level, x.aux)
         return constant_of(x.value)
     if (type(x) is list or type(x) is tuple) and holds_box(x):
@@ -245,6 +247,11 @@ class Level:
     # Whether the level batches (its boxes hold rows, see "Levels that batch") rather than
     # differentiates.
     batches = False
+    # Whether the code being traced may read the values of this level's boxes (`read`): a
+    # batching level (its rows) and a staging level (`jit`'s: the value, recorded as a guard).
+    # Such a level also sees the operations without a derivative (`NondiffPrimitive`), since
+    # their results still depend on its boxes.
+    reads_values = False
 
     def __init__(self):
         self.depth = -1
@@ -257,6 +264,8 @@ class Level:
         stack.append(self)
         if self.batches:
             _state.batching += 1
+        if self.reads_values:
+            _state.reading += 1
         return self
 
     def __exit__(self, *exc):
@@ -264,6 +273,8 @@ class Level:
         self.live = False
         if self.batches:
             _state.batching -= 1
+        if self.reads_values:
+            _state.reading -= 1
         stack = _state.stack
         if stack and stack[-1] is self:
             stack.pop()
@@ -283,7 +294,8 @@ class Level:
         return self.process(prim, (x, y), _NO_PARAMS)
 
     def read(self, box: Box) -> Any:
-        """The plain value of this level's box, for code that reads it (a batching level)."""
+        """The plain value of this level's box, for code that reads it (a level that
+        `reads_values`)."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -399,7 +411,8 @@ class NondiffPrimitive:
         self.impl = impl
 
     def __call__(self, *args, **params):
-        if _state.batching:  # rows give different results: the batching levels apply it
+        if _state.reading:  # rows give different results, a record must compute it: the
+            # levels that read values apply it
             return bind(self, tuple(constant_of(a) for a in args), params)
         return self.impl(*[primal(a) for a in args], **params)
 
@@ -608,9 +621,10 @@ def _rewritten(rewrite, suspend):
 def capturing() -> contextlib.AbstractContextManager[_Capture]:
     """Within the block, every live level that differentiates is suspended: a function run
     there computes with the values under their boxes, and the boxes of those levels that it
-    reads are listed, in order, in the `boxes` of the object the block gives. Batching levels
-    stay live: their rows are still computed together."""
-    levels = [lv for lv in live_levels() if not lv.batches]
+    reads are listed, in order, in the `boxes` of the object the block gives. Levels that read
+    values stay live: batching levels' rows are still computed together, and a staging level
+    still records."""
+    levels = [lv for lv in live_levels() if not lv.reads_values]
     return _rewritten(_Capture(set(levels)), levels)
 
 

@@ -393,6 +393,8 @@ ALLOWED_IMPORTS = {
         "custom",
     },
     "batching.py": {"core"},
+    "staging.py": {"core"},
+    "jitting.py": {"core", "staging", "tree_util"},
     "vmapping.py": {"batching", "boundary", "core", "tree_util", "numpy"},
     "boundary.py": {"core", "protocols"},
     "api.py": {

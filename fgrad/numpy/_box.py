@@ -17,10 +17,11 @@ from . import ufuncs as _uf
 
 
 def _concrete_or_raise(box, what):
-    """The plain value of a box whose levels have all exited or only batch (a batching level
-    reads its rows, see `core.primal`); a live level that differentiates refuses."""
+    """The plain value of a box whose levels have all exited or only read values (a batching
+    level reads its rows, a staging level records a guard, see `core.primal`); a live level
+    that differentiates refuses."""
     x = box
-    while type(x) is Box and (not x.level.live or x.level.batches):
+    while type(x) is Box and (not x.level.live or x.level.reads_values):
         x = x.value  # an exited level is just its value, which may be an outer level's box
     if type(x) is Box:
         raise TypeError(

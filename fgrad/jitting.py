@@ -1,0 +1,705 @@
+"""`jit`: record a function once, replay the record on later calls, every Python branch guarded.
+
+The first call of a jitted function with a *signature* (the arguments' pytree structure, each
+leaf's shape and dtype or Python type, the static arguments' values) runs the function eagerly
+under a `StagingLevel` (`fgrad.staging`), which records every primitive applied and every
+value the Python read (a guard), and returns the eager result. Later calls with that
+signature replay the record: a plain Python function generated from it, one line per
+operation calling the primitive's implementation (NumPy), with no boxes, levels or rules,
+each intermediate deleted after its last use.
+
+A tree of paths
+---------------
+A replay checks each guard where it arises. When a value read differs from the recorded one
+(another branch of an `if`, another trip count of a `while`), the replay stops and the
+function runs again, eagerly, recording the new path; paths share the operations before the
+guard where they part, and the generated code branches there. Past `max_paths` paths for one
+signature the function runs eagerly from then on, with one warning naming the line whose
+value keeps changing.
+
+Inside other transforms
+-----------------------
+When an argument is traced by an outer transform (`grad(jit(f))`, `vmap(jit(f))`), the record
+is made and replayed the same way, but a replay applies each primitive through `bind`, so the
+outer transform traces the record (it differentiates or batches the record, not the Python).
+`jit(grad(f))` records the whole derivative: the backward pass's operations are primitives
+applied to the level's boxes like any other.
+
+Imports: `fgrad.core`, `fgrad.staging`, `fgrad.tree_util`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as _np
+
+from . import core
+from .core import Box, NondiffPrimitive, bind, is_foreign_array, primal
+from .staging import Const, Guard, Op, StagingLevel, describe_value, guard_key
+from .tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["Record", "jit", "make_record"]
+
+
+class _Miss(Exception):
+    """A replay read a value its record has no path for (at the line `source`)."""
+
+    def __init__(self, source):
+        super().__init__(source)
+        self.source = source
+
+
+class _Unstable(Exception):
+    """Two runs that read the same values computed different operations."""
+
+
+# --- one recorded run, and the tree of them -------------------------------------------------------
+
+
+class _Path:
+    """One run of the function: its items (`Op`s and `Guard`s), outputs (slots or `Const`s),
+    which outputs must be copied (they may share memory with an argument or a constant), and
+    the outputs' tree structure."""
+
+    __slots__ = ("fresh", "items", "n_inputs", "out_tree", "outputs", "unsafe")
+
+    def __init__(self, items, outputs, fresh, out_tree, n_inputs, unsafe):
+        self.items = items
+        self.outputs = outputs
+        self.fresh = fresh
+        self.out_tree = out_tree
+        self.n_inputs = n_inputs
+        self.unsafe = unsafe
+
+
+class _Node:
+    """Operations and single-path guards (`items`), then either the end of a path (`path`,
+    whose outputs are returned) or a guard where paths part (`branch`: the guard's slot and
+    source, and one node per value read)."""
+
+    __slots__ = ("branch", "items", "path")
+
+    def __init__(self, items, path=None, branch=None):
+        self.items = items
+        self.path = path
+        self.branch = branch
+
+
+def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
+    """Add `path`'s items from `start` on into the tree under `node`; False if the tree already
+    has this path. Raises `_Unstable` where the two disagree before any guard parts them."""
+    items = path.items
+    i = start
+    for j, item in enumerate(node.items):
+        if i >= len(items):
+            raise _Unstable
+        mine = items[i]
+        if type(item) is Guard:
+            if type(mine) is not Guard or mine.slot != item.slot:
+                raise _Unstable
+            if mine.key != item.key:  # the paths part here
+                rest = _Node(node.items[j + 1 :], node.path, node.branch)
+                new = _Node(items[i + 1 :], path)
+                node.items = node.items[:j]
+                node.path = None
+                node.branch = (item.slot, item.source, [(item.key, rest), (mine.key, new)])
+                return True
+        elif not item.same_as(mine):
+            raise _Unstable
+        i += 1
+    if node.branch is None:
+        if i != len(items):
+            raise _Unstable
+        return False  # the same path again (another thread recorded it first)
+    slot, _, children = node.branch
+    mine = items[i] if i < len(items) else None
+    if type(mine) is not Guard or mine.slot != slot:
+        raise _Unstable
+    for key, child in children:
+        if key == mine.key:
+            return _insert(child, path, i + 1)
+    children.append((mine.key, _Node(items[i + 1 :], path)))
+    return True
+
+
+def _count_paths(node: _Node) -> int:
+    if node.branch is None:
+        return 1
+    return sum(_count_paths(child) for _, child in node.branch[2])
+
+
+# --- recording ------------------------------------------------------------------------------------
+
+
+def _copy(v):
+    return v.copy() if type(v) is _np.ndarray else v
+
+
+def _record(fun, leaves, rebuild, sources=False):
+    """Run `fun` on `leaves` (rebuilt into its arguments by `rebuild`) under a staging level:
+    the eager result and the `_Path` of the run."""
+    level = StagingLevel(sources)
+    with level:
+        boxed = [level.new_input(x) for x in leaves]
+        args, kwargs = rebuild(boxed)
+        out = fun(*args, **kwargs)
+    out_leaves, out_tree = tree_flatten(out)
+    unsafe = level.unsafe
+    outputs, values = [], []
+    for o in out_leaves:
+        if type(o) is Box and o.level is level:
+            outputs.append(o.aux)
+            values.append(o.value)
+        else:
+            if type(o) is Box and o.level.live and unsafe is None:
+                unsafe = "the function returned a value of an outer transform it closes over"
+            outputs.append(Const(o))
+            values.append(o)
+    # An output that may share memory with an argument or a constant (x itself, a view of
+    # it) is copied, in this call and in every replay: a caller may write into its result.
+    shared = [x for x in leaves if type(x) is _np.ndarray]
+    shared += [c.value for op in level.items if type(op) is Op for c in op.ins if type(c) is Const]
+    shared = [s for s in shared if type(s) is _np.ndarray]
+    fresh = []
+    for o, v in zip(outputs, values):
+        fresh.append(
+            type(v) is _np.ndarray
+            and (type(o) is Const or any(_np.may_share_memory(v, s) for s in shared))
+        )
+    values = [_copy(v) if f else v for v, f in zip(values, fresh)]
+    path = _Path(level.items, tuple(outputs), tuple(fresh), out_tree, len(leaves), unsafe)
+    return tree_unflatten(out_tree, values), path
+
+
+# --- the code of a tree of paths ------------------------------------------------------------------
+
+_LITERAL_TYPES = (bool, int, str, type(None))
+
+
+def _is_literal(v) -> bool:
+    t = type(v)
+    if t in _LITERAL_TYPES:
+        return True
+    if t is float:
+        return v == v and v not in (float("inf"), float("-inf"))
+    if t is tuple:
+        return all(_is_literal(x) for x in v)
+    return False
+
+
+class _Writer:
+    """Writes the Python source of a tree of paths; `general` applies primitives through
+    `bind` (arguments traced by outer transforms) instead of their implementations."""
+
+    def __init__(self, general: bool):
+        self.general = general
+        self.names: dict = {}  # namespace of the generated function
+        self.ids: dict = {}  # id(object) -> its name in the namespace
+        self.lines: list = []
+
+    def name(self, obj, prefix) -> str:
+        key = id(obj)
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = f"{prefix}{len(self.ids)}"
+            self.names[found] = obj
+        return found
+
+    def operand(self, ref) -> str:
+        if type(ref) is int:
+            return f"v{ref}"
+        v = ref.value
+        return repr(v) if _is_literal(v) else self.name(v, "c")
+
+    def op(self, op: Op, indent: str) -> str:
+        args = [self.operand(r) for r in op.ins]
+        prim = op.prim
+        if self.general and type(prim) is not NondiffPrimitive:
+            params = self.name(op.params, "p") if op.params else "_NO_PARAMS"
+            tail = "," if len(args) == 1 else ""
+            call = f"_bind({self.name(prim, 'P')}, ({', '.join(args)}{tail}), {params})"
+        else:
+            fn = prim if self.general else prim.impl
+            for key, value in op.params.items():
+                shown = repr(value) if _is_literal(value) else self.name(value, "k")
+                args.append(f"{key}={shown}")
+            call = f"{self.name(fn, 'f')}({', '.join(args)})"
+        outs = ", ".join(f"v{s}" for s in op.outs)
+        if len(op.outs) == 1 and op.prim.multiple_results:
+            outs += ","
+        return f"{indent}{outs} = {call}"
+
+    def read(self, slot) -> str:
+        return f"_primal(v{slot})" if self.general else f"v{slot}"
+
+    def node(self, node: _Node, indent: str, live: set) -> None:
+        """Write `node` and its subtree; `live` holds the slots defined before it that are
+        still alive. Slots are deleted after their last use in this subtree."""
+        needed_later = _uses_after(node)
+        for dead in sorted(live - needed_later[0]):
+            self.lines.append(f"{indent}del v{dead}")
+        live = live & needed_later[0]
+        for k, item in enumerate(node.items):
+            if type(item) is Op:
+                if not needed_later[k + 1].intersection(item.outs):
+                    continue  # dead: a primitive's implementation has no side effect
+                self.lines.append(self.op(item, indent))
+                live |= set(item.outs)
+            else:
+                self.lines.append(
+                    f"{indent}if {self.key_expr(item.key, self.read(item.slot))} != "
+                    f"{self.key_name(item.key)}:"
+                )
+                self.lines.append(f"{indent}    raise _Miss({item.source!r})")
+            dead = live - needed_later[k + 1]
+            if dead:
+                self.lines.append(f"{indent}del {', '.join(f'v{s}' for s in sorted(dead))}")
+                live -= dead
+        if node.branch is None:
+            path = node.path
+            outs = []
+            for ref, fresh in zip(path.outputs, path.fresh):
+                outs.append(f"_copy({self.operand(ref)})" if fresh else self.operand(ref))
+            tail = "," if len(outs) == 1 else ""
+            tree = self.name(path.out_tree, "T")
+            self.lines.append(f"{indent}return {tree}, ({', '.join(outs)}{tail})")
+            return
+        slot, source, children = node.branch
+        key0 = children[0][0]
+        self.lines.append(f"{indent}k = {self.key_expr(key0, self.read(slot), always=True)}")
+        if slot in live and not any(slot in _uses_after(c)[0] for _, c in children):
+            self.lines.append(f"{indent}del v{slot}")
+            live = live - {slot}
+        for n, (key, child) in enumerate(children):
+            word = "if" if n == 0 else "elif"
+            self.lines.append(f"{indent}{word} k == {self.key_name(key)}:")
+            self.node(child, indent + "    ", set(live))
+        self.lines.append(f"{indent}raise _Miss({source!r})")
+
+    def key_expr(self, key, read, always=False) -> str:
+        if type(key) is tuple:
+            return f"_key({read})"
+        return f"_key({read})" if always else read
+
+    def key_name(self, key) -> str:
+        if type(key) is bool or type(key) is int:
+            return repr(key)
+        return self.name(key, "K")
+
+
+def _uses_after(node: _Node) -> list:
+    """`uses[k]`: the slots that node's items from k on, or its subtree, read (so uses[0] is
+    what the node needs from before it)."""
+    later = set()
+    if node.branch is None:
+        later |= {r for r in node.path.outputs if type(r) is int}
+    else:
+        slot, _, children = node.branch
+        later.add(slot)
+        for _, child in children:
+            later |= _uses_after(child)[0]
+    uses = [None] * (len(node.items) + 1)
+    uses[len(node.items)] = set(later)
+    for k in range(len(node.items) - 1, -1, -1):
+        item = node.items[k]
+        if type(item) is Op:
+            if not later.intersection(item.outs):
+                uses[k] = set(later)  # nothing reads its outputs: it is not computed
+                continue
+            later = (later - set(item.outs)) | {r for r in item.ins if type(r) is int}
+        else:
+            later = later | {item.slot}
+        uses[k] = set(later)
+    return uses
+
+
+def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
+    writer = _Writer(general)
+    writer.node(root, "    ", set(range(n_inputs)))
+    params = ", ".join(f"v{i}" for i in range(n_inputs))
+    source = "\n".join([f"def replay({params}):", *writer.lines]) + "\n"
+    namespace = dict(writer.names)
+    namespace.update(
+        _bind=bind,
+        _primal=primal,
+        _key=guard_key,
+        _copy=_copy,
+        _Miss=_Miss,
+        _NO_PARAMS=core._NO_PARAMS,
+    )
+    code = compile(source, f"<fgrad.jit record of {name}>", "exec")
+    exec(code, namespace)
+    replay = namespace["replay"]
+    replay.source = source
+    return replay
+
+
+# --- signatures -----------------------------------------------------------------------------------
+
+_SCALARS = frozenset((float, int, bool, complex))
+
+
+def _leaf_signature(x) -> tuple[Any, bool]:
+    """What a replay's code may depend on in a leaf, and whether the leaf needs `bind` (it is
+    traced by an outer transform, or an array of another library)."""
+    t = type(x)
+    if t is _np.ndarray:
+        return (x.shape, x.dtype), False
+    if t in _SCALARS or isinstance(x, _np.generic):
+        return t, False
+    if t is Box:
+        chain = []
+        while type(x) is Box:
+            level = x.level
+            if not level.live:
+                x = x.value
+                continue
+            chain.append((type(level), x.aux if level.batches else None))
+            if level.batches:
+                chain.append(level.size)
+            x = x.value
+        inner, _ = _leaf_signature(x)
+        return (tuple(chain), inner), bool(chain)
+    if is_foreign_array(x):
+        return (t, x.shape, x.dtype, getattr(x, "chunks", None)), True
+    try:
+        hash(x)
+    except TypeError:
+        raise TypeError(
+            f"jit: an argument leaf of type {t.__name__} is neither an array nor hashable; "
+            "pass arrays and numbers as arguments, and anything else through static_argnums "
+            "or static_argnames (by value, as a hashable object)"
+        ) from None
+    return ("value", t, x), False
+
+
+# --- the transform --------------------------------------------------------------------------------
+
+
+class _Entry:
+    """The record of one signature: its tree of paths, the replay compiled from it (made at
+    the first replay, so the first call pays no compile), and whether it gave up."""
+
+    __slots__ = ("eager", "general", "n_inputs", "replay", "root")
+
+    def __init__(self, root, n_inputs, general):
+        self.root = root
+        self.n_inputs = n_inputs
+        self.general = general
+        self.replay = None
+        self.eager = False
+
+
+class Jitted:
+    """A jitted function: call it like the function (see `jit`)."""
+
+    def __init__(self, fun, static_argnums, static_argnames, max_paths):
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.max_paths = max_paths
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+        self._warned = False
+        functools.update_wrapper(self, fun)
+
+    def __repr__(self):
+        return f"jit({getattr(self.fun, '__name__', self.fun)!r})"
+
+    def __get__(self, obj, objtype=None):  # a jitted method binds like a function
+        return self if obj is None else functools.partial(self, obj)
+
+    def _split(self, args, kwargs):
+        """The dynamic arguments (a pytree) and the static ones (a hashable key)."""
+        statics = []
+        for i in self.static_argnums:
+            j = i if i >= 0 else len(args) + i
+            if not 0 <= j < len(args):
+                raise TypeError(
+                    f"jit({self.__name__}): static_argnums names argument {i}, but the call "
+                    f"passed {len(args)} positional argument(s)"
+                )
+            statics.append(("arg", j, _hashable(args[j], f"positional argument {i}")))
+        for name in self.static_argnames:
+            if name in kwargs:
+                statics.append(("kw", name, _hashable(kwargs[name], f"argument {name!r}")))
+        nums = {i if i >= 0 else len(args) + i for i in self.static_argnums}
+        dyn_args = tuple(a for j, a in enumerate(args) if j not in nums)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return (dyn_args, dyn_kwargs), tuple(statics)
+
+    def _rebuild(self, args, kwargs, tree):
+        """A function of the dynamic leaves giving the full (args, kwargs) of a call."""
+        nums = {i if i >= 0 else len(args) + i for i in self.static_argnums}
+
+        def rebuild(leaves):
+            dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
+            it = iter(dyn_args)
+            full = tuple(a if j in nums else next(it) for j, a in enumerate(args))
+            merged = {
+                k: (v if k in self.static_argnames else dyn_kwargs[k]) for k, v in kwargs.items()
+            }
+            return full, merged
+
+        return rebuild
+
+    def __call__(self, *args, **kwargs):
+        if core.watch is not None:  # make_graph, debug_nans: they watch each operation run
+            return self.fun(*args, **kwargs)
+        dyn, statics = self._split(args, kwargs)
+        leaves, tree = tree_flatten(dyn)
+        sigs, general = [], False
+        for x in leaves:
+            s, g = _leaf_signature(x)
+            sigs.append(s)
+            general = general or g
+        key = (tree, statics, tuple(sigs))
+        entry = self._cache.get(key)
+        if entry is not None:
+            if entry.eager:
+                return self.fun(*args, **kwargs)
+            replay = entry.replay
+            if replay is None:
+                with self._lock:
+                    replay = entry.replay = _compile(
+                        entry.root, entry.n_inputs, entry.general, self.__name__
+                    )
+            try:
+                out_tree, outs = replay(*leaves)
+            except _Miss as miss:
+                return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
+            return tree_unflatten(out_tree, outs)
+        out, path = _record(self.fun, leaves, self._rebuild(args, kwargs, tree))
+        if path.unsafe is None:
+            with self._lock:
+                if key not in self._cache:
+                    self._cache[key] = _Entry(_Node(path.items, path), len(leaves), general)
+        return out
+
+    def _again(self, entry, leaves, rebuild, miss):
+        """A replay missed a guard: run the function again, recording its path."""
+        out, path = _record(self.fun, leaves, rebuild)
+        if path.unsafe is not None:
+            return out
+        with self._lock:
+            if entry.eager:
+                return out
+            if _count_paths(entry.root) >= self.max_paths:
+                entry.eager = True
+                self._warn_eager(miss.source)
+                return out
+            try:
+                added = _insert(entry.root, path)
+            except _Unstable:
+                entry.eager = True
+                self._warn_unstable()
+                return out
+            if added:
+                entry.replay = None  # compiled again at the next call
+        return out
+
+    def _warn_eager(self, source):
+        if self._warned:
+            return
+        self._warned = True
+        where = source or "a line of the function"
+        warnings.warn(
+            f"fgrad.jit({self.__name__}): the value read at {where} keeps changing from call "
+            f"to call ({self.max_paths} paths recorded for these argument shapes), so this "
+            "function runs eagerly from now on for them. Make the value an argument marked "
+            "static (static_argnums) if it takes few values, or leave this function unjitted "
+            "and jit the parts of it without the branch; jit(..., max_paths=n) allows more "
+            "paths.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+    def _warn_unstable(self):
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            f"fgrad.jit({self.__name__}): two calls that read the same values computed "
+            "different operations, so the function depends on something that is not an "
+            "argument (a global, a variable of an enclosing function that changed, NumPy's "
+            "global random generator). It runs eagerly from now on; pass such state as an "
+            "argument to jit it.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+    def record_source(self, *args, **kwargs) -> str | None:
+        """The Python source of the replay for these arguments' signature (None before the
+        function was replayed once with it)."""
+        dyn, statics = self._split(args, kwargs)
+        leaves, tree = tree_flatten(dyn)
+        key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
+        entry = self._cache.get(key)
+        if entry is None:
+            return None
+        if entry.replay is None:
+            entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self.__name__)
+        return entry.replay.source
+
+
+def _hashable(value, what):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"jit: the static {what} is of type {type(value).__name__}, which is not "
+            "hashable; static arguments select a record by value, so pass a hashable one "
+            "(a tuple instead of a list, for example) or make it a dynamic argument"
+        ) from None
+    return value
+
+
+def jit(
+    fun: Callable | None = None,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    max_paths: int = 8,
+) -> Callable:
+    """Record `fun` on its first call and replay the record on later calls.
+
+    Parameters
+    ----------
+    fun : callable
+        The function; its arguments are arrays, numbers or pytrees of them.
+    static_argnums, static_argnames : int or str, or sequences of them
+        Arguments passed by value rather than traced: each value gets its own record (they
+        must be hashable).
+    max_paths : int
+        How many paths (outcomes of the Python branches on values) one signature may record
+        before the function runs eagerly for it, with a warning.
+
+    Returns
+    -------
+    callable
+        `fun`, recorded on the first call with each signature (the arguments' structure,
+        shapes and dtypes, and the static arguments' values) and replayed on later ones. A
+        replay gives the eager result bit for bit; a Python branch on a traced value is
+        checked at every replay, and a new outcome records a new path.
+
+    Examples
+    --------
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> f = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2)))
+    >>> f(np.zeros(2))   # recorded
+    array([0., 0.])
+    >>> f(np.ones(2)).round(6)   # replayed
+    array([0.909297, 0.909297])
+    >>> g = fgrad.jit(lambda x: x if x > 0 else -x)   # the branch is guarded
+    >>> float(g(2.0)), float(g(-3.0))
+    (2.0, 3.0)
+    """
+    if fun is None:
+        return functools.partial(
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            max_paths=max_paths,
+        )
+    if not callable(fun):
+        raise TypeError(
+            f"jit expects a function, got {type(fun).__name__}: use fgrad.jit(f) or @fgrad.jit"
+        )
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    if not isinstance(max_paths, int) or max_paths < 1:
+        raise ValueError(f"jit: max_paths must be a positive int, got {max_paths!r}")
+    return Jitted(fun, tuple(static_argnums), tuple(static_argnames), max_paths)
+
+
+# --- a look inside --------------------------------------------------------------------------------
+
+
+class Record:
+    """One recorded run of a function, printable as a program (see `make_record`)."""
+
+    def __init__(self, path: _Path, in_types: list, types: dict):
+        self.path = path
+        self.in_types = in_types
+        self.types = types
+
+    @property
+    def ops(self) -> list:
+        """The operations, in order (each an `Op`: `prim`, `ins`, `params`, `outs`)."""
+        return [item for item in self.path.items if type(item) is Op]
+
+    @property
+    def guards(self) -> list:
+        """The values the function read (each a `Guard`: `slot`, `key`, `source`)."""
+        return [item for item in self.path.items if type(item) is Guard]
+
+    def __str__(self) -> str:
+        def ref(r):
+            if type(r) is int:
+                return f"v{r}"
+            v = r.value
+            if _is_literal(v):
+                return repr(v)
+            return f"const:{describe_value(v)}"
+
+        head = ", ".join(f"v{i}:{t}" for i, t in enumerate(self.in_types))
+        lines = [f"record({head}):"]
+        rows = []
+        for item in self.path.items:
+            if type(item) is Op:
+                outs = ", ".join(f"v{s}:{self.types.get(s, '?')}" for s in item.outs)
+                args = [ref(r) for r in item.ins]
+                args += [f"{k}={v!r}" for k, v in item.params.items()]
+                rows.append((f"{outs} = {item.prim.name}({', '.join(args)})", item.source))
+            else:
+                shown = item.key if not isinstance(item.key, tuple) else "<value read>"
+                rows.append((f"guard v{item.slot} == {shown!r}", item.source))
+        outs = ", ".join(ref(r) for r in self.path.outputs)
+        rows.append((f"return {outs}", None))
+        width = max(len(text) for text, _ in rows)
+        for text, source in rows:
+            lines.append(f"  {text.ljust(width)}  # {source}" if source else f"  {text}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Callable:
+    """A function that records `fun` on its arguments and returns the `Record`: a program of
+    one line per operation, with shapes, dtypes and the user's source line (as
+    `jax.make_jaxpr`).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> print(fgrad.make_record(lambda x: fnp.sin(x) * 2.0)(1.0))  # doctest: +ELLIPSIS
+    record(v0:float):
+      v1:f64[] = sin(v0)         # ...
+      v2:f64[] = multiply(v1, 2.0)  # ...
+      return v2
+    """
+    jitted = jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
+
+    def recorder(*args, **kwargs):
+        dyn, _ = jitted._split(args, kwargs)
+        leaves, tree = tree_flatten(dyn)
+        rebuild = jitted._rebuild(args, kwargs, tree)
+        level = StagingLevel(sources=True)
+        with level:
+            boxed = [level.new_input(x) for x in leaves]
+            full_args, full_kwargs = rebuild(boxed)
+            out = fun(*full_args, **full_kwargs)
+        out_leaves, out_tree = tree_flatten(out)
+        outputs = tuple(
+            o.aux if type(o) is Box and o.level is level else Const(o) for o in out_leaves
+        )
+        path = _Path(level.items, outputs, (), out_tree, len(leaves), level.unsafe)
+        in_types = [type(x).__name__ if type(x) in _SCALARS else describe_value(x) for x in leaves]
+        return Record(path, in_types, level.types)
+
+    return recorder

@@ -1,0 +1,196 @@
+"""Staging, `jit`'s level: run a function once, eagerly, and record what it computes.
+
+A `StagingLevel` box is `Box(value, level, slot)`: `value` is what the traced code computes
+now, and `slot` numbers it in the record (the inputs are slots 0 to n-1, each operation's
+outputs take the next numbers). A primitive applied to such boxes is applied to the values
+under them (outer levels trace it as usual) and appended to the record as an `Op`: the
+primitive, its inputs (slots, or `Const` for values that are not this level's boxes) and its
+parameters. Operations without a derivative (comparisons, `argmax`, ...) are recorded too: the
+level `reads_values`, so `NondiffPrimitive` hands them to it.
+
+Guards
+------
+Python reads values: `if x > 0`, `float(x)`, `while err > tol`, an index from `argmax`, a
+rule's check for ties. Reading a box of this level (`StagingLevel.read`) gives the value and
+appends a `Guard`: the slot read and the value it had (`guard_key`, bit for bit). A replay
+computes the same slot and goes on only where it reads the same value; elsewhere the function
+runs again (see `fgrad.jit`). So a record is a straight-line program valid for every input of
+its signature that reads the same values at its guards.
+
+What a record cannot hold
+-------------------------
+A value of an outer transform that the function reads from outside its arguments (a closure
+over a value `grad` is differentiating, say) is not an input of the record: a replay would
+use the old one. Such a record is `unsafe` (with the reason): `jit` runs the function as it
+is instead of keeping the record. The same for a traced value inside a primitive's parameters.
+
+Imports: `fgrad.core`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as _np
+
+from .core import Box, Level, NondiffPrimitive, Primitive, bind, innermost, primal
+
+__all__ = ["Const", "Guard", "Op", "StagingLevel", "guard_key", "user_line"]
+
+
+class Const:
+    """An input of an operation that is not computed from the record's inputs: a value of the
+    function (a literal, an array it made or closes over), kept by reference."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class Op:
+    """`outs = prim(*ins, **params)`: `ins` holds slots (int) and `Const`s; `outs` is a tuple
+    of slots, one per output (one for a primitive with one output)."""
+
+    __slots__ = ("ins", "outs", "params", "prim", "source")
+
+    def __init__(self, prim, ins, params, outs, source=None):
+        self.prim = prim
+        self.ins = ins
+        self.params = params
+        self.outs = outs
+        self.source = source
+
+    def same_as(self, other) -> bool:
+        """Whether `other` is this operation on the same slots (the constants are not
+        compared: a function run again makes new ones that are equal)."""
+        if type(other) is not Op or other.prim is not self.prim or other.outs != self.outs:
+            return False
+        if len(other.ins) != len(self.ins):
+            return False
+        for a, b in zip(self.ins, other.ins):
+            if (type(a) is Const) != (type(b) is Const) or (type(a) is int and a != b):
+                return False
+        return True
+
+
+class Guard:
+    """The traced code read slot `slot` and got the value whose `guard_key` is `key`;
+    `source` is the user's line that read it ("file:line")."""
+
+    __slots__ = ("key", "slot", "source")
+
+    def __init__(self, slot, key, source):
+        self.slot = slot
+        self.key = key
+        self.source = source
+
+
+def guard_key(v) -> Any:
+    """What a guard compares: the value read, bit for bit (so -0.0 is not 0.0, and a nan
+    equals itself). A bool, integer or boolean scalar is its own key (cheap to compare);
+    anything else is (dtype, shape, bytes)."""
+    t = type(v)
+    if t is bool or t is _np.bool_ or t is int or isinstance(v, _np.integer):
+        return v
+    a = _np.asarray(v)
+    return (a.dtype.str, a.shape, a.tobytes())
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_line(depth: int = 2) -> str | None:
+    """'file:line' of the innermost frame outside fgrad (the user's code), or None."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+class StagingLevel(Level):
+    """A `jit` recording in progress: `items` holds its `Op`s and `Guard`s, in the order they
+    happened; `unsafe` says why the record must not be replayed (None when it may)."""
+
+    __slots__ = ("guarded", "items", "n_slots", "sources", "types", "unsafe")
+
+    reads_values = True
+
+    def __init__(self, sources: bool = False):
+        super().__init__()
+        self.items: list = []
+        self.n_slots = 0
+        self.guarded: set = set()
+        self.unsafe: str | None = None
+        # For printing a record (`make_record`): each operation keeps the user's line, and
+        # `types` each slot's dtype and shape.
+        self.sources = sources
+        self.types: dict = {}
+
+    def new_input(self, x) -> Box:
+        slot = self.n_slots
+        self.n_slots += 1
+        return Box(x, self, slot)
+
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        vals, ins = [], []
+        for a in args:
+            if type(a) is Box and a.level is self:
+                vals.append(a.value)
+                ins.append(a.aux)
+            else:
+                if type(a) is Box and self.unsafe is None:
+                    self.unsafe = (
+                        f"{prim.name} was applied to a value of an outer transform that is not "
+                        "an argument of the function (a closure over it)"
+                    )
+                vals.append(a)
+                ins.append(Const(a))
+        if params and self.unsafe is None:
+            for key, value in params.items():
+                if type(value) is Box or (
+                    type(value) in (list, tuple) and any(type(v) is Box for v in value)
+                ):
+                    self.unsafe = f"{prim.name}'s parameter {key} is a traced value"
+        if type(prim) is NondiffPrimitive:
+            ans = prim(*vals, **params)
+        else:
+            ans = bind(prim, tuple(vals), params)
+        first = self.n_slots
+        count = len(ans) if prim.multiple_results else 1
+        self.n_slots += count
+        outs = tuple(range(first, first + count))
+        if self.sources:
+            for s, a in zip(outs, ans if prim.multiple_results else (ans,)):
+                self.types[s] = describe_value(a)
+        self.items.append(Op(prim, tuple(ins), params, outs, user_line() if self.sources else None))
+        if prim.multiple_results:
+            return tuple(Box(a, self, s) for a, s in zip(ans, outs))
+        return Box(ans, self, first)
+
+    def read(self, box: Box) -> Any:
+        value = primal(box.value)
+        slot = box.aux
+        if slot not in self.guarded:  # a second read of a slot reads the same value
+            self.guarded.add(slot)
+            self.items.append(Guard(slot, guard_key(value), user_line()))
+        return value
+
+
+def describe_value(v) -> str:
+    """`f64[3,2]`: a value's dtype and shape, as a record prints them."""
+    v = innermost(v)
+    dtype = getattr(v, "dtype", None)
+    if dtype is None:
+        return type(v).__name__
+    shape = getattr(v, "shape", ())
+    return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(str(n) for n in shape)}]"
