@@ -72,6 +72,7 @@ __all__ = [
     "holds_batch",
     "holds_box",
     "holds_box_of",
+    "holds_staged",
     "innermost",
     "is_foreign_array",
     "leave_phase",
@@ -209,6 +210,20 @@ def holds_batch(x):
         return False
     while type(x) is Box:
         if x.level.batches and x.level.live:
+            return True
+        x = x.value
+    return False
+
+
+def holds_staged(x):
+    """Whether x's nesting holds a box of a live level that reads values but does not batch
+    (`jit`'s staging level): then x is a value the record computes, which code that meets it
+    treats as a constant of every level that differentiates, not as one fixed array."""
+    if not _state.reading:
+        return False
+    while type(x) is Box:
+        level = x.level
+        if level.reads_values and not level.batches and level.live:
             return True
         x = x.value
     return False

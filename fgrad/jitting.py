@@ -145,7 +145,7 @@ def _record(fun, leaves, rebuild, sources=False):
     the eager result and the `_Path` of the run."""
     level = StagingLevel(sources)
     with level:
-        boxed = [level.new_input(x) for x in leaves]
+        boxed = _inputs(level, leaves)
         args, kwargs = rebuild(boxed)
         out = fun(*args, **kwargs)
     out_leaves, out_tree = tree_flatten(out)
@@ -222,7 +222,8 @@ class _Writer:
         if self.general and type(prim) is not NondiffPrimitive:
             params = self.name(op.params, "p") if op.params else "_NO_PARAMS"
             tail = "," if len(args) == 1 else ""
-            call = f"_bind({self.name(prim, 'P')}, ({', '.join(args)}{tail}), {params})"
+            how = "_bind_call" if hasattr(op.params.get("call"), "inputs") else "_bind"
+            call = f"{how}({self.name(prim, 'P')}, ({', '.join(args)}{tail}), {params})"
         else:
             fn = prim if self.general else prim.impl
             for key, value in op.params.items():
@@ -292,6 +293,17 @@ class _Writer:
         return self.name(key, "K")
 
 
+def _bind_call(prim, args, params):
+    """`bind` for the primitive of a custom rule or a checkpoint (`fgrad.custom`): its rules
+    read the inputs it is bound to from its `call` parameter, as `_Call.bind` sets them."""
+    call = params["call"]
+    call.inputs = args
+    try:
+        return bind(prim, args, params)
+    finally:
+        call.inputs = None
+
+
 def _uses_after(node: _Node) -> list:
     """`uses[k]`: the slots that node's items from k on, or its subtree, read (so uses[0] is
     what the node needs from before it)."""
@@ -326,6 +338,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
     namespace = dict(writer.names)
     namespace.update(
         _bind=bind,
+        _bind_call=_bind_call,
         _primal=primal,
         _key=guard_key,
         _copy=_copy,
@@ -367,15 +380,22 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         return (tuple(chain), inner), bool(chain)
     if is_foreign_array(x):
         return (t, x.shape, x.dtype, getattr(x, "chunks", None)), True
-    try:
-        hash(x)
-    except TypeError:
-        raise TypeError(
-            f"jit: an argument leaf of type {t.__name__} is neither an array nor hashable; "
-            "pass arrays and numbers as arguments, and anything else through static_argnums "
-            "or static_argnames (by value, as a hashable object)"
-        ) from None
-    return ("value", t, x), False
+    if t is str or t is bytes:  # immutable, compared by value: a record per value
+        return ("value", t, x), False
+    raise TypeError(
+        f"jit: an argument leaf of type {t.__name__} is not an array or a number, so a "
+        "record cannot take it as an input. Pass it through static_argnums or "
+        "static_argnames if it is hashable and compared by value (a record is kept per "
+        "value), register its type as a pytree (fgrad.tree_util.register_pytree_node) if it "
+        "holds arrays, or close over it in the function"
+    )
+
+
+def _inputs(level, leaves):
+    """The leaves as the recorded function sees them: boxes of `level` (slots 0 to n-1), but
+    a string (compared by value in the signature) as it is, in its slot."""
+    boxed = [level.new_input(x) for x in leaves]
+    return [x if type(x) is str or type(x) is bytes else b for b, x in zip(boxed, leaves)]
 
 
 # --- the transform --------------------------------------------------------------------------------
@@ -399,17 +419,18 @@ class Jitted:
     """A jitted function: call it like the function (see `jit`)."""
 
     def __init__(self, fun, static_argnums, static_argnames, max_paths):
-        self.fun = fun
-        self.static_argnums = static_argnums
-        self.static_argnames = static_argnames
-        self.max_paths = max_paths
+        functools.update_wrapper(self, fun)  # first: it copies fun's __dict__ into this one
+        self._fun = fun
+        self._static_argnums = static_argnums
+        self._static_argnames = static_argnames
+        self._max_paths = max_paths
         self._cache: dict = {}
         self._lock = threading.Lock()
         self._warned = False
-        functools.update_wrapper(self, fun)
+        self._name = getattr(fun, "__name__", None) or repr(fun)
 
     def __repr__(self):
-        return f"jit({getattr(self.fun, '__name__', self.fun)!r})"
+        return f"jit({self._name})"
 
     def __get__(self, obj, objtype=None):  # a jitted method binds like a function
         return self if obj is None else functools.partial(self, obj)
@@ -417,32 +438,32 @@ class Jitted:
     def _split(self, args, kwargs):
         """The dynamic arguments (a pytree) and the static ones (a hashable key)."""
         statics = []
-        for i in self.static_argnums:
+        for i in self._static_argnums:
             j = i if i >= 0 else len(args) + i
             if not 0 <= j < len(args):
                 raise TypeError(
-                    f"jit({self.__name__}): static_argnums names argument {i}, but the call "
+                    f"jit({self._name}): static_argnums names argument {i}, but the call "
                     f"passed {len(args)} positional argument(s)"
                 )
             statics.append(("arg", j, _hashable(args[j], f"positional argument {i}")))
-        for name in self.static_argnames:
+        for name in self._static_argnames:
             if name in kwargs:
                 statics.append(("kw", name, _hashable(kwargs[name], f"argument {name!r}")))
-        nums = {i if i >= 0 else len(args) + i for i in self.static_argnums}
+        nums = {i if i >= 0 else len(args) + i for i in self._static_argnums}
         dyn_args = tuple(a for j, a in enumerate(args) if j not in nums)
-        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
         return (dyn_args, dyn_kwargs), tuple(statics)
 
     def _rebuild(self, args, kwargs, tree):
         """A function of the dynamic leaves giving the full (args, kwargs) of a call."""
-        nums = {i if i >= 0 else len(args) + i for i in self.static_argnums}
+        nums = {i if i >= 0 else len(args) + i for i in self._static_argnums}
 
         def rebuild(leaves):
             dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
             it = iter(dyn_args)
             full = tuple(a if j in nums else next(it) for j, a in enumerate(args))
             merged = {
-                k: (v if k in self.static_argnames else dyn_kwargs[k]) for k, v in kwargs.items()
+                k: (v if k in self._static_argnames else dyn_kwargs[k]) for k, v in kwargs.items()
             }
             return full, merged
 
@@ -450,7 +471,7 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         if core.watch is not None:  # make_graph, debug_nans: they watch each operation run
-            return self.fun(*args, **kwargs)
+            return self._fun(*args, **kwargs)
         dyn, statics = self._split(args, kwargs)
         leaves, tree = tree_flatten(dyn)
         sigs, general = [], False
@@ -462,19 +483,19 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is not None:
             if entry.eager:
-                return self.fun(*args, **kwargs)
+                return self._fun(*args, **kwargs)
             replay = entry.replay
             if replay is None:
                 with self._lock:
                     replay = entry.replay = _compile(
-                        entry.root, entry.n_inputs, entry.general, self.__name__
+                        entry.root, entry.n_inputs, entry.general, self._name
                     )
             try:
                 out_tree, outs = replay(*leaves)
             except _Miss as miss:
                 return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
             return tree_unflatten(out_tree, outs)
-        out, path = _record(self.fun, leaves, self._rebuild(args, kwargs, tree))
+        out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree))
         if path.unsafe is None:
             with self._lock:
                 if key not in self._cache:
@@ -483,13 +504,13 @@ class Jitted:
 
     def _again(self, entry, leaves, rebuild, miss):
         """A replay missed a guard: run the function again, recording its path."""
-        out, path = _record(self.fun, leaves, rebuild)
+        out, path = _record(self._fun, leaves, rebuild)
         if path.unsafe is not None:
             return out
         with self._lock:
             if entry.eager:
                 return out
-            if _count_paths(entry.root) >= self.max_paths:
+            if _count_paths(entry.root) >= self._max_paths:
                 entry.eager = True
                 self._warn_eager(miss.source)
                 return out
@@ -509,8 +530,8 @@ class Jitted:
         self._warned = True
         where = source or "a line of the function"
         warnings.warn(
-            f"fgrad.jit({self.__name__}): the value read at {where} keeps changing from call "
-            f"to call ({self.max_paths} paths recorded for these argument shapes), so this "
+            f"fgrad.jit({self._name}): the value read at {where} keeps changing from call "
+            f"to call ({self._max_paths} paths recorded for these argument shapes), so this "
             "function runs eagerly from now on for them. Make the value an argument marked "
             "static (static_argnums) if it takes few values, or leave this function unjitted "
             "and jit the parts of it without the branch; jit(..., max_paths=n) allows more "
@@ -524,7 +545,7 @@ class Jitted:
             return
         self._warned = True
         warnings.warn(
-            f"fgrad.jit({self.__name__}): two calls that read the same values computed "
+            f"fgrad.jit({self._name}): two calls that read the same values computed "
             "different operations, so the function depends on something that is not an "
             "argument (a global, a variable of an enclosing function that changed, NumPy's "
             "global random generator). It runs eagerly from now on; pass such state as an "
@@ -543,7 +564,7 @@ class Jitted:
         if entry is None:
             return None
         if entry.replay is None:
-            entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self.__name__)
+            entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self._name)
         return entry.replay.source
 
 
@@ -691,7 +712,7 @@ def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Call
         rebuild = jitted._rebuild(args, kwargs, tree)
         level = StagingLevel(sources=True)
         with level:
-            boxed = [level.new_input(x) for x in leaves]
+            boxed = _inputs(level, leaves)
             full_args, full_kwargs = rebuild(boxed)
             out = fun(*full_args, **full_kwargs)
         out_leaves, out_tree = tree_flatten(out)

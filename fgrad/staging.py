@@ -65,16 +65,34 @@ class Op:
         self.source = source
 
     def same_as(self, other) -> bool:
-        """Whether `other` is this operation on the same slots (the constants are not
-        compared: a function run again makes new ones that are equal)."""
+        """Whether `other` is this operation on the same slots and equal constants (a
+        function run again makes new constants, equal to the old ones unless it depends on
+        state that is not an argument)."""
         if type(other) is not Op or other.prim is not self.prim or other.outs != self.outs:
             return False
-        if len(other.ins) != len(self.ins):
+        if len(other.ins) != len(self.ins) or other.params.keys() != self.params.keys():
             return False
         for a, b in zip(self.ins, other.ins):
-            if (type(a) is Const) != (type(b) is Const) or (type(a) is int and a != b):
+            if type(a) is Const and type(b) is Const:
+                if not _equal_values(a.value, b.value):
+                    return False
+            elif type(a) is Const or type(b) is Const or a != b:
                 return False
+        return all(_equal_values(v, other.params[k]) for k, v in self.params.items())
+
+
+def _equal_values(a, b) -> bool:
+    """Whether two constants are the same value (bit for bit, for numbers and arrays)."""
+    if a is b:
         return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is _np.ndarray or isinstance(a, (_np.generic, float, complex)):
+        return guard_key(a) == guard_key(b)
+    try:
+        return bool(a == b)
+    except Exception:  # an object that cannot say: not known to be equal
+        return False
 
 
 class Guard:

@@ -28,11 +28,13 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    holds_staged,
     is_foreign_array,
     primal,
     refuse_lazy,
     shape_of,
 )
+from ..primitive import nondiff
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import (
@@ -610,7 +612,8 @@ def take_along_axis(arr, indices, axis=-1):
     arr = asarray(arr)
     if holds_batch(indices):
         return _take_along_batched(arr, indices, axis)
-    idx = _constant_index(indices, "take_along_axis")
+    staged = holds_staged(indices)  # computed in a `jit` record: kept so, not read
+    idx = constant_of(indices) if staged else _constant_index(indices, "take_along_axis")
     if axis is None:
         if idx.ndim != 1:
             raise ValueError(
@@ -627,7 +630,12 @@ def take_along_axis(arr, indices, axis=-1):
     # NumPy's own take_along_axis of the positions, then one gather from the flattened array:
     # its adjoint is a 1-D scatter-add, several times faster than a scatter through a tuple
     # of broadcast index arrays.
-    return getitem(ravel(arr), _np.take_along_axis(_positions(s), idx, ax))
+    take = _take_positions if staged else _np.take_along_axis
+    return getitem(ravel(arr), take(_positions(s), idx, ax))
+
+
+# NumPy's take_along_axis of plain positions by indices a `jit` record computes.
+_take_positions = nondiff(_np.take_along_axis, "take_along_axis")
 
 
 def _take_along_batched(arr, indices, axis):
@@ -668,7 +676,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         a, axis = ravel(a), 0
     if ndim(a) == 0:
         raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
-    if holds_batch(a):  # one permutation per row
+    if holds_batch(a) or holds_staged(a):  # one permutation per row, or a record's
         perm = argsort(constant_of(a), axis=axis, kind="stable")
     else:
         refuse_lazy("sort", "its rule orders the values with np.argsort", primal(a))

@@ -29,10 +29,12 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    holds_staged,
     innermost,
     is_foreign_array,
     primal,
     refuse_lazy,
+    shape_of,
 )
 from ..primitive import defprimitive, defunary
 from .shaping import (
@@ -125,6 +127,8 @@ def _t_broadcast(t, ans, *args):
 
 def _weights(values, dtype):
     """A constant (no derivative) array of gradient weights, in the dtype of the result."""
+    if type(values) is Box:  # computed in a `jit` record (`mask_values`)
+        return astype(values, dtype)
     if is_foreign_array(values):
         return values.astype(dtype)
     return _np.asarray(values, dtype=dtype)
@@ -480,7 +484,7 @@ def _abs_slope(ans, x):
     """+1 where x >= 0 and -1 elsewhere: abs'(0) = 1, as in JAX."""
     if holds_batch(x):  # one slope per row
         return astype(where(greater_equal(constant_of(x), 0), 1.0, -1.0), _dtype_of(ans))
-    return _weights(_np.where(array_value(x) >= 0, 1, -1), _dtype_of(ans))
+    return _weights(_np.where(mask_values(x) >= 0, 1, -1), _dtype_of(ans))
 
 
 def _is_complex(x):
@@ -641,15 +645,17 @@ def _choice_weights(ans, x, y, wins):
         wins_fn = greater if wins is _np.greater else less
         w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
         return broadcast_like(astype(w, _dtype_of(ans)), ans)
-    else:
-        xv, yv = array_value(x), array_value(y)
+    else:  # (under `jit`, values the record computes: these NumPy calls dispatch to fgrad's)
+        xv, yv = mask_values(x), mask_values(y)
     w = wins(xv, yv)
     ties = xv == yv
-    # (a lazy mask is not read: ties are taken to be possible)
-    lazy = type(ties) is not _np.ndarray and is_foreign_array(ties)
-    if lazy or _np.count_nonzero(ties):  # count_nonzero: a third of ties.any()'s time
+    if type(ties) is _np.ndarray:
+        tied = _np.count_nonzero(ties)  # a third of ties.any()'s time
+    else:  # a lazy mask is not read (ties are taken to be possible); a record's reads a bool
+        tied = may_hold(ties)
+    if tied:
         w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
-    ans_shape = ans.shape if type(ans) is _np.ndarray else _np.shape(primal(ans))
+    ans_shape = ans.shape if type(ans) is _np.ndarray else shape_of(ans)
     return w if w.shape == ans_shape else _np.broadcast_to(w, ans_shape)
 
 
@@ -717,7 +723,7 @@ def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VA
 def _where_vjp(i):
     def maker(ans, c, x, y):
         like = unbroadcast_meta((c, x, y)[i], ans)
-        cond = c if holds_batch(c) else _bool_mask(c)
+        cond = c if holds_batch(c) or holds_staged(c) else _bool_mask(c)
         if i == 1:
             return lambda ct: unbroadcast(where(cond, ct, 0.0), like)
         return lambda ct: unbroadcast(where(cond, 0.0, ct), like)
@@ -749,7 +755,7 @@ def where(condition, x=None, y=None, /):
             "fgrad.numpy.where needs three arguments (condition, x, y); for the indices "
             "where a condition holds use fgrad.numpy.nonzero"
         )
-    if holds_batch(condition):  # one condition per row
+    if holds_batch(condition) or holds_staged(condition):  # one per row, or a record's
         return _where_p(astype(constant_of(condition), bool), x, y)
     c = primal(condition)  # (`_bool_mask`, inline: `where` is hot)
     if is_foreign_array(c):
@@ -834,8 +840,10 @@ def mask_values(x):
     rows of a `vmap`, x as a batched constant (no derivative), on which NumPy's ufuncs and
     functions dispatch to fgrad's and give one mask per row. Such code combines masks with
     NumPy's functions (`_np.logical_and`, not `&`) and asks `may_hold(mask)`, not
-    `mask.any()`. An array of another library (Dask) stays one: its mask is lazy too."""
-    return constant_of(x) if holds_batch(x) else array_value(x)
+    `mask.any()`. An array of another library (Dask) stays one: its mask is lazy too. Under
+    `jit`, x stays a value the record computes (reading it whole would be a guard on every
+    element), and `may_hold` reads one boolean."""
+    return constant_of(x) if holds_batch(x) or holds_staged(x) else array_value(x)
 
 
 def array_value(x):

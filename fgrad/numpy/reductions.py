@@ -20,6 +20,7 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    holds_staged,
     innermost,
     is_foreign_array,
     primal,
@@ -103,7 +104,8 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     """1/k at each of the k elements equal to the extremum along `axis`, 0 elsewhere; with
     `initial`, it counts among the k when it ties (and its own share is returned too); with a
     `where` mask, only the True elements count."""
-    if holds_batch(x) or holds_batch(ans):  # one set of weights per row: fgrad operations
+    if holds_batch(x) or holds_batch(ans) or holds_staged(ans):
+        # one set of weights per row, or weights a `jit` record computes: fgrad operations
         return _batched_tie_weights(ans, x, axis, initial, where)
     xv = array_value(x)
     kept = _kept_shape(xv.shape, axis)
@@ -123,7 +125,8 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
 
 
 def _batched_tie_weights(ans, x, axis, initial, where):
-    """`_tie_weights` for values batched by `vmap`, computed by fgrad operations."""
+    """`_tie_weights` for values batched by `vmap` (or computed in a `jit` record), computed by
+    fgrad operations: the same NumPy calls as `_tie_weights`'."""
     x, ans = constant_of(x), constant_of(ans)
     kept = _kept_shape(shape(x), axis)
     extremum = reshape(ans, kept)

@@ -30,6 +30,7 @@ from ..core import (
     dtype_of,
     holds_batch,
     holds_box,
+    holds_staged,
     innermost,
     is_foreign_array,
     primal,
@@ -1532,18 +1533,33 @@ def _index_template(idx):
     parts = idx if isinstance(idx, tuple) else (idx,)
     template, arrays = [], []
     for p in parts:
-        if type(p) is Box and holds_batch(p) and dtype_of(p).kind in "iu":
+        if type(p) is Box and (holds_batch(p) or holds_staged(p)) and dtype_of(p).kind in "iu":
             template.append(_Slot(len(arrays)))
             arrays.append(constant_of(p))
             continue
         if type(p) is Box and holds_batch(p) and dtype_of(p) == _np.dtype(bool):
             p = primal(p)  # the rows' common mask (a mask's count of True sets the shape)
+        elif type(p) is Box and holds_staged(p) and dtype_of(p) == _np.dtype(bool):
+            # A mask a `jit` record computes: its count of True sets the result's shape, so
+            # that count is read (a guard); the positions are the mask's nonzero(), computed
+            # in the record, so a replay with another mask of the same count is right.
+            mask = constant_of(p)
+            int(_count_true(mask))
+            for axis in range(len(shape_of(mask))):
+                template.append(_Slot(len(arrays)))
+                arrays.append(_true_positions(mask, axis=axis))
+            continue
         p = _normalize_index(p)
         if isinstance(p, _np.ndarray) and p.dtype == bool:
             template.extend(p.nonzero())
         else:
             template.append(p)
     return tuple(template), arrays
+
+
+# A mask's count of True, and its positions of True along one axis (`nonzero()[axis]`).
+_count_true = nondiff(_np.count_nonzero, "count_nonzero")
+_true_positions = nondiff(lambda mask, axis: _np.nonzero(mask)[axis], "nonzero_along")
 
 
 def _gather(x, idx):

@@ -1,0 +1,524 @@
+"""`fgrad.jit`: a replay equals the eager call bit for bit, every Python read of a value is
+guarded, and jit composes with every transform in both orders."""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.jitting import _count_paths
+from fgrad.tree_util import tree_flatten
+
+rng = np.random.default_rng(0)
+
+
+def assert_same(eager, replayed):
+    e_leaves, e_tree = tree_flatten(eager)
+    r_leaves, r_tree = tree_flatten(replayed)
+    assert e_tree == r_tree
+    for e, r in zip(e_leaves, r_leaves):
+        assert type(e) is type(r), (type(e), type(r))
+        e, r = np.asarray(e), np.asarray(r)
+        assert e.dtype == r.dtype and e.shape == r.shape
+        assert e.tobytes() == r.tobytes(), (e, r)
+
+
+def paths(jitted):
+    """How many paths each signature of a jitted function recorded."""
+    return sorted(_count_paths(entry.root) for entry in jitted._cache.values())
+
+
+def replays_equal_eager(f, make_args, calls=6):
+    """jit(f) on `calls` sets of new arguments equals f on each; the jitted function."""
+    jitted = fgrad.jit(f)
+    for _ in range(calls):
+        args = make_args()
+        assert_same(f(*args), jitted(*args))
+    return jitted
+
+
+# --- workloads of the issue, and every transform inside jit ------------------------------------
+
+
+def rosenbrock(x):
+    return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def quaternion_rotation(q):
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    r = fnp.stack(
+        [
+            fnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)]),
+            fnp.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)]),
+            fnp.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]),
+        ]
+    )
+    return r @ fnp.array([1.0, 2.0, 3.0])
+
+
+def logistic_loss(w, xi, yi):
+    return fnp.log1p(fnp.exp(-yi * fnp.dot(xi, w)))
+
+
+def mlp_loss(params, x, onehot):
+    w1, w2 = params
+    h = fnp.maximum(x @ w1, 0.0)
+    s = h @ w2
+    s = s - fnp.max(s, axis=1, keepdims=True)
+    log_p = s - fnp.log(fnp.sum(fnp.exp(s), axis=1, keepdims=True))
+    return -fnp.mean(fnp.sum(onehot * log_p, axis=1))
+
+
+@fgrad.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+clip_gradient.defvjp(lambda x: (x, None), lambda _, ct: (fnp.clip(ct, -1.0, 1.0),))
+
+
+@fgrad.custom_jvp
+def softplus(x):
+    return fnp.log1p(fnp.exp(x))
+
+
+softplus.defjvp(
+    lambda primals, tangents: (softplus(primals[0]), tangents[0] / (1 + fnp.exp(-primals[0])))
+)
+
+
+WORKLOADS = {
+    "hessian": (fgrad.hessian(rosenbrock), lambda: (rng.normal(size=10),)),
+    "jacfwd": (fgrad.jacfwd(quaternion_rotation), lambda: (rng.normal(size=4),)),
+    "jacrev": (fgrad.jacrev(lambda x: fnp.tanh(x) * x[::-1]), lambda: (rng.normal(size=5),)),
+    "vmap_grad": (
+        fgrad.vmap(fgrad.grad(logistic_loss), in_axes=(None, 0, 0)),
+        lambda: (rng.normal(size=10), rng.normal(size=(50, 10)), np.sign(rng.normal(size=50))),
+    ),
+    "grad_mlp_pytree": (
+        fgrad.grad(mlp_loss),
+        lambda: (
+            (rng.normal(size=(20, 8)), rng.normal(size=(8, 3))),
+            rng.normal(size=(5, 20)),
+            np.eye(3)[rng.integers(0, 3, 5)],
+        ),
+    ),
+    "value_and_grad_has_aux": (
+        fgrad.value_and_grad(lambda x: (fnp.sum(x**2), {"m": fnp.mean(x)}), has_aux=True),
+        lambda: (rng.normal(size=4),),
+    ),
+    "jvp": (
+        lambda x, t: fgrad.jvp(lambda y: fnp.sin(y) ** 2, (x,), (t,)),
+        lambda: (rng.normal(size=5), rng.normal(size=5)),
+    ),
+    "linearize": (
+        lambda x, t: fgrad.linearize(fnp.tanh, x)[1](t),
+        lambda: (rng.normal(size=3), rng.normal(size=3)),
+    ),
+    "vjp": (
+        lambda x, ct: fgrad.vjp(fnp.sinh, x)[1](ct),
+        lambda: (rng.normal(size=3), rng.normal(size=3)),
+    ),
+    "slogdet": (
+        fgrad.grad(lambda a: fnp.linalg.slogdet(a @ a.T + fnp.eye(3))[1]),
+        lambda: (rng.normal(size=(3, 3)),),
+    ),
+    "derivative": (lambda x: fgrad.derivative(fnp.tanh, 4)(x), lambda: (float(rng.normal()),)),
+    "jet": (
+        lambda x: fgrad.jet(fnp.sin, (x,), ((1.0, 0.0, 0.0),)),
+        lambda: (float(rng.normal()),),
+    ),
+    "laplacian": (
+        lambda x: fgrad.laplacian(lambda y: fnp.sum(fnp.tanh(y) ** 3))(x),
+        lambda: (rng.normal(size=4),),
+    ),
+    "checkpoint": (
+        fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(lambda y: fnp.sin(y) * y)(x))),
+        lambda: (rng.normal(size=4),),
+    ),
+    "custom_vjp": (
+        fgrad.grad(lambda x: fnp.sum(clip_gradient(x) * 10.0)),
+        lambda: (rng.normal(size=4),),
+    ),
+    "custom_jvp": (fgrad.jacfwd(softplus), lambda: (rng.normal(size=3),)),
+    "stop_gradient": (
+        fgrad.grad(lambda x: fnp.sum(x * fgrad.stop_gradient(x))),
+        lambda: (rng.normal(size=3),),
+    ),
+    "hessian_of_vmap": (
+        fgrad.hessian(lambda x: fnp.sum(fgrad.vmap(lambda r: fnp.sum(fnp.sin(r)) ** 2)(x))),
+        lambda: (rng.normal(size=(2, 3)),),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_replays_equal_eager_bit_for_bit(name):
+    f, make_args = WORKLOADS[name]
+    jitted = replays_equal_eager(f, make_args)
+    assert paths(jitted) == [1]  # one recording, then replays: no branch read a value
+
+
+@pytest.mark.parametrize("name", ["hessian", "jacfwd", "vmap_grad", "grad_mlp_pytree"])
+def test_a_replay_runs_no_python_of_the_function(name):
+    f, make_args = WORKLOADS[name]
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return f(*args)
+
+    jitted = fgrad.jit(counted)
+    for _ in range(5):
+        args = make_args()
+        assert_same(f(*args), jitted(*args))
+    assert len(calls) == 1
+
+
+# --- guards ---------------------------------------------------------------------------------------
+
+
+def test_a_branch_on_a_value_is_guarded_over_100_calls():
+    def f(x):
+        if fnp.sum(x) > 0:
+            return fnp.sin(x) * 2.0
+        return fnp.cos(x) - 1.0
+
+    jitted = fgrad.jit(f)
+    grad_jitted = fgrad.jit(fgrad.grad(lambda x: fnp.sum(f(x))))
+    for _ in range(100):
+        x = rng.normal(size=3)
+        assert_same(f(x), jitted(x))
+        assert_same(fgrad.grad(lambda x: fnp.sum(f(x)))(x), grad_jitted(x))
+    assert paths(jitted) == [2] and paths(grad_jitted) == [2]
+
+
+def test_a_while_loops_trip_count_is_guarded():
+    def halve_until_small(x):
+        n = 0
+        while fnp.max(fnp.abs(x)) > 0.1:
+            x = x * 0.5
+            n += 1
+        return x * n
+
+    jitted = fgrad.jit(halve_until_small)
+    for scale in [1.0, 3.0, 1.0, 30.0, 3.0, 30.0]:
+        x = np.array([0.7, -0.9, 0.8]) * scale * rng.uniform(0.9, 1.0)
+        assert_same(halve_until_small(x), jitted(x))
+    assert paths(jitted) == [3]  # 4, 5 and 9 trips
+
+
+def test_a_boolean_mask_is_guarded_by_its_count_only():
+    f = fgrad.grad(lambda x: fnp.sum(x[x > 0] ** 3))
+    jitted = fgrad.jit(f)
+    xs = [np.array([1.0, -1.0, 2.0, -3.0]), np.array([-1.0, 4.0, -2.0, 3.0])]
+    xs += [np.array([1.0, 1.0, 2.0, -3.0])]
+    for x in xs + xs:
+        assert_same(f(x), jitted(x))
+    assert paths(jitted) == [2]  # two positives twice, three once: two paths
+
+
+def test_an_index_from_argmax_is_computed_in_the_record():
+    f = lambda x: x[fnp.argmax(x)] * x
+    jitted = replays_equal_eager(f, lambda: (rng.normal(size=6),), calls=10)
+    assert paths(jitted) == [1]
+
+
+def test_float_of_a_value_used_in_arithmetic_is_guarded():
+    f = lambda x: x * float(x[0]) + int(x[1] > 0)
+    jitted = fgrad.jit(f)
+    for x in [np.array([1.0, 2.0]), np.array([1.0, -2.0]), np.array([-0.0, 1.0])]:
+        assert_same(f(x), jitted(x))
+        assert_same(f(x), jitted(x))
+    assert paths(jitted) == [3]  # -0.0 is not 0.0 here: 1/float(x) would tell them apart
+
+
+def test_branch_free_rules_read_no_whole_array():
+    """where, maximum, abs and sort read masks inside their rules: under jit the masks are
+    computed in the record, so new values replay the same path."""
+    fns = [
+        lambda x: fnp.sum(fnp.where(x > 0, x**2, 0.0)),
+        lambda x: fnp.sum(fnp.maximum(x, 0.0) * x),
+        lambda x: fnp.sum(fnp.abs(x) * x),
+        lambda x: fnp.sum(fnp.sort(x) * fnp.arange(6.0)),
+    ]
+    for f in fns:
+        jitted = replays_equal_eager(fgrad.grad(f), lambda: (rng.normal(size=6),))
+        assert paths(jitted) == [1]
+
+
+def test_past_max_paths_it_runs_eagerly_and_warns_once_naming_the_line():
+    f = lambda x: x * float(x)
+    jitted = fgrad.jit(f, max_paths=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(12):
+            assert jitted(float(i)) == i * i
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1
+    assert "test_jit.py" in messages[0] and "4 paths" in messages[0]
+    assert "static_argnums" in messages[0]
+
+
+def test_a_function_of_hidden_state_is_noticed_when_it_records_again():
+    state = {"scale": 2.0}
+
+    def f(x):
+        y = x * state["scale"]  # state that is not an argument
+        if fnp.sum(x) > 0:
+            return y
+        return -y
+
+    jitted = fgrad.jit(f)
+    assert_same(jitted(np.ones(2)), np.ones(2) * 2.0)
+    state["scale"] = 3.0
+    with pytest.warns(RuntimeWarning, match="depends on something that is not an argument"):
+        out = jitted(-np.ones(2))  # a new path, whose first operation is not the recorded one
+    assert_same(out, np.ones(2) * 3.0)
+    assert_same(jitted(np.ones(2)), np.ones(2) * 3.0)  # eager from now on: never stale
+
+
+# --- signatures -----------------------------------------------------------------------------------
+
+
+def test_new_shapes_dtypes_and_static_values_record_again():
+    calls = []
+
+    def f(x, n):
+        calls.append(1)
+        return x * n
+
+    jitted = fgrad.jit(f, static_argnums=1)
+    jitted(np.ones(2), 2)
+    jitted(np.ones(2), 2)
+    assert len(calls) == 1
+    jitted(np.ones(3), 2)
+    jitted(np.ones(2, np.float32), 2)
+    jitted(np.ones(2), 3)
+    assert len(calls) == 4
+    assert_same(jitted(np.ones(2, np.float32), 2), f(np.ones(2, np.float32), 2))
+    assert jitted(np.ones(2, np.float32), 2).dtype == np.float32
+
+
+def test_python_scalars_are_signatures_by_type():
+    f = lambda x, y: fnp.sin(x) * y + 1
+    jitted = fgrad.jit(f)
+    for args in [(2.0, 3.0), (4.0, 5.0), (np.float32(4.0), 5.0), (np.float32(1.0), 2.0)]:
+        assert_same(jitted(*args), f(*args))
+    assert jitted(np.float32(4.0), 5.0).dtype == np.float32
+    assert len(jitted._cache) == 2
+
+
+def test_static_argnames_and_keyword_arguments():
+    jitted = fgrad.jit(
+        lambda x, *, axis, scale=1.0: fnp.sum(x, axis=axis) * scale, static_argnames="axis"
+    )
+    x = rng.normal(size=(2, 3))
+    assert_same(jitted(x, axis=0), np.sum(x, axis=0) * 1.0)
+    assert_same(jitted(x, axis=1, scale=2.0), np.sum(x, axis=1) * 2.0)
+    assert_same(jitted(x, axis=1, scale=3.0), np.sum(x, axis=1) * 3.0)
+
+
+def test_a_jitted_method_binds_self():
+    class Model:
+        def __init__(self, w):
+            self.w = w
+
+        @fgrad.jit
+        def predict(self, x):
+            return fnp.tanh(x @ self.w)
+
+    with pytest.raises(TypeError, match="argument leaf of type Model .* static_argnums"):
+        Model(np.ones(2)).predict(np.ones(2))
+    predict = fgrad.jit(lambda model, x: fnp.tanh(x @ model["w"]))
+    model = {"w": np.ones((2, 2))}  # a pytree of arrays: the parameters are traced
+    for _ in range(2):
+        model["w"] = rng.normal(size=(2, 2))
+        x = rng.normal(size=2)
+        assert_same(predict(model, x), np.tanh(x @ model["w"]))
+
+
+# --- what a replay returns and leaves alone -------------------------------------------------------
+
+
+def test_outputs_are_fresh_and_arguments_untouched():
+    x = np.arange(6.0).reshape(2, 3)
+    before = x.copy()
+    for f in [lambda x: x, lambda x: x.T, lambda x: x[0], lambda x: (x, np.zeros(2))]:
+        jitted = fgrad.jit(f)
+        for _ in range(3):
+            out = jitted(x)
+            for leaf in tree_flatten(out)[0]:
+                assert not np.shares_memory(leaf, x)
+                leaf[...] = -1.0  # a caller writing into its result changes no later result
+        assert_same(f(x), jitted(x)) if f(x) is not x else None
+    np.testing.assert_array_equal(x, before)
+
+
+def test_a_side_effect_happens_once_per_recording():
+    log = []
+
+    def f(x):
+        log.append("ran")
+        return x + 1.0
+
+    jitted = fgrad.jit(f)
+    for _ in range(5):
+        jitted(np.ones(2))
+    assert log == ["ran"]
+
+
+def test_exceptions_propagate_unchanged_on_the_first_call_and_on_a_rerun():
+    def f(x):
+        if fnp.sum(x) > 0:
+            raise ValueError("positive input")
+        return x
+
+    jitted = fgrad.jit(f)
+    assert_same(jitted(-np.ones(2)), -np.ones(2))
+    with pytest.raises(ValueError, match="positive input"):
+        jitted(np.ones(2))  # a replay misses the guard, the re-run raises
+    with pytest.raises(ValueError, match="positive input"):
+        fgrad.jit(f)(np.ones(2))  # the first call raises
+    assert_same(jitted(-np.ones(2) * 3), -np.ones(2) * 3)
+
+
+def test_errors_name_what_to_do():
+    with pytest.raises(TypeError, match="jit expects a function"):
+        fgrad.jit(3)
+    jitted = fgrad.jit(lambda x, n: x * len(n), static_argnums=1)
+    with pytest.raises(TypeError, match="static positional argument 1 .*list.*tuple"):
+        jitted(np.ones(2), [1, 2])
+    with pytest.raises(TypeError, match="static_argnums"):
+        fgrad.jit(lambda x, f: f(x))(np.ones(2), lambda v: v)
+    with pytest.raises(ValueError, match="max_paths"):
+        fgrad.jit(lambda x: x, max_paths=0)
+
+
+# --- composition ----------------------------------------------------------------------------------
+
+
+def test_transforms_of_a_jitted_function_equal_those_of_the_function():
+    def f(x):
+        return fnp.sum(fnp.sin(x) * x) if fnp.sum(x) > 0 else fnp.sum(fnp.cos(x))
+
+    jitted = fgrad.jit(f)
+    for _ in range(6):
+        x = rng.normal(size=4)
+        assert_same(fgrad.grad(f)(x), fgrad.grad(jitted)(x))
+        assert_same(fgrad.hessian(f)(x), fgrad.hessian(jitted)(x))
+        assert_same(fgrad.jvp(f, (x,), (x,)), fgrad.jvp(jitted, (x,), (x,)))
+        rows = np.stack([x, -x, x + 1])
+        assert_same(fgrad.vmap(f)(rows), fgrad.vmap(jitted)(rows))
+        assert_same(
+            fgrad.derivative(lambda s: f(x * s), 3)(1.0),
+            fgrad.derivative(lambda s: jitted(x * s), 3)(1.0),
+        )
+
+
+def test_jit_of_vmap_with_rows_taking_different_branches():
+    f = fgrad.vmap(lambda r: r * 2.0 if fnp.sum(r) > 0 else -r)
+    jitted = fgrad.jit(f)
+    for _ in range(5):
+        rows = rng.normal(size=(6, 2))
+        assert_same(f(rows), jitted(rows))
+
+
+def test_nested_jit_and_recursion():
+    inner = fgrad.jit(lambda y: fnp.sin(y) * 2.0)
+    outer = fgrad.jit(lambda x: inner(x) + inner(x * 2.0))
+    for _ in range(3):
+        x = rng.normal(size=3)
+        assert_same(outer(x), np.sin(x) * 2.0 + np.sin(x * 2.0) * 2.0)
+
+    @fgrad.jit
+    def power_tower(x, n):
+        return x if n == 0 else fnp.sin(power_tower(x, n - 1))
+
+    assert_same(power_tower(0.5, 3), np.sin(np.sin(np.sin(0.5))))
+
+
+def test_a_closure_over_a_value_being_differentiated_is_never_stale():
+    for x in [3.0, 5.0]:
+        g = fgrad.grad(lambda x: fgrad.jit(lambda y: x * y)(2.0))(x)
+        assert g == 2.0
+    jitted_inside = {}
+
+    def f(x):
+        jitted = jitted_inside.setdefault("f", fgrad.jit(lambda y: fnp.sin(y) * y))
+        return jitted(x) * x
+
+    for x in [0.3, 0.7]:
+        assert_same(fgrad.grad(f)(x), fgrad.grad(lambda x: fnp.sin(x) * x * x)(x))
+
+
+def test_concurrent_calls_each_get_their_own_answer():
+    f = fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2) if fnp.sum(x) > 0 else fnp.sum(x**3))
+    jitted = fgrad.jit(f)
+    inputs = [rng.normal(size=5) for _ in range(64)]
+    expected = [f(x) for x in inputs]
+    results = [None] * len(inputs)
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(k, len(inputs), 4):
+                results[i] = jitted(inputs[i])
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for e, r in zip(expected, results):
+        assert_same(e, r)
+
+
+def test_dask_arrays_replay_to_the_same_lazy_graph():
+    da = pytest.importorskip("dask.array", reason="Dask is an optional extra")
+    f = fgrad.grad(lambda w, x: fnp.sum(fnp.tanh(x @ w)))
+    jitted = fgrad.jit(f)
+    for _ in range(3):
+        w = rng.normal(size=3)
+        x = da.from_array(rng.normal(size=(8, 3)), chunks=(4, 3))
+        out = jitted(w, x)
+        assert isinstance(out, np.ndarray) or hasattr(out, "dask")
+        np.testing.assert_allclose(np.asarray(out), np.asarray(f(w, x)), rtol=1e-13)
+
+
+# --- a look inside --------------------------------------------------------------------------------
+
+
+def test_make_record_prints_one_line_per_operation_with_the_users_line():
+    def f(x):
+        y = fnp.sin(x)
+        if fnp.sum(y) > 0:
+            return y * 2.0
+        return y
+
+    record = fgrad.make_record(f)(np.ones(3))
+    text = str(record)
+    lines = text.splitlines()
+    assert lines[0] == "record(v0:f64[3]):"
+    assert "= sin(v0)" in text and "f64[3]" in text
+    assert "guard" in text and "test_jit.py" in text
+    assert lines[-1].strip().startswith("return")
+    assert len(record.ops) == len([ln for ln in lines if " = " in ln])
+    assert len(record.guards) == 1
+
+
+def test_the_replay_source_is_a_straight_line_program():
+    jitted = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.tanh(x) ** 2)))
+    x = rng.normal(size=3)
+    assert jitted.record_source(x) is None
+    jitted(x)
+    source = jitted.record_source(x)
+    assert source.startswith("def replay(v0):")
+    assert "while" not in source and "for " not in source
+    assert "del " in source  # intermediates are freed at their last use

@@ -1,0 +1,90 @@
+"""The gradient table under `jit` (rows in tests/rows_*.py, see tests/gradtable.py).
+
+For a row's function f: `jit(f)`, `jit(grad(f))`, `grad(jit(f))` and `jit(vmap(f))` equal the
+eager results bit for bit, on the first call (the recording) and on a replay with new values.
+The quick suite takes one row per public name (its first); `FGRAD_FULL=1` takes every row.
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+from gradtable import load
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.tree_util import tree_flatten
+
+ROWS, _ = load()
+if not os.environ.get("FGRAD_FULL"):
+    _first = {}
+    for _row in ROWS:
+        _first.setdefault(_row.name, _row)
+    ROWS = list(_first.values())
+
+
+def _same(eager, replayed, what):
+    e_leaves, e_tree = tree_flatten(eager)
+    r_leaves, r_tree = tree_flatten(replayed)
+    assert e_tree == r_tree, f"{what}: output structure {r_tree} instead of {e_tree}"
+    for k, (e, r) in enumerate(zip(e_leaves, r_leaves)):
+        e, r = np.asarray(e), np.asarray(r)
+        assert (e.dtype, e.shape) == (r.dtype, r.shape), (
+            f"{what}, leaf {k}: {r.dtype}{r.shape} instead of {e.dtype}{e.shape}"
+        )
+        assert e.tobytes() == r.tobytes(), f"{what}, leaf {k}: {r} instead of {e}"
+
+
+def _two_inputs(row):
+    """The row's arguments, and new values of the same shapes for a replay."""
+    first = row.args()
+    second = dataclasses.replace(row, seed=row.seed + 1).args()
+    if [np.shape(a) for a in first] != [np.shape(a) for a in second]:
+        second = first
+    return first, second
+
+
+def _scalar(fn):
+    """A real scalar of fn's outputs, to differentiate."""
+
+    def scalar(*args):
+        leaves, _ = tree_flatten(fn(*args))
+        return sum(fnp.sum(fnp.real(leaf)) for leaf in leaves)
+
+    return scalar
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_jit_of_the_function_equals_eager(row):
+    jitted = fgrad.jit(row.fn)
+    for args in _two_inputs(row):
+        _same(row.fn(*args), jitted(*args), f"jit({row.id})")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_jit_of_grad_equals_eager(row):
+    g = fgrad.grad(_scalar(row.fn), argnums=tuple(range(len(row.args()))))
+    jitted = fgrad.jit(g)
+    for args in _two_inputs(row):
+        _same(g(*args), jitted(*args), f"jit(grad({row.id}))")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_grad_of_jit_equals_eager(row):
+    argnums = tuple(range(len(row.args())))
+    eager = fgrad.grad(_scalar(row.fn), argnums=argnums)
+    through = fgrad.grad(_scalar(fgrad.jit(row.fn)), argnums=argnums)
+    for args in _two_inputs(row):
+        _same(eager(*args), through(*args), f"grad(jit({row.id}))")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_jit_of_vmap_equals_eager(row):
+    first, second = _two_inputs(row)
+    batched = tuple(np.stack([a, b]) for a, b in zip(first, second))
+    swapped = tuple(np.stack([b, a]) for a, b in zip(first, second))
+    v = fgrad.vmap(row.fn)
+    jitted = fgrad.jit(v)
+    for args in (batched, swapped):
+        _same(v(*args), jitted(*args), f"jit(vmap({row.id}))")
