@@ -36,7 +36,18 @@ from typing import Any
 
 import numpy as _np
 
-from .core import Box, Level, NondiffPrimitive, Primitive, bind, innermost, primal
+from .core import (
+    _NO_PARAMS,
+    Box,
+    Level,
+    NondiffPrimitive,
+    Primitive,
+    bind,
+    bind_one,
+    bind_two,
+    innermost,
+    primal,
+)
 
 __all__ = ["Const", "Guard", "Op", "StagingLevel", "guard_key", "user_line"]
 
@@ -118,6 +129,8 @@ def guard_key(v) -> Any:
     return (a.dtype.str, a.shape, a.tobytes())
 
 
+_new_box = object.__new__
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -194,6 +207,48 @@ class StagingLevel(Level):
         if prim.multiple_results:
             return tuple(Box(a, self, s) for a, s in zip(ans, outs))
         return Box(ans, self, first)
+
+    # Shortcuts for a primitive of one or two arguments without parameters (most of a
+    # program), only for speed: `process` gives the same record. The output's box is made by
+    # setting its slots, as in the reverse level.
+
+    def process_one(self, prim: Primitive, x: Box) -> Any:
+        if prim.multiple_results or type(prim) is NondiffPrimitive:
+            return self.process(prim, (x,), _NO_PARAMS)
+        xv = x.value
+        ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
+        slot = self.n_slots
+        self.n_slots = slot + 1
+        self.items.append(Op(prim, (x.aux,), _NO_PARAMS, (slot,)))
+        box = _new_box(Box)
+        box.value, box.level, box.aux = ans, self, slot
+        return box
+
+    def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
+        if prim.multiple_results or type(prim) is NondiffPrimitive:
+            return self.process(prim, (x, y), _NO_PARAMS)
+        if type(x) is Box and x.level is self:
+            xv, xi = x.value, x.aux
+        elif type(x) is Box:
+            return self.process(prim, (x, y), _NO_PARAMS)  # an outer box: not an input
+        else:
+            xv, xi = x, Const(x)
+        if type(y) is Box and y.level is self:
+            yv, yi = y.value, y.aux
+        elif type(y) is Box:
+            return self.process(prim, (x, y), _NO_PARAMS)
+        else:
+            yv, yi = y, Const(y)
+        if type(xv) is Box or type(yv) is Box:
+            ans = bind_two(prim, xv, yv)
+        else:
+            ans = prim.impl(xv, yv)
+        slot = self.n_slots
+        self.n_slots = slot + 1
+        self.items.append(Op(prim, (xi, yi), _NO_PARAMS, (slot,)))
+        box = _new_box(Box)
+        box.value, box.level, box.aux = ans, self, slot
+        return box
 
     def read(self, box: Box) -> Any:
         value = primal(box.value)

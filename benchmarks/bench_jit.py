@@ -1,0 +1,299 @@
+"""fgrad.jit against eager fgrad, hand-written NumPy and JAX's jit: the loops users run.
+
+    python benchmarks/bench_jit.py                   # fgrad and NumPy only
+    /tmp/peers/bin/python benchmarks/bench_jit.py    # with JAX, if installed there
+    python benchmarks/bench_jit.py --only hessian,mlp --rounds 21
+    python benchmarks/bench_jit.py --check           # validate only, a few seconds
+
+Workloads (`--only` takes their keys), with the bars of issue 33:
+
+    hessian   Hessian of Rosenbrock on R^10                jit >= 10x faster than eager
+    jacfwd    jacfwd of a quaternion rotation (R^4 -> R^3)  jit >= 6x faster than eager
+    logreg    per-example gradients of logistic regression by vmap(grad), batch 1000, 10
+              features                                     jit <= 2x hand-vectorised NumPy
+    mlp       grad of the seed MLP (784-100-10, batch 100)  jit <= 1.05x the hand-written one
+    chain     grad of a 200-op scalar chain                 jit no slower than eager
+    chain10   the same chain on 10-element arrays           jit no slower than eager
+
+For each: the time per call of every contender (median of interleaved rounds, one thread),
+the same-round ratios, and the time to the first result (a fresh jit's first call, which
+records; JAX jit's first call, which traces and compiles) against one eager call. Then the
+peak memory (tracemalloc) of one gradient of a 100-layer tanh chain, eager and replayed.
+
+Every contender's result is checked against eager fgrad's first (jit: bit for bit; JAX:
+relative error at most 1e-10); the script exits with status 1 if any disagree.
+
+Imports: NumPy, fgrad, the shared `timing.py` and `bench_peers.py`'s workload functions; JAX
+only if it is installed.
+"""
+
+import timing
+
+PINNED = __name__ == "__main__" and timing.pin_threads()
+
+import argparse
+import importlib.util
+import sys
+import time
+import tracemalloc
+
+import bench_peers as peers
+import numpy as np
+
+import fgrad
+import fgrad.numpy as fnp
+
+HAVE_JAX = importlib.util.find_spec("jax") is not None
+if HAVE_JAX:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+
+# --- the workloads, written once for fgrad.numpy and jax.numpy ------------------------------------
+
+
+def rosenbrock(ns):
+    return lambda x: ns.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def quaternion_rotation(ns):
+    def rotate(q):
+        w, x, y, z = q[0], q[1], q[2], q[3]
+        r = ns.stack(
+            [
+                ns.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)]),
+                ns.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)]),
+                ns.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]),
+            ]
+        )
+        return r @ ns.array([1.0, 2.0, 3.0])
+
+    return rotate
+
+
+def logistic_loss(ns):
+    return lambda w, xi, yi: ns.log1p(ns.exp(-yi * ns.dot(xi, w)))
+
+
+def logistic_grads_by_hand(w, X, y):
+    """Per-example gradients, vectorised: -y_i x_i sigmoid(-y_i x_i.w)."""
+    m = -y * (X @ w)
+    return (-y / (1.0 + np.exp(-m)))[:, None] * X
+
+
+class Workload:
+    def __init__(self, key, title, eager, args, by_hand=None, jax_fun=None, jax_args=None):
+        self.key, self.title = key, title
+        self.eager, self.args = eager, args
+        self.by_hand, self.jax_fun, self.jax_args = by_hand, jax_fun, jax_args
+
+
+def workloads():
+    rng = np.random.default_rng(0)
+    out = []
+    x10 = rng.normal(size=10)
+    out.append(
+        Workload(
+            "hessian",
+            "Hessian of Rosenbrock, R^10",
+            fgrad.hessian(rosenbrock(fnp)),
+            (x10,),
+            jax_fun=HAVE_JAX and (lambda: jax.hessian(rosenbrock(jnp))),
+        )
+    )
+    q = rng.normal(size=4)
+    out.append(
+        Workload(
+            "jacfwd",
+            "jacfwd of a quaternion rotation",
+            fgrad.jacfwd(quaternion_rotation(fnp)),
+            (q,),
+            jax_fun=HAVE_JAX and (lambda: jax.jacfwd(quaternion_rotation(jnp))),
+        )
+    )
+    w, X, y = rng.normal(size=10), rng.normal(size=(1000, 10)), np.sign(rng.normal(size=1000))
+    out.append(
+        Workload(
+            "logreg",
+            "per-example logistic regression gradients, vmap(grad), batch 1000",
+            fgrad.vmap(fgrad.grad(logistic_loss(fnp)), in_axes=(None, 0, 0)),
+            (w, X, y),
+            by_hand=lambda: logistic_grads_by_hand(w, X, y),
+            jax_fun=HAVE_JAX
+            and (lambda: jax.vmap(jax.grad(logistic_loss(jnp)), in_axes=(None, 0, 0))),
+        )
+    )
+    ws, Xm, I_y = peers.mlp_data((784, 100, 10), 100, seed=0)
+    out.append(
+        Workload(
+            "mlp",
+            "grad of the seed MLP, 784-100-10, batch 100",
+            fgrad.grad(peers.mlp_loss(fnp)),
+            (ws, Xm, I_y),
+            by_hand=lambda: peers.mlp_grad_by_hand(ws, Xm, I_y),
+            jax_fun=HAVE_JAX and (lambda: jax.grad(peers.mlp_loss(jnp))),
+        )
+    )
+    out.append(
+        Workload(
+            "chain",
+            "grad of a 200-op scalar chain",
+            fgrad.grad(peers.chain(fnp, 200, reduce=False)),
+            (0.3,),
+            by_hand=lambda: peers.chain_grad_by_hand(0.3, 200),
+            jax_fun=HAVE_JAX and (lambda: jax.grad(peers.chain(jnp, 200, reduce=False))),
+        )
+    )
+    x = rng.normal(size=10)
+    out.append(
+        Workload(
+            "chain10",
+            "grad of a 200-op chain on 10-element arrays",
+            fgrad.grad(peers.chain(fnp, 200, reduce=True)),
+            (x,),
+            by_hand=lambda: peers.chain_grad_by_hand(x, 200),
+            jax_fun=HAVE_JAX and (lambda: jax.grad(peers.chain(jnp, 200, reduce=True))),
+        )
+    )
+    return out
+
+
+# --- checks and timings ---------------------------------------------------------------------------
+
+
+def leaves(tree):
+    return fgrad.tree_util.tree_flatten(tree)[0]
+
+
+def check(workload):
+    """The jitted replay equals eager bit for bit; JAX (if here) to 1e-10. Returns problems."""
+    problems = []
+    want = workload.eager(*workload.args)
+    jitted = fgrad.jit(workload.eager)
+    for call in range(3):
+        got = jitted(*workload.args)
+        for a, b in zip(leaves(want), leaves(got)):
+            if np.asarray(a).tobytes() != np.asarray(b).tobytes():
+                problems.append(f"{workload.key}: jit call {call} differs from eager")
+    if workload.jax_fun:
+        got = jax.jit(workload.jax_fun())(*workload.args)
+        for a, b in zip(leaves(want), leaves(got)):
+            err = np.linalg.norm(np.asarray(a) - np.asarray(b)) / max(np.linalg.norm(a), 1e-300)
+            if err > 1e-10:
+                problems.append(f"{workload.key}: JAX differs from fgrad by {err:.1e}")
+    return problems
+
+
+def first_call_seconds(make, args, repeats=5):
+    """The median time of the first call of a freshly made function."""
+    times = []
+    for _ in range(repeats):
+        fn = make()
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def run(workload, rounds, sample_time):
+    args = workload.args
+    jitted = fgrad.jit(workload.eager)
+    jitted(*args)
+    contenders = {
+        "fgrad eager": lambda: workload.eager(*args),
+        "fgrad jit": lambda: jitted(*args),
+    }
+    if workload.by_hand is not None:
+        contenders["numpy by hand"] = workload.by_hand
+    if workload.jax_fun:
+        jax_jitted = jax.jit(workload.jax_fun())
+        jax_args = [jax.tree_util.tree_map(jnp.asarray, a) for a in args]
+
+        def jax_call():
+            return jax.block_until_ready(jax_jitted(*jax_args))
+
+        jax_call()
+        contenders["jax jit"] = jax_call
+    times = timing.interleaved_times(contenders, rounds, sample_time)
+    print(f"\n{workload.key}: {workload.title}")
+    print(f"  {'contender':16s} {'us/call':>10s}   {'jit / this (same rounds)':>26s}")
+    for name, samples in times.items():
+        median = timing.quartiles(samples)[1] * 1e6
+        ratio = timing.ratio_cell(timing.paired_ratios(times, "fgrad jit", name))
+        print(f"  {name:16s} {median:10.1f}   {ratio}")
+    eager_first = first_call_seconds(lambda: workload.eager, args)
+    jit_first = first_call_seconds(lambda: fgrad.jit(workload.eager), args)
+    line = (
+        f"  first result: eager {eager_first * 1e6:.0f} us, fgrad jit {jit_first * 1e6:.0f} us "
+        f"({jit_first / eager_first:.2f}x eager)"
+    )
+    if workload.jax_fun:
+        jax_args = [jax.tree_util.tree_map(jnp.asarray, a) for a in args]
+        jax_first = first_call_seconds(
+            lambda: lambda *a: jax.block_until_ready(jax.jit(workload.jax_fun())(*a)),
+            jax_args,
+            repeats=3,
+        )
+        line += f", jax jit trace+compile {jax_first * 1e6:.0f} us"
+    print(line)
+
+
+def tanh_chain_memory(layers=100, width=512, batch=64):
+    """Peak traced NumPy memory of one gradient of a 100-layer tanh MLP, eager and replayed."""
+    rng = np.random.default_rng(3)
+    ws = [rng.normal(size=(width, width)) / np.sqrt(width) for _ in range(layers)]
+    x = rng.normal(size=(batch, width))
+
+    def loss(x, ws):
+        for w in ws:
+            x = fnp.tanh(x @ w)
+        return fnp.sum(x)
+
+    eager = fgrad.grad(loss)
+    jitted = fgrad.jit(eager)
+    jitted(x, ws)
+    peaks = {}
+    for name, fn in (("eager", eager), ("jit", jitted)):
+        fn(x, ws)
+        tracemalloc.start()
+        fn(x, ws)
+        peaks[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    print(
+        f"\npeak memory of one gradient of a {layers}-layer tanh MLP (width {width}, batch "
+        f"{batch}), tracemalloc: eager {peaks['eager'] / 2**20:.1f} MiB, jit replay "
+        f"{peaks['jit'] / 2**20:.1f} MiB ({peaks['jit'] / peaks['eager']:.2f}x)"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated workload keys")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--sample-time", type=float, default=0.05)
+    parser.add_argument("--check", action="store_true", help="validate only")
+    opts = parser.parse_args()
+    chosen = workloads()
+    if opts.only:
+        keys = opts.only.split(",")
+        chosen = [w for w in chosen if w.key in keys]
+    problems = [p for w in chosen for p in check(w)]
+    for p in problems:
+        print("MISMATCH", p)
+    if opts.check:
+        print(f"checked {len(chosen)} workloads: {len(problems)} mismatches")
+        return 1 if problems else 0
+    print(f"fgrad {fgrad.__version__}, NumPy {np.__version__}", end="")
+    print(f", JAX {jax.__version__}" if HAVE_JAX else ", JAX not installed", end="")
+    print(f"; one thread: {PINNED}")
+    for w in chosen:
+        run(w, opts.rounds, opts.sample_time)
+    if not opts.only or "memory" in opts.only.split(","):
+        tanh_chain_memory()
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
