@@ -33,6 +33,8 @@ from .jitting import jit, make_record
 from .primitive import primitive
 from .vmapping import vmap
 
+# The only place the version is written: pyproject.toml reads this literal when it builds
+# (a dynamic version), so `import fgrad` stays free of importlib.metadata.
 __version__ = "0.1.0"
 
 __all__ = [

@@ -9,10 +9,13 @@ Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.forward`, `fgrad.boundary`, `fgra
 can be differentiated again: `hessian = jacfwd(jacrev(f))`).
 """
 
+from __future__ import annotations
+
 import functools
 import gc
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -32,6 +35,12 @@ from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 from .vmapping import map_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .tree_util import PyTree
 
 __all__ = [
     "grad",
@@ -279,7 +288,7 @@ def _split_aux(out, who):
 
 
 @api_boundary
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
     """Reverse mode: evaluate `fun(*primals)` and return the function that pulls cotangents back.
 
     Parameters
@@ -497,7 +506,12 @@ def _check_like(given, expected, what, of_what):
         )
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., tuple[Any, Any]]:
     """Like `grad`, but the function returns `(fun(*args), gradient)`: the value comes for free.
 
     Parameters
@@ -599,7 +613,12 @@ def _unit_cotangent(out, who, holomorphic=False):
     return dt.type(1) if not v_shape else _np.ones(v_shape, dt)
 
 
-def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def grad(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., Any]:
     """The gradient of a scalar-valued function: `grad(fun)(*args)` is d fun / d args[argnums].
 
     Parameters
@@ -649,7 +668,12 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 @api_boundary
-def jvp(fun, primals, tangents, has_aux=False):
+def jvp(
+    fun: Callable[..., Any],
+    primals: Sequence[PyTree],
+    tangents: Sequence[PyTree],
+    has_aux: bool = False,
+) -> tuple[Any, ...]:
     """Forward mode: evaluate `fun(*primals)` and its directional derivative along `tangents`.
 
     Parameters
@@ -744,7 +768,7 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
 
 
 @api_boundary
-def linearize(fun, *primals):
+def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callable[..., PyTree]]:
     """Evaluate `fun` once at `primals` and return its linearization there.
 
     Parameters
@@ -891,7 +915,9 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
     return tree_unflatten(out_tree, blocks)
 
 
-def jacfwd(fun, argnums=0, holomorphic=False):
+def jacfwd(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, holomorphic: bool = False
+) -> Callable[..., PyTree]:
     """The Jacobian of `fun` by forward mode: one jvp per input element, all at once.
 
     Parameters
@@ -965,7 +991,9 @@ def _in_tree_builder(in_tree, single):
     return build
 
 
-def jacrev(fun, argnums=0, holomorphic=False):
+def jacrev(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, holomorphic: bool = False
+) -> Callable[..., PyTree]:
     """The Jacobian of `fun` by reverse mode: one backward pass per output element, all at once.
 
     Parameters
@@ -1035,7 +1063,7 @@ def _check_output_kind(out, holomorphic, who):
             )
 
 
-def hessian(fun, argnums=0):
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., PyTree]:
     """The Hessian of a scalar-valued `fun`, as `jacfwd(jacrev(fun))`: forward over reverse.
 
     Parameters
@@ -1061,7 +1089,7 @@ def hessian(fun, argnums=0):
     return _named(jacfwd(jacrev(fun, argnums), argnums), fun, "hessian")
 
 
-def stop_gradient(x):
+def stop_gradient(x: PyTree) -> PyTree:
     """`x` as a constant: no derivative flows through it, at any level of nesting.
 
     Parameters

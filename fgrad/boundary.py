@@ -15,13 +15,20 @@ warning, then the whole array computed in memory) into an error (`fgrad.protocol
 Imports: `fgrad.core`, `fgrad.protocols` and the standard library.
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import sys
 import types
+from typing import TYPE_CHECKING
 
 from . import core
 from .protocols import dispatch_guard
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["api_boundary"]
 
@@ -55,7 +62,7 @@ def _without_fgrad_frames(tb):
     return filtered
 
 
-def api_boundary(fun):
+def api_boundary(fun: Callable[..., Any]) -> Callable[..., Any]:
     """`fun`, whose exceptions leave without fgrad's frames in their tracebacks."""
 
     @functools.wraps(fun)

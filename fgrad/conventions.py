@@ -13,13 +13,19 @@ the code computes.
 Imports: `fgrad` (the public API) and, if installed, `jax`.
 """
 
+from __future__ import annotations
+
 import pathlib
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import fgrad.numpy as fnp
 from fgrad import grad
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 # (what, fgrad's value as a function, JAX's value as a function of (jax, jnp), JAX's value as
 # recorded, why fgrad gives what it gives)
@@ -230,7 +236,7 @@ def _quiet(f, *args):
         return f(*args)
 
 
-def show(value):
+def show(value: ArrayLike) -> str:
     """A short, stable text for a value: 6 significant digits, no dtype noise."""
     v = np.asarray(value)
     if np.iscomplexobj(v):
@@ -240,11 +246,11 @@ def show(value):
     return "[" + ", ".join(f"{float(a):.6g}" for a in v.ravel()) + "]"
 
 
-def fgrad_values():
+def fgrad_values() -> list[str]:
     return [show(fn()) for _, fn, _, _, _ in CASES]
 
 
-def jax_values():
+def jax_values() -> tuple[list[str], str]:
     """JAX's column: computed if jax is installed (float64 enabled), else as recorded."""
     try:
         import jax
@@ -259,7 +265,7 @@ def jax_values():
     return values, f"computed with jax {jax.__version__}"
 
 
-def table(jax_column=None):
+def table(jax_column: tuple[list[str], str] | None = None) -> str:
     jax_vals, source = jax_column or jax_values()
     lines = [
         f"| at | fgrad | JAX ({source}) | why |",
@@ -274,7 +280,7 @@ BEGIN, END = "<!-- conventions: begin -->", "<!-- conventions: end -->"
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
-def write_readme(path=README):
+def write_readme(path: pathlib.Path = README) -> None:
     text = path.read_text()
     head, rest = text.split(BEGIN)
     _, tail = rest.split(END)

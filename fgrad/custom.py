@@ -89,11 +89,14 @@ Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.tree_util`, `fgrad.numpy` (to cas
 differentiably) and `fgrad.api` (`checkpoint` re-runs its function under `vjp` and `jvp`).
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import operator
 import os
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -107,6 +110,12 @@ from .numpy.shaping import batch_size, describe, every_row
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 from .vmapping import vmap
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .tree_util import PyTree
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "tap_cotangent"]
 
@@ -462,8 +471,8 @@ def _fun_name(fun):
 class _CustomFunction:
     """What custom_vjp and custom_jvp share: the function, its nondiff_argnums, the call."""
 
-    _kind = None
-    _primitive = None
+    _kind: str | None = None
+    _primitive: Primitive | None = None
 
     def __init__(self, fun, nondiff_argnums=()):
         if not callable(fun):
@@ -671,12 +680,16 @@ class custom_vjp(_CustomFunction):
 
     _kind = "custom_vjp"
     _primitive = custom_vjp_call
+    fwd: Callable[..., tuple[Any, Any]] | None
+    bwd: Callable[..., tuple[Any, ...]] | None
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: int | Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(
+        self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[..., tuple[Any, ...]]
+    ) -> None:
         """Set the rule: `fwd(*args) -> (out, residuals)` and
         `bwd(*nondiff_args, residuals, ct) -> (cotangent per differentiable argument)`."""
         for what, fn in (("fwd", fwd), ("bwd", bwd)):
@@ -814,12 +827,13 @@ class custom_jvp(_CustomFunction):
 
     _kind = "custom_jvp"
     _primitive = custom_jvp_call
+    jvp: Callable[..., tuple[Any, Any]] | None
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: int | Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums)
         self.jvp = None
 
-    def defjvp(self, jvp):
+    def defjvp(self, jvp: Callable[..., tuple[Any, Any]]) -> Callable[..., tuple[Any, Any]]:
         """Set the rule `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`."""
         if not callable(jvp):
             raise TypeError(
@@ -829,7 +843,7 @@ class custom_jvp(_CustomFunction):
         self.jvp = jvp
         return jvp
 
-    def defjvps(self, *rules):
+    def defjvps(self, *rules: Callable[..., Any] | None) -> None:
         """One rule per argument, `rule_i(t_i, ans, *args) -> tangent of ans` (None for an
         argument with no derivative); the tangent of the output is their sum.
 
@@ -971,7 +985,7 @@ checkpoint_p = Primitive(
 )
 
 
-def checkpoint(fun):
+def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     """`fun`, computed without storing its intermediates for the backward pass (also `remat`).
 
     Parameters
@@ -1074,7 +1088,7 @@ tap_cotangent_p = Primitive(
 
 
 @api_boundary
-def tap_cotangent(x, on_cotangent):
+def tap_cotangent(x: PyTree, on_cotangent: Callable[[Any], Any]) -> PyTree:
     """The identity on `x`, whose bprop shows (or changes) the cotangent flowing back through it.
 
     Parameters

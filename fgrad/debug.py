@@ -24,14 +24,20 @@ turn it on for a block with `with fgrad.debug_nans():`, or for everything with
 Imports: `fgrad.core` and `fgrad.provenance` (the core's watch).
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from . import core, provenance
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["debug_nans", "set_debug_nans"]
 
@@ -41,10 +47,10 @@ _settings = {"inf": True, "on": False}  # whether the check is on, and whether i
 # reverse level -> {tape position: (primitive name, Source or the kind of rule that applied
 # it)}: which primitive each tape entry applied and where, so a bprop that fails can be traced
 # to your forward line
-_origins = weakref.WeakKeyDictionary()
+_origins: weakref.WeakKeyDictionary[core.Level, dict[int, tuple]] = weakref.WeakKeyDictionary()
 
 
-def set_debug_nans(enabled=True, *, inf=True):
+def set_debug_nans(enabled: bool = True, *, inf: bool = True) -> tuple[bool, bool]:
     """Turn the nan and inf check on (or off) for the whole process.
 
     Parameters
@@ -81,7 +87,7 @@ def set_debug_nans(enabled=True, *, inf=True):
 
 
 @contextlib.contextmanager
-def debug_nans(enabled=True, *, inf=True):
+def debug_nans(enabled: bool = True, *, inf: bool = True) -> Iterator[None]:
     """A context manager: within the block, the first nan or inf computed raises, saying where.
 
     Parameters

@@ -17,7 +17,10 @@ position each reverse level recorded it at.
 Imports: `fgrad.core`, `fgrad.provenance` and `fgrad.tree_util`.
 """
 
+from __future__ import annotations
+
 import html
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -25,6 +28,12 @@ from . import provenance
 from .boundary import api_boundary
 from .core import Box, Level, bind, primal
 from .tree_util import tree_flatten
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .tree_util import ArrayLike
 
 __all__ = ["Equation", "Graph", "Var", "make_graph"]
 
@@ -34,18 +43,18 @@ class Var:
 
     __slots__ = ("dtype", "name", "producer", "shape")
 
-    def __init__(self, name, value, producer=None):
+    def __init__(self, name: str, value: ArrayLike, producer: Equation | None = None) -> None:
         self.name = name
         self.shape = _np.shape(value)
         self.dtype = _np.result_type(value)
         self.producer = producer  # the Equation that computed it; None for an input
 
     @property
-    def type(self):
+    def type(self) -> str:
         """Short type as in a jaxpr: `f64[3,2]`."""
         return f"{_short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.name}:{self.type}"
 
 
@@ -56,11 +65,11 @@ class Const:
 
     __slots__ = ("name", "value")
 
-    def __init__(self, value, name=None):
+    def __init__(self, value: ArrayLike, name: str | None = None) -> None:
         self.value = value
         self.name = name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         v = primal(self.value)
         if _np.ndim(v) == 0 and not isinstance(v, (list, tuple)):
             return repr(v.item() if hasattr(v, "item") else v)
@@ -79,14 +88,14 @@ class Equation(provenance.Equation):
     additions that sum two cotangents of one value (a value used more than once).
     """
 
-    def text(self):
+    def text(self) -> str:
         """`c:f64[3] = mul a b` with its parameters."""
         args = " ".join(repr(x) if isinstance(x, Const) else x.name for x in self.inputs)
         params = " ".join(f"{k}={_short(v)}" for k, v in self.params.items())
         rhs = " ".join(p for p in (self.primitive, args, params) if p)
         return f"{', '.join(map(repr, self.outputs))} = {rhs}"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Equation {self.text()}>"
 
 
@@ -109,24 +118,29 @@ class Graph:
     applications; `graph.counts()` splits it by role; `print(graph)` lists the equations;
     a notebook draws it (`_repr_svg_`)."""
 
-    def __init__(self, name):
+    inputs: list[Var]
+    equations: list[Equation]
+    outputs: list[Var | Const]
+    _blocks: list[_Block]
+
+    def __init__(self, name: str) -> None:
         self.name = name
         self.inputs = []
         self.equations = []
         self.outputs = []
         self._blocks = []
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.equations)
 
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """Number of primitive applications by role: forward, residual, backward, tangent."""
-        out = {}
+        out: dict[str, int] = {}
         for e in self.equations:
             out[e.role] = out.get(e.role, 0) + 1
         return out
 
-    def count(self, role=None, primitive=None):
+    def count(self, role: str | None = None, primitive: str | None = None) -> int:
         """How many equations have this role and/or apply this primitive."""
         return sum(
             1
@@ -136,7 +150,7 @@ class Graph:
 
     # --- text ------------------------------------------------------------------------------
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = [
             f"make_graph({self.name}): {self._summary()}",
             "inputs: " + (", ".join(map(repr, self.inputs)) or "none"),
@@ -205,7 +219,7 @@ class Graph:
     def _repr_svg_(self):
         return _draw_svg(self)
 
-    def to_svg(self):
+    def to_svg(self) -> str:
         """The picture a notebook shows, as an SVG string (save it to a .svg file to view)."""
         return _draw_svg(self)
 
@@ -213,7 +227,9 @@ class Graph:
 _ROLES = ("forward", "residual", "backward", "tangent")
 
 
-def make_graph(fun, static_argnums=()):
+def make_graph(
+    fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
+) -> Callable[..., Graph]:
     """Return a function that runs `fun` once and returns the `Graph` of what it applied.
 
     Parameters

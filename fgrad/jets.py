@@ -8,8 +8,11 @@ Imports: `fgrad.core`, `fgrad.taylor`, `fgrad.api` (its checks of what the user 
 `fgrad.vmapping`, `fgrad.tree_util`, `fgrad.numpy`.
 """
 
+from __future__ import annotations
+
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -31,6 +34,12 @@ from .core import Box, dtype_of, shape_of, zeros_like_value
 from .taylor import TaylorLevel
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
 from .vmapping import vmap
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .tree_util import PyTree
 
 __all__ = ["derivative", "jet", "laplacian"]
 
@@ -62,7 +71,9 @@ def _run(fun, leaves, in_tree, coefficients, order, collapse=None, who="jet"):
 
 
 @api_boundary
-def jet(fun, primals, series):
+def jet(
+    fun: Callable[..., Any], primals: Sequence[PyTree], series: Sequence[Sequence[PyTree]]
+) -> tuple[PyTree, PyTree]:
     """Taylor mode: `fun` on truncated Taylor series of its arguments, giving its output's series.
 
     Each argument follows the path x(t) = x0 + x1 t + x2 t^2/2! + ... + xK t^K/K!; `jet`
@@ -129,7 +140,7 @@ def jet(fun, primals, series):
     _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "jet")
     p_leaves = [_numpy_scalar(p) for p in p_leaves]
     # coefficients[leaf][k]: term k+1 of that leaf, normalized (divided by (k+1)!)
-    coefficients = [[] for _ in p_leaves]
+    coefficients: list[list[Any]] = [[] for _ in p_leaves]
     for k in range(order):
         term = tuple(terms[k] for terms in series)
         t_leaves, t_tree = tree_flatten(term)
@@ -206,7 +217,7 @@ def _of_one_argument(fun, args, kwargs, i):
     return of_x
 
 
-def derivative(fun, order, argnums=0):
+def derivative(fun: Callable[..., Any], order: int, argnums: int = 0) -> Callable[..., Any]:
     """The `order`-th derivative of `fun` with respect to a scalar argument, by Taylor mode.
 
     Parameters
@@ -263,7 +274,7 @@ def derivative(fun, order, argnums=0):
     return _named(derivative_fun, fun, f"derivative[{order}]")
 
 
-def laplacian(fun, argnums=0):
+def laplacian(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     """The Laplacian of `fun` with respect to an array argument: the trace of its Hessian.
 
     Parameters

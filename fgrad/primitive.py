@@ -25,15 +25,28 @@ coefficients are the primitive applied to each, a bilinear one's are sums of pro
 Imports: `fgrad.core`, `fgrad.taylor`.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 from . import taylor
 from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 __all__ = ["defbilinear", "deflinear", "defprimitive", "defunary", "nondiff", "primitive"]
 
 
-def primitive(fprop=None, *, jvp=None, name=None, multiple_results=False):
+def primitive(
+    fprop: Callable[..., tuple[Any, Callable[..., Any]]] | None = None,
+    *,
+    jvp: Callable[..., Any] | None = None,
+    name: str | None = None,
+    multiple_results: bool = False,
+) -> Callable[..., Any]:
     """Register a differentiable operation from its fprop (usable as a decorator).
 
     Parameters
@@ -100,14 +113,20 @@ def primitive(fprop=None, *, jvp=None, name=None, multiple_results=False):
     return register(fprop) if fprop is not None else register
 
 
-def defprimitive(impl, vjp, jvp, name=None):
+def defprimitive(
+    impl: Callable[..., Any],
+    vjp: Callable[..., Any] | tuple[Callable[..., Any] | None, ...] | None,
+    jvp: Callable[..., Any] | tuple[Callable[..., Any] | None, ...] | None,
+    name: str | None = None,
+) -> Primitive:
     """A built-in primitive from per-input rules (see `fgrad.core.Primitive`).
 
     `vjp` and `jvp` are one rule for a one-input primitive or a tuple with one per input.
     """
     vjps = vjp if type(vjp) is tuple else (vjp,)
     jvps = jvp if type(jvp) is tuple else (jvp,)
-    return Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)
+    # mypy cannot tell that a rule is never a tuple subclass, which the tests above leave wrapped
+    return Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)  # type: ignore[arg-type]
 
 
 def _as_function(prim):
@@ -127,7 +146,14 @@ def _as_function(prim):
     return apply
 
 
-def defunary(impl, derivative=None, *, vjp=None, jvp=None, name=None):
+def defunary(
+    impl: Callable[[Any], Any],
+    derivative: Callable[[Any, Any], Any] | None = None,
+    *,
+    vjp: Callable[[Any, Any], Callable[[Any], Any]] | None = None,
+    jvp: Callable[[Any, Any, Any], Any] | None = None,
+    name: str | None = None,
+) -> Callable[[Any], Any]:
     """An elementwise primitive of one argument without parameters (sin, exp, ...), returned as
     a plain function (see `_as_function`).
 
@@ -154,7 +180,9 @@ def defunary(impl, derivative=None, *, vjp=None, jvp=None, name=None):
     return _as_function(defprimitive(impl, vjp, jvp, name))
 
 
-def deflinear(impl, transpose, name=None):
+def deflinear(
+    impl: Callable[..., Any], transpose: Callable[..., Any], name: str | None = None
+) -> Primitive:
     """A primitive linear in its one input (reshapes, sums, FFTs, ...): the forward rule is the
     primitive itself applied to the tangent, with the same parameters. `transpose(ans, x,
     **params) -> (ct -> cotangent of x)` is the reverse rule: the transposed map.
@@ -174,7 +202,11 @@ def deflinear(impl, transpose, name=None):
     return prim
 
 
-def defbilinear(impl, vjp, name=None):
+def defbilinear(
+    impl: Callable[..., Any],
+    vjp: tuple[Callable[..., Any] | None, Callable[..., Any] | None],
+    name: str | None = None,
+) -> Primitive:
     """A primitive of two inputs, linear in each (products, convolutions): the forward rule of
     each input is the primitive with that input replaced by its tangent. `vjp` is the pair of
     reverse rules.
@@ -198,6 +230,6 @@ def defbilinear(impl, vjp, name=None):
     return prim
 
 
-def nondiff(impl, name=None):
+def nondiff(impl: Callable[..., Any], name: str | None = None) -> NondiffPrimitive:
     """A built-in with no derivative: its result is a constant at every level."""
     return NondiffPrimitive(name or impl.__name__, impl)

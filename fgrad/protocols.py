@@ -26,13 +26,18 @@ from __future__ import annotations
 import contextlib
 import re
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as _np
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 __all__ = ["DispatchError", "dispatch_guard", "is_foreign_array", "like_input"]
 
 
-def is_foreign_array(x) -> bool:
+def is_foreign_array(x: Any) -> bool:
     """Whether x is an array of a type other than NumPy's that implements NumPy's dispatch
     protocols (a Dask or CuPy array), with a shape and a dtype."""
     kind = type(x)
@@ -66,7 +71,7 @@ _FALLBACK = re.compile(r"The `([\w.]+)` function is not implemented by (\w[\w ]*
 
 
 @contextlib.contextmanager
-def dispatch_guard():
+def dispatch_guard() -> Iterator[None]:
     """Within: an array type's warning that it falls back to NumPy for a function it does not
     implement is raised as a `DispatchError`, before the fallback computes anything."""
     with warnings.catch_warnings():
@@ -86,7 +91,7 @@ def dispatch_guard():
             ) from None
 
 
-def refuse_lazy(name, why, *values):
+def refuse_lazy(name: str, why: str, *values: Any) -> None:
     """Raise `DispatchError` when one of `values` is an array of another library (a lazy Dask
     array): `name` needs its values (`why`), and fgrad does not compute such an array behind
     the user's back, in a transform or outside one."""
@@ -100,7 +105,7 @@ def refuse_lazy(name, why, *values):
             )
 
 
-def like_input(g, x):
+def like_input(g: Any, x: Any) -> Any:
     """The derivative `g` of input `x`, with x's chunk structure when both are chunked
     (a rule that merges chunks, as a reduction's transpose may, gives fewer of them)."""
     chunks = getattr(x, "chunks", None)

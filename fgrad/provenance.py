@@ -13,13 +13,21 @@ that replays a pass.
 Imports: `fgrad.core` and the standard library.
 """
 
+from __future__ import annotations
+
 import contextlib
 import linecache
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from . import core
+
+if TYPE_CHECKING:
+    import types
+    from collections.abc import Iterator, Sequence
+    from typing import Any
 
 __all__ = [
     "Equation",
@@ -52,19 +60,25 @@ class Equation:
     role = "forward"
     level = rule_of = source = index = sums_cotangent_of = None
 
-    def __init__(self, prim, inputs, params, outputs=()):
+    def __init__(
+        self,
+        prim: core.Primitive | core.NondiffPrimitive,
+        inputs: Sequence[Any],
+        params: dict[str, Any],
+        outputs: Sequence[Any] = (),
+    ) -> None:
         self.prim = prim
         self.inputs = inputs
         self.params = params
         self.outputs = outputs
 
     @property
-    def primitive(self):
+    def primitive(self) -> str:
         """The primitive's name."""
         return self.prim.name
 
     @property
-    def output(self):
+    def output(self) -> Any:
         """The first (for most primitives, the only) output."""
         return self.outputs[0]
 
@@ -77,14 +91,14 @@ class Source:
 
     __slots__ = ("filename", "function", "lineno", "text")
 
-    def __init__(self, frame):
+    def __init__(self, frame: types.FrameType) -> None:
         code = frame.f_code
         self.filename = code.co_filename
         self.lineno = frame.f_lineno
         self.function = code.co_name
         self.text = linecache.getline(self.filename, self.lineno).strip()
 
-    def place(self):
+    def place(self) -> str:
         """`function, file.py line 12` (a notebook's cells are `a notebook cell`)."""
         # IPython names a cell's code after a file in a temporary ipykernel folder
         name = (
@@ -93,19 +107,19 @@ class Source:
         where = f"{name} line {self.lineno}"
         return where if self.function == "<module>" else f"{self.function}, {where}"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.place()}: {self.text}" if self.text else self.place()
 
 
-def user_frame():
+def user_frame() -> types.FrameType | None:
     """The innermost frame of your code (not fgrad's) on the current stack, or None."""
-    f = sys._getframe(1)
+    f: types.FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_FGRAD_DIR):
         f = f.f_back
     return f
 
 
-def source_here():
+def source_here() -> Source | None:
     """The innermost line of your code (not fgrad's) on the current stack, or None."""
     f = user_frame()
     return Source(f) if f is not None else None
@@ -114,7 +128,9 @@ def source_here():
 # --- what the levels are doing --------------------------------------------------------------------
 
 
-def context(prim):
+def context(
+    prim: core.Primitive | core.NondiffPrimitive,
+) -> tuple[list[core.Phase], core.Phase | None]:
     """(chain, rule) for an application of `prim` being computed now: `chain` holds the phases
     of the levels applying it (innermost level first), `rule` the phase inside which it was
     applied: None for your own code, else a phase of kind "residual", "tangent", "backward" or
@@ -126,7 +142,7 @@ def context(prim):
     return phases[i:], (phases[i - 1] if i > 0 else None)
 
 
-def enclosing_backward(rule):
+def enclosing_backward(rule: core.Phase) -> core.Phase | None:
     """The backward phase a "sum" phase sits in (the bprop whose cotangent is being summed),
     or None for a sum of seeds."""
     phases = core.phases()
@@ -137,7 +153,7 @@ def enclosing_backward(rule):
     return None
 
 
-def role_of(rule):
+def role_of(rule: core.Phase | None) -> str:
     """The role of an application inside `rule` (see `context`)."""
     if rule is None or rule.kind == "apply":
         return "forward"
@@ -150,19 +166,25 @@ def role_of(rule):
 class Watcher:
     """What the core tells of the values it computes (see `fgrad.core.watch`); these do nothing."""
 
-    def value(self, prim, args, params, ans):
+    def value(
+        self,
+        prim: core.Primitive | core.NondiffPrimitive,
+        args: Sequence[Any],
+        params: dict[str, Any],
+        ans: Any,
+    ) -> None:
         pass
 
-    def input(self, level, position, x):
+    def input(self, level: core.Level, position: int, x: Any) -> None:
         pass
 
-    def recorded(self, level, position, phase):
+    def recorded(self, level: core.Level, position: int, phase: core.Phase) -> None:
         pass
 
-    def cotangent(self, phase, ct, cts):
+    def cotangent(self, phase: core.Phase, ct: Any, cts: Any) -> None:
         pass
 
-    def tangent(self, phase, args, t):
+    def tangent(self, phase: core.Phase, args: Sequence[Any], t: Any) -> None:
         pass
 
 
@@ -186,7 +208,7 @@ for _name in ("value", "input", "recorded", "cotangent", "tangent"):
 
 
 _lock = threading.Lock()
-_installed = []  # the watchers the core's watch tells, in the order they were added
+_installed: list[Watcher] = []  # the watchers the core's watch tells, in the order they were added
 
 
 def _set_watch():
@@ -194,14 +216,14 @@ def _set_watch():
     core.watch = None if n == 0 else _installed[0] if n == 1 else _Several(_installed)
 
 
-def add_watcher(watcher):
+def add_watcher(watcher: Watcher) -> None:
     """Tell `watcher` of every value from now on, beside the watchers already added."""
     with _lock:
         _installed.append(watcher)
         _set_watch()
 
 
-def remove_watcher(watcher):
+def remove_watcher(watcher: Watcher) -> None:
     """Stop telling `watcher` (added with `add_watcher`)."""
     with _lock:
         if watcher in _installed:
@@ -210,7 +232,7 @@ def remove_watcher(watcher):
 
 
 @contextlib.contextmanager
-def watching(watcher):
+def watching(watcher: Watcher) -> Iterator[Watcher]:
     """Within the block, `watcher` is told of every value (beside the other watchers)."""
     add_watcher(watcher)
     try:

@@ -11,11 +11,21 @@ Imports: `fgrad.api`, `fgrad.core`, `fgrad.tree_util`. `check_rule` tells a `cus
 stays below the transforms it checks.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as _np
 
 from .api import jvp, vjp
 from .core import Primitive, primal
 from .tree_util import tree_flatten, tree_unflatten
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from .tree_util import PyTree
 
 __all__ = ["check_grads", "check_jvp", "check_rule", "check_vjp"]
 
@@ -96,7 +106,14 @@ def _close(a, b, tol):
     return bool(_np.all(_np.abs(a - b) <= tol * (1.0 + _np.abs(b))))
 
 
-def check_jvp(f, args, rng=None, eps=None, tol=None, where="f"):
+def check_jvp(
+    f: Callable[..., Any],
+    args: Sequence[PyTree],
+    rng: _np.random.Generator | None = None,
+    eps: float | None = None,
+    tol: float | None = None,
+    where: str = "f",
+) -> None:
     """Check `jvp(f)` at `args` against central differences along a random direction.
 
     Parameters
@@ -138,7 +155,14 @@ def check_jvp(f, args, rng=None, eps=None, tol=None, where="f"):
             )
 
 
-def check_vjp(f, args, rng=None, eps=None, tol=None, where="f"):
+def check_vjp(
+    f: Callable[..., Any],
+    args: Sequence[PyTree],
+    rng: _np.random.Generator | None = None,
+    eps: float | None = None,
+    tol: float | None = None,
+    where: str = "f",
+) -> None:
     """Check `vjp(f)` at `args` with the identity <ct, J t> = <J^T ct, t>, J t numerically.
 
     Parameters
@@ -183,7 +207,15 @@ def check_vjp(f, args, rng=None, eps=None, tol=None, where="f"):
         )
 
 
-def check_grads(f, args, order=2, modes=("fwd", "rev"), eps=None, tol=None, seed=0):
+def check_grads(
+    f: Callable[..., Any],
+    args: Sequence[PyTree],
+    order: int = 2,
+    modes: str | Sequence[str] = ("fwd", "rev"),
+    eps: float | None = None,
+    tol: float | None = None,
+    seed: int = 0,
+) -> None:
     """Check `f`'s derivatives against central differences, in forward and/or reverse mode.
 
     Parameters
@@ -328,7 +360,16 @@ class _Report:
         return self.results.get(part, (True, ""))[0]
 
 
-def check_rule(f, args, reference=None, order=1, eps=None, tol=None, exact_tol=None, seed=0):
+def check_rule(
+    f: Callable[..., Any],
+    args: Sequence[PyTree],
+    reference: Callable[..., Any] | None = None,
+    order: int = 1,
+    eps: float | None = None,
+    tol: float | None = None,
+    exact_tol: float | None = None,
+    seed: int = 0,
+) -> None:
     """Check a function's derivative rules numerically at `args`, and say which part is wrong.
 
     Parameters

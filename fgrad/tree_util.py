@@ -24,7 +24,23 @@ PyTreeDef((*, {'a': [*, *], 'b': None}))
 (10.0, {'a': [20.0, 30.0], 'b': None})
 """
 
+from __future__ import annotations
+
 from collections import OrderedDict, defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterable
+    from typing import Any, TypeAlias
+
+    # The names fgrad's signatures use for values, for their readers: to a type checker both
+    # are Any. A pytree is any nesting of the nodes above; a leaf (an ArrayLike) is a NumPy
+    # array or scalar, a Python number, a traced value (core.Box) or another library's array
+    # (Dask's), which share no static type that NumPy's stubs or the rules' bodies could use.
+    # They live here, under TYPE_CHECKING, because every module that takes pytrees may import
+    # tree_util (tests/test_core.py's import rules) and they cost `import fgrad` nothing.
+    PyTree: TypeAlias = Any
+    ArrayLike: TypeAlias = Any
 
 __all__ = [
     "PyTreeDef",
@@ -59,10 +75,10 @@ class _Node:
 # cached here the first time they are seen, so classifying any object on the hot path is a
 # single dict lookup on type(x). The cache holds one entry per distinct type, which is small
 # in practice; register_pytree_node overwrites a cached entry.
-_nodes = {}
+_nodes: dict[type, _Node | None] = {}
 # The types given to register_pytree_node, built-ins included: registering one twice is an
 # error, whereas replacing a cached leaf or namedtuple entry is not.
-_registered = set()
+_registered: set[type] = set()
 _UNSEEN = object()
 
 
@@ -196,7 +212,11 @@ _register(
 )
 
 
-def register_pytree_node(nodetype, flatten_func, unflatten_func):
+def register_pytree_node(
+    nodetype: type,
+    flatten_func: Callable[[Any], tuple[Iterable[Any], Hashable]],
+    unflatten_func: Callable[[Any, list[Any]], Any],
+) -> None:
     """Make instances of ``nodetype`` pytree nodes instead of leaves.
 
     Parameters
@@ -263,19 +283,25 @@ class PyTreeDef:
     # __setattr__ instead would make every construction go through object.__setattr__,
     # which made building a treedef three times slower (it is built on every flatten).
     __slots__ = ("_aux", "_children", "_flat", "_hash", "_node", "_num_leaves")
+    _aux: Hashable
+    _children: tuple[PyTreeDef, ...]
+    _flat: bool
+    _hash: int | None
+    _node: _Node | None
+    _num_leaves: int
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             "PyTreeDef is not built directly; get one from tree_structure(example_tree) "
             "or tree_flatten(example_tree)"
         )
 
     @property
-    def num_leaves(self):
+    def num_leaves(self) -> int:
         """The number of leaves (``*``) in the structure."""
         return self._num_leaves
 
-    def unflatten(self, leaves):
+    def unflatten(self, leaves: Iterable[Any]) -> PyTree:
         """Rebuild a tree of this structure around ``leaves``, taken in order.
 
         >>> tree_structure((0, [0, 0])).unflatten([1, 2, 3])
@@ -303,7 +329,7 @@ class PyTreeDef:
                 return list(leaves)
         return _build(self, iter(leaves))
 
-    def flatten_up_to(self, tree):
+    def flatten_up_to(self, tree: PyTree) -> list[PyTree]:
         """Flatten ``tree`` only as deep as this structure: each leaf here takes a whole
         subtree of ``tree``. Raises ValueError if ``tree`` does not have this structure's
         nodes.
@@ -311,7 +337,7 @@ class PyTreeDef:
         >>> tree_structure([0, 0]).flatten_up_to([(1, 2), {'a': 3}])
         [(1, 2), {'a': 3}]
         """
-        leaves = []
+        leaves: list[PyTree] = []
         try:
             _flatten_up_to(self, tree, leaves)
         except _Mismatch as e:
@@ -321,7 +347,7 @@ class PyTreeDef:
             ) from None
         return leaves
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         if not isinstance(other, PyTreeDef):
@@ -333,7 +359,7 @@ class PyTreeDef:
             and self._children == other._children
         )
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         h = self._hash
         if h is None:
             children_hash = hash(self._children)
@@ -342,14 +368,15 @@ class PyTreeDef:
             except TypeError:
                 raise TypeError(
                     f"{self!r} is unhashable because the flatten_func registered for "
-                    f"{self._node.type.__name__} returned unhashable aux_data "
+                    # a leaf (_node None) has aux None, which hashes: a node is here
+                    f"{self._node.type.__name__} returned unhashable aux_data "  # type: ignore[union-attr]
                     f"{self._aux!r:.80}; return hashable aux_data, e.g. a tuple, not a list"
                 ) from None
             h = hash((self._node, aux_hash, children_hash))
             self._hash = h
         return h
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PyTreeDef({self._show()})"
 
     def _show(self):
@@ -358,10 +385,10 @@ class PyTreeDef:
         return self._node.show(self._aux, [c._show() for c in self._children])
 
     # Immutable, so a copy is the object itself.
-    def __copy__(self):
+    def __copy__(self) -> PyTreeDef:
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> PyTreeDef:
         return self
 
 
@@ -392,7 +419,7 @@ _EMPTY_DICT = _treedef(_DICT, (), (), 0, flat=True)
 # (tuple or list, n) -> the treedef of a tuple or list of n leaves, made on first use, for
 # the short ones (a function's arguments, a tuple of parameters): a program flattening lists
 # of many lengths must not fill memory with their structures
-_flat_treedefs = {}
+_flat_treedefs: dict[tuple[type, int], PyTreeDef] = {}
 _SHARED_UP_TO = 64
 
 
@@ -497,7 +524,9 @@ def _check_is_leaf(is_leaf):
         )
 
 
-def tree_flatten(tree, is_leaf=None):
+def tree_flatten(
+    tree: PyTree, is_leaf: Callable[[Any], bool] | None = None
+) -> tuple[list[ArrayLike], PyTreeDef]:
     """Split ``tree`` into its leaves, in order, and its structure.
 
     Parameters
@@ -537,12 +566,12 @@ def tree_flatten(tree, is_leaf=None):
                 return list(tree), _flat_treedef(kind, len(tree))
         elif _nodes.get(kind, _UNSEEN) is None:  # a leaf (a function's one output, often)
             return [tree], LEAF
-    leaves = []
+    leaves: list[ArrayLike] = []
     treedef = _flatten(tree, is_leaf, leaves)
     return leaves, treedef
 
 
-def tree_unflatten(treedef, leaves):
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> PyTree:
     """Rebuild a tree of structure ``treedef`` around ``leaves``.
 
     Parameters
@@ -572,7 +601,7 @@ def tree_unflatten(treedef, leaves):
     return treedef.unflatten(leaves)
 
 
-def tree_leaves(tree, is_leaf=None):
+def tree_leaves(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> list[ArrayLike]:
     """The leaves of ``tree``, in order (dict children by sorted key).
 
     Parameters
@@ -595,7 +624,7 @@ def tree_leaves(tree, is_leaf=None):
     return tree_flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree, is_leaf=None):
+def tree_structure(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
     """The ``PyTreeDef`` of ``tree``.
 
     Parameters
@@ -618,7 +647,12 @@ def tree_structure(tree, is_leaf=None):
     return tree_flatten(tree, is_leaf)[1]
 
 
-def tree_map(f, tree, *rest, is_leaf=None):
+def tree_map(
+    f: Callable[..., Any],
+    tree: PyTree,
+    *rest: PyTree,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> PyTree:
     """Apply ``f`` leafwise and rebuild the structure of ``tree`` around the results.
 
     Parameters
@@ -657,7 +691,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
         return treedef.unflatten([f(x) for x in leaves])
     all_leaves = [leaves]
     for i, other in enumerate(rest, 1):
-        other_leaves = []
+        other_leaves: list[PyTree] = []
         try:
             _flatten_up_to(treedef, other, other_leaves)
         except _Mismatch as e:
@@ -673,7 +707,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
     return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
 
 
-def structure_difference(given, expected):
+def structure_difference(given: PyTree, expected: PyTree) -> str | None:
     """Where the pytree `given` first departs from the structure of the pytree `expected`, as
     a path and what is wrong there (`"['b'] is missing"`), for error messages; None when the
     difference is not in a dict, list or tuple (the caller then shows both structures)."""
@@ -703,7 +737,7 @@ def structure_difference(given, expected):
     return walk(given, expected, "")
 
 
-def leaves_per_child(treedef, *path):
+def leaves_per_child(treedef: PyTreeDef, *path: int) -> list[int]:
     """The number of leaves under each child of the root of ``treedef`` (for a tuple of
     arguments, one count per argument), or of the node reached by the child indices ``path``.
 

@@ -11,7 +11,10 @@ on subsets of the rows); its cost is one run of the batch, then one run per othe
 Imports: `fgrad.core`, `fgrad.batching`, `fgrad.boundary`, `fgrad.tree_util`, `fgrad.numpy`.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -26,10 +29,21 @@ from .tree_util import (
     tree_unflatten,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .tree_util import ArrayLike, PyTree
+
 __all__ = ["map_rows", "vmap"]
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+def vmap(
+    fun: Callable[..., Any],
+    in_axes: PyTree = 0,
+    out_axes: PyTree = 0,
+    axis_size: int | None = None,
+) -> Callable[..., Any]:
     """Batching: a function that applies `fun`, written for one example, to every row at once.
 
     Parameters
@@ -118,7 +132,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     return api_boundary(vmapped)
 
 
-def map_rows(fun, rows):
+def map_rows(fun: Callable[..., Any], rows: ArrayLike) -> PyTree:
     """`vmap(fun)(rows)` for one array of rows along axis 0, without vmap's checks of what a
     user passes (for Jacobians: `fgrad.api` gives it one-hot seeds)."""
     in_tree = tree_flatten(((rows,), {}))[1]
