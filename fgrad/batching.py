@@ -89,9 +89,12 @@ def _ndim(v) -> int:
 # Primitive -> why it is applied one row at a time (see `declare_row_by_row`).
 row_by_row_reasons: dict[Any, str] = {}
 
+
 # `row_by_row(prim, args, dims, params, size) -> (out, 0)`: the primitive applied to each row,
 # the results stacked along axis 0. Set by `fgrad.numpy`.
-row_by_row = None
+def row_by_row(prim, args, dims, params, size) -> tuple[Any, Any]:
+    """Replaced by `fgrad.numpy`'s (see above) when it is imported."""
+    raise RuntimeError("vmap needs fgrad.numpy, which sets fgrad.batching.row_by_row")
 
 
 # Primitive -> the cases its rule applies one row at a time, and why (`rows_one_by_one`).
@@ -99,7 +102,14 @@ partial_reasons: dict[Any, set[str]] = {}
 _declared = 0  # > 0 while `rows_one_by_one` runs: the rows go one by one on purpose
 
 
-def rows_one_by_one(prim, args, dims, params, size, reason: str):
+def rows_one_by_one(
+    prim: Primitive,
+    args: Sequence[Any],
+    dims: Sequence[int | None],
+    params: dict,
+    size: int,
+    reason: str,
+) -> tuple[Any, Any]:
     """For the cases of a rule that have no vectorized form (`reason` says why; the coverage
     test lists them): `prim` applied to one row at a time, the results stacked on axis 0."""
     global _declared
@@ -111,7 +121,7 @@ def rows_one_by_one(prim, args, dims, params, size, reason: str):
         _declared -= 1
 
 
-def declare_row_by_row(prim, reason: str) -> None:
+def declare_row_by_row(prim: Primitive, reason: str) -> None:
     """Apply `prim` to one row at a time under `vmap`, for the reason given (listed by the
     coverage test): for a primitive whose rows cannot share one NumPy call."""
     row_by_row_reasons[prim] = reason
@@ -126,12 +136,12 @@ class Diverged(BaseException):
     BaseException, so that a user's `except Exception` around the read does not swallow the
     signal that the batch must be split."""
 
-    def __init__(self, level, groups):
+    def __init__(self, level: BatchLevel, groups: list[Any]) -> None:
         super().__init__()
         self.level = level
         self.groups = groups
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"the rows of {self.level!r} read different values"
 
 
@@ -158,11 +168,11 @@ class BatchLevel(Level):
     batches = True
     reads_values = True
 
-    def __init__(self, size: int):
+    def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
-        self.active = None  # the rows this run is for (None: all); see "Reading rows"
-        self.pending = []  # the groups of rows that run again after this run
+        self.active: Any = None  # the rows this run is for (None: all); see "Reading rows"
+        self.pending: list[Any] = []  # the groups of rows that run again after this run
         self.quiet = False  # whether this level keeps NumPy's warnings off (see `_Quiet`)
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
@@ -240,7 +250,7 @@ class BatchLevel(Level):
         value = rows[self.active[0]]
         return value[()] if value.ndim == 0 else value
 
-    def finish(self):
+    def finish(self) -> None:
         """End this level's part in keeping NumPy's floating-point warnings off."""
         if self.quiet:
             self.quiet = False

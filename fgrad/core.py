@@ -51,11 +51,16 @@ import contextlib
 import sys as _sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
 from .protocols import dispatch_guard, is_foreign_array, refuse_lazy
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from typing_extensions import Self
 
 __all__ = [
     "Box",
@@ -111,7 +116,7 @@ class Box:
 
     __slots__ = ("aux", "level", "value")
 
-    def __init__(self, value, level, aux):
+    def __init__(self, value: Any, level: Level, aux: Any) -> None:
         self.value = value
         self.level = level
         self.aux = aux
@@ -131,7 +136,7 @@ def primal(x: Any) -> Any:
     return x
 
 
-def holds_box(seq):
+def holds_box(seq: Sequence[Any]) -> bool:
     """Whether a list or tuple holds a box, at any depth."""
     for v in seq:
         if type(v) is Box or ((type(v) is list or type(v) is tuple) and holds_box(v)):
@@ -139,7 +144,7 @@ def holds_box(seq):
     return False
 
 
-def holds_box_of(x, level):
+def holds_box_of(x: Any, level: Level) -> bool:
     """Whether x's nesting of boxes holds a box of `level`."""
     while type(x) is Box:
         if x.level is level:
@@ -158,9 +163,9 @@ def shape_of(x: Any) -> tuple:
             d = x.aux
             return s[:d] + s[d + 1 :]
         x = x.value
-    s = getattr(x, "shape", None)
-    if s is not None:
-        return s
+    known: tuple | None = getattr(x, "shape", None)
+    if known is not None:
+        return known
     if (type(x) is list or type(x) is tuple) and holds_box(x):
         return (len(x),) + (shape_of(x[0]) if x else ())
     return _np.shape(x)
@@ -186,7 +191,7 @@ def dtype_of(x: Any) -> _np.dtype:
     return _np.result_type(x)
 
 
-def zeros_like_value(x):
+def zeros_like_value(x: Any) -> Any:
     """A plain zero with x's shape (`shape_of`) and dtype (a NumPy scalar for shape ()); of
     x's own array type for an array of another library (a Dask array's zero keeps its chunks)."""
     v = innermost(x)
@@ -197,13 +202,13 @@ def zeros_like_value(x):
     return z[()] if not s else z
 
 
-def is_differentiable_value(x):
+def is_differentiable_value(x: Any) -> bool:
     """Whether a value can carry a derivative: a float or complex array or number."""
     dtype = getattr(innermost(x), "dtype", None)
     return dtype is not None and dtype.kind in "fc"
 
 
-def holds_batch(x):
+def holds_batch(x: Any) -> bool:
     """Whether x's nesting of boxes holds a box of a live batching level (then x has one value
     per row, which NumPy code must not read as one array)."""
     if not _state.batching:
@@ -229,7 +234,7 @@ def holds_staged(x):
     return False
 
 
-def constant_of(x):
+def constant_of(x: Any) -> Any:
     """x as a constant at every level that differentiates: without their boxes. The boxes of
     live levels that read values stay: a constant still has one value per row (batching), and
     is still computed from the recorded inputs (staging)."""
@@ -268,11 +273,11 @@ class Level:
     # their results still depend on its boxes.
     reads_values = False
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.depth = -1
         self.live = False
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         stack = _state.stack
         self.depth = len(stack)
         self.live = True
@@ -283,7 +288,7 @@ class Level:
             _state.reading += 1
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         # Leave no state behind, even when the traced function raised.
         self.live = False
         if self.batches:
@@ -313,12 +318,12 @@ class Level:
         `reads_values`)."""
         raise NotImplementedError
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "live" if self.live else "exited"
         return f"<{type(self).__name__} depth={self.depth} {state}>"
 
 
-def live_levels():
+def live_levels() -> list[Level]:
     """The live levels of this thread, outermost first."""
     return [lv for lv in _state.stack if lv.live]
 
@@ -374,7 +379,7 @@ class Primitive:
         jvp: Callable | None = None,
         fprop: Callable | None = None,
         multiple_results: bool = False,
-    ):
+    ) -> None:
         if (vjps is not None) + (vjp is not None) + (fprop is not None) != 1:
             raise ValueError(f"primitive {name!r}: give exactly one of vjps, vjp and fprop")
         if jvps is not None and jvp is not None:
@@ -390,14 +395,14 @@ class Primitive:
         self.fprop = fprop
         self.multiple_results = multiple_results
 
-    def __call__(self, *args, **params):
+    def __call__(self, *args: Any, **params: Any) -> Any:
         if params and isinstance(self.impl, _np.ufunc):  # a NumPy ufunc's keywords
             if not holds_box(args):
                 return self.impl(*args, **params)  # plain values: NumPy's own, every keyword
             _refuse_ufunc_keywords(self.name, params)
         return bind(self, args, params)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<fgrad primitive {self.name}>"
 
 
@@ -421,17 +426,17 @@ class NondiffPrimitive:
 
     multiple_results = False
 
-    def __init__(self, name, impl):
+    def __init__(self, name: str, impl: Callable) -> None:
         self.name = name
         self.impl = impl
 
-    def __call__(self, *args, **params):
+    def __call__(self, *args: Any, **params: Any) -> Any:
         if _state.reading:  # rows give different results, a record must compute it: the
             # levels that read values apply it
             return bind(self, tuple(constant_of(a) for a in args), params)
         return self.impl(*[primal(a) for a in args], **params)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<fgrad non-differentiable primitive {self.name}>"
 
 
@@ -445,7 +450,7 @@ class NondiffPrimitive:
 # `cotangent(phase, ct, cts)`: a bprop returned the cotangents `cts` for `ct`;
 # `tangent(phase, args, t)`: a forward rule returned the tangent `t`.
 # While it is set, the levels keep `_state.phases`, the stack of what they are doing.
-watch = None
+watch: Any = None  # a provenance.Watcher, which the core does not import
 
 
 class Phase:
@@ -457,7 +462,14 @@ class Phase:
 
     __slots__ = ("ct", "kind", "level", "note", "position", "prim")
 
-    def __init__(self, kind, level, prim=None, position=None, ct=None):
+    def __init__(
+        self,
+        kind: str,
+        level: Level,
+        prim: Primitive | NondiffPrimitive | None = None,
+        position: int | None = None,
+        ct: Any = None,
+    ) -> None:
         self.kind = kind
         self.level = level
         self.prim = prim
@@ -465,19 +477,25 @@ class Phase:
         self.ct = ct
         self.note = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         name = self.prim.name if self.prim is not None else ""
         at = f" @{self.position}" if self.position is not None else ""
         return f"<Phase {self.kind} {name}{at} of {self.level!r}>"
 
 
-def enter_phase(kind, level, prim=None, position=None, ct=None):
+def enter_phase(
+    kind: str,
+    level: Level,
+    prim: Primitive | NondiffPrimitive | None = None,
+    position: int | None = None,
+    ct: Any = None,
+) -> Phase:
     phase = Phase(kind, level, prim, position, ct)
     _state.phases.append(phase)
     return phase
 
 
-def leave_phase(phase):
+def leave_phase(phase: Phase) -> None:
     phases = _state.phases
     if phases and phases[-1] is phase:
         phases.pop()
@@ -485,7 +503,7 @@ def leave_phase(phase):
         del phases[phases.index(phase) :]
 
 
-def phases():
+def phases() -> list[Phase]:
     """The current thread's phases, outermost first (empty unless a watch is set)."""
     return _state.phases
 
@@ -493,7 +511,7 @@ def phases():
 # --- bind -----------------------------------------------------------------------------------------
 
 
-def bind(prim: Primitive, args: Sequence, params: dict) -> Any:
+def bind(prim: Primitive | NondiffPrimitive, args: Sequence, params: dict) -> Any:
     """Apply `prim` to `args`: plain NumPy when no live box is present, else the innermost level."""
     level = None
     for a in args:
@@ -519,7 +537,8 @@ def bind(prim: Primitive, args: Sequence, params: dict) -> Any:
     return level.process(prim, args, params)
 
 
-_NO_PARAMS = {}  # shared and never written: for primitives applied without parameters
+# shared and never written: for primitives applied without parameters
+_NO_PARAMS: dict[str, Any] = {}
 
 # The types `bind_one` applies a primitive to directly; anything else (a list, an array of
 # another library, which `bind` guards) takes `bind`.

@@ -9,7 +9,7 @@ Imports: `fgrad.core`, `fgrad.reverse`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import core
@@ -38,13 +38,13 @@ class ForwardLevel(Level):
         watch = core.watch
         phase = None if watch is None else enter_phase("apply", self, prim)
         try:
-            jvps = prim.jvps
-            if jvps is not None or prim.jvp is not None:
+            jvps, jvp = prim.jvps, prim.jvp  # never both (Primitive refuses it)
+            if jvps is not None or jvp is not None:
                 ans = bind(prim, vals, params)
                 if phase is not None:
                     phase.kind = "tangent"
-                if jvps is None:
-                    t_out = prim.jvp(tangents, ans, *vals, **params)
+                if jvp is not None:
+                    t_out = jvp(tangents, ans, *vals, **params)
                 else:
                     t_out = _sum_of_jvps(jvps, tangents, ans, vals, params)
             else:
@@ -78,7 +78,9 @@ def _sum_of_jvps(jvps, tangents, ans, vals, params):
     return t_out
 
 
-def tangent_rule(prim, tangents, ans, vals, params):
+def tangent_rule(
+    prim: Primitive, tangents: Sequence[Any], ans: Any, vals: Sequence[Any], params: dict
+) -> Any:
     """J t: the tangent of prim's output at `vals` for the input tangents (None for none),
     given its value `ans`, from the forward rule or by transposing the reverse rule. (A
     primitive defined by its fprop computes its value again.)"""
@@ -110,7 +112,12 @@ def _reverse_rule(prim, tangents, vals, params, ans=None):
     return ans, lambda ct: [None if f is None else f(ct) for f in closures]
 
 
-def transpose_bprop(pull, ans, tangents, multiple_results=False):
+def transpose_bprop(
+    pull: Callable[[Any], Sequence[Any]],
+    ans: Any,
+    tangents: Sequence[Any],
+    multiple_results: bool = False,
+) -> Any:
     """J t from a bprop alone: `pull` is ct -> J^T ct, linear in ct, so its own vjp is J t.
 
     The cotangent is a zero placeholder (one per output) boxed on a fresh reverse level; the

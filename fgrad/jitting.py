@@ -315,7 +315,7 @@ def _uses_after(node: _Node) -> list:
         later.add(slot)
         for _, child in children:
             later |= _uses_after(child)[0]
-    uses = [None] * (len(node.items) + 1)
+    uses: list[set] = [set()] * (len(node.items) + 1)
     uses[len(node.items)] = set(later)
     for k in range(len(node.items) - 1, -1, -1):
         item = node.items[k]
@@ -372,9 +372,9 @@ def _leaf_signature(x) -> tuple[Any, bool]:
             if not level.live:
                 x = x.value
                 continue
-            chain.append((type(level), x.aux if level.batches else None))
-            if level.batches:
-                chain.append(level.size)
+            # a batching level's box: its axis and batch size are part of the signature
+            batch = (x.aux, getattr(level, "size", None)) if level.batches else None
+            chain.append((type(level), batch))
             x = x.value
         inner, _ = _leaf_signature(x)
         return (tuple(chain), inner), bool(chain)

@@ -63,11 +63,11 @@ class ReverseLevel(Level):
 
     __slots__ = ("tape",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.tape = []
+        self.tape: Any = []  # a list of entries; None once a consuming backward pass ran
 
-    def new_input(self, x):
+    def new_input(self, x: Any) -> Box:
         tape = self.tape
         tape.append(INPUT_ENTRY)
         if core.watch is not None:

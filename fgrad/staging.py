@@ -136,6 +136,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 def user_line(depth: int = 2) -> str | None:
     """'file:line' of the innermost frame outside fgrad (the user's code), or None."""
+    frame: Any
     try:
         frame = sys._getframe(depth)
     except ValueError:
@@ -213,7 +214,7 @@ class StagingLevel(Level):
     # setting its slots, as in the reverse level.
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
-        if prim.multiple_results or type(prim) is NondiffPrimitive:
+        if prim.multiple_results or type(prim) is NondiffPrimitive or self.sources:
             return self.process(prim, (x,), _NO_PARAMS)
         xv = x.value
         ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
@@ -225,7 +226,7 @@ class StagingLevel(Level):
         return box
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
-        if prim.multiple_results or type(prim) is NondiffPrimitive:
+        if prim.multiple_results or type(prim) is NondiffPrimitive or self.sources:
             return self.process(prim, (x, y), _NO_PARAMS)
         if type(x) is Box and x.level is self:
             xv, xi = x.value, x.aux
