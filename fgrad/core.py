@@ -440,6 +440,12 @@ class NondiffPrimitive:
         return f"<fgrad non-differentiable primitive {self.name}>"
 
 
+# Primitives (or NondiffPrimitives) whose outputs' shapes depend on their inputs' values, not
+# only on their shapes (nonzero, flatnonzero, argwhere): a staging level (`jit`) checks those
+# shapes at every replay, since later operations were recorded for them.
+shape_from_values: set = set()
+
+
 # --- watching -------------------------------------------------------------------------------------
 
 # When set (by `make_graph` and `debug_nans`, see `fgrad.provenance`), an object told of:

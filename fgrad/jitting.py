@@ -40,7 +40,7 @@ import numpy as _np
 
 from . import core
 from .core import Box, NondiffPrimitive, bind, is_foreign_array, primal
-from .staging import Const, Guard, Op, StagingLevel, describe_value, guard_key
+from .staging import Const, Guard, Op, StagingLevel, describe_value, guard_key, shape_key
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["Record", "jit", "make_record"]
@@ -79,8 +79,8 @@ class _Path:
 
 class _Node:
     """Operations and single-path guards (`items`), then either the end of a path (`path`,
-    whose outputs are returned) or a guard where paths part (`branch`: the guard's slot and
-    source, and one node per value read)."""
+    whose outputs are returned) or a guard where paths part (`branch`: the first path's
+    `Guard`, and a list of (key, node), one per value read)."""
 
     __slots__ = ("branch", "items", "path")
 
@@ -100,14 +100,14 @@ def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
             raise _Unstable
         mine = items[i]
         if type(item) is Guard:
-            if type(mine) is not Guard or mine.slot != item.slot:
+            if type(mine) is not Guard or (mine.slot, mine.shape) != (item.slot, item.shape):
                 raise _Unstable
             if mine.key != item.key:  # the paths part here
                 rest = _Node(node.items[j + 1 :], node.path, node.branch)
                 new = _Node(items[i + 1 :], path)
                 node.items = node.items[:j]
                 node.path = None
-                node.branch = (item.slot, item.source, [(item.key, rest), (mine.key, new)])
+                node.branch = (item, [(item.key, rest), (mine.key, new)])
                 return True
         elif not item.same_as(mine):
             raise _Unstable
@@ -116,9 +116,9 @@ def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
         if i != len(items):
             raise _Unstable
         return False  # the same path again (another thread recorded it first)
-    slot, _, children = node.branch
+    guard, children = node.branch
     mine = items[i] if i < len(items) else None
-    if type(mine) is not Guard or mine.slot != slot:
+    if type(mine) is not Guard or (mine.slot, mine.shape) != (guard.slot, guard.shape):
         raise _Unstable
     for key, child in children:
         if key == mine.key:
@@ -130,7 +130,7 @@ def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
 def _count_paths(node: _Node) -> int:
     if node.branch is None:
         return 1
-    return sum(_count_paths(child) for _, child in node.branch[2])
+    return sum(_count_paths(child) for _, child in node.branch[1])
 
 
 # --- recording ------------------------------------------------------------------------------------
@@ -231,12 +231,14 @@ class _Writer:
                 args.append(f"{key}={shown}")
             call = f"{self.name(fn, 'f')}({', '.join(args)})"
         outs = ", ".join(f"v{s}" for s in op.outs)
-        if len(op.outs) == 1 and op.prim.multiple_results:
+        if len(op.outs) == 1 and op.many:
             outs += ","
         return f"{indent}{outs} = {call}"
 
-    def read(self, slot) -> str:
-        return f"_primal(v{slot})" if self.general else f"v{slot}"
+    def read(self, guard) -> str:
+        if guard.shape:
+            return f"_shape(v{guard.slot})"
+        return f"_primal(v{guard.slot})" if self.general else f"v{guard.slot}"
 
     def node(self, node: _Node, indent: str, live: set) -> None:
         """Write `node` and its subtree; `live` holds the slots defined before it that are
@@ -252,8 +254,9 @@ class _Writer:
                 self.lines.append(self.op(item, indent))
                 live |= set(item.outs)
             else:
+                read = self.read(item)
                 self.lines.append(
-                    f"{indent}if {self.key_expr(item.key, self.read(item.slot))} != "
+                    f"{indent}if {read if item.shape else self.key_expr(item.key, read)} != "
                     f"{self.key_name(item.key)}:"
                 )
                 self.lines.append(f"{indent}    raise _Miss({item.source!r})")
@@ -270,9 +273,11 @@ class _Writer:
             tree = self.name(path.out_tree, "T")
             self.lines.append(f"{indent}return {tree}, ({', '.join(outs)}{tail})")
             return
-        slot, source, children = node.branch
+        guard, children = node.branch
+        slot, source = guard.slot, guard.source
+        read = self.read(guard)
         key0 = children[0][0]
-        self.lines.append(f"{indent}k = {self.key_expr(key0, self.read(slot), always=True)}")
+        self.lines.append(f"{indent}k = {read if guard.shape else self.key_expr(key0, read, True)}")
         if slot in live and not any(slot in _uses_after(c)[0] for _, c in children):
             self.lines.append(f"{indent}del v{slot}")
             live = live - {slot}
@@ -311,8 +316,8 @@ def _uses_after(node: _Node) -> list:
     if node.branch is None:
         later |= {r for r in node.path.outputs if type(r) is int}
     else:
-        slot, _, children = node.branch
-        later.add(slot)
+        guard, children = node.branch
+        later.add(guard.slot)
         for _, child in children:
             later |= _uses_after(child)[0]
     uses: list[set] = [set()] * (len(node.items) + 1)
@@ -341,6 +346,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _bind_call=_bind_call,
         _primal=primal,
         _key=guard_key,
+        _shape=shape_key,
         _copy=_copy,
         _Miss=_Miss,
         _NO_PARAMS=core._NO_PARAMS,
@@ -454,8 +460,14 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
         return (dyn_args, dyn_kwargs), tuple(statics)
 
-    def _rebuild(self, args, kwargs, tree):
-        """A function of the dynamic leaves giving the full (args, kwargs) of a call."""
+    def _flatten_call(self, args, kwargs):
+        """The call's dynamic leaves, their structure, the static values, and a function of
+        the leaves giving the whole call's (args, kwargs) back."""
+        if not kwargs and not self._static_argnums:  # the common call: positional arguments
+            leaves, tree = tree_flatten(args)
+            return leaves, tree, None, lambda leaves: (tree_unflatten(tree, leaves), {})
+        dyn, statics = self._split(args, kwargs)
+        leaves, tree = tree_flatten(dyn)
         nums = {i if i >= 0 else len(args) + i for i in self._static_argnums}
 
         def rebuild(leaves):
@@ -467,15 +479,17 @@ class Jitted:
             }
             return full, merged
 
-        return rebuild
+        return leaves, tree, statics, rebuild
 
     def __call__(self, *args, **kwargs):
         if core.watch is not None:  # make_graph, debug_nans: they watch each operation run
             return self._fun(*args, **kwargs)
-        dyn, statics = self._split(args, kwargs)
-        leaves, tree = tree_flatten(dyn)
+        leaves, tree, statics, rebuild = self._flatten_call(args, kwargs)
         sigs, general = [], False
         for x in leaves:
+            if type(x) is _np.ndarray:  # the common leaf, without a call
+                sigs.append((x.shape, x.dtype))
+                continue
             s, g = _leaf_signature(x)
             sigs.append(s)
             general = general or g
@@ -493,9 +507,9 @@ class Jitted:
             try:
                 out_tree, outs = replay(*leaves)
             except _Miss as miss:
-                return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
+                return self._again(entry, leaves, rebuild, miss)
             return tree_unflatten(out_tree, outs)
-        out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree))
+        out, path = _record(self._fun, leaves, rebuild)
         if path.unsafe is None:
             with self._lock:
                 if key not in self._cache:
@@ -557,8 +571,7 @@ class Jitted:
     def record_source(self, *args, **kwargs) -> str | None:
         """The Python source of the replay for these arguments' signature (None before the
         function was replayed once with it)."""
-        dyn, statics = self._split(args, kwargs)
-        leaves, tree = tree_flatten(dyn)
+        leaves, tree, statics, _ = self._flatten_call(args, kwargs)
         key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
         entry = self._cache.get(key)
         if entry is None:
@@ -679,6 +692,8 @@ class Record:
                 args = [ref(r) for r in item.ins]
                 args += [f"{k}={v!r}" for k, v in item.params.items()]
                 rows.append((f"{outs} = {item.prim.name}({', '.join(args)})", item.source))
+            elif item.shape:
+                rows.append((f"guard shape(v{item.slot}) == {item.key!r}", item.source))
             else:
                 shown = item.key if not isinstance(item.key, tuple) else "<value read>"
                 rows.append((f"guard v{item.slot} == {shown!r}", item.source))
@@ -707,9 +722,7 @@ def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Call
     jitted = jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
 
     def recorder(*args, **kwargs):
-        dyn, _ = jitted._split(args, kwargs)
-        leaves, tree = tree_flatten(dyn)
-        rebuild = jitted._rebuild(args, kwargs, tree)
+        leaves, _, _, rebuild = jitted._flatten_call(args, kwargs)
         level = StagingLevel(sources=True)
         with level:
             boxed = _inputs(level, leaves)

@@ -47,9 +47,11 @@ from .core import (
     bind_two,
     innermost,
     primal,
+    shape_from_values,
+    shape_of,
 )
 
-__all__ = ["Const", "Guard", "Op", "StagingLevel", "guard_key", "user_line"]
+__all__ = ["Const", "Guard", "Op", "StagingLevel", "guard_key", "shape_key", "user_line"]
 
 
 class Const:
@@ -64,16 +66,18 @@ class Const:
 
 class Op:
     """`outs = prim(*ins, **params)`: `ins` holds slots (int) and `Const`s; `outs` is a tuple
-    of slots, one per output (one for a primitive with one output)."""
+    of slots, one per output; `many` says the result is a tuple to unpack (one slot per
+    element) rather than one value."""
 
-    __slots__ = ("ins", "outs", "params", "prim", "source")
+    __slots__ = ("ins", "many", "outs", "params", "prim", "source")
 
-    def __init__(self, prim, ins, params, outs, source=None):
+    def __init__(self, prim, ins, params, outs, source=None, many=False):
         self.prim = prim
         self.ins = ins
         self.params = params
         self.outs = outs
         self.source = source
+        self.many = many
 
     def same_as(self, other) -> bool:
         """Whether `other` is this operation on the same slots and equal constants (a
@@ -108,14 +112,24 @@ def _equal_values(a, b) -> bool:
 
 class Guard:
     """The traced code read slot `slot` and got the value whose `guard_key` is `key`;
-    `source` is the user's line that read it ("file:line")."""
+    `source` is the user's line that read it ("file:line"). A guard of `shape` compares the
+    slot's shape (`shape_key`) instead: the output of a primitive whose shape depends on
+    values (`core.shape_from_values`)."""
 
-    __slots__ = ("key", "slot", "source")
+    __slots__ = ("key", "shape", "slot", "source")
 
-    def __init__(self, slot, key, source):
+    def __init__(self, slot, key, source, shape=False):
         self.slot = slot
         self.key = key
         self.source = source
+        self.shape = shape
+
+
+def shape_key(v) -> tuple:
+    """The shape a shape guard compares (a tuple of shapes for a tuple of arrays)."""
+    if type(v) is tuple:
+        return tuple(shape_of(e) for e in v)
+    return tuple(shape_of(v))
 
 
 def guard_key(v) -> Any:
@@ -197,16 +211,24 @@ class StagingLevel(Level):
             ans = prim(*vals, **params)
         else:
             ans = bind(prim, tuple(vals), params)
+        # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from
+        # one without a derivative (`nonzero`): each output is a slot and a box of its own.
+        many = prim.multiple_results or (type(prim) is NondiffPrimitive and type(ans) is tuple)
+        parts = ans if many else (ans,)
         first = self.n_slots
-        count = len(ans) if prim.multiple_results else 1
-        self.n_slots += count
-        outs = tuple(range(first, first + count))
+        self.n_slots += len(parts)
+        outs = tuple(range(first, first + len(parts)))
+        source = user_line() if self.sources else None
+        self.items.append(Op(prim, tuple(ins), params, outs, source, many))
         if self.sources:
-            for s, a in zip(outs, ans if prim.multiple_results else (ans,)):
+            for s, a in zip(outs, parts):
                 self.types[s] = describe_value(a)
-        self.items.append(Op(prim, tuple(ins), params, outs, user_line() if self.sources else None))
-        if prim.multiple_results:
-            return tuple(Box(a, self, s) for a, s in zip(ans, outs))
+        if prim in shape_from_values:  # later operations were recorded for these shapes
+            line = source or user_line()
+            for s, a in zip(outs, parts):
+                self.items.append(Guard(s, shape_key(a), line, shape=True))
+        if many:
+            return tuple(Box(a, self, s) for a, s in zip(parts, outs))
         return Box(ans, self, first)
 
     # Shortcuts for a primitive of one or two arguments without parameters (most of a

@@ -391,6 +391,7 @@ ALLOWED_IMPORTS = {
         "numpy.shaping",
         "api",
         "custom",
+        "jitting",
     },
     "batching.py": {"core"},
     "staging.py": {"core"},

@@ -221,6 +221,34 @@ def test_a_boolean_mask_is_guarded_by_its_count_only():
     assert paths(jitted) == [2]  # two positives twice, three once: two paths
 
 
+def test_the_shapes_of_nonzero_and_argwhere_are_guarded():
+    fns = [
+        lambda x: x[fnp.nonzero(x > 0)] * 2.0,
+        lambda x: fnp.sum(fnp.argwhere(x > 0)) * x,
+        lambda x: x[fnp.flatnonzero(x > 0)] + 1.0,
+        lambda x: fnp.sum(x[(x > 0).reshape(2, 2)] ** 2),
+    ]
+    for f in fns:
+        jitted = fgrad.jit(f)
+        for x in [[1.0, -1.0, 2.0, -3.0], [-1.0, 4.0, -2.0, 3.0], [1.0, 1.0, 2.0, -3.0]] * 2:
+            x = np.array(x)
+            args = (x.reshape(2, 2),) if f is fns[-1] else (x,)
+            assert_same(f(*args), jitted(*args))
+        assert paths(jitted) == [2]
+    record = fgrad.make_record(fns[0])(np.array([1.0, -1.0, 2.0]))
+    assert "guard shape(" in str(record)
+
+
+def test_take_along_axis_of_computed_indices():
+    f = lambda x, k: fnp.take_along_axis(x, fnp.argsort(x, axis=1) - k, axis=1)  # noqa: E731
+    jitted = fgrad.jit(f)
+    for k in [0, 0, 1, 3]:  # negative indices count from the end, as in NumPy
+        x = rng.normal(size=(3, 4))
+        assert_same(f(x, k), jitted(x, k))
+    with pytest.raises(IndexError):
+        jitted(rng.normal(size=(3, 4)), 5)  # out of range: NumPy's error, as eagerly
+
+
 def test_an_index_from_argmax_is_computed_in_the_record():
     f = lambda x: x[fnp.argmax(x)] * x
     jitted = replays_equal_eager(f, lambda: (rng.normal(size=6),), calls=10)

@@ -32,18 +32,20 @@ from ..core import (
     is_foreign_array,
     primal,
     refuse_lazy,
+    shape_from_values,
     shape_of,
 )
-from ..primitive import nondiff
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import (
     divide,
+    greater_equal,
     isnan,
     less,
     less_equal,
     logical_and,
     logical_not,
+    logical_or,
     maximum,
     minimum,
     multiply,
@@ -630,12 +632,18 @@ def take_along_axis(arr, indices, axis=-1):
     # NumPy's own take_along_axis of the positions, then one gather from the flattened array:
     # its adjoint is a 1-D scatter-add, several times faster than a scatter through a tuple
     # of broadcast index arrays.
-    take = _take_positions if staged else _np.take_along_axis
-    return getitem(ravel(arr), take(_positions(s), idx, ax))
-
-
-# NumPy's take_along_axis of plain positions by indices a `jit` record computes.
-_take_positions = nondiff(_np.take_along_axis, "take_along_axis")
+    if not staged:
+        return getitem(ravel(arr), _np.take_along_axis(_positions(s), idx, ax))
+    # Indices a `jit` record computes: the same positions, computed in the record, as each
+    # element's position with its coordinate along the axis replaced by its index (counted
+    # from the end when negative, as in NumPy). An index out of range is read, so that
+    # NumPy's own take_along_axis raises its error.
+    n = s[ax]
+    if bool(_np.any(logical_or(less(idx, -n), greater_equal(idx, n)))):
+        return take_along_axis(arr, primal(idx), axis)
+    stride = int(_np.prod(s[ax + 1 :], dtype=_np.intp))
+    base = _np.take(_positions(s), [0], axis=ax)
+    return getitem(ravel(arr), base + where(less(idx, 0), idx + n, idx) * stride)
 
 
 def _take_along_batched(arr, indices, axis):
@@ -983,7 +991,9 @@ argmin = nondiff_function(_np.argmin)
 argsort = nondiff_function(_np.argsort)
 argwhere = nondiff_function(_np.argwhere)
 nonzero = nondiff_function(_np.nonzero)
-flatnonzero = nondiff_function(_np.flatnonzero)
+flatnonzero = _shaping.flatnonzero
+for _fn in (argwhere, nonzero):
+    shape_from_values.add(_fn.primitive)
 searchsorted = nondiff_function(_np.searchsorted)
 lexsort = nondiff_function(_np.lexsort)
 tril_indices = nondiff_function(_np.tril_indices)

@@ -1540,14 +1540,16 @@ def _index_template(idx):
         if type(p) is Box and holds_batch(p) and dtype_of(p) == _np.dtype(bool):
             p = primal(p)  # the rows' common mask (a mask's count of True sets the shape)
         elif type(p) is Box and holds_staged(p) and dtype_of(p) == _np.dtype(bool):
-            # A mask a `jit` record computes: its count of True sets the result's shape, so
-            # that count is read (a guard); the positions are the mask's nonzero(), computed
-            # in the record, so a replay with another mask of the same count is right.
+            # A mask a `jit` record computes: its positions of True, computed in the record
+            # (their count sets the result's shape: the record checks it, see
+            # `core.shape_from_values`), as one integer index per axis of the mask.
             mask = constant_of(p)
-            int(_count_true(mask))
-            for axis in range(len(shape_of(mask))):
+            dims = shape_of(mask)
+            flat = flatnonzero(mask)
+            for k, n in enumerate(dims):
+                stride = int(_np.prod(dims[k + 1 :], dtype=_np.intp))
                 template.append(_Slot(len(arrays)))
-                arrays.append(_true_positions(mask, axis=axis))
+                arrays.append(flat if len(dims) == 1 else (flat // stride) % n)
             continue
         p = _normalize_index(p)
         if isinstance(p, _np.ndarray) and p.dtype == bool:
@@ -1557,9 +1559,10 @@ def _index_template(idx):
     return tuple(template), arrays
 
 
-# A mask's count of True, and its positions of True along one axis (`nonzero()[axis]`).
-_count_true = nondiff(_np.count_nonzero, "count_nonzero")
-_true_positions = nondiff(lambda mask, axis: _np.nonzero(mask)[axis], "nonzero_along")
+# NumPy's flatnonzero (exported by fgrad.numpy.arrays, with its batching rule): here for the
+# masks of `jit` records above.
+flatnonzero = nondiff_function(_np.flatnonzero)
+core.shape_from_values.add(flatnonzero.primitive)
 
 
 def _gather(x, idx):

@@ -45,6 +45,7 @@ from ..core import (
     zeros_like_value,
 )
 from ..custom import custom_vjp
+from ..jitting import jit
 from ..numpy.shaping import describe
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
@@ -289,13 +290,36 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
             return _np.zeros(0)
         return _np.concatenate([_np.ravel(_np.asarray(primal(v), dtype=_np.float64)) for v in vals])
 
+    replayed = _replayed(rhs, tree, len(leaves))
+
     def f(y, s):
-        return join(tree_flatten(rhs(tree_unflatten(tree, split(y)), s, *args))[0])
+        return join(replayed(*split(y), s, *args))
 
     opts_ = dict(opts.forward)
     if opts_.get("Dfun") is not None:
         opts_["Dfun"] = opts_["Dfun"].bind(args)
     return _si.odeint(f, join(leaves), _np.asarray(t, dtype=_np.float64), **opts_)
+
+
+def _replayed(rhs, tree, n_leaves):
+    """`rhs` as a function of the state's leaves, the time and the arguments, returning the
+    derivative's leaves, under `jit`, kept on `rhs`: the solver calls it at every step with
+    values of the same shapes, so it is recorded at the first step and replayed at the others
+    (for the adjoint system, the whole vector-Jacobian product of the user's function is one
+    recorded program). A replay computes exactly what a call would."""
+    cache = rhs.__dict__.setdefault("replayed", {})
+    found = cache.get((tree, n_leaves))
+    if found is None:
+
+        def flat_rhs(*values):
+            y = tree_unflatten(tree, list(values[:n_leaves]))
+            return tuple(tree_flatten(rhs(y, values[n_leaves], *values[n_leaves + 1 :]))[0])
+
+        found = cache[(tree, n_leaves)] = jit(flat_rhs)
+        # A user's function that branches on many values just runs eagerly: the user did not
+        # ask for jit, so jit's warnings (which suggest changing the jitted call) stay silent.
+        found._warned = True
+    return found
 
 
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
