@@ -240,7 +240,7 @@ def test_the_shapes_of_nonzero_and_argwhere_are_guarded():
 
 
 def test_take_along_axis_of_computed_indices():
-    f = lambda x, k: fnp.take_along_axis(x, fnp.argsort(x, axis=1) - k, axis=1)  # noqa: E731
+    f = lambda x, k: fnp.take_along_axis(x, fnp.argsort(x, axis=1) - k, axis=1)
     jitted = fgrad.jit(f)
     for k in [0, 0, 1, 3]:  # negative indices count from the end, as in NumPy
         x = rng.normal(size=(3, 4))
