@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import types
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -40,7 +41,17 @@ import numpy as _np
 
 from . import core
 from .core import Box, NondiffPrimitive, bind, is_foreign_array, primal
-from .staging import Const, Guard, Op, StagingLevel, describe_value, guard_key, shape_key
+from .staging import (
+    Const,
+    Guard,
+    Op,
+    StagingLevel,
+    constant,
+    describe_value,
+    guard_key,
+    same_op,
+    shape_key,
+)
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["Record", "jit", "make_record"]
@@ -109,7 +120,7 @@ def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
                 node.path = None
                 node.branch = (item, [(item.key, rest), (mine.key, new)])
                 return True
-        elif not item.same_as(mine):
+        elif type(mine) is Guard or not same_op(item, mine):
             raise _Unstable
         i += 1
     if node.branch is None:
@@ -136,6 +147,13 @@ def _count_paths(node: _Node) -> int:
 # --- recording ------------------------------------------------------------------------------------
 
 
+def _global_random_state():
+    """Where NumPy's global random generator stands (its position and key's first words):
+    enough to tell that a function drew from it."""
+    state = _np.random.get_state(legacy=False)["state"]
+    return state["pos"], state["key"][:4].tobytes()
+
+
 def _copy(v):
     return v.copy() if type(v) is _np.ndarray else v
 
@@ -144,12 +162,19 @@ def _record(fun, leaves, rebuild, sources=False):
     """Run `fun` on `leaves` (rebuilt into its arguments by `rebuild`) under a staging level:
     the eager result and the `_Path` of the run."""
     level = StagingLevel(sources)
+    random_state = _global_random_state()
     with level:
         boxed = _inputs(level, leaves)
         args, kwargs = rebuild(boxed)
         out = fun(*args, **kwargs)
     out_leaves, out_tree = tree_flatten(out)
     unsafe = level.unsafe
+    if unsafe is None and _global_random_state() != random_state:
+        unsafe = (
+            "NumPy's global random generator was drawn from while the function ran, and a "
+            "replay would reuse those draws; so this function runs eagerly. Draw outside it "
+            "and pass the draws as arguments (or a numpy.random.Generator's), to jit it"
+        )
     outputs, values = [], []
     for o in out_leaves:
         if type(o) is Box and o.level is level:
@@ -162,15 +187,21 @@ def _record(fun, leaves, rebuild, sources=False):
             values.append(o)
     # An output that may share memory with an argument or a constant (x itself, a view of
     # it) is copied, in this call and in every replay: a caller may write into its result.
-    shared = [x for x in leaves if type(x) is _np.ndarray]
-    shared += [c.value for op in level.items if type(op) is Op for c in op.ins if type(c) is Const]
-    shared = [s for s in shared if type(s) is _np.ndarray]
-    fresh = []
-    for o, v in zip(outputs, values):
-        fresh.append(
-            type(v) is _np.ndarray
-            and (type(o) is Const or any(_np.may_share_memory(v, s) for s in shared))
-        )
+    # (An array that owns its memory, what most operations return, shares it with nothing
+    # made before it.)
+    fresh = [
+        type(v) is _np.ndarray and (type(o) is Const or v.base is not None)
+        for o, v in zip(outputs, values)
+    ]
+    if any(fresh):
+        shared = [x for x in leaves if type(x) is _np.ndarray]
+        for op in level.items:
+            if type(op) is tuple:  # an operation: its constant arrays
+                shared += [r for r in op[1] if type(r) is _np.ndarray]
+        fresh = [
+            f and (type(o) is Const or any(_np.may_share_memory(v, s) for s in shared))
+            for f, o, v in zip(fresh, outputs, values)
+        ]
     values = [_copy(v) if f else v for v, f in zip(values, fresh)]
     path = _Path(level.items, tuple(outputs), tuple(fresh), out_tree, len(leaves), unsafe)
     return tree_unflatten(out_tree, values), path
@@ -213,27 +244,27 @@ class _Writer:
     def operand(self, ref) -> str:
         if type(ref) is int:
             return f"v{ref}"
-        v = ref.value
+        v = constant(ref)
         return repr(v) if _is_literal(v) else self.name(v, "c")
 
-    def op(self, op: Op, indent: str) -> str:
-        args = [self.operand(r) for r in op.ins]
-        prim = op.prim
+    def op(self, op: tuple, indent: str) -> str:
+        prim, ins, params, outs, many, _ = op
+        args = [self.operand(r) for r in ins]
         if self.general and type(prim) is not NondiffPrimitive:
-            params = self.name(op.params, "p") if op.params else "_NO_PARAMS"
+            named = self.name(params, "p") if params else "_NO_PARAMS"
             tail = "," if len(args) == 1 else ""
-            how = "_bind_call" if hasattr(op.params.get("call"), "inputs") else "_bind"
-            call = f"{how}({self.name(prim, 'P')}, ({', '.join(args)}{tail}), {params})"
+            how = "_bind_call" if hasattr(params.get("call"), "inputs") else "_bind"
+            call = f"{how}({self.name(prim, 'P')}, ({', '.join(args)}{tail}), {named})"
         else:
             fn = prim if self.general else prim.impl
-            for key, value in op.params.items():
+            for key, value in params.items():
                 shown = repr(value) if _is_literal(value) else self.name(value, "k")
                 args.append(f"{key}={shown}")
             call = f"{self.name(fn, 'f')}({', '.join(args)})"
-        outs = ", ".join(f"v{s}" for s in op.outs)
-        if len(op.outs) == 1 and op.many:
-            outs += ","
-        return f"{indent}{outs} = {call}"
+        names = ", ".join(f"v{s}" for s in outs)
+        if len(outs) == 1 and many:
+            names += ","
+        return f"{indent}{names} = {call}"
 
     def read(self, guard) -> str:
         if guard.shape:
@@ -248,11 +279,11 @@ class _Writer:
             self.lines.append(f"{indent}del v{dead}")
         live = live & needed_later[0]
         for k, item in enumerate(node.items):
-            if type(item) is Op:
-                if not needed_later[k + 1].intersection(item.outs):
+            if type(item) is tuple:  # an operation
+                if not needed_later[k + 1].intersection(item[3]):
                     continue  # dead: a primitive's implementation has no side effect
                 self.lines.append(self.op(item, indent))
-                live |= set(item.outs)
+                live |= set(item[3])
             else:
                 read = self.read(item)
                 self.lines.append(
@@ -324,11 +355,11 @@ def _uses_after(node: _Node) -> list:
     uses[len(node.items)] = set(later)
     for k in range(len(node.items) - 1, -1, -1):
         item = node.items[k]
-        if type(item) is Op:
-            if not later.intersection(item.outs):
+        if type(item) is tuple:  # an operation
+            if not later.intersection(item[3]):
                 uses[k] = set(later)  # nothing reads its outputs: it is not computed
                 continue
-            later = (later - set(item.outs)) | {r for r in item.ins if type(r) is int}
+            later = (later - set(item[3])) | {r for r in item[1] if type(r) is int}
         else:
             later = later | {item.slot}
         uses[k] = set(later)
@@ -409,16 +440,55 @@ def _inputs(level, leaves):
 
 class _Entry:
     """The record of one signature: its tree of paths, the replay compiled from it (made at
-    the first replay, so the first call pays no compile), and whether it gave up."""
+    the first replay, so the first call pays no compile), whether it gave up, and what the
+    function's closure cells held when it was recorded."""
 
-    __slots__ = ("eager", "general", "n_inputs", "replay", "root")
+    __slots__ = ("cells", "eager", "general", "n_inputs", "replay", "root")
 
-    def __init__(self, root, n_inputs, general):
+    def __init__(self, root, n_inputs, general, cells):
         self.root = root
         self.n_inputs = n_inputs
         self.general = general
+        self.cells = cells
         self.replay = None
         self.eager = False
+
+
+def _state_names(fun) -> tuple:
+    """The globals `fun`'s code reads that hold data (not modules, functions or classes,
+    which are rarely rebound): with its closure cells, the state a record cannot see."""
+    code, namespace = getattr(fun, "__code__", None), getattr(fun, "__globals__", None)
+    if code is None or namespace is None:
+        return ()
+    return tuple(
+        n
+        for n in code.co_names
+        if n in namespace and not (callable(namespace[n]) or type(namespace[n]) is _ModuleType)
+    )
+
+
+def _free_values(fun, names) -> tuple:
+    """What `fun`'s closure cells and the data globals `names` hold now: a variable of an
+    enclosing function or a global rebound to another object changes it (a cell not yet bound
+    holds `_UNBOUND`)."""
+    values = []
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:
+            values.append(_UNBOUND)
+    if names:
+        namespace = fun.__globals__
+        values += [namespace.get(n, _UNBOUND) for n in names]
+    return tuple(values)
+
+
+_UNBOUND = object()
+_ModuleType = types.ModuleType
+
+
+def _same_cells(recorded: tuple, now: tuple) -> bool:
+    return all(a is b for a, b in zip(recorded, now))
 
 
 class Jitted:
@@ -434,6 +504,10 @@ class Jitted:
         self._lock = threading.Lock()
         self._warned = False
         self._name = getattr(fun, "__name__", None) or repr(fun)
+        # What a record cannot see but a call can check cheaply: the function's closure cells
+        # and the data globals it reads, by identity. A rebound one records again.
+        self._state_names = _state_names(fun)
+        self._has_state = bool(getattr(fun, "__closure__", None) or self._state_names)
 
     def __repr__(self):
         return f"jit({self._name})"
@@ -495,6 +569,9 @@ class Jitted:
             general = general or g
         key = (tree, statics, tuple(sigs))
         entry = self._cache.get(key)
+        cells = _free_values(self._fun, self._state_names) if self._has_state else ()
+        if entry is not None and not _same_cells(entry.cells, cells):
+            entry = None  # a variable the function closes over was rebound: record again
         if entry is not None:
             if entry.eager:
                 return self._fun(*args, **kwargs)
@@ -512,8 +589,12 @@ class Jitted:
         out, path = _record(self._fun, leaves, rebuild)
         if path.unsafe is None:
             with self._lock:
-                if key not in self._cache:
-                    self._cache[key] = _Entry(_Node(path.items, path), len(leaves), general)
+                known = self._cache.get(key)
+                if known is None or not _same_cells(known.cells, cells):
+                    self._cache[key] = _Entry(_Node(path.items, path), len(leaves), general, cells)
+        elif path.unsafe.startswith("NumPy's global random generator") and not self._warned:
+            self._warned = True
+            warnings.warn(f"fgrad.jit({self._name}): {path.unsafe}", RuntimeWarning, stacklevel=2)
         return out
 
     def _again(self, entry, leaves, rebuild, miss):
@@ -666,8 +747,8 @@ class Record:
 
     @property
     def ops(self) -> list:
-        """The operations, in order (each an `Op`: `prim`, `ins`, `params`, `outs`)."""
-        return [item for item in self.path.items if type(item) is Op]
+        """The operations, in order (each an `Op`: `prim`, `ins`, `params`, `outs`, ...)."""
+        return [Op(*item) for item in self.path.items if type(item) is tuple]
 
     @property
     def guards(self) -> list:
@@ -678,7 +759,7 @@ class Record:
         def ref(r):
             if type(r) is int:
                 return f"v{r}"
-            v = r.value
+            v = constant(r)
             if _is_literal(v):
                 return repr(v)
             return f"const:{describe_value(v)}"
@@ -687,7 +768,8 @@ class Record:
         lines = [f"record({head}):"]
         rows = []
         for item in self.path.items:
-            if type(item) is Op:
+            if type(item) is tuple:
+                item = Op(*item)
                 outs = ", ".join(f"v{s}:{self.types.get(s, '?')}" for s in item.outs)
                 args = [ref(r) for r in item.ins]
                 args += [f"{k}={v!r}" for k, v in item.params.items()]

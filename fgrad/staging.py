@@ -4,7 +4,7 @@ A `StagingLevel` box is `Box(value, level, slot)`: `value` is what the traced co
 now, and `slot` numbers it in the record (the inputs are slots 0 to n-1, each operation's
 outputs take the next numbers). A primitive applied to such boxes is applied to the values
 under them (outer levels trace it as usual) and appended to the record as an `Op`: the
-primitive, its inputs (slots, or `Const` for values that are not this level's boxes) and its
+primitive, its inputs (slots, or the values that are not this level's boxes) and its
 parameters. Operations without a derivative (comparisons, `argmax`, ...) are recorded too: the
 level `reads_values`, so `NondiffPrimitive` hands them to it.
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as _np
 
@@ -51,12 +51,23 @@ from .core import (
     shape_of,
 )
 
-__all__ = ["Const", "Guard", "Op", "StagingLevel", "guard_key", "shape_key", "user_line"]
+__all__ = [
+    "Const",
+    "Guard",
+    "Op",
+    "StagingLevel",
+    "constant",
+    "guard_key",
+    "same_op",
+    "shape_key",
+    "user_line",
+]
 
 
 class Const:
-    """An input of an operation that is not computed from the record's inputs: a value of the
-    function (a literal, an array it made or closes over), kept by reference."""
+    """A Python int that is an input of an operation but not a slot (slots are ints): a
+    constant of the function. Every other constant (a float, an array the function made or
+    closes over) stands in an operation's inputs as it is, by reference."""
 
     __slots__ = ("value",)
 
@@ -64,36 +75,43 @@ class Const:
         self.value = value
 
 
-class Op:
-    """`outs = prim(*ins, **params)`: `ins` holds slots (int) and `Const`s; `outs` is a tuple
-    of slots, one per output; `many` says the result is a tuple to unpack (one slot per
-    element) rather than one value."""
+def constant(ref) -> Any:
+    """The value of an input of an operation that is not a slot."""
+    return ref.value if type(ref) is Const else ref
 
-    __slots__ = ("ins", "many", "outs", "params", "prim", "source")
 
-    def __init__(self, prim, ins, params, outs, source=None, many=False):
-        self.prim = prim
-        self.ins = ins
-        self.params = params
-        self.outs = outs
-        self.source = source
-        self.many = many
+class Op(NamedTuple):
+    """`outs = prim(*ins, **params)`: `ins` holds slots (int) and constants (see `Const`);
+    `outs` is a tuple of slots, one per output; `many` says the result is a tuple to unpack
+    (one slot per element) rather than one value; `source` is the user's line, when kept.
 
-    def same_as(self, other) -> bool:
-        """Whether `other` is this operation on the same slots and equal constants (a
-        function run again makes new constants, equal to the old ones unless it depends on
-        state that is not an argument)."""
-        if type(other) is not Op or other.prim is not self.prim or other.outs != self.outs:
+    A record holds each operation as a plain tuple of these fields in this order (making an
+    `Op` costs five times a tuple's time, and a recording makes one per operation); `Op(*op)`
+    gives the named view."""
+
+    prim: Any
+    ins: tuple
+    params: dict
+    outs: tuple
+    many: bool = False
+    source: str | None = None
+
+
+def same_op(a: tuple, b: tuple) -> bool:
+    """Whether two recorded operations are the same primitive on the same slots with equal
+    constants (a function run again makes new constants, equal to the old ones unless it
+    depends on state that is not an argument)."""
+    if a[0] is not b[0] or a[3] != b[3] or len(a[1]) != len(b[1]) or a[2].keys() != b[2].keys():
+        return False
+    for x, y in zip(a[1], b[1]):
+        if (type(x) is int) != (type(y) is int):
             return False
-        if len(other.ins) != len(self.ins) or other.params.keys() != self.params.keys():
-            return False
-        for a, b in zip(self.ins, other.ins):
-            if type(a) is Const and type(b) is Const:
-                if not _equal_values(a.value, b.value):
-                    return False
-            elif type(a) is Const or type(b) is Const or a != b:
+        if type(x) is int:
+            if x != y:
                 return False
-        return all(_equal_values(v, other.params[k]) for k, v in self.params.items())
+        elif not _equal_values(constant(x), constant(y)):
+            return False
+    return all(_equal_values(v, b[2][k]) for k, v in a[2].items())
 
 
 def _equal_values(a, b) -> bool:
@@ -164,7 +182,8 @@ def user_line(depth: int = 2) -> str | None:
 
 
 class StagingLevel(Level):
-    """A `jit` recording in progress: `items` holds its `Op`s and `Guard`s, in the order they
+    """A `jit` recording in progress: `items` holds its operations (`Op` tuples) and `Guard`s,
+    in the order they
     happened; `unsafe` says why the record must not be replayed (None when it may)."""
 
     __slots__ = ("guarded", "items", "n_slots", "sources", "types", "unsafe")
@@ -200,7 +219,7 @@ class StagingLevel(Level):
                         "an argument of the function (a closure over it)"
                     )
                 vals.append(a)
-                ins.append(Const(a))
+                ins.append(Const(a) if type(a) is int else a)
         if params and self.unsafe is None:
             for key, value in params.items():
                 if type(value) is Box or (
@@ -219,7 +238,7 @@ class StagingLevel(Level):
         self.n_slots += len(parts)
         outs = tuple(range(first, first + len(parts)))
         source = user_line() if self.sources else None
-        self.items.append(Op(prim, tuple(ins), params, outs, source, many))
+        self.items.append((prim, tuple(ins), params, outs, many, source))
         if self.sources:
             for s, a in zip(outs, parts):
                 self.types[s] = describe_value(a)
@@ -242,7 +261,7 @@ class StagingLevel(Level):
         ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
         slot = self.n_slots
         self.n_slots = slot + 1
-        self.items.append(Op(prim, (x.aux,), _NO_PARAMS, (slot,)))
+        self.items.append((prim, (x.aux,), _NO_PARAMS, (slot,), False, None))
         box = _new_box(Box)
         box.value, box.level, box.aux = ans, self, slot
         return box
@@ -255,20 +274,20 @@ class StagingLevel(Level):
         elif type(x) is Box:
             return self.process(prim, (x, y), _NO_PARAMS)  # an outer box: not an input
         else:
-            xv, xi = x, Const(x)
+            xv, xi = x, (Const(x) if type(x) is int else x)
         if type(y) is Box and y.level is self:
             yv, yi = y.value, y.aux
         elif type(y) is Box:
             return self.process(prim, (x, y), _NO_PARAMS)
         else:
-            yv, yi = y, Const(y)
+            yv, yi = y, (Const(y) if type(y) is int else y)
         if type(xv) is Box or type(yv) is Box:
             ans = bind_two(prim, xv, yv)
         else:
             ans = prim.impl(xv, yv)
         slot = self.n_slots
         self.n_slots = slot + 1
-        self.items.append(Op(prim, (xi, yi), _NO_PARAMS, (slot,)))
+        self.items.append((prim, (xi, yi), _NO_PARAMS, (slot,), False, None))
         box = _new_box(Box)
         box.value, box.level, box.aux = ans, self, slot
         return box

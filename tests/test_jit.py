@@ -309,6 +309,48 @@ def test_a_function_of_hidden_state_is_noticed_when_it_records_again():
     assert_same(jitted(np.ones(2)), np.ones(2) * 3.0)  # eager from now on: never stale
 
 
+SCALE = 2.0
+
+
+def test_a_rebound_global_or_closure_variable_records_again():
+    global SCALE
+    jitted = fgrad.jit(lambda x: x * SCALE)
+    assert_same(jitted(np.ones(2)), np.ones(2) * 2.0)
+    SCALE = 3.0
+    try:
+        assert_same(jitted(np.ones(2)), np.ones(2) * 3.0)
+    finally:
+        SCALE = 2.0
+
+    def make():
+        k = 2.0
+        f = fgrad.jit(lambda x: x * k)
+        first = f(np.ones(1))
+        k = 5.0
+        return first, f(np.ones(1))
+
+    first, second = make()
+    assert_same(first, np.array([2.0]))
+    assert_same(second, np.array([5.0]))
+
+
+def test_a_draw_from_numpys_global_generator_is_never_replayed():
+    jitted = fgrad.jit(lambda x: x + np.random.normal(size=3))
+    with pytest.warns(RuntimeWarning, match="global random generator"):
+        a = jitted(np.zeros(3))
+    b = jitted(np.zeros(3))
+    assert not np.array_equal(a, b)  # each call draws anew, as eagerly
+
+
+def test_make_graph_draws_what_the_record_holds():
+    f = fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))
+    jitted = fgrad.jit(f)
+    x = rng.normal(size=3)
+    jitted(x)
+    graph = fgrad.make_graph(jitted)(x)  # under a watch, jit runs the function as it is
+    assert len(graph) == len(fgrad.make_record(f)(x).ops)
+
+
 # --- signatures -----------------------------------------------------------------------------------
 
 
