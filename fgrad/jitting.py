@@ -52,7 +52,7 @@ from .staging import (
     same_op,
     shape_key,
 )
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import LEAF, tree_flatten, tree_unflatten
 
 __all__ = ["Record", "jit", "make_record"]
 
@@ -300,9 +300,13 @@ class _Writer:
             outs = []
             for ref, fresh in zip(path.outputs, path.fresh):
                 outs.append(f"_copy({self.operand(ref)})" if fresh else self.operand(ref))
-            tail = "," if len(outs) == 1 else ""
-            tree = self.name(path.out_tree, "T")
-            self.lines.append(f"{indent}return {tree}, ({', '.join(outs)}{tail})")
+            tree = path.out_tree
+            if tree is LEAF:  # the result itself, without a tree to rebuild
+                self.lines.append(f"{indent}return {outs[0]}")
+            else:
+                tail = "," if len(outs) == 1 else ""
+                named = self.name(tree, "T")
+                self.lines.append(f"{indent}return _unflatten({named}, ({', '.join(outs)}{tail}))")
             return
         guard, children = node.branch
         slot, source = guard.slot, guard.source
@@ -379,6 +383,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _key=guard_key,
         _shape=shape_key,
         _copy=_copy,
+        _unflatten=tree_unflatten,
         _Miss=_Miss,
         _NO_PARAMS=core._NO_PARAMS,
     )
@@ -535,13 +540,20 @@ class Jitted:
         return (dyn_args, dyn_kwargs), tuple(statics)
 
     def _flatten_call(self, args, kwargs):
-        """The call's dynamic leaves, their structure, the static values, and a function of
-        the leaves giving the whole call's (args, kwargs) back."""
+        """The call's dynamic leaves, their structure, and the static values."""
         if not kwargs and not self._static_argnums:  # the common call: positional arguments
             leaves, tree = tree_flatten(args)
-            return leaves, tree, None, lambda leaves: (tree_unflatten(tree, leaves), {})
+            return leaves, tree, None
         dyn, statics = self._split(args, kwargs)
         leaves, tree = tree_flatten(dyn)
+        return leaves, tree, statics
+
+    def _rebuild(self, args, kwargs, tree):
+        """A function of the dynamic leaves giving the whole call's (args, kwargs) back."""
+        if tree is None:  # the arguments were the leaves themselves
+            return lambda leaves: (tuple(leaves), {})
+        if not kwargs and not self._static_argnums:
+            return lambda leaves: (tree_unflatten(tree, leaves), {})
         nums = {i if i >= 0 else len(args) + i for i in self._static_argnums}
 
         def rebuild(leaves):
@@ -553,25 +565,39 @@ class Jitted:
             }
             return full, merged
 
-        return leaves, tree, statics, rebuild
+        return rebuild
 
     def __call__(self, *args, **kwargs):
         if core.watch is not None:  # make_graph, debug_nans: they watch each operation run
             return self._fun(*args, **kwargs)
-        leaves, tree, statics, rebuild = self._flatten_call(args, kwargs)
-        sigs, general = [], False
-        for x in leaves:
-            if type(x) is _np.ndarray:  # the common leaf, without a call
+        # The common call, only for speed: positional arguments that are all arrays. Its key
+        # is the tuple of their signatures (the general key is a triple of another kind).
+        key = tree = None
+        if not kwargs and not self._static_argnums:
+            sigs = []
+            for x in args:
+                if type(x) is not _np.ndarray:
+                    break
                 sigs.append((x.shape, x.dtype))
-                continue
-            s, g = _leaf_signature(x)
-            sigs.append(s)
-            general = general or g
-        key = (tree, statics, tuple(sigs))
+            else:
+                key, leaves, general = tuple(sigs), args, False
+        if key is None:
+            leaves, tree, statics = self._flatten_call(args, kwargs)
+            sigs, general = [], False
+            for x in leaves:
+                if type(x) is _np.ndarray:  # the common leaf, without a call
+                    sigs.append((x.shape, x.dtype))
+                    continue
+                s, g = _leaf_signature(x)
+                sigs.append(s)
+                general = general or g
+            key = (tree, statics, tuple(sigs))
         entry = self._cache.get(key)
-        cells = _free_values(self._fun, self._state_names) if self._has_state else ()
-        if entry is not None and not _same_cells(entry.cells, cells):
-            entry = None  # a variable the function closes over was rebound: record again
+        cells = ()
+        if self._has_state:
+            cells = _free_values(self._fun, self._state_names)
+            if entry is not None and not _same_cells(entry.cells, cells):
+                entry = None  # a variable the function reads was rebound: record again
         if entry is not None:
             if entry.eager:
                 return self._fun(*args, **kwargs)
@@ -582,11 +608,10 @@ class Jitted:
                         entry.root, entry.n_inputs, entry.general, self._name
                     )
             try:
-                out_tree, outs = replay(*leaves)
+                return replay(*leaves)
             except _Miss as miss:
-                return self._again(entry, leaves, rebuild, miss)
-            return tree_unflatten(out_tree, outs)
-        out, path = _record(self._fun, leaves, rebuild)
+                return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
+        out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree))
         if path.unsafe is None:
             with self._lock:
                 known = self._cache.get(key)
@@ -652,9 +677,13 @@ class Jitted:
     def record_source(self, *args, **kwargs) -> str | None:
         """The Python source of the replay for these arguments' signature (None before the
         function was replayed once with it)."""
-        leaves, tree, statics, _ = self._flatten_call(args, kwargs)
-        key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
-        entry = self._cache.get(key)
+        entry = None
+        if not kwargs and not self._static_argnums and all(type(x) is _np.ndarray for x in args):
+            entry = self._cache.get(tuple((x.shape, x.dtype) for x in args))
+        if entry is None:
+            leaves, tree, statics = self._flatten_call(args, kwargs)
+            key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
+            entry = self._cache.get(key)
         if entry is None:
             return None
         if entry.replay is None:
@@ -804,7 +833,8 @@ def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Call
     jitted = jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
 
     def recorder(*args, **kwargs):
-        leaves, _, _, rebuild = jitted._flatten_call(args, kwargs)
+        leaves, tree, _ = jitted._flatten_call(args, kwargs)
+        rebuild = jitted._rebuild(args, kwargs, tree)
         level = StagingLevel(sources=True)
         with level:
             boxed = _inputs(level, leaves)
