@@ -156,6 +156,7 @@ class BatchLevel(Level):
     __slots__ = ("active", "pending", "quiet", "size")
 
     batches = True
+    reads = True
 
     def __init__(self, size: int):
         super().__init__()

@@ -121,7 +121,7 @@ def primal(x: Any) -> Any:
     level's box is read by its level (`Level.read`): the rows' common value, if they have one."""
     while type(x) is Box:
         level = x.level
-        if level.batches and level.live:
+        if level.reads and level.live:
             return level.read(x)
         x = x.value
     if type(x) is list or type(x) is tuple:
@@ -220,6 +220,8 @@ def constant_of(x):
         level = x.level
         if level.batches and level.live:
             return Box(constant_of(x.value), level, x.aux)
+        if level.reads and level.live:  # a value taken as a constant is read (see `Level.reads`)
+            return level.read(x)
         return constant_of(x.value)
     if (type(x) is list or type(x) is tuple) and holds_box(x):
         return type(x)(constant_of(v) for v in x)
@@ -245,6 +247,10 @@ class Level:
     # Whether the level batches (its boxes hold rows, see "Levels that batch") rather than
     # differentiates.
     batches = False
+    # Whether code reading the plain value of this level's box (`primal`) asks the level
+    # (`read`): a batching level, and the level of a placeholder that must not be read
+    # (`fgrad.forward.PlaceholderLevel`).
+    reads = False
 
     def __init__(self):
         self.depth = -1
@@ -283,7 +289,7 @@ class Level:
         return self.process(prim, (x, y), _NO_PARAMS)
 
     def read(self, box: Box) -> Any:
-        """The plain value of this level's box, for code that reads it (a batching level)."""
+        """The plain value of this level's box, for code that reads it (a level that `reads`)."""
         raise NotImplementedError
 
     def __repr__(self):
