@@ -1430,7 +1430,8 @@ class _WatchLevel(core.Level):
 
 def _jvp_by_columns(call, xs, ts, ans, level):
     """J t from the jvp rule applied to real tangents, one input element at a time: J t is
-    the sum over elements m of t_m J e_m (Re t_m J e_m + Im t_m J (-1j e_m)... for complex)."""
+    the sum over elements m of t_m J e_m; for a complex input, of Re t_m J e_m and
+    -Im t_m J (-1j e_m)."""
     zeros = [zeros_like_value(x) for x in xs]
     total = [None] * len(ans)
     for i, (x, t) in enumerate(zip(xs, ts)):
