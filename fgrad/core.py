@@ -247,9 +247,9 @@ class Level:
     # Whether the level batches (its boxes hold rows, see "Levels that batch") rather than
     # differentiates.
     batches = False
-    # Whether code reading the plain value of this level's box (`primal`) asks the level
-    # (`read`): a batching level, and the level of a placeholder that must not be read
-    # (`fgrad.forward.PlaceholderLevel`).
+    # Whether code reading the plain value of this level's box (`primal`, `constant_of`) asks
+    # the level (`read`): a batching level, and the level of a placeholder that must not be
+    # read (`fgrad.forward.PlaceholderLevel`).
     reads = False
 
     def __init__(self):

@@ -2,7 +2,8 @@
 
 - `custom_vjp(fun)` gives `fun` a reverse rule, `f.defvjp(fwd, bwd)`, with JAX's semantics.
   Forward mode (`jvp`, `jacfwd`, `hessian`) works too: it transposes `bwd`, which is linear in
-  the cotangent. (A JAX `custom_vjp` function refuses forward mode.)
+  the cotangent, and pulls `bwd` on real cotangents where its Python reads the cotangent's
+  value. (A JAX `custom_vjp` function refuses forward mode.)
 - `custom_jvp(fun)` gives `fun` a forward rule, `f.defjvp(jvp)`; reverse mode transposes the
   rule's tangent part, which is linear in the tangents.
 - `checkpoint(fun)` (alias `remat`) stores none of `fun`'s intermediates; its bprop runs
@@ -731,7 +732,9 @@ class custom_vjp(_CustomFunction):
     cotangents may be pytrees.
 
     Under a transform `fwd` gives the value and `bwd` the reverse rule. Forward mode (`jvp`,
-    `jacfwd`, `hessian`) transposes `bwd`, which must be linear in `ct`. Written in
+    `jacfwd`, `hessian`) transposes `bwd`, which must be linear in `ct`: once, on a placeholder
+    cotangent, or, if `bwd` reads the cotangent's value (a loop to a tolerance, a zero
+    shortcut, `np.asarray(ct)`), once per output element on real cotangents. Written in
     `fgrad.numpy` operations, `fwd` and `bwd` are differentiated again for higher orders. Check
     the rule with `fgrad.test_util.check_rule`.
 
@@ -920,7 +923,8 @@ class custom_jvp(_CustomFunction):
     `rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`, where `primals` and
     `tangents` are tuples of the differentiable arguments and their tangents (zeros for
     arguments with none). `tangent_out` must be linear in `tangents`: reverse mode transposes
-    it. `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed. In
+    it (on placeholder tangents, or, if the rule reads their values, column by column on real
+    ones). `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed. In
     forward mode `fun` gives the value, in reverse mode the rule's `primal_out` does (they must
     agree).
 

@@ -15,9 +15,7 @@ import numpy as _np
 
 from .api import jacfwd, jacrev, jvp, vjp
 from .core import Primitive, primal
-from .jets import jet
 from .tree_util import tree_flatten, tree_unflatten
-from .vmapping import vmap
 
 __all__ = ["check_grads", "check_jvp", "check_rule", "check_vjp"]
 
@@ -520,6 +518,10 @@ def _check_transforms(f, leaves, tree, t, jt, tol, rng):
     and jet's first and second derivatives along x + t s and x + t s^2 / 2 are both J t (the
     second with a zero first coefficient, which a rule reading its tangent must not mistake
     for a zero tangent). Complex values skip jacfwd and jacrev (they need holomorphic=True)."""
+    # vmap and jet as a user calls them: `fgrad` imports this module, so they are looked up
+    # when a check runs
+    from fgrad import jet, vmap
+
     leaves = [primal(x) for x in leaves]
 
     def g(*ls):  # f of its flat leaves, with a tuple of flat outputs
