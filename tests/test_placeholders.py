@@ -292,6 +292,16 @@ def test_a_checkpoint_inside_bwd_is_given_no_placeholder_to_branch_on():
     np.testing.assert_allclose(fgrad.jacfwd(f)(X), 2.0 * np.eye(3), rtol=1e-14)
     assert fgrad.jvp(f, (1.0,), (1.0,))[1] == 2.0
 
+    def bwd_closing_over_ct(res, ct):  # the checkpointed function reads ct as a free variable
+        def inner(y):
+            return 2.0 * ct * y if fnp.any(ct != 0) else 0.0 * ct * y
+
+        return (fgrad.checkpoint(inner)(1.0),)
+
+    g = fgrad.custom_vjp(lambda x: 2.0 * x)
+    g.defvjp(lambda x: (g(x), None), bwd_closing_over_ct)
+    assert fgrad.grad(g)(1.0) == 2.0 and fgrad.jvp(g, (1.0,), (1.0,))[1] == 2.0
+
 
 # --- 7. vmap's probe of an empty batch ------------------------------------------------------------
 
@@ -307,3 +317,13 @@ def test_vmap_of_an_empty_batch_gives_no_rows_whatever_path_its_probe_takes():
 
 def f_sq(x):
     return fixed_point_double()(x) ** 2
+
+
+def test_laplacian_through_rules_that_read_their_placeholders():
+    # the Laplacian's collapsed second coefficient meets the rule with a zero first one
+    want = fgrad.laplacian(lambda x: fnp.sum(fnp.sin(x)))(X)
+    for make in (zero_shortcut_sin, zero_shortcut_jvp_sin):
+        f = make()
+        assert fgrad.laplacian(lambda x: fnp.sum(f(x)))(X) == pytest.approx(want, rel=1e-13)
+    f = fixed_point_double()
+    assert fgrad.laplacian(lambda x: fnp.sum(f(x) ** 2))(X) == pytest.approx(24.0, rel=1e-11)
