@@ -16,7 +16,7 @@ import pytest
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import forward
+from fgrad import custom, forward
 
 # --- rules that branch on the cotangent or tangent they are given ---------------------------------
 
@@ -327,3 +327,83 @@ def test_laplacian_through_rules_that_read_their_placeholders():
         assert fgrad.laplacian(lambda x: fnp.sum(f(x)))(X) == pytest.approx(want, rel=1e-13)
     f = fixed_point_double()
     assert fgrad.laplacian(lambda x: fnp.sum(f(x) ** 2))(X) == pytest.approx(24.0, rel=1e-11)
+
+
+# --- the fast path and the exact path agree -------------------------------------------------------
+
+
+def polar_pair(read):
+    """(custom_vjp, custom_jvp) versions of polar coordinates (two arguments, a dict of two
+    outputs); with `read`, each rule first reads the value it is given (which sends it down
+    the exact path) and then computes exactly what the other does."""
+
+    def bwd(res, ct):
+        if read:
+            bool(fnp.all(ct["x"] == ct["x"]))
+        r, th = res
+        c, s = fnp.cos(th), fnp.sin(th)
+        return ct["x"] * c + ct["y"] * s, r * (ct["y"] * c - ct["x"] * s)
+
+    vjp_polar = fgrad.custom_vjp(lambda r, th: {"x": r * fnp.cos(th), "y": r * fnp.sin(th)})
+    vjp_polar.defvjp(lambda r, th: (vjp_polar(r, th), (r, th)), bwd)
+
+    jvp_polar = fgrad.custom_jvp(lambda r, th: {"x": r * fnp.cos(th), "y": r * fnp.sin(th)})
+
+    @jvp_polar.defjvp
+    def rule(primals, tangents):
+        (r, th), (tr, tth) = primals, tangents
+        if read:
+            bool(fnp.all(tr == tr))
+        c, s = fnp.cos(th), fnp.sin(th)
+        return jvp_polar(r, th), {"x": tr * c - r * s * tth, "y": tr * s + r * c * tth}
+
+    return vjp_polar, jvp_polar
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["custom_vjp", "custom_jvp"])
+def test_the_exact_path_agrees_with_the_fast_path_in_every_transform(which, monkeypatch):
+    fast, exact = polar_pair(False)[which], polar_pair(True)[which]
+    exact_paths = []  # the names of the exact paths taken
+    for module, name in (
+        (forward, "tangent_by_pulls"),
+        (custom, "_custom_jvp_by_columns"),
+        (custom, "_jvp_by_columns"),
+    ):
+
+        def counted(*args, _run=getattr(module, name), _name=name):
+            exact_paths.append(_name)
+            return _run(*args)
+
+        monkeypatch.setattr(module, name, counted)
+    r, th = np.array([1.0, 2.0]), np.array([0.4, -0.7])
+
+    def loss(f):
+        return lambda r, th: fnp.sum(f(r, th)["x"] ** 2 * f(r, th)["y"])
+
+    def flat(f):
+        return lambda r, th: fnp.concatenate([f(r, th)["x"], f(r, th)["y"]])
+
+    transforms = {
+        "jvp": lambda f: fgrad.jvp(flat(f), (r, th), (np.ones(2), np.array([0.5, -1.0])))[1],
+        "grad": lambda f: fgrad.grad(loss(f), argnums=(0, 1))(r, th),
+        "jacfwd": lambda f: fgrad.jacfwd(flat(f), argnums=(0, 1))(r, th),
+        "jacrev": lambda f: fgrad.jacrev(flat(f), argnums=(0, 1))(r, th),
+        "hessian": lambda f: fgrad.hessian(loss(f))(r, th),
+        "jet": lambda f: fgrad.jet(flat(f), (r, th), ((np.ones(2), r), (th, np.ones(2))))[1],
+        "linearize": lambda f: fgrad.linearize(flat(f), r, th)[1](th, r),
+    }
+    # the transforms that run the rule on a placeholder (the others give it real values)
+    placeholder = {"jvp", "jacfwd"} if which else {"grad", "jacrev"}
+    placeholder = set(transforms) - placeholder
+    for name, transform in transforms.items():
+        a = transform(fast)
+        assert exact_paths == [], name  # a rule that reads nothing keeps the fast path
+        b = transform(exact)
+        assert bool(exact_paths) == (name in placeholder), name
+        exact_paths.clear()
+        for x, y in zip(jax_like_leaves(a), jax_like_leaves(b)):
+            np.testing.assert_allclose(y, x, rtol=1e-13, atol=1e-15, err_msg=name)
+
+
+def jax_like_leaves(x):
+    return [np.asarray(v) for v in fgrad.tree_util.tree_flatten(x)[0]]
