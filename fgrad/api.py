@@ -30,7 +30,7 @@ from .core import (
     shape_of,
     zeros_like_value,
 )
-from .forward import ForwardLevel
+from .forward import ForwardLevel, linear_transpose
 from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
@@ -789,7 +789,10 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
     Notes
     -----
     `f_jvp` transposes the vjp: the vjp function is linear in its cotangent, and its own vjp is
-    the jvp. Each call costs about one backward pass.
+    the jvp. Each call costs about one backward pass. When a rule's Python reads the cotangent
+    (a `custom_vjp` whose bwd loops to a tolerance or tests for zero), the transposition would
+    take the path of a zero cotangent, so `f_jvp` computes `jvp(fun, primals, tangents)`
+    instead, running `fun` again: exact, at the price of a forward pass per call.
 
     Examples
     --------
@@ -799,10 +802,20 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
     (8.0, 12.0, 6.0)
     """
     _check_callable(fun, "linearize")
-    out, vjp_fun = _vjp(fun, primals, False, "linearize")
-    ct0 = tree_map(zeros_like_value, out)
-    _, transpose_fun = _vjp(vjp_fun, (ct0,), False, "linearize")
     primals_tuple = tuple(primals)
+    p_leaves, p_tree = tree_flatten(primals_tuple)
+    _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "linearize")
+    out_leaves, out_tree, pull_leaves, _ = _vjp_flat(
+        lambda args: fun(*args), p_leaves, p_tree, False, "linearize"
+    )
+    out = tree_unflatten(out_tree, out_leaves)
+
+    def pull(cts):
+        return pull_leaves(
+            [zeros_like_value(o) if c is None else c for c, o in zip(cts, out_leaves)]
+        )
+
+    transposed = linear_transpose(pull, out_leaves)  # None: a rule reads its cotangent
 
     def f_jvp(*tangents):
         if len(tangents) != len(primals_tuple):
@@ -811,7 +824,6 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
                 f"primal, but was given {len(tangents)}; pass one tangent shaped like each primal"
             )
         t_leaves, t_tree = tree_flatten(tangents)
-        p_leaves, p_tree = tree_flatten(primals_tuple)
         if t_tree != p_tree:
             raise ValueError(
                 f"linearize: the tangents have structure {t_tree} but the primals have "
@@ -819,7 +831,12 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
             )
         for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
             _check_like(t, p, f"linearize: tangent leaf {i}", "primal")
-        return transpose_fun(tuple(tangents))[0]
+        if transposed is None:
+            return jvp(fun, primals_tuple, tangents)[1]
+        t_out = transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)])
+        return tree_unflatten(
+            out_tree, [zeros_like_value(o) if t is None else t for t, o in zip(t_out, out_leaves)]
+        )
 
     return out, _named(f_jvp, fun, "linearize")
 

@@ -228,7 +228,7 @@ def holds_staged(x):
         return False
     while type(x) is Box:
         level = x.level
-        if level.reads_values and not level.batches and level.live:
+        if level.stages and level.live:
             return True
         x = x.value
     return False
@@ -241,7 +241,9 @@ def constant_of(x: Any) -> Any:
     if type(x) is Box:
         level = x.level
         if level.reads_values and level.live:
-            return Box(constant_of(x.value), level, x.aux)
+            if level.batches or level.stages:
+                return Box(constant_of(x.value), level, x.aux)
+            return level.read(x)  # a value taken as a constant is read (a placeholder's)
         return constant_of(x.value)
     if (type(x) is list or type(x) is tuple) and holds_box(x):
         return type(x)(constant_of(v) for v in x)
@@ -267,10 +269,15 @@ class Level:
     # Whether the level batches (its boxes hold rows, see "Levels that batch") rather than
     # differentiates.
     batches = False
-    # Whether the code being traced may read the values of this level's boxes (`read`): a
-    # batching level (its rows) and a staging level (`jit`'s: the value, recorded as a guard).
-    # Such a level also sees the operations without a derivative (`NondiffPrimitive`), since
-    # their results still depend on its boxes.
+    # Whether the level records a program (`jit`'s staging level, `fgrad.staging`).
+    stages = False
+    # Whether code reading the plain value of this level's box (`primal`, `constant_of`, a
+    # comparison) asks the level (`read`): a batching level (the rows' common value), a
+    # staging level (the value, recorded as a guard) and the level of a placeholder that must
+    # not be read (`fgrad.forward.PlaceholderLevel`, which refuses). Such a level also sees the
+    # operations without a derivative (`NondiffPrimitive`); `constant_of` keeps the boxes of a
+    # batching or staging level (a constant still has one value per row, or is still computed
+    # from the recorded inputs) and reads a placeholder's.
     reads_values = False
 
     def __init__(self) -> None:
@@ -664,7 +671,7 @@ def capturing() -> contextlib.AbstractContextManager[_Capture]:
     reads are listed, in order, in the `boxes` of the object the block gives. Levels that read
     values stay live: batching levels' rows are still computed together, and a staging level
     still records."""
-    levels = [lv for lv in live_levels() if not lv.reads_values]
+    levels = [lv for lv in live_levels() if not (lv.batches or lv.stages)]
     return _rewritten(_Capture(set(levels)), levels)
 
 

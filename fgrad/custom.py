@@ -2,7 +2,8 @@
 
 - `custom_vjp(fun)` gives `fun` a reverse rule, `f.defvjp(fwd, bwd)`, with JAX's semantics.
   Forward mode (`jvp`, `jacfwd`, `hessian`) works too: it transposes `bwd`, which is linear in
-  the cotangent. (A JAX `custom_vjp` function refuses forward mode.)
+  the cotangent, and pulls `bwd` on real cotangents where its Python reads the cotangent's
+  value. (A JAX `custom_vjp` function refuses forward mode.)
 - `custom_jvp(fun)` gives `fun` a forward rule, `f.defjvp(jvp)`; reverse mode transposes the
   rule's tangent part, which is linear in the tangents.
 - `checkpoint(fun)` (alias `remat`) stores none of `fun`'s intermediates; its bprop runs
@@ -100,14 +101,14 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching, core, taylor
+from . import batching, core, forward, taylor
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
 from .core import Box, Primitive, bind, holds_box_of, zeros_like_value
-from .forward import transpose_bprop
+from .forward import PlaceholderLevel, PlaceholderRead, transpose_bprop
 from .numpy.shaping import batch_size, describe, every_row
-from .reverse import ReverseLevel, backward_pass
+from .reverse import backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 from .vmapping import vmap
 
@@ -563,6 +564,90 @@ class _CustomCall(_Call):
         self.f._check_nondiff(self.args, self.nondiff, level)
 
 
+# --- rules whose Python reads a placeholder ---------------------------------------------------
+# Forward mode transposes a bprop by running it once on placeholder cotangents, and reverse
+# mode transposes a custom_jvp rule by running it once on placeholder tangents: zeros that
+# stand for every value (`fgrad.forward.linear_transpose`). A rule whose Python reads such a
+# value (a loop to a tolerance, `if ct is zero`, `np.asarray(ct)`) would take, for every
+# value, the path it takes at zero. Then the linear map is applied to real values instead,
+# one basis element at a time, and assembled in fgrad operations (so that outer transforms
+# differentiate it): exact whatever the rule's Python does, at one rule call per element.
+#
+# The pairing is <a, b> = Re sum(a * b), under which a bprop is the transpose of the forward
+# map (JAX's convention for complex values): a real output element y_k is <e_k, y>, and the
+# imaginary part of a complex one is <-1j e_k, y>.
+
+
+def _basis(shape, dtype, scale):
+    """The one-hot arrays of `shape` and `dtype`, holding `scale` at each element in turn."""
+    size = int(_np.prod(shape, dtype=_np.int64))
+    for k in range(size):
+        e = _np.zeros(size, dtype)
+        e[k] = scale
+        yield e.reshape(shape) if shape else e[0]
+
+
+def _directions(dtype):
+    """The scales of the basis whose pairings give a value's real part and imaginary part."""
+    return (1, -1j) if dtype.kind == "c" else (1,)
+
+
+def _pairing(xs, ys):
+    """Re sum over i of sum(xs[i] * ys[i]), None standing for a zero; None if every term is."""
+    total = None
+    for x, y in zip(xs, ys):
+        if x is None or y is None:
+            continue
+        p = fnp.sum(x * y)
+        if core.dtype_of(p).kind == "c":
+            p = fnp.real(p)
+        total = p if total is None else total + p
+    return total
+
+
+def _assembled(parts, shape, dtype):
+    """The array of `shape` and `dtype` whose real part has the elements `parts[0]` and whose
+    imaginary part (for a complex dtype) has `parts[1]`, in order; None for all zeros."""
+    arrays = []
+    for elements in parts:
+        if all(e is None for e in elements):
+            arrays.append(None)
+            continue
+        zero = _np.zeros((), _np.finfo(dtype).dtype)
+        elements = [zero if e is None else e for e in elements]
+        arrays.append(elements[0] if not shape else fnp.reshape(fnp.stack(elements), shape))
+    if all(a is None for a in arrays):
+        return None
+    value = arrays[0] if arrays[0] is not None else _np.zeros(shape, _np.finfo(dtype).dtype)
+    if len(arrays) == 2 and arrays[1] is not None:
+        value = value + 1j * arrays[1]
+    return value if core.dtype_of(value) == dtype else fnp.astype(value, dtype)
+
+
+def _tangent_by_pulls(pull, outputs, tangents):
+    """J t from a linear bprop `pull` (cotangent per output -> cotangent per input) applied to
+    real cotangents: element k of output j is <pull(e_k at j), t>."""
+    t_out = []
+    for j, a in enumerate(outputs):
+        if not core.is_differentiable_value(a):
+            t_out.append(None)
+            continue
+        shape, dtype = core.shape_of(a), core.dtype_of(a)
+        parts = []
+        for scale in _directions(dtype):
+            elements = []
+            for e in _basis(shape, dtype, scale):
+                cts = [None] * len(outputs)
+                cts[j] = e
+                elements.append(_pairing(pull(cts), tangents))
+            parts.append(elements)
+        t_out.append(_assembled(parts, shape, dtype))
+    return t_out
+
+
+forward.tangent_by_pulls = _tangent_by_pulls
+
+
 # --- custom_vjp -----------------------------------------------------------------------------------
 
 
@@ -656,7 +741,9 @@ class custom_vjp(_CustomFunction):
     cotangents may be pytrees.
 
     Under a transform `fwd` gives the value and `bwd` the reverse rule. Forward mode (`jvp`,
-    `jacfwd`, `hessian`) transposes `bwd`, which must be linear in `ct`. Written in
+    `jacfwd`, `hessian`) transposes `bwd`, which must be linear in `ct`: once, on a placeholder
+    cotangent, or, if `bwd` reads the cotangent's value (a loop to a tolerance, a zero
+    shortcut, `np.asarray(ct)`), once per output element on real cotangents. Written in
     `fgrad.numpy` operations, `fwd` and `bwd` are differentiated again for higher orders. Check
     the rule with `fgrad.test_util.check_rule`.
 
@@ -745,20 +832,25 @@ def _custom_jvp_rule(tangents, ans, *vals, call):
 
 def _custom_jvp_fprop(*vals, call):
     """Reverse mode of a custom_jvp call transposes the rule's tangent part: it is traced on a
-    level of its own with the tangents as inputs (their value, zero, is never used: the map is
-    linear), and the backward pass of that level maps an output cotangent to the tangents'
-    cotangents."""
+    level of its own with the tangents as inputs, placeholders whose value (zero) is never used
+    since the map is linear (`fgrad.forward.linear_transpose`), and the backward pass of that
+    level maps an output cotangent to the tangents' cotangents. A rule whose Python reads its
+    tangents' values is applied to real tangents instead (`_custom_jvp_by_columns`)."""
     level = call.level(vals)
-    with ReverseLevel() as tangent_level:
+    own = [holds_box_of(x, level) for x in call.inputs]
+    with PlaceholderLevel() as tangent_level:
         tangents = [
-            tangent_level.new_input(zeros_like_value(v))
-            if holds_box_of(x, level)
-            else zeros_like_value(v)
-            for v, x in zip(vals, call.inputs)
+            tangent_level.new_input(zeros_like_value(v)) if o else zeros_like_value(v)
+            for v, o in zip(vals, own)
         ]
-        p_out, t_out = _apply_jvp_rule(call, vals, tangents, level)
-        p_leaves, p_tree = tree_flatten(p_out)
-        t_leaves = _tangent_leaves(call, t_out, p_leaves, p_tree)  # a cast here is transposed too
+        try:
+            p_out, t_out = _apply_jvp_rule(call, vals, tangents, level)
+            p_leaves, p_tree = tree_flatten(p_out)
+            t_leaves = _tangent_leaves(call, t_out, p_leaves, p_tree)  # a cast is transposed too
+        except Exception:  # a read of a placeholder, or a failure on one
+            tangent_level.was_read = True
+    if tangent_level.was_read:
+        return _custom_jvp_by_columns(call, vals, own, level)
     p_leaves = [core._live_value(p) for p in p_leaves]  # without the tangents' level
     outs = call.output_leaves(tree_unflatten(p_tree, p_leaves), "the jvp rule's primal_out")
     _check_no_leak(outs, level, call.who, "the jvp rule's primal_out")
@@ -775,6 +867,46 @@ def _custom_jvp_fprop(*vals, call):
             return [None] * len(in_positions)
         summed = backward_pass(tangent_level, seeds)
         return [None if n is None else summed[n] for n in in_positions]
+
+    return outs, bprop
+
+
+def _custom_jvp_by_columns(call, vals, own, level):
+    """The reverse rule of a custom_jvp call from its jvp rule applied to real tangents: the
+    column J e_m for each element m of each input this level differentiates (and J (-1j e_m)
+    for a complex one). Cotangent element m of input i is then <ct, J e_m>; see "rules whose
+    Python reads a placeholder". The columns are the bprop's residuals."""
+    zeros = [zeros_like_value(v) for v in vals]
+    metas = [_meta(v) for v in vals]
+    columns, first = [], None
+    for i in (i for i, o in enumerate(own) if o and metas[i][1].kind in "fc"):
+        shape, dtype = metas[i]
+        per_scale = []
+        for scale in _directions(dtype):
+            cols = []
+            for e in _basis(shape, dtype, scale):
+                ts = list(zeros)
+                ts[i] = e
+                p_out, t_out = _apply_jvp_rule(call, vals, ts, level)
+                p_leaves, p_tree = tree_flatten(p_out)
+                first = first or (p_leaves, p_tree)
+                cols.append(_tangent_leaves(call, t_out, p_leaves, p_tree))
+            per_scale.append(cols)
+        columns.append((i, per_scale))
+    if first is None:  # no element to differentiate: the rule for the value only
+        first = tree_flatten(_apply_jvp_rule(call, vals, zeros, level)[0])
+    outs = call.output_leaves(tree_unflatten(first[1], first[0]), "the jvp rule's primal_out")
+    _check_no_leak(outs, level, call.who, "the jvp rule's primal_out")
+    for _, per_scale in columns:
+        for cols in per_scale:
+            _check_no_leak(cols, level, call.who, "the jvp rule's tangent_out")
+
+    def bprop(cts):
+        in_cts = [None] * len(vals)
+        for i, per_scale in columns:
+            parts = [[_pairing(cts, col) for col in cols] for cols in per_scale]
+            in_cts[i] = _assembled(parts, *metas[i])
+        return in_cts
 
     return outs, bprop
 
@@ -804,7 +936,8 @@ class custom_jvp(_CustomFunction):
     `rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`, where `primals` and
     `tangents` are tuples of the differentiable arguments and their tangents (zeros for
     arguments with none). `tangent_out` must be linear in `tangents`: reverse mode transposes
-    it. `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed. In
+    it (on placeholder tangents, or, if the rule reads their values, column by column on real
+    ones). `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed. In
     forward mode `fun` gives the value, in reverse mode the rule's `primal_out` does (they must
     agree).
 
@@ -1061,6 +1194,11 @@ def _tap_fprop(*vals, call):
     metas = [_meta(v) for v in vals]
 
     def bprop(cts):
+        if any(_is_placeholder(c) for c in cts):
+            # forward mode transposing this bprop (`jvp` of a function without a forward rule
+            # around the tap, `linearize`): the tap is the identity there, as in `_tap_jvp`,
+            # and a placeholder is no cotangent to show anyone
+            return list(cts)
         ct = call.output_cotangent(cts)
         new = call.on_cotangent(ct)
         if new is None:
@@ -1072,6 +1210,15 @@ def _tap_fprop(*vals, call):
         ]
 
     return tuple(vals), bprop
+
+
+def _is_placeholder(x):
+    """Whether x holds a box of a live `PlaceholderLevel` (a cotangent being transposed)."""
+    while type(x) is Box:
+        if type(x.level) is PlaceholderLevel and x.level.live:
+            return True
+        x = x.value
+    return False
 
 
 def _tap_jvp(tangents, ans, *vals, call):
@@ -1252,14 +1399,84 @@ batching.rules[tap_cotangent_p] = _tap_batch
 
 
 def _custom_jvp_taylor(primals, series, call):
+    """The general rule with the user's jvp rule as J x'. Along the path the tangent it is
+    given is a series whose value (its first coefficient) may be zero while the higher ones
+    are not, so a rule whose Python reads its tangents' values is applied to real tangents
+    instead, column by column (`_jvp_by_columns`)."""
     level = call.level(primals)
 
     def tangent(ts, ans, xs):
         ts = [zeros_like_value(x) if t is None else t for t, x in zip(ts, xs)]
-        _, t_out = _apply_jvp_rule(call, xs, ts, level)
-        return _tangent_leaves(call, t_out, ans, call.out_tree)
+        with _WatchLevel() as watch:
+            try:
+                watched = [Box(t, watch, None) for t in ts]
+                _, t_out = _apply_jvp_rule(call, xs, watched, level)
+                t_leaves = _tangent_leaves(call, t_out, ans, call.out_tree)
+            except Exception:  # a read of a watched tangent, or a failure on one
+                watch.was_read = True
+        if watch.was_read:
+            return _jvp_by_columns(call, xs, ts, ans, level)
+        return [core._live_value(t) for t in t_leaves]  # without the watch's boxes
 
     return taylor.general_rule(custom_jvp_call, primals, series, {"call": call}, tangent)
+
+
+class _WatchLevel(core.Level):
+    """Runs code on real values and notices whether it reads them: a primitive applied to this
+    level's boxes is applied to their values and its result boxed again (`aux` is None);
+    reading a box's value sets `was_read` and raises `PlaceholderRead`, as a placeholder's."""
+
+    __slots__ = ("was_read",)
+
+    reads_values = True
+
+    def __init__(self):
+        super().__init__()
+        self.was_read = False
+
+    def process(self, prim, args, params):
+        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
+        ans = bind(prim, vals, params)
+        if prim.multiple_results:
+            return tuple(Box(a, self, None) for a in ans)
+        return Box(ans, self, None)
+
+    def read(self, box):
+        self.was_read = True
+        raise PlaceholderRead(f"the value of a watched tangent at {self!r} was read")
+
+
+def _jvp_by_columns(call, xs, ts, ans, level):
+    """J t from the jvp rule applied to real tangents, one input element at a time: J t is
+    the sum over elements m of t_m J e_m; for a complex input, of Re t_m J e_m and
+    -Im t_m J (-1j e_m)."""
+    zeros = [zeros_like_value(x) for x in xs]
+    total = [None] * len(ans)
+    for i, (x, t) in enumerate(zip(xs, ts)):
+        shape, dtype = _meta(x)
+        if dtype.kind not in "fc":
+            continue
+        for scale in _directions(dtype):
+            if scale == 1:
+                weights = fnp.real(t) if dtype.kind == "c" else t
+            else:  # J (-1j e_m) carries the imaginary part with a minus sign: -Im t_m
+                weights = -fnp.imag(t)
+            weights = fnp.reshape(weights, (-1,))
+            cols = []
+            for e in _basis(shape, dtype, scale):
+                e_ts = list(zeros)
+                e_ts[i] = e
+                _, t_out = _apply_jvp_rule(call, xs, e_ts, level)
+                cols.append(_tangent_leaves(call, t_out, ans, call.out_tree))
+            for j, a in enumerate(ans):
+                col_j = [c[j] for c in cols]
+                if not col_j or all(c is None for c in col_j):
+                    continue
+                z = _zeros(_meta(a))
+                stacked = fnp.stack([z if c is None else c for c in col_j])
+                term = fnp.tensordot(fnp.astype(weights, _meta(a)[1]), stacked, axes=1)
+                total[j] = term if total[j] is None else total[j] + term
+    return total
 
 
 def _custom_vjp_taylor(primals, series, call):

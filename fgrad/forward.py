@@ -16,7 +16,14 @@ from . import core
 from .core import Box, Level, Primitive, add_any, bind, enter_phase, leave_phase
 from .reverse import ReverseLevel, backward_pass
 
-__all__ = ["ForwardLevel", "tangent_rule", "transpose_bprop"]
+__all__ = [
+    "ForwardLevel",
+    "PlaceholderLevel",
+    "PlaceholderRead",
+    "linear_transpose",
+    "tangent_rule",
+    "transpose_bprop",
+]
 
 
 class ForwardLevel(Level):
@@ -112,6 +119,76 @@ def _reverse_rule(prim, tangents, vals, params, ans=None):
     return ans, lambda ct: [None if f is None else f(ct) for f in closures]
 
 
+class PlaceholderRead(Exception):
+    """Code read the value of a placeholder (`PlaceholderLevel.read`): what it computes from
+    there would be decided by the placeholder's value, which stands for every value."""
+
+
+class PlaceholderLevel(ReverseLevel):
+    """A reverse level whose input boxes are placeholders: their values (zeros) stand for every
+    value, so code must not read them. A read (`bool(ct > 0)`, `float(ct)`, a NumPy mask of
+    it) sets `was_read` and raises `PlaceholderRead`; the caller then computes without
+    placeholders. (Code that catches that error still leaves `was_read` set.)"""
+
+    __slots__ = ("was_read",)
+
+    reads_values = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.was_read = False
+
+    def read(self, box: Box) -> Any:
+        self.was_read = True
+        raise PlaceholderRead(f"the value of a placeholder at {self!r} was read")
+
+
+def linear_transpose(pull, outputs, consume=False):
+    """The transpose of a linear map given by its bprop, or None.
+
+    `pull` maps a list of cotangents (one per value in `outputs`, None for a zero) to a list
+    of cotangents (one per input, None for a zero); it is linear. The result maps a list of
+    tangents (one per input, None for a zero) to one tangent (None for a zero) per output, and
+    may be called again (once only with `consume`). It is found by running `pull` once on
+    placeholders: zeros boxed on a `PlaceholderLevel`, whose backward pass, seeded with the
+    tangents, gives them. Where pull's Python reads a placeholder's value (or fails on it:
+    `np.asarray(ct)`), the path it takes there need not be the path it takes for a real
+    cotangent, and this returns None.
+    """
+    with PlaceholderLevel() as level:
+        cts = [
+            level.new_input(core.zeros_like_value(a)) if core.is_differentiable_value(a) else None
+            for a in outputs
+        ]
+        try:
+            in_cts = pull(cts)
+        except Exception:  # a read of a placeholder, or a failure on one: see above
+            return None
+    if level.was_read:
+        return None
+    in_positions = [c.aux if type(c) is Box and c.level is level else None for c in in_cts]
+    out_positions = [None if c is None else c.aux for c in cts]
+    del cts, in_cts
+
+    def transposed(tangents):
+        seeds = [(n, t) for n, t in zip(in_positions, tangents) if n is not None and t is not None]
+        if not seeds:
+            return [None] * len(out_positions)
+        summed = backward_pass(level, seeds, consume=consume)
+        return [None if n is None else summed[n] for n in out_positions]
+
+    return transposed
+
+
+# J t from real cotangents, for a bprop whose Python reads its cotangent's value:
+# `tangent_by_pulls(pull, outputs, tangents)` takes `linear_transpose`'s `pull` and returns
+# one tangent (None for a zero) per output. It is written in fgrad operations, which this
+# module does not import: `fgrad.custom` sets it.
+def tangent_by_pulls(pull: Any, outputs: Any, tangents: Any) -> Any:
+    """Replaced by `fgrad.custom`'s (see above) when it is imported."""
+    raise RuntimeError("forward mode through a rule that reads its cotangent needs fgrad.custom")
+
+
 def transpose_bprop(
     pull: Callable[[Any], Sequence[Any]],
     ans: Any,
@@ -120,26 +197,17 @@ def transpose_bprop(
 ) -> Any:
     """J t from a bprop alone: `pull` is ct -> J^T ct, linear in ct, so its own vjp is J t.
 
-    The cotangent is a zero placeholder (one per output) boxed on a fresh reverse level; the
-    backward pass of that level, seeded with the tangents at pull's outputs, gives the
-    cotangent of each placeholder, which is J t. Returns one tangent (or None, a zero) per
-    output with `multiple_results`, else the tangent.
+    The fast path runs `pull` once on placeholder cotangents (`linear_transpose`). A bprop
+    whose Python reads its cotangent's value (a loop to a tolerance, `if ct is zero`, a NumPy
+    conversion) is pulled on real cotangents instead, one per output element
+    (`tangent_by_pulls`): exact whatever its Python does. Returns one tangent (or None, a
+    zero) per output with `multiple_results`, else the tangent.
     """
     outputs = ans if multiple_results else (ans,)
-    with ReverseLevel() as level:
-        cts = [
-            level.new_input(core.zeros_like_value(a)) if core.is_differentiable_value(a) else None
-            for a in outputs
-        ]
-        in_cts = pull(cts if multiple_results else cts[0])
-    seeds = [
-        (c.aux, t)
-        for c, t in zip(in_cts, tangents)
-        if t is not None and type(c) is Box and c.level is level
-    ]
-    if not seeds:
-        t_out = [None] * len(outputs)
+    pull_list = pull if multiple_results else (lambda cts: pull(cts[0]))
+    transposed = linear_transpose(pull_list, outputs, consume=True)
+    if transposed is not None:
+        t_out = transposed(tangents)
     else:
-        summed = backward_pass(level, seeds, consume=True)
-        t_out = [None if c is None else summed[c.aux] for c in cts]
+        t_out = tangent_by_pulls(pull_list, outputs, tangents)
     return t_out if multiple_results else t_out[0]

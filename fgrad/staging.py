@@ -189,6 +189,7 @@ class StagingLevel(Level):
     __slots__ = ("guarded", "items", "n_slots", "sources", "types", "unsafe")
 
     reads_values = True
+    stages = True
 
     def __init__(self, sources: bool = False):
         super().__init__()

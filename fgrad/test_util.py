@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .api import jvp, vjp
+from .api import jacfwd, jacrev, jvp, vjp
 from .core import Primitive, primal
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -289,11 +289,12 @@ def _check(f, args, order, modes, eps, tol, rng, where):
 # the different modes (and by a reference), and the pairing <ct, jvp(t)> = <bprop(ct), t>.
 _EXACT_TOL = {_np.dtype("float64"): 1e-10, _np.dtype("float32"): 1e-4, _np.dtype("float16"): 1e-2}
 
-VALUE, REVERSE, FORWARD, CONSISTENCY = (
+VALUE, REVERSE, FORWARD, CONSISTENCY, TRANSFORMS = (
     "value",
     "reverse rule",
     "forward rule",
     "transpose consistency",
+    "other transforms",
 )
 
 
@@ -532,6 +533,9 @@ def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sour
             ),
         )
     failed = _verdict(report, sources)
+    if not failed:
+        report.record(TRANSFORMS, *_check_transforms(f, leaves, tree, t_leaves, jt, tol, rng))
+        failed = () if report.ok(TRANSFORMS) else (TRANSFORMS,)
     if failed:
         raise _rule_error(report, failed, sources, eps, tol, exact_tol) from report.cause
     if order > 1:
@@ -546,6 +550,77 @@ def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sour
             _check_rule(
                 g, args, None, order - 1, eps, tol, exact_tol, rng, name, ("yours", "yours")
             )
+
+
+def _check_transforms(f, leaves, tree, t, jt, tol, rng):
+    """(passed, line): the transforms built on the rules agree with the jvp and the vjp just
+    checked. jacfwd and jacrev apply the rules under vmap to one-hot tangents and cotangents
+    (rows that branch apart in a rule that reads them), vmap applies f to two points at once,
+    and jet's first and second derivatives along x + t s and x + t s^2 / 2 are both J t (the
+    second with a zero first coefficient, which a rule reading its tangent must not mistake
+    for a zero tangent). Complex values skip jacfwd and jacrev (they need holomorphic=True)."""
+    # vmap and jet as a user calls them: `fgrad` imports this module, so they are looked up
+    # when a check runs
+    from fgrad import jet, vmap
+
+    leaves = [primal(x) for x in leaves]
+
+    def g(*ls):  # f of its flat leaves, with a tuple of flat outputs
+        return tuple(tree_flatten(f(*tree_unflatten(tree, list(ls))))[0])
+
+    jt = [primal(v) for v in tree_flatten(jt)[0]]
+    out = [_np.asarray(primal(o)) for o in g(*leaves)]
+    real = all(_np.asarray(v).dtype.kind == "f" for v in leaves + out)
+    argnums = tuple(range(len(leaves)))
+    checks = []  # (what, computed, expected): lists of arrays
+    try:
+        if real and argnums:
+            j_fwd = jacfwd(g, argnums=argnums)(*leaves)
+            j_rev = jacrev(g, argnums=argnums)(*leaves)
+            for name, jac in (("jacfwd", j_fwd), ("jacrev", j_rev)):
+                pushed = [
+                    sum(_np.tensordot(jac[k][i], t[i], axes=_np.ndim(t[i])) for i in argnums)
+                    for k in range(len(out))
+                ]
+                checks.append((f"{name}(f) @ t", pushed, jt))
+        if real and argnums:
+            ct = _random_like(out, rng)
+            for name, jac in (("jacfwd", j_fwd), ("jacrev", j_rev)):
+                pulled = [
+                    sum(_np.tensordot(ct[k], jac[k][i], axes=out[k].ndim) for k in range(len(out)))
+                    for i in argnums
+                ]
+                expected = [primal(v) for v in tree_flatten(vjp(g, *leaves)[1](tuple(ct)))[0]]
+                checks.append((f"ct @ {name}(f)", pulled, expected))
+        if argnums:
+            other = [x + 0.01 * d for x, d in zip(leaves, t)]
+            rows = [_np.stack([x, y]) for x, y in zip(leaves, other)]
+            batched = vmap(g)(*rows)
+            checks.append(("vmap(f) at x, x + t/100, row 0", [b[0] for b in batched], out))
+            checks.append(
+                ("vmap(f) at x, x + t/100, row 1", [b[1] for b in batched], list(g(*other)))
+            )
+            first = jet(g, tuple(leaves), tuple((d,) for d in t))[1]
+            checks.append(("jet(f) along x + t s: the first derivative", [s[0] for s in first], jt))
+            zeros = [_np.zeros_like(d) for d in t]
+            second = jet(g, tuple(leaves), tuple((z, d) for z, d in zip(zeros, t)))[1]
+            checks.append(
+                ("jet(f) along x + t s^2/2: the second derivative", [s[1] for s in second], jt)
+            )
+    except Exception as e:
+        return False, _raised(e)
+    for what, got, want in checks:
+        for k, (a, b) in enumerate(zip(got, want)):
+            if not _agree_leaf(a, b, tol):
+                idx, err = (
+                    _worst(primal(a), primal(b)) if _np.shape(a) == _np.shape(b) else ((), 0.0)
+                )
+                return False, (
+                    f"{what}: leaf {k} is {_fmt(a)} but the rules give {_fmt(b)} "
+                    f"(worst at index {idx}: relative error {err:.2e})"
+                )
+    names = ", ".join(dict.fromkeys(w.split(" at ")[0].split(" along ")[0] for w, _, _ in checks))
+    return True, f"{names or 'nothing to compare'} agree with the rules"
 
 
 def _check_reverse(truth, args, ct, t, numerical, bct, eps, tol):
@@ -637,6 +712,7 @@ def _rule_error(report, failed, sources, eps, tol, exact_tol):
         REVERSE: "reverse rule (bprop" + ("" if rev_src == "yours" else f", {rev_src}") + ")",
         FORWARD: "forward rule (jvp" + ("" if fwd_src == "yours" else f", {fwd_src}") + ")",
         CONSISTENCY: "transpose consistency of jvp and bprop",
+        TRANSFORMS: "transforms built on the rules (jacfwd, jacrev, vmap, jet)",
     }
     blamed = " and ".join(labels[p] for p in failed)
     lines = [f"check_rule: the {blamed} of {where} {'is' if len(failed) == 1 else 'are'} wrong"]
@@ -645,7 +721,7 @@ def _rule_error(report, failed, sources, eps, tol, exact_tol):
             "  (each agrees with central differences, but not with the other to "
             "rounding: one is slightly wrong, or not linear in its tangent/cotangent)"
         )
-    for part in (VALUE, REVERSE, FORWARD, CONSISTENCY):
+    for part in (VALUE, REVERSE, FORWARD, CONSISTENCY, TRANSFORMS):
         if part not in report.results:
             continue
         passed, line = report.results[part]

@@ -157,3 +157,92 @@ def test_arguments_are_validated():
         check_rule(fnp.sin, X, order=0)
     with pytest.raises(TypeError, match="reference must be a function"):
         check_rule(fnp.sin, X, reference=np.array([1.0]))
+
+
+# --- rules that branch on their inputs' values (issue 31) -----------------------------------------
+
+
+def branching_rules():
+    """Right rules whose Python reads the values they are given: a bwd that loops to a
+    tolerance on the cotangent, one with a zero shortcut, a jvp rule with a zero shortcut on the
+    tangent, a primitive's bprop that halves the cotangent until nothing is left, and rules
+    that take a Python branch on the point (rows of a vmap go different ways)."""
+    fixed_point = fgrad.custom_vjp(lambda x: fnp.sin(x))
+
+    def fixed_point_bwd(x, ct):  # ct cos(x) as the fixed point of u = (ct cos(x) + u) / 2
+        u = 0.0 * ct  # at a zero cotangent the loop stops at once, at half the answer
+        while True:
+            u2 = 0.5 * ct * fnp.cos(x) + 0.5 * u
+            if fnp.max(fnp.abs(u2 - u)) < 1e-14:
+                return (u2,)
+            u = u2
+
+    fixed_point.defvjp(lambda x: (fnp.sin(x), x), fixed_point_bwd)
+
+    shortcut_vjp = fgrad.custom_vjp(lambda x: fnp.sin(x))
+    shortcut_vjp.defvjp(
+        lambda x: (fnp.sin(x), x),
+        lambda x, ct: (fnp.zeros_like(ct),) if not fnp.any(ct != 0) else (ct * fnp.cos(x),),
+    )
+
+    shortcut_jvp = fgrad.custom_jvp(lambda x: fnp.sin(x))
+
+    @shortcut_jvp.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if not fnp.any(t != 0):
+            return fnp.sin(x), fnp.zeros_like(t)
+        return fnp.sin(x), fnp.cos(x) * t
+
+    def halving_fprop(x):
+        def bprop(ct):
+            u, left = 0.0 * ct, ct
+            while fnp.any(fnp.abs(left) > 1e-300):
+                u, left = u + 0.5 * left, 0.5 * left
+            return (u * fnp.cos(x),)
+
+        return fnp.sin(x), bprop
+
+    halving = fgrad.primitive(halving_fprop, name="halving_sin")
+
+    # a piecewise function of a scalar, branching on the point in Python, in every part
+    piecewise = fgrad.custom_vjp(lambda x: fnp.sin(x) if x > 0 else x - x**3 / 6)
+    piecewise.defvjp(
+        lambda x: (piecewise(x), x),
+        lambda x, ct: (ct * fnp.cos(x),) if x > 0 else (ct * (1 - x**2 / 2),),
+    )
+    return {
+        "fixed_point": fixed_point,
+        "shortcut_vjp": shortcut_vjp,
+        "shortcut_jvp": shortcut_jvp,
+        "halving": halving,
+        "piecewise": piecewise,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(branching_rules()))
+def test_rules_that_branch_on_the_values_they_are_given_pass_in_every_transform(name):
+    f = branching_rules()[name]
+    if name == "piecewise":
+        for x in (0.7, -0.4):
+            check_rule(f, (x,), order=2)
+        return
+    check_rule(f, X, reference=np.sin, order=2)
+
+
+def test_a_transform_that_disagrees_with_the_rules_is_blamed_as_such(monkeypatch):
+    # A deliberate defect in the batching of custom_vjp calls: jvp and vjp are untouched, so
+    # only the part that runs the rules under jacfwd, jacrev and vmap can see it.
+    from fgrad import batching, custom
+
+    right = batching.rules[custom.custom_vjp_call]
+
+    def off_by_a_percent(args, dims, call):
+        outs, out_dims = right(args, dims, call)
+        return tuple(1.01 * o for o in outs), out_dims
+
+    monkeypatch.setitem(batching.rules, custom.custom_vjp_call, off_by_a_percent)
+    parts, message = failed(sin_vjp(), X, reference=np.sin)
+    assert parts == ("other transforms",)
+    assert "transforms built on the rules (jacfwd, jacrev, vmap, jet): WRONG: " in message
+    assert "reverse rule (bprop): ok" in message and "forward rule (jvp" in message

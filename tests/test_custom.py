@@ -348,6 +348,49 @@ def test_custom_jvp_every_transform_to_order_2():
     assert_order_2_like_plain(lambda x: f(x, 2.0))
 
 
+def branching_sin_times_two(kind):
+    """sin(x) * 2 by a rule whose Python reads the values it is given: a zero shortcut on the
+    cotangent or tangent (forward mode of a custom_vjp and reverse mode of a custom_jvp run
+    the rule on placeholders, issue 31), and a branch on the point (rows of a vmap part)."""
+    if kind == "custom_vjp":
+        f = custom_vjp(lambda x: fnp.sin(x) * 2.0)
+
+        def bwd(x, ct):
+            if not fnp.any(ct != 0):
+                return (fnp.zeros_like(ct),)
+            if fnp.all(x > 0):
+                return (2.0 * ct * fnp.cos(x),)
+            return (ct * (fnp.cos(x) + fnp.cos(x)),)
+
+        f.defvjp(lambda x: (f(x), x), bwd)
+        return f
+    f = custom_jvp(lambda x: fnp.sin(x) * 2.0)
+
+    @f.defjvp
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if not fnp.any(t != 0):
+            return f(x), fnp.zeros_like(t)
+        return f(x), (2.0 * fnp.cos(x) if fnp.all(x > 0) else fnp.cos(x) + fnp.cos(x)) * t
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp", "custom_jvp"])
+def test_rules_that_branch_on_the_values_they_get_are_right_in_every_transform(kind):
+    f = branching_sin_times_two(kind)
+    plain = lambda x: fnp.sin(x) * 2.0
+    assert_order_2_like_plain(f)
+    for first in (jacfwd, jacrev, lambda f: fgrad.vmap(grad(lambda x: fnp.sum(f(x))))):
+        assert_close(first(f)(X), first(plain)(X))
+    assert_close(jvp(f, (X,), (np.ones(3),))[1], 2.0 * np.cos(X))
+    assert_close(grad(lambda x: fnp.sum(f(x)))(X), 2.0 * np.cos(X))
+    for series in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
+        assert_close(fgrad.jet(f, (0.4,), (series,))[1], fgrad.jet(plain, (0.4,), (series,))[1])
+    assert_close(fgrad.derivative(f, 3)(0.4), -2.0 * np.cos(0.4))
+    assert_close(fgrad.linearize(f, X)[1](np.ones(3)), 2.0 * np.cos(X))
+
+
 def test_custom_jvp_pytrees_nondiff_and_defjvps():
     @functools.partial(custom_jvp, nondiff_argnums=(1,))
     def f(p, k):
