@@ -111,7 +111,20 @@ def same_op(a: tuple, b: tuple) -> bool:
                 return False
         elif not _equal_values(constant(x), constant(y)):
             return False
-    return all(_equal_values(v, b[2][k]) for k, v in a[2].items())
+    return all(_equal_params(v, b[2][k]) for k, v in a[2].items())
+
+
+def _equal_params(a, b) -> bool:
+    """Whether two parameters of an operation are equal: values (numbers, arrays, strings,
+    tuples of them) compared as values; an object of another kind (a custom rule's call, made
+    anew at every call of the rule) by its type alone."""
+    if type(a) is not type(b):
+        return False
+    if a is None or isinstance(
+        a, (int, float, complex, str, bytes, tuple, _np.ndarray, _np.generic)
+    ):
+        return _equal_values(a, b)
+    return True
 
 
 def _equal_values(a, b) -> bool:

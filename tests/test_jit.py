@@ -351,6 +351,30 @@ def test_make_graph_draws_what_the_record_holds():
     assert len(graph) == len(fgrad.make_record(f)(x).ops)
 
 
+def test_a_rule_that_loops_on_its_cotangent_records_a_path_per_trip_count():
+    @fgrad.custom_vjp
+    def double(x):
+        return 2.0 * x
+
+    def bwd(_, ct):  # 2 ct as the fixed point of u = ct + u / 2
+        u = ct
+        while True:
+            u2 = ct + 0.5 * u
+            if fnp.max(fnp.abs(u2 - u)) < 1e-12:
+                return (u2,)
+            u = u2
+
+    double.defvjp(lambda x: (double(x), None), bwd)
+    h = fgrad.hessian(lambda x: double(x) ** 2)
+    jitted = fgrad.jit(h)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: each call is a call of the rule's own
+        for x in [1.0, 2.0, 3.0, 1.0, 2.0]:
+            assert_same(h(x), jitted(x))
+    assert abs(jitted(1.0) - 8.0) < 1e-10
+    assert paths(jitted) == [3]
+
+
 # --- signatures -----------------------------------------------------------------------------------
 
 
