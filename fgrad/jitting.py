@@ -402,6 +402,8 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
 # --- signatures -----------------------------------------------------------------------------------
 
 _SCALARS = frozenset((float, int, bool, complex))
+# Python and NumPy numbers, whose signature is their type (`_leaf_signature`)
+_FAST_SCALARS = _SCALARS | frozenset(_np.dtype(c).type for c in "?bhilqBHILQefdgFDG")
 
 
 def _leaf_signature(x) -> tuple[Any, bool]:
@@ -575,15 +577,20 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if core.watch is not None:  # make_graph, debug_nans: they watch each operation run
             return self._fun(*args, **kwargs)
-        # The common call, only for speed: positional arguments that are all arrays. Its key
-        # is the tuple of their signatures (the general key is a triple of another kind).
+        # The common call, only for speed: positional arguments that are all arrays or
+        # numbers (their signatures as `_leaf_signature` gives them). Its key is the tuple of
+        # their signatures (the general key is a triple of another kind).
         key = tree = None
         if not kwargs and not self._static_argnums:
             sigs = []
             for x in args:
-                if type(x) is not _np.ndarray:
+                t = type(x)
+                if t is _np.ndarray:
+                    sigs.append((x.shape, x.dtype))
+                elif t in _FAST_SCALARS:
+                    sigs.append(t)
+                else:
                     break
-                sigs.append((x.shape, x.dtype))
             else:
                 key, leaves, general = tuple(sigs), args, False
         if key is None:
@@ -683,8 +690,10 @@ class Jitted:
         """The Python source of the replay for these arguments' signature (None before the
         function was replayed once with it)."""
         entry = None
-        if not kwargs and not self._static_argnums and all(type(x) is _np.ndarray for x in args):
-            entry = self._cache.get(tuple((x.shape, x.dtype) for x in args))
+        if not kwargs and not self._static_argnums:
+            entry = self._cache.get(
+                tuple((x.shape, x.dtype) if type(x) is _np.ndarray else type(x) for x in args)
+            )
         if entry is None:
             leaves, tree, statics = self._flatten_call(args, kwargs)
             key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
