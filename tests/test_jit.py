@@ -513,6 +513,31 @@ def test_transforms_of_a_jitted_function_equal_those_of_the_function():
         )
 
 
+def test_every_transform_of_a_jitted_function():
+    def f(x):
+        y = fnp.tanh(x) * x[::-1]
+        return y if fnp.sum(x) > 0 else -y
+
+    jitted = fgrad.jit(f)
+    scalar = lambda g: lambda x: fnp.sum(g(x) ** 2)
+    transforms = {
+        "jacfwd": lambda g: fgrad.jacfwd(g),
+        "jacrev": lambda g: fgrad.jacrev(g),
+        "linearize": lambda g: lambda x: fgrad.linearize(g, x)[1](x + 1.0),
+        "vjp": lambda g: lambda x: fgrad.vjp(g, x)[1](x * 2.0),
+        "value_and_grad": lambda g: fgrad.value_and_grad(scalar(g)),
+        "jet": lambda g: lambda x: fgrad.jet(g, (x,), ((x, x * 0.5),)),
+        "laplacian": lambda g: fgrad.laplacian(scalar(g)),
+        "checkpoint": lambda g: fgrad.grad(lambda x: fnp.sum(fgrad.checkpoint(g)(x))),
+        "stop_gradient": lambda g: fgrad.grad(lambda x: fnp.sum(fgrad.stop_gradient(g(x)) * x)),
+    }
+    for name, transform in transforms.items():
+        for x in [rng.normal(size=3) + 1.0, rng.normal(size=3) - 1.0]:
+            expected, got = transform(f)(x), transform(jitted)(x)
+            for e, r in zip(tree_flatten(expected)[0], tree_flatten(got)[0]):
+                np.testing.assert_allclose(r, e, rtol=1e-14, atol=1e-14, err_msg=name)
+
+
 def test_jit_of_vmap_with_rows_taking_different_branches():
     f = fgrad.vmap(lambda r: r * 2.0 if fnp.sum(r) > 0 else -r)
     jitted = fgrad.jit(f)
