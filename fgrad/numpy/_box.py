@@ -1,13 +1,16 @@
 """The array interface of traced values: operators and NumPy-style attributes on `Box`.
 
 The core defines `Box` without operators so that it never depends on this layer; importing
-`fgrad.numpy` attaches them here. Imports: `fgrad.core` and the rule modules of this package.
+`fgrad.numpy` attaches them here. Imports: `fgrad.core`, `fgrad.provenance` (your line, for
+error messages) and the rule modules of this package.
 """
 
+import ast
 import sys
 
 import numpy as _np
 
+from .. import provenance
 from ..core import Box, Primitive, bind_two, dtype_of, innermost, primal, shape_of
 from . import elementwise as _ew
 from . import products as _pr
@@ -18,19 +21,97 @@ from . import ufuncs as _uf
 
 def _concrete_or_raise(box, what):
     """The plain value of a box whose levels have all exited or only batch (a batching level
-    reads its rows, see `core.primal`); a live level that differentiates refuses."""
+    reads its rows, see `core.primal`); a live level that differentiates refuses, naming what
+    `what` (the conversion asked for) and the user's line that asked for it."""
     x = box
     while type(x) is Box and (not x.level.live or x.level.batches):
         x = x.value  # an exited level is just its value, which may be an outer level's box
     if type(x) is Box:
-        raise TypeError(
-            f"{what} of a traced value (one with {_sh.describe(box)}) would drop its gradient. "
-            "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
-            "fgrad.stop_gradient(x) if you mean to treat it as a constant. (Assigning it "
-            "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
-            "x.at[idx].set(v) instead.)"
-        )
+        raise TypeError(_refusal(box, what))
     return primal(box)
+
+
+# What to write instead, after "... would drop its gradient: <your line>."
+_BUILD_WITH_FGRAD = (
+    "Build arrays from traced values with fgrad.numpy: fnp.stack([a, b]) or fnp.array([a, b]) "
+    "of the elements; to change elements, write out = fnp.at(out)[idx].set(v) for "
+    "out[idx] = v (out may be a NumPy array; the result is a new array that carries the "
+    "gradient), as x = x.at[idx].set(v) for a traced x. If you mean the value as a constant, "
+    "use fgrad.stop_gradient(v) in its place."
+)
+_KEEP_AN_ARRAY = (
+    "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
+    "fgrad.stop_gradient(x) if you mean to treat it as a constant."
+)
+
+
+def _refusal(box, what):
+    """The message refusing `what` (e.g. "float()") of a traced value. NumPy converts values
+    implicitly, so `what` alone may not be what the user wrote: `out[i] = v` into a float
+    array calls `float(v)`, `np.array([v, w])` and `out[i:j] = v` call `v.__array__()`. The
+    user's line tells which (read from its text, as a traceback shows it)."""
+    value = f"a traced value (one with {_sh.describe(box)})"
+    line = provenance.source_here()
+    where = f" (at {line.place()}: {line.text})" if line is not None and line.text else ""
+    if line is not None and _assigns_into_an_element(line.text, what):
+        how = "np.asarray of the value" if what == "NumPy conversion" else f"{what} of the value"
+        return (
+            f"Assigning {value} into a NumPy array would drop its gradient{where}: a NumPy "
+            f"array holds plain numbers, and NumPy takes {how} to store it. " + _BUILD_WITH_FGRAD
+        )
+    if what == "NumPy conversion":
+        if _builds_an_array(line):
+            head = f"Building a NumPy array from {value}"
+        else:
+            head = f"Converting {value} to a NumPy array"
+        return (
+            f"{head} would drop its gradient{where}. NumPy "
+            "converts with np.asarray in np.array(...) and np.asarray(...) of a traced value "
+            "or of a list holding one, and in NumPy functions that fgrad.numpy does not "
+            "mirror. " + _BUILD_WITH_FGRAD
+        )
+    return (
+        f"{what} of {value} would drop its gradient{where}. {_KEEP_AN_ARRAY} (Assigning it "
+        "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
+        "x.at[idx].set(v) instead.)"
+    )
+
+
+def _statement(text):
+    """The one statement on a line of code, or None (part of a statement over several)."""
+    try:
+        (statement,) = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    return statement
+
+
+def _builds_an_array(line):
+    """Whether the user's line calls np.array/np.asarray/np.asanyarray."""
+    statement = line is not None and _statement(line.text)
+    return bool(statement) and any(
+        isinstance(node, ast.Call)
+        and getattr(node.func, "attr", None) in ("array", "asarray", "asanyarray")
+        for node in ast.walk(statement)
+    )
+
+
+def _assigns_into_an_element(text, what):
+    """Whether the line `text` assigns into a subscript (`out[i] = v`, `out[i] += v`) and so
+    the conversion `what` is NumPy storing v, not a call written on the line."""
+    statement = _statement(text)
+    if statement is None:
+        return False
+    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+    if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or not any(
+        isinstance(t, ast.Subscript) for t in targets
+    ):
+        return False
+    called = what.rstrip("()")
+    return not any(
+        isinstance(node, ast.Call) and getattr(node.func, "id", None) == called
+        for node in ast.walk(statement.value)
+    )
 
 
 def _operator(prim):
@@ -78,7 +159,7 @@ def _repr(self):
 
 
 def _array(self, dtype=None, copy=None):
-    value = _np.asarray(_concrete_or_raise(self, "NumPy conversion (np.asarray)"))
+    value = _np.asarray(_concrete_or_raise(self, "NumPy conversion"))
     return value if dtype is None else value.astype(dtype)
 
 
@@ -100,7 +181,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if kwargs.get("out") is not None:
         raise TypeError(
             f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
-            "arrays are values here. Use the returned value instead"
+            "arrays are values here. Use the returned value instead (for an in-place "
+            "operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
+            "a = a.at[idx].add(v) with a an fgrad array such as fnp.zeros(n))"
         )
     kwargs.pop("out", None)
     if kwargs and not _takes_ufunc_keywords(fn):
