@@ -354,6 +354,7 @@ def test_subpackages_load_on_first_attribute_access():
         "import sys, fgrad\n"
         "assert 'fgrad.scipy' not in sys.modules and 'scipy' not in sys.modules\n"
         "assert {'scipy', 'numpy'} <= set(dir(fgrad)), dir(fgrad)\n"
+        "assert {'special', 'stats', 'linalg', 'signal', 'integrate'} <= set(dir(fgrad.scipy))\n"
         "print(fgrad.scipy.special.expit(0.0), fgrad.scipy.stats.norm.pdf(0.0) > 0.39,\n"
         "      fgrad.scipy.linalg.expm.__module__, fgrad.scipy.signal.convolve.__module__,\n"
         "      callable(fgrad.scipy.integrate.odeint), fgrad.numpy.linalg.det([[2.0]]),\n"
