@@ -52,20 +52,29 @@ def _refusal(box, what):
     user's line tells which (read from its text, as a traceback shows it)."""
     value = f"a traced value (one with {_sh.describe(box)})"
     line = provenance.source_here()
-    where = f" (at {line.place()}: {line.text})" if line is not None and line.text else ""
-    if line is not None and _assigns_into_an_element(line.text, what):
-        how = "np.asarray of the value" if what == "NumPy conversion" else f"{what} of the value"
+    text = line.text if line is not None else ""
+    where = f" (at {line.place()}: {text})" if text else ""
+    statement = _statement(text)
+    written = {"float()": "float", "int()": "int", "complex()": "complex"}.get(what)
+    if what == "NumPy conversion" and _calls(statement, ("array", "asarray", "asanyarray")):
+        return (
+            f"Building a NumPy array from {value} would drop its gradient{where}: "
+            "np.array(...) and np.asarray(...) of a traced value or of a list holding one make "
+            "an array of plain numbers. " + _BUILD_WITH_FGRAD
+        )
+    if (
+        (written or what == "NumPy conversion")
+        and _assigns_into_a_subscript(statement)
+        and not _calls(statement, (written,))
+    ):
+        how = f"{what} of the value" if written else "np.asarray of the value"
         return (
             f"Assigning {value} into a NumPy array would drop its gradient{where}: a NumPy "
             f"array holds plain numbers, and NumPy takes {how} to store it. " + _BUILD_WITH_FGRAD
         )
     if what == "NumPy conversion":
-        if _builds_an_array(line):
-            head = f"Building a NumPy array from {value}"
-        else:
-            head = f"Converting {value} to a NumPy array"
         return (
-            f"{head} would drop its gradient{where}. NumPy "
+            f"Converting {value} to a NumPy array would drop its gradient{where}. NumPy "
             "converts with np.asarray in np.array(...) and np.asarray(...) of a traced value "
             "or of a list holding one, and in NumPy functions that fgrad.numpy does not "
             "mirror. " + _BUILD_WITH_FGRAD
@@ -78,7 +87,7 @@ def _refusal(box, what):
 
 
 def _statement(text):
-    """The one statement on a line of code, or None (part of a statement over several)."""
+    """The one statement on a line of code, or None (none, or part of one over several)."""
     try:
         (statement,) = ast.parse(text).body
     except (SyntaxError, ValueError):
@@ -86,32 +95,24 @@ def _statement(text):
     return statement
 
 
-def _builds_an_array(line):
-    """Whether the user's line calls np.array/np.asarray/np.asanyarray."""
-    statement = line is not None and _statement(line.text)
-    return bool(statement) and any(
+def _calls(statement, names):
+    """Whether the statement calls a function of one of these names (`f(...)`, `np.f(...)`)."""
+    return statement is not None and any(
         isinstance(node, ast.Call)
-        and getattr(node.func, "attr", None) in ("array", "asarray", "asanyarray")
+        and (getattr(node.func, "id", None) in names or getattr(node.func, "attr", None) in names)
         for node in ast.walk(statement)
     )
 
 
-def _assigns_into_an_element(text, what):
-    """Whether the line `text` assigns into a subscript (`out[i] = v`, `out[i] += v`) and so
-    the conversion `what` is NumPy storing v, not a call written on the line."""
-    statement = _statement(text)
-    if statement is None:
+def _assigns_into_a_subscript(statement):
+    """Whether the statement assigns into a subscript: `out[i] = v`, `out[i] += v`."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+        targets = [statement.target]
+    else:
         return False
-    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
-    if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or not any(
-        isinstance(t, ast.Subscript) for t in targets
-    ):
-        return False
-    called = what.rstrip("()")
-    return not any(
-        isinstance(node, ast.Call) and getattr(node.func, "id", None) == called
-        for node in ast.walk(statement.value)
-    )
+    return any(isinstance(t, ast.Subscript) for t in targets)
 
 
 def _operator(prim):
