@@ -1,16 +1,16 @@
 """The array interface of traced values: operators and NumPy-style attributes on `Box`.
 
 The core defines `Box` without operators so that it never depends on this layer; importing
-`fgrad.numpy` attaches them here. Imports: `fgrad.core`, `fgrad.provenance` (your line, for
-error messages) and the rule modules of this package.
+`fgrad.numpy` attaches them here. Imports: `fgrad.core` and the rule modules of this package.
 """
 
 import ast
+import linecache
+import os
 import sys
 
 import numpy as _np
 
-from .. import provenance
 from ..core import Box, Primitive, bind_two, dtype_of, innermost, primal, shape_of
 from . import elementwise as _ew
 from . import products as _pr
@@ -51,9 +51,8 @@ def _refusal(box, what):
     array calls `float(v)`, `np.array([v, w])` and `out[i:j] = v` call `v.__array__()`. The
     user's line tells which (read from its text, as a traceback shows it)."""
     value = f"a traced value (one with {_sh.describe(box)})"
-    line = provenance.source_here()
-    text = line.text if line is not None else ""
-    where = f" (at {line.place()}: {text})" if text else ""
+    place, text = _users_line()
+    where = f" (at {place}: {text})" if text else ""
     statement = _statement(text)
     written = {"float()": "float", "int()": "int", "complex()": "complex"}.get(what)
     if what == "NumPy conversion" and _calls(statement, ("array", "asarray", "asanyarray")):
@@ -84,6 +83,25 @@ def _refusal(box, what):
         "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
         "x.at[idx].set(v) instead.)"
     )
+
+
+_FGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _users_line():
+    """("function, file.py line 12", the line's text) of the innermost line of the user's code
+    (not fgrad's) on the stack; ("", "") if there is none. `fgrad.provenance.source_here`
+    does the same for the layers above this one (tests/test_core.py: what each may import)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "", ""
+    code = frame.f_code
+    place = f"{os.path.basename(code.co_filename)} line {frame.f_lineno}"
+    if code.co_name != "<module>":
+        place = f"{code.co_name}, {place}"
+    return place, linecache.getline(code.co_filename, frame.f_lineno).strip()
 
 
 def _statement(text):
