@@ -798,5 +798,6 @@ def test_in_place_operators_on_numpy_arrays_say_what_to_write():
     error, _ = _refusal(f)
     assert isinstance(error, TypeError)
     assert re.search(
-        r"numpy\.add\(\.\.\., out=\.\.\.\).*a = a \+ v.*a\.at\[idx\]\.add\(v\)", str(error)
+        r"numpy\.add\(\.\.\., out=\.\.\.\).*a = a \+ v.*a = fnp\.at\(a\)\[idx\]\.add\(v\)",
+        str(error),
     )

@@ -202,7 +202,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
             "arrays are values here. Use the returned value instead (for an in-place "
             "operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
-            "a = a.at[idx].add(v) with a an fgrad array such as fnp.zeros(n))"
+            "a = fnp.at(a)[idx].add(v))"
         )
     kwargs.pop("out", None)
     if kwargs and not _takes_ufunc_keywords(fn):
