@@ -11,6 +11,7 @@ Public names only; the layers underneath are `core` (levels, boxes, the K transf
 `primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
 transforms), `custom` (your own rules, checkpointing, a tap on the backward pass) and
 `test_util` (numerical gradient checks) and `graph` (`make_graph`: a look inside a computation).
+`fgrad.scipy` (SciPy's functions; needs SciPy) is imported on first use, as `fgrad.scipy.special`.
 """
 
 from . import numpy, test_util, tree_util
@@ -36,6 +37,28 @@ from .vmapping import vmap
 # The only place the version is written: pyproject.toml reads this literal when it builds
 # (a dynamic version), so `import fgrad` stays free of importlib.metadata.
 __version__ = "0.1.0"
+
+# Subpackages that `import fgrad` does not load, each imported on first attribute access (as
+# `jax.scipy` is after `import jax`), so that `import fgrad` needs NumPy alone.
+_LAZY_SUBPACKAGES = ("scipy",)
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ImportError as error:
+            # An AttributeError, as the protocol asks (`hasattr(fgrad, "scipy")` is then False
+            # rather than an exception), carrying the install hint of the ImportError.
+            raise AttributeError(f"fgrad.{name} is unavailable: {error}") from error
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBPACKAGES))
+
 
 __all__ = [
     "checkpoint",

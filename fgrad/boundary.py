@@ -76,9 +76,10 @@ def api_boundary(fun: Callable[..., Any]) -> Callable[..., Any]:
             return fun(*args, **kwargs)
         except Exception as e:
             del core.phases()[phases:]
+            e = _fgrads_error_first(e)
             tb = e.__traceback__
             if not _filtering() or tb is None:
-                raise
+                raise e  # e itself, or the error of fgrad that NumPy had replaced
             filtered = _without_fgrad_frames(tb)
             if _count(filtered) < _count(tb):
                 notes = getattr(e, "__notes__", ())
@@ -88,6 +89,23 @@ def api_boundary(fun: Callable[..., Any]) -> Callable[..., Any]:
             raise
 
     return boundary
+
+
+def _fgrads_error_first(e):
+    """fgrad's TypeError in place of NumPy's ValueError that replaced it. NumPy stores
+    `out[i] = v` in a float array by float(v) and, for a v with __getitem__ (a traced value
+    has it), replaces any error of float(v) by "setting an array element with a sequence",
+    keeping the error as its cause; fgrad's error says what the user wrote and what to do."""
+    cause = e.__cause__
+    if type(e) is not ValueError or not isinstance(cause, TypeError):
+        return e
+    last = cause.__traceback__
+    while last is not None and last.tb_next is not None:
+        last = last.tb_next
+    if last is None or not _is_fgrads(last):
+        return e
+    cause.__suppress_context__ = True  # NumPy's ValueError is not news
+    return cause.with_traceback(e.__traceback__)
 
 
 def _count(tb):

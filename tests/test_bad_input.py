@@ -650,3 +650,148 @@ def test_readonly_and_valid_inputs_pass_the_checker():
         expect_user_error(lambda: grad(fnp.sin)(1.0), r"argument")
     with pytest.raises(AssertionError, match="not at the API edge"):
         expect_user_error(lambda: grad(lambda x: fnp.sin("a"))(1.0), r".")
+
+
+# --- NumPy arrays built from traced values (issue 31) ---------------------------------------------
+# NumPy converts a value it stores or wraps through one of its dunders: `out[i] = v` into a
+# float or int array calls float(v) or int(v) (complex(v) for a complex array), `out[i:j] = v`,
+# `out[[i, j]] = v`, `np.array([v, w])` and `np.asarray(v)` call v.__array__(). The refusal
+# names what the user wrote, quoting the line, and says what to write instead.
+
+_AT_SET = r"out = fnp\.at\(out\)\[idx\]\.set\(v\) for out\[idx\] = v.*x = x\.at\[idx\]\.set\(v\)"
+
+
+def _refusal(f, x=np.ones(3)):
+    """The error fgrad raises in grad(f)(x), and the TypeError behind it (NumPy may wrap it)."""
+    with pytest.raises((TypeError, ValueError)) as info:
+        grad(f)(x)
+    error = info.value
+    return error, error if isinstance(error, TypeError) else error.__cause__
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.complex128])
+def test_assigning_a_traced_element_into_a_numpy_array_says_so(dtype):
+    def f(x):
+        out = np.zeros(4, dtype)
+        out[0] = x[0]
+        return fnp.sum(out)
+
+    _, cause = _refusal(f)
+    assert isinstance(cause, TypeError)
+    message = str(cause)
+    assert message.startswith("Assigning a traced value (one with shape () and dtype float64) ")
+    assert "into a NumPy array would drop its gradient" in message
+    assert "test_bad_input.py line" in message and ": out[0] = x[0])" in message
+    assert re.search(_AT_SET + r".*fgrad\.stop_gradient\(v\)", message), message
+
+
+def test_assigning_a_traced_element_into_a_float_array_shows_fgrads_error_first():
+    def f(x):
+        out = np.zeros(4)
+        out[0] = x[0]
+        return fnp.sum(out)
+
+    error, _ = _refusal(f)
+    assert isinstance(error, TypeError) and "Assigning a traced value" in str(error)
+
+
+@pytest.mark.parametrize(
+    "assign, shape",
+    [
+        (lambda out, x: out.__setitem__(slice(1, 3), x[:2]), (2,)),
+        (lambda out, x: out.__setitem__([0, 2], x[:2]), (2,)),
+        (lambda out, x: out.__setitem__(slice(None), x[0]), ()),
+    ],
+)
+def test_assigning_traced_values_into_numpy_slices_is_refused_first(assign, shape):
+    def f(x):
+        out = np.zeros(4)
+        assign(out, x)
+        return fnp.sum(out)
+
+    error, _ = _refusal(f)
+    assert isinstance(error, TypeError), error  # fgrad's error is the one raised
+    assert str(error).startswith(f"Converting a traced value (one with shape {shape} ")
+    assert "test_bad_input.py line" in str(error)
+    assert re.search(r"fnp\.stack\(\[a, b\]\) or fnp\.array\(\[a, b\]\).*" + _AT_SET, str(error))
+
+
+def test_slice_assignment_written_as_such_is_named_an_assignment():
+    def f(x):
+        out = np.zeros(4)
+        out[1:3] = x[:2]
+        return fnp.sum(out)
+
+    error, _ = _refusal(f)
+    assert isinstance(error, TypeError)
+    assert str(error).startswith("Assigning a traced value (one with shape (2,) ")
+    assert "NumPy takes NumPy conversion" not in str(error)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda x: np.array([x[0], x[1]]),
+        lambda x: np.array([1.0, x[1]], dtype=np.float64),
+        lambda x: np.asarray([x[0], x[1]]),
+        lambda x: np.asarray(x),
+    ],
+)
+def test_building_a_numpy_array_from_traced_values_is_refused_naming_fnp_stack(build):
+    error, _ = _refusal(lambda x: fnp.sum(build(x)))
+    assert isinstance(error, TypeError)
+    message = str(error)
+    assert message.startswith("Building a NumPy array from a traced value (one with shape ")
+    assert "np.asarray(...) of a traced value or of a list holding one" in message
+    assert re.search(r"fnp\.stack\(\[a, b\]\) or fnp\.array\(\[a, b\]\)", message)
+    # and what the message suggests works
+    assert np.allclose(grad(lambda x: fnp.sum(fnp.stack([x[0], x[1]]) ** 2))(np.ones(3)), [2, 2, 0])
+    assert np.allclose(
+        grad(lambda x: fnp.sum(fnp.at(np.zeros(4))[0].set(x[0])))(np.ones(3)), [1, 0, 0]
+    )
+
+
+def _explicit_float(x):
+    out = {}
+    out["a"] = float(x[0])
+    return x[0] * out["a"]
+
+
+def _explicit_item(x):
+    out = np.zeros(2)
+    out[0] = x[0].item()
+    return x[0] * out[0]
+
+
+def _explicit_array(x):
+    out = {}
+    out["a"] = np.array(x[:2])
+    return fnp.sum(x * out["a"][0])
+
+
+@pytest.mark.parametrize(
+    "f, head",
+    [
+        (_explicit_float, "float() of a traced value"),
+        (_explicit_item, "x.item() of a traced value"),
+        (_explicit_array, "Building a NumPy array from a traced value"),
+    ],
+)
+def test_a_conversion_written_on_an_assignment_line_is_named_as_written(f, head):
+    error, _ = _refusal(f)
+    assert isinstance(error, TypeError)
+    assert str(error).startswith(head), str(error)
+
+
+def test_in_place_operators_on_numpy_arrays_say_what_to_write():
+    def f(x):
+        out = np.zeros(3)
+        out += x
+        return fnp.sum(out)
+
+    error, _ = _refusal(f)
+    assert isinstance(error, TypeError)
+    assert re.search(
+        r"numpy\.add\(\.\.\., out=\.\.\.\).*a = a \+ v.*a = fnp\.at\(a\)\[idx\]\.add\(v\)",
+        str(error),
+    )

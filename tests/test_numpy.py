@@ -336,3 +336,53 @@ def test_a_keyword_fgrad_does_not_take_is_a_type_error_naming_it():
     ):
         with pytest.raises(TypeError, match="bogus|dtype"):
             grad(call)(x)
+
+
+# --- subpackages by attribute, as `jax.scipy` after `import jax` ----------------------------------
+
+
+def _run(code):
+    """Run `code` in a fresh interpreter (this one has loaded every subpackage already)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+def test_subpackages_load_on_first_attribute_access():
+    run = _run(
+        "import sys, fgrad\n"
+        "assert 'fgrad.scipy' not in sys.modules and 'scipy' not in sys.modules\n"
+        "assert {'scipy', 'numpy'} <= set(dir(fgrad)), dir(fgrad)\n"
+        "assert {'special', 'stats', 'linalg', 'signal', 'integrate'} <= set(dir(fgrad.scipy))\n"
+        "print(fgrad.scipy.special.expit(0.0), fgrad.scipy.stats.norm.pdf(0.0) > 0.39,\n"
+        "      fgrad.scipy.linalg.expm.__module__, fgrad.scipy.signal.convolve.__module__,\n"
+        "      callable(fgrad.scipy.integrate.odeint), fgrad.numpy.linalg.det([[2.0]]),\n"
+        "      fgrad.numpy.fft.fft([1.0]).real[0])\n"
+        "print(float(fgrad.grad(fgrad.scipy.special.expit)(0.0)))\n"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [
+        "0.5",
+        "True",
+        "fgrad.scipy.linalg",
+        "fgrad.scipy.signal",
+        "True",
+        "2.0",
+        "1.0",
+        "0.25",
+    ]
+    run = _run("import fgrad; fgrad.no_such_thing")
+    assert "module 'fgrad' has no attribute 'no_such_thing'" in run.stderr
+
+
+def test_without_scipy_fgrad_works_and_fgrad_scipy_says_how_to_install_it():
+    run = _run(
+        "import sys; sys.modules['scipy'] = None\n"  # makes `import scipy` fail
+        "import fgrad\n"
+        "assert fgrad.grad(lambda x: x * x)(3.0) == 6.0\n"
+        "assert not hasattr(fgrad, 'scipy')\n"
+        "fgrad.scipy.special.expit(0.0)\n"
+    )
+    assert "AttributeError: fgrad.scipy is unavailable" in run.stderr, run.stderr
+    assert "pip install 'fgrad[scipy]'" in run.stderr

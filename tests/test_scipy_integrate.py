@@ -346,3 +346,29 @@ def test_errors_say_what_to_do(kwargs, error, match):
     call.update(kwargs)
     with pytest.raises(error, match=match):
         odeint(call.pop("func"), call.pop("y0"), call.pop("t"), **call)
+
+
+def shifted_decay(y, t, k, c):
+    return -k * y + c
+
+
+@pytest.mark.parametrize(
+    "extra, place",
+    [
+        ((0.5, 1.0), "5th positional argument is SciPy's Dfun.*got the float 1.0"),
+        ((0.5, np.ones(2)), r"Dfun.*got an array with shape \(2,\) and dtype float64"),
+        (((0.5, 1.0), None, 0.5), "6th positional argument is SciPy's col_deriv"),
+    ],
+)
+def test_jax_style_extra_arguments_say_to_pass_args_as_a_tuple(extra, place):
+    # JAX's odeint(func, y0, t, *args) puts func's extra arguments where SciPy has Dfun, ...
+    t = np.array([0.0, 1.0])
+    with pytest.raises(TypeError, match=place + r".*args=\(a, b\)"):
+        odeint(shifted_decay, np.ones(2), t, *extra)
+    with pytest.raises(TypeError, match="got a traced value with shape \\(\\) .*args=\\(a, b\\)"):
+        fgrad.grad(lambda c: odeint(shifted_decay, np.ones(2), t, 0.5, c)[-1, 0])(1.0)
+    # ... and SciPy's way works: y = c/k + (1 - c/k) exp(-k t), so dy(1)/dc = (1 - exp(-k))/k
+    y = lambda c: odeint(shifted_decay, np.ones(2), t, args=(0.5, c), **TOL)[-1, 0]
+    assert abs(fgrad.grad(y)(1.0) - (1 - np.exp(-0.5)) / 0.5) < 1e-8
+    # one extra argument was never ambiguous: it is `args`, as SciPy reads it
+    assert odeint(decay, np.ones(2), t, 0.5, **TOL)[-1, 0] == pytest.approx(np.exp(-0.5))

@@ -4,6 +4,9 @@ The core defines `Box` without operators so that it never depends on this layer;
 `fgrad.numpy` attaches them here. Imports: `fgrad.core` and the rule modules of this package.
 """
 
+import ast
+import linecache
+import os
 import sys
 
 import numpy as _np
@@ -19,19 +22,116 @@ from . import ufuncs as _uf
 def _concrete_or_raise(box, what):
     """The plain value of a box whose levels have all exited or only read values (a batching
     level reads its rows, a staging level records a guard, see `core.primal`); a live level
-    that differentiates refuses."""
+    that differentiates refuses, naming what `what` (the conversion asked for) and the user's
+    line that asked for it."""
     x = box
     while type(x) is Box and (not x.level.live or x.level.reads_values):
         x = x.value  # an exited level is just its value, which may be an outer level's box
     if type(x) is Box:
-        raise TypeError(
-            f"{what} of a traced value (one with {_sh.describe(box)}) would drop its gradient. "
-            "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
-            "fgrad.stop_gradient(x) if you mean to treat it as a constant. (Assigning it "
-            "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
-            "x.at[idx].set(v) instead.)"
-        )
+        raise TypeError(_refusal(box, what))
     return primal(box)
+
+
+# What to write instead, after "... would drop its gradient: <your line>."
+_BUILD_WITH_FGRAD = (
+    "Build arrays from traced values with fgrad.numpy: fnp.stack([a, b]) or fnp.array([a, b]) "
+    "of the elements; to change elements, write out = fnp.at(out)[idx].set(v) for "
+    "out[idx] = v (out may be a NumPy array; the result is a new array that carries the "
+    "gradient), as x = x.at[idx].set(v) for a traced x. If you mean the value as a constant, "
+    "use fgrad.stop_gradient(v) in its place."
+)
+_KEEP_AN_ARRAY = (
+    "Keep it an array and use fgrad.numpy operations on it, or wrap it in "
+    "fgrad.stop_gradient(x) if you mean to treat it as a constant."
+)
+
+
+def _refusal(box, what):
+    """The message refusing `what` (e.g. "float()") of a traced value. NumPy converts values
+    implicitly, so `what` alone may not be what the user wrote: `out[i] = v` into a float
+    array calls `float(v)`, `np.array([v, w])` and `out[i:j] = v` call `v.__array__()`. The
+    user's line tells which (read from its text, as a traceback shows it)."""
+    value = f"a traced value (one with {_sh.describe(box)})"
+    place, text = _users_line()
+    where = f" (at {place}: {text})" if text else ""
+    statement = _statement(text)
+    written = {"float()": "float", "int()": "int", "complex()": "complex"}.get(what)
+    if what == "NumPy conversion" and _calls(statement, ("array", "asarray", "asanyarray")):
+        return (
+            f"Building a NumPy array from {value} would drop its gradient{where}: "
+            "np.array(...) and np.asarray(...) of a traced value or of a list holding one make "
+            "an array of plain numbers. " + _BUILD_WITH_FGRAD
+        )
+    if (
+        (written or what == "NumPy conversion")
+        and _assigns_into_a_subscript(statement)
+        and not _calls(statement, (written,))
+    ):
+        how = f"{what} of the value" if written else "np.asarray of the value"
+        return (
+            f"Assigning {value} into a NumPy array would drop its gradient{where}: a NumPy "
+            f"array holds plain numbers, and NumPy takes {how} to store it. " + _BUILD_WITH_FGRAD
+        )
+    if what == "NumPy conversion":
+        return (
+            f"Converting {value} to a NumPy array would drop its gradient{where}. NumPy "
+            "converts with np.asarray in np.array(...) and np.asarray(...) of a traced value "
+            "or of a list holding one, and in NumPy functions that fgrad.numpy does not "
+            "mirror. " + _BUILD_WITH_FGRAD
+        )
+    return (
+        f"{what} of {value} would drop its gradient{where}. {_KEEP_AN_ARRAY} (Assigning it "
+        "into a NumPy array does this too: build arrays with fgrad.numpy.stack or "
+        "x.at[idx].set(v) instead.)"
+    )
+
+
+_FGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _users_line():
+    """("function, file.py line 12", the line's text) of the innermost line of the user's code
+    (not fgrad's) on the stack; ("", "") if there is none. `fgrad.provenance.source_here`
+    does the same for the layers above this one (tests/test_core.py: what each may import)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "", ""
+    code = frame.f_code
+    place = f"{os.path.basename(code.co_filename)} line {frame.f_lineno}"
+    if code.co_name != "<module>":
+        place = f"{code.co_name}, {place}"
+    return place, linecache.getline(code.co_filename, frame.f_lineno).strip()
+
+
+def _statement(text):
+    """The one statement on a line of code, or None (none, or part of one over several)."""
+    try:
+        (statement,) = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    return statement
+
+
+def _calls(statement, names):
+    """Whether the statement calls a function of one of these names (`f(...)`, `np.f(...)`)."""
+    return statement is not None and any(
+        isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) in names or getattr(node.func, "attr", None) in names)
+        for node in ast.walk(statement)
+    )
+
+
+def _assigns_into_a_subscript(statement):
+    """Whether the statement assigns into a subscript: `out[i] = v`, `out[i] += v`."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+        targets = [statement.target]
+    else:
+        return False
+    return any(isinstance(t, ast.Subscript) for t in targets)
 
 
 def _operator(prim):
@@ -79,7 +179,7 @@ def _repr(self):
 
 
 def _array(self, dtype=None, copy=None):
-    value = _np.asarray(_concrete_or_raise(self, "NumPy conversion (np.asarray)"))
+    value = _np.asarray(_concrete_or_raise(self, "NumPy conversion"))
     return value if dtype is None else value.astype(dtype)
 
 
@@ -101,7 +201,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if kwargs.get("out") is not None:
         raise TypeError(
             f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
-            "arrays are values here. Use the returned value instead"
+            "arrays are values here. Use the returned value instead (for an in-place "
+            "operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
+            "a = fnp.at(a)[idx].add(v))"
         )
     kwargs.pop("out", None)
     if kwargs and not _takes_ufunc_keywords(fn):

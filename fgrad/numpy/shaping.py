@@ -773,11 +773,13 @@ _getitem_p = deflinear(
 
 
 # --- indexing another library's arrays (Dask) -----------------------------------------------------
-# Dask indexes with slices, integers and one 1-D integer array, and assigns items only at basic
-# indices; NumPy's other forms (several index arrays, n-d index arrays, boolean masks, an
-# integer next to an array) go through the flat positions the index picks. The index is a
-# constant, so NumPy computes those positions on 0-stride coordinate views (memory of the size
-# of the result, never of x); the array's values stay lazy.
+# Dask indexes with slices, integers and one 1-D integer array; NumPy's other forms (several
+# index arrays, n-d index arrays, boolean masks, an integer next to an array) go through the
+# flat positions the index picks. The index is a constant, so NumPy computes those positions
+# on 0-stride coordinate views (memory of the size of the result, never of x); the array's
+# values stay lazy. Writing at an index (the transposes of indexing, x.at[idx]) never assigns
+# items: an array type need not support it (JAX's arrays do not), so the result is built by
+# functions NumPy dispatches (pad, where, bincount, concatenate, reshape).
 
 
 def _array_parts(idx):
@@ -855,57 +857,123 @@ def _bincount_flat(positions, v, size, dtype):
     if _np.dtype(dtype).kind == "c":
         real = _np.bincount(at, weights=_np.real(weights), minlength=size)
         imag = _np.bincount(at, weights=_np.imag(weights), minlength=size)
-        return (real + 1j * imag).astype(dtype)
+        return _cast(real + 1j * imag, dtype)
     if _np.iscomplexobj(weights):  # NumPy's cast into a real array keeps the real part
         weights = _np.real(weights)
-    return _np.bincount(at, weights=weights, minlength=size).astype(dtype)
+    return _cast(_np.bincount(at, weights=weights, minlength=size), dtype)
 
 
 def _index_add_foreign(x, v, idx):
-    """`_index_add` for an array of another library (Dask): x + (zeros with v at idx). The
-    zeros are built by the library's item assignment at a basic index, by a lazy bincount
-    over the flat positions at an index with arrays (repeated indices add up)."""
+    """`_index_add` for an array of another library (Dask): x + (zeros with v at idx), the
+    zeros with v placed by padding at an index of integers and slices (`_placed`), by a lazy
+    bincount over the flat positions at any other index (repeated indices add up)."""
     x_shape, dtype = _np.shape(x), _np.result_type(x)
     template = x if is_foreign_array(x) else v
-    if _array_parts(idx):
-        positions = _flat_positions(x_shape, idx)
-        if not positions.size:
-            return _foreign_copy(x, template, dtype)
-        size = int(_np.prod(x_shape, dtype=_np.int64))
-        added = _bincount_flat(positions, v, size, dtype)
-        return _np.reshape(added, x_shape) + x
     idx, v = _without_newaxes(x_shape, v, idx)
-    if 0 in _np.shape(v):  # nothing to add (Dask refuses to assign an empty value)
+    if 0 in _np.shape(v):  # nothing to add
         return _foreign_copy(x, template, dtype)
-    out = _np.zeros(x_shape, dtype=dtype, like=template)
-    out[idx] = v
-    return out + x
+    axes = _basic_axes(x_shape, idx)
+    if axes is not None:
+        return _np.add(x, _placed(v, x_shape, axes, dtype))
+    positions = _flat_positions(x_shape, idx)
+    size = int(_np.prod(x_shape, dtype=_np.int64))
+    added = _bincount_flat(positions, v, size, dtype)
+    return _np.reshape(added, x_shape) + x
 
 
 def _index_set_foreign(x, v, idx):
-    """`_index_set` for an array of another library (Dask): item assignment into a new array
-    at a basic index; at an index with arrays, x where no position is picked and v where one
-    is (for a repeated position the last of its values, as NumPy assigns)."""
+    """`_index_set` for an array of another library (Dask): v placed by padding where an index
+    of integers and slices picks (`_placed`), x elsewhere; at any other index, x where no
+    position is picked and v where one is (for a repeated position the last of its values,
+    as NumPy assigns)."""
     x_shape, dtype = _np.shape(x), _np.result_type(x)
     template = x if is_foreign_array(x) else v
-    if _array_parts(idx):
-        picks = _flat_positions(x_shape, idx)
-        if not picks.size:
-            return _foreign_copy(x, template, dtype)
-        positions = picks.reshape(-1)
-        size = int(_np.prod(x_shape, dtype=_np.int64))
-        values = _np.reshape(_fit(v, picks.shape), (-1,))
-        last = positions.size - 1 - _np.unique(positions[::-1], return_index=True)[1]
-        if last.size != positions.size:
-            positions, values = positions[last], _np.take(values, last)
-        picked = _np.zeros(size, dtype=bool)
-        picked[positions] = True
-        new = _bincount_flat(positions, values, size, dtype)
-        return _np.where(picked.reshape(x_shape), _np.reshape(new, x_shape), x)
     idx, v = _without_newaxes(x_shape, v, idx)
-    out = _foreign_copy(x, template, dtype)
-    out[idx] = v
-    return out
+    if 0 in _np.shape(v):  # nothing to set
+        return _foreign_copy(x, template, dtype)
+    axes = _basic_axes(x_shape, idx)
+    if axes is not None:
+        out = _placed(v, x_shape, axes, dtype)
+        # x where an axis is not picked: one `where` per axis the index restricts, each with a
+        # mask along that axis only (never one of x's size)
+        restricted = [k for k, a in enumerate(axes) if a[2] != x_shape[k]]
+        for k in reversed(restricted) if restricted else [None]:
+            out = _np.where(True if k is None else _axis_mask(x_shape, k, axes[k]), out, x)
+        return out
+    picks = _flat_positions(x_shape, idx)
+    positions = picks.reshape(-1)
+    size = int(_np.prod(x_shape, dtype=_np.int64))
+    values = _np.reshape(_fit(v, picks.shape), (-1,))
+    last = positions.size - 1 - _np.unique(positions[::-1], return_index=True)[1]
+    if last.size != positions.size:
+        positions, values = positions[last], _np.take(values, last)
+    picked = _np.zeros(size, dtype=bool)
+    picked[positions] = True  # a NumPy array of booleans, made here
+    new = _bincount_flat(positions, values, size, dtype)
+    return _np.where(picked.reshape(x_shape), _np.reshape(new, x_shape), x)
+
+
+def _basic_axes(x_shape, idx):
+    """For an index of integers, slices and Ellipsis (no None), the positions it picks along
+    each axis of x, as (start, step, count, kept: whether x[idx] keeps the axis); None for an
+    index with anything else (arrays, booleans), which `_flat_positions` handles."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if any(p is Ellipsis for p in parts):
+        k = parts.index(Ellipsis)
+        parts = parts[:k] + (slice(None),) * (len(x_shape) - len(parts) + 1) + parts[k + 1 :]
+    parts = parts + (slice(None),) * (len(x_shape) - len(parts))
+    axes = []
+    for axis, (p, n) in enumerate(zip(parts, x_shape)):
+        if isinstance(p, slice):
+            start, stop, step = p.indices(n)
+            axes.append((start, step, len(range(start, stop, step)), True))
+        elif isinstance(p, (int, _np.integer)) and not isinstance(p, (bool, _np.bool_)):
+            if not -n <= p < n:
+                raise IndexError(f"index {p} is out of bounds for axis {axis} with size {n}")
+            axes.append((int(p) % n, 1, 1, False))
+        else:
+            return None
+    return axes
+
+
+def _placed(v, x_shape, axes, dtype):
+    """An array of x_shape and dtype holding v (shaped as x[idx]) where the basic index
+    described by `axes` picks and zeros elsewhere, in v's array type: v padded with
+    zeros along each axis, after reversing it along the axes the index steps backward through
+    and putting step - 1 zeros after each of its elements along the axes it steps over."""
+    v = _np.reshape(v, tuple(count if kept else 1 for _, _, count, kept in axes))
+    widths = []
+    for axis, (start, step, count, _) in enumerate(axes):
+        if step < 0:  # the same positions, in increasing order
+            v = _np.flip(v, axis)
+            start, step = start + step * (count - 1), -step
+        if step > 1 and count > 1:
+            shape = _np.shape(v)
+            gap = _np.zeros(
+                shape[: axis + 1] + (step - 1,) + shape[axis + 1 :], _np.result_type(v), like=v
+            )
+            v = _np.concatenate(
+                [_np.reshape(v, shape[: axis + 1] + (1,) + shape[axis + 1 :]), gap], axis + 1
+            )
+            v = _np.reshape(v, shape[:axis] + (count * step,) + shape[axis + 1 :])
+            v = v[(slice(None),) * axis + (slice(0, (count - 1) * step + 1),)]
+        span = (count - 1) * step + 1
+        widths.append((start, x_shape[axis] - start - span))
+    return _cast(_np.pad(v, widths) if any(any(w) for w in widths) else v, dtype)
+
+
+def _axis_mask(x_shape, axis, picks):
+    """Booleans along `axis` (length-1 axes elsewhere): True at the positions picks."""
+    start, step, count, _ = picks
+    mask = _np.zeros(x_shape[axis], dtype=bool)
+    mask[_np.arange(count) * step + start] = True  # a NumPy array of booleans, made here
+    return mask.reshape((1,) * axis + (-1,) + (1,) * (len(x_shape) - axis - 1))
+
+
+def _cast(a, dtype):
+    """a in dtype, as NumPy's assignment into an array of dtype casts it (by the array's
+    `astype`: NumPy's function `np.astype` is not among those Dask implements)."""
+    return a if _np.result_type(a) == dtype else a.astype(dtype)
 
 
 def _index_add(x, v, idx):
@@ -1588,9 +1656,7 @@ _gather_p = Primitive(
 
 
 def _scatter_add_impl(x, v, *arrays, template):
-    out = _np.array(x, copy=True)
-    _np.add.at(out, _filled(template, arrays), _np.asarray(v, dtype=out.dtype))
-    return out
+    return _index_add(x, v, _filled(template, arrays))  # another library's arrays too
 
 
 def _scatter_add_vjp_v(ans, x, v, *arrays, template):

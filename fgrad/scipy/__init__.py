@@ -28,3 +28,7 @@ def __getattr__(name):
         f"module 'fgrad.scipy' has no attribute {name!r}; its submodules are "
         f"{', '.join(SUBMODULES)}"
     )
+
+
+def __dir__():
+    return sorted(set(globals()) | set(SUBMODULES))

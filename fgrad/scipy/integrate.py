@@ -115,6 +115,9 @@ def odeint(
             f"odeint: func must be a function func(y, t, *args), got {func!r} of type "
             f"{type(func).__name__}"
         )
+    _refuse_jax_style_args(
+        dict(Dfun=Dfun, col_deriv=col_deriv, full_output=full_output, ml=ml, mu=mu)
+    )
     if full_output:
         raise ValueError(
             "odeint: full_output=True is not supported by fgrad.scipy.integrate.odeint (it "
@@ -181,6 +184,36 @@ def odeint(
     )
     opts = _Options(forward, backward)
     return _solve(rhs, opts, y0, t, *diff_vals)
+
+
+def _refuse_jax_style_args(scipy_params):
+    """JAX's `odeint(func, y0, t, *args)` takes func's extra arguments after `t`; SciPy's (and
+    so fgrad's) takes them as one tuple, `args`, and gives the next positional places to
+    `Dfun`, `col_deriv`, `full_output`, `ml` and `mu`. A value that cannot be one of those (an
+    array or a float where `Dfun`, a callable, or a flag or band width, an integer, belongs) is
+    an extra argument written the JAX way: say how to pass it rather than fail later inside
+    SciPy or `func` with a message about something else."""
+    for place, (name, value) in zip(("5th", "6th", "7th", "8th", "9th"), scipy_params.items()):
+        if name == "Dfun":
+            wrong, expected = value is not None and not callable(value), "a function or None"
+        else:
+            integer = isinstance(value, (bool, int, _np.bool_, _np.integer))
+            wrong = not integer and not (value is None and name in ("ml", "mu"))
+            expected = "an integer"
+        if wrong:
+            if type(value) is Box:
+                got = f"a traced value with {describe(value)}"
+            elif _np.ndim(value):
+                got = f"an array with {describe(value)}"
+            else:
+                got = f"the {type(value).__name__} {value!r}"
+            raise TypeError(
+                f"odeint: the {place} positional argument is SciPy's {name}, which must be "
+                f"{expected}; got {got}. fgrad's odeint follows SciPy's signature "
+                "odeint(func, y0, t, args=(...), ...): pass func's extra arguments as one "
+                "tuple, odeint(func, y0, t, args=(a, b)), not after t as in JAX's "
+                "odeint(func, y0, t, a, b)"
+            )
 
 
 # --- the function of the state that the solver integrates -----------------------------------------
