@@ -216,3 +216,97 @@ def test_gradient_on_a_local_cluster_equals_numpy():
         value, g = dask.compute(value, g)
     np.testing.assert_allclose(value, want_value, rtol=1e-12)
     np.testing.assert_allclose(g, want_grad, rtol=1e-11)
+
+
+# --- the logistic regression gradient's graph (issue 31) ------------------------------------------
+
+
+def _logistic_data(chunks):
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((100 * chunks, 10))
+    labels = np.sign(data @ np.linspace(-1.0, 1.0, 10) + rng.standard_normal(100 * chunks))
+    return data, labels
+
+
+def _logistic_loss(w, X, y):  # benchmarks/bench_out_of_core.py's loss
+    return fnp.mean(fnp.logaddexp(0.0, -y * (X @ w)))
+
+
+def _logistic_grad_by_hand(w, X, y):  # the same gradient written in dask.array
+    z = -y * (X @ w)
+    return X.T @ (-y * (1.0 / (1.0 + np.exp(-z)))) / len(y)
+
+
+def test_the_logistic_regression_gradient_builds_about_the_tasks_written_by_hand(lazy):
+    # 106 tasks against the hand-written 69 before: a broadcast of the loss's cotangent into one
+    # chunk and its rechunk (10 tasks), and the softplus slope's mask of infinite results (9
+    # operations per chunk, the forward logaddexp among them) that a lazy array cannot read.
+    # Now 84; after Dask's own fusion of elementwise operations, as many as by hand.
+    data, labels = _logistic_data(4)
+    X, y = da.from_array(data, chunks=(100, 10)), da.from_array(labels, chunks=100)
+    w = np.linspace(0.3, -0.2, 10)
+    g = fgrad.grad(_logistic_loss)(w, X, y)
+    by_hand = _logistic_grad_by_hand(w, X, y)
+    tasks, hand_tasks = len(g.__dask_graph__()), len(by_hand.__dask_graph__())
+    assert tasks <= 1.25 * hand_tasks, f"{tasks} tasks against {hand_tasks} by hand"
+
+    def fused(a):
+        return len(a.__dask_optimize__(a.__dask_graph__(), a.__dask_keys__()))
+
+    assert fused(g) <= fused(by_hand)
+    with dask.config.set(scheduler="sync"):
+        got, want = g.compute(), by_hand.compute()
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_allclose(got, fgrad.grad(_logistic_loss)(w, data, labels), rtol=1e-13)
+
+
+def test_a_full_sum_spreads_its_cotangent_in_the_inputs_chunks(lazy):
+    x = _x()
+    g = fgrad.grad(lambda x: fnp.mean(fnp.sin(x)))(x)
+    assert g.chunks == x.chunks
+    # one task per chunk spreads the cotangent (no chunk of x's whole size to split again)
+    assert not any(name.startswith(("broadcast_to", "rechunk")) for name in g.dask.layers)
+    with dask.config.set(scheduler="sync"):
+        np.testing.assert_allclose(g.compute(), np.cos(X) / X.size, rtol=1e-14)
+
+
+# the slope of logaddexp with one operand a finite constant: the path a lazy array takes (its
+# mask of infinite results cannot be read), and NumPy's where the result is infinite somewhere
+SOFTPLUS_AT = np.array([-np.inf, -800.0, -40.0, -1.0, -0.0, 0.0, 1.5, 40.0, 800.0, np.inf])
+
+
+def _sigmoid(u):
+    """The logistic sigmoid, each side from the exponential that does not overflow."""
+    e = np.exp(-np.abs(u))
+    return np.where(u >= 0, 1.0, e) / (1.0 + e)
+
+
+@pytest.mark.parametrize(
+    ("name", "c", "first"),
+    [("logaddexp", 0.0, True), ("logaddexp", 2.0, False), ("logaddexp2", np.float64(-0.5), True)],
+)
+def test_logaddexp_of_a_finite_constant_is_exact_everywhere_and_never_warns(name, c, first):
+    fn = getattr(fnp, name)
+
+    def f(x):
+        return fnp.sum(fn(c, x) if first else fn(x, c))
+
+    k = 1.0 if name == "logaddexp" else np.log(2.0)  # d/dx logaddexp2(c, x) = sigmoid(k (x - c))
+    u = k * (SOFTPLUS_AT - c)
+    s = _sigmoid(u)
+    with np.errstate(all="raise", under="ignore"):  # no overflow, no inf - inf, at any order
+        d1 = fgrad.grad(f)(SOFTPLUS_AT)
+        d2 = fgrad.grad(lambda x: fnp.sum(fgrad.grad(f)(x)))(SOFTPLUS_AT)
+        d2_rows = fgrad.vmap(fgrad.grad(fgrad.grad(f)))(SOFTPLUS_AT)
+        lazy = fgrad.grad(f)(da.from_array(SOFTPLUS_AT, chunks=4))
+    np.testing.assert_allclose(d1, s, rtol=1e-12, atol=0)  # (k u rounds: |u| eps relative)
+    np.testing.assert_allclose(d2, k * s * _sigmoid(-u), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(d2_rows, d2, rtol=1e-15, atol=0)
+    assert d1[0] == 0.0 and d1[-1] == 1.0 and d2[0] == 0.0 and d2[-1] == 0.0
+    with dask.config.set(scheduler="sync"), np.errstate(all="raise", under="ignore"):
+        np.testing.assert_array_equal(lazy.compute(), d1)
+    # a nan stays a nan (NumPy's logaddexp itself warns of it); a tie of infinities (an
+    # operand that is not a constant) is still 1/2
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(fgrad.grad(f)(np.array([np.nan]))[0])
+    assert fgrad.grad(lambda x: fnp.sum(fn(x, x * 1.0)))(np.array([np.inf]))[0] == 1.0

@@ -423,3 +423,173 @@ def test_size_of_a_traced_value_takes_numpys_axis_forms():
         want = np.size(a, axis)
         assert grad(lambda x, axis=axis: fnp.sum(x) * fnp.size(x, axis))(a).ravel()[0] == want
         assert vmap(lambda x, axis=axis: fnp.size(x, axis) * 1.0)(a[None])[0] == want
+
+
+# --- products: the batching rules of matmul and einsum against a loop over rows (issue 31) --------
+
+# Shapes of one row's operands of `x @ y`: vectors, matrices, stacks, and every unit axis the
+# rules treat apart (a unit row folded into one product, a unit contraction made a product).
+MATMUL_SHAPES = [
+    ((3,), (3,)),
+    ((3,), (3, 2)),
+    ((4, 3), (3,)),
+    ((4, 3), (3, 2)),
+    ((1, 3), (3, 2)),
+    ((4, 3), (3, 1)),
+    ((1, 3), (3, 1)),
+    ((4, 1), (1, 2)),
+    ((1, 1), (1, 2)),
+    ((1,), (1, 2)),
+    ((4, 1), (1,)),
+    ((1,), (1,)),
+    ((2, 4, 3), (3, 2)),
+    ((2, 1, 3), (3,)),
+    ((4, 3), (2, 3, 2)),
+    ((3,), (2, 3, 1)),
+    ((2, 4, 1), (1, 2)),
+    ((1, 4, 1), (2, 1, 2)),
+    ((2, 1, 3), (1, 3, 2)),
+    ((2, 4, 0), (0, 2)),
+    ((0, 3), (3, 2)),
+    ((4, 0), (2, 0, 1)),
+]
+
+
+def _rows(shape, batch, axis, dtype, seed):
+    """`batch` rows of the given shape along `axis` (None: one unbatched operand)."""
+    rng = np.random.default_rng(seed)
+    full = shape if axis is None else (batch,) + shape
+    x = rng.standard_normal(full)
+    if dtype == np.complex128:
+        x = x + 1j * rng.standard_normal(full)
+    return x if axis is None else np.moveaxis(x, 0, axis)
+
+
+def _mapped_cases():
+    for xs, ys in MATMUL_SHAPES:
+        for axes in [(0, 0), (0, None), (None, 0), (-1, 0), (None, -1), (1, -1)]:
+            if any(a is not None and a > len(s) for a, s in zip(axes, (xs, ys))):
+                continue
+            yield xs, ys, axes
+
+
+MAPPED = list(_mapped_cases())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["real", "complex"])
+@pytest.mark.parametrize(("xs", "ys", "axes"), MAPPED, ids=[f"{x}@{y}-{a}" for x, y, a in MAPPED])
+def test_matmul_and_dot_of_rows_equal_the_loop(xs, ys, axes, dtype):
+    x = _rows(xs, 5, axes[0], dtype, 1)
+    y = _rows(ys, 5, axes[1], dtype, 2)
+    want = loop(np.matmul, x, y, in_axes=axes)
+    for product in (fnp.matmul, lambda a, b: a @ b):
+        got = vmap(product, in_axes=axes)(x, y)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+    if len(ys) <= 2:  # NumPy's dot is matmul there
+        np.testing.assert_allclose(vmap(fnp.dot, in_axes=axes)(x, y), want, rtol=1e-13)
+
+
+def _product_loss(x, y):
+    z = fnp.matmul(x, y)
+    return (
+        fnp.sum(fnp.sin(z.real) * fnp.cos(z.imag)) if z.dtype.kind == "c" else fnp.sum(fnp.sin(z))
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128], ids=["real", "complex"])
+@pytest.mark.parametrize(("xs", "ys", "axes"), MAPPED, ids=[f"{x}@{y}-{a}" for x, y, a in MAPPED])
+def test_per_row_gradients_of_a_product_equal_the_loop(xs, ys, axes, dtype):
+    # vmap(grad): the reverse rules' products (the outer products of a transpose are unit
+    # contractions) batched; every operand that is mapped gets its own gradient per row
+    x = _rows(xs, 3, axes[0], dtype, 3)
+    y = _rows(ys, 3, axes[1], dtype, 4)
+    g = vmap(grad(_product_loss, argnums=(0, 1)), in_axes=axes, out_axes=0)
+    got = g(x, y)
+    want = loop(grad(_product_loss, argnums=(0, 1)), x, y, in_axes=axes)
+    for k in range(2):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize(("xs", "ys", "axes"), MAPPED, ids=[f"{x}@{y}-{a}" for x, y, a in MAPPED])
+def test_transforms_of_a_batched_product_equal_those_of_the_loop(xs, ys, axes):
+    # grad, jacfwd and hessian of the vmapped product against the same of the loop written in
+    # fgrad operations (one product per row, stacked)
+    x = _rows(xs, 3, axes[0], np.float64, 5)
+    y = _rows(ys, 3, axes[1], np.float64, 6)
+
+    def batched(x, y):
+        return fnp.sum(fnp.sin(vmap(fnp.matmul, in_axes=axes)(x, y)) ** 2)
+
+    def looped(x, y):
+        rows = [
+            fnp.matmul(
+                *[a if ax is None else fnp.take(a, i, axis=ax) for a, ax in zip((x, y), axes)]
+            )
+            for i in range(3)
+        ]
+        return fnp.sum(fnp.sin(fnp.stack(rows)) ** 2)
+
+    for transform in (grad, jacfwd):
+        for arg in (0, 1):
+            got = transform(batched, argnums=arg)(x, y)
+            np.testing.assert_allclose(
+                got, transform(looped, argnums=arg)(x, y), rtol=1e-11, atol=1e-13
+            )
+    h = fgrad.hessian(batched, argnums=(0, 1))(x, y)
+    hl = fgrad.hessian(looped, argnums=(0, 1))(x, y)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(h[i][j], hl[i][j], rtol=1e-10, atol=1e-12)
+
+
+EINSUM_CASES = [
+    ("i,ij->j", (3,), (3, 2)),
+    ("ij,jk->ik", (1, 3), (3, 2)),
+    ("ik,kj->ij", (4, 1), (1, 2)),
+    ("i,j->ij", (4,), (2,)),
+    ("ij,ij->", (4, 3), (4, 3)),
+    ("ijk,jk->i", (2, 1, 3), (1, 3)),
+]
+
+
+@pytest.mark.parametrize(("subscripts", "xs", "ys"), EINSUM_CASES)
+@pytest.mark.parametrize("axes", [(0, 0), (0, None), (None, -1)])
+def test_einsum_tensordot_and_their_gradients_of_rows_equal_the_loop(subscripts, xs, ys, axes):
+    x = _rows(xs, 4, axes[0], np.float64, 7)
+    y = _rows(ys, 4, axes[1], np.float64, 8)
+    for optimize in (False, True):
+        f = lambda a, b, o=optimize: fnp.einsum(subscripts, a, b, optimize=o)
+        np.testing.assert_allclose(
+            vmap(f, in_axes=axes)(x, y), loop(f, x, y, in_axes=axes), rtol=1e-13, atol=1e-14
+        )
+    loss = lambda a, b: fnp.sum(fnp.sin(fnp.einsum(subscripts, a, b)))
+    g = grad(loss, argnums=(0, 1))
+    got, want = vmap(g, in_axes=axes)(x, y), loop(g, x, y, in_axes=axes)
+    for k in range(2):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-13)
+    f = lambda a, b: fnp.tensordot(a, b, axes=1)
+    if xs[-1] == ys[0]:
+        np.testing.assert_allclose(
+            vmap(f, in_axes=axes)(x, y), loop(f, x, y, in_axes=axes), rtol=1e-13, atol=1e-14
+        )
+
+
+def test_a_unit_row_per_example_gradient_matches_the_plain_one():
+    # the seed MLP of benchmarks/bench_peers.py, one example written as a (1, 784) matrix
+    # (small sizes): the same per-example gradients as the loss written on the vector
+    rng = np.random.default_rng(0)
+    ws = (rng.standard_normal((7, 5)), rng.standard_normal((5, 3)))
+    xs, i_y = rng.standard_normal((6, 7)), np.eye(3)[rng.integers(0, 3, 6)]
+
+    def loss(ws, x, i_y, unit):
+        z = fnp.reshape(x, (1, -1)) if unit else x
+        z = fnp.maximum(z @ ws[0], 0.0) @ ws[1]
+        return fnp.log(fnp.sum(fnp.exp(z))) - fnp.sum(i_y * z)
+
+    plain = vmap(grad(lambda w, x, y: loss(w, x, y, False)), in_axes=(None, 0, 0))(ws, xs, i_y)
+    unit = vmap(grad(lambda w, x, y: loss(w, x, y, True)), in_axes=(None, 0, 0))(ws, xs, i_y)
+    looped = loop(lambda x, y: grad(lambda w: loss(w, x, y, True))(ws), xs, i_y)
+    for p, u, w in zip(plain, unit, looped):
+        np.testing.assert_allclose(u, p, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(u, w, rtol=1e-13, atol=1e-15)

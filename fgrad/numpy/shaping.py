@@ -544,6 +544,11 @@ def _sum_vjp(ans, x, axis, keepdims):
 
         def foreign_bprop(ct):
             if is_plain_array(ct):
+                if kept is None and not _np.ndim(ct) and like.shape == x_shape:
+                    # a sum of everything (a loss): grad's cotangent filled in x's chunks, one
+                    # task per chunk; a broadcast would make one chunk, which the elementwise
+                    # operation after it (`ct * slope`) splits again, in twice as many tasks
+                    return _np.full_like(like, ct, dtype=ct.dtype)
                 ct = _np.asarray(ct, like=like)
             return _broadcast_to_p(
                 ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape

@@ -268,11 +268,31 @@ def _logaddexp_slope(exp_base):
         inf = _np.isinf(mask_values(ans))
         if not may_hold(inf):
             return exp_base(x - ans)
+        if _finite_constant(y):
+            # y a known finite number (the softplus, logaddexp(0, x)): no tie is possible, and
+            # the weight of x is the logistic sigmoid of u = x - y, 1 / (1 + e^-u) for u >= 0
+            # and e^u / (1 + e^u) below, which neither overflows nor makes a nan (nor do its
+            # derivatives) at any u, infinite ones included. It needs neither the result nor
+            # the mask of the infinite ones: on a Dask array, where the mask cannot be read,
+            # a gradient makes 7 cheap operations (8 when y is not 0) where that path makes 11
+            # and the forward logaddexp (35 ns an element in NumPy, 20 times an exp).
+            u = x if _np.ndim(y) == 0 and y == 0 else x - y
+            up = mask_values(u) >= 0
+            e = exp_base(where(up, -u, u))
+            return where(up, 1.0, e) / (1.0 + e)
         w = _weights(_np.where(xv > yv, 1.0, _np.where(xv == yv, 0.5, 0.0)), ans)
         # Both branches run: the masked one sees 0 - 0, not inf - inf, so no nan is made.
         return where(inf, w, exp_base(where(inf, 0.0, x) - where(inf, 0.0, ans)))
 
     return slope
+
+
+def _finite_constant(y):
+    """Whether y is a constant whose values can be read (a number or a NumPy array, neither
+    traced nor lazy) and are all finite."""
+    if isinstance(y, (float, int)) or type(y) is _np.ndarray or isinstance(y, _np.generic):
+        return _np.asarray(y).dtype.kind in "biuf" and bool(_np.isfinite(y).all())
+    return False
 
 
 _dlogaddexp = _logaddexp_slope(exp)
