@@ -2,7 +2,7 @@
 
     python benchmarks/bench_jit.py                   # fgrad and NumPy only
     /tmp/peers/bin/python benchmarks/bench_jit.py    # with JAX, if installed there
-    python benchmarks/bench_jit.py --only hessian,mlp --rounds 21
+    python benchmarks/bench_jit.py --only hessian,mlp --rounds 21   # also: memory, odeint
     python benchmarks/bench_jit.py --check           # validate only, a few seconds
 
 Workloads (`--only` takes their keys), with the bars of issue 33:
@@ -15,7 +15,8 @@ Workloads (`--only` takes their keys), with the bars of issue 33:
     chain     grad of a 200-op scalar chain                 jit no slower than eager
     chain10   the same chain on 10-element arrays           jit no slower than eager
 
-For each: the time per call of every contender (median of interleaved rounds, one thread),
+Then `odeint`: the gradient of a pendulum's solution against the solve itself (bar: <= 3x).
+For each workload: the time per call of every contender (median of interleaved rounds, one thread),
 the same-round ratios, and the time to the first result (a fresh jit's first call, which
 records; JAX jit's first call, which traces and compiles) against one eager call. Then the
 peak memory (tracemalloc) of one gradient of a 100-layer tanh chain, eager and replayed.
@@ -268,6 +269,37 @@ def tanh_chain_memory(layers=100, width=512, batch=64):
     )
 
 
+def pendulum(rounds=5):
+    """The gradient of an odeint solution against the solve itself: odeint records its
+    right-hand side and, for the gradient, the adjoint system, and replays them at every step.
+    Needs SciPy."""
+    if importlib.util.find_spec("scipy") is None:
+        print("\nodeint pendulum: SciPy not installed")
+        return
+    from fgrad.scipy.integrate import odeint
+
+    def rhs(y, t, b, c):
+        return fnp.stack([y[1], -b * y[1] - c * fnp.sin(y[0])])
+
+    y0, t = np.array([np.pi - 0.1, 0.0]), np.linspace(0.0, 10.0, 101)
+
+    def loss(b, c):
+        return fnp.sum(odeint(rhs, y0, t, args=(b, c))[:, 0] ** 2)
+
+    gradient = fgrad.grad(loss, argnums=(0, 1))
+    times = timing.interleaved_times(
+        {"solve": lambda: loss(0.25, 5.0), "gradient": lambda: gradient(0.25, 5.0)},
+        rounds,
+        0.2,
+    )
+    solve, grad = (timing.quartiles(times[k])[1] for k in ("solve", "gradient"))
+    ratio = timing.ratio_cell(timing.paired_ratios(times, "gradient", "solve"))
+    print(
+        f"\nodeint pendulum (2 states, 101 time points, 2 parameters): solve {solve * 1e3:.1f} "
+        f"ms, gradient {grad * 1e3:.1f} ms; gradient / solve {ratio}"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated workload keys")
@@ -292,6 +324,8 @@ def main():
         run(w, opts.rounds, opts.sample_time)
     if not opts.only or "memory" in opts.only.split(","):
         tanh_chain_memory()
+    if not opts.only or "odeint" in opts.only.split(","):
+        pendulum()
     return 1 if problems else 0
 
 
