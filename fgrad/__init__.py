@@ -31,6 +31,7 @@ from .graph import make_graph
 from .jets import derivative, jet, laplacian
 from .jitting import jit, make_record
 from .primitive import primitive
+from .sparse import hessian_sparsity, jacobian_sparsity, sparse_hessian, sparse_jacobian
 from .vmapping import vmap
 
 # The only place the version is written: pyproject.toml reads this literal when it builds
@@ -45,7 +46,9 @@ __all__ = [
     "derivative",
     "grad",
     "hessian",
+    "hessian_sparsity",
     "jacfwd",
+    "jacobian_sparsity",
     "jacrev",
     "jet",
     "jit",
@@ -58,6 +61,8 @@ __all__ = [
     "primitive",
     "remat",
     "set_debug_nans",
+    "sparse_hessian",
+    "sparse_jacobian",
     "stop_gradient",
     "tap_cotangent",
     "test_util",

@@ -1,0 +1,426 @@
+"""Sparsity detection, a level: each box carries which inputs each element of its value depends on.
+
+A `SparsityLevel` box is `Box(value, level, pattern)`: `value` is what the traced code computes
+(at the given input), and `pattern` is a boolean `scipy.sparse.csr_array` of shape
+(value.size, n_inputs): row i lists the input elements that element i of the value (C order)
+depends on. A primitive applied to such boxes is applied to the values under them, and its
+output's pattern is computed by the primitive's *sparsity rule*, one of a few kinds derived from
+what the primitive's other rules already say, never written one primitive at a time:
+
+- elementwise (the primitives whose batching rule is `fgrad.batching`'s elementwise one): an
+  output element depends on the elements of the broadcast inputs at its place;
+- moves (reshape, transpose, indexing, concatenate, ...: `moves`): the primitive applied to the
+  element numbers of its inputs (`np.arange`) says which input element each output element came
+  from;
+- adds (`scatter_add`, `index_add`): x plus elements of v moved to the indexed places, several
+  of which may land on one place;
+- reduces and scans (`sum`, `max`, `prod`, `cumsum`, ...): the union along the axes reduced (or
+  the running union along the axis scanned);
+- dense (`dense_reasons`, which says why for each): every output element depends on every
+  element of every traced input. Correct, and coarse: linear algebra, products, FFTs,
+  custom rules (whose derivative need not follow the function's structure);
+- constant: the operations without a derivative (comparisons, `floor`, `argmax`, ...) give
+  constants, which depend on nothing.
+
+The pattern is global: valid at every input, not only at the one given. `where`, `maximum`,
+`abs` keep the dependencies of both sides, whichever is taken here. Python control flow that
+reads a value (`if x > 0`, an index computed by `argmax` or `argsort`) follows the path taken at
+the given input, as under `vmap` and `jit`: the pattern is then the pattern of that path.
+
+SciPy is imported by the first detection, not by `import fgrad`.
+
+Imports: `fgrad.core`, `fgrad.batching` and the NumPy layer (the primitives the rules are
+registered for).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as _np
+
+from . import batching
+from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
+from .numpy import reductions as _reductions
+from .numpy import shaping as _shaping
+from .numpy import statistics as _statistics
+
+__all__ = [
+    "SparsityLevel",
+    "dense_reasons",
+    "empty_pattern",
+    "identity_pattern",
+    "rule_kind",
+    "rules",
+    "sparse_module",
+]
+
+
+def sparse_module():
+    """`scipy.sparse`, imported on first use (SciPy is an optional dependency of fgrad)."""
+    try:
+        import scipy.sparse
+    except ImportError as e:  # pragma: no cover - SciPy is installed with the extras
+        raise ImportError(
+            "sparsity detection and sparse derivatives need SciPy (scipy.sparse); install it "
+            "with `pip install scipy`"
+        ) from e
+    return scipy.sparse
+
+
+def _size(shape: tuple) -> int:
+    return math.prod(shape)
+
+
+def empty_pattern(size: int, n: int):
+    """The pattern of a constant of `size` elements: no dependency."""
+    sp = sparse_module()
+    return sp.csr_array((size, n), dtype=bool)
+
+
+def identity_pattern(size: int, n: int, offset: int):
+    """The pattern of an input of `size` elements numbered from `offset` among n."""
+    sp = sparse_module()
+    return sp.csr_array(
+        (
+            _np.ones(size, dtype=bool),
+            _np.arange(offset, offset + size, dtype=_np.int64),
+            _np.arange(size + 1, dtype=_np.int64),
+        ),
+        shape=(size, n),
+    )
+
+
+def _rows(pattern, rows):
+    """pattern[rows] (rows: the source row of each output element)."""
+    return pattern[_np.asarray(rows, dtype=_np.int64)]
+
+
+def _union(patterns):
+    out = patterns[0]
+    for p in patterns[1:]:
+        out = out + p  # on booleans: or
+    return out
+
+
+def _indicator(rows, cols, shape):
+    """The boolean matrix with True at (rows[k], cols[k]) (repeats allowed)."""
+    sp = sparse_module()
+    m = sp.csr_array(
+        (_np.ones(len(rows), dtype=_np.int8), (rows, cols)), shape=shape, dtype=_np.int8
+    )
+    m.sum_duplicates()
+    m.data[:] = 1
+    return m
+
+
+def _through(indicator, pattern):
+    """The pattern of outputs that depend on input elements by `indicator` (out x in)."""
+    out = (indicator @ pattern.astype(_np.int8)).astype(bool)
+    out.eliminate_zeros()
+    return out
+
+
+# --- the rules ------------------------------------------------------------------------------------
+# rule(vals, pats, ans, params) -> the output's pattern (a tuple of them for a primitive with
+# several outputs): `vals` are the values under this level's boxes (and the other arguments as
+# they are), `pats[i]` the pattern of argument i (None for an argument that is not this level's).
+
+
+def _elementwise_rule(vals, pats, ans, params):
+    out_shape = tuple(shape_of(ans))
+    parts = []
+    for v, p in zip(vals, pats):
+        if p is None:
+            continue
+        s = tuple(shape_of(v))
+        if s == out_shape:
+            parts.append(p)
+        else:
+            numbers = _np.arange(_size(s), dtype=_np.int64).reshape(s)
+            parts.append(_rows(p, _np.broadcast_to(numbers, out_shape).ravel()))
+    return _union(parts)
+
+
+def _moves(prim, data: Sequence[int] | None = None, numbers_dtype: bool = False):
+    """The rule of a primitive that only moves elements of its data arguments (positions
+    `data`, all when None): it is applied to their element numbers, counted from 1 across the
+    traced arguments (0 for a constant's elements, which depend on nothing), and each output
+    element takes the pattern row of the number it got. `numbers_dtype`: the primitive casts
+    to its `dtype` parameter, which the numbers replace (so they stay exact integers)."""
+
+    def rule(vals, pats, ans, params):
+        args, blocks, start = [], [], 1
+        for i, (v, p) in enumerate(zip(vals, pats)):
+            if data is not None and i not in data:
+                args.append(v)
+                continue
+            s = tuple(shape_of(v))
+            if p is None:
+                args.append(_np.zeros(s, dtype=_np.int64))
+                continue
+            args.append(_np.arange(start, start + _size(s), dtype=_np.int64).reshape(s))
+            blocks.append(p)
+            start += _size(s)
+        if numbers_dtype:
+            params = dict(params, dtype=_np.dtype(_np.int64))
+        moved = _np.asarray(prim.impl(*args, **params)).ravel()
+        n = blocks[0].shape[1]
+        sp = sparse_module()
+        stacked = sp.vstack([empty_pattern(1, n)] + blocks, format="csr")
+        return _rows(stacked, moved)
+
+    return rule
+
+
+def _filled_index(template, arrays):
+    return tuple(arrays[p.i] if type(p) is _shaping._Slot else p for p in template)
+
+
+def _adds(index_of: Callable):
+    """The rule of `out = x; out[index] += v` (`np.add.at`): out's elements depend on x's at
+    their place and on every element of v added there. `index_of(vals, params)` is the index."""
+
+    def rule(vals, pats, ans, params):
+        x, v = vals[0], vals[1]
+        px, pv = pats[0], pats[1]
+        out_shape = tuple(shape_of(x))
+        if pv is None:
+            return px
+        places = _np.arange(_size(out_shape), dtype=_np.int64).reshape(out_shape)
+        places = places[index_of(vals, params)]
+        v_shape = tuple(shape_of(v))
+        v_numbers = _np.arange(_size(v_shape), dtype=_np.int64).reshape(v_shape)
+        v_numbers = _np.broadcast_to(v_numbers, places.shape)
+        moved = _indicator(places.ravel(), v_numbers.ravel(), (_size(out_shape), _size(v_shape)))
+        added = _through(moved, pv)
+        return added if px is None else px + added
+
+    return rule
+
+
+def _axes(axis, nd):
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, (int, _np.integer)):
+        return (int(axis) % nd,)
+    return tuple(int(a) % nd for a in axis)
+
+
+def _reduces(vals, pats, ans, params):
+    """An output element depends on the elements reduced into it (the union along `axis`);
+    those a `where` mask leaves out are not reduced."""
+    x, p = vals[0], pats[0]
+    s = tuple(shape_of(x))
+    axes = _axes(params.get("axis"), len(s))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(s))
+    out_of = _np.broadcast_to(_np.arange(_size(kept), dtype=_np.int64).reshape(kept), s).ravel()
+    cols = _np.arange(_size(s), dtype=_np.int64)
+    where = params.get("where", True)
+    if where is not True:
+        keep = _np.broadcast_to(_np.asarray(where, dtype=bool), s).ravel()
+        out_of, cols = out_of[keep], cols[keep]
+    return _through(_indicator(out_of, cols, (_size(kept), _size(s))), p)
+
+
+def _scans(vals, pats, ans, params):
+    """A running reduction along `axis`: element k of a lane depends on elements 0..k of it
+    (k..end for a `reverse` one)."""
+    x, p = vals[0], pats[0]
+    s = tuple(shape_of(x))
+    axis = params["axis"] % len(s)
+    lanes = _np.moveaxis(_np.arange(_size(s), dtype=_np.int64).reshape(s), axis, -1)
+    lanes = lanes.reshape(-1, s[axis])
+    k, j = _np.tril_indices(s[axis])
+    if params.get("reverse", False):
+        k, j = j, k
+    rows, cols = lanes[:, k].ravel(), lanes[:, j].ravel()
+    return _through(_indicator(rows, cols, (_size(s), _size(s))), p)
+
+
+def _dense(vals, pats, ans, params):
+    """Every output element depends on every element of every traced argument."""
+    sp = sparse_module()
+    every = _union([p for p in pats if p is not None])
+    row = sp.csr_array(every.sum(axis=0, dtype=_np.int64).reshape(1, -1) > 0)
+    outs = ans if type(ans) is tuple else (ans,)
+    made = tuple(_rows(row, _np.zeros(_size(tuple(shape_of(o))), dtype=_np.int64)) for o in outs)
+    return made if type(ans) is tuple else made[0]
+
+
+# Primitive -> its rule, for the kinds other than elementwise (found from the batching rules)
+# and dense (`dense_reasons`).
+rules: dict[Any, Callable] = {}
+# Primitive -> the name of its rule's kind, for the coverage test and the docs.
+_kinds: dict[Any, str] = {}
+
+
+def _register_moves(prim, data=None, numbers_dtype=False):
+    rules[prim] = _moves(prim, data, numbers_dtype)
+    _kinds[prim] = "moves"
+
+
+for _prim in (
+    _shaping._reshape_p,
+    _shaping._transpose_p,
+    _shaping._broadcast_to_p,
+    _shaping._getitem_p,
+    _shaping._asarray_p,
+    _shaping._stack_p,
+    _shaping._concatenate_p,
+):
+    _register_moves(_prim)
+_register_moves(_shaping._gather_p, data=(0,))
+_register_moves(_shaping._index_set_p, data=(0, 1))
+_register_moves(_shaping._spread_p, numbers_dtype=True)
+
+
+def _astype_rule(vals, pats, ans, params):
+    return pats[0]  # each element keeps its place (a cast of the numbers could round them)
+
+
+rules[_shaping._astype_p] = _astype_rule
+_kinds[_shaping._astype_p] = "moves"
+
+rules[_shaping._scatter_add_p] = _adds(
+    lambda vals, params: _filled_index(params["template"], vals[2:])
+)
+rules[_shaping._index_add_p] = _adds(lambda vals, params: params["idx"])
+for _prim in (_shaping._scatter_add_p, _shaping._index_add_p):
+    _kinds[_prim] = "adds"
+
+for _prim in (
+    _shaping._sum_p,
+    _shaping._sum_kw_p,
+    _reductions.max.primitive,
+    _reductions.min.primitive,
+    _reductions._prod_p,
+):
+    rules[_prim] = _reduces
+    _kinds[_prim] = "reduces"
+for _prim in (_statistics._cumsum_p, _statistics._cumprod_p):
+    rules[_prim] = _scans
+    _kinds[_prim] = "scans"
+
+
+# Primitive name -> why its rule is a dense block. By name, so that the primitives of modules
+# `import fgrad` does not load (fgrad.scipy) are declared here too.
+dense_reasons: dict[str, str] = {}
+
+
+def _declare_dense(names: str, reason: str) -> None:
+    for name in names.split():
+        dense_reasons[name] = reason
+
+
+_declare_dense(
+    "matmul einsum matvec vecmat vecdot",
+    "a product sums over a contracted axis: every output depends on every element of both "
+    "operands (a sparse constant operand's zeros are not used yet, issue 35)",
+)
+_declare_dense(
+    "cholesky det eig eigh eigvals eigvalsh hermitian_from_triangle inv pinv qr slogdet solve "
+    "svd svdvals norm expm lu lu_factor schur solve_banded solve_sylvester solve_triangular "
+    "sqrtm triangular_sylvester",
+    "a matrix function or factorisation: each output element depends on the whole matrix",
+)
+_declare_dense(
+    "fft rfft irfft convolve convolve2d",
+    "a transform or convolution mixes the elements along its axes (issue 35: a banded rule "
+    "for convolutions with a short kernel)",
+)
+_declare_dense(
+    "linspace unwrap bincount histogram",
+    "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
+)
+_declare_dense(
+    "softmax log_softmax logsumexp bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n",
+    "a scipy.special function with an axis or order argument: declared dense until its "
+    "structure is derived (issue 35)",
+)
+_declare_dense(
+    "custom_jvp_call custom_vjp_call checkpoint tap_cotangent",
+    "a custom rule's derivative need not follow the structure of the function it replaces",
+)
+
+
+def rule_kind(prim) -> str | None:
+    """The kind of `prim`'s sparsity rule ("elementwise", "moves", "adds", "reduces",
+    "scans", "dense" or "constant"), or None when it has none."""
+    if type(prim) is NondiffPrimitive:
+        return "constant"
+    kind = _kinds.get(prim)
+    if kind is not None:
+        return kind
+    if getattr(batching.rules.get(prim), "elementwise", False) and not prim.multiple_results:
+        return "elementwise"
+    if prim.name in dense_reasons:
+        return "dense"
+    return None
+
+
+def _rule_of(prim) -> Callable:
+    rule = rules.get(prim)
+    if rule is not None:
+        return rule
+    kind = rule_kind(prim)
+    if kind == "elementwise":
+        return _elementwise_rule
+    if kind == "dense":
+        return _dense
+    raise NotImplementedError(
+        f"sparsity detection has no rule for the primitive {prim.name!r}; declare one in "
+        "fgrad.sparsity (a dense block is always correct: add its name to dense_reasons)"
+    )
+
+
+class SparsityLevel(Level):
+    """A sparsity detection in progress over `n` input elements (see the module docstring)."""
+
+    __slots__ = ("n", "reads")
+
+    # Comparisons and other operations without a derivative read the value here (their
+    # results are constants: they depend on no input); Python branches read it too.
+    reads_values = True
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.reads = 0  # how many times the traced code read a value (see `read`)
+
+    def new_input(self, x, offset: int) -> Box:
+        """x as input elements offset .. offset + x.size - 1."""
+        return Box(x, self, identity_pattern(_size(tuple(shape_of(x))), self.n, offset))
+
+    def pattern_of(self, x) -> Any:
+        """The pattern of a value the traced code returned (empty for a constant)."""
+        if type(x) is Box and x.level is self:
+            return x.aux
+        return empty_pattern(_size(tuple(shape_of(x))), self.n)
+
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        vals, pats = [], []
+        for a in args:
+            if type(a) is Box and a.level is self:
+                vals.append(a.value)
+                pats.append(a.aux)
+            else:
+                vals.append(a)
+                pats.append(None)
+        if type(prim) is NondiffPrimitive:  # a constant (NondiffPrimitive reads values first)
+            return prim.impl(*[primal(v) for v in vals], **params)
+        ans = bind(prim, tuple(vals), params)
+        out = _rule_of(prim)(vals, pats, ans, params)
+        if prim.multiple_results:
+            if type(out) is not tuple:
+                out = tuple(out for _ in ans)
+            return tuple(Box(a, self, p) for a, p in zip(ans, out))
+        return Box(ans, self, out)
+
+    def read(self, box: Box) -> Any:
+        # The code took a path, or computed a constant (a mask, an index), from this value:
+        # the pattern found may hold on this path only (`fgrad.sparse` checks it again).
+        self.reads += 1
+        return primal(box.value)
