@@ -43,6 +43,7 @@ import numpy as _np
 
 from . import batching
 from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
+from .numpy import elementwise as _elementwise
 from .numpy import reductions as _reductions
 from .numpy import shaping as _shaping
 from .numpy import statistics as _statistics
@@ -141,6 +142,27 @@ def _elementwise_rule(vals, pats, ans, params):
         else:
             numbers = _np.arange(_size(s), dtype=_np.int64).reshape(s)
             parts.append(_rows(p, _np.broadcast_to(numbers, out_shape).ravel()))
+    return _union(parts)
+
+
+def _where_rule(vals, pats, ans, params):
+    """`where(c, x, y)` with a condition that is a constant of every input (the level read no
+    value before it, so nothing computed so far depends on the input's values): each output
+    element depends on the side it takes. `pad` masks its edges so."""
+    out_shape = tuple(shape_of(ans))
+    take_x = _np.broadcast_to(_np.asarray(vals[0], dtype=bool), out_shape).ravel()
+    parts = []
+    for v, p, keep in ((vals[1], pats[1], take_x), (vals[2], pats[2], ~take_x)):
+        if p is None:
+            continue
+        s = tuple(shape_of(v))
+        rows = _np.broadcast_to(_np.arange(_size(s), dtype=_np.int64).reshape(s), out_shape)
+        moved = _rows(p, rows.ravel())
+        sp = sparse_module()
+        moved = sp.csr_array(
+            sp.diags_array(keep.astype(_np.int8), dtype=_np.int8) @ moved.astype(_np.int8)
+        )
+        parts.append(moved.astype(bool))
     return _union(parts)
 
 
@@ -412,7 +434,10 @@ class SparsityLevel(Level):
         if type(prim) is NondiffPrimitive:  # a constant (NondiffPrimitive reads values first)
             return prim.impl(*[primal(v) for v in vals], **params)
         ans = bind(prim, tuple(vals), params)
-        out = _rule_of(prim)(vals, pats, ans, params)
+        if prim is _elementwise._where_p and pats[0] is None and self.reads == 0:
+            out = _where_rule(vals, pats, ans, params)
+        else:
+            out = _rule_of(prim)(vals, pats, ans, params)
         if prim.multiple_results:
             if type(out) is not tuple:
                 out = tuple(out for _ in ans)
