@@ -12,8 +12,10 @@ when the pattern allows one.
 Inputs and outputs that are pytrees are flattened (leaves in `tree_flatten` order, each in C
 order) and concatenated: entry (i, j) is the derivative of flat output i in flat input j.
 
-The pattern is found once per signature of the arguments (their shapes and dtypes) and kept
-with its colouring: a loop pays only the passes. A function that reads values while the
+The pattern is found once per signature of the arguments differentiated (their shapes and
+dtypes) and values of the others, and kept with its colouring: a loop pays only the passes.
+As for `jit`, `fun` must be pure: what it reads from outside its arguments (a global, a
+closure) is taken to stay the same. A function that reads values while the
 pattern is found (a Python branch on a value, a `where` mask, an index from `argsort`) may
 have another pattern elsewhere: each call then finds the pattern at its own input again, and
 keeps one colouring while the patterns stay inside the one it was made for.
@@ -34,7 +36,7 @@ import numpy as _np
 from . import coloring
 from . import numpy as fnp
 from .api import grad, jvp, vjp
-from .core import dtype_of, primal, shape_of
+from .core import Box, dtype_of, primal, shape_of
 from .jitting import jit
 from .sparsity import SparsityLevel, empty_pattern, sparse_module
 from .tree_util import tree_flatten, tree_unflatten
@@ -291,9 +293,36 @@ def _check_shape(pattern, shape, who):
         )
 
 
-def _signature(args):
-    leaves, tree = tree_flatten(args)
-    return tree, tuple((tuple(shape_of(v)), str(dtype_of(v))) for v in leaves)
+def _key(args, nums, who):
+    """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and the
+    values of the others (a pattern may depend on them: an index array, a mask)."""
+    parts = []
+    for i, a in enumerate(args):
+        leaves, tree = tree_flatten(a)
+        for leaf in leaves:
+            if type(leaf) is Box:
+                raise TypeError(
+                    f"{who}: argument {i} is a value traced by a transform (grad, vmap, jit) "
+                    f"with shape {tuple(shape_of(leaf))} and dtype {dtype_of(leaf)}; a "
+                    "scipy.sparse result cannot carry its derivative or batch. Call it "
+                    "outside the transform, or use jacfwd/hessian there"
+                )
+        if i in nums:
+            parts.append((tree, tuple((tuple(shape_of(v)), str(dtype_of(v))) for v in leaves)))
+        else:
+            parts.append((tree, tuple(_value_key(v) for v in leaves)))
+    return nums, tuple(parts)
+
+
+def _value_key(v):
+    if isinstance(v, (_np.ndarray, _np.generic, float, int, complex, bool)):
+        a = _np.asarray(v)
+        return (a.dtype.str, a.shape, a.tobytes())
+    try:
+        hash(v)
+    except TypeError:
+        return ("id", id(v))
+    return (type(v), v)
 
 
 def _covers(old, new) -> bool:
@@ -355,8 +384,9 @@ def sparse_jacobian(
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_jacobian")
 
     def sparse_jacobian_fun(*args):
-        nums = _argnums(argnums, len(args), "sparse_jacobian")
-        key = (nums, _signature(args))
+        who = "sparse_jacobian"
+        nums = _argnums(argnums, len(args), who)
+        key = _key(args, nums, who)
         plan, recheck = plans.get(key, (None, True))
         if plan is None or recheck:
             values, tree = _inputs(args, nums, "sparse_jacobian")
@@ -404,8 +434,9 @@ def sparse_hessian(
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_hessian")
 
     def sparse_hessian_fun(*args):
-        nums = _argnums(argnums, len(args), "sparse_hessian")
-        key = (nums, _signature(args))
+        who = "sparse_hessian"
+        nums = _argnums(argnums, len(args), who)
+        key = _key(args, nums, who)
         plan, recheck = plans.get(key, (None, True))
         if plan is None or recheck:
             values, tree = _inputs(args, nums, "sparse_hessian")

@@ -357,3 +357,20 @@ def test_a_complex_output_is_pushed_forward():
 def test_import_fgrad_does_not_import_scipy():
     code = "import sys, fgrad; assert not any(m.startswith('scipy') for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_values_of_the_other_arguments_are_part_of_the_key():
+    def f(x, idx):
+        return x[idx] * 2.0
+
+    jac = fgrad.sparse_jacobian(f)
+    x = np.array([1.0, 2.0, 3.0])
+    for idx in (np.array([0, 1]), np.array([2, 0]), np.array([0, 1])):
+        want = fgrad.jacfwd(f)(x, idx)
+        np.testing.assert_array_equal(jac(x, idx).toarray(), want)
+
+
+def test_inside_a_transform_it_refuses():
+    jac = fgrad.sparse_jacobian(lambda x: x**2)
+    with pytest.raises(TypeError, match=r"argument 0 is a value traced.*shape \(2,\)"):
+        fgrad.grad(lambda x: jac(x).sum())(np.ones(2))
