@@ -14,8 +14,11 @@ what the primitive's other rules already say, never written one primitive at a t
   from;
 - adds (`scatter_add`, `index_add`): x plus elements of v moved to the indexed places, several
   of which may land on one place;
-- reduces and scans (`sum`, `max`, `prod`, `cumsum`, ...): the union along the axes reduced (or
-  the running union along the axis scanned);
+- reduces and scans (`sum`, `max`, `prod`, `softmax`, `cumsum`, ...): the union along the axes
+  reduced (or the running union along the axis scanned);
+- contracts (`matmul` of vectors and matrices): out[i, l] depends on a[i, j] and b[j, l] for
+  the j where the other factor is nonzero (a constant factor's zeros count, a traced one's
+  do not);
 - dense (`dense_reasons`, which says why for each): every output element depends on every
   element of every traced input. Correct, and coarse: linear algebra, products, FFTs,
   custom rules (whose derivative need not follow the function's structure);
@@ -23,7 +26,9 @@ what the primitive's other rules already say, never written one primitive at a t
   constants, which depend on nothing.
 
 The pattern is global: valid at every input, not only at the one given. `where`, `maximum`,
-`abs` keep the dependencies of both sides, whichever is taken here. Python control flow that
+`abs` keep the dependencies of both sides, whichever is taken here. A constant the function
+computes before it reads any value (a `where` mask that `pad` makes, a sparse matrix it
+multiplies by) is the same at every input, so its zeros count. Python control flow that
 reads a value (`if x > 0`, an index computed by `argmax` or `argsort`) follows the path taken at
 the given input, as under `vmap` and `jit`: the pattern is then the pattern of that path.
 
@@ -44,6 +49,7 @@ import numpy as _np
 from . import batching
 from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
 from .numpy import elementwise as _elementwise
+from .numpy import products as _products
 from .numpy import reductions as _reductions
 from .numpy import shaping as _shaping
 from .numpy import statistics as _statistics
@@ -132,23 +138,18 @@ def _through(indicator, pattern):
 
 def _elementwise_rule(vals, pats, ans, params):
     out_shape = tuple(shape_of(ans))
-    parts = []
-    for v, p in zip(vals, pats):
-        if p is None:
-            continue
-        s = tuple(shape_of(v))
-        if s == out_shape:
-            parts.append(p)
-        else:
-            numbers = _np.arange(_size(s), dtype=_np.int64).reshape(s)
-            parts.append(_rows(p, _np.broadcast_to(numbers, out_shape).ravel()))
-    return _union(parts)
+    return _union(
+        [_broadcast_pattern(v, p, out_shape) for v, p in zip(vals, pats) if p is not None]
+    )
 
 
-def _where_rule(vals, pats, ans, params):
-    """`where(c, x, y)` with a condition that is a constant of every input (the level read no
-    value before it, so nothing computed so far depends on the input's values): each output
-    element depends on the side it takes. `pad` masks its edges so."""
+def _where_rule(vals, pats, ans, params, fixed):
+    """`where(c, x, y)` with a condition that is a constant of every input (`fixed`: the level
+    read no value before it, so nothing computed so far depends on the input's values): each
+    output element depends on the side it takes (`pad` masks its edges so). Otherwise, or for
+    a traced condition, both sides' (the elementwise rule)."""
+    if not fixed or pats[0] is not None:
+        return _elementwise_rule(vals, pats, ans, params)
     out_shape = tuple(shape_of(ans))
     take_x = _np.broadcast_to(_np.asarray(vals[0], dtype=bool), out_shape).ravel()
     parts = []
@@ -164,6 +165,82 @@ def _where_rule(vals, pats, ans, params):
         )
         parts.append(moved.astype(bool))
     return _union(parts)
+
+
+_where_rule.reads_constants = True
+
+
+def _matmul_rule(vals, pats, ans, params, fixed):
+    """`matmul` of 1-D and 2-D operands: out[i, l] depends on a[i, j] and b[j, l] for each j
+    with the other factor nonzero. A constant factor's zeros count when it is a constant of
+    every input (`fixed`, as for `where`); a traced factor counts as nonzero everywhere.
+    Stacks of matrices are a dense block (issue 35)."""
+    a, b = vals
+    sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
+    if len(sa) > 2 or len(sb) > 2:
+        return _dense(vals, pats, ans, params)
+    m, k = (1, sa[0]) if len(sa) == 1 else sa
+    p = 1 if len(sb) == 1 else sb[1]
+    sp = sparse_module()
+
+    def mask(v, shape, traced):
+        if traced or not fixed:
+            return _np.ones(shape, dtype=_np.int8)
+        return (_np.asarray(primal(v)) != 0).reshape(shape).astype(_np.int8)
+
+    parts = []
+    if pats[0] is not None:  # row (i, l), column (i, j): b[j, l] != 0
+        b_mask = mask(b, (k, p), pats[1] is not None)
+        moved = sp.kron(sp.eye_array(m, dtype=_np.int8), sp.csr_array(b_mask.T), format="csr")
+        parts.append(_through(moved, pats[0]))
+    if pats[1] is not None:  # row (i, l), column (j, l): a[i, j] != 0
+        a_mask = mask(a, (m, k), pats[0] is not None)
+        moved = sp.kron(sp.csr_array(a_mask), sp.eye_array(p, dtype=_np.int8), format="csr")
+        parts.append(_through(moved, pats[1]))
+    return _union(parts)
+
+
+_matmul_rule.reads_constants = True
+
+
+def _broadcast_pattern(v, p, shape):
+    s = tuple(shape_of(v))
+    if s == shape:
+        return p
+    return _rows(
+        p, _np.broadcast_to(_np.arange(_size(s), dtype=_np.int64).reshape(s), shape).ravel()
+    )
+
+
+def _lanes(vals, pats, ans, params):
+    """softmax and log_softmax along `axis`: each output element depends on its whole lane."""
+    s = tuple(shape_of(vals[0]))
+    axes = _axes(params.get("axis"), len(s))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(s))
+    lane = _reduces(vals, pats, ans, {"axis": axes})
+    out_of = _np.broadcast_to(_np.arange(_size(kept), dtype=_np.int64).reshape(kept), s).ravel()
+    return _rows(lane, out_of)
+
+
+def _logsumexp_rule(vals, pats, ans, params):
+    """logsumexp(a, b, signs): a and b broadcast together, reduced along `axis`."""
+    shapes = [tuple(shape_of(v)) for v, p in zip(vals[:2], pats[:2]) if v is not None]
+    shape = tuple(_np.broadcast_shapes(*shapes))
+    parts = [_broadcast_pattern(v, p, shape) for v, p in zip(vals[:2], pats[:2]) if p is not None]
+    joined = _np.zeros(shape)
+    return _reduces([joined], [_union(parts)], ans, {"axis": params["axis"]})
+
+
+def _each_unchanged(vals, pats, ans, params):
+    """Several outputs, each its input as it is (`tap_cotangent`)."""
+    return tuple(
+        p if p is not None else empty_pattern(_size(tuple(shape_of(v))), _n_of(pats))
+        for v, p in zip(vals, pats)
+    )
+
+
+def _n_of(pats):
+    return next(p for p in pats if p is not None).shape[1]
 
 
 def _moves(prim, data: Sequence[int] | None = None, numbers_dtype: bool = False):
@@ -327,6 +404,21 @@ for _prim in (_statistics._cumsum_p, _statistics._cumprod_p):
     _kinds[_prim] = "scans"
 
 
+rules[_elementwise._where_p] = _where_rule
+_kinds[_elementwise._where_p] = "elementwise"
+rules[_products.matmul] = _matmul_rule
+_kinds[_products.matmul] = "contracts"
+
+# Primitive name -> (rule, kind), for the primitives of modules `import fgrad` does not load
+# (fgrad.scipy), or that load this one (fgrad.custom).
+rules_by_name: dict[str, tuple[Callable, str]] = {
+    "softmax": (_lanes, "reduces"),
+    "log_softmax": (_lanes, "reduces"),
+    "logsumexp": (_logsumexp_rule, "reduces"),
+    "tap_cotangent": (_each_unchanged, "moves"),
+}
+
+
 # Primitive name -> why its rule is a dense block. By name, so that the primitives of modules
 # `import fgrad` does not load (fgrad.scipy) are declared here too.
 dense_reasons: dict[str, str] = {}
@@ -338,7 +430,7 @@ def _declare_dense(names: str, reason: str) -> None:
 
 
 _declare_dense(
-    "matmul einsum matvec vecmat vecdot",
+    "einsum matvec vecmat vecdot",
     "a product sums over a contracted axis: every output depends on every element of both "
     "operands (a sparse constant operand's zeros are not used yet, issue 35)",
 )
@@ -358,24 +450,30 @@ _declare_dense(
     "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
 )
 _declare_dense(
-    "softmax log_softmax logsumexp bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n",
+    "bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n",
     "a scipy.special function with an axis or order argument: declared dense until its "
     "structure is derived (issue 35)",
 )
 _declare_dense(
-    "custom_jvp_call custom_vjp_call checkpoint tap_cotangent",
+    "custom_jvp_call custom_vjp_call",
     "a custom rule's derivative need not follow the structure of the function it replaces",
+)
+_declare_dense(
+    "checkpoint",
+    "its function runs inside the primitive, out of this level's sight (issue 35: trace it)",
 )
 
 
 def rule_kind(prim) -> str | None:
     """The kind of `prim`'s sparsity rule ("elementwise", "moves", "adds", "reduces",
-    "scans", "dense" or "constant"), or None when it has none."""
+    "scans", "contracts", "dense" or "constant"), or None when it has none."""
     if type(prim) is NondiffPrimitive:
         return "constant"
     kind = _kinds.get(prim)
     if kind is not None:
         return kind
+    if prim.name in rules_by_name:
+        return rules_by_name[prim.name][1]
     if getattr(batching.rules.get(prim), "elementwise", False) and not prim.multiple_results:
         return "elementwise"
     if prim.name in dense_reasons:
@@ -387,6 +485,8 @@ def _rule_of(prim) -> Callable:
     rule = rules.get(prim)
     if rule is not None:
         return rule
+    if prim.name in rules_by_name:
+        return rules_by_name[prim.name][0]
     kind = rule_kind(prim)
     if kind == "elementwise":
         return _elementwise_rule
@@ -434,10 +534,11 @@ class SparsityLevel(Level):
         if type(prim) is NondiffPrimitive:  # a constant (NondiffPrimitive reads values first)
             return prim.impl(*[primal(v) for v in vals], **params)
         ans = bind(prim, tuple(vals), params)
-        if prim is _elementwise._where_p and pats[0] is None and self.reads == 0:
-            out = _where_rule(vals, pats, ans, params)
+        rule = _rule_of(prim)
+        if getattr(rule, "reads_constants", False):
+            out = rule(vals, pats, ans, params, fixed=self.reads == 0)
         else:
-            out = _rule_of(prim)(vals, pats, ans, params)
+            out = rule(vals, pats, ans, params)
         if prim.multiple_results:
             if type(out) is not tuple:
                 out = tuple(out for _ in ans)

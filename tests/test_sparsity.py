@@ -292,6 +292,35 @@ def test_moves_are_derived_from_element_numbers():
         assert (got == want).all()  # exact: these structures hold no accidental zeros
 
 
+def test_products_keep_the_zeros_of_a_constant_factor():
+    import fgrad.scipy.special as special
+
+    a = np.diag(np.full(5, 2.0)) + np.diag(np.ones(4), 1)  # upper bidiagonal
+    x = np.linspace(1.0, 2.0, 5)
+    funs = [
+        lambda x: a @ x,
+        lambda x: x @ a,
+        lambda x: a @ fnp.sin(fnp.reshape(fnp.concatenate([x, x]), (5, 2))),
+        lambda x: (x[:4].reshape(2, 2) @ x[1:].reshape(2, 2)).ravel(),
+        lambda x: special.softmax(x.reshape(5, 1) * x[:3], axis=0).ravel(),
+        lambda x: special.logsumexp(x.reshape(5, 1) * x[:2], axis=1),
+    ]
+    for fun in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(x))
+        want = np.zeros_like(got)
+        rng = np.random.default_rng(3)
+        for _ in range(3):
+            want |= _flat_jacobian(fun, rng.uniform(1.0, 2.0, x.shape)) != 0
+        assert (got == want).all()
+
+    # a factor computed after a value was read may differ elsewhere: its zeros do not count
+    def read_first(x):
+        m = a if x[0] > 0 else a.T
+        return m @ x
+
+    assert fgrad.jacobian_sparsity(read_first)(x).nnz == 25
+
+
 def test_a_dense_rule_is_a_dense_block():
     a = np.array([[2.0, 1.0], [0.5, 3.0]])
     got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.linalg.inv(x))(a))
