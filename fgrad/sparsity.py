@@ -342,8 +342,12 @@ def _scans(vals, pats, ans, params):
 def _dense(vals, pats, ans, params):
     """Every output element depends on every element of every traced argument."""
     sp = sparse_module()
-    every = _union([p for p in pats if p is not None])
-    row = sp.csr_array(every.sum(axis=0, dtype=_np.int64).reshape(1, -1) > 0)
+    every = None
+    for p in pats:
+        if p is not None:  # the inputs this argument depends on, anywhere in it
+            used = _np.asarray(p.sum(axis=0)).ravel() > 0
+            every = used if every is None else every | used
+    row = sp.csr_array(every.reshape(1, -1))
     outs = ans if type(ans) is tuple else (ans,)
     made = tuple(_rows(row, _np.zeros(_size(tuple(shape_of(o))), dtype=_np.int64)) for o in outs)
     return made if type(ans) is tuple else made[0]

@@ -231,7 +231,32 @@ def test_the_pattern_holds_every_nonzero_of_jacfwd(row):
     want = _flat_jacobian(row.fn, x)
     got = fgrad.sparse_jacobian(row.fn)(x).toarray()
     scale = np.abs(want).max(initial=0.0)
-    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15 * scale)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15 * scale)
+
+
+HESSIAN_SAMPLE = [row for row in _ROWS if row.order >= 2][1::8]
+
+
+@pytest.mark.parametrize("row", HESSIAN_SAMPLE, ids=lambda r: r.id)
+def test_the_hessian_pattern_holds_every_nonzero_of_hessian(row):
+    def f(x):  # a scalar of every output: a weighted sum of their real parts
+        leaves = tree_flatten(row.fn(x))[0]
+        return sum(
+            fnp.sum(fnp.real(leaf) * np.linspace(0.5, 1.5, np.size(leaf)).reshape(np.shape(leaf)))
+            for leaf in leaves
+        )
+
+    xs = _inputs(row)
+    values, tree = sparse._inputs((xs[0],), (0,), "test")
+    pattern, reads = sparse._hessian_pattern(f, (xs[0],), (0,), values, tree)
+    pattern = _dense(pattern)
+    for k, x in enumerate(xs):
+        nonzero = np.asarray(fgrad.hessian(f)(x)).reshape(pattern.shape) != 0
+        if k == 0 or not reads:
+            assert not (nonzero & ~pattern).any(), f"input {k}: a nonzero is missing"
+    want = np.asarray(fgrad.hessian(f)(xs[1])).reshape(pattern.shape)
+    got = fgrad.sparse_hessian(f)(xs[1]).toarray()
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.abs(want).max(initial=0.0))
 
 
 # --- the rules ------------------------------------------------------------------------------------
