@@ -21,8 +21,8 @@ have another pattern elsewhere: each call then finds the pattern at its own inpu
 keeps one colouring while the patterns stay inside the one it was made for.
 
 Imports: `fgrad.api`, `fgrad.coloring`, `fgrad.core`, `fgrad.jitting`, `fgrad.numpy`,
-`fgrad.sparsity`, `fgrad.tree_util`, `fgrad.vmapping`. SciPy is imported when a function made
-here is first called.
+`fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`, `fgrad.vmapping`. SciPy is imported
+when a function made here is first called.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from . import numpy as fnp
 from .api import grad, jvp, vjp
 from .core import Box, dtype_of, primal, shape_of
 from .jitting import jit
+from .protocols import is_foreign_array
 from .sparsity import SparsityLevel, empty_pattern, sparse_module
 from .tree_util import tree_flatten, tree_unflatten
 from .vmapping import vmap
@@ -66,6 +67,13 @@ def _inputs(args, nums, who):
     values = []
     for k, leaf in enumerate(leaves):
         v = primal(leaf)
+        if is_foreign_array(v):
+            raise TypeError(
+                f"{who}: input {k} (of the arguments at argnums {nums}, flattened) is a "
+                f"{type(v).__module__}.{type(v).__name__} with shape {tuple(shape_of(v))} and "
+                f"dtype {dtype_of(v)}; sparse derivatives are computed on NumPy arrays: pass "
+                "np.asarray(x) (for a Dask array, x.compute()) if it fits in memory"
+            )
         dtype = dtype_of(v)
         if dtype.kind != "f":
             raise TypeError(

@@ -411,6 +411,7 @@ ALLOWED_IMPORTS = {
         "core",
         "jitting",
         "numpy",
+        "protocols",
         "sparsity",
         "tree_util",
         "vmapping",

@@ -403,6 +403,29 @@ def test_errors_say_what_to_do():
         fgrad.sparse_jacobian(lambda x: x * 1j, mode="rev")(np.ones(2))
 
 
+def test_a_dask_array_is_refused_before_it_is_computed():
+    da = pytest.importorskip("dask.array")
+    x = da.ones(4, chunks=2)
+    with pytest.raises(TypeError, match=r"dask.*shape \(4,\).*x.compute\(\)"):
+        fgrad.sparse_jacobian(lambda x: x**2)(x)
+
+
+@pytest.mark.parametrize(
+    "fun, x, want",
+    [
+        (lambda x: x**2, 2.0, [[4.0]]),  # a scalar
+        (lambda x: 3.0, np.ones(2), [[0.0, 0.0]]),  # a constant output
+        (lambda x: x[:0], np.ones(2), np.zeros((0, 2))),  # no output
+        (lambda x: fnp.sum(x), np.zeros(0), np.zeros((1, 0))),  # no input
+        (lambda x: [x, x[::-1]], np.arange(2.0), [[1, 0], [0, 1], [0, 1], [1, 0]]),
+    ],
+    ids=["scalar", "constant", "no-output", "no-input", "list-output"],
+)
+def test_edge_cases(fun, x, want):
+    for mode in ("fwd", "rev"):
+        np.testing.assert_array_equal(fgrad.sparse_jacobian(fun, mode=mode)(x).toarray(), want)
+
+
 def test_a_complex_output_is_pushed_forward():
     fun = lambda x: fnp.exp(1j * x[1:]) * x[:-1]
     _assert_equal_to_jacfwd(fun, np.array([0.1, 0.2, 0.3]))
