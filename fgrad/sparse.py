@@ -260,8 +260,11 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
         c = coloring.column_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
         choices.append(("fwd", c))
     if mode in ("auto", "rev") and not complex_out:
-        c = coloring.row_coloring(pattern, order) if m else _np.zeros(0, _np.int64)
-        choices.append(("rev", c))
+        if mode == "auto" and m == n and (pattern != pattern.T).nnz == 0:
+            pass  # a symmetric pattern: its rows need as many colours as its columns
+        else:
+            c = coloring.row_coloring(pattern, order) if m else _np.zeros(0, _np.int64)
+            choices.append(("rev", c))
     kind, colors = min(choices, key=lambda kc: int(kc[1].max(initial=-1)))  # fwd on ties
     if kind == "fwd":
         return _Plan(pattern, _seeds(colors, n), (colors[cols], rows), _make_pass(fun, nums, kind))
@@ -270,6 +273,12 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
 
 def _hessian_plan(pattern, order, fun, nums):
     n = pattern.shape[0]
+    banded = coloring.banded_coloring(pattern)
+    if banded is not None and banded.max() < 3:
+        # Only a shortcut (a tridiagonal Hessian): three colours read directly, as many as
+        # a star colouring of a path takes, without the greedy pass over the graph.
+        rows, cols = _entries(pattern)
+        return _Plan(pattern, _seeds(banded, n), (banded[cols], rows), _make_pass(fun, nums, "hvp"))
     colors = coloring.star_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
     try:
         _, _, (read_row, read_col) = coloring.star_recovery(pattern, colors)

@@ -150,3 +150,12 @@ def test_largest_first_and_an_unknown_order():
     assert coloring.vertex_order(g.indptr, g.indices, "largest_first")[0] == 0
     with pytest.raises(ValueError, match="order must be one of"):
         coloring.vertex_order(g.indptr, g.indices, "random")
+
+
+def test_a_banded_pattern_as_wide_as_its_fullest_row_is_coloured_without_a_graph():
+    penta = sp.csr_array(sum(np.eye(30, k=k) for k in range(-2, 3)))
+    np.testing.assert_array_equal(coloring.banded_coloring(penta), np.arange(30) % 5)
+    # a band of width 3 whose rows hold at most 2: not known optimal, the greedy pass decides
+    sparse_band = sp.csr_array(np.eye(30) + np.eye(30, k=2))
+    assert coloring.banded_coloring(sparse_band) is None
+    assert coloring.column_coloring(sparse_band).max() + 1 == 2
