@@ -30,7 +30,10 @@ The pattern is global: valid at every input, not only at the one given. `where`,
 computes before it reads any value (a `where` mask that `pad` makes, a sparse matrix it
 multiplies by) is the same at every input, so its zeros count. Python control flow that
 reads a value (`if x > 0`, an index computed by `argmax` or `argsort`) follows the path taken at
-the given input, as under `vmap` and `jit`: the pattern is then the pattern of that path.
+the given input, as under `vmap` and `jit`: the pattern is then the pattern of that path. The
+level counts such reads (`SparsityLevel.reads`, which a comparison's makes too: the mask it
+gives might become an index), so that `fgrad.sparse` knows to find the pattern again at an
+input that may take another path.
 
 SciPy is imported by the first detection, not by `import fgrad`.
 
@@ -120,6 +123,8 @@ def _take_rows(blocks, rows):
         )
         indices = _np.concatenate([b.indices for b in blocks])
     indptr = indptr.astype(_np.int64, copy=False)
+    if len(indptr) == 1:  # no rows to take from: every row asked for is an empty one
+        return empty_pattern(len(rows), n)
     valid = rows >= 0
     r = _np.where(valid, rows, 0)
     lengths = _np.where(valid, indptr[r + 1] - indptr[r], 0)
