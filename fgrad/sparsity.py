@@ -19,6 +19,8 @@ what the primitive's other rules already say, never written one primitive at a t
 - contracts (`matmul` of vectors and matrices): out[i, l] depends on a[i, j] and b[j, l] for
   the j where the other factor is nonzero (a constant factor's zeros count, a traced one's
   do not);
+- blocks (`inv`, `solve`, `eigh`, ... of stacks of matrices): each output element depends on
+  the whole matrix at its place in the stack;
 - dense (`dense_reasons`, which says why for each): every output element depends on every
   element of every traced input. Correct, and coarse: linear algebra, products, FFTs,
   custom rules (whose derivative need not follow the function's structure);
@@ -52,6 +54,7 @@ import numpy as _np
 from . import batching
 from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
 from .numpy import elementwise as _elementwise
+from .numpy import linalg as _linalg
 from .numpy import products as _products
 from .numpy import reductions as _reductions
 from .numpy import shaping as _shaping
@@ -206,11 +209,11 @@ def _matmul_rule(vals, pats, ans, params, fixed):
     """`matmul` of 1-D and 2-D operands: out[i, l] depends on a[i, j] and b[j, l] for each j
     with the other factor nonzero. A constant factor's zeros count when it is a constant of
     every input (`fixed`, as for `where`); a traced factor counts as nonzero everywhere.
-    Stacks of matrices are a dense block (issue 35)."""
+    Stacks of matrices take a block per product (`_leading_axes`), their zeros not counted."""
     a, b = vals
     sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
     if len(sa) > 2 or len(sb) > 2:
-        return _dense(vals, pats, ans, params)
+        return _leading_axes((min(len(sa), 2), min(len(sb), 2)))(vals, pats, ans, params)
     m, k = (1, sa[0]) if len(sa) == 1 else sa
     p = 1 if len(sb) == 1 else sb[1]
     sp = sparse_module()
@@ -368,6 +371,49 @@ def _scans(vals, pats, ans, params):
     return _through(_indicator(rows, cols, (_size(s), _size(s))), p)
 
 
+def _leading_axes(core_ndims: tuple[int, ...]):
+    """The rule of a matrix function over stacks (`inv`, `solve`, `eigh`, ... on arrays of
+    shape (..., n, n)): argument i has `core_ndims[i]` core axes, the leading ones broadcast
+    together, and each output element depends on the whole core block of each traced
+    argument at its place in the stack, and on nothing else (a dense block per matrix)."""
+
+    def rule(vals, pats, ans, params):
+        shapes = [tuple(shape_of(v)) for v in vals]
+        leads = [s[: len(s) - c] for s, c in zip(shapes, core_ndims)]
+        loop = tuple(_np.broadcast_shapes(*leads))
+        parts = []
+        for s, lead, p in zip(shapes, leads, pats):
+            if p is None:
+                continue
+            size, core = _size(s), _size(s[len(lead) :])
+            # the inputs each block of this argument depends on, one row per block
+            blocks = _through(
+                _indicator(
+                    _np.arange(size, dtype=_np.int64) // max(core, 1),
+                    _np.arange(size, dtype=_np.int64),
+                    (_size(lead), size),
+                ),
+                p,
+            )
+            own = _np.arange(_size(lead), dtype=_np.int64).reshape(lead)
+            parts.append(_rows(blocks, _np.broadcast_to(own, loop).ravel()))
+        per_block = _union(parts)
+        outs = ans if type(ans) is tuple else (ans,)
+        made = []
+        for o in outs:
+            per = _size(tuple(shape_of(o))[len(loop) :])
+            made.append(_rows(per_block, _np.repeat(_np.arange(_size(loop)), per)))
+        return tuple(made) if type(ans) is tuple else made[0]
+
+    return rule
+
+
+def _norm_rule(vals, pats, ans, params):
+    """A norm over `axis` (all axes when `flat`): a reduction."""
+    axis = None if params.get("flat") else params.get("axis")
+    return _reduces(vals, pats, ans, {"axis": axis})
+
+
 def _dense(vals, pats, ans, params):
     """Every output element depends on every element of every traced argument."""
     sp = sparse_module()
@@ -451,6 +497,30 @@ rules_by_name: dict[str, tuple[Callable, str]] = {
     "tap_cotangent": (_each_unchanged, "moves"),
 }
 
+# fgrad.numpy.linalg's matrix functions (by primitive: fgrad.scipy.linalg has others of the
+# same names, whose arguments differ).
+for _prim in (
+    _linalg._read_triangle,
+    _linalg._inv_p,
+    _linalg._det_p,
+    _linalg._slogdet_p,
+    _linalg._pinv_p,
+    _linalg._cholesky_p,
+    _linalg._qr_p,
+    _linalg._eigh_p,
+    _linalg._eigvalsh_p,
+    _linalg._eig_p,
+    _linalg._eigvals_p,
+    _linalg._svd_p,
+    _linalg._svdvals_p,
+):
+    rules[_prim] = _leading_axes((2,))
+    _kinds[_prim] = "blocks"
+rules[_linalg._solve_p] = _leading_axes((2, 2))
+_kinds[_linalg._solve_p] = "blocks"
+rules[_linalg._pnorm_p] = _norm_rule
+_kinds[_linalg._pnorm_p] = "reduces"
+
 
 # Primitive name -> why its rule is a dense block. By name, so that the primitives of modules
 # `import fgrad` does not load (fgrad.scipy) are declared here too.
@@ -468,10 +538,10 @@ _declare_dense(
     "operands (a sparse constant operand's zeros are not used yet, issue 35)",
 )
 _declare_dense(
-    "cholesky det eig eigh eigvals eigvalsh hermitian_from_triangle inv pinv qr slogdet solve "
-    "svd svdvals norm expm lu lu_factor schur solve_banded solve_sylvester solve_triangular "
-    "sqrtm triangular_sylvester",
-    "a matrix function or factorisation: each output element depends on the whole matrix",
+    "expm lu lu_factor qr schur solve_banded solve_sylvester solve_triangular sqrtm svd "
+    "triangular_sylvester",
+    "a matrix function or factorisation of scipy.linalg: each output element depends on the "
+    "whole matrix (issue 35: a block per matrix of a stack, as fgrad.numpy.linalg's)",
 )
 _declare_dense(
     "fft rfft irfft convolve convolve2d",
@@ -499,7 +569,7 @@ _declare_dense(
 
 def rule_kind(prim) -> str | None:
     """The kind of `prim`'s sparsity rule ("elementwise", "moves", "adds", "reduces",
-    "scans", "contracts", "dense" or "constant"), or None when it has none."""
+    "scans", "contracts", "blocks", "dense" or "constant"), or None when it has none."""
     if type(prim) is NondiffPrimitive:
         return "constant"
     kind = _kinds.get(prim)

@@ -346,6 +346,25 @@ def test_products_keep_the_zeros_of_a_constant_factor():
     assert fgrad.jacobian_sparsity(read_first)(x).nnz == 25
 
 
+def test_matrix_functions_of_a_stack_take_a_block_per_matrix():
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(3, 2, 2)) + 3.0 * np.eye(2)
+    b = rng.normal(size=(2,))
+    funs = [
+        (lambda a: fnp.linalg.inv(a), np.kron(np.eye(3), np.ones((4, 4)))),
+        (lambda a: fnp.linalg.det(a), np.kron(np.eye(3), np.ones((1, 4)))),
+        (lambda a: fnp.linalg.solve(a, b), np.kron(np.eye(3), np.ones((2, 4)))),
+        (lambda a: fnp.linalg.eigh(a @ fnp.swapaxes(a, -1, -2))[0], None),
+        (lambda a: fnp.linalg.norm(a, axis=(1, 2)), np.kron(np.eye(3), np.ones((1, 4)))),
+    ]
+    for fun, want in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(a))
+        if want is None:
+            want = np.kron(np.eye(3), np.ones((2, 4)))
+        assert (got == want.astype(bool)).all()
+        _assert_equal_to_jacfwd(fun, a)
+
+
 def test_a_dense_rule_is_a_dense_block():
     a = np.array([[2.0, 1.0], [0.5, 3.0]])
     got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.linalg.inv(x))(a))
