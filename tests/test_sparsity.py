@@ -259,6 +259,23 @@ def test_the_hessian_pattern_holds_every_nonzero_of_hessian(row):
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.abs(want).max(initial=0.0))
 
 
+def test_the_check_catches_a_rule_that_drops_a_dependency(monkeypatch):
+    """The containment check above fails for a moves rule that loses the last element."""
+    getitem = fgrad.numpy.shaping._getitem_p
+    right = sparsity.rules[getitem]
+
+    def wrong(vals, pats, ans, params):
+        p = right(vals, pats, ans, params).tolil()
+        p[p.shape[0] - 1, :] = False
+        return p.tocsr()
+
+    monkeypatch.setitem(sparsity.rules, getitem, wrong)
+    f = lambda x: x[1:] * 2.0
+    x = np.arange(1.0, 4.0)
+    pattern = _dense(fgrad.jacobian_sparsity(f)(x))
+    assert ((_flat_jacobian(f, x) != 0) & ~pattern).any()
+
+
 # --- the rules ------------------------------------------------------------------------------------
 
 
