@@ -384,7 +384,11 @@ def sparse_jacobian(
         The order of the greedy colouring.
 
     The pattern and its colouring are found on the first call for each signature of the
-    arguments (shapes and dtypes) and kept; later calls run only the batched pass.
+    arguments differentiated (shapes and dtypes) and values of the others, and kept; later
+    calls run only the batched pass. As for `jit`, `fun` must be pure: an array it reads
+    from outside its arguments (a global, a closure) is taken to stay the same, zeros
+    included (a constant matrix's zeros shape the pattern). Pass such an array as an
+    argument not differentiated if it changes: its values are part of the cache's key.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> f = lambda x: x[1:] ** 2 - x[:-1]
