@@ -16,9 +16,9 @@ what the primitive's other rules already say, never written one primitive at a t
   of which may land on one place;
 - reduces and scans (`sum`, `max`, `prod`, `softmax`, `cumsum`, ...): the union along the axes
   reduced (or the running union along the axis scanned);
-- contracts (`matmul` of vectors and matrices): out[i, l] depends on a[i, j] and b[j, l] for
-  the j where the other factor is nonzero (a constant factor's zeros count, a traced one's
-  do not);
+- contracts (`matmul` of vectors and matrices, `convolve` of sequences): out[i, l] depends
+  on a[i, j] and b[j, l] for the j where the other factor is nonzero (a constant factor's
+  zeros count, a traced one's do not);
 - blocks (`inv`, `solve`, `eigh`, ... of stacks of matrices): each output element depends on
   the whole matrix at its place in the stack;
 - dense (`dense_reasons`, which says why for each): every output element depends on every
@@ -58,6 +58,7 @@ from .numpy import linalg as _linalg
 from .numpy import products as _products
 from .numpy import reductions as _reductions
 from .numpy import shaping as _shaping
+from .numpy import signal as _signal
 from .numpy import statistics as _statistics
 
 __all__ = [
@@ -236,6 +237,35 @@ def _matmul_rule(vals, pats, ans, params, fixed):
 
 
 _matmul_rule.reads_constants = True
+
+
+def _convolve_rule(vals, pats, ans, params, fixed):
+    """The full convolution of two 1-D sequences: out[i + j] depends on a[i] where v[j] is
+    nonzero and on v[j] where a[i] is (the zeros of a constant operand count as `matmul`'s
+    do). Stacks, and pairs with more than 10^7 products, are a dense block (issue 35)."""
+    a, v = vals
+    sa, sv = tuple(shape_of(a)), tuple(shape_of(v))
+    if len(sa) != 1 or len(sv) != 1 or sa[0] * sv[0] > 10**7:
+        return _dense(vals, pats, ans, params)
+    n, m = sa[0], sv[0]
+    i, j = _np.divmod(_np.arange(n * m, dtype=_np.int64), m)
+
+    def nonzero(x, p):
+        if p is not None or not fixed:
+            return _np.ones(len(i), dtype=bool)
+        return (_np.asarray(primal(x)) != 0).ravel()
+
+    parts = []
+    if pats[0] is not None:
+        keep = nonzero(v, pats[1])[j]
+        parts.append(_through(_indicator((i + j)[keep], i[keep], (n + m - 1, n)), pats[0]))
+    if pats[1] is not None:
+        keep = nonzero(a, pats[0])[i]
+        parts.append(_through(_indicator((i + j)[keep], j[keep], (n + m - 1, m)), pats[1]))
+    return _union(parts)
+
+
+_convolve_rule.reads_constants = True
 
 
 def _broadcast_pattern(v, p, shape):
@@ -518,6 +548,8 @@ for _prim in (
     _kinds[_prim] = "blocks"
 rules[_linalg._solve_p] = _leading_axes((2, 2))
 _kinds[_linalg._solve_p] = "blocks"
+rules[_signal._conv_full] = _convolve_rule
+_kinds[_signal._conv_full] = "contracts"
 rules[_linalg._pnorm_p] = _norm_rule
 _kinds[_linalg._pnorm_p] = "reduces"
 

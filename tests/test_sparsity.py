@@ -346,6 +346,8 @@ def test_products_keep_the_zeros_of_a_constant_factor():
         lambda x: (x[:4].reshape(2, 2) @ x[1:].reshape(2, 2)).ravel(),
         lambda x: special.softmax(x.reshape(5, 1) * x[:3], axis=0).ravel(),
         lambda x: special.logsumexp(x.reshape(5, 1) * x[:2], axis=1),
+        lambda x: fnp.convolve(x, np.array([1.0, 0.0, -1.0]), mode="same"),
+        lambda x: fnp.convolve(x[:2], x[2:]),
     ]
     for fun in funs:
         got = _dense(fgrad.jacobian_sparsity(fun)(x))
