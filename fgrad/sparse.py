@@ -20,9 +20,9 @@ pattern is found (a Python branch on a value, a `where` mask, an index from `arg
 have another pattern elsewhere: each call then finds the pattern at its own input again, and
 keeps one colouring while the patterns stay inside the one it was made for.
 
-Imports: `fgrad.api`, `fgrad.coloring`, `fgrad.core`, `fgrad.jitting`, `fgrad.numpy`,
-`fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`, `fgrad.vmapping`. SciPy is imported
-when a function made here is first called.
+Imports: `fgrad.api`, `fgrad.boundary`, `fgrad.coloring`, `fgrad.core`, `fgrad.jitting`,
+`fgrad.numpy`, `fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`, `fgrad.vmapping`.
+SciPy is imported when a function made here is first called.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as _np
 from . import coloring
 from . import numpy as fnp
 from .api import grad, jvp, vjp
+from .boundary import api_boundary
 from .core import Box, dtype_of, primal, shape_of
 from .jitting import jit
 from .protocols import is_foreign_array
@@ -46,6 +47,14 @@ from .vmapping import vmap
 __all__ = ["hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian"]
 
 _MODES = ("auto", "fwd", "rev")
+
+
+def _named(wrapper, fun, transform):
+    """`wrapper`, a transform of `fun`, named after both, behind the API boundary (errors
+    leave without fgrad's frames)."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    wrapper.__name__ = wrapper.__qualname__ = f"{transform}({name})"
+    return api_boundary(wrapper)
 
 
 def _argnums(argnums, n_args: int, who: str) -> tuple[int, ...]:
@@ -131,7 +140,7 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
         values, tree = _inputs(args, nums, "jacobian_sparsity")
         return _detect(fun, args, nums, values, tree)[0]
 
-    return jacobian_sparsity_fun
+    return _named(jacobian_sparsity_fun, fun, "jacobian_sparsity")
 
 
 def _hessian_pattern(fun, args, nums, values, tree):
@@ -162,7 +171,7 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
         values, tree = _inputs(args, nums, "hessian_sparsity")
         return _hessian_pattern(fun, args, nums, values, tree)[0]
 
-    return hessian_sparsity_fun
+    return _named(hessian_sparsity_fun, fun, "hessian_sparsity")
 
 
 # --- evaluation -----------------------------------------------------------------------------------
@@ -425,7 +434,7 @@ def sparse_jacobian(
             plans[key] = (plan, recheck)
         return plan(args)
 
-    return sparse_jacobian_fun
+    return _named(sparse_jacobian_fun, fun, "sparse_jacobian")
 
 
 def sparse_hessian(
@@ -475,4 +484,4 @@ def sparse_hessian(
             plans[key] = (plan, recheck)
         return plan(args)
 
-    return sparse_hessian_fun
+    return _named(sparse_hessian_fun, fun, "sparse_hessian")

@@ -407,6 +407,7 @@ ALLOWED_IMPORTS = {
     "coloring.py": set(),
     "sparse.py": {
         "api",
+        "boundary",
         "coloring",
         "core",
         "jitting",
