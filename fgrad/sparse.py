@@ -231,22 +231,26 @@ def _seeds(colors, size):
 class _Plan:
     """A pattern with its colouring, seeds and recovery, and the batched pass that fills it."""
 
-    __slots__ = ("cols", "pass_", "pattern", "read_at", "seeds")
+    __slots__ = ("across", "pass_", "pattern", "read_at", "seeds", "who")
 
-    def __init__(self, pattern, seeds, read_at, pass_):
+    def __init__(self, pattern, seeds, read_at, pass_, across, who):
         self.pattern = pattern
         self.seeds = seeds
         self.read_at = read_at  # (row, col) of each nonzero's value in the compressed result
         self.pass_ = pass_
+        self.across = across  # the compressed result's length along its second axis
+        self.who = who
 
     def __call__(self, args):
         sp = sparse_module()
         p = self.pattern
         if self.seeds.shape[0] == 0:
-            compressed = _np.zeros((0, 0))
             data = _np.zeros(p.nnz)
         else:
             compressed = _np.asarray(primal(self.pass_(self.seeds, *args)))
+            if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
+                shape = (compressed.shape[1], p.shape[1])
+                _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
             data = compressed[self.read_at]
         return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
@@ -275,9 +279,10 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
             c = coloring.row_coloring(pattern, order) if m else _np.zeros(0, _np.int64)
             choices.append(("rev", c))
     kind, colors = min(choices, key=lambda kc: int(kc[1].max(initial=-1)))  # fwd on ties
+    pass_ = _make_pass(fun, nums, kind)
     if kind == "fwd":
-        return _Plan(pattern, _seeds(colors, n), (colors[cols], rows), _make_pass(fun, nums, kind))
-    return _Plan(pattern, _seeds(colors, m), (colors[rows], cols), _make_pass(fun, nums, kind))
+        return _Plan(pattern, _seeds(colors, n), (colors[cols], rows), pass_, m, "sparse_jacobian")
+    return _Plan(pattern, _seeds(colors, m), (colors[rows], cols), pass_, n, "sparse_jacobian")
 
 
 def _hessian_plan(pattern, order, fun, nums):
@@ -287,7 +292,8 @@ def _hessian_plan(pattern, order, fun, nums):
         # Only a shortcut (a tridiagonal Hessian): three colours read directly, as many as
         # a star colouring of a path takes, without the greedy pass over the graph.
         rows, cols = _entries(pattern)
-        return _Plan(pattern, _seeds(banded, n), (banded[cols], rows), _make_pass(fun, nums, "hvp"))
+        read_at = (banded[cols], rows)
+        return _Plan(pattern, _seeds(banded, n), read_at, _make_pass(fun, nums, "hvp"), n, "")
     colors = coloring.star_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
     try:
         _, _, (read_row, read_col) = coloring.star_recovery(pattern, colors)
@@ -295,7 +301,8 @@ def _hessian_plan(pattern, order, fun, nums):
         colors = coloring.column_coloring(pattern, order)
         rows, cols = _entries(pattern)
         read_row, read_col = rows, colors[cols]
-    return _Plan(pattern, _seeds(colors, n), (read_col, read_row), _make_pass(fun, nums, "hvp"))
+    read_at = (read_col, read_row)
+    return _Plan(pattern, _seeds(colors, n), read_at, _make_pass(fun, nums, "hvp"), n, "")
 
 
 def _given_pattern(sparsity, who):

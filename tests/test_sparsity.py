@@ -428,6 +428,12 @@ def test_a_given_pattern_is_used_and_checked():
     np.testing.assert_allclose(got.toarray(), _flat_jacobian(tridiagonal_residual, x))
     with pytest.raises(ValueError, match=r"sparsity has shape \(6, 6\).*\(6, 7\)"):
         fgrad.sparse_jacobian(tridiagonal_residual, sparsity=pattern)(np.ones(7))
+    # a pattern with the wrong number of outputs is refused, never read from
+    f = lambda x: x[1:] * x[:-1]
+    with pytest.raises(ValueError, match=r"sparsity has shape \(2, 4\).*\(3, 4\)"):
+        fgrad.sparse_jacobian(f, sparsity=np.ones((2, 4)), mode="fwd")(np.ones(4))
+    with pytest.raises(ValueError, match=r"shape \(4,\).*shape \(3,\)"):
+        fgrad.sparse_jacobian(f, sparsity=np.ones((4, 4)), mode="rev")(np.ones(4))
 
 
 def test_errors_say_what_to_do():
