@@ -16,7 +16,7 @@ what the primitive's other rules already say, never written one primitive at a t
   of which may land on one place;
 - reduces and scans (`sum`, `max`, `prod`, `softmax`, `cumsum`, ...): the union along the axes
   reduced (or the running union along the axis scanned);
-- contracts (`matmul` of vectors and matrices, `convolve` of sequences): out[i, l] depends
+- contracts (`matmul` of vectors and matrices, `einsum`, `convolve` of sequences): out[i, l] depends
   on a[i, j] and b[j, l] for the j where the other factor is nonzero (a constant factor's
   zeros count, a traced one's do not);
 - blocks (`inv`, `solve`, `eigh`, ... of stacks of matrices): each output element depends on
@@ -266,6 +266,62 @@ def _convolve_rule(vals, pats, ans, params, fixed):
 
 
 _convolve_rule.reads_constants = True
+
+
+def _einsum_rule(vals, pats, ans, params, fixed):
+    """`einsum` with explicit subscripts: an output element depends on an element of a traced
+    operand when some assignment of the letters matching both makes every other operand
+    nonzero (a traced one, or a constant computed after a value was read, counts as nonzero
+    everywhere). Worked out on a boolean tensor over the letters of the output and of that
+    operand; past 10^7 entries, a dense block."""
+    subscripts = params["subscripts"]
+    if "..." in subscripts or "->" not in subscripts:
+        return _dense(vals, pats, ans, params)
+    ins, out = subscripts.split("->")
+    terms = ins.split(",")
+    shapes = [tuple(shape_of(v)) for v in vals]
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, shapes):
+        for c, n in zip(term, shape):
+            sizes[c] = max(sizes.get(c, 1), n)
+    masks = [
+        _np.ones(shape, dtype=bool) if p is not None or not fixed else _np.asarray(primal(v)) != 0
+        for v, p, shape in zip(vals, pats, shapes)
+    ]
+    out_shape = tuple(sizes[c] for c in out)
+    parts = []
+    for k, p in enumerate(pats):
+        if p is None:
+            continue
+        letters = "".join(dict.fromkeys(out + terms[k]))
+        if math.prod(sizes[c] for c in letters) > 10**7:
+            return _dense(vals, pats, ans, params)
+        # together[assignment of `letters`]: the other operands are all nonzero there
+        operands, subs = [], []
+        for j, (term, mask) in enumerate(zip(terms, masks)):
+            if j != k:
+                operands.append(mask.astype(_np.float64))
+                subs.append(term)
+        for c in letters:  # a letter no other operand has: any value (all ones)
+            if not any(c in t for t in subs):
+                operands.append(_np.ones(sizes[c]))
+                subs.append(c)
+        together = _np.einsum(",".join(subs) + "->" + letters, *operands) != 0
+        coords = dict(zip(letters, _np.nonzero(together)))
+        o = _np.ravel_multi_index([coords[c] for c in out], out_shape) if out else None
+        own = [
+            coords[c] if n == sizes[c] else _np.zeros_like(coords[c])  # a broadcast axis
+            for c, n in zip(terms[k], shapes[k])
+        ]
+        e = _np.ravel_multi_index(own, shapes[k]) if own else _np.zeros_like(coords[letters[0]])
+        if o is None:
+            o = _np.zeros_like(e)
+        size_k = _size(shapes[k])
+        parts.append(_through(_indicator(o, e, (_size(out_shape), size_k)), p))
+    return _union(parts)
+
+
+_einsum_rule.reads_constants = True
 
 
 def _broadcast_pattern(v, p, shape):
@@ -548,6 +604,8 @@ for _prim in (
     _kinds[_prim] = "blocks"
 rules[_linalg._solve_p] = _leading_axes((2, 2))
 _kinds[_linalg._solve_p] = "blocks"
+rules[_products._einsum_p] = _einsum_rule
+_kinds[_products._einsum_p] = "contracts"
 rules[_signal._conv_full] = _convolve_rule
 _kinds[_signal._conv_full] = "contracts"
 rules[_linalg._pnorm_p] = _norm_rule
@@ -565,7 +623,7 @@ def _declare_dense(names: str, reason: str) -> None:
 
 
 _declare_dense(
-    "einsum matvec vecmat vecdot",
+    "matvec vecmat vecdot",
     "a product sums over a contracted axis: every output depends on every element of both "
     "operands (a sparse constant operand's zeros are not used yet, issue 35)",
 )

@@ -348,6 +348,10 @@ def test_products_keep_the_zeros_of_a_constant_factor():
         lambda x: special.logsumexp(x.reshape(5, 1) * x[:2], axis=1),
         lambda x: fnp.convolve(x, np.array([1.0, 0.0, -1.0]), mode="same"),
         lambda x: fnp.convolve(x[:2], x[2:]),
+        lambda x: fnp.tensordot(a, x, 1),
+        lambda x: fnp.einsum("ii->i", fnp.outer(x, x[::-1])),
+        lambda x: fnp.einsum("bij,bj->bi", fnp.stack([a, 2.0 * a]), fnp.stack([x, x**2])),
+        lambda x: fnp.einsum("i,ij,j->", x, a, x),
     ]
     for fun in funs:
         got = _dense(fgrad.jacobian_sparsity(fun)(x))
