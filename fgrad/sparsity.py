@@ -16,9 +16,9 @@ what the primitive's other rules already say, never written one primitive at a t
   of which may land on one place;
 - reduces and scans (`sum`, `max`, `prod`, `softmax`, `cumsum`, ...): the union along the axes
   reduced (or the running union along the axis scanned);
-- contracts (`matmul` of vectors and matrices, `einsum`, `convolve` of sequences): out[i, l] depends
-  on a[i, j] and b[j, l] for the j where the other factor is nonzero (a constant factor's
-  zeros count, a traced one's do not);
+- contracts (`matmul`, `einsum`, `matvec`, `vecdot`, `convolve` of sequences): out[i, l]
+  depends on a[i, j] and b[j, l] for the j where the other factor may be nonzero (its zeros
+  count where they are constants of every input: `_may_be_nonzero`);
 - blocks (`inv`, `solve`, `eigh`, ... of stacks of matrices): each output element depends on
   the whole matrix at its place in the stack;
 - dense (`dense_reasons`, which says why for each): every output element depends on every
@@ -206,10 +206,23 @@ def _where_rule(vals, pats, ans, params, fixed):
 _where_rule.reads_constants = True
 
 
+def _may_be_nonzero(v, pattern, fixed):
+    """Which elements of a factor may be nonzero at some input (flat): all, unless `fixed`
+    (no value was read yet); then a constant's zeros, and a traced value's zeros where it
+    depends on no input (such an element is a constant too), are zeros everywhere."""
+    size = _size(tuple(shape_of(v)))
+    if not fixed:
+        return _np.ones(size, dtype=bool)
+    nonzero = _np.asarray(primal(v)).ravel() != 0
+    if pattern is not None:
+        nonzero = nonzero | (_np.diff(pattern.indptr) > 0)
+    return nonzero
+
+
 def _matmul_rule(vals, pats, ans, params, fixed):
     """`matmul` of 1-D and 2-D operands: out[i, l] depends on a[i, j] and b[j, l] for each j
-    with the other factor nonzero. A constant factor's zeros count when it is a constant of
-    every input (`fixed`, as for `where`); a traced factor counts as nonzero everywhere.
+    with the other factor nonzero. A factor's zeros count where they are constants of every
+    input (`_may_be_nonzero`).
     Stacks of matrices take a block per product (`_leading_axes`), their zeros not counted."""
     a, b = vals
     sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
@@ -219,18 +232,16 @@ def _matmul_rule(vals, pats, ans, params, fixed):
     p = 1 if len(sb) == 1 else sb[1]
     sp = sparse_module()
 
-    def mask(v, shape, traced):
-        if traced or not fixed:
-            return _np.ones(shape, dtype=_np.int8)
-        return (_np.asarray(primal(v)) != 0).reshape(shape).astype(_np.int8)
+    def mask(v, shape, pattern):
+        return _may_be_nonzero(v, pattern, fixed).reshape(shape).astype(_np.int8)
 
     parts = []
     if pats[0] is not None:  # row (i, l), column (i, j): b[j, l] != 0
-        b_mask = mask(b, (k, p), pats[1] is not None)
+        b_mask = mask(b, (k, p), pats[1])
         moved = sp.kron(sp.eye_array(m, dtype=_np.int8), sp.csr_array(b_mask.T), format="csr")
         parts.append(_through(moved, pats[0]))
     if pats[1] is not None:  # row (i, l), column (j, l): a[i, j] != 0
-        a_mask = mask(a, (m, k), pats[0] is not None)
+        a_mask = mask(a, (m, k), pats[0])
         moved = sp.kron(sp.csr_array(a_mask), sp.eye_array(p, dtype=_np.int8), format="csr")
         parts.append(_through(moved, pats[1]))
     return _union(parts)
@@ -241,8 +252,8 @@ _matmul_rule.reads_constants = True
 
 def _convolve_rule(vals, pats, ans, params, fixed):
     """The full convolution of two 1-D sequences: out[i + j] depends on a[i] where v[j] is
-    nonzero and on v[j] where a[i] is (the zeros of a constant operand count as `matmul`'s
-    do). Stacks, and pairs with more than 10^7 products, are a dense block (issue 35)."""
+    possibly nonzero and on v[j] where a[i] is (`_may_be_nonzero`). Stacks, and pairs with
+    more than 10^7 products, are a dense block (issue 35)."""
     a, v = vals
     sa, sv = tuple(shape_of(a)), tuple(shape_of(v))
     if len(sa) != 1 or len(sv) != 1 or sa[0] * sv[0] > 10**7:
@@ -251,9 +262,7 @@ def _convolve_rule(vals, pats, ans, params, fixed):
     i, j = _np.divmod(_np.arange(n * m, dtype=_np.int64), m)
 
     def nonzero(x, p):
-        if p is not None or not fixed:
-            return _np.ones(len(i), dtype=bool)
-        return (_np.asarray(primal(x)) != 0).ravel()
+        return _may_be_nonzero(x, p, fixed)
 
     parts = []
     if pats[0] is not None:
@@ -271,9 +280,8 @@ _convolve_rule.reads_constants = True
 def _einsum_rule(vals, pats, ans, params, fixed):
     """`einsum` with explicit subscripts: an output element depends on an element of a traced
     operand when some assignment of the letters matching both makes every other operand
-    nonzero (a traced one, or a constant computed after a value was read, counts as nonzero
-    everywhere). Worked out on a boolean tensor over the letters of the output and of that
-    operand; past 10^7 entries, a dense block."""
+    possibly nonzero (`_may_be_nonzero`). Worked out on a boolean tensor over the letters of
+    the output and of that operand; past 10^7 entries, a dense block."""
     subscripts = params["subscripts"]
     if "..." in subscripts or "->" not in subscripts:
         return _dense(vals, pats, ans, params)
@@ -284,9 +292,9 @@ def _einsum_rule(vals, pats, ans, params, fixed):
     for term, shape in zip(terms, shapes):
         for c, n in zip(term, shape):
             sizes[c] = max(sizes.get(c, 1), n)
-    masks = [
-        _np.ones(shape, dtype=bool) if p is not None or not fixed else _np.asarray(primal(v)) != 0
-        for v, p, shape in zip(vals, pats, shapes)
+    masks = [  # at each letter's full length (an axis of length 1 broadcasts)
+        _np.broadcast_to(_may_be_nonzero(v, p, fixed).reshape(shape), tuple(sizes[c] for c in term))
+        for v, p, term, shape in zip(vals, pats, terms, shapes)
     ]
     out_shape = tuple(sizes[c] for c in out)
     parts = []
@@ -322,6 +330,31 @@ def _einsum_rule(vals, pats, ans, params, fixed):
 
 
 _einsum_rule.reads_constants = True
+
+
+def _gufunc_product(cores: tuple[int, int], subscripts: str):
+    """`matvec`, `vecmat`, `vecdot`: NumPy gufuncs over leading axes that broadcast, whose
+    core is the einsum `subscripts` (letters from "ijk"); the leading axes get letters of
+    their own and the einsum rule does the rest."""
+
+    def rule(vals, pats, ans, params, fixed):
+        shapes = [tuple(shape_of(v)) for v in vals]
+        leads = [s[: len(s) - c] for s, c in zip(shapes, cores)]
+        rank = max(len(lead) for lead in leads)
+        if rank > 20:
+            return _dense(vals, pats, ans, params)
+        letters = "abcdefghlmnopqrstuvw"[:rank]
+        ins, out = subscripts.split("->")
+        terms = [letters + t for t in ins.split(",")]
+        padded = [  # leading axes of length 1 in front: the same elements in the same order
+            _np.reshape(primal(v), (1,) * (rank - len(lead)) + s)
+            for v, s, lead in zip(vals, shapes, leads)
+        ]
+        einsum_params = {"subscripts": ",".join(terms) + "->" + letters + out}
+        return _einsum_rule(padded, pats, ans, einsum_params, fixed)
+
+    rule.reads_constants = True
+    return rule
 
 
 def _broadcast_pattern(v, p, shape):
@@ -606,6 +639,15 @@ rules[_linalg._solve_p] = _leading_axes((2, 2))
 _kinds[_linalg._solve_p] = "blocks"
 rules[_products._einsum_p] = _einsum_rule
 _kinds[_products._einsum_p] = "contracts"
+for _name, _cores, _subscripts in (
+    ("_vecdot_p", (1, 1), "j,j->"),
+    ("_matvec_p", (2, 1), "ij,j->i"),
+    ("_vecmat_p", (1, 2), "j,jk->k"),
+):
+    _prim = getattr(_products, _name, None)  # matvec and vecmat: NumPy >= 2.2
+    if _prim is not None:
+        rules[_prim] = _gufunc_product(_cores, _subscripts)
+        _kinds[_prim] = "contracts"
 rules[_signal._conv_full] = _convolve_rule
 _kinds[_signal._conv_full] = "contracts"
 rules[_linalg._pnorm_p] = _norm_rule
@@ -622,11 +664,6 @@ def _declare_dense(names: str, reason: str) -> None:
         dense_reasons[name] = reason
 
 
-_declare_dense(
-    "matvec vecmat vecdot",
-    "a product sums over a contracted axis: every output depends on every element of both "
-    "operands (a sparse constant operand's zeros are not used yet, issue 35)",
-)
 _declare_dense(
     "expm lu lu_factor qr schur solve_banded solve_sylvester solve_triangular sqrtm svd "
     "triangular_sylvester",

@@ -358,7 +358,11 @@ def test_products_keep_the_zeros_of_a_constant_factor():
         lambda x: fnp.einsum("ii->i", fnp.outer(x, x[::-1])),
         lambda x: fnp.einsum("bij,bj->bi", fnp.stack([a, 2.0 * a]), fnp.stack([x, x**2])),
         lambda x: fnp.einsum("i,ij,j->", x, a, x),
+        lambda x: fnp.vecdot(fnp.reshape(fnp.concatenate([x, x]), (2, 5)), x),
+        lambda x: fnp.concatenate([x[:2], np.zeros(2)]).reshape(2, 2) @ x[2:4],
     ]
+    if hasattr(np, "matvec"):  # NumPy >= 2.2
+        funs += [lambda x: fnp.matvec(a, x), lambda x: fnp.vecmat(x, a)]
     for fun in funs:
         got = _dense(fgrad.jacobian_sparsity(fun)(x))
         want = np.zeros_like(got)
