@@ -615,6 +615,14 @@ rules_by_name: dict[str, tuple[Callable, str]] = {
     "logsumexp": (_logsumexp_rule, "reduces"),
     "tap_cotangent": (_each_unchanged, "moves"),
 }
+# scipy.special's functions of x with a constant order (a parameter that broadcasts against x
+# as a ufunc's argument): elementwise in x.
+rules_by_name.update(
+    {
+        name: (_elementwise_rule, "elementwise")
+        for name in "bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n".split()
+    }
+)
 
 # fgrad.numpy.linalg's matrix functions (by primitive: fgrad.scipy.linalg has others of the
 # same names, whose arguments differ).
@@ -678,11 +686,6 @@ _declare_dense(
 _declare_dense(
     "linspace unwrap bincount histogram",
     "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
-)
-_declare_dense(
-    "bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n",
-    "a scipy.special function with an axis or order argument: declared dense until its "
-    "structure is derived (issue 35)",
 )
 _declare_dense(
     "custom_jvp_call custom_vjp_call",
