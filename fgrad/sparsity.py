@@ -614,6 +614,8 @@ rules_by_name: dict[str, tuple[Callable, str]] = {
     "log_softmax": (_lanes, "reduces"),
     "logsumexp": (_logsumexp_rule, "reduces"),
     "tap_cotangent": (_each_unchanged, "moves"),
+    # the multiples of the period it adds are constants: its derivative is the identity
+    "unwrap": (_astype_rule, "elementwise"),
 }
 # scipy.special's functions of x with a constant order (a parameter that broadcasts against x
 # as a ufunc's argument): elementwise in x.
@@ -684,7 +686,7 @@ _declare_dense(
     "for convolutions with a short kernel)",
 )
 _declare_dense(
-    "linspace unwrap bincount histogram",
+    "linspace bincount histogram",
     "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
 )
 _declare_dense(
