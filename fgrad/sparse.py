@@ -136,6 +136,7 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
     """
 
     def jacobian_sparsity_fun(*args):
+        _refuse_traced(args, "jacobian_sparsity")
         nums = _argnums(argnums, len(args), "jacobian_sparsity")
         values, tree = _inputs(args, nums, "jacobian_sparsity")
         return _detect(fun, args, nums, values, tree)[0]
@@ -167,6 +168,7 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
     """
 
     def hessian_sparsity_fun(*args):
+        _refuse_traced(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
         return _hessian_pattern(fun, args, nums, values, tree)[0]
@@ -326,13 +328,9 @@ def _check_shape(pattern, shape, who):
         )
 
 
-def _key(args, nums, who):
-    """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and the
-    values of the others (a pattern may depend on them: an index array, a mask)."""
-    parts = []
+def _refuse_traced(args, who):
     for i, a in enumerate(args):
-        leaves, tree = tree_flatten(a)
-        for leaf in leaves:
+        for leaf in tree_flatten(a)[0]:
             if type(leaf) is Box:
                 raise TypeError(
                     f"{who}: argument {i} is a value traced by a transform (grad, vmap, jit) "
@@ -340,6 +338,15 @@ def _key(args, nums, who):
                     "scipy.sparse result cannot carry its derivative or batch. Call it "
                     "outside the transform, or use jacfwd/hessian there"
                 )
+
+
+def _key(args, nums, who):
+    """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and the
+    values of the others (a pattern may depend on them: an index array, a mask)."""
+    _refuse_traced(args, who)
+    parts = []
+    for i, a in enumerate(args):
+        leaves, tree = tree_flatten(a)
         if i in nums:
             parts.append((tree, tuple((tuple(shape_of(v)), str(dtype_of(v))) for v in leaves)))
         else:

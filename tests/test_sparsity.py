@@ -505,7 +505,16 @@ def test_the_values_of_the_other_arguments_are_part_of_the_key():
         np.testing.assert_array_equal(jac(x, idx).toarray(), want)
 
 
-def test_inside_a_transform_it_refuses():
-    jac = fgrad.sparse_jacobian(lambda x: x**2)
+@pytest.mark.parametrize(
+    "make", [fgrad.sparse_jacobian, fgrad.jacobian_sparsity, fgrad.sparse_hessian]
+)
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jit"])
+def test_inside_a_transform_it_refuses(make, transform):
+    inner = make(lambda x: fnp.sum(x**3))
     with pytest.raises(TypeError, match=r"argument 0 is a value traced.*shape \(2,\)"):
-        fgrad.grad(lambda x: jac(x).sum())(np.ones(2))
+        if transform == "grad":
+            fgrad.grad(lambda x: inner(x).sum())(np.ones(2))
+        elif transform == "vmap":
+            fgrad.vmap(inner)(np.ones((3, 2)))
+        else:
+            fgrad.jit(inner)(np.ones(2))
