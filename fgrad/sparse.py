@@ -213,11 +213,13 @@ def _make_pass(fun, nums, kind):
         shapes = [tuple(shape_of(v)) for v in values]
         flat = _flat_function(fun, args, nums, tree, shapes)
         x0 = _joined(args, nums)
+        if kind == "rev":  # the seeds are cotangents of the output, in its dtype
+            out, pull = vjp(lambda v: _raveled(flat(v)), x0)
+            seeds = fnp.astype(seeds, dtype_of(out))
+            return vmap(lambda w: pull(w)[0])(seeds)
+        seeds = fnp.astype(seeds, dtype_of(x0))  # tangents of the input, in its dtype
         if kind == "fwd":
             return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(seeds)
-        if kind == "rev":
-            pull = vjp(lambda v: _raveled(flat(v)), x0)[1]
-            return vmap(lambda w: pull(w)[0])(seeds)
         return vmap(lambda s: jvp(grad(flat), (x0,), (s,))[1])(seeds)
 
     return jit(compressed)

@@ -518,3 +518,15 @@ def test_inside_a_transform_it_refuses(make, transform):
             fgrad.vmap(inner)(np.ones((3, 2)))
         else:
             fgrad.jit(inner)(np.ones(2))
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_float32_stays_float32(mode):
+    x = np.linspace(1.0, 2.0, 5, dtype=np.float32)
+    got = fgrad.sparse_jacobian(tridiagonal_residual, mode=mode)(x)
+    want = fgrad.jacfwd(tridiagonal_residual)(x)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got.toarray(), want)
+    hes = fgrad.sparse_hessian(rosenbrock)(x)
+    assert hes.dtype == np.float32
+    np.testing.assert_allclose(hes.toarray(), fgrad.hessian(rosenbrock)(x), rtol=1e-6)
