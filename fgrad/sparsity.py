@@ -24,6 +24,7 @@ what the primitive's other rules already say, never written one primitive at a t
 - dense (`dense_reasons`, which says why for each): every output element depends on every
   element of every traced input. Correct, and coarse: linear algebra, products, FFTs,
   custom rules (whose derivative need not follow the function's structure);
+- traced (`checkpoint`): its function runs on this level's boxes;
 - constant: the operations without a derivative (comparisons, `floor`, `argmax`, ...) give
   constants, which depend on nothing.
 
@@ -693,15 +694,12 @@ _declare_dense(
     "custom_jvp_call custom_vjp_call",
     "a custom rule's derivative need not follow the structure of the function it replaces",
 )
-_declare_dense(
-    "checkpoint",
-    "its function runs inside the primitive, out of this level's sight (issue 35: trace it)",
-)
 
 
 def rule_kind(prim) -> str | None:
     """The kind of `prim`'s sparsity rule ("elementwise", "moves", "adds", "reduces",
-    "scans", "contracts", "blocks", "dense" or "constant"), or None when it has none."""
+    "scans", "contracts", "blocks", "traced", "dense" or "constant"), or None when it has
+    none."""
     if type(prim) is NondiffPrimitive:
         return "constant"
     kind = _kinds.get(prim)
@@ -709,6 +707,8 @@ def rule_kind(prim) -> str | None:
         return kind
     if prim.name in rules_by_name:
         return rules_by_name[prim.name][1]
+    if prim.name == "checkpoint":
+        return "traced"
     if getattr(batching.rules.get(prim), "elementwise", False) and not prim.multiple_results:
         return "elementwise"
     if prim.name in dense_reasons:
@@ -725,6 +725,8 @@ def _rule_of(prim) -> Callable:
     kind = rule_kind(prim)
     if kind == "elementwise":
         return _elementwise_rule
+    if kind == "traced":
+        raise AssertionError("a traced primitive runs its function in SparsityLevel.process")
     if kind == "dense":
         return _dense
     raise NotImplementedError(
@@ -768,6 +770,10 @@ class SparsityLevel(Level):
                 pats.append(None)
         if type(prim) is NondiffPrimitive:  # a constant (NondiffPrimitive reads values first)
             return prim.impl(*[primal(v) for v in vals], **params)
+        if prim.name == "checkpoint" and "call" in params:
+            # Its derivative is its function's: the function runs here on this level's boxes
+            # (as `vmap` runs it on its own), and its outputs carry their patterns.
+            return tuple(params["call"].run(list(args), ()))
         ans = bind(prim, tuple(vals), params)
         rule = _rule_of(prim)
         if getattr(rule, "reads_constants", False):

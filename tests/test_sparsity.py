@@ -398,6 +398,18 @@ def test_matrix_functions_of_a_stack_take_a_block_per_matrix():
         _assert_equal_to_jacfwd(fun, a)
 
 
+def test_a_checkpointed_function_is_traced_through():
+    x = np.linspace(0.1, 1.0, 5)
+
+    def f(x):
+        return fgrad.checkpoint(lambda y: y[1:] * y[:-1] * x[0])(x)
+
+    want = np.eye(4, 5, dtype=bool) | np.eye(4, 5, k=1, dtype=bool)
+    want[:, 0] = True  # x[0], a free variable of the checkpointed function
+    assert (_dense(fgrad.jacobian_sparsity(f)(x)) == want).all()
+    _assert_equal_to_jacfwd(f, x)
+
+
 def test_a_dense_rule_is_a_dense_block():
     a = np.array([[2.0, 1.0], [0.5, 3.0]])
     got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.linalg.inv(x))(a))
