@@ -14,8 +14,8 @@ what the primitive's other rules already say, never written one primitive at a t
   from;
 - adds (`scatter_add`, `index_add`): x plus elements of v moved to the indexed places, several
   of which may land on one place;
-- reduces and scans (`sum`, `max`, `prod`, `softmax`, `cumsum`, ...): the union along the axes
-  reduced (or the running union along the axis scanned);
+- reduces and scans (`sum`, `max`, `prod`, `softmax`, the FFTs, `cumsum`, ...): the union
+  along the axes reduced or transformed (or the running union along the axis scanned);
 - contracts (`matmul`, `einsum`, `matvec`, `vecdot`, `convolve` of sequences): out[i, l]
   depends on a[i, j] and b[j, l] for the j where the other factor may be nonzero (its zeros
   count where they are constants of every input: `_may_be_nonzero`);
@@ -55,6 +55,7 @@ import numpy as _np
 from . import batching
 from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
 from .numpy import elementwise as _elementwise
+from .numpy import fft as _fft
 from .numpy import linalg as _linalg
 from .numpy import products as _products
 from .numpy import reductions as _reductions
@@ -528,6 +529,19 @@ def _leading_axes(core_ndims: tuple[int, ...]):
     return rule
 
 
+def _along_axis(vals, pats, ans, params):
+    """A transform along `axis` (the FFTs): each output element depends on the whole lane of
+    the input along that axis at its place (the lane's length may change)."""
+    s = tuple(shape_of(vals[0]))
+    axis = params["axis"] % len(s)
+    lane = _reduces(vals, pats, ans, {"axis": (axis,)})  # one row per lane
+    out_shape = list(tuple(shape_of(ans)))
+    out_shape[axis] = 1
+    kept = tuple(out_shape)
+    out_of = _np.arange(_size(kept), dtype=_np.int64).reshape(kept)
+    return _rows(lane, _np.broadcast_to(out_of, tuple(shape_of(ans))).ravel())
+
+
 def _norm_rule(vals, pats, ans, params):
     """A norm over `axis` (all axes when `flat`): a reduction."""
     axis = None if params.get("flat") else params.get("axis")
@@ -662,6 +676,9 @@ for _name, _cores, _subscripts in (
 rules[_signal._conv_full] = _convolve_rule
 _kinds[_signal._conv_full] = "contracts"
 rules[_linalg._pnorm_p] = _norm_rule
+for _prim in (_fft._c2c_p, _fft._rfft_p, _fft._irfft_p):
+    rules[_prim] = _along_axis
+    _kinds[_prim] = "reduces"
 _kinds[_linalg._pnorm_p] = "reduces"
 
 
@@ -682,9 +699,9 @@ _declare_dense(
     "whole matrix (issue 35: a block per matrix of a stack, as fgrad.numpy.linalg's)",
 )
 _declare_dense(
-    "fft rfft irfft convolve convolve2d",
-    "a transform or convolution mixes the elements along its axes (issue 35: a banded rule "
-    "for convolutions with a short kernel)",
+    "convolve convolve2d",
+    "scipy.signal's convolutions mix the elements along their axes (issue 35: a banded rule "
+    "for a short kernel, as fgrad.numpy.convolve's)",
 )
 _declare_dense(
     "linspace bincount histogram",

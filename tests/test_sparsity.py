@@ -398,6 +398,14 @@ def test_matrix_functions_of_a_stack_take_a_block_per_matrix():
         _assert_equal_to_jacfwd(fun, a)
 
 
+def test_an_fft_mixes_each_lane_only():
+    x = np.random.default_rng(5).normal(size=(3, 4))
+    got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.abs(fnp.fft.rfft(x, axis=1)))(x))
+    assert (got == np.kron(np.eye(3), np.ones((3, 4))).astype(bool)).all()
+    got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.fft.irfft(x, axis=0))(x))
+    assert got.shape == (16, 12) and got.sum() == 16 * 3  # each output: its column's 3
+
+
 def test_a_checkpointed_function_is_traced_through():
     x = np.linspace(0.1, 1.0, 5)
 
