@@ -101,20 +101,47 @@ def _with_inputs(args, nums, tree, leaves):
     return full
 
 
+def _is_number_leaf(v) -> bool:
+    """Whether a leaf of an argument not differentiated is a float or complex number (a
+    Python or NumPy scalar, or an array of one element): such a leaf (a time, a step, a
+    parameter) takes part in the detection as a value that may change (`_detect`). Larger
+    arrays (a matrix, a mask) are constants of the plan: their values are part of its key,
+    and their zeros count."""
+    if type(v) is float or type(v) is complex:
+        return True
+    dtype = getattr(v, "dtype", None)
+    return isinstance(v, (_np.ndarray, _np.generic)) and dtype.kind in "fc" and v.size == 1
+
+
 def _detect(fun, args, nums, values, tree):
     """(pattern, reads, complex_out): the pattern of fun's flat outputs in its flat inputs,
     whether the traced code read values (then the pattern may hold on this path only), and
-    whether an output is complex."""
+    whether an output is complex.
+
+    The float numbers among the arguments not differentiated (`_is_number_leaf`) are boxes
+    too, whose elements depend on one more input, column n, which stands for "a value that
+    may change from call to call": what is computed from them is not a constant (its zeros do
+    not count, `sparsity._may_be_nonzero`), a read of them counts as a read, and so they need
+    not be part of the cache's key (a time that changes at every call does not make a plan
+    per call). Column n is dropped at the end.
+    """
     sp = sparse_module()
     n = sum(v.size for v in values)
-    with SparsityLevel(n) as level:
+    with SparsityLevel(n + 1) as level:
         boxes, offset = [], 0
         for v in values:
             boxes.append(level.new_input(v, offset))
             offset += v.size
-        out = tree_flatten(fun(*_with_inputs(args, nums, tree, boxes)))[0]
+        full = _with_inputs(args, nums, tree, boxes)
+        for i, a in enumerate(full):
+            if i not in nums:
+                leaves, arg_tree = tree_flatten(a)
+                leaves = [level.new_variable(v) if _is_number_leaf(v) else v for v in leaves]
+                full[i] = tree_unflatten(arg_tree, leaves)
+        out = tree_flatten(fun(*full))[0]
         pats = [level.pattern_of(o) for o in out]
-    pattern = sp.vstack(pats, format="csr") if pats else empty_pattern(0, n)
+    pattern = sp.vstack(pats, format="csr") if pats else empty_pattern(0, n + 1)
+    pattern = sp.csr_array(pattern[:, :n])
     pattern.sum_duplicates()
     pattern.sort_indices()
     return pattern, level.reads > 0, any(dtype_of(o).kind == "c" for o in out)
@@ -343,17 +370,37 @@ def _refuse_traced(args, who):
 
 
 def _key(args, nums, who):
-    """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and the
-    values of the others (a pattern may depend on them: an index array, a mask)."""
+    """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and of
+    the float numbers among the others (values that may change, see `_detect`), and the
+    values of their other leaves (a pattern may depend on them: an index array, a matrix)."""
     _refuse_traced(args, who)
     parts = []
     for i, a in enumerate(args):
         leaves, tree = tree_flatten(a)
-        if i in nums:
-            parts.append((tree, tuple((tuple(shape_of(v)), str(dtype_of(v))) for v in leaves)))
-        else:
-            parts.append((tree, tuple(_value_key(v) for v in leaves)))
+        parts.append(
+            (
+                tree,
+                tuple(
+                    (tuple(shape_of(v)), str(dtype_of(v)))
+                    if i in nums or _is_number_leaf(v)
+                    else _value_key(v)
+                    for v in leaves
+                ),
+            )
+        )
     return nums, tuple(parts)
+
+
+# The most plans a function keeps (one per key): a loop over changing matrices that are not
+# differentiated makes a plan per value; the oldest are forgotten.
+PLANS_KEPT = 16
+
+
+def _remember(plans, key, plan):
+    plans.pop(key, None)
+    plans[key] = plan
+    while len(plans) > PLANS_KEPT:
+        del plans[next(iter(plans))]
 
 
 def _value_key(v):
@@ -447,7 +494,7 @@ def sparse_jacobian(
             new = _subset_or_union(plan, pattern)
             if new is not None:
                 plan = _jacobian_plan(new, mode, order, fun, nums, complex_out)
-            plans[key] = (plan, recheck)
+            _remember(plans, key, (plan, recheck))
         return plan(args)
 
     return _named(sparse_jacobian_fun, fun, "sparse_jacobian")
@@ -497,7 +544,7 @@ def sparse_hessian(
             new = _subset_or_union(plan, pattern)
             if new is not None:
                 plan = _hessian_plan(new, order, fun, nums)
-            plans[key] = (plan, recheck)
+            _remember(plans, key, (plan, recheck))
         return plan(args)
 
     return _named(sparse_hessian_fun, fun, "sparse_hessian")

@@ -770,6 +770,16 @@ class SparsityLevel(Level):
         """x as input elements offset .. offset + x.size - 1."""
         return Box(x, self, identity_pattern(_size(tuple(shape_of(x))), self.n, offset))
 
+    def new_variable(self, x) -> Box:
+        """x as a value that may change between calls: each element depends on the last
+        input, which `fgrad.sparse` adds for it (see `fgrad.sparse._detect`)."""
+        size = _size(tuple(shape_of(x)))
+        return Box(
+            x,
+            self,
+            _take_rows([identity_pattern(1, self.n, self.n - 1)], _np.zeros(size, dtype=_np.int64)),
+        )
+
     def pattern_of(self, x) -> Any:
         """The pattern of a value the traced code returned (empty for a constant)."""
         if type(x) is Box and x.level is self:

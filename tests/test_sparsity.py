@@ -525,6 +525,44 @@ def test_the_values_of_the_other_arguments_are_part_of_the_key():
         np.testing.assert_array_equal(jac(x, idx).toarray(), want)
 
 
+def test_a_time_argument_that_changes_does_not_make_a_plan_per_call(monkeypatch):
+    calls = []
+    detect = sparse._detect
+    monkeypatch.setattr(sparse, "_detect", lambda *a: calls.append(1) or detect(*a))
+    a = np.eye(4) + np.eye(4, k=1)
+
+    def rhs(t, y, a):
+        return a @ y * t + fnp.sin(y) * t**2
+
+    jac = fgrad.sparse_jacobian(rhs, argnums=1)
+    y = np.linspace(1.0, 2.0, 4)
+    for t in (0.1, 0.2, np.float64(0.3), np.array(0.0)):
+        got = jac(t, y, a)
+        assert got.nnz == 7  # the matrix's zeros count; the time's do not
+        np.testing.assert_array_equal(got.toarray(), fgrad.jacfwd(rhs, argnums=1)(t, y, a))
+    assert len(calls) == 1
+
+    def branching(t, y):
+        return y * y[::-1] if t > 0.5 else y * 2.0
+
+    jac = fgrad.sparse_jacobian(branching, argnums=1)
+    for t in (0.1, 0.9, 0.1):  # the branch reads t: each call finds its pattern again
+        want = fgrad.jacfwd(branching, argnums=1)(t, y)
+        np.testing.assert_array_equal(jac(t, y).toarray(), want)
+
+
+def test_the_plans_kept_are_bounded():
+    jac = fgrad.sparse_jacobian(lambda x, a: a @ x)
+    x = np.ones(3)
+    for k in range(sparse.PLANS_KEPT + 5):  # a new matrix (not differentiated) each time
+        a = np.eye(3) * (k + 1)
+        np.testing.assert_array_equal(jac(x, a).toarray(), a)
+    cell = next(
+        c.cell_contents for c in jac.__wrapped__.__closure__ if type(c.cell_contents) is dict
+    )
+    assert len(cell) == sparse.PLANS_KEPT
+
+
 @pytest.mark.parametrize(
     "make", [fgrad.sparse_jacobian, fgrad.jacobian_sparsity, fgrad.sparse_hessian]
 )
