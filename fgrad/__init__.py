@@ -10,7 +10,9 @@ Write a function with `fgrad.numpy` (a mirror of NumPy) and transform it:
 Public names only; the layers underneath are `core` (levels, boxes, the K transform),
 `primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
 transforms), `custom` (your own rules, checkpointing, a tap on the backward pass) and
-`test_util` (numerical gradient checks) and `graph` (`make_graph`: a look inside a computation).
+`test_util` (numerical gradient checks), `graph` (`make_graph`: a look inside a computation),
+`sparsity` (which inputs each value depends on), `coloring` and `sparse` (sparse Jacobians
+and Hessians, which load SciPy when first called).
 """
 
 from . import numpy, test_util, tree_util
