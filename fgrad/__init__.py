@@ -10,8 +10,11 @@ Write a function with `fgrad.numpy` (a mirror of NumPy) and transform it:
 Public names only; the layers underneath are `core` (levels, boxes, the K transform),
 `primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
 transforms), `custom` (your own rules, checkpointing, a tap on the backward pass) and
-`test_util` (numerical gradient checks) and `graph` (`make_graph`: a look inside a computation).
-`fgrad.scipy` (SciPy's functions; needs SciPy) is imported on first use, as `fgrad.scipy.special`.
+`test_util` (numerical gradient checks), `graph` (`make_graph`: a look inside a computation),
+`staging` and `jitting` (`jit`: record once, replay), `sparsity` (which inputs each value
+depends on), `coloring` and `sparse` (sparse Jacobians and Hessians, which load SciPy when
+first called). `fgrad.scipy` (SciPy's functions; needs SciPy) is imported on first use, as
+`fgrad.scipy.special`.
 """
 
 from . import numpy, test_util, tree_util
@@ -32,6 +35,7 @@ from .graph import make_graph
 from .jets import derivative, jet, laplacian
 from .jitting import jit, make_record
 from .primitive import primitive
+from .sparse import hessian_sparsity, jacobian_sparsity, sparse_hessian, sparse_jacobian
 from .vmapping import vmap
 
 # The only place the version is written: pyproject.toml reads this literal when it builds
@@ -68,7 +72,9 @@ __all__ = [
     "derivative",
     "grad",
     "hessian",
+    "hessian_sparsity",
     "jacfwd",
+    "jacobian_sparsity",
     "jacrev",
     "jet",
     "jit",
@@ -81,6 +87,8 @@ __all__ = [
     "primitive",
     "remat",
     "set_debug_nans",
+    "sparse_hessian",
+    "sparse_jacobian",
     "stop_gradient",
     "tap_cotangent",
     "test_util",

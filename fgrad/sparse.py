@@ -1,0 +1,549 @@
+"""Sparse Jacobians and Hessians: find the pattern, colour it, and compute it in a few passes.
+
+`jacobian_sparsity(fun)(x)` runs `fun` once under a `fgrad.sparsity.SparsityLevel` and returns
+which outputs depend on which inputs, as a boolean `scipy.sparse.csr_array` of shape (outputs,
+inputs). `sparse_jacobian(fun)(x)` colours that pattern (`fgrad.coloring`) so that columns
+sharing no row are pushed forward together (or rows sharing no column pulled back together),
+runs one batched pass over the colours' seeds (`vmap` of `jvp` or of a `vjp`'s pullback,
+recorded by `fgrad.jit` so later calls replay it), and reads each nonzero out of the compressed
+result. `sparse_hessian` does the same for a scalar function's Hessian, with a star colouring
+when the pattern allows one.
+
+Inputs and outputs that are pytrees are flattened (leaves in `tree_flatten` order, each in C
+order) and concatenated: entry (i, j) is the derivative of flat output i in flat input j.
+
+The pattern is found once per signature of the arguments differentiated (their shapes and
+dtypes) and values of the others, and kept with its colouring: a loop pays only the passes.
+As for `jit`, `fun` must be pure: what it reads from outside its arguments (a global, a
+closure) is taken to stay the same. A function that reads values while the
+pattern is found (a Python branch on a value, a `where` mask, an index from `argsort`) may
+have another pattern elsewhere: each call then finds the pattern at its own input again, and
+keeps one colouring while the patterns stay inside the one it was made for.
+
+Imports: `fgrad.api`, `fgrad.boundary`, `fgrad.coloring`, `fgrad.core`, `fgrad.jitting`,
+`fgrad.numpy`, `fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`, `fgrad.vmapping`.
+SciPy is imported when a function made here is first called.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as _np
+
+from . import coloring
+from . import numpy as fnp
+from .api import grad, jvp, vjp
+from .boundary import api_boundary
+from .core import Box, dtype_of, primal, shape_of
+from .jitting import jit
+from .protocols import is_foreign_array
+from .sparsity import SparsityLevel, empty_pattern, sparse_module
+from .tree_util import tree_flatten, tree_unflatten
+from .vmapping import vmap
+
+__all__ = ["hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian"]
+
+_MODES = ("auto", "fwd", "rev")
+
+
+def _named(wrapper, fun, transform):
+    """`wrapper`, a transform of `fun`, named after both, behind the API boundary (errors
+    leave without fgrad's frames)."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    wrapper.__name__ = wrapper.__qualname__ = f"{transform}({name})"
+    return api_boundary(wrapper)
+
+
+def _argnums(argnums, n_args: int, who: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums or not all(isinstance(i, int) for i in nums):
+        raise TypeError(f"{who}: argnums must be an int or a tuple of ints, not {argnums!r}")
+    for i in nums:
+        if not -n_args <= i < n_args:
+            raise ValueError(
+                f"{who}: argnums {i} is out of range for a call with {n_args} positional "
+                "argument(s); pass argnums within range"
+            )
+    return tuple(i % n_args for i in nums)
+
+
+def _inputs(args, nums, who):
+    """The leaves differentiated (plain values), their tree and shapes."""
+    leaves, tree = tree_flatten(tuple(args[i] for i in nums))
+    values = []
+    for k, leaf in enumerate(leaves):
+        v = primal(leaf)
+        if is_foreign_array(v):
+            raise TypeError(
+                f"{who}: input {k} (of the arguments at argnums {nums}, flattened) is a "
+                f"{type(v).__module__}.{type(v).__name__} with shape {tuple(shape_of(v))} and "
+                f"dtype {dtype_of(v)}; sparse derivatives are computed on NumPy arrays: pass "
+                "np.asarray(x) (for a Dask array, x.compute()) if it fits in memory"
+            )
+        dtype = dtype_of(v)
+        if dtype.kind != "f":
+            raise TypeError(
+                f"{who}: input {k} (of the arguments at argnums {nums}, flattened) has shape "
+                f"{tuple(shape_of(v))} and dtype {dtype}; sparse derivatives need real float "
+                "inputs: pass it as floats (e.g. x.astype(float))"
+            )
+        values.append(_np.asarray(v))
+    return values, tree
+
+
+def _with_inputs(args, nums, tree, leaves):
+    full = list(args)
+    for i, a in zip(nums, tree_unflatten(tree, leaves)):
+        full[i] = a
+    return full
+
+
+def _is_number_leaf(v) -> bool:
+    """Whether a leaf of an argument not differentiated is a float or complex number (a
+    Python or NumPy scalar, or an array of one element): such a leaf (a time, a step, a
+    parameter) takes part in the detection as a value that may change (`_detect`). Larger
+    arrays (a matrix, a mask) are constants of the plan: their values are part of its key,
+    and their zeros count."""
+    if type(v) is float or type(v) is complex:
+        return True
+    return isinstance(v, (_np.ndarray, _np.generic)) and v.dtype.kind in "fc" and v.size == 1
+
+
+def _detect(fun, args, nums, values, tree):
+    """(pattern, reads, complex_out): the pattern of fun's flat outputs in its flat inputs,
+    whether the traced code read values (then the pattern may hold on this path only), and
+    whether an output is complex.
+
+    The float numbers among the arguments not differentiated (`_is_number_leaf`) are boxes
+    too, whose elements depend on one more input, column n, which stands for "a value that
+    may change from call to call": what is computed from them is not a constant (its zeros do
+    not count, `sparsity._may_be_nonzero`), a read of them counts as a read, and so they need
+    not be part of the cache's key (a time that changes at every call does not make a plan
+    per call). Column n is dropped at the end.
+    """
+    sp = sparse_module()
+    n = sum(v.size for v in values)
+    with SparsityLevel(n + 1) as level:
+        boxes, offset = [], 0
+        for v in values:
+            boxes.append(level.new_input(v, offset))
+            offset += v.size
+        full = _with_inputs(args, nums, tree, boxes)
+        for i, a in enumerate(full):
+            if i not in nums:
+                leaves, arg_tree = tree_flatten(a)
+                leaves = [level.new_variable(v) if _is_number_leaf(v) else v for v in leaves]
+                full[i] = tree_unflatten(arg_tree, leaves)
+        out = tree_flatten(fun(*full))[0]
+        pats = [level.pattern_of(o) for o in out]
+    pattern = sp.vstack(pats, format="csr") if pats else empty_pattern(0, n + 1)
+    pattern = sp.csr_array(pattern[:, :n])
+    pattern.sum_duplicates()
+    pattern.sort_indices()
+    return pattern, level.reads > 0, any(dtype_of(o).kind == "c" for o in out)
+
+
+def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable:
+    """The pattern of `fun`'s Jacobian: a boolean `scipy.sparse.csr_array` of shape (outputs,
+    inputs), flattened in C order (pytrees: leaves concatenated in `tree_flatten` order).
+
+    It holds at every input, except where `fun` reads values (a Python branch, an index
+    computed from the input): there it is the pattern of the path taken at the input given.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: x[1:] * x[:-1]
+    >>> fgrad.jacobian_sparsity(f)(np.ones(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+
+    def jacobian_sparsity_fun(*args):
+        _refuse_traced(args, "jacobian_sparsity")
+        nums = _argnums(argnums, len(args), "jacobian_sparsity")
+        values, tree = _inputs(args, nums, "jacobian_sparsity")
+        return _detect(fun, args, nums, values, tree)[0]
+
+    return _named(jacobian_sparsity_fun, fun, "jacobian_sparsity")
+
+
+def _hessian_pattern(fun, args, nums, values, tree):
+    def gradient(*full):
+        return grad(fun, argnums=nums if len(nums) > 1 else nums[0])(*full)
+
+    pattern, reads, _ = _detect(gradient, args, nums, values, tree)
+    pattern = (pattern + pattern.T).tocsr()  # a Hessian is symmetric: keep either side's
+    pattern.sort_indices()
+    return pattern, reads
+
+
+def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable:
+    """The pattern of a scalar function's Hessian: the pattern of its gradient's Jacobian
+    (found by the sparsity level run over `grad(fun)`), made symmetric.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: fnp.sum((x[1:] - x[:-1] ** 2) ** 2)
+    >>> fgrad.hessian_sparsity(f)(np.ones(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+
+    def hessian_sparsity_fun(*args):
+        _refuse_traced(args, "hessian_sparsity")
+        nums = _argnums(argnums, len(args), "hessian_sparsity")
+        values, tree = _inputs(args, nums, "hessian_sparsity")
+        return _hessian_pattern(fun, args, nums, values, tree)[0]
+
+    return _named(hessian_sparsity_fun, fun, "hessian_sparsity")
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+
+
+def _flat_function(fun, args, nums, tree, shapes):
+    """fun as a function of one vector of every input element, returning one vector of every
+    output element (written in fgrad operations: it is differentiated)."""
+    bounds = _np.cumsum([0] + [math.prod(s) for s in shapes]).tolist()
+
+    def flat(v):
+        leaves = [fnp.reshape(v[lo:hi], s) for lo, hi, s in zip(bounds[:-1], bounds[1:], shapes)]
+        return fun(*_with_inputs(args, nums, tree, leaves))
+
+    return flat
+
+
+def _raveled(out):
+    leaves = tree_flatten(out)[0]
+    parts = [fnp.reshape(leaf, (-1,)) for leaf in leaves]
+    return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
+
+
+def _joined(args, nums):
+    leaves = tree_flatten(tuple(args[i] for i in nums))[0]
+    parts = [fnp.reshape(leaf, (-1,)) for leaf in leaves]
+    return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
+
+
+def _make_pass(fun, nums, kind):
+    """The batched pass over the seeds, recorded by `jit` (its arguments: the seeds, then
+    fun's arguments): "fwd" pushes each seed forward, "rev" pulls each back, "hvp" pushes each
+    forward through the gradient."""
+
+    def compressed(seeds, *args):
+        values, tree = tree_flatten(tuple(args[i] for i in nums))
+        shapes = [tuple(shape_of(v)) for v in values]
+        flat = _flat_function(fun, args, nums, tree, shapes)
+        x0 = _joined(args, nums)
+        if kind == "rev":  # the seeds are cotangents of the output, in its dtype
+            out, pull = vjp(lambda v: _raveled(flat(v)), x0)
+            seeds = fnp.astype(seeds, dtype_of(out))
+            return vmap(lambda w: pull(w)[0])(seeds)
+        seeds = fnp.astype(seeds, dtype_of(x0))  # tangents of the input, in its dtype
+        if kind == "fwd":
+            return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(seeds)
+        return vmap(lambda s: jvp(grad(flat), (x0,), (s,))[1])(seeds)
+
+    return jit(compressed)
+
+
+def _seeds(colors, size):
+    k = int(colors.max()) + 1 if size else 0
+    seeds = _np.zeros((k, size))
+    seeds[colors, _np.arange(size)] = 1.0
+    return seeds
+
+
+class _Plan:
+    """A pattern with its colouring, seeds and recovery, and the batched pass that fills it."""
+
+    __slots__ = ("across", "pass_", "pattern", "read_at", "seeds", "who")
+
+    def __init__(self, pattern, seeds, read_at, pass_, across, who):
+        self.pattern = pattern
+        self.seeds = seeds
+        self.read_at = read_at  # (row, col) of each nonzero's value in the compressed result
+        self.pass_ = pass_
+        self.across = across  # the compressed result's length along its second axis
+        self.who = who
+
+    def __call__(self, args):
+        sp = sparse_module()
+        p = self.pattern
+        if self.seeds.shape[0] == 0:
+            data = _np.zeros(p.nnz)
+        else:
+            compressed = _np.asarray(primal(self.pass_(self.seeds, *args)))
+            if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
+                shape = (compressed.shape[1], p.shape[1])
+                _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
+            data = compressed[self.read_at]
+        return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+
+
+def _entries(pattern):
+    rows = _np.repeat(_np.arange(pattern.shape[0], dtype=_np.int64), _np.diff(pattern.indptr))
+    return rows, pattern.indices.astype(_np.int64)
+
+
+def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
+    rows, cols = _entries(pattern)
+    m, n = pattern.shape
+    if complex_out and mode == "rev":
+        raise ValueError(
+            "sparse_jacobian: mode='rev' pulls back real cotangents, but an output of this "
+            "function is complex; use mode='fwd' (or 'auto', which then pushes forward)"
+        )
+    choices = []
+    if mode in ("auto", "fwd") or complex_out:
+        c = coloring.column_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
+        choices.append(("fwd", c))
+    if mode in ("auto", "rev") and not complex_out:
+        if mode == "auto" and m == n and (pattern != pattern.T).nnz == 0:
+            pass  # a symmetric pattern: its rows need as many colours as its columns
+        else:
+            c = coloring.row_coloring(pattern, order) if m else _np.zeros(0, _np.int64)
+            choices.append(("rev", c))
+    kind, colors = min(choices, key=lambda kc: int(kc[1].max(initial=-1)))  # fwd on ties
+    pass_ = _make_pass(fun, nums, kind)
+    if kind == "fwd":
+        return _Plan(pattern, _seeds(colors, n), (colors[cols], rows), pass_, m, "sparse_jacobian")
+    return _Plan(pattern, _seeds(colors, m), (colors[rows], cols), pass_, n, "sparse_jacobian")
+
+
+def _hessian_plan(pattern, order, fun, nums):
+    n = pattern.shape[0]
+    banded = coloring.banded_coloring(pattern)
+    if banded is not None and banded.max() < 3:
+        # Only a shortcut (a tridiagonal Hessian): three colours read directly, as many as
+        # a star colouring of a path takes, without the greedy pass over the graph.
+        rows, cols = _entries(pattern)
+        read_at = (banded[cols], rows)
+        return _Plan(pattern, _seeds(banded, n), read_at, _make_pass(fun, nums, "hvp"), n, "")
+    colors = coloring.star_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
+    try:
+        _, _, (read_row, read_col) = coloring.star_recovery(pattern, colors)
+    except ValueError:  # not a star colouring (a bug in it): one that needs no symmetry
+        colors = coloring.column_coloring(pattern, order)
+        rows, cols = _entries(pattern)
+        read_row, read_col = rows, colors[cols]
+    read_at = (read_col, read_row)
+    return _Plan(pattern, _seeds(colors, n), read_at, _make_pass(fun, nums, "hvp"), n, "")
+
+
+def _given_pattern(sparsity, who):
+    sp = sparse_module()
+    if sp.issparse(sparsity):
+        p = sp.csr_array(sparsity).astype(bool)
+    else:
+        p = sp.csr_array(_np.asarray(sparsity).astype(bool))
+    p.eliminate_zeros()
+    p.sum_duplicates()
+    p.sort_indices()
+    return p
+
+
+def _check_shape(pattern, shape, who):
+    if pattern.shape != shape:
+        raise ValueError(
+            f"{who}: sparsity has shape {pattern.shape}, but the derivative of this call has "
+            f"shape {shape} (flat outputs, flat inputs); pass a pattern of that shape, or "
+            "sparsity=None to find it"
+        )
+
+
+def _refuse_traced(args, who):
+    for i, a in enumerate(args):
+        for leaf in tree_flatten(a)[0]:
+            if type(leaf) is Box:
+                raise TypeError(
+                    f"{who}: argument {i} is a value traced by a transform (grad, vmap, jit) "
+                    f"with shape {tuple(shape_of(leaf))} and dtype {dtype_of(leaf)}; a "
+                    "scipy.sparse result cannot carry its derivative or batch. Call it "
+                    "outside the transform, or use jacfwd/hessian there"
+                )
+
+
+def _key(args, nums, who):
+    """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and of
+    the float numbers among the others (values that may change, see `_detect`), and the
+    values of their other leaves (a pattern may depend on them: an index array, a matrix)."""
+    _refuse_traced(args, who)
+    parts = []
+    for i, a in enumerate(args):
+        leaves, tree = tree_flatten(a)
+        parts.append(
+            (
+                tree,
+                tuple(
+                    (tuple(shape_of(v)), str(dtype_of(v)))
+                    if i in nums or _is_number_leaf(v)
+                    else _value_key(v)
+                    for v in leaves
+                ),
+            )
+        )
+    return nums, tuple(parts)
+
+
+# The most plans a function keeps (one per key): a loop over changing matrices that are not
+# differentiated makes a plan per value; the oldest are forgotten.
+PLANS_KEPT = 16
+
+
+def _remember(plans, key, plan):
+    plans.pop(key, None)
+    plans[key] = plan
+    while len(plans) > PLANS_KEPT:
+        del plans[next(iter(plans))]
+
+
+def _value_key(v):
+    if isinstance(v, (_np.ndarray, _np.generic, float, int, complex, bool)):
+        a = _np.asarray(v)
+        return (a.dtype.str, a.shape, a.tobytes())
+    try:
+        hash(v)
+    except TypeError:
+        return ("id", id(v))
+    return (type(v), v)
+
+
+def _covers(old, new) -> bool:
+    """Whether every nonzero of `new` is one of `old`."""
+    return old.shape == new.shape and old.multiply(new).nnz == new.nnz
+
+
+def _subset_or_union(plan, pattern):
+    if plan is not None and _covers(plan.pattern, pattern):
+        return None
+    if plan is None:
+        return pattern
+    union = (plan.pattern + pattern).tocsr()
+    union.sort_indices()
+    return union
+
+
+def sparse_jacobian(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    sparsity: Any = None,
+    mode: str = "auto",
+    order: str = "smallest_last",
+) -> Callable:
+    """`fun`'s Jacobian as a `scipy.sparse.csr_array` of shape (outputs, inputs), flattened
+    as in `jacobian_sparsity`; its entries are `jacfwd`'s.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays or pytrees of arrays.
+    argnums : int or tuple of int, default 0
+        The argument(s) to differentiate with respect to.
+    sparsity : sparse or dense boolean array, optional
+        The pattern, if known (then it is not looked for): every nonzero of the Jacobian must
+        be in it, or the result is wrong.
+    mode : {"auto", "fwd", "rev"}
+        "fwd": one JVP per colour of the columns; "rev": one VJP per colour of the rows;
+        "auto": whichever needs fewer passes.
+    order : {"smallest_last", "largest_first"}
+        The order of the greedy colouring.
+
+    The pattern and its colouring are found on the first call for each signature of the
+    arguments differentiated (shapes and dtypes) and values of the others, and kept; later
+    calls run only the batched pass. As for `jit`, `fun` must be pure: an array it reads
+    from outside its arguments (a global, a closure) is taken to stay the same, zeros
+    included (a constant matrix's zeros shape the pattern). Pass such an array as an
+    argument not differentiated if it changes: its values are part of the cache's key.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: x[1:] ** 2 - x[:-1]
+    >>> fgrad.sparse_jacobian(f)(np.arange(4.0)).toarray()
+    array([[-1.,  2.,  0.,  0.],
+           [ 0., -1.,  4.,  0.],
+           [ 0.,  0., -1.,  6.]])
+    """
+    if mode not in _MODES:
+        raise ValueError(f"sparse_jacobian: mode must be one of {_MODES}, not {mode!r}")
+    if order not in coloring.ORDERS:
+        raise ValueError(f"sparse_jacobian: order must be one of {coloring.ORDERS}, not {order!r}")
+    plans: dict = {}  # signature -> (_Plan, whether each call must look at its pattern again)
+    given = None if sparsity is None else _given_pattern(sparsity, "sparse_jacobian")
+
+    def sparse_jacobian_fun(*args):
+        who = "sparse_jacobian"
+        nums = _argnums(argnums, len(args), who)
+        key = _key(args, nums, who)
+        plan, recheck = plans.get(key, (None, True))
+        if plan is None or recheck:
+            values, tree = _inputs(args, nums, "sparse_jacobian")
+            if given is not None:
+                pattern, recheck = given, False
+                n = sum(v.size for v in values)
+                if given.shape[1] != n:
+                    _check_shape(given, (given.shape[0], n), "sparse_jacobian")
+                complex_out = False  # not known without a run (a complex output needs "fwd")
+            else:
+                pattern, recheck, complex_out = _detect(fun, args, nums, values, tree)
+            new = _subset_or_union(plan, pattern)
+            if new is not None:
+                plan = _jacobian_plan(new, mode, order, fun, nums, complex_out)
+            _remember(plans, key, (plan, recheck))
+        return plan(args)
+
+    return _named(sparse_jacobian_fun, fun, "sparse_jacobian")
+
+
+def sparse_hessian(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    sparsity: Any = None,
+    order: str = "smallest_last",
+) -> Callable:
+    """The Hessian of a scalar function as a `scipy.sparse.csr_array` of shape (inputs,
+    inputs), flattened as in `jacobian_sparsity`; its entries are `hessian`'s.
+
+    The pattern (`hessian_sparsity`, or `sparsity` if given) gets a star colouring: one
+    Hessian-vector product per colour, each off-diagonal entry read where it is alone in its
+    colour (or at its mirror image). Found once per signature, as in `sparse_jacobian`.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> f = lambda x: fnp.sum(x[1:] * x[:-1] ** 2)
+    >>> fgrad.sparse_hessian(f)(np.array([1.0, 2.0, 3.0])).toarray()
+    array([[4., 2., 0.],
+           [2., 6., 4.],
+           [0., 4., 0.]])
+    """
+    if order not in coloring.ORDERS:
+        raise ValueError(f"sparse_hessian: order must be one of {coloring.ORDERS}, not {order!r}")
+    plans: dict = {}
+    given = None if sparsity is None else _given_pattern(sparsity, "sparse_hessian")
+
+    def sparse_hessian_fun(*args):
+        who = "sparse_hessian"
+        nums = _argnums(argnums, len(args), who)
+        key = _key(args, nums, who)
+        plan, recheck = plans.get(key, (None, True))
+        if plan is None or recheck:
+            values, tree = _inputs(args, nums, "sparse_hessian")
+            n = sum(v.size for v in values)
+            if given is not None:
+                _check_shape(given, (n, n), "sparse_hessian")
+                pattern = (given + given.T).tocsr()
+                pattern.sort_indices()
+                recheck = False
+            else:
+                pattern, recheck = _hessian_pattern(fun, args, nums, values, tree)
+            new = _subset_or_union(plan, pattern)
+            if new is not None:
+                plan = _hessian_plan(new, order, fun, nums)
+            _remember(plans, key, (plan, recheck))
+        return plan(args)
+
+    return _named(sparse_hessian_fun, fun, "sparse_hessian")

@@ -1,0 +1,820 @@
+"""Sparsity detection, a level: each box carries which inputs each element of its value depends on.
+
+A `SparsityLevel` box is `Box(value, level, pattern)`: `value` is what the traced code computes
+(at the given input), and `pattern` is a boolean `scipy.sparse.csr_array` of shape
+(value.size, n_inputs): row i lists the input elements that element i of the value (C order)
+depends on. A primitive applied to such boxes is applied to the values under them, and its
+output's pattern is computed by the primitive's *sparsity rule*, one of a few kinds derived from
+what the primitive's other rules already say, never written one primitive at a time:
+
+- elementwise (the primitives whose batching rule is `fgrad.batching`'s elementwise one): an
+  output element depends on the elements of the broadcast inputs at its place;
+- moves (reshape, transpose, indexing, concatenate, ...: `moves`): the primitive applied to the
+  element numbers of its inputs (`np.arange`) says which input element each output element came
+  from;
+- adds (`scatter_add`, `index_add`): x plus elements of v moved to the indexed places, several
+  of which may land on one place;
+- reduces and scans (`sum`, `max`, `prod`, `softmax`, the FFTs, `cumsum`, ...): the union
+  along the axes reduced or transformed (or the running union along the axis scanned);
+- contracts (`matmul`, `einsum`, `matvec`, `vecdot`, `convolve` of sequences): out[i, l]
+  depends on a[i, j] and b[j, l] for the j where the other factor may be nonzero (its zeros
+  count where they are constants of every input: `_may_be_nonzero`);
+- blocks (`inv`, `solve`, `eigh`, ... of stacks of matrices): each output element depends on
+  the whole matrix at its place in the stack;
+- dense (`dense_reasons`, which says why for each): every output element depends on every
+  element of every traced input. Correct, and coarse: linear algebra, products, FFTs,
+  custom rules (whose derivative need not follow the function's structure);
+- traced (`checkpoint`): its function runs on this level's boxes;
+- constant: the operations without a derivative (comparisons, `floor`, `argmax`, ...) give
+  constants, which depend on nothing.
+
+The pattern is global: valid at every input, not only at the one given. `where`, `maximum`,
+`abs` keep the dependencies of both sides, whichever is taken here. A constant the function
+computes before it reads any value (a `where` mask that `pad` makes, a sparse matrix it
+multiplies by) is the same at every input, so its zeros count. Python control flow that
+reads a value (`if x > 0`, an index computed by `argmax` or `argsort`) follows the path taken at
+the given input, as under `vmap` and `jit`: the pattern is then the pattern of that path. The
+level counts such reads (`SparsityLevel.reads`, which a comparison's makes too: the mask it
+gives might become an index), so that `fgrad.sparse` knows to find the pattern again at an
+input that may take another path.
+
+SciPy is imported by the first detection, not by `import fgrad`.
+
+Imports: `fgrad.core`, `fgrad.batching` and the NumPy layer (the primitives the rules are
+registered for).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as _np
+
+from . import batching
+from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
+from .numpy import elementwise as _elementwise
+from .numpy import fft as _fft
+from .numpy import linalg as _linalg
+from .numpy import products as _products
+from .numpy import reductions as _reductions
+from .numpy import shaping as _shaping
+from .numpy import signal as _signal
+from .numpy import statistics as _statistics
+
+__all__ = [
+    "SparsityLevel",
+    "dense_reasons",
+    "empty_pattern",
+    "identity_pattern",
+    "rule_kind",
+    "rules",
+    "sparse_module",
+]
+
+
+def sparse_module():
+    """`scipy.sparse`, imported on first use (SciPy is an optional dependency of fgrad)."""
+    try:
+        import scipy.sparse
+    except ImportError as e:  # pragma: no cover - SciPy is installed with the extras
+        raise ImportError(
+            "sparsity detection and sparse derivatives need SciPy (scipy.sparse); install it "
+            "with `pip install scipy`"
+        ) from e
+    return scipy.sparse
+
+
+def _size(shape: tuple) -> int:
+    return math.prod(shape)
+
+
+def empty_pattern(size: int, n: int):
+    """The pattern of a constant of `size` elements: no dependency."""
+    sp = sparse_module()
+    return sp.csr_array((size, n), dtype=bool)
+
+
+def identity_pattern(size: int, n: int, offset: int):
+    """The pattern of an input of `size` elements numbered from `offset` among n."""
+    sp = sparse_module()
+    return sp.csr_array(
+        (
+            _np.ones(size, dtype=bool),
+            _np.arange(offset, offset + size, dtype=_np.int64),
+            _np.arange(size + 1, dtype=_np.int64),
+        ),
+        shape=(size, n),
+    )
+
+
+def _rows(pattern, rows):
+    """pattern[rows] (rows: the source row of each output element)."""
+    return _take_rows([pattern], _np.asarray(rows, dtype=_np.int64))
+
+
+def _take_rows(blocks, rows):
+    """Row rows[i] of the patterns in `blocks` stacked (-1: an empty row), as one pattern.
+    NumPy on the CSR arrays (SciPy's indexing and stacking cost ten times more for the small
+    patterns of most operations)."""
+    sp = sparse_module()
+    n = blocks[0].shape[1]
+    if len(blocks) == 1:
+        indptr, indices = blocks[0].indptr, blocks[0].indices
+    else:
+        shifts = _np.cumsum([0] + [b.nnz for b in blocks[:-1]])
+        indptr = _np.concatenate(
+            [blocks[0].indptr[:1]] + [b.indptr[1:] + s for b, s in zip(blocks, shifts)]
+        )
+        indices = _np.concatenate([b.indices for b in blocks])
+    indptr = indptr.astype(_np.int64, copy=False)
+    if len(indptr) == 1:  # no rows to take from: every row asked for is an empty one
+        return empty_pattern(len(rows), n)
+    valid = rows >= 0
+    r = _np.where(valid, rows, 0)
+    lengths = _np.where(valid, indptr[r + 1] - indptr[r], 0)
+    out_indptr = _np.zeros(len(rows) + 1, dtype=_np.int64)
+    _np.cumsum(lengths, out=out_indptr[1:])
+    total = int(out_indptr[-1])
+    where = _np.repeat(indptr[r] - out_indptr[:-1], lengths) + _np.arange(total, dtype=_np.int64)
+    return sp.csr_array(
+        (_np.ones(total, dtype=bool), indices[where], out_indptr), shape=(len(rows), n)
+    )
+
+
+def _union(patterns):
+    out = patterns[0]
+    for p in patterns[1:]:
+        out = out + p  # on booleans: or
+    return out
+
+
+def _indicator(rows, cols, shape):
+    """The boolean matrix with True at (rows[k], cols[k]) (repeats allowed)."""
+    sp = sparse_module()
+    m = sp.csr_array(
+        (_np.ones(len(rows), dtype=_np.int8), (rows, cols)), shape=shape, dtype=_np.int8
+    )
+    m.sum_duplicates()
+    m.data[:] = 1
+    return m
+
+
+def _through(indicator, pattern):
+    """The pattern of outputs that depend on input elements by `indicator` (out x in)."""
+    out = (indicator @ pattern.astype(_np.int8)).astype(bool)
+    out.eliminate_zeros()
+    return out
+
+
+# --- the rules ------------------------------------------------------------------------------------
+# rule(vals, pats, ans, params) -> the output's pattern (a tuple of them for a primitive with
+# several outputs): `vals` are the values under this level's boxes (and the other arguments as
+# they are), `pats[i]` the pattern of argument i (None for an argument that is not this level's).
+
+
+def _elementwise_rule(vals, pats, ans, params):
+    out_shape = tuple(shape_of(ans))
+    return _union(
+        [_broadcast_pattern(v, p, out_shape) for v, p in zip(vals, pats) if p is not None]
+    )
+
+
+def _where_rule(vals, pats, ans, params, fixed):
+    """`where(c, x, y)` with a condition that is a constant of every input (`fixed`: the level
+    read no value before it, so nothing computed so far depends on the input's values): each
+    output element depends on the side it takes (`pad` masks its edges so). Otherwise, or for
+    a traced condition, both sides' (the elementwise rule)."""
+    if not fixed or pats[0] is not None:
+        return _elementwise_rule(vals, pats, ans, params)
+    out_shape = tuple(shape_of(ans))
+    take_x = _np.broadcast_to(_np.asarray(vals[0], dtype=bool), out_shape).ravel()
+    parts = []
+    for v, p, keep in ((vals[1], pats[1], take_x), (vals[2], pats[2], ~take_x)):
+        if p is None:
+            continue
+        s = tuple(shape_of(v))
+        rows = _np.broadcast_to(_np.arange(_size(s), dtype=_np.int64).reshape(s), out_shape)
+        moved = _rows(p, rows.ravel())
+        sp = sparse_module()
+        moved = sp.csr_array(
+            sp.diags_array(keep.astype(_np.int8), dtype=_np.int8) @ moved.astype(_np.int8)
+        )
+        parts.append(moved.astype(bool))
+    return _union(parts)
+
+
+_where_rule.reads_constants = True  # type: ignore[attr-defined]
+
+
+def _may_be_nonzero(v, pattern, fixed):
+    """Which elements of a factor may be nonzero at some input (flat): all, unless `fixed`
+    (no value was read yet); then a constant's zeros, and a traced value's zeros where it
+    depends on no input (such an element is a constant too), are zeros everywhere."""
+    size = _size(tuple(shape_of(v)))
+    if not fixed:
+        return _np.ones(size, dtype=bool)
+    nonzero = _np.asarray(primal(v)).ravel() != 0
+    if pattern is not None:
+        nonzero = nonzero | (_np.diff(pattern.indptr) > 0)
+    return nonzero
+
+
+def _matmul_rule(vals, pats, ans, params, fixed):
+    """`matmul` of 1-D and 2-D operands: out[i, l] depends on a[i, j] and b[j, l] for each j
+    with the other factor nonzero. A factor's zeros count where they are constants of every
+    input (`_may_be_nonzero`).
+    Stacks of matrices take a block per product (`_leading_axes`), their zeros not counted."""
+    a, b = vals
+    sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
+    if len(sa) > 2 or len(sb) > 2:
+        return _leading_axes((min(len(sa), 2), min(len(sb), 2)))(vals, pats, ans, params)
+    m, k = (1, sa[0]) if len(sa) == 1 else sa
+    p = 1 if len(sb) == 1 else sb[1]
+    sp = sparse_module()
+
+    def mask(v, shape, pattern):
+        return _may_be_nonzero(v, pattern, fixed).reshape(shape).astype(_np.int8)
+
+    parts = []
+    if pats[0] is not None:  # row (i, l), column (i, j): b[j, l] != 0
+        b_mask = mask(b, (k, p), pats[1])
+        moved = sp.kron(sp.eye_array(m, dtype=_np.int8), sp.csr_array(b_mask.T), format="csr")
+        parts.append(_through(moved, pats[0]))
+    if pats[1] is not None:  # row (i, l), column (j, l): a[i, j] != 0
+        a_mask = mask(a, (m, k), pats[0])
+        moved = sp.kron(sp.csr_array(a_mask), sp.eye_array(p, dtype=_np.int8), format="csr")
+        parts.append(_through(moved, pats[1]))
+    return _union(parts)
+
+
+_matmul_rule.reads_constants = True  # type: ignore[attr-defined]
+
+
+def _convolve_rule(vals, pats, ans, params, fixed):
+    """The full convolution of two 1-D sequences: out[i + j] depends on a[i] where v[j] is
+    possibly nonzero and on v[j] where a[i] is (`_may_be_nonzero`). Stacks, and pairs with
+    more than 10^7 products, are a dense block (issue 35)."""
+    a, v = vals
+    sa, sv = tuple(shape_of(a)), tuple(shape_of(v))
+    if len(sa) != 1 or len(sv) != 1 or sa[0] * sv[0] > 10**7:
+        return _dense(vals, pats, ans, params)
+    n, m = sa[0], sv[0]
+    i, j = _np.divmod(_np.arange(n * m, dtype=_np.int64), m)
+
+    def nonzero(x, p):
+        return _may_be_nonzero(x, p, fixed)
+
+    parts = []
+    if pats[0] is not None:
+        keep = nonzero(v, pats[1])[j]
+        parts.append(_through(_indicator((i + j)[keep], i[keep], (n + m - 1, n)), pats[0]))
+    if pats[1] is not None:
+        keep = nonzero(a, pats[0])[i]
+        parts.append(_through(_indicator((i + j)[keep], j[keep], (n + m - 1, m)), pats[1]))
+    return _union(parts)
+
+
+_convolve_rule.reads_constants = True  # type: ignore[attr-defined]
+
+
+def _einsum_rule(vals, pats, ans, params, fixed):
+    """`einsum` with explicit subscripts: an output element depends on an element of a traced
+    operand when some assignment of the letters matching both makes every other operand
+    possibly nonzero (`_may_be_nonzero`). Worked out on a boolean tensor over the letters of
+    the output and of that operand; past 10^7 entries, a dense block."""
+    subscripts = params["subscripts"]
+    if "..." in subscripts or "->" not in subscripts:
+        return _dense(vals, pats, ans, params)
+    ins, out = subscripts.split("->")
+    terms = ins.split(",")
+    shapes = [tuple(shape_of(v)) for v in vals]
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, shapes):
+        for c, n in zip(term, shape):
+            sizes[c] = max(sizes.get(c, 1), n)
+    masks = [  # at each letter's full length (an axis of length 1 broadcasts)
+        _np.broadcast_to(_may_be_nonzero(v, p, fixed).reshape(shape), tuple(sizes[c] for c in term))
+        for v, p, term, shape in zip(vals, pats, terms, shapes)
+    ]
+    out_shape = tuple(sizes[c] for c in out)
+    parts = []
+    for k, p in enumerate(pats):
+        if p is None:
+            continue
+        letters = "".join(dict.fromkeys(out + terms[k]))
+        if math.prod(sizes[c] for c in letters) > 10**7:
+            return _dense(vals, pats, ans, params)
+        # together[assignment of `letters`]: the other operands are all nonzero there
+        operands, subs = [], []
+        for j, (term, mask) in enumerate(zip(terms, masks)):
+            if j != k:
+                operands.append(mask.astype(_np.float64))
+                subs.append(term)
+        for c in letters:  # a letter no other operand has: any value (all ones)
+            if not any(c in t for t in subs):
+                operands.append(_np.ones(sizes[c]))
+                subs.append(c)
+        together = _np.einsum(",".join(subs) + "->" + letters, *operands) != 0
+        coords = dict(zip(letters, _np.nonzero(together)))
+        o = _np.ravel_multi_index([coords[c] for c in out], out_shape) if out else None
+        own = [
+            coords[c] if n == sizes[c] else _np.zeros_like(coords[c])  # a broadcast axis
+            for c, n in zip(terms[k], shapes[k])
+        ]
+        e = _np.ravel_multi_index(own, shapes[k]) if own else _np.zeros_like(coords[letters[0]])
+        if o is None:
+            o = _np.zeros_like(e)
+        size_k = _size(shapes[k])
+        parts.append(_through(_indicator(o, e, (_size(out_shape), size_k)), p))
+    return _union(parts)
+
+
+_einsum_rule.reads_constants = True  # type: ignore[attr-defined]
+
+
+def _gufunc_product(cores: tuple[int, int], subscripts: str):
+    """`matvec`, `vecmat`, `vecdot`: NumPy gufuncs over leading axes that broadcast, whose
+    core is the einsum `subscripts` (letters from "ijk"); the leading axes get letters of
+    their own and the einsum rule does the rest."""
+
+    def rule(vals, pats, ans, params, fixed):
+        shapes = [tuple(shape_of(v)) for v in vals]
+        leads = [s[: len(s) - c] for s, c in zip(shapes, cores)]
+        rank = max(len(lead) for lead in leads)
+        if rank > 20:
+            return _dense(vals, pats, ans, params)
+        letters = "abcdefghlmnopqrstuvw"[:rank]
+        ins, out = subscripts.split("->")
+        terms = [letters + t for t in ins.split(",")]
+        padded = [  # leading axes of length 1 in front: the same elements in the same order
+            _np.reshape(primal(v), (1,) * (rank - len(lead)) + s)
+            for v, s, lead in zip(vals, shapes, leads)
+        ]
+        einsum_params = {"subscripts": ",".join(terms) + "->" + letters + out}
+        return _einsum_rule(padded, pats, ans, einsum_params, fixed)
+
+    rule.reads_constants = True  # type: ignore[attr-defined]
+    return rule
+
+
+def _broadcast_pattern(v, p, shape):
+    s = tuple(shape_of(v))
+    if s == shape:
+        return p
+    return _rows(
+        p, _np.broadcast_to(_np.arange(_size(s), dtype=_np.int64).reshape(s), shape).ravel()
+    )
+
+
+def _lanes(vals, pats, ans, params):
+    """softmax and log_softmax along `axis`: each output element depends on its whole lane."""
+    s = tuple(shape_of(vals[0]))
+    axes = _axes(params.get("axis"), len(s))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(s))
+    lane = _reduces(vals, pats, ans, {"axis": axes})
+    out_of = _np.broadcast_to(_np.arange(_size(kept), dtype=_np.int64).reshape(kept), s).ravel()
+    return _rows(lane, out_of)
+
+
+def _logsumexp_rule(vals, pats, ans, params):
+    """logsumexp(a, b, signs): a and b broadcast together, reduced along `axis`."""
+    shapes = [tuple(shape_of(v)) for v, p in zip(vals[:2], pats[:2]) if v is not None]
+    shape = tuple(_np.broadcast_shapes(*shapes))
+    parts = [_broadcast_pattern(v, p, shape) for v, p in zip(vals[:2], pats[:2]) if p is not None]
+    joined = _np.zeros(shape)
+    return _reduces([joined], [_union(parts)], ans, {"axis": params["axis"]})
+
+
+def _each_unchanged(vals, pats, ans, params):
+    """Several outputs, each its input as it is (`tap_cotangent`)."""
+    return tuple(
+        p if p is not None else empty_pattern(_size(tuple(shape_of(v))), _n_of(pats))
+        for v, p in zip(vals, pats)
+    )
+
+
+def _n_of(pats):
+    return next(p for p in pats if p is not None).shape[1]
+
+
+def _moves(prim, data: Sequence[int] | None = None, numbers_dtype: bool = False):
+    """The rule of a primitive that only moves elements of its data arguments (positions
+    `data`, all when None): it is applied to their element numbers, counted from 1 across the
+    traced arguments (0 for a constant's elements, which depend on nothing), and each output
+    element takes the pattern row of the number it got. `numbers_dtype`: the primitive casts
+    to its `dtype` parameter, which the numbers replace (so they stay exact integers)."""
+
+    def rule(vals, pats, ans, params):
+        args, blocks, start = [], [], 1
+        for i, (v, p) in enumerate(zip(vals, pats)):
+            if data is not None and i not in data:
+                args.append(v)
+                continue
+            s = tuple(shape_of(v))
+            if p is None:
+                args.append(_np.zeros(s, dtype=_np.int64))
+                continue
+            args.append(_np.arange(start, start + _size(s), dtype=_np.int64).reshape(s))
+            blocks.append(p)
+            start += _size(s)
+        if numbers_dtype:
+            params = dict(params, dtype=_np.dtype(_np.int64))
+        moved = _np.asarray(prim.impl(*args, **params)).ravel()
+        return _take_rows(blocks, moved - 1)
+
+    return rule
+
+
+def _filled_index(template, arrays):
+    return tuple(arrays[p.i] if type(p) is _shaping._Slot else p for p in template)
+
+
+def _adds(index_of: Callable):
+    """The rule of `out = x; out[index] += v` (`np.add.at`): out's elements depend on x's at
+    their place and on every element of v added there. `index_of(vals, params)` is the index."""
+
+    def rule(vals, pats, ans, params):
+        x, v = vals[0], vals[1]
+        px, pv = pats[0], pats[1]
+        out_shape = tuple(shape_of(x))
+        if pv is None:
+            return px
+        places = _np.arange(_size(out_shape), dtype=_np.int64).reshape(out_shape)
+        places = places[index_of(vals, params)]
+        v_shape = tuple(shape_of(v))
+        v_numbers = _np.arange(_size(v_shape), dtype=_np.int64).reshape(v_shape)
+        v_numbers = _np.broadcast_to(v_numbers, places.shape)
+        moved = _indicator(places.ravel(), v_numbers.ravel(), (_size(out_shape), _size(v_shape)))
+        added = _through(moved, pv)
+        return added if px is None else px + added
+
+    return rule
+
+
+def _axes(axis, nd):
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, (int, _np.integer)):
+        return (int(axis) % nd,)
+    return tuple(int(a) % nd for a in axis)
+
+
+def _reduces(vals, pats, ans, params):
+    """An output element depends on the elements reduced into it (the union along `axis`);
+    those a `where` mask leaves out are not reduced."""
+    x, p = vals[0], pats[0]
+    s = tuple(shape_of(x))
+    axes = _axes(params.get("axis"), len(s))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(s))
+    out_of = _np.broadcast_to(_np.arange(_size(kept), dtype=_np.int64).reshape(kept), s).ravel()
+    cols = _np.arange(_size(s), dtype=_np.int64)
+    where = params.get("where", True)
+    if where is not True:
+        keep = _np.broadcast_to(_np.asarray(where, dtype=bool), s).ravel()
+        out_of, cols = out_of[keep], cols[keep]
+    return _through(_indicator(out_of, cols, (_size(kept), _size(s))), p)
+
+
+def _scans(vals, pats, ans, params):
+    """A running reduction along `axis`: element k of a lane depends on elements 0..k of it
+    (k..end for a `reverse` one)."""
+    x, p = vals[0], pats[0]
+    s = tuple(shape_of(x))
+    axis = params["axis"] % len(s)
+    lanes = _np.moveaxis(_np.arange(_size(s), dtype=_np.int64).reshape(s), axis, -1)
+    lanes = lanes.reshape(-1, s[axis])
+    k, j = _np.tril_indices(s[axis])
+    if params.get("reverse", False):
+        k, j = j, k
+    rows, cols = lanes[:, k].ravel(), lanes[:, j].ravel()
+    return _through(_indicator(rows, cols, (_size(s), _size(s))), p)
+
+
+def _leading_axes(core_ndims: tuple[int, ...]):
+    """The rule of a matrix function over stacks (`inv`, `solve`, `eigh`, ... on arrays of
+    shape (..., n, n)): argument i has `core_ndims[i]` core axes, the leading ones broadcast
+    together, and each output element depends on the whole core block of each traced
+    argument at its place in the stack, and on nothing else (a dense block per matrix)."""
+
+    def rule(vals, pats, ans, params):
+        shapes = [tuple(shape_of(v)) for v in vals]
+        leads = [s[: len(s) - c] for s, c in zip(shapes, core_ndims)]
+        loop = tuple(_np.broadcast_shapes(*leads))
+        parts = []
+        for s, lead, p in zip(shapes, leads, pats):
+            if p is None:
+                continue
+            size, core = _size(s), _size(s[len(lead) :])
+            # the inputs each block of this argument depends on, one row per block
+            blocks = _through(
+                _indicator(
+                    _np.arange(size, dtype=_np.int64) // max(core, 1),
+                    _np.arange(size, dtype=_np.int64),
+                    (_size(lead), size),
+                ),
+                p,
+            )
+            own = _np.arange(_size(lead), dtype=_np.int64).reshape(lead)
+            parts.append(_rows(blocks, _np.broadcast_to(own, loop).ravel()))
+        per_block = _union(parts)
+        outs = ans if type(ans) is tuple else (ans,)
+        made = []
+        for o in outs:
+            per = _size(tuple(shape_of(o))[len(loop) :])
+            made.append(_rows(per_block, _np.repeat(_np.arange(_size(loop)), per)))
+        return tuple(made) if type(ans) is tuple else made[0]
+
+    return rule
+
+
+def _along_axis(vals, pats, ans, params):
+    """A transform along `axis` (the FFTs): each output element depends on the whole lane of
+    the input along that axis at its place (the lane's length may change)."""
+    s = tuple(shape_of(vals[0]))
+    axis = params["axis"] % len(s)
+    lane = _reduces(vals, pats, ans, {"axis": (axis,)})  # one row per lane
+    out_shape = list(tuple(shape_of(ans)))
+    out_shape[axis] = 1
+    kept = tuple(out_shape)
+    out_of = _np.arange(_size(kept), dtype=_np.int64).reshape(kept)
+    return _rows(lane, _np.broadcast_to(out_of, tuple(shape_of(ans))).ravel())
+
+
+def _norm_rule(vals, pats, ans, params):
+    """A norm over `axis` (all axes when `flat`): a reduction."""
+    axis = None if params.get("flat") else params.get("axis")
+    return _reduces(vals, pats, ans, {"axis": axis})
+
+
+def _dense(vals, pats, ans, params):
+    """Every output element depends on every element of every traced argument."""
+    sp = sparse_module()
+    every = None
+    for p in pats:
+        if p is not None:  # the inputs this argument depends on, anywhere in it
+            used = _np.asarray(p.sum(axis=0)).ravel() > 0
+            every = used if every is None else every | used
+    row = sp.csr_array(every.reshape(1, -1))
+    outs = ans if type(ans) is tuple else (ans,)
+    made = tuple(_rows(row, _np.zeros(_size(tuple(shape_of(o))), dtype=_np.int64)) for o in outs)
+    return made if type(ans) is tuple else made[0]
+
+
+# Primitive -> its rule, for the kinds other than elementwise (found from the batching rules)
+# and dense (`dense_reasons`).
+rules: dict[Any, Callable] = {}
+# Primitive -> the name of its rule's kind, for the coverage test and the docs.
+_kinds: dict[Any, str] = {}
+
+
+def _register_moves(prim, data=None, numbers_dtype=False):
+    rules[prim] = _moves(prim, data, numbers_dtype)
+    _kinds[prim] = "moves"
+
+
+for _prim in (
+    _shaping._reshape_p,
+    _shaping._transpose_p,
+    _shaping._broadcast_to_p,
+    _shaping._getitem_p,
+    _shaping._asarray_p,
+    _shaping._stack_p,
+    _shaping._concatenate_p,
+):
+    _register_moves(_prim)
+_register_moves(_shaping._gather_p, data=(0,))
+_register_moves(_shaping._index_set_p, data=(0, 1))
+_register_moves(_shaping._spread_p, numbers_dtype=True)
+
+
+def _astype_rule(vals, pats, ans, params):
+    return pats[0]  # each element keeps its place (a cast of the numbers could round them)
+
+
+rules[_shaping._astype_p] = _astype_rule
+_kinds[_shaping._astype_p] = "moves"
+
+rules[_shaping._scatter_add_p] = _adds(
+    lambda vals, params: _filled_index(params["template"], vals[2:])
+)
+rules[_shaping._index_add_p] = _adds(lambda vals, params: params["idx"])
+for _prim in (_shaping._scatter_add_p, _shaping._index_add_p):
+    _kinds[_prim] = "adds"
+
+for _prim in (
+    _shaping._sum_p,
+    _shaping._sum_kw_p,
+    _reductions.max.primitive,
+    _reductions.min.primitive,
+    _reductions._prod_p,
+):
+    rules[_prim] = _reduces
+    _kinds[_prim] = "reduces"
+for _prim in (_statistics._cumsum_p, _statistics._cumprod_p):
+    rules[_prim] = _scans
+    _kinds[_prim] = "scans"
+
+
+rules[_elementwise._where_p] = _where_rule
+_kinds[_elementwise._where_p] = "elementwise"
+rules[_products.matmul] = _matmul_rule
+_kinds[_products.matmul] = "contracts"
+
+# Primitive name -> (rule, kind), for the primitives of modules `import fgrad` does not load
+# (fgrad.scipy), or that load this one (fgrad.custom).
+rules_by_name: dict[str, tuple[Callable, str]] = {
+    "softmax": (_lanes, "reduces"),
+    "log_softmax": (_lanes, "reduces"),
+    "logsumexp": (_logsumexp_rule, "reduces"),
+    "tap_cotangent": (_each_unchanged, "moves"),
+    # the multiples of the period it adds are constants: its derivative is the identity
+    "unwrap": (_astype_rule, "elementwise"),
+}
+# scipy.special's functions of x with a constant order (a parameter that broadcasts against x
+# as a ufunc's argument): elementwise in x.
+rules_by_name.update(
+    {
+        name: (_elementwise_rule, "elementwise")
+        for name in "bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n".split()
+    }
+)
+
+# fgrad.numpy.linalg's matrix functions (by primitive: fgrad.scipy.linalg has others of the
+# same names, whose arguments differ).
+for _prim in (
+    _linalg._read_triangle,
+    _linalg._inv_p,
+    _linalg._det_p,
+    _linalg._slogdet_p,
+    _linalg._pinv_p,
+    _linalg._cholesky_p,
+    _linalg._qr_p,
+    _linalg._eigh_p,
+    _linalg._eigvalsh_p,
+    _linalg._eig_p,
+    _linalg._eigvals_p,
+    _linalg._svd_p,
+    _linalg._svdvals_p,
+):
+    rules[_prim] = _leading_axes((2,))
+    _kinds[_prim] = "blocks"
+rules[_linalg._solve_p] = _leading_axes((2, 2))
+_kinds[_linalg._solve_p] = "blocks"
+rules[_products._einsum_p] = _einsum_rule
+_kinds[_products._einsum_p] = "contracts"
+for _name, _cores, _subscripts in (
+    ("_vecdot_p", (1, 1), "j,j->"),
+    ("_matvec_p", (2, 1), "ij,j->i"),
+    ("_vecmat_p", (1, 2), "j,jk->k"),
+):
+    _found = getattr(_products, _name, None)  # matvec and vecmat: NumPy >= 2.2
+    if _found is not None:
+        rules[_found] = _gufunc_product(_cores, _subscripts)
+        _kinds[_found] = "contracts"
+rules[_signal._conv_full] = _convolve_rule
+_kinds[_signal._conv_full] = "contracts"
+rules[_linalg._pnorm_p] = _norm_rule
+for _prim in (_fft._c2c_p, _fft._rfft_p, _fft._irfft_p):
+    rules[_prim] = _along_axis
+    _kinds[_prim] = "reduces"
+_kinds[_linalg._pnorm_p] = "reduces"
+
+
+# Primitive name -> why its rule is a dense block. By name, so that the primitives of modules
+# `import fgrad` does not load (fgrad.scipy) are declared here too.
+dense_reasons: dict[str, str] = {}
+
+
+def _declare_dense(names: str, reason: str) -> None:
+    for name in names.split():
+        dense_reasons[name] = reason
+
+
+_declare_dense(
+    "expm lu lu_factor qr schur solve_banded solve_sylvester solve_triangular sqrtm svd "
+    "triangular_sylvester",
+    "a matrix function or factorisation of scipy.linalg: each output element depends on the "
+    "whole matrix (issue 35: a block per matrix of a stack, as fgrad.numpy.linalg's)",
+)
+_declare_dense(
+    "convolve convolve2d",
+    "scipy.signal's convolutions mix the elements along their axes (issue 35: a banded rule "
+    "for a short kernel, as fgrad.numpy.convolve's)",
+)
+_declare_dense(
+    "linspace bincount histogram",
+    "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
+)
+_declare_dense(
+    "custom_jvp_call custom_vjp_call",
+    "a custom rule's derivative need not follow the structure of the function it replaces",
+)
+
+
+def rule_kind(prim) -> str | None:
+    """The kind of `prim`'s sparsity rule ("elementwise", "moves", "adds", "reduces",
+    "scans", "contracts", "blocks", "traced", "dense" or "constant"), or None when it has
+    none."""
+    if type(prim) is NondiffPrimitive:
+        return "constant"
+    kind = _kinds.get(prim)
+    if kind is not None:
+        return kind
+    if prim.name in rules_by_name:
+        return rules_by_name[prim.name][1]
+    if prim.name == "checkpoint":
+        return "traced"
+    if getattr(batching.rules.get(prim), "elementwise", False) and not prim.multiple_results:
+        return "elementwise"
+    if prim.name in dense_reasons:
+        return "dense"
+    return None
+
+
+def _rule_of(prim) -> Callable:
+    rule = rules.get(prim)
+    if rule is not None:
+        return rule
+    if prim.name in rules_by_name:
+        return rules_by_name[prim.name][0]
+    kind = rule_kind(prim)
+    if kind == "elementwise":
+        return _elementwise_rule
+    if kind == "traced":
+        raise AssertionError("a traced primitive runs its function in SparsityLevel.process")
+    if kind == "dense":
+        return _dense
+    raise NotImplementedError(
+        f"sparsity detection has no rule for the primitive {prim.name!r}; declare one in "
+        "fgrad.sparsity (a dense block is always correct: add its name to dense_reasons)"
+    )
+
+
+class SparsityLevel(Level):
+    """A sparsity detection in progress over `n` input elements (see the module docstring)."""
+
+    __slots__ = ("n", "reads")
+
+    # Comparisons and other operations without a derivative read the value here (their
+    # results are constants: they depend on no input); Python branches read it too.
+    reads_values = True
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.reads = 0  # how many times the traced code read a value (see `read`)
+
+    def new_input(self, x, offset: int) -> Box:
+        """x as input elements offset .. offset + x.size - 1."""
+        return Box(x, self, identity_pattern(_size(tuple(shape_of(x))), self.n, offset))
+
+    def new_variable(self, x) -> Box:
+        """x as a value that may change between calls: each element depends on the last
+        input, which `fgrad.sparse` adds for it (see `fgrad.sparse._detect`)."""
+        size = _size(tuple(shape_of(x)))
+        return Box(
+            x,
+            self,
+            _take_rows([identity_pattern(1, self.n, self.n - 1)], _np.zeros(size, dtype=_np.int64)),
+        )
+
+    def pattern_of(self, x) -> Any:
+        """The pattern of a value the traced code returned (empty for a constant)."""
+        if type(x) is Box and x.level is self:
+            return x.aux
+        return empty_pattern(_size(tuple(shape_of(x))), self.n)
+
+    def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        vals, pats = [], []
+        for a in args:
+            if type(a) is Box and a.level is self:
+                vals.append(a.value)
+                pats.append(a.aux)
+            else:
+                vals.append(a)
+                pats.append(None)
+        if type(prim) is NondiffPrimitive:  # a constant (NondiffPrimitive reads values first)
+            return prim.impl(*[primal(v) for v in vals], **params)
+        if prim.name == "checkpoint" and "call" in params:
+            # Its derivative is its function's: the function runs here on this level's boxes
+            # (as `vmap` runs it on its own), and its outputs carry their patterns.
+            return tuple(params["call"].run(list(args), ()))
+        ans = bind(prim, tuple(vals), params)
+        rule = _rule_of(prim)
+        if getattr(rule, "reads_constants", False):
+            out = rule(vals, pats, ans, params, fixed=self.reads == 0)
+        else:
+            out = rule(vals, pats, ans, params)
+        if prim.multiple_results:
+            if type(out) is not tuple:
+                out = tuple(out for _ in ans)
+            return tuple(Box(a, self, p) for a, p in zip(ans, out))
+        return Box(ans, self, out)
+
+    def read(self, box: Box) -> Any:
+        # The code took a path, or computed a constant (a mask, an index), from this value:
+        # the pattern found may hold on this path only (`fgrad.sparse` checks it again).
+        self.reads += 1
+        return primal(box.value)

@@ -1,0 +1,590 @@
+"""Sparsity detection (`fgrad.sparsity`) and sparse Jacobians and Hessians (`fgrad.sparse`).
+
+Structured problems whose patterns are known exactly; a sample of the gradient table (all of
+it with `FGRAD_FULL=1`), whose detected patterns must hold every nonzero of `jacfwd` and
+`hessian` (at the input of the detection, and at other inputs unless the function read
+values, in which case each call detects again); the coverage of the rules; the cache; the
+errors.
+"""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from gradtable import load
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import sparse, sparsity
+from fgrad.tree_util import tree_flatten
+
+
+def _dense(pattern):
+    return pattern.toarray().astype(bool)
+
+
+def _flat_jacobian(fun, x):
+    """jacfwd as a 2-D array (flat outputs, flat inputs)."""
+    leaves = tree_flatten(fgrad.jacfwd(fun)(x))[0]
+    return np.concatenate([np.asarray(j).reshape(-1, np.size(x)) for j in leaves], axis=0)
+
+
+def _assert_equal_to_jacfwd(fun, x, **kw):
+    got = fgrad.sparse_jacobian(fun, **kw)(x)
+    assert isinstance(got, sp.csr_array)
+    want = _flat_jacobian(fun, x)
+    scale = np.abs(want).max(initial=0.0)
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-14, atol=1e-15 * scale)
+    return got
+
+
+# --- structured problems --------------------------------------------------------------------------
+
+
+def tridiagonal_residual(x):
+    inner = x[:-2] - 2.0 * x[1:-1] + x[2:] + x[1:-1] ** 3
+    return fnp.concatenate([x[:1] - 1.0, inner, x[-1:] + 1.0])
+
+
+def banded(x, k=2):  # each output depends on x[i - k .. i + k]
+    padded = fnp.pad(x, k)
+    n = x.shape[0]
+    return sum(fnp.sin(padded[j : j + n]) * (j + 1) for j in range(2 * k + 1))
+
+
+def block_diagonal(x):  # blocks of 3: a 3x3 dense block each
+    blocks = fnp.reshape(x, (-1, 3))
+    return fnp.reshape(blocks * fnp.sum(blocks**2, axis=1, keepdims=True), (-1,))
+
+
+def arrowhead(x):  # each output depends on itself and x[0]; the last one on everything
+    return fnp.concatenate([x[:-1] * x[0], fnp.sum(x**2, keepdims=True)])
+
+
+def stencil_2d(u):  # the 5-point Laplacian of a periodic grid, plus a reaction term
+    lap = (
+        fnp.roll(u, 1, axis=0)
+        + fnp.roll(u, -1, axis=0)
+        + fnp.roll(u, 1, axis=1)
+        + fnp.roll(u, -1, axis=1)
+        - 4.0 * u
+    )
+    return lap + u**2
+
+
+def rosenbrock(x):
+    return fnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _band(n, k):
+    i, j = np.indices((n, n))
+    return np.abs(i - j) <= k
+
+
+def test_tridiagonal_pattern_and_values():
+    x = np.linspace(-1.0, 1.0, 12)
+    want = _band(12, 1)
+    want[0, 1] = want[-1, -2] = False  # the boundary rows: x[0] - 1 and x[-1] + 1
+    assert (_dense(fgrad.jacobian_sparsity(tridiagonal_residual)(x)) == want).all()
+    got = _assert_equal_to_jacfwd(tridiagonal_residual, x)
+    assert got.nnz == 3 * 12 - 2 - 2  # the first and last rows have one entry each
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev", "auto"])
+def test_banded(mode):
+    x = np.linspace(0.1, 2.0, 15)
+    assert (_dense(fgrad.jacobian_sparsity(banded)(x)) == _band(15, 2)).all()
+    _assert_equal_to_jacfwd(banded, x, mode=mode)
+
+
+def test_block_diagonal():
+    x = np.linspace(0.5, 1.5, 12)
+    want = np.kron(np.eye(4, dtype=bool), np.ones((3, 3), dtype=bool))
+    assert (_dense(fgrad.jacobian_sparsity(block_diagonal)(x)) == want).all()
+    _assert_equal_to_jacfwd(block_diagonal, x)
+
+
+def test_arrowhead_takes_the_fewer_passes():
+    x = np.linspace(0.5, 1.5, 10)
+    want = np.eye(10, dtype=bool)
+    want[:, 0] = True
+    want[-1, :] = True
+    assert (_dense(fgrad.jacobian_sparsity(arrowhead)(x)) == want).all()
+    # a dense row and a dense column: columns need 10 colours, rows 2 (VJPs): auto pulls back
+    for mode in ("fwd", "rev", "auto"):
+        _assert_equal_to_jacfwd(arrowhead, x, mode=mode)
+
+
+def test_2d_stencil():
+    u = np.random.default_rng(0).uniform(size=(6, 7))
+    got = _dense(fgrad.jacobian_sparsity(stencil_2d)(u))
+    assert got.sum(axis=1).tolist() == [5] * 42
+    _assert_equal_to_jacfwd(stencil_2d, u)
+
+
+def test_chained_rosenbrock_hessian():
+    x = np.random.default_rng(1).uniform(-1.0, 1.0, 20)
+    pattern = fgrad.hessian_sparsity(rosenbrock)(x)
+    assert (_dense(pattern) == _band(20, 1)).all()
+    got = fgrad.sparse_hessian(rosenbrock)(x)
+    want = fgrad.hessian(rosenbrock)(x)
+    np.testing.assert_allclose(got.toarray(), want, rtol=1e-14, atol=1e-14 * np.abs(want).max())
+
+
+def test_hessian_of_a_function_of_several_arguments_and_a_given_pattern():
+    def f(a, b):
+        return fnp.sum(a**2 * b[:3]) + fnp.sum(fnp.sin(b))
+
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([0.5, -0.5, 1.5, 2.0])
+    got = fgrad.sparse_hessian(f, argnums=(0, 1))(a, b).toarray()
+    hs = fgrad.hessian(f, argnums=(0, 1))(a, b)
+    want = np.block([[hs[0][0], hs[0][1]], [hs[1][0], hs[1][1]]])
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    given = fgrad.hessian_sparsity(f, argnums=(0, 1))(a, b)
+    again = fgrad.sparse_hessian(f, argnums=(0, 1), sparsity=given)(a, b).toarray()
+    np.testing.assert_allclose(again, want, rtol=1e-14)
+
+
+# --- the pattern is global ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fun, both",
+    [
+        (lambda x: fnp.where(x[:3] > 0, x[:3], x[1:]), True),
+        (lambda x: fnp.maximum(x[:3], x[1:]), True),
+        (lambda x: fnp.abs(x[:3]) * x[1:], True),
+        (lambda x: fnp.clip(x[:3], -0.5, 0.5) + (x[1:] > 0) * 2.0, False),
+    ],
+    ids=["where", "maximum", "abs", "clip-and-comparison"],
+)
+def test_both_sides_are_kept_whichever_is_taken(fun, both):
+    x = np.array([1.0, -2.0, 3.0, -4.0])
+    got = _dense(fgrad.jacobian_sparsity(fun)(x))
+    want = np.eye(3, 4, dtype=bool) | (np.eye(3, 4, k=1, dtype=bool) & both)
+    assert (got == want).all(), got.astype(int)  # a comparison gives a constant: no dependency
+    for y in (x, -x, x[::-1].copy(), 0.1 * x):  # the same pattern holds at every input
+        assert not ((_flat_jacobian(fun, y) != 0) & ~got).any()
+
+
+def test_a_comparison_gives_a_constant():
+    got = fgrad.jacobian_sparsity(lambda x: (x > 0) * 1.0 + fnp.floor(x))(np.ones(3))
+    assert got.nnz == 0 and got.shape == (3, 3)
+
+
+def test_a_python_branch_follows_the_path_and_each_call_detects_again():
+    def f(x):
+        if x[0] > 0:
+            return x * 2.0
+        return x * x[::-1]
+
+    jac = fgrad.sparse_jacobian(f)
+    pos, neg = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 2.0, 3.0])
+    assert fgrad.jacobian_sparsity(f)(pos).nnz == 3
+    assert fgrad.jacobian_sparsity(f)(neg).nnz == 5  # the anti-diagonal joins in
+    for x in (pos, neg, pos):
+        np.testing.assert_allclose(jac(x).toarray(), _flat_jacobian(f, x), rtol=1e-15)
+
+
+def test_sort_reads_values_and_stays_exact():
+    x = np.array([3.0, 1.0, 2.0])
+    jac = fgrad.sparse_jacobian(fnp.sort)
+    for y in (x, x[::-1].copy(), np.array([1.0, 3.0, 2.0])):
+        np.testing.assert_array_equal(jac(y).toarray(), _flat_jacobian(fnp.sort, y))
+
+
+# --- the gradient table ---------------------------------------------------------------------------
+
+_ROWS = [
+    row
+    for row in load()[0]
+    if len(row.args()) == 1
+    and np.ndim(row.args()[0]) >= 1
+    and np.asarray(row.args()[0]).dtype.kind == "f"
+]
+# The quick suite takes every 4th row (every 8th for Hessians); `FGRAD_FULL=1` takes them all.
+FULL = bool(os.environ.get("FGRAD_FULL"))
+SAMPLE = _ROWS if FULL else _ROWS[::4]
+
+
+def _inputs(row):
+    return [dataclasses.replace(row, seed=row.seed + 101 * k).args()[0] for k in range(3)]
+
+
+@pytest.mark.parametrize("row", SAMPLE, ids=lambda r: r.id)
+def test_the_pattern_holds_every_nonzero_of_jacfwd(row):
+    xs = _inputs(row)
+    shapes = {tuple(np.shape(leaf)) for x in xs for leaf in tree_flatten(row.fn(x))[0]}
+    if len(shapes) > 1 and len(tree_flatten(row.fn(xs[0]))[0]) == 1:
+        pytest.skip("the output's shape depends on the input's values")
+    values, tree = sparse._inputs((xs[0],), (0,), "test")
+    pattern, reads, _ = sparse._detect(row.fn, (xs[0],), (0,), values, tree)
+    pattern = _dense(pattern)
+    for k, x in enumerate(xs):
+        nonzero = _flat_jacobian(row.fn, x) != 0
+        if k == 0 or not reads:  # found at this input, or global
+            assert not (nonzero & ~pattern).any(), f"input {k}: a nonzero is missing"
+        else:  # the path may differ: the pattern found at this input holds it
+            here = _dense(fgrad.jacobian_sparsity(row.fn)(x))
+            assert not (nonzero & ~here).any(), f"input {k}: a nonzero is missing"
+    x = xs[1]
+    want = _flat_jacobian(row.fn, x)
+    got = fgrad.sparse_jacobian(row.fn)(x).toarray()
+    scale = np.abs(want).max(initial=0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15 * scale)
+
+
+HESSIAN_SAMPLE = [row for row in _ROWS if row.order >= 2][
+    slice(None) if FULL else slice(1, None, 8)
+]
+
+
+@pytest.mark.parametrize("row", HESSIAN_SAMPLE, ids=lambda r: r.id)
+def test_the_hessian_pattern_holds_every_nonzero_of_hessian(row):
+    def f(x):  # a scalar of every output: a weighted sum of their real parts
+        leaves = tree_flatten(row.fn(x))[0]
+        return sum(
+            fnp.sum(fnp.real(leaf) * np.linspace(0.5, 1.5, np.size(leaf)).reshape(np.shape(leaf)))
+            for leaf in leaves
+        )
+
+    xs = _inputs(row)
+    values, tree = sparse._inputs((xs[0],), (0,), "test")
+    pattern, reads = sparse._hessian_pattern(f, (xs[0],), (0,), values, tree)
+    pattern = _dense(pattern)
+    for k, x in enumerate(xs):
+        nonzero = np.asarray(fgrad.hessian(f)(x)).reshape(pattern.shape) != 0
+        if k == 0 or not reads:
+            assert not (nonzero & ~pattern).any(), f"input {k}: a nonzero is missing"
+    want = np.asarray(fgrad.hessian(f)(xs[1])).reshape(pattern.shape)
+    got = fgrad.sparse_hessian(f)(xs[1]).toarray()
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.abs(want).max(initial=0.0))
+
+
+def test_the_check_catches_a_rule_that_drops_a_dependency(monkeypatch):
+    """The containment check above fails for a moves rule that loses the last element."""
+    getitem = fgrad.numpy.shaping._getitem_p
+    right = sparsity.rules[getitem]
+
+    def wrong(vals, pats, ans, params):
+        p = right(vals, pats, ans, params).tolil()
+        p[p.shape[0] - 1, :] = False
+        return p.tocsr()
+
+    monkeypatch.setitem(sparsity.rules, getitem, wrong)
+    f = lambda x: x[1:] * 2.0
+    x = np.arange(1.0, 4.0)
+    pattern = _dense(fgrad.jacobian_sparsity(f)(x))
+    assert ((_flat_jacobian(f, x) != 0) & ~pattern).any()
+
+
+# --- the rules ------------------------------------------------------------------------------------
+
+
+def _primitives():
+    import importlib
+
+    from fgrad.core import NondiffPrimitive, Primitive
+
+    for name in ("special", "linalg", "signal", "integrate", "stats"):
+        importlib.import_module(f"fgrad.scipy.{name}")
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("fgrad") or module is None:
+            continue
+        for v in vars(module).values():
+            v = getattr(v, "primitive", v)
+            if isinstance(v, (Primitive, NondiffPrimitive)):
+                found[id(v)] = (name, v)
+    return list(found.values())
+
+
+def test_every_primitive_has_a_sparsity_rule(capsys):
+    found = _primitives()
+    missing = sorted(f"{m}.{p.name}" for m, p in found if sparsity.rule_kind(p) is None)
+    assert not missing, f"no sparsity rule: {missing}"
+    kinds = {}
+    for _, p in found:
+        kinds.setdefault(sparsity.rule_kind(p), set()).add(p.name)
+    with capsys.disabled():
+        print(f"\nsparsity rules of {len(found)} primitives:")
+        for kind in sorted(kinds):
+            print(f"  {kind} ({len(kinds[kind])}): {' '.join(sorted(kinds[kind]))}")
+    assert len(kinds["elementwise"]) > 50  # derived from the batching table, not listed here
+    for name, reason in sparsity.dense_reasons.items():
+        assert len(reason) > 30, f"{name}: say why its rule is a dense block"
+
+
+def test_moves_are_derived_from_element_numbers():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    funs = [
+        lambda x: fnp.transpose(x, (2, 0, 1))[1:, ::-1],
+        lambda x: fnp.pad(x, ((0, 1), (1, 0), (0, 0)))[..., 2],
+        lambda x: fnp.roll(x, 2, axis=2).reshape(6, 4)[[0, 5, 2]],
+        lambda x: fnp.concatenate([x, x[:, :1] * 2.0], axis=1),
+        lambda x: x.at[0, 1].set(7.0).at[1, :, 0].add(x[0, 0, 0]),
+        lambda x: fnp.take_along_axis(x, np.array([[[1, 0, 3, 2]]]), axis=2),
+        lambda x: fnp.cumsum(x, axis=1) + fnp.max(x, axis=0, keepdims=True),
+        lambda x: fnp.prod(x, axis=(0, 2)),
+    ]
+    for fun in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(x))
+        want = np.zeros_like(got)
+        rng = np.random.default_rng(2)
+        for _ in range(30):  # max picks another element at each: their union is the pattern
+            want |= _flat_jacobian(fun, rng.uniform(1.0, 2.0, x.shape)) != 0
+        assert (got == want).all()  # exact: these structures hold no accidental zeros
+
+
+def test_products_keep_the_zeros_of_a_constant_factor():
+    import fgrad.scipy.special as special
+
+    a = np.diag(np.full(5, 2.0)) + np.diag(np.ones(4), 1)  # upper bidiagonal
+    x = np.linspace(1.0, 2.0, 5)
+    funs = [
+        lambda x: a @ x,
+        lambda x: x @ a,
+        lambda x: a @ fnp.sin(fnp.reshape(fnp.concatenate([x, x]), (5, 2))),
+        lambda x: (x[:4].reshape(2, 2) @ x[1:].reshape(2, 2)).ravel(),
+        lambda x: special.softmax(x.reshape(5, 1) * x[:3], axis=0).ravel(),
+        lambda x: special.logsumexp(x.reshape(5, 1) * x[:2], axis=1),
+        lambda x: fnp.convolve(x, np.array([1.0, 0.0, -1.0]), mode="same"),
+        lambda x: fnp.convolve(x[:2], x[2:]),
+        lambda x: fnp.tensordot(a, x, 1),
+        lambda x: fnp.einsum("ii->i", fnp.outer(x, x[::-1])),
+        lambda x: fnp.einsum("bij,bj->bi", fnp.stack([a, 2.0 * a]), fnp.stack([x, x**2])),
+        lambda x: fnp.einsum("i,ij,j->", x, a, x),
+        lambda x: fnp.vecdot(fnp.reshape(fnp.concatenate([x, x]), (2, 5)), x),
+        lambda x: fnp.concatenate([x[:2], np.zeros(2)]).reshape(2, 2) @ x[2:4],
+    ]
+    if hasattr(np, "matvec"):  # NumPy >= 2.2
+        funs += [lambda x: fnp.matvec(a, x), lambda x: fnp.vecmat(x, a)]
+    for fun in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(x))
+        want = np.zeros_like(got)
+        rng = np.random.default_rng(3)
+        for _ in range(3):
+            want |= _flat_jacobian(fun, rng.uniform(1.0, 2.0, x.shape)) != 0
+        assert (got == want).all()
+
+    # a factor computed after a value was read may differ elsewhere: its zeros do not count
+    def read_first(x):
+        m = a if x[0] > 0 else a.T
+        return m @ x
+
+    assert fgrad.jacobian_sparsity(read_first)(x).nnz == 25
+
+
+def test_matrix_functions_of_a_stack_take_a_block_per_matrix():
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(3, 2, 2)) + 3.0 * np.eye(2)
+    b = rng.normal(size=(2,))
+    funs = [
+        (lambda a: fnp.linalg.inv(a), np.kron(np.eye(3), np.ones((4, 4)))),
+        (lambda a: fnp.linalg.det(a), np.kron(np.eye(3), np.ones((1, 4)))),
+        (lambda a: fnp.linalg.solve(a, b), np.kron(np.eye(3), np.ones((2, 4)))),
+        (lambda a: fnp.linalg.eigh(a @ fnp.swapaxes(a, -1, -2))[0], None),
+        (lambda a: fnp.linalg.norm(a, axis=(1, 2)), np.kron(np.eye(3), np.ones((1, 4)))),
+    ]
+    for fun, want in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(a))
+        if want is None:
+            want = np.kron(np.eye(3), np.ones((2, 4)))
+        assert (got == want.astype(bool)).all()
+        _assert_equal_to_jacfwd(fun, a)
+
+
+def test_an_fft_mixes_each_lane_only():
+    x = np.random.default_rng(5).normal(size=(3, 4))
+    got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.abs(fnp.fft.rfft(x, axis=1)))(x))
+    assert (got == np.kron(np.eye(3), np.ones((3, 4))).astype(bool)).all()
+    got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.fft.irfft(x, axis=0))(x))
+    assert got.shape == (16, 12) and got.sum() == 16 * 3  # each output: its column's 3
+
+
+def test_a_checkpointed_function_is_traced_through():
+    x = np.linspace(0.1, 1.0, 5)
+
+    def f(x):
+        return fgrad.checkpoint(lambda y: y[1:] * y[:-1] * x[0])(x)
+
+    want = np.eye(4, 5, dtype=bool) | np.eye(4, 5, k=1, dtype=bool)
+    want[:, 0] = True  # x[0], a free variable of the checkpointed function
+    assert (_dense(fgrad.jacobian_sparsity(f)(x)) == want).all()
+    _assert_equal_to_jacfwd(f, x)
+
+
+def test_a_dense_rule_is_a_dense_block():
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    got = _dense(fgrad.jacobian_sparsity(lambda x: fnp.linalg.inv(x))(a))
+    assert got.all()
+
+
+# --- the API --------------------------------------------------------------------------------------
+
+
+def test_pytree_inputs_and_outputs_are_flattened_and_concatenated():
+    def f(p):
+        return {"a": p["u"] * p["v"][0], "b": fnp.sum(p["v"])}
+
+    p = {"u": np.array([1.0, 2.0]), "v": np.array([3.0, 4.0, 5.0])}
+    got = fgrad.sparse_jacobian(f)(p).toarray()
+    # inputs: u (2), v (3); outputs: a (2), b (1)
+    want = np.array(
+        [[3.0, 0.0, 1.0, 0.0, 0.0], [0.0, 3.0, 2.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0, 1.0]]
+    )
+    np.testing.assert_array_equal(got, want)
+
+
+def test_detection_and_colouring_run_once_per_signature(monkeypatch):
+    calls = []
+    detect = sparse._detect
+    monkeypatch.setattr(sparse, "_detect", lambda *a: calls.append(1) or detect(*a))
+    jac = fgrad.sparse_jacobian(tridiagonal_residual)
+    for k in range(3):
+        x = np.linspace(-1.0, 1.0, 8) + k
+        np.testing.assert_allclose(
+            jac(x).toarray(), _flat_jacobian(tridiagonal_residual, x), rtol=1e-15
+        )
+    assert len(calls) == 1
+    jac(np.ones(9))  # another signature
+    assert len(calls) == 2
+
+
+def test_a_given_pattern_is_used_and_checked():
+    x = np.linspace(0.0, 1.0, 6)
+    pattern = fgrad.jacobian_sparsity(tridiagonal_residual)(x)
+    got = fgrad.sparse_jacobian(tridiagonal_residual, sparsity=pattern.toarray())(x)
+    np.testing.assert_allclose(got.toarray(), _flat_jacobian(tridiagonal_residual, x))
+    with pytest.raises(ValueError, match=r"sparsity has shape \(6, 6\).*\(6, 7\)"):
+        fgrad.sparse_jacobian(tridiagonal_residual, sparsity=pattern)(np.ones(7))
+    # a pattern with the wrong number of outputs is refused, never read from
+    f = lambda x: x[1:] * x[:-1]
+    with pytest.raises(ValueError, match=r"sparsity has shape \(2, 4\).*\(3, 4\)"):
+        fgrad.sparse_jacobian(f, sparsity=np.ones((2, 4)), mode="fwd")(np.ones(4))
+    with pytest.raises(ValueError, match=r"shape \(4,\).*shape \(3,\)"):
+        fgrad.sparse_jacobian(f, sparsity=np.ones((4, 4)), mode="rev")(np.ones(4))
+
+
+def test_errors_say_what_to_do():
+    with pytest.raises(TypeError, match=r"shape \(3,\) and dtype int64.*float"):
+        fgrad.sparse_jacobian(lambda x: x)(np.arange(3))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        fgrad.sparse_jacobian(lambda x: x, mode="forward")
+    with pytest.raises(ValueError, match="argnums 2 is out of range"):
+        fgrad.jacobian_sparsity(lambda x: x, argnums=2)(np.ones(2))
+    with pytest.raises(ValueError, match="complex.*mode='fwd'"):
+        fgrad.sparse_jacobian(lambda x: x * 1j, mode="rev")(np.ones(2))
+
+
+def test_a_dask_array_is_refused_before_it_is_computed():
+    da = pytest.importorskip("dask.array")
+    x = da.ones(4, chunks=2)
+    with pytest.raises(TypeError, match=r"dask.*shape \(4,\).*x.compute\(\)"):
+        fgrad.sparse_jacobian(lambda x: x**2)(x)
+
+
+@pytest.mark.parametrize(
+    "fun, x, want",
+    [
+        (lambda x: x**2, 2.0, [[4.0]]),  # a scalar
+        (lambda x: 3.0, np.ones(2), [[0.0, 0.0]]),  # a constant output
+        (lambda x: x[:0], np.ones(2), np.zeros((0, 2))),  # no output
+        (lambda x: fnp.sum(x), np.zeros(0), np.zeros((1, 0))),  # no input
+        (lambda x: [x, x[::-1]], np.arange(2.0), [[1, 0], [0, 1], [0, 1], [1, 0]]),
+    ],
+    ids=["scalar", "constant", "no-output", "no-input", "list-output"],
+)
+def test_edge_cases(fun, x, want):
+    for mode in ("fwd", "rev"):
+        np.testing.assert_array_equal(fgrad.sparse_jacobian(fun, mode=mode)(x).toarray(), want)
+
+
+def test_a_complex_output_is_pushed_forward():
+    fun = lambda x: fnp.exp(1j * x[1:]) * x[:-1]
+    _assert_equal_to_jacfwd(fun, np.array([0.1, 0.2, 0.3]))
+
+
+def test_import_fgrad_does_not_import_scipy():
+    code = "import sys, fgrad; assert not any(m.startswith('scipy') for m in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_values_of_the_other_arguments_are_part_of_the_key():
+    def f(x, idx):
+        return x[idx] * 2.0
+
+    jac = fgrad.sparse_jacobian(f)
+    x = np.array([1.0, 2.0, 3.0])
+    for idx in (np.array([0, 1]), np.array([2, 0]), np.array([0, 1])):
+        want = fgrad.jacfwd(f)(x, idx)
+        np.testing.assert_array_equal(jac(x, idx).toarray(), want)
+
+
+def test_a_time_argument_that_changes_does_not_make_a_plan_per_call(monkeypatch):
+    calls = []
+    detect = sparse._detect
+    monkeypatch.setattr(sparse, "_detect", lambda *a: calls.append(1) or detect(*a))
+    a = np.eye(4) + np.eye(4, k=1)
+
+    def rhs(t, y, a):
+        return a @ y * t + fnp.sin(y) * t**2
+
+    jac = fgrad.sparse_jacobian(rhs, argnums=1)
+    y = np.linspace(1.0, 2.0, 4)
+    for t in (0.1, 0.2, np.float64(0.3), np.array(0.0)):
+        got = jac(t, y, a)
+        assert got.nnz == 7  # the matrix's zeros count; the time's do not
+        np.testing.assert_array_equal(got.toarray(), fgrad.jacfwd(rhs, argnums=1)(t, y, a))
+    assert len(calls) == 1
+
+    def branching(t, y):
+        return y * y[::-1] if t > 0.5 else y * 2.0
+
+    jac = fgrad.sparse_jacobian(branching, argnums=1)
+    for t in (0.1, 0.9, 0.1):  # the branch reads t: each call finds its pattern again
+        want = fgrad.jacfwd(branching, argnums=1)(t, y)
+        np.testing.assert_array_equal(jac(t, y).toarray(), want)
+
+
+def test_the_plans_kept_are_bounded():
+    jac = fgrad.sparse_jacobian(lambda x, a: a @ x)
+    x = np.ones(3)
+    for k in range(sparse.PLANS_KEPT + 5):  # a new matrix (not differentiated) each time
+        a = np.eye(3) * (k + 1)
+        np.testing.assert_array_equal(jac(x, a).toarray(), a)
+    cell = next(
+        c.cell_contents for c in jac.__wrapped__.__closure__ if type(c.cell_contents) is dict
+    )
+    assert len(cell) == sparse.PLANS_KEPT
+
+
+@pytest.mark.parametrize(
+    "make", [fgrad.sparse_jacobian, fgrad.jacobian_sparsity, fgrad.sparse_hessian]
+)
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jit"])
+def test_inside_a_transform_it_refuses(make, transform):
+    inner = make(lambda x: fnp.sum(x**3))
+    with pytest.raises(TypeError, match=r"argument 0 is a value traced.*shape \(2,\)"):
+        if transform == "grad":
+            fgrad.grad(lambda x: inner(x).sum())(np.ones(2))
+        elif transform == "vmap":
+            fgrad.vmap(inner)(np.ones((3, 2)))
+        else:
+            fgrad.jit(inner)(np.ones(2))
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_float32_stays_float32(mode):
+    x = np.linspace(1.0, 2.0, 5, dtype=np.float32)
+    got = fgrad.sparse_jacobian(tridiagonal_residual, mode=mode)(x)
+    want = fgrad.jacfwd(tridiagonal_residual)(x)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got.toarray(), want)
+    hes = fgrad.sparse_hessian(rosenbrock)(x)
+    assert hes.dtype == np.float32
+    np.testing.assert_allclose(hes.toarray(), fgrad.hessian(rosenbrock)(x), rtol=1e-6)
