@@ -454,6 +454,8 @@ def sparse_jacobian(
     order : {"smallest_last", "largest_first"}
         The order of the greedy colouring.
 
+    Notes
+    -----
     The pattern and its colouring are found on the first call for each signature of the
     arguments differentiated (shapes and dtypes) and values of the others, and kept; later
     calls run only the batched pass. As for `jit`, `fun` must be pure: an array it reads
@@ -461,6 +463,8 @@ def sparse_jacobian(
     included (a constant matrix's zeros shape the pattern). Pass such an array as an
     argument not differentiated if it changes: its values are part of the cache's key.
 
+    Examples
+    --------
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> f = lambda x: x[1:] ** 2 - x[:-1]
     >>> fgrad.sparse_jacobian(f)(np.arange(4.0)).toarray()
