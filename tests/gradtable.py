@@ -217,15 +217,17 @@ def _draw(transform, row):
     return hashlib.sha256(f"{SEED}/{transform}/{row.id}".encode()).digest()
 
 
-def sample(rows, transform, key=lambda row: row.name, smallest=False):
+def sample(rows, transform, key=lambda row: row.name, smallest=False, per_name=None, hardest=True):
     """The rows `transform`'s test runs: all of them under FGRAD_FULL=1, else each primitive's
     hardest row and FGRAD_PER_NAME rows of each `key` (a public name by default), in the
     table's order. `transform` names the test (it seeds the pick, so each transform samples
     other rows of a name). With `smallest`, each primitive's and each name's row with the
     fewest elements instead (the seed picks among equals): for tests whose cost grows fast
     with the size (Dask's chunks, Taylor mode's nested reference) and whose hardest shapes the
-    other tables already cover."""
+    other tables already cover. `per_name` overrides FGRAD_PER_NAME (0: the primitives' rows
+    only); `hardest=False` leaves the primitives' rows out (the names' rows only)."""
     rows = list(rows)
+    per_name = PER_NAME if per_name is None else per_name
     if FULL:
         return rows
     chosen = set()
@@ -237,15 +239,15 @@ def sample(rows, transform, key=lambda row: row.name, smallest=False):
             group = sorted(group, key=lambda r: (_hardness(r)[2], _draw(transform, r)))
         else:
             group = sorted(group, key=lambda r: _draw(transform, r))
-        chosen.update(id(r) for r in group[:PER_NAME])
-    hardest = {}
-    for row in rows:
+        chosen.update(id(r) for r in group[:per_name])
+    hardest_of = {}
+    for row in rows if hardest else ():
         hardness = _hardness(row)
         rank = ((-hardness[2], -hardness[1]) if smallest else hardness, _draw(transform, row))
         for prim in primitives_of(row):
-            if prim not in hardest or rank > hardest[prim][0]:
-                hardest[prim] = (rank, row)
-    chosen.update(id(row) for _, row in hardest.values())
+            if prim not in hardest_of or rank > hardest_of[prim][0]:
+                hardest_of[prim] = (rank, row)
+    chosen.update(id(row) for _, row in hardest_of.values())
     return [row for row in rows if id(row) in chosen]
 
 
