@@ -154,9 +154,10 @@ def dask_cannot(families=None):
 #
 # - every primitive the table reaches, through its hardest row (most broadcasting, then most
 #   dimensions, then most elements) among the rows that apply it: its rules under that
-#   transform on the shapes where a forgotten unbroadcast, transpose or axis shows;
-# - every public name (or name and variant, where a test asks), through FGRAD_PER_NAME rows
-#   (default 1) picked by a hash of the seed, the transform and the row's id.
+#   transform on the shapes where a forgotten unbroadcast, transpose or axis shows. This level
+#   is fixed: ties are broken by a hash of the transform and the row's id, not by the seed;
+# - every public name, through FGRAD_PER_NAME rows (default 1) picked by a hash of the seed,
+#   the transform and the row's id.
 #
 # The pick is a pure function of the seed (printed in the pytest header by tests/conftest.py,
 # set with FGRAD_SEED), so every xdist worker and every rerun collects the same tests.
@@ -212,12 +213,21 @@ def _hardness(row):
     return _hard[id(row)][1]
 
 
-def _draw(transform, row):
+def _draw(transform, row, seed=None):
     """The row's place in the seeded order of `transform`'s sample."""
-    return hashlib.sha256(f"{SEED}/{transform}/{row.id}".encode()).digest()
+    seed = SEED if seed is None else seed
+    return hashlib.sha256(f"{seed}/{transform}/{row.id}".encode()).digest()
 
 
-def sample(rows, transform, key=lambda row: row.name, smallest=False, per_name=None, hardest=True):
+def sample(
+    rows,
+    transform,
+    key=lambda row: row.name,
+    smallest=False,
+    per_name=None,
+    hardest=True,
+    full=None,
+):
     """The rows `transform`'s test runs: all of them under FGRAD_FULL=1, else each primitive's
     hardest row and FGRAD_PER_NAME rows of each `key` (a public name by default), in the
     table's order. `transform` names the test (it seeds the pick, so each transform samples
@@ -225,10 +235,11 @@ def sample(rows, transform, key=lambda row: row.name, smallest=False, per_name=N
     fewest elements instead (the seed picks among equals): for tests whose cost grows fast
     with the size (Dask's chunks, Taylor mode's nested reference) and whose hardest shapes the
     other tables already cover. `per_name` overrides FGRAD_PER_NAME (0: the primitives' rows
-    only); `hardest=False` leaves the primitives' rows out (the names' rows only)."""
+    only); `hardest=False` leaves the primitives' rows out (the names' rows only); `full`
+    overrides FGRAD_FULL (False: the rule level even in the full run)."""
     rows = list(rows)
     per_name = PER_NAME if per_name is None else per_name
-    if FULL:
+    if FULL if full is None else full:
         return rows
     chosen = set()
     by_key = {}
@@ -243,7 +254,8 @@ def sample(rows, transform, key=lambda row: row.name, smallest=False, per_name=N
     hardest_of = {}
     for row in rows if hardest else ():
         hardness = _hardness(row)
-        rank = ((-hardness[2], -hardness[1]) if smallest else hardness, _draw(transform, row))
+        tie = _draw(transform, row, seed=0)  # the rule level does not move with the seed
+        rank = ((-hardness[2], -hardness[1]) if smallest else hardness, tie)
         for prim in primitives_of(row):
             if prim not in hardest_of or rank > hardest_of[prim][0]:
                 hardest_of[prim] = (rank, row)
