@@ -12,6 +12,7 @@ of the same name apart (`"axis=0"`, `"operator"`).
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -96,8 +97,10 @@ class Row:
             for v in values
         )
 
-    @property
+    @functools.cached_property
     def id(self):
+        # cached: collection asks for every row's id several times, and a row with `make`
+        # draws its inputs to learn its shapes
         shapes = self.shapes if self.make is None else tuple(np.shape(a) for a in self.args())
         dims = "-".join("x".join(map(str, s)) or "scalar" for s in shapes)
         return f"{self.name}[{self.variant}]-{dims}" if self.variant else f"{self.name}-{dims}"
@@ -142,6 +145,132 @@ def dask_cannot(families=None):
         if families is None or family in families:
             cannot.update(getattr(importlib.import_module(path.stem), "DASK_CANNOT", {}))
     return cannot
+
+
+# --- sampling the product of rows and transforms ------------------------------------------------
+# The table has about 2,800 rows and a dozen transforms run each; their full product is the
+# slow top of the pyramid (FGRAD_FULL=1, run by .ci/run). The quick suite runs, per transform,
+# the rule level in full and the compositions sampled, as JAX's JAX_NUM_GENERATED_CASES does:
+#
+# - every primitive the table reaches, through its hardest row (most broadcasting, then most
+#   dimensions, then most elements) among the rows that apply it: its rules under that
+#   transform on the shapes where a forgotten unbroadcast, transpose or axis shows. This level
+#   is fixed: ties are broken by a hash of the transform and the row's id, not by the seed;
+# - every public name, through FGRAD_PER_NAME rows (default 1) picked by a hash of the seed,
+#   the transform and the row's id.
+#
+# The pick is a pure function of the seed (printed in the pytest header by tests/conftest.py,
+# set with FGRAD_SEED), so every xdist worker and every rerun collects the same tests.
+
+FULL = os.environ.get("FGRAD_FULL", "") not in ("", "0")
+SEED = int(os.environ.get("FGRAD_SEED", "0"))
+PER_NAME = int(os.environ.get("FGRAD_PER_NAME", "1"))
+
+
+_reached = {}  # id(row) -> primitives_of(row); rows live as long as the session
+
+
+def primitives_of(row):
+    """The names of the primitives the row's untraced call applies (from fgrad's watch; about
+    0.1 ms a row, so the whole table's map costs a fraction of a second at collection)."""
+    if id(row) in _reached:
+        return _reached[id(row)][1]
+    import warnings
+
+    from fgrad import provenance
+
+    class Seen(provenance.Watcher):
+        def __init__(self):
+            self.names = set()
+
+        def value(self, prim, args, params, ans):
+            self.names.add(prim.name)
+
+    seen = Seen()
+    provenance.add_watcher(seen)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            row.fn(*row.args())
+    except Exception:
+        pass  # a row that raises untraced (it is a test's business to say so) reaches nothing
+    finally:
+        provenance.remove_watcher(seen)
+    _reached[id(row)] = (row, frozenset(seen.names))  # the row is kept so its id stays its own
+    return _reached[id(row)][1]
+
+
+_hard = {}  # id(row) -> (row, _hardness(row))
+
+
+def _hardness(row):
+    """Larger for a row whose shapes make rules work harder: arguments of different shapes
+    (broadcasting), then more dimensions, then more elements."""
+    if id(row) not in _hard:
+        shapes = [np.shape(a) for a in row.args()]
+        rank = (len(set(shapes)), sum(map(len, shapes)), sum(int(np.prod(s)) for s in shapes))
+        _hard[id(row)] = (row, rank)
+    return _hard[id(row)][1]
+
+
+def _draw(transform, row, seed=None):
+    """The row's place in the seeded order of `transform`'s sample."""
+    seed = SEED if seed is None else seed
+    return hashlib.sha256(f"{seed}/{transform}/{row.id}".encode()).digest()
+
+
+def sample(
+    rows,
+    transform,
+    key=lambda row: row.name,
+    smallest=False,
+    per_name=None,
+    hardest=True,
+    full=None,
+):
+    """The rows `transform`'s test runs: all of them under FGRAD_FULL=1, else each primitive's
+    hardest row and FGRAD_PER_NAME rows of each `key` (a public name by default), in the
+    table's order. `transform` names the test (it seeds the pick, so each transform samples
+    other rows of a name). With `smallest`, each primitive's and each name's row with the
+    fewest elements instead (the seed picks among equals): for tests whose cost grows fast
+    with the size (Dask's chunks, Taylor mode's nested reference) and whose hardest shapes the
+    other tables already cover. `per_name` overrides FGRAD_PER_NAME (0: the primitives' rows
+    only); `hardest=False` leaves the primitives' rows out (the names' rows only); `full`
+    overrides FGRAD_FULL (False: the rule level even in the full run)."""
+    rows = list(rows)
+    per_name = PER_NAME if per_name is None else per_name
+    if FULL if full is None else full:
+        return rows
+    chosen = set()
+    by_key = {}
+    for row in rows:
+        by_key.setdefault(key(row), []).append(row)
+    for group in by_key.values():
+        if smallest:
+            group = sorted(group, key=lambda r: (_hardness(r)[2], _draw(transform, r)))
+        else:
+            group = sorted(group, key=lambda r: _draw(transform, r))
+        chosen.update(id(r) for r in group[:per_name])
+    hardest_of = {}
+    for row in rows if hardest else ():
+        hardness = _hardness(row)
+        tie = _draw(transform, row, seed=0)  # the rule level does not move with the seed
+        rank = ((-hardness[2], -hardness[1]) if smallest else hardness, tie)
+        for prim in primitives_of(row):
+            if prim not in hardest_of or rank > hardest_of[prim][0]:
+                hardest_of[prim] = (rank, row)
+    chosen.update(id(row) for _, row in hardest_of.values())
+    return [row for row in rows if id(row) in chosen]
+
+
+def describe_sampling():
+    """One line for the pytest header: how much of the product runs, and how to change it."""
+    if FULL:
+        return "fgrad tables: FGRAD_FULL=1, every row under every transform"
+    return (
+        f"fgrad tables: sampled, FGRAD_SEED={SEED}, FGRAD_PER_NAME={PER_NAME} row(s) per name "
+        "and transform plus each primitive's hardest row; FGRAD_FULL=1 runs every row"
+    )
 
 
 # Shapes every elementwise row runs over: scalars, vectors, matrices, and pairs that broadcast

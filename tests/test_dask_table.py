@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
-from gradtable import dask_cannot, load
+from gradtable import dask_cannot, load, sample
 
 da = pytest.importorskip("dask.array", reason="Dask is not installed (pip install fgrad[dask])")
 dask = pytest.importorskip("dask")
@@ -94,7 +94,11 @@ def _rows():
     return [r for r in ROWS if not _cannot(r)]
 
 
-@pytest.mark.parametrize("row", _rows(), ids=[r.id for r in _rows()])
+# The quick suite samples the rows (tests/gradtable.py, `sample`); FGRAD_FULL=1 runs them all.
+_ON_DASK = sample(_rows(), "dask", smallest=True)
+
+
+@pytest.mark.parametrize("row", _ON_DASK, ids=[r.id for r in _ON_DASK])
 def test_row_on_dask_equals_numpy(row):
     args = row.args()
     rng = np.random.default_rng(7)
@@ -131,7 +135,7 @@ def _dasks_own(row):
     return row.id.startswith("x[idx]") or "method" in row.id or "numpy" in row.id
 
 
-_UNTRACED = [r for r in _rows() if not _dasks_own(r)]
+_UNTRACED = sample([r for r in _rows() if not _dasks_own(r)], "dask-untraced", smallest=True)
 
 
 @pytest.mark.parametrize("row", _UNTRACED, ids=[r.id for r in _UNTRACED])
@@ -157,7 +161,9 @@ def test_row_untraced_on_dask_stays_lazy_and_equals_numpy(row):
 
 # Listed rows whose own Python code (not fgrad's) reads a Dask array's value.
 _ROW_READS_ITS_VALUES = {"vectorize-3x2"}
-_CANNOT_ROWS = [r for r in ROWS if _cannot(r) and r.id not in _ROW_READS_ITS_VALUES]
+_CANNOT_ROWS = sample(
+    [r for r in ROWS if _cannot(r) and r.id not in _ROW_READS_ITS_VALUES], "dask-cannot"
+)
 
 
 @pytest.mark.parametrize("row", _CANNOT_ROWS, ids=[r.id for r in _CANNOT_ROWS])

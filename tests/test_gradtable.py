@@ -12,21 +12,58 @@ import types
 
 import numpy as np
 import pytest
-from gradtable import load
+from gradtable import load, sample
 
 import fgrad.numpy as fnp
 from fgrad import grad, jacfwd, jvp, vjp
-from fgrad.test_util import check_grads
+from fgrad.test_util import check_grads, check_rule
 
 ROWS, NONDIFF = load()
+# The quick suite samples the rows (tests/gradtable.py, `sample`); FGRAD_FULL=1 runs them all.
+# Each primitive's hardest row goes through `check_rule` (which also checks that its forward
+# and reverse rules are transposes of each other to rounding), the names' rows (every other
+# row in the full run) through `check_grads`. check_rule's transpose consistency is measured
+# against the terms it sums, and 19 rows whose terms are round-off or cancel (std of 2
+# elements, det of 1x1, svd's values, the "large" softmax rows) fail it where check_grads
+# passes: the rule level is these fixed rows, seed or no seed.
+RULES = sample(ROWS, "grad", per_name=0, full=False)
+_RULE_IDS = {id(r) for r in RULES}
+NAMES = [r for r in sample(ROWS, "grad", hardest=False) if id(r) not in _RULE_IDS]
+GRAD = RULES + NAMES
+FLOAT32 = sample(ROWS, "float32")
+
+# Names whose forward and reverse rules agree to less than rounding of the terms, and why.
+LOOSER_TRANSPOSE = {
+    "scipy.integrate.odeint": (
+        1e-6,
+        "an adaptive solver: its jvp and its bprop are two solves, each to the solver's tolerance",
+    ),
+}
+# Rows check_rule cannot judge, and why (measured); they take check_grads as the others do.
+CHECK_GRADS_ONLY = {
+    "scipy.special.log_softmax[large]-3x2": (
+        "log_softmax(400 x) saturates: the order-2 terms check_rule sums are round-off of the "
+        "output's scale (1e-11 against 400), so both sides of its transpose consistency are "
+        "round-off (2.3e-12 and 3.5e-12) and differ by 10% of them"
+    ),
+}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.parametrize("row", RULES, ids=[r.id for r in RULES])
+def test_rules_pass_check_rule_to_order_2(row):
+    if row.id in CHECK_GRADS_ONLY:
+        test_rule_matches_finite_differences_in_both_modes_to_order_2(row)
+        return
+    exact_tol = LOOSER_TRANSPOSE.get(row.name, (None,))[0]
+    check_rule(row.fn, row.args(), order=row.order, eps=row.eps, tol=row.tol, exact_tol=exact_tol)
+
+
+@pytest.mark.parametrize("row", NAMES, ids=[r.id for r in NAMES])
 def test_rule_matches_finite_differences_in_both_modes_to_order_2(row):
     check_grads(row.fn, row.args(), order=row.order, modes=("fwd", "rev"), eps=row.eps, tol=row.tol)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.parametrize("row", FLOAT32, ids=[r.id for r in FLOAT32])
 def test_float32_in_float32_out(row):
     if row.float32 is not True:
         pytest.skip(f"float32 does not apply to {row.id}: {row.float32}")
