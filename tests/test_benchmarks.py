@@ -185,3 +185,32 @@ def test_the_minimal_closure_tape_gives_the_hand_written_gradient():
     assert len(got) == 2
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+
+
+def test_jit_benchmark_check_mode_compares_replays_with_eager_bit_for_bit():
+    run = run_script(BENCHMARKS / "bench_jit.py", "--check")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "checked 6 workloads: 0 mismatches" in run.stdout
+    assert "us/call" not in run.stdout  # nothing timed
+
+
+def test_jit_benchmark_check_sees_a_replay_that_differs(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # its imports: timing, bench_peers
+    bench = load(BENCHMARKS / "bench_jit.py")
+    workload = next(w for w in bench.workloads() if w.key == "hessian")
+    eager = workload.eager
+    calls = []
+
+    def drifting(*args):  # right on the first call (check's eager one), 1 ulp off afterwards
+        calls.append(1)
+        return eager(*args) * (1.0 + (len(calls) > 1) * 2.0**-52)
+
+    workload.eager = drifting
+    problems = bench.check(workload)
+    assert problems and "differs from eager" in problems[0]
+
+
+def test_sparse_benchmark_check_mode_runs():
+    pytest.importorskip("scipy", reason="fgrad.sparse needs SciPy (an optional extra)")
+    run = run_script(BENCHMARKS / "bench_sparse.py", "--check")
+    assert run.returncode == 0, run.stdout + run.stderr
