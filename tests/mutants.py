@@ -293,8 +293,8 @@ MUTANTS = [
     Mutant(
         "abs-slope-float64",
         E,
-        "return _weights(_np.where(array_value(x) >= 0, 1, -1), _dtype_of(ans))",
-        "return _weights(_np.where(array_value(x) >= 0, 1, -1), _np.dtype(_np.float64))",
+        "return _weights(_np.where(mask_values(x) >= 0, 1, -1), _dtype_of(ans))",
+        "return _weights(_np.where(mask_values(x) >= 0, 1, -1), _np.dtype(_np.float64))",
         "dtype widened: abs's slope is float64 for every input",
     ),
     # --- batching rules ---
