@@ -78,15 +78,18 @@ class _Path:
     which outputs must be copied (they may share memory with an argument or a constant), and
     the outputs' tree structure."""
 
-    __slots__ = ("fresh", "items", "n_inputs", "out_tree", "outputs", "unsafe")
+    __slots__ = ("fresh", "items", "n_inputs", "out_tree", "outputs", "settled", "unsafe")
 
-    def __init__(self, items, outputs, fresh, out_tree, n_inputs, unsafe):
+    def __init__(self, items, outputs, fresh, out_tree, n_inputs, unsafe, settled=False):
         self.items = items
         self.outputs = outputs
         self.fresh = fresh
         self.out_tree = out_tree
         self.n_inputs = n_inputs
-        self.unsafe = unsafe
+        self.unsafe = unsafe  # why the record must not be replayed (None: it may)
+        # whether that holds for every call of this signature (then it runs eagerly from now
+        # on), not just this one (a closure over an outer transform's value changes per call)
+        self.settled = settled
 
 
 class _Node:
@@ -159,6 +162,18 @@ def _global_random_state():
     return ctypes.string_at(address, 625 * 4)
 
 
+def _constant_output(v) -> bool:
+    """Whether an output leaf that is not computed in the record can be returned again by
+    every replay: an array (copied), a number, a string, None."""
+    return (
+        v is None
+        or type(v) in _SCALARS
+        or type(v) is str
+        or isinstance(v, (_np.ndarray, _np.generic))
+        or is_foreign_array(v)
+    )
+
+
 def _copy(v):
     return v.copy() if type(v) is _np.ndarray else v
 
@@ -188,6 +203,14 @@ def _record(fun, leaves, rebuild, sources=False):
         else:
             if type(o) is Box and o.level.live and unsafe is None:
                 unsafe = "the function returned a value of an outer transform it closes over"
+            elif not _constant_output(o):
+                # An object of its own (not a pytree of arrays) may hold what was computed, as
+                # the level's boxes: a replay would return this one object again, and this one
+                # holds boxes. The function runs again without the level, for this call.
+                args, kwargs = rebuild(leaves)
+                return fun(*args, **kwargs), _Path(
+                    [], (), (), out_tree, len(leaves), f"it returned a {type(o).__name__}", True
+                )
             outputs.append(Const(o))
             values.append(o)
     # An output that may share memory with an argument or a constant (x itself, a view of
@@ -208,7 +231,8 @@ def _record(fun, leaves, rebuild, sources=False):
             for f, o, v in zip(fresh, outputs, values)
         ]
     values = [_copy(v) if f else v for v, f in zip(values, fresh)]
-    path = _Path(level.items, tuple(outputs), tuple(fresh), out_tree, len(leaves), unsafe)
+    settled = unsafe is not None and unsafe.startswith("NumPy's global random generator")
+    path = _Path(level.items, tuple(outputs), tuple(fresh), out_tree, len(leaves), unsafe, settled)
     return tree_unflatten(out_tree, values), path
 
 
@@ -629,9 +653,15 @@ class Jitted:
                 known = self._cache.get(key)
                 if known is None or not _same_cells(known.cells, cells):
                     self._cache[key] = _Entry(_Node(path.items, path), len(leaves), general, cells)
-        elif path.unsafe.startswith("NumPy's global random generator") and not self._warned:
-            self._warned = True
-            warnings.warn(f"fgrad.jit({self._name}): {path.unsafe}", RuntimeWarning, stacklevel=2)
+        elif path.settled:  # runs eagerly from now on for this signature
+            entry = _Entry(None, len(leaves), general, cells)
+            entry.eager = True
+            with self._lock:
+                self._cache[key] = entry
+            if path.unsafe.startswith("NumPy's global random generator") and not self._warned:
+                self._warned = True
+                message = f"fgrad.jit({self._name}): {path.unsafe}"
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
         return out
 
     def _again(self, entry, leaves, rebuild, miss):
@@ -688,7 +718,7 @@ class Jitted:
 
     def record_source(self, *args, **kwargs) -> str | None:
         """The Python source of the replay for these arguments' signature (None before the
-        function was replayed once with it)."""
+        function was recorded with it, or where it runs eagerly)."""
         entry = None
         if not kwargs and not self._static_argnums:
             entry = self._cache.get(
@@ -698,7 +728,7 @@ class Jitted:
             leaves, tree, statics = self._flatten_call(args, kwargs)
             key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
             entry = self._cache.get(key)
-        if entry is None:
+        if entry is None or entry.eager:  # not recorded, or run eagerly
             return None
         if entry.replay is None:
             entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self._name)

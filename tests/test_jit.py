@@ -452,6 +452,25 @@ def test_outputs_are_fresh_and_arguments_untouched():
     np.testing.assert_array_equal(x, before)
 
 
+def test_an_output_that_is_not_a_pytree_is_never_replayed():
+    class Result:  # not registered as a pytree: a leaf that holds what was computed
+        def __init__(self, value):
+            self.value = value
+
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return Result(x * 2.0)
+
+    jitted = fgrad.jit(f)
+    for x in [np.ones(2), np.arange(2.0), np.ones(2)]:
+        result = jitted(x)
+        assert type(result.value) is np.ndarray  # no box of the recording leaks out
+        np.testing.assert_array_equal(result.value, x * 2.0)
+    assert len(calls) == 4  # recorded and run again once, then run as it is
+
+
 def test_a_side_effect_happens_once_per_recording():
     log = []
 
