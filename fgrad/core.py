@@ -28,6 +28,17 @@ is different for each row), and reading a box's plain value (`primal`, which `bo
 rows disagree, goes on with one group of rows that agree and leaves the others to run again
 (see `fgrad.batching`, "Reading rows").
 
+Levels that read values
+-----------------------
+Batching is one of three kinds of level whose boxes the traced code may read
+(`Level.reads_values`): the others are a staging level (`jit`'s, `fgrad.staging`), whose boxes
+hold the value itself and whose `read` records the value as a guard of the record, and a
+placeholder's (`fgrad.forward.PlaceholderLevel`), whose `read` refuses, since its value stands
+for every value. Batching and staging levels (`batches`, `stages`) see the operations without
+a derivative too, and `constant_of` keeps their boxes: a constant still has one value per row,
+or is still computed by the record from its inputs (`holds_staged`). A shape that depends on
+values (`nonzero`) is guarded by a staging level for the primitives in `shape_from_values`.
+
 Free variables
 --------------
 A function may close over boxes (through closure cells, globals, default arguments, `self`).
