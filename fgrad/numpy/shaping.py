@@ -436,6 +436,11 @@ def unbroadcast_meta(x, ans):
     None when x already has that shape and dtype. Decided once, when the rule is built, so
     that the bprop of the common unbroadcast operation does no work."""
     kind = type(x)
+    if kind is Box and type(ans) is Box and not holds_batch(x) and not holds_batch(ans):
+        # traced values (a rule traced by an outer level, or under jit): their plain values
+        # have their shapes and dtypes
+        x, ans = innermost(x), innermost(ans)
+        kind = type(x)
     if kind is type(ans):  # the common cases, answered without building two metas
         if kind is _np.float64:
             return None
