@@ -97,6 +97,7 @@ __all__ = [
     "refuse_lazy",
     "replacing",
     "shape_of",
+    "whole_value",
     "zeros_like_value",
 ]
 
@@ -245,6 +246,20 @@ def holds_staged(x):
     return False
 
 
+def whole_value(x: Any) -> Any:
+    """x's values in every row of the batches it is in at once (`innermost`), for a bound or a
+    check that must serve every row. A staging level (`jit`) among x's boxes records them as
+    a guard (`StagingLevel.read_whole`): a record that decided something on them is replayed
+    only where they are the same."""
+    if _state.reading:
+        v = x
+        while type(v) is Box:
+            if v.level.stages and v.level.live:
+                return v.level.read_whole(v)
+            v = v.value
+    return innermost(x)
+
+
 def constant_of(x: Any) -> Any:
     """x as a constant at every level that differentiates: without their boxes. The boxes of
     live levels that read values stay: a constant still has one value per row (batching), and
@@ -334,6 +349,11 @@ class Level:
     def read(self, box: Box) -> Any:
         """The plain value of this level's box, for code that reads it (a level that
         `reads_values`)."""
+        raise NotImplementedError
+
+    def read_whole(self, box: Box) -> Any:
+        """Every row of the values under this level's box at once (a level that `stages`,
+        see `whole_value`)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:

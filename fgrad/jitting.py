@@ -41,7 +41,7 @@ from typing import Any
 import numpy as _np
 
 from . import core
-from .core import Box, NondiffPrimitive, bind, is_foreign_array, primal
+from .core import Box, NondiffPrimitive, bind, innermost, is_foreign_array, primal
 from .staging import (
     Const,
     Guard,
@@ -115,7 +115,7 @@ def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
             raise _Unstable
         mine = items[i]
         if type(item) is Guard:
-            if type(mine) is not Guard or (mine.slot, mine.shape) != (item.slot, item.shape):
+            if type(mine) is not Guard or (mine.slot, mine.kind) != (item.slot, item.kind):
                 raise _Unstable
             if mine.key != item.key:  # the paths part here
                 rest = _Node(node.items[j + 1 :], node.path, node.branch)
@@ -133,7 +133,7 @@ def _insert(node: _Node, path: _Path, start: int = 0) -> bool:
         return False  # the same path again (another thread recorded it first)
     guard, children = node.branch
     mine = items[i] if i < len(items) else None
-    if type(mine) is not Guard or (mine.slot, mine.shape) != (guard.slot, guard.shape):
+    if type(mine) is not Guard or (mine.slot, mine.kind) != (guard.slot, guard.kind):
         raise _Unstable
     for key, child in children:
         if key == mine.key:
@@ -296,9 +296,11 @@ class _Writer:
         return f"{indent}{names} = {call}"
 
     def read(self, guard) -> str:
-        if guard.shape:
+        if guard.kind == "shape":
             return f"_shape(v{guard.slot})"
-        return f"_primal(v{guard.slot})" if self.general else f"v{guard.slot}"
+        if not self.general:  # plain values: each is its own value, and all its rows
+            return f"v{guard.slot}"
+        return f"_{'innermost' if guard.kind == 'whole' else 'primal'}(v{guard.slot})"
 
     def node(self, node: _Node, indent: str, live: set) -> None:
         """Write `node` and its subtree; `live` holds the slots defined before it that are
@@ -409,6 +411,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _bind=bind,
         _bind_call=_bind_call,
         _primal=primal,
+        _innermost=innermost,
         _key=guard_key,
         _shape=shape_key,
         _copy=_copy,

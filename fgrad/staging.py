@@ -143,17 +143,23 @@ def _equal_values(a, b) -> bool:
 
 class Guard:
     """The traced code read slot `slot` and got the value whose `guard_key` is `key`;
-    `source` is the user's line that read it ("file:line"). A guard of `shape` compares the
-    slot's shape (`shape_key`) instead: the output of a primitive whose shape depends on
-    values (`core.shape_from_values`)."""
+    `source` is the user's line that read it ("file:line"). `kind` says what was read:
+    "value" (`primal`), "whole" (every row of the batches the value is in at once,
+    `innermost`: a rule's bound that must serve every row, `read_whole`) or "shape" (the
+    slot's shape, `shape_key`: the output of a primitive whose shape depends on values,
+    `core.shape_from_values`)."""
 
-    __slots__ = ("key", "shape", "slot", "source")
+    __slots__ = ("key", "kind", "slot", "source")
 
-    def __init__(self, slot, key, source, shape=False):
+    def __init__(self, slot, key, source, kind="value"):
         self.slot = slot
         self.key = key
         self.source = source
-        self.shape = shape
+        self.kind = kind
+
+    @property
+    def shape(self) -> bool:
+        return self.kind == "shape"
 
 
 def shape_key(v) -> tuple:
@@ -259,7 +265,7 @@ class StagingLevel(Level):
         if prim in shape_from_values:  # later operations were recorded for these shapes
             line = source or user_line()
             for s, a in zip(outs, parts):
-                self.items.append(Guard(s, shape_key(a), line, shape=True))
+                self.items.append(Guard(s, shape_key(a), line, "shape"))
         if many:
             return tuple(Box(a, self, s) for a, s in zip(parts, outs))
         return Box(ans, self, first)
@@ -312,6 +318,14 @@ class StagingLevel(Level):
         if slot not in self.guarded:  # a second read of a slot reads the same value
             self.guarded.add(slot)
             self.items.append(Guard(slot, guard_key(value), user_line()))
+        return value
+
+    def read_whole(self, box: Box) -> Any:
+        """The values under `box` in every row of the batches they are in (`innermost`),
+        recorded as a guard: what a rule reads for a bound or a check that serves every row
+        (`fgrad.numpy.shaping.all_rows`), without splitting a batch."""
+        value = innermost(box.value)
+        self.items.append(Guard(box.aux, guard_key(value), user_line(), "whole"))
         return value
 
 

@@ -264,6 +264,20 @@ def test_float_of_a_value_used_in_arithmetic_is_guarded():
     assert paths(jitted) == [3]  # -0.0 is not 0.0 here: 1/float(x) would tell them apart
 
 
+def test_a_bound_a_rule_reads_for_every_row_is_guarded():
+    """gammainc's derivative sums as many series terms as the largest x needs (read with
+    `all_rows`): a replay at a larger x must not reuse the record's count of terms."""
+    special = pytest.importorskip("fgrad.scipy.special", reason="fgrad.scipy needs SciPy")
+    f = fgrad.grad(lambda a, x: special.gammainc(a, x))
+    jitted = fgrad.jit(f)
+    batched = fgrad.jit(fgrad.vmap(f))
+    for x in [1.0, 45.0, 1.0, 45.0]:
+        assert_same(f(50.0, x), jitted(50.0, x))
+        xs = np.array([x, x / 2, 1.0])
+        assert_same(fgrad.vmap(f)(np.full(3, 50.0), xs), batched(np.full(3, 50.0), xs))
+    assert paths(jitted) == [2]
+
+
 def test_branch_free_rules_read_no_whole_array():
     """where, maximum, abs and sort read masks inside their rules: under jit the masks are
     computed in the record, so new values replay the same path."""

@@ -36,6 +36,7 @@ from ..core import (
     primal,
     refuse_lazy,
     shape_of,
+    whole_value,
     zeros_like_value,
 )
 from ..primitive import deflinear, defprimitive, nondiff
@@ -1408,7 +1409,7 @@ def all_rows(x, name):
     this way splits no batch. Without a batch, x's value. `name` is the function reading
     them, for the error on a lazy array."""
     refuse_lazy(name, "its rule reads the values (a bound or a check)", innermost(x))
-    return _np.asarray(innermost(x))
+    return _np.asarray(whole_value(x))  # (under jit, a guard of the record)
 
 
 def batch_to_front(x, dim):
