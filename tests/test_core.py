@@ -390,6 +390,7 @@ ALLOWED_IMPORTS = {
         "numpy",
         "numpy.shaping",
         "api",
+        "vmapping",
         "custom",
         "jitting",
     },

@@ -1,7 +1,8 @@
 """fgrad.scipy.integrate.odeint: values against SciPy, derivatives against closed forms
 (exponential decay, y' = cos(t), the linear system y' = A y through expm) and against central
 differences of SciPy's own solver, time points (t[0] included, decreasing and repeated
-times), pytrees, constant arguments, and the errors that say what to do."""
+times), pytrees, constant arguments, and the errors that say what to do. Every test runs with
+both reverse rules: forward sensitivities (what small systems use) and the adjoint method."""
 
 import numpy as np
 import pytest
@@ -10,10 +11,20 @@ import scipy.linalg
 
 import fgrad
 import fgrad.numpy as fnp
+import fgrad.scipy.integrate as integrate
 from fgrad.scipy.integrate import odeint
 from fgrad.test_util import check_grads
 
 TOL = dict(rtol=1e-11, atol=1e-11)
+
+
+@pytest.fixture(autouse=True, params=["sensitivities", "adjoint"])
+def reverse_rule(request, monkeypatch):
+    """Each test with each reverse rule: the adjoint method for every size, or forward
+    sensitivities for every size the tests use (their largest system has 3x3 states)."""
+    limit = 10**6 if request.param == "sensitivities" else 0
+    monkeypatch.setattr(integrate, "FORWARD_SENSITIVITIES_MAX", limit)
+    return request.param
 
 
 def decay(y, t, k):
@@ -372,3 +383,47 @@ def test_jax_style_extra_arguments_say_to_pass_args_as_a_tuple(extra, place):
     assert abs(fgrad.grad(y)(1.0) - (1 - np.exp(-0.5)) / 0.5) < 1e-8
     # one extra argument was never ambiguous: it is `args`, as SciPy reads it
     assert odeint(decay, np.ones(2), t, 0.5, **TOL)[-1, 0] == pytest.approx(np.exp(-0.5))
+
+
+def test_the_two_reverse_rules_agree_and_small_systems_take_sensitivities(reverse_rule):
+    """The pendulum of benchmarks/bench_jit.py: forward sensitivities (one solve) and the
+    adjoint (a solve per time point) give one gradient, to the tolerance of the solves; which
+    rule runs is the size of the sensitivity system against FORWARD_SENSITIVITIES_MAX."""
+
+    def pendulum(y, t, b, c):
+        return fnp.stack([y[1], -b * y[1] - c * fnp.sin(y[0])])
+
+    y0, t = np.array([np.pi - 0.1, 0.0]), np.linspace(0.0, 10.0, 101)
+
+    def loss(b, c, y0, t):
+        return fnp.sum(odeint(pendulum, y0, t, args=(b, c), **TOL)[:, 0] ** 2)
+
+    got = fgrad.grad(loss, argnums=(0, 1, 2, 3))(0.25, 5.0, y0, t)
+    rule = integrate.FORWARD_SENSITIVITIES_MAX
+    integrate.FORWARD_SENSITIVITIES_MAX = 0 if reverse_rule == "sensitivities" else 10**6
+    try:
+        other = fgrad.grad(loss, argnums=(0, 1, 2, 3))(0.25, 5.0, y0, t)
+    finally:
+        integrate.FORWARD_SENSITIVITIES_MAX = rule
+    for g, o in zip(got, other):
+        np.testing.assert_allclose(g, o, rtol=1e-7, atol=1e-7)
+
+
+def test_the_default_rule_is_sensitivities_for_small_systems_only(monkeypatch):
+    solves = []
+    real = integrate._si.odeint
+
+    def counting(f, y0, t, **kw):
+        solves.append(len(y0))
+        return real(f, y0, t, **kw)
+
+    monkeypatch.setattr(integrate, "FORWARD_SENSITIVITIES_MAX", 64)
+    monkeypatch.setattr(integrate._si, "odeint", counting)
+    t = np.linspace(0.0, 1.0, 6)
+    for n in (2, 8):  # 2 (1 + 2 + 1) = 8 entries; 8 (1 + 8 + 1) = 80 > 64
+        solves.clear()
+        fgrad.grad(lambda k: fnp.sum(odeint(decay, np.ones(n), t, (k,))))(0.5)
+        # the forward solve, then one solve of y and its 3 (or 9) sensitivities, or an
+        # adjoint solve of (y, a, b) per time interval
+        want = [n, n * (2 + n)] if n == 2 else [n] + [2 * n + 1] * 5
+        assert solves == want

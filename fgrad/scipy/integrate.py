@@ -1,8 +1,13 @@
-"""`fgrad.scipy.integrate`: `odeint`, SciPy's ODE solver, differentiable by the adjoint method.
+"""`fgrad.scipy.integrate`: `odeint`, SciPy's ODE solver, differentiable to every order.
 
-The value is computed by `scipy.integrate.odeint` (LSODA) on plain values. The reverse rule
-is the adjoint method, as in JAX's `odeint`: from the last time point back to the first, it
-integrates the augmented system::
+The value is computed by `scipy.integrate.odeint` (LSODA) on plain values. For a small system
+(the state and its derivatives by `y0` and `args` together at most
+`FORWARD_SENSITIVITIES_MAX` = 64 numbers), the reverse rule integrates the forward sensitivity
+equations, y' = f(y, t, args) with S' = df/dy S + df/dargs for S = dy/d(y0, args), in one
+solve over all the time points, and contracts the output's cotangent with S(t[i]). For a
+larger one it is the adjoint method, as in JAX's `odeint`, whose cost does not grow with the
+number of parameters but which restarts the solver at every time point: from the last time
+point back to the first, it integrates the augmented system::
 
     y' = f(y, t, *args),   a' = -a . df/dy,   b' = -a . df/dargs
 
@@ -20,9 +25,9 @@ f pushed through a Taylor level, so all orders come from one solve (transposing 
 order by order would cost about tenfold per order).
 
 Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad.taylor`,
-`fgrad.primitive`,
-`fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`), `fgrad.custom` (`custom_vjp`), and
-`scipy.integrate` for values.
+`fgrad.primitive`, `fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`, `jvp`),
+`fgrad.vmapping` (`vmap`, for the sensitivities), `fgrad.custom` (`custom_vjp`),
+`fgrad.jitting` (`jit`, replaying the right-hand side), and `scipy.integrate` for values.
 """
 
 import functools
@@ -33,7 +38,7 @@ import scipy.integrate as _si
 from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
-from ..api import vjp
+from ..api import jvp, vjp
 from ..core import (
     Box,
     dtype_of,
@@ -49,6 +54,7 @@ from ..jitting import jit
 from ..numpy.shaping import describe
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
+from ..vmapping import vmap
 
 __all__ = ["odeint"]
 
@@ -79,7 +85,8 @@ def odeint(
 ):
     """Integrate `dy/dt = func(y, t, *args)` from `y(t[0]) = y0`; SciPy's `odeint`, with
     gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
-    modes (by the adjoint method; see the module docstring).
+    modes (by forward sensitivities for small systems, by the adjoint method for larger ones;
+    see the module docstring).
 
     Write `func` in `fgrad.numpy` operations. `y0` may be a 1-D array (SciPy's state vector),
     a scalar, or, beyond SciPy, an array of any shape or a pytree of arrays (then `func` gets
@@ -96,8 +103,8 @@ def odeint(
     derivatives matter. The backward solves use `rtol`, `atol`, `mxstep`, `hmax`, `hmin`,
     `mxordn` and `mxords`; `Dfun` (with `col_deriv`, `ml`, `mu`), `tcrit`, `h0`, `ixpr`,
     `mxhnil` and `printmessg` apply to the forward solve only. Like every adjoint method, the
-    backward solve integrates `y` backward in time again: a system that is very unstable
-    backward (strongly damped) may need tight tolerances for accurate gradients.
+    adjoint's backward solve integrates `y` backward in time again: a system that is very
+    unstable backward (strongly damped) may need tight tolerances for accurate gradients.
     `full_output` is not supported (call `scipy.integrate.odeint` for SciPy's diagnostics).
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
@@ -398,6 +405,11 @@ def _solve_bwd(rhs, opts, res, ct):
     a = at(n - 1)
     if n == 1:
         return (a, None) + (None,) * len(args)
+    y_sizes = [int(_np.prod(shape_of(v)[1:])) for v in tree_flatten(ys)[0]]
+    arg_sizes = [int(_np.prod(shape_of(v))) for v in args]
+    width = sum(y_sizes) + sum(arg_sizes)
+    if sum(y_sizes) * (1 + width) <= FORWARD_SENSITIVITIES_MAX:
+        return _sensitivity_bwd(rhs, opts, ys, t, args, ct)
     aug, adj_opts = _Augmented(rhs), opts.for_adjoint()
     b = tuple(tree_map(fnp.zeros_like, arg) for arg in args)
     t_cts = [None] * n
@@ -412,6 +424,84 @@ def _solve_bwd(rhs, opts, res, ct):
             t_cts[0] = -_dot(rhs(y_at(0), t[0], *args), a)
         a = tree_map(fnp.add, a, at(i - 1))
     return (a, fnp.stack(t_cts)) + b
+
+
+# The largest sensitivity system (entries of y and of its derivatives by y0 and the arguments)
+# that the reverse rule integrates forward instead of running the adjoint method: one solve over
+# all time points, where the adjoint restarts the solver at every time point (on the pendulum
+# of benchmarks/bench_jit.py, 101 time points: about 4,500 steps backward against about 300
+# forward). LSODA estimates the Jacobian of a stiff system by differences, one evaluation per
+# entry of the state, so large systems keep the adjoint method.
+FORWARD_SENSITIVITIES_MAX = 64
+
+
+class _Sensitivities:
+    """The system of y and S = dy/d(y0, args), for P directions (each entry of y0, then each
+    entry of the arguments): y' = f(y, t, args), S' = df/dy S + df/dargs D, where D holds the
+    constant directions of the arguments (zero for the directions of y0). S is a batch of P
+    tangents of y, each leaf of shape (P,) + leaf.shape; S' is `jvp` of f, mapped over them."""
+
+    def __init__(self, rhs, arg_directions):
+        self.rhs, self.arg_directions = rhs, arg_directions
+
+    def __call__(self, state, t, *args):
+        y, s = state
+
+        def with_tangent(s_k, *d_k):
+            return jvp(lambda y_, *a: self.rhs(y_, t, *a), (y, *args), (s_k, *d_k))
+
+        # f itself does not depend on the direction: computed once, by the same `jvp`
+        return vmap(with_tangent, out_axes=(None, 0))(s, *self.arg_directions)
+
+
+def _sensitivity_bwd(rhs, opts, ys, t, args, ct):
+    """The reverse rule by forward sensitivities: S(t_i) = dy(t_i)/d(y0, args) from one solve,
+    then the cotangents are sums of ct[i] . S(t_i); the time points' as in the adjoint rule."""
+    y_leaves, y_tree = tree_flatten(ys)
+    sizes = [int(_np.prod(shape_of(v)[1:])) for v in y_leaves]
+    sizes += [int(_np.prod(shape_of(v))) for v in args]
+    width, ends = sum(sizes), _np.cumsum([0, *sizes])
+    eye = _np.eye(width)
+    n_y = len(y_leaves)
+
+    def directions(k, shape, dtype):
+        return eye[:, ends[k] : ends[k + 1]].reshape((width, *shape)).astype(dtype)
+
+    s0 = [directions(k, shape_of(v)[1:], dtype_of(v)) for k, v in enumerate(y_leaves)]
+    arg_dirs = tuple(directions(n_y + m, shape_of(v), dtype_of(v)) for m, v in enumerate(args))
+    y0 = _at_time(ys, 0)
+    sens = _Sensitivities(rhs, arg_dirs)
+    path = _solve(sens, opts.for_adjoint(), (y0, tree_unflatten(y_tree, s0)), t, *args)
+    s_path = tree_flatten(path[1])[0]
+    ct_leaves = tree_flatten(ct)[0]
+    n = shape_of(t)[0]
+    # sum over the time points after t[0] and the entries of each leaf: one number per direction
+    g = functools.reduce(
+        fnp.add,
+        [
+            fnp.sum(
+                fnp.reshape(s[1:], (n - 1, width, -1)) * fnp.reshape(c[1:], (n - 1, 1, -1)),
+                axis=(0, 2),
+            )
+            for s, c in zip(s_path, ct_leaves)
+        ],
+    )
+    g_y0 = [fnp.reshape(g[ends[k] : ends[k + 1]], shape_of(v)[1:]) for k, v in enumerate(y_leaves)]
+    g_args = tuple(
+        fnp.reshape(g[ends[n_y + m] : ends[n_y + m + 1]], shape_of(v)) for m, v in enumerate(args)
+    )
+    # Moving t[i] moves where y is read: ct[i] . f(y[i], t[i]) for i > 0; moving t[0] moves
+    # the start of every later value: -(the y0 cotangent of the later values) . f(y0, t[0]).
+    in_axes = (0, 0) + (None,) * len(args)
+    rates = tree_flatten(vmap(rhs, in_axes=in_axes)(ys, t, *args))[0]
+    per_time = functools.reduce(
+        fnp.add,
+        [fnp.sum(fnp.reshape(r * c, (n, -1)), axis=1) for r, c in zip(rates, ct_leaves)],
+    )
+    start = -functools.reduce(fnp.add, [fnp.sum(r[0] * gy) for r, gy in zip(rates, g_y0)])
+    t_ct = fnp.concatenate([fnp.reshape(start, (1,)), per_time[1:]])
+    y0_ct = [gy + c[0] for gy, c in zip(g_y0, ct_leaves)]
+    return (tree_unflatten(y_tree, y0_ct), t_ct) + g_args
 
 
 _solve.defvjp(_solve_fwd, _solve_bwd)
