@@ -55,12 +55,31 @@ __all__ = [
 
 
 class _Rules(dict):
-    """The registry of batching rules; registering one forgets which primitives
-    `BatchLevel`'s shortcuts apply to (`_elementwise`), which is worked out again."""
+    """The registry of batching rules; registering or removing one, by any of a dict's
+    methods, forgets which primitives `BatchLevel`'s shortcuts apply to (`_elementwise`),
+    which is worked out again."""
 
     def __setitem__(self, prim, rule):
         super().__setitem__(prim, rule)
         _elementwise.clear()
+
+    def __delitem__(self, prim):
+        super().__delitem__(prim)
+        _elementwise.clear()
+
+    def update(self, *args, **kwargs):
+        super().update(*args, **kwargs)
+        _elementwise.clear()
+
+    def setdefault(self, prim, rule=None):
+        found = super().setdefault(prim, rule)
+        _elementwise.clear()
+        return found
+
+    def pop(self, prim, *default):
+        found = super().pop(prim, *default)
+        _elementwise.clear()
+        return found
 
 
 # Primitive (or NondiffPrimitive) -> rule(args, dims, **params) -> (out, out_dim).

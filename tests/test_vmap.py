@@ -593,3 +593,38 @@ def test_a_unit_row_per_example_gradient_matches_the_plain_one():
     for p, u, w in zip(plain, unit, looped):
         np.testing.assert_allclose(u, p, rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(u, w, rtol=1e-13, atol=1e-15)
+
+
+def test_a_batching_rule_registered_by_any_dict_method_replaces_the_shortcut():
+    """`BatchLevel` applies an elementwise primitive directly (its shortcut), remembering which
+    primitives it may; registering a rule by `update`, `setdefault` or `del` + set forgets
+    that, as item assignment does, so the new rule runs."""
+    from fgrad import batching
+    from fgrad.primitive import defunary
+
+    cube = defunary(lambda x: x**3, lambda ans, x: 3.0 * x * x, name="cube_for_rules")
+    prim = cube.primitive
+    elementwise = batching.rules[fnp.sin.primitive]  # the elementwise rule, marked as such
+    assert elementwise.elementwise
+    batching.rules[prim] = elementwise
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fgrad.vmap(cube)(x), x**3)  # the shortcut is remembered
+    calls = []
+
+    def counted(args, dims):
+        calls.append(tuple(dims))
+        return prim.impl(args[0]), dims[0]
+
+    try:
+        for register in (
+            lambda: batching.rules.update({prim: counted}),
+            lambda: (batching.rules.pop(prim), batching.rules.setdefault(prim, counted)),
+        ):
+            batching.rules[prim] = elementwise
+            fgrad.vmap(cube)(x)
+            register()
+            calls.clear()
+            np.testing.assert_array_equal(fgrad.vmap(cube)(x), x**3)
+            assert calls == [(0,)]
+    finally:
+        del batching.rules[prim]
