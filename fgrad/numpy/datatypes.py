@@ -21,7 +21,9 @@ import numpy as _np
 # (float16, float32, float64, int32, int64 and bool_ are exported by fgrad.numpy's package
 # module already.)
 from numpy import (
+    False_,
     ScalarType,
+    True_,
     bool,
     byte,
     bytes_,
@@ -88,7 +90,9 @@ _EXTENDED = [n for n in ("float96", "float128", "complex192", "complex256") if h
 globals().update({n: getattr(_np, n) for n in _EXTENDED})
 
 __all__ = [
+    "False_",
     "ScalarType",
+    "True_",
     "bool",
     "byte",
     "bytes_",
