@@ -36,21 +36,48 @@ __all__ = [
     "unpackbits",
 ]
 
-bitwise_and = nondiff_function(_np.bitwise_and)
-bitwise_or = nondiff_function(_np.bitwise_or)
-bitwise_xor = nondiff_function(_np.bitwise_xor)
-left_shift = nondiff_function(_np.left_shift)
-right_shift = nondiff_function(_np.right_shift)
-bitwise_count = nondiff_function(_np.bitwise_count)
-gcd = nondiff_function(_np.gcd)
-lcm = nondiff_function(_np.lcm)
+# Each with a call that shows it (run as a doctest through `__test__`: the functions are made
+# by `nondiff_function` in another module, so doctest would not find them here).
+_EXAMPLES = {
+    "bitwise_and": ("bitwise_and(x, 6)", "array([4, 2])"),
+    "bitwise_or": ("bitwise_or(x, 1)", "array([13, 11])"),
+    "bitwise_xor": ("bitwise_xor(x, 6)", "array([10, 12])"),
+    "left_shift": ("left_shift(x, 1)", "array([24, 20])"),
+    "right_shift": ("right_shift(x, 2)", "array([3, 2])"),
+    "bitwise_count": ("bitwise_count(x)", "array([2, 2], dtype=uint8)"),
+    "gcd": ("gcd(x, 8)", "array([4, 2])"),
+    "lcm": ("lcm(x, 8)", "array([24, 40])"),
+    "packbits": ("packbits(x > 11)", "array([128], dtype=uint8)"),
+    "unpackbits": ("unpackbits(np.array([160], np.uint8))[:4]", "array([1, 0, 1, 0], dtype=uint8)"),
+}
+
+
+def _declared(theirs: Any) -> Any:
+    fn = nondiff_function(theirs)
+    call, shown = _EXAMPLES[fn.__name__]
+    fn.__doc__ += (
+        "\n\n    >>> import numpy as np, fgrad.numpy as fnp\n    >>> x = np.array([12, 10])\n"
+        f"    >>> fnp.{call}\n    {shown}\n"
+    )
+    return fn
+
+
+bitwise_and = _declared(_np.bitwise_and)
+bitwise_or = _declared(_np.bitwise_or)
+bitwise_xor = _declared(_np.bitwise_xor)
+left_shift = _declared(_np.left_shift)
+right_shift = _declared(_np.right_shift)
+bitwise_count = _declared(_np.bitwise_count)
+gcd = _declared(_np.gcd)
+lcm = _declared(_np.lcm)
 # NumPy 2's array-API names are the same ufuncs as the older ones
 bitwise_invert = invert
 bitwise_left_shift = left_shift
 bitwise_right_shift = right_shift
 
-packbits = nondiff_function(_np.packbits)
-unpackbits = nondiff_function(_np.unpackbits)
+packbits = _declared(_np.packbits)
+unpackbits = _declared(_np.unpackbits)
+__test__ = {name: globals()[name].__doc__ for name in _EXAMPLES}
 
 register_elementwise(globals())  # the ufuncs: rows broadcast as in every ufunc
 for _fn in (packbits, unpackbits):

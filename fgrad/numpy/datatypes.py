@@ -1,6 +1,7 @@
 """Data types and questions about them (NumPy's "Data type routines"): the scalar types
 (`int8`, `complex128`, the abstract `floating`, `integer`, ...), `dtype`, `finfo`, `iinfo`,
-`result_type`, `can_cast`, `promote_types`, `issubdtype`, ...
+`result_type`, `can_cast`, `promote_types`, `issubdtype`, ..., and two questions about shapes
+and types, `broadcast_shapes` and `iterable`.
 
 None of these has a derivative: they answer questions about types, not values. The types and
 the functions that take only types or shapes are NumPy's own objects, re-exported. The three
@@ -17,7 +18,8 @@ from typing import Any
 
 import numpy as _np
 
-# The scalar types and NumPy's functions of types, shapes and type codes: NumPy's own objects.
+# The scalar types and NumPy's functions of types, shapes and type codes (`broadcast_shapes`
+# and `iterable` ask about shapes and Python types): NumPy's own objects.
 # (float16, float32, float64, int32, int64 and bool_ are exported by fgrad.numpy's package
 # module already.)
 from numpy import (
@@ -25,6 +27,7 @@ from numpy import (
     ScalarType,
     True_,
     bool,
+    broadcast_shapes,
     byte,
     bytes_,
     cdouble,
@@ -51,6 +54,7 @@ from numpy import (
     intp,
     isdtype,
     issubdtype,
+    iterable,
     long,
     longdouble,
     longlong,
@@ -82,6 +86,7 @@ from numpy import (
 )
 
 from ..core import dtype_of, primal, shape_of
+from ._coverage import no_derivative
 from .shaping import is_traced
 
 # Extended precision has a name of its own only where the platform has it (float128 on x86-64
@@ -94,6 +99,7 @@ __all__ = [
     "ScalarType",
     "True_",
     "bool",
+    "broadcast_shapes",
     "byte",
     "bytes_",
     "can_cast",
@@ -122,6 +128,7 @@ __all__ = [
     "intp",
     "isdtype",
     "issubdtype",
+    "iterable",
     "long",
     "longdouble",
     "longlong",
@@ -162,6 +169,7 @@ def _by_dtype(x: Any) -> Any:
     return dtype_of(x) if is_traced(x) else x
 
 
+@no_derivative("a dtype")
 def result_type(*arrays_and_dtypes: Any) -> _np.dtype:
     """NumPy's `result_type`; a traced value counts by its dtype, its values unread.
 
@@ -173,6 +181,7 @@ def result_type(*arrays_and_dtypes: Any) -> _np.dtype:
     return _np.result_type(*[_by_dtype(a) for a in arrays_and_dtypes])
 
 
+@no_derivative("a question about dtypes")
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> _builtins.bool:
     """NumPy's `can_cast`; a traced `from_` counts by its dtype, its values unread.
 
@@ -183,6 +192,7 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> _builtins.bool:
     return _np.can_cast(_by_dtype(from_), to, casting)
 
 
+@no_derivative("a scalar type")
 def common_type(*arrays: Any) -> type:
     """NumPy's `common_type`: the inexact scalar type of the arrays (integers count as
     float64); a traced array counts by its dtype, its values unread.
@@ -195,6 +205,7 @@ def common_type(*arrays: Any) -> type:
     return _np.common_type(*[_np.empty(0, dtype_of(a)) if is_traced(a) else a for a in arrays])
 
 
+@no_derivative("a dtype")
 def min_scalar_type(a: Any, /) -> _np.dtype:
     """NumPy's `min_scalar_type`. For an array it is the array's dtype; for a scalar it depends
     on the value, so a traced scalar is read (a guard under `jit`; under `vmap`, rows that
