@@ -22,8 +22,9 @@ import numpy as _np
 from numpy import index_exp, mgrid, ogrid, s_  # NumPy's own: index tuples and grids
 
 from .. import batching as _batching
-from ..core import bind, dtype_of, primal, shape_of
+from ..core import bind, dtype_of, innermost, is_foreign_array, primal, shape_of
 from ..primitive import nondiff
+from ..protocols import refuse_lazy
 from ._coverage import no_derivative
 from .arrays import diag_indices, flatnonzero, tril_indices, triu_indices
 from .shaping import (
@@ -259,7 +260,7 @@ def asanyarray(
     >>> fgrad.grad(lambda x: fnp.sum(fnp.asanyarray(x) ** 2))(np.array([1.0, 2.0]))
     array([2., 4.])
     """
-    if not is_traced(a):
+    if not is_traced(a) and not is_foreign_array(a):
         return _np.asanyarray(a, dtype, order, device=device, copy=copy, like=like)
     return asarray(a, dtype, order, device=device, copy=copy, like=like)
 
@@ -280,7 +281,7 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     >>> float(fgrad.grad(lambda x: fnp.ascontiguousarray(x)[0] ** 2)(3.0))
     6.0
     """
-    if not is_traced(a):
+    if not is_traced(a) and not is_foreign_array(a):
         return _np.ascontiguousarray(a, dtype, like=like)
     return _at_least_1d("ascontiguousarray", a, dtype, like)
 
@@ -294,7 +295,7 @@ def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     array([[2., 2.],
            [2., 2.]])
     """
-    if not is_traced(a):
+    if not is_traced(a) and not is_foreign_array(a):
         return _np.asfortranarray(a, dtype, like=like)
     return _at_least_1d("asfortranarray", a, dtype, like)
 
@@ -308,6 +309,7 @@ def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
     >>> fgrad.grad(lambda x: fnp.sum(fnp.asarray_chkfinite(x) ** 2))(np.array([1.0, 2.0]))
     array([2., 4.])
     """
+    refuse_lazy("asarray_chkfinite", "it checks every value", innermost(a))
     if not is_traced(a):
         return _np.asarray_chkfinite(a, dtype, order)
     x = asarray(a, dtype, order)

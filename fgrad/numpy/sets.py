@@ -21,12 +21,14 @@ from typing import Any
 import numpy as _np
 
 from .. import batching as _batching
-from ..core import bind, constant_of
+from ..core import bind, constant_of, holds_batch, innermost, primal
 from ..primitive import nondiff
+from ..protocols import refuse_lazy
 from .arrays import argsort, unique
 from .elementwise import equal, logical_and, logical_not, not_equal
 from .shaping import (
     asarray,
+    astype,
     batch_to_front,
     concatenate,
     every_row,
@@ -35,6 +37,7 @@ from .shaping import (
     reshape,
     shape,
 )
+from .shaping import sum as _sum
 from .statistics import any as _any
 
 __all__ = [
@@ -104,6 +107,22 @@ _batching.rules[_isin_p] = _isin_batch
 # --- the set operations: elements of the inputs, differentiable -----------------------------------
 
 
+def _kept(values: Any, mask: Any) -> Any:
+    """values[mask] for a 1-d constant mask. Under `vmap` the kept elements of each row are
+    found by a stable argsort of the mask, so only their number is read (rows that differ in
+    it run apart), not the mask itself (which would split rows that keep other positions)."""
+    if not holds_batch(mask):
+        return getitem(values, mask)
+    count = int(primal(_sum(astype(mask, _np.intp))))
+    return getitem(values, argsort(logical_not(mask), kind="stable")[:count])
+
+
+def _not_lazy(name: str, *arrays: Any) -> None:
+    """The set operations sort values and compare neighbours: a lazy (Dask) array would be
+    computed, so it is refused, as `unique` refuses one."""
+    refuse_lazy(name, "it sorts the values to find equal ones", *map(innermost, arrays))
+
+
 def _sorted_stably(values: Any) -> tuple[Any, Any]:
     """values gathered into stably sorted order, and the order (from its constant values)."""
     order = argsort(constant_of(values), kind="stable")
@@ -121,6 +140,7 @@ def union1d(ar1: Any, ar2: Any) -> Any:
     ...     np.array([3.0, 1.0]))
     array([6., 2.])
     """
+    _not_lazy("union1d", ar1, ar2)
     return unique(concatenate((ar1, ar2), axis=None))
 
 
@@ -137,6 +157,7 @@ def intersect1d(
     >>> fgrad.grad(lambda x: fnp.sum(fnp.intersect1d(x, x[:2]) ** 2))(np.array([3.0, 1.0, 2.0]))
     array([6., 2., 0.])
     """
+    _not_lazy("intersect1d", ar1, ar2)
     if not assume_unique:
         if return_indices:
             ar1, ind1 = unique(ar1, return_index=True)
@@ -148,12 +169,12 @@ def intersect1d(
     aux, order = _sorted_stably(concatenate((ar1, ar2)))
     same = constant_of(aux)
     mask = equal(same[1:], same[:-1])
-    both = getitem(aux[:-1], mask)  # the first of each equal pair: ar1's element
+    both = _kept(aux[:-1], mask)  # the first of each equal pair: ar1's element
     if not return_indices:
         return both
     n1 = shape(ar1)[0]
-    in1 = getitem(order[:-1], mask)
-    in2 = getitem(order[1:], mask) - n1
+    in1 = _kept(order[:-1], mask)
+    in2 = _kept(order[1:], mask) - n1
     if not assume_unique:
         in1, in2 = getitem(ind1, in1), getitem(ind2, in2)
     return both, in1, in2
@@ -170,11 +191,12 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     ...     np.array([3.0, 1.0, 2.0]))
     array([6., 2., 0.])
     """
+    _not_lazy("setdiff1d", ar1, ar2)
     if assume_unique:
         ar1 = ravel(asarray(ar1))
     else:
         ar1, ar2 = unique(ar1), unique(ar2)
-    return getitem(ar1, isin(constant_of(ar1), constant_of(ar2), assume_unique=True, invert=True))
+    return _kept(ar1, isin(constant_of(ar1), constant_of(ar2), assume_unique=True, invert=True))
 
 
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
@@ -188,6 +210,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     ...     np.array([3.0, 1.0, 2.0]))
     array([6., 2., 0.])
     """
+    _not_lazy("setxor1d", ar1, ar2)
     if not assume_unique:
         ar1, ar2 = unique(ar1), unique(ar2)
     aux = concatenate((ar1, ar2), axis=None)
@@ -199,7 +222,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     edge = _np.ones(1, bool)
     after = concatenate((edge, differs))  # unlike the element before it
     before = concatenate((differs, edge))  # unlike the element after it
-    return getitem(aux, logical_and(after, before))
+    return _kept(aux, logical_and(after, before))
 
 
 # --- NumPy 2's unique_* (the array API's): `unique` with its named tuples ------------------------
