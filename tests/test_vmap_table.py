@@ -94,6 +94,7 @@ SPLITS_BY_DESIGN = {
     ("vectorize", ""): "the vectorized function has a Python if on each element",
     ("unique", "sorted=False"): "NumPy's unsorted order is not a function of each row alone",
     ("unique", "axis=0"): "the number of unique rows is read to shape the output",
+    ("unique_values", ""): "it is unique(sorted=False), whose order is not a function of each row",
 }
 
 

@@ -12,9 +12,13 @@ of the mirror gets one status:
   `floor`, ...), NumPy's own object re-exported (`zeros`, `pi`, `float32`), or one of the few
   compositions that answer a question about an array rather than compute from its values
   (`shape`, `iscomplexobj`, `gammasgn`), listed below with their reason.
+- "excluded": in NumPy but left out of `fgrad.numpy` on purpose (I/O, printing, memory
+  layout, error state, dates, ...), with the reason `fgrad/numpy/_coverage.py` gives.
 - "missing": in NumPy (SciPy) but not in the mirror, which raises an AttributeError for it.
 
-Nothing here is a hand-kept list of names except `ANSWERS_ABOUT_THE_ARRAY`;
+Nothing here is a hand-kept list of names except `ANSWERS_ABOUT_THE_ARRAY` (a function
+built from fgrad operations may say it has no derivative itself, with `no_derivative`, see
+`fgrad/numpy/_coverage.py`, which also lists the names excluded on purpose);
 `tests/test_docs.py` checks the tables against the gradient table's rows and declarations, so a
 new name that is classified wrongly fails a test.
 
@@ -32,17 +36,28 @@ import types
 from dataclasses import dataclass
 
 from fgrad.core import NondiffPrimitive
+from fgrad.numpy._coverage import EXCLUDED as _NUMPY_EXCLUDED
 
 DIFFERENTIABLE = "differentiable"
 CONSTANT = "constant"
+EXCLUDED = "excluded"
 MISSING = "missing"
 
 STATUS_TEXT = {
     DIFFERENTIABLE: "differentiable in both modes",
     CONSTANT: "no derivative (constant)",
+    EXCLUDED: "left out on purpose",
     MISSING: "missing",
 }
-SHORT_STATUS = {DIFFERENTIABLE: "differentiable", CONSTANT: "constant", MISSING: "missing"}
+SHORT_STATUS = {
+    DIFFERENTIABLE: "differentiable",
+    CONSTANT: "constant",
+    EXCLUDED: "excluded",
+    MISSING: "missing",
+}
+
+# Names of an original that its mirror leaves out on purpose, with the reason.
+EXCLUSIONS = {"fgrad.numpy": _NUMPY_EXCLUDED}
 
 # Compositions of fgrad operations whose result says something about an array (its shape, its
 # dtype, the sign of a function) rather than computing from its values: no derivative flows
@@ -106,6 +121,8 @@ def status_of(obj, module: str, name: str) -> tuple[str, str]:
     prim = getattr(obj, "primitive", obj)
     if isinstance(prim, NondiffPrimitive):
         return CONSTANT, "declared"
+    if getattr(obj, "no_derivative", None):
+        return CONSTANT, obj.no_derivative
     if name in ANSWERS_ABOUT_THE_ARRAY.get(module, {}):
         return CONSTANT, ANSWERS_ABOUT_THE_ARRAY[module][name]
     if not (getattr(obj, "__module__", None) or "").startswith("fgrad"):
@@ -153,9 +170,11 @@ def table(mirror: Mirror) -> list[Entry]:
         has_page = callable(original) and not isinstance(original, type)
         reference = f"{mirror.original}.{name}" if has_page else None
         entries[name] = Entry(name, status, reference, why)
+    excluded = EXCLUSIONS.get(mirror.module, {})
     for name in original_names(theirs):
         if name not in entries:
-            entries[name] = Entry(name, MISSING, f"{mirror.original}.{name}")
+            status, why = (EXCLUDED, excluded[name]) if name in excluded else (MISSING, "")
+            entries[name] = Entry(name, status, f"{mirror.original}.{name}", why)
     return [entries[n] for n in sorted(entries, key=str.lower)]
 
 
@@ -185,7 +204,8 @@ def _stats_table() -> list[Entry]:
 
 
 def counts(entries: list[Entry]) -> dict[str, int]:
-    return {s: sum(e.status == s for e in entries) for s in (DIFFERENTIABLE, CONSTANT, MISSING)}
+    statuses = (DIFFERENTIABLE, CONSTANT, EXCLUDED, MISSING)
+    return {s: sum(e.status == s for e in entries) for s in statuses}
 
 
 # --- references to the original's documentation ----------------------------------------------
@@ -220,18 +240,21 @@ def markdown(mirror: Mirror, api_page: str | None = None) -> str:
     c = counts(entries)
     lines = [
         f"{c[DIFFERENTIABLE]} names differentiable in both modes, {c[CONSTANT]} without a "
-        f"derivative (constant), {c[MISSING]} of `{mirror.original}` missing. "
+        f"derivative (constant), "
+        + (f"{c[EXCLUDED]} left out on purpose, " if c[EXCLUDED] else "")
+        + f"{c[MISSING]} of `{mirror.original}` missing. "
         "*differentiable*: forward and reverse mode, to any order; *constant*: no derivative, "
         "because it is declared so (comparisons, `argmax`, `floor`, ...), or it is NumPy's own "
-        "object re-exported (`zeros`, `pi`), or for the reason given; *missing*: the mirror "
-        "raises an AttributeError for it.",
+        "object re-exported (`zeros`, `pi`), or for the reason given; "
+        + ("*excluded*: left out on purpose, for the reason given; " if c[EXCLUDED] else "")
+        + "*missing*: the mirror raises an AttributeError for it.",
         "",
         "| name | status | original |",
         "|---|---|---|",
     ]
     for e in entries:
         qualified = f"{mirror.module}.{e.name}"
-        if e.status != MISSING and api_page is not None:
+        if e.status not in (MISSING, EXCLUDED) and api_page is not None:
             shown = f"{{py:obj}}`{e.name} <{qualified}>`"
         else:
             shown = f"`{e.name}`"

@@ -15,7 +15,7 @@ import types as _types
 import numpy as _np
 
 from .. import core as _core
-from . import _box, fft, linalg
+from . import _box, bitwise, datatypes, fft, indexing, linalg, sets
 from . import arrays as _arrays
 from . import creation as _creation
 from . import signal as _signal
@@ -108,7 +108,7 @@ def _export(*modules):
             namespace[name] = getattr(module, name)
 
 
-_export(_ufuncs, _statistics, _arrays, _signal, _creation)
+_export(_ufuncs, _statistics, _arrays, _signal, _creation, bitwise, datatypes, indexing, sets)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (
@@ -146,6 +146,10 @@ def __getattr__(name):
 
 _FAMILY_MODULES = (
     "arrays",
+    "bitwise",
+    "datatypes",
+    "indexing",
+    "sets",
     "creation",
     "elementwise",
     "products",

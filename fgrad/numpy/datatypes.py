@@ -1,0 +1,220 @@
+"""Data types and questions about them (NumPy's "Data type routines"): the scalar types
+(`int8`, `complex128`, the abstract `floating`, `integer`, ...), `dtype`, `finfo`, `iinfo`,
+`result_type`, `can_cast`, `promote_types`, `issubdtype`, ..., and two questions about shapes
+and types, `broadcast_shapes` and `iterable`.
+
+None of these has a derivative: they answer questions about types, not values. The types and
+the functions that take only types or shapes are NumPy's own objects, re-exported. The three
+that NumPy also lets take arrays (`result_type`, `can_cast`, `common_type`) take a traced value
+by its dtype, without reading its values, so they cost nothing inside a transform and make no
+guard under `jit`; `min_scalar_type` asks about the value of a scalar, so it reads a traced one
+(a guard under `jit`; under `vmap`, rows that differ run apart).
+
+Imports: `fgrad.core`, `fgrad.numpy.shaping`.
+"""
+
+import builtins as _builtins
+from typing import Any
+
+import numpy as _np
+
+# The scalar types and NumPy's functions of types, shapes and type codes (`broadcast_shapes`
+# and `iterable` ask about shapes and Python types): NumPy's own objects.
+# (float16, float32, float64, int32, int64 and bool_ are exported by fgrad.numpy's package
+# module already.)
+from numpy import (
+    False_,
+    ScalarType,
+    True_,
+    bool,
+    broadcast_shapes,
+    byte,
+    bytes_,
+    cdouble,
+    character,
+    clongdouble,
+    complex64,
+    complex128,
+    complexfloating,
+    csingle,
+    double,
+    dtype,
+    finfo,
+    flexible,
+    floating,
+    generic,
+    half,
+    iinfo,
+    inexact,
+    int8,
+    int16,
+    int_,
+    intc,
+    integer,
+    intp,
+    isdtype,
+    issubdtype,
+    iterable,
+    long,
+    longdouble,
+    longlong,
+    mintypecode,
+    number,
+    object_,
+    promote_types,
+    sctypeDict,
+    short,
+    signedinteger,
+    single,
+    str_,
+    typecodes,
+    typename,
+    ubyte,
+    ufunc,
+    uint,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    uintc,
+    uintp,
+    ulong,
+    ulonglong,
+    unsignedinteger,
+    ushort,
+    void,
+)
+
+from ..core import dtype_of, primal, shape_of
+from ._coverage import no_derivative
+from .shaping import is_traced
+
+# Extended precision has a name of its own only where the platform has it (float128 on x86-64
+# Linux, float96 on 32-bit x86): mirrored where NumPy has it.
+_EXTENDED = [n for n in ("float96", "float128", "complex192", "complex256") if hasattr(_np, n)]
+globals().update({n: getattr(_np, n) for n in _EXTENDED})
+
+__all__ = [
+    "False_",
+    "ScalarType",
+    "True_",
+    "bool",
+    "broadcast_shapes",
+    "byte",
+    "bytes_",
+    "can_cast",
+    "cdouble",
+    "character",
+    "clongdouble",
+    "common_type",
+    "complex64",
+    "complex128",
+    "complexfloating",
+    "csingle",
+    "double",
+    "dtype",
+    "finfo",
+    "flexible",
+    "floating",
+    "generic",
+    "half",
+    "iinfo",
+    "inexact",
+    "int8",
+    "int16",
+    "int_",
+    "intc",
+    "integer",
+    "intp",
+    "isdtype",
+    "issubdtype",
+    "iterable",
+    "long",
+    "longdouble",
+    "longlong",
+    "min_scalar_type",
+    "mintypecode",
+    "number",
+    "object_",
+    "promote_types",
+    "result_type",
+    "sctypeDict",
+    "short",
+    "signedinteger",
+    "single",
+    "str_",
+    "typecodes",
+    "typename",
+    "ubyte",
+    "ufunc",
+    "uint",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uintc",
+    "uintp",
+    "ulong",
+    "ulonglong",
+    "unsignedinteger",
+    "ushort",
+    "void",
+    *_EXTENDED,
+]
+
+
+def _by_dtype(x: Any) -> Any:
+    """A traced value stands for its dtype; anything else is NumPy's to judge. (Since NumPy 2
+    an array's values never change a promotion, so its dtype says all an array would.)"""
+    return dtype_of(x) if is_traced(x) else x
+
+
+@no_derivative("a dtype")
+def result_type(*arrays_and_dtypes: Any) -> _np.dtype:
+    """NumPy's `result_type`; a traced value counts by its dtype, its values unread.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.sum(x) * (fnp.result_type(x, 1.0) == np.float32))(
+    ...     np.ones(2, np.float32))
+    array([1., 1.], dtype=float32)
+    """
+    return _np.result_type(*[_by_dtype(a) for a in arrays_and_dtypes])
+
+
+@no_derivative("a question about dtypes")
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> _builtins.bool:
+    """NumPy's `can_cast`; a traced `from_` counts by its dtype, its values unread.
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.can_cast(np.ones(2, np.float32), np.float64), fnp.can_cast(np.float64, np.int8)
+    (True, False)
+    """
+    return _np.can_cast(_by_dtype(from_), to, casting)
+
+
+@no_derivative("a scalar type")
+def common_type(*arrays: Any) -> type:
+    """NumPy's `common_type`: the inexact scalar type of the arrays (integers count as
+    float64); a traced array counts by its dtype, its values unread.
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.common_type(np.ones(2, np.float32), np.arange(3))
+    <class 'numpy.float64'>
+    """
+    # an empty array of the traced value's dtype answers NumPy's `a.dtype` as the value would
+    return _np.common_type(*[_np.empty(0, dtype_of(a)) if is_traced(a) else a for a in arrays])
+
+
+@no_derivative("a dtype")
+def min_scalar_type(a: Any, /) -> _np.dtype:
+    """NumPy's `min_scalar_type`. For an array it is the array's dtype; for a scalar it depends
+    on the value, so a traced scalar is read (a guard under `jit`; under `vmap`, rows that
+    differ run apart).
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.min_scalar_type(10), fnp.min_scalar_type(-260)
+    (dtype('uint8'), dtype('int16'))
+    """
+    if is_traced(a) and shape_of(a) != ():
+        return _np.min_scalar_type(_np.empty(0, dtype_of(a)))
+    return _np.min_scalar_type(primal(a) if is_traced(a) else a)
