@@ -206,7 +206,9 @@ class BatchLevel(Level):
             out, out_dim = row_by_row(prim, vals, dims, params, self.size)
         else:
             out, out_dim = rule(vals, dims, **params)
-        if prim.multiple_results:
+        # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from one
+        # without a derivative (`nonzero`), whose rule gives a tuple of axes: a box for each.
+        if prim.multiple_results or type(out_dim) is tuple:
             return tuple(self._box(o, d) for o, d in zip(out, out_dim))
         return self._box(out, out_dim)
 

@@ -628,3 +628,23 @@ def test_a_batching_rule_registered_by_any_dict_method_replaces_the_shortcut():
             assert calls == [(0,)]
     finally:
         del batching.rules[prim]
+
+
+@pytest.mark.parametrize("name", ["nonzero", "argwhere", "flatnonzero"])
+def test_positions_of_nonzero_elements_under_vmap_are_each_rows_own(name):
+    """Rows with the same number of nonzero elements share one vectorized result; rows whose
+    numbers differ cannot be stacked, which vmap says (before, the shorter rows were padded
+    with positions of zeros, silently); a function that reduces the positions works on them."""
+    fn = getattr(fnp, name)
+    first = (lambda r: fn(r)[0]) if name == "nonzero" else fn
+    same = np.array([[1, 0, 1], [0, 1, 1]])
+    np.testing.assert_array_equal(fgrad.vmap(first)(same), [first(r) for r in same])
+    differ = np.array([[1, 0, 1], [0, 1, 0]])
+    with pytest.raises(ValueError, match="different shapes per row"):
+        fgrad.vmap(first)(differ)
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+    def total(r, m):
+        return fnp.sum(r[fnp.flatnonzero(m)])
+
+    np.testing.assert_array_equal(fgrad.vmap(total)(x, differ), [4.0, 5.0])

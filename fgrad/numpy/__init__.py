@@ -135,6 +135,13 @@ from numpy import (
 
 
 def __getattr__(name):
+    from ._coverage import EXCLUDED
+
+    if name in EXCLUDED:
+        raise AttributeError(
+            f"fgrad.numpy leaves numpy.{name} out on purpose ({EXCLUDED[name]}); use "
+            f"numpy.{name} itself, on plain values (fgrad.stop_gradient(x) of a traced x)"
+        )
     if hasattr(_np, name):
         raise AttributeError(
             f"fgrad.numpy has no {name!r} yet, so it cannot differentiate it. If no derivative "

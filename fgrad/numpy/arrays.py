@@ -989,9 +989,29 @@ _shaping._INSTALLED["where"] = where
 argmax = nondiff_function(_np.argmax)
 argmin = nondiff_function(_np.argmin)
 argsort = nondiff_function(_np.argsort)
-argwhere = nondiff_function(_np.argwhere)
-nonzero = nondiff_function(_np.nonzero)
-flatnonzero = _shaping.flatnonzero
+
+
+def _one_count_per_row(fn):
+    """`fn` (nonzero, argwhere, flatnonzero) reading first, under `vmap`, each row's number of
+    nonzero elements: rows that differ in it cannot share one result array, so reading it
+    splits the batch into rows that agree (see `fgrad.batching`), and vmap then refuses
+    outputs of different shapes with its message. (The batching rule, `_found_batch`, sees
+    every row at once and sizes the result by the largest count; without this read the rows
+    with fewer nonzero elements were padded with positions of zeros, silently.)"""
+
+    @_functools.wraps(fn)
+    def counted(a, *args, **kwargs):
+        if type(a) is Box and holds_batch(a):
+            int(sum(not_equal(a, 0)))
+        return fn(a, *args, **kwargs)
+
+    counted.primitive = fn.primitive
+    return counted
+
+
+argwhere = _one_count_per_row(nondiff_function(_np.argwhere))
+nonzero = _one_count_per_row(nondiff_function(_np.nonzero))
+flatnonzero = _one_count_per_row(_shaping.flatnonzero)
 for _fn in (argwhere, nonzero):
     shape_from_values.add(_fn.primitive)
 searchsorted = nondiff_function(_np.searchsorted)
@@ -1007,9 +1027,10 @@ for _fn in (argmax, argmin, argsort, argpartition):
 
 def _found_batch(fn):
     """The rule of nonzero, argwhere and flatnonzero on rows batched by `vmap`: the flat
-    positions of each row's nonzero elements, in order, by a stable argsort of the zero mask;
-    their number is read (rows that differ in it cannot share one array, and are run again
-    in groups)."""
+    positions of each row's nonzero elements, in order, by a stable argsort of the zero mask,
+    as many as the largest count. The functions read the count before (`_one_count_per_row`),
+    so the rows that are used agree on it; the others (rows on another path of a split
+    batch) are padded, and discarded."""
     prim = fn.primitive
 
     def rule(args, dims, **params):
