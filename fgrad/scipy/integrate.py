@@ -335,6 +335,13 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
     def f(y, s):
         return join(replayed(*split(y), s, *args))
 
+    if len(shapes) == 1:  # one leaf (SciPy's state vector): the same, with fewer calls
+        (shape,) = shapes
+
+        def f(y, s):
+            (out,) = replayed(y.reshape(shape) if shape else y[0], s, *args)
+            return _np.asarray(primal(out), dtype=_np.float64).ravel()
+
     opts_ = dict(opts.forward)
     if opts_.get("Dfun") is not None:
         opts_["Dfun"] = opts_["Dfun"].bind(args)
@@ -350,16 +357,26 @@ def _replayed(rhs, tree, n_leaves):
     cache = rhs.__dict__.setdefault("replayed", {})
     found = cache.get((tree, n_leaves))
     if found is None:
-
-        def flat_rhs(*values):
-            y = tree_unflatten(tree, list(values[:n_leaves]))
-            return tuple(tree_flatten(rhs(y, values[n_leaves], *values[n_leaves + 1 :]))[0])
-
-        found = cache[(tree, n_leaves)] = jit(flat_rhs)
+        found = cache[(tree, n_leaves)] = jit(_FlatRhs(rhs, tree, n_leaves))
         # A user's function that branches on many values just runs eagerly: the user did not
         # ask for jit, so jit's warnings (which suggest changing the jitted call) stay silent.
         found._warned = True
     return found
+
+
+class _FlatRhs:
+    """`rhs` of the state's leaves, the time and the arguments, returning the derivative's
+    leaves. An object rather than a closure: `jit` checks a function's closure cells at every
+    call (a rebound one records again), and these never change."""
+
+    def __init__(self, rhs, tree, n_leaves):
+        self.rhs, self.tree, self.n_leaves = rhs, tree, n_leaves
+        self.__name__ = getattr(rhs, "__name__", "odeint's right-hand side")
+
+    def __call__(self, *values):
+        n = self.n_leaves
+        y = tree_unflatten(self.tree, list(values[:n]))
+        return tuple(tree_flatten(self.rhs(y, values[n], *values[n + 1 :]))[0])
 
 
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
