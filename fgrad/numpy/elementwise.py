@@ -12,7 +12,10 @@ The ufunc mirrors take NumPy's ufunc signature (`as_ufunc`): `dtype`, `casting` 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 """
 
+from __future__ import annotations
+
 import operator as _operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -53,6 +56,12 @@ from .shaping import (
     unbroadcast_meta,
     with_example_ndim,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "abs",
@@ -157,17 +166,17 @@ def as_ufunc(fn, theirs):
     if theirs.nin == 1:
 
         def ufunc(
-            x,
+            x: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             if (
                 out is None
                 and where is True
@@ -184,18 +193,18 @@ def as_ufunc(fn, theirs):
     else:
 
         def ufunc(
-            x1,
-            x2,
+            x1: ArrayLike,
+            x2: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             if (
                 out is None
                 and where is True
@@ -320,7 +329,7 @@ def _mul_vjp_y(ans, x, y):
     return lambda ct: unbroadcast(x * ct, like)
 
 
-multiply = defprimitive(
+multiply: Primitive = defprimitive(
     _np.multiply,
     vjp=(_mul_vjp_x, _mul_vjp_y),
     jvp=(
@@ -352,7 +361,7 @@ divide = defprimitive(
 )
 true_divide = divide
 
-negative = defunary(
+negative: Callable[[ArrayLike], Array] = defunary(
     _np.negative,
     vjp=lambda ans, x: negative,
     jvp=lambda t, ans, x: negative(t),
@@ -453,7 +462,7 @@ sin = defunary(
     vjp=lambda ans, x: lambda ct: ct * cos(x),
     jvp=lambda t, ans, x: t * cos(x),
 )
-cos = defunary(
+cos: Callable[[ArrayLike], Array] = defunary(
     _np.cos,
     vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
     jvp=lambda t, ans, x: negative(t * sin(x)),
@@ -524,7 +533,7 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-_conj = defunary(
+_conj: Callable[[ArrayLike], Array] = defunary(
     _np.conjugate,
     vjp=lambda ans, x: _conj,
     jvp=lambda t, ans, x: _conj(t),
@@ -539,7 +548,7 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-_real = defunary(
+_real: Callable[[ArrayLike], Array] = defunary(
     _np.real,
     vjp=_real_vjp,
     jvp=lambda t, ans, x: _real(t),
@@ -547,7 +556,7 @@ _real = defunary(
 )
 
 
-def real(val):
+def real(val: ArrayLike) -> Array:
     """NumPy's `real`: the real part (a real input as it is). Its cotangent is real, cast to
     the input's dtype."""
     return _real(val)
@@ -558,7 +567,7 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-_imag = defunary(
+_imag: Callable[[ArrayLike], Array] = defunary(
     _np.imag,
     vjp=_imag_vjp,
     jvp=lambda t, ans, x: _imag(t),
@@ -566,13 +575,13 @@ _imag = defunary(
 )
 
 
-def imag(val):
+def imag(val: ArrayLike) -> Array:
     """NumPy's `imag`: the imaginary part (0 for a real input). The cotangent of a complex
     input is -i times the output's cotangent."""
     return _imag(val)
 
 
-def real_if_close(a, tol=100):
+def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     """NumPy's `real_if_close`: the real part of a complex `a` whose imaginary parts are all
     below `tol` (in machine epsilons of a's dtype when `tol > 1`), else `a` as it is. Which of
     the two is decided on the values; either way the result is differentiable (the real part's
@@ -595,7 +604,7 @@ def real_if_close(a, tol=100):
     return real(a) if _np.all(primal(_np.abs(_np.imag(mask_values(a))) < tol)) else a
 
 
-def angle(z, deg=False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """NumPy's `angle`: arctan2(imag(z), real(z)), in radians unless `deg`. A real input has
     angle 0 or pi and zero derivative; at z = 0 the derivative is taken as 0."""
     if not _is_complex(z):
@@ -695,7 +704,16 @@ positive = as_ufunc(_positive, _np.positive)
 positive.__doc__ = "NumPy's `positive`: " + _positive.__doc__
 
 
-def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VALUE, **kwargs):
+def clip(
+    a: ArrayLike,
+    a_min: ArrayLike = NO_VALUE,
+    a_max: ArrayLike = NO_VALUE,
+    out: None = None,
+    *,
+    min: ArrayLike = NO_VALUE,
+    max: ArrayLike = NO_VALUE,
+    **kwargs: Any,
+) -> Array:
     """NumPy's `clip`, as `minimum(maximum(a, a_min), a_max)` (JAX's definition, so a value
     exactly at a bound gets half the gradient, and the bounds are differentiable too).
     `min`/`max` are NumPy 2's names of the bounds; the other keywords are the ufunc keywords
@@ -743,7 +761,9 @@ _where_p = defprimitive(
 )
 
 
-def where(condition, x=None, y=None, /):
+def where(
+    condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /
+) -> Array | tuple[Array, ...]:
     """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
 
     A masked branch still runs: `where(x > 0, sqrt(x), 0)` at x <= 0 gives a nan gradient from

@@ -25,7 +25,10 @@ Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad
 `scipy.integrate` for values.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as _np
 import scipy.integrate as _si
@@ -50,33 +53,39 @@ from ..numpy.shaping import describe
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..typing import Array, ArrayLike
+
 __all__ = ["odeint"]
 
 
 def odeint(
-    func,
-    y0,
-    t,
-    args=(),
-    Dfun=None,
-    col_deriv=0,
-    full_output=0,
-    ml=None,
-    mu=None,
-    rtol=None,
-    atol=None,
-    tcrit=None,
-    h0=0.0,
-    hmax=0.0,
-    hmin=0.0,
-    ixpr=0,
-    mxstep=0,
-    mxhnil=0,
-    mxordn=12,
-    mxords=5,
-    printmessg=0,
-    tfirst=False,
-):
+    func: Callable[..., Any],
+    y0: ArrayLike,
+    t: ArrayLike,
+    args: tuple[Any, ...] = (),
+    Dfun: Callable[..., Any] | None = None,
+    col_deriv: int = 0,
+    full_output: int = 0,
+    ml: int | None = None,
+    mu: int | None = None,
+    rtol: ArrayLike | None = None,
+    atol: ArrayLike | None = None,
+    tcrit: ArrayLike | None = None,
+    h0: float = 0.0,
+    hmax: float = 0.0,
+    hmin: float = 0.0,
+    ixpr: int = 0,
+    mxstep: int = 0,
+    mxhnil: int = 0,
+    mxordn: int = 12,
+    mxords: int = 5,
+    printmessg: int = 0,
+    tfirst: bool = False,
+) -> Array | tuple[Array, dict[str, Any]]:
     """Integrate `dy/dt = func(y, t, *args)` from `y(t[0]) = y0`; SciPy's `odeint`, with
     gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
     modes (by the adjoint method; see the module docstring).
