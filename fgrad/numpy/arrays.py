@@ -227,7 +227,7 @@ def roll(
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape(a))
     s = shape(a)
-    totals = {}
+    totals: dict[int, Any] = {}  # axis -> its total shift
     for sh, ax in _np.broadcast(_np.asarray(shift), _np.asarray(axis)):
         ax = _axis(int(ax), len(s), "roll")
         totals[ax] = totals.get(ax, 0) + int(sh)
@@ -243,7 +243,7 @@ def roll(
     return a
 
 
-def rot90(m: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
+def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """NumPy's `rot90`: rotate by 90 degrees `k` times in the plane of `axes`, from the first
     axis towards the second."""
     m = asarray(m)
@@ -337,7 +337,8 @@ def pad(
                 "pad: reflect_type='odd' is not supported; pad with reflect_type='even' and "
                 "build the odd extension from it (2 * edge - reflected)"
             )
-        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))  # type: ignore[call-overload]
     if mode != "constant":
         raise ValueError(
             f"pad: mode {mode!r} is not supported; use one of 'constant', "
@@ -502,9 +503,9 @@ def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Array, ...]
     if not any(is_traced(a) for a in args):
         return _np.broadcast_arrays(*args, subok=subok)
     refuse_layout("broadcast_arrays", subok=(subok, False))
-    args = [asarray(a) for a in args]
-    target = _np.broadcast_shapes(*[shape(a) for a in args])
-    return tuple(broadcast_to(a, target) for a in args)
+    arrays = [asarray(a) for a in args]
+    target = _np.broadcast_shapes(*[shape(a) for a in arrays])
+    return tuple(broadcast_to(a, target) for a in arrays)
 
 
 def meshgrid(
@@ -711,7 +712,8 @@ def sort(
     NumPy checks them, and the gradient is always a stable sort's."""
     if order is not None:
         raise ValueError("sort: order= is for structured arrays, which have no derivative")
-    _np.sort(_np.zeros(0), kind=kind, stable=stable)  # NumPy's own errors for bad values
+    # NumPy's own errors for bad values (any string reaches NumPy, which names the valid ones)
+    _np.sort(_np.zeros(0), kind=kind, stable=stable)  # type: ignore[arg-type]
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -755,7 +757,8 @@ def partition(
         return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
     refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
     v = _np.asarray(primal(a))
-    arranged = _np.partition(v, kth, axis=ax, kind=kind)
+    # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+    arranged = _np.partition(v, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
     # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank
     # (stable argsorts rank equal values, NaNs last, the same way in both).
     by_rank = _np.argsort(v, axis=ax, kind="stable")
@@ -806,7 +809,8 @@ def unique(
     array([4., 2., 0.])
     """
     if not is_traced(ar):
-        return _np.unique(
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.unique(  # type: ignore[call-overload]
             ar,
             return_index,
             return_inverse,
@@ -818,7 +822,8 @@ def unique(
     ar = asarray(ar)
     if holds_batch(ar) and axis is None and sorted:
         return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
-    found = _np.unique(
+    # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+    found = _np.unique(  # type: ignore[call-overload]
         primal(ar),
         return_index=True,
         return_inverse=return_inverse,

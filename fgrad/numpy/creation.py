@@ -205,7 +205,8 @@ def linspace(
     """
     num = _operator.index(num)
     if not _composed(start, stop):
-        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
     if dtype is not None and not _np.issubdtype(dtype, _np.inexact):
         # Integer (or bool) samples of traced or lazy end points: the float samples, floored
         # for an integer dtype and cast, as NumPy makes them; they have no derivative.
@@ -287,7 +288,7 @@ def geomspace(
     if batched:  # the end points of each row, by fgrad operations
         p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
         # the masks are read: the rows agree (no zero) unless one of them is wrong
-        has_zero = _np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0)))
+        has_zero = bool(_np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0))))
     elif is_foreign_array(primal(start)) or is_foreign_array(primal(stop)):
         # lazy end points (Dask's) are not read: a zero one gives nan, not NumPy's error
         p_start, p_stop = (
@@ -296,7 +297,7 @@ def geomspace(
         has_zero = False
     else:
         p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
-        has_zero = _np.any(p_start == 0) or _np.any(p_stop == 0)
+        has_zero = bool(_np.any(p_start == 0) or _np.any(p_stop == 0))
     if has_zero:
         raise ValueError("Geometric sequence cannot include zero")
     # NumPy's steps, in NumPy's dtype: the end points are rotated by the sign (the unit
@@ -338,7 +339,8 @@ def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = F
     """NumPy's `copy`: the identity, with a value of its own (traced values are never
     mutated, so a traced `a` is returned as it is)."""
     if not is_traced(a) and not holds_foreign(a):
-        return _np.copy(a, order=order, subok=subok)
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]
     refuse_layout("copy", order=(order, "K"), subok=(subok, False))
     # another library's array (Dask's): a new one of its own, lazy; a list of them, stacked
     return asarray(a) if is_traced(a) else array(a)

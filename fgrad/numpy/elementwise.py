@@ -15,7 +15,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 from __future__ import annotations
 
 import operator as _operator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as _np
 
@@ -59,8 +59,18 @@ from .shaping import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Literal
+    from typing import Any, Literal, Protocol
 
+    class Ufunc(Protocol):
+        """What `as_ufunc` returns: NumPy's ufunc signature over a primitive, which it carries
+        as `.primitive` (and as `.bare` when it binds it directly)."""
+
+        primitive: Primitive
+        bare: Primitive
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    from ..primitive import UnaryFunction
     from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
@@ -159,10 +169,11 @@ def _dtype_of(ans):
 # 130 ns a call.)
 
 
-def as_ufunc(fn, theirs):
+def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
     """`fn` (a function of the ufunc's inputs, usually a primitive) with NumPy's signature of
     the ufunc `theirs`, whose name and `.primitive` it keeps."""
-    is_primitive = isinstance(fn, Primitive)  # then bound directly: what calling it would do
+    # a primitive is bound directly (what calling it would do); None when fn is a function
+    bare = fn if isinstance(fn, Primitive) else None
     if theirs.nin == 1:
 
         def ufunc(
@@ -186,13 +197,13 @@ def as_ufunc(fn, theirs):
                 and order == "K"
                 and subok is True
             ):
-                return bind_one(fn, x) if is_primitive else fn(x)
+                return bind_one(bare, x) if bare is not None else fn(x)
             return _with_keywords(
                 fn, theirs, (x,), out, where, casting, order, dtype, subok, signature
             )
     else:
-
-        def ufunc(
+        # (a signature per number of inputs: mypy wants one for a conditional def)
+        def ufunc(  # type: ignore[misc]
             x1: ArrayLike,
             x2: ArrayLike,
             /,
@@ -214,7 +225,7 @@ def as_ufunc(fn, theirs):
                 and order == "K"
                 and subok is True
             ):
-                return bind_two(fn, x1, x2) if is_primitive else fn(x1, x2)
+                return bind_two(bare, x1, x2) if bare is not None else fn(x1, x2)
             return _with_keywords(
                 fn, theirs, (x1, x2), out, where, casting, order, dtype, subok, signature
             )
@@ -226,11 +237,12 @@ def as_ufunc(fn, theirs):
         if prim is None
         else f"NumPy's `{theirs.__name__}`, differentiable to every order."
     )
+    made = cast("Ufunc", ufunc)
     if prim is not None:
-        ufunc.primitive = prim  # what the batching rules and the graph know it by
-    if is_primitive:
-        ufunc.bare = fn  # without keywords, the wrapper binds this primitive: see `_box`
-    return ufunc
+        made.primitive = prim  # what the batching rules and the graph know it by
+    if bare is not None:
+        made.bare = bare  # without keywords, the wrapper binds this primitive: see `_box`
+    return made
 
 
 def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, signature):
@@ -361,7 +373,7 @@ divide = defprimitive(
 )
 true_divide = divide
 
-negative: Callable[[ArrayLike], Array] = defunary(
+negative: UnaryFunction = defunary(
     _np.negative,
     vjp=lambda ans, x: negative,
     jvp=lambda t, ans, x: negative(t),
@@ -462,7 +474,7 @@ sin = defunary(
     vjp=lambda ans, x: lambda ct: ct * cos(x),
     jvp=lambda t, ans, x: t * cos(x),
 )
-cos: Callable[[ArrayLike], Array] = defunary(
+cos: UnaryFunction = defunary(
     _np.cos,
     vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
     jvp=lambda t, ans, x: negative(t * sin(x)),
@@ -533,7 +545,7 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-_conj: Callable[[ArrayLike], Array] = defunary(
+_conj: UnaryFunction = defunary(
     _np.conjugate,
     vjp=lambda ans, x: _conj,
     jvp=lambda t, ans, x: _conj(t),
@@ -548,7 +560,7 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-_real: Callable[[ArrayLike], Array] = defunary(
+_real: UnaryFunction = defunary(
     _np.real,
     vjp=_real_vjp,
     jvp=lambda t, ans, x: _real(t),
@@ -567,7 +579,7 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-_imag: Callable[[ArrayLike], Array] = defunary(
+_imag: UnaryFunction = defunary(
     _np.imag,
     vjp=_imag_vjp,
     jvp=lambda t, ans, x: _imag(t),
@@ -701,7 +713,7 @@ def _positive(x):
 
 
 positive = as_ufunc(_positive, _np.positive)
-positive.__doc__ = "NumPy's `positive`: " + _positive.__doc__
+positive.__doc__ = "NumPy's `positive`: " + (_positive.__doc__ or "")
 
 
 def clip(
@@ -761,9 +773,7 @@ _where_p = defprimitive(
 )
 
 
-def where(
-    condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /
-) -> Array | tuple[Array, ...]:
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /) -> Array:
     """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
 
     A masked branch still runs: `where(x > 0, sqrt(x), 0)` at x <= 0 gives a nan gradient from

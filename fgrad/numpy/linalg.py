@@ -172,12 +172,12 @@ try:  # NumPy 2's result types, so results compare and unpack exactly like NumPy
         SlogdetResult,
         SVDResult,
     )
-except ImportError:  # pragma: no cover - older NumPy
-    EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
-    EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
-    QRResult = collections.namedtuple("QRResult", ["Q", "R"])
-    SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
-    SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+except ImportError:  # pragma: no cover - older NumPy (mypy reads NumPy 2's stubs: redefined)
+    EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])  # type: ignore[no-redef]
+    EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])  # type: ignore[no-redef]
+    QRResult = collections.namedtuple("QRResult", ["Q", "R"])  # type: ignore[no-redef]
+    SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])  # type: ignore[no-redef]
+    SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])  # type: ignore[no-redef]
 
 LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` catches it too
 
@@ -828,7 +828,7 @@ def pinv(
 
 def lstsq(
     a: ArrayLike, b: ArrayLike, rcond: float | None = None
-) -> tuple[Array, Array, int, Array]:
+) -> tuple[Array, Array, Array, Array]:
     """NumPy's `linalg.lstsq`: (x, residuals, rank, s) for 2-D a and 1-D or 2-D b.
 
     x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
@@ -851,7 +851,7 @@ def lstsq(
         )
     dtypes = (dtype_of(a), dtype_of(b))
     cutoff = rcond
-    if rcond is None:
+    if cutoff is None:
         cutoff = _np.finfo(_np.result_type(*dtypes, _np.float64)).eps * builtins.max(m, n)
     s = svdvals(a)
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
@@ -1778,7 +1778,9 @@ def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return _products.outer(x1, x2)
 
 
-def tensordot(x1: ArrayLike, x2: ArrayLike, /, *, axes: int | Sequence[Sequence[int]] = 2) -> Array:
+def tensordot(
+    x1: ArrayLike, x2: ArrayLike, /, *, axes: int | Sequence[int | Sequence[int]] = 2
+) -> Array:
     """NumPy's `linalg.tensordot`."""
     return _products.tensordot(x1, x2, axes=axes)
 

@@ -422,8 +422,8 @@ def einsum(
         return _np.einsum(subscripts, *ops, optimize=optimize, **kwargs)
     explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
     dtype = kwargs.get("dtype")
-    terms, out = explicit.split("->")
-    if dtype is not None and not (len(ops) == 1 and set(terms) <= set(out)):
+    terms, kept = explicit.split("->")
+    if dtype is not None and not (len(ops) == 1 and set(terms) <= set(kept)):
         # (NumPy returns one operand whose every axis is kept, "ii->i" or "ij->ji", as a
         # view of it, ignoring dtype and casting: so does fgrad, to keep NumPy's value.)
         dtype, casting = _np.dtype(dtype), kwargs.get("casting", "safe")
@@ -441,7 +441,7 @@ def einsum(
 # --- products built on einsum ---------------------------------------------------------------------
 
 
-def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Sequence[int]] = 2) -> Array:
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[int]] = 2) -> Array:
     """NumPy's `tensordot`: `axes` is an int N (the last N axes of `a` with the first N of `b`)
     or a pair of axis sequences."""
     a_nd, b_nd = ndim(a), ndim(b)
@@ -455,13 +455,13 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Sequence[int]] = 
         a_axes, b_axes = list(range(a_nd - n, a_nd)), list(range(n))
     else:
         try:
-            a_axes, b_axes = axes
+            first, second = axes
         except (TypeError, ValueError):
             raise ValueError(
                 f"tensordot: axes must be an int or a pair of sequences, got {axes!r}"
             ) from None
-        a_axes = [a_axes] if isinstance(a_axes, (int, _np.integer)) else list(a_axes)
-        b_axes = [b_axes] if isinstance(b_axes, (int, _np.integer)) else list(b_axes)
+        a_axes = [first] if isinstance(first, (int, _np.integer)) else list(first)
+        b_axes = [second] if isinstance(second, (int, _np.integer)) else list(second)
         if len(a_axes) != len(b_axes):
             raise ValueError(f"tensordot: axes {axes!r} pair {len(a_axes)} axes with {len(b_axes)}")
         a_axes = [int(x) % a_nd for x in a_axes]

@@ -61,6 +61,8 @@ from .shaping import (
 )
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["amax", "amin", "max", "mean", "min", "prod"]
@@ -99,6 +101,7 @@ def mean(
     axes = _normalize_axes(axis, ndim(a))
     total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     mask = reduction_mask(where, a, "mean")
+    count: Any  # an int, or NumPy's counts where a `where=` mask is given
     if mask is True:
         s = shape(a)
         count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))

@@ -380,7 +380,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
 def expand_dims(a: ArrayLike, axis: int | tuple[int, ...]) -> Array:
     """NumPy's `expand_dims` (int or tuple `axis`), as a reshape."""
     s = shape(a)
-    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes: Sequence[int] = axis if isinstance(axis, tuple) else (axis,)
     nd = len(s) + len(axes)
     axes = sorted(ax % nd for ax in axes)
     out = list(s)
@@ -614,7 +614,7 @@ _sum_p = deflinear(
     # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars);
     # another library's array (Dask's) implements np.sum, not the ufunc's reduce method
     lambda x, axis, keepdims: (
-        _np.add.reduce(x, axis, None, None, keepdims)
+        _np.add.reduce(x, axis, None, None, keepdims)  # type: ignore[call-overload]  # (NumPy's stub: no positional None out)
         if type(x) is _np.ndarray or isinstance(x, (_np.generic, float, int, complex))
         else _np.sum(x, axis=axis, keepdims=keepdims)
     ),
@@ -752,7 +752,7 @@ def _astype_vjp(ans, x, dtype):
     return lambda ct: _astype_p(ct, dtype=x_dtype)
 
 
-def _cast(x, dtype):
+def _astype_impl(x, dtype):
     """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
     if not is_foreign_array(x):
         x = _np.asarray(x)
@@ -762,7 +762,7 @@ def _cast(x, dtype):
 
 
 _astype_p = deflinear(
-    _cast,
+    _astype_impl,
     _astype_vjp,
     name="astype",
 )
@@ -1207,7 +1207,7 @@ class _IndexUpdate:
 # The multiplicative and min/max updates are compositions of elementwise operations and
 # reductions, whose modules import this one (imports point one way), so `fgrad.numpy.arrays`
 # installs them here when it is imported, which importing `fgrad.numpy` always does.
-_INSTALLED = {}
+_INSTALLED: dict[str, Any] = {}
 
 
 def _scatter_update(x, idx, v, op):

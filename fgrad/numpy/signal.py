@@ -283,7 +283,7 @@ def diff(
     if nd == 0:
         raise ValueError("diff: the input a is a scalar; it needs at least one dimension")
     axis = _normalize_axes(axis, nd)[0]
-    parts = []
+    parts: list[Any] = []
     for end in (prepend, append):
         if end is _NO_VALUE:
             parts.append(None)
@@ -319,7 +319,7 @@ def ediff1d(
     flat = reshape(asarray(ary), (-1,))
     d = flat[1:] - flat[:-1]
     dtype = dtype_of(d)
-    parts = []
+    parts: list[Any] = []
     for end in (to_begin, to_end):
         if end is None:
             parts.append(None)
@@ -580,6 +580,7 @@ def cov(
     if aweights is not None:
         aweights, _ = _weights(aweights, "aweights", n, dtype)
         w = aweights if w is None else w * aweights
+    fact: Any  # the degrees of freedom: a number, or an array where weights are traced
     if w is None:
         avg = sum(X, axis=1) / n
         fact = n - ddof
@@ -720,7 +721,7 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
     """
     kept = _single_precision(p) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
     if not (is_traced(p) or holds_foreign(p)):
-        out = _np.polyder(p, m)
+        out: Any = _np.polyder(p, m)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
@@ -742,7 +743,7 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     rounded once (NumPy returns float64)."""
     kept = _single_precision(p, k) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
     if not (is_traced(p) or is_traced(k) or holds_foreign(p) or holds_foreign(k)):
-        out = _np.polyint(p, m, k)
+        out: Any = _np.polyint(p, m, k)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
@@ -784,12 +785,12 @@ def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     m, n = shape(u)[0] - 1, shape(v)[0] - 1
     scale = 1.0 / v[0]
     r = u
-    q = []
+    terms = []
     for k in range(m - n + 1):
         d = scale * r[k]
-        q.append(d)
+        terms.append(d)
         r = at(r)[k : k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
-    q = stack(q) if q else _np.zeros(1, dt)
+    q = stack(terms) if terms else _np.zeros(1, dt)
     while shape(r)[0] > 1 and _leading_zero(r):
         r = r[1:]
     return q, r
@@ -828,11 +829,12 @@ def polyfit(
     """
     if not (is_traced(x) or is_traced(y) or is_traced(w)):
         refuse_lazy("polyfit", "its value is NumPy's own polyfit", x, y, w)
-        return _np.polyfit(x, y, deg, rcond, full, w, cov)
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
     if holds_batch(x) or holds_batch(y) or holds_batch(w):
         exact = None  # NumPy fits one row at a time: the values are the fgrad fit's
     else:
-        exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)
+        exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)  # type: ignore[call-overload]
     order = int(deg) + 1
     x, y = asarray(x) + 0.0, asarray(y) + 0.0
     n = shape(x)[0]
@@ -847,6 +849,7 @@ def polyfit(
     lhs = lhs / scale
     c, resids, rank, s = _linalg.lstsq(lhs, rhs, rcond)
     c = transpose(transpose(c) / scale)
+    fitted: tuple[Any, ...]
     if full:
         fitted = (c, resids, rank, s, rcond)
     elif cov:
@@ -955,7 +958,8 @@ def gradient(
     """
     # (another library's arrays take fgrad's path: Dask's gradient limits the chunk sizes)
     if not any(_is_traced(d) or holds_foreign(d) for d in (f, *varargs)):
-        return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)
+        # (NumPy's stub takes edge_order as Literal[1, 2]; any value reaches NumPy's check)
+        return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)  # type: ignore[call-overload]
     f = asarray(f)
     nd = ndim(f)
     if axis is None:

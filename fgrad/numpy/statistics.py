@@ -351,7 +351,7 @@ def average(
     elif is_foreign_array(primal(scl)):  # lazy (Dask): unread; a zero sum divides to inf/nan
         zero_sum = False
     else:
-        zero_sum = _np.any(_np.asarray(primal(scl)) == 0)
+        zero_sum = bool(_np.any(_np.asarray(primal(scl)) == 0))
     if zero_sum:
         raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
     avg = sum(a * w, axis=axes, keepdims=keepdims) / scl

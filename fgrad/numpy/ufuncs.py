@@ -58,9 +58,11 @@ from .shaping import astype, broadcast_like, broadcast_to, meta, nondiff_functio
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from ..core import Primitive
     from ..typing import Array, ArrayLike
+    from .elementwise import Ufunc
 
 __all__ = [
     "acos",
@@ -141,7 +143,7 @@ def _weights(values, ans):
 # --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
 
 
-def _unary(impl, derivative, of_x=False):
+def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = False) -> Ufunc:
     """The ufunc `impl` from its derivative, with NumPy's ufunc signature. With `of_x` (a
     derivative that does not read `ans`), Taylor mode integrates the derivative's own series
     (`fgrad.taylor.from_slope`)."""
@@ -159,7 +161,7 @@ arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)), of
 arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)), of_x=True)
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
-cosh: Callable[..., Array] = _unary(_np.cosh, lambda ans, x: sinh(x))
+cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
 
 
 def _arcsinh_slope(ans, x):

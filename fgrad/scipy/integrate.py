@@ -167,7 +167,7 @@ def odeint(
             )
 
     rhs = _Rhs(func, tfirst, arg_tree, static, diff_pos, y_tree, [shape_of(v) for v in y0_leaves])
-    forward = dict(
+    forward: dict[str, Any] = dict(
         rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax, hmin=hmin, mxordn=mxordn, mxords=mxords
     )
     backward = dict(forward)
@@ -367,7 +367,7 @@ def _replayed(rhs, tree, n_leaves):
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
 _lsoda_p = nondiff(_lsoda_impl, name="odeint")
 _batching.declare_row_by_row(
-    _lsoda_p,
+    _lsoda_p,  # type: ignore[arg-type]  # (its hint says Primitive; any primitive is declared)
     "LSODA picks its steps by the error of the whole state: one run over all rows at once "
     "would give each row values that depend on the other rows (they differ from the row's own "
     "run by up to the solver's tolerance, 4e-10 relative at rtol=atol=1e-10 on the table's "
@@ -513,7 +513,7 @@ def _solve_taylor(call, primals, series):
     return values, tuple(tuple(c[j] for c in out_series) for j in range(len(values)))
 
 
-_solve.taylor_rule = _solve_taylor
+_solve.taylor_rule = _solve_taylor  # type: ignore[attr-defined]  # (custom_vjp's optional hook)
 
 
 def _at_time(tree, i):

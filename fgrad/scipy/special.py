@@ -74,9 +74,9 @@ from ..numpy.shaping import (
 from ..primitive import defprimitive, defunary, nondiff
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, Literal
 
+    from ..primitive import UnaryFunction
     from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
@@ -316,8 +316,8 @@ def _ufunc(fn):
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x)
     elif nin == 2:
-
-        def ufunc(
+        # (a signature per number of inputs: mypy wants one for a conditional def)
+        def ufunc(  # type: ignore[misc]
             x1: ArrayLike,
             x2: ArrayLike,
             /,
@@ -333,8 +333,8 @@ def _ufunc(fn):
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x1, x2)
     else:
-
-        def ufunc(
+        # (a signature per number of inputs: mypy wants one for a conditional def)
+        def ufunc(  # type: ignore[misc]
             x1: ArrayLike,
             x2: ArrayLike,
             x3: ArrayLike,
@@ -1378,7 +1378,7 @@ def _mills_excess_impl(x):
 _mills_p = defunary(
     _mills_impl, lambda ans, x: -(ans * _mills_excess_p(x)), name="ndtr_mills_ratio"
 )
-_mills_excess_p: Callable[[ArrayLike], Array] = defunary(
+_mills_excess_p: UnaryFunction = defunary(
     _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess"
 )
 _ndtr_p = _unary_of_x(_sc.ndtr, lambda x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
@@ -1490,11 +1490,9 @@ _ivxe_p = defprimitive(
 )
 
 _i0_p = defunary(_sc.i0, lambda ans, x: _i1_p(x), name="i0")
-_i1_p: Callable[[ArrayLike], Array] = defunary(
-    _sc.i1, lambda ans, x: _i0_p(x) - _ivx_p(x, n=1), name="i1"
-)
+_i1_p: UnaryFunction = defunary(_sc.i1, lambda ans, x: _i0_p(x) - _ivx_p(x, n=1), name="i1")
 _i0e_p = defunary(_sc.i0e, lambda ans, x: _i1e_p(x) - _sign(x) * ans, name="i0e")
-_i1e_p: Callable[[ArrayLike], Array] = defunary(
+_i1e_p: UnaryFunction = defunary(
     _sc.i1e, lambda ans, x: _i0e_p(x) - _ivxe_p(x, n=1) - _sign(x) * ans, name="i1e"
 )
 
@@ -1606,11 +1604,11 @@ _yn_p: Primitive = _with_order(
 
 _ONE, _TWO = _np.int64(1), _np.int64(2)
 _j0_p = defunary(_sc.j0, lambda ans, x: -_j1_p(x), name="j0")
-_j1_p: Callable[[ArrayLike], Array] = defunary(
+_j1_p: UnaryFunction = defunary(
     _sc.j1, lambda ans, x: 0.5 * (_j0_p(x) - _bessel_p(x, v=_TWO, kind="jv")), name="j1"
 )
 _y0_p = defunary(_sc.y0, lambda ans, x: -_y1_p(x), name="y0")
-_y1_p: Callable[[ArrayLike], Array] = defunary(
+_y1_p: UnaryFunction = defunary(
     _sc.y1, lambda ans, x: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), name="y1"
 )
 

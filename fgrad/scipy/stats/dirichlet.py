@@ -22,6 +22,8 @@ from .. import special as sp
 from ._common import any_row, is_foreign_array, squeeze_ones, value
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ...typing import Array, ArrayLike
 
 __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
@@ -107,7 +109,7 @@ def logpdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     >>> round(float(logpdf(np.array([0.2, 0.3]), np.array([1.0, 1.0, 1.0]))), 6)  # log 2
     0.693147
     """
-    lazy = []
+    lazy: list[Any] = []
     av = _check_alpha(alpha, "logpdf", lazy)
     x = _check_x(x, alpha, av, lazy)
     xs = fnp.moveaxis(x, 0, -1)
@@ -122,7 +124,7 @@ def pdf(x: ArrayLike, alpha: ArrayLike) -> Array:
 
 def entropy(alpha: ArrayLike) -> Array:
     """log B(alpha) + (a0 - K) digamma(a0) - sum((alpha - 1) digamma(alpha)), a0 = sum(alpha)."""
-    lazy = []
+    lazy: list[Any] = []
     av = _check_alpha(alpha, "entropy", lazy)
     a0 = fnp.sum(alpha)
     k = av.shape[0]
@@ -136,14 +138,14 @@ def entropy(alpha: ArrayLike) -> Array:
 
 def mean(alpha: ArrayLike) -> Array:
     """alpha / sum(alpha)."""
-    lazy = []
+    lazy: list[Any] = []
     _check_alpha(alpha, "mean", lazy)
     return _nan_where(lazy, alpha / fnp.sum(alpha))
 
 
 def var(alpha: ArrayLike) -> Array:
     """alpha_i (a0 - alpha_i) / (a0**2 (a0 + 1)), a0 = sum(alpha)."""
-    lazy = []
+    lazy: list[Any] = []
     _check_alpha(alpha, "var", lazy)
     a0 = fnp.sum(alpha)
     return _nan_where(lazy, alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0)))
