@@ -11,6 +11,7 @@ result.
 """
 
 import types as _types
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -109,6 +110,12 @@ def _export(*modules):
 
 
 _export(_ufuncs, _statistics, _arrays, _signal, _creation)
+if TYPE_CHECKING:  # the names `_export` binds, as a type checker reads them (their `__all__`)
+    from .arrays import *  # noqa: F403
+    from .creation import *  # noqa: F403
+    from .signal import *  # noqa: F403
+    from .statistics import *  # noqa: F403
+    from .ufuncs import *  # noqa: F403
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (

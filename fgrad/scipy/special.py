@@ -74,6 +74,7 @@ from ..numpy.shaping import (
 from ..primitive import defprimitive, defunary, nondiff
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Literal
 
     from ..primitive import UnaryFunction
@@ -293,7 +294,7 @@ def _refuse_keywords(name, values):
             )
 
 
-def _ufunc(fn):
+def _ufunc(fn: Callable[..., Any]) -> Callable[..., Array]:
     """`fn` with the signature of SciPy's ufunc of the same name: its inputs positional-only,
     then `out` and the ufunc keywords, which fgrad refuses (TypeError) unless they are left at
     their defaults."""
