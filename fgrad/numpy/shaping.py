@@ -1319,7 +1319,7 @@ _concatenate_p: Primitive = Primitive(
 
 
 def concatenate(
-    arrays: Sequence[ArrayLike] | None,
+    arrays: Sequence[ArrayLike],
     /,
     axis: int = 0,
     out: None = None,
