@@ -35,7 +35,16 @@ from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Protocol
+
+    class UnaryFunction(Protocol):
+        """What `defunary` returns: a function of one argument that carries the primitive it
+        binds as `.primitive` (for the rule tables, batching and the graph)."""
+
+        primitive: Primitive
+
+        def __call__(self, x: Any, /) -> Any: ...
+
 
 __all__ = ["defbilinear", "deflinear", "defprimitive", "defunary", "nondiff", "primitive"]
 
@@ -138,7 +147,7 @@ def _as_function(prim):
     functions that programs and their bprops apply most.
     """
 
-    def apply(x):
+    def apply(x: Any) -> Any:
         return bind_one(prim, x)
 
     apply.__name__ = apply.__qualname__ = prim.name
@@ -153,7 +162,7 @@ def defunary(
     vjp: Callable[[Any, Any], Callable[[Any], Any]] | None = None,
     jvp: Callable[[Any, Any, Any], Any] | None = None,
     name: str | None = None,
-) -> Callable[[Any], Any]:
+) -> UnaryFunction:
     """An elementwise primitive of one argument without parameters (sin, exp, ...), returned as
     a plain function (see `_as_function`).
 

@@ -459,7 +459,10 @@ def test_complex_transposed_solves_use_the_conjugate_transpose():
 def test_signature_is_scipys(name):
     import inspect
 
-    assert inspect.signature(getattr(sla, name)) == inspect.signature(getattr(sl, name))
+    def parameters(fn):  # names, kinds and defaults (fgrad's also carry type hints)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert parameters(getattr(sla, name)) == parameters(getattr(sl, name))
 
 
 def test_unsupported_keywords_raise_a_type_error_naming_them():

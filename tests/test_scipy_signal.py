@@ -201,7 +201,10 @@ def test_2d_errors_name_the_argument():
 def test_signature_is_scipys(name):
     import inspect
 
-    assert inspect.signature(getattr(sig, name)) == inspect.signature(getattr(ss, name))
+    def parameters(fn):  # names, kinds and defaults (fgrad's also carry type hints)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert parameters(getattr(sig, name)) == parameters(getattr(ss, name))
 
 
 @pytest.mark.parametrize(

@@ -315,3 +315,72 @@ def test_the_default_values_of_the_refused_keywords_are_accepted():
     np.testing.assert_allclose(g, fgrad.grad(lambda x: fnp.sum(fnp.arcsinh(x)) * fnp.sum(x))(x))
     a = fgrad.grad(lambda x: fnp.sum(fnp.asarray(x, order=None, device="cpu", like=None)))(x)
     np.testing.assert_array_equal(a, np.ones(2))
+
+
+# --- type hints: every public function of the mirrors says what it takes and returns -------------
+# (mypy checks the hints against the bodies: `mypy` from the root, as CI runs it.)
+
+
+def _public_objects():
+    """(name, object) for every public name of the mirrors, including those without a NumPy
+    or SciPy counterpart; a module of functions (scipy.stats.norm, ...) gives its functions."""
+    for prefix, module, _ in _modules():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, types.ModuleType):
+                yield from ((f"{prefix}{name}.{m}", getattr(obj, m)) for m in obj.__all__)
+            else:
+                yield prefix + name, obj
+
+
+def _why_no_hints_of_its_own(name, obj):
+    """Why the public name `name` needs no hints of its own, or None when it must have them."""
+    module, _, attr = name.rpartition(".")
+    theirs = importlib.import_module(module) if module.startswith("numpy") else None
+    if theirs is not None and getattr(theirs, attr, None) is obj:
+        return "NumPy's own object, re-exported unchanged (arange, float64): NumPy's stubs type it"
+    if isinstance(obj, type):
+        return "a class (a dtype, vectorize): its constructor's parameters are NumPy's"
+    if not callable(obj):
+        return "a constant or an index expression (pi, newaxis, c_): not a function"
+    return None
+
+
+def _missing_hints(obj):
+    """The parameters (and 'return') of the callable `obj` that its `def` leaves unhinted.
+
+    Read from the function's code, not `inspect.signature`: a name declared without a
+    derivative shows NumPy's signature (its `__signature__`) but is fgrad's hinted
+    `(*args: Any, **kwargs: Any) -> Array`, which is what a type checker reads."""
+    if not inspect.isfunction(obj):  # a Primitive object: its __call__ takes every call
+        obj = type(obj).__call__
+    code = obj.__code__
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    hints = obj.__annotations__
+    missing = [p for p in code.co_varnames[:count] if p not in hints and p != "self"]
+    return missing + ([] if "return" in hints else ["return"])
+
+
+PUBLIC = sorted(_public_objects(), key=lambda c: c[0])
+HINTED = [(n, o) for n, o in PUBLIC if _why_no_hints_of_its_own(n, o) is None]
+
+
+@pytest.mark.parametrize("name, fn", HINTED, ids=[c[0] for c in HINTED])
+def test_every_public_function_has_type_hints(name, fn):
+    missing = _missing_hints(fn)
+    assert not missing, (
+        f"fgrad.{name} has no type hint for {missing}: hint every parameter and the return "
+        "(fgrad.typing's ArrayLike for an array argument, Array for a result; see "
+        "CONTRIBUTING.md's type checker section)"
+    )
+
+
+def test_the_hint_check_sees_every_public_function():
+    skipped = {n for n, o in PUBLIC if _why_no_hints_of_its_own(n, o) is not None}
+    # what is skipped is only NumPy's re-exported objects, classes and constants
+    assert {"numpy.arange", "numpy.float64", "numpy.pi", "numpy.c_", "numpy.vectorize"} <= skipped
+    assert not {"numpy.sin", "numpy.add", "numpy.sum", "scipy.stats.norm.logpdf"} & skipped
+    assert len(HINTED) > 400
+    # and the check fails on a function without hints
+    assert _missing_hints(lambda x, y=1: x) == ["x", "y", "return"]

@@ -735,7 +735,10 @@ def test_python_scalars_with_orders_and_weights_keep_float32():
 def test_signature_is_scipys(name):
     import inspect
 
-    assert inspect.signature(getattr(sp, name)) == inspect.signature(getattr(sc, name))
+    def parameters(fn):  # names, kinds and defaults (fgrad's also carry type hints)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert parameters(getattr(sp, name)) == parameters(getattr(sc, name))
 
 
 @pytest.mark.parametrize(

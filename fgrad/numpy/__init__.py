@@ -11,6 +11,7 @@ result.
 """
 
 import types as _types
+import typing as _typing
 
 import numpy as _np
 
@@ -109,6 +110,17 @@ def _export(*modules):
 
 
 _export(_ufuncs, _statistics, _arrays, _signal, _creation, bitwise, datatypes, indexing, sets)
+# the names `_export` binds, as a type checker reads them (their `__all__`)
+if _typing.TYPE_CHECKING:
+    from .arrays import *  # noqa: F403
+    from .bitwise import *  # noqa: F403
+    from .creation import *  # noqa: F403
+    from .datatypes import *  # noqa: F403
+    from .indexing import *  # noqa: F403
+    from .sets import *  # noqa: F403
+    from .signal import *  # noqa: F403
+    from .statistics import *  # noqa: F403
+    from .ufuncs import *  # noqa: F403
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (

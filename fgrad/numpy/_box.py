@@ -4,10 +4,13 @@ The core defines `Box` without operators so that it never depends on this layer;
 `fgrad.numpy` attaches them here. Imports: `fgrad.core` and the rule modules of this package.
 """
 
+from __future__ import annotations
+
 import ast
 import linecache
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -17,6 +20,9 @@ from . import products as _pr
 from . import reductions as _rd
 from . import shaping as _sh
 from . import ufuncs as _uf
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _concrete_or_raise(box, what):
@@ -186,7 +192,7 @@ def _array(self, dtype=None, copy=None):
 # NumPy calls this when a NumPy array meets a traced value (`ndarray * box`) or when a NumPy
 # ufunc is applied to one; both are sent to the fgrad operation of the same name. `install`
 # fills the table from the names fgrad.numpy exports.
-_UFUNCS = {}
+_UFUNCS: dict[_np.ufunc, Any] = {}
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -278,7 +284,7 @@ def _home_of(ufunc):
     return f"{homes[0]}.{name}" if homes else f"ufunc.{name}"
 
 
-_FUNCTIONS = {}  # NumPy function -> fgrad function, for `__array_function__`
+_FUNCTIONS: dict[Any, Any] = {}  # NumPy function -> fgrad function, for `__array_function__`
 
 
 def _array_function(self, func, types, args, kwargs):

@@ -15,10 +15,13 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 `fgrad.numpy.reductions`.
 """
 
+from __future__ import annotations
+
 import functools as _functools
 import operator as _operator
 import re as _re
 import warnings as _warnings
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -77,6 +80,12 @@ from .shaping import (
     sum,
     transpose,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "append",
@@ -176,7 +185,7 @@ def _positions(a_shape):
 # --- flipping, rolling, rotating ------------------------------------------------------------------
 
 
-def flip(m, axis=None):
+def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """NumPy's `flip`: reverse the order of elements along `axis` (None: all axes; int; tuple).
 
     >>> import fgrad.numpy as fnp
@@ -191,7 +200,7 @@ def flip(m, axis=None):
     return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))
 
 
-def fliplr(m):
+def fliplr(m: ArrayLike) -> Array:
     """NumPy's `fliplr`: reverse the columns (axis 1) of an array of 2 or more dimensions."""
     m = asarray(m)
     if ndim(m) < 2:
@@ -199,7 +208,7 @@ def fliplr(m):
     return flip(m, 1)
 
 
-def flipud(m):
+def flipud(m: ArrayLike) -> Array:
     """NumPy's `flipud`: reverse the rows (axis 0) of an array of 1 or more dimensions."""
     m = asarray(m)
     if ndim(m) < 1:
@@ -207,7 +216,9 @@ def flipud(m):
     return flip(m, 0)
 
 
-def roll(a, shift, axis=None):
+def roll(
+    a: ArrayLike, shift: int | Sequence[int], axis: int | tuple[int, ...] | None = None
+) -> Array:
     """NumPy's `roll`: shift elements along `axis` cyclically; `shift` and `axis` may be tuples
     (broadcast against each other, shifts of a repeated axis add up); `axis=None` rolls the
     flattened array. Two slices and a concatenation per axis.
@@ -216,7 +227,7 @@ def roll(a, shift, axis=None):
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape(a))
     s = shape(a)
-    totals = {}
+    totals: dict[int, Any] = {}  # axis -> its total shift
     for sh, ax in _np.broadcast(_np.asarray(shift), _np.asarray(axis)):
         ax = _axis(int(ax), len(s), "roll")
         totals[ax] = totals.get(ax, 0) + int(sh)
@@ -232,7 +243,7 @@ def roll(a, shift, axis=None):
     return a
 
 
-def rot90(m, k=1, axes=(0, 1)):
+def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """NumPy's `rot90`: rotate by 90 degrees `k` times in the plane of `axes`, from the first
     axis towards the second."""
     m = asarray(m)
@@ -258,7 +269,7 @@ def rot90(m, k=1, axes=(0, 1)):
 # --- repeating and padding ------------------------------------------------------------------------
 
 
-def tile(A, reps):
+def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """NumPy's `tile`: A repeated `reps` times along each axis (a reshape, a broadcast and a
     reshape, so its gradient sums the copies)."""
     A = asarray(A)
@@ -274,7 +285,7 @@ def tile(A, reps):
     return reshape(broadcast_to(reshape(A, spread), copies), tuple(r * n for r, n in zip(reps, s)))
 
 
-def repeat(a, repeats, axis=None):
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `repeat`: each element repeated `repeats` times (an int, or one count per element
     along `axis`); `axis=None` repeats the flattened array."""
     a = asarray(a)
@@ -303,7 +314,12 @@ def repeat(a, repeats, axis=None):
 _GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
 
 
-def pad(array, pad_width, mode="constant", **kwargs):
+def pad(
+    array: ArrayLike,
+    pad_width: int | Sequence[int] | Sequence[Sequence[int]],
+    mode: str = "constant",
+    **kwargs: Any,
+) -> Array:
     """NumPy's `pad` for the modes 'constant' (with `constant_values`), 'edge', 'reflect',
     'symmetric' and 'wrap', with every form of `pad_width` NumPy accepts.
 
@@ -321,7 +337,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
                 "pad: reflect_type='odd' is not supported; pad with reflect_type='even' and "
                 "build the odd extension from it (2 * edge - reflected)"
             )
-        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))  # type: ignore[call-overload]
     if mode != "constant":
         raise ValueError(
             f"pad: mode {mode!r} is not supported; use one of 'constant', "
@@ -354,19 +371,19 @@ def pad(array, pad_width, mode="constant", **kwargs):
 # --- joining --------------------------------------------------------------------------------------
 
 
-def atleast_1d(*arys):
+def atleast_1d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """NumPy's `atleast_1d`: scalars become shape (1,); one array in, one out, else a tuple."""
     out = tuple(_at_least(a, 1) for a in arys)
     return out[0] if len(out) == 1 else out
 
 
-def atleast_2d(*arys):
+def atleast_2d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """NumPy's `atleast_2d`: (n,) becomes (1, n) and a scalar (1, 1)."""
     out = tuple(_at_least(a, 2) for a in arys)
     return out[0] if len(out) == 1 else out
 
 
-def atleast_3d(*arys):
+def atleast_3d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """NumPy's `atleast_3d`: (n,) becomes (1, n, 1), (m, n) (m, n, 1) and a scalar (1, 1, 1)."""
     out = tuple(_at_least(a, 3) for a in arys)
     return out[0] if len(out) == 1 else out
@@ -399,21 +416,27 @@ def _joinable(tup, name):
     return tup
 
 
-def hstack(tup, *, dtype=None, casting="same_kind"):
+def hstack(
+    tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind"
+) -> Array:
     """NumPy's `hstack`: concatenate along axis 1 (axis 0 for 1-D arrays). Given one array,
     it joins the slices along its first axis, as NumPy does."""
     arrs = [_at_least(a, 1) for a in _joinable(tup, "hstack")]
     return concatenate(arrs, axis=0 if ndim(arrs[0]) == 1 else 1, dtype=dtype, casting=casting)
 
 
-def vstack(tup, *, dtype=None, casting="same_kind"):
+def vstack(
+    tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind"
+) -> Array:
     """NumPy's `vstack`: concatenate along axis 0 after making each array at least 2-D. Given
     one array, it joins the slices along its first axis, as NumPy does."""
     arrs = [_at_least(a, 2) for a in _joinable(tup, "vstack")]
     return concatenate(arrs, axis=0, dtype=dtype, casting=casting)
 
 
-def row_stack(tup, *, dtype=None, casting="same_kind"):
+def row_stack(
+    tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind"
+) -> Array:
     """NumPy's `row_stack`, an alias of `vstack` (deprecated in NumPy 2, with the same
     warning here)."""
     _warnings.warn(
@@ -424,13 +447,13 @@ def row_stack(tup, *, dtype=None, casting="same_kind"):
     return vstack(tup, dtype=dtype, casting=casting)
 
 
-def dstack(tup):
+def dstack(tup: Sequence[ArrayLike]) -> Array:
     """NumPy's `dstack`: concatenate along axis 2 after making each array at least 3-D. Given
     one array, it joins the slices along its first axis, as NumPy does."""
     return concatenate([_at_least(a, 3) for a in _joinable(tup, "dstack")], axis=2)
 
 
-def column_stack(tup):
+def column_stack(tup: Sequence[ArrayLike]) -> Array:
     """NumPy's `column_stack`: 1-D arrays become columns, then concatenate along axis 1. Given
     one array, it joins the slices along its first axis, as NumPy does."""
     arrs = []
@@ -441,7 +464,7 @@ def column_stack(tup):
     return concatenate(arrs, axis=1)
 
 
-def append(arr, values, axis=None):
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `append`: `values` joined to the end of `arr` (both flattened if `axis` is None)."""
     arr, values = asarray(arr), asarray(values)
     if axis is None:
@@ -449,7 +472,7 @@ def append(arr, values, axis=None):
     return concatenate([arr, values], axis=axis)
 
 
-def insert(arr, obj, values, axis=None):
+def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `insert`, with every form of `obj` NumPy accepts (int, slice, sequence).
 
     NumPy's own `insert` places the positions of `values` among the positions of `arr`; the
@@ -466,7 +489,7 @@ def insert(arr, obj, values, axis=None):
     return getitem(source, where_from)
 
 
-def delete(arr, obj, axis=None):
+def delete(arr: ArrayLike, obj: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `delete`, with every form of `obj` NumPy accepts (int, slice, sequence, mask)."""
     arr = asarray(arr)
     obj = _np.asarray(obj) if isinstance(obj, list) else obj
@@ -475,17 +498,19 @@ def delete(arr, obj, axis=None):
     return getitem(ravel(arr), _np.delete(_positions(shape(arr)), obj, axis=axis))
 
 
-def broadcast_arrays(*args, subok=False):
+def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Array, ...]:
     """NumPy's `broadcast_arrays`: a tuple of the arguments broadcast to their common shape."""
     if not any(is_traced(a) for a in args):
         return _np.broadcast_arrays(*args, subok=subok)
     refuse_layout("broadcast_arrays", subok=(subok, False))
-    args = [asarray(a) for a in args]
-    target = _np.broadcast_shapes(*[shape(a) for a in args])
-    return tuple(broadcast_to(a, target) for a in args)
+    arrays = [asarray(a) for a in args]
+    target = _np.broadcast_shapes(*[shape(a) for a in arrays])
+    return tuple(broadcast_to(a, target) for a in arrays)
 
 
-def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+def meshgrid(
+    *xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy"
+) -> tuple[Array, ...]:
     """NumPy's `meshgrid` (a tuple), with `indexing` 'xy' or 'ij' and `sparse`. (`copy=False`
     lets NumPy return views; the values are the same, and fgrad never writes into them.)"""
     if indexing not in ("xy", "ij"):
@@ -504,7 +529,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 # --- splitting ------------------------------------------------------------------------------------
 
 
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """NumPy's `array_split`: a list of sub-arrays along `axis`; `indices_or_sections` is a
     number of sections (which need not divide the axis) or the indices to split at."""
     ary = asarray(ary)
@@ -524,7 +549,7 @@ def array_split(ary, indices_or_sections, axis=0):
     return [getitem(ary, _along(ax, slice(lo, hi))) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
-def split(ary, indices_or_sections, axis=0):
+def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """NumPy's `split`: like `array_split`, but a number of sections must divide the axis."""
     ary = asarray(ary)
     if isinstance(indices_or_sections, (int, _np.integer)):
@@ -537,7 +562,7 @@ def split(ary, indices_or_sections, axis=0):
     return array_split(ary, indices_or_sections, axis)
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `hsplit`: split along axis 1 (axis 0 for 1-D arrays)."""
     ary = asarray(ary)
     if ndim(ary) == 0:
@@ -545,7 +570,7 @@ def hsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
 
 
-def vsplit(ary, indices_or_sections):
+def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
     ary = asarray(ary)
     if ndim(ary) < 2:
@@ -553,7 +578,7 @@ def vsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, 0)
 
 
-def dsplit(ary, indices_or_sections):
+def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
     ary = asarray(ary)
     if ndim(ary) < 3:
@@ -564,7 +589,9 @@ def dsplit(ary, indices_or_sections):
 # --- gathering ------------------------------------------------------------------------------------
 
 
-def take(a, indices, axis=None, out=None, mode="raise"):
+def take(
+    a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: str = "raise"
+) -> Array:
     """NumPy's `take`: elements at `indices` along `axis` (of the flattened array when None).
     `mode` 'raise' allows negative indices, 'wrap' wraps them around, 'clip' clips to
     [0, n-1] (as in NumPy, so a negative index means the first element). Repeated indices
@@ -608,7 +635,7 @@ def _batched_indices(indices, n, mode, name):
     return indices
 
 
-def take_along_axis(arr, indices, axis=-1):
+def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Array:
     """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
     against the other axes; `axis=None` works on the flattened array."""
     arr = asarray(arr)
@@ -670,7 +697,14 @@ def _take_along_batched(arr, indices, axis):
     return getitem(arr, grids)
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+def sort(
+    a: ArrayLike,
+    axis: int = -1,
+    kind: str | None = None,
+    order: str | Sequence[str] | None = None,
+    *,
+    stable: bool | None = None,
+) -> Array:
     """NumPy's `sort` (`axis=None` sorts the flattened array). The values are gathered by a
     stable argsort, so the gradient follows the permutation; equal values keep their order
     (a tie gets no split gradient: each tied element keeps its own cotangent). `kind` and
@@ -678,7 +712,8 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     NumPy checks them, and the gradient is always a stable sort's."""
     if order is not None:
         raise ValueError("sort: order= is for structured arrays, which have no derivative")
-    _np.sort(_np.zeros(0), kind=kind, stable=stable)  # NumPy's own errors for bad values
+    # NumPy's own errors for bad values (any string reaches NumPy, which names the valid ones)
+    _np.sort(_np.zeros(0), kind=kind, stable=stable)  # type: ignore[arg-type]
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -692,7 +727,13 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return take_along_axis(a, perm, axis)
 
 
-def partition(a, kth, axis=-1, kind="introselect", order=None):
+def partition(
+    a: ArrayLike,
+    kth: int | Sequence[int],
+    axis: int = -1,
+    kind: str = "introselect",
+    order: str | Sequence[str] | None = None,
+) -> Array:
     """NumPy's `partition`: along `axis`, the k-th element is where a sorted array would have
     it, smaller ones before and larger ones after. The values are NumPy's own arrangement,
     gathered from `a`, so the gradient follows each element to its place (a tie: the element
@@ -716,7 +757,8 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
         return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
     refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
     v = _np.asarray(primal(a))
-    arranged = _np.partition(v, kth, axis=ax, kind=kind)
+    # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+    arranged = _np.partition(v, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
     # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank
     # (stable argsorts rank equal values, NaNs last, the same way in both).
     by_rank = _np.argsort(v, axis=ax, kind="stable")
@@ -727,7 +769,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 argpartition = nondiff_function(_np.argpartition)
 
 
-def rollaxis(a, axis, start=0):
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """NumPy's `rollaxis`: `axis` moved to before position `start` (a transpose; prefer
     `moveaxis`, as NumPy's documentation does)."""
     a = asarray(a)
@@ -749,15 +791,15 @@ def rollaxis(a, axis, start=0):
 
 
 def unique(
-    ar,
-    return_index=False,
-    return_inverse=False,
-    return_counts=False,
-    axis=None,
+    ar: ArrayLike,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: int | None = None,
     *,
-    equal_nan=True,
-    sorted=True,
-):
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> Array | tuple[Array, ...]:
     """NumPy's `unique`, with all its keywords. The unique values are differentiable: each is
     gathered from its first occurrence in `ar` (the element `return_index` names), as in JAX;
     the indices, inverse and counts are NumPy's own integer arrays.
@@ -767,7 +809,8 @@ def unique(
     array([4., 2., 0.])
     """
     if not is_traced(ar):
-        return _np.unique(
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.unique(  # type: ignore[call-overload]
             ar,
             return_index,
             return_inverse,
@@ -779,7 +822,8 @@ def unique(
     ar = asarray(ar)
     if holds_batch(ar) and axis is None and sorted:
         return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
-    found = _np.unique(
+    # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+    found = _np.unique(  # type: ignore[call-overload]
         primal(ar),
         return_index=True,
         return_inverse=return_inverse,
@@ -836,7 +880,7 @@ def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):
 # --- diagonals and triangles ----------------------------------------------------------------------
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """NumPy's `diagonal`: the diagonal of the (axis1, axis2) planes, as the last axis."""
     a = asarray(a)
     nd = ndim(a)
@@ -854,7 +898,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return getitem(moveaxis(a, (i1, i2), (-2, -1)), (Ellipsis, rows, cols))
 
 
-def diag(v, k=0):
+def diag(v: ArrayLike, k: int = 0) -> Array:
     """NumPy's `diag`: the k-th diagonal of a 2-D array, or a 2-D array with the 1-D `v` on its
     k-th diagonal."""
     v = asarray(v)
@@ -870,7 +914,14 @@ def diag(v, k=0):
     return at(_np.zeros((size, size), dtype=dtype_of(v)))[rows, cols].add(v)
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def trace(
+    a: ArrayLike,
+    offset: int = 0,
+    axis1: int = 0,
+    axis2: int = 1,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `trace`: the sum along a diagonal."""
     if out is not None:
         raise TypeError("trace(..., out=...) cannot write into an array; use the returned value")
@@ -887,12 +938,12 @@ def _triangle(m, mask_of, name):
     return where(mask, m, _np.zeros((), dtype=dtype_of(m)))
 
 
-def tril(m, k=0):
+def tril(m: ArrayLike, k: int = 0) -> Array:
     """NumPy's `tril`: the lower triangle (on and below the k-th diagonal) of the last two axes."""
     return _triangle(m, lambda n1, n2: _np.tri(n1, n2, k=k, dtype=bool), "tril")
 
 
-def triu(m, k=0):
+def triu(m: ArrayLike, k: int = 0) -> Array:
     """NumPy's `triu`: the upper triangle (on and above the k-th diagonal) of the last two axes."""
     return _triangle(m, lambda n1, n2: ~_np.tri(n1, n2, k=k - 1, dtype=bool), "triu")
 
@@ -900,7 +951,9 @@ def triu(m, k=0):
 # --- choosing -------------------------------------------------------------------------------------
 
 
-def select(condlist, choicelist, default=0):
+def select(
+    condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0
+) -> Array:
     """NumPy's `select`: where the first true condition picks its choice, else `default`.
     The conditions are constants; choices and default are differentiable."""
     if len(condlist) != len(choicelist):
@@ -1000,10 +1053,11 @@ def _one_count_per_row(fn):
     with fewer nonzero elements were padded with positions of zeros, silently.)"""
 
     @_functools.wraps(fn)
-    def counted(a, *args, **kwargs):
+    def counted(*args: Any, **kwargs: Any) -> Any:  # fn's (NumPy's) signature: fn(a)
+        a = args[0] if args else kwargs.get("a")
         if type(a) is Box and holds_batch(a):
             int(sum(not_equal(a, 0)))
-        return fn(a, *args, **kwargs)
+        return fn(*args, **kwargs)
 
     counted.primitive = fn.primitive
     return counted
@@ -1106,7 +1160,9 @@ def _stacked(results, lead_shape, dtype):
 # --- apply_along_axis -----------------------------------------------------------------------------
 
 
-def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+def apply_along_axis(
+    func1d: Callable[..., Any], axis: int, arr: ArrayLike, *args: Any, **kwargs: Any
+) -> Array:
     """NumPy's `apply_along_axis`: `func1d(slice, *args, **kwargs)` on every 1-D slice of
     `arr` along `axis`; the results (scalars or arrays, all of one shape) take the place of
     that axis. Differentiable through whatever fgrad operations `func1d` uses (in `arr`, and

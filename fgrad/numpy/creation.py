@@ -13,7 +13,10 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`, `fgrad.primitive`, `fgr
 `fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
 """
 
+from __future__ import annotations
+
 import operator as _operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -59,6 +62,12 @@ from .shaping import (
     with_example_ndim,
 )
 from .ufuncs import log10
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Literal
+
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "c_",
@@ -176,7 +185,17 @@ def _linspace_batch(args, dims, num, endpoint, dtype, axis):
 _batching.rules[_linspace_p] = _linspace_batch
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+def linspace(
+    start: ArrayLike,
+    stop: ArrayLike,
+    num: int = 50,
+    endpoint: bool = True,
+    retstep: bool = False,
+    dtype: DTypeLike | None = None,
+    axis: int = 0,
+    *,
+    device: Literal["cpu"] | None = None,
+) -> Array | tuple[Array, Array]:
     """NumPy's `linspace`, differentiable in `start` and `stop` (scalars or arrays). Its values
     are NumPy's own; sample i has slope 1 - i/div in start and i/div in stop.
 
@@ -186,7 +205,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """
     num = _operator.index(num)
     if not _composed(start, stop):
-        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
     if dtype is not None and not _np.issubdtype(dtype, _np.inexact):
         # Integer (or bool) samples of traced or lazy end points: the float samples, floored
         # for an integer dtype and cast, as NumPy makes them; they have no derivative.
@@ -215,7 +235,15 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return y, astype((asarray(stop) - start) / div, dtype_of(y))
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+def logspace(
+    start: ArrayLike,
+    stop: ArrayLike,
+    num: int = 50,
+    endpoint: bool = True,
+    base: ArrayLike = 10.0,
+    dtype: DTypeLike | None = None,
+    axis: int = 0,
+) -> Array:
     """NumPy's `logspace`: `base ** linspace(start, stop)`, differentiable in `start`, `stop`
     and `base`, with NumPy's values."""
     if not _composed(start, stop, base):
@@ -233,7 +261,14 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return y if dtype is None else astype(y, dtype)
 
 
-def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+def geomspace(
+    start: ArrayLike,
+    stop: ArrayLike,
+    num: int = 50,
+    endpoint: bool = True,
+    dtype: DTypeLike | None = None,
+    axis: int = 0,
+) -> Array:
     """NumPy's `geomspace`, differentiable in `start` and `stop`: real end points of one sign,
     or complex ones (holomorphic in both). The first and last samples are exactly `start` and
     `stop`, and the values are NumPy's own, traced or not. Float32 (complex64) end points give
@@ -253,7 +288,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     if batched:  # the end points of each row, by fgrad operations
         p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
         # the masks are read: the rows agree (no zero) unless one of them is wrong
-        has_zero = _np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0)))
+        has_zero = bool(_np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0))))
     elif is_foreign_array(primal(start)) or is_foreign_array(primal(stop)):
         # lazy end points (Dask's) are not read: a zero one gives nan, not NumPy's error
         p_start, p_stop = (
@@ -262,7 +297,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
         has_zero = False
     else:
         p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
-        has_zero = _np.any(p_start == 0) or _np.any(p_stop == 0)
+        has_zero = bool(_np.any(p_start == 0) or _np.any(p_stop == 0))
     if has_zero:
         raise ValueError("Geometric sequence cannot include zero")
     # NumPy's steps, in NumPy's dtype: the end points are rotated by the sign (the unit
@@ -300,17 +335,18 @@ def _geomspace_single(start, stop, dtype):
 # --- copies and constant arrays -------------------------------------------------------------------
 
 
-def copy(a, order="K", subok=False):
+def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = False) -> Array:
     """NumPy's `copy`: the identity, with a value of its own (traced values are never
     mutated, so a traced `a` is returned as it is)."""
     if not is_traced(a) and not holds_foreign(a):
-        return _np.copy(a, order=order, subok=subok)
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.copy(a, order=order, subok=subok)  # type: ignore[call-overload]
     refuse_layout("copy", order=(order, "K"), subok=(subok, False))
     # another library's array (Dask's): a new one of its own, lazy; a list of them, stacked
     return asarray(a) if is_traced(a) else array(a)
 
 
-def diagflat(v, k=0):
+def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """NumPy's `diagflat`: a 2-D array with the flattened `v` on its k-th diagonal."""
     if not is_traced(v) and not holds_foreign(v):
         return _np.diagflat(v, k)
@@ -326,12 +362,20 @@ like_batch_rule(empty_like)
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------
 
 
-def permute_dims(a, axes=None):
+def permute_dims(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """NumPy 2's `permute_dims`, the array-API name of `transpose`."""
     return transpose(a, axes)
 
 
-def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+def concat(
+    arrays: Sequence[ArrayLike],
+    /,
+    axis: int = 0,
+    out: None = None,
+    *,
+    dtype: DTypeLike | None = None,
+    casting: str = "same_kind",
+) -> Array:
     """NumPy 2's `concat`, the array-API name of `concatenate`."""
     refuse_out(out, "concat")
     if type(arrays) is Box or not isinstance(arrays, (list, tuple)):
@@ -339,7 +383,7 @@ def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: ArrayLike, /) -> Array:
     """NumPy 2's `matrix_transpose`: swap the last two axes of an array of matrices."""
     if ndim(x) < 2:
         raise ValueError(f"matrix_transpose: x must be at least 2-D, got shape {shape_of(x)}")

@@ -14,7 +14,7 @@ Imports: `fgrad.core`, `fgrad.numpy.shaping`.
 """
 
 import builtins as _builtins
-from typing import Any
+from typing import Any, Literal
 
 import numpy as _np
 
@@ -88,6 +88,9 @@ from numpy import (
 from ..core import dtype_of, primal, shape_of
 from ._coverage import no_derivative
 from .shaping import is_traced
+
+# NumPy's `casting` rules, as its stubs spell them
+Casting = Literal["no", "equiv", "safe", "same_kind", "same_value", "unsafe"]
 
 # Extended precision has a name of its own only where the platform has it (float128 on x86-64
 # Linux, float96 on 32-bit x86): mirrored where NumPy has it.
@@ -182,7 +185,7 @@ def result_type(*arrays_and_dtypes: Any) -> _np.dtype:
 
 
 @no_derivative("a question about dtypes")
-def can_cast(from_: Any, to: Any, casting: str = "safe") -> _builtins.bool:
+def can_cast(from_: Any, to: Any, casting: Casting = "safe") -> _builtins.bool:
     """NumPy's `can_cast`; a traced `from_` counts by its dtype, its values unread.
 
     >>> import numpy as np, fgrad.numpy as fnp

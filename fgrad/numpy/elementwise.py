@@ -12,7 +12,10 @@ The ufunc mirrors take NumPy's ufunc signature (`as_ufunc`): `dtype`, `casting` 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 """
 
+from __future__ import annotations
+
 import operator as _operator
+from typing import TYPE_CHECKING, cast
 
 import numpy as _np
 
@@ -53,6 +56,22 @@ from .shaping import (
     unbroadcast_meta,
     with_example_ndim,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal, Protocol
+
+    class Ufunc(Protocol):
+        """What `as_ufunc` returns: NumPy's ufunc signature over a primitive, which it carries
+        as `.primitive` (and as `.bare` when it binds it directly)."""
+
+        primitive: Primitive
+        bare: Primitive
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    from ..primitive import UnaryFunction
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "abs",
@@ -150,24 +169,25 @@ def _dtype_of(ans):
 # 130 ns a call.)
 
 
-def as_ufunc(fn, theirs):
+def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
     """`fn` (a function of the ufunc's inputs, usually a primitive) with NumPy's signature of
     the ufunc `theirs`, whose name and `.primitive` it keeps."""
-    is_primitive = isinstance(fn, Primitive)  # then bound directly: what calling it would do
+    # a primitive is bound directly (what calling it would do); None when fn is a function
+    bare = fn if isinstance(fn, Primitive) else None
     if theirs.nin == 1:
 
         def ufunc(
-            x,
+            x: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             if (
                 out is None
                 and where is True
@@ -177,25 +197,25 @@ def as_ufunc(fn, theirs):
                 and order == "K"
                 and subok is True
             ):
-                return bind_one(fn, x) if is_primitive else fn(x)
+                return bind_one(bare, x) if bare is not None else fn(x)
             return _with_keywords(
                 fn, theirs, (x,), out, where, casting, order, dtype, subok, signature
             )
     else:
-
-        def ufunc(
-            x1,
-            x2,
+        # (a signature per number of inputs: mypy wants one for a conditional def)
+        def ufunc(  # type: ignore[misc]
+            x1: ArrayLike,
+            x2: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             if (
                 out is None
                 and where is True
@@ -205,7 +225,7 @@ def as_ufunc(fn, theirs):
                 and order == "K"
                 and subok is True
             ):
-                return bind_two(fn, x1, x2) if is_primitive else fn(x1, x2)
+                return bind_two(bare, x1, x2) if bare is not None else fn(x1, x2)
             return _with_keywords(
                 fn, theirs, (x1, x2), out, where, casting, order, dtype, subok, signature
             )
@@ -217,11 +237,12 @@ def as_ufunc(fn, theirs):
         if prim is None
         else f"NumPy's `{theirs.__name__}`, differentiable to every order."
     )
+    made = cast("Ufunc", ufunc)
     if prim is not None:
-        ufunc.primitive = prim  # what the batching rules and the graph know it by
-    if is_primitive:
-        ufunc.bare = fn  # without keywords, the wrapper binds this primitive: see `_box`
-    return ufunc
+        made.primitive = prim  # what the batching rules and the graph know it by
+    if bare is not None:
+        made.bare = bare  # without keywords, the wrapper binds this primitive: see `_box`
+    return made
 
 
 def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, signature):
@@ -320,7 +341,7 @@ def _mul_vjp_y(ans, x, y):
     return lambda ct: unbroadcast(x * ct, like)
 
 
-multiply = defprimitive(
+multiply: Primitive = defprimitive(
     _np.multiply,
     vjp=(_mul_vjp_x, _mul_vjp_y),
     jvp=(
@@ -352,7 +373,7 @@ divide = defprimitive(
 )
 true_divide = divide
 
-negative = defunary(
+negative: UnaryFunction = defunary(
     _np.negative,
     vjp=lambda ans, x: negative,
     jvp=lambda t, ans, x: negative(t),
@@ -453,7 +474,7 @@ sin = defunary(
     vjp=lambda ans, x: lambda ct: ct * cos(x),
     jvp=lambda t, ans, x: t * cos(x),
 )
-cos = defunary(
+cos: UnaryFunction = defunary(
     _np.cos,
     vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
     jvp=lambda t, ans, x: negative(t * sin(x)),
@@ -524,7 +545,7 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-_conj = defunary(
+_conj: UnaryFunction = defunary(
     _np.conjugate,
     vjp=lambda ans, x: _conj,
     jvp=lambda t, ans, x: _conj(t),
@@ -539,7 +560,7 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-_real = defunary(
+_real: UnaryFunction = defunary(
     _np.real,
     vjp=_real_vjp,
     jvp=lambda t, ans, x: _real(t),
@@ -547,7 +568,7 @@ _real = defunary(
 )
 
 
-def real(val):
+def real(val: ArrayLike) -> Array:
     """NumPy's `real`: the real part (a real input as it is). Its cotangent is real, cast to
     the input's dtype."""
     return _real(val)
@@ -558,7 +579,7 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-_imag = defunary(
+_imag: UnaryFunction = defunary(
     _np.imag,
     vjp=_imag_vjp,
     jvp=lambda t, ans, x: _imag(t),
@@ -566,13 +587,13 @@ _imag = defunary(
 )
 
 
-def imag(val):
+def imag(val: ArrayLike) -> Array:
     """NumPy's `imag`: the imaginary part (0 for a real input). The cotangent of a complex
     input is -i times the output's cotangent."""
     return _imag(val)
 
 
-def real_if_close(a, tol=100):
+def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     """NumPy's `real_if_close`: the real part of a complex `a` whose imaginary parts are all
     below `tol` (in machine epsilons of a's dtype when `tol > 1`), else `a` as it is. Which of
     the two is decided on the values; either way the result is differentiable (the real part's
@@ -595,7 +616,7 @@ def real_if_close(a, tol=100):
     return real(a) if _np.all(primal(_np.abs(_np.imag(mask_values(a))) < tol)) else a
 
 
-def angle(z, deg=False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """NumPy's `angle`: arctan2(imag(z), real(z)), in radians unless `deg`. A real input has
     angle 0 or pi and zero derivative; at z = 0 the derivative is taken as 0."""
     if not _is_complex(z):
@@ -692,10 +713,19 @@ def _positive(x):
 
 
 positive = as_ufunc(_positive, _np.positive)
-positive.__doc__ = "NumPy's `positive`: " + _positive.__doc__
+positive.__doc__ = "NumPy's `positive`: " + (_positive.__doc__ or "")
 
 
-def clip(a, a_min=NO_VALUE, a_max=NO_VALUE, out=None, *, min=NO_VALUE, max=NO_VALUE, **kwargs):
+def clip(
+    a: ArrayLike,
+    a_min: ArrayLike = NO_VALUE,
+    a_max: ArrayLike = NO_VALUE,
+    out: None = None,
+    *,
+    min: ArrayLike = NO_VALUE,
+    max: ArrayLike = NO_VALUE,
+    **kwargs: Any,
+) -> Array:
     """NumPy's `clip`, as `minimum(maximum(a, a_min), a_max)` (JAX's definition, so a value
     exactly at a bound gets half the gradient, and the bounds are differentiable too).
     `min`/`max` are NumPy 2's names of the bounds; the other keywords are the ufunc keywords
@@ -743,7 +773,7 @@ _where_p = defprimitive(
 )
 
 
-def where(condition, x=None, y=None, /):
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /) -> Array:
     """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
 
     A masked branch still runs: `where(x > 0, sqrt(x), 0)` at x <= 0 gives a nan gradient from

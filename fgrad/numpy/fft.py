@@ -25,7 +25,10 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 `fgrad.numpy.products`.
 """
 
+from __future__ import annotations
+
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -45,6 +48,12 @@ from .shaping import (
     shape,
     unbroadcast,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Literal
+
+    from ..typing import Array, ArrayLike
 
 __all__ = [
     "fft",
@@ -224,7 +233,9 @@ def _complex_1d(a, n, axis, norm, inverse, name):
     return _c2c_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, name), inverse=inverse)
 
 
-def fft(a, n=None, axis=-1, norm=None, out=None):
+def fft(
+    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+) -> Array:
     """NumPy's `fft`: the DFT along `axis`, the input cut or zero-padded to length `n`.
 
     Its vjp is `fft` of the cotangent (the DFT matrix is symmetric; fgrad's vjps transpose,
@@ -239,14 +250,18 @@ def fft(a, n=None, axis=-1, norm=None, out=None):
     return _complex_1d(a, n, axis, norm, False, "fft")
 
 
-def ifft(a, n=None, axis=-1, norm=None, out=None):
+def ifft(
+    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+) -> Array:
     """NumPy's `ifft`: the inverse DFT along `axis` (length `n`); its vjp is `ifft` of the
     cotangent."""
     _check_out(out, "ifft")
     return _complex_1d(a, n, axis, norm, True, "ifft")
 
 
-def rfft(a, n=None, axis=-1, norm=None, out=None):
+def rfft(
+    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+) -> Array:
     """NumPy's `rfft`: the DFT of a real input along `axis`, its n//2 + 1 non-negative
     frequencies. A complex input is a TypeError, as in NumPy.
 
@@ -262,7 +277,9 @@ def rfft(a, n=None, axis=-1, norm=None, out=None):
     return _rfft_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, "rfft"))
 
 
-def irfft(a, n=None, axis=-1, norm=None, out=None):
+def irfft(
+    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+) -> Array:
     """NumPy's `irfft`: the real signal of length `n` (default 2 (m - 1) for m input
     frequencies) whose `rfft` is `a`. Like NumPy it ignores the imaginary parts of the zero
     frequency and, for even n, of the Nyquist frequency, so their gradient is 0.
@@ -286,7 +303,9 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
     return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
 
 
-def hfft(a, n=None, axis=-1, norm=None, out=None):
+def hfft(
+    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+) -> Array:
     """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
     half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization."""
     _check_out(out, "hfft")
@@ -302,7 +321,9 @@ def hfft(a, n=None, axis=-1, norm=None, out=None):
     return irfft(conj(x), n, ax, _SWAP[_check_norm(norm, "hfft")])
 
 
-def ihfft(a, n=None, axis=-1, norm=None, out=None):
+def ihfft(
+    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
+) -> Array:
     """NumPy's `ihfft`: the inverse of `hfft` for a real input; it is
     `conj(rfft(a, n, axis))` with the opposite normalization."""
     _check_out(out, "ihfft")
@@ -348,7 +369,13 @@ def _complex_nd(a, s, axes, norm, inverse, name):
     return x
 
 
-def fftn(a, s=None, axes=None, norm=None, out=None):
+def fftn(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `fftn`: the DFT over `axes` (default all), each cut or padded to `s`.
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -359,19 +386,37 @@ def fftn(a, s=None, axes=None, norm=None, out=None):
     return _complex_nd(a, s, axes, norm, False, "fftn")
 
 
-def ifftn(a, s=None, axes=None, norm=None, out=None):
+def ifftn(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `ifftn`: the inverse DFT over `axes` (default all), each of length `s`."""
     _check_out(out, "ifftn")
     return _complex_nd(a, s, axes, norm, True, "ifftn")
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def fft2(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `fft2`: `fftn` over the last two axes."""
     _check_out(out, "fft2")
     return _complex_nd(a, s, axes, norm, False, "fft2")
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def ifft2(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `ifft2`: `ifftn` over the last two axes."""
     _check_out(out, "ifft2")
     return _complex_nd(a, s, axes, norm, True, "ifft2")
@@ -402,26 +447,50 @@ def _irfft_nd(a, s, axes, norm, name):
     return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
 
 
-def rfftn(a, s=None, axes=None, norm=None, out=None):
+def rfftn(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `rfftn`: `rfft` over the last of `axes`, then `fft` over the others."""
     _check_out(out, "rfftn")
     return _rfft_nd(a, s, axes, norm, "rfftn")
 
 
-def irfftn(a, s=None, axes=None, norm=None, out=None):
+def irfftn(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `irfftn`: `ifft` over all but the last of `axes`, then `irfft` over it (whose
     length defaults to 2 (m - 1))."""
     _check_out(out, "irfftn")
     return _irfft_nd(a, s, axes, norm, "irfftn")
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def rfft2(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `rfft2`: `rfftn` over the last two axes."""
     _check_out(out, "rfft2")
     return _rfft_nd(a, s, axes, norm, "rfft2")
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
+def irfft2(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
     """NumPy's `irfft2`: `irfftn` over the last two axes."""
     _check_out(out, "irfft2")
     return _irfft_nd(a, s, axes, norm, "irfft2")
@@ -455,7 +524,7 @@ def _shift(x, axes, sign, name):
     return x
 
 
-def fftshift(x, axes=None):
+def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """NumPy's `fftshift`: the zero frequency moved to the centre of `axes` (default all).
 
     >>> import fgrad.numpy as fnp
@@ -465,7 +534,7 @@ def fftshift(x, axes=None):
     return _shift(x, axes, 1, "fftshift")
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """NumPy's `ifftshift`, the inverse of `fftshift`."""
     return _shift(x, axes, -1, "ifftshift")
 
@@ -480,7 +549,7 @@ def _spacing_scaled(k, n, d, name):
     return k * (1.0 / (n * d))
 
 
-def fftfreq(n, d=1.0, device=None):
+def fftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Array:
     """NumPy's `fftfreq`: the frequencies k / (n d) of an `fft` of length n. They have no
     derivative in n; a traced spacing `d` is differentiated. Computed in NumPy's steps (the
     integers k times 1 / (n d)), so the values are NumPy's to the last bit.
@@ -496,7 +565,7 @@ def fftfreq(n, d=1.0, device=None):
     return _spacing_scaled(k, n, d, "fftfreq")
 
 
-def rfftfreq(n, d=1.0, device=None):
+def rfftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Array:
     """NumPy's `rfftfreq`: the frequencies of an `rfft` of length n; a traced `d` is
     differentiated, as in `fftfreq`."""
     if type(d) is not Box:

@@ -16,7 +16,7 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping
 `fgrad.numpy.arrays`.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as _np
 from numpy import index_exp, mgrid, ogrid, s_  # NumPy's own: index tuples and grids
@@ -27,6 +27,7 @@ from ..primitive import nondiff
 from ..protocols import refuse_lazy
 from ._coverage import no_derivative
 from .arrays import diag_indices, flatnonzero, tril_indices, triu_indices
+from .datatypes import Casting
 from .shaping import (
     all_rows,
     asarray,
@@ -39,6 +40,9 @@ from .shaping import (
     reshape,
     stack,
 )
+
+# NumPy's memory orders, as its stubs spell them
+Order = Literal["C", "F"]
 
 __all__ = [
     "asanyarray",
@@ -112,7 +116,7 @@ def _ix_batch(args: Any, dims: Any, k: int, n: int) -> tuple[Any, Any]:
 _batching.rules[_ix_p] = _ix_batch
 
 
-def _unravel_stacked(indices: Any, shape: Any, order: str) -> Any:
+def _unravel_stacked(indices: Any, shape: Any, order: Order) -> Any:
     """NumPy's `unravel_index` as one array, the coordinates along its first axis (one output,
     as every transform expects of a primitive)."""
     coords = _np.unravel_index(indices, shape, order=order)
@@ -122,7 +126,7 @@ def _unravel_stacked(indices: Any, shape: Any, order: str) -> Any:
 _unravel_p = nondiff(_unravel_stacked, "unravel_index")
 
 
-def unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple[Any, ...]:
+def unravel_index(indices: Any, shape: Any, order: Order = "C") -> tuple[Any, ...]:
     """NumPy's `unravel_index`, declared without a derivative: the coordinates, one array per
     axis of `shape`, of each flat index.
 
@@ -159,7 +163,7 @@ _batching.rules[_unravel_p] = _unravel_batch
 _ravel_p = nondiff(_np.ravel_multi_index, "ravel_multi_index")
 
 
-def ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> Any:
+def ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: Order = "C") -> Any:
     """NumPy's `ravel_multi_index`, declared without a derivative: the flat index of each
     coordinate tuple.
 
@@ -356,7 +360,7 @@ def putmask(a: Any, /, mask: Any, values: Any) -> None:
 
 
 @no_derivative("writes into a NumPy array (returns None); traced values are refused")
-def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+def copyto(dst: Any, src: Any, casting: Casting = "same_kind", where: Any = True) -> None:
     """NumPy's `copyto`, on NumPy arrays: copies `src` into `dst` where `where` holds. A
     traced argument is refused: write `dst = fnp.where(where, src, dst)`.
 

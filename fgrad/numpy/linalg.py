@@ -58,8 +58,11 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other 
 `fgrad.numpy`.
 """
 
+from __future__ import annotations
+
 import builtins
 import collections
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -119,6 +122,12 @@ from .shaping import (
     with_example_ndim,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..typing import Array, ArrayLike, DTypeLike
+
 _matmul = _products.matmul  # the primitive, for the rules below
 
 __all__ = [
@@ -163,12 +172,12 @@ try:  # NumPy 2's result types, so results compare and unpack exactly like NumPy
         SlogdetResult,
         SVDResult,
     )
-except ImportError:  # pragma: no cover - older NumPy
-    EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
-    EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
-    QRResult = collections.namedtuple("QRResult", ["Q", "R"])
-    SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
-    SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+except ImportError:  # pragma: no cover - older NumPy (mypy reads NumPy 2's stubs: redefined)
+    EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])  # type: ignore[no-redef]
+    EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])  # type: ignore[no-redef]
+    QRResult = collections.namedtuple("QRResult", ["Q", "R"])  # type: ignore[no-redef]
+    SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])  # type: ignore[no-redef]
+    SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])  # type: ignore[no-redef]
 
 LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` catches it too
 
@@ -447,7 +456,7 @@ _inv_p = defprimitive(
 )
 
 
-def inv(a):
+def inv(a: ArrayLike) -> Array:
     """NumPy's `linalg.inv`, batched over leading axes. d inv(a) = -inv(a) da inv(a).
 
     >>> import fgrad, fgrad.numpy as fnp
@@ -469,7 +478,7 @@ def _solve_vjp_b(ans, a, b):
 
 
 # b is a (stack of) matrices here; `solve` handles a vector b by adding and removing an axis.
-_solve_p = defprimitive(
+_solve_p: Primitive = defprimitive(
     per_matrix(_np.linalg.solve),
     vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(
@@ -544,7 +553,7 @@ def _inv_taylor(primals, series):
 _taylor.rules[_inv_p] = _inv_taylor
 
 
-def solve(a, b):
+def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """NumPy's `linalg.solve`: x with a @ x = b. As in NumPy 2, `b` is a vector only when it is
     1-D; otherwise it is a (stack of) matrices (..., M, K), and batch axes broadcast."""
     _check_square(a, "linalg.solve")
@@ -565,7 +574,7 @@ def solve(a, b):
     return _solve_p(a, b)
 
 
-def tensorinv(a, ind=2):
+def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     """NumPy's `linalg.tensorinv`: `inv` of `a` reshaped to a square matrix, reshaped back."""
     s = shape(a)
     if ind <= 0:
@@ -575,7 +584,7 @@ def tensorinv(a, ind=2):
     return reshape(inv(reshape(a, (rows, -1))), out_shape)
 
 
-def tensorsolve(a, b, axes=None):
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """NumPy's `linalg.tensorsolve`: x with tensordot(a, x, x.ndim) = b, through `solve`."""
     nd = len(shape(a))
     if axes is not None:
@@ -680,7 +689,7 @@ _det_p = defprimitive(
 )
 
 
-def det(a):
+def det(a: ArrayLike) -> Array:
     """NumPy's `linalg.det`, batched. Its gradient is the transposed adjugate, det(a) inv(a).T
     for invertible a and exact at singular a too (where det(a) inv(a).T would be nan).
 
@@ -731,7 +740,7 @@ _slogdet_p = Primitive(
 )
 
 
-def slogdet(a):
+def slogdet(a: ArrayLike) -> SlogdetResult:
     """NumPy's `linalg.slogdet`: (sign, logabsdet), batched. d logabsdet = Re(tr(inv(a) da));
     the sign of a real determinant is a constant, that of a complex one, det/|det|, has the
     derivative i Im(tr(inv(a) da)) sign.
@@ -781,10 +790,16 @@ _pinv_p = defprimitive(
     name="pinv",
 )
 
-_NOT_GIVEN = _np._NoValue  # NumPy's own "not given" default, so the signature reads as NumPy's
+_NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
 
-def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
+def pinv(
+    a: ArrayLike,
+    rcond: ArrayLike | None = None,
+    hermitian: bool = False,
+    *,
+    rtol: ArrayLike | None = _NOT_GIVEN,
+) -> Array:
     """NumPy's `linalg.pinv` (same `rcond`/`rtol` defaults), batched.
 
     The derivative is Golub and Pereyra's, exact where the rank is locally constant: when no
@@ -811,7 +826,9 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOT_GIVEN):
     return _pinv_p(a, rcond=rcond, hermitian=bool(hermitian))
 
 
-def lstsq(a, b, rcond=None):
+def lstsq(
+    a: ArrayLike, b: ArrayLike, rcond: float | None = None
+) -> tuple[Array, Array, Array, Array]:
     """NumPy's `linalg.lstsq`: (x, residuals, rank, s) for 2-D a and 1-D or 2-D b.
 
     x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
@@ -834,7 +851,7 @@ def lstsq(a, b, rcond=None):
         )
     dtypes = (dtype_of(a), dtype_of(b))
     cutoff = rcond
-    if rcond is None:
+    if cutoff is None:
         cutoff = _np.finfo(_np.result_type(*dtypes, _np.float64)).eps * builtins.max(m, n)
     s = svdvals(a)
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
@@ -917,7 +934,7 @@ def _cholesky_taylor(primals, series, upper):
 _taylor.rules[_cholesky_p] = _cholesky_taylor
 
 
-def cholesky(a, /, *, upper=False):
+def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
     """NumPy's `linalg.cholesky`: lower L with a = L @ L^H (`upper=True`: L^H), batched.
 
     As NumPy (LAPACK), it reads only a's lower triangle (`upper=True`: its upper one) and the
@@ -1015,7 +1032,7 @@ def _qr_vjp(wanted, ans, x):
 _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
 
 
-def qr(a, mode="reduced"):
+def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
 
     Differentiable where a's leading min(m, n) columns are independent. R's diagonal is real
@@ -1083,7 +1100,7 @@ def _check_uplo(UPLO, who):
         raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
 
 
-def eigh(a, UPLO="L"):
+def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
     """NumPy's `linalg.eigh`: (eigenvalues, eigenvectors) of a Hermitian (real symmetric)
     matrix, batched; the eigenvalues are real.
 
@@ -1125,7 +1142,7 @@ _eigvalsh_p = defprimitive(
 )
 
 
-def eigvalsh(a, UPLO="L"):
+def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian matrix read
     from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too.
 
@@ -1222,7 +1239,7 @@ def _eig_vjp(wanted, ans, x):
 _eig_p = Primitive("eig", _eig_impl, vjp=_eig_vjp, jvp=_eig_jvp, multiple_results=True)
 
 
-def eig(a):
+def eig(a: ArrayLike) -> EigResult:
     """NumPy's `linalg.eig`: (eigenvalues, eigenvectors) of a general square matrix, batched.
     As in NumPy, the results are complex unless a is real with real eigenvalues only.
 
@@ -1285,7 +1302,7 @@ _eigvals_p = defprimitive(
 )
 
 
-def eigvals(a):
+def eigvals(a: ArrayLike) -> Array:
     """NumPy's `linalg.eigvals`: the eigenvalues of a general square matrix (complex unless a
     is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig`."""
     _check_square(a, "linalg.eigvals")
@@ -1382,7 +1399,9 @@ _svdvals_p = defprimitive(
 )
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(
+    a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
+) -> SVDResult | Array:
     """NumPy's `linalg.svd`, batched: (U, S, Vh), or S alone with compute_uv=False; S is real.
 
     The singular vectors' derivatives divide by the gaps s_j^2 - s_i^2 and (for non-square a)
@@ -1450,7 +1469,7 @@ def _svd_hermitian(a, compute_uv):
     return SVDResult(u, s, _H(u * expand_dims(signs, -2)))
 
 
-def svdvals(x, /):
+def svdvals(x: ArrayLike, /) -> Array:
     """NumPy's `linalg.svdvals`: `svd(x, compute_uv=False)`, real and descending."""
     _check_matrix(x, "linalg.svdvals", "x")
     return _svdvals_p(x)
@@ -1572,7 +1591,12 @@ def _matrix_norm(x, ord, row, col, keepdims):
     return out
 
 
-def norm(x, ord=None, axis=None, keepdims=False):
+def norm(
+    x: ArrayLike,
+    ord: float | str | None = None,
+    axis: int | tuple[int, int] | None = None,
+    keepdims: bool = False,
+) -> Array:
     """NumPy's `linalg.norm`: every vector `ord` (None, 2, 1, inf, -inf, 0, other p) and
     matrix `ord` (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf), `axis` an int or a pair, and
     `keepdims`; real for complex x (the 2-norm sums |x|^2).
@@ -1615,7 +1639,14 @@ def _bad_axis(ax, nd):
     raise ValueError(f"linalg.norm: axis {ax} is out of bounds for an array of dimension {nd}")
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(
+    x: ArrayLike,
+    /,
+    *,
+    axis: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
+    ord: float = 2,
+) -> Array:
     """NumPy's `linalg.vector_norm`: `axis=None` takes the norm of all entries."""
     nd = len(shape(x))
     if axis is None:
@@ -1624,14 +1655,14 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return _vector_norm(x, ord, _normalize_axes(axis, nd), keepdims)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "fro") -> Array:
     """NumPy's `linalg.matrix_norm`: a matrix norm over the last two axes."""
     _check_matrix(x, "linalg.matrix_norm", "x")
     nd = len(shape(x))
     return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
 
 
-def cond(x, p=None):
+def cond(x: ArrayLike, p: float | str | None = None) -> Array:
     """NumPy's `linalg.cond`: s_max / s_min for p None, 2 (s_min / s_max for -2), otherwise
     norm(x, p) * norm(inv(x), p); real for complex x."""
     _check_matrix(x, "linalg.cond", "x")
@@ -1645,7 +1676,7 @@ def cond(x, p=None):
 matrix_rank = nondiff_function(_np.linalg.matrix_rank)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: ArrayLike, /) -> Array:
     """NumPy's `linalg.matrix_transpose`: swap the last two axes."""
     _check_matrix(x, "linalg.matrix_transpose", "x")
     return _mT(x)
@@ -1654,7 +1685,7 @@ def matrix_transpose(x, /):
 # --- products -------------------------------------------------------------------------------------
 
 
-def matrix_power(a, n):
+def matrix_power(a: ArrayLike, n: int) -> Array:
     """NumPy's `linalg.matrix_power` for an integer n, by repeated squaring; a negative n
     powers `inv(a)`; n = 0 gives the identity (a constant)."""
     _check_square(a, "linalg.matrix_power")
@@ -1675,7 +1706,7 @@ def matrix_power(a, n):
         base = _matmul(base, base)
 
 
-def multi_dot(arrays, *, out=None):
+def multi_dot(arrays: Sequence[ArrayLike], *, out: None = None) -> Array:
     """NumPy's `linalg.multi_dot`: a chain of matmuls in the cheapest order (the same
     dynamic programme as NumPy); the first and last arrays may be 1-D."""
     if out is not None:
@@ -1734,12 +1765,12 @@ def _chain(arrays, split, i, j):
 # --- NumPy 2's array-API spellings of products and diagonals (over the last axes) -----------------
 
 
-def matmul(x1, x2, /):
+def matmul(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """NumPy's `linalg.matmul`: `matmul` without its ufunc keywords."""
     return _products.matmul(x1, x2)
 
 
-def outer(x1, x2, /):
+def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """NumPy's `linalg.outer`: the outer product of two 1-D arrays."""
     for arg, x in (("x1", x1), ("x2", x2)):
         if len(shape(x)) != 1:
@@ -1747,12 +1778,14 @@ def outer(x1, x2, /):
     return _products.outer(x1, x2)
 
 
-def tensordot(x1, x2, /, *, axes=2):
+def tensordot(
+    x1: ArrayLike, x2: ArrayLike, /, *, axes: int | Sequence[int | Sequence[int]] = 2
+) -> Array:
     """NumPy's `linalg.tensordot`."""
     return _products.tensordot(x1, x2, axes=axes)
 
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.cross`: of 3-vectors along `axis`."""
     for arg, x in (("x1", x1), ("x2", x2)):
         if shape(x)[axis] != 3:
@@ -1762,17 +1795,17 @@ def cross(x1, x2, /, *, axis=-1):
     return _products.cross(x1, x2, axis=axis)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x: ArrayLike, /, *, offset: int = 0, dtype: DTypeLike | None = None) -> Array:
     """NumPy's `linalg.trace`: over the last two axes."""
     return _arrays.trace(x, offset, -2, -1, dtype=dtype)
 
 
-def diagonal(x, /, *, offset=0):
+def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     """NumPy's `linalg.diagonal`: of the last two axes."""
     return _arrays.diagonal(x, offset, -2, -1)
 
 
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.vecdot`: sum(conj(x1) * x2) over `axis`, with broadcasting."""
     return _vecdot(x1, x2, axis=axis)
 

@@ -12,9 +12,12 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy.s
 `fgrad.numpy.elementwise`.
 """
 
+from __future__ import annotations
+
 import functools as _functools
 import math as _math
 import string as _string
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -45,6 +48,13 @@ from .shaping import (
     unbroadcast,
     with_example_ndim,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Literal
+
+    from ..core import Primitive
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "cross",
@@ -141,7 +151,7 @@ def _matmul_of(a, b):
     return matmul(a, b)
 
 
-matmul = defprimitive(
+matmul: Primitive = defprimitive(
     _np.matmul,
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
     jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
@@ -149,7 +159,7 @@ matmul = defprimitive(
 _taylor.rules[matmul] = _taylor.bilinear_rule(matmul)
 
 
-def dot(a, b, out=None):
+def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `dot`: a product with a scalar, `matmul` up to 2-D, and for N-D the sum over
     the last axis of `a` and the second-to-last of `b`."""
     refuse_out(out, "dot")
@@ -376,7 +386,9 @@ def _einsum_explicit(subscripts, ndims):
     return ",".join(terms) + "->" + out
 
 
-def einsum(*operands, out=None, optimize=False, **kwargs):
+def einsum(
+    *operands: Any, out: None = None, optimize: bool | str | list[Any] = False, **kwargs: Any
+) -> Array:
     """NumPy's `einsum`: explicit or implicit output, '...', repeated letters (traces and
     diagonals), any number of operands, and the sublist form `einsum(a, [0, 1], b, [1, 2])`.
     `optimize` is NumPy's (False by default, so the value is NumPy's own; pass True for large
@@ -410,8 +422,8 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
         return _np.einsum(subscripts, *ops, optimize=optimize, **kwargs)
     explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
     dtype = kwargs.get("dtype")
-    terms, out = explicit.split("->")
-    if dtype is not None and not (len(ops) == 1 and set(terms) <= set(out)):
+    terms, kept = explicit.split("->")
+    if dtype is not None and not (len(ops) == 1 and set(terms) <= set(kept)):
         # (NumPy returns one operand whose every axis is kept, "ii->i" or "ij->ji", as a
         # view of it, ignoring dtype and casting: so does fgrad, to keep NumPy's value.)
         dtype, casting = _np.dtype(dtype), kwargs.get("casting", "safe")
@@ -429,7 +441,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
 # --- products built on einsum ---------------------------------------------------------------------
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[int]] = 2) -> Array:
     """NumPy's `tensordot`: `axes` is an int N (the last N axes of `a` with the first N of `b`)
     or a pair of axis sequences."""
     a_nd, b_nd = ndim(a), ndim(b)
@@ -443,13 +455,13 @@ def tensordot(a, b, axes=2):
         a_axes, b_axes = list(range(a_nd - n, a_nd)), list(range(n))
     else:
         try:
-            a_axes, b_axes = axes
+            first, second = axes
         except (TypeError, ValueError):
             raise ValueError(
                 f"tensordot: axes must be an int or a pair of sequences, got {axes!r}"
             ) from None
-        a_axes = [a_axes] if isinstance(a_axes, (int, _np.integer)) else list(a_axes)
-        b_axes = [b_axes] if isinstance(b_axes, (int, _np.integer)) else list(b_axes)
+        a_axes = [first] if isinstance(first, (int, _np.integer)) else list(first)
+        b_axes = [second] if isinstance(second, (int, _np.integer)) else list(second)
         if len(a_axes) != len(b_axes):
             raise ValueError(f"tensordot: axes {axes!r} pair {len(a_axes)} axes with {len(b_axes)}")
         a_axes = [int(x) % a_nd for x in a_axes]
@@ -464,7 +476,7 @@ def tensordot(a, b, axes=2):
     return _einsum_p(a, b, subscripts="".join(a_term) + "," + "".join(b_term) + "->" + "".join(out))
 
 
-def inner(a, b, /):
+def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
     """NumPy's `inner`: the sum over the last axes; a scalar operand multiplies."""
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
@@ -472,13 +484,13 @@ def inner(a, b, /):
     return tensordot(a, b, axes=([-1], [-1]))
 
 
-def outer(a, b, out=None):
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]."""
     refuse_out(out, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
-def vdot(a, b, /):
+def vdot(a: ArrayLike, b: ArrayLike, /) -> Array:
     """NumPy's `vdot`: the dot product of the flattened operands, conjugating `a` if complex."""
     a, b = reshape(conj_if_complex(a), (-1,)), reshape(b, (-1,))
     if shape(a) != shape(b):
@@ -489,7 +501,7 @@ def vdot(a, b, /):
     return _einsum_p(a, b, subscripts="i,i->")
 
 
-def kron(a, b):
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """NumPy's `kron`: the Kronecker product, as one broadcast product and a reshape."""
     a_shape, b_shape = shape(a), shape(b)
     nd = max(len(a_shape), len(b_shape))
@@ -501,7 +513,14 @@ def kron(a, b):
     return reshape(multiply(a_spread, b_spread), tuple(m * n for m, n in zip(a_shape, b_shape)))
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+def cross(
+    a: ArrayLike,
+    b: ArrayLike,
+    axisa: int = -1,
+    axisb: int = -1,
+    axisc: int = -1,
+    axis: int | None = None,
+) -> Array:
     """NumPy's `cross` of 3-vectors (and of 2-vectors, taken with a zero third component; two
     2-vectors give the scalar z component), with NumPy's axis arguments and broadcasting."""
     if axis is not None:
@@ -706,20 +725,20 @@ def _unbroadcast_to(x, rule):
 
 
 def vecdot(
-    x1,
-    x2,
+    x1: ArrayLike,
+    x2: ArrayLike,
     /,
-    out=None,
+    out: None = None,
     *,
-    axes=NO_VALUE,
-    axis=NO_VALUE,
-    keepdims=False,
-    casting="same_kind",
-    order="K",
-    dtype=None,
-    subok=True,
-    signature=None,
-):
+    axes: Sequence[tuple[int, ...]] = NO_VALUE,
+    axis: int = NO_VALUE,
+    keepdims: bool = False,
+    casting: str = "same_kind",
+    order: Literal["K", "A", "C", "F"] = "K",
+    dtype: DTypeLike | None = None,
+    subok: bool = True,
+    signature: str | tuple[Any, ...] | None = None,
+) -> Array:
     """NumPy 2's `vecdot`: sum(conj(x1) * x2) over the core axis of each operand (the last,
     or `axis`, or `axes`), broadcasting the other axes; `keepdims` keeps it with length 1.
 
@@ -751,20 +770,20 @@ def vecdot(
 
 
 def matvec(
-    x1,
-    x2,
+    x1: ArrayLike,
+    x2: ArrayLike,
     /,
-    out=None,
+    out: None = None,
     *,
-    axes=NO_VALUE,
-    axis=NO_VALUE,
-    keepdims=False,
-    casting="same_kind",
-    order="K",
-    dtype=None,
-    subok=True,
-    signature=None,
-):
+    axes: Sequence[tuple[int, ...]] = NO_VALUE,
+    axis: int = NO_VALUE,
+    keepdims: bool = False,
+    casting: str = "same_kind",
+    order: Literal["K", "A", "C", "F"] = "K",
+    dtype: DTypeLike | None = None,
+    subok: bool = True,
+    signature: str | tuple[Any, ...] | None = None,
+) -> Array:
     """NumPy's `matvec` (NumPy >= 2.2): the matrices x1 (..., m, n) times the vectors
     x2 (..., n), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
 
@@ -791,20 +810,20 @@ def matvec(
 
 
 def vecmat(
-    x1,
-    x2,
+    x1: ArrayLike,
+    x2: ArrayLike,
     /,
-    out=None,
+    out: None = None,
     *,
-    axes=NO_VALUE,
-    axis=NO_VALUE,
-    keepdims=False,
-    casting="same_kind",
-    order="K",
-    dtype=None,
-    subok=True,
-    signature=None,
-):
+    axes: Sequence[tuple[int, ...]] = NO_VALUE,
+    axis: int = NO_VALUE,
+    keepdims: bool = False,
+    casting: str = "same_kind",
+    order: Literal["K", "A", "C", "F"] = "K",
+    dtype: DTypeLike | None = None,
+    subok: bool = True,
+    signature: str | tuple[Any, ...] | None = None,
+) -> Array:
     """NumPy's `vecmat` (NumPy >= 2.2): the conjugated vectors x1 (..., n) times the matrices
     x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
 

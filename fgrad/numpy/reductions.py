@@ -10,6 +10,10 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor` (rules), `fgrad.primitiv
 `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as _np
 
 from .. import batching as _batching
@@ -56,6 +60,11 @@ from .shaping import (
     transpose,
 )
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..typing import Array, ArrayLike, DTypeLike
+
 __all__ = ["amax", "amin", "max", "mean", "min", "prod"]
 
 
@@ -63,7 +72,15 @@ def _keepdims(keepdims):
     return False if keepdims is NO_VALUE else bool(keepdims)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALUE):
+def mean(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+    *,
+    where: ArrayLike = NO_VALUE,
+) -> Array:
     """NumPy's `mean` with `axis`, `dtype`, `keepdims` and `where` (a constant mask: the mean
     of the True elements), computed as NumPy does (the sum in `dtype`, float64 for integers,
     divided by the count), so the value is NumPy's.
@@ -84,6 +101,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALU
     axes = _normalize_axes(axis, ndim(a))
     total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     mask = reduction_mask(where, a, "mean")
+    count: Any  # an int, or NumPy's counts where a `where=` mask is given
     if mask is True:
         s = shape(a)
         count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
@@ -173,7 +191,14 @@ def _extremum(impl, name):
 
     _taylor.rules[prim] = taylor_rule
 
-    def reduce(a, axis=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
+    def reduce(
+        a: ArrayLike,
+        axis: int | tuple[int, ...] | None = None,
+        out: None = None,
+        keepdims: bool = NO_VALUE,
+        initial: ArrayLike = NO_VALUE,
+        where: ArrayLike = NO_VALUE,
+    ) -> Array:
         refuse_out(out, name)
         axes = _normalize_axes(axis, ndim(a))
         mask = reduction_mask(where, a, name)
@@ -338,7 +363,15 @@ def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
 _prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod")
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
+def prod(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+    initial: ArrayLike = NO_VALUE,
+    where: ArrayLike = NO_VALUE,
+) -> Array:
     """NumPy's `prod` with `axis`, `dtype`, `keepdims`, `initial` (a constant, or a traced
     scalar, differentiable) and `where` (a constant mask); exact at zeros to every order.
 

@@ -15,7 +15,10 @@ and the memory keywords `order`, `subok`, `like`, `device`) is refused by name (
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 """
 
+from __future__ import annotations
+
 import inspect
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -40,6 +43,12 @@ from ..core import (
     zeros_like_value,
 )
 from ..primitive import deflinear, defprimitive, nondiff
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Literal
+
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "array",
@@ -69,7 +78,9 @@ __all__ = [
 # The names declared without a derivative keep NumPy's own signature; a NumPy keyword that
 # cannot mean anything inside a transform is refused by name.
 
-NO_VALUE = _np._NoValue  # NumPy's own "not given" default, so signatures read as NumPy's
+NO_VALUE: Any = _np._NoValue  # NumPy's own "not given" default, so signatures read as NumPy's
+# (typed Any, as NumPy's stubs type their `...` defaults: a parameter reads `keepdims: bool =
+# NO_VALUE`, and the marker only ever means "not given")
 
 
 def nondiff_function(theirs, name=None):
@@ -79,7 +90,7 @@ def nondiff_function(theirs, name=None):
     name = name or theirs.__name__
     prim = nondiff(theirs, name)
 
-    def fn(*args, **kwargs):
+    def fn(*args: Any, **kwargs: Any) -> Array:
         if kwargs:
             kwargs = {key: primal(value) for key, value in kwargs.items()}
         return prim(*args, **kwargs)
@@ -139,17 +150,17 @@ def is_default(value, default):
 # --- shape and dtype queries (plain values: they have no derivative) ------------------------------
 
 
-def shape(a):
+def shape(a: ArrayLike) -> tuple[int, ...]:
     """NumPy's `shape`, for plain and traced values alike (a value batched by `vmap` has the
     shape of one row)."""
     return shape_of(a)
 
 
-def ndim(a):
+def ndim(a: ArrayLike) -> int:
     return len(shape_of(a))
 
 
-def size(a, axis=None):
+def size(a: ArrayLike, axis: int | None = None) -> int:
     """NumPy's `size`: the number of elements, or the length of `axis`."""
     if type(a) is not Box:
         return _np.size(primal(a), axis)
@@ -231,7 +242,14 @@ def _reshape_impl(x, shape):
 _reshape_p = deflinear(_reshape_impl, _reshape_vjp, name="reshape")
 
 
-def reshape(a, /, shape, order="C", *, copy=None):
+def reshape(
+    a: ArrayLike,
+    /,
+    shape: int | Sequence[int],
+    order: Literal["C", "F", "A"] = "C",
+    *,
+    copy: bool | None = None,
+) -> Array:
     """NumPy's `reshape`. `order='F'` reads and writes the elements in Fortran order (as a
     transpose, a C-order reshape and a transpose back); 'A' does so when `a` is Fortran-
     contiguous in memory, as in NumPy. `copy` is NumPy's for a plain array; a traced value is
@@ -295,7 +313,7 @@ def _memory_of_a_row(a):
     return _np.empty_like(row, dtype=bool)  # order "K": the row's order of axes, compact
 
 
-def ravel(a, order="C"):
+def ravel(a: ArrayLike, order: Literal["C", "F", "A", "K"] = "C") -> Array:
     """NumPy's `ravel`: the elements in C order, or 'F' (Fortran), 'A' (Fortran if `a` is
     Fortran-contiguous) or 'K' (as they lie in memory)."""
     if not is_traced(a) and (order == "C" or not holds_foreign(a)):  # (Dask: C order only)
@@ -322,7 +340,7 @@ _transpose_p = deflinear(
 )
 
 
-def transpose(a, axes=None):
+def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """NumPy's `transpose`; `axes=None` reverses the axes."""
     nd = ndim(a)
     if axes is None:
@@ -333,7 +351,7 @@ def transpose(a, axes=None):
     return _transpose_p(a, axes=axes)
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     if type(a) is _np.ndarray and core.watch is None:
         # A plain array (a residual, in a matrix product's bprop) is a constant at every level:
         # NumPy's own view, a tenth of the time of binding the transpose.
@@ -347,7 +365,7 @@ def swapaxes(a, axis1, axis2):
     return a if i == j else _transpose_p(a, axes=tuple(axes))  # axes already normalized
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     nd = ndim(a)
     src = [s % nd for s in (source if isinstance(source, (tuple, list)) else (source,))]
     dst = [
@@ -359,10 +377,10 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
-def expand_dims(a, axis):
+def expand_dims(a: ArrayLike, axis: int | tuple[int, ...]) -> Array:
     """NumPy's `expand_dims` (int or tuple `axis`), as a reshape."""
     s = shape(a)
-    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes: Sequence[int] = axis if isinstance(axis, tuple) else (axis,)
     nd = len(s) + len(axes)
     axes = sorted(ax % nd for ax in axes)
     out = list(s)
@@ -371,7 +389,7 @@ def expand_dims(a, axis):
     return reshape(a, tuple(out))
 
 
-def squeeze(a, axis=None):
+def squeeze(a: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """NumPy's `squeeze`, as a reshape; squeezing an axis whose length is not 1 is an error."""
     s = shape(a)
     if axis is None:
@@ -520,7 +538,7 @@ _broadcast_to_p = deflinear(
 )
 
 
-def broadcast_to(array, shape, subok=False):
+def broadcast_to(array: ArrayLike, shape: int | Sequence[int], subok: bool = False) -> Array:
     """NumPy's `broadcast_to` (the result is a read-only view, as in NumPy)."""
     if subok and not is_traced(array):
         return _np.broadcast_to(array, shape, subok=True)
@@ -596,7 +614,7 @@ _sum_p = deflinear(
     # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars);
     # another library's array (Dask's) implements np.sum, not the ufunc's reduce method
     lambda x, axis, keepdims: (
-        _np.add.reduce(x, axis, None, None, keepdims)
+        _np.add.reduce(x, axis, None, None, keepdims)  # type: ignore[call-overload]  # (NumPy's stub: no positional None out)
         if type(x) is _np.ndarray or isinstance(x, (_np.generic, float, int, complex))
         else _np.sum(x, axis=axis, keepdims=keepdims)
     ),
@@ -638,7 +656,7 @@ def _sum_kw_vjp(ans, x, axis, keepdims, dtype, initial, where):
     )
 
 
-_sum_kw_p = defprimitive(
+_sum_kw_p: Primitive = defprimitive(
     _sum_kw_impl,
     vjp=_sum_kw_vjp,
     # the tangent of a sum starting at a constant `initial` starts at 0
@@ -668,7 +686,15 @@ def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
 _spread_p = deflinear(_spread_impl, _spread_vjp, name="spread")
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
+def sum(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+    initial: ArrayLike = NO_VALUE,
+    where: ArrayLike = NO_VALUE,
+) -> Array:
     """NumPy's `sum` with `axis` (None, int or tuple), `dtype`, `keepdims`, `initial` (where
     the sum starts: a constant, or a traced scalar, differentiable) and `where` (a constant
     boolean mask, broadcast against `a`: only its True elements are summed, and only they get
@@ -726,7 +752,7 @@ def _astype_vjp(ans, x, dtype):
     return lambda ct: _astype_p(ct, dtype=x_dtype)
 
 
-def _cast(x, dtype):
+def _astype_impl(x, dtype):
     """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
     if not is_foreign_array(x):
         x = _np.asarray(x)
@@ -736,7 +762,7 @@ def _cast(x, dtype):
 
 
 _astype_p = deflinear(
-    _cast,
+    _astype_impl,
     _astype_vjp,
     name="astype",
 )
@@ -746,7 +772,9 @@ _astype_nondiff = nondiff(
 )
 
 
-def astype(x, dtype, /, *, copy=True, device=None):
+def astype(
+    x: ArrayLike, dtype: DTypeLike, /, *, copy: bool = True, device: Literal["cpu"] | None = None
+) -> Array:
     """NumPy's `astype(x, dtype)` (and `x.astype(dtype)`). A cast to an integer or bool dtype
     has no derivative. `copy` is NumPy's for a plain array; a traced value is never written
     to, so whether it shares memory cannot be observed, and any `copy` is accepted for it."""
@@ -1026,7 +1054,7 @@ def _index_add_vjp_v(ans, x, v, idx):
     return lambda ct: unbroadcast(_getitem_p(ct, idx=idx), like)
 
 
-_index_add_p = defprimitive(
+_index_add_p: Primitive = defprimitive(
     _index_add,
     vjp=(lambda ans, x, v, idx: _identity_ct, _index_add_vjp_v),
     jvp=(
@@ -1078,7 +1106,7 @@ def _index_set_vjp_v(ans, x, v, idx):
     return bprop
 
 
-_index_set_p = defprimitive(
+_index_set_p: Primitive = defprimitive(
     _index_set,
     vjp=(_index_set_vjp_x, _index_set_vjp_v),
     jvp=(
@@ -1179,14 +1207,14 @@ class _IndexUpdate:
 # The multiplicative and min/max updates are compositions of elementwise operations and
 # reductions, whose modules import this one (imports point one way), so `fgrad.numpy.arrays`
 # installs them here when it is imported, which importing `fgrad.numpy` always does.
-_INSTALLED = {}
+_INSTALLED: dict[str, Any] = {}
 
 
 def _scatter_update(x, idx, v, op):
     return _INSTALLED["scatter"](x, idx, v, op)
 
 
-def at(x):
+def at(x: ArrayLike) -> _IndexUpdater:
     """`x.at` (JAX's functional index update) that works on plain NumPy arrays as well as on
     traced values, for code that must also run outside a transform.
 
@@ -1217,7 +1245,7 @@ def _stack_fprop(*xs, axis):
     return ans, bprop
 
 
-_stack_p = Primitive(
+_stack_p: Primitive = Primitive(
     "stack",
     lambda *xs, axis: _np.stack(xs, axis=axis),
     fprop=_stack_fprop,
@@ -1227,7 +1255,14 @@ _stack_p = Primitive(
 )
 
 
-def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+def stack(
+    arrays: Sequence[ArrayLike],
+    axis: int = 0,
+    out: None = None,
+    *,
+    dtype: DTypeLike | None = None,
+    casting: str = "same_kind",
+) -> Array:
     """NumPy's `stack`, with `dtype` and `casting` (checked as NumPy checks them)."""
     refuse_out(out, "stack")
     arrays = _joined(arrays, dtype, casting, "stack")
@@ -1273,7 +1308,7 @@ def _concatenate_fprop(*xs, axis):
     return ans, bprop
 
 
-_concatenate_p = Primitive(
+_concatenate_p: Primitive = Primitive(
     "concatenate",
     lambda *xs, axis: _np.concatenate(xs, axis=axis),
     fprop=_concatenate_fprop,
@@ -1283,7 +1318,15 @@ _concatenate_p = Primitive(
 )
 
 
-def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
+def concatenate(
+    arrays: Sequence[ArrayLike],
+    /,
+    axis: int | None = 0,
+    out: None = None,
+    *,
+    dtype: DTypeLike | None = None,
+    casting: str = "same_kind",
+) -> Array:
     """NumPy's `concatenate` (`axis=None` flattens first), with `dtype` and `casting`."""
     refuse_out(out, "concatenate")
     arrays = _joined(arrays, dtype, casting, "concatenate")
@@ -1296,7 +1339,17 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
 # --- array-likes ----------------------------------------------------------------------------------
 
 
-def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None):
+def array(
+    object: ArrayLike,
+    dtype: DTypeLike | None = None,
+    *,
+    copy: bool = True,
+    order: Literal["K", "A", "C", "F"] = "K",
+    subok: bool = False,
+    ndmin: int = 0,
+    ndmax: int = 0,
+    like: ArrayLike = None,
+) -> Array:
     """NumPy's `array`; nested lists may hold traced values (they are stacked, differentiably).
     A plain object gets NumPy's own `array` with every keyword; for a traced one `ndmin`
     prepends axes, `copy` is accepted (a traced value is never written to), and the memory
@@ -1323,7 +1376,15 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndm
     return reshape(out, (1,) * missing + shape(out)) if missing > 0 else out
 
 
-def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+def asarray(
+    a: ArrayLike,
+    dtype: DTypeLike | None = None,
+    order: Literal["K", "A", "C", "F"] | None = None,
+    *,
+    device: Literal["cpu"] | None = None,
+    copy: bool | None = None,
+    like: ArrayLike = None,
+) -> Array:
     """NumPy's `asarray`; a traced value is returned as it is (cast if `dtype` is given). A
     plain one gets NumPy's own `asarray` with every keyword, except an array of another library
     that speaks NumPy's protocols (a Dask or CuPy array), which stays an array of its library
@@ -1658,7 +1719,7 @@ def _gather_vjp(ans, x, *arrays, template):
     )
 
 
-_gather_p = Primitive(
+_gather_p: Primitive = Primitive(
     "gather",
     lambda x, *arrays, template: x[_filled(template, arrays)],
     vjps=(_gather_vjp,),
@@ -1675,7 +1736,7 @@ def _scatter_add_vjp_v(ans, x, v, *arrays, template):
     return lambda ct: unbroadcast(_gather_p(ct, *arrays, template=template), like)
 
 
-_scatter_add_p = Primitive(
+_scatter_add_p: Primitive = Primitive(
     "scatter_add",
     _scatter_add_impl,
     vjps=(lambda ans, x, v, *arrays, template: _identity_ct, _scatter_add_vjp_v),

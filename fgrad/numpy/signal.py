@@ -13,8 +13,11 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other 
 `fgrad.numpy` except `fft` (`linalg` for `polyfit`'s least squares).
 """
 
+from __future__ import annotations
+
 import builtins as _builtins
 import warnings as _warnings
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -85,6 +88,11 @@ from .shaping import (
     transpose,
     unbroadcast,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "convolve",
@@ -231,7 +239,7 @@ def _mode_slice(full, n, m, mode, name):
     raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
-def convolve(a, v, mode="full"):
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     """NumPy's `convolve` of two 1-D sequences, mode 'full', 'same' or 'valid'.
 
     >>> import fgrad.numpy as fnp
@@ -242,7 +250,7 @@ def convolve(a, v, mode="full"):
     return _mode_slice(_conv_full(a, v), shape(a)[0], shape(v)[0], mode, "convolve")
 
 
-def correlate(a, v, mode="valid"):
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     """NumPy's `correlate` of two 1-D sequences: c[k] = sum_n a[n + k] conj(v[n]), mode
     'valid' (NumPy's default), 'same' or 'full'."""
     a, v = _signal_1d(a, "correlate", "a"), _signal_1d(v, "correlate", "v")
@@ -254,10 +262,16 @@ def correlate(a, v, mode="valid"):
 
 # --- differences ----------------------------------------------------------------------------------
 
-_NO_VALUE = _np._NoValue  # NumPy's own "not given" marker, so signatures read the same
+_NO_VALUE: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
 
-def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
+def diff(
+    a: ArrayLike,
+    n: int = 1,
+    axis: int = -1,
+    prepend: ArrayLike = _NO_VALUE,
+    append: ArrayLike = _NO_VALUE,
+) -> Array:
     """NumPy's `diff`: the n-th forward difference along `axis`, after joining `prepend` and
     `append` (a scalar is broadcast to one slice)."""
     a = asarray(a)
@@ -269,7 +283,7 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
     if nd == 0:
         raise ValueError("diff: the input a is a scalar; it needs at least one dimension")
     axis = _normalize_axes(axis, nd)[0]
-    parts = []
+    parts: list[Any] = []
     for end in (prepend, append):
         if end is _NO_VALUE:
             parts.append(None)
@@ -297,13 +311,15 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
     return a
 
 
-def ediff1d(ary, to_end=None, to_begin=None):
+def ediff1d(
+    ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None
+) -> Array:
     """NumPy's `ediff1d`: differences of the flattened array, with `to_begin` and `to_end`
     (cast to its dtype, as NumPy does) joined at the ends."""
     flat = reshape(asarray(ary), (-1,))
     d = flat[1:] - flat[:-1]
     dtype = dtype_of(d)
-    parts = []
+    parts: list[Any] = []
     for end in (to_begin, to_end):
         if end is None:
             parts.append(None)
@@ -323,7 +339,14 @@ def ediff1d(ary, to_end=None, to_begin=None):
 # --- interpolation and polynomials ----------------------------------------------------------------
 
 
-def interp(x, xp, fp, left=None, right=None, period=None):
+def interp(
+    x: ArrayLike,
+    xp: ArrayLike,
+    fp: ArrayLike,
+    left: ArrayLike | None = None,
+    right: ArrayLike | None = None,
+    period: float | None = None,
+) -> Array:
     """NumPy's `interp`: piecewise-linear interpolation, differentiable in `x`, `fp`, `xp`,
     `left` and `right`.
 
@@ -432,7 +455,7 @@ def _gather(v, idx):
     return sum(where(hit, v, 0), axis=-1)
 
 
-def polyval(p, x):
+def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     """NumPy's `polyval(p, x)`: the polynomial with coefficients `p` (highest power first) at
     `x`, by Horner's scheme; differentiable in both.
 
@@ -449,7 +472,7 @@ def polyval(p, x):
     return y
 
 
-def vander(x, N=None, increasing=False):
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """NumPy's `vander`: columns are powers of x (decreasing unless `increasing`)."""
     x = asarray(x)
     if ndim(x) != 1:
@@ -466,7 +489,7 @@ def vander(x, N=None, increasing=False):
 # --- integration ----------------------------------------------------------------------------------
 
 
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Array:
     """NumPy's `trapezoid`: the trapezoidal rule along `axis`, with sample points `x` (1-D, or
     the shape of y) or a spacing `dx`; differentiable in y, x and dx."""
     y = asarray(y)
@@ -521,7 +544,17 @@ def _weights(w, name, n, dtype):
     return w, wv
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+def cov(
+    m: ArrayLike,
+    y: ArrayLike | None = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: ArrayLike | None = None,
+    aweights: ArrayLike | None = None,
+    *,
+    dtype: DTypeLike | None = None,
+) -> Array:
     """NumPy's `cov` with `rowvar`, `bias`, `ddof`, `fweights` and `aweights` (which may be
     traced); float32 data gives a float32 result (NumPy would give float64)."""
     if dtype is None:
@@ -547,6 +580,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if aweights is not None:
         aweights, _ = _weights(aweights, "aweights", n, dtype)
         w = aweights if w is None else w * aweights
+    fact: Any  # the degrees of freedom: a number, or an array where weights are traced
     if w is None:
         avg = sum(X, axis=1) / n
         fact = n - ddof
@@ -578,7 +612,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(matmul(X, X_T) * scale)
 
 
-def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+def corrcoef(
+    x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, *, dtype: DTypeLike | None = None
+) -> Array:
     """NumPy's `corrcoef`. NumPy clips the result to [-1, 1] to undo rounding; here the clip
     changes the value only, so the gradient is that of the exact formula (a rounding that
     lands at 1.0000000000000002 does not zero the gradient, as a clip would)."""
@@ -627,7 +663,7 @@ def _pad_front(p, n):
     return concatenate([_np.zeros(n - k, dtype_of(p)), p])
 
 
-def polyadd(a1, a2):
+def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
     if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
         return _np.polyadd(a1, a2)
@@ -636,7 +672,7 @@ def polyadd(a1, a2):
     return _pad_front(a1, n) + _pad_front(a2, n)
 
 
-def polysub(a1, a2):
+def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polysub`: a1 - a2 as polynomials."""
     if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
         return _np.polysub(a1, a2)
@@ -645,7 +681,7 @@ def polysub(a1, a2):
     return _pad_front(a1, n) - _pad_front(a2, n)
 
 
-def polymul(a1, a2):
+def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polymul`: the product of two polynomials, the convolution of their
     coefficients."""
     if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
@@ -675,7 +711,7 @@ def _single_precision(*xs):
     return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
 
 
-def polyder(p, m=1):
+def polyder(p: ArrayLike, m: int = 1) -> Array:
     """NumPy's `polyder`: the m-th derivative of the polynomial p. Float32 coefficients give
     float32 ones, NumPy's (computed in float64) rounded once (NumPy returns float64).
 
@@ -685,7 +721,7 @@ def polyder(p, m=1):
     """
     kept = _single_precision(p) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
     if not (is_traced(p) or holds_foreign(p)):
-        out = _np.polyder(p, m)
+        out: Any = _np.polyder(p, m)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
@@ -700,14 +736,14 @@ def polyder(p, m=1):
     return p if kept is None else astype(p, kept)
 
 
-def polyint(p, m=1, k=None):
+def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     """NumPy's `polyint`: the m-th antiderivative of p, with integration constants `k` (a
     scalar, or one per integration, the first used first); differentiable in p and k.
     Float32 coefficients (and constants) give float32 ones, NumPy's (computed in float64)
     rounded once (NumPy returns float64)."""
     kept = _single_precision(p, k) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
     if not (is_traced(p) or is_traced(k) or holds_foreign(p) or holds_foreign(k)):
-        out = _np.polyint(p, m, k)
+        out: Any = _np.polyint(p, m, k)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
     if m < 0:
@@ -733,7 +769,7 @@ def polyint(p, m=1, k=None):
     return p if kept is None else astype(p, kept)
 
 
-def polydiv(u, v):
+def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     """NumPy's `polydiv`: (quotient, remainder) of u / v by long division, differentiable in
     both. Leading remainder coefficients that NumPy drops as zero (`allclose(r[0], 0)`) are
     dropped here too. Those the division zeroes by construction have zero derivatives; a
@@ -749,12 +785,12 @@ def polydiv(u, v):
     m, n = shape(u)[0] - 1, shape(v)[0] - 1
     scale = 1.0 / v[0]
     r = u
-    q = []
+    terms = []
     for k in range(m - n + 1):
         d = scale * r[k]
-        q.append(d)
+        terms.append(d)
         r = at(r)[k : k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
-    q = stack(q) if q else _np.zeros(1, dt)
+    q = stack(terms) if terms else _np.zeros(1, dt)
     while shape(r)[0] > 1 and _leading_zero(r):
         r = r[1:]
     return q, r
@@ -768,7 +804,15 @@ def _leading_zero(r):
     return bool(less_equal(absolute(constant_of(r[0])), 1e-8))
 
 
-def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+def polyfit(
+    x: ArrayLike,
+    y: ArrayLike,
+    deg: int,
+    rcond: float | None = None,
+    full: bool = False,
+    w: ArrayLike | None = None,
+    cov: bool | str = False,
+) -> Array | tuple[Array, ...]:
     """NumPy's `polyfit`: the least-squares polynomial of degree `deg` through (x, y) (y may
     hold several data sets as columns), weighted by `w`, with NumPy's `rcond`, `full` and
     `cov` outputs. Differentiable in x, y and w wherever the fit is (where the rank of the
@@ -785,11 +829,12 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """
     if not (is_traced(x) or is_traced(y) or is_traced(w)):
         refuse_lazy("polyfit", "its value is NumPy's own polyfit", x, y, w)
-        return _np.polyfit(x, y, deg, rcond, full, w, cov)
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return _np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
     if holds_batch(x) or holds_batch(y) or holds_batch(w):
         exact = None  # NumPy fits one row at a time: the values are the fgrad fit's
     else:
-        exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)
+        exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)  # type: ignore[call-overload]
     order = int(deg) + 1
     x, y = asarray(x) + 0.0, asarray(y) + 0.0
     n = shape(x)[0]
@@ -804,6 +849,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs = lhs / scale
     c, resids, rank, s = _linalg.lstsq(lhs, rhs, rcond)
     c = transpose(transpose(c) / scale)
+    fitted: tuple[Any, ...]
     if full:
         fitted = (c, resids, rank, s, rcond)
     elif cov:
@@ -848,7 +894,9 @@ def _unwrap_taylor(primals, series, **params):
 _taylor.rules[_unwrap_p] = _unwrap_taylor
 
 
-def unwrap(p, discont=None, axis=-1, *, period=2 * _np.pi):
+def unwrap(
+    p: ArrayLike, discont: float | None = None, axis: int = -1, *, period: float = 2 * _np.pi
+) -> Array:
     """NumPy's `unwrap` (its values exactly), differentiable in `p` with slope 1: the added
     multiples of `period` are constants. `discont` and `period` are not differentiated."""
     for name, value in (("discont", discont), ("period", period)):
@@ -893,7 +941,12 @@ def _gradient_along(f, ax, dx, edge_order):
     return concatenate([first, interior, last], axis=ax)
 
 
-def gradient(f, *varargs, axis=None, edge_order=1):
+def gradient(
+    f: ArrayLike,
+    *varargs: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    edge_order: int = 1,
+) -> Array | tuple[Array, ...]:
     """NumPy's `gradient` with scalar spacings (one for all axes, or one per axis): central
     differences inside, one-sided differences of order `edge_order` (1 or 2) at the ends.
     Linear in `f` (and differentiable in the spacings). Plain inputs get NumPy's own result;
@@ -905,7 +958,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     """
     # (another library's arrays take fgrad's path: Dask's gradient limits the chunk sizes)
     if not any(_is_traced(d) or holds_foreign(d) for d in (f, *varargs)):
-        return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)
+        # (NumPy's stub takes edge_order as Literal[1, 2]; any value reaches NumPy's check)
+        return _np.gradient(primal(f), *varargs, axis=axis, edge_order=edge_order)  # type: ignore[call-overload]
     f = asarray(f)
     nd = ndim(f)
     if axis is None:

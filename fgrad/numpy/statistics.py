@@ -26,8 +26,11 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping
 `fgrad.numpy.elementwise`, `fgrad.numpy.reductions`, `fgrad.numpy.arrays`.
 """
 
+from __future__ import annotations
+
 import builtins as _builtins
 import operator as _operator
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -90,6 +93,10 @@ from .shaping import (
     transpose,
     with_example_ndim,
 )
+
+if TYPE_CHECKING:
+    from ..core import Primitive
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "all",
@@ -213,17 +220,17 @@ def _sqrt_or_zero(v):
 
 
 def var(
-    a,
-    axis=None,
-    dtype=None,
-    out=None,
-    ddof=0,
-    keepdims=NO_VALUE,
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    ddof: float = 0,
+    keepdims: bool = NO_VALUE,
     *,
-    where=NO_VALUE,
-    mean=NO_VALUE,
-    correction=NO_VALUE,
-):
+    where: ArrayLike = NO_VALUE,
+    mean: ArrayLike = NO_VALUE,
+    correction: float = NO_VALUE,
+) -> Array:
     """NumPy's `var`: the mean squared deviation from the mean (|x - mean|**2 for complex
     data), divided by `n - ddof` instead of `n`, over the True elements of `where`; `mean`
     (differentiable) replaces the computed mean. `ddof >= n` gives inf or nan, as in NumPy.
@@ -252,17 +259,17 @@ def var(
 
 
 def std(
-    a,
-    axis=None,
-    dtype=None,
-    out=None,
-    ddof=0,
-    keepdims=NO_VALUE,
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    ddof: float = 0,
+    keepdims: bool = NO_VALUE,
     *,
-    where=NO_VALUE,
-    mean=NO_VALUE,
-    correction=NO_VALUE,
-):
+    where: ArrayLike = NO_VALUE,
+    mean: ArrayLike = NO_VALUE,
+    correction: float = NO_VALUE,
+) -> Array:
     """NumPy's `std`, the square root of `var` (with all of var's keywords).
 
     At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
@@ -282,7 +289,12 @@ def std(
     return _sqrt_or_zero(v)
 
 
-def ptp(a, axis=None, out=None, keepdims=NO_VALUE):
+def ptp(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+) -> Array:
     """NumPy's `ptp` (peak to peak), `max - min`; ties share the gradient as in max and min."""
     refuse_out(out, "ptp")
     a = _asarray(a)
@@ -292,7 +304,14 @@ def ptp(a, axis=None, out=None, keepdims=NO_VALUE):
 # --- average --------------------------------------------------------------------------------------
 
 
-def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
+def average(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    weights: ArrayLike | None = None,
+    returned: bool = False,
+    *,
+    keepdims: bool = NO_VALUE,
+) -> Array | tuple[Array, Array]:
     """NumPy's `average`: `sum(a * w) / sum(w)` over `axis`; a and the weights are both
     differentiable. With `returned=True` it returns `(average, sum of weights)`.
 
@@ -332,7 +351,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NO_VALUE):
     elif is_foreign_array(primal(scl)):  # lazy (Dask): unread; a zero sum divides to inf/nan
         zero_sum = False
     else:
-        zero_sum = _np.any(_np.asarray(primal(scl)) == 0)
+        zero_sum = bool(_np.any(_np.asarray(primal(scl)) == 0))
     if zero_sum:
         raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
     avg = sum(a * w, axis=axes, keepdims=keepdims) / scl
@@ -353,7 +372,7 @@ def _cumsum_impl(x, axis, reverse):
 
 
 # The adjoint of a running sum is the running sum taken from the other end.
-_cumsum_p = deflinear(
+_cumsum_p: Primitive = deflinear(
     _cumsum_impl,
     lambda ans, x, axis, reverse: lambda ct: _cumsum_p(ct, axis=axis, reverse=not reverse),
     name="cumsum",
@@ -373,7 +392,9 @@ def _scan_axis(a, axis, dtype):
     return a, int(axis) % nd
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
+def cumsum(
+    a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
+) -> Array:
     """NumPy's `cumsum`; `axis=None` runs over the flattened array."""
     refuse_out(out, "cumsum")
     a, axis = _scan_axis(a, axis, dtype)
@@ -412,7 +433,9 @@ _cumprod_p = defprimitive(
 )
 
 
-def cumprod(a, axis=None, dtype=None, out=None):
+def cumprod(
+    a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
+) -> Array:
     """NumPy's `cumprod`; `axis=None` runs over the flattened array. Its derivatives are
     built from multiplications only (no division), so they are exact where elements are 0
     or tiny, to every order.
@@ -448,13 +471,29 @@ def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
     return concatenate([_np.full(s, initial, dtype=dtype_of(y)), y], axis=axis)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_sum(
+    x: ArrayLike,
+    /,
+    *,
+    axis: int | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    include_initial: bool = False,
+) -> Array:
     """NumPy 2's `cumulative_sum`: `cumsum` along `axis` (required for N-D arrays), with
     `include_initial` prepending the sum of nothing, 0."""
     return _cumulative(x, axis, dtype, out, include_initial, _running_sum, 0, "cumulative_sum")
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+def cumulative_prod(
+    x: ArrayLike,
+    /,
+    *,
+    axis: int | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    include_initial: bool = False,
+) -> Array:
     """NumPy 2's `cumulative_prod`: `cumprod` along `axis` (required for N-D arrays), with
     `include_initial` prepending the product of nothing, 1. Its derivatives are exact at
     zeros, as `cumprod`'s."""
@@ -472,7 +511,15 @@ def _nan_to(a, fill):
     return (a, None) if m is None else (where(m, fill, a), m)
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
+def nansum(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+    initial: ArrayLike = NO_VALUE,
+    where: ArrayLike = NO_VALUE,
+) -> Array:
     """NumPy's `nansum` (with `sum`'s keywords): NaNs count as 0 and get a gradient of 0."""
     refuse_out(out, "nansum")
     a, _ = _nan_to(a, 0.0)
@@ -480,15 +527,29 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VAL
 
 
 def nanprod(
-    a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE
-):
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+    initial: ArrayLike = NO_VALUE,
+    where: ArrayLike = NO_VALUE,
+) -> Array:
     """NumPy's `nanprod` (with `prod`'s keywords): NaNs count as 1 and get a gradient of 0."""
     refuse_out(out, "nanprod")
     a, _ = _nan_to(a, 1.0)
     return prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=NO_VALUE, *, where=NO_VALUE):
+def nanmean(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    keepdims: bool = NO_VALUE,
+    *,
+    where: ArrayLike = NO_VALUE,
+) -> Array:
     """NumPy's `nanmean`: the mean of the non-NaN elements (of the True elements of `where`),
     NaN for a slice without any."""
     refuse_out(out, "nanmean")
@@ -522,7 +583,14 @@ def _divide_or_nan(total, count):
 
 
 def _nan_extremum(reduce, fill, name):
-    def fn(a, axis=None, out=None, keepdims=NO_VALUE, initial=NO_VALUE, where=NO_VALUE):
+    def fn(
+        a: ArrayLike,
+        axis: int | tuple[int, ...] | None = None,
+        out: None = None,
+        keepdims: bool = NO_VALUE,
+        initial: ArrayLike = NO_VALUE,
+        where: ArrayLike = NO_VALUE,
+    ) -> Array:
         refuse_out(out, name)
         a = _asarray(a)
         keepdims = _keepdims(keepdims)
@@ -553,17 +621,17 @@ nanmin = _nan_extremum(min, _np.inf, "nanmin")
 
 
 def nanvar(
-    a,
-    axis=None,
-    dtype=None,
-    out=None,
-    ddof=0,
-    keepdims=NO_VALUE,
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    ddof: float = 0,
+    keepdims: bool = NO_VALUE,
     *,
-    where=NO_VALUE,
-    mean=NO_VALUE,
-    correction=NO_VALUE,
-):
+    where: ArrayLike = NO_VALUE,
+    mean: ArrayLike = NO_VALUE,
+    correction: float = NO_VALUE,
+) -> Array:
     """NumPy's `nanvar` (with `var`'s keywords): the variance of the non-NaN elements,
     divided by `count - ddof`; NaN where that is not positive. Computed in NumPy's steps."""
     refuse_out(out, "nanvar")
@@ -594,17 +662,17 @@ def nanvar(
 
 
 def nanstd(
-    a,
-    axis=None,
-    dtype=None,
-    out=None,
-    ddof=0,
-    keepdims=NO_VALUE,
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    dtype: DTypeLike | None = None,
+    out: None = None,
+    ddof: float = 0,
+    keepdims: bool = NO_VALUE,
     *,
-    where=NO_VALUE,
-    mean=NO_VALUE,
-    correction=NO_VALUE,
-):
+    where: ArrayLike = NO_VALUE,
+    mean: ArrayLike = NO_VALUE,
+    correction: float = NO_VALUE,
+) -> Array:
     """NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`)."""
     refuse_out(out, "nanstd")
     v = nanvar(
@@ -620,14 +688,18 @@ def nanstd(
     return _sqrt_or_zero(v)
 
 
-def nancumsum(a, axis=None, dtype=None, out=None):
+def nancumsum(
+    a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
+) -> Array:
     """NumPy's `nancumsum`: NaNs count as 0 and get a gradient of 0."""
     refuse_out(out, "nancumsum")
     a, _ = _nan_to(a, 0.0)
     return cumsum(a, axis=axis, dtype=dtype)
 
 
-def nancumprod(a, axis=None, dtype=None, out=None):
+def nancumprod(
+    a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
+) -> Array:
     """NumPy's `nancumprod`: NaNs count as 1 and get a gradient of 0."""
     refuse_out(out, "nancumprod")
     a, _ = _nan_to(a, 1.0)
@@ -838,16 +910,16 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
 
 
 def quantile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
+    a: ArrayLike,
+    q: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
     *,
-    weights=None,
-):
+    weights: ArrayLike | None = None,
+) -> Array:
     """NumPy's `quantile` over `axis` (None, int or tuple), for a scalar or array `q`.
 
     Methods: 'linear' (the default), 'lower', 'higher', 'nearest', 'midpoint', 'hazen',
@@ -866,16 +938,16 @@ def quantile(
 
 
 def percentile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=False,
+    a: ArrayLike,
+    q: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
     *,
-    weights=None,
-):
+    weights: ArrayLike | None = None,
+) -> Array:
     """NumPy's `percentile`: `quantile` with q in percent (see `quantile`)."""
     refuse_out(out, "percentile")
     _no_weights(weights, "percentile")
@@ -883,16 +955,16 @@ def percentile(
 
 
 def nanquantile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=NO_VALUE,
+    a: ArrayLike,
+    q: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = NO_VALUE,
     *,
-    weights=None,
-):
+    weights: ArrayLike | None = None,
+) -> Array:
     """NumPy's `nanquantile`: `quantile` of the non-NaN elements (NaN for an all-NaN slice);
     NaN positions get a gradient of 0."""
     refuse_out(out, "nanquantile")
@@ -901,16 +973,16 @@ def nanquantile(
 
 
 def nanpercentile(
-    a,
-    q,
-    axis=None,
-    out=None,
-    overwrite_input=False,
-    method="linear",
-    keepdims=NO_VALUE,
+    a: ArrayLike,
+    q: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = NO_VALUE,
     *,
-    weights=None,
-):
+    weights: ArrayLike | None = None,
+) -> Array:
     """NumPy's `nanpercentile`: `nanquantile` with q in percent."""
     refuse_out(out, "nanpercentile")
     _no_weights(weights, "nanpercentile")
@@ -935,14 +1007,26 @@ def _median(a, axis, keepdims, nan_policy):
     return _finish((lo + hi) / 2, nan_slices, kept, keepdims, ())
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def median(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = False,
+) -> Array:
     """NumPy's `median`: the middle element, or the mean of the two middle elements. The
     gradient goes to them (ties: the elements a stable sort ranks in the middle)."""
     refuse_out(out, "median")
     return _median(a, axis, keepdims, "propagate")
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=NO_VALUE):
+def nanmedian(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    out: None = None,
+    overwrite_input: bool = False,
+    keepdims: bool = NO_VALUE,
+) -> Array:
     """NumPy's `nanmedian`: the median of the non-NaN elements; NaNs get a gradient of 0."""
     refuse_out(out, "nanmedian")
     return _median(a, axis, keepdims, "omit")
@@ -976,7 +1060,7 @@ _bincount_p = deflinear(
 )
 
 
-def bincount(x, /, weights=None, minlength=0):
+def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int = 0) -> Array:
     """NumPy's `bincount`, differentiable in `weights`: bin j holds the sum of the weights of
     the j's in `x` (a constant array of non-negative integers). The sums are NumPy's (made in
     float64); float32 weights, traced or not, give them rounded to float32 (NumPy returns
@@ -1057,7 +1141,13 @@ _histogram_p = deflinear(
 )
 
 
-def histogram(a, bins=10, range=None, density=None, weights=None):
+def histogram(
+    a: ArrayLike,
+    bins: int | str | ArrayLike = 10,
+    range: tuple[float, float] | None = None,
+    density: bool | None = None,
+    weights: ArrayLike | None = None,
+) -> tuple[Array, Array]:
     """NumPy's `histogram`, differentiable in `weights` (the counts of `a` have no derivative:
     they are piecewise constant in it). With `density=True` the result is the weighted counts
     divided by their sum and the bin widths, as NumPy computes it.
@@ -1092,18 +1182,18 @@ array_equal = nondiff_function(_np.array_equal)
 array_equiv = nondiff_function(_np.array_equiv)
 
 
-def iscomplexobj(x):
+def iscomplexobj(x: ArrayLike) -> bool:
     """NumPy's `iscomplexobj`: whether x's dtype is complex (a question about the type, so a
     batched value answers it once for all its rows)."""
     return dtype_of(x).kind == "c" if is_traced(x) else _np.iscomplexobj(x)
 
 
-def isrealobj(x):
+def isrealobj(x: ArrayLike) -> bool:
     """NumPy's `isrealobj`: whether x's dtype is not complex."""
     return not iscomplexobj(x)
 
 
-def isscalar(element):
+def isscalar(element: ArrayLike) -> bool:
     """NumPy's `isscalar`, of the value under the boxes; a row of a batch with no axes is a
     scalar, as a row of a NumPy array is."""
     if holds_batch(element):

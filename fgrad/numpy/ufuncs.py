@@ -30,7 +30,10 @@ Conventions:
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -52,6 +55,14 @@ from .elementwise import (
     where,
 )
 from .shaping import astype, broadcast_like, broadcast_to, meta, nondiff_function, unbroadcast
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..core import Primitive
+    from ..typing import Array, ArrayLike
+    from .elementwise import Ufunc
 
 __all__ = [
     "acos",
@@ -132,7 +143,7 @@ def _weights(values, ans):
 # --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
 
 
-def _unary(impl, derivative, of_x=False):
+def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = False) -> Ufunc:
     """The ufunc `impl` from its derivative, with NumPy's ufunc signature. With `of_x` (a
     derivative that does not read `ans`), Taylor mode integrates the derivative's own series
     (`fgrad.taylor.from_slope`)."""
@@ -150,7 +161,7 @@ arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)), of
 arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)), of_x=True)
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
-cosh = _unary(_np.cosh, lambda ans, x: sinh(x))
+cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
 
 
 def _arcsinh_slope(ans, x):
@@ -429,7 +440,7 @@ def _ldexp_vjp(ans, x, i):
 
 
 # ldexp is linear in x: its bprop and jvp are ldexp itself (exact: a change of exponent).
-_ldexp = defprimitive(
+_ldexp: Primitive = defprimitive(
     _np.ldexp,
     vjp=(_ldexp_vjp, None),
     jvp=(lambda t, ans, x, i: broadcast_like(_ldexp(t, i), ans), None),
@@ -512,7 +523,7 @@ def _sinc_k_impl(u, k):
 
 
 # The k-th derivative of sin(u)/u; its derivative is the (k+1)-th, so every order is exact.
-_sinc_k = defprimitive(
+_sinc_k: Primitive = defprimitive(
     _sinc_k_impl,
     vjp=lambda ans, u, k: _scale_by(_sinc_k(u, k=k + 1)),
     jvp=lambda t, ans, u, k: t * _sinc_k(u, k=k + 1),
@@ -524,7 +535,7 @@ def _scale_by(d):
     return lambda ct: ct * d
 
 
-def sinc(x):
+def sinc(x: ArrayLike) -> Array:
     """NumPy's normalized `sinc`: sin(pi x) / (pi x), and 1 at x = 0; for complex x too,
     where its derivative is the complex (holomorphic) one.
 
@@ -544,7 +555,13 @@ def sinc(x):
 # --- nan_to_num -----------------------------------------------------------------------------------
 
 
-def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(
+    x: ArrayLike,
+    copy: bool = True,
+    nan: float = 0.0,
+    posinf: float | None = None,
+    neginf: float | None = None,
+) -> Array:
     """NumPy's `nan_to_num`. The gradient passes where x is finite and is 0 where a nan or an
     infinity was replaced by a constant.
 

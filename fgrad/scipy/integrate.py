@@ -30,7 +30,10 @@ Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad
 `fgrad.jitting` (`jit`, replaying the right-hand side), and `scipy.integrate` for values.
 """
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as _np
 import scipy.integrate as _si
@@ -56,33 +59,39 @@ from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..typing import Array, ArrayLike
+
 __all__ = ["odeint"]
 
 
 def odeint(
-    func,
-    y0,
-    t,
-    args=(),
-    Dfun=None,
-    col_deriv=0,
-    full_output=0,
-    ml=None,
-    mu=None,
-    rtol=None,
-    atol=None,
-    tcrit=None,
-    h0=0.0,
-    hmax=0.0,
-    hmin=0.0,
-    ixpr=0,
-    mxstep=0,
-    mxhnil=0,
-    mxordn=12,
-    mxords=5,
-    printmessg=0,
-    tfirst=False,
-):
+    func: Callable[..., Any],
+    y0: ArrayLike,
+    t: ArrayLike,
+    args: tuple[Any, ...] = (),
+    Dfun: Callable[..., Any] | None = None,
+    col_deriv: int = 0,
+    full_output: int = 0,
+    ml: int | None = None,
+    mu: int | None = None,
+    rtol: ArrayLike | None = None,
+    atol: ArrayLike | None = None,
+    tcrit: ArrayLike | None = None,
+    h0: float = 0.0,
+    hmax: float = 0.0,
+    hmin: float = 0.0,
+    ixpr: int = 0,
+    mxstep: int = 0,
+    mxhnil: int = 0,
+    mxordn: int = 12,
+    mxords: int = 5,
+    printmessg: int = 0,
+    tfirst: bool = False,
+) -> Array | tuple[Array, dict[str, Any]]:
     """Integrate `dy/dt = func(y, t, *args)` from `y(t[0]) = y0`; SciPy's `odeint`, with
     gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
     modes (by forward sensitivities for small systems, by the adjoint method for larger ones;
@@ -165,7 +174,7 @@ def odeint(
             )
 
     rhs = _Rhs(func, tfirst, arg_tree, static, diff_pos, y_tree, [shape_of(v) for v in y0_leaves])
-    forward = dict(
+    forward: dict[str, Any] = dict(
         rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax, hmin=hmin, mxordn=mxordn, mxords=mxords
     )
     backward = dict(forward)
@@ -382,7 +391,7 @@ class _FlatRhs:
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
 _lsoda_p = nondiff(_lsoda_impl, name="odeint")
 _batching.declare_row_by_row(
-    _lsoda_p,
+    _lsoda_p,  # type: ignore[arg-type]  # (its hint says Primitive; any primitive is declared)
     "LSODA picks its steps by the error of the whole state: one run over all rows at once "
     "would give each row values that depend on the other rows (they differ from the row's own "
     "run by up to the solver's tolerance, 4e-10 relative at rtol=atol=1e-10 on the table's "
@@ -611,7 +620,7 @@ def _solve_taylor(call, primals, series):
     return values, tuple(tuple(c[j] for c in out_series) for j in range(len(values)))
 
 
-_solve.taylor_rule = _solve_taylor
+_solve.taylor_rule = _solve_taylor  # type: ignore[attr-defined]  # (custom_vjp's optional hook)
 
 
 def _at_time(tree, i):

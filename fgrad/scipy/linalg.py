@@ -43,7 +43,10 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy` 
 `linalg`), and `scipy.linalg` for values.
 """
 
+from __future__ import annotations
+
 import inspect
+from typing import TYPE_CHECKING
 
 import numpy as _np
 import scipy.linalg as _sl
@@ -76,6 +79,11 @@ from ..numpy.shaping import (
     with_example_ndim,
 )
 from ..primitive import defprimitive
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..typing import Array, ArrayLike
 
 __all__ = [
     "block_diag",
@@ -240,8 +248,14 @@ _taylor.rules[_trsolve_p] = _la.linear_solve_taylor_rule(
 
 
 def solve_triangular(
-    a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True
-):
+    a: ArrayLike,
+    b: ArrayLike,
+    trans: int | str = 0,
+    lower: bool = False,
+    unit_diagonal: bool = False,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+) -> Array:
     """SciPy's `linalg.solve_triangular`: x with op(a) @ x = b, op = identity (trans=0, 'N')
     or transpose (1, 'T', 2, 'C'), reading only a's `lower` (default upper) triangle, and not
     its diagonal with `unit_diagonal`; the gradient with respect to a lives on that part.
@@ -269,7 +283,14 @@ def solve_triangular(
 _SYMMETRIC = ("sym", "her", "pos", "symmetric", "hermitian", "positive definite", "pos def")
 
 
-def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
+def inv(
+    a: ArrayLike,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    *,
+    assume_a: str | None = None,
+    lower: bool = False,
+) -> Array:
     """SciPy's `linalg.inv` (`fgrad.numpy.linalg.inv`), batched. With `assume_a` 'sym',
     'her' or 'pos' only the `lower` (default upper) triangle is read; with 'upper triangular'
     or 'lower triangular' only that triangle; with 'diagonal' only the diagonal, and the result
@@ -290,7 +311,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
     raise ValueError(f"scipy.linalg.inv: unknown assume_a {assume_a!r}")
 
 
-def det(a, overwrite_a=False, check_finite=True):
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """SciPy's `linalg.det` (`fgrad.numpy.linalg.det`: its gradient is the transposed
     adjugate, exact at singular matrices too). Float32 in, float32 out (SciPy: float64)."""
     _square(a, "det")
@@ -298,15 +319,15 @@ def det(a, overwrite_a=False, check_finite=True):
 
 
 def solve(
-    a,
-    b,
-    lower=False,
-    overwrite_a=False,
-    overwrite_b=False,
-    check_finite=True,
-    assume_a=None,
-    transposed=False,
-):
+    a: ArrayLike,
+    b: ArrayLike,
+    lower: bool = False,
+    overwrite_a: bool = False,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+    assume_a: str | None = None,
+    transposed: bool = False,
+) -> Array:
     """SciPy's `linalg.solve`: x with a @ x = b (a.T @ x = b with `transposed`), batched; a
     1-D b is a vector. `assume_a` reads what SciPy reads: one triangle for 'sym'/'her'/'pos'
     (the `lower` one) and for 'upper triangular'/'lower triangular', the diagonal for
@@ -329,7 +350,9 @@ def solve(
     return _la.solve(a, b)
 
 
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+def cholesky(
+    a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True
+) -> Array:
     """SciPy's `linalg.cholesky`: the UPPER factor U with a = U^H @ U by default (NumPy's
     default is the lower one), the lower L with a = L @ L^H if `lower`. As SciPy, it reads
     only a's upper (`lower`: lower) triangle and the real part of its diagonal
@@ -338,14 +361,21 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     return _la.cholesky(a, upper=not lower)
 
 
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+def cho_factor(
+    a: ArrayLike, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True
+) -> tuple[Array, bool]:
     """SciPy's `linalg.cho_factor`: (c, lower) for `cho_solve`. As JAX, c is `cholesky(a,
     lower)` with zeros in its other triangle (SciPy leaves arbitrary entries there); as
     SciPy, it reads one triangle of a (see `cholesky`)."""
     return cholesky(a, lower=lower), bool(lower)
 
 
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+def cho_solve(
+    c_and_lower: tuple[ArrayLike, bool],
+    b: ArrayLike,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+) -> Array:
     """SciPy's `linalg.cho_solve((c, lower), b)`: x with a @ x = b from a's Cholesky factor c,
     reading only c's `lower` (or upper) triangle; differentiable in c and b."""
     c, lower = c_and_lower
@@ -552,7 +582,9 @@ _lu_factor_p = Primitive(
 )
 
 
-def lu_factor(a, overwrite_a=False, check_finite=True):
+def lu_factor(
+    a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True
+) -> tuple[Array, Array]:
     """SciPy's `linalg.lu_factor` (batched, any m x n): (lu, piv), lu holding L's strict lower
     part (its diagonal is 1) and U; piv are LAPACK's 0-based pivots, integers with no
     derivative. Differentiable where the pivots do not change (and, for m > n, U is
@@ -569,7 +601,13 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return _lu_factor_p(a)
 
 
-def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+def lu_solve(
+    lu_and_piv: tuple[ArrayLike, ArrayLike],
+    b: ArrayLike,
+    trans: int = 0,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+) -> Array:
     """SciPy's `linalg.lu_solve((lu, piv), b, trans)`: x with a @ x = b (trans=0) or
     a.T @ x = b (1), a^H @ x = b (2), from `lu_factor(a)`; differentiable in lu and b."""
     luv, piv = lu_and_piv
@@ -611,7 +649,13 @@ _lu_p = Primitive(
 )
 
 
-def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
+def lu(
+    a: ArrayLike,
+    permute_l: bool = False,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    p_indices: bool = False,
+) -> tuple[Array, ...]:
     """SciPy's `linalg.lu` (batched, any m x n): (p, l, u) with a = p @ l @ u; (p @ l, u)
     with `permute_l`; (perm, l, u) with a = l[perm] @ u with `p_indices`. p and perm are
     constants (p real, as SciPy's, for complex a too); l and u are differentiable where the
@@ -690,7 +734,7 @@ def _banded_vjp_b(ans, ab, b, l, u):
     return lambda ct: unbroadcast(_banded_p(abt, ct, l=u, u=l), like)
 
 
-_banded_p = defprimitive(
+_banded_p: Primitive = defprimitive(
     _la.per_matrix(lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b)),
     vjp=(_banded_vjp_ab, _banded_vjp_b),
     jvp=(
@@ -704,7 +748,14 @@ _taylor.rules[_banded_p] = _la.linear_solve_taylor_rule(
 )
 
 
-def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+def solve_banded(
+    l_and_u: tuple[int, int],
+    ab: ArrayLike,
+    b: ArrayLike,
+    overwrite_ab: bool = False,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+) -> Array:
     """SciPy's `linalg.solve_banded((l, u), ab, b)`: x with a @ x = b for a banded a stored as
     ab[u + i - j, j] = a[i, j]; b is (n,) or (n, k). The entries of ab outside the matrix
     (its unused corners) have gradient 0. Rules work on the band (cost O(n (l + u) k))."""
@@ -742,7 +793,7 @@ def _sylvester_vjp(i):
     return maker
 
 
-_sylvester_p = defprimitive(
+_sylvester_p: Primitive = defprimitive(
     _la.per_matrix(_sl.solve_sylvester),
     vjp=(_sylvester_vjp(0), _sylvester_vjp(1), _sylvester_vjp(2)),
     jvp=(  # A dX + dX B = dQ - dA X - X dB
@@ -764,7 +815,7 @@ def _sylvester_map(cs, x):  # dA X + X dB
 _taylor.rules[_sylvester_p] = _la.linear_solve_taylor_rule(_sylvester_p, _sylvester_map)
 
 
-def solve_sylvester(a, b, q):
+def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
     """SciPy's `linalg.solve_sylvester`: X with a @ X + X @ b = q (a (m, m), b (n, n),
     q (m, n)), differentiable in all three where a and -b share no eigenvalue."""
     _square(a, "solve_sylvester")
@@ -803,7 +854,11 @@ def _sqrtm_taylor(primals, series):
 _taylor.rules[_sqrtm_p] = _sqrtm_taylor
 
 
-def sqrtm(A, disp=_SQRTM_DEFAULTS["disp"], blocksize=_SQRTM_DEFAULTS["blocksize"]):
+def sqrtm(
+    A: ArrayLike,
+    disp: bool = _SQRTM_DEFAULTS["disp"],
+    blocksize: int = _SQRTM_DEFAULTS["blocksize"],
+) -> Array:
     """SciPy's `linalg.sqrtm`, batched: the principal square root X (X @ X = A), complex
     where SciPy's is (a real matrix with a negative eigenvalue has no real square root: SciPy
     and fgrad return a complex one). dX solves the Sylvester equation X dX + dX X = dA, for
@@ -873,7 +928,7 @@ def _expm_taylor(primals, series):
 _taylor.rules[_expm_p] = _expm_taylor
 
 
-def expm(A):
+def expm(A: ArrayLike) -> Array:
     """SciPy's `linalg.expm`, batched. Its derivative is the Frechet derivative, the
     upper-right block of expm([[A, E], [0, A]]), so it differentiates again (each order
     doubles the size of the matrix exponentiated).
@@ -890,19 +945,19 @@ def expm(A):
 
 
 def eigh(
-    a,
-    b=None,
+    a: ArrayLike,
+    b: ArrayLike | None = None,
     *,
-    lower=True,
-    eigvals_only=False,
-    overwrite_a=False,
-    overwrite_b=False,
-    type=1,
-    check_finite=True,
-    subset_by_index=None,
-    subset_by_value=None,
-    driver=None,
-):
+    lower: bool = True,
+    eigvals_only: bool = False,
+    overwrite_a: bool = False,
+    overwrite_b: bool = False,
+    type: int = 1,
+    check_finite: bool = True,
+    subset_by_index: ArrayLike | None = None,
+    subset_by_value: ArrayLike | None = None,
+    driver: str | None = None,
+) -> Array | tuple[Array, Array]:
     """SciPy's `linalg.eigh`: eigenvalues (ascending) and eigenvectors of a symmetric a, or of
     the generalized problem with a symmetric positive definite b (type 1: a v = w b v,
     2: a b v = w v, 3: b a v = w v), eigenvectors normalized as SciPy's (v.T b v = I for
@@ -1140,7 +1195,14 @@ _qr_p = Primitive(
 )
 
 
-def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+def qr(
+    a: ArrayLike,
+    overwrite_a: bool = False,
+    lwork: int | None = None,
+    mode: str = "full",
+    pivoting: bool = False,
+    check_finite: bool = True,
+) -> tuple[Array, ...]:
     """SciPy's `linalg.qr` (batched, real or complex): (Q, R) with mode 'full' (Q is m x m)
     or 'economic' (Q is m x k, k = min(m, n)), (R,) with 'r', and the column permutation P
     (a[:, P] = Q R, a constant) after them with `pivoting`. The values are SciPy's (LAPACK's
@@ -1290,13 +1352,13 @@ _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_result
 
 
 def svd(
-    a,
-    full_matrices=True,
-    compute_uv=True,
-    overwrite_a=False,
-    check_finite=True,
-    lapack_driver="gesdd",
-):
+    a: ArrayLike,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    lapack_driver: str = "gesdd",
+) -> Array | tuple[Array, Array, Array]:
     """SciPy's `linalg.svd` (batched, real or complex): (U, s, Vh) with a = U diag(s) Vh, or s
     alone with compute_uv=False; the values are SciPy's (LAPACK's signs and phases).
 
@@ -1380,7 +1442,7 @@ def _trisylv_vjp_t(ans, t, c, transpose):
     return bprop
 
 
-_trisylv_p = defprimitive(
+_trisylv_p: Primitive = defprimitive(
     _trisylv_solve,
     vjp=(
         _trisylv_vjp_t,
@@ -1444,7 +1506,14 @@ _schur_p = Primitive(
 )
 
 
-def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_finite=True):
+def schur(
+    a: ArrayLike,
+    output: str = "real",
+    lwork: int | None = None,
+    overwrite_a: bool = False,
+    sort: str | Callable[..., bool] | None = None,
+    check_finite: bool = True,
+) -> tuple[Array, Array]:
     """SciPy's `linalg.schur` (batched): (T, Z) with a = Z T Z^H, Z unitary and T upper
     triangular (output='complex'), or quasi-triangular with 2 x 2 blocks for complex
     eigenvalue pairs (output='real'); with `sort`, (T, Z, sdim). The values are SciPy's.
@@ -1491,7 +1560,7 @@ def schur(a, output="real", lwork=None, overwrite_a=False, sort=None, check_fini
 # --- block_diag, toeplitz -------------------------------------------------------------------------
 
 
-def block_diag(*arrs):
+def block_diag(*arrs: ArrayLike) -> Array:
     """SciPy's `linalg.block_diag`: the arrays (scalars and 1-D arrays read as one row,
     batches broadcast) on the diagonal of a matrix of zeros; linear in each of them.
 
@@ -1524,7 +1593,7 @@ def block_diag(*arrs):
     return out if dtype_of(out) == dtype else fnp.astype(out, dtype)
 
 
-def toeplitz(c, r=None):
+def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
     """SciPy's `linalg.toeplitz`: the matrix with first column c and first row r (r[0] is
     ignored; r = conj(c) by default), batched over leading axes; linear in c and r.
 

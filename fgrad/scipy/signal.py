@@ -17,6 +17,10 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy`,
 `scipy.signal` for values.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as _np
 import scipy.signal as _ss
 
@@ -26,6 +30,12 @@ from .. import taylor as _taylor
 from ..core import Box, bind, dtype_of, innermost, is_foreign_array
 from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
 from ..primitive import defprimitive
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..core import Primitive
+    from ..typing import Array, ArrayLike
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 
@@ -127,7 +137,7 @@ def _conv_vjp(which):
     return maker
 
 
-_conv_p = defprimitive(
+_conv_p: Primitive = defprimitive(
     _conv_impl,
     vjp=(_conv_vjp(0), _conv_vjp(1)),
     jvp=(
@@ -194,7 +204,7 @@ def _method(method, who):
     return method
 
 
-def convolve(in1, in2, mode="full", method="auto"):
+def convolve(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = "auto") -> Array:
     """SciPy's `signal.convolve` of two n-dimensional arrays, mode 'full', 'valid' or 'same'
     ('same' has in1's shape, centred on the full result).
 
@@ -207,7 +217,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     return _convolve(in1, in2, mode, axes, _method(method, "convolve"), "convolve")
 
 
-def correlate(in1, in2, mode="full", method="auto"):
+def correlate(in1: ArrayLike, in2: ArrayLike, mode: str = "full", method: str = "auto") -> Array:
     """SciPy's `signal.correlate`: the convolution of in1 with in2 reversed along every axis
     and conjugated, in the same modes."""
     in1, in2 = _prepare(in1, in2, "correlate")
@@ -217,7 +227,9 @@ def correlate(in1, in2, mode="full", method="auto"):
     )
 
 
-def fftconvolve(in1, in2, mode="full", axes=None):
+def fftconvolve(
+    in1: ArrayLike, in2: ArrayLike, mode: str = "full", axes: int | Sequence[int] | None = None
+) -> Array:
     """SciPy's `signal.fftconvolve`: the convolution along `axes` (default all), computed
     with FFTs; along the other axes the inputs broadcast (their lengths are equal or 1)."""
     in1, in2 = _prepare(in1, in2, "fftconvolve")
@@ -496,7 +508,7 @@ def _conv2d_vjp(which):
     return maker
 
 
-_conv2d_p = defprimitive(
+_conv2d_p: Primitive = defprimitive(
     _conv2d_impl,
     vjp=(_conv2d_vjp(0), _conv2d_vjp(1)),
     jvp=(  # linear in in1 without its fill, linear in in2
@@ -576,7 +588,13 @@ def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
     )
 
 
-def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+def convolve2d(
+    in1: ArrayLike,
+    in2: ArrayLike,
+    mode: str = "full",
+    boundary: str = "fill",
+    fillvalue: ArrayLike = 0,
+) -> Array:
     """SciPy's `signal.convolve2d` of two 2-D arrays: modes 'full', 'valid', 'same', and
     boundary 'fill' (with `fillvalue`, a constant), 'wrap' or 'symm'; the value is SciPy's,
     differentiable in both inputs to every order.
@@ -590,7 +608,13 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=False)
 
 
-def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+def correlate2d(
+    in1: ArrayLike,
+    in2: ArrayLike,
+    mode: str = "full",
+    boundary: str = "fill",
+    fillvalue: ArrayLike = 0,
+) -> Array:
     """SciPy's `signal.correlate2d`: the convolution of in1 with in2 reversed and conjugated,
     in the modes and boundaries of `convolve2d` ('same' is centred as SciPy centres it). In
     mode 'valid' with in2 the larger, SciPy conjugates in1 instead of in2; fgrad gives that

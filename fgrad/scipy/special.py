@@ -31,7 +31,10 @@ Imports: `fgrad.core`, `fgrad.batching` and `fgrad.taylor` (rules), `fgrad.primi
 `fgrad.numpy`, and `scipy.special` for values.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 import scipy.special as _sc
@@ -69,6 +72,13 @@ from ..numpy.shaping import (
     with_example_ndim,
 )
 from ..primitive import defprimitive, defunary, nondiff
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from ..primitive import UnaryFunction
+    from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
     "beta",
@@ -284,7 +294,7 @@ def _refuse_keywords(name, values):
             )
 
 
-def _ufunc(fn):
+def _ufunc(fn: Callable[..., Any]) -> Callable[..., Array]:
     """`fn` with the signature of SciPy's ufunc of the same name: its inputs positional-only,
     then `out` and the ufunc keywords, which fgrad refuses (TypeError) unless they are left at
     their defaults."""
@@ -293,52 +303,52 @@ def _ufunc(fn):
     if nin == 1:
 
         def ufunc(
-            x,
+            x: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x)
     elif nin == 2:
-
-        def ufunc(
-            x1,
-            x2,
+        # (a signature per number of inputs: mypy wants one for a conditional def)
+        def ufunc(  # type: ignore[misc]
+            x1: ArrayLike,
+            x2: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x1, x2)
     else:
-
-        def ufunc(
-            x1,
-            x2,
-            x3,
+        # (a signature per number of inputs: mypy wants one for a conditional def)
+        def ufunc(  # type: ignore[misc]
+            x1: ArrayLike,
+            x2: ArrayLike,
+            x3: ArrayLike,
             /,
-            out=None,
+            out: None = None,
             *,
-            where=True,
-            casting="same_kind",
-            order="K",
-            dtype=None,
-            subok=True,
-            signature=None,
-        ):
+            where: ArrayLike = True,
+            casting: str = "same_kind",
+            order: Literal["K", "A", "C", "F"] = "K",
+            dtype: DTypeLike | None = None,
+            subok: bool = True,
+            signature: str | tuple[Any, ...] | None = None,
+        ) -> Array:
             _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
             return fn(x1, x2, x3)
 
@@ -562,7 +572,13 @@ _logsumexp_p = defprimitive(
 _lse_sign_p = nondiff(_lse_sign_impl, name="logsumexp_sign")
 
 
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+def logsumexp(
+    a: ArrayLike,
+    axis: int | tuple[int, ...] | None = None,
+    b: ArrayLike | None = None,
+    keepdims: bool = False,
+    return_sign: bool = False,
+) -> Array | tuple[Array, Array]:
     """SciPy's `logsumexp`: log(sum(b * exp(a))) over `axis`, stable at any magnitude.
 
     `a` and the weights `b` are both differentiable; the gradient in `a` is the softmax
@@ -621,7 +637,7 @@ _softmax_p = defprimitive(
 )
 
 
-def softmax(x, axis=None):
+def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """SciPy's `softmax` over `axis` (all axes by default); its rules use only the result,
     so they are exact where an entry is 0 or 1 (inputs like +-1000).
 
@@ -695,7 +711,7 @@ _taylor.rules.update(
 )
 
 
-def log_softmax(x, axis=None):
+def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """SciPy's `log_softmax` over `axis` (all axes by default): x - logsumexp(x), stable at
     any magnitude in value and every derivative (they use exp(ans) <= 1)."""
     return _log_softmax_p(x, axis=_normalize_axes(axis, fnp.ndim(x)))
@@ -918,7 +934,9 @@ def _polygamma_impl(x, n):
     return _like_x(_sc.polygamma(n, x), x)
 
 
-_polygamma_p = _with_order(_polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma")
+_polygamma_p: Primitive = _with_order(
+    _polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma"
+)
 _psi_p = defunary(_sc.psi, lambda ans, x: _polygamma_p(x, n=_np.int64(1)), name="psi")
 _gammaln_p = defunary(_sc.gammaln, lambda ans, x: _psi_p(x), name="gammaln")
 _gamma_p = defunary(_sc.gamma, lambda ans, x: ans * _psi_p(x), name="gamma")
@@ -988,7 +1006,7 @@ def digamma(x):
 psi = digamma
 
 
-def polygamma(n, x):
+def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     """The n-th derivative of digamma at x; n is a constant integer >= 0 (or integer array),
     differentiable in x: derivative polygamma(n + 1, x).
 
@@ -1059,7 +1077,7 @@ def betaln(a, b):
     return _betaln_p(a, b)
 
 
-def multigammaln(a, d):
+def multigammaln(a: ArrayLike, d: int) -> Array:
     """log of the multivariate gamma function of dimension `d` (a constant int >= 1):
     d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1, for a > (d - 1) / 2
     (an a outside raises ValueError, as in SciPy; for a Dask array, whose values are not read,
@@ -1361,7 +1379,7 @@ def _mills_excess_impl(x):
 _mills_p = defunary(
     _mills_impl, lambda ans, x: -(ans * _mills_excess_p(x)), name="ndtr_mills_ratio"
 )
-_mills_excess_p = defunary(
+_mills_excess_p: UnaryFunction = defunary(
     _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess"
 )
 _ndtr_p = _unary_of_x(_sc.ndtr, lambda x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
@@ -1453,7 +1471,7 @@ def _ivxe_impl(x, n):
     return _bessel_over_power(x, n, scaled=True)
 
 
-_ivx_p = defprimitive(
+_ivx_p: Primitive = defprimitive(
     _ivx_impl,
     vjp=lambda ans, x, n: lambda ct: ct * (x * _ivx_p(x, n=n + 1)),
     jvp=lambda t, ans, x, n: t * (x * _ivx_p(x, n=n + 1)),
@@ -1473,9 +1491,11 @@ _ivxe_p = defprimitive(
 )
 
 _i0_p = defunary(_sc.i0, lambda ans, x: _i1_p(x), name="i0")
-_i1_p = defunary(_sc.i1, lambda ans, x: _i0_p(x) - _ivx_p(x, n=1), name="i1")
+_i1_p: UnaryFunction = defunary(_sc.i1, lambda ans, x: _i0_p(x) - _ivx_p(x, n=1), name="i1")
 _i0e_p = defunary(_sc.i0e, lambda ans, x: _i1e_p(x) - _sign(x) * ans, name="i0e")
-_i1e_p = defunary(_sc.i1e, lambda ans, x: _i0e_p(x) - _ivxe_p(x, n=1) - _sign(x) * ans, name="i1e")
+_i1e_p: UnaryFunction = defunary(
+    _sc.i1e, lambda ans, x: _i0e_p(x) - _ivxe_p(x, n=1) - _sign(x) * ans, name="i1e"
+)
 
 
 @_ufunc
@@ -1579,15 +1599,19 @@ def _yn_impl(x, n):
     return _like_x(_sc.yn(n, x), x)
 
 
-_yn_p = _with_order(_yn_impl, lambda x, ans, n: 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1)), "yn")
+_yn_p: Primitive = _with_order(
+    _yn_impl, lambda x, ans, n: 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1)), "yn"
+)
 
 _ONE, _TWO = _np.int64(1), _np.int64(2)
 _j0_p = defunary(_sc.j0, lambda ans, x: -_j1_p(x), name="j0")
-_j1_p = defunary(
+_j1_p: UnaryFunction = defunary(
     _sc.j1, lambda ans, x: 0.5 * (_j0_p(x) - _bessel_p(x, v=_TWO, kind="jv")), name="j1"
 )
 _y0_p = defunary(_sc.y0, lambda ans, x: -_y1_p(x), name="y0")
-_y1_p = defunary(_sc.y1, lambda ans, x: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), name="y1")
+_y1_p: UnaryFunction = defunary(
+    _sc.y1, lambda ans, x: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), name="y1"
+)
 
 
 # Taylor rules: the k-th derivative follows from the recurrences above applied k times,

@@ -11,7 +11,10 @@ one). Pass a and b as constants.
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -29,6 +32,9 @@ from ._common import (
     value,
     weak,
 )
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -48,7 +54,9 @@ def _setup(x, a, b, loc, scale):
     return z, a, b, scale, bad
 
 
-def logpdf(x, a, b, loc=0, scale=1):
+def logpdf(
+    x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
+) -> Array:
     """(a-1) log z + (b-1) log(1-z) - betaln(a, b) - log(scale) for 0 <= z <= 1 (xlogy and
     xlog1py: finite at the ends when a or b is 1), -inf outside; nan for a, b or scale <= 0.
 
@@ -72,7 +80,9 @@ def _weak_betaln(a, b):
     return sp.betaln(a, b)
 
 
-def pdf(x, a, b, loc=0, scale=1):
+def pdf(
+    x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
+) -> Array:
     """The beta density, exp(logpdf)."""
     return fnp.exp(logpdf(x, a, b, loc, scale))
 
@@ -93,23 +103,29 @@ def _cdfs(x, a, b, loc, scale, which):
     return invalid_to_nan(bad, out)
 
 
-def cdf(x, a, b, loc=0, scale=1):
+def cdf(
+    x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
+) -> Array:
     """The regularized incomplete beta function I(a, b, z); d/dx is the density. Not
     differentiable in `a` or `b` (TypeError)."""
     return _cdfs(x, a, b, loc, scale, "cdf")
 
 
-def logcdf(x, a, b, loc=0, scale=1):
+def logcdf(
+    x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
+) -> Array:
     """log I(a, b, z) (-inf for z <= 0). Not differentiable in `a` or `b` (TypeError)."""
     return _cdfs(x, a, b, loc, scale, "logcdf")
 
 
-def sf(x, a, b, loc=0, scale=1):
+def sf(x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """1 - I(a, b, z), computed directly by SciPy's betaincc. Not differentiable in `a` or
     `b` (TypeError)."""
     return _cdfs(x, a, b, loc, scale, "sf")
 
 
-def logsf(x, a, b, loc=0, scale=1):
+def logsf(
+    x: ArrayLike, a: ArrayLike, b: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
+) -> Array:
     """log(1 - I(a, b, z)) (-inf for z >= 1). Not differentiable in `a` or `b`."""
     return _cdfs(x, a, b, loc, scale, "logsf")

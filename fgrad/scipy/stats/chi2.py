@@ -7,38 +7,45 @@ the incomplete gamma functions' derivative in a, with the stable logs of `gamma`
 Imports: `fgrad.numpy`, `fgrad.scipy.stats.gamma`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import numpy as fnp
 from . import gamma as _gamma
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
-def logpdf(x, df, loc=0, scale=1):
+def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """(df/2 - 1) log z - z - gammaln(df/2) - log(2 scale), z = (x - loc)/(2 scale) >= 0;
     -inf below loc; nan for df <= 0 or scale <= 0."""
     return _gamma._logpdf(x, 0.5 * df, loc, 2.0 * scale)
 
 
-def pdf(x, df, loc=0, scale=1):
+def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The chi-squared density, exp(logpdf)."""
     return fnp.exp(logpdf(x, df, loc, scale))
 
 
-def cdf(x, df, loc=0, scale=1):
+def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """P(df/2, (x - loc)/(2 scale)); d/dx is the density."""
     return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "cdf")
 
 
-def logcdf(x, df, loc=0, scale=1):
+def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the CDF (-inf at and below loc), stable in both tails."""
     return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "logcdf")
 
 
-def sf(x, df, loc=0, scale=1):
+def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """Q(df/2, (x - loc)/(2 scale)), computed directly."""
     return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "sf")
 
 
-def logsf(x, df, loc=0, scale=1):
+def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the survival function, finite far in the right tail."""
     return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "logsf")

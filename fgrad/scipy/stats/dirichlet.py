@@ -10,13 +10,21 @@ alpha.
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
 from ._common import any_row, is_foreign_array, squeeze_ones, value
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ...typing import Array, ArrayLike
 
 __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
 
@@ -92,7 +100,7 @@ def _log_beta(alpha):
     return fnp.sum(sp.gammaln(alpha)) - sp.gammaln(fnp.sum(alpha))
 
 
-def logpdf(x, alpha):
+def logpdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     """sum((alpha - 1) log x) - log B(alpha) over the first axis of x (xlogy: an entry
     x_i = 0 with alpha_i = 1 contributes 0). Returns a scalar for one point, shape (N,) for
     x of shape (K, N) (length-1 axes squeezed, as SciPy).
@@ -101,7 +109,7 @@ def logpdf(x, alpha):
     >>> round(float(logpdf(np.array([0.2, 0.3]), np.array([1.0, 1.0, 1.0]))), 6)  # log 2
     0.693147
     """
-    lazy = []
+    lazy: list[Any] = []
     av = _check_alpha(alpha, "logpdf", lazy)
     x = _check_x(x, alpha, av, lazy)
     xs = fnp.moveaxis(x, 0, -1)
@@ -109,14 +117,14 @@ def logpdf(x, alpha):
     return squeeze_ones(_nan_where(lazy, out))
 
 
-def pdf(x, alpha):
+def pdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     """The Dirichlet density, exp(logpdf)."""
     return fnp.exp(logpdf(x, alpha))
 
 
-def entropy(alpha):
+def entropy(alpha: ArrayLike) -> Array:
     """log B(alpha) + (a0 - K) digamma(a0) - sum((alpha - 1) digamma(alpha)), a0 = sum(alpha)."""
-    lazy = []
+    lazy: list[Any] = []
     av = _check_alpha(alpha, "entropy", lazy)
     a0 = fnp.sum(alpha)
     k = av.shape[0]
@@ -128,16 +136,16 @@ def entropy(alpha):
     return _nan_where(lazy, out)
 
 
-def mean(alpha):
+def mean(alpha: ArrayLike) -> Array:
     """alpha / sum(alpha)."""
-    lazy = []
+    lazy: list[Any] = []
     _check_alpha(alpha, "mean", lazy)
     return _nan_where(lazy, alpha / fnp.sum(alpha))
 
 
-def var(alpha):
+def var(alpha: ArrayLike) -> Array:
     """alpha_i (a0 - alpha_i) / (a0**2 (a0 + 1)), a0 = sum(alpha)."""
-    lazy = []
+    lazy: list[Any] = []
     _check_alpha(alpha, "var", lazy)
     a0 = fnp.sum(alpha)
     return _nan_where(lazy, alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0)))

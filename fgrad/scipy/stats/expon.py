@@ -4,12 +4,18 @@
 Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from ... import numpy as fnp
 from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -20,7 +26,7 @@ def _setup(x, loc, scale):
     return z, scale, bad, mask(value(z) >= 0, z)
 
 
-def logpdf(x, loc=0, scale=1):
+def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """-(x - loc)/scale - log(scale) for x >= loc, -inf below.
 
     >>> import fgrad
@@ -31,12 +37,12 @@ def logpdf(x, loc=0, scale=1):
     return invalid_to_nan(bad, select(inside, -z - weak(fnp.log, scale), -math.inf))
 
 
-def pdf(x, loc=0, scale=1):
+def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The exponential density, exp(logpdf) (0 below loc)."""
     return fnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
+def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """1 - exp(-z) for z = (x - loc)/scale >= 0 (as -expm1(-z)), 0 below."""
     z, _, bad, inside = _setup(x, loc, scale)
     return invalid_to_nan(bad, select(inside, -fnp.expm1(-guard(inside, z, 0.0)), 0.0))
@@ -51,20 +57,20 @@ def _log1mexp(z):
     return fnp.where(small, near, far)
 
 
-def logcdf(x, loc=0, scale=1):
+def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log(1 - exp(-z)), stable for small and large z; -inf for z <= 0."""
     z, _, bad, _ = _setup(x, loc, scale)
     positive = mask(value(z) > 0, z)
     return invalid_to_nan(bad, select(positive, _log1mexp(guard(positive, z)), -math.inf))
 
 
-def sf(x, loc=0, scale=1):
+def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """exp(-z) for z >= 0, 1 below."""
     z, _, bad, inside = _setup(x, loc, scale)
     return invalid_to_nan(bad, select(inside, fnp.exp(-guard(inside, z, 0.0)), 1.0))
 
 
-def logsf(x, loc=0, scale=1):
+def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """-z for z >= 0, 0 below."""
     z, _, bad, inside = _setup(x, loc, scale)
     return invalid_to_nan(bad, select(inside, -z, 0.0))

@@ -12,7 +12,10 @@ Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`, and 
 constants (masks, term counts).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -30,6 +33,9 @@ from ._common import (
     value,
     weak,
 )
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -139,7 +145,7 @@ def _cdfs(x, a, loc, scale, which):
     return invalid_to_nan(bad, out)
 
 
-def logpdf(x, a, loc=0, scale=1):
+def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """(a-1) log z - z - gammaln(a) - log(scale), z = (x - loc)/scale >= 0 (xlogy: the value
     at z = 0 is -log(scale) for a = 1); -inf for z < 0; nan for a <= 0 or scale <= 0.
 
@@ -150,12 +156,12 @@ def logpdf(x, a, loc=0, scale=1):
     return _logpdf(x, a, loc, scale)
 
 
-def pdf(x, a, loc=0, scale=1):
+def pdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The gamma density, exp(logpdf)."""
     return fnp.exp(_logpdf(x, a, loc, scale))
 
 
-def cdf(x, a, loc=0, scale=1):
+def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The regularized lower incomplete gamma function P(a, z); d/dx is the density, d/da
     that of `fgrad.scipy.special.gammainc`.
 
@@ -166,17 +172,17 @@ def cdf(x, a, loc=0, scale=1):
     return _cdfs(x, a, loc, scale, "cdf")
 
 
-def logcdf(x, a, loc=0, scale=1):
+def logcdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log P(a, z) (-inf for z <= 0), stable at both ends (see the module docstring)."""
     return _cdfs(x, a, loc, scale, "logcdf")
 
 
-def sf(x, a, loc=0, scale=1):
+def sf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The upper regularized incomplete gamma function Q(a, z) = 1 - P(a, z), computed
     directly (no cancellation in the right tail)."""
     return _cdfs(x, a, loc, scale, "sf")
 
 
-def logsf(x, a, loc=0, scale=1):
+def logsf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log Q(a, z), finite far in the right tail (see the module docstring)."""
     return _cdfs(x, a, loc, scale, "logsf")

@@ -17,13 +17,19 @@ counts each entry below it for both (see `fgrad.numpy.linalg.eigh`).
 Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from ... import numpy as fnp
 from ...core import refuse_lazy
 from ._common import LOG_2PI, refuse_complex, squeeze_ones, value
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["entropy", "logpdf", "pdf"]
 
@@ -149,7 +155,9 @@ def _process_quantiles(x, dim):
     return x
 
 
-def logpdf(x, mean=None, cov=1, allow_singular=False):
+def logpdf(
+    x: ArrayLike, mean: ArrayLike | None = None, cov: ArrayLike = 1, allow_singular: bool = False
+) -> Array:
     """-(rank log(2 pi) + log pdet(cov) + (x - mean)^T cov^+ (x - mean)) / 2; -inf for x off
     the support of a singular covariance (allow_singular=True).
 
@@ -171,12 +179,14 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
     return squeeze_ones(fnp.reshape(out, batch))
 
 
-def pdf(x, mean=None, cov=1, allow_singular=False):
+def pdf(
+    x: ArrayLike, mean: ArrayLike | None = None, cov: ArrayLike = 1, allow_singular: bool = False
+) -> Array:
     """The multivariate normal density, exp(logpdf)."""
     return fnp.exp(logpdf(x, mean, cov, allow_singular))
 
 
-def entropy(mean=None, cov=1):
+def entropy(mean: ArrayLike | None = None, cov: ArrayLike = 1) -> Array:
     """(rank (1 + log(2 pi)) + log pdet(cov)) / 2; it does not depend on the mean, and a
     singular covariance is allowed (as SciPy: the entropy of the degenerate distribution)."""
     refuse_complex("multivariate_normal.entropy", mean=mean, cov=cov)

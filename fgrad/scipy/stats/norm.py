@@ -6,14 +6,21 @@ stable in both tails, so `grad(logcdf)(-1000.0)` is about 1000, not nan.
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ... import numpy as fnp
 from .. import special as sp
 from ._common import LOG_2PI, invalid_to_nan, standardize, weak
 
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
+
 __all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
 
-def logpdf(x, loc=0, scale=1):
+def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the normal density: -z**2/2 - log(scale) - log(2 pi)/2, z = (x - loc)/scale
     (nan where scale <= 0, as SciPy).
 
@@ -25,40 +32,40 @@ def logpdf(x, loc=0, scale=1):
     return invalid_to_nan(bad, -0.5 * (z * z) - weak(fnp.log, scale) - 0.5 * LOG_2PI)
 
 
-def pdf(x, loc=0, scale=1):
+def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The normal density, exp(logpdf)."""
     return fnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
+def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The normal CDF ndtr((x - loc)/scale)."""
     z, _, bad = standardize(x, loc, scale)
     return invalid_to_nan(bad, sp.ndtr(z))
 
 
-def logcdf(x, loc=0, scale=1):
+def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the CDF by log_ndtr: exact and with exact gradients deep in the left tail."""
     z, _, bad = standardize(x, loc, scale)
     return invalid_to_nan(bad, sp.log_ndtr(z))
 
 
-def sf(x, loc=0, scale=1):
+def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The survival function 1 - cdf, as ndtr(-z) (no cancellation in the right tail)."""
     z, _, bad = standardize(x, loc, scale)
     return invalid_to_nan(bad, sp.ndtr(-z))
 
 
-def logsf(x, loc=0, scale=1):
+def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the survival function, log_ndtr(-z)."""
     z, _, bad = standardize(x, loc, scale)
     return invalid_to_nan(bad, sp.log_ndtr(-z))
 
 
-def ppf(q, loc=0, scale=1):
+def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The quantile function loc + scale * ndtri(q) (nan outside [0, 1])."""
     return loc + scale * sp.ndtri(q)
 
 
-def isf(q, loc=0, scale=1):
+def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The inverse survival function loc - scale * ndtri(q)."""
     return loc - scale * sp.ndtri(q)

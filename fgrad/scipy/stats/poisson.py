@@ -8,7 +8,10 @@ whose derivative is closed form: d/dmu cdf(k, mu) = -pmf(floor(k), mu).
 Imports: `fgrad.core`, `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -25,6 +28,9 @@ from ._common import (
     some,
     value,
 )
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpmf", "logsf", "pmf", "sf"]
 
@@ -45,7 +51,7 @@ def _setup(k, mu, loc, who):
     return kk, mu, bad, dtype
 
 
-def logpmf(k, mu, loc=0):
+def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """k log(mu) - mu - gammaln(k + 1) at the integers k - loc >= 0 (xlogy: 0 log 0 = 0, so
     logpmf(0, 0) = 0), -inf elsewhere; nan for mu < 0.
 
@@ -64,7 +70,7 @@ def _logpmf(k, mu, loc, who):
     return invalid_to_nan(bad, select(inside, out, -math.inf))
 
 
-def pmf(k, mu, loc=0):
+def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """The Poisson probability mass, exp(logpmf) (0 off the support)."""
     return fnp.exp(_logpmf(k, mu, loc, "pmf"))
 
@@ -88,22 +94,22 @@ def _cdfs(k, mu, loc, which):
     return invalid_to_nan(bad, out)
 
 
-def cdf(k, mu, loc=0):
+def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """P(K <= k) = Q(floor(k - loc) + 1, mu), the upper regularized incomplete gamma
     function; d/dmu = -pmf(floor(k - loc), mu). 0 for k < loc."""
     return _cdfs(k, mu, loc, "cdf")
 
 
-def logcdf(k, mu, loc=0):
+def logcdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """log of the CDF (-inf for k < loc)."""
     return _cdfs(k, mu, loc, "logcdf")
 
 
-def sf(k, mu, loc=0):
+def sf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """P(K > k) = P(floor(k - loc) + 1, mu), computed directly; 1 for k < loc."""
     return _cdfs(k, mu, loc, "sf")
 
 
-def logsf(k, mu, loc=0):
+def logsf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """log of the survival function (0 for k < loc)."""
     return _cdfs(k, mu, loc, "logsf")

@@ -9,13 +9,19 @@ one). Pass df as a constant.
 Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
 from ._common import harmonize, invalid_to_nan, mask, some, standardize, student_t, value, weak
+
+if TYPE_CHECKING:
+    from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -29,7 +35,7 @@ def _df_ok(df, bad, *like):
     return df, _np.logical_or(bad, mask(bad_df, df, *like))
 
 
-def logpdf(x, df, loc=0, scale=1):
+def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """gammaln((df+1)/2) - gammaln(df/2) - log(pi df)/2 - (df+1)/2 log1p(z**2/df)
     - log(scale), z = (x - loc)/scale; nan for df <= 0 or scale <= 0.
 
@@ -51,7 +57,7 @@ def logpdf(x, df, loc=0, scale=1):
     return invalid_to_nan(bad, out)
 
 
-def pdf(x, df, loc=0, scale=1):
+def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The t density, exp(logpdf)."""
     return fnp.exp(logpdf(x, df, loc, scale))
 
@@ -64,22 +70,22 @@ def _tail(x, df, loc, scale, sign, log):
     return invalid_to_nan(bad, fnp.log(out) if log else out)
 
 
-def cdf(x, df, loc=0, scale=1):
+def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """stdtr(df, z); d/dx is the density. Not differentiable in `df` (TypeError)."""
     return _tail(x, df, loc, scale, 1.0, False)
 
 
-def logcdf(x, df, loc=0, scale=1):
+def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log stdtr(df, z). Not differentiable in `df` (TypeError)."""
     return _tail(x, df, loc, scale, 1.0, True)
 
 
-def sf(x, df, loc=0, scale=1):
+def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """stdtr(df, -z) (the t is symmetric: no cancellation in the right tail). Not
     differentiable in `df` (TypeError)."""
     return _tail(x, df, loc, scale, -1.0, False)
 
 
-def logsf(x, df, loc=0, scale=1):
+def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log stdtr(df, -z). Not differentiable in `df` (TypeError)."""
     return _tail(x, df, loc, scale, -1.0, True)
