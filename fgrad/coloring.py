@@ -56,29 +56,30 @@ def vertex_order(indptr, indices, order: str = "smallest_last") -> _np.ndarray:
         return _np.argsort(-degree, kind="stable")
     if order != "smallest_last":
         raise ValueError(f"order must be one of {ORDERS}, not {order!r}")
-    # Buckets of vertices by their degree among those not yet removed; a vertex's entry in a
-    # bucket may be stale (its degree has dropped since): skipped when met.
+    # Buckets of vertices by their degree among those not yet removed (a removed vertex's
+    # degree is -1); a vertex's entry in a bucket may be stale (its degree has dropped since):
+    # skipped when met.
     deg = degree.astype(_np.int64).tolist()
     buckets: list[list[int]] = [[] for _ in range(max(deg, default=0) + 1)]
     for v in range(n):
         buckets[deg[v]].append(v)
-    removed = [False] * n
     ptr, idx = indptr.tolist(), indices.tolist()
     out: list[int] = []
     low = 0
     while len(out) < n:
-        low = max(low - 1, 0)  # removing a vertex lowers its neighbours' degrees by one
+        low = low - 1 if low else 0  # removing a vertex lowers its neighbours' degrees by one
         while not buckets[low]:
             low += 1
         v = buckets[low].pop()
-        if removed[v] or deg[v] != low:
+        if deg[v] != low:
             continue
-        removed[v] = True
+        deg[v] = -1
         out.append(v)
         for w in idx[ptr[v] : ptr[v + 1]]:
-            if not removed[w]:
-                deg[w] -= 1
-                buckets[deg[w]].append(w)
+            d = deg[w]
+            if d > 0:
+                deg[w] = d - 1
+                buckets[d - 1].append(w)
     return _np.array(out[::-1], dtype=_np.int64)
 
 
