@@ -19,7 +19,7 @@ from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import sparse, sparsity
+from fgrad import coloring, sparse, sparsity
 from fgrad.tree_util import tree_flatten
 
 
@@ -588,3 +588,37 @@ def test_float32_stays_float32(mode):
     hes = fgrad.sparse_hessian(rosenbrock)(x)
     assert hes.dtype == np.float32
     np.testing.assert_allclose(hes.toarray(), fgrad.hessian(rosenbrock)(x), rtol=1e-6)
+
+
+def test_a_batch_of_problems_is_the_batched_function_block_diagonal():
+    """`sparse_jacobian(vmap(f))`: one block per problem, in the passes of one problem (the
+    blocks share no column, so the colours of one serve all)."""
+    f = lambda x: x[1:] ** 2 - x[:-1] + fnp.sum(x[:2])
+    xs = np.random.default_rng(0).uniform(size=(3, 5))
+    got = fgrad.sparse_jacobian(fgrad.vmap(f))(xs).toarray()
+    for b in range(3):
+        block = got[4 * b : 4 * (b + 1), 5 * b : 5 * (b + 1)]
+        np.testing.assert_allclose(block, fgrad.jacfwd(f)(xs[b]), rtol=1e-14)
+        got[4 * b : 4 * (b + 1), 5 * b : 5 * (b + 1)] = 0.0
+    assert not got.any()  # nothing outside the blocks
+    one = fgrad.jacobian_sparsity(f)(xs[0])
+    batch = fgrad.jacobian_sparsity(fgrad.vmap(f))(xs)
+    colours = [int(coloring.column_coloring(p).max()) + 1 for p in (one, batch)]
+    assert colours[0] == colours[1] == 4
+
+    g = lambda x: fnp.sum(x[1:] * x[:-1] ** 2)
+    hes = fgrad.sparse_hessian(lambda xs: fnp.sum(fgrad.vmap(g)(xs)))(xs).toarray()
+    for b in range(3):
+        np.testing.assert_allclose(
+            hes[5 * b : 5 * (b + 1), 5 * b : 5 * (b + 1)], fgrad.hessian(g)(xs[b]), rtol=1e-14
+        )
+
+
+@pytest.mark.parametrize(
+    "make", [fgrad.sparse_jacobian, fgrad.jacobian_sparsity, fgrad.sparse_hessian]
+)
+def test_vmap_of_it_says_to_differentiate_the_batched_function(make):
+    inner = make(lambda x: fnp.sum(x**3))
+    name = make.__name__
+    with pytest.raises(TypeError, match=rf"fgrad\.{name}\(fgrad\.vmap\(fun\)\)\(xs\)"):
+        fgrad.vmap(inner)(np.ones((3, 2)))
