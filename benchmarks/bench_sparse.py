@@ -12,7 +12,7 @@ Workloads (issue 35's bars in brackets):
 - 2-D Brusselator, N = 32 (2048 unknowns, 6 nonzeros per row): the first call and a cached
   call in residual evaluations (<= 20 and <= 10), the first call's detection and colouring,
   and the colours (also with the unknowns numbered point by point: the colouring depends on
-  the numbering).
+  the numbering); the same with `order="recursive_largest_first"`.
 - chained Rosenbrock, n = 2000: `sparse_hessian` cached against `hessian` (>= 100x).
 - a 1-D stencil of 10^5 unknowns: `jacobian_sparsity`'s time (<= 1 s) and the peak of the
   memory NumPy reports to tracemalloc during it (<= 200 MB).
@@ -158,12 +158,13 @@ def main():
     bru = fgrad.sparse_jacobian(brusselator)
     bru(y)
     pattern = fgrad.jacobian_sparsity(brusselator)(y)
-    colours = {o: int(coloring.column_coloring(pattern, o).max()) + 1 for o in coloring.ORDERS}
+    methods = coloring.COLUMN_METHODS
+    colours = {o: int(coloring.column_coloring(pattern, o).max()) + 1 for o in methods}
     # the same matrix with u and v of each grid point next to each other (columns permuted)
     point_by_point = pattern[:, np.arange(pattern.shape[1]).reshape(2, -1).T.ravel()]
-    interleaved = {
-        o: int(coloring.column_coloring(point_by_point, o).max()) + 1 for o in coloring.ORDERS
-    }
+    interleaved = {o: int(coloring.column_coloring(point_by_point, o).max()) + 1 for o in methods}
+    rlf = fgrad.sparse_jacobian(brusselator, order="recursive_largest_first")
+    rlf(y)
     in_residuals = _in_residuals(
         lambda: brusselator(y),
         {
@@ -171,6 +172,10 @@ def main():
             "detection": lambda: fgrad.jacobian_sparsity(brusselator)(y),
             "colouring": lambda: coloring.column_coloring(pattern),
             "cached": lambda: bru(y),
+            "first, RLF": lambda: fgrad.sparse_jacobian(
+                brusselator, order="recursive_largest_first"
+            )(y),
+            "cached, RLF": lambda: rlf(y),
         },
         options.rounds,
     )
@@ -186,6 +191,9 @@ def main():
     print(f"    detection            {_ratio(in_residuals, 'detection')}")
     print(f"    colouring            {_ratio(in_residuals, 'colouring')}")
     print(f"  cached call, residuals {_ratio(in_residuals, 'cached')}")
+    print("  order='recursive_largest_first':")
+    print(f"    first call           {_ratio(in_residuals, 'first, RLF')}")
+    print(f"    cached call          {_ratio(in_residuals, 'cached, RLF')}")
     print(f"  jacfwd                 {dense * 1e3:8.2f} ms = {dense / cached:.0f}x the cached call")
 
     # chained Rosenbrock Hessian

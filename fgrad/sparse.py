@@ -462,8 +462,11 @@ def sparse_jacobian(
     mode : {"auto", "fwd", "rev"}
         "fwd": one JVP per colour of the columns; "rev": one VJP per colour of the rows;
         "auto": whichever needs fewer passes.
-    order : {"smallest_last", "largest_first"}
-        The order of the greedy colouring.
+    order : {"smallest_last", "largest_first", "recursive_largest_first"}
+        The order of the greedy colouring, or "recursive_largest_first" (`fgrad.coloring`),
+        which usually needs fewer colours (so fewer passes at every call: the 2-D
+        Brusselator 8 instead of 12) and costs more once, on the first call (about 30 ms
+        for 2048 columns).
 
     Notes
     -----
@@ -490,8 +493,10 @@ def sparse_jacobian(
     """
     if mode not in _MODES:
         raise ValueError(f"sparse_jacobian: mode must be one of {_MODES}, not {mode!r}")
-    if order not in coloring.ORDERS:
-        raise ValueError(f"sparse_jacobian: order must be one of {coloring.ORDERS}, not {order!r}")
+    if order not in coloring.COLUMN_METHODS:
+        raise ValueError(
+            f"sparse_jacobian: order must be one of {coloring.COLUMN_METHODS}, not {order!r}"
+        )
     plans: dict = {}  # signature -> (_Plan, whether each call must look at its pattern again)
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_jacobian")
 
@@ -541,7 +546,10 @@ def sparse_hessian(
            [0., 4., 0.]])
     """
     if order not in coloring.ORDERS:
-        raise ValueError(f"sparse_hessian: order must be one of {coloring.ORDERS}, not {order!r}")
+        raise ValueError(
+            f"sparse_hessian: order must be one of {coloring.ORDERS} (the star colouring is "
+            f"greedy in one of these orders), not {order!r}"
+        )
     plans: dict = {}
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_hessian")
 

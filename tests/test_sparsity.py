@@ -126,6 +126,30 @@ def test_2d_stencil():
     _assert_equal_to_jacfwd(stencil_2d, u)
 
 
+def brusselator(y, n=8):  # the 2-D Brusselator on a periodic n x n grid, u and v stacked
+    u, v = fnp.reshape(y[: n * n], (n, n)), fnp.reshape(y[n * n :], (n, n))
+    du = stencil_2d(u) - u**2 + 1.0 + u * u * v - 4.4 * u
+    dv = stencil_2d(v) - v**2 + 3.4 * u - u * u * v
+    return fnp.concatenate([fnp.reshape(du, (-1,)), fnp.reshape(dv, (-1,))])
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev", "auto"])
+def test_recursive_largest_first_takes_fewer_passes(mode, monkeypatch):
+    y = np.random.default_rng(2).uniform(size=128)
+    seeds = []
+    original = sparse._Plan.__init__
+
+    def spy(self, pattern, seeds_, *rest):
+        seeds.append(seeds_.shape[0])
+        original(self, pattern, seeds_, *rest)
+
+    monkeypatch.setattr(sparse._Plan, "__init__", spy)
+    for order in ("smallest_last", "recursive_largest_first"):
+        _assert_equal_to_jacfwd(brusselator, y, mode=mode, order=order)
+    greedy, rlf = seeds
+    assert (greedy, rlf) == (11, 9)  # on the 8 x 8 grid (6 at least: a row has 6 nonzeros)
+
+
 def test_chained_rosenbrock_hessian():
     x = np.random.default_rng(1).uniform(-1.0, 1.0, 20)
     pattern = fgrad.hessian_sparsity(rosenbrock)(x)
@@ -475,6 +499,10 @@ def test_errors_say_what_to_do():
         fgrad.sparse_jacobian(lambda x: x)(np.arange(3))
     with pytest.raises(ValueError, match="mode must be one of"):
         fgrad.sparse_jacobian(lambda x: x, mode="forward")
+    with pytest.raises(ValueError, match="order must be one of"):
+        fgrad.sparse_jacobian(lambda x: x, order="natural")
+    with pytest.raises(ValueError, match="star colouring is greedy"):
+        fgrad.sparse_hessian(lambda x: fnp.sum(x), order="recursive_largest_first")
     with pytest.raises(ValueError, match="argnums 2 is out of range"):
         fgrad.jacobian_sparsity(lambda x: x, argnums=2)(np.ones(2))
     with pytest.raises(ValueError, match="complex.*mode='fwd'"):
