@@ -10,14 +10,18 @@ Workloads (issue 35's bars in brackets):
   (>= 200x); the first call (detection, colouring, recording the pass) in residual evaluations
   (<= 20).
 - 2-D Brusselator, N = 32 (2048 unknowns, 6 nonzeros per row): the first call and a cached
-  call in residual evaluations (<= 20 and <= 10), and the colours.
+  call in residual evaluations (<= 20 and <= 10), the first call's detection and colouring,
+  and the colours (also with the unknowns numbered point by point: the colouring depends on
+  the numbering); the same with `order="recursive_largest_first"`.
 - chained Rosenbrock, n = 2000: `sparse_hessian` cached against `hessian` (>= 100x).
 - a 1-D stencil of 10^5 unknowns: `jacobian_sparsity`'s time (<= 1 s) and the peak of the
   memory NumPy reports to tracemalloc during it (<= 200 MB).
 
 Before timing, every sparse result is checked against the dense one (relative 1e-14 of the
 largest entry); the script exits with status 1 if one disagrees. Timing is interleaved
-(`timing.py`), one BLAS thread; ratios are medians of same-round ratios with quartiles.
+(`timing.py`), one BLAS thread; ratios are medians of same-round ratios with quartiles, costs
+"in residuals" too (each sample of a first call makes a new `sparse_jacobian`, so nothing is
+cached).
 
 Imports: NumPy, SciPy and fgrad.
 """
@@ -86,6 +90,16 @@ def _per_call(fn, repeats=5):
     return best
 
 
+def _in_residuals(residual, contenders, rounds):
+    """Samples of `residual` and of each contender, interleaved (`timing.interleaved_times`),
+    so that each contender's cost in residual evaluations is a same-round ratio."""
+    return timing.interleaved_times({"residual": residual, **contenders}, rounds, 0.05)
+
+
+def _ratio(times, name):
+    return timing.ratio_cell(timing.paired_ratios(times, name, "residual"))
+
+
 def check(n_tri, n_bru, n_ros):
     rng = np.random.default_rng(0)
     x = rng.uniform(-1.0, 1.0, n_tri)
@@ -117,9 +131,6 @@ def main():
 
     # tridiagonal residual
     x = rng.uniform(-1.0, 1.0, 2000)
-    residual = lambda: tridiagonal_residual(x)
-    t_res = _per_call(residual, 50)
-    first = _per_call(lambda: fgrad.sparse_jacobian(tridiagonal_residual)(x), 3)
     cached_fn = fgrad.sparse_jacobian(tridiagonal_residual)
     cached_fn(x)
     times = timing.interleaved_times(
@@ -127,33 +138,62 @@ def main():
         rounds=options.rounds,
         sample_time=0.2,
     )
+    in_residuals = _in_residuals(
+        lambda: tridiagonal_residual(x),
+        {"first": lambda: fgrad.sparse_jacobian(tridiagonal_residual)(x)},
+        options.rounds,
+    )
     print("\ntridiagonal residual, n = 2000")
-    print(f"  residual               {t_res * 1e3:8.3f} ms")
+    print(f"  residual               {timing.quartiles(in_residuals['residual'])[1] * 1e3:8.3f} ms")
     print(f"  jacfwd                 {timing.quartiles(times['jacfwd'])[1] * 1e3:8.2f} ms")
     print(f"  sparse_jacobian cached {timing.quartiles(times['sparse'])[1] * 1e3:8.3f} ms")
     ratios = timing.paired_ratios(times, "jacfwd", "sparse")
     print(f"  jacfwd / sparse        {timing.ratio_cell(ratios)}")
-    print(f"  first call             {first * 1e3:8.2f} ms = {first / t_res:.0f} residuals")
+    print(f"  first call, residuals  {_ratio(in_residuals, 'first')}")
 
     # Brusselator
-    y = rng.uniform(0.0, 1.0, 2 * 32 * 32)
-    t_res = _per_call(lambda: brusselator(y), 50)
-    first = _per_call(lambda: fgrad.sparse_jacobian(brusselator)(y), 3)
-    bru = fgrad.sparse_jacobian(brusselator)
-    bru(y)
-    cached = _per_call(lambda: bru(y), 20)
-    pattern = fgrad.jacobian_sparsity(brusselator)(y)
     from fgrad import coloring
 
-    colours = {o: int(coloring.column_coloring(pattern, o).max()) + 1 for o in coloring.ORDERS}
+    y = rng.uniform(0.0, 1.0, 2 * 32 * 32)
+    bru = fgrad.sparse_jacobian(brusselator)
+    bru(y)
+    pattern = fgrad.jacobian_sparsity(brusselator)(y)
+    methods = coloring.COLUMN_METHODS
+    colours = {o: int(coloring.column_coloring(pattern, o).max()) + 1 for o in methods}
+    # the same matrix with u and v of each grid point next to each other (columns permuted)
+    point_by_point = pattern[:, np.arange(pattern.shape[1]).reshape(2, -1).T.ravel()]
+    interleaved = {o: int(coloring.column_coloring(point_by_point, o).max()) + 1 for o in methods}
+    rlf = fgrad.sparse_jacobian(brusselator, order="recursive_largest_first")
+    rlf(y)
+    in_residuals = _in_residuals(
+        lambda: brusselator(y),
+        {
+            "first": lambda: fgrad.sparse_jacobian(brusselator)(y),
+            "detection": lambda: fgrad.jacobian_sparsity(brusselator)(y),
+            "colouring": lambda: coloring.column_coloring(pattern),
+            "cached": lambda: bru(y),
+            "first, RLF": lambda: fgrad.sparse_jacobian(
+                brusselator, order="recursive_largest_first"
+            )(y),
+            "cached, RLF": lambda: rlf(y),
+        },
+        options.rounds,
+    )
     dense = _per_call(lambda: fgrad.jacfwd(brusselator)(y), 3)
+    cached = timing.quartiles(in_residuals["cached"])[1]
     print("\n2-D Brusselator, N = 32 (2048 unknowns)")
     print(
         f"  nonzeros per row       {pattern.nnz / pattern.shape[0]:.1f}; column colours {colours}"
+        f", numbered point by point {interleaved}"
     )
-    print(f"  residual               {t_res * 1e3:8.3f} ms")
-    print(f"  first call             {first * 1e3:8.2f} ms = {first / t_res:.0f} residuals")
-    print(f"  cached call            {cached * 1e3:8.3f} ms = {cached / t_res:.1f} residuals")
+    print(f"  residual               {timing.quartiles(in_residuals['residual'])[1] * 1e3:8.3f} ms")
+    print(f"  first call, residuals  {_ratio(in_residuals, 'first')}")
+    print(f"    detection            {_ratio(in_residuals, 'detection')}")
+    print(f"    colouring            {_ratio(in_residuals, 'colouring')}")
+    print(f"  cached call, residuals {_ratio(in_residuals, 'cached')}")
+    print("  order='recursive_largest_first':")
+    print(f"    first call           {_ratio(in_residuals, 'first, RLF')}")
+    print(f"    cached call          {_ratio(in_residuals, 'cached, RLF')}")
     print(f"  jacfwd                 {dense * 1e3:8.2f} ms = {dense / cached:.0f}x the cached call")
 
     # chained Rosenbrock Hessian

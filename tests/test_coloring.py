@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from fgrad import coloring
 
 ORDERS = coloring.ORDERS
+METHODS = coloring.COLUMN_METHODS  # the orders and recursive largest first
 
 
 @st.composite
@@ -33,7 +34,7 @@ def _columns_share_no_row(pattern, colors):
 
 
 @settings(max_examples=60, deadline=None)
-@given(patterns(), st.sampled_from(ORDERS))
+@given(patterns(), st.sampled_from(METHODS))
 def test_no_two_columns_of_one_colour_share_a_row(pattern, order):
     colors = coloring.column_coloring(pattern, order)
     assert colors.shape == (pattern.shape[1],)
@@ -41,7 +42,7 @@ def test_no_two_columns_of_one_colour_share_a_row(pattern, order):
 
 
 @settings(max_examples=60, deadline=None)
-@given(patterns(), st.sampled_from(ORDERS))
+@given(patterns(), st.sampled_from(METHODS))
 def test_no_two_rows_of_one_colour_share_a_column(pattern, order):
     colors = coloring.row_coloring(pattern, order)
     assert colors.shape == (pattern.shape[0],)
@@ -93,7 +94,7 @@ def _tridiagonal(n):
     return sp.csr_array(np.eye(n) + np.eye(n, k=1) + np.eye(n, k=-1))
 
 
-@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("order", METHODS)
 def test_a_tridiagonal_jacobian_takes_three_colours(order):
     assert coloring.column_coloring(_tridiagonal(100), order).max() + 1 == 3
     assert coloring.row_coloring(_tridiagonal(100), order).max() + 1 == 3
@@ -116,16 +117,42 @@ def brusselator_pattern(n=32):
     return sp.block_array([[stencil, same], [same, stencil]], format="csr")
 
 
-@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("order", METHODS)
 def test_the_brusselator(order):
     pattern = brusselator_pattern()
     assert pattern.shape == (2048, 2048)
     assert (np.diff(pattern.indptr) == 6).all()
     colors = coloring.column_coloring(pattern, order)
     assert _columns_share_no_row(pattern, colors)
-    # 6 is the lower bound (a row has 6 nonzeros); greedy finds 12 in either order (the
-    # issue's 6-8 was not reproduced: see issue 35)
-    assert 6 <= colors.max() + 1 <= 12
+    # 6 is the lower bound (a row has 6 nonzeros); the greedy orders find 12 with u's grid
+    # numbered before v's, recursive largest first 8 (the issue's 6-8)
+    want = {"largest_first": 12, "smallest_last": 12, "recursive_largest_first": 8}
+    assert colors.max() + 1 == want[order]
+
+
+def test_the_brusselator_numbered_point_by_point_takes_8_in_largest_first_order():
+    """The greedy colouring depends on the numbering: with u and v of each grid point next to
+    each other, largest-first (the grid's order: every degree is 17) finds 8."""
+    pattern = brusselator_pattern()
+    point_by_point = pattern[:, np.arange(2048).reshape(2, -1).T.ravel()]
+    assert coloring.column_coloring(point_by_point, "largest_first").max() + 1 == 8
+
+
+@settings(max_examples=40, deadline=None)
+@given(patterns(square=True))
+def test_recursive_largest_first_builds_each_colour_as_a_maximal_independent_set(pattern):
+    """Each colour c of RLF is maximal among the vertices not coloured before it: every such
+    vertex outside c has a neighbour in c (else RLF would have taken it)."""
+    a = pattern.toarray().astype(bool)
+    np.fill_diagonal(a, False)
+    g = sp.csr_array(a)
+    colors = coloring.recursive_largest_first(g.indptr, g.indices)
+    assert (colors >= 0).all()
+    for c in range(colors.max() + 1):
+        members = colors == c
+        assert not a[np.ix_(members, members)].any()  # independent
+        later = colors > c
+        assert a[np.ix_(later, members)].any(axis=1).all()  # maximal
 
 
 @settings(max_examples=40, deadline=None)
@@ -150,6 +177,8 @@ def test_largest_first_and_an_unknown_order():
     assert coloring.vertex_order(g.indptr, g.indices, "largest_first")[0] == 0
     with pytest.raises(ValueError, match="order must be one of"):
         coloring.vertex_order(g.indptr, g.indices, "random")
+    with pytest.raises(ValueError, match="order must be one of"):
+        coloring.column_coloring(g, "random")
 
 
 def test_a_banded_pattern_as_wide_as_its_fullest_row_is_coloured_without_a_graph():

@@ -19,7 +19,7 @@ from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import sparse, sparsity
+from fgrad import coloring, sparse, sparsity
 from fgrad.tree_util import tree_flatten
 
 
@@ -124,6 +124,30 @@ def test_2d_stencil():
     got = _dense(fgrad.jacobian_sparsity(stencil_2d)(u))
     assert got.sum(axis=1).tolist() == [5] * 42
     _assert_equal_to_jacfwd(stencil_2d, u)
+
+
+def brusselator(y, n=8):  # the 2-D Brusselator on a periodic n x n grid, u and v stacked
+    u, v = fnp.reshape(y[: n * n], (n, n)), fnp.reshape(y[n * n :], (n, n))
+    du = stencil_2d(u) - u**2 + 1.0 + u * u * v - 4.4 * u
+    dv = stencil_2d(v) - v**2 + 3.4 * u - u * u * v
+    return fnp.concatenate([fnp.reshape(du, (-1,)), fnp.reshape(dv, (-1,))])
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev", "auto"])
+def test_recursive_largest_first_takes_fewer_passes(mode, monkeypatch):
+    y = np.random.default_rng(2).uniform(size=128)
+    seeds = []
+    original = sparse._Plan.__init__
+
+    def spy(self, pattern, seeds_, *rest):
+        seeds.append(seeds_.shape[0])
+        original(self, pattern, seeds_, *rest)
+
+    monkeypatch.setattr(sparse._Plan, "__init__", spy)
+    for order in ("smallest_last", "recursive_largest_first"):
+        _assert_equal_to_jacfwd(brusselator, y, mode=mode, order=order)
+    greedy, rlf = seeds
+    assert (greedy, rlf) == (11, 9)  # on the 8 x 8 grid (6 at least: a row has 6 nonzeros)
 
 
 def test_chained_rosenbrock_hessian():
@@ -475,6 +499,10 @@ def test_errors_say_what_to_do():
         fgrad.sparse_jacobian(lambda x: x)(np.arange(3))
     with pytest.raises(ValueError, match="mode must be one of"):
         fgrad.sparse_jacobian(lambda x: x, mode="forward")
+    with pytest.raises(ValueError, match="order must be one of"):
+        fgrad.sparse_jacobian(lambda x: x, order="natural")
+    with pytest.raises(ValueError, match="star colouring is greedy"):
+        fgrad.sparse_hessian(lambda x: fnp.sum(x), order="recursive_largest_first")
     with pytest.raises(ValueError, match="argnums 2 is out of range"):
         fgrad.jacobian_sparsity(lambda x: x, argnums=2)(np.ones(2))
     with pytest.raises(ValueError, match="complex.*mode='fwd'"):
@@ -588,3 +616,37 @@ def test_float32_stays_float32(mode):
     hes = fgrad.sparse_hessian(rosenbrock)(x)
     assert hes.dtype == np.float32
     np.testing.assert_allclose(hes.toarray(), fgrad.hessian(rosenbrock)(x), rtol=1e-6)
+
+
+def test_a_batch_of_problems_is_the_batched_function_block_diagonal():
+    """`sparse_jacobian(vmap(f))`: one block per problem, in the passes of one problem (the
+    blocks share no column, so the colours of one serve all)."""
+    f = lambda x: x[1:] ** 2 - x[:-1] + fnp.sum(x[:2])
+    xs = np.random.default_rng(0).uniform(size=(3, 5))
+    got = fgrad.sparse_jacobian(fgrad.vmap(f))(xs).toarray()
+    for b in range(3):
+        block = got[4 * b : 4 * (b + 1), 5 * b : 5 * (b + 1)]
+        np.testing.assert_allclose(block, fgrad.jacfwd(f)(xs[b]), rtol=1e-14)
+        got[4 * b : 4 * (b + 1), 5 * b : 5 * (b + 1)] = 0.0
+    assert not got.any()  # nothing outside the blocks
+    one = fgrad.jacobian_sparsity(f)(xs[0])
+    batch = fgrad.jacobian_sparsity(fgrad.vmap(f))(xs)
+    colours = [int(coloring.column_coloring(p).max()) + 1 for p in (one, batch)]
+    assert colours[0] == colours[1] == 4
+
+    g = lambda x: fnp.sum(x[1:] * x[:-1] ** 2)
+    hes = fgrad.sparse_hessian(lambda xs: fnp.sum(fgrad.vmap(g)(xs)))(xs).toarray()
+    for b in range(3):
+        np.testing.assert_allclose(
+            hes[5 * b : 5 * (b + 1), 5 * b : 5 * (b + 1)], fgrad.hessian(g)(xs[b]), rtol=1e-14
+        )
+
+
+@pytest.mark.parametrize(
+    "make", [fgrad.sparse_jacobian, fgrad.jacobian_sparsity, fgrad.sparse_hessian]
+)
+def test_vmap_of_it_says_to_differentiate_the_batched_function(make):
+    inner = make(lambda x: fnp.sum(x**3))
+    name = make.__name__
+    with pytest.raises(TypeError, match=rf"fgrad\.{name}\(fgrad\.vmap\(fun\)\)\(xs\)"):
+        fgrad.vmap(inner)(np.ones((3, 2)))
