@@ -5,6 +5,7 @@ The core defines `Box` without operators so that it never depends on this layer;
 """
 
 import ast
+import importlib
 import linecache
 import os
 import sys
@@ -147,6 +148,46 @@ def _reversed(prim):
     return lambda self, other: prim(other, self)
 
 
+def _scipy_sparse_module():
+    """`scipy.sparse` if the program has imported it (a sparse operand implies it has)."""
+    return sys.modules.get("scipy.sparse")
+
+
+def _is_scipy_sparse(other):
+    if type(other) is Box or type(other) is _np.ndarray:
+        return False  # the usual operands, without a look at SciPy
+    sp = _scipy_sparse_module()
+    return sp is not None and sp.issparse(other)
+
+
+def _asked_by_scipy_sparse(frame):
+    """Whether `frame` is SciPy's sparse `_matmul_dispatch` (which converts the operand of
+    `A @ x` with np.asanyarray)."""
+    sp = _scipy_sparse_module()
+    base = getattr(sp, "_base", None)
+    dispatch = getattr(getattr(base, "_spbase", None), "_matmul_dispatch", None)
+    return dispatch is not None and frame.f_code is dispatch.__code__
+
+
+def _sparse_product(A, x, reverse):
+    # SciPy's matrices meet traced values in fgrad.scipy.sparse (the layer above, imported
+    # when a program that uses scipy.sparse first multiplies a traced value by one)
+    mirror = importlib.import_module("fgrad.scipy.sparse")
+    return mirror.matmul_constant(A, x, reverse=reverse)
+
+
+def _matmul(self, other):
+    if _is_scipy_sparse(other):
+        return _sparse_product(other, self, reverse=True)  # x @ A
+    return bind_two(_pr.matmul, self, other)
+
+
+def _rmatmul(self, other):
+    if _is_scipy_sparse(other):
+        return _sparse_product(other, self, reverse=False)  # A @ x, after SciPy gave up
+    return bind_two(_pr.matmul, other, self)
+
+
 def _unary(fn):
     return lambda self: fn(self)
 
@@ -179,6 +220,10 @@ def _repr(self):
 
 
 def _array(self, dtype=None, copy=None):
+    if _asked_by_scipy_sparse(sys._getframe(1)):
+        # `A @ x` with a SciPy sparse A: SciPy asks for an array first, and a 0-d array of
+        # objects is its sign to give up (NotImplemented), so that Python calls x.__rmatmul__
+        return _np.empty((), dtype=object)
     value = _np.asarray(_concrete_or_raise(self, "NumPy conversion"))
     return value if dtype is None else value.astype(dtype)
 
@@ -404,8 +449,8 @@ _METHODS = {
     "__rtruediv__": _reversed(_ew.divide_operator),
     "__pow__": _operator(_ew.power_operator),
     "__rpow__": _reversed(_ew.power_operator),
-    "__matmul__": _operator(_pr.matmul),
-    "__rmatmul__": _reversed(_pr.matmul),
+    "__matmul__": _matmul,
+    "__rmatmul__": _rmatmul,
     "__neg__": _unary(_ew.negative),
     "__invert__": _unary(_ew.invert),
     "__pos__": lambda self: self,
