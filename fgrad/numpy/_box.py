@@ -176,9 +176,21 @@ def _sparse_product(A, x, reverse):
     return mirror.matmul_constant(A, x, reverse=reverse)
 
 
+def _defers(other):
+    """Whether `other` asks NumPy's arrays to leave its operators to it (`__array_ufunc__ =
+    None`, NEP 13), as fgrad.scipy.sparse's arrays do: a traced value defers to it too."""
+    return (
+        type(other) is not Box
+        and type(other) is not _np.ndarray
+        and getattr(type(other), "__array_ufunc__", False) is None
+    )
+
+
 def _matmul(self, other):
     if _is_scipy_sparse(other):
         return _sparse_product(other, self, reverse=True)  # x @ A
+    if _defers(other):
+        return NotImplemented
     return bind_two(_pr.matmul, self, other)
 
 

@@ -37,7 +37,7 @@ import scipy.sparse as _sp
 from ... import batching as _batching
 from ... import numpy as fnp
 from ... import sparsity as _sparsity
-from ...core import Box, dtype_of, primal, shape_of
+from ...core import Box, dtype_of, innermost, primal, refuse_lazy, shape_of
 from ...numpy.shaping import describe
 from ...primitive import deflinear
 from ...tree_util import register_pytree_node
@@ -67,7 +67,18 @@ def _sparse_matmul_impl(x, A):
 
 
 def _sparse_matmul_transpose(ans, x, A):
-    return lambda ct: _sparse_matmul_p(ct, A=A.T)
+    return lambda ct: _like(_sparse_matmul_p(ct, A=A.T), x)
+
+
+def _like(ct, x):
+    """A cotangent in x's dtype: a float32 x times a float64 matrix has a float64 value, and
+    its cotangent is float32 again; a real x's is the real part."""
+    want = dtype_of(x)
+    if dtype_of(ct) == want:
+        return ct
+    if not _np.issubdtype(want, _np.complexfloating):
+        ct = fnp.real(ct)
+    return fnp.astype(ct, want)
 
 
 _sparse_matmul_p = deflinear(_sparse_matmul_impl, _sparse_matmul_transpose, name="sparse_matmul")
@@ -102,6 +113,7 @@ _sparsity.rules_by_name["sparse_matmul"] = (_sparse_matmul_sparsity, "contracts"
 
 
 def _check_operand(A, x, who, transposed=False):
+    refuse_lazy(who, "SciPy's sparse product computes with the values in memory", innermost(x))
     shape = tuple(shape_of(x))
     n = A.shape[0] if transposed else A.shape[1]
     if len(A.shape) != 2:
@@ -169,6 +181,8 @@ class SparseArray:
 
     format = "coo"
     ndim = 2
+    # NumPy's arrays and traced values leave `x @ A` to `A.__rmatmul__` (NEP 13)
+    __array_ufunc__ = None
 
     def __init__(self, data: Any, structure: _Structure) -> None:
         self.data = data

@@ -41,7 +41,7 @@ from .... import batching as _batching
 from .... import numpy as fnp
 from .... import sparsity as _sparsity
 from .... import taylor as _taylor
-from ....core import Box, Primitive, dtype_of, primal, shape_of
+from ....core import Box, Primitive, dtype_of, innermost, primal, refuse_lazy, shape_of
 from ....numpy.linalg import linear_solve_taylor_rule
 from ....numpy.shaping import describe
 from .. import SparseArray, _matvec, as_sparse
@@ -76,6 +76,9 @@ def _check_square(A, who):
 
 
 def _check_rhs(A, b, who, matrix_ok=True):
+    refuse_lazy(
+        who, "SciPy's solvers compute with the values in memory", innermost(A.data), innermost(b)
+    )
     shape = tuple(shape_of(b))
     ok = len(shape) == 1 or (matrix_ok and len(shape) == 2)
     if not ok or shape[0] != A.shape[0]:
@@ -102,12 +105,12 @@ class _Factor:
     def __init__(self, structure, options):
         self.structure = structure
         self.options = options  # splu's keyword arguments, as given
-        self.data = None
+        self.data = None  # a copy of the data factorised (the caller's array may change)
         self.lu = None
 
     def of(self, data):
         data = _np.asarray(data)
-        if self.data is not data and not (
+        if not (
             self.data is not None
             and self.data.shape == data.shape
             and self.data.dtype == data.dtype
@@ -122,7 +125,7 @@ class _Factor:
                     f"fgrad.scipy.sparse.linalg: the sparse matrix of shape {s.shape} and dtype "
                     f"{data.dtype} could not be factorised ({error}); it is singular"
                 ) from error
-            self.data = data
+            self.data = data.copy()
         return self.lu
 
 
@@ -204,9 +207,14 @@ class SuperLU:
     def __init__(self, A: SparseArray, factor: _Factor) -> None:
         self._A = A
         self._factor = factor
-        self._lu = factor.of(primal(A.data))
+        # The factorisation is computed by the first solve (under `vmap` the data may differ
+        # from row to row) and kept for the solves after it and for their derivatives.
 
-    shape = property(lambda self: self._lu.shape)
+    @property
+    def _lu(self):
+        return self._factor.of(primal(self._A.data))
+
+    shape = property(lambda self: self._A.shape)
     nnz = property(lambda self: self._lu.nnz)
     L = property(lambda self: self._lu.L)
     U = property(lambda self: self._lu.U)
