@@ -23,7 +23,8 @@ applied order by order).
 The user's functions are run with their free variables replaced by the primitive's inputs
 (`fgrad.core.replacing`, see `_Closed` for which levels that suspends).
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.numpy`, `fgrad.api`, `fgrad.tree_util`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.sparsity` (a dense rule), `fgrad.numpy`,
+`fgrad.api`, `fgrad.tree_util`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching, core
+from . import batching, core, sparsity
 from . import numpy as fnp
 from .api import jvp, vjp
 from .core import Box, Primitive, bind
@@ -273,6 +274,15 @@ batching.declare_row_by_row(
 )
 
 
+# A solve mixes every element of b (A^-1 of a sparse A is dense); a root's every element
+# depends on every parameter through f's Jacobian.
+for _name in ("custom_linear_solve", "custom_root"):
+    sparsity.dense_reasons[_name] = (
+        "the solution of a linear system or a root depends on the whole right-hand side and "
+        "operator (the inverse of a sparse matrix is dense)"
+    )
+
+
 def _as_float_leaves(who, what, tree_value):
     leaves, tree = tree_flatten(tree_value)
     out = []
@@ -369,8 +379,9 @@ class _RootCall:
     """One root: `f(x, params)`, the user's `solve(f, guess)` and
     `tangent_solve(g, y)`, the initial guess (plain) and the structure of x."""
 
-    def __init__(self, who, f, solve, tangent_solve, guess, has_aux):
+    def __init__(self, who, f, solve, tangent_solve, guess, has_aux, symmetric=False):
         self.who = who
+        self.symmetric = symmetric  # f's Jacobian in x is symmetric (a gradient's)
         self.f = f
         self.solve = solve
         self.tangent_solve = tangent_solve
@@ -380,6 +391,7 @@ class _RootCall:
         self.metas = [(core.shape_of(v), core.dtype_of(v)) for v in leaves]
         self.n_x = len(leaves)
         self.aux_tree = None
+        self.solve_params = False
 
     def __repr__(self):
         return self.who
@@ -404,14 +416,15 @@ class _RootCall:
             matvec,
             tangent_solve,
             tangent_solve,
-            False,
+            self.symmetric,
             tree,
             self.metas,
         )
 
 
 def _root_impl(*params, call):
-    out = call.solve(lambda x: call.f(x, params), call.guess)
+    f = lambda x: call.f(x, params)  # noqa: E731
+    out = call.solve(f, call.guess, params) if call.solve_params else call.solve(f, call.guess)
     aux = ()
     if call.has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
@@ -487,11 +500,17 @@ def root_of(
     tangent_solve: Callable[[Callable[[PyTree], PyTree], PyTree], PyTree],
     guess: PyTree,
     has_aux: bool = False,
+    symmetric: bool = False,
+    solve_params: bool = False,
 ) -> tuple[PyTree, Any]:
     """The root of `f(x, params)` found by `solve`, differentiable with respect to
     `params` (for `fgrad.scipy.optimize`, whose functions are given their parameters): the
-    root, and the aux of `solve` (None without has_aux)."""
-    call = _RootCall(who, f, solve, tangent_solve, guess, has_aux)
+    root, and the aux of `solve` (None without has_aux). With `symmetric`, f's Jacobian in x
+    is symmetric (f is a gradient) and `tangent_solve` also solves with its transpose; with
+    `solve_params`, `solve` is called as `solve(f, guess, params)` with the plain
+    parameters."""
+    call = _RootCall(who, f, solve, tangent_solve, guess, has_aux, symmetric)
+    call.solve_params = solve_params
     params = list(params)
     if not _live_levels(params):
         outs = _root_impl(*params, call=call)
