@@ -130,12 +130,20 @@ class _Factor:
 
 
 def _lu_solve_impl(data, b, factor, trans):
-    lu = factor.of(data)
-    b = _np.asarray(b)
-    dtype = _np.result_type(lu.L.dtype, b.dtype)
+    data, b = _np.asarray(data), _np.asarray(b)
+    dtype = _np.result_type(data.dtype, b.dtype)
     if b.size == 0:
         return _np.zeros(b.shape, dtype=dtype)
-    return lu.solve(_np.asarray(b, dtype=dtype), trans=trans)
+    if _np.iscomplexobj(b) and not _np.iscomplexobj(data):
+        # a real matrix keeps its real factorisation: the real and imaginary parts of b are
+        # solved apart (SuperLU solves in the factorisation's dtype)
+        real = _np.result_type(data.dtype, b.real.dtype)
+        lu = factor.of(data.astype(real, copy=False))
+        return lu.solve(b.real.astype(real), trans=trans) + 1j * lu.solve(
+            b.imag.astype(real), trans=trans
+        )
+    lu = factor.of(data.astype(dtype, copy=False))
+    return lu.solve(b.astype(dtype, copy=False), trans=trans)
 
 
 def _lu_vjp_data(ans, data, b, factor, trans):
@@ -319,7 +327,8 @@ class _Iterative:
         if M is not None and trans == "T":
             M = _spla.aslinearoperator(M).T
         b = _np.asarray(b)
-        b = _np.asarray(b, dtype=_np.result_type(matrix.dtype, b.dtype))
+        dtype = _np.result_type(matrix.dtype, b.dtype)
+        matrix, b = matrix.astype(dtype), b.astype(dtype, copy=False)
         solver = _spla.cg if self.method == "cg" else _spla.gmres
         x, info = solver(matrix, b, M=M, **self.options)
         if info != 0:
