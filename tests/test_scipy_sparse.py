@@ -384,3 +384,32 @@ def test_the_users_data_is_never_changed():
     fgrad.grad(lambda d, b: fnp.sum(fsla.spsolve(_A(d), b)), argnums=(0, 1))(d, b)
     np.testing.assert_array_equal(d, DATA)
     np.testing.assert_array_equal(b, B0)
+
+
+def test_a_scipy_matrix_times_is_its_matrix_product():
+    # SciPy's spmatrix keeps np.matrix's `*`: the matrix product, in both orders
+    M = sp.csr_matrix(A_DENSE)
+    y = RNG.standard_normal(6)
+    _close(
+        fgrad.grad(lambda x: fnp.sum(fnp.sin(M * x)))(X0),
+        fgrad.grad(lambda x: fnp.sum(fnp.sin(A_DENSE @ x)))(X0),
+    )
+    _close(
+        fgrad.grad(lambda y: fnp.sum(fnp.sin(y * M)))(y),
+        fgrad.grad(lambda y: fnp.sum(fnp.sin(y @ A_DENSE)))(y),
+    )
+
+
+@pytest.mark.parametrize("op", ["x * A", "x + A", "A + x", "x - A", "x < A", "x / A"])
+def test_elementwise_operators_with_a_scipy_array_are_refused(op):
+    B = sp.csr_array(np.eye(4))
+    f = {
+        "x * A": lambda x: x * B,
+        "x + A": lambda x: x + B,
+        "A + x": lambda x: B + x,
+        "x - A": lambda x: x - B,
+        "x < A": lambda x: x < B,
+        "x / A": lambda x: x / B,
+    }[op]
+    with pytest.raises(TypeError, match=r"\(4, 4\).*float64.*matrix products only"):
+        fgrad.grad(lambda x: fnp.sum(f(x)))(X0)

@@ -135,17 +135,45 @@ def _assigns_into_a_subscript(statement):
     return any(isinstance(t, ast.Subscript) for t in targets)
 
 
-def _operator(prim):
-    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one)."""
-    if isinstance(prim, Primitive):
-        return lambda self, other: bind_two(prim, self, other)
-    return lambda self, other: prim(self, other)
+def _operator(prim, symbol):
+    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one);
+    `symbol` is the operator's, for the refusal of a SciPy sparse operand."""
+    apply = prim if not isinstance(prim, Primitive) else lambda x, y: bind_two(prim, x, y)
+
+    def method(self, other):
+        if type(other) not in _PLAIN_OPERANDS and _is_scipy_sparse(other):
+            return _with_sparse(self, other, symbol, reflected=False)
+        return apply(self, other)
+
+    return method
 
 
-def _reversed(prim):
-    if isinstance(prim, Primitive):
-        return lambda self, other: bind_two(prim, other, self)
-    return lambda self, other: prim(other, self)
+def _reversed(prim, symbol):
+    apply = prim if not isinstance(prim, Primitive) else lambda x, y: bind_two(prim, x, y)
+
+    def method(self, other):
+        if type(other) not in _PLAIN_OPERANDS and _is_scipy_sparse(other):
+            return _with_sparse(self, other, symbol, reflected=True)
+        return apply(other, self)
+
+    return method
+
+
+def _with_sparse(x, A, symbol, reflected):
+    """`x <symbol> A` (or `A <symbol> x`) for a SciPy sparse A: `*` of a `spmatrix` is its
+    matrix product (np.matrix's convention, which SciPy's matrices keep); fgrad refuses the
+    elementwise operators, whose NumPy form would treat A as an object, not a matrix."""
+    sp = _scipy_sparse_module()
+    if symbol == "*" and sp.isspmatrix(A):
+        return _sparse_product(A, x, reverse=not reflected)
+    written = f"A {symbol} x" if reflected else f"x {symbol} A"
+    raise TypeError(
+        f"{written} with A a scipy.sparse {type(A).__name__} (shape {A.shape}, dtype "
+        f"{A.dtype}) and x a traced value ({_sh.describe(x)}): fgrad supports SciPy's sparse "
+        "matrices in matrix products only (A @ x, x @ A, A.dot(x)). For an elementwise "
+        "operation use A.toarray() (dense), or build the matrix with fgrad.scipy.sparse and "
+        "operate on its data."
+    )
 
 
 def _scipy_sparse_module():
@@ -153,9 +181,15 @@ def _scipy_sparse_module():
     return sys.modules.get("scipy.sparse")
 
 
+# The usual operands of an operator, which need no look at SciPy
+_PLAIN_OPERANDS = frozenset(
+    {Box, _np.ndarray, float, int, complex, bool, _np.float64, _np.float32, _np.int64}
+)
+
+
 def _is_scipy_sparse(other):
-    if type(other) is Box or type(other) is _np.ndarray:
-        return False  # the usual operands, without a look at SciPy
+    if type(other) in _PLAIN_OPERANDS:
+        return False
     sp = _scipy_sparse_module()
     return sp is not None and sp.issparse(other)
 
@@ -451,28 +485,28 @@ def _as_method(fn):
 
 
 _METHODS = {
-    "__add__": _operator(_ew.add_operator),
-    "__radd__": _reversed(_ew.add_operator),
-    "__sub__": _operator(_ew.subtract_operator),
-    "__rsub__": _reversed(_ew.subtract_operator),
-    "__mul__": _operator(_ew.multiply_operator),
-    "__rmul__": _reversed(_ew.multiply_operator),
-    "__truediv__": _operator(_ew.divide_operator),
-    "__rtruediv__": _reversed(_ew.divide_operator),
-    "__pow__": _operator(_ew.power_operator),
-    "__rpow__": _reversed(_ew.power_operator),
+    "__add__": _operator(_ew.add_operator, "+"),
+    "__radd__": _reversed(_ew.add_operator, "+"),
+    "__sub__": _operator(_ew.subtract_operator, "-"),
+    "__rsub__": _reversed(_ew.subtract_operator, "-"),
+    "__mul__": _operator(_ew.multiply_operator, "*"),
+    "__rmul__": _reversed(_ew.multiply_operator, "*"),
+    "__truediv__": _operator(_ew.divide_operator, "/"),
+    "__rtruediv__": _reversed(_ew.divide_operator, "/"),
+    "__pow__": _operator(_ew.power_operator, "**"),
+    "__rpow__": _reversed(_ew.power_operator, "**"),
     "__matmul__": _matmul,
     "__rmatmul__": _rmatmul,
     "__neg__": _unary(_ew.negative),
     "__invert__": _unary(_ew.invert),
     "__pos__": lambda self: self,
     "__abs__": _unary(_ew.abs),
-    "__lt__": _operator(_ew.less),
-    "__le__": _operator(_ew.less_equal),
-    "__gt__": _operator(_ew.greater),
-    "__ge__": _operator(_ew.greater_equal),
-    "__eq__": _operator(_ew.equal),
-    "__ne__": _operator(_ew.not_equal),
+    "__lt__": _operator(_ew.less, "<"),
+    "__le__": _operator(_ew.less_equal, "<="),
+    "__gt__": _operator(_ew.greater, ">"),
+    "__ge__": _operator(_ew.greater_equal, ">="),
+    "__eq__": _operator(_ew.equal, "=="),
+    "__ne__": _operator(_ew.not_equal, "!="),
     "__getitem__": _sh.getitem,
     "__setitem__": _setitem,
     "__len__": _len,
@@ -488,10 +522,10 @@ _METHODS = {
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
-    "__mod__": _operator(_uf.remainder),
-    "__rmod__": _reversed(_uf.remainder),
-    "__floordiv__": _operator(_uf.floor_divide),
-    "__rfloordiv__": _reversed(_uf.floor_divide),
+    "__mod__": _operator(_uf.remainder, "%"),
+    "__rmod__": _reversed(_uf.remainder, "%"),
+    "__floordiv__": _operator(_uf.floor_divide, "//"),
+    "__rfloordiv__": _reversed(_uf.floor_divide, "//"),
     "sum": _as_method(_sh.sum),
     "mean": _as_method(_rd.mean),
     "prod": _as_method(_rd.prod),
