@@ -413,3 +413,30 @@ def test_elementwise_operators_with_a_scipy_array_are_refused(op):
     }[op]
     with pytest.raises(TypeError, match=r"\(4, 4\).*float64.*matrix products only"):
         fgrad.grad(lambda x: fnp.sum(f(x)))(X0)
+
+
+def test_sums_of_sparse_arrays_and_their_gradients():
+    A = fsp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
+    B = fsp.diags([np.ones(3), 2.0], [0, 1], shape=(4, 3))
+    _close((A + B).toarray(), A.toarray() + B.toarray())
+    _close((A - B).toarray(), A.toarray() - B.toarray())
+    x = RNG.standard_normal(3)
+
+    def f(d, e):
+        A = fsp.csr_array((d, INDICES, INDPTR), shape=(4, 3))
+        B = fsp.diags([e], [0], shape=(4, 3))
+        return fnp.sin((A - 2.0 * B) @ x)
+
+    check_grads(f, (D0, np.ones(3)), order=2, modes=("fwd", "rev"))
+    with pytest.raises(TypeError, match=r"shape \(4, 3\)"):
+        A + np.ones((4, 3))
+
+
+def test_splu_solves_with_the_conjugate_transpose():
+    d = DATA * (1.0 + 0.5j)
+    lu = fsla.splu(_A(d))
+    dense = _S.toarray() * (1.0 + 0.5j)
+    _close(lu.solve(B0, trans="H"), np.linalg.solve(dense.conj().T, B0))
+    # a real matrix: 'H' is 'T', with the same factorisation
+    _close(fsla.splu(_A(DATA)).solve(B0, trans="H"), np.linalg.solve(_S.toarray().T, B0))
+    check_grads(lambda b: fsla.splu(_A(d)).solve(b, trans="H"), (B0 + 0j,), order=2)

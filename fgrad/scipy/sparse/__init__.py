@@ -173,7 +173,8 @@ class SparseArray:
     returns the gradient with respect to the data as a `SparseArray` of the same structure.
 
     Supported: `A @ x`, `x @ A` and `A.dot(x)` with dense `x`, `A.T`, `A.transpose()`,
-    `A.sum(axis)`, `A.toarray()`, `A.todense()`, `A * c` and `-A` for a scalar c, and
+    `A.sum(axis)`, `A.toarray()`, `A.todense()`, `A * c` and `-A` for a scalar c, `A + B` and
+    `A - B` of two sparse arrays of the same shape (their stored elements side by side), and
     `A.to_scipy()` (SciPy's CSR array of the value, without derivative).
     """
 
@@ -248,6 +249,26 @@ class SparseArray:
 
     def __neg__(self) -> SparseArray:
         return SparseArray(-self.data, self.structure)
+
+    def __add__(self, other: Any) -> SparseArray:
+        # the stored elements of both, side by side: repeated positions add up
+        if not isinstance(other, SparseArray) or other.shape != self.shape:
+            raise TypeError(
+                f"SparseArray + other: other must be a SparseArray of shape {self.shape}; got "
+                f"{type(other).__name__}"
+                + (f" of shape {other.shape}" if hasattr(other, "shape") else "")
+                + " (for a dense sum write A.toarray() + x)"
+            )
+        s, o = self.structure, other.structure
+        structure = _Structure(
+            _np.concatenate([s.row, o.row]), _np.concatenate([s.col, o.col]), s.shape
+        )
+        return SparseArray(fnp.concatenate([self.data, other.data]), structure)
+
+    def __sub__(self, other: Any) -> SparseArray:
+        if not isinstance(other, SparseArray):
+            return self + other  # the same refusal
+        return self + (-other)
 
     def sum(self, axis: int | None = None) -> Any:
         if axis is None:

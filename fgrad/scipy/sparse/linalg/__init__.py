@@ -239,12 +239,13 @@ class SuperLU:
         """
         if trans not in ("N", "T", "H"):
             raise ValueError(f"SuperLU.solve: trans must be 'N', 'T' or 'H'; got {trans!r}")
-        data = self._A.data
+        data, factor = self._A.data, self._factor
         if trans == "H":
-            data, trans = fnp.conj(data), "T"
-            factor = _Factor(self._factor.structure, self._factor.options)
-        else:
-            factor = self._factor
+            if _np.issubdtype(dtype_of(data), _np.complexfloating):
+                # A^H x = b is A^T x = b with the conjugate data: another factorisation
+                data = fnp.conj(data)
+                factor = _Factor(factor.structure, factor.options)
+            trans = "T"
         rhs = _check_rhs(self._A, rhs, "SuperLU.solve")
         return _lu_solve_p(data, rhs, factor=factor, trans=trans)
 
