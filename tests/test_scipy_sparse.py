@@ -440,3 +440,17 @@ def test_splu_solves_with_the_conjugate_transpose():
     # a real matrix: 'H' is 'T', with the same factorisation
     _close(fsla.splu(_A(DATA)).solve(B0, trans="H"), np.linalg.solve(_S.toarray().T, B0))
     check_grads(lambda b: fsla.splu(_A(d)).solve(b, trans="H"), (B0 + 0j,), order=2)
+
+
+def test_a_sparse_array_as_an_argument_of_jit():
+    A = fsp.diags([np.array([2.0, 3.0, 4.0]), 0.5], [0, 1])
+    b = np.ones(3)
+
+    def loss(A, b):
+        return fnp.sum(fsla.spsolve(A, b) ** 2)
+
+    solve = fgrad.jit(lambda A, b: fsla.spsolve(A, b))
+    g = fgrad.jit(fgrad.grad(loss))
+    for scale in (1.0, 2.0, 0.5):  # replayed with other data: refactorised, never stale
+        _close(solve(scale * A, b), fsla.spsolve(scale * A, b))
+        _close(g(scale * A, b).data, fgrad.grad(loss)(scale * A, b).data)
