@@ -143,6 +143,69 @@ def _sub(a, b):
     return [x if y is None else (-y if x is None else x - y) for x, y in zip(a, b)]
 
 
+# --- vmap -----------------------------------------------------------------------------------------
+
+
+def _bind_call(prim, call, inputs):
+    """Bind `prim` with `call` as its parameter; while it is processed, `call.inputs` are its
+    inputs (a rule may bind the same call again: the outer binding's come back after)."""
+    previous, call.inputs = call.inputs, inputs
+    try:
+        return bind(prim, inputs, {"call": call})
+    finally:
+        call.inputs = previous
+
+
+def _processing_level(inputs, vals):
+    """The level applying a rule: each level strips its own boxes before the next outer one
+    sees the arguments, so it is the outermost level of `inputs` deeper than every live box
+    left in `vals`."""
+    left = max((lv.depth for lv in _live_levels(vals)), default=-1)
+    return min((lv for lv in _live_levels(inputs) if lv.depth > left), key=lambda lv: lv.depth)
+
+
+_BY_ROW = (
+    "a transform outside this vmap differentiates the solve: each row is bound again, so "
+    "that transform applies the solve's rules to it (the user's solver may be SciPy's, which "
+    "cannot take a batch)"
+)
+
+
+# A value of a vmap inside a differentiating transform, read from a closure, carries that
+# transform's boxes inside the vmap's: capturing cannot see them, so the derivative would be lost.
+_READS_BATCHED = (
+    "{who}: under vmap inside a transform that differentiates it, the function reads a value "
+    "batched by that vmap without being given it, whose derivative would be lost; put the "
+    "vmap outside (vmap(grad(f)) rather than grad(vmap(f))), or pass the value as an argument"
+)
+
+
+def _batch(prim, impl, args, dims, call):
+    """A solve under vmap. When no transform outside the vmap differentiates it, the user's
+    solver runs on the batch itself: fgrad operations take all rows together, and a value
+    read with NumPy (SciPy's solvers) is read row by row by the batching level (see
+    `fgrad.batching`, "Reading rows"), so the user's functions may read values of this vmap
+    from a closure. Otherwise each row is bound again, so that the outer transform applies
+    the rules; then the functions must not read values of this vmap they are not given."""
+    level = _processing_level(call.inputs, args)
+    if not any(not (lv.batches or lv.stages) for lv in _live_levels(args)):
+        boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+        outs = impl(*boxed, call=call)
+        if any(not (lv.batches or lv.stages) for lv in _live_levels(outs)):
+            raise TypeError(_READS_BATCHED.format(who=call.who))
+        values, out_dims = [], []
+        for o in outs:
+            own = type(o) is Box and o.level is level
+            values.append(o.value if own else o)
+            out_dims.append(o.aux if own else None)
+        return tuple(values), tuple(out_dims)
+    size = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    outs, out_dims = batching.rows_one_by_one(prim, args, dims, {"call": call}, size, _BY_ROW)
+    if any(core.holds_box_of(o, level) for o in outs):
+        raise TypeError(_READS_BATCHED.format(who=call.who))
+    return outs, out_dims
+
+
 # --- the linear solve -----------------------------------------------------------------------------
 
 
@@ -159,6 +222,7 @@ class _LinearCall:
         self.symmetric = symmetric
         self.tree, self.metas = tree, metas
         self.n_b = len(metas)
+        self.inputs = None  # the inputs of the binding being processed (see `_bind_call`)
         self._transposed = None
 
     def __repr__(self):
@@ -201,7 +265,7 @@ class _LinearCall:
 
     def bind(self, b_leaves, params):
         """x's leaves for right-hand side leaves `b_leaves`."""
-        return bind(linear_solve_p, list(b_leaves) + list(params), {"call": self})
+        return _bind_call(linear_solve_p, self, list(b_leaves) + list(params))
 
 
 def _linear_impl(*vals, call):
@@ -267,10 +331,8 @@ linear_solve_p = Primitive(
     jvp=_linear_jvp,
     multiple_results=True,
 )
-batching.declare_row_by_row(
-    linear_solve_p,
-    "the user's solver runs on one right-hand side and one operator (it may be SciPy's, which "
-    "cannot take a batch), so each row is a solve of its own",
+batching.rules[linear_solve_p] = lambda args, dims, call: _batch(
+    linear_solve_p, _linear_impl, args, dims, call
 )
 
 
@@ -392,12 +454,13 @@ class _RootCall:
         self.n_x = len(leaves)
         self.aux_tree = None
         self.solve_params = False
+        self.inputs = None
 
     def __repr__(self):
         return self.who
 
     def bind(self, params):
-        return bind(root_p, list(params), {"call": self})
+        return _bind_call(root_p, self, list(params))
 
     def linearized(self):
         """The linear solve with f's Jacobian in x at the root: its parameters are the root's
@@ -485,11 +548,7 @@ def _root_vjp(wanted, ans, *params, call):
 
 
 root_p = Primitive("custom_root", _root_impl, vjp=_root_vjp, jvp=_root_jvp, multiple_results=True)
-batching.declare_row_by_row(
-    root_p,
-    "the user's solver finds one root (it may be SciPy's, which cannot take a batch), so each "
-    "row is a solve of its own",
-)
+batching.rules[root_p] = lambda args, dims, call: _batch(root_p, _root_impl, args, dims, call)
 
 
 def root_of(
