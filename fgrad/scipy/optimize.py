@@ -497,10 +497,14 @@ def root(
             f = p.plain(functools.partial(equations, params=params))
             if jac is None and method in ("hybr", "lm"):
                 j = _jac_plain(functools.partial(equations, params=params))
-        res = _so.root(
-            f, p.start(params), _plain_args(p, params), method, j, tol, callback, options
-        )
-        p.check(bool(res.success), res.message, res)
+        start = p.start(params)
+        res = _so.root(f, start, _plain_args(p, params), method, j, tol, callback, options)
+        # SciPy's success is not always a small residual (method="krylov" with a tol it
+        # cannot reach reports success far from a root): check the residual too
+        scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, returns_jac))))
+        residual = float(_np.max(_np.abs(_plain_equations(f, res.x, returns_jac))))
+        ok = bool(res.success) and residual <= 1e-8 * scale
+        p.check(ok, f"{res.message}; max |fun(x)| = {residual:.3g}", res)
         return _np.asarray(res.x, dtype=_np.float64)
 
     _check_square(p, equations)
@@ -509,6 +513,11 @@ def root(
         return p.result()
     x = p.solve(equations, scipy_solve, symmetric=False)
     return _with_result(p.result(), x, equations(x, p.params))
+
+
+def _plain_equations(f, x, returns_jac):
+    out = f(x)
+    return _np.asarray(out[0] if returns_jac else out, dtype=_np.float64)
 
 
 def _jac_plain(fn):
