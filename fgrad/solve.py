@@ -36,7 +36,7 @@ import numpy as _np
 from . import batching, core, sparsity
 from . import numpy as fnp
 from .api import jvp, vjp
-from .core import Box, Primitive, bind
+from .core import Box, Primitive, bind, refuse_lazy
 from .numpy.shaping import describe
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -95,9 +95,7 @@ class _Closed:
         suspend = {
             id(c.level): c.level
             for c in self.captured
-            if c.level.live
-            and not (c.level.batches or c.level.stages)
-            and id(c.level) not in present
+            if c.level.live and not c.level.batches and id(c.level) not in present
         }
         with core.replacing(replaced, list(suspend.values())):
             out = self.fun(x)
@@ -107,11 +105,17 @@ class _Closed:
 
 
 def _discover(fun, x):
-    """Run `fun(x)` with every differentiating transform suspended: its output and the boxes it
-    reads (its free variables)."""
-    with core.capturing() as capture:
+    """Run `fun(x)` with every transform that differentiates or records suspended: its output
+    and the boxes it reads (its free variables). A value `jit` records is captured too (core's
+    `capturing` keeps a staging level live): read from a closure, it must be an input of the
+    solve's primitive, or a replay would use the recorded value."""
+    levels = [lv for lv in core.live_levels() if not lv.batches]
+    with core._rewritten(core._Capture(set(levels)), levels) as capture:
         out = fun(x)
     return out, list(capture.boxes)
+
+
+_LAZY = "the user's solver runs on NumPy values"
 
 
 def _plain(v):
@@ -143,6 +147,74 @@ def _sub(a, b):
     return [x if y is None else (-y if x is None else x - y) for x, y in zip(a, b)]
 
 
+# --- vmap -----------------------------------------------------------------------------------------
+
+
+def _bind_call(prim, call, inputs):
+    """Bind `prim` with `call` as its parameter; while it is processed, `call.inputs` are its
+    inputs (a rule may bind the same call again: the outer binding's come back after)."""
+    previous, call.inputs = call.inputs, inputs
+    try:
+        return bind(prim, inputs, {"call": call})
+    finally:
+        call.inputs = previous
+
+
+def _processing_level(inputs, vals):
+    """The level applying a rule: each level strips its own boxes before the next outer one
+    sees the arguments, so it is the outermost level of `inputs` deeper than every live box
+    left in `vals`."""
+    left = max((lv.depth for lv in _live_levels(vals)), default=-1)
+    return min((lv for lv in _live_levels(inputs) if lv.depth > left), key=lambda lv: lv.depth)
+
+
+_BY_ROW = (
+    "the user's solver finds one solution at a time (it may be SciPy's, which cannot take a "
+    "batch), and each row bound again lets a transform outside the vmap apply the rules"
+)
+
+_READS_BATCHED = (
+    "{who}: under vmap, the function reads a value batched by that vmap without being given "
+    "it, while its arguments are batched too or a transform outside the vmap differentiates "
+    "it: one row at a time, that value's rows cannot be paired with the arguments' (and its "
+    "derivative would be lost); pass the value as an argument (in args), or put the vmap "
+    "outside the differentiating transform (vmap(grad(f)) rather than grad(vmap(f)))"
+)
+
+
+def batch_levels(leaves: Sequence[Any]) -> set[int]:
+    """The ids of the live batching levels of the boxes in `leaves`."""
+    return {id(lv) for lv in _live_levels(leaves) if lv.batches}
+
+
+def _batch(prim, impl, args, dims, call):
+    """A solve under vmap: one solve per row, each row bound again, so that a transform
+    outside the vmap applies the rules. When the user's functions read a value of this vmap
+    from a closure (`call.reads_batched`, seen when first run on arguments without rows) and
+    no transform outside the vmap differentiates the solve, the user's solver runs on the
+    batch itself instead: fgrad operations take all rows together, and a value read with
+    NumPy (SciPy's solvers) is read row by row by the batching level (see `fgrad.batching`,
+    "Reading rows"), which pairs the closure's rows with the arguments'."""
+    level = _processing_level(call.inputs, args)
+    differentiated = any(not (lv.batches or lv.stages) for lv in _live_levels(args))
+    if call.reads_batched and not differentiated:
+        boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+        outs = impl(*boxed, call=call)
+        if any(not (lv.batches or lv.stages) for lv in _live_levels(outs)):
+            raise TypeError(_READS_BATCHED.format(who=call.who))
+        values, out_dims = [], []
+        for o in outs:
+            own = type(o) is Box and o.level is level
+            values.append(o.value if own else o)
+            out_dims.append(o.aux if own else None)
+        return tuple(values), tuple(out_dims)
+    size = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    outs, out_dims = batching.rows_one_by_one(prim, args, dims, {"call": call}, size, _BY_ROW)
+    if any(core.holds_box_of(o, level) for o in outs):
+        raise TypeError(_READS_BATCHED.format(who=call.who))
+    return outs, out_dims
+
+
 # --- the linear solve -----------------------------------------------------------------------------
 
 
@@ -159,6 +231,8 @@ class _LinearCall:
         self.symmetric = symmetric
         self.tree, self.metas = tree, metas
         self.n_b = len(metas)
+        self.inputs = None  # the inputs of the binding being processed (see `_bind_call`)
+        self.reads_batched = False  # matvec reads a value of a vmap from a closure
         self._transposed = None
 
     def __repr__(self):
@@ -196,12 +270,17 @@ class _LinearCall:
                 metas,
             )
             t._transposed = self
+            t.reads_batched = self.reads_batched
             self._transposed = t
         return self._transposed
 
     def bind(self, b_leaves, params):
-        """x's leaves for right-hand side leaves `b_leaves`."""
-        return bind(linear_solve_p, list(b_leaves) + list(params), {"call": self})
+        """x's leaves for right-hand side leaves `b_leaves` (cast to x's dtypes)."""
+        b_leaves = [
+            v if core.dtype_of(v) == d else fnp.astype(v, d)
+            for v, (_, d) in zip(b_leaves, self.metas)
+        ]
+        return _bind_call(linear_solve_p, self, list(b_leaves) + list(params))
 
 
 def _linear_impl(*vals, call):
@@ -267,10 +346,8 @@ linear_solve_p = Primitive(
     jvp=_linear_jvp,
     multiple_results=True,
 )
-batching.declare_row_by_row(
-    linear_solve_p,
-    "the user's solver runs on one right-hand side and one operator (it may be SciPy's, which "
-    "cannot take a batch), so each row is a solve of its own",
+batching.rules[linear_solve_p] = lambda args, dims, call: _batch(
+    linear_solve_p, _linear_impl, args, dims, call
 )
 
 
@@ -359,13 +436,24 @@ def custom_linear_solve(
             f"{type(solve).__name__}. Call it as custom_linear_solve(matvec, b, solve)"
         )
     b_leaves, tree = _as_float_leaves(who, "b", b)
+    refuse_lazy(who, _LAZY, *[core.innermost(v) for v in b_leaves])
+    probe = tree_unflatten(tree, [_zeros((core.shape_of(v), core.dtype_of(v))) for v in b_leaves])
+    # matvec is linear: zeros show what it reads without the rows of a vmap that b may have
+    out, captured = _discover(matvec, probe)
+    out_leaves = tree_flatten(out)[0]
+    if len(out_leaves) == len(b_leaves):  # a solution of A's and b's dtype, as a product's
+        b_leaves = [
+            v
+            if _np.result_type(core.dtype_of(v), core.dtype_of(o)) == core.dtype_of(v)
+            else fnp.astype(v, _np.result_type(core.dtype_of(v), core.dtype_of(o)))
+            for v, o in zip(b_leaves, out_leaves)
+        ]
     metas = [(core.shape_of(v), core.dtype_of(v)) for v in b_leaves]
-    plain_b = tree_unflatten(tree, [core.constant_of(v) for v in b_leaves])
-    out, captured = _discover(matvec, plain_b)
     _check_like(who, "matvec", out, tree, metas)
     call = _LinearCall(
         who, _Closed(matvec, captured), solve, transpose_solve, symmetric, tree, metas
     )
+    call.reads_batched = bool(batch_levels(out_leaves))
     inputs = b_leaves + captured
     if not _live_levels(inputs):
         return tree_unflatten(tree, list(_linear_impl(*inputs, call=call)))
@@ -392,12 +480,14 @@ class _RootCall:
         self.n_x = len(leaves)
         self.aux_tree = None
         self.solve_params = False
+        self.inputs = None
+        self.reads_batched = False  # f reads a value of a vmap from a closure
 
     def __repr__(self):
         return self.who
 
     def bind(self, params):
-        return bind(root_p, list(params), {"call": self})
+        return _bind_call(root_p, self, list(params))
 
     def linearized(self):
         """The linear solve with f's Jacobian in x at the root: its parameters are the root's
@@ -411,7 +501,7 @@ class _RootCall:
         def tangent_solve(g, y):
             return self.tangent_solve(g, y)
 
-        return _LinearCall(
+        lin = _LinearCall(
             f"{self.who}'s tangent_solve",
             matvec,
             tangent_solve,
@@ -420,6 +510,8 @@ class _RootCall:
             tree,
             self.metas,
         )
+        lin.reads_batched = self.reads_batched
+        return lin
 
 
 def _root_impl(*params, call):
@@ -485,11 +577,7 @@ def _root_vjp(wanted, ans, *params, call):
 
 
 root_p = Primitive("custom_root", _root_impl, vjp=_root_vjp, jvp=_root_jvp, multiple_results=True)
-batching.declare_row_by_row(
-    root_p,
-    "the user's solver finds one root (it may be SciPy's, which cannot take a batch), so each "
-    "row is a solve of its own",
-)
+batching.rules[root_p] = lambda args, dims, call: _batch(root_p, _root_impl, args, dims, call)
 
 
 def root_of(
@@ -502,15 +590,17 @@ def root_of(
     has_aux: bool = False,
     symmetric: bool = False,
     solve_params: bool = False,
+    reads_batched: bool = False,
 ) -> tuple[PyTree, Any]:
     """The root of `f(x, params)` found by `solve`, differentiable with respect to
     `params` (for `fgrad.scipy.optimize`, whose functions are given their parameters): the
     root, and the aux of `solve` (None without has_aux). With `symmetric`, f's Jacobian in x
     is symmetric (f is a gradient) and `tangent_solve` also solves with its transpose; with
     `solve_params`, `solve` is called as `solve(f, guess, params)` with the plain
-    parameters."""
+    parameters; `reads_batched` says that f reads a value of a vmap from a closure."""
     call = _RootCall(who, f, solve, tangent_solve, guess, has_aux, symmetric)
     call.solve_params = solve_params
+    call.reads_batched = reads_batched
     params = list(params)
     if not _live_levels(params):
         outs = _root_impl(*params, call=call)
@@ -574,9 +664,20 @@ def custom_root(
             "custom_root(f, initial_guess, solve, tangent_solve)"
         )
     guess_leaves, tree = _as_float_leaves(who, "initial_guess", initial_guess)
+    refuse_lazy(who, _LAZY, *[core.innermost(v) for v in guess_leaves])
     guess = tree_unflatten(tree, [_plain(v)[()] for v in guess_leaves])
     metas = [(core.shape_of(v), core.dtype_of(v)) for v in guess_leaves]
     out, captured = _discover(f, guess)
     _check_like(who, "f", out, tree, metas)
-    x, aux = root_of(who, _Closed(f, captured), captured, solve, tangent_solve, guess, has_aux)
+    reads = bool(batch_levels(tree_flatten(out)[0]))  # the guess is plain: from a closure
+    x, aux = root_of(
+        who,
+        _Closed(f, captured),
+        captured,
+        solve,
+        tangent_solve,
+        guess,
+        has_aux,
+        reads_batched=reads,
+    )
     return (x, aux) if has_aux else x

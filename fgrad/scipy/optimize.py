@@ -47,9 +47,9 @@ from .. import core
 from .. import numpy as fnp
 from ..api import grad as _grad
 from ..api import jacfwd, jvp, value_and_grad
-from ..core import Box
+from ..core import Box, refuse_lazy
 from ..numpy.shaping import describe
-from ..solve import _Closed, _discover, _live_levels, root_of
+from ..solve import _Closed, _discover, _live_levels, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
@@ -98,11 +98,19 @@ class _Problem:
         self.shape, self.dtype = core.shape_of(self.x0), _np.dtype(_np.float64)
         leaves, self.arg_tree = tree_flatten(args)
         self.arg_leaves = leaves
+        _check_args(who, self.x0, leaves)
         self.traced = [i for i, v in enumerate(leaves) if type(v) is Box]
         self.x0_param = type(self.x0) is Box
         x_plain = core.constant_of(self.x0)
         plain_args = tree_unflatten(self.arg_tree, [core.constant_of(v) for v in leaves])
-        _, captured = _discover(lambda xa: fun(xa[0], *xa[1]), (x_plain, plain_args))
+        out, captured = _discover(lambda xa: fun(xa[0], *xa[1]), (x_plain, plain_args))
+        # whether fun reads a value of a vmap from a closure (see fgrad.solve's vmap rule):
+        # run on one row of the arguments, its value has rows only if it does
+        self.reads_batched = bool(batch_levels(_leaves_of(out)))
+        if batch_levels([self.x0, *leaves]):
+            row = tree_unflatten(self.arg_tree, [_first_row(v) for v in leaves])
+            out, _ = _discover(lambda xa: fun(xa[0], *xa[1]), (_first_row(self.x0), row))
+            self.reads_batched = bool(batch_levels(_leaves_of(out)))
         self.closed = _Closed(lambda xa: fun(xa[0], *xa[1]), captured)
         self.params = (
             ([self.x0] if self.x0_param else []) + [leaves[i] for i in self.traced] + list(captured)
@@ -172,6 +180,7 @@ class _Problem:
             _np.zeros(self.shape),
             symmetric=symmetric,
             solve_params=True,
+            reads_batched=self.reads_batched,
         )
         return x
 
@@ -182,6 +191,43 @@ class _Problem:
             res = OptimizeResult(res)
             res.success = all(bool(r.get("success", True)) for r in self.results)
         return res
+
+
+def _check_args(who, x0, leaves):
+    refuse_lazy(who, "SciPy's solver steps on NumPy arrays", core.innermost(x0))
+    for k, v in enumerate(leaves):
+        inner = core.innermost(v)
+        refuse_lazy(who, "SciPy's solver steps on NumPy arrays", inner)
+        dtype = getattr(inner, "dtype", None)
+        if dtype is None and isinstance(inner, complex):
+            dtype = _np.dtype(complex)
+        if dtype is not None and _np.dtype(dtype).kind == "c":
+            raise TypeError(
+                f"{who}: args leaf {k} has {describe(v)}; SciPy's solvers and their implicit "
+                "derivatives are real: split it into its real and imaginary parts"
+            )
+
+
+def _first_row(v):
+    """v's plain value without the rows of any vmap (its first row): a probe."""
+    axes = []
+    while type(v) is Box:
+        if v.level.batches and v.level.live:
+            axes.append(v.aux)
+        v = v.value
+    if not axes:
+        return v
+    v = _np.asarray(v)
+    for axis in axes:  # the outermost box is the innermost vmap's: its axis comes first
+        v = _np.take(v, 0, axis=axis)
+    return v
+
+
+def _leaves_of(out):
+    try:
+        return tree_flatten(out)[0]
+    except Exception:  # a value fgrad cannot flatten holds no box of a vmap
+        return []
 
 
 def _as_start(who, x0, flat):
@@ -497,10 +543,14 @@ def root(
             f = p.plain(functools.partial(equations, params=params))
             if jac is None and method in ("hybr", "lm"):
                 j = _jac_plain(functools.partial(equations, params=params))
-        res = _so.root(
-            f, p.start(params), _plain_args(p, params), method, j, tol, callback, options
-        )
-        p.check(bool(res.success), res.message, res)
+        start = p.start(params)
+        res = _so.root(f, start, _plain_args(p, params), method, j, tol, callback, options)
+        # SciPy's success is not always a small residual (method="krylov" with a tol it
+        # cannot reach reports success far from a root): check the residual too
+        scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, returns_jac))))
+        residual = float(_np.max(_np.abs(_plain_equations(f, res.x, returns_jac))))
+        ok = bool(res.success) and residual <= 1e-8 * scale
+        p.check(ok, f"{res.message}; max |fun(x)| = {residual:.3g}", res)
         return _np.asarray(res.x, dtype=_np.float64)
 
     _check_square(p, equations)
@@ -509,6 +559,11 @@ def root(
         return p.result()
     x = p.solve(equations, scipy_solve, symmetric=False)
     return _with_result(p.result(), x, equations(x, p.params))
+
+
+def _plain_equations(f, x, returns_jac):
+    out = f(x)
+    return _np.asarray(out[0] if returns_jac else out, dtype=_np.float64)
 
 
 def _jac_plain(fn):
