@@ -9,7 +9,8 @@ Write a function with `fgrad.numpy` (a mirror of NumPy) and transform it:
 
 Public names only; the layers underneath are `core` (levels, boxes, the K transform),
 `primitive` (registering operations with their rules), `numpy` (the mirror), `api` (the
-transforms), `custom` (your own rules, checkpointing, a tap on the backward pass) and
+transforms), `custom` (your own rules, checkpointing, a tap on the backward pass), `solve`
+(`custom_root`, `custom_linear_solve`: implicit differentiation) and
 `test_util` (numerical gradient checks), `graph` (`make_graph`: a look inside a computation),
 `staging` and `jitting` (`jit`: record once, replay), `sparsity` (which inputs each value
 depends on), `coloring` and `sparse` (sparse Jacobians and Hessians, which load SciPy when
@@ -35,6 +36,7 @@ from .graph import make_graph
 from .jets import derivative, jet, laplacian
 from .jitting import jit, make_record
 from .primitive import primitive
+from .solve import custom_linear_solve, custom_root
 from .sparse import hessian_sparsity, jacobian_sparsity, sparse_hessian, sparse_jacobian
 from .vmapping import vmap
 
@@ -67,6 +69,8 @@ def __dir__():
 __all__ = [
     "checkpoint",
     "custom_jvp",
+    "custom_linear_solve",
+    "custom_root",
     "custom_vjp",
     "debug_nans",
     "derivative",

@@ -7,6 +7,7 @@ The core defines `Box` without operators so that it never depends on this layer;
 from __future__ import annotations
 
 import ast
+import importlib
 import linecache
 import os
 import sys
@@ -140,17 +141,103 @@ def _assigns_into_a_subscript(statement):
     return any(isinstance(t, ast.Subscript) for t in targets)
 
 
-def _operator(prim):
-    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one)."""
-    if isinstance(prim, Primitive):
-        return lambda self, other: bind_two(prim, self, other)
-    return lambda self, other: prim(self, other)
+def _operator(prim, symbol):
+    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one);
+    `symbol` is the operator's, for the refusal of a SciPy sparse operand."""
+    apply = prim if not isinstance(prim, Primitive) else lambda x, y: bind_two(prim, x, y)
+
+    def method(self, other):
+        if type(other) not in _PLAIN_OPERANDS and _is_scipy_sparse(other):
+            return _with_sparse(self, other, symbol, reflected=False)
+        return apply(self, other)
+
+    return method
 
 
-def _reversed(prim):
-    if isinstance(prim, Primitive):
-        return lambda self, other: bind_two(prim, other, self)
-    return lambda self, other: prim(other, self)
+def _reversed(prim, symbol):
+    apply = prim if not isinstance(prim, Primitive) else lambda x, y: bind_two(prim, x, y)
+
+    def method(self, other):
+        if type(other) not in _PLAIN_OPERANDS and _is_scipy_sparse(other):
+            return _with_sparse(self, other, symbol, reflected=True)
+        return apply(other, self)
+
+    return method
+
+
+def _with_sparse(x, A, symbol, reflected):
+    """`x <symbol> A` (or `A <symbol> x`) for a SciPy sparse A: `*` of a `spmatrix` is its
+    matrix product (np.matrix's convention, which SciPy's matrices keep); fgrad refuses the
+    elementwise operators, whose NumPy form would treat A as an object, not a matrix."""
+    sp = _scipy_sparse_module()
+    if symbol == "*" and sp.isspmatrix(A):
+        return _sparse_product(A, x, reverse=not reflected)
+    written = f"A {symbol} x" if reflected else f"x {symbol} A"
+    raise TypeError(
+        f"{written} with A a scipy.sparse {type(A).__name__} (shape {A.shape}, dtype "
+        f"{A.dtype}) and x a traced value ({_sh.describe(x)}): fgrad supports SciPy's sparse "
+        "matrices in matrix products only (A @ x, x @ A, A.dot(x)). For an elementwise "
+        "operation use A.toarray() (dense), or build the matrix with fgrad.scipy.sparse and "
+        "operate on its data."
+    )
+
+
+def _scipy_sparse_module():
+    """`scipy.sparse` if the program has imported it (a sparse operand implies it has)."""
+    return sys.modules.get("scipy.sparse")
+
+
+# The usual operands of an operator, which need no look at SciPy
+_PLAIN_OPERANDS = frozenset(
+    {Box, _np.ndarray, float, int, complex, bool, _np.float64, _np.float32, _np.int64}
+)
+
+
+def _is_scipy_sparse(other):
+    if type(other) in _PLAIN_OPERANDS:
+        return False
+    sp = _scipy_sparse_module()
+    return sp is not None and sp.issparse(other)
+
+
+def _asked_by_scipy_sparse(frame):
+    """Whether `frame` is SciPy's sparse `_matmul_dispatch` (which converts the operand of
+    `A @ x` with np.asanyarray)."""
+    sp = _scipy_sparse_module()
+    base = getattr(sp, "_base", None)
+    dispatch = getattr(getattr(base, "_spbase", None), "_matmul_dispatch", None)
+    return dispatch is not None and frame.f_code is dispatch.__code__
+
+
+def _sparse_product(A, x, reverse):
+    # SciPy's matrices meet traced values in fgrad.scipy.sparse (the layer above, imported
+    # when a program that uses scipy.sparse first multiplies a traced value by one)
+    mirror = importlib.import_module("fgrad.scipy.sparse")
+    return mirror.matmul_constant(A, x, reverse=reverse)
+
+
+def _defers(other):
+    """Whether `other` asks NumPy's arrays to leave its operators to it (`__array_ufunc__ =
+    None`, NEP 13), as fgrad.scipy.sparse's arrays do: a traced value defers to it too."""
+    return (
+        type(other) is not Box
+        and type(other) is not _np.ndarray
+        and getattr(type(other), "__array_ufunc__", False) is None
+    )
+
+
+def _matmul(self, other):
+    if _is_scipy_sparse(other):
+        return _sparse_product(other, self, reverse=True)  # x @ A
+    if _defers(other):
+        return NotImplemented
+    return bind_two(_pr.matmul, self, other)
+
+
+def _rmatmul(self, other):
+    if _is_scipy_sparse(other):
+        return _sparse_product(other, self, reverse=False)  # A @ x, after SciPy gave up
+    return bind_two(_pr.matmul, other, self)
 
 
 def _unary(fn):
@@ -185,6 +272,10 @@ def _repr(self):
 
 
 def _array(self, dtype=None, copy=None):
+    if _asked_by_scipy_sparse(sys._getframe(1)):
+        # `A @ x` with a SciPy sparse A: SciPy asks for an array first, and a 0-d array of
+        # objects is its sign to give up (NotImplemented), so that Python calls x.__rmatmul__
+        return _np.empty((), dtype=object)
     value = _np.asarray(_concrete_or_raise(self, "NumPy conversion"))
     return value if dtype is None else value.astype(dtype)
 
@@ -400,28 +491,28 @@ def _as_method(fn):
 
 
 _METHODS = {
-    "__add__": _operator(_ew.add_operator),
-    "__radd__": _reversed(_ew.add_operator),
-    "__sub__": _operator(_ew.subtract_operator),
-    "__rsub__": _reversed(_ew.subtract_operator),
-    "__mul__": _operator(_ew.multiply_operator),
-    "__rmul__": _reversed(_ew.multiply_operator),
-    "__truediv__": _operator(_ew.divide_operator),
-    "__rtruediv__": _reversed(_ew.divide_operator),
-    "__pow__": _operator(_ew.power_operator),
-    "__rpow__": _reversed(_ew.power_operator),
-    "__matmul__": _operator(_pr.matmul),
-    "__rmatmul__": _reversed(_pr.matmul),
+    "__add__": _operator(_ew.add_operator, "+"),
+    "__radd__": _reversed(_ew.add_operator, "+"),
+    "__sub__": _operator(_ew.subtract_operator, "-"),
+    "__rsub__": _reversed(_ew.subtract_operator, "-"),
+    "__mul__": _operator(_ew.multiply_operator, "*"),
+    "__rmul__": _reversed(_ew.multiply_operator, "*"),
+    "__truediv__": _operator(_ew.divide_operator, "/"),
+    "__rtruediv__": _reversed(_ew.divide_operator, "/"),
+    "__pow__": _operator(_ew.power_operator, "**"),
+    "__rpow__": _reversed(_ew.power_operator, "**"),
+    "__matmul__": _matmul,
+    "__rmatmul__": _rmatmul,
     "__neg__": _unary(_ew.negative),
     "__invert__": _unary(_ew.invert),
     "__pos__": lambda self: self,
     "__abs__": _unary(_ew.abs),
-    "__lt__": _operator(_ew.less),
-    "__le__": _operator(_ew.less_equal),
-    "__gt__": _operator(_ew.greater),
-    "__ge__": _operator(_ew.greater_equal),
-    "__eq__": _operator(_ew.equal),
-    "__ne__": _operator(_ew.not_equal),
+    "__lt__": _operator(_ew.less, "<"),
+    "__le__": _operator(_ew.less_equal, "<="),
+    "__gt__": _operator(_ew.greater, ">"),
+    "__ge__": _operator(_ew.greater_equal, ">="),
+    "__eq__": _operator(_ew.equal, "=="),
+    "__ne__": _operator(_ew.not_equal, "!="),
     "__getitem__": _sh.getitem,
     "__setitem__": _setitem,
     "__len__": _len,
@@ -437,10 +528,10 @@ _METHODS = {
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
-    "__mod__": _operator(_uf.remainder),
-    "__rmod__": _reversed(_uf.remainder),
-    "__floordiv__": _operator(_uf.floor_divide),
-    "__rfloordiv__": _reversed(_uf.floor_divide),
+    "__mod__": _operator(_uf.remainder, "%"),
+    "__rmod__": _reversed(_uf.remainder, "%"),
+    "__floordiv__": _operator(_uf.floor_divide, "//"),
+    "__rfloordiv__": _reversed(_uf.floor_divide, "//"),
     "sum": _as_method(_sh.sum),
     "mean": _as_method(_rd.mean),
     "prod": _as_method(_rd.prod),

@@ -2,7 +2,8 @@
 "fgrad[scipy]"`); `import fgrad` works without it.
 
 Submodules (each with SciPy's names and signatures): `special`, `stats`, `linalg`, `signal`,
-`integrate`. They are imported when first used, so `import fgrad.scipy` stays cheap.
+`integrate`, `optimize`, `sparse`. They are imported when first used, so `import fgrad.scipy`
+stays cheap.
 """
 
 import importlib
@@ -15,7 +16,7 @@ except ImportError as error:  # pragma: no cover - exercised in an environment w
         "pip install 'fgrad[scipy]' (or pip install scipy)"
     ) from error
 
-SUBMODULES = ("special", "stats", "linalg", "signal", "integrate")
+SUBMODULES = ("special", "stats", "linalg", "signal", "integrate", "optimize", "sparse")
 
 __all__ = list(SUBMODULES)
 

@@ -1,0 +1,874 @@
+"""`fgrad.scipy.optimize`: SciPy's solvers, with solutions differentiable by implicit
+differentiation.
+
+`minimize`, `root`, `least_squares`, `root_scalar`, `brentq` and `fixed_point` take SciPy's
+arguments and return what SciPy returns (an `OptimizeResult`, `RootResults`, a float or an
+array). SciPy does the solving, on plain values; fgrad supplies the derivatives SciPy asks for
+(`jac`, `hess`, `hessp`) when they are not given. When the parameters of the problem are being
+differentiated, the solution is differentiated by the implicit function theorem: a solution
+x(θ) satisfies an optimality condition F(x, θ) = 0 (the gradient of the objective for
+`minimize` and `least_squares`, the function itself for `root`, func(x) - x for
+`fixed_point`), so
+
+    dx/dθ = -(∂F/∂x)^-1 ∂F/∂θ,
+
+computed with Hessian- (or Jacobian-) vector products and a linear solve (`implicit_solve`),
+never by differentiating SciPy's iterations (see the docs page "Implicit differentiation").
+This is `fgrad.solve`'s root primitive, so every transform works: reverse and forward mode,
+higher orders, `vmap` (one solve per row), `jet` and `jit`.
+
+What is differentiated. The parameters are the values in `args` (any pytree of arrays) and
+the values the function reads from a closure (as `fgrad.custom_root` does); `x0` only starts
+the solver: its derivative is zero. Only `res.x` (`root`, the returned array) and the
+objective's value `res.fun` (recomputed at the solution) are differentiable; the other fields
+are SciPy's plain values (under `jit`, those of the run that recorded).
+
+Convergence. A gradient through a solution that did not converge would be silently wrong, so
+when a parameter is being differentiated and SciPy reports failure (`success` False), the
+call raises `RuntimeError`, or with `on_failure="warn"` warns (`RuntimeWarning`) and goes
+on. When nothing is differentiated, the result is returned as SciPy returns it. The linear
+solve of the implicit derivative raises when it does not converge.
+
+Imports: `fgrad.core`, `fgrad.api`, `fgrad.solve`, `fgrad.tree_util`, `fgrad.numpy`, and
+`scipy.optimize`, `scipy.sparse.linalg` for values.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import TYPE_CHECKING
+
+import numpy as _np
+import scipy.optimize as _so
+import scipy.sparse.linalg as _ssl
+
+from .. import core
+from .. import numpy as fnp
+from ..api import grad as _grad
+from ..api import jacfwd, jvp, value_and_grad
+from ..core import Box, refuse_lazy
+from ..numpy.shaping import describe
+from ..solve import _Closed, _discover, _live_levels, batch_levels, root_of
+from ..tree_util import tree_flatten, tree_unflatten
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+__all__ = ["brentq", "fixed_point", "least_squares", "minimize", "root", "root_scalar"]
+
+OptimizeResult = _so.OptimizeResult
+
+# minimize's methods that use no derivative, and those that use the Hessian (a product with
+# it, or the matrix)
+_NO_GRADIENT = {"nelder-mead", "powell", "cobyla", "cobyqa"}
+_HESSP = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
+_HESS = {"dogleg", "trust-exact"}
+_IMPLICIT = ("auto", "direct", "cg", "gmres")
+
+
+# --- a problem: the user's function, its parameters, its solution ---------------------------------
+
+
+class _Problem:
+    """A call of a solver: `fun(x, *args)`, with the parameters that are being differentiated
+    (a traced `x0`, the traced leaves of `args`, the values `fun` reads from a closure) as
+    `params`, and what SciPy reported."""
+
+    def __init__(self, who, fun, x0, args, on_failure, implicit_solve, implicit_tol, flat=True):
+        self.who = who
+        if not callable(fun):
+            raise TypeError(
+                f"{who}: the function must be callable, got {type(fun).__name__}; pass the "
+                "function itself, not its value"
+            )
+        if on_failure not in ("raise", "warn"):
+            raise ValueError(f"{who}: on_failure must be 'raise' or 'warn', got {on_failure!r}")
+        if not (callable(implicit_solve) or implicit_solve in _IMPLICIT):
+            raise ValueError(
+                f"{who}: implicit_solve must be one of {', '.join(map(repr, _IMPLICIT))} or a "
+                f"function tangent_solve(g, y); got {implicit_solve!r}"
+            )
+        self.fun, self.on_failure = fun, on_failure
+        self.implicit_solve, self.implicit_tol = implicit_solve, implicit_tol
+        if not isinstance(args, tuple):
+            args = (args,)  # as SciPy reads a single extra argument
+        self.x0 = _as_start(who, x0, flat)
+        self.shape, self.dtype = core.shape_of(self.x0), _np.dtype(_np.float64)
+        leaves, self.arg_tree = tree_flatten(args)
+        self.arg_leaves = leaves
+        _check_args(who, self.x0, leaves)
+        self.traced = [i for i, v in enumerate(leaves) if type(v) is Box]
+        self.x0_param = type(self.x0) is Box
+        x_plain = core.constant_of(self.x0)
+        plain_args = tree_unflatten(self.arg_tree, [core.constant_of(v) for v in leaves])
+        out, captured = _discover(lambda xa: fun(xa[0], *xa[1]), (x_plain, plain_args))
+        # whether fun reads a value of a vmap from a closure (see fgrad.solve's vmap rule):
+        # run on one row of the arguments, its value has rows only if it does
+        self.reads_batched = bool(batch_levels(_leaves_of(out)))
+        if batch_levels([self.x0, *leaves]):
+            row = tree_unflatten(self.arg_tree, [_first_row(v) for v in leaves])
+            out, _ = _discover(lambda xa: fun(xa[0], *xa[1]), (_first_row(self.x0), row))
+            self.reads_batched = bool(batch_levels(_leaves_of(out)))
+        self.closed = _Closed(lambda xa: fun(xa[0], *xa[1]), captured)
+        self.params = (
+            ([self.x0] if self.x0_param else []) + [leaves[i] for i in self.traced] + list(captured)
+        )
+        # derivatives are taken: a failed solve must not give a gradient
+        self.differentiated = any(not (lv.batches or lv.stages) for lv in _live_levels(self.params))
+        self.results: list[Any] = []
+
+    def start(self, params):
+        return _np.asarray(core.primal(params[0] if self.x0_param else self.x0), _np.float64)
+
+    def call(self, x, params):
+        """fun(x, *args) with the parameters `params` in place of the traced values."""
+        first = 1 if self.x0_param else 0
+        leaves = list(self.arg_leaves)
+        for k, i in enumerate(self.traced):
+            leaves[i] = params[first + k]
+        args = tree_unflatten(self.arg_tree, leaves)
+        return self.closed((x, args), list(params[first + len(self.traced) :]))
+
+    def plain(self, fn):
+        """A function of a plain x for SciPy: `fn` with float64 NumPy values out."""
+
+        def out(x, *_scipy_args, **_scipy_kwargs):
+            v = fn(_np.asarray(x, dtype=_np.float64))
+            return _np.asarray(core.primal(v), dtype=_np.float64)
+
+        return out
+
+    def check(self, ok, message, result):
+        self.results.append(result)
+        if ok or not self.differentiated:
+            return
+        text = (
+            f"{self.who} did not converge ({message}): the implicit derivative of the "
+            "solution assumes the optimality condition holds there, and would be wrong. "
+            "Raise maxiter, change the tolerances or the starting point, or pass "
+            "on_failure='warn' to get the result with a warning"
+        )
+        if self.on_failure == "raise":
+            raise RuntimeError(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=4)
+
+    def tangent_solve(self, symmetric):
+        kind = self.implicit_solve
+        if callable(kind):
+            return kind
+        size = int(_np.prod(self.shape))
+        if kind == "auto":
+            kind = "direct" if size <= 20 else ("cg" if symmetric else "gmres")
+        if kind == "direct":
+            return _direct
+        return functools.partial(_iterative, self.who, kind, self.implicit_tol)
+
+    def solve(self, condition, scipy_solve, symmetric):
+        """The solution, differentiable: the root of `condition(x, params)` SciPy finds."""
+
+        def run(_f, _guess, params):
+            return scipy_solve(params)
+
+        x, _ = root_of(
+            self.who,
+            condition,
+            self.params,
+            run,
+            self.tangent_solve(symmetric),
+            _np.zeros(self.shape),
+            symmetric=symmetric,
+            solve_params=True,
+            reads_batched=self.reads_batched,
+        )
+        return x
+
+    def result(self):
+        """SciPy's result; under `vmap`, one per row, with `success` that of every row."""
+        res = self.results[-1]
+        if len(self.results) > 1 and isinstance(res, OptimizeResult):
+            res = OptimizeResult(res)
+            res.success = all(bool(r.get("success", True)) for r in self.results)
+        return res
+
+
+def _check_args(who, x0, leaves):
+    refuse_lazy(who, "SciPy's solver steps on NumPy arrays", core.innermost(x0))
+    for k, v in enumerate(leaves):
+        inner = core.innermost(v)
+        refuse_lazy(who, "SciPy's solver steps on NumPy arrays", inner)
+        dtype = getattr(inner, "dtype", None)
+        if dtype is None and isinstance(inner, complex):
+            dtype = _np.dtype(complex)
+        if dtype is not None and _np.dtype(dtype).kind == "c":
+            raise TypeError(
+                f"{who}: args leaf {k} has {describe(v)}; SciPy's solvers and their implicit "
+                "derivatives are real: split it into its real and imaginary parts"
+            )
+
+
+def _first_row(v):
+    """v's plain value without the rows of any vmap (its first row): a probe."""
+    axes = []
+    while type(v) is Box:
+        if v.level.batches and v.level.live:
+            axes.append(v.aux)
+        v = v.value
+    if not axes:
+        return v
+    v = _np.asarray(v)
+    for axis in axes:  # the outermost box is the innermost vmap's: its axis comes first
+        v = _np.take(v, 0, axis=axis)
+    return v
+
+
+def _leaves_of(out):
+    try:
+        return tree_flatten(out)[0]
+    except Exception:  # a value fgrad cannot flatten holds no box of a vmap
+        return []
+
+
+def _as_start(who, x0, flat):
+    if isinstance(x0, (list, tuple)):
+        x0 = fnp.asarray(x0)
+    if type(x0) is not Box:
+        x0 = _np.asarray(x0)
+        if x0.dtype.kind not in "fiub":
+            raise TypeError(
+                f"{who}: x0 has {describe(x0)}; pass a real float array (split a complex "
+                "unknown into its real and imaginary parts)"
+            )
+        x0 = x0.astype(_np.float64)
+    elif core.dtype_of(x0).kind != "f":
+        raise TypeError(f"{who}: x0 is a traced value with {describe(x0)}; pass a real float array")
+    shape = core.shape_of(x0)
+    if flat and len(shape) > 1:
+        raise ValueError(
+            f"{who}: x0 has {describe(x0)}, but the unknowns must be a 1-D array (as SciPy "
+            "asks); ravel it and reshape inside the function"
+        )
+    if flat and len(shape) == 0:
+        x0 = fnp.reshape(x0, (1,)) if type(x0) is Box else x0.reshape(1)
+    return x0
+
+
+def _direct(g, y):
+    """Solve g(z) = y for a linear g by its matrix (one product per unknown, batched)."""
+    shape = _np.shape(y)
+    n = int(_np.prod(shape))
+    y = _np.asarray(y, dtype=_np.float64)
+
+    def flat(u):
+        return fnp.reshape(g(fnp.reshape(u, shape)), (n,))
+
+    matrix = _np.asarray(core.primal(jacfwd(flat)(_np.zeros(n))), dtype=_np.float64)
+    try:
+        z = _np.linalg.solve(matrix.reshape(n, n), y.reshape(n))
+    except _np.linalg.LinAlgError as error:
+        raise RuntimeError(
+            "the implicit derivative needs the Jacobian of the optimality condition at the "
+            f"solution ({n} x {n}), which is singular there ({error}): the solution is not "
+            "isolated (a flat direction of the objective), so it has no derivative. Add a "
+            "regularisation term, or fix the free directions"
+        ) from error
+    return z.reshape(shape)
+
+
+def _iterative(who, kind, tol, g, y):
+    """Solve g(z) = y with SciPy's cg or gmres on products with g."""
+    shape = _np.shape(y)
+    n = int(_np.prod(shape))
+
+    def matvec(v):
+        return _np.asarray(core.primal(g(_np.reshape(v, shape))), dtype=_np.float64).ravel()
+
+    op = _ssl.LinearOperator((n, n), matvec=matvec, dtype=_np.float64)
+    b = _np.asarray(y, dtype=_np.float64).ravel()
+    if not _np.any(b):
+        return _np.zeros(shape)
+    solver = _ssl.cg if kind == "cg" else _ssl.gmres
+    z, info = solver(op, b, rtol=tol, atol=0.0, maxiter=10 * n + 10)
+    if info != 0:
+        raise RuntimeError(
+            f"{who}: the linear solve of the implicit derivative ({kind}, {n} unknowns) did "
+            f"not converge to rtol={tol} ({'info=' + str(info)}); pass implicit_solve='direct' "
+            "for a small problem, or implicit_tol larger"
+        )
+    return z.reshape(shape)
+
+
+def _with_result(res, x, fun_value=None):
+    out = OptimizeResult(res)
+    out.x = x
+    if fun_value is not None:
+        out.fun = fun_value
+    return out
+
+
+# --- minimize -------------------------------------------------------------------------------------
+
+
+def minimize(
+    fun: Callable[..., Any],
+    x0: Any,
+    args: Any = (),
+    method: str | Callable[..., Any] | None = None,
+    jac: Any = None,
+    hess: Any = None,
+    hessp: Callable[..., Any] | None = None,
+    bounds: Any = None,
+    constraints: Any = (),
+    tol: float | None = None,
+    callback: Callable[..., Any] | None = None,
+    options: dict | None = None,
+    *,
+    on_failure: str = "raise",
+    implicit_solve: str | Callable[..., Any] = "auto",
+    implicit_tol: float = 1e-10,
+) -> OptimizeResult:
+    """Minimize `fun(x, *args)` with SciPy's `minimize`; `res.x` is differentiable with respect
+    to `args` (and values `fun` closes over) by the implicit function theorem.
+
+    Parameters
+    ----------
+    fun, x0, args, method, jac, hess, hessp, bounds, constraints, tol, callback, options
+        As SciPy's. `jac` (and `hessp` for the Newton and trust-region methods, `hess` for
+        dogleg and trust-exact) are fgrad's when not given; `fun` must be written with
+        `fgrad.numpy` when its solution is differentiated.
+    on_failure : {"raise", "warn"}, default "raise"
+        What a solve that did not converge does when its solution is differentiated.
+    implicit_solve : {"auto", "direct", "cg", "gmres"} or callable, default "auto"
+        The linear solve with the Hessian: "direct" builds it (one Hessian-vector product per
+        unknown, batched), "cg" and "gmres" use products; "auto" is "direct" up to 20
+        unknowns, else "cg". A callable is a `tangent_solve(g, y)` as for
+        `fgrad.custom_root`.
+    implicit_tol : float, default 1e-10
+        The relative residual of "cg" and "gmres".
+
+    Returns
+    -------
+    OptimizeResult
+        SciPy's; `x` and `fun` are differentiable.
+
+    Examples
+    --------
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.optimize import minimize
+    >>> def argmin(a):  # the minimizer of sum((x - a)**2) + sum(x**4) / 4
+    ...     f = lambda x, a: fnp.sum((x - a) ** 2) + fnp.sum(x**4) / 4
+    ...     return minimize(f, np.zeros(2), args=(a,), method="BFGS", options={"gtol": 1e-10}).x
+    >>> a = np.array([1.0, 2.0])
+    >>> x = argmin(a)
+    >>> J = fgrad.jacrev(argmin)(a)  # dx/da = 2 / (2 + 3 x**2)
+    >>> bool(np.allclose(J, np.diag(2 / (2 + 3 * x**2)), atol=1e-9))
+    True
+    """
+    who = "minimize"
+    p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol)
+    name = method.lower() if isinstance(method, str) else method
+    returns_grad = jac is True
+
+    def objective(x, params):
+        out = p.call(x, params)
+        return out[0] if returns_grad else out
+
+    def scipy_solve(params):
+        # SciPy evaluates fgrad's functions of the problem (the user's, with its parameters
+        # in place), which ignore the extra arguments SciPy passes; a `jac`, `hess` or `hessp`
+        # the user gives gets them
+        obj = functools.partial(objective, params=params)
+        kw: dict[str, Any] = {"jac": jac, "hess": hess, "hessp": hessp}
+        if name in _NO_GRADIENT:
+            f = p.plain(obj)
+        elif jac is None or jac is False:
+            f, kw["jac"] = _value_and_grad_plain(obj), True
+        elif jac is True:
+            f = _pair_plain(lambda x: p.call(x, params))
+        else:
+            f = p.plain(obj)
+        if name in _HESSP and hess is None and hessp is None:
+            kw["hessp"] = _hessp_plain(obj)
+        elif name in _HESS and hess is None:
+            kw["hess"] = _hess_plain(obj)
+        res = _so.minimize(
+            f,
+            p.start(params),
+            _plain_args(p, params),
+            method,
+            bounds=bounds,
+            constraints=constraints,
+            tol=tol,
+            callback=callback,
+            options=options,
+            **kw,
+        )
+        p.check(bool(res.success), res.message, res)
+        if p.differentiated:
+            _refuse_active(who, res.x, bounds, constraints)
+        return _np.asarray(res.x, dtype=_np.float64)
+
+    if not _live_levels(p.params):
+        scipy_solve(p.params)
+        return p.result()
+
+    def condition(x, params):
+        return _grad(lambda y: objective(y, params))(x)
+
+    x = p.solve(condition, scipy_solve, symmetric=True)
+    return _with_result(p.result(), x, objective(x, p.params))
+
+
+def _plain_args(p, params):
+    first = 1 if p.x0_param else 0
+    leaves = [core.primal(v) for v in p.arg_leaves]
+    for k, i in enumerate(p.traced):
+        leaves[i] = core.primal(params[first + k])
+    return tuple(tree_unflatten(p.arg_tree, leaves))
+
+
+def _pair_plain(fn):
+    """For a function that returns (value, gradient), as SciPy's jac=True asks."""
+
+    def f(x, *_):
+        v, g = fn(_np.asarray(x, dtype=_np.float64))
+        return float(core.primal(v)), _np.asarray(core.primal(g), dtype=_np.float64)
+
+    return f
+
+
+def _value_and_grad_plain(objective):
+    vg = value_and_grad(objective)
+
+    def f(x, *_):
+        v, g = vg(_np.asarray(x, dtype=_np.float64))
+        return float(core.primal(v)), _np.asarray(core.primal(g), dtype=_np.float64)
+
+    return f
+
+
+def _hessp_plain(objective):
+    g = _grad(objective)
+
+    def hessp(x, v, *_):
+        x = _np.asarray(x, dtype=_np.float64)
+        return _np.asarray(core.primal(jvp(g, (x,), (_np.asarray(v, _np.float64),))[1]))
+
+    return hessp
+
+
+def _hess_plain(objective):
+    h = jacfwd(_grad(objective))
+
+    def hess(x, *_):
+        return _np.asarray(core.primal(h(_np.asarray(x, dtype=_np.float64))))
+
+    return hess
+
+
+def _refuse_active(who, x, bounds, constraints):
+    """The implicit derivative of an unconstrained optimality condition does not hold where a
+    bound or a constraint is active."""
+    if constraints not in ((), [], None):
+        raise NotImplementedError(
+            f"{who}: the solution is differentiated through its unconstrained optimality "
+            "condition, which does not hold with constraints (their KKT system is not "
+            "implemented); drop the constraints, or compute the solution without "
+            "differentiating it (fgrad.stop_gradient on the parameters)"
+        )
+    if bounds is None:
+        return
+    if isinstance(bounds, _so.Bounds):
+        lo, hi = bounds.lb, bounds.ub
+    else:
+        pairs = [(-_np.inf if a is None else a, _np.inf if b is None else b) for a, b in bounds]
+        lo, hi = _np.array([a for a, _ in pairs], float), _np.array([b for _, b in pairs], float)
+    x = _np.asarray(x, dtype=_np.float64)
+    scale = 1e-8 * (1 + _np.abs(x))
+    active = (_np.abs(x - lo) <= scale) | (_np.abs(x - hi) <= scale)
+    if _np.any(active):
+        raise NotImplementedError(
+            f"{who}: the bounds are active at the solution (unknowns "
+            f"{_np.flatnonzero(active).tolist()}): the derivative of a solution on a bound is "
+            "that of the bound, not of the unconstrained optimality condition fgrad "
+            "differentiates; widen the bounds, or reparametrise the unknowns (x = lo + "
+            "softplus(z)) to differentiate without them"
+        )
+
+
+# --- root, least_squares, fixed_point -------------------------------------------------------------
+
+
+def root(
+    fun: Callable[..., Any],
+    x0: Any,
+    args: Any = (),
+    method: str = "hybr",
+    jac: Any = None,
+    tol: float | None = None,
+    callback: Callable[..., Any] | None = None,
+    options: dict | None = None,
+    *,
+    on_failure: str = "raise",
+    implicit_solve: str | Callable[..., Any] = "auto",
+    implicit_tol: float = 1e-10,
+) -> OptimizeResult:
+    """A root of `fun(x, *args)` (a vector function, as many equations as unknowns), with
+    SciPy's `root`; `res.x` is differentiable with respect to `args` by the implicit function
+    theorem. `jac` is fgrad's (forward mode) when not given, for "hybr" and "lm". Keywords
+    `on_failure`, `implicit_solve` ("auto" is "direct" up to 20 unknowns, else "gmres") and
+    `implicit_tol` as for `minimize`.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.optimize import root
+    >>> sol = lambda a: root(lambda x, a: x**3 + x - a, np.ones(2), args=(a,), tol=1e-13).x
+    >>> a = np.array([2.0, 10.0])
+    >>> print(sol(a), np.diag(fgrad.jacfwd(sol)(a)))  # 1 / (3 x**2 + 1)
+    [1. 2.] [0.25       0.07692308]
+    """
+    who = "root"
+    p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol)
+    returns_jac = jac is True
+
+    def equations(x, params):
+        out = p.call(x, params)
+        return fnp.reshape(out[0] if returns_jac else out, (-1,))
+
+    def scipy_solve(params):
+        j = jac
+        if returns_jac:
+            f = _pair_plain(lambda x: p.call(x, params))
+        else:
+            f = p.plain(functools.partial(equations, params=params))
+            if jac is None and method in ("hybr", "lm"):
+                j = _jac_plain(functools.partial(equations, params=params))
+        start = p.start(params)
+        res = _so.root(f, start, _plain_args(p, params), method, j, tol, callback, options)
+        # SciPy's success is not always a small residual (method="krylov" with a tol it
+        # cannot reach reports success far from a root): check the residual too
+        scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, returns_jac))))
+        residual = float(_np.max(_np.abs(_plain_equations(f, res.x, returns_jac))))
+        ok = bool(res.success) and residual <= 1e-8 * scale
+        p.check(ok, f"{res.message}; max |fun(x)| = {residual:.3g}", res)
+        return _np.asarray(res.x, dtype=_np.float64)
+
+    _check_square(p, equations)
+    if not _live_levels(p.params):
+        scipy_solve(p.params)
+        return p.result()
+    x = p.solve(equations, scipy_solve, symmetric=False)
+    return _with_result(p.result(), x, equations(x, p.params))
+
+
+def _plain_equations(f, x, returns_jac):
+    out = f(x)
+    return _np.asarray(out[0] if returns_jac else out, dtype=_np.float64)
+
+
+def _jac_plain(fn):
+    j = jacfwd(fn)
+
+    def jac(x, *_, **__):
+        return _np.asarray(core.primal(j(_np.asarray(x, dtype=_np.float64))), dtype=_np.float64)
+
+    return jac
+
+
+def _check_square(p, equations):
+    out = equations(core.constant_of(p.x0), [core.constant_of(v) for v in p.params])
+    n, m = int(_np.prod(p.shape)), int(_np.prod(core.shape_of(out)))
+    if n != m:
+        raise ValueError(
+            f"{p.who}: the function returned {m} values for {n} unknowns (x0 has "
+            f"{describe(p.x0)}); a root needs as many equations as unknowns: use "
+            "least_squares for an over- or underdetermined system"
+        )
+
+
+def least_squares(
+    fun: Callable[..., Any],
+    x0: Any,
+    jac: Any = "2-point",
+    bounds: Any = (-_np.inf, _np.inf),
+    method: str = "trf",
+    ftol: float | None = 1e-08,
+    xtol: float | None = 1e-08,
+    gtol: float | None = 1e-08,
+    x_scale: Any = None,
+    loss: str = "linear",
+    f_scale: float = 1.0,
+    diff_step: Any = None,
+    tr_solver: str | None = None,
+    tr_options: dict | None = None,
+    jac_sparsity: Any = None,
+    max_nfev: int | None = None,
+    verbose: int = 0,
+    args: Any = (),
+    kwargs: dict | None = None,
+    *,
+    on_failure: str = "raise",
+    implicit_solve: str | Callable[..., Any] = "auto",
+    implicit_tol: float = 1e-10,
+) -> OptimizeResult:
+    """Minimize 0.5 * sum(rho(fun(x, *args)**2)) with SciPy's `least_squares`; `res.x` is
+    differentiable with respect to `args` (the optimality condition is the gradient of the
+    cost, whose Jacobian includes the residuals' second derivatives). fgrad gives the exact
+    `jac` (forward mode) when `jac` is left at a finite-difference scheme ("2-point",
+    "3-point", "cs"). Keywords as for `minimize`.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.optimize import least_squares
+    >>> t = np.linspace(0.0, 1.0, 5)
+    >>> def rate(y):  # fit exp(-k t) to the data y
+    ...     return least_squares(lambda k, y: fnp.exp(-k * t) - y, np.ones(1), args=(y,),
+    ...                          gtol=1e-14, ftol=1e-14, xtol=1e-14).x[0]
+    >>> y = np.exp(-2.0 * t)
+    >>> round(float(rate(y)), 10), fgrad.grad(rate)(y).shape
+    (2.0, (5,))
+    """
+    who = "least_squares"
+    kwargs = {} if kwargs is None else dict(kwargs)
+    with_kwargs = functools.partial(_with_kwargs, fun, kwargs)
+    p = _Problem(who, with_kwargs, x0, args, on_failure, implicit_solve, implicit_tol)
+    own_jac = jac in ("2-point", "3-point", "cs")
+
+    def residuals(x, params):
+        return fnp.reshape(p.call(x, params), (-1,))
+
+    rho = _loss(who, loss, f_scale)
+
+    def cost(x, params):
+        return 0.5 * fnp.sum(rho(residuals(x, params) ** 2))
+
+    def scipy_solve(params):
+        common = dict(
+            bounds=bounds,
+            method=method,
+            ftol=ftol,
+            xtol=xtol,
+            gtol=gtol,
+            loss=loss,
+            f_scale=f_scale,
+            diff_step=diff_step,
+            tr_solver=tr_solver,
+            tr_options={} if tr_options is None else tr_options,
+            jac_sparsity=jac_sparsity,
+            max_nfev=max_nfev,
+            verbose=verbose,
+        )
+        if x_scale is not None:
+            common["x_scale"] = x_scale
+        f = p.plain(functools.partial(residuals, params=params))
+        j = _jac_plain(functools.partial(residuals, params=params)) if own_jac else jac
+        res = _so.least_squares(
+            f, p.start(params), j, args=_plain_args(p, params), kwargs=kwargs, **common
+        )
+        p.check(bool(res.status > 0), res.message, res)
+        if p.differentiated and _np.any(res.active_mask != 0):
+            raise NotImplementedError(
+                f"{who}: the bounds are active at the solution (active_mask "
+                f"{res.active_mask.tolist()}): the derivative of a solution on a bound is that "
+                "of the bound, not of the optimality condition fgrad differentiates; widen the "
+                "bounds or reparametrise the unknowns"
+            )
+        return _np.asarray(res.x, dtype=_np.float64)
+
+    if not _live_levels(p.params):
+        scipy_solve(p.params)
+        return p.result()
+
+    def condition(x, params):
+        return _grad(lambda y: cost(y, params))(x)
+
+    x = p.solve(condition, scipy_solve, symmetric=True)
+    out = _with_result(p.result(), x, residuals(x, p.params))
+    out.cost = cost(x, p.params)
+    return out
+
+
+def _with_kwargs(fun, kwargs, x, *args):
+    return fun(x, *args, **kwargs)
+
+
+def _loss(who, loss, f_scale):
+    """SciPy's robust loss rho(z) of z = f**2, in fgrad operations, scaled by f_scale."""
+    c2 = f_scale**2
+    forms = {
+        "linear": lambda z: z,
+        "soft_l1": lambda z: c2 * 2 * ((1 + z / c2) ** 0.5 - 1),
+        "huber": lambda z: c2 * fnp.where(z / c2 <= 1, z / c2, 2 * (z / c2) ** 0.5 - 1),
+        "cauchy": lambda z: c2 * fnp.log1p(z / c2),
+        "arctan": lambda z: c2 * fnp.arctan(z / c2),
+    }
+    if loss not in forms:
+        raise ValueError(
+            f"{who}: loss {loss!r} is not one fgrad can differentiate; use one of "
+            f"{', '.join(map(repr, forms))}"
+        )
+    return forms[loss]
+
+
+def fixed_point(
+    func: Callable[..., Any],
+    x0: Any,
+    args: Any = (),
+    xtol: float = 1e-08,
+    maxiter: int = 500,
+    method: str = "del2",
+    *,
+    implicit_solve: str | Callable[..., Any] = "auto",
+    implicit_tol: float = 1e-10,
+) -> Any:
+    """A fixed point x = func(x, *args), with SciPy's `fixed_point` (which raises
+    RuntimeError when it does not converge); differentiable with respect to `args` through
+    the condition func(x) - x = 0. x0 may have any shape.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.optimize import fixed_point
+    >>> fp = lambda a: fixed_point(lambda x, a: fnp.cos(a * x), 0.5, args=(a,), xtol=1e-14)
+    >>> x = fp(1.0)  # x = cos(x): dx/da = -x sin(x) / (1 + sin(x))
+    >>> bool(abs(fgrad.grad(fp)(1.0) + x * np.sin(x) / (1 + np.sin(x))) < 1e-9)
+    True
+    """
+    who = "fixed_point"
+    p = _Problem(who, func, x0, args, "raise", implicit_solve, implicit_tol, flat=False)
+
+    def condition(x, params):
+        return p.call(x, params) - x
+
+    def scipy_solve(params):
+        f = p.plain(lambda x: p.call(x, params))
+        x = _so.fixed_point(f, p.start(params), (), xtol, maxiter, method)
+        p.results.append(x)
+        return _np.asarray(x, dtype=_np.float64)
+
+    if not _live_levels(p.params):
+        return scipy_solve(p.params)
+    return p.solve(condition, scipy_solve, symmetric=False)
+
+
+# --- scalar roots ---------------------------------------------------------------------------------
+
+
+def root_scalar(
+    f: Callable[..., Any],
+    args: Any = (),
+    method: str | None = None,
+    bracket: Any = None,
+    fprime: Any = None,
+    fprime2: Any = None,
+    x0: Any = None,
+    x1: Any = None,
+    xtol: float | None = None,
+    rtol: float | None = None,
+    maxiter: int | None = None,
+    options: dict | None = None,
+    *,
+    on_failure: str = "raise",
+) -> Any:
+    """A root of the scalar function `f(x, *args)`, with SciPy's `root_scalar`; `res.root` is
+    differentiable with respect to `args` (dx = -f_args / f_x). fgrad gives `fprime` (and
+    `fprime2` for Halley's method) when the method needs them and they are not given.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.optimize import root_scalar
+    >>> cbrt = lambda a: root_scalar(lambda x, a: x**3 - a, args=(a,), x0=1.0, xtol=1e-14).root
+    >>> round(float(cbrt(8.0)), 12), round(float(fgrad.grad(cbrt)(8.0)), 12)  # 1 / (3 x**2)
+    (2.0, 0.083333333333)
+    """
+    who = "root_scalar"
+    start = x0 if x0 is not None else (0.0 if bracket is None else core.primal(bracket[0]))
+    p = _Problem(who, f, start, args, on_failure, "direct", 0.0, flat=False)
+    if p.shape != ():
+        raise ValueError(f"{who}: x0 has {describe(p.x0)}; root_scalar finds a scalar root")
+    chosen = method
+    if chosen is None and bracket is None and fprime is None and x0 is not None and x1 is None:
+        chosen = "newton"  # SciPy would need fprime: fgrad gives it
+    need_fprime = chosen in ("newton", "halley") and fprime is None
+    need_fprime2 = chosen == "halley" and fprime2 is None
+
+    def scalar(x, params):
+        return p.call(x, params)
+
+    def scipy_solve(params):
+        plain = _plain_args(p, params)
+        g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
+        kw = dict(
+            method=chosen,
+            bracket=None if bracket is None else [float(core.primal(b)) for b in bracket],
+            fprime=fprime,
+            fprime2=fprime2,
+            x0=None if x0 is None else float(core.primal(params[0] if p.x0_param else x0)),
+            x1=None if x1 is None else float(core.primal(x1)),
+            xtol=xtol,
+            rtol=rtol,
+            maxiter=maxiter,
+            options=options,
+        )
+        if need_fprime:
+            kw["fprime"] = functools.partial(
+                _scalar_plain, _grad(functools.partial(scalar, params=params))
+            )
+        if need_fprime2:
+            kw["fprime2"] = functools.partial(
+                _scalar_plain, _grad(_grad(functools.partial(scalar, params=params)))
+            )
+        res = _so.root_scalar(g, args=plain, **kw)
+        p.check(bool(res.converged), res.flag, res)
+        return _np.float64(res.root)
+
+    if not _live_levels(p.params):
+        scipy_solve(p.params)
+        return p.result()
+    x = p.solve(scalar, scipy_solve, symmetric=True)
+    res = p.result()
+    res.root = x
+    return res
+
+
+def _scalar_plain(fn, x, *_):
+    return float(core.primal(fn(_np.float64(x))))
+
+
+def brentq(
+    f: Callable[..., Any],
+    a: float,
+    b: float,
+    args: Any = (),
+    xtol: float = 2e-12,
+    rtol: float = 4 * _np.finfo(float).eps,
+    maxiter: int = 100,
+    full_output: bool = False,
+    disp: bool = True,
+    *,
+    on_failure: str = "raise",
+) -> Any:
+    """A root of the scalar `f(x, *args)` in the bracket [a, b], with SciPy's `brentq`;
+    differentiable with respect to `args` (the bracket only locates the root: no derivative
+    flows to `a` and `b`).
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.optimize import brentq
+    >>> r = lambda c: brentq(lambda x, c: fnp.exp(x) - c, -5.0, 5.0, args=(c,))
+    >>> round(float(r(2.0)), 12), round(float(fgrad.grad(r)(2.0)), 12)  # log c, 1 / c
+    (0.69314718056, 0.5)
+    """
+    who = "brentq"
+    p = _Problem(who, f, core.primal(a), args, on_failure, "direct", 0.0, flat=False)
+    lo, hi = float(core.primal(a)), float(core.primal(b))
+
+    def scalar(x, params):
+        return p.call(x, params)
+
+    def scipy_solve(params):
+        g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
+        x, r = _so.brentq(g, lo, hi, (), xtol, rtol, maxiter, True, disp)
+        p.check(bool(r.converged), r.flag, r)
+        return _np.float64(x)
+
+    if not _live_levels(p.params):
+        x = scipy_solve(p.params)
+    else:
+        x = p.solve(scalar, scipy_solve, symmetric=True)
+    return (x, p.result()) if full_output else x

@@ -1,0 +1,602 @@
+"""`fgrad.scipy.sparse.linalg`: sparse solves differentiable with respect to the matrix's data
+and the right-hand side, in both modes and to every order.
+
+`A` is an fgrad `SparseArray` (whose data may be traced) or a constant `scipy.sparse` array.
+SciPy does the solving; the derivatives are implicit, from the solution alone:
+
+- x = A^-1 b gives dx = A^-1 (db - dA x) (forward), and for a cotangent g = A^-T ct the
+  cotangents ct_b = g and ct_data[k] = -g[row[k]] x[col[k]] (reverse): one more solve, with
+  the transposed matrix, per derivative.
+- `spsolve` and `splu` factorise once (SuperLU): the factorisation is kept with the solution,
+  and the adjoint solve reuses it (`trans='T'`), so a gradient costs one triangular solve pair
+  and a product over the stored elements more than the forward solve. A factorisation is
+  redone only for other data (under `vmap` over matrices, or a `jit` record replayed).
+- `cg` and `gmres` solve the adjoint system with the same method and tolerances: iterations
+  are never differentiated. The derivative is then as accurate as the solves (`rtol`). A
+  solve that does not converge raises (SciPy would return `info > 0` and the iterate).
+- `expm_multiply(A, B)` (exp(A) B) is linear in B (its transpose is exp(A^T) ct); its forward
+  rule in the data is exact, from exp([[A, dA], [0, A]]) [0; B] (one product with a matrix of
+  twice the size); its reverse rule in the data is refused (it would cost one such product per
+  column of A): use forward mode (`jvp`, `jacfwd`) for derivatives in the data.
+
+>>> import numpy as np, fgrad, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+>>> A = fsp.diags([np.array([2.0, 2.0, 2.0]), -1.0, -1.0], [0, 1, -1])
+>>> b = np.array([1.0, 0.0, 1.0])
+>>> fgrad.grad(lambda b: fsla.spsolve(A, b).sum())(b)
+array([1.5, 2. , 1.5])
+
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`, `fgrad.sparsity` (declaring the
+solves dense), `fgrad.numpy`, `fgrad.scipy.sparse`, and `scipy.sparse.linalg` for values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as _np
+import scipy.sparse as _sp
+import scipy.sparse.linalg as _spla
+
+from .... import batching as _batching
+from .... import numpy as fnp
+from .... import sparsity as _sparsity
+from .... import taylor as _taylor
+from ....core import Box, Primitive, dtype_of, innermost, primal, refuse_lazy, shape_of
+from ....numpy.linalg import linear_solve_taylor_rule
+from ....numpy.shaping import describe
+from .. import SparseArray, _matvec, as_sparse
+
+__all__ = ["SuperLU", "cg", "expm_multiply", "gmres", "splu", "spsolve"]
+
+_FLIP = {"N": "T", "T": "N"}
+
+
+def _product(data, structure, x, trans):
+    """(data at structure) @ x, or its transpose's with trans 'T'."""
+    return _matvec(data, structure if trans == "N" else structure.T, x, "a derivative")
+
+
+def _data_cotangent(g, x, structure, trans):
+    """The cotangent of the data of A in -g^T op(A) x: -g[i] x[j] at each stored (i, j) of
+    op(A), summed over the columns of a matrix right-hand side."""
+    rows, cols = (structure.row, structure.col) if trans == "N" else (structure.col, structure.row)
+    terms = g[rows] * x[cols]
+    if len(shape_of(terms)) == 2:
+        terms = fnp.sum(terms, axis=1)
+    return -terms
+
+
+def _check_square(A, who):
+    m, n = A.shape
+    if m != n:
+        raise ValueError(
+            f"{who}: A must be square; it has shape {A.shape} and dtype {A.dtype}. For a "
+            "least-squares solution use scipy.sparse.linalg.lsqr (not differentiable here)."
+        )
+
+
+def _check_rhs(A, b, who, matrix_ok=True):
+    refuse_lazy(
+        who, "SciPy's solvers compute with the values in memory", innermost(A.data), innermost(b)
+    )
+    shape = tuple(shape_of(b))
+    ok = len(shape) == 1 or (matrix_ok and len(shape) == 2)
+    if not ok or shape[0] != A.shape[0]:
+        dims = "1 or 2 dimensions" if matrix_ok else "1 dimension"
+        raise ValueError(
+            f"{who}: b ({describe(b)}) must have {dims} and {A.shape[0]} rows to match A of "
+            f"shape {A.shape} and dtype {A.dtype}"
+        )
+    if not _np.issubdtype(dtype_of(b), _np.inexact):
+        b = fnp.asarray(b, dtype=float)
+    return b
+
+
+# --- direct solves: one factorisation, reused by the adjoint ------------------------------------
+
+
+class _Factor:
+    """SuperLU factorisations of the matrices of one structure, kept for the data last seen:
+    the solve's primitive carries this object, and asks it for the factors of its data (the
+    same data as the forward solve's in every derivative of it)."""
+
+    __slots__ = ("data", "lu", "options", "structure")
+
+    def __init__(self, structure, options):
+        self.structure = structure
+        self.options = options  # splu's keyword arguments, as given
+        self.data = None  # a copy of the data factorised (the caller's array may change)
+        self.lu = None
+
+    def of(self, data):
+        data = _np.asarray(data)
+        if not (
+            self.data is not None
+            and self.data.shape == data.shape
+            and self.data.dtype == data.dtype
+            and _np.array_equal(self.data, data)
+        ):
+            s = self.structure
+            matrix = _sp.csc_array((data, (s.row, s.col)), shape=s.shape)
+            try:
+                self.lu = _spla.splu(matrix, **self.options)
+            except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
+                raise ValueError(
+                    f"fgrad.scipy.sparse.linalg: the sparse matrix of shape {s.shape} and dtype "
+                    f"{data.dtype} could not be factorised ({error}); it is singular"
+                ) from error
+            self.data = data.copy()
+        return self.lu
+
+
+def _lu_solve_impl(data, b, factor, trans):
+    data, b = _np.asarray(data), _np.asarray(b)
+    dtype = _np.result_type(data.dtype, b.dtype)
+    if b.size == 0:
+        return _np.zeros(b.shape, dtype=dtype)
+    if _np.iscomplexobj(b) and not _np.iscomplexobj(data):
+        # a real matrix keeps its real factorisation: the real and imaginary parts of b are
+        # solved apart (SuperLU solves in the factorisation's dtype)
+        real = _np.result_type(data.dtype, b.real.dtype)
+        lu = factor.of(data.astype(real, copy=False))
+        return lu.solve(b.real.astype(real), trans=trans) + 1j * lu.solve(
+            b.imag.astype(real), trans=trans
+        )
+    lu = factor.of(data.astype(dtype, copy=False))
+    return lu.solve(b.astype(dtype, copy=False), trans=trans)
+
+
+def _lu_vjp_data(ans, data, b, factor, trans):
+    return lambda ct: _data_cotangent(
+        _lu_solve_p(data, ct, factor=factor, trans=_FLIP[trans]), ans, factor.structure, trans
+    )
+
+
+def _lu_vjp_b(ans, data, b, factor, trans):
+    return lambda ct: _lu_solve_p(data, ct, factor=factor, trans=_FLIP[trans])
+
+
+def _lu_jvp_data(t, ans, data, b, factor, trans):
+    return -_lu_solve_p(data, _product(t, factor.structure, ans, trans), factor=factor, trans=trans)
+
+
+def _lu_jvp_b(t, ans, data, b, factor, trans):
+    return _lu_solve_p(data, t, factor=factor, trans=trans)
+
+
+_lu_solve_p = Primitive(
+    "sparse_lu_solve",
+    _lu_solve_impl,
+    vjps=(_lu_vjp_data, _lu_vjp_b),
+    jvps=(_lu_jvp_data, _lu_jvp_b),
+)
+
+
+def _columns_batch(prim, rows_reason):
+    """The batching rule of a solve (data, b): right-hand sides of every row side by side
+    (one solve) when the matrix is the same for every row; one solve a row otherwise."""
+
+    def rule(args, dims, **params):
+        data, b = args
+        d_data, d_b = dims
+        if d_data is None:
+            b = fnp.moveaxis(b, d_b, -1)
+            n = shape_of(b)
+            out = prim(data, fnp.reshape(b, (n[0], -1)), **params)
+            return fnp.reshape(out, tuple(n)), len(n) - 1
+        return _batching.rows_one_by_one(prim, args, dims, params, _size(args, dims), rows_reason)
+
+    return rule
+
+
+def _size(args, dims):
+    """The batch size (the length of a batched argument's batch axis)."""
+    return next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+
+
+_batching.rules[_lu_solve_p] = _columns_batch(
+    _lu_solve_p,
+    "each row has a matrix of its own, which SuperLU factorises on its own",
+)
+
+
+def _lu_tangent_map(cs, x, factor, trans):
+    return _product(cs[0], factor.structure, x, trans)
+
+
+_taylor.rules[_lu_solve_p] = linear_solve_taylor_rule(_lu_solve_p, _lu_tangent_map)
+
+
+class SuperLU:
+    """SciPy's `SuperLU` (what `splu` returns), whose `solve` is differentiable with respect to
+    the right-hand side and to the data of the matrix factorised. `L`, `U`, `perm_r`,
+    `perm_c`, `shape` and `nnz` are SciPy's (constants: the factors' values)."""
+
+    def __init__(self, A: SparseArray, factor: _Factor) -> None:
+        self._A = A
+        self._factor = factor
+        # The factorisation is computed by the first solve (under `vmap` the data may differ
+        # from row to row) and kept for the solves after it and for their derivatives.
+
+    @property
+    def _lu(self):
+        return self._factor.of(primal(self._A.data))
+
+    shape = property(lambda self: self._A.shape)
+    nnz = property(lambda self: self._lu.nnz)
+    L = property(lambda self: self._lu.L)
+    U = property(lambda self: self._lu.U)
+    perm_r = property(lambda self: self._lu.perm_r)
+    perm_c = property(lambda self: self._lu.perm_c)
+
+    def solve(self, rhs: Any, trans: str = "N") -> Any:
+        """x with A x = rhs (trans 'N') or A^T x = rhs ('T'; 'H' for A^H on complex data).
+
+        >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+        >>> lu = fsla.splu(fsp.diags([np.array([2.0, 4.0])], [0]))
+        >>> lu.solve(np.array([1.0, 1.0]))
+        array([0.5 , 0.25])
+        """
+        if trans not in ("N", "T", "H"):
+            raise ValueError(f"SuperLU.solve: trans must be 'N', 'T' or 'H'; got {trans!r}")
+        data, factor = self._A.data, self._factor
+        if trans == "H":
+            if _np.issubdtype(dtype_of(data), _np.complexfloating):
+                # A^H x = b is A^T x = b with the conjugate data: another factorisation
+                data = fnp.conj(data)
+                factor = _Factor(factor.structure, factor.options)
+            trans = "T"
+        rhs = _check_rhs(self._A, rhs, "SuperLU.solve")
+        return _lu_solve_p(data, rhs, factor=factor, trans=trans)
+
+
+def splu(
+    A: Any,
+    permc_spec: str | None = None,
+    diag_pivot_thresh: float | None = None,
+    relax: int | None = None,
+    panel_size: int | None = None,
+    options: dict | None = None,
+) -> SuperLU:
+    """SciPy's `splu`: the LU factorisation of a square sparse matrix, whose `solve` is
+    differentiable with respect to the right-hand side and to the matrix's data. The
+    factorisation is computed here, once; derivatives of its solves reuse it.
+
+    >>> import numpy as np, fgrad, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+    >>> def f(d):
+    ...     return fsla.splu(fsp.diags([d], [0])).solve(np.ones(2)).sum()
+    >>> fgrad.grad(f)(np.array([2.0, 4.0]))
+    array([-0.25  , -0.0625])
+    """
+    who = "fgrad.scipy.sparse.linalg.splu"
+    A = as_sparse(A, who)
+    _check_square(A, who)
+    kwargs = {
+        k: v
+        for k, v in dict(
+            permc_spec=permc_spec,
+            diag_pivot_thresh=diag_pivot_thresh,
+            relax=relax,
+            panel_size=panel_size,
+            options=options,
+        ).items()
+        if v is not None
+    }
+    if not _np.issubdtype(dtype_of(A.data), _np.inexact):
+        A = SparseArray(fnp.asarray(A.data, dtype=float), A.structure)
+    return SuperLU(A, _Factor(A.structure, kwargs))
+
+
+def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = True) -> Any:
+    """SciPy's `spsolve`: x with A x = b, for a square sparse A and a dense b of 1 or 2
+    dimensions, differentiable with respect to b and to A's data (the adjoint solve reuses the
+    factorisation). `use_umfpack` is accepted and ignored (SuperLU solves).
+
+    >>> import numpy as np, fgrad, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+    >>> A = fsp.diags([np.array([2.0, 4.0])], [0])
+    >>> fsla.spsolve(A, np.array([1.0, 1.0]))
+    array([0.5 , 0.25])
+    """
+    who = "fgrad.scipy.sparse.linalg.spsolve"
+    A = as_sparse(A, who)
+    _check_square(A, who)
+    if _sp.issparse(b) or isinstance(b, SparseArray):
+        raise TypeError(f"{who}: b must be a dense array; call b.toarray() first")
+    b = _check_rhs(A, b, who)
+    return splu(A, permc_spec=permc_spec).solve(b)
+
+
+# --- iterative solves: the adjoint system solved by the same method ------------------------------
+
+
+class _Iterative:
+    """An iterative method and its settings, carried by the solve's primitive."""
+
+    __slots__ = ("M", "method", "options", "structure")
+
+    def __init__(self, method, structure, M, options):
+        self.method = method
+        self.structure = structure
+        self.M = M
+        self.options = options
+
+    def solve(self, data, b, trans):
+        s = self.structure
+        rows, cols = (s.row, s.col) if trans == "N" else (s.col, s.row)
+        matrix = _sp.csr_array((_np.asarray(data), (rows, cols)), shape=s.shape)
+        M = self.M
+        if M is not None and trans == "T":
+            M = _spla.aslinearoperator(M).T
+        b = _np.asarray(b)
+        dtype = _np.result_type(matrix.dtype, b.dtype)
+        matrix, b = matrix.astype(dtype), b.astype(dtype, copy=False)
+        solver = _spla.cg if self.method == "cg" else _spla.gmres
+        x, info = solver(matrix, b, M=M, **self.options)
+        if info != 0:
+            what = "did not converge" if info > 0 else "broke down (illegal input)"
+            raise RuntimeError(
+                f"fgrad.scipy.sparse.linalg.{self.method} {what} (info={info}) for A of shape "
+                f"{s.shape} and dtype {matrix.dtype} with {self.options}"
+                + (" (the adjoint solve, with A^T)" if trans == "T" else "")
+                + "; raise maxiter, loosen rtol, give a preconditioner M, or use spsolve. "
+                "fgrad does not return an unconverged solution: its derivative would be wrong."
+            )
+        return x
+
+
+def _it_solve_impl(data, b, method, trans):
+    if _np.ndim(b) == 2:  # SciPy's iterative solvers take one right-hand side at a time
+        return _np.stack(
+            [method.solve(data, b[:, j], trans) for j in range(_np.shape(b)[1])], axis=1
+        )
+    return method.solve(data, b, trans)
+
+
+def _it_vjp_data(ans, data, b, method, trans):
+    return lambda ct: _data_cotangent(
+        _it_solve_p(data, ct, method=method, trans=_FLIP[trans]), ans, method.structure, trans
+    )
+
+
+def _it_vjp_b(ans, data, b, method, trans):
+    return lambda ct: _it_solve_p(data, ct, method=method, trans=_FLIP[trans])
+
+
+def _it_jvp_data(t, ans, data, b, method, trans):
+    return -_it_solve_p(data, _product(t, method.structure, ans, trans), method=method, trans=trans)
+
+
+def _it_jvp_b(t, ans, data, b, method, trans):
+    return _it_solve_p(data, t, method=method, trans=trans)
+
+
+_it_solve_p = Primitive(
+    "sparse_iterative_solve",
+    _it_solve_impl,
+    vjps=(_it_vjp_data, _it_vjp_b),
+    jvps=(_it_jvp_data, _it_jvp_b),
+)
+
+
+def _it_batch(args, dims, **params):
+    return _batching.rows_one_by_one(
+        _it_solve_p,
+        args,
+        dims,
+        params,
+        _size(args, dims),
+        "SciPy's cg and gmres solve one right-hand side at a time",
+    )
+
+
+_batching.rules[_it_solve_p] = _it_batch
+
+
+def _it_tangent_map(cs, x, method, trans):
+    return _product(cs[0], method.structure, x, trans)
+
+
+_taylor.rules[_it_solve_p] = linear_solve_taylor_rule(_it_solve_p, _it_tangent_map)
+
+
+def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None):
+    who = f"fgrad.scipy.sparse.linalg.{method}"
+    A = as_sparse(A, who)
+    _check_square(A, who)
+    b = _check_rhs(A, b, who, matrix_ok=False)
+    if callback is not None:
+        raise TypeError(
+            f"{who}: callback is not supported (the adjoint solve would call it too); leave it out"
+        )
+    if isinstance(M, (Box, SparseArray)):
+        raise TypeError(f"{who}: the preconditioner M must be a constant (a SciPy operator)")
+    options = {"rtol": rtol, "atol": atol, "maxiter": maxiter}
+    if x0 is not None:
+        # where the iterations start changes no solution: a constant, never differentiated
+        options["x0"] = _np.asarray(primal(x0))
+    if restart is not None:
+        options["restart"] = restart
+    data = A.data
+    if not _np.issubdtype(dtype_of(data), _np.inexact):
+        data = fnp.asarray(data, dtype=float)
+    x = _it_solve_p(data, b, method=_Iterative(method, A.structure, M, options), trans="N")
+    return x, 0
+
+
+def cg(
+    A: Any,
+    b: Any,
+    x0: Any = None,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    M: Any = None,
+    callback: Any = None,
+) -> tuple[Any, int]:
+    """SciPy's `cg` for a symmetric positive definite sparse A: `(x, 0)`, differentiable with
+    respect to b and A's data by solving the adjoint system with cg (same tolerances). Raises
+    RuntimeError if a solve does not converge (SciPy would return info > 0).
+
+    >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+    >>> A = fsp.diags([np.array([2.0, 2.0]), -1.0, -1.0], [0, 1, -1])
+    >>> x, info = fsla.cg(A, np.array([1.0, 1.0]), rtol=1e-12)
+    >>> np.round(x, 12), info
+    (array([1., 1.]), 0)
+    """
+    return _iterative("cg", A, b, x0, rtol, atol, maxiter, M, callback)
+
+
+def gmres(
+    A: Any,
+    b: Any,
+    x0: Any = None,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    restart: int | None = None,
+    maxiter: int | None = None,
+    M: Any = None,
+    callback: Any = None,
+) -> tuple[Any, int]:
+    """SciPy's `gmres` for a square sparse A: `(x, 0)`, differentiable with respect to b and
+    A's data by solving the adjoint system (A^T) with gmres (same tolerances). Raises
+    RuntimeError if a solve does not converge.
+
+    >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+    >>> A = fsp.diags([np.array([2.0, 2.0]), 1.0], [0, 1])
+    >>> x, info = fsla.gmres(A, np.array([3.0, 2.0]), rtol=1e-12)
+    >>> np.round(x, 12), info
+    (array([1., 1.]), 0)
+    """
+    return _iterative("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart)
+
+
+# --- expm_multiply -------------------------------------------------------------------------------
+
+
+class _Expm:
+    """The structure of A, and of the matrix [[A, E], [0, A]] of twice its size whose
+    exponential gives the derivative in direction E (same structure as A)."""
+
+    __slots__ = ("doubled", "structure")
+
+    def __init__(self, structure):
+        self.structure = structure
+        self.doubled = None
+
+    def block(self):
+        if self.doubled is None:
+            from .. import _Structure
+
+            s, n = self.structure, self.structure.shape[0]
+            rows = _np.concatenate([s.row, s.row, s.row + n])
+            cols = _np.concatenate([s.col, s.col + n, s.col + n])
+            self.doubled = _Expm(_Structure(rows, cols, (2 * n, 2 * n)))
+        return self.doubled
+
+
+def _expm_impl(data, b, how, trans):
+    s = how.structure
+    rows, cols = (s.row, s.col) if trans == "N" else (s.col, s.row)
+    matrix = _sp.csr_array((_np.asarray(data), (rows, cols)), shape=s.shape)
+    return _spla.expm_multiply(matrix, _np.asarray(b))
+
+
+def _expm_vjp_data(ans, data, b, how, trans):
+    def bprop(ct):
+        raise NotImplementedError(
+            "fgrad.scipy.sparse.linalg.expm_multiply: reverse mode with respect to the data "
+            "of A is not supported (its cost would be one product per column of A; issue 36); "
+            "use forward mode (fgrad.jvp, fgrad.jacfwd) for derivatives in the data, or keep "
+            "A constant (reverse mode in B is supported)"
+        )
+
+    return bprop
+
+
+def _expm_vjp_b(ans, data, b, how, trans):
+    return lambda ct: _expm_p(data, ct, how=how, trans=_FLIP[trans])
+
+
+def _expm_jvp_data(t, ans, data, b, how, trans):
+    # exp([[A, E], [0, A]]) [0; B] = [L(A, E) B; exp(A) B], L the Frechet derivative
+    if trans == "T":
+        raise NotImplementedError("expm_multiply's transposed product has no data rule")
+    zeros = fnp.zeros_like(b)
+    big = _expm_p(
+        fnp.concatenate([data, t, data]),
+        fnp.concatenate([zeros, b]),
+        how=how.block(),
+        trans="N",
+    )
+    return big[: shape_of(b)[0]]
+
+
+def _expm_jvp_b(t, ans, data, b, how, trans):
+    return _expm_p(data, t, how=how, trans=trans)
+
+
+_expm_p = Primitive(
+    "sparse_expm_multiply",
+    _expm_impl,
+    vjps=(_expm_vjp_data, _expm_vjp_b),
+    jvps=(_expm_jvp_data, _expm_jvp_b),
+)
+
+
+def _expm_batch(args, dims, **params):
+    data, b = args
+    d_data, d_b = dims
+    if d_data is None:
+        b = fnp.moveaxis(b, d_b, -1)
+        n = shape_of(b)
+        out = _expm_p(data, fnp.reshape(b, (n[0], -1)), **params)
+        return fnp.reshape(out, tuple(n)), len(n) - 1
+    return _batching.rows_one_by_one(
+        _expm_p, args, dims, params, _size(args, dims), "each row has a matrix of its own"
+    )
+
+
+_batching.rules[_expm_p] = _expm_batch
+_taylor.rules[_expm_p] = _taylor.linear_rule(_expm_p, linear_in=(1,))
+
+
+def expm_multiply(
+    A: Any,
+    B: Any,
+    start: Any = None,
+    stop: Any = None,
+    num: Any = None,
+    endpoint: Any = None,
+    traceA: Any = None,
+) -> Any:
+    """SciPy's `expm_multiply`: exp(A) @ B for a square sparse A and a dense B of 1 or 2
+    dimensions, differentiable with respect to B (both modes) and to A's data (forward mode;
+    reverse mode in the data raises NotImplementedError). The time grid (`start`, `stop`,
+    `num`, `endpoint`) is not supported: multiply A by the time instead.
+
+    >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
+    >>> A = fsp.diags([np.array([0.0, np.log(2.0)])], [0])
+    >>> fsla.expm_multiply(A, np.array([1.0, 1.0]))
+    array([1., 2.])
+    """
+    who = "fgrad.scipy.sparse.linalg.expm_multiply"
+    if any(v is not None for v in (start, stop, num, endpoint)):
+        raise TypeError(f"{who}: start, stop, num and endpoint are not supported; scale A instead")
+    A = as_sparse(A, who)
+    _check_square(A, who)
+    B = _check_rhs(A, B, who)
+    data = A.data
+    if not _np.issubdtype(dtype_of(data), _np.inexact):
+        data = fnp.asarray(data, dtype=float)
+    return _expm_p(data, B, how=_Expm(A.structure), trans="N")
+
+
+_sparsity.dense_reasons.update(
+    dict.fromkeys(
+        ("sparse_lu_solve", "sparse_iterative_solve", "sparse_expm_multiply"),
+        "each element of a sparse solve (or of exp(A) B) depends on every element of b and of "
+        "A's data, in general",
+    )
+)

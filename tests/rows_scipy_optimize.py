@@ -1,0 +1,175 @@
+"""Gradient-table rows for fgrad.scipy.optimize (solutions differentiated by the implicit
+function theorem) and fgrad.custom_root / fgrad.custom_linear_solve (see tests/gradtable.py).
+
+The solves are tight (second-order methods with fgrad's Hessian, gradient norms near 1e-10,
+root residuals near 1e-13): the implicit derivatives are exact at the exact solution, and the
+table compares them with central differences at a step of 1e-4, which divides the solve's
+error by 1e-4. (L-BFGS-B, which stops near 1e-9 from the minimizer here, fails check_rule's
+order-2 differences by 1e-5 for that reason alone; tests/test_optimize.py checks it.) The
+problems are small and well conditioned, as each order-2 check runs dozens of solves.
+SciPy's solvers work in float64, so the solution is float64 whatever the parameters' dtype.
+"""
+
+import numpy as np
+from gradtable import Row
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.scipy.optimize import (
+    brentq,
+    fixed_point,
+    least_squares,
+    minimize,
+    root,
+    root_scalar,
+)
+
+FLOAT64 = "SciPy's solvers work in float64: the solution is float64 for float32 parameters"
+DASK = (
+    "SciPy's solver steps on NumPy arrays, converting every value it evaluates with "
+    "np.asarray: a lazy array would be computed at each step"
+)
+DASK_CANNOT = {
+    name: DASK
+    for name in (
+        "scipy.optimize.minimize",
+        "scipy.optimize.root",
+        "scipy.optimize.least_squares",
+        "scipy.optimize.root_scalar",
+        "scipy.optimize.brentq",
+        "scipy.optimize.fixed_point",
+    )
+}
+
+
+def _objective(x, a, c):
+    return fnp.sum((x - a) ** 2) + fnp.sum(x**4) / 4 + c * fnp.sum(x[:-1] * x[1:])
+
+
+def _equations(x, p):
+    return x**3 + x - p + 0.1 * fnp.roll(x, 1)
+
+
+T = np.linspace(0.0, 1.0, 6)
+
+
+def _decay(k, y):
+    return k[1] * fnp.exp(-k[0] * T) - y
+
+
+def _params(rng):
+    return (rng.uniform(-1.5, 1.5, 3), rng.uniform(0.1, 0.4))
+
+
+def _newton(f, x):  # elementwise: the Jacobian of x**3 - a is diagonal
+    for _ in range(40):
+        x = x - f(x) / (3.0 * x**2)
+    return x
+
+
+def _dense_solve(matvec, b):
+    return np.linalg.solve(fgrad.jacfwd(matvec)(b), b)
+
+
+def _linear(m, b):
+    a = m + 3.0 * np.eye(3)
+    return fgrad.custom_linear_solve(lambda x: a @ x, b, _dense_solve, _dense_solve)
+
+
+def _cube_root(a):
+    return fgrad.custom_root(
+        lambda x: x**3 - a, fnp.ones_like(a), _newton, lambda g, y: y / g(np.ones_like(y))
+    )
+
+
+ROWS = [
+    Row(
+        "scipy.optimize.minimize",
+        lambda a, c: (
+            minimize(
+                _objective, np.zeros(3), args=(a, c), method="trust-exact", options={"gtol": 1e-10}
+            ).x
+        ),
+        make=_params,
+        variant="trust-exact",
+        float32=FLOAT64,
+    ),
+    Row(
+        "scipy.optimize.minimize",
+        lambda a, c: (
+            minimize(
+                _objective, np.zeros(3), args=(a, c), method="Newton-CG", options={"xtol": 1e-13}
+            ).fun
+        ),
+        make=_params,
+        variant="Newton-CG-fun",
+        float32=FLOAT64,
+    ),
+    Row(
+        "scipy.optimize.minimize",
+        lambda a, c: (
+            minimize(
+                lambda x: _objective(x, a, c),
+                np.zeros(3),
+                method="trust-krylov",
+                options={"gtol": 1e-10},
+                implicit_solve="cg",
+                implicit_tol=1e-14,  # cg to 1e-10 leaves 1e-5 relative errors at order 2
+            ).x
+        ),
+        make=_params,
+        variant="closure-cg",
+        float32=FLOAT64,
+    ),
+    Row(
+        "scipy.optimize.root",
+        lambda p: root(_equations, np.ones(3), args=(p,), tol=1e-13).x,
+        make=lambda rng: (rng.uniform(-3.0, 3.0, 3),),
+        float32=FLOAT64,
+    ),
+    Row(
+        "scipy.optimize.least_squares",
+        lambda y: (
+            least_squares(_decay, np.ones(2), args=(y,), gtol=1e-15, ftol=1e-15, xtol=1e-15).x
+        ),
+        make=lambda rng: (1.5 * np.exp(-2.0 * T) + rng.uniform(-0.05, 0.05, 6),),
+        float32=FLOAT64,
+        eps=1e-3,
+    ),
+    Row(
+        "scipy.optimize.root_scalar",
+        lambda a: root_scalar(lambda x, a: x**3 + x - a, args=(a,), x0=1.0, xtol=1e-15).root,
+        shapes=((),),
+        domains=("positive",),
+        float32=FLOAT64,
+    ),
+    Row(
+        "scipy.optimize.brentq",
+        lambda c: brentq(lambda x, c: fnp.exp(x) + x - c, -5.0, 5.0, args=(c,)),
+        shapes=((),),
+        domains=("positive",),
+        float32=FLOAT64,
+    ),
+    Row(
+        "scipy.optimize.fixed_point",
+        lambda a: fixed_point(
+            lambda x, a: fnp.cos(a * x), np.array([0.5, 0.6]), args=(a,), xtol=1e-15
+        ),
+        make=lambda rng: (rng.uniform(0.3, 1.0, 2),),
+        float32=FLOAT64,
+    ),
+    Row(
+        "custom_linear_solve",
+        _linear,
+        shapes=((3, 3), (3,)),
+        domains=("small",),
+        float32="the solve is np.linalg.solve of the Jacobian, in float64",
+    ),
+    Row(
+        "custom_root",
+        _cube_root,
+        shapes=((2,),),
+        domains=("positive",),
+        float32="the Newton iteration runs in float64",
+    ),
+]

@@ -1,0 +1,385 @@
+"""`fgrad.scipy.optimize`: solutions differentiated by the implicit function theorem, against
+central differences of the whole solve, a differentiated unrolled solver and closed forms; a
+bilevel problem; the transforms; failed solves and bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad.scipy.optimize import (
+    brentq,
+    fixed_point,
+    least_squares,
+    minimize,
+    root,
+    root_scalar,
+)
+from fgrad.test_util import check_grads
+
+rng = np.random.default_rng(1)
+TIGHT = {"gtol": 1e-12, "ftol": 1e-16, "maxiter": 1000}  # L-BFGS-B
+
+
+def objective(x, a, c):
+    """Strongly convex: quadratic pull to a, quartic, and a coupling weighted by c."""
+    return fnp.sum((x - a) ** 2) + fnp.sum(x**4) / 4 + c * fnp.sum(x[:-1] * x[1:])
+
+
+def argmin(a, c, method="L-BFGS-B", **kw):
+    options = kw.pop("options", TIGHT if method == "L-BFGS-B" else None)
+    return minimize(objective, np.zeros(3), args=(a, c), method=method, options=options, **kw).x
+
+
+def central(f, x, h=1e-4):
+    """Central differences of f at x, one column per element of x (the whole solve each)."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for e in np.eye(x.size):
+        e = e.reshape(x.shape)
+        cols.append((np.asarray(f(x + h * e)) - np.asarray(f(x - h * e))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
+A = np.array([1.0, 2.0, -0.5])
+C = 0.3
+
+
+# --- minimize -------------------------------------------------------------------------------------
+
+
+def test_minimize_gradient_matches_central_differences_of_the_solve():
+    jac_rev = fgrad.jacrev(argmin)(A, C)
+    jac_fwd = fgrad.jacfwd(argmin)(A, C)
+    np.testing.assert_allclose(jac_rev, jac_fwd, rtol=1e-10, atol=1e-13)
+    # central differences of the whole solve: L-BFGS-B solves to about 5e-12 here, which a
+    # step of 1e-4 turns into errors up to 5e-8
+    fd = central(lambda a: argmin(a, C), A)
+    np.testing.assert_allclose(jac_rev, fd, rtol=1e-6, atol=1e-7)
+    d_c = fgrad.jacrev(argmin, argnums=1)(A, C)
+    fd = central(lambda c: argmin(A, c), C).ravel()
+    np.testing.assert_allclose(d_c, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_minimize_second_order_matches_central_differences_of_the_gradient():
+    loss = lambda a: fnp.sum(fnp.sin(argmin(a, C)))
+    hess = fgrad.hessian(loss)(A)
+    np.testing.assert_allclose(hess, hess.T, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(hess, central(fgrad.grad(loss), A), rtol=1e-5, atol=1e-7)
+    check_grads(lambda a: argmin(a, C), (A,), order=2)
+
+
+def unrolled_gradient_descent(a, c, steps=400, lr=0.1):
+    x = fnp.zeros(3)
+    g = fgrad.grad(objective)
+    for _ in range(steps):
+        x = x - lr * g(x, a, c)
+    return x
+
+
+def test_minimize_gradient_matches_an_unrolled_solver():
+    np.testing.assert_allclose(argmin(A, C), unrolled_gradient_descent(A, C), atol=1e-11)
+    np.testing.assert_allclose(
+        fgrad.jacrev(argmin)(A, C),
+        fgrad.jacrev(unrolled_gradient_descent)(A, C),
+        rtol=1e-8,
+        atol=1e-10,
+    )
+
+
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("BFGS", {"gtol": 1e-10}),
+        ("Newton-CG", {"xtol": 1e-12}),
+        ("trust-ncg", {"gtol": 1e-8}),
+        ("Nelder-Mead", {"xatol": 1e-12, "fatol": 1e-16, "maxiter": 20000}),
+    ],
+)
+def test_minimize_methods_agree(method, options):
+    got = fgrad.jacrev(lambda a: argmin(a, C, method, options=options))(A)
+    np.testing.assert_allclose(got, fgrad.jacrev(argmin)(A, C), rtol=1e-5, atol=1e-7)
+
+
+def test_minimize_implicit_solves_agree_and_closures_are_differentiated():
+    want = fgrad.jacrev(argmin)(A, C)
+    for solve in ("direct", "cg", "gmres"):
+        got = fgrad.jacrev(lambda a: argmin(a, C, implicit_solve=solve))(A)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+    def closed(a):  # a read from a closure, not given in args
+        return minimize(
+            lambda x: objective(x, a, C), np.zeros(3), method="L-BFGS-B", options=TIGHT
+        ).x
+
+    np.testing.assert_allclose(fgrad.jacrev(closed)(A), want, rtol=1e-12)
+    np.testing.assert_allclose(fgrad.jacfwd(closed)(A), want, rtol=1e-10)
+
+
+def test_minimize_user_jac_and_result_fields():
+    def fun_and_grad(x, a, c):
+        return objective(x, a, c), fgrad.grad(objective)(x, a, c)
+
+    res = minimize(
+        fun_and_grad, np.zeros(3), args=(A, C), jac=True, method="L-BFGS-B", options=TIGHT
+    )
+    assert res.success and res.x.shape == (3,)
+
+    def value(a):
+        r = minimize(objective, np.zeros(3), args=(a, C), method="L-BFGS-B", options=TIGHT)
+        return r.fun
+
+    # the envelope theorem: d/da min_x f(x, a) = df/da at the minimizer
+    x = argmin(A, C)
+    np.testing.assert_allclose(fgrad.grad(value)(A), -2 * (x - A), rtol=1e-9)
+
+
+def test_minimize_under_vmap_jit_and_jet():
+    batch = np.stack([A, A + 1.0])
+    np.testing.assert_allclose(
+        fgrad.vmap(lambda a: argmin(a, C))(batch)[1], argmin(A + 1.0, C), rtol=1e-12
+    )
+    per_row = fgrad.vmap(fgrad.jacrev(lambda a: argmin(a, C)))(batch)
+    np.testing.assert_allclose(per_row[1], fgrad.jacrev(argmin)(A + 1.0, C), rtol=1e-10)
+    jitted = fgrad.jit(fgrad.jacrev(lambda a: argmin(a, C)))
+    for a in (A, A + 1.0, A - 0.5):
+        np.testing.assert_allclose(jitted(a), fgrad.jacrev(argmin)(a, C), rtol=1e-10, atol=1e-13)
+    e = np.array([1.0, -1.0, 0.5])
+    _, series = fgrad.jet(lambda t: argmin(A + t * e, C)[0], (0.0,), ((1.0, 0.0),))
+    d1 = fgrad.jvp(lambda t: argmin(A + t * e, C)[0], (0.0,), (1.0,))[1]
+    d2 = fgrad.grad(fgrad.grad(lambda t: argmin(A + t * e, C)[0]))(0.0)
+    np.testing.assert_allclose(series, [d1, d2], rtol=1e-8)
+
+
+# --- a bilevel problem: ridge regularisation chosen by the validation loss ----------------------
+
+X_TRAIN = rng.standard_normal((30, 5))
+W_TRUE = rng.standard_normal(5)
+Y_TRAIN = X_TRAIN @ W_TRUE + 0.5 * rng.standard_normal(30)
+X_VAL = rng.standard_normal((20, 5))
+Y_VAL = X_VAL @ W_TRUE + 0.5 * rng.standard_normal(20)
+
+
+def ridge_loss(w, log_lam):
+    return fnp.sum((X_TRAIN @ w - Y_TRAIN) ** 2) + fnp.exp(log_lam) * fnp.sum(w**2)
+
+
+def validation_loss(log_lam):
+    # trust-exact (with fgrad's Hessian) solves this quadratic to rounding; L-BFGS-B stops
+    # with ABNORMAL for some log(lambda) at the tolerances that an rtol of 1e-8 needs
+    options = {"gtol": 1e-10}
+    w = minimize(ridge_loss, np.zeros(5), args=(log_lam,), method="trust-exact", options=options).x
+    return fnp.mean((X_VAL @ w - Y_VAL) ** 2)
+
+
+def validation_loss_closed_form(log_lam):
+    lam = fnp.exp(log_lam)
+    w = fnp.linalg.solve(X_TRAIN.T @ X_TRAIN + lam * fnp.eye(5), X_TRAIN.T @ Y_TRAIN)
+    return fnp.mean((X_VAL @ w - Y_VAL) ** 2)
+
+
+def test_bilevel_ridge_hypergradient():
+    for log_lam in (-1.0, 1.0, 3.0):
+        g = fgrad.grad(validation_loss)(log_lam)
+        np.testing.assert_allclose(g, fgrad.grad(validation_loss_closed_form)(log_lam), rtol=1e-8)
+        h = fgrad.grad(fgrad.grad(validation_loss))(log_lam)
+        want = fgrad.grad(fgrad.grad(validation_loss_closed_form))(log_lam)
+        np.testing.assert_allclose(h, want, rtol=1e-6)
+    # gradient descent on log(lambda) by the implicit hypergradient lowers the validation loss
+    log_lam, losses = 3.0, []
+    for _ in range(15):
+        losses.append(float(validation_loss(log_lam)))
+        log_lam = log_lam - 2.0 * float(fgrad.grad(validation_loss)(log_lam))
+    assert losses[-1] < losses[0] and all(b <= a + 1e-12 for a, b in zip(losses, losses[1:]))
+
+
+# --- root, least_squares, fixed_point, root_scalar, brentq ---------------------------------------
+
+
+def equations(x, p):
+    return x**3 + x - p + 0.1 * fnp.roll(x, 1)
+
+
+def solution(p):
+    return root(equations, np.ones(3), args=(p,), tol=1e-13).x
+
+
+def test_root_both_modes_second_order():
+    p = np.array([2.0, 10.0, -1.0])
+    jac = fgrad.jacrev(solution)(p)
+    np.testing.assert_allclose(jac, fgrad.jacfwd(solution)(p), rtol=1e-10)
+    np.testing.assert_allclose(jac, central(solution, p), rtol=1e-6, atol=1e-9)
+    x = solution(p)
+    np.testing.assert_allclose(equations(x, p), 0.0, atol=1e-12)
+    check_grads(solution, (p,), order=2)
+    lm = lambda p: root(equations, np.ones(3), args=(p,), method="lm", tol=1e-13).x
+    np.testing.assert_allclose(fgrad.jacrev(lm)(p), jac, rtol=1e-9, atol=1e-12)
+
+
+def test_root_checks_the_residual_not_only_scipys_success():
+    # SciPy's krylov method reports success at this unreachable tol, far from the root
+    p = np.array([2.0, 10.0, -1.0])
+    res = root(equations, np.ones(3), args=(p,), method="krylov", tol=1e-13)
+    assert res.success and np.max(np.abs(res.fun)) > 1.0
+    with pytest.raises(RuntimeError, match=r"root did not converge.*max \|fun\(x\)\| = 1.98"):
+        fgrad.jacrev(
+            lambda p: root(equations, np.ones(3), args=(p,), method="krylov", tol=1e-13).x
+        )(p)
+
+
+T = np.linspace(0.0, 1.0, 8)
+
+
+def decay_residuals(k, y):
+    return k[1] * fnp.exp(-k[0] * T) - y
+
+
+def fitted(y, **kw):
+    return least_squares(
+        decay_residuals, np.ones(2), args=(y,), gtol=1e-15, ftol=1e-15, xtol=1e-15, **kw
+    ).x
+
+
+def test_least_squares_gradient_includes_the_residual_curvature():
+    y = 1.5 * np.exp(-2.0 * T) + 0.05 * np.sin(7 * T)  # a misfit: the residuals are not zero
+    jac = fgrad.jacrev(fitted)(y)
+    np.testing.assert_allclose(jac, fgrad.jacfwd(fitted)(y), rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(jac, central(fitted, y, h=1e-3), rtol=2e-5, atol=1e-7)
+    # with a robust loss, the condition is the gradient of the robust cost
+    soft = lambda y: fitted(y, loss="soft_l1", f_scale=0.1)
+    np.testing.assert_allclose(
+        fgrad.jacrev(soft)(y), central(soft, y, h=1e-3), rtol=1e-4, atol=1e-7
+    )
+
+
+def test_fixed_point_root_scalar_brentq_closed_forms():
+    def fp(a):
+        return fixed_point(lambda x, a: fnp.cos(a * x), np.array([0.5, 0.6]), args=(a,), xtol=1e-15)
+
+    a = np.array([1.0, 0.5])
+    x = fp(a)
+    want = np.diag(-x * np.sin(a * x) / (1 + a * np.sin(a * x)))
+    np.testing.assert_allclose(fgrad.jacrev(fp)(a), want, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(fgrad.jacfwd(fp)(a), want, rtol=1e-10, atol=1e-14)
+
+    def cbrt(a):
+        return root_scalar(lambda x, a: x**3 - a, args=(a,), x0=1.0, xtol=1e-15).root
+
+    assert float(fgrad.grad(cbrt)(8.0)) == pytest.approx(1 / 12, rel=1e-12)
+    assert float(fgrad.grad(fgrad.grad(cbrt))(8.0)) == pytest.approx(
+        -2 / 9 * 8 ** (-5 / 3), rel=1e-10
+    )
+    bracketed = lambda a: (
+        root_scalar(
+            lambda x, a: x**3 - a,
+            args=(a,),
+            bracket=[0.0, 5.0],
+            xtol=1e-15,
+        ).root
+    )
+    assert float(fgrad.grad(bracketed)(8.0)) == pytest.approx(1 / 12, rel=1e-10)
+
+    def log(c):
+        return brentq(lambda x, c: fnp.exp(x) - c, -5.0, 5.0, args=(c,))
+
+    assert float(fgrad.grad(log)(2.0)) == pytest.approx(0.5, rel=1e-12)
+    assert float(fgrad.jacfwd(fgrad.grad(log))(2.0)) == pytest.approx(-0.25, rel=1e-10)
+    np.testing.assert_allclose(
+        fgrad.vmap(fgrad.grad(log))(np.array([2.0, 4.0])), [0.5, 0.25], rtol=1e-12
+    )
+
+
+# --- failures and bad input -----------------------------------------------------------------------
+
+
+def test_a_failed_solve_raises_when_differentiated_and_warns_on_request():
+    short = {"maxiter": 2}
+    res = minimize(objective, np.zeros(3), args=(A, C), method="BFGS", options=short)
+    assert not res.success  # nothing differentiated: SciPy's result as SciPy returns it
+    with pytest.raises(RuntimeError, match="minimize did not converge.*on_failure='warn'"):
+        fgrad.grad(lambda a: fnp.sum(argmin(a, C, "BFGS", options=short)))(A)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        fgrad.grad(lambda a: fnp.sum(argmin(a, C, "BFGS", options=short, on_failure="warn")))(A)
+    with pytest.raises(RuntimeError, match="root did not converge"):
+        fgrad.jacrev(lambda p: root(equations, np.ones(3), args=(p,), options={"maxfev": 3}).x)(
+            np.array([2.0, 10.0, -1.0])
+        )
+    with pytest.raises(RuntimeError, match="root_scalar did not converge"):
+        fgrad.grad(lambda a: root_scalar(lambda x, a: x**3 - a, args=(a,), x0=1.0, maxiter=2).root)(
+            8.0
+        )
+
+
+def test_the_implicit_linear_solve_must_converge():
+    def flat(a):  # every x with x[0] + x[1] = a minimizes: no isolated solution
+        return minimize(
+            lambda x, a: (x[0] + x[1] - a) ** 2,
+            np.zeros(2),
+            args=(a,),
+            method="L-BFGS-B",
+            options=TIGHT,
+        ).x
+
+    with pytest.raises(RuntimeError, match="singular.*not isolated"):
+        fgrad.jacrev(flat)(1.0)
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match=r"x0 has shape \(2, 2\) and dtype float64.*1-D"):
+        minimize(objective, np.zeros((2, 2)), args=(A, C))
+    with pytest.raises(TypeError, match=r"x0 has shape \(3,\) and dtype complex128"):
+        minimize(objective, np.zeros(3, complex), args=(A, C))
+    with pytest.raises(ValueError, match="on_failure must be 'raise' or 'warn'"):
+        minimize(objective, np.zeros(3), args=(A, C), on_failure="ignore")
+    with pytest.raises(ValueError, match="implicit_solve must be one of"):
+        minimize(objective, np.zeros(3), args=(A, C), implicit_solve="lu")
+    with pytest.raises(ValueError, match=r"returned 2 values for 3 unknowns.*least_squares"):
+        root(lambda x, p: x[:2] - p, np.ones(3), args=(1.0,))
+    with pytest.raises(TypeError, match="must be callable"):
+        minimize(objective(np.zeros(3), A, C), np.zeros(3))
+    with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+        fgrad.jacrev(
+            lambda a: (
+                minimize(
+                    objective,
+                    np.zeros(3),
+                    args=(a, C),
+                    method="L-BFGS-B",
+                    bounds=[(1.5, None), (None, None), (None, None)],
+                ).x
+            )
+        )(A)
+    with pytest.raises(NotImplementedError, match="constraints"):
+        fgrad.jacrev(
+            lambda a: (
+                minimize(
+                    objective,
+                    np.zeros(3),
+                    args=(a, C),
+                    method="SLSQP",
+                    constraints=[{"type": "eq", "fun": lambda x: x[0]}],
+                ).x
+            )
+        )(A)
+
+
+def test_inactive_bounds_do_not_change_the_derivative():
+    def bounded(a):
+        return minimize(
+            objective,
+            np.zeros(3),
+            args=(a, C),
+            method="L-BFGS-B",
+            options=TIGHT,
+            bounds=[(-10.0, 10.0)] * 3,
+        ).x
+
+    np.testing.assert_allclose(fgrad.jacrev(bounded)(A), fgrad.jacrev(argmin)(A, C), rtol=1e-9)
+
+
+def test_warnings_are_not_raised_on_success():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fgrad.jacrev(argmin)(A, C)

@@ -1,0 +1,456 @@
+"""fgrad.scipy.sparse and fgrad.scipy.sparse.linalg: SciPy's sparse matrices meeting traced
+values, sparse arrays with traced data, and solves differentiated implicitly.
+
+Derivatives are checked against finite differences of the whole solve (`check_grads`), against
+the dense solve (`fnp.linalg.solve`) on small problems, and on a Poisson problem's solution
+differentiated with respect to its conductivity field; under `vmap`, `jit` and `jet` too.
+"""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import fgrad
+import fgrad.numpy as fnp
+import fgrad.scipy.sparse as fsp
+import fgrad.scipy.sparse.linalg as fsla
+from fgrad.test_util import check_grads
+
+RNG = np.random.default_rng(0)
+
+
+def _close(a, b, tol=1e-10):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+# --- a constant SciPy matrix meets traced values --------------------------------------------------
+
+A_SP = sp.random_array((6, 4), density=0.5, rng=1, format="csr")
+A_DENSE = A_SP.toarray()
+X0 = RNG.standard_normal(4)
+
+PRODUCTS = {
+    "A @ x": (lambda A, x: A @ x, (4,)),
+    "A.T @ y": (lambda A, y: A.T @ y, (6,)),
+    "A.dot(x)": (lambda A, x: A.dot(x), (4,)),
+    "x @ A": (lambda A, x: x @ A, (6,)),
+    "A @ X": (lambda A, x: A @ x, (4, 3)),
+    "X @ A": (lambda A, x: x @ A, (2, 6)),
+}
+
+
+@pytest.mark.parametrize("name", list(PRODUCTS))
+def test_a_scipy_matrix_times_a_traced_value_under_every_transform(name):
+    product, shape = PRODUCTS[name]
+    x = RNG.standard_normal(shape)
+
+    def f(x):
+        return fnp.sin(product(A_SP, x))
+
+    def dense(x):
+        # ndarray.dot does not dispatch to fgrad: the dense reference multiplies with @
+        return fnp.sin(product(A_DENSE, x) if name != "A.dot(x)" else A_DENSE @ x)
+
+    _close(fgrad.jacrev(f)(x), fgrad.jacrev(dense)(x))
+    _close(fgrad.jacfwd(f)(x), fgrad.jacfwd(dense)(x))
+    _close(fgrad.hessian(lambda x: fnp.sum(f(x)))(x), fgrad.hessian(lambda x: fnp.sum(dense(x)))(x))
+    xs = np.stack([x, 2 * x, -x])
+    _close(fgrad.vmap(f)(xs), fgrad.vmap(dense)(xs))
+    _close(
+        fgrad.vmap(f, in_axes=-1, out_axes=-1)(np.moveaxis(xs, 0, -1)),
+        np.moveaxis(fgrad.vmap(dense)(xs), 0, -1),
+    )
+    _close(
+        fgrad.jit(fgrad.grad(lambda x: fnp.sum(f(x))))(x),
+        fgrad.grad(lambda x: fnp.sum(dense(x)))(x),
+    )
+    series = ((x, -x),)
+    got, want = fgrad.jet(f, (x,), series), fgrad.jet(dense, (x,), series)
+    _close(got[0], want[0])
+    for g, w in zip(got[1], want[1]):
+        _close(g, w)
+    check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+
+
+def test_the_product_never_makes_the_matrix_dense():
+    # dense, this matrix would take 80 GB: its product and gradient take microseconds
+    n = 100_000
+    A = sp.diags_array([np.full(n, 2.0), np.full(n - 1, -1.0)], offsets=[0, 1], format="csr")
+    x = np.ones(n)
+    g = fgrad.grad(lambda x: fnp.sum((A @ x) ** 2))(x)
+    _close(g, 2 * A.T @ (A @ x))
+
+
+def test_the_products_derivative_is_a_sparse_product():
+    # the bprop multiplies by A.T, SciPy's own sparse transpose
+    seen = []
+
+    class Watch(fgrad.provenance.Watcher):
+        def value(self, prim, args, params, ans):
+            if prim.name == "sparse_matmul":
+                seen.append(sp.issparse(params["A"]) and params["A"].shape)
+
+    watch = Watch()
+    fgrad.provenance.add_watcher(watch)
+    try:
+        fgrad.grad(lambda x: fnp.sum(A_SP @ x))(X0)
+    finally:
+        fgrad.provenance.remove_watcher(watch)
+    assert seen == [(6, 4), (4, 6)]
+
+
+def test_a_mismatched_product_names_the_shapes():
+    with pytest.raises(ValueError, match=r"shape \(6, 4\).*float64.*\(5,\)"):
+        fgrad.grad(lambda x: fnp.sum(A_SP @ x))(np.ones(5))
+
+
+def test_numpy_arrays_are_still_refused_a_conversion():
+    # the lever that sends A @ x to fgrad is only SciPy's dispatch: np.asarray still refuses
+    with pytest.raises(TypeError, match="would drop its gradient"):
+        fgrad.grad(lambda x: np.asarray(x).sum())(X0)
+
+
+# --- sparse arrays with traced data ---------------------------------------------------------------
+
+INDPTR = np.array([0, 2, 3, 3, 5])
+INDICES = np.array([0, 2, 1, 0, 2])
+D0 = np.array([1.0, -2.0, 3.0, 0.5, 4.0])
+
+
+def _dense_of(d):
+    rows = np.repeat(np.arange(4), np.diff(INDPTR))
+    return fnp.at(np.zeros((4, 3)))[rows, INDICES].add(d)
+
+
+def test_sparse_array_operations_equal_the_dense_ones():
+    A = fsp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
+    S = sp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
+    x, y = RNG.standard_normal(3), RNG.standard_normal((4, 2))
+    _close(A.toarray(), S.toarray())
+    _close(A @ x, S @ x)
+    _close(A.T @ y, S.T @ y)
+    _close(y.T @ A, y.T @ S)
+    _close(A.sum(axis=0), S.sum(axis=0))
+    _close(A.sum(axis=1), S.sum(axis=1))
+    _close(A.sum(), S.sum())
+    _close((2.0 * A).toarray(), 2.0 * S.toarray())
+    _close((-A).toarray(), -S.toarray())
+    _close(A.to_scipy().toarray(), S.toarray())
+    row, col = np.array([0, 0, 2]), np.array([1, 1, 0])
+    _close(
+        fsp.coo_array((np.ones(3), (row, col)), shape=(3, 2)).toarray(),
+        sp.coo_array((np.ones(3), (row, col)), shape=(3, 2)).toarray(),
+    )
+    diagonals = [np.arange(1.0, 5.0), np.arange(1.0, 4.0), -1.0]
+    _close(fsp.diags(diagonals, [0, 1, -1]).toarray(), sp.diags(diagonals, [0, 1, -1]).toarray())
+    _close(
+        fsp.diags_array([1.0, 2.0], offsets=[0, 2], shape=(3, 5)).toarray(),
+        sp.diags_array([1.0, 2.0], offsets=[0, 2], shape=(3, 5)).toarray(),
+    )
+
+
+def test_the_gradient_with_respect_to_a_sparse_array_is_a_sparse_array():
+    A = fsp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
+    x = RNG.standard_normal(3)
+    g = fgrad.grad(lambda A: fnp.sum((A @ x) ** 2))(A)
+    assert isinstance(g, fsp.SparseArray) and g.structure is A.structure
+    want = fgrad.grad(lambda d: fnp.sum((_dense_of(d) @ x) ** 2))(D0)
+    _close(g.data, want)
+    batched = fgrad.vmap(lambda A: A @ x)(fsp.SparseArray(np.stack([D0, 2 * D0]), A.structure))
+    _close(batched, np.stack([_dense_of(D0) @ x, _dense_of(2 * D0) @ x]))
+
+
+# --- solves ---------------------------------------------------------------------------------------
+
+N = 6
+_S = sp.coo_array(sp.random_array((N, N), density=0.3, rng=3) + 5.0 * sp.eye_array(N))
+ROW, COL, DATA = _S.row, _S.col, _S.data.copy()
+B0 = RNG.standard_normal(N)
+
+
+def _A(d):
+    return fsp.coo_array((d, (ROW, COL)), shape=(N, N))
+
+
+def _dense_A(d):
+    return fnp.at(np.zeros((N, N)))[ROW, COL].add(d)
+
+
+SOLVES = {
+    "spsolve": lambda d, b: fsla.spsolve(_A(d), b),
+    "splu": lambda d, b: fsla.splu(_A(d)).solve(b),
+    "gmres": lambda d, b: fsla.gmres(_A(d), b, rtol=1e-14, restart=N)[0],
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVES))
+def test_a_solve_is_differentiated_as_the_dense_solve(name):
+    solve = SOLVES[name]
+
+    def dense(d, b):
+        return fnp.linalg.solve(_dense_A(d), b)
+
+    _close(solve(DATA, B0), dense(DATA, B0))
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        for got, want in zip(
+            jac(solve, argnums=(0, 1))(DATA, B0), jac(dense, argnums=(0, 1))(DATA, B0)
+        ):
+            _close(got, want, 1e-9)
+    loss = lambda d, b: fnp.sum(solve(d, b) ** 3)
+    dense_loss = lambda d, b: fnp.sum(dense(d, b) ** 3)
+    _close(fgrad.hessian(loss)(DATA, B0), fgrad.hessian(dense_loss)(DATA, B0), 1e-8)
+    check_grads(solve, (DATA, B0), order=2, modes=("fwd", "rev"))
+
+
+def test_splu_solves_with_the_transpose():
+    lu = fsla.splu(_A(DATA))
+    _close(lu.solve(B0, trans="T"), np.linalg.solve(_S.toarray().T, B0))
+    check_grads(lambda d, b: fsla.splu(_A(d)).solve(b, trans="T"), (DATA, B0), order=2)
+
+
+def test_cg_is_differentiated_as_the_dense_solve():
+    def spd(p, q):
+        return fsp.diags([p, q, q], [0, 1, -1])
+
+    p, q = RNG.uniform(3, 4, N), RNG.uniform(-1, 1, N - 1)
+
+    def f(p, q, b):
+        return fsla.cg(spd(p, q), b, rtol=1e-14)[0]
+
+    def dense(p, q, b):
+        return fnp.linalg.solve(spd(p, q).toarray(), b)
+
+    for got, want in zip(
+        fgrad.jacrev(f, argnums=(0, 1, 2))(p, q, B0),
+        fgrad.jacrev(dense, argnums=(0, 1, 2))(p, q, B0),
+    ):
+        _close(got, want, 1e-9)
+    check_grads(f, (p, q, B0), order=2, modes=("fwd", "rev"))
+
+
+def test_a_solve_under_vmap_and_jit():
+    def loss(d, b):
+        return fnp.sum(fsla.spsolve(_A(d), b) ** 2)
+
+    def dense_loss(d, b):
+        return fnp.sum(fnp.linalg.solve(_dense_A(d), b) ** 2)
+
+    ds = np.stack([DATA, 1.1 * DATA, 0.9 * DATA])
+    bs = np.stack([B0, -B0, 2 * B0])
+    _close(fgrad.vmap(fgrad.grad(loss))(ds, bs), fgrad.vmap(fgrad.grad(dense_loss))(ds, bs))
+    # one matrix, many right-hand sides: one solve with them side by side
+    _close(
+        fgrad.vmap(fgrad.grad(loss, argnums=1), in_axes=(None, 0))(DATA, bs),
+        fgrad.vmap(fgrad.grad(dense_loss, argnums=1), in_axes=(None, 0))(DATA, bs),
+    )
+    g = fgrad.jit(fgrad.grad(loss))
+    for d in (DATA, 1.3 * DATA, 0.7 * DATA):  # a record replayed at other data refactorises
+        _close(g(d, B0), fgrad.grad(dense_loss)(d, B0))
+
+
+def test_a_solve_under_jet():
+    f = lambda d: fnp.sum(fsla.spsolve(_A(d), B0) ** 2)
+    dense = lambda d: fnp.sum(fnp.linalg.solve(_dense_A(d), B0) ** 2)
+    series = ((DATA, np.cos(DATA), DATA**2),)
+    got, want = fgrad.jet(f, (DATA,), series), fgrad.jet(dense, (DATA,), series)
+    _close(got[0], want[0])
+    for g, w in zip(got[1], want[1]):
+        _close(g, w, 1e-9)
+
+
+def test_the_adjoint_solve_reuses_the_factorisation(monkeypatch):
+    calls = []
+    real = spla.splu
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(spla, "splu", counting)
+    fgrad.value_and_grad(lambda d, b: fnp.sum(fsla.spsolve(_A(d), b) ** 2), argnums=(0, 1))(
+        DATA, B0
+    )
+    assert len(calls) == 1
+    lu = fsla.splu(_A(DATA))
+    lu.solve(B0)
+    lu.solve(2 * B0)
+    assert len(calls) == 2  # one more factorisation, for the second splu only
+
+
+# --- a Poisson problem ----------------------------------------------------------------------------
+
+
+def poisson(k, m):
+    """The matrix of -div(k grad u) on an m x m grid of unknowns (spacing 1/(m+1), u = 0 on
+    the boundary), k given at the unknowns, with the conductivity of each edge the mean of its
+    two ends (a boundary edge: its inner end's). A `coo_array` whose data are traced with k;
+    repeated positions add up."""
+    idx = np.arange(m * m).reshape(m, m)
+    h2 = (m + 1) ** 2
+    left, right = idx[:, :-1].ravel(), idx[:, 1:].ravel()
+    up, down = idx[:-1, :].ravel(), idx[1:, :].ravel()
+    i = np.concatenate([left, up])
+    j = np.concatenate([right, down])
+    edge = 0.5 * (k[i] + k[j]) * h2
+    # each unknown next to the boundary has one or two boundary edges
+    col_of, row_of = np.arange(m * m) % m, np.arange(m * m) // m
+    n_boundary = (col_of == 0).astype(float) + (col_of == m - 1) + (row_of == 0) + (row_of == m - 1)
+    data = fnp.concatenate([edge, edge, -edge, -edge, k * n_boundary * h2])
+    rows = np.concatenate([i, j, i, j, np.arange(m * m)])
+    cols = np.concatenate([i, j, j, i, np.arange(m * m)])
+    return fsp.coo_array((data, (rows, cols)), shape=(m * m, m * m))
+
+
+def test_a_poisson_solution_differentiated_with_respect_to_its_conductivity():
+    m = 8
+    k = 1.0 + 0.5 * np.sin(np.arange(m * m))
+    f = np.ones(m * m)
+    target = RNG.standard_normal(m * m) * 0.01
+
+    def misfit(k):
+        u = fsla.spsolve(poisson(k, m), f)
+        return fnp.sum((u - target) ** 2)
+
+    def dense_misfit(k):
+        u = fnp.linalg.solve(poisson(k, m).toarray(), f)
+        return fnp.sum((u - target) ** 2)
+
+    # against the dense solve and against central differences of the whole solve
+    _close(fgrad.grad(misfit)(k), fgrad.grad(dense_misfit)(k), 1e-9)
+    check_grads(misfit, (k,), order=2, modes=("fwd", "rev"))
+    # the solution is that of SciPy's own solve of the same matrix
+    A = poisson(k, m).to_scipy()
+    _close(fsla.spsolve(poisson(k, m), f), spla.spsolve(A.tocsc(), f))
+
+
+# --- expm_multiply --------------------------------------------------------------------------------
+
+
+def test_expm_multiply_in_b_both_modes_and_in_the_data_forward():
+    d = 0.3 * DATA
+    _close(fsla.expm_multiply(_A(d), B0), scipy.linalg.expm(_S.toarray() * 0.3) @ B0)
+    check_grads(lambda b: fsla.expm_multiply(_A(d), b), (B0,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda d: fsla.expm_multiply(_A(d), B0), (d,), order=2, modes=("fwd",))
+    t = RNG.standard_normal(d.shape)
+    E = _dense_A(t)
+    frechet = scipy.linalg.expm_frechet(_dense_A(d), E, compute_expm=False) @ B0
+    _close(fgrad.jvp(lambda d: fsla.expm_multiply(_A(d), B0), (d,), (t,))[1], frechet, 1e-9)
+    with pytest.raises(NotImplementedError, match="forward mode"):
+        fgrad.grad(lambda d: fnp.sum(fsla.expm_multiply(_A(d), B0)))(d)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def test_a_non_square_matrix_is_refused_with_its_shape_and_dtype():
+    A = fsp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
+    for solve in (fsla.spsolve, lambda A, b: fsla.cg(A, b), lambda A, b: fsla.gmres(A, b)):
+        with pytest.raises(ValueError, match=r"square.*\(4, 3\).*float64"):
+            solve(A, np.ones(4))
+    with pytest.raises(ValueError, match="square"):
+        fsla.splu(A)
+
+
+def test_a_mismatched_right_hand_side_is_refused_with_both_shapes():
+    with pytest.raises(ValueError, match=r"b \(.*\(4,\).*float64.*\(6, 6\)"):
+        fsla.spsolve(_A(DATA), np.ones(4))
+    with pytest.raises(ValueError, match=r"data must have shape \(13,\)|data must have shape"):
+        fsp.coo_array((np.ones(3), (ROW, COL)), shape=(N, N))
+
+
+def test_a_dense_matrix_is_refused_with_what_to_use_instead():
+    with pytest.raises(TypeError, match="fgrad.numpy.linalg.solve"):
+        fsla.spsolve(np.eye(3), np.ones(3))
+
+
+def test_an_unconverged_solve_raises_instead_of_returning_a_wrong_gradient():
+    with pytest.raises(RuntimeError, match=r"did not converge.*\(6, 6\).*float64.*maxiter"):
+        fgrad.grad(lambda b: fnp.sum(fsla.gmres(_A(DATA), b, rtol=1e-14, maxiter=1, restart=1)[0]))(
+            B0
+        )
+
+
+def test_a_singular_matrix_is_refused():
+    d = np.zeros(N)
+    A = fsp.coo_array((d, (np.arange(N), np.arange(N))), shape=(N, N))
+    with pytest.raises(ValueError, match="singular"):
+        fsla.spsolve(A, B0)
+
+
+def test_the_users_data_is_never_changed():
+    d, b = DATA.copy(), B0.copy()
+    fgrad.grad(lambda d, b: fnp.sum(fsla.spsolve(_A(d), b)), argnums=(0, 1))(d, b)
+    np.testing.assert_array_equal(d, DATA)
+    np.testing.assert_array_equal(b, B0)
+
+
+def test_a_scipy_matrix_times_is_its_matrix_product():
+    # SciPy's spmatrix keeps np.matrix's `*`: the matrix product, in both orders
+    M = sp.csr_matrix(A_DENSE)
+    y = RNG.standard_normal(6)
+    _close(
+        fgrad.grad(lambda x: fnp.sum(fnp.sin(M * x)))(X0),
+        fgrad.grad(lambda x: fnp.sum(fnp.sin(A_DENSE @ x)))(X0),
+    )
+    _close(
+        fgrad.grad(lambda y: fnp.sum(fnp.sin(y * M)))(y),
+        fgrad.grad(lambda y: fnp.sum(fnp.sin(y @ A_DENSE)))(y),
+    )
+
+
+@pytest.mark.parametrize("op", ["x * A", "x + A", "A + x", "x - A", "x < A", "x / A"])
+def test_elementwise_operators_with_a_scipy_array_are_refused(op):
+    B = sp.csr_array(np.eye(4))
+    f = {
+        "x * A": lambda x: x * B,
+        "x + A": lambda x: x + B,
+        "A + x": lambda x: B + x,
+        "x - A": lambda x: x - B,
+        "x < A": lambda x: x < B,
+        "x / A": lambda x: x / B,
+    }[op]
+    with pytest.raises(TypeError, match=r"\(4, 4\).*float64.*matrix products only"):
+        fgrad.grad(lambda x: fnp.sum(f(x)))(X0)
+
+
+def test_sums_of_sparse_arrays_and_their_gradients():
+    A = fsp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
+    B = fsp.diags([np.ones(3), 2.0], [0, 1], shape=(4, 3))
+    _close((A + B).toarray(), A.toarray() + B.toarray())
+    _close((A - B).toarray(), A.toarray() - B.toarray())
+    x = RNG.standard_normal(3)
+
+    def f(d, e):
+        A = fsp.csr_array((d, INDICES, INDPTR), shape=(4, 3))
+        B = fsp.diags([e], [0], shape=(4, 3))
+        return fnp.sin((A - 2.0 * B) @ x)
+
+    check_grads(f, (D0, np.ones(3)), order=2, modes=("fwd", "rev"))
+    with pytest.raises(TypeError, match=r"shape \(4, 3\)"):
+        A + np.ones((4, 3))
+
+
+def test_splu_solves_with_the_conjugate_transpose():
+    d = DATA * (1.0 + 0.5j)
+    lu = fsla.splu(_A(d))
+    dense = _S.toarray() * (1.0 + 0.5j)
+    _close(lu.solve(B0, trans="H"), np.linalg.solve(dense.conj().T, B0))
+    # a real matrix: 'H' is 'T', with the same factorisation
+    _close(fsla.splu(_A(DATA)).solve(B0, trans="H"), np.linalg.solve(_S.toarray().T, B0))
+    check_grads(lambda b: fsla.splu(_A(d)).solve(b, trans="H"), (B0 + 0j,), order=2)
+
+
+def test_a_sparse_array_as_an_argument_of_jit():
+    A = fsp.diags([np.array([2.0, 3.0, 4.0]), 0.5], [0, 1])
+    b = np.ones(3)
+
+    def loss(A, b):
+        return fnp.sum(fsla.spsolve(A, b) ** 2)
+
+    solve = fgrad.jit(lambda A, b: fsla.spsolve(A, b))
+    g = fgrad.jit(fgrad.grad(loss))
+    for scale in (1.0, 2.0, 0.5):  # replayed with other data: refactorised, never stale
+        _close(solve(scale * A, b), fsla.spsolve(scale * A, b))
+        _close(g(scale * A, b).data, fgrad.grad(loss)(scale * A, b).data)
