@@ -61,6 +61,12 @@ TOP_LEVEL_GROUPS = [
             "stop_gradient",
         ],
     ),
+    ("Recording and replay", ["jit", "make_record"]),
+    (
+        "Sparse derivatives",
+        ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"],
+    ),
+    ("Solvers with implicit derivatives", ["custom_root", "custom_linear_solve"]),
     ("A look inside, and debugging", ["make_graph", "debug_nans", "set_debug_nans"]),
 ]
 
