@@ -9,6 +9,10 @@ recorded by `fgrad.jit` so later calls replay it), and reads each nonzero out of
 result. `sparse_hessian` does the same for a scalar function's Hessian, with a star colouring
 when the pattern allows one.
 
+Inside another transform (`jit`, `grad`, `jvp`, `jet`) the two derivatives are
+`fgrad.scipy.sparse` arrays whose data are traced; under `vmap` they are refused (a batch of
+sparse arrays is no array: differentiate the batched function instead).
+
 Inputs and outputs that are pytrees are flattened (leaves in `tree_flatten` order, each in C
 order) and concatenated: entry (i, j) is the derivative of flat output i in flat input j.
 
@@ -27,6 +31,7 @@ SciPy is imported when a function made here is first called.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,7 +42,7 @@ from . import coloring
 from . import numpy as fnp
 from .api import grad, jvp, vjp
 from .boundary import api_boundary
-from .core import Box, dtype_of, primal, shape_of
+from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
 from .jitting import jit
 from .protocols import is_foreign_array
 from .sparsity import SparsityLevel, empty_pattern, sparse_module
@@ -75,7 +80,7 @@ def _inputs(args, nums, who):
     leaves, tree = tree_flatten(tuple(args[i] for i in nums))
     values = []
     for k, leaf in enumerate(leaves):
-        v = primal(leaf)
+        v = innermost(leaf)  # the value under an outer transform's box, read without a guard
         if is_foreign_array(v):
             raise TypeError(
                 f"{who}: input {k} (of the arguments at argnums {nums}, flattened) is a "
@@ -112,6 +117,13 @@ def _is_number_leaf(v) -> bool:
     return isinstance(v, (_np.ndarray, _np.generic)) and v.dtype.kind in "fc" and v.size == 1
 
 
+def _is_variable_leaf(v) -> bool:
+    """A leaf of an argument not differentiated that may change from call to call: a float
+    number (`_is_number_leaf`), or a value an outer transform traces (its derivative or its
+    record is being taken, so its value is not a constant of the plan)."""
+    return type(v) is Box or _is_number_leaf(v)
+
+
 def _detect(fun, args, nums, values, tree):
     """(pattern, reads, complex_out): the pattern of fun's flat outputs in its flat inputs,
     whether the traced code read values (then the pattern may hold on this path only), and
@@ -135,7 +147,9 @@ def _detect(fun, args, nums, values, tree):
         for i, a in enumerate(full):
             if i not in nums:
                 leaves, arg_tree = tree_flatten(a)
-                leaves = [level.new_variable(v) if _is_number_leaf(v) else v for v in leaves]
+                leaves = [
+                    level.new_variable(innermost(v)) if _is_variable_leaf(v) else v for v in leaves
+                ]
                 full[i] = tree_unflatten(arg_tree, leaves)
         out = tree_flatten(fun(*full))[0]
         pats = [level.pattern_of(o) for o in out]
@@ -162,7 +176,7 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
     """
 
     def jacobian_sparsity_fun(*args):
-        _refuse_traced(args, "jacobian_sparsity")
+        _refuse_batched(args, "jacobian_sparsity")
         nums = _argnums(argnums, len(args), "jacobian_sparsity")
         values, tree = _inputs(args, nums, "jacobian_sparsity")
         return _detect(fun, args, nums, values, tree)[0]
@@ -194,7 +208,7 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
     """
 
     def hessian_sparsity_fun(*args):
-        _refuse_traced(args, "hessian_sparsity")
+        _refuse_batched(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
         return _hessian_pattern(fun, args, nums, values, tree)[0]
@@ -274,6 +288,8 @@ class _Plan:
     def __call__(self, args):
         sp = sparse_module()
         p = self.pattern
+        if any(type(leaf) is Box for leaf in tree_flatten(args)[0]):
+            return self._traced(args)
         if self.seeds.shape[0] == 0:
             data = _np.zeros(p.nnz)
         else:
@@ -283,6 +299,23 @@ class _Plan:
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
             data = compressed[self.read_at]
         return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+
+    def _traced(self, args):
+        """Under an outer transform (`grad`, `jvp`, `jit`, `jet`): the same pass, on the traced
+        arguments, read into a `fgrad.scipy.sparse` array whose data are traced values, so
+        that what is computed from it (`J @ v`, `J.toarray()`) is differentiated or recorded.
+        (Imported by name: `fgrad.scipy` is a layer above this module.)"""
+        fsp = importlib.import_module("fgrad.scipy.sparse")
+        p = self.pattern
+        if self.seeds.shape[0] == 0:
+            data = fnp.zeros(p.nnz)
+        else:
+            compressed = self.pass_(self.seeds, *args)
+            if tuple(shape_of(compressed))[1] != self.across:
+                shape = (tuple(shape_of(compressed))[1], p.shape[1])
+                _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
+            data = compressed[self.read_at]
+        return fsp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
 
 def _entries(pattern):
@@ -356,17 +389,17 @@ def _check_shape(pattern, shape, who):
         )
 
 
-def _refuse_traced(args, who):
+def _refuse_batched(args, who):
     for i, a in enumerate(args):
         for leaf in tree_flatten(a)[0]:
             if type(leaf) is not Box:
                 continue
             where = (
-                f"{who}: argument {i} is a value traced by a transform (grad, vmap, jit) with "
-                f"shape {tuple(shape_of(leaf))} and dtype {dtype_of(leaf)}; a scipy.sparse "
-                "result cannot carry its derivative or batch."
+                f"{who}: argument {i} is a value batched by vmap with shape "
+                f"{tuple(shape_of(leaf))} and dtype {dtype_of(leaf)}; a sparse result cannot "
+                "carry a batch."
             )
-            if leaf.level.batches:
+            if holds_batch(leaf):
                 # vmap of a sparse derivative: a batch of scipy.sparse arrays is no array. The
                 # batched function's derivative is, and costs the passes of one problem.
                 raise TypeError(
@@ -376,14 +409,13 @@ def _refuse_traced(args, who):
                     "and n inputs per problem, problem b's block is at rows b*m:(b+1)*m and "
                     "columns b*n:(b+1)*n, found in as many passes as one problem takes"
                 )
-            raise TypeError(f"{where} Call it outside the transform, or use jacfwd/hessian there")
 
 
 def _key(args, nums, who):
     """What a plan is kept for: the shapes and dtypes of the arguments differentiated, and of
     the float numbers among the others (values that may change, see `_detect`), and the
     values of their other leaves (a pattern may depend on them: an index array, a matrix)."""
-    _refuse_traced(args, who)
+    _refuse_batched(args, who)
     parts = []
     for i, a in enumerate(args):
         leaves, tree = tree_flatten(a)
@@ -392,7 +424,7 @@ def _key(args, nums, who):
                 tree,
                 tuple(
                     (tuple(shape_of(v)), str(dtype_of(v)))
-                    if i in nums or _is_number_leaf(v)
+                    if i in nums or _is_variable_leaf(v)
                     else _value_key(v)
                     for v in leaves
                 ),

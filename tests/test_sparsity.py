@@ -591,19 +591,47 @@ def test_the_plans_kept_are_bounded():
     assert len(cell) == sparse.PLANS_KEPT
 
 
-@pytest.mark.parametrize(
-    "make", [fgrad.sparse_jacobian, fgrad.jacobian_sparsity, fgrad.sparse_hessian]
-)
-@pytest.mark.parametrize("transform", ["grad", "vmap", "jit"])
-def test_inside_a_transform_it_refuses(make, transform):
-    inner = make(lambda x: fnp.sum(x**3))
-    with pytest.raises(TypeError, match=r"argument 0 is a value traced.*shape \(2,\)"):
-        if transform == "grad":
-            fgrad.grad(lambda x: inner(x).sum())(np.ones(2))
-        elif transform == "vmap":
-            fgrad.vmap(inner)(np.ones((3, 2)))
-        else:
-            fgrad.jit(inner)(np.ones(2))
+def _parametric(x, p):
+    return x[1:] * x[:-1] * p + fnp.sin(x[1:])
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_inside_jit_the_passes_replay_and_give_jacfwds_products(mode):
+    """Inside `jit` the result is a `fgrad.scipy.sparse` array whose data the record computes:
+    `J @ v` replays at new inputs and parameters (no guard on their values)."""
+    v = np.arange(6.0)
+    jac = fgrad.sparse_jacobian(_parametric, mode=mode)
+    product = fgrad.jit(lambda x, p: jac(x, p) @ v)
+    x = np.linspace(0.1, 1.0, 6)
+    for x_k, p_k in [(x, 2.0), (x, 2.0), (x + 1.0, 3.0)]:
+        np.testing.assert_allclose(
+            product(x_k, p_k), fgrad.jacfwd(_parametric)(x_k, p_k) @ v, rtol=1e-14
+        )
+    assert product.record_source(x, 2.0) is not None
+
+
+def test_grad_and_jvp_through_sparse_derivatives_equal_through_dense_ones():
+    """Under `grad` and `jvp` the data are traced: the derivative of what is computed from the
+    sparse Jacobian or Hessian (in the differentiated input and in a parameter) is the one
+    through `jacfwd` or `hessian`."""
+    v, x = np.arange(6.0), np.linspace(0.1, 1.0, 6)
+    jac = fgrad.sparse_jacobian(_parametric)
+    got = fgrad.grad(lambda x, p: fnp.sum((jac(x, p) @ v) ** 2), argnums=(0, 1))(x, 2.0)
+    want = fgrad.grad(
+        lambda x, p: fnp.sum((fgrad.jacfwd(_parametric)(x, p) @ v) ** 2), argnums=(0, 1)
+    )(x, 2.0)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+    hes = fgrad.sparse_hessian(rosenbrock)
+    t = np.ones(6)
+    got = fgrad.jvp(lambda x: hes(x).toarray(), (x,), (t,))
+    want = fgrad.jvp(fgrad.hessian(rosenbrock), (x,), (t,))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+    # the pattern is a constant: the same under a transform
+    pattern = fgrad.jacobian_sparsity(_parametric)(x, 2.0)
+    inside = fgrad.jit(lambda x: fgrad.jacobian_sparsity(_parametric)(x, 2.0).nnz)(x)
+    assert inside == pattern.nnz == 10
 
 
 @pytest.mark.parametrize("mode", ["fwd", "rev"])
