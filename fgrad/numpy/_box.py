@@ -143,24 +143,39 @@ def _assigns_into_a_subscript(statement):
 
 def _operator(prim, symbol):
     """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one);
-    `symbol` is the operator's, for the refusal of a SciPy sparse operand."""
-    apply = prim if not isinstance(prim, Primitive) else lambda x, y: bind_two(prim, x, y)
+    `symbol` is the operator's, for the refusal of a SciPy sparse operand. (Two forms, so
+    that the operators of programs, the most frequent calls, make one call to bind.)"""
+    if isinstance(prim, Primitive):
 
-    def method(self, other):
-        if type(other) not in _PLAIN_OPERANDS and _is_scipy_sparse(other):
+        def method(self, other):
+            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
+                return bind_two(prim, self, other)
             return _with_sparse(self, other, symbol, reflected=False)
-        return apply(self, other)
+
+    else:
+
+        def method(self, other):
+            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
+                return prim(self, other)
+            return _with_sparse(self, other, symbol, reflected=False)
 
     return method
 
 
 def _reversed(prim, symbol):
-    apply = prim if not isinstance(prim, Primitive) else lambda x, y: bind_two(prim, x, y)
+    if isinstance(prim, Primitive):
 
-    def method(self, other):
-        if type(other) not in _PLAIN_OPERANDS and _is_scipy_sparse(other):
+        def method(self, other):
+            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
+                return bind_two(prim, other, self)
             return _with_sparse(self, other, symbol, reflected=True)
-        return apply(other, self)
+
+    else:
+
+        def method(self, other):
+            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
+                return prim(other, self)
+            return _with_sparse(self, other, symbol, reflected=True)
 
     return method
 
