@@ -18,9 +18,15 @@ from .. import core as _core
 from . import _box, fft, linalg
 from . import arrays as _arrays
 from . import creation as _creation
+from . import histograms as _histograms
+from . import manipulation as _manipulation
+from . import mathematical as _mathematical
+from . import polynomials as _polynomials
+from . import selection as _selection
 from . import signal as _signal
 from . import statistics as _statistics
 from . import ufuncs as _ufuncs
+from . import windows as _windows
 from .elementwise import (
     abs,
     absolute,
@@ -108,7 +114,19 @@ def _export(*modules):
             namespace[name] = getattr(module, name)
 
 
-_export(_ufuncs, _statistics, _arrays, _signal, _creation)
+_export(
+    _ufuncs,
+    _statistics,
+    _arrays,
+    _signal,
+    _creation,
+    _mathematical,
+    _windows,
+    _polynomials,
+    _histograms,
+    _selection,
+    _manipulation,
+)
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (
@@ -154,6 +172,12 @@ _FAMILY_MODULES = (
     "signal",
     "statistics",
     "ufuncs",
+    "histograms",
+    "manipulation",
+    "mathematical",
+    "polynomials",
+    "selection",
+    "windows",
     "fft",
     "linalg",
 )
