@@ -133,7 +133,8 @@ def modf(x: Any, /, out: Any = None) -> tuple[Any, Any]:
     finite_x = where(infinite, 0.0, x)
     minus_x = negative(finite_x)
     frac = where(negative_x, negative(subtract(minus_x, trunc(minus_x))), subtract(finite_x, whole))
-    return where(infinite, where(negative_x, -0.0, 0.0), frac), whole
+    zero = astype(where(negative_x, -0.0, 0.0), dtype_of(x))
+    return where(infinite, zero, frac), whole
 
 
 def divmod(x1: Any, x2: Any, /, out: Any = None) -> tuple[Any, Any]:
