@@ -30,7 +30,6 @@ from .elementwise import logical_not, where
 from .shaping import (
     asarray,
     astype,
-    at,
     broadcast_to,
     describe,
     getitem,
@@ -294,11 +293,19 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
             f"got {n2}"
         )
     y = zeros_like(x)
+    dtype = dtype_of(x)
     for cond, func in zip(conds, funclist):
         if not isinstance(func, _abc.Callable):
-            y = where(cond, astype(asarray(func), dtype_of(x)), y)
+            y = where(cond, astype(asarray(func), dtype), y)
             continue
-        vals = getitem(x, cond)
+        # the mask's values (under vmap, the rows' common mask: rows whose masks differ are
+        # run apart, as NumPy calls func on each row's selection): func gets x[mask], and its
+        # values go back by a gather (no scatter: `where` keeps y elsewhere)
+        mask = _np.broadcast_to(_np.asarray(primal(cond), dtype=bool), shape(x))
+        vals = getitem(x, mask)
         if size(vals) > 0:
-            y = at(y)[cond].set(astype(asarray(func(vals, *args, **kw)), dtype_of(x)))
+            out = astype(asarray(func(vals, *args, **kw)), dtype)
+            source = _np.zeros(shape(x), dtype=_np.intp)
+            source[mask] = _np.arange(int(mask.sum()))
+            y = where(mask, take(broadcast_to(out, shape(vals)), source), y)
     return y

@@ -40,12 +40,12 @@ def kaiser(M: Any, beta: Any) -> Any:
     """
     if not is_traced(beta):
         return _np.kaiser(M, beta)
+    M = float(_np.asarray(M))  # NumPy's M as a float64 (it takes [0.0, M, beta] as an array)
+    if M == 1:  # NumPy's ones, of the type of [0.0, M, beta]
+        return _np.ones(1, _np.result_type(_np.float64, dtype_of(beta)))
     if dtype_of(beta).kind == "c":
         raise TypeError(f"kaiser: beta must be real, got {describe(beta)}; pass fnp.real(beta)")
-    M = float(_np.asarray(M))  # NumPy's M as a float64 (it takes [0.0, M, beta] as an array)
     beta = astype(beta, _np.float64)
-    if M == 1:
-        return _np.ones(1)
     n = _np.arange(0, M)
     alpha = (M - 1) / 2.0
     # the constant part in NumPy's order of operations, so the value is NumPy's bit for bit
