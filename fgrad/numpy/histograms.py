@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, holds_batch, primal
+from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from ._values import is_true, numpy_applies
 from .arrays import searchsorted
 from .creation import linspace
 from .elementwise import equal, where
@@ -48,8 +49,19 @@ from .statistics import bincount
 __all__ = ["histogram2d", "histogram_bin_edges", "histogramdd"]
 
 
+_READS = "the bins of the points and the range of the sample are read from the values"
+
+
 def _is_true(x: Any) -> bool:
-    return bool(x) if holds_batch(x) else bool(primal(x))
+    return is_true(x, "histogram", _READS)
+
+
+def _refuse_lazy(name: str, *xs: Any) -> None:
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            _refuse_lazy(name, *x)
+        else:
+            refuse_lazy(name, _READS, innermost(x))
 
 
 def _plain(x: Any) -> Any:
@@ -88,8 +100,9 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
     >>> fgrad.grad(lambda a: fnp.histogram_bin_edges(a, bins=3)[1])(np.array([0.0, 1.0, 3.0]))
     array([0.66666667, 0.        , 0.33333333])
     """
-    if not (is_traced(a) or is_traced(bins) or is_traced(range) or is_traced(weights)):
+    if numpy_applies(a, bins, range, weights):
         return _np.histogram_bin_edges(a, bins, range, weights)
+    _refuse_lazy("histogram_bin_edges", a, bins, range, weights)
     a = asarray(a)
     if _np.ndim(primal(bins)) == 1 if not holds_batch(bins) else ndim(bins) == 1:
         if not holds_batch(bins):
@@ -144,8 +157,9 @@ def histogramdd(
     array([[1., 0.],
            [3., 2.]])
     """
-    if not (is_traced(sample) or is_traced(bins) or is_traced(range) or is_traced(weights)):
+    if numpy_applies(sample, bins, range, weights):
         return _np.histogramdd(sample, bins, range, density, weights)
+    _refuse_lazy("histogramdd", sample, bins, range, weights)
     return _histogramdd(sample, bins, range, density, weights, "histogramdd")
 
 
@@ -237,9 +251,9 @@ def histogram2d(
     >>> fgrad.grad(lambda w: fnp.histogram2d(x, y, bins=2, weights=w)[0][1, 0])(w)
     array([0., 0., 1.])
     """
-    if not (is_traced(x) or is_traced(y) or is_traced(bins) or is_traced(weights)):
-        if not is_traced(range):
-            return _np.histogram2d(x, y, bins, range, density, weights)
+    if numpy_applies(x, y, bins, range, weights):
+        return _np.histogram2d(x, y, bins, range, density, weights)
+    _refuse_lazy("histogram2d", x, y, bins, range, weights)
     try:
         n = len(bins)
     except TypeError:

@@ -11,12 +11,14 @@ Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.
 `fgrad.numpy.statistics`.
 """
 
+import math as _math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, holds_batch, primal
+from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from ._values import is_true, numpy_applies
 from .arrays import _constant_batch, lexsort, sort, take, take_along_axis
 from .elementwise import imag, not_equal, real
 from .shaping import (
@@ -33,7 +35,6 @@ from .shaping import (
     ravel,
     reshape,
     shape,
-    size,
 )
 from .statistics import any as _any
 
@@ -132,7 +133,7 @@ def block(arrays: Any) -> Any:
            [0., 1., 0.],
            [1., 1., 1.]])
     """
-    if not is_traced(arrays):
+    if numpy_applies(arrays):
         return _np.block(arrays)
     list_ndim, arr_ndim = _block_depth(arrays)
     return _assemble(arrays, 0, list_ndim, max(list_ndim, arr_ndim))
@@ -147,12 +148,13 @@ def resize(a: Any, new_shape: Any) -> Any:
     array([[1., 2.],
            [3., 1.]])
     """
-    if not is_traced(a):
+    if numpy_applies(a):
         return _np.resize(a, new_shape)
     a = asarray(a)
-    if size(a) == 0:  # NumPy's resize of nothing is zeros
+    n = _math.prod(shape(a))
+    if n == 0:  # NumPy's resize of nothing is zeros
         return _np.resize(_np.zeros(shape(a), dtype_of(a)), new_shape)
-    return take(ravel(a), _np.resize(_np.arange(size(a)), new_shape))
+    return take(ravel(a), _np.resize(_np.arange(n), new_shape))
 
 
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
@@ -162,7 +164,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     >>> fnp.unstack(np.arange(4.0).reshape(2, 2), axis=1)
     (array([0., 2.]), array([1., 3.]))
     """
-    if not is_traced(x):
+    if numpy_applies(x):
         return _np.unstack(x, axis=axis)
     x = asarray(x)
     if ndim(x) == 0:
@@ -172,13 +174,14 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
 
 
 def _is_true(x: Any) -> bool:
-    return bool(x) if holds_batch(x) else bool(primal(x))
+    return is_true(x, "trim_zeros", "which elements are zero is read from the values")
 
 
 def _nonzero_bounds(filt: Any, axes: Sequence[int]) -> list[tuple[int, int]] | None:
     """For each of `axes`, the first and last index of a nonzero slice (None: all zero)."""
     mask = not_equal(constant_of(filt), 0)
     if not holds_batch(mask):
+        refuse_lazy("trim_zeros", "which elements are zero is read from the values", primal(mask))
         found = _np.argwhere(primal(mask))
         if found.size == 0:
             return None
@@ -203,7 +206,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     >>> fnp.trim_zeros(np.array([0.0, 1.0, 2.0, 0.0]))
     array([1., 2.])
     """
-    if not is_traced(filt):
+    if numpy_applies(filt):
         return _np.trim_zeros(filt, trim, axis)
     filt = asarray(filt)
     trim = trim.lower()
@@ -237,9 +240,10 @@ def sort_complex(a: Any) -> Any:
     >>> fnp.sort_complex(np.array([1 + 2j, 1 - 1j, 0 + 5j]))
     array([0.+5.j, 1.-1.j, 1.+2.j])
     """
-    if not is_traced(a):
+    if numpy_applies(a):
         return _np.sort_complex(a)
     a = asarray(a)
+    refuse_lazy("sort_complex", "the order is read from the values", innermost(a))
     dt = dtype_of(a)
     if dt.kind != "c":
         # NumPy's complex type for the real dtype (complex64 for float32 and short ints)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
+from ._values import numpy_applies
 from .elementwise import (
     add,
     exp,
@@ -43,7 +44,7 @@ from .elementwise import (
     trunc,
     where,
 )
-from .shaping import asarray, astype, describe, is_traced, nondiff_function, refuse_out
+from .shaping import asarray, astype, describe, nondiff_function, refuse_out
 from .ufuncs import floor_divide, ldexp, remainder, signbit
 
 __all__ = [
@@ -103,7 +104,7 @@ def frexp(x: Any, /, out: Any = None) -> tuple[Any, Any]:
     0.0625
     """
     refuse_out(out, "frexp")
-    if not is_traced(x):
+    if numpy_applies(x):
         return _np.frexp(x)
     x = _real_float(x, "frexp")
     e = _exponent(x)
@@ -121,7 +122,7 @@ def modf(x: Any, /, out: Any = None) -> tuple[Any, Any]:
     3.0
     """
     refuse_out(out, "modf")
-    if not is_traced(x):
+    if numpy_applies(x):
         return _np.modf(x)
     x = _real_float(x, "modf")
     whole = trunc(x)
@@ -164,7 +165,7 @@ def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
     1.0
     """
     refuse_out(out, "nextafter")
-    if not (is_traced(x1) or is_traced(x2)):
+    if numpy_applies(x1, x2):
         return _np.nextafter(x1, x2)
     x1 = _real_float(x1, "nextafter", "x1")
     _real_float(x2, "nextafter", "x2")
@@ -206,7 +207,7 @@ def i0(x: Any) -> Any:
     >>> round(float(fgrad.grad(fnp.i0)(1.0)), 12)  # I_1(1)
     0.565159103992
     """
-    if not is_traced(x):
+    if numpy_applies(x):
         return _np.i0(x)
     x = _real_float(x, "i0")
     # |x| with slope +1 at 0 (i0 is even: its odd derivatives vanish there, and the second is

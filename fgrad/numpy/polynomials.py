@@ -15,20 +15,19 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, holds_batch, primal
+from ..core import constant_of, dtype_of
 from . import linalg as _linalg
+from ._values import is_true, numpy_applies
 from .arrays import sort
 from .elementwise import conj, divide, equal, negative, not_equal, real
-from .shaping import asarray, astype, concatenate, describe, is_traced, ndim, reshape, shape
+from .shaping import asarray, astype, concatenate, describe, ndim, reshape, shape
 from .signal import convolve
 from .statistics import all as _all
 
 __all__ = ["poly", "roots"]
 
-
-def _is_true(x: Any) -> bool:
-    """A boolean read from the values (each row's, under vmap: the rows agree or are split)."""
-    return bool(x) if holds_batch(x) else bool(primal(x))
+_ZEROS = "which coefficients are zero is read from the values"
+_PAIRS = "whether the roots come in conjugate pairs is read from the values"
 
 
 def roots(p: Any) -> Any:
@@ -41,7 +40,7 @@ def roots(p: Any) -> Any:
     >>> fgrad.grad(lambda p: fnp.sort(fnp.roots(p))[1])(np.array([1.0, -3.0, 2.0]))
     array([-4., -2., -1.])
     """
-    if not is_traced(p):
+    if numpy_applies(p):
         return _np.roots(p)
     p = asarray(p)
     if ndim(p) == 0:
@@ -49,7 +48,7 @@ def roots(p: Any) -> Any:
     if ndim(p) != 1:
         raise ValueError(f"roots: p must be a 1-D sequence of coefficients, got {describe(p)}")
     n = shape(p)[0]
-    nonzero = [k for k in range(n) if _is_true(not_equal(constant_of(p[k]), 0))]
+    nonzero = [k for k in range(n) if is_true(not_equal(constant_of(p[k]), 0), "roots", _ZEROS)]
     if not nonzero:
         return _np.array([])
     trailing = n - nonzero[-1] - 1
@@ -80,7 +79,7 @@ def poly(seq_of_zeros: Any) -> Any:
            [-1., -1.],
            [ 2.,  1.]])
     """
-    if not is_traced(seq_of_zeros):
+    if numpy_applies(seq_of_zeros):
         return _np.poly(seq_of_zeros)
     z = asarray(seq_of_zeros)
     if ndim(z) == 0:
@@ -103,6 +102,6 @@ def poly(seq_of_zeros: Any) -> Any:
         a = convolve(a, concatenate([_np.ones(1, dt), reshape(negative(z[k]), (1,))]))
     if dt.kind == "c":
         r = constant_of(z)
-        if _is_true(_all(equal(sort(r), sort(conj(r))))):
+        if is_true(_all(equal(sort(r), sort(conj(r)))), "poly", _PAIRS):
             a = real(a)
     return a

@@ -20,12 +20,14 @@ Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.
 """
 
 import collections.abc as _abc
+import math as _math
 from typing import Any
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, holds_batch, primal
-from .arrays import broadcast_arrays, take, take_along_axis
+from ..core import constant_of, dtype_of, primal, refuse_lazy
+from ._values import constant_values, numpy_applies
+from .arrays import take, take_along_axis
 from .elementwise import logical_not, where
 from .shaping import (
     asarray,
@@ -39,7 +41,6 @@ from .shaping import (
     refuse_out,
     reshape,
     shape,
-    size,
     stack,
     zeros_like,
 )
@@ -55,18 +56,6 @@ __all__ = [
     "put",
     "put_along_axis",
 ]
-
-
-def _constant(x: Any, name: str, arg: str) -> Any:
-    """The plain values of an index or mask argument (no derivative flows through one). One
-    batched by `vmap` would need a different placement in each row: refused."""
-    if holds_batch(x):
-        raise TypeError(
-            f"{name}: {arg} is batched by vmap ({describe(x)}); each row would place the values "
-            f"differently. Pass {arg} as a constant shared by the rows (close over it), or "
-            "loop over the rows"
-        )
-    return _np.asarray(primal(x))
 
 
 def _placed(a: Any, source: Any, values: Any) -> Any:
@@ -107,7 +96,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise", *, inplace: bool = True) 
     """
     if inplace:
         return _in_place("put", a, v, lambda t, w: _np.put(t, ind, w, mode))
-    ind = _constant(ind, "put", "ind")
+    ind = constant_values(ind, "put", "ind")
     n_v = int(_np.prod(shape(v), dtype=int))
     source = _np.full(shape(a), -1, dtype=_np.intp)
     if n_v:
@@ -126,7 +115,7 @@ def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
     """
     if inplace:
         return _in_place("place", arr, vals, lambda t, w: _np.place(t, mask, w))
-    mask = _constant(mask, "place", "mask")
+    mask = constant_values(mask, "place", "mask")
     source = _np.full(shape(arr), -1, dtype=_np.intp)
     _np.place(source, mask, _np.arange(int(_np.prod(shape(vals), dtype=int))))
     return _placed(arr, source, vals)
@@ -149,7 +138,7 @@ def put_along_axis(
         return _in_place(
             "put_along_axis", arr, values, lambda t, w: _np.put_along_axis(t, indices, w, axis)
         )
-    indices = _constant(indices, "put_along_axis", "indices")
+    indices = constant_values(indices, "put_along_axis", "indices")
     # NumPy places the numbers of the elements of values broadcast to the indexed shape
     source = _np.full(shape(arr), -1, dtype=_np.intp)
     probe = _np.zeros(shape(arr), dtype=bool)
@@ -199,9 +188,9 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
     array([0., 0., 2.])
     """
     refuse_out(out, "choose")
-    if not is_traced(choices):
+    if numpy_applies(a, choices):
         return _np.choose(a, choices, mode=mode)
-    index = _constant(a, "choose", "a")
+    index = constant_values(a, "choose", "a")
     choices = list(choices) if isinstance(choices, (list, tuple)) else list(asarray(choices))
     n = len(choices)
     if mode == "raise":
@@ -216,14 +205,14 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
         index = _np.clip(index, 0, n - 1)
     else:
         raise ValueError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
-    everything = broadcast_arrays(index, *choices)
-    stacked = stack(everything[1:])
-    picked = take_along_axis(stacked, _np.asarray(everything[0])[None], 0)
+    common = _np.broadcast_shapes(index.shape, *(shape(c) for c in choices))
+    stacked = stack([broadcast_to(asarray(c), common) for c in choices])
+    picked = take_along_axis(stacked, _np.broadcast_to(index, common)[None], 0)
     return reshape(picked, shape(picked)[1:])
 
 
 def _flat_positions(condition: Any, name: str) -> Any:
-    c = _constant(condition, name, "condition")
+    c = constant_values(condition, name, "condition")
     return _np.flatnonzero(_np.ravel(c))
 
 
@@ -237,10 +226,10 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None) -
            [4., 5.]])
     """
     refuse_out(out, "compress")
-    if not is_traced(a):
+    if numpy_applies(condition, a):
         return _np.compress(condition, a, axis)
-    c = _constant(condition, "compress", "condition")
-    along = size(a) if axis is None else shape(a)[axis]
+    c = constant_values(condition, "compress", "condition")
+    along = _math.prod(shape(a)) if axis is None else shape(a)[axis]
     # NumPy's own choice of positions (its errors for a too long condition included)
     positions = _np.compress(c, _np.arange(along))
     return take(a, positions, axis=axis)
@@ -254,7 +243,7 @@ def extract(condition: Any, arr: Any) -> Any:
     >>> fnp.extract(np.array([[1, 0], [0, 1]]), np.arange(4.0).reshape(2, 2))
     array([0., 3.])
     """
-    if not is_traced(arr):
+    if numpy_applies(condition, arr):
         return _np.extract(condition, arr)
     return take(ravel(arr), _flat_positions(condition, "extract"))
 
@@ -272,9 +261,9 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     >>> fgrad.grad(lambda x: fnp.sum(f(x)))(np.array([-2.0, 3.0]))
     array([-1.,  6.])
     """
-    if not (is_traced(x) or is_traced(args) or is_traced(list(kw.values()))):
-        if not any(is_traced(f) for f in funclist if not callable(f)):
-            return _np.piecewise(x, condlist, funclist, *args, **kw)
+    constants = [f for f in funclist if not callable(f)]
+    if numpy_applies(x, condlist, constants, args, list(kw.values())):
+        return _np.piecewise(x, condlist, funclist, *args, **kw)
     x = asarray(x)
     if _np.isscalar(condlist) or (
         not isinstance(condlist[0], (list, _np.ndarray))
@@ -301,9 +290,11 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
         # the mask's values (under vmap, the rows' common mask: rows whose masks differ are
         # run apart, as NumPy calls func on each row's selection): func gets x[mask], and its
         # values go back by a gather (no scatter: `where` keeps y elsewhere)
-        mask = _np.broadcast_to(_np.asarray(primal(cond), dtype=bool), shape(x))
+        mask = primal(cond)
+        refuse_lazy("piecewise", "its conditions are read to select the elements", mask)
+        mask = _np.broadcast_to(_np.asarray(mask, dtype=bool), shape(x))
         vals = getitem(x, mask)
-        if size(vals) > 0:
+        if _math.prod(shape(vals)) > 0:
             out = astype(asarray(func(vals, *args, **kw)), dtype)
             source = _np.zeros(shape(x), dtype=_np.intp)
             source[mask] = _np.arange(int(mask.sum()))

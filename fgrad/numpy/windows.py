@@ -14,10 +14,11 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
+from ._values import numpy_applies
 from .arrays import _constant_batch
 from .elementwise import multiply
 from .mathematical import i0
-from .shaping import astype, describe, is_traced, nondiff_function
+from .shaping import astype, describe, nondiff_function
 
 __all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
@@ -38,7 +39,7 @@ def kaiser(M: Any, beta: Any) -> Any:
     >>> round(float(fgrad.grad(lambda b: fnp.kaiser(3, b)[0])(2.0)), 6)
     -0.306097
     """
-    if not is_traced(beta):
+    if numpy_applies(beta):
         return _np.kaiser(M, beta)
     M = float(_np.asarray(M))  # NumPy's M as a float64 (it takes [0.0, M, beta] as an array)
     if M == 1:  # NumPy's ones, of the type of [0.0, M, beta]
