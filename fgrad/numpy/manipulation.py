@@ -1,6 +1,6 @@
 """More of NumPy's array manipulation, sorting and searching routines: `block`, `resize`,
 `unstack`, `trim_zeros`, `sort_complex`, `apply_over_axes`, `fromfunction`, and the constants
-`tri`, `mask_indices`, `einsum_path`, `nanargmax`, `nanargmin`.
+`tri`, `nanargmax`, `nanargmin`, and NumPy's own `mask_indices` and `einsum_path`.
 
 The differentiable functions are compositions of `concatenate`, `reshape`, `moveaxis`,
 indexing and `take`, so they have every rule with none of their own. Where NumPy's result
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
-from ._values import is_true, numpy_applies
+from ._values import is_true, numpy_applies, with_example
 from .arrays import _constant_batch, lexsort, sort, take, take_along_axis
 from .elementwise import imag, not_equal, real
 from .shaping import (
@@ -28,7 +28,6 @@ from .shaping import (
     concatenate,
     describe,
     expand_dims,
-    is_traced,
     moveaxis,
     ndim,
     nondiff_function,
@@ -53,38 +52,34 @@ __all__ = [
     "unstack",
 ]
 
-nanargmax = nondiff_function(_np.nanargmax)
-nanargmin = nondiff_function(_np.nanargmin)
+nanargmax = with_example(
+    nondiff_function(_np.nanargmax),
+    """    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.nanargmax(np.array([1.0, np.nan, 3.0]))
+    np.int64(2)""",
+)
+nanargmin = with_example(
+    nondiff_function(_np.nanargmin),
+    """    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.nanargmin(np.array([np.nan, 2.0, 1.0]))
+    np.int64(2)""",
+)
 for _fn in (nanargmax, nanargmin):
     axis_batch_rule(_fn)
-tri = nondiff_function(_np.tri)
+tri = with_example(
+    nondiff_function(_np.tri),
+    """    >>> import fgrad.numpy as fnp
+    >>> fnp.tri(2, 3)
+    array([[1., 0., 0.],
+           [1., 1., 0.]])""",
+)
 _constant_batch(tri)
 
 
-def mask_indices(n: int, mask_func: Callable, k: Any = 0) -> tuple[Any, ...]:
-    """NumPy's `mask_indices`: the indices of the nonzero entries of mask_func(ones((n, n)), k)
-    (`fnp.triu`, `fnp.tril`, ...). Constant: no derivative.
-
-    >>> import fgrad.numpy as fnp
-    >>> fnp.mask_indices(2, fnp.triu)
-    (array([0, 0, 1]), array([0, 1, 1]))
-    """
-    return _np.mask_indices(int(primal(n)), mask_func, primal(k))
-
-
-def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "greedy", **kwargs: Any) -> Any:
-    """NumPy's `einsum_path`: the contraction order `einsum` would take (a list) and its report
-    (a string). It reads only the operands' shapes, so traced operands are fine.
-
-    >>> import numpy as np, fgrad.numpy as fnp
-    >>> fnp.einsum_path("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)))[0]
-    ['einsum_path', (0, 1)]
-    """
-    plain = [
-        _np.broadcast_to(_np.zeros((), dtype_of(op)), shape(op)) if is_traced(op) else op
-        for op in operands
-    ]
-    return _np.einsum_path(subscripts, *plain, optimize=optimize, **kwargs)
+# NumPy's own functions: they read only sizes and shapes (mask_indices calls mask_func, fnp.triu
+# for one, on a plain array of ones), so they are constants at every level
+mask_indices = _np.mask_indices
+einsum_path = _np.einsum_path
 
 
 # --- joining, resizing, splitting -----------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
-from ._values import numpy_applies
+from ._values import numpy_applies, ufunc_mirror, with_example
 from .elementwise import (
     add,
     exp,
@@ -44,7 +44,7 @@ from .elementwise import (
     trunc,
     where,
 )
-from .shaping import asarray, astype, describe, nondiff_function, refuse_out
+from .shaping import asarray, astype, describe, nondiff_function
 from .ufuncs import floor_divide, ldexp, remainder, signbit
 
 __all__ = [
@@ -60,8 +60,18 @@ __all__ = [
 
 euler_gamma = _np.euler_gamma
 
-logical_xor = nondiff_function(_np.logical_xor)
-spacing = nondiff_function(_np.spacing)
+logical_xor = with_example(
+    nondiff_function(_np.logical_xor),
+    """    >>> import fgrad.numpy as fnp
+    >>> fnp.logical_xor([True, True, False], [True, False, False])
+    array([False,  True, False])""",
+)
+spacing = with_example(
+    nondiff_function(_np.spacing),
+    """    >>> import fgrad.numpy as fnp
+    >>> float(fnp.spacing(1.0)) == 2.0**-52
+    True""",
+)
 
 
 def _frexp_exponent(x):
@@ -92,7 +102,7 @@ def _real_float(x: Any, name: str, arg: str = "x") -> Any:
     return x
 
 
-def frexp(x: Any, /, out: Any = None) -> tuple[Any, Any]:
+def _frexp(x: Any) -> tuple[Any, Any]:
     """NumPy's `frexp`: (mantissa, exponent) with x = mantissa * 2**exponent and
     0.5 <= |mantissa| < 1. The mantissa is differentiable (slope 2**-exponent); the exponent
     is an integer constant.
@@ -103,15 +113,12 @@ def frexp(x: Any, /, out: Any = None) -> tuple[Any, Any]:
     >>> float(fgrad.grad(lambda x: fnp.frexp(x)[0])(12.0))
     0.0625
     """
-    refuse_out(out, "frexp")
-    if numpy_applies(x):
-        return _np.frexp(x)
     x = _real_float(x, "frexp")
     e = _exponent(x)
     return ldexp(x, negative(e)), e
 
 
-def modf(x: Any, /, out: Any = None) -> tuple[Any, Any]:
+def _modf(x: Any) -> tuple[Any, Any]:
     """NumPy's `modf`: (fractional part, integral part), both with the sign of x. The
     fractional part has slope 1; the integral part is a constant.
 
@@ -121,9 +128,6 @@ def modf(x: Any, /, out: Any = None) -> tuple[Any, Any]:
     >>> float(fgrad.grad(lambda x: fnp.modf(x)[0] * 3.0)(-2.5))
     3.0
     """
-    refuse_out(out, "modf")
-    if numpy_applies(x):
-        return _np.modf(x)
     x = _real_float(x, "modf")
     whole = trunc(x)
     # -(|x| - trunc(|x|)) where x has its sign bit set gives NumPy's -0.0 at -0.0 and at
@@ -138,7 +142,7 @@ def modf(x: Any, /, out: Any = None) -> tuple[Any, Any]:
     return where(infinite, zero, frac), whole
 
 
-def divmod(x1: Any, x2: Any, /, out: Any = None) -> tuple[Any, Any]:
+def _divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
     """NumPy's `divmod`: (floor_divide(x1, x2), remainder(x1, x2)). The quotient is a
     constant; the remainder is differentiable as `remainder` is (1 in x1, -floor(x1/x2) in
     x2).
@@ -149,11 +153,10 @@ def divmod(x1: Any, x2: Any, /, out: Any = None) -> tuple[Any, Any]:
     >>> fgrad.grad(lambda a, b: fnp.divmod(a, b)[1], argnums=(0, 1))(7.5, 2.0)
     (np.float64(1.0), np.float64(-3.0))
     """
-    refuse_out(out, "divmod")
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
+def _nextafter_traced(x1: Any, x2: Any) -> Any:
     """NumPy's `nextafter`: the next float after x1 towards x2. Slope 1 in x1 (the step to
     the next float is constant inside a binade), none in x2 (the result is a step function of
     it).
@@ -164,9 +167,6 @@ def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
     >>> float(fgrad.grad(fnp.nextafter)(1.0, 2.0))
     1.0
     """
-    refuse_out(out, "nextafter")
-    if numpy_applies(x1, x2):
-        return _np.nextafter(x1, x2)
     x1 = _real_float(x1, "nextafter", "x1")
     _real_float(x2, "nextafter", "x2")
     step = _step(x1, x2)
@@ -175,6 +175,11 @@ def nextafter(x1: Any, x2: Any, /, out: Any = None) -> Any:
     finite = isfinite(step)
     return where(finite, add(where(finite, x1, 0.0), where(finite, step, 0.0)), _nextafter(x1, x2))
 
+
+frexp = ufunc_mirror(_frexp, _np.frexp)
+modf = ufunc_mirror(_modf, _np.modf)
+divmod = ufunc_mirror(_divmod, _np.divmod)
+nextafter = ufunc_mirror(_nextafter_traced, _np.nextafter)
 
 register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_step": _step})
 register_elementwise({"logical_xor": logical_xor, "spacing": spacing})

@@ -9,11 +9,11 @@ element of that number, or a's where the number is -1. So every mode, every repe
 (the last one wins, as in NumPy) and every error is NumPy's.
 
 NumPy's `put`, `place`, `put_along_axis` and `fill_diagonal` write into their first argument
-and return None. They do so here on plain arrays (`inplace=True`, the default, as in JAX's
-signatures). A traced array cannot be written into, and a plain array cannot hold a traced
-value: with either, `inplace=True` raises a TypeError that names the functional form,
-`inplace=False`, which returns the updated array as a new value and is differentiable in the
-array and the values.
+and return None. All four do so on plain arrays. A traced array cannot be written into (it is
+a value), and a plain array cannot hold a traced value: `put` and `place` then raise a
+TypeError that names the functional form, and `put_along_axis` and `fill_diagonal` return the
+updated array as a new value (JAX's `inplace=False`), differentiable in the array and the
+values: use their result, the array passed in is left as it is.
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.numpy.arrays`,
 `fgrad.numpy.statistics`.
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as _np
 
+from .. import batching as _batching
 from ..core import constant_of, dtype_of, primal, refuse_lazy
 from ._values import constant_values, numpy_applies
 from .arrays import take, take_along_axis
@@ -37,6 +38,7 @@ from .shaping import (
     getitem,
     is_traced,
     ndim,
+    nondiff_function,
     ravel,
     refuse_out,
     reshape,
@@ -69,111 +71,128 @@ def _placed(a: Any, source: Any, values: Any) -> Any:
     return where(chosen, take(flat, _np.where(chosen, source, 0)), a)
 
 
-def _in_place(name: str, target: Any, values: Any, update: Any, **plain: Any) -> None:
-    """NumPy's in-place update on plain arrays, refused for traced ones."""
-    for arg, v in (("a", target), ("values", values)):
+def _refuse_traced(name: str, instead: str, **arrays: Any) -> None:
+    for arg, v in arrays.items():
         if is_traced(v):
             raise TypeError(
-                f"{name} writes into its array, and {arg} is traced ({describe(v)}): traced "
-                f"arrays are values that cannot be written into or written to a plain array. "
-                f"Use the functional form, which returns the updated array: "
-                f"y = fgrad.numpy.{name}(..., inplace=False)"
+                f"{name} writes into its first argument, and {arg} is traced ({describe(v)}): "
+                f"a traced array is a value, which cannot be written into, nor written into a "
+                f"plain array. Use the functional form, which returns the updated array: "
+                f"{instead}"
             )
-    update(target, values, **plain)
 
 
-def put(a: Any, ind: Any, v: Any, mode: str = "raise", *, inplace: bool = True) -> Any:
-    """NumPy's `put`: a.flat[ind] = v (v repeated as needed; `mode` for out-of-range indices).
-    In place on a plain array; with `inplace=False` the updated array is returned, as a new
-    value differentiable in a and v.
-
-    >>> import numpy as np, fgrad, fgrad.numpy as fnp
-    >>> fnp.put(np.zeros(4), [0, 2], [5.0, 6.0], inplace=False)
-    array([5., 0., 6., 0.])
-    >>> fgrad.grad(lambda v: fnp.sum(fnp.put(np.zeros(4), [0, 2], v, inplace=False) ** 2))(
-    ...     np.array([5.0, 6.0]))
-    array([10., 12.])
-    """
-    if inplace:
-        return _in_place("put", a, v, lambda t, w: _np.put(t, ind, w, mode))
-    ind = constant_values(ind, "put", "ind")
-    n_v = int(_np.prod(shape(v), dtype=int))
-    source = _np.full(shape(a), -1, dtype=_np.intp)
-    if n_v:
-        _np.put(source, ind, _np.arange(n_v), mode)
-    return _placed(a, source, v)
+# NumPy's in-place put and place, declared without a derivative: they write plain arrays only
+# (a traced or batched array is refused before, by `_refuse_traced`)
+_put = nondiff_function(_np.put)
+_place = nondiff_function(_np.place)
 
 
-def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
-    """NumPy's `place`: the elements of arr where mask is true get the values of vals in turn
-    (repeated as needed). In place on a plain array; with `inplace=False` the updated array is
-    returned, as a new value differentiable in arr and vals.
+def _in_place_batch(name: str) -> Any:
+    def rule(args: Any, dims: Any, **params: Any) -> Any:
+        raise TypeError(
+            f"{name} writes into its first argument, which vmap cannot do row by row: use "
+            "fgrad.numpy.put_along_axis or fgrad.numpy.at(...).set(...), which return the array"
+        )
+
+    return rule
+
+
+_batching.rules[_put.primitive] = _in_place_batch("put")
+_batching.rules[_place.primitive] = _in_place_batch("place")
+
+
+def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    """NumPy's `put`: a.flat[ind] = v, in place, on plain arrays. A traced a or v is refused
+    with a TypeError naming the functional form, which returns a new array:
+    `fnp.put_along_axis(a, ind, v, axis=None)` (for a 1-D a) or `fnp.at(a)[idx].set(v)`.
 
     >>> import numpy as np, fgrad.numpy as fnp
-    >>> fnp.place(np.arange(4.0), np.array([1, 0, 1, 1]), [9.0, 8.0], inplace=False)
+    >>> a = np.zeros(4)
+    >>> fnp.put(a, [0, 2], [5.0, 6.0])
+    >>> a
+    array([5., 0., 6., 0.])
+    """
+    _refuse_traced(
+        "put",
+        "y = fgrad.numpy.at(a)[fgrad.numpy.unravel_index(ind, a.shape)].set(v), or "
+        "fgrad.numpy.put_along_axis(a, ind, v, axis=None) for a 1-D a",
+        a=a,
+        v=v,
+    )
+    _put(a, ind, v, mode)
+
+
+def place(arr: Any, mask: Any, vals: Any) -> None:
+    """NumPy's `place`: the elements of arr where mask is true get the values of vals in turn,
+    in place, on plain arrays. A traced arr or vals is refused with a TypeError naming the
+    functional form, `fnp.where(mask, values, arr)`, which returns a new array.
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> a = np.arange(4.0)
+    >>> fnp.place(a, np.array([1, 0, 1, 1]), [9.0, 8.0])
+    >>> a
     array([9., 1., 8., 9.])
     """
-    if inplace:
-        return _in_place("place", arr, vals, lambda t, w: _np.place(t, mask, w))
-    mask = constant_values(mask, "place", "mask")
-    source = _np.full(shape(arr), -1, dtype=_np.intp)
-    _np.place(source, mask, _np.arange(int(_np.prod(shape(vals), dtype=int))))
-    return _placed(arr, source, vals)
+    _refuse_traced(
+        "place",
+        "y = fgrad.numpy.where(mask, values, arr), with values laid out as arr (or "
+        "fgrad.numpy.at(arr)[mask].set(vals) when vals has one value per true element)",
+        arr=arr,
+        vals=vals,
+    )
+    _place(arr, mask, vals)
 
 
-def put_along_axis(
-    arr: Any, indices: Any, values: Any, axis: int | None, *, inplace: bool = True
-) -> Any:
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None) -> Any:
     """NumPy's `put_along_axis`: values put at `indices` along `axis` (as `take_along_axis`
-    reads them). In place on a plain array; with `inplace=False` the updated array is
-    returned, as a new value differentiable in arr and values.
+    reads them). On plain arrays it writes into arr and returns None, as NumPy's. When arr or
+    values is traced (or a lazy Dask array) it returns the updated array as a new value,
+    differentiable in arr and values, and arr is left as it is (a traced value cannot be
+    written into): use the result.
 
-    >>> import numpy as np, fgrad.numpy as fnp
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> fnp.put_along_axis(a, np.array([[1], [0]]), 0.0, axis=1, inplace=False)
-    array([[1., 0.],
-           [0., 4.]])
+    >>> fgrad.grad(lambda v: fnp.sum(fnp.put_along_axis(a, np.array([[1], [0]]), v, 1)))(2.0)
+    np.float64(2.0)
     """
-    if inplace:
-        return _in_place(
-            "put_along_axis", arr, values, lambda t, w: _np.put_along_axis(t, indices, w, axis)
-        )
+    if numpy_applies(arr, values):
+        return _np.put_along_axis(arr, indices, values, axis)
     indices = constant_values(indices, "put_along_axis", "indices")
     # NumPy places the numbers of the elements of values broadcast to the indexed shape
     source = _np.full(shape(arr), -1, dtype=_np.intp)
-    probe = _np.zeros(shape(arr), dtype=bool)
-    n = _np.take_along_axis(probe, indices, axis).shape
-    values = _broadcast_values(values, n, "put_along_axis")
-    _np.put_along_axis(source, indices, _np.arange(int(_np.prod(n))).reshape(n), axis)
-    return _placed(arr, source, values)
-
-
-def _broadcast_values(values: Any, to: tuple, name: str) -> Any:
+    n = _np.take_along_axis(_np.zeros(shape(arr), dtype=bool), indices, axis).shape
     try:
-        _np.broadcast_shapes(shape(values), to)
+        _np.broadcast_shapes(shape(values), n)
     except ValueError:
         raise ValueError(
-            f"{name}: values ({describe(values)}) do not broadcast to the indexed shape {to}"
+            f"put_along_axis: values ({describe(values)}) do not broadcast to the indexed shape {n}"
         ) from None
-    return broadcast_to(asarray(values), to)
+    _np.put_along_axis(source, indices, _np.arange(_math.prod(n)).reshape(n), axis)
+    return _placed(arr, source, broadcast_to(asarray(values), n))
 
 
-def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True) -> Any:
+def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> Any:
     """NumPy's `fill_diagonal`: the main diagonal of a (all axes of equal length, or a tall
-    matrix, `wrap` as NumPy's) set to val, repeated as needed. In place on a plain array; with
-    `inplace=False` the updated array is returned, as a new value differentiable in a and
-    val.
+    matrix, `wrap` as NumPy's) set to val, repeated as needed. On plain arrays it writes into
+    a and returns None, as NumPy's. When a or val is traced (or a lazy Dask array) it returns
+    the updated array as a new value, differentiable in a and val, and a is left as it is:
+    use the result.
 
-    >>> import numpy as np, fgrad.numpy as fnp
-    >>> fnp.fill_diagonal(np.zeros((2, 2)), [1.0, 2.0], inplace=False)
-    array([[1., 0.],
-           [0., 2.]])
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda v: fnp.sum(fnp.fill_diagonal(np.zeros((2, 2)), v) ** 2))(
+    ...     np.array([1.0, 2.0]))
+    array([2., 4.])
     """
-    if inplace:
-        return _in_place("fill_diagonal", a, val, lambda t, w: _np.fill_diagonal(t, w, wrap))
+    if numpy_applies(a, val):
+        return _np.fill_diagonal(a, val, wrap)
     source = _np.full(shape(a), -1, dtype=_np.intp)
-    _np.fill_diagonal(source, _np.arange(max(int(_np.prod(shape(val), dtype=int)), 1)), wrap)
+    _np.fill_diagonal(source, _np.arange(max(_math.prod(shape(val)), 1)), wrap)
     return _placed(a, source, val)
+
+
+put.primitive = _put.primitive  # type: ignore[attr-defined]  # (what put runs: no derivative)
+place.primitive = _place.primitive  # type: ignore[attr-defined]
 
 
 # --- choosing values ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
-from ._values import numpy_applies
+from ._values import numpy_applies, with_example
 from .arrays import _constant_batch
 from .elementwise import multiply
 from .mathematical import i0
@@ -22,10 +22,30 @@ from .shaping import astype, describe, nondiff_function
 
 __all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
-bartlett = nondiff_function(_np.bartlett)
-blackman = nondiff_function(_np.blackman)
-hamming = nondiff_function(_np.hamming)
-hanning = nondiff_function(_np.hanning)
+bartlett = with_example(
+    nondiff_function(_np.bartlett),
+    """    >>> import fgrad.numpy as fnp
+    >>> fnp.bartlett(3)
+    array([0., 1., 0.])""",
+)
+blackman = with_example(
+    nondiff_function(_np.blackman),
+    """    >>> import fgrad.numpy as fnp
+    >>> fnp.blackman(3)
+    array([-1.38777878e-17,  1.00000000e+00, -1.38777878e-17])""",
+)
+hamming = with_example(
+    nondiff_function(_np.hamming),
+    """    >>> import fgrad.numpy as fnp
+    >>> fnp.hamming(3)
+    array([0.08, 1.  , 0.08])""",
+)
+hanning = with_example(
+    nondiff_function(_np.hanning),
+    """    >>> import fgrad.numpy as fnp
+    >>> fnp.hanning(3)
+    array([0., 1., 0.])""",
+)
 for _fn in (bartlett, blackman, hamming, hanning):
     _constant_batch(_fn)
 
