@@ -267,3 +267,29 @@ def test_traced_value_is_numpys(f):
 def test_trim_zeros_under_vmap_keeps_the_rows_common_bounds():
     rows = np.array([[0.0, 1.0, 2.0, 0.0], [0.0, 3.0, 4.0, 0.0]])
     np.testing.assert_array_equal(fgrad.vmap(fnp.trim_zeros)(rows), rows[:, 1:3])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bartlett",
+        "blackman",
+        "hamming",
+        "hanning",
+        "logical_xor",
+        "spacing",
+        "nanargmax",
+        "nanargmin",
+        "tri",
+    ],
+)
+def test_the_examples_of_the_names_declared_without_a_derivative_run(name):
+    """Their functions are made in fgrad.numpy.shaping, so --doctest-modules does not find
+    their examples in the modules that declare them: run here."""
+    import doctest
+
+    test = doctest.DocTestParser().get_doctest(getattr(fnp, name).__doc__, {}, name, name, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    report = []
+    runner.run(test, out=report.append)
+    assert test.examples and runner.failures == 0, "".join(report)

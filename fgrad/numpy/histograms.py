@@ -27,7 +27,7 @@ from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse
 from ._values import is_true, numpy_applies
 from .arrays import searchsorted
 from .creation import linspace
-from .elementwise import equal, where
+from .elementwise import equal, less, where
 from .reductions import max as _max
 from .reductions import min as _min
 from .shaping import (
@@ -44,6 +44,7 @@ from .shaping import (
     transpose,
 )
 from .signal import diff
+from .statistics import any as _any
 from .statistics import bincount
 
 __all__ = ["histogram2d", "histogram_bin_edges", "histogramdd"]
@@ -203,18 +204,17 @@ def _histogramdd(
             e = asarray(b)
             if ndim(e) != 1:
                 raise ValueError(f"{name}: bins[{i}] must be 1-D edges, got {describe(e)}")
-            if _is_true(
-                _builtins.any(_np.ravel(primal(diff(constant_of(e))) < 0))
-                if not holds_batch(e)
-                else False
-            ):
-                raise ValueError(f"{name}: bins[{i}] must increase monotonically")
+            if _is_true(_any(less(diff(constant_of(e)), 0))):
+                raise ValueError(
+                    f"{name}: bins[{i}] must increase monotonically, got {describe(e)} with a "
+                    "decreasing step; sort the edges"
+                )
         edges.append(e)
         # the bin of each point, as NumPy finds it (a point on the last edge is in the last
         # bin); 0 and len(e) are the bins outside
         ce, cc = constant_of(e), constant_of(col)
         k = searchsorted(ce, cc, side="right")
-        counts_at.append(k - astype(equal(cc, ce[-1]), k.dtype if hasattr(k, "dtype") else int))
+        counts_at.append(k - astype(equal(cc, ce[-1]), dtype_of(k)))
     nbin = [shape(e)[0] + 1 for e in edges]
     flat_index = counts_at[0]
     for i in _builtins.range(1, d):
@@ -232,10 +232,8 @@ def _histogramdd(
     if density:
         s_total = sum(hist)
         for i in _builtins.range(d):
-            widths = shape_dims = [1] * d
-            shape_dims[i] = nbin[i] - 2
-            widths = reshape(diff(edges[i]), tuple(shape_dims))
-            hist = hist / widths
+            along_i = tuple(nbin[i] - 2 if j == i else 1 for j in _builtins.range(d))
+            hist = hist / reshape(diff(edges[i]), along_i)
         hist = hist / s_total
     return hist, edges
 

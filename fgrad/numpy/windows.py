@@ -22,29 +22,18 @@ from .shaping import astype, describe, nondiff_function
 
 __all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
-bartlett = with_example(
-    nondiff_function(_np.bartlett),
-    """    >>> import fgrad.numpy as fnp
-    >>> fnp.bartlett(3)
-    array([0., 1., 0.])""",
-)
-blackman = with_example(
-    nondiff_function(_np.blackman),
-    """    >>> import fgrad.numpy as fnp
-    >>> fnp.blackman(3)
-    array([-1.38777878e-17,  1.00000000e+00, -1.38777878e-17])""",
-)
-hamming = with_example(
-    nondiff_function(_np.hamming),
-    """    >>> import fgrad.numpy as fnp
-    >>> fnp.hamming(3)
-    array([0.08, 1.  , 0.08])""",
-)
-hanning = with_example(
-    nondiff_function(_np.hanning),
-    """    >>> import fgrad.numpy as fnp
-    >>> fnp.hanning(3)
-    array([0., 1., 0.])""",
+
+def _window(theirs: Any) -> Any:
+    """NumPy's window function `theirs`, declared without a derivative, with an example whose
+    expected output is NumPy's."""
+    return with_example(
+        nondiff_function(theirs),
+        f"    >>> import fgrad.numpy as fnp\n    >>> fnp.{theirs.__name__}(3)\n    {theirs(3)!r}",
+    )
+
+
+bartlett, blackman, hamming, hanning = map(
+    _window, (_np.bartlett, _np.blackman, _np.hamming, _np.hanning)
 )
 for _fn in (bartlett, blackman, hamming, hanning):
     _constant_batch(_fn)
