@@ -19,9 +19,15 @@ from .. import core as _core
 from . import _box, bitwise, datatypes, fft, indexing, linalg, sets
 from . import arrays as _arrays
 from . import creation as _creation
+from . import histograms as _histograms
+from . import manipulation as _manipulation
+from . import mathematical as _mathematical
+from . import polynomials as _polynomials
+from . import selection as _selection
 from . import signal as _signal
 from . import statistics as _statistics
 from . import ufuncs as _ufuncs
+from . import windows as _windows
 from .elementwise import (
     abs,
     absolute,
@@ -109,18 +115,40 @@ def _export(*modules):
             namespace[name] = getattr(module, name)
 
 
-_export(_ufuncs, _statistics, _arrays, _signal, _creation, bitwise, datatypes, indexing, sets)
+_export(
+    _ufuncs,
+    _statistics,
+    _arrays,
+    _signal,
+    _creation,
+    bitwise,
+    datatypes,
+    indexing,
+    sets,
+    _mathematical,
+    _windows,
+    _polynomials,
+    _histograms,
+    _selection,
+    _manipulation,
+)
 # the names `_export` binds, as a type checker reads them (their `__all__`)
 if _typing.TYPE_CHECKING:
     from .arrays import *  # noqa: F403
     from .bitwise import *  # noqa: F403
     from .creation import *  # noqa: F403
     from .datatypes import *  # noqa: F403
+    from .histograms import *  # noqa: F403
     from .indexing import *  # noqa: F403
+    from .manipulation import *  # noqa: F403
+    from .mathematical import *  # noqa: F403
+    from .polynomials import *  # noqa: F403
+    from .selection import *  # noqa: F403
     from .sets import *  # noqa: F403
     from .signal import *  # noqa: F403
     from .statistics import *  # noqa: F403
     from .ufuncs import *  # noqa: F403
+    from .windows import *  # noqa: F403
 
 # Constants and constructors of constant arrays: no derivative, plain NumPy.
 from numpy import (
@@ -177,6 +205,12 @@ _FAMILY_MODULES = (
     "signal",
     "statistics",
     "ufuncs",
+    "histograms",
+    "manipulation",
+    "mathematical",
+    "polynomials",
+    "selection",
+    "windows",
     "fft",
     "linalg",
 )

@@ -1,0 +1,263 @@
+"""NumPy's `histogram_bin_edges`, `histogram2d` and `histogramdd`.
+
+The counts are piecewise constant in the sample: they have no derivative in it. The weighted
+counts are linear in the weights (each weight adds to its bin). The edges are NumPy's: given
+edges are returned as they are (differentiable in themselves), and equal-width edges are
+`linspace(lo, hi, n + 1)` between the given range or the sample's min and max, so they, the
+bin widths and the densities, are differentiable in the sample through its min and max
+(`fnp.histogram`'s edges are constants, as that function predates this module).
+
+Each is NumPy's steps written in fgrad operations (`linspace`, `min`, `max`, `searchsorted`,
+`bincount`), so every transform applies: the bins of the points are found by `searchsorted` on
+each row's edges, and each row's weights are summed into its bins (by `bincount`, or, when the
+sample itself is batched by vmap, by a sum over a one-hot table of the bins).
+
+Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.numpy.arrays`,
+`fgrad.numpy.statistics`, `fgrad.numpy.creation`, `fgrad.numpy.reductions`,
+`fgrad.numpy.signal`.
+"""
+
+import builtins as _builtins
+import operator as _operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as _np
+
+from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from ._values import is_true, numpy_applies
+from .arrays import searchsorted
+from .creation import linspace
+from .elementwise import equal, less, where
+from .reductions import max as _max
+from .reductions import min as _min
+from .shaping import (
+    asarray,
+    astype,
+    describe,
+    expand_dims,
+    is_traced,
+    ndim,
+    reshape,
+    shape,
+    stack,
+    sum,
+    transpose,
+)
+from .signal import diff
+from .statistics import any as _any
+from .statistics import bincount
+
+__all__ = ["histogram2d", "histogram_bin_edges", "histogramdd"]
+
+
+_READS = "the bins of the points and the range of the sample are read from the values"
+
+
+def _is_true(x: Any) -> bool:
+    return is_true(x, "histogram", _READS)
+
+
+def _refuse_lazy(name: str, *xs: Any) -> None:
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            _refuse_lazy(name, *x)
+        else:
+            refuse_lazy(name, _READS, innermost(x))
+
+
+def _plain(x: Any) -> Any:
+    """x's values for NumPy's checks and estimators (None for a batched x)."""
+    if x is None or holds_batch(x):
+        return None
+    return _np.asarray(primal(x)) if not isinstance(x, (list, tuple)) else [_plain(v) for v in x]
+
+
+def _outer_edges(a: Any, range: Any, name: str) -> tuple[Any, Any]:
+    """NumPy's `_get_outer_edges`: the given range, or a's min and max, widened by 0.5 each
+    way when they are equal."""
+    if range is not None:
+        lo, hi = range
+        if is_traced(lo) or is_traced(hi):
+            lo, hi = asarray(lo), asarray(hi)
+        if _is_true(lo > hi) if is_traced(lo) or is_traced(hi) else lo > hi:
+            raise ValueError(f"{name}: max must be larger than min in range, got {range}")
+    elif shape(a)[0] == 0:
+        lo, hi = 0, 1
+    else:
+        lo, hi = _min(a), _max(a)
+    if _is_true(lo == hi) if is_traced(lo) or is_traced(hi) else lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return lo, hi
+
+
+def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
+    """NumPy's `histogram_bin_edges`: given edges as they are, or n + 1 equal-width edges over
+    `range` or a's min and max (n given, or chosen by NumPy's estimator named by a string).
+    Differentiable in a (through its min and max), in given edges and in a traced range.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fnp.histogram_bin_edges(np.array([0.0, 1.0, 3.0]), bins=3)
+    array([0., 1., 2., 3.])
+    >>> fgrad.grad(lambda a: fnp.histogram_bin_edges(a, bins=3)[1])(np.array([0.0, 1.0, 3.0]))
+    array([0.66666667, 0.        , 0.33333333])
+    """
+    if numpy_applies(a, bins, range, weights):
+        return _np.histogram_bin_edges(a, bins, range, weights)
+    _refuse_lazy("histogram_bin_edges", a, bins, range, weights)
+    a = asarray(a)
+    if _np.ndim(primal(bins)) == 1 if not holds_batch(bins) else ndim(bins) == 1:
+        if not holds_batch(bins):
+            _np.histogram_bin_edges(_np.zeros(1), _plain(bins))  # NumPy's check: increasing
+        return asarray(bins)
+    if isinstance(bins, str):
+        if holds_batch(a):
+            raise TypeError(
+                f"histogram_bin_edges: bins={bins!r} chooses the number of bins from each row's "
+                f"values, and a is batched by vmap ({describe(a)}); pass a number of bins"
+            )
+        plain_range = None if range is None else (float(primal(range[0])), float(primal(range[1])))
+        n = _np.histogram_bin_edges(_plain(a), bins, plain_range, _plain(weights)).size - 1
+    else:
+        try:
+            n = _operator.index(bins)
+        except TypeError:
+            raise TypeError(
+                f"histogram_bin_edges: bins must be an integer, a string or a 1-D "
+                f"array of edges, got {bins!r}"
+            ) from None
+        if n < 1:
+            raise ValueError(f"histogram_bin_edges: bins must be positive, got {n}")
+    flat = reshape(a, (-1,))
+    lo, hi = _outer_edges(flat, range, "histogram_bin_edges")
+    bin_type = _np.result_type(*(dtype_of(v) if is_traced(v) else v for v in (lo, hi)), dtype_of(a))
+    if _np.issubdtype(bin_type, _np.integer):
+        bin_type = _np.result_type(bin_type, float)
+    return linspace(lo, hi, n + 1, endpoint=True, dtype=bin_type)
+
+
+def _as_columns(sample: Any) -> Any:
+    """NumPy's (N, D) reading of a sample: an (N, D) array, or D sequences of N values."""
+    if isinstance(sample, (list, tuple)):
+        return transpose(stack([asarray(s) for s in sample]))
+    s = asarray(sample)
+    if ndim(s) == 2:
+        return s
+    return transpose(reshape(s, (1, -1)) if ndim(s) < 2 else s)
+
+
+def histogramdd(
+    sample: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> tuple[Any, Sequence[Any]]:
+    """NumPy's `histogramdd`: (counts of the D-dimensional sample in each bin, the D arrays of
+    edges). Differentiable in `weights` (linearly), in given edges, and in the sample through
+    equal-width edges (and so in the density); the counts have no derivative in the sample.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> s = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]])
+    >>> fnp.histogramdd(s, bins=2, weights=np.array([1.0, 2.0, 3.0]))[0]
+    array([[1., 0.],
+           [3., 2.]])
+    """
+    if numpy_applies(sample, bins, range, weights):
+        return _np.histogramdd(sample, bins, range, density, weights)
+    _refuse_lazy("histogramdd", sample, bins, range, weights)
+    return _histogramdd(sample, bins, range, density, weights, "histogramdd")
+
+
+def _histogramdd(
+    sample: Any, bins: Any, range: Any, density: Any, weights: Any, name: str
+) -> tuple[Any, list[Any]]:
+    s = _as_columns(sample)
+    n_points, d = shape(s)
+    if weights is not None:
+        weights = asarray(weights)
+        if shape(weights) != (n_points,):
+            raise ValueError(
+                f"{name}: weights must hold one weight per point, shape ({n_points},); got "
+                f"{describe(weights)}"
+            )
+        if dtype_of(weights).kind == "c":
+            raise TypeError(f"{name}: weights must be real, got {describe(weights)}")
+    try:
+        m = len(bins)
+        if m != d:
+            raise ValueError(
+                f"{name}: bins has {m} entries for a sample of dimension {d}; pass one per "
+                "dimension, or a single number of bins"
+            )
+        per_dim = list(bins)
+    except TypeError:
+        per_dim = [bins] * d
+    ranges = [None] * d if range is None else list(range)
+    if len(ranges) != d:
+        raise ValueError(f"{name}: range has {len(ranges)} entries for {d} dimensions")
+    edges, counts_at = [], []
+    for i in _builtins.range(d):
+        col = s[:, i]
+        b = per_dim[i]
+        if _np.ndim(b) == 0 and not is_traced(b):
+            if _operator.index(b) < 1:
+                raise ValueError(f"{name}: bins[{i}] must be a positive integer, got {b}")
+            lo, hi = _outer_edges(col, ranges[i], name)
+            e = linspace(lo, hi, _operator.index(b) + 1)
+        else:
+            e = asarray(b)
+            if ndim(e) != 1:
+                raise ValueError(f"{name}: bins[{i}] must be 1-D edges, got {describe(e)}")
+            if _is_true(_any(less(diff(constant_of(e)), 0))):
+                raise ValueError(
+                    f"{name}: bins[{i}] must increase monotonically, got {describe(e)} with a "
+                    "decreasing step; sort the edges"
+                )
+        edges.append(e)
+        # the bin of each point, as NumPy finds it (a point on the last edge is in the last
+        # bin); 0 and len(e) are the bins outside
+        ce, cc = constant_of(e), constant_of(col)
+        k = searchsorted(ce, cc, side="right")
+        counts_at.append(k - astype(equal(cc, ce[-1]), dtype_of(k)))
+    nbin = [shape(e)[0] + 1 for e in edges]
+    flat_index = counts_at[0]
+    for i in _builtins.range(1, d):
+        flat_index = flat_index * nbin[i] + counts_at[i]
+    total = int(_np.prod(nbin))
+    w = None if weights is None else astype(weights, _np.float64)  # NumPy's sums are float64
+    if not holds_batch(flat_index):
+        hist = bincount(_np.asarray(primal(flat_index)), w, minlength=total)
+        hist = astype(hist, _np.float64) if w is None else hist
+    else:
+        onehot = equal(expand_dims(flat_index, -1), _np.arange(total))
+        ones = _np.ones(n_points) if w is None else w
+        hist = sum(where(onehot, expand_dims(ones, -1), 0.0), axis=0)
+    hist = reshape(hist, tuple(nbin))[(slice(1, -1),) * d]
+    if density:
+        s_total = sum(hist)
+        for i in _builtins.range(d):
+            along_i = tuple(nbin[i] - 2 if j == i else 1 for j in _builtins.range(d))
+            hist = hist / reshape(diff(edges[i]), along_i)
+        hist = hist / s_total
+    return hist, edges
+
+
+def histogram2d(
+    x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> tuple[Any, Any, Any]:
+    """NumPy's `histogram2d`: (counts, x edges, y edges), differentiable as `histogramdd`.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> x, y = np.array([0.0, 1.0, 1.0]), np.array([0.0, 1.0, 0.0])
+    >>> w = np.array([1.0, 2.0, 3.0])
+    >>> fgrad.grad(lambda w: fnp.histogram2d(x, y, bins=2, weights=w)[0][1, 0])(w)
+    array([0., 0., 1.])
+    """
+    if numpy_applies(x, y, bins, range, weights):
+        return _np.histogram2d(x, y, bins, range, density, weights)
+    _refuse_lazy("histogram2d", x, y, bins, range, weights)
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        bins = [bins, bins]  # one array of edges, for both
+    hist, edges = _histogramdd([x, y], bins, range, density, weights, "histogram2d")
+    return hist, edges[0], edges[1]

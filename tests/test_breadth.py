@@ -1,0 +1,295 @@
+"""The NumPy names of issue 34's breadth (differentiable half) beyond the gradient table
+(tests/rows_breadth.py): NumPy's values bit for bit on traced inputs, at the special values
+too; NumPy's in-place functions on plain arrays and their refusals of traced ones; the error
+messages; derivatives against closed forms; piecewise under vmap with conditions read from
+the rows."""
+
+import numpy as np
+import pytest
+
+import fgrad
+import fgrad.numpy as fnp
+
+
+def _traced_value(f, *args):
+    """f's value computed on traced inputs (jvp's primal output)."""
+    return fgrad.jvp(f, args, tuple(np.ones_like(a) for a in args))[0]
+
+
+def _identical(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    np.testing.assert_array_equal(a, b)
+    if a.dtype.kind != "c":
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))  # signed zeros too
+
+
+SPECIAL = np.array([0.0, -0.0, -3.0, 3.0, -2.5, 2.5, np.inf, -np.inf, np.nan, 1e300, 5e-324])
+
+
+# --- NumPy's values on traced inputs --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_i0_traced_is_numpys_bit_for_bit_on_both_branches(dtype):
+    x = np.linspace(-20.0, 20.0, 401).astype(dtype)
+    _identical(_traced_value(fnp.i0, x), np.i0(x))
+
+
+def test_i0_slope_is_i1_and_its_second_derivative_at_0_is_one_half():
+    scipy_special = pytest.importorskip("scipy.special")
+    x = np.concatenate([np.linspace(0.05, 30.0, 300), -np.linspace(0.05, 30.0, 300)])
+    slope = fgrad.vmap(fgrad.grad(fnp.i0))(x)
+    np.testing.assert_allclose(slope, scipy_special.i1(x), rtol=1e-14)
+    assert abs(float(fgrad.grad(fgrad.grad(fnp.i0))(0.0)) - 0.5) < 1e-13
+    assert abs(float(fgrad.grad(fnp.i0)(0.0))) < 1e-15
+
+
+def test_modf_and_frexp_traced_are_numpys_at_special_values():
+    with np.errstate(all="ignore"):
+        for mine, theirs in zip(_traced_value(fnp.modf, SPECIAL), np.modf(SPECIAL)):
+            _identical(mine, theirs)
+        for mine, theirs in zip(_traced_value(fnp.frexp, SPECIAL), np.frexp(SPECIAL)):
+            _identical(mine, theirs)
+
+
+def test_nextafter_traced_is_numpys_and_has_slope_1_in_x1_and_none_in_x2():
+    x1 = np.array([1.0, 0.0, np.inf, -np.inf, np.nan, 1e308, -1.0, 5e-324])
+    x2 = np.array([2.0, -1.0, 0.0, 0.0, 1.0, np.inf, 5.0, 0.0])
+    _identical(_traced_value(fnp.nextafter, x1, x2), np.nextafter(x1, x2))
+    g1, g2 = fgrad.grad(lambda a, b: fnp.sum(fnp.nextafter(a, b)), argnums=(0, 1))(
+        np.array([1.0, -2.0]), np.array([3.0, -5.0])
+    )
+    np.testing.assert_array_equal(g1, [1.0, 1.0])
+    np.testing.assert_array_equal(g2, [0.0, 0.0])
+
+
+def test_divmod_traced_is_numpys_and_its_remainder_slope_in_x2_is_minus_the_quotient():
+    x1, x2 = np.array([7.5, -7.5, 7.5]), np.array([2.0, 2.0, -2.0])
+    for mine, theirs in zip(_traced_value(fnp.divmod, x1, x2), np.divmod(x1, x2)):
+        _identical(mine, theirs)
+    g = fgrad.grad(lambda b: fnp.sum(fnp.divmod(x1, b)[1]))(x2)
+    np.testing.assert_array_equal(g, -np.floor_divide(x1, x2))
+
+
+def test_kaiser_traced_is_numpys_and_its_slope_matches_finite_differences():
+    for beta in (0.0, 2.5, 9.0, 14.0):
+        _identical(_traced_value(lambda b: fnp.kaiser(7, b), np.float64(beta)), np.kaiser(7, beta))
+    h = 1e-6
+    fd = (np.kaiser(6, 3.0 + h) - np.kaiser(6, 3.0 - h)) / (2 * h)
+    np.testing.assert_allclose(fgrad.jacfwd(lambda b: fnp.kaiser(6, b))(3.0), fd, rtol=1e-7)
+
+
+def test_the_ufuncs_refuse_out_by_name_and_take_numpys_signature():
+    import inspect
+
+    for name in ("frexp", "modf", "divmod", "nextafter"):
+        assert inspect.signature(getattr(fnp, name)) == inspect.signature(getattr(np, name))
+    with pytest.raises(TypeError, match=r"modf\(\.\.\., out=\.\.\.\)"):
+        fgrad.grad(lambda x: fnp.modf(x, out=(np.zeros(()), np.zeros(())))[0])(1.5)
+
+
+def test_frexp_of_a_complex_value_names_the_argument_shape_and_dtype():
+    with pytest.raises(TypeError, match=r"frexp: argument x is complex \(shape \(2,\) and dtype"):
+        fgrad.jvp(fnp.frexp, (np.ones(2, complex),), (np.ones(2, complex),))
+
+
+# --- polynomials ----------------------------------------------------------------------------------
+
+
+def test_roots_slope_is_the_closed_form_of_a_simple_root():
+    # p(x) = c (x - r1)(x - r2)(x - r3): a simple root moves by -(dp/dp_k)(r) / p'(r)
+    r = np.array([-1.5, 0.3, 1.7])
+    p = 1.3 * np.poly(r)
+    jac = fgrad.jacfwd(lambda p: fnp.sort(fnp.roots(p)))(p)
+    for i, root in enumerate(np.sort(r)):
+        powers = root ** np.arange(len(p) - 1, -1, -1)
+        np.testing.assert_allclose(jac[i], -powers / np.polyval(np.polyder(p), root), atol=1e-12)
+
+
+def test_roots_traced_keeps_numpys_zero_roots_and_refuses_a_matrix():
+    p = np.array([0.0, 2.0, -3.0, 1.0, 0.0, 0.0])
+    np.testing.assert_allclose(np.sort(_traced_value(fnp.roots, p)), np.sort(np.roots(p)))
+    with pytest.raises(ValueError, match=r"roots: p must be a 1-D .* shape \(2, 2\)"):
+        fgrad.grad(lambda p: fnp.sum(fnp.roots(p)))(np.ones((2, 2)))
+
+
+def test_poly_of_conjugate_roots_is_real_as_numpys():
+    a = np.array([[0.0, -2.0], [1.0, 0.0]])  # eigenvalues +-i sqrt(2)
+    out = _traced_value(fnp.poly, a)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, np.poly(a), atol=1e-15)
+
+
+# --- histograms -----------------------------------------------------------------------------------
+
+
+def test_histogram_bin_edges_slope_is_linspaces_of_min_and_max():
+    a = np.array([0.0, 1.0, 3.0, 2.5])
+    jac = fgrad.jacfwd(lambda a: fnp.histogram_bin_edges(a, bins=3))(a)
+    t = np.linspace(0.0, 1.0, 4)
+    want = np.zeros((4, 4))
+    want[:, 0], want[:, 2] = 1 - t, t  # a[0] is the min, a[2] the max
+    np.testing.assert_allclose(jac, want, atol=1e-15)
+    np.testing.assert_array_equal(
+        _traced_value(lambda a: fnp.histogram_bin_edges(a, "auto"), a),
+        np.histogram_bin_edges(a, "auto"),
+    )
+
+
+def test_histogramdd_traced_weights_and_density_are_numpys():
+    rng = np.random.default_rng(1)
+    s, w = rng.uniform(-2, 2, (30, 3)), rng.uniform(0.5, 2.0, 30)
+    for kw in (dict(bins=3), dict(bins=(2, 3, 4), density=True), dict(bins=2, range=[(-1, 1)] * 3)):
+        want = np.histogramdd(s, weights=w, **kw)
+        got = _traced_value(lambda w: fnp.histogramdd(s, weights=w, **kw)[0], w)
+        np.testing.assert_allclose(got, want[0], rtol=1e-14)
+    x, y = s[:, 0], s[:, 1]
+    got = _traced_value(lambda x: fnp.histogram2d(x, y, bins=4, density=True)[0], x)
+    np.testing.assert_allclose(got, np.histogram2d(x, y, bins=4, density=True)[0], rtol=1e-14)
+
+
+def test_histogramdd_names_the_weights_shape():
+    with pytest.raises(ValueError, match=r"weights must hold one weight per point, shape \(3,\)"):
+        fgrad.grad(lambda w: fnp.sum(fnp.histogramdd(np.ones((3, 2)), weights=w)[0]))(np.ones(4))
+
+
+# --- NumPy's in-place functions -------------------------------------------------------------------
+
+
+def test_put_and_place_write_plain_arrays_as_numpy_does():
+    a, b = np.arange(6.0), np.arange(6.0)
+    assert fnp.put(a, [0, 5, 5], [7.0, 8.0, 9.0]) is None
+    np.put(b, [0, 5, 5], [7.0, 8.0, 9.0])
+    _identical(a, b)
+    assert fnp.place(a, a > 3, [1.0, 2.0]) is None
+    np.place(b, b > 3, [1.0, 2.0])
+    _identical(a, b)
+
+
+@pytest.mark.parametrize(
+    "call, arg",
+    [
+        (lambda x: fnp.put(x, [0], 1.0), "a"),
+        (lambda x: fnp.put(np.zeros(3), [0], x[0]), "v"),
+        (lambda x: fnp.place(x, x > 0, [1.0]), "arr"),
+        (lambda x: fnp.place(np.zeros(3), [True, False, True], x), "vals"),
+    ],
+)
+def test_put_and_place_refuse_a_traced_array_naming_the_functional_form(call, arg):
+    x = np.array([0.5, -1.0, 2.0])
+    with pytest.raises(TypeError, match=rf"and {arg} is traced \(shape .* dtype float64\)") as e:
+        fgrad.grad(lambda x: fnp.sum(x) + 0.0 * fnp.sum(fnp.asarray(call(x) or 0.0)))(x)
+    assert "fgrad.numpy.at(" in str(e.value) or "fgrad.numpy.where(" in str(e.value)
+
+
+def test_put_along_axis_and_fill_diagonal_write_plain_arrays_and_return_new_traced_ones():
+    a = np.arange(6.0).reshape(3, 2)
+    idx = np.array([[1], [0], [1]])
+    plain, ref = a.copy(), a.copy()
+    assert fnp.put_along_axis(plain, idx, 9.0, 1) is None
+    np.put_along_axis(ref, idx, 9.0, 1)
+    _identical(plain, ref)
+    traced = _traced_value(lambda a: fnp.put_along_axis(a, idx, 9.0, 1), a)
+    _identical(traced, ref)
+    m, ref = np.zeros((4, 4)), np.zeros((4, 4))
+    np.fill_diagonal(ref, [1.0, 2.0])
+    _identical(_traced_value(lambda v: fnp.fill_diagonal(m, v), np.array([1.0, 2.0])), ref)
+    assert not m.any()  # the plain array given with a traced value is left as it is
+    g = fgrad.grad(lambda v: fnp.sum(fnp.fill_diagonal(m, v) ** 2))(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g, [2 * (1 + 1), 2 * (2 + 2)])  # each value fills 2 places
+
+
+def test_put_along_axis_refuses_indices_batched_by_vmap():
+    a = np.zeros((2, 3))
+    with pytest.raises(TypeError, match="indices is batched by vmap"):
+        fgrad.vmap(lambda i, v: fnp.put_along_axis(a, i, v, 1))(
+            np.array([[[0]], [[1]]]), np.ones((2, 1, 1))
+        )
+
+
+# --- selection and manipulation -------------------------------------------------------------------
+
+
+def test_piecewise_with_conditions_read_from_the_rows_under_vmap_equals_a_loop():
+    def f(x):
+        return fnp.piecewise(x, [x < 0, x > 1], [lambda v: v**2, lambda v: fnp.sin(v), 0.5])
+
+    xs = np.array([[-1.0, 2.0, 0.5], [1.5, -2.0, 3.0], [0.2, 0.3, 0.4]])
+    np.testing.assert_allclose(fgrad.vmap(f)(xs), np.stack([f(x) for x in xs]))
+    g = fgrad.grad(lambda x: fnp.sum(f(x)))
+    np.testing.assert_allclose(fgrad.vmap(g)(xs), np.stack([g(x) for x in xs]))
+    np.testing.assert_allclose(g(xs[0]), [-2.0, np.cos(2.0), 0.0])
+
+
+def test_choose_out_of_range_names_the_mode_to_pass():
+    with pytest.raises(ValueError, match=r"indices outside \[0, 2\).*mode='wrap'"):
+        fgrad.grad(lambda a: fnp.sum(fnp.choose(np.array([0, 2]), [a, a])))(np.ones(2))
+
+
+def test_block_refuses_tuples_and_uneven_nesting_as_numpy_does():
+    x = np.ones(2)
+    with pytest.raises(TypeError, match=r"arrays\[0\] is a tuple"):
+        fgrad.grad(lambda x: fnp.sum(fnp.block([(x, x)])))(x)
+    with pytest.raises(ValueError, match="nested to different depths"):
+        fgrad.grad(lambda x: fnp.sum(fnp.block([[x], x])))(x)
+    with pytest.raises(ValueError, match="empty list"):
+        fgrad.grad(lambda x: fnp.sum(fnp.block([x, []])))(x)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: fnp.block([[a, a[:, :1]], [a[:1], a[:1, :1]]]),
+        lambda a: fnp.resize(a, (4, 5)),
+        lambda a: fnp.unstack(a, axis=1),
+        lambda a: fnp.trim_zeros(fnp.pad(a, 1), "b"),
+        lambda a: fnp.sort_complex(a[0] + 1j * a[1]),
+        lambda a: fnp.apply_over_axes(fnp.sum, a, [1, 0]),
+        lambda a: fnp.compress([1, 0, 1], a, axis=1),
+        lambda a: fnp.extract(a > 2, a),
+        lambda a: fnp.choose(np.array([[0, 1, 0], [1, 1, 0]]), [a, 2 * a]),
+    ],
+)
+def test_traced_value_is_numpys(f):
+    from gradtable import reference
+
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 0.5, 6.0]])
+    for mine, theirs in zip(
+        *(
+            np.atleast_1d(v) if not isinstance(v, tuple) else v
+            for v in (_traced_value(f, a), reference(f)(a))
+        )
+    ):
+        _identical(mine, theirs)
+
+
+def test_trim_zeros_under_vmap_keeps_the_rows_common_bounds():
+    rows = np.array([[0.0, 1.0, 2.0, 0.0], [0.0, 3.0, 4.0, 0.0]])
+    np.testing.assert_array_equal(fgrad.vmap(fnp.trim_zeros)(rows), rows[:, 1:3])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bartlett",
+        "blackman",
+        "hamming",
+        "hanning",
+        "logical_xor",
+        "spacing",
+        "nanargmax",
+        "nanargmin",
+        "tri",
+    ],
+)
+def test_the_examples_of_the_names_declared_without_a_derivative_run(name):
+    """Their functions are made in fgrad.numpy.shaping, so --doctest-modules does not find
+    their examples in the modules that declare them: run here."""
+    import doctest
+
+    test = doctest.DocTestParser().get_doctest(getattr(fnp, name).__doc__, {}, name, name, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    report = []
+    runner.run(test, out=report.append)
+    assert test.examples and runner.failures == 0, "".join(report)
