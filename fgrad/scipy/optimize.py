@@ -422,7 +422,7 @@ def minimize(
 
 def _plain_args(p, params):
     first = 1 if p.x0_param else 0
-    leaves = [core.primal(v) for v in p.arg_leaves]
+    leaves = list(p.arg_leaves)  # the traced ones are in params (their values, for SciPy)
     for k, i in enumerate(p.traced):
         leaves[i] = core.primal(params[first + k])
     return tuple(tree_unflatten(p.arg_tree, leaves))
