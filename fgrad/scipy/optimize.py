@@ -48,6 +48,7 @@ from .. import numpy as fnp
 from ..api import grad as _grad
 from ..api import jacfwd, jvp, value_and_grad
 from ..core import Box, refuse_lazy
+from ..jitting import jit
 from ..numpy.shaping import describe
 from ..solve import _Closed, _discover, _live_levels, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_unflatten
@@ -281,8 +282,13 @@ def _iterative(who, kind, tol, g, y):
     shape = _np.shape(y)
     n = int(_np.prod(shape))
 
+    # The solver applies g tens of times to vectors of one shape: recorded once by `jit` and
+    # replayed (a replay computes exactly what a call would), as odeint does with its function
+    recorded = jit(g)
+    recorded._warned = True  # a g that branches on values just runs eagerly, silently
+
     def matvec(v):
-        return _np.asarray(core.primal(g(_np.reshape(v, shape))), dtype=_np.float64).ravel()
+        return _np.asarray(core.primal(recorded(_np.reshape(v, shape))), dtype=_np.float64).ravel()
 
     op = _ssl.LinearOperator((n, n), matvec=matvec, dtype=_np.float64)
     b = _np.asarray(y, dtype=_np.float64).ravel()
