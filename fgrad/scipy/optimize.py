@@ -617,7 +617,7 @@ def least_squares(
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
 ) -> OptimizeResult:
-    """Minimize 0.5 * sum(rho(fun(x, *args)**2)) with SciPy's `least_squares`; `res.x` is
+    """Minimize `0.5 * sum(rho(fun(x, *args)**2))` with SciPy's `least_squares`; `res.x` is
     differentiable with respect to `args` (the optimality condition is the gradient of the
     cost, whose Jacobian includes the residuals' second derivatives). fgrad gives the exact
     `jac` (forward mode) when `jac` is left at a finite-difference scheme ("2-point",
@@ -726,7 +726,7 @@ def fixed_point(
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
 ) -> Any:
-    """A fixed point x = func(x, *args), with SciPy's `fixed_point` (which raises
+    """A fixed point `x = func(x, *args)`, with SciPy's `fixed_point` (which raises
     RuntimeError when it does not converge); differentiable with respect to `args` through
     the condition func(x) - x = 0. x0 may have any shape.
 
