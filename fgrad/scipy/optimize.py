@@ -612,6 +612,8 @@ def least_squares(
     verbose: int = 0,
     args: Any = (),
     kwargs: dict | None = None,
+    callback: Callable[..., Any] | None = None,
+    workers: Any = None,
     *,
     on_failure: str = "raise",
     implicit_solve: str | Callable[..., Any] = "auto",
@@ -665,6 +667,10 @@ def least_squares(
         )
         if x_scale is not None:
             common["x_scale"] = x_scale
+        if callback is not None:
+            common["callback"] = callback
+        if workers is not None:
+            common["workers"] = workers
         f = p.plain(functools.partial(residuals, params=params))
         j = _jac_plain(functools.partial(residuals, params=params)) if own_jac else jac
         res = _so.least_squares(
