@@ -11,14 +11,15 @@ and for a root x(θ) of f(x, θ) = 0 (the implicit function theorem):
 
 Each is one primitive with several outputs (`custom_linear_solve`, `custom_root`) whose
 inputs are the leaves of the right-hand side and the values the user's functions read without
-being given them (their free variables, found as `checkpoint` finds them: `fgrad.core.capturing`).
+being given them (their free variables, found as `checkpoint` finds them, and also those `jit`
+records: see `_discover`).
 Their rules are written with the same primitives: the tangent of a solve is a solve with the
 same operator, its cotangent a solve with the transposed operator (`transpose_solve`), and the
 operator of a root's tangent is f linearized at the root, solved by the user's
 `tangent_solve`. So the rules are differentiated again like any fgrad program: every order,
 both modes. Under `vmap` each row is a solve of its own (a user's solver may be SciPy, which
-cannot take a batch); Taylor mode uses the general rule of `fgrad.taylor` (the forward rule
-applied order by order).
+cannot take a batch), unless the functions read a vmapped value from a closure (see `_batch`);
+Taylor mode uses the general rule of `fgrad.taylor` (the forward rule applied order by order).
 
 The user's functions are run with their free variables replaced by the primitive's inputs
 (`fgrad.core.replacing`, see `_Closed` for which levels that suspends).
@@ -88,20 +89,33 @@ class _Closed:
         self.captured = captured
 
     def __call__(self, x, params):
-        if not self.captured:
-            return self.fun(x)
-        replaced = {id(c): p for c, p in zip(self.captured, params)}
         present = _levels_in(params)
-        suspend = {
-            id(c.level): c.level
-            for c in self.captured
-            if c.level.live and not c.level.batches and id(c.level) not in present
-        }
-        with core.replacing(replaced, list(suspend.values())):
-            out = self.fun(x)
-            leaves, tree = tree_flatten(out)
-            # a free variable returned untouched is read as an argument would be
-            return tree_unflatten(tree, [core._live_value(o) for o in leaves])
+        if not self.captured:
+            leaves, tree = tree_flatten(self.fun(x))
+        else:
+            replaced = {id(c): p for c, p in zip(self.captured, params)}
+            suspend = {
+                id(c.level): c.level
+                for c in self.captured
+                if c.level.live and not c.level.batches and id(c.level) not in present
+            }
+            with core.replacing(replaced, list(suspend.values())):
+                leaves, tree = tree_flatten(self.fun(x))
+                # a free variable returned untouched is read as an argument would be
+                leaves = [core._live_value(o) for o in leaves]
+        # A value being differentiated that the first run did not read (a branch taken only
+        # now) is not an input: its derivative would be lost. Its level has boxes in the
+        # output but none among the parameters or x.
+        known = present | _levels_in(tree_flatten(x)[0])
+        for lv in _live_levels(leaves):
+            if not (lv.batches or lv.stages) and id(lv) not in known:
+                raise TypeError(
+                    "the function of a solve read a value being differentiated that it did "
+                    "not read when it was first run (in a branch taken only later), so its "
+                    "derivative would be lost; read every parameter on every call (or pass "
+                    "it in args)"
+                )
+        return tree_unflatten(tree, leaves)
 
 
 def _discover(fun, x):

@@ -243,3 +243,22 @@ def test_bad_input_is_named():
         fgrad.custom_root(lambda x: x, 1.0, None, scalar_tangent_solve)
     with pytest.raises(ValueError, match="f returned"):
         fgrad.custom_root(lambda x: fnp.stack([x, x]), 1.0, newton, scalar_tangent_solve)
+
+
+def test_a_parameter_read_only_after_the_first_run_is_refused():
+    runs = []
+
+    def r(a):
+        def f(x):  # reads a only from its second call: the first run cannot see it
+            runs.append(1)
+            return x**2 - (a if len(runs) > 1 else 4.0)
+
+        def solve(f, x):
+            for _ in range(30):
+                x = x - f(x) / (2 * x)
+            return x
+
+        return fgrad.custom_root(f, 1.0, solve, scalar_tangent_solve)
+
+    with pytest.raises(TypeError, match="did not read when it was first run"):
+        fgrad.grad(r)(4.0)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 import scipy.optimize as _so
@@ -48,6 +48,7 @@ from .. import numpy as fnp
 from ..api import grad as _grad
 from ..api import jacfwd, jvp, value_and_grad
 from ..core import Box, refuse_lazy
+from ..jitting import jit
 from ..numpy.shaping import describe
 from ..solve import _Closed, _discover, _live_levels, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_unflatten
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
 __all__ = ["brentq", "fixed_point", "least_squares", "minimize", "root", "root_scalar"]
 
 OptimizeResult = _so.OptimizeResult
+# what the solvers return, for a type checker (SciPy ships no type information)
+_Result = Any
 
 # minimize's methods that use no derivative, and those that use the Hessian (a product with
 # it, or the matrix)
@@ -281,8 +284,13 @@ def _iterative(who, kind, tol, g, y):
     shape = _np.shape(y)
     n = int(_np.prod(shape))
 
+    # The solver applies g tens of times to vectors of one shape: recorded once by `jit` and
+    # replayed (a replay computes exactly what a call would), as odeint does with its function
+    recorded = jit(g)
+    recorded._warned = True  # a g that branches on values just runs eagerly, silently
+
     def matvec(v):
-        return _np.asarray(core.primal(g(_np.reshape(v, shape))), dtype=_np.float64).ravel()
+        return _np.asarray(core.primal(recorded(_np.reshape(v, shape))), dtype=_np.float64).ravel()
 
     op = _ssl.LinearOperator((n, n), matvec=matvec, dtype=_np.float64)
     b = _np.asarray(y, dtype=_np.float64).ravel()
@@ -327,7 +335,7 @@ def minimize(
     on_failure: str = "raise",
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
-) -> OptimizeResult:
+) -> _Result:
     """Minimize `fun(x, *args)` with SciPy's `minimize`; `res.x` is differentiable with respect
     to `args` (and values `fun` closes over) by the implicit function theorem.
 
@@ -422,7 +430,7 @@ def minimize(
 
 def _plain_args(p, params):
     first = 1 if p.x0_param else 0
-    leaves = [core.primal(v) for v in p.arg_leaves]
+    leaves = list(p.arg_leaves)  # the traced ones are in params (their values, for SciPy)
     for k, i in enumerate(p.traced):
         leaves[i] = core.primal(params[first + k])
     return tuple(tree_unflatten(p.arg_tree, leaves))
@@ -513,7 +521,7 @@ def root(
     on_failure: str = "raise",
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
-) -> OptimizeResult:
+) -> _Result:
     """A root of `fun(x, *args)` (a vector function, as many equations as unknowns), with
     SciPy's `root`; `res.x` is differentiable with respect to `args` by the implicit function
     theorem. `jac` is fgrad's (forward mode) when not given, for "hybr" and "lm". Keywords
@@ -606,12 +614,14 @@ def least_squares(
     verbose: int = 0,
     args: Any = (),
     kwargs: dict | None = None,
+    callback: Callable[..., Any] | None = None,
+    workers: Any = None,
     *,
     on_failure: str = "raise",
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
-) -> OptimizeResult:
-    """Minimize 0.5 * sum(rho(fun(x, *args)**2)) with SciPy's `least_squares`; `res.x` is
+) -> _Result:
+    """Minimize `0.5 * sum(rho(fun(x, *args)**2))` with SciPy's `least_squares`; `res.x` is
     differentiable with respect to `args` (the optimality condition is the gradient of the
     cost, whose Jacobian includes the residuals' second derivatives). fgrad gives the exact
     `jac` (forward mode) when `jac` is left at a finite-difference scheme ("2-point",
@@ -659,6 +669,10 @@ def least_squares(
         )
         if x_scale is not None:
             common["x_scale"] = x_scale
+        if callback is not None:
+            common["callback"] = callback
+        if workers is not None:
+            common["workers"] = workers
         f = p.plain(functools.partial(residuals, params=params))
         j = _jac_plain(functools.partial(residuals, params=params)) if own_jac else jac
         res = _so.least_squares(
@@ -720,7 +734,7 @@ def fixed_point(
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
 ) -> Any:
-    """A fixed point x = func(x, *args), with SciPy's `fixed_point` (which raises
+    """A fixed point `x = func(x, *args)`, with SciPy's `fixed_point` (which raises
     RuntimeError when it does not converge); differentiable with respect to `args` through
     the condition func(x) - x = 0. x0 may have any shape.
 
