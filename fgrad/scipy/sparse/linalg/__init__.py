@@ -146,30 +146,40 @@ def _lu_solve_impl(data, b, factor, trans):
     return lu.solve(b.astype(dtype, copy=False), trans=trans)
 
 
-def _lu_vjp_data(ans, data, b, factor, trans):
-    return lambda ct: _data_cotangent(
-        _lu_solve_p(data, ct, factor=factor, trans=_FLIP[trans]), ans, factor.structure, trans
-    )
+def _solve_primitive(name, impl, solver):
+    """The primitive x = A^-1 b (`trans` "N"; A^-T b for "T", A^-H b for "H") of a matrix
+    given by its data, solved by the object in the parameter named `solver` (a factorisation,
+    an iterative method): its derivatives are solves by the same object, transposed for
+    reverse mode, so every order works and a factorisation serves them all. Returns the
+    primitive and the map of its Taylor rule (`linear_solve_taylor_rule`)."""
+    prim = None
+
+    def solve(data, rhs, params, trans):
+        return prim(data, rhs, **{solver: params[solver], "trans": trans})
+
+    def vjp_data(ans, data, b, *, trans, **params):
+        structure = params[solver].structure
+        return lambda ct: _data_cotangent(
+            solve(data, ct, params, _FLIP[trans]), ans, structure, trans
+        )
+
+    def vjp_b(ans, data, b, *, trans, **params):
+        return lambda ct: solve(data, ct, params, _FLIP[trans])
+
+    def jvp_data(t, ans, data, b, *, trans, **params):
+        return -solve(data, _product(t, params[solver].structure, ans, trans), params, trans)
+
+    def jvp_b(t, ans, data, b, *, trans, **params):
+        return solve(data, t, params, trans)
+
+    def tangent_map(cs, x, *, trans, **params):
+        return _product(cs[0], params[solver].structure, x, trans)
+
+    prim = Primitive(name, impl, vjps=(vjp_data, vjp_b), jvps=(jvp_data, jvp_b))
+    return prim, tangent_map
 
 
-def _lu_vjp_b(ans, data, b, factor, trans):
-    return lambda ct: _lu_solve_p(data, ct, factor=factor, trans=_FLIP[trans])
-
-
-def _lu_jvp_data(t, ans, data, b, factor, trans):
-    return -_lu_solve_p(data, _product(t, factor.structure, ans, trans), factor=factor, trans=trans)
-
-
-def _lu_jvp_b(t, ans, data, b, factor, trans):
-    return _lu_solve_p(data, t, factor=factor, trans=trans)
-
-
-_lu_solve_p = Primitive(
-    "sparse_lu_solve",
-    _lu_solve_impl,
-    vjps=(_lu_vjp_data, _lu_vjp_b),
-    jvps=(_lu_jvp_data, _lu_jvp_b),
-)
+_lu_solve_p, _lu_tangent_map = _solve_primitive("sparse_lu_solve", _lu_solve_impl, "factor")
 
 
 def _columns_batch(prim, rows_reason):
@@ -198,10 +208,6 @@ _batching.rules[_lu_solve_p] = _columns_batch(
     _lu_solve_p,
     "each row has a matrix of its own, which SuperLU factorises on its own",
 )
-
-
-def _lu_tangent_map(cs, x, factor, trans):
-    return _product(cs[0], factor.structure, x, trans)
 
 
 _taylor.rules[_lu_solve_p] = linear_solve_taylor_rule(_lu_solve_p, _lu_tangent_map)
@@ -352,30 +358,7 @@ def _it_solve_impl(data, b, method, trans):
     return method.solve(data, b, trans)
 
 
-def _it_vjp_data(ans, data, b, method, trans):
-    return lambda ct: _data_cotangent(
-        _it_solve_p(data, ct, method=method, trans=_FLIP[trans]), ans, method.structure, trans
-    )
-
-
-def _it_vjp_b(ans, data, b, method, trans):
-    return lambda ct: _it_solve_p(data, ct, method=method, trans=_FLIP[trans])
-
-
-def _it_jvp_data(t, ans, data, b, method, trans):
-    return -_it_solve_p(data, _product(t, method.structure, ans, trans), method=method, trans=trans)
-
-
-def _it_jvp_b(t, ans, data, b, method, trans):
-    return _it_solve_p(data, t, method=method, trans=trans)
-
-
-_it_solve_p = Primitive(
-    "sparse_iterative_solve",
-    _it_solve_impl,
-    vjps=(_it_vjp_data, _it_vjp_b),
-    jvps=(_it_jvp_data, _it_jvp_b),
-)
+_it_solve_p, _it_tangent_map = _solve_primitive("sparse_iterative_solve", _it_solve_impl, "method")
 
 
 def _it_batch(args, dims, **params):
@@ -390,10 +373,6 @@ def _it_batch(args, dims, **params):
 
 
 _batching.rules[_it_solve_p] = _it_batch
-
-
-def _it_tangent_map(cs, x, method, trans):
-    return _product(cs[0], method.structure, x, trans)
 
 
 _taylor.rules[_it_solve_p] = linear_solve_taylor_rule(_it_solve_p, _it_tangent_map)
