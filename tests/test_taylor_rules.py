@@ -12,11 +12,13 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 import fgrad
 import fgrad.numpy as fnp
 import fgrad.scipy.linalg as sla
 import fgrad.scipy.signal as ssignal
+import fgrad.scipy.sparse as fsparse
 import fgrad.scipy.special as sp
 from fgrad import custom, taylor
 from fgrad.core import Primitive, add_any, dtype_of, shape_of
@@ -26,6 +28,11 @@ from fgrad.numpy import statistics as stats
 from fgrad.scipy import linalg as scipy_linalg
 from fgrad.scipy import signal as scipy_signal
 from fgrad.scipy import special
+from fgrad.scipy.sparse import _sparse_matmul_p
+from fgrad.scipy.sparse.linalg import _expm_p, _it_solve_p, _lu_solve_p
+from fgrad.scipy.sparse.linalg import cg as _cg
+from fgrad.scipy.sparse.linalg import expm_multiply as _expm_multiply
+from fgrad.scipy.sparse.linalg import spsolve as _spsolve
 from fgrad.scipy.stats import beta as stats_beta
 from fgrad.scipy.stats import poisson as stats_poisson
 from fgrad.scipy.stats import t as stats_t
@@ -66,6 +73,14 @@ ROWS = np.array([2, 0, 2])
 def _grad_of(f):
     """The gradient of f as a function: reaches the transposes used only by reverse rules."""
     return fgrad.grad(f)
+
+
+# a sparse symmetric positive definite matrix (SciPy's, and fgrad.scipy.sparse's of its data)
+SPARSE_A = scipy.sparse.csr_array(A)
+
+
+def _csr(data):
+    return fsparse.csr_array((data, SPARSE_A.indices, SPARSE_A.indptr), shape=SPARSE_A.shape)
 
 
 # (primitive, function, arguments): `fgrad.jet` takes the series of every argument.
@@ -231,6 +246,11 @@ CASES = [
     (stats_poisson._P, lambda mu: stats_poisson._P(mu, 3.0), (_uniform(1, 4, 3),)),
     (stats_poisson._Q, lambda mu: stats_poisson._Q(mu, 3.0), (_uniform(1, 4, 3),)),
     (stats_t._stdtr, lambda z: stats_t._stdtr(z, 4.5), (X,)),
+    # fgrad.scipy.sparse: a constant SciPy matrix times a series, and the solves by data
+    (_sparse_matmul_p, lambda x: SPARSE_A @ x, (X,)),
+    (_lu_solve_p, lambda d, b: _spsolve(_csr(d), b), (SPARSE_A.data, X)),
+    (_it_solve_p, lambda d, b: _cg(_csr(d), b, rtol=1e-13)[0], (SPARSE_A.data, X)),
+    (_expm_p, lambda b: _expm_multiply(_csr(0.3 * SPARSE_A.data), b), (X,)),
 ]
 
 # More calls of some primitives: other parameters, other inputs with a series.
