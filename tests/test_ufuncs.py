@@ -312,8 +312,9 @@ def test_a_scipy_ufunc_on_a_traced_value_is_named_as_scipys():
     except TypeError as error:
         message = str(error)
     assert "SciPy's scipy.special.struve" in message and "NumPy's" not in message
-    with pytest.raises(TypeError, match="NumPy's numpy.frexp"):
-        grad(lambda x: np.frexp(x)[0])(2.0)
+    # every NumPy ufunc has a mirror but isnat, of dates, which fgrad leaves out on purpose
+    with pytest.raises(TypeError, match="NumPy's numpy.isnat.*leaves isnat out on purpose"):
+        grad(lambda x: np.isnat(x))(2.0)
     with pytest.raises(TypeError, match="'accumulate' method"):
         grad(lambda x: np.add.accumulate(x)[-1])(np.ones(2))
 

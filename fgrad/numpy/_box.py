@@ -365,6 +365,11 @@ def _no_mirror_message(box, ufunc, method):
             f"their differentiable mirrors where it has one, or call {mirror}."
             f"{name} directly."
         )
+    if mirror == "fgrad.numpy":
+        from ._coverage import EXCLUDED
+
+        if name in EXCLUDED:
+            return head + f"fgrad.numpy leaves {name} out on purpose ({EXCLUDED[name]})."
     return head + (
         f"{mirror} has no differentiable {name} yet: build it from fgrad.numpy "
         "operations, or register your own with fgrad.primitive."
