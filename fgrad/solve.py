@@ -376,6 +376,7 @@ for _name in ("custom_linear_solve", "custom_root"):
 
 def _as_float_leaves(who, what, tree_value):
     leaves, tree = tree_flatten(tree_value)
+    refuse_lazy(who, _LAZY, *[core.innermost(v) for v in leaves])  # before asarray computes one
     out = []
     for k, v in enumerate(leaves):
         if type(v) is not Box:

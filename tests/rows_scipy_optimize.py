@@ -1,11 +1,12 @@
 """Gradient-table rows for fgrad.scipy.optimize: solutions differentiated by the implicit
 function theorem (see tests/gradtable.py).
 
-fgrad.custom_root and fgrad.custom_linear_solve have no rows here: their parameters are read
-from a closure, which grad(vmap(f)) cannot see through (a value batched by a vmap inside a
+fgrad.custom_linear_solve has a row with the right-hand side as its argument (the matrix its
+functions close over is a constant). fgrad.custom_root has none: its parameters are read from
+a closure, which grad(vmap(f)) cannot see through (a value batched by a vmap inside a
 differentiating transform hides that transform's boxes; the solve refuses it with a
 TypeError), and the vmap table has no way to declare that. tests/test_custom_solve.py checks
-them in both modes to order 2 (check_grads), under vmap(grad), jet and jit.
+both in both modes to order 2 (check_grads), under vmap(grad), jet and jit.
 
 The solves are tight (second-order methods with fgrad's Hessian, gradient norms near 1e-10,
 root residuals near 1e-13): the implicit derivatives are exact at the exact solution, and the
@@ -198,3 +199,25 @@ ROWS = [
         float32=FLOAT64,
     ),
 ]
+
+
+# fgrad.custom_linear_solve with the right-hand side as the argument (a matrix the functions
+# close over is a constant): the solve is differentiated as A^-1 b, A^-T for reverse mode.
+_SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+
+
+ROWS.append(
+    Row(
+        "custom_linear_solve",
+        lambda b: fgrad.custom_linear_solve(
+            lambda x: _SPD @ x, b, lambda matvec, b: fnp.linalg.solve(_SPD, b), symmetric=True
+        ),
+        ((3,),),
+        promotes=True,  # the matrix is float64, as NumPy's solve would promote
+        reference=lambda b: np.linalg.solve(_SPD, b),
+    )
+)
+DASK_CANNOT["custom_linear_solve"] = (
+    "the solve's derivative is a solve of the user's functions on values: a lazy array is "
+    "refused rather than computed at each solve"
+)
