@@ -105,7 +105,8 @@ def _entry(module, qualified: str, name: str) -> list[str]:
     ours = (getattr(obj, "__module__", None) or "").startswith("fgrad")
     if inspect.isclass(obj) and ours:
         return [f".. autoclass:: {qualified}", "   :members:", ""]
-    if callable(obj) and (ours or inspect.isfunction(obj)):
+    numpys = (getattr(obj, "__module__", None) or "").startswith("numpy")
+    if callable(obj) and (ours or (inspect.isfunction(obj) and not numpys)):
         return [f".. autofunction:: {qualified}", ""]
     # NumPy's own objects (constants, types, constructors of constant arrays) and fgrad's
     # non-function objects (r_, c_): described here, NumPy's prose is not copied.
@@ -113,8 +114,8 @@ def _entry(module, qualified: str, name: str) -> list[str]:
         text = inspect.getdoc(type(obj)) or ""
     else:
         text = (
-            f"NumPy's own `numpy.{name}`, re-exported unchanged: a constant, a type or a "
-            "constructor of constant arrays."
+            f"NumPy's own `numpy.{name}`, re-exported unchanged: a constant, a type, a query of "
+            "dtypes or shapes, or a constructor of constant arrays."
         )
     signature = coverage.signature_text(obj) if callable(obj) else ""
     kind = "function" if callable(obj) and signature else "data"

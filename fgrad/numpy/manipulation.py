@@ -278,7 +278,7 @@ def apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
 def fromfunction(
     function: Callable, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any
 ) -> Any:
-    """NumPy's `fromfunction`: function(*indices) over a grid of the given shape (the indices
+    """NumPy's `fromfunction`: `function(*indices)` over a grid of the given shape (the indices
     as arrays of `dtype`). Differentiable in whatever `function` closes over.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
