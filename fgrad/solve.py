@@ -118,6 +118,20 @@ class _Closed:
         return tree_unflatten(tree, leaves)
 
 
+def _refuse_closure_under_vmap(who, out, captured):
+    """A value the function reads from a closure that a vmap *inside* a differentiating
+    transform batches (grad(vmap(f))): what is captured is the differentiating level's box,
+    under which the vmap's rows are all one array, and the solve's primitive, bound without the
+    vmap's box, would pair every row of it with one row's solution. Refused, as `_batch`
+    refuses the other forms."""
+    inner = [lv.depth for lv in _live_levels(tree_flatten(out)[0]) if lv.batches]
+    for c in captured:
+        level = c.level
+        if level.live and not (level.batches or level.stages):
+            if any(depth > level.depth for depth in inner):
+                raise TypeError(_READS_BATCHED.format(who=who))
+
+
 def _discover(fun, x):
     """Run `fun(x)` with every transform that differentiates or records suspended: its output
     and the boxes it reads (its free variables). A value `jit` records is captured too (core's
@@ -455,6 +469,7 @@ def custom_linear_solve(
     probe = tree_unflatten(tree, [_zeros((core.shape_of(v), core.dtype_of(v))) for v in b_leaves])
     # matvec is linear: zeros show what it reads without the rows of a vmap that b may have
     out, captured = _discover(matvec, probe)
+    _refuse_closure_under_vmap(who, out, captured)
     out_leaves = tree_flatten(out)[0]
     if len(out_leaves) == len(b_leaves):  # a solution of A's and b's dtype, as a product's
         b_leaves = [
@@ -683,6 +698,7 @@ def custom_root(
     guess = tree_unflatten(tree, [_plain(v)[()] for v in guess_leaves])
     metas = [(core.shape_of(v), core.dtype_of(v)) for v in guess_leaves]
     out, captured = _discover(f, guess)
+    _refuse_closure_under_vmap(who, out, captured)
     _check_like(who, "f", out, tree, metas)
     reads = bool(batch_levels(tree_flatten(out)[0]))  # the guess is plain: from a closure
     x, aux = root_of(

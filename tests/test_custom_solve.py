@@ -229,6 +229,24 @@ def test_root_under_vmap_and_jit():
         assert float(jitted(v)) == pytest.approx(v ** (-2 / 3) / 3, rel=1e-13)
 
 
+def test_grad_of_a_vmap_whose_function_closes_over_a_row_says_what_to_write():
+    """grad(vmap(f)) with f reading the vmapped value from a closure: the differentiating
+    level's box under the vmap holds every row, which one row's solve cannot pair (before, the
+    backward pass failed with a cotangent of the wrong shape); vmap(grad(f)) works."""
+    a = np.array([1.0, 8.0, 27.0])
+    with pytest.raises(TypeError, match=r"vmap\(grad\(f\)\) rather than grad\(vmap\(f\)\)"):
+        fgrad.grad(lambda a: fnp.sum(fgrad.vmap(cube_root)(a)))(a)
+    A = np.array([[4.0, 1.0], [1.0, 3.0]])
+
+    def scaled_solve(s):
+        return fgrad.custom_linear_solve(
+            lambda x: s * (A @ x), np.ones(2), lambda mv, b: np.linalg.solve(A, b) / 1.0
+        )
+
+    with pytest.raises(TypeError, match="custom_linear_solve: under vmap"):
+        fgrad.grad(lambda s: fnp.sum(fgrad.vmap(scaled_solve)(s)))(np.array([1.0, 2.0]))
+
+
 # --- bad input ------------------------------------------------------------------------------------
 
 
