@@ -297,7 +297,9 @@ ALLOWED_IMPORTS = {
     "taylor.py": {"core", "forward"},
     "primitive.py": {"core", "taylor"},
     "numpy/shaping.py": {"core", "primitive"},
-    "numpy/elementwise.py": {"core", "primitive", "numpy.shaping"},
+    "numpy/elementwise.py": {"core", "primitive", "numpy.shaping", "numpy._ufunc_signature"},
+    # NumPy's ufunc signature, declared once for every ufunc mirror
+    "numpy/_ufunc_signature.py": set(),
     # the batched tie weights of max and min are computed by elementwise comparisons
     "numpy/reductions.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise"},
     "numpy/products.py": {"core", "primitive", "numpy.shaping", "numpy.elementwise"},
@@ -340,7 +342,7 @@ ALLOWED_IMPORTS = {
         "numpy.statistics",
     },
     # the differentiable half of NumPy's missing names (issue 34), composed of the families
-    "numpy/_values.py": {"core", "numpy.shaping", "numpy.elementwise"},
+    "numpy/_values.py": {"core", "numpy.shaping", "numpy.elementwise", "numpy._ufunc_signature"},
     "numpy/histograms.py": {
         "core",
         "numpy._values",

@@ -330,10 +330,10 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def _takes_ufunc_keywords(fn):
     """Whether fn takes NumPy's keywords: every mirror does, except the primitives kept bare
     (`f(x)`, no keywords) for speed: sin, exp, add, multiply, ..."""
-    bare = isinstance(fn, Primitive) or (
-        hasattr(fn, "primitive") and not getattr(fn, "__kwdefaults__", None)
-    )
-    return not bare
+    if isinstance(fn, Primitive):
+        return False
+    # a mirror with NumPy's signature (`_ufunc_signature`) or keywords of its own
+    return hasattr(fn, "__signature__") or bool(getattr(fn, "__kwdefaults__", None))
 
 
 _PACKAGES = {"numpy": "NumPy", "scipy": "SciPy"}

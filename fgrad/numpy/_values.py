@@ -12,6 +12,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import holds_batch, primal, refuse_lazy
+from . import _ufunc_signature
 from .elementwise import _with_keywords
 from .shaping import describe, holds_foreign, is_traced, refuse_out
 
@@ -69,8 +70,8 @@ def ufunc_mirror(fn: Callable, theirs: Any) -> Callable:
         out = a["out"]
         if any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
             refuse_out(out, theirs.__name__)
-        keywords = [a[k] for k in ("where", "casting", "order", "dtype", "subok", "signature")]
-        return _with_keywords(fn, theirs, tuple(a[x] for x in inputs), None, *keywords)
+        keywords = {k: a[k] for k in _ufunc_signature.DEFAULTS}
+        return _with_keywords(fn, theirs, tuple(a[x] for x in inputs), None, **keywords)
 
     ufunc.__name__ = ufunc.__qualname__ = theirs.__name__
     ufunc.__module__ = fn.__module__

@@ -40,6 +40,7 @@ from ..core import (
     shape_of,
 )
 from ..primitive import defprimitive, defunary
+from . import _ufunc_signature
 from .shaping import (
     NO_VALUE,
     astype,
@@ -59,7 +60,7 @@ from .shaping import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Literal, Protocol
+    from typing import Any, Protocol
 
     class Ufunc(Protocol):
         """What `as_ufunc` returns: NumPy's ufunc signature over a primitive, which it carries
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
         def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
     from ..primitive import UnaryFunction
-    from ..typing import Array, ArrayLike, DTypeLike
+    from ..typing import Array, ArrayLike
 
 __all__ = [
     "abs",
@@ -171,65 +172,23 @@ def _dtype_of(ans):
 
 def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
     """`fn` (a function of the ufunc's inputs, usually a primitive) with NumPy's signature of
-    the ufunc `theirs`, whose name and `.primitive` it keeps."""
+    the ufunc `theirs` (`fgrad.numpy._ufunc_signature`), whose name and `.primitive` it
+    keeps."""
     # a primitive is bound directly (what calling it would do); None when fn is a function
     bare = fn if isinstance(fn, Primitive) else None
-    if theirs.nin == 1:
+    nin, name = theirs.nin, theirs.__name__
 
-        def ufunc(
-            x: ArrayLike,
-            /,
-            out: None = None,
-            *,
-            where: ArrayLike = True,
-            casting: str = "same_kind",
-            order: Literal["K", "A", "C", "F"] = "K",
-            dtype: DTypeLike | None = None,
-            subok: bool = True,
-            signature: str | tuple[Any, ...] | None = None,
-        ) -> Array:
-            if (
-                out is None
-                and where is True
-                and dtype is None
-                and signature is None
-                and casting == "same_kind"
-                and order == "K"
-                and subok is True
-            ):
-                return bind_one(bare, x) if bare is not None else fn(x)
-            return _with_keywords(
-                fn, theirs, (x,), out, where, casting, order, dtype, subok, signature
-            )
-    else:
-        # (a signature per number of inputs: mypy wants one for a conditional def)
-        def ufunc(  # type: ignore[misc]
-            x1: ArrayLike,
-            x2: ArrayLike,
-            /,
-            out: None = None,
-            *,
-            where: ArrayLike = True,
-            casting: str = "same_kind",
-            order: Literal["K", "A", "C", "F"] = "K",
-            dtype: DTypeLike | None = None,
-            subok: bool = True,
-            signature: str | tuple[Any, ...] | None = None,
-        ) -> Array:
-            if (
-                out is None
-                and where is True
-                and dtype is None
-                and signature is None
-                and casting == "same_kind"
-                and order == "K"
-                and subok is True
-            ):
-                return bind_two(bare, x1, x2) if bare is not None else fn(x1, x2)
-            return _with_keywords(
-                fn, theirs, (x1, x2), out, where, casting, order, dtype, subok, signature
-            )
+    def ufunc(*args: ArrayLike, **kwargs: Any) -> Array:
+        if not kwargs and len(args) == nin:  # the common call: the inputs alone
+            if bare is None or nin > 2:
+                return fn(*args)
+            return bind_one(bare, args[0]) if nin == 1 else bind_two(bare, args[0], args[1])
+        inputs, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
+        if _ufunc_signature.all_default(out, keywords):
+            return fn(*inputs)
+        return _with_keywords(fn, theirs, inputs, out, **keywords)
 
+    ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
     prim = fn if isinstance(fn, Primitive) else getattr(fn, "primitive", None)
     ufunc.__name__ = ufunc.__qualname__ = prim.name if prim is not None else fn.__name__
     ufunc.__doc__ = (
@@ -245,7 +204,7 @@ def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
     return made
 
 
-def _with_keywords(fn, theirs, args, out, where, casting, order, dtype, subok, signature):
+def _with_keywords(fn, theirs, args, out, *, where, casting, order, dtype, subok, signature):
     """A ufunc mirror called with NumPy's keywords (see `as_ufunc`)."""
     name = theirs.__name__
     refuse_out(out, name)

@@ -53,7 +53,7 @@ from ..core import (
     primal,
     shape_of,
 )
-from ..numpy import _box
+from ..numpy import _box, _ufunc_signature
 from ..numpy.elementwise import mask_values as _values
 from ..numpy.elementwise import may_hold as _some
 from ..numpy.elementwise import register_elementwise
@@ -75,10 +75,10 @@ from ..primitive import defprimitive, defunary, nondiff
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Literal
+    from typing import Any
 
     from ..primitive import UnaryFunction
-    from ..typing import Array, ArrayLike, DTypeLike
+    from ..typing import Array, ArrayLike
 
 __all__ = [
     "beta",
@@ -262,30 +262,14 @@ def _static_order(n, who, minimum=0):
 
 # --- SciPy's ufunc signatures ---------------------------------------------------------------------
 
-_UFUNC_KEYWORDS = (
-    ("out", None),
-    ("where", True),
-    ("casting", "same_kind"),
-    ("order", "K"),
-    ("dtype", None),
-    ("subok", True),
-    ("signature", None),
-)
 
-
-def _refuse_keywords(name, values):
+def _refuse_keywords(name, out, keywords):
     """A TypeError naming the first ufunc keyword given a value other than its default."""
-    if (
-        values[0] is None
-        and values[1] is True
-        and values[2] == "same_kind"
-        and values[3] == "K"
-        and values[4] is None
-        and values[5] is True
-        and values[6] is None
-    ):
+    if _ufunc_signature.all_default(out, keywords):
         return
-    for (key, default), value in zip(_UFUNC_KEYWORDS, values):
+    given = {"out": out, **keywords}
+    for key, default in (("out", None), *_ufunc_signature.KEYWORDS):
+        value = given[key]
         if value is not default and not (type(value) is str and value == default):
             raise TypeError(
                 f"scipy.special.{name}: fgrad does not support the ufunc argument {key}="
@@ -295,63 +279,20 @@ def _refuse_keywords(name, values):
 
 
 def _ufunc(fn: Callable[..., Any]) -> Callable[..., Array]:
-    """`fn` with the signature of SciPy's ufunc of the same name: its inputs positional-only,
-    then `out` and the ufunc keywords, which fgrad refuses (TypeError) unless they are left at
-    their defaults."""
+    """`fn` with the signature of SciPy's ufunc of the same name (`fgrad.numpy.
+    _ufunc_signature`): its inputs positional-only, then `out` and the ufunc keywords, which
+    fgrad refuses (TypeError) unless they are left at their defaults."""
     name = fn.__name__
     nin = getattr(_sc, name).nin
-    if nin == 1:
 
-        def ufunc(
-            x: ArrayLike,
-            /,
-            out: None = None,
-            *,
-            where: ArrayLike = True,
-            casting: str = "same_kind",
-            order: Literal["K", "A", "C", "F"] = "K",
-            dtype: DTypeLike | None = None,
-            subok: bool = True,
-            signature: str | tuple[Any, ...] | None = None,
-        ) -> Array:
-            _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
-            return fn(x)
-    elif nin == 2:
-        # (a signature per number of inputs: mypy wants one for a conditional def)
-        def ufunc(  # type: ignore[misc]
-            x1: ArrayLike,
-            x2: ArrayLike,
-            /,
-            out: None = None,
-            *,
-            where: ArrayLike = True,
-            casting: str = "same_kind",
-            order: Literal["K", "A", "C", "F"] = "K",
-            dtype: DTypeLike | None = None,
-            subok: bool = True,
-            signature: str | tuple[Any, ...] | None = None,
-        ) -> Array:
-            _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
-            return fn(x1, x2)
-    else:
-        # (a signature per number of inputs: mypy wants one for a conditional def)
-        def ufunc(  # type: ignore[misc]
-            x1: ArrayLike,
-            x2: ArrayLike,
-            x3: ArrayLike,
-            /,
-            out: None = None,
-            *,
-            where: ArrayLike = True,
-            casting: str = "same_kind",
-            order: Literal["K", "A", "C", "F"] = "K",
-            dtype: DTypeLike | None = None,
-            subok: bool = True,
-            signature: str | tuple[Any, ...] | None = None,
-        ) -> Array:
-            _refuse_keywords(name, (out, where, casting, order, dtype, subok, signature))
-            return fn(x1, x2, x3)
+    def ufunc(*args: ArrayLike, **kwargs: Any) -> Array:
+        if not kwargs and len(args) == nin:  # the common call: the inputs alone
+            return fn(*args)
+        inputs, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
+        _refuse_keywords(name, out, keywords)
+        return fn(*inputs)
 
+    ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = fn.__doc__
     return ufunc
