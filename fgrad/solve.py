@@ -127,9 +127,10 @@ def _refuse_closure_under_vmap(who, out, captured):
     inner = [lv.depth for lv in _live_levels(tree_flatten(out)[0]) if lv.batches]
     for c in captured:
         level = c.level
-        if level.live and not (level.batches or level.stages):
-            if any(depth > level.depth for depth in inner):
-                raise TypeError(_READS_BATCHED.format(who=who))
+        if level.live and not level.batches and any(depth > level.depth for depth in inner):
+            if level.stages:  # jit(vmap(f)): the record would pair all rows with each row
+                raise TypeError(_READS_BATCHED_JIT.format(who=who))
+            raise TypeError(_READS_BATCHED.format(who=who))
 
 
 def _discover(fun, x):
@@ -207,6 +208,14 @@ _READS_BATCHED = (
     "it: one row at a time, that value's rows cannot be paired with the arguments' (and its "
     "derivative would be lost); pass the value as an argument (in args), or put the vmap "
     "outside the differentiating transform (vmap(grad(f)) rather than grad(vmap(f)))"
+)
+
+
+_READS_BATCHED_JIT = (
+    "{who}: under vmap inside jit, the function reads a value batched by that vmap from a "
+    "closure: jit records that value with all its rows, and one row's solve cannot pair them "
+    "with its own (its result would have the wrong shape); put jit inside the vmap "
+    "(vmap(jit(f)) rather than jit(vmap(f))), or run the vmap without jit"
 )
 
 

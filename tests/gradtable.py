@@ -134,17 +134,30 @@ def load(families=None):
     return rows, nondiff
 
 
-def dask_cannot(families=None):
-    """Public name -> why its rows cannot run on Dask arrays (tests/test_dask_table.py), from
-    each family's `DASK_CANNOT`."""
+def _gathered(attribute, families=None):
     if families is None and os.environ.get("FGRAD_ROWS"):
         families = os.environ["FGRAD_ROWS"].split(",")
-    cannot = {}
+    found = {}
     for path in sorted(TESTS.glob("rows_*.py")):
         family = path.stem[len("rows_") :]
         if families is None or family in families:
-            cannot.update(getattr(importlib.import_module(path.stem), "DASK_CANNOT", {}))
-    return cannot
+            found.update(getattr(importlib.import_module(path.stem), attribute, {}))
+    return found
+
+
+def dask_cannot(families=None):
+    """Public name -> why its rows cannot run on Dask arrays (tests/test_dask_table.py), from
+    each family's `DASK_CANNOT`."""
+    return _gathered("DASK_CANNOT", families)
+
+
+def refused(row, transform):
+    """The error message (a regular expression) with which `row`'s name refuses `transform`
+    ("grad(vmap)", "jit(vmap)") by design, from its family's `REFUSED` (name -> {transform:
+    (pattern, why)}); None when it must run. A refusal is a documented TypeError, checked to
+    be raised, never a skip."""
+    entry = _gathered("REFUSED").get(row.name, {}).get(transform)
+    return None if entry is None else entry[0]
 
 
 # --- sampling the product of rows and transforms ------------------------------------------------

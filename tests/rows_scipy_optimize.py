@@ -2,11 +2,11 @@
 function theorem (see tests/gradtable.py).
 
 fgrad.custom_linear_solve has a row with the right-hand side as its argument (the matrix its
-functions close over is a constant). fgrad.custom_root has none: its parameters are read from
-a closure, which grad(vmap(f)) cannot see through (a value batched by a vmap inside a
-differentiating transform hides that transform's boxes; the solve refuses it with a
-TypeError), and the vmap table has no way to declare that. tests/test_custom_solve.py checks
-both in both modes to order 2 (check_grads), under vmap(grad), jet and jit.
+functions close over is a constant). fgrad.custom_root's row reads its parameter from a
+closure, as JAX's custom_root takes it: grad(vmap(f)) and jit(vmap(f)) of it are refused with
+a TypeError by design (`REFUSED` below; a vmap inside them cannot pair the closure's rows with
+each row's solve), and the tables check that they are. tests/test_custom_solve.py checks both
+further.
 
 The solves are tight (second-order methods with fgrad's Hessian, gradient norms near 1e-10,
 root residuals near 1e-13): the implicit derivatives are exact at the exact solution, and the
@@ -221,3 +221,51 @@ DASK_CANNOT["custom_linear_solve"] = (
     "the solve's derivative is a solve of the user's functions on values: a lazy array is "
     "refused rather than computed at each solve"
 )
+
+
+# fgrad.custom_root: the root of x^3 + x = theta, elementwise, found by Newton's method in fgrad
+# operations (the user's solver), differentiated implicitly; theta reaches f from a closure, as
+# JAX's custom_root takes it.
+def _newton(f, x):
+    for _ in range(40):
+        x = x - f(x) / (3 * x**2 + 1)
+    return x
+
+
+def _cubic_root(theta):
+    return fgrad.custom_root(
+        lambda x: x**3 + x - theta,
+        fnp.zeros_like(theta),
+        _newton,
+        lambda g, y: y / g(fnp.ones_like(y)),  # g is diagonal here: g(1) is its diagonal
+    )
+
+
+def _ref_cubic_root(theta):
+    x = np.zeros_like(theta)
+    for _ in range(40):
+        x = x - (x**3 + x - theta) / (3 * x**2 + 1)
+    return x
+
+
+ROWS.append(
+    Row(
+        "custom_root",
+        _cubic_root,
+        ((3,),),
+        reference=_ref_cubic_root,
+    )
+)
+DASK_CANNOT["custom_root"] = (
+    "the user's solver runs on the values of the guess: a lazy array is refused rather than "
+    "computed at each solve"
+)
+# custom_root reads theta from a closure: inside a differentiating transform or a jit, a vmap
+# of it cannot pair the closure's rows with each row's solve (fgrad.solve says so; vmap(grad)
+# and vmap(jit) work, and test_custom_solve checks them)
+REFUSED = {
+    "custom_root": {
+        "grad(vmap)": (r"vmap\(grad\(f\)\) rather than grad\(vmap\(f\)\)", "closure under vmap"),
+        "jit(vmap)": (r"vmap\(jit\(f\)\) rather than jit\(vmap\(f\)\)", "closure under vmap"),
+    }
+}

@@ -245,6 +245,11 @@ def test_grad_of_a_vmap_whose_function_closes_over_a_row_says_what_to_write():
 
     with pytest.raises(TypeError, match="custom_linear_solve: under vmap"):
         fgrad.grad(lambda s: fnp.sum(fgrad.vmap(scaled_solve)(s)))(np.array([1.0, 2.0]))
+    # jit(vmap(f)) likewise (before, its result had shape (3, 3) for 3 rows of scalars);
+    # vmap(jit(f)) works
+    with pytest.raises(TypeError, match=r"vmap\(jit\(f\)\) rather than jit\(vmap\(f\)\)"):
+        fgrad.jit(fgrad.vmap(cube_root))(a)
+    np.testing.assert_allclose(fgrad.vmap(fgrad.jit(cube_root))(a), [1.0, 2.0, 3.0], rtol=1e-14)
 
 
 # --- bad input ------------------------------------------------------------------------------------
