@@ -15,6 +15,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy.s
 from __future__ import annotations
 
 import functools as _functools
+import inspect
 import math as _math
 import string as _string
 from typing import TYPE_CHECKING
@@ -50,11 +51,11 @@ from .shaping import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any, Literal
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
     from ..core import Primitive
-    from ..typing import Array, ArrayLike, DTypeLike
+    from ..typing import Array, ArrayLike
 
 __all__ = [
     "cross",
@@ -724,129 +725,98 @@ def _unbroadcast_to(x, rule):
     return lambda ct: unbroadcast(rule(ct), like)
 
 
-def vecdot(
-    x1: ArrayLike,
-    x2: ArrayLike,
-    /,
-    out: None = None,
-    *,
-    axes: Sequence[tuple[int, ...]] = NO_VALUE,
-    axis: int = NO_VALUE,
-    keepdims: bool = False,
-    casting: str = "same_kind",
-    order: Literal["K", "A", "C", "F"] = "K",
-    dtype: DTypeLike | None = None,
-    subok: bool = True,
-    signature: str | tuple[Any, ...] | None = None,
-) -> Array:
+# NumPy's signature of its generalized ufuncs of two operands (vecdot, matvec, vecmat),
+# declared once: the operands, `out`, then the keywords and their defaults
+_GUFUNC_SIGNATURE = inspect.Signature(
+    [
+        inspect.Parameter("x1", inspect.Parameter.POSITIONAL_ONLY, annotation="ArrayLike"),
+        inspect.Parameter("x2", inspect.Parameter.POSITIONAL_ONLY, annotation="ArrayLike"),
+        inspect.Parameter(
+            "out", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation="None"
+        ),
+    ]
+    + [
+        inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=d)
+        for k, d in (
+            ("axes", NO_VALUE),
+            ("axis", NO_VALUE),
+            ("keepdims", False),
+            ("casting", "same_kind"),
+            ("order", "K"),
+            ("dtype", None),
+            ("subok", True),
+            ("signature", None),
+        )
+    ],
+    return_annotation="Array",
+)
+
+
+def _gufunc_mirror(
+    name: str, compute: Callable, cores: tuple[int, int], out_core: int, doc: str
+) -> Callable[..., Array]:
+    """NumPy's gufunc `name` of two operands with `_GUFUNC_SIGNATURE`: `compute(x1, x2)` on
+    operands whose core axes are last (`_gufunc`)."""
+
+    def gufunc(*args: ArrayLike, **kwargs: Any) -> Array:
+        given = _GUFUNC_SIGNATURE.bind(*args, **kwargs)
+        given.apply_defaults()
+        a = given.arguments
+        keywords = [a[k] for k in list(_GUFUNC_SIGNATURE.parameters)[3:]]
+        return _gufunc(
+            getattr(_np, name), compute, cores, out_core, (a["x1"], a["x2"]), a["out"], *keywords
+        )
+
+    gufunc.__name__ = gufunc.__qualname__ = name
+    gufunc.__doc__ = doc
+    gufunc.__signature__ = _GUFUNC_SIGNATURE  # type: ignore[attr-defined]
+    return gufunc
+
+
+def _vecdot(x1, x2):
+    _same_length(shape(x1)[-1], shape(x2)[-1], "vecdot")
+    return _vecdot_p(x1, x2)
+
+
+def _matvec(x1, x2):
+    _same_length(shape(x1)[-1], shape(x2)[-1], "matvec")
+    return _matvec_p(x1, x2)
+
+
+def _vecmat(x1, x2):
+    _same_length(shape(x1)[-1], shape(x2)[-2], "vecmat")
+    return _vecmat_p(x1, x2)
+
+
+vecdot = _gufunc_mirror(
+    "vecdot",
+    _vecdot,
+    (1, 1),
+    0,
     """NumPy 2's `vecdot`: sum(conj(x1) * x2) over the core axis of each operand (the last,
     or `axis`, or `axes`), broadcasting the other axes; `keepdims` keeps it with length 1.
 
     >>> import fgrad.numpy as fnp
     >>> float(fnp.vecdot(fnp.array([1.0, 2.0]), fnp.array([3.0, 4.0])))
     11.0
-    """
-
-    def compute(x1, x2):
-        _same_length(shape(x1)[-1], shape(x2)[-1], "vecdot")
-        return _vecdot_p(x1, x2)
-
-    return _gufunc(
-        _np.vecdot,
-        compute,
-        (1, 1),
-        0,
-        (x1, x2),
-        out,
-        axes,
-        axis,
-        keepdims,
-        casting,
-        order,
-        dtype,
-        subok,
-        signature,
-    )
-
-
-def matvec(
-    x1: ArrayLike,
-    x2: ArrayLike,
-    /,
-    out: None = None,
-    *,
-    axes: Sequence[tuple[int, ...]] = NO_VALUE,
-    axis: int = NO_VALUE,
-    keepdims: bool = False,
-    casting: str = "same_kind",
-    order: Literal["K", "A", "C", "F"] = "K",
-    dtype: DTypeLike | None = None,
-    subok: bool = True,
-    signature: str | tuple[Any, ...] | None = None,
-) -> Array:
+    """,
+)
+matvec = _gufunc_mirror(
+    "matvec",
+    _matvec,
+    (2, 1),
+    1,
     """NumPy's `matvec` (NumPy >= 2.2): the matrices x1 (..., m, n) times the vectors
-    x2 (..., n), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
-
-    def compute(x1, x2):
-        _same_length(shape(x1)[-1], shape(x2)[-1], "matvec")
-        return _matvec_p(x1, x2)
-
-    return _gufunc(
-        _np.matvec,
-        compute,
-        (2, 1),
-        1,
-        (x1, x2),
-        out,
-        axes,
-        axis,
-        keepdims,
-        casting,
-        order,
-        dtype,
-        subok,
-        signature,
-    )
-
-
-def vecmat(
-    x1: ArrayLike,
-    x2: ArrayLike,
-    /,
-    out: None = None,
-    *,
-    axes: Sequence[tuple[int, ...]] = NO_VALUE,
-    axis: int = NO_VALUE,
-    keepdims: bool = False,
-    casting: str = "same_kind",
-    order: Literal["K", "A", "C", "F"] = "K",
-    dtype: DTypeLike | None = None,
-    subok: bool = True,
-    signature: str | tuple[Any, ...] | None = None,
-) -> Array:
+    x2 (..., n), giving (..., m), with the batch axes broadcast (`axes` as NumPy's).""",
+)
+vecmat = _gufunc_mirror(
+    "vecmat",
+    _vecmat,
+    (1, 2),
+    1,
     """NumPy's `vecmat` (NumPy >= 2.2): the conjugated vectors x1 (..., n) times the matrices
-    x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's)."""
-
-    def compute(x1, x2):
-        _same_length(shape(x1)[-1], shape(x2)[-2], "vecmat")
-        return _vecmat_p(x1, x2)
-
-    return _gufunc(
-        _np.vecmat,
-        compute,
-        (1, 2),
-        1,
-        (x1, x2),
-        out,
-        axes,
-        axis,
-        keepdims,
-        casting,
-        order,
-        dtype,
-        subok,
-        signature,
-    )
+    x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's).""",
+)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
