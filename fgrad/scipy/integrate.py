@@ -328,16 +328,24 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
     the solution as one float64 array (time points, the leaves' entries one after another)."""
     leaves, t, args = values[:n_leaves], values[n_leaves], values[n_leaves + 1 :]
     shapes = [_np.shape(v) for v in leaves]
-    bounds = _np.cumsum([0] + [int(_np.prod(s)) for s in shapes])
+    bounds = [int(b) for b in _np.cumsum([0] + [int(_np.prod(s)) for s in shapes])]
+    # each leaf's part of the state vector: (its slice, its shape), or its index for a scalar
+    parts = [(slice(lo, hi), s) if s else lo for lo, hi, s in zip(bounds[:-1], bounds[1:], shapes)]
 
     def split(vec):
-        parts = [vec[lo:hi].reshape(s) for lo, hi, s in zip(bounds[:-1], bounds[1:], shapes)]
-        return [p[()] if p.ndim == 0 else p for p in parts]
+        return [vec[p] if type(p) is int else vec[p[0]].reshape(p[1]) for p in parts]
 
     def join(vals):
         if not vals:
             return _np.zeros(0)
-        return _np.concatenate([_np.ravel(_np.asarray(primal(v), dtype=_np.float64)) for v in vals])
+        return _np.concatenate(
+            [
+                v.ravel()
+                if type(v) is _np.ndarray and v.dtype == _np.float64
+                else _np.ravel(_np.asarray(primal(v), dtype=_np.float64))
+                for v in vals
+            ]
+        )
 
     replayed = _replayed(rhs, tree, len(leaves))
 
