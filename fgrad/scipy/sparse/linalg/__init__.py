@@ -524,20 +524,7 @@ _expm_p = Primitive(
 )
 
 
-def _expm_batch(args, dims, **params):
-    data, b = args
-    d_data, d_b = dims
-    if d_data is None:
-        b = fnp.moveaxis(b, d_b, -1)
-        n = shape_of(b)
-        out = _expm_p(data, fnp.reshape(b, (n[0], -1)), **params)
-        return fnp.reshape(out, tuple(n)), len(n) - 1
-    return _batching.rows_one_by_one(
-        _expm_p, args, dims, params, _size(args, dims), "each row has a matrix of its own"
-    )
-
-
-_batching.rules[_expm_p] = _expm_batch
+_batching.rules[_expm_p] = _columns_batch(_expm_p, "each row has a matrix of its own")
 _taylor.rules[_expm_p] = _taylor.linear_rule(_expm_p, linear_in=(1,))
 
 
