@@ -155,8 +155,8 @@ ROWS += [
     ),
 ]
 
-# expm_multiply: reverse mode in A's data is refused (see its docstring); the data's forward
-# rule is checked in tests/test_scipy_sparse.py
+# expm_multiply: in B, and in A's data (its reverse rule is a quadrature exact to round-off,
+# checked against SciPy's Frechet derivative in tests/test_scipy_sparse.py)
 _EXPM_DATA = 0.3 * _solve_data(np.random.default_rng(7))
 ROWS += [
     Row(
@@ -171,6 +171,18 @@ ROWS += [
         ((N, 2),),
         variant="square",
         float32="the matrix is a float64 constant",
+    ),
+    Row(
+        L + "expm_multiply",
+        lambda d, b: fsla.expm_multiply(_matrix(0.3 * d), b),
+        make=_data_and((N,)),
+        variant="data",
+    ),
+    Row(
+        L + "expm_multiply",
+        lambda d, b: fsla.expm_multiply(_matrix(0.3 * d).T, b) ** 2,
+        make=_data_and((N, 2)),
+        variant="data_T",
     ),
 ]
 

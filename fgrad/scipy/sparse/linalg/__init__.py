@@ -16,8 +16,11 @@ SciPy does the solving; the derivatives are implicit, from the solution alone:
   solve that does not converge raises (SciPy would return `info > 0` and the iterate).
 - `expm_multiply(A, B)` (exp(A) B) is linear in B (its transpose is exp(A^T) ct); its forward
   rule in the data is exact, from exp([[A, dA], [0, A]]) [0; B] (one product with a matrix of
-  twice the size); its reverse rule in the data is refused (it would cost one such product per
-  column of A): use forward mode (`jvp`, `jacfwd`) for derivatives in the data.
+  twice the size). Its reverse rule in the data reads the adjoint of that derivative at the
+  stored elements, int_0^1 exp(x A^T) ct (exp((1 - x) A) B)^T dx, by Gauss-Legendre
+  quadrature on panels short enough for the rule's error bound to be below round-off: about
+  2 (||A||_1 / 8 + 12) products, so 10-25 times the forward product (forward mode is cheaper
+  when the data are few).
 
 >>> import numpy as np, fgrad, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
 >>> A = fsp.diags([np.array([2.0, 2.0, 2.0]), -1.0, -1.0], [0, 1, -1])
@@ -31,6 +34,7 @@ solves dense), `fgrad.numpy`, `fgrad.scipy.sparse`, and `scipy.sparse.linalg` fo
 
 from __future__ import annotations
 
+import math as _math
 from typing import Any
 
 import numpy as _np
@@ -41,7 +45,16 @@ from .... import batching as _batching
 from .... import numpy as fnp
 from .... import sparsity as _sparsity
 from .... import taylor as _taylor
-from ....core import Box, Primitive, dtype_of, innermost, primal, refuse_lazy, shape_of
+from ....core import (
+    Box,
+    Primitive,
+    dtype_of,
+    innermost,
+    primal,
+    refuse_lazy,
+    shape_of,
+    whole_value,
+)
 from ....numpy.linalg import linear_solve_taylor_rule
 from ....numpy.shaping import describe
 from .. import SparseArray, _matvec, as_sparse
@@ -458,11 +471,12 @@ class _Expm:
     """The structure of A, and of the matrix [[A, E], [0, A]] of twice its size whose
     exponential gives the derivative in direction E (same structure as A)."""
 
-    __slots__ = ("doubled", "structure")
+    __slots__ = ("doubled", "flipped", "structure")
 
     def __init__(self, structure):
         self.structure = structure
         self.doubled = None
+        self.flipped = None
 
     def block(self):
         if self.doubled is None:
@@ -474,6 +488,12 @@ class _Expm:
             self.doubled = _Expm(_Structure(rows, cols, (2 * n, 2 * n)))
         return self.doubled
 
+    def transposed(self):
+        """The same data read as A^T (data[k] at (col[k], row[k]))."""
+        if self.flipped is None:
+            self.flipped = _Expm(self.structure.T)
+        return self.flipped
+
 
 def _expm_impl(data, b, how, trans):
     s = how.structure
@@ -482,16 +502,76 @@ def _expm_impl(data, b, how, trans):
     return _spla.expm_multiply(matrix, _np.asarray(b))
 
 
-def _expm_vjp_data(ans, data, b, how, trans):
-    def bprop(ct):
-        raise NotImplementedError(
-            "fgrad.scipy.sparse.linalg.expm_multiply: reverse mode with respect to the data "
-            "of A is not supported (its cost would be one product per column of A; issue 36); "
-            "use forward mode (fgrad.jvp, fgrad.jacfwd) for derivatives in the data, or keep "
-            "A constant (reverse mode in B is supported)"
-        )
+# The reverse rule in the data integrates over [0, 1] in panels on which ||h M|| <= this
+_PANEL_NORM = 8.0
 
-    return bprop
+
+def _gauss_legendre(theta):
+    """Nodes in [0, 1] and weights of the fewest-point Gauss-Legendre rule whose error bound,
+    h^(2p+1) (p!)^4 / ((2p+1) ((2p)!)^3) max |f^(2p)|, is below 1e-17 of the integrand's size
+    for a product u_i(x) v_j(x) of two exponentials on a panel where ||h M|| <= theta (each
+    derivative of the product is at most 2 ||M|| times the last)."""
+    p = 1
+    if theta > 0:
+        log_factor = _np.log(2.0 * theta)
+        while 2 * p * log_factor + 4 * _math.lgamma(p + 1) - _np.log(2 * p + 1) - 3 * _math.lgamma(
+            2 * p + 1
+        ) > _np.log(1e-17):
+            p += 1
+    nodes, weights = _np.polynomial.legendre.leggauss(p)
+    return (nodes + 1.0) / 2.0, weights / 2.0
+
+
+def _norm_bound(data, structure):
+    """A power of two at least max(||A||_1, ||A||_inf), the same for every row of a batch. It
+    decides the quadrature, so `jit` records it as a guard (its value, not the data's)."""
+    size = fnp.abs(data)
+    ones = _np.ones(structure.shape[0])
+    sums = fnp.concatenate(
+        [_product(size, structure, ones, "N"), _product(size, structure, ones, "T")]
+    )
+    largest = float(_np.max(whole_value(fnp.max(sums))))
+    return 0.0 if largest == 0.0 else float(2.0 ** _np.ceil(_np.log2(largest)))
+
+
+def _expm_data_cotangent(data, b, ct, how, trans):
+    """The cotangent of A's data in exp(M) b, M = op(A), for the output cotangent ct.
+
+    The Frechet derivative's adjoint: <ct, L(M, E) b> = <E, G> with
+    G = int_0^1 u(x) v(x)^T dx, u(x) = exp(x M^T) ct and v(x) = exp((1 - x) M) b, needed only
+    at the stored elements. Composite Gauss-Legendre quadrature: on panels where ||h M|| <= 8
+    the rule's error bound is below 1e-17 of the integrand (`_gauss_legendre`), so G is exact
+    to round-off. u at the panel starts and v at the panel ends come from one product per
+    panel; u and v at every node of every panel from one product per node, with the panels'
+    vectors side by side as columns: 2 (panels + nodes) calls of SciPy's `expm_multiply`, each
+    differentiable (so this rule is too, to every order)."""
+    s = how.structure
+    rows, cols = (s.row, s.col) if trans == "N" else (s.col, s.row)
+    n = s.shape[0]
+    bound = _norm_bound(data, s)
+    panels = max(1, int(bound / _PANEL_NORM))
+    h = 1.0 / panels
+    nodes, weights = _gauss_legendre(bound * h)
+    vector = len(shape_of(b)) == 1
+    if vector:
+        b, ct = fnp.reshape(b, (n, 1)), fnp.reshape(ct, (n, 1))
+    starts, ends = [ct], [b]  # u(j h) for j < panels; v((j + 1) h), last first
+    for _ in range(panels - 1):
+        starts.append(_expm_p(h * data, starts[-1], how=how, trans=_FLIP[trans]))
+        ends.append(_expm_p(h * data, ends[-1], how=how, trans=trans))
+    u0 = fnp.concatenate(starts, axis=1)
+    v1 = fnp.concatenate(ends[::-1], axis=1)
+    total = None
+    for x, w in zip(nodes.tolist(), weights.tolist()):  # Python floats keep float32 data
+        u = _expm_p((h * x) * data, u0, how=how, trans=_FLIP[trans])
+        v = _expm_p((h * (1.0 - x)) * data, v1, how=how, trans=trans)
+        term = (w * h) * fnp.sum(u[rows] * v[cols], axis=1)
+        total = term if total is None else total + term
+    return total
+
+
+def _expm_vjp_data(ans, data, b, how, trans):
+    return lambda ct: _expm_data_cotangent(data, b, ct, how, trans)
 
 
 def _expm_vjp_b(ans, data, b, how, trans):
@@ -499,9 +579,9 @@ def _expm_vjp_b(ans, data, b, how, trans):
 
 
 def _expm_jvp_data(t, ans, data, b, how, trans):
-    # exp([[A, E], [0, A]]) [0; B] = [L(A, E) B; exp(A) B], L the Frechet derivative
+    # exp([[M, E], [0, M]]) [0; B] = [L(M, E) B; exp(M) B], L the Frechet derivative
     if trans == "T":
-        raise NotImplementedError("expm_multiply's transposed product has no data rule")
+        how = how.transposed()
     zeros = fnp.zeros_like(b)
     big = _expm_p(
         fnp.concatenate([data, t, data]),
@@ -538,9 +618,10 @@ def expm_multiply(
     traceA: Any = None,
 ) -> Any:
     """SciPy's `expm_multiply`: exp(A) @ B for a square sparse A and a dense B of 1 or 2
-    dimensions, differentiable with respect to B (both modes) and to A's data (forward mode;
-    reverse mode in the data raises NotImplementedError). The time grid (`start`, `stop`,
-    `num`, `endpoint`) is not supported: multiply A by the time instead.
+    dimensions, differentiable with respect to B and to A's data, in both modes and to every
+    order (reverse mode in the data is a quadrature exact to round-off that costs 10-25
+    forward products; see the module's docstring). The time grid (`start`, `stop`, `num`,
+    `endpoint`) is not supported: multiply A by the time instead.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
     >>> A = fsp.diags([np.array([0.0, np.log(2.0)])], [0])
