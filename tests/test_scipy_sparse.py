@@ -372,15 +372,23 @@ def test_expm_multiply_data_gradient_is_the_frechet_adjoint_to_round_off(
 
 def test_expm_multiply_data_gradient_under_vmap_and_jit():
     ds = np.stack([0.3 * DATA, -0.2 * DATA, 2.0 * DATA])
+    runs = []
 
     def f(d):
+        runs.append(1)
         return fnp.sum(fsla.expm_multiply(_A(d), B0) ** 2)
 
     loop = np.stack([fgrad.grad(f)(d) for d in ds])
     _close(fgrad.vmap(fgrad.grad(f))(ds), loop, 1e-12)
+    # jit guards the quadrature's panel count (a power of two above the norm), not the data:
+    # data of nearby norms replay one record
     jitted = fgrad.jit(fgrad.grad(f))
-    for d in ds:  # the quadrature's panels are guarded: each replay is right
+    near = [(1.0 + 0.01 * k) * 0.3 * DATA for k in range(6)]
+    del runs[:]
+    for d in near:
         _close(jitted(d), fgrad.grad(f)(d), 1e-12)
+    assert len(runs) == len(near) + 1
+    for d in ds:  # and other panel counts record paths of their own, each right
         _close(jitted(d), fgrad.grad(f)(d), 1e-12)
 
 

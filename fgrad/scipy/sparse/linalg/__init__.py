@@ -530,8 +530,10 @@ def _norm_bound(data, structure):
     sums = fnp.concatenate(
         [_product(size, structure, ones, "N"), _product(size, structure, ones, "T")]
     )
-    largest = float(_np.max(whole_value(fnp.max(sums))))
-    return 0.0 if largest == 0.0 else float(2.0 ** _np.ceil(_np.log2(largest)))
+    largest = fnp.max(sums)
+    # the power of two, computed before it is read: a replay then checks the power, not the norm
+    power = fnp.where(largest > 0, fnp.ceil(fnp.log2(fnp.maximum(largest, 1e-300))), -_np.inf)
+    return float(2.0 ** _np.max(whole_value(power)))
 
 
 def _expm_data_cotangent(data, b, ct, how, trans):
