@@ -11,6 +11,11 @@ SuperLU. A loss sum(w * u) is differentiated with respect to b, to the matrix's 
 solve with the same factorisation (kept with the forward solve's result, `trans='T'`) and a
 product over the stored elements. SciPy's own `spsolve` of the same matrix is timed beside.
 
+A second workload, without a bar: heat flow u = exp(t L) b (`expm_multiply`) on a 30 x 30
+grid with ||t L||_1 = 40, and the gradient of sum(w * u) in L's stored values, whose reverse
+rule integrates the adjoint Frechet derivative by quadrature (about 2 (||tL||_1 / 8 + 12)
+calls of SciPy's `expm_multiply`), against the forward product.
+
 Before timing, the gradients are checked against a dense solve's (`fnp.linalg.solve`) on a
 12 x 12 grid, relative 1e-10; the script exits with status 1 if they disagree. Timing is
 interleaved (`timing.py`), one BLAS thread; ratios are medians of same-round ratios with
@@ -29,6 +34,7 @@ import timing
 PINNED = __name__ == "__main__" and timing.pin_threads()
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -75,7 +81,33 @@ def check():
         err = np.max(np.abs(g - w)) / np.max(np.abs(w))
         print(f"  gradient w.r.t. {name:4s}: relative error {err:.1e} against the dense solve")
         ok &= err < 1e-10
-    return ok
+    data, b, _, loss = heat_problem(6, 0.02)
+    dense = np.zeros((36, 36))
+    row, col, _ = poisson_structure(6)
+    np.add.at(dense, (row, col), data)
+    want = scipy.linalg.expm_frechet(dense.T, np.outer(HEAT_W[:36], b), compute_expm=False)
+    err = np.max(np.abs(fgrad.grad(loss)(data) - want[row, col])) / np.max(np.abs(want))
+    print(f"  expm_multiply, gradient w.r.t. data: relative error {err:.1e} against expm_frechet")
+    return ok and err < 1e-12
+
+
+HEAT_W = np.random.default_rng(1).standard_normal(900)
+
+
+def heat_problem(m, t):
+    """exp(-t L) b for the 5-point Laplacian L on an m x m grid, as a function of L's data."""
+    row, col, data = poisson_structure(m)
+    data = -t * data
+    b = np.random.default_rng(2).standard_normal(m * m)
+    w = HEAT_W[: m * m]
+
+    def heat(data):
+        return fsla.expm_multiply(fsp.coo_array((data, (row, col)), shape=(m * m, m * m)), b)
+
+    def loss(data):
+        return fnp.sum(w * heat(data))
+
+    return data, b, heat, loss
 
 
 def main():
@@ -111,6 +143,19 @@ def main():
         print(
             f"  {name} / forward".ljust(25) + f"{timing.ratio_cell(ratios)}  [<= {BAR}x: {verdict}]"
         )
+
+    m = 30
+    data, _, heat, loss = heat_problem(m, 40.0 / (8 * (m + 1) ** 2))
+    contenders = {
+        "expm_forward": lambda: heat(data),
+        "expm_grad_data": lambda: fgrad.grad(loss)(data),
+    }
+    times = timing.interleaved_times(contenders, rounds=args.rounds, sample_time=0.2)
+    print(f"\nheat flow exp(tL) b, {m} x {m} grid, ||tL||_1 = 40, {len(data)} stored elements")
+    for name in contenders:
+        print(f"  {name:22s} {timing.quartiles(times[name])[1] * 1e3:8.2f} ms")
+    ratios = timing.paired_ratios(times, "expm_grad_data", "expm_forward")
+    print(f"  expm_grad_data / forward {timing.ratio_cell(ratios)}  (no bar)")
 
 
 if __name__ == "__main__":

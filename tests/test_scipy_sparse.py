@@ -380,8 +380,8 @@ def test_expm_multiply_data_gradient_under_vmap_and_jit():
 
     loop = np.stack([fgrad.grad(f)(d) for d in ds])
     _close(fgrad.vmap(fgrad.grad(f))(ds), loop, 1e-12)
-    # jit guards the quadrature's panel count (a power of two above the norm), not the data:
-    # data of nearby norms replay one record
+    # jit guards the quadrature's panel count (from a power of 2^(1/4) above the norm), not
+    # the data: data of nearby norms replay one record
     jitted = fgrad.jit(fgrad.grad(f))
     near = [(1.0 + 0.01 * k) * 0.3 * DATA for k in range(6)]
     del runs[:]
