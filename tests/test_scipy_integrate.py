@@ -137,6 +137,20 @@ def test_decay_value_and_derivatives_in_y0_k_and_every_time_point():
         np.testing.assert_allclose(d_t, expected, rtol=1e-8, atol=1e-12)
 
 
+def test_each_input_alone_gets_the_same_derivative_as_all_together():
+    # the reverse rule leaves out the sensitivities of inputs that are plain values: each
+    # input differentiated alone gets what it gets among all of them
+    s = T - T[0]
+    e = np.exp(-K * s)
+    d_y0 = fgrad.jacrev(lambda y0: decay_solution(y0, T, K))(Y0)
+    d_t = fgrad.jacrev(lambda t: decay_solution(Y0, t, K))(T)
+    d_k = fgrad.jacrev(lambda k: decay_solution(Y0, T, k))(K)
+    together = fgrad.jacrev(decay_solution, argnums=(0, 1, 2))(Y0, T, K)
+    for alone, both in zip((d_y0, d_t, d_k), together):
+        np.testing.assert_allclose(alone, both, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(d_k, -s * Y0 * e, rtol=1e-8, atol=1e-12)
+
+
 def test_decay_second_derivatives_in_both_modes():
     s = T[-1] - T[0]
 
@@ -420,10 +434,19 @@ def test_the_default_rule_is_sensitivities_for_small_systems_only(monkeypatch):
     monkeypatch.setattr(integrate, "FORWARD_SENSITIVITIES_MAX", 64)
     monkeypatch.setattr(integrate._si, "odeint", counting)
     t = np.linspace(0.0, 1.0, 6)
-    for n in (2, 8):  # 2 (1 + 2 + 1) = 8 entries; 8 (1 + 8 + 1) = 80 > 64
+    # (size of y, differentiated by y0 too, the solves' sizes): the forward solve, then one
+    # solve of y and its sensitivities (only those of the differentiated inputs: a plain y0
+    # has none), or, past FORWARD_SENSITIVITIES_MAX, an adjoint solve of (y, a, b) per interval
+    cases = [
+        (2, False, [2, 2 * (1 + 1)]),
+        (2, True, [2, 2 * (1 + 3)]),
+        (8, False, [8, 8 * (1 + 1)]),
+        (8, True, [8] + [2 * 8 + 1] * 5),  # 8 (1 + 9) = 80 > 64
+    ]
+    for n, by_y0, want in cases:
         solves.clear()
-        fgrad.grad(lambda k: fnp.sum(odeint(decay, np.ones(n), t, (k,))))(0.5)
-        # the forward solve, then one solve of y and its 3 (or 9) sensitivities, or an
-        # adjoint solve of (y, a, b) per time interval
-        want = [n, n * (2 + n)] if n == 2 else [n] + [2 * n + 1] * 5
+        if by_y0:
+            fgrad.grad(lambda y0, k: fnp.sum(odeint(decay, y0, t, (k,))), (0, 1))(np.ones(n), 0.5)
+        else:
+            fgrad.grad(lambda k: fnp.sum(odeint(decay, np.ones(n), t, (k,))))(0.5)
         assert solves == want

@@ -46,6 +46,7 @@ from ..core import (
     Box,
     dtype_of,
     holds_batch,
+    holds_box,
     innermost,
     primal,
     refuse_lazy,
@@ -198,7 +199,8 @@ def odeint(
         mxhnil=mxhnil,
         printmessg=printmessg,
     )
-    opts = _Options(forward, backward)
+    plain = (not holds_box([*y0_leaves, t]),) + tuple(type(v) is not Box for v in diff_vals)
+    opts = _Options(forward, backward, plain)
     return _solve(rhs, opts, y0, t, *diff_vals)
 
 
@@ -289,10 +291,13 @@ class _Dfun:
 
 
 class _Options:
-    """Solver options: those of the forward solve and those of the backward (adjoint) solves."""
+    """Solver options: those of the forward solve and those of the backward (adjoint) solves,
+    and which inputs were plain values at the call (`plain`: y0 and t together, then each
+    differentiable argument). A plain value is differentiated by no transform, so the reverse
+    rule by sensitivities leaves out its directions (their cotangents are never read)."""
 
-    def __init__(self, forward, backward):
-        self.forward, self.backward = forward, backward
+    def __init__(self, forward, backward, plain=None):
+        self.forward, self.backward, self.plain = forward, backward, plain
 
     def for_adjoint(self):
         return _Options(self.backward, self.backward)
@@ -440,8 +445,9 @@ def _solve_bwd(rhs, opts, res, ct):
     if n == 1:
         return (a, None) + (None,) * len(args)
     y_sizes = [int(_np.prod(shape_of(v)[1:])) for v in tree_flatten(ys)[0]]
-    arg_sizes = [int(_np.prod(shape_of(v))) for v in args]
-    width = sum(y_sizes) + sum(arg_sizes)
+    plain = opts.plain or (False,) * (1 + len(args))  # directions nobody differentiates
+    arg_sizes = [int(_np.prod(shape_of(v))) for v, fixed in zip(args, plain[1:]) if not fixed]
+    width = (0 if plain[0] else sum(y_sizes)) + sum(arg_sizes)
     if sum(y_sizes) * (1 + width) <= FORWARD_SENSITIVITIES_MAX:
         return _sensitivity_bwd(rhs, opts, ys, t, args, ct)
     aug, adj_opts = _Augmented(rhs), opts.for_adjoint()
@@ -492,13 +498,19 @@ def _sensitivity_bwd(rhs, opts, ys, t, args, ct):
     """The reverse rule by forward sensitivities: S(t_i) = dy(t_i)/d(y0, args) from one solve,
     then the cotangents are sums of ct[i] . S(t_i); the time points' as in the adjoint rule."""
     y_leaves, y_tree = tree_flatten(ys)
-    sizes = [int(_np.prod(shape_of(v)[1:])) for v in y_leaves]
-    sizes += [int(_np.prod(shape_of(v))) for v in args]
-    width, ends = sum(sizes), _np.cumsum([0, *sizes])
-    eye = _np.eye(width)
     n_y = len(y_leaves)
+    # the directions of the plain inputs (opts.plain) have size 0: nothing to integrate
+    plain = opts.plain or (False,) * (1 + len(args))
+    sizes = [0 if plain[0] else int(_np.prod(shape_of(v)[1:])) for v in y_leaves]
+    sizes += [0 if fixed else int(_np.prod(shape_of(v))) for v, fixed in zip(args, plain[1:])]
+    width, ends = sum(sizes), _np.cumsum([0, *sizes])
+    if width == 0:  # only plain inputs: no cotangent is read
+        return (None, None) + (None,) * len(args)
+    eye = _np.eye(width)
 
     def directions(k, shape, dtype):
+        if sizes[k] == 0:
+            return _np.zeros((width, *shape), dtype)
         return eye[:, ends[k] : ends[k + 1]].reshape((width, *shape)).astype(dtype)
 
     s0 = [directions(k, shape_of(v)[1:], dtype_of(v)) for k, v in enumerate(y_leaves)]
@@ -520,10 +532,15 @@ def _sensitivity_bwd(rhs, opts, ys, t, args, ct):
             for s, c in zip(s_path, ct_leaves)
         ],
     )
-    g_y0 = [fnp.reshape(g[ends[k] : ends[k + 1]], shape_of(v)[1:]) for k, v in enumerate(y_leaves)]
     g_args = tuple(
-        fnp.reshape(g[ends[n_y + m] : ends[n_y + m + 1]], shape_of(v)) for m, v in enumerate(args)
+        None
+        if sizes[n_y + m] == 0
+        else fnp.reshape(g[ends[n_y + m] : ends[n_y + m + 1]], shape_of(v))
+        for m, v in enumerate(args)
     )
+    if plain[0]:  # y0 and t are plain: their cotangents are never read
+        return (None, None) + g_args
+    g_y0 = [fnp.reshape(g[ends[k] : ends[k + 1]], shape_of(v)[1:]) for k, v in enumerate(y_leaves)]
     # Moving t[i] moves where y is read: ct[i] . f(y[i], t[i]) for i > 0; moving t[0] moves
     # the start of every later value: -(the y0 cotangent of the later values) . f(y0, t[0]).
     in_axes = (0, 0) + (None,) * len(args)
