@@ -428,32 +428,15 @@ power_operator = _operator_of(power, _operator.pow)
 
 # --- unary functions ------------------------------------------------------------------------------
 
-sin = defunary(
-    _np.sin,
-    vjp=lambda ans, x: lambda ct: ct * cos(x),
-    jvp=lambda t, ans, x: t * cos(x),
-)
-cos: UnaryFunction = defunary(
-    _np.cos,
-    vjp=lambda ans, x: lambda ct: -(ct * sin(x)),
-    jvp=lambda t, ans, x: negative(t * sin(x)),
-)
-tanh = defunary(
-    _np.tanh,
-    vjp=lambda ans, x: lambda ct: ct * (1.0 - ans * ans),
-    jvp=lambda t, ans, x: t * (1.0 - ans * ans),
-)
-exp = defunary(
-    _np.exp,
-    vjp=lambda ans, x: lambda ct: ct * ans,
-    jvp=lambda t, ans, x: t * ans,
-)
-log = defunary(
-    _np.log,
-    vjp=lambda ans, x: lambda ct: ct / x,
-    jvp=lambda t, ans, x: t / x,
-)
-# The others are written once, as their derivative, and take NumPy's ufunc keywords.
+# Each is written once, as its derivative: the reverse rule is ct times it, the forward rule t
+# times it (`defunary`). These five stay bare primitives, without NumPy's ufunc keywords (see
+# "NumPy's ufunc signature" above), and their derivatives are expressions written into both
+# rules: they are the functions of the hottest loops. The others take the keywords.
+sin = defunary(_np.sin, "cos(x)", namespace=globals())
+cos: UnaryFunction = defunary(_np.cos, "-sin(x)", namespace=globals())
+tanh = defunary(_np.tanh, "1.0 - ans * ans", namespace=globals())
+exp = defunary(_np.exp, "ans", namespace=globals())
+log = defunary(_np.log, "1.0 / x", namespace=globals())
 tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
 log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
 expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: ans + 1.0), _np.expm1)
