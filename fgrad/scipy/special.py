@@ -1066,8 +1066,6 @@ gammainc = _ufunc(
     0.135335283237
     """,
 )
-
-
 gammaincc = _ufunc(
     _gammaincc_p,
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x); derivatives the
@@ -1126,8 +1124,6 @@ xlogy = _ufunc(
     (np.float64(-inf), np.float64(0.0))
     """,
 )
-
-
 xlog1py = _ufunc(
     _xlog1py_p,
     """x * log1p(y), with the value 0 where x == 0 (even at y == -1), with broadcasting.
@@ -1198,8 +1194,6 @@ rel_entr = _ufunc(
     +inf for x > 0); d/dy = -x / y (0 at x == 0, also at y == 0); both are 0 where the value
     is the constant +inf (JAX gives 0 at x == 0 too).""",
 )
-
-
 kl_div = _ufunc(
     _kl_div_p,
     """x log(x / y) - x + y for x, y > 0 (y at x == 0 <= y, +inf elsewhere), with
