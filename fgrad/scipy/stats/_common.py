@@ -114,11 +114,22 @@ def invalid_to_nan(bad, out):
     return out
 
 
+def in_range(p, ok, *like, bad=None):
+    """A parameter valid where `ok` holds (a condition on its values, false at nan: scale > 0,
+    a shape > 0, mu >= 0), where SciPy's result is nan: p with 1.0 where it is not valid, so
+    that the formulas stay finite there, and the mask of those places broadcast with `like`
+    (or'ed into `bad` if given)."""
+    out = _np.logical_not(ok)
+    p_out = mask(out, p)
+    if some(p_out):
+        p = fnp.where(p_out, 1.0, p)
+    out = mask(out, p, *like)
+    return p, out if bad is None else _np.logical_or(bad, out)
+
+
 def standardize(x, loc, scale):
     """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there."""
-    bad = _np.logical_not(value(scale) > 0)
-    if some(bad):
-        scale = fnp.where(bad, 1.0, scale)
+    scale, bad = in_range(scale, value(scale) > 0)
     return (x - loc) / scale, scale, bad
 
 

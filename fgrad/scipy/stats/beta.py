@@ -23,11 +23,11 @@ from .. import special as sp
 from ._common import (
     guard,
     harmonize,
+    in_range,
     incomplete_beta,
     invalid_to_nan,
     mask,
     select,
-    some,
     standardize,
     value,
     weak,
@@ -44,13 +44,8 @@ _I, _Ic = incomplete_beta("beta.cdf/sf", ("a", "b"))
 def _setup(x, a, b, loc, scale):
     x, a, b, loc, scale = harmonize(x, a, b, loc, scale)
     z, scale, bad = standardize(x, loc, scale)
-    bad_a = mask(_np.logical_not(value(a) > 0), a)
-    bad_b = mask(_np.logical_not(value(b) > 0), b)
-    if some(bad_a):
-        a = fnp.where(bad_a, 1.0, a)
-    if some(bad_b):
-        b = fnp.where(bad_b, 1.0, b)
-    bad = _np.logical_or(bad, _np.logical_or(mask(bad_a, z, a, b), mask(bad_b, z, a, b)))
+    a, bad = in_range(a, value(a) > 0, z, b, bad=bad)
+    b, bad = in_range(b, value(b) > 0, z, a, bad=bad)
     return z, a, b, scale, bad
 
 
