@@ -127,6 +127,19 @@ def in_range(p, ok, *like, bad=None):
     return p, out if bad is None else _np.logical_or(bad, out)
 
 
+def located(x, loc, scale, *shapes):
+    """The arguments of a location-scale distribution: in one float dtype (`harmonize`), as
+    (z, scale, bad, shapes): z = (x - loc) / scale, and `bad` the mask where scale or a shape
+    parameter (each must be > 0) is out of range, where 1.0 stands in for it (`in_range`)."""
+    x, loc, scale, *shapes = harmonize(x, loc, scale, *shapes)
+    z, scale, bad = standardize(x, loc, scale)
+    valid = []
+    for p in shapes:
+        p, bad = in_range(p, value(p) > 0, z, *shapes, bad=bad)
+        valid.append(p)
+    return z, scale, bad, tuple(valid)
+
+
 def standardize(x, loc, scale):
     """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there."""
     scale, bad = in_range(scale, value(scale) > 0)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import harmonize, in_range, invalid_to_nan, standardize, student_t, value, weak
+from ._common import invalid_to_nan, located, student_t, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -34,9 +34,7 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
     >>> float(fgrad.grad(logpdf)(1.0, 1.0))  # Cauchy: -2x / (1 + x**2)
     -1.0
     """
-    x, df, loc, scale = harmonize(x, df, loc, scale)
-    z, scale, bad = standardize(x, loc, scale)
-    df, bad = in_range(df, value(df) > 0, z, bad=bad)
+    z, scale, bad, (df,) = located(x, loc, scale, df)
     half = 0.5 * (df + 1.0)
     out = (
         weak(sp.gammaln, half)
@@ -54,9 +52,7 @@ def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -
 
 
 def _tail(x, df, loc, scale, sign, log):
-    x, df, loc, scale = harmonize(x, df, loc, scale)
-    z, _, bad = standardize(x, loc, scale)
-    df, bad = in_range(df, value(df) > 0, z, bad=bad)
+    z, _, bad, (df,) = located(x, loc, scale, df)
     out = _stdtr(sign * z, df)
     return invalid_to_nan(bad, fnp.log(out) if log else out)
 
