@@ -201,6 +201,16 @@ def _static_order(n, who, minimum=0):
     return n_arr
 
 
+def _of_integer_order(prim, minimum=0):
+    """SciPy's (n, x) -> prim(x, n=n) at a constant integer order n >= minimum (yn, expn)."""
+
+    def fn(n, x):
+        return prim(x, n=_static_order(n, prim.name, minimum))
+
+    fn.__name__ = prim.name
+    return fn
+
+
 # --- SciPy's ufunc signatures ---------------------------------------------------------------------
 
 
@@ -728,16 +738,6 @@ def _with_order(impl, deriv, name):
         jvp=lambda t, ans, x, n: broadcast_like(t * deriv(x, ans, n), ans),
         name=name,
     )
-
-
-def _of_integer_order(prim, minimum=0):
-    """SciPy's (n, x) -> prim(x, n=n) at a constant integer order n >= minimum (yn, expn)."""
-
-    def fn(n, x):
-        return prim(x, n=_static_order(n, prim.name, minimum))
-
-    fn.__name__ = prim.name
-    return fn
 
 
 # --- gamma and friends ----------------------------------------------------------------------------
