@@ -174,6 +174,14 @@ def _symmetric_from(a, lower, hermitian=False):
 _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 
 
+def _factorization(name, vjp, jvp, **fixed):
+    """The primitive of SciPy's factorization `name` (lu, qr, schur, ...) of each matrix: its
+    results are the factors, its parameters SciPy's keywords (with the keywords `fixed`)."""
+    factor = getattr(_sl, name)
+    impl = _la.per_matrix(lambda a, **params: tuple(factor(a, **params, **fixed)))
+    return Primitive(name, impl, vjp=vjp, jvp=jvp, multiple_results=True)
+
+
 def _as_matrix_rhs(b, n, who):
     """b as (..., n, k), and whether it was a vector (SciPy's 1-D right-hand side)."""
     bs = shape(b)
@@ -573,13 +581,7 @@ def _lu_factor_vjp(wanted, ans, a):
     return bprop
 
 
-_lu_factor_p = Primitive(
-    "lu_factor",
-    _la.per_matrix(lambda a: tuple(_sl.lu_factor(a))),
-    vjp=_lu_factor_vjp,
-    jvp=_lu_factor_jvp,
-    multiple_results=True,
-)
+_lu_factor_p = _factorization("lu_factor", _lu_factor_vjp, _lu_factor_jvp)
 
 
 def lu_factor(
@@ -640,13 +642,7 @@ def _lu_vjp(wanted, ans, a):
 
 
 # SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
-_lu_p = Primitive(
-    "lu",
-    _la.per_matrix(lambda a: _sl.lu(a, p_indices=True)),
-    vjp=_lu_vjp,
-    jvp=_lu_jvp,
-    multiple_results=True,
-)
+_lu_p = _factorization("lu", _lu_vjp, _lu_jvp, p_indices=True)
 
 
 def lu(
@@ -1186,13 +1182,7 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
     return bprop
 
 
-_qr_p = Primitive(
-    "qr",
-    _la.per_matrix(lambda a, mode, pivoting: tuple(_sl.qr(a, mode=mode, pivoting=pivoting))),
-    vjp=_qr_vjp,
-    jvp=_qr_jvp,
-    multiple_results=True,
-)
+_qr_p = _factorization("qr", _qr_vjp, _qr_jvp)
 
 
 def qr(
@@ -1497,13 +1487,7 @@ def _schur_vjp(wanted, ans, a, output, sort):
     return bprop
 
 
-_schur_p = Primitive(
-    "schur",
-    _la.per_matrix(lambda a, output, sort: tuple(_sl.schur(a, output=output, sort=sort))),
-    vjp=_schur_vjp,
-    jvp=_schur_jvp,
-    multiple_results=True,
-)
+_schur_p = _factorization("schur", _schur_vjp, _schur_jvp)
 
 
 def schur(

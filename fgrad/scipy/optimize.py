@@ -187,6 +187,21 @@ class _Problem:
         )
         return x
 
+    def solved(self, condition, scipy_solve, symmetric, **values):
+        """SciPy's result. Where the parameters are traced, its `x` is the differentiable root
+        of `condition(x, params)` that SciPy finds (`solve`), and each of `values` (a name:
+        a function of x and the parameters, as `fun`) is recomputed from that x; where they
+        are not, the result is SciPy's as it is."""
+        if not _live_levels(self.params):
+            scipy_solve(self.params)
+            return self.result()
+        x = self.solve(condition, scipy_solve, symmetric)
+        out = OptimizeResult(self.result())
+        out.x = x
+        for key, value in values.items():
+            out[key] = value(x, self.params)
+        return out
+
     def result(self):
         """SciPy's result; under `vmap`, one per row, with `success` that of every row."""
         res = self.results[-1]
@@ -307,14 +322,6 @@ def _iterative(who, kind, tol, g, y):
     return z.reshape(shape)
 
 
-def _with_result(res, x, fun_value=None):
-    out = OptimizeResult(res)
-    out.x = x
-    if fun_value is not None:
-        out.fun = fun_value
-    return out
-
-
 # --- minimize -------------------------------------------------------------------------------------
 
 
@@ -391,7 +398,7 @@ def minimize(
         if name in _NO_GRADIENT:
             f = p.plain(obj)
         elif jac is None or jac is False:
-            f, kw["jac"] = _value_and_grad_plain(obj), True
+            f, kw["jac"] = _pair_plain(value_and_grad(obj)), True
         elif jac is True:
             f = _pair_plain(lambda x: p.call(x, params))
         else:
@@ -417,15 +424,10 @@ def minimize(
             _refuse_active(who, res.x, bounds, constraints)
         return _np.asarray(res.x, dtype=_np.float64)
 
-    if not _live_levels(p.params):
-        scipy_solve(p.params)
-        return p.result()
-
     def condition(x, params):
         return _grad(lambda y: objective(y, params))(x)
 
-    x = p.solve(condition, scipy_solve, symmetric=True)
-    return _with_result(p.result(), x, objective(x, p.params))
+    return p.solved(condition, scipy_solve, True, fun=objective)
 
 
 def _plain_args(p, params):
@@ -441,16 +443,6 @@ def _pair_plain(fn):
 
     def f(x, *_):
         v, g = fn(_np.asarray(x, dtype=_np.float64))
-        return float(core.primal(v)), _np.asarray(core.primal(g), dtype=_np.float64)
-
-    return f
-
-
-def _value_and_grad_plain(objective):
-    vg = value_and_grad(objective)
-
-    def f(x, *_):
-        v, g = vg(_np.asarray(x, dtype=_np.float64))
         return float(core.primal(v)), _np.asarray(core.primal(g), dtype=_np.float64)
 
     return f
@@ -562,11 +554,7 @@ def root(
         return _np.asarray(res.x, dtype=_np.float64)
 
     _check_square(p, equations)
-    if not _live_levels(p.params):
-        scipy_solve(p.params)
-        return p.result()
-    x = p.solve(equations, scipy_solve, symmetric=False)
-    return _with_result(p.result(), x, equations(x, p.params))
+    return p.solved(equations, scipy_solve, False, fun=equations)
 
 
 def _plain_equations(f, x, returns_jac):
@@ -652,27 +640,13 @@ def least_squares(
         return 0.5 * fnp.sum(rho(residuals(x, params) ** 2))
 
     def scipy_solve(params):
-        common = dict(
-            bounds=bounds,
-            method=method,
-            ftol=ftol,
-            xtol=xtol,
-            gtol=gtol,
-            loss=loss,
-            f_scale=f_scale,
-            diff_step=diff_step,
-            tr_solver=tr_solver,
-            tr_options={} if tr_options is None else tr_options,
-            jac_sparsity=jac_sparsity,
-            max_nfev=max_nfev,
-            verbose=verbose,
-        )
-        if x_scale is not None:
-            common["x_scale"] = x_scale
-        if callback is not None:
-            common["callback"] = callback
-        if workers is not None:
-            common["workers"] = workers
+        # SciPy's keywords as given; x_scale, callback and workers only when given
+        common = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol, loss=loss)
+        common.update(f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver)
+        common.update(jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose)
+        common["tr_options"] = {} if tr_options is None else tr_options
+        given = {"x_scale": x_scale, "callback": callback, "workers": workers}
+        common.update({k: v for k, v in given.items() if v is not None})
         f = p.plain(functools.partial(residuals, params=params))
         j = _jac_plain(functools.partial(residuals, params=params)) if own_jac else jac
         res = _so.least_squares(
@@ -688,17 +662,10 @@ def least_squares(
             )
         return _np.asarray(res.x, dtype=_np.float64)
 
-    if not _live_levels(p.params):
-        scipy_solve(p.params)
-        return p.result()
-
     def condition(x, params):
         return _grad(lambda y: cost(y, params))(x)
 
-    x = p.solve(condition, scipy_solve, symmetric=True)
-    out = _with_result(p.result(), x, residuals(x, p.params))
-    out.cost = cost(x, p.params)
-    return out
+    return p.solved(condition, scipy_solve, True, fun=residuals, cost=cost)
 
 
 def _with_kwargs(fun, kwargs, x, *args):

@@ -18,10 +18,13 @@ polygamma is real only). The incomplete gamma functions are differentiable in a 
 no closed form and is a series or a continued fraction written in fgrad operations (see that
 section); so are the incomplete beta function's d/da and d/db (a hypergeometric series).
 
-The functions of one argument are `fgrad.primitive.defunary(impl, derivative)`; those of two
-(with broadcasting) are built by `_binary` below on `defprimitive`. Each function that is a
-ufunc in SciPy has SciPy's ufunc signature (`erf(x, /, out=None, *, where=True, ...)`): the
-ufunc keywords are refused with a TypeError naming the one given, never ignored.
+The primitives of one argument are `fgrad.primitive.defunary(impl, derivative)`; those of
+two (with broadcasting) are built by `_binary` below on `defprimitive`. Each of SciPy's ufuncs
+is then one row, `erf = _ufunc(_erf_p, "docstring")`, in its primitive's section: the row
+makes the public function with SciPy's ufunc signature (`erf(x, /, out=None, *, where=True,
+...)`; the ufunc keywords are refused with a TypeError naming the one given, never ignored),
+its docstring and its export (`__all__`, at the end, lists the rows and SciPy's plain
+functions). A new ufunc is a primitive and a row.
 
 Functions of two arguments follow NumPy 2's promotion: a Python int or float takes the other
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
@@ -80,62 +83,6 @@ if TYPE_CHECKING:
     from ..primitive import UnaryFunction
     from ..typing import Array, ArrayLike
 
-__all__ = [
-    "beta",
-    "betainc",
-    "betaln",
-    "digamma",
-    "entr",
-    "erf",
-    "erfc",
-    "erfcinv",
-    "erfcx",
-    "erfinv",
-    "exp1",
-    "expi",
-    "expit",
-    "expn",
-    "gamma",
-    "gammainc",
-    "gammaincc",
-    "gammainccinv",
-    "gammaincinv",
-    "gammaln",
-    "gammasgn",
-    "i0",
-    "i0e",
-    "i1",
-    "i1e",
-    "iv",
-    "ive",
-    "j0",
-    "j1",
-    "jn",
-    "jv",
-    "kl_div",
-    "kv",
-    "kve",
-    "log_expit",
-    "log_ndtr",
-    "log_softmax",
-    "logit",
-    "logsumexp",
-    "multigammaln",
-    "ndtr",
-    "ndtri",
-    "polygamma",
-    "psi",
-    "rel_entr",
-    "rgamma",
-    "softmax",
-    "xlog1py",
-    "xlogy",
-    "y0",
-    "y1",
-    "yn",
-    "yv",
-]
-
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -158,13 +105,7 @@ def _binary(impl, dx, dy, name):
     def jvp(d):
         return lambda t, ans, x, y: broadcast_like(t * d(x, y, ans), ans)
 
-    p = defprimitive(impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name)
-
-    def apply(x, y):
-        return p(*weak_scalars(x, y))
-
-    apply.primitive = p  # what the batching rules know it by
-    return apply
+    return defprimitive(impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name)
 
 
 def _is_python_number(x):
@@ -260,6 +201,16 @@ def _static_order(n, who, minimum=0):
     return n_arr
 
 
+def _of_integer_order(prim, minimum=0):
+    """SciPy's (n, x) -> prim(x, n=n) at a constant integer order n >= minimum (yn, expn)."""
+
+    def fn(n, x):
+        return prim(x, n=_static_order(n, prim.name, minimum))
+
+    fn.__name__ = prim.name
+    return fn
+
+
 # --- SciPy's ufunc signatures ---------------------------------------------------------------------
 
 
@@ -278,23 +229,30 @@ def _refuse_keywords(name, out, keywords):
             )
 
 
-def _ufunc(fn: Callable[..., Any]) -> Callable[..., Array]:
-    """`fn` with the signature of SciPy's ufunc of the same name (`fgrad.numpy.
-    _ufunc_signature`): its inputs positional-only, then `out` and the ufunc keywords, which
-    fgrad refuses (TypeError) unless they are left at their defaults."""
-    name = fn.__name__
+# The mirror of each SciPy ufunc is one row, `name = _ufunc(function, docstring)`, in the
+# section of its primitive; `__all__` (at the end) is made from the rows.
+_UFUNCS: dict[str, Callable[..., Array]] = {}
+
+
+def _ufunc(fn: Callable[..., Any], doc: str, name: str | None = None) -> Callable[..., Array]:
+    """SciPy's ufunc `name` (by default the name of `fn`'s primitive) as `fn`, a function of
+    its inputs, with the ufunc's signature (`fgrad.numpy._ufunc_signature`: the inputs
+    positional-only, then `out` and the ufunc keywords, which fgrad refuses with a TypeError
+    unless they are left at their defaults) and the docstring `doc`. Several inputs follow
+    NumPy 2's promotion of Python scalars (`weak_scalars`)."""
+    name = name or getattr(getattr(fn, "primitive", fn), "name", None) or fn.__name__
     nin = getattr(_sc, name).nin
 
     def ufunc(*args: ArrayLike, **kwargs: Any) -> Array:
-        if not kwargs and len(args) == nin:  # the common call: the inputs alone
-            return fn(*args)
-        inputs, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
-        _refuse_keywords(name, out, keywords)
-        return fn(*inputs)
+        if kwargs or len(args) != nin:  # the common call passes the inputs alone
+            args, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
+            _refuse_keywords(name, out, keywords)
+        return fn(*args) if nin == 1 else fn(*weak_scalars(*args))
 
     ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
     ufunc.__name__ = ufunc.__qualname__ = name
-    ufunc.__doc__ = fn.__doc__
+    ufunc.__doc__ = doc
+    _UFUNCS[name] = ufunc
     return ufunc
 
 
@@ -662,9 +620,11 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Arra
 
 # expit' = expit(x) (1 - expit(x)), taken as expit(x) expit(-x): 1 - expit(x) loses every
 # digit where expit(x) is near 1.
-_expit_p = defunary(_sc.expit, lambda ans, x: ans * expit(fnp.negative(x)), name="expit")
+_expit_p: UnaryFunction = defunary(
+    _sc.expit, lambda ans, x: ans * _expit_p(fnp.negative(x)), name="expit"
+)
 _logit_p = _unary_of_x(_sc.logit, lambda x: 1.0 / (x * (1.0 - x)), name="logit")
-_log_expit_p = _unary_of_x(_sc.log_expit, lambda x: expit(fnp.negative(x)), name="log_expit")
+_log_expit_p = _unary_of_x(_sc.log_expit, lambda x: _expit_p(fnp.negative(x)), name="log_expit")
 
 
 def _logistic_slope(x, p):
@@ -683,22 +643,15 @@ def _logistic_slope(x, p):
 _taylor.rules[_expit_p.primitive] = _ode_rule(_expit_p.primitive, _logistic_slope)
 
 
-@_ufunc
-def expit(x):
-    """The logistic sigmoid 1 / (1 + exp(-x)); derivative expit(x) expit(-x), exact at +-1000."""
-    return _expit_p(x)
-
-
-@_ufunc
-def logit(x):
-    """log(x / (1 - x)) for x in (0, 1), the inverse of `expit`; derivative 1 / (x (1 - x))."""
-    return _logit_p(x)
-
-
-@_ufunc
-def log_expit(x):
-    """log(expit(x)), stable at any magnitude; derivative expit(-x)."""
-    return _log_expit_p(x)
+expit = _ufunc(
+    _expit_p,
+    "The logistic sigmoid 1 / (1 + exp(-x)); derivative expit(x) expit(-x), exact at +-1000.",
+)
+logit = _ufunc(
+    _logit_p,
+    "log(x / (1 - x)) for x in (0, 1), the inverse of `expit`; derivative 1 / (x (1 - x)).",
+)
+log_expit = _ufunc(_log_expit_p, "log(expit(x)), stable at any magnitude; derivative expit(-x).")
 
 
 # --- error functions ------------------------------------------------------------------------------
@@ -754,35 +707,21 @@ _taylor.rules[_erfcinv_p.primitive] = _ode_rule(
 _taylor.rules[_erfcx_p.primitive] = _ode_rule(_erfcx_p.primitive, _erfcx_slope)
 
 
-@_ufunc
-def erf(x):
-    """The error function; derivative 2/sqrt(pi) exp(-x**2)."""
-    return _erf_p(x)
-
-
-@_ufunc
-def erfc(x):
-    """1 - erf(x), accurate where erf(x) is near 1; derivative -2/sqrt(pi) exp(-x**2)."""
-    return _erfc_p(x)
-
-
-@_ufunc
-def erfinv(x):
-    """The inverse of `erf` on (-1, 1); derivative sqrt(pi)/2 exp(erfinv(x)**2)."""
-    return _erfinv_p(x)
-
-
-@_ufunc
-def erfcinv(x):
-    """The inverse of `erfc` on (0, 2); derivative -sqrt(pi)/2 exp(erfcinv(x)**2)."""
-    return _erfcinv_p(x)
-
-
-@_ufunc
-def erfcx(x):
+erf = _ufunc(_erf_p, "The error function; derivative 2/sqrt(pi) exp(-x**2).")
+erfc = _ufunc(
+    _erfc_p, "1 - erf(x), accurate where erf(x) is near 1; derivative -2/sqrt(pi) exp(-x**2)."
+)
+erfinv = _ufunc(
+    _erfinv_p, "The inverse of `erf` on (-1, 1); derivative sqrt(pi)/2 exp(erfinv(x)**2)."
+)
+erfcinv = _ufunc(
+    _erfcinv_p, "The inverse of `erfc` on (0, 2); derivative -sqrt(pi)/2 exp(erfcinv(x)**2)."
+)
+erfcx = _ufunc(
+    _erfcx_p,
     """The scaled complementary error function exp(x**2) erfc(x); derivative
-    2 x erfcx(x) - 2/sqrt(pi)."""
-    return _erfcx_p(x)
+    2 x erfcx(x) - 2/sqrt(pi).""",
+)
 
 
 def _with_order(impl, deriv, name):
@@ -924,14 +863,9 @@ _taylor.rules.update(
 )
 
 
-@_ufunc
-def gammaln(x):
-    """log|Gamma(x)| for real x; derivative digamma(x)."""
-    return _gammaln_p(x)
-
-
-@_ufunc
-def digamma(x):
+gammaln = _ufunc(_gammaln_p, "log|Gamma(x)| for real x; derivative digamma(x).")
+digamma = _ufunc(
+    _psi_p,
     """The digamma function Gamma'(x)/Gamma(x); derivative polygamma(1, x). For complex x
     (SciPy's complex value) the derivatives, holomorphic, are computed by fgrad (SciPy's
     polygamma is real only): a recurrence and an asymptotic series, to about 1e-13.
@@ -940,8 +874,9 @@ def digamma(x):
     >>> d = fgrad.jvp(digamma, (0.5 + 1j,), (1.0,))[1]  # polygamma(1, 1/2 + i)
     >>> bool(np.isclose(2 * d.real, (np.pi / np.cosh(np.pi)) ** 2))  # by reflection
     True
-    """
-    return _psi_p(x)
+    """,
+    name="digamma",
+)
 
 
 psi = digamma
@@ -965,26 +900,20 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     return _polygamma_p(x, n=_static_order(n, "polygamma"))
 
 
-@_ufunc
-def gamma(x):
-    """The gamma function; derivative gamma(x) digamma(x) (nan at the poles 0, -1, ...)."""
-    return _gamma_p(x)
+gamma = _ufunc(
+    _gamma_p, "The gamma function; derivative gamma(x) digamma(x) (nan at the poles 0, -1, ...)."
+)
 
 
 _gammasgn_p = nondiff(_sc.gammasgn, name="gammasgn")
 
 
-@_ufunc
-def gammasgn(x):
-    """The sign of gamma(x): piecewise constant, so it has no derivative."""
-    return _gammasgn_p(x)
-
-
-@_ufunc
-def rgamma(x):
+gammasgn = _ufunc(_gammasgn_p, "The sign of gamma(x): piecewise constant, so it has no derivative.")
+rgamma = _ufunc(
+    _rgamma_p,
     """1 / gamma(x); derivative -rgamma(x) digamma(x). At the zeros 0, -1, -2, ... of rgamma
-    that product is 0 * inf and the derivative is nan there."""
-    return _rgamma_p(x)
+    that product is 0 * inf and the derivative is nan there.""",
+)
 
 
 def _digamma_of_sum(x, y):
@@ -1005,17 +934,14 @@ _beta_p = _binary(
 )
 
 
-@_ufunc
-def beta(a, b):
+beta = _ufunc(
+    _beta_p,
     """The beta function Gamma(a) Gamma(b) / Gamma(a + b), with broadcasting;
-    d/da = beta(a, b) (digamma(a) - digamma(a + b))."""
-    return _beta_p(a, b)
-
-
-@_ufunc
-def betaln(a, b):
-    """log|beta(a, b)|, with broadcasting; d/da = digamma(a) - digamma(a + b)."""
-    return _betaln_p(a, b)
+    d/da = beta(a, b) (digamma(a) - digamma(a + b)).""",
+)
+betaln = _ufunc(
+    _betaln_p, "log|beta(a, b)|, with broadcasting; d/da = digamma(a) - digamma(a + b)."
+)
 
 
 def multigammaln(a: ArrayLike, d: int) -> Array:
@@ -1128,8 +1054,8 @@ _gammainccinv_p = _binary(
 )
 
 
-@_ufunc
-def gammainc(a, x):
+gammainc = _ufunc(
+    _gammainc_p,
     """The regularized lower incomplete gamma function P(a, x) for a > 0, x >= 0, with
     broadcasting. d/dx = x**(a-1) exp(-x) / Gamma(a); d/da has no closed form and is
     computed by a series (x < a + 1) or a continued fraction (x >= a + 1) written in fgrad
@@ -1138,29 +1064,23 @@ def gammainc(a, x):
     >>> import fgrad
     >>> round(float(fgrad.grad(gammainc, argnums=1)(1.0, 2.0)), 12)  # exp(-2)
     0.135335283237
-    """
-    return _gammainc_p(a, x)
-
-
-@_ufunc
-def gammaincc(a, x):
+    """,
+)
+gammaincc = _ufunc(
+    _gammaincc_p,
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x); derivatives the
-    negatives of `gammainc`'s, d/da accurate where Q is tiny too."""
-    return _gammaincc_p(a, x)
-
-
-@_ufunc
-def gammaincinv(a, p):
+    negatives of `gammainc`'s, d/da accurate where Q is tiny too.""",
+)
+gammaincinv = _ufunc(
+    _gammaincinv_p,
     """The inverse of `gammainc` in x for p in [0, 1]; d/dp = 1 / P_x(a, x) and
-    d/da = -P_a(a, x) / P_x(a, x) at x = gammaincinv(a, p)."""
-    return _gammaincinv_p(a, p)
-
-
-@_ufunc
-def gammainccinv(a, q):
+    d/da = -P_a(a, x) / P_x(a, x) at x = gammaincinv(a, p).""",
+)
+gammainccinv = _ufunc(
+    _gammainccinv_p,
     """The inverse of `gammaincc` in x for q in [0, 1]; d/dq = -1 / P_x(a, x) and
-    d/da = -P_a(a, x) / P_x(a, x) at x = gammainccinv(a, q)."""
-    return _gammainccinv_p(a, q)
+    d/da = -P_a(a, x) / P_x(a, x) at x = gammainccinv(a, q).""",
+)
 
 
 # --- x log y and the entropies --------------------------------------------------------------------
@@ -1192,8 +1112,8 @@ _xlog1py_p = _binary(
 )
 
 
-@_ufunc
-def xlogy(x, y):
+xlogy = _ufunc(
+    _xlogy_p,
     """x * log(y), with the value 0 where x == 0 (even at y == 0), with broadcasting.
 
     d/dx = log(y) (-inf at y == 0); d/dy = x / y, taken as 0 where x == 0 and y == 0 (JAX
@@ -1202,16 +1122,14 @@ def xlogy(x, y):
     >>> import fgrad
     >>> fgrad.grad(xlogy, argnums=(0, 1))(0.0, 0.0)
     (np.float64(-inf), np.float64(0.0))
-    """
-    return _xlogy_p(x, y)
-
-
-@_ufunc
-def xlog1py(x, y):
+    """,
+)
+xlog1py = _ufunc(
+    _xlog1py_p,
     """x * log1p(y), with the value 0 where x == 0 (even at y == -1), with broadcasting.
 
-    d/dx = log1p(y); d/dy = x / (1 + y), taken as 0 where x == 0 and y == -1 (JAX: nan)."""
-    return _xlog1py_p(x, y)
+    d/dx = log1p(y); d/dy = x / (1 + y), taken as 0 where x == 0 and y == -1 (JAX: nan).""",
+)
 
 
 def _entr_deriv(ans, x):
@@ -1225,11 +1143,11 @@ def _entr_deriv(ans, x):
 _entr_p = _unary_of_x(_sc.entr, lambda x: _entr_deriv(None, x), name="entr")
 
 
-@_ufunc
-def entr(x):
+entr = _ufunc(
+    _entr_p,
     """-x log(x) for x > 0, 0 at x == 0, -inf for x < 0; derivative -(log(x) + 1) (+inf at
-    0, and 0 for x < 0 where the value is the constant -inf)."""
-    return _entr_p(x)
+    0, and 0 for x < 0 where the value is the constant -inf).""",
+)
 
 
 def _outside(x, y):
@@ -1268,22 +1186,20 @@ _kl_div_p = _binary(
 )
 
 
-@_ufunc
-def rel_entr(x, y):
+rel_entr = _ufunc(
+    _rel_entr_p,
     """x log(x / y) for x, y > 0 (0 at x == 0 <= y, +inf elsewhere), with broadcasting.
 
     d/dx = log(x / y) + 1 (-inf at x == 0 < y, +inf at x == y == 0, where the value jumps to
     +inf for x > 0); d/dy = -x / y (0 at x == 0, also at y == 0); both are 0 where the value
-    is the constant +inf (JAX gives 0 at x == 0 too)."""
-    return _rel_entr_p(x, y)
-
-
-@_ufunc
-def kl_div(x, y):
+    is the constant +inf (JAX gives 0 at x == 0 too).""",
+)
+kl_div = _ufunc(
+    _kl_div_p,
     """x log(x / y) - x + y for x, y > 0 (y at x == 0 <= y, +inf elsewhere), with
     broadcasting. d/dx = log(x / y) (-inf at x == 0 < y, +inf at x == y == 0); d/dy = 1 - x / y
-    (1 at x == 0, also at y == 0); both are 0 where the value is the constant +inf."""
-    return _kl_div_p(x, y)
+    (1 at x == 0, also at y == 0); both are 0 where the value is the constant +inf.""",
+)
 
 
 # --- the normal distribution ----------------------------------------------------------------------
@@ -1355,20 +1271,14 @@ _taylor.rules[_mills_p.primitive] = _mills_taylor(0)
 _taylor.rules[_mills_excess_p.primitive] = _mills_taylor(1)
 
 
-@_ufunc
-def ndtr(x):
-    """The standard normal CDF; derivative the normal density exp(-x**2/2) / sqrt(2 pi)."""
-    return _ndtr_p(x)
-
-
-@_ufunc
-def ndtri(x):
-    """The inverse of `ndtr` on (0, 1); derivative sqrt(2 pi) exp(ndtri(x)**2 / 2)."""
-    return _ndtri_p(x)
-
-
-@_ufunc
-def log_ndtr(x):
+ndtr = _ufunc(
+    _ndtr_p, "The standard normal CDF; derivative the normal density exp(-x**2/2) / sqrt(2 pi)."
+)
+ndtri = _ufunc(
+    _ndtri_p, "The inverse of `ndtr` on (0, 1); derivative sqrt(2 pi) exp(ndtri(x)**2 / 2)."
+)
+log_ndtr = _ufunc(
+    _log_ndtr_p,
     """log(ndtr(x)), stable at any magnitude; its derivative phi(x)/Phi(x) is computed without
     underflow (about -x at x = -1000, 0 at x = 1000), and its second derivative without
     cancellation (about -1 + 1/x**2 at x = -1000).
@@ -1376,8 +1286,8 @@ def log_ndtr(x):
     >>> import fgrad
     >>> round(float(fgrad.grad(fgrad.grad(log_ndtr))(-1000.0)), 12)  # -1 + 1/x**2
     -0.999999000006
-    """
-    return _log_ndtr_p(x)
+    """,
+)
 
 
 # --- modified Bessel functions --------------------------------------------------------------------
@@ -1439,30 +1349,18 @@ _i1e_p: UnaryFunction = defunary(
 )
 
 
-@_ufunc
-def i0(x):
-    """The modified Bessel function I_0; derivative i1(x)."""
-    return _i0_p(x)
-
-
-@_ufunc
-def i1(x):
+i0 = _ufunc(_i0_p, "The modified Bessel function I_0; derivative i1(x).")
+i1 = _ufunc(
+    _i1_p,
     """The modified Bessel function I_1; derivative i0(x) - i1(x)/x (1/2 at 0, exact there to
-    every order)."""
-    return _i1_p(x)
-
-
-@_ufunc
-def i0e(x):
+    every order).""",
+)
+i0e = _ufunc(
+    _i0e_p,
     """exp(-|x|) i0(x); derivative i1e(x) - sign(x) i0e(x), which is 0 at the kink x == 0 (the
-    mean of the one-sided derivatives, as JAX)."""
-    return _i0e_p(x)
-
-
-@_ufunc
-def i1e(x):
-    """exp(-|x|) i1(x); derivative i0e(x) - i1e(x)/x - sign(x) i1e(x) (1/2 at 0)."""
-    return _i1e_p(x)
+    mean of the one-sided derivatives, as JAX).""",
+)
+i1e = _ufunc(_i1e_p, "exp(-|x|) i1(x); derivative i0e(x) - i1e(x)/x - sign(x) i1e(x) (1/2 at 0).")
 
 
 # --- Bessel functions of any order ----------------------------------------------------------------
@@ -1621,34 +1519,35 @@ _taylor.rules.update(
 )
 
 
-@_ufunc
-def j0(x):
-    """The Bessel function of the first kind of order 0; derivative -j1(x)."""
-    return _j0_p(x)
-
-
-@_ufunc
-def j1(x):
+j0 = _ufunc(_j0_p, "The Bessel function of the first kind of order 0; derivative -j1(x).")
+j1 = _ufunc(
+    _j1_p,
     """The Bessel function of the first kind of order 1; derivative (j0(x) - jv(2, x)) / 2
-    (1/2 at 0, exact there to every order)."""
-    return _j1_p(x)
-
-
-@_ufunc
-def y0(x):
-    """The Bessel function of the second kind of order 0, for x > 0; derivative -y1(x)."""
-    return _y0_p(x)
-
-
-@_ufunc
-def y1(x):
+    (1/2 at 0, exact there to every order).""",
+)
+y0 = _ufunc(
+    _y0_p, "The Bessel function of the second kind of order 0, for x > 0; derivative -y1(x)."
+)
+y1 = _ufunc(
+    _y1_p,
     """The Bessel function of the second kind of order 1, for x > 0; derivative
-    (y0(x) - yn(2, x)) / 2."""
-    return _y1_p(x)
+    (y0(x) - yn(2, x)) / 2.""",
+)
 
 
-@_ufunc
-def jv(v, x):
+def _of_real_order(kind, name=None):
+    """SciPy's `name`(v, x) (by default `kind`): `_bessel_p` of that kind at a constant real
+    order v."""
+
+    def fn(v, x):
+        return _bessel_p(x, v=_static_real_order(v, name or kind), kind=kind)
+
+    fn.__name__ = name or kind
+    return fn
+
+
+jv = _ufunc(
+    _of_real_order("jv"),
     """The Bessel function of the first kind of real order `v` (a constant), with
     broadcasting; derivative in x (jv(v - 1, x) - jv(v + 1, x)) / 2 (holomorphic for complex x,
     whose value is SciPy's complex one). Not differentiable in v (a traced v is a TypeError).
@@ -1656,47 +1555,32 @@ def jv(v, x):
     >>> import fgrad
     >>> float(fgrad.grad(lambda x: jv(1, x))(0.0))
     0.5
-    """
-    v, x = weak_scalars(v, x)
-    return _bessel_p(x, v=_static_real_order(v, "jv"), kind="jv")
-
-
-@_ufunc
-def jn(n, x):
+    """,
+)
+jn = _ufunc(
+    _of_real_order("jv", "jn"),
     """The Bessel function of the first kind of integer order `n` (SciPy's `jn` is `jv`), a
-    constant; derivative in x (jn(n - 1, x) - jn(n + 1, x)) / 2."""
-    n, x = weak_scalars(n, x)
-    return _bessel_p(x, v=_static_real_order(n, "jn"), kind="jv")
-
-
-@_ufunc
-def yv(v, x):
+    constant; derivative in x (jn(n - 1, x) - jn(n + 1, x)) / 2.""",
+)
+yv = _ufunc(
+    _of_real_order("yv"),
     """The Bessel function of the second kind of real order `v` (a constant), for x > 0;
-    derivative in x (yv(v - 1, x) - yv(v + 1, x)) / 2."""
-    v, x = weak_scalars(v, x)
-    return _bessel_p(x, v=_static_real_order(v, "yv"), kind="yv")
-
-
-@_ufunc
-def yn(n, x):
+    derivative in x (yv(v - 1, x) - yv(v + 1, x)) / 2.""",
+)
+yn = _ufunc(
+    _of_integer_order(_yn_p, minimum=-(2**62)),
     """The Bessel function of the second kind of integer order `n` (a constant, negative
-    allowed), for x > 0; derivative in x (yn(n - 1, x) - yn(n + 1, x)) / 2."""
-    n, x = weak_scalars(n, x)
-    return _yn_p(x, n=_static_order(n, "yn", minimum=-(2**62)))
-
-
-@_ufunc
-def iv(v, x):
+    allowed), for x > 0; derivative in x (yn(n - 1, x) - yn(n + 1, x)) / 2.""",
+)
+iv = _ufunc(
+    _of_real_order("iv"),
     """The modified Bessel function of the first kind of real order `v` (a constant), with
     broadcasting (x > 0 unless v is an integer; complex x as SciPy); derivative in x
     (iv(v - 1, x) + iv(v + 1, x)) / 2, holomorphic. Not differentiable in v (a traced v is a
-    TypeError)."""
-    v, x = weak_scalars(v, x)
-    return _bessel_p(x, v=_static_real_order(v, "iv"), kind="iv")
-
-
-@_ufunc
-def ive(v, x):
+    TypeError).""",
+)
+ive = _ufunc(
+    _of_real_order("ive"),
     """exp(-|x|) iv(v, x); derivative in x (ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x)
     ive(v, x), with sign(0) = 0 at x == 0: at the kink of ive(0, x) there that is the mean of
     the one-sided derivatives, as JAX. For complex x it is SciPy's exp(-|Re x|) iv(v, x),
@@ -1710,25 +1594,18 @@ def ive(v, x):
     >>> d = fgrad.jvp(lambda z: ive(1, z), (z,), (1j,))[1]  # along i: the factor is constant
     >>> bool(np.isclose(d, 1j * np.exp(-1.0) * (iv(0, z) + iv(2, z)) / 2))
     True
-    """
-    v, x = weak_scalars(v, x)
-    return _bessel_p(x, v=_static_real_order(v, "ive"), kind="ive")
-
-
-@_ufunc
-def kv(v, x):
+    """,
+)
+kv = _ufunc(
+    _of_real_order("kv"),
     """The modified Bessel function of the second kind of real order `v` (a constant), for
-    x > 0; derivative in x -(kv(v - 1, x) + kv(v + 1, x)) / 2."""
-    v, x = weak_scalars(v, x)
-    return _bessel_p(x, v=_static_real_order(v, "kv"), kind="kv")
-
-
-@_ufunc
-def kve(v, x):
+    x > 0; derivative in x -(kv(v - 1, x) + kv(v + 1, x)) / 2.""",
+)
+kve = _ufunc(
+    _of_real_order("kve"),
     """exp(x) kv(v, x), for x > 0; derivative in x kve(v, x) - (kve(v - 1, x) +
-    kve(v + 1, x)) / 2."""
-    v, x = weak_scalars(v, x)
-    return _bessel_p(x, v=_static_real_order(v, "kve"), kind="kve")
+    kve(v + 1, x)) / 2.""",
+)
 
 
 # --- exponential integrals ------------------------------------------------------------------------
@@ -1754,24 +1631,13 @@ _exp1_p = _unary_of_x(_sc.exp1, lambda x: -(fnp.exp(-x) / x), name="exp1")
 _expi_p = _unary_of_x(_sc.expi, lambda x: fnp.exp(x) / x, name="expi")
 
 
-@_ufunc
-def expn(n, x):
+expn = _ufunc(
+    _of_integer_order(_expn_p),
     """The generalized exponential integral E_n(x) for a constant integer n >= 0 (or integer
-    array) and x > 0; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x) for n == 0)."""
-    n, x = weak_scalars(n, x)
-    return _expn_p(x, n=_static_order(n, "expn"))
-
-
-@_ufunc
-def exp1(x):
-    """The exponential integral E_1(x) for x > 0; derivative -exp(-x)/x."""
-    return _exp1_p(x)
-
-
-@_ufunc
-def expi(x):
-    """The exponential integral Ei(x); derivative exp(x)/x."""
-    return _expi_p(x)
+    array) and x > 0; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x) for n == 0).""",
+)
+exp1 = _ufunc(_exp1_p, "The exponential integral E_1(x) for x > 0; derivative -exp(-x)/x.")
+expi = _ufunc(_expi_p, "The exponential integral Ei(x); derivative exp(x)/x.")
 
 
 # --- the regularized incomplete beta function -----------------------------------------------------
@@ -1875,8 +1741,8 @@ def _betainc_jvp(tangents, ans, a, b, x):
 _betainc_p = Primitive("betainc", _sc.betainc, vjp=_betainc_vjp, jvp=_betainc_jvp)
 
 
-@_ufunc
-def betainc(a, b, x):
+betainc = _ufunc(
+    _betainc_p,
     """The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 <= x <= 1, with
     broadcasting; differentiable in all three arguments to every order. d/dx =
     x**(a-1) (1-x)**(b-1) / B(a, b); d/da and d/db have no closed form and are series
@@ -1886,8 +1752,8 @@ def betainc(a, b, x):
     >>> import fgrad
     >>> round(float(fgrad.grad(betainc, argnums=2)(2.0, 3.0, 0.5)), 12)  # 12 x (1 - x)**2
     1.5
-    """
-    return _betainc_p(*weak_scalars(a, b, x))
+    """,
+)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
@@ -1944,6 +1810,11 @@ def _order_batch_rule(prim, order):
 
     return rule
 
+
+# The exports: a row for each of SciPy's ufuncs, and SciPy's plain functions.
+__all__ = sorted(
+    [*_UFUNCS, "psi", "logsumexp", "softmax", "log_softmax", "multigammaln", "polygamma"]
+)
 
 for _p in (_logsumexp_p, _lse_sign_p):
     _batching.rules[_p] = _lse_batch_rule(_p)

@@ -114,11 +114,35 @@ def invalid_to_nan(bad, out):
     return out
 
 
+def in_range(p, ok, *like, bad=None):
+    """A parameter valid where `ok` holds (a condition on its values, false at nan: scale > 0,
+    a shape > 0, mu >= 0), where SciPy's result is nan: p with 1.0 where it is not valid, so
+    that the formulas stay finite there, and the mask of those places broadcast with `like`
+    (or'ed into `bad` if given)."""
+    out = _np.logical_not(ok)
+    p_out = mask(out, p)
+    if some(p_out):
+        p = fnp.where(p_out, 1.0, p)
+    out = mask(out, p, *like)
+    return p, out if bad is None else _np.logical_or(bad, out)
+
+
+def located(x, loc, scale, *shapes):
+    """The arguments of a location-scale distribution: in one float dtype (`harmonize`), as
+    (z, scale, bad, shapes): z = (x - loc) / scale, and `bad` the mask where scale or a shape
+    parameter (each must be > 0) is out of range, where 1.0 stands in for it (`in_range`)."""
+    x, loc, scale, *shapes = harmonize(x, loc, scale, *shapes)
+    z, scale, bad = standardize(x, loc, scale)
+    valid = []
+    for p in shapes:
+        p, bad = in_range(p, value(p) > 0, z, *shapes, bad=bad)
+        valid.append(p)
+    return z, scale, bad, tuple(valid)
+
+
 def standardize(x, loc, scale):
     """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there."""
-    bad = _np.logical_not(value(scale) > 0)
-    if some(bad):
-        scale = fnp.where(bad, 1.0, scale)
+    scale, bad = in_range(scale, value(scale) > 0)
     return (x - loc) / scale, scale, bad
 
 

@@ -20,18 +20,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (
-    guard,
-    harmonize,
-    incomplete_beta,
-    invalid_to_nan,
-    mask,
-    select,
-    some,
-    standardize,
-    value,
-    weak,
-)
+from ._common import guard, incomplete_beta, invalid_to_nan, located, mask, select, value, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -39,19 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 _I, _Ic = incomplete_beta("beta.cdf/sf", ("a", "b"))
-
-
-def _setup(x, a, b, loc, scale):
-    x, a, b, loc, scale = harmonize(x, a, b, loc, scale)
-    z, scale, bad = standardize(x, loc, scale)
-    bad_a = mask(_np.logical_not(value(a) > 0), a)
-    bad_b = mask(_np.logical_not(value(b) > 0), b)
-    if some(bad_a):
-        a = fnp.where(bad_a, 1.0, a)
-    if some(bad_b):
-        b = fnp.where(bad_b, 1.0, b)
-    bad = _np.logical_or(bad, _np.logical_or(mask(bad_a, z, a, b), mask(bad_b, z, a, b)))
-    return z, a, b, scale, bad
 
 
 def logpdf(
@@ -64,7 +40,7 @@ def logpdf(
     >>> float(fgrad.grad(logpdf)(0.25, 2.0, 2.0))  # 1/x - 1/(1 - x)
     2.666666666666667
     """
-    z, a, b, scale, bad = _setup(x, a, b, loc, scale)
+    z, scale, bad, (a, b) = located(x, loc, scale, a, b)
     zv = value(z)
     inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)
@@ -88,7 +64,7 @@ def pdf(
 
 
 def _cdfs(x, a, b, loc, scale, which):
-    z, a, b, _, bad = _setup(x, a, b, loc, scale)
+    z, _, bad, (a, b) = located(x, loc, scale, a, b)
     zv = value(z)
     if which == "cdf":
         out = _I(z, a, b)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
-from ._common import guard, harmonize, invalid_to_nan, mask, select, standardize, value, weak
+from ._common import guard, invalid_to_nan, located, mask, select, value, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -21,8 +21,7 @@ __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
 def _setup(x, loc, scale):
-    x, loc, scale = harmonize(x, loc, scale)
-    z, scale, bad = standardize(x, loc, scale)
+    z, scale, bad, _ = located(x, loc, scale)
     return z, scale, bad, mask(value(z) >= 0, z)
 
 

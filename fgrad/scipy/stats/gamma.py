@@ -22,17 +22,7 @@ import numpy as _np
 from ... import numpy as fnp
 from .. import special as sp
 from ..special import all_rows
-from ._common import (
-    guard,
-    harmonize,
-    invalid_to_nan,
-    mask,
-    select,
-    some,
-    standardize,
-    value,
-    weak,
-)
+from ._common import guard, invalid_to_nan, located, mask, select, some, value, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -42,17 +32,8 @@ __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 _WHO = "scipy.stats.gamma"  # the name in an error about a lazy array
 
 
-def _shape_ok(a, bad, *like):
-    bad_a = mask(_np.logical_not(value(a) > 0), a, *like)
-    if some(bad_a):
-        a = fnp.where(mask(_np.logical_not(value(a) > 0), a), 1.0, a)
-    return a, _np.logical_or(bad, bad_a)
-
-
 def _logpdf(x, a, loc, scale):
-    x, a, loc, scale = harmonize(x, a, loc, scale)
-    z, scale, bad = standardize(x, loc, scale)
-    a, bad = _shape_ok(a, bad, z)
+    z, scale, bad, (a,) = located(x, loc, scale, a)
     inside = mask(value(z) >= 0, z, a)
     zg = guard(inside, z)
     out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a) - weak(fnp.log, scale)
@@ -114,9 +95,7 @@ def _log_cdf(a, z, lower):
 
 
 def _cdfs(x, a, loc, scale, which):
-    x, a, loc, scale = harmonize(x, a, loc, scale)
-    z, _, bad = standardize(x, loc, scale)
-    a, bad = _shape_ok(a, bad, z)
+    z, _, bad, (a,) = located(x, loc, scale, a)
     zv = value(z)
     # At z == 0 the CDFs take the density as their derivative in x (finite for a >= 1); below
     # it, and at z == inf, they are constants. logcdf is -inf at z == 0 and is taken from

@@ -19,13 +19,13 @@ from ... import numpy as fnp
 from .. import special as sp
 from ._common import (
     guard,
+    in_range,
     incomplete_gamma,
     invalid_to_nan,
     mask,
     refuse_complex,
     refuse_traced,
     select,
-    some,
     value,
 )
 
@@ -45,9 +45,7 @@ def _setup(k, mu, loc, who):
     mv = value(mu)
     dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
     kk = _np.asarray(k, dtype=float) - _np.asarray(loc, dtype=float)
-    bad = mask(_np.logical_not(mv >= 0), mu, kk)
-    if some(bad):
-        mu = fnp.where(mask(_np.logical_not(mv >= 0), mu), 1.0, mu)
+    mu, bad = in_range(mu, mv >= 0, kk)
     return kk, mu, bad, dtype
 
 

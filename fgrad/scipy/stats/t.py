@@ -14,11 +14,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import numpy as _np
-
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import harmonize, invalid_to_nan, mask, some, standardize, student_t, value, weak
+from ._common import invalid_to_nan, located, student_t, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -26,13 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 _stdtr = student_t("t.cdf/sf")
-
-
-def _df_ok(df, bad, *like):
-    bad_df = mask(_np.logical_not(value(df) > 0), df)
-    if some(bad_df):
-        df = fnp.where(bad_df, 1.0, df)
-    return df, _np.logical_or(bad, mask(bad_df, df, *like))
 
 
 def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -43,9 +34,7 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
     >>> float(fgrad.grad(logpdf)(1.0, 1.0))  # Cauchy: -2x / (1 + x**2)
     -1.0
     """
-    x, df, loc, scale = harmonize(x, df, loc, scale)
-    z, scale, bad = standardize(x, loc, scale)
-    df, bad = _df_ok(df, bad, z)
+    z, scale, bad, (df,) = located(x, loc, scale, df)
     half = 0.5 * (df + 1.0)
     out = (
         weak(sp.gammaln, half)
@@ -63,9 +52,7 @@ def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -
 
 
 def _tail(x, df, loc, scale, sign, log):
-    x, df, loc, scale = harmonize(x, df, loc, scale)
-    z, _, bad = standardize(x, loc, scale)
-    df, bad = _df_ok(df, bad, z)
+    z, _, bad, (df,) = located(x, loc, scale, df)
     out = _stdtr(sign * z, df)
     return invalid_to_nan(bad, fnp.log(out) if log else out)
 
