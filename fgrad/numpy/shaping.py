@@ -18,7 +18,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as _np
 
@@ -45,7 +45,7 @@ from ..core import (
 from ..primitive import deflinear, defprimitive, nondiff
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, Literal
 
     from ..typing import Array, ArrayLike, DTypeLike
@@ -78,6 +78,7 @@ __all__ = [
 # The names declared without a derivative keep NumPy's own signature; a NumPy keyword that
 # cannot mean anything inside a transform is refused by name.
 
+_F = TypeVar("_F", bound="Callable[..., Any]")
 NO_VALUE: Any = _np._NoValue  # NumPy's own "not given" default, so signatures read as NumPy's
 # (typed Any, as NumPy's stubs type their `...` defaults: a parameter reads `keepdims: bool =
 # NO_VALUE`, and the marker only ever means "not given")
@@ -103,6 +104,34 @@ def nondiff_function(theirs, name=None):
     fn.__signature__ = inspect.signature(theirs)
     fn.primitive = prim  # what the batching rules know it by
     return fn
+
+
+def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defaults: Any) -> _F:
+    """A function `name` whose signature is `template`'s (its parameters and hints, with
+    `defaults` replacing some of its defaults), so that `inspect.signature`, the docs and a
+    type checker read the two alike; a call is bound as that signature binds it and every
+    argument is passed to `body` by name. NumPy's functions of one signature are written once
+    and made from it: `nansum` and `nanprod` from `sum` and `prod`, `std` from `var`, `ifftn`
+    from `fftn`. Binding costs microseconds, so a function on a hot path is written out."""
+    signature = inspect.signature(template)
+    if defaults:
+        params = signature.parameters
+        signature = signature.replace(
+            parameters=[
+                p.replace(default=defaults[n]) if n in defaults else p for n, p in params.items()
+            ]
+        )
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return body(**bound.arguments)
+
+    fn.__signature__ = signature  # type: ignore[attr-defined]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = body.__module__  # the family module that declares it
+    fn.__doc__ = doc
+    return cast("_F", fn)
 
 
 def refuse(name, keyword, why, instead):
