@@ -59,6 +59,7 @@ from .shaping import (
     swapaxes,
     transpose,
     unbroadcast,
+    variant,
     with_example_ndim,
 )
 from .ufuncs import log10
@@ -367,20 +368,16 @@ def permute_dims(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return transpose(a, axes)
 
 
-def concat(
-    arrays: Sequence[ArrayLike],
-    /,
-    axis: int = 0,
-    out: None = None,
-    *,
-    dtype: DTypeLike | None = None,
-    casting: str = "same_kind",
-) -> Array:
-    """NumPy 2's `concat`, the array-API name of `concatenate`."""
+def _concat(arrays, axis, out, dtype, casting):
     refuse_out(out, "concat")
     if type(arrays) is Box or not isinstance(arrays, (list, tuple)):
         raise TypeError("concat: pass a list or tuple of arrays, not a single array")
     return concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
+
+
+concat = variant(
+    concatenate, "concat", _concat, "NumPy 2's `concat`, the array-API name of `concatenate`."
+)
 
 
 def matrix_transpose(x: ArrayLike, /) -> Array:

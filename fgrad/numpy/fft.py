@@ -28,7 +28,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as _np
 
@@ -47,16 +47,15 @@ from .shaping import (
     meta,
     shape,
     unbroadcast,
-    variant,
 )
+from .shaping import variant as _variant
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Literal
 
     from ..typing import Array, ArrayLike
-
-_F = TypeVar("_F", bound="Callable[..., Any]")
+    from .shaping import _F
 
 __all__ = [
     "fft",
@@ -240,7 +239,7 @@ def _transform(
         _check_out(out, name)
         return transform(a, name=name, **arguments, **flags)
 
-    return variant(template, name, body, doc)
+    return _variant(template, name, body, doc)
 
 
 def _complex_1d(a, n, axis, norm, name, inverse):

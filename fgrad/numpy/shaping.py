@@ -1274,14 +1274,21 @@ def _stack_fprop(*xs, axis):
     return ans, bprop
 
 
-_stack_p: Primitive = Primitive(
-    "stack",
-    lambda *xs, axis: _np.stack(xs, axis=axis),
-    fprop=_stack_fprop,
-    jvp=lambda ts, ans, *xs, axis: _stack_p(
-        *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
-    ),
-)
+def _joining(name: str, impl: Callable[..., Any], fprop: Callable[..., Any]) -> Primitive:
+    """The primitive that joins its inputs along `axis` (stack, concatenate): linear in each
+    input, so its tangent is itself applied to the tangents (a zero where an input has none)."""
+    prim: Primitive = Primitive(
+        name,
+        lambda *xs, axis: impl(xs, axis=axis),
+        fprop=fprop,
+        jvp=lambda ts, ans, *xs, axis: prim(
+            *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
+        ),
+    )
+    return prim
+
+
+_stack_p = _joining("stack", _np.stack, _stack_fprop)
 
 
 def stack(
@@ -1337,14 +1344,7 @@ def _concatenate_fprop(*xs, axis):
     return ans, bprop
 
 
-_concatenate_p: Primitive = Primitive(
-    "concatenate",
-    lambda *xs, axis: _np.concatenate(xs, axis=axis),
-    fprop=_concatenate_fprop,
-    jvp=lambda ts, ans, *xs, axis: _concatenate_p(
-        *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
-    ),
-)
+_concatenate_p = _joining("concatenate", _np.concatenate, _concatenate_fprop)
 
 
 def concatenate(
