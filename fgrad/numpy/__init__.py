@@ -16,7 +16,19 @@ import typing as _typing
 import numpy as _np
 
 from .. import core as _core
-from . import _box, bitwise, datatypes, fft, indexing, linalg, sets
+from . import (
+    _box,
+    bitwise,
+    datatypes,
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    products,
+    reductions,
+    sets,
+    shaping,
+)
 from . import arrays as _arrays
 from . import creation as _creation
 from . import histograms as _histograms
@@ -28,81 +40,7 @@ from . import signal as _signal
 from . import statistics as _statistics
 from . import ufuncs as _ufuncs
 from . import windows as _windows
-from .elementwise import (
-    abs,
-    absolute,
-    add,
-    angle,
-    around,
-    bitwise_not,
-    ceil,
-    clip,
-    conj,
-    conjugate,
-    cos,
-    divide,
-    equal,
-    exp,
-    expm1,
-    floor,
-    greater,
-    greater_equal,
-    imag,
-    invert,
-    isfinite,
-    isinf,
-    isnan,
-    less,
-    less_equal,
-    log,
-    log1p,
-    logical_and,
-    logical_not,
-    logical_or,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    real,
-    real_if_close,
-    round,
-    sign,
-    sin,
-    sqrt,
-    subtract,
-    tan,
-    tanh,
-    true_divide,
-    trunc,
-    where,
-)
-from .products import dot, matmul
-from .reductions import amax, amin, max, mean, min, prod
-from .shaping import (
-    _sequence_to_array,
-    array,
-    asarray,
-    astype,
-    at,
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    moveaxis,
-    ndim,
-    ones_like,
-    ravel,
-    reshape,
-    shape,
-    size,
-    squeeze,
-    stack,
-    sum,
-    swapaxes,
-    transpose,
-    zeros_like,
-)
+from .shaping import _sequence_to_array  # the core's reader of lists of traced values
 
 
 def _export(*modules):
@@ -116,6 +54,10 @@ def _export(*modules):
 
 
 _export(
+    elementwise,
+    products,
+    reductions,
+    shaping,
     _ufuncs,
     _statistics,
     _arrays,
@@ -138,40 +80,21 @@ if _typing.TYPE_CHECKING:
     from .bitwise import *  # noqa: F403
     from .creation import *  # noqa: F403
     from .datatypes import *  # noqa: F403
+    from .elementwise import *  # noqa: F403
     from .histograms import *  # noqa: F403
     from .indexing import *  # noqa: F403
     from .manipulation import *  # noqa: F403
     from .mathematical import *  # noqa: F403
     from .polynomials import *  # noqa: F403
+    from .products import *  # noqa: F403
+    from .reductions import *  # noqa: F403
     from .selection import *  # noqa: F403
     from .sets import *  # noqa: F403
+    from .shaping import *  # noqa: F403
     from .signal import *  # noqa: F403
     from .statistics import *  # noqa: F403
     from .ufuncs import *  # noqa: F403
     from .windows import *  # noqa: F403
-
-# Constants and constructors of constant arrays: no derivative, plain NumPy.
-from numpy import (
-    arange,
-    bool_,
-    e,
-    empty,
-    eye,
-    float16,
-    float32,
-    float64,
-    full,
-    identity,
-    inf,
-    int32,
-    int64,
-    nan,
-    ndarray,
-    newaxis,
-    ones,
-    pi,
-    zeros,
-)
 
 
 def __getattr__(name):

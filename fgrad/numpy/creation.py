@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+# NumPy's constructors of constant arrays, exported as they are (no derivative flows to them)
+from numpy import arange, empty, eye, full, identity, ones, zeros
+
 from .. import batching as _batching
 from .. import taylor as _taylor
 from ..core import (
@@ -71,18 +74,25 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
+    "arange",
     "c_",
     "concat",
     "copy",
     "diagflat",
+    "empty",
     "empty_like",
+    "eye",
+    "full",
     "full_like",
     "geomspace",
+    "identity",
     "linspace",
     "logspace",
     "matrix_transpose",
+    "ones",
     "permute_dims",
     "r_",
+    "zeros",
 ]
 
 

@@ -5,9 +5,6 @@ batch broadcasting; `einsum` (a primitive whose rules are einsums) and the produ
 (`axes`, `axis`, `keepdims`, `dtype`). The public `einsum`'s value is NumPy's own for the
 `optimize` given (False, NumPy's default, or a path); its rules plan their own contractions.
 
-`fgrad.numpy` imports `dot` and `matmul` from here by name; the other public names reach it
-through `fgrad.numpy.signal`'s `__all__`.
-
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy.shaping`,
 `fgrad.numpy.elementwise`.
 """
@@ -64,13 +61,13 @@ __all__ = [
     "inner",
     "kron",
     "matmul",
-    "matvec",
     "outer",
     "tensordot",
     "vdot",
     "vecdot",
-    "vecmat",
 ]
+if hasattr(_np, "matvec"):  # NumPy >= 2.2
+    __all__ += ["matvec", "vecmat"]
 
 
 def whole_along(x, axes):

@@ -1,8 +1,6 @@
-"""Signal processing, polynomials, sample statistics and tensor products: `convolve`,
+"""Signal processing, polynomials and sample statistics: `convolve`,
 `correlate`, `diff`, `ediff1d`, `interp`, `polyval`, `polyfit`, `trapezoid`, `cov`, `corrcoef`,
-`vander`,
-and (defined in `fgrad.numpy.products`, exported from here) `einsum`, `tensordot`, `inner`,
-`outer`, `vdot`, `kron`, `cross`.
+`vander` (the tensor products it uses, `einsum`, `outer`, ..., are `fgrad.numpy.products`').
 
 Only the full convolution is a primitive (its rules are convolutions of the cotangent with
 the reversed other operand); everything else is a composition of differentiable operations,
@@ -54,16 +52,10 @@ from .elementwise import (
 )
 from .products import (
     conj_if_complex,
-    cross,
     einsum,
     gufunc_batch_rule,
-    inner,
-    kron,
     matmul,
     outer,
-    tensordot,
-    vdot,
-    vecdot,
 )
 from .shaping import (
     _normalize_axes,
@@ -99,15 +91,10 @@ __all__ = [
     "corrcoef",
     "correlate",
     "cov",
-    "cross",
     "diff",
     "ediff1d",
-    "einsum",
     "gradient",
-    "inner",
     "interp",
-    "kron",
-    "outer",
     "polyadd",
     "polyder",
     "polydiv",
@@ -116,17 +103,10 @@ __all__ = [
     "polymul",
     "polysub",
     "polyval",
-    "tensordot",
     "trapezoid",
     "unwrap",
     "vander",
-    "vdot",
-    "vecdot",
 ]
-if hasattr(_np, "matvec"):  # NumPy >= 2.2
-    from .products import matvec, vecmat
-
-    __all__ += ["matvec", "vecmat"]
 
 
 def _float_dtype(*xs):
