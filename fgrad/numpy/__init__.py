@@ -8,6 +8,34 @@ result.
 >>> import fgrad, fgrad.numpy as fnp
 >>> float(fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))(0.5))  # 2 sin(x) cos(x)
 0.8414709848078965
+
+Where a name lives: each family module lists its public names in `__all__`, and the package
+exports exactly those (`_export`; a name in two lists fails at import). By NumPy's reference
+groups:
+
+- `elementwise`: the arithmetic operators, comparisons and logic, `where`, `clip`, and the
+  unary functions the rules use (`sin`, `exp`, `sqrt`, ...); `ufuncs`: the rest of the
+  floating ufuncs ("Mathematical functions": trigonometric, hyperbolic, exponents and
+  logarithms, `hypot`, `fmod`, ...); `mathematical`: the ufuncs that split a float
+  (`frexp`, `modf`, `divmod`, `spacing`, `i0`); `bitwise`: "Bit-wise operations".
+- `shaping`: shapes, broadcasting, casts, `sum` (the adjoint of broadcasting) and NumPy's
+  calling conventions; `arrays`: "Array manipulation", "Sorting, searching, and counting"
+  and the indexing functions; `manipulation`: more of those (`block`, `resize`, `unstack`);
+  `indexing`: index helpers and conversions (`ix_`, `unravel_index`, `asanyarray`);
+  `selection`: the routines that pick or place values (`choose`, `put`, `fill_diagonal`).
+- `creation`: "Array creation routines" (and NumPy's own constant constructors `zeros`,
+  `arange`, ...); `datatypes`: "Data type routines", the scalar types, `ndarray` and the
+  constants (`pi`, `inf`, `newaxis`).
+- `reductions`: `mean`, `max`, `min`, `prod`; `statistics`: "Statistics" and the sums, scans
+  and nan-functions (`var`, `quantile`, `cumsum`, `nansum`, `histogram`); `histograms`: the
+  other histograms; `sets`: "Set routines".
+- `products`: the linear-algebra products of the main namespace (`matmul`, `dot`, `einsum`,
+  `outer`, `vecdot`, ...); `linalg` and `fft`: the submodules of the same names.
+- `signal`: convolution, differences, interpolation, `cov`/`corrcoef` and the `poly*`
+  functions; `polynomials`: `roots` and `poly`; `windows`: the window functions.
+
+A NumPy function whose signature another already has is made from it (`shaping.variant`:
+`nansum` from `sum`, `std` from `var`, `ifftn` from `fftn`), not written again.
 """
 
 import types as _types
