@@ -504,12 +504,14 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-_conj: UnaryFunction = defunary(
-    _np.conjugate,
-    vjp=lambda ans, x: _conj,
-    jvp=lambda t, ans, x: _conj(t),
-    name="conj",
-)
+
+def _linear_unary(theirs, vjp, name: str) -> UnaryFunction:
+    """A real-linear unary primitive (conj, real, imag): its tangent is itself of the tangent."""
+    prim: UnaryFunction = defunary(theirs, vjp=vjp, jvp=lambda t, ans, x: prim(t), name=name)
+    return prim
+
+
+_conj = _linear_unary(_np.conjugate, lambda ans, x: _conj, "conj")
 conj = as_ufunc(_conj, _np.conjugate)
 conjugate = conj
 
@@ -519,12 +521,7 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-_real: UnaryFunction = defunary(
-    _np.real,
-    vjp=_real_vjp,
-    jvp=lambda t, ans, x: _real(t),
-    name="real",
-)
+_real = _linear_unary(_np.real, _real_vjp, "real")
 
 
 def real(val: ArrayLike) -> Array:
@@ -538,12 +535,7 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-_imag: UnaryFunction = defunary(
-    _np.imag,
-    vjp=_imag_vjp,
-    jvp=lambda t, ans, x: _imag(t),
-    name="imag",
-)
+_imag = _linear_unary(_np.imag, _imag_vjp, "imag")
 
 
 def imag(val: ArrayLike) -> Array:

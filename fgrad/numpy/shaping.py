@@ -149,6 +149,18 @@ def refuse_out(out, name):
         )
 
 
+def refuse_traced(name: str, instead: str, **arguments: Any) -> None:
+    """NumPy's in-place functions (`put`, `copyto`, ...) take plain arrays only: the TypeError
+    for a traced argument names it and the functional form that returns the new array."""
+    for keyword, value in arguments.items():
+        if is_traced(value):
+            raise TypeError(
+                f"{name} writes into an array, and {keyword} is traced ({describe(value)}): "
+                "inside a transform an array is a value, which cannot be written into nor "
+                f"written into a plain array. Compute the new array instead: {instead}"
+            )
+
+
 def given(value):
     """Whether a keyword whose default is NumPy's "no value" was given."""
     return value is not NO_VALUE
