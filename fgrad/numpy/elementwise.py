@@ -511,7 +511,7 @@ def _linear_unary(theirs, vjp, name: str) -> UnaryFunction:
     return prim
 
 
-_conj = _linear_unary(_np.conjugate, lambda ans, x: _conj, "conj")
+_conj: UnaryFunction = _linear_unary(_np.conjugate, lambda ans, x: _conj, "conj")
 conj = as_ufunc(_conj, _np.conjugate)
 conjugate = conj
 
