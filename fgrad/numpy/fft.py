@@ -305,55 +305,6 @@ def fft(
     return _complex_1d(a, n, axis, norm, "fft", False)
 
 
-ifft = _transform(
-    fft,
-    "ifft",
-    _complex_1d,
-    """NumPy's `ifft`: the inverse DFT along `axis` (length `n`); its vjp is `ifft` of the
-    cotangent.""",
-    inverse=True,
-)
-rfft = _transform(
-    fft,
-    "rfft",
-    _rfft_1d,
-    """NumPy's `rfft`: the DFT of a real input along `axis`, its n//2 + 1 non-negative
-    frequencies. A complex input is a TypeError, as in NumPy.
-
-    >>> import fgrad, fgrad.numpy as fnp
-    >>> fgrad.grad(lambda x: fnp.imag(fnp.fft.rfft(x))[1])(fnp.zeros(4)).tolist()
-    [0.0, -1.0, 0.0, 1.0]
-    """,
-)
-irfft = _transform(
-    fft,
-    "irfft",
-    _irfft_1d,
-    """NumPy's `irfft`: the real signal of length `n` (default 2 (m - 1) for m input
-    frequencies) whose `rfft` is `a`. Like NumPy it ignores the imaginary parts of the zero
-    frequency and, for even n, of the Nyquist frequency, so their gradient is 0.
-
-    >>> import fgrad, fgrad.numpy as fnp
-    >>> fgrad.grad(lambda x: fnp.fft.irfft(x)[0])(fnp.ones(3)).tolist()  # mean of the spectrum
-    [0.25, 0.5, 0.25]
-    """,
-)
-hfft = _transform(
-    fft,
-    "hfft",
-    _hfft_1d,
-    """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
-    half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization.""",
-)
-ihfft = _transform(
-    fft,
-    "ihfft",
-    _ihfft_1d,
-    """NumPy's `ihfft`: the inverse of `hfft` for a real input; it is
-    `conj(rfft(a, n, axis))` with the opposite normalization.""",
-)
-
-
 # --- n-dimensional transforms: NumPy's loops over the axes ----------------------------------------
 
 
@@ -436,6 +387,68 @@ def fftn(
     return _complex_nd(a, s, axes, norm, "fftn", False)
 
 
+def fft2(
+    a: ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] = (-2, -1),
+    norm: str | None = None,
+    out: None = None,
+) -> Array:
+    """NumPy's `fft2`: `fftn` over the last two axes."""
+    _check_out(out, "fft2")
+    return _complex_nd(a, s, axes, norm, "fft2", False)
+
+
+# --- the other transforms: each made from the one of its signature (fft, fftn, fft2) --------------
+
+
+ifft = _transform(
+    fft,
+    "ifft",
+    _complex_1d,
+    """NumPy's `ifft`: the inverse DFT along `axis` (length `n`); its vjp is `ifft` of the
+    cotangent.""",
+    inverse=True,
+)
+rfft = _transform(
+    fft,
+    "rfft",
+    _rfft_1d,
+    """NumPy's `rfft`: the DFT of a real input along `axis`, its n//2 + 1 non-negative
+    frequencies. A complex input is a TypeError, as in NumPy.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.imag(fnp.fft.rfft(x))[1])(fnp.zeros(4)).tolist()
+    [0.0, -1.0, 0.0, 1.0]
+    """,
+)
+irfft = _transform(
+    fft,
+    "irfft",
+    _irfft_1d,
+    """NumPy's `irfft`: the real signal of length `n` (default 2 (m - 1) for m input
+    frequencies) whose `rfft` is `a`. Like NumPy it ignores the imaginary parts of the zero
+    frequency and, for even n, of the Nyquist frequency, so their gradient is 0.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.fft.irfft(x)[0])(fnp.ones(3)).tolist()  # mean of the spectrum
+    [0.25, 0.5, 0.25]
+    """,
+)
+hfft = _transform(
+    fft,
+    "hfft",
+    _hfft_1d,
+    """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
+    half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization.""",
+)
+ihfft = _transform(
+    fft,
+    "ihfft",
+    _ihfft_1d,
+    """NumPy's `ihfft`: the inverse of `hfft` for a real input; it is
+    `conj(rfft(a, n, axis))` with the opposite normalization.""",
+)
 ifftn = _transform(
     fftn,
     "ifftn",
@@ -456,20 +469,6 @@ irfftn = _transform(
     """NumPy's `irfftn`: `ifft` over all but the last of `axes`, then `irfft` over it (whose
     length defaults to 2 (m - 1)).""",
 )
-
-
-def fft2(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] = (-2, -1),
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
-    """NumPy's `fft2`: `fftn` over the last two axes."""
-    _check_out(out, "fft2")
-    return _complex_nd(a, s, axes, norm, "fft2", False)
-
-
 ifft2 = _transform(
     fft2, "ifft2", _complex_nd, "NumPy's `ifft2`: `ifftn` over the last two axes.", inverse=True
 )
