@@ -24,7 +24,7 @@ from .. import core as _core
 from .. import taylor as _taylor
 from ..core import bind, dtype_of, is_foreign_array
 from ..primitive import defbilinear, defprimitive
-from .elementwise import conj, multiply
+from .elementwise import conj, loop_dtypes, multiply
 from .shaping import (
     NO_VALUE,
     asarray,
@@ -605,16 +605,7 @@ def _gufunc(
         )
     refuse_layout(name, order=(order, "K"), subok=(subok, True))
     if dtype is not None or signature is not None or casting != "same_kind":
-        if dtype is not None:
-            if signature is not None:
-                raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
-            signature = (None,) * len(args) + (_np.dtype(dtype),)
-        keywords = (
-            {"casting": casting}
-            if signature is None
-            else {"casting": casting, "signature": signature}
-        )
-        loop = theirs.resolve_dtypes(tuple(dtype_of(x) for x in args) + (None,), **keywords)
+        loop = loop_dtypes(theirs, [dtype_of(x) for x in args], dtype, signature, casting)
         args = [astype(asarray(x), dt) for x, dt in zip(args, loop)]
     args = [asarray(x) for x in args]
     if axis is not NO_VALUE:
