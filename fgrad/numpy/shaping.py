@@ -123,7 +123,10 @@ def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defau
         )
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:  # Python's words, with the function's name as a call has it
+            raise TypeError(f"{name}(): {e}") from None
         bound.apply_defaults()
         return body(**bound.arguments)
 
