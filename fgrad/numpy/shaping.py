@@ -78,7 +78,7 @@ __all__ = [
 # The names declared without a derivative keep NumPy's own signature; a NumPy keyword that
 # cannot mean anything inside a transform is refused by name.
 
-_F = TypeVar("_F", bound="Callable[..., Any]")
+_F = TypeVar("_F", bound="Callable[..., Any]")  # a function type, which `variant` keeps
 NO_VALUE: Any = _np._NoValue  # NumPy's own "not given" default, so signatures read as NumPy's
 # (typed Any, as NumPy's stubs type their `...` defaults: a parameter reads `keepdims: bool =
 # NO_VALUE`, and the marker only ever means "not given")

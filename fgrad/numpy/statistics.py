@@ -98,6 +98,7 @@ from .shaping import (
 if TYPE_CHECKING:
     from ..core import Primitive
     from ..typing import Array, ArrayLike, DTypeLike
+    from .shaping import _F
 
 __all__ = [
     "all",
@@ -511,7 +512,7 @@ def _nan_as(fill, reduce, name):
     return body
 
 
-def _nan_variant(reduce, fill, name):
+def _nan_variant(reduce: _F, fill: float, name: str) -> _F:
     return variant(
         reduce,
         name,
@@ -565,7 +566,7 @@ def _divide_or_nan(total, count):
     return where(empty, _np.nan, ans) if may_hold(empty) else ans
 
 
-def _nan_extremum(reduce, fill, name):
+def _nan_extremum(reduce: _F, fill: float, name: str) -> _F:
     def body(a, axis, out, keepdims, initial, where):
         refuse_out(out, name)
         a = _asarray(a)
