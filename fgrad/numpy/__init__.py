@@ -8,6 +8,34 @@ result.
 >>> import fgrad, fgrad.numpy as fnp
 >>> float(fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))(0.5))  # 2 sin(x) cos(x)
 0.8414709848078965
+
+Where a name lives: each family module lists its public names in `__all__`, and the package
+exports exactly those (`_export`; a name in two lists fails at import). By NumPy's reference
+groups:
+
+- `elementwise`: the arithmetic operators, comparisons and logic, `where`, `clip`, and the
+  unary functions the rules use (`sin`, `exp`, `sqrt`, ...); `ufuncs`: the rest of the
+  floating ufuncs ("Mathematical functions": trigonometric, hyperbolic, exponents and
+  logarithms, `hypot`, `fmod`, ...); `mathematical`: the ufuncs that split a float
+  (`frexp`, `modf`, `divmod`, `spacing`, `i0`); `bitwise`: "Bit-wise operations".
+- `shaping`: shapes, broadcasting, casts, `sum` (the adjoint of broadcasting) and NumPy's
+  calling conventions; `arrays`: "Array manipulation", "Sorting, searching, and counting"
+  and the indexing functions; `manipulation`: more of those (`block`, `resize`, `unstack`);
+  `indexing`: index helpers and conversions (`ix_`, `unravel_index`, `asanyarray`);
+  `selection`: the routines that pick or place values (`choose`, `put`, `fill_diagonal`).
+- `creation`: "Array creation routines" (and NumPy's own constant constructors `zeros`,
+  `arange`, ...); `datatypes`: "Data type routines", the scalar types, `ndarray` and the
+  constants (`pi`, `inf`, `newaxis`).
+- `reductions`: `mean`, `max`, `min`, `prod`; `statistics`: "Statistics" and the sums, scans
+  and nan-functions (`var`, `quantile`, `cumsum`, `nansum`, `histogram`); `histograms`: the
+  other histograms; `sets`: "Set routines".
+- `products`: the linear-algebra products of the main namespace (`matmul`, `dot`, `einsum`,
+  `outer`, `vecdot`, ...); `linalg` and `fft`: the submodules of the same names.
+- `signal`: convolution, differences, interpolation, `cov`/`corrcoef` and the `poly*`
+  functions; `polynomials`: `roots` and `poly`; `windows`: the window functions.
+
+A NumPy function whose signature another already has is made from it (`shaping.variant`:
+`nansum` from `sum`, `std` from `var`, `ifftn` from `fftn`), not written again.
 """
 
 import types as _types
@@ -16,7 +44,19 @@ import typing as _typing
 import numpy as _np
 
 from .. import core as _core
-from . import _box, bitwise, datatypes, fft, indexing, linalg, sets
+from . import (
+    _box,
+    bitwise,
+    datatypes,
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    products,
+    reductions,
+    sets,
+    shaping,
+)
 from . import arrays as _arrays
 from . import creation as _creation
 from . import histograms as _histograms
@@ -28,81 +68,7 @@ from . import signal as _signal
 from . import statistics as _statistics
 from . import ufuncs as _ufuncs
 from . import windows as _windows
-from .elementwise import (
-    abs,
-    absolute,
-    add,
-    angle,
-    around,
-    bitwise_not,
-    ceil,
-    clip,
-    conj,
-    conjugate,
-    cos,
-    divide,
-    equal,
-    exp,
-    expm1,
-    floor,
-    greater,
-    greater_equal,
-    imag,
-    invert,
-    isfinite,
-    isinf,
-    isnan,
-    less,
-    less_equal,
-    log,
-    log1p,
-    logical_and,
-    logical_not,
-    logical_or,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    real,
-    real_if_close,
-    round,
-    sign,
-    sin,
-    sqrt,
-    subtract,
-    tan,
-    tanh,
-    true_divide,
-    trunc,
-    where,
-)
-from .products import dot, matmul
-from .reductions import amax, amin, max, mean, min, prod
-from .shaping import (
-    _sequence_to_array,
-    array,
-    asarray,
-    astype,
-    at,
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    moveaxis,
-    ndim,
-    ones_like,
-    ravel,
-    reshape,
-    shape,
-    size,
-    squeeze,
-    stack,
-    sum,
-    swapaxes,
-    transpose,
-    zeros_like,
-)
+from .shaping import _sequence_to_array  # the core's reader of lists of traced values
 
 
 def _export(*modules):
@@ -116,6 +82,10 @@ def _export(*modules):
 
 
 _export(
+    elementwise,
+    products,
+    reductions,
+    shaping,
     _ufuncs,
     _statistics,
     _arrays,
@@ -138,40 +108,21 @@ if _typing.TYPE_CHECKING:
     from .bitwise import *  # noqa: F403
     from .creation import *  # noqa: F403
     from .datatypes import *  # noqa: F403
+    from .elementwise import *  # noqa: F403
     from .histograms import *  # noqa: F403
     from .indexing import *  # noqa: F403
     from .manipulation import *  # noqa: F403
     from .mathematical import *  # noqa: F403
     from .polynomials import *  # noqa: F403
+    from .products import *  # noqa: F403
+    from .reductions import *  # noqa: F403
     from .selection import *  # noqa: F403
     from .sets import *  # noqa: F403
+    from .shaping import *  # noqa: F403
     from .signal import *  # noqa: F403
     from .statistics import *  # noqa: F403
     from .ufuncs import *  # noqa: F403
     from .windows import *  # noqa: F403
-
-# Constants and constructors of constant arrays: no derivative, plain NumPy.
-from numpy import (
-    arange,
-    bool_,
-    e,
-    empty,
-    eye,
-    float16,
-    float32,
-    float64,
-    full,
-    identity,
-    inf,
-    int32,
-    int64,
-    nan,
-    ndarray,
-    newaxis,
-    ones,
-    pi,
-    zeros,
-)
 
 
 def __getattr__(name):

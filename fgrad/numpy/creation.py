@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+# NumPy's constructors of constant arrays, exported as they are (no derivative flows to them)
+from numpy import arange, empty, eye, full, identity, ones, zeros
+
 from .. import batching as _batching
 from .. import taylor as _taylor
 from ..core import (
@@ -59,6 +62,7 @@ from .shaping import (
     swapaxes,
     transpose,
     unbroadcast,
+    variant,
     with_example_ndim,
 )
 from .ufuncs import log10
@@ -70,18 +74,25 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = [
+    "arange",
     "c_",
     "concat",
     "copy",
     "diagflat",
+    "empty",
     "empty_like",
+    "eye",
+    "full",
     "full_like",
     "geomspace",
+    "identity",
     "linspace",
     "logspace",
     "matrix_transpose",
+    "ones",
     "permute_dims",
     "r_",
+    "zeros",
 ]
 
 
@@ -367,20 +378,16 @@ def permute_dims(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return transpose(a, axes)
 
 
-def concat(
-    arrays: Sequence[ArrayLike],
-    /,
-    axis: int = 0,
-    out: None = None,
-    *,
-    dtype: DTypeLike | None = None,
-    casting: str = "same_kind",
-) -> Array:
-    """NumPy 2's `concat`, the array-API name of `concatenate`."""
+def _concat(arrays, axis, out, dtype, casting):
     refuse_out(out, "concat")
     if type(arrays) is Box or not isinstance(arrays, (list, tuple)):
         raise TypeError("concat: pass a list or tuple of arrays, not a single array")
     return concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
+
+
+concat = variant(
+    concatenate, "concat", _concat, "NumPy 2's `concat`, the array-API name of `concatenate`."
+)
 
 
 def matrix_transpose(x: ArrayLike, /) -> Array:

@@ -51,6 +51,7 @@ from .shaping import (
     ndim,
     nondiff_function,
     refuse,
+    refuse_layout,
     refuse_out,
     shape,
     unbroadcast,
@@ -222,28 +223,24 @@ def _with_keywords(fn, theirs, args, out, *, where, casting, order, dtype, subok
             "is False uninitialized, and fgrad has no `out`",
             f"Use fgrad.numpy.where(mask, fgrad.numpy.{name}(x), fill) instead",
         )
-    for keyword, value, default in (("order", order, "K"), ("subok", subok, True)):
-        if value != default:
-            raise refuse(
-                name,
-                keyword,
-                "it sets the memory layout or array subclass of a "
-                "new array, which fgrad's traced values do not have",
-                "Leave it out, and convert the result after the transform",
-            )
+    refuse_layout(name, order=(order, "K"), subok=(subok, True))
     if dtype is None and signature is None and casting == "same_kind":
         return fn(*args)
+    loop = loop_dtypes(theirs, [_dtype_or_weak(a) for a in args], dtype, signature, casting)
+    return fn(*(_in_dtype(a, dt) for a, dt in zip(args, loop)))
+
+
+def loop_dtypes(theirs, dtypes, dtype, signature, casting):
+    """The dtypes of the loop NumPy's (g)ufunc `theirs` runs for inputs of `dtypes` with its
+    keywords `dtype`, `signature` and `casting` (a TypeError where NumPy gives one)."""
     if dtype is not None and signature is not None:
-        raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
+        raise TypeError(f"{theirs.__name__}: cannot specify both 'signature' and 'dtype'")
     if dtype is not None:
-        signature = (None,) * theirs.nin + (_np.dtype(dtype),) * theirs.nout
+        signature = (None,) * len(dtypes) + (_np.dtype(dtype),) * theirs.nout
     keywords = (
         {"casting": casting} if signature is None else {"casting": casting, "signature": signature}
     )
-    loop = theirs.resolve_dtypes(
-        tuple(_dtype_or_weak(a) for a in args) + (None,) * theirs.nout, **keywords
-    )
-    return fn(*(_in_dtype(a, dt) for a, dt in zip(args, loop)))
+    return theirs.resolve_dtypes(tuple(dtypes) + (None,) * theirs.nout, **keywords)
 
 
 def _dtype_or_weak(a):
@@ -487,12 +484,14 @@ absolute = abs
 # conjugates: holomorphic rules are ct * f'(z), conj's is conj(ct), real's is ct and imag's
 # is -i ct, and a complex cotangent of a real input keeps its real part (`unbroadcast`).
 
-_conj: UnaryFunction = defunary(
-    _np.conjugate,
-    vjp=lambda ans, x: _conj,
-    jvp=lambda t, ans, x: _conj(t),
-    name="conj",
-)
+
+def _linear_unary(theirs, vjp, name: str) -> UnaryFunction:
+    """A real-linear unary primitive (conj, real, imag): its tangent is itself of the tangent."""
+    prim: UnaryFunction = defunary(theirs, vjp=vjp, jvp=lambda t, ans, x: prim(t), name=name)
+    return prim
+
+
+_conj: UnaryFunction = _linear_unary(_np.conjugate, lambda ans, x: _conj, "conj")
 conj = as_ufunc(_conj, _np.conjugate)
 conjugate = conj
 
@@ -502,12 +501,7 @@ def _real_vjp(ans, x):
     return lambda ct: unbroadcast(ct, like)  # a real cotangent, cast to x's (complex) dtype
 
 
-_real: UnaryFunction = defunary(
-    _np.real,
-    vjp=_real_vjp,
-    jvp=lambda t, ans, x: _real(t),
-    name="real",
-)
+_real = _linear_unary(_np.real, _real_vjp, "real")
 
 
 def real(val: ArrayLike) -> Array:
@@ -521,12 +515,7 @@ def _imag_vjp(ans, x):
     return lambda ct: unbroadcast(multiply(ct, -1j), like)
 
 
-_imag: UnaryFunction = defunary(
-    _np.imag,
-    vjp=_imag_vjp,
-    jvp=lambda t, ans, x: _imag(t),
-    name="imag",
-)
+_imag = _linear_unary(_np.imag, _imag_vjp, "imag")
 
 
 def imag(val: ArrayLike) -> Array:

@@ -48,12 +48,14 @@ from .shaping import (
     shape,
     unbroadcast,
 )
+from .shaping import variant as _variant
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Literal
 
     from ..typing import Array, ArrayLike
+    from .shaping import _F
 
 __all__ = [
     "fft",
@@ -224,13 +226,66 @@ _irfft_p = deflinear(
 
 
 # --- one-dimensional transforms -------------------------------------------------------------------
+# Each transform's signature is written once: the others of its shape are `variant`s of it.
 
 
-def _complex_1d(a, n, axis, norm, inverse, name):
+def _transform(
+    template: _F, name: str, transform: Callable[..., Array], doc: str, **flags: bool
+) -> _F:
+    """The transform `name`, of `template`'s signature: NumPy's `out=` refused, then
+    `transform` of the arguments."""
+
+    def body(a, out, **arguments):
+        _check_out(out, name)
+        return transform(a, name=name, **arguments, **flags)
+
+    return _variant(template, name, body, doc)
+
+
+def _complex_1d(a, n, axis, norm, name, inverse):
     x = asarray(a)
     ax = _check_axis(x, axis, name)
     n = shape(x)[ax] if n is None else _check_length(n, name)
     return _c2c_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, name), inverse=inverse)
+
+
+def _rfft_1d(a, n, axis, norm, name):
+    x = asarray(a)
+    _check_real(x, name)
+    ax = _check_axis(x, axis, name)
+    n = shape(x)[ax] if n is None else _check_length(n, name)
+    return _rfft_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, name))
+
+
+def _hermitian_length(x, ax, n, name):
+    """The length of a real signal given by the first half of its spectrum along ax: n, or by
+    default 2 (m - 1) for m given frequencies."""
+    if n is None:
+        n = 2 * (shape(x)[ax] - 1)
+        if n < 1:
+            raise ValueError(
+                f"{name}: the input of {describe(x)} has length 1 along axis {ax}, which "
+                "gives an output of length 0; pass n"
+            )
+    return _check_length(n, name)
+
+
+def _irfft_1d(a, n, axis, norm, name):
+    x = asarray(a)
+    ax = _check_axis(x, axis, name)
+    n = _hermitian_length(x, ax, n, name)
+    return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=_check_norm(norm, name))
+
+
+def _hfft_1d(a, n, axis, norm, name):
+    x = asarray(a)
+    ax = _check_axis(x, axis, name)
+    n = _hermitian_length(x, ax, n, name)
+    return _irfft_1d(conj(x), n, ax, _SWAP[_check_norm(norm, name)], name)
+
+
+def _ihfft_1d(a, n, axis, norm, name):
+    return conj(_rfft_1d(a, n, axis, _SWAP[_check_norm(norm, name)], name))
 
 
 def fft(
@@ -247,87 +302,7 @@ def fft(
     [1.0, 1.0, 1.0]
     """
     _check_out(out, "fft")
-    return _complex_1d(a, n, axis, norm, False, "fft")
-
-
-def ifft(
-    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
-) -> Array:
-    """NumPy's `ifft`: the inverse DFT along `axis` (length `n`); its vjp is `ifft` of the
-    cotangent."""
-    _check_out(out, "ifft")
-    return _complex_1d(a, n, axis, norm, True, "ifft")
-
-
-def rfft(
-    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
-) -> Array:
-    """NumPy's `rfft`: the DFT of a real input along `axis`, its n//2 + 1 non-negative
-    frequencies. A complex input is a TypeError, as in NumPy.
-
-    >>> import fgrad, fgrad.numpy as fnp
-    >>> fgrad.grad(lambda x: fnp.imag(fnp.fft.rfft(x))[1])(fnp.zeros(4)).tolist()
-    [0.0, -1.0, 0.0, 1.0]
-    """
-    _check_out(out, "rfft")
-    x = asarray(a)
-    _check_real(x, "rfft")
-    ax = _check_axis(x, axis, "rfft")
-    n = shape(x)[ax] if n is None else _check_length(n, "rfft")
-    return _rfft_p(_resize(x, n, ax), axis=ax, norm=_check_norm(norm, "rfft"))
-
-
-def irfft(
-    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
-) -> Array:
-    """NumPy's `irfft`: the real signal of length `n` (default 2 (m - 1) for m input
-    frequencies) whose `rfft` is `a`. Like NumPy it ignores the imaginary parts of the zero
-    frequency and, for even n, of the Nyquist frequency, so their gradient is 0.
-
-    >>> import fgrad, fgrad.numpy as fnp
-    >>> fgrad.grad(lambda x: fnp.fft.irfft(x)[0])(fnp.ones(3)).tolist()  # mean of the spectrum
-    [0.25, 0.5, 0.25]
-    """
-    _check_out(out, "irfft")
-    x = asarray(a)
-    ax = _check_axis(x, axis, "irfft")
-    if n is None:
-        n = 2 * (shape(x)[ax] - 1)
-        if n < 1:
-            raise ValueError(
-                f"irfft: the input of {describe(x)} has 1 frequency along axis {ax}, which "
-                "gives an output of length 0; pass n"
-            )
-    n = _check_length(n, "irfft")
-    norm = _check_norm(norm, "irfft")
-    return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
-
-
-def hfft(
-    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
-) -> Array:
-    """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
-    half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization."""
-    _check_out(out, "hfft")
-    x = asarray(a)
-    ax = _check_axis(x, axis, "hfft")
-    if n is None:
-        n = 2 * (shape(x)[ax] - 1)
-        if n < 1:
-            raise ValueError(
-                f"hfft: the input of {describe(x)} has length 1 along axis {ax}, which gives "
-                "an output of length 0; pass n"
-            )
-    return irfft(conj(x), n, ax, _SWAP[_check_norm(norm, "hfft")])
-
-
-def ihfft(
-    a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
-) -> Array:
-    """NumPy's `ihfft`: the inverse of `hfft` for a real input; it is
-    `conj(rfft(a, n, axis))` with the opposite normalization."""
-    _check_out(out, "ihfft")
-    return conj(rfft(a, n, axis, _SWAP[_check_norm(norm, "ihfft")]))
+    return _complex_1d(a, n, axis, norm, "fft", False)
 
 
 # --- n-dimensional transforms: NumPy's loops over the axes ----------------------------------------
@@ -360,13 +335,39 @@ def _nd_args(x, s, axes, name, inverse_real=False):
     return lengths, axes
 
 
-def _complex_nd(a, s, axes, norm, inverse, name):
+def _complex_nd(a, s, axes, norm, name, inverse):
     x = asarray(a)
     lengths, axes = _nd_args(x, s, axes, name)
     norm = _check_norm(norm, name)
     for k, ax in reversed(list(zip(lengths, axes))):
         x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=inverse)
     return x
+
+
+def _real_nd_args(x, s, axes, norm, name, inverse_real=False):
+    lengths, axes = _nd_args(x, s, axes, name, inverse_real)
+    if not axes:
+        raise ValueError(f"{name}: axes is empty; give at least one axis to transform")
+    return lengths, axes, _check_norm(norm, name)
+
+
+def _rfft_nd(a, s, axes, norm, name):
+    x = asarray(a)
+    _check_real(x, name)
+    lengths, axes, norm = _real_nd_args(x, s, axes, norm, name)
+    x = _rfft_p(_resize(x, lengths[-1], axes[-1]), axis=axes[-1], norm=norm)
+    for k, ax in reversed(list(zip(lengths[:-1], axes[:-1]))):
+        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=False)
+    return x
+
+
+def _irfft_nd(a, s, axes, norm, name):
+    x = asarray(a)
+    lengths, axes, norm = _real_nd_args(x, s, axes, norm, name, inverse_real=True)
+    for k, ax in zip(lengths[:-1], axes[:-1]):
+        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=True)
+    n, ax = lengths[-1], axes[-1]
+    return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
 
 
 def fftn(
@@ -383,19 +384,7 @@ def fftn(
     [[1.0, 1.0], [1.0, 1.0]]
     """
     _check_out(out, "fftn")
-    return _complex_nd(a, s, axes, norm, False, "fftn")
-
-
-def ifftn(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
-    """NumPy's `ifftn`: the inverse DFT over `axes` (default all), each of length `s`."""
-    _check_out(out, "ifftn")
-    return _complex_nd(a, s, axes, norm, True, "ifftn")
+    return _complex_nd(a, s, axes, norm, "fftn", False)
 
 
 def fft2(
@@ -407,93 +396,84 @@ def fft2(
 ) -> Array:
     """NumPy's `fft2`: `fftn` over the last two axes."""
     _check_out(out, "fft2")
-    return _complex_nd(a, s, axes, norm, False, "fft2")
+    return _complex_nd(a, s, axes, norm, "fft2", False)
 
 
-def ifft2(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] = (-2, -1),
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
-    """NumPy's `ifft2`: `ifftn` over the last two axes."""
-    _check_out(out, "ifft2")
-    return _complex_nd(a, s, axes, norm, True, "ifft2")
+# --- the other transforms: each made from the one of its signature (fft, fftn, fft2) --------------
 
 
-def _rfft_nd(a, s, axes, norm, name):
-    x = asarray(a)
-    _check_real(x, name)
-    lengths, axes = _nd_args(x, s, axes, name)
-    if not axes:
-        raise ValueError(f"{name}: axes is empty; give at least one axis to transform")
-    norm = _check_norm(norm, name)
-    x = _rfft_p(_resize(x, lengths[-1], axes[-1]), axis=axes[-1], norm=norm)
-    for k, ax in reversed(list(zip(lengths[:-1], axes[:-1]))):
-        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=False)
-    return x
+ifft = _transform(
+    fft,
+    "ifft",
+    _complex_1d,
+    """NumPy's `ifft`: the inverse DFT along `axis` (length `n`); its vjp is `ifft` of the
+    cotangent.""",
+    inverse=True,
+)
+rfft = _transform(
+    fft,
+    "rfft",
+    _rfft_1d,
+    """NumPy's `rfft`: the DFT of a real input along `axis`, its n//2 + 1 non-negative
+    frequencies. A complex input is a TypeError, as in NumPy.
 
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.imag(fnp.fft.rfft(x))[1])(fnp.zeros(4)).tolist()
+    [0.0, -1.0, 0.0, 1.0]
+    """,
+)
+irfft = _transform(
+    fft,
+    "irfft",
+    _irfft_1d,
+    """NumPy's `irfft`: the real signal of length `n` (default 2 (m - 1) for m input
+    frequencies) whose `rfft` is `a`. Like NumPy it ignores the imaginary parts of the zero
+    frequency and, for even n, of the Nyquist frequency, so their gradient is 0.
 
-def _irfft_nd(a, s, axes, norm, name):
-    x = asarray(a)
-    lengths, axes = _nd_args(x, s, axes, name, inverse_real=True)
-    if not axes:
-        raise ValueError(f"{name}: axes is empty; give at least one axis to transform")
-    norm = _check_norm(norm, name)
-    for k, ax in zip(lengths[:-1], axes[:-1]):
-        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=True)
-    n, ax = lengths[-1], axes[-1]
-    return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
-
-
-def rfftn(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
-    """NumPy's `rfftn`: `rfft` over the last of `axes`, then `fft` over the others."""
-    _check_out(out, "rfftn")
-    return _rfft_nd(a, s, axes, norm, "rfftn")
-
-
-def irfftn(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] | None = None,
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.fft.irfft(x)[0])(fnp.ones(3)).tolist()  # mean of the spectrum
+    [0.25, 0.5, 0.25]
+    """,
+)
+hfft = _transform(
+    fft,
+    "hfft",
+    _hfft_1d,
+    """NumPy's `hfft`: the real DFT of a signal with Hermitian symmetry given by its first
+    half `a`; it is `irfft(conj(a), n, axis)` with the opposite normalization.""",
+)
+ihfft = _transform(
+    fft,
+    "ihfft",
+    _ihfft_1d,
+    """NumPy's `ihfft`: the inverse of `hfft` for a real input; it is
+    `conj(rfft(a, n, axis))` with the opposite normalization.""",
+)
+ifftn = _transform(
+    fftn,
+    "ifftn",
+    _complex_nd,
+    "NumPy's `ifftn`: the inverse DFT over `axes` (default all), each of length `s`.",
+    inverse=True,
+)
+rfftn = _transform(
+    fftn,
+    "rfftn",
+    _rfft_nd,
+    "NumPy's `rfftn`: `rfft` over the last of `axes`, then `fft` over the others.",
+)
+irfftn = _transform(
+    fftn,
+    "irfftn",
+    _irfft_nd,
     """NumPy's `irfftn`: `ifft` over all but the last of `axes`, then `irfft` over it (whose
-    length defaults to 2 (m - 1))."""
-    _check_out(out, "irfftn")
-    return _irfft_nd(a, s, axes, norm, "irfftn")
-
-
-def rfft2(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] = (-2, -1),
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
-    """NumPy's `rfft2`: `rfftn` over the last two axes."""
-    _check_out(out, "rfft2")
-    return _rfft_nd(a, s, axes, norm, "rfft2")
-
-
-def irfft2(
-    a: ArrayLike,
-    s: Sequence[int] | None = None,
-    axes: Sequence[int] = (-2, -1),
-    norm: str | None = None,
-    out: None = None,
-) -> Array:
-    """NumPy's `irfft2`: `irfftn` over the last two axes."""
-    _check_out(out, "irfft2")
-    return _irfft_nd(a, s, axes, norm, "irfft2")
+    length defaults to 2 (m - 1)).""",
+)
+ifft2 = _transform(
+    fft2, "ifft2", _complex_nd, "NumPy's `ifft2`: `ifftn` over the last two axes.", inverse=True
+)
+rfft2 = _transform(fft2, "rfft2", _rfft_nd, "NumPy's `rfft2`: `rfftn` over the last two axes.")
+irfft2 = _transform(fft2, "irfft2", _irfft_nd, "NumPy's `irfft2`: `irfftn` over the last two axes.")
 
 
 # --- shifts ---------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from .shaping import (
     is_traced,
     moveaxis,
     refuse_layout,
+    refuse_traced,
     reshape,
     stack,
 )
@@ -328,16 +329,6 @@ def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
 # --- NumPy's in-place functions: plain arrays only ------------------------------------------------
 
 
-def _refuse_traced(name: str, instead: str, **arguments: Any) -> None:
-    for keyword, value in arguments.items():
-        if is_traced(value):
-            raise TypeError(
-                f"{name}: {keyword} is a traced value ({describe(value)}); {name} writes into "
-                f"an array, and inside a transform arrays are values that cannot be written "
-                f"into. Compute the new array instead: {instead}"
-            )
-
-
 @no_derivative("writes into a NumPy array (returns None); traced values are refused")
 def putmask(a: Any, /, mask: Any, values: Any) -> None:
     """NumPy's `putmask`, on NumPy arrays: sets `a.flat[n] = values[n % len(values)]` where
@@ -349,7 +340,7 @@ def putmask(a: Any, /, mask: Any, values: Any) -> None:
     >>> a
     array([0., 1., 0., 0.])
     """
-    _refuse_traced(
+    refuse_traced(
         "putmask",
         "a = fgrad.numpy.where(mask, values, a) (values broadcast against a)",
         a=a,
@@ -370,7 +361,7 @@ def copyto(dst: Any, src: Any, casting: Casting = "same_kind", where: Any = True
     >>> dst
     array([1., 0., 3.])
     """
-    _refuse_traced(
+    refuse_traced(
         "copyto",
         "dst = fgrad.numpy.where(where, src, dst) (or dst = fgrad.numpy.asarray(src) to copy "
         "all of it)",

@@ -5,9 +5,6 @@ batch broadcasting; `einsum` (a primitive whose rules are einsums) and the produ
 (`axes`, `axis`, `keepdims`, `dtype`). The public `einsum`'s value is NumPy's own for the
 `optimize` given (False, NumPy's default, or a path); its rules plan their own contractions.
 
-`fgrad.numpy` imports `dot` and `matmul` from here by name; the other public names reach it
-through `fgrad.numpy.signal`'s `__all__`.
-
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy.shaping`,
 `fgrad.numpy.elementwise`.
 """
@@ -27,7 +24,7 @@ from .. import core as _core
 from .. import taylor as _taylor
 from ..core import bind, dtype_of, is_foreign_array
 from ..primitive import defbilinear, defprimitive
-from .elementwise import conj, multiply
+from .elementwise import conj, loop_dtypes, multiply
 from .shaping import (
     NO_VALUE,
     asarray,
@@ -64,13 +61,13 @@ __all__ = [
     "inner",
     "kron",
     "matmul",
-    "matvec",
     "outer",
     "tensordot",
     "vdot",
     "vecdot",
-    "vecmat",
 ]
+if hasattr(_np, "matvec"):  # NumPy >= 2.2
+    __all__ += ["matvec", "vecmat"]
 
 
 def whole_along(x, axes):
@@ -608,16 +605,7 @@ def _gufunc(
         )
     refuse_layout(name, order=(order, "K"), subok=(subok, True))
     if dtype is not None or signature is not None or casting != "same_kind":
-        if dtype is not None:
-            if signature is not None:
-                raise TypeError(f"{name}: cannot specify both 'signature' and 'dtype'")
-            signature = (None,) * len(args) + (_np.dtype(dtype),)
-        keywords = (
-            {"casting": casting}
-            if signature is None
-            else {"casting": casting, "signature": signature}
-        )
-        loop = theirs.resolve_dtypes(tuple(dtype_of(x) for x in args) + (None,), **keywords)
+        loop = loop_dtypes(theirs, [dtype_of(x) for x in args], dtype, signature, casting)
         args = [astype(asarray(x), dt) for x, dt in zip(args, loop)]
     args = [asarray(x) for x in args]
     if axis is not NO_VALUE:

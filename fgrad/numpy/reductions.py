@@ -58,6 +58,7 @@ from .shaping import (
     shape,
     sum,
     transpose,
+    variant,
 )
 
 if TYPE_CHECKING:
@@ -363,22 +364,7 @@ def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
 _prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod")
 
 
-def prod(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    keepdims: bool = NO_VALUE,
-    initial: ArrayLike = NO_VALUE,
-    where: ArrayLike = NO_VALUE,
-) -> Array:
-    """NumPy's `prod` with `axis`, `dtype`, `keepdims`, `initial` (a constant, or a traced
-    scalar, differentiable) and `where` (a constant mask); exact at zeros to every order.
-
-    >>> import numpy as np, fgrad, fgrad.numpy as fnp
-    >>> fgrad.grad(lambda x: fnp.prod(x, initial=2.0))(np.array([3.0, 0.0]))
-    array([0., 6.])
-    """
+def _prod(a, axis, dtype, out, keepdims, initial, where):
     refuse_out(out, "prod")
     axes = _normalize_axes(axis, ndim(a))
     mask = reduction_mask(where, a, "prod")
@@ -408,6 +394,20 @@ def prod(
     if may_hold(logical_not(finite)):
         rest = _where(finite, rest, 0.0)  # (`where` is the mask argument here)
     return value + astype((initial - c) * rest, dtype_of(value))
+
+
+prod = variant(
+    sum,
+    "prod",
+    _prod,
+    """NumPy's `prod` with `axis`, `dtype`, `keepdims`, `initial` (a constant, or a traced
+    scalar, differentiable) and `where` (a constant mask); exact at zeros to every order.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.prod(x, initial=2.0))(np.array([3.0, 0.0]))
+    array([0., 6.])
+    """,
+)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from .shaping import (
     nondiff_function,
     ravel,
     refuse_out,
+    refuse_traced,
     reshape,
     shape,
     stack,
@@ -70,19 +71,8 @@ def _placed(a: Any, source: Any, values: Any) -> Any:
     return where(chosen, take(flat, _np.where(chosen, source, 0)), a)
 
 
-def _refuse_traced(name: str, instead: str, **arrays: Any) -> None:
-    for arg, v in arrays.items():
-        if is_traced(v):
-            raise TypeError(
-                f"{name} writes into its first argument, and {arg} is traced ({describe(v)}): "
-                f"a traced array is a value, which cannot be written into, nor written into a "
-                f"plain array. Use the functional form, which returns the updated array: "
-                f"{instead}"
-            )
-
-
 # NumPy's in-place put and place, declared without a derivative: they write plain arrays only
-# (a traced or batched array is refused before, by `_refuse_traced`)
+# (a traced or batched array is refused before, by `refuse_traced`)
 _put = nondiff_function(_np.put)
 _place = nondiff_function(_np.place)
 
@@ -112,7 +102,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     >>> a
     array([5., 0., 6., 0.])
     """
-    _refuse_traced(
+    refuse_traced(
         "put",
         "y = fgrad.numpy.at(a)[fgrad.numpy.unravel_index(ind, a.shape)].set(v), or "
         "fgrad.numpy.put_along_axis(a, ind, v, axis=None) for a 1-D a",
@@ -133,7 +123,7 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
     >>> a
     array([9., 1., 8., 9.])
     """
-    _refuse_traced(
+    refuse_traced(
         "place",
         "y = fgrad.numpy.where(mask, values, arr), with values laid out as arr (or "
         "fgrad.numpy.at(arr)[mask].set(vals) when vals has one value per true element)",

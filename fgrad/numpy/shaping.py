@@ -18,7 +18,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as _np
 
@@ -45,7 +45,7 @@ from ..core import (
 from ..primitive import deflinear, defprimitive, nondiff
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, Literal
 
     from ..typing import Array, ArrayLike, DTypeLike
@@ -78,6 +78,7 @@ __all__ = [
 # The names declared without a derivative keep NumPy's own signature; a NumPy keyword that
 # cannot mean anything inside a transform is refused by name.
 
+_F = TypeVar("_F", bound="Callable[..., Any]")  # a function type, which `variant` keeps
 NO_VALUE: Any = _np._NoValue  # NumPy's own "not given" default, so signatures read as NumPy's
 # (typed Any, as NumPy's stubs type their `...` defaults: a parameter reads `keepdims: bool =
 # NO_VALUE`, and the marker only ever means "not given")
@@ -105,6 +106,64 @@ def nondiff_function(theirs, name=None):
     return fn
 
 
+def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defaults: Any) -> _F:
+    """A function `name` whose signature is `template`'s (its parameters and hints, with
+    `defaults` replacing some of its defaults), so that `inspect.signature`, the docs and a
+    type checker read the two alike; a call is bound as that signature binds it and every
+    argument is passed to `body` by name. NumPy's functions of one signature are written once
+    and made from it: `nansum` and `nanprod` from `sum` and `prod`, `std` from `var`, `ifftn`
+    from `fftn`. The function is generated (`_function_of_signature`): a call costs what a
+    call of a written-out function costs, and one more call, of the body.
+
+    >>> import inspect, fgrad.numpy as fnp
+    >>> inspect.signature(fnp.nansum) == inspect.signature(fnp.sum)
+    True
+    """
+    signature = inspect.signature(template)
+    if defaults:
+        params = signature.parameters
+        signature = signature.replace(
+            parameters=[
+                p.replace(default=defaults[n]) if n in defaults else p for n, p in params.items()
+            ]
+        )
+    fn = _function_of_signature(name, signature, body)
+    fn.__signature__ = signature
+    fn.__annotations__ = {  # the hints, as a written-out function has them
+        n: p.annotation for n, p in signature.parameters.items() if p.annotation is not p.empty
+    }
+    if signature.return_annotation is not signature.empty:
+        fn.__annotations__["return"] = signature.return_annotation
+    fn.__module__ = body.__module__  # the family module that declares it
+    fn.__doc__ = doc
+    return cast("_F", fn)
+
+
+def _function_of_signature(name, signature, body):
+    """A Python function `name` with `signature`'s parameters and defaults that passes every
+    argument to `body` by name: written out and compiled once, so Python binds a call as it
+    binds any function's (binding with `Signature.bind` at every call cost about 6 us)."""
+    namespace = {"body": body}
+    params, passed, kind_before = [], [], None
+    for k, p in enumerate(signature.parameters.values()):
+        if kind_before is p.POSITIONAL_ONLY and p.kind is not p.POSITIONAL_ONLY:
+            params.append("/")
+        if p.kind is p.KEYWORD_ONLY and kind_before not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL):
+            params.append("*")
+        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        if p.default is not p.empty:
+            namespace[f"_default_{k}"] = p.default
+            text += f"=_default_{k}"
+        params.append(text)
+        passed.append(f"{p.name}={p.name}")
+        kind_before = p.kind
+    if kind_before is inspect.Parameter.POSITIONAL_ONLY:
+        params.append("/")
+    source = f"def {name}({', '.join(params)}):\n    return body({', '.join(passed)})\n"
+    exec(compile(source, f"<fgrad.numpy.{name}>", "exec"), namespace)
+    return namespace[name]
+
+
 def refuse(name, keyword, why, instead):
     """The TypeError for a NumPy keyword given a value fgrad cannot honour: it names the
     function and the keyword, says why, and what to write instead."""
@@ -118,6 +177,18 @@ def refuse_out(out, name):
             f"{name}(..., out=...) cannot write into an array inside fgrad: arrays are "
             f"values here. Use the returned value instead: y = fgrad.numpy.{name}(x)"
         )
+
+
+def refuse_traced(name: str, instead: str, **arguments: Any) -> None:
+    """NumPy's in-place functions (`put`, `copyto`, ...) take plain arrays only: the TypeError
+    for a traced argument names it and the functional form that returns the new array."""
+    for keyword, value in arguments.items():
+        if is_traced(value):
+            raise TypeError(
+                f"{name} writes into an array, and {keyword} is traced ({describe(value)}): "
+                "inside a transform an array is a value, which cannot be written into nor "
+                f"written into a plain array. Compute the new array instead: {instead}"
+            )
 
 
 def given(value):
@@ -1245,14 +1316,21 @@ def _stack_fprop(*xs, axis):
     return ans, bprop
 
 
-_stack_p: Primitive = Primitive(
-    "stack",
-    lambda *xs, axis: _np.stack(xs, axis=axis),
-    fprop=_stack_fprop,
-    jvp=lambda ts, ans, *xs, axis: _stack_p(
-        *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
-    ),
-)
+def _joining(name: str, impl: Callable[..., Any], fprop: Callable[..., Any]) -> Primitive:
+    """The primitive that joins its inputs along `axis` (stack, concatenate): linear in each
+    input, so its tangent is itself applied to the tangents (a zero where an input has none)."""
+    prim: Primitive = Primitive(
+        name,
+        lambda *xs, axis: impl(xs, axis=axis),
+        fprop=fprop,
+        jvp=lambda ts, ans, *xs, axis: prim(
+            *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
+        ),
+    )
+    return prim
+
+
+_stack_p = _joining("stack", _np.stack, _stack_fprop)
 
 
 def stack(
@@ -1308,14 +1386,7 @@ def _concatenate_fprop(*xs, axis):
     return ans, bprop
 
 
-_concatenate_p: Primitive = Primitive(
-    "concatenate",
-    lambda *xs, axis: _np.concatenate(xs, axis=axis),
-    fprop=_concatenate_fprop,
-    jvp=lambda ts, ans, *xs, axis: _concatenate_p(
-        *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
-    ),
-)
+_concatenate_p = _joining("concatenate", _np.concatenate, _concatenate_fprop)
 
 
 def concatenate(

@@ -1,8 +1,6 @@
-"""Signal processing, polynomials, sample statistics and tensor products: `convolve`,
+"""Signal processing, polynomials and sample statistics: `convolve`,
 `correlate`, `diff`, `ediff1d`, `interp`, `polyval`, `polyfit`, `trapezoid`, `cov`, `corrcoef`,
-`vander`,
-and (defined in `fgrad.numpy.products`, exported from here) `einsum`, `tensordot`, `inner`,
-`outer`, `vdot`, `kron`, `cross`.
+`vander` (the tensor products it uses, `einsum`, `outer`, ..., are `fgrad.numpy.products`').
 
 Only the full convolution is a primitive (its rules are convolutions of the cotangent with
 the reversed other operand); everything else is a composition of differentiable operations,
@@ -54,16 +52,10 @@ from .elementwise import (
 )
 from .products import (
     conj_if_complex,
-    cross,
     einsum,
     gufunc_batch_rule,
-    inner,
-    kron,
     matmul,
     outer,
-    tensordot,
-    vdot,
-    vecdot,
 )
 from .shaping import (
     _normalize_axes,
@@ -99,15 +91,10 @@ __all__ = [
     "corrcoef",
     "correlate",
     "cov",
-    "cross",
     "diff",
     "ediff1d",
-    "einsum",
     "gradient",
-    "inner",
     "interp",
-    "kron",
-    "outer",
     "polyadd",
     "polyder",
     "polydiv",
@@ -116,17 +103,10 @@ __all__ = [
     "polymul",
     "polysub",
     "polyval",
-    "tensordot",
     "trapezoid",
     "unwrap",
     "vander",
-    "vdot",
-    "vecdot",
 ]
-if hasattr(_np, "matvec"):  # NumPy >= 2.2
-    from .products import matvec, vecmat
-
-    __all__ += ["matvec", "vecmat"]
 
 
 def _float_dtype(*xs):
@@ -265,6 +245,12 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
 _NO_VALUE: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
 
+def _between(first, middle, last, axis=0):
+    """`middle` with `first` and `last` joined at its ends along `axis` (None: no end)."""
+    parts = [p for p in (first, middle, last) if p is not None]
+    return middle if len(parts) == 1 else concatenate(parts, axis=axis)
+
+
 def diff(
     a: ArrayLike,
     n: int = 1,
@@ -283,22 +269,21 @@ def diff(
     if nd == 0:
         raise ValueError("diff: the input a is a scalar; it needs at least one dimension")
     axis = _normalize_axes(axis, nd)[0]
-    parts: list[Any] = []
-    for end in (prepend, append):
+
+    def slab(end):
         if end is _NO_VALUE:
-            parts.append(None)
-            continue
+            return None
         a_dtype = dtype_of(a)
         if isinstance(end, (int, float)) and _np.issubdtype(a_dtype, _np.inexact):
             end = _np.asarray(end, dtype=a_dtype)  # a Python number is weakly typed, as in JAX
         end = asarray(end)
         if ndim(end) == 0:
-            slab = list(shape(a))
-            slab[axis] = 1
-            end = broadcast_to(end, tuple(slab))
-        parts.append(end)
-    if parts[0] is not None or parts[1] is not None:
-        a = concatenate([p for p in (parts[0], a, parts[1]) if p is not None], axis=axis)
+            one = list(shape(a))
+            one[axis] = 1
+            end = broadcast_to(end, tuple(one))
+        return end
+
+    a = _between(slab(prepend), a, slab(append), axis)
     lead = (slice(None),) * axis
     if dtype_of(a) == _np.bool_:  # NumPy's not_equal; no derivative
         if not holds_batch(a):
@@ -319,21 +304,19 @@ def ediff1d(
     flat = reshape(asarray(ary), (-1,))
     d = flat[1:] - flat[:-1]
     dtype = dtype_of(d)
-    parts: list[Any] = []
-    for end in (to_begin, to_end):
+
+    def cast(end):
         if end is None:
-            parts.append(None)
-            continue
+            return None
         end = asarray(end)
         if not _np.can_cast(dtype_of(end), dtype, casting="same_kind"):
             raise TypeError(
                 f"ediff1d: to_begin/to_end of dtype {dtype_of(end)} cannot be "
                 f"cast to the input's dtype {dtype}"
             )
-        parts.append(astype(reshape(end, (-1,)), dtype))
-    if parts[0] is None and parts[1] is None:
-        return d
-    return concatenate([p for p in (parts[0], d, parts[1]) if p is not None])
+        return astype(reshape(end, (-1,)), dtype)
+
+    return _between(cast(to_begin), d, cast(to_end))
 
 
 # --- interpolation and polynomials ----------------------------------------------------------------

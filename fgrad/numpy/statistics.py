@@ -91,12 +91,14 @@ from .shaping import (
     shape,
     sum,
     transpose,
+    variant,
     with_example_ndim,
 )
 
 if TYPE_CHECKING:
     from ..core import Primitive
     from ..typing import Array, ArrayLike, DTypeLike
+    from .shaping import _F
 
 __all__ = [
     "all",
@@ -258,35 +260,26 @@ def var(
     return _divide(ss, _np.maximum(_counts(a, axes, mask, keepdims) - ddof, 0))
 
 
-def std(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    ddof: float = 0,
-    keepdims: bool = NO_VALUE,
-    *,
-    where: ArrayLike = NO_VALUE,
-    mean: ArrayLike = NO_VALUE,
-    correction: float = NO_VALUE,
-) -> Array:
+def _root_of(variance, name):
+    """std's body from var (nanstd's from nanvar): the square root of the variance."""
+
+    def body(out, **arguments):
+        refuse_out(out, name)
+        return _sqrt_or_zero(variance(**arguments))
+
+    return body
+
+
+std = variant(
+    var,
+    "std",
+    _root_of(var, "std"),
     """NumPy's `std`, the square root of `var` (with all of var's keywords).
 
     At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
     std is a norm of the centred data, so it has its minimum there and 0 is a subgradient.
-    """
-    refuse_out(out, "std")
-    v = var(
-        a,
-        axis=axis,
-        dtype=dtype,
-        ddof=ddof,
-        keepdims=keepdims,
-        where=where,
-        mean=mean,
-        correction=correction,
-    )
-    return _sqrt_or_zero(v)
+    """,
+)
 
 
 def ptp(
@@ -485,19 +478,16 @@ def cumulative_sum(
     return _cumulative(x, axis, dtype, out, include_initial, _running_sum, 0, "cumulative_sum")
 
 
-def cumulative_prod(
-    x: ArrayLike,
-    /,
-    *,
-    axis: int | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    include_initial: bool = False,
-) -> Array:
+cumulative_prod = variant(
+    cumulative_sum,
+    "cumulative_prod",
+    lambda x, axis, dtype, out, include_initial: _cumulative(
+        x, axis, dtype, out, include_initial, _cumprod_p, 1, "cumulative_prod"
+    ),
     """NumPy 2's `cumulative_prod`: `cumprod` along `axis` (required for N-D arrays), with
     `include_initial` prepending the product of nothing, 1. Its derivatives are exact at
-    zeros, as `cumprod`'s."""
-    return _cumulative(x, axis, dtype, out, include_initial, _cumprod_p, 1, "cumulative_prod")
+    zeros, as `cumprod`'s.""",
+)
 
 
 # --- the nan-ignoring reductions ------------------------------------------------------------------
@@ -511,47 +501,32 @@ def _nan_to(a, fill):
     return (a, None) if m is None else (where(m, fill, a), m)
 
 
-def nansum(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    keepdims: bool = NO_VALUE,
-    initial: ArrayLike = NO_VALUE,
-    where: ArrayLike = NO_VALUE,
-) -> Array:
-    """NumPy's `nansum` (with `sum`'s keywords): NaNs count as 0 and get a gradient of 0."""
-    refuse_out(out, "nansum")
-    a, _ = _nan_to(a, 0.0)
-    return sum(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+def _nan_as(fill, reduce, name):
+    """nansum's body from sum's (likewise nanprod, nancumsum, nancumprod): `reduce` of a with
+    its NaNs replaced by `fill`, the reduction's neutral element."""
+
+    def body(a, out, **arguments):
+        refuse_out(out, name)
+        return reduce(_nan_to(a, fill)[0], **arguments)
+
+    return body
 
 
-def nanprod(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    keepdims: bool = NO_VALUE,
-    initial: ArrayLike = NO_VALUE,
-    where: ArrayLike = NO_VALUE,
-) -> Array:
-    """NumPy's `nanprod` (with `prod`'s keywords): NaNs count as 1 and get a gradient of 0."""
-    refuse_out(out, "nanprod")
-    a, _ = _nan_to(a, 1.0)
-    return prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+def _nan_variant(reduce: _F, fill: float, name: str) -> _F:
+    return variant(
+        reduce,
+        name,
+        _nan_as(fill, reduce, name),
+        f"NumPy's `{name}` (with `{name[3:]}`'s keywords): NaNs count as {fill:g} and get a "
+        "gradient of 0.",
+    )
 
 
-def nanmean(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    keepdims: bool = NO_VALUE,
-    *,
-    where: ArrayLike = NO_VALUE,
-) -> Array:
-    """NumPy's `nanmean`: the mean of the non-NaN elements (of the True elements of `where`),
-    NaN for a slice without any."""
+nansum = _nan_variant(sum, 0.0, "nansum")
+nanprod = _nan_variant(prod, 1.0, "nanprod")
+
+
+def _nanmean(a, axis, dtype, out, keepdims, where):
     refuse_out(out, "nanmean")
     keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
@@ -561,6 +536,15 @@ def nanmean(
     count = _valid_counts(m, axes, reduction_mask(where, a0, "nanmean"), keepdims)
     total = sum(a0, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     return _divide_or_nan(total, count)
+
+
+nanmean = variant(
+    mean,
+    "nanmean",
+    _nanmean,
+    """NumPy's `nanmean`: the mean of the non-NaN elements (of the True elements of `where`),
+    NaN for a slice without any.""",
+)
 
 
 def _valid_counts(m, axes, mask, keepdims):
@@ -582,15 +566,8 @@ def _divide_or_nan(total, count):
     return where(empty, _np.nan, ans) if may_hold(empty) else ans
 
 
-def _nan_extremum(reduce, fill, name):
-    def fn(
-        a: ArrayLike,
-        axis: int | tuple[int, ...] | None = None,
-        out: None = None,
-        keepdims: bool = NO_VALUE,
-        initial: ArrayLike = NO_VALUE,
-        where: ArrayLike = NO_VALUE,
-    ) -> Array:
+def _nan_extremum(reduce: _F, fill: float, name: str) -> _F:
+    def body(a, axis, out, keepdims, initial, where):
         refuse_out(out, name)
         a = _asarray(a)
         keepdims = _keepdims(keepdims)
@@ -608,32 +585,20 @@ def _nan_extremum(reduce, fill, name):
                 ans = _where(all_nan, _np.nan, ans)
         return ans
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (
+    return variant(
+        reduce,
+        name,
+        body,
         f"NumPy's `{name}` (with `{name[3:]}`'s keywords): NaNs are ignored and get a gradient "
-        "of 0; an all-NaN slice gives NaN. Ties share the gradient evenly, as in max and min."
+        "of 0; an all-NaN slice gives NaN. Ties share the gradient evenly, as in max and min.",
     )
-    return fn
 
 
 nanmax = _nan_extremum(max, -_np.inf, "nanmax")
 nanmin = _nan_extremum(min, _np.inf, "nanmin")
 
 
-def nanvar(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    ddof: float = 0,
-    keepdims: bool = NO_VALUE,
-    *,
-    where: ArrayLike = NO_VALUE,
-    mean: ArrayLike = NO_VALUE,
-    correction: float = NO_VALUE,
-) -> Array:
-    """NumPy's `nanvar` (with `var`'s keywords): the variance of the non-NaN elements,
-    divided by `count - ddof`; NaN where that is not positive. Computed in NumPy's steps."""
+def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     refuse_out(out, "nanvar")
     ddof = _ddof(ddof, correction)
     keepdims = _keepdims(keepdims)
@@ -661,49 +626,31 @@ def nanvar(
     return _where(bad, _np.nan, v) if may_hold(bad) else v
 
 
-def nanstd(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    dtype: DTypeLike | None = None,
-    out: None = None,
-    ddof: float = 0,
-    keepdims: bool = NO_VALUE,
-    *,
-    where: ArrayLike = NO_VALUE,
-    mean: ArrayLike = NO_VALUE,
-    correction: float = NO_VALUE,
-) -> Array:
-    """NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`)."""
-    refuse_out(out, "nanstd")
-    v = nanvar(
-        a,
-        axis=axis,
-        dtype=dtype,
-        ddof=ddof,
-        keepdims=keepdims,
-        where=where,
-        mean=mean,
-        correction=correction,
-    )
-    return _sqrt_or_zero(v)
-
-
-def nancumsum(
-    a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
-) -> Array:
-    """NumPy's `nancumsum`: NaNs count as 0 and get a gradient of 0."""
-    refuse_out(out, "nancumsum")
-    a, _ = _nan_to(a, 0.0)
-    return cumsum(a, axis=axis, dtype=dtype)
-
-
-def nancumprod(
-    a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
-) -> Array:
-    """NumPy's `nancumprod`: NaNs count as 1 and get a gradient of 0."""
-    refuse_out(out, "nancumprod")
-    a, _ = _nan_to(a, 1.0)
-    return cumprod(a, axis=axis, dtype=dtype)
+nanvar = variant(
+    var,
+    "nanvar",
+    _nanvar,
+    """NumPy's `nanvar` (with `var`'s keywords): the variance of the non-NaN elements,
+    divided by `count - ddof`; NaN where that is not positive. Computed in NumPy's steps.""",
+)
+nanstd = variant(
+    var,
+    "nanstd",
+    _root_of(nanvar, "nanstd"),
+    "NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`).",
+)
+nancumsum = variant(
+    cumsum,
+    "nancumsum",
+    _nan_as(0.0, cumsum, "nancumsum"),
+    "NumPy's `nancumsum`: NaNs count as 0 and get a gradient of 0.",
+)
+nancumprod = variant(
+    cumprod,
+    "nancumprod",
+    _nan_as(1.0, cumprod, "nancumprod"),
+    "NumPy's `nancumprod`: NaNs count as 1 and get a gradient of 0.",
+)
 
 
 # --- median, percentile, quantile -----------------------------------------------------------------
@@ -932,69 +879,49 @@ def quantile(
     >>> fgrad.grad(lambda x: fnp.quantile(x, 0.25))(fnp.array([4.0, 1.0, 3.0]))
     array([0. , 0.5, 0.5])
     """
-    refuse_out(out, "quantile")
-    _no_weights(weights, "quantile")
-    return _quantile(a, q, axis, method, keepdims, "propagate", "quantile")
+    return _quantile_body("quantile", "propagate")(
+        a, q, axis, out, overwrite_input, method, keepdims, weights
+    )
 
 
-def percentile(
-    a: ArrayLike,
-    q: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    out: None = None,
-    overwrite_input: bool = False,
-    method: str = "linear",
-    keepdims: bool = False,
-    *,
-    weights: ArrayLike | None = None,
-) -> Array:
-    """NumPy's `percentile`: `quantile` with q in percent (see `quantile`)."""
-    refuse_out(out, "percentile")
-    _no_weights(weights, "percentile")
-    return _quantile(a, q, axis, method, keepdims, "propagate", "percentile", scale=100.0)
+def _quantile_body(name, nan_policy, scale=1.0):
+    def body(a, q, axis, out, overwrite_input, method, keepdims, weights):
+        refuse_out(out, name)
+        if weights is not None:
+            raise TypeError(
+                f"{name}: weights are not supported by fgrad; for a weighted quantile sort the "
+                "data and interpolate in the cumulative weights with fgrad.numpy operations"
+            )
+        return _quantile(a, q, axis, method, keepdims, nan_policy, name, scale)
+
+    return body
 
 
-def nanquantile(
-    a: ArrayLike,
-    q: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    out: None = None,
-    overwrite_input: bool = False,
-    method: str = "linear",
-    keepdims: bool = NO_VALUE,
-    *,
-    weights: ArrayLike | None = None,
-) -> Array:
+percentile = variant(
+    quantile,
+    "percentile",
+    _quantile_body("percentile", "propagate", scale=100.0),
+    """NumPy's `percentile`: `quantile` with q in percent (see `quantile`).""",
+)
+
+
+nanquantile = variant(
+    quantile,
+    "nanquantile",
+    _quantile_body("nanquantile", "omit"),
     """NumPy's `nanquantile`: `quantile` of the non-NaN elements (NaN for an all-NaN slice);
-    NaN positions get a gradient of 0."""
-    refuse_out(out, "nanquantile")
-    _no_weights(weights, "nanquantile")
-    return _quantile(a, q, axis, method, keepdims, "omit", "nanquantile")
+    NaN positions get a gradient of 0.""",
+    keepdims=NO_VALUE,
+)
 
 
-def nanpercentile(
-    a: ArrayLike,
-    q: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    out: None = None,
-    overwrite_input: bool = False,
-    method: str = "linear",
-    keepdims: bool = NO_VALUE,
-    *,
-    weights: ArrayLike | None = None,
-) -> Array:
-    """NumPy's `nanpercentile`: `nanquantile` with q in percent."""
-    refuse_out(out, "nanpercentile")
-    _no_weights(weights, "nanpercentile")
-    return _quantile(a, q, axis, method, keepdims, "omit", "nanpercentile", scale=100.0)
-
-
-def _no_weights(weights, name):
-    if weights is not None:
-        raise TypeError(
-            f"{name}: weights are not supported by fgrad; for a weighted quantile sort the "
-            "data and interpolate in the cumulative weights with fgrad.numpy operations"
-        )
+nanpercentile = variant(
+    quantile,
+    "nanpercentile",
+    _quantile_body("nanpercentile", "omit", scale=100.0),
+    """NumPy's `nanpercentile`: `nanquantile` with q in percent.""",
+    keepdims=NO_VALUE,
+)
 
 
 def _median(a, axis, keepdims, nan_policy):
@@ -1020,16 +947,18 @@ def median(
     return _median(a, axis, keepdims, "propagate")
 
 
-def nanmedian(
-    a: ArrayLike,
-    axis: int | tuple[int, ...] | None = None,
-    out: None = None,
-    overwrite_input: bool = False,
-    keepdims: bool = NO_VALUE,
-) -> Array:
-    """NumPy's `nanmedian`: the median of the non-NaN elements; NaNs get a gradient of 0."""
+def _nanmedian(a, axis, out, overwrite_input, keepdims):
     refuse_out(out, "nanmedian")
     return _median(a, axis, keepdims, "omit")
+
+
+nanmedian = variant(
+    median,
+    "nanmedian",
+    _nanmedian,
+    "NumPy's `nanmedian`: the median of the non-NaN elements; NaNs get a gradient of 0.",
+    keepdims=NO_VALUE,
+)
 
 
 # --- no derivative --------------------------------------------------------------------------------

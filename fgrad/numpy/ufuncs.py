@@ -365,31 +365,13 @@ def _quotient(ans, x, y):
     return _weights(q, ans)
 
 
-def _remainder_like(impl, name):
-    def vjp_x(ans, x, y):
-        like = meta(x)
-        return lambda ct: unbroadcast(ct, like)
-
-    def vjp_y(ans, x, y):
-        like, minus_q = meta(y), -_quotient(ans, x, y)
-        return lambda ct: unbroadcast(ct * minus_q, like)
-
-    return as_ufunc(
-        defprimitive(
-            impl,
-            vjp=(vjp_x, vjp_y),
-            jvp=(
-                lambda t, ans, x, y: broadcast_like(t, ans),
-                lambda t, ans, x, y: broadcast_like(t * -_quotient(ans, x, y), ans),
-            ),
-            name=name,
-        ),
-        impl,
-    )
+def _remainder_like(impl):
+    # slope 1 in x; -q in y (q the integer quotient)
+    return _binary(impl, lambda ans, x, y: 1.0, lambda ans, x, y: -_quotient(ans, x, y))
 
 
-fmod = _remainder_like(_np.fmod, "fmod")
-remainder = _remainder_like(_np.remainder, "remainder")
+fmod = _remainder_like(_np.fmod)
+remainder = _remainder_like(_np.remainder)
 mod = remainder
 
 
@@ -409,24 +391,10 @@ def _nan_aware_weights(ans, x, y, wins):
 
 
 def _nan_aware_chooser(impl, wins):
-    def vjp_x(ans, x, y):
-        like, w = meta(x), _nan_aware_weights(ans, x, y, wins)
-        return lambda ct: unbroadcast(ct * w, like)
-
-    def vjp_y(ans, x, y):
-        like, w = meta(y), _nan_aware_weights(ans, y, x, wins)
-        return lambda ct: unbroadcast(ct * w, like)
-
-    return as_ufunc(
-        defprimitive(
-            impl,
-            vjp=(vjp_x, vjp_y),
-            jvp=(
-                lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, x, y, wins), ans),
-                lambda t, ans, x, y: broadcast_like(t * _nan_aware_weights(ans, y, x, wins), ans),
-            ),
-        ),
+    return _binary(
         impl,
+        lambda ans, x, y: _nan_aware_weights(ans, x, y, wins),
+        lambda ans, x, y: _nan_aware_weights(ans, y, x, wins),
     )
 
 
