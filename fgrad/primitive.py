@@ -28,6 +28,7 @@ Imports: `fgrad.core`, `fgrad.taylor`.
 from __future__ import annotations
 
 import functools
+import os
 from typing import TYPE_CHECKING
 
 from . import taylor
@@ -211,7 +212,10 @@ def _inlined_rules(expression: str, name: str, namespace: dict[str, Any]) -> tup
         f"def jvp(t, ans, x):\n    return t * ({expression})\n"
     )
     rules: dict[str, Any] = {}
-    exec(compile(source, f"<the derivative of {name}: {expression}>", "exec"), namespace, rules)
+    # a file name inside the package, so that tracebacks and `fgrad.provenance` (which looks for
+    # the user's line outside the package) read the rules as fgrad's own code
+    where = os.path.join(os.path.dirname(__file__), f"<the derivative of {name}: {expression}>")
+    exec(compile(source, where, "exec"), namespace, rules)
     return rules["vjp"], rules["jvp"]
 
 

@@ -18,6 +18,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 from __future__ import annotations
 
 import inspect
+import os
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as _np
@@ -160,7 +161,9 @@ def _function_of_signature(name, signature, body):
     if kind_before is inspect.Parameter.POSITIONAL_ONLY:
         params.append("/")
     source = f"def {name}({', '.join(params)}):\n    return body({', '.join(passed)})\n"
-    exec(compile(source, f"<fgrad.numpy.{name}>", "exec"), namespace)
+    # a file name inside the package: tracebacks and `fgrad.provenance` read it as fgrad's code
+    where = os.path.join(os.path.dirname(__file__), f"<fgrad.numpy.{name}>")
+    exec(compile(source, where, "exec"), namespace)
     return namespace[name]
 
 
