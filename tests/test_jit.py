@@ -665,6 +665,17 @@ def test_make_record_prints_one_line_per_operation_with_the_users_line():
     assert len(record.guards) == 1
 
 
+def test_a_records_lines_are_the_users_also_for_derivatives_and_generated_functions():
+    # the derivative rules of sin, cos, ... and functions such as nansum are generated code:
+    # their operations are attributed to the user's line, never to the generated source
+    def f(x):
+        return fnp.nansum(fnp.cos(fnp.sin(x)))
+
+    text = str(fgrad.make_record(fgrad.grad(f))(np.ones(3)))
+    op_lines = [ln for ln in text.splitlines() if " = " in ln]
+    assert op_lines and all("test_jit.py" in ln for ln in op_lines), text
+
+
 def test_the_replay_source_is_a_straight_line_program():
     jitted = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.tanh(x) ** 2)))
     x = rng.normal(size=3)
