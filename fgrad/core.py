@@ -52,8 +52,24 @@ Watching
 (`Phase`): `make_graph` and `debug_nans` are built on it. Each primitive application checks it
 once.
 
-This module imports the standard library and NumPy only. The NumPy layer (`fgrad.numpy`)
-attaches the array operators to `Box`; the core never imports it.
+Two policies of the layers above
+---------------------------------
+The core holds two things that belong to the layers above it, because moving them out would
+add a call to the two hottest paths of every program:
+
+- NumPy's ufunc keywords. The arithmetic primitives (`add`, `multiply`, ...) are exported
+  bare, without a wrapper with NumPy's signature, and their implementation is the ufunc
+  itself; `Primitive.__call__` gives such a call with keywords to NumPy when no argument is
+  traced, and refuses it (`out=`, `dtype=`, ...) when one is. The other ufunc mirrors parse
+  the keywords in `fgrad.numpy` (`_ufunc_signature`).
+- The Dask guard. `bind` applies a primitive to plain values itself, so it is where an array
+  of another library (`fgrad.protocols.is_foreign_array`) is guarded against being computed
+  whole behind the user's back (`dispatch_guard`), as the transforms are in
+  `fgrad.boundary`.
+
+This module imports the standard library, NumPy and `fgrad.protocols` (which imports NumPy
+only). The NumPy layer (`fgrad.numpy`) attaches the array operators to `Box`; the core never
+imports it.
 """
 
 from __future__ import annotations
