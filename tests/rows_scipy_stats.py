@@ -4,9 +4,8 @@ parameter it is differentiable in (loc, scale, shape parameters; mu for poisson;
 for dirichlet; x, mean and cov for multivariate_normal), over shapes (), (3,), (3, 2) and
 broadcasting triples. Data are drawn inside the support, away from its ends; the pdf and CDF
 rows also take points outside the support (value 0 or 1, gradient 0). The CDFs of gamma and
-chi2 are differentiated in their shape parameters too (and in their log tails); those of t
-and beta in x, loc and scale only (their shape parameters are constants: the CDFs refuse
-them, see tests/test_scipy_stats.py). See tests/gradtable.py."""
+chi2, t and beta are differentiated in their shape parameters too (and in their log tails;
+against mpmath in tests/test_scipy_stats.py). See tests/gradtable.py."""
 
 import numpy as np
 from gradtable import Row
@@ -268,6 +267,28 @@ for fname in ["cdf", "logcdf", "sf", "logsf"]:
         variant="ab-arrays",
         promotes=True,
     )
+    add(
+        f"beta.{fname}",
+        lambda x, a, b, f=f: f(x, a, b),
+        [
+            lambda rng, s=s: (
+                rng.uniform(0.1, 0.9, s),
+                rng.uniform(0.6, 3.0, s),
+                rng.uniform(0.6, 3.0),
+            )
+            for s in [(), (3,)]
+        ],
+        variant="ab",
+    )
+    add(
+        f"t.{fname}",
+        lambda x, df, f=getattr(t, fname): f(x, df),
+        [
+            lambda rng, s=s: (rng.uniform(-3.0, 3.0, s), rng.uniform(0.8, 6.0, s))
+            for s in [(), (3,)]
+        ],
+        variant="df",
+    )
 add(
     "beta.cdf",
     lambda x: beta.cdf(x * np.array([1.0, -1.0, 1.0]) + np.array([0.0, 0.0, 1.0]), 2.0, 3.0),
@@ -453,3 +474,13 @@ DASK_CANNOT = {
     for family in ("gamma", "chi2")
     for name in ("cdf", "logcdf", "sf", "logsf")
 } | {f"scipy.stats.multivariate_normal.{name}": _RANK for name in ("logpdf", "pdf", "entropy")}
+# the CDFs of beta and t in their shape parameters: scipy.special.betainc's derivatives in a and
+# b (see rows_special.DASK_CANNOT), whose number of series terms is read from the data
+_BETA_TERMS = (
+    "its derivative in the shape parameters is scipy.special.betainc's in a and b, a series "
+    "whose number of terms is chosen from the data, which a lazy Dask array cannot give "
+    "without computing"
+)
+DASK_CANNOT |= {
+    row.id: _BETA_TERMS for row in ROWS if row.variant.rstrip("0123456789") in ("ab", "df")
+}

@@ -1,7 +1,7 @@
 """fgrad.scipy.stats: values against SciPy, derivatives against closed forms and mpmath,
 conventions outside the support (-inf / 0 with zero, not nan, gradients), the gamma and chi2
-CDFs in their shape parameter against mpmath (to order 2, in the log tails too), the refusal
-of t and beta to differentiate their CDFs in shape parameters, and argument errors. Gradients
+CDFs in their shape parameter against mpmath (to order 2, in the log tails too), those of t
+and beta in theirs against mpmath, and argument errors. Gradients
 to order 2 in both modes are in the gradient table (tests/rows_scipy_stats.py)."""
 
 import math
@@ -112,16 +112,41 @@ def test_logpdf_derivatives_in_shape_parameters_by_closed_form():
     )
 
 
-@pytest.mark.parametrize(
-    "name,shapes,argnum", [("t", (3.0,), 1), ("beta", (2.0, 3.0), 1), ("beta", (2.0, 3.0), 2)]
-)
+def _mp_beta_cdfs(which, x, a, b):
+    I = mpmath.betainc(a, b, 0, x, regularized=True)
+    J = mpmath.betainc(a, b, x, 1, regularized=True)
+    return {"cdf": I, "sf": J, "logcdf": mpmath.log(I), "logsf": mpmath.log(J)}[which]
+
+
+def _mp_t_cdfs(which, z, df):
+    x = df / (df + z * z)
+    half = mpmath.betainc(df / 2, mpmath.mpf(1) / 2, 0, x, regularized=True) / 2
+    lower = 1 - half if z > 0 else half  # stdtr(df, z)
+    upper = half if z > 0 else 1 - half
+    return {"cdf": lower, "sf": upper, "logcdf": mpmath.log(lower), "logsf": mpmath.log(upper)}[
+        which
+    ]
+
+
 @pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
-def test_t_and_beta_cdfs_refuse_shape_parameters_in_both_modes(name, shapes, argnum, fname):
-    # no derivative of the incomplete beta function in its shape parameters exists in fgrad
-    f = getattr(getattr(fst, name), fname)
-    for transform in (grad, jacfwd):
-        with pytest.raises(TypeError, match="not differentiable in its shape parameter"):
-            transform(f, argnums=argnum)(1.2, *shapes)
+def test_t_and_beta_cdfs_in_their_shape_parameters_against_mpmath(fname):
+    # the incomplete beta function's series in its shape parameters (fgrad.scipy.special's
+    # betainc), through the CDFs of beta and, with x = df / (df + z^2), of t: both modes
+    mpmath.mp.dps = 30
+    beta_f = getattr(fst.beta, fname)
+    for x, a, b in [(0.3, 2.0, 3.0), (0.8, 0.7, 1.6), (0.05, 4.0, 0.9)]:
+        want_a = mpmath.diff(lambda s: _mp_beta_cdfs(fname, x, s, b), a)
+        want_b = mpmath.diff(lambda s: _mp_beta_cdfs(fname, x, a, s), b)
+        for transform in (grad, jacfwd):
+            got = transform(beta_f, argnums=(1, 2))(x, a, b)
+            assert float(got[0]) == pytest.approx(float(want_a), rel=1e-9, abs=1e-13)
+            assert float(got[1]) == pytest.approx(float(want_b), rel=1e-9, abs=1e-13)
+    t_f = getattr(fst.t, fname)
+    for z, df in [(-2.0, 3.0), (-0.3, 1.5), (0.0, 4.0), (0.7, 2.5), (4.0, 10.0)]:
+        want = mpmath.diff(lambda s: _mp_t_cdfs(fname, mpmath.mpf(z), s), df)
+        for transform in (grad, jacfwd):
+            got = transform(t_f, argnums=1)(z, df)
+            assert float(got) == pytest.approx(float(want), rel=1e-9, abs=1e-13)
 
 
 def _mp_gamma_cdfs(which, x, a):

@@ -4,15 +4,16 @@ primitives of the t and beta families (and poisson's, whose k is a constant).
 
 The CDFs of t and beta are regularized incomplete beta functions. Their derivative in the
 upper limit is the density (closed form, written in fgrad operations, so every order works in
-x, loc and scale); fgrad has no derivative of the incomplete beta function in its shape
-parameters, and differentiating in them raises a TypeError (never a silently wrong value).
-gamma and chi2 do not use these: their CDFs are `fgrad.scipy.special.gammainc` / `gammaincc`,
-differentiable in the shape parameter too.
+x, loc and scale); in the shape parameters it is `fgrad.scipy.special.betainc`'s series (no
+closed form; written in fgrad operations too, checked against mpmath there), so they are
+differentiable in a, b and df as well. gamma and chi2 do not use these: their CDFs are
+`fgrad.scipy.special.gammainc` / `gammaincc`.
 
 Imports: `fgrad.core`, `fgrad.batching` and `fgrad.taylor` (rules), `fgrad.primitive`,
 `fgrad.numpy`, `fgrad.scipy.special`, and `scipy.special` for values.
 """
 
+import inspect
 import math
 
 import numpy as _np
@@ -146,37 +147,14 @@ def standardize(x, loc, scale):
     return (x - loc) / scale, scale, bad
 
 
-# --- CDF primitives: differentiable in the upper limit, refusing the shape parameters -------------
+# --- CDF primitives: the density in the upper limit, series in the shape parameters -------------
 
 
-def _refuse(name, params):
-    def raise_for(i):
-        who = params[i - 1]
-        return TypeError(
-            f"{name} is not differentiable in its shape parameter {who!r}: the regularized "
-            "incomplete gamma/beta function has no closed-form derivative in it, and fgrad "
-            f"does not guess one. Pass {who} as a constant (not a traced value); x, loc and "
-            "scale are differentiable."
-        )
-
-    def vjp(i):
-        def maker(ans, *args):
-            raise raise_for(i)
-
-        return maker
-
-    def jvp(i):
-        def rule(t, ans, *args):
-            raise raise_for(i)
-
-        return rule
-
-    return vjp, jvp
-
-
-def cdf_primitive(impl, density, name, params):
-    """A primitive `p(z, *shapes)` with value `impl(z, *shapes)` and derivative in z
-    `density(z, *shapes)` (fgrad ops); differentiating a shape parameter raises."""
+def cdf_primitive(impl, density, name, shape_partials):
+    """A primitive `p(z, *shapes)` with value `impl(z, *shapes)`, derivative in z
+    `density(z, *shapes)` and derivatives in the shapes `shape_partials(z, *shapes)` (a tuple,
+    one per shape; fgrad ops, so every order works). The shape partials are computed when a
+    rule needs them, all together (they share their series)."""
 
     def vjp_z(ans, z, *shapes):
         like = meta(z)
@@ -185,12 +163,24 @@ def cdf_primitive(impl, density, name, params):
     def jvp_z(t, ans, z, *shapes):
         return broadcast_like(t * density(z, *shapes), ans)
 
-    refuse_vjp, refuse_jvp = _refuse(name, params)
-    n = len(params)
+    def vjp_shape(i):
+        def maker(ans, z, *shapes):
+            like = meta(shapes[i])
+            return lambda ct: unbroadcast(ct * shape_partials(z, *shapes)[i], like)
+
+        return maker
+
+    def jvp_shape(i):
+        def rule(t, ans, z, *shapes):
+            return broadcast_like(t * shape_partials(z, *shapes)[i], ans)
+
+        return rule
+
+    n = len(inspect.signature(impl).parameters) - 1
     prim = defprimitive(
         impl,
-        vjp=(vjp_z,) + tuple(refuse_vjp(i + 1) for i in range(n)),
-        jvp=(jvp_z,) + tuple(refuse_jvp(i + 1) for i in range(n)),
+        vjp=(vjp_z,) + tuple(vjp_shape(i) for i in range(n)),
+        jvp=(jvp_z,) + tuple(jvp_shape(i) for i in range(n)),
         name=name,
     )
     _batching.rules[prim] = elementwise_batch_rule(prim)  # a ufunc of z and the shapes
@@ -268,28 +258,54 @@ def _neg(density):
     return lambda *args: -density(*args)
 
 
-def incomplete_gamma(name, param):
+def _gamma_partials(z, a):
+    """(d/da P(a, z),): special's series, 0 for z <= 0 (where P is 0 for every a)."""
+    return (sp._gammainc_da(a, fnp.maximum(z, 0.0)),)
+
+
+def _beta_partials(z, a, b):
+    """(d/da, d/db) of I(a, b, z): special's series (0 outside (0, 1), where I is 0 or 1)."""
+    return sp._betainc_dab(a, b, fnp.clip(z, 0.0, 1.0))
+
+
+def _negated(partials):
+    return lambda *args: tuple(-d for d in partials(*args))
+
+
+def _t_partials(z, df):
+    """(d/d df stdtr(df, z),). With x = df / (df + z^2), stdtr is 1 - I/2 for z > 0 and I/2
+    for z < 0, I = I(df/2, 1/2, x): its derivative is -+(dI/da / 2 + dI/dx dx/d df) / 2, where
+    dI/dx dx/d df = x^(df/2 - 1) |z| (df + z^2)^(-3/2) / B(df/2, 1/2) (the (1 - x)^(-1/2) of
+    dI/dx times the z^2 of dx/d df, finite at z = 0, where stdtr is 1/2 for every df)."""
+    r = df + z * z
+    x = df / r
+    a = 0.5 * df
+    da = sp._betainc_dab(a, 0.5, x)[0]
+    through_x = fnp.exp(sp.xlogy(a - 1.0, x) - sp.betaln(a, 0.5) - 1.5 * fnp.log(r)) * fnp.abs(z)
+    return (-0.5 * fnp.sign(z) * (0.5 * da + through_x),)
+
+
+def incomplete_gamma(name):
     """(P, Q): the lower and upper regularized incomplete gamma functions as primitives
-    `(z, a)`, differentiable in z; `name` and `param` name the public function and its shape
-    parameter in the error raised when `a` is differentiated."""
+    `(z, a)`, differentiable in z and a."""
     return (
-        cdf_primitive(_gammainc_impl, _gamma_density, name, (param,)),
-        cdf_primitive(_gammaincc_impl, _neg(_gamma_density), name, (param,)),
+        cdf_primitive(_gammainc_impl, _gamma_density, name, _gamma_partials),
+        cdf_primitive(_gammaincc_impl, _neg(_gamma_density), name, _negated(_gamma_partials)),
     )
 
 
-def incomplete_beta(name, params):
+def incomplete_beta(name):
     """(I, 1 - I): the regularized incomplete beta function and its complement as primitives
-    `(z, a, b)`, differentiable in z."""
+    `(z, a, b)`, differentiable in z, a and b."""
     return (
-        cdf_primitive(_betainc_impl, _beta_density, name, params),
-        cdf_primitive(_betaincc_impl, _neg(_beta_density), name, params),
+        cdf_primitive(_betainc_impl, _beta_density, name, _beta_partials),
+        cdf_primitive(_betaincc_impl, _neg(_beta_density), name, _negated(_beta_partials)),
     )
 
 
 def student_t(name):
-    """stdtr as a primitive `(z, df)`, differentiable in z."""
-    return cdf_primitive(_stdtr_impl, _t_density, name, ("df",))
+    """stdtr as a primitive `(z, df)`, differentiable in z and df."""
+    return cdf_primitive(_stdtr_impl, _t_density, name, _t_partials)
 
 
 def refuse_complex(who, **arguments):

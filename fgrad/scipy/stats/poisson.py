@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["cdf", "logcdf", "logpmf", "logsf", "pmf", "sf"]
 
 # The regularized incomplete gamma functions at (mu, n + 1), differentiated in mu.
-_P, _Q = incomplete_gamma("poisson", "k")
+_P, _Q = incomplete_gamma("poisson")
 
 
 def _setup(k, mu, loc, who):
