@@ -779,3 +779,23 @@ def test_float32_inputs_give_float32_derivatives(problem, data):
         g64 = leaves(fgrad.grad(f, argnums(args))(*args64))
         for a, b in zip(g32, g64):
             np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3 * (1 + np.abs(b).max()))
+
+
+@_settings(60)
+@given(
+    st.integers(1, 4),
+    hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
+    st.sampled_from([np.float64, np.float32, np.int64, np.complex128]),
+    st.data(),
+)
+def test_stack_is_numpys_stack_for_every_axis_shape_and_dtype(n, shape, dtype, data):
+    # fgrad.numpy.stack's implementation takes a shorter path than np.stack for arrays of one
+    # shape and dtype (shaping._stack_impl): the same values, dtype, shape and memory order
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    xs = [data.draw(hnp.arrays(dtype, shape)) for _ in range(n)]
+    if data.draw(st.booleans()) and shape == ():
+        xs = [x[()] for x in xs]  # NumPy scalars
+    got, want = fnp.stack(xs, axis=axis), np.stack(xs, axis=axis)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
