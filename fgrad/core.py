@@ -109,7 +109,9 @@ __all__ = [
     "is_foreign_array",
     "leave_phase",
     "live_levels",
+    "live_levels_of",
     "primal",
+    "processing_level",
     "refuse_lazy",
     "replacing",
     "shape_of",
@@ -179,6 +181,29 @@ def holds_box_of(x: Any, level: Level) -> bool:
             return True
         x = x.value
     return False
+
+
+def live_levels_of(leaves: Sequence[Any]) -> list[Level]:
+    """The live levels of the boxes in `leaves`, at any depth of a box's nesting."""
+    seen: dict[int, Level] = {}
+    for x in leaves:
+        while type(x) is Box:
+            if x.level.live:
+                seen[id(x.level)] = x.level
+            x = x.value
+    return list(seen.values())
+
+
+def processing_level(inputs: Sequence[Any], vals: Sequence[Any]) -> Level:
+    """The level applying a rule, given a primitive's inputs as bound and the values that level
+    was handed: each level strips its own boxes before the next outer one sees the arguments,
+    so it is the outermost level of `inputs` deeper than every live box in `vals`."""
+    left = max((lv.depth for lv in live_levels_of(vals)), default=-1)
+    return min((lv for lv in live_levels_of(inputs) if lv.depth > left), key=_depth)
+
+
+def _depth(level: Level) -> int:
+    return level.depth
 
 
 def shape_of(x: Any) -> tuple:

@@ -105,7 +105,15 @@ from . import batching, core, forward, taylor
 from . import numpy as fnp
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
-from .core import Box, Primitive, bind, holds_box_of, zeros_like_value
+from .core import (
+    Box,
+    Primitive,
+    bind,
+    holds_box_of,
+    live_levels_of,
+    processing_level,
+    zeros_like_value,
+)
 from .forward import PlaceholderLevel, PlaceholderRead, transpose_bprop
 from .numpy.shaping import batch_size, describe, every_row
 from .reverse import backward_pass
@@ -124,29 +132,8 @@ __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat", "tap_cotangent"]
 # --- which level applies a call's rule ------------------------------------------------------------
 
 
-def _live_levels(leaves):
-    """The live levels of the boxes in `leaves` (at any depth of a box's nesting)."""
-    seen = {}
-    for x in leaves:
-        while type(x) is Box:
-            if x.level.live:
-                seen[id(x.level)] = x.level
-            x = x.value
-    return list(seen.values())
-
-
 def _any_live(leaves):
     return any(type(x) is Box and (x.level.live or _any_live((x.value,))) for x in leaves)
-
-
-def _processing_level(inputs, vals):
-    """The level applying a rule, given the primitive's inputs as bound and the values that
-    level was handed: each level strips its own boxes before the next outer one sees the
-    arguments, so it is the outermost level of `inputs` deeper than every live box in `vals`."""
-    left = max((lv.depth for lv in _live_levels(vals)), default=-1)
-    return min(
-        (lv for lv in _live_levels(inputs) if lv.depth > left), key=operator.attrgetter("depth")
-    )
 
 
 # --- values being differentiated where a rule cannot see them -------------------------------------
@@ -353,7 +340,7 @@ class _Call:
         return self.output([_zeros(m) if c is None else c for c, m in zip(cts, self.out_metas)])
 
     def level(self, vals):
-        return _processing_level(self.inputs, vals)
+        return processing_level(self.inputs, vals)
 
     def bind(self, prim, leaves, **params):
         """Bind `prim` to `leaves` with this call as its parameter; the result as a pytree."""
@@ -1167,7 +1154,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         call = _CheckpointCall(fun, in_tree, who)
         outs = call.discover(leaves)
         inputs = [_as_numpy(x) for x in leaves] + call.captured
-        levels = _live_levels(inputs)
+        levels = live_levels_of(inputs)
         if not levels:
             return call.output(outs)
         if max(levels, key=operator.attrgetter("depth")).batches:
@@ -1317,7 +1304,7 @@ def _check_batched_closure(call, level, rules):
 def _custom_batch(args, dims, call):
     f, nondiff = call.f, call.nondiff_args()
     level = call.level(args)
-    if not any(lv.depth < level.depth for lv in _live_levels(call.inputs) if not lv.batches):
+    if not any(lv.depth < level.depth for lv in live_levels_of(call.inputs) if not lv.batches):
         # No transform outside this vmap differentiates the call, so nobody needs its rule:
         # the function runs on the batch, rows together (it may read values of this vmap).
         boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]

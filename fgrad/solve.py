@@ -37,7 +37,7 @@ import numpy as _np
 from . import batching, core, sparsity
 from . import numpy as fnp
 from .api import jvp, vjp
-from .core import Box, Primitive, bind, refuse_lazy
+from .core import Box, Primitive, bind, live_levels_of, processing_level, refuse_lazy
 from .numpy.shaping import describe
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -51,17 +51,6 @@ __all__ = ["custom_linear_solve", "custom_root"]
 
 
 # --- a user's function with its free variables made inputs ----------------------------------------
-
-
-def _live_levels(leaves):
-    """The live levels of the boxes in `leaves`, at any depth of a box's nesting."""
-    seen = {}
-    for x in leaves:
-        while type(x) is Box:
-            if x.level.live:
-                seen[id(x.level)] = x.level
-            x = x.value
-    return list(seen.values())
 
 
 def _levels_in(leaves):
@@ -107,7 +96,7 @@ class _Closed:
         # now) is not an input: its derivative would be lost. Its level has boxes in the
         # output but none among the parameters or x.
         known = present | _levels_in(tree_flatten(x)[0])
-        for lv in _live_levels(leaves):
+        for lv in live_levels_of(leaves):
             if not (lv.batches or lv.stages) and id(lv) not in known:
                 raise TypeError(
                     "the function of a solve read a value being differentiated that it did "
@@ -124,7 +113,7 @@ def _refuse_closure_under_vmap(who, out, captured):
     under which the vmap's rows are all one array, and the solve's primitive, bound without the
     vmap's box, would pair every row of it with one row's solution. Refused, as `_batch`
     refuses the other forms."""
-    inner = [lv.depth for lv in _live_levels(tree_flatten(out)[0]) if lv.batches]
+    inner = [lv.depth for lv in live_levels_of(tree_flatten(out)[0]) if lv.batches]
     for c in captured:
         level = c.level
         if level.live and not level.batches and any(depth > level.depth for depth in inner):
@@ -189,14 +178,6 @@ def _bind_call(prim, call, inputs):
         call.inputs = previous
 
 
-def _processing_level(inputs, vals):
-    """The level applying a rule: each level strips its own boxes before the next outer one
-    sees the arguments, so it is the outermost level of `inputs` deeper than every live box
-    left in `vals`."""
-    left = max((lv.depth for lv in _live_levels(vals)), default=-1)
-    return min((lv for lv in _live_levels(inputs) if lv.depth > left), key=lambda lv: lv.depth)
-
-
 _BY_ROW = (
     "the user's solver finds one solution at a time (it may be SciPy's, which cannot take a "
     "batch), and each row bound again lets a transform outside the vmap apply the rules"
@@ -221,7 +202,7 @@ _READS_BATCHED_JIT = (
 
 def batch_levels(leaves: Sequence[Any]) -> set[int]:
     """The ids of the live batching levels of the boxes in `leaves`."""
-    return {id(lv) for lv in _live_levels(leaves) if lv.batches}
+    return {id(lv) for lv in live_levels_of(leaves) if lv.batches}
 
 
 def _batch(prim, impl, args, dims, call):
@@ -232,12 +213,12 @@ def _batch(prim, impl, args, dims, call):
     batch itself instead: fgrad operations take all rows together, and a value read with
     NumPy (SciPy's solvers) is read row by row by the batching level (see `fgrad.batching`,
     "Reading rows"), which pairs the closure's rows with the arguments'."""
-    level = _processing_level(call.inputs, args)
-    differentiated = any(not (lv.batches or lv.stages) for lv in _live_levels(args))
+    level = processing_level(call.inputs, args)
+    differentiated = any(not (lv.batches or lv.stages) for lv in live_levels_of(args))
     if call.reads_batched and not differentiated:
         boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
         outs = impl(*boxed, call=call)
-        if any(not (lv.batches or lv.stages) for lv in _live_levels(outs)):
+        if any(not (lv.batches or lv.stages) for lv in live_levels_of(outs)):
             raise TypeError(_READS_BATCHED.format(who=call.who))
         values, out_dims = [], []
         for o in outs:
@@ -494,7 +475,7 @@ def custom_linear_solve(
     )
     call.reads_batched = bool(batch_levels(out_leaves))
     inputs = b_leaves + captured
-    if not _live_levels(inputs):
+    if not live_levels_of(inputs):
         return tree_unflatten(tree, list(_linear_impl(*inputs, call=call)))
     return tree_unflatten(tree, list(call.bind(b_leaves, captured)))
 
@@ -641,7 +622,7 @@ def root_of(
     call.solve_params = solve_params
     call.reads_batched = reads_batched
     params = list(params)
-    if not _live_levels(params):
+    if not live_levels_of(params):
         outs = _root_impl(*params, call=call)
     else:
         outs = call.bind(params)

@@ -47,10 +47,10 @@ from .. import core
 from .. import numpy as fnp
 from ..api import grad as _grad
 from ..api import jacfwd, jvp, value_and_grad
-from ..core import Box, refuse_lazy
+from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
 from ..numpy.shaping import describe
-from ..solve import _Closed, _discover, _live_levels, batch_levels, root_of
+from ..solve import _Closed, _discover, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
@@ -119,7 +119,9 @@ class _Problem:
             ([self.x0] if self.x0_param else []) + [leaves[i] for i in self.traced] + list(captured)
         )
         # derivatives are taken: a failed solve must not give a gradient
-        self.differentiated = any(not (lv.batches or lv.stages) for lv in _live_levels(self.params))
+        self.differentiated = any(
+            not (lv.batches or lv.stages) for lv in live_levels_of(self.params)
+        )
         self.results: list[Any] = []
 
     def start(self, params):
@@ -192,7 +194,7 @@ class _Problem:
         of `condition(x, params)` that SciPy finds (`solve`), and each of `values` (a name:
         a function of x and the parameters, as `fun`) is recomputed from that x; where they
         are not, the result is SciPy's as it is."""
-        if not _live_levels(self.params):
+        if not live_levels_of(self.params):
             scipy_solve(self.params)
             return self.result()
         x = self.solve(condition, scipy_solve, symmetric)
@@ -724,7 +726,7 @@ def fixed_point(
         p.results.append(x)
         return _np.asarray(x, dtype=_np.float64)
 
-    if not _live_levels(p.params):
+    if not live_levels_of(p.params):
         return scipy_solve(p.params)
     return p.solve(condition, scipy_solve, symmetric=False)
 
@@ -799,7 +801,7 @@ def root_scalar(
         p.check(bool(res.converged), res.flag, res)
         return _np.float64(res.root)
 
-    if not _live_levels(p.params):
+    if not live_levels_of(p.params):
         scipy_solve(p.params)
         return p.result()
     x = p.solve(scalar, scipy_solve, symmetric=True)
@@ -848,7 +850,7 @@ def brentq(
         p.check(bool(r.converged), r.flag, r)
         return _np.float64(x)
 
-    if not _live_levels(p.params):
+    if not live_levels_of(p.params):
         x = scipy_solve(p.params)
     else:
         x = p.solve(scalar, scipy_solve, symmetric=True)
