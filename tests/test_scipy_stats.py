@@ -149,6 +149,24 @@ def test_t_and_beta_cdfs_in_their_shape_parameters_against_mpmath(fname):
             assert float(got) == pytest.approx(float(want), rel=1e-9, abs=1e-13)
 
 
+def test_t_cdf_mixed_derivative_in_x_and_df_at_and_near_the_centre():
+    # d/dx of d/d df stdtr(df, x) at x = 0 and 1e-8 (where the incomplete-beta form of the df
+    # derivative loses its digits and its own derivative in x), in both orders, against mpmath
+    mpmath.mp.dps = 30
+
+    def stdtr(z, df):  # 1/2 + sign(z) I(1/2, df/2, z^2 / (df + z^2)) / 2: smooth through 0
+        y = z * z / (df + z * z)
+        half = mpmath.betainc(mpmath.mpf(1) / 2, df / 2, 0, y, regularized=True) / 2
+        return mpmath.mpf(1) / 2 + mpmath.sign(z) * half
+
+    for z, df in [(0.0, 3.0), (1e-8, 3.0), (0.0, 0.7), (-0.05, 40.0)]:
+        want = float(mpmath.diff(stdtr, (mpmath.mpf(z), mpmath.mpf(df)), (1, 1)))
+        x_then_df = grad(lambda d: grad(fst.t.cdf)(z, d))(df)
+        df_then_x = grad(lambda x: grad(fst.t.cdf, argnums=1)(x, df))(z)
+        assert float(x_then_df) == pytest.approx(want, rel=1e-10)
+        assert float(df_then_x) == pytest.approx(want, rel=1e-10)
+
+
 def _mp_gamma_cdfs(which, x, a):
     P = mpmath.gammainc(a, 0, x, regularized=True)
     Q = mpmath.gammainc(a, x, mpmath.inf, regularized=True)

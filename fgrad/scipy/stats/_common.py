@@ -273,16 +273,64 @@ def _negated(partials):
 
 
 def _t_partials(z, df):
-    """(d/d df stdtr(df, z),). With x = df / (df + z^2), stdtr is 1 - I/2 for z > 0 and I/2
-    for z < 0, I = I(df/2, 1/2, x): its derivative is -+(dI/da / 2 + dI/dx dx/d df) / 2, where
-    dI/dx dx/d df = x^(df/2 - 1) |z| (df + z^2)^(-3/2) / B(df/2, 1/2) (the (1 - x)^(-1/2) of
-    dI/dx times the z^2 of dx/d df, finite at z = 0, where stdtr is 1/2 for every df)."""
+    """(d/d df stdtr(df, z),), written two ways, each where it keeps its digits and its
+    derivatives: where (df + 1) z^2 / (2 df), the ratio of `_t_center_df`'s terms, is 0.01 or more
+    from the incomplete beta function; below from that series of stdtr about z = 0
+    (`_t_center_df`). (The
+    first way loses digits as z -> 0, where 1 - x = z^2 / (df + z^2) is rounded, and its own
+    derivative in z is wrong at z = 0: there sign(z) meets a branch of betainc.)"""
+    zv, dfv = value(z), value(df)
+    with _np.errstate(invalid="ignore"):
+        near = mask(zv * zv * (_np.abs(dfv) + 1.0) < 0.02 * _np.abs(dfv), z, df)
+    far = _np.logical_not(near)
+    out = None
+    if some(far):
+        zf = guard(far, z)
+        out = _t_partial_far(zf, df)
+    if some(near):
+        zn = guard(near, z, 0.0)
+        dfn = df if every(near) else fnp.where(near, df, 1.0)
+        close = fnp.broadcast_to(
+            _t_center_df(zn, dfn), _np.broadcast_shapes(shape_of(z), shape_of(df))
+        )
+        out = close if out is None else fnp.where(near, close, out)
+    return (out,)
+
+
+def _t_partial_far(z, df):
+    """With x = df / (df + z^2), stdtr is 1 - I/2 for z > 0 and I/2 for z < 0, I =
+    I(df/2, 1/2, x): its derivative in df is -+(dI/da / 2 + dI/dx dx/d df) / 2, where
+    dI/dx dx/d df = x^(df/2 - 1) z sign(z) (df + z^2)^(-3/2) / B(df/2, 1/2)."""
     r = df + z * z
     x = df / r
     a = 0.5 * df
     da = sp._betainc_dab(a, 0.5, x)[0]
-    through_x = fnp.exp(sp.xlogy(a - 1.0, x) - sp.betaln(a, 0.5) - 1.5 * fnp.log(r)) * fnp.abs(z)
-    return (-0.5 * fnp.sign(z) * (0.5 * da + through_x),)
+    through_x = fnp.exp(sp.xlogy(a - 1.0, x) - sp.betaln(a, 0.5) - 1.5 * fnp.log(r)) * z
+    return -0.5 * (fnp.sign(z) * (0.5 * da) + through_x)
+
+
+# terms of `_t_center_df`'s series: where their ratio is below 0.01 (`_t_partials`), the
+# next is below 1e-18 of the first
+_T_CENTER_TERMS = 9
+
+
+def _t_center_df(z, df):
+    """d/d df of stdtr(df, z) - 1/2 = d0 S, S = sum_k binom(-(df+1)/2, k) z^(2k+1) /
+    (df^k (2k+1)), the integral of the density d0 (1 + s^2/df)^(-(df+1)/2) from 0 (d0 its
+    value at 0): d0 (L' S + S'), L' = d log d0 / d df, each term of S' its term times the sum
+    of its factors' logarithmic derivatives."""
+    half = 0.5 * (df + 1.0)
+    log_d0 = sp.gammaln(half) - sp.gammaln(0.5 * df) - 0.5 * fnp.log(math.pi * df)
+    dlog_d0 = 0.5 * sp.digamma(half) - 0.5 * sp.digamma(0.5 * df) - 0.5 / df
+    u = z * z / df
+    term, dlog_term = fnp.ones_like(u), 0.0
+    total, dtotal = term * z, 0.0
+    for k in range(1, _T_CENTER_TERMS):
+        term = term * ((-half - (k - 1)) / k) * u
+        dlog_term = dlog_term + 0.5 / (half + (k - 1)) - 1.0 / df
+        total = total + term * z / (2 * k + 1)
+        dtotal = dtotal + term * dlog_term * z / (2 * k + 1)
+    return fnp.exp(log_d0) * (dlog_d0 * total + dtotal)
 
 
 def incomplete_gamma(name):
