@@ -401,9 +401,91 @@ def _uses_after(node: _Node) -> list:
     return uses
 
 
+def _op_key(op: tuple) -> tuple | None:
+    """What makes two recorded operations compute the same values: the primitive, the inputs
+    (slots; constants by value where they are numbers, else by identity) and the parameters
+    (numbers, strings, indices by value). None for an operation whose parameters hold any
+    other object (a custom rule's call, an index array): never taken for another."""
+    prim, ins, params, _, many, _ = op
+    refs = []
+    for r in ins:
+        t = type(r)
+        if t is int:
+            refs.append(r)
+        elif t is Const:
+            refs.append(("int", r.value))
+        elif t is float:
+            refs.append(("float", _np.float64(r).tobytes()))
+        else:
+            refs.append(("object", id(r)))
+    parts = []
+    for key, value in params.items():
+        if (
+            _is_literal(value)
+            or type(value) is slice
+            or (type(value) is tuple and all(type(v) in _INDEX_TYPES for v in value))
+        ):
+            parts.append((key, repr(value)))
+        else:
+            return None
+    return (prim, tuple(refs), tuple(parts), many)
+
+
+_INDEX_TYPES = (int, bool, slice, type(None), type(Ellipsis))
+
+
+def _without_repeats(node: _Node, subst: dict | None = None, seen: dict | None = None) -> _Node:
+    """A copy of the tree in which an operation already computed on the same inputs, earlier
+    in its path, is not computed again: later reads take the first one's slots. Forward-mode
+    and batched derivatives compute such repeats (a JVP under `vmap` reads `y[1]` for the value
+    and again for the tangent; odeint's sensitivities had 2 of 22), and a primitive's
+    implementation gives the same bits for the same inputs. An output that would come back as
+    the same array twice is copied, as distinct computations gave distinct arrays. Only for a
+    replay on plain values (see `_compile`)."""
+    subst = dict(subst or {})
+    seen = dict(seen or {})
+    items: list = []
+    for item in node.items:
+        if type(item) is tuple:
+            prim, ins, params, outs, many, source = item
+            if subst:
+                ins = tuple(subst.get(r, r) if type(r) is int else r for r in ins)
+                item = (prim, ins, params, outs, many, source)
+            key = _op_key(item)
+            if key is not None:
+                first = seen.get(key)
+                if first is not None:
+                    subst.update(zip(outs, first))
+                    continue
+                seen[key] = outs
+        elif item.slot in subst:
+            item = Guard(subst[item.slot], item.key, item.source, item.kind)
+        items.append(item)
+    if node.branch is None:
+        path = node.path
+        if subst:
+            outputs = tuple(subst.get(r, r) if type(r) is int else r for r in path.outputs)
+            fresh = tuple(
+                f or (o is not n and outputs.count(n) > 1)
+                for f, o, n in zip(path.fresh, path.outputs, outputs)
+            )
+            path = _Path(
+                path.items, outputs, fresh, path.out_tree, path.n_inputs, path.unsafe, path.settled
+            )
+        return _Node(items, path)
+    guard, children = node.branch
+    if guard.slot in subst:
+        guard = Guard(subst[guard.slot], guard.key, guard.source, guard.kind)
+    return _Node(
+        items, branch=(guard, [(k, _without_repeats(c, subst, seen)) for k, c in children])
+    )
+
+
 def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
     writer = _Writer(general)
-    writer.node(root, "    ", set(range(n_inputs)))
+    # Under an outer transform (`general`) a repeat stays: the transform's result depends on
+    # the structure (a gradient summed before one pullback rounds otherwise than two).
+    writer.node(root if general else _without_repeats(root), "    ", set(range(n_inputs)))
     params = ", ".join(f"v{i}" for i in range(n_inputs))
     source = "\n".join([f"def replay({params}):", *writer.lines]) + "\n"
     namespace = dict(writer.names)
@@ -666,6 +748,47 @@ class Jitted:
                 message = f"fgrad.jit({self._name}): {path.unsafe}"
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
         return out
+
+    def with_signature_of(self, *args) -> Callable:
+        """A function that calls this one on positional arguments of the signature of `args`
+        (arrays of the same shapes and dtypes, numbers of the same types, in the same places:
+        the caller vouches for it), looking the signature up once rather than at every call.
+        For fgrad's own loops over one function (odeint calls its right-hand side at every
+        step of the solver: the lookup was 1.3 of a 10 us call). `args` themselves are only
+        read for their signature; a function that needs more (keyword or static arguments,
+        pytrees, closure cells to check) gets this one itself."""
+        sigs: list = []
+        for x in args:
+            t = type(x)
+            if t is _np.ndarray:
+                sigs.append((x.shape, x.dtype))
+            elif t in _FAST_SCALARS:
+                sigs.append(t)
+            else:
+                return self
+        if self._has_state or self._static_argnums:
+            return self
+        key, fun, entry = tuple(sigs), self._fun, None
+
+        def call(*leaves):
+            nonlocal entry
+            if entry is None or entry.eager or core.watch is not None:
+                out = self(*leaves)  # the first call records; a watched one runs eagerly
+                entry = self._cache.get(key)
+                return out
+            replay = entry.replay
+            if replay is None:
+                with self._lock:
+                    replay = entry.replay = _compile(
+                        entry.root, entry.n_inputs, entry.general, self._name
+                    )
+            try:
+                return replay(*leaves)
+            except _Miss as miss:
+                return self._again(entry, leaves, lambda xs: (tuple(xs), {}), miss)
+
+        call.__wrapped__ = fun  # type: ignore[attr-defined]
+        return call
 
     def _again(self, entry, leaves, rebuild, miss):
         """A replay missed a guard: run the function again, recording its path."""

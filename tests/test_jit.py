@@ -687,3 +687,47 @@ def test_the_replay_source_is_a_straight_line_program():
     assert source.startswith("def replay(v0):")
     assert "while" not in source and "for " not in source
     assert "del " in source  # intermediates are freed at their last use
+
+
+def test_a_repeated_operation_is_computed_once_on_plain_values_only():
+    def f(x):
+        a, b = fnp.sin(x[1:]), fnp.sin(x[1:])  # two computations of one value
+        return a, b, a * b + fnp.sin(x[1:])
+
+    jitted = fgrad.jit(f)
+    x = rng.normal(size=4)
+    jitted(x)
+    source = jitted.record_source(x)
+    assert source.count("= f") == 4  # x[1:], sin, multiply, add: not 3 slices and 3 sines
+    for _ in range(2):
+        x = rng.normal(size=4)
+        out, want = jitted(x), f(x)
+        for o, w in zip(out, want):
+            assert o.tobytes() == w.tobytes()
+        out[0][0] = 7.0  # two outputs computed apart are two arrays, as eager gives
+        assert out[1][0] == want[1][0]
+    # Under an outer transform every operation stays: its derivative's rounding depends on
+    # how many times each was applied (grad(jit f) equals grad f bit for bit).
+    loss = lambda x: fnp.sum(f(x)[2])
+    grad_jit, grad = fgrad.grad(fgrad.jit(loss)), fgrad.grad(loss)
+    for _ in range(3):
+        x = rng.normal(size=4)
+        assert grad_jit(x).tobytes() == grad(x).tobytes()
+
+
+def test_a_call_with_the_signature_looked_up_once_replays_and_follows_branches():
+    calls = []
+
+    def f(x, s):
+        calls.append(1)
+        return fnp.sin(x) * s if s > 0 else fnp.cos(x) * s
+
+    jitted = fgrad.jit(f)
+    x = rng.normal(size=3)
+    call = jitted.with_signature_of(x, 0.5)
+    for s in [0.5, 2.0, -1.0, 3.0, -2.0]:
+        x = rng.normal(size=3)
+        assert call(x, s).tobytes() == f(x, s).tobytes()
+    assert len(calls) == 2 + 5  # one recording per branch, and the five eager calls above
+    # what the lookup needs beyond positional arrays and numbers: the jitted function itself
+    assert jitted.with_signature_of([x], 0.5) is jitted

@@ -17,6 +17,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -296,7 +297,9 @@ def _reshape_vjp(ans, x, shape):
 
 
 def _reshape_impl(x, shape):
-    if type(x) is _np.ndarray or not is_foreign_array(x):
+    if type(x) is _np.ndarray:
+        return x.reshape(shape)  # the method: 0.15 us, where np.reshape's dispatch takes 0.8
+    if not is_foreign_array(x):
         return _np.reshape(x, shape)
     # Dask reshapes only where chunks merge or split evenly. Every axis but the first in one
     # chunk makes most reshapes do; the rest take the whole array in one chunk (still lazy,
@@ -1352,11 +1355,17 @@ def _stack_impl(xs, axis):
                 if axis == 0:
                     return _np.array(xs)
                 if first.size <= 16:  # small: one array, its new axis moved, copied in order
-                    order = (*range(1, axis + 1), 0, *range(axis + 1, len(shape) + 1))
-                    return _np.array(xs).transpose(order).copy()
+                    return _np.array(xs).transpose(_moved_first(len(shape), axis)).copy()
                 index = (slice(None),) * axis + (None,)  # large: no strided copy
                 return _np.concatenate([x[index] for x in xs], axis=axis)
     return _np.stack(xs, axis=axis)
+
+
+@functools.lru_cache(maxsize=64)
+def _moved_first(ndim: int, axis: int) -> tuple:
+    """The transposition that moves axis 0 of an array of `ndim + 1` axes to `axis` (kept:
+    building it cost as much as the rest of a small stack)."""
+    return (*range(1, axis + 1), 0, *range(axis + 1, ndim + 1))
 
 
 _stack_p = _joining("stack", _stack_impl, _stack_fprop)

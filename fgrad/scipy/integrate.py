@@ -332,73 +332,74 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
     """SciPy's LSODA on plain values: the state's leaves, the time points, then the arguments;
     the solution as one float64 array (time points, the leaves' entries one after another)."""
     leaves, t, args = values[:n_leaves], values[n_leaves], values[n_leaves + 1 :]
-    shapes = [_np.shape(v) for v in leaves]
-    bounds = [int(b) for b in _np.cumsum([0] + [int(_np.prod(s)) for s in shapes])]
-    # each leaf's part of the state vector: (its slice, its shape), or its index for a scalar
-    parts = [(slice(lo, hi), s) if s else lo for lo, hi, s in zip(bounds[:-1], bounds[1:], shapes)]
+    shapes = tuple(_np.shape(v) for v in leaves)
+    y0 = (
+        _np.concatenate([_np.ravel(_np.asarray(primal(v), dtype=_np.float64)) for v in leaves])
+        if leaves
+        else _np.zeros(0)
+    )
+    replayed = _replayed(rhs, tree, shapes)
+    f: Any = None
 
-    def split(vec):
-        return [vec[p] if type(p) is int else vec[p[0]].reshape(p[1]) for p in parts]
+    def first(y, s):
+        # The first step records `rhs` on these values (jit); every later one replays the
+        # record by a call that looks its signature up no more.
+        nonlocal f
+        out = replayed(y, s, *args)
+        f = replayed.with_signature_of(y, s, *args)
+        return out
 
-    def join(vals):
-        if not vals:
-            return _np.zeros(0)
-        return _np.concatenate(
-            [
-                v.ravel()
-                if type(v) is _np.ndarray and v.dtype == _np.float64
-                else _np.ravel(_np.asarray(primal(v), dtype=_np.float64))
-                for v in vals
-            ]
-        )
-
-    replayed = _replayed(rhs, tree, len(leaves))
-
-    def f(y, s):
-        return join(replayed(*split(y), s, *args))
-
-    if len(shapes) == 1:  # one leaf (SciPy's state vector): the same, with fewer calls
-        (shape,) = shapes
-
-        def f(y, s):
-            (out,) = replayed(y.reshape(shape) if shape else y[0], s, *args)
-            return _np.asarray(primal(out), dtype=_np.float64).ravel()
+    def step(y, s):
+        out = first(y, s) if f is None else f(y, s, *args)
+        return out if type(out) is _np.ndarray else _np.asarray(primal(out), dtype=_np.float64)
 
     opts_ = dict(opts.forward)
     if opts_.get("Dfun") is not None:
         opts_["Dfun"] = opts_["Dfun"].bind(args)
-    return _si.odeint(f, join(leaves), _np.asarray(t, dtype=_np.float64), **opts_)
+    return _si.odeint(step, y0, _np.asarray(t, dtype=_np.float64), **opts_)
 
 
-def _replayed(rhs, tree, n_leaves):
-    """`rhs` as a function of the state's leaves, the time and the arguments, returning the
-    derivative's leaves, under `jit`, kept on `rhs`: the solver calls it at every step with
-    values of the same shapes, so it is recorded at the first step and replayed at the others
-    (for the adjoint system, the whole vector-Jacobian product of the user's function is one
-    recorded program). A replay computes exactly what a call would."""
+def _replayed(rhs, tree, shapes):
+    """`rhs` as a function of the state vector (SciPy's: the leaves' entries one after
+    another, in float64), the time and the arguments, returning the derivative as such a
+    vector, under `jit`, kept on `rhs`: the solver calls it at every step with values of the
+    same shapes, so it is recorded at the first step and replayed at the others (for the
+    adjoint system, the whole vector-Jacobian product of the user's function is one recorded
+    program; the state's split into leaves and the derivative's join are in the record too).
+    A replay computes exactly what a call would."""
     cache = rhs.__dict__.setdefault("replayed", {})
-    found = cache.get((tree, n_leaves))
+    found = cache.get((tree, shapes))
     if found is None:
-        found = cache[(tree, n_leaves)] = jit(_FlatRhs(rhs, tree, n_leaves))
+        found = cache[(tree, shapes)] = jit(_VectorRhs(rhs, tree, shapes))
         # A user's function that branches on many values just runs eagerly: the user did not
         # ask for jit, so jit's warnings (which suggest changing the jitted call) stay silent.
         found._warned = True
     return found
 
 
-class _FlatRhs:
-    """`rhs` of the state's leaves, the time and the arguments, returning the derivative's
-    leaves. An object rather than a closure: `jit` checks a function's closure cells at every
-    call (a rebound one records again), and these never change."""
+class _VectorRhs:
+    """`rhs` of the state vector, the time and the arguments, returning the derivative as a
+    vector (see `_replayed`). An object rather than a closure: `jit` checks a function's
+    closure cells at every call (a rebound one records again), and these never change."""
 
-    def __init__(self, rhs, tree, n_leaves):
-        self.rhs, self.tree, self.n_leaves = rhs, tree, n_leaves
+    def __init__(self, rhs, tree, shapes):
+        self.rhs, self.tree = rhs, tree
         self.__name__ = getattr(rhs, "__name__", "odeint's right-hand side")
+        sizes = [int(_np.prod(s)) for s in shapes]
+        bounds = _np.cumsum([0, *sizes]).tolist()
+        # each leaf's part of the state vector: its index for a scalar, else (slice, shape)
+        self.parts = [
+            (slice(lo, hi), shape) if shape else lo
+            for lo, hi, shape in zip(bounds[:-1], bounds[1:], shapes)
+        ]
 
-    def __call__(self, *values):
-        n = self.n_leaves
-        y = tree_unflatten(self.tree, list(values[:n]))
-        return tuple(tree_flatten(self.rhs(y, values[n], *values[n + 1 :]))[0])
+    def __call__(self, vec, t, *args):
+        leaves = [vec[p] if type(p) is int else fnp.reshape(vec[p[0]], p[1]) for p in self.parts]
+        out = self.rhs(tree_unflatten(self.tree, leaves), t, *args)
+        flat = [fnp.ravel(fnp.asarray(o, dtype=_np.float64)) for o in tree_flatten(out)[0]]
+        if not flat:
+            return _np.zeros(0)
+        return flat[0] if len(flat) == 1 else fnp.concatenate(flat)
 
 
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
