@@ -870,8 +870,15 @@ def astype(
 
 
 def _has_array_index(idx):
-    parts = idx if isinstance(idx, tuple) else (idx,)
-    return any(isinstance(p, (list, _np.ndarray)) and _np.asarray(p).dtype != bool for p in parts)
+    for p in idx if type(idx) is tuple else (idx,):
+        if type(p) in _BASIC_INDEX:  # the common parts, without a call (gradients of x[1:])
+            continue
+        if isinstance(p, (list, _np.ndarray)) and _np.asarray(p).dtype != bool:
+            return True
+    return False
+
+
+_BASIC_INDEX = frozenset((slice, int, type(None), type(Ellipsis)))
 
 
 def _getitem_vjp(ans, x, idx):
@@ -1093,9 +1100,14 @@ def _cast(a, dtype):
 
 
 def _index_add(x, v, idx):
-    if is_foreign_array(v) or is_foreign_array(x):
+    if type(x) is _np.ndarray:
+        if type(v) is not _np.ndarray and is_foreign_array(v):
+            return _index_add_foreign(x, v, idx)
+        out = x.copy(order="K")  # never write into the caller's array (its layout kept)
+    elif is_foreign_array(v) or is_foreign_array(x):
         return _index_add_foreign(x, v, idx)
-    out = _np.array(x, copy=True)  # never write into the caller's array
+    else:
+        out = _np.array(x, copy=True)
     v = _np.asarray(v, dtype=out.dtype)
     if _has_array_index(idx):
         if not _bincount_add(out, v, idx):
