@@ -774,9 +774,23 @@ def _pass_tangent(t, ans, x, y):
     return t
 
 
+def _sum_of(x: Any, y: Any) -> Any:
+    """x + y, the sum of two cotangents (or tangents): `np.add`, but for two NumPy scalars of
+    one float or complex type NumPy's scalar arithmetic (Python's `+`: 0.04 us, where the
+    ufunc takes 0.5 to make arrays of them; a gradient of a scalar function sums one per use
+    of an input), which gives the same IEEE sum and type."""
+    kind = type(x)
+    if kind is type(y) and kind in _SCALAR_SUMS:
+        return x + y
+    return _np.add(x, y)
+
+
+_SCALAR_SUMS = frozenset((_np.float64, _np.float32, _np.complex128, _np.complex64))
+
+
 add_any = Primitive(
     "add_any",
-    _np.add,
+    _sum_of,
     vjps=(_identity_bprop, _identity_bprop),
     jvps=(_pass_tangent, _pass_tangent),
 )

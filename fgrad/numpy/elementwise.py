@@ -329,10 +329,22 @@ divide = defprimitive(
 )
 true_divide = divide
 
+
+def _negative(x):
+    """`np.negative`, but a NumPy float scalar by its own arithmetic (`-x`: 0.02 us, where the
+    ufunc takes 0.14; the derivative of cos, `-sin(x)`, is one per use), the same value."""
+    if type(x) in _SCALAR_FLOATS:
+        return -x
+    return _np.negative(x)
+
+
+_SCALAR_FLOATS = frozenset((_np.float64, _np.float32, _np.complex128, _np.complex64))
+
 negative: UnaryFunction = defunary(
-    _np.negative,
+    _negative,
     vjp=lambda ans, x: negative,
     jvp=lambda t, ans, x: negative(t),
+    name="negative",
 )
 
 
