@@ -67,10 +67,10 @@ def register_rules(
     *,
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
+    replace: bool = False,
 ) -> None:
     """Register `prim`'s batching rule and/or its Taylor rule: the one place where either is
-    registered (the builders' `batch=` and `taylor=` keywords come here too). A rule registered
-    again replaces the one before.
+    registered (the builders' `batch=` and `taylor=` keywords come here too).
 
     Parameters
     ----------
@@ -91,6 +91,10 @@ def register_rules(
         of its output (a tuple; None for all zero), or, for several outputs, a tuple of values
         and a tuple of coefficient tuples. Without one, `jet` derives the coefficients from
         the forward rule (`fgrad.taylor.general_rule`), at a cost cubic in K.
+    replace : bool, default False
+        Replace a rule of the same kind registered before. Without it, a second registration
+        is refused: two declarations of one primitive's rule, the later one silently winning,
+        are a mistake until shown otherwise.
 
     Both rules are written in fgrad operations, so that the levels outside trace them.
 
@@ -127,7 +131,17 @@ def register_rules(
                 f"register_rules({prim.name!r}): {keyword}= is a {type(rule).__name__} "
                 f"({rule!r}), not callable; give a function {signature}"
             )
-    # both checked before either is written: a refused call registers nothing
+    for keyword, rule, table in (
+        ("batch", batch, _batching.rules),
+        ("taylor", taylor, _taylor.rules),
+    ):
+        if rule is not None and not replace and prim in table:
+            raise ValueError(
+                f"register_rules({prim.name!r}): {keyword}= is given, but the primitive has "
+                f"that rule already ({getattr(table[prim], '__qualname__', table[prim])}); pass "
+                "replace=True to replace it"
+            )
+    # all checked before anything is written: a refused call registers nothing
     if batch is not None:
         _batching.rules[prim] = batch
     if taylor is not None:

@@ -117,6 +117,21 @@ def writes_into_tables(source: str, module: str, is_package: bool = False) -> li
     return sorted(found)
 
 
+def test_every_rule_is_registered_through_register_rules():
+    offences = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.parent == PACKAGE and path.name in OWNERS:
+            continue
+        source = path.read_text(encoding="utf-8")
+        module = _module_name(path)
+        for line, what in writes_into_tables(source, module, path.name == "__init__.py"):
+            offences.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {what}")
+    assert not offences, (
+        "batching and Taylor rules are registered by fgrad.primitive.register_rules (or a "
+        "builder's batch=/taylor= keywords), not written into the tables:\n" + "\n".join(offences)
+    )
+
+
 @pytest.mark.parametrize(
     "source",
     [
@@ -182,6 +197,26 @@ def test_register_rules_refuses_a_rule_that_is_not_callable(which):
     with pytest.raises(TypeError, match=rf"needs_a_callable_rule.*{which}.*str.*not callable"):
         register_rules(prim, **{which: "a rule"})
     assert prim not in batching.rules and prim not in taylor.rules
+
+
+def test_register_rules_refuses_a_second_rule_unless_told_to_replace():
+    prim = _fresh_primitive("declared_twice")
+
+    def first(args, dims):
+        return args[0], dims[0]
+
+    def second(args, dims):
+        return args[0], dims[0]
+
+    register_rules(prim, batch=first)
+    try:
+        with pytest.raises(ValueError, match=r"declared_twice.*batch=.*first.*replace=True"):
+            register_rules(prim, batch=second, taylor=lambda primals, series: (primals[0], None))
+        assert batching.rules[prim] is first and prim not in taylor.rules  # nothing written
+        register_rules(prim, batch=second, replace=True)
+        assert batching.rules[prim] is second
+    finally:
+        del batching.rules[prim]
 
 
 def test_register_rules_refuses_what_is_not_a_primitive():
