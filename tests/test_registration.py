@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import numpy as np
 import pytest
 
 import fgrad
@@ -256,3 +257,35 @@ def test_every_builder_takes_the_rules_as_keywords():
     finally:
         for prim in made:
             del batching.rules[prim], taylor.rules[prim]
+
+
+def test_a_user_primitives_rules_given_as_keywords_are_the_ones_vmap_and_jet_apply():
+    import fgrad.numpy as fnp
+
+    used = []
+
+    def batch(args, dims):
+        used.append("batch")
+        return cube(args[0]), dims[0]  # elementwise: all rows in one call
+
+    def series(primals, series):
+        used.append("taylor")
+        (x,), (s,) = primals, series
+        x1 = s[0]  # order 1 only: d(x^3) = 3 x^2 dx
+        return cube(x), (3.0 * x * x * x1,)
+
+    def fprop(x):
+        return x * x * x, lambda ct: (3.0 * ct * x * x,)
+
+    cube = primitive(fprop, name="cube_with_rules", batch=batch, taylor=series)
+    try:
+        xs = np.array([1.0, 2.0, -0.5])
+        np.testing.assert_array_equal(fgrad.vmap(cube)(xs), xs**3)
+        assert used == ["batch"]  # not one row at a time
+        y0, (y1,) = fgrad.jet(cube, (2.0,), ((0.5,),))
+        assert (float(y0), float(y1)) == (8.0, 6.0)
+        assert used == ["batch", "taylor"]  # not the general rule
+        assert float(fgrad.grad(cube)(2.0)) == 12.0  # the derivative is still the fprop's
+        assert fnp.allclose(fgrad.vmap(fgrad.grad(cube))(xs), 3 * xs**2)
+    finally:
+        del batching.rules[cube.primitive], taylor.rules[cube.primitive]
