@@ -86,8 +86,9 @@ with its rule too: with the bprop in fgrad operations, derivatives of every orde
 >>> float(fgrad.grad(fgrad.grad(root))(2.0))  # -6 y (dy/dx)**3
 -0.09375
 
-Imports: `fgrad.core`, `fgrad.reverse`, `fgrad.tree_util`, `fgrad.numpy` (to cast cotangents
-differentiably) and `fgrad.api` (`checkpoint` re-runs its function under `vjp` and `jvp`).
+Imports: `fgrad.core`, `fgrad.primitive` (registering rules), `fgrad.reverse`,
+`fgrad.tree_util`, `fgrad.numpy` (to cast cotangents differentiably) and `fgrad.api`
+(`checkpoint` re-runs its function under `vjp` and `jvp`).
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ from .core import (
 )
 from .forward import PlaceholderLevel, PlaceholderRead, transpose_bprop
 from .numpy.shaping import batch_size, describe, every_row
+from .primitive import register_rules
 from .reverse import backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 from .vmapping import vmap
@@ -1372,12 +1374,6 @@ def _tap_batch(args, dims, call):
     return _batched_outputs(tap_cotangent(tree_unflatten(call.out_tree, rows), on_rows))
 
 
-batching.rules[custom_vjp_call] = _custom_batch
-batching.rules[custom_jvp_call] = _custom_batch
-batching.rules[checkpoint_p] = _checkpoint_batch
-batching.rules[tap_cotangent_p] = _tap_batch
-
-
 # --- Taylor mode (jet) ----------------------------------------------------------------------------
 # A custom call's Taylor coefficients come from its rule, by the general rule of `fgrad.taylor`
 # (y' = J(x) x' solved order by order): custom_jvp's J x' is the user's jvp rule, custom_vjp's
@@ -1513,7 +1509,7 @@ def _same_custom_call(params, other):
 
 taylor.same_params[custom_jvp_call] = _same_custom_call
 taylor.same_params[custom_vjp_call] = _same_custom_call
-taylor.rules[custom_jvp_call] = _custom_jvp_taylor
-taylor.rules[custom_vjp_call] = _custom_vjp_taylor
-taylor.rules[checkpoint_p] = _checkpoint_taylor
-taylor.rules[tap_cotangent_p] = _tap_taylor
+register_rules(custom_vjp_call, batch=_custom_batch, taylor=_custom_vjp_taylor)
+register_rules(custom_jvp_call, batch=_custom_batch, taylor=_custom_jvp_taylor)
+register_rules(checkpoint_p, batch=_checkpoint_batch, taylor=_checkpoint_taylor)
+register_rules(tap_cotangent_p, batch=_tap_batch, taylor=_tap_taylor)

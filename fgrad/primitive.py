@@ -18,11 +18,14 @@ Every rule receives, after the tangent (forward) or nothing (a reverse rule's ma
 at forward time), the primitive's output and then its inputs: `(t, ans, *args, **params)` and
 `(ans, *args, **params)`.
 
-Builders register the Taylor rules that follow from what they know: a linear primitive's
-coefficients are the primitive applied to each, a bilinear one's are sums of products
-(`fgrad.taylor`).
+The rules of the other transforms, a batching rule (`vmap`) and a Taylor rule (`jet`), are
+registered by `register_rules`, the one place that writes their tables, or by a builder's
+`batch=` and `taylor=` keywords, which pass them on to it, so that a primitive built in one block
+declares all its rules there. Builders register the Taylor rules that follow from what they know:
+a linear primitive's coefficients are the primitive applied to each, a bilinear one's are sums of
+products (`fgrad.taylor`).
 
-Imports: `fgrad.core`, `fgrad.taylor`.
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
-from . import taylor
+from . import batching as _batching
+from . import taylor as _taylor
 from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
 
 if TYPE_CHECKING:
@@ -47,7 +51,107 @@ if TYPE_CHECKING:
         def __call__(self, x: Any, /) -> Any: ...
 
 
-__all__ = ["defbilinear", "deflinear", "defprimitive", "defunary", "nondiff", "primitive"]
+__all__ = [
+    "defbilinear",
+    "deflinear",
+    "defprimitive",
+    "defunary",
+    "nondiff",
+    "primitive",
+    "register_rules",
+]
+
+
+def register_rules(
+    prim: Primitive | NondiffPrimitive,
+    *,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
+    replace: bool = False,
+) -> None:
+    """Register `prim`'s batching rule and/or its Taylor rule: the one place where either is
+    registered (the builders' `batch=` and `taylor=` keywords come here too).
+
+    Parameters
+    ----------
+    prim : Primitive or NondiffPrimitive
+        The primitive itself (for a function made by `defunary` or `primitive`, its
+        `.primitive`).
+    batch : callable, optional
+        `vmap`'s rule (`fgrad.batching`): `batch(args, dims, **params) -> (out, out_dim)`.
+        `args` are the values under the batching level's boxes, `dims[i]` the batch axis of
+        `args[i]` (None for an argument that is the same for every row); it returns the result
+        for all rows and its batch axis (None when the same for every row), or, for several
+        outputs, a tuple of results and a tuple of axes. Without one, `vmap` applies the
+        primitive one row at a time.
+    taylor : callable, optional
+        `jet`'s rule (`fgrad.taylor`): `taylor(primals, series, **params) -> (ans, out_series)`.
+        `series[i]` is the tuple of the K normalized Taylor coefficients of input i (None for an
+        input that is constant there); it returns the primitive's value and the K coefficients
+        of its output (a tuple; None for all zero), or, for several outputs, a tuple of values
+        and a tuple of coefficient tuples. Without one, `jet` derives the coefficients from
+        the forward rule (`fgrad.taylor.general_rule`), at a cost cubic in K.
+    replace : bool, default False
+        Replace a rule of the same kind registered before. Without it, a second registration
+        is refused: two declarations of one primitive's rule, the later one silently winning,
+        are a mistake until shown otherwise.
+
+    Both rules are written in fgrad operations, so that the levels outside trace them.
+
+    Examples
+    --------
+    >>> import numpy as np, fgrad
+    >>> twice = deflinear(lambda x: 2.0 * x, lambda ans, x: lambda ct: 2.0 * ct, name="twice")
+    >>> register_rules(twice, batch=lambda args, dims: (twice(args[0]), dims[0]))
+    >>> fgrad.vmap(twice)(np.arange(3.0))
+    array([0., 2., 4.])
+    """
+    if not isinstance(prim, (Primitive, NondiffPrimitive)):
+        held = getattr(prim, "primitive", None)
+        hint = (
+            f"; pass its primitive, {getattr(prim, '__name__', 'f')}.primitive"
+            if isinstance(held, (Primitive, NondiffPrimitive))
+            else ""
+        )
+        raise TypeError(
+            f"register_rules: the first argument must be a Primitive or NondiffPrimitive, "
+            f"not a {type(prim).__name__} ({prim!r}){hint}"
+        )
+    if batch is None and taylor is None:
+        raise TypeError(
+            f"register_rules({prim.name!r}): nothing to register; give batch= (a batching "
+            "rule), taylor= (a Taylor rule), or both"
+        )
+    for keyword, rule, signature in (
+        ("batch", batch, "batch(args, dims, **params) -> (out, out_dim)"),
+        ("taylor", taylor, "taylor(primals, series, **params) -> (ans, out_series)"),
+    ):
+        if rule is not None and not callable(rule):
+            raise TypeError(
+                f"register_rules({prim.name!r}): {keyword}= is a {type(rule).__name__} "
+                f"({rule!r}), not callable; give a function {signature}"
+            )
+    for keyword, rule, table in (
+        ("batch", batch, _batching.rules),
+        ("taylor", taylor, _taylor.rules),
+    ):
+        if rule is not None and not replace and prim in table:
+            raise ValueError(
+                f"register_rules({prim.name!r}): {keyword}= is given, but the primitive has "
+                f"that rule already ({getattr(table[prim], '__qualname__', table[prim])}); pass "
+                "replace=True to replace it"
+            )
+    # all checked before anything is written: a refused call registers nothing
+    if batch is not None:
+        _batching.rules[prim] = batch
+    if taylor is not None:
+        _taylor.rules[prim] = taylor
+
+
+def _register_given(prim, batch, taylor):
+    """A builder's `batch=` and `taylor=`, registered if given."""
+    if batch is not None or taylor is not None:
+        register_rules(prim, batch=batch, taylor=taylor)
 
 
 def primitive(
@@ -56,6 +160,8 @@ def primitive(
     jvp: Callable[..., Any] | None = None,
     name: str | None = None,
     multiple_results: bool = False,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
 ) -> Callable[..., Any]:
     """Register a differentiable operation from its fprop (usable as a decorator).
 
@@ -74,6 +180,10 @@ def primitive(
     multiple_results : bool, default False
         `ans` is a tuple of outputs; the bprop receives a list with one cotangent per output
         (None for an output that was not used) and `jvp` returns one tangent per output.
+    batch, taylor : callable, optional
+        Its batching rule (`vmap`) and Taylor rule (`jet`), as `register_rules` takes them.
+        Without them, `vmap` applies the operation one row at a time and `jet` derives the
+        Taylor coefficients from the forward rule.
 
     Returns
     -------
@@ -98,7 +208,7 @@ def primitive(
     [0.0, 1.0]
     """
 
-    def register(fn):
+    def make(fn):
         def impl(*args, **params):
             return fn(*args, **params)[0]
 
@@ -118,9 +228,10 @@ def primitive(
             return bind(prim, args, params)
 
         apply.primitive = prim
+        _register_given(prim, batch, taylor)
         return apply
 
-    return register(fprop) if fprop is not None else register
+    return make(fprop) if fprop is not None else make
 
 
 def defprimitive(
@@ -128,15 +239,21 @@ def defprimitive(
     vjp: Callable[..., Any] | tuple[Callable[..., Any] | None, ...] | None,
     jvp: Callable[..., Any] | tuple[Callable[..., Any] | None, ...] | None,
     name: str | None = None,
+    *,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
 ) -> Primitive:
     """A built-in primitive from per-input rules (see `fgrad.core.Primitive`).
 
-    `vjp` and `jvp` are one rule for a one-input primitive or a tuple with one per input.
+    `vjp` and `jvp` are one rule for a one-input primitive or a tuple with one per input;
+    `batch` and `taylor` its batching and Taylor rules (`register_rules`).
     """
     vjps = vjp if type(vjp) is tuple else (vjp,)
     jvps = jvp if type(jvp) is tuple else (jvp,)
     # mypy cannot tell that a rule is never a tuple subclass, which the tests above leave wrapped
-    return Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)  # type: ignore[arg-type]
+    prim = Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)  # type: ignore[arg-type]
+    _register_given(prim, batch, taylor)
+    return prim
 
 
 def _as_function(prim):
@@ -164,6 +281,8 @@ def defunary(
     jvp: Callable[[Any, Any, Any], Any] | None = None,
     name: str | None = None,
     namespace: dict[str, Any] | None = None,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
 ) -> UnaryFunction:
     """An elementwise primitive of one argument without parameters (sin, exp, ...), returned as
     a plain function (see `_as_function`).
@@ -177,6 +296,8 @@ def defunary(
     whose names it uses as `namespace` (its `globals()`): it is then written into both rules
     (`_inlined_rules`), which saves the call of a derivative function in every bprop, about 5%
     of a chain of small operations (benchmarks/bench_peers.py, chain10).
+
+    `batch` and `taylor` are its batching and Taylor rules (`register_rules`).
 
     >>> import numpy as np, fgrad
     >>> cube = defunary(lambda x: x ** 3, lambda ans, x: 3.0 * x * x, name="cube")
@@ -200,7 +321,7 @@ def defunary(
         def jvp(t, ans, x):
             return t * derivative(ans, x)
 
-    return _as_function(defprimitive(impl, vjp, jvp, name))
+    return _as_function(defprimitive(impl, vjp, jvp, name, batch=batch, taylor=taylor))
 
 
 def _inlined_rules(expression: str, name: str, namespace: dict[str, Any]) -> tuple[Any, Any]:
@@ -220,11 +341,18 @@ def _inlined_rules(expression: str, name: str, namespace: dict[str, Any]) -> tup
 
 
 def deflinear(
-    impl: Callable[..., Any], transpose: Callable[..., Any], name: str | None = None
+    impl: Callable[..., Any],
+    transpose: Callable[..., Any],
+    name: str | None = None,
+    *,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
 ) -> Primitive:
     """A primitive linear in its one input (reshapes, sums, FFTs, ...): the forward rule is the
     primitive itself applied to the tangent, with the same parameters. `transpose(ans, x,
-    **params) -> (ct -> cotangent of x)` is the reverse rule: the transposed map.
+    **params) -> (ct -> cotangent of x)` is the reverse rule: the transposed map. Its Taylor
+    rule is `fgrad.taylor.linear_rule` unless `taylor` gives another; `batch` is its batching
+    rule (`register_rules`).
 
     >>> import numpy as np, fgrad
     >>> double = deflinear(lambda x: 2.0 * x, lambda ans, x: lambda ct: 2.0 * ct, name="double")
@@ -237,7 +365,7 @@ def deflinear(
         return bind(prim, (t,), params)
 
     prim = defprimitive(impl, transpose, same, name)
-    taylor.rules[prim] = taylor.linear_rule(prim)
+    register_rules(prim, batch=batch, taylor=taylor or _taylor.linear_rule(prim))
     return prim
 
 
@@ -245,10 +373,14 @@ def defbilinear(
     impl: Callable[..., Any],
     vjp: tuple[Callable[..., Any] | None, Callable[..., Any] | None],
     name: str | None = None,
+    *,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
 ) -> Primitive:
     """A primitive of two inputs, linear in each (products, convolutions): the forward rule of
     each input is the primitive with that input replaced by its tangent. `vjp` is the pair of
-    reverse rules.
+    reverse rules. Its Taylor rule is `fgrad.taylor.bilinear_rule` unless `taylor` gives
+    another; `batch` is its batching rule (`register_rules`).
 
     >>> import fgrad
     >>> mul = defbilinear(lambda x, y: x * y, (lambda ans, x, y: lambda ct: ct * y,
@@ -265,10 +397,19 @@ def defbilinear(
         return bind(prim, (x, t), params)
 
     prim = defprimitive(impl, vjp, (jvp_x, jvp_y), name)
-    taylor.rules[prim] = taylor.bilinear_rule(prim)
+    register_rules(prim, batch=batch, taylor=taylor or _taylor.bilinear_rule(prim))
     return prim
 
 
-def nondiff(impl: Callable[..., Any], name: str | None = None) -> NondiffPrimitive:
-    """A built-in with no derivative: its result is a constant at every level."""
-    return NondiffPrimitive(name or impl.__name__, impl)
+def nondiff(
+    impl: Callable[..., Any],
+    name: str | None = None,
+    *,
+    batch: Callable[..., Any] | None = None,
+    taylor: Callable[..., Any] | None = None,
+) -> NondiffPrimitive:
+    """A built-in with no derivative: its result is a constant at every level. `batch` and
+    `taylor` are its batching and Taylor rules (`register_rules`)."""
+    prim = NondiffPrimitive(name or impl.__name__, impl)
+    _register_given(prim, batch, taylor)
+    return prim

@@ -24,8 +24,8 @@ Taylor mode uses the general rule of `fgrad.taylor` (the forward rule applied or
 The user's functions are run with their free variables replaced by the primitive's inputs
 (`fgrad.core.replacing`, see `_Closed` for which levels that suspends).
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.sparsity` (a dense rule), `fgrad.numpy`,
-`fgrad.api`, `fgrad.tree_util`.
+Imports: `fgrad.core`, `fgrad.primitive` (registering rules), `fgrad.batching`, `fgrad.sparsity`
+(a dense rule), `fgrad.numpy`, `fgrad.api`, `fgrad.tree_util`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from . import numpy as fnp
 from .api import jvp, vjp
 from .core import Box, Primitive, bind, live_levels_of, processing_level, refuse_lazy
 from .numpy.shaping import describe
+from .primitive import register_rules
 from .tree_util import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
@@ -364,8 +365,9 @@ linear_solve_p = Primitive(
     jvp=_linear_jvp,
     multiple_results=True,
 )
-batching.rules[linear_solve_p] = lambda args, dims, call: _batch(
-    linear_solve_p, _linear_impl, args, dims, call
+register_rules(
+    linear_solve_p,
+    batch=lambda args, dims, call: _batch(linear_solve_p, _linear_impl, args, dims, call),
 )
 
 
@@ -597,7 +599,7 @@ def _root_vjp(wanted, ans, *params, call):
 
 
 root_p = Primitive("custom_root", _root_impl, vjp=_root_vjp, jvp=_root_jvp, multiple_results=True)
-batching.rules[root_p] = lambda args, dims, call: _batch(root_p, _root_impl, args, dims, call)
+register_rules(root_p, batch=lambda args, dims, call: _batch(root_p, _root_impl, args, dims, call))
 
 
 def root_of(

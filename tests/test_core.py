@@ -295,7 +295,7 @@ ALLOWED_IMPORTS = {
     "reverse.py": {"core"},
     "forward.py": {"core", "reverse"},
     "taylor.py": {"core", "forward"},
-    "primitive.py": {"core", "taylor"},
+    "primitive.py": {"batching", "core", "taylor"},
     "numpy/shaping.py": {"core", "primitive"},
     "numpy/elementwise.py": {"core", "primitive", "numpy.shaping", "numpy._ufunc_signature"},
     # NumPy's ufunc signature, declared once for every ufunc mirror
@@ -381,6 +381,7 @@ ALLOWED_IMPORTS = {
     },
     "numpy/selection.py": {
         "core",
+        "primitive",
         "numpy._values",
         "numpy.arrays",
         "numpy.elementwise",
@@ -396,7 +397,16 @@ ALLOWED_IMPORTS = {
         "numpy.shaping",
     },
     # solvers differentiated implicitly (issue 36): the two primitives, then SciPy's solvers
-    "solve.py": {"api", "batching", "core", "numpy", "numpy.shaping", "sparsity", "tree_util"},
+    "solve.py": {
+        "api",
+        "batching",
+        "core",
+        "numpy",
+        "numpy.shaping",
+        "primitive",
+        "sparsity",
+        "tree_util",
+    },
     "scipy/optimize.py": {
         "api",
         "core",
@@ -526,6 +536,7 @@ ALLOWED_IMPORTS = {
         "boundary",
         "core",
         "forward",
+        "primitive",
         "reverse",
         "taylor",
         "tree_util",
@@ -582,8 +593,9 @@ def test_every_module_has_an_import_rule():
     )
 
 
-# Every rule module registers its primitives' batching and Taylor rules in `fgrad.batching`
-# and `fgrad.taylor`, which import only the core (and forward mode).
+# Every rule module registers its primitives' batching and Taylor rules by
+# `fgrad.primitive.register_rules` and builds them with `fgrad.batching`'s and `fgrad.taylor`'s
+# helpers; those two import only the core (and forward mode).
 RULE_MODULES_MAY_IMPORT = {"batching", "taylor"}
 
 

@@ -38,6 +38,7 @@ from ..core import (
     shape_from_values,
     shape_of,
 )
+from ..primitive import register_rules
 from . import reductions as _rd
 from . import shaping as _shaping
 from .elementwise import (
@@ -1102,7 +1103,7 @@ def _found_batch(fn):
             return tuple(coords), (0,) * len(coords)
         return stack(coords, axis=-1) if coords else reshape(flat, (shape(a)[0], count, 0)), 0
 
-    _batching.rules[prim] = rule
+    register_rules(prim, batch=rule)
 
 
 def _constant_batch(fn):
@@ -1125,7 +1126,7 @@ def _constant_batch(fn):
             common.append(rows[0])
         return prim.impl(*common, **params), None
 
-    _batching.rules[prim] = rule
+    register_rules(prim, batch=rule)
 
 
 for _fn in (nonzero, argwhere, flatnonzero):
@@ -1426,5 +1427,5 @@ def _lexsort_batch(args, dims, axis=-1):
     return lexsort(keys, axis=axis if axis < 0 else axis + 1), 0
 
 
-_batching.rules[searchsorted.primitive] = _searchsorted_batch
-_batching.rules[lexsort.primitive] = _lexsort_batch
+register_rules(searchsorted.primitive, batch=_searchsorted_batch)
+register_rules(lexsort.primitive, batch=_lexsort_batch)

@@ -79,9 +79,9 @@ packbits = _declared(_np.packbits)
 unpackbits = _declared(_np.unpackbits)
 __test__ = {name: globals()[name].__doc__ for name in _EXAMPLES}
 
-register_elementwise(globals())  # the ufuncs: rows broadcast as in every ufunc
-for _fn in (packbits, unpackbits):
+for _fn in (packbits, unpackbits):  # along an axis: first, so that the next line skips them
     axis_batch_rule(_fn)
+register_elementwise(globals())  # the ufuncs: rows broadcast as in every ufunc
 
 
 # --- the operators on traced values ---------------------------------------------------------------

@@ -9,7 +9,7 @@ their `start:stop:num*1j` slices) are differentiable.
 rules are its two linear weights, `1 - i/div` for `start` and `i/div` for `stop`; `logspace`
 and `geomspace` follow NumPy's own steps on top of it, so their values equal NumPy's too.
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+Imports: `fgrad.core`, `fgrad.taylor`, `fgrad.primitive`, `fgrad.numpy.shaping`,
 `fgrad.numpy.elementwise`, `fgrad.numpy.ufuncs`, `fgrad.numpy.arrays`.
 """
 
@@ -23,7 +23,6 @@ import numpy as _np
 # NumPy's constructors of constant arrays, exported as they are (no derivative flows to them)
 from numpy import arange, empty, eye, full, identity, ones, zeros
 
-from .. import batching as _batching
 from .. import taylor as _taylor
 from ..core import (
     Box,
@@ -35,7 +34,7 @@ from ..core import (
     refuse_lazy,
     shape_of,
 )
-from ..primitive import defprimitive
+from ..primitive import defprimitive, register_rules
 from .arrays import diag
 from .elementwise import equal, floor, power, sign
 from .shaping import (
@@ -180,8 +179,6 @@ _linspace_p = defprimitive(
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
 )
-# start + (stop - start) * i / (num - 1): linear in the end points together
-_taylor.rules[_linspace_p] = _taylor.linear_rule(_linspace_p)
 
 
 def _linspace_batch(args, dims, num, endpoint, dtype, axis):
@@ -193,7 +190,12 @@ def _linspace_batch(args, dims, num, endpoint, dtype, axis):
     return _linspace_p(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=ax), 0
 
 
-_batching.rules[_linspace_p] = _linspace_batch
+register_rules(
+    _linspace_p,
+    batch=_linspace_batch,
+    # start + (stop - start) * i / (num - 1): linear in the end points together
+    taylor=_taylor.linear_rule(_linspace_p),
+)
 
 
 def linspace(

@@ -39,7 +39,7 @@ from ..core import (
     refuse_lazy,
     shape_of,
 )
-from ..primitive import defprimitive, defunary
+from ..primitive import defprimitive, defunary, register_rules
 from . import _ufunc_signature
 from .shaping import (
     NO_VALUE,
@@ -805,7 +805,7 @@ def register_elementwise(namespace):
     for value in list(namespace.values()):
         prim = getattr(value, "primitive", value)
         if isinstance(prim, (Primitive, NondiffPrimitive)) and prim not in _batching.rules:
-            _batching.rules[prim] = elementwise_batch_rule(prim)
+            register_rules(prim, batch=elementwise_batch_rule(prim))
 
 
 def mask_values(x):
@@ -835,7 +835,7 @@ def may_hold(mask):
     return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())
 
 
-_batching.rules[add_any] = elementwise_batch_rule(add_any)
+register_rules(add_any, batch=elementwise_batch_rule(add_any))
 register_elementwise(globals())
 
 
@@ -957,28 +957,31 @@ def _reciprocal_taylor_rule(prim):
 
 
 def _register_taylor():
-    rules = _taylor.rules
     for prim, sign in ((add, 1), (add_operator, 1), (subtract, -1), (subtract_operator, -1)):
-        rules[prim] = _sum_taylor_rule(prim, sign)
+        register_rules(prim, taylor=_sum_taylor_rule(prim, sign))
     for prim in (multiply, multiply_operator):
-        rules[prim] = _taylor.bilinear_rule(prim)
+        register_rules(prim, taylor=_taylor.bilinear_rule(prim))
     for prim in (divide, divide_operator):
-        rules[prim] = _quotient_taylor_rule(prim)
+        register_rules(prim, taylor=_quotient_taylor_rule(prim))
     for prim in (power, power_operator):
-        rules[prim] = _power_taylor_rule(prim)
-    rules[negative.primitive] = _taylor.linear_rule(negative.primitive)
-    rules[_where_p] = _taylor.linear_rule(_where_p, (1, 2))
-    rules[sin.primitive] = _taylor.sine_pair_rule(sin.primitive, cos.primitive, 0, -1)
-    rules[cos.primitive] = _taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
-    rules[tanh.primitive] = _taylor.tanh_rule(tanh.primitive)
-    rules[exp.primitive] = _taylor.exp_rule(exp.primitive)
-    rules[expm1.primitive] = _taylor.expm1_rule(expm1.primitive)
+        register_rules(prim, taylor=_power_taylor_rule(prim))
+    register_rules(negative.primitive, taylor=_taylor.linear_rule(negative.primitive))
+    register_rules(_where_p, taylor=_taylor.linear_rule(_where_p, (1, 2)))
+    register_rules(
+        sin.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 0, -1)
+    )
+    register_rules(
+        cos.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
+    )
+    register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive))
+    register_rules(exp.primitive, taylor=_taylor.exp_rule(exp.primitive))
+    register_rules(expm1.primitive, taylor=_taylor.expm1_rule(expm1.primitive))
     for linear in (_conj, _real, _imag):  # real-linear: each coefficient mapped alike
-        rules[linear.primitive] = _taylor.linear_rule(linear.primitive)
-    rules[log.primitive] = _taylor.log_rule(log.primitive)
-    rules[tan.primitive] = _taylor.tan_rule(tan.primitive)
-    rules[log1p.primitive] = _taylor.log_rule(log1p.primitive, shift=True)
-    rules[sqrt.primitive] = _taylor.sqrt_rule(sqrt.primitive)
+        register_rules(linear.primitive, taylor=_taylor.linear_rule(linear.primitive))
+    register_rules(log.primitive, taylor=_taylor.log_rule(log.primitive))
+    register_rules(tan.primitive, taylor=_taylor.tan_rule(tan.primitive))
+    register_rules(log1p.primitive, taylor=_taylor.log_rule(log1p.primitive, shift=True))
+    register_rules(sqrt.primitive, taylor=_taylor.sqrt_rule(sqrt.primitive))
 
 
 _register_taylor()

@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
 from ..core import Box, dtype_of
-from ..primitive import deflinear
+from ..primitive import deflinear, register_rules
 from .elementwise import conj, multiply, real
 from .products import whole_along
 from .shaping import (
@@ -567,4 +566,4 @@ def _along_batched_axis(prim):
 
 
 for _prim in (_c2c_p, _rfft_p, _irfft_p):
-    _batching.rules[_prim] = _along_batched_axis(_prim)
+    register_rules(_prim, batch=_along_batched_axis(_prim))

@@ -12,7 +12,7 @@ of every row at once (under `jit`, a guard of the record). `putmask` and `copyto
 a NumPy array, as NumPy's do; a traced value cannot be written into (it is a value), so they
 refuse one and name the functional form, `fgrad.numpy.where`.
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`,
 `fgrad.numpy.arrays`.
 """
 
@@ -21,9 +21,8 @@ from typing import Any, Literal
 import numpy as _np
 from numpy import index_exp, mgrid, ogrid, s_  # NumPy's own: index tuples and grids
 
-from .. import batching as _batching
 from ..core import bind, dtype_of, innermost, is_foreign_array, primal, shape_of
-from ..primitive import nondiff
+from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from ._coverage import no_derivative
 from .arrays import diag_indices, flatnonzero, tril_indices, triu_indices
@@ -114,7 +113,7 @@ def _ix_batch(args: Any, dims: Any, k: int, n: int) -> tuple[Any, Any]:
     return reshape(rows, (shape_of(rows)[0],) + (1,) * k + (-1,) + (1,) * (n - k - 1)), 0
 
 
-_batching.rules[_ix_p] = _ix_batch
+register_rules(_ix_p, batch=_ix_batch)
 
 
 def _unravel_stacked(indices: Any, shape: Any, order: Order) -> Any:
@@ -159,7 +158,7 @@ def _unravel_batch(args: Any, dims: Any, order: str) -> tuple[Any, Any]:
     return bind(_unravel_p, (indices, sizes), {"order": order}), d + 1
 
 
-_batching.rules[_unravel_p] = _unravel_batch
+register_rules(_unravel_p, batch=_unravel_batch)
 
 _ravel_p = nondiff(_np.ravel_multi_index, "ravel_multi_index")
 
@@ -193,7 +192,7 @@ def _ravel_batch(args: Any, dims: Any, mode: Any, order: str) -> tuple[Any, Any]
     return bind(_ravel_p, (rows, sizes), {"mode": mode, "order": order}), 0
 
 
-_batching.rules[_ravel_p] = _ravel_batch
+register_rules(_ravel_p, batch=_ravel_batch)
 
 
 @no_derivative("indices from the shape of the argument")

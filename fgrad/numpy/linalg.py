@@ -66,7 +66,6 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
 from .. import taylor as _taylor
 from ..core import (
     Box,
@@ -78,7 +77,7 @@ from ..core import (
     is_foreign_array,
     primal,
 )
-from ..primitive import deflinear, defprimitive
+from ..primitive import deflinear, defprimitive, register_rules
 from . import arrays as _arrays
 from . import products as _products
 from .elementwise import (
@@ -532,8 +531,9 @@ def linear_solve_taylor_rule(prim, tangent_map, columns=False):
     return rule
 
 
-_taylor.rules[_solve_p] = linear_solve_taylor_rule(
-    _solve_p, lambda cs, x: _matmul(cs[0], x), columns=True
+register_rules(
+    _solve_p,
+    taylor=linear_solve_taylor_rule(_solve_p, lambda cs, x: _matmul(cs[0], x), columns=True),
 )
 
 
@@ -550,7 +550,7 @@ def _inv_taylor(primals, series):
     return y[0], tuple(y[1:])
 
 
-_taylor.rules[_inv_p] = _inv_taylor
+register_rules(_inv_p, taylor=_inv_taylor)
 
 
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
@@ -931,7 +931,7 @@ def _cholesky_taylor(primals, series, upper):
     return ans, tuple(low[1:])
 
 
-_taylor.rules[_cholesky_p] = _cholesky_taylor
+register_rules(_cholesky_p, taylor=_cholesky_taylor)
 
 
 def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
@@ -1846,26 +1846,22 @@ def _pnorm_batch(args, dims, ord, axis, keepdims, flat):
     return _pnorm_p(x, ord=ord, axis=axes, keepdims=keepdims, flat=False), 0
 
 
-_batching.rules.update(
-    {
-        prim: _leading_axes_rule(prim, (2,))
-        for prim in (
-            _read_triangle,
-            _inv_p,
-            _det_p,
-            _slogdet_p,
-            _pinv_p,
-            _cholesky_p,
-            _qr_p,
-            _eigh_p,
-            _eigvalsh_p,
-            _eig_p,
-            _eigvals_p,
-            _svd_p,
-            _svdvals_p,
-        )
-    }
-)
-_batching.rules[_solve_p] = _leading_axes_rule(_solve_p, (2, 2))
-_batching.rules[matrix_rank.primitive] = _leading_axes_rule(matrix_rank.primitive, (2, 0))
-_batching.rules[_pnorm_p] = _pnorm_batch
+for _prim in (
+    _read_triangle,
+    _inv_p,
+    _det_p,
+    _slogdet_p,
+    _pinv_p,
+    _cholesky_p,
+    _qr_p,
+    _eigh_p,
+    _eigvalsh_p,
+    _eig_p,
+    _eigvals_p,
+    _svd_p,
+    _svdvals_p,
+):
+    register_rules(_prim, batch=_leading_axes_rule(_prim, (2,)))
+register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)))
+register_rules(matrix_rank.primitive, batch=_leading_axes_rule(matrix_rank.primitive, (2, 0)))
+register_rules(_pnorm_p, batch=_pnorm_batch)

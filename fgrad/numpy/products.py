@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
 from .. import core as _core
 from .. import taylor as _taylor
 from ..core import bind, dtype_of, is_foreign_array
-from ..primitive import defbilinear, defprimitive
+from ..primitive import defbilinear, defprimitive, register_rules
 from .elementwise import conj, loop_dtypes, multiply
 from .shaping import (
     NO_VALUE,
@@ -154,7 +153,7 @@ matmul: Primitive = defprimitive(
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
     jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
 )
-_taylor.rules[matmul] = _taylor.bilinear_rule(matmul)
+register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
 
 
 def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
@@ -310,7 +309,7 @@ def _compositions(k, n):
             yield (first, *rest)
 
 
-_taylor.rules[_einsum_p] = _einsum_taylor
+register_rules(_einsum_p, taylor=_einsum_taylor)
 
 
 def _sublist_term(sublist):
@@ -899,9 +898,9 @@ def gufunc_batch_rule(prim, core_ndims):
     return rule
 
 
-_batching.rules[matmul] = _matmul_batch
-_batching.rules[_einsum_p] = _einsum_batch
-_batching.rules[_vecdot_p] = gufunc_batch_rule(_vecdot_p, (1, 1))
+register_rules(matmul, batch=_matmul_batch)
+register_rules(_einsum_p, batch=_einsum_batch)
+register_rules(_vecdot_p, batch=gufunc_batch_rule(_vecdot_p, (1, 1)))
 if hasattr(_np, "matvec"):
-    _batching.rules[_matvec_p] = gufunc_batch_rule(_matvec_p, (2, 1))
-    _batching.rules[_vecmat_p] = gufunc_batch_rule(_vecmat_p, (1, 2))
+    register_rules(_matvec_p, batch=gufunc_batch_rule(_matvec_p, (2, 1)))
+    register_rules(_vecmat_p, batch=gufunc_batch_rule(_vecmat_p, (1, 2)))

@@ -6,7 +6,7 @@ Ties of `max`/`min` split the gradient evenly among the tied elements (JAX's con
 taken without division, so it is exact at zeros and at tiny values to every order. A `where=`
 mask is a constant: the elements it leaves out get no gradient.
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor` (rules), `fgrad.primitive`,
+Imports: `fgrad.core`, `fgrad.primitive`,
 `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
 
@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
-from .. import taylor as _taylor
 from ..core import (
     Box,
     bind,
@@ -30,7 +28,7 @@ from ..core import (
     primal,
     shape_of,
 )
-from ..primitive import defprimitive
+from ..primitive import defprimitive, register_rules
 from .elementwise import (
     array_value,
     equal,
@@ -179,8 +177,6 @@ def _extremum(impl, name):
         keywords = {} if initial is NO_VALUE else {"initial": initial}
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
 
-    prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name)
-
     def taylor_rule(primals, series, axis, keepdims, initial, where):
         # Linear near x, with the tie weights fixed: each coefficient is the forward rule's
         # weighted sum of x's, the weights computed once (the general rule finds the same).
@@ -190,7 +186,7 @@ def _extremum(impl, name):
             None if c is None else sum(c * weights, axis=axis, keepdims=keepdims) for c in series[0]
         )
 
-    _taylor.rules[prim] = taylor_rule
+    prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name, taylor=taylor_rule)
 
     def reduce(
         a: ArrayLike,
@@ -424,4 +420,4 @@ def _reduction_batch(prim):
 
 
 for _prim in (max.primitive, min.primitive, _prod_p):
-    _batching.rules[_prim] = _reduction_batch(_prim)
+    register_rules(_prim, batch=_reduction_batch(_prim))

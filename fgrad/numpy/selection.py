@@ -15,8 +15,8 @@ TypeError that names the functional form, and `put_along_axis` and `fill_diagona
 updated array as a new value (JAX's `inplace=False`), differentiable in the array and the
 values: use their result, the array passed in is left as it is.
 
-Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.numpy.arrays`,
-`fgrad.numpy.statistics`.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
+`fgrad.numpy.arrays`, `fgrad.numpy.statistics`.
 """
 
 import math as _math
@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 import numpy as _np
 
-from .. import batching as _batching
 from ..core import constant_of, dtype_of, primal, refuse_lazy
+from ..primitive import register_rules
 from ._values import constant_values, numpy_applies
 from .arrays import take, take_along_axis
 from .elementwise import logical_not, where
@@ -87,8 +87,8 @@ def _in_place_batch(name: str) -> Any:
     return rule
 
 
-_batching.rules[_put.primitive] = _in_place_batch("put")
-_batching.rules[_place.primitive] = _in_place_batch("place")
+register_rules(_put.primitive, batch=_in_place_batch("put"))
+register_rules(_place.primitive, batch=_in_place_batch("place"))
 
 
 def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:

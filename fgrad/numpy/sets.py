@@ -12,7 +12,7 @@ different lengths run apart (`vmap` stacks rows, so such rows must end in result
 a sum for example); under `jit` the lengths are guards of the record. The indices and counts
 they return are integers, constants at every level.
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive`, `fgrad.numpy.shaping`,
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`,
 `fgrad.numpy.elementwise`, `fgrad.numpy.arrays`, `fgrad.numpy.statistics`.
 """
 
@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as _np
 
-from .. import batching as _batching
 from ..core import bind, constant_of, holds_batch, innermost, primal
-from ..primitive import nondiff
+from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from .arrays import argsort, unique
 from .elementwise import equal, logical_and, logical_not, not_equal
@@ -101,7 +100,7 @@ def _isin_batch(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
     return (logical_not(found) if params["invert"] else found), 0
 
 
-_batching.rules[_isin_p] = _isin_batch
+register_rules(_isin_p, batch=_isin_batch)
 
 
 # --- the set operations: elements of the inputs, differentiable -----------------------------------

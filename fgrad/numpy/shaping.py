@@ -44,7 +44,7 @@ from ..core import (
     whole_value,
     zeros_like_value,
 )
-from ..primitive import deflinear, defprimitive, nondiff
+from ..primitive import deflinear, defprimitive, nondiff, register_rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -1988,7 +1988,7 @@ def axis_batch_rule(fn):
         shifted = tuple(a + 1 for a in axes) if isinstance(axis, tuple) else axes[0] + 1
         return bind(prim, (x,), {**arguments, "axis": shifted}), 0
 
-    _batching.rules[prim] = rule
+    register_rules(prim, batch=rule)
 
 
 def like_batch_rule(fn):
@@ -2008,29 +2008,25 @@ def like_batch_rule(fn):
             return bind(prim, (row, *rest), params), None
         return bind(prim, args, params), d
 
-    _batching.rules[prim] = rule
+    register_rules(prim, batch=rule)
 
 
-_batching.rules.update(
-    {
-        _reshape_p: _reshape_batch,
-        _transpose_p: _transpose_batch,
-        _broadcast_to_p: _broadcast_to_batch,
-        _sum_p: _sum_batch,
-        _sum_kw_p: _sum_kw_batch,
-        _spread_p: _spread_batch,
-        _astype_p: _same_axis(_astype_p),
-        _astype_nondiff: _same_axis(_astype_nondiff),
-        _asarray_p: _same_axis(_asarray_p),
-        _getitem_p: _getitem_batch,
-        _index_add_p: _index_update_batch(_index_add_p),
-        _index_set_p: _index_update_batch(_index_set_p),
-        _stack_p: _joined_batch(_stack_p),
-        _gather_p: _gather_batch,
-        _scatter_add_p: _scatter_add_batch,
-        _concatenate_p: _joined_batch(_concatenate_p),
-    }
-)
+register_rules(_reshape_p, batch=_reshape_batch)
+register_rules(_transpose_p, batch=_transpose_batch)
+register_rules(_broadcast_to_p, batch=_broadcast_to_batch)
+register_rules(_sum_p, batch=_sum_batch)
+register_rules(_sum_kw_p, batch=_sum_kw_batch)
+register_rules(_spread_p, batch=_spread_batch)
+register_rules(_astype_p, batch=_same_axis(_astype_p))
+register_rules(_astype_nondiff, batch=_same_axis(_astype_nondiff))
+register_rules(_asarray_p, batch=_same_axis(_asarray_p))
+register_rules(_getitem_p, batch=_getitem_batch)
+register_rules(_index_add_p, batch=_index_update_batch(_index_add_p))
+register_rules(_index_set_p, batch=_index_update_batch(_index_set_p))
+register_rules(_stack_p, batch=_joined_batch(_stack_p))
+register_rules(_gather_p, batch=_gather_batch)
+register_rules(_scatter_add_p, batch=_scatter_add_batch)
+register_rules(_concatenate_p, batch=_joined_batch(_concatenate_p))
 _batching.row_by_row = row_by_row
 like_batch_rule(zeros_like)
 like_batch_rule(ones_like)
@@ -2049,14 +2045,11 @@ def _sum_kw_taylor(primals, series, **params):
     return ans, tuple(None if c is None else bind(_sum_kw_p, (c,), coefficient) for c in series[0])
 
 
-_taylor.rules.update(
-    {
-        _sum_kw_p: _sum_kw_taylor,
-        _index_add_p: _taylor.linear_rule(_index_add_p),
-        _index_set_p: _taylor.linear_rule(_index_set_p),
-        _stack_p: _taylor.linear_rule(_stack_p),
-        _concatenate_p: _taylor.linear_rule(_concatenate_p),
-        _gather_p: _taylor.linear_rule(_gather_p, linear_in=(0,)),  # the index arrays are static
-        _scatter_add_p: _taylor.linear_rule(_scatter_add_p, linear_in=(0, 1)),
-    }
-)
+register_rules(_sum_kw_p, taylor=_sum_kw_taylor)
+register_rules(_index_add_p, taylor=_taylor.linear_rule(_index_add_p))
+register_rules(_index_set_p, taylor=_taylor.linear_rule(_index_set_p))
+register_rules(_stack_p, taylor=_taylor.linear_rule(_stack_p))
+register_rules(_concatenate_p, taylor=_taylor.linear_rule(_concatenate_p))
+# the index arrays are static
+register_rules(_gather_p, taylor=_taylor.linear_rule(_gather_p, linear_in=(0,)))
+register_rules(_scatter_add_p, taylor=_taylor.linear_rule(_scatter_add_p, linear_in=(0, 1)))

@@ -7,7 +7,7 @@ the reversed other operand); everything else is a composition of differentiable 
 so it is differentiable to every order with no rules of its own. Results keep float32 where
 NumPy would promote to float64 (`interp`, `cov`, `corrcoef`), as JAX does.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other modules of
+Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of
 `fgrad.numpy` except `fft` (`linalg` for `polyfit`'s least squares).
 """
 
@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
-from .. import taylor as _taylor
 from ..core import (
     Box,
     bind,
@@ -33,7 +31,7 @@ from ..core import (
     primal,
     refuse_lazy,
 )
-from ..primitive import defbilinear, defprimitive
+from ..primitive import defbilinear, defprimitive, register_rules
 from . import linalg as _linalg
 from .elementwise import (
     absolute,
@@ -874,7 +872,7 @@ def _unwrap_taylor(primals, series, **params):
     return bind(_unwrap_p, primals, params), series[0]
 
 
-_taylor.rules[_unwrap_p] = _unwrap_taylor
+register_rules(_unwrap_p, taylor=_unwrap_taylor)
 
 
 def unwrap(
@@ -992,5 +990,5 @@ def _unwrap_batch(args, dims, discont, axis, period):
 
 
 # the convolution along the last axis is a generalized ufunc (n),(m)->(n+m-1)
-_batching.rules[_conv_full] = gufunc_batch_rule(_conv_full, (1, 1))
-_batching.rules[_unwrap_p] = _unwrap_batch
+register_rules(_conv_full, batch=gufunc_batch_rule(_conv_full, (1, 1)))
+register_rules(_unwrap_p, batch=_unwrap_batch)

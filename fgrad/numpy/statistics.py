@@ -45,7 +45,7 @@ from ..core import (
     refuse_lazy,
     shape_of,
 )
-from ..primitive import deflinear, defprimitive
+from ..primitive import deflinear, defprimitive, register_rules
 from .arrays import argsort, take_along_axis
 from .elementwise import (
     conj,
@@ -1145,7 +1145,7 @@ def _digitize_batch(args, dims, **params):
     return digitize.primitive(x, *rest, **params), d
 
 
-_batching.rules[digitize.primitive] = _digitize_batch
+register_rules(digitize.primitive, batch=_digitize_batch)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
@@ -1159,8 +1159,8 @@ def _scan_batch(prim):
     return rule
 
 
-_batching.rules[_cumsum_p] = _scan_batch(_cumsum_p)
-_batching.rules[_cumprod_p] = _scan_batch(_cumprod_p)
+register_rules(_cumsum_p, batch=_scan_batch(_cumsum_p))
+register_rules(_cumprod_p, batch=_scan_batch(_cumprod_p))
 
 
 def _binned_batch(bins_of):
@@ -1191,8 +1191,8 @@ def _histogram_bins_of(a, bins, range, edges):
     return _histogram_bins(a, edges), edges.size - 1
 
 
-_batching.rules[_bincount_p] = _binned_batch(_bincount_bins)
-_batching.rules[_histogram_p] = _binned_batch(_histogram_bins_of)
+register_rules(_bincount_p, batch=_binned_batch(_bincount_bins))
+register_rules(_histogram_p, batch=_binned_batch(_histogram_bins_of))
 
 
 def _same_values_batch(broadcast):
@@ -1223,5 +1223,5 @@ def _same_values_batch(broadcast):
     return rule
 
 
-_batching.rules[array_equal.primitive] = _same_values_batch(broadcast=False)
-_batching.rules[array_equiv.primitive] = _same_values_batch(broadcast=True)
+register_rules(array_equal.primitive, batch=_same_values_batch(broadcast=False))
+register_rules(array_equiv.primitive, batch=_same_values_batch(broadcast=True))

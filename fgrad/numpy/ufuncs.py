@@ -39,7 +39,7 @@ import numpy as _np
 
 from .. import taylor as _taylor
 from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
-from ..primitive import deflinear, defprimitive, defunary
+from ..primitive import deflinear, defprimitive, defunary, register_rules
 from .elementwise import (
     _reciprocal_taylor_rule,
     _square_taylor_rule,
@@ -149,8 +149,8 @@ def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = 
     (`fgrad.taylor.from_slope`)."""
     fn = defunary(impl, derivative)
     if of_x:
-        _taylor.rules[fn.primitive] = _taylor.from_slope(
-            fn.primitive, lambda x: derivative(None, x)
+        register_rules(
+            fn.primitive, taylor=_taylor.from_slope(fn.primitive, lambda x: derivative(None, x))
         )
     return as_ufunc(fn, impl)
 
@@ -192,13 +192,13 @@ def _fabs_slope(ans, x):
 
 
 fabs = _unary(_np.fabs, _fabs_slope)
-_taylor.rules[sinh.primitive] = _taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1)
-_taylor.rules[cosh.primitive] = _taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1)
-_taylor.rules[exp2.primitive] = _taylor.scaled_exp_rule(_LN2)(exp2.primitive)
-_taylor.rules[log2.primitive] = _taylor.log_rule(log2.primitive, scale=1.0 / _LN2)
-_taylor.rules[log10.primitive] = _taylor.log_rule(log10.primitive, scale=1.0 / _LN10)
-_taylor.rules[square.primitive] = _square_taylor_rule(square.primitive)
-_taylor.rules[reciprocal.primitive] = _reciprocal_taylor_rule(reciprocal.primitive)
+register_rules(sinh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1))
+register_rules(cosh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1))
+register_rules(exp2.primitive, taylor=_taylor.scaled_exp_rule(_LN2)(exp2.primitive))
+register_rules(log2.primitive, taylor=_taylor.log_rule(log2.primitive, scale=1.0 / _LN2))
+register_rules(log10.primitive, taylor=_taylor.log_rule(log10.primitive, scale=1.0 / _LN10))
+register_rules(square.primitive, taylor=_square_taylor_rule(square.primitive))
+register_rules(reciprocal.primitive, taylor=_reciprocal_taylor_rule(reciprocal.primitive))
 
 
 def _scaling(impl):
@@ -413,7 +413,7 @@ _ldexp: Primitive = defprimitive(
     vjp=(_ldexp_vjp, None),
     jvp=(lambda t, ans, x, i: broadcast_like(_ldexp(t, i), ans), None),
 )
-_taylor.rules[_ldexp] = _taylor.linear_rule(_ldexp, (0,))  # x 2^i: linear in x
+register_rules(_ldexp, taylor=_taylor.linear_rule(_ldexp, (0,)))  # x 2^i: linear in x
 ldexp = as_ufunc(_ldexp, _np.ldexp)
 
 

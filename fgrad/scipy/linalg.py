@@ -39,8 +39,8 @@ Conventions:
   are accepted and change no value; an argument fgrad does not support (`eigh`'s `driver`,
   `sqrtm`'s deprecated `disp` and `blocksize`) raises TypeError.
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy` (and its
-`linalg`), and `scipy.linalg` for values.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.batching` (a rule it reuses), `fgrad.numpy`
+(and its `linalg`), and `scipy.linalg` for values.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ import scipy.linalg as _sl
 
 from .. import batching as _batching
 from .. import numpy as fnp
-from .. import taylor as _taylor
 from ..core import (
     Box,
     Primitive,
@@ -78,7 +77,7 @@ from ..numpy.shaping import (
     unbroadcast,
     with_example_ndim,
 )
-from ..primitive import defprimitive
+from ..primitive import defprimitive, register_rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -248,10 +247,15 @@ _trsolve_p = defprimitive(
     jvp=(_trsolve_jvp_a, _trsolve_jvp_b),
     name="solve_triangular",
 )
-_taylor.rules[_trsolve_p] = _la.linear_solve_taylor_rule(
+register_rules(
     _trsolve_p,
-    lambda cs, x, lower, trans, unit: fnp.matmul(_op(_referenced(cs[0], lower, unit), trans), x),
-    columns=True,
+    taylor=_la.linear_solve_taylor_rule(
+        _trsolve_p,
+        lambda cs, x, lower, trans, unit: fnp.matmul(
+            _op(_referenced(cs[0], lower, unit), trans), x
+        ),
+        columns=True,
+    ),
 )
 
 
@@ -739,8 +743,11 @@ _banded_p: Primitive = defprimitive(
     ),
     name="solve_banded",
 )
-_taylor.rules[_banded_p] = _la.linear_solve_taylor_rule(
-    _banded_p, lambda cs, x, l, u: _band_matvec(cs[0], x, l, u), columns=True
+register_rules(
+    _banded_p,
+    taylor=_la.linear_solve_taylor_rule(
+        _banded_p, lambda cs, x, l, u: _band_matvec(cs[0], x, l, u), columns=True
+    ),
 )
 
 
@@ -808,7 +815,7 @@ def _sylvester_map(cs, x):  # dA X + X dB
     return fnp.matmul(da, x) if db is None else fnp.matmul(da, x) + fnp.matmul(x, db)
 
 
-_taylor.rules[_sylvester_p] = _la.linear_solve_taylor_rule(_sylvester_p, _sylvester_map)
+register_rules(_sylvester_p, taylor=_la.linear_solve_taylor_rule(_sylvester_p, _sylvester_map))
 
 
 def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
@@ -847,7 +854,7 @@ def _sqrtm_taylor(primals, series):
     return x[0], tuple(x[1:])
 
 
-_taylor.rules[_sqrtm_p] = _sqrtm_taylor
+register_rules(_sqrtm_p, taylor=_sqrtm_taylor)
 
 
 def sqrtm(
@@ -921,7 +928,7 @@ def _expm_taylor(primals, series):
     return _expm_p(a), tuple(big[..., :n, k * n : (k + 1) * n] for k in range(1, order + 1))
 
 
-_taylor.rules[_expm_p] = _expm_taylor
+register_rules(_expm_p, taylor=_expm_taylor)
 
 
 def expm(A: ArrayLike) -> Array:
@@ -1455,7 +1462,7 @@ def _trisylv_map(cs, x, transpose):  # dA X - X dA, dA the upper triangle of dT 
     return fnp.matmul(da, x) - fnp.matmul(x, da)
 
 
-_taylor.rules[_trisylv_p] = _la.linear_solve_taylor_rule(_trisylv_p, _trisylv_map)
+register_rules(_trisylv_p, taylor=_la.linear_solve_taylor_rule(_trisylv_p, _trisylv_map))
 
 
 def _schur_jvp(tangents, ans, a, output, sort):
@@ -1776,22 +1783,18 @@ def _qr_batch(args, dims, **params):
     return _on_stack(_qr_stack_p)(args, dims, **params)
 
 
-_batching.rules.update(
-    {
-        _trsolve_p: _trsolve_batch,
-        _banded_p: _banded_batch,
-        _sylvester_p: _sylvester_batch,
-        _trisylv_p: _on_stack(_trisylv_p, (2, 2)),
-        _lu_factor_p: _on_stack(_lu_factor_stack_p),
-        _lu_factor_stack_p: _on_stack(_lu_factor_stack_p),
-        _lu_p: _on_stack(_lu_stack_p),
-        _lu_stack_p: _on_stack(_lu_stack_p),
-        _svd_p: _svd_batch,
-        _svd_stack_p: _on_stack(_svd_stack_p),
-        _qr_p: _qr_batch,
-        _qr_stack_p: _on_stack(_qr_stack_p),
-    }
-)
+register_rules(_trsolve_p, batch=_trsolve_batch)
+register_rules(_banded_p, batch=_banded_batch)
+register_rules(_sylvester_p, batch=_sylvester_batch)
+register_rules(_trisylv_p, batch=_on_stack(_trisylv_p, (2, 2)))
+register_rules(_lu_factor_p, batch=_on_stack(_lu_factor_stack_p))
+register_rules(_lu_factor_stack_p, batch=_on_stack(_lu_factor_stack_p))
+register_rules(_lu_p, batch=_on_stack(_lu_stack_p))
+register_rules(_lu_stack_p, batch=_on_stack(_lu_stack_p))
+register_rules(_svd_p, batch=_svd_batch)
+register_rules(_svd_stack_p, batch=_on_stack(_svd_stack_p))
+register_rules(_qr_p, batch=_qr_batch)
+register_rules(_qr_stack_p, batch=_on_stack(_qr_stack_p))
 for _prim, _reason in (
     (_schur_p, "LAPACK's gees (the Schur form) has no NumPy counterpart that broadcasts"),
     (_sqrtm_p, "SciPy's sqrtm is Schur-based: NumPy has no batched Schur form"),

@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.signal as _ss
 
-from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
 from ..core import Box, bind, dtype_of, innermost, is_foreign_array
 from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
-from ..primitive import defprimitive
+from ..primitive import defprimitive, register_rules
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -146,7 +145,7 @@ _conv_p: Primitive = defprimitive(
     ),
     name="convolve",
 )
-_taylor.rules[_conv_p] = _taylor.bilinear_rule(_conv_p)
+register_rules(_conv_p, taylor=_taylor.bilinear_rule(_conv_p))
 
 
 def _prepare(in1, in2, who):
@@ -542,7 +541,7 @@ def _conv2d_taylor(primals, series, **params):
     return ans, tuple(out)
 
 
-_taylor.rules[_conv2d_p] = _conv2d_taylor
+register_rules(_conv2d_p, taylor=_conv2d_taylor)
 
 
 def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
@@ -663,5 +662,5 @@ def _conv2d_batch(args, dims, mode, boundary, fillvalue, correlate):
     return out, 0
 
 
-_batching.rules[_conv_p] = _conv_batch
-_batching.rules[_conv2d_p] = _conv2d_batch
+register_rules(_conv_p, batch=_conv_batch)
+register_rules(_conv2d_p, batch=_conv2d_batch)

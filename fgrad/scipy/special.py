@@ -30,7 +30,7 @@ Functions of two arguments follow NumPy 2's promotion: a Python int or float tak
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
 it to float64 (`weak_scalars`).
 
-Imports: `fgrad.core`, `fgrad.batching` and `fgrad.taylor` (rules), `fgrad.primitive`,
+Imports: `fgrad.core`, `fgrad.taylor` (rules), `fgrad.primitive`,
 `fgrad.numpy`, and `scipy.special` for values.
 """
 
@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.special as _sc
 
-from .. import batching as _batching
 from .. import numpy as fnp
 from .. import taylor as _taylor
 from ..core import (
@@ -74,7 +73,7 @@ from ..numpy.shaping import (
     unbroadcast,
     with_example_ndim,
 )
-from ..primitive import defprimitive, defunary, nondiff
+from ..primitive import defprimitive, defunary, nondiff, register_rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -297,7 +296,7 @@ def _unary_of_x(impl, slope, name):
     """A function of one argument whose derivative `slope(x)` reads x only (`defunary`), and
     its Taylor rule: the integral of the slope's own series (`fgrad.taylor.from_slope`)."""
     fn = defunary(impl, lambda ans, x: slope(x), name=name)
-    _taylor.rules[fn.primitive] = _taylor.from_slope(fn.primitive, slope)
+    register_rules(fn.primitive, taylor=_taylor.from_slope(fn.primitive, slope))
     return fn
 
 
@@ -601,13 +600,9 @@ def _logsumexp_taylor(primals, series, axis, keepdims):
     return ans, tuple(None if c is None else fnp.reshape(c, shape_of(ans)) for c in lse[1:])
 
 
-_taylor.rules.update(
-    {
-        _softmax_p: _softmax_taylor(log=False),
-        _log_softmax_p: _softmax_taylor(log=True),
-        _logsumexp_p: _logsumexp_taylor,
-    }
-)
+register_rules(_softmax_p, taylor=_softmax_taylor(log=False))
+register_rules(_log_softmax_p, taylor=_softmax_taylor(log=True))
+register_rules(_logsumexp_p, taylor=_logsumexp_taylor)
 
 
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
@@ -640,7 +635,7 @@ def _logistic_slope(x, p):
     return at
 
 
-_taylor.rules[_expit_p.primitive] = _ode_rule(_expit_p.primitive, _logistic_slope)
+register_rules(_expit_p.primitive, taylor=_ode_rule(_expit_p.primitive, _logistic_slope))
 
 
 expit = _ufunc(
@@ -698,13 +693,15 @@ def _erfcx_slope(x, y):  # 2 x y - 2 / sqrt(pi)
     return at
 
 
-_taylor.rules[_erfinv_p.primitive] = _ode_rule(
-    _erfinv_p.primitive, _exp_square_slope(_SQRT_PI / 2.0, 1.0)
+register_rules(
+    _erfinv_p.primitive,
+    taylor=_ode_rule(_erfinv_p.primitive, _exp_square_slope(_SQRT_PI / 2.0, 1.0)),
 )
-_taylor.rules[_erfcinv_p.primitive] = _ode_rule(
-    _erfcinv_p.primitive, _exp_square_slope(-_SQRT_PI / 2.0, 1.0)
+register_rules(
+    _erfcinv_p.primitive,
+    taylor=_ode_rule(_erfcinv_p.primitive, _exp_square_slope(-_SQRT_PI / 2.0, 1.0)),
 )
-_taylor.rules[_erfcx_p.primitive] = _ode_rule(_erfcx_p.primitive, _erfcx_slope)
+register_rules(_erfcx_p.primitive, taylor=_ode_rule(_erfcx_p.primitive, _erfcx_slope))
 
 
 erf = _ufunc(_erf_p, "The error function; derivative 2/sqrt(pi) exp(-x**2).")
@@ -852,15 +849,13 @@ def _gamma_taylor(prim, sign):
     return rule
 
 
-_taylor.rules.update(
-    {
-        _polygamma_p: _known_derivatives_rule(_polygamma_p, _polygamma_derivatives),
-        _psi_p.primitive: _known_derivatives_rule(_psi_p.primitive, _psi_derivatives),
-        _gammaln_p.primitive: _known_derivatives_rule(_gammaln_p.primitive, _gammaln_derivatives),
-        _gamma_p.primitive: _gamma_taylor(_gamma_p.primitive, 1),
-        _rgamma_p.primitive: _gamma_taylor(_rgamma_p.primitive, -1),
-    }
+register_rules(_polygamma_p, taylor=_known_derivatives_rule(_polygamma_p, _polygamma_derivatives))
+register_rules(_psi_p.primitive, taylor=_known_derivatives_rule(_psi_p.primitive, _psi_derivatives))
+register_rules(
+    _gammaln_p.primitive, taylor=_known_derivatives_rule(_gammaln_p.primitive, _gammaln_derivatives)
 )
+register_rules(_gamma_p.primitive, taylor=_gamma_taylor(_gamma_p.primitive, 1))
+register_rules(_rgamma_p.primitive, taylor=_gamma_taylor(_rgamma_p.primitive, -1))
 
 
 gammaln = _ufunc(_gammaln_p, "log|Gamma(x)| for real x; derivative digamma(x).")
@@ -1242,7 +1237,9 @@ _mills_excess_p: UnaryFunction = defunary(
 _ndtr_p = _unary_of_x(_sc.ndtr, lambda x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
 _ndtri_p = defunary(_sc.ndtri, lambda ans, x: _SQRT_2PI * fnp.exp(0.5 * (ans * ans)), name="ndtri")
 _log_ndtr_p = _unary_of_x(_sc.log_ndtr, lambda x: _mills_p(x), name="log_ndtr")
-_taylor.rules[_ndtri_p.primitive] = _ode_rule(_ndtri_p.primitive, _exp_square_slope(_SQRT_2PI, 0.5))
+register_rules(
+    _ndtri_p.primitive, taylor=_ode_rule(_ndtri_p.primitive, _exp_square_slope(_SQRT_2PI, 0.5))
+)
 
 
 def _mills_taylor(which):
@@ -1267,8 +1264,8 @@ def _mills_taylor(which):
     return rule
 
 
-_taylor.rules[_mills_p.primitive] = _mills_taylor(0)
-_taylor.rules[_mills_excess_p.primitive] = _mills_taylor(1)
+register_rules(_mills_p.primitive, taylor=_mills_taylor(0))
+register_rules(_mills_excess_p.primitive, taylor=_mills_taylor(1))
 
 
 ndtr = _ufunc(
@@ -1503,20 +1500,16 @@ def _bessel_rule(prim, kind=None, v=None):
     return rule
 
 
-_taylor.rules.update(
-    {
-        _bessel_p: _bessel_rule(_bessel_p),
-        _yn_p: _bessel_rule(_yn_p, "yv"),
-        _j0_p.primitive: _bessel_rule(_j0_p.primitive, "jv", _np.int64(0)),
-        _j1_p.primitive: _bessel_rule(_j1_p.primitive, "jv", _ONE),
-        _y0_p.primitive: _bessel_rule(_y0_p.primitive, "yv", _np.int64(0)),
-        _y1_p.primitive: _bessel_rule(_y1_p.primitive, "yv", _ONE),
-        _i0_p.primitive: _bessel_rule(_i0_p.primitive, "iv", _np.int64(0)),
-        _i1_p.primitive: _bessel_rule(_i1_p.primitive, "iv", _ONE),
-        _i0e_p.primitive: _bessel_rule(_i0e_p.primitive, "ive", _np.int64(0)),
-        _i1e_p.primitive: _bessel_rule(_i1e_p.primitive, "ive", _ONE),
-    }
-)
+register_rules(_bessel_p, taylor=_bessel_rule(_bessel_p))
+register_rules(_yn_p, taylor=_bessel_rule(_yn_p, "yv"))
+register_rules(_j0_p.primitive, taylor=_bessel_rule(_j0_p.primitive, "jv", _np.int64(0)))
+register_rules(_j1_p.primitive, taylor=_bessel_rule(_j1_p.primitive, "jv", _ONE))
+register_rules(_y0_p.primitive, taylor=_bessel_rule(_y0_p.primitive, "yv", _np.int64(0)))
+register_rules(_y1_p.primitive, taylor=_bessel_rule(_y1_p.primitive, "yv", _ONE))
+register_rules(_i0_p.primitive, taylor=_bessel_rule(_i0_p.primitive, "iv", _np.int64(0)))
+register_rules(_i1_p.primitive, taylor=_bessel_rule(_i1_p.primitive, "iv", _ONE))
+register_rules(_i0e_p.primitive, taylor=_bessel_rule(_i0e_p.primitive, "ive", _np.int64(0)))
+register_rules(_i1e_p.primitive, taylor=_bessel_rule(_i1e_p.primitive, "ive", _ONE))
 
 
 j0 = _ufunc(_j0_p, "The Bessel function of the first kind of order 0; derivative -j1(x).")
@@ -1817,9 +1810,9 @@ __all__ = sorted(
 )
 
 for _p in (_logsumexp_p, _lse_sign_p):
-    _batching.rules[_p] = _lse_batch_rule(_p)
+    register_rules(_p, batch=_lse_batch_rule(_p))
 for _p in (_softmax_p, _log_softmax_p):
-    _batching.rules[_p] = _axis_batch_rule(_p)
+    register_rules(_p, batch=_axis_batch_rule(_p))
 for _p, _order in (
     (_bessel_p, "v"),
     (_yn_p, "n"),
@@ -1828,7 +1821,7 @@ for _p, _order in (
     (_ivx_p, "n"),
     (_ivxe_p, "n"),
 ):
-    _batching.rules[_p] = _order_batch_rule(_p, _order)
+    register_rules(_p, batch=_order_batch_rule(_p, _order))
 register_elementwise(globals())  # every other primitive here is elementwise, as SciPy's ufuncs
 
 

@@ -22,7 +22,7 @@ Two things live here:
 ...                       @ np.ones(2)).sum())(A.data)
 array([1., 1., 1.])
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.batching`, `fgrad.sparsity` (the rules of
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.sparsity` (the rules of
 `sparse_matmul`), `fgrad.tree_util`, `fgrad.numpy`, and `scipy.sparse` for values.
 """
 
@@ -34,12 +34,11 @@ from typing import Any
 import numpy as _np
 import scipy.sparse as _sp
 
-from ... import batching as _batching
 from ... import numpy as fnp
 from ... import sparsity as _sparsity
 from ...core import Box, dtype_of, innermost, primal, refuse_lazy, shape_of
 from ...numpy.shaping import describe
-from ...primitive import deflinear
+from ...primitive import deflinear, register_rules
 from ...tree_util import register_pytree_node
 
 __all__ = [
@@ -94,7 +93,7 @@ def _sparse_matmul_batch(args, dims, A):
     return fnp.reshape(out, (A.shape[0],) + tuple(n[1:])), len(n) - 1
 
 
-_batching.rules[_sparse_matmul_p] = _sparse_matmul_batch
+register_rules(_sparse_matmul_p, batch=_sparse_matmul_batch)
 
 
 def _sparse_matmul_sparsity(vals, pats, ans, params):

@@ -9,7 +9,7 @@ closed form; written in fgrad operations too, checked against mpmath there), so 
 differentiable in a, b and df as well. gamma and chi2 do not use these: their CDFs are
 `fgrad.scipy.special.gammainc` / `gammaincc`.
 
-Imports: `fgrad.core`, `fgrad.batching` and `fgrad.taylor` (rules), `fgrad.primitive`,
+Imports: `fgrad.core`, `fgrad.primitive`,
 `fgrad.numpy`, `fgrad.scipy.special`, and `scipy.special` for values.
 """
 
@@ -19,13 +19,11 @@ import math
 import numpy as _np
 import scipy.special as _sc
 
-from ... import batching as _batching
 from ... import numpy as fnp
-from ... import taylor as _taylor
 from ...core import Box, dtype_of, holds_batch, is_foreign_array, primal, shape_of
 from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
 from ...numpy.shaping import broadcast_like, meta, unbroadcast
-from ...primitive import defprimitive
+from ...primitive import defprimitive, register_rules
 from .. import special as sp
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -183,8 +181,11 @@ def cdf_primitive(impl, density, name, shape_partials):
         jvp=(jvp_z,) + tuple(jvp_shape(i) for i in range(n)),
         name=name,
     )
-    _batching.rules[prim] = elementwise_batch_rule(prim)  # a ufunc of z and the shapes
-    _taylor.rules[prim] = sp.slope_taylor_rule(prim, density)
+    register_rules(
+        prim,
+        batch=elementwise_batch_rule(prim),  # a ufunc of z and the shapes
+        taylor=sp.slope_taylor_rule(prim, density),
+    )
     return prim
 
 

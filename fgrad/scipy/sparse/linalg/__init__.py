@@ -28,8 +28,9 @@ SciPy does the solving; the derivatives are implicit, from the solution alone:
 >>> fgrad.grad(lambda b: fsla.spsolve(A, b).sum())(b)
 array([1.5, 2. , 1.5])
 
-Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`, `fgrad.sparsity` (declaring the
-solves dense), `fgrad.numpy`, `fgrad.scipy.sparse`, and `scipy.sparse.linalg` for values.
+Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.batching`, `fgrad.taylor`, `fgrad.sparsity`
+(declaring the solves dense), `fgrad.numpy`, `fgrad.scipy.sparse`, and `scipy.sparse.linalg` for
+values.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from ....core import (
 )
 from ....numpy.linalg import linear_solve_taylor_rule
 from ....numpy.shaping import describe
+from ....primitive import register_rules
 from .. import SparseArray, _matvec, as_sparse
 
 __all__ = ["SuperLU", "cg", "expm_multiply", "gmres", "splu", "spsolve"]
@@ -217,13 +219,14 @@ def _size(args, dims):
     return next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
 
 
-_batching.rules[_lu_solve_p] = _columns_batch(
+register_rules(
     _lu_solve_p,
-    "each row has a matrix of its own, which SuperLU factorises on its own",
+    batch=_columns_batch(
+        _lu_solve_p,
+        "each row has a matrix of its own, which SuperLU factorises on its own",
+    ),
+    taylor=linear_solve_taylor_rule(_lu_solve_p, _lu_tangent_map),
 )
-
-
-_taylor.rules[_lu_solve_p] = linear_solve_taylor_rule(_lu_solve_p, _lu_tangent_map)
 
 
 class SuperLU:
@@ -385,10 +388,9 @@ def _it_batch(args, dims, **params):
     )
 
 
-_batching.rules[_it_solve_p] = _it_batch
-
-
-_taylor.rules[_it_solve_p] = linear_solve_taylor_rule(_it_solve_p, _it_tangent_map)
+register_rules(
+    _it_solve_p, batch=_it_batch, taylor=linear_solve_taylor_rule(_it_solve_p, _it_tangent_map)
+)
 
 
 def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None):
@@ -606,8 +608,11 @@ _expm_p = Primitive(
 )
 
 
-_batching.rules[_expm_p] = _columns_batch(_expm_p, "each row has a matrix of its own")
-_taylor.rules[_expm_p] = _taylor.linear_rule(_expm_p, linear_in=(1,))
+register_rules(
+    _expm_p,
+    batch=_columns_batch(_expm_p, "each row has a matrix of its own"),
+    taylor=_taylor.linear_rule(_expm_p, linear_in=(1,)),
+)
 
 
 def expm_multiply(
