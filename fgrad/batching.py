@@ -2,8 +2,8 @@
 
 A `BatchLevel` box is `Box(value, level, axis)`: `value` holds every row, along `axis`, which is
 not part of the shape the traced code sees (`core.shape_of`). A primitive applied to such boxes
-is applied once to all rows by its *batching rule*, registered in `rules` beside the primitive's
-other rules:
+is applied once to all rows by its *batching rule*, kept in `rules` and registered beside the
+primitive's other rules by `fgrad.primitive.register_rules`:
 
     rule(args, dims, **params) -> (out, out_dim)
 

@@ -431,8 +431,9 @@ class Primitive:
     With `multiple_results`, `impl` returns a tuple; bprops get a list with one cotangent per
     output (None for an output nobody used) and `jvp` returns one tangent (or None) per output.
 
-    The rules of further transforms are registered by those transforms' modules, keyed by the
-    primitive, beside the place where it is defined.
+    The rules of further transforms (batching, Taylor) are registered by
+    `fgrad.primitive.register_rules` (or the builders' `batch=` and `taylor=`), beside the place
+    where the primitive is defined; their tables live in those transforms' modules.
     """
 
     __slots__ = (

@@ -7,8 +7,8 @@ k!; None stands for a zero coefficient). Normalized coefficients keep the scale 
 (the derivatives of tanh at order 20 are near 1e17, their normalized coefficients below 1), so
 order 20 and beyond neither overflows nor loses digits; `fgrad.jets` converts at the edge.
 
-A primitive applied to such boxes is processed by its Taylor rule, registered in `rules`
-beside the primitive's other rules:
+A primitive applied to such boxes is processed by its Taylor rule, kept in `rules` and
+registered beside the primitive's other rules by `fgrad.primitive.register_rules`:
 
     rule(primals, series, **params) -> (ans, out_series)
 
