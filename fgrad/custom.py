@@ -1510,6 +1510,8 @@ def _same_custom_call(params, other):
 taylor.same_params[custom_jvp_call] = _same_custom_call
 taylor.same_params[custom_vjp_call] = _same_custom_call
 register_rules(custom_vjp_call, batch=_custom_batch, taylor=_custom_vjp_taylor)
-register_rules(custom_jvp_call, batch=_custom_batch, taylor=_custom_jvp_taylor)
-register_rules(checkpoint_p, batch=_checkpoint_batch, taylor=_checkpoint_taylor)
-register_rules(tap_cotangent_p, batch=_tap_batch, taylor=_tap_taylor)
+# The user's forward rule (reverse mode transposes it) and the function's own forward mode
+# (a checkpoint): no derivative fgrad writes twice; a tap passes tangents through.
+register_rules(custom_jvp_call, batch=_custom_batch, taylor=_custom_jvp_taylor, forward="derived")
+register_rules(checkpoint_p, batch=_checkpoint_batch, taylor=_checkpoint_taylor, forward="derived")
+register_rules(tap_cotangent_p, batch=_tap_batch, taylor=_tap_taylor, forward="linear")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from . import batching as _batching
 from . import taylor as _taylor
-from .core import Box, NondiffPrimitive, Primitive, bind, bind_one
+from .core import Box, NondiffPrimitive, Primitive, add_any, bind, bind_one
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,6 +56,7 @@ __all__ = [
     "deflinear",
     "defprimitive",
     "defunary",
+    "forward_rules",
     "nondiff",
     "primitive",
     "register_rules",
@@ -67,10 +68,12 @@ def register_rules(
     *,
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
+    forward: str | None = None,
     replace: bool = False,
 ) -> None:
-    """Register `prim`'s batching rule and/or its Taylor rule: the one place where either is
-    registered (the builders' `batch=` and `taylor=` keywords come here too).
+    """Register `prim`'s batching rule and/or its Taylor rule, and declare why it has a forward
+    rule of its own: the one place where any of these is registered (the builders' `batch=`,
+    `taylor=` and `forward=` keywords come here too).
 
     Parameters
     ----------
@@ -91,6 +94,15 @@ def register_rules(
         of its output (a tuple; None for all zero), or, for several outputs, a tuple of values
         and a tuple of coefficient tuples. Without one, `jet` derives the coefficients from
         the forward rule (`fgrad.taylor.general_rule`), at a cost cubic in K.
+    forward : str, optional
+        Why the primitive has a forward rule beside its reverse rule (forward mode would
+        otherwise transpose the reverse rule), one of `FORWARD_RULE_KINDS`: "derived" (both
+        rules are made from one derivative expression), "linear" (the forward rule applies
+        the operation itself, or its linear part, to the tangents: no derivative is written)
+        or "speed" (a derivative written a second time, by hand, because transposing the
+        reverse rule costs more: `benchmarks/bench_forward_rules.py` measures each one).
+        fgrad's own primitives all declare it (a test checks), so that a derivative written
+        twice is always one of the measured few.
     replace : bool, default False
         Replace a rule of the same kind registered before. Without it, a second registration
         is refused: two declarations of one primitive's rule, the later one silently winning,
@@ -117,11 +129,22 @@ def register_rules(
             f"register_rules: the first argument must be a Primitive or NondiffPrimitive, "
             f"not a {type(prim).__name__} ({prim!r}){hint}"
         )
-    if batch is None and taylor is None:
+    if batch is None and taylor is None and forward is None:
         raise TypeError(
             f"register_rules({prim.name!r}): nothing to register; give batch= (a batching "
-            "rule), taylor= (a Taylor rule), or both"
+            "rule), taylor= (a Taylor rule) or forward= (why it has a forward rule)"
         )
+    if forward is not None:
+        if forward not in FORWARD_RULE_KINDS:
+            raise ValueError(
+                f"register_rules({prim.name!r}): forward={forward!r} is not one of "
+                f"{', '.join(map(repr, FORWARD_RULE_KINDS))}"
+            )
+        if getattr(prim, "jvps", None) is None and getattr(prim, "jvp", None) is None:
+            raise ValueError(
+                f"register_rules({prim.name!r}): forward={forward!r} declares a forward rule, "
+                "but the primitive has none (forward mode transposes its reverse rule)"
+            )
     for keyword, rule, signature in (
         ("batch", batch, "batch(args, dims, **params) -> (out, out_dim)"),
         ("taylor", taylor, "taylor(primals, series, **params) -> (ans, out_series)"),
@@ -142,16 +165,29 @@ def register_rules(
                 "replace=True to replace it"
             )
     # all checked before anything is written: a refused call registers nothing
+    if forward is not None:
+        forward_rules[prim] = forward
     if batch is not None:
         _batching.rules[prim] = batch
     if taylor is not None:
         _taylor.rules[prim] = taylor
 
 
-def _register_given(prim, batch, taylor):
-    """A builder's `batch=` and `taylor=`, registered if given."""
-    if batch is not None or taylor is not None:
-        register_rules(prim, batch=batch, taylor=taylor)
+def _register_given(prim, batch, taylor, forward=None):
+    """A builder's `batch=`, `taylor=` and `forward=`, registered if given."""
+    if batch is not None or taylor is not None or forward is not None:
+        register_rules(prim, batch=batch, taylor=taylor, forward=forward)
+
+
+# Why a primitive has a forward rule of its own (`register_rules`'s `forward=`).
+FORWARD_RULE_KINDS = {
+    "derived": "both rules are made from one derivative expression (a builder's)",
+    "linear": "the forward rule applies the operation, or its linear part, to the tangents",
+    "speed": "a derivative written again by hand: transposing the reverse rule costs more",
+}
+
+# Primitive -> its kind of forward rule, as declared.
+forward_rules: dict[Any, str] = {}
 
 
 def primitive(
@@ -242,17 +278,19 @@ def defprimitive(
     *,
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
+    forward: str | None = None,
 ) -> Primitive:
     """A built-in primitive from per-input rules (see `fgrad.core.Primitive`).
 
     `vjp` and `jvp` are one rule for a one-input primitive or a tuple with one per input;
-    `batch` and `taylor` its batching and Taylor rules (`register_rules`).
+    `batch` and `taylor` its batching and Taylor rules, `forward` why it has a forward rule
+    (`register_rules`).
     """
     vjps = vjp if type(vjp) is tuple else (vjp,)
     jvps = jvp if type(jvp) is tuple else (jvp,)
     # mypy cannot tell that a rule is never a tuple subclass, which the tests above leave wrapped
     prim = Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)  # type: ignore[arg-type]
-    _register_given(prim, batch, taylor)
+    _register_given(prim, batch, taylor, forward)
     return prim
 
 
@@ -283,6 +321,7 @@ def defunary(
     namespace: dict[str, Any] | None = None,
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
+    forward: str | None = None,
 ) -> UnaryFunction:
     """An elementwise primitive of one argument without parameters (sin, exp, ...), returned as
     a plain function (see `_as_function`).
@@ -290,7 +329,8 @@ def defunary(
     Give `derivative(ans, x)`, the derivative of `impl` at x in fgrad operations: the reverse
     rule is `ct * derivative` and the forward rule `t * derivative`, both computed when they run
     (so the bprop keeps x and ans, not the derivative). Or give `vjp` and `jvp` for a function
-    whose rules are not a product with its derivative (abs, conj, real, ...).
+    whose rules are not a product with its derivative (abs, conj, real, ...), and `forward`,
+    why the forward rule is written apart (`register_rules`).
 
     The derivative may also be an expression in `ans` and `x`, as a string, with the module
     whose names it uses as `namespace` (its `globals()`): it is then written into both rules
@@ -309,6 +349,8 @@ def defunary(
     """
     if (derivative is None) == (vjp is None or jvp is None):
         raise ValueError("defunary: give derivative, or both vjp and jvp")
+    if derivative is not None:
+        forward = "derived"  # both rules below come from the one derivative
     if isinstance(derivative, str):
         if namespace is None:
             raise ValueError("defunary: a derivative given as an expression needs its namespace")
@@ -321,7 +363,8 @@ def defunary(
         def jvp(t, ans, x):
             return t * derivative(ans, x)
 
-    return _as_function(defprimitive(impl, vjp, jvp, name, batch=batch, taylor=taylor))
+    prim = defprimitive(impl, vjp, jvp, name, batch=batch, taylor=taylor, forward=forward)
+    return _as_function(prim)
 
 
 def _inlined_rules(expression: str, name: str, namespace: dict[str, Any]) -> tuple[Any, Any]:
@@ -365,7 +408,7 @@ def deflinear(
         return bind(prim, (t,), params)
 
     prim = defprimitive(impl, transpose, same, name)
-    register_rules(prim, batch=batch, taylor=taylor or _taylor.linear_rule(prim))
+    register_rules(prim, batch=batch, taylor=taylor or _taylor.linear_rule(prim), forward="linear")
     return prim
 
 
@@ -397,7 +440,9 @@ def defbilinear(
         return bind(prim, (x, t), params)
 
     prim = defprimitive(impl, vjp, (jvp_x, jvp_y), name)
-    register_rules(prim, batch=batch, taylor=taylor or _taylor.bilinear_rule(prim))
+    register_rules(
+        prim, batch=batch, taylor=taylor or _taylor.bilinear_rule(prim), forward="linear"
+    )
     return prim
 
 
@@ -413,3 +458,7 @@ def nondiff(
     prim = NondiffPrimitive(name or impl.__name__, impl)
     _register_given(prim, batch, taylor)
     return prim
+
+
+# The core's own primitive with a forward rule: the sum of two tangents passes each through.
+register_rules(add_any, forward="linear")

@@ -368,6 +368,7 @@ linear_solve_p = Primitive(
 register_rules(
     linear_solve_p,
     batch=lambda args, dims, call: _batch(linear_solve_p, _linear_impl, args, dims, call),
+    forward="speed",
 )
 
 
@@ -599,7 +600,11 @@ def _root_vjp(wanted, ans, *params, call):
 
 
 root_p = Primitive("custom_root", _root_impl, vjp=_root_vjp, jvp=_root_jvp, multiple_results=True)
-register_rules(root_p, batch=lambda args, dims, call: _batch(root_p, _root_impl, args, dims, call))
+register_rules(
+    root_p,
+    batch=lambda args, dims, call: _batch(root_p, _root_impl, args, dims, call),
+    forward="speed",
+)
 
 
 def root_of(

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import os
 import pathlib
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -601,3 +602,22 @@ def reference(fn):
     function of the tests with every fgrad name in it replaced by its counterpart. Calling it
     raises NoReference when `fn` uses a name NumPy and SciPy do not have."""
     return _translate(fn)
+
+
+def all_primitives():
+    """Every primitive of the package, once, with the module that holds it: (module name,
+    primitive) pairs, after importing every module that defines some."""
+    from fgrad.core import NondiffPrimitive, Primitive
+
+    for name in ("special", "linalg", "signal", "integrate", "stats", "sparse.linalg", "optimize"):
+        importlib.import_module(f"fgrad.scipy.{name}")
+    importlib.import_module("fgrad.solve")
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("fgrad") or module is None:
+            continue
+        for v in list(vars(module).values()):
+            v = getattr(v, "primitive", v)
+            if isinstance(v, (Primitive, NondiffPrimitive)):
+                found.setdefault(id(v), (name, v))
+    return list(found.values())

@@ -178,6 +178,7 @@ _linspace_p = defprimitive(
     vjp=(_linspace_vjp(0), _linspace_vjp(1)),
     jvp=(_linspace_jvp(0), _linspace_jvp(1)),
     name="linspace",
+    forward="linear",
 )
 
 

@@ -39,7 +39,7 @@ from ..core import (
     refuse_lazy,
     shape_of,
 )
-from ..primitive import defprimitive, defunary, register_rules
+from ..primitive import defprimitive, defunary, forward_rules, register_rules
 from . import _ufunc_signature
 from .shaping import (
     NO_VALUE,
@@ -258,7 +258,9 @@ def _in_dtype(a, dtype):
 
 # --- arithmetic -----------------------------------------------------------------------------------
 
-add = defprimitive(_np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast))
+add = defprimitive(
+    _np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast), forward="linear"
+)
 
 
 def _neg_ct_to_y(ans, x, y):
@@ -272,6 +274,7 @@ subtract = defprimitive(
     _np.subtract,
     vjp=(_ct_to_x, _neg_ct_to_y),
     jvp=(_t_broadcast, lambda t, ans, x, y: broadcast_like(negative(t), ans)),
+    forward="linear",
 )
 
 
@@ -304,6 +307,7 @@ multiply: Primitive = defprimitive(
         lambda t, ans, x, y: broadcast_like(multiply(t, y), ans),
         lambda t, ans, x, y: broadcast_like(multiply(x, t), ans),
     ),
+    forward="linear",
 )
 
 
@@ -326,6 +330,7 @@ divide = defprimitive(
         lambda t, ans, x, y: broadcast_like(t / y, ans),
         lambda t, ans, x, y: broadcast_like(negative(t * ans / y), ans),
     ),
+    forward="speed",
 )
 true_divide = divide
 
@@ -345,6 +350,7 @@ negative: UnaryFunction = defunary(
     vjp=lambda ans, x: negative,
     jvp=lambda t, ans, x: negative(t),
     name="negative",
+    forward="linear",
 )
 
 
@@ -414,6 +420,7 @@ power = defprimitive(
     _np.power,
     vjp=(_pow_vjp_x, _pow_vjp_y),
     jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x), ans)),
+    forward="derived",  # _dpow_dx and _dpow_dy, each in both rules
 )
 
 
@@ -425,7 +432,9 @@ power = defprimitive(
 
 
 def _operator_of(prim, op):
-    return Primitive(prim.name, op, vjps=prim.vjps, jvps=prim.jvps)
+    twin = Primitive(prim.name, op, vjps=prim.vjps, jvps=prim.jvps)
+    register_rules(twin, forward=forward_rules[prim])
+    return twin
 
 
 add_operator = _operator_of(add, _operator.add)
@@ -485,7 +494,9 @@ def _abs_jvp(t, ans, x):
     return t * _abs_slope(ans, x)
 
 
-abs = as_ufunc(defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs"), _np.absolute)
+abs = as_ufunc(
+    defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs", forward="derived"), _np.absolute
+)
 absolute = abs
 
 
@@ -499,7 +510,9 @@ absolute = abs
 
 def _linear_unary(theirs, vjp, name: str) -> UnaryFunction:
     """A real-linear unary primitive (conj, real, imag): its tangent is itself of the tangent."""
-    prim: UnaryFunction = defunary(theirs, vjp=vjp, jvp=lambda t, ans, x: prim(t), name=name)
+    prim: UnaryFunction = defunary(
+        theirs, vjp=vjp, jvp=lambda t, ans, x: prim(t), name=name, forward="linear"
+    )
     return prim
 
 
@@ -587,6 +600,7 @@ _angle_p = defprimitive(
     vjp=_angle_vjp,
     jvp=lambda t, ans, z: imag(t * _angle_grad(ans, z)),
     name="angle",
+    forward="derived",
 )
 
 
@@ -642,7 +656,7 @@ def _chooser(impl, wins_x, wins_y):
     def jvp_y(t, ans, x, y):
         return broadcast_like(t * _choice_weights(ans, y, x, wins_y), ans)
 
-    return defprimitive(impl, vjp=(vjp_x, vjp_y), jvp=(jvp_x, jvp_y))
+    return defprimitive(impl, vjp=(vjp_x, vjp_y), jvp=(jvp_x, jvp_y), forward="derived")
 
 
 maximum = as_ufunc(_chooser(_np.maximum, _np.greater, _np.greater), _np.maximum)
@@ -713,6 +727,7 @@ _where_p = defprimitive(
         lambda t, ans, c, x, y: broadcast_like(where(c, 0.0, t), ans),
     ),
     name="where",
+    forward="linear",
 )
 
 

@@ -452,6 +452,7 @@ _inv_p = defprimitive(
     vjp=lambda ans, x: lambda ct: -_matmul(_mT(ans), _matmul(ct, _mT(ans))),
     jvp=lambda t, ans, x: -_matmul(ans, _matmul(t, ans)),
     name="inv",
+    forward="speed",
 )
 
 
@@ -485,6 +486,7 @@ _solve_p: Primitive = defprimitive(
         lambda t, ans, a, b: broadcast_to(_solve_p(a, t), shape(ans)),
     ),
     name="solve",
+    forward="speed",
 )
 
 
@@ -686,6 +688,7 @@ _det_p = defprimitive(
     vjp=_det_vjp,
     jvp=lambda t, ans, x: sum(_adjugate_T(x, ans) * t, axis=(-2, -1)),
     name="det",
+    forward="speed",
 )
 
 
@@ -738,6 +741,7 @@ def _slogdet_vjp(wanted, ans, x):
 _slogdet_p = Primitive(
     "slogdet", _slogdet_impl, vjp=_slogdet_vjp, jvp=_slogdet_jvp, multiple_results=True
 )
+register_rules(_slogdet_p, forward="speed")
 
 
 def slogdet(a: ArrayLike) -> SlogdetResult:
@@ -788,6 +792,7 @@ _pinv_p = defprimitive(
     vjp=_pinv_vjp,
     jvp=_pinv_jvp,
     name="pinv",
+    forward="speed",
 )
 
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
@@ -910,6 +915,7 @@ _cholesky_p = defprimitive(
     vjp=_cholesky_vjp,
     jvp=_cholesky_jvp,
     name="cholesky",
+    forward="speed",
 )
 
 
@@ -1030,6 +1036,7 @@ def _qr_vjp(wanted, ans, x):
 
 
 _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
+register_rules(_qr_p, forward="speed")
 
 
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
@@ -1093,6 +1100,7 @@ def _eigh_vjp(wanted, ans, x, UPLO):
 
 
 _eigh_p = Primitive("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, multiple_results=True)
+register_rules(_eigh_p, forward="speed")
 
 
 def _check_uplo(UPLO, who):
@@ -1139,6 +1147,7 @@ _eigvalsh_p = defprimitive(
     vjp=_eigvalsh_vjp,
     jvp=_eigvalsh_jvp,
     name="eigvalsh",
+    forward="speed",
 )
 
 
@@ -1237,6 +1246,7 @@ def _eig_vjp(wanted, ans, x):
 
 
 _eig_p = Primitive("eig", _eig_impl, vjp=_eig_vjp, jvp=_eig_jvp, multiple_results=True)
+register_rules(_eig_p, forward="speed")
 
 
 def eig(a: ArrayLike) -> EigResult:
@@ -1298,7 +1308,11 @@ def _eigvals_jvp(t, ans, x):
 
 
 _eigvals_p = defprimitive(
-    per_matrix(_np.linalg.eigvals), vjp=_eigvals_vjp, jvp=_eigvals_jvp, name="eigvals"
+    per_matrix(_np.linalg.eigvals),
+    vjp=_eigvals_vjp,
+    jvp=_eigvals_jvp,
+    name="eigvals",
+    forward="speed",
 )
 
 
@@ -1378,6 +1392,7 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+register_rules(_svd_p, forward="speed")
 
 
 def _svdvals_vjp(ans, x):
@@ -1396,6 +1411,7 @@ _svdvals_p = defprimitive(
     vjp=_svdvals_vjp,
     jvp=_svdvals_jvp,
     name="svdvals",
+    forward="speed",
 )
 
 
@@ -1536,7 +1552,7 @@ def _pnorm_jvp(t, ans, x, ord, axis, keepdims, flat):
     return real(dn) if _is_complex(dn) else dn
 
 
-_pnorm_p = defprimitive(_pnorm_impl, vjp=_pnorm_vjp, jvp=_pnorm_jvp, name="norm")
+_pnorm_p = defprimitive(_pnorm_impl, vjp=_pnorm_vjp, jvp=_pnorm_jvp, name="norm", forward="speed")
 
 
 def _pnorm(x, ord, axis, keepdims=False, flat=False):

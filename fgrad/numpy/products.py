@@ -152,6 +152,7 @@ matmul: Primitive = defprimitive(
     _np.matmul,
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
     jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
+    forward="linear",
 )
 register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
 
@@ -274,6 +275,7 @@ _einsum_p = defprimitive(
     vjp=tuple(_einsum_vjp(i) for i in range(_EINSUM_MAX_OPERANDS)),
     jvp=tuple(_einsum_jvp(i) for i in range(_EINSUM_MAX_OPERANDS)),
     name="einsum",
+    forward="linear",
 )
 
 

@@ -186,7 +186,7 @@ def _extremum(impl, name):
             None if c is None else sum(c * weights, axis=axis, keepdims=keepdims) for c in series[0]
         )
 
-    prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name, taylor=taylor_rule)
+    prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name, taylor=taylor_rule, forward="derived")
 
     def reduce(
         a: ArrayLike,
@@ -357,7 +357,7 @@ def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
     return astype(t, dtype_of(ans))
 
 
-_prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod")
+_prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod", forward="speed")
 
 
 def _prod(a, axis, dtype, out, keepdims, initial, where):

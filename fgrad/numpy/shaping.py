@@ -741,6 +741,7 @@ _sum_kw_p: Primitive = defprimitive(
         t, axis=axis, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=where
     ),
     name="sum",
+    forward="linear",
 )
 
 
@@ -1151,6 +1152,7 @@ _index_add_p: Primitive = defprimitive(
         lambda t, ans, x, v, idx: _index_add_p(zeros_like_value(ans), t, idx=idx),
     ),
     name="index_add",
+    forward="linear",
 )
 
 
@@ -1203,6 +1205,7 @@ _index_set_p: Primitive = defprimitive(
         lambda t, ans, x, v, idx: _index_set_p(zeros_like_value(ans), t, idx=idx),
     ),
     name="index_set",
+    forward="linear",
 )
 
 
@@ -1345,6 +1348,7 @@ def _joining(name: str, impl: Callable[..., Any], fprop: Callable[..., Any]) -> 
             *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
         ),
     )
+    register_rules(prim, forward="linear")
     return prim
 
 
@@ -1846,6 +1850,7 @@ _gather_p: Primitive = Primitive(
     vjps=(_gather_vjp,),
     jvps=(lambda t, ans, x, *arrays, template: _gather_p(t, *arrays, template=template),),
 )
+register_rules(_gather_p, forward="linear")
 
 
 def _scatter_add_impl(x, v, *arrays, template):
@@ -1868,6 +1873,7 @@ _scatter_add_p: Primitive = Primitive(
         ),
     ),
 )
+register_rules(_scatter_add_p, forward="linear")
 
 
 class _BatchedIndexUpdate:

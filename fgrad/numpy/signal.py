@@ -864,6 +864,7 @@ _unwrap_p = defprimitive(
     vjp=lambda ans, p, **params: lambda ct: ct,
     jvp=lambda t, ans, p, **params: t,
     name="unwrap",
+    forward="linear",
 )
 
 

@@ -423,6 +423,7 @@ _cumprod_p = defprimitive(
     vjp=_cumprod_vjp,
     jvp=_cumprod_jvp,
     name="cumprod",
+    forward="speed",
 )
 
 

@@ -233,7 +233,8 @@ def _binary(impl, dx, dy):
     def jvp(partial):
         return lambda t, ans, x, y: broadcast_like(t * partial(ans, _operand(x), _operand(y)), ans)
 
-    return as_ufunc(defprimitive(impl, (vjp(dx, 0), vjp(dy, 1)), (jvp(dx), jvp(dy))), impl)
+    prim = defprimitive(impl, (vjp(dx, 0), vjp(dy, 1)), (jvp(dx), jvp(dy)), forward="derived")
+    return as_ufunc(prim, impl)
 
 
 def _hypot_slope(ans, x):
@@ -352,6 +353,7 @@ copysign = as_ufunc(
         _np.copysign,
         vjp=(_copysign_vjp, None),
         jvp=(lambda t, ans, x, y: broadcast_like(t * _copysign_slope(ans, x, y), ans), None),
+        forward="derived",
     ),
     _np.copysign,
 )
@@ -412,6 +414,7 @@ _ldexp: Primitive = defprimitive(
     _np.ldexp,
     vjp=(_ldexp_vjp, None),
     jvp=(lambda t, ans, x, i: broadcast_like(_ldexp(t, i), ans), None),
+    forward="linear",
 )
 register_rules(_ldexp, taylor=_taylor.linear_rule(_ldexp, (0,)))  # x 2^i: linear in x
 ldexp = as_ufunc(_ldexp, _np.ldexp)
@@ -491,11 +494,16 @@ def _sinc_k_impl(u, k):
 
 
 # The k-th derivative of sin(u)/u; its derivative is the (k+1)-th, so every order is exact.
+def _sinc_k_slope(u, k):
+    return _sinc_k(u, k=k + 1)
+
+
 _sinc_k: Primitive = defprimitive(
     _sinc_k_impl,
-    vjp=lambda ans, u, k: _scale_by(_sinc_k(u, k=k + 1)),
-    jvp=lambda t, ans, u, k: t * _sinc_k(u, k=k + 1),
+    vjp=lambda ans, u, k: _scale_by(_sinc_k_slope(u, k)),
+    jvp=lambda t, ans, u, k: t * _sinc_k_slope(u, k),
     name="sinc_derivative",
+    forward="derived",
 )
 
 

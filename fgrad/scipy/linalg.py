@@ -178,7 +178,9 @@ def _factorization(name, vjp, jvp, **fixed):
     results are the factors, its parameters SciPy's keywords (with the keywords `fixed`)."""
     factor = getattr(_sl, name)
     impl = _la.per_matrix(lambda a, **params: tuple(factor(a, **params, **fixed)))
-    return Primitive(name, impl, vjp=vjp, jvp=jvp, multiple_results=True)
+    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, multiple_results=True)
+    register_rules(prim, forward="speed")
+    return prim
 
 
 def _as_matrix_rhs(b, n, who):
@@ -246,6 +248,7 @@ _trsolve_p = defprimitive(
     vjp=(_trsolve_vjp_a, _trsolve_vjp_b),
     jvp=(_trsolve_jvp_a, _trsolve_jvp_b),
     name="solve_triangular",
+    forward="speed",
 )
 register_rules(
     _trsolve_p,
@@ -742,6 +745,7 @@ _banded_p: Primitive = defprimitive(
         lambda t, ans, ab, b, l, u: _banded_p(ab, t, l=l, u=u),
     ),
     name="solve_banded",
+    forward="speed",
 )
 register_rules(
     _banded_p,
@@ -805,6 +809,7 @@ _sylvester_p: Primitive = defprimitive(
         lambda t, ans, a, b, q: _sylvester_p(a, b, t),
     ),
     name="solve_sylvester",
+    forward="speed",
 )
 
 
@@ -836,6 +841,7 @@ _sqrtm_p = defprimitive(
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
     name="sqrtm",
+    forward="speed",
 )
 
 
@@ -908,6 +914,7 @@ _expm_p = defprimitive(
     vjp=lambda ans, a: lambda ct: _expm_frechet(_mT(a), ct),  # <ct, L(A, E)> = <L(A^T, ct), E>
     jvp=lambda t, ans, a: _expm_frechet(a, t),
     name="expm",
+    forward="speed",
 )
 
 
@@ -1346,6 +1353,7 @@ def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
 
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+register_rules(_svd_p, forward="speed")
 
 
 def svd(
@@ -1452,6 +1460,7 @@ _trisylv_p: Primitive = defprimitive(
         lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose),
     ),
     name="triangular_sylvester",
+    forward="speed",
 )
 
 
@@ -1746,8 +1755,11 @@ _lu_factor_stack_p = Primitive(
     jvp=_lu_factor_jvp,
     multiple_results=True,
 )
+register_rules(_lu_factor_stack_p, forward="speed")
 _lu_stack_p = Primitive("lu", _lu_stack, vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True)
+register_rules(_lu_stack_p, forward="speed")
 _svd_stack_p = Primitive("svd", _svd_stack, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+register_rules(_svd_stack_p, forward="speed")
 _qr_stack_p = Primitive(
     "qr",
     lambda a, mode, pivoting: tuple(
@@ -1757,6 +1769,7 @@ _qr_stack_p = Primitive(
     jvp=_qr_jvp,
     multiple_results=True,
 )
+register_rules(_qr_stack_p, forward="speed")
 
 
 def _on_stack(stack_prim, core_ndims=(2,)):

@@ -144,6 +144,7 @@ _conv_p: Primitive = defprimitive(
         lambda t, ans, x, k, axes, method: _conv_p(x, t, axes=axes, method=method),
     ),
     name="convolve",
+    forward="linear",
 )
 register_rules(_conv_p, taylor=_taylor.bilinear_rule(_conv_p))
 
@@ -519,6 +520,7 @@ _conv2d_p: Primitive = defprimitive(
         ),
     ),
     name="convolve2d",
+    forward="linear",
 )
 
 

@@ -104,7 +104,9 @@ def _binary(impl, dx, dy, name):
     def jvp(d):
         return lambda t, ans, x, y: broadcast_like(t * d(x, y, ans), ans)
 
-    return defprimitive(impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name)
+    return defprimitive(
+        impl, vjp=(vjp(0, dx), vjp(1, dy)), jvp=(jvp(dx), jvp(dy)), name=name, forward="derived"
+    )
 
 
 def _is_python_number(x):
@@ -466,6 +468,7 @@ _logsumexp_p = defprimitive(
     vjp=(_lse_vjp(0), _lse_vjp(1), None),
     jvp=(_lse_jvp(0), _lse_jvp(1), None),
     name="logsumexp",
+    forward="speed",
 )
 _lse_sign_p = nondiff(_lse_sign_impl, name="logsumexp_sign")
 
@@ -532,6 +535,7 @@ _softmax_p = defprimitive(
     vjp=lambda ans, x, axis: lambda ct: ans * (ct - fnp.sum(ct * ans, axis=axis, keepdims=True)),
     jvp=lambda t, ans, x, axis: ans * (t - fnp.sum(t * ans, axis=axis, keepdims=True)),
     name="softmax",
+    forward="speed",
 )
 
 
@@ -555,6 +559,7 @@ _log_softmax_p = defprimitive(
     vjp=_log_softmax_vjp,
     jvp=lambda t, ans, x, axis: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True),
     name="log_softmax",
+    forward="speed",
 )
 
 
@@ -734,6 +739,7 @@ def _with_order(impl, deriv, name):
         vjp=vjp,
         jvp=lambda t, ans, x, n: broadcast_like(t * deriv(x, ans, n), ans),
         name=name,
+        forward="derived",
     )
 
 
@@ -1319,11 +1325,16 @@ def _ivxe_impl(x, n):
     return _bessel_over_power(x, n, scaled=True)
 
 
+def _ivx_deriv(x, n):
+    return x * _ivx_p(x, n=n + 1)
+
+
 _ivx_p: Primitive = defprimitive(
     _ivx_impl,
-    vjp=lambda ans, x, n: lambda ct: ct * (x * _ivx_p(x, n=n + 1)),
-    jvp=lambda t, ans, x, n: t * (x * _ivx_p(x, n=n + 1)),
+    vjp=lambda ans, x, n: lambda ct: ct * _ivx_deriv(x, n),
+    jvp=lambda t, ans, x, n: t * _ivx_deriv(x, n),
     name="i_n_over_x_n",
+    forward="derived",
 )
 
 
@@ -1336,6 +1347,7 @@ _ivxe_p = defprimitive(
     vjp=lambda ans, x, n: lambda ct: ct * _ivxe_deriv(x, ans, n),
     jvp=lambda t, ans, x, n: t * _ivxe_deriv(x, ans, n),
     name="ie_n_over_x_n",
+    forward="derived",
 )
 
 _i0_p = defunary(_sc.i0, lambda ans, x: _i1_p(x), name="i0")
@@ -1428,7 +1440,9 @@ def _bessel_vjp(ans, x, v, kind):
     return bprop
 
 
-_bessel_p = defprimitive(_bessel_impl, vjp=_bessel_vjp, jvp=_bessel_jvp, name="bessel")
+_bessel_p = defprimitive(
+    _bessel_impl, vjp=_bessel_vjp, jvp=_bessel_jvp, name="bessel", forward="derived"
+)
 
 
 def _yn_impl(x, n):
@@ -1732,6 +1746,7 @@ def _betainc_jvp(tangents, ans, a, b, x):
 
 
 _betainc_p = Primitive("betainc", _sc.betainc, vjp=_betainc_vjp, jvp=_betainc_jvp)
+register_rules(_betainc_p, forward="derived")  # _betainc_partials, in both rules
 
 
 betainc = _ufunc(

@@ -180,6 +180,7 @@ def cdf_primitive(impl, density, name, shape_partials):
         vjp=(vjp_z,) + tuple(vjp_shape(i) for i in range(n)),
         jvp=(jvp_z,) + tuple(jvp_shape(i) for i in range(n)),
         name=name,
+        forward="derived",
     )
     register_rules(
         prim,

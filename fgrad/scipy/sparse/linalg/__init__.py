@@ -191,6 +191,7 @@ def _solve_primitive(name, impl, solver):
         return _product(cs[0], params[solver].structure, x, trans)
 
     prim = Primitive(name, impl, vjps=(vjp_data, vjp_b), jvps=(jvp_data, jvp_b))
+    register_rules(prim, forward="speed")
     return prim, tangent_map
 
 
@@ -612,6 +613,7 @@ register_rules(
     _expm_p,
     batch=_columns_batch(_expm_p, "each row has a matrix of its own"),
     taylor=_taylor.linear_rule(_expm_p, linear_in=(1,)),
+    forward="speed",
 )
 
 
