@@ -10,12 +10,12 @@ tangent back through it. Each derivative is written once, except where that cost
 the primitives declared with `forward="speed"` (`fgrad.primitive.register_rules`) keep a
 forward rule written by hand beside the reverse one. This script is the benchmark that shows
 each one pays: for every such primitive (`CASES`, keyed by module and name; the test
-`tests/test_forward_rules.py` checks that the two lists are the same), `fgrad.jvp` of a
+`tests/test_rule_kinds.py` checks that the two lists are the same), `fgrad.jvp` of a
 small function of it, with the hand-written rule and with the rule taken away (transposed),
 interleaved in the same rounds; the same-round ratio is how much slower forward mode would
 be without it. It also checks that both ways give the same tangent (to 1e-10, relative).
 
-Imports: NumPy, SciPy, fgrad, and the shared `timing.py`.
+Imports: NumPy, SciPy, fgrad, the shared `timing.py` and `rule_cases.py`.
 """
 
 import timing
@@ -24,45 +24,42 @@ PINNED = __name__ == "__main__" and timing.pin_threads()
 
 import argparse
 import contextlib
-import importlib
 import sys
 
 import numpy as np
+from rule_cases import (
+    DIAGONAL,
+    SPD,
+    UPPER,
+    A,
+    B,
+    V,
+    assert_close,
+    banded,
+    primitives_of,
+    tridiagonal,
+)
 
 import fgrad
 import fgrad.numpy as fnp
 import fgrad.numpy.linalg as fla
-from fgrad.core import Primitive
-
-RNG = np.random.default_rng(0)
-N = 6
-A = RNG.normal(size=(N, N)) + N * np.eye(N)  # well conditioned
-SPD = A @ A.T + N * np.eye(N)
-UPPER = np.triu(A)
-V = RNG.uniform(0.5, 2.0, size=10)  # positive: products, quotients, logs stay well away from 0
 
 
 def _scipy():
     import fgrad.scipy.linalg as fsl
-    import fgrad.scipy.sparse as fsp
     import fgrad.scipy.sparse.linalg as fsla
     import fgrad.scipy.special as fss
 
-    return fsl, fsp, fsla, fss
+    return fsl, fsla, fss
 
 
 def _cases():
     """key -> (function of one array, the array): each key's primitive applied once (with
     what it needs around it), at a point where it is smooth."""
-    fsl, fsp, fsla, fss = _scipy()
+    fsl, fsla, fss = _scipy()
     from fgrad.scipy.linalg import _trisylv_p
 
-    off = RNG.uniform(-1.0, 1.0, N - 1)
-    b = RNG.normal(size=N)
-    banded_b = RNG.normal(size=N)
-
-    def tridiagonal(d):
-        return fsp.diags([d, off, off], [0, 1, -1])
+    b = B
 
     def newton(f, x):
         for _ in range(30):
@@ -92,29 +89,26 @@ def _cases():
         "scipy.linalg.lu_factor": (lambda a: fsl.lu_factor(a)[0], A),
         "scipy.linalg.qr": (lambda a: fsl.qr(a)[1], A),
         "scipy.linalg.schur": (lambda a: fsl.schur(a)[0], SPD),
-        "scipy.linalg.solve_banded": (
-            lambda ab: fsl.solve_banded((1, 1), ab, banded_b),
-            np.stack([np.r_[0.0, off], np.full(N, 4.0), np.r_[off, 0.0]]),
-        ),
+        "scipy.linalg.solve_banded": (lambda d: fsl.solve_banded((1, 1), banded(d), b), DIAGONAL),
         "scipy.linalg.solve_sylvester": (lambda a: fsl.solve_sylvester(a, SPD, A), A),
         "scipy.linalg.solve_triangular": (lambda u: fsl.solve_triangular(u, b), UPPER),
         "scipy.linalg.sqrtm": (fsl.sqrtm, SPD),
         "scipy.linalg.svd": (lambda a: fsl.svd(a)[1], A),
         "scipy.linalg.triangular_sylvester": (
             lambda t: _trisylv_p(t, A, transpose=False),
-            np.triu(A) + np.diag(np.arange(N, dtype=float)),
+            UPPER + np.diag(np.arange(len(UPPER), dtype=float)),
         ),
         "scipy.sparse.linalg.sparse_expm_multiply": (
             lambda d: fsla.expm_multiply(0.2 * tridiagonal(d), b),
-            RNG.uniform(3.0, 4.0, N),
+            DIAGONAL,
         ),
         "scipy.sparse.linalg.sparse_iterative_solve": (
             lambda d: fsla.cg(tridiagonal(d), b, rtol=1e-13)[0],
-            RNG.uniform(3.0, 4.0, N),
+            DIAGONAL,
         ),
         "scipy.sparse.linalg.sparse_lu_solve": (
             lambda d: fsla.spsolve(tridiagonal(d), b),
-            RNG.uniform(3.0, 4.0, N),
+            DIAGONAL,
         ),
         "scipy.special.log_softmax": (fss.log_softmax, V),
         "scipy.special.logsumexp": (fss.logsumexp, V),
@@ -139,21 +133,6 @@ def _cases():
 
 # The keys: every primitive declared with forward="speed".
 CASES = tuple(_cases())
-
-
-def primitives_of(key):
-    """The primitives a key names: those called `name` in module `fgrad.<module>` (an
-    operator's twin, `x / y` beside `divide`, shares its rules and its name)."""
-    module_name, _, name = key.rpartition(".")
-    module = importlib.import_module(f"fgrad.{module_name}")
-    found = {}
-    for v in list(vars(module).values()):
-        v = getattr(v, "primitive", v)
-        if isinstance(v, Primitive) and v.name == name:
-            found[id(v)] = v
-    if not found:
-        raise LookupError(f"{key}: no primitive named {name!r} in fgrad.{module_name}")
-    return list(found.values())
 
 
 @contextlib.contextmanager
@@ -186,14 +165,6 @@ def both_ways(key):
     return hand, other
 
 
-def assert_close(hand, other, key, rtol=1e-10):
-    for h, o in zip(fgrad.tree_util.tree_flatten(hand)[0], fgrad.tree_util.tree_flatten(other)[0]):
-        h, o = np.asarray(h), np.asarray(o)
-        scale = max(1.0, float(np.max(np.abs(h))))
-        err = float(np.max(np.abs(h - o))) / scale if h.size else 0.0
-        assert err <= rtol, f"{key}: the hand-written forward rule differs by {err:.1e}"
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated keys of CASES")
@@ -204,7 +175,7 @@ def main():
     print(f"fgrad {fgrad.__version__}, NumPy {np.__version__}; one thread: {PINNED}")
     for key in keys:
         hand, other = both_ways(key)
-        assert_close(hand, other, key)
+        assert_close(hand, other, key, "the hand-written forward rule")
     print(f"{len(keys)} hand-written forward rules agree with the transposed reverse rules")
     if args.check:
         return 0

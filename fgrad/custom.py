@@ -1381,6 +1381,7 @@ def _tap_batch(args, dims, call):
 # is a reverse-mode matter), so the transforms outside the jet trace its operations.
 
 
+@taylor.declared("derived")
 def _custom_jvp_taylor(primals, series, call):
     """The general rule with the user's jvp rule as J x'. Along the path the tangent it is
     given is a series whose value (its first coefficient) may be zero while the higher ones
@@ -1462,6 +1463,7 @@ def _jvp_by_columns(call, xs, ts, ans, level):
     return total
 
 
+@taylor.declared("derived")
 def _custom_vjp_taylor(primals, series, call):
     own = getattr(call.f, "taylor_rule", None)  # a custom function fgrad defines may carry its
     if own is not None:  # own rule (`fgrad.scipy.integrate`'s solve); None: it does not apply
@@ -1478,6 +1480,7 @@ def _custom_vjp_taylor(primals, series, call):
     return taylor.general_rule(custom_vjp_call, primals, series, {"call": call}, tangent)
 
 
+@taylor.declared("derived")
 def _checkpoint_taylor(primals, series, call):
     level = call.level(primals)
     boxed = [p if s is None else Box(p, level, s) for p, s in zip(primals, series)]
@@ -1487,6 +1490,7 @@ def _checkpoint_taylor(primals, series, call):
     return values, out_series
 
 
+@taylor.declared("linear")
 def _tap_taylor(primals, series, call):
     """The tap sees the cotangent of the value; the coefficients pass through."""
     return bind(tap_cotangent_p, primals, {"call": call}), tuple(series)

@@ -69,6 +69,7 @@ def register_rules(
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
     forward: str | None = None,
+    taylor_kind: str | None = None,
     replace: bool = False,
 ) -> None:
     """Register `prim`'s batching rule and/or its Taylor rule, and declare why it has a forward
@@ -103,6 +104,13 @@ def register_rules(
         reverse rule costs more: `benchmarks/bench_forward_rules.py` measures each one).
         fgrad's own primitives all declare it (a test checks), so that a derivative written
         twice is always one of the measured few.
+    taylor_kind : str, optional
+        What the Taylor rule is, one of `TAYLOR_RULE_KINDS`: "linear" (the operation on each
+        coefficient, or the Cauchy products of a bilinear one), "derived" (from the
+        derivative, or the function itself, by a general construction) or "speed" (a
+        recurrence written by hand, `benchmarks/bench_taylor_rules.py` measures each against
+        the general rule). By default the kind the rule carries (`rule.kind`: the makers of
+        `fgrad.taylor` mark theirs, `fgrad.taylor.kind_of_rule`).
     replace : bool, default False
         Replace a rule of the same kind registered before. Without it, a second registration
         is refused: two declarations of one primitive's rule, the later one silently winning,
@@ -133,6 +141,11 @@ def register_rules(
         raise TypeError(
             f"register_rules({prim.name!r}): nothing to register; give batch= (a batching "
             "rule), taylor= (a Taylor rule) or forward= (why it has a forward rule)"
+        )
+    if taylor_kind is not None and (taylor is None or taylor_kind not in TAYLOR_RULE_KINDS):
+        raise ValueError(
+            f"register_rules({prim.name!r}): taylor_kind={taylor_kind!r} needs taylor= and one "
+            f"of {', '.join(map(repr, TAYLOR_RULE_KINDS))}"
         )
     if forward is not None:
         if forward not in FORWARD_RULE_KINDS:
@@ -167,16 +180,18 @@ def register_rules(
     # all checked before anything is written: a refused call registers nothing
     if forward is not None:
         forward_rules[prim] = forward
+    if taylor is not None:
+        taylor_kinds[prim] = taylor_kind or getattr(taylor, "kind", None)
     if batch is not None:
         _batching.rules[prim] = batch
     if taylor is not None:
         _taylor.rules[prim] = taylor
 
 
-def _register_given(prim, batch, taylor, forward=None):
-    """A builder's `batch=`, `taylor=` and `forward=`, registered if given."""
+def _register_given(prim, batch, taylor, forward=None, taylor_kind=None):
+    """A builder's `batch=`, `taylor=`, `forward=` and `taylor_kind=`, registered if given."""
     if batch is not None or taylor is not None or forward is not None:
-        register_rules(prim, batch=batch, taylor=taylor, forward=forward)
+        register_rules(prim, batch=batch, taylor=taylor, forward=forward, taylor_kind=taylor_kind)
 
 
 # Why a primitive has a forward rule of its own (`register_rules`'s `forward=`).
@@ -188,6 +203,16 @@ FORWARD_RULE_KINDS = {
 
 # Primitive -> its kind of forward rule, as declared.
 forward_rules: dict[Any, str] = {}
+
+# What a registered Taylor rule is (`register_rules`'s `taylor_kind=`).
+TAYLOR_RULE_KINDS = {
+    "linear": "the operation on each coefficient (or a bilinear one's Cauchy products)",
+    "derived": "made from the derivative, or the function itself, by a general construction",
+    "speed": "a recurrence written by hand: the general rule costs more",
+}
+
+# Primitive -> the kind of its Taylor rule (None: not declared).
+taylor_kinds: dict[Any, str | None] = {}
 
 
 def primitive(
@@ -279,18 +304,19 @@ def defprimitive(
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
     forward: str | None = None,
+    taylor_kind: str | None = None,
 ) -> Primitive:
     """A built-in primitive from per-input rules (see `fgrad.core.Primitive`).
 
     `vjp` and `jvp` are one rule for a one-input primitive or a tuple with one per input;
-    `batch` and `taylor` its batching and Taylor rules, `forward` why it has a forward rule
-    (`register_rules`).
+    `batch` and `taylor` its batching and Taylor rules, `forward` why it has a forward rule,
+    `taylor_kind` what its Taylor rule is (`register_rules`).
     """
     vjps = vjp if type(vjp) is tuple else (vjp,)
     jvps = jvp if type(jvp) is tuple else (jvp,)
     # mypy cannot tell that a rule is never a tuple subclass, which the tests above leave wrapped
     prim = Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)  # type: ignore[arg-type]
-    _register_given(prim, batch, taylor, forward)
+    _register_given(prim, batch, taylor, forward, taylor_kind)
     return prim
 
 

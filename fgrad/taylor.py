@@ -53,8 +53,10 @@ __all__ = [
     "TaylorLevel",
     "bilinear_rule",
     "cauchy",
+    "declared",
     "general_rule",
     "integrate",
+    "kind_of_rule",
     "linear_rule",
     "rules",
 ]
@@ -271,7 +273,19 @@ def linear_rule(prim, linear_in=None):
             out.append(bind(prim, args, params))
         return ans, tuple(out)
 
+    return kind_of_rule(rule, "linear")
+
+
+def kind_of_rule(rule, kind):
+    """`rule`, marked with its kind (`rule.kind`, what `fgrad.primitive.register_rules` records
+    for it: "linear", "derived" or "speed", see `fgrad.primitive.TAYLOR_RULE_KINDS`)."""
+    rule.kind = kind
     return rule
+
+
+def declared(kind):
+    """A decorator: the rule it decorates is of `kind` (`kind_of_rule`)."""
+    return lambda rule: kind_of_rule(rule, kind)
 
 
 def _zero_like(x):
@@ -300,7 +314,7 @@ def bilinear_rule(prim):
             out.append(total)
         return ans, tuple(out)
 
-    return rule
+    return kind_of_rule(rule, "linear")
 
 
 # --- elementwise functions: recurrences, quadratic in the order -----------------------------------
@@ -353,7 +367,7 @@ def _cached_slope_rule(slope_of_value):
                 y.append(integrate(x, d, k))
             return y[0], tuple(y[1:])
 
-        return rule
+        return kind_of_rule(rule, "speed")
 
     return make
 
@@ -386,7 +400,7 @@ def sine_pair_rule(sin_prim, cos_prim, which, sign):
         y = (sn, cs)[which]
         return y[0], tuple(y[1:])
 
-    return rule
+    return kind_of_rule(rule, "speed")
 
 
 def log_rule(prim, scale=None, shift=False):
@@ -409,7 +423,7 @@ def log_rule(prim, scale=None, shift=False):
             y.append(_scaled(ln[k], scale) if scale is not None else ln[k])
         return y[0], tuple(y[1:])
 
-    return rule
+    return kind_of_rule(rule, "speed")
 
 
 def sqrt_rule(prim):
@@ -427,7 +441,7 @@ def sqrt_rule(prim):
             y.append(None if num is None else num / twice)
         return y[0], tuple(y[1:])
 
-    return rule
+    return kind_of_rule(rule, "speed")
 
 
 def quotient_coefficients(x, y, z0, order):
@@ -502,7 +516,7 @@ def from_slope(prim, slope):
                 d = [dbox] + [None] * (order - 1)
         return ans, tuple(integrate(x, d, k) for k in range(1, order + 1))
 
-    return rule
+    return kind_of_rule(rule, "derived")
 
 
 rules[add_any] = linear_rule(add_any)

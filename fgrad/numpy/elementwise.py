@@ -873,7 +873,7 @@ def _sum_taylor_rule(prim, sign):
             out.append(None if c is None else broadcast_like(c, ans))
         return ans, tuple(out)
 
-    return rule
+    return _taylor.kind_of_rule(rule, "linear")
 
 
 def _quotient_taylor_rule(prim):
@@ -889,7 +889,7 @@ def _quotient_taylor_rule(prim):
         z = _taylor.quotient_coefficients(x, y, ans, order)
         return ans, tuple(None if c is None else broadcast_like(c, ans) for c in z)
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 _SMALL_POWERS = range(1, 17)  # x**n by products of series, exact at x = 0
@@ -949,7 +949,7 @@ def _power_taylor_rule(prim):
             out = _taylor.power_coefficients(x, ans, a, order)
         return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 def _square_taylor_rule(prim):
@@ -958,7 +958,7 @@ def _square_taylor_rule(prim):
         x = _taylor.full(primals[0], series[0], len(series[0]))
         return ans, tuple(_taylor.square_coefficient(x, k) for k in range(1, len(x)))
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 def _reciprocal_taylor_rule(prim):
@@ -968,7 +968,7 @@ def _reciprocal_taylor_rule(prim):
         y = _taylor.full(primals[0], series[0], order)
         return ans, tuple(_taylor.quotient_coefficients([None] * (order + 1), y, ans, order))
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 def _register_taylor():

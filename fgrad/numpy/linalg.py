@@ -530,7 +530,7 @@ def linear_solve_taylor_rule(prim, tangent_map, columns=False):
             x.append(None if rhs is None else solve(rhs))
         return ans, tuple(x[1:])
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 register_rules(
@@ -539,6 +539,7 @@ register_rules(
 )
 
 
+@_taylor.declared("speed")
 def _inv_taylor(primals, series):
     """a y = 1 along the path: y_k = -y_0 sum_(j=1..k) a_j y_(k-j), quadratic in the order."""
     (a,), (s,) = primals, series
@@ -919,6 +920,7 @@ _cholesky_p = defprimitive(
 )
 
 
+@_taylor.declared("speed")
 def _cholesky_taylor(primals, series, upper):
     """A = L L^H along the path: L_0 L_k^H + L_k L_0^H = A_k - sum_(j=1..k-1) L_j L_(k-j)^H,
     solved for the triangular L_k as the forward rule solves for dL (quadratic in the order)."""

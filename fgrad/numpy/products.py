@@ -279,6 +279,7 @@ _einsum_p = defprimitive(
 )
 
 
+@_taylor.declared("linear")
 def _einsum_taylor(primals, series, **params):
     """einsum is linear in each operand: coefficient k of the output is the sum, over the ways
     of splitting k among the operands with a series, of the einsum of their coefficients of

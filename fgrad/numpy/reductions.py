@@ -186,7 +186,15 @@ def _extremum(impl, name):
             None if c is None else sum(c * weights, axis=axis, keepdims=keepdims) for c in series[0]
         )
 
-    prim = defprimitive(run, vjp=vjp, jvp=jvp, name=name, taylor=taylor_rule, forward="derived")
+    prim = defprimitive(
+        run,
+        vjp=vjp,
+        jvp=jvp,
+        name=name,
+        taylor=taylor_rule,
+        forward="derived",
+        taylor_kind="linear",  # the forward rule's weighted sum, the weights fixed
+    )
 
     def reduce(
         a: ArrayLike,

@@ -2043,6 +2043,7 @@ like_batch_rule(ones_like)
 # coefficient of the output is the primitive applied to the inputs' coefficients of that order.
 
 
+@_taylor.declared("linear")
 def _sum_kw_taylor(primals, series, **params):
     """A sum starting at a constant `initial` is affine in x: its coefficients are the sums of
     x's, starting at 0."""

@@ -873,7 +873,7 @@ def _unwrap_taylor(primals, series, **params):
     return bind(_unwrap_p, primals, params), series[0]
 
 
-register_rules(_unwrap_p, taylor=_unwrap_taylor)
+register_rules(_unwrap_p, taylor=_unwrap_taylor, taylor_kind="linear")
 
 
 def unwrap(

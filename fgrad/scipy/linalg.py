@@ -860,7 +860,7 @@ def _sqrtm_taylor(primals, series):
     return x[0], tuple(x[1:])
 
 
-register_rules(_sqrtm_p, taylor=_sqrtm_taylor)
+register_rules(_sqrtm_p, taylor=_sqrtm_taylor, taylor_kind="speed")
 
 
 def sqrtm(
@@ -935,7 +935,7 @@ def _expm_taylor(primals, series):
     return _expm_p(a), tuple(big[..., :n, k * n : (k + 1) * n] for k in range(1, order + 1))
 
 
-register_rules(_expm_p, taylor=_expm_taylor)
+register_rules(_expm_p, taylor=_expm_taylor, taylor_kind="speed")
 
 
 def expm(A: ArrayLike) -> Array:

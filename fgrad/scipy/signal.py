@@ -524,6 +524,7 @@ _conv2d_p: Primitive = defprimitive(
 )
 
 
+@_taylor.declared("linear")
 def _conv2d_taylor(primals, series, **params):
     """Bilinear in (in1, in2) but for the fill value, a constant border of in1 that only in1's
     value carries: the terms with a coefficient of in1 are taken with fill 0, as its forward

@@ -291,7 +291,7 @@ def slope_taylor_rule(prim, slope):
         out = (_taylor.integrate(x, d, k) for k in range(1, order + 1))
         return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
 
-    return rule
+    return _taylor.kind_of_rule(rule, "derived")
 
 
 def _unary_of_x(impl, slope, name):
@@ -319,7 +319,7 @@ def _ode_rule(prim, slope):
             y.append(_taylor.integrate(x, d, k))
         return y[0], tuple(y[1:])
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 def _known_derivatives_rule(prim, derivatives):
@@ -333,7 +333,7 @@ def _known_derivatives_rule(prim, derivatives):
         ans = bind(prim, (x0,), params)
         return ans, tuple(_composed(derivatives(x0, len(s), **params), s))
 
-    return rule
+    return _taylor.kind_of_rule(rule, "derived")
 
 
 def _composed(ds, s):
@@ -588,9 +588,10 @@ def _softmax_taylor(log):
         _, p, shifted = _softmax_series(x, fnp.exp(ans) if log else ans, axis)
         return ans, tuple((shifted if log else p)[1:])
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
+@_taylor.declared("speed")
 def _logsumexp_taylor(primals, series, axis, keepdims):
     """log(sum(b exp(a))) over `axis`: without b, L's coefficients from the weights (see
     `_softmax_series`); with b, or signs, or for complex input, the general rule."""
@@ -852,7 +853,7 @@ def _gamma_taylor(prim, sign):
             y.append(c if sign > 0 or c is None else -c)
         return y[0], tuple(y[1:])
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 register_rules(_polygamma_p, taylor=_known_derivatives_rule(_polygamma_p, _polygamma_derivatives))
@@ -1267,7 +1268,7 @@ def _mills_taylor(which):
         y = (m, h)[which]
         return y[0], tuple(y[1:])
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 register_rules(_mills_p.primitive, taylor=_mills_taylor(0))
@@ -1511,7 +1512,7 @@ def _bessel_rule(prim, kind=None, v=None):
             scale.append(_taylor.integrate(e, scale, k))
         return ans, tuple(_taylor.cauchy(f, scale, k) for k in range(1, order + 1))
 
-    return rule
+    return _taylor.kind_of_rule(rule, "speed")
 
 
 register_rules(_bessel_p, taylor=_bessel_rule(_bessel_p))
