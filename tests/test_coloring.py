@@ -124,18 +124,58 @@ def test_the_brusselator(order):
     assert (np.diff(pattern.indptr) == 6).all()
     colors = coloring.column_coloring(pattern, order)
     assert _columns_share_no_row(pattern, colors)
-    # 6 is the lower bound (a row has 6 nonzeros); the greedy orders find 12 with u's grid
-    # numbered before v's, recursive largest first 8 (the issue's 6-8)
-    want = {"largest_first": 12, "smallest_last": 12, "recursive_largest_first": 8}
+    # 6 is the lower bound (a row has 6 nonzeros); with u's grid numbered before v's the
+    # greedy orders find 12, and their refinement 10; recursive largest first 8 (the issue's
+    # 6-8)
+    want = {"natural": 10, "largest_first": 10, "smallest_last": 10, "recursive_largest_first": 8}
     assert colors.max() + 1 == want[order]
 
 
-def test_the_brusselator_numbered_point_by_point_takes_8_in_largest_first_order():
+@pytest.mark.parametrize("order", ["natural", "largest_first"])
+def test_the_brusselator_numbered_point_by_point_takes_8_in_the_natural_order(order):
     """The greedy colouring depends on the numbering: with u and v of each grid point next to
-    each other, largest-first (the grid's order: every degree is 17) finds 8."""
+    each other, the natural order (and largest-first, the same here: every degree is 17)
+    finds 8."""
     pattern = brusselator_pattern()
     point_by_point = pattern[:, np.arange(2048).reshape(2, -1).T.ravel()]
-    assert coloring.column_coloring(point_by_point, "largest_first").max() + 1 == 8
+    assert coloring.column_coloring(point_by_point, order).max() + 1 == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.integers(0, 2**32 - 1))
+def test_a_refinement_stays_valid_and_never_adds_a_colour(pattern, seed):
+    n = pattern.shape[1]
+    rng = np.random.default_rng(seed)
+    g = coloring.conflict_graph(pattern)
+    for start in (np.arange(n), coloring.greedy_coloring(*g, "natural")[rng.permutation(n)]):
+        if not _columns_share_no_row(pattern, start):
+            continue  # a permuted colouring need not be one
+        refined = coloring.refine_column_coloring(pattern, start)
+        assert _columns_share_no_row(pattern, refined)
+        assert refined.max(initial=-1) <= start.max(initial=-1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.sampled_from(coloring.ORDERS))
+def test_the_greedy_pass_by_rows_is_the_greedy_colouring_of_the_graph(pattern, order):
+    """`_greedy_columns` keeps each row's colours instead of building the column intersection
+    graph: in one order, the two give the same colours."""
+    g = coloring.conflict_graph(pattern)
+    visit = coloring.vertex_order(*g, order)
+    np.testing.assert_array_equal(
+        coloring._greedy_columns(pattern, visit), coloring.greedy_coloring(*g, order)
+    )
+
+
+@pytest.mark.parametrize("order", METHODS)
+def test_stored_values_between_0_and_1_are_nonzeros(order):
+    """A pattern given with float values: every stored entry counts (an int8 cast of 0.5 would
+    drop it, and the colouring would join columns that share a row)."""
+    pattern = sp.random_array(
+        (60, 40), density=0.1, random_state=np.random.default_rng(3), format="csr"
+    )
+    pattern.data[:] = 0.5
+    assert _columns_share_no_row(pattern, coloring.column_coloring(pattern, order))
 
 
 @settings(max_examples=40, deadline=None)
