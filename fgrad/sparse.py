@@ -153,8 +153,16 @@ def _detect(fun, args, nums, values, tree):
                 full[i] = tree_unflatten(arg_tree, leaves)
         out = tree_flatten(fun(*full))[0]
         pats = [level.pattern_of(o) for o in out]
-    pattern = sp.vstack(pats, format="csr") if pats else empty_pattern(0, n + 1)
-    pattern = sp.csr_array(pattern[:, :n])
+    if len(pats) == 1:
+        pattern = pats[0]
+    else:
+        pattern = sp.vstack(pats, format="csr") if pats else empty_pattern(0, n + 1)
+    if pattern.nnz and pattern.indices.max() == n:  # column n, the values that may change
+        pattern = sp.csr_array(pattern[:, :n])
+    else:  # (a slice of no column costs more than the same arrays with one column fewer)
+        pattern = sp.csr_array(
+            (pattern.data, pattern.indices, pattern.indptr), (len(pattern.indptr) - 1, n)
+        )
     pattern.sum_duplicates()
     pattern.sort_indices()
     return pattern, level.reads > 0, any(dtype_of(o).kind == "c" for o in out)

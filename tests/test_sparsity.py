@@ -343,6 +343,31 @@ def test_every_primitive_has_a_sparsity_rule(capsys):
         assert len(reason) > 30, f"{name}: say why its rule is a dense block"
 
 
+@pytest.mark.parametrize("copies", ["few", "many"])
+def test_long_elementwise_chains_keep_every_dependency(copies):
+    """Elementwise code keeps each row's columns as a list (`sparsity._Narrow`) and a union
+    puts the lists side by side; past 32 per row the repeats are sorted out ("few": 3 distinct
+    moves, 40 times), and a row still wide makes the pattern CSR ("many": 40 permutations).
+    Either way the pattern is jacfwd's, also where the chain meets a reduction's CSR pattern."""
+    rng = np.random.default_rng(0)
+    if copies == "few":
+        moves = [np.roll(np.arange(50), k % 3) for k in range(40)]
+    else:
+        moves = [rng.permutation(50) for _ in range(40)]
+
+    def f(x):
+        out = x
+        for m in moves:
+            out = out * 0.5 + fnp.sin(x[m])
+        return fnp.concatenate([out, out[:5] * fnp.sum(x[:3])])
+
+    x = rng.uniform(0.1, 1.0, 50)
+    got = _dense(fgrad.jacobian_sparsity(f)(x))
+    np.testing.assert_array_equal(got, _flat_jacobian(f, x) != 0)
+    fullest = got[:50].sum(axis=1).max()
+    assert fullest == 3 if copies == "few" else fullest > sparsity._WIDE // 2  # CSR then
+
+
 def test_moves_are_derived_from_element_numbers():
     x = np.arange(24.0).reshape(2, 3, 4)
     funs = [
