@@ -237,7 +237,7 @@ def _lowest_zero_bit(forbidden: _np.ndarray) -> _np.ndarray:
 _REFINABLE = 62
 
 
-def refine_column_coloring(pattern, colors, passes: int = 4) -> _np.ndarray:
+def refine_column_coloring(pattern, colors, passes: int = 3) -> _np.ndarray:
     """Fewer colours, or as many, for a column colouring of `pattern`: up to `passes` greedy
     passes that visit the columns colour by colour, the last colour first (Culberson's
     iterated greedy: a column takes the smallest colour not taken by a column sharing a row

@@ -124,6 +124,10 @@ class _Narrow:
         self.shape = (cols.shape[0], n)
 
 
+# Inputs of at most this many elements start narrow; larger ones CSR, whose unions are merges
+# in C: their cost per element, not per operation, is what counts there.
+_NARROW_ROWS = 8192
+
 # Past this many columns per row (repeats included), a union sorts out the repeats; a pattern
 # still half as wide after that is made CSR, which stores each row's length as it is.
 _WIDE = 32
@@ -134,12 +138,17 @@ def _csr(p):
     if type(p) is not _Narrow:
         return p
     sp = sparse_module()
-    cols = _np.sort(p.cols, axis=1)
-    keep = cols >= 0
-    keep[:, 1:] &= cols[:, 1:] != cols[:, :-1]
-    indptr = _np.zeros(p.shape[0] + 1, dtype=_np.int64)
-    _np.cumsum(keep.sum(axis=1), out=indptr[1:])
-    return sp.csr_array((_np.ones(int(indptr[-1]), dtype=bool), cols[keep], indptr), shape=p.shape)
+    size, width = p.cols.shape
+    flat = _np.sort(p.cols, axis=1).ravel()  # (flat: NumPy's reductions along short rows are slow)
+    keep = flat >= 0
+    if width > 1:
+        repeat = flat[1:] == flat[:-1]
+        repeat[width - 1 :: width] = False  # a row's first column repeats nothing
+        keep[1:] &= ~repeat
+    at = _np.flatnonzero(keep)
+    indptr = _np.zeros(size + 1, dtype=_np.int64)
+    _np.cumsum(_np.bincount(at // max(width, 1), minlength=size), out=indptr[1:])
+    return sp.csr_array((_np.ones(len(at), dtype=bool), flat[at], indptr), shape=p.shape)
 
 
 def _narrow_union(patterns):
@@ -883,6 +892,8 @@ class SparsityLevel(Level):
     def new_input(self, x, offset: int) -> Box:
         """x as input elements offset .. offset + x.size - 1."""
         size = _size(tuple(shape_of(x)))
+        if size > _NARROW_ROWS:
+            return Box(x, self, identity_pattern(size, self.n, offset))
         cols = _np.arange(offset, offset + size, dtype=_np.int64).reshape(size, 1)
         return Box(x, self, _Narrow(cols, self.n))
 

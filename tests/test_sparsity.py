@@ -343,6 +343,31 @@ def test_every_primitive_has_a_sparsity_rule(capsys):
         assert len(reason) > 30, f"{name}: say why its rule is a dense block"
 
 
+@pytest.mark.parametrize("size, width", [(0, 3), (5, 0), (7, 1), (50, 5), (300, 12)])
+def test_a_narrow_pattern_becomes_the_csr_array_of_its_columns(size, width):
+    cols = np.random.default_rng(size + width).integers(-1, 20, (size, width))
+    got = sparsity._csr(sparsity._Narrow(cols, 20))
+    want = np.zeros((size, 20), dtype=bool)
+    rows = np.repeat(np.arange(size), width).reshape(size, width)
+    want[rows[cols >= 0], cols[cols >= 0]] = True
+    np.testing.assert_array_equal(got.toarray(), want)
+    assert got.has_canonical_format  # sorted, no repeats
+
+
+@pytest.mark.parametrize(
+    "fun, size",
+    [(tridiagonal_residual, 30), (banded, 30), (block_diagonal, 30), (brusselator, 128)],
+    ids=["tridiagonal", "banded", "block_diagonal", "brusselator"],
+)
+def test_inputs_start_narrow_or_csr_with_one_pattern(fun, size, monkeypatch):
+    """An input of at most `_NARROW_ROWS` elements starts as lists of columns, a larger one as
+    CSR (whose unions are merges in C): both find the same pattern."""
+    x = np.random.default_rng(0).uniform(0.1, 1.0, size)
+    narrow = _dense(fgrad.jacobian_sparsity(fun)(x))
+    monkeypatch.setattr(sparsity, "_NARROW_ROWS", 0)
+    np.testing.assert_array_equal(_dense(fgrad.jacobian_sparsity(fun)(x)), narrow)
+
+
 @pytest.mark.parametrize("copies", ["few", "many"])
 def test_long_elementwise_chains_keep_every_dependency(copies):
     """Elementwise code keeps each row's columns as a list (`sparsity._Narrow`) and a union
