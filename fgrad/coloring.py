@@ -24,7 +24,11 @@ greedy); a colour's columns share no row, so each of those passes is a few NumPy
 per colour.
 
 The greedy pass needs no graph: a row keeps the set of colours its columns have taken (the
-bits of an integer), and a column's forbidden colours are the union over its rows.
+bits of an integer), and a column's forbidden colours are the union over its rows. Two
+shortcuts come first and last: j % K, for the smallest K such that no row holds two columns
+equal modulo K, is taken when K is the most nonzeros in a row (the fewest colours possible:
+a banded pattern, a stencil on a grid numbered in order), or when K is fewer colours than the
+greedy colouring found.
 
 Patterns are `scipy.sparse` arrays (imported by the caller; this module uses only their CSR
 and CSC fields: a stored entry is a nonzero, whatever its value). Colours are numbered from 0.
@@ -288,6 +292,20 @@ def refine_column_coloring(pattern, colors, passes: int = 3) -> _np.ndarray:
     return colors
 
 
+def _modular(pattern, low: int, high: int):
+    """j % K for the smallest K in low .. high - 1 such that no row has two columns equal
+    modulo K (then columns of one colour share no row); None if there is none. A stencil on a
+    grid numbered in order often has one as small as its fullest row (a 3-D 7-point
+    Laplacian: 7, where the greedy orders need 11)."""
+    m, n = pattern.shape
+    rows = _np.repeat(_np.arange(m, dtype=_np.int64), _np.diff(pattern.indptr))
+    cols = pattern.indices.astype(_np.int64)
+    for k in range(max(low, 1), high):
+        if _np.bincount(rows * k + cols % k, minlength=m * k).max(initial=0) <= 1:
+            return _np.arange(n, dtype=_np.int64) % k
+    return None
+
+
 def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """A colour per column of `pattern` such that no two columns of one colour share a row:
     the columns of a colour are pushed forward by one JVP. Greedy in `order` (or RLF), then
@@ -305,6 +323,13 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     banded = banded_coloring(pattern)
     if banded is not None:
         return banded
+    n = pattern.shape[1]
+    fullest = int(_np.diff(pattern.indptr).max(initial=0))
+    # j % fullest, when it is one, is optimal: no colouring has fewer colours than a row has
+    # nonzeros. (Only a shortcut: the general path below finds as many or more.)
+    optimal = _modular(pattern, fullest, fullest + 1) if n else None
+    if optimal is not None:
+        return optimal
     if order == "natural":
         colors = _greedy_columns(pattern, None)
     else:
@@ -313,7 +338,9 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
             colors = recursive_largest_first(indptr, indices)
         else:
             colors = _greedy_columns(pattern, vertex_order(indptr, indices, order))
-    return refine_column_coloring(pattern, colors)
+    colors = refine_column_coloring(pattern, colors)
+    fewer = _modular(pattern, fullest + 1, int(colors.max(initial=-1)) + 1) if n else None
+    return colors if fewer is None else fewer
 
 
 def row_coloring(pattern, order: str = "natural") -> _np.ndarray:

@@ -221,6 +221,45 @@ def test_largest_first_and_an_unknown_order():
         coloring.column_coloring(g, "random")
 
 
+def _laplacian(*sizes):
+    """The pattern of a Laplacian's stencil on a grid of these sizes (no wrap: a 3-point
+    stencil along each axis), numbered in C order."""
+    pattern = sp.eye_array(1, dtype=bool, format="csr")
+    for n in sizes:
+        path = sp.csr_array(
+            np.eye(n, dtype=bool) | np.eye(n, k=1, dtype=bool) | np.eye(n, k=-1, dtype=bool)
+        )
+        pattern = sp.kronsum(path, pattern).astype(bool).tocsr() if pattern.shape[0] > 1 else path
+    return pattern
+
+
+@pytest.mark.parametrize("order", METHODS)
+def test_a_stencil_whose_columns_differ_modulo_its_fullest_row_takes_that_many(order):
+    """j % 7 colours a 3-D 7-point Laplacian on a 12 x 12 x 12 grid (no row holds two
+    columns equal modulo 7): the fewest possible, where the natural order finds 12 and its
+    refinement 11."""
+    pattern = _laplacian(12, 12, 12)
+    assert np.diff(pattern.indptr).max() == 7
+    colors = coloring.column_coloring(pattern, order)
+    np.testing.assert_array_equal(colors, np.arange(12**3) % 7)
+    greedy = coloring._greedy_columns(pattern, None)
+    refined = coloring.refine_column_coloring(pattern, greedy)
+    assert (greedy.max() + 1, refined.max() + 1) == (12, 11)
+    assert _columns_share_no_row(pattern, refined)
+
+
+def test_j_modulo_k_replaces_the_greedy_colouring_only_with_fewer_colours():
+    """Two fields on a 20 x 20 grid, stacked, each coupled to the other at its point: the
+    greedy pass and its refinement find 10, j % 9 is valid (and j % 6, 7, 8 are not)."""
+    lap = _laplacian(20, 20)
+    same = sp.eye_array(400, dtype=bool, format="csr")
+    pattern = sp.block_array([[lap, same], [same, lap]], format="csr")
+    colors = coloring.column_coloring(pattern)
+    np.testing.assert_array_equal(colors, np.arange(800) % 9)
+    refined = coloring.refine_column_coloring(pattern, coloring._greedy_columns(pattern, None))
+    assert refined.max() + 1 == 10
+
+
 def test_a_banded_pattern_as_wide_as_its_fullest_row_is_coloured_without_a_graph():
     penta = sp.csr_array(sum(np.eye(30, k=k) for k in range(-2, 3)))
     np.testing.assert_array_equal(coloring.banded_coloring(penta), np.arange(30) % 5)
