@@ -224,17 +224,16 @@ def _greedy_columns(pattern, visit) -> _np.ndarray:
         forbidden = 0
         for r in its:
             forbidden |= taken[r]
-        c = (~forbidden & (forbidden + 1)).bit_length() - 1  # the lowest bit not set
-        colors[j] = c
-        bit = 1 << c
+        bit = ~forbidden & (forbidden + 1)  # the lowest bit not set: the colour's
+        colors[j] = bit
         for r in its:
             taken[r] |= bit
-    return _np.array(colors, dtype=_np.int64)
+    return _np.array([bit.bit_length() - 1 for bit in colors], dtype=_np.int64)
 
 
-def _lowest_zero_bit(forbidden: _np.ndarray) -> _np.ndarray:
-    lowest = ~forbidden & (forbidden + 1)  # a power of two below 2**62: exact as a float
-    return _np.frexp(lowest.astype(_np.float64))[1] - 1
+def _bit_number(bits: _np.ndarray) -> _np.ndarray:
+    """k for each 2**k in `bits` (k < 62: exact as a float)."""
+    return _np.frexp(bits.astype(_np.float64))[1].astype(_np.int64) - 1
 
 
 # A refinement's colours are bits of an int64: a colouring with more colours is kept as it is.
@@ -279,16 +278,19 @@ def refine_column_coloring(pattern, colors, passes: int = 3) -> _np.ndarray:
         _np.cumsum(its_lengths, out=starts[1:])
         joined = rows[_np.repeat(indptr[visit] - starts[:-1], its_lengths) + _np.arange(starts[-1])]
         taken = _np.zeros(m, dtype=_np.int64)  # the bits of the colours each row has
+        bits = _np.ones(n, dtype=_np.int64)  # 2**colour of each column (colour 0: no row)
         begin = 0
         for end in ends:
             if end == begin:
                 continue
             lo, hi = starts[begin], starts[end]
-            its = joined[lo:hi]  # no row twice: these columns share none
-            c = _lowest_zero_bit(_np.bitwise_or.reduceat(taken[its], starts[begin:end] - lo))
-            colors[visit[begin:end]] = c
-            taken[its] = _np.repeat(_np.left_shift(1, c), its_lengths[begin:end]) | taken[its]
+            its = joined[lo:hi]  # no row twice: these columns share none, so |= is exact
+            forbidden = _np.bitwise_or.reduceat(taken[its], starts[begin:end] - lo)
+            bit = ~forbidden & (forbidden + 1)  # the lowest colour not taken
+            bits[visit[begin:end]] = bit
+            taken[its] |= _np.repeat(bit, its_lengths[begin:end])
             begin = end
+        colors = _bit_number(bits)
     return colors
 
 

@@ -191,7 +191,8 @@ def _narrow_rows(blocks, rows):
     if len(cols) == 0:  # no rows to take from: every row asked for is an empty one
         return _Narrow(_np.full((len(rows), cols.shape[1]), -1, dtype=_np.int64), n)
     taken = cols[rows]  # a copy: -1 took the last row, emptied here
-    taken[rows < 0] = -1
+    if len(rows) and rows.min() < 0:
+        taken[rows < 0] = -1
     return _Narrow(taken, n)
 
 
