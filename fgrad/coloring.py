@@ -209,13 +209,13 @@ def _columns(pattern):
     return c.indptr.astype(_np.int64), c.indices.astype(_np.int64)
 
 
-def _greedy_columns(pattern, visit) -> _np.ndarray:
+def _greedy_columns(pattern, visit, columns=None) -> _np.ndarray:
     """The greedy column colouring in the order `visit` (None: the columns' own). Each row
     keeps the colours its columns have taken as the bits of an int, so that a column's
     forbidden colours are the union over its rows, and no column intersection graph is built.
     Equal to `greedy_coloring` of `conflict_graph(pattern)` in that order."""
     m, n = pattern.shape
-    indptr, rows = _columns(pattern)
+    indptr, rows = _columns(pattern) if columns is None else columns
     ptr, idx = indptr.tolist(), rows.tolist()
     taken = [0] * m  # taken[r]: bit c set when a column of row r has colour c
     colors = [0] * n
@@ -238,9 +238,13 @@ def _bit_number(bits: _np.ndarray) -> _np.ndarray:
 
 # A refinement's colours are bits of an int64: a colouring with more colours is kept as it is.
 _REFINABLE = 62
+# Refinement passes after a greedy colouring: on 13 patterns tried (docs/sparse.md's table among
+# them: Brusselators, Laplacians, random ones), a fourth pass never removed a colour (the
+# Brusselator's counts pass by pass: 12, 11, 11, 10).
+PASSES = 3
 
 
-def refine_column_coloring(pattern, colors, passes: int = 3) -> _np.ndarray:
+def refine_column_coloring(pattern, colors, passes: int = PASSES) -> _np.ndarray:
     """Fewer colours, or as many, for a column colouring of `pattern`: up to `passes` greedy
     passes that visit the columns colour by colour, the last colour first (Culberson's
     iterated greedy: a column takes the smallest colour not taken by a column sharing a row
@@ -254,12 +258,17 @@ def refine_column_coloring(pattern, colors, passes: int = 3) -> _np.ndarray:
     >>> refine_column_coloring(path, np.array([0, 1, 2, 0, 1, 2]))
     array([1, 0, 1, 0, 1, 0])
     """
+    return _refine(pattern, colors, passes, None)
+
+
+def _refine(pattern, colors, passes: int, columns) -> _np.ndarray:
+    """`refine_column_coloring`, given the CSC arrays of `pattern` (`_columns`) if known."""
     colors = _np.array(colors, dtype=_np.int64)  # a copy: the caller's is not changed
     m, n = pattern.shape
     if n == 0 or m == 0 or pattern.nnz == 0:
         return colors
     bound = int(_np.diff(pattern.tocsr().indptr).max())
-    indptr, rows = _columns(pattern)
+    indptr, rows = _columns(pattern) if columns is None else columns
     lengths = _np.diff(indptr)
     # A column in no row conflicts with none: colour 0, and left out of the passes (so that
     # each column reduced below has a row).
@@ -311,8 +320,9 @@ def _modular(pattern, low: int, high: int):
 def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """A colour per column of `pattern` such that no two columns of one colour share a row:
     the columns of a colour are pushed forward by one JVP. Greedy in `order` (or RLF), then
-    refined (`refine_column_coloring`). A banded pattern whose band is as wide as its fullest
-    row takes j % width (optimal; `banded_coloring`).
+    refined (`refine_column_coloring`). A pattern that no row holds two columns equal modulo
+    its fullest row's count takes j % that count (optimal: a banded pattern as wide as its
+    fullest row, `banded_coloring`, is one).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> tridiagonal = sp.csr_array(np.eye(5) + np.eye(5, k=1) + np.eye(5, k=-1))
@@ -322,25 +332,24 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     if order not in COLUMN_METHODS:
         raise ValueError(f"order must be one of {COLUMN_METHODS}, not {order!r}")
     pattern = _structure(pattern)
-    banded = banded_coloring(pattern)
-    if banded is not None:
-        return banded
     n = pattern.shape[1]
     fullest = int(_np.diff(pattern.indptr).max(initial=0))
     # j % fullest, when it is one, is optimal: no colouring has fewer colours than a row has
-    # nonzeros. (Only a shortcut: the general path below finds as many or more.)
+    # nonzeros (`banded_coloring`'s j % width is one). Only a shortcut: the general path below
+    # finds as many colours or more.
     optimal = _modular(pattern, fullest, fullest + 1) if n else None
     if optimal is not None:
         return optimal
+    columns = _columns(pattern)
     if order == "natural":
-        colors = _greedy_columns(pattern, None)
+        colors = _greedy_columns(pattern, None, columns)
     else:
         indptr, indices = conflict_graph(pattern)
         if order == "recursive_largest_first":
             colors = recursive_largest_first(indptr, indices)
         else:
-            colors = _greedy_columns(pattern, vertex_order(indptr, indices, order))
-    colors = refine_column_coloring(pattern, colors)
+            colors = _greedy_columns(pattern, vertex_order(indptr, indices, order), columns)
+    colors = _refine(pattern, colors, PASSES, columns)
     fewer = _modular(pattern, fullest + 1, int(colors.max(initial=-1)) + 1) if n else None
     return colors if fewer is None else fewer
 
