@@ -312,9 +312,20 @@ def _modular(pattern, low: int, high: int):
     rows = _np.repeat(_np.arange(m, dtype=_np.int64), _np.diff(pattern.indptr))
     cols = pattern.indices.astype(_np.int64)
     for k in range(max(low, 1), high):
-        if _np.bincount(rows * k + cols % k, minlength=m * k).max(initial=0) <= 1:
+        key = rows * k + cols % k
+        if m * k <= 8 * len(key) + (1 << 16):  # a count per (row, colour): small enough
+            distinct = _np.bincount(key, minlength=m * k).max(initial=0) <= 1
+        else:  # (a row as full as the arrowhead's: sorting costs less than m * k counts)
+            key.sort()
+            distinct = not (key[1:] == key[:-1]).any()
+        if distinct:
             return _np.arange(n, dtype=_np.int64) % k
     return None
+
+
+# How many K above the fullest row's count `column_coloring` tries after the greedy pass:
+# j % K is good on stencils, whose K is at most a few more than their rows' count.
+_MODULI_TRIED = 8
 
 
 def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
@@ -350,7 +361,8 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
         else:
             colors = _greedy_columns(pattern, vertex_order(indptr, indices, order), columns)
     colors = _refine(pattern, colors, PASSES, columns)
-    fewer = _modular(pattern, fullest + 1, int(colors.max(initial=-1)) + 1) if n else None
+    found = int(colors.max(initial=-1)) + 1
+    fewer = _modular(pattern, fullest + 1, min(found, fullest + 1 + _MODULI_TRIED)) if n else None
     return colors if fewer is None else fewer
 
 

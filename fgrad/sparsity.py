@@ -1,9 +1,14 @@
 """Sparsity detection, a level: each box carries which inputs each element of its value depends on.
 
 A `SparsityLevel` box is `Box(value, level, pattern)`: `value` is what the traced code computes
-(at the given input), and `pattern` is a boolean `scipy.sparse.csr_array` of shape
-(value.size, n_inputs): row i lists the input elements that element i of the value (C order)
-depends on. A primitive applied to such boxes is applied to the values under them, and its
+(at the given input), and `pattern`, of shape (value.size, n_inputs), says in row i which input
+elements element i of the value (C order) depends on. It is a boolean `scipy.sparse.csr_array`,
+or, for the values computed from an input of at most `_NARROW_ROWS` elements by elementwise
+operations and moves, a `_Narrow`: the columns of each row as an integer array (a move is one
+NumPy indexing of it, a union one concatenation, where CSR needs a merge and a SciPy object
+per operation). The rules of the other kinds get CSR arrays (`SparsityLevel.process`
+converts), and `SparsityLevel.pattern_of` returns one. A primitive applied to such boxes is
+applied to the values under them, and its
 output's pattern is computed by the primitive's *sparsity rule*, one of a few kinds derived from
 what the primitive's other rules already say, never written one primitive at a time:
 

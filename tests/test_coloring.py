@@ -260,6 +260,16 @@ def test_j_modulo_k_replaces_the_greedy_colouring_only_with_fewer_colours():
     assert refined.max() + 1 == 10
 
 
+def test_a_full_row_takes_a_colour_per_column_without_a_count_per_row_and_colour():
+    """An arrowhead of 20,000 columns: its full row makes K = 20,000 for j % K, whose check by a
+    count per (row, colour) would need 4 * 10^8 counts; it sorts instead."""
+    n = 20_000
+    rows = np.concatenate([np.zeros(n, dtype=np.int64), np.arange(1, n)])
+    cols = np.concatenate([np.arange(n), np.arange(1, n)])
+    arrow = sp.csr_array((np.ones(len(rows), dtype=bool), (rows, cols)), shape=(n, n))
+    np.testing.assert_array_equal(coloring.column_coloring(arrow), np.arange(n))
+
+
 def test_a_banded_pattern_as_wide_as_its_fullest_row_is_coloured_without_a_graph():
     penta = sp.csr_array(sum(np.eye(30, k=k) for k in range(-2, 3)))
     np.testing.assert_array_equal(coloring.banded_coloring(penta), np.arange(30) % 5)
