@@ -9,15 +9,29 @@ colouring in which every path on four vertices uses at least three colours) lets
 off-diagonal entry be read either at (i, colour of j) or, by symmetry, at (j, colour of i)
 (`star_recovery`).
 
-All colourings are greedy, in one of two vertex orders: "largest_first" (by degree, largest
-first) or "smallest_last" (repeatedly set aside a vertex of smallest degree in what remains;
-colour in the reverse order), which usually needs fewer colours. Column and row colourings
-may also be "recursive_largest_first" (Leighton's RLF, `recursive_largest_first`), which
-builds one colour at a time and needs the fewest colours of the three on the problems of
-`benchmarks/bench_sparse.py` (the 2-D Brusselator: 8, against 12), at ten times the cost.
+A column colouring is greedy (each column takes the smallest colour no column sharing a row
+with it has taken yet) in one of three orders: "natural" (the columns' numbering, the
+default: cheapest, and good on the local numberings of discretised equations), "largest_first"
+(by degree in the column intersection graph, largest first) or "smallest_last" (repeatedly set
+aside a vertex of smallest degree in what remains; colour in the reverse order: fewer colours
+on unstructured patterns, at the cost of the graph and a pass over it in Python). It may also
+be "recursive_largest_first" (Leighton's RLF, `recursive_largest_first`), which builds one
+colour at a time and needs the fewest colours on the problems of `benchmarks/bench_sparse.py`
+(the 2-D Brusselator: 8, against 10), at ten times the cost. Every column colouring is then
+*refined* (`refine_column_coloring`): greedy again with the columns visited colour by colour,
+the last colour first, which never adds a colour and often removes some (Culberson's iterated
+greedy); a colour's columns share no row, so each of those passes is a few NumPy operations
+per colour.
+
+The greedy pass needs no graph: a row keeps the set of colours its columns have taken (the
+bits of an integer), and a column's forbidden colours are the union over its rows. Two
+shortcuts come first and last: j % K, for the smallest K such that no row holds two columns
+equal modulo K, is taken when K is the most nonzeros in a row (the fewest colours possible:
+a banded pattern, a stencil on a grid numbered in order), or when K is fewer colours than the
+greedy colouring found.
 
 Patterns are `scipy.sparse` arrays (imported by the caller; this module uses only their CSR
-fields). Colours are numbered from 0.
+and CSC fields: a stored entry is a nonzero, whatever its value). Colours are numbered from 0.
 
 Imports: none of fgrad's.
 """
@@ -32,13 +46,14 @@ __all__ = [
     "conflict_graph",
     "greedy_coloring",
     "recursive_largest_first",
+    "refine_column_coloring",
     "row_coloring",
     "star_coloring",
     "star_recovery",
     "vertex_order",
 ]
 
-ORDERS = ("largest_first", "smallest_last")
+ORDERS = ("natural", "largest_first", "smallest_last")
 # What a column or row colouring may use: a greedy order, or RLF.
 COLUMN_METHODS = (*ORDERS, "recursive_largest_first")
 
@@ -46,7 +61,7 @@ COLUMN_METHODS = (*ORDERS, "recursive_largest_first")
 def conflict_graph(pattern):
     """The column intersection graph of `pattern` (m x n): columns i != j are adjacent when
     some row has both. Returned as CSR arrays (indptr, indices) of an n x n boolean matrix."""
-    p = pattern.tocsr().astype(_np.int8)
+    p = _structure(pattern).astype(_np.int8)
     g = (p.T @ p).tocsr()
     g.setdiag(0)
     g.eliminate_zeros()
@@ -58,6 +73,8 @@ def vertex_order(indptr, indices, order: str = "smallest_last") -> _np.ndarray:
     """The vertices of a graph (CSR adjacency) in the order a greedy colouring visits them."""
     n = len(indptr) - 1
     degree = _np.diff(indptr)
+    if order == "natural":
+        return _np.arange(n, dtype=_np.int64)
     if order == "largest_first":
         return _np.argsort(-degree, kind="stable")
     if order != "smallest_last":
@@ -179,10 +196,144 @@ def recursive_largest_first(indptr, indices) -> _np.ndarray:
         c += 1
 
 
-def column_coloring(pattern, order: str = "smallest_last") -> _np.ndarray:
+def _structure(pattern):
+    """`pattern` as a CSR array whose stored entries are True (a stored value in (0, 1) must
+    not become a zero on the way to the integer product of `conflict_graph`)."""
+    p = pattern.tocsr()
+    return type(p)((_np.ones(len(p.indices), dtype=bool), p.indices, p.indptr), shape=p.shape)
+
+
+def _columns(pattern):
+    """The rows of each column: the CSC arrays (indptr, row indices) of `pattern`, int64."""
+    c = pattern.tocsc()
+    return c.indptr.astype(_np.int64), c.indices.astype(_np.int64)
+
+
+def _greedy_columns(pattern, visit, columns=None) -> _np.ndarray:
+    """The greedy column colouring in the order `visit` (None: the columns' own). Each row
+    keeps the colours its columns have taken as the bits of an int, so that a column's
+    forbidden colours are the union over its rows, and no column intersection graph is built.
+    Equal to `greedy_coloring` of `conflict_graph(pattern)` in that order."""
+    m, n = pattern.shape
+    indptr, rows = _columns(pattern) if columns is None else columns
+    ptr, idx = indptr.tolist(), rows.tolist()
+    taken = [0] * m  # taken[r]: bit c set when a column of row r has colour c
+    colors = [0] * n
+    for j in range(n) if visit is None else visit.tolist():
+        its = idx[ptr[j] : ptr[j + 1]]
+        forbidden = 0
+        for r in its:
+            forbidden |= taken[r]
+        bit = ~forbidden & (forbidden + 1)  # the lowest bit not set: the colour's
+        colors[j] = bit
+        for r in its:
+            taken[r] |= bit
+    return _np.array([bit.bit_length() - 1 for bit in colors], dtype=_np.int64)
+
+
+def _bit_number(bits: _np.ndarray) -> _np.ndarray:
+    """k for each 2**k in `bits` (k < 62: exact as a float)."""
+    return _np.frexp(bits.astype(_np.float64))[1].astype(_np.int64) - 1
+
+
+# A refinement's colours are bits of an int64: a colouring with more colours is kept as it is.
+_REFINABLE = 62
+# Refinement passes after a greedy colouring: on 13 patterns tried (docs/sparse.md's table among
+# them: Brusselators, Laplacians, random ones), a fourth pass never removed a colour (the
+# Brusselator's counts pass by pass: 12, 11, 11, 10).
+PASSES = 3
+
+
+def refine_column_coloring(pattern, colors, passes: int = PASSES) -> _np.ndarray:
+    """Fewer colours, or as many, for a column colouring of `pattern`: up to `passes` greedy
+    passes that visit the columns colour by colour, the last colour first (Culberson's
+    iterated greedy: a column takes the smallest colour not taken by a column sharing a row
+    with it and visited before). A colour's columns share no row, so they are coloured
+    together, in a few NumPy operations; each pass keeps the colours of the one before as a
+    block, so it never needs more colours. Stops early at the lower bound (the most nonzeros
+    in a row).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> path = sp.csr_array(np.eye(6) + np.eye(6, k=1))  # columns j, j+1 share row j
+    >>> refine_column_coloring(path, np.array([0, 1, 2, 0, 1, 2]))
+    array([1, 0, 1, 0, 1, 0])
+    """
+    return _refine(pattern, colors, passes, None)
+
+
+def _refine(pattern, colors, passes: int, columns) -> _np.ndarray:
+    """`refine_column_coloring`, given the CSC arrays of `pattern` (`_columns`) if known."""
+    colors = _np.array(colors, dtype=_np.int64)  # a copy: the caller's is not changed
+    m, n = pattern.shape
+    if n == 0 or m == 0 or pattern.nnz == 0:
+        return colors
+    bound = int(_np.diff(pattern.tocsr().indptr).max())
+    indptr, rows = _columns(pattern) if columns is None else columns
+    lengths = _np.diff(indptr)
+    # A column in no row conflicts with none: colour 0, and left out of the passes (so that
+    # each column reduced below has a row).
+    colors[lengths == 0] = 0
+    used = _np.flatnonzero(lengths)
+    for _ in range(passes):
+        k = int(colors.max()) + 1
+        if k <= bound or k > _REFINABLE:
+            break
+        # the columns in visiting order (the last colour's first) and their rows, joined
+        last_first = k - 1 - colors[used]
+        visit = used[_np.argsort(last_first, kind="stable")]
+        ends = _np.cumsum(_np.bincount(last_first, minlength=k)).tolist()
+        its_lengths = lengths[visit]
+        starts = _np.zeros(len(visit) + 1, dtype=_np.int64)
+        _np.cumsum(its_lengths, out=starts[1:])
+        joined = rows[_np.repeat(indptr[visit] - starts[:-1], its_lengths) + _np.arange(starts[-1])]
+        taken = _np.zeros(m, dtype=_np.int64)  # the bits of the colours each row has
+        bits = _np.ones(n, dtype=_np.int64)  # 2**colour of each column (colour 0: no row)
+        begin = 0
+        for end in ends:
+            if end == begin:
+                continue
+            lo, hi = starts[begin], starts[end]
+            its = joined[lo:hi]  # no row twice: these columns share none, so |= is exact
+            forbidden = _np.bitwise_or.reduceat(taken[its], starts[begin:end] - lo)
+            bit = ~forbidden & (forbidden + 1)  # the lowest colour not taken
+            bits[visit[begin:end]] = bit
+            taken[its] |= _np.repeat(bit, its_lengths[begin:end])
+            begin = end
+        colors = _bit_number(bits)
+    return colors
+
+
+def _modular(pattern, low: int, high: int):
+    """j % K for the smallest K in low .. high - 1 such that no row has two columns equal
+    modulo K (then columns of one colour share no row); None if there is none. A stencil on a
+    grid numbered in order often has one as small as its fullest row (a 3-D 7-point
+    Laplacian: 7, where the greedy orders need 11)."""
+    m, n = pattern.shape
+    rows = _np.repeat(_np.arange(m, dtype=_np.int64), _np.diff(pattern.indptr))
+    cols = pattern.indices.astype(_np.int64)
+    for k in range(max(low, 1), high):
+        key = rows * k + cols % k
+        if m * k <= 8 * len(key) + (1 << 16):  # a count per (row, colour): small enough
+            distinct = _np.bincount(key, minlength=m * k).max(initial=0) <= 1
+        else:  # (a row as full as the arrowhead's: sorting costs less than m * k counts)
+            key.sort()
+            distinct = not (key[1:] == key[:-1]).any()
+        if distinct:
+            return _np.arange(n, dtype=_np.int64) % k
+    return None
+
+
+# How many K above the fullest row's count `column_coloring` tries after the greedy pass:
+# j % K is good on stencils, whose K is at most a few more than their rows' count.
+_MODULI_TRIED = 8
+
+
+def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """A colour per column of `pattern` such that no two columns of one colour share a row:
-    the columns of a colour are pushed forward by one JVP. A banded pattern whose band is as
-    wide as its fullest row takes j % width (optimal; `banded_coloring`).
+    the columns of a colour are pushed forward by one JVP. Greedy in `order` (or RLF), then
+    refined (`refine_column_coloring`). A pattern that no row holds two columns equal modulo
+    its fullest row's count takes j % that count (optimal: a banded pattern as wide as its
+    fullest row, `banded_coloring`, is one).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> tridiagonal = sp.csr_array(np.eye(5) + np.eye(5, k=1) + np.eye(5, k=-1))
@@ -191,16 +342,31 @@ def column_coloring(pattern, order: str = "smallest_last") -> _np.ndarray:
     """
     if order not in COLUMN_METHODS:
         raise ValueError(f"order must be one of {COLUMN_METHODS}, not {order!r}")
-    banded = banded_coloring(pattern)
-    if banded is not None:
-        return banded
-    indptr, indices = conflict_graph(pattern)
-    if order == "recursive_largest_first":
-        return recursive_largest_first(indptr, indices)
-    return greedy_coloring(indptr, indices, order)
+    pattern = _structure(pattern)
+    n = pattern.shape[1]
+    fullest = int(_np.diff(pattern.indptr).max(initial=0))
+    # j % fullest, when it is one, is optimal: no colouring has fewer colours than a row has
+    # nonzeros (`banded_coloring`'s j % width is one). Only a shortcut: the general path below
+    # finds as many colours or more.
+    optimal = _modular(pattern, fullest, fullest + 1) if n else None
+    if optimal is not None:
+        return optimal
+    columns = _columns(pattern)
+    if order == "natural":
+        colors = _greedy_columns(pattern, None, columns)
+    else:
+        indptr, indices = conflict_graph(pattern)
+        if order == "recursive_largest_first":
+            colors = recursive_largest_first(indptr, indices)
+        else:
+            colors = _greedy_columns(pattern, vertex_order(indptr, indices, order), columns)
+    colors = _refine(pattern, colors, PASSES, columns)
+    found = int(colors.max(initial=-1)) + 1
+    fewer = _modular(pattern, fullest + 1, min(found, fullest + 1 + _MODULI_TRIED)) if n else None
+    return colors if fewer is None else fewer
 
 
-def row_coloring(pattern, order: str = "smallest_last") -> _np.ndarray:
+def row_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """A colour per row such that no two rows of one colour share a column: the rows of a
     colour are pulled back by one VJP."""
     return column_coloring(pattern.T, order)

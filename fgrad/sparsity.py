@@ -1,9 +1,14 @@
 """Sparsity detection, a level: each box carries which inputs each element of its value depends on.
 
 A `SparsityLevel` box is `Box(value, level, pattern)`: `value` is what the traced code computes
-(at the given input), and `pattern` is a boolean `scipy.sparse.csr_array` of shape
-(value.size, n_inputs): row i lists the input elements that element i of the value (C order)
-depends on. A primitive applied to such boxes is applied to the values under them, and its
+(at the given input), and `pattern`, of shape (value.size, n_inputs), says in row i which input
+elements element i of the value (C order) depends on. It is a boolean `scipy.sparse.csr_array`,
+or, for the values computed from an input of at most `_NARROW_ROWS` elements by elementwise
+operations and moves, a `_Narrow`: the columns of each row as an integer array (a move is one
+NumPy indexing of it, a union one concatenation, where CSR needs a merge and a SciPy object
+per operation). The rules of the other kinds get CSR arrays (`SparsityLevel.process`
+converts), and `SparsityLevel.pattern_of` returns one. A primitive applied to such boxes is
+applied to the values under them, and its
 output's pattern is computed by the primitive's *sparsity rule*, one of a few kinds derived from
 what the primitive's other rules already say, never written one primitive at a time:
 
@@ -109,6 +114,93 @@ def identity_pattern(size: int, n: int, offset: int):
     )
 
 
+class _Narrow:
+    """A pattern as lists of columns: row i depends on the inputs `cols[i, k]` that are >= 0
+    (-1 fills a short row; a column may repeat). `cols` has shape (rows, width) and is never
+    changed once made. Elementwise operations and moves, most of a residual's operations,
+    need one NumPy indexing (a move) or concatenation (a union) on it, where a CSR array
+    needs a merge and a SciPy object per operation; the other rules receive CSR arrays
+    (`SparsityLevel.process` converts, `_csr`)."""
+
+    __slots__ = ("cols", "shape")
+
+    def __init__(self, cols: _np.ndarray, n: int) -> None:
+        self.cols = cols
+        self.shape = (cols.shape[0], n)
+
+
+# Inputs of at most this many elements start narrow; larger ones CSR, whose unions are merges
+# in C: their cost per element, not per operation, is what counts there.
+_NARROW_ROWS = 8192
+
+# Past this many columns per row (repeats included), a union sorts out the repeats; a pattern
+# still half as wide after that is made CSR, which stores each row's length as it is.
+_WIDE = 32
+
+
+def _csr(p):
+    """The CSR array of a pattern (itself when it is one), each row sorted, without repeats."""
+    if type(p) is not _Narrow:
+        return p
+    sp = sparse_module()
+    size, width = p.cols.shape
+    flat = _np.sort(p.cols, axis=1).ravel()  # (flat: NumPy's reductions along short rows are slow)
+    keep = flat >= 0
+    if width > 1:
+        repeat = flat[1:] == flat[:-1]
+        repeat[width - 1 :: width] = False  # a row's first column repeats nothing
+        keep[1:] &= ~repeat
+    at = _np.flatnonzero(keep)
+    indptr = _np.zeros(size + 1, dtype=_np.int64)
+    _np.cumsum(_np.bincount(at // max(width, 1), minlength=size), out=indptr[1:])
+    return sp.csr_array((_np.ones(len(at), dtype=bool), flat[at], indptr), shape=p.shape)
+
+
+def _narrow_union(patterns):
+    """The union of narrow patterns of one shape: their columns side by side."""
+    distinct: list = []
+    for p in patterns:
+        if not any(p is q for q in distinct):  # x * x: one pattern, not two
+            distinct.append(p)
+    if len(distinct) == 1:
+        return distinct[0]
+    n = distinct[0].shape[1]
+    cols = _np.concatenate([p.cols for p in distinct], axis=1)
+    if cols.shape[1] <= _WIDE:
+        return _Narrow(cols, n)
+    cols = _np.sort(cols, axis=1)
+    cols[:, 1:][cols[:, 1:] == cols[:, :-1]] = -1
+    cols.sort(axis=1)  # the -1s first
+    width = int((cols >= 0).sum(axis=1).max(initial=0))
+    compact = _Narrow(cols[:, cols.shape[1] - width :], n)
+    return compact if width <= _WIDE // 2 else _csr(compact)
+
+
+def _narrow_rows(blocks, rows):
+    """`_take_rows` of narrow patterns."""
+    n = blocks[0].shape[1]
+    if len(blocks) == 1:
+        cols = blocks[0].cols
+        if len(rows) == len(cols) and _np.array_equal(rows, _np.arange(len(rows))):
+            return blocks[0]
+    else:
+        width = max(b.cols.shape[1] for b in blocks)
+        cols = _np.concatenate(
+            [
+                b.cols
+                if b.cols.shape[1] == width
+                else _np.pad(b.cols, ((0, 0), (0, width - b.cols.shape[1])), constant_values=-1)
+                for b in blocks
+            ]
+        )
+    if len(cols) == 0:  # no rows to take from: every row asked for is an empty one
+        return _Narrow(_np.full((len(rows), cols.shape[1]), -1, dtype=_np.int64), n)
+    taken = cols[rows]  # a copy: -1 took the last row, emptied here
+    if len(rows) and rows.min() < 0:
+        taken[rows < 0] = -1
+    return _Narrow(taken, n)
+
+
 def _rows(pattern, rows):
     """pattern[rows] (rows: the source row of each output element)."""
     return _take_rows([pattern], _np.asarray(rows, dtype=_np.int64))
@@ -118,6 +210,8 @@ def _take_rows(blocks, rows):
     """Row rows[i] of the patterns in `blocks` stacked (-1: an empty row), as one pattern.
     NumPy on the CSR arrays (SciPy's indexing and stacking cost ten times more for the small
     patterns of most operations)."""
+    if type(blocks[0]) is _Narrow:
+        return _narrow_rows(blocks, rows)
     sp = sparse_module()
     n = blocks[0].shape[1]
     if len(blocks) == 1:
@@ -162,6 +256,8 @@ def _take_rows(blocks, rows):
 
 
 def _union(patterns):
+    if type(patterns[0]) is _Narrow:
+        return _narrow_union(patterns)
     out = patterns[0]
     for p in patterns[1:]:
         out = out + p  # on booleans: or
@@ -199,6 +295,11 @@ def _elementwise_rule(vals, pats, ans, params):
     )
 
 
+# The rules that take narrow patterns (`_Narrow`) as well as CSR ones (all of one form: see
+# `SparsityLevel.process`); the others are given CSR arrays.
+_elementwise_rule.narrow = True  # type: ignore[attr-defined]
+
+
 def _where_rule(vals, pats, ans, params, fixed):
     """`where(c, x, y)` with a condition that is a constant of every input (`fixed`: the level
     read no value before it, so nothing computed so far depends on the input's values): each
@@ -215,6 +316,11 @@ def _where_rule(vals, pats, ans, params, fixed):
         s = tuple(shape_of(v))
         rows = _np.broadcast_to(_np.arange(_size(s), dtype=_np.int64).reshape(s), out_shape)
         moved = _rows(p, rows.ravel())
+        if type(moved) is _Narrow:
+            cols = moved.cols.copy()  # `_rows` may return p itself
+            cols[~keep] = -1
+            parts.append(_Narrow(cols, moved.shape[1]))
+            continue
         sp = sparse_module()
         moved = sp.csr_array(
             sp.diags_array(keep.astype(_np.int8), dtype=_np.int8) @ moved.astype(_np.int8)
@@ -224,6 +330,7 @@ def _where_rule(vals, pats, ans, params, fixed):
 
 
 _where_rule.reads_constants = True  # type: ignore[attr-defined]
+_where_rule.narrow = True  # type: ignore[attr-defined]
 
 
 def _may_be_nonzero(v, pattern, fixed):
@@ -442,6 +549,7 @@ def _moves(prim, data: Sequence[int] | None = None, numbers_dtype: bool = False)
         moved = _np.asarray(prim.impl(*args, **params)).ravel()
         return _take_rows(blocks, moved - 1)
 
+    rule.narrow = True  # type: ignore[attr-defined]
     return rule
 
 
@@ -609,6 +717,9 @@ _register_moves(_shaping._spread_p, numbers_dtype=True)
 
 def _astype_rule(vals, pats, ans, params):
     return pats[0]  # each element keeps its place (a cast of the numbers could round them)
+
+
+_astype_rule.narrow = True  # type: ignore[attr-defined]
 
 
 rules[_shaping._astype_p] = _astype_rule
@@ -786,22 +897,23 @@ class SparsityLevel(Level):
 
     def new_input(self, x, offset: int) -> Box:
         """x as input elements offset .. offset + x.size - 1."""
-        return Box(x, self, identity_pattern(_size(tuple(shape_of(x))), self.n, offset))
+        size = _size(tuple(shape_of(x)))
+        if size > _NARROW_ROWS:
+            return Box(x, self, identity_pattern(size, self.n, offset))
+        cols = _np.arange(offset, offset + size, dtype=_np.int64).reshape(size, 1)
+        return Box(x, self, _Narrow(cols, self.n))
 
     def new_variable(self, x) -> Box:
         """x as a value that may change between calls: each element depends on the last
         input, which `fgrad.sparse` adds for it (see `fgrad.sparse._detect`)."""
         size = _size(tuple(shape_of(x)))
-        return Box(
-            x,
-            self,
-            _take_rows([identity_pattern(1, self.n, self.n - 1)], _np.zeros(size, dtype=_np.int64)),
-        )
+        return Box(x, self, _Narrow(_np.full((size, 1), self.n - 1, dtype=_np.int64), self.n))
 
     def pattern_of(self, x) -> Any:
-        """The pattern of a value the traced code returned (empty for a constant)."""
+        """The pattern of a value the traced code returned, a `scipy.sparse.csr_array` (empty
+        for a constant)."""
         if type(x) is Box and x.level is self:
-            return x.aux
+            return _csr(x.aux)
         return empty_pattern(_size(tuple(shape_of(x))), self.n)
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
@@ -821,6 +933,10 @@ class SparsityLevel(Level):
             return tuple(params["call"].run(list(args), ()))
         ans = bind(prim, tuple(vals), params)
         rule = _rule_of(prim)
+        if not (
+            getattr(rule, "narrow", False) and all(p is None or type(p) is _Narrow for p in pats)
+        ):
+            pats = [None if p is None else _csr(p) for p in pats]
         if getattr(rule, "reads_constants", False):
             out = rule(vals, pats, ans, params, fixed=self.reads == 0)
         else:

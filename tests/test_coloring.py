@@ -124,18 +124,58 @@ def test_the_brusselator(order):
     assert (np.diff(pattern.indptr) == 6).all()
     colors = coloring.column_coloring(pattern, order)
     assert _columns_share_no_row(pattern, colors)
-    # 6 is the lower bound (a row has 6 nonzeros); the greedy orders find 12 with u's grid
-    # numbered before v's, recursive largest first 8 (the issue's 6-8)
-    want = {"largest_first": 12, "smallest_last": 12, "recursive_largest_first": 8}
+    # 6 is the lower bound (a row has 6 nonzeros); with u's grid numbered before v's the
+    # greedy orders find 12, and their refinement 10; recursive largest first 8 (the issue's
+    # 6-8)
+    want = {"natural": 10, "largest_first": 10, "smallest_last": 10, "recursive_largest_first": 8}
     assert colors.max() + 1 == want[order]
 
 
-def test_the_brusselator_numbered_point_by_point_takes_8_in_largest_first_order():
+@pytest.mark.parametrize("order", ["natural", "largest_first"])
+def test_the_brusselator_numbered_point_by_point_takes_8_in_the_natural_order(order):
     """The greedy colouring depends on the numbering: with u and v of each grid point next to
-    each other, largest-first (the grid's order: every degree is 17) finds 8."""
+    each other, the natural order (and largest-first, the same here: every degree is 17)
+    finds 8."""
     pattern = brusselator_pattern()
     point_by_point = pattern[:, np.arange(2048).reshape(2, -1).T.ravel()]
-    assert coloring.column_coloring(point_by_point, "largest_first").max() + 1 == 8
+    assert coloring.column_coloring(point_by_point, order).max() + 1 == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.integers(0, 2**32 - 1))
+def test_a_refinement_stays_valid_and_never_adds_a_colour(pattern, seed):
+    n = pattern.shape[1]
+    rng = np.random.default_rng(seed)
+    g = coloring.conflict_graph(pattern)
+    for start in (np.arange(n), coloring.greedy_coloring(*g, "natural")[rng.permutation(n)]):
+        if not _columns_share_no_row(pattern, start):
+            continue  # a permuted colouring need not be one
+        refined = coloring.refine_column_coloring(pattern, start)
+        assert _columns_share_no_row(pattern, refined)
+        assert refined.max(initial=-1) <= start.max(initial=-1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.sampled_from(coloring.ORDERS))
+def test_the_greedy_pass_by_rows_is_the_greedy_colouring_of_the_graph(pattern, order):
+    """`_greedy_columns` keeps each row's colours instead of building the column intersection
+    graph: in one order, the two give the same colours."""
+    g = coloring.conflict_graph(pattern)
+    visit = coloring.vertex_order(*g, order)
+    np.testing.assert_array_equal(
+        coloring._greedy_columns(pattern, visit), coloring.greedy_coloring(*g, order)
+    )
+
+
+@pytest.mark.parametrize("order", METHODS)
+def test_stored_values_between_0_and_1_are_nonzeros(order):
+    """A pattern given with float values: every stored entry counts (an int8 cast of 0.5 would
+    drop it, and the colouring would join columns that share a row)."""
+    pattern = sp.random_array(
+        (60, 40), density=0.1, random_state=np.random.default_rng(3), format="csr"
+    )
+    pattern.data[:] = 0.5
+    assert _columns_share_no_row(pattern, coloring.column_coloring(pattern, order))
 
 
 @settings(max_examples=40, deadline=None)
@@ -179,6 +219,55 @@ def test_largest_first_and_an_unknown_order():
         coloring.vertex_order(g.indptr, g.indices, "random")
     with pytest.raises(ValueError, match="order must be one of"):
         coloring.column_coloring(g, "random")
+
+
+def _laplacian(*sizes):
+    """The pattern of a Laplacian's stencil on a grid of these sizes (no wrap: a 3-point
+    stencil along each axis), numbered in C order."""
+    pattern = sp.eye_array(1, dtype=bool, format="csr")
+    for n in sizes:
+        path = sp.csr_array(
+            np.eye(n, dtype=bool) | np.eye(n, k=1, dtype=bool) | np.eye(n, k=-1, dtype=bool)
+        )
+        pattern = sp.kronsum(path, pattern).astype(bool).tocsr() if pattern.shape[0] > 1 else path
+    return pattern
+
+
+@pytest.mark.parametrize("order", METHODS)
+def test_a_stencil_whose_columns_differ_modulo_its_fullest_row_takes_that_many(order):
+    """j % 7 colours a 3-D 7-point Laplacian on a 12 x 12 x 12 grid (no row holds two
+    columns equal modulo 7): the fewest possible, where the natural order finds 12 and its
+    refinement 11."""
+    pattern = _laplacian(12, 12, 12)
+    assert np.diff(pattern.indptr).max() == 7
+    colors = coloring.column_coloring(pattern, order)
+    np.testing.assert_array_equal(colors, np.arange(12**3) % 7)
+    greedy = coloring._greedy_columns(pattern, None)
+    refined = coloring.refine_column_coloring(pattern, greedy)
+    assert (greedy.max() + 1, refined.max() + 1) == (12, 11)
+    assert _columns_share_no_row(pattern, refined)
+
+
+def test_j_modulo_k_replaces_the_greedy_colouring_only_with_fewer_colours():
+    """Two fields on a 20 x 20 grid, stacked, each coupled to the other at its point: the
+    greedy pass and its refinement find 10, j % 9 is valid (and j % 6, 7, 8 are not)."""
+    lap = _laplacian(20, 20)
+    same = sp.eye_array(400, dtype=bool, format="csr")
+    pattern = sp.block_array([[lap, same], [same, lap]], format="csr")
+    colors = coloring.column_coloring(pattern)
+    np.testing.assert_array_equal(colors, np.arange(800) % 9)
+    refined = coloring.refine_column_coloring(pattern, coloring._greedy_columns(pattern, None))
+    assert refined.max() + 1 == 10
+
+
+def test_a_full_row_takes_a_colour_per_column_without_a_count_per_row_and_colour():
+    """An arrowhead of 20,000 columns: its full row makes K = 20,000 for j % K, whose check by a
+    count per (row, colour) would need 4 * 10^8 counts; it sorts instead."""
+    n = 20_000
+    rows = np.concatenate([np.zeros(n, dtype=np.int64), np.arange(1, n)])
+    cols = np.concatenate([np.arange(n), np.arange(1, n)])
+    arrow = sp.csr_array((np.ones(len(rows), dtype=bool), (rows, cols)), shape=(n, n))
+    np.testing.assert_array_equal(coloring.column_coloring(arrow), np.arange(n))
 
 
 def test_a_banded_pattern_as_wide_as_its_fullest_row_is_coloured_without_a_graph():
