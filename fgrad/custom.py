@@ -1519,3 +1519,17 @@ register_rules(custom_vjp_call, batch=_custom_batch, taylor=_custom_vjp_taylor)
 register_rules(custom_jvp_call, batch=_custom_batch, taylor=_custom_jvp_taylor, forward="derived")
 register_rules(checkpoint_p, batch=_checkpoint_batch, taylor=_checkpoint_taylor, forward="derived")
 register_rules(tap_cotangent_p, batch=_tap_batch, taylor=_tap_taylor, forward="linear")
+
+
+# Sparsity detection (`fgrad.sparsity`): a checkpoint's function runs on the level's boxes; a
+# custom rule's derivative need not follow the structure of the function it replaces.
+register_rules(checkpoint_p, sparsity="traced")
+register_rules(tap_cotangent_p, sparsity="unchanged")
+for _prim in (custom_jvp_call, custom_vjp_call):
+    register_rules(
+        _prim,
+        sparsity=(
+            "dense",
+            "a custom rule's derivative need not follow the structure of the function it replaces",
+        ),
+    )

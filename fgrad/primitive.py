@@ -70,11 +70,12 @@ def register_rules(
     taylor: Callable[..., Any] | None = None,
     forward: str | None = None,
     taylor_kind: str | None = None,
+    sparsity: str | tuple | None = None,
     replace: bool = False,
 ) -> None:
-    """Register `prim`'s batching rule and/or its Taylor rule, and declare why it has a forward
-    rule of its own: the one place where any of these is registered (the builders' `batch=`,
-    `taylor=` and `forward=` keywords come here too).
+    """Register `prim`'s batching rule and/or its Taylor rule, declare why it has a forward
+    rule of its own, and how sparsity detection treats it: the one place where any of these is
+    registered (the builders' keywords of the same names come here too).
 
     Parameters
     ----------
@@ -111,6 +112,12 @@ def register_rules(
         recurrence written by hand, `benchmarks/bench_taylor_rules.py` measures each against
         the general rule). By default the kind the rule carries (`rule.kind`: the makers of
         `fgrad.taylor` mark theirs, `fgrad.taylor.kind_of_rule`).
+    sparsity : str or tuple, optional
+        Which of `fgrad.sparsity`'s rules gives the pattern of its output (`SparsityLevel`):
+        a name, or a tuple of a name and its arguments, as `"reduces"`, `("blocks", (2, 2))`
+        (a block per matrix of a stack, two matrix arguments), `("dense", "why")`; the names
+        are those of `fgrad.sparsity.DECLARED`. An elementwise primitive (its batching rule is
+        the elementwise one) and one without a derivative need none.
     replace : bool, default False
         Replace a rule of the same kind registered before. Without it, a second registration
         is refused: two declarations of one primitive's rule, the later one silently winning,
@@ -137,10 +144,18 @@ def register_rules(
             f"register_rules: the first argument must be a Primitive or NondiffPrimitive, "
             f"not a {type(prim).__name__} ({prim!r}){hint}"
         )
-    if batch is None and taylor is None and forward is None:
+    if batch is None and taylor is None and forward is None and sparsity is None:
         raise TypeError(
             f"register_rules({prim.name!r}): nothing to register; give batch= (a batching "
-            "rule), taylor= (a Taylor rule) or forward= (why it has a forward rule)"
+            "rule), taylor= (a Taylor rule), forward= (why it has a forward rule) or "
+            "sparsity= (its sparsity rule)"
+        )
+    if sparsity is not None and not (
+        isinstance(sparsity, str) or (isinstance(sparsity, tuple) and isinstance(sparsity[0], str))
+    ):
+        raise TypeError(
+            f"register_rules({prim.name!r}): sparsity= is {sparsity!r}; give the name of one "
+            "of fgrad.sparsity.DECLARED's rules, or a tuple of a name and its arguments"
         )
     if taylor_kind is not None and (taylor is None or taylor_kind not in TAYLOR_RULE_KINDS):
         raise ValueError(
@@ -180,6 +195,8 @@ def register_rules(
     # all checked before anything is written: a refused call registers nothing
     if forward is not None:
         forward_rules[prim] = forward
+    if sparsity is not None:
+        sparsity_declarations[prim] = sparsity
     if taylor is not None:
         taylor_kinds[prim] = taylor_kind or getattr(taylor, "kind", None)
     if batch is not None:
@@ -188,10 +205,18 @@ def register_rules(
         _taylor.rules[prim] = taylor
 
 
-def _register_given(prim, batch, taylor, forward=None, taylor_kind=None):
-    """A builder's `batch=`, `taylor=`, `forward=` and `taylor_kind=`, registered if given."""
-    if batch is not None or taylor is not None or forward is not None:
-        register_rules(prim, batch=batch, taylor=taylor, forward=forward, taylor_kind=taylor_kind)
+def _register_given(prim, batch, taylor, forward=None, taylor_kind=None, sparsity=None):
+    """A builder's `batch=`, `taylor=`, `forward=`, `taylor_kind=` and `sparsity=`, registered
+    if given."""
+    if any(v is not None for v in (batch, taylor, forward, sparsity)):
+        register_rules(
+            prim,
+            batch=batch,
+            taylor=taylor,
+            forward=forward,
+            taylor_kind=taylor_kind,
+            sparsity=sparsity,
+        )
 
 
 # Why a primitive has a forward rule of its own (`register_rules`'s `forward=`).
@@ -213,6 +238,11 @@ TAYLOR_RULE_KINDS = {
 
 # Primitive -> the kind of its Taylor rule (None: not declared).
 taylor_kinds: dict[Any, str | None] = {}
+
+# Primitive -> how sparsity detection treats it (`register_rules`'s `sparsity=`), which
+# `fgrad.sparsity` turns into its rule (it imports the NumPy layer, so it cannot be imported
+# here).
+sparsity_declarations: dict[Any, Any] = {}
 
 
 def primitive(
@@ -305,18 +335,19 @@ def defprimitive(
     taylor: Callable[..., Any] | None = None,
     forward: str | None = None,
     taylor_kind: str | None = None,
+    sparsity: str | tuple | None = None,
 ) -> Primitive:
     """A built-in primitive from per-input rules (see `fgrad.core.Primitive`).
 
     `vjp` and `jvp` are one rule for a one-input primitive or a tuple with one per input;
     `batch` and `taylor` its batching and Taylor rules, `forward` why it has a forward rule,
-    `taylor_kind` what its Taylor rule is (`register_rules`).
+    `taylor_kind` what its Taylor rule is, `sparsity` its sparsity rule (`register_rules`).
     """
     vjps = vjp if type(vjp) is tuple else (vjp,)
     jvps = jvp if type(jvp) is tuple else (jvp,)
     # mypy cannot tell that a rule is never a tuple subclass, which the tests above leave wrapped
     prim = Primitive(name or impl.__name__, impl, vjps=vjps, jvps=jvps)  # type: ignore[arg-type]
-    _register_given(prim, batch, taylor, forward, taylor_kind)
+    _register_given(prim, batch, taylor, forward, taylor_kind, sparsity)
     return prim
 
 
@@ -416,12 +447,13 @@ def deflinear(
     *,
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
+    sparsity: str | tuple | None = None,
 ) -> Primitive:
     """A primitive linear in its one input (reshapes, sums, FFTs, ...): the forward rule is the
     primitive itself applied to the tangent, with the same parameters. `transpose(ans, x,
     **params) -> (ct -> cotangent of x)` is the reverse rule: the transposed map. Its Taylor
     rule is `fgrad.taylor.linear_rule` unless `taylor` gives another; `batch` is its batching
-    rule (`register_rules`).
+    rule, `sparsity` its sparsity rule (`register_rules`).
 
     >>> import numpy as np, fgrad
     >>> double = deflinear(lambda x: 2.0 * x, lambda ans, x: lambda ct: 2.0 * ct, name="double")
@@ -434,7 +466,13 @@ def deflinear(
         return bind(prim, (t,), params)
 
     prim = defprimitive(impl, transpose, same, name)
-    register_rules(prim, batch=batch, taylor=taylor or _taylor.linear_rule(prim), forward="linear")
+    register_rules(
+        prim,
+        batch=batch,
+        taylor=taylor or _taylor.linear_rule(prim),
+        forward="linear",
+        sparsity=sparsity,
+    )
     return prim
 
 
@@ -445,11 +483,12 @@ def defbilinear(
     *,
     batch: Callable[..., Any] | None = None,
     taylor: Callable[..., Any] | None = None,
+    sparsity: str | tuple | None = None,
 ) -> Primitive:
     """A primitive of two inputs, linear in each (products, convolutions): the forward rule of
     each input is the primitive with that input replaced by its tangent. `vjp` is the pair of
     reverse rules. Its Taylor rule is `fgrad.taylor.bilinear_rule` unless `taylor` gives
-    another; `batch` is its batching rule (`register_rules`).
+    another; `batch` is its batching rule, `sparsity` its sparsity rule (`register_rules`).
 
     >>> import fgrad
     >>> mul = defbilinear(lambda x, y: x * y, (lambda ans, x, y: lambda ct: ct * y,
@@ -467,7 +506,11 @@ def defbilinear(
 
     prim = defprimitive(impl, vjp, (jvp_x, jvp_y), name)
     register_rules(
-        prim, batch=batch, taylor=taylor or _taylor.bilinear_rule(prim), forward="linear"
+        prim,
+        batch=batch,
+        taylor=taylor or _taylor.bilinear_rule(prim),
+        forward="linear",
+        sparsity=sparsity,
     )
     return prim
 

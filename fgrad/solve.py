@@ -24,8 +24,8 @@ Taylor mode uses the general rule of `fgrad.taylor` (the forward rule applied or
 The user's functions are run with their free variables replaced by the primitive's inputs
 (`fgrad.core.replacing`, see `_Closed` for which levels that suspends).
 
-Imports: `fgrad.core`, `fgrad.primitive` (registering rules), `fgrad.batching`, `fgrad.sparsity`
-(a dense rule), `fgrad.numpy`, `fgrad.api`, `fgrad.tree_util`.
+Imports: `fgrad.core`, `fgrad.primitive` (registering rules), `fgrad.batching`, `fgrad.numpy`,
+`fgrad.api`, `fgrad.tree_util`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching, core, sparsity
+from . import batching, core
 from . import numpy as fnp
 from .api import jvp, vjp
 from .core import Box, Primitive, bind, live_levels_of, processing_level, refuse_lazy
@@ -372,15 +372,6 @@ register_rules(
 )
 
 
-# A solve mixes every element of b (A^-1 of a sparse A is dense); a root's every element
-# depends on every parameter through f's Jacobian.
-for _name in ("custom_linear_solve", "custom_root"):
-    sparsity.dense_reasons[_name] = (
-        "the solution of a linear system or a root depends on the whole right-hand side and "
-        "operator (the inverse of a sparse matrix is dense)"
-    )
-
-
 def _as_float_leaves(who, what, tree_value):
     leaves, tree = tree_flatten(tree_value)
     refuse_lazy(who, _LAZY, *[core.innermost(v) for v in leaves])  # before asarray computes one
@@ -709,3 +700,16 @@ def custom_root(
         reads_batched=reads,
     )
     return (x, aux) if has_aux else x
+
+
+# A solve mixes every element of b (A^-1 of a sparse A is dense); a root's every element
+# depends on every parameter through f's Jacobian.
+for _prim in (linear_solve_p, root_p):
+    register_rules(
+        _prim,
+        sparsity=(
+            "dense",
+            "the solution of a linear system or a root depends on the whole right-hand side "
+            "and operator (the inverse of a sparse matrix is dense)",
+        ),
+    )

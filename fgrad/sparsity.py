@@ -10,7 +10,8 @@ per operation). The rules of the other kinds get CSR arrays (`SparsityLevel.proc
 converts), and `SparsityLevel.pattern_of` returns one. A primitive applied to such boxes is
 applied to the values under them, and its
 output's pattern is computed by the primitive's *sparsity rule*, one of a few kinds derived from
-what the primitive's other rules already say, never written one primitive at a time:
+what the primitive's other rules already say, declared where the primitive is defined
+(`fgrad.primitive.register_rules(prim, sparsity=...)`, or the elementwise batching rule):
 
 - elementwise (the primitives whose batching rule is `fgrad.batching`'s elementwise one): an
   output element depends on the elements of the broadcast inputs at its place;
@@ -26,7 +27,7 @@ what the primitive's other rules already say, never written one primitive at a t
   count where they are constants of every input: `_may_be_nonzero`);
 - blocks (`inv`, `solve`, `eigh`, ... of stacks of matrices): each output element depends on
   the whole matrix at its place in the stack;
-- dense (`dense_reasons`, which says why for each): every output element depends on every
+- dense (`("dense", why)`, `dense_reasons()` lists them): every output element depends on every
   element of every traced input. Correct, and coarse: linear algebra, products, FFTs,
   custom rules (whose derivative need not follow the function's structure);
 - traced (`checkpoint`): its function runs on this level's boxes;
@@ -45,8 +46,9 @@ input that may take another path.
 
 SciPy is imported by the first detection, not by `import fgrad`.
 
-Imports: `fgrad.core`, `fgrad.batching` and the NumPy layer (the primitives the rules are
-registered for).
+Imports: `fgrad.core`, `fgrad.batching`, `fgrad.primitive` (the declarations: each primitive
+says which rule is its own, `register_rules(prim, sparsity=...)`, where it is defined) and
+`fgrad.numpy.shaping` (its index templates).
 """
 
 from __future__ import annotations
@@ -59,14 +61,8 @@ import numpy as _np
 
 from . import batching
 from .core import Box, Level, NondiffPrimitive, Primitive, bind, primal, shape_of
-from .numpy import elementwise as _elementwise
-from .numpy import fft as _fft
-from .numpy import linalg as _linalg
-from .numpy import products as _products
-from .numpy import reductions as _reductions
 from .numpy import shaping as _shaping
-from .numpy import signal as _signal
-from .numpy import statistics as _statistics
+from .primitive import sparsity_declarations
 
 __all__ = [
     "SparsityLevel",
@@ -688,33 +684,6 @@ def _dense(vals, pats, ans, params):
     return made if type(ans) is tuple else made[0]
 
 
-# Primitive -> its rule, for the kinds other than elementwise (found from the batching rules)
-# and dense (`dense_reasons`).
-rules: dict[Any, Callable] = {}
-# Primitive -> the name of its rule's kind, for the coverage test and the docs.
-_kinds: dict[Any, str] = {}
-
-
-def _register_moves(prim, data=None, numbers_dtype=False):
-    rules[prim] = _moves(prim, data, numbers_dtype)
-    _kinds[prim] = "moves"
-
-
-for _prim in (
-    _shaping._reshape_p,
-    _shaping._transpose_p,
-    _shaping._broadcast_to_p,
-    _shaping._getitem_p,
-    _shaping._asarray_p,
-    _shaping._stack_p,
-    _shaping._concatenate_p,
-):
-    _register_moves(_prim)
-_register_moves(_shaping._gather_p, data=(0,))
-_register_moves(_shaping._index_set_p, data=(0, 1))
-_register_moves(_shaping._spread_p, numbers_dtype=True)
-
-
 def _astype_rule(vals, pats, ans, params):
     return pats[0]  # each element keeps its place (a cast of the numbers could round them)
 
@@ -722,124 +691,66 @@ def _astype_rule(vals, pats, ans, params):
 _astype_rule.narrow = True  # type: ignore[attr-defined]
 
 
-rules[_shaping._astype_p] = _astype_rule
-_kinds[_shaping._astype_p] = "moves"
-
-rules[_shaping._scatter_add_p] = _adds(
-    lambda vals, params: _filled_index(params["template"], vals[2:])
-)
-rules[_shaping._index_add_p] = _adds(lambda vals, params: params["idx"])
-for _prim in (_shaping._scatter_add_p, _shaping._index_add_p):
-    _kinds[_prim] = "adds"
-
-for _prim in (
-    _shaping._sum_p,
-    _shaping._sum_kw_p,
-    _reductions.max.primitive,
-    _reductions.min.primitive,
-    _reductions._prod_p,
-):
-    rules[_prim] = _reduces
-    _kinds[_prim] = "reduces"
-for _prim in (_statistics._cumsum_p, _statistics._cumprod_p):
-    rules[_prim] = _scans
-    _kinds[_prim] = "scans"
+def _index_of(where: str) -> Callable:
+    """Where `_adds`'s values land: the primitive's `idx` parameter (`index_add`), or the
+    index filled from its template and its index arrays (`scatter_add`)."""
+    if where == "idx":
+        return lambda vals, params: params["idx"]
+    return lambda vals, params: _filled_index(params["template"], vals[2:])
 
 
-rules[_elementwise._where_p] = _where_rule
-_kinds[_elementwise._where_p] = "elementwise"
-rules[_products.matmul] = _matmul_rule
-_kinds[_products.matmul] = "contracts"
-
-# Primitive name -> (rule, kind), for the primitives of modules `import fgrad` does not load
-# (fgrad.scipy), or that load this one (fgrad.custom).
-rules_by_name: dict[str, tuple[Callable, str]] = {
-    "softmax": (_lanes, "reduces"),
-    "log_softmax": (_lanes, "reduces"),
-    "logsumexp": (_logsumexp_rule, "reduces"),
-    "tap_cotangent": (_each_unchanged, "moves"),
-    # the multiples of the period it adds are constants: its derivative is the identity
-    "unwrap": (_astype_rule, "elementwise"),
+# The rules a primitive's `sparsity=` declaration names (`fgrad.primitive.register_rules`):
+# name -> (the kind, for the coverage test and the docs; the rule's maker, given the primitive
+# and the declaration's further arguments). Elementwise primitives (their batching rule is the
+# elementwise one) and those without a derivative need no declaration.
+DECLARED: dict[str, tuple[str, Callable[..., Callable] | None]] = {
+    "moves": (
+        "moves",
+        lambda prim, data=None, numbers_dtype=False: _moves(prim, data, numbers_dtype),
+    ),
+    "astype": ("moves", lambda prim: _astype_rule),
+    "keeps": ("elementwise", lambda prim: _astype_rule),  # each element on its own input's
+    "unchanged": ("moves", lambda prim: _each_unchanged),
+    "adds": ("adds", lambda prim, where: _adds(_index_of(where))),
+    "elementwise": ("elementwise", lambda prim: _elementwise_rule),
+    "where": ("elementwise", lambda prim: _where_rule),
+    "reduces": ("reduces", lambda prim: _reduces),
+    "lanes": ("reduces", lambda prim: _lanes),
+    "logsumexp": ("reduces", lambda prim: _logsumexp_rule),
+    "norm": ("reduces", lambda prim: _norm_rule),
+    "along_axis": ("reduces", lambda prim: _along_axis),
+    "scans": ("scans", lambda prim: _scans),
+    "matmul": ("contracts", lambda prim: _matmul_rule),
+    "einsum": ("contracts", lambda prim: _einsum_rule),
+    "gufunc": ("contracts", lambda prim, cores, subscripts: _gufunc_product(cores, subscripts)),
+    "convolve": ("contracts", lambda prim: _convolve_rule),
+    "blocks": ("blocks", lambda prim, cores: _leading_axes(cores)),
+    "dense": ("dense", lambda prim, reason: _dense),
+    "traced": ("traced", None),
+    # a rule of a module that imports this one (fgrad.scipy.sparse): ("rule", kind, rule)
+    "rule": ("", lambda prim, kind, rule: rule),
 }
-# scipy.special's functions of x with a constant order (a parameter that broadcasts against x
-# as a ufunc's argument): elementwise in x.
-rules_by_name.update(
-    {
-        name: (_elementwise_rule, "elementwise")
-        for name in "bessel expn yn polygamma i_n_over_x_n ie_n_over_x_n".split()
+
+# Primitive -> its rule, made from its declaration at its first use (a test may set one).
+rules: dict[Any, Callable] = {}
+
+
+def _declaration(prim) -> tuple[str, tuple] | None:
+    """The name and arguments of `prim`'s `sparsity=` declaration, or None."""
+    found = sparsity_declarations.get(prim)
+    if found is None:
+        return None
+    return (found, ()) if isinstance(found, str) else (found[0], tuple(found[1:]))
+
+
+def dense_reasons() -> dict[str, str]:
+    """Primitive name -> why its rule is a dense block, for every primitive declared so."""
+    return {
+        prim.name: args[0]
+        for prim, decl in list(sparsity_declarations.items())
+        if (named := _declaration(prim)) is not None and named[0] == "dense"
+        for args in (named[1],)
     }
-)
-
-# fgrad.numpy.linalg's matrix functions (by primitive: fgrad.scipy.linalg has others of the
-# same names, whose arguments differ).
-for _prim in (
-    _linalg._read_triangle,
-    _linalg._inv_p,
-    _linalg._det_p,
-    _linalg._slogdet_p,
-    _linalg._pinv_p,
-    _linalg._cholesky_p,
-    _linalg._qr_p,
-    _linalg._eigh_p,
-    _linalg._eigvalsh_p,
-    _linalg._eig_p,
-    _linalg._eigvals_p,
-    _linalg._svd_p,
-    _linalg._svdvals_p,
-):
-    rules[_prim] = _leading_axes((2,))
-    _kinds[_prim] = "blocks"
-rules[_linalg._solve_p] = _leading_axes((2, 2))
-_kinds[_linalg._solve_p] = "blocks"
-rules[_products._einsum_p] = _einsum_rule
-_kinds[_products._einsum_p] = "contracts"
-for _name, _cores, _subscripts in (
-    ("_vecdot_p", (1, 1), "j,j->"),
-    ("_matvec_p", (2, 1), "ij,j->i"),
-    ("_vecmat_p", (1, 2), "j,jk->k"),
-):
-    _found = getattr(_products, _name, None)  # matvec and vecmat: NumPy >= 2.2
-    if _found is not None:
-        rules[_found] = _gufunc_product(_cores, _subscripts)
-        _kinds[_found] = "contracts"
-rules[_signal._conv_full] = _convolve_rule
-_kinds[_signal._conv_full] = "contracts"
-rules[_linalg._pnorm_p] = _norm_rule
-for _prim in (_fft._c2c_p, _fft._rfft_p, _fft._irfft_p):
-    rules[_prim] = _along_axis
-    _kinds[_prim] = "reduces"
-_kinds[_linalg._pnorm_p] = "reduces"
-
-
-# Primitive name -> why its rule is a dense block. By name, so that the primitives of modules
-# `import fgrad` does not load (fgrad.scipy) are declared here too.
-dense_reasons: dict[str, str] = {}
-
-
-def _declare_dense(names: str, reason: str) -> None:
-    for name in names.split():
-        dense_reasons[name] = reason
-
-
-_declare_dense(
-    "expm lu lu_factor qr schur solve_banded solve_sylvester solve_triangular sqrtm svd "
-    "triangular_sylvester",
-    "a matrix function or factorisation of scipy.linalg: each output element depends on the "
-    "whole matrix (issue 35: a block per matrix of a stack, as fgrad.numpy.linalg's)",
-)
-_declare_dense(
-    "convolve convolve2d",
-    "scipy.signal's convolutions mix the elements along their axes (issue 35: a banded rule "
-    "for a short kernel, as fgrad.numpy.convolve's)",
-)
-_declare_dense(
-    "linspace bincount histogram",
-    "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
-)
-_declare_dense(
-    "custom_jvp_call custom_vjp_call",
-    "a custom rule's derivative need not follow the structure of the function it replaces",
-)
 
 
 def rule_kind(prim) -> str | None:
@@ -848,17 +759,17 @@ def rule_kind(prim) -> str | None:
     none."""
     if type(prim) is NondiffPrimitive:
         return "constant"
-    kind = _kinds.get(prim)
-    if kind is not None:
-        return kind
-    if prim.name in rules_by_name:
-        return rules_by_name[prim.name][1]
-    if prim.name == "checkpoint":
-        return "traced"
+    named = _declaration(prim)
+    if named is not None:
+        name, args = named
+        if name not in DECLARED:
+            raise ValueError(
+                f"the primitive {prim.name!r} declares sparsity={name!r}, which is not one of "
+                f"fgrad.sparsity.DECLARED's rules: {', '.join(DECLARED)}"
+            )
+        return args[0] if name == "rule" else DECLARED[name][0]
     if getattr(batching.rules.get(prim), "elementwise", False) and not prim.multiple_results:
         return "elementwise"
-    if prim.name in dense_reasons:
-        return "dense"
     return None
 
 
@@ -866,18 +777,20 @@ def _rule_of(prim) -> Callable:
     rule = rules.get(prim)
     if rule is not None:
         return rule
-    if prim.name in rules_by_name:
-        return rules_by_name[prim.name][0]
     kind = rule_kind(prim)
-    if kind == "elementwise":
-        return _elementwise_rule
     if kind == "traced":
         raise AssertionError("a traced primitive runs its function in SparsityLevel.process")
-    if kind == "dense":
-        return _dense
+    named = _declaration(prim)
+    if named is not None:
+        name, args = named
+        rule = rules[prim] = DECLARED[name][1](prim, *args)  # type: ignore[misc]
+        return rule
+    if kind == "elementwise":
+        return _elementwise_rule
     raise NotImplementedError(
-        f"sparsity detection has no rule for the primitive {prim.name!r}; declare one in "
-        "fgrad.sparsity (a dense block is always correct: add its name to dense_reasons)"
+        f"sparsity detection has no rule for the primitive {prim.name!r}; declare one where "
+        "the primitive is defined, fgrad.primitive.register_rules(prim, sparsity=...) (a "
+        'dense block is always correct: sparsity=("dense", "why"))'
     )
 
 

@@ -1,9 +1,10 @@
-"""Batching and Taylor rules are registered in one place, `fgrad.primitive.register_rules`.
+"""Batching, Taylor and sparsity rules are registered in one place,
+`fgrad.primitive.register_rules`.
 
-The tables themselves (`fgrad.batching.rules`, `fgrad.taylor.rules`) stay where their levels read
-them; this test reads every module of the package (its syntax tree, so a comment or a string
-never counts) and fails, naming file:line, on any write into either table outside the modules
-that own them and `fgrad/primitive.py`.
+The tables themselves (`fgrad.batching.rules`, `fgrad.taylor.rules`, `fgrad.sparsity.rules`)
+stay where their levels read them; this test reads every module of the package (its syntax
+tree, so a comment or a string never counts) and fails, naming file:line, on any write into
+one of them outside the modules that own them and `fgrad/primitive.py`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from fgrad.primitive import (
 )
 
 PACKAGE = pathlib.Path(fgrad.__file__).parent
-TABLES = {"fgrad.batching", "fgrad.taylor"}
-# the modules allowed to write the tables: the two that own them and the one place of registration
-OWNERS = {"batching.py", "taylor.py", "primitive.py"}
+TABLES = {"fgrad.batching", "fgrad.taylor", "fgrad.sparsity"}
+# the modules allowed to write the tables: those that own them and the one place of registration
+# (the sparsity level fills its table from the declarations, `register_rules(sparsity=...)`)
+OWNERS = {"batching.py", "taylor.py", "sparsity.py", "primitive.py"}
 # a dict's methods that change it
 WRITERS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 
@@ -144,6 +146,7 @@ def test_every_rule_is_registered_through_register_rules():
         "from .. import taylor as _t\nrules = _t.rules\nrules[p] = r\n",
         "from .. import batching\ndef f():\n    batching.rules[p] += r\n",
         "from .. import batching\ndel batching.rules[p]\n",
+        "from .. import sparsity\nsparsity.rules[p] = r\n",
     ],
 )
 def test_the_scan_finds_each_way_of_writing_a_table(source):
@@ -154,7 +157,7 @@ def test_the_scan_finds_each_way_of_writing_a_table(source):
     "source",
     [
         "from .. import batching as _b\nrule = _b.rules[p]\nx = _b.rules.get(p)\n",
-        "from .. import sparsity\nsparsity.rules[p] = r\n",  # another table
+        "from .. import coloring\ncoloring.rules[p] = r\n",  # another module's dict
         "rules = {}\nrules[p] = r\n",  # a table of this module's own
         "from . import taylor\ntaylor.rules[p] = r\n",  # fgrad.numpy.taylor is no table
     ],

@@ -339,7 +339,7 @@ def test_every_primitive_has_a_sparsity_rule(capsys):
         for kind in sorted(kinds):
             print(f"  {kind} ({len(kinds[kind])}): {' '.join(sorted(kinds[kind]))}")
     assert len(kinds["elementwise"]) > 50  # derived from the batching table, not listed here
-    for name, reason in sparsity.dense_reasons.items():
+    for name, reason in sparsity.dense_reasons().items():
         assert len(reason) > 30, f"{name}: say why its rule is a dense block"
 
 

@@ -523,3 +523,13 @@ def _at_least(x, ndmin, trans1d):
 
 r_ = _AxisConcatenator(0, 1, -1, "r_")
 c_ = _AxisConcatenator(-1, 2, 0, "c_")
+
+
+register_rules(
+    _linspace_p,
+    sparsity=(
+        "dense",
+        "the output's elements depend on the inputs' through a structure not derived yet "
+        "(issue 35)",
+    ),
+)

@@ -1000,3 +1000,8 @@ def _register_taylor():
 
 
 _register_taylor()
+
+
+# Sparsity detection: `where` keeps both sides' dependencies, or the chosen side's where the
+# condition is a constant of every input (`fgrad.sparsity`).
+register_rules(_where_p, sparsity="where")

@@ -567,3 +567,7 @@ def _along_batched_axis(prim):
 
 for _prim in (_c2c_p, _rfft_p, _irfft_p):
     register_rules(_prim, batch=_along_batched_axis(_prim))
+
+
+for _prim in (_c2c_p, _rfft_p, _irfft_p):  # sparsity detection: the whole lane along the axis
+    register_rules(_prim, sparsity="along_axis")

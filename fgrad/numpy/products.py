@@ -907,3 +907,13 @@ register_rules(_vecdot_p, batch=gufunc_batch_rule(_vecdot_p, (1, 1)))
 if hasattr(_np, "matvec"):
     register_rules(_matvec_p, batch=gufunc_batch_rule(_matvec_p, (2, 1)))
     register_rules(_vecmat_p, batch=gufunc_batch_rule(_vecmat_p, (1, 2)))
+
+
+# Sparsity detection (`fgrad.sparsity`): products contract, each output element depending on
+# the factors' elements it multiplies that may be nonzero.
+register_rules(matmul, sparsity="matmul")
+register_rules(_einsum_p, sparsity="einsum")
+register_rules(_vecdot_p, sparsity=("gufunc", (1, 1), "j,j->"))
+if "_matvec_p" in globals():  # NumPy >= 2.2
+    register_rules(_matvec_p, sparsity=("gufunc", (2, 1), "ij,j->i"))
+    register_rules(_vecmat_p, sparsity=("gufunc", (1, 2), "j,jk->k"))

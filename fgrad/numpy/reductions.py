@@ -429,3 +429,7 @@ def _reduction_batch(prim):
 
 for _prim in (max.primitive, min.primitive, _prod_p):
     register_rules(_prim, batch=_reduction_batch(_prim))
+
+
+for _prim in (max.primitive, min.primitive, _prod_p):  # sparsity detection: the union reduced
+    register_rules(_prim, sparsity="reduces")

@@ -2060,3 +2060,24 @@ register_rules(_concatenate_p, taylor=_taylor.linear_rule(_concatenate_p))
 # the index arrays are static
 register_rules(_gather_p, taylor=_taylor.linear_rule(_gather_p, linear_in=(0,)))
 register_rules(_scatter_add_p, taylor=_taylor.linear_rule(_scatter_add_p, linear_in=(0, 1)))
+
+
+# Sparsity detection (`fgrad.sparsity`): each output element is some input's element, moved.
+for _prim in (
+    _reshape_p,
+    _transpose_p,
+    _broadcast_to_p,
+    _getitem_p,
+    _asarray_p,
+    _stack_p,
+    _concatenate_p,
+):
+    register_rules(_prim, sparsity="moves")
+register_rules(_gather_p, sparsity=("moves", (0,)))  # the index arrays are not moved
+register_rules(_index_set_p, sparsity=("moves", (0, 1)))
+register_rules(_spread_p, sparsity=("moves", None, True))
+register_rules(_astype_p, sparsity="astype")
+register_rules(_scatter_add_p, sparsity=("adds", "template"))
+register_rules(_index_add_p, sparsity=("adds", "idx"))
+for _prim in (_sum_p, _sum_kw_p):
+    register_rules(_prim, sparsity="reduces")

@@ -993,3 +993,8 @@ def _unwrap_batch(args, dims, discont, axis, period):
 # the convolution along the last axis is a generalized ufunc (n),(m)->(n+m-1)
 register_rules(_conv_full, batch=gufunc_batch_rule(_conv_full, (1, 1)))
 register_rules(_unwrap_p, batch=_unwrap_batch)
+
+
+register_rules(_conv_full, sparsity="convolve")  # sparsity detection: a banded contraction
+# the multiples of the period unwrap adds are constants: each element depends on its own
+register_rules(_unwrap_p, sparsity="keeps")

@@ -1226,3 +1226,18 @@ def _same_values_batch(broadcast):
 
 register_rules(array_equal.primitive, batch=_same_values_batch(broadcast=False))
 register_rules(array_equiv.primitive, batch=_same_values_batch(broadcast=True))
+
+
+# Sparsity detection (`fgrad.sparsity`): a scan is the running union along its axis; a count
+# or histogram of weights depends on them through bins not derived yet.
+for _prim in (_cumsum_p, _cumprod_p):
+    register_rules(_prim, sparsity="scans")
+for _prim in (_bincount_p, _histogram_p):
+    register_rules(
+        _prim,
+        sparsity=(
+            "dense",
+            "the output's elements depend on the inputs' through a structure not derived yet "
+            "(issue 35)",
+        ),
+    )

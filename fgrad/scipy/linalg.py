@@ -1814,3 +1814,32 @@ for _prim, _reason in (
     (_expm_p, "SciPy's expm picks its Pade order and scaling per matrix; no NumPy counterpart"),
 ):
     _batching.declare_row_by_row(_prim, _reason)
+
+
+# Sparsity detection (`fgrad.sparsity`): a dense block (fgrad.numpy.linalg's are per matrix).
+for _prim in (
+    _expm_p,
+    _lu_p,
+    _lu_stack_p,
+    _lu_factor_p,
+    _lu_factor_stack_p,
+    _qr_p,
+    _qr_stack_p,
+    _schur_p,
+    _banded_p,
+    _sylvester_p,
+    _trsolve_p,
+    _sqrtm_p,
+    _svd_p,
+    _svd_stack_p,
+    _trisylv_p,
+):
+    register_rules(
+        _prim,
+        sparsity=(
+            "dense",
+            "a matrix function or factorisation of scipy.linalg: each output element depends "
+            "on the whole matrix (issue 35: a block per matrix of a stack, as "
+            "fgrad.numpy.linalg's)",
+        ),
+    )

@@ -667,3 +667,14 @@ def _conv2d_batch(args, dims, mode, boundary, fillvalue, correlate):
 
 register_rules(_conv_p, batch=_conv_batch)
 register_rules(_conv2d_p, batch=_conv2d_batch)
+
+
+for _prim in (_conv_p, _conv2d_p):  # sparsity detection
+    register_rules(
+        _prim,
+        sparsity=(
+            "dense",
+            "scipy.signal's convolutions mix the elements along their axes (issue 35: a banded "
+            "rule for a short kernel, as fgrad.numpy.convolve's)",
+        ),
+    )

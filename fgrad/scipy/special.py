@@ -1850,3 +1850,12 @@ _box.dispatch_to(
         if isinstance(getattr(_sc, name, None), _np.ufunc)
     }
 )
+
+
+# Sparsity detection (`fgrad.sparsity`): softmax and logsumexp reduce along their axes; the
+# functions of x with a constant order are elementwise in x.
+for _prim in (_softmax_p, _log_softmax_p):
+    register_rules(_prim, sparsity="lanes")
+register_rules(_logsumexp_p, sparsity="logsumexp")
+for _prim in (_bessel_p, _expn_p, _yn_p, _polygamma_p, _ivx_p, _ivxe_p):
+    register_rules(_prim, sparsity="elementwise")

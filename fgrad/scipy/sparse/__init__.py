@@ -108,7 +108,7 @@ def _sparse_matmul_sparsity(vals, pats, ans, params):
     return _sparsity._through(indicator, pats[0])
 
 
-_sparsity.rules_by_name["sparse_matmul"] = (_sparse_matmul_sparsity, "contracts")
+register_rules(_sparse_matmul_p, sparsity=("rule", "contracts", _sparse_matmul_sparsity))
 
 
 def _check_operand(A, x, who, transposed=False):

@@ -28,8 +28,8 @@ SciPy does the solving; the derivatives are implicit, from the solution alone:
 >>> fgrad.grad(lambda b: fsla.spsolve(A, b).sum())(b)
 array([1.5, 2. , 1.5])
 
-Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.batching`, `fgrad.taylor`, `fgrad.sparsity`
-(declaring the solves dense), `fgrad.numpy`, `fgrad.scipy.sparse`, and `scipy.sparse.linalg` for
+Imports: `fgrad.core`, `fgrad.primitive` (its rules, the solves' sparsity among them),
+`fgrad.batching`, `fgrad.taylor`, `fgrad.numpy`, `fgrad.scipy.sparse`, and `scipy.sparse.linalg` for
 values.
 """
 
@@ -44,7 +44,6 @@ import scipy.sparse.linalg as _spla
 
 from .... import batching as _batching
 from .... import numpy as fnp
-from .... import sparsity as _sparsity
 from .... import taylor as _taylor
 from ....core import (
     Box,
@@ -649,10 +648,12 @@ def expm_multiply(
     return _expm_p(data, B, how=_Expm(A.structure), trans="N")
 
 
-_sparsity.dense_reasons.update(
-    dict.fromkeys(
-        ("sparse_lu_solve", "sparse_iterative_solve", "sparse_expm_multiply"),
-        "each element of a sparse solve (or of exp(A) B) depends on every element of b and of "
-        "A's data, in general",
+for _prim in (_lu_solve_p, _it_solve_p, _expm_p):
+    register_rules(
+        _prim,
+        sparsity=(
+            "dense",
+            "each element of a sparse solve (or of exp(A) B) depends on every element of b and "
+            "of A's data, in general",
+        ),
     )
-)
