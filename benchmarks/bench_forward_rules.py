@@ -23,10 +23,10 @@ import timing
 PINNED = __name__ == "__main__" and timing.pin_threads()
 
 import argparse
-import contextlib
 import sys
 
 import numpy as np
+import rule_cases
 from rule_cases import (
     DIAGONAL,
     SPD,
@@ -35,8 +35,9 @@ from rule_cases import (
     B,
     V,
     assert_close,
+    attributes_cleared,
     banded,
-    primitives_of,
+    time_against,
     tridiagonal,
 )
 
@@ -135,18 +136,10 @@ def _cases():
 CASES = tuple(_cases())
 
 
-@contextlib.contextmanager
 def transposed(prims):
     """Forward mode of `prims` by transposing their reverse rules: their forward rules taken
     away for the duration."""
-    saved = [(p, p.jvps, p.jvp) for p in prims]
-    try:
-        for p in prims:
-            p.jvps = p.jvp = None
-        yield
-    finally:
-        for p, jvps, jvp in saved:
-            p.jvps, p.jvp = jvps, jvp
+    return attributes_cleared(prims, ("jvps", "jvp"))
 
 
 def _jvp_call(key):
@@ -158,11 +151,7 @@ def _jvp_call(key):
 def both_ways(key):
     """The tangent of the key's function with the hand-written forward rule, and by
     transposing the reverse rule."""
-    prims, call = primitives_of(key), _jvp_call(key)
-    hand = call()
-    with transposed(prims):
-        other = call()
-    return hand, other
+    return rule_cases.both_ways(key, _jvp_call(key), transposed)
 
 
 def main():
@@ -179,18 +168,8 @@ def main():
     print(f"{len(keys)} hand-written forward rules agree with the transposed reverse rules")
     if args.check:
         return 0
-    print(f"\n{'primitive':44s} {'hand us':>9s} {'transposed':>11s}   transposed / hand")
-    for key in keys:
-        prims, call = primitives_of(key), _jvp_call(key)
-
-        def without(call=call, prims=prims):
-            with transposed(prims):
-                return call()
-
-        times = timing.interleaved_times({"hand": call, "transposed": without}, args.rounds, 0.05)
-        hand, other = (timing.quartiles(times[k])[1] for k in ("hand", "transposed"))
-        ratio = timing.ratio_cell(timing.paired_ratios(times, "transposed", "hand"))
-        print(f"{key:44s} {hand * 1e6:9.1f} {other * 1e6:11.1f}   {ratio}")
+    print()
+    time_against(keys, _jvp_call, transposed, "transposed", args.rounds)
     return 0
 
 

@@ -27,6 +27,7 @@ import contextlib
 import sys
 
 import numpy as np
+import rule_cases
 from rule_cases import (
     DIAGONAL,
     SPD,
@@ -36,7 +37,7 @@ from rule_cases import (
     V,
     assert_close,
     banded,
-    primitives_of,
+    time_against,
     tridiagonal,
 )
 
@@ -138,11 +139,7 @@ def _jet_call(key, order):
 
 def both_ways(key, order=6):
     """The output's series with the hand-written recurrence, and by the general rule."""
-    prims, call = primitives_of(key), _jet_call(key, order)
-    hand = call()
-    with general(prims):
-        other = call()
-    return hand, other
+    return rule_cases.both_ways(key, _jet_call(key, order), general)
 
 
 def main():
@@ -161,18 +158,7 @@ def main():
     if args.check:
         return 0
     print(f"\norder {args.order}")
-    print(f"{'primitive':44s} {'hand us':>9s} {'general':>11s}   general / hand")
-    for key in keys:
-        prims, call = primitives_of(key), _jet_call(key, args.order)
-
-        def without(call=call, prims=prims):
-            with general(prims):
-                return call()
-
-        times = timing.interleaved_times({"hand": call, "general": without}, args.rounds, 0.05)
-        hand, other = (timing.quartiles(times[k])[1] for k in ("hand", "general"))
-        ratio = timing.ratio_cell(timing.paired_ratios(times, "general", "hand"))
-        print(f"{key:44s} {hand * 1e6:9.1f} {other * 1e6:11.1f}   {ratio}")
+    time_against(keys, lambda key: _jet_call(key, args.order), general, "general", args.rounds)
     return 0
 
 

@@ -1,14 +1,17 @@
 """What `bench_forward_rules.py` and `bench_taylor_rules.py` share: the test matrices, how a
-key names its primitives, and the comparison of two results.
+key names its primitives, the comparison of two results, and the timing of a rule against
+the one it stands in for.
 
 A key is a primitive's module (after `fgrad.`) and name, as `"numpy.linalg.inv"`.
 
-Imports: NumPy and fgrad.
+Imports: NumPy, fgrad and the shared `timing.py`.
 """
 
+import contextlib
 import importlib
 
 import numpy as np
+import timing
 
 import fgrad
 from fgrad.core import Primitive
@@ -62,3 +65,45 @@ def assert_close(got, want, key, what, rtol=1e-10):
         scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
         err = float(np.max(np.abs(g - w))) / scale if w.size else 0.0
         assert err <= rtol, f"{key}: {what} differs by {err:.1e}"
+
+
+def time_against(keys, call_of, taken_away, other, rounds):
+    """For each key, `call_of(key)` (a call through the primitive's own rule) against the same
+    call with its rule taken away (`taken_away(primitives)`, a context manager), interleaved
+    in the same rounds: the medians and the same-round ratio, printed."""
+    print(f"{'primitive':44s} {'own us':>9s} {other + ' us':>14s}   {other} / own")
+    for key in keys:
+        prims, call = primitives_of(key), call_of(key)
+
+        def without(call=call, prims=prims):
+            with taken_away(prims):
+                return call()
+
+        times = timing.interleaved_times({"own": call, other: without}, rounds, 0.05)
+        own, theirs = (timing.quartiles(times[k])[1] for k in ("own", other))
+        ratio = timing.ratio_cell(timing.paired_ratios(times, other, "own"))
+        print(f"{key:44s} {own * 1e6:9.1f} {theirs * 1e6:14.1f}   {ratio}")
+
+
+def both_ways(key, call, taken_away):
+    """`call()` through the key's primitives' own rules, and with them taken away."""
+    prims = primitives_of(key)
+    own = call()
+    with taken_away(prims):
+        other = call()
+    return own, other
+
+
+@contextlib.contextmanager
+def attributes_cleared(prims, names):
+    """The attributes `names` of `prims` set to None for the duration."""
+    saved = [(p, [getattr(p, n) for n in names]) for p in prims]
+    try:
+        for p in prims:
+            for n in names:
+                setattr(p, n, None)
+        yield
+    finally:
+        for p, values in saved:
+            for n, v in zip(names, values):
+                setattr(p, n, v)

@@ -722,12 +722,7 @@ class Jitted:
         if entry is not None:
             if entry.eager:
                 return self._fun(*args, **kwargs)
-            replay = entry.replay
-            if replay is None:
-                with self._lock:
-                    replay = entry.replay = _compile(
-                        entry.root, entry.n_inputs, entry.general, self._name
-                    )
+            replay = entry.replay or self._compiled(entry)
             try:
                 return replay(*leaves)
             except _Miss as miss:
@@ -776,12 +771,7 @@ class Jitted:
                 out = self(*leaves)  # the first call records; a watched one runs eagerly
                 entry = self._cache.get(key)
                 return out
-            replay = entry.replay
-            if replay is None:
-                with self._lock:
-                    replay = entry.replay = _compile(
-                        entry.root, entry.n_inputs, entry.general, self._name
-                    )
+            replay = entry.replay or self._compiled(entry)
             try:
                 return replay(*leaves)
             except _Miss as miss:
@@ -789,6 +779,12 @@ class Jitted:
 
         call.__wrapped__ = fun  # type: ignore[attr-defined]
         return call
+
+    def _compiled(self, entry):
+        """The replay of `entry`'s tree of paths, compiled (again after a new path)."""
+        with self._lock:
+            replay = entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self._name)
+        return replay
 
     def _again(self, entry, leaves, rebuild, miss):
         """A replay missed a guard: run the function again, recording its path."""
@@ -856,9 +852,7 @@ class Jitted:
             entry = self._cache.get(key)
         if entry is None or entry.eager:  # not recorded, or run eagerly
             return None
-        if entry.replay is None:
-            entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self._name)
-        return entry.replay.source
+        return (entry.replay or self._compiled(entry)).source
 
 
 def _hashable(value, what):

@@ -1879,29 +1879,8 @@ for _prim in (
     _svd_p,
     _svdvals_p,
 ):
-    register_rules(_prim, batch=_leading_axes_rule(_prim, (2,)))
-register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)))
+    # sparsity: each output element depends on the whole matrix at its place in the stack
+    register_rules(_prim, batch=_leading_axes_rule(_prim, (2,)), sparsity=("blocks", (2,)))
+register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)), sparsity=("blocks", (2, 2)))
 register_rules(matrix_rank.primitive, batch=_leading_axes_rule(matrix_rank.primitive, (2, 0)))
-register_rules(_pnorm_p, batch=_pnorm_batch)
-
-
-# Sparsity detection (`fgrad.sparsity`): each output element depends on the whole matrix (or
-# matrices) at its place in the stack; a norm is a reduction.
-for _prim in (
-    _read_triangle,
-    _inv_p,
-    _det_p,
-    _slogdet_p,
-    _pinv_p,
-    _cholesky_p,
-    _qr_p,
-    _eigh_p,
-    _eigvalsh_p,
-    _eig_p,
-    _eigvals_p,
-    _svd_p,
-    _svdvals_p,
-):
-    register_rules(_prim, sparsity=("blocks", (2,)))
-register_rules(_solve_p, sparsity=("blocks", (2, 2)))
-register_rules(_pnorm_p, sparsity="norm")
+register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
