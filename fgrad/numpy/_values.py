@@ -14,14 +14,9 @@ import numpy as _np
 from ..core import holds_batch, primal, refuse_lazy
 from . import _ufunc_signature
 from .elementwise import _with_keywords
-from .shaping import describe, holds_foreign, is_traced, refuse_out
+from .shaping import describe, numpy_applies, refuse_out
 
-
-def numpy_applies(*xs: Any) -> bool:
-    """Whether none of xs is traced or an array of another library (a lazy Dask array): then
-    NumPy's own function gives the value. Otherwise the function is written in fgrad
-    operations, which trace, and keep a Dask array lazy."""
-    return not any(is_traced(x) or holds_foreign(x) for x in xs)
+__all__ = ["constant_values", "is_true", "numpy_applies", "ufunc_mirror", "with_example"]
 
 
 def is_true(x: Any, name: str, why: str) -> bool:
