@@ -855,6 +855,16 @@ def may_hold(mask):
     return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())
 
 
+def read_any(mask):
+    """Whether a mask holds anywhere, read from its values for a check (one that raises or
+    warns): under `vmap` every row's at once (the rows agree, all False, unless one is wrong;
+    otherwise `vmap` runs them apart), under `jit` one boolean the record checks. A lazy mask
+    (of a Dask array) is not read: False, and the check is left to the values (a nan)."""
+    if is_foreign_array(innermost(mask)):
+        return False
+    return bool(primal(_np.any(mask)))
+
+
 register_rules(add_any, batch=elementwise_batch_rule(add_any))
 register_elementwise(globals())
 
