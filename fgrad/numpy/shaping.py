@@ -813,7 +813,7 @@ def reduction_mask(where, a, name):
             f"{name}: where= is a traced value; a mask has no derivative. Compute "
             "it from plain values, or wrap it in fgrad.stop_gradient(...)"
         )
-    mask = where if is_foreign_array(where) else _np.asarray(where)
+    mask = as_array(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
     return _np.broadcast_to(mask, shape(a))
