@@ -1,6 +1,7 @@
 """Helpers of the breadth modules (mathematical, windows, polynomials, histograms, selection,
-manipulation) for the values they read: whether NumPy's own function applies, a boolean read
-from the values, and the plain values of an index or mask argument.
+manipulation) for the values they read: a boolean read from the values, and the plain values
+of an index or mask argument. (Whether NumPy's own function applies is
+`fgrad.numpy.shaping.numpy_applies`.)
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
@@ -14,9 +15,7 @@ import numpy as _np
 from ..core import holds_batch, primal, refuse_lazy
 from . import _ufunc_signature
 from .elementwise import _with_keywords
-from .shaping import describe, numpy_applies, refuse_out
-
-__all__ = ["constant_values", "is_true", "numpy_applies", "ufunc_mirror", "with_example"]
+from .shaping import describe, refuse_out
 
 
 def is_true(x: Any, name: str, why: str) -> bool:

@@ -831,6 +831,14 @@ def register_elementwise(namespace):
             register_rules(prim, batch=elementwise_batch_rule(prim))
 
 
+# --- values that rules read -----------------------------------------------------------------------
+# A rule that computes a mask or a weight from values calls these instead of testing
+# `holds_batch` (vmap) and `is_foreign_array` (Dask) itself: `mask_values`/`array_value` (the
+# values), `may_hold`/`read_any` (whether a mask holds), `bool_mask` (a condition as a mask),
+# `_weights` (a constant in the result's dtype); `fgrad.numpy.shaping` has `as_array` and
+# `numpy_applies` for implementations and for NumPy's own function.
+
+
 def mask_values(x):
     """x's values for a mask computed with NumPy in a rule: a NumPy array, or, when x holds the
     rows of a `vmap`, x as a batched constant (no derivative), on which NumPy's ufuncs and
