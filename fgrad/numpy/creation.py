@@ -50,6 +50,7 @@ from .shaping import (
     moveaxis,
     ndim,
     nondiff_function,
+    numpy_applies,
     ravel,
     refuse_layout,
     refuse_out,
@@ -463,9 +464,7 @@ class _AxisConcatenator:
 
 def _holds_traced(item):
     if isinstance(item, slice):  # (a lazy bound, of another library, is refused there)
-        return any(
-            type(v) is Box or is_foreign_array(v) for v in (item.start, item.stop, item.step)
-        )
+        return not numpy_applies(item.start, item.stop, item.step)
     return is_traced(item)
 
 
