@@ -1,6 +1,7 @@
 """Helpers of the breadth modules (mathematical, windows, polynomials, histograms, selection,
-manipulation) for the values they read: whether NumPy's own function applies, a boolean read
-from the values, and the plain values of an index or mask argument.
+manipulation) for the values they read: a boolean read from the values, and the plain values
+of an index or mask argument. (Whether NumPy's own function applies is
+`fgrad.numpy.shaping.numpy_applies`.)
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`.
 """
@@ -14,14 +15,7 @@ import numpy as _np
 from ..core import holds_batch, primal, refuse_lazy
 from . import _ufunc_signature
 from .elementwise import _with_keywords
-from .shaping import describe, holds_foreign, is_traced, refuse_out
-
-
-def numpy_applies(*xs: Any) -> bool:
-    """Whether none of xs is traced or an array of another library (a lazy Dask array): then
-    NumPy's own function gives the value. Otherwise the function is written in fgrad
-    operations, which trace, and keep a Dask array lazy."""
-    return not any(is_traced(x) or holds_foreign(x) for x in xs)
+from .shaping import describe, refuse_out
 
 
 def is_true(x: Any, name: str, why: str) -> bool:

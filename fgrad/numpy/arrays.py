@@ -50,6 +50,7 @@ from .elementwise import (
     logical_and,
     logical_not,
     logical_or,
+    mask_values,
     maximum,
     minimum,
     multiply,
@@ -61,6 +62,7 @@ from .shaping import (
     NO_VALUE,
     _normalize_axes,
     _normalize_index,
+    as_array,
     asarray,
     astype,
     at,
@@ -720,11 +722,9 @@ def sort(
         a, axis = ravel(a), 0
     if ndim(a) == 0:
         raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
-    if holds_batch(a) or holds_staged(a):  # one permutation per row, or a record's
-        perm = argsort(constant_of(a), axis=axis, kind="stable")
-    else:
-        refuse_lazy("sort", "its rule orders the values with np.argsort", primal(a))
-        perm = _np.argsort(primal(a), axis=axis, kind="stable")
+    v = mask_values(a)  # (one permutation per row under `vmap`, or a `jit` record's)
+    refuse_lazy("sort", "its rule orders the values with np.argsort", v)
+    perm = _np.argsort(v, axis=axis, kind="stable")
     return take_along_axis(a, perm, axis)
 
 
@@ -966,7 +966,7 @@ def select(
         raise ValueError("select: condlist and choicelist are empty; pass at least one condition")
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
-        c = constant_of(cond) if holds_batch(cond) else _np.asarray(primal(cond))
+        c = mask_values(cond)
         if dtype_of(c) != _np.dtype(bool):
             raise TypeError(f"select: conditions must be boolean arrays, got dtype {dtype_of(c)}")
         out = where(c, choice, out)
@@ -1152,7 +1152,7 @@ def _stacked(results, lead_shape, dtype):
     results = [astype(asarray(r), dtype) for r in results]
     if not any(is_traced(r) for r in results):
         # NumPy's stack, of NumPy arrays or (dispatched, lazily) of another library's
-        out = _np.stack([r if is_foreign_array(r) else _np.asarray(r) for r in results])
+        out = _np.stack([as_array(r) for r in results])
     else:
         out = stack(results)
     return reshape(out, tuple(lead_shape) + shape(results[0]))

@@ -26,9 +26,7 @@ from numpy import arange, empty, eye, full, identity, ones, zeros
 from .. import taylor as _taylor
 from ..core import (
     Box,
-    constant_of,
     dtype_of,
-    holds_batch,
     is_foreign_array,
     primal,
     refuse_lazy,
@@ -36,7 +34,7 @@ from ..core import (
 )
 from ..primitive import defprimitive, register_rules
 from .arrays import diag
-from .elementwise import equal, floor, power, sign
+from .elementwise import floor, mask_values, power, read_any
 from .shaping import (
     array,
     asarray,
@@ -52,6 +50,7 @@ from .shaping import (
     moveaxis,
     ndim,
     nondiff_function,
+    numpy_applies,
     ravel,
     refuse_layout,
     refuse_out,
@@ -298,28 +297,17 @@ def geomspace(
     if not _composed(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
         return out if kept is None else out.astype(kept)
-    batched = holds_batch(start) or holds_batch(stop)
-    if batched:  # the end points of each row, by fgrad operations
-        p_start, p_stop = constant_of(asarray(start)), constant_of(asarray(stop))
-        # the masks are read: the rows agree (no zero) unless one of them is wrong
-        has_zero = bool(_np.any(primal(equal(p_start, 0))) or _np.any(primal(equal(p_stop, 0))))
-    elif is_foreign_array(primal(start)) or is_foreign_array(primal(stop)):
-        # lazy end points (Dask's) are not read: a zero one gives nan, not NumPy's error
-        p_start, p_stop = (
-            _np.asarray(v) if _np.isscalar(v) else v for v in map(primal, (start, stop))
-        )
-        has_zero = False
-    else:
-        p_start, p_stop = _np.asarray(primal(start)), _np.asarray(primal(stop))
-        has_zero = bool(_np.any(p_start == 0) or _np.any(p_stop == 0))
-    if has_zero:
+    # the end points' values (of each row, under `vmap`); lazy ones (Dask's) are not read for
+    # the check: a zero one gives nan, not NumPy's error
+    p_start, p_stop = mask_values(start), mask_values(stop)
+    if read_any(p_start == 0) or read_any(p_stop == 0):
         raise ValueError("Geometric sequence cannot include zero")
     # NumPy's steps, in NumPy's dtype: the end points are rotated by the sign (the unit
     # phase, for complex) of start onto the positive reals, and back. The rotation is a
     # constant: the samples start**(1 - t) stop**t do not depend on it.
     dt = _np.result_type(dtype_of(p_start), dtype_of(p_stop), float(num), _np.zeros((), dtype))
     start, stop = astype(asarray(start), dt), astype(asarray(stop), dt)
-    out_sign = sign(astype(p_start, dt)) if batched else _np.sign(p_start.astype(dt))
+    out_sign = _np.sign(astype(p_start, dt))
     start = start / out_sign
     stop = stop / out_sign
     result = logspace(log10(start), log10(stop), num=num, endpoint=endpoint, base=10.0)
@@ -476,9 +464,7 @@ class _AxisConcatenator:
 
 def _holds_traced(item):
     if isinstance(item, slice):  # (a lazy bound, of another library, is refused there)
-        return any(
-            type(v) is Box or is_foreign_array(v) for v in (item.start, item.stop, item.step)
-        )
+        return not numpy_applies(item.start, item.stop, item.step)
     return is_traced(item)
 
 

@@ -43,6 +43,7 @@ from ..primitive import defprimitive, defunary, forward_rules, register_rules
 from . import _ufunc_signature
 from .shaping import (
     NO_VALUE,
+    as_array,
     astype,
     broadcast_like,
     given,
@@ -50,6 +51,7 @@ from .shaping import (
     meta,
     ndim,
     nondiff_function,
+    numpy_applies,
     refuse,
     refuse_layout,
     refuse_out,
@@ -210,7 +212,7 @@ def _with_keywords(fn, theirs, args, out, *, where, casting, order, dtype, subok
     name = theirs.__name__
     refuse_out(out, name)
     # (another library's arrays take fgrad's path: Dask's ufuncs take fewer keywords)
-    if not any(is_traced(a) or is_foreign_array(a) for a in args):
+    if numpy_applies(*args):
         keywords = dict(
             where=where, casting=casting, order=order, dtype=dtype, subok=subok, signature=signature
         )
@@ -463,8 +465,6 @@ sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
 
 def _abs_slope(ans, x):
     """+1 where x >= 0 and -1 elsewhere: abs'(0) = 1, as in JAX."""
-    if holds_batch(x):  # one slope per row
-        return astype(where(greater_equal(constant_of(x), 0), 1.0, -1.0), _dtype_of(ans))
     return _weights(_np.where(mask_values(x) >= 0, 1, -1), _dtype_of(ans))
 
 
@@ -618,18 +618,15 @@ def _choice_weights(ans, x, y, wins):
     which multiplies a cotangent in its own dtype and costs a fraction of a float array."""
     if type(x) in _PLAIN_OPERANDS and type(y) in _PLAIN_OPERANDS:  # first: relu is hot
         xv, yv = x, y
-    elif holds_batch(x) or holds_batch(y):  # one mask per row: computed by fgrad operations
-        x, y = constant_of(x), constant_of(y)
-        wins_fn = greater if wins is _np.greater else less
-        w = where(wins_fn(x, y), 1.0, where(equal(x, y), 0.5, 0.0))
-        return broadcast_like(astype(w, _dtype_of(ans)), ans)
-    else:  # (under `jit`, values the record computes: these NumPy calls dispatch to fgrad's)
+    else:  # (under `vmap` or `jit`, constants with one value per row or computed in the
+        # record: these NumPy calls dispatch to fgrad's)
         xv, yv = mask_values(x), mask_values(y)
     w = wins(xv, yv)
     ties = xv == yv
     if type(ties) is _np.ndarray:
         tied = _np.count_nonzero(ties)  # a third of ties.any()'s time
-    else:  # a lazy mask is not read (ties are taken to be possible); a record's reads a bool
+    else:  # a batched or lazy mask is not read (ties are taken to be possible); a record's
+        # reads a bool
         tied = may_hold(ties)
     if tied:
         w = _weights(_np.where(w, 1.0, _np.where(ties, 0.5, 0.0)), _dtype_of(ans))
@@ -710,10 +707,10 @@ def clip(
 def _where_vjp(i):
     def maker(ans, c, x, y):
         like = unbroadcast_meta((c, x, y)[i], ans)
-        cond = c if holds_batch(c) or holds_staged(c) else _bool_mask(c)
+        # c is the constant boolean mask `where` bound (plain, lazy, or one per row)
         if i == 1:
-            return lambda ct: unbroadcast(where(cond, ct, 0.0), like)
-        return lambda ct: unbroadcast(where(cond, 0.0, ct), like)
+            return lambda ct: unbroadcast(where(c, ct, 0.0), like)
+        return lambda ct: unbroadcast(where(c, 0.0, ct), like)
 
     return maker
 
@@ -745,18 +742,29 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
         )
     if holds_batch(condition) or holds_staged(condition):  # one per row, or a record's
         return _where_p(astype(constant_of(condition), bool), x, y)
-    c = primal(condition)  # (`_bool_mask`, inline: `where` is hot)
+    c = primal(condition)  # (`bool_mask`, inline: `where` is hot; a call costs 3%)
     if is_foreign_array(c):
         return _where_p(c if c.dtype == bool else c.astype(bool), x, y)
     return _where_p(_np.asarray(c, dtype=bool), x, y)
 
 
-def _bool_mask(condition):
-    """A constant condition's values as a boolean array (a lazy one for a Dask array)."""
-    c = primal(condition)
-    if is_foreign_array(c):
-        return c if c.dtype == bool else c.astype(bool)
-    return _np.asarray(c, dtype=bool)
+def bool_mask(condition, shape=None):
+    """A condition's values as a constant boolean mask (no derivative), broadcast to `shape`
+    if given: a NumPy array; a lazy one for an array of another library (Dask); under `vmap`
+    one mask per row, and under `jit` one the record computes, as a constant box (NumPy's
+    functions dispatch to fgrad's on it). Rules call this, not `holds_batch` and
+    `is_foreign_array` themselves."""
+    if holds_batch(condition) or holds_staged(condition):
+        mask = astype(constant_of(condition), bool)
+    else:
+        c = primal(condition)
+        if is_foreign_array(c):
+            mask = c if c.dtype == bool else c.astype(bool)
+        else:
+            mask = _np.asarray(c, dtype=bool)
+    if shape is None or shape_of(mask) == shape:
+        return mask
+    return _np.broadcast_to(mask, shape)
 
 
 # --- no derivative: piecewise constant and boolean results ----------------------------------------
@@ -823,6 +831,14 @@ def register_elementwise(namespace):
             register_rules(prim, batch=elementwise_batch_rule(prim))
 
 
+# --- values that rules read -----------------------------------------------------------------------
+# A rule that computes a mask or a weight from values calls these instead of testing
+# `holds_batch` (vmap) and `is_foreign_array` (Dask) itself: `mask_values`/`array_value` (the
+# values), `may_hold`/`read_any` (whether a mask holds), `bool_mask` (a condition as a mask),
+# `_weights` (a constant in the result's dtype); `fgrad.numpy.shaping` has `as_array` and
+# `numpy_applies` for implementations and for NumPy's own function.
+
+
 def mask_values(x):
     """x's values for a mask computed with NumPy in a rule: a NumPy array, or, when x holds the
     rows of a `vmap`, x as a batched constant (no derivative), on which NumPy's ufuncs and
@@ -837,10 +853,7 @@ def mask_values(x):
 def array_value(x):
     """x's plain value (no derivative) as an array NumPy's functions compute with: a NumPy
     array, or an array of another library (Dask) as it is, lazy, never converted."""
-    v = primal(x)
-    if type(v) is _np.ndarray or is_foreign_array(v):
-        return v
-    return _np.asarray(v)
+    return as_array(primal(x))
 
 
 def may_hold(mask):
@@ -848,6 +861,16 @@ def may_hold(mask):
     runs for every row, its masked entries on guarded values. So is a lazy mask (of a Dask
     array): reading it would compute it."""
     return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())
+
+
+def read_any(mask):
+    """Whether a mask holds anywhere, read from its values for a check (one that raises or
+    warns): under `vmap` every row's at once (the rows agree, all False, unless one is wrong;
+    otherwise `vmap` runs them apart), under `jit` one boolean the record checks. A lazy mask
+    (of a Dask array) is not read: False, and the check is left to the values (a nan)."""
+    if is_foreign_array(innermost(mask)):
+        return False
+    return bool(primal(_np.any(mask)))
 
 
 register_rules(add_any, batch=elementwise_batch_rule(add_any))

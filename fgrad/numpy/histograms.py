@@ -25,7 +25,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
-from ._values import is_true, numpy_applies
+from ._values import is_true
 from .arrays import searchsorted
 from .creation import linspace
 from .elementwise import equal, less, where
@@ -38,6 +38,7 @@ from .shaping import (
     expand_dims,
     is_traced,
     ndim,
+    numpy_applies,
     reshape,
     shape,
     stack,
@@ -106,9 +107,10 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
         return _np.histogram_bin_edges(a, bins, range, weights)
     _refuse_lazy("histogram_bin_edges", a, bins, range, weights)
     a = asarray(a)
-    if _np.ndim(primal(bins)) == 1 if not holds_batch(bins) else ndim(bins) == 1:
-        if not holds_batch(bins):
-            _np.histogram_bin_edges(_np.zeros(1), _plain(bins))  # NumPy's check: increasing
+    if ndim(bins) == 1:
+        edges = _plain(bins)  # (None for edges batched by vmap: one row's check would not do)
+        if edges is not None:
+            _np.histogram_bin_edges(_np.zeros(1), edges)  # NumPy's check: increasing
         return asarray(bins)
     if isinstance(bins, str):
         if holds_batch(a):

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as _np
 from numpy import index_exp, mgrid, ogrid, s_  # NumPy's own: index tuples and grids
 
-from ..core import bind, dtype_of, innermost, is_foreign_array, primal, shape_of
+from ..core import bind, dtype_of, innermost, primal, shape_of
 from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from ._coverage import no_derivative
@@ -35,6 +35,7 @@ from .shaping import (
     describe,
     is_traced,
     moveaxis,
+    numpy_applies,
     refuse_layout,
     refuse_traced,
     reshape,
@@ -264,7 +265,7 @@ def asanyarray(
     >>> fgrad.grad(lambda x: fnp.sum(fnp.asanyarray(x) ** 2))(np.array([1.0, 2.0]))
     array([2., 4.])
     """
-    if not is_traced(a) and not is_foreign_array(a):
+    if numpy_applies(a):
         return _np.asanyarray(a, dtype, order, device=device, copy=copy, like=like)
     return asarray(a, dtype, order, device=device, copy=copy, like=like)
 
@@ -285,7 +286,7 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     >>> float(fgrad.grad(lambda x: fnp.ascontiguousarray(x)[0] ** 2)(3.0))
     6.0
     """
-    if not is_traced(a) and not is_foreign_array(a):
+    if numpy_applies(a):
         return _np.ascontiguousarray(a, dtype, like=like)
     return _at_least_1d("ascontiguousarray", a, dtype, like)
 
@@ -299,7 +300,7 @@ def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     array([[2., 2.],
            [2., 2.]])
     """
-    if not is_traced(a) and not is_foreign_array(a):
+    if numpy_applies(a):
         return _np.asfortranarray(a, dtype, like=like)
     return _at_least_1d("asfortranarray", a, dtype, like)
 

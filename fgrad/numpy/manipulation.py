@@ -18,7 +18,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
-from ._values import is_true, numpy_applies, with_example
+from ._values import is_true, with_example
 from .arrays import _constant_batch, lexsort, sort, take, take_along_axis
 from .elementwise import imag, not_equal, real
 from .shaping import (
@@ -31,6 +31,7 @@ from .shaping import (
     moveaxis,
     ndim,
     nondiff_function,
+    numpy_applies,
     ravel,
     reshape,
     shape,

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
-from ._values import numpy_applies, ufunc_mirror, with_example
+from ._values import ufunc_mirror, with_example
 from .elementwise import (
     add,
     exp,
@@ -45,7 +45,7 @@ from .elementwise import (
     trunc,
     where,
 )
-from .shaping import asarray, astype, describe, nondiff_function
+from .shaping import asarray, astype, describe, nondiff_function, numpy_applies
 from .ufuncs import floor_divide, ldexp, remainder, signbit
 
 __all__ = [

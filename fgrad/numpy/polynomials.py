@@ -17,10 +17,10 @@ import numpy as _np
 
 from ..core import constant_of, dtype_of
 from . import linalg as _linalg
-from ._values import is_true, numpy_applies
+from ._values import is_true
 from .arrays import sort
 from .elementwise import conj, divide, equal, negative, not_equal, real
-from .shaping import asarray, astype, concatenate, describe, ndim, reshape, shape
+from .shaping import asarray, astype, concatenate, describe, ndim, numpy_applies, reshape, shape
 from .signal import convolve
 from .statistics import all as _all
 

@@ -36,6 +36,7 @@ from .shaping import (
     meta,
     moveaxis,
     ndim,
+    numpy_applies,
     refuse_layout,
     refuse_out,
     reshape,
@@ -585,7 +586,7 @@ def _gufunc(
     name = theirs.__name__
     refuse_out(out, name)
     # (another library's operands take fgrad's path: Dask's gufuncs need whole core axes)
-    if not any(is_traced(x) or is_foreign_array(x) for x in args):
+    if numpy_applies(*args):
         keywords = dict(
             axes=axes,
             axis=axis,

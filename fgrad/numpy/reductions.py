@@ -22,18 +22,15 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
-    holds_staged,
-    innermost,
     is_foreign_array,
     primal,
     shape_of,
 )
 from ..primitive import defprimitive, register_rules
 from .elementwise import (
+    _weights,
     array_value,
-    equal,
     isfinite,
-    logical_and,
     logical_not,
     mask_values,
     may_hold,
@@ -45,7 +42,6 @@ from .shaping import (
     _kept_shape,
     _normalize_axes,
     astype,
-    at,
     batch_to_front,
     broadcast_to,
     concatenate,
@@ -120,45 +116,24 @@ def mean(
 def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     """1/k at each of the k elements equal to the extremum along `axis`, 0 elsewhere; with
     `initial`, it counts among the k when it ties (and its own share is returned too); with a
-    `where` mask, only the True elements count."""
-    if holds_batch(x) or holds_batch(ans) or holds_staged(ans):
-        # one set of weights per row, or weights a `jit` record computes: fgrad operations
-        return _batched_tie_weights(ans, x, axis, initial, where)
-    xv = array_value(x)
-    kept = _kept_shape(xv.shape, axis)
-    extremum = _np.reshape(primal(ans), kept)
+    `where` mask, only the True elements count. Under `vmap` (one set of weights per row) and
+    `jit` (weights the record computes) the values are constant boxes (`mask_values`) on which
+    these NumPy calls dispatch to fgrad's."""
+    xv = mask_values(x)
+    kept = _kept_shape(shape(x), axis)
+    extremum = _np.reshape(mask_values(ans), kept)
     hit = xv == extremum
     if where is not True:
-        hit &= where
-    count = _np.sum(hit, axis=axis, keepdims=True)
+        hit = _np.logical_and(hit, where)
+    count = _np.sum(hit, axis=axis, keepdims=True, dtype=_np.intp)
     initial_hit = None
     if initial is not NO_VALUE:
-        initial_hit = array_value(initial) == extremum
-        count = count + initial_hit
-    with _np.errstate(divide="ignore", invalid="ignore"):
-        weights = (hit / count).astype(xv.dtype, copy=False)
-        share = None if initial_hit is None else (initial_hit / count).astype(xv.dtype)
-    return weights, kept, share
-
-
-def _batched_tie_weights(ans, x, axis, initial, where):
-    """`_tie_weights` for values batched by `vmap` (or computed in a `jit` record), computed by
-    fgrad operations: the same NumPy calls as `_tie_weights`'."""
-    x, ans = constant_of(x), constant_of(ans)
-    kept = _kept_shape(shape(x), axis)
-    extremum = reshape(ans, kept)
-    hit = equal(x, extremum)
-    if where is not True:
-        hit = logical_and(hit, where)
-    count = sum(astype(hit, _np.intp), axis=axis, keepdims=True)
-    initial_hit = None
-    if initial is not NO_VALUE:
-        initial_hit = astype(equal(initial, extremum), _np.intp)
+        initial_hit = mask_values(initial) == extremum
         count = count + initial_hit
     dtype = dtype_of(x)
     with _np.errstate(divide="ignore", invalid="ignore"):
-        weights = astype(astype(hit, _np.intp) / count, dtype)
-        share = None if initial_hit is None else astype(initial_hit / count, dtype)
+        weights = _weights(hit / count, dtype)
+        share = None if initial_hit is None else _weights(initial_hit / count, dtype)
     return weights, kept, share
 
 
@@ -374,10 +349,7 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         one = _np.ones((), dtype_of(a))
-        if is_foreign_array(mask) or is_foreign_array(innermost(a)):
-            a = _where(mask, a, one)  # the same, without item assignment
-        else:
-            a = at(a)[~mask].set(one)
+        a = _where(mask, a, one)  # (not `at(a)[~mask].set`: a Dask array has no item assignment)
     keep, dt = _keepdims(keepdims), None if dtype is None else _np.dtype(dtype)
 
     def product(start):

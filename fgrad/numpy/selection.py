@@ -26,7 +26,7 @@ import numpy as _np
 
 from ..core import constant_of, dtype_of, primal, refuse_lazy
 from ..primitive import register_rules
-from ._values import constant_values, numpy_applies
+from ._values import constant_values
 from .arrays import take, take_along_axis
 from .elementwise import logical_not, where
 from .shaping import (
@@ -38,6 +38,7 @@ from .shaping import (
     is_traced,
     ndim,
     nondiff_function,
+    numpy_applies,
     ravel,
     refuse_out,
     refuse_traced,

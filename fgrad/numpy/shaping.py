@@ -746,8 +746,7 @@ _sum_kw_p: Primitive = defprimitive(
 
 
 def _spread_impl(ct, shape, dtype, axis, keepdims, where):
-    if not is_foreign_array(ct):
-        ct = _np.asarray(ct)
+    ct = as_array(ct)
     if not keepdims:
         ct = _np.reshape(ct, _kept_shape(shape, axis))
     out = _cast(_np.broadcast_to(ct, shape), dtype)
@@ -814,7 +813,7 @@ def reduction_mask(where, a, name):
             f"{name}: where= is a traced value; a mask has no derivative. Compute "
             "it from plain values, or wrap it in fgrad.stop_gradient(...)"
         )
-    mask = where if is_foreign_array(where) else _np.asarray(where)
+    mask = as_array(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
     return _np.broadcast_to(mask, shape(a))
@@ -832,8 +831,7 @@ def _astype_vjp(ans, x, dtype):
 
 def _astype_impl(x, dtype):
     """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
-    if not is_foreign_array(x):
-        x = _np.asarray(x)
+    x = as_array(x)
     if _np.iscomplexobj(x) and not _np.issubdtype(dtype, _np.complexfloating):
         x = x.real
     return x.astype(dtype)
@@ -845,9 +843,7 @@ _astype_p = deflinear(
     name="astype",
 )
 
-_astype_nondiff = nondiff(
-    lambda x, dtype: (x if is_foreign_array(x) else _np.asarray(x)).astype(dtype), name="astype"
-)
+_astype_nondiff = nondiff(lambda x, dtype: as_array(x).astype(dtype), name="astype")
 
 
 def astype(
@@ -1557,6 +1553,21 @@ def holds_foreign(obj):
             return False
         return any(holds_foreign(o) for o in obj if type(o) not in core._PLAIN)
     return is_foreign_array(obj)
+
+
+def numpy_applies(*xs):
+    """Whether none of xs is traced or an array of another library (a lazy Dask array): then
+    NumPy's own function gives the value. Otherwise the function is written in fgrad
+    operations, which trace, and keep a Dask array lazy."""
+    return not any(is_traced(x) or holds_foreign(x) for x in xs)
+
+
+def as_array(v):
+    """v as an array NumPy's functions compute with, for an implementation: a NumPy array, or
+    an array of another library (Dask) as it is, lazy, never converted."""
+    if type(v) is _np.ndarray or is_foreign_array(v):
+        return v
+    return _np.asarray(v)
 
 
 def describe(x):

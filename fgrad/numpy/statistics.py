@@ -46,8 +46,9 @@ from ..core import (
     shape_of,
 )
 from ..primitive import deflinear, defprimitive, register_rules
-from .arrays import argsort, take_along_axis
+from .arrays import take_along_axis
 from .elementwise import (
+    _weights,
     conj,
     equal,
     imag,
@@ -58,6 +59,7 @@ from .elementwise import (
     logical_or,
     mask_values,
     may_hold,
+    read_any,
     real,
     register_elementwise,
     sqrt,
@@ -79,11 +81,11 @@ from .shaping import (
     concatenate,
     describe,
     getitem,
-    holds_foreign,
     is_traced,
     moveaxis,
     ndim,
     nondiff_function,
+    numpy_applies,
     ravel,
     reduction_mask,
     refuse_out,
@@ -147,9 +149,9 @@ def _asarray(a):
     """A traced value, or an array of another library (Dask's, lazy), as it is; a list or
     tuple holding either, stacked by fgrad (as NumPy reads an array-like, keeping the
     derivative and the laziness); anything else (a list, a number) as a NumPy array."""
-    if type(a) is Box or is_foreign_array(a):
+    if type(a) is Box:
         return a
-    return asarray(a) if is_traced(a) or holds_foreign(a) else _np.asarray(a)
+    return _np.asarray(a) if numpy_applies(a) else asarray(a)
 
 
 def _float_dtype(a):
@@ -170,14 +172,10 @@ def _count(a, axes):
 
 def _nan_mask(a):
     """A constant boolean mask of a's NaNs, or None when there are none. For a value batched
-    by `vmap`, the rows' masks (batched too), whether or not they hold a NaN."""
-    if holds_batch(a):
-        return isnan(constant_of(a))
-    v = primal(a)
-    if is_foreign_array(v):  # lazy (a Dask array's): unread, as if it held a NaN
-        return _np.isnan(v)
-    m = _np.isnan(_np.asarray(v))
-    return m if m.any() else None
+    by `vmap`, the rows' masks (batched too), and for a lazy (Dask) one its lazy mask,
+    whether or not they hold a NaN (`may_hold`)."""
+    m = _np.isnan(mask_values(a))
+    return m if may_hold(m) else None
 
 
 def _ddof(ddof, correction):
@@ -339,13 +337,7 @@ def average(
         w = transpose(w, tuple(_np.argsort(order))) if len(order) > 1 else w
         w = reshape(w, tuple(n if i in axes else 1 for i, n in enumerate(a_shape)))
     scl = sum(broadcast_to(w, a_shape) if shape(w) != a_shape else w, axis=axes, keepdims=keepdims)
-    if holds_batch(scl):  # the rows agree (no zero sum) unless one of them is wrong
-        zero_sum = bool(primal(any(equal(constant_of(scl), 0))))
-    elif is_foreign_array(primal(scl)):  # lazy (Dask): unread; a zero sum divides to inf/nan
-        zero_sum = False
-    else:
-        zero_sum = bool(_np.any(_np.asarray(primal(scl)) == 0))
-    if zero_sum:
+    if read_any(mask_values(scl) == 0):  # (a lazy sum is not read: 0 divides to inf/nan)
         raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
     avg = sum(a * w, axis=axes, keepdims=keepdims) / scl
     if returned:
@@ -754,32 +746,21 @@ def _order_statistics(a, axis, nan_policy):
         raise ValueError(
             f"cannot take a median or quantile over an empty axis (a has shape {shape(a)})"
         )
-    if holds_batch(x):  # one order and one NaN mask per row, by fgrad operations
-        xc = constant_of(x)
-        nan = isnan(xc)
-        order = argsort(xc, axis=-1, kind="stable")  # NaNs sort to the end
-        x = where(nan, 0.0, x)
-        nans = sum(astype(nan, _np.intp), axis=-1)
-        if nan_policy == "omit":
-            counts = n_all - nans
-            nan_slices = equal(counts, 0)
-        else:
-            counts = _np.full(shape(x)[:-1], n_all)
-            nan_slices = logical_not(equal(nans, 0))
-        return x, order, counts, nan_slices, _kept_shape(shape(a), axes)
+    # (under `vmap` one order and one NaN mask per row: NumPy's functions dispatch to fgrad's)
+    xv = mask_values(x)
     why = "the order statistics are gathered through np.argsort of the values"
-    refuse_lazy("a median, quantile or percentile", why, primal(x))
-    xv = _np.asarray(primal(x))
+    refuse_lazy("a median, quantile or percentile", why, xv)
     nan = _np.isnan(xv)
     order = _np.argsort(xv, axis=-1, kind="stable")  # NaNs sort to the end
-    if nan.any():
+    if may_hold(nan):
         x = where(nan, 0.0, x)
+    nans = _np.sum(nan, axis=-1, dtype=_np.intp)
     if nan_policy == "omit":
-        counts = _np.sum(~nan, axis=-1)
+        counts = n_all - nans
         nan_slices = counts == 0
     else:
-        counts = _np.full(xv.shape[:-1], n_all)
-        nan_slices = nan.any(axis=-1)
+        counts = _np.full(shape(x)[:-1], n_all)
+        nan_slices = nans != 0
     return x, order, counts, nan_slices, _kept_shape(shape(a), axes)
 
 
@@ -814,14 +795,10 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         )
     if dtype_of(q).kind == "c":
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
-    if holds_batch(q):  # one q per row: the virtual indices are batched too
-        qv = astype(constant_of(q), float) / scale
-        in_range = all(logical_and(qv >= 0, qv <= 1))  # the rows agree, unless one is wrong
-    else:
-        refuse_lazy("a quantile or percentile", "q is checked to lie in range", primal(q))
-        qv = _np.asarray(primal(q), dtype=float) / scale
-        in_range = _np.all(qv >= 0) and _np.all(qv <= 1)
-    if not in_range:
+    qv = mask_values(q)  # (one q per row under `vmap`: the virtual indices are batched too)
+    refuse_lazy("a quantile or percentile", "q is checked to lie in range", qv)
+    qv = _weights(qv, float) / scale
+    if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
     keepdims = _keepdims(keepdims)
@@ -1010,7 +987,7 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
             f"bincount: weights are complex ({describe(weights)}); NumPy sums "
             "real weights only: bin the real and imaginary parts separately"
         )
-    if type(weights) is not Box and not is_foreign_array(weights):  # (Dask's: fgrad's, lazily)
+    if numpy_applies(weights):  # (Dask's: fgrad's, lazily)
         out = _np.bincount(x, weights, minlength)
         return out.astype(w_dtype) if w_dtype.kind == "f" else out
     if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
@@ -1088,7 +1065,7 @@ def histogram(
     array([1., 1., 1., 0.])
     """
     a = _np.asarray(primal(a))
-    if not is_traced(weights) and not is_foreign_array(weights):  # (Dask's: fgrad's, lazily)
+    if numpy_applies(weights):  # (Dask's: fgrad's, lazily)
         return _np.histogram(a, bins, range, density, weights)
     w = asarray(weights)
     if shape(w) != a.shape:

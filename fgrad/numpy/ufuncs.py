@@ -38,14 +38,13 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import taylor as _taylor
-from ..core import Box, constant_of, dtype_of, holds_batch, is_foreign_array, primal, shape_of
+from ..core import dtype_of, holds_batch, is_foreign_array, shape_of
 from ..primitive import deflinear, defprimitive, defunary, register_rules
 from .elementwise import (
     _reciprocal_taylor_rule,
     _square_taylor_rule,
     as_ufunc,
     exp,
-    isfinite,
     mask_values,
     may_hold,
     positive,
@@ -54,7 +53,16 @@ from .elementwise import (
     sqrt,
     where,
 )
-from .shaping import astype, broadcast_like, broadcast_to, meta, nondiff_function, unbroadcast
+from .shaping import (
+    as_array,
+    astype,
+    broadcast_like,
+    broadcast_to,
+    meta,
+    nondiff_function,
+    numpy_applies,
+    unbroadcast,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -484,13 +492,12 @@ def _foreign_sin_u_over_u(u, k):
 
 
 def _sinc_k_impl(u, k):
-    foreign = is_foreign_array(u)
     # float32 stays float32; Python numbers, integers: float64
-    dtype = u.dtype if foreign else _np.asarray(u).dtype
+    dtype = as_array(u).dtype
     if dtype.kind not in "fc":
         dtype = _np.dtype(_np.float64)
     out = _sin_u_over_u(u, k).astype(dtype, copy=False)
-    return out[()] if out.ndim == 0 and not foreign else out
+    return out[()] if out.ndim == 0 and type(out) is _np.ndarray else out
 
 
 # The k-th derivative of sin(u)/u; its derivative is the (k+1)-th, so every order is exact.
@@ -545,20 +552,15 @@ def nan_to_num(
     >>> fgrad.grad(lambda x: fnp.sum(fnp.nan_to_num(x * 2.0)))(np.array([1.0, np.inf]))
     array([2., 0.])
     """
-    if type(x) is not Box and not is_foreign_array(x):
+    if numpy_applies(x):
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
-    if holds_batch(x):  # one mask per row: no shortcut for rows all finite
-        xv = constant_of(x)
-        replaced = _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf)
-        return where(isfinite(xv), x, replaced)
-    xv = primal(x)
+    xv = mask_values(x)  # (one mask per row under `vmap`: no shortcut for rows all finite)
     finite = _np.isfinite(xv)
-    if is_foreign_array(finite):  # a lazy mask is not read
+    if is_foreign_array(finite):  # Dask's nan_to_num takes none of the replacement values
         return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
-    if finite.all():
+    if not may_hold(_np.logical_not(finite)):
         return x
-    replaced = _np.nan_to_num(xv, copy=True, nan=nan, posinf=posinf, neginf=neginf)
-    return where(finite, x, replaced)
+    return where(finite, x, _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf))
 
 
 def _foreign_nan_to_num(x, nan, posinf, neginf):

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
-from ._values import numpy_applies, with_example
+from ._values import with_example
 from .arrays import _constant_batch
 from .elementwise import multiply
 from .mathematical import i0
-from .shaping import astype, describe, nondiff_function
+from .shaping import astype, describe, nondiff_function, numpy_applies
 
 __all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser"]
 

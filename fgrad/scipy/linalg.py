@@ -61,7 +61,6 @@ from ..core import (
     dtype_of,
     holds_batch,
     innermost,
-    is_foreign_array,
     primal,
     refuse_lazy,
 )
@@ -73,6 +72,7 @@ from ..numpy.shaping import (
     describe,
     getitem,
     meta,
+    numpy_applies,
     shape,
     unbroadcast,
     with_example_ndim,
@@ -1388,7 +1388,7 @@ def svd(
             f"scipy.linalg.svd: lapack_driver must be 'gesdd' or 'gesvd', got {lapack_driver!r}"
         )
     _matrix(a, "svd")
-    if type(a) is not Box and not is_foreign_array(a):  # (Dask's: the primitive, lazily)
+    if numpy_applies(a):  # (Dask's: the primitive, lazily)
         out = _sl.svd(a, full_matrices, compute_uv, lapack_driver=lapack_driver)
         return tuple(out) if compute_uv else out
     u, s, vh = _svd_p(

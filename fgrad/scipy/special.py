@@ -48,21 +48,20 @@ from ..core import (
     Box,
     Primitive,
     bind,
-    constant_of,
     dtype_of,
-    holds_batch,
     is_foreign_array,
     primal,
     shape_of,
 )
 from ..numpy import _box, _ufunc_signature
+from ..numpy.elementwise import _weights, bool_mask, register_elementwise
 from ..numpy.elementwise import mask_values as _values
 from ..numpy.elementwise import may_hold as _some
-from ..numpy.elementwise import register_elementwise
 from ..numpy.shaping import (
     _kept_shape,
     _normalize_axes,
     all_rows,
+    as_array,
     batch_size,
     batch_to_front,
     broadcast_like,
@@ -130,27 +129,18 @@ def weak_scalars(*args):
 def _like_x(out, x):
     """SciPy's result in x's precision (some functions compute in float64 only): x's float
     dtype, or its complex dtype where SciPy's result is complex (a complex argument)."""
-    foreign = is_foreign_array(out)
-    dtype = _float_dtype(x)
-    if not foreign:
-        out = _np.asarray(out)
+    out, dtype = as_array(out), _float_dtype(x)
     if out.dtype.kind == "c":
         dtype = _np.result_type(dtype, _np.complex64)
     if out.dtype != dtype:
         out = out.astype(dtype)
-    return out[()] if out.ndim == 0 and not foreign else out
+    return _result(out)
 
 
 def _float_dtype(x):
     """x's real floating dtype (float32 for complex64), float64 for integers."""
     dtype = dtype_of(x)
     return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
-
-
-def _array(x):
-    """x as an array an implementation computes with: a NumPy array, or an array of another
-    library (Dask) as it is, never converted (a 0-d Dask array stays one in `_result`)."""
-    return x if is_foreign_array(x) else _np.asarray(x)
 
 
 def _result(out):
@@ -162,26 +152,10 @@ def _result(out):
 # row (`_values`, `_some`: fgrad.numpy.elementwise's `mask_values` and `may_hold`).
 
 
-def _mask(condition, shape=None):
-    """A constant boolean mask from primal values (it carries no derivative), broadcast to
-    `shape` if given; a batched one (one mask per row) stays a batched constant."""
-    if holds_batch(condition):
-        if shape is None or shape_of(condition) == shape:
-            return condition
-        return fnp.broadcast_to(condition, shape)
-    if is_foreign_array(condition):
-        mask = condition if condition.dtype == bool else condition.astype(bool)
-    else:
-        mask = _np.asarray(condition, dtype=bool)
-    return mask if shape is None else _np.broadcast_to(mask, shape)
-
-
 def _sign(x):
     """sign(x) (of its real part, for complex x) as a constant in x's real dtype (sign(0) =
     0)."""
-    if holds_batch(x):
-        return fnp.astype(fnp.sign(fnp.real(constant_of(x))), _float_dtype(x))
-    return _np.sign(_np.real(primal(x))).astype(_float_dtype(x))
+    return _weights(_np.sign(_np.real(_values(x))), _float_dtype(x))
 
 
 def _static_order(n, who, minimum=0):
@@ -370,10 +344,7 @@ def _lse_impl(a, b, signs, axis, keepdims):
 
 def _lse_sign_impl(a, b, axis, keepdims):
     _, signs = _scipy_logsumexp(a, axis, b, keepdims, True)
-    if is_foreign_array(signs):
-        return signs.astype(_np.result_type(a.dtype, _np.float32))
-    out = _np.asarray(signs, dtype=_np.result_type(_np.asarray(a).dtype, _np.float32))
-    return out[()] if out.ndim == 0 else out
+    return _result(as_array(signs).astype(_np.result_type(as_array(a).dtype, _np.float32)))
 
 
 def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
@@ -420,7 +391,7 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
     """
     a_shape = _np.broadcast_shapes(shape_of(a), shape_of(b))
     kept = _kept_shape(a_shape, axis)
-    empty = _mask(_np.isneginf(_np.real(_values(ans))))
+    empty = bool_mask(_np.isneginf(_np.real(_values(ans))))
     if _some(empty):
         ans = fnp.where(empty, 0.0, ans)
     ans = fnp.reshape(ans, kept)
@@ -429,7 +400,7 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
         # nan; the entry takes no part in the sum, so it gets no gradient.
         with _np.errstate(over="ignore"):
             big = _np.isinf(_np.exp(_values(a) - _values(ans)))
-        off = _mask(_np.logical_and(big, _values(b) == 0), a_shape)
+        off = bool_mask(_np.logical_and(big, _values(b) == 0), a_shape)
         if _some(off):
             a = fnp.where(off, -math.inf, a)
         w = fnp.multiply(fnp.exp(fnp.subtract(a, ans)), b)
@@ -508,7 +479,7 @@ def logsumexp(
         log_s = _logsumexp_p(a, b, None, axis=axes, keepdims=keepdims)
         out = fnp.real(log_s)
         sign = fnp.exp(1j * fnp.imag(log_s))
-        zero = _mask(_np.isneginf(_values(out)))  # an empty sum: sign 0, as SciPy's
+        zero = bool_mask(_np.isneginf(_values(out)))  # an empty sum: sign 0, as SciPy's
         return out, (fnp.where(zero, 0.0, sign) if _some(zero) else sign)
     signs = _lse_sign_p(a, b, axis=axes, keepdims=keepdims) if return_sign else None
     out = _logsumexp_p(a, b, signs, axis=axes, keepdims=keepdims)
@@ -996,8 +967,8 @@ def _gammainc_da(a, x):
     shape = _np.broadcast_shapes(shape_of(a), shape_of(x))
     dtype = _np.result_type(_float_dtype(a), _float_dtype(x))
     edge = _np.logical_or(xv == 0, _np.isposinf(xv))
-    series = _mask(_np.logical_and(xv < av + 1, _np.logical_not(edge)), shape)
-    fraction = _mask(_np.logical_not(_np.logical_or(series, edge)))
+    series = bool_mask(_np.logical_and(xv < av + 1, _np.logical_not(edge)), shape)
+    fraction = bool_mask(_np.logical_not(_np.logical_or(series, edge)))
     out = _np.zeros(shape, dtype)
     if _some(series):
         sa, sx = fnp.where(series, a, 1.0), fnp.where(series, x, 0.5)
@@ -1097,7 +1068,7 @@ def _safe_ratio(x, y, zero_at):
 
 def _both_zero(x, y, y_value=0.0):
     both = _np.logical_and(_values(x) == 0, _values(y) == y_value)
-    return _mask(both, _np.broadcast_shapes(shape_of(x), shape_of(y)))
+    return bool_mask(both, _np.broadcast_shapes(shape_of(x), shape_of(y)))
 
 
 _xlogy_p = _binary(
@@ -1136,7 +1107,7 @@ xlog1py = _ufunc(
 
 def _entr_deriv(ans, x):
     """-(log x + 1) for x >= 0 (+inf at 0); 0 for x < 0, where entr is the constant -inf."""
-    neg = _mask(_values(x) < 0)
+    neg = bool_mask(_values(x) < 0)
     if _some(neg):
         return fnp.where(neg, 0.0, -(fnp.log(fnp.where(neg, 1.0, x)) + 1.0))
     return -(fnp.log(x) + 1.0)
@@ -1156,7 +1127,7 @@ def _outside(x, y):
     """Where rel_entr and kl_div are the constant +inf (x < 0 or y < 0, or x > 0 == y)."""
     xv, yv = _values(x), _values(y)
     out = _np.logical_or(_np.logical_or(xv < 0, yv < 0), _np.logical_and(xv > 0, yv == 0))
-    return _mask(out, _np.broadcast_shapes(shape_of(x), shape_of(y)))
+    return bool_mask(out, _np.broadcast_shapes(shape_of(x), shape_of(y)))
 
 
 def _guarded(partial, at_origin):
@@ -1210,7 +1181,7 @@ kl_div = _ufunc(
 def _mills_impl(x):
     """phi(x) / Phi(x), the derivative of log_ndtr, accurate for every x: through erfcx for
     x < 0 (where Phi underflows) and directly for x >= 0 (where erfcx(-x/sqrt 2) overflows)."""
-    x = _array(x)
+    x = as_array(x)  # (a 0-d Dask array stays one in `_result`)
     with _np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         left = math.sqrt(2.0 / math.pi) / _sc.erfcx(-x / _SQRT_2)
         right = _np.exp(-0.5 * x * x - _sc.log_ndtr(x)) / _SQRT_2PI
@@ -1222,7 +1193,7 @@ def _mills_excess_impl(x):
     """x + phi(x)/Phi(x), without the cancellation of the sum at x -> -inf (where it is about
     -1/x): by the continued fraction 1 / (z + 2 / (z + 3 / (z + ...))), z = -x, for x < -5,
     where 50 terms give full precision, and as the plain sum elsewhere."""
-    x = _array(x)
+    x = as_array(x)  # (a 0-d Dask array stays one in `_result`)
     with _np.errstate(divide="ignore", invalid="ignore"):
         z = _np.where(x < -5.0, -x, 5.0).astype(_np.float64)
         t = z
@@ -1302,7 +1273,7 @@ log_ndtr = _ufunc(
 
 def _bessel_over_power(x, n, scaled):
     """[exp(-|x|)] I_n(x) / x**n, by a series near 0 where x**n underflows."""
-    x = _array(x)
+    x = as_array(x)  # (a 0-d Dask array stays one in `_result`)
     dtype = x.dtype if x.dtype.kind == "f" else _np.float64
     xd = x.astype(_np.float64)
     small = _np.abs(xd) < 1e-5
@@ -1696,8 +1667,8 @@ def _betainc_dab(a, b, x):
     inside = _np.logical_not(edge)
     with _np.errstate(divide="ignore", invalid="ignore"):
         below = xv < (av + 1.0) / (av + bv + 2.0)
-    direct = _mask(_np.logical_and(inside, below), shape)
-    other = _mask(_np.logical_and(inside, _np.logical_not(below)), shape)
+    direct = bool_mask(_np.logical_and(inside, below), shape)
+    other = bool_mask(_np.logical_and(inside, _np.logical_not(below)), shape)
     da, db = zero, zero
     if _some(direct):
         p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))

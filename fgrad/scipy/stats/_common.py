@@ -21,8 +21,8 @@ import scipy.special as _sc
 
 from ... import numpy as fnp
 from ...core import Box, dtype_of, holds_batch, is_foreign_array, primal, shape_of
-from ...numpy.elementwise import elementwise_batch_rule, mask_values, may_hold
-from ...numpy.shaping import broadcast_like, meta, unbroadcast
+from ...numpy.elementwise import bool_mask, elementwise_batch_rule, mask_values, may_hold
+from ...numpy.shaping import as_array, broadcast_like, meta, unbroadcast
 from ...primitive import defprimitive, register_rules
 from .. import special as sp
 
@@ -62,12 +62,7 @@ def squeeze_ones(out):
 def mask(condition, *like):
     """A constant boolean mask, broadcast to the broadcast shape of `like`."""
     shape = _np.broadcast_shapes(*(shape_of(v) for v in like)) if like else ()
-    shape = _np.broadcast_shapes(shape, shape_of(condition))
-    if holds_batch(condition):
-        return condition if shape_of(condition) == shape else fnp.broadcast_to(condition, shape)
-    if is_foreign_array(condition):
-        return _np.broadcast_to(condition.astype(bool), shape)
-    return _np.broadcast_to(_np.asarray(condition, dtype=bool), shape)
+    return bool_mask(condition, _np.broadcast_shapes(shape, shape_of(condition)))
 
 
 def is_plain_number(x):
@@ -195,10 +190,8 @@ def _float_like(out, *args):
     dtype = _np.result_type(*[value(a) if not is_plain_number(a) else a for a in args])
     if dtype.kind != "f":
         dtype = _np.dtype(_np.float64)
-    if is_foreign_array(out):
-        return out.astype(dtype)
-    out = _np.asarray(out).astype(dtype, copy=False)
-    return out[()] if out.ndim == 0 else out
+    out = as_array(out).astype(dtype, copy=False)
+    return out[()] if out.ndim == 0 and type(out) is _np.ndarray else out
 
 
 def _gamma_density(z, a):
