@@ -36,8 +36,10 @@ from typing import Any, NamedTuple
 
 import numpy as _np
 
+from . import core
 from .core import (
     _NO_PARAMS,
+    _PLAIN,
     Box,
     Level,
     NondiffPrimitive,
@@ -228,11 +230,15 @@ class StagingLevel(Level):
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals, ins = [], []
+        plain = core.watch is None  # whether every value is a plain number or NumPy array
         for a in args:
             if type(a) is Box and a.level is self:
-                vals.append(a.value)
+                v = a.value
+                vals.append(v)
                 ins.append(a.aux)
+                plain = plain and type(v) in _PLAIN
             else:
+                plain = plain and type(a) in _PLAIN
                 if type(a) is Box and self.unsafe is None:
                     self.unsafe = (
                         f"{prim.name} was applied to a value of an outer transform that is not "
@@ -248,6 +254,8 @@ class StagingLevel(Level):
                     self.unsafe = f"{prim.name}'s parameter {key} is a traced value"
         if type(prim) is NondiffPrimitive:
             ans = prim(*vals, **params)
+        elif plain:  # no box, list or other library's array: the impl, as `bind` would call it
+            ans = prim.impl(*vals, **params)
         else:
             ans = bind(prim, tuple(vals), params)
         # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from
