@@ -731,3 +731,21 @@ def test_a_call_with_the_signature_looked_up_once_replays_and_follows_branches()
     assert len(calls) == 2 + 5  # one recording per branch, and the five eager calls above
     # what the lookup needs beyond positional arrays and numbers: the jitted function itself
     assert jitted.with_signature_of([x], 0.5) is jitted
+
+
+def test_corrcoefs_clip_is_recorded_not_read():
+    # The clip to [-1, 1] was computed from the values read out of the record: a guard on
+    # every element, a new path at every call, and eager after max_paths with a warning.
+    jitted = fgrad.jit(fnp.corrcoef)
+    loss = lambda x: fnp.sum(fnp.corrcoef(x) ** 2)
+    grad_jit = fgrad.grad(fgrad.jit(loss))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(12):
+            x = rng.normal(size=(3, 5)) * rng.uniform(0.1, 10.0)
+            assert jitted(x).tobytes() == fnp.corrcoef(x).tobytes() == np.corrcoef(x).tobytes()
+            assert grad_jit(x).tobytes() == fgrad.grad(loss)(x).tobytes()
+    (entry,) = jitted._cache.values()
+    assert _count_paths(entry.root) == 1
+    x = np.array([[1e8 + 1, 1e8 + 2, 1e8 + 3], [3.0, 1.0, 2.0]])  # a diagonal rounded past 1
+    assert jitted(x).tobytes() == np.corrcoef(x).tobytes()

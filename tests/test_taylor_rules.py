@@ -172,6 +172,7 @@ CASES = [
     (stats._histogram_p, lambda w: fnp.histogram(np.array([0.1, 0.5, 0.9]), 2, weights=w)[0], (X,)),
     (signal._conv_full, fnp.convolve, (X, _normal(2))),
     (signal._unwrap_p, fnp.unwrap, (np.array([0.0, 3.0, 6.5, 1.0]),)),
+    (signal._unit_clip_p, fnp.corrcoef, (_normal(3, 5),)),
     (creation._linspace_p, lambda a, b: fnp.linspace(a, b, 4), (np.float64(0.5), X)),
     # linear algebra
     (la._read_triangle, lambda a: fnp.linalg.eigvalsh(a), (A,)),

@@ -34,12 +34,11 @@ from ..core import (
 from ..primitive import defbilinear, defprimitive, register_rules
 from . import linalg as _linalg
 from .elementwise import (
-    array_value,
     clip,
+    elementwise_batch_rule,
     equal,
     floor,
     greater,
-    imag,
     less,
     less_equal,
     mask_values,
@@ -605,19 +604,47 @@ def corrcoef(
     d = einsum("ii->i", c)
     stddev = sqrt(real(d) if dtype_of(d).kind == "c" else d)
     c = c / reshape(stddev, (-1, 1)) / reshape(stddev, (1, -1))
-    if holds_batch(c):  # the same clip in fgrad operations, on the constant rows
-        cv = constant_of(c)
-        clipped = clip(real(cv), -1, 1)
-        if dtype_of(cv).kind == "c":
-            clipped = clipped + 1j * clip(imag(cv), -1, 1)
-        return c + (clipped - cv)
-    # (not `mask_values`: under `jit` the values are read here, and a clip the record computes
-    # instead rounds grad(jit(corrcoef))'s replays differently by an ulp)
-    cv = array_value(c)
-    clipped = _np.clip(_np.real(cv), -1, 1)
-    if _np.iscomplexobj(cv):
-        clipped = clipped + 1j * _np.clip(_np.imag(cv), -1, 1)
-    return c + (clipped - cv)
+    return _unit_clip_p(c)
+
+
+def _unit_clip(c):
+    """NumPy's clip of a correlation to [-1, 1] (the real and imaginary parts each), written as
+    c plus the correction, as `corrcoef` applies it."""
+    clipped = _np.clip(_np.real(c), -1, 1)
+    if _np.iscomplexobj(c):
+        clipped = clipped + 1j * _np.clip(_np.imag(c), -1, 1)
+    return c + (clipped - c)
+
+
+# The clip undoes rounding: it changes the value only, and the derivative is the exact
+# formula's (a rounding that lands at 1.0000000000000002 does not zero the gradient, as a clip
+# would). A primitive of its own, so that `jit` records it as one operation (computing it from
+# the values read them, a guard on every element, and jit recorded again at every call) and
+# every level passes tangents, cotangents and coefficients through it unchanged.
+_unit_clip_p = defprimitive(
+    _unit_clip,
+    vjp=lambda ans, c: _identity,
+    jvp=lambda t, ans, c: t,
+    name="corrcoef_clip",
+    forward="linear",
+    sparsity="keeps",
+)
+
+
+def _identity(ct):
+    return ct
+
+
+def _unit_clip_taylor(primals, series):
+    return bind(_unit_clip_p, primals, {}), series[0]
+
+
+register_rules(
+    _unit_clip_p,
+    batch=elementwise_batch_rule(_unit_clip_p),
+    taylor=_unit_clip_taylor,
+    taylor_kind="linear",
+)
 
 
 # --- polynomial arithmetic ------------------------------------------------------------------------
