@@ -749,3 +749,23 @@ def test_corrcoefs_clip_is_recorded_not_read():
     assert _count_paths(entry.root) == 1
     x = np.array([[1e8 + 1, 1e8 + 2, 1e8 + 3], [3.0, 1.0, 2.0]])  # a diagonal rounded past 1
     assert jitted(x).tobytes() == np.corrcoef(x).tobytes()
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a, b: fnp.linspace(a, b, 5),  # its dtype came from result_type, which read a, b
+        lambda a, b: fnp.geomspace(a, b, 4),
+        lambda a, b: fnp.asarray_chkfinite(fnp.stack([a, b])),  # a check of one boolean
+    ],
+    ids=["linspace", "geomspace", "asarray_chkfinite"],
+)
+def test_functions_that_read_no_value_replay_one_path(f):
+    jitted = fgrad.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(10):
+            a, b = rng.uniform(0.5, 2.0, size=2)
+            assert np.asarray(jitted(a, b)).tobytes() == np.asarray(f(a, b)).tobytes()
+    (entry,) = jitted._cache.values()
+    assert _count_paths(entry.root) == 1

@@ -1578,8 +1578,15 @@ def describe(x):
 def result_type(*xs):
     """NumPy's `result_type` of the values of xs, without reading a value batched by `vmap`
     (its dtype stands for it: it is an array, so it weighs as its dtype does). Python numbers
-    stay weak, as in NumPy."""
-    return _np.result_type(*(dtype_of(x) if holds_batch(x) else primal(x) for x in xs))
+    stay weak, as in NumPy. From NumPy 2 on, the result depends on the values' types and
+    dtypes, not on what they hold (NEP 50), so a traced value is not read (`innermost`, not
+    `primal`): under `jit`, reading it was a guard on every element, and a record per call.
+    (NumPy 1's value-based casting reads it.)"""
+    value = innermost if _NEP50 else primal
+    return _np.result_type(*(dtype_of(x) if holds_batch(x) else value(x) for x in xs))
+
+
+_NEP50 = _np.lib.NumpyVersion(_np.__version__) >= "2.0.0"
 
 
 def _sequence_to_array(obj):
