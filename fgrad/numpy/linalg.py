@@ -74,6 +74,7 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
+    holds_staged,
     is_foreign_array,
     primal,
 )
@@ -213,6 +214,14 @@ def _unreadable(x):
     is a lazy array of another library (reading would compute it). The rules then take their
     general branch, which reads nothing."""
     return holds_batch(x) or _lazy(x)
+
+
+def _unread(x):
+    """`_unreadable`, or x is computed in a `jit` record (reading it would be a guard on every
+    element, and a record per call), for the rules whose general branch gives the same bits
+    as the branch that reads (hermitian `svd`, `norm` of order 0; not `lstsq`'s rank or
+    `sqrtm`'s, which LAPACK and the general branch may count apart)."""
+    return _unreadable(x) or holds_staged(x)
 
 
 def per_matrix(func):
@@ -1469,12 +1478,12 @@ def _svd_hermitian(a, compute_uv):
     _check_square(a, "linalg.svd(hermitian=True)")
     if not compute_uv:  # NumPy: the sorted |eigvalsh|
         w = eigvalsh(a)
-        if _unreadable(w):
+        if _unread(w):
             return _reordered(abs(w), _descending_order(abs(constant_of(w))))
         order = _np.argsort(_np.abs(_np.asarray(primal(w))), axis=-1)[..., ::-1]
         return _take_last(abs(w), order)
     w, v = eigh(a)
-    if _unreadable(w):
+    if _unread(w):
         order = _descending_order(abs(constant_of(w)))
         u = _reordered(v, order)
         signs = _reordered(sign(constant_of(w)), order)
@@ -1570,7 +1579,7 @@ def _vector_norm(x, ord, axes, keepdims):
         return max(abs(x), axis=axes, keepdims=keepdims)
     if ord == -_np.inf:
         return min(abs(x), axis=axes, keepdims=keepdims)
-    if ord == 0 and _unreadable(x):  # the number of nonzero entries: a constant
+    if ord == 0 and _unread(x):  # the number of nonzero entries: a constant
         dtype = _np.finfo(_dtype(x)).dtype if _np.issubdtype(_dtype(x), _np.inexact) else float
         return sum(
             _onehot(not_equal(constant_of(x), 0), _np.zeros((), dtype)),

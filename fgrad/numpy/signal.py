@@ -26,6 +26,7 @@ from ..core import (
     dtype_of,
     holds_batch,
     holds_box,
+    holds_staged,
     innermost,
     is_foreign_array,
     primal,
@@ -382,7 +383,8 @@ def interp(
         fp = concatenate([fp[-1:], fp, fp[:1]])
     # Rows of a batch put their points in different segments: then the segments, the masks
     # and the gathers are fgrad operations, and every mask is applied (no branch on a value).
-    batched = holds_batch(x) or holds_batch(xp)
+    # (and so do values a `jit` record computes: read, each would be a guard, a record per call)
+    batched = holds_batch(x) or holds_batch(xp) or holds_staged(x) or holds_staged(xp)
     n = shape(xp)[0]
     if batched:
         xv, xpv = constant_of(x), constant_of(xp)
