@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
+from .. import batching as _batching
 from .. import taylor as _taylor
 from ..core import (
     Box,
@@ -78,7 +79,7 @@ from ..core import (
     is_foreign_array,
     primal,
 )
-from ..primitive import deflinear, defprimitive, register_rules
+from ..primitive import deflinear, defprimitive, nondiff, register_rules
 from . import arrays as _arrays
 from . import products as _products
 from .elementwise import (
@@ -104,6 +105,7 @@ from .shaping import (
     _kept_shape,
     _normalize_axes,
     astype,
+    batch_size,
     batch_to_front,
     broadcast_to,
     concatenate,
@@ -841,6 +843,29 @@ def pinv(
     return _pinv_p(a, rcond=rcond, hermitian=bool(hermitian))
 
 
+# NumPy's (LAPACK's) rank of a in lstsq, as an operation a `jit` record computes: reading a and
+# b to count it was a guard on every element, and a record per call. (Under `vmap`, lstsq counts
+# it from each row's singular values instead.)
+_lstsq_rank_p = nondiff(
+    lambda a, b, rcond: _np.linalg.lstsq(a, b, rcond=rcond)[2], name="lstsq_rank"
+)
+
+
+def _lstsq_rank_batch(args, dims, rcond):
+    return _batching.rows_one_by_one(
+        _lstsq_rank_p,
+        args,
+        dims,
+        {"rcond": rcond},
+        batch_size(args, dims),
+        "LAPACK's rank of each matrix, exactly (lstsq under vmap counts each row's rank from "
+        "its singular values instead, and does not reach this)",
+    )
+
+
+register_rules(_lstsq_rank_p, batch=_lstsq_rank_batch)
+
+
 def lstsq(
     a: ArrayLike, b: ArrayLike, rcond: float | None = None
 ) -> tuple[Array, Array, Array, Array]:
@@ -872,6 +897,8 @@ def lstsq(
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
         kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
         rank = astype(sum(where(kept, 1.0, 0.0), axis=-1), _np.int32)
+    elif holds_staged(a) or holds_staged(b):  # in a `jit` record: computed there, not read
+        rank = _lstsq_rank_p(a, b, rcond=rcond)
     else:
         rank = _np.linalg.lstsq(primal(a), primal(b), rcond=rcond)[2]
     x = _matmul(_pinv_p(a, rcond=float(cutoff), hermitian=False), b)
