@@ -102,8 +102,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching, core, forward, taylor
-from . import numpy as fnp
+from . import batching, core, forward, numpy as fnp, taylor
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
 from .core import (

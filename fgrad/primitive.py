@@ -34,8 +34,7 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
-from . import batching as _batching
-from . import taylor as _taylor
+from . import batching as _batching, taylor as _taylor
 from .core import Box, NondiffPrimitive, Primitive, add_any, bind, bind_one
 
 if TYPE_CHECKING:

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching, core
-from . import numpy as fnp
+from . import batching, core, numpy as fnp
 from .api import jvp, vjp
 from .core import Box, Primitive, bind, live_levels_of, processing_level, refuse_lazy
 from .numpy.shaping import describe

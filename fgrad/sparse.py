@@ -38,8 +38,7 @@ from typing import Any
 
 import numpy as _np
 
-from . import coloring
-from . import numpy as fnp
+from . import coloring, numpy as fnp
 from .api import grad, jvp, vjp
 from .boundary import api_boundary
 from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of

@@ -16,8 +16,7 @@ import traceback
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgrad.numpy as fnp
@@ -32,10 +31,10 @@ from fgrad import (
     jvp,
     linearize,
     tap_cotangent,
+    tree_util as tu,
     value_and_grad,
     vjp,
 )
-from fgrad import tree_util as tu
 
 FEW = settings(
     max_examples=10,

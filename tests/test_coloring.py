@@ -4,8 +4,7 @@ colour counts of known problems."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from fgrad import coloring
 

@@ -8,6 +8,7 @@ excluded with a reason; an excluded name that fgrad.numpy mirrors after all fail
 list cannot go stale.
 """
 
+import inspect
 import pathlib
 import sys
 
@@ -16,53 +17,10 @@ import pytest
 
 import fgrad.numpy as fnp
 from fgrad.numpy._coverage import EXCLUDED, no_derivative
-
-# Temporary: the names the h34a branch adds (the differentiable half of issue 34's "Breadth"),
-# written while both branches were under way. The lead deletes this set (and its two uses
-# below) when merging h34a.
-_ADDED_BY_H34A = {
-    "apply_over_axes",
-    "bartlett",
-    "blackman",
-    "block",
-    "choose",
-    "compress",
-    "divmod",
-    "einsum_path",
-    "euler_gamma",
-    "extract",
-    "fill_diagonal",
-    "frexp",
-    "fromfunction",
-    "hamming",
-    "hanning",
-    "histogram2d",
-    "histogram_bin_edges",
-    "histogramdd",
-    "i0",
-    "kaiser",
-    "logical_xor",
-    "mask_indices",
-    "modf",
-    "nanargmax",
-    "nanargmin",
-    "nextafter",
-    "piecewise",
-    "place",
-    "poly",
-    "put",
-    "put_along_axis",
-    "resize",
-    "roots",
-    "sort_complex",
-    "spacing",
-    "tri",
-    "trim_zeros",
-    "unstack",
-}
+from fgrad.numpy._mirror import KINDS, kind_of
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "docs" / "_ext"))
-import fgrad_coverage as coverage  # noqa: E402  (the docs' coverage tables)
+import fgrad_coverage as coverage
 
 SUBMODULES = {"linalg", "fft"}  # fgrad.numpy's mirrored submodules, not in its __all__
 
@@ -76,7 +34,7 @@ def _mirrored():
 
 
 def test_every_public_numpy_name_is_mirrored_or_excluded_with_a_reason():
-    unaccounted = sorted(_numpy_names() - _mirrored() - set(EXCLUDED) - _ADDED_BY_H34A)
+    unaccounted = sorted(_numpy_names() - _mirrored() - set(EXCLUDED))
     assert not unaccounted, (
         f"public NumPy names neither in fgrad.numpy nor in fgrad/numpy/_coverage.py's "
         f"EXCLUDED: {unaccounted}"
@@ -110,9 +68,7 @@ def test_every_mirrored_name_is_numpys_or_fgrads_own():
 def test_the_docs_coverage_table_shows_no_missing_name_outside_the_exclusions():
     mirror = next(m for m in coverage.MIRRORS if m.module == "fgrad.numpy")
     entries = coverage.table(mirror)
-    missing = sorted(
-        e.name for e in entries if e.status == coverage.MISSING and e.name not in _ADDED_BY_H34A
-    )
+    missing = sorted(e.name for e in entries if e.status == coverage.MISSING)
     assert not missing, f"the docs' table of fgrad.numpy calls these missing: {missing}"
     excluded = {e.name: e.why for e in entries if e.status == coverage.EXCLUDED}
     assert excluded and all(excluded[n] == EXCLUDED[n] for n in excluded)
@@ -125,3 +81,55 @@ def test_no_derivative_marks_a_function_for_the_coverage_tables():
         return x
 
     assert f.no_derivative == "a reason long enough to read" and f(2) == 2
+
+
+# --- the mirror's table: every exported name was declared with its kind -----------------------
+
+
+def _kinds():
+    """(module, name, kind) of every exported name of fgrad.numpy, its linalg and its fft."""
+    for mod, theirs in ((fnp, np), (fnp.linalg, np.linalg), (fnp.fft, np.fft)):
+        for name in mod.__all__:
+            value = getattr(mod, name)
+            own = getattr(theirs, name, None) is value
+            yield mod.__name__, name, kind_of(value) or ("numpy" if own else None)
+
+
+def _elementwise_ufunc(name):
+    u = getattr(np, name, None)
+    return isinstance(u, np.ufunc) and u.signature is None
+
+
+def test_every_exported_name_is_declared_with_a_kind_that_says_what_it_is():
+    """The kinds are checked against NumPy: a "ufunc" is one of NumPy's elementwise ufuncs and
+    each of those is a "ufunc"; a "gufunc" is a NumPy ufunc with core dimensions; a
+    "reduction" takes an axis; a "constant" has no derivative in the coverage tables; a
+    "numpy" name is NumPy's own object."""
+    constant = {
+        e.name
+        for m in coverage.MIRRORS
+        if m.module == "fgrad.numpy"
+        for e in coverage.table(m)
+        if e.status == coverage.CONSTANT
+    }
+    wrong = []
+    for module, name, kind in _kinds():
+        main = module == "fgrad.numpy"
+        value = getattr(fnp, name) if main else None
+        if kind == "ufunc":
+            right = _elementwise_ufunc(name)
+        elif kind == "gufunc":
+            theirs = getattr(np, name, None)
+            right = isinstance(theirs, np.ufunc) and theirs.signature is not None
+        elif kind == "reduction" and main:
+            right = bool({"axis", "axis1"} & set(inspect.signature(value).parameters))
+        elif kind == "constant" and main:
+            right = name in constant
+        else:
+            right = kind is not None
+        if not right or (main and _elementwise_ufunc(name) and kind != "ufunc"):
+            wrong.append((module, name, kind))
+    assert not wrong, (
+        f"declared with a kind that NumPy (or the coverage table) contradicts: {wrong}"
+    )
+    assert {kind for *_, kind in _kinds()} == set(KINDS)  # each kind is used

@@ -25,8 +25,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fgrad

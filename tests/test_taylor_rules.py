@@ -22,20 +22,29 @@ import fgrad.scipy.sparse as fsparse
 import fgrad.scipy.special as sp
 from fgrad import custom, taylor
 from fgrad.core import Primitive, add_any, dtype_of, shape_of
-from fgrad.numpy import creation, elementwise, fft, products, reductions, shaping, signal, ufuncs
-from fgrad.numpy import linalg as la
-from fgrad.numpy import statistics as stats
-from fgrad.scipy import linalg as scipy_linalg
-from fgrad.scipy import signal as scipy_signal
-from fgrad.scipy import special
+from fgrad.numpy import (
+    creation,
+    elementwise,
+    fft,
+    linalg as la,
+    products,
+    reductions,
+    shaping,
+    signal,
+    statistics as stats,
+    ufuncs,
+)
+from fgrad.scipy import linalg as scipy_linalg, signal as scipy_signal, special
 from fgrad.scipy.sparse import _sparse_matmul_p
-from fgrad.scipy.sparse.linalg import _expm_p, _it_solve_p, _lu_solve_p
-from fgrad.scipy.sparse.linalg import cg as _cg
-from fgrad.scipy.sparse.linalg import expm_multiply as _expm_multiply
-from fgrad.scipy.sparse.linalg import spsolve as _spsolve
-from fgrad.scipy.stats import beta as stats_beta
-from fgrad.scipy.stats import poisson as stats_poisson
-from fgrad.scipy.stats import t as stats_t
+from fgrad.scipy.sparse.linalg import (
+    _expm_p,
+    _it_solve_p,
+    _lu_solve_p,
+    cg as _cg,
+    expm_multiply as _expm_multiply,
+    spsolve as _spsolve,
+)
+from fgrad.scipy.stats import beta as stats_beta, poisson as stats_poisson, t as stats_t
 
 ORDER = 5
 rng = np.random.default_rng(17)

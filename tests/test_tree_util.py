@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from fgrad import tree_util
 from fgrad.tree_util import (

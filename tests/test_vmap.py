@@ -5,8 +5,7 @@ tests/test_vmap_table.py."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import fgrad
 import fgrad.numpy as fnp

@@ -9,9 +9,12 @@ result.
 >>> float(fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))(0.5))  # 2 sin(x) cos(x)
 0.8414709848078965
 
-Where a name lives: each family module lists its public names in `__all__`, and the package
-exports exactly those (`_export`; a name in two lists fails at import). By NumPy's reference
-groups:
+Where a name lives: each family module declares its names where it makes them, each with its
+kind (`fgrad.numpy._mirror`: a builder such as `as_ufunc` or `nondiff_function` declares what
+it builds, `@mirror(kind)` a function written out; NumPy's own objects are re-exported as
+`from numpy import pi as pi`). A family's `__all__` is read off its declarations, and the
+package exports exactly those (`_export`; a name two families export fails at import). By
+NumPy's reference groups:
 
 - `elementwise`: the arithmetic operators, comparisons and logic, `where`, `clip`, and the
   unary functions the rules use (`sin`, `exp`, `sqrt`, ...); `ufuncs`: the rest of the
@@ -46,33 +49,34 @@ import numpy as _np
 from .. import core as _core
 from . import (
     _box,
+    arrays as _arrays,
     bitwise,
+    creation as _creation,
     datatypes,
     elementwise,
     fft,
+    histograms as _histograms,
     indexing,
     linalg,
+    manipulation as _manipulation,
+    mathematical as _mathematical,
+    polynomials as _polynomials,
     products,
     reductions,
+    selection as _selection,
     sets,
     shaping,
+    signal as _signal,
+    statistics as _statistics,
+    ufuncs as _ufuncs,
+    windows as _windows,
 )
-from . import arrays as _arrays
-from . import creation as _creation
-from . import histograms as _histograms
-from . import manipulation as _manipulation
-from . import mathematical as _mathematical
-from . import polynomials as _polynomials
-from . import selection as _selection
-from . import signal as _signal
-from . import statistics as _statistics
-from . import ufuncs as _ufuncs
-from . import windows as _windows
 from .shaping import _sequence_to_array  # the core's reader of lists of traced values
 
 
 def _export(*modules):
-    """Re-export each family module's `__all__`; a name exported twice is a bug."""
+    """Re-export each family module's `__all__` (its declared names); a name exported twice is
+    a bug."""
     namespace = globals()
     for module in modules:
         for name in module.__all__:

@@ -16,11 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ..core import Box, Primitive, bind_two, dtype_of, innermost, primal, shape_of
-from . import elementwise as _ew
-from . import products as _pr
-from . import reductions as _rd
-from . import shaping as _sh
-from . import ufuncs as _uf
+from . import elementwise as _ew, products as _pr, reductions as _rd, shaping as _sh, ufuncs as _uf
 
 if TYPE_CHECKING:
     from typing import Any

@@ -20,6 +20,8 @@ Imports: nothing of fgrad.
 from collections.abc import Callable
 from typing import TypeVar
 
+from ._mirror import mirror
+
 _F = TypeVar("_F", bound=Callable)
 
 _GROUPS: dict[str, tuple[str, ...]] = {
@@ -139,6 +141,6 @@ def no_derivative(why: str) -> Callable[[_F], _F]:
 
     def mark(fn: _F) -> _F:
         fn.no_derivative = why  # type: ignore[attr-defined]
-        return fn
+        return mirror("constant")(fn)
 
     return mark

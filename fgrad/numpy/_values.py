@@ -14,6 +14,7 @@ import numpy as _np
 
 from ..core import holds_batch, primal, refuse_lazy
 from . import _ufunc_signature
+from ._mirror import mirror
 from .elementwise import _with_keywords
 from .shaping import describe, refuse_out
 
@@ -71,4 +72,4 @@ def ufunc_mirror(fn: Callable, theirs: Any) -> Callable:
     ufunc.__module__ = fn.__module__
     ufunc.__doc__ = fn.__doc__
     ufunc.__signature__ = signature  # type: ignore[attr-defined]
-    return ufunc
+    return mirror("ufunc")(ufunc)

@@ -39,8 +39,8 @@ from ..core import (
     shape_of,
 )
 from ..primitive import register_rules
-from . import reductions as _rd
-from . import shaping as _shaping
+from . import reductions as _rd, shaping as _shaping
+from ._mirror import exported, mirror
 from .elementwise import (
     divide,
     greater_equal,
@@ -90,62 +90,6 @@ if TYPE_CHECKING:
 
     from ..typing import Array, ArrayLike, DTypeLike
 
-__all__ = [
-    "append",
-    "apply_along_axis",
-    "argmax",
-    "argmin",
-    "argpartition",
-    "argsort",
-    "argwhere",
-    "array_split",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "broadcast_arrays",
-    "column_stack",
-    "delete",
-    "diag",
-    "diag_indices",
-    "diagonal",
-    "dsplit",
-    "dstack",
-    "flatnonzero",
-    "flip",
-    "fliplr",
-    "flipud",
-    "hsplit",
-    "hstack",
-    "indices",
-    "insert",
-    "lexsort",
-    "meshgrid",
-    "nonzero",
-    "pad",
-    "partition",
-    "repeat",
-    "roll",
-    "rollaxis",
-    "rot90",
-    "row_stack",
-    "searchsorted",
-    "select",
-    "sort",
-    "split",
-    "take",
-    "take_along_axis",
-    "tile",
-    "trace",
-    "tril",
-    "tril_indices",
-    "triu",
-    "triu_indices",
-    "unique",
-    "vectorize",
-    "vsplit",
-    "vstack",
-]
-
 
 # --- helpers --------------------------------------------------------------------------------------
 
@@ -188,6 +132,7 @@ def _positions(a_shape):
 # --- flipping, rolling, rotating ------------------------------------------------------------------
 
 
+@mirror("shape")
 def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """NumPy's `flip`: reverse the order of elements along `axis` (None: all axes; int; tuple).
 
@@ -203,6 +148,7 @@ def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))
 
 
+@mirror("shape")
 def fliplr(m: ArrayLike) -> Array:
     """NumPy's `fliplr`: reverse the columns (axis 1) of an array of 2 or more dimensions."""
     m = asarray(m)
@@ -211,6 +157,7 @@ def fliplr(m: ArrayLike) -> Array:
     return flip(m, 1)
 
 
+@mirror("shape")
 def flipud(m: ArrayLike) -> Array:
     """NumPy's `flipud`: reverse the rows (axis 0) of an array of 1 or more dimensions."""
     m = asarray(m)
@@ -219,6 +166,7 @@ def flipud(m: ArrayLike) -> Array:
     return flip(m, 0)
 
 
+@mirror("shape")
 def roll(
     a: ArrayLike, shift: int | Sequence[int], axis: int | tuple[int, ...] | None = None
 ) -> Array:
@@ -246,6 +194,7 @@ def roll(
     return a
 
 
+@mirror("shape")
 def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     """NumPy's `rot90`: rotate by 90 degrees `k` times in the plane of `axes`, from the first
     axis towards the second."""
@@ -272,6 +221,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
 # --- repeating and padding ------------------------------------------------------------------------
 
 
+@mirror("shape")
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """NumPy's `tile`: A repeated `reps` times along each axis (a reshape, a broadcast and a
     reshape, so its gradient sums the copies)."""
@@ -288,6 +238,7 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     return reshape(broadcast_to(reshape(A, spread), copies), tuple(r * n for r, n in zip(reps, s)))
 
 
+@mirror("shape")
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `repeat`: each element repeated `repeats` times (an int, or one count per element
     along `axis`); `axis=None` repeats the flattened array."""
@@ -317,6 +268,7 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
 _GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
 
 
+@mirror("shape")
 def pad(
     array: ArrayLike,
     pad_width: int | Sequence[int] | Sequence[Sequence[int]],
@@ -374,18 +326,21 @@ def pad(
 # --- joining --------------------------------------------------------------------------------------
 
 
+@mirror("shape")
 def atleast_1d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """NumPy's `atleast_1d`: scalars become shape (1,); one array in, one out, else a tuple."""
     out = tuple(_at_least(a, 1) for a in arys)
     return out[0] if len(out) == 1 else out
 
 
+@mirror("shape")
 def atleast_2d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """NumPy's `atleast_2d`: (n,) becomes (1, n) and a scalar (1, 1)."""
     out = tuple(_at_least(a, 2) for a in arys)
     return out[0] if len(out) == 1 else out
 
 
+@mirror("shape")
 def atleast_3d(*arys: ArrayLike) -> Array | tuple[Array, ...]:
     """NumPy's `atleast_3d`: (n,) becomes (1, n, 1), (m, n) (m, n, 1) and a scalar (1, 1, 1)."""
     out = tuple(_at_least(a, 3) for a in arys)
@@ -419,6 +374,7 @@ def _joinable(tup, name):
     return tup
 
 
+@mirror("shape")
 def hstack(
     tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind"
 ) -> Array:
@@ -428,6 +384,7 @@ def hstack(
     return concatenate(arrs, axis=0 if ndim(arrs[0]) == 1 else 1, dtype=dtype, casting=casting)
 
 
+@mirror("shape")
 def vstack(
     tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind"
 ) -> Array:
@@ -437,6 +394,7 @@ def vstack(
     return concatenate(arrs, axis=0, dtype=dtype, casting=casting)
 
 
+@mirror("shape")
 def row_stack(
     tup: Sequence[ArrayLike], *, dtype: DTypeLike | None = None, casting: str = "same_kind"
 ) -> Array:
@@ -450,12 +408,14 @@ def row_stack(
     return vstack(tup, dtype=dtype, casting=casting)
 
 
+@mirror("shape")
 def dstack(tup: Sequence[ArrayLike]) -> Array:
     """NumPy's `dstack`: concatenate along axis 2 after making each array at least 3-D. Given
     one array, it joins the slices along its first axis, as NumPy does."""
     return concatenate([_at_least(a, 3) for a in _joinable(tup, "dstack")], axis=2)
 
 
+@mirror("shape")
 def column_stack(tup: Sequence[ArrayLike]) -> Array:
     """NumPy's `column_stack`: 1-D arrays become columns, then concatenate along axis 1. Given
     one array, it joins the slices along its first axis, as NumPy does."""
@@ -467,6 +427,7 @@ def column_stack(tup: Sequence[ArrayLike]) -> Array:
     return concatenate(arrs, axis=1)
 
 
+@mirror("shape")
 def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `append`: `values` joined to the end of `arr` (both flattened if `axis` is None)."""
     arr, values = asarray(arr), asarray(values)
@@ -475,6 +436,7 @@ def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     return concatenate([arr, values], axis=axis)
 
 
+@mirror("shape")
 def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `insert`, with every form of `obj` NumPy accepts (int, slice, sequence).
 
@@ -492,6 +454,7 @@ def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None =
     return getitem(source, where_from)
 
 
+@mirror("shape")
 def delete(arr: ArrayLike, obj: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `delete`, with every form of `obj` NumPy accepts (int, slice, sequence, mask)."""
     arr = asarray(arr)
@@ -501,6 +464,7 @@ def delete(arr: ArrayLike, obj: ArrayLike, axis: int | None = None) -> Array:
     return getitem(ravel(arr), _np.delete(_positions(shape(arr)), obj, axis=axis))
 
 
+@mirror("shape")
 def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Array, ...]:
     """NumPy's `broadcast_arrays`: a tuple of the arguments broadcast to their common shape."""
     if not any(is_traced(a) for a in args):
@@ -511,6 +475,7 @@ def broadcast_arrays(*args: ArrayLike, subok: bool = False) -> tuple[Array, ...]
     return tuple(broadcast_to(a, target) for a in arrays)
 
 
+@mirror("creation")
 def meshgrid(
     *xi: ArrayLike, copy: bool = True, sparse: bool = False, indexing: str = "xy"
 ) -> tuple[Array, ...]:
@@ -532,6 +497,7 @@ def meshgrid(
 # --- splitting ------------------------------------------------------------------------------------
 
 
+@mirror("shape")
 def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """NumPy's `array_split`: a list of sub-arrays along `axis`; `indices_or_sections` is a
     number of sections (which need not divide the axis) or the indices to split at."""
@@ -552,6 +518,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int 
     return [getitem(ary, _along(ax, slice(lo, hi))) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
+@mirror("shape")
 def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """NumPy's `split`: like `array_split`, but a number of sections must divide the axis."""
     ary = asarray(ary)
@@ -565,6 +532,7 @@ def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -
     return array_split(ary, indices_or_sections, axis)
 
 
+@mirror("shape")
 def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `hsplit`: split along axis 1 (axis 0 for 1-D arrays)."""
     ary = asarray(ary)
@@ -573,6 +541,7 @@ def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
 
 
+@mirror("shape")
 def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
     ary = asarray(ary)
@@ -581,6 +550,7 @@ def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return split(ary, indices_or_sections, 0)
 
 
+@mirror("shape")
 def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
     ary = asarray(ary)
@@ -592,6 +562,7 @@ def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
 # --- gathering ------------------------------------------------------------------------------------
 
 
+@mirror("shape")
 def take(
     a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None, mode: str = "raise"
 ) -> Array:
@@ -638,6 +609,7 @@ def _batched_indices(indices, n, mode, name):
     return indices
 
 
+@mirror("shape")
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Array:
     """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
     against the other axes; `axis=None` works on the flattened array."""
@@ -700,6 +672,7 @@ def _take_along_batched(arr, indices, axis):
     return getitem(arr, grids)
 
 
+@mirror("shape")
 def sort(
     a: ArrayLike,
     axis: int = -1,
@@ -728,6 +701,7 @@ def sort(
     return take_along_axis(a, perm, axis)
 
 
+@mirror("shape")
 def partition(
     a: ArrayLike,
     kth: int | Sequence[int],
@@ -770,6 +744,7 @@ def partition(
 argpartition = nondiff_function(_np.argpartition)
 
 
+@mirror("shape")
 def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """NumPy's `rollaxis`: `axis` moved to before position `start` (a transpose; prefer
     `moveaxis`, as NumPy's documentation does)."""
@@ -791,6 +766,7 @@ def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     return transpose(a, order)
 
 
+@mirror("shape")
 def unique(
     ar: ArrayLike,
     return_index: bool = False,
@@ -881,6 +857,7 @@ def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):
 # --- diagonals and triangles ----------------------------------------------------------------------
 
 
+@mirror("shape")
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """NumPy's `diagonal`: the diagonal of the (axis1, axis2) planes, as the last axis."""
     a = asarray(a)
@@ -899,6 +876,7 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     return getitem(moveaxis(a, (i1, i2), (-2, -1)), (Ellipsis, rows, cols))
 
 
+@mirror("shape")
 def diag(v: ArrayLike, k: int = 0) -> Array:
     """NumPy's `diag`: the k-th diagonal of a 2-D array, or a 2-D array with the 1-D `v` on its
     k-th diagonal."""
@@ -915,6 +893,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     return at(_np.zeros((size, size), dtype=dtype_of(v)))[rows, cols].add(v)
 
 
+@mirror("reduction")
 def trace(
     a: ArrayLike,
     offset: int = 0,
@@ -939,11 +918,13 @@ def _triangle(m, mask_of, name):
     return where(mask, m, _np.zeros((), dtype=dtype_of(m)))
 
 
+@mirror("shape")
 def tril(m: ArrayLike, k: int = 0) -> Array:
     """NumPy's `tril`: the lower triangle (on and below the k-th diagonal) of the last two axes."""
     return _triangle(m, lambda n1, n2: _np.tri(n1, n2, k=k, dtype=bool), "tril")
 
 
+@mirror("shape")
 def triu(m: ArrayLike, k: int = 0) -> Array:
     """NumPy's `triu`: the upper triangle (on and above the k-th diagonal) of the last two axes."""
     return _triangle(m, lambda n1, n2: ~_np.tri(n1, n2, k=k - 1, dtype=bool), "triu")
@@ -952,6 +933,7 @@ def triu(m: ArrayLike, k: int = 0) -> Array:
 # --- choosing -------------------------------------------------------------------------------------
 
 
+@mirror("function")
 def select(
     condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike], default: ArrayLike = 0
 ) -> Array:
@@ -1061,12 +1043,12 @@ def _one_count_per_row(fn):
         return fn(*args, **kwargs)
 
     counted.primitive = fn.primitive
-    return counted
+    return mirror("constant")(counted)
 
 
 argwhere = _one_count_per_row(nondiff_function(_np.argwhere))
 nonzero = _one_count_per_row(nondiff_function(_np.nonzero))
-flatnonzero = _one_count_per_row(_shaping.flatnonzero)
+flatnonzero = _one_count_per_row(_shaping._flatnonzero)
 for _fn in (argwhere, nonzero):
     shape_from_values.add(_fn.primitive)
 searchsorted = nondiff_function(_np.searchsorted)
@@ -1161,6 +1143,7 @@ def _stacked(results, lead_shape, dtype):
 # --- apply_along_axis -----------------------------------------------------------------------------
 
 
+@mirror("function")
 def apply_along_axis(
     func1d: Callable[..., Any], axis: int, arr: ArrayLike, *args: Any, **kwargs: Any
 ) -> Array:
@@ -1222,6 +1205,7 @@ def _parse_signature(signature):
     return parse(ins), parse(outs)
 
 
+@mirror("function")
 class vectorize:
     """NumPy's `vectorize`: `pyfunc` applied to each element (or, with a gufunc `signature`
     such as '(n),(n)->()', to each core slice) of its broadcast arguments. Applied to traced
@@ -1429,3 +1413,5 @@ def _lexsort_batch(args, dims, axis=-1):
 
 register_rules(searchsorted.primitive, batch=_searchsorted_batch)
 register_rules(lexsort.primitive, batch=_lexsort_batch)
+
+__all__ = exported(globals())

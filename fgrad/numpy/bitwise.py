@@ -17,24 +17,9 @@ from typing import Any
 import numpy as _np
 
 from ..core import Box
+from ._mirror import exported
 from .elementwise import invert, register_elementwise
 from .shaping import axis_batch_rule, nondiff_function
-
-__all__ = [
-    "bitwise_and",
-    "bitwise_count",
-    "bitwise_invert",
-    "bitwise_left_shift",
-    "bitwise_or",
-    "bitwise_right_shift",
-    "bitwise_xor",
-    "gcd",
-    "lcm",
-    "left_shift",
-    "packbits",
-    "right_shift",
-    "unpackbits",
-]
 
 # Each with a call that shows it (run as a doctest through `__test__`: the functions are made
 # by `nondiff_function` in another module, so doctest would not find them here).
@@ -112,3 +97,5 @@ for _name, _fn in (
 ):
     setattr(Box, f"__{_name}__", _operator(_fn))
     setattr(Box, f"__r{_name}__", _reflected(_fn))
+
+__all__ = exported(globals())

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 # NumPy's constructors of constant arrays, exported as they are (no derivative flows to them)
-from numpy import arange, empty, eye, full, identity, ones, zeros
+from numpy import (
+    arange as arange,
+    empty as empty,
+    eye as eye,
+    full as full,
+    identity as identity,
+    ones as ones,
+    zeros as zeros,
+)
 
 from .. import taylor as _taylor
 from ..core import (
@@ -33,6 +41,7 @@ from ..core import (
     shape_of,
 )
 from ..primitive import defprimitive, register_rules
+from ._mirror import exported, mirror
 from .arrays import diag
 from .elementwise import floor, mask_values, power, read_any
 from .shaping import (
@@ -70,28 +79,6 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from ..typing import Array, ArrayLike, DTypeLike
-
-__all__ = [
-    "arange",
-    "c_",
-    "concat",
-    "copy",
-    "diagflat",
-    "empty",
-    "empty_like",
-    "eye",
-    "full",
-    "full_like",
-    "geomspace",
-    "identity",
-    "linspace",
-    "logspace",
-    "matrix_transpose",
-    "ones",
-    "permute_dims",
-    "r_",
-    "zeros",
-]
 
 
 def _composed(*xs):
@@ -198,6 +185,7 @@ register_rules(
 )
 
 
+@mirror("creation")
 def linspace(
     start: ArrayLike,
     stop: ArrayLike,
@@ -248,6 +236,7 @@ def linspace(
     return y, astype((asarray(stop) - start) / div, dtype_of(y))
 
 
+@mirror("creation")
 def logspace(
     start: ArrayLike,
     stop: ArrayLike,
@@ -274,6 +263,7 @@ def logspace(
     return y if dtype is None else astype(y, dtype)
 
 
+@mirror("creation")
 def geomspace(
     start: ArrayLike,
     stop: ArrayLike,
@@ -337,6 +327,7 @@ def _geomspace_single(start, stop, dtype):
 # --- copies and constant arrays -------------------------------------------------------------------
 
 
+@mirror("creation")
 def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = False) -> Array:
     """NumPy's `copy`: the identity, with a value of its own (traced values are never
     mutated, so a traced `a` is returned as it is)."""
@@ -348,6 +339,7 @@ def copy(a: ArrayLike, order: Literal["K", "A", "C", "F"] = "K", subok: bool = F
     return asarray(a) if is_traced(a) else array(a)
 
 
+@mirror("creation")
 def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """NumPy's `diagflat`: a 2-D array with the flattened `v` on its k-th diagonal."""
     if not is_traced(v) and not holds_foreign(v):
@@ -364,6 +356,7 @@ like_batch_rule(empty_like)
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------
 
 
+@mirror("shape")
 def permute_dims(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """NumPy 2's `permute_dims`, the array-API name of `transpose`."""
     return transpose(a, axes)
@@ -381,6 +374,7 @@ concat = variant(
 )
 
 
+@mirror("shape")
 def matrix_transpose(x: ArrayLike, /) -> Array:
     """NumPy 2's `matrix_transpose`: swap the last two axes of an array of matrices."""
     if ndim(x) < 2:
@@ -507,8 +501,8 @@ def _at_least(x, ndmin, trans1d):
     return transpose(x, order[:k1] + order[k2:] + order[k1:k2])
 
 
-r_ = _AxisConcatenator(0, 1, -1, "r_")
-c_ = _AxisConcatenator(-1, 2, 0, "c_")
+r_ = mirror("shape")(_AxisConcatenator(0, 1, -1, "r_"))
+c_ = mirror("shape")(_AxisConcatenator(-1, 2, 0, "c_"))
 
 
 register_rules(
@@ -519,3 +513,5 @@ register_rules(
         "(issue 35)",
     ),
 )
+
+__all__ = exported(globals())

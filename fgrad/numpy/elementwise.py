@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as _np
 
-from .. import batching as _batching
-from .. import taylor as _taylor
+from .. import batching as _batching, taylor as _taylor
 from ..core import (
     Box,
     NondiffPrimitive,
@@ -41,6 +40,7 @@ from ..core import (
 )
 from ..primitive import defprimitive, defunary, forward_rules, register_rules
 from . import _ufunc_signature
+from ._mirror import exported, mirror
 from .shaping import (
     NO_VALUE,
     as_array,
@@ -76,57 +76,6 @@ if TYPE_CHECKING:
 
     from ..primitive import UnaryFunction
     from ..typing import Array, ArrayLike
-
-__all__ = [
-    "abs",
-    "absolute",
-    "add",
-    "angle",
-    "around",
-    "bitwise_not",
-    "ceil",
-    "clip",
-    "conj",
-    "conjugate",
-    "cos",
-    "divide",
-    "equal",
-    "exp",
-    "expm1",
-    "floor",
-    "greater",
-    "greater_equal",
-    "imag",
-    "invert",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "less",
-    "less_equal",
-    "log",
-    "log1p",
-    "logical_and",
-    "logical_not",
-    "logical_or",
-    "maximum",
-    "minimum",
-    "multiply",
-    "negative",
-    "not_equal",
-    "power",
-    "real",
-    "real_if_close",
-    "round",
-    "sign",
-    "sin",
-    "sqrt",
-    "subtract",
-    "tan",
-    "tanh",
-    "true_divide",
-    "trunc",
-    "where",
-]
 
 
 # The vjp makers for an input whose cotangent is the output's, summed to its shape.
@@ -204,7 +153,7 @@ def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
         made.primitive = prim  # what the batching rules and the graph know it by
     if bare is not None:
         made.bare = bare  # without keywords, the wrapper binds this primitive: see `_box`
-    return made
+    return mirror("ufunc")(made)
 
 
 def _with_keywords(fn, theirs, args, out, *, where, casting, order, dtype, subok, signature):
@@ -260,8 +209,10 @@ def _in_dtype(a, dtype):
 
 # --- arithmetic -----------------------------------------------------------------------------------
 
-add = defprimitive(
-    _np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast), forward="linear"
+add = mirror("ufunc")(
+    defprimitive(
+        _np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast), forward="linear"
+    )
 )
 
 
@@ -272,11 +223,13 @@ def _neg_ct_to_y(ans, x, y):
     return lambda ct: unbroadcast(-ct, like)
 
 
-subtract = defprimitive(
-    _np.subtract,
-    vjp=(_ct_to_x, _neg_ct_to_y),
-    jvp=(_t_broadcast, lambda t, ans, x, y: broadcast_like(negative(t), ans)),
-    forward="linear",
+subtract = mirror("ufunc")(
+    defprimitive(
+        _np.subtract,
+        vjp=(_ct_to_x, _neg_ct_to_y),
+        jvp=(_t_broadcast, lambda t, ans, x, y: broadcast_like(negative(t), ans)),
+        forward="linear",
+    )
 )
 
 
@@ -302,14 +255,16 @@ def _mul_vjp_y(ans, x, y):
     return lambda ct: unbroadcast(x * ct, like)
 
 
-multiply: Primitive = defprimitive(
-    _np.multiply,
-    vjp=(_mul_vjp_x, _mul_vjp_y),
-    jvp=(
-        lambda t, ans, x, y: broadcast_like(multiply(t, y), ans),
-        lambda t, ans, x, y: broadcast_like(multiply(x, t), ans),
-    ),
-    forward="linear",
+multiply: Primitive = mirror("ufunc")(
+    defprimitive(
+        _np.multiply,
+        vjp=(_mul_vjp_x, _mul_vjp_y),
+        jvp=(
+            lambda t, ans, x, y: broadcast_like(multiply(t, y), ans),
+            lambda t, ans, x, y: broadcast_like(multiply(x, t), ans),
+        ),
+        forward="linear",
+    )
 )
 
 
@@ -325,14 +280,16 @@ def _div_vjp_y(ans, x, y):
     return lambda ct: unbroadcast(-(ct * ans / y), like)
 
 
-divide = defprimitive(
-    _np.divide,
-    vjp=(_div_vjp_x, _div_vjp_y),
-    jvp=(
-        lambda t, ans, x, y: broadcast_like(t / y, ans),
-        lambda t, ans, x, y: broadcast_like(negative(t * ans / y), ans),
-    ),
-    forward="speed",
+divide = mirror("ufunc")(
+    defprimitive(
+        _np.divide,
+        vjp=(_div_vjp_x, _div_vjp_y),
+        jvp=(
+            lambda t, ans, x, y: broadcast_like(t / y, ans),
+            lambda t, ans, x, y: broadcast_like(negative(t * ans / y), ans),
+        ),
+        forward="speed",
+    )
 )
 true_divide = divide
 
@@ -347,12 +304,14 @@ def _negative(x):
 
 _SCALAR_FLOATS = frozenset((_np.float64, _np.float32, _np.complex128, _np.complex64))
 
-negative: UnaryFunction = defunary(
-    _negative,
-    vjp=lambda ans, x: negative,
-    jvp=lambda t, ans, x: negative(t),
-    name="negative",
-    forward="linear",
+negative: UnaryFunction = mirror("ufunc")(
+    defunary(
+        _negative,
+        vjp=lambda ans, x: negative,
+        jvp=lambda t, ans, x: negative(t),
+        name="negative",
+        forward="linear",
+    )
 )
 
 
@@ -418,11 +377,13 @@ def _pow_jvp_x(t, ans, x, y):
     return None if d is None else broadcast_like(t * d, ans)
 
 
-power = defprimitive(
-    _np.power,
-    vjp=(_pow_vjp_x, _pow_vjp_y),
-    jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x), ans)),
-    forward="derived",  # _dpow_dx and _dpow_dy, each in both rules
+power = mirror("ufunc")(
+    defprimitive(
+        _np.power,
+        vjp=(_pow_vjp_x, _pow_vjp_y),
+        jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x), ans)),
+        forward="derived",  # _dpow_dx and _dpow_dy, each in both rules
+    )
 )
 
 
@@ -452,11 +413,11 @@ power_operator = _operator_of(power, _operator.pow)
 # times it (`defunary`). These five stay bare primitives, without NumPy's ufunc keywords (see
 # "NumPy's ufunc signature" above), and their derivatives are expressions written into both
 # rules: they are the functions of the hottest loops. The others take the keywords.
-sin = defunary(_np.sin, "cos(x)", namespace=globals())
-cos: UnaryFunction = defunary(_np.cos, "-sin(x)", namespace=globals())
-tanh = defunary(_np.tanh, "1.0 - ans * ans", namespace=globals())
-exp = defunary(_np.exp, "ans", namespace=globals())
-log = defunary(_np.log, "1.0 / x", namespace=globals())
+sin = mirror("ufunc")(defunary(_np.sin, "cos(x)", namespace=globals()))
+cos: UnaryFunction = mirror("ufunc")(defunary(_np.cos, "-sin(x)", namespace=globals()))
+tanh = mirror("ufunc")(defunary(_np.tanh, "1.0 - ans * ans", namespace=globals()))
+exp = mirror("ufunc")(defunary(_np.exp, "ans", namespace=globals()))
+log = mirror("ufunc")(defunary(_np.log, "1.0 / x", namespace=globals()))
 tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
 log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
 expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: ans + 1.0), _np.expm1)
@@ -529,6 +490,7 @@ def _real_vjp(ans, x):
 _real = _linear_unary(_np.real, _real_vjp, "real")
 
 
+@mirror("function")
 def real(val: ArrayLike) -> Array:
     """NumPy's `real`: the real part (a real input as it is). Its cotangent is real, cast to
     the input's dtype."""
@@ -543,12 +505,14 @@ def _imag_vjp(ans, x):
 _imag = _linear_unary(_np.imag, _imag_vjp, "imag")
 
 
+@mirror("function")
 def imag(val: ArrayLike) -> Array:
     """NumPy's `imag`: the imaginary part (0 for a real input). The cotangent of a complex
     input is -i times the output's cotangent."""
     return _imag(val)
 
 
+@mirror("function")
 def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     """NumPy's `real_if_close`: the real part of a complex `a` whose imaginary parts are all
     below `tol` (in machine epsilons of a's dtype when `tol > 1`), else `a` as it is. Which of
@@ -572,6 +536,7 @@ def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     return real(a) if _np.all(primal(_np.abs(_np.imag(mask_values(a))) < tol)) else a
 
 
+@mirror("function")
 def angle(z: ArrayLike, deg: bool = False) -> Array:
     """NumPy's `angle`: arctan2(imag(z), real(z)), in radians unless `deg`. A real input has
     angle 0 or pi and zero derivative; at z = 0 the derivative is taken as 0."""
@@ -670,6 +635,7 @@ positive = as_ufunc(_positive, _np.positive)
 positive.__doc__ = "NumPy's `positive`: " + (_positive.__doc__ or "")
 
 
+@mirror("function")
 def clip(
     a: ArrayLike,
     a_min: ArrayLike = NO_VALUE,
@@ -715,19 +681,7 @@ def _where_vjp(i):
     return maker
 
 
-_where_p = defprimitive(
-    _np.where,
-    vjp=(None, _where_vjp(1), _where_vjp(2)),
-    jvp=(
-        None,
-        lambda t, ans, c, x, y: broadcast_like(where(c, t, 0.0), ans),
-        lambda t, ans, c, x, y: broadcast_like(where(c, 0.0, t), ans),
-    ),
-    name="where",
-    forward="linear",
-)
-
-
+@mirror("function")
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /) -> Array:
     """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
 
@@ -746,6 +700,19 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
     if is_foreign_array(c):
         return _where_p(c if c.dtype == bool else c.astype(bool), x, y)
     return _where_p(_np.asarray(c, dtype=bool), x, y)
+
+
+_where_p = defprimitive(
+    _np.where,
+    vjp=(None, _where_vjp(1), _where_vjp(2)),
+    jvp=(
+        None,
+        lambda t, ans, c, x, y: broadcast_like(where(c, t, 0.0), ans),
+        lambda t, ans, c, x, y: broadcast_like(where(c, 0.0, t), ans),
+    ),
+    name="where",
+    forward="linear",
+)
 
 
 def bool_mask(condition, shape=None):
@@ -1028,3 +995,5 @@ _register_taylor()
 # Sparsity detection: `where` keeps both sides' dependencies, or the chosen side's where the
 # condition is a constant of every input (`fgrad.sparsity`).
 register_rules(_where_p, sparsity="where")
+
+__all__ = exported(globals())

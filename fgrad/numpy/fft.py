@@ -34,6 +34,7 @@ import numpy as _np
 
 from ..core import Box, dtype_of
 from ..primitive import deflinear, register_rules
+from ._mirror import exported, mirror
 from .elementwise import conj, multiply, real
 from .products import whole_along
 from .shaping import (
@@ -46,8 +47,8 @@ from .shaping import (
     meta,
     shape,
     unbroadcast,
+    variant as _variant,
 )
-from .shaping import variant as _variant
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -56,26 +57,6 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
     from .shaping import _F
 
-__all__ = [
-    "fft",
-    "fft2",
-    "fftfreq",
-    "fftn",
-    "fftshift",
-    "hfft",
-    "ifft",
-    "ifft2",
-    "ifftn",
-    "ifftshift",
-    "ihfft",
-    "irfft",
-    "irfft2",
-    "irfftn",
-    "rfft",
-    "rfft2",
-    "rfftfreq",
-    "rfftn",
-]
 
 # The normalisation of the opposite direction: `hfft` is an `irfft`, `ihfft` an `rfft`, and the
 # transpose of an `irfft` is an `rfft`, each scaled as its partner.
@@ -287,6 +268,7 @@ def _ihfft_1d(a, n, axis, norm, name):
     return conj(_rfft_1d(a, n, axis, _SWAP[_check_norm(norm, name)], name))
 
 
+@mirror("function")
 def fft(
     a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None, out: None = None
 ) -> Array:
@@ -369,6 +351,7 @@ def _irfft_nd(a, s, axes, norm, name):
     return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
 
 
+@mirror("function")
 def fftn(
     a: ArrayLike,
     s: Sequence[int] | None = None,
@@ -386,6 +369,7 @@ def fftn(
     return _complex_nd(a, s, axes, norm, "fftn", False)
 
 
+@mirror("function")
 def fft2(
     a: ArrayLike,
     s: Sequence[int] | None = None,
@@ -503,6 +487,7 @@ def _shift(x, axes, sign, name):
     return x
 
 
+@mirror("shape")
 def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """NumPy's `fftshift`: the zero frequency moved to the centre of `axes` (default all).
 
@@ -513,6 +498,7 @@ def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     return _shift(x, axes, 1, "fftshift")
 
 
+@mirror("shape")
 def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """NumPy's `ifftshift`, the inverse of `fftshift`."""
     return _shift(x, axes, -1, "ifftshift")
@@ -528,6 +514,7 @@ def _spacing_scaled(k, n, d, name):
     return k * (1.0 / (n * d))
 
 
+@mirror("creation")
 def fftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Array:
     """NumPy's `fftfreq`: the frequencies k / (n d) of an `fft` of length n. They have no
     derivative in n; a traced spacing `d` is differentiated. Computed in NumPy's steps (the
@@ -544,6 +531,7 @@ def fftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Arr
     return _spacing_scaled(k, n, d, "fftfreq")
 
 
+@mirror("creation")
 def rfftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Array:
     """NumPy's `rfftfreq`: the frequencies of an `rfft` of length n; a traced `d` is
     differentiated, as in `fftfreq`."""
@@ -571,3 +559,5 @@ for _prim in (_c2c_p, _rfft_p, _irfft_p):
 
 for _prim in (_c2c_p, _rfft_p, _irfft_p):  # sparsity detection: the whole lane along the axis
     register_rules(_prim, sparsity="along_axis")
+
+__all__ = exported(globals(), _np.fft)

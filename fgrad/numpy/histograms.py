@@ -25,12 +25,12 @@ from typing import Any
 import numpy as _np
 
 from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from ._mirror import exported, mirror
 from ._values import is_true
 from .arrays import searchsorted
 from .creation import linspace
 from .elementwise import equal, less, where
-from .reductions import max as _max
-from .reductions import min as _min
+from .reductions import max as _max, min as _min
 from .shaping import (
     asarray,
     astype,
@@ -46,11 +46,7 @@ from .shaping import (
     transpose,
 )
 from .signal import diff
-from .statistics import any as _any
-from .statistics import bincount
-
-__all__ = ["histogram2d", "histogram_bin_edges", "histogramdd"]
-
+from .statistics import any as _any, bincount
 
 _READS = "the bins of the points and the range of the sample are read from the values"
 
@@ -92,6 +88,7 @@ def _outer_edges(a: Any, range: Any, name: str) -> tuple[Any, Any]:
     return lo, hi
 
 
+@mirror("function")
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
     """NumPy's `histogram_bin_edges`: given edges as they are, or n + 1 equal-width edges over
     `range` or a's min and max (n given, or chosen by NumPy's estimator named by a string).
@@ -148,6 +145,7 @@ def _as_columns(sample: Any) -> Any:
     return transpose(reshape(s, (1, -1)) if ndim(s) < 2 else s)
 
 
+@mirror("function")
 def histogramdd(
     sample: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
 ) -> tuple[Any, Sequence[Any]]:
@@ -241,6 +239,7 @@ def _histogramdd(
     return hist, edges
 
 
+@mirror("function")
 def histogram2d(
     x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
 ) -> tuple[Any, Any, Any]:
@@ -263,3 +262,6 @@ def histogram2d(
         bins = [bins, bins]  # one array of edges, for both
     hist, edges = _histogramdd([x, y], bins, range, density, weights, "histogram2d")
     return hist, edges[0], edges[1]
+
+
+__all__ = exported(globals())

@@ -19,12 +19,18 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`,
 from typing import Any, Literal
 
 import numpy as _np
-from numpy import index_exp, mgrid, ogrid, s_  # NumPy's own: index tuples and grids
+from numpy import (  # NumPy's own: index tuples and grids
+    index_exp as index_exp,
+    mgrid as mgrid,
+    ogrid as ogrid,
+    s_ as s_,
+)
 
 from ..core import bind, dtype_of, innermost, primal, shape_of
 from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from ._coverage import no_derivative
+from ._mirror import exported, mirror
 from .arrays import diag_indices, flatnonzero, tril_indices, triu_indices
 from .datatypes import Casting
 from .elementwise import read_any
@@ -45,25 +51,6 @@ from .shaping import (
 # NumPy's memory orders, as its stubs spell them
 Order = Literal["C", "F"]
 
-__all__ = [
-    "asanyarray",
-    "asarray_chkfinite",
-    "ascontiguousarray",
-    "asfortranarray",
-    "copyto",
-    "diag_indices_from",
-    "index_exp",
-    "ix_",
-    "mgrid",
-    "ogrid",
-    "putmask",
-    "ravel_multi_index",
-    "s_",
-    "tril_indices_from",
-    "triu_indices_from",
-    "unravel_index",
-]
-
 
 # --- indices: no derivative -----------------------------------------------------------------------
 
@@ -78,6 +65,7 @@ def _ix_one(a: Any, k: int, n: int) -> Any:
 _ix_p = nondiff(_ix_one, "ix_")
 
 
+@mirror("constant")
 def ix_(*args: Any) -> tuple[Any, ...]:
     """NumPy's `ix_`, declared without a derivative: an open mesh of index arrays, the k-th
     shaped to run along axis k. A traced boolean argument becomes its indices first (their
@@ -127,6 +115,7 @@ def _unravel_stacked(indices: Any, shape: Any, order: Order) -> Any:
 _unravel_p = nondiff(_unravel_stacked, "unravel_index")
 
 
+@mirror("constant")
 def unravel_index(indices: Any, shape: Any, order: Order = "C") -> tuple[Any, ...]:
     """NumPy's `unravel_index`, declared without a derivative: the coordinates, one array per
     axis of `shape`, of each flat index.
@@ -164,6 +153,7 @@ register_rules(_unravel_p, batch=_unravel_batch)
 _ravel_p = nondiff(_np.ravel_multi_index, "ravel_multi_index")
 
 
+@mirror("constant")
 def ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: Order = "C") -> Any:
     """NumPy's `ravel_multi_index`, declared without a derivative: the flat index of each
     coordinate tuple.
@@ -249,6 +239,7 @@ def triu_indices_from(arr: Any, k: Any = 0) -> tuple[Any, ...]:
 # --- conversions: identities on traced values -----------------------------------------------------
 
 
+@mirror("creation")
 def asanyarray(
     a: Any,
     dtype: Any = None,
@@ -276,6 +267,7 @@ def _at_least_1d(name: str, a: Any, dtype: Any, like: Any) -> Any:
     return reshape(x, (1,)) if shape_of(x) == () else x  # NumPy's: at least one axis
 
 
+@mirror("creation")
 def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     """NumPy's `ascontiguousarray` (a 0-d input becomes 1-d, as NumPy's does); a traced value
     has no memory layout, so for it this is `asarray`.
@@ -291,6 +283,7 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     return _at_least_1d("ascontiguousarray", a, dtype, like)
 
 
+@mirror("creation")
 def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     """NumPy's `asfortranarray` (a 0-d input becomes 1-d, as NumPy's does); a traced value has
     no memory layout, so for it this is `asarray`.
@@ -305,6 +298,7 @@ def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     return _at_least_1d("asfortranarray", a, dtype, like)
 
 
+@mirror("creation")
 def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
     """NumPy's `asarray_chkfinite`: `asarray`, and a ValueError if any value is inf or NaN.
     A traced value's values are checked in every row at once (under `jit`, the check is one
@@ -370,3 +364,6 @@ def copyto(dst: Any, src: Any, casting: Casting = "same_kind", where: Any = True
         where=where,
     )
     _np.copyto(dst, src, casting=casting, where=where)
+
+
+__all__ = exported(globals())

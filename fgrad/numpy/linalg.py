@@ -66,8 +66,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
-from .. import taylor as _taylor
+from .. import batching as _batching, taylor as _taylor
 from ..core import (
     Box,
     Primitive,
@@ -80,8 +79,8 @@ from ..core import (
     primal,
 )
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
-from . import arrays as _arrays
-from . import products as _products
+from . import arrays as _arrays, products as _products
+from ._mirror import exported, mirror
 from .elementwise import (
     abs,
     conj,
@@ -97,9 +96,7 @@ from .elementwise import (
     sign,
     where,
 )
-from .products import conj_if_complex as _conj
-from .products import vecdot as _vecdot
-from .products import whole_along
+from .products import conj_if_complex as _conj, vecdot as _vecdot, whole_along
 from .reductions import _product_of_others, max, min, prod
 from .shaping import (
     _kept_shape,
@@ -132,39 +129,6 @@ if TYPE_CHECKING:
 
 _matmul = _products.matmul  # the primitive, for the rules below
 
-__all__ = [
-    "cholesky",
-    "cond",
-    "cross",
-    "det",
-    "diagonal",
-    "eig",
-    "eigh",
-    "eigvals",
-    "eigvalsh",
-    "inv",
-    "lstsq",
-    "matmul",
-    "matrix_norm",
-    "matrix_power",
-    "matrix_rank",
-    "matrix_transpose",
-    "multi_dot",
-    "norm",
-    "outer",
-    "pinv",
-    "qr",
-    "slogdet",
-    "solve",
-    "svd",
-    "svdvals",
-    "tensordot",
-    "tensorinv",
-    "tensorsolve",
-    "trace",
-    "vecdot",
-    "vector_norm",
-]
 
 try:  # NumPy 2's result types, so results compare and unpack exactly like NumPy's
     from numpy.linalg._linalg import (
@@ -181,7 +145,7 @@ except ImportError:  # pragma: no cover - older NumPy (mypy reads NumPy 2's stub
     SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])  # type: ignore[no-redef]
     SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])  # type: ignore[no-redef]
 
-LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` catches it too
+_LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` catches it too
 
 
 # --- chunked arrays of other libraries ------------------------------------------------------------
@@ -264,7 +228,7 @@ def _blockwise(func, xs, params):
         sample = func(
             *(_np.eye(*x.shape[-2:], dtype=x.dtype)[(None,) * nb] for x in blocked), **params
         )
-    except (LinAlgError, ValueError):
+    except (_LinAlgError, ValueError):
         rng = _np.random.default_rng(0)
         samples = (rng.standard_normal((1,) * nb + x.shape[-2:]).astype(x.dtype) for x in blocked)
         sample = func(*samples, **params)
@@ -292,7 +256,7 @@ def _blockwise(func, xs, params):
 
 def _check_matrix(a, who, arg="a"):
     if len(shape(a)) < 2:
-        raise LinAlgError(
+        raise _LinAlgError(
             f"{who}: argument {arg!r} has {describe(a)}; it must be a matrix or a stack of "
             "matrices (at least 2 dimensions)"
         )
@@ -302,7 +266,7 @@ def _check_square(a, who, arg="a"):
     _check_matrix(a, who, arg)
     s = shape(a)
     if s[-1] != s[-2]:
-        raise LinAlgError(
+        raise _LinAlgError(
             f"{who}: argument {arg!r} has {describe(a)}; its last two dimensions must be "
             "equal (a square matrix or a stack of them)"
         )
@@ -467,6 +431,7 @@ _inv_p = defprimitive(
 )
 
 
+@mirror("function")
 def inv(a: ArrayLike) -> Array:
     """NumPy's `linalg.inv`, batched over leading axes. d inv(a) = -inv(a) da inv(a).
 
@@ -567,6 +532,7 @@ def _inv_taylor(primals, series):
 register_rules(_inv_p, taylor=_inv_taylor)
 
 
+@mirror("function")
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """NumPy's `linalg.solve`: x with a @ x = b. As in NumPy 2, `b` is a vector only when it is
     1-D; otherwise it is a (stack of) matrices (..., M, K), and batch axes broadcast."""
@@ -574,20 +540,21 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     n = shape(a)[-1]
     if len(shape(b)) == 1:
         if shape(b)[0] != n:
-            raise LinAlgError(
+            raise _LinAlgError(
                 f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's length "
                 "must equal a's last dimension"
             )
         return _solve_p(a, expand_dims(b, -1))[..., 0]
     _check_matrix(b, "linalg.solve", "b")
     if shape(b)[-2] != n:
-        raise LinAlgError(
+        raise _LinAlgError(
             f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's second-to-"
             "last dimension must equal a's last (pass a 1-D b for a single vector)"
         )
     return _solve_p(a, b)
 
 
+@mirror("function")
 def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     """NumPy's `linalg.tensorinv`: `inv` of `a` reshaped to a square matrix, reshaped back."""
     s = shape(a)
@@ -598,6 +565,7 @@ def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     return reshape(inv(reshape(a, (rows, -1))), out_shape)
 
 
+@mirror("function")
 def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """NumPy's `linalg.tensorsolve`: x with tensordot(a, x, x.ndim) = b, through `solve`."""
     nd = len(shape(a))
@@ -704,6 +672,7 @@ _det_p = defprimitive(
 )
 
 
+@mirror("function")
 def det(a: ArrayLike) -> Array:
     """NumPy's `linalg.det`, batched. Its gradient is the transposed adjugate, det(a) inv(a).T
     for invertible a and exact at singular a too (where det(a) inv(a).T would be nan).
@@ -756,6 +725,7 @@ _slogdet_p = Primitive(
 register_rules(_slogdet_p, forward="speed")
 
 
+@mirror("function")
 def slogdet(a: ArrayLike) -> SlogdetResult:
     """NumPy's `linalg.slogdet`: (sign, logabsdet), batched. d logabsdet = Re(tr(inv(a) da));
     the sign of a real determinant is a constant, that of a complex one, det/|det|, has the
@@ -810,6 +780,7 @@ _pinv_p = defprimitive(
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
 
+@mirror("function")
 def pinv(
     a: ArrayLike,
     rcond: ArrayLike | None = None,
@@ -866,6 +837,7 @@ def _lstsq_rank_batch(args, dims, rcond):
 register_rules(_lstsq_rank_p, batch=_lstsq_rank_batch)
 
 
+@mirror("function")
 def lstsq(
     a: ArrayLike, b: ArrayLike, rcond: float | None = None
 ) -> tuple[Array, Array, Array, Array]:
@@ -879,13 +851,13 @@ def lstsq(
     """
     a_shape, b_shape = shape(a), shape(b)
     if len(a_shape) != 2 or len(b_shape) not in (1, 2):
-        raise LinAlgError(
+        raise _LinAlgError(
             f"linalg.lstsq: 'a' has {describe(a)} and 'b' has {describe(b)}; a must be 2-D "
             "and b 1-D or 2-D"
         )
     m, n = a_shape
     if b_shape[0] != m:
-        raise LinAlgError(
+        raise _LinAlgError(
             f"linalg.lstsq: 'b' has {describe(b)} but 'a' has {describe(a)}; their first "
             "dimensions must be equal"
         )
@@ -978,6 +950,7 @@ def _cholesky_taylor(primals, series, upper):
 register_rules(_cholesky_p, taylor=_cholesky_taylor)
 
 
+@mirror("function")
 def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
     """NumPy's `linalg.cholesky`: lower L with a = L @ L^H (`upper=True`: L^H), batched.
 
@@ -1077,6 +1050,7 @@ _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=Tru
 register_rules(_qr_p, forward="speed")
 
 
+@mirror("function")
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
 
@@ -1146,6 +1120,7 @@ def _check_uplo(UPLO, who):
         raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
 
 
+@mirror("function")
 def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
     """NumPy's `linalg.eigh`: (eigenvalues, eigenvectors) of a Hermitian (real symmetric)
     matrix, batched; the eigenvalues are real.
@@ -1189,6 +1164,7 @@ _eigvalsh_p = defprimitive(
 )
 
 
+@mirror("function")
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian matrix read
     from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too.
@@ -1287,6 +1263,7 @@ _eig_p = Primitive("eig", _eig_impl, vjp=_eig_vjp, jvp=_eig_jvp, multiple_result
 register_rules(_eig_p, forward="speed")
 
 
+@mirror("function")
 def eig(a: ArrayLike) -> EigResult:
     """NumPy's `linalg.eig`: (eigenvalues, eigenvectors) of a general square matrix, batched.
     As in NumPy, the results are complex unless a is real with real eigenvalues only.
@@ -1354,6 +1331,7 @@ _eigvals_p = defprimitive(
 )
 
 
+@mirror("function")
 def eigvals(a: ArrayLike) -> Array:
     """NumPy's `linalg.eigvals`: the eigenvalues of a general square matrix (complex unless a
     is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig`."""
@@ -1453,6 +1431,7 @@ _svdvals_p = defprimitive(
 )
 
 
+@mirror("function")
 def svd(
     a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
 ) -> SVDResult | Array:
@@ -1523,6 +1502,7 @@ def _svd_hermitian(a, compute_uv):
     return SVDResult(u, s, _H(u * expand_dims(signs, -2)))
 
 
+@mirror("function")
 def svdvals(x: ArrayLike, /) -> Array:
     """NumPy's `linalg.svdvals`: `svd(x, compute_uv=False)`, real and descending."""
     _check_matrix(x, "linalg.svdvals", "x")
@@ -1645,6 +1625,7 @@ def _matrix_norm(x, ord, row, col, keepdims):
     return out
 
 
+@mirror("function")
 def norm(
     x: ArrayLike,
     ord: float | str | None = None,
@@ -1693,6 +1674,7 @@ def _bad_axis(ax, nd):
     raise ValueError(f"linalg.norm: axis {ax} is out of bounds for an array of dimension {nd}")
 
 
+@mirror("function")
 def vector_norm(
     x: ArrayLike,
     /,
@@ -1709,6 +1691,7 @@ def vector_norm(
     return _vector_norm(x, ord, _normalize_axes(axis, nd), keepdims)
 
 
+@mirror("function")
 def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "fro") -> Array:
     """NumPy's `linalg.matrix_norm`: a matrix norm over the last two axes."""
     _check_matrix(x, "linalg.matrix_norm", "x")
@@ -1716,6 +1699,7 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "
     return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
 
 
+@mirror("function")
 def cond(x: ArrayLike, p: float | str | None = None) -> Array:
     """NumPy's `linalg.cond`: s_max / s_min for p None, 2 (s_min / s_max for -2), otherwise
     norm(x, p) * norm(inv(x), p); real for complex x."""
@@ -1730,6 +1714,7 @@ def cond(x: ArrayLike, p: float | str | None = None) -> Array:
 matrix_rank = nondiff_function(_np.linalg.matrix_rank)
 
 
+@mirror("shape")
 def matrix_transpose(x: ArrayLike, /) -> Array:
     """NumPy's `linalg.matrix_transpose`: swap the last two axes."""
     _check_matrix(x, "linalg.matrix_transpose", "x")
@@ -1739,6 +1724,7 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
 # --- products -------------------------------------------------------------------------------------
 
 
+@mirror("function")
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """NumPy's `linalg.matrix_power` for an integer n, by repeated squaring; a negative n
     powers `inv(a)`; n = 0 gives the identity (a constant)."""
@@ -1760,6 +1746,7 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
         base = _matmul(base, base)
 
 
+@mirror("function")
 def multi_dot(arrays: Sequence[ArrayLike], *, out: None = None) -> Array:
     """NumPy's `linalg.multi_dot`: a chain of matmuls in the cheapest order (the same
     dynamic programme as NumPy); the first and last arrays may be 1-D."""
@@ -1819,11 +1806,13 @@ def _chain(arrays, split, i, j):
 # --- NumPy 2's array-API spellings of products and diagonals (over the last axes) -----------------
 
 
+@mirror("gufunc")
 def matmul(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """NumPy's `linalg.matmul`: `matmul` without its ufunc keywords."""
     return _products.matmul(x1, x2)
 
 
+@mirror("function")
 def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """NumPy's `linalg.outer`: the outer product of two 1-D arrays."""
     for arg, x in (("x1", x1), ("x2", x2)):
@@ -1832,6 +1821,7 @@ def outer(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return _products.outer(x1, x2)
 
 
+@mirror("function")
 def tensordot(
     x1: ArrayLike, x2: ArrayLike, /, *, axes: int | Sequence[int | Sequence[int]] = 2
 ) -> Array:
@@ -1839,6 +1829,7 @@ def tensordot(
     return _products.tensordot(x1, x2, axes=axes)
 
 
+@mirror("function")
 def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.cross`: of 3-vectors along `axis`."""
     for arg, x in (("x1", x1), ("x2", x2)):
@@ -1849,16 +1840,19 @@ def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     return _products.cross(x1, x2, axis=axis)
 
 
+@mirror("reduction")
 def trace(x: ArrayLike, /, *, offset: int = 0, dtype: DTypeLike | None = None) -> Array:
     """NumPy's `linalg.trace`: over the last two axes."""
     return _arrays.trace(x, offset, -2, -1, dtype=dtype)
 
 
+@mirror("shape")
 def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     """NumPy's `linalg.diagonal`: of the last two axes."""
     return _arrays.diagonal(x, offset, -2, -1)
 
 
+@mirror("gufunc")
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.vecdot`: sum(conj(x1) * x2) over `axis`, with broadcasting."""
     return _vecdot(x1, x2, axis=axis)
@@ -1920,3 +1914,5 @@ for _prim in (
 register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)), sparsity=("blocks", (2, 2)))
 register_rules(matrix_rank.primitive, batch=_leading_axes_rule(matrix_rank.primitive, (2, 0)))
 register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
+
+__all__ = exported(globals(), _np.linalg)

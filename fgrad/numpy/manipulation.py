@@ -18,6 +18,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from ._mirror import exported, mirror
 from ._values import is_true, with_example
 from .arrays import _constant_batch, lexsort, sort, take, take_along_axis
 from .elementwise import imag, not_equal, real
@@ -37,21 +38,6 @@ from .shaping import (
     shape,
 )
 from .statistics import any as _any
-
-__all__ = [
-    "apply_over_axes",
-    "block",
-    "einsum_path",
-    "fromfunction",
-    "mask_indices",
-    "nanargmax",
-    "nanargmin",
-    "resize",
-    "sort_complex",
-    "tri",
-    "trim_zeros",
-    "unstack",
-]
 
 nanargmax = with_example(
     nondiff_function(_np.nanargmax),
@@ -118,6 +104,7 @@ def _assemble(arrays: Any, depth: int, list_ndim: int, result_ndim: int) -> Any:
     return reshape(a, (1,) * (result_ndim - ndim(a)) + shape(a))
 
 
+@mirror("shape")
 def block(arrays: Any) -> Any:
     """NumPy's `block`: an array assembled from nested lists of blocks (the innermost lists
     joined along the last axis, the next along the one before, ...). Differentiable in every
@@ -135,6 +122,7 @@ def block(arrays: Any) -> Any:
     return _assemble(arrays, 0, list_ndim, max(list_ndim, arr_ndim))
 
 
+@mirror("shape")
 def resize(a: Any, new_shape: Any) -> Any:
     """NumPy's `resize`: a's elements, flattened and repeated in order, filling `new_shape`.
     Differentiable in a (a repeated element gathers the gradient of its copies).
@@ -153,6 +141,7 @@ def resize(a: Any, new_shape: Any) -> Any:
     return take(ravel(a), _np.resize(_np.arange(n), new_shape))
 
 
+@mirror("shape")
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     """NumPy's `unstack`: the slices of x along `axis`, as a tuple (the inverse of `stack`).
 
@@ -193,6 +182,7 @@ def _nonzero_bounds(filt: Any, axes: Sequence[int]) -> list[tuple[int, int]] | N
     return bounds
 
 
+@mirror("shape")
 def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     """NumPy's `trim_zeros`: filt without its leading ('f') and trailing ('b') zeros (along
     every axis, or `axis`). Which elements are zero is read from the values; the result is
@@ -228,6 +218,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     return filt[tuple(index)]
 
 
+@mirror("shape")
 def sort_complex(a: Any) -> Any:
     """NumPy's `sort_complex`: a sorted by real part, then imaginary part, as a complex array.
     The gradient follows the permutation.
@@ -249,6 +240,7 @@ def sort_complex(a: Any) -> Any:
     return take_along_axis(a, order, -1)
 
 
+@mirror("function")
 def apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
     """NumPy's `apply_over_axes`: func(a, axis) applied for each axis in turn, each result
     kept at a's number of dimensions. Differentiable as func is.
@@ -276,6 +268,7 @@ def apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
     return val
 
 
+@mirror("creation")
 def fromfunction(
     function: Callable, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any
 ) -> Any:
@@ -295,3 +288,6 @@ def fromfunction(
             "are NumPy's. Leave it out"
         )
     return function(*_np.indices(shape, dtype=dtype), **kwargs)
+
+
+__all__ = exported(globals())

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
+from ._mirror import exported, mirror
 from ._values import ufunc_mirror, with_example
 from .elementwise import (
     add,
@@ -47,17 +48,6 @@ from .elementwise import (
 )
 from .shaping import asarray, astype, describe, nondiff_function, numpy_applies
 from .ufuncs import floor_divide, ldexp, remainder, signbit
-
-__all__ = [
-    "divmod",
-    "euler_gamma",
-    "frexp",
-    "i0",
-    "logical_xor",
-    "modf",
-    "nextafter",
-    "spacing",
-]
 
 euler_gamma = _np.euler_gamma
 
@@ -215,6 +205,7 @@ def _chbevl(x: Any, vals: Any) -> Any:
     return multiply(0.5, subtract(b0, b2))
 
 
+@mirror("function")
 def i0(x: Any) -> Any:
     """NumPy's `i0`, the modified Bessel function of the first kind of order 0, by NumPy's own
     series, differentiable to every order (its slope is I_1 to 7e-15).
@@ -240,3 +231,6 @@ def i0(x: Any) -> Any:
     two = multiply(exp(a2), _chbevl(subtract(32.0 / a2, 2.0), _I0B)) / sqrt(a2)
     # NumPy computes in float64 (its coefficients are) and stores into an array of x's dtype
     return astype(where(small, one, two), dtype_of(x))
+
+
+__all__ = exported(globals())

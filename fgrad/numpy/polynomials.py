@@ -17,6 +17,7 @@ import numpy as _np
 
 from ..core import constant_of, dtype_of
 from . import linalg as _linalg
+from ._mirror import exported, mirror
 from ._values import is_true
 from .arrays import sort
 from .elementwise import conj, divide, equal, negative, not_equal, real
@@ -24,12 +25,11 @@ from .shaping import asarray, astype, concatenate, describe, ndim, numpy_applies
 from .signal import convolve
 from .statistics import all as _all
 
-__all__ = ["poly", "roots"]
-
 _ZEROS = "which coefficients are zero is read from the values"
 _PAIRS = "whether the roots come in conjugate pairs is read from the values"
 
 
+@mirror("function")
 def roots(p: Any) -> Any:
     """NumPy's `roots`: the roots of the polynomial with coefficients p (highest power first),
     differentiable in p where the roots are simple.
@@ -66,6 +66,7 @@ def roots(p: Any) -> Any:
     return concatenate([found, _np.zeros(trailing, dtype_of(found))])
 
 
+@mirror("function")
 def poly(seq_of_zeros: Any) -> Any:
     """NumPy's `poly`: the coefficients (highest power first) of the monic polynomial with the
     given roots, or of the characteristic polynomial of a square matrix; real when the complex
@@ -105,3 +106,6 @@ def poly(seq_of_zeros: Any) -> Any:
         if is_true(_all(equal(sort(r), sort(conj(r)))), "poly", _PAIRS):
             a = real(a)
     return a
+
+
+__all__ = exported(globals())

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import core as _core
-from .. import taylor as _taylor
+from .. import core as _core, taylor as _taylor
 from ..core import bind, dtype_of, is_foreign_array
 from ..primitive import defbilinear, defprimitive, register_rules
+from ._mirror import exported, mirror
 from .elementwise import conj, loop_dtypes, multiply
 from .shaping import (
     NO_VALUE,
@@ -53,21 +53,6 @@ if TYPE_CHECKING:
 
     from ..core import Primitive
     from ..typing import Array, ArrayLike
-
-__all__ = [
-    "cross",
-    "dot",
-    "einsum",
-    "inner",
-    "kron",
-    "matmul",
-    "outer",
-    "tensordot",
-    "vdot",
-    "vecdot",
-]
-if hasattr(_np, "matvec"):  # NumPy >= 2.2
-    __all__ += ["matvec", "vecmat"]
 
 
 def whole_along(x, axes):
@@ -149,15 +134,18 @@ def _matmul_of(a, b):
     return matmul(a, b)
 
 
-matmul: Primitive = defprimitive(
-    _np.matmul,
-    vjp=(_matmul_vjp_x, _matmul_vjp_y),
-    jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
-    forward="linear",
+matmul: Primitive = mirror("gufunc")(
+    defprimitive(
+        _np.matmul,
+        vjp=(_matmul_vjp_x, _matmul_vjp_y),
+        jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
+        forward="linear",
+    )
 )
 register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
 
 
+@mirror("function")
 def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `dot`: a product with a scalar, `matmul` up to 2-D, and for N-D the sum over
     the last axis of `a` and the second-to-last of `b`."""
@@ -387,6 +375,7 @@ def _einsum_explicit(subscripts, ndims):
     return ",".join(terms) + "->" + out
 
 
+@mirror("function")
 def einsum(
     *operands: Any, out: None = None, optimize: bool | str | list[Any] = False, **kwargs: Any
 ) -> Array:
@@ -442,6 +431,7 @@ def einsum(
 # --- products built on einsum ---------------------------------------------------------------------
 
 
+@mirror("function")
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[int]] = 2) -> Array:
     """NumPy's `tensordot`: `axes` is an int N (the last N axes of `a` with the first N of `b`)
     or a pair of axis sequences."""
@@ -477,6 +467,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[in
     return _einsum_p(a, b, subscripts="".join(a_term) + "," + "".join(b_term) + "->" + "".join(out))
 
 
+@mirror("function")
 def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
     """NumPy's `inner`: the sum over the last axes; a scalar operand multiplies."""
     a_nd, b_nd = ndim(a), ndim(b)
@@ -485,12 +476,14 @@ def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
     return tensordot(a, b, axes=([-1], [-1]))
 
 
+@mirror("function")
 def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]."""
     refuse_out(out, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
+@mirror("function")
 def vdot(a: ArrayLike, b: ArrayLike, /) -> Array:
     """NumPy's `vdot`: the dot product of the flattened operands, conjugating `a` if complex."""
     a, b = reshape(conj_if_complex(a), (-1,)), reshape(b, (-1,))
@@ -502,6 +495,7 @@ def vdot(a: ArrayLike, b: ArrayLike, /) -> Array:
     return _einsum_p(a, b, subscripts="i,i->")
 
 
+@mirror("function")
 def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """NumPy's `kron`: the Kronecker product, as one broadcast product and a reshape."""
     a_shape, b_shape = shape(a), shape(b)
@@ -514,6 +508,7 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
     return reshape(multiply(a_spread, b_spread), tuple(m * n for m, n in zip(a_shape, b_shape)))
 
 
+@mirror("function")
 def cross(
     a: ArrayLike,
     b: ArrayLike,
@@ -761,7 +756,7 @@ def _gufunc_mirror(
     gufunc.__name__ = gufunc.__qualname__ = name
     gufunc.__doc__ = doc
     gufunc.__signature__ = _GUFUNC_SIGNATURE  # type: ignore[attr-defined]
-    return gufunc
+    return mirror("gufunc")(gufunc)
 
 
 def _vecdot(x1, x2):
@@ -918,3 +913,5 @@ register_rules(_vecdot_p, sparsity=("gufunc", (1, 1), "j,j->"))
 if "_matvec_p" in globals():  # NumPy >= 2.2
     register_rules(_matvec_p, sparsity=("gufunc", (2, 1), "ij,j->i"))
     register_rules(_vecmat_p, sparsity=("gufunc", (1, 2), "j,jk->k"))
+
+__all__ = exported(globals())

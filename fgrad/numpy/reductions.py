@@ -27,6 +27,7 @@ from ..core import (
     shape_of,
 )
 from ..primitive import defprimitive, register_rules
+from ._mirror import exported, mirror
 from .elementwise import (
     _weights,
     array_value,
@@ -35,8 +36,8 @@ from .elementwise import (
     mask_values,
     may_hold,
     where,
+    where as _where,  # for functions with a `where=` parameter
 )
-from .elementwise import where as _where  # for functions with a `where=` parameter
 from .shaping import (
     NO_VALUE,
     _kept_shape,
@@ -60,13 +61,12 @@ if TYPE_CHECKING:
 
     from ..typing import Array, ArrayLike, DTypeLike
 
-__all__ = ["amax", "amin", "max", "mean", "min", "prod"]
-
 
 def _keepdims(keepdims):
     return False if keepdims is NO_VALUE else bool(keepdims)
 
 
+@mirror("reduction")
 def mean(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -202,7 +202,7 @@ def _extremum(impl, name):
         "NumPy requires `initial` with it). Ties share the gradient evenly, `initial` "
         "included."
     )
-    return reduce
+    return mirror("reduction")(reduce)
 
 
 def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
@@ -405,3 +405,5 @@ for _prim in (max.primitive, min.primitive, _prod_p):
 
 for _prim in (max.primitive, min.primitive, _prod_p):  # sparsity detection: the union reduced
     register_rules(_prim, sparsity="reduces")
+
+__all__ = exported(globals())

@@ -26,6 +26,7 @@ import numpy as _np
 
 from ..core import constant_of, dtype_of, primal, refuse_lazy
 from ..primitive import register_rules
+from ._mirror import exported, mirror
 from ._values import constant_values
 from .arrays import take, take_along_axis
 from .elementwise import logical_not, where
@@ -48,17 +49,6 @@ from .shaping import (
     zeros_like,
 )
 from .statistics import any as _any
-
-__all__ = [
-    "choose",
-    "compress",
-    "extract",
-    "fill_diagonal",
-    "piecewise",
-    "place",
-    "put",
-    "put_along_axis",
-]
 
 
 def _placed(a: Any, source: Any, values: Any) -> Any:
@@ -92,6 +82,7 @@ register_rules(_put.primitive, batch=_in_place_batch("put"))
 register_rules(_place.primitive, batch=_in_place_batch("place"))
 
 
+@mirror("shape")
 def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     """NumPy's `put`: a.flat[ind] = v, in place, on plain arrays. A traced a or v is refused
     with a TypeError naming the functional form, which returns a new array:
@@ -113,6 +104,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     _put(a, ind, v, mode)
 
 
+@mirror("shape")
 def place(arr: Any, mask: Any, vals: Any) -> None:
     """NumPy's `place`: the elements of arr where mask is true get the values of vals in turn,
     in place, on plain arrays. A traced arr or vals is refused with a TypeError naming the
@@ -134,6 +126,7 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
     _place(arr, mask, vals)
 
 
+@mirror("shape")
 def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None) -> Any:
     """NumPy's `put_along_axis`: values put at `indices` along `axis` (as `take_along_axis`
     reads them). On plain arrays it writes into arr and returns None, as NumPy's. When arr or
@@ -162,6 +155,7 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None) -> Any
     return _placed(arr, source, broadcast_to(asarray(values), n))
 
 
+@mirror("shape")
 def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> Any:
     """NumPy's `fill_diagonal`: the main diagonal of a (all axes of equal length, or a tall
     matrix, `wrap` as NumPy's) set to val, repeated as needed. On plain arrays it writes into
@@ -188,6 +182,7 @@ place.primitive = _place.primitive  # type: ignore[attr-defined]
 # --- choosing values ------------------------------------------------------------------------------
 
 
+@mirror("shape")
 def choose(
     a: Any, choices: Any, out: Any = None, mode: Literal["raise", "wrap", "clip"] = "raise"
 ) -> Any:
@@ -227,6 +222,7 @@ def _flat_positions(condition: Any, name: str) -> Any:
     return _np.flatnonzero(_np.ravel(c))
 
 
+@mirror("shape")
 def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None) -> Any:
     """NumPy's `compress`: the slices of a along `axis` (of the flattened a when None) where the
     1-D condition is true. Differentiable in a.
@@ -246,6 +242,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None) -
     return take(a, positions, axis=axis)
 
 
+@mirror("shape")
 def extract(condition: Any, arr: Any) -> Any:
     """NumPy's `extract`: the elements of the flattened arr where the flattened condition is
     nonzero. Differentiable in arr.
@@ -259,6 +256,7 @@ def extract(condition: Any, arr: Any) -> Any:
     return take(ravel(arr), _flat_positions(condition, "extract"))
 
 
+@mirror("function")
 def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
     """NumPy's `piecewise`: where condlist[i] holds, funclist[i] applied to those elements of x
     (a constant instead of a function gives that value); one more function than conditions is
@@ -311,3 +309,6 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
             source[mask] = _np.arange(int(mask.sum()))
             y = where(mask, take(broadcast_to(out, shape(vals)), source), y)
     return y
+
+
+__all__ = exported(globals())

@@ -23,6 +23,7 @@ import numpy as _np
 from ..core import bind, constant_of, holds_batch, innermost, primal
 from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
+from ._mirror import exported, mirror
 from .arrays import argsort, unique
 from .elementwise import equal, logical_and, logical_not, not_equal
 from .shaping import (
@@ -35,21 +36,9 @@ from .shaping import (
     ravel,
     reshape,
     shape,
+    sum as _sum,
 )
-from .shaping import sum as _sum
 from .statistics import any as _any
-
-__all__ = [
-    "intersect1d",
-    "isin",
-    "setdiff1d",
-    "setxor1d",
-    "union1d",
-    "unique_all",
-    "unique_counts",
-    "unique_inverse",
-    "unique_values",
-]
 
 # NumPy's named tuples of the unique_* functions, so that results unpack and read alike
 _UniqueAll = type(_np.unique_all(_np.zeros(1)))
@@ -62,6 +51,7 @@ _UniqueInverse = type(_np.unique_inverse(_np.zeros(1)))
 _isin_p = nondiff(_np.isin, "isin")
 
 
+@mirror("function")
 def isin(
     element: Any,
     test_elements: Any,
@@ -128,6 +118,7 @@ def _sorted_stably(values: Any) -> tuple[Any, Any]:
     return getitem(values, order), order
 
 
+@mirror("function")
 def union1d(ar1: Any, ar2: Any) -> Any:
     """NumPy's `union1d`: the sorted unique elements of both, each gathered from its first
     occurrence in `ar1` then `ar2` (as `unique` of their concatenation).
@@ -143,6 +134,7 @@ def union1d(ar1: Any, ar2: Any) -> Any:
     return unique(concatenate((ar1, ar2), axis=None))
 
 
+@mirror("function")
 def intersect1d(
     ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False
 ) -> Any:
@@ -179,6 +171,7 @@ def intersect1d(
     return both, in1, in2
 
 
+@mirror("function")
 def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     """NumPy's `setdiff1d`: the unique elements of `ar1` (all of its elements, in order, with
     `assume_unique`) that are not in `ar2`, each gathered from its first occurrence in `ar1`.
@@ -198,6 +191,7 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     return _kept(ar1, isin(constant_of(ar1), constant_of(ar2), assume_unique=True, invert=True))
 
 
+@mirror("function")
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     """NumPy's `setxor1d`: the sorted unique elements that are in exactly one of the arrays,
     each gathered from its first occurrence.
@@ -227,6 +221,7 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
 # --- NumPy 2's unique_* (the array API's): `unique` with its named tuples ------------------------
 
 
+@mirror("function")
 def unique_values(x: Any) -> Any:
     """NumPy's `unique_values`: the unique elements (NaNs apart), in an order of NumPy's own
     (it finds them by hashing); each gathered from its first occurrence, as `unique`'s.
@@ -240,6 +235,7 @@ def unique_values(x: Any) -> Any:
     return unique(x, equal_nan=False, sorted=False)
 
 
+@mirror("function")
 def unique_counts(x: Any) -> Any:
     """NumPy's `unique_counts`: the sorted unique elements (differentiable, as `unique`'s) and
     how many times each occurs, as NumPy's named tuple `(values, counts)`.
@@ -251,6 +247,7 @@ def unique_counts(x: Any) -> Any:
     return _UniqueCounts(*unique(x, return_counts=True, equal_nan=False))
 
 
+@mirror("function")
 def unique_inverse(x: Any) -> Any:
     """NumPy's `unique_inverse`: the sorted unique elements (differentiable, as `unique`'s) and
     the index of each element of `x` among them, shaped like `x`, as NumPy's named tuple
@@ -263,6 +260,7 @@ def unique_inverse(x: Any) -> Any:
     return _UniqueInverse(*unique(x, return_inverse=True, equal_nan=False))
 
 
+@mirror("function")
 def unique_all(x: Any) -> Any:
     """NumPy's `unique_all`: `(values, indices, inverse_indices, counts)`, NumPy's named tuple;
     the values are differentiable, as `unique`'s, the rest are integers.
@@ -274,3 +272,6 @@ def unique_all(x: Any) -> Any:
     return _UniqueAll(
         *unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False)
     )
+
+
+__all__ = exported(globals())

@@ -24,9 +24,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as _np
 
-from .. import batching as _batching
-from .. import core
-from .. import taylor as _taylor
+from .. import batching as _batching, core, taylor as _taylor
 from ..core import (
     Box,
     Primitive,
@@ -45,35 +43,13 @@ from ..core import (
     zeros_like_value,
 )
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
+from ._mirror import exported, kind_of, mirror
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, Literal
 
     from ..typing import Array, ArrayLike, DTypeLike
-
-__all__ = [
-    "array",
-    "asarray",
-    "astype",
-    "at",
-    "broadcast_to",
-    "concatenate",
-    "expand_dims",
-    "moveaxis",
-    "ndim",
-    "ones_like",
-    "ravel",
-    "reshape",
-    "shape",
-    "size",
-    "squeeze",
-    "stack",
-    "sum",
-    "swapaxes",
-    "transpose",
-    "zeros_like",
-]
 
 
 # --- NumPy's calling conventions: its defaults, and its keywords refused by name ------------------
@@ -105,7 +81,8 @@ def nondiff_function(theirs, name=None):
     )
     fn.__signature__ = inspect.signature(theirs)
     fn.primitive = prim  # what the batching rules know it by
-    return fn
+    # a ufunc (a comparison, `floor`) keeps NumPy's ufunc signature: a ufunc without derivative
+    return mirror("ufunc" if isinstance(theirs, _np.ufunc) else "constant")(fn)
 
 
 def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defaults: Any) -> _F:
@@ -138,7 +115,7 @@ def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defau
         fn.__annotations__["return"] = signature.return_annotation
     fn.__module__ = body.__module__  # the family module that declares it
     fn.__doc__ = doc
-    return cast("_F", fn)
+    return cast("_F", mirror(kind_of(template) or "function")(fn))
 
 
 def _function_of_signature(name, signature, body):
@@ -225,16 +202,19 @@ def is_default(value, default):
 # --- shape and dtype queries (plain values: they have no derivative) ------------------------------
 
 
+@mirror("constant")
 def shape(a: ArrayLike) -> tuple[int, ...]:
     """NumPy's `shape`, for plain and traced values alike (a value batched by `vmap` has the
     shape of one row)."""
     return shape_of(a)
 
 
+@mirror("constant")
 def ndim(a: ArrayLike) -> int:
     return len(shape_of(a))
 
 
+@mirror("constant")
 def size(a: ArrayLike, axis: int | None = None) -> int:
     """NumPy's `size`: the number of elements, or the length of `axis`."""
     if type(a) is not Box:
@@ -319,6 +299,7 @@ def _reshape_impl(x, shape):
 _reshape_p = deflinear(_reshape_impl, _reshape_vjp, name="reshape")
 
 
+@mirror("shape")
 def reshape(
     a: ArrayLike,
     /,
@@ -390,6 +371,7 @@ def _memory_of_a_row(a):
     return _np.empty_like(row, dtype=bool)  # order "K": the row's order of axes, compact
 
 
+@mirror("shape")
 def ravel(a: ArrayLike, order: Literal["C", "F", "A", "K"] = "C") -> Array:
     """NumPy's `ravel`: the elements in C order, or 'F' (Fortran), 'A' (Fortran if `a` is
     Fortran-contiguous) or 'K' (as they lie in memory)."""
@@ -417,6 +399,7 @@ _transpose_p = deflinear(
 )
 
 
+@mirror("shape")
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """NumPy's `transpose`; `axes=None` reverses the axes."""
     nd = ndim(a)
@@ -428,6 +411,7 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return _transpose_p(a, axes=axes)
 
 
+@mirror("shape")
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     if type(a) is _np.ndarray and core.watch is None:
         # A plain array (a residual, in a matrix product's bprop) is a constant at every level:
@@ -442,6 +426,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     return a if i == j else _transpose_p(a, axes=tuple(axes))  # axes already normalized
 
 
+@mirror("shape")
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     nd = ndim(a)
     src = [s % nd for s in (source if isinstance(source, (tuple, list)) else (source,))]
@@ -454,6 +439,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
     return transpose(a, order)
 
 
+@mirror("shape")
 def expand_dims(a: ArrayLike, axis: int | tuple[int, ...]) -> Array:
     """NumPy's `expand_dims` (int or tuple `axis`), as a reshape."""
     s = shape(a)
@@ -466,6 +452,7 @@ def expand_dims(a: ArrayLike, axis: int | tuple[int, ...]) -> Array:
     return reshape(a, tuple(out))
 
 
+@mirror("shape")
 def squeeze(a: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """NumPy's `squeeze`, as a reshape; squeezing an axis whose length is not 1 is an error."""
     s = shape(a)
@@ -615,6 +602,7 @@ _broadcast_to_p = deflinear(
 )
 
 
+@mirror("shape")
 def broadcast_to(array: ArrayLike, shape: int | Sequence[int], subok: bool = False) -> Array:
     """NumPy's `broadcast_to` (the result is a read-only view, as in NumPy)."""
     if subok and not is_traced(array):
@@ -763,6 +751,7 @@ def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
 _spread_p = deflinear(_spread_impl, _spread_vjp, name="spread")
 
 
+@mirror("reduction")
 def sum(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -846,6 +835,7 @@ _astype_p = deflinear(
 _astype_nondiff = nondiff(lambda x, dtype: as_array(x).astype(dtype), name="astype")
 
 
+@mirror("function")
 def astype(
     x: ArrayLike, dtype: DTypeLike, /, *, copy: bool = True, device: Literal["cpu"] | None = None
 ) -> Array:
@@ -1302,6 +1292,7 @@ def _scatter_update(x, idx, v, op):
     return _INSTALLED["scatter"](x, idx, v, op)
 
 
+@mirror("shape")
 def at(x: ArrayLike) -> _IndexUpdater:
     """`x.at` (JAX's functional index update) that works on plain NumPy arrays as well as on
     traced values, for code that must also run outside a transform.
@@ -1383,6 +1374,7 @@ def _moved_first(ndim: int, axis: int) -> tuple:
 _stack_p = _joining("stack", _stack_impl, _stack_fprop)
 
 
+@mirror("shape")
 def stack(
     arrays: Sequence[ArrayLike],
     axis: int = 0,
@@ -1439,6 +1431,7 @@ def _concatenate_fprop(*xs, axis):
 _concatenate_p = _joining("concatenate", _np.concatenate, _concatenate_fprop)
 
 
+@mirror("shape")
 def concatenate(
     arrays: Sequence[ArrayLike],
     /,
@@ -1460,6 +1453,7 @@ def concatenate(
 # --- array-likes ----------------------------------------------------------------------------------
 
 
+@mirror("creation")
 def array(
     object: ArrayLike,
     dtype: DTypeLike | None = None,
@@ -1497,6 +1491,7 @@ def array(
     return reshape(out, (1,) * missing + shape(out)) if missing > 0 else out
 
 
+@mirror("creation")
 def asarray(
     a: ArrayLike,
     dtype: DTypeLike | None = None,
@@ -1828,7 +1823,7 @@ def _index_template(idx):
             # `core.shape_from_values`), as one integer index per axis of the mask.
             mask = constant_of(p)
             dims = shape_of(mask)
-            flat = flatnonzero(mask)
+            flat = _flatnonzero(mask)
             for k, n in enumerate(dims):
                 stride = int(_np.prod(dims[k + 1 :], dtype=_np.intp))
                 template.append(_Slot(len(arrays)))
@@ -1844,8 +1839,8 @@ def _index_template(idx):
 
 # NumPy's flatnonzero (exported by fgrad.numpy.arrays, with its batching rule): here for the
 # masks of `jit` records above.
-flatnonzero = nondiff_function(_np.flatnonzero)
-core.shape_from_values.add(flatnonzero.primitive)
+_flatnonzero = nondiff_function(_np.flatnonzero)
+core.shape_from_values.add(_flatnonzero.primitive)
 
 
 def _gather(x, idx):
@@ -2099,3 +2094,5 @@ register_rules(_scatter_add_p, sparsity=("adds", "template"))
 register_rules(_index_add_p, sparsity=("adds", "idx"))
 for _prim in (_sum_p, _sum_kw_p):
     register_rules(_prim, sparsity="reduces")
+
+__all__ = exported(globals())

@@ -34,6 +34,7 @@ from ..core import (
 )
 from ..primitive import defbilinear, defprimitive, register_rules
 from . import linalg as _linalg
+from ._mirror import exported, mirror
 from .elementwise import (
     clip,
     elementwise_batch_rule,
@@ -85,28 +86,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..typing import Array, ArrayLike, DTypeLike
-
-__all__ = [
-    "convolve",
-    "corrcoef",
-    "correlate",
-    "cov",
-    "diff",
-    "ediff1d",
-    "gradient",
-    "interp",
-    "polyadd",
-    "polyder",
-    "polydiv",
-    "polyfit",
-    "polyint",
-    "polymul",
-    "polysub",
-    "polyval",
-    "trapezoid",
-    "unwrap",
-    "vander",
-]
 
 
 def _float_dtype(*xs):
@@ -219,6 +198,7 @@ def _mode_slice(full, n, m, mode, name):
     raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
+@mirror("function")
 def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     """NumPy's `convolve` of two 1-D sequences, mode 'full', 'same' or 'valid'.
 
@@ -230,6 +210,7 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
     return _mode_slice(_conv_full(a, v), shape(a)[0], shape(v)[0], mode, "convolve")
 
 
+@mirror("function")
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
     """NumPy's `correlate` of two 1-D sequences: c[k] = sum_n a[n + k] conj(v[n]), mode
     'valid' (NumPy's default), 'same' or 'full'."""
@@ -251,6 +232,7 @@ def _between(first, middle, last, axis=0):
     return middle if len(parts) == 1 else concatenate(parts, axis=axis)
 
 
+@mirror("function")
 def diff(
     a: ArrayLike,
     n: int = 1,
@@ -294,6 +276,7 @@ def diff(
     return a
 
 
+@mirror("function")
 def ediff1d(
     ary: ArrayLike, to_end: ArrayLike | None = None, to_begin: ArrayLike | None = None
 ) -> Array:
@@ -320,6 +303,7 @@ def ediff1d(
 # --- interpolation and polynomials ----------------------------------------------------------------
 
 
+@mirror("function")
 def interp(
     x: ArrayLike,
     xp: ArrayLike,
@@ -437,6 +421,7 @@ def _gather(v, idx):
     return sum(where(hit, v, 0), axis=-1)
 
 
+@mirror("function")
 def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     """NumPy's `polyval(p, x)`: the polynomial with coefficients `p` (highest power first) at
     `x`, by Horner's scheme; differentiable in both.
@@ -454,6 +439,7 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     return y
 
 
+@mirror("creation")
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """NumPy's `vander`: columns are powers of x (decreasing unless `increasing`)."""
     x = asarray(x)
@@ -471,6 +457,7 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
 # --- integration ----------------------------------------------------------------------------------
 
 
+@mirror("function")
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: float = 1.0, axis: int = -1) -> Array:
     """NumPy's `trapezoid`: the trapezoidal rule along `axis`, with sample points `x` (1-D, or
     the shape of y) or a spacing `dx`; differentiable in y, x and dx."""
@@ -526,6 +513,7 @@ def _weights(w, name, n, dtype):
     return w, wv
 
 
+@mirror("function")
 def cov(
     m: ArrayLike,
     y: ArrayLike | None = None,
@@ -594,6 +582,7 @@ def cov(
     return squeeze(matmul(X, X_T) * scale)
 
 
+@mirror("function")
 def corrcoef(
     x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, *, dtype: DTypeLike | None = None
 ) -> Array:
@@ -673,6 +662,7 @@ def _pad_front(p, n):
     return concatenate([_np.zeros(n - k, dtype_of(p)), p])
 
 
+@mirror("function")
 def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
     if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
@@ -682,6 +672,7 @@ def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     return _pad_front(a1, n) + _pad_front(a2, n)
 
 
+@mirror("function")
 def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polysub`: a1 - a2 as polynomials."""
     if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
@@ -691,6 +682,7 @@ def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     return _pad_front(a1, n) - _pad_front(a2, n)
 
 
+@mirror("function")
 def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polymul`: the product of two polynomials, the convolution of their
     coefficients."""
@@ -721,6 +713,7 @@ def _single_precision(*xs):
     return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
 
 
+@mirror("function")
 def polyder(p: ArrayLike, m: int = 1) -> Array:
     """NumPy's `polyder`: the m-th derivative of the polynomial p. Float32 coefficients give
     float32 ones, NumPy's (computed in float64) rounded once (NumPy returns float64).
@@ -746,6 +739,7 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
     return p if kept is None else astype(p, kept)
 
 
+@mirror("function")
 def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     """NumPy's `polyint`: the m-th antiderivative of p, with integration constants `k` (a
     scalar, or one per integration, the first used first); differentiable in p and k.
@@ -779,6 +773,7 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     return p if kept is None else astype(p, kept)
 
 
+@mirror("function")
 def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     """NumPy's `polydiv`: (quotient, remainder) of u / v by long division, differentiable in
     both. Leading remainder coefficients that NumPy drops as zero (`allclose(r[0], 0)`) are
@@ -812,6 +807,7 @@ def _leading_zero(r):
     return bool(_np.abs(mask_values(r)[0]) <= 1e-8)  # NumPy's allclose(r[0], 0, rtol=1e-14)
 
 
+@mirror("function")
 def polyfit(
     x: ArrayLike,
     y: ArrayLike,
@@ -903,6 +899,7 @@ def _unwrap_taylor(primals, series, **params):
 register_rules(_unwrap_p, taylor=_unwrap_taylor, taylor_kind="linear")
 
 
+@mirror("function")
 def unwrap(
     p: ArrayLike, discont: float | None = None, axis: int = -1, *, period: float = 2 * _np.pi
 ) -> Array:
@@ -950,6 +947,7 @@ def _gradient_along(f, ax, dx, edge_order):
     return concatenate([first, interior, last], axis=ax)
 
 
+@mirror("function")
 def gradient(
     f: ArrayLike,
     *varargs: ArrayLike,
@@ -1025,3 +1023,5 @@ register_rules(_unwrap_p, batch=_unwrap_batch)
 register_rules(_conv_full, sparsity="convolve")  # sparsity detection: a banded contraction
 # the multiples of the period unwrap adds are constants: each element depends on its own
 register_rules(_unwrap_p, sparsity="keeps")
+
+__all__ = exported(globals())

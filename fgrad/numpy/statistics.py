@@ -46,6 +46,7 @@ from ..core import (
     shape_of,
 )
 from ..primitive import deflinear, defprimitive, register_rules
+from ._mirror import exported, mirror
 from .arrays import take_along_axis
 from .elementwise import (
     _weights,
@@ -64,8 +65,8 @@ from .elementwise import (
     register_elementwise,
     sqrt,
     where,
+    where as _where,  # for functions with a `where=` parameter
 )
-from .elementwise import where as _where  # for functions with a `where=` parameter
 from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
 from .shaping import (
     NO_VALUE,
@@ -101,45 +102,6 @@ if TYPE_CHECKING:
     from ..core import Primitive
     from ..typing import Array, ArrayLike, DTypeLike
     from .shaping import _F
-
-__all__ = [
-    "all",
-    "any",
-    "array_equal",
-    "array_equiv",
-    "average",
-    "bincount",
-    "count_nonzero",
-    "cumprod",
-    "cumsum",
-    "cumulative_prod",
-    "cumulative_sum",
-    "digitize",
-    "histogram",
-    "iscomplex",
-    "iscomplexobj",
-    "isreal",
-    "isrealobj",
-    "isscalar",
-    "median",
-    "nancumprod",
-    "nancumsum",
-    "nanmax",
-    "nanmean",
-    "nanmedian",
-    "nanmin",
-    "nanpercentile",
-    "nanprod",
-    "nanquantile",
-    "nanstd",
-    "nansum",
-    "nanvar",
-    "percentile",
-    "ptp",
-    "quantile",
-    "std",
-    "var",
-]
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -219,6 +181,7 @@ def _sqrt_or_zero(v):
 # --- var, std, ptp --------------------------------------------------------------------------------
 
 
+@mirror("reduction")
 def var(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -280,6 +243,7 @@ std = variant(
 )
 
 
+@mirror("reduction")
 def ptp(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -295,6 +259,7 @@ def ptp(
 # --- average --------------------------------------------------------------------------------------
 
 
+@mirror("reduction")
 def average(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -377,6 +342,7 @@ def _scan_axis(a, axis, dtype):
     return a, int(axis) % nd
 
 
+@mirror("reduction")
 def cumsum(
     a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
 ) -> Array:
@@ -419,6 +385,7 @@ _cumprod_p = defprimitive(
 )
 
 
+@mirror("reduction")
 def cumprod(
     a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None, out: None = None
 ) -> Array:
@@ -457,6 +424,7 @@ def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
     return concatenate([_np.full(s, initial, dtype=dtype_of(y)), y], axis=axis)
 
 
+@mirror("reduction")
 def cumulative_sum(
     x: ArrayLike,
     /,
@@ -834,6 +802,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     return _finish(res, nan_slices, kept, keepdims, q_shape)
 
 
+@mirror("reduction")
 def quantile(
     a: ArrayLike,
     q: ArrayLike,
@@ -912,6 +881,7 @@ def _median(a, axis, keepdims, nan_policy):
     return _finish((lo + hi) / 2, nan_slices, kept, keepdims, ())
 
 
+@mirror("reduction")
 def median(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -967,6 +937,7 @@ _bincount_p = deflinear(
 )
 
 
+@mirror("function")
 def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int = 0) -> Array:
     """NumPy's `bincount`, differentiable in `weights`: bin j holds the sum of the weights of
     the j's in `x` (a constant array of non-negative integers). The sums are NumPy's (made in
@@ -1048,6 +1019,7 @@ _histogram_p = deflinear(
 )
 
 
+@mirror("function")
 def histogram(
     a: ArrayLike,
     bins: int | str | ArrayLike = 10,
@@ -1089,17 +1061,20 @@ array_equal = nondiff_function(_np.array_equal)
 array_equiv = nondiff_function(_np.array_equiv)
 
 
+@mirror("constant")
 def iscomplexobj(x: ArrayLike) -> bool:
     """NumPy's `iscomplexobj`: whether x's dtype is complex (a question about the type, so a
     batched value answers it once for all its rows)."""
     return dtype_of(x).kind == "c" if is_traced(x) else _np.iscomplexobj(x)
 
 
+@mirror("constant")
 def isrealobj(x: ArrayLike) -> bool:
     """NumPy's `isrealobj`: whether x's dtype is not complex."""
     return not iscomplexobj(x)
 
 
+@mirror("constant")
 def isscalar(element: ArrayLike) -> bool:
     """NumPy's `isscalar`, of the value under the boxes; a row of a batch with no axes is a
     scalar, as a row of a NumPy array is."""
@@ -1218,3 +1193,5 @@ for _prim in (_bincount_p, _histogram_p):
             "(issue 35)",
         ),
     )
+
+__all__ = exported(globals())

@@ -40,6 +40,7 @@ import numpy as _np
 from .. import taylor as _taylor
 from ..core import dtype_of, holds_batch, is_foreign_array, shape_of
 from ..primitive import deflinear, defprimitive, defunary, register_rules
+from ._mirror import exported, mirror
 from .elementwise import (
     _reciprocal_taylor_rule,
     _square_taylor_rule,
@@ -47,7 +48,6 @@ from .elementwise import (
     exp,
     mask_values,
     may_hold,
-    positive,
     power,
     register_elementwise,
     sqrt,
@@ -72,59 +72,6 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
     from .elementwise import Ufunc
 
-__all__ = [
-    "acos",
-    "acosh",
-    "allclose",
-    "arccos",
-    "arccosh",
-    "arcsin",
-    "arcsinh",
-    "arctan",
-    "arctan2",
-    "arctanh",
-    "asin",
-    "asinh",
-    "atan",
-    "atan2",
-    "atanh",
-    "cbrt",
-    "copysign",
-    "cosh",
-    "deg2rad",
-    "degrees",
-    "exp2",
-    "fabs",
-    "fix",
-    "float_power",
-    "floor_divide",
-    "fmax",
-    "fmin",
-    "fmod",
-    "heaviside",
-    "hypot",
-    "isclose",
-    "isneginf",
-    "isposinf",
-    "ldexp",
-    "log2",
-    "log10",
-    "logaddexp",
-    "logaddexp2",
-    "mod",
-    "nan_to_num",
-    "positive",
-    "pow",
-    "rad2deg",
-    "radians",
-    "reciprocal",
-    "remainder",
-    "rint",
-    "signbit",
-    "sinc",
-    "sinh",
-    "square",
-]
 
 # Python floats, not NumPy float64 scalars: a Python float keeps a float32 array float32.
 _LN2 = math.log(2.0)
@@ -518,6 +465,7 @@ def _scale_by(d):
     return lambda ct: ct * d
 
 
+@mirror("function")
 def sinc(x: ArrayLike) -> Array:
     """NumPy's normalized `sinc`: sin(pi x) / (pi x), and 1 at x = 0; for complex x too,
     where its derivative is the complex (holomorphic) one.
@@ -538,6 +486,7 @@ def sinc(x: ArrayLike) -> Array:
 # --- nan_to_num -----------------------------------------------------------------------------------
 
 
+@mirror("function")
 def nan_to_num(
     x: ArrayLike,
     copy: bool = True,
@@ -596,3 +545,5 @@ allclose = nondiff_function(_np.allclose)
 
 
 register_elementwise(globals())  # every primitive here broadcasts as a ufunc
+
+__all__ = exported(globals())

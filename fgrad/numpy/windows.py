@@ -14,13 +14,12 @@ from typing import Any
 import numpy as _np
 
 from ..core import dtype_of
+from ._mirror import exported, mirror
 from ._values import with_example
 from .arrays import _constant_batch
 from .elementwise import multiply
 from .mathematical import i0
 from .shaping import astype, describe, nondiff_function, numpy_applies
-
-__all__ = ["bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
 
 def _window(theirs: Any) -> Any:
@@ -39,6 +38,7 @@ for _fn in (bartlett, blackman, hamming, hanning):
     _constant_batch(_fn)
 
 
+@mirror("creation")
 def kaiser(M: Any, beta: Any) -> Any:
     """NumPy's `kaiser` window of length M, differentiable in the shape parameter `beta`.
 
@@ -60,3 +60,6 @@ def kaiser(M: Any, beta: Any) -> Any:
     alpha = (M - 1) / 2.0
     # the constant part in NumPy's order of operations, so the value is NumPy's bit for bit
     return i0(multiply(beta, _np.sqrt(1 - ((n - alpha) / alpha) ** 2.0))) / i0(beta)
+
+
+__all__ = exported(globals())

@@ -38,9 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.integrate as _si
 
-from .. import batching as _batching
-from .. import numpy as fnp
-from .. import taylor as _taylor
+from .. import batching as _batching, numpy as fnp, taylor as _taylor
 from ..api import jvp, vjp
 from ..core import (
     Box,

@@ -51,8 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.linalg as _sl
 
-from .. import batching as _batching
-from .. import numpy as fnp
+from .. import batching as _batching, numpy as fnp
 from ..core import (
     Box,
     Primitive,

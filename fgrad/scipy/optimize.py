@@ -43,10 +43,8 @@ import numpy as _np
 import scipy.optimize as _so
 import scipy.sparse.linalg as _ssl
 
-from .. import core
-from .. import numpy as fnp
-from ..api import grad as _grad
-from ..api import jacfwd, jvp, value_and_grad
+from .. import core, numpy as fnp
+from ..api import grad as _grad, jacfwd, jvp, value_and_grad
 from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
 from ..numpy.shaping import describe

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.signal as _ss
 
-from .. import numpy as fnp
-from .. import taylor as _taylor
+from .. import numpy as fnp, taylor as _taylor
 from ..core import Box, bind, dtype_of, innermost, is_foreign_array
 from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
 from ..primitive import defprimitive, register_rules

@@ -42,8 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.special as _sc
 
-from .. import numpy as fnp
-from .. import taylor as _taylor
+from .. import numpy as fnp, taylor as _taylor
 from ..core import (
     Box,
     Primitive,
@@ -54,9 +53,13 @@ from ..core import (
     shape_of,
 )
 from ..numpy import _box, _ufunc_signature
-from ..numpy.elementwise import _weights, bool_mask, register_elementwise
-from ..numpy.elementwise import mask_values as _values
-from ..numpy.elementwise import may_hold as _some
+from ..numpy.elementwise import (
+    _weights,
+    bool_mask,
+    mask_values as _values,
+    may_hold as _some,
+    register_elementwise,
+)
 from ..numpy.shaping import (
     _kept_shape,
     _normalize_axes,

@@ -34,8 +34,7 @@ from typing import Any
 import numpy as _np
 import scipy.sparse as _sp
 
-from ... import numpy as fnp
-from ... import sparsity as _sparsity
+from ... import numpy as fnp, sparsity as _sparsity
 from ...core import Box, dtype_of, innermost, primal, refuse_lazy, shape_of
 from ...numpy.shaping import describe
 from ...primitive import deflinear, register_rules

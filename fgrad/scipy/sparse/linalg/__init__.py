@@ -42,9 +42,7 @@ import numpy as _np
 import scipy.sparse as _sp
 import scipy.sparse.linalg as _spla
 
-from .... import batching as _batching
-from .... import numpy as fnp
-from .... import taylor as _taylor
+from .... import batching as _batching, numpy as fnp, taylor as _taylor
 from ....core import (
     Box,
     Primitive,
