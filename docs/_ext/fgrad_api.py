@@ -10,7 +10,7 @@ At the start of every build (`builder-inited`) it writes, from the code:
   outputs; nothing is executed).
 
 While autodoc reads a mirror's docstring (`autodoc-process-docstring`) it appends what the
-code knows about the name: its derivative status, the conventions table's rows about it, a
+code knows about the name: its derivative status, its kind (`fgrad.numpy._mirror`), the conventions table's rows about it, a
 link to the NumPy or SciPy original (whose prose is never copied), and, for a name whose
 docstring has no example of its own, the checked example from `fgrad_examples`.
 
@@ -28,6 +28,19 @@ import types
 
 import fgrad_coverage as coverage
 import fgrad_examples
+
+from fgrad.numpy._mirror import kind_of
+
+# What each kind of fgrad.numpy's names says (fgrad/numpy/_mirror.py declares them)
+KIND_TEXT = {
+    "ufunc": "an elementwise ufunc with NumPy's ufunc signature",
+    "gufunc": "a ufunc over core dimensions, broadcast over the others",
+    "reduction": "reduces along its axes",
+    "shape": "moves, selects or combines entries, without arithmetic",
+    "creation": "makes a new array from its parameters",
+    "function": "computed in fgrad operations",
+    "constant": "NumPy's own function on plain values, or a question about an array",
+}
 
 DOCS = pathlib.Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
@@ -144,6 +157,10 @@ def _status_lines(module_name: str, name: str, obj) -> list[str]:
             "**Derivative:** none; the result is a constant at every level "
             f"({reason.get(why, why)})."
         )
+    kind = kind_of(obj)
+    if kind is not None and module_name.startswith("fgrad.numpy"):
+        lines.append("")
+        lines.append(f"**Kind:** {kind} ({KIND_TEXT[kind]}).")
     rows = coverage.conventions_of(name)
     if rows:
         lines.append("")
