@@ -10,9 +10,10 @@ At the start of every build (`builder-inited`) it writes, from the code:
   outputs; nothing is executed).
 
 While autodoc reads a mirror's docstring (`autodoc-process-docstring`) it appends what the
-code knows about the name: its derivative status, its kind (`fgrad.numpy._mirror`), the conventions table's rows about it, a
-link to the NumPy or SciPy original (whose prose is never copied), and, for a name whose
-docstring has no example of its own, the checked example from `fgrad_examples`.
+code knows about the name: its derivative status, its kind (`fgrad.numpy._mirror`), the
+conventions table's rows about it, a link to the NumPy or SciPy original (whose prose is
+never copied), and, for a name whose docstring has no example of its own, the checked
+example from `fgrad_examples`.
 
 All generated files are ignored by git; deleting them is always safe.
 """
