@@ -229,6 +229,15 @@ class StagingLevel(Level):
         return Box(x, self, slot)
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
+        if not params and 0 < len(args) < 3:
+            # (the calls other levels' rules make by `bind`: most are of one or two operands
+            # without parameters, as `vmap`'s elementwise rule's; the shortcuts below)
+            return (
+                self.process_two(prim, *args) if len(args) == 2 else self.process_one(prim, *args)
+            )
+        return self._process(prim, args, params)
+
+    def _process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals, ins = [], []
         plain = core.watch is None  # whether every value is a plain number or NumPy array
         for a in args:
@@ -279,12 +288,12 @@ class StagingLevel(Level):
         return Box(ans, self, first)
 
     # Shortcuts for a primitive of one or two arguments without parameters (most of a
-    # program), only for speed: `process` gives the same record. The output's box is made by
+    # program), only for speed: `_process` gives the same record. The output's box is made by
     # setting its slots, as in the reverse level.
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
         if prim.multiple_results or type(prim) is NondiffPrimitive or self.sources:
-            return self.process(prim, (x,), _NO_PARAMS)
+            return self._process(prim, (x,), _NO_PARAMS)
         xv = x.value
         ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
         slot = self.n_slots
@@ -296,17 +305,17 @@ class StagingLevel(Level):
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
         if prim.multiple_results or type(prim) is NondiffPrimitive or self.sources:
-            return self.process(prim, (x, y), _NO_PARAMS)
+            return self._process(prim, (x, y), _NO_PARAMS)
         if type(x) is Box and x.level is self:
             xv, xi = x.value, x.aux
         elif type(x) is Box:
-            return self.process(prim, (x, y), _NO_PARAMS)  # an outer box: not an input
+            return self._process(prim, (x, y), _NO_PARAMS)  # an outer box: not an input
         else:
             xv, xi = x, (Const(x) if type(x) is int else x)
         if type(y) is Box and y.level is self:
             yv, yi = y.value, y.aux
         elif type(y) is Box:
-            return self.process(prim, (x, y), _NO_PARAMS)
+            return self._process(prim, (x, y), _NO_PARAMS)
         else:
             yv, yi = y, (Const(y) if type(y) is int else y)
         if type(xv) is Box or type(yv) is Box:
