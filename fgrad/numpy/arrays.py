@@ -148,22 +148,25 @@ def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))
 
 
+def _flip_axis(m, axis, name):
+    """`flip(m, axis)`, refusing an m with no such axis as NumPy does."""
+    m = asarray(m)
+    if ndim(m) <= axis:
+        dimensions = "dimensions" if axis else "dimension"
+        raise ValueError(f"{name}: m must have at least {axis + 1} {dimensions}, got {describe(m)}")
+    return flip(m, axis)
+
+
 @mirror("shape")
 def fliplr(m: ArrayLike) -> Array:
     """NumPy's `fliplr`: reverse the columns (axis 1) of an array of 2 or more dimensions."""
-    m = asarray(m)
-    if ndim(m) < 2:
-        raise ValueError(f"fliplr: m must have at least 2 dimensions, got {describe(m)}")
-    return flip(m, 1)
+    return _flip_axis(m, 1, "fliplr")
 
 
 @mirror("shape")
 def flipud(m: ArrayLike) -> Array:
     """NumPy's `flipud`: reverse the rows (axis 0) of an array of 1 or more dimensions."""
-    m = asarray(m)
-    if ndim(m) < 1:
-        raise ValueError(f"flipud: m must have at least 1 dimension, got {describe(m)}")
-    return flip(m, 0)
+    return _flip_axis(m, 0, "flipud")
 
 
 @mirror("shape")
@@ -544,19 +547,24 @@ def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
 @mirror("shape")
 def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
-    ary = asarray(ary)
-    if ndim(ary) < 2:
-        raise ValueError(f"vsplit: ary must have 2 or more dimensions, got {describe(ary)}")
-    return split(ary, indices_or_sections, 0)
+    return _split_needing(ary, indices_or_sections, 0, 2, "vsplit")
 
 
 @mirror("shape")
 def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
+    return _split_needing(ary, indices_or_sections, 2, 3, "dsplit")
+
+
+def _split_needing(ary, indices_or_sections, axis, min_ndim, name):
+    """`split` along `axis`, refusing (as NumPy does) an array of fewer than `min_ndim`
+    dimensions: vsplit splits axis 0 but only of a 2-d array or more."""
     ary = asarray(ary)
-    if ndim(ary) < 3:
-        raise ValueError(f"dsplit: ary must have 3 or more dimensions, got {describe(ary)}")
-    return split(ary, indices_or_sections, 2)
+    if ndim(ary) < min_ndim:
+        raise ValueError(
+            f"{name}: ary must have {min_ndim} or more dimensions, got {describe(ary)}"
+        )
+    return split(ary, indices_or_sections, axis)
 
 
 # --- gathering ------------------------------------------------------------------------------------

@@ -81,13 +81,6 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike, DTypeLike
 
 
-def _composed(*xs):
-    """Whether fgrad's own composition must run: an endpoint is traced (or a list holding a
-    traced value), or is an array of another library (Dask's), whose own
-    linspace/logspace/geomspace Dask lacks or limits."""
-    return any(is_traced(x) or holds_foreign(x) for x in xs)
-
-
 def _as_arrays(*xs):
     """Lists and tuples as arrays (traced items stacked), so that their dtype is known."""
     return tuple(asarray(x) if isinstance(x, (list, tuple)) else x for x in xs)
@@ -205,7 +198,9 @@ def linspace(
     2.5
     """
     num = _operator.index(num)
-    if not _composed(start, stop):
+    # (another library's end points take fgrad's path, here and in logspace and geomspace:
+    # Dask lacks or limits these functions)
+    if numpy_applies(start, stop):
         # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
         return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
     if dtype is not None and not _np.issubdtype(dtype, _np.inexact):
@@ -248,7 +243,7 @@ def logspace(
 ) -> Array:
     """NumPy's `logspace`: `base ** linspace(start, stop)`, differentiable in `start`, `stop`
     and `base`, with NumPy's values."""
-    if not _composed(start, stop, base):
+    if numpy_applies(start, stop, base):
         return _np.logspace(start, stop, num, endpoint, base, dtype, axis)
     start, stop, base = _as_arrays(start, stop, base)
     if not isinstance(base, (float, int)) and ndim(base):
@@ -284,7 +279,7 @@ def geomspace(
     """
     start, stop = _as_arrays(start, stop)
     kept = _geomspace_single(start, stop, dtype)
-    if not _composed(start, stop):
+    if numpy_applies(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
         return out if kept is None else out.astype(kept)
     # the end points' values (of each row, under `vmap`); lazy ones (Dask's) are not read for

@@ -662,31 +662,36 @@ def _pad_front(p, n):
     return concatenate([_np.zeros(n - k, dtype_of(p)), p])
 
 
+def _aligned(a1, a2, name):
+    """The coefficients of a1 and a2 with the shorter padded to the other's length."""
+    a1, a2 = _poly(a1, name, "a1"), _poly(a2, name, "a2")
+    n = max(shape(a1)[0], shape(a2)[0])
+    return _pad_front(a1, n), _pad_front(a2, n)
+
+
 @mirror("function")
 def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
-    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
+    if numpy_applies(a1, a2):
         return _np.polyadd(a1, a2)
-    a1, a2 = _poly(a1, "polyadd", "a1"), _poly(a2, "polyadd", "a2")
-    n = max(shape(a1)[0], shape(a2)[0])
-    return _pad_front(a1, n) + _pad_front(a2, n)
+    a1, a2 = _aligned(a1, a2, "polyadd")
+    return a1 + a2
 
 
 @mirror("function")
 def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polysub`: a1 - a2 as polynomials."""
-    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
+    if numpy_applies(a1, a2):
         return _np.polysub(a1, a2)
-    a1, a2 = _poly(a1, "polysub", "a1"), _poly(a2, "polysub", "a2")
-    n = max(shape(a1)[0], shape(a2)[0])
-    return _pad_front(a1, n) - _pad_front(a2, n)
+    a1, a2 = _aligned(a1, a2, "polysub")
+    return a1 - a2
 
 
 @mirror("function")
 def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polymul`: the product of two polynomials, the convolution of their
     coefficients."""
-    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
+    if numpy_applies(a1, a2):
         return _np.polymul(a1, a2)
     return convolve(_poly(a1, "polymul", "a1"), _poly(a2, "polymul", "a2"))
 
@@ -723,7 +728,7 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
     array([6., 2.])
     """
     kept = _single_precision(p) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
-    if not (is_traced(p) or holds_foreign(p)):
+    if numpy_applies(p):
         out: Any = _np.polyder(p, m)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
@@ -746,7 +751,7 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     Float32 coefficients (and constants) give float32 ones, NumPy's (computed in float64)
     rounded once (NumPy returns float64)."""
     kept = _single_precision(p, k) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
-    if not (is_traced(p) or is_traced(k) or holds_foreign(p) or holds_foreign(k)):
+    if numpy_applies(p, k):
         out: Any = _np.polyint(p, m, k)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
