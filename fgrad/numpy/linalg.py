@@ -122,7 +122,7 @@ from .shaping import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from ..typing import Array, ArrayLike, DTypeLike
@@ -209,6 +209,13 @@ def per_matrix(func):
 
     value.__name__ = value.__qualname__ = getattr(func, "__name__", "per_matrix")
     return value
+
+
+def matrix_primitive(name: str, func: Callable[..., Any], vjp: Any, jvp: Any) -> Primitive:
+    """The primitive `name` of a NumPy or SciPy `func` on stacks of matrices (through
+    `per_matrix`), with its reverse rules and its forward rules written by hand (transposing a
+    factorization's or a solve's reverse rule costs more)."""
+    return defprimitive(per_matrix(func), vjp=vjp, jvp=jvp, name=name, forward="speed")
 
 
 def _blockwise(func, xs, params):
@@ -422,12 +429,11 @@ def _hermitian_from(a, lower=True):
 # --- inv, solve -----------------------------------------------------------------------------------
 
 
-_inv_p = defprimitive(
-    per_matrix(_np.linalg.inv),
+_inv_p = matrix_primitive(
+    "inv",
+    _np.linalg.inv,
     vjp=lambda ans, x: lambda ct: -_matmul(_mT(ans), _matmul(ct, _mT(ans))),
     jvp=lambda t, ans, x: -_matmul(ans, _matmul(t, ans)),
-    name="inv",
-    forward="speed",
 )
 
 
@@ -454,15 +460,14 @@ def _solve_vjp_b(ans, a, b):
 
 
 # b is a (stack of) matrices here; `solve` handles a vector b by adding and removing an axis.
-_solve_p: Primitive = defprimitive(
-    per_matrix(_np.linalg.solve),
+_solve_p: Primitive = matrix_primitive(
+    "solve",
+    _np.linalg.solve,
     vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(
         lambda t, ans, a, b: -_solve_p(a, _matmul(t, ans)),
         lambda t, ans, a, b: broadcast_to(_solve_p(a, t), shape(ans)),
     ),
-    name="solve",
-    forward="speed",
 )
 
 
@@ -663,12 +668,11 @@ def _det_vjp(ans, x):
     return lambda ct: expand_dims(expand_dims(ct, -1), -1) * adj_t
 
 
-_det_p = defprimitive(
-    per_matrix(_np.linalg.det),
+_det_p = matrix_primitive(
+    "det",
+    _np.linalg.det,
     vjp=_det_vjp,
     jvp=lambda t, ans, x: sum(_adjugate_T(x, ans) * t, axis=(-2, -1)),
-    name="det",
-    forward="speed",
 )
 
 
@@ -769,12 +773,11 @@ def _pinv_vjp(ans, x, rcond, hermitian):
     return bprop
 
 
-_pinv_p = defprimitive(
-    per_matrix(lambda x, rcond, hermitian: _np.linalg.pinv(x, rcond=rcond, hermitian=hermitian)),
+_pinv_p = matrix_primitive(
+    "pinv",
+    lambda x, rcond, hermitian: _np.linalg.pinv(x, rcond=rcond, hermitian=hermitian),
     vjp=_pinv_vjp,
     jvp=_pinv_jvp,
-    name="pinv",
-    forward="speed",
 )
 
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
@@ -919,12 +922,11 @@ def _cholesky_vjp(ans, x, upper):
     return bprop
 
 
-_cholesky_p = defprimitive(
-    per_matrix(lambda x, upper: _np.linalg.cholesky(x, upper=upper)),
+_cholesky_p = matrix_primitive(
+    "cholesky",
+    lambda x, upper: _np.linalg.cholesky(x, upper=upper),
     vjp=_cholesky_vjp,
     jvp=_cholesky_jvp,
-    name="cholesky",
-    forward="speed",
 )
 
 
@@ -1155,12 +1157,11 @@ def _eigvalsh_jvp(t, ans, x, UPLO):
     return real(dw) if _is_complex(dw) else dw
 
 
-_eigvalsh_p = defprimitive(
-    per_matrix(lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO)),
+_eigvalsh_p = matrix_primitive(
+    "eigvalsh",
+    lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO),
     vjp=_eigvalsh_vjp,
     jvp=_eigvalsh_jvp,
-    name="eigvalsh",
-    forward="speed",
 )
 
 
@@ -1322,12 +1323,11 @@ def _eigvals_jvp(t, ans, x):
     return real(dw) if _is_complex(dw) and not _is_complex(ans) else dw
 
 
-_eigvals_p = defprimitive(
-    per_matrix(_np.linalg.eigvals),
+_eigvals_p = matrix_primitive(
+    "eigvals",
+    _np.linalg.eigvals,
     vjp=_eigvals_vjp,
     jvp=_eigvals_jvp,
-    name="eigvals",
-    forward="speed",
 )
 
 
@@ -1422,12 +1422,11 @@ def _svdvals_jvp(t, ans, x):
     return real(ds) if _is_complex(ds) else ds
 
 
-_svdvals_p = defprimitive(
-    per_matrix(lambda x: _np.linalg.svd(x, compute_uv=False)),
+_svdvals_p = matrix_primitive(
+    "svdvals",
+    lambda x: _np.linalg.svd(x, compute_uv=False),
     vjp=_svdvals_vjp,
     jvp=_svdvals_jvp,
-    name="svdvals",
-    forward="speed",
 )
 
 
