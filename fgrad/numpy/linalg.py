@@ -68,13 +68,13 @@ import numpy as _np
 
 from .. import batching as _batching, taylor as _taylor
 from ..core import (
-    Box,
     Primitive,
     bind,
     constant_of,
     dtype_of,
     holds_batch,
     holds_staged,
+    innermost,
     is_foreign_array,
     primal,
 )
@@ -156,13 +156,6 @@ def _in_blocks(x):
     return type(x) is not _np.ndarray and is_foreign_array(x) and hasattr(x, "map_blocks")
 
 
-def _value(x):
-    """x's value under all its boxes (nothing is read)."""
-    while type(x) is Box:
-        x = x.value
-    return x
-
-
 def _library(x):
     """The name of x's library ("dask"), for messages."""
     return type(x).__module__.split(".")[0]
@@ -171,7 +164,7 @@ def _library(x):
 def _lazy(x):
     """Whether x's value, under all its boxes (nothing is read), is a lazy array of another
     library."""
-    x = _value(x)
+    x = innermost(x)
     return type(x) is not _np.ndarray and is_foreign_array(x)
 
 
@@ -881,7 +874,7 @@ def lstsq(
     # (by the read of `rank` under `vmap`).
     if m > n and not holds_batch(a) and _unreadable(a):
         raise TypeError(
-            f"linalg.lstsq of a tall {_library(_value(a))} array: NumPy's residuals have one "
+            f"linalg.lstsq of a tall {_library(innermost(a))} array: NumPy's residuals have one "
             "entry per column of b when a has full rank and none otherwise, a shape that a "
             "lazy array cannot know before its rank is computed. Compute a first, or use "
             "pinv(a) @ b for x"
@@ -1191,7 +1184,7 @@ def _check_known_dtype(a, who):
     complex otherwise: a lazy array's dtype must be known before anything is computed."""
     if not _is_complex(a) and _lazy(a):
         raise TypeError(
-            f"{who} of a real {_library(_value(a))} array: NumPy's result is real or "
+            f"{who} of a real {_library(innermost(a))} array: NumPy's result is real or "
             "complex depending on the eigenvalues, which a lazy array cannot know before it "
             "is computed. Pass a complex array (a + 0j), or compute the array first"
         )

@@ -25,7 +25,6 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
-    holds_box,
     holds_staged,
     innermost,
     is_foreign_array,
@@ -706,11 +705,7 @@ def _single_precision(*xs):
     and returns double precision for them (polyder, polyint), else None. Python numbers take
     the arrays' precision (they are weakly typed, as in JAX)."""
     values = [
-        dtype_of(x)
-        if type(x) is Box or (isinstance(x, (list, tuple)) and holds_box(x))
-        else _np.asarray(x)
-        if isinstance(x, (list, tuple))
-        else x
+        dtype_of(x) if is_traced(x) else _np.asarray(x) if isinstance(x, (list, tuple)) else x
         for x in xs
         if x is not None
     ]
