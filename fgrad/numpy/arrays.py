@@ -25,19 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
-from ..core import (
-    Box,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    holds_staged,
-    is_foreign_array,
-    primal,
-    refuse_lazy,
-    shape_from_values,
-    shape_of,
-)
+from .. import batching as _batching, core as _core
+from ..core import Box, constant_of, dtype_of, primal, shape_from_values, shape_of
 from ..primitive import register_rules
 from . import reductions as _rd, shaping as _shaping
 from ._mirror import exported, mirror
@@ -306,7 +295,7 @@ def pad(
     if unknown:
         raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode 'constant'")
     c = kwargs.get("constant_values", 0)
-    if type(c) is Box or is_foreign_array(c):  # (another library's, lazy: never read)
+    if type(c) is Box or _core.is_foreign_array(c):  # (another library's, lazy: never read)
         if ndim(c) != 0:
             raise TypeError(
                 f"pad: a traced or lazy constant_values must be a scalar, got {describe(c)}; "
@@ -586,7 +575,7 @@ def take(
         a, axis = ravel(a), 0
     ax = _axis(axis, ndim(a), "take")
     n = shape(a)[ax]
-    if holds_batch(indices):  # one index array per row (as argmax gives under vmap)
+    if _core.holds_batch(indices):  # one index array per row (as argmax gives under vmap)
         return getitem(a, _along(ax, _batched_indices(indices, n, mode, "take")))
     idx = _constant_index(indices, "take")
     if mode == "wrap":
@@ -622,9 +611,9 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Array
     """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
     against the other axes; `axis=None` works on the flattened array."""
     arr = asarray(arr)
-    if holds_batch(indices):
+    if _core.holds_batch(indices):
         return _take_along_batched(arr, indices, axis)
-    staged = holds_staged(indices)  # computed in a `jit` record: kept so, not read
+    staged = _core.holds_staged(indices)  # computed in a `jit` record: kept so, not read
     idx = constant_of(indices) if staged else _constant_index(indices, "take_along_axis")
     if axis is None:
         if idx.ndim != 1:
@@ -704,7 +693,7 @@ def sort(
     if ndim(a) == 0:
         raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
     v = mask_values(a)  # (one permutation per row under `vmap`, or a `jit` record's)
-    refuse_lazy("sort", "its rule orders the values with np.argsort", v)
+    _core.refuse_lazy("sort", "its rule orders the values with np.argsort", v)
     perm = _np.argsort(v, axis=axis, kind="stable")
     return take_along_axis(a, perm, axis)
 
@@ -732,13 +721,13 @@ def partition(
     if axis is None:
         a, axis = ravel(a), -1
     ax = _axis(axis, ndim(a), "partition")
-    if holds_batch(a):  # the same steps for each row, by fgrad operations
+    if _core.holds_batch(a):  # the same steps for each row, by fgrad operations
         v = constant_of(a)
         arranged = take_along_axis(v, argpartition(v, kth, axis=ax, kind=kind), ax)
         by_rank = argsort(v, axis=ax, kind="stable")
         rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
         return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
-    refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
+    _core.refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
     v = _np.asarray(primal(a))
     # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
     arranged = _np.partition(v, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
@@ -805,7 +794,7 @@ def unique(
             sorted=sorted,
         )
     ar = asarray(ar)
-    if holds_batch(ar) and axis is None and sorted:
+    if _core.holds_batch(ar) and axis is None and sorted:
         return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
     # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
     found = _np.unique(  # type: ignore[call-overload]
@@ -1046,7 +1035,7 @@ def _one_count_per_row(fn):
     @_functools.wraps(fn)
     def counted(*args: Any, **kwargs: Any) -> Any:  # fn's (NumPy's) signature: fn(a)
         a = args[0] if args else kwargs.get("a")
-        if type(a) is Box and holds_batch(a):
+        if type(a) is Box and _core.holds_batch(a):
             int(sum(not_equal(a, 0)))
         return fn(*args, **kwargs)
 

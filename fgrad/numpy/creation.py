@@ -31,15 +31,8 @@ from numpy import (
     zeros as zeros,
 )
 
-from .. import taylor as _taylor
-from ..core import (
-    Box,
-    dtype_of,
-    is_foreign_array,
-    primal,
-    refuse_lazy,
-    shape_of,
-)
+from .. import core as _core, taylor as _taylor
+from ..core import Box, dtype_of, primal, shape_of
 from ..primitive import defprimitive, register_rules
 from ._mirror import exported, mirror
 from .arrays import diag
@@ -123,7 +116,7 @@ def _linspace_jvp(which):
 
 
 def _linspace_impl(start, stop, num, endpoint, dtype, axis):
-    if is_foreign_array(start) or is_foreign_array(stop):
+    if _core.is_foreign_array(start) or _core.is_foreign_array(stop):
         return _linspace_foreign(start, stop, num, endpoint, dtype, axis)
     return _np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis)
 
@@ -471,7 +464,9 @@ def _slice_values(item, name):
     if isinstance(step, (complex, _np.complexfloating)):
         return linspace(start, item.stop, num=int(abs(step)))
     # arange: start + i * step, so its slope in start is 1; stop only sets the count
-    refuse_lazy(name, "a slice's count depends on its bounds", primal(start), primal(item.stop))
+    _core.refuse_lazy(
+        name, "a slice's count depends on its bounds", primal(start), primal(item.stop)
+    )
     values = _np.arange(primal(start), primal(item.stop), step)
     if type(start) is Box:
         values = values + (start - primal(start))  # zero in value: the values are NumPy's

@@ -66,18 +66,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching, taylor as _taylor
-from ..core import (
-    Primitive,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    holds_staged,
-    innermost,
-    is_foreign_array,
-    primal,
-)
+from .. import batching as _batching, core as _core, taylor as _taylor
+from ..core import Primitive, bind, constant_of, dtype_of, primal
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
 from . import arrays as _arrays, products as _products
 from ._mirror import exported, mirror
@@ -153,26 +143,26 @@ _LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` ca
 
 def _in_blocks(x):
     """Whether x is a chunked array of another library with a block map (a Dask array)."""
-    return type(x) is not _np.ndarray and is_foreign_array(x) and hasattr(x, "map_blocks")
+    return type(x) is not _np.ndarray and _core.is_foreign_array(x) and hasattr(x, "map_blocks")
 
 
 def _library(x):
-    """The name of x's library ("dask"), for messages."""
-    return type(x).__module__.split(".")[0]
+    """The name of the library of x's value under all its boxes ("dask"), for messages."""
+    return type(_core.innermost(x)).__module__.split(".")[0]
 
 
 def _lazy(x):
     """Whether x's value, under all its boxes (nothing is read), is a lazy array of another
     library."""
-    x = innermost(x)
-    return type(x) is not _np.ndarray and is_foreign_array(x)
+    x = _core.innermost(x)
+    return type(x) is not _np.ndarray and _core.is_foreign_array(x)
 
 
 def _unreadable(x):
     """Whether a rule must not read x's values: x has one value per row (under `vmap`), or it
     is a lazy array of another library (reading would compute it). The rules then take their
     general branch, which reads nothing."""
-    return holds_batch(x) or _lazy(x)
+    return _core.holds_batch(x) or _lazy(x)
 
 
 def _unread(x):
@@ -180,7 +170,7 @@ def _unread(x):
     element, and a record per call), for the rules whose general branch gives the same bits
     as the branch that reads (hermitian `svd`, `norm` of order 0; not `lstsq`'s rank or
     `sqrtm`'s, which LAPACK and the general branch may count apart)."""
-    return _unreadable(x) or holds_staged(x)
+    return _unreadable(x) or _core.holds_staged(x)
 
 
 def per_matrix(func):
@@ -382,7 +372,7 @@ def _right_solve_T(y, m):
 
 
 def _read_triangle_impl(x, lower):
-    foreign = type(x) is not _np.ndarray and is_foreign_array(x)
+    foreign = type(x) is not _np.ndarray and _core.is_foreign_array(x)
     xv = x if foreign else _np.asarray(x)
     n = xv.shape[-1]
     other = _np.triu(_np.ones((n, n), dtype=bool), 1)  # the triangle LAPACK does not read
@@ -865,16 +855,17 @@ def lstsq(
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
         kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
         rank = astype(sum(where(kept, 1.0, 0.0), axis=-1), _np.int32)
-    elif holds_staged(a) or holds_staged(b):  # in a `jit` record: computed there, not read
+    elif _core.holds_staged(a) or _core.holds_staged(b):
+        # in a `jit` record: computed there, not read
         rank = _lstsq_rank_p(a, b, rcond=rcond)
     else:
         rank = _np.linalg.lstsq(primal(a), primal(b), rcond=rcond)[2]
     x = _matmul(_pinv_p(a, rcond=float(cutoff), hermitian=False), b)
     # The residuals' shape depends on the rank: a batch whose rows' ranks differ is split
     # (by the read of `rank` under `vmap`).
-    if m > n and not holds_batch(a) and _unreadable(a):
+    if m > n and not _core.holds_batch(a) and _unreadable(a):
         raise TypeError(
-            f"linalg.lstsq of a tall {_library(innermost(a))} array: NumPy's residuals have one "
+            f"linalg.lstsq of a tall {_library(a)} array: NumPy's residuals have one "
             "entry per column of b when a has full rank and none otherwise, a shape that a "
             "lazy array cannot know before its rank is computed. Compute a first, or use "
             "pinv(a) @ b for x"
@@ -1184,7 +1175,7 @@ def _check_known_dtype(a, who):
     complex otherwise: a lazy array's dtype must be known before anything is computed."""
     if not _is_complex(a) and _lazy(a):
         raise TypeError(
-            f"{who} of a real {_library(innermost(a))} array: NumPy's result is real or "
+            f"{who} of a real {_library(a)} array: NumPy's result is real or "
             "complex depending on the eigenvalues, which a lazy array cannot know before it "
             "is computed. Pass a complex array (a + 0j), or compute the array first"
         )
@@ -1508,7 +1499,7 @@ def _pnorm_impl(x, ord, axis, keepdims, flat):
     """NumPy's own formulas, so that values are NumPy's to the last bit: `flat` is NumPy's fast
     path for the 2-norm of all entries (a dot product)."""
     complex_input = _np.iscomplexobj(x)
-    foreign = type(x) is not _np.ndarray and is_foreign_array(x)
+    foreign = type(x) is not _np.ndarray and _core.is_foreign_array(x)
     if flat:
         x = x.ravel() if foreign else x.ravel(order="K")
         if complex_input:

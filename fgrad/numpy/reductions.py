@@ -16,16 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from ..core import (
-    Box,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    is_foreign_array,
-    primal,
-    shape_of,
-)
+from .. import core as _core
+from ..core import Box, bind, constant_of, dtype_of, primal, shape_of
 from ..primitive import defprimitive, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
@@ -147,7 +139,7 @@ def _extremum(impl, name):
         return sum(t * weights, axis=axis, keepdims=keepdims)
 
     def run(x, axis, keepdims, initial, where):
-        if is_foreign_array(x):
+        if _core.is_foreign_array(x):
             return _foreign_reduce(x, impl, axis, keepdims, None, initial, where)
         keywords = {} if initial is NO_VALUE else {"initial": initial}
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
@@ -182,7 +174,7 @@ def _extremum(impl, name):
         refuse_out(out, name)
         axes = _normalize_axes(axis, ndim(a))
         mask = reduction_mask(where, a, name)
-        if holds_batch(initial):
+        if _core.holds_batch(initial):
             return _with_batched_initial(prim, a, axes, _keepdims(keepdims), initial, mask)
         c = primal(initial)
         ans = prim(a, axis=axes, keepdims=_keepdims(keepdims), initial=c, where=mask)
@@ -315,7 +307,7 @@ def _linear_recurrence(a, b):
 
 
 def _prod_impl(x, axis, keepdims, dtype, initial, where):
-    if is_foreign_array(x):
+    if _core.is_foreign_array(x):
         return _foreign_reduce(x, _np.multiply.reduce, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.multiply.reduce(
@@ -360,7 +352,7 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
     # d prod / d initial = the product without it, by a term that is zero in value; where
     # that product is not finite the term is 0 (keeping 0 * inf out of the value)
     rest = product(NO_VALUE)
-    if holds_batch(initial):  # one initial per row: a factor of the product
+    if _core.holds_batch(initial):  # one initial per row: a factor of the product
         c = constant_of(initial)
         value = astype(rest * c, dtype_of(rest))
     else:
