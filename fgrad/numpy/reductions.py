@@ -197,6 +197,16 @@ def _extremum(impl, name):
     return mirror("reduction")(reduce)
 
 
+def _to_last(a, axes):
+    """a with the reduced axes moved to the end and merged: shape (rest..., n)."""
+    s = shape(a)
+    rest = [i for i in range(len(s)) if i not in axes]
+    lead = tuple(s[i] for i in rest)
+    n = int(_np.prod([s[i] for i in axes], dtype=_np.int64))  # 1 for a 0-d a
+    a = transpose(a, tuple(rest) + tuple(axes)) if ndim(a) else a
+    return reshape(a, lead + (n,))
+
+
 def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
     """max or min with one initial per row: the initial joins each reduction group as one
     more element (so ties share the gradient with it as with any element). Masked-out
@@ -204,10 +214,8 @@ def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
     if mask is not True:
         a = where(mask, a, initial)
     s = shape(a)
-    rest = [i for i in range(len(s)) if i not in axes]
-    lead = tuple(s[i] for i in rest)
-    n = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
-    groups = reshape(transpose(a, tuple(rest) + tuple(axes)), lead + (n,))
+    groups = _to_last(a, axes)
+    lead = shape(groups)[:-1]
     extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
     ans = prim(
         concatenate([groups, extra], axis=-1),

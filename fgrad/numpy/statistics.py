@@ -58,7 +58,16 @@ from .elementwise import (
     where,
     where as _where,  # for functions with a `where=` parameter
 )
-from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
+from .reductions import (
+    _exclusive_cumprod,
+    _keepdims,
+    _linear_recurrence,
+    _to_last,
+    max,
+    mean,
+    min,
+    prod,
+)
 from .shaping import (
     NO_VALUE,
     _kept_shape,
@@ -667,16 +676,6 @@ def _virtual_index(n, q, method):
     prev = _np.where(above, last, _np.where(below, 0, prev))
     nxt = _np.where(above, last, _np.where(below, 0, nxt))
     return prev.astype(_np.intp), nxt.astype(_np.intp), gamma, slope
-
-
-def _to_last(a, axes):
-    """a with the reduced axes moved to the end and merged: shape (rest..., n)."""
-    s = shape(a)
-    rest = [i for i in range(len(s)) if i not in axes]
-    lead = tuple(s[i] for i in rest)
-    n = _count(a, axes)  # 1 for a 0-d a
-    a = transpose(a, tuple(rest) + tuple(axes)) if ndim(a) else a
-    return reshape(a, lead + (n,))
 
 
 def _take_last(x, idx):
