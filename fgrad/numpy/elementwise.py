@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as _np
 
-from .. import batching as _batching, core as _core, taylor as _taylor
+from .. import batching as _batching, taylor as _taylor
 from ..core import (
     Box,
     NondiffPrimitive,
@@ -30,7 +30,12 @@ from ..core import (
     bind_two,
     constant_of,
     dtype_of,
+    holds_batch,
+    holds_staged,
+    innermost,
+    is_foreign_array,
     primal,
+    refuse_lazy,
     shape_of,
 )
 from ..primitive import defprimitive, defunary, forward_rules, register_rules
@@ -96,7 +101,7 @@ def _weights(values, dtype):
     """A constant (no derivative) array of gradient weights, in the dtype of the result."""
     if type(values) is Box:  # computed in a `jit` record (`mask_values`)
         return astype(values, dtype)
-    if _core.is_foreign_array(values):
+    if is_foreign_array(values):
         return values.astype(dtype)
     return _np.asarray(values, dtype=dtype)
 
@@ -327,7 +332,7 @@ def _dpow_dx(x, y):
     if _is_constant(y):
         if isinstance(y, (list, tuple)):
             y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
-        if _core.is_foreign_array(y):  # its values are not read: the guard always applies
+        if is_foreign_array(y):  # its values are not read: the guard always applies
             y_is_zero = y == 0
             return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
         if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
@@ -519,7 +524,7 @@ def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     array([2.1, 5.2])
     """
     why = "its result's dtype (real or complex) depends on the values"
-    _core.refuse_lazy("real_if_close", why, _core.innermost(a))
+    refuse_lazy("real_if_close", why, innermost(a))
     if not is_traced(a):
         return _np.real_if_close(a, tol=tol)
     if not _is_complex(a):
@@ -689,10 +694,10 @@ def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None 
             "fgrad.numpy.where needs three arguments (condition, x, y); for the indices "
             "where a condition holds use fgrad.numpy.nonzero"
         )
-    if _core.holds_batch(condition) or _core.holds_staged(condition):  # one per row, or a record's
+    if holds_batch(condition) or holds_staged(condition):  # one per row, or a record's
         return _where_p(astype(constant_of(condition), bool), x, y)
     c = primal(condition)  # (`bool_mask`, inline: `where` is hot; a call costs 3%)
-    if _core.is_foreign_array(c):
+    if is_foreign_array(c):
         return _where_p(c if c.dtype == bool else c.astype(bool), x, y)
     return _where_p(_np.asarray(c, dtype=bool), x, y)
 
@@ -716,11 +721,11 @@ def bool_mask(condition, shape=None):
     one mask per row, and under `jit` one the record computes, as a constant box (NumPy's
     functions dispatch to fgrad's on it). Rules call this, not `holds_batch` and
     `is_foreign_array` themselves."""
-    if _core.holds_batch(condition) or _core.holds_staged(condition):
+    if holds_batch(condition) or holds_staged(condition):
         mask = astype(constant_of(condition), bool)
     else:
         c = primal(condition)
-        if _core.is_foreign_array(c):
+        if is_foreign_array(c):
             mask = c if c.dtype == bool else c.astype(bool)
         else:
             mask = _np.asarray(c, dtype=bool)
@@ -809,7 +814,7 @@ def mask_values(x):
     `mask.any()`. An array of another library (Dask) stays one: its mask is lazy too. Under
     `jit`, x stays a value the record computes (reading it whole would be a guard on every
     element), and `may_hold` reads one boolean."""
-    return constant_of(x) if _core.holds_batch(x) or _core.holds_staged(x) else array_value(x)
+    return constant_of(x) if holds_batch(x) or holds_staged(x) else array_value(x)
 
 
 def array_value(x):
@@ -822,7 +827,7 @@ def may_hold(mask):
     """Whether a mask holds anywhere. A batched mask is taken to, unread: the branch it guards
     runs for every row, its masked entries on guarded values. So is a lazy mask (of a Dask
     array): reading it would compute it."""
-    return _core.holds_batch(mask) or _core.is_foreign_array(mask) or bool(mask.any())
+    return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())
 
 
 def read_any(mask):
@@ -830,7 +835,7 @@ def read_any(mask):
     warns): under `vmap` every row's at once (the rows agree, all False, unless one is wrong;
     otherwise `vmap` runs them apart), under `jit` one boolean the record checks. A lazy mask
     (of a Dask array) is not read: False, and the check is left to the values (a nan)."""
-    if _core.is_foreign_array(_core.innermost(mask)):
+    if is_foreign_array(innermost(mask)):
         return False
     return bool(primal(_np.any(mask)))
 
@@ -917,7 +922,7 @@ def _is_small_power(a):
 def _power_taylor_rule(prim):
     def rule(primals, series):
         x0, a = primals
-        if series[1] is not None or _core.holds_batch(a):  # a traced exponent: not a constant power
+        if series[1] is not None or holds_batch(a):  # a traced exponent: not a constant power
             return _traced_power(prim, primals, series)
         ans = bind(prim, primals, {})
         order = len(series[0])
