@@ -533,6 +533,17 @@ def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
 
 
+def _split_needing(ary, indices_or_sections, axis, min_ndim, name):
+    """`split` along `axis`, refusing (as NumPy does) an array of fewer than `min_ndim`
+    dimensions: vsplit splits axis 0 but only of a 2-d array or more."""
+    ary = asarray(ary)
+    if ndim(ary) < min_ndim:
+        raise ValueError(
+            f"{name}: ary must have {min_ndim} or more dimensions, got {describe(ary)}"
+        )
+    return split(ary, indices_or_sections, axis)
+
+
 @mirror("shape")
 def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
@@ -543,17 +554,6 @@ def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
 def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
     return _split_needing(ary, indices_or_sections, 2, 3, "dsplit")
-
-
-def _split_needing(ary, indices_or_sections, axis, min_ndim, name):
-    """`split` along `axis`, refusing (as NumPy does) an array of fewer than `min_ndim`
-    dimensions: vsplit splits axis 0 but only of a 2-d array or more."""
-    ary = asarray(ary)
-    if ndim(ary) < min_ndim:
-        raise ValueError(
-            f"{name}: ary must have {min_ndim} or more dimensions, got {describe(ary)}"
-        )
-    return split(ary, indices_or_sections, axis)
 
 
 # --- gathering ------------------------------------------------------------------------------------
