@@ -39,6 +39,13 @@ NumPy's reference groups:
 
 A NumPy function whose signature another already has is made from it (`shaping.variant`:
 `nansum` from `sum`, `std` from `var`, `ifftn` from `fftn`), not written again.
+
+The families ask `fgrad.core` which levels a value is under by module, `_core.holds_batch(x)`
+(`holds_staged`, `holds_box`, `is_foreign_array`, `innermost`, `refuse_lazy` likewise): those
+questions belong to the transforms, and the prefix keeps them apart from the mirror's own
+tests of the same look (`shaping.is_traced`, `shaping.holds_foreign`). `elementwise` names
+them directly: its value helpers (`mask_values`, `may_hold`, ...) are where a rule's
+questions of that kind are answered.
 """
 
 import types as _types

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from ..core import Box, Primitive, bind_two, dtype_of, innermost, primal, shape_of
+from .. import core as _core
+from ..core import Box, Primitive, bind_two, dtype_of, primal, shape_of
 from . import elementwise as _ew, products as _pr, reductions as _rd, shaping as _sh, ufuncs as _uf
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ def _len(self):
 
 
 def _repr(self):
-    value = innermost(self)  # a batched value shows all its rows
+    value = _core.innermost(self)  # a batched value shows all its rows
     return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import holds_batch, primal, refuse_lazy
+from .. import core as _core
+from ..core import primal
 from . import _ufunc_signature
 from ._mirror import mirror
 from .elementwise import _with_keywords
@@ -22,10 +23,10 @@ from .shaping import describe, refuse_out
 def is_true(x: Any, name: str, why: str) -> bool:
     """A boolean read from the values of x (under vmap each row's: the rows agree, or vmap runs
     them apart). A lazy Dask x is refused: `name` needs the value (`why`)."""
-    if holds_batch(x):
+    if _core.holds_batch(x):
         return bool(x)
     value = primal(x)
-    refuse_lazy(name, why, value)
+    _core.refuse_lazy(name, why, value)
     return bool(value)
 
 
@@ -33,14 +34,14 @@ def constant_values(x: Any, name: str, arg: str) -> Any:
     """The plain values of an index or mask argument, which carries no derivative. One batched
     by vmap would place values differently in each row, and a lazy Dask one would have to be
     computed: both refused."""
-    if holds_batch(x):
+    if _core.holds_batch(x):
         raise TypeError(
             f"{name}: {arg} is batched by vmap ({describe(x)}); each row would place the values "
             f"differently. Pass {arg} as a constant shared by the rows (close over it), or "
             "loop over the rows"
         )
     value = primal(x)
-    refuse_lazy(name, f"its {arg} is read to place the values", value)
+    _core.refuse_lazy(name, f"its {arg} is read to place the values", value)
     return _np.asarray(value)
 
 

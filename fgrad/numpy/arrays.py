@@ -25,19 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
-from ..core import (
-    Box,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    holds_staged,
-    is_foreign_array,
-    primal,
-    refuse_lazy,
-    shape_from_values,
-    shape_of,
-)
+from .. import batching as _batching, core as _core
+from ..core import Box, constant_of, dtype_of, primal, shape_from_values, shape_of
 from ..primitive import register_rules
 from . import reductions as _rd, shaping as _shaping
 from ._mirror import exported, mirror
@@ -148,22 +137,25 @@ def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))
 
 
+def _flip_axis(m, axis, name):
+    """`flip(m, axis)`, refusing an m with no such axis as NumPy does."""
+    m = asarray(m)
+    if ndim(m) <= axis:
+        dimensions = "dimensions" if axis else "dimension"
+        raise ValueError(f"{name}: m must have at least {axis + 1} {dimensions}, got {describe(m)}")
+    return flip(m, axis)
+
+
 @mirror("shape")
 def fliplr(m: ArrayLike) -> Array:
     """NumPy's `fliplr`: reverse the columns (axis 1) of an array of 2 or more dimensions."""
-    m = asarray(m)
-    if ndim(m) < 2:
-        raise ValueError(f"fliplr: m must have at least 2 dimensions, got {describe(m)}")
-    return flip(m, 1)
+    return _flip_axis(m, 1, "fliplr")
 
 
 @mirror("shape")
 def flipud(m: ArrayLike) -> Array:
     """NumPy's `flipud`: reverse the rows (axis 0) of an array of 1 or more dimensions."""
-    m = asarray(m)
-    if ndim(m) < 1:
-        raise ValueError(f"flipud: m must have at least 1 dimension, got {describe(m)}")
-    return flip(m, 0)
+    return _flip_axis(m, 0, "flipud")
 
 
 @mirror("shape")
@@ -303,7 +295,7 @@ def pad(
     if unknown:
         raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode 'constant'")
     c = kwargs.get("constant_values", 0)
-    if type(c) is Box or is_foreign_array(c):  # (another library's, lazy: never read)
+    if type(c) is Box or _core.is_foreign_array(c):  # (another library's, lazy: never read)
         if ndim(c) != 0:
             raise TypeError(
                 f"pad: a traced or lazy constant_values must be a scalar, got {describe(c)}; "
@@ -541,22 +533,27 @@ def hsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
 
 
+def _split_needing(ary, indices_or_sections, axis, min_ndim, name):
+    """`split` along `axis`, refusing (as NumPy does) an array of fewer than `min_ndim`
+    dimensions: vsplit splits axis 0 but only of a 2-d array or more."""
+    ary = asarray(ary)
+    if ndim(ary) < min_ndim:
+        raise ValueError(
+            f"{name}: ary must have {min_ndim} or more dimensions, got {describe(ary)}"
+        )
+    return split(ary, indices_or_sections, axis)
+
+
 @mirror("shape")
 def vsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `vsplit`: split along axis 0 of an array of 2 or more dimensions."""
-    ary = asarray(ary)
-    if ndim(ary) < 2:
-        raise ValueError(f"vsplit: ary must have 2 or more dimensions, got {describe(ary)}")
-    return split(ary, indices_or_sections, 0)
+    return _split_needing(ary, indices_or_sections, 0, 2, "vsplit")
 
 
 @mirror("shape")
 def dsplit(ary: ArrayLike, indices_or_sections: int | ArrayLike) -> list[Array]:
     """NumPy's `dsplit`: split along axis 2 of an array of 3 or more dimensions."""
-    ary = asarray(ary)
-    if ndim(ary) < 3:
-        raise ValueError(f"dsplit: ary must have 3 or more dimensions, got {describe(ary)}")
-    return split(ary, indices_or_sections, 2)
+    return _split_needing(ary, indices_or_sections, 2, 3, "dsplit")
 
 
 # --- gathering ------------------------------------------------------------------------------------
@@ -578,7 +575,7 @@ def take(
         a, axis = ravel(a), 0
     ax = _axis(axis, ndim(a), "take")
     n = shape(a)[ax]
-    if holds_batch(indices):  # one index array per row (as argmax gives under vmap)
+    if _core.holds_batch(indices):  # one index array per row (as argmax gives under vmap)
         return getitem(a, _along(ax, _batched_indices(indices, n, mode, "take")))
     idx = _constant_index(indices, "take")
     if mode == "wrap":
@@ -614,9 +611,9 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Array
     """NumPy's `take_along_axis`: `indices` (as from `argsort`) pick along `axis` and broadcast
     against the other axes; `axis=None` works on the flattened array."""
     arr = asarray(arr)
-    if holds_batch(indices):
+    if _core.holds_batch(indices):
         return _take_along_batched(arr, indices, axis)
-    staged = holds_staged(indices)  # computed in a `jit` record: kept so, not read
+    staged = _core.holds_staged(indices)  # computed in a `jit` record: kept so, not read
     idx = constant_of(indices) if staged else _constant_index(indices, "take_along_axis")
     if axis is None:
         if idx.ndim != 1:
@@ -696,7 +693,7 @@ def sort(
     if ndim(a) == 0:
         raise ValueError("sort: cannot sort a 0-d array along an axis; pass axis=None")
     v = mask_values(a)  # (one permutation per row under `vmap`, or a `jit` record's)
-    refuse_lazy("sort", "its rule orders the values with np.argsort", v)
+    _core.refuse_lazy("sort", "its rule orders the values with np.argsort", v)
     perm = _np.argsort(v, axis=axis, kind="stable")
     return take_along_axis(a, perm, axis)
 
@@ -724,13 +721,13 @@ def partition(
     if axis is None:
         a, axis = ravel(a), -1
     ax = _axis(axis, ndim(a), "partition")
-    if holds_batch(a):  # the same steps for each row, by fgrad operations
+    if _core.holds_batch(a):  # the same steps for each row, by fgrad operations
         v = constant_of(a)
         arranged = take_along_axis(v, argpartition(v, kth, axis=ax, kind=kind), ax)
         by_rank = argsort(v, axis=ax, kind="stable")
         rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
         return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
-    refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
+    _core.refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
     v = _np.asarray(primal(a))
     # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
     arranged = _np.partition(v, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
@@ -797,7 +794,7 @@ def unique(
             sorted=sorted,
         )
     ar = asarray(ar)
-    if holds_batch(ar) and axis is None and sorted:
+    if _core.holds_batch(ar) and axis is None and sorted:
         return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
     # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
     found = _np.unique(  # type: ignore[call-overload]
@@ -1038,7 +1035,7 @@ def _one_count_per_row(fn):
     @_functools.wraps(fn)
     def counted(*args: Any, **kwargs: Any) -> Any:  # fn's (NumPy's) signature: fn(a)
         a = args[0] if args else kwargs.get("a")
-        if type(a) is Box and holds_batch(a):
+        if type(a) is Box and _core.holds_batch(a):
             int(sum(not_equal(a, 0)))
         return fn(*args, **kwargs)
 

@@ -31,15 +31,8 @@ from numpy import (
     zeros as zeros,
 )
 
-from .. import taylor as _taylor
-from ..core import (
-    Box,
-    dtype_of,
-    is_foreign_array,
-    primal,
-    refuse_lazy,
-    shape_of,
-)
+from .. import core as _core, taylor as _taylor
+from ..core import Box, dtype_of, primal, shape_of
 from ..primitive import defprimitive, register_rules
 from ._mirror import exported, mirror
 from .arrays import diag
@@ -79,13 +72,6 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from ..typing import Array, ArrayLike, DTypeLike
-
-
-def _composed(*xs):
-    """Whether fgrad's own composition must run: an endpoint is traced (or a list holding a
-    traced value), or is an array of another library (Dask's), whose own
-    linspace/logspace/geomspace Dask lacks or limits."""
-    return any(is_traced(x) or holds_foreign(x) for x in xs)
 
 
 def _as_arrays(*xs):
@@ -130,7 +116,7 @@ def _linspace_jvp(which):
 
 
 def _linspace_impl(start, stop, num, endpoint, dtype, axis):
-    if is_foreign_array(start) or is_foreign_array(stop):
+    if _core.is_foreign_array(start) or _core.is_foreign_array(stop):
         return _linspace_foreign(start, stop, num, endpoint, dtype, axis)
     return _np.linspace(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis)
 
@@ -205,7 +191,9 @@ def linspace(
     2.5
     """
     num = _operator.index(num)
-    if not _composed(start, stop):
+    # (another library's end points take fgrad's path, here and in logspace and geomspace:
+    # Dask lacks or limits these functions)
+    if numpy_applies(start, stop):
         # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
         return _np.linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)  # type: ignore[call-overload]
     if dtype is not None and not _np.issubdtype(dtype, _np.inexact):
@@ -248,7 +236,7 @@ def logspace(
 ) -> Array:
     """NumPy's `logspace`: `base ** linspace(start, stop)`, differentiable in `start`, `stop`
     and `base`, with NumPy's values."""
-    if not _composed(start, stop, base):
+    if numpy_applies(start, stop, base):
         return _np.logspace(start, stop, num, endpoint, base, dtype, axis)
     start, stop, base = _as_arrays(start, stop, base)
     if not isinstance(base, (float, int)) and ndim(base):
@@ -284,7 +272,7 @@ def geomspace(
     """
     start, stop = _as_arrays(start, stop)
     kept = _geomspace_single(start, stop, dtype)
-    if not _composed(start, stop):
+    if numpy_applies(start, stop):
         out = _np.geomspace(start, stop, num, endpoint, dtype, axis)
         return out if kept is None else out.astype(kept)
     # the end points' values (of each row, under `vmap`); lazy ones (Dask's) are not read for
@@ -476,7 +464,9 @@ def _slice_values(item, name):
     if isinstance(step, (complex, _np.complexfloating)):
         return linspace(start, item.stop, num=int(abs(step)))
     # arange: start + i * step, so its slope in start is 1; stop only sets the count
-    refuse_lazy(name, "a slice's count depends on its bounds", primal(start), primal(item.stop))
+    _core.refuse_lazy(
+        name, "a slice's count depends on its bounds", primal(start), primal(item.stop)
+    )
     values = _np.arange(primal(start), primal(item.stop), step)
     if type(start) is Box:
         values = values + (start - primal(start))  # zero in value: the values are NumPy's

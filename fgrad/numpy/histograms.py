@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from .. import core as _core
+from ..core import constant_of, dtype_of, primal
 from ._mirror import exported, mirror
 from ._values import is_true
 from .arrays import searchsorted
@@ -60,12 +61,12 @@ def _refuse_lazy(name: str, *xs: Any) -> None:
         if isinstance(x, (list, tuple)):
             _refuse_lazy(name, *x)
         else:
-            refuse_lazy(name, _READS, innermost(x))
+            _core.refuse_lazy(name, _READS, _core.innermost(x))
 
 
 def _plain(x: Any) -> Any:
     """x's values for NumPy's checks and estimators (None for a batched x)."""
-    if x is None or holds_batch(x):
+    if x is None or _core.holds_batch(x):
         return None
     return _np.asarray(primal(x)) if not isinstance(x, (list, tuple)) else [_plain(v) for v in x]
 
@@ -110,7 +111,7 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
             _np.histogram_bin_edges(_np.zeros(1), edges)  # NumPy's check: increasing
         return asarray(bins)
     if isinstance(bins, str):
-        if holds_batch(a):
+        if _core.holds_batch(a):
             raise TypeError(
                 f"histogram_bin_edges: bins={bins!r} chooses the number of bins from each row's "
                 f"values, and a is batched by vmap ({describe(a)}); pass a number of bins"
@@ -222,7 +223,7 @@ def _histogramdd(
         flat_index = flat_index * nbin[i] + counts_at[i]
     total = int(_np.prod(nbin))
     w = None if weights is None else astype(weights, _np.float64)  # NumPy's sums are float64
-    if not holds_batch(flat_index):
+    if not _core.holds_batch(flat_index):
         hist = bincount(_np.asarray(primal(flat_index)), w, minlength=total)
         hist = astype(hist, _np.float64) if w is None else hist
     else:

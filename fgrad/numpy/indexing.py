@@ -26,7 +26,8 @@ from numpy import (  # NumPy's own: index tuples and grids
     s_ as s_,
 )
 
-from ..core import bind, dtype_of, innermost, primal, shape_of
+from .. import core as _core
+from ..core import bind, dtype_of, primal, shape_of
 from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from ._coverage import no_derivative
@@ -308,7 +309,7 @@ def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
     >>> fgrad.grad(lambda x: fnp.sum(fnp.asarray_chkfinite(x) ** 2))(np.array([1.0, 2.0]))
     array([2., 4.])
     """
-    refuse_lazy("asarray_chkfinite", "it checks every value", innermost(a))
+    refuse_lazy("asarray_chkfinite", "it checks every value", _core.innermost(a))
     if not is_traced(a):
         return _np.asarray_chkfinite(a, dtype, order)
     x = asarray(a, dtype, order)

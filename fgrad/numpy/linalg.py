@@ -66,18 +66,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching, taylor as _taylor
-from ..core import (
-    Box,
-    Primitive,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    holds_staged,
-    is_foreign_array,
-    primal,
-)
+from .. import batching as _batching, core as _core, taylor as _taylor
+from ..core import Primitive, bind, constant_of, dtype_of, primal
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
 from . import arrays as _arrays, products as _products
 from ._mirror import exported, mirror
@@ -122,7 +112,7 @@ from .shaping import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from ..typing import Array, ArrayLike, DTypeLike
@@ -153,33 +143,26 @@ _LinAlgError = _np.linalg.LinAlgError  # a ValueError, so `except ValueError` ca
 
 def _in_blocks(x):
     """Whether x is a chunked array of another library with a block map (a Dask array)."""
-    return type(x) is not _np.ndarray and is_foreign_array(x) and hasattr(x, "map_blocks")
-
-
-def _value(x):
-    """x's value under all its boxes (nothing is read)."""
-    while type(x) is Box:
-        x = x.value
-    return x
+    return type(x) is not _np.ndarray and _core.is_foreign_array(x) and hasattr(x, "map_blocks")
 
 
 def _library(x):
-    """The name of x's library ("dask"), for messages."""
-    return type(x).__module__.split(".")[0]
+    """The name of the library of x's value under all its boxes ("dask"), for messages."""
+    return type(_core.innermost(x)).__module__.split(".")[0]
 
 
 def _lazy(x):
     """Whether x's value, under all its boxes (nothing is read), is a lazy array of another
     library."""
-    x = _value(x)
-    return type(x) is not _np.ndarray and is_foreign_array(x)
+    x = _core.innermost(x)
+    return type(x) is not _np.ndarray and _core.is_foreign_array(x)
 
 
 def _unreadable(x):
     """Whether a rule must not read x's values: x has one value per row (under `vmap`), or it
     is a lazy array of another library (reading would compute it). The rules then take their
     general branch, which reads nothing."""
-    return holds_batch(x) or _lazy(x)
+    return _core.holds_batch(x) or _lazy(x)
 
 
 def _unread(x):
@@ -187,7 +170,7 @@ def _unread(x):
     element, and a record per call), for the rules whose general branch gives the same bits
     as the branch that reads (hermitian `svd`, `norm` of order 0; not `lstsq`'s rank or
     `sqrtm`'s, which LAPACK and the general branch may count apart)."""
-    return _unreadable(x) or holds_staged(x)
+    return _unreadable(x) or _core.holds_staged(x)
 
 
 def per_matrix(func):
@@ -209,6 +192,13 @@ def per_matrix(func):
 
     value.__name__ = value.__qualname__ = getattr(func, "__name__", "per_matrix")
     return value
+
+
+def matrix_primitive(name: str, func: Callable[..., Any], vjp: Any, jvp: Any) -> Primitive:
+    """The primitive `name` of a NumPy or SciPy `func` on stacks of matrices (through
+    `per_matrix`), with its reverse rules and its forward rules written by hand (transposing a
+    factorization's or a solve's reverse rule costs more)."""
+    return defprimitive(per_matrix(func), vjp=vjp, jvp=jvp, name=name, forward="speed")
 
 
 def _blockwise(func, xs, params):
@@ -382,7 +372,7 @@ def _right_solve_T(y, m):
 
 
 def _read_triangle_impl(x, lower):
-    foreign = type(x) is not _np.ndarray and is_foreign_array(x)
+    foreign = type(x) is not _np.ndarray and _core.is_foreign_array(x)
     xv = x if foreign else _np.asarray(x)
     n = xv.shape[-1]
     other = _np.triu(_np.ones((n, n), dtype=bool), 1)  # the triangle LAPACK does not read
@@ -422,12 +412,11 @@ def _hermitian_from(a, lower=True):
 # --- inv, solve -----------------------------------------------------------------------------------
 
 
-_inv_p = defprimitive(
-    per_matrix(_np.linalg.inv),
+_inv_p = matrix_primitive(
+    "inv",
+    _np.linalg.inv,
     vjp=lambda ans, x: lambda ct: -_matmul(_mT(ans), _matmul(ct, _mT(ans))),
     jvp=lambda t, ans, x: -_matmul(ans, _matmul(t, ans)),
-    name="inv",
-    forward="speed",
 )
 
 
@@ -454,15 +443,14 @@ def _solve_vjp_b(ans, a, b):
 
 
 # b is a (stack of) matrices here; `solve` handles a vector b by adding and removing an axis.
-_solve_p: Primitive = defprimitive(
-    per_matrix(_np.linalg.solve),
+_solve_p: Primitive = matrix_primitive(
+    "solve",
+    _np.linalg.solve,
     vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(
         lambda t, ans, a, b: -_solve_p(a, _matmul(t, ans)),
         lambda t, ans, a, b: broadcast_to(_solve_p(a, t), shape(ans)),
     ),
-    name="solve",
-    forward="speed",
 )
 
 
@@ -663,12 +651,11 @@ def _det_vjp(ans, x):
     return lambda ct: expand_dims(expand_dims(ct, -1), -1) * adj_t
 
 
-_det_p = defprimitive(
-    per_matrix(_np.linalg.det),
+_det_p = matrix_primitive(
+    "det",
+    _np.linalg.det,
     vjp=_det_vjp,
     jvp=lambda t, ans, x: sum(_adjugate_T(x, ans) * t, axis=(-2, -1)),
-    name="det",
-    forward="speed",
 )
 
 
@@ -769,12 +756,11 @@ def _pinv_vjp(ans, x, rcond, hermitian):
     return bprop
 
 
-_pinv_p = defprimitive(
-    per_matrix(lambda x, rcond, hermitian: _np.linalg.pinv(x, rcond=rcond, hermitian=hermitian)),
+_pinv_p = matrix_primitive(
+    "pinv",
+    lambda x, rcond, hermitian: _np.linalg.pinv(x, rcond=rcond, hermitian=hermitian),
     vjp=_pinv_vjp,
     jvp=_pinv_jvp,
-    name="pinv",
-    forward="speed",
 )
 
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
@@ -869,16 +855,17 @@ def lstsq(
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
         kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
         rank = astype(sum(where(kept, 1.0, 0.0), axis=-1), _np.int32)
-    elif holds_staged(a) or holds_staged(b):  # in a `jit` record: computed there, not read
+    elif _core.holds_staged(a) or _core.holds_staged(b):
+        # in a `jit` record: computed there, not read
         rank = _lstsq_rank_p(a, b, rcond=rcond)
     else:
         rank = _np.linalg.lstsq(primal(a), primal(b), rcond=rcond)[2]
     x = _matmul(_pinv_p(a, rcond=float(cutoff), hermitian=False), b)
     # The residuals' shape depends on the rank: a batch whose rows' ranks differ is split
     # (by the read of `rank` under `vmap`).
-    if m > n and not holds_batch(a) and _unreadable(a):
+    if m > n and not _core.holds_batch(a) and _unreadable(a):
         raise TypeError(
-            f"linalg.lstsq of a tall {_library(_value(a))} array: NumPy's residuals have one "
+            f"linalg.lstsq of a tall {_library(a)} array: NumPy's residuals have one "
             "entry per column of b when a has full rank and none otherwise, a shape that a "
             "lazy array cannot know before its rank is computed. Compute a first, or use "
             "pinv(a) @ b for x"
@@ -919,12 +906,11 @@ def _cholesky_vjp(ans, x, upper):
     return bprop
 
 
-_cholesky_p = defprimitive(
-    per_matrix(lambda x, upper: _np.linalg.cholesky(x, upper=upper)),
+_cholesky_p = matrix_primitive(
+    "cholesky",
+    lambda x, upper: _np.linalg.cholesky(x, upper=upper),
     vjp=_cholesky_vjp,
     jvp=_cholesky_jvp,
-    name="cholesky",
-    forward="speed",
 )
 
 
@@ -1155,12 +1141,11 @@ def _eigvalsh_jvp(t, ans, x, UPLO):
     return real(dw) if _is_complex(dw) else dw
 
 
-_eigvalsh_p = defprimitive(
-    per_matrix(lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO)),
+_eigvalsh_p = matrix_primitive(
+    "eigvalsh",
+    lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO),
     vjp=_eigvalsh_vjp,
     jvp=_eigvalsh_jvp,
-    name="eigvalsh",
-    forward="speed",
 )
 
 
@@ -1190,7 +1175,7 @@ def _check_known_dtype(a, who):
     complex otherwise: a lazy array's dtype must be known before anything is computed."""
     if not _is_complex(a) and _lazy(a):
         raise TypeError(
-            f"{who} of a real {_library(_value(a))} array: NumPy's result is real or "
+            f"{who} of a real {_library(a)} array: NumPy's result is real or "
             "complex depending on the eigenvalues, which a lazy array cannot know before it "
             "is computed. Pass a complex array (a + 0j), or compute the array first"
         )
@@ -1322,12 +1307,11 @@ def _eigvals_jvp(t, ans, x):
     return real(dw) if _is_complex(dw) and not _is_complex(ans) else dw
 
 
-_eigvals_p = defprimitive(
-    per_matrix(_np.linalg.eigvals),
+_eigvals_p = matrix_primitive(
+    "eigvals",
+    _np.linalg.eigvals,
     vjp=_eigvals_vjp,
     jvp=_eigvals_jvp,
-    name="eigvals",
-    forward="speed",
 )
 
 
@@ -1422,12 +1406,11 @@ def _svdvals_jvp(t, ans, x):
     return real(ds) if _is_complex(ds) else ds
 
 
-_svdvals_p = defprimitive(
-    per_matrix(lambda x: _np.linalg.svd(x, compute_uv=False)),
+_svdvals_p = matrix_primitive(
+    "svdvals",
+    lambda x: _np.linalg.svd(x, compute_uv=False),
     vjp=_svdvals_vjp,
     jvp=_svdvals_jvp,
-    name="svdvals",
-    forward="speed",
 )
 
 
@@ -1516,7 +1499,7 @@ def _pnorm_impl(x, ord, axis, keepdims, flat):
     """NumPy's own formulas, so that values are NumPy's to the last bit: `flat` is NumPy's fast
     path for the 2-norm of all entries (a dot product)."""
     complex_input = _np.iscomplexobj(x)
-    foreign = type(x) is not _np.ndarray and is_foreign_array(x)
+    foreign = type(x) is not _np.ndarray and _core.is_foreign_array(x)
     if flat:
         x = x.ravel() if foreign else x.ravel(order="K")
         if complex_input:

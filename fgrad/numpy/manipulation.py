@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, holds_batch, innermost, primal, refuse_lazy
+from .. import core as _core
+from ..core import constant_of, dtype_of, primal
 from ._mirror import exported, mirror
 from ._values import is_true, with_example
 from .arrays import _constant_batch, lexsort, sort, take, take_along_axis
@@ -165,8 +166,10 @@ def _is_true(x: Any) -> bool:
 def _nonzero_bounds(filt: Any, axes: Sequence[int]) -> list[tuple[int, int]] | None:
     """For each of `axes`, the first and last index of a nonzero slice (None: all zero)."""
     mask = not_equal(constant_of(filt), 0)
-    if not holds_batch(mask):
-        refuse_lazy("trim_zeros", "which elements are zero is read from the values", primal(mask))
+    if not _core.holds_batch(mask):
+        _core.refuse_lazy(
+            "trim_zeros", "which elements are zero is read from the values", primal(mask)
+        )
         found = _np.argwhere(primal(mask))
         if found.size == 0:
             return None
@@ -230,7 +233,7 @@ def sort_complex(a: Any) -> Any:
     if numpy_applies(a):
         return _np.sort_complex(a)
     a = asarray(a)
-    refuse_lazy("sort_complex", "the order is read from the values", innermost(a))
+    _core.refuse_lazy("sort_complex", "the order is read from the values", _core.innermost(a))
     dt = dtype_of(a)
     if dt.kind != "c":
         # NumPy's complex type for the real dtype (complex64 for float32 and short ints)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core, taylor as _taylor
-from ..core import bind, dtype_of, is_foreign_array
+from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive, register_rules
 from ._mirror import exported, mirror
 from .elementwise import conj, loop_dtypes, multiply
@@ -60,7 +60,7 @@ def whole_along(x, axes):
     FFT, its linear algebra and its gufuncs need a transformed or core axis whole); x itself
     otherwise. The result stays lazy; a gradient gets its input's chunks back at the API
     (`fgrad.protocols.like_input`)."""
-    if type(x) is _np.ndarray or not is_foreign_array(x):
+    if type(x) is _np.ndarray or not _core.is_foreign_array(x):
         return x
     chunks = getattr(x, "chunks", None)
     if chunks is None:

@@ -16,16 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from ..core import (
-    Box,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    is_foreign_array,
-    primal,
-    shape_of,
-)
+from .. import core as _core
+from ..core import Box, bind, constant_of, dtype_of, primal, shape_of
 from ..primitive import defprimitive, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
@@ -147,7 +139,7 @@ def _extremum(impl, name):
         return sum(t * weights, axis=axis, keepdims=keepdims)
 
     def run(x, axis, keepdims, initial, where):
-        if is_foreign_array(x):
+        if _core.is_foreign_array(x):
             return _foreign_reduce(x, impl, axis, keepdims, None, initial, where)
         keywords = {} if initial is NO_VALUE else {"initial": initial}
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
@@ -182,7 +174,7 @@ def _extremum(impl, name):
         refuse_out(out, name)
         axes = _normalize_axes(axis, ndim(a))
         mask = reduction_mask(where, a, name)
-        if holds_batch(initial):
+        if _core.holds_batch(initial):
             return _with_batched_initial(prim, a, axes, _keepdims(keepdims), initial, mask)
         c = primal(initial)
         ans = prim(a, axis=axes, keepdims=_keepdims(keepdims), initial=c, where=mask)
@@ -205,6 +197,16 @@ def _extremum(impl, name):
     return mirror("reduction")(reduce)
 
 
+def _to_last(a, axes):
+    """a with the reduced axes moved to the end and merged: shape (rest..., n)."""
+    s = shape(a)
+    rest = [i for i in range(len(s)) if i not in axes]
+    lead = tuple(s[i] for i in rest)
+    n = int(_np.prod([s[i] for i in axes], dtype=_np.int64))  # 1 for a 0-d a
+    a = transpose(a, tuple(rest) + tuple(axes)) if ndim(a) else a
+    return reshape(a, lead + (n,))
+
+
 def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
     """max or min with one initial per row: the initial joins each reduction group as one
     more element (so ties share the gradient with it as with any element). Masked-out
@@ -212,10 +214,8 @@ def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
     if mask is not True:
         a = where(mask, a, initial)
     s = shape(a)
-    rest = [i for i in range(len(s)) if i not in axes]
-    lead = tuple(s[i] for i in rest)
-    n = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
-    groups = reshape(transpose(a, tuple(rest) + tuple(axes)), lead + (n,))
+    groups = _to_last(a, axes)
+    lead = shape(groups)[:-1]
     extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
     ans = prim(
         concatenate([groups, extra], axis=-1),
@@ -315,7 +315,7 @@ def _linear_recurrence(a, b):
 
 
 def _prod_impl(x, axis, keepdims, dtype, initial, where):
-    if is_foreign_array(x):
+    if _core.is_foreign_array(x):
         return _foreign_reduce(x, _np.multiply.reduce, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.multiply.reduce(
@@ -360,7 +360,7 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
     # d prod / d initial = the product without it, by a term that is zero in value; where
     # that product is not finite the term is 0 (keeping 0 * inf out of the value)
     rest = product(NO_VALUE)
-    if holds_batch(initial):  # one initial per row: a factor of the product
+    if _core.holds_batch(initial):  # one initial per row: a factor of the product
         c = constant_of(initial)
         value = astype(rest * c, dtype_of(rest))
     else:

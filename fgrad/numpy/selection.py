@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 import numpy as _np
 
-from ..core import constant_of, dtype_of, primal, refuse_lazy
+from .. import core as _core
+from ..core import constant_of, dtype_of, primal
 from ..primitive import register_rules
 from ._mirror import exported, mirror
 from ._values import constant_values
@@ -300,7 +301,7 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
         # run apart, as NumPy calls func on each row's selection): func gets x[mask], and its
         # values go back by a gather (no scatter: `where` keeps y elsewhere)
         mask = primal(cond)
-        refuse_lazy("piecewise", "its conditions are read to select the elements", mask)
+        _core.refuse_lazy("piecewise", "its conditions are read to select the elements", mask)
         mask = _np.broadcast_to(_np.asarray(mask, dtype=bool), shape(x))
         vals = getitem(x, mask)
         if _math.prod(shape(vals)) > 0:

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import bind, constant_of, holds_batch, innermost, primal
+from .. import core as _core
+from ..core import bind, constant_of, primal
 from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from ._mirror import exported, mirror
@@ -100,7 +101,7 @@ def _kept(values: Any, mask: Any) -> Any:
     """values[mask] for a 1-d constant mask. Under `vmap` the kept elements of each row are
     found by a stable argsort of the mask, so only their number is read (rows that differ in
     it run apart), not the mask itself (which would split rows that keep other positions)."""
-    if not holds_batch(mask):
+    if not _core.holds_batch(mask):
         return getitem(values, mask)
     count = int(primal(_sum(astype(mask, _np.intp))))
     return getitem(values, argsort(logical_not(mask), kind="stable")[:count])
@@ -109,7 +110,7 @@ def _kept(values: Any, mask: Any) -> Any:
 def _not_lazy(name: str, *arrays: Any) -> None:
     """The set operations sort values and compare neighbours: a lazy (Dask) array would be
     computed, so it is refused, as `unique` refuses one."""
-    refuse_lazy(name, "it sorts the values to find equal ones", *map(innermost, arrays))
+    refuse_lazy(name, "it sorts the values to find equal ones", *map(_core.innermost, arrays))
 
 
 def _sorted_stably(values: Any) -> tuple[Any, Any]:

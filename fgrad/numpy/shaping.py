@@ -24,20 +24,14 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as _np
 
-from .. import batching as _batching, core, taylor as _taylor
+from .. import batching as _batching, core as _core, taylor as _taylor
 from ..core import (
     Box,
     Primitive,
     bind,
     constant_of,
     dtype_of,
-    holds_batch,
-    holds_box,
-    holds_staged,
-    innermost,
-    is_foreign_array,
     primal,
-    refuse_lazy,
     shape_of,
     whole_value,
     zeros_like_value,
@@ -279,7 +273,7 @@ def _reshape_vjp(ans, x, shape):
 def _reshape_impl(x, shape):
     if type(x) is _np.ndarray:
         return x.reshape(shape)  # the method: 0.15 us, where np.reshape's dispatch takes 0.8
-    if not is_foreign_array(x):
+    if not _core.is_foreign_array(x):
         return _np.reshape(x, shape)
     # Dask reshapes only where chunks merge or split evenly. Every axis but the first in one
     # chunk makes most reshapes do; the rest take the whole array in one chunk (still lazy,
@@ -360,7 +354,7 @@ def _memory_of_a_row(a):
     a row's (its strides skip the other rows, so a row alone is taken to be compact, as each
     array of a loop over rows would be)."""
     if type(a) is not Box:
-        if type(a) is not _np.ndarray and is_foreign_array(a):
+        if type(a) is not _np.ndarray and _core.is_foreign_array(a):
             # a lazy array has no memory layout yet: read it as C-contiguous (NumPy's default)
             return _np.empty(a.shape, dtype=bool)
         return _np.asarray(a)
@@ -413,7 +407,7 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
 
 @mirror("shape")
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
-    if type(a) is _np.ndarray and core.watch is None:
+    if type(a) is _np.ndarray and _core.watch is None:
         # A plain array (a residual, in a matrix product's bprop) is a constant at every level:
         # NumPy's own view, a tenth of the time of binding the transpose.
         nd = a.ndim
@@ -519,10 +513,10 @@ def unbroadcast_meta(x, ans):
     None when x already has that shape and dtype. Decided once, when the rule is built, so
     that the bprop of the common unbroadcast operation does no work."""
     kind = type(x)
-    if kind is Box and type(ans) is Box and not holds_batch(x) and not holds_batch(ans):
+    if kind is Box and type(ans) is Box and not _core.holds_batch(x) and not _core.holds_batch(ans):
         # traced values (a rule traced by an outer level, or under jit): their plain values
         # have their shapes and dtypes
-        x, ans = innermost(x), innermost(ans)
+        x, ans = _core.innermost(x), _core.innermost(ans)
         kind = type(x)
     if kind is type(ans):  # the common cases, answered without building two metas
         if kind is _np.float64:
@@ -625,8 +619,8 @@ def _sum_vjp(ans, x, axis, keepdims):
         kept = None
     else:
         kept = _kept_shape(x_shape, axis)
-    x_value = x if type(x) is _np.ndarray else innermost(x)
-    if type(x_value) is not _np.ndarray and is_foreign_array(x_value):
+    x_value = x if type(x) is _np.ndarray else _core.innermost(x)
+    if type(x_value) is not _np.ndarray and _core.is_foreign_array(x_value):
         # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
         # that library, lazily; a NumPy array of x's size would be built and shipped whole
         like = x_value
@@ -659,7 +653,7 @@ def _sum_vjp(ans, x, axis, keepdims):
         spread_strides = tuple(spread_strides)
 
     def bprop(ct):
-        if core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
+        if _core.watch is None and is_plain_array(ct):  # the impls themselves: see is_plain_array
             if (
                 spread_strides is not None
                 and ct.shape == ans_shape
@@ -696,7 +690,7 @@ _sum_p = deflinear(
 
 
 def _sum_kw_impl(x, axis, keepdims, dtype, initial, where):
-    if is_foreign_array(x) or is_foreign_array(where):
+    if _core.is_foreign_array(x) or _core.is_foreign_array(where):
         return _sum_kw_foreign(x, axis, keepdims, dtype, initial, where)
     keywords = {} if initial is NO_VALUE else {"initial": initial}
     return _np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims, where=where, **keywords)
@@ -782,7 +776,7 @@ def sum(
         return bind(_sum_p, (a,), {"axis": axes, "keepdims": keepdims})  # _sum_p(a, ...)
     mask = reduction_mask(where, a, "sum")
     dtype = None if dtype is None else _np.dtype(dtype)
-    if holds_batch(initial):  # one initial per row: added to the sum
+    if _core.holds_batch(initial):  # one initial per row: added to the sum
         ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=mask)
         return _astype_p(ans + initial, dtype=dtype_of(ans))
     c = primal(initial)
@@ -875,7 +869,9 @@ def _getitem_vjp(ans, x, idx):
 
 _getitem_p = deflinear(
     lambda x, idx: (
-        x[idx] if type(x) is _np.ndarray or not is_foreign_array(x) else _getitem_foreign(x, idx)
+        x[idx]
+        if type(x) is _np.ndarray or not _core.is_foreign_array(x)
+        else _getitem_foreign(x, idx)
     ),
     _getitem_vjp,
     name="getitem",
@@ -978,7 +974,7 @@ def _index_add_foreign(x, v, idx):
     zeros with v placed by padding at an index of integers and slices (`_placed`), by a lazy
     bincount over the flat positions at any other index (repeated indices add up)."""
     x_shape, dtype = _np.shape(x), _np.result_type(x)
-    template = x if is_foreign_array(x) else v
+    template = x if _core.is_foreign_array(x) else v
     idx, v = _without_newaxes(x_shape, v, idx)
     if 0 in _np.shape(v):  # nothing to add
         return _foreign_copy(x, template, dtype)
@@ -997,7 +993,7 @@ def _index_set_foreign(x, v, idx):
     position is picked and v where one is (for a repeated position the last of its values,
     as NumPy assigns)."""
     x_shape, dtype = _np.shape(x), _np.result_type(x)
-    template = x if is_foreign_array(x) else v
+    template = x if _core.is_foreign_array(x) else v
     idx, v = _without_newaxes(x_shape, v, idx)
     if 0 in _np.shape(v):  # nothing to set
         return _foreign_copy(x, template, dtype)
@@ -1088,10 +1084,10 @@ def _cast(a, dtype):
 
 def _index_add(x, v, idx):
     if type(x) is _np.ndarray:
-        if type(v) is not _np.ndarray and is_foreign_array(v):
+        if type(v) is not _np.ndarray and _core.is_foreign_array(v):
             return _index_add_foreign(x, v, idx)
         out = x.copy(order="K")  # never write into the caller's array (its layout kept)
-    elif is_foreign_array(v) or is_foreign_array(x):
+    elif _core.is_foreign_array(v) or _core.is_foreign_array(x):
         return _index_add_foreign(x, v, idx)
     else:
         out = _np.array(x, copy=True)
@@ -1159,7 +1155,7 @@ def _check_no_repeats(x_shape, idx):
 
 
 def _index_set(x, v, idx):
-    if is_foreign_array(v) or is_foreign_array(x):
+    if _core.is_foreign_array(v) or _core.is_foreign_array(x):
         return _index_set_foreign(x, v, idx)
     out = _np.array(x, copy=True)
     out[idx] = v
@@ -1216,7 +1212,7 @@ def _normalize_index(idx):
 def getitem(x, idx):
     """`x[idx]` with every NumPy indexing form; under `vmap`, integer index arrays may be
     batched too (one per row, as argsort and argmax give them)."""
-    if type(idx) is Box or (type(idx) is tuple and holds_box(idx)):
+    if type(idx) is Box or (type(idx) is tuple and _core.holds_box(idx)):
         return _gather(x, idx)
     return _getitem_p(x, idx=_normalize_index(idx))
 
@@ -1233,7 +1229,7 @@ class _IndexUpdater:
         self.x = x
 
     def __getitem__(self, idx):
-        if type(idx) is Box or (type(idx) is tuple and holds_box(idx)):
+        if type(idx) is Box or (type(idx) is tuple and _core.holds_box(idx)):
             return _BatchedIndexUpdate(self.x, idx)
         return _IndexUpdate(self.x, _normalize_index(idx))
 
@@ -1484,7 +1480,7 @@ def array(
         "array", order=(order, "K"), subok=(subok, False), like=(like, None), ndmax=(ndmax, 0)
     )
     out = _sequence_to_array(object)
-    if out is object and copy and is_foreign_array(out):  # a new array of its library, lazy
+    if out is object and copy and _core.is_foreign_array(out):  # a new array of its library, lazy
         out = out.copy()
     out = out if dtype is None else astype(out, dtype)
     missing = ndmin - ndim(out)
@@ -1507,7 +1503,7 @@ def asarray(
     (cast if `dtype` is given): fgrad never computes a Dask array behind your back (call its
     own `.compute()` for a NumPy array)."""
     if not is_traced(a):
-        if type(a) is not _np.ndarray and is_foreign_array(a):
+        if type(a) is not _np.ndarray and _core.is_foreign_array(a):
             return a if dtype is None or _np.dtype(dtype) == a.dtype else a.astype(dtype)
         if isinstance(a, (list, tuple)) and holds_foreign(a):  # stacked lazily, as traced ones
             out = _sequence_to_array(a)
@@ -1519,8 +1515,8 @@ def asarray(
             return astype(a, dtype)
         # a NumPy scalar becomes a 0-d array, as NumPy's asarray makes it: arithmetic on the
         # two rounds differently (NumPy's scalar math), so the type is part of the value
-        inner = innermost(a)
-        return a if type(inner) is _np.ndarray or is_foreign_array(inner) else _asarray_p(a)
+        inner = _core.innermost(a)
+        return a if type(inner) is _np.ndarray or _core.is_foreign_array(inner) else _asarray_p(a)
     return array(a, dtype=dtype)
 
 
@@ -1533,7 +1529,7 @@ _asarray_p = deflinear(_np.asarray, lambda ans, x: _scalar_ct, name="asarray")
 
 def is_traced(obj):
     """Whether obj is a traced value, or a list or tuple that holds one at any depth."""
-    return type(obj) is Box or (isinstance(obj, (list, tuple)) and holds_box(obj))
+    return type(obj) is Box or (isinstance(obj, (list, tuple)) and _core.holds_box(obj))
 
 
 def holds_foreign(obj):
@@ -1544,10 +1540,10 @@ def holds_foreign(obj):
         return False
     if isinstance(obj, (list, tuple)):
         kinds = set(map(type, obj))  # a long list of numbers: its types at C speed, first
-        if kinds <= core._PLAIN:
+        if kinds <= _core._PLAIN:
             return False
-        return any(holds_foreign(o) for o in obj if type(o) not in core._PLAIN)
-    return is_foreign_array(obj)
+        return any(holds_foreign(o) for o in obj if type(o) not in _core._PLAIN)
+    return _core.is_foreign_array(obj)
 
 
 def numpy_applies(*xs):
@@ -1560,7 +1556,7 @@ def numpy_applies(*xs):
 def as_array(v):
     """v as an array NumPy's functions compute with, for an implementation: a NumPy array, or
     an array of another library (Dask) as it is, lazy, never converted."""
-    if type(v) is _np.ndarray or is_foreign_array(v):
+    if type(v) is _np.ndarray or _core.is_foreign_array(v):
         return v
     return _np.asarray(v)
 
@@ -1577,8 +1573,8 @@ def result_type(*xs):
     dtypes, not on what they hold (NEP 50), so a traced value is not read (`innermost`, not
     `primal`): under `jit`, reading it was a guard on every element, and a record per call.
     (NumPy 1's value-based casting reads it.)"""
-    value = innermost if _NEP50 else primal
-    return _np.result_type(*(dtype_of(x) if holds_batch(x) else value(x) for x in xs))
+    value = _core.innermost if _NEP50 else primal
+    return _np.result_type(*(dtype_of(x) if _core.holds_batch(x) else value(x) for x in xs))
 
 
 _NEP50 = _np.lib.NumpyVersion(_np.__version__) >= "2.0.0"
@@ -1607,7 +1603,7 @@ def all_rows(x, name):
     layout is not the rows'), for a bound or a check that must serve every row: reading them
     this way splits no batch. Without a batch, x's value. `name` is the function reading
     them, for the error on a lazy array."""
-    refuse_lazy(name, "its rule reads the values (a bound or a check)", innermost(x))
+    _core.refuse_lazy(name, "its rule reads the values (a bound or a check)", _core.innermost(x))
     return _np.asarray(whole_value(x))  # (under jit, a guard of the record)
 
 
@@ -1811,13 +1807,17 @@ def _index_template(idx):
     parts = idx if isinstance(idx, tuple) else (idx,)
     template, arrays = [], []
     for p in parts:
-        if type(p) is Box and (holds_batch(p) or holds_staged(p)) and dtype_of(p).kind in "iu":
+        if (
+            type(p) is Box
+            and (_core.holds_batch(p) or _core.holds_staged(p))
+            and dtype_of(p).kind in "iu"
+        ):
             template.append(_Slot(len(arrays)))
             arrays.append(constant_of(p))
             continue
-        if type(p) is Box and holds_batch(p) and dtype_of(p) == _np.dtype(bool):
+        if type(p) is Box and _core.holds_batch(p) and dtype_of(p) == _np.dtype(bool):
             p = primal(p)  # the rows' common mask (a mask's count of True sets the shape)
-        elif type(p) is Box and holds_staged(p) and dtype_of(p) == _np.dtype(bool):
+        elif type(p) is Box and _core.holds_staged(p) and dtype_of(p) == _np.dtype(bool):
             # A mask a `jit` record computes: its positions of True, computed in the record
             # (their count sets the result's shape: the record checks it, see
             # `core.shape_from_values`), as one integer index per axis of the mask.
@@ -1840,7 +1840,7 @@ def _index_template(idx):
 # NumPy's flatnonzero (exported by fgrad.numpy.arrays, with its batching rule): here for the
 # masks of `jit` records above.
 _flatnonzero = nondiff_function(_np.flatnonzero)
-core.shape_from_values.add(_flatnonzero.primitive)
+_core.shape_from_values.add(_flatnonzero.primitive)
 
 
 def _gather(x, idx):

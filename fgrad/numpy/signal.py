@@ -19,19 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from ..core import (
-    Box,
-    bind,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    holds_box,
-    holds_staged,
-    innermost,
-    is_foreign_array,
-    primal,
-    refuse_lazy,
-)
+from .. import core as _core
+from ..core import Box, bind, constant_of, dtype_of, primal
 from ..primitive import defbilinear, defprimitive, register_rules
 from . import linalg as _linalg
 from ._mirror import exported, mirror
@@ -127,7 +116,7 @@ def _convolve_foreign(a, v):
 def _convolve_last(a, v):
     """The full convolution along the last axis; the leading axes (the rows of a batch, under
     `vmap`) broadcast. One pair of 1-D sequences is NumPy's own `convolve`."""
-    if is_foreign_array(a) or is_foreign_array(v):
+    if _core.is_foreign_array(a) or _core.is_foreign_array(v):
         return _convolve_foreign(a, v)
     if _np.ndim(a) == 1 and _np.ndim(v) == 1:
         return _np.convolve(a, v, mode="full")
@@ -348,7 +337,7 @@ def interp(
         raise ValueError("interp: the sample points xp are empty")
     dtype = _float_dtype(x, fp)
     if not _is_traced(xp):  # constant knots take the result's (real) precision
-        refuse_lazy("interp", "each x's segment is found from the knots' values", xp)
+        _core.refuse_lazy("interp", "each x's segment is found from the knots' values", xp)
         xp = _np.asarray(xp, dtype=_np.finfo(dtype).dtype)
     if period is not None:
         if period == 0:
@@ -358,7 +347,7 @@ def interp(
         # x mod period: the subtracted multiple of the period is a constant
         x = x - period * floor(constant_of(x) / period)
         xp = xp - period * floor(constant_of(xp) / period)
-        if holds_batch(xp):
+        if _core.holds_batch(xp):
             xp, fp = _sorted_by(constant_of(xp), xp, fp)
         else:
             order = _np.argsort(primal(xp), kind="stable")
@@ -368,12 +357,19 @@ def interp(
     # Rows of a batch put their points in different segments: then the segments, the masks
     # and the gathers are fgrad operations, and every mask is applied (no branch on a value).
     # (and so do values a `jit` record computes: read, each would be a guard, a record per call)
-    batched = holds_batch(x) or holds_batch(xp) or holds_staged(x) or holds_staged(xp)
+    batched = (
+        _core.holds_batch(x)
+        or _core.holds_batch(xp)
+        or _core.holds_staged(x)
+        or _core.holds_staged(xp)
+    )
     n = shape(xp)[0]
     if batched:
         xv, xpv = constant_of(x), constant_of(xp)
     else:
-        refuse_lazy("interp", "each x's segment is found from its value", primal(x), primal(xp))
+        _core.refuse_lazy(
+            "interp", "each x's segment is found from its value", primal(x), primal(xp)
+        )
         xv, xpv = _np.asarray(primal(x)), _np.asarray(primal(xp))
     if n == 1:
         y = broadcast_to(fp[0], shape(x))
@@ -415,7 +411,7 @@ def _sorted_by(keys, *values):
 def _gather(v, idx):
     """v[idx] for a 1-D v; a batched idx (one per row) picks by a comparison with every
     position, as getitem takes only constant indices."""
-    if not holds_batch(idx):
+    if not _core.holds_batch(idx):
         return v[idx]
     hit = equal(expand_dims(idx, -1), _np.arange(shape(v)[0]))
     return sum(where(hit, v, 0), axis=-1)
@@ -500,8 +496,8 @@ def _weights(w, name, n, dtype):
         )
     if _is_traced(w):
         # every row's weights, for the checks; lazy ones (Dask's) are not read
-        wv = None if is_foreign_array(innermost(w)) else all_rows(w, "cov")
-    elif is_foreign_array(w):  # lazy (Dask's): cast, and not read for the checks
+        wv = None if _core.is_foreign_array(_core.innermost(w)) else all_rows(w, "cov")
+    elif _core.is_foreign_array(w):  # lazy (Dask's): cast, and not read for the checks
         wv, w = None, astype(w, dtype)
     else:
         wv = _np.asarray(w, dtype=float)
@@ -563,21 +559,22 @@ def cov(
             fact = w_sum - ddof
         else:
             fact = w_sum - ddof * sum(w * aweights) / w_sum
-    if holds_batch(fact):  # each row's own: no branch on the rows' values
+    if _core.holds_batch(fact):  # each row's own: no branch on the rows' values
         if (all_rows(fact, "cov") <= 0).any():
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = where(greater(constant_of(fact), 0), fact, 0.0)
-    elif is_foreign_array(primal(fact)):  # lazy (Dask): not read, set to 0 where NumPy would
+    elif _core.is_foreign_array(primal(fact)):  # lazy (Dask): not read, set to 0 where NumPy would
         fact = where(_np.greater(primal(fact), 0), fact, 0.0)
     elif primal(fact) <= 0:
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
-    if not _is_traced(fact) and not is_foreign_array(fact):
+    if not _is_traced(fact) and not _core.is_foreign_array(fact):
         fact = float(fact)  # a Python number keeps the data's precision
     X = X - reshape(avg, (-1, 1))
     X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
     with _np.errstate(divide="ignore"):
-        lazy = holds_batch(fact) or is_foreign_array(primal(fact))  # 1/0 gives inf there
+        # batched or lazy: divided as it is (1/0 gives inf there)
+        lazy = _core.holds_batch(fact) or _core.is_foreign_array(primal(fact))
         scale = 1.0 / fact if lazy or fact != 0 else _np.inf
     return squeeze(matmul(X, X_T) * scale)
 
@@ -662,31 +659,36 @@ def _pad_front(p, n):
     return concatenate([_np.zeros(n - k, dtype_of(p)), p])
 
 
+def _aligned(a1, a2, name):
+    """The coefficients of a1 and a2 with the shorter padded to the other's length."""
+    a1, a2 = _poly(a1, name, "a1"), _poly(a2, name, "a2")
+    n = max(shape(a1)[0], shape(a2)[0])
+    return _pad_front(a1, n), _pad_front(a2, n)
+
+
 @mirror("function")
 def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polyadd`: the sum of two polynomials (the shorter padded with leading zeros)."""
-    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
+    if numpy_applies(a1, a2):
         return _np.polyadd(a1, a2)
-    a1, a2 = _poly(a1, "polyadd", "a1"), _poly(a2, "polyadd", "a2")
-    n = max(shape(a1)[0], shape(a2)[0])
-    return _pad_front(a1, n) + _pad_front(a2, n)
+    a1, a2 = _aligned(a1, a2, "polyadd")
+    return a1 + a2
 
 
 @mirror("function")
 def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polysub`: a1 - a2 as polynomials."""
-    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
+    if numpy_applies(a1, a2):
         return _np.polysub(a1, a2)
-    a1, a2 = _poly(a1, "polysub", "a1"), _poly(a2, "polysub", "a2")
-    n = max(shape(a1)[0], shape(a2)[0])
-    return _pad_front(a1, n) - _pad_front(a2, n)
+    a1, a2 = _aligned(a1, a2, "polysub")
+    return a1 - a2
 
 
 @mirror("function")
 def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     """NumPy's `polymul`: the product of two polynomials, the convolution of their
     coefficients."""
-    if not (is_traced(a1) or is_traced(a2) or holds_foreign(a1) or holds_foreign(a2)):
+    if numpy_applies(a1, a2):
         return _np.polymul(a1, a2)
     return convolve(_poly(a1, "polymul", "a1"), _poly(a2, "polymul", "a2"))
 
@@ -701,11 +703,7 @@ def _single_precision(*xs):
     and returns double precision for them (polyder, polyint), else None. Python numbers take
     the arrays' precision (they are weakly typed, as in JAX)."""
     values = [
-        dtype_of(x)
-        if type(x) is Box or (isinstance(x, (list, tuple)) and holds_box(x))
-        else _np.asarray(x)
-        if isinstance(x, (list, tuple))
-        else x
+        dtype_of(x) if is_traced(x) else _np.asarray(x) if isinstance(x, (list, tuple)) else x
         for x in xs
         if x is not None
     ]
@@ -723,7 +721,7 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
     array([6., 2.])
     """
     kept = _single_precision(p) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
-    if not (is_traced(p) or holds_foreign(p)):
+    if numpy_applies(p):
         out: Any = _np.polyder(p, m)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
@@ -746,7 +744,7 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     Float32 coefficients (and constants) give float32 ones, NumPy's (computed in float64)
     rounded once (NumPy returns float64)."""
     kept = _single_precision(p, k) if isinstance(p, (_np.ndarray, _np.generic, Box)) else None
-    if not (is_traced(p) or is_traced(k) or holds_foreign(p) or holds_foreign(k)):
+    if numpy_applies(p, k):
         out: Any = _np.polyint(p, m, k)  # (an array; NumPy's stub says poly1d)
         return out if kept is None else out.astype(kept)
     m = int(m)
@@ -781,7 +779,7 @@ def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     remainder coefficient that merely happens to be (near) zero at this point (v divides u)
     is dropped with its derivative, since NumPy's result has no place for it."""
     why = "the remainder's length depends on its values (leading zeros are dropped)"
-    refuse_lazy("polydiv", why, innermost(u), innermost(v))
+    _core.refuse_lazy("polydiv", why, _core.innermost(u), _core.innermost(v))
     if not (is_traced(u) or is_traced(v)):
         return _np.polydiv(u, v)
     u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
@@ -832,10 +830,10 @@ def polyfit(
     array([-0.3, -0.1,  0.1,  0.3])
     """
     if not (is_traced(x) or is_traced(y) or is_traced(w)):
-        refuse_lazy("polyfit", "its value is NumPy's own polyfit", x, y, w)
+        _core.refuse_lazy("polyfit", "its value is NumPy's own polyfit", x, y, w)
         # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
         return _np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
-    if holds_batch(x) or holds_batch(y) or holds_batch(w):
+    if _core.holds_batch(x) or _core.holds_batch(y) or _core.holds_batch(w):
         exact = None  # NumPy fits one row at a time: the values are the fgrad fit's
     else:
         exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)  # type: ignore[call-overload]
@@ -912,7 +910,7 @@ def unwrap(
                 f"pass a constant (fgrad.stop_gradient({name}))"
             )
     p = asarray(p)
-    if not _np.issubdtype(dtype_of(p), _np.inexact) and not holds_batch(p):
+    if not _np.issubdtype(dtype_of(p), _np.inexact) and not _core.holds_batch(p):
         return _np.unwrap(primal(p), discont, axis, period=period)
     return _unwrap_p(p, discont=discont, axis=axis, period=period)
 

@@ -34,17 +34,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import batching as _batching
-from ..core import (
-    Box,
-    constant_of,
-    dtype_of,
-    holds_batch,
-    is_foreign_array,
-    primal,
-    refuse_lazy,
-    shape_of,
-)
+from .. import batching as _batching, core as _core
+from ..core import Box, constant_of, dtype_of, primal, shape_of
 from ..primitive import deflinear, defprimitive, register_rules
 from ._mirror import exported, mirror
 from .arrays import take_along_axis
@@ -67,7 +58,16 @@ from .elementwise import (
     where,
     where as _where,  # for functions with a `where=` parameter
 )
-from .reductions import _exclusive_cumprod, _keepdims, _linear_recurrence, max, mean, min, prod
+from .reductions import (
+    _exclusive_cumprod,
+    _keepdims,
+    _linear_recurrence,
+    _to_last,
+    max,
+    mean,
+    min,
+    prod,
+)
 from .shaping import (
     NO_VALUE,
     _kept_shape,
@@ -678,16 +678,6 @@ def _virtual_index(n, q, method):
     return prev.astype(_np.intp), nxt.astype(_np.intp), gamma, slope
 
 
-def _to_last(a, axes):
-    """a with the reduced axes moved to the end and merged: shape (rest..., n)."""
-    s = shape(a)
-    rest = [i for i in range(len(s)) if i not in axes]
-    lead = tuple(s[i] for i in rest)
-    n = _count(a, axes)  # 1 for a 0-d a
-    a = transpose(a, tuple(rest) + tuple(axes)) if ndim(a) else a
-    return reshape(a, lead + (n,))
-
-
 def _take_last(x, idx):
     """x[..., idx] taken per slice: x has shape L + (n,), idx shape L + (m,) -> L + (m,)."""
     lead = shape(x)[:-1]
@@ -717,7 +707,7 @@ def _order_statistics(a, axis, nan_policy):
     # (under `vmap` one order and one NaN mask per row: NumPy's functions dispatch to fgrad's)
     xv = mask_values(x)
     why = "the order statistics are gathered through np.argsort of the values"
-    refuse_lazy("a median, quantile or percentile", why, xv)
+    _core.refuse_lazy("a median, quantile or percentile", why, xv)
     nan = _np.isnan(xv)
     order = _np.argsort(xv, axis=-1, kind="stable")  # NaNs sort to the end
     if may_hold(nan):
@@ -764,7 +754,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     if dtype_of(q).kind == "c":
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
     qv = mask_values(q)  # (one q per row under `vmap`: the virtual indices are batched too)
-    refuse_lazy("a quantile or percentile", "q is checked to lie in range", qv)
+    _core.refuse_lazy("a quantile or percentile", "q is checked to lie in range", qv)
     qv = _weights(qv, float) / scale
     if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
@@ -924,7 +914,7 @@ for _fn in (all, any, count_nonzero):
 def _bincount(index, w, minlength):
     """NumPy's bincount of a constant index; weights of another library (Dask), whose bincount
     takes the index as one of its arrays chunked as the weights, get the index as one."""
-    if is_foreign_array(w):  # and the length, which Dask would leave unknown
+    if _core.is_foreign_array(w):  # and the length, which Dask would leave unknown
         minlength = _builtins.max(minlength, int(index.max()) + 1 if index.size else 0)
         index = _np.zeros_like(w, dtype=_np.intp) + index
     return _np.bincount(index, w, minlength)
@@ -1002,7 +992,7 @@ def _histogram_vjp(ans, w, a, bins, range, edges):
 
 
 def _histogram_impl(w, a, bins, range, edges):
-    if is_foreign_array(w):
+    if _core.is_foreign_array(w):
         # Dask's histogram wants the sample as one of its arrays: with the (constant) bins
         # known, the weighted counts are a bincount, the elements outside in an extra bin
         n = edges.size - 1
@@ -1078,7 +1068,7 @@ def isrealobj(x: ArrayLike) -> bool:
 def isscalar(element: ArrayLike) -> bool:
     """NumPy's `isscalar`, of the value under the boxes; a row of a batch with no axes is a
     scalar, as a row of a NumPy array is."""
-    if holds_batch(element):
+    if _core.holds_batch(element):
         return shape_of(element) == ()
     return _np.isscalar(primal(element))
 

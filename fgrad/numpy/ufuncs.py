@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import taylor as _taylor
-from ..core import dtype_of, holds_batch, is_foreign_array, shape_of
+from .. import core as _core, taylor as _taylor
+from ..core import dtype_of, shape_of
 from ..primitive import deflinear, defprimitive, defunary, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
@@ -87,10 +87,10 @@ def _weights(values, ans):
     """A constant (no derivative) array of slopes, in the dtype and shape of the result;
     under `vmap`, `values` computed from `mask_values` hold one array per row."""
     dtype = dtype_of(ans)
-    if holds_batch(values):
+    if _core.holds_batch(values):
         values = astype(values, dtype)
         return values if shape_of(values) == shape_of(ans) else broadcast_to(values, shape_of(ans))
-    if is_foreign_array(values):
+    if _core.is_foreign_array(values):
         return _np.broadcast_to(values, shape_of(ans)).astype(dtype)
     return _np.asarray(_np.broadcast_to(values, shape_of(ans)), dtype=dtype)
 
@@ -389,7 +389,7 @@ def _sin_u_over_u(u, k):
     the recurrence u f^(k) = sin^(k)(u) - k f^(k-1), obtained by differentiating u f = sin u,
     which is stable once |u| exceeds k.
     """
-    if is_foreign_array(u):
+    if _core.is_foreign_array(u):
         return _foreign_sin_u_over_u(u, k)
     u = _np.asarray(u, dtype=_np.complex128 if _np.iscomplexobj(u) else _np.float64)
     if k == 0:
@@ -505,7 +505,7 @@ def nan_to_num(
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     xv = mask_values(x)  # (one mask per row under `vmap`: no shortcut for rows all finite)
     finite = _np.isfinite(xv)
-    if is_foreign_array(finite):  # Dask's nan_to_num takes none of the replacement values
+    if _core.is_foreign_array(finite):  # Dask's nan_to_num takes none of the replacement values
         return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
     if not may_hold(_np.logical_not(finite)):
         return x

@@ -736,15 +736,14 @@ def _banded_vjp_b(ans, ab, b, l, u):
     return lambda ct: unbroadcast(_banded_p(abt, ct, l=u, u=l), like)
 
 
-_banded_p: Primitive = defprimitive(
-    _la.per_matrix(lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b)),
+_banded_p: Primitive = _la.matrix_primitive(
+    "solve_banded",
+    lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b),
     vjp=(_banded_vjp_ab, _banded_vjp_b),
     jvp=(
         lambda t, ans, ab, b, l, u: -_banded_p(ab, _band_matvec(t, ans, l, u), l=l, u=u),
         lambda t, ans, ab, b, l, u: _banded_p(ab, t, l=l, u=u),
     ),
-    name="solve_banded",
-    forward="speed",
 )
 register_rules(
     _banded_p,
@@ -799,16 +798,15 @@ def _sylvester_vjp(i):
     return maker
 
 
-_sylvester_p: Primitive = defprimitive(
-    _la.per_matrix(_sl.solve_sylvester),
+_sylvester_p: Primitive = _la.matrix_primitive(
+    "solve_sylvester",
+    _sl.solve_sylvester,
     vjp=(_sylvester_vjp(0), _sylvester_vjp(1), _sylvester_vjp(2)),
     jvp=(  # A dX + dX B = dQ - dA X - X dB
         lambda t, ans, a, b, q: _sylvester_p(a, b, -fnp.matmul(t, ans)),
         lambda t, ans, a, b, q: _sylvester_p(a, b, -fnp.matmul(ans, t)),
         lambda t, ans, a, b, q: _sylvester_p(a, b, t),
     ),
-    name="solve_sylvester",
-    forward="speed",
 )
 
 
@@ -835,12 +833,11 @@ def _sqrtm_vjp(ans, a):
     return lambda ct: unbroadcast(_sylvester_p(_mT(ans), _mT(ans), ct), like)
 
 
-_sqrtm_p = defprimitive(
-    _la.per_matrix(_sl.sqrtm),
+_sqrtm_p = _la.matrix_primitive(
+    "sqrtm",
+    _sl.sqrtm,
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
-    name="sqrtm",
-    forward="speed",
 )
 
 
@@ -908,12 +905,11 @@ def _expm_frechet(a, e):
     return _expm_p(fnp.concatenate([top, bottom], axis=-2))[..., :n, n:]
 
 
-_expm_p = defprimitive(
-    _la.per_matrix(_sl.expm),
+_expm_p = _la.matrix_primitive(
+    "expm",
+    _sl.expm,
     vjp=lambda ans, a: lambda ct: _expm_frechet(_mT(a), ct),  # <ct, L(A, E)> = <L(A^T, ct), E>
     jvp=lambda t, ans, a: _expm_frechet(a, t),
-    name="expm",
-    forward="speed",
 )
 
 
