@@ -125,10 +125,34 @@ def test_the_brusselator(order):
     colors = coloring.column_coloring(pattern, order)
     assert _columns_share_no_row(pattern, colors)
     # 6 is the lower bound (a row has 6 nonzeros); with u's grid numbered before v's the
-    # greedy orders find 12, and their refinement 10; recursive largest first 8 (the issue's
-    # 6-8)
-    want = {"natural": 10, "largest_first": 10, "smallest_last": 10, "recursive_largest_first": 8}
+    # greedy orders find 12, and their refinement 10; the natural order also tries u and v
+    # interleaved (point by point), 8; recursive largest first 8 (the issue's 6-8)
+    want = {"natural": 8, "largest_first": 10, "smallest_last": 10, "recursive_largest_first": 8}
     assert colors.max() + 1 == want[order]
+
+
+def test_the_natural_order_keeps_the_fields_interleaved_when_they_need_fewer_colours():
+    """Numbered field by field, the Brusselator's natural greedy colouring needs 12 colours
+    (10 refined); the same greedy pass with the columns visited point by point (u and v of a
+    grid point in turn) finds 8, and the natural order keeps it: the colouring is the greedy
+    one in that order, refined."""
+    pattern = brusselator_pattern()
+    natural = coloring._greedy_columns(pattern, None)
+    point_by_point = np.arange(2048).reshape(2, -1).T.ravel()
+    interleaved = coloring._greedy_columns(pattern, point_by_point)
+    assert (natural.max() + 1, interleaved.max() + 1) == (12, 8)
+    np.testing.assert_array_equal(
+        coloring.column_coloring(pattern), coloring.refine_column_coloring(pattern, interleaved)
+    )
+    # three fields coupled at each point (a reaction-diffusion system of u, v, w) likewise
+    lap = _laplacian(12, 12)
+    same = sp.eye_array(144, dtype=bool, format="csr")
+    three = sp.block_array([[lap, same, same], [same, lap, same], [same, same, lap]], format="csr")
+    by_point = np.arange(3 * 144).reshape(3, -1).T.ravel()
+    colors = coloring.column_coloring(three)
+    assert _columns_share_no_row(three, colors)
+    assert colors.max() + 1 == coloring._greedy_columns(three, by_point).max() + 1
+    assert colors.max() + 1 < coloring._greedy_columns(three, None).max() + 1
 
 
 @pytest.mark.parametrize("order", ["natural", "largest_first"])
@@ -249,15 +273,47 @@ def test_a_stencil_whose_columns_differ_modulo_its_fullest_row_takes_that_many(o
 
 
 def test_j_modulo_k_replaces_the_greedy_colouring_only_with_fewer_colours():
+    """A 5-point Laplacian on a 20 x 20 grid: the greedy pass and its refinement find 7, j % 6
+    is valid (j % 5 is not): it is taken. On a 7 x 9 x 11 grid, the greedy colouring's 11
+    colours are kept: the smallest valid K is 13."""
+    pattern = _laplacian(20, 20)
+    colors = coloring.column_coloring(pattern)
+    np.testing.assert_array_equal(colors, np.arange(400) % 6)
+    refined = coloring.refine_column_coloring(pattern, coloring._greedy_columns(pattern, None))
+    assert refined.max() + 1 == 7
+    grid = _laplacian(7, 9, 11)
+    greedy = coloring._greedy_columns(grid, None)
+    refined = coloring.refine_column_coloring(grid, greedy)
+    np.testing.assert_array_equal(coloring.column_coloring(grid), refined)
+    assert refined.max() + 1 == 11
+    assert coloring._modular(coloring._structure(grid), 7, 64).max() + 1 == 13
+
+
+def test_two_fields_stacked_are_coloured_point_by_point():
     """Two fields on a 20 x 20 grid, stacked, each coupled to the other at its point: the
-    greedy pass and its refinement find 10, j % 9 is valid (and j % 6, 7, 8 are not)."""
+    natural greedy pass finds 10, j % 9 is valid, point by point the greedy pass finds 8."""
     lap = _laplacian(20, 20)
     same = sp.eye_array(400, dtype=bool, format="csr")
     pattern = sp.block_array([[lap, same], [same, lap]], format="csr")
+    assert coloring._greedy_columns(pattern, None).max() + 1 == 10
+    assert coloring._modular(coloring._structure(pattern), 7, 10).max() + 1 == 9
     colors = coloring.column_coloring(pattern)
-    np.testing.assert_array_equal(colors, np.arange(800) % 9)
-    refined = coloring.refine_column_coloring(pattern, coloring._greedy_columns(pattern, None))
-    assert refined.max() + 1 == 10
+    assert colors.max() + 1 == 8
+    assert _columns_share_no_row(pattern, colors)
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.integers(0, 2**32 - 1))
+def test_scipy_s_compiled_greedy_pass_equals_the_python_one(pattern, seed):
+    """`_greedy_columns` runs SciPy's compiled column grouping (a fast path only): in any
+    order, it gives the colours of `_greedy_columns_python`."""
+    assert coloring._compiled_greedy() is not None  # this SciPy has it: the test compares
+    visit = np.random.default_rng(seed).permutation(pattern.shape[1])
+    for order in (None, visit):
+        np.testing.assert_array_equal(
+            coloring._greedy_columns(pattern, order),
+            coloring._greedy_columns_python(pattern, order),
+        )
 
 
 def test_a_full_row_takes_a_colour_per_column_without_a_count_per_row_and_colour():
