@@ -16,13 +16,15 @@ default: cheapest, and good on the local numberings of discretised equations), "
 aside a vertex of smallest degree in what remains; colour in the reverse order: fewer colours
 on unstructured patterns, at the cost of the graph and a pass over it in Python). When the
 columns look like B = 2, 3 or 4 fields stacked and coupled at each point (all of u, then all
-of v, and a row holding u and v of one point: `_interleavings`), "natural" also visits them
-point by point and keeps whichever needs fewer colours after refinement (the 2-D
-Brusselator: 8, against 10). The order may also be "recursive_largest_first" (Leighton's RLF,
-`recursive_largest_first`), which builds one colour at a time and often needs the fewest
-colours, at tens of times the cost. Every column colouring is then *refined*
-(`refine_column_coloring`): greedy again with the columns visited colour by colour, the last
-colour first, which never adds a colour and often removes some (Culberson's iterated greedy).
+of v, and every row sampled holding u and v of one point: `_interleavings`), "natural" also
+visits them point by point and refines whichever greedy pass needs fewer colours (the 2-D
+Brusselator: 8, against 10; never more than the natural order's own, on the fields and the
+random patterns of `tests/test_coloring.py`). The order may also be
+"recursive_largest_first" (Leighton's RLF, `recursive_largest_first`), which builds one
+colour at a time and often needs the fewest colours, at tens of times the cost. Every column
+colouring is then *refined* (`refine_column_coloring`): greedy again with the columns visited
+colour by colour, the last colour first, which never adds a colour and often removes some
+(Culberson's iterated greedy).
 
 The greedy pass needs no graph: it is SciPy's compiled grouping of columns for sparse finite
 differences (Curtis, Powell and Reid: one group at a time, the columns in order that share no
@@ -241,6 +243,14 @@ _GROUP_SPARSE: Any = None  # SciPy's group_sparse once looked for (False: there 
 def _permuted(columns, visit):
     """The CSC arrays (indptr, rows) of the columns taken in the order `visit`."""
     indptr, rows = columns
+    n = len(indptr) - 1
+    if n and len(rows) % n == 0 and indptr[1] * n == len(rows):
+        # Only a fast path (every column as long: a stencil on a periodic grid): a gather of
+        # whole rows of the (columns, length) table, where the general path below gathers
+        # element by element. Checked against it when every column is as long.
+        length = len(rows) // n
+        if _np.array_equal(indptr, _np.arange(0, len(rows) + 1, max(length, 1))):
+            return indptr, rows.reshape(n, length)[visit].ravel()
     lengths = _np.diff(indptr)[visit]
     out = _np.zeros(len(visit) + 1, dtype=_np.int64)
     _np.cumsum(lengths, out=out[1:])
@@ -341,12 +351,12 @@ _ROWS_SAMPLED = 128
 
 
 def _sampled_differences(pattern, rows_sampled: int = _ROWS_SAMPLED, widest: int = 64):
-    """The differences b - a of two columns a < b of one row (repeats included), over up to
-    `rows_sampled` consecutive rows in the middle of the CSR `pattern` (a stencil's rows are
-    alike, so a few show its differences); None when such a row holds more than `widest`
-    columns (its pairs would be too many to list). They refuse cheaply a j % K that a sampled
-    row proves wrong, and suggest the interleavings to try: nothing is taken from them
-    unchecked."""
+    """(differences, rows, count): the differences b - a of two columns a < b of one row
+    (repeats included) and the row of each (0 .. count - 1), over `count` consecutive rows in
+    the middle of the CSR `pattern` (up to `rows_sampled`: a stencil's rows are alike, so a
+    few show its differences); None when such a row holds more than `widest` columns (its
+    pairs would be too many to list). They refuse cheaply a j % K that a sampled row proves
+    wrong, and suggest the interleavings to try: nothing is taken from them unchecked."""
     m = pattern.shape[0]
     lo = max(0, (m - rows_sampled) // 2)
     hi = min(m, lo + rows_sampled)
@@ -357,8 +367,11 @@ def _sampled_differences(pattern, rows_sampled: int = _ROWS_SAMPLED, widest: int
     cols = pattern.indices[start:end].astype(_np.int64)
     row = _np.repeat(_np.arange(hi - lo), lengths)
     # each row's columns are sorted: every difference is positive
-    parts = [(cols[s:] - cols[:-s])[row[s:] == row[:-s]] for s in range(1, int(lengths.max()))]
-    return _np.concatenate(parts) if parts else cols[:0]
+    same = [row[s:] == row[:-s] for s in range(1, int(lengths.max()))]
+    if not same:
+        return cols[:0], row[:0], hi - lo
+    differences = _np.concatenate([(cols[s:] - cols[:-s])[t] for s, t in enumerate(same, 1)])
+    return differences, _np.concatenate([row[s:][t] for s, t in enumerate(same, 1)]), hi - lo
 
 
 def _modular(pattern, low: int, high: int, differences=None):
@@ -370,7 +383,7 @@ def _modular(pattern, low: int, high: int, differences=None):
     m, n = pattern.shape
     ks = _np.arange(max(low, 1), max(high, 1), dtype=_np.int64)
     if differences is not None and len(ks):
-        ks = ks[~(differences[:, None] % ks == 0).any(axis=0)]
+        ks = ks[~(differences[0][:, None] % ks == 0).any(axis=0)]
     rows = cols = _np.zeros(0, dtype=_np.int64)
     for k in ks.tolist():
         if not len(cols):
@@ -399,18 +412,19 @@ _FIELDS = (2, 3, 4)
 def _interleavings(pattern, differences) -> list:
     """Orders that visit the columns point by point, for the ways the n columns may be B
     fields stacked (all of u, then all of v, ...) coupled at each point: B in `_FIELDS`
-    divides n, and a pair of columns j, j + n / B shares a row at least once per two rows
-    sampled (`_sampled_differences`). On such a numbering the natural order colours one
-    field's whole grid before the next, and the fields' colourings clash where they couple
-    (the 2-D Brusselator: 12 colours, 10 refined); point by point it finds 8."""
-    m, n = pattern.shape
+    divides n, and every row sampled (`_sampled_differences`) holds a pair of columns j,
+    j + n / B (an unstructured pattern seldom does in all of them). On such a numbering the
+    natural order colours one field's whole grid before the next, and the fields' colourings
+    clash where they couple (the 2-D Brusselator: 12 colours, 10 refined); point by point it
+    finds 8."""
+    n = pattern.shape[1]
     if differences is None:
         return []
-    sampled = min(m, _ROWS_SAMPLED)
+    found, rows, count = differences
     return [
         _np.arange(n, dtype=_np.int64).reshape(b, n // b).T.ravel()
         for b in _FIELDS
-        if n % b == 0 and n >= 2 * b and 2 * int((differences == n // b).sum()) >= sampled
+        if n % b == 0 and n >= 2 * b and len(_np.unique(rows[found == n // b])) == count
     ]
 
 
@@ -418,10 +432,10 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """A colour per column of `pattern` such that no two columns of one colour share a row:
     the columns of a colour are pushed forward by one JVP. Greedy in `order` (or RLF), then
     refined (`refine_column_coloring`). The natural order also tries the columns point by
-    point when they look like fields stacked (`_interleavings`), and keeps the fewer colours.
-    A pattern that no row holds two columns equal modulo its fullest row's count takes
-    j % that count (optimal: a banded pattern as wide as its fullest row, `banded_coloring`,
-    is one).
+    point when they look like fields stacked (`_interleavings`), and refines the greedy pass
+    with fewer colours. A pattern that no row holds two columns equal modulo its fullest
+    row's count takes j % that count (optimal: a banded pattern as wide as its fullest row,
+    `banded_coloring`, is one).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> tridiagonal = sp.csr_array(np.eye(5) + np.eye(5, k=1) + np.eye(5, k=-1))
@@ -444,10 +458,11 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
         return optimal
     columns = _columns(pattern)
     if order == "natural":
-        colors = _refine(pattern, _greedy_columns(pattern, None, columns), PASSES, columns)
-        # the fields interleaved, each refined: the fewest colours (on ties the natural order's)
+        colors = _greedy_columns(pattern, None, columns)
+        # the fields interleaved: the greedy pass with the fewest colours (ties: the natural
+        # order's) is refined
         for visit in _interleavings(pattern, differences):
-            other = _refine(pattern, _greedy_columns(pattern, visit, columns), PASSES, columns)
+            other = _greedy_columns(pattern, visit, columns)
             if other.max() < colors.max():
                 colors = other
     else:
@@ -456,7 +471,7 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
             colors = recursive_largest_first(indptr, indices)
         else:
             colors = _greedy_columns(pattern, vertex_order(indptr, indices, order), columns)
-        colors = _refine(pattern, colors, PASSES, columns)
+    colors = _refine(pattern, colors, PASSES, columns)
     found = int(colors.max()) + 1
     fewer = _modular(pattern, fullest + 1, min(found, fullest + 1 + _MODULI_TRIED), differences)
     return colors if fewer is None else fewer

@@ -230,6 +230,16 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
 def _flat_function(fun, args, nums, tree, shapes):
     """fun as a function of one vector of every input element, returning one vector of every
     output element (written in fgrad operations: it is differentiated)."""
+    if len(shapes) == 1:
+        # One input: no slice of the vector (under `vmap` of `jvp`, a copy of every seed at
+        # each call of the recorded pass), and no reshape when it is a vector already.
+        (shape,) = shapes
+
+        def one(v):
+            leaf = v if len(shape) == 1 else fnp.reshape(v, shape)
+            return fun(*_with_inputs(args, nums, tree, [leaf]))
+
+        return one
     bounds = _np.cumsum([0] + [math.prod(s) for s in shapes]).tolist()
 
     def flat(v):
@@ -239,15 +249,19 @@ def _flat_function(fun, args, nums, tree, shapes):
     return flat
 
 
+def _vector(leaf):
+    """`leaf` in C order as a vector (itself if it is one: a reshape is an operation more in
+    the recorded pass)."""
+    return leaf if len(shape_of(leaf)) == 1 else fnp.reshape(leaf, (-1,))
+
+
 def _raveled(out):
-    leaves = tree_flatten(out)[0]
-    parts = [fnp.reshape(leaf, (-1,)) for leaf in leaves]
+    parts = [_vector(leaf) for leaf in tree_flatten(out)[0]]
     return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
 
 
 def _joined(args, nums):
-    leaves = tree_flatten(tuple(args[i] for i in nums))[0]
-    parts = [fnp.reshape(leaf, (-1,)) for leaf in leaves]
+    parts = [_vector(leaf) for leaf in tree_flatten(tuple(args[i] for i in nums))[0]]
     return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
 
 
@@ -344,7 +358,7 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
         c = coloring.column_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
         choices.append(("fwd", c))
     if mode in ("auto", "rev") and not complex_out:
-        if mode == "auto" and m == n and (pattern != pattern.T).nnz == 0:
+        if mode == "auto" and _symmetric(pattern):
             pass  # a symmetric pattern: its rows need as many colours as its columns
         elif mode == "auto" and choices[0][1].max(initial=-1) + 1 <= _fullest_column(pattern):
             pass  # the rows need at least as many colours as a column has nonzeros
@@ -356,6 +370,18 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
     if kind == "fwd":
         return _Plan(pattern, _seeds(colors, n), (colors[cols], rows), pass_, m, "sparse_jacobian")
     return _Plan(pattern, _seeds(colors, m), (colors[rows], cols), pass_, n, "sparse_jacobian")
+
+
+def _symmetric(pattern) -> bool:
+    """Whether a CSR pattern with sorted indices equals its transpose: its CSC arrays (those
+    of the transpose's CSR, sorted by construction) are its CSR arrays. (`pattern != pattern.T`
+    costs a sparse comparison, several times more.)"""
+    if pattern.shape[0] != pattern.shape[1]:
+        return False
+    if not pattern.has_sorted_indices:
+        pattern = pattern.sorted_indices()
+    t = pattern.tocsc()
+    return _np.array_equal(pattern.indptr, t.indptr) and _np.array_equal(pattern.indices, t.indices)
 
 
 def _fullest_column(pattern) -> int:

@@ -333,3 +333,46 @@ def test_a_banded_pattern_as_wide_as_its_fullest_row_is_coloured_without_a_graph
     sparse_band = sp.csr_array(np.eye(30) + np.eye(30, k=2))
     assert coloring.banded_coloring(sparse_band) is None
     assert coloring.column_coloring(sparse_band).max() + 1 == 2
+
+
+def _fields(lap, coupling):
+    """Fields on the grid of `lap`, stacked: block (a, b) is lap on the diagonal, the identity
+    where coupling[a][b] (the fields couple at each point)."""
+    eye = sp.eye_array(lap.shape[0], dtype=bool, format="csr")
+    blocks = [
+        [lap if a == b else (eye if c else None) for b, c in enumerate(row)]
+        for a, row in enumerate(coupling)
+    ]
+    return sp.block_array(blocks, format="csr")
+
+
+def test_the_natural_order_needs_no_more_colours_than_its_own_greedy_pass_refined():
+    """The interleaved order is kept when its greedy pass needs fewer colours, and only it is
+    refined: measured against the natural greedy pass refined (the default before the
+    interleavings) on fields of several grids and couplings and on 300 random patterns, it
+    never needs more (fewer on 11 of the 17 fields)."""
+    cases = [brusselator_pattern(n) for n in (6, 8, 10, 16, 24)]
+    for sizes in ((10, 10), (15, 17), (12, 9)):
+        lap = _laplacian(*sizes)
+        for coupling in (
+            [[1, 1], [1, 1]],
+            [[1, 1, 1], [1, 1, 1], [1, 1, 1]],
+            [[1, 1, 0], [1, 1, 1], [0, 1, 1]],
+            [[1, 1, 0, 1], [1, 1, 1, 0], [0, 1, 1, 1], [1, 0, 1, 1]],
+        ):
+            cases.append(_fields(lap, coupling))
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        m, n = int(rng.integers(2, 300)), 2 * int(rng.integers(1, 150))
+        density = rng.uniform(0.002, 0.1)
+        cases.append(sp.random_array((m, n), density=density, random_state=rng, format="csr"))
+    fewer = 0
+    for pattern in cases:
+        colors = coloring.column_coloring(pattern)
+        assert _columns_share_no_row(pattern, colors)
+        if pattern.nnz == 0:
+            continue
+        old = coloring.refine_column_coloring(pattern, coloring._greedy_columns(pattern, None))
+        assert colors.max() <= old.max()
+        fewer += colors.max() < old.max()
+    assert fewer >= 10  # 11 when measured

@@ -1,0 +1,78 @@
+"""The pieces of `sparse_jacobian`'s first call that have a fast path or a shortcut: each
+against the general path it stands for (`fgrad.sparse`, `fgrad.coloring`)."""
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fgrad
+import fgrad.numpy as fnp
+from fgrad import coloring, sparse
+
+
+@st.composite
+def square_patterns(draw):
+    n = draw(st.integers(1, 20))
+    density = draw(st.floats(0.0, 0.6))
+    seed = draw(st.integers(0, 2**32 - 1))
+    dense = np.random.default_rng(seed).random((n, n)) < density
+    if draw(st.booleans()):
+        dense = dense | dense.T
+    p = sp.csr_array(dense)
+    if draw(st.booleans()):  # each row's indices reversed (unsorted): the check sorts a copy
+        at = [np.arange(p.indptr[i + 1] - 1, p.indptr[i] - 1, -1) for i in range(n)]
+        at = np.concatenate(at).astype(np.int64)
+        p = sp.csr_array((p.data[at], p.indices[at], p.indptr), shape=p.shape)
+        p.has_sorted_indices = False
+    return p
+
+
+@settings(max_examples=80, deadline=None)
+@given(square_patterns())
+def test_the_symmetry_check_is_a_comparison_with_the_transpose(pattern):
+    want = (pattern != pattern.T).nnz == 0
+    assert sparse._symmetric(pattern) == want
+    assert not sparse._symmetric(sp.csr_array(np.ones((2, 3), dtype=bool)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 6), st.integers(0, 2**32 - 1))
+def test_permuting_columns_of_one_length_is_the_general_gather(n, length, seed):
+    """`coloring._permuted`'s fast path (every column as long) against the general gather."""
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 50, size=n * length)
+    indptr = np.arange(0, n * length + 1, max(length, 1)) if length else np.zeros(n + 1, int)
+    visit = rng.permutation(n)
+    got = coloring._permuted((indptr, rows), visit)
+    lengths = np.diff(indptr)[visit]
+    want_rows = np.concatenate([rows[indptr[j] : indptr[j + 1]] for j in visit] + [rows[:0]])
+    np.testing.assert_array_equal(got[0], np.concatenate([[0], np.cumsum(lengths)]))
+    np.testing.assert_array_equal(got[1], want_rows)
+
+
+def test_one_input_is_differentiated_without_a_slice_or_reshape_in_the_pass():
+    """One vector in, one vector out: the recorded pass holds the residual's operations only
+    (no reshape of the input or output, no slice of the seeds); a matrix input and a pytree
+    still go through the general path, and all three equal jacfwd."""
+
+    def f(x):
+        return fnp.concatenate([x[1:] * x[:-1], fnp.sin(x[:1])])
+
+    x = np.random.default_rng(0).uniform(size=6)
+    seeds = np.eye(3, 6)
+    pass_ = sparse._make_pass(f, (0,), "fwd")
+    pass_(seeds, x)
+    source = pass_.record_source(seeds, x)
+    assert "shape=(-1,)" not in source and "(3, -1)" not in source
+    for g, arg in (
+        (f, x),
+        (lambda m: f(m.reshape(-1)), x.reshape(2, 3)),
+        (lambda t: f(fnp.concatenate([t["a"], t["b"]])), {"a": x[:2], "b": x[2:]}),
+    ):
+        want = fgrad.jacfwd(g)(arg)
+        want = np.concatenate(
+            [np.asarray(w).reshape(6, -1) for w in fgrad.tree_util.tree_flatten(want)[0]], axis=1
+        )
+        got = fgrad.sparse_jacobian(g)(arg).toarray()
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
