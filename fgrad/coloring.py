@@ -424,7 +424,7 @@ def _interleavings(pattern, differences) -> list:
     return [
         _np.arange(n, dtype=_np.int64).reshape(b, n // b).T.ravel()
         for b in _FIELDS
-        if n % b == 0 and n >= 2 * b and len(_np.unique(rows[found == n // b])) == count
+        if n % b == 0 and n >= 2 * b and _np.bincount(rows[found == n // b], minlength=count).all()
     ]
 
 
