@@ -297,12 +297,15 @@ def _seeds(colors, size):
 class _Plan:
     """A pattern with its colouring, seeds and recovery, and the batched pass that fills it."""
 
-    __slots__ = ("across", "pass_", "pattern", "read_at", "seeds", "who")
+    __slots__ = ("across", "flat_at", "pass_", "pattern", "read_at", "seeds", "who")
 
     def __init__(self, pattern, seeds, read_at, pass_, across, who):
         self.pattern = pattern
         self.seeds = seeds
         self.read_at = read_at  # (row, col) of each nonzero's value in the compressed result
+        # the same places in the compressed result flattened: one `take` reads them (a third
+        # of the time of indexing by the pair)
+        self.flat_at = read_at[0] * across + read_at[1]
         self.pass_ = pass_
         self.across = across  # the compressed result's length along its second axis
         self.who = who
@@ -319,7 +322,7 @@ class _Plan:
             if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
                 shape = (compressed.shape[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
-            data = compressed[self.read_at]
+            data = _np.take(compressed, self.flat_at)
         return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
     def _traced(self, args):
