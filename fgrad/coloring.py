@@ -320,9 +320,9 @@ def refine_column_coloring(pattern, colors, passes: int = PASSES) -> _np.ndarray
     return _refine(_structure(pattern), colors, passes, None)
 
 
-def _refine(pattern, colors, passes: int, columns) -> _np.ndarray:
+def _refine(pattern, colors, passes: int, columns, greedy: bool = False) -> _np.ndarray:
     """`refine_column_coloring` of a CSR `pattern`, given its CSC arrays (`_columns`) if
-    known."""
+    known; `greedy`: `colors` is a greedy colouring (`_greedy_columns`, in any order)."""
     colors = _np.array(colors, dtype=_np.int64)  # a copy: the caller's is not changed
     m, n = pattern.shape
     if n == 0 or m == 0 or pattern.nnz == 0:
@@ -338,11 +338,19 @@ def _refine(pattern, colors, passes: int, columns) -> _np.ndarray:
         # of small integers: a radix sort)
         key = (k - 1 - colors).astype(_np.uint8 if k <= 256 else _np.int64)
         new = _greedy_columns(pattern, _np.argsort(key, kind="stable"), columns)
-        if _np.array_equal(new, colors) or (earlier is not None and _np.array_equal(new, earlier)):
-            # A pass depends only on the colouring before it: from one seen again, the
-            # passes repeat (or alternate), and none would remove a colour. An exact stop.
+        # Exact stops. A pass depends only on the colouring before it: from one seen again
+        # the passes repeat (or alternate), and none would remove a colour. And a greedy
+        # colouring comes back from the greedy pass that visits its colours in increasing
+        # order (a column of colour c has a column of each colour below c sharing a row with
+        # it, visited before it); so when a pass from a greedy colouring gives its colours
+        # reversed, the next pass, which visits them in increasing order, gives it back.
+        if (
+            _np.array_equal(new, colors)
+            or (earlier is not None and _np.array_equal(new, earlier))
+            or (greedy and _np.array_equal(new, k - 1 - colors))
+        ):
             return new
-        earlier, colors = colors, new
+        earlier, colors, greedy = colors, new, True  # (a pass's colouring is a greedy one)
     return colors
 
 
@@ -471,7 +479,7 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
             colors = recursive_largest_first(indptr, indices)
         else:
             colors = _greedy_columns(pattern, vertex_order(indptr, indices, order), columns)
-    colors = _refine(pattern, colors, PASSES, columns)
+    colors = _refine(pattern, colors, PASSES, columns, greedy=order != "recursive_largest_first")
     found = int(colors.max()) + 1
     fewer = _modular(pattern, fullest + 1, min(found, fullest + 1 + _MODULI_TRIED), differences)
     return colors if fewer is None else fewer

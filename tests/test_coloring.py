@@ -141,9 +141,8 @@ def test_the_natural_order_keeps_the_fields_interleaved_when_they_need_fewer_col
     point_by_point = np.arange(2048).reshape(2, -1).T.ravel()
     interleaved = coloring._greedy_columns(pattern, point_by_point)
     assert (natural.max() + 1, interleaved.max() + 1) == (12, 8)
-    np.testing.assert_array_equal(
-        coloring.column_coloring(pattern), coloring.refine_column_coloring(pattern, interleaved)
-    )
+    refined = coloring._refine(coloring._structure(pattern), interleaved, 3, None, greedy=True)
+    np.testing.assert_array_equal(coloring.column_coloring(pattern), refined)
     # three fields coupled at each point (a reaction-diffusion system of u, v, w) likewise
     lap = _laplacian(12, 12)
     same = sp.eye_array(144, dtype=bool, format="csr")
@@ -376,3 +375,39 @@ def test_the_natural_order_needs_no_more_colours_than_its_own_greedy_pass_refine
         assert colors.max() <= old.max()
         fewer += colors.max() < old.max()
     assert fewer >= 10  # 11 when measured
+
+
+@settings(max_examples=80, deadline=None)
+@given(patterns(), st.integers(0, 2**32 - 1), st.integers(1, 5))
+def test_the_refinement_s_early_stops_lose_no_colour(pattern, seed, passes):
+    """`_refine` stops when a colouring comes back, or when a pass from a greedy colouring
+    gives its colours reversed (the next would give it back): exact stops, so the colours
+    are as many as after all the passes one by one."""
+    s = coloring._structure(pattern)
+    visit = np.random.default_rng(seed).permutation(s.shape[1])
+    greedy = coloring._greedy_columns(s, visit)
+    one_by_one = greedy
+    for _ in range(passes):
+        one_by_one = coloring.refine_column_coloring(s, one_by_one, 1)
+    stopped = coloring._refine(s, greedy, passes, None, greedy=True)
+    assert _columns_share_no_row(s, stopped)
+    assert stopped.max(initial=-1) == one_by_one.max(initial=-1)
+
+
+def test_a_greedy_colouring_reversed_by_a_pass_stops_the_refinement(monkeypatch):
+    """The Brusselator visited point by point: its greedy colouring (8 colours) comes back
+    reversed from the first pass; the refinement stops there, one pass instead of three."""
+    pattern = coloring._structure(brusselator_pattern())
+    greedy = coloring._greedy_columns(pattern, np.arange(2048).reshape(2, -1).T.ravel())
+    first = coloring.refine_column_coloring(pattern, greedy, 1)
+    np.testing.assert_array_equal(first, greedy.max() - greedy)
+    calls = []
+    original = coloring._greedy_columns
+
+    def counted(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(coloring, "_greedy_columns", counted)
+    np.testing.assert_array_equal(coloring._refine(pattern, greedy, 3, None, True), first)
+    assert len(calls) == 1
