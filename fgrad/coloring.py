@@ -452,7 +452,12 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """
     if order not in COLUMN_METHODS:
         raise ValueError(f"order must be one of {COLUMN_METHODS}, not {order!r}")
-    pattern = _structure(pattern)
+    return _column_coloring(_structure(pattern), order, None)
+
+
+def _column_coloring(pattern, order: str, columns) -> _np.ndarray:
+    """`column_coloring` of a CSR `pattern` whose stored entries are its nonzeros, given its
+    CSC arrays (`_columns`) if the caller has them."""
     n = pattern.shape[1]
     if n == 0 or pattern.nnz == 0:
         return _np.zeros(n, dtype=_np.int64)  # no two columns share a row
@@ -464,7 +469,7 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     optimal = _modular(pattern, fullest, fullest + 1, differences)
     if optimal is not None:
         return optimal
-    columns = _columns(pattern)
+    columns = _columns(pattern) if columns is None else columns
     if order == "natural":
         colors = _greedy_columns(pattern, None, columns)
         # the fields interleaved: the greedy pass with the fewest colours (ties: the natural

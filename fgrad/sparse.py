@@ -357,11 +357,14 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
             "function is complex; use mode='fwd' (or 'auto', which then pushes forward)"
         )
     choices = []
+    # The pattern's CSC arrays (those of its transpose's CSR): the column colouring's lists of
+    # rows, and the symmetry check's other side. (Its stored entries are its nonzeros, sorted.)
+    columns = coloring._columns(pattern)
     if mode in ("auto", "fwd") or complex_out:
-        c = coloring.column_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
+        c = coloring._column_coloring(pattern, order, columns) if n else _np.zeros(0, _np.int64)
         choices.append(("fwd", c))
     if mode in ("auto", "rev") and not complex_out:
-        if mode == "auto" and _symmetric(pattern):
+        if mode == "auto" and _symmetric(pattern, columns):
             pass  # a symmetric pattern: its rows need as many colours as its columns
         elif mode == "auto" and choices[0][1].max(initial=-1) + 1 <= _fullest_column(pattern):
             pass  # the rows need at least as many colours as a column has nonzeros
@@ -375,16 +378,15 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
     return _Plan(pattern, _seeds(colors, m), (colors[rows], cols), pass_, n, "sparse_jacobian")
 
 
-def _symmetric(pattern) -> bool:
-    """Whether a CSR pattern with sorted indices equals its transpose: its CSC arrays (those
-    of the transpose's CSR, sorted by construction) are its CSR arrays. (`pattern != pattern.T`
-    costs a sparse comparison, several times more.)"""
+def _symmetric(pattern, columns) -> bool:
+    """Whether a CSR pattern with sorted indices equals its transpose, given its CSC arrays
+    (`coloring._columns`, those of the transpose's CSR, sorted by construction): whether the
+    two pairs of arrays are equal. (`pattern != pattern.T` costs a sparse comparison, several
+    times more.)"""
     if pattern.shape[0] != pattern.shape[1]:
         return False
-    if not pattern.has_sorted_indices:
-        pattern = pattern.sorted_indices()
-    t = pattern.tocsc()
-    return _np.array_equal(pattern.indptr, t.indptr) and _np.array_equal(pattern.indices, t.indices)
+    indptr, rows = columns
+    return _np.array_equal(pattern.indptr, indptr) and _np.array_equal(pattern.indices, rows)
 
 
 def _fullest_column(pattern) -> int:
