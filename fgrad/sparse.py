@@ -265,24 +265,27 @@ def _joined(args, nums):
     return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
 
 
-def _make_pass(fun, nums, kind):
-    """The batched pass over the seeds, recorded by `jit` (its arguments: the seeds, then
-    fun's arguments): "fwd" pushes each seed forward, "rev" pulls each back, "hvp" pushes each
-    forward through the gradient."""
+def _make_pass(fun, nums, kind, seeds):
+    """The batched pass over `seeds` (one per row), recorded by `jit` (its arguments: fun's):
+    "fwd" pushes each seed forward, "rev" pulls each back, "hvp" pushes each forward through
+    the gradient. The seeds are constants of the record, not arguments: what the pass
+    computes from them alone (each seed through the linear parts of the derivative: a
+    stencil's shifts and sums of the tangents) is computed once, while the record is made,
+    and kept in it as constants, so that a replay does only the work that depends on the
+    arguments (the 2-D Brusselator's: 66 operations -> 17, 0.12 -> 0.04 ms)."""
 
-    def compressed(seeds, *args):
+    def compressed(*args):
         values, tree = tree_flatten(tuple(args[i] for i in nums))
         shapes = [tuple(shape_of(v)) for v in values]
         flat = _flat_function(fun, args, nums, tree, shapes)
         x0 = _joined(args, nums)
         if kind == "rev":  # the seeds are cotangents of the output, in its dtype
             out, pull = vjp(lambda v: _raveled(flat(v)), x0)
-            seeds = fnp.astype(seeds, dtype_of(out))
-            return vmap(lambda w: pull(w)[0])(seeds)
-        seeds = fnp.astype(seeds, dtype_of(x0))  # tangents of the input, in its dtype
+            return vmap(lambda w: pull(w)[0])(fnp.astype(seeds, dtype_of(out)))
+        tangents = fnp.astype(seeds, dtype_of(x0))  # tangents of the input, in its dtype
         if kind == "fwd":
-            return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(seeds)
-        return vmap(lambda s: jvp(grad(flat), (x0,), (s,))[1])(seeds)
+            return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(tangents)
+        return vmap(lambda s: jvp(grad(flat), (x0,), (s,))[1])(tangents)
 
     return jit(compressed)
 
@@ -318,7 +321,7 @@ class _Plan:
         if self.seeds.shape[0] == 0:
             data = _np.zeros(p.nnz)
         else:
-            compressed = _np.asarray(primal(self.pass_(self.seeds, *args)))
+            compressed = _np.asarray(primal(self.pass_(*args)))
             if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
                 shape = (compressed.shape[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
@@ -335,7 +338,7 @@ class _Plan:
         if self.seeds.shape[0] == 0:
             data = fnp.zeros(p.nnz)
         else:
-            compressed = self.pass_(self.seeds, *args)
+            compressed = self.pass_(*args)
             if tuple(shape_of(compressed))[1] != self.across:
                 shape = (tuple(shape_of(compressed))[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
@@ -372,10 +375,11 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
             c = coloring.row_coloring(pattern, order) if m else _np.zeros(0, _np.int64)
             choices.append(("rev", c))
     kind, colors = min(choices, key=lambda kc: int(kc[1].max(initial=-1)))  # fwd on ties
-    pass_ = _make_pass(fun, nums, kind)
+    seeds = _seeds(colors, n if kind == "fwd" else m)
+    pass_ = _make_pass(fun, nums, kind, seeds)
     if kind == "fwd":
-        return _Plan(pattern, _seeds(colors, n), (colors[cols], rows), pass_, m, "sparse_jacobian")
-    return _Plan(pattern, _seeds(colors, m), (colors[rows], cols), pass_, n, "sparse_jacobian")
+        return _Plan(pattern, seeds, (colors[cols], rows), pass_, m, "sparse_jacobian")
+    return _Plan(pattern, seeds, (colors[rows], cols), pass_, n, "sparse_jacobian")
 
 
 def _symmetric(pattern, columns) -> bool:
@@ -403,7 +407,8 @@ def _hessian_plan(pattern, order, fun, nums):
         # a star colouring of a path takes, without the greedy pass over the graph.
         rows, cols = _entries(pattern)
         read_at = (banded[cols], rows)
-        return _Plan(pattern, _seeds(banded, n), read_at, _make_pass(fun, nums, "hvp"), n, "")
+        seeds = _seeds(banded, n)
+        return _Plan(pattern, seeds, read_at, _make_pass(fun, nums, "hvp", seeds), n, "")
     colors = coloring.star_coloring(pattern, order) if n else _np.zeros(0, _np.int64)
     try:
         _, _, (read_row, read_col) = coloring.star_recovery(pattern, colors)
@@ -412,7 +417,8 @@ def _hessian_plan(pattern, order, fun, nums):
         rows, cols = _entries(pattern)
         read_row, read_col = rows, colors[cols]
     read_at = (read_col, read_row)
-    return _Plan(pattern, _seeds(colors, n), read_at, _make_pass(fun, nums, "hvp"), n, "")
+    seeds = _seeds(colors, n)
+    return _Plan(pattern, seeds, read_at, _make_pass(fun, nums, "hvp", seeds), n, "")
 
 
 def _given_pattern(sparsity, who):
