@@ -306,7 +306,8 @@ def test_two_fields_stacked_are_coloured_point_by_point():
 def test_scipy_s_compiled_greedy_pass_equals_the_python_one(pattern, seed):
     """`_greedy_columns` runs SciPy's compiled column grouping (a fast path only): in any
     order, it gives the colours of `_greedy_columns_python`."""
-    assert coloring._compiled_greedy() is not None  # this SciPy has it: the test compares
+    if coloring._compiled_greedy() is None:
+        pytest.skip("this SciPy has no scipy.optimize._group_columns: the Python pass runs")
     visit = np.random.default_rng(seed).permutation(pattern.shape[1])
     for order in (None, visit):
         np.testing.assert_array_equal(
