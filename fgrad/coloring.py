@@ -14,29 +14,37 @@ with it has taken yet) in one of three orders: "natural" (the columns' numbering
 default: cheapest, and good on the local numberings of discretised equations), "largest_first"
 (by degree in the column intersection graph, largest first) or "smallest_last" (repeatedly set
 aside a vertex of smallest degree in what remains; colour in the reverse order: fewer colours
-on unstructured patterns, at the cost of the graph and a pass over it in Python). It may also
-be "recursive_largest_first" (Leighton's RLF, `recursive_largest_first`), which builds one
-colour at a time and needs the fewest colours on the problems of `benchmarks/bench_sparse.py`
-(the 2-D Brusselator: 8, against 10), at ten times the cost. Every column colouring is then
-*refined* (`refine_column_coloring`): greedy again with the columns visited colour by colour,
-the last colour first, which never adds a colour and often removes some (Culberson's iterated
-greedy); a colour's columns share no row, so each of those passes is a few NumPy operations
-per colour.
+on unstructured patterns, at the cost of the graph and a pass over it in Python). When the
+columns look like B = 2, 3 or 4 fields stacked and coupled at each point (all of u, then all
+of v, and every row sampled holding u and v of one point: `_interleavings`), "natural" also
+visits them point by point and refines whichever greedy pass needs fewer colours (the 2-D
+Brusselator: 8, against 10; never more than the natural order's own, on the fields and the
+random patterns of `tests/test_coloring.py`). The order may also be
+"recursive_largest_first" (Leighton's RLF, `recursive_largest_first`), which builds one
+colour at a time and often needs the fewest colours, at tens of times the cost. Every column
+colouring is then *refined* (`refine_column_coloring`): greedy again with the columns visited
+colour by colour, the last colour first, which never adds a colour and often removes some
+(Culberson's iterated greedy).
 
-The greedy pass needs no graph: a row keeps the set of colours its columns have taken (the
-bits of an integer), and a column's forbidden colours are the union over its rows. Two
+The greedy pass needs no graph: it is SciPy's compiled grouping of columns for sparse finite
+differences (Curtis, Powell and Reid: one group at a time, the columns in order that share no
+row with the group so far, which is the greedy colouring), with a pass in Python as the
+general path (`_greedy_columns_python`: a row keeps the colours its columns have taken as
+the bits of an integer, and a column's forbidden colours are the union over its rows). Two
 shortcuts come first and last: j % K, for the smallest K such that no row holds two columns
 equal modulo K, is taken when K is the most nonzeros in a row (the fewest colours possible:
 a banded pattern, a stencil on a grid numbered in order), or when K is fewer colours than the
-greedy colouring found.
+greedy colouring found; a few rows' column differences refuse most K at a glance.
 
 Patterns are `scipy.sparse` arrays (imported by the caller; this module uses only their CSR
 and CSC fields: a stored entry is a nonzero, whatever its value). Colours are numbered from 0.
 
-Imports: none of fgrad's.
+Imports: none of fgrad's (SciPy's `scipy.optimize._group_columns` on the first colouring).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as _np
 
@@ -147,8 +155,9 @@ def recursive_largest_first(indptr, indices) -> _np.ndarray:
     of it (the candidates). The next is the candidate with the most neighbours among the
     vertices colour c has excluded (which must take later colours: putting their neighbours
     with them in one colour here keeps later colours few), then the fewest neighbours among the
-    candidates, then the lowest number. A vertex at a time in NumPy: about ten times the cost
-    of the greedy colourings; fewer colours on most patterns.
+    candidates, then the lowest number. A vertex at a time in NumPy: tens of times the cost of
+    the greedy colourings (the 2-D Brusselator's 2048 columns: about 25 ms); fewer colours on
+    most patterns.
 
     >>> import numpy as np
     >>> ring = np.array([0, 2, 4, 6, 8]), np.array([1, 3, 0, 2, 1, 3, 0, 2])  # a 4-cycle
@@ -209,11 +218,69 @@ def _columns(pattern):
     return c.indptr.astype(_np.int64), c.indices.astype(_np.int64)
 
 
+def _compiled_greedy():
+    """SciPy's greedy column grouping for sparse finite differences (Curtis, Powell and Reid;
+    compiled by Pythran), or None if this SciPy has none. It builds one group at a time: the
+    columns, in order, that share no row with the group so far. That is the greedy colouring
+    in the same order (a column takes colour c when colours 0 .. c-1 each have a column
+    sharing a row with it and visited before it: exactly when the groups 0 .. c-1 refused it
+    and group c took it), about 35 times faster than `_greedy_columns_python`. Only a fast
+    path: a private module of SciPy's, imported on first use (with `scipy.optimize`, once per
+    process); `_greedy_columns_python` is the general path, and a test checks they agree."""
+    global _GROUP_SPARSE
+    if _GROUP_SPARSE is None:
+        try:
+            from scipy.optimize._group_columns import group_sparse
+        except ImportError:  # pragma: no cover - present from SciPy 0.17 to 1.17 at least
+            group_sparse = False
+        _GROUP_SPARSE = group_sparse
+    return _GROUP_SPARSE or None
+
+
+_GROUP_SPARSE: Any = None  # SciPy's group_sparse once looked for (False: there is none)
+
+
+def _permuted(columns, visit):
+    """The CSC arrays (indptr, rows) of the columns taken in the order `visit`."""
+    indptr, rows = columns
+    n = len(indptr) - 1
+    if n and len(rows) % n == 0 and indptr[1] * n == len(rows):
+        # Only a fast path (every column as long: a stencil on a periodic grid): a gather of
+        # whole rows of the (columns, length) table, where the general path below gathers
+        # element by element. Checked against it when every column is as long.
+        length = len(rows) // n
+        if _np.array_equal(indptr, _np.arange(0, len(rows) + 1, max(length, 1))):
+            return indptr, rows.reshape(n, length)[visit].ravel()
+    lengths = _np.diff(indptr)[visit]
+    out = _np.zeros(len(visit) + 1, dtype=_np.int64)
+    _np.cumsum(lengths, out=out[1:])
+    return out, rows[_np.repeat(indptr[visit] - out[:-1], lengths) + _np.arange(out[-1])]
+
+
 def _greedy_columns(pattern, visit, columns=None) -> _np.ndarray:
-    """The greedy column colouring in the order `visit` (None: the columns' own). Each row
-    keeps the colours its columns have taken as the bits of an int, so that a column's
-    forbidden colours are the union over its rows, and no column intersection graph is built.
-    Equal to `greedy_coloring` of `conflict_graph(pattern)` in that order."""
+    """The greedy column colouring in the order `visit` (None: the columns' own): each column
+    takes the smallest colour no column sharing a row with it and visited before it has.
+    Equal to `greedy_coloring` of `conflict_graph(pattern)` in that order, without the graph.
+    SciPy's compiled grouping (`_compiled_greedy`) when there is one, else
+    `_greedy_columns_python`."""
+    m, n = pattern.shape
+    columns = _columns(pattern) if columns is None else columns
+    group_sparse = _compiled_greedy()
+    if group_sparse is None or n == 0:
+        return _greedy_columns_python(pattern, visit, columns)
+    indptr, rows = columns if visit is None else _permuted(columns, visit)
+    groups = _np.asarray(group_sparse(m, n, rows, indptr), dtype=_np.int64)
+    if visit is None:
+        return groups
+    colors = _np.empty(n, dtype=_np.int64)
+    colors[visit] = groups
+    return colors
+
+
+def _greedy_columns_python(pattern, visit, columns=None) -> _np.ndarray:
+    """`_greedy_columns` in Python. Each row keeps the colours its columns have taken as the
+    bits of an int, so that a column's forbidden colours are the union over its rows, and no
+    column intersection graph is built."""
     m, n = pattern.shape
     indptr, rows = _columns(pattern) if columns is None else columns
     ptr, idx = indptr.tolist(), rows.tolist()
@@ -231,13 +298,6 @@ def _greedy_columns(pattern, visit, columns=None) -> _np.ndarray:
     return _np.array([bit.bit_length() - 1 for bit in colors], dtype=_np.int64)
 
 
-def _bit_number(bits: _np.ndarray) -> _np.ndarray:
-    """k for each 2**k in `bits` (k < 62: exact as a float)."""
-    return _np.frexp(bits.astype(_np.float64))[1].astype(_np.int64) - 1
-
-
-# A refinement's colours are bits of an int64: a colouring with more colours is kept as it is.
-_REFINABLE = 62
 # Refinement passes after a greedy colouring: on 13 patterns tried (docs/sparse.md's table among
 # them: Brusselators, Laplacians, random ones), a fourth pass never removed a colour (the
 # Brusselator's counts pass by pass: 12, 11, 11, 10).
@@ -248,70 +308,95 @@ def refine_column_coloring(pattern, colors, passes: int = PASSES) -> _np.ndarray
     """Fewer colours, or as many, for a column colouring of `pattern`: up to `passes` greedy
     passes that visit the columns colour by colour, the last colour first (Culberson's
     iterated greedy: a column takes the smallest colour not taken by a column sharing a row
-    with it and visited before). A colour's columns share no row, so they are coloured
-    together, in a few NumPy operations; each pass keeps the colours of the one before as a
-    block, so it never needs more colours. Stops early at the lower bound (the most nonzeros
-    in a row).
+    with it and visited before). Each pass keeps the colours of the one before as a block (a
+    colour's columns share no row, so none of them forbids another a colour), so it never
+    needs more colours. Stops early at the lower bound (the most nonzeros in a row).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> path = sp.csr_array(np.eye(6) + np.eye(6, k=1))  # columns j, j+1 share row j
     >>> refine_column_coloring(path, np.array([0, 1, 2, 0, 1, 2]))
     array([1, 0, 1, 0, 1, 0])
     """
-    return _refine(pattern, colors, passes, None)
+    return _refine(_structure(pattern), colors, passes, None)
 
 
-def _refine(pattern, colors, passes: int, columns) -> _np.ndarray:
-    """`refine_column_coloring`, given the CSC arrays of `pattern` (`_columns`) if known."""
+def _refine(pattern, colors, passes: int, columns, greedy: bool = False) -> _np.ndarray:
+    """`refine_column_coloring` of a CSR `pattern`, given its CSC arrays (`_columns`) if
+    known; `greedy`: `colors` is a greedy colouring (`_greedy_columns`, in any order)."""
     colors = _np.array(colors, dtype=_np.int64)  # a copy: the caller's is not changed
     m, n = pattern.shape
     if n == 0 or m == 0 or pattern.nnz == 0:
         return colors
-    bound = int(_np.diff(pattern.tocsr().indptr).max())
-    indptr, rows = _columns(pattern) if columns is None else columns
-    lengths = _np.diff(indptr)
-    # A column in no row conflicts with none: colour 0, and left out of the passes (so that
-    # each column reduced below has a row).
-    colors[lengths == 0] = 0
-    used = _np.flatnonzero(lengths)
+    bound = int(_np.diff(pattern.indptr).max())
+    columns = _columns(pattern) if columns is None else columns
+    earlier = None  # the colouring of two passes before
     for _ in range(passes):
         k = int(colors.max()) + 1
-        if k <= bound or k > _REFINABLE:
+        if k <= bound:
             break
-        # the columns in visiting order (the last colour's first) and their rows, joined
-        last_first = k - 1 - colors[used]
-        visit = used[_np.argsort(last_first, kind="stable")]
-        ends = _np.cumsum(_np.bincount(last_first, minlength=k)).tolist()
-        its_lengths = lengths[visit]
-        starts = _np.zeros(len(visit) + 1, dtype=_np.int64)
-        _np.cumsum(its_lengths, out=starts[1:])
-        joined = rows[_np.repeat(indptr[visit] - starts[:-1], its_lengths) + _np.arange(starts[-1])]
-        taken = _np.zeros(m, dtype=_np.int64)  # the bits of the colours each row has
-        bits = _np.ones(n, dtype=_np.int64)  # 2**colour of each column (colour 0: no row)
-        begin = 0
-        for end in ends:
-            if end == begin:
-                continue
-            lo, hi = starts[begin], starts[end]
-            its = joined[lo:hi]  # no row twice: these columns share none, so |= is exact
-            forbidden = _np.bitwise_or.reduceat(taken[its], starts[begin:end] - lo)
-            bit = ~forbidden & (forbidden + 1)  # the lowest colour not taken
-            bits[visit[begin:end]] = bit
-            taken[its] |= _np.repeat(bit, its_lengths[begin:end])
-            begin = end
-        colors = _bit_number(bits)
+        # the last colour's columns first, each colour's in the columns' order (a stable sort
+        # of small integers: a radix sort)
+        key = (k - 1 - colors).astype(_np.uint8 if k <= 256 else _np.int64)
+        new = _greedy_columns(pattern, _np.argsort(key, kind="stable"), columns)
+        # Exact stops. A pass depends only on the colouring before it: from one seen again
+        # the passes repeat (or alternate), and none would remove a colour. And a greedy
+        # colouring comes back from the greedy pass that visits its colours in increasing
+        # order (a column of colour c has a column of each colour below c sharing a row with
+        # it, visited before it); so when a pass from a greedy colouring gives its colours
+        # reversed, the next pass, which visits them in increasing order, gives it back.
+        if (
+            _np.array_equal(new, colors)
+            or (earlier is not None and _np.array_equal(new, earlier))
+            or (greedy and _np.array_equal(new, k - 1 - colors))
+        ):
+            return new
+        earlier, colors, greedy = colors, new, True  # (a pass's colouring is a greedy one)
     return colors
 
 
-def _modular(pattern, low: int, high: int):
+# How many rows `_sampled_differences` looks at.
+_ROWS_SAMPLED = 128
+
+
+def _sampled_differences(pattern, rows_sampled: int = _ROWS_SAMPLED, widest: int = 64):
+    """(differences, rows, count): the differences b - a of two columns a < b of one row
+    (repeats included) and the row of each (0 .. count - 1), over `count` consecutive rows in
+    the middle of the CSR `pattern` (up to `rows_sampled`: a stencil's rows are alike, so a
+    few show its differences); None when such a row holds more than `widest` columns (its
+    pairs would be too many to list). They refuse cheaply a j % K that a sampled row proves
+    wrong, and suggest the interleavings to try: nothing is taken from them unchecked."""
+    m = pattern.shape[0]
+    lo = max(0, (m - rows_sampled) // 2)
+    hi = min(m, lo + rows_sampled)
+    start, end = int(pattern.indptr[lo]), int(pattern.indptr[hi])
+    lengths = _np.diff(pattern.indptr[lo : hi + 1])
+    if hi == lo or lengths.max() > widest:
+        return None
+    cols = pattern.indices[start:end].astype(_np.int64)
+    row = _np.repeat(_np.arange(hi - lo), lengths)
+    # each row's columns are sorted: every difference is positive
+    same = [row[s:] == row[:-s] for s in range(1, int(lengths.max()))]
+    if not same:
+        return cols[:0], row[:0], hi - lo
+    differences = _np.concatenate([(cols[s:] - cols[:-s])[t] for s, t in enumerate(same, 1)])
+    return differences, _np.concatenate([row[s:][t] for s, t in enumerate(same, 1)]), hi - lo
+
+
+def _modular(pattern, low: int, high: int, differences=None):
     """j % K for the smallest K in low .. high - 1 such that no row has two columns equal
     modulo K (then columns of one colour share no row); None if there is none. A stencil on a
     grid numbered in order often has one as small as its fullest row (a 3-D 7-point
-    Laplacian: 7, where the greedy orders need 11)."""
+    Laplacian: 7, where the greedy orders need 11). `differences` (`_sampled_differences`),
+    when given, refuse the K that divide one of them without a look at every row."""
     m, n = pattern.shape
-    rows = _np.repeat(_np.arange(m, dtype=_np.int64), _np.diff(pattern.indptr))
-    cols = pattern.indices.astype(_np.int64)
-    for k in range(max(low, 1), high):
+    ks = _np.arange(max(low, 1), max(high, 1), dtype=_np.int64)
+    if differences is not None and len(ks):
+        ks = ks[~(differences[0][:, None] % ks == 0).any(axis=0)]
+    rows = cols = _np.zeros(0, dtype=_np.int64)
+    for k in ks.tolist():
+        if not len(cols):
+            rows = _np.repeat(_np.arange(m, dtype=_np.int64), _np.diff(pattern.indptr))
+            cols = pattern.indices.astype(_np.int64)
         key = rows * k + cols % k
         if m * k <= 8 * len(key) + (1 << 16):  # a count per (row, colour): small enough
             distinct = _np.bincount(key, minlength=m * k).max(initial=0) <= 1
@@ -327,13 +412,38 @@ def _modular(pattern, low: int, high: int):
 # j % K is good on stencils, whose K is at most a few more than their rows' count.
 _MODULI_TRIED = 8
 
+# The numbers of fields stacked that `column_coloring` looks for (u, v, w of a reaction-diffusion
+# system stored field by field).
+_FIELDS = (2, 3, 4)
+
+
+def _interleavings(pattern, differences) -> list:
+    """Orders that visit the columns point by point, for the ways the n columns may be B
+    fields stacked (all of u, then all of v, ...) coupled at each point: B in `_FIELDS`
+    divides n, and every row sampled (`_sampled_differences`) holds a pair of columns j,
+    j + n / B (an unstructured pattern seldom does in all of them). On such a numbering the
+    natural order colours one field's whole grid before the next, and the fields' colourings
+    clash where they couple (the 2-D Brusselator: 12 colours, 10 refined); point by point it
+    finds 8."""
+    n = pattern.shape[1]
+    if differences is None:
+        return []
+    found, rows, count = differences
+    return [
+        _np.arange(n, dtype=_np.int64).reshape(b, n // b).T.ravel()
+        for b in _FIELDS
+        if n % b == 0 and n >= 2 * b and _np.bincount(rows[found == n // b], minlength=count).all()
+    ]
+
 
 def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """A colour per column of `pattern` such that no two columns of one colour share a row:
     the columns of a colour are pushed forward by one JVP. Greedy in `order` (or RLF), then
-    refined (`refine_column_coloring`). A pattern that no row holds two columns equal modulo
-    its fullest row's count takes j % that count (optimal: a banded pattern as wide as its
-    fullest row, `banded_coloring`, is one).
+    refined (`refine_column_coloring`). The natural order also tries the columns point by
+    point when they look like fields stacked (`_interleavings`), and refines the greedy pass
+    with fewer colours. A pattern that no row holds two columns equal modulo its fullest
+    row's count takes j % that count (optimal: a banded pattern as wide as its fullest row,
+    `banded_coloring`, is one).
 
     >>> import numpy as np, scipy.sparse as sp
     >>> tridiagonal = sp.csr_array(np.eye(5) + np.eye(5, k=1) + np.eye(5, k=-1))
@@ -342,27 +452,41 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     """
     if order not in COLUMN_METHODS:
         raise ValueError(f"order must be one of {COLUMN_METHODS}, not {order!r}")
-    pattern = _structure(pattern)
+    return _column_coloring(_structure(pattern), order, None)
+
+
+def _column_coloring(pattern, order: str, columns) -> _np.ndarray:
+    """`column_coloring` of a CSR `pattern` whose stored entries are its nonzeros, given its
+    CSC arrays (`_columns`) if the caller has them."""
     n = pattern.shape[1]
-    fullest = int(_np.diff(pattern.indptr).max(initial=0))
+    if n == 0 or pattern.nnz == 0:
+        return _np.zeros(n, dtype=_np.int64)  # no two columns share a row
+    fullest = int(_np.diff(pattern.indptr).max())
+    differences = _sampled_differences(pattern)
     # j % fullest, when it is one, is optimal: no colouring has fewer colours than a row has
     # nonzeros (`banded_coloring`'s j % width is one). Only a shortcut: the general path below
     # finds as many colours or more.
-    optimal = _modular(pattern, fullest, fullest + 1) if n else None
+    optimal = _modular(pattern, fullest, fullest + 1, differences)
     if optimal is not None:
         return optimal
-    columns = _columns(pattern)
+    columns = _columns(pattern) if columns is None else columns
     if order == "natural":
         colors = _greedy_columns(pattern, None, columns)
+        # the fields interleaved: the greedy pass with the fewest colours (ties: the natural
+        # order's) is refined
+        for visit in _interleavings(pattern, differences):
+            other = _greedy_columns(pattern, visit, columns)
+            if other.max() < colors.max():
+                colors = other
     else:
         indptr, indices = conflict_graph(pattern)
         if order == "recursive_largest_first":
             colors = recursive_largest_first(indptr, indices)
         else:
             colors = _greedy_columns(pattern, vertex_order(indptr, indices, order), columns)
-    colors = _refine(pattern, colors, PASSES, columns)
-    found = int(colors.max(initial=-1)) + 1
-    fewer = _modular(pattern, fullest + 1, min(found, fullest + 1 + _MODULI_TRIED)) if n else None
+    colors = _refine(pattern, colors, PASSES, columns, greedy=order != "recursive_largest_first")
+    found = int(colors.max()) + 1
+    fewer = _modular(pattern, fullest + 1, min(found, fullest + 1 + _MODULI_TRIED), differences)
     return colors if fewer is None else fewer
 
 
