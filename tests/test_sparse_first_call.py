@@ -3,8 +3,7 @@ against the general path it stands for (`fgrad.sparse`, `fgrad.coloring`)."""
 
 import numpy as np
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
