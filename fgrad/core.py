@@ -308,7 +308,11 @@ def constant_of(x: Any) -> Any:
     if type(x) is Box:
         level = x.level
         if level.reads_values and level.live:
-            if level.batches or level.stages:
+            if level.stages:
+                # an operation of the record, so that a replay under a transform outside
+                # the `jit` (grad of the jitted function) takes its result as a constant too
+                return level.process(stop_gradient_p, (x,), _NO_PARAMS)  # type: ignore[arg-type]
+            if level.batches:
                 return Box(constant_of(x.value), level, x.aux)
             return level.read(x)  # a value taken as a constant is read (a placeholder's)
         return constant_of(x.value)
@@ -518,6 +522,15 @@ class NondiffPrimitive:
 
     def __repr__(self) -> str:
         return f"<fgrad non-differentiable primitive {self.name}>"
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+# `constant_of` (`stop_gradient`) of a value a `jit` record computes: the value itself, as an
+# operation of the record (its batching rule, in fgrad.primitive, keeps the rows)
+stop_gradient_p = NondiffPrimitive("stop_gradient", _same)
 
 
 # Primitives (or NondiffPrimitives) whose outputs' shapes depend on their inputs' values, not

@@ -218,7 +218,8 @@ def _record(fun, leaves, rebuild, sources=False):
     # (An array that owns its memory, what most operations return, shares it with nothing
     # made before it.)
     fresh = [
-        type(v) is _np.ndarray and (type(o) is Const or v.base is not None)
+        type(v) is _np.ndarray
+        and (type(o) is Const or v.base is not None or any(v is x for x in leaves))
         for o, v in zip(outputs, values)
     ]
     if any(fresh):

@@ -35,7 +35,7 @@ import os
 from typing import TYPE_CHECKING
 
 from . import batching as _batching, taylor as _taylor
-from .core import Box, NondiffPrimitive, Primitive, add_any, bind, bind_one
+from .core import Box, NondiffPrimitive, Primitive, add_any, bind, bind_one, stop_gradient_p
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -530,3 +530,5 @@ def nondiff(
 
 # The core's own primitive with a forward rule: the sum of two tangents passes each through.
 register_rules(add_any, forward="linear")
+# The core's stop_gradient in a `jit` record: under `vmap`, each row is its own value.
+register_rules(stop_gradient_p, batch=lambda args, dims: (args[0], dims[0]))

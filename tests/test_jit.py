@@ -778,8 +778,9 @@ def test_functions_that_read_no_value_replay_one_path(f):
         lambda x, xp: fnp.linalg.svd(fnp.outer(xp, xp) + fnp.eye(4) * x[0], hermitian=True)[1],
         lambda x, xp: fnp.linalg.norm(x - 1.0, ord=0),
         lambda x, xp: fnp.linalg.lstsq(fnp.reshape(x[:4], (2, 2)) + fnp.eye(2), xp[:2]),
+        lambda x, xp: fnp.polyfit(x, x**2 + xp[0], 2, full=True),  # NumPy's fit, in the record
     ],
-    ids=["interp", "svd-hermitian", "norm-ord-0", "lstsq"],
+    ids=["interp", "svd-hermitian", "norm-ord-0", "lstsq", "polyfit"],
 )
 def test_segments_orders_and_counts_are_computed_in_the_record(f):
     jitted = fgrad.jit(f)
@@ -789,3 +790,38 @@ def test_segments_orders_and_counts_are_computed_in_the_record(f):
             assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
     (entry,) = jitted._cache.values()
     assert _count_paths(entry.root) == 1
+
+
+@pytest.mark.parametrize("first", ["plain", "grad"])
+def test_a_stop_gradient_in_the_record_stops_the_gradient_of_its_replays(first):
+    """`grad(jit(f))` differentiates the record: a value `stop_gradient` (or a composition's
+    `constant_of`) took as a constant must stay one when the record is replayed under `grad`,
+    `jvp` and `vmap`. (It was the input's own slot in the record: the replays' gradients
+    counted it, 6 for 3 below.)"""
+    f = lambda x: x * fgrad.stop_gradient(x) + fnp.sin(x - fgrad.stop_gradient(x))
+    want = lambda x: x + 1.0  # d/dx at every x: x from the product, cos(0) from the sine
+    jitted = fgrad.jit(f)
+    if first == "plain":
+        jitted(0.5)
+    for x in (3.0, 4.0, -2.0):
+        assert float(fgrad.grad(jitted)(x)) == want(x) == float(fgrad.grad(f)(x))
+        assert float(fgrad.jvp(jitted, (x,), (1.0,))[1]) == want(x)
+    xs = np.array([1.0, 2.0, 5.0])
+    for _ in range(2):
+        assert np.array_equal(fgrad.vmap(fgrad.grad(jitted))(xs), want(xs))
+        assert np.array_equal(fgrad.jacfwd(lambda v: jitted(v))(xs), np.diag(want(xs)))
+    x = rng.uniform(size=6)
+    fit = fgrad.jit(lambda y: fnp.sum(fnp.polyfit(np.linspace(0.0, 1.0, 6), y, 2) ** 2))
+    for _ in range(3):
+        y = rng.normal(size=6)
+        assert fgrad.grad(fit)(y).tobytes() == fgrad.grad(fit.__wrapped__)(y).tobytes()
+
+
+def test_an_output_that_is_an_argument_is_a_fresh_array():
+    a = np.arange(3.0)
+    for f in (lambda x: x, fgrad.stop_gradient, lambda x: (x, 2.0 * x)):
+        jitted = fgrad.jit(f)
+        for _ in range(3):  # the recording call and replays
+            out = tree_flatten(jitted(a))[0]
+            assert all(not np.shares_memory(o, a) for o in out)
+            assert np.array_equal(out[0], a)

@@ -23,6 +23,7 @@ import fgrad.scipy.special as sp
 from fgrad import custom, taylor
 from fgrad.core import Primitive, add_any, dtype_of, shape_of
 from fgrad.numpy import (
+    arrays,
     creation,
     elementwise,
     fft,
@@ -144,6 +145,7 @@ CASES = [
     # shapes, sums and indexing (fgrad.numpy.shaping)
     (shaping._reshape_p, lambda x: fnp.reshape(x, (3, 2)), (M,)),
     (shaping._transpose_p, fnp.transpose, (M,)),
+    (arrays._roll_p, lambda x: fnp.roll(x * x, (1, 2), (0, 1)), (M,)),
     (shaping._broadcast_to_p, lambda x: fnp.broadcast_to(x, (2, 3)), (X,)),
     (shaping._sum_p, lambda x: fnp.sum(x, axis=0), (M,)),
     (shaping._sum_kw_p, lambda x: fnp.sum(x, axis=1, initial=2.0, where=MASK), (M,)),

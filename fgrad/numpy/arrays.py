@@ -176,7 +176,7 @@ def _roll_impl(a, shift, axis):
         return _np.roll(a, shift, axis)
     for k, ax in zip(shift, axis):
         n, before = a.shape[ax], (slice(None),) * ax
-        a = _np.concatenate((a[(*before, slice(n - k, None))], a[(*before, slice(0, n - k))]), ax)
+        a = _np.concatenate((a[before + (slice(n - k, None),)], a[before + (slice(0, n - k),)]), ax)
     return a
 
 

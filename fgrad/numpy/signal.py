@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import core as _core
+from .. import batching as _batching, core as _core
 from ..core import Box, bind, constant_of, dtype_of, primal
-from ..primitive import defbilinear, defprimitive, register_rules
+from ..primitive import defbilinear, defprimitive, nondiff, register_rules
 from . import linalg as _linalg
 from ._mirror import exported, mirror
 from .elementwise import (
@@ -52,6 +52,7 @@ from .shaping import (
     asarray,
     astype,
     at,
+    batch_size,
     batched_axis,
     broadcast_to,
     concatenate,
@@ -835,6 +836,9 @@ def polyfit(
         return _np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
     if _core.holds_batch(x) or _core.holds_batch(y) or _core.holds_batch(w):
         exact = None  # NumPy fits one row at a time: the values are the fgrad fit's
+    elif _core.holds_staged(x) or _core.holds_staged(y) or _core.holds_staged(w):
+        # in a `jit` record: NumPy's fit is an operation of the record, not read from it
+        exact = _polyfit_p(x, y, w, deg=deg, rcond=rcond, full=full, cov=cov)
     else:
         exact = _np.polyfit(primal(x), primal(y), deg, rcond, full, primal(w), cov)  # type: ignore[call-overload]
     order = int(deg) + 1
@@ -867,13 +871,37 @@ def polyfit(
 
 def _valued(value, f):
     """NumPy's `value` carrying the derivatives of `f`, the same quantity computed in fgrad
-    operations: `value + (f - f's value)`, whose second term is zero in value. Without a
-    value (a batch), f."""
+    operations: `value + (f - f as a constant)`, whose second term is zero in value (and in a
+    `jit` record computed, not read). Without a value (a batch), f; an integer (the rank) has
+    no derivative to carry."""
     if value is None:
         return f
-    if not is_traced(f):
+    if not is_traced(f) or dtype_of(f).kind not in "fc":
         return value
-    return value + (f - primal(f))
+    return value + (f - constant_of(f))
+
+
+# NumPy's polyfit of traced values inside a `jit` record (`polyfit`'s values): an operation the
+# record computes at every replay; reading x and y for it was a guard on every element.
+_polyfit_p = nondiff(
+    lambda x, y, w, deg, rcond, full, cov: _np.polyfit(x, y, deg, rcond, full, w, cov),
+    name="polyfit_values",
+)
+
+
+def _polyfit_batch(args, dims, **params):
+    return _batching.rows_one_by_one(
+        _polyfit_p,
+        args,
+        dims,
+        params,
+        batch_size(args, dims),
+        "NumPy fits one data set at a time (polyfit under vmap computes its values in fgrad "
+        "operations, and does not reach this)",
+    )
+
+
+register_rules(_polyfit_p, batch=_polyfit_batch)
 
 
 # --- phase unwrapping and numerical gradients -----------------------------------------------------
