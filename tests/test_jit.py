@@ -825,3 +825,31 @@ def test_an_output_that_is_an_argument_is_a_fresh_array():
             out = tree_flatten(jitted(a))[0]
             assert all(not np.shares_memory(o, a) for o in out)
             assert np.array_equal(out[0], a)
+
+
+@pytest.mark.parametrize("trans", [0, 1, 2])
+def test_lu_and_lu_solve_compute_their_permutations_in_the_record(trans):
+    """The permutations of LAPACK's pivots are operations of the record (reading the pivots was
+    a guard on each, and a new path per call): one path, bit for bit, for the values and for
+    the gradients either way round."""
+    sla = pytest.importorskip("fgrad.scipy.linalg", reason="fgrad.scipy.linalg needs SciPy")
+
+    def f(a, b):
+        p, l, u = sla.lu(a)
+        return sla.lu_solve(sla.lu_factor(a), b, trans=trans), p, l, u
+
+    loss = lambda a, b: fnp.sum(f(a, b)[0] ** 2) + fnp.sum(f(a, b)[3])
+    jitted, grad_jit, jit_grad = (
+        fgrad.jit(f),
+        fgrad.grad(fgrad.jit(loss)),
+        fgrad.jit(fgrad.grad(loss)),
+    )
+    for _ in range(6):
+        a, b = rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
+        for got, want in zip(jitted(a, b), f(a, b)):
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+        want = fgrad.grad(loss)(a, b).tobytes()
+        assert grad_jit(a, b).tobytes() == want == jit_grad(a, b).tobytes()
+    for fn in (jitted, jit_grad):
+        (entry,) = fn._cache.values()
+        assert _count_paths(entry.root) == 1

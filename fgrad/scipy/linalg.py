@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.linalg as _sl
 
-from .. import batching as _batching, numpy as fnp
+from .. import batching as _batching, core as _core, numpy as fnp
 from ..core import (
     Box,
     Primitive,
@@ -76,7 +76,7 @@ from ..numpy.shaping import (
     unbroadcast,
     with_example_ndim,
 )
-from ..primitive import defprimitive, register_rules
+from ..primitive import defprimitive, nondiff, register_rules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -428,10 +428,43 @@ def _lu_rows(piv, m):
     """The rows with a[rows] = L @ U from lu_factor's pivots (k of them) for m rows."""
     if _la._unreadable(piv):
         return _batched_lu_rows(piv, m)
-    piv = _np.asarray(primal(piv))
+    if _core.holds_staged(piv):
+        return _lu_rows_p(piv, m=m)  # in a `jit` record: computed there, not read
+    return _plain_lu_rows(_np.asarray(primal(piv)), m)
+
+
+def _plain_lu_rows(piv, m):
     full = _np.broadcast_to(_np.arange(m), piv.shape[:-1] + (m,)).copy()
     full[..., : piv.shape[-1]] = piv
     return _permutation(full)
+
+
+def _by_rows(prim, what):
+    """The batching rule of a constant of the pivots computed in a `jit` record: row by row
+    (`what` says what it is; the functions take their batched branch under `vmap` and reach
+    it only when a record made outside `vmap` is replayed inside one)."""
+
+    def rule(args, dims, **params):
+        return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), what)
+
+    register_rules(prim, batch=rule)
+    return prim
+
+
+# The permutations of lu and lu_solve as operations of a `jit` record: reading the pivots to
+# compute them was a guard on every pivot, and a record per call.
+_lu_rows_p = _by_rows(
+    nondiff(lambda piv, m: _plain_lu_rows(_np.asarray(piv), m), name="lu_rows"),
+    "LAPACK's row swaps, applied in order, for each matrix",
+)
+_inverse_rows_p = _by_rows(
+    nondiff(lambda perm: _np.argsort(perm, axis=-1), name="lu_inverse_rows"),
+    "the inverse permutation of each matrix's rows",
+)
+_permutation_matrix_p = _by_rows(
+    nondiff(lambda perm, m, dtype: _np.eye(m, dtype=dtype)[perm], name="lu_permutation_matrix"),
+    "each matrix's permutation matrix",
+)
 
 
 def _batched_lu_rows(piv, m):
@@ -454,6 +487,13 @@ def _take_rows(x, perm, inverse=False):
         m = shape(perm)[-1]
         p = _onehot(fnp.equal(fnp.expand_dims(perm, -1), _np.arange(m)), x)
         return fnp.matmul(_mT(p) if inverse else p, x)
+    if _core.holds_staged(perm):  # in a `jit` record: gathered by rows computed there
+        if inverse:
+            perm = _inverse_rows_p(perm)
+        lead = _np.broadcast_shapes(shape(perm)[:-1], shape(x)[:-2])
+        x = broadcast_to(x, lead + shape(x)[-2:])
+        rows = fnp.broadcast_to(fnp.expand_dims(perm, -1), lead + shape(perm)[-1:] + shape(x)[-1:])
+        return fnp.take_along_axis(x, rows, axis=-2)
     perm = _np.asarray(primal(perm))
     if inverse:
         perm = _np.argsort(perm, axis=-1)
@@ -683,6 +723,8 @@ def lu(
             l_mat,
             u_mat,
         )
+    if _core.holds_staged(perm):
+        return _permutation_matrix_p(perm, m=shape(a)[-2], dtype=real), l_mat, u_mat
     return _np.eye(shape(a)[-2], dtype=real)[perm], l_mat, u_mat
 
 
