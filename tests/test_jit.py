@@ -853,3 +853,39 @@ def test_lu_and_lu_solve_compute_their_permutations_in_the_record(trans):
     for fn in (jitted, jit_grad):
         (entry,) = fn._cache.values()
         assert _count_paths(entry.root) == 1
+
+
+def test_take_accepts_indices_the_record_computes():
+    """`take` with indices computed inside the function (argmax, nonzero) is recorded, not
+    refused: eager fgrad takes them as constants, and so does the record (it raised a
+    TypeError under jit). One path while nonzero's count stays, bit for bit, gradients too."""
+
+    def f(w):
+        keep = fnp.nonzero(fnp.logical_and(w > 0.2, w <= 0.8))[-1]
+        return fnp.take(w, keep) * 2.0 + fnp.take(w, fnp.argmax(w))
+
+    jitted, grad_jit = fgrad.jit(f), fgrad.grad(fgrad.jit(lambda w: fnp.sum(f(w))))
+    for _ in range(5):
+        w = np.array([0.1, 0.3, 0.5, 0.7, 0.9, 0.95]) + rng.uniform(-0.05, 0.05, 6)
+        assert jitted(w).tobytes() == f(w).tobytes()
+        assert grad_jit(w).tobytes() == fgrad.grad(lambda w: fnp.sum(f(w)))(w).tobytes()
+    (entry,) = jitted._cache.values()
+    assert _count_paths(entry.root) == 1
+
+
+@pytest.mark.parametrize("sort", [None, "lhp"])
+def test_real_schur_and_eigh_subset_compute_their_checks_in_the_record(sort):
+    sla = pytest.importorskip("fgrad.scipy.linalg", reason="fgrad.scipy.linalg needs SciPy")
+
+    def symmetric():
+        m = rng.normal(size=(3, 3))
+        return m + m.T + np.diag([0.0, 3.0, 6.0])
+
+    f = lambda a: (sla.schur(a, sort=sort), sla.eigh(a, subset_by_value=(-100.0, 100.0)))
+    jitted = fgrad.jit(f)
+    for _ in range(6):
+        a = symmetric()
+        for got, want in zip(tree_flatten(jitted(a))[0], tree_flatten(f(a))[0]):
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    (entry,) = jitted._cache.values()
+    assert _count_paths(entry.root) == 1

@@ -606,7 +606,9 @@ def take(
         a, axis = ravel(a), 0
     ax = _axis(axis, ndim(a), "take")
     n = shape(a)[ax]
-    if _core.holds_batch(indices):  # one index array per row (as argmax gives under vmap)
+    if _core.holds_batch(indices) or _core.holds_staged(indices):
+        # one index array per row (as argmax gives under vmap), or indices a `jit` record
+        # computes: gathered by fgrad operations, not read
         return getitem(a, _along(ax, _batched_indices(indices, n, mode, "take")))
     idx = _constant_index(indices, "take")
     if mode == "wrap":

@@ -1056,6 +1056,10 @@ def eigh(
         refuse_lazy("scipy.linalg.eigh(subset_by_value=...)", why, innermost(w))
         if _la._unreadable(w):
             w, v = _eigh_subset_rows(w, v, lo, hi)
+        elif _core.holds_staged(w):  # in a `jit` record: the selection is computed there
+            wc = constant_of(w)  # (nonzero's count is checked at each replay)
+            keep = fnp.nonzero(fnp.logical_and(wc > lo, wc <= hi))[-1]
+            w, v = fnp.take(w, keep, axis=-1), fnp.take(v, keep, axis=-1)
         else:
             wv = _np.asarray(primal(w))
             keep = _np.nonzero((wv > lo) & (wv <= hi))[-1]
@@ -1543,6 +1547,18 @@ def _schur_vjp(wanted, ans, a, output, sort):
 _schur_p = _factorization("schur", _schur_vjp, _schur_jvp)
 
 
+def _schur_blocks(a, sort):
+    """Whether the real Schur form of a (plain) has a 2 x 2 block (a complex eigenvalue pair)."""
+    tt = _sl.schur(a, output="real", sort=sort)[0]
+    return _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0)
+
+
+_schur_blocks_p = _by_rows(
+    nondiff(_schur_blocks, name="schur_blocks"),
+    "whether each matrix's real Schur form has a 2 x 2 block",
+)
+
+
 def schur(
     a: ArrayLike,
     output: str = "real",
@@ -1580,11 +1596,12 @@ def schur(
     if type(a) is Box and output in ("real", "r") and not _is_complex(a):
         if holds_batch(a):  # the rows' eigenvalues: a batch split only where rows differ
             pairs = fnp.sum(fnp.where(fnp.imag(_la.eigvals(constant_of(a))) != 0, 1, 0)) > 0
+        elif _core.holds_staged(a):  # in a `jit` record: one boolean computed there is read
+            pairs = _schur_blocks_p(a, sort=sort)
         else:
             why = "the real form's rule reads the Schur form to find its 2 x 2 blocks"
             refuse_lazy("scipy.linalg.schur(output='real')", why, innermost(a))
-            tt = _sl.schur(primal(a), output="real", sort=sort)[0]
-            pairs = _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0)
+            pairs = _schur_blocks(primal(a), sort)
         if pairs:
             raise ValueError(
                 f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
