@@ -348,6 +348,15 @@ MUTANTS = [
         "return holds_batch(mask) or bool(mask.any())",
         "a rule's mask of a Dask array is read (computed) instead of taken to hold",
     ),
+    # --- jit: a replay under an outer transform ---
+    Mutant(
+        "jit-stop-gradient-same-slot",
+        "fgrad/core.py",
+        "return level.process(stop_gradient_p, (x,), _NO_PARAMS)  # type: ignore[arg-type]",
+        "return Box(constant_of(x.value), level, x.aux)",
+        "stop_gradient of a recorded value is the value's own slot: the replays of grad(jit f) "
+        "differentiate through it",
+    ),
     # --- Taylor rules ---
     Mutant(
         "exp-taylor-order",
