@@ -41,7 +41,17 @@ from typing import Any
 import numpy as _np
 
 from . import core
-from .core import _NO_PARAMS, Box, Level, Primitive, bind_one, bind_two, primal, shape_of
+from .core import (
+    _NO_PARAMS,
+    Box,
+    Level,
+    NondiffPrimitive,
+    Primitive,
+    bind_one,
+    bind_two,
+    primal,
+    shape_of,
+)
 
 __all__ = [
     "BatchLevel",
@@ -140,7 +150,7 @@ def rows_one_by_one(
         _declared -= 1
 
 
-def declare_row_by_row(prim: Primitive, reason: str) -> None:
+def declare_row_by_row(prim: Primitive | NondiffPrimitive, reason: str) -> None:
     """Apply `prim` to one row at a time under `vmap`, for the reason given (listed by the
     coverage test): for a primitive whose rows cannot share one NumPy call."""
     row_by_row_reasons[prim] = reason

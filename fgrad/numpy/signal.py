@@ -52,7 +52,6 @@ from .shaping import (
     asarray,
     astype,
     at,
-    batch_size,
     batched_axis,
     broadcast_to,
     concatenate,
@@ -889,19 +888,11 @@ _polyfit_p = nondiff(
 )
 
 
-def _polyfit_batch(args, dims, **params):
-    return _batching.rows_one_by_one(
-        _polyfit_p,
-        args,
-        dims,
-        params,
-        batch_size(args, dims),
-        "NumPy fits one data set at a time (polyfit under vmap computes its values in fgrad "
-        "operations, and does not reach this)",
-    )
-
-
-register_rules(_polyfit_p, batch=_polyfit_batch)
+_batching.declare_row_by_row(
+    _polyfit_p,
+    "NumPy fits one data set at a time (polyfit under vmap computes its values in fgrad "
+    "operations, and does not reach this)",
+)
 
 
 # --- phase unwrapping and numerical gradients -----------------------------------------------------

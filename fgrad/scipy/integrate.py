@@ -403,7 +403,7 @@ class _VectorRhs:
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
 _lsoda_p = nondiff(_lsoda_impl, name="odeint")
 _batching.declare_row_by_row(
-    _lsoda_p,  # type: ignore[arg-type]  # (its hint says Primitive; any primitive is declared)
+    _lsoda_p,
     "LSODA picks its steps by the error of the whole state: one run over all rows at once "
     "would give each row values that depend on the other rows (they differ from the row's own "
     "run by up to the solver's tolerance, 4e-10 relative at rtol=atol=1e-10 on the table's "

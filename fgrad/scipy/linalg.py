@@ -440,14 +440,10 @@ def _plain_lu_rows(piv, m):
 
 
 def _by_rows(prim, what):
-    """The batching rule of a constant of the pivots computed in a `jit` record: row by row
-    (`what` says what it is; the functions take their batched branch under `vmap` and reach
-    it only when a record made outside `vmap` is replayed inside one)."""
-
-    def rule(args, dims, **params):
-        return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), what)
-
-    register_rules(prim, batch=rule)
+    """`prim`, a constant of the pivots or the form computed in a `jit` record, applied row by
+    row under `vmap` (`what` says what it is; the functions take their batched branch under
+    `vmap` and reach it only when a record made outside `vmap` is replayed inside one)."""
+    _batching.declare_row_by_row(prim, what)
     return prim
 
 
