@@ -132,7 +132,7 @@ _declared = 0  # > 0 while `rows_one_by_one` runs: the rows go one by one on pur
 
 
 def rows_one_by_one(
-    prim: Primitive,
+    prim: Primitive | NondiffPrimitive,
     args: Sequence[Any],
     dims: Sequence[int | None],
     params: dict,

@@ -52,6 +52,7 @@ from .shaping import (
     asarray,
     astype,
     at,
+    batch_size,
     batched_axis,
     broadcast_to,
     concatenate,
@@ -888,10 +889,13 @@ _polyfit_p = nondiff(
 )
 
 
-_batching.declare_row_by_row(
+# (Under vmap polyfit computes its values in fgrad operations; a record made outside vmap and
+# replayed inside one reaches this.)
+register_rules(
     _polyfit_p,
-    "NumPy fits one data set at a time (polyfit under vmap computes its values in fgrad "
-    "operations, and does not reach this)",
+    batch=lambda args, dims, **params: _batching.rows_one_by_one(
+        _polyfit_p, args, dims, params, batch_size(args, dims), "NumPy fits one data set at a time"
+    ),
 )
 
 
