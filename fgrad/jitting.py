@@ -516,6 +516,21 @@ _SCALARS = frozenset((float, int, bool, complex))
 _FAST_SCALARS = _SCALARS | frozenset(_np.dtype(c).type for c in "?bhilqBHILQefdgFDG")
 
 
+def _fast_key(args) -> tuple | None:
+    """The key of the common call, positional arguments that are all arrays or numbers: the
+    tuple of their signatures (as `_leaf_signature` gives them); None for any other call."""
+    sigs: list = []
+    for x in args:
+        t = type(x)
+        if t is _np.ndarray:
+            sigs.append((x.shape, x.dtype))
+        elif t in _FAST_SCALARS:
+            sigs.append(t)
+        else:
+            return None
+    return tuple(sigs)
+
+
 def _leaf_signature(x) -> tuple[Any, bool]:
     """What a replay's code may depend on in a leaf, and whether the leaf needs `bind` (it is
     traced by an outer transform, or an array of another library)."""
@@ -692,17 +707,8 @@ class Jitted:
         # their signatures (the general key is a triple of another kind).
         key = tree = None
         if not kwargs and not self._static_argnums:
-            sigs = []
-            for x in args:
-                t = type(x)
-                if t is _np.ndarray:
-                    sigs.append((x.shape, x.dtype))
-                elif t in _FAST_SCALARS:
-                    sigs.append(t)
-                else:
-                    break
-            else:
-                key, leaves, general = tuple(sigs), args, False
+            key = _fast_key(args)
+            leaves, general = args, False
         if key is None:
             leaves, tree, statics = self._flatten_call(args, kwargs)
             sigs, general = [], False
@@ -753,18 +759,10 @@ class Jitted:
         step of the solver: the lookup was 1.3 of a 10 us call). `args` themselves are only
         read for their signature; a function that needs more (keyword or static arguments,
         pytrees, closure cells to check) gets this one itself."""
-        sigs: list = []
-        for x in args:
-            t = type(x)
-            if t is _np.ndarray:
-                sigs.append((x.shape, x.dtype))
-            elif t in _FAST_SCALARS:
-                sigs.append(t)
-            else:
-                return self
-        if self._has_state or self._static_argnums:
+        key = _fast_key(args)
+        if key is None or self._has_state or self._static_argnums:
             return self
-        key, fun, entry = tuple(sigs), self._fun, None
+        fun, entry = self._fun, None
 
         def call(*leaves):
             nonlocal entry
