@@ -137,6 +137,8 @@ def _equal_values(a, b) -> bool:
         return False
     if type(a) is _np.ndarray or isinstance(a, (_np.generic, float, complex)):
         return guard_key(a) == guard_key(b)
+    if type(a) is tuple:  # (an index: arrays, slices and numbers, each compared as a value)
+        return len(a) == len(b) and all(_equal_values(x, y) for x, y in zip(a, b))
     try:
         return bool(a == b)
     except Exception:  # an object that cannot say: not known to be equal

@@ -792,6 +792,55 @@ def test_segments_orders_and_counts_are_computed_in_the_record(f):
     assert _count_paths(entry.root) == 1
 
 
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: fnp.sum(fnp.unique(x) ** 2),
+        lambda x: fnp.unique(x, return_index=True, return_inverse=True, return_counts=True),
+        lambda x: fnp.partition(x, 2) * x,
+        lambda x: fnp.union1d(x, x[:2] + 1.0),
+        lambda x: fnp.setdiff1d(x, x[:2]),
+        fgrad.grad(lambda x: fnp.sum(fnp.partition(x, 2)[:3] ** 2)),
+    ],
+    ids=["unique", "unique-all-flags", "partition", "union1d", "setdiff1d", "grad-partition"],
+)
+def test_unique_partition_and_sets_find_their_indices_in_the_record(f):
+    """Their indices are operations of the record (NumPy's calls on the values were reads of
+    every element: a new path at every call, eager after 8). A count of unique values is a
+    shape guard: values with as many unique ones replay one path."""
+    jitted = fgrad.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(6):
+            x = rng.uniform(0.0, 3.0, size=6)
+            for got, want in zip(tree_flatten(jitted(x))[0], tree_flatten(f(x))[0]):
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    assert paths(jitted) == [1]
+
+
+def test_a_branch_after_a_gather_by_computed_indices_takes_a_second_path():
+    """Two runs of one path make equal index templates (as objects, each run's are new). They
+    compared unequal: a second path was taken for a sign that the function depends on hidden
+    state, and the function ran eagerly from then on, with a warning saying so."""
+
+    def f(x):
+        y = x[fnp.argsort(x)]
+        return y * 2.0 if y[0] > 0 else y - 1.0
+
+    jitted = fgrad.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for sign in (1.0, -1.0, 1.0, -1.0):
+            x = sign * rng.uniform(0.5, 2.0, size=4)
+            assert_same(f(x), jitted(x))
+    assert paths(jitted) == [2]
+    xs = np.array([[1.0, 2.0, 2.0, 3.0], [1.0, 1.0, 1.0, 5.0], [4.0, 5.0, 6.0, 7.0]])
+    g = lambda x: fnp.sum(fnp.unique(x) ** 2)  # rows with 3, 2 and 4 unique values
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(fgrad.vmap(g)(xs), fgrad.vmap(fgrad.jit(g))(xs))
+
+
 @pytest.mark.parametrize("first", ["plain", "grad"])
 def test_a_stop_gradient_in_the_record_stops_the_gradient_of_its_replays(first):
     """`grad(jit(f))` differentiates the record: a value `stop_gradient` (or a composition's

@@ -27,7 +27,7 @@ import numpy as _np
 
 from .. import batching as _batching, core as _core
 from ..core import Box, constant_of, dtype_of, primal, shape_from_values, shape_of
-from ..primitive import deflinear, register_rules
+from ..primitive import deflinear, nondiff, register_rules
 from . import reductions as _rd, shaping as _shaping
 from ._mirror import exported, mirror
 from .elementwise import (
@@ -754,21 +754,22 @@ def partition(
     if axis is None:
         a, axis = ravel(a), -1
     ax = _axis(axis, ndim(a), "partition")
-    if _core.holds_batch(a):  # the same steps for each row, by fgrad operations
-        v = constant_of(a)
-        arranged = take_along_axis(v, argpartition(v, kth, axis=ax, kind=kind), ax)
-        by_rank = argsort(v, axis=ax, kind="stable")
-        rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
-        return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
-    _core.refuse_lazy("partition", "its rule arranges the values with np.partition", primal(a))
-    v = _np.asarray(primal(a))
-    # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
-    arranged = _np.partition(v, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
+    if not _core.holds_batch(a):  # (its type, not its values: reading them is a guard)
+        _core.refuse_lazy(
+            "partition", "its rule arranges the values with np.partition", _core.innermost(a)
+        )
+    if type(a) is not Box:
+        return _np.partition(a, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
     # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank
-    # (stable argsorts rank equal values, NaNs last, the same way in both).
-    by_rank = _np.argsort(v, axis=ax, kind="stable")
-    rank_of = _np.argsort(_np.argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
-    return take_along_axis(a, _np.take_along_axis(by_rank, rank_of, ax), ax)
+    # (stable argsorts rank equal values, NaNs last, the same way in both). Found by fgrad's
+    # operations without derivative on the values, so that under `vmap` each row is arranged
+    # as its own, and a `jit` record arranges the values of each replay (NumPy's calls on the
+    # plain values here would be reads of every element: a guard on all of them).
+    v = constant_of(a)
+    arranged = take_along_axis(v, argpartition(v, kth, axis=ax, kind=kind), ax)
+    by_rank = argsort(v, axis=ax, kind="stable")
+    rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
+    return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
 
 
 argpartition = nondiff_function(_np.argpartition)
@@ -829,9 +830,27 @@ def unique(
     ar = asarray(ar)
     if _core.holds_batch(ar) and axis is None and sorted:
         return _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan)
-    # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
-    found = _np.unique(  # type: ignore[call-overload]
-        primal(ar),
+    found = _unique_p(
+        ar,
+        return_index=return_index,
+        return_inverse=return_inverse,
+        return_counts=return_counts,
+        axis=axis,
+        equal_nan=equal_nan,
+        sorted=sorted,
+    )
+    index = found[0]
+    values = getitem(ravel(ar), index) if axis is None else take(ar, index, axis=axis)
+    extras = [index] if return_index else []
+    extras += list(found[1:])
+    return tuple([values] + extras) if extras else values
+
+
+def _unique_indices(ar, return_index, return_inverse, return_counts, axis, equal_nan, sorted):
+    """NumPy's `unique` of plain values, as the indices that find its values in `ar` (each
+    one's first occurrence), then the inverse and the counts if asked for."""
+    found = _np.unique(
+        ar,
         return_index=True,
         return_inverse=return_inverse,
         return_counts=return_counts,
@@ -843,14 +862,30 @@ def unique(
     if not sorted and axis is None and not (return_index or return_inverse or return_counts):
         # NumPy then finds the values by hashing, in an order of its own: find each one's
         # first occurrence (the sorting path's index) by sorting those values alike
-        hashed = _np.unique(primal(ar), equal_nan=equal_nan, sorted=False)
+        hashed = _np.unique(ar, equal_nan=equal_nan, sorted=False)
         if hashed.shape == index.shape:
             index = _np.empty_like(index)
             index[_np.argsort(hashed, kind="stable")] = found[1]
-    values = getitem(ravel(ar), index) if axis is None else take(ar, index, axis=axis)
-    extras = [found[1]] if return_index else []
-    extras += list(found[2:])
-    return tuple([values] + extras) if extras else values
+    return (index, *found[2:])
+
+
+# The indices of `unique`, an operation of a `jit` record (reading the values for NumPy's
+# unique here would be a guard on every element); the shapes of its results depend on the
+# values: a record holds for those shapes (its guards).
+_unique_p = nondiff(_unique_indices, name="unique_indices")
+shape_from_values.add(_unique_p)
+register_rules(
+    _unique_p,
+    batch=lambda args, dims, **params: _batching.rows_one_by_one(
+        _unique_p,
+        args,
+        dims,
+        params,
+        _shaping.batch_size(args, dims),
+        "NumPy finds the unique values of one array at a time (a record made outside vmap, "
+        "replayed inside it; rows with other counts of unique values cannot stack)",
+    ),
+)
 
 
 def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):

@@ -1795,6 +1795,14 @@ class _Slot:
     def __repr__(self):
         return f"_Slot({self.i})"
 
+    # Equal when they name the same argument: a `jit` record compares two runs' parameters,
+    # and two runs of one path make equal templates (as objects, every run's are new).
+    def __eq__(self, other):
+        return type(other) is _Slot and other.i == self.i
+
+    def __hash__(self):
+        return hash(("_Slot", self.i))
+
 
 def _filled(template, arrays):
     return tuple(arrays[p.i] if type(p) is _Slot else p for p in template)
