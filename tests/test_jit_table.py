@@ -1,12 +1,15 @@
 """The gradient table under `jit` (rows in tests/rows_*.py, see tests/gradtable.py).
 
 For a row's function f: `jit(f)`, `jit(grad(f))`, `grad(jit(f))` and `jit(vmap(f))` equal the
-eager results bit for bit, on the first call (the recording) and on a replay with new values.
+eager results bit for bit, on the first call (the recording) and on a replay with new values;
+and a branch taken after the row's operations grows the record by a path (the row's operations
+compare equal from run to run).
 The quick suite takes the rows `gradtable.sample` picks for "jit" (each primitive's hardest row
 and one row per public name, by the seed in the pytest header); `FGRAD_FULL=1` takes every row.
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -88,3 +91,24 @@ def test_jit_of_vmap_equals_eager(row):
         return
     for args in (batched, swapped):
         _same(v(*args), jitted(*args), f"jit(vmap({row.id}))")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_a_branch_after_the_row_takes_a_second_path(row):
+    """A branch on a value read after the row's operations: the second path's operations
+    before the branch are those of the first, so they compare equal and the record grows a
+    branch. (Parameters that compared unequal from run to run, an index template's, made
+    `jit` take such a function for one that depends on hidden state: a warning, then eager.)"""
+    args = row.args()
+
+    def branching(s, *a):
+        out = row.fn(*a)
+        return out if s > 0 else [fnp.asarray(leaf) for leaf in tree_flatten(out)[0]]
+
+    jitted = fgrad.jit(branching)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for s in (1.0, -1.0, 1.0, -1.0):
+            _same(branching(s, *args), jitted(np.float64(s), *args), f"branching({row.id})")
+    (entry,) = jitted._cache.values()
+    assert not entry.eager, f"jit ran {row.id} eagerly after its second path"
