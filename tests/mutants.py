@@ -357,6 +357,14 @@ MUTANTS = [
         "stop_gradient of a recorded value is the value's own slot: the replays of grad(jit f) "
         "differentiate through it",
     ),
+    Mutant(
+        "jit-index-template-identity",
+        "fgrad/numpy/shaping.py",
+        "return type(other) is _Slot and other.i == self.i",
+        "return other is self",
+        "two runs of one path make index templates that compare unequal: jit takes a second "
+        "path of a function gathering by computed indices for hidden state, and runs it eagerly",
+    ),
     # --- Taylor rules ---
     Mutant(
         "exp-taylor-order",
