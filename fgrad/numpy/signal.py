@@ -35,6 +35,7 @@ from .elementwise import (
     mask_values,
     multiply,
     not_equal,
+    read_any,
     real,
     sqrt,
     where,
@@ -496,8 +497,10 @@ def _weights(w, name, n, dtype):
             f"fgrad.numpy.real({name}) or fgrad.numpy.abs({name})"
         )
     if _is_traced(w):
-        # every row's weights, for the checks; lazy ones (Dask's) are not read
-        wv = None if _core.is_foreign_array(_core.innermost(w)) else all_rows(w, "cov")
+        # the weights as a constant for the checks, which read one boolean each (under `jit`
+        # a guard that holds for every valid weight, where reading the weights was a guard on
+        # each of them); lazy ones (Dask's) are not checked
+        wv = None if _core.is_foreign_array(_core.innermost(w)) else constant_of(w)
     elif _core.is_foreign_array(w):  # lazy (Dask's): cast, and not read for the checks
         wv, w = None, astype(w, dtype)
     else:
@@ -505,7 +508,7 @@ def _weights(w, name, n, dtype):
         w = wv.astype(dtype)
     if ndim(w) != 1 or shape(w)[0] != n:
         raise ValueError(f"cov: {name} has shape {shape(w)}; it needs one weight per sample ({n})")
-    if wv is not None and (wv < 0).any():
+    if wv is not None and read_any(less(wv, 0)):
         raise ValueError(f"cov: {name} cannot be negative")
     return w, wv
 
@@ -542,7 +545,7 @@ def cov(
     w = None
     if fweights is not None:
         w, fv = _weights(fweights, "fweights", n, dtype)
-        if fv is not None and not _np.all(fv == _np.around(fv)):
+        if fv is not None and read_any(not_equal(fv, floor(fv))):
             raise TypeError("cov: fweights must be integers")
     if aweights is not None:
         aweights, _ = _weights(aweights, "aweights", n, dtype)
@@ -564,9 +567,9 @@ def cov(
         if (all_rows(fact, "cov") <= 0).any():
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = where(greater(constant_of(fact), 0), fact, 0.0)
-    elif _core.is_foreign_array(primal(fact)):  # lazy (Dask): not read, set to 0 where NumPy would
-        fact = where(_np.greater(primal(fact), 0), fact, 0.0)
-    elif primal(fact) <= 0:
+    elif _core.is_foreign_array(_core.innermost(fact)):  # lazy (Dask): not read, set to 0
+        fact = where(_np.greater(primal(fact), 0), fact, 0.0)  # where NumPy would
+    elif bool(less_equal(fact, 0)):  # (traced: one boolean read, not the number)
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
     if not _is_traced(fact) and not _core.is_foreign_array(fact):
@@ -575,7 +578,7 @@ def cov(
     X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
     with _np.errstate(divide="ignore"):
         # batched or lazy: divided as it is (1/0 gives inf there)
-        lazy = _core.holds_batch(fact) or _core.is_foreign_array(primal(fact))
+        lazy = _core.holds_batch(fact) or _core.is_foreign_array(_core.innermost(fact))
         scale = 1.0 / fact if lazy or fact != 0 else _np.inf
     return squeeze(matmul(X, X_T) * scale)
 
