@@ -269,6 +269,14 @@ def tanh_chain_memory(layers=100, width=512, batch=64):
     )
 
 
+def _solve_and_gradient(solve, gradient, rounds):
+    """The median seconds of a call of each, in interleaved rounds, and the cell of their
+    same-round ratios (gradient / solve)."""
+    times = timing.interleaved_times({"solve": solve, "gradient": gradient}, rounds, 0.2)
+    medians = (timing.quartiles(times[k])[1] for k in ("solve", "gradient"))
+    return (*medians, timing.ratio_cell(timing.paired_ratios(times, "gradient", "solve")))
+
+
 def pendulum(rounds=5):
     """The gradient of an odeint solution against the solve itself: odeint records its
     right-hand side and, for the gradient, the sensitivity system, and replays them at every
@@ -287,13 +295,9 @@ def pendulum(rounds=5):
         return fnp.sum(odeint(rhs, y0, t, args=(b, c))[:, 0] ** 2)
 
     gradient = fgrad.grad(loss, argnums=(0, 1))
-    times = timing.interleaved_times(
-        {"solve": lambda: loss(0.25, 5.0), "gradient": lambda: gradient(0.25, 5.0)},
-        rounds,
-        0.2,
+    solve, grad, ratio = _solve_and_gradient(
+        lambda: loss(0.25, 5.0), lambda: gradient(0.25, 5.0), rounds
     )
-    solve, grad = (timing.quartiles(times[k])[1] for k in ("solve", "gradient"))
-    ratio = timing.ratio_cell(timing.paired_ratios(times, "gradient", "solve"))
     print(
         f"\nodeint pendulum (2 states, 101 time points, 2 parameters): solve {solve * 1e3:.1f} "
         f"ms, gradient {grad * 1e3:.1f} ms; gradient / solve {ratio}"
@@ -308,16 +312,11 @@ def pendulum(rounds=5):
             return jnp.sum(jax_odeint(jax_rhs, jnp.asarray(y0), jnp.asarray(t), b, c)[:, 0] ** 2)
 
         jax_solve, jax_gradient = jax.jit(jax_loss), jax.jit(jax.grad(jax_loss, argnums=(0, 1)))
-        times = timing.interleaved_times(
-            {
-                "solve": lambda: jax_solve(0.25, 5.0).block_until_ready(),
-                "gradient": lambda: jax.block_until_ready(jax_gradient(0.25, 5.0)),
-            },
+        solve, grad, ratio = _solve_and_gradient(
+            lambda: jax_solve(0.25, 5.0).block_until_ready(),
+            lambda: jax.block_until_ready(jax_gradient(0.25, 5.0)),
             rounds,
-            0.2,
         )
-        solve, grad = (timing.quartiles(times[k])[1] for k in ("solve", "gradient"))
-        ratio = timing.ratio_cell(timing.paired_ratios(times, "gradient", "solve"))
         print(
             f"  jax jit (its odeint): solve {solve * 1e3:.2f} ms, gradient {grad * 1e3:.2f} ms; "
             f"gradient / solve {ratio}"

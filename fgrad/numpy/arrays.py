@@ -846,23 +846,17 @@ def unique(
     return tuple([values] + extras) if extras else values
 
 
-def _unique_indices(ar, return_index, return_inverse, return_counts, axis, equal_nan, sorted):
-    """NumPy's `unique` of plain values, as the indices that find its values in `ar` (each
-    one's first occurrence), then the inverse and the counts if asked for."""
-    found = _np.unique(
-        ar,
-        return_index=True,
-        return_inverse=return_inverse,
-        return_counts=return_counts,
-        axis=axis,
-        equal_nan=equal_nan,
-        sorted=sorted,
-    )
+def _unique_indices(ar, return_index, **flags):
+    """NumPy's `unique` of plain values (`flags`: its other keywords), as the indices that
+    find its values in `ar` (each one's first occurrence), then the inverse and the counts if
+    asked for."""
+    found = _np.unique(ar, return_index=True, **flags)
     index = found[1]
-    if not sorted and axis is None and not (return_index or return_inverse or return_counts):
+    hashing = not flags["sorted"] and flags["axis"] is None
+    if hashing and not (return_index or flags["return_inverse"] or flags["return_counts"]):
         # NumPy then finds the values by hashing, in an order of its own: find each one's
         # first occurrence (the sorting path's index) by sorting those values alike
-        hashed = _np.unique(ar, equal_nan=equal_nan, sorted=False)
+        hashed = _np.unique(ar, equal_nan=flags["equal_nan"], sorted=False)
         if hashed.shape == index.shape:
             index = _np.empty_like(index)
             index[_np.argsort(hashed, kind="stable")] = found[1]
