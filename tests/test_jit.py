@@ -843,6 +843,42 @@ def test_a_branch_after_a_gather_by_computed_indices_takes_a_second_path():
         assert_same(fgrad.vmap(g)(xs), fgrad.vmap(fgrad.jit(g))(xs))
 
 
+_REDUCTIONS = [
+    ("nanmax", ()),
+    ("nanmin", ()),
+    ("nanmean", ()),
+    ("nanvar", ()),
+    ("nanstd", ()),
+    ("median", ()),
+    ("nanmedian", ()),
+    ("quantile", (0.3,)),
+    ("nanquantile", (0.3,)),
+    ("percentile", (30,)),
+    ("nanpercentile", (30,)),
+]
+
+
+@pytest.mark.parametrize("name, extra", _REDUCTIONS, ids=[name for name, _ in _REDUCTIONS])
+def test_a_whole_array_reduction_is_a_numpy_scalar_as_numpys(name, extra):
+    """NumPy reduces a whole array to a NumPy scalar; these gave a 0-d array (the `where` that
+    puts NaN in place makes one), eagerly (median, quantiles) or under `jit` (the nan-
+    reductions, whose NaN mask is then a value of the record), and for an all-NaN array."""
+    ours, theirs = getattr(fnp, name), getattr(np, name)
+    jitted = fgrad.jit(ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, for the all-NaN array
+        for x in (
+            rng.normal(size=(2, 3)),
+            np.array([[1.0, np.nan], [np.nan, 2.0]]),
+            np.full(3, np.nan),
+        ):
+            want = theirs(x, *extra)
+            for got in (ours(x, *extra), jitted(x, *extra), jitted(x, *extra)):
+                assert type(got) is type(want), (type(got), type(want))
+                # (NaN's sign bit aside: NumPy's 0/0 gives -nan, fgrad's places np.nan)
+                assert np.array_equal(got, want, equal_nan=True), (got, want)
+
+
 @pytest.mark.parametrize("first", ["plain", "grad"])
 def test_a_stop_gradient_in_the_record_stops_the_gradient_of_its_replays(first):
     """`grad(jit(f))` differentiates the record: a value `stop_gradient` (or a composition's

@@ -109,6 +109,7 @@ CASES = [
     (elementwise.power_operator, lambda x: x**3, (X,)),
     (elementwise.power, lambda x, a: fnp.power(x, a), (_uniform(0.5, 2, 3), X)),  # exp(a log x)
     (elementwise.power_operator, lambda a: 1.7**a, (X,)),
+    (elementwise.float_power_values, lambda x, a: fnp.float_power(x, a), (_uniform(0.5, 2, 3), X)),
     (elementwise.power, lambda x: fnp.power(x, np.array([2.0, 1.0, 0.0])), (np.zeros(3),)),
     (elementwise.negative, lambda x: -x, (X,)),
     (elementwise._where_p, lambda x, y: fnp.where(MASK, x, y), (X, M)),

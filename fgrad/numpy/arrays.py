@@ -332,7 +332,10 @@ def pad(
                 f"pad: a traced or lazy constant_values must be a scalar, got {describe(c)}; "
                 "pass plain values for per-axis constants"
             )
-        return pad(array - c, pad_width) + c  # exact, and differentiable in c
+        # the elements of `array` as they are, c (in array's dtype, as NumPy casts it) around
+        # them: the value is NumPy's, and differentiable in c
+        inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
+        return where(inside, pad(array, pad_width), astype(c, dtype_of(array)))
     if is_traced(c):
         raise TypeError(
             "pad: constant_values holds traced values; pass a traced scalar or plain values"

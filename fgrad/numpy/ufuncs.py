@@ -46,6 +46,7 @@ from .elementwise import (
     _square_taylor_rule,
     as_ufunc,
     exp,
+    float_power_values,
     mask_values,
     may_hold,
     power,
@@ -281,7 +282,7 @@ def _float_power(x1, x2):
     >>> float(fgrad.grad(lambda x: fnp.float_power(x, 3))(2.0))
     12.0
     """
-    return power(_as_float64(x1), _as_float64(x2))
+    return float_power_values(_as_float64(x1), _as_float64(x2))
 
 
 float_power = as_ufunc(_float_power, _np.float_power)
