@@ -16,7 +16,7 @@ from .. import core as _core
 from ..core import primal
 from . import _ufunc_signature
 from ._mirror import mirror
-from .elementwise import _with_keywords
+from .elementwise import _with_keywords, scalar_if_0d
 from .shaping import describe, refuse_out
 
 
@@ -67,7 +67,8 @@ def ufunc_mirror(fn: Callable, theirs: Any) -> Callable:
         if any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
             refuse_out(out, theirs.__name__)
         keywords = {k: a[k] for k in _ufunc_signature.DEFAULTS}
-        return _with_keywords(fn, theirs, tuple(a[x] for x in inputs), None, **keywords)
+        ans = _with_keywords(fn, theirs, tuple(a[x] for x in inputs), None, **keywords)
+        return scalar_if_0d(ans)
 
     ufunc.__name__ = ufunc.__qualname__ = theirs.__name__
     ufunc.__module__ = fn.__module__

@@ -132,13 +132,15 @@ def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
 
     def ufunc(*args: ArrayLike, **kwargs: Any) -> Array:
         if not kwargs and len(args) == nin:  # the common call: the inputs alone
-            if bare is None or nin > 2:
+            if bare is None:
+                return scalar_if_0d(fn(*args))
+            if nin > 2:
                 return fn(*args)
             return bind_one(bare, args[0]) if nin == 1 else bind_two(bare, args[0], args[1])
         inputs, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
         if _ufunc_signature.all_default(out, keywords):
-            return fn(*inputs)
-        return _with_keywords(fn, theirs, inputs, out, **keywords)
+            return scalar_if_0d(fn(*inputs))
+        return scalar_if_0d(_with_keywords(fn, theirs, inputs, out, **keywords))
 
     ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
     prim = fn if isinstance(fn, Primitive) else getattr(fn, "primitive", None)
@@ -154,6 +156,19 @@ def as_ufunc(fn: Callable[..., Any], theirs: _np.ufunc) -> Ufunc:
     if bare is not None:
         made.bare = bare  # without keywords, the wrapper binds this primitive: see `_box`
     return mirror("ufunc")(made)
+
+
+def scalar_if_0d(ans):
+    """A result as NumPy's ufuncs and reductions give it: a NumPy scalar where it is 0-d (a
+    function written in fgrad's operations may end in a `where`, which makes a 0-d array, as
+    NumPy's `where` does); each of a tuple's. Rows of a `vmap` stay as they are."""
+    if type(ans) is tuple:
+        return tuple(scalar_if_0d(a) for a in ans)
+    if type(ans) is _np.ndarray:
+        return ans[()] if ans.ndim == 0 else ans
+    if type(ans) is Box and not holds_batch(ans) and len(shape_of(ans)) == 0:
+        return ans[()]
+    return ans
 
 
 def _with_keywords(fn, theirs, args, out, *, where, casting, order, dtype, subok, signature):

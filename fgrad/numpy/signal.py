@@ -37,6 +37,7 @@ from .elementwise import (
     not_equal,
     read_any,
     real,
+    scalar_if_0d,
     sqrt,
     where,
 )
@@ -395,7 +396,8 @@ def interp(
         y = where(below, fp[0] if left is None else left, y)
     if batched or above.any():
         y = where(above, fp[-1] if right is None else right, y)
-    return astype(y, dtype) if dtype_of(y) != dtype else y
+    y = astype(y, dtype) if dtype_of(y) != dtype else y
+    return scalar_if_0d(y)  # (a NumPy scalar for a scalar x, as NumPy gives)
 
 
 def _sorted_by(keys, *values):

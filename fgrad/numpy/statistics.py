@@ -54,6 +54,7 @@ from .elementwise import (
     read_any,
     real,
     register_elementwise,
+    scalar_if_0d,
     sqrt,
     where,
     where as _where,  # for functions with a `where=` parameter
@@ -462,12 +463,6 @@ def _nan_to(a, fill):
     return (a, None) if m is None else (where(m, fill, a), m)
 
 
-def _as_reduced(ans):
-    """A reduction's 0-d result as NumPy gives it, a NumPy scalar (the `where` that put NaN in
-    place made a 0-d array: a `jit` record or a traced mask, and NumPy's all-NaN case)."""
-    return ans[()] if ndim(ans) == 0 and not _core.holds_batch(ans) else ans
-
-
 def _nan_as(fill, reduce, name):
     """nansum's body from sum's (likewise nanprod, nancumsum, nancumprod): `reduce` of a with
     its NaNs replaced by `fill`, the reduction's neutral element."""
@@ -502,7 +497,7 @@ def _nanmean(a, axis, dtype, out, keepdims, where):
     axes = _normalize_axes(axis, ndim(a0))
     count = _valid_counts(m, axes, reduction_mask(where, a0, "nanmean"), keepdims)
     total = sum(a0, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
-    return _as_reduced(_divide_or_nan(total, count))
+    return scalar_if_0d(_divide_or_nan(total, count))
 
 
 nanmean = variant(
@@ -550,7 +545,7 @@ def _nan_extremum(reduce: _F, fill: float, name: str) -> _F:
             all_nan = _np.all(m if mask is True else m | ~mask, axis=axes, keepdims=keepdims)
             if may_hold(all_nan):
                 ans = _where(all_nan, _np.nan, ans)
-        return _as_reduced(ans)
+        return scalar_if_0d(ans)
 
     return variant(
         reduce,
@@ -587,10 +582,10 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     dof = _valid_counts(m, axes, mask, keepdims) - ddof
     if type(dof) is Box:  # one count per row
         bad = less_equal(dof, 0)
-        return _as_reduced(_where(bad, _np.nan, _divide(ss, _where(bad, 1, dof))))
+        return scalar_if_0d(_where(bad, _np.nan, _divide(ss, _where(bad, 1, dof))))
     bad = dof <= 0  # NumPy gives NaN there
     v = _divide(ss, _np.where(bad, 1, dof))
-    return _as_reduced(_where(bad, _np.nan, v) if may_hold(bad) else v)
+    return scalar_if_0d(_where(bad, _np.nan, v) if may_hold(bad) else v)
 
 
 nanvar = variant(
@@ -737,7 +732,7 @@ def _finish(res, nan_slices, kept, keepdims, q_shape):
     lead = shape(res)[:-1]
     res = moveaxis(res, -1, 0) if lead else res
     out_shape = kept if keepdims else lead
-    return _as_reduced(reshape(res, tuple(q_shape) + tuple(out_shape)))
+    return scalar_if_0d(reshape(res, tuple(q_shape) + tuple(out_shape)))
 
 
 def _check_method(method, name):
