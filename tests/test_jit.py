@@ -879,6 +879,17 @@ def test_a_whole_array_reduction_is_a_numpy_scalar_as_numpys(name, extra):
                 assert np.array_equal(got, want, equal_nan=True), (got, want)
 
 
+def test_a_python_number_argument_is_indexed_as_numpys_scalar_in_a_record():
+    """A record holds a Python number argument as it was given (its weak type is NumPy's
+    to use), and `grad` inside the record makes no NumPy scalar of it as it does eagerly:
+    indexing it raised TypeError under `jit(grad(f))` where `grad(f)` worked."""
+    for f in (lambda x: x[()], lambda x: fnp.sum(x[None] * 3.0)):
+        g = fgrad.grad(f)
+        jitted = fgrad.jit(g)
+        for x in (2.0, -1.5, 2.0):
+            assert_same(g(x), jitted(x))
+
+
 @pytest.mark.parametrize("first", ["plain", "grad"])
 def test_a_stop_gradient_in_the_record_stops_the_gradient_of_its_replays(first):
     """`grad(jit(f))` differentiates the record: a value `stop_gradient` (or a composition's

@@ -166,8 +166,8 @@ def scalar_if_0d(ans):
         return tuple(scalar_if_0d(a) for a in ans)
     if type(ans) is _np.ndarray:
         return ans[()] if ans.ndim == 0 else ans
-    if type(ans) is Box and not holds_batch(ans) and len(shape_of(ans)) == 0:
-        return ans[()]
+    if type(ans) is Box and type(innermost(ans)) is _np.ndarray and not holds_batch(ans):
+        return ans[()] if innermost(ans).ndim == 0 else ans
     return ans
 
 

@@ -867,15 +867,15 @@ def _getitem_vjp(ans, x, idx):
     return lambda ct: _index_add_p(_np.zeros(x_shape, dtype=dtype_of(ct)), ct, idx=idx)
 
 
-_getitem_p = deflinear(
-    lambda x, idx: (
-        x[idx]
-        if type(x) is _np.ndarray or not _core.is_foreign_array(x)
-        else _getitem_foreign(x, idx)
-    ),
-    _getitem_vjp,
-    name="getitem",
-)
+def _getitem_impl(x, idx):
+    if type(x) is _np.ndarray:
+        return x[idx]
+    if type(x) in (float, int, complex):  # a Python number a `jit` record holds as it was given
+        return _np.asarray(x)[idx]  # (indexed as NumPy's scalar of it)
+    return x[idx] if not _core.is_foreign_array(x) else _getitem_foreign(x, idx)
+
+
+_getitem_p = deflinear(_getitem_impl, _getitem_vjp, name="getitem")
 
 
 # --- indexing another library's arrays (Dask) -----------------------------------------------------
