@@ -92,7 +92,12 @@ def mean(
     if mask is True:
         s = shape(a)
         count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
-        ans = total / count
+        if dtype_of(total) == _np.complex64:
+            # NumPy divides by its integer count in complex128 and casts back: a complex
+            # division is not one rounding, so complex64's own gives other last bits
+            ans = astype(total / _np.intp(count), dtype_of(total))
+        else:
+            ans = total / count
     else:
         count = _np.sum(mask, axis=axes, dtype=_np.intp, keepdims=keepdims)
         # NumPy divides by the integer counts in float64 and casts back (which for one division

@@ -813,8 +813,10 @@ def _astype_vjp(ans, x, dtype):
 
 
 def _astype_impl(x, dtype):
-    """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns)."""
-    x = as_array(x)
+    """x.astype(dtype); complex to real keeps the real part, as JAX does (NumPy warns). A
+    NumPy scalar stays one, as in `np.astype`."""
+    if not isinstance(x, _np.generic):
+        x = as_array(x)
     if _np.iscomplexobj(x) and not _np.issubdtype(dtype, _np.complexfloating):
         x = x.real
     return x.astype(dtype)
@@ -826,7 +828,10 @@ _astype_p = deflinear(
     name="astype",
 )
 
-_astype_nondiff = nondiff(lambda x, dtype: as_array(x).astype(dtype), name="astype")
+_astype_nondiff = nondiff(
+    lambda x, dtype: (x if isinstance(x, _np.generic) else as_array(x)).astype(dtype),
+    name="astype",
+)
 
 
 @mirror("function")
