@@ -344,7 +344,7 @@ MUTANTS = [
     Mutant(
         "mask-read-on-dask",
         E,
-        "return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())",
+        "return holds_batch(mask) or is_foreign_array(innermost(mask)) or bool(mask.any())",
         "return holds_batch(mask) or bool(mask.any())",
         "a rule's mask of a Dask array is read (computed) instead of taken to hold",
     ),

@@ -11,6 +11,7 @@ A row that calls a function Dask does not implement raises fgrad's `DispatchErro
 TypeError when Dask returns NotImplemented; `CANNOT` names those public names with the reason,
 and the coverage test counts the rows that run and lists the names that cannot.
 
+Every row also runs under `jit` and `jit(grad)` on Dask arrays, recording and replaying lazily.
 Every row also runs untraced on Dask arrays: fgrad's functions outside any transform (and so
 with Dask constants inside one) keep them lazy too and give NumPy's values. A row of a listed
 name, traced or not, raises rather than compute a Dask array.
@@ -126,6 +127,37 @@ def test_row_on_dask_equals_numpy(row):
             np.testing.assert_allclose(
                 gk, wk, rtol=rtol, atol=1e-12, err_msg=f"{row.id} {what} leaf {k}"
             )
+
+
+def _scalar(fn):
+    return lambda *a: sum(fnp.sum(fnp.real(leaf)) for leaf in _leaves(fn(*a)))
+
+
+@pytest.mark.parametrize("row", _ON_DASK, ids=[r.id for r in _ON_DASK])
+def test_jit_of_a_row_on_dask_records_lazily_and_replays(row):
+    """`jit(f)` and `jit(grad(f))` of Dask arrays: the recording and a replay build lazy graphs
+    (the scheduler refuses while they run) whose values are those of the NumPy inputs. (The
+    rules' checks of a mask took a traced lazy mask for a NumPy one and read it: 990 of the
+    4,216 such cases of the table computed.)"""
+    if "traced initial" in row.id:
+        pytest.skip(
+            "a reduction's traced `initial` is read (NumPy's sum starts from its value): under "
+            "jit a guard of the record, which reads a Dask array's value by computing it"
+        )
+    args = row.args()
+    argnums = tuple(range(len(args)))
+    d_args = tuple(_dask(a) for a in args)
+    for f in (row.fn, fgrad.grad(_scalar(row.fn), argnums=argnums)):
+        want = f(*args)
+        jitted = fgrad.jit(f)
+        with dask.config.set(scheduler=_refuse):
+            got = [jitted(*d_args) for _ in range(2)]  # the recording, then a replay
+        rtol = 1e-9 if row.tol is None else max(1e-9, row.tol * 1e-3)
+        for g in dask.compute(got, scheduler="sync")[0]:
+            w, g = _leaves(want), _leaves(g)
+            assert len(w) == len(g), f"{row.id}: {len(g)} leaves, expected {len(w)}"
+            for wk, gk in zip(w, g):
+                np.testing.assert_allclose(np.asarray(gk), wk, rtol=rtol, atol=1e-12)
 
 
 def _dasks_own(row):

@@ -844,8 +844,8 @@ def array_value(x):
 def may_hold(mask):
     """Whether a mask holds anywhere. A batched mask is taken to, unread: the branch it guards
     runs for every row, its masked entries on guarded values. So is a lazy mask (of a Dask
-    array): reading it would compute it."""
-    return holds_batch(mask) or is_foreign_array(mask) or bool(mask.any())
+    array, traced or not): reading it would compute it."""
+    return holds_batch(mask) or is_foreign_array(innermost(mask)) or bool(mask.any())
 
 
 def read_any(mask):

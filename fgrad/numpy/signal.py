@@ -570,7 +570,7 @@ def cov(
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = where(greater(constant_of(fact), 0), fact, 0.0)
     elif _core.is_foreign_array(_core.innermost(fact)):  # lazy (Dask): not read, set to 0
-        fact = where(_np.greater(primal(fact), 0), fact, 0.0)  # where NumPy would
+        fact = where(greater(constant_of(fact), 0), fact, 0.0)  # where NumPy would
     elif bool(less_equal(fact, 0)):  # (traced: one boolean read, not the number)
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0

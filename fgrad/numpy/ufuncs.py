@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core, taylor as _taylor
-from ..core import dtype_of, shape_of
+from ..core import Box, dtype_of, shape_of
 from ..primitive import deflinear, defprimitive, defunary, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
@@ -86,9 +86,10 @@ def _operand(v):
 
 def _weights(values, ans):
     """A constant (no derivative) array of slopes, in the dtype and shape of the result;
-    under `vmap`, `values` computed from `mask_values` hold one array per row."""
+    under `vmap`, `values` computed from `mask_values` hold one array per row, and under `jit`
+    they are values the record computes (reading them would be a guard on every element)."""
     dtype = dtype_of(ans)
-    if _core.holds_batch(values):
+    if type(values) is Box:
         values = astype(values, dtype)
         return values if shape_of(values) == shape_of(ans) else broadcast_to(values, shape_of(ans))
     if _core.is_foreign_array(values):
@@ -506,7 +507,8 @@ def nan_to_num(
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     xv = mask_values(x)  # (one mask per row under `vmap`: no shortcut for rows all finite)
     finite = _np.isfinite(xv)
-    if _core.is_foreign_array(finite):  # Dask's nan_to_num takes none of the replacement values
+    if _core.is_foreign_array(_core.innermost(finite)):  # Dask's nan_to_num takes none of the
+        # replacement values (traced or not)
         return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
     if not may_hold(_np.logical_not(finite)):
         return x

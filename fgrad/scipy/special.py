@@ -48,6 +48,7 @@ from ..core import (
     Primitive,
     bind,
     dtype_of,
+    innermost,
     is_foreign_array,
     primal,
     shape_of,
@@ -58,6 +59,7 @@ from ..numpy.elementwise import (
     bool_mask,
     mask_values as _values,
     may_hold as _some,
+    read_any,
     register_elementwise,
 )
 from ..numpy.shaping import (
@@ -929,11 +931,11 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
         raise ValueError(f"multigammaln: d must be a constant integer >= 1; got {d!r}")
     d = int(d)
     outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
-    if is_foreign_array(outside):  # its values are not read: nan where a is outside the domain
+    if is_foreign_array(innermost(outside)):  # not read: nan where a is outside the domain
         return fnp.where(outside, math.nan, _multigammaln(fnp.where(outside, 0.5 * d, a), d))
-    # Under `vmap` this check reads the rows' masks, which agree (all False) unless a row is
-    # out of the domain: Python control flow, for which `vmap` would split the batch.
-    if _np.any(primal(outside)):
+    # (`read_any`: under `vmap` the rows' masks, which agree, all False, unless a row is out of
+    # the domain, and `vmap` splits the batch then; under `jit` one boolean)
+    if read_any(outside):
         av = _np.asarray(primal(a))
         raise ValueError(
             f"multigammaln: every a must be > (d - 1) / 2 = {0.5 * (d - 1)}; "

@@ -20,8 +20,14 @@ import numpy as _np
 import scipy.special as _sc
 
 from ... import numpy as fnp
-from ...core import Box, dtype_of, holds_batch, is_foreign_array, primal, shape_of
-from ...numpy.elementwise import bool_mask, elementwise_batch_rule, mask_values, may_hold
+from ...core import Box, dtype_of, holds_batch, innermost, is_foreign_array, shape_of
+from ...numpy.elementwise import (
+    bool_mask,
+    elementwise_batch_rule,
+    mask_values,
+    may_hold,
+    read_any,
+)
 from ...numpy.shaping import as_array, broadcast_like, meta, unbroadcast
 from ...primitive import defprimitive, register_rules
 from .. import special as sp
@@ -41,15 +47,15 @@ some = may_hold
 
 def every(mask):
     """Whether a mask holds everywhere; a batched mask is taken not to, unread, and so is a
-    lazy one (of a Dask array)."""
-    return not holds_batch(mask) and not is_foreign_array(mask) and bool(mask.all())
+    lazy one (of a Dask array, traced or not)."""
+    return not holds_batch(mask) and not is_foreign_array(innermost(mask)) and bool(mask.all())
 
 
 def any_row(condition):
-    """Whether a condition (for an error) holds anywhere. Under `vmap` this reads the rows'
-    masks, which agree (all False) unless a row is out of range: Python control flow, for which
-    `vmap` would split the batch."""
-    return bool(_np.any(primal(condition)))
+    """Whether a condition (for an error) holds anywhere (`read_any`: under `vmap` every row's
+    at once, which agree, all False, unless a row is out of range, and `vmap` splits the batch
+    then; under `jit` one boolean the record checks; a lazy one, Dask's, is not read)."""
+    return read_any(condition)
 
 
 def squeeze_ones(out):
