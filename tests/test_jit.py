@@ -781,8 +781,10 @@ def test_functions_that_read_no_value_replay_one_path(f):
         lambda x, xp: fnp.polyfit(x, x**2 + xp[0], 2, full=True),  # NumPy's fit, in the record
         # its checks of the weights and of the degrees of freedom read one boolean each
         lambda x, xp: fnp.cov(fnp.stack([x, x**2]), aweights=x + 1.0, fweights=[1, 2, 1, 1, 3]),
+        # its slope in y, minus the integer quotient, is a value of the record (it was read)
+        fgrad.grad(lambda x, xp: fnp.sum(fnp.remainder(x, xp[0] + 0.5)), argnums=(0, 1)),
     ],
-    ids=["interp", "svd-hermitian", "norm-ord-0", "lstsq", "polyfit", "cov-weights"],
+    ids=["interp", "svd-hermitian", "norm-ord-0", "lstsq", "polyfit", "cov-weights", "remainder"],
 )
 def test_segments_orders_and_counts_are_computed_in_the_record(f):
     jitted = fgrad.jit(f)
