@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core, taylor as _taylor
-from ..core import Box, dtype_of, shape_of
+from ..core import dtype_of, shape_of
 from ..primitive import deflinear, defprimitive, defunary, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
     _reciprocal_taylor_rule,
     _square_taylor_rule,
+    _weights as _dtype_weights,
     as_ufunc,
     exp,
     float_power_values,
@@ -85,16 +86,11 @@ def _operand(v):
 
 
 def _weights(values, ans):
-    """A constant (no derivative) array of slopes, in the dtype and shape of the result;
-    under `vmap`, `values` computed from `mask_values` hold one array per row, and under `jit`
-    they are values the record computes (reading them would be a guard on every element)."""
-    dtype = dtype_of(ans)
-    if type(values) is Box:
-        values = astype(values, dtype)
-        return values if shape_of(values) == shape_of(ans) else broadcast_to(values, shape_of(ans))
-    if _core.is_foreign_array(values):
-        return _np.broadcast_to(values, shape_of(ans)).astype(dtype)
-    return _np.asarray(_np.broadcast_to(values, shape_of(ans)), dtype=dtype)
+    """A constant (no derivative) array of slopes, in the dtype and shape of the result
+    (`elementwise._weights`, broadcast: under `vmap` one array per row, under `jit` a value
+    the record computes)."""
+    w = _dtype_weights(values, dtype_of(ans))
+    return w if shape_of(w) == shape_of(ans) else broadcast_to(w, shape_of(ans))
 
 
 # --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
