@@ -17,6 +17,8 @@ DASK_CANNOT = {
     "unwrap": "the value is NumPy's own unwrap, which Dask does not implement",
     "polydiv": "the remainder's length depends on its values (leading zeros are trimmed), "
     "which a lazy Dask array does not give without computing",
+    "polymul": "the product's length depends on the factors' values (NumPy drops their "
+    "leading zeros), which a lazy Dask array does not give without computing",
     # a single row, by id: the length of r_[a:b] depends on the value of a
     "r_[traced start]-2": "the length of r_[a:4.0] depends on a's value, which it must read",
 }

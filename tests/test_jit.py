@@ -881,6 +881,19 @@ def test_a_whole_array_reduction_is_a_numpy_scalar_as_numpys(name, extra):
                 assert np.array_equal(got, want, equal_nan=True), (got, want)
 
 
+def test_nan_to_num_of_a_number_is_numpys_scalar_under_jit():
+    """NumPy's nan_to_num gives a NumPy scalar for a number or a 0-d array: under `jit` a
+    number came back as given (a Python float), and the path that replaces a nan (a `where`)
+    gave a 0-d array."""
+    jitted = fgrad.jit(fnp.nan_to_num)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for x in (2.0, np.float64(0.5), np.float64(np.nan), np.array(np.inf), np.float64(1.0)):
+            want = np.nan_to_num(x)
+            for got in (fnp.nan_to_num(x), jitted(x)):
+                assert type(got) is type(want) and got == want, (x, got, want)
+
+
 def test_a_python_number_argument_is_indexed_as_numpys_scalar_in_a_record():
     """A record holds a Python number argument as it was given (its weak type is NumPy's
     to use), and `grad` inside the record makes no NumPy scalar of it as it does eagerly:

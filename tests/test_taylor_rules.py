@@ -145,6 +145,7 @@ CASES = [
     (ufuncs.radians, fnp.radians, (X,)),
     # shapes, sums and indexing (fgrad.numpy.shaping)
     (shaping._reshape_p, lambda x: fnp.reshape(x, (3, 2)), (M,)),
+    (shaping.zero_with_derivatives_of, lambda x, c: fnp.max(x, initial=c), (X, np.float64(-5.0))),
     (shaping._transpose_p, fnp.transpose, (M,)),
     (arrays._roll_p, lambda x: fnp.roll(x * x, (1, 2), (0, 1)), (M,)),
     (shaping._broadcast_to_p, lambda x: fnp.broadcast_to(x, (2, 3)), (X,)),

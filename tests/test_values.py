@@ -590,3 +590,48 @@ def test_reference_reads_a_function_with_numpys_names():
 
     with pytest.raises(NoReference, match="getitem"):
         reference(lambda x: getitem(x, 0))(x)
+
+
+_X = np.array([0.5, -1.5, 2.0])
+# Inputs where fgrad's traced path once gave another value than NumPy's (found by replaying
+# every row of the table at a nan, an inf and a -0.0): each case's transforms keep NumPy's.
+SPECIAL_INPUTS = {
+    # argpartition arranges a nan otherwise than partition does
+    "partition, a nan": (
+        lambda x: fnp.partition(x, 3),
+        (np.array([np.nan, 1.5, 0.8, -1.3, -0.6]),),
+    ),
+    "partition, axis=None": (
+        lambda x: fnp.partition(x, 2, axis=None),
+        (np.array([[np.nan, 1.0], [-2.0, 0.5]]),),
+    ),
+    # NumPy's polymul drops each factor's leading zeros (poly1d)
+    "polymul, a leading zero": (lambda a: fnp.polymul(a, _X), (np.array([0.0, 1.0, 2.0]),)),
+    "polymul, all zeros": (lambda a: fnp.polymul(a, _X), (np.array([-0.0, 0.0]),)),
+    # NumPy's polydiv adds 0.0 to both: a -0.0 coefficient is 0.0
+    "polydiv, a -0.0": (lambda u: fnp.polydiv(u, _X), (np.array([-0.0, 2.0, 3.0, 4.0]),)),
+    # a traced `initial` of inf, or a -0.0 extreme: the value is NumPy's, not (inf - inf) * w
+    "max, initial -inf": (lambda x, c: fnp.max(x, initial=c), (_X, np.float64(-np.inf))),
+    "max, initial +inf": (lambda x, c: fnp.max(x, initial=c), (_X, np.float64(np.inf))),
+    "min, a -0.0 extreme": (
+        lambda x, c: fnp.min(x, axis=1, initial=c),
+        (np.full((2, 2), -0.0), np.float64(0.5)),
+    ),
+    "prod, initial inf": (lambda x, c: fnp.prod(x, initial=c), (_X, np.float64(np.inf))),
+    "sum, initial -inf": (lambda x, c: fnp.sum(x, initial=c), (_X, np.float64(-np.inf))),
+    # diag wrote v by adding it to zeros: 0.0 + -0.0 is 0.0
+    "diag, a -0.0": (fnp.diag, (np.array([-0.0, 1.0]),)),
+    "diagflat, a -0.0": (lambda v: fnp.diagflat(v, 1), (np.array([-0.0, 1.0]),)),
+    # nan_to_num of a 0-d value: NumPy's scalar
+    "nan_to_num, a 0-d nan": (fnp.nan_to_num, (np.array(np.nan),)),
+    "interp, a nan x": (
+        lambda x: fnp.interp(x, np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 2.0])),
+        (np.array([np.nan, 0.5]),),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SPECIAL_INPUTS)
+def test_tracing_keeps_numpys_value_at_a_nan_an_inf_or_a_negative_zero(name):
+    fn, args = SPECIAL_INPUTS[name]
+    check_tracing(fn, args)

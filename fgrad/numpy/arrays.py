@@ -764,18 +764,21 @@ def partition(
     if type(a) is not Box:
         return _np.partition(a, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
     # Where each value of NumPy's arrangement comes from: the element of `a` of the same rank
-    # (stable argsorts rank equal values, NaNs last, the same way in both). Found by fgrad's
+    # (stable argsorts rank equal values, NaNs last, the same way in both). The arrangement is
+    # `np.partition`'s own (`argpartition`'s may differ: with a NaN, it does). Found by fgrad's
     # operations without derivative on the values, so that under `vmap` each row is arranged
     # as its own, and a `jit` record arranges the values of each replay (NumPy's calls on the
     # plain values here would be reads of every element: a guard on all of them).
     v = constant_of(a)
-    arranged = take_along_axis(v, argpartition(v, kth, axis=ax, kind=kind), ax)
+    arranged = _partitioned(v, kth, axis=ax, kind=kind)
     by_rank = argsort(v, axis=ax, kind="stable")
     rank_of = argsort(argsort(arranged, axis=ax, kind="stable"), axis=ax, kind="stable")
     return take_along_axis(a, take_along_axis(by_rank, rank_of, ax), ax)
 
 
 argpartition = nondiff_function(_np.argpartition)
+# NumPy's partition of plain values, without derivative: `partition`'s arrangement
+_partitioned = nondiff_function(_np.partition)
 
 
 @mirror("shape")
@@ -952,7 +955,8 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     size = n + abs(int(k))
     rows = _np.arange(n) + max(-int(k), 0)
     cols = _np.arange(n) + max(int(k), 0)
-    return at(_np.zeros((size, size), dtype=dtype_of(v)))[rows, cols].add(v)
+    # set, not add: 0.0 + -0.0 would be 0.0, where NumPy keeps a -0.0 of v
+    return at(_np.zeros((size, size), dtype=dtype_of(v)))[rows, cols].set(v)
 
 
 @mirror("reduction")
@@ -1120,7 +1124,7 @@ triu_indices = nondiff_function(_np.triu_indices)
 diag_indices = nondiff_function(_np.diag_indices)
 indices = nondiff_function(_np.indices)
 
-for _fn in (argmax, argmin, argsort, argpartition):
+for _fn in (argmax, argmin, argsort, argpartition, _partitioned):
     _shaping.axis_batch_rule(_fn)
 
 

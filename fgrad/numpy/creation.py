@@ -64,6 +64,7 @@ from .shaping import (
     unbroadcast,
     variant,
     with_example_ndim,
+    zero_with_derivatives_of,
 )
 from .ufuncs import log10
 
@@ -469,7 +470,7 @@ def _slice_values(item, name):
     )
     values = _np.arange(primal(start), primal(item.stop), step)
     if type(start) is Box:
-        values = values + (start - primal(start))  # zero in value: the values are NumPy's
+        values = values + zero_with_derivatives_of(start)  # the values are NumPy's
     return values
 
 

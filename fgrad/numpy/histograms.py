@@ -30,7 +30,7 @@ from ._mirror import exported, mirror
 from ._values import is_true
 from .arrays import searchsorted
 from .creation import linspace
-from .elementwise import equal, less, where
+from .elementwise import equal, isfinite, less, logical_and, where
 from .reductions import max as _max, min as _min
 from .shaping import (
     asarray,
@@ -80,13 +80,28 @@ def _outer_edges(a: Any, range: Any, name: str) -> tuple[Any, Any]:
             lo, hi = asarray(lo), asarray(hi)
         if _is_true(lo > hi) if is_traced(lo) or is_traced(hi) else lo > hi:
             raise ValueError(f"{name}: max must be larger than min in range, got {range}")
+        _check_finite(lo, hi, f"{name}: the supplied range", "pass a finite range")
     elif shape(a)[0] == 0:
         lo, hi = 0, 1
     else:
         lo, hi = _min(a), _max(a)
+        what = f"{name}: the range of the values ({describe(a)})"
+        _check_finite(lo, hi, what, "drop its nan and inf values, or pass range=(lo, hi)")
     if _is_true(lo == hi) if is_traced(lo) or is_traced(hi) else lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     return lo, hi
+
+
+def _check_finite(lo: Any, hi: Any, what: str, instead: str) -> None:
+    """NumPy's ValueError for a range with an infinite or nan end (read from the values: a
+    `jit` record checks it at every replay)."""
+    if is_traced(lo) or is_traced(hi):
+        finite = _is_true(logical_and(isfinite(lo), isfinite(hi)))
+    else:
+        finite = bool(_np.isfinite(lo) and _np.isfinite(hi))
+    if not finite:
+        ends = [primal(e) if is_traced(e) else e for e in (lo, hi)]
+        raise ValueError(f"{what}, [{ends[0]}, {ends[1]}], is not finite; {instead}")
 
 
 @mirror("function")

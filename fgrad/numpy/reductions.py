@@ -46,6 +46,7 @@ from .shaping import (
     sum,
     transpose,
     variant,
+    zero_with_derivatives_of,
 )
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ def _extremum(impl, name):
             share = _tie_weights(ans, a, axes, c, mask)[2]
             if not _keepdims(keepdims):
                 share = reshape(share, shape(ans))
-            ans = ans + (initial - c) * share
+            ans = ans + zero_with_derivatives_of(initial) * share
         return ans
 
     reduce.__name__ = reduce.__qualname__ = name
@@ -374,7 +375,7 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
     finite = isfinite(mask_values(rest))
     if may_hold(logical_not(finite)):
         rest = _where(finite, rest, 0.0)  # (`where` is the mask argument here)
-    return value + astype((initial - c) * rest, dtype_of(value))
+    return value + astype(zero_with_derivatives_of(initial) * rest, dtype_of(value))
 
 
 prod = variant(

@@ -782,7 +782,7 @@ def sum(
     c = primal(initial)
     ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=c, where=mask)
     if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
-        ans = ans + (initial - c)
+        ans = ans + zero_with_derivatives_of(initial)
     return ans
 
 
@@ -1597,6 +1597,35 @@ zeros_like = nondiff_function(_np.zeros_like)
 ones_like = nondiff_function(_np.ones_like)
 
 
+def _negative_zero(x):
+    """Zeros of x's shape and type, negative ones where the dtype has a sign (-0.0)."""
+    if type(x) in (float, complex):
+        return type(x)(-0.0)
+    if type(x) is int:
+        return 0
+    zero = _np.full_like(x, -0.0)  # (another library's array: its own, lazy)
+    return zero[()] if isinstance(x, _np.generic) else zero
+
+
+# `value + zero_with_derivatives_of(x) * slope`: NumPy's value as it is, carrying x's derivatives
+# (times slope) at every order, where `value + (x - primal(x)) * slope` would not keep the
+# value: x = inf gives inf - inf, a nan, and a zero term of +0.0 turns a -0.0 value into 0.0.
+# The zero is -0.0 (x + -0.0 is x, for every x) and a primitive, so that `jit` records it and
+# every level passes tangents, cotangents and Taylor coefficients through it unchanged.
+zero_with_derivatives_of = defprimitive(
+    _negative_zero,
+    vjp=lambda ans, x: _same_cotangent,
+    jvp=lambda t, ans, x: t,
+    name="zero_with_derivatives_of",
+    forward="linear",
+    sparsity="keeps",
+)
+
+
+def _same_cotangent(ct):
+    return ct
+
+
 # --- batching (vmap) ------------------------------------------------------------------------------
 # The helpers every family's batching rules use, the rules of this module's primitives, and the
 # fallback that applies a primitive to one row at a time (see `fgrad.batching`). In a rule, a
@@ -2079,6 +2108,19 @@ def _sum_kw_taylor(primals, series, **params):
 
 
 register_rules(_sum_kw_p, taylor=_sum_kw_taylor)
+
+
+@_taylor.declared("linear")
+def _zero_with_derivatives_taylor(primals, series):
+    """A zero whose derivatives are x's: x's coefficients, unchanged."""
+    return bind(zero_with_derivatives_of, primals, {}), series[0]
+
+
+register_rules(
+    zero_with_derivatives_of,
+    batch=lambda args, dims: (bind(zero_with_derivatives_of, args, {}), dims[0]),
+    taylor=_zero_with_derivatives_taylor,
+)
 register_rules(_index_add_p, taylor=_taylor.linear_rule(_index_add_p))
 register_rules(_index_set_p, taylor=_taylor.linear_rule(_index_set_p))
 register_rules(_stack_p, taylor=_taylor.linear_rule(_stack_p))

@@ -32,6 +32,7 @@ from .elementwise import (
     greater,
     less,
     less_equal,
+    logical_not,
     mask_values,
     multiply,
     not_equal,
@@ -72,6 +73,7 @@ from .shaping import (
     sum,
     transpose,
     unbroadcast,
+    zero_with_derivatives_of,
 )
 
 if TYPE_CHECKING:
@@ -378,7 +380,8 @@ def interp(
         y = broadcast_to(fp[0], shape(x))
     else:
         if batched:  # searchsorted(xp, x, "right") of sorted knots: how many are <= x
-            j = sum(less_equal(xpv, expand_dims(xv, -1)), axis=-1) - 1
+            # (not > x: a nan x is after every knot, in NumPy's order, as searchsorted puts it)
+            j = sum(logical_not(greater(xpv, expand_dims(xv, -1))), axis=-1) - 1
             j = clip(j, 0, n - 2)
         else:
             j = _np.clip(_np.searchsorted(xpv, xv, side="right") - 1, 0, n - 2)
@@ -696,7 +699,20 @@ def polymul(a1: ArrayLike, a2: ArrayLike) -> Array:
     coefficients."""
     if numpy_applies(a1, a2):
         return _np.polymul(a1, a2)
-    return convolve(_poly(a1, "polymul", "a1"), _poly(a2, "polymul", "a2"))
+    why = "the product's length depends on the factors' values (leading zeros are dropped)"
+    _core.refuse_lazy("polymul", why, _core.innermost(a1), _core.innermost(a2))
+    return convolve(_nonzero_lead(a1, "a1"), _nonzero_lead(a2, "a2"))
+
+
+def _nonzero_lead(p, arg):
+    """p without its leading zero coefficients (all of them: one zero), as NumPy's polymul
+    reads each factor (`poly1d`). Which are zero is read from the values (a `jit` guard); the
+    dropped ones get no derivative, as NumPy's product has no place for them."""
+    p = _poly(p, "polymul", arg)
+    lead = 0
+    while lead < shape(p)[0] - 1 and bool(p[lead] == 0):
+        lead += 1
+    return p[lead:] if lead else p
 
 
 def _powers(n, p):
@@ -790,7 +806,8 @@ def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
         return _np.polydiv(u, v)
     u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
     dt = _float_dtype(u, v)
-    u, v = astype(u, dt), astype(v, dt)
+    # NumPy's `u + 0.0`, `v + 0.0`: a -0.0 coefficient becomes 0.0 (so 1 / v[0] is +inf)
+    u, v = astype(u, dt) + 0.0, astype(v, dt) + 0.0
     m, n = shape(u)[0] - 1, shape(v)[0] - 1
     scale = 1.0 / v[0]
     r = u
@@ -883,7 +900,7 @@ def _valued(value, f):
         return f
     if not is_traced(f) or dtype_of(f).kind not in "fc":
         return value
-    return value + (f - constant_of(f))
+    return value + zero_with_derivatives_of(f)
 
 
 # NumPy's polyfit of traced values inside a `jit` record (`polyfit`'s values): an operation the

@@ -52,11 +52,13 @@ from .elementwise import (
     may_hold,
     power,
     register_elementwise,
+    scalar_if_0d,
     sqrt,
     where,
 )
 from .shaping import (
     as_array,
+    asarray,
     astype,
     broadcast_like,
     broadcast_to,
@@ -501,14 +503,15 @@ def nan_to_num(
     """
     if numpy_applies(x):
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    x = asarray(x)  # (a Python number a `jit` record holds as given: NumPy's scalar of it)
     xv = mask_values(x)  # (one mask per row under `vmap`: no shortcut for rows all finite)
     finite = _np.isfinite(xv)
     if _core.is_foreign_array(_core.innermost(finite)):  # Dask's nan_to_num takes none of the
         # replacement values (traced or not)
         return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
     if not may_hold(_np.logical_not(finite)):
-        return x
-    return where(finite, x, _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf))
+        return scalar_if_0d(x)  # (NumPy's scalar for a 0-d x, as NumPy's gives)
+    return scalar_if_0d(where(finite, x, _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf)))
 
 
 def _foreign_nan_to_num(x, nan, posinf, neginf):
