@@ -533,9 +533,10 @@ def _same(x: Any) -> Any:
 stop_gradient_p = NondiffPrimitive("stop_gradient", _same)
 
 
-# Primitives (or NondiffPrimitives) whose outputs' shapes depend on their inputs' values, not
-# only on their shapes (nonzero, flatnonzero, argwhere): a staging level (`jit`) checks those
-# shapes at every replay, since later operations were recorded for them.
+# Primitives (or NondiffPrimitives) whose outputs' shapes or dtypes depend on their inputs'
+# values, not only on their shapes (nonzero, flatnonzero, argwhere; eig and sqrtm, real or
+# complex): a staging level (`jit`) checks those shapes and dtypes at every replay, since later
+# operations were recorded for them.
 shape_from_values: set = set()
 
 

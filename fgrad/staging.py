@@ -47,6 +47,7 @@ from .core import (
     bind,
     bind_one,
     bind_two,
+    dtype_of,
     innermost,
     primal,
     shape_from_values,
@@ -167,10 +168,12 @@ class Guard:
 
 
 def shape_key(v) -> tuple:
-    """The shape a shape guard compares (a tuple of shapes for a tuple of arrays)."""
+    """What a shape guard compares: the shape and dtype (a tuple of them for a tuple of
+    arrays). The dtype too: NumPy's `eig` and SciPy's `sqrtm` give a real or a complex result
+    by the values, and the operations after them were recorded for one of the two."""
     if type(v) is tuple:
-        return tuple(shape_of(e) for e in v)
-    return tuple(shape_of(v))
+        return tuple(shape_key(e) for e in v)
+    return (tuple(shape_of(v)), dtype_of(v))
 
 
 def guard_key(v) -> Any:
@@ -294,7 +297,12 @@ class StagingLevel(Level):
     # setting its slots, as in the reverse level.
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
-        if prim.multiple_results or type(prim) is NondiffPrimitive or self.sources:
+        if (
+            prim.multiple_results
+            or type(prim) is NondiffPrimitive
+            or self.sources
+            or prim in shape_from_values  # (its guard: `_process`)
+        ):
             return self._process(prim, (x,), _NO_PARAMS)
         xv = x.value
         ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
@@ -306,7 +314,12 @@ class StagingLevel(Level):
         return box
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
-        if prim.multiple_results or type(prim) is NondiffPrimitive or self.sources:
+        if (
+            prim.multiple_results
+            or type(prim) is NondiffPrimitive
+            or self.sources
+            or prim in shape_from_values
+        ):
             return self._process(prim, (x, y), _NO_PARAMS)
         if type(x) is Box and x.level is self:
             xv, xi = x.value, x.aux

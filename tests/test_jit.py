@@ -881,6 +881,31 @@ def test_a_whole_array_reduction_is_a_numpy_scalar_as_numpys(name, extra):
                 assert np.array_equal(got, want, equal_nan=True), (got, want)
 
 
+def test_a_result_real_or_complex_by_the_values_is_guarded():
+    """NumPy's eig and eigvals and SciPy's sqrtm are real where the eigenvalues allow it, and
+    complex otherwise: a record of a real case replayed a complex one through the operations
+    recorded for a real result (the gradient of sqrtm came back complex, for a real input).
+    The dtype is a guard, as a value-dependent shape is: the other case records a path."""
+    import fgrad.scipy.linalg as fsl
+
+    real_case = np.array([[2.0, 0.5], [0.5, 1.0]])  # eigenvalues > 0: real results
+    complex_case = {  # a negative eigenvalue (sqrtm), a complex pair (eig, eigvals)
+        "sqrtm": np.array([[-0.5, 0.5], [0.5, 1.0]]),
+        "eig": np.array([[1.0, -2.0], [0.5, 1.0]]),
+        "eigvals": np.array([[1.0, -2.0], [0.5, 1.0]]),
+    }
+    functions = {
+        "sqrtm": lambda a: fnp.sum(fnp.real(fsl.sqrtm(a))),
+        "eig": lambda a: fnp.sum(fnp.abs(fnp.linalg.eig(a)[0])),
+        "eigvals": lambda a: fnp.sum(fnp.abs(fnp.linalg.eigvals(a))),
+    }
+    for name, f in functions.items():
+        for fn in (f, fgrad.grad(f)):
+            jitted = fgrad.jit(fn)
+            for a in (real_case, complex_case[name], real_case, complex_case[name]):
+                assert_same(fn(a), jitted(a))
+
+
 def test_nan_to_num_of_a_number_is_numpys_scalar_under_jit():
     """NumPy's nan_to_num gives a NumPy scalar for a number or a 0-d array: under `jit` a
     number came back as given (a Python float), and the path that replaces a nan (a `where`)

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import batching as _batching, core as _core, taylor as _taylor
-from ..core import Primitive, bind, constant_of, dtype_of, primal
+from ..core import Primitive, bind, constant_of, dtype_of, primal, shape_from_values
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
 from . import arrays as _arrays, products as _products
 from ._mirror import exported, mirror
@@ -1313,6 +1313,9 @@ _eigvals_p = matrix_primitive(
     vjp=_eigvals_vjp,
     jvp=_eigvals_jvp,
 )
+# NumPy's eig and eigvals are real where every eigenvalue is, complex otherwise: a `jit` record
+# checks the dtype it was recorded for
+shape_from_values.update((_eig_p, _eigvals_p))
 
 
 @mirror("function")

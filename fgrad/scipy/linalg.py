@@ -877,6 +877,7 @@ _sqrtm_p = _la.matrix_primitive(
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
 )
+_core.shape_from_values.add(_sqrtm_p)  # real or complex by the eigenvalues: a jit guard
 
 
 def _sqrtm_taylor(primals, series):
