@@ -409,8 +409,18 @@ def _input_cotangents(cts, leaves):
         x = leaves[i]
         if g is None:  # no cotangent reached input i: its derivative is a zero
             out[i] = g = zeros_like_value(x)
-        if type(x) is not _np.ndarray and is_foreign_array(x):
+        if type(x) is _np.ndarray:
+            continue
+        if is_foreign_array(x):
             out[i] = like_input(g, x)
+            continue
+        x = innermost(x)  # (a value a `jit` record holds, or an outer `grad`'s)
+        if type(x) in (float, complex) or isinstance(x, _np.generic):
+            # a number's: NumPy's scalar, as its zero is (a rule that sums a cotangent over
+            # axes, or a `where`, makes a 0-d array, so the type depended on the path taken)
+            inner = innermost(g)
+            if type(inner) is _np.ndarray and inner.ndim == 0 and not holds_batch(g):
+                out[i] = g[()]
     return out
 
 

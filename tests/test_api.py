@@ -279,3 +279,20 @@ def test_a_numpy_name_left_out_says_why_and_what_to_call():
         _ = fnp.busday_count
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         _ = fnp.no_such_name
+
+
+def test_the_gradient_of_a_number_is_numpys_scalar_on_every_path():
+    """The cotangent of a NumPy scalar or Python float input is NumPy's scalar (as its zero
+    is), whichever path the rules take: a `where` or a sum over axes made a 0-d array, so the
+    type depended on the values (interp's `left` outside or inside the knots) and differed
+    between eager and `jit`."""
+    xp, fp = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 2.0])
+    g = fgrad.grad(lambda x, lo, hi: fnp.sum(fnp.interp(x, xp, fp, lo, hi)), argnums=(0, 1, 2))
+    jitted = fgrad.jit(g)
+    for x in (np.array([0.5, 3.0]), np.array([-1.0, 0.5])):
+        for got in (g(x, np.float64(0.0), 5.0), jitted(x, np.float64(0.0), 5.0)):
+            assert [type(v) for v in got] == [np.ndarray, np.float64, np.float64]
+    h = fgrad.grad(fgrad.grad(lambda c: fnp.sum(fnp.where(np.array([True, False]), c**2, 1.0))))
+    assert type(h(np.float64(3.0))) is np.float64
+    rows = fgrad.vmap(fgrad.grad(lambda c: fnp.sum(fnp.where(np.array([True, False]), c, 1.0))))
+    assert type(rows(np.array([1.0, 2.0]))) is np.ndarray  # a batch of them stays an array
