@@ -365,6 +365,14 @@ MUTANTS = [
         "two runs of one path make index templates that compare unequal: jit takes a second "
         "path of a function gathering by computed indices for hidden state, and runs it eagerly",
     ),
+    Mutant(
+        "jit-dtype-guard",
+        "fgrad/staging.py",
+        "return (tuple(shape_of(v)), dtype_of(v))",
+        "return (tuple(shape_of(v)), None)",
+        "a record guards the shape but not the dtype of a result real or complex by the values: "
+        "jit(grad) of sqrtm replays a complex case through a real record (a complex gradient)",
+    ),
     # --- Taylor rules ---
     Mutant(
         "exp-taylor-order",
