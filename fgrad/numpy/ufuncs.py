@@ -256,9 +256,17 @@ def _logaddexp_slope(exp_base):
 
 def _finite_constant(y):
     """Whether y is a constant whose values can be read (a number or a NumPy array, neither
-    traced nor lazy) and are all finite."""
+    traced nor lazy) and are all finite. Also a value a `jit` record computes (not batched):
+    the answer is one boolean the record checks. (Reverse mode hands the rule its inputs'
+    plain values, and a record's are its own values: the two must take the same branch, or
+    `jit(grad)` of logaddexp at an infinite x differed from eager `grad` in the last bits.)"""
     if isinstance(y, (float, int)) or type(y) is _np.ndarray or isinstance(y, _np.generic):
         return _np.asarray(y).dtype.kind in "biuf" and bool(_np.isfinite(y).all())
+    if _core.holds_staged(y) and not _core.holds_batch(y):
+        inner = _core.innermost(y)
+        if type(inner) is _np.ndarray or isinstance(inner, (float, int, _np.generic)):
+            kind = _np.asarray(inner).dtype.kind
+            return kind in "biuf" and bool(_np.all(_np.isfinite(_core.constant_of(y))))
     return False
 
 
