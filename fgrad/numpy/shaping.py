@@ -1607,23 +1607,37 @@ def _negative_zero(x):
     return zero[()] if isinstance(x, _np.generic) else zero
 
 
-# `value + zero_with_derivatives_of(x) * slope`: NumPy's value as it is, carrying x's derivatives
-# (times slope) at every order, where `value + (x - primal(x)) * slope` would not keep the
-# value: x = inf gives inf - inf, a nan, and a zero term of +0.0 turns a -0.0 value into 0.0.
-# The zero is -0.0 (x + -0.0 is x, for every x) and a primitive, so that `jit` records it and
-# every level passes tangents, cotangents and Taylor coefficients through it unchanged.
-zero_with_derivatives_of = defprimitive(
-    _negative_zero,
-    vjp=lambda ans, x: _same_cotangent,
-    jvp=lambda t, ans, x: t,
-    name="zero_with_derivatives_of",
-    forward="linear",
-    sparsity="keeps",
-)
+def identity_derivatives(impl: Callable[[Any], Any], name: str) -> Primitive:
+    """A primitive of one input whose value is `impl`'s and whose derivatives are those of
+    the identity at every order: every level passes tangents, cotangents and Taylor
+    coefficients through it unchanged, and `jit` records it as one operation. For a value
+    NumPy computes its own way (a clip that undoes rounding) or a term that is zero in value."""
+    prim = defprimitive(
+        impl,
+        vjp=lambda ans, x: _same_cotangent,
+        jvp=lambda t, ans, x: t,
+        name=name,
+        forward="linear",
+        sparsity="keeps",
+    )
+
+    @_taylor.declared("linear")
+    def taylor(primals, series):
+        return bind(prim, primals, {}), series[0]
+
+    register_rules(prim, batch=lambda args, dims: (bind(prim, args, {}), dims[0]), taylor=taylor)
+    return prim
 
 
 def _same_cotangent(ct):
     return ct
+
+
+# `value + zero_with_derivatives_of(x) * slope`: NumPy's value as it is, carrying x's derivatives
+# (times slope) at every order, where `value + (x - primal(x)) * slope` would not keep the
+# value: x = inf gives inf - inf, a nan, and a zero term of +0.0 turns a -0.0 value into 0.0.
+# The zero is -0.0 (x + -0.0 is x, for every x).
+zero_with_derivatives_of = identity_derivatives(_negative_zero, "zero_with_derivatives_of")
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
@@ -2108,19 +2122,6 @@ def _sum_kw_taylor(primals, series, **params):
 
 
 register_rules(_sum_kw_p, taylor=_sum_kw_taylor)
-
-
-@_taylor.declared("linear")
-def _zero_with_derivatives_taylor(primals, series):
-    """A zero whose derivatives are x's: x's coefficients, unchanged."""
-    return bind(zero_with_derivatives_of, primals, {}), series[0]
-
-
-register_rules(
-    zero_with_derivatives_of,
-    batch=lambda args, dims: (bind(zero_with_derivatives_of, args, {}), dims[0]),
-    taylor=_zero_with_derivatives_taylor,
-)
 register_rules(_index_add_p, taylor=_taylor.linear_rule(_index_add_p))
 register_rules(_index_set_p, taylor=_taylor.linear_rule(_index_set_p))
 register_rules(_stack_p, taylor=_taylor.linear_rule(_stack_p))

@@ -26,7 +26,6 @@ from . import linalg as _linalg
 from ._mirror import exported, mirror
 from .elementwise import (
     clip,
-    elementwise_batch_rule,
     equal,
     floor,
     greater,
@@ -62,6 +61,7 @@ from .shaping import (
     describe,
     expand_dims,
     holds_foreign,
+    identity_derivatives,
     is_traced,
     meta,
     ndim,
@@ -618,30 +618,7 @@ def _unit_clip(c):
 # would). A primitive of its own, so that `jit` records it as one operation (computing it from
 # the values read them, a guard on every element, and jit recorded again at every call) and
 # every level passes tangents, cotangents and coefficients through it unchanged.
-_unit_clip_p = defprimitive(
-    _unit_clip,
-    vjp=lambda ans, c: _identity,
-    jvp=lambda t, ans, c: t,
-    name="corrcoef_clip",
-    forward="linear",
-    sparsity="keeps",
-)
-
-
-def _identity(ct):
-    return ct
-
-
-def _unit_clip_taylor(primals, series):
-    return bind(_unit_clip_p, primals, {}), series[0]
-
-
-register_rules(
-    _unit_clip_p,
-    batch=elementwise_batch_rule(_unit_clip_p),
-    taylor=_unit_clip_taylor,
-    taylor_kind="linear",
-)
+_unit_clip_p = identity_derivatives(_unit_clip, "corrcoef_clip")
 
 
 # --- polynomial arithmetic ------------------------------------------------------------------------
