@@ -402,8 +402,8 @@ def _trace(fun, leaves, in_tree, has_aux, who):
 
 def _input_cotangents(cts, leaves):
     """The inputs' cotangents from a backward pass's (the inputs are the first entries of the
-    tape): a zero where none arrived, and an input of another library (Dask) gets one of its
-    type with its chunks."""
+    tape): a zero where none arrived, an input of another library (Dask) gets one of its
+    type with its chunks, and a number (a NumPy scalar or a Python float) NumPy's scalar."""
     out = cts[: len(leaves)]
     for i, g in enumerate(out):
         x = leaves[i]
