@@ -222,9 +222,9 @@ MUTANTS = [
     Mutant(
         "prod-vjp-sum",
         R,
-        "astype(reshape(ct, kept) * others, x_dtype)",
-        "astype(reshape(ct, kept) + others, x_dtype)",
-        "wrong formula: prod's bprop adds the other factors",
+        "product = w * others",
+        "product = w + others",
+        "wrong formula: prod's derivative adds the other factors",
     ),
     Mutant(
         "cumsum-vjp-direction",

@@ -64,6 +64,20 @@ def test_prod_is_exact_at_zeros():
     np.testing.assert_array_equal(jacfwd(grad(fnp.prod))(x), [[0, 3, 2], [3, 0, 0], [2, 0, 0]])
 
 
+@pytest.mark.parametrize(
+    "jac", [jacfwd, jacrev, lambda f: fgrad.jit(jacfwd(f)), lambda f: fgrad.jit(jacrev(f))]
+)
+def test_prod_jacobian_at_an_inf_is_inf_only_where_the_inf_is_another_factor(jac):
+    # A one-hot tangent (cotangent) is 0 on the other elements (outputs): 0 * inf there was a
+    # nan in every entry of the Jacobian, where the derivative is the product of the others.
+    with np.errstate(invalid="ignore"):
+        got = jac(fnp.prod)(np.array([np.inf, 2.0, 3.0]))
+        np.testing.assert_array_equal(got, [6.0, np.inf, np.inf])
+        m = np.array([[1.0, np.inf], [2.0, 3.0]])
+        got = jac(lambda m: fnp.prod(m, axis=0))(m)
+    np.testing.assert_array_equal(got, [[[2, 0], [1, 0]], [[0, 3], [0, np.inf]]])
+
+
 # --- attributes, queries and operators ------------------------------------------------------------
 
 

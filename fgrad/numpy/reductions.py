@@ -334,15 +334,31 @@ def _others(x, axis, initial):
     return others if initial is NO_VALUE else others * array_value(initial)
 
 
+def _times_others(w, others):
+    """w * others, where a zero weight gives 0 even against an infinite product of others.
+
+    A weight of 0 means that element's derivative does not enter (another column of a
+    Jacobian, a direction along other inputs): 0 * inf would put a nan there that the
+    derivative does not have. Only those entries are masked, so a weight that is zero in
+    value but carries derivatives (the traced `initial`'s term) keeps them wherever the
+    product of the others is finite."""
+    product = w * others
+    infinite = logical_not(isfinite(mask_values(others)))
+    if may_hold(infinite):
+        unweighted = _np.logical_and(infinite, _np.equal(mask_values(w), 0))
+        product = _where(unweighted, _np.zeros((), dtype_of(product)), product)
+    return product
+
+
 def _prod_vjp(ans, x, axis, keepdims, dtype, initial, where):
     x_shape, x_dtype = shape_of(x), dtype_of(x)
     kept = _kept_shape(x_shape, axis)
     others = _others(x, axis, initial)
-    return lambda ct: astype(reshape(ct, kept) * others, x_dtype)
+    return lambda ct: astype(_times_others(reshape(ct, kept), others), x_dtype)
 
 
 def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
-    t = sum(t * _others(x, axis, initial), axis=axis, keepdims=keepdims)
+    t = sum(_times_others(t, _others(x, axis, initial)), axis=axis, keepdims=keepdims)
     return astype(t, dtype_of(ans))
 
 
