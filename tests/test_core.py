@@ -483,7 +483,7 @@ ALLOWED_IMPORTS = {
     "scipy/stats/norm.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/poisson.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/t.py": {"numpy", "scipy.special", "scipy.stats._common"},
-    "scipy/linalg.py": {"core", "primitive", "numpy", "numpy.shaping"},
+    "scipy/linalg.py": {"core", "primitive", "numpy", "numpy.elementwise", "numpy.shaping"},
     "scipy/signal.py": {"core", "primitive", "numpy", "numpy.shaping"},
     "scipy/integrate.py": {
         "batching",

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 
+import fgrad
 import fgrad.numpy as fnp
 import fgrad.scipy.linalg as sla
 from fgrad import grad, hessian, jacfwd, jvp
@@ -405,9 +406,23 @@ def test_schur_derivative_follows_its_convention():
 
 def test_traced_real_schur_with_a_complex_pair_asks_for_the_complex_form():
     rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
-    with pytest.raises(ValueError, match="output='complex'"):
-        grad(lambda a: fnp.sum(sla.schur(a)[0]))(rotation)
+    real_pair = np.array([[1.0, 2.0], [0.5, 3.0]])
+
+    def f(a):
+        return fnp.sum(sla.schur(a)[0] ** 2)
+
+    for derivative in (grad(f), jacfwd(f), fgrad.jit(grad(f)), grad(fgrad.jit(f))):
+        derivative(real_pair)  # recorded, for the jitted ones, where T is triangular
+        with pytest.raises(ValueError, match="output='complex'"):
+            derivative(rotation)
     assert sla.schur(rotation)[0].shape == (2, 2)  # untraced, SciPy's value
+    # Only a derivative reads the blocks: jit and vmap alone give SciPy's values (they raised)
+    want = np.sum(sl.schur(rotation)[0] ** 2)
+    jitted = fgrad.jit(f)
+    jitted(real_pair)
+    assert jitted(rotation) == fgrad.jit(f)(rotation) == want
+    batch = np.stack([rotation, real_pair])
+    np.testing.assert_array_equal(fgrad.vmap(f)(batch), [want, f(real_pair)])
 
 
 def test_full_factors_complement_convention():

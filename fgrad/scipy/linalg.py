@@ -64,6 +64,7 @@ from ..core import (
     refuse_lazy,
 )
 from ..numpy import linalg as _la
+from ..numpy.elementwise import mask_values, read_any
 from ..numpy.shaping import (
     batch_size,
     batch_to_front,
@@ -1512,8 +1513,27 @@ def _trisylv_map(cs, x, transpose):  # dA X - X dA, dA the upper triangle of dT 
 register_rules(_trisylv_p, taylor=_la.linear_solve_taylor_rule(_trisylv_p, _trisylv_map))
 
 
+def _refuse_blocks(tt, a, output):
+    """The rules' check that T is triangular: a real Schur form with a 2 x 2 block (a complex
+    eigenvalue pair) has no derivative here. Only a derivative asks, so `jit(f)` and
+    `vmap(f)` give SciPy's values, blocks or not; under `jit` of a derivative one boolean is
+    read, a guard of the record."""
+    if output not in ("real", "r") or _is_complex(tt):
+        return
+    why = "the real form's derivative reads the Schur form to find its 2 x 2 blocks"
+    refuse_lazy("the derivative of scipy.linalg.schur(output='real')", why, innermost(tt))
+    below = fnp.diagonal(mask_values(tt), -1, axis1=-2, axis2=-1)
+    if read_any(_np.not_equal(below, 0)):
+        raise ValueError(
+            f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
+            "has 2 x 2 blocks (complex eigenvalue pairs), whose derivative fgrad does not "
+            "define; use output='complex'"
+        )
+
+
 def _schur_jvp(tangents, ans, a, output, sort):
     tt, z = ans[0], ans[1]
+    _refuse_blocks(tt, a, output)
     e = fnp.matmul(_H(z), fnp.matmul(tangents[0], z))
     low = -_trisylv_p(tt, e, transpose=False)
     w = low - _H(low)
@@ -1523,6 +1543,7 @@ def _schur_jvp(tangents, ans, a, output, sort):
 
 def _schur_vjp(wanted, ans, a, output, sort):
     tt, z = ans[0], ans[1]
+    _refuse_blocks(tt, a, output)
     like = meta(a)
 
     def bprop(cts):
@@ -1544,18 +1565,6 @@ def _schur_vjp(wanted, ans, a, output, sort):
 _schur_p = _factorization("schur", _schur_vjp, _schur_jvp)
 
 
-def _schur_blocks(a, sort):
-    """Whether the real Schur form of a (plain) has a 2 x 2 block (a complex eigenvalue pair)."""
-    tt = _sl.schur(a, output="real", sort=sort)[0]
-    return _np.any(_np.diagonal(tt, -1, axis1=-2, axis2=-1) != 0)
-
-
-_schur_blocks_p = _by_rows(
-    nondiff(_schur_blocks, name="schur_blocks"),
-    "whether each matrix's real Schur form has a 2 x 2 block",
-)
-
-
 def schur(
     a: ArrayLike,
     output: str = "real",
@@ -1569,8 +1578,9 @@ def schur(
     eigenvalue pairs (output='real'); with `sort`, (T, Z, sdim). The values are SciPy's.
 
     Differentiable where the eigenvalues are distinct and T is triangular: always for
-    output='complex', and for output='real' when every eigenvalue is real (a traced real
-    Schur form with a 2 x 2 block raises ValueError: use output='complex'). The Schur
+    output='complex', and for output='real' when every eigenvalue is real (the derivative of a
+    real Schur form with a 2 x 2 block raises ValueError: use output='complex'; `jit` and
+    `vmap` alone give SciPy's values, blocks or not). The Schur
     vectors are determined up to a phase each (a sign for real ones): fgrad's derivative
     keeps Z^H dZ's diagonal zero, so T's diagonal (the eigenvalues) and every quantity that
     does not depend on the phases (Z T Z^H, |T|, the invariant subspaces Z[:, :j] Z[:, :j]^H)
@@ -1590,21 +1600,6 @@ def schur(
     if sort is not None:
         why = "the number of eigenvalues `sort` selects is read from them"
         refuse_lazy("scipy.linalg.schur(sort=...)", why, innermost(a))
-    if type(a) is Box and output in ("real", "r") and not _is_complex(a):
-        if holds_batch(a):  # the rows' eigenvalues: a batch split only where rows differ
-            pairs = fnp.sum(fnp.where(fnp.imag(_la.eigvals(constant_of(a))) != 0, 1, 0)) > 0
-        elif _core.holds_staged(a):  # in a `jit` record: one boolean computed there is read
-            pairs = _schur_blocks_p(a, sort=sort)
-        else:
-            why = "the real form's rule reads the Schur form to find its 2 x 2 blocks"
-            refuse_lazy("scipy.linalg.schur(output='real')", why, innermost(a))
-            pairs = _schur_blocks(primal(a), sort)
-        if pairs:
-            raise ValueError(
-                f"scipy.linalg.schur: the real Schur form of this traced a ({describe(a)}) "
-                "has 2 x 2 blocks (complex eigenvalue pairs), whose derivative fgrad does not "
-                "define; use output='complex'"
-            )
     return _schur_p(a, output=output, sort=sort)
 
 
