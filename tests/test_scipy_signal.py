@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.signal as ss
 
+import fgrad
 import fgrad.numpy as fnp
 import fgrad.scipy.signal as sig
 from fgrad import grad, hessian, jvp, vjp
@@ -217,3 +218,31 @@ def test_correlate_conjugates_in2_as_scipy(pair, mode):
     k = RNG.standard_normal(pair[1]) + 1j * RNG.standard_normal(pair[1])
     np.testing.assert_allclose(sig.correlate(x, k, mode), ss.correlate(x, k, mode), atol=1e-12)
     check_grads(lambda x, k: sig.correlate(x, k, mode), (x, k), order=2, modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("name", ["convolve", "correlate", "convolve2d", "correlate2d"])
+@pytest.mark.parametrize("special", [np.inf, np.nan])
+@pytest.mark.parametrize("outer", [fnp.sum, lambda y: fnp.sum(fnp.sin(y))], ids=["sum", "sin"])
+def test_a_row_with_an_inf_or_a_nan_leaves_the_other_rows_of_a_vmap_alone(name, special, outer):
+    # Under vmap the convolution of all rows is one computation: a cotangent common to the
+    # rows (a batch axis of length 1) was convolved with the rows over that axis too, so one
+    # row's inf times another's zero padding made the finite row's gradient nan; and the 2-D
+    # boundary extension, a product with 0/1 matrices, spread a nan over its row.
+    shapes = ((4, 3), (2, 2)) if name.endswith("2d") else ((3,), (5,))
+    x, k = (RNG.standard_normal((2, *s)) for s in shapes)
+    x[1].flat[0] = special
+    fn = getattr(sig, name)
+
+    def f(x, k):  # (sum: a cotangent common to the rows)
+        return outer(fn(x, k, mode="same"))
+
+    g = fgrad.grad(f, argnums=(0, 1))
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = fgrad.vmap(lambda x, k: fn(x, k, mode="same"))(x, k)
+        (dx, dk) = fgrad.vmap(g)(x, k)
+        for i in range(2):
+            want_dx, want_dk = g(x[i], k[i])
+            np.testing.assert_allclose(values[i], fn(x[i], k[i], mode="same"), rtol=1e-12)
+            np.testing.assert_allclose(dx[i], want_dx, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(dk[i], want_dk, rtol=1e-12, atol=1e-15)
+    assert np.isfinite(dx[0]).all() and np.isfinite(dk[0]).all()  # the finite row's

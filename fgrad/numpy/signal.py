@@ -129,7 +129,9 @@ def _convolve_last(a, v):
     if a.shape[-1] < v.shape[-1]:  # a convolution is symmetric in its operands
         a, v = v, a
     n, m = a.shape[-1], v.shape[-1]
-    if (n + m - 1) * m > _WINDOWS_UP_TO:
+    # (the windows' padding times an inf or a nan of v would be a nan NumPy's sum of the
+    # overlaps does not have: such rows take NumPy's convolve too)
+    if (n + m - 1) * m > _WINDOWS_UP_TO or not _np.isfinite(v).all():
         lead = _np.broadcast_shapes(a.shape[:-1], v.shape[:-1])
         a = _np.broadcast_to(a, lead + (n,)).reshape(-1, n)
         v = _np.broadcast_to(v, lead + (m,)).reshape(-1, m)

@@ -40,10 +40,12 @@ __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 
 def _conv_impl(x, k, axes, method):
     if is_foreign_array(x) or is_foreign_array(k):
-        return _conv_foreign(x, k, axes, method)
+        return _shifted_sum(x, k, axes, method)
     if method == "fft":
         return _ss.fftconvolve(x, k, mode="full", axes=axes)
     others = [ax for ax in range(_np.ndim(x)) if ax not in axes]
+    if others and not (_np.isfinite(x).all() and _np.isfinite(k).all()):
+        return _rows_apart(x, k, axes, others, method)
     if all(x.shape[ax] == 1 or k.shape[ax] == 1 for ax in others):
         # along an axis where one operand has length 1, the full convolution is the product
         # broadcast along it: SciPy's convolution over every axis is the one wanted
@@ -57,12 +59,32 @@ def _conv_impl(x, k, axes, method):
     return _direct_along(x, k, axes)
 
 
-def _conv_foreign(x, k, axes, method):
-    """`_conv_impl` for arrays of another library (Dask), which SciPy would compute in one
-    piece: the operand with more elements along `axes`, shifted by each position of the other
-    and scaled by its element there, summed (as `fgrad.numpy`'s convolve does along one axis;
-    a lazy graph of one term per element of the smaller operand). Exact, so method='fft'
-    agrees with SciPy's FFTs to rounding, in `fftconvolve`'s dtype."""
+def _rows_apart(x, k, axes, others, method):
+    """SciPy's convolution of each row (the `others` axes broadcast), one call a row: for rows
+    with an inf or a nan, which SciPy's direct sums (by padding with zeros: 0 * inf) and FFTs
+    spread each in a way of its own, so no computation of all rows at once gives each row
+    SciPy's value; and along an axis of length 1 a convolution of the whole would multiply
+    one row's inf by another's padding."""
+    lead = _np.broadcast_shapes(*(tuple(a.shape[ax] for ax in others) for a in (x, k)))
+
+    def rows(a):
+        a = _np.moveaxis(a, others, range(len(others)))
+        return _np.broadcast_to(a, lead + a.shape[len(others) :])
+
+    xs, ks = rows(x), rows(k)
+    out = _np.stack(
+        [_ss.convolve(xs[i], ks[i], mode="full", method=method) for i in _np.ndindex(lead)]
+    )
+    out = out.reshape(lead + out.shape[1:])
+    return _np.moveaxis(out, range(len(others)), others)
+
+
+def _shifted_sum(x, k, axes, method):
+    """The full convolution for arrays of another library (Dask), which SciPy would compute in
+    one piece: the operand with more elements along `axes`, scaled by each element of the
+    other and shifted to its position, summed (as `fgrad.numpy`'s convolve does along one
+    axis; a lazy graph of one term per element of the smaller operand). Exact, so
+    method='fft' agrees with SciPy's FFTs to rounding, in `fftconvolve`'s dtype."""
     if _np.prod([x.shape[ax] for ax in axes]) < _np.prod([k.shape[ax] for ax in axes]):
         x, k = k, x  # a convolution is symmetric in its operands
     widths = [k.shape[ax] for ax in axes]
@@ -275,18 +297,10 @@ def _sources(m, k, boundary):
     return _np.where((j >= 0) & (j < m), j, -1)
 
 
-def _extension(m, k, boundary, dtype):
-    """E (m + 2(k - 1), m): row p holds a 1 at the element position p - (k - 1) reads."""
-    src = _sources(m, k, boundary)
-    e = _np.zeros((len(src), m), dtype=dtype)
-    rows = _np.nonzero(src >= 0)[0]
-    e[rows, src[rows]] = 1
-    return e
-
-
-def _real_dtype(dtype):
-    """The real dtype of the extension matrices of a result of `dtype`."""
-    return _np.finfo(dtype).dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
+def _fill(m, kk, boundary, fillvalue, dtype):
+    """The fill of the extension (m + 2(kk - 1)): `fillvalue` where no element is read."""
+    cover = [_sources(m[ax], kk[ax], boundary) >= 0 for ax in (0, 1)]
+    return _np.asarray(~(cover[0][:, None] & cover[1][None, :]) * fillvalue, dtype=dtype)
 
 
 def _conv2d_impl(x, k, mode, boundary, fillvalue, correlate):
@@ -318,7 +332,7 @@ def _conv2d_foreign(x, k, mode, boundary, fillvalue, correlate):
     if _windowed_is_shorter(big, small):
         out = _windowed(big, small[::-1, ::-1], (0, 1))
     else:
-        out = _conv_foreign(big, small, (0, 1), "direct")[s0 - 1 : p0, s1 - 1 : p1]
+        out = _shifted_sum(big, small, (0, 1), "direct")[s0 - 1 : p0, s1 - 1 : p1]
     if mode == "same":
         t0, t1 = ((n // 2 if correlate else (n - 1) // 2) for n in kk)
         out = out[t0 : t0 + m[0], t1 : t1 + m[1]]
@@ -374,11 +388,9 @@ def _conv2d_model(x_shape, k_shape, mode, correlate):
 
 
 def _pad_zeros(x, widths):
-    """x with `widths` zeros before and after along each axis. fgrad's pad gathers from the
-    flattened array, which an array of another library (Dask) cannot do lazily: that one
-    gets zero blocks joined on."""
-    if not is_foreign_array(innermost(x)):
-        return fnp.pad(x, widths)
+    """x with `widths` zeros before and after along each axis, as zero blocks joined on (fgrad's
+    pad gathers from the flattened array: slower on small arrays, and an array of another
+    library (Dask) cannot do it lazily)."""
     for ax, (before, after) in enumerate(widths):
         if before or after:
             block = list(shape(x))
@@ -389,21 +401,16 @@ def _pad_zeros(x, widths):
     return x
 
 
-def _extension_maps(m, kk, boundary, dtype, lazy):
-    """(extend, fold): x (m) to its extension without the fill (m + 2(kk - 1)), and its
-    transpose, folding an extension's cotangent back onto x; in fgrad operations. By the
-    matrices E of `_extension` for NumPy arrays; for an array of another library (Dask), whose
-    axes may be long (E is quadratic in them), by slices along runs of consecutive sources."""
-    if not lazy:
-        e = [_extension(m[ax], kk[ax], boundary, _real_dtype(dtype)) for ax in (0, 1)]
-        return (
-            lambda x: fnp.matmul(e[0], fnp.matmul(x, e[1].T)),
-            lambda g: fnp.matmul(e[0].T, fnp.matmul(g, e[1])),
-        )
+def _extension_maps(m, kk, boundary):
+    """(extend, fold): x (m, in its last two axes; a batch in front) to its extension without
+    the fill (m + 2(kk - 1)), and its transpose, folding an extension's cotangent back onto x;
+    in fgrad operations, by slices along runs of consecutive sources. (Not as products with the
+    model's 0/1 matrices E: those multiply every element by the zeros of its row, so one inf
+    or nan made the whole extension nan, and E is quadratic in the axes' lengths.)"""
     runs = [_runs(_sources(m[ax], kk[ax], boundary)) for ax in (0, 1)]
 
     def extend(x):
-        for ax in (0, 1):
+        for ax in (-2, -1):
             pieces = []
             for _, length, lo, reverse in runs[ax]:
                 if lo < 0:  # outside: zeros (the fill is added apart)
@@ -416,11 +423,11 @@ def _extension_maps(m, kk, boundary, dtype, lazy):
         return x
 
     def fold(g):
-        for ax in (0, 1):
+        for ax in (-2, -1):
             total = None
             for start, length, lo, reverse in runs[ax]:
                 if lo >= 0:
-                    widths = [(0, 0), (0, 0)]
+                    widths = [(0, 0)] * len(shape(g))
                     widths[ax] = (lo, m[ax] - lo - length)
                     piece = _pad_zeros(_slice(g, ax, start, length, reverse), widths)
                     total = piece if total is None else total + piece
@@ -451,9 +458,10 @@ def _runs(src):
 
 
 def _slice(x, ax, lo, length, reverse):
-    """x[lo : lo + length] along axis ax, reversed with `reverse`."""
-    piece = x[(slice(None),) * ax + (slice(lo, lo + length),)]
-    return piece[(slice(None),) * ax + (slice(None, None, -1),)] if reverse else piece
+    """x[lo : lo + length] along axis ax (-2 or -1), reversed with `reverse`."""
+    after = (slice(None),) * (-1 - ax)
+    piece = x[(Ellipsis, slice(lo, lo + length)) + after]
+    return piece[(Ellipsis, slice(None, None, -1)) + after] if reverse else piece
 
 
 def _conv2d_vjp(which):
@@ -465,7 +473,7 @@ def _conv2d_vjp(which):
         like = meta((x, k)[which])
         ext = None
         if mode != "valid":
-            ext = _extension_maps(m, kk, boundary, dtype, is_foreign_array(innermost(ans)))
+            ext = _extension_maps(m, kk, boundary)
         if which == 0:
             other = _conj(k) if conj_k else k
             other = other[::-1, ::-1] if flip_k else other
@@ -474,9 +482,7 @@ def _conv2d_vjp(which):
             if ext is not None:
                 other = ext[0](other)
                 if boundary == "fill" and fillvalue != 0:
-                    cover = [_sources(m[ax], kk[ax], boundary) >= 0 for ax in (0, 1)]
-                    cover = cover[0][:, None] & cover[1][None, :]
-                    other = other + _np.asarray(~cover * fillvalue, dtype=dtype)
+                    other = other + _fill(m, kk, boundary, fillvalue, dtype)
         own_is_big = (which == 0) != swap
         a_shape = tuple(a + 2 * (b - 1) for a, b in zip(m, kk)) if ext else m
         big, small = (kk, a_shape) if swap else (a_shape, kk)
@@ -650,11 +656,9 @@ def _conv2d_batch(args, dims, mode, boundary, fillvalue, correlate):
     b = k[:, ::-1, ::-1] if flip_k else k
     b = _conj(b) if conj_k else b
     if mode != "valid":
-        ext = [_extension(m[ax], kk[ax], boundary, _real_dtype(dtype)) for ax in (0, 1)]
-        a = fnp.matmul(ext[0], fnp.matmul(a, ext[1].T))
+        a = _extension_maps(m, kk, boundary)[0](a)
         if boundary == "fill" and fillvalue != 0:
-            cover = (ext[0] @ _np.ones(m[0]))[:, None] * (ext[1] @ _np.ones(m[1]))[None, :]
-            a = a + _np.asarray((1 - cover) * fillvalue, dtype=dtype)
+            a = a + _fill(m, kk, boundary, fillvalue, dtype)
     big, small = (b, a) if swap else (a, b)
     (p0, p1), (s0, s1) = shape(big)[1:], shape(small)[1:]
     out = _conv_p(big, small, axes=(1, 2), method="direct")[:, s0 - 1 : p0, s1 - 1 : p1]
