@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import fgrad.numpy as fnp
-from fgrad import grad
+from fgrad import grad, jacfwd
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -99,6 +99,20 @@ CASES = [
         lambda jax, jnp: jax.grad(jnp.prod)(jnp.array([0.0, 2.0, 3.0])),
         "[6, 0, 0]",
         "the product of the others, without division",
+    ),
+    (
+        "jacfwd(prod)([inf, 2, 3])",
+        lambda: _quiet(jacfwd(fnp.prod), np.array([np.inf, 2.0, 3.0])),
+        lambda jax, jnp: jax.jacfwd(jnp.prod)(jnp.array([jnp.inf, 2.0, 3.0])),
+        "[nan, nan, nan]",
+        "a zero tangent gives 0 against an infinite product of the others",
+    ),
+    (
+        "jacfwd(sqrt)([0, 1])",
+        lambda: _quiet(jacfwd(fnp.sqrt), np.array([0.0, 1.0])),
+        lambda jax, jnp: jax.jacfwd(jnp.sqrt)(jnp.array([0.0, 1.0])),
+        "[inf, nan, 0, 0.5]",
+        "a one-hot tangent's 0 times sqrt'(0) = inf (0 * inf); jacrev has it at [1, 0]",
     ),
     (
         "d/dx where(x > 0, sqrt(x), 0) at 0",
