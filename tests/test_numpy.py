@@ -78,6 +78,18 @@ def test_prod_jacobian_at_an_inf_is_inf_only_where_the_inf_is_another_factor(jac
     np.testing.assert_array_equal(got, [[[2, 0], [1, 0]], [[0, 3], [0, np.inf]]])
 
 
+@pytest.mark.parametrize(
+    "jac", [jacfwd, jacrev, lambda f: fgrad.jit(jacfwd(f)), lambda f: fgrad.jit(jacrev(f))]
+)
+def test_cumprod_jacobian_at_an_inf_is_zero_above_the_diagonal(jac):
+    # d P_i / d x_j = 0 for j > i; the scans multiplied the tangent's (cotangent's) zeros by
+    # an infinite product: nan in every entry (jacfwd) or above the diagonal (jacrev)
+    x = np.array([2.0, np.inf, 3.0])
+    with np.errstate(invalid="ignore"):
+        got = jac(fnp.cumprod)(x)
+    np.testing.assert_array_equal(got, [[1, 0, 0], [np.inf, 2, 0], [np.inf, 6, np.inf]])
+
+
 # --- attributes, queries and operators ------------------------------------------------------------
 
 

@@ -297,9 +297,11 @@ def _exclusive_cumprod(a):
     return p
 
 
-def _linear_recurrence(a, b):
+def _linear_recurrence(a, b, infinite=False):
     """h with h_i = b_i + a_i h_{i-1} (h_{-1} = 0) along the last axis, in log2(n) doubling
     steps of multiplications and additions only (no division: exact at zeros, to every order).
+    With `infinite` (a holds an inf), a zero h_{i-1} against an infinite a_i gives 0, not nan
+    (`_masked_product`): h is a derivative, and there that term does not enter.
 
     After the step with shift k, (A_i, B_i) is the affine map h_{i-2k} -> h_i, so composing
     it with the map k places before doubles the window; B_i is h_i once the window covers i.
@@ -307,7 +309,8 @@ def _linear_recurrence(a, b):
     n = shape(b)[-1]
     k = 1
     while k < n:
-        b = b + a * _shifted(b, k, 0)
+        earlier = _shifted(b, k, 0)
+        b = b + (_masked_product(earlier, a) if infinite else a * earlier)
         if 2 * k < n:
             a = a * _shifted(a, k, 1)
         k *= 2
@@ -342,12 +345,18 @@ def _times_others(w, others):
     derivative does not have. Only those entries are masked, so a weight that is zero in
     value but carries derivatives (the traced `initial`'s term) keeps them wherever the
     product of the others is finite."""
+    if may_hold(logical_not(isfinite(mask_values(others)))):
+        return _masked_product(w, others)
+    return w * others
+
+
+def _masked_product(w, others):
+    """w * others, but 0 where w is 0 and others is not finite (see `_times_others`)."""
     product = w * others
-    infinite = logical_not(isfinite(mask_values(others)))
-    if may_hold(infinite):
-        unweighted = _np.logical_and(infinite, _np.equal(mask_values(w), 0))
-        product = _where(unweighted, _np.zeros((), dtype_of(product)), product)
-    return product
+    unweighted = _np.logical_and(
+        logical_not(isfinite(mask_values(others))), _np.equal(mask_values(w), 0)
+    )
+    return _where(unweighted, _np.zeros((), dtype_of(product)), product)
 
 
 def _prod_vjp(ans, x, axis, keepdims, dtype, initial, where):

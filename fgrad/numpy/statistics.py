@@ -44,6 +44,7 @@ from .elementwise import (
     conj,
     equal,
     imag,
+    isfinite,
     isnan,
     less_equal,
     logical_and,
@@ -63,6 +64,7 @@ from .reductions import (
     _exclusive_cumprod,
     _keepdims,
     _linear_recurrence,
+    _masked_product,
     _to_last,
     max,
     mean,
@@ -353,8 +355,16 @@ def cumsum(
     return _cumsum_p(a, axis=axis, reverse=False)
 
 
+def _infinite(x):
+    """Whether x holds an inf or a nan: then cumprod's derivatives keep a zero tangent or
+    cotangent against an infinite product at 0 (`_masked_product`), where 0 * inf is nan.
+    One check a rule (under `jit`, one guarded boolean)."""
+    return may_hold(logical_not(isfinite(mask_values(x))))
+
+
 def _cumprod_vjp(ans, x, axis):
     xm = moveaxis(x, axis, -1)
+    infinite = _infinite(xm)
     before = _exclusive_cumprod(xm)  # x_0 ... x_{j-1}
     n = shape(xm)[-1]
     ones = _np.ones(shape(xm)[:-1] + (1,), dtype=dtype_of(xm))
@@ -364,8 +374,8 @@ def _cumprod_vjp(ans, x, axis):
 
     def bprop(ct):
         ctm = moveaxis(ct, axis, -1)
-        s = _linear_recurrence(a_rev, ctm[..., ::-1])[..., ::-1]
-        return moveaxis(before * s, -1, axis)
+        s = _linear_recurrence(a_rev, ctm[..., ::-1], infinite)[..., ::-1]
+        return moveaxis(_masked_product(s, before) if infinite else before * s, -1, axis)
 
     return bprop
 
@@ -374,7 +384,10 @@ def _cumprod_jvp(t, ans, x, axis):
     # u_i = d P_i = x_i u_{i-1} + P_{i-1} t_i: the same recurrence, run forwards.
     xm = moveaxis(x, axis, -1)
     tm = moveaxis(t, axis, -1)
-    return moveaxis(_linear_recurrence(xm, _exclusive_cumprod(xm) * tm), -1, axis)
+    before = _exclusive_cumprod(xm)
+    infinite = _infinite(xm)
+    b = _masked_product(tm, before) if infinite else before * tm
+    return moveaxis(_linear_recurrence(xm, b, infinite), -1, axis)
 
 
 _cumprod_p = defprimitive(
