@@ -8,7 +8,7 @@ import pytest
 from rows_arrays import NONDIFF, ROWS
 
 import fgrad.numpy as fnp
-from fgrad import grad, hessian, jacfwd, jacrev
+from fgrad import grad, hessian, jacfwd, jacrev, vmap
 from fgrad.numpy import arrays
 from fgrad.test_util import check_grads
 
@@ -295,6 +295,22 @@ def test_unique_of_nans_keeps_numpys_equal_nan():
         np.testing.assert_array_equal(got, np.unique(x, equal_nan=equal_nan))
     g = grad(lambda a: fnp.nansum(fnp.unique(a)))(x)
     np.testing.assert_array_equal(g, [0.0, 1.0, 0.0])
+
+
+def test_unique_under_vmap_counts_a_nan_after_a_number_as_a_value():
+    # The rows' stable sort puts NaNs last, and the first NaN begins a run of its own. It
+    # was merged into the number before it: under vmap, [1, 2, nan] had the unique values
+    # [1, 2] (silently, beside a row with two: [1, 2, 2]), and the NaN's gradient was 0.
+    rows = np.array([[1.0, 2.0, np.nan], [1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(vmap(fnp.unique)(rows), [np.unique(r) for r in rows])
+    with pytest.raises(ValueError, match="different shapes"):  # 3 values and 2: no stack
+        vmap(fnp.unique)(np.array([[1.0, 2.0, np.nan], [1.0, 2.0, 2.0]]))
+
+    def f(a):
+        return fnp.sum(fnp.unique(a) ** 2)
+
+    rows = np.array([[1.0, 2.0, 3.0], [np.nan, 4.0, 5.0]])
+    np.testing.assert_array_equal(vmap(grad(f))(rows), [grad(f)(r) for r in rows])
 
 
 def test_unique_unsorted_keeps_numpys_order_traced_or_not():

@@ -899,8 +899,9 @@ def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):
     perm = argsort(v, kind="stable")
     ordered = take_along_axis(v, perm, -1)
     new = not_equal(ordered[1:], ordered[:-1])
-    if equal_nan and dtype_of(v).kind in "fc":  # NaNs sort last, and count as one value
-        new = logical_and(new, logical_not(isnan(ordered[1:])))
+    if equal_nan and dtype_of(v).kind in "fc":  # NaNs sort last, and count as one value: a
+        # NaN after a NaN begins no run (the first NaN, after a number, does)
+        new = logical_and(new, logical_not(logical_and(isnan(ordered[1:]), isnan(ordered[:-1]))))
     first = concatenate([_np.ones(1, bool), new]) if n else new
     count = int(primal(sum(astype(first, _np.intp))))
     starts = argsort(logical_not(first), kind="stable")[:count]  # where each run begins
