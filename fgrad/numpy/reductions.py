@@ -345,17 +345,19 @@ def _times_others(w, others):
     derivative does not have. Only those entries are masked, so a weight that is zero in
     value but carries derivatives (the traced `initial`'s term) keeps them wherever the
     product of the others is finite."""
-    if may_hold(logical_not(isfinite(mask_values(others)))):
-        return _masked_product(w, others)
+    infinite = logical_not(isfinite(mask_values(others)))
+    if may_hold(infinite):
+        return _masked_product(w, others, infinite)
     return w * others
 
 
-def _masked_product(w, others):
-    """w * others, but 0 where w is 0 and others is not finite (see `_times_others`)."""
+def _masked_product(w, others, infinite=None):
+    """w * others, but 0 where w is 0 and others is not finite (see `_times_others`);
+    `infinite`: that mask of others, when the caller has it."""
     product = w * others
-    unweighted = _np.logical_and(
-        logical_not(isfinite(mask_values(others))), _np.equal(mask_values(w), 0)
-    )
+    if infinite is None:
+        infinite = logical_not(isfinite(mask_values(others)))
+    unweighted = _np.logical_and(infinite, _np.equal(mask_values(w), 0))
     return _where(unweighted, _np.zeros((), dtype_of(product)), product)
 
 
