@@ -310,3 +310,24 @@ def test_logaddexp_of_a_finite_constant_is_exact_everywhere_and_never_warns(name
     with np.errstate(invalid="ignore"):
         assert np.isnan(fgrad.grad(f)(np.array([np.nan]))[0])
     assert fgrad.grad(lambda x: fnp.sum(fn(x, x * 1.0)))(np.array([np.inf]))[0] == 1.0
+
+
+def test_dirichlet_on_dask_gives_nan_derivatives_where_a_lazy_check_fails():
+    import fgrad.scipy.stats
+    # Dask's values are not read for dirichlet's checks: a point that fails one is nan (SciPy
+    # raises), and so are the derivatives there (they were 0, silently), in x's components of
+    # that point and in all of alpha; the valid point keeps its own.
+    x = np.array([[0.2, 0.5], [0.3, 0.6], [0.5, -0.1]])  # the second point is off the simplex
+    alpha = np.array([1.5, 2.0, 3.0])
+
+    def total(x, a):
+        return fnp.sum(fgrad.scipy.stats.dirichlet.logpdf(x, a))
+
+    with dask.config.set(scheduler=_refuse):  # traced lazily
+        gx, ga = fgrad.grad(total, argnums=(0, 1))(da.from_array(x), da.from_array(alpha))
+        bad_alpha = da.from_array(np.array([1.0, -1.0, 2.0]))
+        jac = fgrad.jacfwd(fgrad.scipy.stats.dirichlet.mean)(bad_alpha)
+    gx, ga = np.asarray(gx), np.asarray(ga)
+    assert np.all(np.isnan(gx[:, 1])) and np.all(np.isnan(ga))
+    np.testing.assert_allclose(gx[:, 0], fgrad.grad(total)(x[:, :1], alpha)[:, 0], rtol=1e-14)
+    assert np.all(np.isnan(np.asarray(jac)))

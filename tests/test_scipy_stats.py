@@ -61,6 +61,45 @@ def test_invalid_parameters_give_nan_as_scipy(name, shapes, loc, scale):
         assert np.isnan(ss.__dict__[name].logpdf(1.0, -1.0, *shapes[1:], loc, scale))
 
 
+@pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE)
+@pytest.mark.parametrize("fname", FUNCTIONS)
+def test_invalid_parameters_give_nan_derivatives(name, shapes, loc, scale, fname):
+    # At an element whose parameter is out of range (scale <= 0 or nan, a shape <= 0) the value
+    # is nan, as SciPy's, and so is its derivative in every argument, in both modes (it was 0,
+    # silently: the 1.0 that stands in for the parameter there has a finite derivative, and a
+    # `where` with a constant nan gives none). The valid elements keep their own derivatives.
+    f = getattr(getattr(fst, name), fname)
+    scales = np.array([scale, -scale, 0.0, np.nan, scale])
+    args = [loc + 0.4 * scale + np.zeros(5)]
+    args += [np.full(5, s) for s in shapes] + [np.full(5, loc), scales]
+    if shapes:
+        args[1] = np.where(np.arange(5) == 4, -shapes[0], shapes[0])  # a shape out of range
+    invalid = np.array([False, True, True, True, bool(shapes)])
+    n = len(args)
+    value = f(*args)
+    assert np.all(np.isnan(value[invalid])) and np.all(np.isfinite(value[~invalid]))
+    reverse = grad(lambda *a: fgrad.numpy.sum(f(*a)), argnums=tuple(range(n)))(*args)
+    one = [grad(f, argnums=tuple(range(n)))(*[a[0] for a in args])]  # the valid element alone
+    for i in range(n):
+        tangents = [np.ones(5) if j == i else np.zeros(5) for j in range(n)]
+        forward = fgrad.jvp(f, tuple(args), tuple(tangents))[1]
+        for d in (reverse[i], forward):
+            assert np.all(np.isnan(d[invalid])), (i, d)
+            np.testing.assert_allclose(d[0], one[0][i], rtol=1e-13)
+    bad = [a[1] for a in args]  # scale < 0: every order (the nan is not a linear term's)
+    assert np.isnan(fgrad.hessian(f, argnums=n - 1)(*bad))
+    assert np.isnan(fgrad.derivative(lambda v: f(v, *bad[1:]), 3)(bad[0]))
+
+
+def test_invalid_poisson_mean_gives_nan_derivatives():
+    mu = np.array([2.5, -1.0, np.nan])
+    for fname in ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]:
+        f = getattr(fst.poisson, fname)
+        d = grad(lambda m, f=f: fgrad.numpy.sum(f(2.0, m)))(mu)
+        assert np.isfinite(d[0]) and np.all(np.isnan(d[1:])), (fname, d)
+        assert d[0] == grad(f, argnums=1)(2.0, 2.5)
+
+
 def test_derivative_in_x_of_each_cdf_is_the_density():
     for name, shapes, loc, scale in UNIVARIATE:
         mod = getattr(fst, name)

@@ -107,11 +107,39 @@ def select(inside, x, outside_value):
     return fnp.where(inside, x, outside_value)
 
 
-def invalid_to_nan(bad, out):
-    """nan where a parameter is out of its range (scale <= 0, a shape <= 0), as SciPy."""
-    if some(bad):
-        return fnp.where(bad, math.nan, out)
-    return out
+def invalid_to_nan(bad, out, *given):
+    """nan where a parameter is out of its range (scale <= 0, a shape <= 0, or nan), as SciPy,
+    and there a nan derivative in each of the arguments `given` that is traced (`nan_branch`).
+    """
+    if not some(bad):
+        return out
+    return fnp.where(bad, nan_branch(bad, out, given), out)
+
+
+def nan_branch(bad, out, given):
+    """The nan that stands where `bad` holds, in `out`'s dtype, with a nan derivative there in
+    each traced float argument of `given`: a nan value has no derivative. (`in_range` put 1.0
+    in an invalid parameter's place, so the formula's derivative there is finite, and `where`
+    with a constant nan would give 0 in every argument, silently.)"""
+    return nan_of([fnp.where(bad, a, 1.0) for a in traced_floats(given)], out)
+
+
+def traced_floats(given):
+    """The arguments of `given` that a transform traces and that have derivatives."""
+    return [a for a in given if type(a) is Box and dtype_of(a).kind in "fc"]
+
+
+def nan_of(carriers, out):
+    """nan in `out`'s dtype, as exp(the sum of `carriers`) * nan: each carrier is an argument
+    with 1.0 where `out` is valid (`where(bad, a, 1)`), so that the derivatives of every order
+    are nan where it is not (exp's are never 0: a linear carrier's second derivative would
+    be 0), and the `where` keeps the nan off the valid places (their cotangent here is 0)."""
+    if not carriers:
+        return math.nan
+    nan = fnp.exp(sum(carriers[1:], carriers[0])) * math.nan
+    if dtype_of(nan) != dtype_of(out):  # (a float64 argument of a float32 result's)
+        nan = fnp.astype(nan, dtype_of(out))
+    return nan
 
 
 def in_range(p, ok, *like, bad=None):

@@ -39,6 +39,7 @@ def logpdf(
     >>> float(fgrad.grad(logpdf)(0.25, 2.0, 2.0))  # 1/x - 1/(1 - x)
     2.666666666666667
     """
+    given = (x, a, b, loc, scale)
     z, scale, bad, (a, b) = located(x, loc, scale, a, b)
     zv = value(z)
     inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
@@ -46,7 +47,7 @@ def logpdf(
     out = (
         sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - _weak_betaln(a, b) - weak(fnp.log, scale)
     )
-    return invalid_to_nan(bad, select(inside, out, -math.inf))
+    return invalid_to_nan(bad, select(inside, out, -math.inf), *given)
 
 
 def _weak_betaln(a, b):
@@ -63,6 +64,7 @@ def pdf(
 
 
 def _cdfs(x, a, b, loc, scale, which):
+    given = (x, a, b, loc, scale)
     z, _, bad, (a, b) = located(x, loc, scale, a, b)
     zv = value(z)
     if which == "cdf":
@@ -75,7 +77,7 @@ def _cdfs(x, a, b, loc, scale, which):
     else:
         below = mask(zv < 1, z, a, b)
         out = select(below, fnp.log(guard(below, _Ic(z, a, b))), -math.inf)
-    return invalid_to_nan(bad, out)
+    return invalid_to_nan(bad, out, *given)
 
 
 def cdf(

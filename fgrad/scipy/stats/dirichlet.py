@@ -12,14 +12,13 @@ Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import any_row, is_foreign_array, squeeze_ones, value
+from ._common import any_row, is_foreign_array, nan_of, squeeze_ones, traced_floats, value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -86,14 +85,18 @@ def _check_x(x, alpha, av, lazy):
     return x
 
 
-def _nan_where(lazy, out):
-    """out with nan at the points where a lazy check failed (SciPy would raise)."""
+def _nan_where(lazy, out, alpha, x=None):
+    """out with nan at the points where a lazy check failed (SciPy would raise), and a nan
+    derivative there in alpha and x (`nan_of`): in x's components of those points, and in all
+    of alpha (which every point shares) when any point failed."""
     if not lazy:
         return out
     bad = lazy[0]
     for condition in lazy[1:]:
         bad = _np.logical_or(bad, condition)
-    return fnp.where(bad, math.nan, out)
+    carriers = [fnp.sum(fnp.where(_np.any(bad), a, 1.0)) for a in traced_floats([alpha])]
+    carriers += [fnp.sum(fnp.where(bad, a, 1.0), axis=0) for a in traced_floats([x])]
+    return fnp.where(bad, nan_of(carriers, out), out)
 
 
 def _log_beta(alpha):
@@ -114,7 +117,7 @@ def logpdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     x = _check_x(x, alpha, av, lazy)
     xs = fnp.moveaxis(x, 0, -1)
     out = fnp.sum(sp.xlogy(alpha - 1.0, xs), axis=-1) - _log_beta(alpha)
-    return squeeze_ones(_nan_where(lazy, out))
+    return squeeze_ones(_nan_where(lazy, out, alpha, x))
 
 
 def pdf(x: ArrayLike, alpha: ArrayLike) -> Array:
@@ -133,14 +136,14 @@ def entropy(alpha: ArrayLike) -> Array:
         + (a0 - float(k)) * sp.digamma(a0)
         - fnp.sum((alpha - 1.0) * sp.digamma(alpha))
     )
-    return _nan_where(lazy, out)
+    return _nan_where(lazy, out, alpha)
 
 
 def mean(alpha: ArrayLike) -> Array:
     """alpha / sum(alpha)."""
     lazy: list[Any] = []
     _check_alpha(alpha, "mean", lazy)
-    return _nan_where(lazy, alpha / fnp.sum(alpha))
+    return _nan_where(lazy, alpha / fnp.sum(alpha), alpha)
 
 
 def var(alpha: ArrayLike) -> Array:
@@ -148,4 +151,4 @@ def var(alpha: ArrayLike) -> Array:
     lazy: list[Any] = []
     _check_alpha(alpha, "var", lazy)
     a0 = fnp.sum(alpha)
-    return _nan_where(lazy, alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0)))
+    return _nan_where(lazy, alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1.0)), alpha)

@@ -32,8 +32,8 @@ def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     >>> float(fgrad.grad(logpdf, argnums=1)(2.0, 0.0, 1.0))  # d/dloc
     1.0
     """
-    z, scale, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, -z - weak(fnp.log, scale), -math.inf))
+    z, s, bad, inside = _setup(x, loc, scale)
+    return invalid_to_nan(bad, select(inside, -z - weak(fnp.log, s), -math.inf), x, loc, scale)
 
 
 def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -44,7 +44,9 @@ def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
 def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """1 - exp(-z) for z = (x - loc)/scale >= 0 (as -expm1(-z)), 0 below."""
     z, _, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, -fnp.expm1(-guard(inside, z, 0.0)), 0.0))
+    return invalid_to_nan(
+        bad, select(inside, -fnp.expm1(-guard(inside, z, 0.0)), 0.0), x, loc, scale
+    )
 
 
 def _log1mexp(z):
@@ -60,16 +62,18 @@ def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log(1 - exp(-z)), stable for small and large z; -inf for z <= 0."""
     z, _, bad, _ = _setup(x, loc, scale)
     positive = mask(value(z) > 0, z)
-    return invalid_to_nan(bad, select(positive, _log1mexp(guard(positive, z)), -math.inf))
+    return invalid_to_nan(
+        bad, select(positive, _log1mexp(guard(positive, z)), -math.inf), x, loc, scale
+    )
 
 
 def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """exp(-z) for z >= 0, 1 below."""
     z, _, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, fnp.exp(-guard(inside, z, 0.0)), 1.0))
+    return invalid_to_nan(bad, select(inside, fnp.exp(-guard(inside, z, 0.0)), 1.0), x, loc, scale)
 
 
 def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """-z for z >= 0, 0 below."""
     z, _, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, -z, 0.0))
+    return invalid_to_nan(bad, select(inside, -z, 0.0), x, loc, scale)

@@ -33,11 +33,12 @@ _WHO = "scipy.stats.gamma"  # the name in an error about a lazy array
 
 
 def _logpdf(x, a, loc, scale):
+    given = (x, a, loc, scale)
     z, scale, bad, (a,) = located(x, loc, scale, a)
     inside = mask(value(z) >= 0, z, a)
     zg = guard(inside, z)
     out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a) - weak(fnp.log, scale)
-    return invalid_to_nan(bad, select(inside, out, -math.inf))
+    return invalid_to_nan(bad, select(inside, out, -math.inf), *given)
 
 
 def _tiny(v):
@@ -95,6 +96,7 @@ def _log_cdf(a, z, lower):
 
 
 def _cdfs(x, a, loc, scale, which):
+    given = (x, a, loc, scale)
     z, _, bad, (a,) = located(x, loc, scale, a)
     zv = value(z)
     # At z == 0 the CDFs take the density as their derivative in x (finite for a >= 1); below
@@ -121,7 +123,7 @@ def _cdfs(x, a, loc, scale, which):
     if some(top):
         out = fnp.where(top, above, out)
     bad = _np.logical_or(bad, mask(_np.isnan(zv), z, a))
-    return invalid_to_nan(bad, out)
+    return invalid_to_nan(bad, out, *given)
 
 
 def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:

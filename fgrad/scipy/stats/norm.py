@@ -28,8 +28,8 @@ def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     >>> float(fgrad.grad(logpdf)(1.0))
     -1.0
     """
-    z, scale, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, -0.5 * (z * z) - weak(fnp.log, scale) - 0.5 * LOG_2PI)
+    z, s, bad = standardize(x, loc, scale)
+    return invalid_to_nan(bad, -0.5 * (z * z) - weak(fnp.log, s) - 0.5 * LOG_2PI, x, loc, scale)
 
 
 def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -40,25 +40,25 @@ def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
 def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The normal CDF ndtr((x - loc)/scale)."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.ndtr(z))
+    return invalid_to_nan(bad, sp.ndtr(z), x, loc, scale)
 
 
 def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the CDF by log_ndtr: exact and with exact gradients deep in the left tail."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.log_ndtr(z))
+    return invalid_to_nan(bad, sp.log_ndtr(z), x, loc, scale)
 
 
 def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The survival function 1 - cdf, as ndtr(-z) (no cancellation in the right tail)."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.ndtr(-z))
+    return invalid_to_nan(bad, sp.ndtr(-z), x, loc, scale)
 
 
 def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the survival function, log_ndtr(-z)."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.log_ndtr(-z))
+    return invalid_to_nan(bad, sp.log_ndtr(-z), x, loc, scale)
 
 
 def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:

@@ -61,11 +61,11 @@ def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
 
 
 def _logpmf(k, mu, loc, who):
-    kk, mu, bad, dtype = _setup(k, mu, loc, who)
-    inside = mask((kk >= 0) & (_np.floor(kk) == kk), mu, kk)
+    kk, m, bad, dtype = _setup(k, mu, loc, who)
+    inside = mask((kk >= 0) & (_np.floor(kk) == kk), m, kk)
     kg = _np.where(inside, kk, 0.0).astype(dtype)
-    out = sp.xlogy(kg, mu) - mu - _np.asarray(sp.gammaln(kg + 1.0), dtype=dtype)
-    return invalid_to_nan(bad, select(inside, out, -math.inf))
+    out = sp.xlogy(kg, m) - m - _np.asarray(sp.gammaln(kg + 1.0), dtype=dtype)
+    return invalid_to_nan(bad, select(inside, out, -math.inf), mu)
 
 
 def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
@@ -74,22 +74,22 @@ def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
 
 
 def _cdfs(k, mu, loc, which):
-    kk, mu, bad, dtype = _setup(k, mu, loc, which)
+    kk, m, bad, dtype = _setup(k, mu, loc, which)
     n = _np.floor(kk)
-    inside = mask(n >= 0, mu, kk)
+    inside = mask(n >= 0, m, kk)
     a = (_np.where(inside, n, 0.0) + 1.0).astype(dtype)
     if which == "cdf":
-        out = select(inside, _Q(mu, a), 0.0)
+        out = select(inside, _Q(m, a), 0.0)
     elif which == "logcdf":
-        out = select(inside, fnp.log(_Q(mu, a)), -math.inf)
+        out = select(inside, fnp.log(_Q(m, a)), -math.inf)
     elif which == "sf":
-        out = select(inside, _P(mu, a), 1.0)
+        out = select(inside, _P(m, a), 1.0)
     else:
-        positive = mask(value(mu) > 0, mu, kk)
+        positive = mask(value(m) > 0, m, kk)
         use = _np.logical_and(inside, positive)
-        out = select(use, fnp.log(guard(use, _P(mu, a))), -math.inf)
+        out = select(use, fnp.log(guard(use, _P(m, a))), -math.inf)
         out = select(inside, out, 0.0)
-    return invalid_to_nan(bad, out)
+    return invalid_to_nan(bad, out, mu)
 
 
 def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:

@@ -33,6 +33,7 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
     >>> float(fgrad.grad(logpdf)(1.0, 1.0))  # Cauchy: -2x / (1 + x**2)
     -1.0
     """
+    given = (x, df, loc, scale)
     z, scale, bad, (df,) = located(x, loc, scale, df)
     half = 0.5 * (df + 1.0)
     out = (
@@ -42,7 +43,7 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
         - half * fnp.log1p(z * z / df)
         - weak(fnp.log, scale)
     )
-    return invalid_to_nan(bad, out)
+    return invalid_to_nan(bad, out, *given)
 
 
 def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -51,9 +52,10 @@ def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -
 
 
 def _tail(x, df, loc, scale, sign, log):
+    given = (x, df, loc, scale)
     z, _, bad, (df,) = located(x, loc, scale, df)
     out = _stdtr(sign * z, df)
-    return invalid_to_nan(bad, fnp.log(out) if log else out)
+    return invalid_to_nan(bad, fnp.log(out) if log else out, *given)
 
 
 def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
