@@ -155,11 +155,24 @@ def _global_random_state():
     """The words of NumPy's global random generator (MT19937: its key and position), read in
     place without the copies `np.random.get_state` makes (60 us): enough to tell that a
     function drew from it. None where NumPy does not expose them."""
+    global _random_words
     try:
-        address = _np.random.mtrand._rand._bit_generator.ctypes.state_address
+        generator = _np.random.mtrand._rand._bit_generator
     except AttributeError:
         return None
-    return ctypes.string_at(address, 625 * 4)
+    if _random_words is None or _random_words[0] is not generator:
+        # A view of the generator's state, made once (its `ctypes` attribute builds an
+        # object at each access: 0.4 us of a jit's first call); the generator is kept alive
+        # with it, so the address stays valid.
+        try:
+            address = generator.ctypes.state_address
+        except AttributeError:
+            return None
+        _random_words = (generator, (ctypes.c_uint32 * 625).from_address(address))
+    return bytes(_random_words[1])
+
+
+_random_words: tuple | None = None
 
 
 def _constant_output(v) -> bool:
@@ -568,8 +581,11 @@ def _leaf_signature(x) -> tuple[Any, bool]:
 def _inputs(level, leaves):
     """The leaves as the recorded function sees them: boxes of `level` (slots 0 to n-1), but
     a string (compared by value in the signature) as it is, in its slot."""
-    boxed = [level.new_input(x) for x in leaves]
-    return [x if type(x) is str or type(x) is bytes else b for b, x in zip(boxed, leaves)]
+    level.n_slots = len(leaves)
+    return [
+        x if type(x) is str or type(x) is bytes else Box(x, level, slot)
+        for slot, x in enumerate(leaves)
+    ]
 
 
 # --- the transform --------------------------------------------------------------------------------

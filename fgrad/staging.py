@@ -228,11 +228,6 @@ class StagingLevel(Level):
         self.sources = sources
         self.types: dict = {}
 
-    def new_input(self, x) -> Box:
-        slot = self.n_slots
-        self.n_slots += 1
-        return Box(x, self, slot)
-
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         if not params and 0 < len(args) < 3:
             # (the calls other levels' rules make by `bind`: most are of one or two operands
