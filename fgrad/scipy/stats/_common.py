@@ -158,9 +158,12 @@ def in_range(p, ok, *like, bad=None):
 def located(x, loc, scale, *shapes):
     """The arguments of a location-scale distribution: in one float dtype (`harmonize`), as
     (z, scale, bad, shapes): z = (x - loc) / scale, and `bad` the mask where scale or a shape
-    parameter (each must be > 0) is out of range, where 1.0 stands in for it (`in_range`)."""
+    parameter (each must be > 0) is out of range, where 1.0 stands in for it (`in_range`), or
+    where z is nan (a nan x or loc: the value is nan, as SciPy's, where the support's masks,
+    false at nan, would give a constant such as -inf or 0)."""
     x, loc, scale, *shapes = harmonize(x, loc, scale, *shapes)
     z, scale, bad = standardize(x, loc, scale)
+    bad = _np.logical_or(bad, mask(_np.isnan(value(z)), z))
     valid = []
     for p in shapes:
         p, bad = in_range(p, value(p) > 0, z, *shapes, bad=bad)

@@ -101,7 +101,7 @@ def _cdfs(x, a, loc, scale, which):
     zv = value(z)
     # At z == 0 the CDFs take the density as their derivative in x (finite for a >= 1); below
     # it, and at z == inf, they are constants. logcdf is -inf at z == 0 and is taken from
-    # z > 0 only. A nan x gives nan, as SciPy.
+    # z > 0 only. A nan x gives nan, as SciPy (`located`).
     inside = mask(
         _np.logical_and((zv > 0) if which == "logcdf" else (zv >= 0), zv < math.inf), z, a
     )
@@ -122,7 +122,6 @@ def _cdfs(x, a, loc, scale, which):
     top = mask(_np.isposinf(zv), z, a)
     if some(top):
         out = fnp.where(top, above, out)
-    bad = _np.logical_or(bad, mask(_np.isnan(zv), z, a))
     return invalid_to_nan(bad, out, *given)
 
 
