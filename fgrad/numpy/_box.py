@@ -138,41 +138,24 @@ def _assigns_into_a_subscript(statement):
     return any(isinstance(t, ast.Subscript) for t in targets)
 
 
-def _operator(prim, symbol):
-    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one);
-    `symbol` is the operator's, for the refusal of a SciPy sparse operand. (Two forms, so
-    that the operators of programs, the most frequent calls, make one call to bind.)"""
+def _operator(prim, symbol, reflected=False):
+    """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one):
+    `self <symbol> other`, or with `reflected` the reflected operator's `other <symbol> self`
+    (`__radd__`); `symbol` is the operator's, for the refusal of a SciPy sparse operand. (Two
+    forms, so that the operators of programs, the most frequent calls, make one call to bind.)"""
     if isinstance(prim, Primitive):
 
         def method(self, other):
             if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
-                return bind_two(prim, self, other)
-            return _with_sparse(self, other, symbol, reflected=False)
+                return bind_two(prim, other, self) if reflected else bind_two(prim, self, other)
+            return _with_sparse(self, other, symbol, reflected)
 
     else:
 
         def method(self, other):
             if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
-                return prim(self, other)
-            return _with_sparse(self, other, symbol, reflected=False)
-
-    return method
-
-
-def _reversed(prim, symbol):
-    if isinstance(prim, Primitive):
-
-        def method(self, other):
-            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
-                return bind_two(prim, other, self)
-            return _with_sparse(self, other, symbol, reflected=True)
-
-    else:
-
-        def method(self, other):
-            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
-                return prim(other, self)
-            return _with_sparse(self, other, symbol, reflected=True)
+                return prim(other, self) if reflected else prim(self, other)
+            return _with_sparse(self, other, symbol, reflected)
 
     return method
 
@@ -509,15 +492,15 @@ def _as_method(fn):
 
 _METHODS = {
     "__add__": _operator(_ew.add_operator, "+"),
-    "__radd__": _reversed(_ew.add_operator, "+"),
+    "__radd__": _operator(_ew.add_operator, "+", reflected=True),
     "__sub__": _operator(_ew.subtract_operator, "-"),
-    "__rsub__": _reversed(_ew.subtract_operator, "-"),
+    "__rsub__": _operator(_ew.subtract_operator, "-", reflected=True),
     "__mul__": _operator(_ew.multiply_operator, "*"),
-    "__rmul__": _reversed(_ew.multiply_operator, "*"),
+    "__rmul__": _operator(_ew.multiply_operator, "*", reflected=True),
     "__truediv__": _operator(_ew.divide_operator, "/"),
-    "__rtruediv__": _reversed(_ew.divide_operator, "/"),
+    "__rtruediv__": _operator(_ew.divide_operator, "/", reflected=True),
     "__pow__": _operator(_ew.power_operator, "**"),
-    "__rpow__": _reversed(_ew.power_operator, "**"),
+    "__rpow__": _operator(_ew.power_operator, "**", reflected=True),
     "__matmul__": _matmul,
     "__rmatmul__": _rmatmul,
     "__neg__": _unary(_ew.negative),
@@ -546,9 +529,9 @@ _METHODS = {
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
     "__mod__": _operator(_uf.remainder, "%"),
-    "__rmod__": _reversed(_uf.remainder, "%"),
+    "__rmod__": _operator(_uf.remainder, "%", reflected=True),
     "__floordiv__": _operator(_uf.floor_divide, "//"),
-    "__rfloordiv__": _reversed(_uf.floor_divide, "//"),
+    "__rfloordiv__": _operator(_uf.floor_divide, "//", reflected=True),
     "sum": _as_method(_sh.sum),
     "mean": _as_method(_rd.mean),
     "prod": _as_method(_rd.prod),

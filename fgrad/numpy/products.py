@@ -560,38 +560,14 @@ def _same_length(n1, n2, name):
 # --- NumPy 2's generalized ufuncs: core axes chosen by `axes`, `axis`, `keepdims` -----------------
 
 
-def _gufunc(
-    theirs,
-    compute,
-    cores,
-    out_core,
-    args,
-    out,
-    axes,
-    axis,
-    keepdims,
-    casting,
-    order,
-    dtype,
-    subok,
-    signature,
-):
+def _gufunc(theirs, compute, cores, out_core, args, out, keywords):
     """`compute` (which takes each operand's core axes last, and gives the output's last) with
-    NumPy's gufunc keywords. Plain operands get NumPy's own gufunc with every keyword."""
+    NumPy's gufunc keywords (`keywords`: each of `_GUFUNC_SIGNATURE`'s, by name). Plain
+    operands get NumPy's own gufunc with every keyword."""
     name = theirs.__name__
     refuse_out(out, name)
     # (another library's operands take fgrad's path: Dask's gufuncs need whole core axes)
     if numpy_applies(*args):
-        keywords = dict(
-            axes=axes,
-            axis=axis,
-            keepdims=keepdims,
-            casting=casting,
-            order=order,
-            dtype=dtype,
-            subok=subok,
-            signature=signature,
-        )
         defaults = dict(keepdims=False, casting="same_kind", order="K", subok=True)
         return theirs(
             *args,
@@ -601,6 +577,9 @@ def _gufunc(
                 if v is not NO_VALUE and v is not None and not (k in defaults and v is defaults[k])
             },
         )
+    axes, axis, keepdims = keywords["axes"], keywords["axis"], keywords["keepdims"]
+    casting, order, dtype = keywords["casting"], keywords["order"], keywords["dtype"]
+    subok, signature = keywords["subok"], keywords["signature"]
     refuse_layout(name, order=(order, "K"), subok=(subok, True))
     if dtype is not None or signature is not None or casting != "same_kind":
         loop = loop_dtypes(theirs, [dtype_of(x) for x in args], dtype, signature, casting)
@@ -747,11 +726,9 @@ def _gufunc_mirror(
     def gufunc(*args: ArrayLike, **kwargs: Any) -> Array:
         given = _GUFUNC_SIGNATURE.bind(*args, **kwargs)
         given.apply_defaults()
-        a = given.arguments
-        keywords = [a[k] for k in list(_GUFUNC_SIGNATURE.parameters)[3:]]
-        return _gufunc(
-            getattr(_np, name), compute, cores, out_core, (a["x1"], a["x2"]), a["out"], *keywords
-        )
+        keywords = dict(given.arguments)  # every parameter, the defaults applied
+        operands, out = (keywords.pop("x1"), keywords.pop("x2")), keywords.pop("out")
+        return _gufunc(getattr(_np, name), compute, cores, out_core, operands, out, keywords)
 
     gufunc.__name__ = gufunc.__qualname__ = name
     gufunc.__doc__ = doc

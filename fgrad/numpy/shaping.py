@@ -974,16 +974,31 @@ def _bincount_flat(positions, v, size, dtype):
     return _cast(_np.bincount(at, weights=weights, minlength=size), dtype)
 
 
-def _index_add_foreign(x, v, idx):
+def _foreign_write(write):
+    """A write at an index into an array of another library (Dask), `write(x, v, idx, x_shape,
+    dtype, axes)`, as a function of (x, v, idx): both writes first drop the index's None
+    entries (v reshaped to match, `_without_newaxes`) and read the positions an index of
+    integers and slices picks along each axis (`axes`: `_basic_axes`, None for any other
+    index). An empty v writes nothing: the result is then x's values, in a new array of the
+    foreign operand's type."""
+
+    @functools.wraps(write)
+    def prepared(x, v, idx):
+        x_shape, dtype = _np.shape(x), _np.result_type(x)
+        template = x if _core.is_foreign_array(x) else v
+        idx, v = _without_newaxes(x_shape, v, idx)
+        if 0 in _np.shape(v):  # nothing to write
+            return _foreign_copy(x, template, dtype)
+        return write(x, v, idx, x_shape, dtype, _basic_axes(x_shape, idx))
+
+    return prepared
+
+
+@_foreign_write
+def _index_add_foreign(x, v, idx, x_shape, dtype, axes):
     """`_index_add` for an array of another library (Dask): x + (zeros with v at idx), the
     zeros with v placed by padding at an index of integers and slices (`_placed`), by a lazy
     bincount over the flat positions at any other index (repeated indices add up)."""
-    x_shape, dtype = _np.shape(x), _np.result_type(x)
-    template = x if _core.is_foreign_array(x) else v
-    idx, v = _without_newaxes(x_shape, v, idx)
-    if 0 in _np.shape(v):  # nothing to add
-        return _foreign_copy(x, template, dtype)
-    axes = _basic_axes(x_shape, idx)
     if axes is not None:
         return _np.add(x, _placed(v, x_shape, axes, dtype))
     positions = _flat_positions(x_shape, idx)
@@ -992,17 +1007,12 @@ def _index_add_foreign(x, v, idx):
     return _np.reshape(added, x_shape) + x
 
 
-def _index_set_foreign(x, v, idx):
+@_foreign_write
+def _index_set_foreign(x, v, idx, x_shape, dtype, axes):
     """`_index_set` for an array of another library (Dask): v placed by padding where an index
     of integers and slices picks (`_placed`), x elsewhere; at any other index, x where no
     position is picked and v where one is (for a repeated position the last of its values,
     as NumPy assigns)."""
-    x_shape, dtype = _np.shape(x), _np.result_type(x)
-    template = x if _core.is_foreign_array(x) else v
-    idx, v = _without_newaxes(x_shape, v, idx)
-    if 0 in _np.shape(v):  # nothing to set
-        return _foreign_copy(x, template, dtype)
-    axes = _basic_axes(x_shape, idx)
     if axes is not None:
         out = _placed(v, x_shape, axes, dtype)
         # x where an axis is not picked: one `where` per axis the index restricts, each with a

@@ -26,7 +26,16 @@ import scipy.signal as _ss
 
 from .. import numpy as fnp, taylor as _taylor
 from ..core import Box, bind, dtype_of, innermost, is_foreign_array
-from ..numpy.shaping import batch_to_front, describe, meta, ndim, reshape, shape, unbroadcast
+from ..numpy.shaping import (
+    batch_to_front,
+    describe,
+    meta,
+    ndim,
+    reshape,
+    shape,
+    unbroadcast,
+    variant,
+)
 from ..primitive import defprimitive, register_rules
 
 if TYPE_CHECKING:
@@ -615,18 +624,20 @@ def convolve2d(
     return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=False)
 
 
-def correlate2d(
-    in1: ArrayLike,
-    in2: ArrayLike,
-    mode: str = "full",
-    boundary: str = "fill",
-    fillvalue: ArrayLike = 0,
-) -> Array:
+def _correlate2d(in1, in2, mode, boundary, fillvalue):
+    return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=True)
+
+
+# SciPy's correlate2d takes convolve2d's arguments: its signature is convolve2d's
+correlate2d = variant(
+    convolve2d,
+    "correlate2d",
+    _correlate2d,
     """SciPy's `signal.correlate2d`: the convolution of in1 with in2 reversed and conjugated,
     in the modes and boundaries of `convolve2d` ('same' is centred as SciPy centres it). In
     mode 'valid' with in2 the larger, SciPy conjugates in1 instead of in2; fgrad gives that
-    same value and differentiates it."""
-    return _conv2d(in1, in2, mode, boundary, fillvalue, correlate=True)
+    same value and differentiates it.""",
+)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------
