@@ -314,6 +314,7 @@ def test_logaddexp_of_a_finite_constant_is_exact_everywhere_and_never_warns(name
 
 def test_dirichlet_on_dask_gives_nan_derivatives_where_a_lazy_check_fails():
     import fgrad.scipy.stats
+
     # Dask's values are not read for dirichlet's checks: a point that fails one is nan (SciPy
     # raises), and so are the derivatives there (they were 0, silently), in x's components of
     # that point and in all of alpha; the valid point keeps its own.

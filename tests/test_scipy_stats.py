@@ -91,7 +91,6 @@ def test_invalid_parameters_give_nan_derivatives(name, shapes, loc, scale, fname
     assert np.isnan(fgrad.derivative(lambda v: f(v, *bad[1:]), 3)(bad[0]))
 
 
-
 @pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE)
 @pytest.mark.parametrize("fname", FUNCTIONS)
 def test_a_nan_argument_gives_nan_as_scipy_and_nan_derivatives(name, shapes, loc, scale, fname):
@@ -103,6 +102,7 @@ def test_a_nan_argument_gives_nan_as_scipy_and_nan_derivatives(name, shapes, loc
         args[k] = np.nan
         assert np.isnan(f(*args)) and np.isnan(getattr(getattr(ss, name), fname)(*args))
         assert all(np.isnan(grad(f, argnums=tuple(range(len(args))))(*args))), k
+
 
 def test_invalid_poisson_mean_gives_nan_derivatives():
     mu = np.array([2.5, -1.0, np.nan])

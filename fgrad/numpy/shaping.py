@@ -1397,10 +1397,7 @@ def stack(
     """NumPy's `stack`, with `dtype` and `casting` (checked as NumPy checks them)."""
     refuse_out(out, "stack")
     arrays = _joined(arrays, dtype, casting, "stack")
-    nd = ndim(arrays[0]) + 1
-    if not -nd <= axis < nd:
-        raise ValueError(f"stack: axis {axis} is out of bounds for an array with {nd} dimensions")
-    return _stack_p(*arrays, axis=axis % nd)
+    return _stack_p(*arrays, axis=_joining_axis(axis, ndim(arrays[0]) + 1, "stack", arrays))
 
 
 def _joined(arrays, dtype, casting, name):
@@ -1458,7 +1455,24 @@ def concatenate(
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
-    return _concatenate_p(*arrays, axis=axis % ndim(arrays[0]))
+    nd = ndim(arrays[0])
+    if nd == 0:
+        raise ValueError(
+            f"concatenate: zero-dimensional arrays cannot be concatenated ({describe(arrays[0])}); "
+            "use fgrad.numpy.stack, or make them 1-d with fgrad.numpy.atleast_1d"
+        )
+    return _concatenate_p(*arrays, axis=_joining_axis(axis, nd, "concatenate", arrays))
+
+
+def _joining_axis(axis, nd, who, arrays):
+    """`axis` in [0, nd) for a join of `arrays` whose result has `nd` dimensions: NumPy's
+    AxisError (a ValueError and an IndexError) outside [-nd, nd), where `%` would wrap it."""
+    if not -nd <= axis < nd:
+        raise _np.exceptions.AxisError(
+            f"{who}: axis {axis} is out of bounds for a result with {nd} dimension(s) (the "
+            f"first array: {describe(arrays[0])}); pass an axis in [{-nd}, {nd})"
+        )
+    return axis % nd
 
 
 # --- array-likes ----------------------------------------------------------------------------------
