@@ -375,7 +375,7 @@ def test_a_stack_of_one_array_joins_its_rows_as_numpy_does(name):
         grad(lambda a: fnp.sum(getattr(fnp, name)(a[0, 0])))(X)
 
 
-def test_joins_refuse_an_axis_out_of_bounds_as_numpy_does():
+def test_joins_and_expand_dims_refuse_an_axis_out_of_bounds_as_numpy_does():
     # concatenate wrapped an axis out of bounds with `%` (axis=3 of 1-d arrays joined along
     # axis 0, silently; NumPy raises AxisError); 0-d arrays raised ZeroDivisionError.
     a = np.ones(2)
@@ -386,6 +386,13 @@ def test_joins_refuse_an_axis_out_of_bounds_as_numpy_does():
             grad(lambda x, j=join, ax=axis: fnp.sum(j([x, x], axis=ax)))(a)
         with pytest.raises(np.exceptions.AxisError):  # NumPy's own error, the same type
             {fnp.concatenate: np.concatenate, fnp.stack: np.stack}[join]([a, a], axis=axis)
+    with pytest.raises(np.exceptions.AxisError, match="axis 5 is out of bounds"):
+        fnp.expand_dims(np.ones((2, 3)), 5)  # it was (2, 3, 1)
+    with pytest.raises(ValueError, match="repeated axis"):
+        fnp.expand_dims(np.ones((2, 3)), (0, -4))  # it was (1, 1, 2, 3)
+    with pytest.raises(ValueError, match="repeated axis"):
+        np.expand_dims(np.ones((2, 3)), (0, -4))
+    assert fnp.expand_dims(np.ones((2, 3)), (0, -1)).shape == (1, 2, 3, 1)
     with pytest.raises(ValueError, match="zero-dimensional arrays cannot be concatenated"):
         fnp.concatenate([np.float64(1.0), np.float64(2.0)])
     np.testing.assert_array_equal(fnp.concatenate([a, 2 * a], axis=-1), [1, 1, 2, 2])

@@ -439,7 +439,15 @@ def expand_dims(a: ArrayLike, axis: int | tuple[int, ...]) -> Array:
     s = shape(a)
     axes: Sequence[int] = axis if isinstance(axis, tuple) else (axis,)
     nd = len(s) + len(axes)
+    for ax in axes:  # (NumPy's errors; `%` alone would wrap them into other axes, silently)
+        if not -nd <= ax < nd:
+            raise _np.exceptions.AxisError(
+                f"expand_dims: axis {ax} is out of bounds for a result with {nd} dimension(s) "
+                f"(a: {describe(a)}); pass axes in [{-nd}, {nd})"
+            )
     axes = sorted(ax % nd for ax in axes)
+    if len(set(axes)) < len(axes):
+        raise ValueError(f"expand_dims: repeated axis in {axis} (a: {describe(a)})")
     out = list(s)
     for ax in axes:
         out.insert(ax, 1)
