@@ -310,6 +310,8 @@ class _Writer:
         return f"{indent}{names} = {call}"
 
     def read(self, guard) -> str:
+        if guard.reader is not None:
+            return f"{self.name(guard.reader, 'r')}(v{guard.slot})"
         if guard.kind == "shape":
             return f"_shape(v{guard.slot})"
         if not self.general:  # plain values: each is its own value, and all its rows
@@ -332,7 +334,7 @@ class _Writer:
             else:
                 read = self.read(item)
                 self.lines.append(
-                    f"{indent}if {read if item.shape else self.key_expr(item.key, read)} != "
+                    f"{indent}if {read if item.direct else self.key_expr(item.key, read)} != "
                     f"{self.key_name(item.key)}:"
                 )
                 self.lines.append(f"{indent}    raise _Miss({item.source!r})")
@@ -357,7 +359,9 @@ class _Writer:
         slot, source = guard.slot, guard.source
         read = self.read(guard)
         key0 = children[0][0]
-        self.lines.append(f"{indent}k = {read if guard.shape else self.key_expr(key0, read, True)}")
+        self.lines.append(
+            f"{indent}k = {read if guard.direct else self.key_expr(key0, read, True)}"
+        )
         if slot in live and not any(slot in _uses_after(c)[0] for _, c in children):
             self.lines.append(f"{indent}del v{slot}")
             live = live - {slot}
@@ -473,7 +477,7 @@ def _without_repeats(node: _Node, subst: dict | None = None, seen: dict | None =
                     continue
                 seen[key] = outs
         elif item.slot in subst:
-            item = Guard(subst[item.slot], item.key, item.source, item.kind)
+            item = item.at(subst[item.slot])
         items.append(item)
     if node.branch is None:
         path = node.path
@@ -489,7 +493,7 @@ def _without_repeats(node: _Node, subst: dict | None = None, seen: dict | None =
         return _Node(items, path)
     guard, children = node.branch
     if guard.slot in subst:
-        guard = Guard(subst[guard.slot], guard.key, guard.source, guard.kind)
+        guard = guard.at(subst[guard.slot])
     return _Node(
         items, branch=(guard, [(k, _without_repeats(c, subst, seen)) for k, c in children])
     )
@@ -984,6 +988,8 @@ class Record:
                 rows.append((f"{outs} = {item.prim.name}({', '.join(args)})", item.source))
             elif item.shape:
                 rows.append((f"guard shape(v{item.slot}) == {item.key!r}", item.source))
+            elif item.kind == "layout":
+                rows.append((f"guard layout(v{item.slot}) == {item.key!r}", item.source))
             else:
                 shown = item.key if not isinstance(item.key, tuple) else "<value read>"
                 rows.append((f"guard v{item.slot} == {shown!r}", item.source))

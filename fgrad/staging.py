@@ -150,21 +150,34 @@ class Guard:
     """The traced code read slot `slot` and got the value whose `guard_key` is `key`;
     `source` is the user's line that read it ("file:line"). `kind` says what was read:
     "value" (`primal`), "whole" (every row of the batches the value is in at once,
-    `innermost`: a rule's bound that must serve every row, `read_whole`) or "shape" (the
+    `innermost`: a rule's bound that must serve every row, `read_whole`), "shape" (the
     slot's shape, `shape_key`: the output of a primitive whose shape depends on values,
-    `core.shape_from_values`)."""
+    `core.shape_from_values`) or "layout" (what `reader`, a function of the slot's value,
+    gives: where NumPy's result depends on the memory layout, as order='A' or 'K' does,
+    `read_with`)."""
 
-    __slots__ = ("key", "kind", "slot", "source")
+    __slots__ = ("key", "kind", "reader", "slot", "source")
 
-    def __init__(self, slot, key, source, kind="value"):
+    def __init__(self, slot, key, source, kind="value", reader=None):
         self.slot = slot
         self.key = key
         self.source = source
         self.kind = kind
+        self.reader = reader
 
     @property
     def shape(self) -> bool:
         return self.kind == "shape"
+
+    @property
+    def direct(self) -> bool:
+        """Whether a replay compares what it reads with the key as it is (not its
+        `guard_key`)."""
+        return self.kind == "shape" or self.kind == "layout"
+
+    def at(self, slot) -> Guard:
+        """This guard, of another slot (the same value computed once, `jit`'s repeats)."""
+        return Guard(slot, self.key, self.source, self.kind, self.reader)
 
 
 def shape_key(v) -> tuple:
@@ -346,6 +359,16 @@ class StagingLevel(Level):
             self.guarded.add(slot)
             self.items.append(Guard(slot, guard_key(value), user_line()))
         return value
+
+    def read_with(self, box: Box, reader, key) -> None:
+        """Record that the traced code read `key`, which is `reader(box.value)`, as a guard
+        that a replay checks by calling `reader` on the slot's value: for what NumPy reads of
+        an array besides its values, shape and dtype (the memory layout, which order='A'
+        and 'K' follow and a signature does not hold: `fgrad.numpy.shaping`)."""
+        read = (box.aux, reader)
+        if read not in self.guarded:  # a second read of a slot reads the same
+            self.guarded.add(read)
+            self.items.append(Guard(box.aux, key, user_line(), "layout", reader))
 
     def read_whole(self, box: Box) -> Any:
         """The values under `box` in every row of the batches they are in (`innermost`),

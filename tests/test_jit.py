@@ -1037,3 +1037,27 @@ def test_real_schur_and_eigh_subset_compute_their_checks_in_the_record(sort):
             assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
     (entry,) = jitted._cache.values()
     assert _count_paths(entry.root) == 1
+
+
+def test_a_replay_checks_the_memory_layout_that_order_a_and_k_read():
+    # reshape(order='A') and ravel(order='K') follow the input's memory layout, which a
+    # signature (shape and dtype) does not hold: a record made for a C-ordered array replayed
+    # its order for a strided or Fortran-ordered one, silently (another order of the elements).
+    # The layout read is now a guard: another layout records another path.
+    a = np.arange(6.0).reshape(3, 2)
+    strided = np.empty((6, 4))[::2, ::2]
+    strided[...] = a
+    weights = np.arange(6.0)
+    for fn in (
+        lambda x: fnp.reshape(fnp.transpose(x), (6,), order="A"),
+        lambda x: fnp.ravel(fnp.transpose(x), order="K"),
+        lambda x: fnp.ravel(x, order="K"),
+    ):
+        jitted = fgrad.jit(fn)
+        grad = fgrad.grad(lambda x, fn=fn: fnp.sum(fn(x) * weights))
+        jitted_grad = fgrad.jit(grad)
+        for x in (a, strided, np.asfortranarray(a), a[::-1], a, strided):
+            np.testing.assert_array_equal(jitted(x), fn(x))
+            np.testing.assert_array_equal(jitted_grad(x), grad(x))
+    record = str(fgrad.make_record(lambda x: fnp.reshape(fnp.transpose(x), (6,), order="A"))(a))
+    assert "guard layout(v1) == (False, True, (8, 16))" in record

@@ -359,10 +359,28 @@ def _memory_of_a_row(a):
             return _np.empty(a.shape, dtype=bool)
         return _np.asarray(a)
     v = _memory_of_a_row(a.value)  # as a's holder sees it: the levels below hold their rows
-    if not (a.level.batches and a.level.live):
+    level = a.level
+    if level.stages and level.live:  # a `jit` record: its replay checks the layout read here
+        level.read_with(a, _layout_of, _layout_key(v))
+        return v
+    if not (level.batches and level.live):
         return v
     row = v[(slice(None),) * a.aux + (0,)] if v.shape[a.aux] else _np.take(v, [], a.aux)
     return _np.empty_like(row, dtype=bool)  # order "K": the row's order of axes, compact
+
+
+def _layout_key(v) -> tuple:
+    """What NumPy's order 'A' and 'K' read of an array's memory: whether it is C- and
+    Fortran-contiguous, and its strides (0 along an axis of length 1, which none crosses)."""
+    flags = v.flags
+    strides = tuple(st if n > 1 else 0 for st, n in zip(v.strides, v.shape))
+    return (flags.c_contiguous, flags.f_contiguous, strides)
+
+
+def _layout_of(value) -> tuple:
+    """`_layout_key` of the memory of a row of `value` (a value under a `jit` record's box:
+    what a replay reads to check the layout the record followed)."""
+    return _layout_key(_memory_of_a_row(value))
 
 
 @mirror("shape")
