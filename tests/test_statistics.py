@@ -359,6 +359,22 @@ def test_initial_of_max_shares_ties_and_is_differentiable_when_traced():
         fnp.max(x, where=np.array([True, False, True]))  # NumPy's own rule
 
 
+def test_initial_of_max_and_min_ties_in_float32_as_numpy_casts_it():
+    # NumPy casts initial to the data's dtype: float32(-0.55), which the float64 -0.55 does
+    # not equal. The tie count compared the float64 one, found no tie where the initial is
+    # the minimum, and weighed each element by 0/0: a nan gradient in float32 only.
+    m = np.array([[True, False], [True, True], [False, True]])
+    x = np.array([[0.8, 0.1], [2.2, 1.5], [-1.3, -0.6]], dtype=np.float32)
+    for fn, initial, want in (
+        (fnp.min, -0.55, [0, 0, 0, 0, 0, 1]),
+        (fnp.max, 1.9, [0, 0, 1, 0, 0, 0]),
+    ):
+        f = lambda x, fn=fn, c=initial: fnp.sum(fn(x, axis=0, initial=c, where=m))
+        for d in (fgrad.grad(f)(x), fgrad.jacfwd(f)(x), fgrad.vmap(fgrad.grad(f))(x[None])[0]):
+            assert d.dtype == np.float32
+            np.testing.assert_array_equal(d.ravel(), want)
+
+
 def test_var_of_complex_data_is_real_as_numpys():
     z = np.array([1j, 2.0, 1.0 - 1j])
     assert fnp.var(z) == np.var(z) and np.isrealobj(fnp.var(z))

@@ -126,7 +126,9 @@ def _tie_weights(ans, x, axis, initial=NO_VALUE, where=True):
     count = _np.sum(hit, axis=axis, keepdims=True, dtype=_np.intp)
     initial_hit = None
     if initial is not NO_VALUE:
-        initial_hit = mask_values(initial) == extremum
+        # in the result's dtype, as NumPy casts it: a float64 -0.55 is not float32(-0.55), and
+        # with no element tied that gave 0/0 weights (nan) where the initial is the extremum
+        initial_hit = astype(mask_values(initial), dtype_of(ans)) == extremum
         count = count + initial_hit
     dtype = dtype_of(x)
     with _np.errstate(divide="ignore", invalid="ignore"):
