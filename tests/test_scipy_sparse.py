@@ -520,3 +520,21 @@ def test_a_sparse_array_as_an_argument_of_jit():
     for scale in (1.0, 2.0, 0.5):  # replayed with other data: refactorised, never stale
         _close(solve(scale * A, b), fsla.spsolve(scale * A, b))
         _close(g(scale * A, b).data, fgrad.grad(loss)(scale * A, b).data)
+
+
+def test_a_float32_right_hand_side_gets_a_float32_gradient():
+    # The solves and expm_multiply run in the matrix's float64 (SciPy's result is float64),
+    # but the gradient of a float32 input is float32 in fgrad, as a broadcast's cast is undone
+    # (it was float64 here).
+    A = sp.csr_array(np.array([[2.0, 0.5], [0.2, 1.0]]))
+    v = np.float32([1.0, 2.0])
+    for solve in (
+        fsla.spsolve,
+        fsla.expm_multiply,
+        lambda A, b: fsla.splu(A).solve(b),
+        lambda A, b: fsla.gmres(A, b)[0],
+    ):
+        g = fgrad.grad(lambda b, f=solve: fnp.sum(f(A, b)))(v)
+        assert g.dtype == np.float32
+        want = fgrad.grad(lambda b, f=solve: fnp.sum(f(A, b)))(v.astype(np.float64))
+        np.testing.assert_allclose(g, want, rtol=1e-6)

@@ -55,7 +55,7 @@ from ....core import (
 )
 from ....numpy.elementwise import mask_values, read_any
 from ....numpy.linalg import linear_solve_taylor_rule
-from ....numpy.shaping import describe
+from ....numpy.shaping import describe, meta, unbroadcast
 from ....primitive import register_rules
 from .. import SparseArray, _matvec, as_sparse
 
@@ -170,14 +170,17 @@ def _solve_primitive(name, impl, solver):
     def solve(data, rhs, params, trans):
         return prim(data, rhs, **{solver: params[solver], "trans": trans})
 
+    # (each cotangent in its input's dtype: a float32 b of a float64 matrix gets a float32
+    # gradient, as everywhere in fgrad, though the solve is in float64)
     def vjp_data(ans, data, b, *, trans, **params):
-        structure = params[solver].structure
-        return lambda ct: _data_cotangent(
-            solve(data, ct, params, _FLIP[trans]), ans, structure, trans
+        structure, like = params[solver].structure, meta(data)
+        return lambda ct: unbroadcast(
+            _data_cotangent(solve(data, ct, params, _FLIP[trans]), ans, structure, trans), like
         )
 
     def vjp_b(ans, data, b, *, trans, **params):
-        return lambda ct: solve(data, ct, params, _FLIP[trans])
+        like = meta(b)
+        return lambda ct: unbroadcast(solve(data, ct, params, _FLIP[trans]), like)
 
     def jvp_data(t, ans, data, b, *, trans, **params):
         return -solve(data, _product(t, params[solver].structure, ans, trans), params, trans)
@@ -579,11 +582,13 @@ def _expm_data_cotangent(data, b, ct, how, trans):
 
 
 def _expm_vjp_data(ans, data, b, how, trans):
-    return lambda ct: _expm_data_cotangent(data, b, ct, how, trans)
+    like = meta(data)  # (in data's dtype, as `_solve_primitive`'s cotangents)
+    return lambda ct: unbroadcast(_expm_data_cotangent(data, b, ct, how, trans), like)
 
 
 def _expm_vjp_b(ans, data, b, how, trans):
-    return lambda ct: _expm_p(data, ct, how=how, trans=_FLIP[trans])
+    like = meta(b)
+    return lambda ct: unbroadcast(_expm_p(data, ct, how=how, trans=_FLIP[trans]), like)
 
 
 def _expm_jvp_data(t, ans, data, b, how, trans):
