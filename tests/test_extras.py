@@ -282,6 +282,18 @@ def test_bincount_weights_gradient_and_dtype():
 # --- polynomials ----------------------------------------------------------------------------------
 
 
+def test_polymul_of_an_empty_factor_is_numpys_zero_polynomial():
+    # NumPy reads no coefficients as the zero polynomial [0]; the traced product convolved
+    # the empty array and raised ("convolve: a is empty") under grad, jacfwd, vmap and jit.
+    e, q = np.zeros(0), np.array([1.0, 2.0, 3.0])
+    for a, b in ((e, q), (q, e)):
+        np.testing.assert_array_equal(traced_value(fnp.polymul, a, b), np.polymul(a, b))
+    ge, gq = fgrad.grad(lambda a, b: fnp.sum(fnp.polymul(a, b)), argnums=(0, 1))(e, q)
+    assert ge.shape == (0,) and np.all(gq == 0)
+    np.testing.assert_array_equal(fgrad.jit(fnp.polymul)(e, q), np.zeros(3))
+    np.testing.assert_array_equal(fgrad.vmap(fnp.polymul, (None, 0))(e, np.stack([q, q])), 0)
+
+
 def test_polynomial_arithmetic_values_are_numpys():
     p, q = np.array([1.0, -2.0, 0.5, 3.0]), np.array([2.0, 1.0])
     for name in ("polyadd", "polysub", "polymul"):

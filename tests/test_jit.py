@@ -1061,3 +1061,15 @@ def test_a_replay_checks_the_memory_layout_that_order_a_and_k_read():
             np.testing.assert_array_equal(jitted_grad(x), grad(x))
     record = str(fgrad.make_record(lambda x: fnp.reshape(fnp.transpose(x), (6,), order="A"))(a))
     assert "guard layout(v1) == (False, True, (8, 16))" in record
+
+
+def test_sort_and_partition_of_an_empty_axis_under_jit():
+    # take_along_axis of indices a record computes started from position 0 of the axis,
+    # which an empty axis has not: jit(fnp.sort)(np.zeros(0)) raised IndexError (eager works).
+    for fn in (fnp.sort, lambda x: fnp.partition(x, 0), lambda x: fnp.sort(x, axis=0)):
+        jitted = fgrad.jit(fn)
+        for x in (np.zeros(0), np.zeros(0), np.zeros((0, 2))):
+            out = jitted(x)
+            assert out.shape == fn(x).shape == x.shape
+    grad = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.sort(x))))
+    assert grad(np.zeros(0)).shape == (0,)

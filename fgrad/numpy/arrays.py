@@ -674,7 +674,9 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Array
     # from the end when negative, as in NumPy). An index out of range is read, so that
     # NumPy's own take_along_axis raises its error.
     n = s[ax]
-    if bool(_np.any(logical_or(less(idx, -n), greater_equal(idx, n)))):
+    if n == 0 or bool(_np.any(logical_or(less(idx, -n), greater_equal(idx, n)))):
+        # (an empty axis has no position to start from: its indices are read, an empty
+        # array, or one NumPy's take_along_axis refuses)
         return take_along_axis(arr, primal(idx), axis)
     stride = int(_np.prod(s[ax + 1 :], dtype=_np.intp))
     base = _np.take(_positions(s), [0], axis=ax)

@@ -688,6 +688,8 @@ def _nonzero_lead(p, arg):
     reads each factor (`poly1d`). Which are zero is read from the values (a `jit` guard); the
     dropped ones get no derivative, as NumPy's product has no place for them."""
     p = _poly(p, "polymul", arg)
+    if shape(p)[0] == 0:  # no coefficient: NumPy reads the zero polynomial, [0]
+        return _np.zeros(1, dtype=dtype_of(p))
     lead = 0
     while lead < shape(p)[0] - 1 and bool(p[lead] == 0):
         lead += 1
