@@ -1073,3 +1073,16 @@ def test_sort_and_partition_of_an_empty_axis_under_jit():
             assert out.shape == fn(x).shape == x.shape
     grad = fgrad.jit(fgrad.grad(lambda x: fnp.sum(fnp.sort(x))))
     assert grad(np.zeros(0)).shape == (0,)
+
+
+def test_prod_with_a_traced_initial_keeps_a_negative_zero_under_jit():
+    # prod's traced initial adds a zero term carrying its derivative, -0.0 * (the product of
+    # the others): +0.0 where that product is negative, which turned a -0.0 value into 0.0
+    # under jit only (eager sees a plain initial), so the replay was not eager's bit for bit.
+    x = np.array([[0.0, 1.2], [-0.5, 0.9], [1.1, 1.3]])
+    f = lambda x, c: fnp.prod(x, axis=0, initial=c)
+    jitted = fgrad.jit(f)
+    for _ in range(2):
+        out = jitted(x, 0.8)
+        np.testing.assert_array_equal(out, f(x, 0.8))
+        assert np.signbit(out[0]) and np.signbit(f(x, 0.8)[0])

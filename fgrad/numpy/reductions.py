@@ -404,7 +404,10 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
     finite = isfinite(mask_values(rest))
     if may_hold(logical_not(finite)):
         rest = _where(finite, rest, 0.0)  # (`where` is the mask argument here)
-    return value + astype(zero_with_derivatives_of(initial) * rest, dtype_of(value))
+    # (-0.0 times a negative rest is +0.0, which would turn a -0.0 value into 0.0: the outer
+    # zero_with_derivatives_of makes the term -0.0 again, keeping its derivatives)
+    term = zero_with_derivatives_of(zero_with_derivatives_of(initial) * rest)
+    return value + astype(term, dtype_of(value))
 
 
 prod = variant(
