@@ -647,3 +647,13 @@ def test_positions_of_nonzero_elements_under_vmap_are_each_rows_own(name):
         return fnp.sum(r[fnp.flatnonzero(m)])
 
     np.testing.assert_array_equal(fgrad.vmap(total)(x, differ), [4.0, 5.0])
+
+
+def test_a_primitive_applied_row_by_row_with_ragged_results_names_itself():
+    # unique(sorted=False) and unique_values of rows with different counts reached NumPy's
+    # np.stack, whose "all input arrays must have the same shape" named neither vmap nor
+    # the function.
+    x = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 3.0]])
+    for fn in (lambda r: fnp.unique(r, sorted=False), fnp.unique_values):
+        with pytest.raises(ValueError, match="vmap: unique.* different shapes per row"):
+            fgrad.vmap(fn)(x)

@@ -1751,9 +1751,23 @@ def row_by_row(prim, args, dims, params, size):
         ]
         results.append(bind(prim, row, params))
     if prim.multiple_results:
-        outs = tuple(_stack_p(*[r[k] for r in results], axis=0) for k in range(len(results[0])))
+        outs = tuple(_rows_stacked(prim, [r[k] for r in results]) for k in range(len(results[0])))
         return outs, (0,) * len(outs)
-    return _stack_p(*results, axis=0), 0
+    return _rows_stacked(prim, results), 0
+
+
+def _rows_stacked(prim, rows):
+    """The rows' results of `prim` stacked, or vmap's error where their shapes differ (a
+    primitive whose output's shape depends on the values: `unique`, `nonzero`, ...)."""
+    shapes = {tuple(shape(r)) for r in rows}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"vmap: {prim.name} gave outputs of different shapes per row "
+            f"({', '.join(map(str, sorted(shapes)))}); vmap stacks the rows' outputs, so each "
+            "output needs one shape in every row (call it on each row in a Python loop, or pad "
+            "its result to one size)"
+        )
+    return _stack_p(*rows, axis=0)
 
 
 def _no_rows(prim, args, dims, params):
