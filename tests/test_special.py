@@ -780,3 +780,13 @@ def test_betainc_value_is_scipys_untraced_and_under_vjp_and_jvp():
         ):
             assert out.dtype == plain.dtype and out.shape == plain.shape
             np.testing.assert_array_equal(out, plain)
+
+
+def test_i1e_derivative_beyond_the_range_of_scipys_ive():
+    # i1e's derivative takes ive(1, x) / x, and SciPy's ive is nan beyond |x| = 2**30 (where
+    # i1e itself is finite): the gradient was nan there. Now by the recurrence from i0e, i1e.
+    for x in (2.0**30 + 5.0, 3e9, -1e12):
+        want = mpmath.diff(lambda t: mpmath.besseli(1, t) * mpmath.exp(-abs(t)), mpmath.mpf(x))
+        got = grad(sp.i1e)(x)
+        assert np.isfinite(got) and got == pytest.approx(float(want), rel=1e-5)
+        assert np.isfinite(grad(grad(sp.i1e))(x))

@@ -1282,16 +1282,39 @@ def _bessel_over_power(x, n, scaled):
     dtype = x.dtype if x.dtype.kind == "f" else _np.float64
     xd = x.astype(_np.float64)
     small = _np.abs(xd) < 1e-5
-    q = 0.25 * xd * xd
-    series = (1.0 + q / (n + 1) + q * q / (2.0 * (n + 1) * (n + 2))) / (
-        2.0**n * math.factorial(int(n))
-    )
-    if scaled:
-        series = series * _np.exp(-_np.abs(xd))
     with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        big = (_sc.ive if scaled else _sc.iv)(n, xd) / _np.where(small, 1.0, xd) ** n
+        # (the series serves |x| < 1e-5 only: it overflows, unused, where x is large)
+        q = 0.25 * xd * xd
+        series = (1.0 + q / (n + 1) + q * q / (2.0 * (n + 1) * (n + 2))) / (
+            2.0**n * math.factorial(int(n))
+        )
+        if scaled:
+            series = series * _np.exp(-_np.abs(xd))
+        scaled_bessel = _ive_int(n, xd) if scaled else _sc.iv(n, xd)
+        big = scaled_bessel / _np.where(small, 1.0, xd) ** n
     out = _np.where(small, series, big).astype(dtype)
     return _result(out)
+
+
+# SciPy's `ive` (AMOS) gives nan beyond this |x|, where `i0e` and `i1e` (Cephes) still answer
+_IVE_LIMIT = 2.0**30 - 1.0
+
+
+def _ive_int(n, x):
+    """ive(n, x) for an integer order n >= 0, beyond `_IVE_LIMIT` by the recurrence
+    I_{k+1} = I_{k-1} - (2k / x) I_k from i0e and i1e (stable there: x is far above n). i1e's
+    derivative takes ive(1, x) / x: it was nan at |x| > 2**30, where i1e itself is finite."""
+    out = _sc.ive(n, x)
+    large = _np.abs(x) > _IVE_LIMIT
+    if type(large) is _np.ndarray and not large.any():  # (a lazy array's is not read)
+        return out
+    xl = _np.where(large, x, 1.0)
+    previous, current = _sc.i0e(xl), _sc.i1e(xl)
+    if n == 0:
+        current = previous
+    for k in range(1, int(n)):
+        previous, current = current, previous - (2.0 * k / xl) * current
+    return _np.where(large, current, out)
 
 
 def _ivx_impl(x, n):
