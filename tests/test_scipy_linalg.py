@@ -487,3 +487,18 @@ def test_unsupported_keywords_raise_a_type_error_naming_them():
         sla.sqrtm(SPD, blocksize=16)
     with pytest.raises(TypeError, match="'driver'"):
         sla.eigh(SPD, driver="evr")
+
+
+def test_derivatives_of_a_stack_of_no_matrices_are_empty():
+    # The rules of lu and sqrtm solve with SciPy's solve_triangular and solve_sylvester, which
+    # refuse a stack of no matrices ("does not support zero-size batches"): the gradient of
+    # lu or sqrtm of a (0, n, n) stack raised where the plain call works. Now empty, as the
+    # functions of NumPy's linalg give them.
+    for f, x in (
+        (lambda a: fnp.sum(sla.lu(a)[1]), np.zeros((0, 3, 3))),
+        (lambda a: fnp.sum(sla.lu(a)[2]), np.zeros((0, 3, 4))),
+        (lambda a: fnp.sum(sla.sqrtm(a)), np.zeros((0, 2, 2))),
+    ):
+        for d in (fgrad.grad(f)(x), fgrad.jacfwd(f)(x), fgrad.jacrev(f)(x)):
+            assert d.shape == x.shape and d.dtype == x.dtype
+    assert sla.solve_triangular(np.zeros((0, 3, 3)), np.zeros((0, 3, 2))).shape == (0, 3, 2)

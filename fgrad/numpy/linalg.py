@@ -188,7 +188,15 @@ def per_matrix(func):
     def value(*xs, **params):
         if any(map(_in_blocks, xs)):
             return _blockwise(func, xs, params)
-        return func(*xs, **params)
+        try:
+            return func(*xs, **params)
+        except ValueError:
+            # SciPy's solve_triangular and solve_sylvester refuse a stack of no matrices,
+            # which a derivative of lu or sqrtm of one gives them: its empty results
+            batch = _np.broadcast_shapes(*(_np.shape(x)[:-2] for x in xs))
+            if 0 not in batch:
+                raise
+            return _no_matrices(func, xs, params, batch)
 
     value.__name__ = value.__qualname__ = getattr(func, "__name__", "per_matrix")
     return value
@@ -214,14 +222,7 @@ def _blockwise(func, xs, params):
     blocked = [x.rechunk(batch_chunks + x.chunks[nb:]) for x in blocked]
     # One matrix of each argument gives the results' dtypes and matrix shapes: the identity
     # (positive definite, as cholesky needs), else a random one (a band of ones may be singular).
-    try:
-        sample = func(
-            *(_np.eye(*x.shape[-2:], dtype=x.dtype)[(None,) * nb] for x in blocked), **params
-        )
-    except (_LinAlgError, ValueError):
-        rng = _np.random.default_rng(0)
-        samples = (rng.standard_normal((1,) * nb + x.shape[-2:]).astype(x.dtype) for x in blocked)
-        sample = func(*samples, **params)
+    sample = _sample(func, blocked, nb, params)
     several = isinstance(sample, tuple)
 
     def result(k, out):
@@ -239,6 +240,29 @@ def _blockwise(func, xs, params):
     if several:
         return tuple(result(k, out) for k, out in enumerate(sample))
     return result(0, sample)
+
+
+def _sample(func, xs, nb, params):
+    """func of one matrix of each argument (a batch of one along each of the nb batch axes),
+    which gives the results' dtypes and matrix shapes: the identity (positive definite, as
+    cholesky needs), else a random one (a band of ones may be singular)."""
+    try:
+        return func(*(_np.eye(*x.shape[-2:], dtype=x.dtype)[(None,) * nb] for x in xs), **params)
+    except (_LinAlgError, ValueError):
+        rng = _np.random.default_rng(0)
+        samples = (rng.standard_normal((1,) * nb + x.shape[-2:]).astype(x.dtype) for x in xs)
+        return func(*samples, **params)
+
+
+def _no_matrices(func, xs, params, batch):
+    """The empty results of func on a stack of no matrices (shape `batch`, one axis 0)."""
+    nb = len(batch)
+    sample = _sample(func, [_np.asarray(x) for x in xs], nb, params)
+
+    def empty(out):
+        return _np.empty(batch + out.shape[nb:], dtype=out.dtype)
+
+    return tuple(map(empty, sample)) if isinstance(sample, tuple) else empty(sample)
 
 
 # --- helpers --------------------------------------------------------------------------------------
