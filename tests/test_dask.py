@@ -332,3 +332,16 @@ def test_dirichlet_on_dask_gives_nan_derivatives_where_a_lazy_check_fails():
     assert np.all(np.isnan(gx[:, 1])) and np.all(np.isnan(ga))
     np.testing.assert_allclose(gx[:, 0], fgrad.grad(total)(x[:, :1], alpha)[:, 0], rtol=1e-14)
     assert np.all(np.isnan(np.asarray(jac)))
+
+
+def test_multigammaln_on_dask_gives_nan_derivatives_outside_its_domain():
+    # Dask's values are not read: a outside the domain gives nan (SciPy raises), and its
+    # derivative there was 0, silently; it is nan now, and the valid element keeps its own.
+    import fgrad.scipy.special as sp
+
+    a = np.array([0.2, 3.0])
+    with dask.config.set(scheduler=_refuse):  # traced lazily
+        g = fgrad.grad(lambda a: fnp.sum(sp.multigammaln(a, 2)))(da.from_array(a))
+    g = np.asarray(g)
+    assert np.isnan(g[0])
+    assert g[1] == fgrad.grad(lambda a: fnp.sum(sp.multigammaln(a, 2)))(a[1:])[0]

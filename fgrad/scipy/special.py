@@ -922,6 +922,24 @@ betaln = _ufunc(
 )
 
 
+def traced_floats(given):
+    """The arguments of `given` that a transform traces and that have derivatives."""
+    return [a for a in given if type(a) is Box and dtype_of(a).kind in "fc"]
+
+
+def nan_of(carriers, out):
+    """nan in `out`'s dtype, as exp(the sum of `carriers`) * nan: each carrier is an argument
+    with 1.0 where `out` is valid (`where(bad, a, 1)`), so that the derivatives of every order
+    are nan where it is not (exp's are never 0: a linear carrier's second derivative would
+    be 0), and the `where` keeps the nan off the valid places (their cotangent here is 0)."""
+    if not carriers:
+        return math.nan
+    nan = fnp.exp(sum(carriers[1:], carriers[0])) * math.nan
+    if dtype_of(nan) != dtype_of(out):  # (a float64 argument of a float32 result's)
+        nan = fnp.astype(nan, dtype_of(out))
+    return nan
+
+
 def multigammaln(a: ArrayLike, d: int) -> Array:
     """log of the multivariate gamma function of dimension `d` (a constant int >= 1):
     d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1, for a > (d - 1) / 2
@@ -932,7 +950,8 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     d = int(d)
     outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
     if is_foreign_array(innermost(outside)):  # not read: nan where a is outside the domain
-        return fnp.where(outside, math.nan, _multigammaln(fnp.where(outside, 0.5 * d, a), d))
+        nan = nan_of([fnp.where(outside, a, 1.0) for a in traced_floats([a])], _values(a))
+        return fnp.where(outside, nan, _multigammaln(fnp.where(outside, 0.5 * d, a), d))
     # (`read_any`: under `vmap` the rows' masks, which agree, all False, unless a row is out of
     # the domain, and `vmap` splits the batch then; under `jit` one boolean)
     if read_any(outside):

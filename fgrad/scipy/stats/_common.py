@@ -121,25 +121,7 @@ def nan_branch(bad, out, given):
     each traced float argument of `given`: a nan value has no derivative. (`in_range` put 1.0
     in an invalid parameter's place, so the formula's derivative there is finite, and `where`
     with a constant nan would give 0 in every argument, silently.)"""
-    return nan_of([fnp.where(bad, a, 1.0) for a in traced_floats(given)], out)
-
-
-def traced_floats(given):
-    """The arguments of `given` that a transform traces and that have derivatives."""
-    return [a for a in given if type(a) is Box and dtype_of(a).kind in "fc"]
-
-
-def nan_of(carriers, out):
-    """nan in `out`'s dtype, as exp(the sum of `carriers`) * nan: each carrier is an argument
-    with 1.0 where `out` is valid (`where(bad, a, 1)`), so that the derivatives of every order
-    are nan where it is not (exp's are never 0: a linear carrier's second derivative would
-    be 0), and the `where` keeps the nan off the valid places (their cotangent here is 0)."""
-    if not carriers:
-        return math.nan
-    nan = fnp.exp(sum(carriers[1:], carriers[0])) * math.nan
-    if dtype_of(nan) != dtype_of(out):  # (a float64 argument of a float32 result's)
-        nan = fnp.astype(nan, dtype_of(out))
-    return nan
+    return sp.nan_of([fnp.where(bad, a, 1.0) for a in sp.traced_floats(given)], out)
 
 
 def in_range(p, ok, *like, bad=None):

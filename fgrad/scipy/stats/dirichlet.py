@@ -18,7 +18,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import any_row, is_foreign_array, nan_of, squeeze_ones, traced_floats, value
+from ._common import any_row, is_foreign_array, squeeze_ones, value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -94,9 +94,9 @@ def _nan_where(lazy, out, alpha, x=None):
     bad = lazy[0]
     for condition in lazy[1:]:
         bad = _np.logical_or(bad, condition)
-    carriers = [fnp.sum(fnp.where(_np.any(bad), a, 1.0)) for a in traced_floats([alpha])]
-    carriers += [fnp.sum(fnp.where(bad, a, 1.0), axis=0) for a in traced_floats([x])]
-    return fnp.where(bad, nan_of(carriers, out), out)
+    carriers = [fnp.sum(fnp.where(_np.any(bad), a, 1.0)) for a in sp.traced_floats([alpha])]
+    carriers += [fnp.sum(fnp.where(bad, a, 1.0), axis=0) for a in sp.traced_floats([x])]
+    return fnp.where(bad, sp.nan_of(carriers, out), out)
 
 
 def _log_beta(alpha):
