@@ -381,6 +381,8 @@ def _as_float_leaves(who, what, tree_value):
             if v.dtype.kind in "iub":
                 v = v.astype(_np.float64)
             v = v[()] if v.ndim == 0 else v
+        elif core.dtype_of(v).kind in "iub":  # (traced by `jit` or `vmap`: as a plain one)
+            v = fnp.astype(v, _np.float64)
         if core.dtype_of(v).kind not in "fc":
             raise TypeError(
                 f"{who}: {what} leaf {k} has {describe(v)}; pass a float array (for example "

@@ -657,3 +657,43 @@ def test_a_primitive_applied_row_by_row_with_ragged_results_names_itself():
     for fn in (lambda r: fnp.unique(r, sorted=False), fnp.unique_values):
         with pytest.raises(ValueError, match="vmap: unique.* different shapes per row"):
             fgrad.vmap(fn)(x)
+
+
+def test_integer_data_keeps_its_dtype_under_vmap_and_jit():
+    # The nan-functions of integer data (which hold no NaN) filled a batched NaN mask with
+    # floats: vmap(fnp.nansum) of int64 rows was float64, NumPy's is int64. Integer weights
+    # of a histogram raised under jit and vmap ("traced weights must be floating"), and
+    # custom_root / custom_linear_solve of an integer initial guess raised under jit, where
+    # the plain calls take them.
+    x = np.array([[1, 2, 3], [4, 5, 6]])
+    for f in (fnp.nansum, fnp.nanmax, fnp.nanmin, fnp.nanprod, fnp.nancumsum, fnp.nancumprod):
+        want = np.stack([f(r) for r in x])
+        for got in (fgrad.vmap(f)(x), fgrad.jit(fgrad.vmap(f))(x)):
+            assert got.dtype == want.dtype == np.int64
+            np.testing.assert_array_equal(got, want)
+    a = np.array([0.1, 0.4, 0.45, 0.9, 1.5])
+    w = np.array([[1, 2, 3, 4, 5], [2, 2, 2, 2, 2]], dtype=np.int32)
+
+    def hist(w):
+        return fnp.histogram(a, bins=2, range=(0, 1), weights=w)[0]
+
+    want = np.stack([np.histogram(a, bins=2, range=(0, 1), weights=r)[0] for r in w])
+    for got in (fgrad.vmap(hist)(w), np.stack([fgrad.jit(hist)(r) for r in w])):
+        assert got.dtype == want.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+
+    def newton(f, x):
+        for _ in range(30):
+            x = x - f(x) / (3 * x**2 + 1)
+        return x
+
+    def cubic_root(theta):  # zeros_like of an integer theta: an integer initial guess
+        return fgrad.custom_root(
+            lambda x: x**3 + x - theta, fnp.zeros_like(theta), newton, lambda g, y: y / g(1.0)
+        )
+
+    theta = np.array([2, 10, 30])
+    want = cubic_root(theta)
+    np.testing.assert_allclose(want**3 + want, theta, rtol=1e-12)
+    np.testing.assert_array_equal(fgrad.jit(cubic_root)(theta), want)
+    np.testing.assert_array_equal(fgrad.vmap(cubic_root)(theta[None]), want[None])

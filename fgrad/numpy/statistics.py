@@ -138,7 +138,10 @@ def _count(a, axes):
 def _nan_mask(a):
     """A constant boolean mask of a's NaNs, or None when there are none. For a value batched
     by `vmap`, the rows' masks (batched too), and for a lazy (Dask) one its lazy mask,
-    whether or not they hold a NaN (`may_hold`)."""
+    whether or not they hold a NaN (`may_hold`). An integer or boolean array holds none (its
+    batched mask would be taken to, and the fill made it float under `vmap` only)."""
+    if dtype_of(a).kind not in "fc":
+        return None
     m = _np.isnan(mask_values(a))
     return m if may_hold(m) else None
 
@@ -1048,8 +1051,8 @@ def histogram(
         raise ValueError(
             f"histogram: weights must have the shape of a, {a.shape}; got {describe(w)}"
         )
-    if not _np.issubdtype(dtype_of(w), _np.inexact):
-        raise TypeError(f"histogram: traced weights must be floating, got {describe(w)}")
+    # (integer weights, traced by `jit` or `vmap`, give integer counts, as NumPy's; `grad`
+    # and `jvp` refuse them as inputs)
     # the weights only make NumPy refuse the bin estimators that cannot weigh: ones do too
     edges = _np.histogram_bin_edges(a, bins, range, _np.ones(a.shape))
     flat_a = a.ravel()
@@ -1120,10 +1123,11 @@ register_rules(_cumsum_p, batch=_scan_batch(_cumsum_p))
 register_rules(_cumprod_p, batch=_scan_batch(_cumprod_p))
 
 
-def _binned_batch(bins_of):
+def _binned_batch(bins_of, weights_dtype=False):
     """The rule of a weighted count (`bins_of(**params)` gives each weight's bin, -1 for
     none, and the number of bins): one bincount over all rows, row r's bins offset by r
-    times the number of bins."""
+    times the number of bins. NumPy's bincount sums in float64; its histogram in the weights'
+    dtype (`weights_dtype`: integer weights give integer counts)."""
 
     def rule(args, dims, **params):
         (w,), (d,) = args, dims
@@ -1133,8 +1137,10 @@ def _binned_batch(bins_of):
         inside = index >= 0
         rows = _np.arange(n).reshape((n,) + (1,) * index.ndim)
         offsets = _np.where(inside, index + count * rows, 0)
-        weights = w if inside.all() else where(inside, w, 0.0)
+        weights = w if inside.all() else where(inside, w, _np.zeros((), dtype_of(w)))
         total = _bincount_p(ravel(weights), index=offsets.ravel(), minlength=n * count)
+        if weights_dtype and dtype_of(total) != dtype_of(w):
+            total = astype(total, dtype_of(w))
         return reshape(total, (n, count)), 0
 
     return rule
@@ -1149,7 +1155,7 @@ def _histogram_bins_of(a, bins, range, edges):
 
 
 register_rules(_bincount_p, batch=_binned_batch(_bincount_bins))
-register_rules(_histogram_p, batch=_binned_batch(_histogram_bins_of))
+register_rules(_histogram_p, batch=_binned_batch(_histogram_bins_of, weights_dtype=True))
 
 
 def _same_values_batch(broadcast):
