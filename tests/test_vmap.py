@@ -697,3 +697,18 @@ def test_integer_data_keeps_its_dtype_under_vmap_and_jit():
     np.testing.assert_allclose(want**3 + want, theta, rtol=1e-12)
     np.testing.assert_array_equal(fgrad.jit(cubic_root)(theta), want)
     np.testing.assert_array_equal(fgrad.vmap(cubic_root)(theta[None]), want[None])
+
+
+def test_histogram_of_complex_weights_under_vmap_as_numpys():
+    # NumPy's histogram sums complex weights; the batched rule's bincount (real weights only)
+    # raised TypeError for them.
+    a = np.array([0.1, 0.4, 0.45, 0.9, 1.5])
+    w = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 2.0, 2.0, 2.0, 2.0]]) * (1 + 0.5j)
+
+    def hist(w):
+        return fnp.histogram(a, bins=2, range=(0, 1), weights=w)[0]
+
+    want = np.stack([np.histogram(a, bins=2, range=(0, 1), weights=r)[0] for r in w])
+    got = fgrad.vmap(hist)(w)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -934,6 +934,8 @@ def _bincount(index, w, minlength):
     if _core.is_foreign_array(w):  # and the length, which Dask would leave unknown
         minlength = _builtins.max(minlength, int(index.max()) + 1 if index.size else 0)
         index = _np.zeros_like(w, dtype=_np.intp) + index
+    if w.dtype.kind == "c":  # (NumPy's bincount takes real weights only; its histogram any)
+        return _np.bincount(index, w.real, minlength) + 1j * _np.bincount(index, w.imag, minlength)
     return _np.bincount(index, w, minlength)
 
 
@@ -1123,11 +1125,10 @@ register_rules(_cumsum_p, batch=_scan_batch(_cumsum_p))
 register_rules(_cumprod_p, batch=_scan_batch(_cumprod_p))
 
 
-def _binned_batch(bins_of, weights_dtype=False):
+def _binned_batch(bins_of):
     """The rule of a weighted count (`bins_of(**params)` gives each weight's bin, -1 for
     none, and the number of bins): one bincount over all rows, row r's bins offset by r
-    times the number of bins. NumPy's bincount sums in float64; its histogram in the weights'
-    dtype (`weights_dtype`: integer weights give integer counts)."""
+    times the number of bins."""
 
     def rule(args, dims, **params):
         (w,), (d,) = args, dims
@@ -1139,8 +1140,6 @@ def _binned_batch(bins_of, weights_dtype=False):
         offsets = _np.where(inside, index + count * rows, 0)
         weights = w if inside.all() else where(inside, w, _np.zeros((), dtype_of(w)))
         total = _bincount_p(ravel(weights), index=offsets.ravel(), minlength=n * count)
-        if weights_dtype and dtype_of(total) != dtype_of(w):
-            total = astype(total, dtype_of(w))
         return reshape(total, (n, count)), 0
 
     return rule
@@ -1155,7 +1154,7 @@ def _histogram_bins_of(a, bins, range, edges):
 
 
 register_rules(_bincount_p, batch=_binned_batch(_bincount_bins))
-register_rules(_histogram_p, batch=_binned_batch(_histogram_bins_of, weights_dtype=True))
+register_rules(_histogram_p, batch=_binned_batch(_histogram_bins_of))
 
 
 def _same_values_batch(broadcast):
