@@ -565,3 +565,21 @@ def test_every_module_lists_its_functions():
     for name in fst.__all__:
         mod = getattr(fst, name)
         assert mod.__all__ and all(callable(getattr(mod, f)) for f in mod.__all__)
+
+
+def test_vmap_of_the_gradients_keeps_each_rows_signed_zeros():
+    # Under vmap the nan branch of an invalid parameter is always built (a batched mask may
+    # hold anywhere); its carrier sent 0.0 back to the valid rows, which turned a -0.0
+    # derivative (norm.sf's at x = inf) into 0.0 there, unlike a loop over the rows.
+    x = np.array([np.inf, 0.3, -np.inf])
+    for f in (fst.norm.sf, fst.norm.cdf, fst.expon.sf, fst.t.sf):
+        g = grad(
+            lambda x, loc, scale, f=f: f(x, *((3.0,) if f is fst.t.sf else ()), loc, scale),
+            argnums=(0, 1, 2),
+        )
+        want = [g(v, 0.1, 1.5) for v in x]
+        got = fgrad.vmap(g, in_axes=(0, None, None))(x, 0.1, 1.5)
+        for k in range(3):
+            w = np.array([float(wi[k]) for wi in want])
+            np.testing.assert_array_equal(got[k], w)
+            assert np.array_equal(np.signbit(got[k]), np.signbit(w)), (f, k, got[k], w)

@@ -927,9 +927,17 @@ def traced_floats(given):
     return [a for a in given if type(a) is Box and dtype_of(a).kind in "fc"]
 
 
+def nan_carrier(bad, a):
+    """a where `bad` holds, 1.0 elsewhere: a term of `nan_of`. Written -where(bad, -a, -1) so
+    that the derivative it sends back to a where `bad` does not hold is -0.0, not where's 0.0:
+    added to a's other derivatives there, -0.0 keeps each as it is, -0.0 included (under
+    `vmap`, where the nan branch is always built, 0.0 turned a -0.0 gradient into 0.0)."""
+    return -fnp.where(bad, -a, -1.0)
+
+
 def nan_of(carriers, out):
     """nan in `out`'s dtype, as exp(the sum of `carriers`) * nan: each carrier is an argument
-    with 1.0 where `out` is valid (`where(bad, a, 1)`), so that the derivatives of every order
+    with 1.0 where `out` is valid (`nan_carrier`), so that the derivatives of every order
     are nan where it is not (exp's are never 0: a linear carrier's second derivative would
     be 0), and the `where` keeps the nan off the valid places (their cotangent here is 0)."""
     if not carriers:
@@ -950,7 +958,7 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     d = int(d)
     outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
     if is_foreign_array(innermost(outside)):  # not read: nan where a is outside the domain
-        nan = nan_of([fnp.where(outside, a, 1.0) for a in traced_floats([a])], _values(a))
+        nan = nan_of([nan_carrier(outside, a) for a in traced_floats([a])], _values(a))
         return fnp.where(outside, nan, _multigammaln(fnp.where(outside, 0.5 * d, a), d))
     # (`read_any`: under `vmap` the rows' masks, which agree, all False, unless a row is out of
     # the domain, and `vmap` splits the batch then; under `jit` one boolean)

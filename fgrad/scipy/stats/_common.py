@@ -121,7 +121,7 @@ def nan_branch(bad, out, given):
     each traced float argument of `given`: a nan value has no derivative. (`in_range` put 1.0
     in an invalid parameter's place, so the formula's derivative there is finite, and `where`
     with a constant nan would give 0 in every argument, silently.)"""
-    return sp.nan_of([fnp.where(bad, a, 1.0) for a in sp.traced_floats(given)], out)
+    return sp.nan_of([sp.nan_carrier(bad, a) for a in sp.traced_floats(given)], out)
 
 
 def in_range(p, ok, *like, bad=None):

@@ -94,8 +94,8 @@ def _nan_where(lazy, out, alpha, x=None):
     bad = lazy[0]
     for condition in lazy[1:]:
         bad = _np.logical_or(bad, condition)
-    carriers = [fnp.sum(fnp.where(_np.any(bad), a, 1.0)) for a in sp.traced_floats([alpha])]
-    carriers += [fnp.sum(fnp.where(bad, a, 1.0), axis=0) for a in sp.traced_floats([x])]
+    carriers = [fnp.sum(sp.nan_carrier(_np.any(bad), a)) for a in sp.traced_floats([alpha])]
+    carriers += [fnp.sum(sp.nan_carrier(bad, a), axis=0) for a in sp.traced_floats([x])]
     return fnp.where(bad, sp.nan_of(carriers, out), out)
 
 
