@@ -61,6 +61,7 @@ def test_invalid_parameters_give_nan_as_scipy(name, shapes, loc, scale):
         assert np.isnan(ss.__dict__[name].logpdf(1.0, -1.0, *shapes[1:], loc, scale))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 @pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE)
 @pytest.mark.parametrize("fname", FUNCTIONS)
 def test_invalid_parameters_give_nan_derivatives(name, shapes, loc, scale, fname):
@@ -91,6 +92,7 @@ def test_invalid_parameters_give_nan_derivatives(name, shapes, loc, scale, fname
     assert np.isnan(fgrad.derivative(lambda v: f(v, *bad[1:]), 3)(bad[0]))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 @pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE)
 @pytest.mark.parametrize("fname", FUNCTIONS)
 def test_a_nan_argument_gives_nan_as_scipy_and_nan_derivatives(name, shapes, loc, scale, fname):
@@ -104,6 +106,7 @@ def test_a_nan_argument_gives_nan_as_scipy_and_nan_derivatives(name, shapes, loc
         assert all(np.isnan(grad(f, argnums=tuple(range(len(args))))(*args))), k
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 def test_invalid_poisson_mean_gives_nan_derivatives():
     mu = np.array([2.5, -1.0, np.nan])
     for fname in ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]:
@@ -567,6 +570,7 @@ def test_every_module_lists_its_functions():
         assert mod.__all__ and all(callable(getattr(mod, f)) for f in mod.__all__)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 def test_vmap_of_the_gradients_keeps_each_rows_signed_zeros():
     # Under vmap the nan branch of an invalid parameter is always built (a batched mask may
     # hold anywhere); its carrier sent 0.0 back to the valid rows, which turned a -0.0
