@@ -410,11 +410,15 @@ def _input_cotangents(cts, leaves):
         if g is None:  # no cotangent reached input i: its derivative is a zero
             out[i] = g = zeros_like_value(x)
         if type(x) is _np.ndarray:
+            if type(g) is not _np.ndarray or g.dtype is not x.dtype:
+                out[i] = _in_dtype_of(g, x.dtype)
             continue
         if type(x) is not Box and is_foreign_array(x):  # (a box's check: 1 us of a jit's record)
             out[i] = like_input(g, x)
             continue
         x = innermost(x)  # (a value a `jit` record holds, or an outer `grad`'s)
+        if isinstance(x, (_np.ndarray, _np.generic)):
+            out[i] = g = _in_dtype_of(g, x.dtype)
         if type(x) in (float, complex) or isinstance(x, _np.generic):
             # a number's: NumPy's scalar, as its zero is (a rule that sums a cotangent over
             # axes, or a `where`, makes a 0-d array, so the type depended on the path taken)
@@ -422,6 +426,20 @@ def _input_cotangents(cts, leaves):
             if type(inner) is _np.ndarray and inner.ndim == 0 and not holds_batch(g):
                 out[i] = g[()]
     return out
+
+
+def _in_dtype_of(g, dtype):
+    """The cotangent `g` of an input of `dtype`, in that dtype, as JAX gives it: a rule whose
+    value NumPy or SciPy computes in another precision (SciPy's special functions compute a
+    float16 input in float64) sends back a cotangent of that precision. A real cotangent of
+    a complex input becomes complex (exactly); a complex one of a real input stays as it is
+    (dropping its imaginary part would hide a wrong rule)."""
+    g_dtype = dtype_of(g)
+    if g_dtype == dtype or dtype.kind not in "fc" or g_dtype.kind not in "fc":
+        return g
+    if (g_dtype.kind == "c" and dtype.kind == "f") or g_dtype.char == dtype.char:
+        return g  # (the same type in another byte order stays in the native one)
+    return fnp.astype(g, _np.dtype(dtype.char))
 
 
 def _vjp_flat(fun, leaves, in_tree, has_aux, who, consume=False):
@@ -773,6 +791,8 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
             tangent = zeros_like_value(value)
         elif type(value) is not _np.ndarray and is_foreign_array(value):
             tangent = like_input(tangent, value)  # a Dask tangent has its value's chunks
+        else:  # in the value's dtype (a rule may compute in another precision, as SciPy's)
+            tangent = _in_dtype_of(tangent, dtype_of(value))
         tangents_out.append(tangent)
     return values, tangents_out, out_tree, aux
 
@@ -845,7 +865,11 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
             return jvp(fun, primals_tuple, tangents)[1]
         t_out = transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)])
         return tree_unflatten(
-            out_tree, [zeros_like_value(o) if t is None else t for t, o in zip(t_out, out_leaves)]
+            out_tree,
+            [
+                zeros_like_value(o) if t is None else _in_dtype_of(t, dtype_of(o))
+                for t, o in zip(t_out, out_leaves)
+            ],
         )
 
     return out, _named(f_jvp, fun, "linearize")
