@@ -1086,3 +1086,41 @@ def test_prod_with_a_traced_initial_keeps_a_negative_zero_under_jit():
         out = jitted(x, 0.8)
         np.testing.assert_array_equal(out, f(x, 0.8))
         assert np.signbit(out[0]) and np.signbit(f(x, 0.8)[0])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: fnp.sum(x**2, where=x > 0),
+        lambda x: fnp.mean(x**2, axis=0, where=x > 0),
+        lambda x: fnp.std(x, axis=1, where=x > -1),
+        lambda x: fnp.prod(x, where=x > 0),
+        lambda x: fnp.max(x, axis=0, where=x < 2, initial=-9.0),
+        lambda x: fnp.nanvar(x, where=x > -1),
+        lambda x: (x**2).sum(where=x > 0) + x.mean(where=x > 0),
+    ],
+    ids=["sum", "mean", "std", "prod", "max", "nanvar", "methods"],
+)
+def test_a_reductions_where_mask_computed_from_the_arguments(f):
+    # It raised "where= is a traced value" under jit and vmap (under grad the mask is plain):
+    # the mask is read, a guard under jit (a new mask records a path), the rows' under vmap.
+    xs = [
+        np.array([[0.3, -1.2, 2.5], [1.1, 0.7, -0.4]]),
+        np.array([[-0.3, 1.2, 2.5], [1.1, -0.7, -0.4]]),
+    ]
+
+    def s(x):
+        return fnp.sum(f(x))
+
+    jitted, jitted_grad = fgrad.jit(f), fgrad.jit(fgrad.grad(s))
+    for k in range(6):  # alternating masks: two paths, each replayed
+        x = xs[k % 2]
+        np.testing.assert_array_equal(jitted(x), f(x))
+        np.testing.assert_array_equal(jitted_grad(x), fgrad.grad(s)(x))
+    batch = np.stack(xs)
+    loop = np.stack([f(x) for x in xs])
+    np.testing.assert_array_equal(fgrad.vmap(f)(batch), loop)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.vmap(f))(batch), loop)
+    np.testing.assert_array_equal(
+        fgrad.vmap(fgrad.grad(s))(batch), np.stack([fgrad.grad(s)(x) for x in xs])
+    )

@@ -69,9 +69,9 @@ def mean(
     *,
     where: ArrayLike = NO_VALUE,
 ) -> Array:
-    """NumPy's `mean` with `axis`, `dtype`, `keepdims` and `where` (a constant mask: the mean
-    of the True elements), computed as NumPy does (the sum in `dtype`, float64 for integers,
-    divided by the count), so the value is NumPy's.
+    """NumPy's `mean` with `axis`, `dtype`, `keepdims` and `where` (a boolean mask: the mean
+    of the True elements; a traced one is read, as `sum`'s), computed as NumPy does (the sum
+    in `dtype`, float64 for integers, divided by the count), so the value is NumPy's.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda x: fnp.mean(x, where=x > 0))(np.array([-1.0, 2.0, 4.0]))

@@ -782,9 +782,10 @@ def sum(
     where: ArrayLike = NO_VALUE,
 ) -> Array:
     """NumPy's `sum` with `axis` (None, int or tuple), `dtype`, `keepdims`, `initial` (where
-    the sum starts: a constant, or a traced scalar, differentiable) and `where` (a constant
-    boolean mask, broadcast against `a`: only its True elements are summed, and only they get
-    a gradient). The value is NumPy's own in every case.
+    the sum starts: a constant, or a traced scalar, differentiable) and `where` (a boolean
+    mask, broadcast against `a`: only its True elements are summed, and only they get a
+    gradient; under `jit` and `vmap` a mask computed from traced values is read, see
+    `reduction_mask`). The value is NumPy's own in every case.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda x: fnp.sum(x ** 3, where=x > 0))(np.array([-1.0, 2.0]))
@@ -814,14 +815,15 @@ def sum(
 
 def reduction_mask(where, a, name):
     """NumPy's `where=` of a reduction: True, or a constant boolean mask broadcast to a's
-    shape."""
+    shape. A traced mask (computed from a traced value, as `x > 0` under `jit` or `vmap`) has
+    no derivative and is read: under `jit` that is a guard on its values (a replay with
+    another mask records a path for it), under `vmap` the rows' common mask (rows with
+    different masks run apart). JAX takes such a mask as an operand; fgrad's reductions hold
+    the mask as a parameter, which keeps their rules NumPy's own calls."""
     if where is NO_VALUE or where is True:
         return True
     if is_traced(where):
-        raise TypeError(
-            f"{name}: where= is a traced value; a mask has no derivative. Compute "
-            "it from plain values, or wrap it in fgrad.stop_gradient(...)"
-        )
+        where = primal(where)
     mask = as_array(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
