@@ -170,6 +170,27 @@ def test_copy_mt_nbytes_and_itemsize_methods(mode):
         grad(lambda x: fnp.sum(x.copy(order="F")))(x)
 
 
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_compress_choose_and_divmod_of_a_traced_value(mode):
+    # x.compress and x.choose were refused ("use x[condition]"), and divmod(x, c) raised
+    # Python's "unsupported operand type(s) for divmod()": NumPy's arrays have all three
+    from fgrad.test_util import check_grads
+
+    x = np.array([[0.31, -1.2, 2.5], [1.1, 0.65, -0.4]])  # x / 0.7 and 3 / x: no integer
+    keep = [True, False, True]
+    for f in (
+        lambda x: x.compress(keep, axis=1),
+        lambda x: x.compress(keep),
+        lambda x: divmod(x, 0.7)[1] + divmod(x, 0.7)[0],
+        lambda x: divmod(3.0, x)[1],
+    ):
+        np.testing.assert_array_equal(fgrad.jit(f)(x), f(x))
+        check_grads(f, (x,), order=2, modes=(mode,))
+    index = fgrad.jit(lambda i, x: i.choose([x[0], x[1]]))
+    np.testing.assert_array_equal(index(np.array([1, 0, 1]), x), [1.1, -1.2, -0.4])
+    np.testing.assert_array_equal(index(np.array([0, 0, 1]), x), [0.31, -1.2, -0.4])
+
+
 def test_methods_that_give_python_values_or_change_arrays_in_place_say_what_to_do():
     x = np.arange(1.0, 7.0).reshape(2, 3)
     for method in ("item", "tolist", "tobytes"):

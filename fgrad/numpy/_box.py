@@ -464,8 +464,6 @@ _NO_TRACED_MEANING = {
     "dumps": "save a plain array: call it outside the transform",
     "device": "ask the array outside the transform",
     "to_device": "move the array before the transform",
-    "compress": "use x[condition] or fgrad.numpy.where",
-    "choose": "use fgrad.numpy.select or fgrad.numpy.where",
 }
 
 
@@ -588,6 +586,7 @@ _FUNCTION_METHODS = (
     "ptp",
     "searchsorted",
     "argpartition",
+    "choose",
 )
 
 
@@ -617,6 +616,12 @@ def install(namespace, submodules):
         if name in namespace:
             setattr(Box, name, _as_method(namespace[name]))
     Box.copy = _copy_method(namespace["copy"])
+    # the methods whose NumPy function takes the array elsewhere than first
+    Box.compress = lambda self, condition, axis=None, out=None: namespace["compress"](
+        condition, self, axis=axis, out=out
+    )
+    Box.__divmod__ = lambda self, other: namespace["divmod"](self, other)
+    Box.__rdivmod__ = lambda self, other: namespace["divmod"](other, self)
     Box.mT = property(namespace["matrix_transpose"])
     for name, fn in _METHODS.items():
         setattr(Box, name, fn)
