@@ -425,6 +425,25 @@ ROWS += [
     ),
 ]
 
+# a traced fill value is differentiated (it was a constant, with a gradient of 0)
+ROWS += [
+    Row("full_like", lambda x, v: fnp.full_like(x, v) * x, ((3,), ()), variant="traced fill"),
+    Row(
+        "full_like",
+        lambda x, v: fnp.full_like(x, v, shape=(2, 3)) * x,
+        ((3,), (3,)),
+        variant="traced fill,shape",
+    ),
+    Row("full", lambda v: fnp.full((2, 3), v), ((),), variant="traced fill"),
+    Row(
+        "full",
+        lambda v: fnp.full(2, v * v, dtype=np.float64),
+        ((),),
+        variant="traced fill,dtype",
+        promotes=True,  # (to the dtype asked for)
+    ),
+]
+
 NONDIFF = [
     Nondiff("full_like", lambda x: fnp.full_like(x, 2.5)),
     Nondiff("empty_like", lambda x: np.shape(fnp.empty_like(x))),

@@ -318,6 +318,31 @@ ROWS += [
     for kw in [{}, {"nan": 1.5}, {"posinf": 10.0, "neginf": -10.0}, {"copy": False, "nan": -2.0}]
 ]
 
+# a traced replacement value gets the derivative where it replaced (it was a constant, with a
+# gradient of 0); so does heaviside's value at 0
+ROWS += [
+    Row(
+        "nan_to_num",
+        lambda x, v: fnp.nan_to_num(_with_nonfinite(x), nan=v, posinf=v * v, neginf=-v),
+        ((4,), ()),
+        variant="traced replacements",
+    ),
+    Row(
+        "heaviside",
+        lambda h: fnp.heaviside(np.array([-1.0, 0.0, 2.0, 0.0]), h),
+        ((),),
+        variant="traced h0",
+        promotes=True,  # (x is a float64 constant)
+    ),
+    Row(
+        "heaviside",
+        lambda h: fnp.heaviside(np.array([[0.0], [1.5]]), h * h),
+        ((3,),),
+        variant="traced h0,broadcast",
+        promotes=True,
+    ),
+]
+
 # --- declared without a derivative ----------------------------------------------------------------
 
 NONDIFF = [

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-# NumPy's constructors of constant arrays, exported as they are (no derivative flows to them)
+# NumPy's constructors of constant arrays, exported as they are (no derivative flows to them;
+# `full`, whose fill value may be traced, is written below)
 from numpy import (
     arange as arange,
     empty as empty,
     eye as eye,
-    full as full,
     identity as identity,
     ones as ones,
     zeros as zeros,
@@ -46,6 +46,7 @@ from .shaping import (
     concatenate,
     expand_dims,
     holds_foreign,
+    is_default,
     is_traced,
     like_batch_rule,
     meta,
@@ -70,7 +71,7 @@ from .ufuncs import log10
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Literal
+    from typing import Any, Literal
 
     from ..typing import Array, ArrayLike, DTypeLike
 
@@ -336,10 +337,75 @@ def diagflat(v: ArrayLike, k: int = 0) -> Array:
     return diag(ravel(v), k)
 
 
-full_like = nondiff_function(_np.full_like)
+_full_like_constant = nondiff_function(_np.full_like)
 empty_like = nondiff_function(_np.empty_like)
-like_batch_rule(full_like)
+like_batch_rule(_full_like_constant)
 like_batch_rule(empty_like)
+
+
+def _filled(fill_value, shape, dtype):
+    """`fill_value` (traced) cast to `dtype` and broadcast to `shape`: the value NumPy's
+    `full` writes (it casts the fill value unsafely, as `astype` does), and its derivative
+    is the fill value's, summed back from every element it fills."""
+    return broadcast_to(astype(fill_value, dtype), tuple(shape))
+
+
+@mirror("creation")
+def full(
+    shape: Any,
+    fill_value: ArrayLike,
+    dtype: DTypeLike | None = None,
+    order: Literal["C", "F"] = "C",
+    *,
+    device: Literal["cpu"] | None = None,
+    like: Any = None,
+) -> Array:
+    """NumPy's `full`, differentiable in a traced `fill_value` (JAX's `full` is too); a fill
+    value of another library (Dask's) gives that library's array, lazily.
+
+    >>> import fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda v: fnp.sum(fnp.full((2, 3), v) ** 2))(0.5)
+    np.float64(6.0)
+    """
+    if not is_traced(fill_value) and not holds_foreign(fill_value):
+        return _np.full(shape, fill_value, dtype, order, device=device, like=like)
+    refuse_layout("full", order=(order, "C"), device=(device, None), like=(like, None))
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else shape
+    return _filled(fill_value, shape, dtype_of(fill_value) if dtype is None else _np.dtype(dtype))
+
+
+@mirror("creation")
+def full_like(
+    a: ArrayLike,
+    fill_value: ArrayLike,
+    dtype: DTypeLike | None = None,
+    order: Literal["C", "F", "A", "K"] = "K",
+    subok: bool = True,
+    shape: Any = None,
+    *,
+    device: Literal["cpu"] | None = None,
+) -> Array:
+    """NumPy's `full_like`: a constant shaped like `a` (no derivative flows from `a`),
+    differentiable in a traced `fill_value` (it was a constant too, whose gradient was 0).
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fgrad.grad(lambda x: fnp.sum(fnp.full_like(x, x[1])))(np.array([1.0, 2.0, 3.0]))
+    array([0., 3., 0.])
+    """
+    if not is_traced(fill_value) and not holds_foreign(fill_value):
+        # only the keywords given (Dask's full_like takes no device, order or subok), and by
+        # name: the batching rule reads a `shape`
+        given = dict(dtype=dtype, order=order, subok=subok, shape=shape, device=device)
+        defaults = dict(dtype=None, order="K", subok=True, shape=None, device=None)
+        keywords = {k: v for k, v in given.items() if not is_default(v, defaults[k])}
+        return _full_like_constant(a, fill_value, **keywords)
+    refuse_layout("full_like", order=(order, "K"), device=(device, None))
+    dtype = dtype_of(a) if dtype is None else _np.dtype(dtype)
+    if shape is None:
+        shape = shape_of(a)
+    elif isinstance(shape, (int, _np.integer)):
+        shape = (shape,)
+    return _filled(fill_value, shape, dtype)
 
 
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------

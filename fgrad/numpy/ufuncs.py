@@ -46,6 +46,7 @@ from .elementwise import (
     _square_taylor_rule,
     _weights as _dtype_weights,
     as_ufunc,
+    equal,
     exp,
     float_power_values,
     mask_values,
@@ -62,10 +63,13 @@ from .shaping import (
     astype,
     broadcast_like,
     broadcast_to,
+    describe,
+    is_traced,
     meta,
     nondiff_function,
     numpy_applies,
     unbroadcast,
+    zero_with_derivatives_of,
 )
 
 if TYPE_CHECKING:
@@ -502,24 +506,51 @@ def nan_to_num(
     posinf: float | None = None,
     neginf: float | None = None,
 ) -> Array:
-    """NumPy's `nan_to_num`. The gradient passes where x is finite and is 0 where a nan or an
-    infinity was replaced by a constant.
+    """NumPy's `nan_to_num`. The gradient passes where x is finite; where a nan or an
+    infinity was replaced, it goes to the value that replaced it (`nan`, `posinf`, `neginf`,
+    when traced; a constant gets none).
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda x: fnp.sum(fnp.nan_to_num(x * 2.0)))(np.array([1.0, np.inf]))
     array([2., 0.])
     """
-    if numpy_applies(x):
+    if numpy_applies(x) and not is_traced([nan, posinf, neginf]):
         return _np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     x = asarray(x)  # (a Python number a `jit` record holds as given: NumPy's scalar of it)
     xv = mask_values(x)  # (one mask per row under `vmap`: no shortcut for rows all finite)
     finite = _np.isfinite(xv)
+    if is_traced([nan, posinf, neginf]):
+        return scalar_if_0d(_traced_nan_to_num(x, xv, finite, nan, posinf, neginf))
     if _core.is_foreign_array(_core.innermost(finite)):  # Dask's nan_to_num takes none of the
         # replacement values (traced or not)
         return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
     if not may_hold(_np.logical_not(finite)):
         return scalar_if_0d(x)  # (NumPy's scalar for a 0-d x, as NumPy's gives)
     return scalar_if_0d(where(finite, x, _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf)))
+
+
+def _traced_nan_to_num(x, xv, finite, nan, posinf, neginf):
+    """`nan_to_num` with a traced replacement value: each one put in by `where`, cast to x's
+    dtype as NumPy casts it, so the value is NumPy's and the derivative goes to the value
+    where it replaced (and to x where it is finite)."""
+    dtype = dtype_of(x)
+    if dtype.kind == "c":
+        raise TypeError(
+            f"nan_to_num: a traced nan, posinf or neginf replaces the real and imaginary parts "
+            f"of a complex x ({describe(x)}) apart; split x with fnp.real and fnp.imag"
+        )
+    if dtype.kind != "f" or not may_hold(_np.logical_not(finite)):
+        return x
+    big = _np.finfo(dtype)
+    out = x
+    for value, default, found in (
+        (nan, 0.0, _np.isnan(xv)),
+        (posinf, big.max, _np.isposinf(xv)),
+        (neginf, big.min, _np.isneginf(xv)),
+    ):
+        value = default if value is None else value
+        out = where(found, astype(value, dtype) if is_traced(value) else dtype.type(value), out)
+    return out
 
 
 def _foreign_nan_to_num(x, nan, posinf, neginf):
@@ -542,8 +573,9 @@ def _foreign_nan_to_num(x, nan, posinf, neginf):
 # nan_to_num of a constant (no derivative: the values that replace nan and the infinities).
 _nan_to_num_p = nondiff_function(_np.nan_to_num)
 
-# heaviside(x, h0) is a step: its derivative is 0 wherever it exists (and h0 is only a value).
-heaviside = nondiff_function(_np.heaviside)
+# heaviside(x, h0) is a step: its derivative in x is 0 wherever it exists; the value is h0
+# where x == 0, so the derivative in h0 is 1 there (`_heaviside`).
+_heaviside_step = nondiff_function(_np.heaviside)
 signbit = nondiff_function(_np.signbit)
 rint = nondiff_function(_np.rint)
 fix = nondiff_function(_np.fix)
@@ -553,6 +585,19 @@ isneginf = nondiff_function(_np.isneginf)
 isclose = nondiff_function(_np.isclose)
 allclose = nondiff_function(_np.allclose)
 
+
+def _heaviside(x1, x2):
+    """NumPy's `heaviside` (0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0), differentiable
+    in a traced x2 where x1 == 0 (as JAX's); its derivative in x1 is 0 wherever it exists."""
+    ans = _heaviside_step(x1, x2)
+    if not is_traced(x2):
+        return ans
+    return ans + zero_with_derivatives_of(x2) * equal(x1, 0)
+
+
+heaviside = as_ufunc(_heaviside, _np.heaviside)
+heaviside.__name__ = heaviside.__qualname__ = "heaviside"
+heaviside.__doc__ = "NumPy's `heaviside`: " + (_heaviside.__doc__ or "")
 
 register_elementwise(globals())  # every primitive here broadcasts as a ufunc
 
