@@ -25,6 +25,21 @@ DASK_CANNOT = {
         "nanquantile",
     )
 }
+_HISTOGRAM_READS = (
+    "NumPy's counts are read from the values of the sample, bins and range (histogram2d and "
+    "histogramdd count lazily, but their sums round otherwise than histogram's)"
+)
+DASK_CANNOT.update(
+    {
+        row_id: _HISTOGRAM_READS
+        for row_id in (
+            "histogram[edges]-5",
+            "histogram[traced range,edges]-scalar",
+            "histogram[traced range,density]-7-scalar",
+            "histogram[traced bins]-4-7",
+        )
+    }
+)
 
 AXES = [None, 0, -1, (0, 1)]
 
@@ -444,6 +459,33 @@ ROWS += [
         lambda w: np.histogram(_SAMPLES.reshape(7, 1), bins=2, weights=w)[0],
         ((7, 1),),
         variant="numpy's,2-d",
+    ),
+    # the edges are differentiable, in the sample (its min and max), in given edges and in a
+    # traced range (they were constants: a gradient of 0); the ranges and edges drawn here
+    # keep every edge 0.03 or more from every sample, so no step moves a point to another bin
+    Row("histogram", lambda a: fnp.histogram(a, bins=4)[1], ((5,),), ("apart_a",), variant="edges"),
+    Row(
+        "histogram",
+        lambda lo: fnp.histogram(_SAMPLES, 3, (lo, 4.0))[1],
+        make=lambda rng: (np.array(rng.uniform(-2.0, -1.95)),),
+        variant="traced range,edges",
+        promotes=True,  # (the sample is float64)
+    ),
+    Row(
+        "histogram",
+        lambda w, lo: fnp.histogram(_SAMPLES, 3, (lo, 4.0), True, w)[0],
+        make=lambda rng: (rng.uniform(0.5, 2.0, 7), np.array(rng.uniform(-2.0, -1.95))),
+        variant="traced range,density",
+        promotes=True,
+    ),
+    Row(
+        "histogram",
+        lambda e, w: fnp.histogram(_SAMPLES, bins=e, weights=w),
+        make=lambda rng: (
+            np.array([-1.0, 0.0, 0.5, 2.0]) + rng.uniform(-0.02, 0.02, 4),
+            rng.uniform(0.5, 2.0, 7),
+        ),
+        variant="traced bins",
     ),
 ]
 

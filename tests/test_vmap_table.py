@@ -95,6 +95,10 @@ SPLITS_BY_DESIGN = {
     ("unique", "sorted=False"): "NumPy's unsorted order is not a function of each row alone",
     ("unique", "axis=0"): "the number of unique rows is read to shape the output",
     ("unique_values", ""): "it is unique(sorted=False), whose order is not a function of each row",
+    **{
+        ("histogram", variant): "NumPy's counts read the values of the sample, bins and range"
+        for variant in ("edges", "traced range,edges", "traced range,density", "traced bins")
+    },
 }
 
 

@@ -30,8 +30,8 @@ NumPy's reference groups:
   `arange`, ...); `datatypes`: "Data type routines", the scalar types, `ndarray` and the
   constants (`pi`, `inf`, `newaxis`).
 - `reductions`: `mean`, `max`, `min`, `prod`; `statistics`: "Statistics" and the sums, scans
-  and nan-functions (`var`, `quantile`, `cumsum`, `nansum`, `histogram`); `histograms`: the
-  other histograms; `sets`: "Set routines".
+  and nan-functions (`var`, `quantile`, `cumsum`, `nansum`); `histograms`: the histograms
+  (`histogram`, `histogram2d`, `histogram_bin_edges`, ...); `sets`: "Set routines".
 - `products`: the linear-algebra products of the main namespace (`matmul`, `dot`, `einsum`,
   `outer`, `vecdot`, ...); `linalg` and `fft`: the submodules of the same names.
 - `signal`: convolution, differences, interpolation, `cov`/`corrcoef` and the `poly*`

@@ -4,8 +4,9 @@ The counts are piecewise constant in the sample: they have no derivative in it. 
 counts are linear in the weights (each weight adds to its bin). The edges are NumPy's: given
 edges are returned as they are (differentiable in themselves), and equal-width edges are
 `linspace(lo, hi, n + 1)` between the given range or the sample's min and max, so they, the
-bin widths and the densities, are differentiable in the sample through its min and max
-(`fnp.histogram`'s edges are constants, as that function predates this module).
+bin widths and the densities, are differentiable in the sample through its min and max.
+`histogram`'s counts are NumPy's own histogram of the values (`statistics.weighted_histogram`,
+linear in the weights), and its edges these.
 
 Each is NumPy's steps written in fgrad operations (`linspace`, `min`, `max`, `searchsorted`,
 `bincount`), so every transform applies: the bins of the points are found by `searchsorted` on
@@ -45,9 +46,10 @@ from .shaping import (
     stack,
     sum,
     transpose,
+    zero_with_derivatives_of,
 )
 from .signal import diff
-from .statistics import any as _any, bincount
+from .statistics import any as _any, bincount, weighted_histogram
 
 _READS = "the bins of the points and the range of the sample are read from the values"
 
@@ -76,8 +78,9 @@ def _outer_edges(a: Any, range: Any, name: str) -> tuple[Any, Any]:
     way when they are equal."""
     if range is not None:
         lo, hi = range
-        if is_traced(lo) or is_traced(hi):
-            lo, hi = asarray(lo), asarray(hi)
+        # (only a traced end becomes an array: a Python float stays weak, as in NumPy, so a
+        # float32 end keeps linspace in float32 as NumPy's does)
+        lo, hi = (asarray(v) if is_traced(v) else v for v in (lo, hi))
         if _is_true(lo > hi) if is_traced(lo) or is_traced(hi) else lo > hi:
             raise ValueError(f"{name}: max must be larger than min in range, got {range}")
         _check_finite(lo, hi, f"{name}: the supplied range", "pass a finite range")
@@ -149,6 +152,40 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
     if _np.issubdtype(bin_type, _np.integer):
         bin_type = _np.result_type(bin_type, float)
     return linspace(lo, hi, n + 1, endpoint=True, dtype=bin_type)
+
+
+@mirror("function")
+def histogram(
+    a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> tuple[Any, Any]:
+    """NumPy's `histogram`. The weighted counts are differentiable in `weights` (the counts of
+    `a` have no derivative: they are piecewise constant in it); the edges are
+    `histogram_bin_edges`', differentiable in given edges, in a traced range and in `a`
+    through its min and max, and so are the densities of `density=True` (the weighted counts
+    divided by their sum and the bin widths, as NumPy computes them). The counts are NumPy's
+    own, of the values of `a`, `bins` and `range`: under `jit` they are read (guards).
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> a = np.array([0.1, 0.4, 0.45, 0.9])
+    >>> fgrad.grad(lambda w: fnp.histogram(a, bins=2, range=(0, 1), weights=w)[0][0])(np.ones(4))
+    array([1., 1., 1., 0.])
+    >>> fgrad.grad(lambda a: fnp.histogram(a, bins=2)[1][1])(a)  # the middle edge
+    array([0.5, 0. , 0. , 0.5])
+    """
+    if numpy_applies(a, bins, range, weights):
+        return _np.histogram(a, bins, range, density, weights)
+    _refuse_lazy("histogram", a, bins, range)  # (lazy weights are summed lazily)
+    plain_bins = _np.asarray(primal(bins)) if is_traced(bins) else bins
+    plain_range = primal(range) if is_traced(range) else range
+    hist, edges = weighted_histogram(a, plain_bins, plain_range, weights)
+    if is_traced(a) or is_traced(bins) or is_traced(range):
+        # NumPy's edges, with the derivatives of `histogram_bin_edges`' (its values are
+        # NumPy's too, but for a float32 range they may round otherwise in the last bit)
+        edges = edges + zero_with_derivatives_of(histogram_bin_edges(a, bins, range))
+    if density:
+        widths = astype(diff(edges), float)
+        hist = hist / widths / sum(hist)
+    return hist, edges
 
 
 def _as_columns(sample: Any) -> Any:

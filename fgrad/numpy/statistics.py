@@ -1,12 +1,14 @@
 """Statistics over axes: `var`, `std`, `ptp`, `average`, `cumsum`, `cumprod`, `median`,
 `percentile`, `quantile`, NumPy 2's `cumulative_sum`/`cumulative_prod`, the nan-ignoring
-reductions, `bincount` and `histogram` (both differentiable in their weights), and
+reductions, `bincount` and the weighted counts of `histogram` (both differentiable in their
+weights; `histogram` itself is in `fgrad.numpy.histograms`), and
 `all`/`any`/`count_nonzero`, `digitize` and the array predicates declared without a
 derivative. They take NumPy's keywords (`where=`, `mean=`, `initial=`, ...) and compute in
 NumPy's steps, so their values are NumPy's own.
 
 Most are compositions of differentiable fgrad operations (sum, where, max, gathers), so they
-need no rules of their own; `cumsum`, `cumprod`, `bincount` and `histogram` are primitives.
+need no rules of their own; `cumsum`, `cumprod`, `bincount` and the histogram's counts are
+primitives.
 Conventions:
 
 - `std` (and `nanstd`) at zero variance returns 0 and a gradient of 0 (JAX gives nan). std is
@@ -1028,26 +1030,14 @@ _histogram_p = deflinear(
 )
 
 
-@mirror("function")
-def histogram(
-    a: ArrayLike,
-    bins: int | str | ArrayLike = 10,
-    range: tuple[float, float] | None = None,
-    density: bool | None = None,
-    weights: ArrayLike | None = None,
-) -> tuple[Array, Array]:
-    """NumPy's `histogram`, differentiable in `weights` (the counts of `a` have no derivative:
-    they are piecewise constant in it). With `density=True` the result is the weighted counts
-    divided by their sum and the bin widths, as NumPy computes it.
-
-    >>> import numpy as np, fgrad, fgrad.numpy as fnp
-    >>> a = np.array([0.1, 0.4, 0.45, 0.9])
-    >>> fgrad.grad(lambda w: fnp.histogram(a, bins=2, range=(0, 1), weights=w)[0][0])(np.ones(4))
-    array([1., 1., 1., 0.])
-    """
+def weighted_histogram(a, bins, range, weights):
+    """NumPy's histogram of the values of `a` (its counts have no derivative: they are
+    piecewise constant in it) with plain `bins` and `range`, weighted by `weights` (plain,
+    traced or None): the counts, linear in the weights, and NumPy's edges, as constants.
+    (`fgrad.numpy.histograms.histogram` gives the edges their derivatives.)"""
     a = _np.asarray(primal(a))
     if numpy_applies(weights):  # (Dask's: fgrad's, lazily)
-        return _np.histogram(a, bins, range, density, weights)
+        return _np.histogram(a, bins, range, weights=weights)
     w = asarray(weights)
     if shape(w) != a.shape:
         raise ValueError(
@@ -1058,11 +1048,7 @@ def histogram(
     # the weights only make NumPy refuse the bin estimators that cannot weigh: ones do too
     edges = _np.histogram_bin_edges(a, bins, range, _np.ones(a.shape))
     flat_a = a.ravel()
-    hist = _histogram_p(ravel(w), a=flat_a, bins=bins, range=range, edges=edges)
-    if density:
-        widths = _np.diff(edges).astype(float)
-        hist = hist / widths / sum(hist)
-    return hist, edges
+    return _histogram_p(ravel(w), a=flat_a, bins=bins, range=range, edges=edges), edges
 
 
 digitize = nondiff_function(_np.digitize)
