@@ -321,6 +321,13 @@ ROWS += [
         variant="period",
         make=_wrapped_phase((3, 8), 1),
     ),
+    # a traced period: the slope is the number of periods added (it was refused)
+    Row(
+        "unwrap",
+        lambda p, period: fnp.unwrap(p, period=period),
+        variant="traced period",
+        make=lambda rng: (*_wrapped_phase((8,), 0)(rng), np.array(rng.uniform(4.8, 5.2))),
+    ),
 ]
 ROWS += [
     Row("gradient", fnp.gradient, ((5,),)),

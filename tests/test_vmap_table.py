@@ -99,6 +99,7 @@ SPLITS_BY_DESIGN = {
         ("histogram", variant): "NumPy's counts read the values of the sample, bins and range"
         for variant in ("edges", "traced range,edges", "traced range,density", "traced bins")
     },
+    ("unwrap", "traced period"): "NumPy's unwrap takes one period: rows of periods run apart",
 }
 
 

@@ -927,18 +927,24 @@ register_rules(_unwrap_p, taylor=_unwrap_taylor, taylor_kind="linear")
 def unwrap(
     p: ArrayLike, discont: float | None = None, axis: int = -1, *, period: float = 2 * _np.pi
 ) -> Array:
-    """NumPy's `unwrap` (its values exactly), differentiable in `p` with slope 1: the added
-    multiples of `period` are constants. `discont` and `period` are not differentiated."""
-    for name, value in (("discont", discont), ("period", period)):
-        if _is_traced(value):
-            raise TypeError(
-                f"unwrap: {name} is a traced value; it is not differentiated, so "
-                f"pass a constant (fgrad.stop_gradient({name}))"
-            )
+    """NumPy's `unwrap` (its values exactly), differentiable in `p` with slope 1 (the added
+    multiples k * period are constant where it is differentiable) and in a traced `period`
+    with slope k. A traced `discont`, a threshold, has no derivative: its value is read (a
+    guard under `jit`), as is a traced period's for NumPy's steps."""
+    traced_period = period if _is_traced(period) else None
+    discont, period = (primal(v) if _is_traced(v) else v for v in (discont, period))
     p = asarray(p)
     if not _np.issubdtype(dtype_of(p), _np.inexact) and not _core.holds_batch(p):
-        return _np.unwrap(primal(p), discont, axis, period=period)
-    return _unwrap_p(p, discont=discont, axis=axis, period=period)
+        out = _np.unwrap(primal(p), discont, axis, period=period)
+    else:
+        out = _unwrap_p(p, discont=discont, axis=axis, period=period)
+    if traced_period is None:
+        return out
+    # k, the number of periods added at each element (an integer, exactly, in NumPy's steps;
+    # 0 where p is not finite, and its value is p's)
+    added = (mask_values(out) - mask_values(p)) / period
+    k = _np.where(_np.isfinite(added), _np.rint(added), 0.0)
+    return out + zero_with_derivatives_of(traced_period) * k
 
 
 def _gradient_along(f, ax, dx, edge_order):
