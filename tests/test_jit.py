@@ -1124,3 +1124,28 @@ def test_a_reductions_where_mask_computed_from_the_arguments(f):
     np.testing.assert_array_equal(
         fgrad.vmap(fgrad.grad(s))(batch), np.stack([fgrad.grad(s)(x) for x in xs])
     )
+
+
+def test_a_masked_mean_replays_one_path_for_every_mask():
+    # sum and mean take a traced mask as an operand (as JAX): a loss masked by the nans of
+    # each batch replays one record, where reading the mask recorded a path per batch
+    def loss(w, x, y):
+        valid = ~fnp.isnan(y)
+        err = x @ w - fnp.where(valid, y, 0.0)
+        return fnp.mean(err**2, where=valid) + fnp.sum(err, where=valid & (err > 0))
+
+    step = fgrad.jit(fgrad.grad(loss))
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # past max_paths it would warn
+        for _ in range(20):
+            x, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+            y[rng.random(20) < 0.2] = np.nan
+            np.testing.assert_array_equal(step(w, x, y), fgrad.grad(loss)(w, x, y))
+    (entry,) = step._cache.values()
+    assert _count_paths(entry.root) == 1
+    # vmap: each row summed under its own mask, vectorized (the rows were run apart)
+    rows = rng.normal(size=(4, 6))
+    f = lambda x: fnp.sum(x**2, where=x > 0) + fnp.mean(x, where=x < 0.5)
+    np.testing.assert_array_equal(fgrad.vmap(f)(rows), [f(r) for r in rows])

@@ -152,6 +152,26 @@ CASES = [
     (shaping._sum_p, lambda x: fnp.sum(x, axis=0), (M,)),
     (shaping._sum_kw_p, lambda x: fnp.sum(x, axis=1, initial=2.0, where=MASK), (M,)),
     (shaping._spread_p, _grad_of(lambda y: fnp.sum(y, where=MASK) ** 3), (X,)),
+    # a sum whose mask is traced takes it as an operand (here called directly with a plain one)
+    (
+        shaping._sum_where_p,
+        lambda x: shaping._sum_where_p(
+            x, np.broadcast_to(MASK, (2, 3)), axis=(1,), keepdims=False, dtype=None, initial=2.0
+        ),
+        (M,),
+    ),
+    (
+        shaping._spread_where_p,
+        _grad_of(
+            lambda y: (
+                shaping._sum_where_p(
+                    y, MASK, axis=(0,), keepdims=False, dtype=None, initial=shaping.NO_VALUE
+                )
+                ** 3
+            )
+        ),
+        (X,),
+    ),
     (shaping._astype_p, lambda x: fnp.astype(x, np.float32), (X,)),
     (shaping._asarray_p, lambda x: fnp.asarray(x[0]) * x, (X,)),
     (shaping._getitem_p, lambda x: x[1, ::2], (M,)),

@@ -88,7 +88,7 @@ def mean(
             dtype, float16 = _np.dtype(_np.float32), True
     axes = _normalize_axes(axis, ndim(a))
     total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
-    mask = reduction_mask(where, a, "mean")
+    mask = reduction_mask(where, a, "mean", operand=True)
     count: Any  # an int, or NumPy's counts where a `where=` mask is given
     if mask is True:
         s = shape(a)

@@ -771,6 +771,63 @@ def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
 _spread_p = deflinear(_spread_impl, _spread_vjp, name="spread")
 
 
+# A sum with a `where=` mask computed from traced values (`x > 0` under `jit` or `vmap`): the
+# mask is an operand (without a derivative) rather than a parameter, so that a record replays
+# it for every mask and `vmap` sums each row under its own. The values are NumPy's masked sum
+# and `_spread_p`'s masked spread, as with a constant mask.
+def _sum_where_impl(x, mask, axis, keepdims, dtype, initial):
+    return _sum_kw_impl(x, axis, keepdims, dtype, initial, mask)
+
+
+def _sum_where_vjp(ans, x, mask, axis, keepdims, dtype, initial):
+    x_shape, x_dtype = meta(x)
+    return lambda ct: _spread_where_p(
+        ct, mask, shape=x_shape, dtype=x_dtype, axis=axis, keepdims=keepdims
+    )
+
+
+def _sum_where_jvp(t, ans, x, mask, axis, keepdims, dtype, initial):
+    # the tangent of a sum starting at a constant `initial` starts at 0
+    return _sum_where_p(t, mask, axis=axis, keepdims=keepdims, dtype=dtype, initial=NO_VALUE)
+
+
+def _spread_where_impl(ct, mask, shape, dtype, axis, keepdims):
+    return _spread_impl(ct, shape, dtype, axis, keepdims, mask)
+
+
+def _spread_where_vjp(ans, ct, mask, shape, dtype, axis, keepdims):
+    ct_dtype = dtype_of(ct)
+    return lambda g: _sum_where_p(
+        g, mask, axis=axis, keepdims=keepdims, dtype=ct_dtype, initial=NO_VALUE
+    )
+
+
+def _spread_where_jvp(t, ans, ct, mask, **params):
+    return _spread_where_p(t, mask, **params)
+
+
+_sum_where_p: Primitive = defprimitive(
+    _sum_where_impl,
+    vjp=(_sum_where_vjp, None),
+    jvp=(_sum_where_jvp, None),
+    name="sum",
+    forward="linear",
+    sparsity="reduces",  # (every element, read without the mask: a pattern for every mask)
+)
+_spread_where_p: Primitive = defprimitive(
+    _spread_where_impl,
+    vjp=(_spread_where_vjp, None),
+    jvp=(_spread_where_jvp, None),
+    name="spread",
+    forward="linear",
+    sparsity=(
+        "dense",
+        "the masked spread of a sum whose mask is traced: the mask may hold anywhere, so "
+        "every element of the cotangent is taken to reach every element",
+    ),
+)
+
+
 @mirror("reduction")
 def sum(
     a: ArrayLike,
@@ -801,27 +858,37 @@ def sum(
         and (dtype is None or _np.dtype(dtype) == dtype_of(a))
     ):
         return bind(_sum_p, (a,), {"axis": axes, "keepdims": keepdims})  # _sum_p(a, ...)
-    mask = reduction_mask(where, a, "sum")
+    mask = reduction_mask(where, a, "sum", operand=True)
     dtype = None if dtype is None else _np.dtype(dtype)
+
+    def masked_sum(start):
+        if type(mask) is Box:  # a mask computed from traced values: an operand
+            return _sum_where_p(a, mask, axis=axes, keepdims=keepdims, dtype=dtype, initial=start)
+        return _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=start, where=mask)
+
     if _core.holds_batch(initial):  # one initial per row: added to the sum
-        ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=mask)
+        ans = masked_sum(NO_VALUE)
         return _astype_p(ans + initial, dtype=dtype_of(ans))
     c = primal(initial)
-    ans = _sum_kw_p(a, axis=axes, keepdims=keepdims, dtype=dtype, initial=c, where=mask)
+    ans = masked_sum(c)
     if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
         ans = ans + zero_with_derivatives_of(initial)
     return ans
 
 
-def reduction_mask(where, a, name):
+def reduction_mask(where, a, name, operand=False):
     """NumPy's `where=` of a reduction: True, or a constant boolean mask broadcast to a's
     shape. A traced mask (computed from a traced value, as `x > 0` under `jit` or `vmap`) has
-    no derivative and is read: under `jit` that is a guard on its values (a replay with
-    another mask records a path for it), under `vmap` the rows' common mask (rows with
-    different masks run apart). JAX takes such a mask as an operand; fgrad's reductions hold
-    the mask as a parameter, which keeps their rules NumPy's own calls."""
+    no derivative. With `operand` (`sum`, `mean`: their primitive takes the mask as an
+    operand) it stays traced, broadcast to a's shape; otherwise it is read: under `jit` a
+    guard on its values (a replay with another mask records a path for it), under `vmap` the
+    rows' common mask (rows with different masks run apart)."""
     if where is NO_VALUE or where is True:
         return True
+    if type(where) is Box and operand:
+        if dtype_of(where) != _np.dtype(bool):
+            raise TypeError(f"{name}: where= must be a boolean mask, got {describe(where)}")
+        return broadcast_to(where, shape(a))
     if is_traced(where):
         where = primal(where)
     mask = as_array(where)
@@ -1818,6 +1885,33 @@ def _sum_kw_batch(args, dims, axis, keepdims, dtype, initial, where):
     return _sum_kw_p(x, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial, where=where), 0
 
 
+def _with_mask_to_front(x, d, mask, dm):
+    """x and its `where=` mask (shaped like x's rows) with their batch axes first: a batch of
+    masks broadcasts x to its rows, an unbatched mask broadcasts against x's row axes."""
+    n = batch_size((x, mask), (d, dm))
+    x = batch_to_front(x, d) if d is not None else broadcast_to(x, (n,) + tuple(shape(x)))
+    if dm is not None:
+        mask = batch_to_front(mask, dm)
+    return x, mask
+
+
+def _sum_where_batch(args, dims, axis, keepdims, dtype, initial):
+    (x, mask), (d, dm) = args, dims
+    x, mask = _with_mask_to_front(x, d, mask, dm)
+    axes = tuple(a + 1 for a in axis)
+    return _sum_where_p(x, mask, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial), 0
+
+
+def _spread_where_batch(args, dims, shape, dtype, axis, keepdims):
+    (ct, mask), (d, dm) = args, dims
+    ct, mask = _with_mask_to_front(ct, d, mask, dm)
+    n = shape_of(ct)[0]
+    axes = tuple(a + 1 for a in axis)
+    return _spread_where_p(
+        ct, mask, shape=(n,) + tuple(shape), dtype=dtype, axis=axes, keepdims=keepdims
+    ), 0
+
+
 def _spread_batch(args, dims, shape, dtype, axis, keepdims, where):
     (ct,), (d,) = args, dims
     ct = batch_to_front(ct, d)
@@ -2158,6 +2252,8 @@ register_rules(_broadcast_to_p, batch=_broadcast_to_batch)
 register_rules(_sum_p, batch=_sum_batch)
 register_rules(_sum_kw_p, batch=_sum_kw_batch)
 register_rules(_spread_p, batch=_spread_batch)
+register_rules(_sum_where_p, batch=_sum_where_batch)
+register_rules(_spread_where_p, batch=_spread_where_batch)
 register_rules(_astype_p, batch=_same_axis(_astype_p))
 register_rules(_astype_nondiff, batch=_same_axis(_astype_nondiff))
 register_rules(_asarray_p, batch=_same_axis(_asarray_p))
@@ -2188,6 +2284,21 @@ def _sum_kw_taylor(primals, series, **params):
 
 
 register_rules(_sum_kw_p, taylor=_sum_kw_taylor)
+
+
+@_taylor.declared("linear")
+def _sum_where_taylor(primals, series, **params):
+    """As `_sum_kw_taylor`, each coefficient summed under the same mask."""
+    ans = bind(_sum_where_p, primals, params)
+    coefficient = {**params, "initial": NO_VALUE}
+    mask = primals[1]
+    return ans, tuple(
+        None if c is None else bind(_sum_where_p, (c, mask), coefficient) for c in series[0]
+    )
+
+
+register_rules(_sum_where_p, taylor=_sum_where_taylor)
+register_rules(_spread_where_p, taylor=_taylor.linear_rule(_spread_where_p, linear_in=(0,)))
 register_rules(_index_add_p, taylor=_taylor.linear_rule(_index_add_p))
 register_rules(_index_set_p, taylor=_taylor.linear_rule(_index_set_p))
 register_rules(_stack_p, taylor=_taylor.linear_rule(_stack_p))
