@@ -22,6 +22,8 @@ DASK_CANNOT = {
     "unique has an unknown length and no axis, equal_nan or sorted)",
     # single rows, by id: the row's own Python code reads a value, which computes it
     "vectorize-3x2": "the row's function branches on its element (`if a > 0`), which reads it",
+    "pad[median]-4": "a median gathers its order statistics through np.argsort, which Dask does "
+    "not implement",
 }
 
 
@@ -87,6 +89,23 @@ ROWS += [
         lambda x, c: fnp.pad(x, 1, constant_values=c),
         ((3, 2), ()),
         variant="traced-constant",
+    ),
+    # the statistics and ramps, NumPy's steps axis after axis (they were refused)
+    Row("pad", lambda x: fnp.pad(x, (2, 1), mode="mean"), ((3,),), variant="mean"),
+    Row("pad", lambda x: fnp.pad(x, ((1, 2), (0, 1)), mode="mean"), ((3, 2),), variant="mean"),
+    Row("pad", lambda x: fnp.pad(x, 2, mode="maximum", stat_length=2), ((4,),), variant="maximum"),
+    Row(
+        "pad", lambda x: fnp.pad(x, ((1, 0), (2, 1)), mode="minimum"), ((3, 2),), variant="minimum"
+    ),
+    Row("pad", lambda x: fnp.pad(x, 2, mode="median", stat_length=3), ((4,),), variant="median"),
+    Row(
+        "pad", lambda x: fnp.pad(x, ((2, 1), (1, 1)), mode="linear_ramp"), ((3, 2),), variant="ramp"
+    ),
+    Row(
+        "pad",
+        lambda x, v: fnp.pad(x, (3, 2), mode="linear_ramp", end_values=v),
+        ((3,), ()),
+        variant="ramp,traced end",
     ),
 ]
 

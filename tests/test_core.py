@@ -361,7 +361,9 @@ ALLOWED_IMPORTS = {
         "core",
         "numpy._values",
         "numpy.arrays",
+        "numpy.creation",  # linspace, for pad's linear ramps
         "numpy.elementwise",
+        "numpy.reductions",  # max, min and mean, for pad's statistics
         "numpy.shaping",
         "numpy.statistics",
     },

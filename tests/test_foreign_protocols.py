@@ -226,6 +226,7 @@ NEEDS_MORE = {
     "abs[complex]": "as conj",
     "reshape[order=A]": "order='A' reads the array's memory layout, which Frozen does not have",
     "ravel[order=K]": "as reshape[order=A]",
+    "pad[median]": "as sort (a median gathers its order statistics through np.argsort)",
 }
 
 

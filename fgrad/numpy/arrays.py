@@ -1,4 +1,4 @@
-"""Rearranging, splitting, joining and indexing arrays: `flip`, `roll`, `tile`, `pad`, `split`,
+"""Rearranging, splitting, joining and indexing arrays: `flip`, `roll`, `tile`, `split`,
 `take`, `diag`, `tril`, `sort`, `partition`, `unique`, `meshgrid`, ..., the index-producing
 functions (`argmax`, `argsort`, `nonzero`, ...) declared without a derivative, the scatter
 updates behind `x.at[idx].multiply/divide/power/min/max`, and the functions that apply the
@@ -7,9 +7,10 @@ user's function over an array (`apply_along_axis`, `vectorize`).
 Every differentiable function here is a composition of the linear primitives of
 `fgrad.numpy.shaping` (reshape, transpose, broadcast, concatenate, getitem and its adjoint
 scatter-add) and of `where`, so none needs rules of its own and all are differentiable to every
-order. The only NumPy work is on index arrays, which carry no derivative: `pad`, `insert` and
+order. The only NumPy work is on index arrays, which carry no derivative: `insert` and
 `delete` apply NumPy's own function to an array of positions, so they accept every argument
-form NumPy does and agree with it exactly, and then gather the values from those positions.
+form NumPy does and agree with it exactly, and then gather the values from those positions
+(as `pad`, in `fgrad.numpy.manipulation`, does).
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
 `fgrad.numpy.reductions`.
@@ -241,7 +242,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
     return flip(transpose(m, order), a1)
 
 
-# --- repeating and padding ------------------------------------------------------------------------
+# --- repeating ------------------------------------------------------------------------------------
 
 
 @mirror("shape")
@@ -286,67 +287,6 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
             f"the {n} elements along axis {ax}"
         )
     return getitem(a, _along(ax, _np.repeat(_np.arange(n), r)))
-
-
-_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
-
-
-@mirror("shape")
-def pad(
-    array: ArrayLike,
-    pad_width: int | Sequence[int] | Sequence[Sequence[int]],
-    mode: str = "constant",
-    **kwargs: Any,
-) -> Array:
-    """NumPy's `pad` for the modes 'constant' (with `constant_values`), 'edge', 'reflect',
-    'symmetric' and 'wrap', with every form of `pad_width` NumPy accepts.
-
-    NumPy's own `pad` is applied to the positions of the elements, so the result agrees with
-    NumPy exactly (including pads wider than the array); the values are then gathered from
-    those positions, and the gradient of a padded element flows back to the element it copies.
-    A traced scalar `constant_values` is differentiable too.
-    """
-    array = asarray(array)
-    a_shape = shape(array)
-    pos = _positions(a_shape)
-    if mode in _GATHER_MODES:
-        if kwargs.get("reflect_type", "even") != "even":
-            raise ValueError(
-                "pad: reflect_type='odd' is not supported; pad with reflect_type='even' and "
-                "build the odd extension from it (2 * edge - reflected)"
-            )
-        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
-        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))  # type: ignore[call-overload]
-    if mode != "constant":
-        raise ValueError(
-            f"pad: mode {mode!r} is not supported; use one of 'constant', "
-            + ", ".join(repr(m) for m in _GATHER_MODES)
-        )
-    unknown = set(kwargs) - {"constant_values"}
-    if unknown:
-        raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode 'constant'")
-    c = kwargs.get("constant_values", 0)
-    if type(c) is Box or _core.is_foreign_array(c):  # (another library's, lazy: never read)
-        if ndim(c) != 0:
-            raise TypeError(
-                f"pad: a traced or lazy constant_values must be a scalar, got {describe(c)}; "
-                "pass plain values for per-axis constants"
-            )
-        # the elements of `array` as they are, c (in array's dtype, as NumPy casts it) around
-        # them: the value is NumPy's, and differentiable in c
-        inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
-        return where(inside, pad(array, pad_width), astype(c, dtype_of(array)))
-    if is_traced(c):
-        raise TypeError(
-            "pad: constant_values holds traced values; pass a traced scalar or plain values"
-        )
-    dtype = dtype_of(array)
-    inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
-    constants = _np.pad(
-        _np.zeros(a_shape, dtype=dtype), pad_width, mode="constant", constant_values=c
-    )
-    source = _np.pad(pos, pad_width, mode="constant")  # 0 outside: a valid position, masked out
-    return where(inside, getitem(ravel(array), source), constants)
 
 
 # --- joining --------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""More of NumPy's array manipulation, sorting and searching routines: `block`, `resize`,
+"""More of NumPy's array manipulation, sorting and searching routines: `pad`, `block`, `resize`,
 `unstack`, `trim_zeros`, `sort_complex`, `apply_over_axes`, `fromfunction`, and the constants
 `tri`, `nanargmax`, `nanargmin`, and NumPy's own `mask_indices` and `einsum_path`.
 
@@ -8,7 +8,7 @@ depends on which values are zero (`trim_zeros`) or on their order (`sort_complex
 read from the values, as NumPy reads them; the derivative then follows the selected elements.
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.numpy.arrays`,
-`fgrad.numpy.statistics`.
+`fgrad.numpy.reductions`, `fgrad.numpy.creation`, `fgrad.numpy.statistics`.
 """
 
 import math as _math
@@ -21,15 +21,20 @@ from .. import core as _core
 from ..core import constant_of, dtype_of, primal
 from ._mirror import exported, mirror
 from ._values import is_true, with_example
-from .arrays import _constant_batch, lexsort, sort, take, take_along_axis
-from .elementwise import imag, not_equal, real
+from .arrays import _constant_batch, _positions, flip, lexsort, sort, take, take_along_axis
+from .creation import linspace
+from .elementwise import imag, not_equal, real, round as _round, where
+from .reductions import max as _max, mean, min as _min
 from .shaping import (
     asarray,
     astype,
     axis_batch_rule,
+    broadcast_to,
     concatenate,
     describe,
     expand_dims,
+    getitem,
+    is_traced,
     moveaxis,
     ndim,
     nondiff_function,
@@ -37,8 +42,171 @@ from .shaping import (
     ravel,
     reshape,
     shape,
+    squeeze,
 )
-from .statistics import any as _any
+from .statistics import any as _any, median
+
+# --- padding --------------------------------------------------------------------------------------
+
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+_STAT_MODES = ("maximum", "minimum", "mean", "median")
+
+
+@mirror("shape")
+def pad(
+    array: Any,
+    pad_width: Any,
+    mode: str = "constant",
+    **kwargs: Any,
+) -> Any:
+    """NumPy's `pad`, with every form of `pad_width` NumPy accepts, for the modes 'constant'
+    (with `constant_values`), 'edge', 'reflect', 'symmetric', 'wrap', the statistics
+    'maximum', 'minimum', 'mean' and 'median' (with `stat_length`), 'linear_ramp' (with
+    `end_values`) and 'empty' (whose pad NumPy leaves unset: fgrad's is 0).
+
+    The copying modes apply NumPy's own `pad` to the positions of the elements, so the result
+    agrees with NumPy exactly (including pads wider than the array); the values are then
+    gathered from those positions, and the gradient of a padded element flows back to the
+    element it copies. The statistics and ramps are NumPy's steps, axis after axis, in fgrad
+    operations: differentiable in the array, and in a traced scalar `constant_values` or
+    `end_values`.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fnp.pad(np.array([1.0, 2.0, 6.0]), 2, mode="mean")
+    array([3., 3., 1., 2., 6., 3., 3.])
+    >>> fgrad.grad(lambda x: fnp.sum(fnp.pad(x, (0, 2), mode="linear_ramp")))(np.ones(3))
+    array([1. , 1. , 1.5])
+    """
+    array = asarray(array)
+    a_shape = shape(array)
+    pos = _positions(a_shape)
+    if mode in _GATHER_MODES:
+        if kwargs.get("reflect_type", "even") != "even":
+            raise ValueError(
+                "pad: reflect_type='odd' is not supported; pad with reflect_type='even' and "
+                "build the odd extension from it (2 * edge - reflected)"
+            )
+        # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
+        return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))  # type: ignore[call-overload]
+    if mode in _STAT_MODES or mode in ("linear_ramp", "empty"):
+        return _pad_by_axis(array, pad_width, mode, kwargs)
+    if mode != "constant":
+        raise ValueError(
+            f"pad: mode {mode!r} is not supported; use one of 'constant', "
+            + ", ".join(repr(m) for m in (*_GATHER_MODES, *_STAT_MODES, "linear_ramp", "empty"))
+        )
+    unknown = set(kwargs) - {"constant_values"}
+    if unknown:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode 'constant'")
+    c = kwargs.get("constant_values", 0)
+    if is_traced(c) or _core.is_foreign_array(c):  # (another library's, lazy: never read)
+        if ndim(c) != 0:
+            raise TypeError(
+                f"pad: a traced or lazy constant_values must be a scalar, got {describe(c)}; "
+                "pass plain values for per-axis constants"
+            )
+        # the elements of `array` as they are, c (in array's dtype, as NumPy casts it) around
+        # them: the value is NumPy's, and differentiable in c
+        inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
+        return where(inside, pad(array, pad_width), astype(c, dtype_of(array)))
+    dtype = dtype_of(array)
+    inside = _np.pad(_np.ones(a_shape, dtype=bool), pad_width, mode="constant")
+    constants = _np.pad(
+        _np.zeros(a_shape, dtype=dtype), pad_width, mode="constant", constant_values=c
+    )
+    source = _np.pad(pos, pad_width, mode="constant")  # 0 outside: a valid position, masked out
+    return where(inside, getitem(ravel(array), source), constants)
+
+
+def _pairs(value: Any, nd: int, what: str) -> list:
+    """NumPy's reading of a per-axis argument (`pad_width`, `stat_length`, `end_values`): one
+    value, one (before, after) pair, or a pair per axis. A traced scalar serves every end."""
+    if is_traced(value) or _core.is_foreign_array(value):  # (a lazy one: never read)
+        if ndim(value) != 0:
+            raise TypeError(
+                f"pad: a traced {what} must be a scalar, got {describe(value)}; pass plain "
+                "values for per-axis ones"
+            )
+        return [(value, value)] * nd
+    if value is None:
+        return [(None, None)] * nd
+    # as NumPy's `_as_pairs`: its values as NumPy's scalars (an end value's type sets the
+    # precision of its ramp, as in NumPy's linspace)
+    x = _np.array(value)
+    if x.size == 1:
+        return [(x.ravel()[0], x.ravel()[0])] * nd
+    if x.size == 2 and x.shape != (2, 1):
+        return [(x.ravel()[0], x.ravel()[1])] * nd
+    return [tuple(p) for p in _np.broadcast_to(x, (nd, 2)).tolist()]  # (Python's, as NumPy's)
+
+
+def _at(axis: int, s: slice) -> tuple:
+    return (slice(None),) * axis + (s,)
+
+
+def _pad_by_axis(array: Any, pad_width: Any, mode: str, kwargs: dict) -> Any:
+    """The statistics, ramps and 'empty' modes, as NumPy pads: axis after axis, each axis's
+    pad computed from the array already padded along the axes before it."""
+    allowed = {"linear_ramp": {"end_values"}, "empty": set()}.get(mode, {"stat_length"})
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode {mode!r}")
+    nd = ndim(array)
+    widths = [(int(b), int(a)) for b, a in _pairs(pad_width, nd, "pad_width")]
+    if any(w < 0 for pair in widths for w in pair):
+        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
+    dtype = dtype_of(array)
+    if mode != "empty" and _np.prod(shape(array)) == 0:
+        for axis, pair in enumerate(widths):
+            if shape(array)[axis] == 0 and any(pair):
+                raise ValueError(
+                    f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'"
+                )
+        return _pad_by_axis(array, pad_width, "empty", {})
+    lengths = _pairs(kwargs.get("stat_length"), nd, "stat_length")
+    ends = _pairs(kwargs.get("end_values", 0), nd, "end_values")
+    for axis, (before, after) in enumerate(widths):
+        n = shape(array)[axis]
+        if mode in _STAT_MODES:
+            sides = _stats(array, axis, n, lengths[axis], mode, dtype)
+        elif mode == "linear_ramp":
+            edges = (
+                getitem(array, _at(axis, slice(0, 1))),
+                getitem(array, _at(axis, slice(n - 1, n))),
+            )
+            sides = tuple(
+                linspace(end, squeeze(edge, axis), width, endpoint=False, dtype=dtype, axis=axis)
+                for end, edge, width in zip(ends[axis], edges, (before, after))
+            )
+            sides = (sides[0], flip(sides[1], axis))
+        else:  # 'empty': NumPy leaves the pad unset
+            sides = (_np.zeros((), dtype), _np.zeros((), dtype))
+        if before == 0 and after == 0:
+            continue
+        full = list(shape(array))
+        blocks = []
+        for side, width in zip(sides, (before, after)):
+            full[axis] = width
+            blocks.append(broadcast_to(astype(side, dtype), tuple(full)))
+        array = concatenate([blocks[0], array, blocks[1]], axis=axis)
+    return array
+
+
+def _stats(array: Any, axis: int, n: int, length_pair: tuple, mode: str, dtype: Any) -> tuple:
+    """NumPy's `_get_stats`: the statistic of the first and last `stat_length` elements along
+    `axis` (all n when None or longer), rounded for an integer array."""
+    left, right = (n if k is None or int(k) > n else int(k) for k in length_pair)
+    if (left == 0 or right == 0) and mode in ("maximum", "minimum"):
+        raise ValueError("stat_length of 0 yields no value for padding")
+    stat = {"maximum": _max, "minimum": _min, "mean": mean, "median": median}[mode]
+    sides = []
+    for part in (slice(0, left), slice(n - right, n)):
+        value = stat(getitem(array, _at(axis, part)), axis=axis, keepdims=True)
+        if _np.issubdtype(dtype, _np.integer):
+            value = _round(value)
+        sides.append(value)
+    return tuple(sides)
+
 
 nanargmax = with_example(
     nondiff_function(_np.nanargmax),
