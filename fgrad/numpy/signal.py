@@ -932,17 +932,18 @@ def unwrap(
     with slope k. A traced `discont`, a threshold, has no derivative: its value is read (a
     guard under `jit`), as is a traced period's for NumPy's steps."""
     traced_period = period if _is_traced(period) else None
-    discont, period = (primal(v) if _is_traced(v) else v for v in (discont, period))
+    limit = primal(discont) if _is_traced(discont) else discont
+    step = primal(period) if _is_traced(period) else period
     p = asarray(p)
     if not _np.issubdtype(dtype_of(p), _np.inexact) and not _core.holds_batch(p):
-        out = _np.unwrap(primal(p), discont, axis, period=period)
+        out = _np.unwrap(primal(p), limit, axis, period=step)
     else:
-        out = _unwrap_p(p, discont=discont, axis=axis, period=period)
+        out = _unwrap_p(p, discont=limit, axis=axis, period=step)
     if traced_period is None:
         return out
     # k, the number of periods added at each element (an integer, exactly, in NumPy's steps;
     # 0 where p is not finite, and its value is p's)
-    added = (mask_values(out) - mask_values(p)) / period
+    added = (mask_values(out) - mask_values(p)) / step
     k = _np.where(_np.isfinite(added), _np.rint(added), 0.0)
     return out + zero_with_derivatives_of(traced_period) * k
 

@@ -595,8 +595,8 @@ def _heaviside(x1, x2):
     return ans + zero_with_derivatives_of(x2) * equal(x1, 0)
 
 
+_heaviside.__name__ = _heaviside.__qualname__ = "heaviside"  # (the ufunc's name)
 heaviside = as_ufunc(_heaviside, _np.heaviside)
-heaviside.__name__ = heaviside.__qualname__ = "heaviside"
 heaviside.__doc__ = "NumPy's `heaviside`: " + (_heaviside.__doc__ or "")
 
 register_elementwise(globals())  # every primitive here broadcasts as a ufunc
