@@ -14,6 +14,9 @@ Workloads (`--only` takes their keys), with the bars of issue 33:
     mlp       grad of the seed MLP (784-100-10, batch 100)  jit <= 1.05x the hand-written one
     chain     grad of a 200-op scalar chain                 jit no slower than eager
     chain10   the same chain on 10-element arrays           jit no slower than eager
+    masked    grad of a least-squares loss over the targets that are not nan
+              (mean(..., where=mask)), batch 256, 10 features   no bar: a record replays
+              every mask (one path), against eager and NumPy by hand
 
 Then `odeint`: the gradient of a pendulum's solution against the solve itself (bar: <= 3x).
 For each workload: the time per call of every contender (median of interleaved rounds, one thread),
@@ -82,6 +85,22 @@ def logistic_grads_by_hand(w, X, y):
     """Per-example gradients, vectorised: -y_i x_i sigmoid(-y_i x_i.w)."""
     m = -y * (X @ w)
     return (-y / (1.0 + np.exp(-m)))[:, None] * X
+
+
+def masked_loss(ns):
+    def loss(w, x, y):
+        valid = ~ns.isnan(y)
+        err = x @ w - ns.where(valid, y, 0.0)
+        return ns.mean(err**2, where=valid)
+
+    return loss
+
+
+def masked_grad_by_hand(w, x, y):
+    """The gradient of the mean squared error over the targets that are not nan."""
+    valid = ~np.isnan(y)
+    err = x @ w - np.where(valid, y, 0.0)
+    return x.T @ np.where(valid, 2.0 * err / valid.sum(), 0.0)
 
 
 class Workload:
@@ -156,6 +175,18 @@ def workloads():
             (x,),
             by_hand=lambda: peers.chain_grad_by_hand(x, 200),
             jax_fun=HAVE_JAX and (lambda: jax.grad(peers.chain(jnp, 200, reduce=True))),
+        )
+    )
+    wm, Xb, yb = rng.normal(size=10), rng.normal(size=(256, 10)), rng.normal(size=256)
+    yb[rng.random(256) < 0.1] = np.nan
+    out.append(
+        Workload(
+            "masked",
+            "grad of a least-squares loss masked by the targets' nans, batch 256",
+            fgrad.grad(masked_loss(fnp)),
+            (wm, Xb, yb),
+            by_hand=lambda: masked_grad_by_hand(wm, Xb, yb),
+            jax_fun=HAVE_JAX and (lambda: jax.grad(masked_loss(jnp))),
         )
     )
     return out
