@@ -433,3 +433,14 @@ def test_without_scipy_fgrad_works_and_fgrad_scipy_says_how_to_install_it():
     )
     assert "AttributeError: fgrad.scipy is unavailable" in run.stderr, run.stderr
     assert "pip install 'fgrad[scipy]'" in run.stderr
+
+
+def test_full_of_a_traced_fill_value_is_a_new_writable_array_as_numpys():
+    # (it was a read-only broadcast view with zero strides; NumPy's full writes a new array)
+    out, tangent = fgrad.jvp(lambda v: fnp.full((2, 3), v), (-0.0,), (1.0,))
+    np.testing.assert_array_equal(out, np.full((2, 3), -0.0))
+    assert np.signbit(out).all() and out.flags.writeable and out.strides == (24, 8)
+    np.testing.assert_array_equal(tangent, np.ones((2, 3)))
+    x = np.array([1.0, 2.0, 3.0])
+    out = fgrad.jvp(lambda x: fnp.full_like(x, x[1]), (x,), (np.ones(3),))[0]
+    assert out.flags.writeable and out.strides == (8,)

@@ -344,10 +344,12 @@ like_batch_rule(empty_like)
 
 
 def _filled(fill_value, shape, dtype):
-    """`fill_value` (traced) cast to `dtype` and broadcast to `shape`: the value NumPy's
+    """`fill_value` (traced) cast to `dtype` and spread over `shape`: the value NumPy's
     `full` writes (it casts the fill value unsafely, as `astype` does), and its derivative
-    is the fill value's, summed back from every element it fills."""
-    return broadcast_to(astype(fill_value, dtype), tuple(shape))
+    is the fill value's, summed back from every element it fills. A product with ones (x * 1
+    is x, bit for bit) rather than `broadcast_to`: NumPy's result is a new writable array,
+    where a broadcast is a read-only view with zero strides."""
+    return astype(fill_value, dtype) * _np.ones(tuple(shape), dtype)
 
 
 @mirror("creation")
