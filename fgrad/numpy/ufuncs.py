@@ -519,52 +519,39 @@ def nan_to_num(
     x = asarray(x)  # (a Python number a `jit` record holds as given: NumPy's scalar of it)
     xv = mask_values(x)  # (one mask per row under `vmap`: no shortcut for rows all finite)
     finite = _np.isfinite(xv)
-    if is_traced([nan, posinf, neginf]):
-        return scalar_if_0d(_traced_nan_to_num(x, xv, finite, nan, posinf, neginf))
-    if _core.is_foreign_array(_core.innermost(finite)):  # Dask's nan_to_num takes none of the
-        # replacement values (traced or not)
-        return where(finite, x, _foreign_nan_to_num(xv, nan, posinf, neginf))
+    traced = is_traced([nan, posinf, neginf])
+    if traced and dtype_of(x).kind == "c":  # (1j * a part would turn an imaginary -0.0 to 0.0)
+        raise TypeError(
+            f"nan_to_num: a traced nan, posinf or neginf replaces the real and imaginary parts "
+            f"of a complex x ({describe(x)}) apart; split x with fnp.real and fnp.imag"
+        )
+    if traced or _core.is_foreign_array(_core.innermost(finite)):
+        # a traced replacement (differentiated where it replaces), or a Dask x (Dask's
+        # nan_to_num takes none of the replacement values): the replacements put in by `where`
+        return scalar_if_0d(where(finite, x, _nan_to_num_by_where(xv, nan, posinf, neginf)))
     if not may_hold(_np.logical_not(finite)):
         return scalar_if_0d(x)  # (NumPy's scalar for a 0-d x, as NumPy's gives)
     return scalar_if_0d(where(finite, x, _nan_to_num_p(xv, nan=nan, posinf=posinf, neginf=neginf)))
 
 
-def _traced_nan_to_num(x, xv, finite, nan, posinf, neginf):
-    """`nan_to_num` with a traced replacement value: each one put in by `where`, cast to x's
-    dtype as NumPy casts it, so the value is NumPy's and the derivative goes to the value
-    where it replaced (and to x where it is finite)."""
-    dtype = dtype_of(x)
-    if dtype.kind == "c":
-        raise TypeError(
-            f"nan_to_num: a traced nan, posinf or neginf replaces the real and imaginary parts "
-            f"of a complex x ({describe(x)}) apart; split x with fnp.real and fnp.imag"
-        )
-    if dtype.kind != "f" or not may_hold(_np.logical_not(finite)):
-        return x
-    big = _np.finfo(dtype)
-    out = x
-    for value, default, found in (
-        (nan, 0.0, _np.isnan(xv)),
-        (posinf, big.max, _np.isposinf(xv)),
-        (neginf, big.min, _np.isneginf(xv)),
-    ):
-        value = default if value is None else value
-        out = where(found, astype(value, dtype) if is_traced(value) else dtype.type(value), out)
-    return out
-
-
-def _foreign_nan_to_num(x, nan, posinf, neginf):
-    """NumPy's `nan_to_num` of an array of another library, by `where` (Dask's own takes none
-    of the replacement values): real and imaginary parts apart, as NumPy does."""
+def _nan_to_num_by_where(x, nan, posinf, neginf):
+    """NumPy's `nan_to_num` of x's values by `where`, real and imaginary parts apart, as NumPy
+    does, each replacement cast to x's dtype: for an array of another library (Dask's own
+    takes none of the replacement values), and for a traced replacement (on which NumPy's
+    `where` dispatches to fgrad's, so it is differentiated where it replaces)."""
     if x.dtype.kind == "c":
-        parts = [_foreign_nan_to_num(p, nan, posinf, neginf) for p in (_np.real(x), _np.imag(x))]
+        parts = [_nan_to_num_by_where(p, nan, posinf, neginf) for p in (_np.real(x), _np.imag(x))]
         return (parts[0] + 1j * parts[1]).astype(x.dtype)
     if x.dtype.kind != "f":
         return x
     big = _np.finfo(x.dtype)
-    out = _np.where(_np.isnan(x), nan, x)
-    out = _np.where(out == _np.inf, big.max if posinf is None else posinf, out)
-    out = _np.where(out == -_np.inf, big.min if neginf is None else neginf, out)
+    # the places found in x before any is replaced (a replacement may itself be infinite)
+    found = (_np.isnan(x), _np.isposinf(x), _np.isneginf(x))
+    out = x
+    for place, value in zip(
+        found, (nan, big.max if posinf is None else posinf, big.min if neginf is None else neginf)
+    ):
+        out = _np.where(place, value, out)
     return out.astype(x.dtype)
 
 
