@@ -165,47 +165,54 @@ def _pad_by_axis(array: Any, pad_width: Any, mode: str, kwargs: dict) -> Any:
         return _pad_by_axis(array, pad_width, "empty", {})
     lengths = _pairs(kwargs.get("stat_length"), nd, "stat_length")
     ends = _pairs(kwargs.get("end_values", 0), nd, "end_values")
-    for axis, (before, after) in enumerate(widths):
+    for axis, pair in enumerate(widths):
         n = shape(array)[axis]
         if mode in _STAT_MODES:
-            sides = _stats(array, axis, n, lengths[axis], mode, dtype)
-        elif mode == "linear_ramp":
-            edges = (
-                getitem(array, _at(axis, slice(0, 1))),
-                getitem(array, _at(axis, slice(n - 1, n))),
-            )
-            sides = tuple(
-                linspace(end, squeeze(edge, axis), width, endpoint=False, dtype=dtype, axis=axis)
-                for end, edge, width in zip(ends[axis], edges, (before, after))
-            )
-            sides = (sides[0], flip(sides[1], axis))
-        else:  # 'empty': NumPy leaves the pad unset
-            sides = (_np.zeros((), dtype), _np.zeros((), dtype))
-        if before == 0 and after == 0:
-            continue
-        full = list(shape(array))
-        blocks = []
-        for side, width in zip(sides, (before, after)):
-            full[axis] = width
-            blocks.append(broadcast_to(astype(side, dtype), tuple(full)))
-        array = concatenate([blocks[0], array, blocks[1]], axis=axis)
+            used = _stat_lengths(n, lengths[axis], mode)  # (NumPy checks every axis's)
+        parts = []
+        for side, width in enumerate(pair):
+            if width == 0:
+                continue  # (NumPy computes this side's value too, and never uses it)
+            if mode in _STAT_MODES:
+                chunk = slice(0, used[0]) if side == 0 else slice(n - used[1], n)
+                value = _stat(getitem(array, _at(axis, chunk)), axis, mode, dtype)
+            elif mode == "linear_ramp":
+                edge = getitem(array, _at(axis, slice(0, 1) if side == 0 else slice(n - 1, n)))
+                value = linspace(
+                    ends[axis][side],
+                    squeeze(edge, axis),
+                    width,
+                    endpoint=False,
+                    dtype=dtype,
+                    axis=axis,
+                )
+                value = value if side == 0 else flip(value, axis)
+            else:  # 'empty': NumPy leaves the pad unset
+                value = _np.zeros((), dtype)
+            block = list(shape(array))
+            block[axis] = width
+            parts.append((side, broadcast_to(astype(value, dtype), tuple(block))))
+        if parts:
+            before = [p for side, p in parts if side == 0]
+            after = [p for side, p in parts if side == 1]
+            array = concatenate([*before, array, *after], axis=axis)
     return array
 
 
-def _stats(array: Any, axis: int, n: int, length_pair: tuple, mode: str, dtype: Any) -> tuple:
-    """NumPy's `_get_stats`: the statistic of the first and last `stat_length` elements along
-    `axis` (all n when None or longer), rounded for an integer array."""
+def _stat_lengths(n: int, length_pair: tuple, mode: str) -> tuple[int, int]:
+    """NumPy's `_get_stats`' lengths: the first and last `stat_length` elements along the axis
+    (all n when None or longer), refused when empty for a maximum or minimum."""
     left, right = (n if k is None or int(k) > n else int(k) for k in length_pair)
     if (left == 0 or right == 0) and mode in ("maximum", "minimum"):
         raise ValueError("stat_length of 0 yields no value for padding")
+    return left, right
+
+
+def _stat(chunk: Any, axis: int, mode: str, dtype: Any) -> Any:
+    """The statistic of a chunk along `axis` (kept), rounded for an integer array, as NumPy's."""
     stat = {"maximum": _max, "minimum": _min, "mean": mean, "median": median}[mode]
-    sides = []
-    for part in (slice(0, left), slice(n - right, n)):
-        value = stat(getitem(array, _at(axis, part)), axis=axis, keepdims=True)
-        if _np.issubdtype(dtype, _np.integer):
-            value = _round(value)
-        sides.append(value)
-    return tuple(sides)
+    value = stat(chunk, axis=axis, keepdims=True)
+    return _round(value) if _np.issubdtype(dtype, _np.integer) else value
 
 
 nanargmax = with_example(

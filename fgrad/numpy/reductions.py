@@ -70,7 +70,7 @@ def mean(
     where: ArrayLike = NO_VALUE,
 ) -> Array:
     """NumPy's `mean` with `axis`, `dtype`, `keepdims` and `where` (a boolean mask: the mean
-    of the True elements; a traced one is read, as `sum`'s), computed as NumPy does (the sum
+    of the True elements; a traced one is an operand, as `sum`'s), computed as NumPy does (the sum
     in `dtype`, float64 for integers, divided by the count), so the value is NumPy's.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp

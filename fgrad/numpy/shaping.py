@@ -841,8 +841,8 @@ def sum(
     """NumPy's `sum` with `axis` (None, int or tuple), `dtype`, `keepdims`, `initial` (where
     the sum starts: a constant, or a traced scalar, differentiable) and `where` (a boolean
     mask, broadcast against `a`: only its True elements are summed, and only they get a
-    gradient; under `jit` and `vmap` a mask computed from traced values is read, see
-    `reduction_mask`). The value is NumPy's own in every case.
+    gradient; a mask computed from traced values, under `jit` or `vmap`, is an operand of
+    the sum: one record replays every mask). The value is NumPy's own in every case.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda x: fnp.sum(x ** 3, where=x > 0))(np.array([-1.0, 2.0]))
