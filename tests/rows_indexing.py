@@ -4,7 +4,7 @@ in-place `putmask` and `copyto` (on NumPy arrays) are declared without a derivat
 tests/gradtable.py."""
 
 import numpy as np
-from gradtable import Nondiff, unary_rows
+from gradtable import Nondiff, Row, unary_rows
 
 import fgrad.numpy as fnp
 
@@ -17,6 +17,8 @@ ROWS = [
     *unary_rows("ascontiguousarray", fnp.ascontiguousarray),
     *unary_rows("asfortranarray", fnp.asfortranarray),
     *unary_rows("asarray_chkfinite", fnp.asarray_chkfinite),
+    # an array of floats is reshaped, as NumPy's ix_ does, and keeps its derivative
+    Row("ix_", lambda x, y: fnp.ix_(x, y)[0] * fnp.ix_(x, y)[1], ((3,), (2,)), variant="floats"),
 ]
 
 

@@ -219,6 +219,26 @@ def test_array_api_spellings_agree_with_numpy():
         fnp.matrix_transpose(np.ones(3))
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_concat_of_one_array_joins_its_pieces_as_numpys(axis):
+    # NumPy's concat is concatenate: an array passed whole is joined along its first axis
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(fnp.concat(x, axis=axis), np.concat(x, axis=axis))
+    check_grads(lambda x: fnp.concat(x, axis=axis), (x,), order=1)
+
+
+def test_where_of_the_condition_alone_is_nonzero():
+    x = np.array([0.5, -1.0, 2.0, -3.0])
+    for where in (fnp.where, np.where):  # np.where dispatches to fgrad's on a traced value
+        np.testing.assert_array_equal(fgrad.jit(lambda x: where(x > 0)[0])(x), [0, 2])
+        g = fgrad.grad(lambda x: fnp.sum(x[where(x > 0)] ** 2))(x)
+        np.testing.assert_array_equal(g, [1.0, 0.0, 4.0, 0.0])
+    rows = fgrad.vmap(lambda x: fnp.sum(x[fnp.where(x > 0)]))(np.stack([x, -x]))
+    np.testing.assert_array_equal(rows, [2.5, 4.0])
+    with pytest.raises(ValueError, match="both x and y, or neither.*shape \\(4,\\)"):
+        fnp.where(x > 0, x)
+
+
 # --- cumulative_sum, cumulative_prod --------------------------------------------------------------
 
 

@@ -420,9 +420,9 @@ def permute_dims(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
 
 
 def _concat(arrays, axis, out, dtype, casting):
+    # NumPy's `concat` is `concatenate` itself: an array passed whole is joined along its first
+    # axis's pieces, as there (the array API asks for a tuple, NumPy does not).
     refuse_out(out, "concat")
-    if type(arrays) is Box or not isinstance(arrays, (list, tuple)):
-        raise TypeError("concat: pass a list or tuple of arrays, not a single array")
     return concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
 
 

@@ -14,6 +14,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 
 from __future__ import annotations
 
+import importlib
 import operator as _operator
 from typing import TYPE_CHECKING, cast
 
@@ -46,6 +47,7 @@ from .shaping import (
     as_array,
     astype,
     broadcast_like,
+    describe,
     given,
     is_traced,
     meta,
@@ -701,16 +703,22 @@ def _where_vjp(i):
 
 @mirror("function")
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /) -> Array:
-    """NumPy's three-argument `where`: the condition is a constant; x and y are differentiable.
+    """NumPy's `where`: the condition is a constant; x and y are differentiable. With the
+    condition alone, its `nonzero()` indices, as in NumPy.
 
     A masked branch still runs: `where(x > 0, sqrt(x), 0)` at x <= 0 gives a nan gradient from
     sqrt's rule, as in NumPy, JAX and PyTorch; guard the input too:
     `where(x > 0, sqrt(where(x > 0, x, 1.0)), 0)`.
     """
     if x is None or y is None:
-        raise TypeError(
-            "fgrad.numpy.where needs three arguments (condition, x, y); for the indices "
-            "where a condition holds use fgrad.numpy.nonzero"
+        if x is None and y is None:
+            # `nonzero` is a family above this one (its batching of counts that differ by
+            # row): imported by name, as a later layer's function
+            return importlib.import_module("fgrad.numpy.arrays").nonzero(condition)
+        raise ValueError(
+            "where: pass both x and y, or neither (then where(condition) gives the indices "
+            f"where condition holds); got {'x' if y is None else 'y'} alone, "
+            f"{describe(x if y is None else y)}"
         )
     if holds_batch(condition) or holds_staged(condition):  # one per row, or a record's
         return _where_p(astype(constant_of(condition), bool), x, y)

@@ -29,7 +29,7 @@ from numpy import (  # NumPy's own: index tuples and grids
 from .. import core as _core
 from ..core import bind, dtype_of, primal, shape_of
 from ..primitive import nondiff, register_rules
-from ..protocols import refuse_lazy
+from ..protocols import is_foreign_array, refuse_lazy
 from ._coverage import no_derivative
 from ._mirror import exported, mirror
 from .arrays import diag_indices, flatnonzero, tril_indices, triu_indices
@@ -68,22 +68,37 @@ _ix_p = nondiff(_ix_one, "ix_")
 
 @mirror("constant")
 def ix_(*args: Any) -> tuple[Any, ...]:
-    """NumPy's `ix_`, declared without a derivative: an open mesh of index arrays, the k-th
-    shaped to run along axis k. A traced boolean argument becomes its indices first (their
-    number is read: under `vmap`, rows that differ in it run apart).
+    """NumPy's `ix_`: an open mesh of index arrays, the k-th shaped to run along axis k,
+    without a derivative (an array of floats, which NumPy reshapes too, keeps its own). A
+    traced boolean argument becomes its indices first (their number is read: under `vmap`,
+    rows that differ in it run apart).
 
     >>> import numpy as np, fgrad.numpy as fnp
     >>> x = np.arange(6.0).reshape(2, 3)
     >>> x[fnp.ix_([1], [0, 2])]
     array([[3., 5.]])
     """
-    if not any(is_traced(a) for a in args):
+
+    # NumPy reshapes an array of numbers that are not indices as it is: so does this, and
+    # the derivative of a traced one passes through (an index array has none to pass); a
+    # lazy one (Dask) stays lazy
+    def reshaped(a):
+        return (is_traced(a) or is_foreign_array(a)) and dtype_of(a).kind in "fc"
+
+    if not any(is_traced(a) or reshaped(a) for a in args):
         return _np.ix_(*args)
-    args = tuple(
-        flatnonzero(a) if is_traced(a) and dtype_of(a).kind == "b" and len(shape_of(a)) == 1 else a
-        for a in args
-    )
-    return tuple(_ix_p(a, k=k, n=len(args)) for k, a in enumerate(args))
+    n = len(args)
+    out = []
+    for k, a in enumerate(args):
+        if reshaped(a):
+            if len(shape_of(a)) != 1:
+                raise ValueError(f"ix_: argument {k} must be 1-dimensional, got {describe(a)}")
+            out.append(reshape(a, (1,) * k + (-1,) + (1,) * (n - k - 1)))
+            continue
+        if is_traced(a) and dtype_of(a).kind == "b" and len(shape_of(a)) == 1:
+            a = flatnonzero(a)
+        out.append(_ix_p(a, k=k, n=n))
+    return tuple(out)
 
 
 ix_.primitive = _ix_p  # type: ignore[attr-defined]  # what the batching rules know it by
