@@ -13,6 +13,9 @@ ROWS = []
 
 # Names whose rows cannot run on Dask arrays (tests/test_dask_table.py), and why.
 DASK_CANNOT = {
+    "gradient[coordinates]-5-5": "whether the coordinates are evenly spaced is read (NumPy's "
+    "choice of formula), which a lazy Dask array does not give without computing",
+    "gradient[coordinates,axis=1,edge_order=2]-2x4-4": "as gradient[coordinates]",
     "polyfit": "the value is NumPy's own polyfit, which Dask does not implement",
     "unwrap": "the value is NumPy's own unwrap, which Dask does not implement",
     "polydiv": "the remainder's length depends on its values (leading zeros are trimmed), "
@@ -347,6 +350,21 @@ ROWS += [
         ((4,), ()),
         ("real", "positive"),
         variant="traced dx",
+    ),
+    # coordinates (they were refused): uneven, and along one axis of two
+    Row(
+        "gradient",
+        lambda f, x: fnp.gradient(f, fnp.cumsum(x)),
+        ((5,), (5,)),
+        ("real", "positive"),
+        variant="coordinates",
+    ),
+    Row(
+        "gradient",
+        lambda f, x: fnp.gradient(f, fnp.cumsum(x), axis=1, edge_order=2),
+        ((2, 4), (4,)),
+        ("real", "positive"),
+        variant="coordinates,axis=1,edge_order=2",
     ),
 ]
 

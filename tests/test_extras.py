@@ -370,10 +370,19 @@ def test_unwrap_values_are_numpys_and_its_slope_is_one():
 @pytest.mark.parametrize("edge_order", [1, 2])
 def test_gradient_is_numpys_linear_map(edge_order):
     f = np.array([[1.0, 2.5, 4.0, 7.5], [0.0, -1.0, 3.0, 2.0], [2.0, 2.0, 5.0, 1.0]])
-    for args, kw in [((), {}), ((0.5,), {"axis": 1}), ((2.0, 0.25), {}), ((), {"axis": (1, 0)})]:
+    uneven, even = np.array([0.0, 0.5, 1.75, 2.0]), np.array([1.0, 3.0, 5.0])
+    for args, kw in [
+        ((), {}),
+        ((0.5,), {"axis": 1}),
+        ((2.0, 0.25), {}),
+        ((), {"axis": (1, 0)}),
+        ((uneven,), {"axis": 1}),  # coordinates: NumPy's formulas for uneven steps
+        ((even, uneven), {}),
+        ((even, 0.5), {}),
+    ]:
         got = traced_value(lambda f: fnp.gradient(f, *args, edge_order=edge_order, **kw), f)
         expected = np.gradient(f, *args, edge_order=edge_order, **kw)
-        np.testing.assert_allclose(got, expected, rtol=1e-14)
+        np.testing.assert_array_equal(got, expected)
     # the Jacobian's columns are NumPy's gradient of the unit vectors
     x = np.arange(5.0) ** 2
     jac = fgrad.jacrev(lambda x: fnp.gradient(x, 0.5, edge_order=edge_order))(x)
@@ -384,8 +393,30 @@ def test_gradient_is_numpys_linear_map(edge_order):
     )
     with pytest.raises(ValueError, match="too small"):
         fgrad.grad(lambda x: fnp.sum(fnp.gradient(x, edge_order=2)))(np.ones(2))
-    with pytest.raises(TypeError, match="scalar spacings"):
-        fgrad.grad(lambda x: fnp.sum(fnp.gradient(x, np.arange(5.0))))(x)
+    with pytest.raises(ValueError, match="one entry per element along it, 5"):
+        fgrad.grad(lambda x: fnp.sum(fnp.gradient(x, np.arange(4.0))))(x)
+
+
+def test_gradient_by_even_coordinates_is_differentiated_as_uneven_ones():
+    # At evenly spaced coordinates NumPy uses the formula of one step, but moving one
+    # coordinate makes them uneven: the derivative is the uneven formula's (finite
+    # differences of NumPy's gradient), while the value stays NumPy's
+    f, x = np.array([1.0, 2.5, 4.0, 7.5, 3.0]), np.arange(5.0) * 0.5
+    for edge_order in (1, 2):
+
+        def g(x, edge_order=edge_order):
+            return fnp.sum(fnp.gradient(f, x, edge_order=edge_order) * np.arange(1.0, 6.0))
+
+        got = fgrad.grad(g)(x)
+        eps = 1e-6
+        fd = [(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(5)]
+        np.testing.assert_allclose(got, fd, rtol=1e-6)
+        assert abs(got[2]) > 1.0  # the middle coordinate matters (the even formula: 0)
+        assert (
+            fgrad.jit(g)(x)
+            == g(x)
+            == np.sum(np.gradient(f, x, edge_order=edge_order) * np.arange(1.0, 6.0))
+        )
 
 
 def test_declared_names_return_numpys_answers():

@@ -5,7 +5,8 @@ routines"): `ix_`, `unravel_index`, `ravel_multi_index`, `diag_indices_from`,
 `asarray_chkfinite`; and NumPy's in-place `putmask` and `copyto`.
 
 Indices have no derivative: `ix_`, `unravel_index` and `ravel_multi_index` are NumPy's own
-functions applied to plain values, and the `*_from` functions read only the shape of their
+functions applied to plain values (`ix_` reshapes an array of floats, as NumPy does, and its
+derivative passes through), and the `*_from` functions read only the shape of their
 argument. The conversions are `asarray` for a traced value (identities, differentiable; a
 traced value has no memory layout to make contiguous); `asarray_chkfinite` checks the values
 of every row at once (under `jit`, a guard of the record). `putmask` and `copyto` write into
@@ -66,7 +67,7 @@ def _ix_one(a: Any, k: int, n: int) -> Any:
 _ix_p = nondiff(_ix_one, "ix_")
 
 
-@mirror("constant")
+@mirror("shape")
 def ix_(*args: Any) -> tuple[Any, ...]:
     """NumPy's `ix_`: an open mesh of index arrays, the k-th shaped to run along axis k,
     without a derivative (an array of floats, which NumPy reshapes too, keeps its own). A
@@ -99,9 +100,6 @@ def ix_(*args: Any) -> tuple[Any, ...]:
             a = flatnonzero(a)
         out.append(_ix_p(a, k=k, n=n))
     return tuple(out)
-
-
-ix_.primitive = _ix_p  # type: ignore[attr-defined]  # what the batching rules know it by
 
 
 def _ix_batch(args: Any, dims: Any, k: int, n: int) -> tuple[Any, Any]:

@@ -949,6 +949,9 @@ def unwrap(
 
 
 def _gradient_along(f, ax, dx, edge_order):
+    """NumPy's gradient of f along axis `ax`: `dx` is the spacing (a scalar), or the 1-D array
+    of the differences of coordinates that are not evenly spaced (NumPy's second-order
+    formulas for uneven steps, written as NumPy writes them, so the values are its own)."""
     n = shape(f)[ax]
     if n < edge_order + 1:
         raise ValueError(
@@ -960,6 +963,18 @@ def _gradient_along(f, ax, dx, edge_order):
     def at_(s):
         return f[lead + (s,)]
 
+    if ndim(dx) == 1:  # the steps between coordinates
+        if not bool(equal(dx, dx[0]).all()):  # (NumPy's test, which reads them: under jit a guard)
+            return _uneven_gradient_along(at_, ax, dx, edge_order, ndim(f))
+        if not is_traced(dx):
+            return _gradient_along(f, ax, dx[0], edge_order)
+        # Even steps that are differentiated: NumPy's value, by the even formula, and the
+        # derivatives of the uneven one, which depends on every step (the even formula
+        # only on the first, which would miss how moving one coordinate changes the result)
+        even = _gradient_along(constant_of(f), ax, constant_of(dx[0]), edge_order)
+        return even + zero_with_derivatives_of(
+            _uneven_gradient_along(at_, ax, dx, edge_order, ndim(f))
+        )
     interior = (at_(slice(2, None)) - at_(slice(None, -2))) / (2.0 * dx)
     if edge_order == 1:
         first = (at_(slice(1, 2)) - at_(slice(0, 1))) / dx
@@ -978,6 +993,62 @@ def _gradient_along(f, ax, dx, edge_order):
     return concatenate([first, interior, last], axis=ax)
 
 
+def _uneven_gradient_along(at_, ax, dx, edge_order, nd):
+    """`_gradient_along` for the differences `dx` of uneven coordinates (`at_`: a slice of f
+    along the axis); each coefficient is a vector laid along the axis."""
+
+    def along(c):
+        return reshape(c, (1,) * ax + (-1,) + (1,) * (nd - ax - 1))
+
+    dx1, dx2 = dx[:-1], dx[1:]
+    a = along(-dx2 / (dx1 * (dx1 + dx2)))
+    b = along((dx2 - dx1) / (dx1 * dx2))
+    c = along(dx1 / (dx2 * (dx1 + dx2)))
+    interior = a * at_(slice(None, -2)) + b * at_(slice(1, -1)) + c * at_(slice(2, None))
+    if edge_order == 1:
+        first = (at_(slice(1, 2)) - at_(slice(0, 1))) / dx[0]
+        last = (at_(slice(-1, None)) - at_(slice(-2, -1))) / dx[-1]
+    else:
+        d1, d2 = dx[0], dx[1]
+        first = (
+            -(2.0 * d1 + d2) / (d1 * (d1 + d2)) * at_(slice(0, 1))
+            + (d1 + d2) / (d1 * d2) * at_(slice(1, 2))
+            - d1 / (d2 * (d1 + d2)) * at_(slice(2, 3))
+        )
+        d1, d2 = dx[-2], dx[-1]
+        last = (
+            d2 / (d1 * (d1 + d2)) * at_(slice(-3, -2))
+            - (d2 + d1) / (d1 * d2) * at_(slice(-2, -1))
+            + (2.0 * d2 + d1) / (d2 * (d1 + d2)) * at_(slice(-1, None))
+        )
+    return concatenate([first, interior, last], axis=ax)
+
+
+def _spacing(d, length, axis):
+    """One spacing argument of `gradient` for an axis of `length` elements: a scalar as it
+    is, coordinates (a 1-D array) as their differences."""
+    if ndim(d) == 0:
+        return float(d) if numpy_applies(d) else d  # (a lazy spacing, of another library: kept)
+    if ndim(d) != 1:
+        raise ValueError(
+            f"gradient: a spacing must be a scalar or a 1-D array of coordinates, got "
+            f"{describe(d)} for axis {axis}"
+        )
+    _core.refuse_lazy(
+        "gradient",
+        "whether its coordinates are evenly spaced is read, to take NumPy's formula",
+        _core.innermost(d),
+    )
+    if shape(d)[0] != length:
+        raise ValueError(
+            f"gradient: the coordinates for axis {axis} ({describe(d)}) must have one entry "
+            f"per element along it, {length}"
+        )
+    if not _np.issubdtype(dtype_of(d), _np.inexact):
+        d = astype(d, _np.float64)
+    return d[1:] - d[:-1]
+
+
 @mirror("function")
 def gradient(
     f: ArrayLike,
@@ -985,10 +1056,10 @@ def gradient(
     axis: int | tuple[int, ...] | None = None,
     edge_order: int = 1,
 ) -> Array | tuple[Array, ...]:
-    """NumPy's `gradient` with scalar spacings (one for all axes, or one per axis): central
-    differences inside, one-sided differences of order `edge_order` (1 or 2) at the ends.
-    Linear in `f` (and differentiable in the spacings). Plain inputs get NumPy's own result;
-    traced float32 stays float32.
+    """NumPy's `gradient`, with spacings given as scalars or as coordinate arrays (one for all
+    axes, or one per axis): central differences inside, one-sided differences of order
+    `edge_order` (1 or 2) at the ends. Linear in `f`, and differentiable in the spacings and
+    coordinates. Plain inputs get NumPy's own result; traced float32 stays float32.
 
     >>> import fgrad.numpy as fnp
     >>> fnp.gradient(fnp.array([1.0, 2.0, 4.0, 7.0]), 2.0)
@@ -1022,18 +1093,14 @@ def gradient(
         raise TypeError(
             f"gradient: give 0, 1 or {len(axes)} spacings (one per axis), got {len(varargs)}"
         )
-    for d in spacing:
-        if ndim(d) != 0:
-            raise TypeError(
-                f"gradient: only scalar spacings are supported in fgrad, got one with shape "
-                f"{shape(d)}; for coordinate arrays apply numpy.gradient to "
-                "fgrad.stop_gradient(f), or pass the (uniform) step as a scalar"
-            )
-    # (a lazy spacing, of another library, is not read)
-    spacing = [float(d) if numpy_applies(d) else d for d in spacing]
+    spacing = [_spacing(d, shape(f)[ax], ax) for d, ax in zip(spacing, axes)]
     if not _np.issubdtype(dtype_of(f), _np.inexact):
         f = astype(f, _np.float64)
-    out = tuple(_gradient_along(f, ax, dx, edge_order) for ax, dx in zip(axes, spacing))
+    # NumPy writes each result into an array of f's dtype: float64 spacings or coordinates
+    # do not widen a float32 f's
+    out = tuple(
+        astype(_gradient_along(f, ax, dx, edge_order), dtype_of(f)) for ax, dx in zip(axes, spacing)
+    )
     return out[0] if len(out) == 1 else out
 
 
