@@ -80,6 +80,18 @@ ROWS += [
     Row("pad", lambda x: fnp.pad(x, 5, mode="reflect"), ((3,),), variant="wider-than-array"),
     Row(
         "pad",
+        lambda x: fnp.pad(x, ((1, 2), (3, 0)), mode="reflect", reflect_type="odd"),
+        ((3, 4),),
+        variant="reflect-odd",
+    ),
+    Row(
+        "pad",
+        lambda x: fnp.pad(x, 5, mode="symmetric", reflect_type="odd"),
+        ((3,),),
+        variant="symmetric-odd-wider",
+    ),
+    Row(
+        "pad",
         lambda x: fnp.pad(x, ((1,), (2,)), constant_values=((1.5, -1.0), (2.0, 3.0))),
         ((3, 2),),
         variant="constant_values-pairs",

@@ -67,7 +67,9 @@ def pad(
     The copying modes apply NumPy's own `pad` to the positions of the elements, so the result
     agrees with NumPy exactly (including pads wider than the array); the values are then
     gathered from those positions, and the gradient of a padded element flows back to the
-    element it copies. The statistics and ramps are NumPy's steps, axis after axis, in fgrad
+    element it copies. 'reflect' and 'symmetric' with `reflect_type='odd'` are NumPy's
+    2 * edge - reflected (up to rounding for a pad wider than the array, which NumPy reflects
+    again). The statistics and ramps are NumPy's steps, axis after axis, in fgrad
     operations: differentiable in the array, and in a traced scalar `constant_values` or
     `end_values`.
 
@@ -81,11 +83,18 @@ def pad(
     a_shape = shape(array)
     pos = _positions(a_shape)
     if mode in _GATHER_MODES:
-        if kwargs.get("reflect_type", "even") != "even":
-            raise ValueError(
-                "pad: reflect_type='odd' is not supported; pad with reflect_type='even' and "
-                "build the odd extension from it (2 * edge - reflected)"
-            )
+        if mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") == "odd":
+            if set(kwargs) - {"reflect_type"}:
+                unknown = sorted(set(kwargs) - {"reflect_type"})
+                raise TypeError(f"pad: unexpected keyword arguments {unknown} for mode {mode!r}")
+            nd = ndim(array)
+            widths = [(int(b), int(a)) for b, a in _pairs(pad_width, nd, "pad_width")]
+            if any(w < 0 for pair in widths for w in pair):
+                raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
+            for axis, pair in enumerate(widths):  # NumPy's order: axis after axis
+                if any(pair):
+                    array = _odd_along(array, axis, pair, mode)
+            return array
         # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
         return getitem(ravel(array), _np.pad(pos, pad_width, mode=mode, **kwargs))  # type: ignore[call-overload]
     if mode in _STAT_MODES or mode in ("linear_ramp", "empty"):
@@ -116,6 +125,46 @@ def pad(
     )
     source = _np.pad(pos, pad_width, mode="constant")  # 0 outside: a valid position, masked out
     return where(inside, getitem(ravel(array), source), constants)
+
+
+def _odd_along(array: Any, axis: int, pair: tuple, mode: str) -> Any:
+    """NumPy's odd reflection ('reflect' or 'symmetric' with reflect_type='odd') along one
+    axis. NumPy computes 2 * edge - reflected, again on what it padded for a pad wider than
+    the array, so each padded element is a sum of at most three elements: the one the even
+    reflection copies and the two edges, with small integer coefficients (NumPy's own pad of
+    unit vectors gives them). A coefficient of 0 adds -0.0, which changes no sum, so a pad no
+    wider than the array is NumPy's 2 * edge - reflected bit for bit (wider: up to rounding,
+    as NumPy's sums are in another order)."""
+    n = shape(array)[axis]
+    if n == 0:
+        raise ValueError(
+            f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'"
+        )
+    dtype = dtype_of(array)
+
+    def odd(v):  # NumPy's odd pad of a vector of this axis's length
+        return _np.pad(v.astype(dtype), pair, mode=mode, reflect_type="odd")
+
+    def along(v):  # a vector laid along the axis
+        return v.reshape((1,) * axis + (-1,) + (1,) * (ndim(array) - axis - 1))
+
+    unit_first, unit_last, inner = _np.zeros(n), _np.zeros(n), _np.ones(n)
+    unit_first[0], unit_last[-1] = 1.0, 1.0
+    inner[0] = inner[-1] = 0.0
+    copied = _np.pad(_np.arange(n), pair, mode=mode)  # the element the even reflection copies
+    terms = [
+        (odd(inner), take(array, copied, axis=axis)),
+        (odd(unit_first), getitem(array, _at(axis, slice(0, 1)))),
+    ]
+    if n > 1:
+        terms.append((odd(unit_last), getitem(array, _at(axis, slice(n - 1, n)))))
+    out = None
+    for coef, values in terms:
+        if not coef.any():
+            continue
+        term = where(along(coef != 0), along(coef) * values, _np.array(-0.0, dtype))
+        out = term if out is None else out + term
+    return out
 
 
 def _pairs(value: Any, nd: int, what: str) -> list:
