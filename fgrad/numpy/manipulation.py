@@ -84,9 +84,9 @@ def pad(
     pos = _positions(a_shape)
     if mode in _GATHER_MODES:
         if mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") == "odd":
-            if set(kwargs) - {"reflect_type"}:
-                unknown = sorted(set(kwargs) - {"reflect_type"})
-                raise TypeError(f"pad: unexpected keyword arguments {unknown} for mode {mode!r}")
+            extra = sorted(set(kwargs) - {"reflect_type"})
+            if extra:
+                raise TypeError(f"pad: unexpected keyword arguments {extra} for mode {mode!r}")
             nd = ndim(array)
             widths = [(int(b), int(a)) for b, a in _pairs(pad_width, nd, "pad_width")]
             if any(w < 0 for pair in widths for w in pair):
@@ -151,7 +151,8 @@ def _odd_along(array: Any, axis: int, pair: tuple, mode: str) -> Any:
     unit_first, unit_last, inner = _np.zeros(n), _np.zeros(n), _np.ones(n)
     unit_first[0], unit_last[-1] = 1.0, 1.0
     inner[0] = inner[-1] = 0.0
-    copied = _np.pad(_np.arange(n), pair, mode=mode)  # the element the even reflection copies
+    # the element the even reflection copies (NumPy's stub overloads on Literal modes)
+    copied = _np.pad(_np.arange(n), pair, mode=mode)  # type: ignore[call-overload]
     terms = [
         (odd(inner), take(array, copied, axis=axis)),
         (odd(unit_first), getitem(array, _at(axis, slice(0, 1)))),
