@@ -9,6 +9,11 @@ recorded by `fgrad.jit` so later calls replay it), and reads each nonzero out of
 result. `sparse_hessian` does the same for a scalar function's Hessian, with a star colouring
 when the pattern allows one.
 
+A first call of `sparse_jacobian` that can (float64 values, a function of elementwise
+operations and moves: `fgrad.accumulation`) accumulates the Jacobian in one run instead, and
+the colouring and the recorded pass are made at the second call, from its pattern. (Its
+entries are `jacfwd`'s; a later call's, read from the pass, agree to rounding.)
+
 Inside another transform (`jit`, `grad`, `jvp`, `jet`) the two derivatives are
 `fgrad.scipy.sparse` arrays whose data are traced; under `vmap` they are refused (a batch of
 sparse arrays is no array: differentiate the batched function instead).
@@ -24,8 +29,9 @@ pattern is found (a Python branch on a value, a `where` mask, an index from `arg
 have another pattern elsewhere: each call then finds the pattern at its own input again, and
 keeps one colouring while the patterns stay inside the one it was made for.
 
-Imports: `fgrad.api`, `fgrad.boundary`, `fgrad.coloring`, `fgrad.core`, `fgrad.jitting`,
-`fgrad.numpy`, `fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`, `fgrad.vmapping`.
+Imports: `fgrad.accumulation`, `fgrad.api`, `fgrad.boundary`, `fgrad.coloring`, `fgrad.core`,
+`fgrad.jitting`, `fgrad.numpy`, `fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`,
+`fgrad.vmapping`.
 SciPy is imported when a function made here is first called.
 """
 
@@ -39,6 +45,7 @@ from typing import Any
 import numpy as _np
 
 from . import coloring, numpy as fnp
+from .accumulation import AccumulationLevel, NoAccumulation
 from .api import grad, jvp, vjp
 from .boundary import api_boundary
 from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
@@ -123,6 +130,25 @@ def _is_variable_leaf(v) -> bool:
     return type(v) is Box or _is_number_leaf(v)
 
 
+def _run_on(level, fun, args, nums, values, tree):
+    """fun's flat outputs, run on `level` (detection's or accumulation's): the inputs
+    differentiated as its inputs, numbered one after another, and the float numbers among
+    the other arguments as values that may change (`_detect`)."""
+    boxes, offset = [], 0
+    for v in values:
+        boxes.append(level.new_input(v, offset))
+        offset += v.size
+    full = _with_inputs(args, nums, tree, boxes)
+    for i, a in enumerate(full):
+        if i not in nums:
+            leaves, arg_tree = tree_flatten(a)
+            leaves = [
+                level.new_variable(innermost(v)) if _is_variable_leaf(v) else v for v in leaves
+            ]
+            full[i] = tree_unflatten(arg_tree, leaves)
+    return tree_flatten(fun(*full))[0]
+
+
 def _detect(fun, args, nums, values, tree):
     """(pattern, reads, complex_out): the pattern of fun's flat outputs in its flat inputs,
     whether the traced code read values (then the pattern may hold on this path only), and
@@ -138,19 +164,7 @@ def _detect(fun, args, nums, values, tree):
     sp = sparse_module()
     n = sum(v.size for v in values)
     with SparsityLevel(n + 1) as level:
-        boxes, offset = [], 0
-        for v in values:
-            boxes.append(level.new_input(v, offset))
-            offset += v.size
-        full = _with_inputs(args, nums, tree, boxes)
-        for i, a in enumerate(full):
-            if i not in nums:
-                leaves, arg_tree = tree_flatten(a)
-                leaves = [
-                    level.new_variable(innermost(v)) if _is_variable_leaf(v) else v for v in leaves
-                ]
-                full[i] = tree_unflatten(arg_tree, leaves)
-        out = tree_flatten(fun(*full))[0]
+        out = _run_on(level, fun, args, nums, values, tree)
         pats = [level.pattern_of(o) for o in out]
     if len(pats) == 1:
         pattern = pats[0]
@@ -165,6 +179,49 @@ def _detect(fun, args, nums, values, tree):
     pattern.sum_duplicates()
     pattern.sort_indices()
     return pattern, level.reads > 0, any(dtype_of(o).kind == "c" for o in out)
+
+
+def _accumulate(fun, args, nums, values, tree):
+    """(Jacobian, reads) of fun's flat outputs in its flat inputs by sparse forward
+    accumulation (`fgrad.accumulation`): one run, for a first call, where finding the pattern,
+    colouring it and running the passes would take three. None where it does not apply: an
+    argument traced by an outer transform, inputs or outputs that are not float64, a
+    primitive without an accumulation rule. The float numbers among the arguments not
+    differentiated are values that may change, as in `_detect`."""
+    if any(v.dtype != _np.float64 for v in values) or any(
+        type(leaf) is Box for a in args for leaf in tree_flatten(a)[0]
+    ):
+        return None
+    sp = sparse_module()
+    n = sum(v.size for v in values)
+    try:
+        with AccumulationLevel(n + 1) as level:
+            out = _run_on(level, fun, args, nums, values, tree)
+            if any(dtype_of(o) != _np.float64 for o in out):
+                return None
+            parts = [level.jacobian_of(o) for o in out]
+    except NoAccumulation:
+        return None
+    jac = parts[0] if len(parts) == 1 else sp.csr_array(sp.vstack(parts, format="csr"))
+    return jac, level.reads > 0
+
+
+def _pattern_of(jac):
+    """The pattern of a Jacobian found by `_accumulate` (its stored entries, zeros included)."""
+    sp = sparse_module()
+    return sp.csr_array(
+        (_np.ones(jac.nnz, dtype=bool), jac.indices.copy(), jac.indptr.copy()), shape=jac.shape
+    )
+
+
+class _Pending:
+    """The pattern of a first call that accumulated its Jacobian: the plan (its colouring and
+    recorded pass) is made at the next call, which needs it."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern):
+        self.pattern = pattern
 
 
 def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable:
@@ -562,10 +619,13 @@ def sparse_jacobian(
     -----
     The pattern and its colouring are found on the first call for each signature of the
     arguments differentiated (shapes and dtypes) and values of the others, and kept; later
-    calls run only the batched pass. As for `jit`, `fun` must be pure: an array it reads
-    from outside its arguments (a global, a closure) is taken to stay the same, zeros
-    included (a constant matrix's zeros shape the pattern). Pass such an array as an
-    argument not differentiated if it changes: its values are part of the cache's key.
+    calls run only the batched pass. A function of elementwise operations and moves on
+    float64 values gets its first call's Jacobian in one run instead (`fgrad.accumulation`),
+    and the colouring and the pass are made at its second call, from that pattern. As for
+    `jit`, `fun` must be pure: an array it reads from outside its arguments (a global, a
+    closure) is taken to stay the same, zeros included (a constant matrix's zeros shape the
+    pattern). Pass such an array as an argument not differentiated if it changes: its values
+    are part of the cache's key.
 
     A batch of problems: `sparse_jacobian(vmap(fun))(xs)` is the block-diagonal Jacobian of
     them all, found in as many passes as one problem (its blocks share no column, so one
@@ -595,17 +655,30 @@ def sparse_jacobian(
         nums = _argnums(argnums, len(args), who)
         key = _key(args, nums, who)
         plan, recheck = plans.get(key, (None, True))
-        if plan is None or recheck:
+        if plan is None and given is None:
+            # A first call: the Jacobian in one run where it can be accumulated; the plan
+            # that later calls replay is made from its pattern at the second call
             values, tree = _inputs(args, nums, "sparse_jacobian")
-            if given is not None:
-                pattern, recheck = given, False
-                n = sum(v.size for v in values)
-                if given.shape[1] != n:
-                    _check_shape(given, (given.shape[0], n), "sparse_jacobian")
-                complex_out = False  # not known without a run (a complex output needs "fwd")
-            else:
-                pattern, recheck, complex_out = _detect(fun, args, nums, values, tree)
-            new = _subset_or_union(plan, pattern)
+            found = _accumulate(fun, args, nums, values, tree)
+            if found is not None:
+                jac, reads = found
+                _remember(plans, key, (_Pending(_pattern_of(jac)), reads))
+                return jac
+        if plan is None or recheck or type(plan) is _Pending:
+            new, complex_out = None, False
+            if plan is None or recheck:
+                values, tree = _inputs(args, nums, "sparse_jacobian")
+                if given is not None:
+                    pattern, recheck = given, False
+                    n = sum(v.size for v in values)
+                    if given.shape[1] != n:
+                        _check_shape(given, (given.shape[0], n), "sparse_jacobian")
+                    # (not known without a run: a complex output needs "fwd")
+                else:
+                    pattern, recheck, complex_out = _detect(fun, args, nums, values, tree)
+                new = _subset_or_union(plan, pattern)
+            if type(plan) is _Pending and new is None:
+                new = plan.pattern
             if new is not None:
                 plan = _jacobian_plan(new, mode, order, fun, nums, complex_out)
             _remember(plans, key, (plan, recheck))

@@ -69,6 +69,7 @@ __all__ = [
     "dense_reasons",
     "empty_pattern",
     "identity_pattern",
+    "move_numbers",
     "rule_kind",
     "rules",
     "sparse_module",
@@ -520,30 +521,38 @@ def _n_of(pats):
     return next(p for p in pats if p is not None).shape[1]
 
 
+def move_numbers(prim, vals, traced, params, data=None, numbers_dtype=False) -> _np.ndarray:
+    """For a primitive that only moves elements of its data arguments (positions `data`, all
+    when None): the primitive applied to their element numbers, counted from 1 across the
+    `traced` ones (0 for a constant's elements, which depend on nothing). For each output
+    element, flat: the number from 0 across the traced arguments of the element it took, -1
+    for none. `numbers_dtype`: the primitive casts to its `dtype` parameter, which the
+    numbers replace (so they stay exact integers). (`fgrad.accumulation` moves its rows so.)"""
+    args, start = [], 1
+    for i, (v, t) in enumerate(zip(vals, traced)):
+        if data is not None and i not in data:
+            args.append(v)
+            continue
+        s = tuple(shape_of(v))
+        if not t:
+            args.append(_np.zeros(s, dtype=_np.int64))
+            continue
+        args.append(_np.arange(start, start + _size(s), dtype=_np.int64).reshape(s))
+        start += _size(s)
+    if numbers_dtype:
+        params = dict(params, dtype=_np.dtype(_np.int64))
+    return _np.asarray(prim.impl(*args, **params)).ravel() - 1
+
+
 def _moves(prim, data: Sequence[int] | None = None, numbers_dtype: bool = False):
-    """The rule of a primitive that only moves elements of its data arguments (positions
-    `data`, all when None): it is applied to their element numbers, counted from 1 across the
-    traced arguments (0 for a constant's elements, which depend on nothing), and each output
-    element takes the pattern row of the number it got. `numbers_dtype`: the primitive casts
-    to its `dtype` parameter, which the numbers replace (so they stay exact integers)."""
+    """The rule of a primitive that only moves elements (`move_numbers`): each output element
+    takes the pattern row of the element it got."""
 
     def rule(vals, pats, ans, params):
-        args, blocks, start = [], [], 1
-        for i, (v, p) in enumerate(zip(vals, pats)):
-            if data is not None and i not in data:
-                args.append(v)
-                continue
-            s = tuple(shape_of(v))
-            if p is None:
-                args.append(_np.zeros(s, dtype=_np.int64))
-                continue
-            args.append(_np.arange(start, start + _size(s), dtype=_np.int64).reshape(s))
-            blocks.append(p)
-            start += _size(s)
-        if numbers_dtype:
-            params = dict(params, dtype=_np.dtype(_np.int64))
-        moved = _np.asarray(prim.impl(*args, **params)).ravel()
-        return _take_rows(blocks, moved - 1)
+        traced = [p is not None for p in pats]
+        moved = move_numbers(prim, vals, traced, params, data, numbers_dtype)
+        blocks = [p for i, p in enumerate(pats) if p is not None and (data is None or i in data)]
+        return _take_rows(blocks, moved)
 
     rule.narrow = True  # type: ignore[attr-defined]
     return rule

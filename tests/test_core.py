@@ -505,7 +505,9 @@ ALLOWED_IMPORTS = {
     # layer's index templates
     "sparsity.py": {"batching", "core", "numpy", "numpy.shaping", "primitive"},
     "coloring.py": set(),
+    "accumulation.py": {"core", "forward", "primitive", "sparsity"},
     "sparse.py": {
+        "accumulation",
         "api",
         "boundary",
         "coloring",

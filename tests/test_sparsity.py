@@ -34,11 +34,15 @@ def _flat_jacobian(fun, x):
 
 
 def _assert_equal_to_jacfwd(fun, x, **kw):
-    got = fgrad.sparse_jacobian(fun, **kw)(x)
-    assert isinstance(got, sp.csr_array)
+    """The first call (accumulated where it can be, else found, coloured and passed) and the
+    second (the plan's pass) both give jacfwd's entries."""
+    jac = fgrad.sparse_jacobian(fun, **kw)
     want = _flat_jacobian(fun, x)
     scale = np.abs(want).max(initial=0.0)
-    np.testing.assert_allclose(got.toarray(), want, rtol=1e-14, atol=1e-15 * scale)
+    for _ in range(2):
+        got = jac(x)
+        assert isinstance(got, sp.csr_array)
+        np.testing.assert_allclose(got.toarray(), want, rtol=1e-14, atol=1e-15 * scale)
     return got
 
 
@@ -256,11 +260,53 @@ def test_the_pattern_holds_every_nonzero_of_jacfwd(row):
         else:  # the path may differ: the pattern found at this input holds it
             here = _dense(fgrad.jacobian_sparsity(row.fn)(x))
             assert not (nonzero & ~here).any(), f"input {k}: a nonzero is missing"
-    x = xs[1]
+    _assert_equal_to_jacfwd(row.fn, xs[1])
+
+
+@pytest.mark.parametrize("row", SAMPLE, ids=lambda r: r.id)
+def test_an_accumulated_jacobian_is_jacfwds_with_detections_pattern(row):
+    """A first call's one run (`fgrad.accumulation`), where the row's operations allow it:
+    jacfwd's entries, and the pattern and reads detection finds, so that the plan made from
+    it at the second call is the one detection would have made."""
+    x = row.args()[0]
+    values, tree = sparse._inputs((x,), (0,), "test")
+    found = sparse._accumulate(row.fn, (x,), (0,), values, tree)
+    if found is None:  # an operation without an accumulation rule, or not float64
+        return
+    jac, reads = found
     want = _flat_jacobian(row.fn, x)
-    got = fgrad.sparse_jacobian(row.fn)(x).toarray()
     scale = np.abs(want).max(initial=0.0)
-    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15 * scale)
+    np.testing.assert_allclose(jac.toarray(), want, rtol=1e-14, atol=1e-15 * scale)
+    pattern, detected_reads, _ = sparse._detect(row.fn, (x,), (0,), values, tree)
+    assert (sparse._pattern_of(jac) != pattern).nnz == 0
+    assert reads == detected_reads
+
+
+def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
+    # the structured problems above accumulate, entries and pattern as detection's
+    y = np.random.default_rng(3).uniform(size=128)
+    for fun, x in [(brusselator, y), (tridiagonal_residual, y[:9]), (banded, y[:12])]:
+        values, tree = sparse._inputs((x,), (0,), "test")
+        jac, reads = sparse._accumulate(fun, (x,), (0,), values, tree)
+        np.testing.assert_allclose(jac.toarray(), _flat_jacobian(fun, x), rtol=1e-14, atol=1e-13)
+        pattern = sparse._detect(fun, (x,), (0,), values, tree)[0]
+        assert (sparse._pattern_of(jac) != pattern).nnz == 0 and not reads
+    # where, maximum and abs keep both sides (an entry whose derivative is 0 here is stored)
+    x = np.array([-1.0, 2.0, 0.5])
+    jac = fgrad.sparse_jacobian(lambda x: fnp.where(x > 0, x[::-1], 2.0 * x) + fnp.abs(x))(x)
+    # (0, 2): where's side not taken at x[0] < 0, 0 here and stored
+    assert jac.nnz == 5 and jac.toarray()[0, 2] == 0.0 and sparse._pattern_of(jac)[0, 2]
+    # a float argument not differentiated may change between calls: what it decides is not
+    # fixed (a where on it keeps both sides), and it adds no column
+    f = lambda x, t: fnp.where(t > 0.5, x, x[::-1]) * t
+    jac = fgrad.sparse_jacobian(f)
+    for t in (0.25, 0.75, 0.25):
+        np.testing.assert_allclose(jac(x, t).toarray(), fgrad.jacfwd(f)(x, t))
+    # a reduction has no accumulation rule: detection's path, the same result
+    g = lambda x: fnp.cumsum(x) * x
+    values, tree = sparse._inputs((x,), (0,), "test")
+    assert sparse._accumulate(g, (x,), (0,), values, tree) is None
+    np.testing.assert_allclose(fgrad.sparse_jacobian(g)(x).toarray(), fgrad.jacfwd(g)(x))
 
 
 HESSIAN_SAMPLE = [row for row in _ROWS if row.order >= 2][
@@ -517,17 +563,26 @@ def test_pytree_inputs_and_outputs_are_flattened_and_concatenated():
 
 def test_detection_and_colouring_run_once_per_signature(monkeypatch):
     calls = []
-    detect = sparse._detect
-    monkeypatch.setattr(sparse, "_detect", lambda *a: calls.append(1) or detect(*a))
+    for name in ("_detect", "_accumulate", "_jacobian_plan"):
+        original = getattr(sparse, name)
+        monkeypatch.setattr(sparse, name, lambda *a, n=name, f=original: calls.append(n) or f(*a))
     jac = fgrad.sparse_jacobian(tridiagonal_residual)
     for k in range(3):
         x = np.linspace(-1.0, 1.0, 8) + k
         np.testing.assert_allclose(
             jac(x).toarray(), _flat_jacobian(tridiagonal_residual, x), rtol=1e-15
         )
-    assert len(calls) == 1
+    # the first call accumulates the Jacobian (its pattern with it); the second colours that
+    # pattern and records the pass, which the third replays
+    assert calls == ["_accumulate", "_jacobian_plan"]
     jac(np.ones(9))  # another signature
-    assert len(calls) == 2
+    assert calls == ["_accumulate", "_jacobian_plan", "_accumulate"]
+    # a function that cannot be accumulated (a reduction) finds its pattern instead, once
+    calls.clear()
+    summed = fgrad.sparse_jacobian(lambda x: fnp.cumsum(x) * x)
+    for k in range(3):
+        summed(np.arange(4.0) + k)
+    assert calls == ["_accumulate", "_detect", "_jacobian_plan"]
 
 
 def test_a_given_pattern_is_used_and_checked():
