@@ -423,6 +423,22 @@ MUTANTS = [
         "((a * j - k) * x[j])",
         "Taylor coefficient: x**a's recurrence",
     ),
+    # --- sparse forward accumulation (sparse_jacobian's first call) ---
+    Mutant(
+        "accumulation-square-one-partial",
+        "fgrad/accumulation.py",
+        "partials[k] = (q, e + d)",
+        "partials[k] = (q, d)",
+        "a partial derivative dropped: x * x accumulates one factor's derivative, not both",
+    ),
+    Mutant(
+        "accumulation-move-off-by-one",
+        "fgrad/sparsity.py",
+        "return _np.asarray(prim.impl(*args, **params)).ravel() - 1",
+        "return _np.asarray(prim.impl(*args, **params)).ravel() - 1 + (prim.name == 'roll')",
+        "a move takes the next row: roll's element numbers off by one (detection's and the "
+        "accumulation's rule)",
+    ),
 ]
 
 
