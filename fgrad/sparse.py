@@ -377,24 +377,31 @@ class _Plan:
         if self.seeds.shape[0] == 0:
             data = _np.zeros(p.nnz)
         else:
-            compressed = _np.asarray(primal(self.pass_(*args)))
+            compressed = self.pass_(*args)
+            if type(compressed) is Box:
+                # `fun` closes over a value an outer transform traces (a parameter being
+                # differentiated, a record's input): the entries are traced values too
+                return self._traced(args, compressed)
+            compressed = _np.asarray(compressed)
             if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
                 shape = (compressed.shape[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
             data = _np.take(compressed, self.flat_at)
         return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
-    def _traced(self, args):
+    def _traced(self, args, compressed=None):
         """Under an outer transform (`grad`, `jvp`, `jit`, `jet`): the same pass, on the traced
-        arguments, read into a `fgrad.scipy.sparse` array whose data are traced values, so
-        that what is computed from it (`J @ v`, `J.toarray()`) is differentiated or recorded.
-        (Imported by name: `fgrad.scipy` is a layer above this module.)"""
+        arguments (or `compressed`, its result already), read into a `fgrad.scipy.sparse`
+        array whose data are traced values, so that what is computed from it (`J @ v`,
+        `J.toarray()`) is differentiated or recorded. (Imported by name: `fgrad.scipy` is a
+        layer above this module.)"""
         fsp = importlib.import_module("fgrad.scipy.sparse")
         p = self.pattern
         if self.seeds.shape[0] == 0:
             data = fnp.zeros(p.nnz)
         else:
-            compressed = self.pass_(*args)
+            if compressed is None:
+                compressed = self.pass_(*args)
             if tuple(shape_of(compressed))[1] != self.across:
                 shape = (tuple(shape_of(compressed))[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)

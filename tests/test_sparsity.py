@@ -282,6 +282,23 @@ def test_an_accumulated_jacobian_is_jacfwds_with_detections_pattern(row):
     assert reads == detected_reads
 
 
+def test_a_value_traced_outside_that_fun_closes_over_is_differentiated():
+    # The arguments are plain, but fun closes over a value an outer transform traces: the
+    # entries depend on it (their derivative was 0, and an outer jit kept the first value)
+    x = np.arange(3.0)
+    for kw in ({}, {"sparsity": np.eye(3)}):
+
+        def total(a, kw=kw):
+            return fnp.sum(fgrad.sparse_jacobian(lambda x: x * a, **kw)(x).toarray())
+
+        assert fgrad.grad(total)(2.0) == 3.0
+    hess = lambda a: fnp.sum(fgrad.sparse_hessian(lambda x: fnp.sum(x**3) * a)(x).toarray())
+    assert fgrad.grad(hess)(2.0) == np.sum(6.0 * x)
+    replayed = fgrad.jit(lambda a: fgrad.sparse_jacobian(lambda x: x * a)(x).toarray())
+    for a in (2.0, 5.0, 2.0):
+        np.testing.assert_array_equal(replayed(a), a * np.eye(3))
+
+
 def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
     # the structured problems above accumulate, entries and pattern as detection's
     y = np.random.default_rng(3).uniform(size=128)
