@@ -48,7 +48,7 @@ from . import coloring, numpy as fnp
 from .accumulation import AccumulationLevel, NoAccumulation
 from .api import grad, jvp, vjp
 from .boundary import api_boundary
-from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
+from .core import Box, dtype_of, holds_batch, innermost, shape_of
 from .jitting import jit
 from .protocols import is_foreign_array
 from .sparsity import SparsityLevel, empty_pattern, sparse_module

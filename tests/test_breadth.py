@@ -222,6 +222,20 @@ def test_piecewise_with_conditions_read_from_the_rows_under_vmap_equals_a_loop()
     np.testing.assert_allclose(g(xs[0]), [-2.0, np.cos(2.0), 0.0])
 
 
+def test_piecewise_of_a_plain_x_differentiates_what_its_functions_close_over():
+    # x and the conditions are plain; the functions close over a traced parameter (NumPy's
+    # piecewise, which this took, could not write a traced value into its array)
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.3, -0.7]])
+
+    def f(a):
+        return fnp.sum(fnp.piecewise(x, [x > 0, x <= 0], [lambda v: v * a, lambda v: v * a**2]))
+
+    expected = np.sum(x[x > 0]) + 2 * 2.0 * np.sum(x[x <= 0])
+    np.testing.assert_allclose(fgrad.grad(f)(2.0), expected)
+    assert fgrad.jit(f)(3.0) == f(3.0)
+    np.testing.assert_allclose(fgrad.vmap(f)(np.array([2.0, 3.0])), [f(2.0), f(3.0)])
+
+
 def test_choose_out_of_range_names_the_mode_to_pass():
     with pytest.raises(ValueError, match=r"indices outside \[0, 2\).*mode='wrap'"):
         fgrad.grad(lambda a: fnp.sum(fnp.choose(np.array([0, 2]), [a, a])))(np.ones(2))

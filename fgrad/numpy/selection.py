@@ -272,7 +272,10 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     array([-1.,  6.])
     """
     constants = [f for f in funclist if not callable(f)]
-    if numpy_applies(x, condlist, constants, args, list(kw.values())):
+    # Inside a transform a function may close over a traced value (a parameter being
+    # differentiated), which NumPy's piecewise could not write into its array: fgrad's path
+    closures = len(constants) < len(funclist) and bool(_core.live_levels())
+    if not closures and numpy_applies(x, condlist, constants, args, list(kw.values())):
         return _np.piecewise(x, condlist, funclist, *args, **kw)
     x = asarray(x)
     if _np.isscalar(condlist) or (
