@@ -84,13 +84,7 @@ def pad(
     pos = _positions(a_shape)
     if mode in _GATHER_MODES:
         if mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") == "odd":
-            extra = sorted(set(kwargs) - {"reflect_type"})
-            if extra:
-                raise TypeError(f"pad: unexpected keyword arguments {extra} for mode {mode!r}")
-            nd = ndim(array)
-            widths = [(int(b), int(a)) for b, a in _pairs(pad_width, nd, "pad_width")]
-            if any(w < 0 for pair in widths for w in pair):
-                raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
+            widths = _widths(array, pad_width, mode, kwargs, {"reflect_type"})
             for axis, pair in enumerate(widths):  # NumPy's order: axis after axis
                 if any(pair):
                     array = _odd_along(array, axis, pair, mode)
@@ -194,17 +188,24 @@ def _at(axis: int, s: slice) -> tuple:
     return (slice(None),) * axis + (s,)
 
 
+def _widths(array: Any, pad_width: Any, mode: str, kwargs: dict, allowed: set) -> list:
+    """`pad_width` as a (before, after) pair of ints per axis, after refusing the keywords
+    `mode` does not take and a negative width, as NumPy does."""
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode {mode!r}")
+    widths = [(int(b), int(a)) for b, a in _pairs(pad_width, ndim(array), "pad_width")]
+    if any(w < 0 for pair in widths for w in pair):
+        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
+    return widths
+
+
 def _pad_by_axis(array: Any, pad_width: Any, mode: str, kwargs: dict) -> Any:
     """The statistics, ramps and 'empty' modes, as NumPy pads: axis after axis, each axis's
     pad computed from the array already padded along the axes before it."""
     allowed = {"linear_ramp": {"end_values"}, "empty": set()}.get(mode, {"stat_length"})
-    unknown = set(kwargs) - allowed
-    if unknown:
-        raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode {mode!r}")
+    widths = _widths(array, pad_width, mode, kwargs, allowed)
     nd = ndim(array)
-    widths = [(int(b), int(a)) for b, a in _pairs(pad_width, nd, "pad_width")]
-    if any(w < 0 for pair in widths for w in pair):
-        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
     dtype = dtype_of(array)
     if mode != "empty" and _np.prod(shape(array)) == 0:
         for axis, pair in enumerate(widths):
