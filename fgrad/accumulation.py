@@ -19,7 +19,7 @@ second, each several times faster than along the other axis.)
   takes;
 - `where` with a condition that is a constant of every input (read before any value was):
   the side it takes, as `sparsity`'s rule has it; otherwise both sides, as elementwise;
-- casts between real floating types keep their rows.
+- a cast of float64 to float64 keeps its rows (a value of another dtype ends the run).
 
 Any other primitive (a reduction, a product of matrices, a solve, one with several outputs)
 raises `NoAccumulation`: `fgrad.sparse` then takes its three runs. The pattern is the one
@@ -161,9 +161,22 @@ def _elementwise(prim, vals, rows, ans, params) -> _Rows:
                 break
         else:
             partials.append((r, d))
-    return _joined(
-        [r if d.ndim == 0 and d == 1.0 else _Rows(r.cols, r.vals * d) for r, d in partials]
-    )
+    return _joined([_scaled(r, d) for r, d in partials])
+
+
+def _scaled(r: _Rows, d) -> _Rows:
+    """Rows times a partial derivative; where it is 0 the rows are 0, not 0 * inf (a `where`'s
+    side not taken, whose rows may hold an overflow, contributes nothing, as jacfwd's select
+    has it)."""
+    if d.ndim == 0:
+        if d == 1.0:
+            return r
+        return _Rows(r.cols, _np.zeros_like(r.vals) if d == 0.0 else r.vals * d)
+    vals = r.vals * d
+    zero = d[0] == 0.0
+    if zero.any():
+        vals[:, zero] = 0.0
+    return _Rows(r.cols, vals)
 
 
 def _where(prim, vals, rows, ans, params, fixed: bool) -> _Rows:
@@ -266,8 +279,10 @@ class AccumulationLevel(Level):
         if prim.multiple_results:
             raise NoAccumulation(f"{prim.name} has several outputs")
         ans = bind(prim, tuple(vals), params)
-        if type(ans) is Box or dtype_of(ans).kind != "f":
-            raise NoAccumulation(f"{prim.name} gives a value that is not a real float array")
+        if type(ans) is Box or dtype_of(ans) != _np.float64:
+            # (a float32 value's derivative is rounded to float32 by jacfwd and the pass, which
+            # these float64 rows would not be)
+            raise NoAccumulation(f"{prim.name} gives a value that is not a float64 array")
         return Box(ans, self, self._rule(prim, vals, rows, ans, params))
 
     def _rule(self, prim, vals, rows, ans, params) -> _Rows:
@@ -279,7 +294,7 @@ class AccumulationLevel(Level):
         if name == "moves":
             data, numbers_dtype = (list(extra) + [None, False])[:2]
             return _moves(prim, vals, rows, params, data, numbers_dtype)
-        if name == "astype" and dtype_of(vals[0]).kind == "f":
+        if name == "astype":  # (float64 to float64: process refuses other results)
             return rows[0]
         raise NoAccumulation(f"{prim.name}: no accumulation rule (its sparsity kind: {name})")
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from gradtable import load
+from hypothesis import given, settings, strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
@@ -278,6 +279,56 @@ def test_an_accumulated_jacobian_is_jacfwds_with_detections_pattern(row):
     scale = np.abs(want).max(initial=0.0)
     np.testing.assert_allclose(jac.toarray(), want, rtol=1e-14, atol=1e-15 * scale)
     pattern, detected_reads, _ = sparse._detect(row.fn, (x,), (0,), values, tree)
+    assert (sparse._pattern_of(jac) != pattern).nnz == 0
+    assert reads == detected_reads
+
+
+# Steps of a random residual for the accumulation property below: each takes the running value
+# h (a vector of 12) and the input x, and returns a vector of 12.
+_STEPS = [
+    lambda h, x: fnp.sin(h) * x,
+    lambda h, x: h * h - 2.0 * x,
+    lambda h, x: fnp.roll(h, 3) + fnp.flip(x),
+    lambda h, x: fnp.concatenate([h[4:], h[:4] ** 3]),
+    lambda h, x: fnp.where(x > 0.5, h, fnp.exp(h)),  # a mask read from x: both sides kept
+    lambda h, x: fnp.where(np.arange(12) % 3 == 0, h, 0.0),  # a fixed mask: one side
+    lambda h, x: fnp.reshape(fnp.transpose(fnp.reshape(h, (3, 4))), (12,)) / (1.0 + x * x),
+    lambda h, x: fnp.maximum(h, x[::-1]) + fnp.abs(h[2]) * h,
+    lambda h, x: (
+        fnp.tanh(h[::2])[:, None]
+        * x[None, :2]
+        @ np.ones(2)
+        * np.ones((2, 1)).ravel()[0]
+        * fnp.concatenate([h[1::2], h[::2]])
+    ),
+    lambda h, x: fnp.astype(h, np.float32).astype(np.float64) + x,
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, len(_STEPS) - 1), min_size=1, max_size=6), st.integers(0, 2**31))
+def test_an_accumulated_residual_of_random_steps_is_jacfwds(steps, seed):
+    """Compositions of elementwise operations, moves and masks: where the accumulation runs,
+    its entries are jacfwd's and its pattern and reads detection's."""
+
+    def residual(x):
+        h = x
+        for k in steps:
+            h = _STEPS[k](h, x)
+        return h
+
+    x = np.random.default_rng(seed).uniform(0.0, 1.0, 12)
+    values, tree = sparse._inputs((x,), (0,), "test")
+    found = sparse._accumulate(residual, (x,), (0,), values, tree)
+    if found is None:  # a product of matrices or a float32 value: detection's path
+        assert any(k in (8, 9) for k in steps)
+        return
+    jac, reads = found
+    want = _flat_jacobian(residual, x)
+    if np.isfinite(want).all():  # (past an overflow, which of inf and nan fills a row differs)
+        scale = np.abs(want).max(initial=0.0)
+        np.testing.assert_allclose(jac.toarray(), want, rtol=1e-13, atol=1e-14 * scale)
+    pattern, detected_reads, _ = sparse._detect(residual, (x,), (0,), values, tree)
     assert (sparse._pattern_of(jac) != pattern).nnz == 0
     assert reads == detected_reads
 
