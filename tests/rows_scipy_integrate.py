@@ -11,7 +11,7 @@ import numpy as np
 from gradtable import Row
 
 import fgrad.numpy as fnp
-from fgrad.scipy.integrate import odeint
+from fgrad.scipy.integrate import cumulative_trapezoid, fixed_quad, odeint, simpson, trapezoid
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 
@@ -115,3 +115,58 @@ ROWS = [
 ]
 
 NONDIFF = []
+
+
+def _coordinates(rng, n=6):
+    """n sorted coordinates, unevenly spaced, at least 0.2 apart."""
+    return np.cumsum(rng.uniform(0.2, 0.8, n))
+
+
+# Integrators of sampled data and fixed-order quadrature: differentiable in the samples, the
+# coordinates, the spacing and the limits.
+ROWS += [
+    Row("scipy.integrate.trapezoid", trapezoid, ((5,),)),
+    Row("scipy.integrate.simpson", simpson, ((5,),), variant="odd"),
+    # an even number of samples: SciPy adds its float64 correction of the last interval into
+    # the result in place, so a float32 result stays float32 (a vector's sum, a number, not)
+    Row("scipy.integrate.simpson", lambda y: simpson(y, axis=0), ((6, 2),), variant="even"),
+    Row(
+        "scipy.integrate.simpson",
+        lambda y, d: simpson(y, dx=d),
+        ((4,), ()),
+        ("real", "positive"),
+        variant="traced dx",
+        promotes=True,
+    ),
+    Row(
+        "scipy.integrate.simpson",
+        lambda y, x: simpson(y, x=x),
+        make=lambda rng: (rng.normal(size=6), _coordinates(rng)),
+        variant="uneven x, even n",
+        promotes=True,  # SciPy computes the steps in float64
+    ),
+    Row(
+        "scipy.integrate.simpson",
+        lambda y, x: simpson(y, x=x, axis=1),
+        make=lambda rng: (rng.normal(size=(2, 5)), _coordinates(rng, 5)),
+        variant="uneven x, odd n",
+        promotes=True,
+    ),
+    Row("scipy.integrate.cumulative_trapezoid", cumulative_trapezoid, ((5,),)),
+    Row(
+        "scipy.integrate.cumulative_trapezoid",
+        lambda y, x: cumulative_trapezoid(y, x=x, axis=0, initial=0),
+        make=lambda rng: (rng.normal(size=(4, 3)), _coordinates(rng, 4)),
+        variant="x, initial=0",
+    ),
+    Row(
+        "scipy.integrate.fixed_quad",
+        lambda a, b, k: fixed_quad(lambda t: fnp.sin(k * t) * t, a, b, n=6)[0],
+        make=lambda rng: (
+            np.array(rng.uniform(-1.0, 0.0)),
+            np.array(rng.uniform(0.5, 1.5)),
+            np.array(rng.uniform(0.5, 2.0)),
+        ),
+        promotes=True,  # SciPy's Gauss-Legendre nodes are float64
+    ),
+]

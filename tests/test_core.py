@@ -487,7 +487,9 @@ ALLOWED_IMPORTS = {
     "scipy/stats/t.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/linalg.py": {"core", "primitive", "numpy", "numpy.elementwise", "numpy.shaping"},
     "scipy/signal.py": {"core", "primitive", "numpy", "numpy.shaping"},
+    "scipy/_quadrature.py": {"core", "numpy", "numpy.shaping"},
     "scipy/integrate.py": {
+        "scipy._quadrature",
         "batching",
         "core",
         "primitive",

@@ -450,3 +450,48 @@ def test_the_default_rule_is_sensitivities_for_small_systems_only(monkeypatch):
         else:
             fgrad.grad(lambda k: fnp.sum(odeint(decay, np.ones(n), t, (k,))))(0.5)
         assert solves == want
+
+
+# --- integrators of sampled data, fixed-order quadrature ------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["simpson", "cumulative_trapezoid", "trapezoid"])
+def test_sampled_integrals_of_traced_values_are_scipys_bit_for_bit(name):
+    import scipy.integrate as si
+
+    import fgrad.scipy.integrate as fsi
+
+    rng = np.random.default_rng(0)
+    for shape, axis in [
+        ((5,), -1),
+        ((6,), 0),
+        ((2,), -1),
+        ((4, 3), 0),
+        ((3, 7), 1),
+        ((2, 3, 6), -1),
+    ]:
+        y = rng.normal(size=shape).astype(np.float32 if shape == (4, 3) else np.float64)
+        n = shape[axis]
+        spacings = [{}, {"dx": 0.7}, {"x": np.cumsum(rng.uniform(0.1, 1.0, n))}]
+        spacings.append({"x": np.cumsum(rng.uniform(0.1, 1.0, shape), axis=axis)})
+        for kw in spacings:
+            expected = getattr(si, name)(y, axis=axis, **kw)
+            got = fgrad.jvp(lambda y: getattr(fsi, name)(y, axis=axis, **kw), (y,), (y,))[0]
+            assert np.asarray(got).dtype == np.asarray(expected).dtype  # (float32 kept or not)
+            np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="length of x along axis"):
+        fgrad.grad(lambda y: fsi.simpson(y, x=np.arange(3.0)))(np.ones(4))
+
+
+def test_fixed_quad_is_differentiable_in_its_limits_and_integrand():
+    import fgrad.scipy.integrate as fsi
+
+    def area(a, b, k):
+        return fsi.fixed_quad(lambda t: fnp.sin(k * t), a, b, n=12)[0]
+
+    a, b, k = 0.2, 1.3, 0.9
+    grads = fgrad.grad(area, argnums=(0, 1, 2))(a, b, k)
+    exact_dk = np.sin(k * b) * k * b + np.cos(k * b) - np.sin(k * a) * k * a - np.cos(k * a)
+    np.testing.assert_allclose(grads, [-np.sin(k * a), np.sin(k * b), exact_dk / k**2], rtol=1e-9)
+    with pytest.raises(ValueError, match="finite limits"):
+        fgrad.grad(lambda b: area(0.0, b, 1.0))(np.inf)

@@ -1,4 +1,6 @@
-"""`fgrad.scipy.integrate`: `odeint`, SciPy's ODE solver, differentiable to every order.
+"""`fgrad.scipy.integrate`: `odeint`, SciPy's ODE solver, differentiable to every order; and
+SciPy's integrators of sampled data and fixed-order quadrature (`trapezoid`,
+`cumulative_trapezoid`, `simpson`, `fixed_quad`: `fgrad.scipy._quadrature`).
 
 The value is computed by `scipy.integrate.odeint` (LSODA) on plain values. For a small system
 (the state and its derivatives by `y0` and `args` together at most
@@ -27,7 +29,8 @@ order by order would cost about tenfold per order).
 Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad.taylor`,
 `fgrad.primitive`, `fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`, `jvp`),
 `fgrad.vmapping` (`vmap`, for the sensitivities), `fgrad.custom` (`custom_vjp`),
-`fgrad.jitting` (`jit`, replaying the right-hand side), and `scipy.integrate` for values.
+`fgrad.jitting` (`jit`, replaying the right-hand side), `fgrad.scipy._quadrature`, and
+`scipy.integrate` for values.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from ..numpy.shaping import describe
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
+from ._quadrature import cumulative_trapezoid, fixed_quad, simpson, trapezoid
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,7 +68,7 @@ if TYPE_CHECKING:
 
     from ..typing import Array, ArrayLike
 
-__all__ = ["odeint"]
+__all__ = ["cumulative_trapezoid", "fixed_quad", "odeint", "simpson", "trapezoid"]
 
 
 def odeint(
