@@ -13,7 +13,8 @@ second, each several times faster than along the other axis.)
 
 - elementwise primitives: an output element's row is the sum of its inputs' rows (broadcast),
   each times the partial derivative there, which the primitive's forward rule gives (its
-  tangent for a tangent of ones in that input alone), so the entries are `jacfwd`'s;
+  tangent for the tangent 1 in that input alone), so the entries are `jacfwd`'s; where the
+  partial derivative is 0 the rows are 0 (not 0 times an overflow), as jacfwd's select has it;
 - moves (reshape, indexing, concatenate, roll, ...: `sparsity`'s "moves" declaration): the
   primitive applied to the element numbers of its inputs says which row each output element
   takes;
@@ -21,8 +22,9 @@ second, each several times faster than along the other axis.)
   the side it takes, as `sparsity`'s rule has it; otherwise both sides, as elementwise;
 - a cast of float64 to float64 keeps its rows (a value of another dtype ends the run).
 
-Any other primitive (a reduction, a product of matrices, a solve, one with several outputs)
-raises `NoAccumulation`: `fgrad.sparse` then takes its three runs. The pattern is the one
+Any other primitive (a reduction, a product of matrices, a solve, one with several outputs,
+a `checkpoint`), a value that is not float64, or a value of an outer transform (a closure over
+one) raises `NoAccumulation`: `fgrad.sparse` then takes its three runs. The pattern is the one
 sparsity detection gives for these primitives (an entry is kept where its derivative is 0 at
 this input, as `sparsity` keeps it: the pattern holds at every input). The level counts the
 reads of values (`reads`), as `sparsity.SparsityLevel` does.
