@@ -11,7 +11,14 @@ import numpy as np
 from gradtable import Row
 
 import fgrad.numpy as fnp
-from fgrad.scipy.integrate import cumulative_trapezoid, fixed_quad, odeint, simpson, trapezoid
+from fgrad.scipy.integrate import (
+    cumulative_trapezoid,
+    fixed_quad,
+    odeint,
+    quad,
+    simpson,
+    trapezoid,
+)
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 
@@ -49,6 +56,8 @@ def _pendulum(t, state, params):  # tfirst=True; the state and params are dicts
 
 # Names whose rows cannot run on Dask arrays, and why (tests/test_dask_table.py).
 DASK_CANNOT = {
+    "scipy.integrate.quad": "SciPy's QUADPACK evaluates the integrand on plain numbers, so its "
+    "limits and arguments are read (and Dask has no adaptive quadrature)",
     "scipy.integrate.odeint": "SciPy's odeint (LSODA, compiled) steps on a NumPy state vector, "
     "converting the state and every right-hand side it evaluates with np.asarray: a lazy "
     "array would be computed at each step, and Dask has no ODE solver",
@@ -168,5 +177,31 @@ ROWS += [
             np.array(rng.uniform(0.5, 2.0)),
         ),
         promotes=True,  # SciPy's Gauss-Legendre nodes are float64
+    ),
+]
+
+
+def _damped(x, p):
+    return fnp.sin(p[0] * x) * fnp.exp(-p[1] * x)
+
+
+# Adaptive quadrature: Leibniz's rule, each integral of a partial derivative by quad again
+ROWS += [
+    Row(
+        "scipy.integrate.quad",
+        lambda a, b, p: quad(_damped, a, b, args=(p,), epsabs=1e-13, epsrel=1e-13)[0],
+        make=lambda rng: (
+            np.array(rng.uniform(0.0, 0.5)),
+            np.array(rng.uniform(1.0, 2.0)),
+            rng.uniform(0.5, 1.5, 2),
+        ),
+        promotes=True,  # QUADPACK integrates in float64
+    ),
+    Row(
+        "scipy.integrate.quad",
+        lambda k: quad(lambda x, k: fnp.exp(-k * x * x), 0.0, np.inf, args=(k,))[0],
+        make=lambda rng: (np.array(rng.uniform(0.5, 2.0)),),
+        variant="infinite limit",
+        promotes=True,
     ),
 ]

@@ -495,3 +495,34 @@ def test_fixed_quad_is_differentiable_in_its_limits_and_integrand():
     np.testing.assert_allclose(grads, [-np.sin(k * a), np.sin(k * b), exact_dk / k**2], rtol=1e-9)
     with pytest.raises(ValueError, match="finite limits"):
         fgrad.grad(lambda b: area(0.0, b, 1.0))(np.inf)
+
+
+def test_quad_is_differentiated_by_leibniz_rule():
+    import fgrad.scipy.integrate as fsi
+
+    def f(x, p):
+        return fnp.sin(p[0] * x) * fnp.exp(-p[1] * x)
+
+    def integral(a, b, p):
+        return fsi.quad(f, a, b, args=(p,))[0]
+
+    a, b, p = 0.2, 1.7, np.array([1.3, 0.4])
+    # plain values: SciPy's own, every option included
+    plain = fsi.quad(f, a, b, args=(p,), full_output=1)
+    assert plain[:2] == scipy.integrate.quad(f, a, b, args=(p,))[:2] and "neval" in plain[2]
+    ga, gb, gp = fgrad.grad(integral, argnums=(0, 1, 2))(a, b, p)
+    assert ga == -f(a, p) and gb == f(b, p)
+    # d/dp: the integrals of the partial derivatives, in closed form here
+    dp0 = scipy.integrate.quad(lambda x: x * np.cos(1.3 * x) * np.exp(-0.4 * x), a, b)[0]
+    dp1 = scipy.integrate.quad(lambda x: -x * np.sin(1.3 * x) * np.exp(-0.4 * x), a, b)[0]
+    np.testing.assert_allclose(gp, [dp0, dp1], rtol=1e-12)
+    replayed = fgrad.jit(fgrad.grad(integral, argnums=2))
+    for q in (p, 1.1 * p, p):
+        np.testing.assert_array_equal(replayed(a, b, q), fgrad.grad(integral, argnums=2)(a, b, q))
+    # an infinite limit does not move: d/dk of the Gaussian integral -sqrt(pi) / (4 k^1.5)
+    gauss = lambda k: fsi.quad(lambda x, k: fnp.exp(-k * x * x), 0.0, np.inf, args=(k,))[0]
+    np.testing.assert_allclose(fgrad.grad(gauss)(2.0), -np.sqrt(np.pi) / (4 * 2.0**1.5))
+    with pytest.raises(TypeError, match="closes over a value being differentiated.*args="):
+        fgrad.grad(lambda k: fsi.quad(lambda x: fnp.exp(-k * x), 0.0, 1.0)[0])(1.0)
+    with pytest.raises(TypeError, match="must be real, got shape \\(\\) and dtype complex128"):
+        fsi.quad(f, 0.0, 1.0 + 1j, args=(p,))

@@ -1,6 +1,6 @@
-"""SciPy's integrators of sampled data and its fixed-order Gaussian quadrature, differentiable:
-`trapezoid`, `cumulative_trapezoid`, `simpson` and `fixed_quad` (exported by
-`fgrad.scipy.integrate`).
+"""SciPy's integrators of sampled data, its fixed-order Gaussian quadrature and its adaptive
+quadrature, differentiable: `trapezoid`, `cumulative_trapezoid`, `simpson`, `fixed_quad` and
+`quad` (exported by `fgrad.scipy.integrate`).
 
 Each is SciPy's own function on plain values (its result bit for bit; SciPy's `trapezoid` is
 not NumPy's, whose dtype it does not follow). On traced values (or
@@ -11,19 +11,32 @@ SciPy's guards against a division by a zero step (`true_divide(..., where=den !=
 there) are `where`s whose other side divides by 1, so that no derivative is nan where the
 value is not.
 
-Imports: `fgrad.core`, `fgrad.numpy` and `scipy.integrate` for values.
+`quad` is SciPy's QUADPACK on plain values, one recorded operation under `jit` and one
+integral per row under `vmap`; its derivative is Leibniz's rule, d/dtheta of the integral of
+f(x, theta) from a to b = f(b) b' - f(a) a' + the integral of df/dtheta, each integral of a
+partial derivative computed by `quad` again (so every order works, to the tolerances).
+
+Imports: `fgrad.core`, `fgrad.numpy`, `fgrad.api` (`grad`), `fgrad.custom` (`custom_vjp`),
+`fgrad.primitive` and `fgrad.batching` (the integral as one operation, row by row under
+`vmap`), `fgrad.tree_util`, `fgrad.scipy._closures`, and `scipy.integrate` for values.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as _np
 import scipy.integrate as _si
 
-from .. import numpy as fnp
-from ..core import innermost, is_foreign_array
+from .. import batching as _batching, numpy as fnp
+from ..api import grad
+from ..core import constant_of, dtype_of, holds_box, innermost, is_foreign_array, primal
+from ..custom import custom_vjp
 from ..numpy.shaping import describe, is_traced, numpy_applies
+from ..primitive import nondiff
+from ..tree_util import tree_flatten, tree_unflatten
+from ._closures import check_closure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..typing import Array, ArrayLike
 
-__all__ = ["cumulative_trapezoid", "fixed_quad", "simpson", "trapezoid"]
+__all__ = ["cumulative_trapezoid", "fixed_quad", "quad", "simpson", "trapezoid"]
 
 
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: Any = 1.0, axis: int = -1) -> Array:
@@ -252,3 +265,158 @@ def fixed_quad(
         raise ValueError("Gaussian quadrature is only available for finite limits.")
     y = (b - a) * (x + 1) / 2.0 + a
     return (b - a) / 2.0 * fnp.sum(w * func(y, *args), axis=-1), None
+
+
+# --- quad: SciPy's adaptive quadrature, differentiated by Leibniz's rule ------------------------
+
+# SciPy's options that take plain numbers and pass through
+_QUAD_OPTIONS = ("epsabs", "epsrel", "limit", "points", "maxp1", "limlst")
+
+
+def _quad_impl(a, b, *args, func, tree, opts):
+    """SciPy's quad on plain values: [value, its error estimate], float64."""
+    plain = tree_unflatten(tree, [primal(v) for v in args])
+    value, error = _si.quad(lambda x: float(func(x, *plain)), float(a), float(b), **dict(opts))
+    return _np.array([value, error])
+
+
+_quad_p = nondiff(_quad_impl, name="quad")
+_batching.declare_row_by_row(
+    _quad_p,
+    "QUADPACK subdivides the interval by the error of one integrand: each row's integral is "
+    "its own adaptive run",
+)
+
+
+def _finite(v):
+    """v where it is finite, else 0 (so that f there, which is not used, stays finite)."""
+    inf = fnp.isinf(v)
+    return fnp.where(inf, 0.0, v), inf
+
+
+@functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2))
+def _integral(func, tree, opts, a, b, *args):
+    return _quad_p(a, b, *args, func=func, tree=tree, opts=opts)
+
+
+def _integral_fwd(func, tree, opts, a, b, *args):
+    return _integral(func, tree, opts, a, b, *args), (a, b, args)
+
+
+def _integral_bwd(func, tree, opts, res, ct):
+    a, b, args = res
+    ct = ct[0]  # (the error estimate has no derivative)
+    f = lambda x: func(x, *tree_unflatten(tree, list(args)))  # noqa: E731
+    cts = []
+    for limit, sign in ((a, -1.0), (b, 1.0)):  # moving a limit: the integrand there
+        at, inf = _finite(limit)
+        cts.append(fnp.where(inf, 0.0, sign * ct * f(at)))
+    for k in range(len(args)):
+        # d/d args[k]: the integral of df/d args[k], elementwise (one quad per element)
+        shape = fnp.shape(args[k])
+
+        def partial(x, *leaves, k=k, j=0):
+            g = grad(lambda v: func(x, *tree_unflatten(tree, [*leaves[:k], v, *leaves[k + 1 :]])))
+            return fnp.ravel(g(leaves[k]))[j]
+
+        parts = [
+            _integral(functools.partial(partial, j=j), tree, opts, a, b, *args)[0]
+            for j in range(_np.prod(shape, dtype=int))
+        ]
+        cts.append(ct * fnp.reshape(fnp.stack(parts) if parts else fnp.zeros(0), shape))
+    return tuple(cts)
+
+
+_integral.defvjp(_integral_fwd, _integral_bwd)
+
+
+def quad(
+    func: Callable[..., Any],
+    a: Any,
+    b: Any,
+    args: Any = (),
+    full_output: int = 0,
+    epsabs: float = 1.49e-8,
+    epsrel: float = 1.49e-8,
+    limit: int = 50,
+    points: Any = None,
+    weight: Any = None,
+    wvar: Any = None,
+    wopts: Any = None,
+    maxp1: int = 50,
+    limlst: int = 50,
+    complex_func: bool = False,
+) -> tuple:
+    """SciPy's `quad`: the integral of `func(x, *args)` from `a` to `b` and an estimate of its
+    error, differentiable in `a`, `b` and `args` (Leibniz's rule: the integrals of the partial
+    derivatives are computed by `quad` too, so they are as accurate as its tolerances). With
+    plain values it is SciPy's own, every option included; with traced ones `full_output`,
+    `weight` and `complex_func` are refused, and `func` must take what it differentiates in
+    `args` (a closure over a traced value is refused: its derivative would be lost).
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp, fgrad.scipy.integrate as fsi
+    >>> f = lambda x, k: fnp.exp(-k * x * x)
+    >>> float(fsi.quad(f, 0.0, np.inf, args=(1.0,))[0])  # sqrt(pi) / 2
+    0.8862269254527579
+    >>> round(float(fgrad.grad(lambda k: fsi.quad(f, 0.0, np.inf, args=(k,))[0])(1.0)), 9)
+    -0.443113463
+    """
+    if not isinstance(args, tuple):
+        args = (args,)
+    leaves, tree = tree_flatten(args)
+    instead = "Pass it in args instead: quad(func, a, b, args=(value,)) with func(x, value)"
+    check_closure(func, "quad", instead)
+    for v in (a, b, *leaves):
+        if is_foreign_array(innermost(v)):
+            raise TypeError(
+                f"quad: its limits and args are numbers SciPy reads; got {describe(v)}: compute "
+                "it first (x.compute())"
+            )
+        if dtype_of(v).kind == "c":  # (its dtype: no value is read)
+            # (SciPy would cast a complex limit to real, dropping its imaginary part silently)
+            raise TypeError(
+                f"quad: the limits and args must be real, got {describe(v)}; split a complex "
+                "parameter into its real and imaginary parts (complex_func=True is for a "
+                "complex integrand of real arguments)"
+            )
+    if not holds_box([a, b, *leaves]):
+        return _si.quad(
+            func,
+            a,
+            b,
+            args=args,
+            full_output=full_output,
+            epsabs=epsabs,
+            epsrel=epsrel,
+            limit=limit,
+            points=points,
+            weight=weight,
+            wvar=wvar,
+            wopts=wopts,
+            maxp1=maxp1,
+            limlst=limlst,
+            complex_func=complex_func,
+        )
+    for name, value in (
+        ("full_output", full_output),
+        ("weight", weight),
+        ("complex_func", complex_func),
+    ):
+        if value:
+            raise TypeError(
+                f"quad: {name}={value!r} is not differentiated; call quad with plain values "
+                "(fgrad.stop_gradient) for it, or leave it out"
+            )
+    opts = (
+        ("epsabs", epsabs),
+        ("epsrel", epsrel),
+        ("limit", limit),
+        ("maxp1", maxp1),
+        ("limlst", limlst),
+    ) + (
+        (("points", tuple(_np.asarray(points, dtype=float).ravel())),) if points is not None else ()
+    )
+    out = _integral(
+        func, tree, opts, fnp.asarray(a, dtype=float), fnp.asarray(b, dtype=float), *leaves
+    )
+    return out[0], constant_of(out[1])  # (the estimate: not read, so vmap and jit keep it)

@@ -60,7 +60,8 @@ from ..numpy.shaping import describe
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
-from ._quadrature import cumulative_trapezoid, fixed_quad, simpson, trapezoid
+from ._closures import check_closure
+from ._quadrature import cumulative_trapezoid, fixed_quad, quad, simpson, trapezoid
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
 
     from ..typing import Array, ArrayLike
 
-__all__ = ["cumulative_trapezoid", "fixed_quad", "odeint", "simpson", "trapezoid"]
+__all__ = ["cumulative_trapezoid", "fixed_quad", "odeint", "quad", "simpson", "trapezoid"]
 
 
 def odeint(
@@ -144,7 +145,11 @@ def odeint(
         )
     if not isinstance(args, tuple):
         args = (args,)
-    _check_closure(func)
+    check_closure(
+        func,
+        "odeint",
+        "Pass it in args instead: odeint(func, y0, t, args=(value,)) with func(y, t, value)",
+    )
 
     if isinstance(y0, (list, tuple)) and all(shape_of(v) == () for v in tree_flatten(y0)[0]):
         y0 = fnp.asarray(y0)  # a list of numbers is an array, as SciPy reads it
@@ -702,48 +707,3 @@ def _as_times(t):
     if type(t) is Box or not _np.issubdtype(dtype_of(t), _np.number):
         raise TypeError(f"odeint: t has {describe(t)}; pass real float time points")
     return _np.asarray(t, dtype=_np.float64)  # integer time points, as SciPy reads them
-
-
-def _check_closure(func):
-    """A func that closes over a value being differentiated (in a closure cell, a default
-    argument or a partial's arguments, also of the functions it closes over) would lose its
-    derivative: refuse it."""
-    todo, seen = [func], set()
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        while isinstance(fn, functools.partial):
-            for v in list(fn.args) + list(fn.keywords.values()):
-                _refuse_traced(v)
-            fn = fn.func
-        values = list(getattr(fn, "__defaults__", None) or ())
-        values += list((getattr(fn, "__kwdefaults__", None) or {}).values())
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                values.append(cell.cell_contents)
-            except ValueError:  # a cell not filled yet
-                pass
-        for v in values:
-            if callable(v) and (hasattr(v, "__closure__") or isinstance(v, functools.partial)):
-                todo.append(v)
-            else:
-                _refuse_traced(v)
-
-
-def _refuse_traced(v):
-    try:
-        leaves = tree_flatten(v)[0]
-    except Exception:  # not a pytree fgrad knows: nothing of it can be traced
-        return
-    for x in leaves:
-        y = x
-        while type(y) is Box:
-            if y.level.live:
-                raise TypeError(
-                    f"odeint: func closes over a value being differentiated (a traced value "
-                    f"with {describe(x)}); its derivative would be lost. Pass it in args "
-                    "instead: odeint(func, y0, t, args=(value,)) with func(y, t, value)"
-                )
-            y = y.value
