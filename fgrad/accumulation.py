@@ -2,7 +2,7 @@
 
 `fgrad.sparse`'s first call of a function finds the pattern of its Jacobian, colours it and
 pushes the colours' seeds forward: three runs of the function. For a function made of
-elementwise operations and moves (a discretised PDE's residual: shifts, slices, products
+elementwise operations, moves and sums (a discretised PDE's residual: shifts, slices, products
 and sums of fields), one run can give the Jacobian itself: each value carries, for each of
 its elements, the input elements it depends on and the derivatives by them. An
 `AccumulationLevel` box is `Box(value, level, rows)`, `rows` a `_Rows`: row i (element i of
@@ -20,17 +20,20 @@ second, each several times faster than along the other axis.)
   takes;
 - `where` with a condition that is a constant of every input (read before any value was):
   the side it takes, as `sparsity`'s rule has it; otherwise both sides, as elementwise;
-- a cast of float64 to float64 keeps its rows (a value of another dtype ends the run).
+- a cast of float64 to float64 keeps its rows (a value of another dtype ends the run);
+- a plain `sum` along axes: each output row holds the entries of the rows summed into it
+  (rows of more than 64 distinct entries end the run).
 
-Any other primitive (a reduction, a product of matrices, a solve, one with several outputs,
+Any other primitive (another reduction, a product of matrices, a solve, one with several outputs,
 a `checkpoint`), a value that is not float64, or a value of an outer transform (a closure over
 one) raises `NoAccumulation`: `fgrad.sparse` then takes its three runs. The pattern is the one
 sparsity detection gives for these primitives (an entry is kept where its derivative is 0 at
 this input, as `sparsity` keeps it: the pattern holds at every input). The level counts the
 reads of values (`reads`), as `sparsity.SparsityLevel` does.
 
-Imports: `fgrad.core`, `fgrad.forward` (the forward rules), `fgrad.primitive` (the sparsity
-declarations) and `fgrad.sparsity` (its kinds, its moves, SciPy).
+Imports: `fgrad.core`, `fgrad.forward` (the forward rules), `fgrad.numpy.shaping` (`sum`'s
+primitive), `fgrad.primitive` (the sparsity declarations) and `fgrad.sparsity` (its kinds,
+its moves, SciPy).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import numpy as _np
 
 from .core import Box, Level, NondiffPrimitive, Primitive, bind, dtype_of, primal, shape_of
 from .forward import tangent_rule
+from .numpy import shaping as _shaping
 from .primitive import sparsity_declarations
 from .sparsity import move_numbers, rule_kind, sparse_module
 
@@ -49,6 +53,9 @@ __all__ = ["AccumulationLevel", "NoAccumulation"]
 
 # Past this many entries per row (repeats included), the repeats are summed into one.
 _WIDE = 32
+# A sum giving rows of more distinct entries than this ends the run: the dense couplings
+# that follow (a total spread back over every element) are detection's and the pass's job.
+_WIDEST = 64
 
 
 class NoAccumulation(Exception):
@@ -109,8 +116,14 @@ def _joined(parts: Sequence[_Rows]) -> _Rows:
     `_WIDE`)."""
     if len(parts) == 1:
         return parts[0]
-    cols = _np.concatenate([p.cols for p in parts])
-    vals = _np.concatenate([p.vals for p in parts])
+    return _compacted(
+        _np.concatenate([p.cols for p in parts]), _np.concatenate([p.vals for p in parts])
+    )
+
+
+def _compacted(cols: _np.ndarray, vals: _np.ndarray) -> _Rows:
+    """Entries as they are, or past `_WIDE` per element with each column's repeats summed
+    into one."""
     if len(cols) <= _WIDE:
         return _Rows(cols, vals)
     order = _np.argsort(cols, axis=0, kind="stable")
@@ -197,6 +210,32 @@ def _where(prim, vals, rows, ans, params, fixed: bool) -> _Rows:
         cols[:, ~keep], values[:, ~keep] = -1, 0.0
         parts.append(_Rows(cols, values))
     return _joined(parts)
+
+
+def _sum(vals, rows, params) -> _Rows:
+    """NumPy's sum along `axis`: an output element's row is the sum of the rows of the
+    elements summed into it, their entries side by side (each group's entries gathered,
+    then laid out as `width * group` entries). Too wide a row (a sum of many elements that
+    depend on many inputs, then spread by broadcasting) ends the run."""
+    (x,), (r,) = vals, rows
+    s = tuple(shape_of(x))
+    axis = params["axis"]
+    axes = tuple(range(len(s))) if axis is None else tuple(a % len(s) for a in axis)
+    kept = tuple(1 if d in axes else n for d, n in enumerate(s))
+    size, groups = _size(s), _size(kept)
+    if size == 0 or groups == 0:
+        return _Rows(_np.full((1, groups), -1, _np.int64), _np.zeros((1, groups)))
+    numbers = _np.arange(groups, dtype=_np.int64).reshape(kept)
+    order = _np.argsort(_np.broadcast_to(numbers, s).ravel(), kind="stable")
+    m, w = size // groups, r.cols.shape[0]
+
+    def gathered(a):  # (width, elements) -> (width * m, groups): each group's entries together
+        return _np.moveaxis(a[:, order].reshape(w, groups, m), 2, 1).reshape(w * m, groups)
+
+    out = _compacted(gathered(r.cols), gathered(r.vals))
+    if out.cols.shape[0] > _WIDEST:
+        raise NoAccumulation(f"a sum gives rows of {out.cols.shape[0]} entries")
+    return out
 
 
 def _moves(prim, vals, rows, params, data, numbers_dtype) -> _Rows:
@@ -298,6 +337,8 @@ class AccumulationLevel(Level):
             return _moves(prim, vals, rows, params, data, numbers_dtype)
         if name == "astype":  # (float64 to float64: process refuses other results)
             return rows[0]
+        if prim is _shaping._sum_p:  # (a plain sum: not one with a mask, dtype or initial)
+            return _sum(vals, rows, params)
         raise NoAccumulation(f"{prim.name}: no accumulation rule (its sparsity kind: {name})")
 
     def read(self, box: Box) -> Any:

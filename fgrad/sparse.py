@@ -10,7 +10,7 @@ result. `sparse_hessian` does the same for a scalar function's Hessian, with a s
 when the pattern allows one.
 
 A first call of `sparse_jacobian` that can (float64 values, a function of elementwise
-operations and moves: `fgrad.accumulation`) accumulates the Jacobian in one run instead, and
+operations, moves and sums: `fgrad.accumulation`) accumulates the Jacobian in one run instead, and
 the colouring and the recorded pass are made at the second call, from its pattern. (Its
 entries are `jacfwd`'s; a later call's, read from the pass, agree to rounding.)
 
@@ -626,7 +626,7 @@ def sparse_jacobian(
     -----
     The pattern and its colouring are found on the first call for each signature of the
     arguments differentiated (shapes and dtypes) and values of the others, and kept; later
-    calls run only the batched pass. A function of elementwise operations and moves on
+    calls run only the batched pass. A function of elementwise operations, moves and sums on
     float64 values gets its first call's Jacobian in one run instead (`fgrad.accumulation`),
     and the colouring and the pass are made at its second call, from that pattern. As for
     `jit`, `fun` must be pure: an array it reads from outside its arguments (a global, a

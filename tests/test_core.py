@@ -519,7 +519,7 @@ ALLOWED_IMPORTS = {
     # layer's index templates
     "sparsity.py": {"batching", "core", "numpy", "numpy.shaping", "primitive"},
     "coloring.py": set(),
-    "accumulation.py": {"core", "forward", "primitive", "sparsity"},
+    "accumulation.py": {"core", "forward", "numpy", "numpy.shaping", "primitive", "sparsity"},
     "sparse.py": {
         "accumulation",
         "api",

@@ -302,6 +302,10 @@ _STEPS = [
         * fnp.concatenate([h[1::2], h[::2]])
     ),
     lambda h, x: fnp.astype(h, np.float32).astype(np.float64) + x,
+    lambda h, x: fnp.ravel(
+        fnp.reshape(h, (3, 4)) * fnp.sum(fnp.reshape(x, (3, 4)), 1, keepdims=True)
+    ),
+    lambda h, x: h + fnp.mean(h[:3]) * fnp.sum(x * x),  # sums of a few and of all elements
 ]
 
 
