@@ -56,6 +56,9 @@ _WIDE = 32
 # A sum giving rows of more distinct entries than this ends the run: the dense couplings
 # that follow (a total spread back over every element) are detection's and the pass's job.
 _WIDEST = 64
+# More entries than this in one value (64 MB of columns and values) end the run: detection,
+# whose patterns of large inputs are CSR arrays, and the passes take less memory there.
+_MOST_ENTRIES = 4_000_000
 
 
 class NoAccumulation(Exception):
@@ -324,7 +327,10 @@ class AccumulationLevel(Level):
             # (a float32 value's derivative is rounded to float32 by jacfwd and the pass, which
             # these float64 rows would not be)
             raise NoAccumulation(f"{prim.name} gives a value that is not a float64 array")
-        return Box(ans, self, self._rule(prim, vals, rows, ans, params))
+        out = self._rule(prim, vals, rows, ans, params)
+        if out.cols.size > _MOST_ENTRIES:
+            raise NoAccumulation(f"{prim.name} gives {out.cols.size} entries")
+        return Box(ans, self, out)
 
     def _rule(self, prim, vals, rows, ans, params) -> _Rows:
         name, extra = _declared(prim)
