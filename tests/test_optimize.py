@@ -136,6 +136,21 @@ def test_minimize_user_jac_and_result_fields():
     np.testing.assert_allclose(fgrad.grad(value)(A), -2 * (x - A), rtol=1e-9)
 
 
+def test_a_users_jac_and_hess_may_close_over_the_parameters():
+    # They only guide SciPy's search (the derivative is fun's, by the implicit function
+    # theorem): a closure over a traced parameter was refused as if a gradient were dropped
+    def solution(a):
+        return minimize(
+            lambda x: fnp.sum((x - a) ** 4),
+            np.zeros(2),
+            method="Newton-CG",
+            jac=lambda x: 4 * (x - a) ** 3,
+            hess=lambda x: fnp.diag(12 * (x - a) ** 2 + 1e-9),
+        ).x[1]
+
+    np.testing.assert_allclose(fgrad.grad(solution)(2.0), 1.0, rtol=1e-6)
+
+
 def test_minimize_under_vmap_jit_and_jet():
     batch = np.stack([A, A + 1.0])
     np.testing.assert_allclose(

@@ -49,7 +49,7 @@ from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
 from ..numpy.shaping import describe
 from ..solve import _Closed, _discover, batch_levels, root_of
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -394,7 +394,9 @@ def minimize(
         # in place), which ignore the extra arguments SciPy passes; a `jac`, `hess` or `hessp`
         # the user gives gets them
         obj = functools.partial(objective, params=params)
-        kw: dict[str, Any] = {"jac": jac, "hess": hess, "hessp": hessp}
+        kw: dict[str, Any] = {
+            k: _plain_callable(v) for k, v in (("jac", jac), ("hess", hess), ("hessp", hessp))
+        }
         if name in _NO_GRADIENT:
             f = p.plain(obj)
         elif jac is None or jac is False:
@@ -428,6 +430,20 @@ def minimize(
         return _grad(lambda y: objective(y, params))(x)
 
     return p.solved(condition, scipy_solve, True, fun=objective)
+
+
+def _plain_callable(fn):
+    """A `jac`, `hess` or `hessp` the user gives, returning plain values: it only guides
+    SciPy's search (the derivative of the solution is fun's, by the implicit function
+    theorem), so a closure over a traced parameter needs no derivative there. Other values
+    (None, True, a finite-difference scheme's name) as they are."""
+    if not callable(fn):
+        return fn
+
+    def plain(*args, **kwargs):
+        return tree_map(core.primal, fn(*args, **kwargs))
+
+    return plain
 
 
 def _plain_args(p, params):
