@@ -149,6 +149,21 @@ def test_a_users_jac_and_hess_may_close_over_the_parameters():
         ).x[1]
 
     np.testing.assert_allclose(fgrad.grad(solution)(2.0), 1.0, rtol=1e-6)
+    # the same for root's jac, least_squares' jac and root_scalar's fprime
+    root_jac = lambda a: root(
+        lambda x: x**3 - a, np.array([1.0]), jac=lambda x: fnp.diag(3 * x**2) + 0 * a
+    ).x[0]
+    fit_jac = lambda a: least_squares(
+        lambda x: x**2 - a, np.array([1.0]), jac=lambda x: fnp.diag(2 * x) + 0 * a
+    ).x[0]
+    newton = lambda a: (
+        root_scalar(
+            lambda x: x**2 - a, x0=1.0, fprime=lambda x: 2 * x + 0 * a, method="newton"
+        ).root
+    )
+    np.testing.assert_allclose(fgrad.grad(root_jac)(2.0), 2.0 ** (-2 / 3) / 3, rtol=1e-6)
+    for fn in (fit_jac, newton):
+        np.testing.assert_allclose(fgrad.grad(fn)(2.0), 0.5 / np.sqrt(2.0), rtol=1e-6)
 
 
 def test_minimize_under_vmap_jit_and_jet():

@@ -433,10 +433,10 @@ def minimize(
 
 
 def _plain_callable(fn):
-    """A `jac`, `hess` or `hessp` the user gives, returning plain values: it only guides
-    SciPy's search (the derivative of the solution is fun's, by the implicit function
-    theorem), so a closure over a traced parameter needs no derivative there. Other values
-    (None, True, a finite-difference scheme's name) as they are."""
+    """A derivative the user gives (`jac`, `hess`, `hessp`, `fprime`, `fprime2`), returning
+    plain values: it only guides SciPy's search (the derivative of the solution is fun's, by
+    the implicit function theorem), so a closure over a traced parameter needs none there.
+    Other values (None, True, a finite-difference scheme's name) as they are."""
     if not callable(fn):
         return fn
 
@@ -552,7 +552,7 @@ def root(
         return fnp.reshape(out[0] if returns_jac else out, (-1,))
 
     def scipy_solve(params):
-        j = jac
+        j = _plain_callable(jac)
         if returns_jac:
             f = _pair_plain(lambda x: p.call(x, params))
         else:
@@ -664,7 +664,11 @@ def least_squares(
         given = {"x_scale": x_scale, "callback": callback, "workers": workers}
         common.update({k: v for k, v in given.items() if v is not None})
         f = p.plain(functools.partial(residuals, params=params))
-        j = _jac_plain(functools.partial(residuals, params=params)) if own_jac else jac
+        j = (
+            _jac_plain(functools.partial(residuals, params=params))
+            if own_jac
+            else _plain_callable(jac)
+        )
         res = _so.least_squares(
             f, p.start(params), j, args=_plain_args(p, params), kwargs=kwargs, **common
         )
@@ -794,8 +798,8 @@ def root_scalar(
         kw = dict(
             method=chosen,
             bracket=None if bracket is None else [float(core.primal(b)) for b in bracket],
-            fprime=fprime,
-            fprime2=fprime2,
+            fprime=_plain_callable(fprime),
+            fprime2=_plain_callable(fprime2),
             x0=None if x0 is None else float(core.primal(params[0] if p.x0_param else x0)),
             x1=None if x1 is None else float(core.primal(x1)),
             xtol=xtol,
