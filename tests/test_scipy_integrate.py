@@ -522,6 +522,11 @@ def test_quad_is_differentiated_by_leibniz_rule():
     # an infinite limit does not move: d/dk of the Gaussian integral -sqrt(pi) / (4 k^1.5)
     gauss = lambda k: fsi.quad(lambda x, k: fnp.exp(-k * x * x), 0.0, np.inf, args=(k,))[0]
     np.testing.assert_allclose(fgrad.grad(gauss)(2.0), -np.sqrt(np.pi) / (4 * 2.0**1.5))
+    # an integer argument (an exponent) has no derivative and is left alone; second order
+    power = lambda k, b: fsi.quad(lambda x, k, n: k * x**n, 0.0, b, args=(k, 2))[0]
+    np.testing.assert_allclose(fgrad.grad(power, argnums=(0, 1))(3.0, 2.0), (8.0 / 3.0, 12.0))
+    decay = lambda k: fsi.quad(lambda x, k: fnp.exp(-k * x), 0.0, 1.0, args=(k,))[0]
+    np.testing.assert_allclose(fgrad.grad(fgrad.grad(decay))(1.0), 2.0 - 5.0 / np.e, rtol=1e-12)
     with pytest.raises(TypeError, match="closes over a value being differentiated.*args="):
         fgrad.grad(lambda k: fsi.quad(lambda x: fnp.exp(-k * x), 0.0, 1.0)[0])(1.0)
     with pytest.raises(TypeError, match="must be real, got shape \\(\\) and dtype complex128"):

@@ -294,24 +294,37 @@ def _finite(v):
     return fnp.where(inf, 0.0, v), inf
 
 
-@functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2))
-def _integral(func, tree, opts, a, b, *args):
+def _wanted(values) -> tuple:
+    """Which of the limits and args may be differentiated: traced floating values (an
+    integer argument, an exponent or an index, has no derivative; a plain one needs none)."""
+    return tuple(holds_box([v]) and dtype_of(v).kind == "f" for v in values)
+
+
+@functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2, 3))
+def _integral(func, tree, opts, wanted, a, b, *args):
     return _quad_p(a, b, *args, func=func, tree=tree, opts=opts)
 
 
-def _integral_fwd(func, tree, opts, a, b, *args):
-    return _integral(func, tree, opts, a, b, *args), (a, b, args)
+def _integral_fwd(func, tree, opts, wanted, a, b, *args):
+    return _integral(func, tree, opts, wanted, a, b, *args), (a, b, args)
 
 
-def _integral_bwd(func, tree, opts, res, ct):
+def _integral_bwd(func, tree, opts, wanted, res, ct):
     a, b, args = res
     ct = ct[0]  # (the error estimate has no derivative)
     f = lambda x: func(x, *tree_unflatten(tree, list(args)))  # noqa: E731
-    cts = []
-    for limit, sign in ((a, -1.0), (b, 1.0)):  # moving a limit: the integrand there
-        at, inf = _finite(limit)
+    cts: list = []
+    for limit, sign, want in ((a, -1.0, wanted[0]), (b, 1.0, wanted[1])):
+        if not want:
+            cts.append(None)
+            continue
+        at, inf = _finite(limit)  # moving a limit: the integrand there
         cts.append(fnp.where(inf, 0.0, sign * ct * f(at)))
+    inner = _wanted((a, b, *args))  # (for the derivatives of these integrals in turn)
     for k in range(len(args)):
+        if not wanted[2 + k]:
+            cts.append(None)
+            continue
         # d/d args[k]: the integral of df/d args[k], elementwise (one quad per element)
         shape = fnp.shape(args[k])
 
@@ -320,7 +333,7 @@ def _integral_bwd(func, tree, opts, res, ct):
             return fnp.ravel(g(leaves[k]))[j]
 
         parts = [
-            _integral(functools.partial(partial, j=j), tree, opts, a, b, *args)[0]
+            _integral(functools.partial(partial, j=j), tree, opts, inner, a, b, *args)[0]
             for j in range(_np.prod(shape, dtype=int))
         ]
         cts.append(ct * fnp.reshape(fnp.stack(parts) if parts else fnp.zeros(0), shape))
@@ -416,7 +429,6 @@ def quad(
     ) + (
         (("points", tuple(_np.asarray(points, dtype=float).ravel())),) if points is not None else ()
     )
-    out = _integral(
-        func, tree, opts, fnp.asarray(a, dtype=float), fnp.asarray(b, dtype=float), *leaves
-    )
+    a_, b_ = fnp.asarray(a, dtype=float), fnp.asarray(b, dtype=float)
+    out = _integral(func, tree, opts, _wanted((a, b, *leaves)), a_, b_, *leaves)
     return out[0], constant_of(out[1])  # (the estimate: not read, so vmap and jit keep it)
