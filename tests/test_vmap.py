@@ -649,6 +649,31 @@ def test_positions_of_nonzero_elements_under_vmap_are_each_rows_own(name):
     np.testing.assert_array_equal(fgrad.vmap(total)(x, differ), [4.0, 5.0])
 
 
+def test_positions_of_the_larger_group_of_rows_are_not_padded():
+    """The rows that run first are the largest group, here the two with fewer positive
+    elements: their positions were padded to the other row's count with positions of
+    negatives (sum(x[flatnonzero(x > 0)]) gave -1 and 0 for 1 and 2), under vmap, jit(vmap)
+    and vmap(grad); a ragged result whose first rows have none was stacked with the others'."""
+    x = np.array([[1.0, -1.0, -1.0], [2.0, -1.0, -1.0], [1.0, 2.0, 3.0]])
+
+    def f(r):
+        pos = fnp.nonzero(r > 0)
+        return (
+            fnp.sum(r[fnp.flatnonzero(r > 0)] ** 2)
+            + fnp.sum(r[pos])
+            + fnp.sum(fnp.argwhere(r > 0))
+            + len(pos[0])
+        )
+
+    want = [f(r) for r in x]
+    np.testing.assert_array_equal(fgrad.vmap(f)(x), want)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.vmap(f))(x), want)
+    np.testing.assert_array_equal(fgrad.vmap(fgrad.jit(f))(x), want)
+    np.testing.assert_array_equal(fgrad.vmap(fgrad.grad(f))(x), [fgrad.grad(f)(r) for r in x])
+    with pytest.raises(ValueError, match="different shapes per row"):
+        fgrad.vmap(lambda r: fnp.nonzero(r < 0)[0])(np.array([[1.0, 2.0], [-1.0, -2.0]]))
+
+
 def test_a_primitive_applied_row_by_row_with_ragged_results_names_itself():
     # unique(sorted=False) and unique_values of rows with different counts reached NumPy's
     # np.stack, whose "all input arrays must have the same shape" named neither vmap nor

@@ -19,6 +19,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 from __future__ import annotations
 
 import functools as _functools
+import inspect as _inspect
 import operator as _operator
 import re as _re
 import warnings as _warnings
@@ -1040,23 +1041,27 @@ def _one_count_per_row(fn):
     """`fn` (nonzero, argwhere, flatnonzero) reading first, under `vmap`, each row's number of
     nonzero elements: rows that differ in it cannot share one result array, so reading it
     splits the batch into rows that agree (see `fgrad.batching`), and vmap then refuses
-    outputs of different shapes with its message. (The batching rule, `_found_batch`, sees
-    every row at once and sizes the result by the largest count; without this read the rows
-    with fewer nonzero elements were padded with positions of zeros, silently.)"""
+    outputs of different shapes with its message. The count read is passed to the primitive,
+    whose batching rule (`_found_batch`) sizes the result by it: the rule sees every row,
+    those on another path of a split batch too, and sizing by the largest count padded the
+    active rows with positions of zeros, silently."""
+    theirs = getattr(_np, fn.__name__)
 
-    @_functools.wraps(fn)
-    def counted(*args: Any, **kwargs: Any) -> Any:  # fn's (NumPy's) signature: fn(a)
-        a = args[0] if args else kwargs.get("a")
+    def counted(a: ArrayLike) -> Any:  # NumPy's signature: fn(a)
         if type(a) is Box and _core.holds_batch(a):
-            int(sum(not_equal(a, 0)))
-        return fn(*args, **kwargs)
+            count = int(sum(not_equal(a, 0)))
+            return fn.primitive(a, count=count)
+        return fn(a)
 
+    counted.__name__ = counted.__qualname__ = fn.__name__
+    counted.__doc__ = fn.__doc__
+    counted.__signature__ = _inspect.signature(theirs)
     counted.primitive = fn.primitive
     return mirror("constant")(counted)
 
 
-argwhere = _one_count_per_row(nondiff_function(_np.argwhere))
-nonzero = _one_count_per_row(nondiff_function(_np.nonzero))
+argwhere = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.argwhere)))
+nonzero = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.nonzero)))
 flatnonzero = _one_count_per_row(_shaping._flatnonzero)
 for _fn in (argwhere, nonzero):
     shape_from_values.add(_fn.primitive)
@@ -1074,17 +1079,18 @@ for _fn in (argmax, argmin, argsort, argpartition, _partitioned):
 def _found_batch(fn):
     """The rule of nonzero, argwhere and flatnonzero on rows batched by `vmap`: the flat
     positions of each row's nonzero elements, in order, by a stable argsort of the zero mask,
-    as many as the largest count. The functions read the count before (`_one_count_per_row`),
-    so the rows that are used agree on it; the others (rows on another path of a split
-    batch) are padded, and discarded."""
+    as many as `count`: the active rows' count, read before by `_one_count_per_row`, so the
+    rows that are used agree on it; the others (rows on another path of a split batch) are
+    padded or cut, and discarded. Without a count, as many as the largest."""
     prim = fn.primitive
 
-    def rule(args, dims, **params):
+    def rule(args, dims, count=None):
         (a,), (d,) = args, dims
         a = batch_to_front(a, d)
         row = shape(a)[1:]
         found = not_equal(reshape(a, (shape(a)[0], -1)), 0)
-        count = int(_np.max(primal(sum(astype(found, _np.intp), axis=1)), initial=0))
+        if count is None:  # not through `_one_count_per_row` (a `jit` record's mask): every row
+            count = int(_np.max(primal(sum(astype(found, _np.intp), axis=1)), initial=0))
         flat = argsort(logical_not(found), axis=1, kind="stable")[:, :count]
         if fn is flatnonzero:
             return flat, 0

@@ -2053,9 +2053,23 @@ def _index_template(idx):
     return tuple(template), arrays
 
 
+def counted_positions(theirs):
+    """NumPy's `theirs` (nonzero, argwhere, flatnonzero: positions of nonzero elements) as the
+    implementation of a primitive that also takes `count`, each row's number of nonzero
+    elements under `vmap` (read by `fgrad.numpy.arrays`, which passes it for the batching rule
+    to size the result by; NumPy's function has no use for it)."""
+
+    def impl(a, count=None):
+        return theirs(a)
+
+    impl.__name__ = impl.__qualname__ = theirs.__name__
+    return impl
+
+
 # NumPy's flatnonzero (exported by fgrad.numpy.arrays, with its batching rule): here for the
 # masks of `jit` records above.
-_flatnonzero = nondiff_function(_np.flatnonzero)
+_flatnonzero = nondiff_function(counted_positions(_np.flatnonzero))
+_flatnonzero.__signature__ = inspect.signature(_np.flatnonzero)
 _core.shape_from_values.add(_flatnonzero.primitive)
 
 
