@@ -211,6 +211,11 @@ def _numpy_scalar(v, like=None):
         else:
             dtype = _np.complex128 if isinstance(v, complex) else _np.float64
         return _np.asarray(v, dtype=dtype)[()]
+    if kind is Box and type(innermost(v)) in (float, complex):
+        # an outer transform's value of a Python number (`jit(grad(f))(0.0)` records with the
+        # float itself): made a NumPy scalar by operations of that transform
+        dtype = _dtype(_plain(like)) if like is not None else _dtype(innermost(v))
+        return fnp.asarray(v, dtype=dtype)[()]
     return v
 
 

@@ -31,6 +31,7 @@ Imports: `fgrad.core`, `fgrad.staging`, `fgrad.tree_util`.
 from __future__ import annotations
 
 import ctypes
+import dis
 import functools
 import threading
 import types
@@ -613,15 +614,34 @@ class _Entry:
 
 def _state_names(fun) -> tuple:
     """The globals `fun`'s code reads that hold data (not modules, functions or classes,
-    which are rarely rebound): with its closure cells, the state a record cannot see."""
+    which are rarely rebound), and those not assigned yet (a decorator at the top of a module
+    runs before the assignments below it): with its closure cells, the state a record cannot
+    see. Read off the code's global loads, its nested functions' included, not `co_names`,
+    which holds attribute names too."""
     code, namespace = getattr(fun, "__code__", None), getattr(fun, "__globals__", None)
     if code is None or namespace is None:
         return ()
+    builtins = namespace.get("__builtins__", {})
+    builtins = getattr(builtins, "__dict__", builtins)  # a module outside __main__
     return tuple(
         n
-        for n in code.co_names
-        if n in namespace and not (callable(namespace[n]) or type(namespace[n]) is _ModuleType)
+        for n in dict.fromkeys(_global_loads(code))
+        if (n not in namespace and n not in builtins)
+        or (n in namespace and not (callable(namespace[n]) or type(namespace[n]) is _ModuleType))
     )
+
+
+@functools.lru_cache(maxsize=1024)  # a function jitted again (in a loop) is read once
+def _global_loads(code) -> tuple:
+    """The names `code` and the functions defined in it load as globals."""
+    names = [i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_LOADS]
+    for c in code.co_consts:
+        if type(c) is types.CodeType:
+            names += _global_loads(c)
+    return tuple(names)
+
+
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
 def _free_values(fun, names) -> tuple:

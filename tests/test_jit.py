@@ -350,6 +350,44 @@ def test_a_rebound_global_or_closure_variable_records_again():
     assert_same(second, np.array([5.0]))
 
 
+def test_a_global_assigned_after_jit_and_one_read_in_a_nested_function_are_seen():
+    """A decorator at the top of a module runs before the globals below it are assigned: such
+    a global was not watched, so rebinding it replayed the stale value (and grad through it
+    gave 0). A global read only inside a function defined in the jitted one was missed too."""
+    namespace = {"fgrad": fgrad}
+    exec(
+        "@fgrad.jit\ndef f(y):\n    return y * LATE\n"
+        "@fgrad.jit\ndef g(y):\n    return (lambda z: z * NESTED)(y)\n",
+        namespace,
+    )
+    f, g = namespace["f"], namespace["g"]
+    namespace["LATE"] = namespace["NESTED"] = 2.0
+    assert f(3.0) == 6.0 and g(3.0) == 6.0
+    namespace["LATE"] = namespace["NESTED"] = 5.0
+    assert f(3.0) == 15.0 and g(3.0) == 15.0
+
+    def through_global(a):
+        namespace["LATE"] = a
+        return f(3.0)
+
+    assert fgrad.grad(through_global)(2.0) == 3.0
+    assert_same(fgrad.vmap(through_global)(np.array([1.0, 2.0])), np.array([3.0, 6.0]))
+
+
+def test_a_python_float_argument_is_a_numpy_scalar_to_the_transforms_inside_jit():
+    """Eager grad makes a Python float input a NumPy scalar, so a rule's 1.0 / x at 0 is inf;
+    inside jit the record held the float itself and the rule raised ZeroDivisionError."""
+    with np.errstate(divide="ignore"):
+        for f in (fnp.log, lambda x: x**-2.0, lambda x: fnp.sqrt(x) * x):
+            want = fgrad.grad(f)(0.0)
+            jitted = fgrad.jit(fgrad.grad(f))
+            for x, expected in ((0.0, want), (2.0, fgrad.grad(f)(2.0)), (0.0, want)):
+                got = jitted(x)
+                assert type(got) is type(expected)
+                np.testing.assert_array_equal(got, expected)  # nan at 0 for the third
+        assert fgrad.jit(lambda x: fgrad.jvp(fnp.log, (x,), (1.0,)))(0.0)[1] == np.inf
+
+
 def test_a_draw_from_numpys_global_generator_is_never_replayed():
     jitted = fgrad.jit(lambda x: x + np.random.normal(size=3))
     with pytest.warns(RuntimeWarning, match="global random generator"):
