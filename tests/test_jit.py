@@ -388,6 +388,60 @@ def test_a_python_float_argument_is_a_numpy_scalar_to_the_transforms_inside_jit(
         assert fgrad.jit(lambda x: fgrad.jvp(fnp.log, (x,), (1.0,)))(0.0)[1] == np.inf
 
 
+INDEX_ROWS = np.array([[1.0, 5.0, 3.0, 2.0], [4.0, 0.5, 3.0, 7.0], [2.0, 2.5, 0.1, 9.0]])
+
+
+@pytest.mark.parametrize("op", ["set", "add", "multiply", "divide", "power", "min", "max"])
+def test_updates_at_computed_indices_equal_eager_under_jit_and_vmap(op):
+    """At an index computed under jit or vmap (argsort, argmax): .set summed the values of a
+    repeated index ([1, 30, 3] where eager refuses), and multiply, divide, power, min and max
+    raised AttributeError on an internal class."""
+
+    def at(idx, v):
+        return lambda x: getattr(fnp.at(x)[idx(x)], op)(v)
+
+    unique = at(lambda x: fnp.argsort(x)[:2], np.array([1.5, 2.0]))
+    repeats = at(lambda x: fnp.stack([fnp.argmax(x), fnp.argmin(x), fnp.argmax(x)]), 0.5)
+    jitted = fgrad.jit(unique)
+    for _ in range(2):  # recorded, then replayed
+        for row in INDEX_ROWS:
+            assert_same(jitted(row), unique(row))
+    assert_same(fgrad.vmap(unique)(INDEX_ROWS), np.stack([unique(r) for r in INDEX_ROWS]))
+
+    def loss(x):
+        return fnp.sum(unique(x) ** 2)
+
+    row = INDEX_ROWS[0]
+    np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(row), fgrad.grad(loss)(row))
+    if op == "set":
+        with pytest.raises(ValueError, match="more than once"):
+            fgrad.jit(repeats)(row)
+        with pytest.raises(ValueError, match="more than once"):
+            fgrad.vmap(repeats)(INDEX_ROWS)
+    else:
+        jitted = fgrad.jit(repeats)
+        for row in (*INDEX_ROWS, *INDEX_ROWS):
+            assert_same(jitted(row), repeats(row))
+        assert_same(fgrad.vmap(repeats)(INDEX_ROWS), np.stack([repeats(r) for r in INDEX_ROWS]))
+
+
+def test_index_arguments_computed_under_jit_are_read():
+    """repeat, insert and delete with an index computed under jit raised "indices have no
+    derivative ... wrap them in stop_gradient", which did not help; they read it, guarded."""
+    cases = (
+        lambda x: fnp.repeat(x, (x > 0).astype(int)),
+        lambda x: fnp.delete(x, fnp.argmin(x)),
+        lambda x: fnp.delete(x, x > 1.0),
+        lambda x: fnp.insert(x, fnp.argmin(x), 0.0),
+    )
+    for f in cases:
+        jitted = fgrad.jit(f)
+        for x in (np.array([1.2, 0.4, 2.0, -0.3]), np.array([-1.0, 3.0, 2.0, 0.5])) * 2:
+            assert_same(jitted(x), f(x))
+    with pytest.raises(TypeError, match="traced float value .* no derivative and must be integers"):
+        fgrad.grad(lambda x: fnp.sum(fnp.repeat(x, x)))(np.ones(2))
+
+
 def test_a_draw_from_numpys_global_generator_is_never_replayed():
     jitted = fgrad.jit(lambda x: x + np.random.normal(size=3))
     with pytest.warns(RuntimeWarning, match="global random generator"):

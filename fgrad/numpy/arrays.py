@@ -94,17 +94,23 @@ def _axis(axis, nd, name, arg="axis"):
     return int(axis) % nd
 
 
-def _constant_index(idx, name, arg="indices"):
-    """An index argument as a plain integer array; a traced index has no derivative."""
+def _constant_index(idx, name, arg="indices", masks=False):
+    """An index argument as a plain integer array. A traced integer index (computed under `jit`
+    or `vmap`: `argmin(x)`, `(x > 0).astype(int)`) is read, which `jit` guards and `vmap`
+    answers for rows that agree; a traced float one would carry a derivative, which an index
+    has not."""
+    if type(idx) is Box and dtype_of(idx).kind in "iub":
+        idx = _np.asarray(idx)
     if type(idx) is Box:
         raise TypeError(
-            f"{name}: {arg} is a traced value ({describe(idx)}); indices have no derivative. "
-            "Compute them from plain values, or wrap them in fgrad.stop_gradient(...)"
+            f"{name}: {arg} is a traced float value ({describe(idx)}); indices have no "
+            "derivative and must be integers. Compute them with integer operations "
+            "(astype(int), argmin, ...) or from plain values"
         )
     out = _np.asarray(idx)
     if out.size == 0 and out.dtype == _np.float64:
         out = out.astype(_np.intp)  # `[]` is an empty list of indices, as in NumPy
-    if not _np.issubdtype(out.dtype, _np.integer):
+    if not _np.issubdtype(out.dtype, _np.integer) and not (masks and out.dtype == bool):
         raise TypeError(f"{name}: {arg} must be integers, got dtype {out.dtype}")
     return out
 
@@ -413,7 +419,7 @@ def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None =
     arr, values = asarray(arr), asarray(values)
     obj = _np.asarray(obj) if isinstance(obj, list) else obj
     if type(obj) is Box:
-        _constant_index(obj, "insert", "obj")
+        obj = _constant_index(obj, "insert", "obj")
     a_pos = _positions(shape(arr))
     v_pos = _positions(shape(values)) + a_pos.size
     where_from = _np.insert(a_pos, obj, v_pos, axis=axis)
@@ -427,7 +433,7 @@ def delete(arr: ArrayLike, obj: ArrayLike, axis: int | None = None) -> Array:
     arr = asarray(arr)
     obj = _np.asarray(obj) if isinstance(obj, list) else obj
     if type(obj) is Box:
-        _constant_index(obj, "delete", "obj")
+        obj = _constant_index(obj, "delete", "obj", masks=True)
     return getitem(ravel(arr), _np.delete(_positions(shape(arr)), obj, axis=axis))
 
 
@@ -1027,6 +1033,7 @@ def _scatter_update(x, idx, v, op):
 
 
 _shaping._INSTALLED["scatter"] = _scatter_update
+_shaping._INSTALLED["combine"] = _COMBINE
 _shaping._INSTALLED["where"] = where
 
 

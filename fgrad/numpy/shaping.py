@@ -1257,11 +1257,15 @@ def _check_no_repeats(x_shape, idx):
         return
     picked = _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
     if _np.unique(picked).size != picked.size:
-        raise ValueError(
-            ".at[idx].set(v): idx selects some elements more than once, so which value wins "
-            "is not defined and neither is the gradient; use .at[idx].add(v), or an index "
-            "without repeats"
-        )
+        raise _repeats_error()
+
+
+def _repeats_error():
+    return ValueError(
+        ".at[idx].set(v): idx selects some elements more than once, so which value wins "
+        "is not defined and neither is the gradient; use .at[idx].add(v), or an index "
+        "without repeats"
+    )
 
 
 def _index_set(x, v, idx):
@@ -2120,28 +2124,70 @@ register_rules(_scatter_add_p, forward="linear")
 
 
 class _BatchedIndexUpdate:
-    """`x.at[idx]` where idx holds batched integer arrays: `.add`, `.set` and `.get`."""
+    """`x.at[idx]` where idx holds traced integer arrays (computed under `jit` or batched by
+    `vmap`: argsort and argmax give them): every update of `_IndexUpdate`, by gathers and
+    scatters of the arrays. Whether idx repeats an element is read (one boolean, which `jit`
+    guards and `vmap` answers for rows that agree): `.set` refuses repeats, as it does for a
+    plain index, and the other updates then read the index itself, to apply them in turn."""
 
-    __slots__ = ("arrays", "template", "x")
+    __slots__ = ("arrays", "idx", "template", "x")
 
     def __init__(self, x, idx):
-        self.x = x
+        self.x, self.idx = x, idx
         self.template, self.arrays = _index_template(idx)
 
     def add(self, v):
         return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
 
     def set(self, v):
-        """x with x[idx] replaced by v (indices that repeat keep the sum of their values)."""
-        x_shape, dtype = shape_of(self.x), dtype_of(self.x)
-        picked = _scatter_add_p(
-            _np.zeros(x_shape), _np.ones(()), *self.arrays, template=self.template
-        )
-        placed = _scatter_add_p(_np.zeros(x_shape, dtype), v, *self.arrays, template=self.template)
-        return _where(picked > 0, placed, self.x)
+        picked = self._picked()
+        if _repeats(picked):
+            raise _repeats_error()
+        return self._placed(v, picked)
+
+    def multiply(self, v):
+        return self._update(v, "multiply")
+
+    def divide(self, v):
+        return self._update(v, "divide")
+
+    def power(self, v):
+        return self._update(v, "power")
+
+    def min(self, v):
+        return self._update(v, "min")
+
+    def max(self, v):
+        return self._update(v, "max")
 
     def get(self):
         return _gather_p(self.x, *self.arrays, template=self.template)
+
+    def _picked(self):
+        """How many times idx selects each element of x."""
+        ones = _np.ones(())
+        return _scatter_add_p(
+            _np.zeros(shape_of(self.x)), ones, *self.arrays, template=self.template
+        )
+
+    def _placed(self, v, picked):
+        """x with x[idx] replaced by v, for an idx without repeats."""
+        zeros = _np.zeros(shape_of(self.x), dtype_of(self.x))
+        placed = _scatter_add_p(zeros, v, *self.arrays, template=self.template)
+        return _where(picked > 0, placed, self.x)
+
+    def _update(self, v, op):
+        picked = self._picked()
+        if not _repeats(picked):
+            return self._placed(_INSTALLED["combine"][op](self.get(), v), picked)
+        parts = self.idx if type(self.idx) is tuple else (self.idx,)
+        plain = tuple(_np.asarray(p) if type(p) is Box else p for p in parts)
+        return _scatter_update(self.x, plain if type(self.idx) is tuple else plain[0], v, op)
+
+
+def _repeats(picked):
+    """Whether an element is picked more than once: one boolean read."""
+    return bool(sum(picked > 1.0) > 0)
 
 
 def _where(condition, x, y):
