@@ -409,6 +409,28 @@ def test_inactive_bounds_do_not_change_the_derivative():
     np.testing.assert_allclose(fgrad.jacrev(bounded)(A), fgrad.jacrev(argmin)(A, C), rtol=1e-9)
 
 
+@pytest.mark.parametrize("method", ["Powell", "trust-constr", "L-BFGS-B", "Nelder-Mead"])
+def test_a_bound_a_method_stops_short_of_is_active_and_one_nearby_is_not(method):
+    """Powell and trust-constr stop about 3e-5 inside an active bound, which the check (on the
+    bound to 1e-8) missed: jacrev gave 1 where the clamped solution's derivative is 0. Near
+    a bound (5e-4 inside) with a zero gradient, the solution is interior: derivative 1."""
+
+    def solution(a):
+        return minimize(
+            lambda x, a: fnp.sum((x - a) ** 2),
+            np.ones(3),
+            args=(a,),
+            method=method,
+            bounds=[(0.0, 5.0)] * 3,
+            tol=1e-12,
+        ).x
+
+    with pytest.raises(NotImplementedError, match=r"bounds are active.*\[2\]"):
+        fgrad.jacrev(solution)(np.array([1.0, 2.0, -0.5]))
+    inside = np.array([1.0, 2.0, 5e-4])
+    np.testing.assert_allclose(fgrad.jacrev(solution)(inside), np.eye(3), atol=1e-6)
+
+
 def test_warnings_are_not_raised_on_success():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -423,7 +423,7 @@ def minimize(
         )
         p.check(bool(res.success), res.message, res)
         if p.differentiated:
-            _refuse_active(who, res.x, bounds, constraints)
+            _refuse_active(who, res.x, bounds, constraints, _pair_plain(value_and_grad(obj)))
         return _np.asarray(res.x, dtype=_np.float64)
 
     def condition(x, params):
@@ -483,9 +483,12 @@ def _hess_plain(objective):
     return hess
 
 
-def _refuse_active(who, x, bounds, constraints):
+def _refuse_active(who, x, bounds, constraints, value_and_gradient):
     """The implicit derivative of an unconstrained optimality condition does not hold where a
-    bound or a constraint is active."""
+    bound or a constraint is active. A bound is active where x is on it (to 1e-8), or near it
+    (to 1e-3; derivative-free and interior-point methods stop short of a bound, Powell and
+    trust-constr by about 3e-5) with the objective's gradient there pushing x out of the box
+    (a component above 1e-3 (1 + |f|) in size, where the unconstrained condition says 0)."""
     if constraints not in ((), [], None):
         raise NotImplementedError(
             f"{who}: the solution is differentiated through its unconstrained optimality "
@@ -501,8 +504,14 @@ def _refuse_active(who, x, bounds, constraints):
         pairs = [(-_np.inf if a is None else a, _np.inf if b is None else b) for a, b in bounds]
         lo, hi = _np.array([a for a, _ in pairs], float), _np.array([b for _, b in pairs], float)
     x = _np.asarray(x, dtype=_np.float64)
-    scale = 1e-8 * (1 + _np.abs(x))
-    active = (_np.abs(x - lo) <= scale) | (_np.abs(x - hi) <= scale)
+    below, above = _np.abs(x - lo), _np.abs(x - hi)
+    scale = 1 + _np.abs(x)
+    active = (below <= 1e-8 * scale) | (above <= 1e-8 * scale)
+    near_below, near_above = below <= 1e-3 * scale, above <= 1e-3 * scale
+    if _np.any(near_below | near_above) and not _np.any(active):
+        f, g = value_and_gradient(x)
+        pushing = 1e-3 * (1 + abs(f))
+        active = (near_below & (g > pushing)) | (near_above & (g < -pushing))
     if _np.any(active):
         raise NotImplementedError(
             f"{who}: the bounds are active at the solution (unknowns "
