@@ -803,7 +803,9 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
 
 
 @api_boundary
-def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callable[..., PyTree]]:
+def linearize(
+    fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False
+) -> tuple[Any, ...]:
     """Evaluate `fun` once at `primals` and return its linearization there.
 
     Parameters
@@ -812,6 +814,8 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
         A function of arrays or pytrees of arrays.
     *primals : array_like or pytree
         The point.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; `aux` is returned third and not differentiated.
 
     Returns
     -------
@@ -820,6 +824,8 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
     f_jvp : callable
         `f_jvp(*tangents)` is the jvp of `fun` at `primals`, computed without running `fun`
         again.
+    aux : object
+        Only with `has_aux=True`.
 
     Notes
     -----
@@ -840,8 +846,8 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
     primals_tuple = tuple(primals)
     p_leaves, p_tree = tree_flatten(primals_tuple)
     _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "linearize")
-    out_leaves, out_tree, pull_leaves, _ = _vjp_flat(
-        lambda args: fun(*args), p_leaves, p_tree, False, "linearize"
+    out_leaves, out_tree, pull_leaves, aux = _vjp_flat(
+        lambda args: fun(*args), p_leaves, p_tree, has_aux, "linearize"
     )
     out = tree_unflatten(out_tree, out_leaves)
 
@@ -867,7 +873,7 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
         for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
             _check_like(t, p, f"linearize: tangent leaf {i}", "primal")
         if transposed is None:
-            return jvp(fun, primals_tuple, tangents)[1]
+            return jvp(fun, primals_tuple, tangents, has_aux=has_aux)[1]
         t_out = transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)])
         return tree_unflatten(
             out_tree,
@@ -877,7 +883,8 @@ def linearize(fun: Callable[..., Any], *primals: PyTree) -> tuple[PyTree, Callab
             ],
         )
 
-    return out, _named(f_jvp, fun, "linearize")
+    f_jvp = _named(f_jvp, fun, "linearize")
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 # --- Jacobians ------------------------------------------------------------------------------------
@@ -972,7 +979,10 @@ def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
 
 
 def jacfwd(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, holomorphic: bool = False
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., PyTree]:
     """The Jacobian of `fun` by forward mode: one jvp per input element, all at once.
 
@@ -982,6 +992,9 @@ def jacfwd(
         A function of arrays or pytrees of arrays.
     argnums : int or tuple of int, default 0
         The argument(s) to differentiate with respect to.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; the Jacobian function then returns `(jacobian, aux)`, `aux`
+        not differentiated (as in JAX).
     holomorphic : bool, default False
         Needed for complex inputs: the Jacobian is then f'(z).
 
@@ -1011,11 +1024,11 @@ def jacfwd(
         evaluated = []  # the outputs and their structure, from the first jvp
 
         def push(tangents):
-            values, t_out, out_tree, _ = _jvp_flat(
-                fun_of_dyn, in_leaves, in_tree, tangents, who="jacfwd"
+            values, t_out, out_tree, aux = _jvp_flat(
+                fun_of_dyn, in_leaves, in_tree, tangents, has_aux, who="jacfwd"
             )
-            if not evaluated:
-                evaluated.extend((values, out_tree))
+            if not evaluated:  # (aux does not depend on the tangents: the first one's)
+                evaluated.extend((values, out_tree, aux))
             return t_out
 
         # columns[j][k]: the tangents of output leaf k along each element of input leaf j,
@@ -1030,11 +1043,12 @@ def jacfwd(
             columns.append(_map_linear(push, j, len(in_leaves), _one_hots(v), _largest(in_leaves)))
         if not evaluated:  # every input is empty: no jvp ran
             push([None] * len(in_leaves))
-        out_leaves, out_tree = evaluated
+        out_leaves, out_tree, aux = evaluated
         columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
         pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns] for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
-        return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
+        jacobian = _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
+        return (jacobian, aux) if has_aux else jacobian
 
     return _named(jacfwd_fun, fun, "jacfwd")
 
@@ -1048,7 +1062,10 @@ def _in_tree_builder(in_tree, single):
 
 
 def jacrev(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, holomorphic: bool = False
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., PyTree]:
     """The Jacobian of `fun` by reverse mode: one backward pass per output element, all at once.
 
@@ -1058,6 +1075,8 @@ def jacrev(
         A function of arrays or pytrees of arrays.
     argnums : int or tuple of int, default 0
         The argument(s) to differentiate with respect to.
+    has_aux : bool, default False
+        As `jacfwd`'s.
     holomorphic : bool, default False
         Needed for complex outputs.
 
@@ -1083,7 +1102,9 @@ def jacrev(
     def jacrev_fun(*args):
         dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev", holomorphic)
         in_leaves, in_tree = tree_flatten(dyn)
-        out_leaves, out_tree, pull, _ = _vjp_flat(fun_of_dyn, in_leaves, in_tree, False, "jacrev")
+        out_leaves, out_tree, pull, aux = _vjp_flat(
+            fun_of_dyn, in_leaves, in_tree, has_aux, "jacrev"
+        )
         _check_output_kind(out_leaves, holomorphic, "jacrev")
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):
@@ -1096,7 +1117,8 @@ def jacrev(
             row_elements = max(_largest(in_leaves), _largest(out_leaves))
             pieces.append(_map_linear(pull, k, len(out_leaves), _one_hots(v), row_elements))
         in_tree_of = _in_tree_builder(in_tree, single)
-        return _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
+        jacobian = _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
+        return (jacobian, aux) if has_aux else jacobian
 
     return _named(jacrev_fun, fun, "jacrev")
 
@@ -1119,7 +1141,12 @@ def _check_output_kind(out, holomorphic, who):
             )
 
 
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., PyTree]:
+def hessian(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable[..., PyTree]:
     """The Hessian of a scalar-valued `fun`, as `jacfwd(jacrev(fun))`: forward over reverse.
 
     Parameters
@@ -1128,6 +1155,10 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callab
         A scalar-valued function of arrays.
     argnums : int or tuple of int, default 0
         The argument(s) to differentiate with respect to.
+    has_aux : bool, default False
+        `fun` returns `(out, aux)`; the Hessian function then returns `(hessian, aux)`.
+    holomorphic : bool, default False
+        For a holomorphic function of complex inputs, as in `jacfwd` and `jacrev`.
 
     Returns
     -------
@@ -1142,7 +1173,8 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callab
            [2., 0.]])
     """
     _check_callable(fun, "hessian")
-    return _named(jacfwd(jacrev(fun, argnums), argnums), fun, "hessian")
+    inner = jacrev(fun, argnums, has_aux, holomorphic)
+    return _named(jacfwd(inner, argnums, has_aux, holomorphic), fun, "hessian")
 
 
 def stop_gradient(x: PyTree) -> PyTree:

@@ -179,3 +179,37 @@ def test_many_rows_through_large_values_go_in_chunks(monkeypatch):
         sizes.clear()
         np.testing.assert_allclose(jac(x), want, rtol=1e-12, atol=1e-14)
         assert max(sizes) == 2 and len(sizes) > 1  # several vmaps of at most two rows
+
+
+def test_has_aux_returns_the_auxiliary_value_undifferentiated_as_jax():
+    """jacfwd, jacrev, hessian and linearize take has_aux (JAX's signatures: after argnums,
+    before holomorphic); they raised TypeError."""
+    x = np.array([0.5, -1.0, 2.0])
+
+    def f(x):
+        return fnp.sin(x) * x[0], {"norm": fnp.sum(x**2), "plain": 7}
+
+    def scalar(x):
+        return fnp.sum(fnp.sin(x) ** 2), fnp.max(x)
+
+    out, aux = f(x)
+    for jac in (fgrad.jacfwd, fgrad.jacrev):
+        got, got_aux = jac(f, has_aux=True)(x)
+        np.testing.assert_array_equal(got, jac(lambda x: f(x)[0])(x))
+        assert got_aux == aux and type(got_aux["norm"]) is np.float64
+        got, got_aux = jac(lambda x, y: (x * y, y), 1, True)(x, 2.0)  # positionally, as JAX
+        np.testing.assert_array_equal(got, x)
+        assert got_aux == 2.0
+    h, h_aux = fgrad.hessian(scalar, has_aux=True)(x)
+    np.testing.assert_allclose(h, np.diag(2 * np.cos(2 * x)), rtol=1e-14, atol=1e-15)
+    assert h_aux == 2.0 and type(h_aux) is np.float64
+    value, f_jvp, lin_aux = fgrad.linearize(f, x, has_aux=True)
+    np.testing.assert_array_equal(value, out)
+    np.testing.assert_allclose(
+        f_jvp(np.ones(3)), fgrad.jvp(lambda x: f(x)[0], (x,), (np.ones(3),))[1]
+    )
+    assert lin_aux == aux
+    z = np.array([1.0 + 0.5j, -0.3j])
+    np.testing.assert_allclose(
+        fgrad.hessian(lambda z: fnp.sum(z**3), holomorphic=True)(z), np.diag(6 * z)
+    )
