@@ -803,9 +803,7 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
 
 
 @api_boundary
-def linearize(
-    fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False
-) -> tuple[Any, ...]:
+def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
     """Evaluate `fun` once at `primals` and return its linearization there.
 
     Parameters

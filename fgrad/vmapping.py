@@ -301,7 +301,7 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
         )
         groups = [level.active, *level.pending]
         return _split_call(fun, in_tree, leaves, dims, out_axes, groups, done)
-    return out_tree, _own_arrays(results), out_dims
+    return out_tree, _own_arrays(results, leaves), out_dims
 
 
 def _rows_of(result, rows, axis):
@@ -352,15 +352,23 @@ class _OutputName:
         return f"output leaf {self.k}" if self.count > 1 else "the output"
 
 
-def _own_arrays(results):
-    """Outputs that are one array (a function returning x twice) become arrays of their own,
-    as the loop over rows would give."""
-    if len(results) < 2:
-        return results
+def _own_arrays(results, inputs):
+    """Outputs as arrays of their own, as the loop over rows would give: one array returned
+    twice (a function returning x twice), an input or a view of one (`r.astype(float64)` of
+    float64 rows is the rows themselves: writing the output wrote the user's input), and a
+    read-only view (`broadcast_to`) are copied."""
     seen = set()
     own = []
     for r in results:
-        own.append(fnp.copy(r) if id(r) in seen else r)
+        if id(r) in seen or (
+            type(r) is _np.ndarray
+            and (
+                not r.flags.writeable
+                or any(type(x) is _np.ndarray and _np.may_share_memory(r, x) for x in inputs)
+            )
+        ):
+            r = fnp.copy(r)
+        own.append(r)
         seen.add(id(r))
     return own
 

@@ -737,3 +737,19 @@ def test_histogram_of_complex_weights_under_vmap_as_numpys():
     got = fgrad.vmap(hist)(w)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_outputs_are_arrays_of_their_own():
+    """An output that was the input (r.astype(float64) of float64 rows, r itself) or a view of
+    it shared the user's memory: writing the output wrote the input. A broadcast output was
+    read-only. The loop over rows gives fresh, writable arrays; so does vmap."""
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    before = x.copy()
+    for f in (lambda r: r.astype(np.float64), lambda r: r, lambda r: r[::-1], fnp.asarray):
+        out = fgrad.vmap(f)(x)
+        assert not np.shares_memory(out, x)
+        out[...] = -1.0
+        np.testing.assert_array_equal(x, before)
+    assert fgrad.vmap(lambda r: fnp.broadcast_to(r, (2, 2)))(x).flags.writeable
+    y = np.array([1.0, 2.0])
+    assert fnp.astype(y, np.float64) is not y and fnp.astype(y, np.float64, copy=False) is y

@@ -936,8 +936,8 @@ def astype(
     """NumPy's `astype(x, dtype)` (and `x.astype(dtype)`). A cast to an integer or bool dtype
     has no derivative. `copy` is NumPy's for a plain array; a traced value is never written
     to, so whether it shares memory cannot be observed, and any `copy` is accepted for it."""
-    if not is_traced(x) and (copy is not True or device is not None):
-        return _np.astype(x, dtype, copy=copy, device=device)
+    if type(x) is _np.ndarray or (not is_traced(x) and (copy is not True or device is not None)):
+        return _np.astype(x, dtype, copy=copy, device=device)  # (a new array, by default)
     refuse_layout("astype", device=(device, None))
     dtype = _np.dtype(dtype)
     if not _np.issubdtype(dtype, _np.inexact):
