@@ -107,6 +107,20 @@ def select(inside, x, outside_value):
     return fnp.where(inside, x, outside_value)
 
 
+def log_probability(p, q):
+    """log p, given p and q = 1 - p, each computed directly: log1p(-q) where p > 1/2, since
+    log p keeps no relative precision as p nears 1 (log(1 - 6e-40) is 0 in floats; SciPy's
+    log-CDFs are accurate there). Each branch gets a harmless value where the other is
+    taken, so neither makes a nan derivative."""
+    high = mask(value(p) > 0.5, p, q)
+    if every(high):
+        return fnp.log1p(0.0 - q)  # (0.0 - q, not -q: log p is +0.0 where q is 0, as SciPy's)
+    low = _np.logical_not(high) if type(high) is _np.ndarray else ~high
+    if every(low):
+        return fnp.log(p)
+    return fnp.where(high, fnp.log1p(0.0 - guard(high, q, 0.0)), fnp.log(guard(low, p, 1.0)))
+
+
 def invalid_to_nan(bad, out, *given):
     """nan where a parameter is out of its range (scale <= 0, a shape <= 0, or nan), as SciPy,
     and there a nan derivative in each of the arguments `given` that is traced (`nan_branch`).

@@ -19,7 +19,17 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import guard, incomplete_beta, invalid_to_nan, located, mask, select, value, weak
+from ._common import (
+    guard,
+    incomplete_beta,
+    invalid_to_nan,
+    located,
+    log_probability,
+    mask,
+    select,
+    value,
+    weak,
+)
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -73,10 +83,12 @@ def _cdfs(x, a, b, loc, scale, which):
         out = _Ic(z, a, b)
     elif which == "logcdf":
         positive = mask(zv > 0, z, a, b)
-        out = select(positive, fnp.log(guard(positive, _I(z, a, b))), -math.inf)
+        p, q = guard(positive, _I(z, a, b)), guard(positive, _Ic(z, a, b), 0.0)
+        out = select(positive, log_probability(p, q), -math.inf)
     else:
         below = mask(zv < 1, z, a, b)
-        out = select(below, fnp.log(guard(below, _Ic(z, a, b))), -math.inf)
+        p, q = guard(below, _Ic(z, a, b)), guard(below, _I(z, a, b), 0.0)
+        out = select(below, log_probability(p, q), -math.inf)
     return invalid_to_nan(bad, out, *given)
 
 

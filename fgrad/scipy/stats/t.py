@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import invalid_to_nan, located, student_t, weak
+from ._common import invalid_to_nan, located, log_probability, student_t, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -55,7 +55,9 @@ def _tail(x, df, loc, scale, sign, log):
     given = (x, df, loc, scale)
     z, _, bad, (df,) = located(x, loc, scale, df)
     out = _stdtr(sign * z, df)
-    return invalid_to_nan(bad, fnp.log(out) if log else out, *given)
+    if log:
+        out = log_probability(out, _stdtr(-sign * z, df))
+    return invalid_to_nan(bad, out, *given)
 
 
 def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
