@@ -335,6 +335,10 @@ class GraphLevel(Level):
             return value  # not a float: a constant of the graph
         var = Var(next(self._names), v)
         self.graph.inputs.append(var)
+        if type(value) in (float, complex):
+            # a NumPy scalar, as the transforms make a Python number (1.0 / x at 0 is inf in
+            # their rules), here rather than by an operation of the graph inside them
+            value = _np.float64(value) if type(value) is float else _np.complex128(value)
         return Box(value, self, var)
 
     def process(self, prim, args, params):

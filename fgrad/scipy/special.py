@@ -28,7 +28,10 @@ functions). A new ufunc is a primitive and a row.
 
 Functions of two arguments follow NumPy 2's promotion: a Python int or float takes the other
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
-it to float64 (`weak_scalars`).
+it to float64 (`weak_scalars`). The functions of an integer order and a real argument
+(`expn`, `yn`, `jn` of integer arrays, `polygamma`, `multigammaln`) keep the argument's
+precision: float32 for a float32 `x`, where SciPy, which computes them in float64 only,
+returns float64.
 
 Imports: `fgrad.core`, `fgrad.taylor` (rules), `fgrad.primitive`,
 `fgrad.numpy`, and `scipy.special` for values.
