@@ -205,7 +205,8 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     )
     np.testing.assert_allclose(grad(la.det)(a), cof, atol=1e-12)
     np.testing.assert_allclose(jacfwd(la.det)(a), cof, atol=1e-12)
-    # det is a polynomial: its second derivative exists at rank n-1 as well
+    # det is a polynomial: its second derivative exists at rank n-1 as well (lower ranks:
+    # test_det_derivatives_of_every_order_at_every_rank)
     check_grads(la.det, (a,), order=2)
     # rank n-2: every cofactor is 0
     np.testing.assert_allclose(
@@ -216,6 +217,96 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     g = grad(lambda b: fnp.sum(la.det(b)))(batch)
     np.testing.assert_allclose(g[0], cof, atol=1e-12)
     np.testing.assert_allclose(g[1], np.linalg.det(A) * np.linalg.inv(A).T, rtol=1e-10)
+
+
+def _det_derivative(a, order):
+    """The exact derivative tensor of det of the given order at a, shape (n, n) * order, from
+    the Leibniz formula det(a) = sum over permutations p of sign(p) prod_i a[i, p(i)]: its
+    derivative in a[i1, j1], ..., a[ik, jk] is the sum over p with p(iq) = jq of sign(p) times
+    the product of the other factors."""
+    import itertools
+
+    n = a.shape[0]
+    out = np.zeros((n, n) * order, dtype=a.dtype)
+    for p in itertools.permutations(range(n)):
+        sign = np.linalg.det(np.eye(n)[list(p)])
+        for rows in itertools.permutations(range(n), order):
+            rest = [m for m in range(n) if m not in rows]
+            out[tuple(x for r in rows for x in (r, p[r]))] += sign * np.prod(
+                [a[m, p[m]] for m in rest]
+            )
+    return out
+
+
+def test_det_second_derivative_at_rank_n_minus_2_is_the_closed_form():
+    # det(diag(1, 0, 0) + s E) = -s**2 with E[1, 2] = E[2, 1] = 1: every mode gives -2
+    d, e = np.diag([1.0, 0.0, 0.0]), np.zeros((3, 3))
+    e[1, 2] = e[2, 1] = 1.0
+
+    def f(s):
+        return la.det(d + s * e)
+
+    assert grad(grad(f))(0.0) == pytest.approx(-2.0, abs=1e-12)
+    assert jacfwd(jacfwd(f))(0.0) == pytest.approx(-2.0, abs=1e-12)
+    assert fgrad.derivative(f, 2)(0.0) == pytest.approx(-2.0, abs=1e-12)
+    assert fgrad.jet(f, (0.0,), ((1.0, 0.0),))[1][1] == pytest.approx(-2.0, abs=1e-12)
+    assert fgrad.hessian(la.det)(d)[1, 2, 2, 1] == pytest.approx(-1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_det_derivatives_of_every_order_at_every_rank(n, dtype):
+    # det is a polynomial of degree n: at ranks 0..n (random low-rank products), the
+    # Hessian and third derivative in every mode, and jet's derivatives of orders 1..n+1 along a
+    # line, equal the Leibniz formula's
+    gen = np.random.default_rng(n)
+    cplx = dtype is np.complex128
+
+    def sample(*s):
+        return gen.standard_normal(s) + (1j * gen.standard_normal(s) if cplx else 0)
+
+    for rank in range(n + 1):
+        a = sample(n, rank) @ sample(rank, n)
+        h = _det_derivative(a, 2)
+        scale = 1.0 + np.abs(h).max()
+        for second in [
+            jacfwd(fgrad.jacrev(la.det, holomorphic=cplx), holomorphic=cplx),
+            jacfwd(jacfwd(la.det, holomorphic=cplx), holomorphic=cplx),
+            fgrad.jacrev(fgrad.jacrev(la.det, holomorphic=cplx), holomorphic=cplx),
+        ]:
+            np.testing.assert_allclose(second(a), h, atol=1e-12 * scale, err_msg=f"rank {rank}")
+        if n >= 3:
+            third = jacfwd(
+                fgrad.jacrev(fgrad.jacrev(la.det, holomorphic=cplx), holomorphic=cplx),
+                holomorphic=cplx,
+            )
+            np.testing.assert_allclose(third(a), _det_derivative(a, 3), atol=1e-11 * scale)
+        if not cplx:
+            t = sample(n, n)
+            _, series = fgrad.jet(la.det, (a,), ((t,) + (np.zeros((n, n)),) * n,))
+            for k, got in enumerate(series, start=1):
+                letters = "abcdefghij"[: 2 * k]
+                exact = 0.0
+                if k <= n:
+                    operands = [t] * k
+                    spec = ",".join(letters[2 * q : 2 * q + 2] for q in range(k))
+                    exact = np.einsum(f"{letters},{spec}->", _det_derivative(a, k), *operands)
+                assert got == pytest.approx(exact, abs=1e-10 * scale), (rank, k)
+
+
+def test_det_hessian_at_singular_matrices_under_vmap_and_in_a_stack():
+    gen = np.random.default_rng(11)
+    batch = np.stack([gen.standard_normal((4, r)) @ gen.standard_normal((r, 4)) for r in range(5)])
+    exact = np.stack([_det_derivative(m, 2) for m in batch])
+    np.testing.assert_allclose(fgrad.vmap(fgrad.hessian(la.det))(batch), exact, atol=1e-12)
+    stacked = fgrad.hessian(lambda b: fnp.sum(la.det(b)))(batch)
+    got = np.stack([stacked[k, :, :, k] for k in range(len(batch))])
+    np.testing.assert_allclose(got, exact, atol=1e-12)
+    np.testing.assert_allclose(fgrad.jit(fgrad.hessian(la.det))(batch[2]), exact[2], atol=1e-12)
+    # float32 stays float32, to float32's precision
+    h32 = fgrad.hessian(la.det)(batch[2].astype(np.float32))
+    assert h32.dtype == np.float32
+    np.testing.assert_allclose(h32, exact[2], atol=1e-5 * np.abs(exact[2]).max())
 
 
 def _read_from(g, lower):

@@ -46,8 +46,8 @@ Conventions (where NumPy has no derivative to follow):
   `enable_eigvec_derivs`, so they match finite differences of NumPy's values; `qr`'s R has a
   real diagonal (LAPACK's), which fixes its phases, and `cholesky` is unique.
 - The 2-norm (and every p-norm) has gradient 0 at the zero vector (a subgradient; JAX gives nan).
-- `det`'s gradient is the transposed adjugate, exact at singular matrices too (its second
-  derivative there is exact at rank n-1 with distinct singular values).
+- `det`'s gradient is the transposed adjugate, and its derivatives of every order are exact
+  at matrices of any rank (an average of regular adjugates, see `_adjugate_T_shifted`).
 - `slogdet`'s sign is a constant for real input and differentiable for complex input
   (d sign = i Im(tr(inv(a) da)) sign).
 - `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
@@ -87,7 +87,7 @@ from .elementwise import (
     where,
 )
 from .products import conj_if_complex as _conj, vecdot as _vecdot, whole_along
-from .reductions import _product_of_others, max, min, prod
+from .reductions import max, min
 from .shaping import (
     _kept_shape,
     _normalize_axes,
@@ -598,13 +598,9 @@ def _adjugate_T(x, ans):
     """The transposed adjugate of x (d det(x) / dx), in fgrad operations.
 
     det(x) inv(x).T where every matrix of the batch is well conditioned (smallest singular
-    value above sqrt(eps) times the largest); otherwise from the SVD x = U diag(s) Vh, as
-    adj(x).T = det(U) det(Vh) conj(U) diag(prod of the other s) conj(Vh), an identity that
-    stays exact at singular matrices (JAX gets the same from a cofactor solve). Its terms are
-    written without the last singular vectors (see `_adjugate_T_singular`), so that the second
-    derivative is right at rank n-1. The inverse is preferred where it is accurate because its
-    own derivative has no trouble at repeated singular values (det's second derivative at the
-    identity).
+    value above sqrt(eps) times the largest); otherwise by `_adjugate_T_shifted`, whose
+    derivatives are those of the adjugate at any rank. The inverse is preferred where it is
+    accurate: it is one LAPACK call, and its values are the ones fgrad has always given.
     """
     if _unreadable(x):  # no matrix is read
         return _adjugate_T_rows(x, ans)
@@ -612,14 +608,16 @@ def _adjugate_T(x, ans):
     s = _np.linalg.svd(xv, compute_uv=False)
     if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
-    return _adjugate_T_singular(x)
+    shifted = s <= _SHIFTED_BELOW(xv.dtype) * s[..., :1]
+    return _adjugate_T_shifted(x, int(shifted.sum(axis=-1).max()) + 1)
 
 
 def _adjugate_T_rows(x, ans):
     """`_adjugate_T` of a batch (under `vmap`): both formulas, each row taking the one its
-    own matrices call for, so that no row's value is read. The rows that take the SVD formula
-    get the identity's inverse in the other (masked out, and finite, so its derivatives are
-    0 rather than nan)."""
+    own matrices call for, so that no row's value is read. The rows that take the shifted
+    formula get the identity's inverse in the other (masked out, and finite, so its
+    derivatives are 0 rather than nan); the shifted formula takes as many points as any
+    matrix may need (n + 1), since the number cannot be read."""
     s = shape(x)
     if 0 in s:
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
@@ -633,41 +631,54 @@ def _adjugate_T_rows(x, ans):
     return where(
         regular,
         expand_dims(expand_dims(ans, -1), -1) * _mT(inverse),
-        _adjugate_T_singular(x),
+        _adjugate_T_shifted(x, s[-1] + 1),
     )
 
 
-def _last_column_cofactors(m, last):
-    """The cofactors of the last column of the square matrix M = [m | last], which do not
-    depend on that column: det(M) inv(M)[-1, :], with `last` a constant so that derivatives
-    flow through m alone. Where M is unitary (m and `last` are singular vectors) the inverse is
-    exact and the cofactors are det(M) conj(last)."""
-    full = concatenate([m, expand_dims(constant_of(last), -1)], axis=-1)
-    return expand_dims(_det_p(full), -1) * _inv_p(full)[..., -1, :]
+def _SHIFTED_BELOW(dtype):
+    """The singular values that `_adjugate_T_shifted` moves: those below eps**(1/4) times the
+    largest. Then the shifted matrices have a condition number below about
+    eps**(-1/4) 2 points / pi, far (for float64) from the eps**(-1/2) that would send them to
+    the shifted formula again (which would still be exact, only slower)."""
+    return _np.finfo(dtype).eps ** 0.25
 
 
-def _adjugate_T_singular(x):
-    """adj(x).T from x's SVD where x may be singular: with U = [U1 | u], Vh = [Vh1 ; vh],
-    c = det(U) conj(u) and d = det(Vh) conj(vh) (cofactors, functions of U1 and Vh1), and the
-    complex number t = c^T x d^T (det(U) det(Vh) s_n, carrying the phase along which a zero
-    s_n moves),
-    adj(x).T = t conj(U1) diag(prod of the other s of s_1..s_n-1) conj(Vh1)
-               + prod(s_1..s_n-1) c d^T.
-    Only the singular vectors of s_1..s_n-1 enter, so no derivative divides by s_n (the gauge
-    term of the last singular vectors, i Im(u^H dx v) / s_n, would be huge where s_n is a
-    rounding error, and would lose all digits where it cancels)."""
+def _adjugate_T_shifted(x, points):
+    """adj(x).T at any rank, with every derivative exact, as an average of regular adjugates.
+
+    With x = U diag(s) Vh and B = U diag(w) Vh, w_i = 1 for the k small singular values
+    (`_SHIFTED_BELOW`) and 0 for the others, every entry of adj(x + z B) and of each of its
+    derivatives in x is a polynomial in z of degree at most k (a minor of x + z B is, B having
+    rank k). The mean of such a polynomial over p > k points z_j = r exp(i (pi/(2p) + 2 pi j/p))
+    is its value at z = 0, exactly. So with B a constant,
+        adj(x).T = mean_j det(x + z_j B) inv(x + z_j B).T,
+    and so is every derivative of both sides: the right side is made of inverses of matrices
+    whose singular values are those of x with the small ones moved to |s_i + z_j| >= r sin(pi/(2p))
+    (r the smallest singular value not moved), whose derivatives to every order are plain
+    matrix products.
+    (A formula through the singular vectors of x instead has derivatives that divide by
+    singular-value gaps, 0 at rank <= n - 2: det's second derivative came out wrong there.)
+    `points` is p, at least one more than the largest k of the batch.
+    """
     n = shape(x)[-1]
+    real_dtype = _dtype(x)
     if n == 1:
-        return _np.ones(shape(x), _dtype(x))
-    u, s, vh = _svd_p(x, full_matrices=False)
-    u1, s1, vh1 = u[..., :, : n - 1], s[..., : n - 1], vh[..., : n - 1, :]
-    c = _last_column_cofactors(u1, u[..., :, -1])
-    d = _last_column_cofactors(_mT(vh1), vh[..., -1, :])
-    t = sum(c * _matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
-    others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
-    return _matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1)) + expand_dims(
-        prod(s1, axis=-1, keepdims=True), -1
-    ) * expand_dims(c, -1) * expand_dims(d, -2)
+        return _np.ones(shape(x), real_dtype)
+    u, s, vh = _svd_p(constant_of(x), full_matrices=False)
+    largest = s[..., :1]
+    kept = greater(s, _SHIFTED_BELOW(real_dtype) * largest)
+    w = where(kept, 0.0, 1.0)
+    # r, the smallest singular value kept: larger would make the averaged terms larger than
+    # the result (cancellation), smaller the shifted matrices worse conditioned
+    smallest_kept = min(where(kept, s, largest), axis=-1, keepdims=True)
+    r = where(greater(largest, 0.0), smallest_kept, 1.0)  # the zero matrix: any radius does
+    b = _matmul(u * expand_dims(astype(w * r, real_dtype), -2), vh)
+    angles = _np.pi / (2 * points) + 2 * _np.pi * _np.arange(points) / points
+    z = _np.exp(1j * angles).astype(_np.result_type(real_dtype, _np.complex64))
+    shifted = expand_dims(x, 0) + z.reshape((points,) + (1,) * len(shape(x))) * expand_dims(b, 0)
+    adj = expand_dims(expand_dims(_det_p(shifted), -1), -1) * _mT(_inv_p(shifted))
+    mean = sum(adj, axis=0) / _np.asarray(points, real_dtype)
+    return mean if _is_complex(x) else real(mean)
 
 
 def _det_vjp(ans, x):
@@ -686,7 +697,8 @@ _det_p = matrix_primitive(
 @mirror("function")
 def det(a: ArrayLike) -> Array:
     """NumPy's `linalg.det`, batched. Its gradient is the transposed adjugate, det(a) inv(a).T
-    for invertible a and exact at singular a too (where det(a) inv(a).T would be nan).
+    for invertible a and exact at singular a too (where det(a) inv(a).T would be nan), as are
+    its higher derivatives at any rank.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(fnp.linalg.det)(fnp.array([[1.0, 2.0], [2.0, 4.0]]))  # singular
