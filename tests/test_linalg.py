@@ -434,6 +434,42 @@ def test_full_svd_and_complete_qr_of_non_square_matrices_refuse_a_gradient():
     assert np.all(np.isfinite(grad(lambda a: fnp.sum(la.svd(a)[0]))(A)))
 
 
+@pytest.mark.parametrize(
+    "f, numpy_f",
+    [
+        (la.svd, np.linalg.svd),
+        (lambda m: la.svd(np.swapaxes(m, -1, -2)), lambda m: np.linalg.svd(np.swapaxes(m, -1, -2))),
+        (lambda m: la.qr(m, mode="complete"), lambda m: np.linalg.qr(m, mode="complete")),
+    ],
+    ids=["svd-tall", "svd-wide", "qr-complete"],
+)
+def test_full_svd_and_complete_qr_of_non_square_matrices_under_vmap_and_jit(f, numpy_f):
+    # no derivative is asked: NumPy's factors, bit for bit, batched and replayed
+    x = np.random.default_rng(0).standard_normal((2, 5, 3))
+    expected = numpy_f(x)
+    for got in [fgrad.vmap(f)(x), fgrad.jit(f)(x), fgrad.jit(fgrad.vmap(f))(x)]:
+        assert type(got) is type(expected)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and np.array_equal(g, e)
+    replayed = fgrad.jit(f)
+    replayed(x)
+    for g, e in zip(replayed(x + 1), numpy_f(x + 1)):
+        assert np.array_equal(g, e)
+
+    # a derivative through them is refused, with the argument's shape and dtype and what to do
+    def total(m):
+        return fnp.sum(f(m)[1])
+
+    for refused, arg in [
+        (grad(total), x[0]),
+        (jacfwd(lambda m: f(m)[1]), x[0]),
+        (grad(fgrad.jit(total)), x[0]),
+        (fgrad.vmap(grad(total)), x),
+    ]:
+        with pytest.raises(ValueError, match=r"argument 'a' has shape .* float64.*(Pass|Use)"):
+            refused(arg)
+
+
 def test_shape_errors_name_the_argument():
     with pytest.raises(np.linalg.LinAlgError, match=r"'a' has shape \(3, 2\)"):
         la.inv(np.ones((3, 2)))

@@ -51,7 +51,8 @@ Conventions (where NumPy has no derivative to follow):
 - `slogdet`'s sign is a constant for real input and differentiable for complex input
   (d sign = i Im(tr(inv(a) da)) sign).
 - `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
-  `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError).
+  `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError, under
+  a derivative only: `vmap` and `jit` compute them).
 - `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other modules of
@@ -1072,6 +1073,31 @@ _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=Tru
 register_rules(_qr_p, forward="speed")
 
 
+def _no_derivative(who, why, instead):
+    """The reverse rule of a factorization some of whose factors `a` does not determine: it
+    refuses at once (forward mode and `jet` transpose it, so they refuse too), while `vmap`
+    and `jit`, which ask for no derivative, compute the factors."""
+
+    def vjp(wanted, ans, a, **params):
+        raise ValueError(
+            f"{who}: argument 'a' has {describe(a)}; {why}, so they have no derivative. {instead}"
+        )
+
+    return vjp
+
+
+_qr_complete_p = Primitive(
+    "qr_complete",
+    per_matrix(lambda x: tuple(_np.linalg.qr(x, mode="complete"))),
+    vjp=_no_derivative(
+        "linalg.qr",
+        "with mode='complete' and more rows than columns, the extra columns of Q are arbitrary",
+        "Use mode='reduced' (or mode='r' for R alone).",
+    ),
+    multiple_results=True,
+)
+
+
 @mirror("function")
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
@@ -1079,7 +1105,8 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     Differentiable where a's leading min(m, n) columns are independent. R's diagonal is real
     (LAPACK's choice, which fixes the factors' phases), and so is its derivative. With
     mode='complete' and more rows than columns, the extra columns of Q are not determined by
-    a, so they have no derivative: a traced input raises ValueError (use mode='reduced').
+    a, so they have no derivative: a derivative through them raises ValueError (use
+    mode='reduced'); `vmap` and `jit` compute them.
     """
     _check_matrix(a, "linalg.qr")
     m, n = shape(a)[-2:]
@@ -1089,11 +1116,8 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
             f"differentiate 'raw'), got {mode!r}"
         )
     if mode == "complete" and m > n:
-        if is_traced(a):
-            raise ValueError(
-                f"linalg.qr: mode='complete' of a tall matrix ({describe(a)}) has no "
-                "derivative: its extra columns of Q are arbitrary. Use mode='reduced'."
-            )
+        if is_traced(a):  # vmap and jit take it; a derivative is refused by its rule
+            return QRResult(*_qr_complete_p(a))
         return QRResult(*_np.linalg.qr(a, mode="complete"))
     q, r = _qr_p(a)
     return r if mode == "r" else QRResult(q, r)
@@ -1432,6 +1456,16 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
 register_rules(_svd_p, forward="speed")
+_svd_full_p = Primitive(
+    "svd_full",
+    per_matrix(lambda x: tuple(_np.linalg.svd(x, full_matrices=True))),
+    vjp=_no_derivative(
+        "linalg.svd",
+        "with full_matrices=True and a non-square matrix, the extra singular vectors are arbitrary",
+        "Pass full_matrices=False (or compute_uv=False for the singular values alone).",
+    ),
+    multiple_results=True,
+)
 
 
 def _svdvals_vjp(ans, x):
@@ -1465,8 +1499,9 @@ def svd(
     conj(U diag(ct) Vh) is exact. For complex a, U and Vh are NumPy's, fixed up to a phase per
     singular value: functions of them that do not depend on the phases (U diag(f(s)) Vh,
     abs(U), U Vh) have exact derivatives (see the module docstring). With full_matrices=True
-    and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a traced input
-    raises ValueError: use full_matrices=False. With `hermitian=True` it is computed from
+    and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a derivative
+    through the factors raises ValueError (use full_matrices=False); `vmap` and `jit` compute
+    them. With `hermitian=True` it is computed from
     `eigh` as NumPy does (s = |w| sorted descending, U the matching eigenvectors,
     Vh = (U sign(w))^H), so it reads a's lower triangle only (as `eigh`) and the eigenvalue
     gaps are the ones divided by.
@@ -1486,12 +1521,8 @@ def svd(
     if not compute_uv:
         return _svdvals_p(a)
     if full_matrices and m != n:
-        if is_traced(a):
-            raise ValueError(
-                f"linalg.svd: full_matrices=True of a non-square matrix ({describe(a)}) has "
-                "no derivative: its extra singular vectors are arbitrary. Pass "
-                "full_matrices=False (or compute_uv=False for the singular values alone)."
-            )
+        if is_traced(a):  # vmap and jit take it; a derivative is refused by its rule
+            return SVDResult(*_svd_full_p(a))
         return _np.linalg.svd(a, full_matrices=True)
     return SVDResult(*_svd_p(a, full_matrices=bool(full_matrices)))
 
@@ -1924,11 +1955,13 @@ for _prim in (
     _pinv_p,
     _cholesky_p,
     _qr_p,
+    _qr_complete_p,
     _eigh_p,
     _eigvalsh_p,
     _eig_p,
     _eigvals_p,
     _svd_p,
+    _svd_full_p,
     _svdvals_p,
 ):
     # sparsity: each output element depends on the whole matrix at its place in the stack
