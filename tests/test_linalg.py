@@ -411,6 +411,89 @@ def test_norm_gradients_closed_form():
     np.testing.assert_allclose(grad(lambda a: la.norm(a, "fro"))(A), A / np.linalg.norm(A))
 
 
+NORM_INPUTS = {
+    "int-vector": np.array([3, -4]),
+    "int-matrix": np.array([[3, -4], [1, 2]]),
+    "int8-stack": np.arange(24, dtype=np.int8).reshape(2, 3, 4) - 5,
+    "bool-vector": np.array([True, True]),
+    "bool-matrix": np.array([[True, False], [True, True]]),
+    "uint8": np.array([1, 2], dtype=np.uint8),
+    "float16": np.array([1.0, 2.0], dtype=np.float16),
+    "list": [3.0, 4.0],
+    "nested-list": [[2.0, 1.0], [1.0, 3.0]],
+    "int-list": [[1, 2], [3, 4]],
+    "float": 3.0,
+    "int": 3,
+    "bool": True,
+    "empty": np.zeros(0),
+    "empty-3x0": np.zeros((3, 0)),
+    "empty-0x3": np.zeros((0, 3)),
+    "empty-0x0": np.zeros((0, 0)),
+    "empty-stack": np.zeros((2, 3, 0)),
+}
+VECTOR_ORDS = [None, 1, -1, 2, -2, np.inf, -np.inf, 0, 3, 0.5, "fro", "nuc"]
+
+
+def _same_as_numpy(ours, theirs):
+    """ours() equals theirs() in dtype, shape and value, or both raise the same kind of error."""
+    try:
+        expected = theirs()
+    except Exception as error:
+        with pytest.raises(type(error)):
+            ours()
+        return
+    got = ours()
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+    assert np.shape(got) == np.shape(expected)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # NumPy's, and so ours
+@pytest.mark.parametrize("name", NORM_INPUTS)
+def test_norms_of_integer_bool_list_scalar_and_empty_input_are_numpys(name):
+    # NumPy casts integer and bool input to float64 before any formula, reads lists and
+    # numbers as arrays, and gives 0 for the max-based orders over no entries
+    x = NORM_INPUTS[name]
+    nd = np.ndim(x)
+    axes = [None, *range(-nd, nd), *((i, j) for i in range(nd) for j in range(nd) if i != j)]
+    for ord_ in VECTOR_ORDS:
+        for axis in axes:
+            for keepdims in (False, True):
+                _same_as_numpy(
+                    lambda: la.norm(x, ord_, axis, keepdims),
+                    lambda: np.linalg.norm(x, ord_, axis, keepdims),
+                )
+    for ord_ in [2, 1, np.inf, -np.inf, 0, 3]:
+        for axis in [None, *range(nd)]:
+            _same_as_numpy(
+                lambda: la.vector_norm(x, ord=ord_, axis=axis),
+                lambda: np.linalg.vector_norm(x, ord=ord_, axis=axis),
+            )
+    if nd >= 2:
+        for ord_ in ["fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]:
+            _same_as_numpy(
+                lambda: la.matrix_norm(x, ord=ord_), lambda: np.linalg.matrix_norm(x, ord=ord_)
+            )
+
+
+def test_norms_of_integer_input_are_float64_traced_too_and_empty_ones_have_empty_gradients():
+    ints = np.array([[3, -4], [1, 2]])
+    np.testing.assert_array_equal(fgrad.vmap(lambda v: la.norm(v, 1))(ints), [7.0, 3.0])
+    assert fgrad.vmap(lambda v: la.norm(v, 1))(ints).dtype == np.float64
+    assert fgrad.jit(la.norm)(np.array([True, True])) == np.sqrt(2.0)
+    for ord_, x in [(np.inf, np.zeros(0)), (2, np.zeros((3, 0))), (1, np.zeros((3, 0)))]:
+        g = grad(lambda v: la.norm(v, ord_))(x)
+        assert g.shape == x.shape and g.dtype == x.dtype
+    np.testing.assert_array_equal(fgrad.vmap(lambda v: la.norm(v, np.inf))(np.zeros((2, 0))), 0.0)
+    # lists of traced values
+    assert grad(lambda v: la.norm([v, 2 * v]))(1.0) == pytest.approx(np.sqrt(5.0))
+    assert grad(lambda v: la.matrix_norm([[v, 2 * v], [0.0, v]]))(1.0) == pytest.approx(
+        np.sqrt(6.0)
+    )
+    # ties of the max-based orders share the gradient among the entries alone, as before
+    np.testing.assert_array_equal(grad(lambda v: la.norm(v, np.inf))(np.zeros(2)), [0.5, 0.5])
+
+
 def test_norm_refuses_bad_orders_and_axes():
     with pytest.raises(ValueError, match="invalid norm order 'nuc' for vectors"):
         la.norm(np.ones(3), "nuc")

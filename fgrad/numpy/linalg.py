@@ -92,6 +92,7 @@ from .reductions import max, min
 from .shaping import (
     _kept_shape,
     _normalize_axes,
+    asarray,
     astype,
     batch_size,
     batch_to_front,
@@ -1630,13 +1631,32 @@ def _pnorm(x, ord, axis, keepdims=False, flat=False):
     return _pnorm_p(x, ord=ord, axis=axis, keepdims=keepdims, flat=flat)
 
 
+def _norm_input(x):
+    """x as `norm` reads it, as NumPy's does: an array (from a list or a Python number), and
+    float64 for integer or bool input (NumPy casts before any formula, so every ord gives
+    float64, and the 2-norm of bools is sqrt(count), not a bool)."""
+    x = asarray(x)
+    return x if _np.issubdtype(_dtype(x), _np.inexact) else astype(x, _np.float64)
+
+
+def _largest(v, axis, keepdims=False):
+    """The largest entry of v (non-negative: absolute values, their sums, singular values)
+    along `axis`, and 0 over no entries, as NumPy's norms (`initial=0`). Only an empty
+    reduction passes the initial 0: elsewhere it would take a share of the gradient where it
+    ties with entries that are 0."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if any(shape(v)[ax] == 0 for ax in axes):
+        return max(v, axis=axis, keepdims=keepdims, initial=0.0)
+    return max(v, axis=axis, keepdims=keepdims)
+
+
 def _vector_norm(x, ord, axes, keepdims):
     if ord is None:
         ord = 2
     if isinstance(ord, str):
         raise ValueError(f"linalg.norm: invalid norm order {ord!r} for vectors")
     if ord == _np.inf:
-        return max(abs(x), axis=axes, keepdims=keepdims)
+        return _largest(abs(x), axes, keepdims)
     if ord == -_np.inf:
         return min(abs(x), axis=axes, keepdims=keepdims)
     if ord == 0 and _unread(x):  # the number of nonzero entries: a constant
@@ -1661,13 +1681,13 @@ def _matrix_norm(x, ord, row, col, keepdims):
         out = _pnorm(x, 2.0, tuple(sorted((row, col))))
     elif ord in (2, -2, "nuc"):
         s = svdvals(moveaxis(x, (row, col), (-2, -1)))
-        out = sum(s, axis=-1) if ord == "nuc" else (max if ord == 2 else min)(s, axis=-1)
+        out = sum(s, axis=-1) if ord == "nuc" else (_largest if ord == 2 else min)(s, axis=-1)
     elif ord in (1, -1):  # the largest (smallest) column sum of |x|
         sums = sum(abs(x), axis=row)
-        out = (max if ord == 1 else min)(sums, axis=col - 1 if col > row else col)
+        out = (_largest if ord == 1 else min)(sums, axis=col - 1 if col > row else col)
     elif ord in (_np.inf, -_np.inf):  # the largest (smallest) row sum of |x|
         sums = sum(abs(x), axis=col)
-        out = (max if ord == _np.inf else min)(sums, axis=row - 1 if row > col else row)
+        out = (_largest if ord == _np.inf else min)(sums, axis=row - 1 if row > col else row)
     else:
         raise ValueError(
             f"linalg.norm: invalid norm order {ord!r} for matrices; use None, 'fro', 'nuc', "
@@ -1702,6 +1722,7 @@ def norm(
     >>> bool(fnp.allclose(fgrad.grad(fnp.linalg.norm)(z), fnp.conj(z) / 5.0))  # conj(z) / |z|
     True
     """
+    x = _norm_input(x)
     nd = len(shape(x))
     if axis is None:
         if ord is None or (ord in ("fro", "f") and nd == 2) or (ord == 2 and nd == 1):
@@ -1737,6 +1758,7 @@ def vector_norm(
     ord: float = 2,
 ) -> Array:
     """NumPy's `linalg.vector_norm`: `axis=None` takes the norm of all entries."""
+    x = _norm_input(x)
     nd = len(shape(x))
     if axis is None:
         out = _vector_norm(reshape(x, (-1,)), ord, (0,), False)
@@ -1747,6 +1769,7 @@ def vector_norm(
 @mirror("function")
 def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "fro") -> Array:
     """NumPy's `linalg.matrix_norm`: a matrix norm over the last two axes."""
+    x = _norm_input(x)
     _check_matrix(x, "linalg.matrix_norm", "x")
     nd = len(shape(x))
     return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
