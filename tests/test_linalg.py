@@ -333,6 +333,29 @@ def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
         assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
 
 
+def test_lowercase_uplo_is_read_as_numpy_reads_it():
+    m = np.array([[2.0, 1.0], [5.0, 3.0]])  # not symmetric: the triangle read shows
+    for uplo in ("l", "u"):
+        np.testing.assert_array_equal(la.eigvalsh(m, uplo), np.linalg.eigvalsh(m, uplo))
+        for ours, theirs in zip(la.eigh(m, UPLO=uplo), np.linalg.eigh(m, UPLO=uplo)):
+            np.testing.assert_array_equal(ours, theirs)
+        g = grad(lambda x, u=uplo: la.eigvalsh(x, u)[-1])(m)
+        np.testing.assert_array_equal(g, grad(lambda x, u=uplo: la.eigvalsh(x, u.upper())[-1])(m))
+    with pytest.raises(ValueError, match="UPLO must be 'L' or 'U'.*got 'x'"):
+        la.eigh(m, "x")
+
+
+def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
+    def f(m):
+        return fnp.sum(fnp.abs(la.eigvals(m)))
+
+    for empty in [np.zeros((0, 0)), np.zeros((2, 0, 0)), np.zeros((0, 3, 3))]:
+        g = grad(f)(empty)
+        assert g.shape == empty.shape and g.dtype == empty.dtype
+        assert jvp(la.eigvals, (empty,), (empty,))[1].shape == empty.shape[:-1]
+    assert fgrad.vmap(grad(f))(np.zeros((2, 0, 0))).shape == (2, 0, 0)
+
+
 # --- eigenvalue-only quantities at repeated eigenvalues and singular values -----------------------
 
 
@@ -492,6 +515,37 @@ def test_norms_of_integer_input_are_float64_traced_too_and_empty_ones_have_empty
     )
     # ties of the max-based orders share the gradient among the entries alone, as before
     np.testing.assert_array_equal(grad(lambda v: la.norm(v, np.inf))(np.zeros(2)), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_of_singular_matrices_is_inf_as_numpys(p):
+    # NumPy's inverse does not raise at a singular matrix, and its cond turns nan into inf
+    # (NumPy's own 'nuc' raises "SVD did not converge" there, from the inverse's nans: inf too)
+    stack = np.stack([np.ones((2, 2)), 2 * np.eye(2), np.zeros((2, 2))])
+    with np.errstate(all="ignore"):
+        regular = np.linalg.cond(stack[1], p)
+        expected = np.linalg.cond(stack, p) if p in (None, 2, -2) else [np.inf, regular, np.inf]
+        for cond in [la.cond, fgrad.jit(la.cond, static_argnums=1)]:
+            got = cond(stack, p)
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(got, expected)
+            one = cond(np.ones((2, 2), np.float32), p)
+            assert one == expected[0] and np.asarray(one).dtype == np.float32
+        np.testing.assert_array_equal(fgrad.vmap(lambda m: la.cond(m, p))(stack), expected)
+        # nan input stays nan, or raises NumPy's error
+        _same_as_numpy(
+            lambda: la.cond(np.array([[np.nan, 1.0], [1.0, 1.0]]), p),
+            lambda: np.linalg.cond(np.array([[np.nan, 1.0], [1.0, 1.0]]), p),
+        )
+        # where the matrix is regular, the value and gradient are unchanged
+        g = grad(lambda m: fnp.sum(la.cond(m, p)))(stack[1:2])
+        assert np.all(np.isfinite(g))
+
+
+def test_cond_of_empty_matrices_raises_numpys_error():
+    for empty in [np.zeros((0, 0)), np.zeros((2, 0, 0))]:
+        with pytest.raises(np.linalg.LinAlgError, match=r"'x' has shape .*not defined on empty"):
+            la.cond(empty)
 
 
 def test_norm_refuses_bad_orders_and_axes():

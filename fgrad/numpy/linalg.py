@@ -1163,8 +1163,11 @@ register_rules(_eigh_p, forward="speed")
 
 
 def _check_uplo(UPLO, who):
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    """UPLO upper-cased, as NumPy reads it ('l' is 'L')."""
+    upper = UPLO.upper() if isinstance(UPLO, str) else UPLO
+    if upper not in ("L", "U"):
+        raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U' (or 'l', 'u'), got {UPLO!r}")
+    return upper
 
 
 @mirror("function")
@@ -1187,7 +1190,7 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
            [0., 1.]])
     """
     _check_square(a, "linalg.eigh")
-    _check_uplo(UPLO, "eigh")
+    UPLO = _check_uplo(UPLO, "eigh")
     return EighResult(*_eigh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO))
 
 
@@ -1224,7 +1227,7 @@ def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
            [1. , 0.5]])
     """
     _check_square(a, "linalg.eigvalsh")
-    _check_uplo(UPLO, "eigvalsh")
+    UPLO = _check_uplo(UPLO, "eigvalsh")
     return _eigvalsh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO)
 
 
@@ -1341,6 +1344,8 @@ def _eigvectors_for(ans, x):
     """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
     (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
     w, v = _eig_p(x)
+    if 0 in shape(ans):  # no eigenvalue to match (0x0 matrices, or none): nothing to reorder
+        return v
     if _unreadable(w):  # match each eigenvalue with its nearest by comparisons: no read
         gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
         return _reordered(v, _mT(_first_largest(-gaps)))
@@ -1778,13 +1783,45 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "
 @mirror("function")
 def cond(x: ArrayLike, p: float | str | None = None) -> Array:
     """NumPy's `linalg.cond`: s_max / s_min for p None, 2 (s_min / s_max for -2), otherwise
-    norm(x, p) * norm(inv(x), p); real for complex x."""
+    norm(x, p) * norm(inv(x), p); real for complex x. As NumPy's, it is inf for a singular
+    matrix (each of a stack on its own), with no derivative there.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.linalg.cond(fnp.ones((2, 2)), 1)
+    np.float64(inf)
+    """
+    x = asarray(x)
     _check_matrix(x, "linalg.cond", "x")
+    if 0 in shape(x)[-2:]:
+        raise _LinAlgError(
+            f"linalg.cond: argument 'x' has {describe(x)}; cond is not defined on empty "
+            "arrays: pass matrices with at least one row and one column"
+        )
+    with _np.errstate(all="ignore"):  # as NumPy's: a singular matrix is no error
+        r = _cond(x, p)
+    # As NumPy's: a nan (0 / 0, 0 * inf, a singular matrix) is inf unless x holds a nan
+    nans = _np.any(_np.isnan(mask_values(x)), axis=(-2, -1))
+    undefined = _np.logical_and(_np.isnan(mask_values(r)), _np.logical_not(nans))
+    if may_hold(undefined):
+        r = where(undefined, _np.asarray(_np.inf, _dtype(r)), r)
+    return r[()]  # a number for one matrix, as NumPy's
+
+
+def _cond(x, p):
+    """`cond`'s formulas, nan where NumPy's give nan or inf (its caller makes those inf)."""
     if p in (None, 2, -2):
         s = svdvals(x)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
     _check_square(x, "linalg.cond", "x")
-    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    # NumPy's inverse gives inf or nan where LU meets a zero pivot, which slogdet's sign 0
+    # reports from the same factorization; inv would raise there, so those matrices are
+    # replaced by the identity, and their result by nan
+    singular = equal(slogdet(mask_values(x)).sign, 0)
+    if not may_hold(singular):
+        return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    regular = where(expand_dims(expand_dims(singular, -1), -1), _const(_np.eye(shape(x)[-1]), x), x)
+    r = norm(x, p, axis=(-2, -1)) * norm(inv(regular), p, axis=(-2, -1))
+    return where(singular, _np.asarray(_np.nan, _dtype(r)), r)
 
 
 matrix_rank = nondiff_function(_np.linalg.matrix_rank)
