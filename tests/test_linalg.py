@@ -333,6 +333,23 @@ def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
         assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
 
 
+def test_pinv_derivative_where_rcond_cuts_a_nonzero_singular_value_is_the_documented_one():
+    # the cut singular values are taken as 0: the derivative is pinv's at the matrix without
+    # them, and not finite differences of NumPy's truncated pinv (as the docstring says)
+    gen = np.random.default_rng(0)
+    a = gen.standard_normal((4, 3)) * [1.0, 1.0, 0.01]
+    t = gen.standard_normal((4, 3))
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    kept = s > 0.5 * s[0]
+    cut = (u * np.where(kept, s, 0.0)) @ vh
+    _, ours = jvp(lambda x: la.pinv(x, rcond=0.5), (a,), (t,))
+    _, at_cut = jvp(lambda x: la.pinv(x, rcond=0.5), (cut,), (t,))
+    np.testing.assert_allclose(ours, at_cut, atol=1e-12)
+    h = 1e-6
+    fd = (np.linalg.pinv(a + h * t, rcond=0.5) - np.linalg.pinv(a - h * t, rcond=0.5)) / (2 * h)
+    assert np.abs(ours - fd).max() > 0.01
+
+
 def test_lowercase_uplo_is_read_as_numpy_reads_it():
     m = np.array([[2.0, 1.0], [5.0, 3.0]])  # not symmetric: the triangle read shows
     for uplo in ("l", "u"):

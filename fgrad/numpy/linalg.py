@@ -817,8 +817,11 @@ def pinv(
     The derivative is Golub and Pereyra's, exact where the rank is locally constant: when no
     singular value is cut, or when the cut ones are exactly 0 (a rank-deficient matrix that
     stays so, like `pinv(b @ c)` with thin b, c). Singular values cut by `rcond` that are not 0
-    are treated as if they were. With `hermitian=True`, as NumPy, it reads a's lower triangle
-    only (and the real part of its diagonal), as `eigh`.
+    are treated as if they were: the derivative is then pinv's derivative at the matrix with
+    those singular values set to 0 (at its rank), not the derivative of NumPy's truncated
+    pseudo-inverse, which finite differences measure and which differs (a cut singular value
+    that is not 0 still turns the singular vectors that are kept). With `hermitian=True`, as
+    NumPy, it reads a's lower triangle only (and the real part of its diagonal), as `eigh`.
     """
     _check_matrix(a, "linalg.pinv")
     if rcond is None:
@@ -868,8 +871,10 @@ def lstsq(
     """NumPy's `linalg.lstsq`: (x, residuals, rank, s) for 2-D a and 1-D or 2-D b.
 
     x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
-    locally constant); `residuals` (the squared residual norms, given as NumPy gives them: only
-    when a has full column rank and more rows than columns, real for complex input) is
+    locally constant; where `rcond` cuts a singular value that is not 0, it is taken as 0, and
+    the derivative differs from finite differences of NumPy's `lstsq`, as pinv's);
+    `residuals` (the squared residual norms, given as NumPy gives them: only when a has full
+    column rank and more rows than columns, real for complex input) is
     `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is NumPy's integer; `s` is
     `svdvals(a)`, differentiable.
     """
