@@ -205,7 +205,8 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     )
     np.testing.assert_allclose(grad(la.det)(a), cof, atol=1e-12)
     np.testing.assert_allclose(jacfwd(la.det)(a), cof, atol=1e-12)
-    # det is a polynomial: its second derivative exists at rank n-1 as well
+    # det is a polynomial: its second derivative exists at rank n-1 as well (lower ranks:
+    # test_det_derivatives_of_every_order_at_every_rank)
     check_grads(la.det, (a,), order=2)
     # rank n-2: every cofactor is 0
     np.testing.assert_allclose(
@@ -216,6 +217,96 @@ def test_det_gradient_at_singular_matrices_is_the_cofactor_matrix():
     g = grad(lambda b: fnp.sum(la.det(b)))(batch)
     np.testing.assert_allclose(g[0], cof, atol=1e-12)
     np.testing.assert_allclose(g[1], np.linalg.det(A) * np.linalg.inv(A).T, rtol=1e-10)
+
+
+def _det_derivative(a, order):
+    """The exact derivative tensor of det of the given order at a, shape (n, n) * order, from
+    the Leibniz formula det(a) = sum over permutations p of sign(p) prod_i a[i, p(i)]: its
+    derivative in a[i1, j1], ..., a[ik, jk] is the sum over p with p(iq) = jq of sign(p) times
+    the product of the other factors."""
+    import itertools
+
+    n = a.shape[0]
+    out = np.zeros((n, n) * order, dtype=a.dtype)
+    for p in itertools.permutations(range(n)):
+        sign = np.linalg.det(np.eye(n)[list(p)])
+        for rows in itertools.permutations(range(n), order):
+            rest = [m for m in range(n) if m not in rows]
+            out[tuple(x for r in rows for x in (r, p[r]))] += sign * np.prod(
+                [a[m, p[m]] for m in rest]
+            )
+    return out
+
+
+def test_det_second_derivative_at_rank_n_minus_2_is_the_closed_form():
+    # det(diag(1, 0, 0) + s E) = -s**2 with E[1, 2] = E[2, 1] = 1: every mode gives -2
+    d, e = np.diag([1.0, 0.0, 0.0]), np.zeros((3, 3))
+    e[1, 2] = e[2, 1] = 1.0
+
+    def f(s):
+        return la.det(d + s * e)
+
+    assert grad(grad(f))(0.0) == pytest.approx(-2.0, abs=1e-12)
+    assert jacfwd(jacfwd(f))(0.0) == pytest.approx(-2.0, abs=1e-12)
+    assert fgrad.derivative(f, 2)(0.0) == pytest.approx(-2.0, abs=1e-12)
+    assert fgrad.jet(f, (0.0,), ((1.0, 0.0),))[1][1] == pytest.approx(-2.0, abs=1e-12)
+    assert fgrad.hessian(la.det)(d)[1, 2, 2, 1] == pytest.approx(-1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_det_derivatives_of_every_order_at_every_rank(n, dtype):
+    # det is a polynomial of degree n: at ranks 0..n (random low-rank products), the
+    # Hessian and third derivative in every mode, and jet's derivatives of orders 1..n+1 along a
+    # line, equal the Leibniz formula's
+    gen = np.random.default_rng(n)
+    cplx = dtype is np.complex128
+
+    def sample(*s):
+        return gen.standard_normal(s) + (1j * gen.standard_normal(s) if cplx else 0)
+
+    for rank in range(n + 1):
+        a = sample(n, rank) @ sample(rank, n)
+        h = _det_derivative(a, 2)
+        scale = 1.0 + np.abs(h).max()
+        for second in [
+            jacfwd(fgrad.jacrev(la.det, holomorphic=cplx), holomorphic=cplx),
+            jacfwd(jacfwd(la.det, holomorphic=cplx), holomorphic=cplx),
+            fgrad.jacrev(fgrad.jacrev(la.det, holomorphic=cplx), holomorphic=cplx),
+        ]:
+            np.testing.assert_allclose(second(a), h, atol=1e-12 * scale, err_msg=f"rank {rank}")
+        if n >= 3:
+            third = jacfwd(
+                fgrad.jacrev(fgrad.jacrev(la.det, holomorphic=cplx), holomorphic=cplx),
+                holomorphic=cplx,
+            )
+            np.testing.assert_allclose(third(a), _det_derivative(a, 3), atol=1e-11 * scale)
+        if not cplx:
+            t = sample(n, n)
+            _, series = fgrad.jet(la.det, (a,), ((t,) + (np.zeros((n, n)),) * n,))
+            for k, got in enumerate(series, start=1):
+                letters = "abcdefghij"[: 2 * k]
+                exact = 0.0
+                if k <= n:
+                    operands = [t] * k
+                    spec = ",".join(letters[2 * q : 2 * q + 2] for q in range(k))
+                    exact = np.einsum(f"{letters},{spec}->", _det_derivative(a, k), *operands)
+                assert got == pytest.approx(exact, abs=1e-10 * scale), (rank, k)
+
+
+def test_det_hessian_at_singular_matrices_under_vmap_and_in_a_stack():
+    gen = np.random.default_rng(11)
+    batch = np.stack([gen.standard_normal((4, r)) @ gen.standard_normal((r, 4)) for r in range(5)])
+    exact = np.stack([_det_derivative(m, 2) for m in batch])
+    np.testing.assert_allclose(fgrad.vmap(fgrad.hessian(la.det))(batch), exact, atol=1e-12)
+    stacked = fgrad.hessian(lambda b: fnp.sum(la.det(b)))(batch)
+    got = np.stack([stacked[k, :, :, k] for k in range(len(batch))])
+    np.testing.assert_allclose(got, exact, atol=1e-12)
+    np.testing.assert_allclose(fgrad.jit(fgrad.hessian(la.det))(batch[2]), exact[2], atol=1e-12)
+    # float32 stays float32, to float32's precision
+    h32 = fgrad.hessian(la.det)(batch[2].astype(np.float32))
+    assert h32.dtype == np.float32
+    np.testing.assert_allclose(h32, exact[2], atol=1e-5 * np.abs(exact[2]).max())
 
 
 def _read_from(g, lower):
@@ -240,6 +331,46 @@ def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
         g = grad(lambda x, u=uplo: la.eigvalsh(x, UPLO=u)[-1])(m)
         np.testing.assert_allclose(g, _read_from(np.outer(v[:, -1], v[:, -1]), lower), atol=1e-12)
         assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
+
+
+def test_pinv_derivative_where_rcond_cuts_a_nonzero_singular_value_is_the_documented_one():
+    # the cut singular values are taken as 0: the derivative is pinv's at the matrix without
+    # them, and not finite differences of NumPy's truncated pinv (as the docstring says)
+    gen = np.random.default_rng(0)
+    a = gen.standard_normal((4, 3)) * [1.0, 1.0, 0.01]
+    t = gen.standard_normal((4, 3))
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    kept = s > 0.5 * s[0]
+    cut = (u * np.where(kept, s, 0.0)) @ vh
+    _, ours = jvp(lambda x: la.pinv(x, rcond=0.5), (a,), (t,))
+    _, at_cut = jvp(lambda x: la.pinv(x, rcond=0.5), (cut,), (t,))
+    np.testing.assert_allclose(ours, at_cut, atol=1e-12)
+    h = 1e-6
+    fd = (np.linalg.pinv(a + h * t, rcond=0.5) - np.linalg.pinv(a - h * t, rcond=0.5)) / (2 * h)
+    assert np.abs(ours - fd).max() > 0.01
+
+
+def test_lowercase_uplo_is_read_as_numpy_reads_it():
+    m = np.array([[2.0, 1.0], [5.0, 3.0]])  # not symmetric: the triangle read shows
+    for uplo in ("l", "u"):
+        np.testing.assert_array_equal(la.eigvalsh(m, uplo), np.linalg.eigvalsh(m, uplo))
+        for ours, theirs in zip(la.eigh(m, UPLO=uplo), np.linalg.eigh(m, UPLO=uplo)):
+            np.testing.assert_array_equal(ours, theirs)
+        g = grad(lambda x, u=uplo: la.eigvalsh(x, u)[-1])(m)
+        np.testing.assert_array_equal(g, grad(lambda x, u=uplo: la.eigvalsh(x, u.upper())[-1])(m))
+    with pytest.raises(ValueError, match="UPLO must be 'L' or 'U'.*got 'x'"):
+        la.eigh(m, "x")
+
+
+def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
+    def f(m):
+        return fnp.sum(fnp.abs(la.eigvals(m)))
+
+    for empty in [np.zeros((0, 0)), np.zeros((2, 0, 0)), np.zeros((0, 3, 3))]:
+        g = grad(f)(empty)
+        assert g.shape == empty.shape and g.dtype == empty.dtype
+        assert jvp(la.eigvals, (empty,), (empty,))[1].shape == empty.shape[:-1]
+    assert fgrad.vmap(grad(f))(np.zeros((2, 0, 0))).shape == (2, 0, 0)
 
 
 # --- eigenvalue-only quantities at repeated eigenvalues and singular values -----------------------
@@ -320,6 +451,120 @@ def test_norm_gradients_closed_form():
     np.testing.assert_allclose(grad(lambda a: la.norm(a, "fro"))(A), A / np.linalg.norm(A))
 
 
+NORM_INPUTS = {
+    "int-vector": np.array([3, -4]),
+    "int-matrix": np.array([[3, -4], [1, 2]]),
+    "int8-stack": np.arange(24, dtype=np.int8).reshape(2, 3, 4) - 5,
+    "bool-vector": np.array([True, True]),
+    "bool-matrix": np.array([[True, False], [True, True]]),
+    "uint8": np.array([1, 2], dtype=np.uint8),
+    "float16": np.array([1.0, 2.0], dtype=np.float16),
+    "list": [3.0, 4.0],
+    "nested-list": [[2.0, 1.0], [1.0, 3.0]],
+    "int-list": [[1, 2], [3, 4]],
+    "float": 3.0,
+    "int": 3,
+    "bool": True,
+    "empty": np.zeros(0),
+    "empty-3x0": np.zeros((3, 0)),
+    "empty-0x3": np.zeros((0, 3)),
+    "empty-0x0": np.zeros((0, 0)),
+    "empty-stack": np.zeros((2, 3, 0)),
+}
+VECTOR_ORDS = [None, 1, -1, 2, -2, np.inf, -np.inf, 0, 3, 0.5, "fro", "nuc"]
+
+
+def _same_as_numpy(ours, theirs):
+    """ours() equals theirs() in dtype, shape and value, or both raise the same kind of error."""
+    try:
+        expected = theirs()
+    except Exception as error:
+        with pytest.raises(type(error)):
+            ours()
+        return
+    got = ours()
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+    assert np.shape(got) == np.shape(expected)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # NumPy's, and so ours
+@pytest.mark.parametrize("name", NORM_INPUTS)
+def test_norms_of_integer_bool_list_scalar_and_empty_input_are_numpys(name):
+    # NumPy casts integer and bool input to float64 before any formula, reads lists and
+    # numbers as arrays, and gives 0 for the max-based orders over no entries
+    x = NORM_INPUTS[name]
+    nd = np.ndim(x)
+    axes = [None, *range(-nd, nd), *((i, j) for i in range(nd) for j in range(nd) if i != j)]
+    for ord_ in VECTOR_ORDS:
+        for axis in axes:
+            for keepdims in (False, True):
+                _same_as_numpy(
+                    lambda: la.norm(x, ord_, axis, keepdims),
+                    lambda: np.linalg.norm(x, ord_, axis, keepdims),
+                )
+    for ord_ in [2, 1, np.inf, -np.inf, 0, 3]:
+        for axis in [None, *range(nd)]:
+            _same_as_numpy(
+                lambda: la.vector_norm(x, ord=ord_, axis=axis),
+                lambda: np.linalg.vector_norm(x, ord=ord_, axis=axis),
+            )
+    if nd >= 2:
+        for ord_ in ["fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]:
+            _same_as_numpy(
+                lambda: la.matrix_norm(x, ord=ord_), lambda: np.linalg.matrix_norm(x, ord=ord_)
+            )
+
+
+def test_norms_of_integer_input_are_float64_traced_too_and_empty_ones_have_empty_gradients():
+    ints = np.array([[3, -4], [1, 2]])
+    np.testing.assert_array_equal(fgrad.vmap(lambda v: la.norm(v, 1))(ints), [7.0, 3.0])
+    assert fgrad.vmap(lambda v: la.norm(v, 1))(ints).dtype == np.float64
+    assert fgrad.jit(la.norm)(np.array([True, True])) == np.sqrt(2.0)
+    for ord_, x in [(np.inf, np.zeros(0)), (2, np.zeros((3, 0))), (1, np.zeros((3, 0)))]:
+        g = grad(lambda v: la.norm(v, ord_))(x)
+        assert g.shape == x.shape and g.dtype == x.dtype
+    np.testing.assert_array_equal(fgrad.vmap(lambda v: la.norm(v, np.inf))(np.zeros((2, 0))), 0.0)
+    # lists of traced values
+    assert grad(lambda v: la.norm([v, 2 * v]))(1.0) == pytest.approx(np.sqrt(5.0))
+    assert grad(lambda v: la.matrix_norm([[v, 2 * v], [0.0, v]]))(1.0) == pytest.approx(
+        np.sqrt(6.0)
+    )
+    # ties of the max-based orders share the gradient among the entries alone, as before
+    np.testing.assert_array_equal(grad(lambda v: la.norm(v, np.inf))(np.zeros(2)), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_of_singular_matrices_is_inf_as_numpys(p):
+    # NumPy's inverse does not raise at a singular matrix, and its cond turns nan into inf
+    # (NumPy's own 'nuc' raises "SVD did not converge" there, from the inverse's nans: inf too)
+    stack = np.stack([np.ones((2, 2)), 2 * np.eye(2), np.zeros((2, 2))])
+    with np.errstate(all="ignore"):
+        regular = np.linalg.cond(stack[1], p)
+        expected = np.linalg.cond(stack, p) if p in (None, 2, -2) else [np.inf, regular, np.inf]
+        for cond in [la.cond, fgrad.jit(la.cond, static_argnums=1)]:
+            got = cond(stack, p)
+            assert got.dtype == np.float64
+            np.testing.assert_array_equal(got, expected)
+            one = cond(np.ones((2, 2), np.float32), p)
+            assert one == expected[0] and np.asarray(one).dtype == np.float32
+        np.testing.assert_array_equal(fgrad.vmap(lambda m: la.cond(m, p))(stack), expected)
+        # nan input stays nan, or raises NumPy's error
+        _same_as_numpy(
+            lambda: la.cond(np.array([[np.nan, 1.0], [1.0, 1.0]]), p),
+            lambda: np.linalg.cond(np.array([[np.nan, 1.0], [1.0, 1.0]]), p),
+        )
+        # where the matrix is regular, the value and gradient are unchanged
+        g = grad(lambda m: fnp.sum(la.cond(m, p)))(stack[1:2])
+        assert np.all(np.isfinite(g))
+
+
+def test_cond_of_empty_matrices_raises_numpys_error():
+    for empty in [np.zeros((0, 0)), np.zeros((2, 0, 0))]:
+        with pytest.raises(np.linalg.LinAlgError, match=r"'x' has shape .*not defined on empty"):
+            la.cond(empty)
+
+
 def test_norm_refuses_bad_orders_and_axes():
     with pytest.raises(ValueError, match="invalid norm order 'nuc' for vectors"):
         la.norm(np.ones(3), "nuc")
@@ -341,6 +586,42 @@ def test_full_svd_and_complete_qr_of_non_square_matrices_refuse_a_gradient():
     assert la.svd(TALL)[0].shape == (4, 4) and la.qr(TALL, mode="complete")[0].shape == (4, 4)
     # square: full and reduced are the same, so the gradient exists
     assert np.all(np.isfinite(grad(lambda a: fnp.sum(la.svd(a)[0]))(A)))
+
+
+@pytest.mark.parametrize(
+    "f, numpy_f",
+    [
+        (la.svd, np.linalg.svd),
+        (lambda m: la.svd(np.swapaxes(m, -1, -2)), lambda m: np.linalg.svd(np.swapaxes(m, -1, -2))),
+        (lambda m: la.qr(m, mode="complete"), lambda m: np.linalg.qr(m, mode="complete")),
+    ],
+    ids=["svd-tall", "svd-wide", "qr-complete"],
+)
+def test_full_svd_and_complete_qr_of_non_square_matrices_under_vmap_and_jit(f, numpy_f):
+    # no derivative is asked: NumPy's factors, bit for bit, batched and replayed
+    x = np.random.default_rng(0).standard_normal((2, 5, 3))
+    expected = numpy_f(x)
+    for got in [fgrad.vmap(f)(x), fgrad.jit(f)(x), fgrad.jit(fgrad.vmap(f))(x)]:
+        assert type(got) is type(expected)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and np.array_equal(g, e)
+    replayed = fgrad.jit(f)
+    replayed(x)
+    for g, e in zip(replayed(x + 1), numpy_f(x + 1)):
+        assert np.array_equal(g, e)
+
+    # a derivative through them is refused, with the argument's shape and dtype and what to do
+    def total(m):
+        return fnp.sum(f(m)[1])
+
+    for refused, arg in [
+        (grad(total), x[0]),
+        (jacfwd(lambda m: f(m)[1]), x[0]),
+        (grad(fgrad.jit(total)), x[0]),
+        (fgrad.vmap(grad(total)), x),
+    ]:
+        with pytest.raises(ValueError, match=r"argument 'a' has shape .* float64.*(Pass|Use)"):
+            refused(arg)
 
 
 def test_shape_errors_name_the_argument():

@@ -44,6 +44,8 @@ from .shaping import (
     concatenate,
     describe,
     getitem,
+    holds_foreign,
+    is_traced,
     meta,
     shape,
     unbroadcast,
@@ -77,12 +79,16 @@ def _check_norm(norm, name):
     return norm
 
 
-def _check_out(out, name):
-    if out is not None:
+def _numpy_into(out, name, a, **arguments):
+    """NumPy's own `name` writing into `out`, for plain input, as `matmul(..., out=)` does;
+    a traced (or lazy) input has no array to write into: a TypeError says so."""
+    if is_traced(a) or holds_foreign(a):
         raise TypeError(
-            f"{name}: out= is not supported (fgrad never writes into arrays); use the "
-            "returned array instead"
+            f"{name}(..., out=...): argument 'a' ({describe(a)}) is traced, and inside a "
+            "transform arrays are values, never written into. Use the returned array "
+            f"instead: y = fgrad.numpy.fft.{name}(a)"
         )
+    return getattr(_np.fft, name)(a, **arguments, out=out)
 
 
 def _check_axis(x, axis, name):
@@ -212,11 +218,12 @@ _irfft_p = deflinear(
 def _transform(
     template: _F, name: str, transform: Callable[..., Array], doc: str, **flags: bool
 ) -> _F:
-    """The transform `name`, of `template`'s signature: NumPy's `out=` refused, then
-    `transform` of the arguments."""
+    """The transform `name`, of `template`'s signature: NumPy's own with `out=` (for plain
+    input), else `transform` of the arguments."""
 
     def body(a, out, **arguments):
-        _check_out(out, name)
+        if out is not None:
+            return _numpy_into(out, name, a, **arguments)
         return transform(a, name=name, **arguments, **flags)
 
     return _variant(template, name, body, doc)
@@ -282,7 +289,8 @@ def fft(
     >>> g(fnp.array([1.0, 2.0, 3.0])).tolist()
     [1.0, 1.0, 1.0]
     """
-    _check_out(out, "fft")
+    if out is not None:
+        return _numpy_into(out, "fft", a, n=n, axis=axis, norm=norm)
     return _complex_1d(a, n, axis, norm, "fft", False)
 
 
@@ -365,7 +373,8 @@ def fftn(
     >>> fgrad.grad(lambda x: fnp.real(fnp.fft.fftn(x))[0, 0])(fnp.ones((2, 2))).tolist()
     [[1.0, 1.0], [1.0, 1.0]]
     """
-    _check_out(out, "fftn")
+    if out is not None:
+        return _numpy_into(out, "fftn", a, s=s, axes=axes, norm=norm)
     return _complex_nd(a, s, axes, norm, "fftn", False)
 
 
@@ -378,7 +387,8 @@ def fft2(
     out: None = None,
 ) -> Array:
     """NumPy's `fft2`: `fftn` over the last two axes."""
-    _check_out(out, "fft2")
+    if out is not None:
+        return _numpy_into(out, "fft2", a, s=s, axes=axes, norm=norm)
     return _complex_nd(a, s, axes, norm, "fft2", False)
 
 

@@ -46,12 +46,13 @@ Conventions (where NumPy has no derivative to follow):
   `enable_eigvec_derivs`, so they match finite differences of NumPy's values; `qr`'s R has a
   real diagonal (LAPACK's), which fixes its phases, and `cholesky` is unique.
 - The 2-norm (and every p-norm) has gradient 0 at the zero vector (a subgradient; JAX gives nan).
-- `det`'s gradient is the transposed adjugate, exact at singular matrices too (its second
-  derivative there is exact at rank n-1 with distinct singular values).
+- `det`'s gradient is the transposed adjugate, and its derivatives of every order are exact
+  at matrices of any rank (an average of regular adjugates, see `_adjugate_T_shifted`).
 - `slogdet`'s sign is a constant for real input and differentiable for complex input
   (d sign = i Im(tr(inv(a) da)) sign).
 - `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
-  `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError).
+  `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError, under
+  a derivative only: `vmap` and `jit` compute them).
 - `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other modules of
@@ -87,10 +88,11 @@ from .elementwise import (
     where,
 )
 from .products import conj_if_complex as _conj, vecdot as _vecdot, whole_along
-from .reductions import _product_of_others, max, min, prod
+from .reductions import max, min
 from .shaping import (
     _kept_shape,
     _normalize_axes,
+    asarray,
     astype,
     batch_size,
     batch_to_front,
@@ -598,13 +600,9 @@ def _adjugate_T(x, ans):
     """The transposed adjugate of x (d det(x) / dx), in fgrad operations.
 
     det(x) inv(x).T where every matrix of the batch is well conditioned (smallest singular
-    value above sqrt(eps) times the largest); otherwise from the SVD x = U diag(s) Vh, as
-    adj(x).T = det(U) det(Vh) conj(U) diag(prod of the other s) conj(Vh), an identity that
-    stays exact at singular matrices (JAX gets the same from a cofactor solve). Its terms are
-    written without the last singular vectors (see `_adjugate_T_singular`), so that the second
-    derivative is right at rank n-1. The inverse is preferred where it is accurate because its
-    own derivative has no trouble at repeated singular values (det's second derivative at the
-    identity).
+    value above sqrt(eps) times the largest); otherwise by `_adjugate_T_shifted`, whose
+    derivatives are those of the adjugate at any rank. The inverse is preferred where it is
+    accurate: it is one LAPACK call, and its values are the ones fgrad has always given.
     """
     if _unreadable(x):  # no matrix is read
         return _adjugate_T_rows(x, ans)
@@ -612,14 +610,16 @@ def _adjugate_T(x, ans):
     s = _np.linalg.svd(xv, compute_uv=False)
     if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
-    return _adjugate_T_singular(x)
+    shifted = s <= _SHIFTED_BELOW(xv.dtype) * s[..., :1]
+    return _adjugate_T_shifted(x, int(shifted.sum(axis=-1).max()) + 1)
 
 
 def _adjugate_T_rows(x, ans):
     """`_adjugate_T` of a batch (under `vmap`): both formulas, each row taking the one its
-    own matrices call for, so that no row's value is read. The rows that take the SVD formula
-    get the identity's inverse in the other (masked out, and finite, so its derivatives are
-    0 rather than nan)."""
+    own matrices call for, so that no row's value is read. The rows that take the shifted
+    formula get the identity's inverse in the other (masked out, and finite, so its
+    derivatives are 0 rather than nan); the shifted formula takes as many points as any
+    matrix may need (n + 1), since the number cannot be read."""
     s = shape(x)
     if 0 in s:
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
@@ -633,41 +633,54 @@ def _adjugate_T_rows(x, ans):
     return where(
         regular,
         expand_dims(expand_dims(ans, -1), -1) * _mT(inverse),
-        _adjugate_T_singular(x),
+        _adjugate_T_shifted(x, s[-1] + 1),
     )
 
 
-def _last_column_cofactors(m, last):
-    """The cofactors of the last column of the square matrix M = [m | last], which do not
-    depend on that column: det(M) inv(M)[-1, :], with `last` a constant so that derivatives
-    flow through m alone. Where M is unitary (m and `last` are singular vectors) the inverse is
-    exact and the cofactors are det(M) conj(last)."""
-    full = concatenate([m, expand_dims(constant_of(last), -1)], axis=-1)
-    return expand_dims(_det_p(full), -1) * _inv_p(full)[..., -1, :]
+def _SHIFTED_BELOW(dtype):
+    """The singular values that `_adjugate_T_shifted` moves: those below eps**(1/4) times the
+    largest. Then the shifted matrices have a condition number below about
+    eps**(-1/4) 2 points / pi, far (for float64) from the eps**(-1/2) that would send them to
+    the shifted formula again (which would still be exact, only slower)."""
+    return _np.finfo(dtype).eps ** 0.25
 
 
-def _adjugate_T_singular(x):
-    """adj(x).T from x's SVD where x may be singular: with U = [U1 | u], Vh = [Vh1 ; vh],
-    c = det(U) conj(u) and d = det(Vh) conj(vh) (cofactors, functions of U1 and Vh1), and the
-    complex number t = c^T x d^T (det(U) det(Vh) s_n, carrying the phase along which a zero
-    s_n moves),
-    adj(x).T = t conj(U1) diag(prod of the other s of s_1..s_n-1) conj(Vh1)
-               + prod(s_1..s_n-1) c d^T.
-    Only the singular vectors of s_1..s_n-1 enter, so no derivative divides by s_n (the gauge
-    term of the last singular vectors, i Im(u^H dx v) / s_n, would be huge where s_n is a
-    rounding error, and would lose all digits where it cancels)."""
+def _adjugate_T_shifted(x, points):
+    """adj(x).T at any rank, with every derivative exact, as an average of regular adjugates.
+
+    With x = U diag(s) Vh and B = U diag(w) Vh, w_i = 1 for the k small singular values
+    (`_SHIFTED_BELOW`) and 0 for the others, every entry of adj(x + z B) and of each of its
+    derivatives in x is a polynomial in z of degree at most k (a minor of x + z B is, B having
+    rank k). The mean of such a polynomial over p > k points z_j = r exp(i (pi/(2p) + 2 pi j/p))
+    is its value at z = 0, exactly. So with B a constant,
+        adj(x).T = mean_j det(x + z_j B) inv(x + z_j B).T,
+    and so is every derivative of both sides: the right side is made of inverses of matrices
+    whose singular values are those of x with the small ones moved to |s_i + z_j| >= r sin(pi/(2p))
+    (r the smallest singular value not moved), whose derivatives to every order are plain
+    matrix products.
+    (A formula through the singular vectors of x instead has derivatives that divide by
+    singular-value gaps, 0 at rank <= n - 2: det's second derivative came out wrong there.)
+    `points` is p, at least one more than the largest k of the batch.
+    """
     n = shape(x)[-1]
+    real_dtype = _dtype(x)
     if n == 1:
-        return _np.ones(shape(x), _dtype(x))
-    u, s, vh = _svd_p(x, full_matrices=False)
-    u1, s1, vh1 = u[..., :, : n - 1], s[..., : n - 1], vh[..., : n - 1, :]
-    c = _last_column_cofactors(u1, u[..., :, -1])
-    d = _last_column_cofactors(_mT(vh1), vh[..., -1, :])
-    t = sum(c * _matmul(x, expand_dims(d, -1))[..., 0], axis=-1)
-    others = _product_of_others(s1, (len(shape(s1)) - 1,)) * expand_dims(t, -1)
-    return _matmul(_conj(u1) * expand_dims(others, -2), _conj(vh1)) + expand_dims(
-        prod(s1, axis=-1, keepdims=True), -1
-    ) * expand_dims(c, -1) * expand_dims(d, -2)
+        return _np.ones(shape(x), real_dtype)
+    u, s, vh = _svd_p(constant_of(x), full_matrices=False)
+    largest = s[..., :1]
+    kept = greater(s, _SHIFTED_BELOW(real_dtype) * largest)
+    w = where(kept, 0.0, 1.0)
+    # r, the smallest singular value kept: larger would make the averaged terms larger than
+    # the result (cancellation), smaller the shifted matrices worse conditioned
+    smallest_kept = min(where(kept, s, largest), axis=-1, keepdims=True)
+    r = where(greater(largest, 0.0), smallest_kept, 1.0)  # the zero matrix: any radius does
+    b = _matmul(u * expand_dims(astype(w * r, real_dtype), -2), vh)
+    angles = _np.pi / (2 * points) + 2 * _np.pi * _np.arange(points) / points
+    z = _np.exp(1j * angles).astype(_np.result_type(real_dtype, _np.complex64))
+    shifted = expand_dims(x, 0) + z.reshape((points,) + (1,) * len(shape(x))) * expand_dims(b, 0)
+    adj = expand_dims(expand_dims(_det_p(shifted), -1), -1) * _mT(_inv_p(shifted))
+    mean = sum(adj, axis=0) / _np.asarray(points, real_dtype)
+    return mean if _is_complex(x) else real(mean)
 
 
 def _det_vjp(ans, x):
@@ -686,7 +699,8 @@ _det_p = matrix_primitive(
 @mirror("function")
 def det(a: ArrayLike) -> Array:
     """NumPy's `linalg.det`, batched. Its gradient is the transposed adjugate, det(a) inv(a).T
-    for invertible a and exact at singular a too (where det(a) inv(a).T would be nan).
+    for invertible a and exact at singular a too (where det(a) inv(a).T would be nan), as are
+    its higher derivatives at any rank.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(fnp.linalg.det)(fnp.array([[1.0, 2.0], [2.0, 4.0]]))  # singular
@@ -803,8 +817,11 @@ def pinv(
     The derivative is Golub and Pereyra's, exact where the rank is locally constant: when no
     singular value is cut, or when the cut ones are exactly 0 (a rank-deficient matrix that
     stays so, like `pinv(b @ c)` with thin b, c). Singular values cut by `rcond` that are not 0
-    are treated as if they were. With `hermitian=True`, as NumPy, it reads a's lower triangle
-    only (and the real part of its diagonal), as `eigh`.
+    are treated as if they were: the derivative is then pinv's derivative at the matrix with
+    those singular values set to 0 (at its rank), not the derivative of NumPy's truncated
+    pseudo-inverse, which finite differences measure and which differs (a cut singular value
+    that is not 0 still turns the singular vectors that are kept). With `hermitian=True`, as
+    NumPy, it reads a's lower triangle only (and the real part of its diagonal), as `eigh`.
     """
     _check_matrix(a, "linalg.pinv")
     if rcond is None:
@@ -854,8 +871,10 @@ def lstsq(
     """NumPy's `linalg.lstsq`: (x, residuals, rank, s) for 2-D a and 1-D or 2-D b.
 
     x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
-    locally constant); `residuals` (the squared residual norms, given as NumPy gives them: only
-    when a has full column rank and more rows than columns, real for complex input) is
+    locally constant; where `rcond` cuts a singular value that is not 0, it is taken as 0, and
+    the derivative differs from finite differences of NumPy's `lstsq`, as pinv's);
+    `residuals` (the squared residual norms, given as NumPy gives them: only when a has full
+    column rank and more rows than columns, real for complex input) is
     `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is NumPy's integer; `s` is
     `svdvals(a)`, differentiable.
     """
@@ -1060,6 +1079,31 @@ _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=Tru
 register_rules(_qr_p, forward="speed")
 
 
+def _no_derivative(who, why, instead):
+    """The reverse rule of a factorization some of whose factors `a` does not determine: it
+    refuses at once (forward mode and `jet` transpose it, so they refuse too), while `vmap`
+    and `jit`, which ask for no derivative, compute the factors."""
+
+    def vjp(wanted, ans, a, **params):
+        raise ValueError(
+            f"{who}: argument 'a' has {describe(a)}; {why}, so they have no derivative. {instead}"
+        )
+
+    return vjp
+
+
+_qr_complete_p = Primitive(
+    "qr_complete",
+    per_matrix(lambda x: tuple(_np.linalg.qr(x, mode="complete"))),
+    vjp=_no_derivative(
+        "linalg.qr",
+        "with mode='complete' and more rows than columns, the extra columns of Q are arbitrary",
+        "Use mode='reduced' (or mode='r' for R alone).",
+    ),
+    multiple_results=True,
+)
+
+
 @mirror("function")
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
@@ -1067,7 +1111,8 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     Differentiable where a's leading min(m, n) columns are independent. R's diagonal is real
     (LAPACK's choice, which fixes the factors' phases), and so is its derivative. With
     mode='complete' and more rows than columns, the extra columns of Q are not determined by
-    a, so they have no derivative: a traced input raises ValueError (use mode='reduced').
+    a, so they have no derivative: a derivative through them raises ValueError (use
+    mode='reduced'); `vmap` and `jit` compute them.
     """
     _check_matrix(a, "linalg.qr")
     m, n = shape(a)[-2:]
@@ -1077,11 +1122,8 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
             f"differentiate 'raw'), got {mode!r}"
         )
     if mode == "complete" and m > n:
-        if is_traced(a):
-            raise ValueError(
-                f"linalg.qr: mode='complete' of a tall matrix ({describe(a)}) has no "
-                "derivative: its extra columns of Q are arbitrary. Use mode='reduced'."
-            )
+        if is_traced(a):  # vmap and jit take it; a derivative is refused by its rule
+            return QRResult(*_qr_complete_p(a))
         return QRResult(*_np.linalg.qr(a, mode="complete"))
     q, r = _qr_p(a)
     return r if mode == "r" else QRResult(q, r)
@@ -1126,8 +1168,11 @@ register_rules(_eigh_p, forward="speed")
 
 
 def _check_uplo(UPLO, who):
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    """UPLO upper-cased, as NumPy reads it ('l' is 'L')."""
+    upper = UPLO.upper() if isinstance(UPLO, str) else UPLO
+    if upper not in ("L", "U"):
+        raise ValueError(f"linalg.{who}: UPLO must be 'L' or 'U' (or 'l', 'u'), got {UPLO!r}")
+    return upper
 
 
 @mirror("function")
@@ -1150,7 +1195,7 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
            [0., 1.]])
     """
     _check_square(a, "linalg.eigh")
-    _check_uplo(UPLO, "eigh")
+    UPLO = _check_uplo(UPLO, "eigh")
     return EighResult(*_eigh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO))
 
 
@@ -1187,7 +1232,7 @@ def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
            [1. , 0.5]])
     """
     _check_square(a, "linalg.eigvalsh")
-    _check_uplo(UPLO, "eigvalsh")
+    UPLO = _check_uplo(UPLO, "eigvalsh")
     return _eigvalsh_p(_hermitian_from(a, lower=UPLO == "L"), UPLO=UPLO)
 
 
@@ -1304,6 +1349,8 @@ def _eigvectors_for(ans, x):
     """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
     (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
     w, v = _eig_p(x)
+    if 0 in shape(ans):  # no eigenvalue to match (0x0 matrices, or none): nothing to reorder
+        return v
     if _unreadable(w):  # match each eigenvalue with its nearest by comparisons: no read
         gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
         return _reordered(v, _mT(_first_largest(-gaps)))
@@ -1420,6 +1467,16 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
 register_rules(_svd_p, forward="speed")
+_svd_full_p = Primitive(
+    "svd_full",
+    per_matrix(lambda x: tuple(_np.linalg.svd(x, full_matrices=True))),
+    vjp=_no_derivative(
+        "linalg.svd",
+        "with full_matrices=True and a non-square matrix, the extra singular vectors are arbitrary",
+        "Pass full_matrices=False (or compute_uv=False for the singular values alone).",
+    ),
+    multiple_results=True,
+)
 
 
 def _svdvals_vjp(ans, x):
@@ -1453,8 +1510,9 @@ def svd(
     conj(U diag(ct) Vh) is exact. For complex a, U and Vh are NumPy's, fixed up to a phase per
     singular value: functions of them that do not depend on the phases (U diag(f(s)) Vh,
     abs(U), U Vh) have exact derivatives (see the module docstring). With full_matrices=True
-    and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a traced input
-    raises ValueError: use full_matrices=False. With `hermitian=True` it is computed from
+    and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a derivative
+    through the factors raises ValueError (use full_matrices=False); `vmap` and `jit` compute
+    them. With `hermitian=True` it is computed from
     `eigh` as NumPy does (s = |w| sorted descending, U the matching eigenvectors,
     Vh = (U sign(w))^H), so it reads a's lower triangle only (as `eigh`) and the eigenvalue
     gaps are the ones divided by.
@@ -1474,12 +1532,8 @@ def svd(
     if not compute_uv:
         return _svdvals_p(a)
     if full_matrices and m != n:
-        if is_traced(a):
-            raise ValueError(
-                f"linalg.svd: full_matrices=True of a non-square matrix ({describe(a)}) has "
-                "no derivative: its extra singular vectors are arbitrary. Pass "
-                "full_matrices=False (or compute_uv=False for the singular values alone)."
-            )
+        if is_traced(a):  # vmap and jit take it; a derivative is refused by its rule
+            return SVDResult(*_svd_full_p(a))
         return _np.linalg.svd(a, full_matrices=True)
     return SVDResult(*_svd_p(a, full_matrices=bool(full_matrices)))
 
@@ -1587,13 +1641,32 @@ def _pnorm(x, ord, axis, keepdims=False, flat=False):
     return _pnorm_p(x, ord=ord, axis=axis, keepdims=keepdims, flat=flat)
 
 
+def _norm_input(x):
+    """x as `norm` reads it, as NumPy's does: an array (from a list or a Python number), and
+    float64 for integer or bool input (NumPy casts before any formula, so every ord gives
+    float64, and the 2-norm of bools is sqrt(count), not a bool)."""
+    x = asarray(x)
+    return x if _np.issubdtype(_dtype(x), _np.inexact) else astype(x, _np.float64)
+
+
+def _largest(v, axis, keepdims=False):
+    """The largest entry of v (non-negative: absolute values, their sums, singular values)
+    along `axis`, and 0 over no entries, as NumPy's norms (`initial=0`). Only an empty
+    reduction passes the initial 0: elsewhere it would take a share of the gradient where it
+    ties with entries that are 0."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if any(shape(v)[ax] == 0 for ax in axes):
+        return max(v, axis=axis, keepdims=keepdims, initial=0.0)
+    return max(v, axis=axis, keepdims=keepdims)
+
+
 def _vector_norm(x, ord, axes, keepdims):
     if ord is None:
         ord = 2
     if isinstance(ord, str):
         raise ValueError(f"linalg.norm: invalid norm order {ord!r} for vectors")
     if ord == _np.inf:
-        return max(abs(x), axis=axes, keepdims=keepdims)
+        return _largest(abs(x), axes, keepdims)
     if ord == -_np.inf:
         return min(abs(x), axis=axes, keepdims=keepdims)
     if ord == 0 and _unread(x):  # the number of nonzero entries: a constant
@@ -1618,13 +1691,13 @@ def _matrix_norm(x, ord, row, col, keepdims):
         out = _pnorm(x, 2.0, tuple(sorted((row, col))))
     elif ord in (2, -2, "nuc"):
         s = svdvals(moveaxis(x, (row, col), (-2, -1)))
-        out = sum(s, axis=-1) if ord == "nuc" else (max if ord == 2 else min)(s, axis=-1)
+        out = sum(s, axis=-1) if ord == "nuc" else (_largest if ord == 2 else min)(s, axis=-1)
     elif ord in (1, -1):  # the largest (smallest) column sum of |x|
         sums = sum(abs(x), axis=row)
-        out = (max if ord == 1 else min)(sums, axis=col - 1 if col > row else col)
+        out = (_largest if ord == 1 else min)(sums, axis=col - 1 if col > row else col)
     elif ord in (_np.inf, -_np.inf):  # the largest (smallest) row sum of |x|
         sums = sum(abs(x), axis=col)
-        out = (max if ord == _np.inf else min)(sums, axis=row - 1 if row > col else row)
+        out = (_largest if ord == _np.inf else min)(sums, axis=row - 1 if row > col else row)
     else:
         raise ValueError(
             f"linalg.norm: invalid norm order {ord!r} for matrices; use None, 'fro', 'nuc', "
@@ -1659,6 +1732,7 @@ def norm(
     >>> bool(fnp.allclose(fgrad.grad(fnp.linalg.norm)(z), fnp.conj(z) / 5.0))  # conj(z) / |z|
     True
     """
+    x = _norm_input(x)
     nd = len(shape(x))
     if axis is None:
         if ord is None or (ord in ("fro", "f") and nd == 2) or (ord == 2 and nd == 1):
@@ -1694,6 +1768,7 @@ def vector_norm(
     ord: float = 2,
 ) -> Array:
     """NumPy's `linalg.vector_norm`: `axis=None` takes the norm of all entries."""
+    x = _norm_input(x)
     nd = len(shape(x))
     if axis is None:
         out = _vector_norm(reshape(x, (-1,)), ord, (0,), False)
@@ -1704,6 +1779,7 @@ def vector_norm(
 @mirror("function")
 def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "fro") -> Array:
     """NumPy's `linalg.matrix_norm`: a matrix norm over the last two axes."""
+    x = _norm_input(x)
     _check_matrix(x, "linalg.matrix_norm", "x")
     nd = len(shape(x))
     return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
@@ -1712,13 +1788,45 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "
 @mirror("function")
 def cond(x: ArrayLike, p: float | str | None = None) -> Array:
     """NumPy's `linalg.cond`: s_max / s_min for p None, 2 (s_min / s_max for -2), otherwise
-    norm(x, p) * norm(inv(x), p); real for complex x."""
+    norm(x, p) * norm(inv(x), p); real for complex x. As NumPy's, it is inf for a singular
+    matrix (each of a stack on its own), with no derivative there.
+
+    >>> import fgrad.numpy as fnp
+    >>> fnp.linalg.cond(fnp.ones((2, 2)), 1)
+    np.float64(inf)
+    """
+    x = asarray(x)
     _check_matrix(x, "linalg.cond", "x")
+    if 0 in shape(x)[-2:]:
+        raise _LinAlgError(
+            f"linalg.cond: argument 'x' has {describe(x)}; cond is not defined on empty "
+            "arrays: pass matrices with at least one row and one column"
+        )
+    with _np.errstate(all="ignore"):  # as NumPy's: a singular matrix is no error
+        r = _cond(x, p)
+    # As NumPy's: a nan (0 / 0, 0 * inf, a singular matrix) is inf unless x holds a nan
+    nans = _np.any(_np.isnan(mask_values(x)), axis=(-2, -1))
+    undefined = _np.logical_and(_np.isnan(mask_values(r)), _np.logical_not(nans))
+    if may_hold(undefined):
+        r = where(undefined, _np.asarray(_np.inf, _dtype(r)), r)
+    return r[()]  # a number for one matrix, as NumPy's
+
+
+def _cond(x, p):
+    """`cond`'s formulas, nan where NumPy's give nan or inf (its caller makes those inf)."""
     if p in (None, 2, -2):
         s = svdvals(x)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
     _check_square(x, "linalg.cond", "x")
-    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    # NumPy's inverse gives inf or nan where LU meets a zero pivot, which slogdet's sign 0
+    # reports from the same factorization; inv would raise there, so those matrices are
+    # replaced by the identity, and their result by nan
+    singular = equal(slogdet(mask_values(x)).sign, 0)
+    if not may_hold(singular):
+        return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    regular = where(expand_dims(expand_dims(singular, -1), -1), _const(_np.eye(shape(x)[-1]), x), x)
+    r = norm(x, p, axis=(-2, -1)) * norm(inv(regular), p, axis=(-2, -1))
+    return where(singular, _np.asarray(_np.nan, _dtype(r)), r)
 
 
 matrix_rank = nondiff_function(_np.linalg.matrix_rank)
@@ -1912,11 +2020,13 @@ for _prim in (
     _pinv_p,
     _cholesky_p,
     _qr_p,
+    _qr_complete_p,
     _eigh_p,
     _eigvalsh_p,
     _eig_p,
     _eigvals_p,
     _svd_p,
+    _svd_full_p,
     _svdvals_p,
 ):
     # sparsity: each output element depends on the whole matrix at its place in the stack
