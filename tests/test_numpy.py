@@ -444,3 +444,76 @@ def test_full_of_a_traced_fill_value_is_a_new_writable_array_as_numpys():
     x = np.array([1.0, 2.0, 3.0])
     out = fgrad.jvp(lambda x: fnp.full_like(x, x[1]), (x,), (np.ones(3),))[0]
     assert out.flags.writeable and out.strides == (8,)
+
+
+def test_derivatives_by_a_float_of_small_integer_or_float16_constants():
+    """arctan2's slope in x was -y / r**2 with -y in y's dtype (a uint8 200 wrapped to 56,
+    a bool raised); x ** k's k - 1 wrapped at int8's -128 (-3.8e16 for -2.6e-13); b ** x's
+    log(b) was float16 for a uint8 or float16 base (5192.29 for 5193.70)."""
+    x = np.array([1.3, 2.2, 0.7])
+    for y in (np.array([200, 3, 255], np.uint8), np.array([-128, 3, 127], np.int8)):
+        yf = y.astype(np.float64)
+        want = -yf / (x**2 + yf**2)
+        np.testing.assert_allclose(
+            fgrad.jvp(lambda x: fnp.arctan2(y, x), (x,), (np.ones(3),))[1], want, rtol=1e-12
+        )
+    np.testing.assert_allclose(
+        fgrad.grad(lambda x: fnp.sum(fnp.arctan2(np.array([True, False, True]), x)))(x),
+        -np.array([1.0, 0.0, 1.0]) / (x**2 + np.array([1.0, 0.0, 1.0])),
+        rtol=1e-12,
+    )
+    for k in (np.int8(-128), np.int16(-32768), np.array([-128, 127], np.int8)):
+        got = fgrad.jacfwd(lambda a: fnp.sum(a**k))(1.3)
+        np.testing.assert_allclose(got, np.sum(k * 1.3 ** (k.astype(float) - 1)), rtol=1e-12)
+    for base in (np.uint8(200), np.float16(1.5), np.int8(3)):
+        b = float(base)
+        np.testing.assert_allclose(
+            fgrad.grad(lambda a: base**a)(1.3), b**1.3 * np.log(b), rtol=1e-13
+        )
+
+
+def test_an_integer_dtype_asked_for_is_the_one_summed_in():
+    """sum, nansum, cumsum, cumprod, cumulative_sum and mean of small integers ignored dtype=
+    when it was the input's own: NumPy sums int8 in int64 by default, in int8 when asked."""
+    a = np.array([100, 100, 27], np.int8)
+    for name in ("sum", "nansum", "cumsum", "cumprod", "nancumsum", "mean", "prod"):
+        for dtype in (np.int8, np.uint8, np.int16, bool, None):
+            want = getattr(np, name)(a, dtype=dtype)
+            got = getattr(fnp, name)(a, dtype=dtype)
+            assert np.asarray(got).dtype == np.asarray(want).dtype, (name, dtype)
+            np.testing.assert_array_equal(got, want)
+    b = np.array([100, 100, 27], np.int8)
+    np.testing.assert_array_equal(
+        fnp.cumulative_sum(b, dtype=np.int8), np.cumulative_sum(b, dtype=np.int8)
+    )
+
+
+def test_plain_results_are_new_arrays_as_numpys():
+    """repeat(x, 1), tile(x, 1) and roll(x, 0) returned views of x (writing the result wrote
+    x); broadcast_to(x, x.shape) returned x itself, writable, where NumPy's is a read-only
+    view. insert and delete with an empty list of indices raised IndexError."""
+    x = np.array([1.0, 2.0, 3.0])
+    for out in (fnp.repeat(x, 1), fnp.tile(x, 1), fnp.roll(x, 0), fnp.roll(x, 3)):
+        assert not np.shares_memory(out, x)
+    assert not fnp.broadcast_to(x, x.shape).flags.writeable
+    np.testing.assert_array_equal(fnp.insert(x, [], []), np.insert(x, [], []))
+    np.testing.assert_array_equal(fnp.delete(x, []), np.delete(x, []))
+    g = fgrad.grad(lambda x: fnp.sum(fnp.delete(fnp.insert(x, [], []), []) ** 2))(x)
+    np.testing.assert_array_equal(g, 2 * x)
+
+
+def test_average_and_order_statistics_of_integers_have_numpys_dtype():
+    """average of int8 data with float32 weights was float32 (NumPy: float64 at least for
+    integer data); quantiles of integers by the methods that pick an element were float64
+    (NumPy keeps the integers)."""
+    a = np.array([1, 5, 3, 9], np.int8)
+    for w in (np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([1, 2, 3, 4])):
+        want, got = (
+            np.average(a, weights=w, returned=True),
+            fnp.average(a, weights=w, returned=True),
+        )
+        assert repr(got) == repr(want)
+    for method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation", "linear"):
+        for q in (0.3, np.array([0.2, 0.9])):
+            want, got = np.quantile(a, q, method=method), fnp.quantile(a, q, method=method)
+            assert repr(got) == repr(want), method

@@ -66,6 +66,7 @@ from .shaping import (
     moveaxis,
     ndim,
     nondiff_function,
+    numpy_applies,
     ravel,
     refuse_layout,
     reshape,
@@ -113,6 +114,14 @@ def _constant_index(idx, name, arg="indices", masks=False):
     if not _np.issubdtype(out.dtype, _np.integer) and not (masks and out.dtype == bool):
         raise TypeError(f"{name}: {arg} must be integers, got dtype {out.dtype}")
     return out
+
+
+def _index_list(obj):
+    """A list index as NumPy reads it: an array, an empty one of integers (not of floats)."""
+    if not isinstance(obj, list):
+        return obj
+    out = _np.asarray(obj)
+    return out.astype(_np.intp) if out.size == 0 else out
 
 
 def _along(axis, idx):
@@ -211,6 +220,8 @@ def roll(
     (broadcast against each other, shifts of a repeated axis add up); `axis=None` rolls the
     flattened array.
     """
+    if numpy_applies(a, shift):  # NumPy's own: a new array (fgrad's gives a of no shift)
+        return _np.roll(a, shift, axis)
     a = asarray(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape(a))
@@ -256,6 +267,8 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """NumPy's `tile`: A repeated `reps` times along each axis (a reshape, a broadcast and a
     reshape, so its gradient sums the copies)."""
+    if numpy_applies(A, reps):  # NumPy's own: a new array (fgrad's is a view of A)
+        return _np.tile(A, reps)
     A = asarray(A)
     reps = tuple(int(r) for r in _np.atleast_1d(reps))
     s = shape(A)
@@ -273,6 +286,8 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `repeat`: each element repeated `repeats` times (an int, or one count per element
     along `axis`); `axis=None` repeats the flattened array."""
+    if numpy_applies(a, repeats):  # NumPy's own: a new array (fgrad's is a view of a)
+        return _np.repeat(a, repeats, axis)
     a = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -417,7 +432,7 @@ def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None =
     result gathers from both, so both are differentiable. The result has `arr`'s dtype.
     """
     arr, values = asarray(arr), asarray(values)
-    obj = _np.asarray(obj) if isinstance(obj, list) else obj
+    obj = _index_list(obj)
     if type(obj) is Box:
         obj = _constant_index(obj, "insert", "obj")
     a_pos = _positions(shape(arr))
@@ -431,7 +446,7 @@ def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None =
 def delete(arr: ArrayLike, obj: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `delete`, with every form of `obj` NumPy accepts (int, slice, sequence, mask)."""
     arr = asarray(arr)
-    obj = _np.asarray(obj) if isinstance(obj, list) else obj
+    obj = _index_list(obj)
     if type(obj) is Box:
         obj = _constant_index(obj, "delete", "obj", masks=True)
     return getitem(ravel(arr), _np.delete(_positions(shape(arr)), obj, axis=axis))

@@ -349,6 +349,9 @@ def _dpow_dx(x, y):
     if _is_constant(y):
         if isinstance(y, (list, tuple)):
             y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
+        if isinstance(y, (_np.ndarray, _np.integer)) and y.dtype.kind in "iub":
+            # in the power's float dtype, as NumPy computes x**y: y - 1 in int8 wraps at -128
+            y = _np.asarray(y, dtype=_np.result_type(dtype_of(x), y.dtype, _np.float16))
         if is_foreign_array(y):  # its values are not read: the guard always applies
             y_is_zero = y == 0
             return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
@@ -364,7 +367,10 @@ def _dpow_dx(x, y):
 
 
 def _dpow_dy(ans, x):
-    """d(x**y)/dy = x**y * log(x), taken as 0 at x == 0 (as JAX does) instead of 0 * -inf."""
+    """d(x**y)/dy = x**y * log(x), taken as 0 at x == 0 (as JAX does) instead of 0 * -inf.
+    log(x) in the power's dtype: NumPy's log of a uint8 or float16 base is float16."""
+    if dtype_of(x) != dtype_of(ans):
+        x = astype(x, dtype_of(ans))
     x_is_zero = mask_values(x) == 0
     if may_hold(x_is_zero):
         return where(x_is_zero, 0.0, ans * log(where(x_is_zero, 1.0, x)))

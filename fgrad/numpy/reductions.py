@@ -105,7 +105,11 @@ def mean(
         # rounds as the division in the sum's own dtype would)
         with _np.errstate(divide="ignore", invalid="ignore"):
             ans = astype(total / count, dtype_of(total))
-    return astype(ans, a_dtype) if float16 else ans
+    if float16:
+        return astype(ans, a_dtype)
+    if dtype is not None and dtype_of(ans) != dtype:  # NumPy casts to an integer dtype asked for
+        return astype(ans, dtype)
+    return ans
 
 
 # --- max and min ----------------------------------------------------------------------------------

@@ -625,8 +625,8 @@ _broadcast_to_p = deflinear(
 @mirror("shape")
 def broadcast_to(array: ArrayLike, shape: int | Sequence[int], subok: bool = False) -> Array:
     """NumPy's `broadcast_to` (the result is a read-only view, as in NumPy)."""
-    if subok and not is_traced(array):
-        return _np.broadcast_to(array, shape, subok=True)
+    if type(array) is _np.ndarray or (subok and not is_traced(array)):
+        return _np.broadcast_to(array, shape, subok=subok)  # (a view even to its own shape)
     refuse_layout("broadcast_to", subok=(subok, False))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
     if shape_of(array) == shape:
@@ -855,7 +855,7 @@ def sum(
     if (
         initial is NO_VALUE
         and where is NO_VALUE
-        and (dtype is None or _np.dtype(dtype) == dtype_of(a))
+        and (dtype is None or _sums_in(dtype_of(a), _np.dtype(dtype)))
     ):
         return bind(_sum_p, (a,), {"axis": axes, "keepdims": keepdims})  # _sum_p(a, ...)
     mask = reduction_mask(where, a, "sum", operand=True)
@@ -874,6 +874,15 @@ def sum(
     if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
         ans = ans + zero_with_derivatives_of(initial)
     return ans
+
+
+def _sums_in(own, dtype):
+    """Whether NumPy's sum of an array of dtype `own` is in `dtype` without being told: a float
+    or complex dtype, or an integer at least as wide as the platform's (a sum of int8 is int64
+    by default, and `dtype=int8` sums in int8)."""
+    return dtype == own and (
+        own.kind in "fc" or (own.kind in "iu" and own.itemsize >= _np.dtype(_np.intp).itemsize)
+    )
 
 
 def reduction_mask(where, a, name, operand=False):

@@ -292,6 +292,13 @@ def average(
         scl = _np.full(shape(avg), _count(a, axes), dtype=dtype_of(avg))
         return (avg, scl) if returned else avg
     w = _asarray(weights)
+    # NumPy's dtype of the result: float64 at least for integer (or bool) data
+    kinds = (dtype_of(a), dtype_of(w)) + ((_np.float64,) if dtype_of(a).kind in "iub" else ())
+    result_dtype = _np.result_type(*kinds)
+    if dtype_of(a) != result_dtype:
+        a = astype(a, result_dtype)
+    if dtype_of(w) != result_dtype:
+        w = astype(w, result_dtype)
     a_shape, w_shape = shape(a), shape(w)
     if a_shape != w_shape:
         if axis is None:
@@ -357,7 +364,16 @@ def cumsum(
     """NumPy's `cumsum`; `axis=None` runs over the flattened array."""
     refuse_out(out, "cumsum")
     a, axis = _scan_axis(a, axis, dtype)
-    return _cumsum_p(a, axis=axis, reverse=False)
+    return _in_dtype(_cumsum_p(a, axis=axis, reverse=False), dtype)
+
+
+def _in_dtype(y, dtype):
+    """A scan of small integers (NumPy's cumsum and cumprod of int8 are int64) in the `dtype`
+    asked for: NumPy then accumulates in it, wrapping around, which the cast of the wider
+    result gives too (arithmetic modulo 2**bits, and or/and for bool)."""
+    if dtype is not None and dtype_of(y) != _np.dtype(dtype):
+        return astype(y, dtype)
+    return y
 
 
 def _infinite(x):
@@ -418,7 +434,7 @@ def cumprod(
     """
     refuse_out(out, "cumprod")
     a, axis = _scan_axis(a, axis, dtype)
-    return _cumprod_p(a, axis=axis)
+    return _in_dtype(_cumprod_p(a, axis=axis), dtype)
 
 
 def _running_sum(a, axis):
@@ -435,7 +451,7 @@ def _cumulative(x, axis, dtype, out, include_initial, scan, initial, name):
             )
         axis = 0
     x, axis = _scan_axis(x, axis, dtype)
-    y = scan(x, axis=axis)
+    y = _in_dtype(scan(x, axis=axis), dtype)
     if not include_initial:
         return y
     s = list(shape(y))
@@ -795,7 +811,9 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     dtype = _np.result_type(dtype_of(x), q_dtype)
     lo = _take_last(x, take_along_axis(order, prev, axis=-1))
     if method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation"):
-        res = lo
+        res = lo  # an element of a: of a's own dtype, as NumPy's (integers stay integers)
+        if dtype_of(a).kind in "iub" and dtype_of(res) != dtype_of(a):
+            res = astype(res, dtype_of(a))
     else:
         hi = _take_last(x, take_along_axis(order, nxt, axis=-1))
         g = astype(broadcast_to(gamma, lead + shape(qf)), dtype)

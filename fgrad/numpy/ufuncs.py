@@ -51,6 +51,7 @@ from .elementwise import (
     float_power_values,
     mask_values,
     may_hold,
+    negative,
     power,
     register_elementwise,
     scalar_if_0d,
@@ -222,7 +223,7 @@ def _over_r_squared(a, y, x):
 arctan2 = _binary(
     _np.arctan2,
     lambda ans, y, x: _over_r_squared(x, y, x),
-    lambda ans, y, x: _over_r_squared(-y, y, x),
+    lambda ans, y, x: negative(_over_r_squared(y, y, x)),  # (-y of a uint8 y would wrap)
 )
 atan2 = arctan2
 
