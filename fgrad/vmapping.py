@@ -21,7 +21,7 @@ import numpy as _np
 from . import numpy as fnp
 from .batching import BatchLevel, Diverged
 from .boundary import api_boundary
-from .core import Box, dtype_of, primal, shape_of
+from .core import Box, dtype_of, is_foreign_array, primal, shape_of
 from .tree_util import (
     leaves_per_child,
     tree_flatten,
@@ -325,7 +325,11 @@ def _placed(o, level, out_dim, size, k, count):
         return value if axis == dim else fnp.moveaxis(value, dim, axis)
     if out_dim is None:
         return o
-    if not isinstance(o, (int, float, complex, _np.ndarray, _np.generic)) and type(o) is not Box:
+    if (
+        not isinstance(o, (int, float, complex, _np.ndarray, _np.generic))
+        and type(o) is not Box
+        and not is_foreign_array(o)  # (a Dask array the same for every row: broadcast, lazily)
+    ):
         raise TypeError(
             f"vmap: the function returned a value of type {type(o).__name__} as {where}; vmap "
             "stacks numbers and numeric arrays, one per row, so return those (use out_axes=None "

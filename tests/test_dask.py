@@ -345,3 +345,20 @@ def test_multigammaln_on_dask_gives_nan_derivatives_outside_its_domain():
     g = np.asarray(g)
     assert np.isnan(g[0])
     assert g[1] == fgrad.grad(lambda a: fnp.sum(sp.multigammaln(a, 2)))(a[1:])[0]
+
+
+def test_a_hessian_whose_gradient_is_a_constant_of_the_tangents():
+    """vmap refused a Dask array that is the same for every row (`vmap(lambda r: dx * 2.0)`),
+    so hessian, jacfwd(grad) and jacrev(grad) of sum(abs(x)), max, clip, ... on Dask input
+    raised 'vmap: the function returned a value of type Array'. NumPy input gives zeros."""
+    x = np.array([0.3, -1.2, 2.0, 0.5])
+    dx = da.from_array(x, chunks=2)
+    for f in (lambda x: fnp.sum(fnp.abs(x)), fnp.max, lambda x: fnp.sum(fnp.clip(x, 0.0, 1.0))):
+        for transform in (fgrad.hessian, lambda f: fgrad.jacfwd(fgrad.grad(f))):
+            got = transform(f)(dx)
+            want = transform(f)(x)
+            np.testing.assert_array_equal(
+                np.asarray(got.compute() if is_foreign_array(got) else got), want
+            )
+    out = fgrad.vmap(lambda r: dx * 2.0)(np.ones((2, 4)))  # the same for every row
+    np.testing.assert_array_equal(np.asarray(out), np.stack([x * 2.0] * 2))
