@@ -578,9 +578,12 @@ def _covers(old, new) -> bool:
 
 
 def _subset_or_union(plan, pattern):
+    """The pattern a call needs a new plan for: None where the plan's covers it, else the union
+    of both, or the new pattern alone where its shape differs (an output whose size the
+    values decide, as `x[x > 0]`'s)."""
     if plan is not None and _covers(plan.pattern, pattern):
         return None
-    if plan is None:
+    if plan is None or plan.pattern.shape != pattern.shape:
         return pattern
     union = (plan.pattern + pattern).tocsr()
     union.sort_indices()

@@ -856,3 +856,17 @@ def test_vmap_of_it_says_to_differentiate_the_batched_function(make):
     name = make.__name__
     with pytest.raises(TypeError, match=rf"fgrad\.{name}\(fgrad\.vmap\(fun\)\)\(xs\)"):
         fgrad.vmap(inner)(np.ones((3, 2)))
+
+
+def test_an_output_whose_size_the_values_decide_gets_its_own_pattern_at_each_call():
+    """x[x > 0] ** 2 has as many outputs as positives: a later call with fewer unioned the
+    old pattern with the new one, of another shape, and SciPy raised 'inconsistent shapes'."""
+    f = lambda x: x[x > 0] ** 2
+    jac = fgrad.sparse_jacobian(f)
+    rng = np.random.default_rng(0)
+    for x in (
+        np.array([1.0, -2.0, 3.0, 4.0]),
+        np.array([-1.0, 2.0, -3.0, -4.0]),
+        *rng.standard_normal((6, 5)),
+    ):
+        np.testing.assert_array_equal(jac(x).toarray(), fgrad.jacfwd(f)(x))
