@@ -157,7 +157,7 @@ MUTANTS = [
     Mutant(
         "arctan2-sign",
         U,
-        "lambda ans, y, x: _over_r_squared(-y, y, x),",
+        "lambda ans, y, x: negative(_over_r_squared(y, y, x)),",
         "lambda ans, y, x: _over_r_squared(y, y, x),",
         "sign flipped: arctan2's slope in x",
     ),
