@@ -2222,7 +2222,12 @@ def _row_layout(template, array_shapes, row_nd):
     last = len(advanced) - advanced[::-1].index(True)
     spread = row_nd - len([p for p in template if p is not None and p is not Ellipsis])
     widths = [spread if p is Ellipsis else 1 for p in template if not _is_array_part(p)]
-    nd = k + int(_np.sum(widths, dtype=int))
+    # the axes an Ellipsis spans, or, without one, the row's axes after the index
+    nd = (
+        k
+        + int(_np.sum(widths, dtype=int))
+        + (0 if any(p is Ellipsis for p in template) else spread)
+    )
     if not all(advanced[first:last]):
         return k, 0, nd
     before = [spread if p is Ellipsis else 1 for p in template[:first]]
