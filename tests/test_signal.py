@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+import fgrad
 import fgrad.numpy as fnp
 from fgrad import grad, hessian, jacfwd, jacrev, vjp
 from fgrad.numpy import products
@@ -373,3 +374,41 @@ def test_einsum_dtype_is_ignored_where_numpy_returns_a_view_of_the_operand():
         )[0]
         assert got.dtype == traced.dtype == expected.dtype
         np.testing.assert_array_equal(traced, expected)
+
+
+def test_interp_of_integer_values_and_tied_periodic_knots_is_numpys():
+    """interp's f1 - f0 ran in fp's dtype: uint8 [3, 1, 0] at 0.5 gave 130 (1 - 3 wrapped to
+    254), int8 [-100, 100] gave -128 for 0, the gradient 254 for -2; a bool fp raised. Knots
+    that tie after the modulo of `period` were sorted stably, not as NumPy sorts them."""
+    for fp in (
+        np.array([3, 1, 0], np.uint8),
+        np.array([-100, 100, 7], np.int8),
+        np.array([True, False, True]),
+    ):
+        x = np.array([0.5, 1.5, -1.0, 3.0])
+        np.testing.assert_array_equal(
+            fnp.interp(x, [0.0, 1.0, 2.0], fp), np.interp(x, [0.0, 1.0, 2.0], fp)
+        )
+    slope = fgrad.grad(
+        lambda x: fnp.interp(x, np.array([0.0, 1.0, 2.0]), np.array([3, 1, 0], np.uint8))
+    )(0.5)
+    assert slope == -2.0
+    xp, fp = np.array([0.0, 2.0, 4.0, 6.0]), np.array([1.2, 3.0, 4.8, 2.0])
+    np.testing.assert_array_equal(
+        fnp.interp(np.array([0.0, 1.0, 5.0]), xp, fp, period=4.0),
+        np.interp(np.array([0.0, 1.0, 5.0]), xp, fp, period=4.0),
+    )
+
+
+def test_gradient_with_a_list_of_coordinates_and_polyval_of_no_coefficients():
+    """gradient(z, [coordinates as a list]) raised TypeError (list - list) under grad, jacfwd
+    and jit; polyval([], x) raised IndexError where NumPy gives zeros."""
+    z, coords = np.arange(6.0) ** 2, [0.0, 1.0, 3.0, 4.0, 7.0, 8.0]
+    want = np.gradient(z, coords)
+    np.testing.assert_allclose(fgrad.jit(lambda z: fnp.gradient(z, coords))(z), want, rtol=1e-15)
+    np.testing.assert_allclose(
+        fgrad.jacfwd(lambda z: fnp.gradient(z, coords))(z),
+        fgrad.jacfwd(lambda z: fnp.gradient(z, np.array(coords)))(z),
+    )
+    np.testing.assert_array_equal(fnp.polyval([], np.arange(3.0)), np.polyval([], np.arange(3.0)))
+    assert fgrad.grad(lambda x: fnp.sum(fnp.polyval([], x)))(np.ones(2)).tolist() == [0.0, 0.0]

@@ -343,6 +343,8 @@ def interp(
     if shape(xp)[0] == 0:
         raise ValueError("interp: the sample points xp are empty")
     dtype = _float_dtype(x, fp)
+    if dtype_of(fp).kind in "iub":  # NumPy interpolates integer values as floats (f1 - f0
+        fp = astype(fp, dtype)  # in uint8 would wrap: 3 - 1 is fine, 1 - 3 is 254)
     if not _is_traced(xp):  # constant knots take the result's (real) precision
         _core.refuse_lazy("interp", "each x's segment is found from the knots' values", xp)
         xp = _np.asarray(xp, dtype=_np.finfo(dtype).dtype)
@@ -357,7 +359,7 @@ def interp(
         if _core.holds_batch(xp):
             xp, fp = _sorted_by(constant_of(xp), xp, fp)
         else:
-            order = _np.argsort(primal(xp), kind="stable")
+            order = _np.argsort(primal(xp))  # NumPy's sort: its order of knots that tie
             xp, fp = xp[order], fp[order]
         xp = concatenate([xp[-1:] - period, xp, xp[:1] + period])
         fp = concatenate([fp[-1:], fp, fp[:1]])
@@ -438,6 +440,8 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Array:
     p, x = asarray(p), asarray(x)
     if ndim(p) == 0:
         raise ValueError("polyval: p must be a sequence of coefficients, not a scalar")
+    if shape(p)[0] == 0:  # the empty sum: NumPy's zeros_like(x)
+        return _np.zeros(shape(x), dtype_of(x))
     y = _np.zeros(shape(x), dtype_of(x)) + p[0]
     for k in range(1, shape(p)[0]):
         y = y * x + p[k]
@@ -1029,6 +1033,8 @@ def _spacing(d, length, axis):
     is, coordinates (a 1-D array) as their differences."""
     if ndim(d) == 0:
         return float(d) if numpy_applies(d) else d  # (a lazy spacing, of another library: kept)
+    if isinstance(d, (list, tuple)):
+        d = asarray(d)
     if ndim(d) != 1:
         raise ValueError(
             f"gradient: a spacing must be a scalar or a 1-D array of coordinates, got "
