@@ -34,8 +34,20 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
+import numpy as _np
+
 from . import batching as _batching, taylor as _taylor
-from .core import Box, NondiffPrimitive, Primitive, add_any, bind, bind_one, stop_gradient_p
+from .core import (
+    Box,
+    NondiffPrimitive,
+    Primitive,
+    add_any,
+    bind,
+    bind_one,
+    is_foreign_array,
+    shape_of,
+    stop_gradient_p,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -283,7 +295,9 @@ def primitive(
 
     Notes
     -----
-    fgrad trusts the rule; check it with `fgrad.test_util.check_rule`.
+    fgrad checks what the rules return: one cotangent per positional input, each None or
+    shaped like its input, and a tangent shaped like `ans` (a ValueError or TypeError names
+    the mistake). Their values it trusts: check them with `fgrad.test_util.check_rule`.
 
     Examples
     --------
@@ -302,8 +316,13 @@ def primitive(
         def impl(*args, **params):
             return fn(*args, **params)[0]
 
+        who = name or fn.__name__
         prim = Primitive(
-            name or fn.__name__, impl, fprop=fn, jvp=jvp, multiple_results=multiple_results
+            who,
+            impl,
+            fprop=_checked_fprop(fn, who),
+            jvp=None if jvp is None else _checked_jvp(jvp, who, multiple_results),
+            multiple_results=multiple_results,
         )
 
         @functools.wraps(fn)
@@ -318,10 +337,109 @@ def primitive(
             return bind(prim, args, params)
 
         apply.primitive = prim
-        _register_given(prim, batch, taylor)
+        _register_given(prim, None if batch is None else _checked_batch(batch, who), taylor)
         return apply
 
     return make(fprop) if fprop is not None else make
+
+
+def _is_value(v):
+    return (
+        type(v) is Box
+        or isinstance(v, (int, float, complex, _np.ndarray, _np.generic))
+        or (is_foreign_array(v))
+    )
+
+
+def _checked_fprop(fprop, who):
+    """A user's fprop whose bprop is checked at every call: a tuple of one cotangent per
+    positional input, each None or a value shaped like its input (a bprop that forgets to sum
+    a broadcast back, or returns too few cotangents, would otherwise give a gradient of the
+    wrong shape, or a silent zero). fgrad's own primitives are not made here: no cost to them."""
+
+    def checked(*args, **params):
+        out = fprop(*args, **params)
+        if type(out) is not tuple or len(out) != 2 or not callable(out[1]):
+            raise TypeError(
+                f"{who}: its fprop must return (ans, bprop), a value and a function of the "
+                f"cotangent; it returned {type(out).__name__}"
+                + (f" of length {len(out)}" if isinstance(out, tuple) else "")
+            )
+        ans, bprop = out
+
+        def checked_bprop(ct):
+            cts = bprop(ct)
+            if type(cts) not in (tuple, list):
+                raise TypeError(
+                    f"{who}: its bprop must return a tuple with one cotangent per positional "
+                    f"input ({len(args)}), got {type(cts).__name__}; write `return (ct_x,)` "
+                    "for one input"
+                )
+            if len(cts) != len(args):
+                raise ValueError(
+                    f"{who}: its bprop returned {len(cts)} cotangent(s) for {len(args)} "
+                    "positional input(s); return one per input (None for no gradient)"
+                )
+            for i, (c, a) in enumerate(zip(cts, args)):
+                if c is None:
+                    continue
+                if not _is_value(c) or shape_of(c) != shape_of(a):
+                    got = f"shape {shape_of(c)}" if _is_value(c) else f"a {type(c).__name__}"
+                    raise ValueError(
+                        f"{who}: its bprop returned {got} as the cotangent of input {i}, "
+                        f"which has shape {shape_of(a)}; return one shaped like the input "
+                        "(sum a broadcast back over the axes it added)"
+                    )
+            return cts
+
+        return ans, checked_bprop
+
+    return checked
+
+
+def _checked_batch(rule, who):
+    """A user's batching rule whose results are checked to hold every row (one that dropped
+    rows would pass a result of another length on, silently)."""
+
+    @functools.wraps(rule)  # (`__wrapped__`: the rule as given)
+    def checked(args, dims, **params):
+        out, out_dim = rule(args, dims, **params)
+        n = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+        outs, out_dims = (out, out_dim) if type(out_dim) is tuple else ((out,), (out_dim,))
+        for k, (o, d) in enumerate(zip(outs, out_dims)):
+            if d is not None and (not _is_value(o) or shape_of(o)[d] != n):
+                raise ValueError(
+                    f"{who}: its batching rule returned output {k} with shape "
+                    f"{shape_of(o) if _is_value(o) else type(o).__name__} and batch axis {d}, "
+                    f"for {n} rows; return every row along that axis"
+                )
+        return out, out_dim
+
+    return checked
+
+
+def _checked_jvp(jvp, who, multiple_results):
+    """A user's forward rule whose tangent is checked: shaped like the output (a tuple of
+    them for `multiple_results`)."""
+
+    def checked(tangents, ans, *args, **params):
+        t = jvp(tangents, ans, *args, **params)
+        outs, ts = (ans, t) if multiple_results else ((ans,), (t,))
+        if multiple_results and (type(t) not in (tuple, list) or len(t) != len(ans)):
+            raise TypeError(
+                f"{who}: its jvp must return one tangent per output ({len(ans)}), got "
+                f"{type(t).__name__}"
+            )
+        for k, (tk, o) in enumerate(zip(ts, outs)):
+            if tk is not None and (not _is_value(tk) or shape_of(tk) != shape_of(o)):
+                got = f"shape {shape_of(tk)}" if _is_value(tk) else f"a {type(tk).__name__}"
+                raise ValueError(
+                    f"{who}: its jvp returned {got} as the tangent of output {k}, which has "
+                    f"shape {shape_of(o)}; return a tangent shaped like the output"
+                )
+        return t
+
+    return checked
 
 
 def defprimitive(

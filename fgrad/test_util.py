@@ -144,7 +144,9 @@ def check_jvp(
     dt = _leaf_dtype(leaves)
     eps, tol = eps or _EPS[dt], tol or _TOL[dt]
     tangents = tree_unflatten(tree, _random_like(leaves, rng))
-    _, t_out = jvp(f, tuple(args), tangents)
+    value = f(*args)  # (first: a function that sets state, a global, reads it back later)
+    out, t_out = jvp(f, tuple(args), tangents)
+    _check_value(out, value, tol, "jvp", where)
     numerical = _numerical_jvp(f, args, tangents, eps)
     for k, (a, b) in enumerate(zip(tree_flatten(t_out)[0], numerical)):
         if not _close(primal(a), b, tol):
@@ -152,6 +154,21 @@ def check_jvp(
                 f"check_grads: forward mode (jvp) of {where} disagrees with central "
                 f"differences at output leaf {k}:\n  jvp       = {_np.asarray(primal(a))!r}\n"
                 f"  numerical = {b!r}\n  (step {eps}, tolerance {tol})"
+            )
+
+
+def _check_value(out, value, tol, mode, where):
+    """The value a transform computes is f's own (`value`): a custom rule's primal output (a
+    `custom_vjp` fwd, a `custom_jvp` rule) that differs would go unnoticed by the derivatives'
+    checks, which compare the transform with itself."""
+    plain = tree_flatten(value)[0]
+    for k, (a, b) in enumerate(zip(tree_flatten(out)[0], plain)):
+        if _np.shape(primal(a)) != _np.shape(b) or not _close(primal(a), b, tol):
+            raise AssertionError(
+                f"check_grads: the value of {where} under {mode} differs from {where}'s own at "
+                f"output leaf {k}:\n  under {mode} = {_np.asarray(primal(a))!r}\n"
+                f"  {where}(*args) = {_np.asarray(b)!r}\n  (tolerance {tol}); a custom "
+                "rule's primal output must be the function's value"
             )
 
 
@@ -192,7 +209,9 @@ def check_vjp(
     leaves, tree = tree_flatten(tuple(args))
     dt = _leaf_dtype(leaves)
     eps, tol = eps or _EPS[dt], tol or _TOL[dt]
+    value = f(*args)  # (first: a checkpoint's backward pass runs f again, reading its state)
     out, vjp_fun = vjp(f, *args)
+    _check_value(out, value, tol, "vjp", where)
     out_leaves, out_tree = tree_flatten(out)
     ct = _random_like(out_leaves, rng)
     ct_in = tree_flatten(vjp_fun(tree_unflatten(out_tree, ct)))[0]

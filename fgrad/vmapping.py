@@ -100,8 +100,10 @@ def vmap(
 
     # in_axes as one axis (or None) per positional argument, when it is that simple
     per_argument = in_axes if isinstance(in_axes, tuple) else None
-    if per_argument is not None and any(isinstance(a, (tuple, list, dict)) for a in in_axes):
-        per_argument = None  # a pytree prefix deeper than the arguments
+    if per_argument is not None and not all(
+        a is None or isinstance(a, (int, _np.integer)) for a in in_axes
+    ):
+        per_argument = None  # a pytree prefix deeper than the arguments (a registered node too)
 
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

@@ -54,3 +54,32 @@ def test_a_rule_wrong_only_in_its_second_derivative_is_caught_at_order_2():
 def test_modes_are_validated():
     with pytest.raises(ValueError, match="'fwd' and/or 'rev'"):
         check_grads(fnp.sin, X, modes=("forward",))
+
+
+def test_a_custom_rules_wrong_value_is_flagged():
+    """A custom_vjp fwd or custom_jvp rule returning 1.01 f passed check_grads(order=2): the
+    derivatives' checks compare the transform with itself, and the value was not compared."""
+    x, y = np.array([0.3, 1.2]), np.array([0.7, -0.4])
+
+    @fgrad.custom_vjp
+    def f(x, y):
+        return fnp.sin(x) * y**2
+
+    f.defvjp(
+        lambda x, y: (1.01 * fnp.sin(x) * y**2, (x, y)),
+        lambda r, ct: (ct * fnp.cos(r[0]) * r[1] ** 2, 2 * ct * fnp.sin(r[0]) * r[1]),
+    )
+
+    @fgrad.custom_jvp
+    def g(x, y):
+        return fnp.sin(x) * y**2
+
+    g.defjvp(
+        lambda p, t: (
+            1.01 * fnp.sin(p[0]) * p[1] ** 2,
+            fnp.cos(p[0]) * p[1] ** 2 * t[0] + 2 * fnp.sin(p[0]) * p[1] * t[1],
+        )
+    )
+    for wrong in (f, g):  # (under jvp, a custom_jvp gives the function's own value)
+        with pytest.raises(AssertionError, match="under (jvp|vjp) differs"):
+            check_grads(wrong, (x, y), order=2)

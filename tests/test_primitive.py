@@ -69,3 +69,44 @@ def test_bprop_may_return_none_for_an_input_with_no_gradient():
 
     assert grad(scale_by, argnums=(0, 1))(2.0, 3.0) == (3.0, 0.0)
     assert jvp(lambda f: scale_by(2.0, f), (3.0,), (1.0,))[1] == 0.0
+
+
+def test_what_a_users_rules_return_is_checked():
+    """A bprop that forgot to sum a broadcast back gave a gradient of shape (3,) for a scalar;
+    too few cotangents gave a silent zero, too many were dropped, a str was returned as the
+    gradient; a jvp returning a tuple made the tangent one; a batching rule that dropped
+    rows passed on a result of one row."""
+    import fgrad
+
+    cases = [
+        (
+            lambda x, y: (x * y, lambda ct: (ct * y, ct * x)),
+            "shape \\(3,\\) as the cotangent of input 1",
+        ),
+        (lambda x, y: (x * y, lambda ct: (ct * y,)), "1 cotangent\\(s\\) for 2"),
+        (
+            lambda x, y: (x * y, lambda ct: (ct * y, fnp.sum(ct * x), ct)),
+            "3 cotangent\\(s\\) for 2",
+        ),
+        (lambda x, y: (x * y, lambda ct: ("oops", None)), "a str as the cotangent of input 0"),
+        (lambda x, y: (x * y, lambda ct: ct), "must return a tuple"),
+        (lambda x, y: x * y, "must return \\(ans, bprop\\)"),
+    ]
+    for fprop, message in cases:
+        op = fgrad.primitive(fprop, name="op")
+        with pytest.raises((ValueError, TypeError), match=message):
+            fgrad.grad(lambda y: fnp.sum(op(np.arange(3.0), y)), argnums=0)(2.0)
+    good = fgrad.primitive(lambda x, y: (x * y, lambda ct: (ct * y, fnp.sum(ct * x))), name="good")
+    assert fgrad.grad(lambda y: fnp.sum(good(np.arange(3.0), y)))(2.0) == 3.0
+    tangent_tuple = fgrad.primitive(
+        lambda x: (x * 2, lambda ct: (ct * 2,)), jvp=lambda t, ans, x: (t[0] * 2,), name="tj"
+    )
+    with pytest.raises(ValueError, match="jvp returned a tuple as the tangent of output 0"):
+        fgrad.jvp(tangent_tuple, (np.ones(2),), (np.ones(2),))
+
+    def drops_rows(args, dims):
+        return fnp.sin(args[0])[:1], dims[0]
+
+    s = fgrad.primitive(lambda x: (fnp.sin(x), lambda ct: (ct * fnp.cos(x),)), batch=drops_rows)
+    with pytest.raises(ValueError, match="batching rule returned output 0 with shape \\(1,\\)"):
+        fgrad.vmap(s)(np.array([0.1, 0.2, 0.3]))

@@ -774,3 +774,17 @@ def test_updates_at_per_row_indices_that_leave_axes_unindexed():
 
                 want = np.stack([f(x[b], i[b], v[b]) for b in range(3)])
                 np.testing.assert_array_equal(fgrad.vmap(f)(x, i, v), want)
+
+
+def test_in_axes_of_a_registered_pytree_node():
+    """in_axes=(Pt(0, 0),) for a registered class raised "'<=' not supported between 'int'
+    and 'Pt'" (out_axes of one, and in_axes of dicts, worked)."""
+
+    class Pt:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    fgrad.tree_util.register_pytree_node(Pt, lambda p: ((p.a, p.b), None), lambda _, c: Pt(*c))
+    p = Pt(np.array([2.0, 1.0]), np.array([[3.0, 4.0], [5.0, 6.0]]))
+    out = fgrad.vmap(lambda p: p.a * p.b[0], in_axes=(Pt(0, 1),))(p)
+    np.testing.assert_array_equal(out, p.a * p.b[0])
