@@ -346,6 +346,7 @@ ALLOWED_IMPORTS = {
     },
     # the differentiable half of NumPy's missing names (issue 34), composed of the families
     "numpy/_values.py": {"core", "numpy.shaping", "numpy.elementwise", "numpy._ufunc_signature"},
+    "numpy/_ufunc_methods.py": {"core"},  # the functions it composes come as the namespace
     "numpy/histograms.py": {
         "core",
         "numpy._values",
@@ -571,6 +572,7 @@ ALLOWED_IMPORTS = {
     "numpy/_box.py": {
         "core",
         "numpy._coverage",  # a ufunc left out on purpose says so
+        "numpy._ufunc_methods",  # outer, reduce, accumulate of a traced value
         "numpy.elementwise",
         "numpy.ufuncs",
         "numpy.products",

@@ -17,7 +17,14 @@ import numpy as _np
 
 from .. import core as _core
 from ..core import Box, Primitive, bind_two, dtype_of, primal, shape_of
-from . import elementwise as _ew, products as _pr, reductions as _rd, shaping as _sh, ufuncs as _uf
+from . import (
+    _ufunc_methods,
+    elementwise as _ew,
+    products as _pr,
+    reductions as _rd,
+    shaping as _sh,
+    ufuncs as _uf,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -279,12 +286,15 @@ def _array(self, dtype=None, copy=None):
 # ufunc is applied to one; both are sent to the fgrad operation of the same name. `install`
 # fills the table from the names fgrad.numpy exports.
 _UFUNCS: dict[_np.ufunc, Any] = {}
+_NAMESPACE: dict[str, Any] = {}  # fgrad.numpy's public names, for the ufunc methods (`install`)
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
-    if fn is None or method != "__call__":
+    if fn is None:
         raise TypeError(_no_mirror_message(self, ufunc, method))
+    if method != "__call__":  # outer, reduce, accumulate (and at, reduceat: refused)
+        return _ufunc_methods.apply(fn, ufunc, method, inputs, kwargs, _NAMESPACE)
     if not kwargs and len(inputs) == 2:
         # `ndarray * box`, `ndarray @ box`: what fn(*inputs) does, without its generic call
         bare = fn if type(fn) is Primitive else getattr(fn, "bare", None)
@@ -333,12 +343,6 @@ def _no_mirror_message(box, ufunc, method):
         f"{_PACKAGES.get(package, 'it')} cannot differentiate it. "
     )
     mirror = "fgrad." + home.rsplit(".", 1)[0]
-    if method != "__call__":
-        return head + (
-            f"fgrad supports only calling ufuncs, not their {method!r} method: "
-            "build it from fgrad.numpy operations (for example fgrad.numpy.cumsum "
-            "for add.accumulate, fgrad.numpy.sum for add.reduce)."
-        )
     if package == "scipy" and mirror not in sys.modules:
         return head + (
             f"Import {mirror}, which sends {home.rsplit('.', 1)[0]}'s ufuncs to "
@@ -612,6 +616,10 @@ def install(namespace, submodules):
             if not callable(fn) or theirs is None or theirs is fn or isinstance(theirs, type):
                 continue  # a NumPy function re-exported unchanged must not dispatch to itself
             (_UFUNCS if isinstance(theirs, _np.ufunc) else _FUNCTIONS)[theirs] = fn
+    _NAMESPACE.update(namespace)
+    for theirs, fn in list(_UFUNCS.items()):
+        if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)
+            _ufunc_methods.attach(fn, theirs, namespace)
     for name in _FUNCTION_METHODS:
         if name in namespace:
             setattr(Box, name, _as_method(namespace[name]))

@@ -1,0 +1,141 @@
+"""NumPy's ufunc methods on traced values: `outer`, `reduce` and `accumulate`, differentiable,
+for NumPy's own ufuncs applied to a traced value (`np.subtract.outer(x, y)`, through
+`Box.__array_ufunc__`) and as methods of the mirrors (`fnp.maximum.reduce(x)`); `at` and
+`reduceat` are refused, saying what to write instead.
+
+`outer(a, b)` is the ufunc of `a` with one more axis per axis of `b`, against `b`.
+`reduce` and `accumulate` of the ufuncs that have a reduction of their own are that reduction
+(`add.reduce` is `sum`, `maximum.accumulate`... see `_REDUCTIONS`, `_SCANS`), so their values
+are NumPy's; any other ufunc of two inputs folds along the axis in order, as NumPy does
+(`subtract.reduce([a, b, c])` is `(a - b) - c`). On plain values each method is NumPy's own.
+
+Imports: `fgrad.core`; the functions it composes are fgrad.numpy's, passed in as the
+package's namespace (`attach`), which is complete only once every family is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as _np
+
+from ..core import Box
+
+# ufunc -> the fgrad.numpy reduction its `reduce` is, and the keywords that reduction takes
+_REDUCTIONS = {
+    "add": ("sum", ("dtype", "keepdims", "initial", "where")),
+    "multiply": ("prod", ("dtype", "keepdims", "initial", "where")),
+    "maximum": ("max", ("keepdims", "initial", "where")),
+    "minimum": ("min", ("keepdims", "initial", "where")),
+    "logical_and": ("all", ("keepdims", "where")),
+    "logical_or": ("any", ("keepdims", "where")),
+}
+_SCANS = {"add": "cumsum", "multiply": "cumprod"}
+# ufunc -> the `.at[idx]` update that is its `at`
+_UPDATES = {
+    "add": "add",
+    "multiply": "multiply",
+    "divide": "divide",
+    "true_divide": "divide",
+    "power": "power",
+    "minimum": "min",
+    "maximum": "max",
+}
+
+
+def attach(fn: Any, theirs: _np.ufunc, namespace: dict) -> None:
+    """Give the mirror `fn` of NumPy's ufunc `theirs` the ufunc's methods."""
+    for method in ("outer", "reduce", "accumulate", "at", "reduceat"):
+        setattr(fn, method, _method(fn, theirs, method, namespace))
+
+
+def _method(fn, theirs, method, namespace):
+    def call(*inputs: Any, **kwargs: Any) -> Any:
+        if not any(type(x) is Box for x in inputs):  # plain values (or lazy ones): NumPy's own
+            return getattr(theirs, method)(*inputs, **kwargs)
+        return apply(fn, theirs, method, inputs, kwargs, namespace)
+
+    call.__name__ = call.__qualname__ = f"{theirs.__name__}.{method}"
+    call.__doc__ = f"NumPy's `{theirs.__name__}.{method}`, on traced values too (see fgrad.numpy)."
+    return call
+
+
+def apply(fn, theirs, method, inputs, kwargs, namespace):
+    """`theirs.<method>(*inputs, **kwargs)` of traced inputs, in fgrad operations (`fn` is the
+    mirror of the ufunc `theirs`)."""
+    name = theirs.__name__
+    if kwargs.get("out") is not None:
+        raise TypeError(
+            f"{name}.{method}(..., out=...) cannot write into an array inside fgrad: use the "
+            "returned value instead"
+        )
+    kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    if method == "at":
+        update = _UPDATES.get(name)
+        instead = f"a = fnp.at(a)[idx].{update}(b)" if update else "a = fnp.at(a)[idx].set(...)"
+        raise TypeError(
+            f"{name}.at writes into its first argument in place, which a traced value cannot "
+            f"take; write {instead}, which returns the updated array"
+        )
+    if method == "reduceat":
+        raise TypeError(
+            f"{name}.reduceat is not supported on traced values; reduce each slice "
+            f"({name}.reduce(a[i:j])) and stack the results"
+        )
+    if theirs.nin != 2 or theirs.nout != 1:
+        raise TypeError(f"{name}.{method}: only ufuncs of two inputs and one output have it")
+    if method == "outer":
+        a, b = inputs
+        nd = namespace["ndim"](b)
+        a = namespace["reshape"](a, tuple(namespace["shape"](a)) + (1,) * nd)
+        return fn(a, b, **kwargs)
+    (a,) = inputs
+    a = namespace["asarray"](a)
+    axis = kwargs.pop("axis", 0)
+    if method == "reduce":
+        return _reduce(fn, name, a, axis, kwargs, namespace)
+    if method == "accumulate":
+        return _accumulate(fn, name, a, axis, kwargs, namespace)
+    raise AttributeError(f"{name} has no method {method!r}")
+
+
+def _reduce(fn, name, a, axis, kwargs, namespace):
+    if name in _REDUCTIONS:
+        reduction, takes = _REDUCTIONS[name]
+        refused = sorted(set(kwargs) - set(takes))
+        if not refused:
+            return namespace[reduction](a, axis=axis, **kwargs)
+        raise TypeError(f"{name}.reduce on a traced value does not take {refused}")
+    refused = sorted(k for k in kwargs if k not in ("keepdims", "initial"))
+    if refused or not isinstance(axis, (int, _np.integer)):
+        raise TypeError(
+            f"{name}.reduce on a traced value folds along one axis (an int), without "
+            f"{refused or 'a tuple of axes'}"
+        )
+    rows = namespace["moveaxis"](a, int(axis), 0)
+    acc = kwargs.get("initial")
+    for k in range(namespace["shape"](rows)[0]):
+        acc = rows[k] if acc is None else fn(acc, rows[k])
+    if acc is None:
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    if kwargs.get("keepdims"):
+        acc = namespace["expand_dims"](acc, int(axis) % namespace["ndim"](a))
+    return acc
+
+
+def _accumulate(fn, name, a, axis, kwargs, namespace):
+    if name in _SCANS and set(kwargs) <= {"dtype"}:
+        return namespace[_SCANS[name]](a, axis=axis, **kwargs)
+    if kwargs or not isinstance(axis, (int, _np.integer)):
+        raise TypeError(
+            f"{name}.accumulate on a traced value folds along one axis (an int), without "
+            f"{sorted(kwargs) or 'a tuple of axes'}"
+        )
+    rows = namespace["moveaxis"](a, int(axis), 0)
+    n = namespace["shape"](rows)[0]
+    if n == 0:
+        return a
+    partial = [rows[0]]
+    for k in range(1, n):
+        partial.append(fn(partial[-1], rows[k]))
+    return namespace["stack"](partial, axis=int(axis) % namespace["ndim"](a))
