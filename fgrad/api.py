@@ -1042,6 +1042,8 @@ def jacfwd(
         if not evaluated:  # every input is empty: no jvp ran
             push([None] * len(in_leaves))
         out_leaves, out_tree, aux = evaluated
+        if holomorphic:  # (a real output of a complex input has no complex derivative)
+            _check_output_kind(out_leaves, holomorphic, "jacfwd")
         columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
         pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns] for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)

@@ -190,3 +190,50 @@ def test_linalg_gradients_of_complex_input_are_df_dx_minus_i_df_dy(f):
     z = _HERM if {"eigh", "eigvalsh"} & set(f.__code__.co_names) else _M
     want = _df_dx_minus_i_df_dy(lambda x: float(f(x)), z)
     np.testing.assert_allclose(grad(f)(z), want, rtol=1e-6, atol=1e-7)
+
+
+def test_inverse_trigonometric_derivatives_on_branch_cuts_take_numpys_side():
+    """On a cut, NumPy's arcsin(2 + 0j) is the limit from above, arcsin(2 - 0j) from below;
+    the derivative was the other side's (formulas in x lost the sign of the zero imaginary
+    part: 1 - (2 + 0j) is -1 + 0j): grad of imag(arcsin(x + 0j)) at 2 gave -0.577 for 0.577.
+    The slope of a complex x is read off NumPy's value now."""
+    h = 1e-7
+    points = {
+        "arcsin": [2 + 0j, complex(2, -0.0), -2 + 0j, complex(-2, -0.0)],
+        "arccos": [2 + 0j, complex(2, -0.0), -2 + 0j, complex(-2, -0.0)],
+        "arccosh": [-2 + 0j, complex(-2, -0.0), 0.5 + 0j, complex(0.5, -0.0)],
+        "arcsinh": [complex(0.0, 2), complex(-0.0, 2), complex(0.0, -2), complex(-0.0, -2)],
+    }
+    for name, zs in points.items():
+        f, theirs = getattr(fnp, name), getattr(np, name)
+        for z in zs:
+            # along the cut, where the side (the zero's sign) stays the same
+            step = h if name != "arcsinh" else 1j * h
+            bump = (
+                (lambda z, d: complex(z.real + d.real, z.imag))
+                if name != "arcsinh"
+                else (lambda z, d: complex(z.real, z.imag + d.imag))
+            )
+            fd = (theirs(bump(z, step)) - theirs(bump(z, -step))) / (2 * step)
+            got = complex(fgrad.grad(f, holomorphic=True)(z))
+            assert abs(got - fd) < 1e-6 * (1 + abs(fd)), (name, z, got, fd)
+    x = 2.0
+    slope = fgrad.grad(lambda x: fnp.imag(fnp.arcsin(fnp.asarray(x).astype(complex))))(x)
+    np.testing.assert_allclose(slope, 1 / np.sqrt(x * x - 1), rtol=1e-14)
+
+
+def test_log_ndtr_of_complex_input_and_jacfwd_of_a_real_output_refused():
+    """log_ndtr's derivative cast a complex x to real (phi/Phi lost its imaginary part:
+    1.6749 for 1.6749 - 0.4128j); jacfwd(holomorphic=True) of abs returned a number, where
+    jacrev, grad and JAX refuse a real output."""
+    special = pytest.importorskip("fgrad.scipy.special")
+    import scipy.special as sc
+
+    z = -1.2 + 0.5j
+    phi = np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
+    want = phi / sc.ndtr(z)
+    np.testing.assert_allclose(fgrad.grad(special.log_ndtr, holomorphic=True)(z), want, rtol=1e-13)
+    nested = fgrad.grad(fgrad.grad(special.log_ndtr, holomorphic=True), holomorphic=True)(z)
+    np.testing.assert_allclose(fgrad.derivative(special.log_ndtr, 2)(z), nested, rtol=1e-13)
+    with pytest.raises(TypeError, match="jacfwd with holomorphic=True requires complex outputs"):
+        fgrad.jacfwd(fnp.abs, holomorphic=True)(np.array([1 + 1j, 2j]))

@@ -46,6 +46,7 @@ from .elementwise import (
     _square_taylor_rule,
     _weights as _dtype_weights,
     as_ufunc,
+    cos,
     equal,
     exp,
     float_power_values,
@@ -55,6 +56,7 @@ from .elementwise import (
     power,
     register_elementwise,
     scalar_if_0d,
+    sin,
     sqrt,
     where,
 )
@@ -117,8 +119,33 @@ def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = 
 
 # Near the ends of the domain, (1 - x)(1 + x) keeps the digits that 1 - x*x loses; hypot(x, 1)
 # and sqrt(x - 1) sqrt(x + 1) do not overflow for |x| > 1e154 as x*x does.
-arcsin = _unary(_np.arcsin, lambda ans, x: 1.0 / sqrt((1.0 - x) * (1.0 + x)), of_x=True)
-arccos = _unary(_np.arccos, lambda ans, x: -1.0 / sqrt((1.0 - x) * (1.0 + x)), of_x=True)
+#
+# On a branch cut of a complex x (arcsin(2 + 0j)), NumPy's value is the limit from the side the
+# sign of x's zero imaginary part names, and so must the derivative be; formulas in x lose that
+# sign (1 - (2 + 0j) is -1 + 0j, not -1 - 0j), so for complex x each slope is read off the
+# value itself, which is on NumPy's side: arcsin' = 1 / cos(arcsin x), and so on. (Taylor
+# mode, which integrates the slope's series in x, takes the formulas in x.)
+
+
+def _on_numpys_branch(slope_of_ans, slope_of_x):
+    def slope(ans, x):
+        if ans is not None and dtype_of(x).kind == "c":
+            return slope_of_ans(ans)
+        return slope_of_x(x)
+
+    return slope
+
+
+arcsin = _unary(
+    _np.arcsin,
+    _on_numpys_branch(lambda ans: 1.0 / cos(ans), lambda x: 1.0 / sqrt((1.0 - x) * (1.0 + x))),
+    of_x=True,
+)
+arccos = _unary(
+    _np.arccos,
+    _on_numpys_branch(lambda ans: -1.0 / sin(ans), lambda x: -1.0 / sqrt((1.0 - x) * (1.0 + x))),
+    of_x=True,
+)
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
@@ -126,15 +153,22 @@ cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
 
 def _arcsinh_slope(ans, x):
     """1 / sqrt(1 + x**2): for real x as 1 / hypot(x, 1) (no overflow); for complex x as
+    1 / cosh(arcsinh x) (NumPy's side of a cut, above), or in Taylor mode as
     1 / (sqrt(1 + ix) sqrt(1 - ix)), the same function (the branch cuts of both are arcsinh's
     own, on the imaginary axis beyond +-i) without the cancellation of 1 + x**2 near +-i."""
     if dtype_of(x).kind == "c":
+        if ans is not None:
+            return 1.0 / cosh(ans)
         return 1.0 / (sqrt(1.0 + 1j * x) * sqrt(1.0 - 1j * x))
     return 1.0 / hypot(x, 1.0)
 
 
 arcsinh = _unary(_np.arcsinh, _arcsinh_slope, of_x=True)
-arccosh = _unary(_np.arccosh, lambda ans, x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0)), of_x=True)
+arccosh = _unary(
+    _np.arccosh,
+    _on_numpys_branch(lambda ans: 1.0 / sinh(ans), lambda x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0))),
+    of_x=True,
+)
 arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)), of_x=True)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 

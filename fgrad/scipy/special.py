@@ -1217,6 +1217,9 @@ def _mills_impl(x):
     """phi(x) / Phi(x), the derivative of log_ndtr, accurate for every x: through erfcx for
     x < 0 (where Phi underflows) and directly for x >= 0 (where erfcx(-x/sqrt 2) overflows)."""
     x = as_array(x)  # (a 0-d Dask array stays one in `_result`)
+    if x.dtype.kind == "c":  # SciPy's complex log_ndtr, directly (x < 0 orders no complex x)
+        with _np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            return _result(_np.exp(-0.5 * x * x - _sc.log_ndtr(x)) / _SQRT_2PI)
     with _np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         left = math.sqrt(2.0 / math.pi) / _sc.erfcx(-x / _SQRT_2)
         right = _np.exp(-0.5 * x * x - _sc.log_ndtr(x)) / _SQRT_2PI
@@ -1229,6 +1232,8 @@ def _mills_excess_impl(x):
     -1/x): by the continued fraction 1 / (z + 2 / (z + 3 / (z + ...))), z = -x, for x < -5,
     where 50 terms give full precision, and as the plain sum elsewhere."""
     x = as_array(x)  # (a 0-d Dask array stays one in `_result`)
+    if x.dtype.kind == "c":
+        return _result(x + _mills_impl(x))
     with _np.errstate(divide="ignore", invalid="ignore"):
         z = _np.where(x < -5.0, -x, 5.0).astype(_np.float64)
         t = z
