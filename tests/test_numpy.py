@@ -548,3 +548,12 @@ def test_ufunc_methods_on_traced_values(name):
         )
     with pytest.raises(TypeError, match=r"\.at writes into its first argument in place"):
         fgrad.grad(lambda x: theirs.at(x, [0], 1.0))(x)
+
+
+def test_var_and_std_take_numpys_mean_none():
+    """mean=None (NumPy's explicit 'compute it') raised TypeError (float - None)."""
+    x = np.random.default_rng(0).normal(size=(2, 3))
+    for name in ("var", "std"):
+        np.testing.assert_array_equal(
+            getattr(fnp, name)(x, axis=1, mean=None), getattr(np, name)(x, axis=1, mean=None)
+        )

@@ -790,3 +790,32 @@ def test_i1e_derivative_beyond_the_range_of_scipys_ive():
         got = grad(sp.i1e)(x)
         assert np.isfinite(got) and got == pytest.approx(float(want), rel=1e-5)
         assert np.isfinite(grad(grad(sp.i1e))(x))
+
+
+def test_taylor_mode_of_log_softmax_along_a_line_and_logsumexp_of_a_0d_value():
+    """derivative() along x + t v (whose higher terms are zero) of log_softmax gave a term of
+    logsumexp's kept shape, (2, 1) for (2, 2), and half the second derivative of its sum;
+    logsumexp(0-d, keepdims=True) had shape () where SciPy's is (1,)."""
+    import fgrad
+    import fgrad.numpy as fnp
+    import fgrad.scipy.special as fs
+
+    x = np.array([[0.3, -0.5], [1.1, 0.2]])
+    v = np.array([[1.0, 0.5], [-0.3, 0.7]])
+    for fn in (lambda y: fs.log_softmax(y, axis=-1), lambda y: fs.softmax(y, axis=-1)):
+        g = lambda t: fn(x + t * v)
+        nested = g
+        for k in (1, 2, 3):
+            nested = fgrad.jacfwd(nested)
+            np.testing.assert_allclose(fgrad.derivative(g, k)(0.0), nested(0.0), atol=1e-14)
+    p = np.exp(x - np.log(np.exp(x).sum(1, keepdims=True)))
+    closed = -2 * sum(v[r] @ (np.diag(p[r]) - np.outer(p[r], p[r])) @ v[r] for r in range(2))
+    g = lambda t: fnp.sum(fs.log_softmax(x + t * v, axis=-1))
+    np.testing.assert_allclose(fgrad.derivative(g, 2)(0.0), closed, rtol=1e-13)
+    import scipy.special as sc
+
+    assert (
+        fs.logsumexp(np.array(0.3), keepdims=True).shape
+        == sc.logsumexp(np.array(0.3), keepdims=True).shape
+    )
+    assert fgrad.grad(lambda x: fs.logsumexp(x, keepdims=True).sum(axis=-1))(0.3) == 1.0

@@ -788,3 +788,26 @@ def test_in_axes_of_a_registered_pytree_node():
     p = Pt(np.array([2.0, 1.0]), np.array([[3.0, 4.0], [5.0, 6.0]]))
     out = fgrad.vmap(lambda p: p.a * p.b[0], in_axes=(Pt(0, 1),))(p)
     np.testing.assert_array_equal(out, p.a * p.b[0])
+
+
+def test_reverse_mode_through_a_vmap_whose_rows_branch_apart_has_no_nan():
+    """grad(sum(vmap(f))) with a Python branch on each row: the run that went on for the
+    larger group took the other rows down its branch too (sqrt of their negatives), and the
+    backward pass multiplied their zero cotangents by nan there: nan for those rows."""
+
+    def f(x):
+        v = x if fnp.sum(x) > 0 else -x
+        return fnp.sum(fnp.sqrt(v))
+
+    def h(x):
+        return fnp.sqrt(x) if x > 0 else 0.5 * x
+
+    x = np.array([[0.5, 0.7], [-0.4, -0.9], [0.3, 0.2]])
+    want = np.stack([fgrad.grad(f)(r) for r in x])
+    np.testing.assert_array_equal(fgrad.grad(lambda x: fnp.sum(fgrad.vmap(f)(x)))(x), want)
+    np.testing.assert_array_equal(fgrad.vjp(fgrad.vmap(f), x)[1](np.ones(3))[0], want)
+    np.testing.assert_array_equal(fgrad.jacrev(fgrad.vmap(f))(x)[1], np.eye(3)[1][:, None] * want)
+    y = np.array([0.25, 0.5, -1.0])
+    np.testing.assert_array_equal(
+        fgrad.grad(lambda y: fnp.sum(fgrad.vmap(h)(y)))(y), [fgrad.grad(h)(v) for v in y]
+    )

@@ -219,7 +219,7 @@ def var(
         dtype = _np.float64
     axes = _normalize_axes(axis, ndim(a))
     mask = reduction_mask(where, a, "var")
-    if mean is NO_VALUE:
+    if mean is NO_VALUE or mean is None:  # (None: NumPy's explicit "compute it")
         total = sum(a, axis=axes, dtype=dtype, keepdims=True, where=where)
         # a slice with no element has no mean (NumPy's is 0/0, and its variance 0/0 too): 0
         # here keeps nan out of the other elements' gradients
@@ -606,7 +606,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
         m = _np.zeros(shape(a0), dtype=bool)
     axes = _normalize_axes(axis, ndim(a0))
     mask = reduction_mask(where, a0, "nanvar")
-    if mean is NO_VALUE:
+    if mean is NO_VALUE or mean is None:
         total = sum(a0, axis=axes, dtype=dtype, keepdims=True, where=where)
         mean = _divide(total, _np.maximum(_valid_counts(m, axes, mask, True), 1))  # see var
     # NumPy subtracts and squares in place, in the data's own dtype (whatever `dtype` is)

@@ -491,6 +491,9 @@ def logsumexp(
         return out, (fnp.where(zero, 0.0, sign) if _some(zero) else sign)
     signs = _lse_sign_p(a, b, axis=axes, keepdims=keepdims) if return_sign else None
     out = _logsumexp_p(a, b, signs, axis=axes, keepdims=keepdims)
+    if keepdims and not shape:  # SciPy reads a 0-d a as 1-d: keepdims keeps that axis
+        out = fnp.reshape(out, (1,))
+        signs = None if signs is None else fnp.reshape(signs, (1,))
     return (out, signs) if return_sign else out
 
 
@@ -550,7 +553,10 @@ def _softmax_series(x, p0, axis):
     for k in range(1, len(x)):
         t = _taylor.integrate(x, p, k)
         lse.append(None if t is None else fnp.sum(t, axis=axis, keepdims=True))
-        shifted.append(_taylor.add(x[k], None if lse[k] is None else -lse[k]))
+        term = _taylor.add(x[k], None if lse[k] is None else -lse[k])
+        if x[k] is None and term is not None:  # -L's coefficient alone: x's shape, not L's
+            term = fnp.broadcast_to(term, fnp.shape(x[0]))
+        shifted.append(term)
         p.append(_taylor.integrate(shifted, p, k))
     return lse, p, shifted
 
