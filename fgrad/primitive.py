@@ -36,18 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching as _batching, taylor as _taylor
-from .core import (
-    Box,
-    NondiffPrimitive,
-    Primitive,
-    add_any,
-    bind,
-    bind_one,
-    is_foreign_array,
-    shape_of,
-    stop_gradient_p,
-)
+from . import batching as _batching, core as _core, taylor as _taylor
+from .core import Box, NondiffPrimitive, Primitive, add_any, bind, bind_one, stop_gradient_p
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -347,7 +337,7 @@ def _is_value(v):
     return (
         type(v) is Box
         or isinstance(v, (int, float, complex, _np.ndarray, _np.generic))
-        or (is_foreign_array(v))
+        or _core.is_foreign_array(v)
     )
 
 
@@ -383,11 +373,12 @@ def _checked_fprop(fprop, who):
             for i, (c, a) in enumerate(zip(cts, args)):
                 if c is None:
                     continue
-                if not _is_value(c) or shape_of(c) != shape_of(a):
-                    got = f"shape {shape_of(c)}" if _is_value(c) else f"a {type(c).__name__}"
+                if not _is_value(c) or _core.shape_of(c) != _core.shape_of(a):
+                    shape = _core.shape_of(c) if _is_value(c) else None
+                    got = f"a {type(c).__name__}" if shape is None else f"shape {shape}"
                     raise ValueError(
                         f"{who}: its bprop returned {got} as the cotangent of input {i}, "
-                        f"which has shape {shape_of(a)}; return one shaped like the input "
+                        f"which has shape {_core.shape_of(a)}; return one shaped like the input "
                         "(sum a broadcast back over the axes it added)"
                     )
             return cts
@@ -404,14 +395,14 @@ def _checked_batch(rule, who):
     @functools.wraps(rule)  # (`__wrapped__`: the rule as given)
     def checked(args, dims, **params):
         out, out_dim = rule(args, dims, **params)
-        n = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+        n = next(_core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
         outs, out_dims = (out, out_dim) if type(out_dim) is tuple else ((out,), (out_dim,))
         for k, (o, d) in enumerate(zip(outs, out_dims)):
-            if d is not None and (not _is_value(o) or shape_of(o)[d] != n):
+            if d is not None and (not _is_value(o) or _core.shape_of(o)[d] != n):
                 raise ValueError(
                     f"{who}: its batching rule returned output {k} with shape "
-                    f"{shape_of(o) if _is_value(o) else type(o).__name__} and batch axis {d}, "
-                    f"for {n} rows; return every row along that axis"
+                    f"{_core.shape_of(o) if _is_value(o) else type(o).__name__} and batch axis "
+                    f"{d}, for {n} rows; return every row along that axis"
                 )
         return out, out_dim
 
@@ -431,11 +422,11 @@ def _checked_jvp(jvp, who, multiple_results):
                 f"{type(t).__name__}"
             )
         for k, (tk, o) in enumerate(zip(ts, outs)):
-            if tk is not None and (not _is_value(tk) or shape_of(tk) != shape_of(o)):
-                got = f"shape {shape_of(tk)}" if _is_value(tk) else f"a {type(tk).__name__}"
+            if tk is not None and (not _is_value(tk) or _core.shape_of(tk) != _core.shape_of(o)):
+                got = f"shape {_core.shape_of(tk)}" if _is_value(tk) else f"a {type(tk).__name__}"
                 raise ValueError(
                     f"{who}: its jvp returned {got} as the tangent of output {k}, which has "
-                    f"shape {shape_of(o)}; return a tangent shaped like the output"
+                    f"shape {_core.shape_of(o)}; return a tangent shaped like the output"
                 )
         return t
 

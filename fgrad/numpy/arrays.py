@@ -66,7 +66,6 @@ from .shaping import (
     moveaxis,
     ndim,
     nondiff_function,
-    numpy_applies,
     ravel,
     refuse_layout,
     reshape,
@@ -220,7 +219,7 @@ def roll(
     (broadcast against each other, shifts of a repeated axis add up); `axis=None` rolls the
     flattened array.
     """
-    if numpy_applies(a, shift):  # NumPy's own: a new array (fgrad's gives a of no shift)
+    if _shaping.numpy_applies(a, shift):  # NumPy's own: a new array (fgrad's gives a of no shift)
         return _np.roll(a, shift, axis)
     a = asarray(a)
     if axis is None:
@@ -267,7 +266,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
 def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     """NumPy's `tile`: A repeated `reps` times along each axis (a reshape, a broadcast and a
     reshape, so its gradient sums the copies)."""
-    if numpy_applies(A, reps):  # NumPy's own: a new array (fgrad's is a view of A)
+    if _shaping.numpy_applies(A, reps):  # NumPy's own: a new array (fgrad's is a view of A)
         return _np.tile(A, reps)
     A = asarray(A)
     reps = tuple(int(r) for r in _np.atleast_1d(reps))
@@ -286,7 +285,7 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `repeat`: each element repeated `repeats` times (an int, or one count per element
     along `axis`); `axis=None` repeats the flattened array."""
-    if numpy_applies(a, repeats):  # NumPy's own: a new array (fgrad's is a view of a)
+    if _shaping.numpy_applies(a, repeats):  # NumPy's own: a new array (fgrad's is a view of a)
         return _np.repeat(a, repeats, axis)
     a = asarray(a)
     if axis is None:

@@ -19,17 +19,8 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import (
-    guard,
-    incomplete_beta,
-    invalid_to_nan,
-    located,
-    log_probability,
-    mask,
-    select,
-    value,
-    weak,
-)
+from . import _common
+from ._common import guard, incomplete_beta, invalid_to_nan, located, mask, select, value, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -84,11 +75,11 @@ def _cdfs(x, a, b, loc, scale, which):
     elif which == "logcdf":
         positive = mask(zv > 0, z, a, b)
         p, q = guard(positive, _I(z, a, b)), guard(positive, _Ic(z, a, b), 0.0)
-        out = select(positive, log_probability(p, q), -math.inf)
+        out = select(positive, _common.log_probability(p, q), -math.inf)
     else:
         below = mask(zv < 1, z, a, b)
         p, q = guard(below, _Ic(z, a, b)), guard(below, _I(z, a, b), 0.0)
-        out = select(below, log_probability(p, q), -math.inf)
+        out = select(below, _common.log_probability(p, q), -math.inf)
     return invalid_to_nan(bad, out, *given)
 
 
