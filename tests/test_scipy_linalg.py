@@ -502,3 +502,13 @@ def test_derivatives_of_a_stack_of_no_matrices_are_empty():
         for d in (fgrad.grad(f)(x), fgrad.jacfwd(f)(x), fgrad.jacrev(f)(x)):
             assert d.shape == x.shape and d.dtype == x.dtype
     assert sla.solve_triangular(np.zeros((0, 3, 3)), np.zeros((0, 3, 2))).shape == (0, 3, 2)
+
+
+def test_vmap_of_solve_sylvester_keeps_float32():
+    """The batched rule built its Kronecker system with float64 identities: vmap of float32
+    input returned float64 (every other transform, and SciPy, float32)."""
+    a = np.eye(3, dtype=np.float32) * 2 + 0.1
+    b, q = np.eye(3, dtype=np.float32) * 3, np.ones((3, 3), np.float32)
+    out = fgrad.vmap(sla.solve_sylvester)(a[None], b[None], q[None])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out[0], sl.solve_sylvester(a, b, q), rtol=1e-5)

@@ -1741,8 +1741,10 @@ def _sylvester_batch(args, dims):
         return _batching.rows_one_by_one(
             _sylvester_p, args, dims, {}, batch_size(args, dims), _SYLVESTER_BY_ROW
         )
-    eye_m = _np.eye(m).reshape(m, 1, m, 1)
-    eye_n = _np.eye(n).reshape(1, n, 1, n)
+    # identities in the inputs' precision (float64 ones made float32 systems float64)
+    real = _np.finfo(_np.result_type(dtype_of(a), dtype_of(b), dtype_of(q), _np.float32)).dtype
+    eye_m = _np.eye(m, dtype=real).reshape(m, 1, m, 1)
+    eye_n = _np.eye(n, dtype=real).reshape(1, n, 1, n)
     ka = fnp.expand_dims(fnp.expand_dims(a, -1), -3) * eye_n  # A[i, k] I[j, l]
     kb = fnp.expand_dims(fnp.expand_dims(_mT(b), -2), -4) * eye_m  # I[i, k] B[l, j]
     k = fnp.reshape(ka, shape(ka)[:-4] + (m * n, m * n)) + fnp.reshape(
