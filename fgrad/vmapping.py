@@ -301,8 +301,8 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
             [_rows_of(r, level.active, d) for r, d in zip(results, out_dims)],
             out_dims,
         )
-        if any(type(r) is Box for r in results):
-            # An outer transform traced this run, the other rows' wrong paths too (sqrt of the
+        if any(map(_differentiated, results)):
+            # An outer derivative traced this run, the other rows' wrong paths too (sqrt of the
             # negatives the other branch avoids): a backward pass through it would multiply
             # their zero cotangents by nan. The active rows run again on their own, and this
             # run's results are left unused, so no derivative reaches it.
@@ -310,6 +310,15 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
         groups = [level.active, *level.pending]
         return _split_call(fun, in_tree, leaves, dims, out_axes, groups, done)
     return out_tree, _own_arrays(results, leaves), out_dims
+
+
+def _differentiated(x):
+    """Whether a level that differentiates (not an outer vmap's, not jit's) holds x."""
+    while type(x) is Box:
+        if not (x.level.batches or x.level.stages):
+            return True
+        x = x.value
+    return False
 
 
 def _rows_of(result, rows, axis):
