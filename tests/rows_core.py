@@ -453,5 +453,12 @@ ROWS += [
         variant="deg",
     ),
     Row("abs", lambda x, y: fnp.abs(x + 1j * y), ((3,), (3,)), ("nonzero",), variant="complex"),
+    Row(
+        "sign",
+        lambda x, y: fnp.real(fnp.sign(x + 1j * y) * (0.5 - 2j)),
+        ((3,), (3,)),
+        ("nonzero",),
+        variant="complex",
+    ),
     Row("real", lambda x: (x * (1 + 2j)).real + (x * 1j).imag, ((3,),), variant="property"),
 ]

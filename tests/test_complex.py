@@ -237,3 +237,25 @@ def test_log_ndtr_of_complex_input_and_jacfwd_of_a_real_output_refused():
     np.testing.assert_allclose(fgrad.derivative(special.log_ndtr, 2)(z), nested, rtol=1e-13)
     with pytest.raises(TypeError, match="jacfwd with holomorphic=True requires complex outputs"):
         fgrad.jacfwd(fnp.abs, holomorphic=True)(np.array([1 + 1j, 2j]))
+
+
+def test_sign_of_complex_input_is_differentiable():
+    """NumPy 2's sign(z) is z / |z|, which turns with the phase of z: its derivative was 0 (a
+    constant, as for real input, and as JAX has it). Now i sign Im(conj(sign) dz) / |z| in both
+    modes, to second order and in Taylor mode; 0 at z = 0; real input keeps derivative 0."""
+    w = np.array([0.3 - 1j, 2 + 0.5j, -1 + 1j])
+    f = lambda z: fnp.sum(fnp.real(fnp.sign(z) * w))
+    # f = sum Re(w z / |z|): df/dx - i df/dy, by hand
+    r = np.abs(Z)
+    dfdx = np.real(w / r - w * Z * Z.real / r**3)
+    dfdy = np.real(1j * w / r - w * Z * Z.imag / r**3)
+    np.testing.assert_allclose(grad(f)(Z), dfdx - 1j * dfdy, rtol=1e-13)
+    check_grads(lambda z: fnp.sign(z) * w, (Z,), order=2)
+    v = np.array([1 + 1j, 0.5 - 2j, -1j])
+    second = fgrad.jet(fnp.sign, (Z,), ((v, 0 * v),))[1][1]
+    nested = jvp(lambda t: jvp(lambda s: fnp.sign(Z + s * v), (t,), (1.0,))[1], (0.0,), (1.0,))
+    np.testing.assert_allclose(second, nested[1], rtol=1e-12)
+    assert grad(lambda z: fnp.real(fnp.sign(z)))(0j) == 0
+    assert grad(lambda x: fnp.sign(x) * x)(-2.0) == -1.0
+    assert fnp.sign(Z.astype(np.complex64)).dtype == np.complex64
+    np.testing.assert_array_equal(fgrad.jit(fnp.sign)(Z), np.sign(Z))

@@ -768,7 +768,50 @@ def bool_mask(condition, shape=None):
 
 # --- no derivative: piecewise constant and boolean results ----------------------------------------
 
-sign = nondiff_function(_np.sign)
+_sign_of_values = nondiff_function(_np.sign)
+
+
+def _sign_scale(ans, x):
+    """1 / |z| for complex z, and 0 where z = 0 (where sign has no derivative: 0, as abs's and
+    angle's rules pick there)."""
+    zero = mask_values(ans) == 0
+    if may_hold(zero):
+        return where(zero, 0.0, 1.0 / where(zero, 1.0, abs(x)))
+    return 1.0 / abs(x)
+
+
+def _complex_sign_vjp(ans, x):
+    # The transpose of the tangent map below under the pairing Re(sum(a b)) (the convention
+    # above `_linear_unary`): ct -> i conj(sign) Im(ct sign) / |z|.
+    scale = _sign_scale(ans, x)
+    return lambda ct: 1j * conj(ans) * imag(ct * ans) * scale
+
+
+def _complex_sign_jvp(t, ans, x):
+    # sign(z) = z / |z| (NumPy 2) turns with the phase of z and keeps its length: its tangent
+    # is the part of dz / |z| across z, i sign Im(conj(sign) dz) / |z|. Not holomorphic.
+    return 1j * ans * imag(conj(ans) * t) * _sign_scale(ans, x)
+
+
+_complex_sign = as_ufunc(
+    defunary(
+        _np.sign, vjp=_complex_sign_vjp, jvp=_complex_sign_jvp, name="sign", forward="derived"
+    ),
+    _np.sign,
+)
+
+
+@mirror("ufunc")
+def sign(x: ArrayLike, /, *args: Any, **kwargs: Any) -> Array:
+    """NumPy's `sign`: a constant (its derivative is 0 wherever it has one) for real input;
+    for complex input NumPy 2's `z / |z|` (0 at 0), differentiable: JAX gives it no
+    derivative, which is wrong for every z but 0."""
+    if is_traced(x) and dtype_of(x).kind == "c":
+        return _complex_sign(x, *args, **kwargs)
+    return _sign_of_values(x, *args, **kwargs)
+
+
+sign.__signature__ = _sign_of_values.__signature__  # type: ignore[attr-defined]
 floor = nondiff_function(_np.floor)
 ceil = nondiff_function(_np.ceil)
 trunc = nondiff_function(_np.trunc)

@@ -922,7 +922,9 @@ def _astype_impl(x, dtype):
     if not isinstance(x, _np.generic):
         x = as_array(x)
     if _np.iscomplexobj(x) and not _np.issubdtype(dtype, _np.complexfloating):
-        x = x.real
+        # (NumPy's function, not the attribute: an array of another library may have only
+        # NumPy's protocols)
+        x = x.real if isinstance(x, (_np.ndarray, _np.generic)) else _np.real(x)
     return x.astype(dtype)
 
 
