@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import dis
 import functools
+import inspect
 import threading
 import types
 import warnings
@@ -555,6 +556,8 @@ def _leaf_signature(x) -> tuple[Any, bool]:
     t = type(x)
     if t is _np.ndarray:
         return (x.shape, x.dtype), False
+    if isinstance(x, (str, bytes)):  # (NumPy's np.str_ and np.bytes_ too)
+        return ("value", t, x), False  # immutable, compared by value: a record per value
     if t in _SCALARS or isinstance(x, _np.generic):
         return t, False
     if t is Box:
@@ -572,8 +575,6 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         return (tuple(chain), inner), bool(chain)
     if is_foreign_array(x):
         return (t, x.shape, x.dtype, getattr(x, "chunks", None)), True
-    if t is str or t is bytes:  # immutable, compared by value: a record per value
-        return ("value", t, x), False
     raise TypeError(
         f"jit: an argument leaf of type {t.__name__} is not an array or a number, so a "
         "record cannot take it as an input. Pass it through static_argnums or "
@@ -587,9 +588,16 @@ def _inputs(level, leaves):
     """The leaves as the recorded function sees them: boxes of `level` (slots 0 to n-1), but
     a string (compared by value in the signature) as it is, in its slot."""
     level.n_slots = len(leaves)
+    for x in leaves:
+        if type(x) is _np.ndarray and x.dtype.hasobject:
+            raise TypeError(
+                f"jit: an argument is an array of dtype object (shape {x.shape}); a record "
+                "cannot see what its elements hold (a replay would reuse what they held at "
+                "the recording). Pass it through static_argnums or static_argnames as a tuple, "
+                "close over it in the function, or convert it to an array of numbers"
+            )
     return [
-        x if type(x) is str or type(x) is bytes else Box(x, level, slot)
-        for slot, x in enumerate(leaves)
+        x if isinstance(x, (str, bytes)) else Box(x, level, slot) for slot, x in enumerate(leaves)
     ]
 
 
@@ -613,11 +621,10 @@ class _Entry:
 
 
 def _state_names(fun) -> tuple:
-    """The globals `fun`'s code reads that hold data (not modules, functions or classes,
-    which are rarely rebound), and those not assigned yet (a decorator at the top of a module
-    runs before the assignments below it): with its closure cells, the state a record cannot
-    see. Read off the code's global loads, its nested functions' included, not `co_names`,
-    which holds attribute names too."""
+    """The globals `fun`'s code reads that hold data (not code: `_CODE_TYPES`), and those not
+    assigned yet (a decorator at the top of a module runs before the assignments below it):
+    with its closure cells, the state a record cannot see. Read off the code's global loads,
+    its nested functions' included, not `co_names`, which holds attribute names too."""
     code, namespace = getattr(fun, "__code__", None), getattr(fun, "__globals__", None)
     if code is None or namespace is None:
         return ()
@@ -627,8 +634,23 @@ def _state_names(fun) -> tuple:
         n
         for n in dict.fromkeys(_global_loads(code))
         if (n not in namespace and n not in builtins)
-        or (n in namespace and not (callable(namespace[n]) or type(namespace[n]) is _ModuleType))
+        or (n in namespace and not isinstance(namespace[n], _CODE_TYPES))
     )
+
+
+# What a global that `_state_names` leaves unwatched holds: code (functions, classes, modules,
+# NumPy's ufuncs, fgrad's primitives), rarely rebound. A callable that holds data (a model
+# object with `__call__`, a `functools.partial`) is watched as data is.
+_CODE_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    type,
+    types.ModuleType,
+    _np.ufunc,
+    core.Primitive,
+    core.NondiffPrimitive,
+)
 
 
 @functools.lru_cache(maxsize=1024)  # a function jitted again (in a loop) is read once
@@ -661,7 +683,6 @@ def _free_values(fun, names) -> tuple:
 
 
 _UNBOUND = object()
-_ModuleType = types.ModuleType
 
 
 def _same_cells(recorded: tuple, now: tuple) -> bool:
@@ -698,14 +719,12 @@ class Jitted:
         for i in self._static_argnums:
             j = i if i >= 0 else len(args) + i
             if not 0 <= j < len(args):
-                raise TypeError(
-                    f"jit({self._name}): static_argnums names argument {i}, but the call "
-                    f"passed {len(args)} positional argument(s)"
-                )
-            statics.append(("arg", j, _hashable(args[j], f"positional argument {i}")))
+                # passed by name (it is in `_static_argnames` too), or left to its default
+                continue
+            statics.append(("arg", j, _static_key(args[j], f"positional argument {i}")))
         for name in self._static_argnames:
             if name in kwargs:
-                statics.append(("kw", name, _hashable(kwargs[name], f"argument {name!r}")))
+                statics.append(("kw", name, _static_key(kwargs[name], f"argument {name!r}")))
         nums = {i if i >= 0 else len(args) + i for i in self._static_argnums}
         dyn_args = tuple(a for j, a in enumerate(args) if j not in nums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
@@ -770,9 +789,11 @@ class Jitted:
             if entry.eager:
                 return self._fun(*args, **kwargs)
             replay = entry.replay or self._compiled(entry)
+            marks = _recording_marks() if entry.general else None
             try:
                 return replay(*leaves)
             except _Miss as miss:
+                _roll_back(marks)
                 return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
         out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree))
         if path.unsafe is None:
@@ -811,9 +832,11 @@ class Jitted:
                 entry = self._cache.get(key)
                 return out
             replay = entry.replay or self._compiled(entry)
+            marks = _recording_marks() if entry.general else None
             try:
                 return replay(*leaves)
             except _Miss as miss:
+                _roll_back(marks)
                 return self._again(entry, leaves, lambda xs: (tuple(xs), {}), miss)
 
         call.__wrapped__ = fun  # type: ignore[attr-defined]
@@ -894,7 +917,29 @@ class Jitted:
         return (entry.replay or self._compiled(entry)).source
 
 
-def _hashable(value, what):
+def _recording_marks():
+    """Where each live `jit` recording of this thread stands (a replay under an outer
+    recording is recorded by it, operation by operation), so that a replay that misses a
+    guard part way can be taken back out (`_roll_back`) before the function runs again:
+    else the outer record would hold the partial replay's operations, dead, before the
+    re-run's (and two recordings of one path would differ: `_Unstable`)."""
+    return [
+        (lv, len(lv.items), lv.n_slots, set(lv.guarded), lv.unsafe)
+        for lv in core.live_levels()
+        if lv.stages
+    ]
+
+
+def _roll_back(marks):
+    for level, n_items, n_slots, guarded, unsafe in marks or ():
+        del level.items[n_items:]
+        level.n_slots, level.guarded, level.unsafe = n_slots, guarded, unsafe
+
+
+def _static_key(value, what):
+    """What selects a record for a static argument: its value, and what Python's equality
+    does not tell apart but a function can (1, 1.0 and True are equal; so are 0.0 and -0.0):
+    its type, and a float's exact text."""
     try:
         hash(value)
     except TypeError:
@@ -903,7 +948,43 @@ def _hashable(value, what):
             "hashable; static arguments select a record by value, so pass a hashable one "
             "(a tuple instead of a list, for example) or make it a dynamic argument"
         ) from None
-    return value
+    return _value_key(value)
+
+
+def _value_key(value):
+    kind = type(value)
+    if kind is tuple:
+        return kind, tuple(_value_key(v) for v in value)
+    if kind in (float, complex) or isinstance(value, (_np.floating, _np.complexfloating)):
+        return kind, repr(value)  # (repr tells -0.0 from 0.0, and round-trips every float)
+    return kind, value
+
+
+def _static_positions(fun, argnums, argnames):
+    """`argnums` and `argnames` completed from `fun`'s signature, as JAX completes them: a
+    parameter named static by one is static passed either way (by position or by name)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (some builtins)
+        return argnums, argnames
+    either = (inspect.Parameter.POSITIONAL_OR_KEYWORD,)
+    positional = [p for p in params if p.kind in (*either, inspect.Parameter.POSITIONAL_ONLY)]
+    if not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        for i in argnums:
+            if not -len(positional) <= i < len(positional):
+                raise ValueError(
+                    f"jit: static_argnums names argument {i}, but "
+                    f"{getattr(fun, '__name__', repr(fun))} takes {len(positional)} "
+                    "positional argument(s)"
+                )
+    nums, names = list(argnums), list(argnames)
+    for i in argnums:
+        if 0 <= i < len(params) and params[i].kind in either and params[i].name not in names:
+            names.append(params[i].name)
+    for k, p in enumerate(params):
+        if p.name in argnames and p.kind in either and k not in nums:
+            nums.append(k)
+    return tuple(nums), tuple(names)
 
 
 def jit(
@@ -963,7 +1044,10 @@ def jit(
         static_argnames = (static_argnames,)
     if not isinstance(max_paths, int) or max_paths < 1:
         raise ValueError(f"jit: max_paths must be a positive int, got {max_paths!r}")
-    return Jitted(fun, tuple(static_argnums), tuple(static_argnames), max_paths)
+    static_argnums, static_argnames = _static_positions(
+        fun, tuple(static_argnums), tuple(static_argnames)
+    )
+    return Jitted(fun, static_argnums, static_argnames, max_paths)
 
 
 # --- a look inside --------------------------------------------------------------------------------

@@ -1241,3 +1241,136 @@ def test_a_masked_mean_replays_one_path_for_every_mask():
     rows = rng.normal(size=(4, 6))
     f = lambda x: fnp.sum(x**2, where=x > 0) + fnp.mean(x, where=x < 0.5)
     np.testing.assert_array_equal(fgrad.vmap(f)(rows), [f(r) for r in rows])
+
+
+# --- found by probing: jit against eager ----------------------------------------------------------
+
+
+def test_python_number_arguments_keep_pythons_arithmetic_under_the_unary_operators():
+    """`-s`, `abs(s)`, `s % k`, `s // k`, `~n`, `n & k` and `s.conjugate()` of a Python number
+    argument went through NumPy's ufuncs in a record: the weak Python float became a strong
+    float64 (float32 * -2.0 came back float64) and Python ints became bounded int64 ((-n) *
+    2**62 gave 0). They now compute as they do eagerly, on first calls and on replays."""
+    x = np.array([1.5, 2.5], np.float32)
+    for f in [
+        lambda x, s: x * -s,
+        lambda x, s: fnp.exp(-s * x),
+        lambda x, s: x * abs(s),
+        lambda x, s: x * (s % 3.0),
+        lambda x, s: x * (s // 0.7),
+        lambda x, s: x * s.conjugate(),
+    ]:
+        jitted = fgrad.jit(f)
+        for s in (2.0, -3.0, 2.0):
+            assert_same(jitted(x, s), f(x, s))
+    for f, args in [
+        (lambda n: (-n) * 2**62, (3,)),
+        (lambda n: abs(n) * 2**62, (-3,)),
+        (lambda n: (n % 10) ** 30, (17,)),
+        (lambda n: (n & 3) << 70, (7,)),
+        (lambda b: ~b, (True,)),
+        (lambda b, c: b | c, (True, False)),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python's ~True
+            want, jitted = f(*args), fgrad.jit(f)
+            assert jitted(*args) == want and type(jitted(*args)) is type(want)
+    assert_same(fgrad.vmap(lambda r: -r + abs(r) % 2 + (r // 2))(x), -x + abs(x) % 2 + x // 2)
+
+
+def test_static_arguments_of_equal_value_but_other_type_or_sign_record_apart():
+    """1, 1.0 and True are equal in Python, and so are 0.0 and -0.0: a static argument of one
+    replayed the record of the other (an int array where eager gives floats; 0.0 for -0.0)."""
+    f = fgrad.jit(lambda x, n: x + fnp.arange(3) * n, static_argnums=1)
+    for n in (1, 1.0, True, 1):
+        assert_same(f(np.array(0), n), np.array(0) + np.arange(3) * n)
+    g = fgrad.jit(lambda x, s: x * (s[0] if type(s) is tuple else s), static_argnums=1)
+    for s in (0.0, -0.0, (0.0, 1), (-0.0, 1), 0.0):
+        scale = s[0] if type(s) is tuple else s
+        assert_same(g(np.array(2.0), s), np.array(2.0) * scale)
+        assert np.signbit(g(np.array(2.0), s)) == np.signbit(scale)
+
+
+def test_static_arguments_are_static_by_position_or_by_name():
+    """static_argnums passed by keyword, and static_argnames passed positionally, raised (JAX
+    completes each list from the signature)."""
+    f = fgrad.jit(lambda x, n: x * n, static_argnums=1)
+    assert_same(f(np.ones(3), n=3), np.ones(3) * 3)
+    assert_same(f(np.ones(3), 4), np.ones(3) * 4)
+    g = fgrad.jit(lambda x, act: act(x), static_argnames="act")
+    assert_same(g(np.array(1.0), fnp.tanh), np.tanh(np.array(1.0)))
+    assert_same(g(np.array(1.0), act=fnp.sin), np.sin(np.array(1.0)))
+    with pytest.raises(ValueError, match="static_argnums names argument 5, but .* takes 2"):
+        fgrad.jit(lambda x, n: x, static_argnums=5)
+
+
+def test_a_rebound_global_that_is_a_callable_object_records_again():
+    """A global holding a model object with __call__, or a functools.partial, was left
+    unwatched (every callable was), so a rebound one replayed the old one's values."""
+    import functools
+
+    namespace = {"fnp": fnp}
+    exec(
+        "class Scale:\n"
+        "    def __init__(self, w): self.w = w\n"
+        "    def __call__(self, x): return x * self.w\n"
+        "def f(x): return model(x)\n"
+        "def g(x): return part(x)\n",
+        namespace,
+    )
+    namespace["model"] = namespace["Scale"](2.0)
+    namespace["part"] = functools.partial(fnp.multiply, 2.0)
+    f, g = fgrad.jit(namespace["f"]), fgrad.jit(namespace["g"])
+    assert f(np.array(1.0)) == 2.0 and g(np.array(1.0)) == 2.0
+    namespace["model"] = namespace["Scale"](3.0)
+    namespace["part"] = functools.partial(fnp.multiply, 3.0)
+    assert f(np.array(1.0)) == 3.0 and g(np.array(1.0)) == 3.0
+
+
+def test_str_format_and_round_of_a_recorded_value_are_eagers_and_guarded():
+    """str(x) gave "Traced<StagingLevel ...>" with no guard (x * len(str(x)) gave 60 for 4.5);
+    round(x) and f"{x:.3f}" raised. Inside jit alone they read the value, with a guard."""
+    for f, values in [
+        (lambda x: x * len(str(x)), [np.array(1.5), np.array(1.25), np.array(1.5)]),
+        (lambda x: x * len(f"{x:.3f}"), [np.array(12.5), np.array(123.25)]),
+        (lambda x: x * round(x), [1.4, 2.6, 1.4]),
+        (lambda x: round(x, 2) + x, [1.2345, 2.5]),
+    ]:
+        jitted = fgrad.jit(f)
+        for v in values:
+            assert_same(jitted(v), f(v))
+    with pytest.raises(TypeError, match="round"):  # under grad it would drop the gradient
+        fgrad.grad(lambda x: round(x) * x)(1.5)
+    assert "Traced<" in fgrad.grad(lambda x: (x * 2, str(x)), has_aux=True)(1.5)[1]
+
+
+def test_strings_of_numpys_types_and_object_arrays_as_arguments():
+    """np.str_ arguments were taken as numbers (getattr(fnp, name) raised); an object array's
+    elements were never checked (a replay reused the recorded ones): it is refused."""
+    f = fgrad.jit(lambda x, name: getattr(fnp, name)(x))
+    assert_same(f(np.array(1.0), np.str_("sin")), np.sin(np.array(1.0)))
+    assert_same(f(np.array(1.0), np.str_("cos")), np.cos(np.array(1.0)))
+    s = np.empty(1, dtype=object)
+    s[0] = [1]
+    with pytest.raises(TypeError, match="dtype object .*static_argnums"):
+        fgrad.jit(lambda x, s: x * len(s[0]))(np.array(1.0), s)
+
+
+def test_a_nested_jit_whose_inner_replay_misses_keeps_the_outer_record():
+    """Under an outer recording, an inner replay that missed a guard left its partial
+    operations in the outer record: the next recording of the same path differed, and the
+    outer function warned that it depends on outside state and ran eagerly for good."""
+
+    def f(x):
+        if fnp.sum(x) > 0:
+            return fnp.sin(x) * 2
+        return fnp.cos(x) ** 3
+
+    g = lambda x, t: fgrad.jvp(f, (x,), (t,))
+    outer, t = fgrad.jit(fgrad.jit(g)), np.array([1.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x in [np.array([1.0, 2.0]), np.array([-1.0, -2.0]), np.array([1.0, 2.0])] * 2:
+            for got, want in zip(outer(x, t), g(x, t)):
+                assert_same(got, want)
+    assert outer.record_source(x, t) is not None

@@ -273,6 +273,35 @@ def _repr(self):
     return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
 
+def _only_recorded(box):
+    """Whether `box` is traced by `jit` recordings alone (no other live transform), which
+    stand for the value itself: what the function computes from the value's text (`str`,
+    `format`, `round`) is then what it computes eagerly, read with a guard."""
+    x = box
+    while type(x) is Box:
+        if x.level.live and not x.level.stages:
+            return False
+        x = x.value
+    return True
+
+
+def _str(self):
+    # `print(x)` and f"{x}" inside a jitted function show the value as eagerly (a guard on
+    # it: another value records again); under other transforms, the traced form (`repr`).
+    return str(primal(self)) if _only_recorded(self) else _repr(self)
+
+
+def _format(self, spec):
+    if not spec:
+        return _str(self)
+    return format(_concrete_or_raise(self, f"format(x, {spec!r})"), spec)
+
+
+def _round(self, ndigits=None):
+    value = _concrete_or_raise(self, "round()")
+    return round(value) if ndigits is None else round(value, ndigits)
+
+
 def _array(self, dtype=None, copy=None):
     if _asked_by_scipy_sparse(sys._getframe(1)):
         # `A @ x` with a SciPy sparse A: SciPy asks for an array first, and a 0-d array of
@@ -505,10 +534,10 @@ _METHODS = {
     "__rpow__": _operator(_ew.power_operator, "**", reflected=True),
     "__matmul__": _matmul,
     "__rmatmul__": _rmatmul,
-    "__neg__": _unary(_ew.negative),
-    "__invert__": _unary(_ew.invert),
+    "__neg__": _unary(_ew.negative_operator),
+    "__invert__": _unary(_ew.invert_operator),
     "__pos__": lambda self: self,
-    "__abs__": _unary(_ew.abs),
+    "__abs__": _unary(_ew.abs_operator),
     "__lt__": _operator(_ew.less, "<"),
     "__le__": _operator(_ew.less_equal, "<="),
     "__gt__": _operator(_ew.greater, ">"),
@@ -520,6 +549,9 @@ _METHODS = {
     "__len__": _len,
     "__iter__": _iter,
     "__repr__": _repr,
+    "__str__": _str,
+    "__format__": _format,
+    "__round__": _round,
     "__bool__": lambda self: bool(primal(self)),
     "__float__": lambda self: float(_concrete_or_raise(self, "float()")),
     "__int__": lambda self: int(_concrete_or_raise(self, "int()")),
@@ -530,10 +562,10 @@ _METHODS = {
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,
-    "__mod__": _operator(_uf.remainder, "%"),
-    "__rmod__": _operator(_uf.remainder, "%", reflected=True),
-    "__floordiv__": _operator(_uf.floor_divide, "//"),
-    "__rfloordiv__": _operator(_uf.floor_divide, "//", reflected=True),
+    "__mod__": _operator(_uf.remainder_operator, "%"),
+    "__rmod__": _operator(_uf.remainder_operator, "%", reflected=True),
+    "__floordiv__": _operator(_uf.floor_divide_operator, "//"),
+    "__rfloordiv__": _operator(_uf.floor_divide_operator, "//", reflected=True),
     "sum": _as_method(_sh.sum),
     "mean": _as_method(_rd.mean),
     "prod": _as_method(_rd.prod),
@@ -547,8 +579,8 @@ _METHODS = {
     "astype": _sh.astype,
     "dot": _pr.dot,
     "swapaxes": _sh.swapaxes,
-    "conj": _unary(_ew.conj),
-    "conjugate": _unary(_ew.conj),
+    "conj": _unary(_ew.conj_operator),
+    "conjugate": _unary(_ew.conj_operator),
     "item": _concrete_method("item"),
     "tolist": _concrete_method("tolist"),
     "tobytes": _concrete_method("tobytes"),

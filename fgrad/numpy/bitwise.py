@@ -18,7 +18,7 @@ import numpy as _np
 
 from ..core import Box
 from ._mirror import exported
-from .elementwise import invert, register_elementwise
+from .elementwise import bitwise_operators, invert, register_elementwise
 from .shaping import axis_batch_rule, nondiff_function
 
 # Each with a call that shows it (run as a doctest through `__test__`: the functions are made
@@ -70,32 +70,32 @@ register_elementwise(globals())  # the ufuncs: rows broadcast as in every ufunc
 
 
 # --- the operators on traced values ---------------------------------------------------------------
-# `fgrad.numpy._box` gives Box the arithmetic operators; the bitwise ones are the functions
-# above, so they are declared beside them. (`~x` is `invert`, installed with the others.)
+# `fgrad.numpy._box` gives Box the arithmetic operators; the bitwise ones are installed here.
+# Each is the operator itself on plain values (`fgrad.numpy.elementwise.bitwise_operators`; on
+# arrays and NumPy scalars, the ufunc above),
+# so that `n & 3` or `n << 70` of a Python int a `jit` record holds as it was given computes as
+# Python does, as it does eagerly (the ufunc would make it a bounded np.int64). (`~x` is
+# `fgrad.numpy.elementwise.invert_operator`, installed with the others.)
+
+register_elementwise(bitwise_operators)
 
 
-def _operator(fn: Any) -> Any:
+def _method(prim: Any) -> Any:
     def method(self: Box, other: Any) -> Any:
-        return fn(self, other)
+        return prim(self, other)
 
     return method
 
 
-def _reflected(fn: Any) -> Any:
+def _reflected(prim: Any) -> Any:
     def method(self: Box, other: Any) -> Any:
-        return fn(other, self)
+        return prim(other, self)
 
     return method
 
 
-for _name, _fn in (
-    ("and", bitwise_and),
-    ("or", bitwise_or),
-    ("xor", bitwise_xor),
-    ("lshift", left_shift),
-    ("rshift", right_shift),
-):
-    setattr(Box, f"__{_name}__", _operator(_fn))
-    setattr(Box, f"__r{_name}__", _reflected(_fn))
+for _name, _prim in bitwise_operators.items():
+    setattr(Box, f"__{_name}__", _method(_prim))
+    setattr(Box, f"__r{_name}__", _reflected(_prim))
 
 __all__ = exported(globals())

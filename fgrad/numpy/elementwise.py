@@ -14,6 +14,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import importlib
 import operator as _operator
 from typing import TYPE_CHECKING, cast
@@ -39,7 +40,7 @@ from ..core import (
     refuse_lazy,
     shape_of,
 )
-from ..primitive import defprimitive, defunary, forward_rules, register_rules
+from ..primitive import defprimitive, defunary, forward_rules, nondiff, register_rules
 from . import _ufunc_signature
 from ._mirror import exported, mirror
 from .shaping import (
@@ -827,6 +828,28 @@ logical_and = nondiff_function(_np.logical_and)
 logical_or = nondiff_function(_np.logical_or)
 logical_not = nondiff_function(_np.logical_not)
 invert = nondiff_function(_np.invert)  # `~x`: logical not of booleans, bitwise not of integers
+
+
+# The operators' twins of the unary methods (as `add_operator` is `+`'s): `-s`, `abs(s)`,
+# `~n` and `s.conjugate()` of a Python number that a `jit` record holds as it was given
+# compute as Python does, as they do eagerly: a Python float stays weak (float32 times -2.0
+# is float32, not float64) and a Python int keeps its unbounded precision. On arrays and
+# NumPy scalars each is the ufunc.
+negative_operator = _operator_of(negative.primitive, _operator.neg)
+abs_operator = _operator_of(abs.primitive, _builtins.abs)
+conj_operator = _operator_of(_conj.primitive, _operator.methodcaller("conjugate"))
+invert_operator = nondiff(_operator.invert, "invert")
+# and `&`, `|`, `^`, `<<`, `>>` (installed by `fgrad.numpy.bitwise`), by their methods' names
+bitwise_operators = {
+    name: nondiff(getattr(_operator, f"{name}_" if name in ("and", "or") else name), ufunc)
+    for name, ufunc in (
+        ("and", "bitwise_and"),
+        ("or", "bitwise_or"),
+        ("xor", "bitwise_xor"),
+        ("lshift", "left_shift"),
+        ("rshift", "right_shift"),
+    )
+}
 bitwise_not = invert
 isnan = nondiff_function(_np.isnan)
 isfinite = nondiff_function(_np.isfinite)

@@ -33,15 +33,17 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 from __future__ import annotations
 
 import math
+import operator as _operator
 from typing import TYPE_CHECKING
 
 import numpy as _np
 
 from .. import core as _core, taylor as _taylor
 from ..core import dtype_of, shape_of
-from ..primitive import deflinear, defprimitive, defunary, register_rules
+from ..primitive import deflinear, defprimitive, defunary, nondiff, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
+    _operator_of,
     _reciprocal_taylor_rule,
     _square_taylor_rule,
     _weights as _dtype_weights,
@@ -602,6 +604,9 @@ signbit = nondiff_function(_np.signbit)
 rint = nondiff_function(_np.rint)
 fix = nondiff_function(_np.fix)
 floor_divide = nondiff_function(_np.floor_divide)
+# `%` and `//`: their operators' twins (see `fgrad.numpy.elementwise.negative_operator`)
+remainder_operator = _operator_of(remainder.primitive, _operator.mod)
+floor_divide_operator = nondiff(_operator.floordiv, "floor_divide")
 isposinf = nondiff_function(_np.isposinf)
 isneginf = nondiff_function(_np.isneginf)
 isclose = nondiff_function(_np.isclose)
