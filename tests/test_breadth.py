@@ -36,6 +36,14 @@ def test_i0_traced_is_numpys_bit_for_bit_on_both_branches(dtype):
     _identical(_traced_value(fnp.i0, x), np.i0(x))
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int16, np.uint8])
+def test_i0_of_bool_and_small_ints_is_numpys_float64_under_jit_and_vmap(dtype):
+    # np.i0 computes non-floats in float64; a ufunc's smallest float (float16) was used
+    x = np.array([1, 0, 3], dtype)
+    _identical(fgrad.jit(fnp.i0)(x), np.i0(x))
+    _identical(fgrad.vmap(fnp.i0)(x), np.i0(x))
+
+
 def test_i0_slope_is_i1_and_its_second_derivative_at_0_is_one_half():
     scipy_special = pytest.importorskip("scipy.special")
     x = np.concatenate([np.linspace(0.05, 30.0, 300), -np.linspace(0.05, 30.0, 300)])
