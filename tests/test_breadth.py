@@ -145,6 +145,19 @@ def test_histogram_bin_edges_slope_is_linspaces_of_min_and_max():
     )
 
 
+def test_histogram_bin_edges_of_bools_under_jit_and_vmap_are_numpys_float_edges():
+    # NumPy reads bools as uint8; the traced path made bool edges [False, True, True, ...]
+    b = np.array([True, False, True])
+    with pytest.warns(RuntimeWarning, match="bool"):
+        want = np.histogram_bin_edges(b, bins=4)
+
+    def f(a):
+        return fnp.histogram_bin_edges(a, bins=4)
+
+    _identical(fgrad.jit(f)(b), want)
+    _identical(fgrad.vmap(f)(np.stack([b, ~b]))[0], want)
+
+
 def test_histogramdd_traced_weights_and_density_are_numpys():
     rng = np.random.default_rng(1)
     s, w = rng.uniform(-2, 2, (30, 3)), rng.uniform(0.5, 2.0, 30)
