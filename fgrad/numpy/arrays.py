@@ -935,8 +935,9 @@ def trace(
     """NumPy's `trace`: the sum along a diagonal."""
     if out is not None:
         raise TypeError("trace(..., out=...) cannot write into an array; use the returned value")
-    t = sum(diagonal(a, offset, axis1, axis2), axis=-1)
-    return t if dtype is None else astype(t, dtype)
+    # dtype is the accumulator's, as NumPy's: summing in a's dtype and casting after loses the
+    # bits of float32 and overflows float16 where the requested type would not
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def _triangle(m, mask_of, name):
