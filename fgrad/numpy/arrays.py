@@ -491,6 +491,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int 
     ary = asarray(ary)
     ax = _axis(axis, ndim(ary), "array_split")
     n = shape(ary)[ax]
+    indices_or_sections = _shaping.read_int(indices_or_sections)  # (a jitted function's int)
     if isinstance(indices_or_sections, (int, _np.integer)):
         sections = int(indices_or_sections)
         if sections <= 0:
@@ -509,6 +510,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int 
 def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """NumPy's `split`: like `array_split`, but a number of sections must divide the axis."""
     ary = asarray(ary)
+    indices_or_sections = _shaping.read_int(indices_or_sections)  # (a jitted function's int)
     if isinstance(indices_or_sections, (int, _np.integer)):
         n = shape(ary)[_axis(axis, ndim(ary), "split")]
         if indices_or_sections <= 0 or n % indices_or_sections:
