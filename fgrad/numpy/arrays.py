@@ -1122,7 +1122,9 @@ def _found_batch(fn):
         coords = [(flat // int(k)) % n for k, n in zip(strides, row)]
         if fn is nonzero:
             return tuple(coords), (0,) * len(coords)
-        return stack(coords, axis=-1) if coords else reshape(flat, (shape(a)[0], count, 0)), 0
+        if not coords:  # 0-d rows: NumPy's argwhere gives (count, 0) positions per row
+            return _np.zeros((shape(a)[0], count, 0), dtype_of(flat)), 0
+        return stack(coords, axis=-1), 0
 
     register_rules(prim, batch=rule)
 

@@ -2049,7 +2049,20 @@ for _prim in (
     # sparsity: each output element depends on the whole matrix at its place in the stack
     register_rules(_prim, batch=_leading_axes_rule(_prim, (2,)), sparsity=("blocks", (2,)))
 register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)), sparsity=("blocks", (2, 2)))
-register_rules(matrix_rank.primitive, batch=_leading_axes_rule(matrix_rank.primitive, (2, 0)))
+
+
+def _matrix_rank_batch(args, dims, **params):
+    """Stacks of matrices share one call; rows of fewer than 2 dimensions (NumPy's rank of a
+    vector or a scalar: 1 unless all zero) are no stack, so they go one at a time."""
+    if dims[0] is not None and len(shape(args[0])) < 3:
+        why = "rows of fewer than 2 dimensions (the rank of a vector)"
+        n = shape(args[0])[dims[0]]
+        return _batching.rows_one_by_one(matrix_rank.primitive, args, dims, params, n, why)
+    return _matrix_rank_stacked(args, dims, **params)
+
+
+_matrix_rank_stacked = _leading_axes_rule(matrix_rank.primitive, (2, 0))
+register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
 register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
 
 __all__ = exported(globals(), _np.linalg)

@@ -2299,6 +2299,13 @@ def axis_batch_rule(fn):
         x = batch_to_front(arguments.pop(first), dims[0])
         n, row = shape(x)[0], shape(x)[1:]
         axis = arguments.get("axis", default)
+        if not row and not isinstance(axis, tuple) and axis in (0, -1):
+            # NumPy reads a 0-d value as one element along axis 0 (or -1): argsort gives [0],
+            # argmax and all a scalar, with keepdims too
+            x, row, axis = reshape(x, (n, 1)), (1,), 0
+            arguments["axis"] = 0
+            if "keepdims" in arguments:
+                arguments["keepdims"] = False
         keep = arguments.get("keepdims", False) is True
         if axis is None:
             flat = reshape(x, (n, -1))
