@@ -158,6 +158,20 @@ def test_trace_tril_and_diag_have_their_closed_form_gradients():
     np.testing.assert_allclose(hessian(f)(v), 2 * np.eye(2))
 
 
+def test_trace_dtype_is_the_accumulators_as_numpys():
+    # it summed in a's dtype and cast after: float32's bits lost, float16's 90000 was inf
+    x = np.diag(np.float32([0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4]))
+    h = np.diag(np.full(3000, 30.0, np.float16))
+    for a, dtype in [(x, np.float64), (h, np.float32)]:
+        want = np.trace(a, dtype=dtype)
+        for got in [
+            fnp.trace(a, dtype=dtype),
+            jit(lambda a: fnp.trace(a, dtype=dtype))(a),
+            fnp.linalg.trace(a, dtype=dtype),
+        ]:
+            assert got.dtype == want.dtype and got == want, (got, want)
+
+
 def test_sort_gradient_follows_the_permutation_and_ties_keep_their_order():
     x = np.array([3.0, 1.0, 2.0])
     w = np.array([10.0, 20.0, 30.0])

@@ -36,6 +36,14 @@ def test_i0_traced_is_numpys_bit_for_bit_on_both_branches(dtype):
     _identical(_traced_value(fnp.i0, x), np.i0(x))
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int16, np.uint8])
+def test_i0_of_bool_and_small_ints_is_numpys_float64_under_jit_and_vmap(dtype):
+    # np.i0 computes non-floats in float64; a ufunc's smallest float (float16) was used
+    x = np.array([1, 0, 3], dtype)
+    _identical(fgrad.jit(fnp.i0)(x), np.i0(x))
+    _identical(fgrad.vmap(fnp.i0)(x), np.i0(x))
+
+
 def test_i0_slope_is_i1_and_its_second_derivative_at_0_is_one_half():
     scipy_special = pytest.importorskip("scipy.special")
     x = np.concatenate([np.linspace(0.05, 30.0, 300), -np.linspace(0.05, 30.0, 300)])
@@ -135,6 +143,19 @@ def test_histogram_bin_edges_slope_is_linspaces_of_min_and_max():
         _traced_value(lambda a: fnp.histogram_bin_edges(a, "auto"), a),
         np.histogram_bin_edges(a, "auto"),
     )
+
+
+def test_histogram_bin_edges_of_bools_under_jit_and_vmap_are_numpys_float_edges():
+    # NumPy reads bools as uint8; the traced path made bool edges [False, True, True, ...]
+    b = np.array([True, False, True])
+    with pytest.warns(RuntimeWarning, match="bool"):
+        want = np.histogram_bin_edges(b, bins=4)
+
+    def f(a):
+        return fnp.histogram_bin_edges(a, bins=4)
+
+    _identical(fgrad.jit(f)(b), want)
+    _identical(fgrad.vmap(f)(np.stack([b, ~b]))[0], want)
 
 
 def test_histogramdd_traced_weights_and_density_are_numpys():

@@ -99,6 +99,18 @@ def test_linspace_keeps_float32():
     assert fgrad.grad(lambda a: fnp.sum(fnp.linspace(a, 2.0, 3)))(a).dtype == np.float32
 
 
+def test_linspace_of_a_complex_start_into_real_samples_has_real_tangents():
+    # the tangent was complex64 for a float32 primal; the samples keep the real part only
+    f = lambda s: fnp.linspace(s, 1.0, 4, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # NumPy's, as eagerly
+        out, tangent = fgrad.jvp(f, (np.complex64(0.3 + 0.1j),), (np.complex64(1.0 + 2.0j),))
+        want = np.linspace(np.complex64(0.3 + 0.1j), 1.0, 4, dtype=np.float32)
+    assert out.dtype == tangent.dtype == want.dtype
+    # linear in start: the tangent is the samples from Re(t) = 1 to 0
+    np.testing.assert_allclose(tangent, np.linspace(1.0, 0.0, 4, dtype=np.float32), rtol=1e-6)
+
+
 def test_logspace_and_geomspace_values_are_numpys():
     a, b = np.array([0.3, -1.0]), np.array([[2.0], [1.5]])
     for f, g in [

@@ -442,6 +442,39 @@ def test_index_arguments_computed_under_jit_are_read():
         fgrad.grad(lambda x: fnp.sum(fnp.repeat(x, x)))(np.ones(2))
 
 
+@pytest.mark.parametrize(
+    "name, x, ks",
+    [
+        ("split", np.arange(6.0), (2, 3)),
+        ("array_split", np.arange(6.0), (4, 5)),
+        ("fft.fft", np.arange(4.0), (6, 3)),
+        ("linalg.matrix_power", np.array([[2.0, 1.0], [0.5, 3.0]]), (3, -2)),
+        ("linalg.norm", np.arange(3.0) - 1.2, (1, 0)),
+    ],
+)
+def test_a_python_int_argument_setting_a_count_is_read_as_repeats_is(name, x, ks):
+    """An int argument of the jitted function used as a number of sections, a transform
+    length, a power or a norm's order raised ("iteration over a 0-d array", "n is a traced
+    value", a UFuncTypeError); it is read and guarded, as repeat's counts are."""
+    theirs, mine = np, fnp
+    for part in name.split("."):
+        theirs, mine = getattr(theirs, part), getattr(mine, part)
+    jitted = fgrad.jit(mine)
+    for k in ks + ks:  # a second value traces again, the first is replayed
+        got, want = (list(v) if isinstance(v, list) else [v] for v in (jitted(x, k), theirs(x, k)))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(g, w, rtol=1e-14)
+
+
+def test_a_traced_float_choosing_a_norm_or_a_length_is_refused_by_name():
+    with pytest.raises(TypeError, match="linalg.norm: ord is a traced value .* static_argnums"):
+        fgrad.jit(fnp.linalg.norm)(np.ones(3), 2.5)
+    with pytest.raises(TypeError, match="fft: n is a traced value of shape"):
+        fgrad.jit(lambda x, n: fnp.fft.fft(x, n))(np.ones(3), 2.0)
+
+
 def test_a_draw_from_numpys_global_generator_is_never_replayed():
     jitted = fgrad.jit(lambda x: x + np.random.normal(size=3))
     with pytest.warns(RuntimeWarning, match="global random generator"):

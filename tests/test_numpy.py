@@ -355,6 +355,20 @@ def test_linalg_vecdot_conjugates_its_first_argument():
     np.testing.assert_allclose(g, np.conj(w), rtol=1e-15)
 
 
+@pytest.mark.parametrize("f", ["dot", "inner"])
+def test_dot_and_inner_read_a_python_number_as_numpy_does_a_strong_float64(f):
+    # they are no ufuncs: float32 . 2.0 is float64 in NumPy (it was float32, complex64 -> 64)
+    a32, c64, h16 = np.float32([0.3, 0.5]), np.complex64([1 + 2j, 3]), np.float16([1, 2])
+    for x, y in [(a32, 1.7), (1.7, a32), (c64, 1.7), (h16, 2.0), (a32, 2j), (np.float32(3), 2.0)]:
+        want = getattr(np, f)(x, y)
+        got = getattr(fnp, f)(x, y)
+        assert type(got) is type(want) and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if isinstance(x, np.ndarray):  # (jit's Python-number arguments have their own rule)
+            traced = fgrad.jit(lambda x: getattr(fnp, f)(x, y))(x)
+            assert traced.dtype == want.dtype
+
+
 # --- reshape's order and the rule for NumPy's keywords (issue 15) ---------------------------------
 
 

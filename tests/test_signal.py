@@ -223,6 +223,20 @@ def test_polyval_derivatives():
     np.testing.assert_allclose(jacrev(lambda p: fnp.polyval(p, x))(p), np.vander(x, 5))
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int32])
+def test_polyder_of_integer_coefficients_is_numpys_integer_under_jit_and_vmap(dtype):
+    # the traced path multiplied by float64 powers: int64 eagerly, float64 under jit/vmap
+    p = np.array([1, 2, 3, 1], dtype)
+    for m in (1, 2):
+        want = np.polyder(p, m)
+        for got in [
+            fgrad.jit(lambda p: fnp.polyder(p, m))(p),
+            fgrad.vmap(lambda p: fnp.polyder(p, m))(np.stack([p, p]))[1],
+        ]:
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
 def test_vander_is_exact_at_zero_to_second_order():
     h = hessian(lambda x: fnp.sum(fnp.vander(x, 4)))(np.zeros(2))
     assert np.all(np.isfinite(h))

@@ -182,6 +182,22 @@ def test_cumprod_gradient_is_exact_where_the_product_underflows():
     )
 
 
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize(
+    "a, axis",
+    [(np.zeros(0), None), (np.zeros((0, 3)), 0), (np.zeros((2, 0), np.float32), None)],
+)
+def test_median_of_no_values_is_numpys_nan_with_a_warning(name, a, axis):
+    # it raised "cannot take a median or quantile over an empty axis"
+    with pytest.warns(RuntimeWarning):
+        want = getattr(np, name)(a, axis=axis)
+    for f in (getattr(fnp, name), fgrad.jit(getattr(fnp, name), static_argnums=1)):
+        with pytest.warns(RuntimeWarning):
+            got = f(a, axis)
+        assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_median_gradient_goes_to_the_middle_order_statistics():
     np.testing.assert_array_equal(
         grad(fnp.median)(np.array([3.0, 1.0, 2.0, 4.0])), [0.5, 0.0, 0.5, 0.0]

@@ -811,3 +811,24 @@ def test_reverse_mode_through_a_vmap_whose_rows_branch_apart_has_no_nan():
     np.testing.assert_array_equal(
         fgrad.grad(lambda y: fnp.sum(fgrad.vmap(h)(y)))(y), [fgrad.grad(h)(v) for v in y]
     )
+
+
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        ("argsort", lambda m, r: m.argsort(r)),
+        ("argmax", lambda m, r: m.argmax(r, axis=-1)),
+        ("argmin keepdims", lambda m, r: m.argmin(r, axis=0, keepdims=True)),
+        ("all", lambda m, r: m.all(r, axis=0)),
+        ("argwhere", lambda m, r: m.argwhere(r)),
+        ("matrix_rank of vectors", lambda m, r: m.linalg.matrix_rank(r)),
+    ],
+)
+def test_rows_of_fewer_dimensions_than_the_rule_assumed_are_numpys_rows(name, f):
+    # 0-d rows raised in argsort ("axis -1 is out of bounds") and argwhere (a reshape);
+    # matrix_rank of 1-D rows took the batch for one matrix (an out_axes error)
+    rows = np.array([[1.0, 2.0], [0.0, 0.0]]) if "matrix_rank" in name else np.array([0.3, 0.5])
+    want = np.stack([f(np, r) for r in rows])
+    got = vmap(lambda r: f(fnp, r))(rows)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

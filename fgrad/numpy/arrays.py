@@ -491,6 +491,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int 
     ary = asarray(ary)
     ax = _axis(axis, ndim(ary), "array_split")
     n = shape(ary)[ax]
+    indices_or_sections = _shaping.read_int(indices_or_sections)  # (a jitted function's int)
     if isinstance(indices_or_sections, (int, _np.integer)):
         sections = int(indices_or_sections)
         if sections <= 0:
@@ -509,6 +510,7 @@ def array_split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int 
 def split(ary: ArrayLike, indices_or_sections: int | ArrayLike, axis: int = 0) -> list[Array]:
     """NumPy's `split`: like `array_split`, but a number of sections must divide the axis."""
     ary = asarray(ary)
+    indices_or_sections = _shaping.read_int(indices_or_sections)  # (a jitted function's int)
     if isinstance(indices_or_sections, (int, _np.integer)):
         n = shape(ary)[_axis(axis, ndim(ary), "split")]
         if indices_or_sections <= 0 or n % indices_or_sections:
@@ -935,8 +937,9 @@ def trace(
     """NumPy's `trace`: the sum along a diagonal."""
     if out is not None:
         raise TypeError("trace(..., out=...) cannot write into an array; use the returned value")
-    t = sum(diagonal(a, offset, axis1, axis2), axis=-1)
-    return t if dtype is None else astype(t, dtype)
+    # dtype is the accumulator's, as NumPy's: summing in a's dtype and casting after loses the
+    # bits of float32 and overflows float16 where the requested type would not
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def _triangle(m, mask_of, name):
@@ -1119,7 +1122,9 @@ def _found_batch(fn):
         coords = [(flat // int(k)) % n for k, n in zip(strides, row)]
         if fn is nonzero:
             return tuple(coords), (0,) * len(coords)
-        return stack(coords, axis=-1) if coords else reshape(flat, (shape(a)[0], count, 0)), 0
+        if not coords:  # 0-d rows: NumPy's argwhere gives (count, 0) positions per row
+            return _np.zeros((shape(a)[0], count, 0), dtype_of(flat)), 0
+        return stack(coords, axis=-1), 0
 
     register_rules(prim, batch=rule)
 

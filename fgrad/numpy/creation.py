@@ -36,7 +36,7 @@ from ..core import Box, dtype_of, primal, shape_of
 from ..primitive import defprimitive, register_rules
 from ._mirror import exported, mirror
 from .arrays import diag
-from .elementwise import floor, mask_values, power, read_any
+from .elementwise import floor, mask_values, power, read_any, real
 from .shaping import (
     array,
     asarray,
@@ -112,7 +112,12 @@ def _linspace_jvp(which):
         weights = _linspace_weights(ans, start, stop, **params)
         w, ax = weights[which], weights[2]
         b_shape = _np.broadcast_shapes(shape_of(start), shape_of(stop))
-        return expand_dims(broadcast_to(t, b_shape), ax) * w
+        out = expand_dims(broadcast_to(t, b_shape), ax) * w
+        if dtype_of(out) != dtype_of(ans):
+            # real samples of a complex end point (dtype=float32) keep its real part only,
+            # as NumPy's cast of the primal does
+            out = astype(real(out) if dtype_of(ans).kind != "c" else out, dtype_of(ans))
+        return out
 
     return rule
 

@@ -47,6 +47,7 @@ from .shaping import (
     holds_foreign,
     is_traced,
     meta,
+    read_int,
     shape,
     unbroadcast,
     variant as _variant,
@@ -109,8 +110,11 @@ def _check_axis(x, axis, name):
 
 
 def _check_length(n, name, what="n"):
+    n = read_int(n)  # a traced integer (a jitted function's int argument) is read, and guarded
     if type(n) is Box:
-        raise TypeError(f"{name}: {what} is a traced value; a transform length is a static int")
+        raise TypeError(
+            f"{name}: {what} is a traced value of {describe(n)}; a transform length is an int"
+        )
     try:
         n = operator.index(n)
     except TypeError:

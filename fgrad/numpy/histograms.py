@@ -123,6 +123,8 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
         return _np.histogram_bin_edges(a, bins, range, weights)
     _refuse_lazy("histogram_bin_edges", a, bins, range, weights)
     a = asarray(a)
+    if dtype_of(a) == _np.bool_:
+        a = astype(a, _np.uint8)  # as NumPy does, so that the edges are floats, not bools
     if ndim(bins) == 1:
         edges = _plain(bins)  # (None for edges batched by vmap: one row's check would not do)
         if edges is not None:

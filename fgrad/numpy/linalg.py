@@ -104,6 +104,7 @@ from .shaping import (
     meta,
     moveaxis,
     nondiff_function,
+    read_int,
     reshape,
     shape,
     sum,
@@ -1734,6 +1735,7 @@ def norm(
     """
     x = _norm_input(x)
     nd = len(shape(x))
+    ord = _norm_order(ord)
     if axis is None:
         if ord is None or (ord in ("fro", "f") and nd == 2) or (ord == 2 and nd == 1):
             out = _pnorm(x, 2.0, tuple(range(nd)), flat=True)
@@ -1752,6 +1754,19 @@ def norm(
         f"linalg.norm: x has {describe(x)} and axis={axis}; give axis as one int (a vector "
         "norm) or a pair (a matrix norm)"
     )
+
+
+def _norm_order(ord):
+    """`ord` as a plain value: it chooses which norm is computed. A traced integer (a jitted
+    function's int argument) is read, and guarded; a traced float is refused."""
+    ord = read_int(ord)
+    if is_traced(ord):
+        raise TypeError(
+            f"linalg.norm: ord is a traced value of {describe(ord)}; it chooses which norm is "
+            "computed, so it must be a plain number or string. Under jit, pass it through "
+            "static_argnums or static_argnames"
+        )
+    return ord
 
 
 def _bad_axis(ax, nd):
@@ -1847,8 +1862,10 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     """NumPy's `linalg.matrix_power` for an integer n, by repeated squaring; a negative n
     powers `inv(a)`; n = 0 gives the identity (a constant)."""
     _check_square(a, "linalg.matrix_power")
+    n = read_int(n)  # a traced integer (a jitted function's int argument) is read, and guarded
     if not isinstance(n, (int, _np.integer)) or isinstance(n, bool):
-        raise TypeError(f"linalg.matrix_power: n must be an integer, got {n!r}")
+        got = f"a traced value of {describe(n)}" if is_traced(n) else repr(n)
+        raise TypeError(f"linalg.matrix_power: n must be an integer, got {got}")
     n = int(n)
     if n == 0:
         return _np.broadcast_to(_const(_np.eye(shape(a)[-1]), a), shape(a)).copy()
@@ -2032,7 +2049,20 @@ for _prim in (
     # sparsity: each output element depends on the whole matrix at its place in the stack
     register_rules(_prim, batch=_leading_axes_rule(_prim, (2,)), sparsity=("blocks", (2,)))
 register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)), sparsity=("blocks", (2, 2)))
-register_rules(matrix_rank.primitive, batch=_leading_axes_rule(matrix_rank.primitive, (2, 0)))
+
+
+def _matrix_rank_batch(args, dims, **params):
+    """Stacks of matrices share one call; rows of fewer than 2 dimensions (NumPy's rank of a
+    vector or a scalar: 1 unless all zero) are no stack, so they go one at a time."""
+    if dims[0] is not None and len(shape(args[0])) < 3:
+        why = "rows of fewer than 2 dimensions (the rank of a vector)"
+        n = shape(args[0])[dims[0]]
+        return _batching.rows_one_by_one(matrix_rank.primitive, args, dims, params, n, why)
+    return _matrix_rank_stacked(args, dims, **params)
+
+
+_matrix_rank_stacked = _leading_axes_rule(matrix_rank.primitive, (2, 0))
+register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
 register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
 
 __all__ = exported(globals(), _np.linalg)

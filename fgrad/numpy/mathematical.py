@@ -218,6 +218,11 @@ def i0(x: Any) -> Any:
     """
     if numpy_applies(x):
         return _np.i0(x)
+    x = asarray(x)
+    if dtype_of(x).kind not in "fc":
+        # np.i0 is no ufunc: it computes bool and integers in float64, not in result_type's
+        # smallest float (float16 for bool/int8), which _real_float gives a ufunc's input
+        x = astype(x, _np.float64)
     x = _real_float(x, "i0")
     # |x| with slope +1 at 0 (i0 is even: its odd derivatives vanish there, and the second is
     # I_0''(0) = 1/2 only if |x| has no kink in the chain: where(x < 0, -x, x) has none at 0)

@@ -1671,6 +1671,17 @@ def is_traced(obj):
     return type(obj) is Box or (isinstance(obj, (list, tuple)) and _core.holds_box(obj))
 
 
+def read_int(x):
+    """x as the Python int it holds when it is a traced 0-d integer (a Python int argument of
+    a jitted function, or a count computed with integer operations), for arguments that set
+    shapes or choose an algorithm (a number of sections, a transform length, a power): `jit`
+    guards the value read, so a call with another value traces again, as for `repeat`'s
+    counts. Anything else is returned as it is, for the caller's own checks."""
+    if type(x) is Box and dtype_of(x).kind in "iu" and shape_of(x) == ():
+        return x.__index__()
+    return x
+
+
 def holds_foreign(obj):
     """Whether obj is an array of another library (Dask's), or a list or tuple that holds one
     at any depth. NumPy's own function would compute such an array (or find it lacks the
@@ -2288,6 +2299,13 @@ def axis_batch_rule(fn):
         x = batch_to_front(arguments.pop(first), dims[0])
         n, row = shape(x)[0], shape(x)[1:]
         axis = arguments.get("axis", default)
+        if not row and not isinstance(axis, tuple) and axis in (0, -1):
+            # NumPy reads a 0-d value as one element along axis 0 (or -1): argsort gives [0],
+            # argmax and all a scalar, with keepdims too
+            x, row, axis = reshape(x, (n, 1)), (1,), 0
+            arguments["axis"] = 0
+            if "keepdims" in arguments:
+                arguments["keepdims"] = False
         keep = arguments.get("keepdims", False) is True
         if axis is None:
             flat = reshape(x, (n, -1))

@@ -701,8 +701,10 @@ def _nonzero_lead(p, arg):
 
 
 def _powers(n, p):
-    """n, n-1, ..., 1 in p's dtype when it is floating."""
-    return _np.arange(n, 0, -1, dtype=_float_dtype(p))
+    """n, n-1, ..., 1 in p's dtype when it is floating, else NumPy's default integer (as
+    NumPy's `polyder`: integer coefficients have integer derivatives)."""
+    dt = dtype_of(p)
+    return _np.arange(n, 0, -1, dtype=dt if _np.issubdtype(dt, _np.inexact) else None)
 
 
 def _single_precision(*xs):

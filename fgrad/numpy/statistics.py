@@ -900,6 +900,11 @@ nanpercentile = variant(
 
 def _median(a, axis, keepdims, nan_policy):
     keepdims = _keepdims(keepdims)
+    a = _asarray(a)
+    if 0 in (shape(a)[ax] for ax in _normalize_axes(axis, ndim(a))):
+        # NumPy's median of no values is its mean's: nan, with a RuntimeWarning (a quantile
+        # of no values raises, in NumPy too)
+        return (mean if nan_policy == "propagate" else nanmean)(a, axis, keepdims=keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lower = _np.maximum((counts - 1) // 2, 0)[..., None]
     upper = _np.maximum(counts // 2 - (counts == 0), 0)[..., None]
