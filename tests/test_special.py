@@ -371,6 +371,25 @@ BETAINC_POINTS = [
 ]
 
 
+def test_erfcx_derivative_at_large_x_keeps_its_digits(no_warnings):
+    # 2 x erfcx(x) - 2/sqrt(pi) cancelled: grad was -5.77e-15 at x = 1e7 (-5.64e-15), 0 at
+    # 1e9, and in float32 -7.2e-7 at 1e3 (-5.64e-7)
+    import fgrad
+
+    def exact(x):
+        with mpmath.workdps(60):
+            x = mpmath.mpf(x)
+            return float(2 * x * mpmath.exp(x * x) * mpmath.erfc(x) - 2 / mpmath.sqrt(mpmath.pi))
+
+    for x in [3.0, 3.6, 10.0, 1e5, 1e7, 1e9, 1e150]:
+        for d in (grad(sp.erfcx)(x), jacfwd(sp.erfcx)(x), fgrad.derivative(sp.erfcx, 1)(x)):
+            assert float(d) == pytest.approx(exact(x), rel=1e-13)
+    for x in [100.0, 1000.0]:
+        d = grad(sp.erfcx)(np.float32(x))
+        assert d.dtype == np.float32 and float(d) == pytest.approx(exact(x), rel=1e-6)
+    assert float(grad(sp.erfcx)(-3.0)) == pytest.approx(exact(-3.0), rel=1e-14)
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_betainc_derivatives_match_mpmath_to_order_2(mode):
     """d/da and d/db have no closed form: the series of whichever tail is the smaller, and its

@@ -650,7 +650,26 @@ _erfinv_p = defunary(
 _erfcinv_p = defunary(
     _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv"
 )
-_erfcx_p = defunary(_sc.erfcx, lambda ans, x: 2.0 * x * ans - 2.0 / _SQRT_PI, name="erfcx")
+_erfcx_p = defunary(_sc.erfcx, lambda ans, x: _erfcx_deriv(ans, x), name="erfcx")
+
+# From here erfcx's derivative is taken through the normal Mills ratio's excess, whose
+# continued fraction serves x < -5 (`_mills_excess_impl`): 5 / sqrt(2) in erfcx's argument.
+_ERFCX_FAR = 5.0 / _SQRT_2
+
+
+def _erfcx_deriv(ans, x):
+    """2 x erfcx(x) - 2/sqrt(pi); for real x > 5/sqrt(2) as -sqrt(2) erfcx(x) h(-sqrt(2) x),
+    h(t) = t + phi(t)/Phi(t) (erfcx(x) = sqrt(2/pi) Phi(t)/phi(t) at t = -sqrt(2) x): the
+    two terms, each near 1.128, cancel to about 1/(sqrt(pi) x^2) (at x = 1e7 the
+    difference kept 1 digit, at 1e9 none, in float32 at 1e3 none)."""
+    plain = 2.0 * x * ans - 2.0 / _SQRT_PI
+    if dtype_of(x).kind == "c":
+        return plain
+    far = bool_mask(_values(x) > _ERFCX_FAR, shape_of(x))
+    if not _some(far):
+        return plain
+    t = -_SQRT_2 * fnp.where(far, x, 2.0 * _ERFCX_FAR)
+    return fnp.where(far, -_SQRT_2 * ans * _mills_excess_p(t), plain)
 
 
 def _exp_square_slope(scale, rate):
@@ -676,9 +695,9 @@ def _exp_square_slope(scale, rate):
 
 def _erfcx_slope(x, y):  # 2 x y - 2 / sqrt(pi)
     def at(m):
-        xy = _taylor.cauchy(x, y, m)
         if m == 0:
-            return 2.0 * xy - 2.0 / _SQRT_PI
+            return _erfcx_deriv(y[0], x[0])
+        xy = _taylor.cauchy(x, y, m)
         return None if xy is None else 2.0 * xy
 
     return at
@@ -708,7 +727,8 @@ erfcinv = _ufunc(
 erfcx = _ufunc(
     _erfcx_p,
     """The scaled complementary error function exp(x**2) erfc(x); derivative
-    2 x erfcx(x) - 2/sqrt(pi).""",
+    2 x erfcx(x) - 2/sqrt(pi), for x > 5/sqrt(2) through a continued fraction (the two terms
+    cancel there; its higher derivatives still lose about log10(x**2) digits).""",
 )
 
 
