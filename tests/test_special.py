@@ -371,6 +371,26 @@ BETAINC_POINTS = [
 ]
 
 
+def test_betaln_and_beta_derivatives_where_one_argument_dwarfs_the_other(no_warnings):
+    # digamma(a) - digamma(a + b) cancelled: d/da betaln(1e14, 1) was -7.1e-15 (-1e-14)
+    def exact(a, b, n=0):
+        with mpmath.workdps(60):
+            a, b = mpmath.mpf(a), mpmath.mpf(b)
+            return float(mpmath.polygamma(n, a) - mpmath.polygamma(n, a + b))
+
+    for a, b in [(1e10, 1.0), (1e14, 1.0), (1e14, 1e-3), (1e200, 2.0), (12.0, 3.0), (40.0, -25.5)]:
+        for jac in (jacrev, jacfwd):
+            assert float(jac(sp.betaln)(a, b)) == pytest.approx(exact(a, b), rel=1e-13)
+            assert float(jac(sp.betaln, argnums=1)(b, a)) == pytest.approx(exact(a, b), rel=1e-13)
+            if a < 1e100:
+                assert float(jac(jac(sp.betaln))(a, b)) == pytest.approx(exact(a, b, 1), rel=1e-11)
+    assert float(grad(sp.beta)(1e3, 0.5)) == pytest.approx(
+        sc.beta(1e3, 0.5) * exact(1e3, 0.5), rel=1e-13
+    )
+    d = grad(sp.betaln)(np.float32(1e6), np.float32(1.0))
+    assert d.dtype == np.float32 and float(d) == pytest.approx(-1e-6, rel=1e-6)
+
+
 def test_erfcx_derivative_at_large_x_keeps_its_digits(no_warnings):
     # 2 x erfcx(x) - 2/sqrt(pi) cancelled: grad was -5.77e-15 at x = 1e7 (-5.64e-15), 0 at
     # 1e9, and in float32 -7.2e-7 at 1e3 (-5.64e-7)
