@@ -436,6 +436,23 @@ def test_betainc_derivatives_match_mpmath_to_order_2(mode):
         assert got == pytest.approx(second, rel=1e-9, abs=0), (a, b, x)
 
 
+def test_betainc_derivatives_near_the_switch_with_a_large_are_not_truncated():
+    # the series was cut at 20000 terms where it needed 10^6: d/da at (5e4, 0.5, 0.99991)
+    # was -2.287e-7 (-2.659e-7), d/db 8.31e-3 (9.83e-3); now the other tail's series there
+    for a, b, x in [(1e5, 3.0, 0.99995), (5e4, 0.5, 0.99991), (2e4, 0.5, 0.9999)]:
+        with mpmath.workdps(60):
+            want = [
+                float(mpmath.diff(_mp_betainc(a, b, x), (a, b, x), order))
+                for order in ((1, 0, 0), (0, 1, 0))
+            ]
+        for jac in (jacrev, jacfwd):
+            got = [jac(sp.betainc, argnums=i)(a, b, x) for i in range(2)]
+            assert got == pytest.approx(want, rel=5e-9, abs=0), (a, b, x)  # (the larger tail's)
+    # where both tails' series are too long: an error, not a truncated value
+    with pytest.raises(ValueError, match="does not return a truncated value"):
+        grad(sp.betainc)(1e8, 1e8, 0.5)
+
+
 def test_betainc_values_closed_forms_and_edges(no_warnings):
     a, b, x = np.array([0.5, 2.0, 30.0]), np.array([[1.5], [0.7]]), np.array([0.2, 0.6, 0.99])
     np.testing.assert_array_equal(sp.betainc(a, b, x), sc.betainc(a, b, x))

@@ -1757,19 +1757,48 @@ def _beta_series_d(p, q, y, terms):
     return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
 
 
-def _series_terms(p, q, y, where):
-    """Terms enough for 1e-17 of the series at these values where `where` holds (in every
-    row): its ratio tends to y, from y (p + q) / (p + 1) at the start."""
-    with _np.errstate(divide="ignore", invalid="ignore"):
-        ratios = _np.where(where, y * _np.maximum(1.0, (p + q) / (p + 1.0)), 0.0)
-    ratio = all_rows(ratios, "scipy.special.betainc").max(initial=0.0)
-    if ratio <= 0.0:
-        return 1
-    return int(min(20000, 10 + math.ceil(-39.2 / math.log(min(ratio, 1.0 - 1e-9)))))
+# The most terms a series of `_betainc_dab` may take (its arrays have a trailing axis this
+# long); beyond, the other tail's series is taken if it is shorter, or an error is raised.
+_BETA_SERIES_MAX = 20000
+
+
+def _terms_needed(p, q, y):
+    """Terms enough for 1e-17 of J(p, q, y)'s series (NumPy, on values): its ratio
+    y (p + q + n - 1) / (p + n) exceeds 1 up to n* = (y (p + q - 1) - p) / (1 - y), then falls
+    towards y, so beyond the peak m terms lose at least m log((p + k) / (y (p + q - 1 + k)))
+    at k = n* + m, m found by doubling. (The start's ratio alone asked for 10^6 terms near
+    x = (a + 1) / (a + b + 2) with a large, where the series was cut at 20000, silently.)"""
+    with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c = p + q - 1.0
+        peak = _np.maximum(0.0, _np.ceil((y * c - p) / (1.0 - y)))
+        m = _np.maximum(1.0, _np.ceil(-39.2 / _np.log(y)))  # enough where the ratio <= y
+        for _ in range(48):
+            k = peak + m
+            short = m * (_np.log((p + k) / (c + k)) - _np.log(y)) < 39.2
+            if not _some(short):  # (a batch's rows are not read: every doubling is taken)
+                break
+            m = _np.where(short, 2.0 * m, m)
+        return 10.0 + peak + m
+
+
+def _series_terms(needed, where):
+    """The terms that serve every row where `where` holds (`needed` from `_terms_needed`)."""
+    most = all_rows(_np.where(where, needed, 0.0), "scipy.special.betainc").max(initial=0.0)
+    if not most <= _BETA_SERIES_MAX:  # (nan too)
+        raise ValueError(
+            "scipy.special.betainc: its derivative in a and b at these values needs about "
+            f"{most:.3g} terms of either series (more than {_BETA_SERIES_MAX}); fgrad does not "
+            "return a truncated value. These are a or b near 1e5 or more with x near "
+            "(a + 1) / (a + b + 2)."
+        )
+    return int(most)
 
 
 def _betainc_dab(a, b, x):
-    """(dI/da, dI/db) in the broadcast shape of a, b and x (0 at x == 0 and x == 1)."""
+    """(dI/da, dI/db) in the broadcast shape of a, b and x (0 at x == 0 and x == 1): the
+    series of the smaller tail, or of the other where that one would need more than
+    `_BETA_SERIES_MAX` terms and the other fewer (to about 2e-9 there: the larger tail's
+    derivative cancels a little)."""
     av, bv, xv = (_values(v) for v in (a, b, x))
     shape = _np.broadcast_shapes(*(shape_of(v) for v in (a, b, x)))
     dtype = _np.result_type(_float_dtype(a), _float_dtype(b), _float_dtype(x))
@@ -1780,17 +1809,25 @@ def _betainc_dab(a, b, x):
     inside = _np.logical_not(edge)
     with _np.errstate(divide="ignore", invalid="ignore"):
         below = xv < (av + 1.0) / (av + bv + 2.0)
+    p, q, y = _np.where(below, av, bv), _np.where(below, bv, av), _np.where(below, xv, 1.0 - xv)
+    needed = _terms_needed(p, q, y)
+    long = _np.logical_and(inside, needed > _BETA_SERIES_MAX)
+    if _some(long):  # the other tail's series where it is shorter
+        other_needed = _terms_needed(q, p, 1.0 - y)
+        swap = _np.logical_and(long, other_needed < needed)
+        below = _np.logical_xor(below, swap)
+        needed = _np.where(swap, other_needed, needed)
     direct = bool_mask(_np.logical_and(inside, below), shape)
     other = bool_mask(_np.logical_and(inside, _np.logical_not(below)), shape)
     da, db = zero, zero
     if _some(direct):
         p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))
-        dp, dq = _beta_series_d(p, q, y, _series_terms(av, bv, xv, direct))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, direct))
         da, db = fnp.where(direct, dp, da), fnp.where(direct, dq, db)
     if _some(other):  # I = 1 - J(b, a, 1 - x)
         p, q = fnp.where(other, b, 1.0), fnp.where(other, a, 1.0)
         y = fnp.where(other, 1.0 - x, 0.25)
-        dp, dq = _beta_series_d(p, q, y, _series_terms(bv, av, 1.0 - xv, other))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, other))
         da, db = fnp.where(other, -dq, da), fnp.where(other, -dp, db)
     return da, db
 
