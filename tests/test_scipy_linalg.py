@@ -176,6 +176,27 @@ def test_expm_derivative_is_scipys_frechet_derivative_and_second_order_is_exact(
     assert float(jacfwd(jacfwd(f))(1.0)) == pytest.approx(np.sum(w * (a @ a @ ea)), rel=1e-9)
 
 
+def test_expm_derivative_is_linear_in_the_cotangent_and_tangent_scale():
+    # the block matrix [[A, E], [0, A]] was exponentiated as given: grad(c * f) / c differed
+    # from grad(f) by 1.9e-5 at c = 1e16 and was nan at 1e50; a tangent of 1e100 lost 4 digits
+    a = np.random.RandomState(1).randn(4, 4) * 0.5
+    t = np.random.RandomState(2).randn(4, 4)
+    base = grad(lambda a: sla.expm(a)[0, 1])(a)
+    np.testing.assert_allclose(
+        base, sl.expm_frechet(a.T, np.eye(4)[:, [0]] * np.eye(4)[1], compute_expm=False), rtol=1e-12
+    )
+    for c in [1e-50, 1e16, 1e50, 2.0**60]:
+        g = grad(lambda a, c=c: c * sla.expm(a)[0, 1])(a)
+        np.testing.assert_allclose(g / c, base, rtol=1e-14, atol=0)
+        d = jvp(sla.expm, (a,), (c * t,))[1]
+        np.testing.assert_allclose(d / c, jvp(sla.expm, (a,), (t,))[1], rtol=1e-13, atol=1e-15)
+    rows = fgrad.vmap(lambda s: jvp(sla.expm, (a,), (s * t,))[1])(np.array([1.0, 1e100]))
+    np.testing.assert_allclose(rows[1] / 1e100, rows[0], rtol=1e-13, atol=1e-15)
+    d32 = jvp(sla.expm, (a.astype(np.float32),), (1e30 * t.astype(np.float32),))[1]
+    assert d32.dtype == np.float32 and np.all(np.isfinite(d32))
+    assert np.all(jvp(sla.expm, (a,), (np.zeros((4, 4)),))[1] == 0)
+
+
 def test_sqrtm_derivative_at_a_diagonal_matrix():
     d = np.array([1.0, 4.0, 9.0])
     e = RNG.standard_normal((3, 3))

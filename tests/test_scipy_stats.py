@@ -167,6 +167,40 @@ def test_logpdf_derivatives_in_shape_parameters_by_closed_form():
     )
 
 
+def _mp_t_logpdf(x, df):
+    if df > 1e200:  # the normal's, to 1e-200
+        return -x * x / 2 - mpmath.log(2 * mpmath.pi) / 2
+    return (
+        mpmath.loggamma((df + 1) / 2)
+        - mpmath.loggamma(df / 2)
+        - mpmath.log(df * mpmath.pi) / 2
+        - (df + 1) / 2 * mpmath.log1p(x * x / df)
+    )
+
+
+def test_t_density_at_large_df_against_mpmath():
+    # gammaln((df+1)/2) - gammaln(df/2) cancelled: logpdf(1.5) was -2.04393934 at df = 1e9
+    # (-2.04393853), 1.03 at 1e15, nan at inf, and so was the x-derivative of every t CDF
+    mpmath.mp.dps = 50
+    for df in [150.0, 1e5, 1e9, 1e15, 1e300, np.inf]:
+        for x in [0.0, 1.5, -7.0]:
+            want = _mp_t_logpdf(mpmath.mpf(x), mpmath.mpf(df))
+            assert float(fst.t.logpdf(x, df)) == pytest.approx(float(want), rel=1e-14)
+            assert float(grad(fst.t.cdf)(x, df)) == pytest.approx(
+                float(mpmath.exp(want)), rel=1e-13
+            )
+            assert float(grad(fst.t.logpdf)(x, df)) == pytest.approx(
+                float(mpmath.diff(lambda s: _mp_t_logpdf(s, mpmath.mpf(df)), x)), rel=1e-13
+            )
+            if np.isfinite(df) and df < 1e200:  # d/d df: 0 at 1e9 and x = 1 (exact 5e-19)
+                want_df = mpmath.diff(lambda d: _mp_t_logpdf(mpmath.mpf(x), d), df)
+                assert float(grad(fst.t.logpdf, argnums=1)(x, df)) == pytest.approx(
+                    float(want_df), rel=1e-11, abs=1e-300
+                )
+    assert fst.t.logpdf(np.float32(1.5), np.float32(1e9)).dtype == np.float32
+    assert float(grad(fst.t.logpdf, argnums=1)(1.0, np.inf)) == 0.0
+
+
 def _mp_beta_cdfs(which, x, a, b):
     I = mpmath.betainc(a, b, 0, x, regularized=True)
     J = mpmath.betainc(a, b, x, 1, regularized=True)

@@ -371,6 +371,45 @@ BETAINC_POINTS = [
 ]
 
 
+def test_betaln_and_beta_derivatives_where_one_argument_dwarfs_the_other(no_warnings):
+    # digamma(a) - digamma(a + b) cancelled: d/da betaln(1e14, 1) was -7.1e-15 (-1e-14)
+    def exact(a, b, n=0):
+        with mpmath.workdps(60):
+            a, b = mpmath.mpf(a), mpmath.mpf(b)
+            return float(mpmath.polygamma(n, a) - mpmath.polygamma(n, a + b))
+
+    for a, b in [(1e10, 1.0), (1e14, 1.0), (1e14, 1e-3), (1e200, 2.0), (12.0, 3.0), (40.0, -25.5)]:
+        for jac in (jacrev, jacfwd):
+            assert float(jac(sp.betaln)(a, b)) == pytest.approx(exact(a, b), rel=1e-13)
+            assert float(jac(sp.betaln, argnums=1)(b, a)) == pytest.approx(exact(a, b), rel=1e-13)
+            if a < 1e100:
+                assert float(jac(jac(sp.betaln))(a, b)) == pytest.approx(exact(a, b, 1), rel=1e-11)
+    assert float(grad(sp.beta)(1e3, 0.5)) == pytest.approx(
+        sc.beta(1e3, 0.5) * exact(1e3, 0.5), rel=1e-13
+    )
+    d = grad(sp.betaln)(np.float32(1e6), np.float32(1.0))
+    assert d.dtype == np.float32 and float(d) == pytest.approx(-1e-6, rel=1e-6)
+
+
+def test_erfcx_derivative_at_large_x_keeps_its_digits(no_warnings):
+    # 2 x erfcx(x) - 2/sqrt(pi) cancelled: grad was -5.77e-15 at x = 1e7 (-5.64e-15), 0 at
+    # 1e9, and in float32 -7.2e-7 at 1e3 (-5.64e-7)
+    import fgrad
+
+    def exact(x):
+        with mpmath.workdps(60):
+            x = mpmath.mpf(x)
+            return float(2 * x * mpmath.exp(x * x) * mpmath.erfc(x) - 2 / mpmath.sqrt(mpmath.pi))
+
+    for x in [3.0, 3.6, 10.0, 1e5, 1e7, 1e9, 1e150]:
+        for d in (grad(sp.erfcx)(x), jacfwd(sp.erfcx)(x), fgrad.derivative(sp.erfcx, 1)(x)):
+            assert float(d) == pytest.approx(exact(x), rel=1e-13)
+    for x in [100.0, 1000.0]:
+        d = grad(sp.erfcx)(np.float32(x))
+        assert d.dtype == np.float32 and float(d) == pytest.approx(exact(x), rel=1e-6)
+    assert float(grad(sp.erfcx)(-3.0)) == pytest.approx(exact(-3.0), rel=1e-14)
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_betainc_derivatives_match_mpmath_to_order_2(mode):
     """d/da and d/db have no closed form: the series of whichever tail is the smaller, and its
@@ -395,6 +434,23 @@ def test_betainc_derivatives_match_mpmath_to_order_2(mode):
             for i, j in ((0, 0), (0, 1), (0, 2), (1, 1))
         ]
         assert got == pytest.approx(second, rel=1e-9, abs=0), (a, b, x)
+
+
+def test_betainc_derivatives_near_the_switch_with_a_large_are_not_truncated():
+    # the series was cut at 20000 terms where it needed 10^6: d/da at (5e4, 0.5, 0.99991)
+    # was -2.287e-7 (-2.659e-7), d/db 8.31e-3 (9.83e-3); now the other tail's series there
+    for a, b, x in [(1e5, 3.0, 0.99995), (5e4, 0.5, 0.99991), (2e4, 0.5, 0.9999)]:
+        with mpmath.workdps(60):
+            want = [
+                float(mpmath.diff(_mp_betainc(a, b, x), (a, b, x), order))
+                for order in ((1, 0, 0), (0, 1, 0))
+            ]
+        for jac in (jacrev, jacfwd):
+            got = [jac(sp.betainc, argnums=i)(a, b, x) for i in range(2)]
+            assert got == pytest.approx(want, rel=5e-9, abs=0), (a, b, x)  # (the larger tail's)
+    # where both tails' series are too long: an error, not a truncated value
+    with pytest.raises(ValueError, match="does not return a truncated value"):
+        grad(sp.betainc)(1e8, 1e8, 0.5)
 
 
 def test_betainc_values_closed_forms_and_edges(no_warnings):

@@ -932,8 +932,26 @@ def sqrtm(
 
 
 def _expm_frechet(a, e):
-    """L(a, e), the derivative of expm at a along e: the upper-right block of
-    expm([[a, e], [0, a]]), in fgrad operations (so it differentiates again)."""
+    """L(a, e), the derivative of expm at a along e: s L(a, e / s), with s the power of 2
+    nearest below max |e| (`_frechet_scale`), L the upper-right block of
+    expm([[a, e], [0, a]]), in fgrad operations (so it differentiates again). L is linear
+    in e, but the block exponential's scaling and squaring follows the block's norm, so a
+    large e (a loss times 1e16, a tangent times 1e100) cost digits or overflowed to nan."""
+    scale = _frechet_scale(e)
+    return _expm_block(a, e / scale) * scale
+
+
+def _frechet_scale(e):
+    """The power of 2 at or below max |e| over the last two axes (1 where that is 0 or not
+    finite), a constant: dividing and multiplying by it is exact, so the rule stays linear."""
+    size = _np.max(_np.abs(mask_values(e)), axis=(-2, -1), keepdims=True)
+    usable = _np.logical_and(_np.isfinite(size), size > 0)
+    with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _np.where(usable, _np.exp2(_np.floor(_np.log2(size))), 1.0)
+
+
+def _expm_block(a, e):
+    """The upper-right block of expm([[a, e], [0, a]]), L(a, e)."""
     zero = _np.zeros(
         _np.broadcast_shapes(shape(a), shape(e)),
         dtype=_np.result_type(dtype_of(a), dtype_of(e)),

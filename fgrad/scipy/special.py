@@ -650,7 +650,26 @@ _erfinv_p = defunary(
 _erfcinv_p = defunary(
     _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv"
 )
-_erfcx_p = defunary(_sc.erfcx, lambda ans, x: 2.0 * x * ans - 2.0 / _SQRT_PI, name="erfcx")
+_erfcx_p = defunary(_sc.erfcx, lambda ans, x: _erfcx_deriv(ans, x), name="erfcx")
+
+# From here erfcx's derivative is taken through the normal Mills ratio's excess, whose
+# continued fraction serves x < -5 (`_mills_excess_impl`): 5 / sqrt(2) in erfcx's argument.
+_ERFCX_FAR = 5.0 / _SQRT_2
+
+
+def _erfcx_deriv(ans, x):
+    """2 x erfcx(x) - 2/sqrt(pi); for real x > 5/sqrt(2) as -sqrt(2) erfcx(x) h(-sqrt(2) x),
+    h(t) = t + phi(t)/Phi(t) (erfcx(x) = sqrt(2/pi) Phi(t)/phi(t) at t = -sqrt(2) x): the
+    two terms, each near 1.128, cancel to about 1/(sqrt(pi) x^2) (at x = 1e7 the
+    difference kept 1 digit, at 1e9 none, in float32 at 1e3 none)."""
+    plain = 2.0 * x * ans - 2.0 / _SQRT_PI
+    if dtype_of(x).kind == "c":
+        return plain
+    far = bool_mask(_values(x) > _ERFCX_FAR, shape_of(x))
+    if not _some(far):
+        return plain
+    t = -_SQRT_2 * fnp.where(far, x, 2.0 * _ERFCX_FAR)
+    return fnp.where(far, -_SQRT_2 * ans * _mills_excess_p(t), plain)
 
 
 def _exp_square_slope(scale, rate):
@@ -676,9 +695,9 @@ def _exp_square_slope(scale, rate):
 
 def _erfcx_slope(x, y):  # 2 x y - 2 / sqrt(pi)
     def at(m):
-        xy = _taylor.cauchy(x, y, m)
         if m == 0:
-            return 2.0 * xy - 2.0 / _SQRT_PI
+            return _erfcx_deriv(y[0], x[0])
+        xy = _taylor.cauchy(x, y, m)
         return None if xy is None else 2.0 * xy
 
     return at
@@ -708,7 +727,8 @@ erfcinv = _ufunc(
 erfcx = _ufunc(
     _erfcx_p,
     """The scaled complementary error function exp(x**2) erfc(x); derivative
-    2 x erfcx(x) - 2/sqrt(pi).""",
+    2 x erfcx(x) - 2/sqrt(pi), for x > 5/sqrt(2) through a continued fraction (the two terms
+    cancel there; its higher derivatives still lose about log10(x**2) digits).""",
 )
 
 
@@ -903,20 +923,44 @@ rgamma = _ufunc(
 )
 
 
-def _digamma_of_sum(x, y):
-    return _psi_p(fnp.add(x, y))
+# From here (in x and x + y) `_digamma_drop` takes digamma's asymptotic series, whose first 8
+# terms are within 1e-16 there.
+_DIGAMMA_FAR = 10.0
+
+
+def _digamma_drop(x, y):
+    """digamma(x) - digamma(x + y), the derivative of betaln in x. Where x and x + y are both
+    >= 10 by digamma's asymptotic series psi(t) ~ log t - 1/(2t) - sum_k B_2k / (2k t^2k),
+    the difference taken term by term: -r - y / (2 x (x+y)) + sum_k B_2k / (2k x^2k)
+    expm1(-2k r), r = log1p(y/x), so it keeps its digits when y << x (the difference of the
+    digammas kept none of -1e-14 at x = 1e14, y = 1)."""
+    plain = _psi_p(x) - _psi_p(fnp.add(x, y))
+    if dtype_of(plain).kind == "c":
+        return plain
+    xv, yv = _values(x), _values(y)
+    far = bool_mask(_np.logical_and(xv >= _DIGAMMA_FAR, xv + yv >= _DIGAMMA_FAR), shape_of(plain))
+    if not _some(far):
+        return plain
+    xf, yf = fnp.where(far, x, _DIGAMMA_FAR), fnp.where(far, y, 0.0)
+    r = fnp.log1p(yf / xf)
+    w = (1.0 / xf) * (1.0 / xf)  # (x * x overflows at 1e200)
+    total, power = -r - 0.5 * (yf / xf) / (xf + yf), 1.0
+    for k, b in enumerate(_BERNOULLI[:8], start=1):
+        power = power * w
+        total = total + (float(b) / (2 * k)) * power * fnp.expm1(-2.0 * k * r)
+    return fnp.where(far, total, plain)
 
 
 _betaln_p = _binary(
     _sc.betaln,
-    lambda x, y, ans: _psi_p(x) - _digamma_of_sum(x, y),
-    lambda x, y, ans: _psi_p(y) - _digamma_of_sum(x, y),
+    lambda x, y, ans: _digamma_drop(x, y),
+    lambda x, y, ans: _digamma_drop(y, x),
     "betaln",
 )
 _beta_p = _binary(
     _sc.beta,
-    lambda x, y, ans: ans * (_psi_p(x) - _digamma_of_sum(x, y)),
-    lambda x, y, ans: ans * (_psi_p(y) - _digamma_of_sum(x, y)),
+    lambda x, y, ans: ans * _digamma_drop(x, y),
+    lambda x, y, ans: ans * _digamma_drop(y, x),
     "beta",
 )
 
@@ -1713,19 +1757,48 @@ def _beta_series_d(p, q, y, terms):
     return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
 
 
-def _series_terms(p, q, y, where):
-    """Terms enough for 1e-17 of the series at these values where `where` holds (in every
-    row): its ratio tends to y, from y (p + q) / (p + 1) at the start."""
-    with _np.errstate(divide="ignore", invalid="ignore"):
-        ratios = _np.where(where, y * _np.maximum(1.0, (p + q) / (p + 1.0)), 0.0)
-    ratio = all_rows(ratios, "scipy.special.betainc").max(initial=0.0)
-    if ratio <= 0.0:
-        return 1
-    return int(min(20000, 10 + math.ceil(-39.2 / math.log(min(ratio, 1.0 - 1e-9)))))
+# The most terms a series of `_betainc_dab` may take (its arrays have a trailing axis this
+# long); beyond, the other tail's series is taken if it is shorter, or an error is raised.
+_BETA_SERIES_MAX = 20000
+
+
+def _terms_needed(p, q, y):
+    """Terms enough for 1e-17 of J(p, q, y)'s series (NumPy, on values): its ratio
+    y (p + q + n - 1) / (p + n) exceeds 1 up to n* = (y (p + q - 1) - p) / (1 - y), then falls
+    towards y, so beyond the peak m terms lose at least m log((p + k) / (y (p + q - 1 + k)))
+    at k = n* + m, m found by doubling. (The start's ratio alone asked for 10^6 terms near
+    x = (a + 1) / (a + b + 2) with a large, where the series was cut at 20000, silently.)"""
+    with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c = p + q - 1.0
+        peak = _np.maximum(0.0, _np.ceil((y * c - p) / (1.0 - y)))
+        m = _np.maximum(1.0, _np.ceil(-39.2 / _np.log(y)))  # enough where the ratio <= y
+        for _ in range(48):
+            k = peak + m
+            short = m * (_np.log((p + k) / (c + k)) - _np.log(y)) < 39.2
+            if not _some(short):  # (a batch's rows are not read: every doubling is taken)
+                break
+            m = _np.where(short, 2.0 * m, m)
+        return 10.0 + peak + m
+
+
+def _series_terms(needed, where):
+    """The terms that serve every row where `where` holds (`needed` from `_terms_needed`)."""
+    most = all_rows(_np.where(where, needed, 0.0), "scipy.special.betainc").max(initial=0.0)
+    if not most <= _BETA_SERIES_MAX:  # (nan too)
+        raise ValueError(
+            "scipy.special.betainc: its derivative in a and b at these values needs about "
+            f"{most:.3g} terms of either series (more than {_BETA_SERIES_MAX}); fgrad does not "
+            "return a truncated value. These are a or b near 1e5 or more with x near "
+            "(a + 1) / (a + b + 2)."
+        )
+    return int(most)
 
 
 def _betainc_dab(a, b, x):
-    """(dI/da, dI/db) in the broadcast shape of a, b and x (0 at x == 0 and x == 1)."""
+    """(dI/da, dI/db) in the broadcast shape of a, b and x (0 at x == 0 and x == 1): the
+    series of the smaller tail, or of the other where that one would need more than
+    `_BETA_SERIES_MAX` terms and the other fewer (to about 2e-9 there: the larger tail's
+    derivative cancels a little)."""
     av, bv, xv = (_values(v) for v in (a, b, x))
     shape = _np.broadcast_shapes(*(shape_of(v) for v in (a, b, x)))
     dtype = _np.result_type(_float_dtype(a), _float_dtype(b), _float_dtype(x))
@@ -1736,17 +1809,25 @@ def _betainc_dab(a, b, x):
     inside = _np.logical_not(edge)
     with _np.errstate(divide="ignore", invalid="ignore"):
         below = xv < (av + 1.0) / (av + bv + 2.0)
+    p, q, y = _np.where(below, av, bv), _np.where(below, bv, av), _np.where(below, xv, 1.0 - xv)
+    needed = _terms_needed(p, q, y)
+    long = _np.logical_and(inside, needed > _BETA_SERIES_MAX)
+    if _some(long):  # the other tail's series where it is shorter
+        other_needed = _terms_needed(q, p, 1.0 - y)
+        swap = _np.logical_and(long, other_needed < needed)
+        below = _np.logical_xor(below, swap)
+        needed = _np.where(swap, other_needed, needed)
     direct = bool_mask(_np.logical_and(inside, below), shape)
     other = bool_mask(_np.logical_and(inside, _np.logical_not(below)), shape)
     da, db = zero, zero
     if _some(direct):
         p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))
-        dp, dq = _beta_series_d(p, q, y, _series_terms(av, bv, xv, direct))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, direct))
         da, db = fnp.where(direct, dp, da), fnp.where(direct, dq, db)
     if _some(other):  # I = 1 - J(b, a, 1 - x)
         p, q = fnp.where(other, b, 1.0), fnp.where(other, a, 1.0)
         y = fnp.where(other, 1.0 - x, 0.25)
-        dp, dq = _beta_series_d(p, q, y, _series_terms(bv, av, 1.0 - xv, other))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, other))
         da, db = fnp.where(other, -dq, da), fnp.where(other, -dp, db)
     return da, db
 

@@ -249,12 +249,77 @@ def _t_density(z, df):
 
 
 def t_log_density(z, df):
-    half = 0.5 * (df + 1.0)
-    return (
-        sp.gammaln(half)
-        - sp.gammaln(0.5 * df)
-        - 0.5 * fnp.log(df * math.pi)
-        - half * fnp.log1p(z * z / df)
+    """log of the standard t density, log c(df) - (df+1)/2 log1p(z^2/df) (`t_log_norm`);
+    for df >= `_T_LARGE_DF` the second term as z^2/2 (1 + 1/df) log1p(u)/u, u = z^2/df,
+    whose derivative in df is a sum of terms of order 1/df^2 (-log1p(u)/2 + (df+1) u /
+    (2 df (1 + u)) cancels to that), and whose value at df = inf is z^2/2 (the normal's,
+    as SciPy's; the other form is inf * 0 there)."""
+    large = mask(value(df) >= _T_LARGE_DF, z, df)
+    kernel = _by_df(
+        large,
+        df,
+        lambda d: 0.5 * (d + 1.0) * fnp.log1p(z * z / d),
+        lambda d: 0.5 * (z * z) * (1.0 + 1.0 / d) * _log1p_ratio(z * z / d),
+    )
+    return t_log_norm(df) - kernel
+
+
+# From this df on, t's normalising constant is the asymptotic series of `_log_poch_half`
+# (its error there is below 1e-18), not a difference of gammaln's.
+_T_LARGE_DF = 100.0
+# log Gamma(h + 1/2) - log Gamma(h) - log(h)/2 = sum_n c_n h^-n (odd n), c_n =
+# (-1)^(n+1) (B_(n+1)(1/2) - B_(n+1)) / (n (n+1)), B Bernoulli's polynomials and numbers
+_POCH_HALF = (-1.0 / 8.0, 1.0 / 192.0, -1.0 / 640.0, 17.0 / 14336.0, -31.0 / 18432.0)
+
+
+def _by_df(large, df, small_form, large_form):
+    """small_form(df) where the constant mask `large` does not hold, large_form(df) where it
+    does, each branch given a harmless df (1 or `_T_LARGE_DF`) where the other is taken."""
+    if every(large):
+        return large_form(df)
+    if not some(large):
+        return small_form(df)
+    return fnp.where(
+        large,
+        large_form(guard(large, df, _T_LARGE_DF)),
+        small_form(guard(_np.logical_not(large), df, 1.0)),
+    )
+
+
+def _log_poch_half(h):
+    """log Gamma(h + 1/2) - log Gamma(h) - log(h)/2 for h >= `_T_LARGE_DF` / 2, by its
+    asymptotic series (each gammaln is about h log h: their difference, of order 1/h, kept no
+    digits at h = 5e14 and was inf - inf at h = inf)."""
+    v = 1.0 / h
+    w = v * v  # (not 1 / h^2: h^2 overflows at df = 1e300)
+    total = 0.0
+    for c in reversed(_POCH_HALF):  # Horner in 1/h^2
+        total = total * w + c
+    return total * v
+
+
+def _log1p_ratio(u):
+    """log1p(u) / u for u >= 0: its Taylor series below 0.01 (9 terms, to 1e-19), so that
+    it is 1 at u = 0 and its derivatives keep their digits there."""
+    small = mask(value(u) < 0.01, u)
+    series = 0.0
+    us = guard(small, u, 0.0)
+    for k in range(9, 0, -1):  # 1 - u/2 + u^2/3 - ..., by Horner
+        series = 1.0 / k - us * series
+    if every(small):
+        return series
+    ub = guard(_np.logical_not(small), u, 1.0)
+    return fnp.where(small, series, fnp.log1p(ub) / ub)
+
+
+def t_log_norm(df):
+    """log c(df) = gammaln((df+1)/2) - gammaln(df/2) - log(pi df)/2, the log of t's density
+    at 0; for df >= `_T_LARGE_DF` as `_log_poch_half`(df/2) - log(2 pi)/2."""
+    return _by_df(
+        mask(value(df) >= _T_LARGE_DF, df),
+        df,
+        lambda d: sp.gammaln(0.5 * (d + 1.0)) - sp.gammaln(0.5 * d) - 0.5 * fnp.log(d * math.pi),
+        lambda d: _log_poch_half(0.5 * d) - 0.5 * LOG_2PI,
     )
 
 
@@ -342,14 +407,34 @@ def _t_partial_far(z, df):
 _T_CENTER_TERMS = 9
 
 
+def _t_log_norm_ddf(df):
+    """d/d df of `t_log_norm`: (digamma((df+1)/2) - digamma(df/2) - 1/df) / 2, for df >=
+    `_T_LARGE_DF` the derivative of `_log_poch_half`'s series (the digammas cancel)."""
+
+    def series_ddf(d):
+        v = 2.0 / d
+        w = v * v
+        total = 0.0
+        for n, c in reversed(list(enumerate(_POCH_HALF))):  # c_(2n+1) h^-(2n+1)
+            total = total * w - (2 * n + 1) * c
+        return 0.5 * total * w
+
+    return _by_df(
+        mask(value(df) >= _T_LARGE_DF, df),
+        df,
+        lambda d: 0.5 * sp.digamma(0.5 * (d + 1.0)) - 0.5 * sp.digamma(0.5 * d) - 0.5 / d,
+        series_ddf,
+    )
+
+
 def _t_center_df(z, df):
     """d/d df of stdtr(df, z) - 1/2 = d0 S, S = sum_k binom(-(df+1)/2, k) z^(2k+1) /
     (df^k (2k+1)), the integral of the density d0 (1 + s^2/df)^(-(df+1)/2) from 0 (d0 its
     value at 0): d0 (L' S + S'), L' = d log d0 / d df, each term of S' its term times the sum
     of its factors' logarithmic derivatives."""
     half = 0.5 * (df + 1.0)
-    log_d0 = sp.gammaln(half) - sp.gammaln(0.5 * df) - 0.5 * fnp.log(math.pi * df)
-    dlog_d0 = 0.5 * sp.digamma(half) - 0.5 * sp.digamma(0.5 * df) - 0.5 / df
+    log_d0 = t_log_norm(df)
+    dlog_d0 = _t_log_norm_ddf(df)
     u = z * z / df
     term, dlog_term = fnp.ones_like(u), 0.0
     total, dtotal = term * z, 0.0

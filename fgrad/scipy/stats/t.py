@@ -5,17 +5,15 @@ differentiable in x, loc and scale (derivative: the density) and in `df`: stdtr 
 incomplete beta function of df / (df + z^2), with parameters df/2 and 1/2, whose derivative
 in its parameter is `fgrad.scipy.special.betainc`'s series (checked against mpmath).
 
-Imports: `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
+Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
-from .. import special as sp
-from ._common import invalid_to_nan, located, log_probability, student_t, weak
+from ._common import invalid_to_nan, located, log_probability, student_t, t_log_density, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -27,7 +25,9 @@ _stdtr = student_t("t.cdf/sf")
 
 def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """gammaln((df+1)/2) - gammaln(df/2) - log(pi df)/2 - (df+1)/2 log1p(z**2/df)
-    - log(scale), z = (x - loc)/scale; nan for df <= 0 or scale <= 0.
+    - log(scale), z = (x - loc)/scale; nan for df <= 0 or scale <= 0. From df = 100 on,
+    written without the cancellation of the gammaln's (`_common.t_log_density`), to the
+    normal's at df = inf, as SciPy.
 
     >>> import fgrad
     >>> float(fgrad.grad(logpdf)(1.0, 1.0))  # Cauchy: -2x / (1 + x**2)
@@ -35,14 +35,7 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
     """
     given = (x, df, loc, scale)
     z, scale, bad, (df,) = located(x, loc, scale, df)
-    half = 0.5 * (df + 1.0)
-    out = (
-        weak(sp.gammaln, half)
-        - weak(sp.gammaln, 0.5 * df)
-        - 0.5 * weak(fnp.log, df * math.pi)
-        - half * fnp.log1p(z * z / df)
-        - weak(fnp.log, scale)
-    )
+    out = t_log_density(z, df) - weak(fnp.log, scale)
     return invalid_to_nan(bad, out, *given)
 
 
