@@ -539,6 +539,11 @@ stop_gradient_p = NondiffPrimitive("stop_gradient", _same)
 # operations were recorded for them.
 shape_from_values: set = set()
 
+# Primitives that raise on some values of inputs of valid shapes and dtypes (LAPACK's
+# factorizations and solves: a matrix that is singular or not positive definite): a staging
+# level (`jit`) replays them even where nothing reads their outputs, as a check eagerly made.
+raises_on_values: set = set()
+
 
 # --- watching -------------------------------------------------------------------------------------
 

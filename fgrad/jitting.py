@@ -43,7 +43,15 @@ from typing import Any
 import numpy as _np
 
 from . import core
-from .core import Box, NondiffPrimitive, bind, innermost, is_foreign_array, primal
+from .core import (
+    Box,
+    NondiffPrimitive,
+    bind,
+    innermost,
+    is_foreign_array,
+    primal,
+    raises_on_values,
+)
 from .staging import (
     Const,
     Guard,
@@ -329,8 +337,8 @@ class _Writer:
         live = live & needed_later[0]
         for k, item in enumerate(node.items):
             if type(item) is tuple:  # an operation
-                if not needed_later[k + 1].intersection(item[3]):
-                    continue  # dead: a primitive's implementation has no side effect
+                if not _needed(item, needed_later[k + 1]):
+                    continue  # dead: nothing reads it, and it raises on no value
                 self.lines.append(self.op(item, indent))
                 live |= set(item[3])
             else:
@@ -395,6 +403,13 @@ def _bind_call(prim, args, params):
         call.inputs = None
 
 
+def _needed(op: tuple, later: set) -> bool:
+    """Whether a replay computes the operation: something later reads one of its outputs, or
+    it may raise on values (`core.raises_on_values`: `cholesky(a)` called to check that a is
+    positive definite raises eagerly, and so must its replay)."""
+    return bool(later.intersection(op[3])) or op[0] in raises_on_values
+
+
 def _uses_after(node: _Node) -> list:
     """`uses[k]`: the slots that node's items from k on, or its subtree, read (so uses[0] is
     what the node needs from before it)."""
@@ -411,7 +426,7 @@ def _uses_after(node: _Node) -> list:
     for k in range(len(node.items) - 1, -1, -1):
         item = node.items[k]
         if type(item) is tuple:  # an operation
-            if not later.intersection(item[3]):
+            if not _needed(item, later):
                 uses[k] = set(later)  # nothing reads its outputs: it is not computed
                 continue
             later = (later - set(item[3])) | {r for r in item[1] if type(r) is int}
@@ -1095,8 +1110,7 @@ class Record:
             elif item.kind == "layout":
                 rows.append((f"guard layout(v{item.slot}) == {item.key!r}", item.source))
             else:
-                shown = item.key if not isinstance(item.key, tuple) else "<value read>"
-                rows.append((f"guard v{item.slot} == {shown!r}", item.source))
+                rows.append((f"guard v{item.slot} == {_key_text(item.key)}", item.source))
         outs = ", ".join(ref(r) for r in self.path.outputs)
         rows.append((f"return {outs}", None))
         width = max(len(text) for text, _ in rows)
@@ -1105,6 +1119,16 @@ class Record:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _key_text(key) -> str:
+    """A guard's value as it reads in a record: a number or an array as NumPy prints it (a
+    guard compares the bits of the value, `guard_key`, which are kept as bytes)."""
+    if not isinstance(key, tuple):
+        return repr(key)
+    dtype, shape, data = key
+    value = _np.frombuffer(data, dtype=dtype).reshape(shape)
+    return repr(value[()]) if not shape else _np.array2string(value, separator=", ")
 
 
 def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Callable:

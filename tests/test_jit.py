@@ -1407,3 +1407,21 @@ def test_a_nested_jit_whose_inner_replay_misses_keeps_the_outer_record():
             for got, want in zip(outer(x, t), g(x, t)):
                 assert_same(got, want)
     assert outer.record_source(x, t) is not None
+
+
+def test_an_unused_check_that_raises_is_replayed_and_guards_print_their_values():
+    """`cholesky(a)` called only to check that a is positive definite was left out of the
+    replay as dead code, which then returned a value where eagerly it raises; a guard on a
+    float printed as '<value read>'."""
+
+    def f(a):
+        fnp.linalg.cholesky(a)  # a check: raises LinAlgError if a is not positive definite
+        return fnp.trace(a)
+
+    jitted = fgrad.jit(f)
+    assert jitted(np.eye(2)) == 2.0
+    assert jitted(2 * np.eye(2)) == 4.0  # replayed
+    with pytest.raises(np.linalg.LinAlgError):
+        jitted(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    printed = str(fgrad.make_record(lambda x, s: x * 2 if float(s) > 1 else x)(np.ones(2), 2.5))
+    assert "guard v1 == np.float64(2.5)" in printed

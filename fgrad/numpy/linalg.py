@@ -2064,5 +2064,11 @@ def _matrix_rank_batch(args, dims, **params):
 _matrix_rank_stacked = _leading_axes_rule(matrix_rank.primitive, (2, 0))
 register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
 register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
+# LAPACK raises on a singular, not positive definite or non-converging input: a `jit` replay
+# keeps the call where its result goes unused (a check), as the eager call raises
+_core.raises_on_values.update(
+    (_inv_p, _solve_p, _pinv_p, _lstsq_rank_p, _cholesky_p, _eigh_p, _eigvalsh_p, _eig_p)
+    + (_eigvals_p, _svd_p, _svd_full_p, _svdvals_p)
+)
 
 __all__ = exported(globals(), _np.linalg)

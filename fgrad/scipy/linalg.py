@@ -1909,3 +1909,7 @@ for _prim in (
             "fgrad.numpy.linalg's)",
         ),
     )
+
+# LAPACK raises on a singular (or non-converging) input: a `jit` replay keeps these calls
+# where their result goes unused (a check), as the eager call raises
+_core.raises_on_values.update((_trsolve_p, _banded_p, _sylvester_p, _svd_p, _svd_stack_p, _schur_p))
