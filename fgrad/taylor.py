@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .core import Box, Level, Primitive, add_any, bind, zeros_like_value
+from .core import Box, Level, Primitive, add_any, bind, holds_batch, zeros_like_value
 from .forward import tangent_rule
 
 __all__ = [
@@ -238,15 +238,17 @@ def integrate(x, d, k):
 
 
 def scaled_product(a, b, c):
-    """c a b, with the number c applied to the cheaper side: a factor that is not traced
-    (under the Laplacian's vmap a traced factor holds one value per direction)."""
-    if type(a) is not Box:  # the traced factor goes first: `box * array` is Box's own
-        a, b = b, a  # operator, `array * box` goes through NumPy's dispatch first
+    """c a b, computed as a (c b), or as b (c a) where only a is batched (under the
+    Laplacian's vmap a batched factor holds one value per direction: c goes to the smaller
+    side). The grouping depends on nothing else, so that `jit`, whose boxes are every value
+    of the record, rounds as eager code does."""
+    if type(a) is Box and holds_batch(a) and not holds_batch(b):
+        a, b = b, a
     if c == 1:
         return a * b
-    if type(b) is not Box:
-        return a * (c * b)
-    return c * (a * b)
+    # (x * y is y * x bit for bit: a traced factor goes first, since `box * array` is Box's
+    # own operator and `array * box` goes through NumPy's dispatch first)
+    return a * (c * b) if type(a) is Box or type(b) is not Box else (c * b) * a
 
 
 def linear_rule(prim, linear_in=None):

@@ -429,3 +429,12 @@ def test_joins_and_expand_dims_refuse_an_axis_out_of_bounds_as_numpy_does():
     with pytest.raises(ValueError, match="zero-dimensional arrays cannot be concatenated"):
         fnp.concatenate([np.float64(1.0), np.float64(2.0)])
     np.testing.assert_array_equal(fnp.concatenate([a, 2 * a], axis=-1), [1, 1, 2, 2])
+
+
+def test_flip_and_transpose_of_a_number_have_numpys_type():
+    """flip of a 0-d value is NumPy's scalar (m[()]) and transpose of a Python number is a 0-d
+    array (np.asarray); fgrad gave a 0-d array and the number as given."""
+    for x in (0.3, 2, np.float64(0.3), np.float32(0.3), np.array(0.3)):
+        for name in ("flip", "transpose", "permute_dims"):
+            want, got = getattr(np, name)(x), getattr(fnp, name)(x)
+            assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype

@@ -1425,3 +1425,71 @@ def test_an_unused_check_that_raises_is_replayed_and_guards_print_their_values()
         jitted(np.array([[1.0, 2.0], [2.0, 1.0]]))
     printed = str(fgrad.make_record(lambda x, s: x * 2 if float(s) > 1 else x)(np.ones(2), 2.5))
     assert "guard v1 == np.float64(2.5)" in printed
+
+
+# --- a Python number argument: jit against eager, over the mirror ---------------------------------
+
+_A32 = np.array([0.3, -0.5, 0.7], np.float32)
+_B32 = np.array([0.6, 0.25, -0.9], np.float32)
+_I16 = np.array([1, 2, 3], np.int16)
+# (first arguments, second arguments): a Python number with an array, or alone
+_NUMBER_ARGUMENTS = [
+    ((_A32, 1.7), (_B32, 2.3)),
+    ((1.7, _A32), (2.3, _B32)),
+    ((np.float32(0.3), 1.7), (np.float32(0.9), 2.3)),
+    ((np.array(0.3, np.float32), 1.7), (np.array(0.45, np.float32), 2.3)),
+    ((_A32, 2), (_B32, 3)),
+    ((_I16, 2), (_I16 + 1, 3)),
+    ((_I16, 1.5), (_I16 + 1, 2.5)),
+    ((0.5 + 1j, _A32), (0.25 - 1j, _B32)),
+    ((0.3,), (0.45,)),
+    ((2,), (3,)),
+    ((np.float64(0.3),), (np.float64(0.45),)),
+]
+# NumPy's types (their values' memory is not set: empty), and functions a record refuses
+_NOT_COMPARED = {
+    "bytes_", "clongdouble", "copyto", "empty", "empty_like", "finfo", "iinfo", "ndarray",
+    "object_", "void", "histogramdd", "repeat",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        n
+        for n in dir(fnp)
+        if not n.startswith("_") and callable(getattr(fnp, n)) and hasattr(np, n)
+        if n not in _NOT_COMPARED
+    ),
+)
+def test_a_python_number_argument_gives_the_eager_type_dtype_and_bits_under_jit(name):
+    """`jit` holds a Python number argument as given (weak under NEP 50): where NumPy makes it
+    a strong array (`array`, `reshape`, `dot`, `kron`, ...) a record kept it weak (float32 *
+    fnp.array(1.7) was float32, eagerly float64), and where NumPy keeps it weak some traced
+    paths made it strong (heaviside(a32, 1.7), nextafter(1.7, a32), percentile(a32, 1.7) were
+    float64); fnp.array, squeeze, real_if_close and positive of a number gave a Python float.
+    Every function of the mirror, on first calls and replays, against eager."""
+    f = getattr(fnp, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for first, second in _NUMBER_ARGUMENTS:
+            try:
+                want = [f(*first), f(*second)]
+                tree_flatten(want)
+            except Exception:
+                continue  # (not a signature of this function)
+            jitted = fgrad.jit(f)
+            for args, eager in zip((first, second, first), want + want[:1]):
+                assert_same(eager, jitted(*args))
+
+
+def test_jit_of_jet_rounds_as_eager_jet():
+    """The Taylor rules' c * a * b grouped as a * (c * b) eagerly but as c * (a * b) where both
+    factors were traced, as all are in a record: jit(jet(exp)) at order 3 was 2.2e-16 off."""
+    x = np.array([0.3, 0.5, -0.2])
+    jitted = fgrad.jit(lambda x, *v: fgrad.jet(fnp.exp, (x,), (v,)))
+    for _ in range(3):
+        vs = tuple(rng.normal(size=3) for _ in range(3))
+        assert_same(fgrad.jet(fnp.exp, (x,), (vs,)), jitted(x, *vs))
+        tanh_jet = fgrad.jit(lambda x, *v: fgrad.jet(fnp.tanh, (x,), (v,)))
+        assert_same(fgrad.jet(fnp.tanh, (x,), (vs,)), tanh_jet(x, *vs))

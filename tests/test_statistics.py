@@ -409,3 +409,12 @@ def test_reduction_keywords_are_checked():
     )
     with pytest.raises(ValueError, match="ddof and correction"):
         fnp.var(x, ddof=1, correction=1)
+
+
+@pytest.mark.parametrize("name", ["std", "nanstd"])
+def test_std_is_a_numpy_scalar_whatever_its_value(name):
+    """NumPy's std of every element is a scalar; fgrad's was a 0-d array exactly where the
+    value was 0 (the masked branch at v == 0 went through `where`)."""
+    for a in (np.array([1.0, 2.0, 3.0]), np.ones(3), np.ones(3, np.float32)):
+        want, got = getattr(np, name)(a), getattr(fnp, name)(a)
+        assert type(got) is type(want) and got == want

@@ -148,6 +148,8 @@ def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     m = asarray(m)
     nd = ndim(m)
     axes = _normalize_axes(axis, nd)
+    if not nd:
+        return getitem(m, ())  # NumPy's m[()]: a 0-d array's scalar
     if not axes:
         return m
     return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))

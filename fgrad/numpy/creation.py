@@ -354,7 +354,9 @@ def _filled(fill_value, shape, dtype):
     is the fill value's, summed back from every element it fills. A product with ones (x * 1
     is x, bit for bit) rather than `broadcast_to`: NumPy's result is a new writable array,
     where a broadcast is a read-only view with zero strides."""
-    return astype(fill_value, dtype) * _np.ones(tuple(shape), dtype)
+    shape = tuple(shape)
+    filled = astype(fill_value, dtype) * _np.ones(shape, dtype)
+    return filled if shape else asarray(filled)  # (NumPy's 0-d product is a scalar)
 
 
 @mirror("creation")

@@ -46,6 +46,7 @@ from ._mirror import exported, mirror
 from .shaping import (
     NO_VALUE,
     as_array,
+    asarray,
     astype,
     broadcast_like,
     describe,
@@ -59,6 +60,7 @@ from .shaping import (
     refuse_layout,
     refuse_out,
     shape,
+    strongly_typed,
     unbroadcast,
     unbroadcast_meta,
     with_example_ndim,
@@ -554,6 +556,7 @@ def real_if_close(a: ArrayLike, tol: float = 100) -> Array:
     refuse_lazy("real_if_close", why, innermost(a))
     if not is_traced(a):
         return _np.real_if_close(a, tol=tol)
+    a = asarray(a)  # (NumPy's result is an array, for a number too)
     if not _is_complex(a):
         return a
     if tol > 1:
@@ -654,8 +657,11 @@ minimum = as_ufunc(_chooser(_np.minimum, _np.less, _np.less), _np.minimum)
 
 def _positive(x):
     """x itself (a traced value is returned as it is; arrays are immutable inside a
-    transform), a copy for a plain array."""
-    return x if type(x) is Box else _np.positive(x)
+    transform), a copy for a plain array. A Python number (traced under `jit`, which holds it
+    as given) becomes NumPy's scalar, as the ufunc makes it."""
+    if type(x) is not Box:
+        return _np.positive(x)
+    return strongly_typed(x)[()] if type(innermost(x)) in (int, float, complex) else x
 
 
 positive = as_ufunc(_positive, _np.positive)

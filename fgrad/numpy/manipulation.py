@@ -40,6 +40,7 @@ from .shaping import (
     nondiff_function,
     numpy_applies,
     ravel,
+    read_int,
     reshape,
     shape,
     squeeze,
@@ -362,6 +363,7 @@ def resize(a: Any, new_shape: Any) -> Any:
     if numpy_applies(a):
         return _np.resize(a, new_shape)
     a = asarray(a)
+    new_shape = read_int(new_shape)  # (a traced int, a `jit` argument: its value, guarded)
     n = _math.prod(shape(a))
     if n == 0:  # NumPy's resize of nothing is zeros
         return _np.resize(_np.zeros(shape(a), dtype_of(a)), new_shape)
@@ -423,7 +425,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     """
     if numpy_applies(filt):
         return _np.trim_zeros(filt, trim, axis)  # type: ignore[arg-type]  # any case, as NumPy
-    filt = asarray(filt)
+    given, filt = filt, asarray(filt)
     trim = trim.lower()
     if trim not in {"fb", "bf", "f", "b"}:
         raise ValueError(f"trim_zeros: trim must be 'f', 'b' or 'fb', got {trim!r}")
@@ -435,7 +437,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
             _np.lib.array_utils.normalize_axis_tuple(axis, nd, argname="axis")  # NumPy's errors
         )
     if not axes:
-        return filt
+        return given  # nothing to trim: NumPy returns its argument as it is (a number too)
     bounds = _nonzero_bounds(filt, axes)
     index = [slice(None)] * nd
     for k, ax in enumerate(axes):

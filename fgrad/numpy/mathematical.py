@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import dtype_of
+from ..core import dtype_of, innermost
 from ._mirror import exported, mirror
 from ._values import ufunc_mirror, with_example
 from .elementwise import (
@@ -158,13 +158,23 @@ def _nextafter_traced(x1: Any, x2: Any) -> Any:
     >>> float(fgrad.grad(fnp.nextafter)(1.0, 2.0))
     1.0
     """
-    x1 = _real_float(x1, "nextafter", "x1")
+    _real_float(x1, "nextafter", "x1")  # (refuses complex numbers)
     _real_float(x2, "nextafter", "x2")
+    # NumPy's loop for the two: a Python number (traced under `jit`, held as given) is weak
+    dtype = _np.nextafter.resolve_dtypes((_operand_type(x1), _operand_type(x2), None))[-1]
+    x1, x2 = astype(x1, dtype), astype(x2, dtype)
     step = _step(x1, x2)
     # x1 + step is exactly NumPy's float (the step is the exact distance between two floats
     # within a factor 2 of each other); at inf or nan the step is not finite: NumPy's value
     finite = isfinite(step)
     return where(finite, add(where(finite, x1, 0.0), where(finite, step, 0.0)), _nextafter(x1, x2))
+
+
+def _operand_type(x: Any) -> Any:
+    """What a ufunc's `resolve_dtypes` takes for an operand: the type of a Python number
+    (weak, NEP 50), else the dtype."""
+    value = innermost(x)
+    return type(value) if type(value) in (int, float, complex) else dtype_of(x)
 
 
 frexp = ufunc_mirror(_frexp, _np.frexp)

@@ -42,6 +42,7 @@ from .shaping import (
     reshape,
     shape,
     stack,
+    strongly_typed,
     swapaxes,
     unbroadcast,
     with_example_ndim,
@@ -145,13 +146,6 @@ matmul: Primitive = mirror("gufunc")(
 register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
 
 
-def _strongly_typed(x):
-    """A Python number as NumPy's `dot` and `inner` read it, a float64 (int64, complex128)
-    array: they are no ufuncs, so a float32 array times 2.0 is float64 there, not float32 as
-    NEP 50's weak scalars make it in `multiply`."""
-    return _np.asarray(x) if isinstance(x, (int, float, complex)) else x
-
-
 @mirror("function")
 def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `dot`: a product with a scalar, `matmul` up to 2-D, and for N-D the sum over
@@ -159,7 +153,7 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     refuse_out(out, "dot")
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
-        return multiply(_strongly_typed(a), _strongly_typed(b))
+        return multiply(strongly_typed(a), strongly_typed(b))
     if b_nd <= 2:
         return matmul(a, b)
     # N-D: move b's contracted axis to the front, flatten both sides, one matmul, then restore.
@@ -479,7 +473,7 @@ def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
     """NumPy's `inner`: the sum over the last axes; a scalar operand multiplies."""
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
-        return multiply(_strongly_typed(a), _strongly_typed(b))
+        return multiply(strongly_typed(a), strongly_typed(b))
     return tensordot(a, b, axes=([-1], [-1]))
 
 

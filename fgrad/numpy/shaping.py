@@ -325,7 +325,7 @@ def reshape(
         if order == "F":
             return transpose(reshape(transpose(a), shape[::-1]))
     if shape_of(a) == shape:
-        return a
+        return strongly_typed(a)  # (NumPy's reshape of a Python number is an array)
     return _reshape_p(a, shape=shape)
 
 
@@ -419,7 +419,7 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
         axes = tuple(range(nd))[::-1]
     axes = tuple(int(ax) % nd if nd else int(ax) for ax in axes)
     if axes == tuple(range(nd)):
-        return a
+        return strongly_typed(a)  # (NumPy's transpose of a Python number is an array)
     return _transpose_p(a, axes=axes)
 
 
@@ -1619,6 +1619,8 @@ def array(
         "array", order=(order, "K"), subok=(subok, False), like=(like, None), ndmax=(ndmax, 0)
     )
     out = _sequence_to_array(object)
+    if type(out) is Box:  # a number (a NumPy scalar, or a Python one under `jit`): an array
+        out = asarray(out)
     if out is object and copy and _core.is_foreign_array(out):  # a new array of its library, lazy
         out = out.copy()
     out = out if dtype is None else astype(out, dtype)
@@ -1664,6 +1666,22 @@ def _scalar_ct(ct):
 
 
 _asarray_p = deflinear(_np.asarray, lambda ans, x: _scalar_ct, name="asarray")
+
+_PYTHON_NUMBERS = frozenset((int, float, complex, bool))
+
+
+def strongly_typed(x):
+    """x as NumPy's functions that are not ufuncs read it (`dot`, `kron`, `reshape`, ...: they
+    convert with np.asarray): a Python number becomes a 0-d array of NumPy's type for it
+    (float64, int64, complex128), so that a float32 array times it is float64, not float32 as
+    NEP 50's weak Python numbers make it in a ufunc. A traced one too: `jit` holds a Python
+    number argument as it was given, weak, and must compute what eager code computes. Anything
+    else is returned as it is."""
+    if type(x) in _PYTHON_NUMBERS:
+        return _np.asarray(x)
+    if type(x) is Box and type(_core.innermost(x)) in _PYTHON_NUMBERS:
+        return _asarray_p(x)
+    return x
 
 
 def is_traced(obj):

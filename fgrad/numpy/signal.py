@@ -84,9 +84,18 @@ if TYPE_CHECKING:
 
 def _float_dtype(*xs):
     """The dtype of a result computed from xs: theirs if floating, else float64."""
-    # (a list is an array-like: `dtype_of` reads its elements; numbers stay weakly typed)
-    dt = _np.result_type(*[dtype_of(x) if isinstance(x, (Box, list, tuple)) else x for x in xs])
+    # (a list is an array-like: `dtype_of` reads its elements; numbers stay weakly typed, and
+    # so does a traced one: `jit` holds a Python number argument as given)
+    dt = _np.result_type(*map(_weak_or_dtype, xs))
     return dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
+
+
+def _weak_or_dtype(x):
+    """x for NumPy's `result_type`: a Python number (traced or not) as it is, else a dtype."""
+    value = _core.innermost(x)
+    if type(value) in (int, float, complex, bool):
+        return value
+    return dtype_of(x) if isinstance(x, (Box, list, tuple)) else x
 
 
 def _is_traced(x):

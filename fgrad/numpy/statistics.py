@@ -183,7 +183,8 @@ def _sqrt_or_zero(v):
     zero = mask_values(v) == 0
     if not may_hold(zero):
         return sqrt(v)
-    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
+    # (a NumPy scalar for a 0-d v, as `sqrt` gives, whatever the value: `where` makes an array)
+    return scalar_if_0d(where(zero, 0.0, sqrt(where(zero, 1.0, v))))
 
 
 # --- var, std, ptp --------------------------------------------------------------------------------
@@ -778,7 +779,7 @@ def _check_method(method, name):
 
 def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     _check_method(method, name)
-    weak = type(q) in (int, float)
+    weak = type(_core.innermost(q)) in (int, float)  # (traced under `jit`, held as given)
     a, q = _asarray(a), _asarray(q)
     if dtype_of(a).kind == "c":  # NumPy refuses too: complex numbers have no order
         raise TypeError(
@@ -822,7 +823,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
             # gamma moves with q at rate d(virtual index)/dq; q - primal(q) is 0 in value,
             # so the value stays NumPy's exactly while the derivative is carried.
             dq = reshape(q, (-1,)) / scale - reshape(constant_of(q), (-1,)) / scale
-            g = g + _np.asarray(slope, dtype=dtype) * dq
+            g = g + _np.asarray(slope, dtype=dtype) * astype(dq, dtype)
         diff = hi - lo
         # NumPy's lerp: from the nearer end, so that gamma = 1 gives hi exactly
         res = where(upper, hi - diff * (1 - g), lo + diff * g)

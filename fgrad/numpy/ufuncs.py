@@ -619,7 +619,8 @@ def _heaviside(x1, x2):
     ans = _heaviside_step(x1, x2)
     if not is_traced(x2):
         return ans
-    return ans + zero_with_derivatives_of(x2) * equal(x1, 0)
+    # (in ans's dtype: a Python number x2, traced under `jit`, times a bool array is float64)
+    return ans + astype(zero_with_derivatives_of(x2) * equal(x1, 0), dtype_of(ans))
 
 
 _heaviside.__name__ = _heaviside.__qualname__ = "heaviside"  # (the ufunc's name)
