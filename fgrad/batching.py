@@ -174,6 +174,13 @@ class Diverged(BaseException):
         return f"the rows of {self.level!r} read different values"
 
 
+def _same_signs(rows, first):
+    """Whether each row's sign bits (of the real and imaginary parts) are `first`'s."""
+    if rows.dtype.kind == "c":
+        return _same_signs(rows.real, first.real) & _same_signs(rows.imag, first.imag)
+    return _np.signbit(rows) == _np.signbit(first)
+
+
 def _grouped(rows):
     """Indices of `rows` (row i is rows[i]) grouped by value, in order of first appearance."""
     n = len(rows)
@@ -192,7 +199,7 @@ def _grouped(rows):
 class BatchLevel(Level):
     """A `vmap` in progress: each box holds `size` rows along the axis in its `aux`."""
 
-    __slots__ = ("active", "pending", "quiet", "size")
+    __slots__ = ("active", "errors", "pending", "quiet", "size")
 
     batches = True
     reads_values = True
@@ -203,6 +210,9 @@ class BatchLevel(Level):
         self.active: Any = None  # the rows this run is for (None: all); see "Reading rows"
         self.pending: list[Any] = []  # the groups of rows that run again after this run
         self.quiet = False  # whether this level keeps NumPy's warnings off (see `_Quiet`)
+        # NumPy's error handling where the vmap was called (the function may change it in a
+        # `with np.errstate(...)` block, which must not outlive the call)
+        self.errors = _np.geterr()
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals = list(args)
@@ -211,16 +221,45 @@ class BatchLevel(Level):
             if type(a) is Box and a.level is self:
                 vals[i] = a.value
                 dims[i] = a.aux
-        rule = rules.get(prim)
-        if rule is None or prim in row_by_row_reasons:
-            out, out_dim = row_by_row(prim, vals, dims, params, self.size)
-        else:
-            out, out_dim = rule(vals, dims, **params)
+        try:
+            out, out_dim = self._apply(prim, vals, dims, params)
+        except Exception as error:
+            out, out_dim = self._apart(prim, vals, dims, params, error)
         # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from one
         # without a derivative (`nonzero`), whose rule gives a tuple of axes: a box for each.
         if prim.multiple_results or type(out_dim) is tuple:
             return tuple(self._box(o, d) for o, d in zip(out, out_dim))
         return self._box(out, out_dim)
+
+    def _apply(self, prim, vals, dims, params):
+        rule = rules.get(prim)
+        if rule is None or prim in row_by_row_reasons:
+            return row_by_row(prim, vals, dims, params, self.size)
+        return rule(vals, dims, **params)
+
+    def _apart(self, prim, vals, dims, params, error):
+        """The primitive raised `error` on the batch. Where only some of the active rows raise
+        it on their own (`inv` of a stack holding one singular matrix, inside the user's
+        `try`; a division by zero under `np.errstate(divide="raise")`), those rows go on
+        apart, as rows that read different values do: they raise it in their own run, and
+        this run goes on with the others, the failing rows computed on a good row's values.
+        So are the rows of other groups, which this run computes on a path not theirs (a
+        singular matrix there is none of the active rows'). Where every active row raises
+        it, or none does and no other group's row is in the batch, it is raised."""
+        rows = _np.arange(self.size) if self.active is None else self.active
+        fails = _np.array([_raises_alone(prim, vals, dims, params, i) for i in rows], bool)
+        if fails.all() or (not fails.any() and len(rows) == self.size):
+            raise error
+        good, bad = rows[~fails], rows[fails]
+        if len(bad):
+            if core.watch is not None:
+                raise Diverged(self, [good, bad]) from error
+            self.active = good
+            self.pending.append(bad)  # (no warning to keep off: they compute good values)
+        stand_in = _np.full(self.size, good[0])
+        stand_in[good] = good
+        vals = [v if d is None else _np.take(v, stand_in, axis=d) for v, d in zip(vals, dims)]
+        return self._apply(prim, vals, dims, params)
 
     # Shortcuts for the most frequent case, only for speed: a primitive without parameters
     # whose rule is the elementwise one (`rule.elementwise`), applied to this level's boxes as
@@ -229,25 +268,31 @@ class BatchLevel(Level):
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
         if _is_elementwise(prim):
-            return Box(bind_one(prim, x.value), self, x.aux)
+            try:
+                return Box(bind_one(prim, x.value), self, x.aux)
+            except Exception:  # (some rows may raise it: `process` sees to that)
+                pass
         return self.process(prim, (x,), _NO_PARAMS)
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
         if _is_elementwise(prim):
             x_own = type(x) is Box and x.level is self
             y_own = type(y) is Box and y.level is self
-            if x_own and y_own:
-                xv, yv, d = x.value, y.value, x.aux
-                if y.aux == d and _ndim(xv) == _ndim(yv):
-                    return Box(bind_two(prim, xv, yv), self, d)
-            elif x_own:
-                xv, d = x.value, x.aux
-                if _ndim(y) < _ndim(xv) - d:
-                    return Box(bind_two(prim, xv, y), self, d)
-            else:
-                yv, d = y.value, y.aux
-                if _ndim(x) < _ndim(yv) - d:
-                    return Box(bind_two(prim, x, yv), self, d)
+            try:
+                if x_own and y_own:
+                    xv, yv, d = x.value, y.value, x.aux
+                    if y.aux == d and _ndim(xv) == _ndim(yv):
+                        return Box(bind_two(prim, xv, yv), self, d)
+                elif x_own:
+                    xv, d = x.value, x.aux
+                    if _ndim(y) < _ndim(xv) - d:
+                        return Box(bind_two(prim, xv, y), self, d)
+                else:
+                    yv, d = y.value, y.aux
+                    if _ndim(x) < _ndim(yv) - d:
+                        return Box(bind_two(prim, x, yv), self, d)
+            except Exception:  # (some rows may raise it: `process` sees to that)
+                pass
         return self.process(prim, (x, y), _NO_PARAMS)
 
     def _box(self, value, dim):
@@ -262,8 +307,9 @@ class BatchLevel(Level):
         if len(seen):
             first = seen[0]
             same = seen == first
-            if seen.dtype.kind in "fc":  # nan reads as nan in every row
-                same |= (seen != seen) & (first != first)
+            if seen.dtype.kind in "fc":
+                same |= (seen != seen) & (first != first)  # nan reads as nan in every row
+                same &= _same_signs(seen, first)  # and -0.0 is not 0.0 (atan2 tells them apart)
             if same.all():
                 return first[()] if first.ndim == 0 else first
         groups = _grouped(seen)
@@ -285,28 +331,39 @@ class BatchLevel(Level):
         """End this level's part in keeping NumPy's floating-point warnings off."""
         if self.quiet:
             self.quiet = False
-            _quiet.leave()
+            _quiet.leave(self.errors)
+
+
+def _raises_alone(prim, vals, dims, params, i) -> bool:
+    """Whether the primitive raises on row i alone."""
+    row = [v if d is None else _np.take(v, [i], axis=d) for v, d in zip(vals, dims)]
+    try:
+        row_by_row(prim, row, dims, params, 1)
+    except Exception:
+        return True
+    return False
 
 
 class _Quiet(threading.local):
     """NumPy's floating-point warnings, off while any batching level of this thread runs some
     rows on another's path: levels start and end such runs in any order (a nested vmap may
     start one inside an outer one's, and end first), so the settings before the first are
-    kept and restored after the last."""
+    kept and restored after the last: those where the last level's vmap was called (not
+    those in force when the first started, which a `with np.errstate(...)` block inside the
+    function may have set: restoring them would leave the block's settings in force)."""
 
     def __init__(self):
         self.depth = 0
-        self.saved = None
 
     def enter(self):
         if self.depth == 0:
-            self.saved = _np.seterr(all="ignore")
+            _np.seterr(all="ignore")
         self.depth += 1
 
-    def leave(self):
+    def leave(self, settings):
         self.depth -= 1
         if self.depth == 0:
-            _np.seterr(**self.saved)
+            _np.seterr(**settings)
 
 
 _quiet = _Quiet()

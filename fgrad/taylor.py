@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .core import Box, Level, Primitive, add_any, bind, holds_batch, zeros_like_value
+from .core import Box, Level, Primitive, add_any, bind, zeros_like_value
 from .forward import tangent_rule
 
 __all__ = [
@@ -238,17 +238,27 @@ def integrate(x, d, k):
 
 
 def scaled_product(a, b, c):
-    """c a b, computed as a (c b), or as b (c a) where only a is batched (under the
-    Laplacian's vmap a batched factor holds one value per direction: c goes to the smaller
-    side). The grouping depends on nothing else, so that `jit`, whose boxes are every value
-    of the record, rounds as eager code does."""
-    if type(a) is Box and holds_batch(a) and not holds_batch(b):
-        a, b = b, a
+    """c a b, with the number c applied to the cheaper side: a factor that is not traced
+    (under the Laplacian's vmap a traced factor holds one value per direction). A value only
+    `jit` records counts as not traced: eagerly it is a plain array, and the replay must
+    group the product as eager code does, to round alike."""
+    a_traced, b_traced = _traced(a), _traced(b)
+    if b_traced and not a_traced:  # the traced factor goes first: `box * array` is Box's own
+        a, b, a_traced, b_traced = b, a, b_traced, a_traced  # operator, `array * box` NumPy's
     if c == 1:
         return a * b
-    # (x * y is y * x bit for bit: a traced factor goes first, since `box * array` is Box's
-    # own operator and `array * box` goes through NumPy's dispatch first)
-    return a * (c * b) if type(a) is Box or type(b) is not Box else (c * b) * a
+    if not b_traced:
+        return a * (c * b)
+    return c * (a * b)
+
+
+def _traced(x) -> bool:
+    """Whether a transform other than a `jit` recording traces x."""
+    while type(x) is Box:
+        if x.level.live and not x.level.stages:
+            return True
+        x = x.value
+    return False
 
 
 def linear_rule(prim, linear_in=None):

@@ -224,6 +224,12 @@ def _normalized_in_dim(x, d, label):
     shape = shape_of(x)
     nd = len(shape)
     if not -nd <= d < nd:
+        if isinstance(x, (str, bytes)) or not _is_numeric(x):
+            raise TypeError(
+                f"vmap: in_axes maps {label} along axis {d}, but it is a value of type "
+                f"{type(x).__name__}, not an array; use in_axes=None for it (the same for "
+                "every row), or close over it in the function"
+            )
         what = f"an array with shape {shape} and dtype {dtype_of(x)}"
         if nd == 0:
             raise ValueError(
@@ -235,6 +241,13 @@ def _normalized_in_dim(x, d, label):
             f"(valid axes are {-nd} to {nd - 1})"
         )
     return d % nd
+
+
+def _is_numeric(x):
+    try:
+        return dtype_of(x).kind in "biufc"
+    except TypeError:  # (NumPy could not read it as an array)
+        return False
 
 
 def _batch_size(leaves, dims, labels, axis_size):
@@ -447,11 +460,19 @@ def _split_call(fun, in_tree, leaves, dims, out_axes, groups, done=None):
             results.append(_np.concatenate(pieces, axis=d).take(inverse, axis=d))
         else:
             results.append(fnp.take(fnp.concatenate(pieces, axis=d), inverse, axis=d))
-    return out_tree, results, out_dims
+    # (an output the same for every row is the first group's, which may be an input)
+    return out_tree, _own_arrays(results, leaves), out_dims
 
 
 def _without(shape, axis):
     return shape[:axis] + shape[axis + 1 :]
+
+
+def _identities(shape, dtype):
+    """Identity matrices in the last two axes where they are square, else ones."""
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        return _np.broadcast_to(_np.eye(shape[-1], dtype=dtype), shape).copy()
+    return _np.ones(shape, dtype=dtype)
 
 
 def _take(x, rows, axis):
@@ -461,14 +482,26 @@ def _take(x, rows, axis):
 
 
 def _no_rows(fun, in_tree, leaves, dims, out_axes):
-    """A batch of no rows: one row of zeros gives the outputs' structure, shapes and dtypes."""
-    one = [
-        x
-        if d is None
-        else _np.zeros(shape_of(x)[:d] + (1,) + shape_of(x)[d + 1 :], dtype=dtype_of(x))
-        for x, d in zip(leaves, dims)
-    ]
-    out_tree, results, out_dims = _batched_call(fun, in_tree, one, dims, 1, out_axes)
+    """A batch of no rows: one made-up row gives the outputs' structure, shapes and dtypes.
+    A row of zeros, or where the function raises on it (`inv`, `cholesky`), of identity
+    matrices (ones for other shapes); NumPy's warnings about the made-up row are not the
+    caller's, and stay off."""
+    failed = None
+    for fill in (_np.zeros, _identities):
+        one = [
+            x
+            if d is None
+            else fill(shape_of(x)[:d] + (1,) + shape_of(x)[d + 1 :], dtype=dtype_of(x))
+            for x, d in zip(leaves, dims)
+        ]
+        try:
+            with _np.errstate(all="ignore"):
+                out_tree, results, out_dims = _batched_call(fun, in_tree, one, dims, 1, out_axes)
+            break
+        except Exception as error:  # (the first error is raised if both fail)
+            failed = failed or error
+    else:
+        raise failed
     empty = _np.zeros(0, dtype=_np.intp)
     results = [r if d is None else fnp.take(r, empty, axis=d) for r, d in zip(results, out_dims)]
     return out_tree, results, out_dims

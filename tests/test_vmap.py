@@ -832,3 +832,109 @@ def test_rows_of_fewer_dimensions_than_the_rule_assumed_are_numpys_rows(name, f)
     got = vmap(lambda r: f(fnp, r))(rows)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+# --- found by probing: vmap against the loop over rows --------------------------------------------
+
+
+def test_an_exception_some_rows_raise_is_raised_in_those_rows_only():
+    """`try: inv(m) except LinAlgError: ...` over a stack holding one singular matrix gave
+    every row the fallback (the batched inv raised for the whole stack); so did a division
+    under np.errstate(divide="raise"), and a singular matrix met only by another group's row
+    computed on this path. Rows that raise now go on apart, as rows that branch apart do."""
+
+    def f(m):
+        try:
+            return fnp.linalg.inv(m)
+        except np.linalg.LinAlgError:
+            return m * 0
+
+    def g(x):
+        with np.errstate(divide="raise"):
+            try:
+                return 1.0 / x
+            except FloatingPointError:
+                return x * 0
+
+    def h(v):
+        if v[0] > 0:
+            m = fnp.diag(v[1:])
+            try:
+                return fnp.linalg.inv(m)
+            except np.linalg.LinAlgError:
+                return m * 0
+        return -fnp.eye(2)
+
+    cases = [
+        (f, np.stack([np.eye(2), np.zeros((2, 2)), 2 * np.eye(2)])),
+        (g, np.array([[1.0, 2.0], [0.0, 3.0], [4.0, 5.0]])),
+        (h, np.array([[1.0, 2.0, 3.0], [1.0, 4.0, 5.0], [-1.0, 0.0, 0.0]])),
+    ]
+    for fun, rows in cases:
+        np.testing.assert_array_equal(vmap(fun)(rows), loop(fun, rows))
+    with pytest.raises(np.linalg.LinAlgError):  # raised where every row raises it
+        vmap(fnp.linalg.inv)(np.zeros((2, 2, 2)))
+    # under grad, each group's derivative is its own
+    want = np.stack([grad(lambda m: fnp.sum(f(m)))(m) for m in cases[0][1]])
+    np.testing.assert_allclose(vmap(grad(lambda m: fnp.sum(f(m))))(cases[0][1]), want)
+
+
+def test_rows_reading_zeros_of_other_signs_go_apart():
+    """-0.0 and 0.0 compare equal, so rows reading them took one path: atan2(float(s), -1)
+    over [0.0, -0.0] gave [pi, pi] (the loop: [pi, -pi])."""
+    import math
+
+    f = lambda s: s * 0 + math.atan2(float(s), -1.0)
+    rows = np.array([0.0, -0.0])
+    np.testing.assert_array_equal(vmap(f)(rows), loop(f, rows))
+    z = np.array([0j, complex(0.0, -0.0)])
+    g = lambda s: s.real * 0 + math.atan2(float(s.imag), -1.0)
+    np.testing.assert_array_equal(vmap(g)(z), loop(g, z))
+
+
+def test_hash_str_of_traced_values_and_out_axes_none_after_a_split():
+    """A traced value hashed by identity (`x in {1.0, 7.0}` never found it: wrong rows under
+    vmap, and under grad); str(x) under vmap was the tracer's text; an out_axes=None output
+    of rows that branched apart was the user's own input array."""
+    f = lambda x: x * 2 if x[0] in {1.0, 7.0} else x * 3
+    rows = np.array([[1.0, 2.0], [2.0, 3.0], [7.0, 5.0]])
+    np.testing.assert_array_equal(vmap(f)(rows), loop(f, rows))
+    assert grad(lambda x: fnp.sum(f(x)))(np.array([1.0, 2.0]))[0] == 2.0
+    assert fgrad.jit(lambda x: fnp.sum(f(x)))(np.array([2.0, 3.0])) == 15.0
+    s = lambda x: x * len(str(x[0] > 0))
+    rows = np.array([[1.0, 2.0], [-1.0, 3.0]])
+    np.testing.assert_array_equal(vmap(s)(rows), loop(s, rows))
+    w = np.array([7.0, 8.0])
+    out = vmap(lambda x, w: (x * 2 if x > 0 else -x, w), in_axes=(0, None), out_axes=(0, None))(
+        np.array([1.0, -1.0]), w
+    )
+    assert not np.shares_memory(out[1], w)
+
+
+def test_no_rows_and_a_string_mapped():
+    """vmap of no rows ran the function on a row of zeros: inv and cholesky raised where NumPy
+    gives an empty stack, and log warned of a division by zero; mapping a string raised
+    NumPy's "data type 'abc' not understood"."""
+    import warnings
+
+    for fun in (fnp.linalg.inv, fnp.linalg.cholesky):
+        assert vmap(fun)(np.zeros((0, 3, 3))).shape == (0, 3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert vmap(fnp.log)(np.zeros((0, 3))).shape == (0, 3)
+    with pytest.raises(TypeError, match="argument 1 .* type str, not an array; use in_axes=None"):
+        vmap(lambda x, s: x)(np.ones(3), "abc")
+
+
+def test_numpys_error_handling_set_inside_the_function_does_not_outlive_the_call():
+    """A `with np.errstate(divide="raise")` block inside the function, in which the rows
+    branched apart, left divide="raise" in force after vmap returned (the settings restored
+    were those the block had set, saved when the rows went apart)."""
+    before = np.geterr()
+
+    def f(x):
+        with np.errstate(divide="raise"):
+            return x * 2 if x > 0 else x * 3
+
+    np.testing.assert_array_equal(vmap(f)(np.array([1.0, -1.0, 2.0])), [2.0, -3.0, 4.0])
+    assert np.geterr() == before

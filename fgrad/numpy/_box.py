@@ -273,22 +273,29 @@ def _repr(self):
     return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
 
-def _only_recorded(box):
-    """Whether `box` is traced by `jit` recordings alone (no other live transform), which
-    stand for the value itself: what the function computes from the value's text (`str`,
-    `format`, `round`) is then what it computes eagerly, read with a guard."""
+def _only_read(box):
+    """Whether `box` is traced only by transforms that read values (`jit`'s recordings,
+    `vmap`'s rows), none that differentiates: what the function computes from the value's
+    text (`str`, `format`) is then what it computes eagerly (on each row), read as `float(x)`
+    reads it (a guard; rows that read different texts go on apart)."""
     x = box
     while type(x) is Box:
-        if x.level.live and not x.level.stages:
+        if x.level.live and not x.level.reads_values:
             return False
         x = x.value
     return True
 
 
 def _str(self):
-    # `print(x)` and f"{x}" inside a jitted function show the value as eagerly (a guard on
-    # it: another value records again); under other transforms, the traced form (`repr`).
-    return str(primal(self)) if _only_recorded(self) else _repr(self)
+    # `print(x)` and f"{x}" inside `jit` or `vmap` show the value as eagerly (the row's);
+    # under a transform that differentiates, the traced form (`repr`)
+    return str(primal(self)) if _only_read(self) else _repr(self)
+
+
+def _hash(self):
+    # The value's hash, as eagerly (`x in {1.0, 2.0}`, `d.get(x)`: by identity they were
+    # never found), read as `float(x)` reads it; an array's value is unhashable, as NumPy's.
+    return hash(primal(self))
 
 
 def _format(self, spec):
@@ -669,6 +676,6 @@ def install(namespace, submodules):
         setattr(Box, name, property(fn))
     for name, why in _NO_TRACED_MEANING.items():
         setattr(Box, name, _refused_attribute(name, why))
-    # Defining __eq__ would otherwise leave Box unhashable in some code paths; the core keys
-    # nothing by box, and hashing by identity is what sets and dicts of boxes expect.
-    Box.__hash__ = object.__hash__
+    # Defining __eq__ leaves a class unhashable; a traced value hashes as its value does (the
+    # core keys nothing by box: it keys boxes by `id`)
+    Box.__hash__ = _hash
