@@ -44,7 +44,10 @@ Free variables
 A function may close over boxes (through closure cells, globals, default arguments, `self`).
 `capturing` runs a function with the live levels suspended and lists the boxes it reads;
 `replacing` runs it again with those boxes replaced by other values. `checkpoint` uses both
-to make a function's free variables explicit inputs of its primitive.
+to make a function's free variables explicit inputs of its primitive. Such blocks nest (a
+checkpoint inside a checkpoint, a solve inside one): a box the inner block does not claim is
+read by the blocks around it, innermost first, and what one of them reads it as is offered
+again from the innermost (see `_live_value`); a `jit` recording inside keeps no record of it.
 
 Watching
 --------
@@ -108,11 +111,13 @@ __all__ = [
     "innermost",
     "is_foreign_array",
     "leave_phase",
+    "live_leaves",
     "live_levels",
     "live_levels_of",
     "primal",
     "processing_level",
     "refuse_lazy",
+    "replacements",
     "replacing",
     "shape_of",
     "whole_value",
@@ -400,6 +405,11 @@ class Level:
         """Every row of the values under this level's box at once (a level that `stages`,
         see `whole_value`)."""
         raise NotImplementedError
+
+    def read_rewritten(self, box: Box) -> None:
+        """Called on a live level that `stages`, opened inside a `capturing` or `replacing`
+        block, when the code it records reads a free variable (`box`) that the block reads as
+        another value: that value is not an input of the record."""
 
     def __repr__(self) -> str:
         state = "live" if self.live else "exited"
@@ -694,15 +704,53 @@ def _packed(a):
 
 
 def _live_value(x):
-    """x without boxes of levels that are not live (exited, or suspended by a rewrite)."""
-    rewrite = _state.rewrite
+    """x without boxes of levels that are not live (exited, or suspended by a rewrite).
+
+    A box is offered to the innermost rewrite first, then to the ones it is nested in: a
+    function run by `capturing` or `replacing` may itself run a function that way (a
+    checkpoint inside a checkpoint), and a value the inner function reads from its closure
+    may be one the outer block captures or replaces. What an outer rewrite reads the box as
+    is offered again from the innermost rewrite (it may be a box of a level the inner block
+    suspended), which, if it captures it, learns the boxes read as it (`_Capture.aliases`)."""
+    read_as: tuple = ()
+    depth = None  # the depth of the outermost rewrite that read x as something
+    first = x
     while type(x) is Box and not x.level.live:
-        if rewrite is not None:
-            found = rewrite.read(x)
+        found = _UNWRAP
+        rewrite = _state.rewrite
+        while rewrite is not None:
+            found = rewrite.read(x, read_as)
             if found is not _UNWRAP:
-                return found
-        x = x.value
+                break
+            rewrite = rewrite.outer
+        if found is _UNWRAP or found is x:
+            x = x.value
+            continue
+        depth = rewrite.depth if depth is None else min(depth, rewrite.depth)
+        if type(rewrite) is _Replace:
+            read_as += (x,)
+        x = found
+    if depth is not None and _state.reading:
+        _tell_recorders(first, depth)
     return x
+
+
+def live_leaves(leaves: Sequence[Any]) -> list:
+    """The leaves as a primitive bound to them sees them (`bind`): a box of a level that is
+    not live is read as the rewrites in effect read it (a free variable captured or replaced
+    for a checkpoint or a solve), or as the value under it. A function that decides from its
+    arguments' levels whether to bind a primitive at all reads them so."""
+    return [_live_value(x) if type(x) is Box and not x.level.live else x for x in leaves]
+
+
+def _tell_recorders(box, depth):
+    """A level that records (`jit`'s), opened inside a rewrite (at `depth` or deeper), must not
+    keep a record that holds what the rewrite read a free variable as: a later call reads the
+    variable again (a checkpoint's backward pass reruns the function with it replaced by a
+    traced input)."""
+    for level in _state.stack[depth:]:
+        if level.stages and level.live:
+            level.read_rewritten(box)
 
 
 # --- free variables: running a function again with the boxes it reads replaced --------------------
@@ -711,33 +759,43 @@ _UNWRAP = object()
 
 
 class _Capture:
-    """Lists the boxes of suspended levels a function reads (its free variables)."""
+    """Lists the boxes of suspended levels a function reads (its free variables), and for each
+    the boxes that an outer rewrite read as it (`aliases`): the names the function knows it
+    by, which a later run must replace too, when that outer rewrite is no longer in effect."""
 
-    __slots__ = ("boxes", "seen", "suspended")
+    __slots__ = ("aliases", "boxes", "depth", "outer", "positions", "suspended")
 
     def __init__(self, suspended):
+        self.outer = None  # the rewrite this one is nested in (set by `_rewritten`)
+        self.depth = 0  # the depth of the levels opened inside the block (set by `_rewritten`)
         self.suspended = suspended
         self.boxes = []
-        self.seen = set()
+        self.aliases = []  # per box: a list of boxes
+        self.positions = {}  # id of a box -> its index in `boxes`
 
-    def read(self, x):
-        if x.level in self.suspended:
-            if id(x) not in self.seen:
-                self.seen.add(id(x))
-                self.boxes.append(x)
-            return constant_of(x)
-        return _UNWRAP
+    def read(self, x, read_as=()):
+        if x.level not in self.suspended:
+            return _UNWRAP
+        i = self.positions.get(id(x))
+        if i is None:
+            i = self.positions[id(x)] = len(self.boxes)
+            self.boxes.append(x)
+            self.aliases.append([])
+        self.aliases[i] += [b for b in read_as if all(b is not a for a in self.aliases[i])]
+        return constant_of(x)
 
 
 class _Replace:
     """Reads each of some boxes (by identity) as another value."""
 
-    __slots__ = ("values",)
+    __slots__ = ("depth", "outer", "values")
 
     def __init__(self, values):
+        self.outer = None  # the rewrite this one is nested in (set by `_rewritten`)
+        self.depth = 0  # the depth of the levels opened inside the block (set by `_rewritten`)
         self.values = values
 
-    def read(self, x):
+    def read(self, x, read_as=()):
         return self.values.get(id(x), _UNWRAP)
 
 
@@ -748,6 +806,8 @@ def _rewritten(rewrite, suspend):
     suspended = [lv for lv in suspend if lv.live]
     for lv in suspended:
         lv.live = False
+    rewrite.outer = previous
+    rewrite.depth = len(state.stack)
     state.rewrite = rewrite
     try:
         yield rewrite
@@ -760,11 +820,24 @@ def _rewritten(rewrite, suspend):
 def capturing() -> contextlib.AbstractContextManager[_Capture]:
     """Within the block, every live level that differentiates is suspended: a function run
     there computes with the values under their boxes, and the boxes of those levels that it
-    reads are listed, in order, in the `boxes` of the object the block gives. Levels that read
-    values stay live: batching levels' rows are still computed together, and a staging level
-    still records."""
+    reads are listed, in order, in the `boxes` of the object the block gives (with, in its
+    `aliases`, the boxes read as each through an enclosing block: see `replacements`). Levels
+    that read values stay live: batching levels' rows are still computed together, and a
+    staging level still records (but keeps no record that read a free variable: see
+    `Level.read_rewritten`)."""
     levels = [lv for lv in live_levels() if not (lv.batches or lv.stages)]
     return _rewritten(_Capture(set(levels)), levels)
+
+
+def replacements(boxes: Sequence[Box], aliases: Sequence[Sequence[Box]], values: Sequence) -> dict:
+    """The `values` of `replacing` that read each of `boxes` (a capture's), and each box read
+    as it when it was captured (its `aliases`), as the value at its position."""
+    replaced = {}
+    for box, names, v in zip(boxes, aliases, values):
+        replaced[id(box)] = v
+        for name in names:
+            replaced[id(name)] = v
+    return replaced
 
 
 def replacing(

@@ -506,6 +506,7 @@ class _CustomFunction:
         args = _resolve_kwargs(self.fun, args, kwargs, who)
         nondiff, diff = self._split_args(args)
         leaves, in_tree = tree_flatten(tuple(args[i] for i in diff))
+        leaves = core.live_leaves(leaves)
         if not _any_live(leaves):  # nothing to apply a rule to: the function itself
             return self.fun(*args)
         call = _CustomCall(self, args, nondiff, diff, in_tree)
@@ -1016,6 +1017,7 @@ class _CheckpointCall(_Call):
         self.fun = fun
         self.n_args = in_tree.num_leaves
         self.captured = []
+        self.aliases = []  # per captured box, the boxes read as it (`core.replacements`)
         self.cache = None  # (the plain inputs, the outputs) of that first run
 
     def discover(self, leaves):
@@ -1024,7 +1026,7 @@ class _CheckpointCall(_Call):
         plain = [core.constant_of(x) for x in leaves]  # a batched value keeps its rows
         with core.capturing() as capture:
             outs = self.output_leaves(self.call(plain), "the function")
-        self.captured = capture.boxes
+        self.captured, self.aliases = capture.boxes, capture.aliases
         self.cache = (plain + [core.constant_of(c) for c in self.captured], outs)
         return outs
 
@@ -1037,7 +1039,7 @@ class _CheckpointCall(_Call):
     def run(self, vals, suspend):
         """The output leaves for the inputs `vals`: the arguments' leaves, then a value for
         each captured box, which the function reads in its place."""
-        replaced = {id(c): v for c, v in zip(self.captured, vals[self.n_args :])}
+        replaced = core.replacements(self.captured, self.aliases, vals[self.n_args :])
         with core.replacing(replaced, suspend):
             return self.output_leaves(self.call(vals), "the function")
 
@@ -1047,7 +1049,9 @@ class _CheckpointCall(_Call):
             if len(plain) == len(vals) and all(v is p for v, p in zip(vals, plain)):
                 self.cache = None  # the first run's outputs are given out once
                 return outs
-        return self.run(vals, core.live_levels())
+        # (a vmap stays live: the function may read its rows from a closure, as it did when
+        # first run, and must give each row's value as then)
+        return self.run(vals, [lv for lv in core.live_levels() if not lv.batches])
 
     def function_of(self, vals, own, suspend):
         """The function of the inputs at positions `own`, the other inputs fixed at `vals`."""
@@ -1152,13 +1156,16 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     def checkpointed(*args, **kwargs):
         leaves, in_tree = tree_flatten((args, kwargs))
+        leaves = core.live_leaves(leaves)
         call = _CheckpointCall(fun, in_tree, who)
         outs = call.discover(leaves)
         inputs = [_as_numpy(x) for x in leaves] + call.captured
         levels = live_levels_of(inputs)
         if not levels:
             return call.output(outs)
-        if max(levels, key=operator.attrgetter("depth")).batches:
+        # (a vmap whose rows the function reads from its closure shows in its outputs)
+        batched = [lv for lv in live_levels_of(outs) if lv.batches]
+        if max(levels + batched, key=operator.attrgetter("depth")).batches:
             # A vmap inside every transform that differentiates the call: its rows are
             # computed together by running the function itself (which may read other values
             # batched by that vmap), so the transforms outside the vmap trace every operation
@@ -1263,8 +1270,9 @@ def tap_cotangent(x: PyTree, on_cotangent: Callable[[Any], Any]) -> PyTree:
             "pass a function of the cotangent (returning None leaves it unchanged)"
         )
     leaves, tree = tree_flatten(x)
+    leaves = core.live_leaves(leaves)
     if not _any_live(leaves):
-        return x
+        return tree_unflatten(tree, leaves)
     call = _Call("tap_cotangent", tree)
     call.on_cotangent = on_cotangent
     call.output_leaves(x, "its argument")

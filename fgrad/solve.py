@@ -73,16 +73,17 @@ class _Closed:
     inside it that already has, or one that has exited: its boxes are read as the parameters.
     Levels a rule opens itself (to take a jvp or a vjp) capture nothing and stay live."""
 
-    def __init__(self, fun, captured):
+    def __init__(self, fun, captured, aliases):
         self.fun = fun
         self.captured = captured
+        self.aliases = aliases  # per captured box, the boxes read as it (`core.replacements`)
 
     def __call__(self, x, params):
         present = _levels_in(params)
         if not self.captured:
             leaves, tree = tree_flatten(self.fun(x))
         else:
-            replaced = {id(c): p for c, p in zip(self.captured, params)}
+            replaced = core.replacements(self.captured, self.aliases, params)
             suspend = {
                 id(c.level): c.level
                 for c in self.captured
@@ -123,14 +124,15 @@ def _refuse_closure_under_vmap(who, out, captured):
 
 
 def _discover(fun, x):
-    """Run `fun(x)` with every transform that differentiates or records suspended: its output
-    and the boxes it reads (its free variables). A value `jit` records is captured too (core's
-    `capturing` keeps a staging level live): read from a closure, it must be an input of the
-    solve's primitive, or a replay would use the recorded value."""
+    """Run `fun(x)` with every transform that differentiates or records suspended: its output,
+    the boxes it reads (its free variables) and the boxes read as each (`core.replacements`).
+    A value `jit` records is captured too (core's `capturing` keeps a staging level live):
+    read from a closure, it must be an input of the solve's primitive, or a replay would use
+    the recorded value."""
     levels = [lv for lv in core.live_levels() if not lv.batches]
     with core._rewritten(core._Capture(set(levels)), levels) as capture:
         out = fun(x)
-    return out, list(capture.boxes)
+    return out, list(capture.boxes), capture.aliases
 
 
 _LAZY = "the user's solver runs on NumPy values"
@@ -453,7 +455,7 @@ def custom_linear_solve(
     refuse_lazy(who, _LAZY, *[core.innermost(v) for v in b_leaves])
     probe = tree_unflatten(tree, [_zeros((core.shape_of(v), core.dtype_of(v))) for v in b_leaves])
     # matvec is linear: zeros show what it reads without the rows of a vmap that b may have
-    out, captured = _discover(matvec, probe)
+    out, captured, aliases = _discover(matvec, probe)
     _refuse_closure_under_vmap(who, out, captured)
     out_leaves = tree_flatten(out)[0]
     if len(out_leaves) == len(b_leaves):  # a solution of A's and b's dtype, as a product's
@@ -466,7 +468,7 @@ def custom_linear_solve(
     metas = [(core.shape_of(v), core.dtype_of(v)) for v in b_leaves]
     _check_like(who, "matvec", out, tree, metas)
     call = _LinearCall(
-        who, _Closed(matvec, captured), solve, transpose_solve, symmetric, tree, metas
+        who, _Closed(matvec, captured, aliases), solve, transpose_solve, symmetric, tree, metas
     )
     call.reads_batched = bool(batch_levels(out_leaves))
     inputs = b_leaves + captured
@@ -686,13 +688,13 @@ def custom_root(
     refuse_lazy(who, _LAZY, *[core.innermost(v) for v in guess_leaves])
     guess = tree_unflatten(tree, [_plain(v)[()] for v in guess_leaves])
     metas = [(core.shape_of(v), core.dtype_of(v)) for v in guess_leaves]
-    out, captured = _discover(f, guess)
+    out, captured, aliases = _discover(f, guess)
     _refuse_closure_under_vmap(who, out, captured)
     _check_like(who, "f", out, tree, metas)
     reads = bool(batch_levels(tree_flatten(out)[0]))  # the guess is plain: from a closure
     x, aux = root_of(
         who,
-        _Closed(f, captured),
+        _Closed(f, captured, aliases),
         captured,
         solve,
         tangent_solve,

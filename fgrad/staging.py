@@ -360,6 +360,15 @@ class StagingLevel(Level):
             self.items.append(Guard(slot, guard_key(value), user_line()))
         return value
 
+    def read_rewritten(self, box: Box) -> None:
+        # a free variable a checkpoint or a solve reads as another value in each call (a
+        # traced input in its backward pass): a replay would keep this call's
+        if self.unsafe is None:
+            self.unsafe = (
+                "the function read a value of an outer transform from a closure inside a "
+                "checkpoint or a solve, which reads it as another value in each call"
+            )
+
     def read_with(self, box: Box, reader, key) -> None:
         """Record that the traced code read `key`, which is `reader(box.value)`, as a guard
         that a replay checks by calling `reader` on the slot's value: for what NumPy reads of

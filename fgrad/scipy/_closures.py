@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from .. import core
 from ..core import Box
 from ..numpy.shaping import describe
 from ..tree_util import tree_flatten
@@ -50,7 +51,8 @@ def _refuse_traced(v: Any, who: str, instead: str) -> None:
         leaves = tree_flatten(v)[0]
     except Exception:  # not a pytree fgrad knows: nothing of it can be traced
         return
-    for x in leaves:
+    # (a free variable of a checkpoint's function is read as its traced input there)
+    for x in core.live_leaves(leaves):
         y = x
         while type(y) is Box:
             if y.level.live:

@@ -104,15 +104,15 @@ class _Problem:
         self.x0_param = type(self.x0) is Box
         x_plain = core.constant_of(self.x0)
         plain_args = tree_unflatten(self.arg_tree, [core.constant_of(v) for v in leaves])
-        out, captured = _discover(lambda xa: fun(xa[0], *xa[1]), (x_plain, plain_args))
+        out, captured, aliases = _discover(lambda xa: fun(xa[0], *xa[1]), (x_plain, plain_args))
         # whether fun reads a value of a vmap from a closure (see fgrad.solve's vmap rule):
         # run on one row of the arguments, its value has rows only if it does
         self.reads_batched = bool(batch_levels(_leaves_of(out)))
         if batch_levels([self.x0, *leaves]):
             row = tree_unflatten(self.arg_tree, [_first_row(v) for v in leaves])
-            out, _ = _discover(lambda xa: fun(xa[0], *xa[1]), (_first_row(self.x0), row))
+            out, _, _ = _discover(lambda xa: fun(xa[0], *xa[1]), (_first_row(self.x0), row))
             self.reads_batched = bool(batch_levels(_leaves_of(out)))
-        self.closed = _Closed(lambda xa: fun(xa[0], *xa[1]), captured)
+        self.closed = _Closed(lambda xa: fun(xa[0], *xa[1]), captured, aliases)
         self.params = (
             ([self.x0] if self.x0_param else []) + [leaves[i] for i in self.traced] + list(captured)
         )
