@@ -411,6 +411,22 @@ def test_erfcx_derivative_at_large_x_keeps_its_digits(no_warnings):
     assert float(grad(sp.erfcx)(-3.0)) == pytest.approx(exact(-3.0), rel=1e-14)
 
 
+def test_logit_second_derivative_agrees_in_every_mode_at_the_ends():
+    # the slope 1/(x (1-x))'s reverse rule formed -inf * 0: grad(grad(logit)) was nan at 0
+    # and 1 while jacfwd gave the limits -inf and inf; (2x - 1) / (x (1-x))^2 inside
+    import fgrad
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for x, want in [(0.0, -np.inf), (1.0, np.inf), (0.3, -0.4 / 0.21**2)]:
+            for d in (
+                grad(grad(sp.logit))(x),
+                jacfwd(grad(sp.logit))(x),
+                jacrev(jacfwd(sp.logit))(x),
+                fgrad.derivative(sp.logit, 2)(x),
+            ):
+                assert float(d) == pytest.approx(want, rel=1e-14)
+
+
 def test_scaled_bessel_derivatives_at_large_x_keep_their_digits(no_warnings):
     # i0e' = i1e - sign(x) i0e (and ive's, kve's alike) cancelled about log10(2x) digits:
     # i0e'(1e12) was -1.99529e-19 (-1.99471e-19), float32 i0e'(1e6) 2% off, float32

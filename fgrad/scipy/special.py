@@ -609,7 +609,9 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Arra
 _expit_p: UnaryFunction = defunary(
     _sc.expit, lambda ans, x: ans * _expit_p(fnp.negative(x)), name="expit"
 )
-_logit_p = _unary_of_x(_sc.logit, lambda x: 1.0 / (x * (1.0 - x)), name="logit")
+# 1/x + 1/(1-x), not 1/(x (1-x)): the product's reverse rule formed -inf * 0 = nan for
+# logit'' at 0 and 1 (forward mode: -inf and inf, the limits); the sum has no zero factor
+_logit_p = _unary_of_x(_sc.logit, lambda x: 1.0 / x + 1.0 / (1.0 - x), name="logit")
 _log_expit_p = _unary_of_x(_sc.log_expit, lambda x: _expit_p(fnp.negative(x)), name="log_expit")
 
 
@@ -635,7 +637,8 @@ expit = _ufunc(
 )
 logit = _ufunc(
     _logit_p,
-    "log(x / (1 - x)) for x in (0, 1), the inverse of `expit`; derivative 1 / (x (1 - x)).",
+    """log(x / (1 - x)) for x in (0, 1), the inverse of `expit`; derivative 1 / (x (1 - x)),
+    written 1/x + 1/(1-x) (its second derivative is -inf at 0 and inf at 1 in both modes).""",
 )
 log_expit = _ufunc(_log_expit_p, "log(expit(x)), stable at any magnitude; derivative expit(-x).")
 
