@@ -5,6 +5,7 @@ second derivatives (with warnings as errors), -inf entries and signed weights in
 conventions at x == 0 and at the edges of the domains, errors, and that `import fgrad` never
 needs SciPy."""
 
+import functools
 import math
 import subprocess
 import sys
@@ -408,6 +409,63 @@ def test_erfcx_derivative_at_large_x_keeps_its_digits(no_warnings):
         d = grad(sp.erfcx)(np.float32(x))
         assert d.dtype == np.float32 and float(d) == pytest.approx(exact(x), rel=1e-6)
     assert float(grad(sp.erfcx)(-3.0)) == pytest.approx(exact(-3.0), rel=1e-14)
+
+
+def test_logit_second_derivative_agrees_in_every_mode_at_the_ends():
+    # the slope 1/(x (1-x))'s reverse rule formed -inf * 0: grad(grad(logit)) was nan at 0
+    # and 1 while jacfwd gave the limits -inf and inf; (2x - 1) / (x (1-x))^2 inside
+    import fgrad
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for x, want in [(0.0, -np.inf), (1.0, np.inf), (0.3, -0.4 / 0.21**2)]:
+            for d in (
+                grad(grad(sp.logit))(x),
+                jacfwd(grad(sp.logit))(x),
+                jacrev(jacfwd(sp.logit))(x),
+                fgrad.derivative(sp.logit, 2)(x),
+            ):
+                assert float(d) == pytest.approx(want, rel=1e-14)
+
+
+def test_scaled_bessel_derivatives_at_large_x_keep_their_digits(no_warnings):
+    # i0e' = i1e - sign(x) i0e (and ive's, kve's alike) cancelled about log10(2x) digits:
+    # i0e'(1e12) was -1.99529e-19 (-1.99471e-19), float32 i0e'(1e6) 2% off, float32
+    # ive'(1.5, 1e4) 1.8e-3; now the large-x expansion's derivative, in every mode and order
+    import fgrad
+
+    def scaled(kind, v):
+        if kind == "ive":
+            return lambda t: mpmath.besseli(v, t) * mpmath.exp(-abs(t))
+        return lambda t: mpmath.besselk(v, t) * mpmath.exp(t)
+
+    cases = [(sp.i0e, "ive", 0), (sp.i1e, "ive", 1)]
+    cases += [(functools.partial(sp.ive, v), "ive", v) for v in (0.5, 3, 20.0)]
+    # (mpmath's besselk of an integer order takes seconds a point)
+    cases += [(functools.partial(sp.kve, v), "kve", v) for v in (0.5, 2.5, 20.5)]
+    for f, kind, v in cases:
+        for x in [60.0, 201.0, 1e5, -70.0]:
+            if x < 0 and (kind == "kve" or v != int(v)):
+                continue
+            with mpmath.workdps(50):
+                want = [float(mpmath.diff(scaled(kind, v), mpmath.mpf(x), k)) for k in (1, 2, 3)]
+            if abs(x) < max(50.0, v * v / 2):  # (the plain difference serves: 1e-11 there)
+                continue
+            for d in (grad(f)(x), jacfwd(f)(x), fgrad.derivative(f, 1)(x)):
+                assert float(d) == pytest.approx(want[0], rel=1e-14), (kind, v, x)
+            assert float(grad(grad(f))(x)) == pytest.approx(want[1], rel=1e-14)
+            assert float(fgrad.derivative(f, 3)(x)) == pytest.approx(want[2], rel=1e-13)
+    for f, v in [(sp.i0e, 0), (sp.i1e, 1)]:  # the probe's; -1e12 by parity
+        with mpmath.workdps(30):
+            want = float(mpmath.diff(scaled("ive", v), mpmath.mpf(1e12)))
+        assert float(grad(f)(1e12)) == pytest.approx(want, rel=1e-14)
+        assert float(grad(f)(-1e12)) == pytest.approx((-1) ** (v + 1) * want, rel=1e-14)
+    with mpmath.workdps(30):
+        want = float(mpmath.diff(scaled("ive", 0), mpmath.mpf(1e6)))
+    d = grad(sp.i0e)(np.float32(1e6))
+    assert d.dtype == np.float32 and float(d) == pytest.approx(want, rel=1e-6)
+    # a batch mixing the two ways, under vmap, equals its rows
+    xs = np.array([3.0, 80.0, -2e5])
+    np.testing.assert_array_equal(fgrad.vmap(grad(sp.i1e))(xs), [grad(sp.i1e)(x) for x in xs])
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])

@@ -3,7 +3,9 @@
 `logpdf` and `pdf` are differentiable in x, df, loc and scale. The CDFs are SciPy's `stdtr`,
 differentiable in x, loc and scale (derivative: the density) and in `df`: stdtr is an
 incomplete beta function of df / (df + z^2), with parameters df/2 and 1/2, whose derivative
-in its parameter is `fgrad.scipy.special.betainc`'s series (checked against mpmath).
+in its parameter is `fgrad.scipy.special.betainc`'s series (checked against mpmath); from
+df = 100 on, where that form cancels, the integral of the density's derivative in df
+(Gauss quadrature, to 1e-11 of mpmath up to df = 1e12; 0 at df = inf).
 
 Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 """
@@ -54,7 +56,7 @@ def _tail(x, df, loc, scale, sign, log):
 
 
 def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """stdtr(df, z); d/dx is the density, d/d df through `betainc`'s series."""
+    """stdtr(df, z); d/dx is the density, d/d df as the module's docstring says."""
     return _tail(x, df, loc, scale, 1.0, False)
 
 
