@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core
-from ..core import Box, Primitive, bind_two, dtype_of, primal, shape_of
+from ..core import Box, Primitive, bind_one, bind_two, dtype_of, primal, shape_of
 from . import (
     _ufunc_methods,
     elementwise as _ew,
@@ -243,6 +243,8 @@ def _rmatmul(self, other):
 
 
 def _unary(fn):
+    if isinstance(fn, Primitive):  # (an operator's twin: bound directly, as `_operator` binds)
+        return lambda self: bind_one(fn, self)
     return lambda self: fn(self)
 
 
