@@ -188,7 +188,11 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
             if _np.ndim(v) != 0:
                 fix = "cast it with x.astype(float)"
             elif dt.kind in "biu":  # an integer or a bool: the same number as a float
-                fix = f"pass {float(v)!r} instead of {v!r}"
+                fix = (
+                    f"pass {float(v)!r} instead of {v!r} to differentiate it; an index, a "
+                    "count or a flag has no derivative: close over it instead (a lambda or "
+                    "functools.partial)"
+                )
             else:
                 fix = "pass a float or a float NumPy array"
         kind = {True: "complex", False: "real float"}.get(holomorphic, "float")
@@ -323,9 +327,7 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
     [3.0, 2.0]
     """
     _check_callable(fun, "vjp")
-    return _vjp(
-        fun, primals, has_aux, "vjp", lambda: [f"argument {i}" for i in range(len(primals))]
-    )
+    return _vjp(fun, primals, has_aux, "vjp")
 
 
 def _vjp(fun, primals, has_aux, who, labels=None):
@@ -347,11 +349,22 @@ def _vjp(fun, primals, has_aux, who, labels=None):
             )
         for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
             _check_like(c, o, f"cotangent leaf {i}", "output")
-        return tree_unflatten(in_tree, pull(ct_leaves))
+        return tree_unflatten(in_tree, _fresh(pull(ct_leaves), ct_leaves))
 
     primal_out = tree_unflatten(out_tree, out_values)
     vjp_fun = api_boundary(vjp_fun)
     return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
+
+
+def _fresh(results, given):
+    """The derivatives as arrays of their own: one that is an array the caller passed (the
+    cotangent of an identity, `vjp(lambda x: x, x)[1](ct)`) is copied, so that updating the
+    result in place (an optimizer's step) leaves the caller's array alone."""
+    if not any(type(r) is _np.ndarray and any(r is g for g in given) for r in results):
+        return results
+    return [
+        r.copy() if type(r) is _np.ndarray and any(r is g for g in given) else r for r in results
+    ]
 
 
 def _check_outputs(out_leaves, who):
@@ -365,9 +378,13 @@ def _check_outputs(out_leaves, who):
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
                 f"{who}: the function returned a value of {kind} at output leaf {k}; "
-                "transforms differentiate numbers and numeric arrays, so return those (put "
-                "other results in has_aux=True's aux)"
+                "transforms differentiate numbers and numeric arrays, so return those"
+                + (" (put other results in has_aux=True's aux)" if who not in _NO_AUX else "")
             )
+
+
+# the transforms without `has_aux`
+_NO_AUX = frozenset(("derivative", "laplacian", "jet"))
 
 
 def _pause_collector():
@@ -511,8 +528,12 @@ def _grad_flat(fun, leaves, in_tree, has_aux, who, holomorphic):
 
 
 def _check_like(given, expected, what, of_what):
-    """A tangent or cotangent must have the shape and dtype of the value it goes with."""
+    """A tangent or cotangent must have the shape and dtype of the value it goes with. A bool
+    or integer value (a mask, a count) has no derivative: any cotangent of its shape is taken
+    (and not read), a bool or int one as JAX takes one."""
     g, e = _plain(given), _plain(expected)
+    if _dtype(e).kind in "biu" and _is_arraylike(g) and _np.shape(g) in ((), _np.shape(e)):
+        return
     if not (_is_arraylike(g) and _np.issubdtype(_dtype(g), _np.number)) or isinstance(g, bool):
         kind = (
             f"{_dtype(g)} with shape {_np.shape(g)}"
@@ -764,6 +785,7 @@ def jvp(
     values, tangents_out, out_tree, aux = _jvp_flat(
         lambda args: fun(*args), p_leaves, p_tree, t_leaves, has_aux
     )
+    tangents_out = _fresh(tangents_out, t_leaves)
     result = (tree_unflatten(out_tree, values), tree_unflatten(out_tree, tangents_out))
     return result + (aux,) if has_aux else result
 
@@ -783,7 +805,7 @@ def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
         out = fun(tree_unflatten(p_tree, args))
     aux = None
     if has_aux:
-        out, aux = _split_aux(out, "jvp")
+        out, aux = _split_aux(out, who)
         aux = tree_map(lambda a: _strip(a, level), aux)
     out_leaves, out_tree = tree_flatten(out)
     _check_outputs(out_leaves, who)
@@ -872,7 +894,9 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
             _check_like(t, p, f"linearize: tangent leaf {i}", "primal")
         if transposed is None:
             return jvp(fun, primals_tuple, tangents, has_aux=has_aux)[1]
-        t_out = transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)])
+        t_out = _fresh(
+            transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)]), t_leaves
+        )
         return tree_unflatten(
             out_tree,
             [
@@ -888,19 +912,19 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
 # --- Jacobians ------------------------------------------------------------------------------------
 
 
-def _jacobian_setup(fun, argnums, args, who, holomorphic):
+def _jacobian_setup(fun, argnums, args, kwargs, who, holomorphic, forward):
     nums, single = _normalize_argnums(argnums, who)
     dyn_nums = _check_argnums_range(nums, len(args), who)
     dyn = tuple(args[i] for i in dyn_nums)
     # jacfwd's one-hot tangents span real directions only: complex inputs need holomorphic=True
-    real_only = False if who == "jacfwd" else None
+    real_only = False if forward else None
     _check_float_leaves(
         tree_flatten(dyn)[0],
         lambda: _leaf_labels(dyn, dyn_nums),
         who,
         holomorphic=True if holomorphic else real_only,
     )
-    return dyn, single, _function_of_dyn(fun, args, {}, dyn_nums, False)
+    return dyn, single, _function_of_dyn(fun, args, kwargs, dyn_nums, False)
 
 
 def _function_of_dyn(fun, args, kwargs, dyn_nums, single):
@@ -1015,15 +1039,22 @@ def jacfwd(
            [0., 4.]])
     """
     _check_callable(fun, "jacfwd")
+    return _jacfwd(fun, argnums, has_aux, holomorphic, "jacfwd")
 
-    def jacfwd_fun(*args):
-        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacfwd", holomorphic)
+
+def _jacfwd(fun, argnums, has_aux, holomorphic, who):
+    """`jacfwd`, its errors naming the transform the user called as `who` (`hessian`)."""
+
+    def jacfwd_fun(*args, **kwargs):
+        dyn, single, fun_of_dyn = _jacobian_setup(
+            fun, argnums, args, kwargs, who, holomorphic, forward=True
+        )
         in_leaves, in_tree = tree_flatten(dyn)
         evaluated = []  # the outputs and their structure, from the first jvp
 
         def push(tangents):
             values, t_out, out_tree, aux = _jvp_flat(
-                fun_of_dyn, in_leaves, in_tree, tangents, has_aux, who="jacfwd"
+                fun_of_dyn, in_leaves, in_tree, tangents, has_aux, who=who
             )
             if not evaluated:  # (aux does not depend on the tangents: the first one's)
                 evaluated.extend((values, out_tree, aux))
@@ -1043,14 +1074,14 @@ def jacfwd(
             push([None] * len(in_leaves))
         out_leaves, out_tree, aux = evaluated
         if holomorphic:  # (a real output of a complex input has no complex derivative)
-            _check_output_kind(out_leaves, holomorphic, "jacfwd")
+            _check_output_kind(out_leaves, holomorphic, who)
         columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
         pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns] for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
         jacobian = _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
         return (jacobian, aux) if has_aux else jacobian
 
-    return _named(jacfwd_fun, fun, "jacfwd")
+    return _named(jacfwd_fun, fun, who)
 
 
 def _in_tree_builder(in_tree, single):
@@ -1098,14 +1129,19 @@ def jacrev(
            [2., 1.]])
     """
     _check_callable(fun, "jacrev")
+    return _jacrev(fun, argnums, has_aux, holomorphic, "jacrev")
 
-    def jacrev_fun(*args):
-        dyn, single, fun_of_dyn = _jacobian_setup(fun, argnums, args, "jacrev", holomorphic)
-        in_leaves, in_tree = tree_flatten(dyn)
-        out_leaves, out_tree, pull, aux = _vjp_flat(
-            fun_of_dyn, in_leaves, in_tree, has_aux, "jacrev"
+
+def _jacrev(fun, argnums, has_aux, holomorphic, who):
+    """`jacrev`, its errors naming the transform the user called as `who` (`hessian`)."""
+
+    def jacrev_fun(*args, **kwargs):
+        dyn, single, fun_of_dyn = _jacobian_setup(
+            fun, argnums, args, kwargs, who, holomorphic, forward=False
         )
-        _check_output_kind(out_leaves, holomorphic, "jacrev")
+        in_leaves, in_tree = tree_flatten(dyn)
+        out_leaves, out_tree, pull, aux = _vjp_flat(fun_of_dyn, in_leaves, in_tree, has_aux, who)
+        _check_output_kind(out_leaves, holomorphic, who)
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):
             v = _plain(o)
@@ -1120,7 +1156,7 @@ def jacrev(
         jacobian = _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
         return (jacobian, aux) if has_aux else jacobian
 
-    return _named(jacrev_fun, fun, "jacrev")
+    return _named(jacrev_fun, fun, who)
 
 
 def _check_output_kind(out, holomorphic, who):
@@ -1173,8 +1209,9 @@ def hessian(
            [2., 0.]])
     """
     _check_callable(fun, "hessian")
-    inner = jacrev(fun, argnums, has_aux, holomorphic)
-    return _named(jacfwd(inner, argnums, has_aux, holomorphic), fun, "hessian")
+    _check_callable(fun, "hessian")
+    inner = _jacrev(fun, argnums, has_aux, holomorphic, "hessian")
+    return _named(_jacfwd(inner, argnums, has_aux, holomorphic, "hessian"), fun, "hessian")
 
 
 def stop_gradient(x: PyTree) -> PyTree:

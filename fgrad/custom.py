@@ -423,9 +423,12 @@ def _call_impl(*leaves, call):
 
 
 def _resolve_kwargs(fun, args, kwargs, who):
-    """Keyword arguments put in their positional places, as JAX does for custom rules."""
-    if not kwargs:
-        return args
+    """Keyword arguments put in their positional places, and defaults applied, as JAX does for
+    custom rules: the rules see every parameter however the function was called (a default
+    left out made `bwd` return one cotangent fewer than when it was passed)."""
+    code = getattr(fun, "__code__", None)
+    if not kwargs and code is not None and len(args) >= code.co_argcount:
+        return args  # the common call: every positional parameter given
     try:
         bound = inspect.signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:

@@ -139,7 +139,8 @@ def jet(
     p_leaves, p_tree = tree_flatten(tuple(primals))
     _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "jet")
     p_leaves = [_numpy_scalar(p) for p in p_leaves]
-    # coefficients[leaf][k]: term k+1 of that leaf, normalized (divided by (k+1)!)
+    step = _step(order, p_leaves)
+    # coefficients[leaf][k]: term k+1 of that leaf, normalized (times step**(k+1) / (k+1)!)
     coefficients: list[list[Any]] = [[] for _ in p_leaves]
     for k in range(order):
         term = tuple(terms[k] for terms in series)
@@ -151,11 +152,14 @@ def jet(
                 f"{where + '; ' if where else ''}it has structure {t_tree} but primals have "
                 f"structure {p_tree}; give each term shaped like its argument"
             )
-        scale = 1.0 / math.factorial(k + 1)
         for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
             _check_like(t, p, f"jet: term {k + 1} of leaf {i}", "primal")
             t = _numpy_scalar(t, p)
-            coefficients[i].append(t if k == 0 else t * _np.asarray(scale, dtype_of(p))[()])
+            if k == 0 and step == 1.0:
+                coefficients[i].append(t)
+            else:
+                scale = step ** (k + 1) / math.factorial(k + 1)
+                coefficients[i].append(t * _np.asarray(scale, dtype_of(p))[()])
     if order == 0:
         out = fun(*tree_unflatten(p_tree, p_leaves))
         return out, tree_map(lambda _: [], out)
@@ -163,12 +167,29 @@ def jet(
     # one list per output leaf
     per_leaf = [
         [
-            c if k == 0 else c * _np.asarray(float(math.factorial(k + 1)), dtype_of(c))[()]
+            c
+            if k == 0 and step == 1.0
+            else c * _np.asarray(math.factorial(k + 1) / step ** (k + 1), dtype_of(c))[()]
             for k, c in enumerate(s)
         ]
         for s in out_series
     ]
     return tree_unflatten(out_tree, values), tree_unflatten(out_tree, per_leaf)
+
+
+def _step(order, leaves) -> float:
+    """The step h of the path x + h t along which the coefficients are taken: 1, unless the
+    normalized coefficients of order k (h**k / k! times the k-th derivative) would leave the
+    range of an input's precision at h = 1 (1/9! is below float16's smallest normal number,
+    9! above its largest; 1/35! below float32's): then h = (order!)**(1/order), with which
+    h**k / k! stays within about e**h of 1 for every k up to the order. The terms are scaled
+    back by k! / h**k at the end, in the same precision (exp's 9th derivative in float16 was
+    inf: 1/9! lost its digits and 9! overflowed)."""
+    for p in leaves:
+        dt = _np.dtype(dtype_of(p))
+        if dt.kind in "fc" and math.lgamma(order + 1) > -math.log(_np.finfo(dt).tiny) - 2.0:
+            return math.exp(math.lgamma(order + 1) / order)
+    return 1.0
 
 
 def _check_order(order, who):
@@ -263,10 +284,11 @@ def derivative(fun: Callable[..., Any], order: int, argnums: int = 0) -> Callabl
         if order == 0:
             return fun(*args, **kwargs)
         of_x = _of_one_argument(fun, args, kwargs, i)
-        one = _np.ones((), dtype_of(x))[()]
-        coefficients = [[one] + [None] * (order - 1)]
+        step = _step(order, [x])
+        first = _np.asarray(step, dtype_of(x))[()]  # x + step t
+        coefficients = [[first] + [None] * (order - 1)]
         _, series, out_tree = _run(of_x, [x], tree_flatten((x,))[1], coefficients, order, who=who)
-        scale = float(math.factorial(order))
+        scale = math.factorial(order) / step**order
         return tree_unflatten(
             out_tree, [s[-1] * _np.asarray(scale, dtype_of(s[-1]))[()] for s in series]
         )

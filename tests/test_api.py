@@ -187,7 +187,7 @@ def test_integer_inputs_to_grad():
     ):
         grad(lambda x: x * 2.0)(1)
     with pytest.raises(
-        TypeError, match=r"argument 0 is int64 with shape \(\): pass 2.0 instead of 2\n"
+        TypeError, match=r"argument 0 is int64 with shape \(\): pass 2.0 instead of 2 to differ"
     ):
         grad(lambda x: x * 2.0)(2)  # the number the user passed, not always 1
     with pytest.raises(
@@ -329,3 +329,42 @@ def test_the_gradient_of_a_number_is_numpys_scalar_on_every_path():
     assert type(h(np.float64(3.0))) is np.float64
     rows = fgrad.vmap(fgrad.grad(lambda c: fnp.sum(fnp.where(np.array([True, False]), c, 1.0))))
     assert type(rows(np.array([1.0, 2.0]))) is np.ndarray  # a batch of them stays an array
+
+
+# --- found by probing the API ---------------------------------------------------------------------
+
+
+def test_api_edges_found_by_a_probe():
+    """A bool output's cotangent was refused whatever was passed; jacfwd/jacrev/hessian
+    refused keyword arguments grad passes through; a custom rule saw a default only when some
+    keyword was passed; vjp named the wrong argument (or crashed) for an int leaf of a pytree;
+    hessian's and jacfwd's errors named jacrev/jacfwd/jvp; derivative advised has_aux, which
+    it lacks; a pullback of an identity returned the caller's own cotangent array."""
+    _, pull = fgrad.vjp(lambda x: (x * 2, x > 1), np.array([1.0, 2.0]))
+    for ct in (np.zeros(2, bool), np.zeros(2), np.zeros(2, int)):
+        np.testing.assert_array_equal(pull((np.ones(2), ct))[0], [2.0, 2.0])
+    f = lambda x, scale=1.0: fnp.sum(x**2) * scale
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(fgrad.jacfwd(f)(x, scale=2.0), [4.0, 8.0])
+    np.testing.assert_array_equal(fgrad.jacrev(f)(x, scale=2.0), [4.0, 8.0])
+    np.testing.assert_array_equal(fgrad.hessian(f)(x, scale=2.0), 4 * np.eye(2))
+    k = fgrad.custom_vjp(lambda x, y=2.0: x * y)
+    k.defvjp(lambda x, y=2.0: (x * y, y), lambda y, ct: (ct * y, None))
+    assert fgrad.grad(k)(1.0) == 2.0 and fgrad.grad(k)(1.0, y=3.0) == 3.0
+    with pytest.raises(TypeError, match=r"argument 0 \(leaf 1 of its pytree\) is int64.*close"):
+        fgrad.vjp(lambda xs, y: xs[0] * xs[1] * y, [2.0, 3], 4.0)
+    with pytest.raises(TypeError, match="^hessian with has_aux=True"):
+        fgrad.hessian(lambda x: fnp.sum(x), has_aux=True)(x)
+    with pytest.raises(TypeError, match="^jacfwd with has_aux=True"):
+        fgrad.jacfwd(lambda x: x, has_aux=True)(x)
+    with pytest.raises(TypeError, match="^hessian requires real float inputs"):
+        fgrad.hessian(lambda x: fnp.sum(x))(np.array([1, 2]))
+    with pytest.raises(TypeError) as refused:
+        fgrad.derivative(lambda x: (x, "label"), 2)(1.0)
+    assert "has_aux" not in str(refused.value)
+    ct = np.ones(2)
+    g = fgrad.vjp(lambda x: x, x)[1](ct)[0]
+    g *= 0.1
+    assert np.array_equal(ct, np.ones(2))
+    t = np.ones(2)
+    assert fgrad.jvp(lambda x: x, (x,), (t,))[1] is not t

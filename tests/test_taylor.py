@@ -388,3 +388,23 @@ def test_power_by_a_constant_complex_or_non_finite_exponent():
     with np.errstate(invalid="ignore"):
         y0, _ = fgrad.jet(lambda x: x**np.nan, (x,), (line,))  # no exception: nan, as NumPy
     assert np.isnan(y0).all()
+
+
+def test_high_orders_in_low_precision_keep_their_digits():
+    """The normalized coefficients 1/k! left float16's range from order 8 (1/9! below its
+    smallest normal number, 9! above its largest) and float32's from 35: derivative(exp, 9) at
+    float16 0 was inf, at order 12 nan, in float32 at order 40 inf. The path is x + h t with
+    h**k / k! near 1 there, scaled back at the end."""
+    import math
+
+    for dtype, orders, tol in ((np.float16, (7, 9, 12, 16), 4e-3), (np.float32, (34, 40), 1e-5)):
+        for k in orders:
+            got = fgrad.derivative(fnp.exp, k)(dtype(0.0))
+            assert got.dtype == dtype and abs(float(got) - 1.0) <= tol, (dtype, k, got)
+            x = dtype(0.5)  # sin's k-th derivative is sin(x + k pi / 2)
+            want = math.sin(0.5 + k * math.pi / 2)
+            assert abs(float(fgrad.derivative(fnp.sin, k)(x)) - want) <= 10 * tol, (k, want)
+    terms = (np.float16(1.0),) + (np.float16(0.0),) * 8
+    _, series = fgrad.jet(fnp.exp, (np.float16(0.0),), (terms,))
+    np.testing.assert_allclose(np.array(series, dtype=np.float64), np.ones(9), rtol=4e-3)
+    assert abs(fgrad.derivative(fnp.exp, 20)(0.0) - 1.0) < 1e-15  # float64: h = 1, as before
