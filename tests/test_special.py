@@ -340,6 +340,49 @@ def test_gammainc_closed_forms_and_edges():
     assert ga.shape == (3, 1) and gx.shape == (2,)
 
 
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_zeta_values_are_scipys_and_its_derivative_in_q(jac):
+    """zeta was missing; d/dq zeta(x, q) = -x zeta(x + 1, q), against mpmath to order 2, and
+    SciPy's own zeta on a traced q is fgrad's."""
+    x, q = np.array([1.5, 2.5, 6.0]), np.array([0.3, 1.0, 7.5])
+    np.testing.assert_array_equal(sp.zeta(x, q), sc.zeta(x, q))
+    np.testing.assert_array_equal(sp.zeta(np.array([0.5, -1.5, 2.0])), sc.zeta([0.5, -1.5, 2.0]))
+    assert sp.zeta(np.float32(2.5), np.float32(1.5)).dtype == np.float32
+    for xi, qi in zip(x, q):
+        with mpmath.workdps(30):
+            want = [float(mpmath.diff(lambda t: mpmath.zeta(xi, t), qi, k)) for k in (1, 2)]
+        got = [jac(lambda t: sp.zeta(xi, t))(qi), jac(jac(lambda t: sp.zeta(xi, t)))(qi)]
+        assert got == pytest.approx(want, rel=1e-13, abs=0), (xi, qi)
+        assert jac(lambda t: sc.zeta(xi, t))(qi) == got[0]
+    np.testing.assert_array_equal(
+        vmap(grad(lambda t: sp.zeta(2.5, t)))(q), [grad(lambda t: sp.zeta(2.5, t))(v) for v in q]
+    )
+
+
+@pytest.mark.parametrize("jac", [jacrev, jacfwd])
+def test_zeta_derivative_in_x_is_refused_by_name(jac):
+    for f in (sp.zeta, lambda x: sp.zeta(x, 1.5), sc.zeta, lambda x: sc.zeta(x, 1.5)):
+        with pytest.raises(TypeError, match=r"scipy.special.zeta: the derivative of .* in x"):
+            jac(f)(2.5)
+
+
+def test_an_unmirrored_scipy_ufunc_names_the_function_as_called():
+    """SciPy's zeta calls the private ufunc _riemann_zeta (or _zeta): the message read
+    "ufunc's ufunc._zeta ... fgrad.ufunc has no differentiable _zeta"; it names
+    scipy.special.zeta (and any other SciPy function as called) and says what to do."""
+    from fgrad.numpy._box import _no_mirror_message
+
+    for ufunc in (sc._ufuncs._riemann_zeta, sc._ufuncs._zeta):
+        message = _no_mirror_message(fnp.asarray(0.5), ufunc, "__call__")
+        assert message.startswith("SciPy's scipy.special.zeta was applied to a traced value")
+    with pytest.raises(TypeError) as info:
+        grad(lambda x: sc.ndtri_exp(x))(-0.5)
+    message = str(info.value)
+    assert message.startswith("SciPy's scipy.special.ndtri_exp was applied to a traced value")
+    assert "fgrad has no derivative for it" in message
+    assert "fgrad.scipy.special.__all__" in message and "fgrad.stop_gradient" in message
+
+
 def _mp_q_through_zero(a, x):
     """Q(a, x) = Gamma(a, x) / Gamma(a), entire in a (0 at a = 0), by mpmath."""
     return mpmath.gammainc(a, x, mpmath.inf) * mpmath.rgamma(a)

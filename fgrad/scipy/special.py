@@ -910,6 +910,53 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     return _polygamma_p(x, n=_static_order(n, "polygamma"))
 
 
+# --- the zeta functions ---------------------------------------------------------------------------
+# zeta(x, q) = sum_k (k + q)**-x: d/dq = -x zeta(x + 1, q), exact, SciPy's values again. d/dx,
+# sum_k -log(k + q) (k + q)**-x, has no closed form in SciPy's functions, and fgrad refuses it
+# rather than approximate it.
+
+
+def _zeta_in_x_refused(x, hurwitz):
+    """The TypeError for a derivative of zeta in x, raised when the rule runs."""
+    what = "zeta(x, q)" if hurwitz else "zeta(x)"
+    raise TypeError(
+        f"scipy.special.zeta: the derivative of {what} in x (the exponent; {describe(x)}) is "
+        "not available in fgrad: it has no closed form in SciPy's functions. Differentiate "
+        "in q only (d/dq zeta(x, q) = -x zeta(x + 1, q)), or pass x as a plain value "
+        "(fgrad.stop_gradient(x) where no derivative should flow to it)."
+    )
+
+
+_riemann_zeta_p = defunary(
+    _sc.zeta, lambda ans, x: _zeta_in_x_refused(x, hurwitz=False), name="riemann_zeta"
+)
+_hurwitz_zeta_p: Primitive = _binary(
+    _sc.zeta,
+    lambda x, q, ans: _zeta_in_x_refused(x, hurwitz=True),
+    lambda x, q, ans: -(x * _hurwitz_zeta_p(x + 1.0, q)),
+    "zeta",
+)
+
+
+def zeta(x: ArrayLike, q: ArrayLike | None = None, out: None = None) -> Array:
+    """The Riemann zeta function (q None) or the Hurwitz zeta function
+    sum_k (k + q)**-x, SciPy's values; differentiable in q: d/dq = -x zeta(x + 1, q), to
+    every order. The derivative in x is refused with a TypeError (no closed form).
+
+    >>> import fgrad
+    >>> round(float(fgrad.grad(lambda q: zeta(3.0, q))(1.0)), 12)  # -3 zeta(4) = -pi**4 / 30
+    -3.246969701133
+    """
+    if out is not None:
+        raise TypeError(
+            "scipy.special.zeta: fgrad does not support out=; leave it out (fgrad returns a "
+            "new array)"
+        )
+    if q is None:
+        return _riemann_zeta_p(x)
+    return _hurwitz_zeta_p(*weak_scalars(x, q))
+
+
 gamma = _ufunc(
     _gamma_p, "The gamma function; derivative gamma(x) digamma(x) (nan at the poles 0, -1, ...)."
 )
@@ -2138,7 +2185,16 @@ def _order_batch_rule(prim, order):
 
 # The exports: a row for each of SciPy's ufuncs, and SciPy's plain functions.
 __all__ = sorted(
-    [*_UFUNCS, "psi", "logsumexp", "softmax", "log_softmax", "multigammaln", "polygamma"]
+    [
+        *_UFUNCS,
+        "psi",
+        "logsumexp",
+        "softmax",
+        "log_softmax",
+        "multigammaln",
+        "polygamma",
+        "zeta",
+    ]
 )
 
 for _p in (_logsumexp_p, _lse_sign_p):
@@ -2164,6 +2220,17 @@ _box.dispatch_to(
         getattr(_sc, name): globals()[name]
         for name in __all__
         if isinstance(getattr(_sc, name, None), _np.ufunc)
+    }
+)
+# scipy.special.zeta is a function calling one of two private ufuncs; they are sent here too
+_box.dispatch_to(
+    {
+        ufunc: fn
+        for ufunc, fn in (
+            (getattr(_sc._ufuncs, "_riemann_zeta", None), _riemann_zeta_p),
+            (getattr(_sc._ufuncs, "_zeta", None), _hurwitz_zeta_p),
+        )
+        if isinstance(ufunc, _np.ufunc)
     }
 )
 
