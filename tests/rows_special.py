@@ -9,6 +9,7 @@ tests/gradtable.py."""
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.special as sc
 from gradtable import Nondiff, Row, binary_rows, counterpart, unary_rows
 
 import fgrad.numpy as fnp
@@ -160,6 +161,26 @@ ROWS += [
         ((2,),),
         make=lambda rng: (rng.uniform(0.5, 3.0, 2),),
         variant="n-array-broadcast",
+    )
+]
+# zeta: differentiable in q only (its derivative in x is refused); x constant, scalar and array
+ROWS += unary_rows_in(
+    P + "zeta",
+    lambda q: sp.zeta(2.5, q),
+    0.5,
+    3.0,
+    variant="in q",
+    reference=lambda q: sc.zeta(2.5, q),
+)
+ROWS += [
+    Row(
+        P + "zeta",
+        lambda q: sp.zeta(np.array([[1.5], [4.0]]), q),
+        ((3,),),
+        make=lambda rng: (rng.uniform(0.5, 3.0, 3),),
+        variant="x-array-broadcast",
+        promotes=True,
+        reference=lambda q: sc.zeta(np.array([[1.5], [4.0]]), q),
     )
 ]
 ROWS += unary_rows_in(P + "gamma", sp.gamma, 0.3, 4.0)

@@ -368,25 +368,30 @@ _PACKAGES = {"numpy": "NumPy", "scipy": "SciPy"}
 
 
 def _no_mirror_message(box, ufunc, method):
-    """Why a ufunc applied to a traced value cannot run, naming where the ufunc comes from
-    (SciPy's special functions are NumPy ufuncs too) and fgrad's mirror of that module."""
+    """Why a ufunc applied to a traced value cannot run, naming the function as the user
+    called it (SciPy's special functions are NumPy ufuncs too; `scipy.special.zeta` calls the
+    private ufunc `_riemann_zeta`) and fgrad's mirror of that module."""
     home = _home_of(ufunc)
     package = home.split(".")[0]
-    name = ufunc.__name__
+    public, name = home.rsplit(".", 1)
     what = f"{_PACKAGES.get(package, package)}'s {home}"
     if method != "__call__":
         what += f".{method}"
-    head = (
-        f"{what} was applied to a traced value ({_sh.describe(box)}); "
-        f"{_PACKAGES.get(package, 'it')} cannot differentiate it. "
-    )
-    mirror = "fgrad." + home.rsplit(".", 1)[0]
+    head = f"{what} was applied to a traced value ({_sh.describe(box)}); "
+    mirror = "fgrad." + public
     if package == "scipy" and mirror not in sys.modules:
         return head + (
-            f"Import {mirror}, which sends {home.rsplit('.', 1)[0]}'s ufuncs to "
-            f"their differentiable mirrors where it has one, or call {mirror}."
-            f"{name} directly."
+            f"SciPy cannot differentiate it. Import {mirror}, which sends {public}'s ufuncs to "
+            f"their differentiable mirrors where it has one, or call {mirror}.{name} directly."
         )
+    if package == "scipy":
+        return head + (
+            f"fgrad has no derivative for it ({mirror}.__all__ lists the functions it "
+            f"differentiates). Apply it to plain values instead (fgrad.stop_gradient(x) where "
+            "no derivative should flow through it), build it from fgrad.numpy operations, or "
+            "register your own rule with fgrad.primitive."
+        )
+    head += f"{_PACKAGES.get(package, 'it')} cannot differentiate it. "
     if mirror == "fgrad.numpy":
         from ._coverage import EXCLUDED
 
@@ -400,21 +405,43 @@ def _no_mirror_message(box, ufunc, method):
 
 def _home_of(ufunc):
     """Where a ufunc is defined, as "module.name": NumPy's own, or the public module of
-    another package that holds it (SciPy's special functions are NumPy ufuncs too)."""
+    another package that holds it (SciPy's special functions are NumPy ufuncs too). A private
+    ufunc (SciPy's `_zeta`) is named by the public function of its package's public module
+    that calls it (`scipy.special.zeta`)."""
     name = ufunc.__name__
     if getattr(_np, name, None) is ufunc:
         return f"numpy.{name}"
+    modules = [(m, module) for m, module in list(sys.modules.items()) if module is not None]
     homes = sorted(
         (
-            module_name
-            for module_name, module in list(sys.modules.items())
-            if module is not None
-            and not any(p.startswith("_") for p in module_name.split("."))
+            m
+            for m, module in modules
+            if not any(p.startswith("_") for p in m.split("."))
             and getattr(module, name, None) is ufunc
         ),
         key=lambda m: (m.count("."), m),
     )
-    return f"{homes[0]}.{name}" if homes else f"ufunc.{name}"
+    if homes:
+        return f"{homes[0]}.{name}"
+    for m, module in modules:  # a private ufunc: the public function that calls it
+        parts = m.split(".")
+        if getattr(module, name, None) is not ufunc or not any(p.startswith("_") for p in parts):
+            continue
+        public = ".".join(parts[: next(i for i, p in enumerate(parts) if p.startswith("_"))])
+        caller = _caller_of(sys.modules.get(public), name)
+        if caller is not None:
+            return f"{public}.{caller}"
+    return f"ufunc.{name}"
+
+
+def _caller_of(module, name):
+    """The public function of `module` whose code names `name` (a private ufunc it wraps)."""
+    for attr in sorted(getattr(module, "__all__", None) or dir(module or ())):
+        fn = getattr(module, attr, None)
+        code = getattr(fn, "__code__", None)
+        if not attr.startswith("_") and code is not None and name in code.co_names:
+            return attr
+    return None
 
 
 _FUNCTIONS: dict[Any, Any] = {}  # NumPy function -> fgrad function, for `__array_function__`

@@ -910,6 +910,53 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     return _polygamma_p(x, n=_static_order(n, "polygamma"))
 
 
+# --- the zeta functions ---------------------------------------------------------------------------
+# zeta(x, q) = sum_k (k + q)**-x: d/dq = -x zeta(x + 1, q), exact, SciPy's values again. d/dx,
+# sum_k -log(k + q) (k + q)**-x, has no closed form in SciPy's functions, and fgrad refuses it
+# rather than approximate it.
+
+
+def _zeta_in_x_refused(x, hurwitz):
+    """The TypeError for a derivative of zeta in x, raised when the rule runs."""
+    what = "zeta(x, q)" if hurwitz else "zeta(x)"
+    raise TypeError(
+        f"scipy.special.zeta: the derivative of {what} in x (the exponent; {describe(x)}) is "
+        "not available in fgrad: it has no closed form in SciPy's functions. Differentiate "
+        "in q only (d/dq zeta(x, q) = -x zeta(x + 1, q)), or pass x as a plain value "
+        "(fgrad.stop_gradient(x) where no derivative should flow to it)."
+    )
+
+
+_riemann_zeta_p = defunary(
+    _sc.zeta, lambda ans, x: _zeta_in_x_refused(x, hurwitz=False), name="riemann_zeta"
+)
+_hurwitz_zeta_p: Primitive = _binary(
+    _sc.zeta,
+    lambda x, q, ans: _zeta_in_x_refused(x, hurwitz=True),
+    lambda x, q, ans: -(x * _hurwitz_zeta_p(x + 1.0, q)),
+    "zeta",
+)
+
+
+def zeta(x: ArrayLike, q: ArrayLike | None = None, out: None = None) -> Array:
+    """The Riemann zeta function (q None) or the Hurwitz zeta function
+    sum_k (k + q)**-x, SciPy's values; differentiable in q: d/dq = -x zeta(x + 1, q), to
+    every order. The derivative in x is refused with a TypeError (no closed form).
+
+    >>> import fgrad
+    >>> round(float(fgrad.grad(lambda q: zeta(3.0, q))(1.0)), 12)  # -3 zeta(4) = -pi**4 / 30
+    -3.246969701133
+    """
+    if out is not None:
+        raise TypeError(
+            "scipy.special.zeta: fgrad does not support out=; leave it out (fgrad returns a "
+            "new array)"
+        )
+    if q is None:
+        return _riemann_zeta_p(x)
+    return _hurwitz_zeta_p(*weak_scalars(x, q))
+
+
 gamma = _ufunc(
     _gamma_p, "The gamma function; derivative gamma(x) digamma(x) (nan at the poles 0, -1, ...)."
 )
@@ -1045,8 +1092,11 @@ def _multigammaln(a, d):
 #     r = 1 / (x + 1 - a - f_1), f_n = n (n - a) / (x + 2n + 1 - a - f_{n+1}), run backwards
 #     with its derivative in a alongside; Q_a = Q (log x - digamma(a) + r'/r), a sum of
 #     positive terms, so Q_a keeps its relative accuracy even where Q is 1e-50.
-# Checked against mpmath, to order 2 in a and mixed, to 1e-11 or better for 1e-3 <= a <= 1e5
-# and 1e-300 <= x <= 1e5 (tests/test_special.py).
+# Below a = 1, Q_a is written without Gamma's pole at a = 0 (`_gammaincc_da`), so every order is
+# right through a = 0 (SciPy's P(0, x) = 1; P_a = -E1(x) there). Each element takes its own
+# number of terms (`_row_bounds`): its value never depends on the others', nor, under `vmap`,
+# on the other rows'. Checked against mpmath, to order 2 in a and mixed, to 1e-11 or better for
+# 0 <= a <= 1e5 and 1e-300 <= x <= 1e5 (tests/test_special.py).
 
 
 def _gammainc_da(a, x):
@@ -1060,31 +1110,92 @@ def _gammainc_da(a, x):
     out = _np.zeros(shape, dtype)
     if _some(series):
         sa, sx = fnp.where(series, a, 1.0), fnp.where(series, x, 0.5)
-        x_max = all_rows(_np.where(series, xv, 0.0), "scipy.special.gammainc").max(initial=0.0)
-        k = _np.arange(int(40 + 12 * math.sqrt(float(x_max))), dtype=dtype)
+        length = _np.floor(40.0 + 12.0 * _np.sqrt(_np.fmax(_np.where(series, xv, 0.0), 0.0)))
+        shortest, longest = _row_bounds(length, 40.0)
+        k = _np.arange(int(longest), dtype=dtype)
         ak1 = fnp.expand_dims(sa, -1) + (k + 1.0)
         log_x = fnp.expand_dims(fnp.log(sx), -1)
         terms = fnp.exp((ak1 - 1.0) * log_x - fnp.expand_dims(sx, -1) - gammaln(ak1))
-        out = fnp.where(series, fnp.sum(terms * (log_x - digamma(ak1)), axis=-1), out)
+        if shortest < longest:  # each element sums its own terms
+            terms = fnp.where(_np.less(k, _np.expand_dims(length, -1)), terms, 0.0)
+        out = fnp.where(series, _own_sum(terms * (log_x - digamma(ak1))), out)
     if _some(fraction):
         fa, fx = fnp.where(fraction, a, 1.0), fnp.where(fraction, x, 3.0)
-        a_all = all_rows(_np.where(fraction, av, 1.0), "scipy.special.gammainc")
-        a_max = _np.nan_to_num(a_all, nan=1.0, posinf=1.0).max()
+        # terms enough for the last bit of r and r' (checked for 0 <= a <= 1e5, x >= a + 1
+        # against 6000 terms): near x = 1, 106 (40 left 2e-10 at a = 0, x = 1)
+        depth = _np.floor(
+            24.0
+            + 4.0 * _np.sqrt(_np.fmax(_np.where(fraction, av, 1.0), 0.0))
+            + 100.0 / _np.where(fraction, xv, 3.0)
+        )
+        shallowest, deepest = _row_bounds(depth, 24.0)
         f = df = 0.0  # f_n and d f_n / da
-        for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
+        for n in range(int(deepest), 0, -1):
             d = fx + (2.0 * n + 1.0) - fa - f
             f_next = (n * (n - fa)) / d
-            df = (f_next * (1.0 + df) - float(n)) / d
-            f = f_next
+            df_next = (f_next * (1.0 + df) - float(n)) / d
+            if n > shallowest:  # each element starts at its own depth, with f = df = 0
+                f_next = fnp.where(_np.less(depth, n), 0.0, f_next)
+                df_next = fnp.where(_np.less(depth, n), 0.0, df_next)
+            f, df = f_next, df_next
         r = 1.0 / (fx + 1.0 - fa - f)
-        dq = _gammaincc_p(fa, fx) * (fnp.log(fx) - digamma(fa) + (1.0 + df) * r)
-        out = fnp.where(fraction, -dq, out)
+        out = fnp.where(fraction, -_gammaincc_da(fa, fx, r, (1.0 + df) * r), out)
+    return out
+
+
+def _row_bounds(lengths, default):
+    """The least and the most of `lengths` (one per element, nan read as `default`) over
+    every row of every batch: the arrays are the most's long, and the elements that need fewer
+    take theirs alone (`_own_sum`, a mask), so an element's value never depends on the others
+    (under `vmap`, a row's on the other rows)."""
+    every = all_rows(lengths, "scipy.special.gammainc")
+    if not every.size:
+        return default, default
+    least, most = float(every.min()), float(every.max())
+    if not least <= most:  # a nan (of a nan argument)
+        every = _np.nan_to_num(every, nan=default)
+        least, most = float(every.min()), float(every.max())
+    return least, most
+
+
+def _own_sum(terms):
+    """The sum along the last axis, in order (a running sum's end): the zeros that pad an
+    element's own terms then leave its bits as they are (a pairwise sum's blocks follow the
+    length)."""
+    return fnp.cumsum(terms, axis=-1)[..., -1]
+
+
+def _gammaincc_da(a, x, r, dlog_r):
+    """Q_a from the continued fraction's r (and r'/r = `dlog_r`) where x >= a + 1:
+    Q (log x - digamma(a) + r'/r), whose terms are positive, with SciPy's Q (accurate where it
+    is 1e-50); below a = 1 as x**a exp(-x) r (1 + a (log x + r'/r - digamma(a + 1))) /
+    Gamma(a + 1), the same (Q = x**a exp(-x) r / Gamma(a), -a digamma(a) =
+    1 - a digamma(a + 1)) without Gamma's pole at a = 0, where Q = 0 times digamma = -inf was
+    nan: there Q_a = exp(-x) r = E1(x), and every derivative is smooth through a = 0."""
+    near_zero = _np.less(_values(a), 1.0)
+    log_x = fnp.log(x)
+    out = None
+    if _some(_np.logical_not(near_zero)):
+        big = fnp.where(near_zero, 1.0, a)
+        out = _gammaincc_p(big, x) * (log_x - digamma(big) + dlog_r)
+    if _some(near_zero):
+        small = fnp.where(near_zero, a, 0.5)
+        front = fnp.exp(small * log_x - x - gammaln(small + 1.0)) * r
+        near = front * (1.0 + small * (log_x + dlog_r - digamma(small + 1.0)))
+        out = near if out is None else fnp.where(near_zero, near, out)
     return out
 
 
 def _gammainc_dx(a, x):
-    """x**(a-1) exp(-x) / Gamma(a), 1 at x == 0 when a == 1 (xlogy's 0 log 0 = 0)."""
-    return fnp.exp(xlogy(a - 1.0, x) - x - gammaln(a))
+    """x**(a-1) exp(-x) / Gamma(a), 1 at x == 0 when a == 1 (xlogy's 0 log 0 = 0); below
+    a = 1 as a x**(a-1) exp(-x) / Gamma(a + 1), whose derivatives in a are finite at a = 0
+    (gammaln's pole made them nan: d/da d/dx P at a = 0 is exp(-x) / x)."""
+    near_zero = _np.less(_values(a), 1.0)
+    if not _some(near_zero):
+        return fnp.exp(xlogy(a - 1.0, x) - x - gammaln(a))
+    big, small = fnp.where(near_zero, 1.0, a), fnp.where(near_zero, a, 0.5)
+    near = small * fnp.exp(xlogy(small - 1.0, x) - x - gammaln(small + 1.0))
+    return fnp.where(near_zero, near, fnp.exp(xlogy(big - 1.0, x) - x - gammaln(big)))
 
 
 _gammainc_p = _binary(
@@ -1851,11 +1962,41 @@ def _beta_series_d(p, q, y, terms):
     # log t_n as sums of log1p((q - 1) / (p + k)) + log y, k = 1 .. n: accurate for every n
     steps = fnp.log1p((q1 - 1.0) / (p1 + n[1:])) + fnp.log(y1)
     log_t = fnp.concatenate([fnp.zeros_like(steps[..., :1]), fnp.cumsum(steps, axis=-1)], axis=-1)
-    log_front = xlogy(p, y) + xlog1py(q, fnp.negative(y)) - fnp.log(p) - betaln(p, q)
-    t = fnp.exp(fnp.expand_dims(log_front, -1) + log_t)
+    log_front = xlogy(p, y) + xlog1py(q, fnp.negative(y))
+    near_pole = _np.less(_np.fmin(_values(p), _values(q)), _BETA_NEAR_POLE)
+    if not _some(near_pole):
+        t = fnp.exp(fnp.expand_dims(log_front - fnp.log(p) - betaln(p, q), -1) + log_t)
+        dp = fnp.log(y1) + digamma(p1 + q1 + n) - digamma(p1 + 1.0 + n)
+        dq = fnp.log1p(fnp.negative(y1)) - digamma(q1) + digamma(p1 + q1 + n)
+        return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
+    return _beta_series_d_near_pole(p, q, y1, n, log_t, log_front, near_pole)
+
+
+# Below this p or q, 1 / (p B(p, q)) is taken another way (`_beta_series_d_near_pole`).
+_BETA_NEAR_POLE = 1e-3
+
+
+def _beta_series_d_near_pole(p, q, y1, n, log_t, log_front, near_pole):
+    """`_beta_series_d` where p or q may be 0 (betainc's a or b): the front 1 / (p B(p, q)) is
+    q / ((p + q) (p + q + 1) B(p + 1, q + 1)) there, J = q K: K and its derivatives are finite
+    at p = 0 and at q = 0, where B's pole made them nan (-log p - betaln(p, q) = inf - inf;
+    0 * digamma(0)); dJ/dq = K + q dK/dq, q digamma(q) = q digamma(q + 1) - 1 taken apart.
+    Elsewhere the terms are `_beta_series_d`'s, bit for bit."""
+    p_far, q_far = fnp.where(near_pole, 1.0, p), fnp.where(near_pole, 1.0, q)
+    pq = p + q
+    front_near = fnp.negative(fnp.log(pq) + fnp.log1p(pq) + betaln(p + 1.0, q + 1.0))
+    front = fnp.where(near_pole, front_near, fnp.negative(fnp.log(p_far)) - betaln(p_far, q_far))
+    t = fnp.exp(fnp.expand_dims(log_front + front, -1) + log_t)  # J's terms, over q near a pole
+    p1, q1 = fnp.expand_dims(p, -1), fnp.expand_dims(q, -1)
+    q_shift = fnp.where(fnp.expand_dims(near_pole, -1), q1 + 1.0, q1)  # + 1 / q near a pole
     dp = fnp.log(y1) + digamma(p1 + q1 + n) - digamma(p1 + 1.0 + n)
-    dq = fnp.log1p(fnp.negative(y1)) - digamma(q1) + digamma(p1 + q1 + n)
-    return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
+    dq = fnp.log1p(fnp.negative(y1)) - digamma(q_shift) + digamma(p1 + q1 + n)
+    scale = fnp.where(near_pole, q, 1.0)
+    dj_dq = fnp.sum(t * dq, axis=-1) * scale
+    return (
+        fnp.sum(t * dp, axis=-1) * scale,
+        fnp.where(near_pole, fnp.sum(t, axis=-1) + dj_dq, dj_dq),
+    )
 
 
 # The most terms a series of `_betainc_dab` may take (its arrays have a trailing axis this
@@ -2044,7 +2185,16 @@ def _order_batch_rule(prim, order):
 
 # The exports: a row for each of SciPy's ufuncs, and SciPy's plain functions.
 __all__ = sorted(
-    [*_UFUNCS, "psi", "logsumexp", "softmax", "log_softmax", "multigammaln", "polygamma"]
+    [
+        *_UFUNCS,
+        "psi",
+        "logsumexp",
+        "softmax",
+        "log_softmax",
+        "multigammaln",
+        "polygamma",
+        "zeta",
+    ]
 )
 
 for _p in (_logsumexp_p, _lse_sign_p):
@@ -2070,6 +2220,17 @@ _box.dispatch_to(
         getattr(_sc, name): globals()[name]
         for name in __all__
         if isinstance(getattr(_sc, name, None), _np.ufunc)
+    }
+)
+# scipy.special.zeta is a function calling one of two private ufuncs; they are sent here too
+_box.dispatch_to(
+    {
+        ufunc: fn
+        for ufunc, fn in (
+            (getattr(_sc._ufuncs, "_riemann_zeta", None), _riemann_zeta_p),
+            (getattr(_sc._ufuncs, "_zeta", None), _hurwitz_zeta_p),
+        )
+        if isinstance(ufunc, _np.ufunc)
     }
 )
 
