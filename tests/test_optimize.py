@@ -435,3 +435,27 @@ def test_warnings_are_not_raised_on_success():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fgrad.jacrev(argmin)(A, C)
+
+
+def test_a_vmapped_value_read_from_a_closure_inside_grad_or_jit_is_refused():
+    """minimize and root did not refuse a value batched by a vmap inside grad (or jit) read
+    from the function's closure, as custom_root does and docs/implicit.md says: rows that read
+    equal values gave a wrong gradient ([1.383, 0.979] for [1.057, 0.648]) and jit's replays
+    wrong solutions; root raised an error about a cotangent the user never passed."""
+    from fgrad.scipy.optimize import minimize, root
+
+    def argmin(a):
+        def fun(x):
+            return fnp.sum((x - a) ** 2) + fnp.sum(x**4) / 4
+
+        return minimize(fun, np.zeros(2), method="BFGS").x
+
+    def solve(a):
+        return root(lambda x: x**3 + x - a, np.zeros(2)).x
+
+    rows = np.ones((2, 2))
+    for f in (argmin, solve):
+        with pytest.raises(TypeError, match="pass the value as an argument"):
+            fgrad.grad(lambda a: fnp.sum(fgrad.vmap(lambda r: f(a * r))(rows)))(np.ones(2))
+        with pytest.raises(TypeError, match="under vmap inside jit"):
+            fgrad.jit(fgrad.vmap(lambda a, r: f(a * r), in_axes=(None, 0)))(np.ones(2), rows)

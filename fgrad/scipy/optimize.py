@@ -48,7 +48,7 @@ from ..api import grad as _grad, jacfwd, jvp, value_and_grad
 from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
 from ..numpy.shaping import describe
-from ..solve import _Closed, _discover, batch_levels, root_of
+from ..solve import _Closed, _discover, _refuse_closure_under_vmap, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
 if TYPE_CHECKING:
@@ -105,6 +105,10 @@ class _Problem:
         x_plain = core.constant_of(self.x0)
         plain_args = tree_unflatten(self.arg_tree, [core.constant_of(v) for v in leaves])
         out, captured, aliases = _discover(lambda xa: fun(xa[0], *xa[1]), (x_plain, plain_args))
+        # a vmap's value read from a closure under a differentiating transform or jit outside
+        # the vmap: refused, as custom_root refuses it (equal rows gave a wrong gradient)
+        given = _nested_boxes([x_plain, *tree_flatten(plain_args)[0]])  # read, not closed over
+        _refuse_closure_under_vmap(who, out, [c for c in captured if id(c) not in given])
         # whether fun reads a value of a vmap from a closure (see fgrad.solve's vmap rule):
         # run on one row of the arguments, its value has rows only if it does
         self.reads_batched = bool(batch_levels(_leaves_of(out)))
@@ -224,6 +228,16 @@ def _check_args(who, x0, leaves):
                 f"{who}: args leaf {k} has {describe(v)}; SciPy's solvers and their implicit "
                 "derivatives are real: split it into its real and imaginary parts"
             )
+
+
+def _nested_boxes(values) -> set:
+    """The ids of the boxes in `values` and under them (an argument's box under a vmap's)."""
+    found = set()
+    for v in values:
+        while type(v) is Box:
+            found.add(id(v))
+            v = v.value
+    return found
 
 
 def _first_row(v):
