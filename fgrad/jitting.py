@@ -613,7 +613,28 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         "static_argnames if it is hashable and compared by value (a record is kept per "
         "value), register its type as a pytree (fgrad.tree_util.register_pytree_node) if it "
         "holds arrays, or close over it in the function"
-    )
+    )  # (the caller says which argument it is)
+
+
+def _leaf_place(tree, n_leaves, i, call_args, static_argnums, call_kwargs) -> str:
+    """Where leaf i of a call's flattened dynamic arguments is, as an error says it. `tree` is
+    of the positional arguments, or of the pair (dynamic positional, keyword arguments) where
+    the call has keywords or static arguments (`_flatten_call`)."""
+    unflattened = tree_unflatten(tree, list(range(n_leaves)))
+    static = {j % len(call_args) for j in static_argnums if -len(call_args) <= j < len(call_args)}
+    if call_kwargs or static_argnums:
+        args, kwargs = unflattened
+    else:
+        args, kwargs = unflattened, {}
+    positions = [j for j in range(len(call_args)) if j not in static]
+    for position, arg in zip(positions, args):
+        if i in tree_flatten(arg)[0]:
+            whole = type(arg) is int  # the argument is the leaf itself
+            return f"positional argument {position}" + ("" if whole else " (inside its pytree)")
+    for name, arg in kwargs.items():
+        if i in tree_flatten(arg)[0]:
+            return f"argument {name!r}"
+    return f"leaf {i} of the arguments"
 
 
 def _inputs(level, leaves):
@@ -807,7 +828,15 @@ class Jitted:
                 if type(x) is _np.ndarray:  # the common leaf, without a call
                     sigs.append((x.shape, x.dtype))
                     continue
-                s, g = _leaf_signature(x)
+                try:
+                    s, g = _leaf_signature(x)
+                except TypeError as error:  # say which leaf of which argument
+                    raise TypeError(
+                        f"{error}. It is "
+                        + _leaf_place(
+                            tree, len(leaves), len(sigs), args, self._static_argnums, kwargs
+                        )
+                    ) from None
                 sigs.append(s)
                 general = general or g
             key = (tree, statics, tuple(sigs))

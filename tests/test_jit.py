@@ -1506,3 +1506,21 @@ def test_jit_of_jet_rounds_as_eager_jet():
         assert_same(fgrad.jet(fnp.exp, (x,), (vs,)), jitted(x, *vs))
         tanh_jet = fgrad.jit(lambda x, *v: fgrad.jet(fnp.tanh, (x,), (v,)))
         assert_same(fgrad.jet(fnp.tanh, (x,), (vs,)), tanh_jet(x, *vs))
+
+
+def test_a_leaf_jit_cannot_take_is_named_by_its_argument():
+    """The refusal of a leaf that is no array or number did not say which argument it was."""
+    for call, where in [
+        (lambda: fgrad.jit(lambda x, o: x)(np.ones(2), object()), "positional argument 1$"),
+        (
+            lambda: fgrad.jit(lambda x, d: x)(np.ones(2), {"a": object()}),
+            "positional argument 1 \\(inside its",
+        ),
+        (lambda: fgrad.jit(lambda x, o=None: x)(np.ones(2), o=object()), "argument 'o'$"),
+        (
+            lambda: fgrad.jit(lambda n, o: o, static_argnums=0)(1, object()),
+            "positional argument 1$",
+        ),
+    ]:
+        with pytest.raises(TypeError, match="type object is not an array .* It is " + where):
+            call()
