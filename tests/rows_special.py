@@ -9,7 +9,6 @@ tests/gradtable.py."""
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.special as sc
 from gradtable import Nondiff, Row, binary_rows, counterpart, unary_rows
 
 import fgrad.numpy as fnp
