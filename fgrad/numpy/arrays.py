@@ -981,6 +981,9 @@ def select(
         )
     if not condlist:
         raise ValueError("select: condlist and choicelist are empty; pass at least one condition")
+    _broadcast_shape(
+        "select", {"condlist": condlist, "choicelist": choicelist, "default": [default]}
+    )
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         c = mask_values(cond)
@@ -988,6 +991,23 @@ def select(
             raise TypeError(f"select: conditions must be boolean arrays, got dtype {dtype_of(c)}")
         out = where(c, choice, out)
     return out
+
+
+def _broadcast_shape(name: str, groups: dict) -> tuple:
+    """The shape the arrays of `groups` (argument name: its arrays) broadcast to, or a
+    ValueError that names `name`, each argument and its shapes."""
+    shapes = {arg: [shape_of(x) for x in xs] for arg, xs in groups.items()}
+    try:
+        return _np.broadcast_shapes(*(sh for group in shapes.values() for sh in group))
+    except ValueError:
+        listed = "; ".join(
+            f"{arg} {group[0]}" if arg == "default" else f"{arg} shapes {group}"
+            for arg, group in shapes.items()
+        )
+        raise ValueError(
+            f"{name}: the conditions, choices and default must broadcast to one shape, got "
+            f"{listed}; give them shapes that broadcast together"
+        ) from None
 
 
 # --- the scatter updates of x.at[idx] -------------------------------------------------------------
