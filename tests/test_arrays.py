@@ -346,6 +346,28 @@ def test_unique_under_vmap_counts_a_nan_after_a_number_as_a_value():
     np.testing.assert_array_equal(vmap(grad(f))(rows), [grad(f)(r) for r in rows])
 
 
+@pytest.mark.parametrize("where", [{"axis": 0}, {"sorted": False}, {"axis": 0, "sorted": False}])
+def test_unique_with_several_index_outputs_under_vmap_is_the_loop(where):
+    # the primitive's tuple (indices, inverse, counts) was stacked as one array per row: a
+    # raw NumPy error, or right only where every output had the same length
+    x = np.array([[1.0, 2.0], [0.0, 1.0], [1.0, 2.0]])
+    rows = np.stack([x, 2 * x, x[::-1]])
+    rows = rows if "axis" in where else rows.reshape(3, -1)
+    for flags in [
+        {"return_inverse": True},
+        {"return_index": True, "return_counts": True},
+        {"return_index": True, "return_inverse": True, "return_counts": True},
+    ]:
+
+        def f(r):
+            return fnp.unique(r, **flags, **where)
+
+        loop = [np.unique(r, **flags, **where) for r in rows]
+        for got in (vmap(f)(rows), vmap(jit(f))(rows)):
+            for k, out in enumerate(got):
+                np.testing.assert_array_equal(out, [row[k] for row in loop])
+
+
 def test_unique_unsorted_keeps_numpys_order_traced_or_not():
     # unsorted, NumPy finds the unique values by hashing, in an order of its own
     rng = np.random.default_rng(3)

@@ -129,7 +129,54 @@ def test_poly_of_conjugate_roots_is_real_as_numpys():
     np.testing.assert_allclose(out, np.poly(a), atol=1e-15)
 
 
+def test_poly_of_differentiated_conjugate_roots_keeps_the_complex_derivative():
+    # one root of the pair moves: the coefficients' tangent is complex, as central differences
+    # of NumPy's poly (complex off the pairing) say; a real result would drop its imaginary part
+    z, dz, h = np.array([1 + 2j, 1 - 2j]), np.array([1j, 0.0]), 1e-6
+    value, tangent = fgrad.jvp(fnp.poly, (z,), (dz,))
+    np.testing.assert_allclose(tangent, (np.poly(z + h * dz) - np.poly(z - h * dz)) / (2 * h))
+    np.testing.assert_allclose(value, np.poly(z))
+
+    def g(z):
+        return np.sum(np.imag(np.poly(z)))
+
+    grad = fgrad.grad(lambda z: fnp.sum(fnp.imag(fnp.poly(z))))(z)
+    central = [(g(z + h * e) - g(z - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(np.real(grad), central, atol=1e-8)
+    # not differentiated (jit, vmap): NumPy's real coefficients
+    assert fgrad.jit(fnp.poly)(z).dtype == np.poly(z).dtype == np.float64
+    assert fgrad.vmap(fnp.poly)(np.stack([z, z])).dtype == np.float64
+
+
 # --- histograms -----------------------------------------------------------------------------------
+
+
+_X32 = np.array([0.5, 1.25, 2.0, 3.5], np.float32)
+_WEAK_SCALAR_CASES = {
+    "histogram": lambda s: fnp.histogram(_X32, 3, range=(s, 4.0))[1],
+    "histogram_bin_edges": lambda s: fnp.histogram_bin_edges(_X32, 5, range=(s, 4.0)),
+    "choose": lambda s: fnp.choose(np.array([0, 1, 0, 1]), [_X32, s]),
+    "cov": lambda s: fnp.cov(_X32, aweights=[s, 1.0, 1.0, 1.0]),
+    "polyint": lambda s: fnp.polyint(_X32[:3], k=s),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_WEAK_SCALAR_CASES))
+def test_a_python_number_under_jit_stays_weak_as_eagerly(name):
+    # jit holds a Python-number argument as given; counting it as float64 changed the dtype
+    f = _WEAK_SCALAR_CASES[name]
+    for s in (0.75, 0.1):
+        _identical(fgrad.jit(f)(s), f(s))
+
+
+def test_histogram_and_choose_with_a_traced_python_number_are_numpys():
+    _identical(fgrad.jit(_WEAK_SCALAR_CASES["histogram"])(0.1), np.histogram(_X32, 3, (0.1, 4))[1])
+    _identical(fgrad.jit(_WEAK_SCALAR_CASES["choose"])(0.1), np.choose([0, 1, 0, 1], [_X32, 0.1]))
+    # and a plain Python number next to a traced float32 choice (float64 before)
+    _identical(
+        fgrad.jvp(lambda x: fnp.choose([0, 1, 0, 1], [x, 0.1]), (_X32,), (_X32,))[0],
+        np.choose([0, 1, 0, 1], [_X32, 0.1]),
+    )
 
 
 def test_histogram_bin_edges_slope_is_linspaces_of_min_and_max():
@@ -260,6 +307,24 @@ def test_piecewise_of_a_plain_x_differentiates_what_its_functions_close_over():
 def test_choose_out_of_range_names_the_mode_to_pass():
     with pytest.raises(ValueError, match=r"indices outside \[0, 2\).*mode='wrap'"):
         fgrad.grad(lambda a: fnp.sum(fnp.choose(np.array([0, 2]), [a, a])))(np.ones(2))
+
+
+def _grad_of_sum(f):
+    return fgrad.grad(lambda t: fnp.sum(f(t)))
+
+
+def test_selection_and_histogram_errors_name_the_function_and_argument():
+    x = np.array([0.0, 1.0, 2.0, 3.0, 4.5])
+    with pytest.raises(np.exceptions.AxisError, match=r"compress: axis 1 .* a of shape \(5,\)"):
+        _grad_of_sum(lambda t: fnp.compress([True, False], t, axis=1))(x)
+    with pytest.raises(TypeError, match=r"choose: a must hold integer .* dtype float64"):
+        _grad_of_sum(lambda t: fnp.choose(np.array([0.0, 1.0]), [t[:2], t[2:4]]))(x)
+    with pytest.raises(ValueError, match=r"histogram2d: x and y .* same length .*\(3,\)"):
+        _grad_of_sum(lambda t: fnp.histogram2d(t, t[:3])[1])(x)
+    with pytest.raises(TypeError, match=r"bincount: x must be .* integers, got shape \(3,\)"):
+        fgrad.jit(fnp.bincount)(np.ones(3))
+    with pytest.raises(ValueError, match=r"select: .* broadcast .* choicelist shapes \[\(5,\)"):
+        _grad_of_sum(lambda t: fnp.select([t > 0, t[:2] > 1], [t, t[:2]]))(x)
 
 
 def test_block_refuses_tuples_and_uneven_nesting_as_numpy_does():

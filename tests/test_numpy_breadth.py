@@ -190,6 +190,31 @@ def test_type_questions_take_a_traced_value_by_its_dtype_and_read_nothing():
     assert fgrad.grad(lambda x: x * (np.result_type(x) == np.float64))(2.0) == 1.0
 
 
+@pytest.mark.parametrize("s", [2.5, 3, True, 1j])
+def test_type_questions_under_jit_take_a_python_number_as_weak_as_eager(s):
+    # jit holds a Python number argument as given: NumPy's weak promotion, not float64/int64
+    def questions(s):
+        answers = []
+        for other in (np.float32, np.int8, np.complex64):
+            answers.append(fnp.result_type(s, other))
+            answers.append(_outcome(lambda: fnp.can_cast(s, other)))
+        answers.append(_outcome(lambda: fnp.common_type(s)))
+        return answers
+
+    seen = {}
+    fgrad.jit(lambda s: seen.setdefault("jit", questions(s)) and s)(s)
+    assert seen["jit"] == questions(s)
+    assert seen["jit"][0] == np.result_type(s, np.float32)
+
+
+def _outcome(f):
+    """f's answer, or the type of the error it raises."""
+    try:
+        return f()
+    except Exception as e:
+        return type(e)
+
+
 def test_min_scalar_type_reads_a_scalar_and_not_an_array():
     assert fnp.min_scalar_type(300) == np.min_scalar_type(300)
     assert fgrad.make_record(lambda x: x * fnp.min_scalar_type(x).itemsize)(np.ones(2)).guards == []

@@ -140,6 +140,70 @@ def test_cov_and_corrcoef_match_numpy(kw):
     np.testing.assert_allclose(fnp.corrcoef(m), np.corrcoef(m))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex64, np.int8])
+def test_vander_is_numpys_bits_under_every_transform(dtype):
+    # NumPy multiplies step by step (multiply.accumulate) in x's dtype promoted with int;
+    # single precision keeps its dtype, NumPy's values rounded once
+    x = RNG.standard_normal(7) * 2
+    x = (x + 1j * x[::-1] if np.dtype(dtype).kind == "c" else x).astype(dtype)
+    for n, increasing in [(None, False), (9, True), (1, False), (0, False)]:
+        want = np.vander(x, n, increasing)
+        want = want.astype(dtype) if np.dtype(dtype).kind in "fc" else want
+
+        def f(x):
+            return fnp.vander(x, n, increasing)
+
+        got = [f(x), fgrad.jit(f)(x), fgrad.vmap(f)(np.stack([x, x]))[1]]
+        if np.dtype(dtype).kind in "fc":
+            got.append(fgrad.jvp(f, (x,), (np.ones_like(x),))[0])
+        for g in got:
+            assert g.dtype == want.dtype and g.shape == want.shape
+            np.testing.assert_array_equal(g, want)
+
+
+def test_vander_jacobian_is_k_x_to_the_k_minus_1():
+    x = np.array([0.0, -1.5, 0.7, 2.0])
+    k = np.arange(5)
+    want = k * np.where(k > 0, x[:, None] ** np.maximum(k - 1, 0), 0.0)  # d x^k / dx
+    for jac in (jacfwd, jacrev):
+        got = jac(lambda x: fnp.vander(x, 5, increasing=True))(x)
+        np.testing.assert_allclose(np.einsum("ikj,ij->ik", got, np.eye(4)), want)
+
+
+def test_cov_with_traced_weights_keeps_the_datas_dtype():
+    # the plain weights were cast to the data's dtype, the traced ones not (float64 results)
+    x = RNG.normal(size=(2, 4)).astype(np.float32)
+    a, f = np.array([1.0, 2.0, 0.5, 1.5]), np.array([1, 2, 1, 1])
+    want = fnp.cov(x, aweights=a)
+    assert want.dtype == np.float32
+    np.testing.assert_array_equal(fgrad.jit(lambda a: fnp.cov(x, aweights=a))(a), want)
+    np.testing.assert_array_equal(fgrad.jvp(lambda a: fnp.cov(x, aweights=a), (a,), (a,))[0], want)
+    want = fnp.cov(x, fweights=f)
+    got = fgrad.jit(lambda f: fnp.cov(x, fweights=f))(f)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cov_and_corrcoef_with_a_dtype_are_numpys_bits(dtype):
+    # NumPy scales by a float64 1/fact and rounds once; a weak Python float rounded twice
+    m = np.random.default_rng(2).standard_normal((3, 6)).astype(np.float32)  # 1 ulp off before
+    for f, ref in [(fnp.cov, np.cov), (fnp.corrcoef, np.corrcoef)]:
+        want = ref(m, dtype=dtype)
+        for got in (f(m, dtype=dtype), fgrad.jvp(lambda m: f(m, dtype=dtype), (m,), (m,))[0]):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_cov_refuses_a_fractional_ddof_as_numpy():
+    x = RNG.normal(size=5)
+    with pytest.raises(ValueError, match=r"cov: ddof must be an integer .* got 1\.5"):
+        fnp.cov(x, ddof=1.5)
+    with pytest.raises(ValueError, match="ddof must be an integer"):
+        grad(lambda x: fnp.cov(x, ddof=1.5))(x)
+    np.testing.assert_array_equal(fnp.cov(x, ddof=2.0), np.cov(x, ddof=2.0))  # as NumPy
+
+
 # --- closed-form derivatives ----------------------------------------------------------------------
 
 
@@ -279,6 +343,13 @@ def test_cov_with_no_degrees_of_freedom_warns_like_numpy():
     with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
         out = fnp.cov(np.array([1.0]))
     assert np.isnan(out) or np.isinf(out)
+
+
+def test_diff_axis_out_of_bounds_is_numpys_axis_error():
+    with pytest.raises(np.exceptions.AxisError, match=r"diff: axis 2 .* shape \(3,\)"):
+        grad(lambda t: fnp.sum(fnp.diff(t, axis=2)))(np.ones(3))
+    with pytest.raises(IndexError):  # (AxisError is an IndexError, as NumPy's)
+        fnp.diff(fgrad.numpy.array([1.0, 2.0]), axis=-2)
 
 
 def test_errors_name_the_argument():

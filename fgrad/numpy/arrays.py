@@ -841,16 +841,47 @@ def _unique_indices(ar, return_index, **flags):
 # values: a record holds for those shapes (its guards).
 _unique_p = nondiff(_unique_indices, name="unique_indices")
 shape_from_values.add(_unique_p)
+
+_ONE_ARRAY_AT_A_TIME = (
+    "NumPy finds the unique values of one array at a time (a record made outside vmap, "
+    "replayed inside it; rows with other counts of unique values cannot stack)"
+)
+
+
+def _unique_output(ar, which, **flags):
+    """The output number `which` of `_unique_indices` (one array: rows of it stack)."""
+    return _unique_indices(ar, **flags)[which]
+
+
+# One output of `_unique_p` at a time, for its rows under vmap: `_unique_p` gives a tuple (the
+# indices, and the inverse and counts if asked for), which the rows' stacking would take as
+# one array; each output's rows are stacked on their own.
+_unique_output_p = nondiff(_unique_output, name="unique_indices")
+shape_from_values.add(_unique_output_p)
+
+
+def _unique_rows(args, dims, **params):
+    n = _shaping.batch_size(args, dims)
+    outputs = 1 + params["return_inverse"] + params["return_counts"]
+    stacked = [
+        _batching.rows_one_by_one(
+            _unique_output_p, args, dims, {**params, "which": k}, n, _ONE_ARRAY_AT_A_TIME
+        )
+        for k in range(outputs)
+    ]
+    return tuple(out for out, _ in stacked), tuple(dim for _, dim in stacked)
+
+
+register_rules(_unique_p, batch=_unique_rows)
 register_rules(
-    _unique_p,
+    _unique_output_p,
     batch=lambda args, dims, **params: _batching.rows_one_by_one(
-        _unique_p,
+        _unique_output_p,
         args,
         dims,
         params,
         _shaping.batch_size(args, dims),
-        "NumPy finds the unique values of one array at a time (a record made outside vmap, "
-        "replayed inside it; rows with other counts of unique values cannot stack)",
+        _ONE_ARRAY_AT_A_TIME,
     ),
 )
 
@@ -981,6 +1012,9 @@ def select(
         )
     if not condlist:
         raise ValueError("select: condlist and choicelist are empty; pass at least one condition")
+    _broadcast_shape(
+        "select", {"condlist": condlist, "choicelist": choicelist, "default": [default]}
+    )
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         c = mask_values(cond)
@@ -988,6 +1022,23 @@ def select(
             raise TypeError(f"select: conditions must be boolean arrays, got dtype {dtype_of(c)}")
         out = where(c, choice, out)
     return out
+
+
+def _broadcast_shape(name: str, groups: dict) -> tuple:
+    """The shape the arrays of `groups` (argument name: its arrays) broadcast to, or a
+    ValueError that names `name`, each argument and its shapes."""
+    shapes = {arg: [shape_of(x) for x in xs] for arg, xs in groups.items()}
+    try:
+        return _np.broadcast_shapes(*(sh for group in shapes.values() for sh in group))
+    except ValueError:
+        listed = "; ".join(
+            f"{arg} {group[0]}" if arg == "default" else f"{arg} shapes {group}"
+            for arg, group in shapes.items()
+        )
+        raise ValueError(
+            f"{name}: the conditions, choices and default must broadcast to one shape, got "
+            f"{listed}; give them shapes that broadcast together"
+        ) from None
 
 
 # --- the scatter updates of x.at[idx] -------------------------------------------------------------

@@ -96,13 +96,15 @@ from numpy import (
     void as void,
 )
 
-from ..core import dtype_of, primal, shape_of
+from ..core import dtype_of, innermost, primal, shape_of
 from ._coverage import no_derivative
 from ._mirror import exported
 from .shaping import is_traced
 
 # NumPy's `casting` rules, as its stubs spell them
 Casting = Literal["no", "equiv", "safe", "same_kind", "same_value", "unsafe"]
+
+_PYTHON_NUMBERS = (_builtins.bool, int, float, complex)
 
 # Extended precision has a name of its own only where the platform has it (float128 on x86-64
 # Linux, float96 on 32-bit x86): mirrored where NumPy has it.
@@ -112,8 +114,13 @@ globals().update({n: getattr(_np, n) for n in _EXTENDED})
 
 def _by_dtype(x: Any) -> Any:
     """A traced value stands for its dtype; anything else is NumPy's to judge. (Since NumPy 2
-    an array's values never change a promotion, so its dtype says all an array would.)"""
-    return dtype_of(x) if is_traced(x) else x
+    an array's values never change a promotion, so its dtype says all an array would.) A
+    Python number that `jit` holds as given stays that number: weakly typed, as in eager code
+    (its dtype would be float64 or int64)."""
+    if not is_traced(x):
+        return x
+    value = innermost(x)
+    return value if type(value) in _PYTHON_NUMBERS else dtype_of(x)
 
 
 @no_derivative("a dtype")
@@ -148,8 +155,15 @@ def common_type(*arrays: Any) -> type:
     >>> fnp.common_type(np.ones(2, np.float32), np.arange(3))
     <class 'numpy.float64'>
     """
-    # an empty array of the traced value's dtype answers NumPy's `a.dtype` as the value would
-    return _np.common_type(*[_np.empty(0, dtype_of(a)) if is_traced(a) else a for a in arrays])
+    return _np.common_type(*[_as_empty(a) for a in arrays])
+
+
+def _as_empty(a: Any) -> Any:
+    """An empty array of a traced value's dtype, which answers NumPy's `a.dtype` as the value
+    would (a Python number that `jit` holds stays the number, which NumPy refuses as it does
+    eagerly)."""
+    value = _by_dtype(a)
+    return _np.empty(0, value) if isinstance(value, _np.dtype) else value
 
 
 @no_derivative("a dtype")

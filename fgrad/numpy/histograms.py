@@ -42,6 +42,7 @@ from .shaping import (
     ndim,
     numpy_applies,
     reshape,
+    result_type,
     shape,
     stack,
     sum,
@@ -79,8 +80,8 @@ def _outer_edges(a: Any, range: Any, name: str) -> tuple[Any, Any]:
     if range is not None:
         lo, hi = range
         # (only a traced end becomes an array: a Python float stays weak, as in NumPy, so a
-        # float32 end keeps linspace in float32 as NumPy's does)
-        lo, hi = (asarray(v) if is_traced(v) else v for v in (lo, hi))
+        # float32 end keeps linspace in float32 as NumPy's does; so does one `jit` holds)
+        lo, hi = (asarray(v) if is_traced(v) and not _is_number(v) else v for v in (lo, hi))
         if _is_true(lo > hi) if is_traced(lo) or is_traced(hi) else lo > hi:
             raise ValueError(f"{name}: max must be larger than min in range, got {range}")
         _check_finite(lo, hi, f"{name}: the supplied range", "pass a finite range")
@@ -93,6 +94,11 @@ def _outer_edges(a: Any, range: Any, name: str) -> tuple[Any, Any]:
     if _is_true(lo == hi) if is_traced(lo) or is_traced(hi) else lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     return lo, hi
+
+
+def _is_number(x: Any) -> bool:
+    """Whether x is a Python number, maybe held by `jit` as given (weakly typed)."""
+    return type(_core.innermost(x)) in (int, float)
 
 
 def _check_finite(lo: Any, hi: Any, what: str, instead: str) -> None:
@@ -150,7 +156,7 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
             raise ValueError(f"histogram_bin_edges: bins must be positive, got {n}")
     flat = reshape(a, (-1,))
     lo, hi = _outer_edges(flat, range, "histogram_bin_edges")
-    bin_type = _np.result_type(*(dtype_of(v) if is_traced(v) else v for v in (lo, hi)), dtype_of(a))
+    bin_type = result_type(lo, hi, a)
     if _np.issubdtype(bin_type, _np.integer):
         bin_type = _np.result_type(bin_type, float)
     return linspace(lo, hi, n + 1, endpoint=True, dtype=bin_type)
@@ -309,6 +315,11 @@ def histogram2d(
     if numpy_applies(x, y, bins, range, weights):
         return _np.histogram2d(x, y, bins, range, density, weights)
     _refuse_lazy("histogram2d", x, y, bins, range, weights)
+    if len(shape(x)) != 1 or shape(x) != shape(y):
+        raise ValueError(
+            f"histogram2d: x and y must be 1-D and have the same length (one point each), got "
+            f"x of {describe(x)} and y of {describe(y)}"
+        )
     try:
         n = len(bins)
     except TypeError:

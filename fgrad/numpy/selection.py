@@ -45,6 +45,7 @@ from .shaping import (
     refuse_out,
     refuse_traced,
     reshape,
+    result_type,
     shape,
     stack,
     zeros_like,
@@ -198,6 +199,11 @@ def choose(
     if numpy_applies(a, choices):
         return _np.choose(a, choices, mode=mode)
     index = constant_values(a, "choose", "a")
+    if index.dtype.kind not in "biu":  # (NumPy: "Cannot cast ... according to the rule 'safe'")
+        raise TypeError(
+            f"choose: a must hold integer indices into the choices, got {describe(a)}; cast it "
+            "with a.astype(int) if its values are whole numbers"
+        )
     choices = list(choices) if isinstance(choices, (list, tuple)) else list(asarray(choices))
     n = len(choices)
     if mode == "raise":
@@ -213,9 +219,18 @@ def choose(
     else:
         raise ValueError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     common = _np.broadcast_shapes(index.shape, *(shape(c) for c in choices))
-    stacked = stack([broadcast_to(asarray(c), common) for c in choices])
+    # NumPy's dtype: a Python number is weakly typed (also where `jit` holds one as given)
+    arrays = [asarray(c) for c in choices]
+    dtype = result_type(*(c if _is_number(c) else x for c, x in zip(choices, arrays)))
+    arrays = [x if dtype_of(x) == dtype else astype(x, dtype) for x in arrays]
+    stacked = stack([broadcast_to(x, common) for x in arrays])
     picked = take_along_axis(stacked, _np.broadcast_to(index, common)[None], 0)
     return reshape(picked, shape(picked)[1:])
+
+
+def _is_number(x: Any) -> bool:
+    """Whether x is a Python number, maybe held by `jit` as given."""
+    return type(_core.innermost(x)) in (bool, int, float, complex)
 
 
 def _flat_positions(condition: Any, name: str) -> Any:
@@ -237,6 +252,11 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: Any = None) -
     if numpy_applies(condition, a):
         return _np.compress(condition, a, axis)
     c = constant_values(condition, "compress", "condition")
+    if axis is not None and not -ndim(a) <= axis < ndim(a):
+        raise _np.exceptions.AxisError(
+            f"compress: axis {axis} is out of bounds for a of {describe(a)} ({ndim(a)}-D); "
+            "pass an axis in that range, or axis=None for the flattened a"
+        )
     along = _math.prod(shape(a)) if axis is None else shape(a)[axis]
     # NumPy's own choice of positions (its errors for a too long condition included)
     positions = _np.compress(c, _np.arange(along))

@@ -14,6 +14,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, and the other modules of
 from __future__ import annotations
 
 import builtins as _builtins
+import operator as _operator
 import warnings as _warnings
 from typing import TYPE_CHECKING
 
@@ -255,6 +256,11 @@ def diff(
     nd = ndim(a)
     if nd == 0:
         raise ValueError("diff: the input a is a scalar; it needs at least one dimension")
+    if not -nd <= _operator.index(axis) < nd:
+        raise _np.exceptions.AxisError(
+            f"diff: axis {axis} is out of bounds for a of {describe(a)} ({nd}-D); pass an "
+            f"axis from {-nd} to {nd - 1}"
+        )
     axis = _normalize_axes(axis, nd)[0]
 
     def slab(end):
@@ -459,17 +465,42 @@ def polyval(p: ArrayLike, x: ArrayLike) -> Array:
 
 @mirror("creation")
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
-    """NumPy's `vander`: columns are powers of x (decreasing unless `increasing`)."""
+    """NumPy's `vander`: columns are powers of x (decreasing unless `increasing`), NumPy's
+    values bit for bit: x^k is the running product x * x * ... * x (NumPy's
+    `multiply.accumulate`, not `x ** k`, which rounds otherwise), in NumPy's dtype (x's
+    promoted with the default integer). Single-precision x (float16, float32, complex64)
+    gives its own dtype, NumPy's values (made in double precision) rounded once, as JAX keeps
+    it; NumPy returns float64 or complex128.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> fnp.vander(np.array([2.0, 3.0]), 3)
+    array([[4., 2., 1.],
+           [9., 3., 1.]])
+    >>> fgrad.jacfwd(lambda x: fnp.vander(x, 3)[:, 0])(np.array([2.0, 3.0]))
+    array([[4., 0.],
+           [0., 6.]])
+    """
+    kept = _single_precision(x) if isinstance(x, (_np.ndarray, _np.generic, Box)) else None
+    if numpy_applies(x):
+        out = _np.vander(x, N, increasing)
+        return out if kept is None else out.astype(kept)
     x = asarray(x)
     if ndim(x) != 1:
         raise ValueError(f"vander: x must be one-dimensional; it has shape {shape(x)}")
+    n = shape(x)[0]
     if N is None:
-        N = shape(x)[0]
-    dt = dtype_of(x)
-    powers = _np.arange(N, dtype=dt if _np.issubdtype(dt, _np.inexact) else None)
+        N = n
+    dt = _np.promote_types(dtype_of(x), int)  # NumPy's
+    columns = [_np.ones((n, min(N, 1)), dt)]
+    if N > 1:
+        x = astype(x, dt) if dtype_of(x) != dt else x
+        # (the array method: `cumprod` is fgrad.numpy.statistics', which this module does not
+        # import) the running products, as NumPy's `multiply.accumulate` makes them
+        columns.append(broadcast_to(reshape(x, (n, 1)), (n, N - 1)).cumprod(axis=1))
+    v = _between(None, columns[0], columns[1] if N > 1 else None, axis=1)
     if not increasing:
-        powers = powers[::-1]
-    return reshape(x, (-1, 1)) ** powers
+        v = v[:, ::-1]
+    return v if kept is None else astype(v, kept)
 
 
 # --- integration ----------------------------------------------------------------------------------
@@ -521,6 +552,8 @@ def _weights(w, name, n, dtype):
         # a guard that holds for every valid weight, where reading the weights was a guard on
         # each of them); lazy ones (Dask's) are not checked
         wv = None if _core.is_foreign_array(_core.innermost(w)) else constant_of(w)
+        if dtype_of(w) != dtype:  # as the plain weights are: the data's precision is kept
+            w = astype(w, dtype)
     elif _core.is_foreign_array(w):  # lazy (Dask's): cast, and not read for the checks
         wv, w = None, astype(w, dtype)
     else:
@@ -547,6 +580,10 @@ def cov(
 ) -> Array:
     """NumPy's `cov` with `rowvar`, `bias`, `ddof`, `fweights` and `aweights` (which may be
     traced); float32 data gives a float32 result (NumPy would give float64)."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError(
+            f"cov: ddof must be an integer (the degrees of freedom removed), got {ddof!r}"
+        )
     if dtype is None:
         dtype = _float_dtype(m) if y is None else _float_dtype(m, y)
     X = _rows_2d(m, "cov", "m", dtype)
@@ -592,15 +629,19 @@ def cov(
     elif bool(less_equal(fact, 0)):  # (traced: one boolean read, not the number)
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
-    if not _is_traced(fact) and not _core.is_foreign_array(fact):
-        fact = float(fact)  # a Python number keeps the data's precision
+    # NumPy's 1 / fact is a float64 number, whatever the data's precision
+    plain = not _is_traced(fact) and not _core.is_foreign_array(fact)
+    fact = float(fact) if plain else astype(fact, _np.float64)
     X = X - reshape(avg, (-1, 1))
     X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
     with _np.errstate(divide="ignore"):
         # batched or lazy: divided as it is (1/0 gives inf there)
         lazy = _core.holds_batch(fact) or _core.is_foreign_array(_core.innermost(fact))
         scale = 1.0 / fact if lazy or fact != 0 else _np.inf
-    return squeeze(matmul(X, X_T) * scale)
+    # NumPy's `c *= true_divide(1, fact)`: times a float64 1/fact, rounded once to the data's
+    # precision (a Python float, weakly typed, would round 1/fact to it first)
+    product = matmul(X, X_T) * (_np.float64(scale) if plain else scale)
+    return squeeze(product if dtype_of(product) == dtype else astype(product, dtype))
 
 
 @mirror("function")
@@ -720,12 +761,8 @@ def _single_precision(*xs):
     """The single-precision dtype (float32, complex64) of the inputs xs where NumPy computes
     and returns double precision for them (polyder, polyint), else None. Python numbers take
     the arrays' precision (they are weakly typed, as in JAX)."""
-    values = [
-        dtype_of(x) if is_traced(x) else _np.asarray(x) if isinstance(x, (list, tuple)) else x
-        for x in xs
-        if x is not None
-    ]
-    dt = _np.result_type(*values)
+    # (a Python number that `jit` holds as given stays weakly typed, as it is eagerly)
+    dt = _np.result_type(*[_weak_or_dtype(x) for x in xs if x is not None])
     return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
 
 

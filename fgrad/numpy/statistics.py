@@ -983,7 +983,10 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     >>> fgrad.grad(lambda w: fnp.bincount([0, 2, 2], w)[2])(fnp.array([1.0, 2.0, 3.0]))
     array([0., 1., 1.])
     """
+    traced = is_traced(x)
     x = _np.asarray(primal(x))
+    if traced:  # (a plain x gets NumPy's own errors)
+        _check_bin_numbers(x)
     if weights is None:
         return _np.bincount(x, None, minlength)
     weights = _asarray(weights)
@@ -996,11 +999,7 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     if numpy_applies(weights):  # (Dask's: fgrad's, lazily)
         out = _np.bincount(x, weights, minlength)
         return out.astype(w_dtype) if w_dtype.kind == "f" else out
-    if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
-        raise TypeError(
-            f"bincount: x must be a 1-D array of non-negative integers, got shape "
-            f"{x.shape} and dtype {x.dtype}"
-        )
+    _check_bin_numbers(x)
     if shape(weights) != x.shape:
         raise ValueError(
             f"bincount: weights must have x's shape {x.shape}, got shape {shape(weights)}"
@@ -1008,6 +1007,15 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     if w_dtype.kind != "f":
         weights = astype(weights, _np.float64)
     return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
+
+
+def _check_bin_numbers(x):
+    """bincount's x: a 1-D array of integers (NumPy would cast floats only unsafely)."""
+    if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
+        raise TypeError(
+            f"bincount: x must be a 1-D array of non-negative integers, got shape "
+            f"{x.shape} and dtype {x.dtype}; pass x.astype(int) for whole numbers"
+        )
 
 
 # --- no derivative: counts, bin indices and predicates --------------------------------------------
