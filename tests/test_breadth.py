@@ -129,25 +129,6 @@ def test_poly_of_conjugate_roots_is_real_as_numpys():
     np.testing.assert_allclose(out, np.poly(a), atol=1e-15)
 
 
-def test_poly_of_differentiated_conjugate_roots_keeps_the_complex_derivative():
-    # one root of the pair moves: the coefficients' tangent is complex, as central differences
-    # of NumPy's poly (complex off the pairing) say; a real result would drop its imaginary part
-    z, dz, h = np.array([1 + 2j, 1 - 2j]), np.array([1j, 0.0]), 1e-6
-    value, tangent = fgrad.jvp(fnp.poly, (z,), (dz,))
-    np.testing.assert_allclose(tangent, (np.poly(z + h * dz) - np.poly(z - h * dz)) / (2 * h))
-    np.testing.assert_allclose(value, np.poly(z))
-
-    def g(z):
-        return np.sum(np.imag(np.poly(z)))
-
-    grad = fgrad.grad(lambda z: fnp.sum(fnp.imag(fnp.poly(z))))(z)
-    central = [(g(z + h * e) - g(z - h * e)) / (2 * h) for e in np.eye(2)]
-    np.testing.assert_allclose(np.real(grad), central, atol=1e-8)
-    # not differentiated (jit, vmap): NumPy's real coefficients
-    assert fgrad.jit(fnp.poly)(z).dtype == np.poly(z).dtype == np.float64
-    assert fgrad.vmap(fnp.poly)(np.stack([z, z])).dtype == np.float64
-
-
 # --- histograms -----------------------------------------------------------------------------------
 
 

@@ -5,8 +5,7 @@ companion matrix (`linalg.eigvals`, whose derivative is dw = diag(V^-1 dA V): ex
 roots; at a repeated root the roots are not differentiable, and the derivative is not
 finite), and `poly` multiplies the factors (1 - z_k) by `convolve` (or takes the eigenvalues of
 a square matrix first). Which coefficients are zero, and whether complex roots come in
-conjugate pairs, are read from the values, as NumPy reads them; `poly` of complex roots that
-are being differentiated stays complex (see its docstring).
+conjugate pairs, are read from the values, as NumPy reads them.
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`, `fgrad.numpy.linalg`,
 `fgrad.numpy.signal`.
@@ -16,7 +15,7 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import Box, constant_of, dtype_of
+from ..core import constant_of, dtype_of
 from . import linalg as _linalg
 from ._mirror import exported, mirror
 from ._values import is_true
@@ -71,15 +70,12 @@ def roots(p: Any) -> Any:
 def poly(seq_of_zeros: Any) -> Any:
     """NumPy's `poly`: the coefficients (highest power first) of the monic polynomial with the
     given roots, or of the characteristic polynomial of a square matrix; real when the complex
-    roots come in conjugate pairs, as NumPy's, except while complex roots (or a complex matrix)
-    are differentiated: then the result stays complex, as JAX's `poly` always is.
-
-    Why: the pairing holds at this point only. A tangent that moves one root of a pair (dz =
-    [1j, 0] at z = [1+2j, 1-2j]) gives the coefficients a complex tangent ([0, -1j, 2+1j]),
-    which a real result could not carry; its derivative would silently be the real part's.
-    Take `fnp.real` of the result where the perturbations keep the pairs (the roots of a
-    real polynomial). A real matrix has a real characteristic polynomial, derivative included:
-    its result is real, as NumPy's. Under `jit` or `vmap` alone the result is NumPy's.
+    roots come in conjugate pairs, as NumPy's, traced or not (tracing never changes a value's
+    dtype). Its derivative there is the real part's: a direction that moves one root of a pair
+    alone (dz = [1j, 0] at z = [1+2j, 1-2j]) leaves NumPy's real branch (its result would be
+    complex), and along it this real result changes by the real part of [0, -1j, 2+1j]. For
+    the complex coefficients and their derivative, multiply the factors (1, -z_k) yourself
+    (`fnp.convolve`), as JAX's `poly` does.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fnp.poly(np.array([1.0, 2.0]))
@@ -92,7 +88,6 @@ def poly(seq_of_zeros: Any) -> Any:
     if numpy_applies(seq_of_zeros):
         return _np.poly(seq_of_zeros)
     z = asarray(seq_of_zeros)
-    keep_complex = dtype_of(z).kind == "c" and _differentiated(z)
     if ndim(z) == 0:
         z = reshape(z, (1,))
     sh = shape(z)
@@ -111,23 +106,11 @@ def poly(seq_of_zeros: Any) -> Any:
     a = _np.ones((1,), dtype=dt)
     for k in range(shape(z)[0]):
         a = convolve(a, concatenate([_np.ones(1, dt), reshape(negative(z[k]), (1,))]))
-    if dt.kind == "c" and not keep_complex:
+    if dt.kind == "c":
         r = constant_of(z)
         if is_true(_all(equal(sort(r), sort(conj(r)))), "poly", _PAIRS):
             a = real(a)
     return a
-
-
-def _differentiated(x: Any) -> bool:
-    """Whether x carries a derivative: a box of a live level that neither batches (`vmap`) nor
-    stages (`jit`). (A `jit` record keeps the levels of its inputs in its signature, so a
-    record made without one is never replayed with one.)"""
-    while type(x) is Box:
-        level = x.level
-        if level.live and not (level.batches or level.stages):
-            return True
-        x = x.value
-    return False
 
 
 __all__ = exported(globals())
