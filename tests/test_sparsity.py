@@ -512,6 +512,39 @@ def test_long_elementwise_chains_keep_every_dependency(copies):
     assert fullest == 3 if copies == "few" else fullest > sparsity._WIDE // 2  # CSR then
 
 
+_MANY_PATHS = {  # each output reaches an input along 256 or 512 paths
+    "sum": lambda x: fnp.sum(fnp.repeat(x, 256) ** 2, keepdims=True),
+    "cumsum": lambda x: fnp.cumsum(fnp.repeat(x, 256))[-1:],
+    "matmul": lambda x: np.ones((2, 256)) @ fnp.tile(x, 256).reshape(256, -1),
+    "mean over a broadcast": lambda x: fnp.mean(x * np.ones((512, 1)), axis=0),
+    "add at": lambda x: fnp.sin(x[:1]).at[np.zeros(768, dtype=int)].add(fnp.tile(x, 256)),
+    "einsum": lambda x: fnp.einsum("ij,ij->i", fnp.tile(x, (2, 256)), np.ones((2, 768))),
+    "convolve": lambda x: fnp.convolve(fnp.repeat(x[:1], 256), np.ones(256))[255:256],
+}
+
+
+@pytest.mark.parametrize("fun", list(_MANY_PATHS.values()), ids=list(_MANY_PATHS))
+def test_many_paths_to_one_output_keep_the_entry(fun):
+    """A pattern is a boolean product (`sparsity._through`), never a count of paths: in
+    int8, 256 paths from an input to an output summed to 0 and the entry was dropped."""
+    x = np.array([1.0, 2.0, 3.0])
+    want = _flat_jacobian(fun, x) != 0
+    assert want.any()
+    np.testing.assert_array_equal(_dense(fgrad.jacobian_sparsity(fun)(x)), want)
+    _assert_equal_to_jacfwd(fun, x, mode="fwd")
+
+
+def test_the_hessian_of_least_squares_over_256_rows_is_full():
+    a = np.random.default_rng(0).normal(size=(256, 3))
+
+    def loss(p):
+        return 0.5 * fnp.sum((a @ p - 1.0) ** 2)
+
+    p = np.ones(3)
+    assert fgrad.hessian_sparsity(loss)(p).nnz == 9
+    np.testing.assert_allclose(fgrad.sparse_hessian(loss)(p).toarray(), a.T @ a, rtol=1e-13)
+
+
 def test_moves_are_derived_from_element_numbers():
     x = np.arange(24.0).reshape(2, 3, 4)
     funs = [
