@@ -748,6 +748,45 @@ def test_a_complex_output_is_pushed_forward():
     _assert_equal_to_jacfwd(fun, np.array([0.1, 0.2, 0.3]))
 
 
+def _full_last_row(x):  # the columns need a colour each, the rows two: "auto" would pull
+    return fnp.concatenate([x**2, fnp.sum(x)[None]])
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["found", "given"])
+def test_an_output_holding_more_than_the_inputs_is_pushed_forward(given):
+    """A complex output, or a float64 one of float32 inputs: "auto" pushes forward, with a
+    pattern found or given (known only when the pass runs), also under `jit` and `grad`; a
+    pull into a real input dropped the imaginary part (20.0 off) or rounded to float32."""
+    x = np.arange(1.0, 6.0)
+    for fun, x_k in [
+        (lambda x: (1 + 2j) * _full_last_row(x), x),
+        (lambda x: _full_last_row(x.astype(np.float64) / 3.0), x.astype(np.float32)),
+    ]:
+        want = _flat_jacobian(fun, x_k)
+        kw = {"sparsity": want != 0} if given else {}
+        jac = fgrad.sparse_jacobian(fun, **kw)
+        for _ in range(3):
+            got = jac(x_k)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.toarray(), want)
+        jitted = fgrad.jit(lambda x: fgrad.sparse_jacobian(fun, **kw)(x).toarray())
+        np.testing.assert_array_equal(jitted(x_k), want)
+        np.testing.assert_array_equal(jitted(x_k), want)
+
+
+def test_rev_refuses_a_complex_output_and_gives_the_output_s_dtype():
+    fun = lambda x: (1 + 2j) * _full_last_row(x)
+    x = np.arange(1.0, 6.0)
+    with pytest.raises(ValueError, match=r"output is complex128.*mode='fwd'"):
+        fgrad.sparse_jacobian(fun, sparsity=np.ones((6, 5)), mode="rev")(x)
+    for x_dtype, out_dtype in [(np.float32, np.float64), (np.float64, np.float32)]:
+        fun = lambda x: _full_last_row(x.astype(out_dtype) / 3.0)
+        got = fgrad.sparse_jacobian(fun, mode="rev")(x.astype(x_dtype))
+        want = _flat_jacobian(fun, x.astype(x_dtype))
+        assert got.dtype == want.dtype == out_dtype
+        np.testing.assert_allclose(got.toarray(), want, rtol=1e-6)  # float32 precision
+
+
 def test_import_fgrad_does_not_import_scipy():
     code = "import sys, fgrad; assert not any(m.startswith('scipy') for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
