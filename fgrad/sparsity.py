@@ -341,9 +341,12 @@ _where_rule.narrow = True  # type: ignore[attr-defined]
 def _may_be_nonzero(v, pattern, fixed):
     """Which elements of a factor may be nonzero at some input (flat): all, unless `fixed`
     (no value was read yet); then a constant's zeros, and a traced value's zeros where it
-    depends on no input (such an element is a constant too), are zeros everywhere."""
+    depends on no input (such an element is a constant too), are zeros everywhere. A value
+    an outer transform traces (a `Box` under this level's: a parameter being differentiated
+    that the function closes over, a `jit` record's input) is no constant: its zeros here
+    need not be zeros at the next point, and their derivative is not zero."""
     size = _size(tuple(shape_of(v)))
-    if not fixed:
+    if not fixed or type(v) is Box:
         return _np.ones(size, dtype=bool)
     nonzero = _np.asarray(primal(v)).ravel() != 0
     if pattern is not None:
@@ -479,7 +482,10 @@ def _gufunc_product(cores: tuple[int, int], subscripts: str):
         ins, out = subscripts.split("->")
         terms = [letters + t for t in ins.split(",")]
         padded = [  # leading axes of length 1 in front: the same elements in the same order
-            _np.reshape(primal(v), (1,) * (rank - len(lead)) + s)
+            # (a value an outer transform traces may be nonzero anywhere: `_may_be_nonzero`)
+            _np.ones((1,) * (rank - len(lead)) + s)
+            if type(v) is Box
+            else _np.reshape(primal(v), (1,) * (rank - len(lead)) + s)
             for v, s, lead in zip(vals, shapes, leads)
         ]
         einsum_params = {"subscripts": ",".join(terms) + "->" + letters + out}

@@ -354,6 +354,44 @@ def test_a_value_traced_outside_that_fun_closes_over_is_differentiated():
         np.testing.assert_array_equal(replayed(a), a * np.eye(3))
 
 
+_CLOSED_OVER_PRODUCTS = {  # each one's Jacobian in x is outer(c, c) (or its lanes)
+    "matmul": lambda c, x: fnp.outer(c, c) @ x,
+    "einsum": lambda c, x: fnp.einsum("ij,j->i", fnp.outer(c, c), x),
+    "matvec": lambda c, x: fnp.matvec(fnp.outer(c, c), x),
+    "convolve": lambda c, x: fnp.convolve(c, x),
+    "where": lambda c, x: fnp.where(c > 0.5, x, 0.0),
+}
+
+
+@pytest.mark.parametrize(
+    "product", list(_CLOSED_OVER_PRODUCTS.values()), ids=list(_CLOSED_OVER_PRODUCTS)
+)
+def test_the_zeros_of_a_closed_over_value_being_differentiated_are_not_structural(product):
+    """fun closes over c, which an outer grad, jvp or jit traces: c[0] = 0 here is no zero
+    of every point (grad of c'Wc through the Jacobian outer(c, c) was [24, 38, 50], not
+    (W + W')c = [26, 38, 50]; jit replayed the first c's pattern)."""
+    x0 = np.array([1.0, 2.0, 3.0])
+    w = np.arange(1.0, 1.0 + 3 * len(product(x0, x0))).reshape(-1, 3)
+
+    def total(c, sparse):
+        f = lambda x: product(c, x)
+        jac = fgrad.sparse_jacobian(f)(x0).toarray() if sparse else fgrad.jacfwd(f)(x0)
+        return fnp.sum(jac * w)
+
+    c = np.array([0.0, 1.0, 2.0])
+    want = fgrad.grad(total)(c, False)
+    np.testing.assert_allclose(fgrad.grad(total)(c, True), want, rtol=1e-14)
+    t = np.array([1.0, 0.0, 0.0])
+    np.testing.assert_allclose(
+        fgrad.jvp(lambda c: total(c, True), (c,), (t,))[1],
+        fgrad.jvp(lambda c: total(c, False), (c,), (t,))[1],
+        rtol=1e-14,
+    )
+    replayed = fgrad.jit(lambda c: total(c, True))
+    for c_k in (c, c[::-1], c + 1.0):
+        np.testing.assert_allclose(replayed(c_k), total(c_k, False), rtol=1e-14)
+
+
 def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
     # the structured problems above accumulate, entries and pattern as detection's
     y = np.random.default_rng(3).uniform(size=128)
