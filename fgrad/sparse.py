@@ -27,7 +27,10 @@ As for `jit`, `fun` must be pure: what it reads from outside its arguments (a gl
 closure) is taken to stay the same. A function that reads values while the
 pattern is found (a Python branch on a value, a `where` mask, an index from `argsort`) may
 have another pattern elsewhere: each call then finds the pattern at its own input again, and
-keeps one colouring while the patterns stay inside the one it was made for.
+keeps one colouring while the patterns stay inside the one it was made for. Under `jit`, the
+record of such a call guards its inputs, so that it replays at those inputs only: another
+input is recorded again, its pattern found again (past jit's `max_paths`, the function runs
+eagerly, with jit's warning).
 
 Imports: `fgrad.accumulation`, `fgrad.api`, `fgrad.boundary`, `fgrad.coloring`, `fgrad.core`,
 `fgrad.jitting`, `fgrad.numpy`, `fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`,
@@ -48,7 +51,7 @@ from . import coloring, numpy as fnp
 from .accumulation import AccumulationLevel, NoAccumulation
 from .api import grad, jvp, vjp
 from .boundary import api_boundary
-from .core import Box, dtype_of, holds_batch, innermost, shape_of
+from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
 from .jitting import jit
 from .protocols import is_foreign_array
 from .sparsity import SparsityLevel, empty_pattern, sparse_module
@@ -193,6 +196,19 @@ def _detect(fun, args, nums, values, tree):
     return pattern, level.reads > 0, any(_outruns_inputs(dtype_of(o), values) for o in out)
 
 
+def _guard_what_was_read(args):
+    """The pattern was found from values the function read (a branch, an index from
+    `argmax`, a `sort`): it holds at these inputs only, and an eager call finds it again at
+    each input. Under `jit` the record must not replay it at other inputs (the pass would fill
+    this pattern with another input's Jacobian): reading the traced arguments makes the record
+    guard them, so that another input records its own path, with its own pattern (past jit's
+    `max_paths`, the function runs eagerly, with jit's warning). Under the other transforms a
+    read only unwraps the value."""
+    for leaf in tree_flatten(args)[0]:
+        if type(leaf) is Box:
+            primal(leaf)
+
+
 def _accumulate(fun, args, nums, values, tree):
     """(Jacobian, reads) of fun's flat outputs in its flat inputs by sparse forward
     accumulation (`fgrad.accumulation`): one run, for a first call, where finding the pattern,
@@ -255,7 +271,10 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
         _refuse_batched(args, "jacobian_sparsity")
         nums = _argnums(argnums, len(args), "jacobian_sparsity")
         values, tree = _inputs(args, nums, "jacobian_sparsity")
-        return _detect(fun, args, nums, values, tree)[0]
+        pattern, reads, _ = _detect(fun, args, nums, values, tree)
+        if reads:
+            _guard_what_was_read(args)
+        return pattern
 
     return _named(jacobian_sparsity_fun, fun, "jacobian_sparsity")
 
@@ -287,7 +306,10 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
         _refuse_batched(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
-        return _hessian_pattern(fun, args, nums, values, tree)[0]
+        pattern, reads = _hessian_pattern(fun, args, nums, values, tree)
+        if reads:
+            _guard_what_was_read(args)
+        return pattern
 
     return _named(hessian_sparsity_fun, fun, "hessian_sparsity")
 
@@ -732,6 +754,8 @@ def sparse_jacobian(
             if new is not None:
                 plan = _jacobian_plan(new, mode, order, fun, nums, fwd_only)
             _remember(plans, key, (plan, recheck))
+        if recheck:
+            _guard_what_was_read(args)
         try:
             return plan(args)
         except _PullsLose:  # (raised only while an "auto" plan's "rev" pass is recorded)
@@ -790,6 +814,8 @@ def sparse_hessian(
             if new is not None:
                 plan = _hessian_plan(new, order, fun, nums)
             _remember(plans, key, (plan, recheck))
+        if recheck:
+            _guard_what_was_read(args)
         return plan(args)
 
     return _named(sparse_hessian_fun, fun, "sparse_hessian")

@@ -227,6 +227,32 @@ def test_sort_reads_values_and_stays_exact():
         np.testing.assert_array_equal(jac(y).toarray(), _flat_jacobian(fnp.sort, y))
 
 
+def test_under_jit_a_pattern_found_from_values_is_found_again_at_each_input():
+    """sort and an index from argmax make the pattern depend on values (no Python branch, so
+    no guard of jit's own): the record replayed the first input's pattern, filled with another
+    input's pass (sort at [1, 2, 3]: [[0, 2, 0], [0, 0, 4], [6, 0, 0]], not diag(2, 4, 6)).
+    The record now guards the inputs; past jit's max_paths, it runs eagerly, still right."""
+    sort_sq = lambda x: fnp.sort(x) ** 2
+    at_argmax = lambda x: x[fnp.argmax(x)] * x
+    rng = np.random.default_rng(5)
+    inputs = [np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 3.0])]
+    inputs += [rng.permutation(4)[:3] + 1.0 for _ in range(10)]
+    for fun in (sort_sq, at_argmax):
+        jac, pattern = fgrad.sparse_jacobian(fun), fgrad.jacobian_sparsity(fun)
+        jitted = fgrad.jit(lambda x: jac(x).toarray())
+        jitted_pattern = fgrad.jit(lambda x: pattern(x).toarray())
+        hes = fgrad.sparse_hessian(lambda x: fnp.sum(fun(x) ** 2))
+        jitted_hes = fgrad.jit(lambda x: hes(x).toarray())
+        with pytest.warns(RuntimeWarning, match="runs eagerly"):
+            for x in inputs + inputs[:3]:
+                want = _flat_jacobian(fun, x)
+                np.testing.assert_array_equal(jitted(x), want)
+                assert (np.asarray(jitted_pattern(x)) >= (want != 0)).all()
+                np.testing.assert_allclose(
+                    jitted_hes(x), fgrad.hessian(lambda x: fnp.sum(fun(x) ** 2))(x), rtol=1e-14
+                )
+
+
 # --- the gradient table ---------------------------------------------------------------------------
 
 _ROWS = [
