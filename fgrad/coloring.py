@@ -69,7 +69,9 @@ COLUMN_METHODS = (*ORDERS, "recursive_largest_first")
 def conflict_graph(pattern):
     """The column intersection graph of `pattern` (m x n): columns i != j are adjacent when
     some row has both. Returned as CSR arrays (indptr, indices) of an n x n boolean matrix."""
-    p = _structure(pattern).astype(_np.int8)
+    # (g[i, j] counts the rows columns i and j share: in a type that holds every count, as
+    # int8 did not: 256 shared rows summed to 0, and the two columns took one colour)
+    p = _structure(pattern).astype(_np.int32 if pattern.shape[0] < 2**31 else _np.int64)
     g = (p.T @ p).tocsr()
     g.setdiag(0)
     g.eliminate_zeros()
@@ -498,7 +500,7 @@ def row_coloring(pattern, order: str = "natural") -> _np.ndarray:
 
 def _adjacency(pattern):
     """The symmetric pattern's graph without its diagonal, as CSR arrays."""
-    g = pattern.tocsr().astype(_np.int8)
+    g = _structure(pattern)
     g = (g + g.T).tocsr()
     g.setdiag(0)
     g.eliminate_zeros()

@@ -27,7 +27,10 @@ As for `jit`, `fun` must be pure: what it reads from outside its arguments (a gl
 closure) is taken to stay the same. A function that reads values while the
 pattern is found (a Python branch on a value, a `where` mask, an index from `argsort`) may
 have another pattern elsewhere: each call then finds the pattern at its own input again, and
-keeps one colouring while the patterns stay inside the one it was made for.
+keeps one colouring while the patterns stay inside the one it was made for. Under `jit`, the
+record of such a call guards its inputs, so that it replays at those inputs only: another
+input is recorded again, its pattern found again (past jit's `max_paths`, the function runs
+eagerly, with jit's warning).
 
 Imports: `fgrad.accumulation`, `fgrad.api`, `fgrad.boundary`, `fgrad.coloring`, `fgrad.core`,
 `fgrad.jitting`, `fgrad.numpy`, `fgrad.protocols`, `fgrad.sparsity`, `fgrad.tree_util`,
@@ -48,7 +51,7 @@ from . import coloring, numpy as fnp
 from .accumulation import AccumulationLevel, NoAccumulation
 from .api import grad, jvp, vjp
 from .boundary import api_boundary
-from .core import Box, dtype_of, holds_batch, innermost, shape_of
+from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
 from .jitting import jit
 from .protocols import is_foreign_array
 from .sparsity import SparsityLevel, empty_pattern, sparse_module
@@ -149,10 +152,22 @@ def _run_on(level, fun, args, nums, values, tree):
     return tree_flatten(fun(*full))[0]
 
 
+def _outruns_inputs(out_dtype, values) -> bool:
+    """Whether an output of `out_dtype` holds more than the inputs `values` (all real floats):
+    a complex output, or a float64 one of float32 inputs. Pulling back cotangents then cannot
+    give jacfwd's entries: a cotangent pulled into a real input keeps only the real part, and
+    is rounded to the input's precision (a "rev" pass is refused or avoided for it)."""
+    if out_dtype.kind not in "fc":
+        return False
+    in_dtype = _np.result_type(*values) if values else _np.dtype(_np.float64)
+    return _np.result_type(out_dtype, in_dtype) != in_dtype
+
+
 def _detect(fun, args, nums, values, tree):
-    """(pattern, reads, complex_out): the pattern of fun's flat outputs in its flat inputs,
+    """(pattern, reads, fwd_only): the pattern of fun's flat outputs in its flat inputs,
     whether the traced code read values (then the pattern may hold on this path only), and
-    whether an output is complex.
+    whether an output holds more than the inputs (`_outruns_inputs`: only pushes forward give
+    its Jacobian).
 
     The float numbers among the arguments not differentiated (`_is_number_leaf`) are boxes
     too, whose elements depend on one more input, column n, which stands for "a value that
@@ -178,7 +193,20 @@ def _detect(fun, args, nums, values, tree):
         )
     pattern.sum_duplicates()
     pattern.sort_indices()
-    return pattern, level.reads > 0, any(dtype_of(o).kind == "c" for o in out)
+    return pattern, level.reads > 0, any(_outruns_inputs(dtype_of(o), values) for o in out)
+
+
+def _guard_what_was_read(args):
+    """The pattern was found from values the function read (a branch, an index from
+    `argmax`, a `sort`): it holds at these inputs only, and an eager call finds it again at
+    each input. Under `jit` the record must not replay it at other inputs (the pass would fill
+    this pattern with another input's Jacobian): reading the traced arguments makes the record
+    guard them, so that another input records its own path, with its own pattern (past jit's
+    `max_paths`, the function runs eagerly, with jit's warning). Under the other transforms a
+    read only unwraps the value."""
+    for leaf in tree_flatten(args)[0]:
+        if type(leaf) is Box:
+            primal(leaf)
 
 
 def _accumulate(fun, args, nums, values, tree):
@@ -243,7 +271,10 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
         _refuse_batched(args, "jacobian_sparsity")
         nums = _argnums(argnums, len(args), "jacobian_sparsity")
         values, tree = _inputs(args, nums, "jacobian_sparsity")
-        return _detect(fun, args, nums, values, tree)[0]
+        pattern, reads, _ = _detect(fun, args, nums, values, tree)
+        if reads:
+            _guard_what_was_read(args)
+        return pattern
 
     return _named(jacobian_sparsity_fun, fun, "jacobian_sparsity")
 
@@ -275,7 +306,10 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
         _refuse_batched(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
-        return _hessian_pattern(fun, args, nums, values, tree)[0]
+        pattern, reads = _hessian_pattern(fun, args, nums, values, tree)
+        if reads:
+            _guard_what_was_read(args)
+        return pattern
 
     return _named(hessian_sparsity_fun, fun, "hessian_sparsity")
 
@@ -321,14 +355,32 @@ def _joined(args, nums):
     return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
 
 
-def _make_pass(fun, nums, kind, seeds):
+class _PullsLose(Exception):
+    """Raised while a "rev" pass of mode "auto" is recorded, when its output holds more than
+    its inputs (`_outruns_inputs`; with a pattern given, the output's dtype is known only
+    then): `sparse_jacobian` makes a "fwd" plan instead."""
+
+
+def _rev_refused(out_dtype, x_dtype):
+    return ValueError(
+        f"sparse_jacobian: mode='rev' pulls back cotangents into the inputs ({x_dtype}), "
+        f"but the output is {out_dtype}: a complex part would be dropped; use mode='fwd' (or "
+        "'auto', which then pushes forward)"
+    )
+
+
+def _make_pass(fun, nums, kind, seeds, auto=False):
     """The batched pass over `seeds` (one per row), recorded by `jit` (its arguments: fun's):
     "fwd" pushes each seed forward, "rev" pulls each back, "hvp" pushes each forward through
     the gradient. The seeds are constants of the record, not arguments: what the pass
     computes from them alone (each seed through the linear parts of the derivative: a
     stencil's shifts and sums of the tangents) is computed once, while the record is made,
     and kept in it as constants, so that a replay does only the work that depends on the
-    arguments (the 2-D Brusselator's: 66 operations -> 17, 0.12 -> 0.04 ms)."""
+    arguments (the 2-D Brusselator's: 66 operations -> 17, 0.12 -> 0.04 ms).
+    A "rev" pass whose output holds more than its inputs (`_outruns_inputs`) raises
+    `_PullsLose` for mode "auto" (`auto`); asked for by name, it refuses a complex output and
+    gives a float64 one of float32 inputs to float32 precision. Its entries are in the
+    output's dtype, as jacfwd's."""
 
     def compressed(*args):
         values, tree = tree_flatten(tuple(args[i] for i in nums))
@@ -337,7 +389,14 @@ def _make_pass(fun, nums, kind, seeds):
         x0 = _joined(args, nums)
         if kind == "rev":  # the seeds are cotangents of the output, in its dtype
             out, pull = vjp(lambda v: _raveled(flat(v)), x0)
-            return vmap(lambda w: pull(w)[0])(fnp.astype(seeds, dtype_of(out)))
+            out_dtype = dtype_of(out)
+            if _outruns_inputs(out_dtype, [_np.empty(0, dtype_of(x0))]):
+                if auto:
+                    raise _PullsLose
+                if out_dtype.kind == "c":
+                    raise _rev_refused(out_dtype, dtype_of(x0))
+            rows = vmap(lambda w: pull(w)[0])(fnp.astype(seeds, out_dtype))
+            return rows if dtype_of(rows) == out_dtype else fnp.astype(rows, out_dtype)
         tangents = fnp.astype(seeds, dtype_of(x0))  # tangents of the input, in its dtype
         if kind == "fwd":
             return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(tangents)
@@ -414,22 +473,21 @@ def _entries(pattern):
     return rows, pattern.indices.astype(_np.int64)
 
 
-def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
+def _jacobian_plan(pattern, mode, order, fun, nums, fwd_only):
+    """The plan of a Jacobian with this pattern: one JVP per colour of the columns ("fwd") or
+    one VJP per colour of the rows ("rev"), whichever mode asks for ("auto": fewer passes).
+    `fwd_only`: an output holds more than the inputs (`_outruns_inputs`), so "auto" pushes
+    forward."""
     rows, cols = _entries(pattern)
     m, n = pattern.shape
-    if complex_out and mode == "rev":
-        raise ValueError(
-            "sparse_jacobian: mode='rev' pulls back real cotangents, but an output of this "
-            "function is complex; use mode='fwd' (or 'auto', which then pushes forward)"
-        )
     choices = []
     # The pattern's CSC arrays (those of its transpose's CSR): the column colouring's lists of
     # rows, and the symmetry check's other side. (Its stored entries are its nonzeros, sorted.)
     columns = coloring._columns(pattern)
-    if mode in ("auto", "fwd") or complex_out:
+    if mode in ("auto", "fwd"):
         c = coloring._column_coloring(pattern, order, columns) if n else _np.zeros(0, _np.int64)
         choices.append(("fwd", c))
-    if mode in ("auto", "rev") and not complex_out:
+    if mode == "rev" or (mode == "auto" and not fwd_only):
         if mode == "auto" and _symmetric(pattern, columns):
             pass  # a symmetric pattern: its rows need as many colours as its columns
         elif mode == "auto" and choices[0][1].max(initial=-1) + 1 <= _fullest_column(pattern):
@@ -439,7 +497,7 @@ def _jacobian_plan(pattern, mode, order, fun, nums, complex_out):
             choices.append(("rev", c))
     kind, colors = min(choices, key=lambda kc: int(kc[1].max(initial=-1)))  # fwd on ties
     seeds = _seeds(colors, n if kind == "fwd" else m)
-    pass_ = _make_pass(fun, nums, kind, seeds)
+    pass_ = _make_pass(fun, nums, kind, seeds, auto=mode == "auto")
     if kind == "fwd":
         return _Plan(pattern, seeds, (colors[cols], rows), pass_, m, "sparse_jacobian")
     return _Plan(pattern, seeds, (colors[rows], cols), pass_, n, "sparse_jacobian")
@@ -612,7 +670,10 @@ def sparse_jacobian(
         be in it, or the result is wrong.
     mode : {"auto", "fwd", "rev"}
         "fwd": one JVP per colour of the columns; "rev": one VJP per colour of the rows;
-        "auto": whichever needs fewer passes.
+        "auto": whichever needs fewer passes, and "fwd" when an output holds more than the
+        inputs (a complex output, whose imaginary part a pull into a real input drops, which
+        "rev" refuses; a float64 output of float32 inputs, which "rev" gives to float32
+        precision). The entries are in the output's dtype, as jacfwd's.
     order : {"natural", "largest_first", "smallest_last", "recursive_largest_first"}
         The order of the greedy colouring (`fgrad.coloring`; each is then refined by a few
         passes that never add a colour). "natural", the columns' (or rows') numbering, costs
@@ -675,7 +736,7 @@ def sparse_jacobian(
                 _remember(plans, key, (_Pending(_pattern_of(jac)), reads))
                 return jac
         if plan is None or recheck or type(plan) is _Pending:
-            new, complex_out = None, False
+            new, fwd_only = None, False
             if plan is None or recheck:
                 values, tree = _inputs(args, nums, "sparse_jacobian")
                 if given is not None:
@@ -683,16 +744,24 @@ def sparse_jacobian(
                     n = sum(v.size for v in values)
                     if given.shape[1] != n:
                         _check_shape(given, (given.shape[0], n), "sparse_jacobian")
-                    # (not known without a run: a complex output needs "fwd")
+                    # (whether an output holds more than the inputs, which "rev" cannot
+                    # give, is known only when the pass runs: `_PullsLose`)
                 else:
-                    pattern, recheck, complex_out = _detect(fun, args, nums, values, tree)
+                    pattern, recheck, fwd_only = _detect(fun, args, nums, values, tree)
                 new = _subset_or_union(plan, pattern)
             if type(plan) is _Pending and new is None:
                 new = plan.pattern
             if new is not None:
-                plan = _jacobian_plan(new, mode, order, fun, nums, complex_out)
+                plan = _jacobian_plan(new, mode, order, fun, nums, fwd_only)
             _remember(plans, key, (plan, recheck))
-        return plan(args)
+        if recheck:
+            _guard_what_was_read(args)
+        try:
+            return plan(args)
+        except _PullsLose:  # (raised only while an "auto" plan's "rev" pass is recorded)
+            plan = _jacobian_plan(plan.pattern, mode, order, fun, nums, fwd_only=True)
+            _remember(plans, key, (plan, recheck))
+            return plan(args)
 
     return _named(sparse_jacobian_fun, fun, "sparse_jacobian")
 
@@ -745,6 +814,8 @@ def sparse_hessian(
             if new is not None:
                 plan = _hessian_plan(new, order, fun, nums)
             _remember(plans, key, (plan, recheck))
+        if recheck:
+            _guard_what_was_read(args)
         return plan(args)
 
     return _named(sparse_hessian_fun, fun, "sparse_hessian")

@@ -261,20 +261,29 @@ def _union(patterns):
     return out
 
 
+def _count_dtype(inner: int):
+    """An integer type that holds a count of up to `inner` paths exactly: the entries of a
+    product of 0/1 matrices with inner dimension `inner` (int8, the narrowest, wrapped: 256
+    paths from an input to an output summed to 0, and the entry was lost). SciPy multiplies
+    integers faster than booleans, whose `or` it calls per term."""
+    return _np.int32 if inner < 2**31 else _np.int64
+
+
 def _indicator(rows, cols, shape):
-    """The boolean matrix with True at (rows[k], cols[k]) (repeats allowed)."""
+    """The 0/1 matrix with 1 at (rows[k], cols[k]) (repeats allowed), in `_count_dtype`."""
     sp = sparse_module()
-    m = sp.csr_array(
-        (_np.ones(len(rows), dtype=_np.int8), (rows, cols)), shape=shape, dtype=_np.int8
-    )
+    dtype = _count_dtype(shape[1])
+    m = sp.csr_array((_np.ones(len(rows), dtype=dtype), (rows, cols)), shape=shape, dtype=dtype)
     m.sum_duplicates()
     m.data[:] = 1
     return m
 
 
 def _through(indicator, pattern):
-    """The pattern of outputs that depend on input elements by `indicator` (out x in)."""
-    out = (indicator @ pattern.astype(_np.int8)).astype(bool)
+    """The pattern of outputs that depend on input elements by `indicator` (out x in, 0/1):
+    the product counts the paths from each input to each output, exactly (`_count_dtype`)."""
+    dtype = _count_dtype(indicator.shape[1])
+    out = (indicator.astype(dtype, copy=False) @ pattern.astype(dtype)).astype(bool)
     out.eliminate_zeros()
     return out
 
@@ -319,10 +328,9 @@ def _where_rule(vals, pats, ans, params, fixed):
             parts.append(_Narrow(cols, moved.shape[1]))
             continue
         sp = sparse_module()
-        moved = sp.csr_array(
-            sp.diags_array(keep.astype(_np.int8), dtype=_np.int8) @ moved.astype(_np.int8)
-        )
-        parts.append(moved.astype(bool))
+        moved = sp.csr_array(sp.diags_array(keep, dtype=bool) @ moved)
+        moved.eliminate_zeros()
+        parts.append(moved)
     return _union(parts)
 
 
@@ -333,9 +341,12 @@ _where_rule.narrow = True  # type: ignore[attr-defined]
 def _may_be_nonzero(v, pattern, fixed):
     """Which elements of a factor may be nonzero at some input (flat): all, unless `fixed`
     (no value was read yet); then a constant's zeros, and a traced value's zeros where it
-    depends on no input (such an element is a constant too), are zeros everywhere."""
+    depends on no input (such an element is a constant too), are zeros everywhere. A value
+    an outer transform traces (a `Box` under this level's: a parameter being differentiated
+    that the function closes over, a `jit` record's input) is no constant: its zeros here
+    need not be zeros at the next point, and their derivative is not zero."""
     size = _size(tuple(shape_of(v)))
-    if not fixed:
+    if not fixed or type(v) is Box:
         return _np.ones(size, dtype=bool)
     nonzero = _np.asarray(primal(v)).ravel() != 0
     if pattern is not None:
@@ -357,16 +368,16 @@ def _matmul_rule(vals, pats, ans, params, fixed):
     sp = sparse_module()
 
     def mask(v, shape, pattern):
-        return _may_be_nonzero(v, pattern, fixed).reshape(shape).astype(_np.int8)
+        return _may_be_nonzero(v, pattern, fixed).reshape(shape).astype(_np.int32)
 
     parts = []
     if pats[0] is not None:  # row (i, l), column (i, j): b[j, l] != 0
         b_mask = mask(b, (k, p), pats[1])
-        moved = sp.kron(sp.eye_array(m, dtype=_np.int8), sp.csr_array(b_mask.T), format="csr")
+        moved = sp.kron(sp.eye_array(m, dtype=_np.int32), sp.csr_array(b_mask.T), format="csr")
         parts.append(_through(moved, pats[0]))
     if pats[1] is not None:  # row (i, l), column (j, l): a[i, j] != 0
         a_mask = mask(a, (m, k), pats[0])
-        moved = sp.kron(sp.csr_array(a_mask), sp.eye_array(p, dtype=_np.int8), format="csr")
+        moved = sp.kron(sp.csr_array(a_mask), sp.eye_array(p, dtype=_np.int32), format="csr")
         parts.append(_through(moved, pats[1]))
     return _union(parts)
 
@@ -471,7 +482,10 @@ def _gufunc_product(cores: tuple[int, int], subscripts: str):
         ins, out = subscripts.split("->")
         terms = [letters + t for t in ins.split(",")]
         padded = [  # leading axes of length 1 in front: the same elements in the same order
-            _np.reshape(primal(v), (1,) * (rank - len(lead)) + s)
+            # (a value an outer transform traces may be nonzero anywhere: `_may_be_nonzero`)
+            _np.ones((1,) * (rank - len(lead)) + s)
+            if type(v) is Box
+            else _np.reshape(primal(v), (1,) * (rank - len(lead)) + s)
             for v, s, lead in zip(vals, shapes, leads)
         ]
         einsum_params = {"subscripts": ",".join(terms) + "->" + letters + out}

@@ -200,6 +200,28 @@ def test_stored_values_between_0_and_1_are_nonzeros(order):
     assert _columns_share_no_row(pattern, coloring.column_coloring(pattern, order))
 
 
+@pytest.mark.parametrize("order", METHODS)
+def test_columns_sharing_256_rows_are_adjacent(order):
+    """The column intersection graph is a boolean product: counted in int8, 256 shared rows
+    summed to 0, columns 0 and 1 looked unconnected and RLF gave them one colour."""
+    dense = np.zeros((258, 3), dtype=bool)
+    dense[:256, [0, 1]] = True
+    dense[256, [0, 2]] = True
+    dense[257, [1, 2]] = True
+    pattern = sp.csr_array(dense)
+    indptr, indices = coloring.conflict_graph(pattern)
+    assert indices[indptr[0] : indptr[1]].tolist() == [1, 2]
+    colors = coloring.column_coloring(pattern, order)
+    assert len(np.unique(colors)) == 3 and _columns_share_no_row(pattern, colors)
+    assert len(np.unique(coloring.row_coloring(pattern.T, order))) == 3
+
+
+def test_a_star_colouring_of_a_pattern_with_large_stored_values_sees_every_entry():
+    """Stored entries of 256 (or 0.5) are nonzeros of the graph (an int8 cast dropped them)."""
+    pattern = sp.csr_array(np.full((3, 3), 256.0))
+    assert len(np.unique(coloring.star_coloring(pattern))) == 3
+
+
 @settings(max_examples=40, deadline=None)
 @given(patterns(square=True))
 def test_recursive_largest_first_builds_each_colour_as_a_maximal_independent_set(pattern):

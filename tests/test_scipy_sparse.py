@@ -205,6 +205,27 @@ def test_a_solve_is_differentiated_as_the_dense_solve(name):
     check_grads(solve, (DATA, B0), order=2, modes=("fwd", "rev"))
 
 
+@pytest.mark.parametrize("name", ["spsolve", "gmres"])
+def test_a_single_column_right_hand_side_gives_scipy_s_vector(name):
+    """b of shape (n, 1): SciPy's spsolve, cg and gmres return x of shape (n,) (fgrad's
+    spsolve returned (n, 1), and its cg and gmres refused b), with its derivative."""
+    column = B0[:, None]
+    x = SOLVES[name](DATA, column)
+    scipy_solve = {"spsolve": spla.spsolve, "gmres": lambda A, b: spla.gmres(A, b, rtol=1e-14)[0]}
+    want = scipy_solve[name](_S.tocsr(), column)
+    assert x.shape == want.shape == (N,)
+    _close(x, want)
+    _close(
+        fgrad.jacrev(SOLVES[name], argnums=1)(DATA, column),
+        fgrad.jacrev(lambda b: fnp.linalg.solve(_S.toarray(), b[:, 0]))(column),
+        1e-9,
+    )
+    spd = fsp.diags([np.full(N, 3.0), -1.0, -1.0], [0, 1, -1])
+    x = fsla.cg(spd, column, rtol=1e-14)[0]
+    assert x.shape == spla.cg(spd.to_scipy(), column)[0].shape == (N,)
+    _close(x, np.linalg.solve(spd.toarray(), B0))
+
+
 def test_splu_solves_with_the_transpose():
     lu = fsla.splu(_A(DATA))
     _close(lu.solve(B0, trans="T"), np.linalg.solve(_S.toarray().T, B0))
@@ -443,6 +464,60 @@ def test_a_singular_matrix_is_refused():
     A = fsp.coo_array((d, (np.arange(N), np.arange(N))), shape=(N, N))
     with pytest.raises(ValueError, match="singular"):
         fsla.spsolve(A, B0)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # SciPy's
+def test_a_nan_in_the_data_or_b_is_named_not_called_singular_or_unconverged():
+    diag = lambda d: fsp.diags([d], [0])
+    with pytest.raises(ValueError, match=r"nan or inf in A's data \(1 value"):
+        fsla.spsolve(diag(np.array([np.nan, 1.0])), np.ones(2))
+    for solve in (fsla.cg, fsla.gmres):
+        with pytest.raises(RuntimeError, match=r"nan or inf in b \(1 value.*index 0"):
+            solve(diag(np.array([2.0, 1.0])), np.array([np.nan, 1.0]))
+        with pytest.raises(RuntimeError, match=r"nan or inf in A's data"):
+            solve(diag(np.array([2.0, np.inf])), np.ones(2))
+
+
+def test_a_preconditioner_without_rmatvec_serves_the_gradient():
+    """M = LinearOperator(matvec=ilu.solve), the usual wrapper of spilu, has no transpose:
+    the adjoint solve of gmres runs without it (SciPy raised "rmatvec is not defined" under
+    grad), cg's uses M itself (symmetric, as A is); the gradient is the dense solve's. When
+    the solve without M does not converge, the error says so and what to give."""
+    n = 30
+    A = sp.coo_array(
+        sp.diags_array([2 * np.ones(n), -np.ones(n - 1), -0.5 * np.ones(n - 1)], offsets=[0, 1, -1])
+    )
+    b = np.linspace(0.0, 1.0, n)
+
+    def ilu_operator(matrix):  # the usual wrapper: no rmatvec
+        return spla.LinearOperator((n, n), matvec=spla.spilu(sp.csc_array(matrix), 1e-1).solve)
+
+    def loss(solve, matrix, M, **kw):
+        def of_data(d):
+            A = fsp.coo_array((d, (matrix.row, matrix.col)), shape=(n, n))
+            return fnp.sum(solve(A, b, M=M, **kw)[0] ** 2)
+
+        return of_data
+
+    def dense_loss(matrix):
+        return lambda d: fnp.sum(
+            fnp.linalg.solve(fnp.at(np.zeros((n, n)))[matrix.row, matrix.col].add(d), b) ** 2
+        )
+
+    spd = sp.coo_array(A + A.T)
+    for solve, matrix in [(fsla.gmres, A), (fsla.cg, spd)]:
+        got = fgrad.grad(loss(solve, matrix, ilu_operator(matrix), rtol=1e-13))(matrix.data)
+        _close(got, fgrad.grad(dense_loss(matrix))(matrix.data), 1e-8)
+    # A near-exact M: the solve converges in one restart cycle; without M the adjoint's
+    # does not (a diagonal spread over six decades)
+    hard = sp.coo_array(A + sp.diags_array(np.logspace(0, 6, n)))
+    exact = spla.LinearOperator((n, n), matvec=spla.splu(sp.csc_array(hard)).solve)
+    short = loss(fsla.gmres, hard, exact, rtol=1e-10, maxiter=1, restart=5)
+    assert np.isfinite(short(hard.data))
+    with pytest.raises(
+        RuntimeError, match=r"without the preconditioner M \(LinearOperator.*rmatvec="
+    ):
+        fgrad.grad(short)(hard.data)
 
 
 def test_the_users_data_is_never_changed():

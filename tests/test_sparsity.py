@@ -227,6 +227,32 @@ def test_sort_reads_values_and_stays_exact():
         np.testing.assert_array_equal(jac(y).toarray(), _flat_jacobian(fnp.sort, y))
 
 
+def test_under_jit_a_pattern_found_from_values_is_found_again_at_each_input():
+    """sort and an index from argmax make the pattern depend on values (no Python branch, so
+    no guard of jit's own): the record replayed the first input's pattern, filled with another
+    input's pass (sort at [1, 2, 3]: [[0, 2, 0], [0, 0, 4], [6, 0, 0]], not diag(2, 4, 6)).
+    The record now guards the inputs; past jit's max_paths, it runs eagerly, still right."""
+    sort_sq = lambda x: fnp.sort(x) ** 2
+    at_argmax = lambda x: x[fnp.argmax(x)] * x
+    rng = np.random.default_rng(5)
+    inputs = [np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([1.0, 5.0, 3.0])]
+    inputs += [rng.permutation(4)[:3] + 1.0 for _ in range(10)]
+    for fun in (sort_sq, at_argmax):
+        jac, pattern = fgrad.sparse_jacobian(fun), fgrad.jacobian_sparsity(fun)
+        jitted = fgrad.jit(lambda x: jac(x).toarray())
+        jitted_pattern = fgrad.jit(lambda x: pattern(x).toarray())
+        hes = fgrad.sparse_hessian(lambda x: fnp.sum(fun(x) ** 2))
+        jitted_hes = fgrad.jit(lambda x: hes(x).toarray())
+        with pytest.warns(RuntimeWarning, match="runs eagerly"):
+            for x in inputs + inputs[:3]:
+                want = _flat_jacobian(fun, x)
+                np.testing.assert_array_equal(jitted(x), want)
+                assert (np.asarray(jitted_pattern(x)) >= (want != 0)).all()
+                np.testing.assert_allclose(
+                    jitted_hes(x), fgrad.hessian(lambda x: fnp.sum(fun(x) ** 2))(x), rtol=1e-14
+                )
+
+
 # --- the gradient table ---------------------------------------------------------------------------
 
 _ROWS = [
@@ -352,6 +378,44 @@ def test_a_value_traced_outside_that_fun_closes_over_is_differentiated():
     replayed = fgrad.jit(lambda a: fgrad.sparse_jacobian(lambda x: x * a)(x).toarray())
     for a in (2.0, 5.0, 2.0):
         np.testing.assert_array_equal(replayed(a), a * np.eye(3))
+
+
+_CLOSED_OVER_PRODUCTS = {  # each one's Jacobian in x is outer(c, c) (or its lanes)
+    "matmul": lambda c, x: fnp.outer(c, c) @ x,
+    "einsum": lambda c, x: fnp.einsum("ij,j->i", fnp.outer(c, c), x),
+    "matvec": lambda c, x: fnp.matvec(fnp.outer(c, c), x),
+    "convolve": lambda c, x: fnp.convolve(c, x),
+    "where": lambda c, x: fnp.where(c > 0.5, x, 0.0),
+}
+
+
+@pytest.mark.parametrize(
+    "product", list(_CLOSED_OVER_PRODUCTS.values()), ids=list(_CLOSED_OVER_PRODUCTS)
+)
+def test_the_zeros_of_a_closed_over_value_being_differentiated_are_not_structural(product):
+    """fun closes over c, which an outer grad, jvp or jit traces: c[0] = 0 here is no zero
+    of every point (grad of c'Wc through the Jacobian outer(c, c) was [24, 38, 50], not
+    (W + W')c = [26, 38, 50]; jit replayed the first c's pattern)."""
+    x0 = np.array([1.0, 2.0, 3.0])
+    w = np.arange(1.0, 1.0 + 3 * len(product(x0, x0))).reshape(-1, 3)
+
+    def total(c, sparse):
+        f = lambda x: product(c, x)
+        jac = fgrad.sparse_jacobian(f)(x0).toarray() if sparse else fgrad.jacfwd(f)(x0)
+        return fnp.sum(jac * w)
+
+    c = np.array([0.0, 1.0, 2.0])
+    want = fgrad.grad(total)(c, False)
+    np.testing.assert_allclose(fgrad.grad(total)(c, True), want, rtol=1e-14)
+    t = np.array([1.0, 0.0, 0.0])
+    np.testing.assert_allclose(
+        fgrad.jvp(lambda c: total(c, True), (c,), (t,))[1],
+        fgrad.jvp(lambda c: total(c, False), (c,), (t,))[1],
+        rtol=1e-14,
+    )
+    replayed = fgrad.jit(lambda c: total(c, True))
+    for c_k in (c, c[::-1], c + 1.0):
+        np.testing.assert_allclose(replayed(c_k), total(c_k, False), rtol=1e-14)
 
 
 def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
@@ -510,6 +574,39 @@ def test_long_elementwise_chains_keep_every_dependency(copies):
     np.testing.assert_array_equal(got, _flat_jacobian(f, x) != 0)
     fullest = got[:50].sum(axis=1).max()
     assert fullest == 3 if copies == "few" else fullest > sparsity._WIDE // 2  # CSR then
+
+
+_MANY_PATHS = {  # each output reaches an input along 256 or 512 paths
+    "sum": lambda x: fnp.sum(fnp.repeat(x, 256) ** 2, keepdims=True),
+    "cumsum": lambda x: fnp.cumsum(fnp.repeat(x, 256))[-1:],
+    "matmul": lambda x: np.ones((2, 256)) @ fnp.tile(x, 256).reshape(256, -1),
+    "mean over a broadcast": lambda x: fnp.mean(x * np.ones((512, 1)), axis=0),
+    "add at": lambda x: fnp.sin(x[:1]).at[np.zeros(768, dtype=int)].add(fnp.tile(x, 256)),
+    "einsum": lambda x: fnp.einsum("ij,ij->i", fnp.tile(x, (2, 256)), np.ones((2, 768))),
+    "convolve": lambda x: fnp.convolve(fnp.repeat(x[:1], 256), np.ones(256))[255:256],
+}
+
+
+@pytest.mark.parametrize("fun", list(_MANY_PATHS.values()), ids=list(_MANY_PATHS))
+def test_many_paths_to_one_output_keep_the_entry(fun):
+    """A pattern is a boolean product (`sparsity._through`), never a count of paths: in
+    int8, 256 paths from an input to an output summed to 0 and the entry was dropped."""
+    x = np.array([1.0, 2.0, 3.0])
+    want = _flat_jacobian(fun, x) != 0
+    assert want.any()
+    np.testing.assert_array_equal(_dense(fgrad.jacobian_sparsity(fun)(x)), want)
+    _assert_equal_to_jacfwd(fun, x, mode="fwd")
+
+
+def test_the_hessian_of_least_squares_over_256_rows_is_full():
+    a = np.random.default_rng(0).normal(size=(256, 3))
+
+    def loss(p):
+        return 0.5 * fnp.sum((a @ p - 1.0) ** 2)
+
+    p = np.ones(3)
+    assert fgrad.hessian_sparsity(loss)(p).nnz == 9
+    np.testing.assert_allclose(fgrad.sparse_hessian(loss)(p).toarray(), a.T @ a, rtol=1e-13)
 
 
 def test_moves_are_derived_from_element_numbers():
@@ -713,6 +810,45 @@ def test_edge_cases(fun, x, want):
 def test_a_complex_output_is_pushed_forward():
     fun = lambda x: fnp.exp(1j * x[1:]) * x[:-1]
     _assert_equal_to_jacfwd(fun, np.array([0.1, 0.2, 0.3]))
+
+
+def _full_last_row(x):  # the columns need a colour each, the rows two: "auto" would pull
+    return fnp.concatenate([x**2, fnp.sum(x)[None]])
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["found", "given"])
+def test_an_output_holding_more_than_the_inputs_is_pushed_forward(given):
+    """A complex output, or a float64 one of float32 inputs: "auto" pushes forward, with a
+    pattern found or given (known only when the pass runs), also under `jit` and `grad`; a
+    pull into a real input dropped the imaginary part (20.0 off) or rounded to float32."""
+    x = np.arange(1.0, 6.0)
+    for fun, x_k in [
+        (lambda x: (1 + 2j) * _full_last_row(x), x),
+        (lambda x: _full_last_row(x.astype(np.float64) / 3.0), x.astype(np.float32)),
+    ]:
+        want = _flat_jacobian(fun, x_k)
+        kw = {"sparsity": want != 0} if given else {}
+        jac = fgrad.sparse_jacobian(fun, **kw)
+        for _ in range(3):
+            got = jac(x_k)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got.toarray(), want)
+        jitted = fgrad.jit(lambda x: fgrad.sparse_jacobian(fun, **kw)(x).toarray())
+        np.testing.assert_array_equal(jitted(x_k), want)
+        np.testing.assert_array_equal(jitted(x_k), want)
+
+
+def test_rev_refuses_a_complex_output_and_gives_the_output_s_dtype():
+    fun = lambda x: (1 + 2j) * _full_last_row(x)
+    x = np.arange(1.0, 6.0)
+    with pytest.raises(ValueError, match=r"output is complex128.*mode='fwd'"):
+        fgrad.sparse_jacobian(fun, sparsity=np.ones((6, 5)), mode="rev")(x)
+    for x_dtype, out_dtype in [(np.float32, np.float64), (np.float64, np.float32)]:
+        fun = lambda x: _full_last_row(x.astype(out_dtype) / 3.0)
+        got = fgrad.sparse_jacobian(fun, mode="rev")(x.astype(x_dtype))
+        want = _flat_jacobian(fun, x.astype(x_dtype))
+        assert got.dtype == want.dtype == out_dtype
+        np.testing.assert_allclose(got.toarray(), want, rtol=1e-6)  # float32 precision
 
 
 def test_import_fgrad_does_not_import_scipy():

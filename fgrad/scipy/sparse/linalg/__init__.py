@@ -13,7 +13,10 @@ SciPy does the solving; the derivatives are implicit, from the solution alone:
   redone only for other data (under `vmap` over matrices, or a `jit` record replayed).
 - `cg` and `gmres` solve the adjoint system with the same method and tolerances: iterations
   are never differentiated. The derivative is then as accurate as the solves (`rtol`). A
-  solve that does not converge raises (SciPy would return `info > 0` and the iterate).
+  solve that does not converge raises (SciPy would return `info > 0` and the iterate). The
+  adjoint solve of `gmres` is preconditioned by M^T, or by nothing when M is a
+  `LinearOperator` without `rmatvec` (its error then says so); that of `cg` by M itself,
+  symmetric as A is.
 - `expm_multiply(A, B)` (exp(A) B) is linear in B (its transpose is exp(A^T) ct); its forward
   rule in the data is exact, from exp([[A, dA], [0, A]]) [0; B] (one product with a matrix of
   twice the size). Its reverse rule in the data reads the adjoint of that derivative at the
@@ -105,6 +108,20 @@ def _check_rhs(A, b, who, matrix_ok=True):
     return b
 
 
+def _not_finite(values, name) -> str:
+    """What to say of `values` when a solve fails: that `name` holds a nan or an inf (how many,
+    and where the first is), or "" when all are finite. (A solver reports such values as a
+    singular matrix or a solve that does not converge, which no other setting would fix.)"""
+    bad = _np.flatnonzero(~_np.isfinite(_np.asarray(values)))
+    if not len(bad):
+        return ""
+    first = _np.asarray(values).ravel()[bad[0]]
+    return (
+        f"there is a nan or inf in {name} ({len(bad)} value(s), the first, {first}, at flat "
+        f"index {bad[0]}): find where it was computed (fgrad.debug_nans) and pass finite values"
+    )
+
+
 # --- direct solves: one factorisation, reused by the adjoint ------------------------------------
 
 
@@ -134,9 +151,10 @@ class _Factor:
             try:
                 self.lu = _spla.splu(matrix, **self.options)
             except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
+                what = _not_finite(data, "A's data") or "it is singular"
                 raise ValueError(
                     f"fgrad.scipy.sparse.linalg: the sparse matrix of shape {s.shape} and dtype "
-                    f"{data.dtype} could not be factorised ({error}); it is singular"
+                    f"{data.dtype} could not be factorised ({error}); {what}"
                 ) from error
             self.data = data.copy()
         return self.lu
@@ -319,7 +337,8 @@ def splu(
 def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = True) -> Any:
     """SciPy's `spsolve`: x with A x = b, for a square sparse A and a dense b of 1 or 2
     dimensions, differentiable with respect to b and to A's data (the adjoint solve reuses the
-    factorisation). `use_umfpack` is accepted and ignored (SuperLU solves).
+    factorisation). As SciPy's, x is a vector for b of shape (n,) or (n, 1). `use_umfpack` is
+    accepted and ignored (SuperLU solves).
 
     >>> import numpy as np, fgrad, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
     >>> A = fsp.diags([np.array([2.0, 4.0])], [0])
@@ -332,7 +351,10 @@ def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = T
     if _sp.issparse(b) or isinstance(b, SparseArray):
         raise TypeError(f"{who}: b must be a dense array; call b.toarray() first")
     b = _check_rhs(A, b, who)
-    return splu(A, permc_spec=permc_spec).solve(b)
+    x = splu(A, permc_spec=permc_spec).solve(b)
+    if len(shape_of(b)) == 2 and shape_of(b)[1] == 1:
+        x = fnp.reshape(x, (-1,))  # SciPy's spsolve: a single column gives a vector
+    return x
 
 
 # --- iterative solves: the adjoint system solved by the same method ------------------------------
@@ -353,24 +375,54 @@ class _Iterative:
         s = self.structure
         rows, cols = (s.row, s.col) if trans == "N" else (s.col, s.row)
         matrix = _sp.csr_array((_np.asarray(data), (rows, cols)), shape=s.shape)
-        M = self.M
-        if M is not None and trans == "T":
-            M = _spla.aslinearoperator(M).T
         b = _np.asarray(b)
         dtype = _np.result_type(matrix.dtype, b.dtype)
         matrix, b = matrix.astype(dtype), b.astype(dtype, copy=False)
         solver = _spla.cg if self.method == "cg" else _spla.gmres
-        x, info = solver(matrix, b, M=M, **self.options)
+        M, unpreconditioned = self._preconditioner(trans), ""
+        try:
+            x, info = solver(matrix, b, M=M, **self.options)
+        except NotImplementedError:  # M.T of a LinearOperator given without rmatvec
+            M, unpreconditioned = None, self._without_rmatvec()
+            x, info = solver(matrix, b, **self.options)
         if info != 0:
             what = "did not converge" if info > 0 else "broke down (illegal input)"
+            adjoint = trans == "T"
+            # (the adjoint solve's right-hand side is a cotangent, not the b given)
+            bad = _not_finite(data, "A's data") or _not_finite(
+                b, "the cotangent pulled back" if adjoint else "b"
+            )
+            advice = (
+                bad
+                or unpreconditioned
+                or "raise maxiter, loosen rtol, give a preconditioner M, or use spsolve"
+            )
             raise RuntimeError(
                 f"fgrad.scipy.sparse.linalg.{self.method} {what} (info={info}) for A of shape "
                 f"{s.shape} and dtype {matrix.dtype} with {self.options}"
-                + (" (the adjoint solve, with A^T)" if trans == "T" else "")
-                + "; raise maxiter, loosen rtol, give a preconditioner M, or use spsolve. "
-                "fgrad does not return an unconverged solution: its derivative would be wrong."
+                + (" (the adjoint solve, with A^T)" if adjoint else "")
+                + f"; {advice}. fgrad does not return an unconverged solution: its derivative "
+                "would be wrong."
             )
         return x
+
+    def _preconditioner(self, trans):
+        """M for A x = b; for the adjoint system A^T y = c, M^T, except for cg, whose M is
+        symmetric (as A is): M itself, which a LinearOperator given only a `matvec` (the usual
+        wrapper of `spilu(A).solve`) can apply."""
+        if self.M is None or trans == "N" or self.method == "cg":
+            return self.M
+        return _spla.aslinearoperator(self.M).T
+
+    def _without_rmatvec(self):
+        M = _spla.aslinearoperator(self.M)
+        kind = "LinearOperator" if isinstance(self.M, _spla.LinearOperator) else type(self.M)
+        return (
+            f"it ran without the preconditioner M ({kind} of shape {M.shape} "
+            f"and dtype {M.dtype}), which has no rmatvec for the transposed system: give M "
+            "its transpose too, LinearOperator(shape, matvec=ilu.solve, rmatvec=lambda v: "
+            "ilu.solve(v, 'T')), or raise maxiter"
+        )
 
 
 def _it_solve_impl(data, b, method, trans):
@@ -404,6 +456,8 @@ def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None)
     who = f"fgrad.scipy.sparse.linalg.{method}"
     A = as_sparse(A, who)
     _check_square(A, who)
+    if len(shape_of(b)) == 2 and shape_of(b)[1] == 1:
+        b = fnp.reshape(b, (-1,))  # as SciPy's: one column is the vector, and x is one
     b = _check_rhs(A, b, who, matrix_ok=False)
     if callback is not None:
         raise TypeError(
