@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as _np
+
 from . import core
 from .core import Box, Level, Primitive, add_any, bind, enter_phase, leave_phase
 from .reverse import ReverseLevel, backward_pass
@@ -45,20 +47,15 @@ class ForwardLevel(Level):
         watch = core.watch
         phase = None if watch is None else enter_phase("apply", self, prim)
         try:
-            jvps, jvp = prim.jvps, prim.jvp  # never both (Primitive refuses it)
-            if jvps is not None or jvp is not None:
+            try:
+                ans, t_out = _value_and_tangent(prim, vals, tangents, params, phase)
+            except FloatingPointError:
+                # The user's `np.errstate(...="raise")` is in force: the value raises as it
+                # would eagerly, but a tangent (sqrt's 0.5/sqrt(x) at 0: inf) is no value of
+                # the function, and must not send it down its `except` branch.
                 ans = bind(prim, vals, params)
-                if phase is not None:
-                    phase.kind = "tangent"
-                if jvp is not None:
-                    t_out = jvp(tangents, ans, *vals, **params)
-                else:
-                    t_out = _sum_of_jvps(jvps, tangents, ans, vals, params)
-            else:
-                if phase is not None:
-                    phase.kind = "tangent"
-                ans, pull = _reverse_rule(prim, tangents, vals, params)
-                t_out = transpose_bprop(pull, ans, tangents, prim.multiple_results)
+                with _np.errstate(all="ignore"):
+                    ans, t_out = _value_and_tangent(prim, vals, tangents, params, phase)
         finally:
             if phase is not None:
                 leave_phase(phase)
@@ -69,6 +66,21 @@ class ForwardLevel(Level):
         if t_out is None:
             return ans  # a structural zero tangent: the result is a constant at this level
         return Box(ans, self, t_out)
+
+
+def _value_and_tangent(prim, vals, tangents, params, phase):
+    jvps, jvp = prim.jvps, prim.jvp  # never both (Primitive refuses it)
+    if jvps is not None or jvp is not None:
+        ans = bind(prim, vals, params)
+        if phase is not None:
+            phase.kind = "tangent"
+        if jvp is not None:
+            return ans, jvp(tangents, ans, *vals, **params)
+        return ans, _sum_of_jvps(jvps, tangents, ans, vals, params)
+    if phase is not None:
+        phase.kind = "tangent"
+    ans, pull = _reverse_rule(prim, tangents, vals, params)
+    return ans, transpose_bprop(pull, ans, tangents, prim.multiple_results)
 
 
 def _sum_of_jvps(jvps, tangents, ans, vals, params):

@@ -255,9 +255,14 @@ def _record(fun, leaves, rebuild, sources=False):
             for f, o, v in zip(fresh, outputs, values)
         ]
     values = [_copy(v) if f else v for v, f in zip(values, fresh)]
-    settled = unsafe is not None and unsafe.startswith("NumPy's global random generator")
+    settled = unsafe is not None and unsafe.startswith(_WARNED_REASONS)
     path = _Path(level.items, tuple(outputs), tuple(fresh), out_tree, len(leaves), unsafe, settled)
     return tree_unflatten(out_tree, values), path
+
+
+# Why a function runs eagerly from then on (for one signature), with a warning: what a record
+# cannot hold. (`StagingLevel.raised` writes the second.)
+_WARNED_REASONS = ("NumPy's global random generator", "an operation raised")
 
 
 # --- the code of a tree of paths ------------------------------------------------------------------
@@ -856,6 +861,12 @@ class Jitted:
             except _Miss as miss:
                 _roll_back(marks)
                 return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
+            except Exception:
+                # An operation raised on these values (inv of a singular matrix), which the
+                # function may catch (try/except): the replay cannot take that path, so this
+                # call runs eagerly, and raises, or goes on, as the function does.
+                _roll_back(marks)
+                return self._fun(*args, **kwargs)
         out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree))
         if path.unsafe is None:
             with self._lock:
@@ -867,7 +878,7 @@ class Jitted:
             entry.eager = True
             with self._lock:
                 self._cache[key] = entry
-            if path.unsafe.startswith("NumPy's global random generator") and not self._warned:
+            if path.unsafe.startswith(_WARNED_REASONS) and not self._warned:
                 self._warned = True
                 message = f"fgrad.jit({self._name}): {path.unsafe}"
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
@@ -899,6 +910,9 @@ class Jitted:
             except _Miss as miss:
                 _roll_back(marks)
                 return self._again(entry, leaves, lambda xs: (tuple(xs), {}), miss)
+            except Exception:  # (as in `__call__`)
+                _roll_back(marks)
+                return fun(*leaves)
 
         call.__wrapped__ = fun  # type: ignore[attr-defined]
         return call

@@ -274,12 +274,16 @@ class StagingLevel(Level):
                     type(value) in (list, tuple) and any(type(v) is Box for v in value)
                 ):
                     self.unsafe = f"{prim.name}'s parameter {key} is a traced value"
-        if type(prim) is NondiffPrimitive:
-            ans = prim(*vals, **params)
-        elif plain:  # no box, list or other library's array: the impl, as `bind` would call it
-            ans = prim.impl(*vals, **params)
-        else:
-            ans = bind(prim, tuple(vals), params)
+        try:
+            if type(prim) is NondiffPrimitive:
+                ans = prim(*vals, **params)
+            elif plain:  # no box, list or other library's array: the impl, as `bind` would
+                ans = prim.impl(*vals, **params)
+            else:
+                ans = bind(prim, tuple(vals), params)
+        except Exception:
+            self.raised(prim)
+            raise
         # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from
         # one without a derivative (`nonzero`): each output is a slot and a box of its own.
         many = prim.multiple_results or (type(prim) is NondiffPrimitive and type(ans) is tuple)
@@ -313,7 +317,11 @@ class StagingLevel(Level):
         ):
             return self._process(prim, (x,), _NO_PARAMS)
         xv = x.value
-        ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
+        try:
+            ans = bind_one(prim, xv) if type(xv) is Box else prim.impl(xv)
+        except Exception:
+            self.raised(prim)
+            raise
         slot = self.n_slots
         self.n_slots = slot + 1
         self.items.append((prim, (x.aux,), _NO_PARAMS, (slot,), False, None))
@@ -341,16 +349,32 @@ class StagingLevel(Level):
             return self._process(prim, (x, y), _NO_PARAMS)
         else:
             yv, yi = y, (Const(y) if type(y) is int else y)
-        if type(xv) is Box or type(yv) is Box:
-            ans = bind_two(prim, xv, yv)
-        else:
-            ans = prim.impl(xv, yv)
+        try:
+            ans = (
+                bind_two(prim, xv, yv) if type(xv) is Box or type(yv) is Box else prim.impl(xv, yv)
+            )
+        except Exception:
+            self.raised(prim)
+            raise
         slot = self.n_slots
         self.n_slots = slot + 1
         self.items.append((prim, (xi, yi), _NO_PARAMS, (slot,), False, None))
         box = _new_box(Box)
         box.value, box.level, box.aux = ans, self, slot
         return box
+
+    def raised(self, prim: Primitive) -> None:
+        """`prim` raised on the values being recorded. If the function catches it (a
+        try/except around `inv`), the record would hold the path the exception took, with no
+        operation to raise it again: a replay at values where it does not raise would take
+        that path all the same. Such a record is not kept."""
+        if self.unsafe is None or not self.unsafe.startswith("an operation raised"):
+            self.unsafe = (
+                f"an operation raised while the function was recorded ({prim.name}), and the "
+                "function went on (it caught the exception): a replay cannot take the path an "
+                "exception takes, so this function runs eagerly for these shapes and dtypes. "
+                "Check the values before the operation instead (an `if` is guarded)"
+            )
 
     def read(self, box: Box) -> Any:
         value = primal(box.value)

@@ -1387,7 +1387,8 @@ def test_str_format_and_round_of_a_recorded_value_are_eagers_and_guarded():
             assert_same(jitted(v), f(v))
     with pytest.raises(TypeError, match="round"):  # under grad it would drop the gradient
         fgrad.grad(lambda x: round(x) * x)(1.5)
-    assert "Traced<" in fgrad.grad(lambda x: (x * 2, str(x)), has_aux=True)(1.5)[1]
+    assert fgrad.grad(lambda x: (x * 2, str(x)), has_aux=True)(1.5)[1] == "1.5"
+    assert "Traced<" in fgrad.grad(lambda x: (x * 2, repr(x)), has_aux=True)(1.5)[1]
 
 
 def test_strings_of_numpys_types_and_object_arrays_as_arguments():
@@ -1524,3 +1525,69 @@ def test_a_leaf_jit_cannot_take_is_named_by_its_argument():
     ]:
         with pytest.raises(TypeError, match="type object is not an array .* It is " + where):
             call()
+
+
+def test_an_exception_the_function_catches_is_never_replayed_past():
+    """An operation that raised while recording, caught by the function, left a record of the
+    except path with nothing to raise again: later invertible inputs replayed it (700 for
+    0.6; jit(grad) [100 ...] for [-0.16 ...]). A replay whose operation raises (a singular
+    input after an invertible recording) raised past the function's own try/except (eager:
+    900). Both now run the function eagerly for that call."""
+
+    def f(a):
+        try:
+            return fnp.sum(fnp.linalg.inv(a))
+        except np.linalg.LinAlgError:
+            return fnp.sum(a) * 100.0
+
+    regular, singular = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([[1.0, 2.0], [2.0, 4.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (the record is refused, said once)
+        for first, then in ((singular, regular), (regular, singular)):
+            for transform in (lambda g: g, fgrad.grad):
+                jitted = fgrad.jit(transform(f))
+                for a in (first, then, first, then):
+                    assert_same(transform(f)(a), jitted(a))
+                outer = transform(fgrad.jit(f))
+                for a in (first, then, first):
+                    np.testing.assert_array_equal(outer(a), transform(f)(a))
+    with pytest.warns(RuntimeWarning, match=r"an operation raised .*\(inv\).* runs eagerly"):
+        fgrad.jit(f)(singular)
+
+
+def test_a_tangent_does_not_send_the_function_down_its_errstate_except_branch():
+    """Under np.errstate(divide="raise") inside the function, jvp's tangent of sqrt at 0 (an
+    infinite slope) raised, the function's except branch ran, and jvp changed the value itself
+    ([0, 12] for [0, 2])."""
+
+    def f(x):
+        with np.errstate(divide="raise", invalid="raise"):
+            try:
+                return fnp.sqrt(x)
+            except FloatingPointError:
+                return x * 3.0
+
+    x = np.array([0.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, tangent = fgrad.jvp(f, (x,), (np.ones(2),))
+    np.testing.assert_array_equal(value, f(x))
+    np.testing.assert_array_equal(tangent, [np.inf, 0.25])
+    with np.errstate(invalid="raise"):  # the value itself still raises as it does eagerly
+        np.testing.assert_array_equal(fgrad.jvp(f, (-x,), (np.ones(2),))[0], [0.0, -12.0])
+
+
+def test_ties_with_a_python_bound_split_the_gradient_under_every_transform():
+    """maximum/minimum/clip of float32 values against the bound 0.7 split the gradient at a
+    tie (x == float32(0.7), NEP 50) eagerly, but under jit, vmap, for a NumPy float32 scalar
+    and for a lazy array the bound was read as a float64 array and the tie missed (0 or 1)."""
+    x = np.array([0.3, 0.7, 1.1], dtype=np.float32)
+    for f, want in [
+        (lambda x: fnp.maximum(x, 0.7), [0.0, 0.5, 1.0]),
+        (lambda x: fnp.minimum(x, 0.7), [1.0, 0.5, 0.0]),
+        (lambda x: fnp.clip(x, 0.7, 2.0), [0.0, 0.5, 1.0]),
+    ]:
+        g = fgrad.grad(lambda x: fnp.sum(f(x)))
+        for got in (g(x), fgrad.jit(g)(x), fgrad.vmap(fgrad.grad(f))(x)):
+            np.testing.assert_array_equal(got, want)
+        assert fgrad.grad(f)(x[1]) == 0.5

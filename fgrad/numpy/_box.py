@@ -271,6 +271,8 @@ def _len(self):
 
 
 def _repr(self):
+    if _only_read(self):  # under `jit` and `vmap` alone, the value's own (the row's), guarded
+        return repr(primal(self))
     value = _core.innermost(self)  # a batched value shows all its rows
     return f"Traced<{type(self.level).__name__} depth {self.level.depth}>({value!r})"
 
@@ -289,9 +291,11 @@ def _only_read(box):
 
 
 def _str(self):
-    # `print(x)` and f"{x}" inside `jit` or `vmap` show the value as eagerly (the row's);
-    # under a transform that differentiates, the traced form (`repr`)
-    return str(primal(self)) if _only_read(self) else _repr(self)
+    # `print(x)`, f"{x}" and str(x) give the value's text as eagerly (the row's, under `vmap`;
+    # guarded, under `jit`), under every transform: code may compute with it (`len(str(x))`
+    # gave 45 under grad where eagerly it is 3). `repr(x)` shows the traced form under a
+    # transform that differentiates.
+    return str(primal(self))
 
 
 def _hash(self):
@@ -303,7 +307,7 @@ def _hash(self):
 def _format(self, spec):
     if not spec:
         return _str(self)
-    return format(_concrete_or_raise(self, f"format(x, {spec!r})"), spec)
+    return format(primal(self), spec)  # (a read, as `str`'s: no derivative goes through text)
 
 
 def _round(self, ndigits=None):

@@ -616,6 +616,12 @@ def _choice_weights(ans, x, y, wins):
     else:  # (under `vmap` or `jit`, constants with one value per row or computed in the
         # record: these NumPy calls dispatch to fgrad's)
         xv, yv = mask_values(x), mask_values(y)
+        # compared in the result's dtype, as the choice was made: a float32 x ties with the
+        # bound 0.7 where x == float32(0.7) (NEP 50), which a Python number read as a float64
+        # array (a `jit` argument, a NumPy float32 scalar's partner) would miss
+        dt = _dtype_of(ans)
+        xv = xv if dtype_of(xv) == dt else astype(xv, dt)
+        yv = yv if dtype_of(yv) == dt else astype(yv, dt)
     w = wins(xv, yv)
     ties = xv == yv
     if type(ties) is _np.ndarray:
