@@ -924,7 +924,8 @@ def _jacobian_setup(fun, argnums, args, kwargs, who, holomorphic, forward):
         who,
         holomorphic=True if holomorphic else real_only,
     )
-    return dyn, single, _function_of_dyn(fun, args, kwargs, dyn_nums, False)
+    in_leaves, in_tree = tree_flatten(dyn)
+    return in_leaves, in_tree, single, _function_of_dyn(fun, args, kwargs, dyn_nums, False)
 
 
 def _function_of_dyn(fun, args, kwargs, dyn_nums, single):
@@ -1046,10 +1047,9 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, who):
     """`jacfwd`, its errors naming the transform the user called as `who` (`hessian`)."""
 
     def jacfwd_fun(*args, **kwargs):
-        dyn, single, fun_of_dyn = _jacobian_setup(
+        in_leaves, in_tree, single, fun_of_dyn = _jacobian_setup(
             fun, argnums, args, kwargs, who, holomorphic, forward=True
         )
-        in_leaves, in_tree = tree_flatten(dyn)
         evaluated = []  # the outputs and their structure, from the first jvp
 
         def push(tangents):
@@ -1136,10 +1136,9 @@ def _jacrev(fun, argnums, has_aux, holomorphic, who):
     """`jacrev`, its errors naming the transform the user called as `who` (`hessian`)."""
 
     def jacrev_fun(*args, **kwargs):
-        dyn, single, fun_of_dyn = _jacobian_setup(
+        in_leaves, in_tree, single, fun_of_dyn = _jacobian_setup(
             fun, argnums, args, kwargs, who, holomorphic, forward=False
         )
-        in_leaves, in_tree = tree_flatten(dyn)
         out_leaves, out_tree, pull, aux = _vjp_flat(fun_of_dyn, in_leaves, in_tree, has_aux, who)
         _check_output_kind(out_leaves, holomorphic, who)
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
