@@ -102,6 +102,7 @@ __all__ = [
     "bind_one",
     "bind_two",
     "capturing",
+    "dispatch_guard",
     "dtype_of",
     "enter_phase",
     "holds_batch",

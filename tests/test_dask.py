@@ -362,3 +362,82 @@ def test_a_hessian_whose_gradient_is_a_constant_of_the_tangents():
             )
     out = fgrad.vmap(lambda r: dx * 2.0)(np.ones((2, 4)))  # the same for every row
     np.testing.assert_array_equal(np.asarray(out), np.stack([x * 2.0] * 2))
+
+
+def test_dask_index_arguments_stay_lazy_or_are_refused_never_computed(lazy):
+    """take, take_along_axis, repeat, delete, insert and bincount read an index or count
+    argument: a Dask one was computed (np.asarray), untraced and under grad. Dask's own take
+    and bincount are lazy: so are fgrad's, untraced; everything else is a DispatchError."""
+    x = da.from_array(X, chunks=(2, 2))
+    i = da.from_array(np.array([2, 0, -1]), chunks=2)
+    took = fnp.take(x, i, axis=0)
+    counted = fnp.bincount(abs(i), weights=x[0])
+    assert isinstance(took, da.Array) and isinstance(counted, da.Array)
+    with dask.config.set(scheduler="sync"):
+        np.testing.assert_array_equal(took.compute(), np.take(X, [2, 0, -1], axis=0))
+        np.testing.assert_array_equal(counted.compute(), np.bincount([2, 0, 1], weights=X[0]))
+    for name, call in [
+        ("take", lambda x: fnp.take(x, i, axis=0)),
+        ("take_along_axis", lambda x: fnp.take_along_axis(x, fnp.argmax(x, axis=0)[None], 0)),
+        ("repeat", lambda x: fnp.repeat(x[0], abs(i) + 1)),
+        ("delete", lambda x: fnp.delete(x, i[:1], axis=0)),
+        ("insert", lambda x: fnp.insert(x, i[:1], 5.0, axis=0)),
+        ("bincount", lambda x: fnp.bincount(abs(i), weights=x[0])),
+    ]:
+        for run in (call, lambda x: fgrad.grad(lambda x: fnp.sum(call(x) ** 2))(x)):
+            if run is call and name in ("take", "bincount"):
+                continue  # Dask's own, lazy (above)
+            with pytest.raises(DispatchError, match=rf"^{name} cannot run on a lazy Dask array"):
+                run(x)
+
+
+def test_nondifferentiable_functions_outside_a_transform_never_compute(lazy):
+    """argsort, lexsort and matrix_rank of Dask arrays: DispatchError inside grad, but Dask's
+    fallback computed them when called outside any transform."""
+    x = da.from_array(np.array([0.3, 0.5, 0.9, 1.2]), chunks=2)
+    m = da.from_array(np.array([[2.0, 1.0], [1.0, 3.0]]), chunks=1)
+    for name, call in [
+        ("argsort", lambda: fnp.argsort(x)),
+        ("lexsort", lambda: fnp.lexsort((x, -x))),
+        ("linalg.matrix_rank", lambda: fnp.linalg.matrix_rank(m)),
+    ]:
+        with pytest.raises(DispatchError, match=rf"numpy\.{name} is not implemented by Dask"):
+            call()
+
+
+def test_interp_under_jit_refuses_a_dask_array_as_eagerly(lazy):
+    """Under jit, interp's segments were gathered from a staged index: the record computed
+    the Dask array, where the eager call raised. vmap stays lazy (fgrad's comparisons)."""
+    x = da.from_array(X.ravel(), chunks=4)
+    xp, fp = np.array([0.0, 1.0, 2.0]), np.array([0.0, 3.0, 1.0])
+    f = lambda x: fnp.interp(x, xp, fp)
+    for call in (f, fgrad.jit(f), fgrad.jit(fgrad.grad(lambda x: fnp.sum(f(x))))):
+        with pytest.raises(DispatchError, match=r"^interp cannot run on a lazy Dask array"):
+            call(x)
+    batched = fgrad.vmap(f)(x)
+    assert isinstance(batched, da.Array)
+    np.testing.assert_array_equal(batched.compute(scheduler="sync"), np.interp(X.ravel(), xp, fp))
+
+
+def test_dasks_own_errors_become_dispatch_errors_naming_the_function(lazy):
+    """unique and a vmapped per-row index leaked Dask's bare TypeError/NotImplementedError."""
+    x = da.from_array(np.array([0.3, 0.5, 0.9, 1.2]), chunks=2)
+    rows = da.from_array(X, chunks=(2, 3))
+    for name, call in [
+        ("unique", lambda: fnp.unique(x)),
+        ("unique", lambda: fgrad.grad(lambda x: fnp.sum(fnp.unique(x)))(x)),
+        ("getitem", lambda: fgrad.vmap(lambda r: r[fnp.argmax(r)])(rows)),
+    ]:
+        with pytest.raises(DispatchError, match=rf"^{name} cannot run on a lazy Dask array"):
+            call()
+
+
+def test_isin_of_a_dask_array_is_lazy(lazy):
+    """fgrad passed kind=None, which Dask's isin does not take."""
+    x = da.from_array(np.array([0.3, 0.5, 0.9, 1.2]), chunks=2)
+    found = fnp.isin(x, [0.5])
+    g = fgrad.grad(lambda x: fnp.sum(fnp.where(fnp.isin(x, [0.5]), 0.0, x**2)))(x)
+    assert isinstance(found, da.Array) and isinstance(g, da.Array)
+    with dask.config.set(scheduler="sync"):
+        np.testing.assert_array_equal(found.compute(), [False, True, False, False])
+        np.testing.assert_array_equal(g.compute(), [0.6, 0.0, 1.8, 2.4])

@@ -98,7 +98,8 @@ def _constant_index(idx, name, arg="indices", masks=False):
     """An index argument as a plain integer array. A traced integer index (computed under `jit`
     or `vmap`: `argmin(x)`, `(x > 0).astype(int)`) is read, which `jit` guards and `vmap`
     answers for rows that agree; a traced float one would carry a derivative, which an index
-    has not."""
+    has not. A lazy (Dask) index is refused: reading it would compute it."""
+    _core.refuse_lazy(name, f"the values of its {arg} are read", _core.innermost(idx))
     if type(idx) is Box and dtype_of(idx).kind in "iub":
         idx = _np.asarray(idx)
     if type(idx) is Box:
@@ -434,7 +435,7 @@ def insert(arr: ArrayLike, obj: ArrayLike, values: ArrayLike, axis: int | None =
     """
     arr, values = asarray(arr), asarray(values)
     obj = _index_list(obj)
-    if type(obj) is Box:
+    if type(obj) is Box or _core.is_foreign_array(obj):
         obj = _constant_index(obj, "insert", "obj")
     a_pos = _positions(shape(arr))
     v_pos = _positions(shape(values)) + a_pos.size
@@ -448,7 +449,7 @@ def delete(arr: ArrayLike, obj: ArrayLike, axis: int | None = None) -> Array:
     """NumPy's `delete`, with every form of `obj` NumPy accepts (int, slice, sequence, mask)."""
     arr = asarray(arr)
     obj = _index_list(obj)
-    if type(obj) is Box:
+    if type(obj) is Box or _core.is_foreign_array(obj):
         obj = _constant_index(obj, "delete", "obj", masks=True)
     return getitem(ravel(arr), _np.delete(_positions(shape(arr)), obj, axis=axis))
 
@@ -578,6 +579,8 @@ def take(
         # one index array per row (as argmax gives under vmap), or indices a `jit` record
         # computes: gathered by fgrad operations, not read
         return getitem(a, _along(ax, _batched_indices(indices, n, mode, "take")))
+    if mode == "raise" and _dasks_own_take(a, indices):
+        return _np.take(a, indices, axis=ax)
     idx = _constant_index(indices, "take")
     if mode == "wrap":
         idx = idx % n if n else idx
@@ -589,6 +592,18 @@ def take(
     else:
         raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     return getitem(a, _along(ax, idx))
+
+
+def _dasks_own_take(a, indices):
+    """Whether `take` is Dask's own, lazy: lazy indices into a lazy array, neither traced (a
+    traced gather's gradient would scatter by the indices' values). Dask's take has no `mode`
+    and checks no bound before it computes."""
+    return (
+        type(a) is not Box
+        and type(indices) is not Box
+        and _core.is_foreign_array(a)
+        and _core.is_foreign_array(indices)
+    )
 
 
 def _batched_indices(indices, n, mode, name):
@@ -789,6 +804,8 @@ def unique(
     >>> fgrad.grad(lambda x: fnp.sum(fnp.unique(x) ** 2))(np.array([2.0, 1.0, 2.0]))
     array([4., 2., 0.])
     """
+    why = "the number of unique values is known only once they are computed"
+    _core.refuse_lazy("unique", why, _core.innermost(ar))  # (Dask's own lacks the keywords)
     if not is_traced(ar):
         # (NumPy's stub overloads on Literal flags; the flags pass through to NumPy)
         return _np.unique(  # type: ignore[call-overload]

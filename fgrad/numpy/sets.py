@@ -71,6 +71,8 @@ def isin(
     ...     np.array([1.0, 2.0, 3.0]))
     array([2., 0., 6.])
     """
+    if kind is None:  # (left out at its default: Dask's own isin, lazy, takes no kind)
+        return _isin_p(element, test_elements, assume_unique=assume_unique, invert=invert)
     return _isin_p(element, test_elements, assume_unique=assume_unique, invert=invert, kind=kind)
 
 

@@ -66,6 +66,10 @@ def nondiff_function(theirs, name=None):
     def fn(*args: Any, **kwargs: Any) -> Array:
         if kwargs:
             kwargs = {key: primal(value) for key, value in kwargs.items()}
+        if not _core._PLAIN.issuperset(map(type, args)) and holds_foreign(args):
+            # (a transform guards its own; outside one, this does)
+            with _core.dispatch_guard():  # Dask would warn, then compute the whole array
+                return prim(*args, **kwargs)
         return prim(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
@@ -2131,9 +2135,23 @@ def _gather_vjp(ans, x, *arrays, template):
     )
 
 
+def _gathered(x, *arrays, template):
+    """x at the index `template` filled with `arrays` (NumPy's advanced indexing)."""
+    try:
+        return x[_filled(template, arrays)]
+    except NotImplementedError:  # Dask's, before it computes anything
+        why = (
+            f"indexing it ({describe(x)}) by {len(arrays)} integer arrays at once (as vmap "
+            "does with an index computed per row, r[argmax(r)]) is nd fancy indexing, which "
+            "Dask does not implement"
+        )
+        _core.refuse_lazy("getitem", why, x)
+        raise
+
+
 _gather_p: Primitive = Primitive(
     "gather",
-    lambda x, *arrays, template: x[_filled(template, arrays)],
+    _gathered,
     vjps=(_gather_vjp,),
     jvps=(lambda t, ans, x, *arrays, template: _gather_p(t, *arrays, template=template),),
 )

@@ -388,12 +388,13 @@ def interp(
         or _core.holds_staged(xp)
     )
     n = shape(xp)[0]
+    staged = _core.holds_staged(x) or _core.holds_staged(xp)
+    if staged or not batched:  # (a `jit` record's gathers of the knots read the segments)
+        why = "each x's segment is found from its value"
+        _core.refuse_lazy("interp", why, _core.innermost(x), _core.innermost(xp))
     if batched:
         xv, xpv = constant_of(x), constant_of(xp)
     else:
-        _core.refuse_lazy(
-            "interp", "each x's segment is found from its value", primal(x), primal(xp)
-        )
         xv, xpv = _np.asarray(primal(x)), _np.asarray(primal(xp))
     if n == 1:
         y = broadcast_to(fp[0], shape(x))

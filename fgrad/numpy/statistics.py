@@ -983,6 +983,8 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     >>> fgrad.grad(lambda w: fnp.bincount([0, 2, 2], w)[2])(fnp.array([1.0, 2.0, 3.0]))
     array([0., 1., 1.])
     """
+    if _core.is_foreign_array(_core.innermost(x)):
+        return _lazy_bincount(x, weights, minlength)
     traced = is_traced(x)
     x = _np.asarray(primal(x))
     if traced:  # (a plain x gets NumPy's own errors)
@@ -1007,6 +1009,16 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     if w_dtype.kind != "f":
         weights = astype(weights, _np.float64)
     return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
+
+
+def _lazy_bincount(x, weights, minlength):
+    """bincount of a lazy (Dask) x: Dask's own, lazy, when nothing is traced and the weights
+    (if any) are lazy too, as NumPy's own bincount would be. Otherwise x's values would have
+    to be read (to place traced weights, or to bin NumPy weights), and are refused."""
+    if not is_traced(x) and not is_traced(weights):
+        if weights is None or _core.is_foreign_array(weights):
+            return _np.bincount(x, weights, minlength)
+    _core.refuse_lazy("bincount", "its x is read to place the weights", _core.innermost(x))
 
 
 def _check_bin_numbers(x):
