@@ -439,6 +439,10 @@ def _input_cotangents(cts, leaves):
             out[i] = like_input(g, x)
             continue
         x = innermost(x)  # (a value a `jit` record holds, or an outer `grad`'s)
+        chunks = getattr(x, "chunks", None)
+        if chunks is not None and is_foreign_array(x):  # a traced Dask input (under `jit`)
+            out[i] = fnp.shaping.rechunk_p(g, chunks=chunks)
+            continue
         if isinstance(x, (_np.ndarray, _np.generic)):
             out[i] = g = _in_dtype_of(g, x.dtype)
         if type(x) in (float, complex) or isinstance(x, _np.generic):

@@ -441,3 +441,21 @@ def test_isin_of_a_dask_array_is_lazy(lazy):
     with dask.config.set(scheduler="sync"):
         np.testing.assert_array_equal(found.compute(), [False, True, False, False])
         np.testing.assert_array_equal(g.compute(), [0.6, 0.0, 1.8, 2.4])
+
+
+def test_a_jitted_gradient_keeps_the_inputs_chunks_on_records_and_replays():
+    """jit(grad) of prod, average or pad gave the gradient 1000 one-row chunks, or one chunk,
+    where the eager gradient has its input's (the rechunking was done eagerly only)."""
+    x = da.from_array(np.random.default_rng(0).standard_normal((1000, 3)), chunks=(250, 3))
+    for f in (
+        lambda x: fnp.sum(fnp.prod(x, axis=0)),
+        lambda x: fnp.sum(fnp.average(x, axis=0, weights=np.arange(1000.0))),
+        lambda x: fnp.sum(fnp.pad(x, 1) ** 2),
+    ):
+        g = fgrad.grad(f)
+        jitted = fgrad.jit(g)
+        with dask.config.set(scheduler=_refuse):
+            results = [g(x), jitted(x), jitted(x + 1.0)]
+        for r in results:
+            assert r.chunks == x.chunks
+        np.testing.assert_allclose(results[1].compute(), results[0].compute(), rtol=1e-12)

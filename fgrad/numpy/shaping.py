@@ -938,6 +938,30 @@ _astype_p = deflinear(
     name="astype",
 )
 
+
+def _rechunk_impl(g, chunks):
+    """g with the chunks `chunks`, where g is an array of another library of that shape."""
+    if (
+        _core.is_foreign_array(g)
+        and getattr(g, "chunks", None) not in (None, chunks)
+        and tuple(map(sum, chunks)) == tuple(g.shape)
+    ):
+        return g.rechunk(chunks)
+    return g
+
+
+# The derivative of a chunked input (Dask's) with that input's chunks, as an operation: under
+# `jit` the input is traced and its derivative computed in the record, so the rechunking must
+# be one of the record's operations, replayed (`fgrad.api`); a rule merging chunks (a
+# reduction's transpose) gives fewer. The identity in value; its transpose is the identity.
+rechunk_p = deflinear(
+    _rechunk_impl,
+    lambda ans, g, chunks: _same_cotangent,
+    name="rechunk",
+    batch=lambda args, dims, chunks: (args[0], dims[0]),  # (a batch has other chunks)
+)
+
+
 _astype_nondiff = nondiff(
     lambda x, dtype: (x if isinstance(x, _np.generic) else as_array(x)).astype(dtype),
     name="astype",
