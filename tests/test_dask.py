@@ -459,3 +459,49 @@ def test_a_jitted_gradient_keeps_the_inputs_chunks_on_records_and_replays():
         for r in results:
             assert r.chunks == x.chunks
         np.testing.assert_allclose(results[1].compute(), results[0].compute(), rtol=1e-12)
+
+
+def _tasks(a):
+    return len(a.__dask_graph__())
+
+
+def test_gradient_of_one_row_of_a_long_dask_array_has_tasks_per_chunk_not_per_row(lazy):
+    """Dask's `pad` chunked the zeros around x[0] like the row: n rows gave O(n) tasks
+    (400,050 for 50,000 rows in 4 chunks)."""
+    counts = []
+    for n in (1_000, 16_000):
+        values = np.random.default_rng(n).standard_normal((n, 3))
+        x = da.from_array(values, chunks=(n // 4, 3))
+        g = fgrad.grad(lambda x: fnp.sum(fnp.sin(x[0])) + fnp.sum(x[1:] ** 2) + x[-2, 1])(x)
+        counts.append(_tasks(g))
+        want = 2 * values
+        want[0], want[-2, 1] = np.cos(values[0]), want[-2, 1] + 1
+        with dask.config.set(scheduler="sync"):
+            np.testing.assert_allclose(g.compute(), want, rtol=1e-13)
+    assert counts[1] == counts[0] < 200, counts
+
+
+def test_derivatives_of_prod_and_cumprod_along_a_dask_chunked_axis_have_tasks_per_chunk(lazy):
+    """The scans' shifts moved chunk boundaries at each doubling step: grad(prod) of 16,000
+    rows in 4 chunks had 683,345 tasks, grad(cumprod) 1,412,916."""
+    counts = []
+    for n in (1_000, 16_000):
+        values = 1.0 + 1e-3 * np.random.default_rng(n).standard_normal((n, 3))
+        x, t = da.from_array(values, chunks=(n // 4, 3)), np.ones((n, 3))
+        others = np.prod(values, axis=0) / values
+        after = np.cumsum(np.cumprod(values, axis=0)[::-1], axis=0)[::-1] / values
+        results = [
+            (fgrad.grad(lambda x: fnp.sum(fnp.prod(x, axis=0)))(x), others),
+            (fgrad.grad(lambda x: fnp.sum(fnp.cumprod(x, axis=0)))(x), after),
+            (fgrad.jvp(lambda x: fnp.prod(x, axis=0), (x,), (t,))[1], others.sum(axis=0)),
+            (fgrad.jvp(lambda x: fnp.cumprod(x, axis=0), (x,), (t,))[1], None),
+        ]
+        counts.append([_tasks(r) for r, _ in results])
+        with dask.config.set(scheduler="sync"):
+            for r, want in results[:3]:
+                np.testing.assert_allclose(r.compute(), want, rtol=1e-12)
+            want = np.cumprod(values, axis=0) * np.cumsum(1 / values, axis=0)
+            np.testing.assert_allclose(results[3][0].compute(), want, rtol=1e-12)
+    # log2(n) doubling steps of O(chunks) tasks each: 16 times the rows, 4 more steps
+    for small, large in zip(*counts):
+        assert large < 1.5 * small and large < 60 * 4 * np.log2(16_000), counts

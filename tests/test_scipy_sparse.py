@@ -152,6 +152,43 @@ def test_sparse_array_operations_equal_the_dense_ones():
     )
 
 
+def test_csr_array_takes_scipys_other_forms():
+    # COO triplets (repeats summed into one stored element, row-major as SciPy's CSR), a dense
+    # array (its nonzeros) and (M, N) (empty): the same arrays as SciPy's
+    row, col = np.array([2, 0, 1, 0, 2, 2]), np.array([0, 1, 2, 1, 0, 1])
+    d = RNG.standard_normal(6)
+    dense = np.array([[0.0, 2.0, 0.0], [1.5, 0.0, -3.0]])
+    triplets = (d, (row, col))
+    forms = [((triplets,), {"shape": (3, 4)}), ((triplets,), {}), ((dense,), {})]
+    forms += [(((2, 3),), {}), (((2, 3),), {"dtype": np.float32}), ((dense.tolist(),), {})]
+    for args, kwargs in forms:
+        A, S = fsp.csr_array(*args, **kwargs), sp.csr_array(*args, **kwargs)
+        assert A.shape == S.shape and A.nnz == S.nnz and A.dtype == S.dtype
+        _close(A.toarray(), S.toarray())
+        _close(A.data, S.data)
+        _close(A.col, S.indices)
+    x = RNG.standard_normal(4)
+
+    def product(d):
+        return fnp.sin(fsp.csr_array((d, (row, col)), shape=(3, 4)) @ x)
+
+    check_grads(product, (d,), order=2, modes=("fwd", "rev"))
+    with pytest.raises(ValueError, match=r"2 dimensions.*shape \(3,\)"):
+        fsp.csr_array(np.ones(3))
+
+
+def test_csr_array_of_a_traced_dense_array_differentiates_its_zeros_too():
+    # csr_array(x).toarray() is x: the derivative at an entry that is zero now is not zero
+    dense = np.array([[0.0, 2.0, 0.0], [1.5, 0.0, -3.0]])
+    v = np.arange(1.0, 4.0)
+    check_grads(lambda x: fnp.sin(fsp.csr_array(x) @ v), (dense,), order=2)
+    _close(fgrad.grad(lambda x: fnp.sum(fsp.csr_array(x) @ v))(dense), np.tile(v, (2, 1)))
+    eager = fgrad.grad(lambda x: fnp.sum(fnp.sin(fsp.csr_array(x) @ v)))
+    jitted = fgrad.jit(eager)
+    for x in (dense, np.diag([1.0, 2.0, 0.0])[:2]):
+        np.testing.assert_array_equal(jitted(x), eager(x))
+
+
 def test_the_gradient_with_respect_to_a_sparse_array_is_a_sparse_array():
     A = fsp.csr_array((D0, INDICES, INDPTR), shape=(4, 3))
     x = RNG.standard_normal(3)

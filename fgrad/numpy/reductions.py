@@ -291,7 +291,19 @@ def _shifted(p, k, fill):
     if k >= n:
         return _np.full(shape(p), fill, dtype=dtype_of(p))
     pad = _np.full(shape(p)[:-1] + (k,), fill, dtype=dtype_of(p))
-    return concatenate([pad, p[..., : n - k]], axis=-1)
+    return _chunked_like(concatenate([pad, p[..., : n - k]], axis=-1), p)
+
+
+def _chunked_like(a, p):
+    """a with p's chunks, when both are chunked arrays of another library (Dask). A shift by k
+    moves every chunk boundary by k, and a scan's product of p and its shift has the
+    boundaries of both: over the log2(n) doubling steps they would add up to O(n) chunks (and
+    tasks) for n elements along the axis. A traced value (a higher derivative's) is left as
+    it is: a rechunk is not an operation fgrad traces."""
+    if type(a) is _np.ndarray or type(a) is Box or not _core.is_foreign_array(a):
+        return a
+    chunks = getattr(p, "chunks", None)
+    return a if chunks is None or a.chunks == chunks else a.rechunk(chunks)
 
 
 def _exclusive_cumprod(a):

@@ -1214,7 +1214,27 @@ def _placed(v, x_shape, axes, dtype):
             v = v[(slice(None),) * axis + (slice(0, (count - 1) * step + 1),)]
         span = (count - 1) * step + 1
         widths.append((start, x_shape[axis] - start - span))
-    return _cast(_np.pad(v, widths) if any(any(w) for w in widths) else v, dtype)
+    return _cast(_zero_padded(v, widths) if any(any(w) for w in widths) else v, dtype)
+
+
+def _zero_padded(v, widths):
+    """v with `widths[axis] = (before, after)` zeros on each side of each axis (`np.pad`'s
+    constant mode). For an array of another library the zeros are made by `zeros(like=v)`,
+    in that library's default chunks: Dask's `pad` chunks the padding like v's edge chunk, so
+    one row placed in n rows made n chunks (and O(n) tasks in every derivative after it)."""
+    if type(v) is _np.ndarray or not _core.is_foreign_array(v):
+        return _np.pad(v, widths)
+    for axis, (before, after) in enumerate(widths):
+        if before or after:
+            zeros = [_zeros_along(v, axis, width) for width in (before, after) if width]
+            v = _np.concatenate(zeros[:1] + [v] + zeros[1:] if before else [v] + zeros, axis)
+    return v
+
+
+def _zeros_along(v, axis, width):
+    """Zeros of v's array type and dtype, of v's shape but `width` along `axis`."""
+    shape = _np.shape(v)
+    return _np.zeros(shape[:axis] + (width,) + shape[axis + 1 :], _np.result_type(v), like=v)
 
 
 def _axis_mask(x_shape, axis, picks):

@@ -35,7 +35,7 @@ import numpy as _np
 import scipy.sparse as _sp
 
 from ... import numpy as fnp, sparsity as _sparsity
-from ...core import Box, dtype_of, innermost, primal, refuse_lazy, shape_of
+from ...core import Box, dtype_of, holds_box, innermost, primal, refuse_lazy, shape_of
 from ...numpy.shaping import describe
 from ...primitive import deflinear, register_rules
 from ...tree_util import register_pytree_node
@@ -354,10 +354,16 @@ def _check_bounds(row, col, shape, who):
 
 
 def csr_array(arg1: Any, shape: tuple[int, int] | None = None, dtype: Any = None) -> SparseArray:
-    """SciPy's `csr_array((data, indices, indptr), shape)`, with data that may be traced.
+    """SciPy's `csr_array`, with data that may be traced. Its forms:
 
-    Row r holds the elements `indptr[r]:indptr[r + 1]`: values `data[...]` in columns
-    `indices[...]`. A SciPy sparse array is accepted too (a constant).
+    - `(data, indices, indptr)`: row r holds the elements `indptr[r]:indptr[r + 1]`, values
+      `data[...]` in columns `indices[...]`;
+    - `(data, (row, col))`: COO triplets, as SciPy converts them to CSR: one stored element per
+      position in row-major order, the values at a repeated position added up;
+    - a dense 2-d array: its nonzeros are the stored elements, in row-major order; a traced
+      one stores every entry (its zeros as explicit zeros, whose derivatives are not zero);
+    - `(M, N)`: an empty M x N array;
+    - a SciPy sparse array (a constant) or an fgrad `SparseArray`.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp
     >>> A = fsp.csr_array((np.array([1.0, 2.0]), np.array([1, 0]), np.array([0, 1, 2])),
@@ -365,12 +371,26 @@ def csr_array(arg1: Any, shape: tuple[int, int] | None = None, dtype: Any = None
     >>> A.toarray()
     array([[0., 1.],
            [2., 0.]])
+    >>> fsp.csr_array((np.array([1.0, 2.0]), ([0, 0], [1, 1])), shape=(1, 2)).toarray()
+    array([[0., 3.]])
     """
     who = "fgrad.scipy.sparse.csr_array"
     if not isinstance(arg1, tuple):
-        return _from_scipy(arg1, who)
+        if issparse(arg1):
+            return _from_scipy(arg1, who)
+        return _cast(_from_dense(arg1, shape, who), dtype)
+    if _is_shape(arg1):
+        return _empty(arg1, shape, dtype, who)
+    if len(arg1) == 2:
+        data, row, col, shape = _triplets(arg1, shape, who)
+        return SparseArray(
+            _cast(_summed_duplicates(data, row, col, shape), dtype), _csr_structure(row, col, shape)
+        )
     if len(arg1) != 3:
-        raise ValueError(f"{who}: give (data, indices, indptr); got a tuple of {len(arg1)}")
+        raise ValueError(
+            f"{who}: give (data, indices, indptr), (data, (row, col)), (M, N), a dense array "
+            f"or a sparse array; got a tuple of {len(arg1)}"
+        )
     data, indices, indptr = arg1
     indices = _index_vector(indices, who, "indices")
     indptr = _index_vector(indptr, who, "indptr")
@@ -400,6 +420,13 @@ def coo_array(arg1: Any, shape: tuple[int, int] | None = None, dtype: Any = None
     who = "fgrad.scipy.sparse.coo_array"
     if not isinstance(arg1, tuple):
         return _from_scipy(arg1, who)
+    data, row, col, shape = _triplets(arg1, shape, who)
+    return SparseArray(_cast(data, dtype), _Structure(row, col, shape))
+
+
+def _triplets(arg1, shape, who):
+    """(data, row, col, shape) from SciPy's `(data, (row, col))`, checked; the shape, if not
+    given, is the smallest that holds every index (SciPy's)."""
     if len(arg1) != 2 or not isinstance(arg1[1], tuple) or len(arg1[1]) != 2:
         raise ValueError(f"{who}: give (data, (row, col))")
     data, (row, col) = arg1
@@ -411,7 +438,63 @@ def coo_array(arg1: Any, shape: tuple[int, int] | None = None, dtype: Any = None
     if shape is None:
         shape = (int(row.max()) + 1, int(col.max()) + 1) if len(row) else None
     _check_bounds(row, col, shape, who)
-    return SparseArray(_cast(data, dtype), _Structure(row, col, shape))
+    return data, row, col, shape
+
+
+def _summed_duplicates(data, row, col, shape):
+    """The values of SciPy's CSR form of COO triplets: one per position, in row-major order
+    (`_csr_structure`), those of a repeated position added up (an index addition, linear in
+    data, so derivatives flow back to every triplet)."""
+    keys = _np.ravel_multi_index((row, col), shape) if len(row) else row
+    positions, slot = _np.unique(keys, return_inverse=True)
+    if len(positions) == len(keys):  # no repeat: a permutation of the values at most
+        order = _np.argsort(keys, kind="stable")
+        return data if _np.array_equal(order, _np.arange(len(keys))) else data[order]
+    zeros = _np.zeros(len(positions), dtype=dtype_of(data))
+    return fnp.at(zeros)[slot].add(data)
+
+
+def _csr_structure(row, col, shape):
+    """The positions of `_summed_duplicates`'s values: the distinct (row, col), row-major."""
+    keys = _np.unique(_np.ravel_multi_index((row, col), shape)) if len(row) else row
+    return _Structure(*_np.unravel_index(keys, shape), shape)
+
+
+def _is_shape(arg1):
+    return len(arg1) == 2 and all(isinstance(k, (int, _np.integer)) for k in arg1)
+
+
+def _empty(arg1, shape, dtype, who):
+    """SciPy's `csr_array((M, N))`: no stored element (float64 unless dtype says otherwise)."""
+    if shape is not None and tuple(shape) != tuple(arg1):
+        raise ValueError(f"{who}: the shape {tuple(arg1)} and shape={tuple(shape)} differ")
+    if min(arg1) < 0:
+        raise ValueError(f"{who}: the shape {tuple(arg1)} has a negative length")
+    data = _np.zeros(0, dtype=_np.float64 if dtype is None else dtype)
+    return SparseArray(data, _Structure(_np.zeros(0), _np.zeros(0), arg1))
+
+
+def _from_dense(x, shape, who):
+    """A `SparseArray` of a dense 2-d array `x`, as SciPy's `csr_array(x)`: the nonzeros of a
+    plain array, in row-major order. A traced `x` stores every entry, its zeros as explicit
+    zeros: the derivative at an entry that is zero now is not zero (csr_array(x).toarray() is
+    x, whose derivative is the identity), and a pattern read from the value would drop it."""
+    refuse_lazy(who, "the stored positions are where its values are nonzero", innermost(x))
+    traced = type(x) is Box or ((type(x) is list or type(x) is tuple) and holds_box(x))
+    x = fnp.asarray(x) if traced else _np.asarray(x)
+    dims = tuple(shape_of(x))
+    if len(dims) != 2:
+        raise ValueError(
+            f"{who}: a dense argument must have 2 dimensions; it is {describe(x)}. Reshape it, "
+            "or give (data, (row, col)) with shape=(m, n)"
+        )
+    if shape is not None and tuple(shape) != dims:
+        raise ValueError(f"{who}: the dense argument has shape {dims} but shape={tuple(shape)}")
+    if traced:
+        row, col = (index.ravel() for index in _np.indices(dims))
+        return SparseArray(_data_vector(fnp.reshape(x, (-1,)), who), _Structure(row, col, dims))
+    row, col = _np.nonzero(x)
+    return SparseArray(_data_vector(x[row, col], who), _Structure(row, col, dims))
 
 
 def _cast(data, dtype):
