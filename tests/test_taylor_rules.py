@@ -174,6 +174,7 @@ CASES = [
     ),
     (shaping._astype_p, lambda x: fnp.astype(x, np.float32), (X,)),
     (shaping._asarray_p, lambda x: fnp.asarray(x[0]) * x, (X,)),
+    (shaping.rechunk_p, lambda x: shaping.rechunk_p(x * x, chunks=((3,),)), (X,)),
     (shaping._getitem_p, lambda x: x[1, ::2], (M,)),
     (shaping._index_add_p, lambda x, v: fnp.at(x)[ROWS].add(v), (X, _normal(3))),
     (shaping._index_set_p, lambda x, v: fnp.at(x)[1].set(v), (M, X)),

@@ -2497,6 +2497,7 @@ register_rules(_gather_p, sparsity=("moves", (0,)))  # the index arrays are not 
 register_rules(_index_set_p, sparsity=("moves", (0, 1)))
 register_rules(_spread_p, sparsity=("moves", None, True))
 register_rules(_astype_p, sparsity="astype")
+register_rules(rechunk_p, sparsity="moves")  # (the identity)
 register_rules(_scatter_add_p, sparsity=("adds", "template"))
 register_rules(_index_add_p, sparsity=("adds", "idx"))
 for _prim in (_sum_p, _sum_kw_p):
