@@ -96,15 +96,13 @@ from numpy import (
     void as void,
 )
 
-from ..core import dtype_of, innermost, primal, shape_of
+from ..core import dtype_of, primal, shape_of
 from ._coverage import no_derivative
 from ._mirror import exported
-from .shaping import is_traced
+from .shaping import held_number, is_traced
 
 # NumPy's `casting` rules, as its stubs spell them
 Casting = Literal["no", "equiv", "safe", "same_kind", "same_value", "unsafe"]
-
-_PYTHON_NUMBERS = (_builtins.bool, int, float, complex)
 
 # Extended precision has a name of its own only where the platform has it (float128 on x86-64
 # Linux, float96 on 32-bit x86): mirrored where NumPy has it.
@@ -119,8 +117,8 @@ def _by_dtype(x: Any) -> Any:
     (its dtype would be float64 or int64)."""
     if not is_traced(x):
         return x
-    value = innermost(x)
-    return value if type(value) in _PYTHON_NUMBERS else dtype_of(x)
+    number = held_number(x)
+    return number if number is not None else dtype_of(x)
 
 
 @no_derivative("a dtype")

@@ -667,7 +667,8 @@ def _positive(x):
     as given) becomes NumPy's scalar, as the ufunc makes it."""
     if type(x) is not Box:
         return _np.positive(x)
-    return strongly_typed(x)[()] if type(innermost(x)) in (int, float, complex) else x
+    strong = strongly_typed(x)
+    return x if strong is x else strong[()]
 
 
 positive = as_ufunc(_positive, _np.positive)

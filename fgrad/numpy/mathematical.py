@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import dtype_of, innermost
+from ..core import dtype_of
 from ._mirror import exported, mirror
 from ._values import ufunc_mirror, with_example
 from .elementwise import (
@@ -46,7 +46,7 @@ from .elementwise import (
     trunc,
     where,
 )
-from .shaping import asarray, astype, describe, nondiff_function, numpy_applies
+from .shaping import asarray, astype, describe, held_number, nondiff_function, numpy_applies
 from .ufuncs import floor_divide, ldexp, remainder, signbit
 
 euler_gamma = _np.euler_gamma
@@ -173,8 +173,8 @@ def _nextafter_traced(x1: Any, x2: Any) -> Any:
 def _operand_type(x: Any) -> Any:
     """What a ufunc's `resolve_dtypes` takes for an operand: the type of a Python number
     (weak, NEP 50), else the dtype."""
-    value = innermost(x)
-    return type(value) if type(value) in (int, float, complex) else dtype_of(x)
+    number = held_number(x)
+    return type(number) if number is not None and type(number) is not bool else dtype_of(x)
 
 
 frexp = ufunc_mirror(_frexp, _np.frexp)

@@ -37,6 +37,7 @@ from .shaping import (
     broadcast_to,
     describe,
     getitem,
+    held_number,
     is_traced,
     ndim,
     nondiff_function,
@@ -230,7 +231,7 @@ def choose(
 
 def _is_number(x: Any) -> bool:
     """Whether x is a Python number, maybe held by `jit` as given."""
-    return type(_core.innermost(x)) in (bool, int, float, complex)
+    return held_number(x) is not None
 
 
 def _flat_positions(condition: Any, name: str) -> Any:

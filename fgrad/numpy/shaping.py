@@ -1727,9 +1727,17 @@ def strongly_typed(x):
     else is returned as it is."""
     if type(x) in _PYTHON_NUMBERS:
         return _np.asarray(x)
-    if type(x) is Box and type(_core.innermost(x)) in _PYTHON_NUMBERS:
+    if type(x) is Box and held_number(x) is not None:
         return _asarray_p(x)
     return x
+
+
+def held_number(x):
+    """The Python number x is, or that a traced x holds as it was given (`jit` records a
+    Python-number argument as itself: weakly typed, NEP 50, as in eager code, where a NumPy
+    value of it would be float64 or int64); None for anything else."""
+    value = _core.innermost(x)
+    return value if type(value) in _PYTHON_NUMBERS else None
 
 
 def is_traced(obj):

@@ -61,6 +61,7 @@ from .shaping import (
     concatenate,
     describe,
     expand_dims,
+    held_number,
     holds_foreign,
     identity_derivatives,
     is_traced,
@@ -93,9 +94,9 @@ def _float_dtype(*xs):
 
 def _weak_or_dtype(x):
     """x for NumPy's `result_type`: a Python number (traced or not) as it is, else a dtype."""
-    value = _core.innermost(x)
-    if type(value) in (int, float, complex, bool):
-        return value
+    number = held_number(x)
+    if number is not None:
+        return number
     return dtype_of(x) if isinstance(x, (Box, list, tuple)) else x
 
 
