@@ -114,7 +114,7 @@ from .core import (
     processing_level,
     zeros_like_value,
 )
-from .forward import PlaceholderLevel, PlaceholderRead, transpose_bprop
+from .forward import NotLinearError, PlaceholderLevel, PlaceholderRead, transpose_bprop
 from .numpy.shaping import batch_size, describe, every_row
 from .primitive import register_rules
 from .reverse import backward_pass
@@ -704,10 +704,24 @@ def _fwd_and_bprop(call, vals, level):
         if lv is not None and lv.live:  # forward mode transposing the bprop: the cotangent's
             allowed = next((c.level for c in cts if type(c) is Box), None)  # level is allowed
             _check_no_leak(flat, lv, who, "the cotangents its bprop returned", allowed)
+            if isinstance(allowed, PlaceholderLevel):  # bwd ran on a zero placeholder ct
+                _check_linear(flat, who, "bwd's cotangent of the arguments", _VJP_LINEAR)
         return flat
 
     return outs, bprop
 
+
+# what `_check_linear` says of each kind of rule: what was zero, and what to do
+_JVP_LINEAR = (
+    "tangents",
+    "Reverse mode transposes the tangent part, which must be linear in the tangents: "
+    "multiply by them (`fnp.cos(x) * t`, not `fnp.cos(x)`), and add no constant",
+)
+_VJP_LINEAR = (
+    "ct",
+    "Forward mode transposes bwd, which must be linear in ct: multiply by it "
+    "(`ct * fnp.cos(x)`, not `fnp.cos(x)`), and add no constant",
+)
 
 custom_vjp_call = Primitive(
     "custom_vjp_call", _call_impl, fprop=_custom_vjp_fprop, multiple_results=True
@@ -847,6 +861,7 @@ def _custom_jvp_fprop(*vals, call):
     outs = call.output_leaves(tree_unflatten(p_tree, p_leaves), "the jvp rule's primal_out")
     _check_no_leak(outs, level, call.who, "the jvp rule's primal_out")
     _check_no_leak(t_leaves, level, call.who, "the jvp rule's tangent_out")
+    _check_linear(t_leaves, call.who, "the jvp rule's tangent_out", _JVP_LINEAR)
     out_positions = [
         t.aux if type(t) is Box and t.level is tangent_level else None for t in t_leaves
     ]
@@ -861,6 +876,27 @@ def _custom_jvp_fprop(*vals, call):
         return [None if n is None else summed[n] for n in in_positions]
 
     return outs, bprop
+
+
+def _check_linear(leaves, who, what, fix):
+    """Refuse a rule whose output, run on placeholders (zero tangents or cotangents), is not
+    zero: a linear map gives exactly zero there (0 * t is 0 for every finite t), so a nonzero
+    entry is a part that does not scale with the tangents (`cos(x)` where `cos(x) * t` is
+    meant). Transposing the rule would drop that part silently, and the two modes would
+    disagree. (A nan or inf is no evidence: `t / x` at x = 0 gives nan for a zero t.)"""
+    for k, leaf in enumerate(leaves):
+        value = core.innermost(leaf)  # the rule's output at zero, under every level
+        if leaf is None or not isinstance(value, (_np.ndarray, _np.generic, float, complex)):
+            continue  # (a Dask array is not computed for a check)
+        a = _np.asarray(value)
+        if a.dtype.kind not in "fc":
+            continue
+        nonzero = _np.isfinite(a) & (a != 0)
+        if nonzero.any():
+            raise NotLinearError(
+                f"{who}: {what} (leaf {k}, {describe(leaf)}) is not linear: for zero "
+                f"{fix[0]} it is {a[nonzero].flat[0]!r}, not 0. {fix[1]}"
+            )
 
 
 def _custom_jvp_by_columns(call, vals, own, level):

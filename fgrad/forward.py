@@ -20,6 +20,7 @@ from .reverse import ReverseLevel, backward_pass
 
 __all__ = [
     "ForwardLevel",
+    "NotLinearError",
     "PlaceholderLevel",
     "PlaceholderRead",
     "linear_transpose",
@@ -155,6 +156,12 @@ class PlaceholderLevel(ReverseLevel):
         raise PlaceholderRead(f"the value of a placeholder at {self!r} was read")
 
 
+class NotLinearError(ValueError):
+    """A rule that must be linear (a bprop in its cotangent, a custom_jvp rule's tangent part)
+    was found not to be: an error of the rule, which a transposition passes on rather than
+    taking for a read of a placeholder (`fgrad.custom._check_linear`)."""
+
+
 def linear_transpose(pull, outputs, consume=False):
     """The transpose of a linear map given by its bprop, or None.
 
@@ -174,6 +181,8 @@ def linear_transpose(pull, outputs, consume=False):
         ]
         try:
             in_cts = pull(cts)
+        except NotLinearError:
+            raise
         except Exception:  # a read of a placeholder, or a failure on one: see above
             return None
     if level.was_read:

@@ -480,6 +480,47 @@ def test_custom_jvp_errors():
         custom_jvp(3.0)
 
 
+@pytest.mark.parametrize("tangent", ["forgot_t", "affine"])
+def test_a_custom_jvp_rule_not_linear_in_its_tangent_is_refused_by_reverse_mode(tangent):
+    # Reverse mode transposes the rule's tangent part on zero placeholders: `cos(x)` (the
+    # tangent forgotten) or `cos(x) * t + 1` gave grad 0.0 and cos(x) silently, where jvp
+    # gives the rule's own numbers; a linear tangent part is exactly 0 at zero tangents.
+    f = custom_jvp(fnp.sin)
+    if tangent == "forgot_t":
+        f.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0])))
+    else:
+        f.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * t[0] + 1.0))
+    x = np.array([0.5, 1.0])
+    for transform in (
+        lambda: grad(f)(0.5),
+        lambda: jacrev(f)(x),
+        lambda: fgrad.vmap(grad(f))(x),
+        lambda: fgrad.jit(grad(f))(0.5),
+    ):
+        with pytest.raises(
+            ValueError, match=r"tangent_out \(leaf 0, .*\) is not linear: for zero "
+        ):
+            transform()
+
+
+def test_a_custom_vjp_bwd_not_linear_in_its_cotangent_is_refused_by_forward_mode():
+    f = custom_vjp(fnp.sin)
+    f.defvjp(lambda x: (fnp.sin(x), x), lambda x, ct: (fnp.cos(x),))  # ct forgotten
+    x = np.array([0.5, 1.0])
+    assert np.allclose(grad(f)(0.5), np.cos(0.5))  # reverse mode uses bwd as it is
+    for transform in (lambda: jacfwd(f)(x), lambda: fgrad.jvp(f, (x,), (x,))):
+        with pytest.raises(ValueError, match=r"bwd's cotangent .* is not linear: for zero ct"):
+            transform()
+
+
+def test_a_linear_rule_that_gives_nan_at_a_singular_point_is_not_refused():
+    # t / x at x = 0 is nan for a zero t: no evidence of a constant part
+    f = custom_jvp(fnp.log)
+    f.defjvp(lambda p, t: (fnp.log(p[0]), t[0] / p[0]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert np.isinf(grad(f)(0.0)) and np.isclose(grad(f)(2.0), 0.5)
+
+
 # --- checkpoint -----------------------------------------------------------------------------------
 
 
