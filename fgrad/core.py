@@ -157,6 +157,23 @@ class Box:
         self.level = level
         self.aux = aux
 
+    # A traced value is immutable (its operators make new ones; writes into it are refused),
+    # so a copy of it is itself: `copy.deepcopy` of a function's parameters keeps them
+    # traced. (Python's default copied the box and its level, a level no transform knew:
+    # the gradient through the copy was silently 0.)
+    def __copy__(self) -> Box:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Box:
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(
+            f"cannot pickle a traced value (shape {getattr(self, 'shape', '?')}, dtype "
+            f"{getattr(self, 'dtype', '?')}): it exists only while a transform runs. Pickle "
+            "the transform's result instead, or copy.deepcopy the value inside the function"
+        )
+
 
 def primal(x: Any) -> Any:
     """The plain value under every box: what a constant at every level sees. A list or tuple
