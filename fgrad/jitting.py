@@ -30,6 +30,7 @@ Imports: `fgrad.core`, `fgrad.staging`, `fgrad.tree_util`.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import dis
 import functools
@@ -63,7 +64,7 @@ from .staging import (
     same_op,
     shape_key,
 )
-from .tree_util import LEAF, tree_flatten, tree_unflatten
+from .tree_util import LEAF, tree_aux_data, tree_flatten, tree_unflatten
 
 __all__ = ["Record", "jit", "make_record"]
 
@@ -199,6 +200,20 @@ def _constant_output(v) -> bool:
 
 def _copy(v):
     return v.copy() if type(v) is _np.ndarray else v
+
+
+def _unshared(v, args):
+    """`v`, or a copy where it shares memory with an argument: whether `reshape` or `ravel`
+    gives a view of its input depends on the input's memory layout, which a signature does not
+    hold, so a record made on a Fortran-ordered argument (where the output was a copy) may
+    replay a view of a C-ordered one; a caller writing into the result would write into its
+    argument. (An array that owns its memory, what most operations return, is answered by its
+    `base` alone.)"""
+    if type(v) is _np.ndarray and v.base is not None:
+        for x in args:
+            if type(x) is _np.ndarray and _np.may_share_memory(v, x):
+                return v.copy()
+    return v
 
 
 def _record(fun, leaves, rebuild, sources=False):
@@ -361,7 +376,12 @@ class _Writer:
             path = node.path
             outs = []
             for ref, fresh in zip(path.outputs, path.fresh):
-                outs.append(f"_copy({self.operand(ref)})" if fresh else self.operand(ref))
+                if fresh:
+                    outs.append(f"_copy({self.operand(ref)})")
+                elif type(ref) is int and not self.general:
+                    outs.append(f"_unshared({self.operand(ref)}, _args)")
+                else:
+                    outs.append(self.operand(ref))
             tree = path.out_tree
             if tree is LEAF:  # the result itself, without a tree to rebuild
                 self.lines.append(f"{indent}return {outs[0]}")
@@ -399,11 +419,14 @@ class _Writer:
 
 def _bind_call(prim, args, params):
     """`bind` for the primitive of a custom rule or a checkpoint (`fgrad.custom`): its rules
-    read the inputs it is bound to from its `call` parameter, as `_Call.bind` sets them."""
-    call = params["call"]
+    read the inputs it is bound to from its `call` parameter, as `_Call.bind` sets them. The
+    record holds one call object for every replay, so each binding sets the inputs on a copy
+    of its own: threads replaying one record at once read each other's inputs otherwise (a
+    custom_jvp rule's level, under grad(jit(f)), came from another thread's call)."""
+    call = copy.copy(params["call"])
     call.inputs = args
     try:
-        return bind(prim, args, params)
+        return bind(prim, args, {**params, "call": call})
     finally:
         call.inputs = None
 
@@ -544,7 +567,9 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
     # the structure (a gradient summed before one pullback rounds otherwise than two).
     writer.node(root if general else _without_repeats(root), "    ", set(range(n_inputs)))
     params = ", ".join(f"v{i}" for i in range(n_inputs))
-    source = "\n".join([f"def replay({params}):", *writer.lines]) + "\n"
+    # the arguments, for `_unshared` (the function deletes each after its last use)
+    head = [] if general else [f"    _args = ({params}{',' if n_inputs == 1 else ''})"]
+    source = "\n".join([f"def replay({params}):", *head, *writer.lines]) + "\n"
     namespace = dict(writer.names)
     namespace.update(
         _bind=bind,
@@ -554,6 +579,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _key=guard_key,
         _shape=shape_key,
         _copy=_copy,
+        _unshared=_unshared,
         _unflatten=tree_unflatten,
         _Miss=_Miss,
         _NO_PARAMS=core._NO_PARAMS,
@@ -844,7 +870,7 @@ class Jitted:
                     ) from None
                 sigs.append(s)
                 general = general or g
-            key = (tree, statics, tuple(sigs))
+            key = (_tree_key(tree), statics, tuple(sigs))
         entry = self._cache.get(key)
         cells = ()
         if self._has_state:
@@ -1027,12 +1053,32 @@ def _static_key(value, what):
 
 
 def _value_key(value):
+    """`value` as a key that tells apart what `==` calls equal: the type of every part, and a
+    float's exact text. Tuples (namedtuples too), frozensets and frozen dataclasses are keyed
+    by their parts; any other object by its type and itself (its own `==`)."""
     kind = type(value)
-    if kind is tuple:
-        return kind, tuple(_value_key(v) for v in value)
+    if kind is str or kind is int or value is None:
+        return kind, value
     if kind in (float, complex) or isinstance(value, (_np.floating, _np.complexfloating)):
         return kind, repr(value)  # (repr tells -0.0 from 0.0, and round-trips every float)
+    if isinstance(value, tuple):
+        return kind, tuple(_value_key(v) for v in value)
+    if isinstance(value, frozenset):
+        return kind, frozenset(_value_key(v) for v in value)
+    params = getattr(kind, "__dataclass_params__", None)
+    if params is not None and params.frozen and params.eq:
+        fields = getattr(kind, "__dataclass_fields__", {})
+        return kind, tuple(_value_key(getattr(value, name)) for name in fields)
     return kind, value
+
+
+def _tree_key(tree):
+    """The structure of the dynamic arguments as a key: `tree` itself compares the nodes' aux
+    data (a dict's keys, a registered node's data) by `==`, so {1: x} and {True: x}, or a
+    node holding 0.0 and one holding -0.0, would share a record and rebuild the first one's
+    outputs. Their `_value_key`s are added where any aux data is not None."""
+    auxes = tree_aux_data(tree)
+    return tree if not auxes else (tree, tuple(_value_key(a) for a in auxes))
 
 
 def _static_positions(fun, argnums, argnames):

@@ -1,6 +1,9 @@
 """`fgrad.jit`: a replay equals the eager call bit for bit, every Python read of a value is
 guarded, and jit composes with every transform in both orders."""
 
+import collections
+import dataclasses
+import sys
 import threading
 import warnings
 
@@ -772,6 +775,42 @@ def test_concurrent_calls_each_get_their_own_answer():
         assert_same(e, r)
 
 
+def test_threads_replaying_a_custom_rule_under_grad_each_get_their_own_answer():
+    # A replay bound the custom rule's primitive with the record's one call object, setting
+    # the inputs on it: another thread's inputs then chose the rule's level (1% of calls
+    # wrong by up to 25 with six threads). Threads switch every microsecond to show a race.
+    @fgrad.custom_jvp
+    def cexp(x):
+        return fnp.exp(x)
+
+    cexp.defjvp(lambda p, t: (fnp.exp(p[0]), fnp.exp(p[0]) * t[0]))
+    jitted = fgrad.grad(fgrad.jit(lambda x: fnp.sum(cexp(x) * x)))
+    inputs = [rng.normal(size=5) for _ in range(40)]
+    expected = [(np.exp(x) * (1 + x)) for x in inputs]
+    wrong, errors = [], []
+
+    def work(k):
+        try:
+            for i in np.random.default_rng(k).permutation(len(inputs)):
+                if not np.allclose(jitted(inputs[i]), expected[i], rtol=1e-12):
+                    wrong.append(i)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(20):
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and not wrong
+
+
 def test_dask_arrays_replay_to_the_same_lazy_graph():
     da = pytest.importorskip("dask.array", reason="Dask is an optional extra")
     f = fgrad.grad(lambda w, x: fnp.sum(fnp.tanh(x @ w)))
@@ -1113,6 +1152,19 @@ def test_an_output_that_is_an_argument_is_a_fresh_array():
             assert np.array_equal(out[0], a)
 
 
+def test_an_output_that_is_a_view_of_an_argument_only_in_a_replay_is_a_fresh_array():
+    # ravel of a Fortran-ordered argument is a copy, of a C-ordered one a view: the record made
+    # on the first returned the second's view, and `out *= 100` wrote into the caller's array
+    for f in (fnp.ravel, lambda x: x.reshape(-1), lambda x: (fnp.ravel(x), x.T)):
+        jitted = fgrad.jit(f)
+        jitted(np.asfortranarray(np.ones((2, 3))))
+        x = np.arange(6.0).reshape(2, 3)
+        for _ in range(2):
+            out = tree_flatten(jitted(x))[0]
+            assert all(not np.shares_memory(o, x) for o in out)
+            assert np.array_equal(out[0], x.ravel())
+
+
 @pytest.mark.parametrize("trans", [0, 1, 2])
 def test_lu_and_lu_solve_compute_their_permutations_in_the_record(trans):
     """The permutations of LAPACK's pivots are operations of the record (reading the pivots was
@@ -1335,6 +1387,45 @@ def test_static_arguments_of_equal_value_but_other_type_or_sign_record_apart():
         scale = s[0] if type(s) is tuple else s
         assert_same(g(np.array(2.0), s), np.array(2.0) * scale)
         assert np.signbit(g(np.array(2.0), s)) == np.signbit(scale)
+
+
+def test_static_containers_and_pytree_aux_data_of_equal_value_record_apart():
+    """Inside a namedtuple, a frozenset or a frozen dataclass, and in the aux data of the
+    arguments' pytree (a registered node's data, a dict's keys), values that `==` calls equal
+    shared a record: Cfg(-0.0, 2.0) replayed Cfg(0.0, 2)'s (inf for -inf, an int arange),
+    a node holding -0.0 one holding 0.0, and {True: x} came back as {1: x}."""
+    Cfg = collections.namedtuple("Cfg", "scale n")
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        scale: float
+
+    def f(x, cfg):
+        scale = cfg.scale if not isinstance(cfg, frozenset) else max(cfg, key=str)
+        return 1.0 / (x * scale), fnp.arange(getattr(cfg, "n", 2))
+
+    jitted, x = fgrad.jit(f, static_argnums=1), np.array([1.0, 2.0])
+    configs = (Cfg(0.0, 2), Cfg(-0.0, 2.0), Frozen(0.0), Frozen(-0.0))
+    for cfg in (*configs, frozenset([0.0]), frozenset([-0.0])):
+        for _ in range(2):
+            with np.errstate(divide="ignore"):
+                assert_same(jitted(x, cfg), f(x, cfg))
+
+    class Scaled:
+        def __init__(self, value, scale):
+            self.value, self.scale = value, scale
+
+    fgrad.tree_util.register_pytree_node(
+        Scaled, lambda s: ((s.value,), s.scale), lambda scale, ch: Scaled(ch[0], scale)
+    )
+    g = fgrad.jit(lambda s: 1.0 / (s.value * s.scale))
+    with np.errstate(divide="ignore"):
+        for scale in (0.0, -0.0, 0.0):
+            assert_same(g(Scaled(x, scale)), 1.0 / (x * scale))
+    h = fgrad.jit(lambda d: {k: v * 2 for k, v in d.items()})
+    for key in (1, True, 1.0, 1):
+        (out_key,) = h({key: x})
+        assert type(out_key) is type(key)
 
 
 def test_static_arguments_are_static_by_position_or_by_name():
