@@ -33,7 +33,17 @@ from .core import (
 from .forward import ForwardLevel, linear_transpose
 from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
-from .tree_util import structure_difference, tree_flatten, tree_map, tree_unflatten
+from .tree_util import (
+    LeafName,
+    keystr,
+    leaf_paths,
+    registration_hint,
+    structure_difference,
+    tree_flatten,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 from .vmapping import map_rows
 
 if TYPE_CHECKING:
@@ -173,7 +183,7 @@ def _check_float_leaves(leaves, labels, who, holomorphic=None):
         label = labels()[i]
         if dt is None:
             what = f"of type {type(v).__name__}"
-            fix = "pass a float or a float NumPy array"
+            fix = "pass a float or a float NumPy array" + registration_hint(v)
         elif holomorphic:
             what = f"real ({_describe(v)})"
             fix = "holomorphic=True needs complex inputs; cast it with x.astype(complex)"
@@ -237,14 +247,14 @@ def _is_arraylike(v):
 
 
 def _leaf_labels(tree_args, argnums):
-    """'argument i' (or 'argument i, leaf j') for each leaf of the differentiated arguments."""
+    """'argument i' (or "argument i at ['w'][0]", with the leaf's key path in its pytree) for
+    each leaf of the differentiated arguments."""
     labels = []
     for a, arg in zip(argnums, tree_args):
-        leaves, _ = tree_flatten(arg)
-        if len(leaves) == 1 and not isinstance(arg, (tuple, list, dict)):
-            labels.append(f"argument {a}")
-        else:
-            labels.extend(f"argument {a} (leaf {j} of its pytree)" for j in range(len(leaves)))
+        labels.extend(
+            f"argument {a} at {keystr(path)}" if path else f"argument {a}"
+            for path in leaf_paths(tree_structure(arg))
+        )
     return labels
 
 
@@ -348,7 +358,7 @@ def _vjp(fun, primals, has_aux, who, labels=None):
                 "pass a cotangent shaped like the output, one leaf per output leaf"
             )
         for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
-            _check_like(c, o, f"cotangent leaf {i}", "output")
+            _check_like(c, o, LeafName("the cotangent", out_tree, i, " at "), "output")
         return tree_unflatten(in_tree, _fresh(pull(ct_leaves), ct_leaves))
 
     primal_out = tree_unflatten(out_tree, out_values)
@@ -785,7 +795,7 @@ def jvp(
         )
     _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "jvp")
     for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
-        _check_like(t, p, f"jvp: tangent leaf {i}", "primal")
+        _check_like(t, p, LeafName("jvp: tangents", p_tree, i), "primal")
     values, tangents_out, out_tree, aux = _jvp_flat(
         lambda args: fun(*args), p_leaves, p_tree, t_leaves, has_aux
     )
@@ -895,7 +905,7 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
                 f"structure {p_tree}; pass one tangent shaped like each primal"
             )
         for i, (t, p) in enumerate(zip(t_leaves, p_leaves)):
-            _check_like(t, p, f"linearize: tangent leaf {i}", "primal")
+            _check_like(t, p, LeafName("linearize: tangents", p_tree, i), "primal")
         if transposed is None:
             return jvp(fun, primals_tuple, tangents, has_aux=has_aux)[1]
         t_out = _fresh(

@@ -15,6 +15,16 @@ Semantics and names follow ``jax.tree_util``: dict children come in sorted key o
 ``_fields`` is a namedtuple node rebuilt as its own class, and ``is_leaf`` is asked first,
 at every subtree.
 
+Dict order: because dict children come in sorted key order, every transform calls the
+function with its dict arguments rebuilt in sorted order, and ``jit`` returns dicts in that
+order (JAX does the same). This is the one place where tracing changes what the function
+sees: code that reads ``d.values()``, ``d.items()`` or unpacks a dict in insertion order
+computes something else under ``grad``, ``jit`` or ``vmap``. Read dicts by key, or use an
+``OrderedDict``, whose insertion order is its structure.
+
+Key paths name a leaf by the keys on the way to it (``tree_flatten_with_path``, ``keystr``):
+``['w'][0]``; fgrad's error messages name leaves that way.
+
 >>> leaves, treedef = tree_flatten((1.0, {'b': None, 'a': [2.0, 3.0]}))
 >>> leaves
 [1.0, 2.0, 3.0]
@@ -26,6 +36,8 @@ PyTreeDef((*, {'a': [*, *], 'b': None}))
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections import OrderedDict, defaultdict
 from typing import TYPE_CHECKING
 
@@ -43,22 +55,115 @@ if TYPE_CHECKING:
     ArrayLike: TypeAlias = Any
 
 __all__ = [
+    "DictKey",
+    "FlattenedIndexKey",
+    "GetAttrKey",
+    "Partial",
     "PyTreeDef",
+    "SequenceKey",
+    "all_leaves",
+    "keystr",
+    "register_dataclass",
     "register_pytree_node",
+    "register_pytree_node_class",
+    "tree_all",
     "tree_flatten",
+    "tree_flatten_with_path",
     "tree_leaves",
+    "tree_leaves_with_path",
     "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
     "tree_structure",
+    "tree_transpose",
     "tree_unflatten",
 ]
+
+
+# --- key paths: how a leaf is reached from the root, one key per node on the way ----------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The key of a tuple's or list's child: its index. Prints as ``[0]``."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The key of a dict's (OrderedDict's, defaultdict's) child. Prints as ``['a']``."""
+
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The key of a namedtuple's field or a registered dataclass's field. Prints as ``.w``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The key of a child of a type registered with ``register_pytree_node``, which names its
+    children only by their position among the children its flatten_func returns. Prints as
+    ``[<flat index 0>]``."""
+
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+def keystr(keys: Iterable[Any], *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text, as ``jax.tree_util.keystr`` writes it.
+
+    Parameters
+    ----------
+    keys : tuple of keys
+        A path from ``tree_flatten_with_path``: ``SequenceKey``, ``DictKey``, ``GetAttrKey``
+        or ``FlattenedIndexKey`` objects.
+    simple : bool, default False
+        Write each key bare (the index, the dict key, the attribute's name) instead of as
+        Python would subscript or read it.
+    separator : str, default ""
+        Put between the keys.
+
+    Examples
+    --------
+    >>> keystr((DictKey('a'), SequenceKey(0), GetAttrKey('w')))
+    "['a'][0].w"
+    >>> keystr((DictKey('a'), SequenceKey(0), GetAttrKey('w')), simple=True, separator='/')
+    'a/0/w'
+    """
+    text = _simple_key if simple else str
+    return separator.join(text(k) for k in keys)
+
+
+def _simple_key(key):
+    for field in ("key", "idx", "name"):
+        if hasattr(key, field):
+            return str(getattr(key, field))
+    return str(key)
 
 
 class _Node:
     """How one container type splits into children and is rebuilt from them.
 
     ``flatten(x) -> (children, aux)`` gives a sized, iterable ``children``;
-    ``unflatten(aux, children) -> x`` gets them back as a list; ``show`` and ``child_key``
-    only serve ``repr`` and error messages.
+    ``unflatten(aux, children) -> x`` gets them back as a list; ``show`` serves ``repr``, and
+    ``child_key(aux, i)`` gives child i's key (a ``SequenceKey``, ``DictKey``, ...) for key
+    paths and error messages.
     """
 
     __slots__ = ("child_key", "flatten", "show", "type", "unflatten")
@@ -90,11 +195,11 @@ def _classify(t):
 
 
 def _index_key(aux, i):
-    return f"[{i}]"
+    return SequenceKey(i)
 
 
 def _dict_key(aux, i):
-    return f"[{aux[i]!r}]"
+    return DictKey(aux[i])
 
 
 def _show_items(keys, children):
@@ -147,11 +252,15 @@ def _namedtuple_node(cls):
         lambda aux, children: (
             f"{cls.__name__}(" + ", ".join(f"{f}={c}" for f, c in zip(fields, children)) + ")"
         ),
-        lambda aux, i: f".{fields[i]}",
+        lambda aux, i: GetAttrKey(fields[i]),
     )
 
 
-def _custom_node(nodetype, flatten_func, unflatten_func):
+def _flat_index_key(aux, i):
+    return FlattenedIndexKey(i)
+
+
+def _custom_node(nodetype, flatten_func, unflatten_func, child_key=_flat_index_key):
     name = nodetype.__name__
 
     def flatten(x):
@@ -170,7 +279,7 @@ def _custom_node(nodetype, flatten_func, unflatten_func):
         flatten,
         lambda aux, children: unflatten_func(aux, tuple(children)),
         lambda aux, children: f"CustomNode({name}[{aux!r}], [{', '.join(children)}])",
-        lambda aux, i: f"<{name} child {i}>",
+        child_key,
     )
 
 
@@ -207,7 +316,7 @@ _register(
         _flatten_defaultdict,
         lambda aux, c: defaultdict(aux[0], zip(aux[1], c)),
         _show_defaultdict,
-        lambda aux, i: f"[{aux[1][i]!r}]",
+        lambda aux, i: DictKey(aux[1][i]),
     )
 )
 
@@ -244,6 +353,11 @@ def register_pytree_node(
     >>> tree_flatten(Scaled(2.0, 'm'))
     ([2.0], PyTreeDef(CustomNode(Scaled['m'], [*])))
     """
+    _check_registration(nodetype, flatten_func, unflatten_func)
+    _register(_custom_node(nodetype, flatten_func, unflatten_func))
+
+
+def _check_registration(nodetype, flatten_func, unflatten_func):
     if not isinstance(nodetype, type):
         raise TypeError(
             f"register_pytree_node expects a class as nodetype, got {nodetype!r:.80}; "
@@ -260,7 +374,160 @@ def register_pytree_node(
             f"{nodetype.__qualname__} is already registered as a pytree node; register "
             "each type once, next to its definition"
         )
-    _register(_custom_node(nodetype, flatten_func, unflatten_func))
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Register a class that flattens itself, and return it (a class decorator).
+
+    The class defines ``tree_flatten(self) -> (children, aux_data)`` and the classmethod
+    ``tree_unflatten(cls, aux_data, children)``, as for ``register_pytree_node``.
+
+    Examples
+    --------
+    >>> @register_pytree_node_class
+    ... class Pair:
+    ...     def __init__(self, a, b):
+    ...         self.a, self.b = a, b
+    ...     def tree_flatten(self):
+    ...         return (self.a, self.b), None
+    ...     @classmethod
+    ...     def tree_unflatten(cls, aux_data, children):
+    ...         return cls(*children)
+    >>> tree_leaves(Pair(1.0, [2.0, 3.0]))
+    [1.0, 2.0, 3.0]
+    """
+    if (
+        not isinstance(cls, type)
+        or not hasattr(cls, "tree_flatten")
+        or not hasattr(cls, "tree_unflatten")
+    ):
+        raise TypeError(
+            "register_pytree_node_class decorates a class that defines tree_flatten(self) -> "
+            "(children, aux_data) and the classmethod tree_unflatten(cls, aux_data, children)"
+            f"; got {cls!r:.80}"
+        )
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_dataclass(
+    nodetype: type,
+    data_fields: Iterable[str] | None = None,
+    meta_fields: Iterable[str] | None = None,
+    drop_fields: Iterable[str] = (),
+) -> type:
+    """Register a dataclass (or a class built like one) as a node, and return it.
+
+    Parameters
+    ----------
+    nodetype : type
+        The class. Its instances are rebuilt as ``nodetype(**fields)``.
+    data_fields : list of str, optional
+        The fields that are children (arrays, or pytrees of them), reached by key paths
+        ``.name``.
+    meta_fields : list of str, optional
+        The fields that are part of the structure (aux data): hashable values, compared when
+        two structures are. Give both lists, or neither for a dataclass: then the fields
+        declared with ``dataclasses.field(metadata={'static': True})`` are meta fields and the
+        other fields of its constructor are data fields.
+    drop_fields : list of str, optional
+        Constructor fields left out of both (the class computes them).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> @register_dataclass
+    ... @dataclasses.dataclass
+    ... class Params:
+    ...     w: float
+    ...     b: float
+    ...     name: str = dataclasses.field(default='layer', metadata={'static': True})
+    >>> tree_flatten(Params(1.0, 2.0))
+    ([1.0, 2.0], PyTreeDef(CustomNode(Params[('layer',)], [*, *])))
+    >>> tree_flatten_with_path(Params(1.0, 2.0))[0]
+    [((GetAttrKey(name='w'),), 1.0), ((GetAttrKey(name='b'),), 2.0)]
+    """
+    if not isinstance(nodetype, type):
+        raise TypeError(
+            f"register_dataclass expects a class, got {nodetype!r:.80}; pass the class itself"
+        )
+    if (data_fields is None) != (meta_fields is None):
+        raise TypeError(
+            "register_dataclass: give both data_fields and meta_fields, or neither (for a "
+            "dataclass, whose fields marked metadata={'static': True} are then the meta fields)"
+        )
+    dropped = set(drop_fields)
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(
+                f"register_dataclass: {nodetype.__name__} is not a dataclass, so data_fields "
+                "and meta_fields cannot be read from it; pass both lists of attribute names"
+            )
+        kept = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in dropped]
+        data_fields = [f.name for f in kept if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in kept if f.metadata.get("static", False)]
+    data, meta = tuple(data_fields), tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init = {f.name for f in dataclasses.fields(nodetype) if f.init} - dropped
+        if set(data) | set(meta) != init or len(data) + len(meta) != len(init):
+            raise ValueError(
+                f"register_dataclass: data_fields {list(data)} and meta_fields {list(meta)} "
+                f"must list each field of {nodetype.__name__}'s constructor once "
+                f"({sorted(init)}), and drop_fields the others"
+            )
+
+    def flatten(x):
+        return [getattr(x, name) for name in data], tuple(getattr(x, name) for name in meta)
+
+    def unflatten(aux, children):
+        return nodetype(**dict(zip(meta, aux)), **dict(zip(data, children)))
+
+    _check_registration(nodetype, flatten, unflatten)
+    _register(_custom_node(nodetype, flatten, unflatten, lambda aux, i: GetAttrKey(data[i])))
+    return nodetype
+
+
+class Partial(functools.partial):
+    """``functools.partial`` as a pytree: its arguments are children, the function is the
+    structure, so a Partial can be passed into and returned from a transform.
+
+    Examples
+    --------
+    >>> import operator
+    >>> add_one = Partial(operator.add, 1.0)
+    >>> tree_leaves(add_one), add_one(2.0)
+    ([1.0], 3.0)
+    >>> tree_map(lambda x: x * 10, add_one)(2.0)
+    12.0
+    """
+
+    def __new__(cls, func, *args, **keywords):
+        # functools.partial merges a partial given as func into the new one (its arguments
+        # would become children here): the shim keeps exactly these arguments as children.
+        if isinstance(func, functools.partial):
+            func = _PartialShim(func)
+        return super().__new__(cls, func, *args, **keywords)
+
+
+class _PartialShim:
+    """A functools.partial hidden from functools.partial's merging; hashable by identity."""
+
+    __slots__ = ("partial",)
+
+    def __init__(self, partial):
+        self.partial = partial
+
+    def __call__(self, *args, **keywords):
+        return self.partial(*args, **keywords)
+
+
+_register(
+    _custom_node(
+        Partial,
+        lambda p: ((p.args, p.keywords), p.func),
+        lambda func, children: Partial(func, *children[0], **children[1]),
+    )
+)
 
 
 class PyTreeDef:
@@ -300,6 +567,23 @@ class PyTreeDef:
     def num_leaves(self) -> int:
         """The number of leaves (``*``) in the structure."""
         return self._num_leaves
+
+    @property
+    def num_nodes(self) -> int:
+        """The number of nodes, leaves included: ``(*, [*, *])`` has 5, ``*`` and ``None`` 1.
+
+        >>> tree_structure((1.0, [2.0, 3.0])).num_nodes
+        5
+        """
+        return 1 + sum(c.num_nodes for c in self._children)
+
+    def children(self) -> list[PyTreeDef]:
+        """The structures of the root's children, in order (none for a leaf).
+
+        >>> tree_structure({'b': [1.0, 2.0], 'a': 3.0}).children()
+        [PyTreeDef(*), PyTreeDef([*, *])]
+        """
+        return list(self._children)
 
     def unflatten(self, leaves: Iterable[Any]) -> PyTree:
         """Rebuild a tree of this structure around ``leaves``, taken in order.
@@ -529,7 +813,7 @@ def _flatten_up_to(treedef, x, leaves):
         try:
             _flatten_up_to(sub, child, leaves)
         except _Mismatch as e:
-            e.path.append(node.child_key(treedef._aux, i))
+            e.path.append(str(node.child_key(treedef._aux, i)))
             raise
 
 
@@ -706,22 +990,175 @@ def tree_map(
     leaves, treedef = tree_flatten(tree, is_leaf)
     if not rest:
         return treedef.unflatten([f(x) for x in leaves])
-    all_leaves = [leaves]
+    all_leaves = [leaves, *_leaves_up_to(treedef, rest, is_leaf, "tree_map")]
+    return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
+
+
+def _leaves_up_to(treedef, rest, is_leaf, who):
+    """The subtrees of each tree of ``rest`` at the leaves of ``treedef`` (tree 0's)."""
+    per_tree = []
     for i, other in enumerate(rest, 1):
         other_leaves: list[PyTree] = []
         try:
             _flatten_up_to(treedef, other, other_leaves)
         except _Mismatch as e:
             raise ValueError(
-                f"tree_map: tree {i} does not match the structure of tree 0 (the first tree, "
+                f"{who}: tree {i} does not match the structure of tree 0 (the first tree, "
                 f"counting from 0) at {e.where()}: {e}.\n"
                 f"  tree 0 is {treedef!r}\n"
                 f"  tree {i} is {tree_structure(other, is_leaf)!r}\n"
                 "Pass trees with the same containers and dict keys; where tree 0 has a "
                 "leaf, the others may have any subtree."
             ) from None
-        all_leaves.append(other_leaves)
-    return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
+        per_tree.append(other_leaves)
+    return per_tree
+
+
+def leaf_paths(treedef: PyTreeDef) -> list[tuple[Any, ...]]:
+    """The key path of each leaf of ``treedef``, in order (``()`` for a tree that is a leaf).
+
+    >>> [keystr(p) for p in leaf_paths(tree_structure({'w': [1.0, 2.0], 'b': 3.0}))]
+    ["['b']", "['w'][0]", "['w'][1]"]
+    """
+    paths: list[tuple[Any, ...]] = []
+
+    def walk(td, prefix):
+        if td._node is None:
+            paths.append(prefix)
+            return
+        for i, child in enumerate(td._children):
+            walk(child, (*prefix, td._node.child_key(td._aux, i)))
+
+    walk(treedef, ())
+    return paths
+
+
+def tree_flatten_with_path(
+    tree: PyTree, is_leaf: Callable[[Any], bool] | None = None
+) -> tuple[list[tuple[tuple[Any, ...], ArrayLike]], PyTreeDef]:
+    """``tree_flatten``, with each leaf paired with its key path.
+
+    A key path is a tuple of keys, one per node from the root to the leaf: ``SequenceKey(i)``
+    for a tuple's or list's child, ``DictKey(k)`` for a dict's, ``GetAttrKey(name)`` for a
+    namedtuple's or a registered dataclass's field, ``FlattenedIndexKey(i)`` for a child of
+    another registered type. ``keystr`` writes it as text.
+
+    Examples
+    --------
+    >>> pairs, treedef = tree_flatten_with_path({'w': [1.0, 2.0], 'b': None})
+    >>> pairs
+    [((DictKey(key='w'), SequenceKey(idx=0)), 1.0), ((DictKey(key='w'), SequenceKey(idx=1)), 2.0)]
+    >>> [keystr(path) for path, _ in pairs]
+    ["['w'][0]", "['w'][1]"]
+    """
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    return list(zip(leaf_paths(treedef), leaves)), treedef
+
+
+def tree_leaves_with_path(
+    tree: PyTree, is_leaf: Callable[[Any], bool] | None = None
+) -> list[tuple[tuple[Any, ...], ArrayLike]]:
+    """The leaves of ``tree`` with their key paths, as ``tree_flatten_with_path`` gives them.
+
+    >>> tree_leaves_with_path((1.0, [2.0]))
+    [((SequenceKey(idx=0),), 1.0), ((SequenceKey(idx=1), SequenceKey(idx=0)), 2.0)]
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(
+    f: Callable[..., Any],
+    tree: PyTree,
+    *rest: PyTree,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> PyTree:
+    """``tree_map``, with ``f`` given each leaf's key path first: ``f(path, x, *xs)``.
+
+    >>> tree_map_with_path(lambda path, x: f"{keystr(path)}={x}", {'a': 1, 'b': (2,)})
+    {'a': "['a']=1", 'b': ("['b'][0]=2",)}
+    """
+    if not callable(f):
+        raise TypeError(
+            f"tree_map_with_path's first argument must be the function to apply, got {f!r} of "
+            f"type {type(f).__name__}; call tree_map_with_path(f, tree)"
+        )
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    columns = [leaf_paths(treedef), leaves, *_leaves_up_to(treedef, rest, is_leaf, "tree_map")]
+    return treedef.unflatten([f(*xs) for xs in zip(*columns)])
+
+
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(
+    function: Callable[[Any, Any], Any],
+    tree: PyTree,
+    initializer: Any = _NO_INITIALIZER,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> Any:
+    """``functools.reduce(function, tree_leaves(tree), initializer)``: the leaves, in order,
+    folded into one value. Without an initializer, a tree with no leaves is a TypeError.
+
+    >>> import operator
+    >>> tree_reduce(operator.add, {'a': 1, 'b': [2, 3]})
+    6
+    >>> tree_reduce(max, [], initializer=0)
+    0
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: PyTree, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """Whether every leaf of ``tree`` is true (``all(tree_leaves(tree))``; true for no leaves).
+
+    >>> tree_all({'a': True, 'b': [1, None]}), tree_all([True, 0])
+    (True, False)
+    """
+    return all(tree_leaves(tree, is_leaf))
+
+
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """Whether every element of ``iterable`` is a leaf (``None`` is a node, with no leaf).
+
+    >>> all_leaves([1.0, 'a']), all_leaves([1.0, (2.0,)]), all_leaves([None])
+    (True, False, False)
+    """
+    return all(tree_structure(x, is_leaf) is LEAF for x in iterable)
+
+
+def tree_transpose(
+    outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: PyTree
+) -> PyTree:
+    """Turn a tree of structure outer-of-inner into one of structure inner-of-outer.
+
+    ``pytree_to_transpose`` is ``outer_treedef`` with a tree of structure ``inner_treedef`` at
+    each of its leaves; the result is ``inner_treedef`` with a tree of structure
+    ``outer_treedef`` at each leaf. ``inner_treedef=None`` takes the structure of the first
+    inner tree.
+
+    >>> pairs = [(1, 'a'), (2, 'b'), (3, 'c')]
+    >>> tree_transpose(tree_structure([0, 0, 0]), tree_structure((0, 0)), pairs)
+    ([1, 2, 3], ['a', 'b', 'c'])
+    """
+    inner_trees = outer_treedef.flatten_up_to(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(inner_trees[0]) if inner_trees else LEAF
+    inner_leaves = []
+    for k, inner in enumerate(inner_trees):
+        leaves, treedef = tree_flatten(inner)
+        if treedef != inner_treedef:
+            path = keystr(leaf_paths(outer_treedef)[k]) or "the root"
+            raise TypeError(
+                f"tree_transpose: the inner tree at {path} has structure {treedef!r}, not "
+                f"inner_treedef {inner_treedef!r}; every leaf of outer_treedef must hold a "
+                "tree of structure inner_treedef"
+            )
+        inner_leaves.append(leaves)
+    columns = zip(*inner_leaves) if inner_leaves else [()] * inner_treedef.num_leaves
+    return inner_treedef.unflatten([outer_treedef.unflatten(c) for c in columns])
 
 
 def structure_difference(given: PyTree, expected: PyTree) -> str | None:
@@ -752,6 +1189,38 @@ def structure_difference(given: PyTree, expected: PyTree) -> str | None:
         return None
 
     return walk(given, expected, "")
+
+
+class LeafName:
+    """How an error names leaf ``k`` of ``treedef``: ``name`` followed by the leaf's key path
+    (``tangents[1]['w']``, or ``the cotangent at ['z']`` with ``sep=" at "``), just ``name``
+    for a tree that is one leaf. The path is found only when the message is written."""
+
+    __slots__ = ("k", "name", "sep", "treedef")
+
+    def __init__(self, name: str, treedef: PyTreeDef, k: int, sep: str = "") -> None:
+        self.name, self.treedef, self.k, self.sep = name, treedef, k, sep
+
+    def __str__(self) -> str:
+        path = leaf_paths(self.treedef)[self.k]
+        return self.name + self.sep + keystr(path) if path else self.name
+
+
+def registration_hint(x: Any) -> str:
+    """For an error about a value of a user's class reaching a transform as a leaf: how to
+    make the class a pytree node, if it holds arrays (empty for a built-in type)."""
+    kind = type(x)
+    if kind.__module__ == "builtins":
+        return ""
+    name = kind.__name__
+    if dataclasses.is_dataclass(x):
+        how = f"fgrad.tree_util.register_dataclass({name})"
+    else:
+        how = (
+            f"fgrad.tree_util.register_pytree_node({name}, flatten, unflatten) or "
+            "register_pytree_node_class"
+        )
+    return f"; if {name} holds arrays, register it as a pytree node: {how}"
 
 
 def leaves_per_child(treedef: PyTreeDef, *path: int) -> list[int]:

@@ -23,9 +23,13 @@ from .batching import BatchLevel, Diverged
 from .boundary import api_boundary
 from .core import Box, dtype_of, is_foreign_array, primal, shape_of
 from .tree_util import (
+    keystr,
+    leaf_paths,
     leaves_per_child,
+    registration_hint,
     tree_flatten,
     tree_leaves,
+    tree_structure,
     tree_unflatten,
 )
 
@@ -89,6 +93,12 @@ def vmap(
         )
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX reads a top-level list as a tuple
+    if not (in_axes is None or isinstance(in_axes, (int, _np.integer, tuple))):
+        raise TypeError(
+            "vmap: in_axes must be an int, None, or a tuple (or list) with one entry per "
+            f"positional argument; got {in_axes!r:.80}. The function's arguments are a tuple: "
+            f"for a function of one argument, write in_axes=({in_axes!r:.60},)"
+        )
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
     if axis_size is not None and (
@@ -101,7 +111,7 @@ def vmap(
     # in_axes as one axis (or None) per positional argument, when it is that simple
     per_argument = in_axes if isinstance(in_axes, tuple) else None
     if per_argument is not None and not all(
-        a is None or isinstance(a, (int, _np.integer)) for a in in_axes
+        a is None or isinstance(a, (int, _np.integer)) for a in per_argument
     ):
         per_argument = None  # a pytree prefix deeper than the arguments (a registered node too)
 
@@ -121,7 +131,7 @@ def vmap(
             for ax, n in zip(per_argument, leaves_per_child(in_tree, 0)):
                 dims += [ax] * n
         else:
-            dims = _dims_of_leaves(in_axes, args, "in_axes", _argument_label)
+            dims = _dims_of_leaves(in_axes, args, "in_axes")
         dims += [0] * kwargs_tree  # keyword arguments are mapped along axis 0
         dims, size = _checked(leaves, dims, axis_size, lambda: _labels(args, kwargs))
         out_tree, results, _ = _batched_call(fun, in_tree, leaves, dims, size, out_axes)
@@ -156,45 +166,83 @@ def _check_axes_spec(axes, what):
             )
 
 
-def _dims_of_leaves(axes, tree, what, label_of):
-    """One axis (or None) per leaf of `tree`, from `axes`, an int or None or a pytree prefix
-    of `tree`."""
+def _dims_of_leaves(axes, tree, what):
+    """One axis (or None) per leaf of `tree` (the arguments, for `what` "in_axes", or the
+    outputs), from `axes`, an int or None or a pytree prefix of `tree`."""
     if axes is None or isinstance(axes, (int, _np.integer)):
         return [axes] * len(tree_leaves(tree))
     axes_leaves, axes_def = tree_flatten(axes, is_leaf=lambda x: x is None)
     try:
         subtrees = axes_def.flatten_up_to(tree)
     except ValueError as e:
-        raise ValueError(
-            f"vmap: {what} does not match the structure of the {label_of(None)}: {e} "
-            f"{what} must be an int, None, or a pytree prefix of them"
-        ) from None
+        raise ValueError(_axes_mismatch(axes, tree, what) or f"vmap: {what}: {e}") from None
     dims = []
     for ax, sub in zip(axes_leaves, subtrees):
         dims.extend([ax] * len(tree_leaves(sub)))
     return dims
 
 
-def _argument_label(_):
-    return "arguments"
+def _axes_mismatch(axes, tree, what, path=()):
+    """The error for `axes` that are not a pytree prefix of `tree`: the first place where
+    they part, in the user's terms (`in_axes[0]` and argument 0, shapes and dtypes)."""
+    if axes is None or isinstance(axes, (int, _np.integer)):
+        return ""
+    axes_node = tree_structure(axes, is_leaf=lambda x: x is None or x is not axes)
+    tree_node = tree_structure(tree, is_leaf=lambda x: x is not tree)  # the root alone
+    if axes_node == tree_node:
+        for a, t, key in zip(
+            axes_node.flatten_up_to(axes), tree_node.flatten_up_to(tree), leaf_paths(tree_node)
+        ):
+            found = _axes_mismatch(a, t, what, path + key)
+            if found:
+                return found
+        return ""
+    name = _value_name(what, path)
+    values = "arguments" if what == "in_axes" else "outputs"
+    return (
+        f"vmap: {what} does not match {name}: {what}{keystr(path)} is {axes!r:.80} (a "
+        f"{type(axes).__name__}), but {name} is {_value_text(tree, tree_node, what)}. Write "
+        f"{what} with the containers (and dict keys) of the {values}, down to where one axis "
+        "(an int) or None applies to everything below"
+    )
+
+
+def _value_name(what, path):
+    """What a path of in_axes (or out_axes) points at: "argument 1 at ['w']", "the output"."""
+    if what == "in_axes":
+        return "the arguments" if not path else _at(f"argument {path[0].idx}", path[1:])
+    return _at("the output", path)
+
+
+def _value_text(x, root, what):
+    """A value as an error names it: an array by its shape and dtype, a container by its
+    type and structure."""
+    if root.num_nodes == 1 and root.num_leaves == 1:
+        try:
+            shape, dtype = shape_of(x), dtype_of(x)
+        except TypeError:
+            return f"a value of type {type(x).__name__}"
+        per_row = " per row" if what == "out_axes" else ""
+        return f"an array of shape {shape}{per_row} and dtype {dtype}"
+    structure = repr(root).removeprefix("PyTreeDef(").removesuffix(")")
+    return f"a {type(x).__name__} {structure}"
 
 
 def _labels(args, kwargs):
+    """How errors name each leaf of the arguments: 'argument 0', "argument 1 at ['w'][0]"."""
     labels = []
     for i, a in enumerate(args):
-        n = len(tree_leaves(a))
-        simple = n == 1 and not isinstance(a, (tuple, list, dict))
-        labels.extend(
-            [f"argument {i}"] if simple else [f"argument {i} (leaf {j})" for j in range(n)]
-        )
+        labels.extend(_at(f"argument {i}", path) for path in leaf_paths(tree_structure(a)))
     for key in sorted(kwargs):
-        n = len(tree_leaves(kwargs[key]))
         labels.extend(
-            [f"keyword argument {key!r}"]
-            if n == 1
-            else [f"keyword argument {key!r} (leaf {j})" for j in range(n)]
+            _at(f"keyword argument {key!r}", path)
+            for path in leaf_paths(tree_structure(kwargs[key]))
         )
     return labels
+
+
+def _at(name, path):
+    return f"{name} at {keystr(path)}" if path else name
 
 
 def _checked(leaves, dims, axis_size, labels):
@@ -228,7 +276,7 @@ def _normalized_in_dim(x, d, label):
             raise TypeError(
                 f"vmap: in_axes maps {label} along axis {d}, but it is a value of type "
                 f"{type(x).__name__}, not an array; use in_axes=None for it (the same for "
-                "every row), or close over it in the function"
+                f"every row), or close over it in the function{registration_hint(x)}"
             )
         what = f"an array with shape {shape} and dtype {dtype_of(x)}"
         if nd == 0:
@@ -251,7 +299,11 @@ def _is_numeric(x):
 
 
 def _batch_size(leaves, dims, labels, axis_size):
-    sizes = {label: shape_of(x)[d] for x, d, label in zip(leaves, dims, labels) if d is not None}
+    sizes = {
+        f"{label} (shape {shape_of(x)}, dtype {dtype_of(x)}, axis {d})": shape_of(x)[d]
+        for x, d, label in zip(leaves, dims, labels)
+        if d is not None
+    }
     if not sizes:
         if axis_size is None:
             raise ValueError(
@@ -290,7 +342,7 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
             if out_axes is None or isinstance(out_axes, (int, _np.integer)):
                 out_dims = [out_axes] * len(out_leaves)
             else:
-                out_dims = _dims_of_leaves(out_axes, out, "out_axes", lambda _: "outputs")
+                out_dims = _dims_of_leaves(out_axes, out, "out_axes")
             results = [
                 _placed(o, level, d, size, k, len(out_leaves))
                 for k, (o, d) in enumerate(zip(out_leaves, out_dims))

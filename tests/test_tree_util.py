@@ -552,3 +552,177 @@ def test_imports_only_the_standard_library():
             imported.add(node.module.split(".")[0])
     assert imported, "expected at least the collections import"
     assert imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
+
+
+# --- the rest of jax.tree_util: each test restates JAX's documented behaviour -----------------
+
+
+def test_key_paths_and_keystr_as_jax_documents_them():
+    """JAX's keystr example: sorted dict keys, [i] for list entries, and simple=True with a
+    separator."""
+    params = {"foo": {"bar": {"baz": 1, "bat": [2, 3]}}}
+    pairs, treedef = tree_util.tree_flatten_with_path(params)
+    assert [tree_util.keystr(p) for p, _ in pairs] == [
+        "['foo']['bar']['bat'][0]",
+        "['foo']['bar']['bat'][1]",
+        "['foo']['bar']['baz']",
+    ]
+    assert [tree_util.keystr(p, simple=True, separator="/") for p, _ in pairs] == [
+        "foo/bar/bat/0",
+        "foo/bar/bat/1",
+        "foo/bar/baz",
+    ]
+    assert [x for _, x in pairs] == tree_leaves(params) and treedef == tree_structure(params)
+    assert tree_util.tree_leaves_with_path(params) == pairs
+
+
+def test_each_node_kind_has_jax_key_type():
+    DictKey, SequenceKey = tree_util.DictKey, tree_util.SequenceKey
+    GetAttrKey, FlattenedIndexKey = tree_util.GetAttrKey, tree_util.FlattenedIndexKey
+    tree = (
+        [1.0],
+        OrderedDict(z=2.0),
+        defaultdict(list, {3: 3.0}),
+        Point(4.0, None),
+        Box(5.0, "a"),
+    )
+    paths = [p for p, _ in tree_util.tree_flatten_with_path(tree)[0]]
+    assert paths == [
+        (SequenceKey(0), SequenceKey(0)),
+        (SequenceKey(1), DictKey("z")),
+        (SequenceKey(2), DictKey(3)),
+        (SequenceKey(3), GetAttrKey("x")),  # None holds no leaf
+        (SequenceKey(4), FlattenedIndexKey(0)),  # registered without keys
+    ]
+    assert [str(k) for k in paths[4]] == ["[4]", "[<flat index 0>]"]
+    assert [repr(k) for k in paths[3]] == ["SequenceKey(idx=3)", "GetAttrKey(name='x')"]
+    assert tree_util.tree_flatten_with_path(7.0)[0] == [((), 7.0)]  # a leaf: an empty path
+    # is_leaf stops the walk as in tree_flatten
+    assert tree_util.tree_leaves_with_path([(1, 2)], is_leaf=lambda x: type(x) is tuple) == [
+        ((SequenceKey(0),), (1, 2))
+    ]
+
+
+def test_tree_map_with_path_passes_the_path_first_and_takes_prefixed_trees():
+    out = tree_util.tree_map_with_path(
+        lambda p, x, y: (tree_util.keystr(p), x + y), {"b": 1, "a": [2]}, {"b": 10, "a": [20]}
+    )
+    assert out == {"a": [("['a'][0]", 22)], "b": ("['b']", 11)}
+    with pytest.raises(ValueError, match="tree 1 does not match"):
+        tree_util.tree_map_with_path(lambda p, x, y: x, [1, 2], [1])
+
+
+def test_tree_reduce_tree_all_and_all_leaves_as_jax_documents_them():
+    import operator
+
+    assert tree_util.tree_reduce(operator.add, [1, (2, 3), [4, 5, 6]]) == 21
+    assert tree_util.tree_reduce(operator.add, [], 0) == 0
+    with pytest.raises(TypeError):  # no leaves and no initializer: functools.reduce's error
+        tree_util.tree_reduce(operator.add, [None, ()])
+    assert tree_util.tree_all({"a": True, "b": [1, 2.0]}) and tree_util.tree_all([])
+    assert not tree_util.tree_all((True, [0]))
+    tree = {"a": [1, 2, 3]}
+    assert tree_util.all_leaves(tree_leaves(tree))
+    assert not tree_util.all_leaves([tree])
+    assert not tree_util.all_leaves([None])  # None is a node without children
+    assert tree_util.all_leaves([(1, 2)], is_leaf=lambda x: isinstance(x, tuple))
+
+
+def test_tree_transpose_as_jax_documents_it():
+    tree = [(1, 2, 3), (4, 5, 6)]
+    outer, inner = tree_structure(["*", "*"]), tree_structure(("*", "*", "*"))
+    assert tree_util.tree_transpose(outer, inner, tree) == ([1, 4], [2, 5], [3, 6])
+    assert tree_util.tree_transpose(outer, None, tree) == ([1, 4], [2, 5], [3, 6])
+    nested = {"w": {"m": 1, "v": 2}, "b": {"m": 3, "v": 4}}
+    assert tree_util.tree_transpose(
+        tree_structure({"w": 0, "b": 0}), tree_structure({"m": 0, "v": 0}), nested
+    ) == {"m": {"w": 1, "b": 3}, "v": {"w": 2, "b": 4}}
+    with pytest.raises(TypeError, match=r"inner tree at \[1\]"):
+        tree_util.tree_transpose(outer, inner, [(1, 2, 3), (4, 5)])
+
+
+def test_treedef_children_num_nodes_num_leaves():
+    treedef = tree_structure((1.0, [2.0, 3.0], None))
+    assert treedef.children() == [
+        tree_structure(0),
+        tree_structure([0, 0]),
+        tree_structure(None),
+    ]
+    # JAX counts every node, leaves and None included
+    assert (treedef.num_nodes, treedef.num_leaves) == (6, 3)
+    assert tree_structure(1.0).children() == [] and tree_structure(1.0).num_nodes == 1
+
+
+def test_register_pytree_node_class_as_jax_documents_it():
+    @tree_util.register_pytree_node_class
+    class Special:
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+        def tree_flatten(self):
+            return ((self.x, self.y), None)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(*children)
+
+    doubled = tree_map(lambda v: v * 2, Special(1.0, [2.0]))
+    assert type(doubled) is Special and (doubled.x, doubled.y) == (2.0, [4.0])
+    with pytest.raises(TypeError, match="tree_flatten"):
+        tree_util.register_pytree_node_class(object())
+
+
+def test_register_dataclass_as_jax_documents_it():
+    import dataclasses
+    import functools
+
+    @functools.partial(tree_util.register_dataclass, data_fields=["x", "y"], meta_fields=["op"])
+    @dataclasses.dataclass
+    class MyStruct:
+        x: np.ndarray
+        y: np.ndarray
+        op: str
+
+    m = MyStruct(x=np.ones(3), y=np.arange(3), op="add")
+    leaves, treedef = tree_flatten(m)
+    assert [v.tolist() for v in leaves] == [[1.0, 1.0, 1.0], [0, 1, 2]]
+    assert repr(treedef) == "PyTreeDef(CustomNode(MyStruct[('add',)], [*, *]))"
+    assert tree_unflatten(treedef, leaves) == m
+    assert [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(m)[0]] == [".x", ".y"]
+
+    @tree_util.register_dataclass  # fields from the dataclass: static metadata is meta
+    @dataclasses.dataclass
+    class Inferred:
+        w: float
+        name: str = dataclasses.field(default="n", metadata={"static": True})
+
+    assert tree_flatten(Inferred(1.0)) == tree_flatten(Inferred(1.0, "n"))
+    assert tree_structure(Inferred(1.0, "a")) != tree_structure(Inferred(1.0, "b"))
+    assert tree_leaves(Inferred(1.0)) == [1.0]
+
+    @dataclasses.dataclass
+    class Missing:
+        a: float
+        b: float
+
+    with pytest.raises(ValueError, match="each field"):
+        tree_util.register_dataclass(Missing, data_fields=["a"], meta_fields=[])
+    with pytest.raises(TypeError, match="both"):
+        tree_util.register_dataclass(Missing, data_fields=["a", "b"])
+    with pytest.raises(TypeError, match="not a dataclass"):
+        tree_util.register_dataclass(type("Plain", (), {}))
+
+
+def test_partial_is_a_pytree_of_its_arguments():
+    import operator
+
+    add_one = tree_util.Partial(operator.add, np.float64(1.0))
+    assert tree_leaves(add_one) == [1.0] and add_one(2.0) == 3.0
+    rebuilt = tree_map(lambda v: v * 10, add_one)
+    assert type(rebuilt) is tree_util.Partial and rebuilt(2.0) == 12.0
+    kw = tree_util.Partial(lambda x, *, s: x * s, s=3.0)
+    assert tree_leaves(kw) == [3.0] and tree_map(lambda v: -v, kw)(2.0) == -6.0
+    # a Partial of a Partial keeps only its own arguments as children (functools.partial
+    # would merge them), as in JAX
+    nested = tree_util.Partial(tree_util.Partial(operator.sub, 10.0), 4.0)
+    assert tree_leaves(nested) == [4.0] and nested() == 6.0

@@ -145,8 +145,24 @@ def test_property_vmap_equals_a_loop_for_any_shape_and_axis(shape, axis, seed):
 
 
 def test_error_mapped_axes_of_different_sizes_names_them():
-    with pytest.raises(ValueError, match=r"argument 0 has 3, argument 1 has 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"argument 0 \(shape \(3,\), dtype float64, axis 0\) has 3, "
+        r"argument 1 \(shape \(4,\), dtype float64, axis 0\) has 4",
+    ):
         vmap(lambda a, b: a + b)(np.ones(3), np.ones(4))
+
+
+def test_error_mapped_axes_in_a_pytree_are_named_by_key_path_shape_dtype_and_axis():
+    """The message numbered leaves in sorted-key order ("argument 0 (leaf 1) has 3") and gave
+    no shape, dtype or axis."""
+    a, b = np.ones((2, 3)), np.ones((3, 3), np.float32)
+    with pytest.raises(
+        ValueError,
+        match=r"argument 0 at \['a'\] \(shape \(2, 3\), dtype float64, axis 0\) has 2, "
+        r"argument 0 at \['b'\] \(shape \(3, 3\), dtype float32, axis 1\) has 3",
+    ):
+        vmap(lambda p: p["a"] + p["b"], in_axes=({"a": 0, "b": 1},))({"b": b, "a": a})
 
 
 def test_error_axis_out_of_range_names_the_argument():
@@ -938,3 +954,28 @@ def test_numpys_error_handling_set_inside_the_function_does_not_outlive_the_call
 
     np.testing.assert_array_equal(vmap(f)(np.array([1.0, -1.0, 2.0])), [2.0, -3.0, 4.0])
     assert np.geterr() == before
+
+
+def test_axes_structure_errors_speak_of_the_users_axes_and_values():
+    """They quoted flatten_up_to's internals: "the root", the hidden tuple of the arguments,
+    and a traced row printed as "Box array([0., 1., 2.])"."""
+    a = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError) as out:
+        vmap(lambda x: x, out_axes=(0,))(a)
+    message = str(out.value)
+    assert "out_axes is (0,) (a tuple), but the output is an array of shape (3,) per row" in (
+        message
+    )
+    top_level = r"one entry per positional argument.*in_axes=\(\{'a': 0\},\)"
+    with pytest.raises(TypeError, match=top_level):
+        vmap(lambda p: p["a"], in_axes={"a": 0})
+    with pytest.raises(ValueError) as arg:
+        vmap(lambda p: p[0] + p[1], in_axes=([0, None],))((a, a[0]))
+    assert "in_axes[0] is [0, None] (a list), but argument 0 is a tuple" in str(arg.value)
+    with pytest.raises(ValueError) as deep:
+        vmap(lambda x, q: x, in_axes=(0, {"a": {"c": 0}}))(a, {"a": a})
+    assert "in_axes[1]['a'] is {'c': 0} (a dict), but argument 1 at ['a'] is an array of " in (
+        str(deep.value)
+    )
+    for e in (out, arg, deep):
+        assert not any(word in str(e.value) for word in ("Box", "flatten_up_to", "root"))
