@@ -585,3 +585,23 @@ def test_average_with_reduced_shape_weights_is_numpys_bits(axis, w_shape, return
             np.broadcast_arrays(*np.atleast_1d(want)), np.broadcast_arrays(*np.atleast_1d(got))
         ):
             assert u.shape == v.shape and u.tobytes() == v.tobytes()
+
+
+@pytest.mark.parametrize("name", ["nanquantile", "nanpercentile"])
+@pytest.mark.parametrize(
+    "shape, q, kw",
+    [
+        ((0,), 0.5, {}),
+        ((2, 0), [0.1, 0.5], {"axis": -1}),
+        ((0, 3), 0.5, {"axis": 0, "keepdims": True}),
+    ],
+)
+def test_nanquantile_of_an_empty_array_is_numpys_nan(name, shape, q, kw):
+    """It raised 'cannot take a median or quantile over an empty axis'; NumPy gives its
+    nanmean's NaN (q's shape is not kept: NumPy's own rule)."""
+    a, q = np.zeros(shape), np.multiply(q, 100) if name == "nanpercentile" else q
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want, got = getattr(np, name)(a, q, **kw), getattr(fnp, name)(a, q, **kw)
+    assert type(got) is type(want) and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)

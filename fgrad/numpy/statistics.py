@@ -825,6 +825,9 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
     keepdims = _keepdims(keepdims)
+    if nan_policy == "omit" and 0 in shape(a):
+        # NumPy's nanquantile of an empty array is its nanmean's (NaN, whatever q is)
+        return nanmean(a, axis, keepdims=keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lead = shape(x)[:-1]
     q_shape = shape(qv)
