@@ -418,3 +418,190 @@ def test_std_is_a_numpy_scalar_whatever_its_value(name):
     for a in (np.array([1.0, 2.0, 3.0]), np.ones(3), np.ones(3, np.float32)):
         want, got = getattr(np, name)(a), getattr(fnp, name)(a)
         assert type(got) is type(want) and got == want
+
+
+def _every_mode(f, x):
+    """f's Jacobian at x by jacrev, jacfwd, vmap of vjp rows and jvp columns, and jet."""
+    y = np.asarray(f(x))
+    eye = np.eye(x.size).reshape((x.size,) + x.shape)
+    rows = np.eye(y.size).reshape((y.size,) + y.shape)
+    by_vjp = fgrad.vmap(lambda ct: fgrad.vjp(f, x)[1](ct)[0])(rows).reshape(y.shape + x.shape)
+    columns = [fgrad.jvp(f, (x,), (e,))[1] for e in eye]
+    by_jvp = np.moveaxis(
+        np.array(columns).reshape(x.shape + y.shape), range(x.ndim), range(-x.ndim, 0)
+    )
+    by_jet = [fgrad.jet(f, (x,), ((e, np.zeros_like(e)),))[1][0] for e in eye]
+    by_jet = np.moveaxis(
+        np.array(by_jet).reshape(x.shape + y.shape), range(x.ndim), range(-x.ndim, 0)
+    )
+    return {
+        "jacrev": jacrev(f)(x),
+        "jacfwd": jacfwd(f)(x),
+        "vjp": by_vjp,
+        "jvp": by_jvp,
+        "jet": by_jet,
+    }
+
+
+@pytest.mark.parametrize(
+    "f, x, want",
+    [
+        # an all-NaN row: NaN with a zero gradient (the module's convention); forward mode gave
+        # nan (sqrt's rule, 0.5 / sqrt(nan), times the zero tangent)
+        (
+            lambda z: fnp.nanstd(z, axis=1),
+            np.array([[1.0, 3.0], [np.nan, np.nan]]),
+            [[[-0.5, 0.5], [0, 0]], [[0, 0], [0, 0]]],
+        ),
+        # count - ddof <= 0: NaN (NumPy's) with a zero gradient
+        (lambda z: fnp.nanstd(z, ddof=2), np.array([1.0, np.nan, 3.0]), [0, 0, 0]),
+        # ddof >= n: NumPy's inf, a constant nearby: reverse mode gave nan (inf - inf through
+        # the mean), forward mode +-inf
+        (lambda z: fnp.var(z, ddof=4), np.array([1.0, 2.0, 3.0, 4.0]), [0, 0, 0, 0]),
+        (lambda z: fnp.std(z, ddof=4), np.array([1.0, 2.0, 3.0, 4.0]), [0, 0, 0, 0]),
+        (lambda z: fnp.std(z, ddof=3, axis=0), np.ones((3, 2)), np.zeros((2, 3, 2))),
+    ],
+)
+def test_variance_without_degrees_of_freedom_has_a_zero_derivative_in_every_mode(f, x, want):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for mode, got in _every_mode(f, x).items():
+            np.testing.assert_array_equal(got, want, err_msg=mode)
+
+
+def test_variance_without_degrees_of_freedom_keeps_numpys_value():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for a in (np.array([1.0, 2.0, 3.0]), np.ones(3), np.array([1, 2, 3])):
+            for name in ("var", "std", "nanvar", "nanstd"):
+                want, got = getattr(np, name)(a, ddof=3), getattr(fnp, name)(a, ddof=3)
+                assert type(got) is type(want)
+                np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["max", "min", "nanmax", "nanmin"])
+def test_batched_initial_with_where_splits_ties_as_the_loop(name):
+    """Masked-out elements took the batched initial's value and each counted as one more
+    tied element: grad of max([3, 5], initial=3, where=[T, F]) gave initial 2/3, x[0] 1/3."""
+    x, mask = np.array([3.0, 5.0, 3.0]), np.array([True, False, False])
+    if name.endswith("min"):
+        x = -x
+    c = x[0]
+    g = fgrad.grad(lambda z, c: getattr(fnp, name)(z, initial=c, where=mask), argnums=(0, 1))
+    loop = g(x, c)
+    np.testing.assert_array_equal(loop[0], [0.5, 0, 0])
+    assert loop[1] == 0.5
+    got = fgrad.vmap(g, in_axes=(None, 0))(x, np.array([c, 2 * c]))
+    np.testing.assert_array_equal(got[0], [[0.5, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(got[1], [0.5, 1.0])
+    f = lambda z, c: getattr(fnp, name)(z, initial=c, where=mask)
+    np.testing.assert_array_equal(
+        fgrad.vmap(jacfwd(f, 1), in_axes=(None, 0))(x, np.array([c])), [0.5]
+    )
+
+
+def test_traced_initial_of_prod_is_a_factor_as_the_elements_are():
+    """d prod / d initial is the product of the others, inf included (it was masked to 0), and
+    vmap over the initial equals the loop (it differentiated x through a constant initial)."""
+    x = np.array([np.inf, 2.0])
+    f = lambda z, c: fnp.prod(z, initial=c)
+    with np.errstate(invalid="ignore"):
+        assert fgrad.grad(f, 1)(x, 2.0) == np.inf
+        assert jacfwd(f, 1)(x, 2.0) == np.inf
+        np.testing.assert_array_equal(fgrad.grad(f, 0)(x, 2.0), [4.0, np.inf])
+        loop = fgrad.grad(f, 0)(x, 0.0)
+        np.testing.assert_array_equal(loop, [0.0, np.nan])  # d/dx1 = inf * 0
+        got = fgrad.vmap(fgrad.grad(f, 0), in_axes=(None, 0))(x, np.array([0.0]))
+        np.testing.assert_array_equal(got, [loop])
+    # second order, against the closed form: f = c * x0 * x1
+    y = np.array([1.5, -2.0])
+    H = hessian(lambda v: fnp.prod(v[:2], initial=v[2]))(np.append(y, 3.0))
+    np.testing.assert_allclose(H, [[0, 3, -2], [3, 0, 1.5], [-2, 1.5, 0]], rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "method, name, q, slope",
+    [
+        ("linear", "quantile", 1.0, 12.0),
+        ("linear", "percentile", 100.0, 0.12),
+        ("interpolated_inverted_cdf", "quantile", 1.0, 15.0),
+        ("linear", "nanquantile", 1.0, 12.0),
+        ("weibull", "quantile", 1.0, 0.0),  # the virtual index is past the end: flat there
+        ("hazen", "quantile", 1.0, 0.0),
+    ],
+)
+def test_derivative_in_q_at_the_top_is_the_left_one(method, name, q, slope):
+    """At q = 1 the last value is taken alone, which gave d/dq 0 where the derivative inside
+    [0, 1] is (last - the one before) times d(virtual index)/dq."""
+    x = np.array([4.0, 1.0, 3.0, 2.0, 7.0])  # sorted, the last two: 4, 7
+    if name.startswith("nan"):
+        x = np.insert(x, 2, np.nan)
+    f = lambda q: getattr(fnp, name)(x, q, method=method)
+    assert fgrad.grad(f)(q) == pytest.approx(slope, rel=1e-12)
+    assert fgrad.jvp(f, (q,), (1.0,))[1] == pytest.approx(slope, rel=1e-12)
+    assert fgrad.jit(fgrad.grad(f))(q) == pytest.approx(slope, rel=1e-12)
+    h = 1e-6 * q
+    g = getattr(np, name)
+    assert (g(x, q, method=method) - g(x, q - h, method=method)) / h == pytest.approx(
+        slope, rel=1e-6
+    )
+    # with x, the mixed derivative: d/dq of the gradient in x is slope / (last - before) on each
+    y = np.array([[4.0, 1.0, 3.0], [2.0, 7.0, 2.0]])
+    both = lambda z, q: fnp.sum(getattr(fnp, name)(z, q, axis=1, method=method))
+    mixed = jacfwd(fgrad.grad(both, 0), 1)(y, q)
+    assert mixed.shape == y.shape and np.all(np.isfinite(mixed))
+    np.testing.assert_array_equal(mixed, jacrev(fgrad.grad(both, 1), 0)(y, q))
+
+
+@pytest.mark.parametrize("method", ["linear", "hazen", "median_unbiased", "weibull", "midpoint"])
+def test_float32_quantiles_are_numpys_bits(method):
+    """NumPy keeps gamma a Python float for a Python-number q, so 1 - gamma is taken in
+    float64: quantile([1.5, -1.75, -0.5, 0.5, -0.25], 0.68) was 0.29000002, NumPy's 0.29."""
+    r = np.random.default_rng(5)
+    for _ in range(60):
+        d = r.standard_normal(r.integers(2, 20)).astype(np.float32)
+        q = float(r.uniform())
+        for name, qq in (("quantile", q), ("percentile", 100 * q)):
+            want, got = (
+                getattr(np, name)(d, qq, method=method),
+                getattr(fnp, name)(d, qq, method=method),
+            )
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (d, qq)
+
+
+@pytest.mark.parametrize(
+    "axis, w_shape", [((0, 2), (2, 4)), ((2, 0), (4, 2)), (1, (3,)), (None, (2, 3, 4))]
+)
+@pytest.mark.parametrize("returned", [False, True])
+def test_average_with_reduced_shape_weights_is_numpys_bits(axis, w_shape, returned):
+    """The weights were broadcast to a's shape before summing, which rounds otherwise than
+    NumPy's sum of the reshaped weights: 5.6e-17 off at axis=(0, 2)."""
+    r = np.random.default_rng(0)
+    for _ in range(20):
+        a, w = r.standard_normal((2, 3, 4)), r.uniform(1, 2, w_shape)
+        want = np.average(a, axis=axis, weights=w, returned=returned)
+        got = fnp.average(a, axis=axis, weights=w, returned=returned)
+        for u, v in zip(
+            np.broadcast_arrays(*np.atleast_1d(want)), np.broadcast_arrays(*np.atleast_1d(got))
+        ):
+            assert u.shape == v.shape and u.tobytes() == v.tobytes()
+
+
+@pytest.mark.parametrize("name", ["nanquantile", "nanpercentile"])
+@pytest.mark.parametrize(
+    "shape, q, kw",
+    [
+        ((0,), 0.5, {}),
+        ((2, 0), [0.1, 0.5], {"axis": -1}),
+        ((0, 3), 0.5, {"axis": 0, "keepdims": True}),
+    ],
+)
+def test_nanquantile_of_an_empty_array_is_numpys_nan(name, shape, q, kw):
+    """It raised 'cannot take a median or quantile over an empty axis'; NumPy gives its
+    nanmean's NaN (q's shape is not kept: NumPy's own rule)."""
+    a, q = np.zeros(shape), np.multiply(q, 100) if name == "nanpercentile" else q
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want, got = getattr(np, name)(a, q, **kw), getattr(fnp, name)(a, q, **kw)
+    assert type(got) is type(want) and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)

@@ -151,6 +151,11 @@ def _extremum(impl, name):
         return sum(t * weights, axis=axis, keepdims=keepdims)
 
     def run(x, axis, keepdims, initial, where):
+        if initial is NO_VALUE:
+            # a mask without an initial comes from `_with_batched_initial` only (`reduce`
+            # refuses it, as NumPy does): its masked elements hold the initial's value, so it
+            # is there for the tie weights, and the value is the reduction of them all
+            where = True
         if _core.is_foreign_array(x):
             return _foreign_reduce(x, impl, axis, keepdims, None, initial, where)
         keywords = {} if initial is NO_VALUE else {"initial": initial}
@@ -186,6 +191,12 @@ def _extremum(impl, name):
         refuse_out(out, name)
         axes = _normalize_axes(axis, ndim(a))
         mask = reduction_mask(where, a, name)
+        if mask is not True and initial is NO_VALUE:
+            raise ValueError(
+                f"{name}: where= needs initial= (a value the result cannot go past, as NumPy "
+                f"requires: {name} has no identity to give a slice with no element); pass "
+                f"initial=-numpy.inf for max, numpy.inf for min, or the dtype's bound"
+            )
         if _core.holds_batch(initial):
             return _with_batched_initial(prim, a, axes, _keepdims(keepdims), initial, mask)
         c = primal(initial)
@@ -222,19 +233,22 @@ def _to_last(a, axes):
 def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
     """max or min with one initial per row: the initial joins each reduction group as one
     more element (so ties share the gradient with it as with any element). Masked-out
-    elements take the initial's value."""
+    elements take the initial's value, and stay out of the ties (counted among them, each
+    copy took a share of the initial's gradient)."""
     if mask is not True:
         a = where(mask, a, initial)
     s = shape(a)
     groups = _to_last(a, axes)
     lead = shape(groups)[:-1]
     extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
+    if mask is not True:
+        mask = _np.concatenate([_to_last(mask, axes), _np.ones(lead + (1,), bool)], axis=-1)
     ans = prim(
         concatenate([groups, extra], axis=-1),
         axis=(len(lead),),
         keepdims=False,
         initial=NO_VALUE,
-        where=True,
+        where=mask,
     )
     return reshape(ans, _kept_shape(s, axes)) if keepdims else ans
 
@@ -408,22 +422,34 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
 
     if type(initial) is not Box:
         return product(primal(initial))
-    # d prod / d initial = the product without it, by a term that is zero in value; where
-    # that product is not finite the term is 0 (keeping 0 * inf out of the value)
-    rest = product(NO_VALUE)
     if _core.holds_batch(initial):  # one initial per row: a factor of the product
-        c = constant_of(initial)
-        value = astype(rest * c, dtype_of(rest))
+        rest = product(NO_VALUE)
+        value = astype(rest * constant_of(initial), dtype_of(rest))
     else:
-        c = primal(initial)
-        value = product(c)  # NumPy's own value
-    finite = isfinite(mask_values(rest))
-    if may_hold(logical_not(finite)):
-        rest = _where(finite, rest, 0.0)  # (`where` is the mask argument here)
-    # (-0.0 times a negative rest is +0.0, which would turn a -0.0 value into 0.0: the outer
-    # zero_with_derivatives_of makes the term -0.0 again, keeping its derivatives)
-    term = zero_with_derivatives_of(zero_with_derivatives_of(initial) * rest)
-    return value + astype(term, dtype_of(value))
+        value = product(primal(initial))  # NumPy's own value
+    # The derivatives are those of the product with the initial as one more factor of each
+    # group, so that it is differentiated as the elements are (the product of the others,
+    # inf included, and 0 * inf kept out where a derivative does not enter); the value
+    # stays the one above. (Scaling the product without the initial by it differentiated x
+    # through a constant initial, and masked d/d initial to 0 where that product is inf.)
+    factors = _with_initial_factor(astype(a, dtype_of(value)), axes, keep, initial)
+    return constant_of(value) + zero_with_derivatives_of(factors)
+
+
+def _with_initial_factor(a, axes, keepdims, initial):
+    """prod of a over `axes`, with `initial` (a traced scalar) one more factor of each group."""
+    groups = _to_last(a, axes)
+    lead = shape(groups)[:-1]
+    extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
+    factors = _prod_p(
+        concatenate([groups, extra], axis=-1),
+        axis=(len(lead),),
+        keepdims=False,
+        dtype=None,
+        initial=NO_VALUE,
+        where=True,
+    )
+    return reshape(factors, _kept_shape(shape(a), axes)) if keepdims else factors
 
 
 prod = variant(

@@ -48,7 +48,6 @@ from .elementwise import (
     imag,
     isfinite,
     isnan,
-    less_equal,
     logical_and,
     logical_not,
     logical_or,
@@ -101,6 +100,7 @@ from .shaping import (
     transpose,
     variant,
     with_example_ndim,
+    zero_with_derivatives_of,
 )
 
 if TYPE_CHECKING:
@@ -205,14 +205,20 @@ def var(
 ) -> Array:
     """NumPy's `var`: the mean squared deviation from the mean (|x - mean|**2 for complex
     data), divided by `n - ddof` instead of `n`, over the True elements of `where`; `mean`
-    (differentiable) replaces the computed mean. `ddof >= n` gives inf or nan, as in NumPy.
-    Computed in NumPy's steps, so the value is NumPy's.
+    (differentiable) replaces the computed mean. `ddof >= n` gives inf or nan, as in NumPy,
+    with a zero derivative (see `_per_dof`). Computed in NumPy's steps, so the value is NumPy's.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda x: fnp.var(x))(fnp.array([1.0, 2.0, 3.0]))  # 2 (x - mean) / n
     array([-0.66666667,  0.        ,  0.66666667])
     """
     refuse_out(out, "var")
+    ss, dof = _squares(a, axis, dtype, ddof, keepdims, where, mean, correction)
+    return _per_dof(ss, dof, False)
+
+
+def _squares(a, axis, dtype, ddof, keepdims, where, mean, correction):
+    """var's sum of squared deviations and its degrees of freedom (n - ddof, per slice)."""
     ddof = _ddof(ddof, correction)
     keepdims = _keepdims(keepdims)
     a = _asarray(a)
@@ -227,23 +233,38 @@ def var(
         mean = _divide(total, _np.maximum(_counts(a, axes, mask, True), 1))
     x = _squared_magnitude(a - mean)
     ss = sum(x, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
-    return _divide(ss, _np.maximum(_counts(a, axes, mask, keepdims) - ddof, 0))
+    return ss, _counts(a, axes, mask, keepdims) - ddof
 
 
-def _root_of(variance, name):
-    """std's body from var (nanstd's from nanvar): the square root of the variance."""
+def _per_dof(ss, dof, root, fill=None):
+    """ss / dof, the variance (with `root`, its square root: the deviation). Where dof <= 0
+    it is `fill` (None: NumPy's ss / max(dof, 0), inf or nan) with a zero derivative.
 
-    def body(out, **arguments):
-        refuse_out(out, name)
-        return _sqrt_or_zero(variance(**arguments))
+    There the value is inf or nan for every input nearby, a constant. Computed through the
+    division, the modes disagreed: reverse mode formed inf - inf through the mean (nan),
+    forward mode gave +-inf, and sqrt's forward rule 0.5 / sqrt(nan) made a zero tangent nan.
+    """
+    bad = _np.less_equal(dof, 0)
+    if not may_hold(bad):
+        v = _divide(ss, dof)
+        return _sqrt_or_zero(v) if root else v
+    v = _divide(ss, _np.where(bad, 1, dof))
+    if fill is None:
+        fill = _divide(constant_of(ss), _np.maximum(dof, 0))
+        fill = sqrt(fill) if root else fill
+    return scalar_if_0d(_where(bad, fill, _sqrt_or_zero(v) if root else v))
 
-    return body
+
+def _std(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
+    refuse_out(out, "std")
+    ss, dof = _squares(a, axis, dtype, ddof, keepdims, where, mean, correction)
+    return _per_dof(ss, dof, True)
 
 
 std = variant(
     var,
     "std",
-    _root_of(var, "std"),
+    _std,
     """NumPy's `std`, the square root of `var` (with all of var's keywords).
 
     At zero variance (a constant slice) it returns 0 with a gradient of 0 where JAX gives nan:
@@ -317,7 +338,8 @@ def average(
             )
         w = transpose(w, tuple(_np.argsort(order))) if len(order) > 1 else w
         w = reshape(w, tuple(n if i in axes else 1 for i, n in enumerate(a_shape)))
-    scl = sum(broadcast_to(w, a_shape) if shape(w) != a_shape else w, axis=axes, keepdims=keepdims)
+    # the weights summed as NumPy sums them, unbroadcast (a broadcast sum rounds otherwise)
+    scl = sum(w, axis=axes, keepdims=keepdims)
     if read_any(mask_values(scl) == 0):  # (a lazy sum is not read: 0 divides to inf/nan)
         raise ZeroDivisionError("average: weights sum to zero, so they cannot be normalized")
     avg = sum(a * w, axis=axes, keepdims=keepdims) / scl
@@ -597,12 +619,23 @@ nanmin = _nan_extremum(min, _np.inf, "nanmin")
 
 def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     refuse_out(out, "nanvar")
+    return _nan_per_dof(a, axis, dtype, ddof, keepdims, where, mean, correction, False)
+
+
+def _nanstd(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
+    refuse_out(out, "nanstd")
+    return _nan_per_dof(a, axis, dtype, ddof, keepdims, where, mean, correction, True)
+
+
+def _nan_per_dof(a, axis, dtype, ddof, keepdims, where, mean, correction, root):
+    """nanvar (with `root`, nanstd): NaN where count - ddof <= 0, with a zero derivative."""
     ddof = _ddof(ddof, correction)
     keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
     a_dtype = dtype_of(a0)
-    if not _np.issubdtype(a_dtype, _np.inexact):
-        return var(a0, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean)
+    if not _np.issubdtype(a_dtype, _np.inexact):  # no NaN: NumPy calls var (inf where dof <= 0)
+        ss, dof = _squares(a0, axis, dtype, ddof, keepdims, where, mean, NO_VALUE)
+        return _per_dof(ss, dof, root)
     if m is None:
         m = _np.zeros(shape(a0), dtype=bool)
     axes = _normalize_axes(axis, ndim(a0))
@@ -615,12 +648,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     sqr = real(d * conj(d)) if dtype_of(d).kind == "c" else d * d
     ss = sum(sqr, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     dof = _valid_counts(m, axes, mask, keepdims) - ddof
-    if type(dof) is Box:  # one count per row
-        bad = less_equal(dof, 0)
-        return scalar_if_0d(_where(bad, _np.nan, _divide(ss, _where(bad, 1, dof))))
-    bad = dof <= 0  # NumPy gives NaN there
-    v = _divide(ss, _np.where(bad, 1, dof))
-    return scalar_if_0d(_where(bad, _np.nan, v) if may_hold(bad) else v)
+    return _per_dof(ss, dof, root, fill=_np.nan)  # NumPy gives NaN where dof <= 0
 
 
 nanvar = variant(
@@ -633,7 +661,7 @@ nanvar = variant(
 nanstd = variant(
     var,
     "nanstd",
-    _root_of(nanvar, "nanstd"),
+    _nanstd,
     "NumPy's `nanstd`; at zero variance the value and gradient are 0 (see `std`).",
 )
 nancumsum = variant(
@@ -678,8 +706,9 @@ _QUANTILE_METHODS = tuple(_CONTINUOUS) + _DISCRETE
 
 
 def _virtual_index(n, q, method):
-    """(previous index, next index, gamma, d(virtual index)/dq or None) for counts n and
-    quantiles q (broadcast together), with NumPy's formulas for each method."""
+    """(previous index, next index, gamma, d(virtual index)/dq or None, whether the virtual
+    index is the last index exactly) for counts n and quantiles q (broadcast together), with
+    NumPy's formulas for each method."""
     if method in _CONTINUOUS:
         alpha, beta = _CONTINUOUS[method]
         if method == "linear":
@@ -711,7 +740,7 @@ def _virtual_index(n, q, method):
     above, below = vi >= last, vi < 0
     prev = _np.where(above, last, _np.where(below, 0, prev))
     nxt = _np.where(above, last, _np.where(below, 0, nxt))
-    return prev.astype(_np.intp), nxt.astype(_np.intp), gamma, slope
+    return prev.astype(_np.intp), nxt.astype(_np.intp), gamma, slope, vi == last
 
 
 def _take_last(x, idx):
@@ -796,12 +825,15 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
     keepdims = _keepdims(keepdims)
+    if nan_policy == "omit" and 0 in shape(a):
+        # NumPy's nanquantile of an empty array is its nanmean's (NaN, whatever q is)
+        return nanmean(a, axis, keepdims=keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     lead = shape(x)[:-1]
     q_shape = shape(qv)
     qf = reshape(qv, (-1,))
     n = counts[..., None]  # L + (1,) against the m quantiles
-    prev, nxt, gamma, slope = _virtual_index(n, qf, method)
+    prev, nxt, gamma, slope, on_last = _virtual_index(n, qf, method)
     prev = broadcast_to(prev, lead + shape(qf))
     nxt = broadcast_to(nxt, lead + shape(qf))
     # NumPy's result dtype: a Python number q (or integer quantiles) takes a's float dtype;
@@ -817,17 +849,38 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
             res = astype(res, dtype_of(a))
     else:
         hi = _take_last(x, take_along_axis(order, nxt, axis=-1))
-        g = astype(broadcast_to(gamma, lead + shape(qf)), dtype)
-        upper = g >= 0.5
+        gamma = broadcast_to(gamma, lead + shape(qf))
+        g = astype(gamma, dtype)
+        if weak:  # NumPy's gamma is then a Python float: 1 - gamma is taken before the cast
+            upper, co_g = gamma >= 0.5, astype(1 - gamma, dtype)
+        else:
+            upper, co_g = g >= 0.5, 1 - g
+        diff = hi - lo
         if slope is not None and type(q) is Box:
             # gamma moves with q at rate d(virtual index)/dq; q - primal(q) is 0 in value,
             # so the value stays NumPy's exactly while the derivative is carried.
             dq = reshape(q, (-1,)) / scale - reshape(constant_of(q), (-1,)) / scale
-            g = g + _np.asarray(slope, dtype=dtype) * astype(dq, dtype)
-        diff = hi - lo
+            dg = _np.asarray(slope, dtype=dtype) * astype(dq, dtype)
+            g, co_g = g + dg, co_g - dg
+            lo = lo + _left_slope_at_one(x, order, lo, on_last, n, qf, dg)
         # NumPy's lerp: from the nearer end, so that gamma = 1 gives hi exactly
-        res = where(upper, hi - diff * (1 - g), lo + diff * g)
+        res = where(upper, hi - diff * co_g, lo + diff * g)
     return _finish(res, nan_slices, kept, keepdims, q_shape)
+
+
+def _left_slope_at_one(x, order, last_value, on_last, n, qf, dg):
+    """A term zero in value carrying the derivative in q at q = 1 where the virtual index is
+    the last one (methods 'linear' and 'interpolated_inverted_cdf'): NumPy takes the last
+    value alone there (the interpolation's difference is 0), which gave d/dq = 0, where the
+    left derivative, (last - the one before) slope, is the only one inside [0, 1] (at q = 0
+    the right one is given, from the interpolation). `dg`: slope dq, zero in value."""
+    end = _np.logical_and(_np.logical_and(on_last, n > 1), qf == 1)
+    if not may_hold(end):
+        return 0
+    before = _take_last(x, take_along_axis(order, _np.where(end, n - 2, 0), axis=-1))
+    left = _where(end, last_value - before, 0)
+    # (the product's value, 0 * inf where the step is infinite, is not the term's: -0.0)
+    return zero_with_derivatives_of(left * dg)
 
 
 @mirror("reduction")
