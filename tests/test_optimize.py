@@ -356,6 +356,21 @@ def test_the_implicit_linear_solve_must_converge():
         fgrad.jacrev(flat)(1.0)
 
 
+@pytest.mark.parametrize("c", [(0.1, 0.3), (0.7, 0.3)])
+@pytest.mark.parametrize("implicit_solve", ["direct", "auto"])
+def test_a_flat_valley_singular_up_to_rounding_raises(c, implicit_solve):
+    # every x on the line c . x = a minimizes; the Hessian 2 c c^T, computed with rounding,
+    # is not exactly singular (cond 2.3e16), and the solve returned 8.0 and 2.0
+    def argmin0(a):
+        f = lambda x, a: (c[0] * x[0] + c[1] * x[1] - a) ** 2
+        return minimize(f, np.zeros(2), args=(a,), method="BFGS", implicit_solve=implicit_solve).x[
+            0
+        ]
+
+    with pytest.raises(RuntimeError, match="singular there to working precision.*not isolated"):
+        fgrad.grad(argmin0)(1.0)
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match=r"x0 has shape \(2, 2\) and dtype float64.*1-D"):
         minimize(objective, np.zeros((2, 2)), args=(A, C))

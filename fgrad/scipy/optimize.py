@@ -287,7 +287,12 @@ def _as_start(who, x0, flat):
 
 
 def _direct(g, y):
-    """Solve g(z) = y for a linear g by its matrix (one product per unknown, batched)."""
+    """Solve g(z) = y for a linear g by its matrix (one product per unknown, batched).
+
+    A matrix singular to working precision is refused: its smallest singular value at most
+    n eps times its largest (NumPy's `matrix_rank` threshold; condition number >= 1 / (n eps)).
+    Computed with rounding, the Jacobian of a flat valley is rarely exactly singular (cond
+    2.3e16 for (0.1 x0 + 0.3 x1 - a)**2), and its solve returned an arbitrary number."""
     shape = _np.shape(y)
     n = int(_np.prod(shape))
     y = _np.asarray(y, dtype=_np.float64)
@@ -296,16 +301,29 @@ def _direct(g, y):
         return fnp.reshape(g(fnp.reshape(u, shape)), (n,))
 
     matrix = _np.asarray(core.primal(jacfwd(flat)(_np.zeros(n))), dtype=_np.float64)
+    matrix = matrix.reshape(n, n)
+    cond = _condition(matrix)
     try:
-        z = _np.linalg.solve(matrix.reshape(n, n), y.reshape(n))
+        if cond * n * _np.finfo(_np.float64).eps >= 1:
+            raise _np.linalg.LinAlgError(f"condition number {cond:.3g} >= 1 / (n eps)")
+        z = _np.linalg.solve(matrix, y.reshape(n))
     except _np.linalg.LinAlgError as error:
         raise RuntimeError(
             "the implicit derivative needs the Jacobian of the optimality condition at the "
-            f"solution ({n} x {n}), which is singular there ({error}): the solution is not "
-            "isolated (a flat direction of the objective), so it has no derivative. Add a "
-            "regularisation term, or fix the free directions"
+            f"solution ({n} x {n}), which is singular there to working precision ({error}): "
+            "the solution is not isolated (a flat direction of the objective), so it has no "
+            "derivative. Add a regularisation term, or fix the free directions"
         ) from error
     return z.reshape(shape)
+
+
+def _condition(matrix):
+    """The 2-norm condition number of a square matrix (inf for a singular one; 0 when it is
+    not finite, left to the solve, whose nan says so)."""
+    if matrix.size == 0 or not _np.all(_np.isfinite(matrix)):
+        return 0.0
+    s = _np.linalg.svd(matrix, compute_uv=False)
+    return float("inf") if s[-1] == 0 else float(s[0] / s[-1])
 
 
 def _iterative(who, kind, tol, g, y):
