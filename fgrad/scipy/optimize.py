@@ -491,7 +491,30 @@ def _pair_plain(fn):
 
     def f(x, *_):
         v, g = fn(_np.asarray(x, dtype=_np.float64))
-        return float(core.primal(v)), _np.asarray(core.primal(g), dtype=_np.float64)
+        return _scalar_value(v), _np.asarray(core.primal(g), dtype=_np.float64)
+
+    return f
+
+
+def _scalar_value(v):
+    """The objective's value as a float: a scalar or an array of one element, as SciPy and
+    `fgrad.value_and_grad` accept; another shape says which it was."""
+    a = _np.asarray(core.primal(v), dtype=_np.float64)
+    if a.size != 1:
+        raise TypeError(
+            f"minimize: fun must return a scalar (or an array of one element), got "
+            f"{describe(a)}; return the objective's value, e.g. fnp.sum of the terms"
+        )
+    return float(a.reshape(()))
+
+
+def _vector_pair_plain(fn):
+    """For a function that returns (F(x), the Jacobian of F), as root's jac=True asks."""
+
+    def f(x, *_):
+        v, j = fn(_np.asarray(x, dtype=_np.float64))
+        plain = [_np.asarray(core.primal(u), dtype=_np.float64) for u in (v, j)]
+        return plain[0].reshape(-1), plain[1]
 
     return f
 
@@ -595,7 +618,7 @@ def root(
     def scipy_solve(params):
         j = _plain_callable(jac)
         if returns_jac:
-            f = _pair_plain(lambda x: p.call(x, params))
+            f = _vector_pair_plain(lambda x: p.call(x, params))
         else:
             f = p.plain(functools.partial(equations, params=params))
             if jac is None and method in ("hybr", "lm"):
@@ -827,15 +850,21 @@ def root_scalar(
     chosen = method
     if chosen is None and bracket is None and fprime is None and x0 is not None and x1 is None:
         chosen = "newton"  # SciPy would need fprime: fgrad gives it
-    need_fprime = chosen in ("newton", "halley") and fprime is None
+    # fprime=True (fprime2=True): f returns (f, f') ((f, f', f'')), which SciPy reads
+    returns_derivatives = any(d is not None and not callable(d) and d for d in (fprime, fprime2))
+    need_fprime = chosen in ("newton", "halley") and fprime is None and not returns_derivatives
     need_fprime2 = chosen == "halley" and fprime2 is None
 
     def scalar(x, params):
-        return p.call(x, params)
+        out = p.call(x, params)
+        return out[0] if returns_derivatives else out
 
     def scipy_solve(params):
         plain = _plain_args(p, params)
-        g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
+        if returns_derivatives:
+            g: Any = functools.partial(_scalars_plain, lambda x: p.call(x, params))
+        else:
+            g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
         kw = dict(
             method=chosen,
             bracket=None if bracket is None else [float(core.primal(b)) for b in bracket],
@@ -871,6 +900,11 @@ def root_scalar(
 
 def _scalar_plain(fn, x, *_):
     return float(core.primal(fn(_np.float64(x))))
+
+
+def _scalars_plain(fn, x, *_):
+    """For an f that returns (f, f') or (f, f', f''), as root_scalar's fprime=True asks."""
+    return tuple(float(core.primal(v)) for v in fn(_np.float64(x)))
 
 
 def brentq(
