@@ -120,7 +120,7 @@ def _refuse_closure_under_vmap(who, out, captured):
         if level.live and not level.batches and any(depth > level.depth for depth in inner):
             if level.stages:  # jit(vmap(f)): the record would pair all rows with each row
                 raise TypeError(_READS_BATCHED_JIT.format(who=who))
-            raise TypeError(_READS_BATCHED.format(who=who))
+            raise TypeError(_reads_batched(who))
 
 
 def _discover(fun, x):
@@ -149,9 +149,10 @@ def _check_like(who, what, out, tree, metas):
     if out_tree != tree or [s for s, _ in got] != [s for s, _ in metas]:
         shown = ", ".join(f"{s} {d}" for s, d in got)
         want = ", ".join(f"{s} {d}" for s, d in metas)
+        reference = "the right-hand side" if who == "custom_linear_solve" else "initial_guess"
         raise ValueError(
-            f"{who}: {what} returned {out_tree} with shapes and dtypes [{shown}], but the "
-            f"right-hand side is {tree} with [{want}]; it must return a value of the same "
+            f"{who}: {what} returned {out_tree} with shapes and dtypes [{shown}], but "
+            f"{reference} is {tree} with [{want}]; it must return a value of the same "
             "structure and shapes"
         )
     return [v if core.dtype_of(v) == d else fnp.astype(v, d) for v, (_, d) in zip(leaves, metas)]
@@ -189,9 +190,17 @@ _READS_BATCHED = (
     "{who}: under vmap, the function reads a value batched by that vmap without being given "
     "it, while its arguments are batched too or a transform outside the vmap differentiates "
     "it: one row at a time, that value's rows cannot be paired with the arguments' (and its "
-    "derivative would be lost); pass the value as an argument (in args), or put the vmap "
-    "outside the differentiating transform (vmap(grad(f)) rather than grad(vmap(f)))"
+    "derivative would be lost); {instead}put the vmap outside the differentiating transform "
+    "(vmap(grad(f)) rather than grad(vmap(f)))"
 )
+
+
+def _reads_batched(who):
+    """The message of `_READS_BATCHED` for `who`: the SciPy solvers take the value in `args`;
+    custom_root and custom_linear_solve have no args (a closure is their only way)."""
+    custom = who in ("custom_root", "custom_linear_solve")
+    instead = "" if custom else "pass the value as an argument (in args), or "
+    return _READS_BATCHED.format(who=who, instead=instead)
 
 
 _READS_BATCHED_JIT = (
@@ -221,7 +230,7 @@ def _batch(prim, impl, args, dims, call):
         boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
         outs = impl(*boxed, call=call)
         if any(not (lv.batches or lv.stages) for lv in live_levels_of(outs)):
-            raise TypeError(_READS_BATCHED.format(who=call.who))
+            raise TypeError(_reads_batched(call.who))
         values, out_dims = [], []
         for o in outs:
             own = type(o) is Box and o.level is level
@@ -231,7 +240,7 @@ def _batch(prim, impl, args, dims, call):
     size = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
     outs, out_dims = batching.rows_one_by_one(prim, args, dims, {"call": call}, size, _BY_ROW)
     if any(core.holds_box_of(o, level) for o in outs):
-        raise TypeError(_READS_BATCHED.format(who=call.who))
+        raise TypeError(_reads_batched(call.who))
     return outs, out_dims
 
 

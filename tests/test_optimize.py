@@ -356,6 +356,56 @@ def test_the_implicit_linear_solve_must_converge():
         fgrad.jacrev(flat)(1.0)
 
 
+@pytest.mark.parametrize("c", [(0.1, 0.3), (0.7, 0.3)])
+@pytest.mark.parametrize("implicit_solve", ["direct", "auto"])
+def test_a_flat_valley_singular_up_to_rounding_raises(c, implicit_solve):
+    # every x on the line c . x = a minimizes; the Hessian 2 c c^T, computed with rounding,
+    # is not exactly singular (cond 2.3e16), and the solve returned 8.0 and 2.0
+    def argmin0(a):
+        f = lambda x, a: (c[0] * x[0] + c[1] * x[1] - a) ** 2
+        return minimize(f, np.zeros(2), args=(a,), method="BFGS", implicit_solve=implicit_solve).x[
+            0
+        ]
+
+    with pytest.raises(RuntimeError, match="singular there to working precision.*not isolated"):
+        fgrad.grad(argmin0)(1.0)
+
+
+def test_functions_that_return_their_derivatives_as_scipy_documents():
+    # root(jac=True) and root_scalar(fprime=True / fprime2=True) failed with a float() of a
+    # vector or a tuple, even with nothing traced
+    def fj(x, a):
+        return x**3 + x - a, fnp.diag(3 * x**2 + 1)
+
+    a = np.array([2.0, 10.0])
+    sol = lambda a: root(fj, np.ones(2), args=(a,), jac=True, tol=1e-13).x
+    np.testing.assert_allclose(sol(a), [1.0, 2.0], rtol=1e-12)
+    # x**3 + x = a: dx/da = 1 / (3 x**2 + 1)
+    np.testing.assert_allclose(fgrad.jacfwd(sol)(a), np.diag([0.25, 1 / 13]), rtol=1e-9)
+
+    with_first = lambda x, c: (x**3 - c, 3 * x**2)
+    with_both = lambda x, c: (x**3 - c, 3 * x**2, 6 * x)
+    for f, kw in ((with_first, dict(fprime=True)), (with_both, dict(fprime2=True))):
+        for method in ("newton", "halley") if "fprime2" in kw else ("newton",):
+            cbrt = lambda c: root_scalar(f, args=(c,), x0=1.0, method=method, xtol=1e-14, **kw)
+            assert abs(cbrt(8.0).root - 2.0) < 1e-12
+            assert abs(fgrad.grad(lambda c: cbrt(c).root)(8.0) - 1 / 12) < 1e-10
+
+
+def test_an_objective_of_one_element_is_a_scalar_as_in_scipy():
+    a = np.array([1.0, 2.0])
+    f = lambda x, a: fnp.reshape(fnp.sum((x - a) ** 2) + fnp.sum(x**4) / 4, (1,))
+    argmin = lambda a: minimize(f, np.zeros(2), args=(a,), method="BFGS", options={"gtol": 1e-10}).x
+    x = argmin(a)
+    np.testing.assert_allclose(2 * x + x**3, 2 * a, rtol=1e-9)  # the gradient is zero there
+    np.testing.assert_allclose(fgrad.jacrev(argmin)(a), np.diag(2 / (2 + 3 * x**2)), atol=1e-8)
+    # another shape is refused, naming it (fgrad's gradient, or the value of jac=True)
+    with pytest.raises(TypeError, match=r"scalar output.*shape \(2,\)"):
+        minimize(lambda x: x**2, np.ones(2), method="BFGS")
+    with pytest.raises(TypeError, match=r"fun must return a scalar.*shape \(2,\)"):
+        minimize(lambda x: (x**2, 2 * x), np.ones(2), method="BFGS", jac=True)
+
+
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match=r"x0 has shape \(2, 2\) and dtype float64.*1-D"):
         minimize(objective, np.zeros((2, 2)), args=(A, C))

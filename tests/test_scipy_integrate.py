@@ -90,6 +90,26 @@ def test_dfun_is_used_by_the_forward_solve_and_gradients_still_work():
     assert abs(g + 2.0 * np.exp(-1.0)) < 1e-8
 
 
+def test_dfun_with_tfirst_is_called_as_dfun_t_y_as_in_scipy():
+    # a Jacobian that depends on y: called with (y, t) swapped it crashed (y a scalar) or
+    # gave LSODA a wrong matrix
+    def rhs(t, y, k):
+        return fnp.stack([-k * y[0] ** 3, -1000.0 * (y[1] - fnp.cos(t))])
+
+    seen = []
+
+    def jac(t, y, k):
+        seen.append((np.shape(t), np.shape(y)))
+        return np.array([[-3 * k * y[0] ** 2, 0.0], [0.0, -1000.0]])
+
+    y0, t = np.array([1.0, 0.0]), np.linspace(0.0, 1.0, 3)
+    ours = odeint(rhs, y0, t, args=(2.0,), Dfun=jac, tfirst=True)
+    plain = lambda t, y, k: np.asarray(rhs(t, y, k))
+    theirs = scipy.integrate.odeint(plain, y0, t, args=(2.0,), Dfun=jac, tfirst=True)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    assert seen and set(seen) == {((), (2,))}
+
+
 def test_float32_state_gives_float32_solution_and_gradients():
     y0, t = np.array([1.0, 2.0], np.float32), np.array([0.0, 0.5, 1.0], np.float32)
     k = np.float32(0.7)
@@ -342,6 +362,70 @@ def test_closures_over_traced_values_are_found_in_defaults_and_inner_functions()
             fgrad.grad(f)(0.5)
 
 
+class _Decay:
+    def __init__(self, k):
+        self.k = k
+
+    def rhs(self, y, t):
+        return -self.k * y
+
+    def __call__(self, y, t):
+        return -self.k * y
+
+
+def test_a_traced_value_read_through_a_bound_method_or_an_object_is_refused():
+    # no closure cell holds k: it was integrated as a constant, and grad gave 0.0
+    t = np.array([0.0, 1.0, 2.0])
+    by_method = lambda k: odeint(_Decay(k).rhs, np.array([1.0]), t, **TOL)[-1, 0]
+    by_object = lambda k: odeint(_Decay(k), np.array([1.0]), t, **TOL)[-1, 0]
+    for f in (by_method, by_object):
+        for transform in (fgrad.grad, fgrad.jacfwd):
+            with pytest.raises(TypeError, match="reads a value being differentiated.*args="):
+                transform(f)(1.0)
+        # nothing is differentiated: computed as before, row by row under vmap
+        assert abs(f(1.0) - np.exp(-2.0)) < 1e-9
+        ks = np.array([1.0, 2.0])
+        np.testing.assert_allclose(fgrad.vmap(f)(ks), np.exp(-2.0 * ks), rtol=1e-8)
+
+
+def oscillator(y, t, w):
+    return fnp.stack([y[1], -(w**2) * y[0]])
+
+
+def test_a_solve_that_stops_early_raises_when_differentiated():
+    # mxstep=5: LSODA stops before t = 5; SciPy's values from there are uninitialised memory,
+    # and grad returned 0.0 or 6.9e-310 (d/dw cos(10 w) at w = 3 is 9.88)
+    y0, t = np.array([1.0, 0.0]), np.array([0.0, 5.0, 10.0])
+
+    def f(w, **kwargs):
+        return odeint(oscillator, y0, t, args=(w,), mxstep=5, **kwargs)[-1, 0]
+
+    for transform in (fgrad.grad, fgrad.jacfwd):
+        with pytest.raises(RuntimeError, match="stopped early.*Excess work.*mxstep"):
+            transform(f)(3.0)
+    with pytest.warns(RuntimeWarning, match="stopped early"):
+        fgrad.grad(lambda w: f(w, on_failure="warn"))(3.0)
+    # nothing differentiated: SciPy's result and SciPy's warning, as from SciPy
+    with pytest.warns(scipy.integrate.ODEintWarning, match="Excess work"):
+        f(3.0)
+
+
+def test_a_backward_solve_that_stops_early_raises(reverse_rule):
+    # The forward solve finishes within mxstep=150; the solve of the derivative (more
+    # equations, or the adjoint's restarts) does not: grad gave -1.8438 for -3 sin(9) = -1.2364
+    def f(w):
+        y0, t = np.array([1.0, 0.0]), np.array([0.0, 3.0])
+        return odeint(oscillator, y0, t, args=(w,), mxstep=150, rtol=1e-10, atol=1e-10)[-1, 0]
+
+    assert abs(f(3.0) - np.cos(9.0)) < 1e-8
+    try:
+        g = fgrad.grad(f)(3.0)
+    except RuntimeError as error:
+        assert "a solve for the derivative stopped early" in str(error)
+    else:  # a backward solve that finishes gives the right derivative
+        assert abs(g + 3 * np.sin(9.0)) < 1e-6, (reverse_rule, g)
+
+
 def test_a_recursive_func_is_not_a_problem():
     def make():
         def f(y, t, k):
@@ -364,6 +448,12 @@ def test_a_recursive_func_is_not_a_problem():
         (dict(func=lambda y, t: fnp.ones(3)), ValueError, r"shape \(3,\).*shape \(2,\)"),
         (dict(y0={"a": np.ones(2)}, func=lambda y, t: y["a"]), ValueError, "structure"),
         (dict(y0={"a": np.ones(2)}, Dfun=lambda y, t: -np.eye(2)), ValueError, "Dfun needs y0"),
+        # SciPy cannot cast a complex dy/dt to its float64 state either; fgrad dropped the
+        # imaginary part, integrating another equation
+        (dict(func=lambda y, t: -(0.5 + 2j) * y), TypeError, "complex128.*two real ones"),
+        # SciPy: "Extra arguments must be in a tuple."; read as one argument, func failed
+        (dict(func=lambda y, t, a, b: -a * y, args=[1.0, 2.0]), TypeError, "must be a tuple"),
+        (dict(on_failure="ignore"), ValueError, "on_failure must be"),
     ],
 )
 def test_errors_say_what_to_do(kwargs, error, match):

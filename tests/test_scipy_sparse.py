@@ -289,6 +289,22 @@ def test_cg_is_differentiated_as_the_dense_solve():
     check_grads(f, (p, q, B0), order=2, modes=("fwd", "rev"))
 
 
+@pytest.mark.parametrize("solver", [fsla.cg, fsla.gmres])
+def test_an_absolute_tolerance_for_b_does_not_zero_a_small_derivative(solver):
+    # atol=1e-6 is met by b's solve to rtol 1e-12 (||b|| = 5.5); reused for a cotangent or a
+    # tangent of size 1e-8 it was met at the start iterate 0: gradient and tangent exactly 0
+    A = sp.diags_array([np.full(4, 2.0), np.full(3, -1.0), np.full(3, -1.0)], offsets=[0, 1, -1])
+    A = A.tocsr()
+    b, ones = np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4)
+    solve = lambda b: solver(A, b, rtol=1e-12, atol=1e-6)[0]
+    g = fgrad.grad(lambda b: 1e-8 * fnp.sum(solve(b)))(b)
+    np.testing.assert_allclose(g, 1e-8 * np.linalg.solve(A.toarray().T, ones), rtol=1e-9)
+    _, tangent = fgrad.jvp(solve, (b,), (1e-8 * ones,))
+    np.testing.assert_allclose(tangent, 1e-8 * np.linalg.solve(A.toarray(), ones), rtol=1e-9)
+    _, (first,) = fgrad.jet(solve, (b,), ((1e-8 * ones,),))
+    np.testing.assert_allclose(first, 1e-8 * np.linalg.solve(A.toarray(), ones), rtol=1e-9)
+
+
 def test_a_solve_under_vmap_and_jit():
     def loss(d, b):
         return fnp.sum(fsla.spsolve(_A(d), b) ** 2)

@@ -162,6 +162,8 @@ DIFFERENCES.update(
         "for 'not given' (the same meaning)",
         "scipy.sparse.linalg.SuperLU": "made by fgrad's splu only (SciPy's cannot be made "
         "directly either); its solve method has SciPy's signature",
+        "scipy.integrate.odeint": "SciPy's parameters, then fgrad's keyword-only on_failure "
+        "(raise or warn when a solve that is differentiated stops early), as the optimizers'",
         "scipy.sparse.linalg.gmres": "without callback_type: a callback is refused (the "
         "iterates of a differentiated solve are not the user's to watch)",
     }

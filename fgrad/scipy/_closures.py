@@ -1,6 +1,8 @@
-"""The check that a function handed to a SciPy solver closes over no value being
-differentiated: SciPy calls it on plain numbers, so the derivative by such a value would be
-lost (`odeint`, `quad`).
+"""The checks that a function handed to a SciPy solver reads no value being differentiated
+other than its arguments: SciPy calls it on plain numbers, so the derivative by such a value
+would be lost (`odeint`, `quad`). `check_closure` looks at the function's closure cells,
+defaults and partial arguments; `check_reads` runs it once and sees every value it reads
+(through a bound method's `self`, a callable object's attributes, a global).
 
 Imports: `fgrad.core`, `fgrad.tree_util`, `fgrad.numpy.shaping` (`describe`).
 """
@@ -15,7 +17,7 @@ from ..core import Box
 from ..numpy.shaping import describe
 from ..tree_util import tree_flatten
 
-__all__ = ["check_closure"]
+__all__ = ["check_closure", "check_reads"]
 
 
 def check_closure(func: Any, who: str, instead: str) -> None:
@@ -44,6 +46,26 @@ def check_closure(func: Any, who: str, instead: str) -> None:
                 todo.append(v)
             else:
                 _refuse_traced(v, who, instead)
+
+
+def check_reads(call: Any, who: str, instead: str) -> None:
+    """Run `call()` (the function on its arguments, as constants) with every differentiating
+    level suspended, and refuse it (naming `who` and what to do `instead`) if it read a box of
+    one: a value being differentiated it reaches by other ways than a closure cell, which
+    `check_closure` cannot see. Batching and staging levels stay live: a value a vmap batches
+    or a jit records is computed right when read so (each row's solve; a jit that finds the
+    value changed runs eagerly). Costs one call, and only under a differentiating transform."""
+    if all(lv.batches or lv.stages for lv in core.live_levels()):
+        return
+    with core.capturing() as capture:
+        call()
+    if capture.boxes:
+        raise TypeError(
+            f"{who}: func reads a value being differentiated that is not one of its arguments "
+            f"(a traced value with {describe(capture.boxes[0])}, reached through an object's "
+            "attribute, a bound method's self, a global or a closure); SciPy calls func on "
+            f"plain numbers, so its derivative would be lost. {instead}"
+        )
 
 
 def _refuse_traced(v: Any, who: str, instead: str) -> None:

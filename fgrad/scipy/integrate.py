@@ -36,6 +36,7 @@ Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad
 from __future__ import annotations
 
 import functools
+import warnings as _warnings
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -45,6 +46,7 @@ from .. import batching as _batching, numpy as fnp, taylor as _taylor
 from ..api import jvp, vjp
 from ..core import (
     Box,
+    constant_of,
     dtype_of,
     holds_batch,
     holds_box,
@@ -60,7 +62,7 @@ from ..numpy.shaping import describe
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
-from ._closures import check_closure
+from ._closures import check_closure, check_reads
 from ._quadrature import cumulative_trapezoid, fixed_quad, quad, simpson, trapezoid
 
 if TYPE_CHECKING:
@@ -95,6 +97,8 @@ def odeint(
     mxords: int = 5,
     printmessg: int = 0,
     tfirst: bool = False,
+    *,
+    on_failure: str = "raise",
 ) -> Array | tuple[Array, dict[str, Any]]:
     """Integrate `dy/dt = func(y, t, *args)` from `y(t[0]) = y0`; SciPy's `odeint`, with
     gradients with respect to `y0`, the time points `t` and `args`, to every order, in both
@@ -120,6 +124,13 @@ def odeint(
     unstable backward (strongly damped) may need tight tolerances for accurate gradients.
     `full_output` is not supported (call `scipy.integrate.odeint` for SciPy's diagnostics).
 
+    A solve that stops early (LSODA's "Excess work done", too small tolerances, ...) returns
+    values that are wrong from where it stopped, with only SciPy's `ODEintWarning`. When the
+    solution is differentiated, such a failure of the solve or of a backward solve of the
+    derivative raises `RuntimeError`, or with `on_failure="warn"` warns (`RuntimeWarning`)
+    and goes on, as `fgrad.scipy.optimize`'s solvers do; when nothing is differentiated, the
+    result is SciPy's, with SciPy's warning.
+
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> decay = lambda y, t, k: -k * y
     >>> t = np.array([0.0, 1.0, 2.0])
@@ -130,6 +141,8 @@ def odeint(
     >>> bool(abs(g + 2 * np.exp(-1.0)) < 1e-7)
     True
     """
+    if on_failure not in ("raise", "warn"):
+        raise ValueError(f"odeint: on_failure must be 'raise' or 'warn', got {on_failure!r}")
     if not callable(func):
         raise TypeError(
             f"odeint: func must be a function func(y, t, *args), got {func!r} of type "
@@ -143,13 +156,18 @@ def odeint(
             "odeint: full_output=True is not supported by fgrad.scipy.integrate.odeint (it "
             "returns the solution only); call scipy.integrate.odeint for SciPy's diagnostics"
         )
+    if isinstance(args, list):
+        # SciPy refuses it ("Extra arguments must be in a tuple."); read as one argument, it
+        # would fail later inside func with a message about something else
+        raise TypeError(
+            f'odeint: args must be a tuple, as in SciPy ("Extra arguments must be in a '
+            f'tuple."), got a list of {len(args)}: pass args=tuple(...) for func(y, t, '
+            "*args), or args=(the_list,) for one argument that is a list"
+        )
     if not isinstance(args, tuple):
         args = (args,)
-    check_closure(
-        func,
-        "odeint",
-        "Pass it in args instead: odeint(func, y0, t, args=(value,)) with func(y, t, value)",
-    )
+    instead = "Pass it in args instead: odeint(func, y0, t, args=(value,)) with func(y, t, value)"
+    check_closure(func, "odeint", instead)
 
     if isinstance(y0, (list, tuple)) and all(shape_of(v) == () for v in tree_flatten(y0)[0]):
         y0 = fnp.asarray(y0)  # a list of numbers is an array, as SciPy reads it
@@ -182,6 +200,11 @@ def odeint(
             )
 
     rhs = _Rhs(func, tfirst, arg_tree, static, diff_pos, y_tree, [shape_of(v) for v in y0_leaves])
+    # a value read through a bound method's self or a callable object's attribute escapes
+    # check_closure: one run of func at the start sees every value it reads
+    y0_constant = tree_unflatten(y_tree, [constant_of(v) for v in y0_leaves])
+    diff_constants = [constant_of(v) for v in diff_vals]
+    check_reads(lambda: rhs(y0_constant, constant_of(t)[0], *diff_constants), "odeint", instead)
     forward: dict[str, Any] = dict(
         rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax, hmin=hmin, mxordn=mxordn, mxords=mxords
     )
@@ -207,7 +230,7 @@ def odeint(
         printmessg=printmessg,
     )
     plain = (not holds_box([*y0_leaves, t]),) + tuple(type(v) is not Box for v in diff_vals)
-    opts = _Options(forward, backward, plain)
+    opts = _Options(forward, backward, plain, on_failure=on_failure)
     return _solve(rhs, opts, y0, t, *diff_vals)
 
 
@@ -269,6 +292,14 @@ class _Rhs:
             )
         fixed = []
         for k, (o, shape) in enumerate(zip(out_leaves, self.y_shapes)):
+            if dtype_of(o).kind == "c":
+                # SciPy refuses it too (it cannot cast complex128 to float64): dropping the
+                # imaginary part would integrate another equation
+                raise TypeError(
+                    f"odeint: func returned dy/dt with {describe(o)} (leaf {k}); odeint "
+                    "integrates real states, as SciPy's does: write the complex equation as "
+                    "two real ones, for its real and imaginary parts"
+                )
             o_shape = shape_of(o)
             if o_shape != shape:
                 if int(_np.prod(o_shape)) != int(_np.prod(shape)):
@@ -292,8 +323,8 @@ class _Dfun:
         for k, v in zip(self.rhs.diff_pos, diff_args):
             leaves[k] = v
         args = tree_unflatten(self.rhs.arg_tree, leaves)
-        if self.tfirst:
-            return lambda t, y: self.dfun(t, y, *args)
+        if self.tfirst:  # SciPy calls the bound Dfun as Dfun(y, t): tfirst is fgrad's
+            return lambda y, t: self.dfun(t, y, *args)
         return lambda y, t: self.dfun(y, t, *args)
 
 
@@ -301,13 +332,26 @@ class _Options:
     """Solver options: those of the forward solve and those of the backward (adjoint) solves,
     and which inputs were plain values at the call (`plain`: y0 and t together, then each
     differentiable argument). A plain value is differentiated by no transform, so the reverse
-    rule by sensitivities leaves out its directions (their cotangents are never read)."""
+    rule by sensitivities leaves out its directions (their cotangents are never read).
 
-    def __init__(self, forward, backward, plain=None):
+    `checked`: a solve whose result a derivative uses (the forward solve under a
+    differentiating transform, every backward solve), whose failure must not pass with only
+    SciPy's warning: it raises, or warns with `on_failure="warn"` (`_lsoda_impl`)."""
+
+    def __init__(self, forward, backward, plain=None, *, on_failure="raise", checked=False):
         self.forward, self.backward, self.plain = forward, backward, plain
+        self.on_failure, self.checked = on_failure, checked
 
     def for_adjoint(self):
-        return _Options(self.backward, self.backward)
+        return _Options(self.backward, self.backward, on_failure=self.on_failure, checked=True)
+
+    def checking(self):
+        """These options, for a solve whose result is differentiated."""
+        if self.checked:
+            return self
+        return _Options(
+            self.forward, self.backward, self.plain, on_failure=self.on_failure, checked=True
+        )
 
 
 class _Augmented:
@@ -363,7 +407,37 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
     opts_ = dict(opts.forward)
     if opts_.get("Dfun") is not None:
         opts_["Dfun"] = opts_["Dfun"].bind(args)
-    return _si.odeint(step, y0, _np.asarray(t, dtype=_np.float64), **opts_)
+    times = _np.asarray(t, dtype=_np.float64)
+    if not opts.checked:
+        return _si.odeint(step, y0, times, **opts_)
+    with _warnings.catch_warnings(record=True) as seen:
+        _warnings.simplefilter("always")
+        sol, info = _si.odeint(step, y0, times, full_output=True, **opts_)
+    if info["message"] in _SUCCESS:
+        for w in seen:  # the warnings of a successful solve (printmessg), as they were
+            _warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return sol
+    text = (
+        f"odeint: a solve {'for the derivative ' if _is_derived(rhs) else ''}stopped early "
+        f"({info['message'].rstrip('.')}): the solution is wrong from where it stopped, and "
+        "so would be its derivative. Raise mxstep (LSODA's steps per time point, 500 by "
+        "default) or loosen rtol and atol, or pass on_failure='warn' to get the result with a "
+        "warning"
+    )
+    if opts.on_failure == "raise":
+        raise RuntimeError(text)
+    _warnings.warn(text, RuntimeWarning, stacklevel=2)
+    return sol
+
+
+# LSODA's messages for a solve that finished (SciPy's odeint, istate 2 and 1)
+_SUCCESS = ("Integration successful.", "Nothing was done; the integration time was 0.")
+
+
+def _is_derived(rhs):
+    """Whether `rhs` is a system of the derivative (adjoint, sensitivities, Taylor
+    coefficients) rather than the user's."""
+    return not isinstance(rhs, _Rhs)
 
 
 def _replayed(rhs, tree, shapes):
@@ -440,7 +514,8 @@ def _solve(rhs, opts, y0, t, *args):
 
 
 def _solve_fwd(rhs, opts, y0, t, *args):
-    ys = _solve(rhs, opts, y0, t, *args)
+    # the value a derivative is taken at: a failed solve raises (or warns)
+    ys = _solve(rhs, opts.checking(), y0, t, *args)
     return ys, (ys, t, args)
 
 
@@ -640,7 +715,7 @@ def _solve_taylor(call, primals, series):
     backward = {k: v for k, v in opts.backward.items() if k != "Dfun"}
     path = _solve(
         _TaylorRhs(rhs, order, len(args)),
-        _Options(forward, backward),
+        _Options(forward, backward, on_failure=opts.on_failure, checked=True),
         state0,
         t,
         *args,
@@ -648,7 +723,7 @@ def _solve_taylor(call, primals, series):
     )
     # The value is the plain solve's: the system of coefficients takes other steps, and
     # tracing must not change a value (its coefficients agree within the solver's tolerance).
-    values = call.output_leaves(_solve(rhs, opts, y0, t, *args), "the solve")
+    values = call.output_leaves(_solve(rhs, opts.checking(), y0, t, *args), "the solve")
     out_series = tuple(tree_flatten(path[k])[0] for k in range(1, order + 1))
     return values, tuple(tuple(c[j] for c in out_series) for j in range(len(values)))
 

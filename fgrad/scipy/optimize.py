@@ -287,7 +287,12 @@ def _as_start(who, x0, flat):
 
 
 def _direct(g, y):
-    """Solve g(z) = y for a linear g by its matrix (one product per unknown, batched)."""
+    """Solve g(z) = y for a linear g by its matrix (one product per unknown, batched).
+
+    A matrix singular to working precision is refused: its smallest singular value at most
+    n eps times its largest (NumPy's `matrix_rank` threshold; condition number >= 1 / (n eps)).
+    Computed with rounding, the Jacobian of a flat valley is rarely exactly singular (cond
+    2.3e16 for (0.1 x0 + 0.3 x1 - a)**2), and its solve returned an arbitrary number."""
     shape = _np.shape(y)
     n = int(_np.prod(shape))
     y = _np.asarray(y, dtype=_np.float64)
@@ -296,16 +301,29 @@ def _direct(g, y):
         return fnp.reshape(g(fnp.reshape(u, shape)), (n,))
 
     matrix = _np.asarray(core.primal(jacfwd(flat)(_np.zeros(n))), dtype=_np.float64)
+    matrix = matrix.reshape(n, n)
+    cond = _condition(matrix)
     try:
-        z = _np.linalg.solve(matrix.reshape(n, n), y.reshape(n))
+        if cond * n * _np.finfo(_np.float64).eps >= 1:
+            raise _np.linalg.LinAlgError(f"condition number {cond:.3g} >= 1 / (n eps)")
+        z = _np.linalg.solve(matrix, y.reshape(n))
     except _np.linalg.LinAlgError as error:
         raise RuntimeError(
             "the implicit derivative needs the Jacobian of the optimality condition at the "
-            f"solution ({n} x {n}), which is singular there ({error}): the solution is not "
-            "isolated (a flat direction of the objective), so it has no derivative. Add a "
-            "regularisation term, or fix the free directions"
+            f"solution ({n} x {n}), which is singular there to working precision ({error}): "
+            "the solution is not isolated (a flat direction of the objective), so it has no "
+            "derivative. Add a regularisation term, or fix the free directions"
         ) from error
     return z.reshape(shape)
+
+
+def _condition(matrix):
+    """The 2-norm condition number of a square matrix (inf for a singular one; 0 when it is
+    not finite, left to the solve, whose nan says so)."""
+    if matrix.size == 0 or not _np.all(_np.isfinite(matrix)):
+        return 0.0
+    s = _np.linalg.svd(matrix, compute_uv=False)
+    return float("inf") if s[-1] == 0 else float(s[0] / s[-1])
 
 
 def _iterative(who, kind, tol, g, y):
@@ -473,7 +491,30 @@ def _pair_plain(fn):
 
     def f(x, *_):
         v, g = fn(_np.asarray(x, dtype=_np.float64))
-        return float(core.primal(v)), _np.asarray(core.primal(g), dtype=_np.float64)
+        return _scalar_value(v), _np.asarray(core.primal(g), dtype=_np.float64)
+
+    return f
+
+
+def _scalar_value(v):
+    """The objective's value as a float: a scalar or an array of one element, as SciPy and
+    `fgrad.value_and_grad` accept; another shape says which it was."""
+    a = _np.asarray(core.primal(v), dtype=_np.float64)
+    if a.size != 1:
+        raise TypeError(
+            f"minimize: fun must return a scalar (or an array of one element), got "
+            f"{describe(a)}; return the objective's value, e.g. fnp.sum of the terms"
+        )
+    return float(a.reshape(()))
+
+
+def _vector_pair_plain(fn):
+    """For a function that returns (F(x), the Jacobian of F), as root's jac=True asks."""
+
+    def f(x, *_):
+        v, j = fn(_np.asarray(x, dtype=_np.float64))
+        plain = [_np.asarray(core.primal(u), dtype=_np.float64) for u in (v, j)]
+        return plain[0].reshape(-1), plain[1]
 
     return f
 
@@ -577,7 +618,7 @@ def root(
     def scipy_solve(params):
         j = _plain_callable(jac)
         if returns_jac:
-            f = _pair_plain(lambda x: p.call(x, params))
+            f = _vector_pair_plain(lambda x: p.call(x, params))
         else:
             f = p.plain(functools.partial(equations, params=params))
             if jac is None and method in ("hybr", "lm"):
@@ -809,15 +850,21 @@ def root_scalar(
     chosen = method
     if chosen is None and bracket is None and fprime is None and x0 is not None and x1 is None:
         chosen = "newton"  # SciPy would need fprime: fgrad gives it
-    need_fprime = chosen in ("newton", "halley") and fprime is None
+    # fprime=True (fprime2=True): f returns (f, f') ((f, f', f'')), which SciPy reads
+    returns_derivatives = any(d is not None and not callable(d) and d for d in (fprime, fprime2))
+    need_fprime = chosen in ("newton", "halley") and fprime is None and not returns_derivatives
     need_fprime2 = chosen == "halley" and fprime2 is None
 
     def scalar(x, params):
-        return p.call(x, params)
+        out = p.call(x, params)
+        return out[0] if returns_derivatives else out
 
     def scipy_solve(params):
         plain = _plain_args(p, params)
-        g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
+        if returns_derivatives:
+            g: Any = functools.partial(_scalars_plain, lambda x: p.call(x, params))
+        else:
+            g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
         kw = dict(
             method=chosen,
             bracket=None if bracket is None else [float(core.primal(b)) for b in bracket],
@@ -853,6 +900,11 @@ def root_scalar(
 
 def _scalar_plain(fn, x, *_):
     return float(core.primal(fn(_np.float64(x))))
+
+
+def _scalars_plain(fn, x, *_):
+    """For an f that returns (f, f') or (f, f', f''), as root_scalar's fprime=True asks."""
+    return tuple(float(core.primal(v)) for v in fn(_np.float64(x)))
 
 
 def brentq(

@@ -11,8 +11,11 @@ SciPy does the solving; the derivatives are implicit, from the solution alone:
   and the adjoint solve reuses it (`trans='T'`), so a gradient costs one triangular solve pair
   and a product over the stored elements more than the forward solve. A factorisation is
   redone only for other data (under `vmap` over matrices, or a `jit` record replayed).
-- `cg` and `gmres` solve the adjoint system with the same method and tolerances: iterations
-  are never differentiated. The derivative is then as accurate as the solves (`rtol`). A
+- `cg` and `gmres` solve the adjoint system with the same method: iterations are never
+  differentiated. The derivative's solves have the relative tolerance the solve of b was
+  allowed, max(rtol, atol / ||b||), and no absolute tolerance (their right-hand sides, a
+  cotangent or a tangent, have other units than b: an `atol` meant for b made a small
+  cotangent's derivative exactly zero). The derivative is then as accurate as the solves. A
   solve that does not converge raises (SciPy would return `info > 0` and the iterate). The
   adjoint solve of `gmres` is preconditioned by M^T, or by nothing when M is a
   `LinearOperator` without `rmatvec` (its error then says so); that of `cg` by M itself,
@@ -138,6 +141,9 @@ class _Factor:
         self.data = None  # a copy of the data factorised (the caller's array may change)
         self.lu = None
 
+    def for_derivatives(self):
+        return self  # an exact factorisation: the same for every right-hand side
+
     def of(self, data):
         data = _np.asarray(data)
         if not (
@@ -186,7 +192,9 @@ def _solve_primitive(name, impl, solver):
     prim = None
 
     def solve(data, rhs, params, trans):
-        return prim(data, rhs, **{solver: params[solver], "trans": trans})
+        # a derivative's solve: its right-hand side is a cotangent or a tangent, in other
+        # units than b (an iterative method's tolerances for it: `_Iterative.for_derivatives`)
+        return prim(data, rhs, **{solver: params[solver].for_derivatives(), "trans": trans})
 
     # (each cotangent in its input's dtype: a float32 b of a float64 matrix gets a float32
     # gradient, as everywhere in fgrad, though the solve is in float64)
@@ -361,15 +369,35 @@ def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = T
 
 
 class _Iterative:
-    """An iterative method and its settings, carried by the solve's primitive."""
+    """An iterative method and its settings, carried by the solve's primitive; `b_norm`, the
+    norm of the b given (of all rows under vmap, of the recording call under jit)."""
 
-    __slots__ = ("M", "method", "options", "structure")
+    __slots__ = ("M", "b_norm", "derived", "method", "options", "structure")
 
-    def __init__(self, method, structure, M, options):
+    def __init__(self, method, structure, M, options, b_norm=0.0):
         self.method = method
         self.structure = structure
         self.M = M
         self.options = options
+        self.b_norm = b_norm
+        self.derived = None
+
+    def for_derivatives(self):
+        """The settings of the solves of a derivative (adjoint, tangent, Taylor coefficient).
+        Their right-hand side is a cotangent or a tangent, whose size has nothing to do with
+        b's: SciPy's test ||r|| <= max(rtol ||rhs||, atol) with the atol given for b passed
+        at the start iterate 0 for a small one (a loss weighted by 1e-8 got gradient exactly
+        0). So they have no absolute tolerance, and the relative one the solve of b was
+        allowed: max(rtol, atol / ||b||). They start at 0 (x0 is a guess for x)."""
+        if self.derived is None:
+            rtol, atol = self.options["rtol"], self.options["atol"]
+            if atol and self.b_norm > 0:
+                rtol = max(rtol, atol / self.b_norm)
+            options = {k: v for k, v in self.options.items() if k != "x0"}
+            options.update(rtol=rtol, atol=0.0)
+            self.derived = _Iterative(self.method, self.structure, self.M, options)
+            self.derived.derived = self.derived
+        return self.derived
 
     def solve(self, data, b, trans):
         s = self.structure
@@ -447,9 +475,18 @@ def _it_batch(args, dims, **params):
     )
 
 
-register_rules(
-    _it_solve_p, batch=_it_batch, taylor=linear_solve_taylor_rule(_it_solve_p, _it_tangent_map)
-)
+_it_series = linear_solve_taylor_rule(_it_solve_p, _it_tangent_map)
+
+
+@_taylor.declared(_it_series.kind)
+def _it_taylor(primals, series, *, method, trans):
+    """The Taylor rule with the coefficients' solves as a derivative's
+    (`_Iterative.for_derivatives`), and the value as the plain solve's."""
+    _, coefficients = _it_series(primals, series, method=method.for_derivatives(), trans=trans)
+    return _it_solve_p(*primals, method=method, trans=trans), coefficients
+
+
+register_rules(_it_solve_p, batch=_it_batch, taylor=_it_taylor)
 
 
 def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None):
@@ -474,7 +511,9 @@ def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None)
     data = A.data
     if not _np.issubdtype(dtype_of(data), _np.inexact):
         data = fnp.asarray(data, dtype=float)
-    x = _it_solve_p(data, b, method=_Iterative(method, A.structure, M, options), trans="N")
+    b_norm = float(_np.linalg.norm(_np.asarray(innermost(b))))
+    solver = _Iterative(method, A.structure, M, options, b_norm)
+    x = _it_solve_p(data, b, method=solver, trans="N")
     return x, 0
 
 
@@ -490,8 +529,12 @@ def cg(
     callback: Any = None,
 ) -> tuple[Any, int]:
     """SciPy's `cg` for a symmetric positive definite sparse A: `(x, 0)`, differentiable with
-    respect to b and A's data by solving the adjoint system with cg (same tolerances). Raises
-    RuntimeError if a solve does not converge (SciPy would return info > 0).
+    respect to b and A's data by solving the adjoint system with cg. Raises RuntimeError if a
+    solve does not converge (SciPy would return info > 0).
+
+    The solves of a derivative (adjoint, tangent) have the relative tolerance the solve of b
+    was allowed, max(rtol, atol / ||b||), and no absolute one: their right-hand side is a
+    cotangent or a tangent, and `atol` (meant for b) would stop them at 0 for a small one.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
     >>> A = fsp.diags([np.array([2.0, 2.0]), -1.0, -1.0], [0, 1, -1])
@@ -515,8 +558,9 @@ def gmres(
     callback: Any = None,
 ) -> tuple[Any, int]:
     """SciPy's `gmres` for a square sparse A: `(x, 0)`, differentiable with respect to b and
-    A's data by solving the adjoint system (A^T) with gmres (same tolerances). Raises
-    RuntimeError if a solve does not converge.
+    A's data by solving the adjoint system (A^T) with gmres. Raises RuntimeError if a solve
+    does not converge. The solves of a derivative have relative tolerance max(rtol, atol /
+    ||b||) and no absolute one, as for `cg`.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
     >>> A = fsp.diags([np.array([2.0, 2.0]), 1.0], [0, 1])
