@@ -359,22 +359,51 @@ def _vjp(fun, primals, has_aux, who, labels=None):
             )
         for i, (c, o) in enumerate(zip(ct_leaves, out_values)):
             _check_like(c, o, LeafName("the cotangent", out_tree, i, " at "), "output")
-        return tree_unflatten(in_tree, _fresh(pull(ct_leaves), ct_leaves))
+        return tree_unflatten(in_tree, _fresh(pull(ct_leaves), ct_leaves + leaves))
 
-    primal_out = tree_unflatten(out_tree, out_values)
+    primal_out = tree_unflatten(out_tree, _fresh(out_values, leaves))
     vjp_fun = api_boundary(vjp_fun)
-    return (primal_out, vjp_fun, aux) if has_aux else (primal_out, vjp_fun)
+    if has_aux:
+        return primal_out, vjp_fun, _fresh_tree(aux, leaves)
+    return primal_out, vjp_fun
 
 
 def _fresh(results, given):
-    """The derivatives as arrays of their own: one that is an array the caller passed (the
-    cotangent of an identity, `vjp(lambda x: x, x)[1](ct)`) is copied, so that updating the
-    result in place (an optimizer's step) leaves the caller's array alone."""
-    if not any(type(r) is _np.ndarray and any(r is g for g in given) for r in results):
-        return results
-    return [
-        r.copy() if type(r) is _np.ndarray and any(r is g for g in given) else r for r in results
-    ]
+    """`results` (a list of leaves) as arrays the caller owns: one that may share memory with
+    an array in `given` (the caller's primals, tangents or cotangents) is copied, and so is one
+    that is read-only (a 0-stride broadcast, `grad(mean)`'s), as `jit` does with its outputs.
+    So updating a result in place (an optimizer's step, `g *= 0.5`, an aux snapshot kept
+    across steps) works and leaves the caller's arrays alone.
+
+    Inside a transform, copies of traced values (`x.copy()`, `astype`, `+x`, `flatten`, ...)
+    are the value itself and views stay views: nothing can write into a traced value, so no
+    one can tell. It becomes visible only here, where values leave the transform, which is
+    why they are made fresh here, once, rather than by every operation. An array that owns
+    its memory and is none of `given` (what most operations return) is kept as it is; a view
+    is copied when its memory's owner is one of `given`'s (checking the owner, not the
+    bytes, costs O(1) a leaf; at worst it copies a view of another part of that memory)."""
+    owners = {id(_owner(g)) for g in given if type(g) is _np.ndarray}
+    copied = None
+    for k, r in enumerate(results):
+        if type(r) is _np.ndarray and (not r.flags.writeable or id(_owner(r)) in owners):
+            if copied is None:
+                copied = list(results)
+            copied[k] = r.copy()
+    return results if copied is None else copied
+
+
+def _owner(a):
+    """The object that owns an array's memory: the end of its chain of `base`s."""
+    while type(a) is _np.ndarray and a.base is not None:
+        a = a.base
+    return a
+
+
+def _fresh_tree(tree, given):
+    """`_fresh` of a pytree (a has_aux function's aux, a primal output)."""
+    leaves, treedef = tree_flatten(tree)
+    fresh = _fresh(leaves, given)
+    return tree if fresh is leaves else tree_unflatten(treedef, fresh)
 
 
 def _check_outputs(out_leaves, who):
@@ -632,9 +661,12 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
             holomorphic=True if holomorphic else None,
         )
         out, aux, g_leaves = _grad_flat(fun_of_dyn, leaves, in_tree, has_aux, who, holomorphic)
-        g = tree_unflatten(in_tree, g_leaves)
+        g = tree_unflatten(in_tree, _fresh(g_leaves, leaves))
+        if has_aux:
+            aux = _fresh_tree(aux, leaves)
         if not with_value:
             return (g, aux) if has_aux else g
+        (out,) = _fresh([out], leaves)
         return ((out, aux) if has_aux else out), g
 
     return value_and_grad_fun
@@ -799,9 +831,10 @@ def jvp(
     values, tangents_out, out_tree, aux = _jvp_flat(
         lambda args: fun(*args), p_leaves, p_tree, t_leaves, has_aux
     )
-    tangents_out = _fresh(tangents_out, t_leaves)
+    given = p_leaves + t_leaves
+    values, tangents_out = _fresh(values, given), _fresh(tangents_out, given)
     result = (tree_unflatten(out_tree, values), tree_unflatten(out_tree, tangents_out))
-    return result + (aux,) if has_aux else result
+    return result + (_fresh_tree(aux, given),) if has_aux else result
 
 
 def _jvp_flat(fun, p_leaves, p_tree, t_leaves, has_aux=False, who="jvp"):
@@ -883,7 +916,9 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
     out_leaves, out_tree, pull_leaves, aux = _vjp_flat(
         lambda args: fun(*args), p_leaves, p_tree, has_aux, "linearize"
     )
-    out = tree_unflatten(out_tree, out_leaves)
+    out = tree_unflatten(out_tree, _fresh(out_leaves, p_leaves))
+    if has_aux:
+        aux = _fresh_tree(aux, p_leaves)
 
     def pull(cts):
         return pull_leaves(
@@ -909,7 +944,8 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
         if transposed is None:
             return jvp(fun, primals_tuple, tangents, has_aux=has_aux)[1]
         t_out = _fresh(
-            transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)]), t_leaves
+            transposed([_numpy_scalar(t, p) for t, p in zip(t_leaves, p_leaves)]),
+            t_leaves + p_leaves,
         )
         return tree_unflatten(
             out_tree,
@@ -1092,8 +1128,10 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, who):
         columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
         pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns] for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
-        jacobian = _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
-        return (jacobian, aux) if has_aux else jacobian
+        jacobian = _fresh_tree(
+            _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree), in_leaves
+        )
+        return (jacobian, _fresh_tree(aux, in_leaves)) if has_aux else jacobian
 
     return _named(jacfwd_fun, fun, who)
 
@@ -1166,8 +1204,10 @@ def _jacrev(fun, argnums, has_aux, holomorphic, who):
             row_elements = max(_largest(in_leaves), _largest(out_leaves))
             pieces.append(_map_linear(pull, k, len(out_leaves), _one_hots(v), row_elements))
         in_tree_of = _in_tree_builder(in_tree, single)
-        jacobian = _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree)
-        return (jacobian, aux) if has_aux else jacobian
+        jacobian = _fresh_tree(
+            _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree), in_leaves
+        )
+        return (jacobian, _fresh_tree(aux, in_leaves)) if has_aux else jacobian
 
     return _named(jacrev_fun, fun, who)
 

@@ -419,6 +419,38 @@ def _call_impl(*leaves, call):
     return call.primal(leaves)
 
 
+# --- the caller's arrays, which a user's function is run on, are never written into -------------
+# Under a transform, `x *= 2` or `x.sort()` rebinds (or refuses) a traced value. But a custom
+# function's primal and fwd, and a checkpointed function's first run, are run on the plain
+# values under the boxes: the caller's own arrays. They are given read-only views of them
+# (a view costs about a microsecond; a copy costs as much as a layer of an MLP), and code that
+# writes into one is run again on private copies, so it computes what it would under `grad`.
+
+
+def _read_only(v):
+    """A read-only view of a plain array (other values as they are)."""
+    if type(v) is not _np.ndarray or not v.flags.writeable:
+        return v
+    view = v.view()
+    view.flags.writeable = False
+    return view
+
+
+def _private(v):
+    return v.copy() if type(v) is _np.ndarray else v
+
+
+def _guarded(run, vals):
+    """`run(vals)`, the plain arrays in `vals` made read-only; a run that writes into one (NumPy
+    says "read-only") is repeated on copies of them, which it may write into."""
+    try:
+        return run([_read_only(v) for v in vals])
+    except ValueError as e:
+        if "read-only" not in str(e):
+            raise
+    return run([_private(v) for v in vals])
+
+
 # --- custom_vjp and custom_jvp: what they share ---------------------------------------------------
 
 
@@ -545,7 +577,8 @@ class _CustomCall(_Call):
         return full
 
     def primal(self, vals):
-        return self.output_leaves(self.f.fun(*self.full_args(vals)), "the function")
+        out = _guarded(lambda vs: self.f.fun(*self.full_args(vs)), vals)
+        return self.output_leaves(out, "the function")
 
     def nondiff_args(self):
         return [self.args[i] for i in self.nondiff]
@@ -660,7 +693,7 @@ def _fwd_and_bprop(call, vals, level):
     rule, whose values must not leak into what the rules return) is None where the caller
     checked already."""
     f, who = call.f, call.who
-    pair = f.fwd(*call.full_args(vals))
+    pair = _guarded(lambda vs: f.fwd(*call.full_args(vs)), vals)
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
         raise TypeError(
             f"{who}: fwd must return a pair (output, residuals), got "
@@ -680,8 +713,9 @@ def _fwd_and_bprop(call, vals, level):
     level_ref = weakref.ref(level) if level is not None else _no_level
 
     def bprop(cts):
-        ct = call.output_cotangent(cts)
-        in_cts = f.bwd(*nondiff_args, res, ct)
+        # The cotangent may be shared with another operand's (add's bprop hands both the
+        # same array): a bwd that works on it in place gets a copy of its own
+        in_cts = _guarded(lambda cs: f.bwd(*nondiff_args, res, call.output_cotangent(cs)), cts)
         if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(diff):
             got = (
                 f"a {type(in_cts).__name__} of length {len(in_cts)}"
@@ -1070,10 +1104,27 @@ class _CheckpointCall(_Call):
         return outs
 
     def call(self, vals):
-        args, kwargs = tree_unflatten(self.in_tree, list(vals[: self.n_args]))
-        out_leaves, out_tree = tree_flatten(self.fun(*args, **kwargs))
+        given = vals[: self.n_args]
+        out_leaves, out_tree = _guarded(self._call_leaves, given)
+        # an argument returned untouched is the caller's array, not the read-only view of it
+        out_leaves = [_unviewed(o, given) for o in out_leaves]
         # a free variable returned untouched is read as a primitive's argument would be
         return tree_unflatten(out_tree, [core._live_value(o) for o in out_leaves])
+
+    def _call_leaves(self, leaves):
+        args, kwargs = tree_unflatten(self.in_tree, list(leaves))
+        try:
+            return tree_flatten(self.fun(*args, **kwargs))
+        except AttributeError as e:
+            if not (e.name == "at" and type(e.obj) is _np.ndarray):
+                raise
+        # `x.at[...]`, which a traced value has and a plain array lacks: run again with the
+        # plain arrays as boxes of a level that only computes
+        with _ComputeLevel() as level:
+            boxed = [Box(v, level, None) if type(v) is _np.ndarray else v for v in leaves]
+            args, kwargs = tree_unflatten(self.in_tree, boxed)
+            out_leaves, out_tree = tree_flatten(self.fun(*args, **kwargs))
+        return [o.value if type(o) is Box and o.level is level else o for o in out_leaves], out_tree
 
     def run(self, vals, suspend):
         """The output leaves for the inputs `vals`: the arguments' leaves, then a value for
@@ -1103,6 +1154,21 @@ class _CheckpointCall(_Call):
 
         fun_of_own.__name__ = self.who
         return fun_of_own
+
+
+def _unviewed(o, given):
+    """`o`, or the array of `given` it is the whole read-only view of (`_read_only`'s)."""
+    if type(o) is not _np.ndarray or o.flags.writeable or o.base is None:
+        return o
+    for v in given:
+        if (
+            type(v) is _np.ndarray
+            and (o.base is v or o.base is v.base)
+            and (o.shape, o.strides, o.dtype) == (v.shape, v.strides, v.dtype)
+            and o.ctypes.data == v.ctypes.data
+        ):
+            return v
+    return o
 
 
 def _checkpoint_vjp(wanted, ans, *vals, call):
@@ -1451,10 +1517,25 @@ def _custom_jvp_taylor(primals, series, call):
     return taylor.general_rule(custom_jvp_call, primals, series, {"call": call}, tangent)
 
 
-class _WatchLevel(core.Level):
-    """Runs code on real values and notices whether it reads them: a primitive applied to this
-    level's boxes is applied to their values and its result boxed again (`aux` is None);
-    reading a box's value sets `was_read` and raises `PlaceholderRead`, as a placeholder's."""
+class _ComputeLevel(core.Level):
+    """Runs code on real values as boxes, which have the methods of traced values (`x.at`): a
+    primitive applied to this level's boxes is applied to their values and its result boxed
+    again (`aux` is None)."""
+
+    __slots__ = ()
+
+    def process(self, prim, args, params):
+        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
+        ans = bind(prim, vals, params)
+        if prim.multiple_results:
+            return tuple(Box(a, self, None) for a in ans)
+        return Box(ans, self, None)
+
+
+class _WatchLevel(_ComputeLevel):
+    """Runs code on real values and notices whether it reads them (a `_ComputeLevel` whose
+    boxes' values must not be read): reading a box's value sets `was_read` and raises
+    `PlaceholderRead`, as a placeholder's."""
 
     __slots__ = ("was_read",)
 
@@ -1463,13 +1544,6 @@ class _WatchLevel(core.Level):
     def __init__(self):
         super().__init__()
         self.was_read = False
-
-    def process(self, prim, args, params):
-        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
-        ans = bind(prim, vals, params)
-        if prim.multiple_results:
-            return tuple(Box(a, self, None) for a in ans)
-        return Box(ans, self, None)
 
     def read(self, box):
         self.was_read = True

@@ -433,3 +433,80 @@ def test_an_unregistered_dataclass_of_arrays_is_told_to_register():
     # a built-in type gets no such advice
     with pytest.raises(TypeError, match=r"is of type str: pass a float or a float NumPy array\n"):
         grad(lambda s: 1.0)("text")
+
+
+# --- what reaches the user is an array of its own -------------------------------------------------
+
+# Functions whose NumPy result is a new array (a copy) while fgrad's traced value is the input
+# itself or a view of it: a copy of a traced value costs nothing inside a transform
+_COPIES = {
+    "x.copy()": lambda x: x.copy(),
+    "fnp.copy": lambda x: fnp.copy(x),
+    "fnp.array": lambda x: fnp.array(x),
+    "astype": lambda x: x.astype(np.float64),
+    "+x": lambda x: +x,
+    "nan_to_num": lambda x: fnp.nan_to_num(x),
+    "flatten": lambda x: x.flatten(),
+    "tile(x, 1)": lambda x: fnp.tile(x, 1),
+    "repeat(x, 1)": lambda x: fnp.repeat(x, 1, axis=0),
+    "roll(x, 0)": lambda x: fnp.roll(x, 0),
+    "x.T": lambda x: x.T,  # a view in NumPy too: a transform's output is still the user's own
+}
+
+
+def _shares(tree, *arrays):
+    leaves = fgrad.tree_util.tree_leaves(tree)
+    return any(np.shares_memory(v, a) for v in leaves for a in arrays if type(v) is np.ndarray)
+
+
+@pytest.mark.parametrize("name", sorted(_COPIES))
+def test_outputs_of_every_transform_share_no_memory_with_the_callers_arrays(name):
+    """Primal outputs, aux, tangents and cotangents were the caller's array or views of it
+    (x.copy() of a traced x returned x itself): an aux snapshot changed when the caller
+    updated the parameters, and writing into vjp(copy)(x)[0] wrote into x."""
+    f = _COPIES[name]
+    x = np.arange(6.0).reshape(2, 3)
+    t, ct = np.ones((2, 3)), np.ones_like(f(x))
+    with_aux = lambda x: (fnp.sum(x), f(x))
+    out, pull = fgrad.vjp(f, x)
+    assert not _shares((out, pull(ct)), x, ct)
+    assert not _shares(fgrad.jvp(f, (x,), (t,)), x, t)
+    out, f_jvp = fgrad.linearize(f, x)
+    assert not _shares((out, f_jvp(t)), x, t)
+    assert not _shares(fgrad.value_and_grad(with_aux, has_aux=True)(x), x)
+    assert not _shares(fgrad.grad(with_aux, has_aux=True)(x), x)
+    assert not _shares(fgrad.jacfwd(with_aux, has_aux=True)(x), x)
+    assert not _shares(fgrad.jacrev(with_aux, has_aux=True)(x), x)
+    assert not _shares(fgrad.vjp(with_aux, x, has_aux=True)[::2], x)
+
+
+def test_an_aux_snapshot_survives_the_optimizers_in_place_step():
+    w = np.array([1.0, 2.0, 3.0])
+    (_, snapshot), g = fgrad.value_and_grad(lambda w: (fnp.sum(w**2), w.copy()), has_aux=True)(w)
+    w -= 0.1 * g
+    np.testing.assert_array_equal(snapshot, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        fnp.mean,
+        fnp.sum,
+        lambda w: fnp.sum(w + np.ones(3)),
+        lambda w: fnp.sum(fnp.broadcast_to(w, (2, 3))),
+    ],
+)
+def test_gradients_can_be_updated_in_place_as_jits_can(f):
+    """grad(mean) was a read-only 0-stride broadcast: `g *= 0.5` raised 'output array is
+    read-only' (jit's was writeable)."""
+    w = np.array([1.0, 2.0, 3.0])
+    for g in (
+        fgrad.grad(f)(w),
+        fgrad.value_and_grad(f)(w)[1],
+        fgrad.vjp(f, w)[1](1.0)[0],
+        fgrad.grad(fgrad.checkpoint(f))(w),
+        fgrad.jacrev(f)(w),
+    ):
+        expected = fgrad.jit(fgrad.grad(f))(w) * 0.5
+        g *= 0.5
+        np.testing.assert_array_equal(g, expected)

@@ -703,3 +703,87 @@ def test_integer_arguments_and_outputs_pass_through():
     assert y == 8.0 and m == 4
     assert grad(lambda x: f(x, 3)[0])(2.0) == 12.0
     assert jvp(lambda x: f(x, 3)[0], (2.0,), (1.0,))[1] == 12.0
+
+
+# --- the caller's arrays are never written into ---------------------------------------------------
+
+
+def _doubled_in_place(x):
+    x *= 2.0  # on a traced value this rebinds x: grad leaves the caller's x alone
+    return fnp.sum(x**2)  # = 4 sum(x**2): gradient 8 x
+
+
+def test_checkpoint_and_custom_primals_never_write_into_the_callers_arrays():
+    """checkpoint's first run, and a custom function's primal and fwd, ran the function on
+    the caller's own arrays: `x *= 2` doubled them, and the recomputation then saw the doubled
+    values (grad(checkpoint(g)) was 16 x, jvp's tangent 96 instead of 48)."""
+    cj = custom_jvp(_doubled_in_place)
+    cj.defjvp(lambda p, t: (fnp.sum((2 * p[0]) ** 2), fnp.sum(8.0 * p[0] * t[0])))
+    cv = custom_vjp(_doubled_in_place)
+    kept = lambda x: (lambda r: (_doubled_in_place(x), r))(x * 1.0)  # x kept, then doubled
+    cv.defvjp(kept, lambda x, ct: (8.0 * x * ct,))
+    t = np.ones(3)
+    runs = {
+        "grad(checkpoint)": lambda x: grad(checkpoint(_doubled_in_place))(x),
+        "checkpoint": lambda x: 8.0 * checkpoint(_doubled_in_place)(x) / (4 * x),
+        "jvp(checkpoint)": lambda x: jvp(checkpoint(_doubled_in_place), (x,), (t,))[1] + 0 * x,
+        "hessian(checkpoint)": lambda x: hessian(checkpoint(_doubled_in_place))(x) @ x,
+        "jit(grad(checkpoint))": lambda x: fgrad.jit(grad(checkpoint(_doubled_in_place)))(x),
+        "grad(custom_vjp)": lambda x: grad(cv)(x),
+        "jvp(custom_jvp)": lambda x: jvp(cj, (x,), (t,))[1] + 0 * x,
+    }
+    expected = {"jvp(checkpoint)": 48.0, "jvp(custom_jvp)": 48.0, "checkpoint": None}
+    for name, run in runs.items():
+        x = np.array([1.0, 2.0, 3.0])
+        out = run(x)
+        np.testing.assert_array_equal(x, [1.0, 2.0, 3.0], err_msg=name)
+        if name == "checkpoint":  # the value: 4 sum(x**2) = 56
+            np.testing.assert_allclose(checkpoint(_doubled_in_place)(x), 56.0)
+            continue
+        np.testing.assert_allclose(out, expected.get(name, 8.0 * x), err_msg=name)
+
+
+def test_checkpoint_of_an_in_place_sort_is_refused_and_leaves_the_argument_alone():
+    def s(x):
+        x.sort()
+        return fnp.sum(x)
+
+    x = np.array([3.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match="sort"):
+        grad(checkpoint(s))(x)
+    np.testing.assert_array_equal(x, [3.0, 1.0, 2.0])
+
+
+def test_checkpoint_of_an_identity_returns_the_argument_untransformed():
+    x = np.ones(2)
+    assert checkpoint(lambda x: x)(x) is x
+
+
+def test_a_bwd_that_works_in_place_on_its_cotangent_gets_one_of_its_own():
+    """add's bprop hands both operands the same cotangent: a bwd computing 2 ct in place
+    (`ct *= 2`) also doubled x's own share. grad of sum((dbl(x) + x)**2) = 9 sum(x**2) was
+    24 x instead of 18 x, while jit's was right."""
+
+    @custom_vjp
+    def dbl(x):
+        return 2.0 * x
+
+    def dbl_bwd(res, ct):
+        ct *= 2.0
+        return (ct,)
+
+    dbl.defvjp(lambda x: (2.0 * x, None), dbl_bwd)
+    f = lambda x: fnp.sum((dbl(x) + x) ** 2)  # = 9 sum(x**2): gradient 18 x
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(grad(f)(x), 18.0 * x)
+    np.testing.assert_array_equal(grad(f)(x), fgrad.jit(grad(f))(x))
+
+
+def test_checkpoint_of_a_function_using_at_works_as_without_checkpoint():
+    """checkpoint ran the function on plain arrays, which have no `.at`: AttributeError."""
+    f = lambda x: fnp.sum(x.at[0].set(1.0) ** 2)
+    x = np.array([3.0, 2.0, 5.0])
+    np.testing.assert_array_equal(grad(checkpoint(f))(x), [0.0, 4.0, 10.0])  # 2 x, 0 at [0]
+    assert checkpoint(f)(x) == 30.0
+    assert jvp(checkpoint(f), (x,), (np.ones(3),)) == (30.0, 14.0)
+    np.testing.assert_array_equal(jacfwd(grad(checkpoint(f)))(x), np.diag([0.0, 2.0, 2.0]))
