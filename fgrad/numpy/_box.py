@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import linecache
 import os
 import sys
@@ -666,6 +667,49 @@ _FUNCTION_METHODS = (
 )
 
 
+# NumPy's functions that write into an argument (and return None, or it): NumPy code calls
+# them for that write and may drop the result, so the new array fgrad.numpy's function of the
+# same name returns for a traced argument (a traced value cannot be written into) would be
+# lost, and the array left as it was. Called as NumPy's, a traced argument is refused, naming
+# the form that returns the new array: (the arguments, what to write, whether this call
+# writes in place).
+_WRITES_INTO = {
+    "put_along_axis": (
+        ("arr", "values"),
+        "arr = fgrad.numpy.put_along_axis(arr, indices, values, axis), which returns the new "
+        "array (the same call; use its result)",
+        lambda arguments: True,
+    ),
+    "fill_diagonal": (
+        ("a", "val"),
+        "a = fgrad.numpy.at(a)[fgrad.numpy.diag_indices_from(a)].set(val) (its axes all of "
+        "one length)",
+        lambda arguments: True,
+    ),
+    "nan_to_num": (
+        ("x", "nan", "posinf", "neginf"),
+        "x = fgrad.numpy.nan_to_num(x, nan=..., posinf=..., neginf=...) (copy=True, NumPy's "
+        "default), which returns the new array",
+        lambda arguments: arguments.get("copy", True) is False,
+    ),
+}
+
+
+def _refusing_traced(fn, names, instead, in_place):
+    """`fn` as NumPy's own call reaches it: when the call writes in place (`in_place` of its
+    arguments), the arguments `names` must not be traced."""
+    signature = inspect.signature(fn)
+
+    def numpys_call(*args, **kwargs):
+        arguments = signature.bind(*args, **kwargs).arguments
+        if in_place(arguments):
+            what = fn.__name__ + ("(..., copy=False)" if "copy" in arguments else "")
+            _sh.refuse_traced(what, instead, **{n: arguments.get(n) for n in names})
+        return fn(*args, **kwargs)
+
+    return numpys_call
+
+
 def dispatch_to(mapping):
     """Send these NumPy-protocol callables (ufuncs or array functions, e.g. SciPy's special
     functions) to the given fgrad functions when they meet a traced value."""
@@ -688,6 +732,9 @@ def install(namespace, submodules):
             if not callable(fn) or theirs is None or theirs is fn or isinstance(theirs, type):
                 continue  # a NumPy function re-exported unchanged must not dispatch to itself
             (_UFUNCS if isinstance(theirs, _np.ufunc) else _FUNCTIONS)[theirs] = fn
+    for name, (names, instead, in_place) in _WRITES_INTO.items():
+        fn = _refusing_traced(namespace[name], names, instead, in_place)
+        _FUNCTIONS[getattr(_np, name)] = fn
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
         if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)
