@@ -267,6 +267,45 @@ def test_numpy_reductions_on_traced_values_call_the_differentiable_methods():
         grad(lambda x: np.sum(x, out=np.zeros(())))(x)
 
 
+def _out_like(z, dtype=float):
+    return np.zeros(z.shape, dtype)
+
+
+def _out_along_0(z, dtype):
+    return np.zeros(z.shape[1:], dtype)
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("round", lambda z: np.round(z, 1, out=_out_like(z))),
+        ("round", lambda z: z.round(1, _out_like(z))),
+        ("round", lambda z: np.around(z, 1, out=_out_like(z))),
+        ("argmax", lambda z: z.argmax(axis=0, out=_out_along_0(z, np.intp))),
+        ("argmin", lambda z: np.argmin(z, 0, _out_along_0(z, np.intp))),
+        ("all", lambda z: z.all(axis=0, out=_out_along_0(z, bool))),
+        ("any", lambda z: np.any(z, axis=0, out=_out_along_0(z, bool))),
+    ],
+)
+@pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
+def test_out_of_the_functions_without_derivative_is_refused_on_traced_values(name, call, transform):
+    # NumPy wrote into `out` once, while jit recorded: replays returned the first call's
+    # values (round(., 1) of [5.55, 7.77] gave [0.1, 0.3]); vmap raised NumPy's shape error
+    def f(z):
+        call(z)
+        return z
+
+    z = np.array([[0.12, 0.34], [5.55, 7.77]])
+    traced = {"jit": fgrad.jit(f), "vmap": fgrad.vmap(f), "grad": grad(lambda z: fnp.sum(f(z)))}
+    with pytest.raises(TypeError, match=rf"{name}\(\.\.\., out=\.\.\.\) cannot write into"):
+        traced[transform](z if transform != "vmap" else z[None])
+    if transform == "jit":  # an `out` given to the jitted function: replays left it unwritten
+        with pytest.raises(TypeError, match="out=.... cannot write into"):
+            fgrad.jit(lambda z, o: np.round(z, 1, out=o))(z, np.zeros(z.shape))
+    out = call(z)  # plain values: NumPy writes into out, as before
+    assert type(out) is np.ndarray
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_python_number_inputs_follow_numpy_semantics_in_rules(mode):
     # As Python floats, 0.0 ** -2.0 and 1.0 / 0.0 raise ZeroDivisionError; as NumPy, inf.
