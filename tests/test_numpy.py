@@ -603,6 +603,52 @@ def test_ufunc_methods_on_traced_values(name):
         fgrad.grad(lambda x: theirs.at(x, [0], 1.0))(x)
 
 
+@pytest.mark.parametrize(
+    "name, x, kwargs",
+    [
+        ("add", np.array(0.3), {}),
+        ("subtract", np.array(0.3), {}),
+        ("maximum", np.array(0.3), {"keepdims": True}),
+        ("hypot", np.array(0.3), {"axis": None}),
+        ("subtract", np.array(0.3), {"axis": -1, "initial": 1.0}),
+        ("subtract", np.array([3.0, 1.0, 0.5]), {"axis": None}),
+        ("subtract", np.array([3.0, 1.0, 0.5]), {"axis": None, "keepdims": True}),
+        ("subtract", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": (1,)}),
+        ("subtract", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": ()}),
+        ("hypot", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": None}),
+        ("hypot", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": (1, 0), "keepdims": True}),
+    ],
+)
+def test_ufunc_reduce_of_a_0d_value_and_over_axes_numpy_allows_is_numpys(name, x, kwargs):
+    """reduce of a 0-d traced value raised (axis 0 out of bounds; subtract: ZeroDivisionError,
+    an axis modulo 0), and subtract.reduce(axis=None) of a 1-D value, hypot.reduce over
+    several axes were refused; NumPy gives the value itself (with `initial` folded in) and
+    folds as one axis."""
+    theirs = getattr(np, name)
+
+    def f(z):
+        return theirs.reduce(z, **kwargs)
+
+    want = f(x)
+    for got in (fgrad.jit(f)(x), fgrad.jit(f)(x), fgrad.jvp(f, (x,), (np.ones_like(x),))[0]):
+        assert type(got) is type(want) and np.shape(got) == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fgrad.vmap(f)(np.stack([x, 2 * x])), [want, f(2 * x)])
+    from fgrad.test_util import check_grads
+
+    check_grads(f, (x,), order=2)
+
+
+def test_ufunc_reduce_refuses_what_numpy_refuses():
+    m = np.ones((2, 2))
+    with pytest.raises(ValueError, match="'subtract' is not reorderable"):
+        fgrad.jit(lambda z: np.subtract.reduce(z, axis=None))(m)
+    with pytest.raises(np.exceptions.AxisError, match="axis 1 is out of bounds"):
+        fgrad.jit(lambda z: np.add.reduce(z[0, 0], axis=1))(m)
+    with pytest.raises(TypeError, match="cannot accumulate on a scalar"):
+        fgrad.jit(lambda z: np.add.accumulate(z[0, 0]))(m)
+
+
 def test_var_and_std_take_numpys_mean_none():
     """mean=None (NumPy's explicit 'compute it') raised TypeError (float - None)."""
     x = np.random.default_rng(0).normal(size=(2, 3))
