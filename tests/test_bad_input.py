@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+import fgrad
 import fgrad.numpy as fnp
 from fgrad import (
     checkpoint,
@@ -796,3 +797,21 @@ def test_in_place_operators_on_numpy_arrays_say_what_to_write():
         r"numpy\.add\(\.\.\., out=\.\.\.\).*a = a \+ v.*a = fnp\.at\(a\)\[idx\]\.add\(v\)",
         str(error),
     )
+
+
+def test_numpys_vectorize_and_frompyfunc_on_traced_values_name_fnp_vectorize_and_your_line():
+    # np.vectorize's message quoted NumPy's own line (args = [asarray(a) for a in args]) as
+    # the user's; np.frompyfunc's read "ufunc's ufunc.<lambda> (vectorized)", named a module
+    # fgrad.ufunc, and said "cannot differentiate" under vmap
+    x = np.array([1.0, 2.0])
+    square = np.vectorize(lambda a: a * a)
+    with pytest.raises(TypeError, match="fgrad.numpy.vectorize") as e:
+        fgrad.grad(lambda x: fnp.sum(square(x)))(x)  # the user's line
+    assert "the user's line" in str(e.value) and "asarray(a)" not in str(e.value)
+    double = np.frompyfunc(lambda a: 2 * a, 1, 1)
+    for traced, arg in ((fgrad.grad(lambda x: fnp.sum(double(x).astype(float))), x),
+                        (fgrad.vmap(double), x[None])):  # fmt: skip
+        with pytest.raises(TypeError, match=r"np.frompyfunc ufunc .*fgrad.numpy.vectorize") as e:
+            traced(arg)
+        assert "fgrad.ufunc" not in str(e.value) and "differentiate" not in str(e.value)
+    np.testing.assert_array_equal(fgrad.vmap(fnp.vectorize(lambda a: 2 * a))(x[None]), [2 * x])

@@ -249,6 +249,64 @@ def test_put_along_axis_and_fill_diagonal_write_plain_arrays_and_return_new_trac
     np.testing.assert_array_equal(g, [2 * (1 + 1), 2 * (2 + 2)])  # each value fills 2 places
 
 
+def _zero_diagonal(z):
+    np.fill_diagonal(z, 0.0)  # NumPy's calling convention: it writes into z, returns None
+    return z
+
+
+def _zero_first_column(z):
+    np.put_along_axis(z, np.array([[0], [0]]), 0.0, axis=1)
+    return z
+
+
+def _put_into_plain(z):
+    a = np.zeros(2)
+    np.put_along_axis(a, np.array([1]), z[0, :1], axis=0)  # a traced value into a plain array
+    return a
+
+
+def _clean(z):
+    np.nan_to_num(z, copy=False)
+    return z
+
+
+@pytest.mark.parametrize(
+    "f, arg, instead",
+    [
+        (_zero_diagonal, "a", "fgrad.numpy.at(a)[fgrad.numpy.diag_indices_from(a)].set(val)"),
+        (_zero_first_column, "arr", "arr = fgrad.numpy.put_along_axis(arr, indices, values"),
+        (_put_into_plain, "values", "arr = fgrad.numpy.put_along_axis(arr, indices, values"),
+        (_clean, "x", "x = fgrad.numpy.nan_to_num(x, nan="),
+    ],
+)
+@pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
+def test_numpys_in_place_functions_refuse_a_traced_value_instead_of_losing_the_write(
+    f, arg, instead, transform
+):
+    # NumPy's calls write into an argument and return None: the new array fgrad's functions
+    # return for a traced one was dropped, and eagerly different values came out unchanged
+    # (jit of _zero_diagonal gave [[1, .2], [.3, 2]] where NumPy gives [[0, .2], [.3, 0]])
+    m = np.array([[1.0, 0.2], [0.3, np.nan]])
+    traced = {
+        "jit": fgrad.jit(f),
+        "vmap": lambda m: fgrad.vmap(f)(m[None]),
+        "grad": fgrad.grad(lambda m: fnp.sum(f(m))),
+    }[transform]
+    with pytest.raises(TypeError, match=rf"writes into an array, and {arg} is traced") as e:
+        traced(m)
+    assert instead in str(e.value)
+
+
+def test_the_forms_named_for_numpys_in_place_functions_give_numpys_values():
+    m = np.array([[1.0, 0.2], [0.3, np.nan]])
+    ref = m.copy()
+    np.fill_diagonal(ref, 0.0)
+    _identical(fgrad.jit(lambda a: fnp.at(a)[fnp.diag_indices_from(a)].set(0.0))(m), ref)
+    ref = m.copy()
+    np.nan_to_num(ref, copy=False)
+    _identical(fgrad.jit(lambda x: fnp.nan_to_num(x))(m), ref)
+
+
 def test_put_along_axis_refuses_indices_batched_by_vmap():
     a = np.zeros((2, 3))
     with pytest.raises(TypeError, match="indices is batched by vmap"):

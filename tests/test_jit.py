@@ -3,6 +3,7 @@ guarded, and jit composes with every transform in both orders."""
 
 import collections
 import dataclasses
+import inspect
 import sys
 import threading
 import warnings
@@ -1583,9 +1584,18 @@ def test_a_python_number_argument_gives_the_eager_type_dtype_and_bits_under_jit(
                 tree_flatten(want)
             except Exception:
                 continue  # (not a signature of this function)
+            if "out" in _bound_names(f, first):
+                continue  # (NumPy's out= writes into an array: refused on traced values)
             jitted = fgrad.jit(f)
             for args, eager in zip((first, second, first), want + want[:1]):
                 assert_same(eager, jitted(*args))
+
+
+def _bound_names(f, args):
+    try:
+        return inspect.signature(f).bind(*args).arguments
+    except (TypeError, ValueError):
+        return {}
 
 
 def test_jit_of_jet_rounds_as_eager_jet():

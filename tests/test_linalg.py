@@ -647,6 +647,15 @@ def test_matrix_power_and_multi_dot():
     np.testing.assert_allclose(grad(lambda v: la.multi_dot([v, A, v]))(x), (A + A.T) @ x)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, -3])
+def test_matrix_power_multiplies_in_numpys_order_so_traced_values_are_its_bits(n):
+    # n = 3 was a @ (a @ a), NumPy's (a @ a) @ a: jit differed from eager by 1 ulp
+    m = np.array([[1.0, 0.2, 0.1], [0.3, 2.0, -0.4], [0.0, 0.5, 1.5]])
+    want = np.linalg.matrix_power(m, n)
+    np.testing.assert_array_equal(fgrad.jit(lambda a: np.linalg.matrix_power(a, n))(m), want)
+    np.testing.assert_array_equal(la.matrix_power(m, n), want)
+
+
 def test_results_are_numpy_result_types():
     _w, _v = la.eigh(SPD)
     r = la.eigh(SPD)

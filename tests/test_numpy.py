@@ -267,6 +267,45 @@ def test_numpy_reductions_on_traced_values_call_the_differentiable_methods():
         grad(lambda x: np.sum(x, out=np.zeros(())))(x)
 
 
+def _out_like(z, dtype=float):
+    return np.zeros(z.shape, dtype)
+
+
+def _out_along_0(z, dtype):
+    return np.zeros(z.shape[1:], dtype)
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("round", lambda z: np.round(z, 1, out=_out_like(z))),
+        ("round", lambda z: z.round(1, _out_like(z))),
+        ("round", lambda z: np.around(z, 1, out=_out_like(z))),
+        ("argmax", lambda z: z.argmax(axis=0, out=_out_along_0(z, np.intp))),
+        ("argmin", lambda z: np.argmin(z, 0, _out_along_0(z, np.intp))),
+        ("all", lambda z: z.all(axis=0, out=_out_along_0(z, bool))),
+        ("any", lambda z: np.any(z, axis=0, out=_out_along_0(z, bool))),
+    ],
+)
+@pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
+def test_out_of_the_functions_without_derivative_is_refused_on_traced_values(name, call, transform):
+    # NumPy wrote into `out` once, while jit recorded: replays returned the first call's
+    # values (round(., 1) of [5.55, 7.77] gave [0.1, 0.3]); vmap raised NumPy's shape error
+    def f(z):
+        call(z)
+        return z
+
+    z = np.array([[0.12, 0.34], [5.55, 7.77]])
+    traced = {"jit": fgrad.jit(f), "vmap": fgrad.vmap(f), "grad": grad(lambda z: fnp.sum(f(z)))}
+    with pytest.raises(TypeError, match=rf"{name}\(\.\.\., out=\.\.\.\) cannot write into"):
+        traced[transform](z if transform != "vmap" else z[None])
+    if transform == "jit":  # an `out` given to the jitted function: replays left it unwritten
+        with pytest.raises(TypeError, match="out=.... cannot write into"):
+            fgrad.jit(lambda z, o: np.round(z, 1, out=o))(z, np.zeros(z.shape))
+    out = call(z)  # plain values: NumPy writes into out, as before
+    assert type(out) is np.ndarray
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_python_number_inputs_follow_numpy_semantics_in_rules(mode):
     # As Python floats, 0.0 ** -2.0 and 1.0 / 0.0 raise ZeroDivisionError; as NumPy, inf.
@@ -562,6 +601,52 @@ def test_ufunc_methods_on_traced_values(name):
         )
     with pytest.raises(TypeError, match=r"\.at writes into its first argument in place"):
         fgrad.grad(lambda x: theirs.at(x, [0], 1.0))(x)
+
+
+@pytest.mark.parametrize(
+    "name, x, kwargs",
+    [
+        ("add", np.array(0.3), {}),
+        ("subtract", np.array(0.3), {}),
+        ("maximum", np.array(0.3), {"keepdims": True}),
+        ("hypot", np.array(0.3), {"axis": None}),
+        ("subtract", np.array(0.3), {"axis": -1, "initial": 1.0}),
+        ("subtract", np.array([3.0, 1.0, 0.5]), {"axis": None}),
+        ("subtract", np.array([3.0, 1.0, 0.5]), {"axis": None, "keepdims": True}),
+        ("subtract", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": (1,)}),
+        ("subtract", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": ()}),
+        ("hypot", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": None}),
+        ("hypot", np.array([[3.0, 1.0], [0.5, 2.0]]), {"axis": (1, 0), "keepdims": True}),
+    ],
+)
+def test_ufunc_reduce_of_a_0d_value_and_over_axes_numpy_allows_is_numpys(name, x, kwargs):
+    """reduce of a 0-d traced value raised (axis 0 out of bounds; subtract: ZeroDivisionError,
+    an axis modulo 0), and subtract.reduce(axis=None) of a 1-D value, hypot.reduce over
+    several axes were refused; NumPy gives the value itself (with `initial` folded in) and
+    folds as one axis."""
+    theirs = getattr(np, name)
+
+    def f(z):
+        return theirs.reduce(z, **kwargs)
+
+    want = f(x)
+    for got in (fgrad.jit(f)(x), fgrad.jit(f)(x), fgrad.jvp(f, (x,), (np.ones_like(x),))[0]):
+        assert type(got) is type(want) and np.shape(got) == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fgrad.vmap(f)(np.stack([x, 2 * x])), [want, f(2 * x)])
+    from fgrad.test_util import check_grads
+
+    check_grads(f, (x,), order=2)
+
+
+def test_ufunc_reduce_refuses_what_numpy_refuses():
+    m = np.ones((2, 2))
+    with pytest.raises(ValueError, match="'subtract' is not reorderable"):
+        fgrad.jit(lambda z: np.subtract.reduce(z, axis=None))(m)
+    with pytest.raises(np.exceptions.AxisError, match="axis 1 is out of bounds"):
+        fgrad.jit(lambda z: np.add.reduce(z[0, 0], axis=1))(m)
+    with pytest.raises(TypeError, match="cannot accumulate on a scalar"):
+        fgrad.jit(lambda z: np.add.accumulate(z[0, 0]))(m)
 
 
 def test_var_and_std_take_numpys_mean_none():

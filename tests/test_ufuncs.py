@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from gradtable import derivatives as _derivatives
 
+import fgrad
 import fgrad.numpy as fnp
 from fgrad import grad, jacfwd, jacrev, vjp
 
@@ -329,3 +330,23 @@ def test_real_if_close_and_the_complex_predicates_are_numpys():
     # the real part: d Re(z) is Re(dz); the cotangent of z is the real cotangent, as for real()
     np.testing.assert_array_equal(grad(lambda z: fnp.sum(fnp.real_if_close(z)))(z), [1, 1])
     assert fnp.iscomplex(z).tolist() == [True, False] and fnp.isreal(z).tolist() == [False, True]
+
+
+def test_allclose_under_vmap_answers_each_row_as_a_loop_does():
+    # NumPy's allclose reduces a whole array: run on the stacked rows, it answered for the
+    # batch (False for every row when one row differs) where a loop answers per row
+    X = np.array([[0.3, 0.3], [0.3, 0.5], [1.0, 1.0]])
+    B = np.array([[0.3, 0.3], [0.3, 0.3], [1.0, 1.0]])
+
+    def keep_if_close(z):
+        return z * np.allclose(z, 0.3)
+
+    loop = np.stack([keep_if_close(r) for r in X])
+    np.testing.assert_array_equal(fgrad.vmap(keep_if_close)(X), loop)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.vmap(keep_if_close))(X), loop)
+    expected = [np.allclose(x, b) for x, b in zip(X, B)]
+    np.testing.assert_array_equal(fgrad.vmap(np.allclose)(X, B), expected)
+    np.testing.assert_array_equal(fgrad.vmap(lambda b: fnp.allclose(X[0], b))(B), [1, 1, 0])
+    np.testing.assert_array_equal(fgrad.vmap(np.allclose, in_axes=(1, None))(X.T, 0.3), [1, 0, 0])
+    nested = fgrad.vmap(fgrad.vmap(lambda z: np.allclose(z, 0.3)))(np.stack([X, X + 1]))
+    np.testing.assert_array_equal(nested, [[1, 0, 0], [0, 0, 0]])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import linecache
 import os
 import sys
@@ -65,6 +66,13 @@ def _refusal(box, what):
     value = f"a traced value (one with {_sh.describe(box)})"
     place, text = _users_line()
     where = f" (at {place}: {text})" if text else ""
+    if what == "NumPy conversion" and _inside_numpys_vectorize():
+        return (
+            f"np.vectorize converts {value} to a NumPy array, which would drop its "
+            f"gradient{where}: it calls the function on plain elements. Use "
+            "fgrad.numpy.vectorize(f) instead, which applies f to traced elements under every "
+            "transform."
+        )
     statement = _statement(text)
     written = {"float()": "float", "int()": "int", "complex()": "complex"}.get(what)
     if what == "NumPy conversion" and _calls(statement, ("array", "asarray", "asanyarray")):
@@ -98,14 +106,18 @@ def _refusal(box, what):
 
 
 _FGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# NumPy's own code, which converts a value for a function the user called (np.vectorize's
+# np.asarray): not the user's line either
+_NUMPY_DIR = os.path.dirname(os.path.abspath(_np.__file__)) + os.sep
 
 
 def _users_line():
     """("function, file.py line 12", the line's text) of the innermost line of the user's code
-    (not fgrad's) on the stack; ("", "") if there is none. `fgrad.provenance.source_here`
-    does the same for the layers above this one (tests/test_core.py: what each may import)."""
+    (not fgrad's, nor NumPy's) on the stack; ("", "") if there is none.
+    `fgrad.provenance.source_here` does the same for the layers above this one
+    (tests/test_core.py: what each may import)."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_FGRAD_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith((_FGRAD_DIR, _NUMPY_DIR)):
         frame = frame.f_back
     if frame is None:
         return "", ""
@@ -114,6 +126,18 @@ def _users_line():
     if code.co_name != "<module>":
         place = f"{code.co_name}, {place}"
     return place, linecache.getline(code.co_filename, frame.f_lineno).strip()
+
+
+def _inside_numpys_vectorize():
+    """Whether the stack holds a call of an np.vectorize (whose function sees plain values)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_NUMPY_DIR) and isinstance(
+            frame.f_locals.get("self"), _np.vectorize
+        ):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _statement(text):
@@ -375,6 +399,8 @@ def _no_mirror_message(box, ufunc, method):
     """Why a ufunc applied to a traced value cannot run, naming the function as the user
     called it (SciPy's special functions are NumPy ufuncs too; `scipy.special.zeta` calls the
     private ufunc `_riemann_zeta`) and fgrad's mirror of that module."""
+    if ufunc.__name__.endswith(" (vectorized)"):  # a ufunc np.frompyfunc made, of no module
+        return _python_function_ufunc_message(box, ufunc, method)
     home = _home_of(ufunc)
     package = home.split(".")[0]
     public, name = home.rsplit(".", 1)
@@ -404,6 +430,19 @@ def _no_mirror_message(box, ufunc, method):
     return head + (
         f"{mirror} has no differentiable {name} yet: build it from fgrad.numpy "
         "operations, or register your own with fgrad.primitive."
+    )
+
+
+def _python_function_ufunc_message(box, ufunc, method):
+    """Why np.frompyfunc's ufunc of a Python function cannot take a traced value."""
+    name = ufunc.__name__.removesuffix(" (vectorized)")
+    call = "" if method == "__call__" else f".{method}"
+    return (
+        f"NumPy's np.frompyfunc ufunc of the Python function {name}{call} was applied to a "
+        f"traced value ({_sh.describe(box)}): it calls the function on each element as a "
+        "plain Python object, which fgrad cannot trace. Use fgrad.numpy.vectorize(f) instead "
+        "(it applies f to traced elements, under every transform), or apply the ufunc to "
+        "fgrad.stop_gradient(x) if no derivative should flow through it."
     )
 
 
@@ -666,6 +705,49 @@ _FUNCTION_METHODS = (
 )
 
 
+# NumPy's functions that write into an argument (and return None, or it): NumPy code calls
+# them for that write and may drop the result, so the new array fgrad.numpy's function of the
+# same name returns for a traced argument (a traced value cannot be written into) would be
+# lost, and the array left as it was. Called as NumPy's, a traced argument is refused, naming
+# the form that returns the new array: (the arguments, what to write, whether this call
+# writes in place).
+_WRITES_INTO = {
+    "put_along_axis": (
+        ("arr", "values"),
+        "arr = fgrad.numpy.put_along_axis(arr, indices, values, axis), which returns the new "
+        "array (the same call; use its result)",
+        lambda arguments: True,
+    ),
+    "fill_diagonal": (
+        ("a", "val"),
+        "a = fgrad.numpy.at(a)[fgrad.numpy.diag_indices_from(a)].set(val) (its axes all of "
+        "one length)",
+        lambda arguments: True,
+    ),
+    "nan_to_num": (
+        ("x", "nan", "posinf", "neginf"),
+        "x = fgrad.numpy.nan_to_num(x, nan=..., posinf=..., neginf=...) (copy=True, NumPy's "
+        "default), which returns the new array",
+        lambda arguments: arguments.get("copy", True) is False,
+    ),
+}
+
+
+def _refusing_traced(fn, names, instead, in_place):
+    """`fn` as NumPy's own call reaches it: when the call writes in place (`in_place` of its
+    arguments), the arguments `names` must not be traced."""
+    signature = inspect.signature(fn)
+
+    def numpys_call(*args, **kwargs):
+        arguments = signature.bind(*args, **kwargs).arguments
+        if in_place(arguments):
+            what = fn.__name__ + ("(..., copy=False)" if "copy" in arguments else "")
+            _sh.refuse_traced(what, instead, **{n: arguments.get(n) for n in names})
+        return fn(*args, **kwargs)
+
+    return numpys_call
+
+
 def dispatch_to(mapping):
     """Send these NumPy-protocol callables (ufuncs or array functions, e.g. SciPy's special
     functions) to the given fgrad functions when they meet a traced value."""
@@ -688,6 +770,9 @@ def install(namespace, submodules):
             if not callable(fn) or theirs is None or theirs is fn or isinstance(theirs, type):
                 continue  # a NumPy function re-exported unchanged must not dispatch to itself
             (_UFUNCS if isinstance(theirs, _np.ufunc) else _FUNCTIONS)[theirs] = fn
+    for name, (names, instead, in_place) in _WRITES_INTO.items():
+        fn = _refusing_traced(namespace[name], names, instead, in_place)
+        _FUNCTIONS[getattr(_np, name)] = fn
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
         if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)

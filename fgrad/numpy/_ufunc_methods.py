@@ -93,13 +93,24 @@ def apply(fn, theirs, method, inputs, kwargs, namespace):
     a = namespace["asarray"](a)
     axis = kwargs.pop("axis", 0)
     if method == "reduce":
-        return _reduce(fn, name, a, axis, kwargs, namespace)
+        return _reduce(fn, theirs, a, axis, kwargs, namespace)
     if method == "accumulate":
         return _accumulate(fn, name, a, axis, kwargs, namespace)
     raise AttributeError(f"{name} has no method {method!r}")
 
 
-def _reduce(fn, name, a, axis, kwargs, namespace):
+# The ufuncs without an identity that NumPy still reduces over several axes at once
+_REORDERABLE = {"maximum", "minimum", "fmax", "fmin"}
+
+
+def _reduce(fn, theirs, a, axis, kwargs, namespace):
+    name = theirs.__name__
+    nd = namespace["ndim"](a)
+    reorderable = theirs.identity is not None or name in _REORDERABLE
+    axes = _reduced_axes(axis, nd, name, reorderable)
+    if axes == ():  # nothing to fold (a 0-d a, as NumPy reads it at axis 0, -1 or None)
+        initial = kwargs.get("initial")
+        return a[()] if initial is None else fn(initial, a)  # (NumPy gives a scalar)
     if name in _REDUCTIONS:
         reduction, takes = _REDUCTIONS[name]
         refused = sorted(set(kwargs) - set(takes))
@@ -107,23 +118,42 @@ def _reduce(fn, name, a, axis, kwargs, namespace):
             return namespace[reduction](a, axis=axis, **kwargs)
         raise TypeError(f"{name}.reduce on a traced value does not take {refused}")
     refused = sorted(k for k in kwargs if k not in ("keepdims", "initial"))
-    if refused or not isinstance(axis, (int, _np.integer)):
-        raise TypeError(
-            f"{name}.reduce on a traced value folds along one axis (an int), without "
-            f"{refused or 'a tuple of axes'}"
-        )
-    rows = namespace["moveaxis"](a, int(axis), 0)
+    if refused:
+        raise TypeError(f"{name}.reduce on a traced value folds along axes, without {refused}")
+    rows = namespace["moveaxis"](a, axes, tuple(range(len(axes))))
+    shape = namespace["shape"](rows)
+    rows = namespace["reshape"](rows, (-1,) + tuple(shape[len(axes) :]))
     acc = kwargs.get("initial")
     for k in range(namespace["shape"](rows)[0]):
         acc = rows[k] if acc is None else fn(acc, rows[k])
     if acc is None:
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     if kwargs.get("keepdims"):
-        acc = namespace["expand_dims"](acc, int(axis) % namespace["ndim"](a))
+        acc = namespace["expand_dims"](acc, axes)
     return acc
 
 
+def _reduced_axes(axis, nd, name, reorderable):
+    """NumPy's `axis` of `reduce` on an array of `nd` axes, as a tuple of axes in [0, nd): ()
+    when nothing is folded (a 0-d array at axis 0, -1 or None, where NumPy gives the value
+    itself); a ufunc NumPy does not reorder (`subtract`) folds along one axis only."""
+    if nd == 0 and (axis is None or axis in (0, -1)):
+        return ()
+    axes = tuple(range(nd)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    if not reorderable and len(axes) > 1:
+        raise ValueError(
+            f"reduction operation '{name}' is not reorderable, so at most one axis may be "
+            f"specified (got axis={axis!r} for an array of {nd} axes)"
+        )
+    for k in axes:
+        if not -nd <= k < nd:
+            raise _np.exceptions.AxisError(int(k), nd)
+    return tuple(sorted(int(k) % nd for k in axes))
+
+
 def _accumulate(fn, name, a, axis, kwargs, namespace):
+    if namespace["ndim"](a) == 0:
+        raise TypeError(f"{name}.accumulate: cannot accumulate on a scalar (as NumPy)")
     if name in _SCANS and set(kwargs) <= {"dtype"}:
         return namespace[_SCANS[name]](a, axis=axis, **kwargs)
     if kwargs or not isinstance(axis, (int, _np.integer)):

@@ -1871,6 +1871,8 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
         return _np.broadcast_to(_const(_np.eye(shape(a)[-1]), a), shape(a)).copy()
     if n < 0:
         a, n = inv(a), -n
+    if n == 3:  # NumPy's own order of products for n = 3 (the loop gives a @ (a @ a))
+        return _matmul(_matmul(a, a), a)
     result, base = None, a
     while True:
         if n & 1:

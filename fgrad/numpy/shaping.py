@@ -62,8 +62,12 @@ def nondiff_function(theirs, name=None):
     NumPy's), and its result is a constant at every level."""
     name = name or theirs.__name__
     prim = nondiff(theirs, name)
+    parameters = list(inspect.signature(theirs).parameters)
+    out_at = parameters.index("out") if "out" in parameters else None
 
     def fn(*args: Any, **kwargs: Any) -> Array:
+        if out_at is not None:
+            _refuse_out_of_traced(args, kwargs, out_at, name)
         if kwargs:
             kwargs = {key: primal(value) for key, value in kwargs.items()}
         if not _core._PLAIN.issuperset(map(type, args)) and holds_foreign(args):
@@ -81,6 +85,16 @@ def nondiff_function(theirs, name=None):
     fn.primitive = prim  # what the batching rules know it by
     # a ufunc (a comparison, `floor`) keeps NumPy's ufunc signature: a ufunc without derivative
     return mirror("ufunc" if isinstance(theirs, _np.ufunc) else "constant")(fn)
+
+
+def _refuse_out_of_traced(args, kwargs, out_at, name):
+    """`out=` (by keyword or at its place) of a call on traced values: NumPy would write the
+    plain values into it once, when `jit` records the call (replays returned that first call's
+    values, or, for an `out` given to the jitted function, left it unwritten), and every row
+    at once under `vmap`; refused as `out=` of the functions with a derivative is."""
+    out = args[out_at] if len(args) > out_at else kwargs.get("out")
+    if out is not None and (is_traced(args) or is_traced(list(kwargs.values()))):
+        refuse_out(out, name)
 
 
 def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defaults: Any) -> _F:

@@ -49,6 +49,7 @@ from .elementwise import (
     _weights as _dtype_weights,
     as_ufunc,
     cos,
+    elementwise_batch_rule,
     equal,
     exp,
     float_power_values,
@@ -66,6 +67,8 @@ from .shaping import (
     as_array,
     asarray,
     astype,
+    axis_batch_rule,
+    batch_to_front,
     broadcast_like,
     broadcast_to,
     describe,
@@ -611,6 +614,20 @@ isposinf = nondiff_function(_np.isposinf)
 isneginf = nondiff_function(_np.isneginf)
 isclose = nondiff_function(_np.isclose)
 allclose = nondiff_function(_np.allclose)
+_all_of = nondiff_function(_np.all)  # (statistics.all, which this module may not import)
+axis_batch_rule(_all_of)
+
+
+def _allclose_batch(args, dims, **params):
+    """allclose under `vmap`: one answer per row, as a loop gives: `isclose` of the rows
+    (elementwise, so its own rule) and `all` over each row's axes. (The elementwise rule
+    would run NumPy's allclose once on all the rows, and answer for the whole batch.)"""
+    close, d = elementwise_batch_rule(isclose.primitive)(args, dims, **params)
+    close = batch_to_front(close, d)
+    return _all_of(close, axis=tuple(range(1, len(shape_of(close))))), 0
+
+
+register_rules(allclose.primitive, batch=_allclose_batch)
 
 
 def _heaviside(x1, x2):
