@@ -12,6 +12,7 @@ import inspect
 import linecache
 import os
 import sys
+import types
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -129,15 +130,20 @@ def _users_line():
 
 
 def _inside_numpys_vectorize():
-    """Whether the stack holds a call of an np.vectorize (whose function sees plain values)."""
+    """Whether the stack holds a call of an np.vectorize (whose function sees plain values):
+    a frame running one of its methods' code (known by the code object, not by reading the
+    frame's locals: fgrad reads no function's locals)."""
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename.startswith(_NUMPY_DIR) and isinstance(
-            frame.f_locals.get("self"), _np.vectorize
-        ):
+        if frame.f_code in _VECTORIZE_CODE:
             return True
         frame = frame.f_back
     return False
+
+
+_VECTORIZE_CODE = frozenset(
+    f.__code__ for f in vars(_np.vectorize).values() if isinstance(f, types.FunctionType)
+)
 
 
 def _statement(text):
