@@ -11,7 +11,7 @@ from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import grad, jacfwd, jvp, vjp
+from fgrad import grad, jacfwd, jit, jvp, vjp, vmap
 from fgrad.core import primal
 from fgrad.test_util import check_grads
 from fgrad.tree_util import tree_flatten
@@ -169,6 +169,49 @@ def test_lstsq_returns_numpy_four_results():
     np.testing.assert_allclose(s, s0, rtol=1e-12)
     _, res_wide, _, _ = la.lstsq(WIDE, b[:3])
     assert np.shape(res_wide) == (0,)
+
+
+def test_lstsq_rcond_outside_0_1_means_machine_precision_as_in_lapack():
+    # gelsd replaces an rcond <= 0 or >= 1 (-1 was NumPy's default) by eps / 2
+    a = np.outer([1.0, 2, 3, 4], [1.0, 0, 1]) + np.outer([0, 1.0, 0, 1], [0, 1.0, 0])  # rank 2
+    b = rng.standard_normal(4)
+    for rcond in (-1, 0.0, 1.0, 2.0):
+        x0, _, rank0, _ = np.linalg.lstsq(a, b, rcond=rcond)
+        x, _, rank, _ = la.lstsq(a, b, rcond=rcond)
+        np.testing.assert_allclose(x, x0, rtol=1e-10, atol=1e-12)
+        assert rank == rank0 == 2
+        ranks = vmap(lambda m, r=rcond: la.lstsq(m, b, rcond=r)[2])(np.stack([a, a]))
+        np.testing.assert_array_equal(ranks, [2, 2])
+    # between eps / 2 and eps: kept, as NumPy keeps it
+    tiny = np.diag([1.0, 1.5e-16])
+    ones = np.ones(2)
+    assert la.lstsq(tiny, ones, rcond=-1)[2] == np.linalg.lstsq(tiny, ones, rcond=-1)[2] == 2
+
+
+def test_lstsq_takes_a_traced_rcond_as_pinv_does():
+    a, b = rng.standard_normal((3, 3)), np.ones(3)
+    rconds = np.array([0.5, 1e-15])
+    want = [np.linalg.lstsq(a, b, rcond=r)[0] for r in rconds]
+    jitted = jit(lambda m, r: la.lstsq(m, b, rcond=r)[0])
+    for r, w in zip(rconds, want):
+        np.testing.assert_allclose(jitted(a, float(r)), w, rtol=1e-12)
+    rows = vmap(lambda r: la.lstsq(a, b, rcond=r)[0])(rconds)
+    np.testing.assert_allclose(rows, want, rtol=1e-12)
+    with pytest.raises(TypeError, match="'rcond' is a traced value"):
+        grad(lambda r: fnp.sum(la.lstsq(a, b, rcond=r)[0]))(0.5)
+
+
+def test_pinv_broadcasts_an_array_rcond_against_the_batch_shape_as_numpy():
+    a = np.random.default_rng(1).standard_normal((3, 3, 4, 4))
+    rcond = np.array([[0.9], [1e-15], [1e-15]])  # one cutoff per row of the (3, 3) stack
+    np.testing.assert_allclose(la.pinv(a, rcond=rcond), np.linalg.pinv(a, rcond=rcond), atol=1e-12)
+    rtol = np.array([0.9, 1e-15, 0.5])  # one per column
+    np.testing.assert_allclose(la.pinv(a, rtol=rtol), np.linalg.pinv(a, rtol=rtol), atol=1e-12)
+    np.testing.assert_allclose(
+        la.pinv(a[:2], rcond=rcond[:2]), np.linalg.pinv(a[:2], rcond=rcond[:2]), atol=1e-12
+    )
+    with pytest.raises(ValueError, match="'rcond' .* has shape \\(2,\\)"):
+        la.pinv(a, rcond=np.ones(2))
 
 
 # --- closed-form derivatives ----------------------------------------------------------------------

@@ -805,6 +805,30 @@ _pinv_p = matrix_primitive(
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
 
+def _nested_tuples(x):
+    return tuple(map(_nested_tuples, x)) if isinstance(x, list) else x
+
+
+def _cutoffs_param(rcond, batch):
+    """pinv's `rcond` (or `rtol`) as a parameter: a float, or nested tuples of floats that
+    keep its shape, which NumPy broadcasts against the batch shape of the stack (entry i of a
+    (k, 1) array is the cutoff of row i of a (k, n) stack)."""
+    cutoffs = _np.asarray(rcond, dtype=float)
+    if cutoffs.ndim == 0:
+        return float(cutoffs)
+    try:
+        fits = _np.broadcast_shapes(cutoffs.shape, batch) == batch
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"linalg.pinv: 'rcond' (or 'rtol') has shape {cutoffs.shape}, which does not "
+            f"broadcast to the batch shape {batch} of 'a' (its shape without the last two "
+            "axes); give one cutoff, or an array that broadcasts to the batch shape"
+        )
+    return _nested_tuples(cutoffs.tolist())
+
+
 @mirror("function")
 def pinv(
     a: ArrayLike,
@@ -834,8 +858,8 @@ def pinv(
             rcond = rtol
     elif rtol is not _NOT_GIVEN:
         raise ValueError("linalg.pinv: give rcond or rtol, not both")
-    if isinstance(rcond, _np.ndarray):
-        rcond = float(rcond) if rcond.ndim == 0 else tuple(map(float, rcond.ravel()))
+    if not is_traced(rcond):
+        rcond = _cutoffs_param(rcond, shape(a)[:-2])
     if hermitian:  # NumPy's svd(hermitian=True) reads a's lower triangle (`eigh`)
         _check_square(a, "linalg.pinv(hermitian=True)")
         a = _hermitian_from(a)
@@ -865,6 +889,35 @@ def _lstsq_rank_batch(args, dims, rcond):
 register_rules(_lstsq_rank_p, batch=_lstsq_rank_batch)
 
 
+def _lstsq_rcond(rcond):
+    """lstsq's `rcond` as a Python float (None stays None). A traced one is read: a `jit`
+    argument is guarded (another value records again), and under `vmap` each row runs alone.
+    x depends on the cutoff only through the rank, a step: it has no derivative to carry."""
+    if rcond is None or not is_traced(rcond):
+        return rcond if rcond is None else float(rcond)
+    if shape(rcond) != ():
+        raise ValueError(f"linalg.lstsq: 'rcond' has {describe(rcond)}; it must be a number")
+    try:
+        return float(rcond)
+    except TypeError:
+        raise TypeError(
+            f"linalg.lstsq: 'rcond' is a traced value ({describe(rcond)}) of a derivative: "
+            "lstsq's results do not vary smoothly with the cutoff (they step where it crosses a "
+            "singular value). Pass fgrad.stop_gradient(rcond), or a number"
+        ) from None
+
+
+def _gelsd_cutoff(rcond, m, n):
+    """The relative cutoff LAPACK's gelsd applies (singular values s <= cutoff * s[0] are
+    taken as 0), for NumPy's `rcond`: NumPy's default eps * max(m, n), and gelsd's own
+    rule, which replaces an rcond outside (0, 1) (NumPy's old default -1, say) by the
+    machine precision of the float64 NumPy computes in (LAPACK's dlamch('E') = eps / 2)."""
+    eps = float(_np.finfo(_np.float64).eps)
+    if rcond is None:
+        return eps * builtins.max(m, n)
+    return rcond if 0.0 < rcond < 1.0 else eps / 2
+
+
 @mirror("function")
 def lstsq(
     a: ArrayLike, b: ArrayLike, rcond: float | None = None
@@ -892,9 +945,8 @@ def lstsq(
             "dimensions must be equal"
         )
     dtypes = (dtype_of(a), dtype_of(b))
-    cutoff = rcond
-    if cutoff is None:
-        cutoff = _np.finfo(_np.result_type(*dtypes, _np.float64)).eps * builtins.max(m, n)
+    rcond = _lstsq_rcond(rcond)
+    cutoff = _gelsd_cutoff(rcond, m, n)
     s = svdvals(a)
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
         kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
