@@ -419,6 +419,30 @@ def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
 # --- eigenvalue-only quantities at repeated eigenvalues and singular values -----------------------
 
 
+def test_eigvals_derivatives_at_a_repeated_eigenvalue_of_a_diagonalizable_matrix():
+    # sum(w) = tr(a) and sum(w**2) = tr(a @ a): gradients I and 2 a^T (equal eigenvalues once
+    # took the same eigenvector column, and the solve with V was singular)
+    p = np.random.default_rng(3).standard_normal((3, 3))
+    stack = np.stack(
+        [np.eye(3), np.diag([1.0, 1.0, 2.0]), p @ np.diag([1.0, 1.0, 2.0]) @ np.linalg.inv(p)]
+    )
+
+    def squares(a):
+        return fnp.real(fnp.sum(la.eigvals(a) ** 2))
+
+    for a in stack:
+        np.testing.assert_allclose(
+            grad(lambda m: fnp.real(fnp.sum(la.eigvals(m))))(a), np.eye(3), atol=1e-12
+        )
+        np.testing.assert_allclose(grad(squares)(a), 2 * a.T, atol=1e-12)
+        t = np.random.default_rng(4).standard_normal((3, 3))
+        _, dw = jvp(la.eigvals, (a,), (t,))
+        np.testing.assert_allclose(np.sum(dw), np.trace(t), atol=1e-12)
+    np.testing.assert_allclose(
+        vmap(grad(squares))(stack), 2 * np.swapaxes(stack, -1, -2), atol=1e-12
+    )
+
+
 def test_eigvalsh_gradient_at_repeated_eigenvalues():
     q = _rotation()
     a = q @ np.diag([1.0, 1.0, 3.0]) @ q.T

@@ -1400,18 +1400,47 @@ def eig(a: ArrayLike) -> EigResult:
 
 def _eigvectors_for(ans, x):
     """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
-    (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
+    (NumPy's `eigvals` and `eig` are separate LAPACK calls). Each eigenvalue takes the column
+    of its nearest one of eig's, one to one: equal eigenvalues take distinct columns, so V
+    stays invertible where a is diagonalizable."""
     w, v = _eig_p(x)
     if 0 in shape(ans):  # no eigenvalue to match (0x0 matrices, or none): nothing to reorder
         return v
-    if _unreadable(w):  # match each eigenvalue with its nearest by comparisons: no read
+    if _unreadable(w):  # no read: the pairing by reductions and comparisons
         gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
-        return _reordered(v, _mT(_first_largest(-gaps)))
+        return _reordered(v, _mT(_nearest_pairs(gaps)))
     wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
-    order = _np.argmin(_np.abs(wa[..., :, None] - we[..., None, :]), axis=-1)
+    gaps = _np.abs(wa[..., :, None] - we[..., None, :])
+    order = _np.argmin(gaps, axis=-1)
     if (order == _np.arange(wa.shape[-1])).all():
         return v
+    if not (_np.sort(order, axis=-1) == _np.arange(wa.shape[-1])).all():  # not one to one
+        order = _np.argmax(_nearest_pairs(gaps), axis=-1)
     return _take_last(v, _np.broadcast_to(order[..., None, :], shape(v)))
+
+
+def _nearest_pairs(gaps):
+    """M (..., n, n) boolean, M[..., i, j] where entry i of one list is paired with entry j of
+    the other (gaps[..., i, j] the distance between them): one to one, each step pairing the
+    closest entries not yet paired (at a tie, the first in row-major order). Reductions and
+    comparisons only, so that it batches."""
+    n = shape(gaps)[-1]
+    flat, square = shape(gaps)[:-2] + (n * n,), shape(gaps)
+    places = _np.arange(n * n, dtype=float)
+    paired = _np.zeros(square, dtype=bool)
+    for _ in range(n):
+        left = reshape(where(_paired_lines(paired), _np.inf, gaps), flat)
+        closest = equal(left, min(left, axis=-1, keepdims=True))
+        at = where(closest, places, float(n * n))
+        paired = logical_or(paired, reshape(equal(at, min(at, axis=-1, keepdims=True)), square))
+    return paired
+
+
+def _paired_lines(paired):
+    """Where row i or column j of the pairing `paired` already holds a pair."""
+    held = where(paired, 1.0, 0.0)
+    rows = greater(max(held, axis=-1, keepdims=True), 0.0)
+    return logical_or(rows, greater(max(held, axis=-2, keepdims=True), 0.0))
 
 
 def _eigvals_vjp(ans, x):
