@@ -533,3 +533,16 @@ def test_vmap_of_solve_sylvester_keeps_float32():
     out = fgrad.vmap(sla.solve_sylvester)(a[None], b[None], q[None])
     assert out.dtype == np.float32
     np.testing.assert_allclose(out[0], sl.solve_sylvester(a, b, q), rtol=1e-5)
+
+
+def test_svd_second_derivative_at_a_repeated_singular_value_is_nan_not_zero():
+    # sum(s**2) = ||a||_F^2 (Hessian 2 I): the gradient is exact at I, the Hessian cannot be
+    # (it needs the second derivative of the function of s at the tie): nan, as JAX, not 0
+    def squares(x):
+        return fnp.sum(sla.svd(x, compute_uv=False) ** 2)
+
+    np.testing.assert_allclose(grad(squares)(np.eye(3)), 2 * np.eye(3), atol=1e-12)
+    assert np.isnan(hessian(squares)(np.eye(3))).any()
+    np.testing.assert_allclose(
+        hessian(squares)(np.diag([3.0, 2.0, 1.0])).reshape(9, 9), 2 * np.eye(9), atol=1e-12
+    )

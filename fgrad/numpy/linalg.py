@@ -32,10 +32,16 @@ Conventions (where NumPy has no derivative to follow):
   both its own and its mirror's share (twice the Hermitian part's entry). JAX decomposes the
   Hermitian part `(a + a^H) / 2` instead: the same value for a Hermitian input, a different
   value otherwise, and a Hermitian gradient.
-- Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps; where
-  a gap is exactly 0 the factor 1/gap is taken as 0 (JAX gives inf or nan there). Eigenvalue-
-  only quantities (`eigvalsh`, `svdvals`, `norm(a, 'nuc')`, `norm(a, 2)`) then get their exact
-  gradient at repeated eigenvalues, where they are differentiable.
+- Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps;
+  where a gap is exactly 0 (a repeated eigenvalue) the vectors of the tie have no derivative,
+  and a derivative that depends on them is nan, as JAX's, never a finite guess. Forward rules
+  keep the exact 0 where the tangent does not couple the tie (V^H dA V is 0 there), and a
+  simple eigenvector's derivative is finite next to a tie (forward mode; reverse mode gives
+  nan, as JAX). Eigenvalue-only quantities (`eigvalsh`, `svdvals`, `eigvals`,
+  `norm(a, 'nuc')`, `norm(a, 2)`) get their exact gradient at repeated eigenvalues (their
+  rules use the vectors only, not the gaps), but their second derivatives there are nan: the
+  exact one needs the second derivative of the function of the eigenvalues at the tie, which
+  no rule of the eigenvalues sees. (Near a tie, 1/gap is huge and so are the derivatives.)
 - Phases. The eigenvectors of `eigh` and the singular vectors of `svd` of a complex matrix are
   fixed only up to a phase each (a sign for real input): fgrad's factors are NumPy's (LAPACK's)
   and their derivatives take JAX's gauge (`eigh`: Im(V^H dV) has a zero diagonal; `svd`: so
@@ -384,8 +390,30 @@ def _inverse_where_nonzero(d):
 
 
 def _gaps_inverse(w):
-    """F[..., i, j] = 1 / (w_j - w_i), and 0 where w_j == w_i (on the diagonal and at ties)."""
-    return _inverse_where_nonzero(expand_dims(w, -2) - expand_dims(w, -1))
+    """F[..., i, j] = 1 / (w_j - w_i), 0 on the diagonal, and nan where w_j == w_i off it: a
+    repeated eigenvalue (singular value), where the vectors of the tie have no derivative, so
+    that a derivative that depends on them is nan (as JAX's), not a wrong number. Multiply
+    with `_times_gaps_inverse`, which keeps the derivatives that do not look at the tie."""
+    gaps = expand_dims(w, -2) - expand_dims(w, -1)
+    n = shape(w)[-1]
+    tie = _np.logical_and(mask_values(gaps) == 0, ~_np.eye(n, dtype=bool))
+    if not may_hold(tie):
+        return _inverse_where_nonzero(gaps)
+    return where(tie, _np.nan, _inverse_where_nonzero(gaps))
+
+
+def _times_gaps_inverse(f, t):
+    """f * t in a forward rule, for F = `_gaps_inverse(w)` and t the tangent in the basis of
+    the vectors (V^H dA V): where a tie (nan) meets an exact 0 of t, 0. A direction that does
+    not couple the tie (t_ij = 0: a diagonal dA at a diagonal a) keeps the exact derivative of
+    every smooth function of the factors, and a simple eigenvector's derivative is finite
+    anyway (its column of F has no tie). Reverse rules keep the nan: their cotangent can be 0
+    at a tie by accident (the weight w_j of v_j at w_j = 0), which a 0 would make wrong."""
+    product = f * t
+    blank = _np.logical_and(_np.isnan(mask_values(f)), mask_values(t) == 0)
+    if not may_hold(blank):
+        return product
+    return where(blank, 0.0, product)
 
 
 def _right_solve(y, m):
@@ -1198,7 +1226,9 @@ def _eigh_jvp(tangents, ans, x, UPLO):
     w, v = ans
     vtv = _matmul(_H(v), _matmul(t, v))
     dw = _diagonal(vtv)
-    return real(dw) if _is_complex(dw) else dw, _matmul(v, _gaps_inverse(w) * vtv)
+    return real(dw) if _is_complex(dw) else dw, _matmul(
+        v, _times_gaps_inverse(_gaps_inverse(w), vtv)
+    )
 
 
 def _eigh_vjp(wanted, ans, x, UPLO):
@@ -1237,8 +1267,9 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
     diagonal: the value is NumPy's for any a, and the derivative is that of NumPy's function
     (0 outside the triangle read; JAX decomposes (a + a^H) / 2 instead, the same for a
     Hermitian a, but not its gradient). The eigenvector derivative divides by the gaps
-    w_j - w_i; where a gap is exactly 0 (a repeated eigenvalue) 1/gap is taken as 0, so
-    eigenvector gradients there are not meaningful, while eigenvalue gradients remain exact.
+    w_j - w_i; where a gap is exactly 0 (a repeated eigenvalue) a derivative that depends on
+    the eigenvectors of the tie is nan (see the module docstring), while eigenvalue gradients
+    remain exact.
     Complex eigenvectors are NumPy's, each fixed up to a phase: functions of them that do not
     depend on the phases have exact derivatives (see the module docstring).
 
@@ -1274,7 +1305,8 @@ _eigvalsh_p = matrix_primitive(
 @mirror("function")
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian matrix read
-    from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too.
+    from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too,
+    its second derivatives there are nan (see the module docstring).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[0.0, 7.0], [1.0, 0.0]])  # NumPy reads [[0, 1], [1, 0]]
@@ -1328,7 +1360,7 @@ def _eig_jvp(tangents, ans, x):
     (t,) = tangents
     w, v = ans
     p = _matmul(_solve_p(v, t), v)
-    u = _matmul(v, _gaps_inverse(w) * p)
+    u = _matmul(v, _times_gaps_inverse(_gaps_inverse(w), p))
     if _is_complex(v):
         mask = _largest_entries(v)
         largest = real(sum(mask * v, axis=-2))
@@ -1383,7 +1415,8 @@ def eig(a: ArrayLike) -> EigResult:
     normalization NumPy's values have.) For a real matrix LAPACK leaves each eigenvector's sign
     free, and it can flip under a tiny change of the matrix; a function of the eigenvectors
     that does not depend on their scaling (`v @ diag(w) @ inv(v)`) has the exact derivative
-    regardless. Where two eigenvalues are equal, 1/gap is taken as 0, as `eigh`.
+    regardless. Where two eigenvalues are equal, a derivative that depends on their
+    eigenvectors is nan, as `eigh`'s (and so are second derivatives of the eigenvalues).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[0.0, -2.0], [1.0, 0.0]])  # eigenvalues +-i sqrt(2)
@@ -1503,13 +1536,13 @@ def _svd_jvp(tangents, ans, x, full_matrices):
     dp = _matmul(_H(u), _matmul(t, v))
     dps = dp * expand_dims(s, -2)
     sdp = expand_dims(s, -1) * dp
-    du_inner = f * (dps + _H(dps))
+    du_inner = _times_gaps_inverse(f, dps + _H(dps))
     ds = _diagonal(dp)
     if _is_complex(dp):
         du_inner = du_inner + _diag_embed(_imag_part(ds) * inv_s)
         ds = real(ds)
     du = _matmul(u, du_inner)
-    dv = _matmul(v, f * (sdp + _H(sdp)))
+    dv = _matmul(v, _times_gaps_inverse(f, sdp + _H(sdp)))
     if m > n:
         dav = _matmul(t, v)
         du = du + (dav - _matmul(u, _matmul(_H(u), dav))) * expand_dims(inv_s, -2)
@@ -1587,11 +1620,15 @@ def svd(
     """NumPy's `linalg.svd`, batched: (U, S, Vh), or S alone with compute_uv=False; S is real.
 
     The singular vectors' derivatives divide by the gaps s_j^2 - s_i^2 and (for non-square a)
-    by s; where one is exactly 0, its inverse is taken as 0, so singular-vector gradients at
-    repeated (or zero) singular values are not meaningful, while the singular values' gradient
-    conj(U diag(ct) Vh) is exact. For complex a, U and Vh are NumPy's, fixed up to a phase per
-    singular value: functions of them that do not depend on the phases (U diag(f(s)) Vh,
-    abs(U), U Vh) have exact derivatives (see the module docstring). With full_matrices=True
+    by s. Where a gap is exactly 0 (a repeated singular value, or two zero ones), a derivative
+    that depends on the singular vectors of the tie is nan, as JAX's (even for smooth functions
+    such as U Vh or U diag(s**3) Vh: the rules cannot tell them apart), while the singular
+    values' gradient conj(U diag(ct) Vh) is exact and their second derivatives are nan (see the
+    module docstring); where s is 0 (non-square a), 1/s is taken as 0, so singular-vector
+    gradients there are not meaningful. For complex a, U and Vh are NumPy's, fixed up to a
+    phase per singular value: functions of them that do not depend on the phases
+    (U diag(f(s)) Vh, abs(U), U Vh) have exact derivatives at distinct singular values (see
+    the module docstring). With full_matrices=True
     and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a derivative
     through the factors raises ValueError (use full_matrices=False); `vmap` and `jit` compute
     them. With `hermitian=True` it is computed from

@@ -1302,7 +1302,7 @@ def qr(
 
 # --- svd ------------------------------------------------------------------------------------------
 # a = U diag(s) V^H, k = min(m, n), along dA (as JAX): dP = U^H dA V, ds = Re diag(dP),
-# F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j and where s_i == s_j), and
+# F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j, nan where s_i == s_j: see `_svd_gaps`), and
 #   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V / s,
 #   dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U / s.
 # The phase of a complex singular pair is a gauge: as JAX, V^H dV has a zero diagonal and U
@@ -1315,12 +1315,10 @@ def _svd_parts(ans, k):
 
 
 def _svd_gaps(s):
-    """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
-    s2 = s * s
-    gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
-    batched = _la._unreadable(gap)  # then one mask per row, from the batched values
-    zero = fnp.equal(gap, 0) if batched else _np.asarray(primal(gap)) == 0
-    f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
+    """F with F_ij = 1 / (s_j^2 - s_i^2), 0 on the diagonal and nan at a repeated singular
+    value (as `numpy.linalg`'s, see `_gaps_inverse`); and 1/s, 0 where s == 0."""
+    f = _la._gaps_inverse(s * s)
+    batched = _la._unreadable(s)  # then one mask per row, from the batched values
     s_zero = fnp.equal(s, 0) if batched else _np.asarray(primal(s)) == 0
     return f, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
 
@@ -1335,12 +1333,12 @@ def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
     f, s_inv = _svd_gaps(s)
     row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)  # s_j and s_i at [i, j]
     dps, sdp = dp * row, col * dp
-    gu = f * (dps + _H(dps))
+    gu = _la._times_gaps_inverse(f, dps + _H(dps))
     if _is_complex(dp):
         d = _diag(dp)
         gu = gu + _diag_embed((d - fnp.conj(d)) * 0.5 * s_inv)
     du = fnp.matmul(u, gu)
-    dv = fnp.matmul(v, f * (sdp + _H(sdp)))
+    dv = fnp.matmul(v, _la._times_gaps_inverse(f, sdp + _H(sdp)))
     if m > k:
         du = du + (fnp.matmul(t, v) - fnp.matmul(u, dp)) * fnp.expand_dims(s_inv, -2)
     if n > k:
