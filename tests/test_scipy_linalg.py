@@ -546,3 +546,23 @@ def test_svd_second_derivative_at_a_repeated_singular_value_is_nan_not_zero():
     np.testing.assert_allclose(
         hessian(squares)(np.diag([3.0, 2.0, 1.0])).reshape(9, 9), 2 * np.eye(9), atol=1e-12
     )
+
+
+def test_lu_solve_broadcasts_b_with_more_batch_axes_than_lu_eagerly():
+    # b (5, 2, 3, 2) against lu (2, 3, 3): SciPy's shape; it raised eagerly and worked in jit
+    gen = np.random.default_rng(0)
+    a = gen.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = gen.standard_normal((5, 2, 3, 2))
+    for trans in (0, 1):
+        want = sl.lu_solve(sl.lu_factor(a), b, trans=trans)
+        np.testing.assert_allclose(sla.lu_solve(sla.lu_factor(a), b, trans=trans), want, rtol=1e-12)
+
+        def f(a, b, trans=trans):
+            return fnp.sum(sla.lu_solve(sla.lu_factor(a), b, trans=trans) ** 2)
+
+        eager = grad(f, argnums=(0, 1))(a, b)
+        jitted = fgrad.jit(grad(f, argnums=(0, 1)))(a, b)
+        for e, j in zip(eager, jitted):
+            np.testing.assert_array_equal(e, j)
+    with pytest.raises(ValueError, match="lu_solve: 'b' has shape \\(4, 3, 2\\)"):
+        sla.lu_solve(sla.lu_factor(a), b[0, :1].repeat(4, axis=0))

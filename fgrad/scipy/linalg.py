@@ -496,8 +496,10 @@ def _take_rows(x, perm, inverse=False):
         perm = _np.argsort(perm, axis=-1)
     if perm.ndim == 1:
         return x[..., perm, :]
-    x = broadcast_to(x, perm.shape[:-1] + shape(x)[-2:])
-    grids = _np.indices(perm.shape[:-1], sparse=True)
+    lead = _np.broadcast_shapes(perm.shape[:-1], shape(x)[:-2])  # x may have more batch axes
+    x = broadcast_to(x, lead + shape(x)[-2:])
+    perm = _np.broadcast_to(perm, lead + perm.shape[-1:])
+    grids = _np.indices(lead, sparse=True)
     return x[tuple(g[..., None] for g in grids) + (perm,)]
 
 
@@ -660,6 +662,14 @@ def lu_solve(
         raise ValueError(f"scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}")
     n = _square(luv, "lu_solve", "lu")
     b2, vector = _as_matrix_rhs(b, n, "lu_solve")
+    try:
+        _np.broadcast_shapes(shape(luv)[:-2], shape(b2)[:-2])
+    except ValueError:
+        raise ValueError(
+            f"scipy.linalg.lu_solve: 'b' has {describe(b)} and 'lu' has {describe(luv)}; "
+            "their batch shapes (without the matrix axes) must broadcast against each "
+            "other"
+        ) from None
     perm = _lu_rows(piv, n)
     if not _TRANS[trans]:  # x = U^-1 L^-1 P b
         y = _trsolve_p(luv, _take_rows(b2, perm), lower=True, trans=0, unit=True)
