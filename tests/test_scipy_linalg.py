@@ -566,3 +566,32 @@ def test_lu_solve_broadcasts_b_with_more_batch_axes_than_lu_eagerly():
             np.testing.assert_array_equal(e, j)
     with pytest.raises(ValueError, match="lu_solve: 'b' has shape \\(4, 3, 2\\)"):
         sla.lu_solve(sla.lu_factor(a), b[0, :1].repeat(4, axis=0))
+
+
+def _fd_jacobian(f, a, h=1e-6):
+    cols = []
+    for idx in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[idx] = h
+        cols.append((f(a + e) - f(a - e)) / (2 * h))
+    return np.stack(cols, axis=-1).reshape(np.shape(cols[0]) + a.shape)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")  # SciPy: a zero pivot
+def test_lu_derivatives_at_a_singular_matrix_whose_last_pivot_is_zero():
+    # L and U are rational in a with the leading pivots (2, -2) as denominators: the last
+    # pivot 0 is not one, but the rules divided by it (LinAlgError: singular matrix)
+    square = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    wide = np.concatenate([square, np.array([[1.0], [0.5], [2.0]])], axis=1)
+    for a in (square, wide):
+        assert sl.lu(a)[2][2, 2] == 0.0
+        for k in (1, 2):  # L, U
+            want = _fd_jacobian(lambda x, k=k: sl.lu(x)[k], a)
+            np.testing.assert_allclose(jacfwd(lambda x, k=k: sla.lu(x)[k])(a), want, atol=1e-7)
+            np.testing.assert_allclose(
+                fgrad.jacrev(lambda x, k=k: sla.lu(x)[k])(a), want, atol=1e-7
+            )
+    packed = _fd_jacobian(lambda x: sl.lu_factor(x)[0], square)
+    np.testing.assert_allclose(
+        fgrad.jacrev(lambda x: sla.lu_factor(x)[0])(square), packed, atol=1e-7
+    )

@@ -514,23 +514,46 @@ def _rsolve_upper_T(x, u):
 
 
 def _lu_tangents(t, l, u, rows, inverse=False):
-    """(dL, dU) of a[rows] = L U along the tangent t of a (a[argsort(rows)] with `inverse`)."""
+    """(dL, dU) of a[rows] = L U along the tangent t of a (a[argsort(rows)] with `inverse`).
+    With F = L^-1 dA U^-1 (tall a) or H = L^-1 dA (square and wide a): dL = L tril(F, -1),
+    dU = triu(F) U, or dL = L Phi, dU = triu(H - Phi U) with Phi = tril(H U^-1, -1), which
+    never divides by the last pivot (`_below_diagonal_of_rsolve`)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
     dap = _take_rows(t, rows, inverse)
-    if m >= n:
+    if m > n:
         g = _rsolve_upper(dap, u)
         f = _trsolve_p(l[..., :k, :], g[..., :k, :], lower=True, trans=0, unit=True)
         du = fnp.matmul(_triangle(f, False), u)
         dl = fnp.matmul(l[..., :k, :], _triangle(f, True, -1))
-        if m > n:
-            dl = fnp.concatenate(
-                [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2
-            )
+        dl = fnp.concatenate(
+            [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2
+        )
         return dl, du
     h = _trsolve_p(l, dap, lower=True, trans=0, unit=True)
-    fl = _triangle(_rsolve_upper(h[..., :, :k], u[..., :, :k]), True, -1)
+    fl = _below_diagonal_of_rsolve(h, u, k)
     return fnp.matmul(l, fl), _triangle(h - fnp.matmul(fl, u), False)
+
+
+def _below_diagonal_of_rsolve(h, u, k):
+    """tril(h[..., :k] @ inv(u[..., :k, :k]), -1) for k = m rows: its last column is 0, and
+    its other columns are h's times the inverse of u's leading (k-1) x (k-1) block. So the
+    last pivot is never divided by, and L and U of a singular matrix whose other pivots are
+    not 0 are differentiable (as they are: rational in a, with those pivots as denominators)."""
+    last = _zeros(shape(h)[:-1] + (1,), h)
+    if k == 1:
+        return last
+    lead = _rsolve_upper(h[..., :, : k - 1], u[..., : k - 1, : k - 1])
+    return fnp.concatenate([_triangle(lead, True, -1), last], axis=-1)
+
+
+def _below_diagonal_of_rsolve_T(ct, u, k):
+    """The transpose of `_below_diagonal_of_rsolve` (ct already strictly lower)."""
+    last = _zeros(shape(ct)[:-1] + (1,), ct)
+    if k == 1:
+        return last
+    lead = _rsolve_upper_T(ct[..., :, : k - 1], u[..., : k - 1, : k - 1])
+    return fnp.concatenate([lead, last], axis=-1)
 
 
 def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
@@ -539,24 +562,20 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
     k = min(m, n)
     ct_l = None if ct_l is None else _triangle(ct_l, True, -1)
     ct_u = None if ct_u is None else _triangle(ct_u, False)
-    terms_f, ct_g = [], None
-    if m >= n:
+    terms_f = []
+    if m > n:
         if ct_u is not None:
             terms_f.append(_triangle(fnp.matmul(ct_u, _mT(u)), False))
         if ct_l is not None:
             terms_f.append(_triangle(fnp.matmul(_mT(l[..., :k, :]), ct_l[..., :k, :]), True, -1))
-            if m > n:
-                ct_l2 = ct_l[..., k:, :]
-                terms_f.append(-_triangle(fnp.matmul(_mT(l[..., k:, :]), ct_l2), False))
+            ct_l2 = ct_l[..., k:, :]
+            terms_f.append(-_triangle(fnp.matmul(_mT(l[..., k:, :]), ct_l2), False))
         if not terms_f:
             return None
         ct_f = _sum(terms_f)
         ct_g = _trsolve_p(l[..., :k, :], ct_f, lower=True, trans=1, unit=True)
-        if m > n:
-            bottom = (
-                ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n), ct_g)
-            )
-            ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
+        bottom = ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n), ct_g)
+        ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
         ct_dap = _rsolve_upper_T(ct_g, u)
     else:
         if ct_l is not None:
@@ -566,7 +585,7 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
         if not terms_f:
             return None
         ct_f = _triangle(_sum(terms_f), True, -1)
-        ct_h1 = _rsolve_upper_T(ct_f, u[..., :, :k])
+        ct_h1 = _below_diagonal_of_rsolve_T(ct_f, u, k)
         if ct_u is None:
             ct_h = fnp.concatenate([ct_h1, _zeros(shape(u)[:-1] + (n - k,), ct_h1)], axis=-1)
         else:
