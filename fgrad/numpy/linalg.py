@@ -378,11 +378,8 @@ def _plus(x, y):
 
 
 def _inverse_where_nonzero(d):
-    """1/d with 0 where d is exactly 0 (the mask is a constant, so this is differentiable).
-
-    The gaps between eigenvalues (or squared singular values) pass through here, and so does
-    the diagonal of the gap matrix, which is always 0.
-    """
+    """1/d with 0 where d is exactly 0 (the mask is a constant, so this is differentiable):
+    `svd`'s 1/s for the columns a non-square matrix adds."""
     zero = mask_values(d) == 0
     if not may_hold(zero):
         return 1.0 / d
@@ -392,28 +389,33 @@ def _inverse_where_nonzero(d):
 def _gaps_inverse(w):
     """F[..., i, j] = 1 / (w_j - w_i), 0 on the diagonal, and nan where w_j == w_i off it: a
     repeated eigenvalue (singular value), where the vectors of the tie have no derivative, so
-    that a derivative that depends on them is nan (as JAX's), not a wrong number. Multiply
-    with `_times_gaps_inverse`, which keeps the derivatives that do not look at the tie."""
+    that a derivative that depends on them is nan (as JAX's), not a wrong number."""
+    return _gaps_inverse_and_ties(w)[0]
+
+
+def _gaps_inverse_and_ties(w):
+    """`_gaps_inverse(w)` and the mask of its ties (None where there is none), for
+    `_times_gaps_inverse`."""
     gaps = expand_dims(w, -2) - expand_dims(w, -1)
-    n = shape(w)[-1]
-    tie = _np.logical_and(mask_values(gaps) == 0, ~_np.eye(n, dtype=bool))
+    zero = mask_values(gaps) == 0  # the diagonal at least
+    inverse = where(zero, 0.0, 1.0 / where(zero, 1.0, gaps))
+    tie = _np.logical_and(zero, ~_np.eye(shape(w)[-1], dtype=bool))
     if not may_hold(tie):
-        return _inverse_where_nonzero(gaps)
-    return where(tie, _np.nan, _inverse_where_nonzero(gaps))
+        return inverse, None
+    return where(tie, _np.nan, inverse), tie
 
 
-def _times_gaps_inverse(f, t):
-    """f * t in a forward rule, for F = `_gaps_inverse(w)` and t the tangent in the basis of
-    the vectors (V^H dA V): where a tie (nan) meets an exact 0 of t, 0. A direction that does
-    not couple the tie (t_ij = 0: a diagonal dA at a diagonal a) keeps the exact derivative of
-    every smooth function of the factors, and a simple eigenvector's derivative is finite
-    anyway (its column of F has no tie). Reverse rules keep the nan: their cotangent can be 0
-    at a tie by accident (the weight w_j of v_j at w_j = 0), which a 0 would make wrong."""
-    product = f * t
-    blank = _np.logical_and(_np.isnan(mask_values(f)), mask_values(t) == 0)
-    if not may_hold(blank):
-        return product
-    return where(blank, 0.0, product)
+def _times_gaps_inverse(f, tie, t):
+    """f * t in a forward rule, for (F, tie) = `_gaps_inverse_and_ties(w)` and t the tangent
+    in the basis of the vectors (V^H dA V): where a tie meets an exact 0 of t, 0. A direction
+    that does not couple the tie (t_ij = 0: a diagonal dA at a diagonal a) keeps the exact
+    derivative of every smooth function of the factors, and a simple eigenvector's derivative
+    is finite anyway (its column of F has no tie). Reverse rules keep the nan: their cotangent
+    can be 0 at a tie by accident (the weight w_j of v_j at w_j = 0), which a 0 would make
+    wrong."""
+    if tie is None:
+        return f * t
+    return where(_np.logical_and(tie, mask_values(t) == 0), 0.0, f * t)
 
 
 def _right_solve(y, m):
@@ -1227,7 +1229,7 @@ def _eigh_jvp(tangents, ans, x, UPLO):
     vtv = _matmul(_H(v), _matmul(t, v))
     dw = _diagonal(vtv)
     return real(dw) if _is_complex(dw) else dw, _matmul(
-        v, _times_gaps_inverse(_gaps_inverse(w), vtv)
+        v, _times_gaps_inverse(*_gaps_inverse_and_ties(w), vtv)
     )
 
 
@@ -1360,7 +1362,7 @@ def _eig_jvp(tangents, ans, x):
     (t,) = tangents
     w, v = ans
     p = _matmul(_solve_p(v, t), v)
-    u = _matmul(v, _times_gaps_inverse(_gaps_inverse(w), p))
+    u = _matmul(v, _times_gaps_inverse(*_gaps_inverse_and_ties(w), p))
     if _is_complex(v):
         mask = _largest_entries(v)
         largest = real(sum(mask * v, axis=-2))
@@ -1531,18 +1533,18 @@ def _svd_jvp(tangents, ans, x, full_matrices):
     u, s, vh = ans
     m, n = shape(x)[-2:]
     v = _H(vh)
-    f = _gaps_inverse(s * s)
+    f, ties = _gaps_inverse_and_ties(s * s)
     inv_s = _inverse_where_nonzero(s)
     dp = _matmul(_H(u), _matmul(t, v))
     dps = dp * expand_dims(s, -2)
     sdp = expand_dims(s, -1) * dp
-    du_inner = _times_gaps_inverse(f, dps + _H(dps))
+    du_inner = _times_gaps_inverse(f, ties, dps + _H(dps))
     ds = _diagonal(dp)
     if _is_complex(dp):
         du_inner = du_inner + _diag_embed(_imag_part(ds) * inv_s)
         ds = real(ds)
     du = _matmul(u, du_inner)
-    dv = _matmul(v, _times_gaps_inverse(f, sdp + _H(sdp)))
+    dv = _matmul(v, _times_gaps_inverse(f, ties, sdp + _H(sdp)))
     if m > n:
         dav = _matmul(t, v)
         du = du + (dav - _matmul(u, _matmul(_H(u), dav))) * expand_dims(inv_s, -2)

@@ -1345,11 +1345,12 @@ def _svd_parts(ans, k):
 
 def _svd_gaps(s):
     """F with F_ij = 1 / (s_j^2 - s_i^2), 0 on the diagonal and nan at a repeated singular
-    value (as `numpy.linalg`'s, see `_gaps_inverse`); and 1/s, 0 where s == 0."""
-    f = _la._gaps_inverse(s * s)
+    value, and its ties (as `numpy.linalg`'s, see `_gaps_inverse_and_ties`); and 1/s, 0 where
+    s == 0."""
+    f, ties = _la._gaps_inverse_and_ties(s * s)
     batched = _la._unreadable(s)  # then one mask per row, from the batched values
     s_zero = fnp.equal(s, 0) if batched else _np.asarray(primal(s)) == 0
-    return f, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
+    return f, ties, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
 
 
 def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
@@ -1359,15 +1360,15 @@ def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
     u, s, v = _svd_parts(ans, k)
     dp = fnp.matmul(_H(u), fnp.matmul(t, v))
     ds = fnp.real(_diag(dp)) if _is_complex(dp) else _diag(dp)
-    f, s_inv = _svd_gaps(s)
+    f, ties, s_inv = _svd_gaps(s)
     row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)  # s_j and s_i at [i, j]
     dps, sdp = dp * row, col * dp
-    gu = _la._times_gaps_inverse(f, dps + _H(dps))
+    gu = _la._times_gaps_inverse(f, ties, dps + _H(dps))
     if _is_complex(dp):
         d = _diag(dp)
         gu = gu + _diag_embed((d - fnp.conj(d)) * 0.5 * s_inv)
     du = fnp.matmul(u, gu)
-    dv = fnp.matmul(v, _la._times_gaps_inverse(f, sdp + _H(sdp)))
+    dv = fnp.matmul(v, _la._times_gaps_inverse(f, ties, sdp + _H(sdp)))
     if m > k:
         du = du + (fnp.matmul(t, v) - fnp.matmul(u, dp)) * fnp.expand_dims(s_inv, -2)
     if n > k:
@@ -1391,7 +1392,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
         ct_u, ct_s, ct_vh = cts
         if ct_u is None and ct_s is None and ct_vh is None:
             return (None,)
-        f, s_inv = _svd_gaps(s)
+        f, _, s_inv = _svd_gaps(s)
         row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)
         terms_dp, ct_t = [], []
         if ct_s is not None:
