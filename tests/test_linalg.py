@@ -11,7 +11,7 @@ from gradtable import load
 
 import fgrad
 import fgrad.numpy as fnp
-from fgrad import grad, jacfwd, jvp, vjp
+from fgrad import grad, jacfwd, jit, jvp, vjp, vmap
 from fgrad.core import primal
 from fgrad.test_util import check_grads
 from fgrad.tree_util import tree_flatten
@@ -169,6 +169,49 @@ def test_lstsq_returns_numpy_four_results():
     np.testing.assert_allclose(s, s0, rtol=1e-12)
     _, res_wide, _, _ = la.lstsq(WIDE, b[:3])
     assert np.shape(res_wide) == (0,)
+
+
+def test_lstsq_rcond_outside_0_1_means_machine_precision_as_in_lapack():
+    # gelsd replaces an rcond <= 0 or >= 1 (-1 was NumPy's default) by eps / 2
+    a = np.outer([1.0, 2, 3, 4], [1.0, 0, 1]) + np.outer([0, 1.0, 0, 1], [0, 1.0, 0])  # rank 2
+    b = rng.standard_normal(4)
+    for rcond in (-1, 0.0, 1.0, 2.0):
+        x0, _, rank0, _ = np.linalg.lstsq(a, b, rcond=rcond)
+        x, _, rank, _ = la.lstsq(a, b, rcond=rcond)
+        np.testing.assert_allclose(x, x0, rtol=1e-10, atol=1e-12)
+        assert rank == rank0 == 2
+        ranks = vmap(lambda m, r=rcond: la.lstsq(m, b, rcond=r)[2])(np.stack([a, a]))
+        np.testing.assert_array_equal(ranks, [2, 2])
+    # between eps / 2 and eps: kept, as NumPy keeps it
+    tiny = np.diag([1.0, 1.5e-16])
+    ones = np.ones(2)
+    assert la.lstsq(tiny, ones, rcond=-1)[2] == np.linalg.lstsq(tiny, ones, rcond=-1)[2] == 2
+
+
+def test_lstsq_takes_a_traced_rcond_as_pinv_does():
+    a, b = rng.standard_normal((3, 3)), np.ones(3)
+    rconds = np.array([0.5, 1e-15])
+    want = [np.linalg.lstsq(a, b, rcond=r)[0] for r in rconds]
+    jitted = jit(lambda m, r: la.lstsq(m, b, rcond=r)[0])
+    for r, w in zip(rconds, want):
+        np.testing.assert_allclose(jitted(a, float(r)), w, rtol=1e-12)
+    rows = vmap(lambda r: la.lstsq(a, b, rcond=r)[0])(rconds)
+    np.testing.assert_allclose(rows, want, rtol=1e-12)
+    with pytest.raises(TypeError, match="'rcond' is a traced value"):
+        grad(lambda r: fnp.sum(la.lstsq(a, b, rcond=r)[0]))(0.5)
+
+
+def test_pinv_broadcasts_an_array_rcond_against_the_batch_shape_as_numpy():
+    a = np.random.default_rng(1).standard_normal((3, 3, 4, 4))
+    rcond = np.array([[0.9], [1e-15], [1e-15]])  # one cutoff per row of the (3, 3) stack
+    np.testing.assert_allclose(la.pinv(a, rcond=rcond), np.linalg.pinv(a, rcond=rcond), atol=1e-12)
+    rtol = np.array([0.9, 1e-15, 0.5])  # one per column
+    np.testing.assert_allclose(la.pinv(a, rtol=rtol), np.linalg.pinv(a, rtol=rtol), atol=1e-12)
+    np.testing.assert_allclose(
+        la.pinv(a[:2], rcond=rcond[:2]), np.linalg.pinv(a[:2], rcond=rcond[:2]), atol=1e-12
+    )
+    with pytest.raises(ValueError, match="'rcond' .* has shape \\(2,\\)"):
+        la.pinv(a, rcond=np.ones(2))
 
 
 # --- closed-form derivatives ----------------------------------------------------------------------
@@ -376,6 +419,30 @@ def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
 # --- eigenvalue-only quantities at repeated eigenvalues and singular values -----------------------
 
 
+def test_eigvals_derivatives_at_a_repeated_eigenvalue_of_a_diagonalizable_matrix():
+    # sum(w) = tr(a) and sum(w**2) = tr(a @ a): gradients I and 2 a^T (equal eigenvalues once
+    # took the same eigenvector column, and the solve with V was singular)
+    p = np.random.default_rng(3).standard_normal((3, 3))
+    stack = np.stack(
+        [np.eye(3), np.diag([1.0, 1.0, 2.0]), p @ np.diag([1.0, 1.0, 2.0]) @ np.linalg.inv(p)]
+    )
+
+    def squares(a):
+        return fnp.real(fnp.sum(la.eigvals(a) ** 2))
+
+    for a in stack:
+        np.testing.assert_allclose(
+            grad(lambda m: fnp.real(fnp.sum(la.eigvals(m))))(a), np.eye(3), atol=1e-12
+        )
+        np.testing.assert_allclose(grad(squares)(a), 2 * a.T, atol=1e-12)
+        t = np.random.default_rng(4).standard_normal((3, 3))
+        _, dw = jvp(la.eigvals, (a,), (t,))
+        np.testing.assert_allclose(np.sum(dw), np.trace(t), atol=1e-12)
+    np.testing.assert_allclose(
+        vmap(grad(squares))(stack), 2 * np.swapaxes(stack, -1, -2), atol=1e-12
+    )
+
+
 def test_eigvalsh_gradient_at_repeated_eigenvalues():
     q = _rotation()
     a = q @ np.diag([1.0, 1.0, 3.0]) @ q.T
@@ -403,9 +470,86 @@ def test_eigvalsh_gradient_at_repeated_eigenvalues():
     )
 
 
-def test_eigenvector_gradient_at_a_repeated_eigenvalue_is_finite():
-    g = grad(lambda x: fnp.sum(la.eigh(x)[1] ** 3))(np.eye(3))
-    assert np.all(np.isfinite(g))  # 1/gap is taken as 0 where the gap is 0
+def _fd_grad(f, a, h=1e-6):
+    g = np.zeros_like(a)
+    for idx in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[idx] = h
+        g[idx] = (f(a + e) - f(a - e)) / (2 * h)
+    return g
+
+
+def test_second_derivatives_of_eigenvalue_functions_at_a_tie_are_nan_not_zero():
+    # sum(w**2) = ||h||_F^2 has a constant Hessian, but the rules cannot know g'' of the
+    # function of the eigenvalues that the tie needs: nan there (as JAX), never the 0 they gave
+    def squares(x):
+        return fnp.sum(la.eigvalsh(x) ** 2)
+
+    assert np.isnan(fgrad.hessian(squares)(np.eye(3))[1, 0, 1, 0])
+    assert np.isnan(fgrad.hessian(lambda x: fnp.sum(la.svdvals(x) ** 2))(np.eye(3))).any()
+    assert np.isnan(fgrad.hessian(lambda x: la.norm(x, "nuc"))(np.eye(3))).any()
+    eig_squares = fgrad.hessian(lambda x: fnp.real(fnp.sum(la.eig(x)[0] ** 2)))(np.eye(3))
+    assert np.isnan(eig_squares).any()
+    h = fgrad.hessian(squares)(np.diag([1.0, 2.0, 3.0]))  # distinct: exact (2, 4 off diagonal)
+    np.testing.assert_allclose(h[1, 0], 4 * np.eye(3)[1:2].T @ np.eye(3)[:1], atol=1e-12)
+    # a direction that does not split the tie (diagonal in its eigenvectors): exact
+    t = np.diag([1.0, 2.0, 3.0])
+    _, hvp = jvp(grad(squares), (np.eye(3),), (t,))
+    np.testing.assert_allclose(hvp, 2 * t, atol=1e-12)
+
+
+def test_eigenvector_derivatives_at_a_tie_are_nan_or_exact():
+    # smooth functions of the factors at an exact tie (the polar factor U Vh, U s^3 Vh =
+    # a a^T a, V w^3 V^T = sym(a)^3) had finite wrong gradients (1/gap taken as 0): nan now
+    weights = np.random.default_rng(0).standard_normal((3, 3))
+
+    def polar(x):
+        u, _, vh = la.svd(x)
+        return fnp.sum(weights * (u @ vh))
+
+    def cube(x):
+        u, s, vh = la.svd(x)
+        return fnp.sum(weights * ((u * s**3) @ vh))
+
+    def sym_cube(x):
+        w, v = la.eigh(x)
+        return fnp.sum(weights * ((v * w**3) @ v.T))
+
+    def linear(x):  # sym(a), at a tie at eigenvalue 0, where the cotangent of V is 0
+        w, v = la.eigh(x)
+        return fnp.sum(weights * ((v * w) @ v.T))
+
+    for f, a in [
+        (polar, np.diag([2.0, 2.0, 1.0])),
+        (cube, np.diag([2.0, 2.0, 1.0])),
+        (sym_cube, np.diag([1.0, 1.0, 3.0])),
+        (linear, np.diag([0.0, 0.0, 1.0])),
+    ]:
+        assert np.isnan(grad(f)(a)).any()
+        assert np.isnan(jvp(f, (a,), (weights,))[1])
+    # distinct singular values: exact (the control)
+    a = np.diag([3.0, 2.0, 1.0])
+    np.testing.assert_allclose(
+        grad(polar)(a), _fd_grad(lambda x: np.sum(weights * _polar(x)), a), atol=1e-8
+    )
+    # forward: a simple eigenvector next to a tie, and a direction that does not couple the
+    # tie (diagonal at a diagonal a), keep their exact derivatives
+    q = _rotation()
+    b = q @ np.diag([1.0, 1.0, 3.0]) @ q.T
+    t = np.random.default_rng(1).standard_normal((3, 3))
+    _, dv = jvp(lambda x: la.eigh(x)[1][:, 2], (b,), (t,))
+    v = lambda x: np.linalg.eigh(x)[1][:, 2] * np.sign(np.linalg.eigh(x)[1][0, 2])
+    h = 1e-6
+    fd = (v(b + h * np.tril(t)) - v(b - h * np.tril(t))) / (2 * h)  # eigh reads the lower triangle
+    np.testing.assert_allclose(dv * np.sign(np.linalg.eigh(b)[1][0, 2]), fd, atol=1e-7)
+    d = np.diag([1.0, 2.0, 3.0])
+    _, dc = jvp(sym_cube, (np.diag([1.0, 1.0, 3.0]),), (d,))
+    np.testing.assert_allclose(dc, np.sum(weights * np.diag([3.0, 6.0, 27.0 * 3])), atol=1e-12)
+
+
+def _polar(x):
+    u, _, vh = np.linalg.svd(x)
+    return u @ vh
 
 
 @pytest.mark.parametrize(

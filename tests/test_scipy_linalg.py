@@ -533,3 +533,65 @@ def test_vmap_of_solve_sylvester_keeps_float32():
     out = fgrad.vmap(sla.solve_sylvester)(a[None], b[None], q[None])
     assert out.dtype == np.float32
     np.testing.assert_allclose(out[0], sl.solve_sylvester(a, b, q), rtol=1e-5)
+
+
+def test_svd_second_derivative_at_a_repeated_singular_value_is_nan_not_zero():
+    # sum(s**2) = ||a||_F^2 (Hessian 2 I): the gradient is exact at I, the Hessian cannot be
+    # (it needs the second derivative of the function of s at the tie): nan, as JAX, not 0
+    def squares(x):
+        return fnp.sum(sla.svd(x, compute_uv=False) ** 2)
+
+    np.testing.assert_allclose(grad(squares)(np.eye(3)), 2 * np.eye(3), atol=1e-12)
+    assert np.isnan(hessian(squares)(np.eye(3))).any()
+    np.testing.assert_allclose(
+        hessian(squares)(np.diag([3.0, 2.0, 1.0])).reshape(9, 9), 2 * np.eye(9), atol=1e-12
+    )
+
+
+def test_lu_solve_broadcasts_b_with_more_batch_axes_than_lu_eagerly():
+    # b (5, 2, 3, 2) against lu (2, 3, 3): SciPy's shape; it raised eagerly and worked in jit
+    gen = np.random.default_rng(0)
+    a = gen.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = gen.standard_normal((5, 2, 3, 2))
+    for trans in (0, 1):
+        want = sl.lu_solve(sl.lu_factor(a), b, trans=trans)
+        np.testing.assert_allclose(sla.lu_solve(sla.lu_factor(a), b, trans=trans), want, rtol=1e-12)
+
+        def f(a, b, trans=trans):
+            return fnp.sum(sla.lu_solve(sla.lu_factor(a), b, trans=trans) ** 2)
+
+        eager = grad(f, argnums=(0, 1))(a, b)
+        jitted = fgrad.jit(grad(f, argnums=(0, 1)))(a, b)
+        for e, j in zip(eager, jitted):
+            np.testing.assert_array_equal(e, j)
+    with pytest.raises(ValueError, match="lu_solve: 'b' has shape \\(4, 3, 2\\)"):
+        sla.lu_solve(sla.lu_factor(a), b[0, :1].repeat(4, axis=0))
+
+
+def _fd_jacobian(f, a, h=1e-6):
+    cols = []
+    for idx in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[idx] = h
+        cols.append((f(a + e) - f(a - e)) / (2 * h))
+    return np.stack(cols, axis=-1).reshape(np.shape(cols[0]) + a.shape)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")  # SciPy: a zero pivot
+def test_lu_derivatives_at_a_singular_matrix_whose_last_pivot_is_zero():
+    # L and U are rational in a with the leading pivots (2, -2) as denominators: the last
+    # pivot 0 is not one, but the rules divided by it (LinAlgError: singular matrix)
+    square = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    wide = np.concatenate([square, np.array([[1.0], [0.5], [2.0]])], axis=1)
+    for a in (square, wide):
+        assert sl.lu(a)[2][2, 2] == 0.0
+        for k in (1, 2):  # L, U
+            want = _fd_jacobian(lambda x, k=k: sl.lu(x)[k], a)
+            np.testing.assert_allclose(jacfwd(lambda x, k=k: sla.lu(x)[k])(a), want, atol=1e-7)
+            np.testing.assert_allclose(
+                fgrad.jacrev(lambda x, k=k: sla.lu(x)[k])(a), want, atol=1e-7
+            )
+    packed = _fd_jacobian(lambda x: sl.lu_factor(x)[0], square)
+    np.testing.assert_allclose(
+        fgrad.jacrev(lambda x: sla.lu_factor(x)[0])(square), packed, atol=1e-7
+    )

@@ -32,10 +32,16 @@ Conventions (where NumPy has no derivative to follow):
   both its own and its mirror's share (twice the Hermitian part's entry). JAX decomposes the
   Hermitian part `(a + a^H) / 2` instead: the same value for a Hermitian input, a different
   value otherwise, and a Hermitian gradient.
-- Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps; where
-  a gap is exactly 0 the factor 1/gap is taken as 0 (JAX gives inf or nan there). Eigenvalue-
-  only quantities (`eigvalsh`, `svdvals`, `norm(a, 'nuc')`, `norm(a, 2)`) then get their exact
-  gradient at repeated eigenvalues, where they are differentiable.
+- Eigenvector and singular-vector derivatives divide by eigenvalue (singular-value) gaps;
+  where a gap is exactly 0 (a repeated eigenvalue) the vectors of the tie have no derivative,
+  and a derivative that depends on them is nan, as JAX's, never a finite guess. Forward rules
+  keep the exact 0 where the tangent does not couple the tie (V^H dA V is 0 there), and a
+  simple eigenvector's derivative is finite next to a tie (forward mode; reverse mode gives
+  nan, as JAX). Eigenvalue-only quantities (`eigvalsh`, `svdvals`, `eigvals`,
+  `norm(a, 'nuc')`, `norm(a, 2)`) get their exact gradient at repeated eigenvalues (their
+  rules use the vectors only, not the gaps), but their second derivatives there are nan: the
+  exact one needs the second derivative of the function of the eigenvalues at the tie, which
+  no rule of the eigenvalues sees. (Near a tie, 1/gap is huge and so are the derivatives.)
 - Phases. The eigenvectors of `eigh` and the singular vectors of `svd` of a complex matrix are
   fixed only up to a phase each (a sign for real input): fgrad's factors are NumPy's (LAPACK's)
   and their derivatives take JAX's gauge (`eigh`: Im(V^H dV) has a zero diagonal; `svd`: so
@@ -372,11 +378,8 @@ def _plus(x, y):
 
 
 def _inverse_where_nonzero(d):
-    """1/d with 0 where d is exactly 0 (the mask is a constant, so this is differentiable).
-
-    The gaps between eigenvalues (or squared singular values) pass through here, and so does
-    the diagonal of the gap matrix, which is always 0.
-    """
+    """1/d with 0 where d is exactly 0 (the mask is a constant, so this is differentiable):
+    `svd`'s 1/s for the columns a non-square matrix adds."""
     zero = mask_values(d) == 0
     if not may_hold(zero):
         return 1.0 / d
@@ -384,8 +387,35 @@ def _inverse_where_nonzero(d):
 
 
 def _gaps_inverse(w):
-    """F[..., i, j] = 1 / (w_j - w_i), and 0 where w_j == w_i (on the diagonal and at ties)."""
-    return _inverse_where_nonzero(expand_dims(w, -2) - expand_dims(w, -1))
+    """F[..., i, j] = 1 / (w_j - w_i), 0 on the diagonal, and nan where w_j == w_i off it: a
+    repeated eigenvalue (singular value), where the vectors of the tie have no derivative, so
+    that a derivative that depends on them is nan (as JAX's), not a wrong number."""
+    return _gaps_inverse_and_ties(w)[0]
+
+
+def _gaps_inverse_and_ties(w):
+    """`_gaps_inverse(w)` and the mask of its ties (None where there is none), for
+    `_times_gaps_inverse`."""
+    gaps = expand_dims(w, -2) - expand_dims(w, -1)
+    zero = mask_values(gaps) == 0  # the diagonal at least
+    inverse = where(zero, 0.0, 1.0 / where(zero, 1.0, gaps))
+    tie = _np.logical_and(zero, ~_np.eye(shape(w)[-1], dtype=bool))
+    if not may_hold(tie):
+        return inverse, None
+    return where(tie, _np.nan, inverse), tie
+
+
+def _times_gaps_inverse(f, tie, t):
+    """f * t in a forward rule, for (F, tie) = `_gaps_inverse_and_ties(w)` and t the tangent
+    in the basis of the vectors (V^H dA V): where a tie meets an exact 0 of t, 0. A direction
+    that does not couple the tie (t_ij = 0: a diagonal dA at a diagonal a) keeps the exact
+    derivative of every smooth function of the factors, and a simple eigenvector's derivative
+    is finite anyway (its column of F has no tie). Reverse rules keep the nan: their cotangent
+    can be 0 at a tie by accident (the weight w_j of v_j at w_j = 0), which a 0 would make
+    wrong."""
+    if tie is None:
+        return f * t
+    return where(_np.logical_and(tie, mask_values(t) == 0), 0.0, f * t)
 
 
 def _right_solve(y, m):
@@ -805,6 +835,30 @@ _pinv_p = matrix_primitive(
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
 
+def _nested_tuples(x):
+    return tuple(map(_nested_tuples, x)) if isinstance(x, list) else x
+
+
+def _cutoffs_param(rcond, batch):
+    """pinv's `rcond` (or `rtol`) as a parameter: a float, or nested tuples of floats that
+    keep its shape, which NumPy broadcasts against the batch shape of the stack (entry i of a
+    (k, 1) array is the cutoff of row i of a (k, n) stack)."""
+    cutoffs = _np.asarray(rcond, dtype=float)
+    if cutoffs.ndim == 0:
+        return float(cutoffs)
+    try:
+        fits = _np.broadcast_shapes(cutoffs.shape, batch) == batch
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"linalg.pinv: 'rcond' (or 'rtol') has shape {cutoffs.shape}, which does not "
+            f"broadcast to the batch shape {batch} of 'a' (its shape without the last two "
+            "axes); give one cutoff, or an array that broadcasts to the batch shape"
+        )
+    return _nested_tuples(cutoffs.tolist())
+
+
 @mirror("function")
 def pinv(
     a: ArrayLike,
@@ -834,8 +888,8 @@ def pinv(
             rcond = rtol
     elif rtol is not _NOT_GIVEN:
         raise ValueError("linalg.pinv: give rcond or rtol, not both")
-    if isinstance(rcond, _np.ndarray):
-        rcond = float(rcond) if rcond.ndim == 0 else tuple(map(float, rcond.ravel()))
+    if not is_traced(rcond):
+        rcond = _cutoffs_param(rcond, shape(a)[:-2])
     if hermitian:  # NumPy's svd(hermitian=True) reads a's lower triangle (`eigh`)
         _check_square(a, "linalg.pinv(hermitian=True)")
         a = _hermitian_from(a)
@@ -865,6 +919,35 @@ def _lstsq_rank_batch(args, dims, rcond):
 register_rules(_lstsq_rank_p, batch=_lstsq_rank_batch)
 
 
+def _lstsq_rcond(rcond):
+    """lstsq's `rcond` as a Python float (None stays None). A traced one is read: a `jit`
+    argument is guarded (another value records again), and under `vmap` each row runs alone.
+    x depends on the cutoff only through the rank, a step: it has no derivative to carry."""
+    if rcond is None or not is_traced(rcond):
+        return rcond if rcond is None else float(rcond)
+    if shape(rcond) != ():
+        raise ValueError(f"linalg.lstsq: 'rcond' has {describe(rcond)}; it must be a number")
+    try:
+        return float(rcond)
+    except TypeError:
+        raise TypeError(
+            f"linalg.lstsq: 'rcond' is a traced value ({describe(rcond)}) of a derivative: "
+            "lstsq's results do not vary smoothly with the cutoff (they step where it crosses a "
+            "singular value). Pass fgrad.stop_gradient(rcond), or a number"
+        ) from None
+
+
+def _gelsd_cutoff(rcond, m, n):
+    """The relative cutoff LAPACK's gelsd applies (singular values s <= cutoff * s[0] are
+    taken as 0), for NumPy's `rcond`: NumPy's default eps * max(m, n), and gelsd's own
+    rule, which replaces an rcond outside (0, 1) (NumPy's old default -1, say) by the
+    machine precision of the float64 NumPy computes in (LAPACK's dlamch('E') = eps / 2)."""
+    eps = float(_np.finfo(_np.float64).eps)
+    if rcond is None:
+        return eps * builtins.max(m, n)
+    return rcond if 0.0 < rcond < 1.0 else eps / 2
+
+
 @mirror("function")
 def lstsq(
     a: ArrayLike, b: ArrayLike, rcond: float | None = None
@@ -892,9 +975,8 @@ def lstsq(
             "dimensions must be equal"
         )
     dtypes = (dtype_of(a), dtype_of(b))
-    cutoff = rcond
-    if cutoff is None:
-        cutoff = _np.finfo(_np.result_type(*dtypes, _np.float64)).eps * builtins.max(m, n)
+    rcond = _lstsq_rcond(rcond)
+    cutoff = _gelsd_cutoff(rcond, m, n)
     s = svdvals(a)
     if _unreadable(a):  # LAPACK's rank (gelsd's), counted on each row's singular values
         kept = greater(constant_of(s), cutoff * constant_of(s)[..., :1])
@@ -1146,7 +1228,9 @@ def _eigh_jvp(tangents, ans, x, UPLO):
     w, v = ans
     vtv = _matmul(_H(v), _matmul(t, v))
     dw = _diagonal(vtv)
-    return real(dw) if _is_complex(dw) else dw, _matmul(v, _gaps_inverse(w) * vtv)
+    return real(dw) if _is_complex(dw) else dw, _matmul(
+        v, _times_gaps_inverse(*_gaps_inverse_and_ties(w), vtv)
+    )
 
 
 def _eigh_vjp(wanted, ans, x, UPLO):
@@ -1185,8 +1269,9 @@ def eigh(a: ArrayLike, UPLO: str = "L") -> EighResult:
     diagonal: the value is NumPy's for any a, and the derivative is that of NumPy's function
     (0 outside the triangle read; JAX decomposes (a + a^H) / 2 instead, the same for a
     Hermitian a, but not its gradient). The eigenvector derivative divides by the gaps
-    w_j - w_i; where a gap is exactly 0 (a repeated eigenvalue) 1/gap is taken as 0, so
-    eigenvector gradients there are not meaningful, while eigenvalue gradients remain exact.
+    w_j - w_i; where a gap is exactly 0 (a repeated eigenvalue) a derivative that depends on
+    the eigenvectors of the tie is nan (see the module docstring), while eigenvalue gradients
+    remain exact.
     Complex eigenvectors are NumPy's, each fixed up to a phase: functions of them that do not
     depend on the phases have exact derivatives (see the module docstring).
 
@@ -1222,7 +1307,8 @@ _eigvalsh_p = matrix_primitive(
 @mirror("function")
 def eigvalsh(a: ArrayLike, UPLO: str = "L") -> Array:
     """NumPy's `linalg.eigvalsh`: the real eigenvalues, ascending, of the Hermitian matrix read
-    from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too.
+    from a's `UPLO` triangle (as `eigh`); its gradient is exact at repeated eigenvalues too,
+    its second derivatives there are nan (see the module docstring).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[0.0, 7.0], [1.0, 0.0]])  # NumPy reads [[0, 1], [1, 0]]
@@ -1276,7 +1362,7 @@ def _eig_jvp(tangents, ans, x):
     (t,) = tangents
     w, v = ans
     p = _matmul(_solve_p(v, t), v)
-    u = _matmul(v, _gaps_inverse(w) * p)
+    u = _matmul(v, _times_gaps_inverse(*_gaps_inverse_and_ties(w), p))
     if _is_complex(v):
         mask = _largest_entries(v)
         largest = real(sum(mask * v, axis=-2))
@@ -1331,7 +1417,8 @@ def eig(a: ArrayLike) -> EigResult:
     normalization NumPy's values have.) For a real matrix LAPACK leaves each eigenvector's sign
     free, and it can flip under a tiny change of the matrix; a function of the eigenvectors
     that does not depend on their scaling (`v @ diag(w) @ inv(v)`) has the exact derivative
-    regardless. Where two eigenvalues are equal, 1/gap is taken as 0, as `eigh`.
+    regardless. Where two eigenvalues are equal, a derivative that depends on their
+    eigenvectors is nan, as `eigh`'s (and so are second derivatives of the eigenvalues).
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[0.0, -2.0], [1.0, 0.0]])  # eigenvalues +-i sqrt(2)
@@ -1348,18 +1435,47 @@ def eig(a: ArrayLike) -> EigResult:
 
 def _eigvectors_for(ans, x):
     """eig(x)'s traced eigenvectors, their columns in the order of the eigenvalues `ans`
-    (NumPy's `eigvals` and `eig` are separate LAPACK calls)."""
+    (NumPy's `eigvals` and `eig` are separate LAPACK calls). Each eigenvalue takes the column
+    of its nearest one of eig's, one to one: equal eigenvalues take distinct columns, so V
+    stays invertible where a is diagonalizable."""
     w, v = _eig_p(x)
     if 0 in shape(ans):  # no eigenvalue to match (0x0 matrices, or none): nothing to reorder
         return v
-    if _unreadable(w):  # match each eigenvalue with its nearest by comparisons: no read
+    if _unreadable(w):  # no read: the pairing by reductions and comparisons
         gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
-        return _reordered(v, _mT(_first_largest(-gaps)))
+        return _reordered(v, _mT(_nearest_pairs(gaps)))
     wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
-    order = _np.argmin(_np.abs(wa[..., :, None] - we[..., None, :]), axis=-1)
+    gaps = _np.abs(wa[..., :, None] - we[..., None, :])
+    order = _np.argmin(gaps, axis=-1)
     if (order == _np.arange(wa.shape[-1])).all():
         return v
+    if not (_np.sort(order, axis=-1) == _np.arange(wa.shape[-1])).all():  # not one to one
+        order = _np.argmax(_nearest_pairs(gaps), axis=-1)
     return _take_last(v, _np.broadcast_to(order[..., None, :], shape(v)))
+
+
+def _nearest_pairs(gaps):
+    """M (..., n, n) boolean, M[..., i, j] where entry i of one list is paired with entry j of
+    the other (gaps[..., i, j] the distance between them): one to one, each step pairing the
+    closest entries not yet paired (at a tie, the first in row-major order). Reductions and
+    comparisons only, so that it batches."""
+    n = shape(gaps)[-1]
+    flat, square = shape(gaps)[:-2] + (n * n,), shape(gaps)
+    places = _np.arange(n * n, dtype=float)
+    paired = _np.zeros(square, dtype=bool)
+    for _ in range(n):
+        left = reshape(where(_paired_lines(paired), _np.inf, gaps), flat)
+        closest = equal(left, min(left, axis=-1, keepdims=True))
+        at = where(closest, places, float(n * n))
+        paired = logical_or(paired, reshape(equal(at, min(at, axis=-1, keepdims=True)), square))
+    return paired
+
+
+def _paired_lines(paired):
+    """Where row i or column j of the pairing `paired` already holds a pair."""
+    held = where(paired, 1.0, 0.0)
+    rows = greater(max(held, axis=-1, keepdims=True), 0.0)
+    return logical_or(rows, greater(max(held, axis=-2, keepdims=True), 0.0))
 
 
 def _eigvals_vjp(ans, x):
@@ -1417,18 +1533,18 @@ def _svd_jvp(tangents, ans, x, full_matrices):
     u, s, vh = ans
     m, n = shape(x)[-2:]
     v = _H(vh)
-    f = _gaps_inverse(s * s)
+    f, ties = _gaps_inverse_and_ties(s * s)
     inv_s = _inverse_where_nonzero(s)
     dp = _matmul(_H(u), _matmul(t, v))
     dps = dp * expand_dims(s, -2)
     sdp = expand_dims(s, -1) * dp
-    du_inner = f * (dps + _H(dps))
+    du_inner = _times_gaps_inverse(f, ties, dps + _H(dps))
     ds = _diagonal(dp)
     if _is_complex(dp):
         du_inner = du_inner + _diag_embed(_imag_part(ds) * inv_s)
         ds = real(ds)
     du = _matmul(u, du_inner)
-    dv = _matmul(v, f * (sdp + _H(sdp)))
+    dv = _matmul(v, _times_gaps_inverse(f, ties, sdp + _H(sdp)))
     if m > n:
         dav = _matmul(t, v)
         du = du + (dav - _matmul(u, _matmul(_H(u), dav))) * expand_dims(inv_s, -2)
@@ -1506,11 +1622,15 @@ def svd(
     """NumPy's `linalg.svd`, batched: (U, S, Vh), or S alone with compute_uv=False; S is real.
 
     The singular vectors' derivatives divide by the gaps s_j^2 - s_i^2 and (for non-square a)
-    by s; where one is exactly 0, its inverse is taken as 0, so singular-vector gradients at
-    repeated (or zero) singular values are not meaningful, while the singular values' gradient
-    conj(U diag(ct) Vh) is exact. For complex a, U and Vh are NumPy's, fixed up to a phase per
-    singular value: functions of them that do not depend on the phases (U diag(f(s)) Vh,
-    abs(U), U Vh) have exact derivatives (see the module docstring). With full_matrices=True
+    by s. Where a gap is exactly 0 (a repeated singular value, or two zero ones), a derivative
+    that depends on the singular vectors of the tie is nan, as JAX's (even for smooth functions
+    such as U Vh or U diag(s**3) Vh: the rules cannot tell them apart), while the singular
+    values' gradient conj(U diag(ct) Vh) is exact and their second derivatives are nan (see the
+    module docstring); where s is 0 (non-square a), 1/s is taken as 0, so singular-vector
+    gradients there are not meaningful. For complex a, U and Vh are NumPy's, fixed up to a
+    phase per singular value: functions of them that do not depend on the phases
+    (U diag(f(s)) Vh, abs(U), U Vh) have exact derivatives at distinct singular values (see
+    the module docstring). With full_matrices=True
     and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a derivative
     through the factors raises ValueError (use full_matrices=False); `vmap` and `jit` compute
     them. With `hermitian=True` it is computed from

@@ -496,8 +496,10 @@ def _take_rows(x, perm, inverse=False):
         perm = _np.argsort(perm, axis=-1)
     if perm.ndim == 1:
         return x[..., perm, :]
-    x = broadcast_to(x, perm.shape[:-1] + shape(x)[-2:])
-    grids = _np.indices(perm.shape[:-1], sparse=True)
+    lead = _np.broadcast_shapes(perm.shape[:-1], shape(x)[:-2])  # x may have more batch axes
+    x = broadcast_to(x, lead + shape(x)[-2:])
+    perm = _np.broadcast_to(perm, lead + perm.shape[-1:])
+    grids = _np.indices(lead, sparse=True)
     return x[tuple(g[..., None] for g in grids) + (perm,)]
 
 
@@ -512,23 +514,46 @@ def _rsolve_upper_T(x, u):
 
 
 def _lu_tangents(t, l, u, rows, inverse=False):
-    """(dL, dU) of a[rows] = L U along the tangent t of a (a[argsort(rows)] with `inverse`)."""
+    """(dL, dU) of a[rows] = L U along the tangent t of a (a[argsort(rows)] with `inverse`).
+    With F = L^-1 dA U^-1 (tall a) or H = L^-1 dA (square and wide a): dL = L tril(F, -1),
+    dU = triu(F) U, or dL = L Phi, dU = triu(H - Phi U) with Phi = tril(H U^-1, -1), which
+    never divides by the last pivot (`_below_diagonal_of_rsolve`)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
     dap = _take_rows(t, rows, inverse)
-    if m >= n:
+    if m > n:
         g = _rsolve_upper(dap, u)
         f = _trsolve_p(l[..., :k, :], g[..., :k, :], lower=True, trans=0, unit=True)
         du = fnp.matmul(_triangle(f, False), u)
         dl = fnp.matmul(l[..., :k, :], _triangle(f, True, -1))
-        if m > n:
-            dl = fnp.concatenate(
-                [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2
-            )
+        dl = fnp.concatenate(
+            [dl, g[..., k:, :] - fnp.matmul(l[..., k:, :], _triangle(f, False))], axis=-2
+        )
         return dl, du
     h = _trsolve_p(l, dap, lower=True, trans=0, unit=True)
-    fl = _triangle(_rsolve_upper(h[..., :, :k], u[..., :, :k]), True, -1)
+    fl = _below_diagonal_of_rsolve(h, u, k)
     return fnp.matmul(l, fl), _triangle(h - fnp.matmul(fl, u), False)
+
+
+def _below_diagonal_of_rsolve(h, u, k):
+    """tril(h[..., :k] @ inv(u[..., :k, :k]), -1) for k = m rows: its last column is 0, and
+    its other columns are h's times the inverse of u's leading (k-1) x (k-1) block. So the
+    last pivot is never divided by, and L and U of a singular matrix whose other pivots are
+    not 0 are differentiable (as they are: rational in a, with those pivots as denominators)."""
+    last = _zeros(shape(h)[:-1] + (1,), h)
+    if k == 1:
+        return last
+    lead = _rsolve_upper(h[..., :, : k - 1], u[..., : k - 1, : k - 1])
+    return fnp.concatenate([_triangle(lead, True, -1), last], axis=-1)
+
+
+def _below_diagonal_of_rsolve_T(ct, u, k):
+    """The transpose of `_below_diagonal_of_rsolve` (ct already strictly lower)."""
+    last = _zeros(shape(ct)[:-1] + (1,), ct)
+    if k == 1:
+        return last
+    lead = _rsolve_upper_T(ct[..., :, : k - 1], u[..., : k - 1, : k - 1])
+    return fnp.concatenate([lead, last], axis=-1)
 
 
 def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
@@ -537,24 +562,20 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
     k = min(m, n)
     ct_l = None if ct_l is None else _triangle(ct_l, True, -1)
     ct_u = None if ct_u is None else _triangle(ct_u, False)
-    terms_f, ct_g = [], None
-    if m >= n:
+    terms_f = []
+    if m > n:
         if ct_u is not None:
             terms_f.append(_triangle(fnp.matmul(ct_u, _mT(u)), False))
         if ct_l is not None:
             terms_f.append(_triangle(fnp.matmul(_mT(l[..., :k, :]), ct_l[..., :k, :]), True, -1))
-            if m > n:
-                ct_l2 = ct_l[..., k:, :]
-                terms_f.append(-_triangle(fnp.matmul(_mT(l[..., k:, :]), ct_l2), False))
+            ct_l2 = ct_l[..., k:, :]
+            terms_f.append(-_triangle(fnp.matmul(_mT(l[..., k:, :]), ct_l2), False))
         if not terms_f:
             return None
         ct_f = _sum(terms_f)
         ct_g = _trsolve_p(l[..., :k, :], ct_f, lower=True, trans=1, unit=True)
-        if m > n:
-            bottom = (
-                ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n), ct_g)
-            )
-            ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
+        bottom = ct_l[..., k:, :] if ct_l is not None else _zeros(shape(l)[:-2] + (m - k, n), ct_g)
+        ct_g = fnp.concatenate([ct_g, bottom], axis=-2)
         ct_dap = _rsolve_upper_T(ct_g, u)
     else:
         if ct_l is not None:
@@ -564,7 +585,7 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
         if not terms_f:
             return None
         ct_f = _triangle(_sum(terms_f), True, -1)
-        ct_h1 = _rsolve_upper_T(ct_f, u[..., :, :k])
+        ct_h1 = _below_diagonal_of_rsolve_T(ct_f, u, k)
         if ct_u is None:
             ct_h = fnp.concatenate([ct_h1, _zeros(shape(u)[:-1] + (n - k,), ct_h1)], axis=-1)
         else:
@@ -660,6 +681,14 @@ def lu_solve(
         raise ValueError(f"scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}")
     n = _square(luv, "lu_solve", "lu")
     b2, vector = _as_matrix_rhs(b, n, "lu_solve")
+    try:
+        _np.broadcast_shapes(shape(luv)[:-2], shape(b2)[:-2])
+    except ValueError:
+        raise ValueError(
+            f"scipy.linalg.lu_solve: 'b' has {describe(b)} and 'lu' has {describe(luv)}; "
+            "their batch shapes (without the matrix axes) must broadcast against each "
+            "other"
+        ) from None
     perm = _lu_rows(piv, n)
     if not _TRANS[trans]:  # x = U^-1 L^-1 P b
         y = _trsolve_p(luv, _take_rows(b2, perm), lower=True, trans=0, unit=True)
@@ -1302,7 +1331,7 @@ def qr(
 
 # --- svd ------------------------------------------------------------------------------------------
 # a = U diag(s) V^H, k = min(m, n), along dA (as JAX): dP = U^H dA V, ds = Re diag(dP),
-# F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j and where s_i == s_j), and
+# F_ij = 1 / (s_j^2 - s_i^2) (0 for i == j, nan where s_i == s_j: see `_svd_gaps`), and
 #   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V / s,
 #   dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U / s.
 # The phase of a complex singular pair is a gauge: as JAX, V^H dV has a zero diagonal and U
@@ -1315,14 +1344,13 @@ def _svd_parts(ans, k):
 
 
 def _svd_gaps(s):
-    """F with F_ij = 1 / (s_j^2 - s_i^2), 0 where s_i == s_j; and 1/s, 0 where s == 0."""
-    s2 = s * s
-    gap = fnp.expand_dims(s2, -2) - fnp.expand_dims(s2, -1)
-    batched = _la._unreadable(gap)  # then one mask per row, from the batched values
-    zero = fnp.equal(gap, 0) if batched else _np.asarray(primal(gap)) == 0
-    f = fnp.where(zero, 0.0, 1.0 / fnp.where(zero, 1.0, gap))
+    """F with F_ij = 1 / (s_j^2 - s_i^2), 0 on the diagonal and nan at a repeated singular
+    value, and its ties (as `numpy.linalg`'s, see `_gaps_inverse_and_ties`); and 1/s, 0 where
+    s == 0."""
+    f, ties = _la._gaps_inverse_and_ties(s * s)
+    batched = _la._unreadable(s)  # then one mask per row, from the batched values
     s_zero = fnp.equal(s, 0) if batched else _np.asarray(primal(s)) == 0
-    return f, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
+    return f, ties, fnp.where(s_zero, 0.0, 1.0 / fnp.where(s_zero, 1.0, s))
 
 
 def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
@@ -1332,15 +1360,15 @@ def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
     u, s, v = _svd_parts(ans, k)
     dp = fnp.matmul(_H(u), fnp.matmul(t, v))
     ds = fnp.real(_diag(dp)) if _is_complex(dp) else _diag(dp)
-    f, s_inv = _svd_gaps(s)
+    f, ties, s_inv = _svd_gaps(s)
     row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)  # s_j and s_i at [i, j]
     dps, sdp = dp * row, col * dp
-    gu = f * (dps + _H(dps))
+    gu = _la._times_gaps_inverse(f, ties, dps + _H(dps))
     if _is_complex(dp):
         d = _diag(dp)
         gu = gu + _diag_embed((d - fnp.conj(d)) * 0.5 * s_inv)
     du = fnp.matmul(u, gu)
-    dv = fnp.matmul(v, f * (sdp + _H(sdp)))
+    dv = fnp.matmul(v, _la._times_gaps_inverse(f, ties, sdp + _H(sdp)))
     if m > k:
         du = du + (fnp.matmul(t, v) - fnp.matmul(u, dp)) * fnp.expand_dims(s_inv, -2)
     if n > k:
@@ -1364,7 +1392,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
         ct_u, ct_s, ct_vh = cts
         if ct_u is None and ct_s is None and ct_vh is None:
             return (None,)
-        f, s_inv = _svd_gaps(s)
+        f, _, s_inv = _svd_gaps(s)
         row, col = fnp.expand_dims(s, -2), fnp.expand_dims(s, -1)
         terms_dp, ct_t = [], []
         if ct_s is not None:
