@@ -754,6 +754,46 @@ def _refusing_traced(fn, names, instead, in_place):
     return numpys_call
 
 
+# fgrad.numpy functions whose result dtype differs from NumPy's on purpose (float32 data gives
+# float32 where NumPy computes in float64: `cov`, `corrcoef`, `interp`). Called as NumPy's own
+# function on a traced value, the value must not change under tracing: NumPy's dtype is passed
+# (or its inputs cast), so the call computes what NumPy computes on the plain values.
+
+
+def _data_dtype(*values):
+    """NumPy's result dtype of `values` (None for an absent one) with float64: the dtype NumPy's
+    `cov` and `interp` compute in."""
+    present = [_np.result_type(dtype_of(v)) for v in values if v is not None]
+    return _np.result_type(*present, _np.float64)
+
+
+def _numpys_cov(fn):
+    def numpys_cov(m, y=None, *args, dtype=None, **kwargs):
+        if dtype is None:
+            dtype = _data_dtype(_sh.asarray(m), None if y is None else _sh.asarray(y))
+        return fn(m, y, *args, dtype=dtype, **kwargs)
+
+    return numpys_cov
+
+
+def _numpys_interp(fn):
+    def numpys_interp(x, xp, fp, *args, **kwargs):
+        fp = _sh.asarray(fp)
+        data = _np.complex128 if dtype_of(fp).kind == "c" else _np.float64
+        return fn(
+            _sh.astype(_sh.asarray(x), _np.float64),
+            _sh.astype(_sh.asarray(xp), _np.float64),
+            _sh.astype(fp, data),
+            *args,
+            **kwargs,
+        )
+
+    return numpys_interp
+
+
+_NUMPYS_DTYPES = {"cov": _numpys_cov, "corrcoef": _numpys_cov, "interp": _numpys_interp}
+
+
 def dispatch_to(mapping):
     """Send these NumPy-protocol callables (ufuncs or array functions, e.g. SciPy's special
     functions) to the given fgrad functions when they meet a traced value."""
@@ -779,6 +819,8 @@ def install(namespace, submodules):
     for name, (names, instead, in_place) in _WRITES_INTO.items():
         fn = _refusing_traced(namespace[name], names, instead, in_place)
         _FUNCTIONS[getattr(_np, name)] = fn
+    for name, numpys in _NUMPYS_DTYPES.items():
+        _FUNCTIONS[getattr(_np, name)] = numpys(namespace[name])
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
         if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)
