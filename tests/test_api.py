@@ -529,8 +529,6 @@ def test_numpys_own_cov_corrcoef_and_interp_keep_numpys_dtype_and_bits_under_tra
     jitted = fgrad.jit(f)
     for got in (jitted(m), jitted(m), fgrad.vmap(f)(m[None])[0], fgrad.jvp(f, (m,), (m,))[0]):
         assert got.dtype == want.dtype == np.float64
-        if name != "interp":  # (interp: NumPy's formula is another by an ulp, left for now)
-            assert np.array_equal(got, want)
-        np.testing.assert_allclose(got, want, rtol=1e-15)
+        assert np.array_equal(got, want)
     assert fgrad.grad(lambda a: fnp.sum(f(a)))(m).dtype == np.float32  # the input's
     assert fnp.cov(m).dtype == np.float32  # fgrad.numpy's own keeps float32, as documented

@@ -411,10 +411,16 @@ def interp(
         # only at x == xp[-1] == xp[-2]: take fp[-1]
         flat = equal(constant_of(dx), 0) if batched else _np.asarray(primal(dx)) == 0
         some_flat = batched or flat.any()
-        w = (x - x0) / (where(flat, 1.0, dx) if some_flat else dx)
+        # NumPy's formula, slope * (x - x0) + f0, so that the value is NumPy's to the bit
+        slope = (f1 - f0) / (where(flat, 1.0, dx) if some_flat else dx)
+        y = slope * (x - x0) + f0
         if some_flat:
-            w = where(flat, 1.0, w)
-        y = f0 + w * (f1 - f0)
+            y = where(flat, f1, y)
+        # at the last knot NumPy gives fp[-1] itself (the formula may round off it), with
+        # the last segment's derivatives here (the convention above)
+        at_end = equal(xv, xpv[-1]) if batched else xv == xpv[-1]
+        if batched or at_end.any():
+            y = where(at_end, constant_of(f1) + zero_with_derivatives_of(y), y)
     below, above = less(xv, xpv[0]), greater(xv, xpv[-1])
     if batched or below.any():
         y = where(below, fp[0] if left is None else left, y)
