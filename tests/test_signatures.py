@@ -166,6 +166,10 @@ DIFFERENCES.update(
         "(raise or warn when a solve that is differentiated stops early), as the optimizers'",
         "scipy.sparse.linalg.gmres": "without callback_type: a callback is refused (the "
         "iterates of a differentiated solve are not the user's to watch)",
+        "numpy.fill_diagonal": "NumPy's parameters, then JAX's keyword-only inplace: False "
+        "returns the new array (the form for traced values, which cannot be written into)",
+        "numpy.put_along_axis": "NumPy's parameters, then JAX's keyword-only inplace: False "
+        "returns the new array (the form for traced values, which cannot be written into)",
     }
 )
 

@@ -720,14 +720,14 @@ _FUNCTION_METHODS = (
 _WRITES_INTO = {
     "put_along_axis": (
         ("arr", "values"),
-        "arr = fgrad.numpy.put_along_axis(arr, indices, values, axis), which returns the new "
-        "array (the same call; use its result)",
+        "arr = fgrad.numpy.put_along_axis(arr, indices, values, axis, inplace=False), which "
+        "returns the new array (JAX's form)",
         lambda arguments: True,
     ),
     "fill_diagonal": (
         ("a", "val"),
-        "a = fgrad.numpy.at(a)[fgrad.numpy.diag_indices_from(a)].set(val) (its axes all of "
-        "one length)",
+        "a = fgrad.numpy.fill_diagonal(a, val, inplace=False), which returns the new array "
+        "(JAX's form)",
         lambda arguments: True,
     ),
     "nan_to_num": (

@@ -130,20 +130,37 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
 
 
 @mirror("shape")
-def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None) -> Any:
+def put_along_axis(
+    arr: Any, indices: Any, values: Any, axis: int | None, *, inplace: bool = True
+) -> Any:
     """NumPy's `put_along_axis`: values put at `indices` along `axis` (as `take_along_axis`
-    reads them). On plain arrays it writes into arr and returns None, as NumPy's. When arr or
-    values is traced (or a lazy Dask array) it returns the updated array as a new value,
-    differentiable in arr and values, and arr is left as it is (a traced value cannot be
-    written into): use the result.
+    reads them). On plain arrays it writes into arr and returns None, as NumPy's. With
+    `inplace=False` (JAX's keyword) it returns the updated array as a new value instead,
+    differentiable in arr and values, and leaves arr as it is: the form for a traced arr or
+    values (or a lazy Dask array), which cannot be written into. NumPy-style code calling it
+    for its write on a traced value would lose the write silently, so there the default
+    `inplace=True` raises a TypeError saying to pass `inplace=False` and use the result.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> fgrad.grad(lambda v: fnp.sum(fnp.put_along_axis(a, np.array([[1], [0]]), v, 1)))(2.0)
+    >>> put = lambda v: fnp.put_along_axis(a, np.array([[1], [0]]), v, 1, inplace=False)
+    >>> fgrad.grad(lambda v: fnp.sum(put(v)))(2.0)
     np.float64(2.0)
     """
     if numpy_applies(arr, values):
-        return _np.put_along_axis(arr, indices, values, axis)
+        if inplace:
+            return _np.put_along_axis(arr, indices, values, axis)
+        arr = _np.array(arr)  # (a copy, NumPy's dtype of it)
+        _np.put_along_axis(arr, indices, values, axis)
+        return arr
+    if inplace:
+        refuse_traced(
+            "put_along_axis",
+            "arr = fgrad.numpy.put_along_axis(arr, indices, values, axis, inplace=False), "
+            "which returns the new array (JAX's form)",
+            arr=arr,
+            values=values,
+        )
     indices = constant_values(indices, "put_along_axis", "indices")
     # NumPy places the numbers of the elements of values broadcast to the indexed shape
     source = _np.full(shape(arr), -1, dtype=_np.intp)
@@ -159,20 +176,34 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None) -> Any
 
 
 @mirror("shape")
-def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> Any:
+def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True) -> Any:
     """NumPy's `fill_diagonal`: the main diagonal of a (all axes of equal length, or a tall
     matrix, `wrap` as NumPy's) set to val, repeated as needed. On plain arrays it writes into
-    a and returns None, as NumPy's. When a or val is traced (or a lazy Dask array) it returns
-    the updated array as a new value, differentiable in a and val, and a is left as it is:
-    use the result.
+    a and returns None, as NumPy's. With `inplace=False` (JAX's keyword) it returns the
+    updated array as a new value instead, differentiable in a and val, and leaves a as it is:
+    the form for a traced a or val (or a lazy Dask array), which cannot be written into. There
+    the default `inplace=True` raises a TypeError saying so, as NumPy-style code calling it
+    for its write would lose the write silently.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
-    >>> fgrad.grad(lambda v: fnp.sum(fnp.fill_diagonal(np.zeros((2, 2)), v) ** 2))(
-    ...     np.array([1.0, 2.0]))
+    >>> fill = lambda v: fnp.fill_diagonal(np.zeros((2, 2)), v, inplace=False)
+    >>> fgrad.grad(lambda v: fnp.sum(fill(v) ** 2))(np.array([1.0, 2.0]))
     array([2., 4.])
     """
     if numpy_applies(a, val):
-        return _np.fill_diagonal(a, val, wrap)
+        if inplace:
+            return _np.fill_diagonal(a, val, wrap)
+        a = _np.array(a)
+        _np.fill_diagonal(a, val, wrap)
+        return a
+    if inplace:
+        refuse_traced(
+            "fill_diagonal",
+            "a = fgrad.numpy.fill_diagonal(a, val, inplace=False), which returns the new "
+            "array (JAX's form)",
+            a=a,
+            val=val,
+        )
     source = _np.full(shape(a), -1, dtype=_np.intp)
     _np.fill_diagonal(source, _np.arange(max(_math.prod(shape(val)), 1)), wrap)
     return _placed(a, source, val)
