@@ -399,6 +399,12 @@ def _owner(a):
     return a
 
 
+def _arrays_of(args, kwargs):
+    """Every argument's leaves (the differentiated ones and the others), for `_fresh` of what
+    the function may hand back as it is (a has_aux snapshot of an argument)."""
+    return tree_flatten((args, kwargs))[0]
+
+
 def _fresh_tree(tree, given):
     """`_fresh` of a pytree (a has_aux function's aux, a primal output)."""
     leaves, treedef = tree_flatten(tree)
@@ -663,7 +669,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
         out, aux, g_leaves = _grad_flat(fun_of_dyn, leaves, in_tree, has_aux, who, holomorphic)
         g = tree_unflatten(in_tree, _fresh(g_leaves, leaves))
         if has_aux:
-            aux = _fresh_tree(aux, leaves)
+            aux = _fresh_tree(aux, _arrays_of(args, kwargs))
         if not with_value:
             return (g, aux) if has_aux else g
         (out,) = _fresh([out], leaves)
@@ -1131,7 +1137,7 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, who):
         jacobian = _fresh_tree(
             _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree), in_leaves
         )
-        return (jacobian, _fresh_tree(aux, in_leaves)) if has_aux else jacobian
+        return (jacobian, _fresh_tree(aux, _arrays_of(args, kwargs))) if has_aux else jacobian
 
     return _named(jacfwd_fun, fun, who)
 
@@ -1207,7 +1213,7 @@ def _jacrev(fun, argnums, has_aux, holomorphic, who):
         jacobian = _fresh_tree(
             _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree), in_leaves
         )
-        return (jacobian, _fresh_tree(aux, in_leaves)) if has_aux else jacobian
+        return (jacobian, _fresh_tree(aux, _arrays_of(args, kwargs))) if has_aux else jacobian
 
     return _named(jacrev_fun, fun, who)
 

@@ -839,9 +839,13 @@ class custom_vjp(_CustomFunction):
 def _apply_jvp_rule(call, vals, tangents, level):
     f, who = call.f, call.who
     call.check(level, (("its jvp rule", f.jvp),))
-    primals = tuple(tree_unflatten(call.in_tree, list(vals)))
-    tangents = tuple(tree_unflatten(call.in_tree, list(tangents)))
-    pair = f.jvp(*call.nondiff_args(), primals, tangents)
+    n = len(vals)
+
+    def run(arrays):  # the rule on the primals and tangents, the caller's arrays guarded
+        primals = tuple(tree_unflatten(call.in_tree, list(arrays[:n])))
+        return f.jvp(*call.nondiff_args(), primals, tuple(tree_unflatten(call.in_tree, arrays[n:])))
+
+    pair = _guarded(run, [*vals, *tangents])
     if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
         raise TypeError(
             f"{who}: the jvp rule must return a pair (primal_out, tangent_out), got "

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import dataclasses
 import dis
 import functools
 import inspect
@@ -216,6 +217,23 @@ def _unshared(v, args):
     return v
 
 
+def _apart(outs):
+    """`outs`, each view among them that shares memory with another output copied: a replay
+    computes an operation repeated on the same inputs once (`_without_repeats`), so two
+    outputs computed apart (`sin(x)` and `sin(x)[:2]`) may come out as an array and a view of
+    it, and a caller writing into one would change the other."""
+    arrays = [v for v in outs if type(v) is _np.ndarray]
+    if len(arrays) < 2 or all(v.base is None for v in arrays):
+        return outs
+    out = list(outs)
+    for i, v in enumerate(out):
+        if type(v) is _np.ndarray and v.base is not None:
+            others = (w for j, w in enumerate(out) if j != i and type(w) is _np.ndarray)
+            if any(_np.may_share_memory(v, w) for w in others):
+                out[i] = v.copy()
+    return tuple(out)
+
+
 def _record(fun, leaves, rebuild, sources=False):
     """Run `fun` on `leaves` (rebuilt into its arguments by `rebuild`) under a staging level:
     the eager result and the `_Path` of the run."""
@@ -388,7 +406,10 @@ class _Writer:
             else:
                 tail = "," if len(outs) == 1 else ""
                 named = self.name(tree, "T")
-                self.lines.append(f"{indent}return _unflatten({named}, ({', '.join(outs)}{tail}))")
+                values = f"({', '.join(outs)}{tail})"
+                if not self.general and sum(type(r) is int for r in path.outputs) > 1:
+                    values = f"_apart({values})"
+                self.lines.append(f"{indent}return _unflatten({named}, {values})")
             return
         guard, children = node.branch
         slot, source = guard.slot, guard.source
@@ -580,6 +601,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _shape=shape_key,
         _copy=_copy,
         _unshared=_unshared,
+        _apart=_apart,
         _unflatten=tree_unflatten,
         _Miss=_Miss,
         _NO_PARAMS=core._NO_PARAMS,
@@ -1067,8 +1089,9 @@ def _value_key(value):
         return kind, frozenset(_value_key(v) for v in value)
     params = getattr(kind, "__dataclass_params__", None)
     if params is not None and params.frozen and params.eq:
-        fields = getattr(kind, "__dataclass_fields__", {})
-        return kind, tuple(_value_key(getattr(value, name)) for name in fields)
+        # the fields its == compares (not InitVars, nor fields with compare=False)
+        compared = [f.name for f in dataclasses.fields(value) if f.compare]
+        return kind, tuple(_value_key(getattr(value, name)) for name in compared)
     return kind, value
 
 

@@ -532,3 +532,16 @@ def test_numpys_own_cov_corrcoef_and_interp_keep_numpys_dtype_and_bits_under_tra
         assert np.array_equal(got, want)
     assert fgrad.grad(lambda a: fnp.sum(f(a)))(m).dtype == np.float32  # the input's
     assert fnp.cov(m).dtype == np.float32  # fgrad.numpy's own keeps float32, as documented
+
+
+def test_aux_never_shares_memory_with_an_argument_that_is_not_differentiated():
+    # aux was made fresh against the differentiated arguments only: a snapshot of y (argnums
+    # 0) was a view of the caller's y, and writing into it zeroed y
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    f = lambda x, y: (fnp.sum(x * y), {"y": y.reshape(2), "x": x.reshape(2)})
+    for transform in (fgrad.grad, fgrad.value_and_grad, fgrad.jacrev, fgrad.jacfwd):
+        out = transform(f, has_aux=True)(x, y)
+        aux = out[0][1] if transform is fgrad.value_and_grad else out[1]
+        assert not np.shares_memory(aux["y"], y) and not np.shares_memory(aux["x"], x)
+        aux["y"] *= 0
+        assert np.array_equal(y, [3.0, 4.0])

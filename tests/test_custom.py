@@ -719,6 +719,9 @@ def test_checkpoint_and_custom_primals_never_write_into_the_callers_arrays():
     values (grad(checkpoint(g)) was 16 x, jvp's tangent 96 instead of 48)."""
     cj = custom_jvp(_doubled_in_place)
     cj.defjvp(lambda p, t: (fnp.sum((2 * p[0]) ** 2), fnp.sum(8.0 * p[0] * t[0])))
+    calls_f = custom_jvp(_doubled_in_place)
+    # (the rule's own code reads x after f(x) doubled it in place: 16 x t, NumPy's meaning)
+    calls_f.defjvp(lambda p, t: (calls_f(p[0]), fnp.sum(8.0 * p[0] * t[0])))
     cv = custom_vjp(_doubled_in_place)
     kept = lambda x: (lambda r: (_doubled_in_place(x), r))(x * 1.0)  # x kept, then doubled
     cv.defvjp(kept, lambda x, ct: (8.0 * x * ct,))
@@ -731,8 +734,12 @@ def test_checkpoint_and_custom_primals_never_write_into_the_callers_arrays():
         "jit(grad(checkpoint))": lambda x: fgrad.jit(grad(checkpoint(_doubled_in_place)))(x),
         "grad(custom_vjp)": lambda x: grad(cv)(x),
         "jvp(custom_jvp)": lambda x: jvp(cj, (x,), (t,))[1] + 0 * x,
+        # JAX's idiom, a rule that calls the function: it ran it on the caller's x
+        "jvp(custom_jvp calling f)": lambda x: jvp(calls_f, (x,), (t,))[1] + 0 * x,
+        "grad(custom_jvp calling f)": lambda x: grad(calls_f)(x),
     }
     expected = {"jvp(checkpoint)": 48.0, "jvp(custom_jvp)": 48.0, "checkpoint": None}
+    expected.update({"jvp(custom_jvp calling f)": 96.0, "grad(custom_jvp calling f)": None})
     for name, run in runs.items():
         x = np.array([1.0, 2.0, 3.0])
         out = run(x)
@@ -740,7 +747,8 @@ def test_checkpoint_and_custom_primals_never_write_into_the_callers_arrays():
         if name == "checkpoint":  # the value: 4 sum(x**2) = 56
             np.testing.assert_allclose(checkpoint(_doubled_in_place)(x), 56.0)
             continue
-        np.testing.assert_allclose(out, expected.get(name, 8.0 * x), err_msg=name)
+        want = expected.get(name, 8.0 * x)
+        np.testing.assert_allclose(out, 16.0 * x if want is None else want, err_msg=name)
 
 
 def test_checkpoint_of_an_in_place_sort_is_refused_and_leaves_the_argument_alone():

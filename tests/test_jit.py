@@ -1166,6 +1166,21 @@ def test_an_output_that_is_a_view_of_an_argument_only_in_a_replay_is_a_fresh_arr
             assert np.array_equal(out[0], x.ravel())
 
 
+def test_outputs_computed_apart_never_share_memory_in_a_replay():
+    # a replay computes sin(x) once for both outputs: the second came out a view of the
+    # first, so `a += 100` changed b
+    for f in (
+        lambda x: (fnp.sin(x), fnp.sin(x)[:2]),
+        lambda x: {"t": fnp.sin(x).T, "r": fnp.reshape(fnp.sin(x), (-1,))},
+    ):
+        jitted = fgrad.jit(f)
+        x = np.arange(6.0).reshape(2, 3)
+        for _ in range(3):
+            out = tree_flatten(jitted(x))[0]
+            assert not np.may_share_memory(out[0], out[1])
+            assert all(np.array_equal(o, e) for o, e in zip(out, tree_flatten(f(x))[0]))
+
+
 @pytest.mark.parametrize("trans", [0, 1, 2])
 def test_lu_and_lu_solve_compute_their_permutations_in_the_record(trans):
     """The permutations of LAPACK's pivots are operations of the record (reading the pivots was
@@ -1407,6 +1422,22 @@ def test_static_containers_and_pytree_aux_data_of_equal_value_record_apart():
 
     jitted, x = fgrad.jit(f, static_argnums=1), np.array([1.0, 2.0])
     configs = (Cfg(0.0, 2), Cfg(-0.0, 2.0), Frozen(0.0), Frozen(-0.0))
+    # a frozen dataclass is keyed by the fields its == compares: an InitVar is no attribute,
+    # and a field with compare=False may hold an unhashable array (both raised in the key)
+
+    @dataclasses.dataclass(frozen=True)
+    class WithTable:
+        scale: float
+        unit: dataclasses.InitVar[str]
+        table: np.ndarray = dataclasses.field(compare=False, hash=False, default=None)
+
+        def __post_init__(self, unit):
+            object.__setattr__(self, "scale", self.scale * (100.0 if unit == "cm" else 1.0))
+
+    h = fgrad.jit(lambda x, c: x * c.scale + c.table, static_argnums=1)
+    for c in (WithTable(2.0, "cm", np.arange(2.0)), WithTable(2.0, "m", np.arange(2.0))):
+        for _ in range(2):
+            assert_same(h(np.ones(2), c), np.ones(2) * c.scale + c.table)
     for cfg in (*configs, frozenset([0.0]), frozenset([-0.0])):
         for _ in range(2):
             with np.errstate(divide="ignore"):
