@@ -1069,7 +1069,8 @@ def _static_key(value, what):
         raise TypeError(
             f"jit: the static {what} is of type {type(value).__name__}, which is not "
             "hashable; static arguments select a record by value, so pass a hashable one "
-            "(a tuple instead of a list, for example) or make it a dynamic argument"
+            "(a tuple instead of a list, for example), make it a dynamic argument if it is "
+            "an array, a number or a pytree of them, or else close over it in the function"
         ) from None
     return _value_key(value)
 
@@ -1120,6 +1121,15 @@ def _static_positions(fun, argnums, argnames):
                     f"jit: static_argnums names argument {i}, but "
                     f"{getattr(fun, '__name__', repr(fun))} takes {len(positional)} "
                     "positional argument(s)"
+                )
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        known = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+        for name in argnames:
+            if name not in known:
+                raise ValueError(
+                    f"jit: static_argnames names {name!r}, but "
+                    f"{getattr(fun, '__name__', repr(fun))} has no such parameter (it has "
+                    f"{', '.join(sorted(known)) or 'none'}): check the spelling"
                 )
     nums, names = list(argnums), list(argnames)
     for i in argnums:
@@ -1182,15 +1192,26 @@ def jit(
         raise TypeError(
             f"jit expects a function, got {type(fun).__name__}: use fgrad.jit(f) or @fgrad.jit"
         )
-    if isinstance(static_argnums, int):
+    if isinstance(static_argnums, (int, str)):  # (a str, a mistake the check below names)
         static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
+    static_argnums, static_argnames = tuple(static_argnums), tuple(static_argnames)
+    for kind, values, want in (
+        ("static_argnums", static_argnums, int),
+        ("static_argnames", static_argnames, str),
+    ):
+        wrong = [v for v in values if not isinstance(v, want) or isinstance(v, bool)]
+        if wrong:
+            other = "static_argnames" if kind == "static_argnums" else "static_argnums"
+            raise TypeError(
+                f"jit: {kind} takes {want.__name__}s (argument "
+                f"{'positions' if want is int else 'names'}), got {wrong[0]!r} of type "
+                f"{type(wrong[0]).__name__}; pass it in {other} instead"
+            )
     if not isinstance(max_paths, int) or max_paths < 1:
         raise ValueError(f"jit: max_paths must be a positive int, got {max_paths!r}")
-    static_argnums, static_argnames = _static_positions(
-        fun, tuple(static_argnums), tuple(static_argnames)
-    )
+    static_argnums, static_argnames = _static_positions(fun, static_argnums, static_argnames)
     return Jitted(fun, static_argnums, static_argnames, max_paths)
 
 

@@ -564,6 +564,21 @@ def test_python_scalars_are_signatures_by_type():
     assert len(jitted._cache) == 2
 
 
+def test_static_argnums_and_argnames_of_the_wrong_kind_or_a_misspelt_name_are_refused():
+    # static_argnums="mode" raised "'<=' not supported between int and str"; a misspelt
+    # static_argnames was accepted, and the argument traced as a dynamic one
+    def f(x, mode="a"):
+        return x * (2 if mode == "a" else 3)
+
+    with pytest.raises(TypeError, match=r"static_argnums takes ints .* got 'mode' of type str"):
+        fgrad.jit(f, static_argnums="mode")
+    with pytest.raises(TypeError, match=r"static_argnames takes strs .* got 1 of type int"):
+        fgrad.jit(f, static_argnames=(1,))
+    with pytest.raises(ValueError, match=r"names 'mdoe', but f has no such parameter"):
+        fgrad.jit(f, static_argnames="mdoe")
+    assert fgrad.jit(lambda x, **kw: x, static_argnames="anything")(1.0) == 1.0
+
+
 def test_static_argnames_and_keyword_arguments():
     jitted = fgrad.jit(
         lambda x, *, axis, scale=1.0: fnp.sum(x, axis=axis) * scale, static_argnames="axis"
