@@ -1738,3 +1738,203 @@ def test_ties_with_a_python_bound_split_the_gradient_under_every_transform():
         for got in (g(x), fgrad.jit(g)(x), fgrad.vmap(fgrad.grad(f))(x)):
             np.testing.assert_array_equal(got, want)
         assert fgrad.grad(f)(x[1]) == 0.5
+
+
+# --- Python ints as arguments: an order, an axis, a count -----------------------------------------
+# `jit` holds a Python number argument as a traced value (a replay may take another). A function
+# that needs a plain int (an axis, an order, a number of bins) reads it, a guard of the record:
+# its results equal eager ones on the first call and on replays with other ints.
+
+
+def _public_calls_with_ints():
+    """{public name: (its function, [(args, kwargs)])} of the calls of public fgrad.numpy and
+    fgrad.scipy functions made by the gradient table's rows (tests/rows_*.py) with a Python int
+    among their arguments (or in a short tuple of ints: axes, a shape), each row run once."""
+    import types
+
+    from gradtable import load, public_modules
+
+    rows, nondiff = load()
+    calls, outer = {}, [True]
+
+    def spy(name, fn):
+        def called(*args, **kwargs):
+            if not outer[0]:  # (a public function that calls another: the outer call only)
+                return fn(*args, **kwargs)
+            calls.setdefault(name, (fn, []))[1].append((args, kwargs))
+            outer[0] = False
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                outer[0] = True
+
+        return called
+
+    names, patched = {}, []
+    for prefix, module in public_modules():
+        for name in module.__all__:
+            fn = getattr(module, name)
+            if callable(fn) and not isinstance(fn, (type, types.ModuleType)):
+                names.setdefault(id(fn), prefix + name)
+                patched.append((module, name, fn))
+    # names the rows' modules imported (`from fgrad.scipy.stats import norm`) too
+    for module in [m for k, m in sys.modules.items() if k.startswith("rows_")]:
+        patched += [(module, k, v) for k, v in vars(module).items() if id(v) in names]
+    try:
+        for module, name, fn in patched:
+            setattr(module, name, spy(names[id(fn)], fn))
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            for row in rows:
+                row.fn(*row.args())
+            for entry in nondiff:
+                try:  # (an entry's own input, not this one, may be the only valid one)
+                    entry.fn(np.linspace(0.1, 0.9, 6))
+                except (ValueError, TypeError, IndexError):
+                    pass
+    finally:
+        for module, name, fn in patched:
+            setattr(module, name, fn)
+    return {name: (fn, [c for c in cs if _int_slots(*c)]) for name, (fn, cs) in calls.items()}
+
+
+def _int_slots(args, kwargs):
+    """Where the Python ints of a call are: (positional or keyword, key, index in a tuple)."""
+    slots = []
+    for where, items in ((0, enumerate(args)), (1, kwargs.items())):
+        for key, v in items:
+            if type(v) is int:
+                slots.append((where, key, None))
+            elif type(v) in (tuple, list) and 0 < len(v) <= 4 and all(type(e) is int for e in v):
+                slots += [(where, key, i) for i in range(len(v))]
+    return slots
+
+
+def _with_ints(args, kwargs, slots, ints):
+    parts = [list(args), dict(kwargs)]
+    for (where, key, i), n in zip(slots, ints):
+        if i is None:
+            parts[where][key] = n
+        else:
+            seq = parts[where][key]
+            parts[where][key] = type(seq)(n if k == i else e for k, e in enumerate(seq))
+    return parts
+
+
+def _difference(eager, jitted, name):
+    """None when `jitted` equals `eager` bit for bit (sparse arrays compared densely; `empty`
+    by shape and dtype: its values are whatever the memory held), else what differs."""
+    dense = lambda v: v.toarray() if hasattr(v, "toarray") else v
+    e_leaves, e_tree = tree_flatten(dense(eager))
+    r_leaves, r_tree = tree_flatten(dense(jitted))
+    if e_tree != r_tree:
+        return f"structure {r_tree} instead of {e_tree}"
+    for e, r in zip(e_leaves, r_leaves):
+        if not (type(e) is type(r) or (type(e) is float and type(r) is np.float64)):
+            return f"a {type(r).__name__} instead of a {type(e).__name__}"
+        e, r = np.asarray(e), np.asarray(r)
+        if (e.dtype, e.shape) != (r.dtype, r.shape):
+            return f"{r.dtype}{r.shape} instead of {e.dtype}{e.shape}"
+        if name not in ("empty", "empty_like") and e.tobytes() != r.tobytes():
+            return f"{r} instead of {e}"
+    return None
+
+
+def _jit_with_int_arguments(fn, args, kwargs, name):
+    """What differs between fn's eager call and `jit`'s with the call's ints as arguments, on
+    the first call and on replays with the ints moved by +1 and -1 (where eager takes them)."""
+    slots = _int_slots(args, kwargs)
+
+    def call(*ints):
+        a, k = _with_ints(args, kwargs, slots, ints)
+        return fn(*a, **k)
+
+    ints = [(args, kwargs)[w][k] if i is None else (args, kwargs)[w][k][i] for w, k, i in slots]
+    jitted = fgrad.jit(call)
+    for step in (0, 1, -1):
+        moved = [n + step for n in ints]
+        try:
+            eager = call(*moved)
+        except Exception:
+            if step == 0:
+                return None
+            continue
+        try:
+            got = jitted(*moved)
+        except Exception as e:
+            return f"ints {moved}: {type(e).__name__}: {e}"
+        difference = _difference(eager, got, name)
+        if difference:
+            return f"ints {moved}: {difference}"
+    return None
+
+
+def test_every_public_function_takes_its_ints_as_jit_arguments():
+    """Every call of a public function with Python ints that the table's rows make, again
+    under `jit` with those ints as arguments: sort(axis=a), take_along_axis(axis=a),
+    tensordot(axes=n), polygamma(n, x), multigammaln(x, d), histogram2d(bins=n), ... raised
+    ("take_along_axis: axis must be an int, got 1") where eager answered."""
+    failures = []
+    for name, (fn, calls) in sorted(_public_calls_with_ints().items()):
+        seen = set()
+        for args, kwargs in calls:
+            where = tuple(_int_slots(args, kwargs))
+            if where in seen:  # one call per name and placement of ints
+                continue
+            seen.add(where)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                difference = _jit_with_int_arguments(fn, args, kwargs, name)
+            if difference:
+                failures.append(f"{name}: {difference}")
+    assert not failures, "\n".join(failures)
+
+
+def test_orders_counts_and_fill_values_are_read_from_jit_arguments():
+    """Arguments without a derivative that are arrays or floats (an order array, poisson's k,
+    a fill value, an int of odeint's args, a grid's count) raised under `jit` ("the order n is
+    a traced value ... Pass a plain int", "args holds a traced value ... complex"); now read,
+    a guard of the record: each new value records a path, and equals eager bit for bit."""
+    import fgrad.scipy.signal as fsig
+    import fgrad.scipy.special as fsp
+    import fgrad.scipy.stats as fst
+    from fgrad.scipy.integrate import odeint
+
+    x = np.array([1.0, 2.0, 3.0])
+    cases = [
+        (lambda n, x: fsp.polygamma(n, x), [(1, x), (2, x), (np.array([0, 1, 3]), x)]),
+        (lambda n, x: fsp.expn(n, x), [(2, x), (3, x)]),
+        (lambda v, x: fsp.iv(v, x), [(np.array([0.0, 1.0, 2.5]), x), (np.array([1.0]), x)]),
+        (lambda x, d: fsp.multigammaln(x, d), [(x + 1, 2), (x + 1, 3)]),
+        (lambda k, mu: fst.poisson.pmf(k, mu), [(np.array([0, 1, 2]), 2.0), (np.arange(3.0), 2)]),
+        (
+            lambda a, f: fsig.convolve2d(a, np.ones((2, 2)), boundary="fill", fillvalue=f),
+            [(np.ones((3, 3)), 1.0), (np.ones((3, 3)), 2.5)],
+        ),
+        (
+            lambda y0, n: odeint(lambda y, t, n: -(y**n), y0, np.linspace(0, 1, 3), args=(n,)),
+            [(np.array([1.0]), 2), (np.array([1.0]), 3)],
+        ),
+        (lambda n: fnp.mgrid[0 : 1 : n * 1j], [(3,), (5,)]),
+        (lambda n: fnp.ogrid[0:n, 0:2], [(3,), (4,)]),
+    ]
+    for fn, calls in cases:
+        jitted = fgrad.jit(fn)
+        for args in calls + calls:  # new values record paths, the first ones replay
+            assert _difference(fn(*args), jitted(*args), "") is None, args
+
+
+def test_an_order_a_transform_differentiates_is_refused_by_name():
+    import fgrad.scipy.special as fsp
+
+    with pytest.raises(
+        TypeError,
+        match=r"polygamma: the order n is a traced value of a .*"
+        r"differentiates \(shape \(\) and dtype float64\).*stop_gradient",
+    ):
+        fgrad.grad(lambda n: fsp.polygamma(n, 2.0))(1.0)
+    with pytest.raises(TypeError, match="mgrid: a slice's number .*fgrad.numpy.linspace"):
+        fgrad.grad(lambda s: fnp.sum(fnp.mgrid[0:s:3j]))(1.0)
+    # under jit of grad, the order (not differentiated) is read
+    g = fgrad.grad(lambda x, n: fsp.polygamma(n, x))
+    assert g(2.0, 1) == fgrad.jit(g)(2.0, 1) and g(2.0, 2) == fgrad.jit(g)(2.0, 2)

@@ -86,9 +86,12 @@ if TYPE_CHECKING:
 
 
 def _axis(axis, nd, name, arg="axis"):
-    """One axis as a non-negative int, with NumPy's bounds check and a message that says so."""
+    """One axis as a non-negative int, with NumPy's bounds check and a message that says so.
+    A traced int (a `jit` argument) is read, a guard of the record."""
+    axis = _shaping.read_int(axis)
     if not isinstance(axis, (int, _np.integer)):
-        raise TypeError(f"{name}: {arg} must be an int, got {axis!r}")
+        got = f"a traced value with {describe(axis)}" if is_traced(axis) else repr(axis)
+        raise TypeError(f"{name}: {arg} must be an int, got {got}")
     if not -nd <= axis < nd:
         raise ValueError(f"{name}: {arg}={axis} is out of bounds for an array with {nd} dimensions")
     return int(axis) % nd
@@ -1271,6 +1274,7 @@ def apply_along_axis(
     """
     arr = asarray(arr)
     nd = ndim(arr)
+    axis = _shaping.read_int(axis)  # (a traced int, a `jit` argument: its value, guarded)
     if not isinstance(axis, (int, _np.integer)) or not -nd <= axis < nd:
         raise ValueError(
             f"apply_along_axis: axis {axis!r} is out of bounds for an array with {nd} dimensions"

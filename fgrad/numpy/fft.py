@@ -538,6 +538,7 @@ def fftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Arr
     >>> fnp.fft.fftfreq(4, 0.5)
     array([ 0. ,  0.5, -1. , -0.5])
     """
+    n = read_int(n)  # (a traced int, a `jit` argument: its value, guarded)
     if type(d) is not Box:
         return _np.fft.fftfreq(n, d, device=device)
     half = (n - 1) // 2 + 1
@@ -549,6 +550,7 @@ def fftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Arr
 def rfftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Array:
     """NumPy's `rfftfreq`: the frequencies of an `rfft` of length n; a traced `d` is
     differentiated, as in `fftfreq`."""
+    n = read_int(n)  # (a traced int, a `jit` argument: its value, guarded)
     if type(d) is not Box:
         return _np.fft.rfftfreq(n, d, device=device)
     return _spacing_scaled(_np.arange(0, n // 2 + 1), n, d, "rfftfreq")

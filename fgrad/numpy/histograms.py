@@ -41,6 +41,7 @@ from .shaping import (
     is_traced,
     ndim,
     numpy_applies,
+    read_int,
     reshape,
     result_type,
     shape,
@@ -256,7 +257,7 @@ def _histogramdd(
     edges, counts_at = [], []
     for i in _builtins.range(d):
         col = s[:, i]
-        b = per_dim[i]
+        b = read_int(per_dim[i])  # (a traced count, a `jit` argument: its value, guarded)
         if _np.ndim(b) == 0 and not is_traced(b):
             if _operator.index(b) < 1:
                 raise ValueError(f"{name}: bins[{i}] must be a positive integer, got {b}")

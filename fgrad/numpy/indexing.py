@@ -1,8 +1,9 @@
 """Index helpers and array conversions (from NumPy's "Indexing routines" and "Array creation
 routines"): `ix_`, `unravel_index`, `ravel_multi_index`, `diag_indices_from`,
 `tril_indices_from`, `triu_indices_from`, NumPy's index makers `s_`, `index_exp`, `mgrid`,
-`ogrid`; the conversions `asanyarray`, `ascontiguousarray`, `asfortranarray`,
-`asarray_chkfinite`; and NumPy's in-place `putmask` and `copyto`.
+`ogrid` (which read a `jit` argument in a slice); the conversions `asanyarray`,
+`ascontiguousarray`, `asfortranarray`, `asarray_chkfinite`; and NumPy's in-place `putmask`
+and `copyto`.
 
 Indices have no derivative: `ix_`, `unravel_index` and `ravel_multi_index` are NumPy's own
 functions applied to plain values (`ix_` reshapes an array of floats, as NumPy does, and its
@@ -20,10 +21,8 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`,
 from typing import Any, Literal
 
 import numpy as _np
-from numpy import (  # NumPy's own: index tuples and grids
+from numpy import (  # NumPy's own: index tuples
     index_exp as index_exp,
-    mgrid as mgrid,
-    ogrid as ogrid,
     s_ as s_,
 )
 
@@ -44,6 +43,7 @@ from .shaping import (
     is_traced,
     moveaxis,
     numpy_applies,
+    read_constant,
     refuse_layout,
     refuse_traced,
     reshape,
@@ -52,6 +52,52 @@ from .shaping import (
 
 # NumPy's memory orders, as its stubs spell them
 Order = Literal["C", "F"]
+
+
+# --- grids: NumPy's, with the numbers of their slices read ----------------------------------------
+
+
+class _Grid:
+    """NumPy's `mgrid` or `ogrid` (`grid`), whose slices' numbers may be traced numbers with no
+    derivative: a `jit` argument in `mgrid[0:1:n * 1j]` is read (a guard of the record, so
+    another n records another path), where NumPy would convert it with float() and fail."""
+
+    def __init__(self, grid, name):
+        self._grid, self._name = grid, name
+
+    def __getitem__(self, key):
+        if is_traced(_slice_numbers(key)):
+            key = _read_slices(key, self._name)
+        return self._grid[key]
+
+    def __repr__(self):
+        return f"fgrad.numpy.{self._name} (NumPy's, reading traced slice numbers)"
+
+
+def _slice_numbers(key):
+    """The start, stop and step of every slice of an index (a tuple of them)."""
+    parts = key if type(key) is tuple else (key,)
+    return [n for p in parts if type(p) is slice for n in (p.start, p.stop, p.step)]
+
+
+def _read_slices(key, name):
+    def read(p):
+        if type(p) is not slice:
+            return p
+        return slice(
+            *read_constant(
+                [p.start, p.stop, p.step],
+                name,
+                "a slice's number",
+                "build the grid with fgrad.numpy.linspace, which is differentiable in its ends",
+            )
+        )
+
+    return tuple(map(read, key)) if type(key) is tuple else read(key)
+
+
+mgrid = mirror("creation")(_Grid(_np.mgrid, "mgrid"))
+ogrid = mirror("creation")(_Grid(_np.ogrid, "ogrid"))
 
 
 # --- indices: no derivative -----------------------------------------------------------------------

@@ -1876,13 +1876,13 @@ def norm(
     )
 
 
-def _norm_order(ord):
+def _norm_order(ord, who="linalg.norm", what="ord"):
     """`ord` as a plain value: it chooses which norm is computed. A traced integer (a jitted
     function's int argument) is read, and guarded; a traced float is refused."""
     ord = read_int(ord)
     if is_traced(ord):
         raise TypeError(
-            f"linalg.norm: ord is a traced value of {describe(ord)}; it chooses which norm is "
+            f"{who}: {what} is a traced value of {describe(ord)}; it chooses which norm is "
             "computed, so it must be a plain number or string. Under jit, pass it through "
             "static_argnums or static_argnames"
         )
@@ -1917,7 +1917,7 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: float | str = "
     x = _norm_input(x)
     _check_matrix(x, "linalg.matrix_norm", "x")
     nd = len(shape(x))
-    return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
+    return _matrix_norm(x, _norm_order(ord, "linalg.matrix_norm"), nd - 2, nd - 1, keepdims)
 
 
 @mirror("function")
@@ -1937,6 +1937,7 @@ def cond(x: ArrayLike, p: float | str | None = None) -> Array:
             f"linalg.cond: argument 'x' has {describe(x)}; cond is not defined on empty "
             "arrays: pass matrices with at least one row and one column"
         )
+    p = _norm_order(p, "linalg.cond", "p")
     with _np.errstate(all="ignore"):  # as NumPy's: a singular matrix is no error
         r = _cond(x, p)
     # As NumPy's: a nan (0 / 0, 0 * inf, a singular matrix) is inf unless x holds a nan

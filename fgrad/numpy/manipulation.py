@@ -40,6 +40,7 @@ from .shaping import (
     nondiff_function,
     numpy_applies,
     ravel,
+    read_constant,
     read_int,
     reshape,
     shape,
@@ -195,6 +196,8 @@ def _widths(array: Any, pad_width: Any, mode: str, kwargs: dict, allowed: set) -
     unknown = set(kwargs) - allowed
     if unknown:
         raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)} for mode {mode!r}")
+    # (traced ints, `jit` arguments: their values, guarded)
+    pad_width = read_constant(pad_width, "pad", "pad_width", "it holds integers")
     widths = [(int(b), int(a)) for b, a in _pairs(pad_width, ndim(array), "pad_width")]
     if any(w < 0 for pair in widths for w in pair):
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
@@ -360,10 +363,10 @@ def resize(a: Any, new_shape: Any) -> Any:
     array([[1., 2.],
            [3., 1.]])
     """
+    new_shape = read_int(new_shape)  # (a traced int, a `jit` argument: its value, guarded)
     if numpy_applies(a):
         return _np.resize(a, new_shape)
     a = asarray(a)
-    new_shape = read_int(new_shape)  # (a traced int, a `jit` argument: its value, guarded)
     n = _math.prod(shape(a))
     if n == 0:  # NumPy's resize of nothing is zeros
         return _np.resize(_np.zeros(shape(a), dtype_of(a)), new_shape)

@@ -37,6 +37,7 @@ from .shaping import (
     moveaxis,
     ndim,
     numpy_applies,
+    read_int,
     refuse_layout,
     refuse_out,
     reshape,
@@ -307,7 +308,7 @@ register_rules(_einsum_p, taylor=_einsum_taylor)
 
 def _sublist_term(sublist):
     out = []
-    for s in sublist:
+    for s in map(read_int, sublist):  # (a traced int, a `jit` argument: its value, guarded)
         if s is Ellipsis:
             out.append("...")
         elif isinstance(s, (int, _np.integer)) and 0 <= s < len(_EINSUM_LETTERS):
@@ -437,6 +438,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[in
     """NumPy's `tensordot`: `axes` is an int N (the last N axes of `a` with the first N of `b`)
     or a pair of axis sequences."""
     a_nd, b_nd = ndim(a), ndim(b)
+    axes = read_int(axes)  # (a traced int, a `jit` argument: its value, guarded)
     if isinstance(axes, (int, _np.integer)):
         n = int(axes)
         if n < 0 or n > min(a_nd, b_nd):
@@ -452,6 +454,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[in
             raise ValueError(
                 f"tensordot: axes must be an int or a pair of sequences, got {axes!r}"
             ) from None
+        first, second = read_int(first), read_int(second)
         a_axes = [first] if isinstance(first, (int, _np.integer)) else list(first)
         b_axes = [second] if isinstance(second, (int, _np.integer)) else list(second)
         if len(a_axes) != len(b_axes):

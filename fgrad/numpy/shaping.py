@@ -331,6 +331,8 @@ def reshape(
     array([[0., 2., 4.],
            [1., 3., 5.]])
     """
+    if type(shape) is Box:  # a traced int (a `jit` argument): its value, guarded
+        shape = read_int(shape)
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     shape = tuple(shape)
@@ -1768,6 +1770,29 @@ def read_int(x):
     if type(x) is Box and dtype_of(x).kind in "iu" and shape_of(x) == ():
         return x.__index__()
     return x
+
+
+def read_constant(x, who, what, instead="pass a constant"):
+    """The plain value of an argument that has no derivative here and sets what is computed
+    (an order, a count, a fill value), for `who`. A traced x whose live levels only read values
+    is read: a `jit` argument's value, recorded as a guard (a call with another value records
+    another path), or under `vmap` the rows' common value. A level that differentiates x is
+    refused with a TypeError naming `what` and saying what to do (`instead`). Anything else
+    (a list or tuple too, at any depth) is returned with its plain values."""
+    if not is_traced(x):
+        return x
+    for leaf in x if isinstance(x, (list, tuple)) else (x,):
+        v = leaf
+        while type(v) is Box:
+            if v.level.live and not v.level.reads_values:
+                raise TypeError(
+                    f"{who}: {what} is a traced value of a transform that differentiates "
+                    f"({describe(leaf)}), and {who} has no derivative in it: {instead}"
+                )
+            v = v.value
+        if isinstance(leaf, (list, tuple)):
+            read_constant(leaf, who, what, instead)
+    return primal(x)
 
 
 def holds_foreign(obj):

@@ -33,7 +33,7 @@ from .. import batching as _batching, numpy as fnp
 from ..api import grad
 from ..core import constant_of, dtype_of, holds_box, innermost, is_foreign_array, primal
 from ..custom import custom_vjp
-from ..numpy.shaping import describe, is_traced, numpy_applies
+from ..numpy.shaping import describe, is_traced, numpy_applies, read_constant
 from ..primitive import nondiff
 from ..tree_util import tree_flatten, tree_unflatten
 from ._closures import check_closure
@@ -126,6 +126,8 @@ def cumulative_trapezoid(
     >>> fgrad.grad(lambda y: fsi.cumulative_trapezoid(y)[-1])(np.array([0.0, 1.0, 4.0]))
     array([0.5, 1. , 0.5])
     """
+    # (a `jit` argument is read: its value, guarded)
+    initial = read_constant(initial, "cumulative_trapezoid", "initial", "it is None or 0")
     if numpy_applies(y, x, dx, initial):
         return _si.cumulative_trapezoid(y, x, dx=dx, axis=axis, initial=initial)
     y = fnp.asarray(y)

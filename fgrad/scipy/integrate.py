@@ -58,7 +58,7 @@ from ..core import (
 )
 from ..custom import custom_vjp
 from ..jitting import jit
-from ..numpy.shaping import describe
+from ..numpy.shaping import describe, read_constant
 from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
@@ -192,11 +192,13 @@ def odeint(
         ):
             diff_pos.append(k)
             diff_vals.append(_np.float64(v) if type(v) is float else v)
-        elif type(v) is Box:
-            raise TypeError(
-                f"odeint: args holds a traced value with {describe(v)}; only real float "
-                "arguments can be differentiated: split a complex one into its real and "
-                "imaginary parts"
+        elif type(v) is Box:  # a constant (an int, a `jit` argument: its value, guarded)
+            static[k] = read_constant(
+                v,
+                "odeint",
+                f"args (leaf {k})",
+                "only real float arguments are differentiated (split a complex one into its "
+                "real and imaginary parts)",
             )
 
     rhs = _Rhs(func, tfirst, arg_tree, static, diff_pos, y_tree, [shape_of(v) for v in y0_leaves])

@@ -73,6 +73,7 @@ from ..numpy.shaping import (
     getitem,
     meta,
     numpy_applies,
+    read_int,
     shape,
     unbroadcast,
     with_example_ndim,
@@ -280,6 +281,7 @@ def solve_triangular(
     >>> fgrad.grad(lambda b: sla.solve_triangular(a, b).sum())(np.ones(2))
     array([0.5  , 0.125])
     """
+    trans = read_int(trans)  # (a traced int, a `jit` argument: its value, guarded)
     if trans not in _TRANS:
         raise ValueError(
             f"scipy.linalg.solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}"
@@ -677,6 +679,7 @@ def lu_solve(
     """SciPy's `linalg.lu_solve((lu, piv), b, trans)`: x with a @ x = b (trans=0) or
     a.T @ x = b (1), a^H @ x = b (2), from `lu_factor(a)`; differentiable in lu and b."""
     luv, piv = lu_and_piv
+    trans = read_int(trans)  # (a traced int, a `jit` argument: its value, guarded)
     if trans not in _TRANS:
         raise ValueError(f"scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}")
     n = _square(luv, "lu_solve", "lu")

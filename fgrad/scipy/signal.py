@@ -25,12 +25,13 @@ import numpy as _np
 import scipy.signal as _ss
 
 from .. import numpy as fnp, taylor as _taylor
-from ..core import Box, bind, dtype_of, innermost, is_foreign_array
+from ..core import bind, dtype_of, innermost, is_foreign_array
 from ..numpy.shaping import (
     batch_to_front,
     describe,
     meta,
     ndim,
+    read_constant,
     reshape,
     shape,
     unbroadcast,
@@ -581,11 +582,12 @@ def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
             f"scipy.signal.{who}: boundary must be 'fill', 'wrap' or 'symm' "
             f"(or 'pad', 'circular', 'symmetric'), got {boundary!r}"
         )
-    if type(fillvalue) is Box:
-        raise TypeError(
-            f"scipy.signal.{who}: fillvalue is a traced value; it is a constant "
-            "here (pad in1 with it and use boundary='fill' to differentiate it)"
-        )
+    fillvalue = read_constant(  # (a `jit` argument is read: another value records another path)
+        fillvalue,
+        f"scipy.signal.{who}",
+        "fillvalue",
+        "pad in1 with it and use boundary='fill' to differentiate it",
+    )
     s1, s2 = shape(in1), shape(in2)
     if mode == "valid" and not (
         all(a >= b for a, b in zip(s1, s2)) or all(b >= a for a, b in zip(s1, s2))

@@ -77,6 +77,7 @@ from ..numpy.shaping import (
     every_row,
     meta,
     ndim,
+    read_constant,
     unbroadcast,
     with_example_ndim,
 )
@@ -167,12 +168,9 @@ def _sign(x):
 
 
 def _static_order(n, who, minimum=0):
-    """An order argument (n of polygamma, expn) as a constant integer array."""
-    if type(n) is Box:
-        raise TypeError(
-            f"{who}: the order n is a traced value; it is an integer and has no derivative. "
-            "Pass a plain int (or an integer array)."
-        )
+    """An order argument (n of polygamma, expn) as a constant integer array. A `jit` argument
+    is read (a guard of the record: another order records another path)."""
+    n = read_constant(n, who, "the order n", "it is an integer: pass fgrad.stop_gradient(n)")
     n_arr = _np.asarray(n)
     if n_arr.dtype.kind not in "iub" and not (
         n_arr.dtype.kind == "f" and _np.all(_np.floor(n_arr) == n_arr)
@@ -1056,8 +1054,9 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1, for a > (d - 1) / 2
     (an a outside raises ValueError, as in SciPy; for a Dask array, whose values are not read,
     it gives nan there). Built from `gammaln`, so it needs no rules of its own."""
-    if type(d) is Box or _np.ndim(d) != 0 or int(d) != d or d < 1:
-        raise ValueError(f"multigammaln: d must be a constant integer >= 1; got {d!r}")
+    d = read_constant(d, "multigammaln", "d", "it is an integer: pass fgrad.stop_gradient(d)")
+    if _np.ndim(d) != 0 or int(d) != d or d < 1:
+        raise ValueError(f"multigammaln: d must be an integer >= 1; got {d!r}")
     d = int(d)
     outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
     if is_foreign_array(innermost(outside)):  # not read: nan where a is outside the domain
@@ -1656,13 +1655,15 @@ i1e = _ufunc(_i1e_p, "exp(-|x|) i1(x); derivative i0e(x) - i1e(x)/x - sign(x) i1
 
 
 def _static_real_order(v, who):
-    """The order v of jv, iv, kv, ... as a constant float array."""
-    if type(v) is Box:
-        raise TypeError(
-            f"{who}: the order v is a traced value; fgrad differentiates {who} in x only (the "
-            "derivative in the order has no closed form, as in JAX and autograd). Pass a plain "
-            "number or array for v, or stop the gradient (fgrad.numpy.asarray of its value)."
-        )
+    """The order v of jv, iv, kv, ... as a constant float array. A `jit` argument is read (a
+    guard of the record: another order records another path)."""
+    v = read_constant(
+        v,
+        who,
+        "the order v",
+        f"fgrad differentiates {who} in x only (the derivative in the order has no closed "
+        "form, as in JAX and autograd); pass v without a derivative (fgrad.stop_gradient(v))",
+    )
     v_arr = _np.asarray(v)
     if v_arr.dtype.kind not in "iubf":
         raise TypeError(f"{who}: the order v must be real; got dtype {v_arr.dtype}")

@@ -21,7 +21,7 @@ import numpy as _np
 import scipy.special as _sc
 
 from ... import numpy as fnp
-from ...core import Box, dtype_of, holds_batch, innermost, is_foreign_array, shape_of
+from ...core import dtype_of, holds_batch, innermost, is_foreign_array, shape_of
 from ...numpy.elementwise import (
     bool_mask,
     elementwise_batch_rule,
@@ -29,7 +29,13 @@ from ...numpy.elementwise import (
     may_hold,
     read_any,
 )
-from ...numpy.shaping import as_array, broadcast_like, meta, unbroadcast
+from ...numpy.shaping import (
+    as_array,
+    broadcast_like,
+    meta,
+    read_constant as read_constant,  # (poisson's k)
+    unbroadcast,
+)
 from ...primitive import defprimitive, register_rules
 from .. import special as sp
 
@@ -569,12 +575,3 @@ def refuse_complex(who, **arguments):
                 f"{dtype_of(x)}); the distribution takes real values, as SciPy's does. Pass "
                 f"a real {what} (fgrad.numpy.real(x) if the imaginary part is meant to be 0)"
             )
-
-
-def refuse_traced(x, who, what):
-    """A TypeError for an argument with no derivative that was traced (poisson's k)."""
-    if type(x) is Box:
-        raise TypeError(
-            f"{who}: {what} is a traced value, but it has no derivative (it is an "
-            "integer); pass it as a constant"
-        )

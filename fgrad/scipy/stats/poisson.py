@@ -1,9 +1,9 @@
 """`fgrad.scipy.stats.poisson`: the Poisson distribution, `f(k, mu, loc=0)` as SciPy.
 
-Differentiable in the mean `mu`; `k` and `loc` are integers (a constant; a traced k or loc is
-refused with a TypeError). Complex arguments are refused with a TypeError, as SciPy refuses
-them. The CDFs are regularized incomplete gamma functions in `mu`,
-whose derivative is closed form: d/dmu cdf(k, mu) = -pmf(floor(k), mu).
+Differentiable in the mean `mu`; `k` and `loc` are integers, constants (a `jit` argument's value
+is read; a k or loc a transform differentiates is refused with a TypeError). Complex arguments
+are refused with a TypeError, as SciPy refuses them. The CDFs are regularized incomplete gamma
+functions in `mu`, whose derivative is closed form: d/dmu cdf(k, mu) = -pmf(floor(k), mu).
 
 Imports: `fgrad.core`, `fgrad.numpy`, `fgrad.scipy.special`, `fgrad.scipy.stats._common`.
 """
@@ -23,8 +23,8 @@ from ._common import (
     incomplete_gamma,
     invalid_to_nan,
     mask,
+    read_constant,
     refuse_complex,
-    refuse_traced,
     select,
     value,
 )
@@ -39,8 +39,9 @@ _P, _Q = incomplete_gamma("poisson")
 
 
 def _setup(k, mu, loc, who):
-    refuse_traced(k, f"poisson.{who}", "k")
-    refuse_traced(loc, f"poisson.{who}", "loc")
+    # (a `jit` argument is read, a guard of the record: another k records another path)
+    k = read_constant(k, f"poisson.{who}", "k", "it is an integer: pass fgrad.stop_gradient(k)")
+    loc = read_constant(loc, f"poisson.{who}", "loc", "pass fgrad.stop_gradient(loc)")
     refuse_complex(f"poisson.{who}", k=k, mu=mu, loc=loc)
     mv = value(mu)
     dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
