@@ -318,6 +318,22 @@ def test_numpys_in_place_functions_refuse_a_traced_value_instead_of_losing_the_w
     assert instead in str(e.value)
 
 
+@pytest.mark.parametrize("copy", [np.False_, 0, None, 0.0])
+def test_nan_to_num_refuses_every_copy_numpy_reads_as_in_place(copy):
+    # NumPy writes in place for any copy np.array reads as "no copy": copy=np.False_ or 0
+    # slipped past the refusal (which tested `is False`), and jit gave [nan, 2] for [0, 2]
+    def clean(z):
+        np.nan_to_num(z, copy=copy)
+        return z * 1.0
+
+    x = np.array([np.nan, 2.0])
+    assert np.array_equal(clean(x.copy()), [0.0, 2.0])  # NumPy's own: in place
+    for traced in (fgrad.jit(clean), fgrad.grad(lambda z: fnp.sum(clean(z)))):
+        with pytest.raises(TypeError, match=rf"copy={copy!r}\) writes into an array, and x is"):
+            traced(x.copy())
+    assert np.array_equal(fgrad.jit(lambda z: np.nan_to_num(z, copy=np.True_))(x), [0.0, 2.0])
+
+
 def test_the_forms_named_for_numpys_in_place_functions_give_numpys_values():
     m = np.array([[1.0, 0.2], [0.3, np.nan]])
     ref = m.copy()

@@ -734,9 +734,16 @@ _WRITES_INTO = {
         ("x", "nan", "posinf", "neginf"),
         "x = fgrad.numpy.nan_to_num(x, nan=..., posinf=..., neginf=...) (copy=True, NumPy's "
         "default), which returns the new array",
-        lambda arguments: arguments.get("copy", True) is False,
+        lambda arguments: _writes_in_place(arguments.get("copy", True)),
     ),
 }
+
+
+def _writes_in_place(copy):
+    """Whether NumPy's `nan_to_num(x, copy=copy)` writes into x: its `np.array(x, copy=copy)`
+    copies only for a true `copy`, so None, np.False_, 0 and [] write in place as False
+    does."""
+    return copy is None or not copy
 
 
 def _refusing_traced(fn, names, instead, in_place):
@@ -747,7 +754,8 @@ def _refusing_traced(fn, names, instead, in_place):
     def numpys_call(*args, **kwargs):
         arguments = signature.bind(*args, **kwargs).arguments
         if in_place(arguments):
-            what = fn.__name__ + ("(..., copy=False)" if "copy" in arguments else "")
+            copy = arguments.get("copy", True)
+            what = fn.__name__ + (f"(..., copy={copy!r})" if "copy" in arguments else "")
             _sh.refuse_traced(what, instead, **{n: arguments.get(n) for n in names})
         return fn(*args, **kwargs)
 
