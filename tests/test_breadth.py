@@ -160,6 +160,22 @@ def test_histogram_and_choose_with_a_traced_python_number_are_numpys():
     )
 
 
+def test_choose_of_a_scalar_index_is_numpys_scalar_under_every_transform():
+    # jit gave a 0-d ndarray where NumPy (and eager) give np.float64
+    def f(i, c):
+        return fnp.choose(i, [1.0, c, 3.0])
+
+    want = np.choose(1, [1.0, 2.0, 3.0])
+    for got in (
+        fgrad.jit(f)(1, 2.0),
+        fgrad.jit(lambda c: f(1, c))(2.0),
+        fgrad.jvp(lambda c: f(1, c), (2.0,), (1.0,))[0],
+    ):
+        assert type(got) is type(want), type(got)
+        _identical(got, want)
+    assert fgrad.grad(lambda c: f(1, c))(2.0) == 1.0
+
+
 def test_histogram_bin_edges_slope_is_linspaces_of_min_and_max():
     a = np.array([0.0, 1.0, 3.0, 2.5])
     jac = fgrad.jacfwd(lambda a: fnp.histogram_bin_edges(a, bins=3))(a)
