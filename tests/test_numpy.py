@@ -269,6 +269,20 @@ def test_numpy_reductions_on_traced_values_call_the_differentiable_methods():
         grad(lambda x: np.sum(x, out=np.zeros(())))(x)
 
 
+def test_out_and_where_refusals_name_shapes_and_dtypes():
+    # these named neither the traced argument nor the array given
+    x = np.array([1.0, 2.0, 4.0])
+    cases = [
+        (lambda x: fnp.max(x, where=x > 1), r"max of a with shape \(3,\) and dtype float64 "),
+        (lambda x: fnp.isnan(x, out=np.zeros(3, bool)), r"out: shape \(3,\) and dtype bool; "),
+        (lambda x: fnp.argmax(x, out=np.zeros((), np.int64)), "argument 0 is traced, shape"),
+        (lambda x: np.floor(x, out=np.zeros(3)), r"\(out: shape \(3,\) and dtype float64\)"),
+    ]
+    for f, message in cases:
+        with pytest.raises((TypeError, ValueError), match=message):
+            fgrad.jit(f)(x)
+
+
 def _out_like(z, dtype=float):
     return np.zeros(z.shape, dtype)
 

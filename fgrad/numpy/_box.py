@@ -373,10 +373,12 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         if bare is not None:
             return bind_two(bare, *inputs)
     if kwargs.get("out") is not None:
+        out = kwargs["out"][0] if type(kwargs["out"]) is tuple else kwargs["out"]
+        given = _sh.describe(out) if hasattr(out, "dtype") else type(out).__name__
         raise TypeError(
-            f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
-            "arrays are values here. Use the returned value instead (for an in-place "
-            "operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
+            f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad "
+            f"(out: {given}): arrays are values here. Use the returned value instead (for "
+            "an in-place operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
             "a = fnp.at(a)[idx].add(v))"
         )
     kwargs.pop("out", None)
