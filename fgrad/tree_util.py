@@ -1123,10 +1123,18 @@ def tree_all(tree: PyTree, *, is_leaf: Callable[[Any], bool] | None = None) -> b
 def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None) -> bool:
     """Whether every element of ``iterable`` is a leaf (``None`` is a node, with no leaf).
 
+    With ``is_leaf``, JAX's definition: the list of the elements is its own `tree_leaves`
+    under ``is_leaf``, which is also asked about that list (``is_leaf`` true for lists makes
+    ``all_leaves([[1]], is_leaf)`` False: the list itself is then the one leaf).
+
     >>> all_leaves([1.0, 'a']), all_leaves([1.0, (2.0,)]), all_leaves([None])
     (True, False, False)
     """
-    return all(tree_structure(x, is_leaf) is LEAF for x in iterable)
+    if is_leaf is None:
+        return all(tree_structure(x) is LEAF for x in iterable)
+    elements = list(iterable)
+    leaves = tree_leaves(elements, is_leaf)
+    return len(leaves) == len(elements) and all(a is b for a, b in zip(leaves, elements))
 
 
 def tree_transpose(

@@ -160,6 +160,22 @@ def test_histogram_and_choose_with_a_traced_python_number_are_numpys():
     )
 
 
+def test_choose_of_a_scalar_index_is_numpys_scalar_under_every_transform():
+    # jit gave a 0-d ndarray where NumPy (and eager) give np.float64
+    def f(i, c):
+        return fnp.choose(i, [1.0, c, 3.0])
+
+    want = np.choose(1, [1.0, 2.0, 3.0])
+    for got in (
+        fgrad.jit(f)(1, 2.0),
+        fgrad.jit(lambda c: f(1, c))(2.0),
+        fgrad.jvp(lambda c: f(1, c), (2.0,), (1.0,))[0],
+    ):
+        assert type(got) is type(want), type(got)
+        _identical(got, want)
+    assert fgrad.grad(lambda c: f(1, c))(2.0) == 1.0
+
+
 def test_histogram_bin_edges_slope_is_linspaces_of_min_and_max():
     a = np.array([0.0, 1.0, 3.0, 2.5])
     jac = fgrad.jacfwd(lambda a: fnp.histogram_bin_edges(a, bins=3))(a)
@@ -316,6 +332,22 @@ def test_numpys_in_place_functions_refuse_a_traced_value_instead_of_losing_the_w
     with pytest.raises(TypeError, match=rf"writes into an array, and {arg} is traced") as e:
         traced(m)
     assert instead in str(e.value)
+
+
+@pytest.mark.parametrize("copy", [np.False_, 0, None, 0.0])
+def test_nan_to_num_refuses_every_copy_numpy_reads_as_in_place(copy):
+    # NumPy writes in place for any copy np.array reads as "no copy": copy=np.False_ or 0
+    # slipped past the refusal (which tested `is False`), and jit gave [nan, 2] for [0, 2]
+    def clean(z):
+        np.nan_to_num(z, copy=copy)
+        return z * 1.0
+
+    x = np.array([np.nan, 2.0])
+    assert np.array_equal(clean(x.copy()), [0.0, 2.0])  # NumPy's own: in place
+    for traced in (fgrad.jit(clean), fgrad.grad(lambda z: fnp.sum(clean(z)))):
+        with pytest.raises(TypeError, match=rf"copy={copy!r}\) writes into an array, and x is"):
+            traced(x.copy())
+    assert np.array_equal(fgrad.jit(lambda z: np.nan_to_num(z, copy=np.True_))(x), [0.0, 2.0])
 
 
 def test_the_forms_named_for_numpys_in_place_functions_give_numpys_values():

@@ -443,6 +443,29 @@ def test_eigvals_derivatives_at_a_repeated_eigenvalue_of_a_diagonalizable_matrix
     )
 
 
+def test_eigenvalue_derivatives_at_a_defective_matrix_are_nan_not_a_wrong_number():
+    # a has the Jordan block [[1, 1], [0, 1]]: eig's V is singular up to rounding (V[1, 1] =
+    # 2.2e-16), and the solve with it gave grad of sum(w**3) = trace(a^3) as [[3,0,0],[0,3,0],
+    # [0,0,12]] for 3 (a^2)^T = [[3,0,0],[6,3,0],[0,0,12]]. Eigenvalues have no derivative
+    # there: nan, eagerly, forward, in a jit replay and in the defective row of a vmap
+    a = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    regular = a + np.diag([0.0, 0.5, 0.0])  # diagonalizable: the exact gradient
+    for values in (la.eigvals, lambda m: la.eig(m).eigenvalues):
+
+        def cubes(m, values=values):
+            return fnp.real(fnp.sum(values(m) ** 3))
+
+        assert np.isnan(grad(cubes)(a)).all()
+        assert np.isnan(jvp(cubes, (a,), (np.ones((3, 3)),))[1])
+        replayed = jit(grad(cubes))
+        np.testing.assert_allclose(replayed(regular), 3 * (regular @ regular).T, rtol=1e-12)
+        np.testing.assert_array_equal(replayed(regular), grad(cubes)(regular))
+        assert np.isnan(replayed(a)).all()
+        rows = vmap(grad(cubes))(np.stack([a, regular]))
+        assert np.isnan(rows[0]).all()
+        np.testing.assert_array_equal(rows[1], grad(cubes)(regular))
+
+
 def test_eigvalsh_gradient_at_repeated_eigenvalues():
     q = _rotation()
     a = q @ np.diag([1.0, 1.0, 3.0]) @ q.T

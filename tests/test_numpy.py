@@ -1,6 +1,8 @@
 """The first `fgrad.numpy`, beyond the gradient table (tests/test_gradtable.py): conventions at
 kinks, powers at 0, attributes, operators, NumPy functions on traced values, dtypes."""
 
+import itertools
+
 import numpy as np
 import pytest
 from gradtable import derivatives as _derivatives
@@ -265,6 +267,20 @@ def test_numpy_reductions_on_traced_values_call_the_differentiable_methods():
     np.testing.assert_array_equal(grad(lambda x: np.max(x) + np.min(x, axis=0))(x), [1.0, 0.0, 1.0])
     with pytest.raises(TypeError, match=r"sum\(\.\.\., out=\.\.\.\) cannot write into an array"):
         grad(lambda x: np.sum(x, out=np.zeros(())))(x)
+
+
+def test_out_and_where_refusals_name_shapes_and_dtypes():
+    # these named neither the traced argument nor the array given
+    x = np.array([1.0, 2.0, 4.0])
+    cases = [
+        (lambda x: fnp.max(x, where=x > 1), r"max of a with shape \(3,\) and dtype float64 "),
+        (lambda x: fnp.isnan(x, out=np.zeros(3, bool)), r"out: shape \(3,\) and dtype bool; "),
+        (lambda x: fnp.argmax(x, out=np.zeros((), np.int64)), "argument 0 is traced, shape"),
+        (lambda x: np.floor(x, out=np.zeros(3)), r"\(out: shape \(3,\) and dtype float64\)"),
+    ]
+    for f, message in cases:
+        with pytest.raises((TypeError, ValueError), match=message):
+            fgrad.jit(f)(x)
 
 
 def _out_like(z, dtype=float):
@@ -637,6 +653,78 @@ def test_ufunc_reduce_of_a_0d_value_and_over_axes_numpy_allows_is_numpys(name, x
     from fgrad.test_util import check_grads
 
     check_grads(f, (x,), order=2)
+
+
+_TWO_INPUT_UFUNCS = sorted(
+    {
+        u
+        for u in vars(np).values()
+        if isinstance(u, np.ufunc) and u.nin == 2 and u.nout == 1 and u.signature is None
+    },
+    key=lambda u: u.__name__,
+)
+
+
+def _same_as_numpys(got, want):
+    want_, got_ = np.asarray(want), np.asarray(got)
+    return (
+        type(got) is type(want)
+        and got_.shape == want_.shape
+        and got_.dtype == want_.dtype
+        and np.array_equal(got_, want_, equal_nan=True)
+        and (want_.dtype.kind != "f" or np.array_equal(np.signbit(got_), np.signbit(want_)))
+    )
+
+
+@pytest.mark.parametrize("theirs", _TWO_INPUT_UFUNCS, ids=lambda u: u.__name__)
+def test_ufunc_reduce_of_one_element_is_numpys_for_every_ufunc(theirs):
+    """NumPy folds a ufunc's identity in: hypot.reduce(-3.0) is hypot(0, -3) = 3,
+    add.reduce(-0.0) is 0.0, logical_xor.reduce(-3.0) is True, and it computes in the loop's
+    dtype (dtype=float32 gives float32). A 0-d value or axis=() gave the value itself, x for
+    |x|, with dtype= ignored; 1-element axes of hypot, logaddexp, logical_xor gave x too."""
+    inputs = [
+        np.array(-3.0),
+        np.array(-0.0),
+        np.array(np.nan),
+        np.array(-3),
+        np.array([-2.5]),
+        np.array([-3.0, 4.0]),
+        np.array([[-0.0], [2.0]]),
+        np.array([-0.0, 2.5], np.float32),
+        np.array([True, False]),
+        np.zeros((2, 0)),
+    ]
+    calls = [{}, {"axis": ()}, {"axis": -1}, {"axis": 0, "keepdims": True}, {"dtype": np.float32}]
+    calls += [{"axis": (), "dtype": np.int64}, {"initial": 2.0}, {"axis": (), "initial": 2.0}]
+    for x, kwargs in itertools.product(inputs, calls):
+        if theirs in (np.power, np.arctan2) and "initial" in kwargs and np.size(x) > 1:
+            continue  # NumPy 2.4 drops the first element (power.reduce([3, 2], initial=2): 4)
+        if theirs is np.ldexp and x.dtype.kind in "bi":
+            continue  # NumPy reduces ints with ldexp in float16/float64, which fgrad refuses
+
+        def f(z, kwargs=kwargs):
+            return theirs.reduce(z, **kwargs)
+
+        try:
+            want = f(x)
+        except (TypeError, ValueError):
+            with pytest.raises((TypeError, ValueError)):
+                fgrad.jit(f)(x)
+            continue
+        got = fgrad.jit(f)(x)
+        assert _same_as_numpys(got, want), (theirs.__name__, x, kwargs, got, want)
+
+
+def test_hypot_and_logaddexp_reduce_of_one_element_differentiate_numpys_value():
+    # hypot.reduce(x) of one element is |x|: derivative sign(x) (it was x's, 1)
+    assert fgrad.grad(lambda z: np.hypot.reduce(z))(-3.0) == -1.0
+    np.testing.assert_array_equal(
+        fgrad.grad(lambda z: fnp.sum(np.hypot.reduce(z, axis=())))(np.array([-3.0, 4.0])),
+        [-1.0, 1.0],
+    )
+    np.testing.assert_array_equal(
+        fgrad.grad(lambda z: np.logaddexp.reduce(z))(np.array([-3.0])), [1.0]
+    )
 
 
 def test_ufunc_reduce_refuses_what_numpy_refuses():

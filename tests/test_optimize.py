@@ -392,6 +392,24 @@ def test_functions_that_return_their_derivatives_as_scipy_documents():
             assert abs(fgrad.grad(lambda c: cbrt(c).root)(8.0) - 1 / 12) < 1e-10
 
 
+@pytest.mark.parametrize("method", ["broyden1", "krylov", "df-sane"])
+def test_root_jac_true_with_a_method_without_jacobian_warns_and_ignores_it_as_scipy(method):
+    # SciPy warns "Method ... does not use the jacobian (jac)" for these, and takes the
+    # values of fun only with args (broyden1, krylov) or never (df-sane): fgrad passed the
+    # (values, Jacobian) pair on and NumPy failed ("inhomogeneous shape")
+    def sol(a):
+        fj = lambda x: (x**3 + x - a, fnp.diag(3 * x**2 + 1))  # (no args)
+        return root(fj, np.ones(2), jac=True, method=method, tol=1e-12).x
+
+    a = np.array([2.0, 10.0])
+
+    with pytest.warns(RuntimeWarning, match=f"Method {method} does not use the jacobian"):
+        np.testing.assert_allclose(sol(a), [1.0, 2.0], rtol=1e-6)
+    with pytest.warns(RuntimeWarning, match="does not use the jacobian"):
+        jac = fgrad.jacfwd(sol)(a)
+    np.testing.assert_allclose(jac, np.diag([0.25, 1 / 13]), rtol=1e-5)
+
+
 def test_an_objective_of_one_element_is_a_scalar_as_in_scipy():
     a = np.array([1.0, 2.0])
     f = lambda x, a: fnp.reshape(fnp.sum((x - a) ** 2) + fnp.sum(x**4) / 4, (1,))

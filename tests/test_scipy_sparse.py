@@ -305,6 +305,36 @@ def test_an_absolute_tolerance_for_b_does_not_zero_a_small_derivative(solver):
     np.testing.assert_allclose(first, 1e-8 * np.linalg.solve(A.toarray(), ones), rtol=1e-9)
 
 
+@pytest.mark.parametrize("solver", [fsla.cg, fsla.gmres])
+def test_a_derivative_does_not_depend_on_the_size_of_b(solver):
+    # x = A^-1 b, so the gradient A^-T w is the same for every b. The derivative's solves took
+    # rtol max(rtol, atol / ||b||) from the b of the call: the gradient was exactly 0 eagerly
+    # at a small b, in a jit replay of a record made at one, and in a vmap row next to it
+    n = 20
+    A = fsp.diags([np.full(n, 4.0), -1.0, -1.0], [0, 1, -1])
+    w = np.linspace(1.0, 2.0, n)
+    loss = lambda b: fnp.sum(solver(A, b, rtol=1e-10, atol=1e-6)[0] * w)
+    small, big = np.full(n, 1e-7), np.linspace(1.0, 2.0, n)
+    exact = np.linalg.solve(A.toarray().T, w)
+    eager = fgrad.grad(loss)(big)
+    np.testing.assert_allclose(eager, exact, rtol=1e-8)
+    for b in (small, 1e-3 * big):
+        np.testing.assert_array_equal(fgrad.grad(loss)(b), eager)
+    replayed = fgrad.jit(fgrad.grad(loss))
+    replayed(small)  # the record is made at a small b
+    np.testing.assert_array_equal(replayed(big), eager)
+    rows = fgrad.vmap(fgrad.grad(loss))(np.stack([small, big]))
+    np.testing.assert_array_equal(rows, np.stack([eager, eager]))
+
+
+def test_a_derivative_solve_with_rtol_0_has_scipy_s_default_rtol():
+    # rtol=0 with atol alone: the derivative's solves (no atol) take SciPy's default 1e-5
+    A = fsp.diags([np.full(6, 4.0), -1.0, -1.0], [0, 1, -1])
+    w = np.linspace(1.0, 2.0, 6)
+    g = fgrad.grad(lambda b: fnp.sum(fsla.cg(A, b, rtol=0.0, atol=1e-12)[0] * w))(np.ones(6))
+    np.testing.assert_allclose(g, np.linalg.solve(A.toarray().T, w), rtol=1e-4)
+
+
 def test_a_solve_under_vmap_and_jit():
     def loss(d, b):
         return fnp.sum(fsla.spsolve(_A(d), b) ** 2)

@@ -626,6 +626,10 @@ def test_tree_reduce_tree_all_and_all_leaves_as_jax_documents_them():
     assert not tree_util.all_leaves([tree])
     assert not tree_util.all_leaves([None])  # None is a node without children
     assert tree_util.all_leaves([(1, 2)], is_leaf=lambda x: isinstance(x, tuple))
+    # JAX's list(iterable) == tree_leaves(list(iterable), is_leaf): is_leaf sees the list too
+    # (this gave True), and a None it calls a leaf is one
+    assert not tree_util.all_leaves([[1]], is_leaf=lambda x: isinstance(x, list))
+    assert tree_util.all_leaves([1, None], is_leaf=lambda x: x is None)
 
 
 def test_tree_transpose_as_jax_documents_it():

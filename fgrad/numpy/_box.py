@@ -373,10 +373,12 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         if bare is not None:
             return bind_two(bare, *inputs)
     if kwargs.get("out") is not None:
+        out = kwargs["out"][0] if type(kwargs["out"]) is tuple else kwargs["out"]
+        given = _sh.describe(out) if hasattr(out, "dtype") else type(out).__name__
         raise TypeError(
-            f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad: "
-            "arrays are values here. Use the returned value instead (for an in-place "
-            "operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
+            f"numpy.{ufunc.__name__}(..., out=...) cannot write into an array inside fgrad "
+            f"(out: {given}): arrays are values here. Use the returned value instead (for "
+            "an in-place operator on a NumPy array, a += v or a[idx] += v, write a = a + v, or "
             "a = fnp.at(a)[idx].add(v))"
         )
     kwargs.pop("out", None)
@@ -734,9 +736,16 @@ _WRITES_INTO = {
         ("x", "nan", "posinf", "neginf"),
         "x = fgrad.numpy.nan_to_num(x, nan=..., posinf=..., neginf=...) (copy=True, NumPy's "
         "default), which returns the new array",
-        lambda arguments: arguments.get("copy", True) is False,
+        lambda arguments: _writes_in_place(arguments.get("copy", True)),
     ),
 }
+
+
+def _writes_in_place(copy):
+    """Whether NumPy's `nan_to_num(x, copy=copy)` writes into x: its `np.array(x, copy=copy)`
+    copies only for a true `copy`, so None, np.False_, 0 and [] write in place as False
+    does."""
+    return copy is None or not copy
 
 
 def _refusing_traced(fn, names, instead, in_place):
@@ -747,7 +756,8 @@ def _refusing_traced(fn, names, instead, in_place):
     def numpys_call(*args, **kwargs):
         arguments = signature.bind(*args, **kwargs).arguments
         if in_place(arguments):
-            what = fn.__name__ + ("(..., copy=False)" if "copy" in arguments else "")
+            copy = arguments.get("copy", True)
+            what = fn.__name__ + (f"(..., copy={copy!r})" if "copy" in arguments else "")
             _sh.refuse_traced(what, instead, **{n: arguments.get(n) for n in names})
         return fn(*args, **kwargs)
 

@@ -7,7 +7,9 @@ for NumPy's own ufuncs applied to a traced value (`np.subtract.outer(x, y)`, thr
 `reduce` and `accumulate` of the ufuncs that have a reduction of their own are that reduction
 (`add.reduce` is `sum`, `maximum.accumulate`... see `_REDUCTIONS`, `_SCANS`), so their values
 are NumPy's; any other ufunc of two inputs folds along the axis in order, as NumPy does
-(`subtract.reduce([a, b, c])` is `(a - b) - c`). On plain values each method is NumPy's own.
+(`subtract.reduce([a, b, c])` is `(a - b) - c`), in NumPy's loop dtype (`dtype=`), from
+`initial` or else from the ufunc's identity where it has one (`hypot.reduce` of one element x
+is hypot(0, x) = |x|, `add.reduce(-0.0)` is 0.0). On plain values each method is NumPy's own.
 
 Imports: `fgrad.core`; the functions it composes are fgrad.numpy's, passed in as the
 package's namespace (`attach`), which is complete only once every family is imported.
@@ -19,7 +21,7 @@ from typing import Any
 
 import numpy as _np
 
-from ..core import Box
+from ..core import Box, dtype_of
 
 # ufunc -> the fgrad.numpy reduction its `reduce` is, and the keywords that reduction takes
 _REDUCTIONS = {
@@ -108,29 +110,66 @@ def _reduce(fn, theirs, a, axis, kwargs, namespace):
     nd = namespace["ndim"](a)
     reorderable = theirs.identity is not None or name in _REORDERABLE
     axes = _reduced_axes(axis, nd, name, reorderable)
-    if axes == ():  # nothing to fold (a 0-d a, as NumPy reads it at axis 0, -1 or None)
-        initial = kwargs.get("initial")
-        return a[()] if initial is None else fn(initial, a)  # (NumPy gives a scalar)
-    if name in _REDUCTIONS:
+    if axes != () and name in _REDUCTIONS:
         reduction, takes = _REDUCTIONS[name]
-        refused = sorted(set(kwargs) - set(takes))
-        if not refused:
+        if set(kwargs) <= set(takes):
             return namespace[reduction](a, axis=axis, **kwargs)
-        raise TypeError(f"{name}.reduce on a traced value does not take {refused}")
-    refused = sorted(k for k in kwargs if k not in ("keepdims", "initial"))
+    refused = sorted(k for k in kwargs if k not in ("keepdims", "initial", "dtype"))
     if refused:
         raise TypeError(f"{name}.reduce on a traced value folds along axes, without {refused}")
+    return _fold(fn, theirs, a, axes, kwargs, namespace)
+
+
+def _fold(fn, theirs, a, axes, kwargs, namespace):
+    """`theirs.reduce` as NumPy computes it: the elements (and `initial`) cast to the loop's
+    dtype (`dtype`, or the one NumPy resolves for a), then folded in order from `initial`, or
+    else from the ufunc's identity where it has one: `hypot.reduce(x)` of one element is
+    hypot(0, x) = |x|, `add.reduce(-0.0)` is 0.0 + -0.0 = 0.0, `logical_xor.reduce(-3.0)` is
+    True. `axes` () folds nothing but that start (a 0-d a, or axis=())."""
+    loop = _loop_dtype(theirs, dtype_of(a), kwargs.get("dtype"))
+    if dtype_of(a) != loop:
+        a = namespace["astype"](a, loop)
+    acc = kwargs.get("initial")
+    if acc is None and theirs.identity is not None:
+        acc = _np.asarray(theirs.identity).astype(loop)
+    elif acc is not None:
+        acc = namespace["astype"](namespace["asarray"](acc), loop)
+    if axes == ():
+        return a[()] if acc is None else fn(acc, a)  # (a 0-d a gives a scalar, as NumPy)
     rows = namespace["moveaxis"](a, axes, tuple(range(len(axes))))
     shape = namespace["shape"](rows)
-    rows = namespace["reshape"](rows, (-1,) + tuple(shape[len(axes) :]))
-    acc = kwargs.get("initial")
-    for k in range(namespace["shape"](rows)[0]):
+    n = int(_np.prod(shape[: len(axes)], dtype=_np.int64))
+    rows = namespace["reshape"](rows, (n,) + tuple(shape[len(axes) :]))
+    if n == 0:
+        if acc is None:
+            raise ValueError(
+                f"zero-size array to reduction operation {theirs.__name__} which has no identity"
+            )
+        acc = namespace["broadcast_to"](acc, tuple(shape[len(axes) :]))
+    for k in range(n):
         acc = rows[k] if acc is None else fn(acc, rows[k])
-    if acc is None:
-        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     if kwargs.get("keepdims"):
         acc = namespace["expand_dims"](acc, axes)
     return acc
+
+
+def _loop_dtype(theirs, dtype, asked):
+    """The dtype NumPy's `theirs.reduce` computes in for an array of `dtype`: `asked` (the
+    `dtype=` given), else the one NumPy resolves. Where it resolves none (`less`, whose
+    result is not of its inputs' dtype; `ldexp`), NumPy's reduce raises, and so does this."""
+    try:
+        if asked is not None:
+            asked = _np.dtype(asked)
+            if theirs.resolve_dtypes((asked, asked, asked)) != (asked, asked, asked):
+                raise TypeError(f"no loop of {theirs.__name__} computes in {asked}")
+            return asked
+        return theirs.resolve_dtypes((None, _np.dtype(dtype), None), reduction=True)[0]
+    except TypeError as e:
+        raise TypeError(
+            f"{theirs.__name__}.reduce of an array of dtype {_np.dtype(dtype)}"
+            + ("" if asked is None else f" with dtype={asked}")
+            + f": {e} (NumPy's reduce has no loop for it either)"
+        ) from None
 
 
 def _reduced_axes(axis, nd, name, reorderable):

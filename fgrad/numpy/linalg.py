@@ -42,6 +42,9 @@ Conventions (where NumPy has no derivative to follow):
   rules use the vectors only, not the gaps), but their second derivatives there are nan: the
   exact one needs the second derivative of the function of the eigenvalues at the tie, which
   no rule of the eigenvalues sees. (Near a tie, 1/gap is huge and so are the derivatives.)
+  At a defective (non-diagonalizable) matrix, where eig's eigenvectors are linearly dependent
+  to working precision (V's smallest singular value at most n eps times its largest), every
+  derivative of `eig` and `eigvals` is nan: the eigenvalues have none there.
 - Phases. The eigenvectors of `eigh` and the singular vectors of `svd` of a complex matrix are
   fixed only up to a phase each (a sign for real input): fgrad's factors are NumPy's (LAPACK's)
   and their derivatives take JAX's gauge (`eigh`: Im(V^H dV) has a zero diagonal; `svd`: so
@@ -1354,6 +1357,28 @@ def _largest_entries(v):
     return _const(_np.arange(vv.shape[-2])[:, None] == k[..., None, :], v)
 
 
+def _nan_where_defective(v):
+    """eig's eigenvectors V, as the derivative rules solve with them: nan in each matrix of
+    the stack whose columns are linearly dependent to working precision (smallest singular
+    value at most n eps times the largest). There the matrix is defective (not
+    diagonalizable): its eigenvalues have no derivative, and a solve with a V that rounding
+    alone keeps regular gave a finite wrong number (the gradient of trace(a^3) computed as
+    sum(eigvals(a)^3), with entry 0 for 6). Eagerly nothing changes where every matrix is
+    well conditioned; under `vmap` and `jit` the test is computed, not read (a replay with
+    another matrix takes the same path, and each row its own answer)."""
+    n = shape(v)[-1]
+    if n == 0 or 0 in shape(v):
+        return v
+    eps = n * float(_np.finfo(_dtype(v)).eps)
+    if not _unread(v):
+        sv = _np.linalg.svd(_np.asarray(primal(v)), compute_uv=False)
+        if (sv[..., -1] > eps * sv[..., 0]).all():
+            return v
+    sv = _svdvals_p(constant_of(v))
+    regular = greater(sv[..., -1], eps * sv[..., 0])
+    return where(expand_dims(expand_dims(regular, -1), -1), v, _np.nan)
+
+
 def _eig_jvp(tangents, ans, x):
     """Nondegenerate perturbation theory (as JAX): P = V^-1 dA V, dw = diag(P), and
     dV = U + V diag(c) with U = V (F * P), F_ij = 1/(w_j - w_i). The free c_j keeps LAPACK's
@@ -1361,7 +1386,7 @@ def _eig_jvp(tangents, ans, x):
     v_kj real (Im c_j = -Im(u_kj) / v_kj)."""
     (t,) = tangents
     w, v = ans
-    p = _matmul(_solve_p(v, t), v)
+    p = _matmul(_solve_p(_nan_where_defective(v), t), v)
     u = _matmul(v, _times_gaps_inverse(*_gaps_inverse_and_ties(w), p))
     if _is_complex(v):
         mask = _largest_entries(v)
@@ -1376,6 +1401,7 @@ def _eig_vjp(wanted, ans, x):
     w, v = ans
     f = _gaps_inverse(w)
     real_input = not _is_complex(x)
+    invertible = _nan_where_defective(v)
     if _is_complex(v):
         mask = _largest_entries(v)
         largest = real(sum(mask * v, axis=-2))
@@ -1394,7 +1420,7 @@ def _eig_vjp(wanted, ans, x):
             else:
                 ct_u = ct_v - expand_dims(g, -2) * v
             inner = _plus(inner, f * _matmul(_mT(v), ct_u))
-        ct = _solve_p(_mT(v), _matmul(inner, _mT(v)))  # V^-T (...) V^T
+        ct = _solve_p(_mT(invertible), _matmul(inner, _mT(v)))  # V^-T (...) V^T
         return (real(ct) if real_input and _is_complex(ct) else ct,)
 
     return bprop
@@ -1418,7 +1444,9 @@ def eig(a: ArrayLike) -> EigResult:
     free, and it can flip under a tiny change of the matrix; a function of the eigenvectors
     that does not depend on their scaling (`v @ diag(w) @ inv(v)`) has the exact derivative
     regardless. Where two eigenvalues are equal, a derivative that depends on their
-    eigenvectors is nan, as `eigh`'s (and so are second derivatives of the eigenvalues).
+    eigenvectors is nan, as `eigh`'s (and so are second derivatives of the eigenvalues). At a
+    defective matrix (not diagonalizable: V singular to working precision) every derivative
+    is nan.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> a = fnp.array([[0.0, -2.0], [1.0, 0.0]])  # eigenvalues +-i sqrt(2)
@@ -1439,6 +1467,7 @@ def _eigvectors_for(ans, x):
     of its nearest one of eig's, one to one: equal eigenvalues take distinct columns, so V
     stays invertible where a is diagonalizable."""
     w, v = _eig_p(x)
+    v = _nan_where_defective(v)
     if 0 in shape(ans):  # no eigenvalue to match (0x0 matrices, or none): nothing to reorder
         return v
     if _unreadable(w):  # no read: the pairing by reductions and comparisons
@@ -1509,7 +1538,8 @@ shape_from_values.update((_eig_p, _eigvals_p))
 @mirror("function")
 def eigvals(a: ArrayLike) -> Array:
     """NumPy's `linalg.eigvals`: the eigenvalues of a general square matrix (complex unless a
-    is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig`."""
+    is real with real eigenvalues only), batched; dw = diag(V^-1 dA V), as `eig` (exact at
+    repeated eigenvalues of a diagonalizable matrix, nan at a defective one)."""
     _check_square(a, "linalg.eigvals")
     _check_known_dtype(a, "linalg.eigvals")
     return _eigvals_p(a)

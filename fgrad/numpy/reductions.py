@@ -38,6 +38,7 @@ from .shaping import (
     batch_to_front,
     broadcast_to,
     concatenate,
+    describe,
     ndim,
     reduction_mask,
     refuse_out,
@@ -193,7 +194,9 @@ def _extremum(impl, name):
         mask = reduction_mask(where, a, name)
         if mask is not True and initial is NO_VALUE:
             raise ValueError(
-                f"{name}: where= needs initial= (a value the result cannot go past, as NumPy "
+                f"{name} of a with {describe(a)} and a where= mask of shape "
+                f"{shape(mask)}: where= needs "
+                f"initial= (a value the result cannot go past, as NumPy "
                 f"requires: {name} has no identity to give a slice with no element); pass "
                 f"initial=-numpy.inf for max, numpy.inf for min, or the dtype's bound"
             )

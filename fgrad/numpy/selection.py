@@ -30,7 +30,7 @@ from ..primitive import register_rules
 from ._mirror import exported, mirror
 from ._values import constant_values
 from .arrays import take, take_along_axis
-from .elementwise import logical_not, where
+from .elementwise import logical_not, scalar_if_0d, where
 from .shaping import (
     asarray,
     astype,
@@ -257,7 +257,7 @@ def choose(
     arrays = [x if dtype_of(x) == dtype else astype(x, dtype) for x in arrays]
     stacked = stack([broadcast_to(x, common) for x in arrays])
     picked = take_along_axis(stacked, _np.broadcast_to(index, common)[None], 0)
-    return reshape(picked, shape(picked)[1:])
+    return scalar_if_0d(reshape(picked, shape(picked)[1:]))  # (NumPy's scalar when 0-d)
 
 
 def _is_number(x: Any) -> bool:

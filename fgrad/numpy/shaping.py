@@ -93,8 +93,12 @@ def _refuse_out_of_traced(args, kwargs, out_at, name):
     values, or, for an `out` given to the jitted function, left it unwritten), and every row
     at once under `vmap`; refused as `out=` of the functions with a derivative is."""
     out = args[out_at] if len(args) > out_at else kwargs.get("out")
-    if out is not None and (is_traced(args) or is_traced(list(kwargs.values()))):
-        refuse_out(out, name)
+    if out is not None:
+        named = [(f"argument {k}", v) for k, v in enumerate(args)] + list(kwargs.items())
+        traced = [(k, v) for k, v in named if is_traced(v)]
+        if traced:
+            where, value = traced[0]
+            refuse_out(out, name, f"; {where} is traced, {describe(value)}")
 
 
 def variant(template: _F, name: str, body: Callable[..., Any], doc: str, **defaults: Any) -> _F:
@@ -163,12 +167,15 @@ def refuse(name, keyword, why, instead):
     return TypeError(f"{name}(..., {keyword}=...): {why}. {instead}")
 
 
-def refuse_out(out, name):
-    """NumPy's `out=` writes into an array; inside a transform arrays are values."""
+def refuse_out(out, name, traced=""):
+    """NumPy's `out=` writes into an array; inside a transform arrays are values. `traced`
+    names the traced argument that makes the call a transform's, where the caller knows it."""
     if out is not None:
+        given = describe(out) if hasattr(out, "dtype") else type(out).__name__
         raise TypeError(
-            f"{name}(..., out=...) cannot write into an array inside fgrad: arrays are "
-            f"values here. Use the returned value instead: y = fgrad.numpy.{name}(x)"
+            f"{name}(..., out=...) cannot write into an array inside fgrad (out: {given}"
+            f"{traced}): arrays are values here. Use the returned value instead: "
+            f"y = fgrad.numpy.{name}(x)"
         )
 
 

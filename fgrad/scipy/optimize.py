@@ -596,7 +596,9 @@ def root(
 ) -> _Result:
     """A root of `fun(x, *args)` (a vector function, as many equations as unknowns), with
     SciPy's `root`; `res.x` is differentiable with respect to `args` by the implicit function
-    theorem. `jac` is fgrad's (forward mode) when not given, for "hybr" and "lm". Keywords
+    theorem. `jac` is fgrad's (forward mode) when not given, for "hybr" and "lm"; the other
+    methods use none, and `jac=True` there (fun returning values and Jacobian) warns as SciPy
+    does and takes the values. Keywords
     `on_failure`, `implicit_solve` ("auto" is "direct" up to 20 unknowns, else "gmres") and
     `implicit_tol` as for `minimize`.
 
@@ -610,14 +612,18 @@ def root(
     who = "root"
     p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol)
     returns_jac = jac is True
+    if returns_jac and method.lower() not in _USES_JAC:
+        # as SciPy: the method ignores jac, with SciPy's warning (SciPy then fails on the
+        # (values, Jacobian) pair it passes on; the values alone are the equations)
+        warnings.warn(f"Method {method} does not use the jacobian (jac).", RuntimeWarning, 2)
 
     def equations(x, params):
         out = p.call(x, params)
         return fnp.reshape(out[0] if returns_jac else out, (-1,))
 
     def scipy_solve(params):
-        j = _plain_callable(jac)
-        if returns_jac:
+        j = None if returns_jac and method.lower() not in _USES_JAC else _plain_callable(jac)
+        if returns_jac and method.lower() in _USES_JAC:
             f = _vector_pair_plain(lambda x: p.call(x, params))
         else:
             f = p.plain(functools.partial(equations, params=params))
@@ -627,14 +633,19 @@ def root(
         res = _so.root(f, start, _plain_args(p, params), method, j, tol, callback, options)
         # SciPy's success is not always a small residual (method="krylov" with a tol it
         # cannot reach reports success far from a root): check the residual too
-        scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, returns_jac))))
-        residual = float(_np.max(_np.abs(_plain_equations(f, res.x, returns_jac))))
+        pair = returns_jac and method.lower() in _USES_JAC
+        scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, pair))))
+        residual = float(_np.max(_np.abs(_plain_equations(f, res.x, pair))))
         ok = bool(res.success) and residual <= 1e-8 * scale
         p.check(ok, f"{res.message}; max |fun(x)| = {residual:.3g}", res)
         return _np.asarray(res.x, dtype=_np.float64)
 
     _check_square(p, equations)
     return p.solved(equations, scipy_solve, False, fun=equations)
+
+
+# SciPy's root methods that use `jac` (the others warn that they do not, and ignore it)
+_USES_JAC = ("hybr", "lm")
 
 
 def _plain_equations(f, x, returns_jac):

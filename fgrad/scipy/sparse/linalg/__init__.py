@@ -12,10 +12,12 @@ SciPy does the solving; the derivatives are implicit, from the solution alone:
   and a product over the stored elements more than the forward solve. A factorisation is
   redone only for other data (under `vmap` over matrices, or a `jit` record replayed).
 - `cg` and `gmres` solve the adjoint system with the same method: iterations are never
-  differentiated. The derivative's solves have the relative tolerance the solve of b was
-  allowed, max(rtol, atol / ||b||), and no absolute tolerance (their right-hand sides, a
-  cotangent or a tangent, have other units than b: an `atol` meant for b made a small
-  cotangent's derivative exactly zero). The derivative is then as accurate as the solves. A
+  differentiated. The derivative's solves have the relative tolerance `rtol` (SciPy's default
+  1e-5 where `rtol` is 0) of their own right-hand side, and no absolute tolerance: that side
+  is a cotangent or a tangent, in other units than b, so neither `atol` nor b's size says
+  anything about it (an `atol` meant for b made a small cotangent's derivative exactly zero).
+  The derivative is then as accurate as the solves, whatever b and the cotangent's scale,
+  and the same eagerly, in a `jit` replay and in each row of a `vmap`. A
   solve that does not converge raises (SciPy would return `info > 0` and the iterate). The
   adjoint solve of `gmres` is preconditioned by M^T, or by nothing when M is a
   `LinearOperator` without `rmatvec` (its error then says so); that of `cg` by M itself,
@@ -68,6 +70,8 @@ from .. import SparseArray, _matvec, as_sparse
 __all__ = ["SuperLU", "cg", "expm_multiply", "gmres", "splu", "spsolve"]
 
 _FLIP = {"N": "T", "T": "N"}
+# the relative tolerance of a derivative's solve when the user's rtol is 0 (SciPy's default)
+_DEFAULT_RTOL = 1e-5
 
 
 def _product(data, structure, x, trans):
@@ -369,17 +373,15 @@ def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = T
 
 
 class _Iterative:
-    """An iterative method and its settings, carried by the solve's primitive; `b_norm`, the
-    norm of the b given (of all rows under vmap, of the recording call under jit)."""
+    """An iterative method and its settings, carried by the solve's primitive."""
 
-    __slots__ = ("M", "b_norm", "derived", "method", "options", "structure")
+    __slots__ = ("M", "derived", "method", "options", "structure")
 
-    def __init__(self, method, structure, M, options, b_norm=0.0):
+    def __init__(self, method, structure, M, options):
         self.method = method
         self.structure = structure
         self.M = M
         self.options = options
-        self.b_norm = b_norm
         self.derived = None
 
     def for_derivatives(self):
@@ -387,14 +389,13 @@ class _Iterative:
         Their right-hand side is a cotangent or a tangent, whose size has nothing to do with
         b's: SciPy's test ||r|| <= max(rtol ||rhs||, atol) with the atol given for b passed
         at the start iterate 0 for a small one (a loss weighted by 1e-8 got gradient exactly
-        0). So they have no absolute tolerance, and the relative one the solve of b was
-        allowed: max(rtol, atol / ||b||). They start at 0 (x0 is a guess for x)."""
+        0). So they have no absolute tolerance and the relative one `rtol`, of their own
+        right-hand side (SciPy's default 1e-5 where rtol is 0, which only atol would stop).
+        Nothing is read from b: the settings are the same for every b, eagerly, in a jit
+        replay and in every row of a vmap. They start at 0 (x0 is a guess for x)."""
         if self.derived is None:
-            rtol, atol = self.options["rtol"], self.options["atol"]
-            if atol and self.b_norm > 0:
-                rtol = max(rtol, atol / self.b_norm)
             options = {k: v for k, v in self.options.items() if k != "x0"}
-            options.update(rtol=rtol, atol=0.0)
+            options.update(rtol=self.options["rtol"] or _DEFAULT_RTOL, atol=0.0)
             self.derived = _Iterative(self.method, self.structure, self.M, options)
             self.derived.derived = self.derived
         return self.derived
@@ -511,9 +512,7 @@ def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None)
     data = A.data
     if not _np.issubdtype(dtype_of(data), _np.inexact):
         data = fnp.asarray(data, dtype=float)
-    b_norm = float(_np.linalg.norm(_np.asarray(innermost(b))))
-    solver = _Iterative(method, A.structure, M, options, b_norm)
-    x = _it_solve_p(data, b, method=solver, trans="N")
+    x = _it_solve_p(data, b, method=_Iterative(method, A.structure, M, options), trans="N")
     return x, 0
 
 
@@ -532,8 +531,8 @@ def cg(
     respect to b and A's data by solving the adjoint system with cg. Raises RuntimeError if a
     solve does not converge (SciPy would return info > 0).
 
-    The solves of a derivative (adjoint, tangent) have the relative tolerance the solve of b
-    was allowed, max(rtol, atol / ||b||), and no absolute one: their right-hand side is a
+    The solves of a derivative (adjoint, tangent) have the relative tolerance `rtol` (1e-5
+    where rtol is 0) of their own right-hand side and no absolute one: that side is a
     cotangent or a tangent, and `atol` (meant for b) would stop them at 0 for a small one.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
@@ -559,8 +558,8 @@ def gmres(
 ) -> tuple[Any, int]:
     """SciPy's `gmres` for a square sparse A: `(x, 0)`, differentiable with respect to b and
     A's data by solving the adjoint system (A^T) with gmres. Raises RuntimeError if a solve
-    does not converge. The solves of a derivative have relative tolerance max(rtol, atol /
-    ||b||) and no absolute one, as for `cg`.
+    does not converge. The solves of a derivative have relative tolerance `rtol` (1e-5 where
+    rtol is 0) of their own right-hand side and no absolute one, as for `cg`.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp, fgrad.scipy.sparse.linalg as fsla
     >>> A = fsp.diags([np.array([2.0, 2.0]), 1.0], [0, 1])
