@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import fgrad
 import fgrad.numpy as fnp
 from fgrad import grad, jacfwd
 
@@ -214,7 +215,20 @@ CASES = [
         "0j",
         "a subgradient",
     ),
+    (
+        "hessian of abs(x + 1j y)**2 at 0",
+        lambda: _hessian_of_abs_squared(fgrad),
+        lambda jax, jnp: _hessian_of_abs_squared(jax, jnp),
+        "[0, 0, 0, 0]",
+        "follows from abs' at 0j = 0, though abs(z)**2 is smooth (exact: 2 I); write "
+        "real(z)**2 + imag(z)**2",
+    ),
 ]
+
+
+def _hessian_of_abs_squared(lib, np_=fnp):
+    f = lambda v: np_.abs(v[0] + 1j * v[1]) ** 2  # noqa: E731
+    return lib.hessian(f)(np.zeros(2))
 
 
 def _special(name):
