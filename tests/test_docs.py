@@ -108,7 +108,13 @@ def test_the_statuses_come_from_the_code():
     assert coverage.status_of(fnp.zeros, "fgrad.numpy", "zeros")[0] == coverage.CONSTANT
     assert coverage.status_of(fnp.shape, "fgrad.numpy", "shape")[0] == coverage.CONSTANT
     about_abs = [what for what, _ in coverage.conventions_of("abs")]
-    assert about_abs == ["abs'(0)", "abs''(0)", "grad abs(z)**2 at 1+2j", "grad abs(z) at 0j"]
+    assert about_abs == [
+        "abs'(0)",
+        "abs''(0)",
+        "grad abs(z)**2 at 1+2j",
+        "grad abs(z) at 0j",
+        "hessian of abs(x + 1j y)**2 at 0",
+    ]
     assert [w for w, _ in coverage.conventions_of("maximum")] == ["d/dx maximum(x, 1) at x = 1"]
     assert len(coverage.conventions_of("power")) == 3  # x**2.0, x**0.0, 0**y
     assert coverage.conventions_of("tan") == []
