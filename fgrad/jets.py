@@ -10,6 +10,7 @@ Imports: `fgrad.core`, `fgrad.taylor`, `fgrad.api` (its checks of what the user 
 
 from __future__ import annotations
 
+import fractions
 import math
 import operator
 from typing import TYPE_CHECKING
@@ -139,7 +140,7 @@ def jet(
     p_leaves, p_tree = tree_flatten(tuple(primals))
     _check_float_leaves(p_leaves, lambda: _leaf_labels(primals, range(len(primals))), "jet")
     p_leaves = [_numpy_scalar(p) for p in p_leaves]
-    step = _step(order, p_leaves)
+    step = _step(order, p_leaves, "jet")
     # coefficients[leaf][k]: term k+1 of that leaf, normalized (times step**(k+1) / (k+1)!)
     coefficients: list[list[Any]] = [[] for _ in p_leaves]
     for k in range(order):
@@ -158,7 +159,7 @@ def jet(
             if k == 0 and step == 1.0:
                 coefficients[i].append(t)
             else:
-                scale = step ** (k + 1) / math.factorial(k + 1)
+                scale = _power_over_factorial(step, k + 1)
                 coefficients[i].append(t * _np.asarray(scale, dtype_of(p))[()])
     if order == 0:
         out = fun(*tree_unflatten(p_tree, p_leaves))
@@ -169,7 +170,7 @@ def jet(
         [
             c
             if k == 0 and step == 1.0
-            else c * _np.asarray(math.factorial(k + 1) / step ** (k + 1), dtype_of(c))[()]
+            else c * _np.asarray(1 / _power_over_factorial(step, k + 1), dtype_of(c))[()]
             for k, c in enumerate(s)
         ]
         for s in out_series
@@ -177,7 +178,7 @@ def jet(
     return tree_unflatten(out_tree, values), tree_unflatten(out_tree, per_leaf)
 
 
-def _step(order, leaves) -> float:
+def _step(order, leaves, who) -> float:
     """The step h of the path x + h t along which the coefficients are taken: 1, unless the
     normalized coefficients of order k (h**k / k! times the k-th derivative) would leave the
     range of an input's precision at h = 1 (1/9! is below float16's smallest normal number,
@@ -188,8 +189,42 @@ def _step(order, leaves) -> float:
     for p in leaves:
         dt = _np.dtype(dtype_of(p))
         if dt.kind in "fc" and math.lgamma(order + 1) > -math.log(_np.finfo(dt).tiny) - 2.0:
+            _check_in_range(order, dt, who)
             return math.exp(math.lgamma(order + 1) / order)
     return 1.0
+
+
+def _fits(order, dt) -> bool:
+    """Whether exp's normalized coefficients h**k / k! at `_step`'s h, whose largest is about
+    e**h / sqrt(2 pi h), stay below dt's largest number (an entire function's intermediate
+    coefficients do at most that)."""
+    h = math.exp(math.lgamma(order + 1) / order)
+    return h - 0.5 * math.log(2 * math.pi * h) <= math.log(_np.finfo(dt).max)
+
+
+def _check_in_range(order, dt, who):
+    """Refuse an order whose intermediate coefficients leave dt's range (they were inf, and
+    the derivative an inf or nan where the answer is an ordinary number)."""
+    if _fits(order, dt):
+        return
+    largest = order
+    while not _fits(largest, dt):
+        largest -= 1
+    raise ValueError(
+        f"{who}: order {order} is beyond what a {dt} input can carry (its Taylor coefficients "
+        f"would overflow; the highest order for {dt} is {largest}); pass the input as float64, "
+        "or ask for a lower order"
+    )
+
+
+def _power_over_factorial(step, k) -> float:
+    """step**k / k!, the factor of the k-th normalized coefficient. Near 1 for `_step`'s h, but
+    from k = 171 on step**k and k! each exceed a float64 (an OverflowError in Python's float
+    arithmetic): there the ratio is taken exactly, in rationals, and rounded once."""
+    try:
+        return step**k / math.factorial(k)
+    except OverflowError:
+        return float(fractions.Fraction(step) ** k / math.factorial(k))
 
 
 def _check_order(order, who):
@@ -284,11 +319,11 @@ def derivative(fun: Callable[..., Any], order: int, argnums: int = 0) -> Callabl
         if order == 0:
             return fun(*args, **kwargs)
         of_x = _of_one_argument(fun, args, kwargs, i)
-        step = _step(order, [x])
+        step = _step(order, [x], who)
         first = _np.asarray(step, dtype_of(x))[()]  # x + step t
         coefficients = [[first] + [None] * (order - 1)]
         _, series, out_tree = _run(of_x, [x], tree_flatten((x,))[1], coefficients, order, who=who)
-        scale = math.factorial(order) / step**order
+        scale = 1 / _power_over_factorial(step, order)
         return tree_unflatten(
             out_tree, [s[-1] * _np.asarray(scale, dtype_of(s[-1]))[()] for s in series]
         )

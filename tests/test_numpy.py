@@ -2,6 +2,7 @@
 kinks, powers at 0, attributes, operators, NumPy functions on traced values, dtypes."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -58,6 +59,70 @@ def test_power_with_a_traced_exponent_at_a_zero_base():
     assert (gx, gy) == (0.0, 0.0)
     # where y is traced, the mixed partial d2/dxdy x**y = x**(y-1) (1 + y log x) is kept exact
     assert grad(grad(lambda x, y: x**y, 0), 1)(2.0, 1.0) == pytest.approx(1 + np.log(2.0))
+
+
+def _nth_derivative(f, order):
+    for _ in range(order):
+        f = grad(f)
+    return f
+
+
+def _at_zero(n, k):
+    """d^k/dx^k x**n at x = 0 for an integer n >= 0: n! where k == n, else 0."""
+    return float(math.factorial(n)) if k == n else 0.0
+
+
+_POWERS = {
+    "power": lambda x, y: x**y,
+    "float_power": fnp.float_power,
+    "abs_power": lambda x, y: fnp.abs(x) ** y,
+}
+
+
+@pytest.mark.parametrize("power", list(_POWERS))
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_powers_with_a_traced_exponent_are_exact_at_zero_to_every_order(power, order):
+    # An exponent that vmap batches, jit records or jacfwd differentiates is a box: the guard
+    # at y == 0 was for constants only, and 0 * 0**-1 gave nan where the constant gives 0.
+    f = _POWERS[power]
+    ns = np.array([0.0, 1.0, 2.0, 3.0])
+    zeros = np.zeros_like(ns)
+    expected = [_at_zero(int(n), order) for n in ns]
+
+    def d_at(x, n):
+        return _nth_derivative(lambda t: f(t, n), order)(x)
+
+    np.testing.assert_array_equal(fgrad.vmap(d_at)(zeros, ns), expected)
+    np.testing.assert_array_equal(
+        fgrad.vmap(lambda x, n: fgrad.derivative(lambda t: f(t, n), order)(x))(zeros, ns),
+        expected,
+    )
+    jitted = fgrad.jit(d_at)
+    for n, e in zip(ns, expected):
+        assert jitted(0.0, n) == e == d_at(0.0, n)
+    # the exponent differentiated too: d/dx and d2/dx2 taken with the derivatives in (x, n)
+    of_both = lambda xn: f(xn[0], xn[1])
+    in_both = {1: lambda xn: grad(of_both)(xn)[0], 2: lambda xn: hessian(of_both)(xn)[0, 0]}
+    if order in in_both:
+        for n, e in zip(ns, expected):
+            assert in_both[order](np.array([0.0, n])) == e
+    # c ** x differentiated in c with x batched
+    np.testing.assert_array_equal(
+        fgrad.vmap(lambda n: _nth_derivative(lambda c: f(c, n), order)(0.0))(ns), expected
+    )
+
+
+def test_traced_power_at_a_zero_exponent_keeps_the_mixed_partial():
+    # d2/dxdy x**y at y = 0 is 1/x: the guard of y == 0 must not drop y's derivative, under
+    # jit (a record replayed under grad) as eagerly
+    mixed = grad(grad(lambda x, y: x**y, 0), 1)
+    replayed = grad(fgrad.jit(grad(lambda x, y: x**y, 0)), 1)
+    for x in (0.5, 2.0, 4.0):
+        assert mixed(x, 0.0) == replayed(x, 0.0) == 1 / x
+    # at the zero base the first derivative is the constant exponent's 0, bit for bit
+    first = fgrad.jit(grad(lambda x, y: x**y))
+    for x in (0.0, -2.0, np.nan):
+        assert np.float64(first(x, 0.0)).tobytes() == np.float64(0.0).tobytes()
 
 
 def test_prod_is_exact_at_zeros():

@@ -408,3 +408,24 @@ def test_high_orders_in_low_precision_keep_their_digits():
     _, series = fgrad.jet(fnp.exp, (np.float16(0.0),), (terms,))
     np.testing.assert_allclose(np.array(series, dtype=np.float64), np.ones(9), rtol=4e-3)
     assert abs(fgrad.derivative(fnp.exp, 20)(0.0) - 1.0) < 1e-15  # float64: h = 1, as before
+
+
+@pytest.mark.parametrize("order", [171, 180, 250])
+def test_orders_past_170_in_float64(order):
+    # h**k and k! leave float64's range from k = 171 (an OverflowError from Python's float
+    # arithmetic) although their ratio is near 1
+    assert fgrad.derivative(fnp.exp, order)(0.0) == pytest.approx(1.0, rel=1e-14)
+    want = math.sin(0.5 + order * math.pi / 2)  # sin's k-th derivative
+    assert fgrad.derivative(fnp.sin, order)(0.5) == pytest.approx(want, rel=1e-13)
+    _, series = fgrad.jet(fnp.sin, (0.5,), ((1.0,) + (0.0,) * (order - 1),))
+    assert series[-1] == pytest.approx(want, rel=1e-13)
+
+
+def test_an_order_whose_coefficients_overflow_the_inputs_dtype_is_refused():
+    # exp's coefficients along x + h t peak near e**h: past float16's order 33 and float32's
+    # 246 they were inf, and the derivative inf or nan where it is an ordinary number
+    assert abs(float(fgrad.derivative(fnp.exp, 33)(np.float16(0.0))) - 1.0) < 1e-2
+    assert abs(float(fgrad.derivative(fnp.exp, 246)(np.float32(0.0))) - 1.0) < 1e-4
+    for x, order in ((np.float16(0.0), 34), (np.float32(0.0), 300)):
+        with pytest.raises(ValueError, match=f"order {order} .* {x.dtype} .* float64"):
+            fgrad.derivative(fnp.exp, order)(x)

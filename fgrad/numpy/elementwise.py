@@ -343,30 +343,46 @@ def _is_constant(y):
 
 
 def _dpow_dx(x, y):
-    """d(x**y)/dx = y * x**(y-1), with an exact 0 where a constant exponent y is 0.
+    """d(x**y)/dx = y * x**(y-1), with an exact 0 where the exponent y is 0.
 
-    Without the guard, the third derivative of x**2.0 at 0 would be 0 * 0**-1 = nan. The guard
-    is only for constant exponents: where y is traced, the mixed derivative d2/dxdy at y == 0
-    is 1/x, not 0, so the plain formula is the right one there.
+    Without the guard, the third derivative of x**2.0 at 0 would be 0 * 0**-1 = nan. A traced
+    exponent (batched, recorded or differentiated) takes `_dpow_dx_traced`.
     """
-    if _is_constant(y):
-        if isinstance(y, (list, tuple)):
-            y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
-        if isinstance(y, (_np.ndarray, _np.integer)) and y.dtype.kind in "iub":
-            # in the power's float dtype, as NumPy computes x**y: y - 1 in int8 wraps at -128
-            y = _np.asarray(y, dtype=_np.result_type(dtype_of(x), y.dtype, _np.float16))
-        if is_foreign_array(y):  # its values are not read: the guard always applies
-            y_is_zero = y == 0
-            return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
-        if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
-            return y if y == 1 else y * x
-        y_is_zero = _np.asarray(y) == 0
-        if y_is_zero.all():
-            return None
-        if y_is_zero.any():
-            safe_y = _np.where(y_is_zero, 1.0, _np.asarray(y) - 1.0)
-            return where(y_is_zero, 0.0, y * x**safe_y)
+    if not _is_constant(y):
+        return _dpow_dx_traced(x, y)
+    if isinstance(y, (list, tuple)):
+        y = _np.asarray(y)  # NumPy's meaning of a list exponent; `[2.0] - 1` is an error
+    if isinstance(y, (_np.ndarray, _np.integer)) and y.dtype.kind in "iub":
+        # in the power's float dtype, as NumPy computes x**y: y - 1 in int8 wraps at -128
+        y = _np.asarray(y, dtype=_np.result_type(dtype_of(x), y.dtype, _np.float16))
+    if is_foreign_array(y):  # its values are not read: the guard always applies
+        y_is_zero = y == 0
+        return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
+    if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
+        return y if y == 1 else y * x
+    y_is_zero = _np.asarray(y) == 0
+    if y_is_zero.all():
+        return None
+    if y_is_zero.any():
+        safe_y = _np.where(y_is_zero, 1.0, _np.asarray(y) - 1.0)
+        return where(y_is_zero, 0.0, y * x**safe_y)
     return y * x ** (y - 1)
+
+
+def _dpow_dx_traced(x, y):
+    """`_dpow_dx` for a traced exponent, with the constant exponent's values bit for bit: 0
+    where y's value is 0. y's own derivative stays: d2/dxdy x**y at y == 0 is 1/x, so the
+    formula is guarded (a 0, no derivative in y) only where 1/x is not finite, x == 0 or nan,
+    where d/dx x**y is 0 at y == 0 and +-inf on either side (no derivative in y exists); at
+    the other zeros of y, + 0.0 turns 0 * (1/x) < 0 into the constant exponent's +0.0."""
+    y_value = mask_values(y)
+    y_is_zero = y_value == 0
+    if not may_hold(y_is_zero):
+        return y * x ** (y - 1)
+    x_value = mask_values(x)
+    guarded = _np.logical_and(y_is_zero, _np.logical_or(x_value == 0, _np.isnan(x_value)))
+    d = where(guarded, 0.0, y * x ** where(guarded, 1, y - 1))
+    return where(y_is_zero, d + 0.0, d)
 
 
 def _dpow_dy(ans, x):
