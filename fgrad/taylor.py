@@ -507,16 +507,19 @@ def _product(a, b, order):
     return [cauchy(a, b, k) for k in range(order + 1)]
 
 
-def from_slope(prim, slope):
+def from_slope(prim, slope, widen=None):
     """y' = slope(x) x' for a slope written in fgrad operations of x alone (arcsin, arctan,
     erf, ...): the slope's series comes from one pass of this level's rules at order K - 1,
-    then y is its integral along the path."""
+    then y is its integral along the path. `widen(v, ans)`, if given, casts x's series to the
+    value's dtype where the function computes in a wider one (SciPy's float16)."""
 
     def rule(primals, series):
         (x0,), (s,) = primals, series
         order = len(s)
-        x = full(x0, s, order)
         ans = bind(prim, (x0,), {})
+        if widen is not None:
+            x0, s = widen(x0, ans), [None if c is None else widen(c, ans) for c in s]
+        x = full(x0, s, order)
         if order == 1:
             d = [slope(x0)]
         else:

@@ -429,3 +429,21 @@ def test_an_order_whose_coefficients_overflow_the_inputs_dtype_is_refused():
     for x, order in ((np.float16(0.0), 34), (np.float32(0.0), 300)):
         with pytest.raises(ValueError, match=f"order {order} .* {x.dtype} .* float64"):
             fgrad.derivative(fnp.exp, order)(x)
+
+
+@pytest.mark.parametrize(
+    "name", ["erf", "erfc", "ndtr", "log_ndtr", "logit", "digamma", "gammaln", "i0", "j0", "y0"]
+)
+def test_taylor_coefficients_of_a_float16_input_have_the_values_dtype_and_precision(name):
+    # SciPy computes these in float64 for float16 x: the value was float64 and the series
+    # float16, computed in float16 (erf's first coefficient 1.031 for 1.0312307)
+    special = pytest.importorskip("fgrad.scipy.special", reason="fgrad.scipy needs SciPy")
+    f = getattr(special, name)
+    x = np.float16(0.3)
+    value, series = fgrad.jet(f, (x,), ((np.float16(1.0), np.float16(0.0)),))
+    wide_value, wide_series = fgrad.jet(f, (np.float64(x),), ((1.0, 0.0),))
+    for got, want in zip((value, *series), (wide_value, *wide_series)):
+        assert np.asarray(got).dtype == np.asarray(value).dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    tangent = fgrad.jvp(f, (x,), (np.float16(1.0),))[1]
+    np.testing.assert_allclose(tangent, wide_series[0], rtol=1e-14)

@@ -276,10 +276,33 @@ def slope_taylor_rule(prim, slope):
 
 def _unary_of_x(impl, slope, name):
     """A function of one argument whose derivative `slope(x)` reads x only (`defunary`), and
-    its Taylor rule: the integral of the slope's own series (`fgrad.taylor.from_slope`)."""
-    fn = defunary(impl, lambda ans, x: slope(x), name=name)
-    register_rules(fn.primitive, taylor=_taylor.from_slope(fn.primitive, slope))
+    its Taylor rule: the integral of the slope's own series (`fgrad.taylor.from_slope`).
+
+    SciPy computes a float16 x in a wider type (erf of float16 is float64): the slope is
+    computed in the value's type too, so that the derivatives have the value's precision, and
+    Taylor coefficients its dtype (the cotangent of x is cast back to x's dtype, as always)."""
+    fn = defunary(impl, lambda ans, x: slope(_in_dtype_of_value(x, ans)), name=name)
+    register_rules(
+        fn.primitive,
+        taylor=_taylor.from_slope(fn.primitive, slope, widen=_in_dtype_of_value),
+    )
     return fn
+
+
+def _widened(x0, series, ans):
+    """x's value and series in the value's dtype where SciPy computes in a wider one (see
+    `_in_dtype_of_value`): the Taylor coefficients then have the value's dtype and precision."""
+    return _in_dtype_of_value(x0, ans), [
+        None if c is None else _in_dtype_of_value(c, ans) for c in series
+    ]
+
+
+def _in_dtype_of_value(x, ans):
+    """x in the dtype of the value `ans` computed from it, where that is a wider float."""
+    x_dtype, ans_dtype = dtype_of(x), dtype_of(ans)
+    if x_dtype == ans_dtype or x_dtype.kind != "f" or ans_dtype.kind != "f":
+        return x
+    return fnp.astype(x, ans_dtype)
 
 
 def _ode_rule(prim, slope):
@@ -311,6 +334,7 @@ def _known_derivatives_rule(prim, derivatives):
     def rule(primals, series, **params):
         (x0,), (s,) = primals, series
         ans = bind(prim, (x0,), params)
+        x0, s = _widened(x0, s, ans)
         return ans, tuple(_composed(derivatives(x0, len(s), **params), s))
 
     return _taylor.kind_of_rule(rule, "derived")
@@ -827,10 +851,21 @@ def _polygamma_impl(x, n):
 _polygamma_p: Primitive = _with_order(
     _polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma"
 )
-_psi_p = defunary(_sc.psi, lambda ans, x: _polygamma_p(x, n=_np.int64(1)), name="psi")
-_gammaln_p = defunary(_sc.gammaln, lambda ans, x: _psi_p(x), name="gammaln")
-_gamma_p = defunary(_sc.gamma, lambda ans, x: ans * _psi_p(x), name="gamma")
-_rgamma_p = defunary(_sc.rgamma, lambda ans, x: -(ans * _psi_p(x)), name="rgamma")
+# (each derivative in the value's dtype: SciPy computes a float16 x in float64)
+_psi_p = defunary(
+    _sc.psi,
+    lambda ans, x: _polygamma_p(_in_dtype_of_value(x, ans), n=_np.int64(1)),
+    name="psi",
+)
+_gammaln_p = defunary(
+    _sc.gammaln, lambda ans, x: _psi_p(_in_dtype_of_value(x, ans)), name="gammaln"
+)
+_gamma_p = defunary(
+    _sc.gamma, lambda ans, x: ans * _psi_p(_in_dtype_of_value(x, ans)), name="gamma"
+)
+_rgamma_p = defunary(
+    _sc.rgamma, lambda ans, x: -(ans * _psi_p(_in_dtype_of_value(x, ans))), name="rgamma"
+)
 
 
 def _polygamma_derivatives(x0, order, n):
@@ -1784,6 +1819,7 @@ def _bessel_rule(prim, kind=None, v=None):
         (x0,), (s,) = primals, series
         order = len(s)
         ans = bind(prim, (x0,), params)
+        x0, s = _widened(x0, s, ans)
         which = params.get("kind", kind)
         nu = v if v is not None else params.get("v", params.get("n"))
         f = [ans, *_composed(_bessel_derivatives(x0, order, nu, which), s)]
