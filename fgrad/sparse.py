@@ -402,7 +402,83 @@ def _make_pass(fun, nums, kind, seeds, auto=False):
             return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(tangents)
         return vmap(lambda s: jvp(grad(flat), (x0,), (s,))[1])(tangents)
 
-    return jit(compressed)
+    return _RecordedPass(compressed)
+
+
+class _RecordedPass:
+    """`pass_` recorded by `jit`, called with fun's arguments: the leaves a record cannot take
+    as inputs (`_Constants`) are closed over, as a static argument."""
+
+    __slots__ = ("plain", "with_constants")
+
+    def __init__(self, pass_):
+        self.plain = jit(pass_)
+        self.with_constants = jit(
+            lambda constants, *inputs: pass_(*constants.args(inputs)), static_argnums=0
+        )
+
+    def _call(self, args, method):
+        constants, inputs = _Constants.split(args)
+        if constants is None:  # (the common call: every leaf is a record's input)
+            return method(self.plain)(*args)
+        return method(self.with_constants)(constants, *inputs)
+
+    def __call__(self, *args):
+        return self._call(args, lambda recorded: recorded)
+
+    def record_source(self, *args):
+        """The source of the record replayed for these arguments (`jit`'s)."""
+        return self._call(args, lambda recorded: recorded.record_source)
+
+
+def _is_record_input(leaf) -> bool:
+    """Whether `jit` can take `leaf` as an input of a record: an array, a number, a string, a
+    value an outer transform traces, an array of another library."""
+    return (
+        type(leaf) is Box
+        or isinstance(leaf, (_np.ndarray, _np.generic, int, float, complex, str, bytes))
+        or is_foreign_array(leaf)
+    )
+
+
+class _Constants:
+    """The leaves of a call's arguments that a record cannot take as inputs (a function, a
+    `scipy.sparse` matrix, an argument not differentiated): the record closes over them, as
+    jit's static argument, compared as the plan's key compares them (`_value_key`). A plan is
+    made for one such key, so its pass keeps one record."""
+
+    __slots__ = ("_key", "leaves", "places", "tree")
+
+    def __init__(self, tree, places, leaves):
+        self.tree = tree
+        self.places = places  # the leaves' places among the call's flat leaves
+        self.leaves = leaves
+        self._key = (tree, places, tuple(_value_key(v) for v in leaves))
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return type(other) is _Constants and self._key == other._key
+
+    @staticmethod
+    def split(args):
+        """(_Constants, the other leaves) of `args`, or (None, args) where every leaf is a
+        record's input."""
+        leaves, tree = tree_flatten(args)
+        places = tuple(k for k, leaf in enumerate(leaves) if not _is_record_input(leaf))
+        if not places:
+            return None, args
+        inputs = [leaf for k, leaf in enumerate(leaves) if k not in places]
+        return _Constants(tree, places, tuple(leaves[k] for k in places)), inputs
+
+    def args(self, inputs):
+        """The call's arguments: `inputs` (the other leaves) with these put back."""
+        leaves, rest = [], iter(inputs)
+        constants = dict(zip(self.places, self.leaves))
+        for k in range(self.tree.num_leaves):
+            leaves.append(constants[k] if k in constants else next(rest))
+        return tree_unflatten(self.tree, leaves)
 
 
 def _seeds(colors, size):
@@ -620,14 +696,41 @@ def _remember(plans, key, plan):
 
 
 def _value_key(v):
+    """A leaf not differentiated, as the plan's key compares it: an array by its values, a
+    `scipy.sparse` matrix by its stored entries, another hashable value by itself, anything
+    else by identity (the key holds it, so that its id is not another object's while the plan
+    is kept)."""
     if isinstance(v, (_np.ndarray, _np.generic, float, int, complex, bool)):
         a = _np.asarray(v)
         return (a.dtype.str, a.shape, a.tobytes())
+    if _is_scipy_sparse(v):
+        m = v.tocsr()
+        return (type(v), m.shape, *(_value_key(a) for a in (m.data, m.indices, m.indptr)))
     try:
         hash(v)
     except TypeError:
-        return ("id", id(v))
+        return _Identity(v)
     return (type(v), v)
+
+
+def _is_scipy_sparse(v) -> bool:
+    """Whether `v` is a `scipy.sparse` matrix or array (without importing SciPy for it)."""
+    return type(v).__module__.startswith("scipy.sparse") and hasattr(v, "tocsr")
+
+
+class _Identity:
+    """A key that is its object, compared by identity."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.value is self.value
 
 
 def _covers(old, new) -> bool:

@@ -867,6 +867,47 @@ def test_the_values_of_the_other_arguments_are_part_of_the_key():
         np.testing.assert_array_equal(jac(x, idx).toarray(), want)
 
 
+@pytest.mark.parametrize("mode", ["auto", "fwd", "rev"])
+def test_a_function_or_a_scipy_matrix_not_differentiated_is_closed_over(mode):
+    """A leaf that a record cannot take as an input (a function, a scipy.sparse matrix) is a
+    constant of the pass: every call equals jacfwd (the second call raised jit's TypeError,
+    and a matrix the first), also under jit; a new matrix at a freed one's address is keyed by
+    its values, not its id."""
+    x = np.arange(1.0, 6.0)
+    cases = [
+        (lambda x, fn: fn(x[1:]) * x[:-1], [fnp.sin, fnp.cos, fnp.sin]),
+        (lambda x, A: A @ x + x**2, [sp.csr_array(np.eye(5, k=k) - np.eye(5)) for k in (1, 2, 1)]),
+        (lambda x, p: p["A"] @ fnp.tanh(x) * p["c"], [{"A": sp.csr_array(np.eye(5)), "c": 2.0}]),
+    ]
+    for f, others in cases:
+        jac = fgrad.sparse_jacobian(f, mode=mode)
+        for other in others + others:
+            want = _flat_jacobian(lambda x: f(x, other), x)
+            np.testing.assert_allclose(jac(x, other).toarray(), want, rtol=1e-14, atol=1e-15)
+            inner = fgrad.sparse_jacobian(f, mode=mode)
+            jitted = fgrad.jit(lambda x: inner(x, other).toarray())
+            for _ in range(2):
+                np.testing.assert_allclose(jitted(x), want, rtol=1e-14, atol=1e-15)
+    for k in range(4):  # each matrix freed before the next is made
+        A = sp.csr_array(np.eye(4, k=k % 2) * (k + 1.0))
+        got = fgrad.sparse_jacobian(lambda x, A: A @ x, mode=mode)
+        np.testing.assert_array_equal(got(np.ones(4), A).toarray(), A.toarray())
+        del A
+
+
+def test_a_sparse_hessian_closes_over_a_function_or_a_scipy_matrix():
+    x = np.arange(1.0, 6.0)
+    A = sp.csr_array(np.eye(5, k=1) - 2 * np.eye(5))
+    for f, other in [
+        (lambda x, A: fnp.sum((A @ x) ** 2), A),
+        (lambda x, fn: fnp.sum(fn(x[1:]) * x[:-1]), fnp.sin),
+    ]:
+        hess = fgrad.sparse_hessian(f)
+        want = np.asarray(fgrad.hessian(f)(x, other))
+        for _ in range(3):
+            np.testing.assert_allclose(hess(x, other).toarray(), want, rtol=1e-14, atol=1e-14)
+
+
 def test_a_time_argument_that_changes_does_not_make_a_plan_per_call(monkeypatch):
     calls = []
     detect = sparse._detect
