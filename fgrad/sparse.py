@@ -230,6 +230,8 @@ def _accumulate(fun, args, nums, values, tree):
             parts = [level.jacobian_of(o) for o in out]
     except NoAccumulation:
         return None
+    if not parts:  # no output: no rows (SciPy stacks no blocks)
+        return sp.csr_array((0, n), dtype=_np.float64), level.reads > 0
     jac = parts[0] if len(parts) == 1 else sp.csr_array(sp.vstack(parts, format="csr"))
     return jac, level.reads > 0
 
@@ -521,7 +523,7 @@ class _Plan:
             if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
                 shape = (compressed.shape[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
-            data = _np.take(compressed, self.flat_at)
+            data = _held_by_scipy(_np.take(compressed, self.flat_at))
         return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
     def _traced(self, args, compressed=None):
@@ -542,6 +544,12 @@ class _Plan:
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
             data = compressed[self.read_at]
         return fsp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+
+
+def _held_by_scipy(data):
+    """The entries as a SciPy sparse array can hold them: float16 ones (of float16 inputs) in
+    float32, which holds each exactly (SciPy refuses float16: `toarray`, `@`, even `repr`)."""
+    return data.astype(_np.float32) if data.dtype == _np.float16 else data
 
 
 def _entries(pattern):
@@ -776,7 +784,8 @@ def sparse_jacobian(
         "auto": whichever needs fewer passes, and "fwd" when an output holds more than the
         inputs (a complex output, whose imaginary part a pull into a real input drops, which
         "rev" refuses; a float64 output of float32 inputs, which "rev" gives to float32
-        precision). The entries are in the output's dtype, as jacfwd's.
+        precision). The entries are in the output's dtype, as jacfwd's (float16: in float32,
+        which holds them exactly, as SciPy's sparse arrays hold no float16).
     order : {"natural", "largest_first", "smallest_last", "recursive_largest_first"}
         The order of the greedy colouring (`fgrad.coloring`; each is then refined by a few
         passes that never add a colour). "natural", the columns' (or rows') numbering, costs

@@ -797,10 +797,11 @@ def test_a_dask_array_is_refused_before_it_is_computed():
         (lambda x: x**2, 2.0, [[4.0]]),  # a scalar
         (lambda x: 3.0, np.ones(2), [[0.0, 0.0]]),  # a constant output
         (lambda x: x[:0], np.ones(2), np.zeros((0, 2))),  # no output
+        (lambda x: (), np.ones(2), np.zeros((0, 2))),  # no output leaf
         (lambda x: fnp.sum(x), np.zeros(0), np.zeros((1, 0))),  # no input
         (lambda x: [x, x[::-1]], np.arange(2.0), [[1, 0], [0, 1], [0, 1], [1, 0]]),
     ],
-    ids=["scalar", "constant", "no-output", "no-input", "list-output"],
+    ids=["scalar", "constant", "no-output", "no-output-leaf", "no-input", "list-output"],
 )
 def test_edge_cases(fun, x, want):
     for mode in ("fwd", "rev"):
@@ -999,6 +1000,24 @@ def test_float32_stays_float32(mode):
     hes = fgrad.sparse_hessian(rosenbrock)(x)
     assert hes.dtype == np.float32
     np.testing.assert_allclose(hes.toarray(), fgrad.hessian(rosenbrock)(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_float16_entries_come_in_float32_which_scipy_holds(mode):
+    """SciPy's sparse arrays hold no float16 (`toarray`, `@` and `repr` raised): the entries of
+    float16 inputs come in float32, equal to jacfwd's and hessian's float16 ones."""
+    x = np.linspace(1.0, 2.0, 5).astype(np.float16)
+    jac = fgrad.sparse_jacobian(tridiagonal_residual, mode=mode)
+    hes = fgrad.sparse_hessian(rosenbrock)
+    for _ in range(2):
+        got, want = jac(x), fgrad.jacfwd(tridiagonal_residual)(x)
+        assert got.dtype == np.float32 and want.dtype == np.float16
+        np.testing.assert_array_equal(got.toarray(), want.astype(np.float32))
+        np.testing.assert_array_equal(got @ np.ones(5), want.astype(np.float32) @ np.ones(5))
+        repr(got)
+        got, want = hes(x), fgrad.hessian(rosenbrock)(x)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.toarray(), want.astype(np.float32))
 
 
 def test_a_batch_of_problems_is_the_batched_function_block_diagonal():
