@@ -99,10 +99,19 @@ def _inputs(args, nums, who):
             )
         dtype = dtype_of(v)
         if dtype.kind != "f":
+            # (a complex input's imaginary part is a second real input: casting it to float
+            # would drop it and give another function's derivative)
+            instead = (
+                "pass its real and imaginary parts as two real arguments, e.g. "
+                f"{who}(lambda re, im: f(re + 1j * im), argnums=(0, 1))(x.real, x.imag) "
+                "(columns: the real parts' derivatives, then the imaginary parts')"
+                if dtype.kind == "c"
+                else "pass it as floats (e.g. x.astype(float))"
+            )
             raise TypeError(
                 f"{who}: input {k} (of the arguments at argnums {nums}, flattened) has shape "
                 f"{tuple(shape_of(v))} and dtype {dtype}; sparse derivatives need real float "
-                "inputs: pass it as floats (e.g. x.astype(float))"
+                f"inputs: {instead}"
             )
         values.append(_np.asarray(v))
     return values, tree
@@ -281,6 +290,32 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
     return _named(jacobian_sparsity_fun, fun, "jacobian_sparsity")
 
 
+def _scalar_valued(fun, who):
+    """`fun`, refusing an output that is not a real scalar in `who`'s words (grad's own
+    refusal names grad, and advises a Jacobian)."""
+
+    def scalar(*args):
+        out = fun(*args)
+        leaves = tree_flatten(out)[0]
+        if len(leaves) == 1 and leaves[0] is out and math.prod(shape_of(out)) == 1:
+            if dtype_of(out).kind == "f":
+                return out
+        what = (
+            f"shape {tuple(shape_of(out))} and dtype {dtype_of(out)}"
+            if len(leaves) == 1 and leaves[0] is out
+            else f"a {type(out).__name__} of {len(leaves)} leaves"
+        )
+        raise TypeError(
+            f"{who}: the function must return a real scalar (its Hessian is that of a scalar "
+            f"function); it returned {what}. For a vector function f, take the Hessian of a "
+            f"weighted sum, {who}(lambda x: fnp.sum(w * f(x))) (a Lagrangian's), or of each "
+            "output (of a complex one: of fnp.real(f) and fnp.imag(f) apart); for first "
+            "derivatives use sparse_jacobian"
+        )
+
+    return scalar
+
+
 def _hessian_pattern(fun, args, nums, values, tree):
     def gradient(*full):
         return grad(fun, argnums=nums if len(nums) > 1 else nums[0])(*full)
@@ -304,11 +339,13 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
            [0, 0, 1, 1]])
     """
 
+    scalar_fun = _scalar_valued(fun, "hessian_sparsity")
+
     def hessian_sparsity_fun(*args):
         _refuse_batched(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
-        pattern, reads = _hessian_pattern(fun, args, nums, values, tree)
+        pattern, reads = _hessian_pattern(scalar_fun, args, nums, values, tree)
         if reads:
             _guard_what_was_read(args)
         return pattern
@@ -391,6 +428,9 @@ def _make_pass(fun, nums, kind, seeds, auto=False):
         x0 = _joined(args, nums)
         if kind == "rev":  # the seeds are cotangents of the output, in its dtype
             out, pull = vjp(lambda v: _raveled(flat(v)), x0)
+            if tuple(shape_of(out)) != seeds.shape[1:]:  # a given pattern with too few or many rows
+                given = (seeds.shape[1], math.prod(shape_of(x0)))
+                raise _shape_refused(given, (math.prod(shape_of(out)), given[1]), "sparse_jacobian")
             out_dtype = dtype_of(out)
             if _outruns_inputs(out_dtype, [_np.empty(0, dtype_of(x0))]):
                 if auto:
@@ -631,7 +671,15 @@ def _given_pattern(sparsity, who):
     if sp.issparse(sparsity):
         p = sp.csr_array(sparsity).astype(bool)
     else:
-        p = sp.csr_array(_np.asarray(sparsity).astype(bool))
+        a = _np.asarray(sparsity)
+        if a.ndim != 2:
+            axes = "(inputs, inputs)" if who == "sparse_hessian" else "(outputs, inputs)"
+            raise ValueError(
+                f"{who}: sparsity has shape {a.shape}; a pattern is 2-D, of shape {axes} "
+                "with outputs and inputs flattened as in jacobian_sparsity: pass one of that "
+                "shape, or sparsity=None to find it"
+            )
+        p = sp.csr_array(a.astype(bool))
     p.eliminate_zeros()
     p.sum_duplicates()
     p.sort_indices()
@@ -640,11 +688,15 @@ def _given_pattern(sparsity, who):
 
 def _check_shape(pattern, shape, who):
     if pattern.shape != shape:
-        raise ValueError(
-            f"{who}: sparsity has shape {pattern.shape}, but the derivative of this call has "
-            f"shape {shape} (flat outputs, flat inputs); pass a pattern of that shape, or "
-            "sparsity=None to find it"
-        )
+        raise _shape_refused(pattern.shape, shape, who)
+
+
+def _shape_refused(given, shape, who):
+    return ValueError(
+        f"{who}: sparsity has shape {given}, but the derivative of this call has "
+        f"shape {shape} (flat outputs, flat inputs); pass a pattern of that shape, or "
+        "sparsity=None to find it"
+    )
 
 
 def _refuse_batched(args, who):
@@ -906,6 +958,7 @@ def sparse_hessian(
         )
     plans: dict = {}
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_hessian")
+    scalar_fun = _scalar_valued(fun, "sparse_hessian")
 
     def sparse_hessian_fun(*args):
         who = "sparse_hessian"
@@ -921,10 +974,10 @@ def sparse_hessian(
                 pattern.sort_indices()
                 recheck = False
             else:
-                pattern, recheck = _hessian_pattern(fun, args, nums, values, tree)
+                pattern, recheck = _hessian_pattern(scalar_fun, args, nums, values, tree)
             new = _subset_or_union(plan, pattern)
             if new is not None:
-                plan = _hessian_plan(new, order, fun, nums)
+                plan = _hessian_plan(new, order, scalar_fun, nums)
             _remember(plans, key, (plan, recheck))
         if recheck:
             _guard_what_was_read(args)

@@ -765,8 +765,14 @@ def test_a_given_pattern_is_used_and_checked():
     f = lambda x: x[1:] * x[:-1]
     with pytest.raises(ValueError, match=r"sparsity has shape \(2, 4\).*\(3, 4\)"):
         fgrad.sparse_jacobian(f, sparsity=np.ones((2, 4)), mode="fwd")(np.ones(4))
-    with pytest.raises(ValueError, match=r"shape \(4,\).*shape \(3,\)"):
-        fgrad.sparse_jacobian(f, sparsity=np.ones((4, 4)), mode="rev")(np.ones(4))
+    # in every mode, with too few rows or too many: the pattern's shape, not a cotangent's
+    for mode in ("auto", "fwd", "rev"):
+        for rows in (2, 4):
+            with pytest.raises(ValueError, match=rf"sparsity has shape \({rows}, 4\).*\(3, 4\)"):
+                fgrad.sparse_jacobian(f, sparsity=np.ones((rows, 4)), mode=mode)(np.ones(4))
+    for who in ("sparse_jacobian", "sparse_hessian"):
+        with pytest.raises(ValueError, match=rf"{who}: sparsity has shape \(4,\); .* 2-D"):
+            getattr(fgrad, who)(f, sparsity=np.ones(4))
 
 
 def test_errors_say_what_to_do():
@@ -782,6 +788,32 @@ def test_errors_say_what_to_do():
         fgrad.jacobian_sparsity(lambda x: x, argnums=2)(np.ones(2))
     with pytest.raises(ValueError, match="complex.*mode='fwd'"):
         fgrad.sparse_jacobian(lambda x: x * 1j, mode="rev")(np.ones(2))
+    # a complex input: its imaginary part is an input too (x.astype(float) would drop it)
+    with pytest.raises(TypeError, match=r"complex128.*real and imaginary parts") as error:
+        fgrad.sparse_jacobian(lambda z: z[1:] * z[:-1])(np.ones(3) + 1j)
+    assert "astype(float)" not in str(error.value)
+    re, im = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    f = lambda re, im: fnp.abs((re + 1j * im)[1:] * (re + 1j * im)[:-1]) ** 2
+    got = fgrad.sparse_jacobian(f, argnums=(0, 1))(re, im).toarray()
+    want = np.hstack([np.asarray(j) for j in fgrad.jacfwd(f, argnums=(0, 1))(re, im)])
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("who", ["sparse_hessian", "hessian_sparsity"])
+@pytest.mark.parametrize(
+    "fun, returned",
+    [
+        (lambda x: x**2, r"shape \(4,\) and dtype float64"),
+        (lambda x: (fnp.sum(x), fnp.sum(x)), "a tuple of 2 leaves"),
+        (lambda x: fnp.sum(x) * 1j, r"shape \(\) and dtype complex128"),
+    ],
+    ids=["vector", "tuple", "complex"],
+)
+def test_a_hessian_of_a_function_that_is_not_scalar_says_so_in_its_own_name(who, fun, returned):
+    makers = {"sparse_hessian": [{}, {"sparsity": np.eye(4)}], "hessian_sparsity": [{}]}
+    for kw in makers[who]:
+        with pytest.raises(TypeError, match=rf"^{who}: .*returned {returned}.*weighted sum"):
+            getattr(fgrad, who)(fun, **kw)(np.arange(1.0, 5.0))
 
 
 def test_a_dask_array_is_refused_before_it_is_computed():
