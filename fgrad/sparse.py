@@ -99,10 +99,19 @@ def _inputs(args, nums, who):
             )
         dtype = dtype_of(v)
         if dtype.kind != "f":
+            # (a complex input's imaginary part is a second real input: casting it to float
+            # would drop it and give another function's derivative)
+            instead = (
+                "pass its real and imaginary parts as two real arguments, e.g. "
+                f"{who}(lambda re, im: f(re + 1j * im), argnums=(0, 1))(x.real, x.imag) "
+                "(columns: the real parts' derivatives, then the imaginary parts')"
+                if dtype.kind == "c"
+                else "pass it as floats (e.g. x.astype(float))"
+            )
             raise TypeError(
                 f"{who}: input {k} (of the arguments at argnums {nums}, flattened) has shape "
                 f"{tuple(shape_of(v))} and dtype {dtype}; sparse derivatives need real float "
-                "inputs: pass it as floats (e.g. x.astype(float))"
+                f"inputs: {instead}"
             )
         values.append(_np.asarray(v))
     return values, tree
@@ -230,6 +239,8 @@ def _accumulate(fun, args, nums, values, tree):
             parts = [level.jacobian_of(o) for o in out]
     except NoAccumulation:
         return None
+    if not parts:  # no output: no rows (SciPy stacks no blocks)
+        return sp.csr_array((0, n), dtype=_np.float64), level.reads > 0
     jac = parts[0] if len(parts) == 1 else sp.csr_array(sp.vstack(parts, format="csr"))
     return jac, level.reads > 0
 
@@ -279,6 +290,32 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
     return _named(jacobian_sparsity_fun, fun, "jacobian_sparsity")
 
 
+def _scalar_valued(fun, who):
+    """`fun`, refusing an output that is not a real scalar in `who`'s words (grad's own
+    refusal names grad, and advises a Jacobian)."""
+
+    def scalar(*args):
+        out = fun(*args)
+        leaves = tree_flatten(out)[0]
+        if len(leaves) == 1 and leaves[0] is out and math.prod(shape_of(out)) == 1:
+            if dtype_of(out).kind == "f":
+                return out
+        what = (
+            f"shape {tuple(shape_of(out))} and dtype {dtype_of(out)}"
+            if len(leaves) == 1 and leaves[0] is out
+            else f"a {type(out).__name__} of {len(leaves)} leaves"
+        )
+        raise TypeError(
+            f"{who}: the function must return a real scalar (its Hessian is that of a scalar "
+            f"function); it returned {what}. For a vector function f, take the Hessian of a "
+            f"weighted sum, {who}(lambda x: fnp.sum(w * f(x))) (a Lagrangian's), or of each "
+            "output (of a complex one: of fnp.real(f) and fnp.imag(f) apart); for first "
+            "derivatives use sparse_jacobian"
+        )
+
+    return scalar
+
+
 def _hessian_pattern(fun, args, nums, values, tree):
     def gradient(*full):
         return grad(fun, argnums=nums if len(nums) > 1 else nums[0])(*full)
@@ -302,11 +339,13 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
            [0, 0, 1, 1]])
     """
 
+    scalar_fun = _scalar_valued(fun, "hessian_sparsity")
+
     def hessian_sparsity_fun(*args):
         _refuse_batched(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
-        pattern, reads = _hessian_pattern(fun, args, nums, values, tree)
+        pattern, reads = _hessian_pattern(scalar_fun, args, nums, values, tree)
         if reads:
             _guard_what_was_read(args)
         return pattern
@@ -389,6 +428,9 @@ def _make_pass(fun, nums, kind, seeds, auto=False):
         x0 = _joined(args, nums)
         if kind == "rev":  # the seeds are cotangents of the output, in its dtype
             out, pull = vjp(lambda v: _raveled(flat(v)), x0)
+            if tuple(shape_of(out)) != seeds.shape[1:]:  # a given pattern with too few or many rows
+                given = (seeds.shape[1], math.prod(shape_of(x0)))
+                raise _shape_refused(given, (math.prod(shape_of(out)), given[1]), "sparse_jacobian")
             out_dtype = dtype_of(out)
             if _outruns_inputs(out_dtype, [_np.empty(0, dtype_of(x0))]):
                 if auto:
@@ -402,7 +444,83 @@ def _make_pass(fun, nums, kind, seeds, auto=False):
             return vmap(lambda s: jvp(lambda v: _raveled(flat(v)), (x0,), (s,))[1])(tangents)
         return vmap(lambda s: jvp(grad(flat), (x0,), (s,))[1])(tangents)
 
-    return jit(compressed)
+    return _RecordedPass(compressed)
+
+
+class _RecordedPass:
+    """`pass_` recorded by `jit`, called with fun's arguments: the leaves a record cannot take
+    as inputs (`_Constants`) are closed over, as a static argument."""
+
+    __slots__ = ("plain", "with_constants")
+
+    def __init__(self, pass_):
+        self.plain = jit(pass_)
+        self.with_constants = jit(
+            lambda constants, *inputs: pass_(*constants.args(inputs)), static_argnums=0
+        )
+
+    def _call(self, args, method):
+        constants, inputs = _Constants.split(args)
+        if constants is None:  # (the common call: every leaf is a record's input)
+            return method(self.plain)(*args)
+        return method(self.with_constants)(constants, *inputs)
+
+    def __call__(self, *args):
+        return self._call(args, lambda recorded: recorded)
+
+    def record_source(self, *args):
+        """The source of the record replayed for these arguments (`jit`'s)."""
+        return self._call(args, lambda recorded: recorded.record_source)
+
+
+def _is_record_input(leaf) -> bool:
+    """Whether `jit` can take `leaf` as an input of a record: an array, a number, a string, a
+    value an outer transform traces, an array of another library."""
+    return (
+        type(leaf) is Box
+        or isinstance(leaf, (_np.ndarray, _np.generic, int, float, complex, str, bytes))
+        or is_foreign_array(leaf)
+    )
+
+
+class _Constants:
+    """The leaves of a call's arguments that a record cannot take as inputs (a function, a
+    `scipy.sparse` matrix, an argument not differentiated): the record closes over them, as
+    jit's static argument, compared as the plan's key compares them (`_value_key`). A plan is
+    made for one such key, so its pass keeps one record."""
+
+    __slots__ = ("_key", "leaves", "places", "tree")
+
+    def __init__(self, tree, places, leaves):
+        self.tree = tree
+        self.places = places  # the leaves' places among the call's flat leaves
+        self.leaves = leaves
+        self._key = (tree, places, tuple(_value_key(v) for v in leaves))
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return type(other) is _Constants and self._key == other._key
+
+    @staticmethod
+    def split(args):
+        """(_Constants, the other leaves) of `args`, or (None, args) where every leaf is a
+        record's input."""
+        leaves, tree = tree_flatten(args)
+        places = tuple(k for k, leaf in enumerate(leaves) if not _is_record_input(leaf))
+        if not places:
+            return None, args
+        inputs = [leaf for k, leaf in enumerate(leaves) if k not in places]
+        return _Constants(tree, places, tuple(leaves[k] for k in places)), inputs
+
+    def args(self, inputs):
+        """The call's arguments: `inputs` (the other leaves) with these put back."""
+        leaves, rest = [], iter(inputs)
+        constants = dict(zip(self.places, self.leaves))
+        for k in range(self.tree.num_leaves):
+            leaves.append(constants[k] if k in constants else next(rest))
+        return tree_unflatten(self.tree, leaves)
 
 
 def _seeds(colors, size):
@@ -445,7 +563,7 @@ class _Plan:
             if compressed.shape[1] != self.across:  # a given pattern with too few or many rows
                 shape = (compressed.shape[1], p.shape[1])
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
-            data = _np.take(compressed, self.flat_at)
+            data = _held_by_scipy(_np.take(compressed, self.flat_at))
         return sp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
 
     def _traced(self, args, compressed=None):
@@ -466,6 +584,12 @@ class _Plan:
                 _check_shape(p, shape if self.across == p.shape[0] else p.shape, self.who)
             data = compressed[self.read_at]
         return fsp.csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+
+
+def _held_by_scipy(data):
+    """The entries as a SciPy sparse array can hold them: float16 ones (of float16 inputs) in
+    float32, which holds each exactly (SciPy refuses float16: `toarray`, `@`, even `repr`)."""
+    return data.astype(_np.float32) if data.dtype == _np.float16 else data
 
 
 def _entries(pattern):
@@ -547,7 +671,15 @@ def _given_pattern(sparsity, who):
     if sp.issparse(sparsity):
         p = sp.csr_array(sparsity).astype(bool)
     else:
-        p = sp.csr_array(_np.asarray(sparsity).astype(bool))
+        a = _np.asarray(sparsity)
+        if a.ndim != 2:
+            axes = "(inputs, inputs)" if who == "sparse_hessian" else "(outputs, inputs)"
+            raise ValueError(
+                f"{who}: sparsity has shape {a.shape}; a pattern is 2-D, of shape {axes} "
+                "with outputs and inputs flattened as in jacobian_sparsity: pass one of that "
+                "shape, or sparsity=None to find it"
+            )
+        p = sp.csr_array(a.astype(bool))
     p.eliminate_zeros()
     p.sum_duplicates()
     p.sort_indices()
@@ -556,11 +688,15 @@ def _given_pattern(sparsity, who):
 
 def _check_shape(pattern, shape, who):
     if pattern.shape != shape:
-        raise ValueError(
-            f"{who}: sparsity has shape {pattern.shape}, but the derivative of this call has "
-            f"shape {shape} (flat outputs, flat inputs); pass a pattern of that shape, or "
-            "sparsity=None to find it"
-        )
+        raise _shape_refused(pattern.shape, shape, who)
+
+
+def _shape_refused(given, shape, who):
+    return ValueError(
+        f"{who}: sparsity has shape {given}, but the derivative of this call has "
+        f"shape {shape} (flat outputs, flat inputs); pass a pattern of that shape, or "
+        "sparsity=None to find it"
+    )
 
 
 def _refuse_batched(args, who):
@@ -620,14 +756,41 @@ def _remember(plans, key, plan):
 
 
 def _value_key(v):
+    """A leaf not differentiated, as the plan's key compares it: an array by its values, a
+    `scipy.sparse` matrix by its stored entries, another hashable value by itself, anything
+    else by identity (the key holds it, so that its id is not another object's while the plan
+    is kept)."""
     if isinstance(v, (_np.ndarray, _np.generic, float, int, complex, bool)):
         a = _np.asarray(v)
         return (a.dtype.str, a.shape, a.tobytes())
+    if _is_scipy_sparse(v):
+        m = v.tocsr()
+        return (type(v), m.shape, *(_value_key(a) for a in (m.data, m.indices, m.indptr)))
     try:
         hash(v)
     except TypeError:
-        return ("id", id(v))
+        return _Identity(v)
     return (type(v), v)
+
+
+def _is_scipy_sparse(v) -> bool:
+    """Whether `v` is a `scipy.sparse` matrix or array (without importing SciPy for it)."""
+    return type(v).__module__.startswith("scipy.sparse") and hasattr(v, "tocsr")
+
+
+class _Identity:
+    """A key that is its object, compared by identity."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.value is self.value
 
 
 def _covers(old, new) -> bool:
@@ -673,7 +836,8 @@ def sparse_jacobian(
         "auto": whichever needs fewer passes, and "fwd" when an output holds more than the
         inputs (a complex output, whose imaginary part a pull into a real input drops, which
         "rev" refuses; a float64 output of float32 inputs, which "rev" gives to float32
-        precision). The entries are in the output's dtype, as jacfwd's.
+        precision). The entries are in the output's dtype, as jacfwd's (float16: in float32,
+        which holds them exactly, as SciPy's sparse arrays hold no float16).
     order : {"natural", "largest_first", "smallest_last", "recursive_largest_first"}
         The order of the greedy colouring (`fgrad.coloring`; each is then refined by a few
         passes that never add a colour). "natural", the columns' (or rows') numbering, costs
@@ -794,6 +958,7 @@ def sparse_hessian(
         )
     plans: dict = {}
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_hessian")
+    scalar_fun = _scalar_valued(fun, "sparse_hessian")
 
     def sparse_hessian_fun(*args):
         who = "sparse_hessian"
@@ -809,10 +974,10 @@ def sparse_hessian(
                 pattern.sort_indices()
                 recheck = False
             else:
-                pattern, recheck = _hessian_pattern(fun, args, nums, values, tree)
+                pattern, recheck = _hessian_pattern(scalar_fun, args, nums, values, tree)
             new = _subset_or_union(plan, pattern)
             if new is not None:
-                plan = _hessian_plan(new, order, fun, nums)
+                plan = _hessian_plan(new, order, scalar_fun, nums)
             _remember(plans, key, (plan, recheck))
         if recheck:
             _guard_what_was_read(args)

@@ -656,6 +656,34 @@ def test_sums_of_sparse_arrays_and_their_gradients():
         A + np.ones((4, 3))
 
 
+@pytest.mark.parametrize("side", ["c * A", "A * c"])
+def test_a_traced_scalar_times_a_sparse_array_on_either_side(side):
+    """`c * A` for a traced c is A's own product, as `A * c` is: under grad a Box wrapped the
+    SparseArray, under jit the product raised NumPy's ufunc refusal, and under vmap c's batch
+    was taken for a matrix. Compared with the dense product's derivatives (closed forms)."""
+    d = np.array([1.0, 2.0, 3.0])
+    A = fsp.diags([d], [0])
+    x = np.array([1.0, -2.0, 0.5])
+    product = (lambda c: c * A) if side == "c * A" else (lambda c: A * c)
+    f = lambda c: fnp.sum(fnp.sin(product(c) @ x))
+    want = lambda c: np.sum(np.sin(c * d * x))
+    dwant = lambda c: np.sum(np.cos(c * d * x) * d * x)
+    assert isinstance(product(2.0), fsp.SparseArray)
+    _close(fgrad.grad(f)(2.0), dwant(2.0))
+    _close(fgrad.jit(f)(2.0), want(2.0))
+    _close(fgrad.jit(fgrad.grad(f))(2.0), dwant(2.0))
+    cs = np.array([2.0, 3.0])
+    _close(fgrad.vmap(f)(cs), [want(c) for c in cs])
+    _close(fgrad.vmap(fgrad.grad(f))(cs), [dwant(c) for c in cs])
+    _close(fgrad.jvp(f, (2.0,), (1.0,))[1], dwant(2.0))
+    # no sum of a number and a sparse array (as eagerly): Python's TypeError, for either side
+    for g in (lambda c: c + A, lambda c: A + c):
+        with pytest.raises(TypeError):
+            g(2.0)
+        with pytest.raises(TypeError):
+            fgrad.grad(lambda c: g(c).sum())(2.0)
+
+
 def test_splu_solves_with_the_conjugate_transpose():
     d = DATA * (1.0 + 0.5j)
     lu = fsla.splu(_A(d))

@@ -765,8 +765,14 @@ def test_a_given_pattern_is_used_and_checked():
     f = lambda x: x[1:] * x[:-1]
     with pytest.raises(ValueError, match=r"sparsity has shape \(2, 4\).*\(3, 4\)"):
         fgrad.sparse_jacobian(f, sparsity=np.ones((2, 4)), mode="fwd")(np.ones(4))
-    with pytest.raises(ValueError, match=r"shape \(4,\).*shape \(3,\)"):
-        fgrad.sparse_jacobian(f, sparsity=np.ones((4, 4)), mode="rev")(np.ones(4))
+    # in every mode, with too few rows or too many: the pattern's shape, not a cotangent's
+    for mode in ("auto", "fwd", "rev"):
+        for rows in (2, 4):
+            with pytest.raises(ValueError, match=rf"sparsity has shape \({rows}, 4\).*\(3, 4\)"):
+                fgrad.sparse_jacobian(f, sparsity=np.ones((rows, 4)), mode=mode)(np.ones(4))
+    for who in ("sparse_jacobian", "sparse_hessian"):
+        with pytest.raises(ValueError, match=rf"{who}: sparsity has shape \(4,\); .* 2-D"):
+            getattr(fgrad, who)(f, sparsity=np.ones(4))
 
 
 def test_errors_say_what_to_do():
@@ -782,6 +788,32 @@ def test_errors_say_what_to_do():
         fgrad.jacobian_sparsity(lambda x: x, argnums=2)(np.ones(2))
     with pytest.raises(ValueError, match="complex.*mode='fwd'"):
         fgrad.sparse_jacobian(lambda x: x * 1j, mode="rev")(np.ones(2))
+    # a complex input: its imaginary part is an input too (x.astype(float) would drop it)
+    with pytest.raises(TypeError, match=r"complex128.*real and imaginary parts") as error:
+        fgrad.sparse_jacobian(lambda z: z[1:] * z[:-1])(np.ones(3) + 1j)
+    assert "astype(float)" not in str(error.value)
+    re, im = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    f = lambda re, im: fnp.abs((re + 1j * im)[1:] * (re + 1j * im)[:-1]) ** 2
+    got = fgrad.sparse_jacobian(f, argnums=(0, 1))(re, im).toarray()
+    want = np.hstack([np.asarray(j) for j in fgrad.jacfwd(f, argnums=(0, 1))(re, im)])
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("who", ["sparse_hessian", "hessian_sparsity"])
+@pytest.mark.parametrize(
+    "fun, returned",
+    [
+        (lambda x: x**2, r"shape \(4,\) and dtype float64"),
+        (lambda x: (fnp.sum(x), fnp.sum(x)), "a tuple of 2 leaves"),
+        (lambda x: fnp.sum(x) * 1j, r"shape \(\) and dtype complex128"),
+    ],
+    ids=["vector", "tuple", "complex"],
+)
+def test_a_hessian_of_a_function_that_is_not_scalar_says_so_in_its_own_name(who, fun, returned):
+    makers = {"sparse_hessian": [{}, {"sparsity": np.eye(4)}], "hessian_sparsity": [{}]}
+    for kw in makers[who]:
+        with pytest.raises(TypeError, match=rf"^{who}: .*returned {returned}.*weighted sum"):
+            getattr(fgrad, who)(fun, **kw)(np.arange(1.0, 5.0))
 
 
 def test_a_dask_array_is_refused_before_it_is_computed():
@@ -797,10 +829,11 @@ def test_a_dask_array_is_refused_before_it_is_computed():
         (lambda x: x**2, 2.0, [[4.0]]),  # a scalar
         (lambda x: 3.0, np.ones(2), [[0.0, 0.0]]),  # a constant output
         (lambda x: x[:0], np.ones(2), np.zeros((0, 2))),  # no output
+        (lambda x: (), np.ones(2), np.zeros((0, 2))),  # no output leaf
         (lambda x: fnp.sum(x), np.zeros(0), np.zeros((1, 0))),  # no input
         (lambda x: [x, x[::-1]], np.arange(2.0), [[1, 0], [0, 1], [0, 1], [1, 0]]),
     ],
-    ids=["scalar", "constant", "no-output", "no-input", "list-output"],
+    ids=["scalar", "constant", "no-output", "no-output-leaf", "no-input", "list-output"],
 )
 def test_edge_cases(fun, x, want):
     for mode in ("fwd", "rev"):
@@ -865,6 +898,47 @@ def test_the_values_of_the_other_arguments_are_part_of_the_key():
     for idx in (np.array([0, 1]), np.array([2, 0]), np.array([0, 1])):
         want = fgrad.jacfwd(f)(x, idx)
         np.testing.assert_array_equal(jac(x, idx).toarray(), want)
+
+
+@pytest.mark.parametrize("mode", ["auto", "fwd", "rev"])
+def test_a_function_or_a_scipy_matrix_not_differentiated_is_closed_over(mode):
+    """A leaf that a record cannot take as an input (a function, a scipy.sparse matrix) is a
+    constant of the pass: every call equals jacfwd (the second call raised jit's TypeError,
+    and a matrix the first), also under jit; a new matrix at a freed one's address is keyed by
+    its values, not its id."""
+    x = np.arange(1.0, 6.0)
+    cases = [
+        (lambda x, fn: fn(x[1:]) * x[:-1], [fnp.sin, fnp.cos, fnp.sin]),
+        (lambda x, A: A @ x + x**2, [sp.csr_array(np.eye(5, k=k) - np.eye(5)) for k in (1, 2, 1)]),
+        (lambda x, p: p["A"] @ fnp.tanh(x) * p["c"], [{"A": sp.csr_array(np.eye(5)), "c": 2.0}]),
+    ]
+    for f, others in cases:
+        jac = fgrad.sparse_jacobian(f, mode=mode)
+        for other in others + others:
+            want = _flat_jacobian(lambda x: f(x, other), x)
+            np.testing.assert_allclose(jac(x, other).toarray(), want, rtol=1e-14, atol=1e-15)
+            inner = fgrad.sparse_jacobian(f, mode=mode)
+            jitted = fgrad.jit(lambda x: inner(x, other).toarray())
+            for _ in range(2):
+                np.testing.assert_allclose(jitted(x), want, rtol=1e-14, atol=1e-15)
+    for k in range(4):  # each matrix freed before the next is made
+        A = sp.csr_array(np.eye(4, k=k % 2) * (k + 1.0))
+        got = fgrad.sparse_jacobian(lambda x, A: A @ x, mode=mode)
+        np.testing.assert_array_equal(got(np.ones(4), A).toarray(), A.toarray())
+        del A
+
+
+def test_a_sparse_hessian_closes_over_a_function_or_a_scipy_matrix():
+    x = np.arange(1.0, 6.0)
+    A = sp.csr_array(np.eye(5, k=1) - 2 * np.eye(5))
+    for f, other in [
+        (lambda x, A: fnp.sum((A @ x) ** 2), A),
+        (lambda x, fn: fnp.sum(fn(x[1:]) * x[:-1]), fnp.sin),
+    ]:
+        hess = fgrad.sparse_hessian(f)
+        want = np.asarray(fgrad.hessian(f)(x, other))
+        for _ in range(3):
+            np.testing.assert_allclose(hess(x, other).toarray(), want, rtol=1e-14, atol=1e-14)
 
 
 def test_a_time_argument_that_changes_does_not_make_a_plan_per_call(monkeypatch):
@@ -958,6 +1032,24 @@ def test_float32_stays_float32(mode):
     hes = fgrad.sparse_hessian(rosenbrock)(x)
     assert hes.dtype == np.float32
     np.testing.assert_allclose(hes.toarray(), fgrad.hessian(rosenbrock)(x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_float16_entries_come_in_float32_which_scipy_holds(mode):
+    """SciPy's sparse arrays hold no float16 (`toarray`, `@` and `repr` raised): the entries of
+    float16 inputs come in float32, equal to jacfwd's and hessian's float16 ones."""
+    x = np.linspace(1.0, 2.0, 5).astype(np.float16)
+    jac = fgrad.sparse_jacobian(tridiagonal_residual, mode=mode)
+    hes = fgrad.sparse_hessian(rosenbrock)
+    for _ in range(2):
+        got, want = jac(x), fgrad.jacfwd(tridiagonal_residual)(x)
+        assert got.dtype == np.float32 and want.dtype == np.float16
+        np.testing.assert_array_equal(got.toarray(), want.astype(np.float32))
+        np.testing.assert_array_equal(got @ np.ones(5), want.astype(np.float32) @ np.ones(5))
+        repr(got)
+        got, want = hes(x), fgrad.hessian(rosenbrock)(x)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got.toarray(), want.astype(np.float32))
 
 
 def test_a_batch_of_problems_is_the_batched_function_block_diagonal():

@@ -178,23 +178,41 @@ def _assigns_into_a_subscript(statement):
 def _operator(prim, symbol, reflected=False):
     """A method for `prim` (a Primitive instance is not a descriptor, so it cannot be one):
     `self <symbol> other`, or with `reflected` the reflected operator's `other <symbol> self`
-    (`__radd__`); `symbol` is the operator's, for the refusal of a SciPy sparse operand. (Two
-    forms, so that the operators of programs, the most frequent calls, make one call to bind.)"""
+    (`__radd__`); `symbol` is the operator's, for the refusal of a SciPy sparse operand. An
+    operand that handles the operator itself (`_defers`: fgrad.scipy.sparse's arrays) gets it:
+    `c * A` is `A.__rmul__(c)`, as `x @ A` is `A.__rmatmul__(x)`. (Two forms, so that the
+    operators of programs, the most frequent calls, make one call to bind.)"""
     if isinstance(prim, Primitive):
 
         def method(self, other):
-            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
+            if type(other) in _PLAIN_OPERANDS or not _handles_itself(other):
                 return bind_two(prim, other, self) if reflected else bind_two(prim, self, other)
-            return _with_sparse(self, other, symbol, reflected)
+            return _left_to(other, self, symbol, reflected)
 
     else:
 
         def method(self, other):
-            if type(other) in _PLAIN_OPERANDS or not _is_scipy_sparse(other):
+            if type(other) in _PLAIN_OPERANDS or not _handles_itself(other):
                 return prim(other, self) if reflected else prim(self, other)
-            return _with_sparse(self, other, symbol, reflected)
+            return _left_to(other, self, symbol, reflected)
 
     return method
+
+
+def _handles_itself(other) -> bool:
+    """Whether an operand is not one an operator binds: a SciPy sparse matrix (`_with_sparse`)
+    or an object that defers NumPy's operators to its own (`_defers`)."""
+    return _is_scipy_sparse(other) or _defers(other)
+
+
+def _left_to(other, x, symbol, reflected):
+    """What `x <symbol> other` (or the reflected form) returns when `other` is not an operand
+    fgrad binds: a SciPy matrix's product or refusal, or NotImplemented for an object that
+    defers (Python then calls its own operator, or raises its TypeError where it has none,
+    as it does for a number)."""
+    if _is_scipy_sparse(other):
+        return _with_sparse(x, other, symbol, reflected)
+    return NotImplemented
 
 
 def _with_sparse(x, A, symbol, reflected):
