@@ -24,8 +24,12 @@ row has the same one. When they differ, the rows are grouped by the value they r
 `active` rows (later reads look at them only), and the other groups are `pending`: `vmap` runs
 the function again on each of them once this run is over and puts the rows back in place. The
 rows that are not active are still computed (every operation takes all rows) on a path that is
-not theirs, so NumPy's floating-point warnings are off until the run ends, and if the run
-raises, every group runs on its own instead. While a watch is set (`debug_nans`, `make_graph`)
+not theirs: NumPy's floating-point errors they meet there are not the user's, so a primitive
+applied while some rows are not active records them instead of reporting them, and when it met
+any, runs again on the active rows alone, under the user's settings (`np.errstate`), which
+report the active rows' own as the loop over rows would (a warning, or a FloatingPointError for
+those rows alone, see `BatchLevel._apart`). If the run raises, every group runs on its own
+instead. While a watch is set (`debug_nans`, `make_graph`)
 the run stops at the read (`Diverged` is raised) and every group runs on its own. This assumes
 the function is pure: it may run more than once, and on subsets of the rows.
 
@@ -34,7 +38,6 @@ Imports: `fgrad.core`.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -199,7 +202,7 @@ def _grouped(rows):
 class BatchLevel(Level):
     """A `vmap` in progress: each box holds `size` rows along the axis in its `aux`."""
 
-    __slots__ = ("active", "errors", "pending", "quiet", "size")
+    __slots__ = ("active", "pending", "size")
 
     batches = True
     reads_values = True
@@ -209,10 +212,6 @@ class BatchLevel(Level):
         self.size = size
         self.active: Any = None  # the rows this run is for (None: all); see "Reading rows"
         self.pending: list[Any] = []  # the groups of rows that run again after this run
-        self.quiet = False  # whether this level keeps NumPy's warnings off (see `_Quiet`)
-        # NumPy's error handling where the vmap was called (the function may change it in a
-        # `with np.errstate(...)` block, which must not outlive the call)
-        self.errors = _np.geterr()
 
     def process(self, prim: Primitive, args: Sequence, params: dict) -> Any:
         vals = list(args)
@@ -222,7 +221,10 @@ class BatchLevel(Level):
                 vals[i] = a.value
                 dims[i] = a.aux
         try:
-            out, out_dim = self._apply(prim, vals, dims, params)
+            if self.active is None:
+                out, out_dim = self._apply(prim, vals, dims, params)
+            else:
+                out, out_dim = self._apply_for_active(prim, vals, dims, params)
         except Exception as error:
             out, out_dim = self._apart(prim, vals, dims, params, error)
         # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from one
@@ -231,13 +233,31 @@ class BatchLevel(Level):
             return tuple(self._box(o, d) for o, d in zip(out, out_dim))
         return self._box(out, out_dim)
 
-    def _apply(self, prim, vals, dims, params):
+    def _apply(self, prim, vals, dims, params, size=None):
         rule = rules.get(prim)
         if rule is None or prim in row_by_row_reasons:
-            return row_by_row(prim, vals, dims, params, self.size)
+            return row_by_row(prim, vals, dims, params, self.size if size is None else size)
         return rule(vals, dims, **params)
 
-    def _apart(self, prim, vals, dims, params, error):
+    def _apply_for_active(self, prim, vals, dims, params):
+        """The primitive on every row, while only the active rows are on their own path: the
+        floating-point errors NumPy meets are recorded, not reported (the other rows' are not
+        the user's), and if it met any that the user's settings report, the active rows run
+        again alone under those settings, to report theirs as the loop would (a warning; a
+        FloatingPointError goes to `_apart`, which sends the rows raising it apart)."""
+        met = []
+        with _np.errstate(all="call", call=lambda _kind, flag: met.append(flag)):
+            found = self._apply(prim, vals, dims, params)
+        if met and _reported(met, _np.geterr()):
+            active = self.active
+            own = [v if d is None else _np.take(v, active, axis=d) for v, d in zip(vals, dims)]
+            try:
+                self._apply(prim, own, dims, params, len(active))
+            except Exception as error:
+                return self._apart(prim, vals, dims, params, error, by_active=True)
+        return found
+
+    def _apart(self, prim, vals, dims, params, error, by_active=False):
         """The primitive raised `error` on the batch. Where only some of the active rows raise
         it on their own (`inv` of a stack holding one singular matrix, inside the user's
         `try`; a division by zero under `np.errstate(divide="raise")`), those rows go on
@@ -245,10 +265,11 @@ class BatchLevel(Level):
         this run goes on with the others, the failing rows computed on a good row's values.
         So are the rows of other groups, which this run computes on a path not theirs (a
         singular matrix there is none of the active rows'). Where every active row raises
-        it, or none does and no other group's row is in the batch, it is raised."""
+        it, or none does and no other group's row is in the batch (or the active rows raised
+        it without the others, `by_active`), it is raised."""
         rows = _np.arange(self.size) if self.active is None else self.active
         fails = _np.array([_raises_alone(prim, vals, dims, params, i) for i in rows], bool)
-        if fails.all() or (not fails.any() and len(rows) == self.size):
+        if fails.all() or (not fails.any() and (by_active or len(rows) == self.size)):
             raise error
         good, bad = rows[~fails], rows[fails]
         if len(bad):
@@ -259,41 +280,46 @@ class BatchLevel(Level):
         stand_in = _np.full(self.size, good[0])
         stand_in[good] = good
         vals = [v if d is None else _np.take(v, stand_in, axis=d) for v, d in zip(vals, dims)]
-        return self._apply(prim, vals, dims, params)
+        return self._apply_for_active(prim, vals, dims, params)
 
-    # Shortcuts for the most frequent case, only for speed: a primitive without parameters
-    # whose rule is the elementwise one (`rule.elementwise`), applied to this level's boxes as
-    # they are when their rows line up (the same batch axis in arguments of the same rank, or
-    # an unbatched argument too short to reach the batch axis). `process` gives the same.
+    # Shortcuts for the most frequent case, only for speed: a primitive without parameters whose
+    # rule is the elementwise one (`rule.elementwise`), applied to this level's boxes as they are
+    # when their rows line up (the same batch axis in arguments of the same rank, or an
+    # unbatched argument too short to reach the batch axis). `process` gives the same.
 
     def process_one(self, prim: Primitive, x: Box) -> Any:
         if _is_elementwise(prim):
             try:
-                return Box(bind_one(prim, x.value), self, x.aux)
+                if self.active is None:
+                    return Box(bind_one(prim, x.value), self, x.aux)
+                out = self._recorded(_one_lined_up, self, prim, x)
+                if out is not None:
+                    return out
             except Exception:  # (some rows may raise it: `process` sees to that)
                 pass
         return self.process(prim, (x,), _NO_PARAMS)
 
     def process_two(self, prim: Primitive, x: Any, y: Any) -> Any:
         if _is_elementwise(prim):
-            x_own = type(x) is Box and x.level is self
-            y_own = type(y) is Box and y.level is self
             try:
-                if x_own and y_own:
-                    xv, yv, d = x.value, y.value, x.aux
-                    if y.aux == d and _ndim(xv) == _ndim(yv):
-                        return Box(bind_two(prim, xv, yv), self, d)
-                elif x_own:
-                    xv, d = x.value, x.aux
-                    if _ndim(y) < _ndim(xv) - d:
-                        return Box(bind_two(prim, xv, y), self, d)
+                if self.active is None:
+                    out = _two_lined_up(self, prim, x, y)
                 else:
-                    yv, d = y.value, y.aux
-                    if _ndim(x) < _ndim(yv) - d:
-                        return Box(bind_two(prim, x, yv), self, d)
+                    out = self._recorded(_two_lined_up, self, prim, x, y)
+                if out is not None:
+                    return out
             except Exception:  # (some rows may raise it: `process` sees to that)
                 pass
         return self.process(prim, (x, y), _NO_PARAMS)
+
+    def _recorded(self, shortcut, *args):
+        """A shortcut while only the active rows are on their own path: None (`process` then
+        reports the active rows' errors, see `_apply_for_active`) where NumPy met a
+        floating-point error that the user's settings report."""
+        met = []
+        with _np.errstate(all="call", call=lambda _kind, flag: met.append(flag)):
+            out = shortcut(*args)
+        return None if met and _reported(met, _np.geterr()) else out
 
     def _box(self, value, dim):
         return value if dim is None else Box(value, self, dim)
@@ -321,17 +347,32 @@ class BatchLevel(Level):
         keep = max(range(len(groups)), key=lambda i: len(groups[i]))
         self.active = groups[keep]
         self.pending += [g for i, g in enumerate(groups) if i != keep]
-        if not self.quiet:  # the other rows' values on this path may overflow, be nan...
-            self.quiet = True
-            _quiet.enter()
         value = rows[self.active[0]]
         return value[()] if value.ndim == 0 else value
 
-    def finish(self) -> None:
-        """End this level's part in keeping NumPy's floating-point warnings off."""
-        if self.quiet:
-            self.quiet = False
-            _quiet.leave(self.errors)
+
+def _one_lined_up(level, prim, x):
+    return Box(bind_one(prim, x.value), level, x.aux)
+
+
+def _two_lined_up(level, prim, x, y):
+    """The elementwise `prim` on `level`'s boxes x and y (either may be a value the same for
+    every row) where their rows line up, else None."""
+    x_own = type(x) is Box and x.level is level
+    y_own = type(y) is Box and y.level is level
+    if x_own and y_own:
+        xv, yv, d = x.value, y.value, x.aux
+        if y.aux == d and _ndim(xv) == _ndim(yv):
+            return Box(bind_two(prim, xv, yv), level, d)
+    elif x_own:
+        xv, d = x.value, x.aux
+        if _ndim(y) < _ndim(xv) - d:
+            return Box(bind_two(prim, xv, y), level, d)
+    else:
+        yv, d = y.value, y.aux
+        if _ndim(x) < _ndim(yv) - d:
+            return Box(bind_two(prim, x, yv), level, d)
+    return None
 
 
 def _raises_alone(prim, vals, dims, params, i) -> bool:
@@ -344,26 +385,14 @@ def _raises_alone(prim, vals, dims, params, i) -> bool:
     return False
 
 
-class _Quiet(threading.local):
-    """NumPy's floating-point warnings, off while any batching level of this thread runs some
-    rows on another's path: levels start and end such runs in any order (a nested vmap may
-    start one inside an outer one's, and end first), so the settings before the first are
-    kept and restored after the last: those where the last level's vmap was called (not
-    those in force when the first started, which a `with np.errstate(...)` block inside the
-    function may have set: restoring them would leave the block's settings in force)."""
-
-    def __init__(self):
-        self.depth = 0
-
-    def enter(self):
-        if self.depth == 0:
-            _np.seterr(all="ignore")
-        self.depth += 1
-
-    def leave(self, settings):
-        self.depth -= 1
-        if self.depth == 0:
-            _np.seterr(**settings)
+# NumPy's floating-point error flags (the second argument of an `np.seterrcall` function), by
+# the name of the setting that says how each is reported
+_FLAGS = {"divide": 1, "over": 2, "under": 4, "invalid": 8}
 
 
-_quiet = _Quiet()
+def _reported(flags, settings) -> bool:
+    """Whether the errors NumPy flagged (`flags`) include one that `settings` report."""
+    met = 0
+    for flag in flags:
+        met |= flag
+    return any(met & bit and settings[name] != "ignore" for name, bit in _FLAGS.items())

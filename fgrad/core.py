@@ -429,6 +429,11 @@ class Level:
         block, when the code it records reads a free variable (`box`) that the block reads as
         another value: that value is not an input of the record."""
 
+    def closed_over(self, box: Box, who: str) -> None:
+        """Called on a live level that `stages` when `who` (a SciPy solver) is handed a
+        function closing over `box`: the solver's calls of it are not operations of the
+        record, which must not be kept."""
+
     def __repr__(self) -> str:
         state = "live" if self.live else "exited"
         return f"<{type(self).__name__} depth={self.depth} {state}>"

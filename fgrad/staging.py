@@ -393,6 +393,15 @@ class StagingLevel(Level):
                 "checkpoint or a solve, which reads it as another value in each call"
             )
 
+    def closed_over(self, box: Box, who: str) -> None:
+        # (SciPy calls the function with its own buffers, which it overwrites: a replay would
+        # compute on them as they are then)
+        if self.unsafe is None:
+            self.unsafe = (
+                f"{who} was handed a function that closes over a value of the function being "
+                "recorded; SciPy's calls of it are not operations a record can replay"
+            )
+
     def read_with(self, box: Box, reader, key) -> None:
         """Record that the traced code read `key`, which is `reader(box.value)`, as a guard
         that a replay checks by calling `reader` on the slot's value: for what NumPy reads of

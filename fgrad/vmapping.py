@@ -358,8 +358,6 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
         # of those rows. Every group runs on its own (a real error is raised there again).
         groups = [level.active, *level.pending]
         return _split_call(fun, in_tree, leaves, dims, out_axes, groups)
-    finally:
-        level.finish()
     if level.pending:  # this run is right for the active rows; the others run again
         done = (
             out_tree,

@@ -362,6 +362,37 @@ def test_closures_over_traced_values_are_found_in_defaults_and_inner_functions()
             fgrad.grad(f)(0.5)
 
 
+def test_a_closure_over_a_value_vmap_batches_or_jit_records_is_each_calls_own():
+    """odeint and quad refused a func closing over a value that vmap batches or jit records,
+    saying it was "being differentiated": nothing is. Each row solves with its own value
+    (SciPy's, one call per row), and a jit's replay with another value never gives the old
+    one's result."""
+    import warnings
+
+    t = np.array([0.0, 0.5, 1.0])
+    decay = lambda k: odeint(lambda y, t: -k * y, 1.0, t, **TOL)[:, 0]
+    area = lambda k: integrate.quad(lambda x: k * x**2, 0.0, 1.0)[0]
+    ks = np.array([0.5, 1.0, 2.0])
+
+    def scipy_decay(k):
+        return scipy.integrate.odeint(lambda y, t: -k * y, 1.0, t, **TOL)[:, 0]
+
+    def scipy_area(k):
+        return scipy.integrate.quad(lambda x: k * x**2, 0.0, 1.0)[0]
+
+    for ours, theirs in ((decay, scipy_decay), (area, scipy_area)):
+        want = np.stack([theirs(k) for k in ks])
+        np.testing.assert_allclose(fgrad.vmap(ours)(ks), want, rtol=1e-12, atol=0)
+        replayed = fgrad.jit(ours)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # (no "depends on a global")
+            for k in (*ks, ks[0], ks[2]):  # new values, then ones seen before
+                np.testing.assert_allclose(replayed(k), theirs(k), rtol=1e-12, atol=0)
+        # a differentiated one is still refused, under vmap too
+        with pytest.raises(TypeError, match="closes over a value being differentiated"):
+            fgrad.vmap(fgrad.grad(lambda k: fnp.sum(ours(k))))(ks)
+
+
 class _Decay:
     def __init__(self, k):
         self.k = k

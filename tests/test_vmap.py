@@ -956,6 +956,39 @@ def test_numpys_error_handling_set_inside_the_function_does_not_outlive_the_call
     assert np.geterr() == before
 
 
+def test_the_users_floating_point_settings_hold_for_the_active_rows_after_a_split():
+    """Once rows branched apart, NumPy's errors were off for the rest of the run, the active
+    rows' own too: under np.errstate(divide="raise"), 1/r for a row r = [1, 0] returned
+    [1, inf] instead of taking the user's `except FloatingPointError`, log(0) returned -inf
+    where the loop raised, and under the default settings log(0) did not warn. The rows on
+    another group's path still neither warn nor raise."""
+    import warnings
+
+    def branch(r):
+        return r * 1.0 if r[0] > 0 else r + 1.0
+
+    def inverse(r):
+        r = branch(r)
+        try:
+            return 1.0 / r
+        except FloatingPointError:
+            return fnp.zeros(2)
+
+    rows = np.array([[1.0, 0.0], [2.0, 1.0], [-0.5, 3.0], [-1.0, 0.0]])
+    with np.errstate(divide="raise"):
+        np.testing.assert_array_equal(vmap(inverse)(rows), loop(inverse, rows))
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            vmap(lambda r: fnp.log(branch(r)))(rows[:3])
+    with pytest.warns(RuntimeWarning, match="divide by zero"):  # row 0's own log(0)
+        vmap(lambda r: fnp.log(branch(r)))(rows[:3])
+    calm = np.array([[1.0, 2.0], [2.0, 3.0], [-0.5, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # row 2's log(-0.5) on the others' path is not its own
+        got = vmap(lambda r: fnp.log(branch(r)))(calm)
+    np.testing.assert_array_equal(got, np.log([[1.0, 2.0], [2.0, 3.0], [0.5, 4.0]]))
+    assert np.geterr()["divide"] == "warn"
+
+
 def test_axes_structure_errors_speak_of_the_users_axes_and_values():
     """They quoted flatten_up_to's internals: "the root", the hidden tuple of the arguments,
     and a traced row printed as "Box array([0., 1., 2.])"."""

@@ -23,7 +23,8 @@ __all__ = ["check_closure", "check_reads"]
 def check_closure(func: Any, who: str, instead: str) -> None:
     """Refuse `func` (naming `who` and what to do `instead`) when it closes over a value being
     differentiated: in a closure cell, a default argument or a partial's arguments, also of
-    the functions it closes over."""
+    the functions it closes over. A value a vmap batches or a jit records is not refused
+    (see `check_reads`)."""
     todo, seen = [func], set()
     while todo:
         fn = todo.pop()
@@ -69,6 +70,9 @@ def check_reads(call: Any, who: str, instead: str) -> None:
 
 
 def _refuse_traced(v: Any, who: str, instead: str) -> None:
+    """Refuse `v` if a differentiating level holds it. A batching or staging level's value is
+    fine, as for `check_reads`: SciPy's calls of func read it, each row's solve on its own
+    value; a jit's record is not kept (`Level.closed_over`): each call runs the solve."""
     try:
         leaves = tree_flatten(v)[0]
     except Exception:  # not a pytree fgrad knows: nothing of it can be traced
@@ -77,7 +81,9 @@ def _refuse_traced(v: Any, who: str, instead: str) -> None:
     for x in core.live_leaves(leaves):
         y = x
         while type(y) is Box:
-            if y.level.live:
+            if y.level.live and y.level.stages:
+                y.level.closed_over(y, who)
+            elif y.level.live and not y.level.batches:
                 raise TypeError(
                     f"{who}: func closes over a value being differentiated (a traced value "
                     f"with {describe(x)}); its derivative would be lost. {instead}"
