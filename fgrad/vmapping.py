@@ -327,12 +327,12 @@ def _batch_size(leaves, dims, labels, axis_size):
 # --- running the batch --------------------------------------------------------------------------
 
 
-def _batched_call(fun, in_tree, leaves, dims, size, out_axes):
-    """`fun` on every row. Returns the output's structure, its leaves with the rows along
-    `out_axes`, and those axes."""
+def _batched_call(fun, in_tree, leaves, dims, size, out_axes, level=None):
+    """`fun` on every row (on `level`, a new `BatchLevel` unless given). Returns the output's
+    structure, its leaves with the rows along `out_axes`, and those axes."""
     if size == 0:
         return _no_rows(fun, in_tree, leaves, dims, out_axes)
-    level = BatchLevel(size)
+    level = BatchLevel(size) if level is None else level
     try:
         with level:
             boxes = [x if d is None else Box(x, level, d) for x, d in zip(leaves, dims)]
@@ -533,10 +533,17 @@ def _take(x, rows, axis):
 
 def _no_rows(fun, in_tree, leaves, dims, out_axes):
     """A batch of no rows: one made-up row gives the outputs' structure, shapes and dtypes.
-    A row of zeros, or where the function raises on it (`inv`, `cholesky`), of identity
+    A row of zeros, or where the function fails on it (`inv`, `cholesky`), of identity
     matrices (ones for other shapes); NumPy's warnings about the made-up row are not the
-    caller's, and stay off."""
+    caller's, and stay off.
+
+    A function that reads the made-up row's values (`if`, `while`) computes on values nobody
+    passed: a branch that gives rows of the same shape either way is fine (the shapes are all
+    that is kept), but an error it raises there (a check that the values are valid) or a loop
+    that never ends there (it is stopped after `_READS_ALLOWED` reads) is not about the
+    caller's data, and becomes vmap's error saying so when every made-up row fails."""
     failed = None
+    read = False
     for fill in (_np.zeros, _identities):
         one = [
             x
@@ -544,14 +551,65 @@ def _no_rows(fun, in_tree, leaves, dims, out_axes):
             else fill(shape_of(x)[:d] + (1,) + shape_of(x)[d + 1 :], dtype=dtype_of(x))
             for x, d in zip(leaves, dims)
         ]
+        level = _MadeUpRowLevel()
         try:
             with _np.errstate(all="ignore"):
-                out_tree, results, out_dims = _batched_call(fun, in_tree, one, dims, 1, out_axes)
+                out_tree, results, out_dims = _batched_call(
+                    fun, in_tree, one, dims, 1, out_axes, level
+                )
             break
-        except Exception as error:  # (the first error is raised if both fail)
+        except (Exception, _ReadTooOften) as error:  # (the first error is raised if both fail)
             failed = failed or error
+            read = read or level.reads > 0
     else:
+        if read:
+            raise ValueError(_no_rows_message(fun, failed)) from failed
         raise failed
     empty = _np.zeros(0, dtype=_np.intp)
     results = [r if d is None else fnp.take(r, empty, axis=d) for r, d in zip(results, out_dims)]
     return out_tree, results, out_dims
+
+
+# How often the function may read a made-up row's values: a loop on them that ends for real
+# data may never end for zeros (`while sum(r) < 10: r = 2 * r`). 10_000 reads take ~0.1 s.
+_READS_ALLOWED = 10_000
+
+
+class _ReadTooOften(BaseException):
+    """The function read the made-up row's values more than `_READS_ALLOWED` times. A
+    BaseException, so that a user's `except Exception` inside the loop does not swallow it."""
+
+
+class _MadeUpRowLevel(BatchLevel):
+    """The batch of one made-up row that `_no_rows` runs: a `BatchLevel` that counts the
+    reads of its values and stops the run after `_READS_ALLOWED` of them."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self):
+        super().__init__(1)
+        self.reads = 0
+
+    def read(self, box):
+        self.reads += 1
+        if self.reads > _READS_ALLOWED:
+            raise _ReadTooOften
+        return super().read(box)
+
+
+def _no_rows_message(fun, error):
+    name = getattr(fun, "__name__", type(fun).__name__)
+    if isinstance(error, _ReadTooOften):
+        what = (
+            f"kept reading its values ({_READS_ALLOWED} reads: a loop on the values that does "
+            "not end for that row?)"
+        )
+    else:
+        what = f"read its values and then raised {type(error).__name__}: {error}"
+    return (
+        f"vmap over 0 rows: to learn the shapes of the outputs of {name}, vmap ran it on a "
+        f"made-up row (zeros, then identity matrices or ones), which {what}. None of this is "
+        "about data you passed, but vmap cannot learn the output's shapes of a function that "
+        "branches on its values without running it on some row: check for an empty batch "
+        "before calling vmap (if len(x) == 0: ...) and build the empty result yourself"
+    )

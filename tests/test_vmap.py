@@ -117,6 +117,40 @@ def test_a_batch_of_no_rows():
     assert out.shape == (0, 3)
 
 
+def _endless_on_made_up_rows(body):
+    """`body`'s loop, failing the test (not the function) if it runs on far past vmap's stop."""
+    count = [0]
+
+    def fun(r):
+        while body(r):
+            count[0] += 1
+            if count[0] > 50_000:
+                pytest.fail("vmap ran the function on a made-up row without end")
+            r = r * 2.0
+        return r
+
+    return fun
+
+
+def test_no_rows_of_a_function_that_loops_or_checks_its_values():
+    """vmap over 0 rows ran the function on a made-up row of zeros: a loop on its values never
+    ended there (`while sum(r) < 10`), and a check of the values raised the user's own error
+    about data never passed. The loop over no rows gives an empty result in both cases."""
+    grow = _endless_on_made_up_rows(lambda r: fnp.sum(r) < 10)  # ends for rows of ones
+    assert vmap(grow)(np.ones((0, 3))).shape == (0, 3)
+    with pytest.raises(ValueError, match="vmap over 0 rows: .* kept reading its values"):
+        vmap(_endless_on_made_up_rows(lambda r: fnp.sum(r) > -1))(np.ones((0, 3)))
+
+    def loglik(rates):
+        if fnp.any(rates <= 0):
+            raise ValueError("rates must be positive")
+        return fnp.sum(fnp.log(rates))
+
+    assert loglik(np.ones((2, 2))) == 0.0  # (an empty loop over rows never calls it)
+    with pytest.raises(ValueError, match="made-up row .* raised ValueError: rates must be pos"):
+        vmap(loglik)(np.ones((0, 2, 2)))
+
+
 def test_nested_vmap_any_axes():
     t = np.random.default_rng(0).normal(size=(2, 3, 4))
     got = vmap(vmap(lambda r: fnp.sum(fnp.sin(r) * r), in_axes=1), in_axes=2)(t)
