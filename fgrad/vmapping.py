@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import numpy as fnp
+from . import core, numpy as fnp
 from .batching import BatchLevel, Diverged
 from .boundary import api_boundary
 from .core import Box, dtype_of, is_foreign_array, primal, shape_of
@@ -134,7 +134,11 @@ def vmap(
             dims = _dims_of_leaves(in_axes, args, "in_axes")
         dims += [0] * kwargs_tree  # keyword arguments are mapped along axis 0
         dims, size = _checked(leaves, dims, axis_size, lambda: _labels(args, kwargs))
-        out_tree, results, _ = _batched_call(fun, in_tree, leaves, dims, size, out_axes)
+        try:
+            out_tree, results, _ = _batched_call(fun, in_tree, leaves, dims, size, out_axes)
+        except FloatingPointError as error:
+            _name_the_rows(error)
+            raise
         return tree_unflatten(out_tree, results)
 
     name = getattr(fun, "__name__", type(fun).__name__)
@@ -477,7 +481,13 @@ def _split_call(fun, in_tree, leaves, dims, out_axes, groups, done=None):
             parts.append(done)
             continue
         picked = [x if d is None else _take(x, rows, d) for x, d in zip(leaves, dims)]
-        parts.append(_batched_call(fun, in_tree, picked, dims, len(rows), out_axes))
+        try:
+            parts.append(_batched_call(fun, in_tree, picked, dims, len(rows), out_axes))
+        except FloatingPointError as error:
+            if core.watch is not None:  # debug_nans: its index counts the rows of this run
+                inner = getattr(error, "_vmap_rows", None)
+                error._vmap_rows = rows if inner is None else rows[inner]
+            raise
     out_tree, _, out_dims = parts[0]
     for tree, _, _ in parts[1:]:
         if tree != out_tree:
@@ -512,6 +522,25 @@ def _split_call(fun, in_tree, leaves, dims, out_axes, groups, done=None):
             results.append(fnp.take(fnp.concatenate(pieces, axis=d), inverse, axis=d))
     # (an output the same for every row is the first group's, which may be an input)
     return out_tree, _own_arrays(results, leaves), out_dims
+
+
+def _name_the_rows(error):
+    """Add to `debug_nans`'s error, raised in a run of some rows of the batch alone (rows that
+    read different values run apart: `_split_call`), which of the caller's rows they are: the
+    index it gives counts the rows of that run, not the caller's."""
+    rows = getattr(error, "_vmap_rows", None)
+    if rows is None:
+        return
+    del error._vmap_rows  # (an outer vmap's rows are another axis)
+    rows = [int(r) for r in rows]
+    if len(rows) == 1:
+        which = f"row {rows[0]} of its input alone: at the index above, position 0 along the "
+        which += f"batch axis is row {rows[0]}"
+    else:
+        which = f"rows {rows} of its input alone: at the index above, position k along the "
+        which += "batch axis is the k-th of them"
+    note = f"  vmap ran {which} (rows that read different values run apart)."
+    error.args = (f"{error.args[0]}\n{note}", *error.args[1:]) if error.args else (note,)
 
 
 def _without(shape, axis):

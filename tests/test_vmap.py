@@ -386,6 +386,20 @@ def test_a_split_under_debug_nans_runs_every_group_alone(monkeypatch):
     assert splits.count == 1
 
 
+def test_debug_nans_under_vmap_names_the_callers_row():
+    """debug_nans gave the index of the nan within the group of rows vmap ran apart ("(0, 2)"
+    for row 3, which was run alone): the message now names the caller's row, also where groups
+    split again (the rows that branch one way, then the row whose sqrt fails)."""
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 1.0, 0.5], [2.0, 2.0, 2.0], [0.2, 2.0, -3.0]])
+    with pytest.raises(FloatingPointError, match=r"index \(3, 2\)"), fgrad.debug_nans():
+        fnp.sqrt(x)  # the row the nan is in: 3
+    branched = x * [[1.0], [-1.0], [1.0], [1.0]]  # row 1 takes the branch without sqrt
+    for fun, rows in ((fnp.sqrt, x), (lambda r: fnp.sqrt(r) if r[0] > 0 else r, branched)):
+        with pytest.raises(FloatingPointError) as caught, fgrad.debug_nans():
+            vmap(fun)(rows)
+        assert "position 0 along the batch axis is row 3" in str(caught.value)
+
+
 def test_data_dependent_while_float_and_recursion():
     def halve(v):
         while v > 1.0:  # a different number of steps for each row
