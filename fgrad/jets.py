@@ -104,6 +104,13 @@ def jet(
     in K), the others through a general rule derived from their forward rule (cubic in K). `jet`
     composes with `grad`, `vmap` and the other transforms.
 
+    At a pole (x**-1, x**2.5, xlogy(x, x) at x0 = 0) the derivatives after the first
+    infinite one may be nan where a term of the series is a zero given as a number: that term
+    multiplies an infinity (0 * inf = nan, IEEE's), as in nested `jvp` along the same path,
+    f(t + 0.0 * t**2): `jet(lambda x: x**-1.0, (0.0,), ((1.0, 0.0),))` gives the derivatives
+    [-inf, nan]. `derivative`, whose path has no terms past the first, gives the infinities
+    nested `jvp` of f(t) gives: `derivative(lambda x: x**-1.0, 2)(0.0)` is inf.
+
     Examples
     --------
     >>> import fgrad, fgrad.numpy as fnp

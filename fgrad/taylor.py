@@ -43,6 +43,7 @@ Imports: `fgrad.core`, `fgrad.forward`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,6 +54,7 @@ __all__ = [
     "TaylorLevel",
     "bilinear_rule",
     "cauchy",
+    "composed",
     "declared",
     "general_rule",
     "integrate",
@@ -532,6 +534,35 @@ def from_slope(prim, slope, widen=None):
         return ans, tuple(integrate(x, d, k) for k in range(1, order + 1))
 
     return kind_of_rule(rule, "derived")
+
+
+def composed(derivatives, s):
+    """The coefficients 1..K of f(x0 + e(t)) from f's derivatives at x0,
+    `derivatives[n - 1]` = f^(n)(x0), where e has the coefficients `s` (e_0 = 0):
+    f(x(t)) = sum_n f^(n)(x0) / n! e(t)^n, the powers of e taken as products of series
+    (about K^3 / 6 of them). The rule of a function whose derivatives are known functions of
+    their own (polygamma, the Bessel functions, sinc), where the general rule would recurse
+    through that chain at a cost doubling with each order."""
+    order = len(s)
+    e = [None, *s]
+    out = [None if c is None else derivatives[0] * c for c in s]
+    power = e  # the coefficients of e^n; those below n are 0
+    for n in range(2, order + 1):
+        power = [None] * n + [_power_tail(power, e, k, n - 1) for k in range(n, order + 1)]
+        scale = derivatives[n - 1] * (1.0 / math.factorial(n))
+        for k in range(n, order + 1):
+            if power[k] is not None:
+                out[k - 1] = add(out[k - 1], scale * power[k])
+    return out
+
+
+def _power_tail(a, b, k, start):
+    """sum_(j=start..k-1) a_j b_(k-j) (b_0 = 0)."""
+    total = None
+    for j in range(start, k):
+        if a[j] is not None and b[k - j] is not None:
+            total = add(total, a[j] * b[k - j])
+    return total
 
 
 rules[add_any] = linear_rule(add_any)

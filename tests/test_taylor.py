@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import fgrad
 import fgrad.numpy as fnp
+import fgrad.scipy.special as fsp
 
 
 def composite(x):
@@ -447,3 +448,30 @@ def test_taylor_coefficients_of_a_float16_input_have_the_values_dtype_and_precis
         np.testing.assert_allclose(got, want, rtol=1e-14)
     tangent = fgrad.jvp(f, (x,), (np.float16(1.0),))[1]
     np.testing.assert_allclose(tangent, wide_series[0], rtol=1e-14)
+
+
+def _nested_jvp(f, k):
+    for _ in range(k):
+        f = (lambda g: lambda t: fgrad.jvp(g, (t,), (1.0,))[1])(f)
+    return f
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize(
+    "f",
+    [lambda x: x**-1.0, lambda x: x**2.5, lambda x: fsp.xlogy(x, x), fnp.log],
+    ids=["x**-1", "x**2.5", "xlogy(x, x)", "log"],
+)
+def test_at_a_pole_jet_and_derivative_agree_with_nested_jvp_along_their_paths(f):
+    """As `jet`'s docstring states: `derivative`, whose path has no terms past the first,
+    gives nested jvp's infinities; `jet` with zero terms given as numbers gives them too, or
+    nan after the first infinity (a zero term times an infinity), never another number."""
+    order = 4
+    want = np.array([_nested_jvp(f, k)(0.0) for k in range(1, order + 1)], float)
+    got = [fgrad.derivative(f, k)(0.0) for k in range(1, order + 1)]
+    np.testing.assert_equal(np.array(got, float), want)
+    _, series = fgrad.jet(f, (0.0,), ((1.0,) + (0.0,) * (order - 1),))
+    series = np.array(series, float)
+    first_inf = int(np.argmax(np.isinf(want)))
+    np.testing.assert_equal(series[: first_inf + 1], want[: first_inf + 1])
+    assert all(s == w or np.isnan(s) for s, w in zip(series, want))

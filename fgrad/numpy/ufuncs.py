@@ -513,6 +513,19 @@ _sinc_k: Primitive = defprimitive(
 )
 
 
+@_taylor.declared("derived")
+def _sinc_k_taylor(primals, series, k):
+    """Every derivative of sin(u)/u is this primitive one order up: the series is composed
+    from them (`fgrad.taylor.composed`), exact at u = 0 as each is. (The general rule would
+    recurse through k + 1, k + 2, ..., twice per order: 2^K work.)"""
+    (u0,), (s,) = primals, series
+    derivatives = [_sinc_k(u0, k=k + n) for n in range(1, len(s) + 1)]
+    return _sinc_k(u0, k=k), tuple(_taylor.composed(derivatives, s))
+
+
+register_rules(_sinc_k, taylor=_sinc_k_taylor)
+
+
 def _scale_by(d):
     return lambda ct: ct * d
 

@@ -335,34 +335,9 @@ def _known_derivatives_rule(prim, derivatives):
         (x0,), (s,) = primals, series
         ans = bind(prim, (x0,), params)
         x0, s = _widened(x0, s, ans)
-        return ans, tuple(_composed(derivatives(x0, len(s), **params), s))
+        return ans, tuple(_taylor.composed(derivatives(x0, len(s), **params), s))
 
     return _taylor.kind_of_rule(rule, "derived")
-
-
-def _composed(ds, s):
-    """Coefficients 1..K of f(x0 + e(t)), where e has the coefficients `s` (e_0 = 0) and
-    ds[n - 1] = f^(n)(x0)."""
-    order = len(s)
-    e = [None, *s]
-    out = [None if c is None else ds[0] * c for c in s]
-    power = e  # the coefficients of e^n; those below n are 0
-    for n in range(2, order + 1):
-        power = [None] * n + [_tail(power, e, k, n - 1) for k in range(n, order + 1)]
-        scale = ds[n - 1] * (1.0 / math.factorial(n))
-        for k in range(n, order + 1):
-            if power[k] is not None:
-                out[k - 1] = _taylor.add(out[k - 1], scale * power[k])
-    return out
-
-
-def _tail(a, b, k, start):
-    """sum_(j=start..k-1) a_j b_(k-j) (b_0 = 0)."""
-    total = None
-    for j in range(start, k):
-        if a[j] is not None and b[k - j] is not None:
-            total = _taylor.add(total, a[j] * b[k - j])
-    return total
 
 
 # --- logsumexp and the softmax family -------------------------------------------------------------
@@ -887,7 +862,7 @@ def _gamma_taylor(prim, sign):
     def rule(primals, series):
         (x0,), (s,) = primals, series
         order = len(s)
-        g = [None, *_composed(_gammaln_derivatives(x0, order), s)]
+        g = [None, *_taylor.composed(_gammaln_derivatives(x0, order), s)]
         y = [bind(prim, (x0,), {})]
         for k in range(1, order + 1):
             c = _taylor.integrate(g, y, k)
@@ -969,6 +944,28 @@ _hurwitz_zeta_p: Primitive = _binary(
     lambda x, q, ans: -(x * _hurwitz_zeta_p(x + 1.0, q)),
     "zeta",
 )
+
+
+@_taylor.declared("derived")
+def _hurwitz_zeta_taylor(primals, series):
+    """In q, with x constant: d^n/dq^n zeta(x, q) = (-1)^n (x)_n zeta(x + n, q), the rising
+    factorial (x)_n = x (x + 1) ... (x + n - 1), composed into the series
+    (`fgrad.taylor.composed`). The general rule would recurse through x + 1, x + 2, ... twice
+    per order (2^K work). A series in x goes to the general rule, which refuses it."""
+    (x, q), (sx, sq) = primals, series
+    if sx is not None:
+        return _taylor.general_rule(_hurwitz_zeta_p, primals, series, {})
+    ans = _hurwitz_zeta_p(x, q)
+    derivatives, rising = [], x
+    for n in range(1, len(sq) + 1):
+        d = rising * _hurwitz_zeta_p(x + float(n), q)
+        derivatives.append(-d if n % 2 else d)
+        rising = rising * (x + float(n))
+    out = _taylor.composed(derivatives, sq)
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+register_rules(_hurwitz_zeta_p, taylor=_hurwitz_zeta_taylor)
 
 
 def zeta(x: ArrayLike, q: ArrayLike | None = None, out: None = None) -> Array:
@@ -1822,7 +1819,7 @@ def _bessel_rule(prim, kind=None, v=None):
         x0, s = _widened(x0, s, ans)
         which = params.get("kind", kind)
         nu = v if v is not None else params.get("v", params.get("n"))
-        f = [ans, *_composed(_bessel_derivatives(x0, order, nu, which), s)]
+        f = [ans, *_taylor.composed(_bessel_derivatives(x0, order, nu, which), s)]
         if which not in ("ive", "kve"):
             return ans, tuple(f[1:])
         if which == "kve":
@@ -1842,7 +1839,8 @@ def _bessel_rule(prim, kind=None, v=None):
             _scaled_bessel_far_derivative(x0, far, nu, which, k) for k in range(1, order + 1)
         ]
         return ans, tuple(
-            c if c is None else fnp.where(far, d, c) for c, d in zip(out, _composed(derivatives, s))
+            c if c is None else fnp.where(far, d, c)
+            for c, d in zip(out, _taylor.composed(derivatives, s))
         )
 
     return _taylor.kind_of_rule(rule, "speed")
