@@ -1060,3 +1060,20 @@ def test_axes_structure_errors_speak_of_the_users_axes_and_values():
     )
     for e in (out, arg, deep):
         assert not any(word in str(e.value) for word in ("Box", "flatten_up_to", "root"))
+
+
+def test_round_with_decimals_given_by_position_and_batched_equals_the_loop():
+    # decimals given by position was batched as an operand: NumPy's "only integer scalar
+    # arrays can be converted to a scalar index"; the keyword form worked
+    x = np.array([[1.2345, 2.5678], [3.14159, 2.71828]])
+    d = np.array([1, 2])
+    loop = np.stack([np.round(r, k) for r, k in zip(x, d)])
+    for f in (
+        lambda r, k: fnp.round(r, k),
+        lambda r, k: fnp.around(r, k),
+        lambda r, k: r.round(k),
+        lambda r, k: fnp.round(r, decimals=k),
+    ):
+        np.testing.assert_array_equal(fgrad.vmap(f)(x, d), loop)
+    out = np.empty(2)
+    assert fnp.round(x[0], 1, out) is out and np.array_equal(out, np.round(x[0], 1))

@@ -845,7 +845,7 @@ sign.__signature__ = _sign_of_values.__signature__  # type: ignore[attr-defined]
 floor = nondiff_function(_np.floor)
 ceil = nondiff_function(_np.ceil)
 trunc = nondiff_function(_np.trunc)
-round = nondiff_function(_np.round, name="round")
+round = nondiff_function(_np.round, name="round", settings=("decimals",))
 around = round
 greater = nondiff_function(_np.greater)
 greater_equal = nondiff_function(_np.greater_equal)

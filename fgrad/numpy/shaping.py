@@ -56,18 +56,25 @@ NO_VALUE: Any = _np._NoValue  # NumPy's own "not given" default, so signatures r
 # NO_VALUE`, and the marker only ever means "not given")
 
 
-def nondiff_function(theirs, name=None):
+def nondiff_function(theirs, name=None, settings=()):
     """NumPy's function `theirs` declared without a derivative: it is applied to the plain
     values of its arguments, so it accepts exactly what NumPy's does (its signature is
-    NumPy's), and its result is a constant at every level."""
+    NumPy's), and its result is a constant at every level. `settings` names parameters that
+    set what is computed rather than hold data (round's `decimals`): given by position too,
+    they are read as keywords are (the rows' value under `vmap`), not batched as operands."""
     name = name or theirs.__name__
     prim = nondiff(theirs, name)
     parameters = list(inspect.signature(theirs).parameters)
     out_at = parameters.index("out") if "out" in parameters else None
+    setting_at = {parameters.index(p): p for p in settings}
+    first_setting = min(setting_at, default=0)
 
     def fn(*args: Any, **kwargs: Any) -> Array:
         if out_at is not None:
             _refuse_out_of_traced(args, kwargs, out_at, name)
+        if setting_at and len(args) > first_setting:  # it and what follows, by name
+            named = dict(zip(parameters[first_setting:], args[first_setting:]))
+            args, kwargs = args[:first_setting], {**kwargs, **named}
         if kwargs:
             kwargs = {key: primal(value) for key, value in kwargs.items()}
         if not _core._PLAIN.issuperset(map(type, args)) and holds_foreign(args):
