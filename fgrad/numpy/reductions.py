@@ -233,14 +233,10 @@ def _to_last(a, axes):
     return reshape(a, lead + (n,))
 
 
-def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
-    """max or min with one initial per row: the initial joins each reduction group as one
-    more element (so ties share the gradient with it as with any element). Masked-out
-    elements take the initial's value, and stay out of the ties (counted among them, each
-    copy took a share of the initial's gradient)."""
-    if mask is not True:
-        a = where(mask, a, initial)
-    s = shape(a)
+def _reduced_with_initial(prim, a, axes, keepdims, initial, mask, **params):
+    """`prim` (a reduction) of a over `axes` with `initial` one more element of each group
+    (and `mask` its where=, with the initial's element kept): a reduction whose initial is
+    traced (or one per row) reduces it with the elements, so it is differentiated as they are."""
     groups = _to_last(a, axes)
     lead = shape(groups)[:-1]
     extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
@@ -252,8 +248,19 @@ def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
         keepdims=False,
         initial=NO_VALUE,
         where=mask,
+        **params,
     )
-    return reshape(ans, _kept_shape(s, axes)) if keepdims else ans
+    return reshape(ans, _kept_shape(shape(a), axes)) if keepdims else ans
+
+
+def _with_batched_initial(prim, a, axes, keepdims, initial, mask):
+    """max or min with one initial per row: the initial joins each reduction group as one
+    more element (so ties share the gradient with it as with any element). Masked-out
+    elements take the initial's value, and stay out of the ties (counted among them, each
+    copy took a share of the initial's gradient)."""
+    if mask is not True:
+        a = where(mask, a, initial)
+    return _reduced_with_initial(prim, a, axes, keepdims, initial, mask)
 
 
 def _foreign_reduce(x, reduce, axis, keepdims, dtype, initial, where):
@@ -441,18 +448,7 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
 
 def _with_initial_factor(a, axes, keepdims, initial):
     """prod of a over `axes`, with `initial` (a traced scalar) one more factor of each group."""
-    groups = _to_last(a, axes)
-    lead = shape(groups)[:-1]
-    extra = broadcast_to(reshape(astype(initial, dtype_of(a)), (1,) * (len(lead) + 1)), lead + (1,))
-    factors = _prod_p(
-        concatenate([groups, extra], axis=-1),
-        axis=(len(lead),),
-        keepdims=False,
-        dtype=None,
-        initial=NO_VALUE,
-        where=True,
-    )
-    return reshape(factors, _kept_shape(shape(a), axes)) if keepdims else factors
+    return _reduced_with_initial(_prod_p, a, axes, keepdims, initial, True, dtype=None)
 
 
 prod = variant(
