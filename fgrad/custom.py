@@ -150,7 +150,10 @@ def _leak(tree, level, allowed=None):
     for x in tree_flatten(tree)[0]:
         y = x
         while type(y) is Box:
-            if y.level.live and y.level.depth >= level.depth and y.level is not allowed:
+            lv = y.level
+            # (a `jit` recording inside `level` traces values without differentiating them:
+            # its box leaks `level`'s derivatives only if one is under it)
+            if lv.live and lv.depth >= level.depth and lv is not allowed and not lv.stages:
                 return x
             y = y.value
     return None
@@ -255,6 +258,28 @@ def _check_closure(fn, level, who, what, why=_DIFFERENTIATED):
                 f"is not one of its arguments; {consequence}. Pass it to the function as an "
                 "explicit argument"
             )
+
+
+def _tell_recorders_of_closures(fn, who):
+    """A `jit` recording around a call of `fn` (a checkpointed function, which the record's
+    replays run again) must not keep the record when `fn` reads one of the recording's traced
+    values other than through its arguments: a replay would read this call's value."""
+    for level in core.live_levels():
+        if level.stages:
+            for _, v in _free_values(fn):
+                x = next((b for b in _boxes_in(v) if holds_box_of(b, level)), None)
+                if x is not None:
+                    level.closed_over(x, who)
+                    break
+
+
+def _boxes_in(v, depth=0):
+    """The boxes in v, looking into lists, tuples and dicts a little way (as `_box_of`)."""
+    if type(v) is Box:
+        yield v
+    elif depth < 2 and isinstance(v, (list, tuple, dict)):
+        for item in v.values() if isinstance(v, dict) else v:
+            yield from _boxes_in(item, depth + 1)
 
 
 def _check_no_leak(tree, level, who, what, allowed=None):
@@ -1104,6 +1129,7 @@ class _CheckpointCall(_Call):
         with core.capturing() as capture:
             outs = self.output_leaves(self.call(plain), "the function")
         self.captured, self.aliases = capture.boxes, capture.aliases
+        _tell_recorders_of_closures(self.fun, "checkpoint")
         self.cache = (plain + [core.constant_of(c) for c in self.captured], outs)
         return outs
 

@@ -55,6 +55,7 @@ from .core import (
     raises_on_values,
 )
 from .staging import (
+    CLOSES_OVER,
     Const,
     Guard,
     Op,
@@ -243,8 +244,12 @@ def _record(fun, leaves, rebuild, sources=False):
         boxed = _inputs(level, leaves)
         args, kwargs = rebuild(boxed)
         out = fun(*args, **kwargs)
-    out_leaves, out_tree = tree_flatten(out)
     unsafe = level.unsafe
+    if unsafe is not None and unsafe.startswith(CLOSES_OVER):
+        args, kwargs = rebuild(leaves)  # (this call's result nested the levels wrongly)
+        out = fun(*args, **kwargs)
+        return out, _Path([], (), (), tree_flatten(out)[1], len(leaves), unsafe, True)
+    out_leaves, out_tree = tree_flatten(out)
     if unsafe is None and _global_random_state() != random_state:
         unsafe = (
             "NumPy's global random generator was drawn from while the function ran, and a "
@@ -295,7 +300,7 @@ def _record(fun, leaves, rebuild, sources=False):
 
 # Why a function runs eagerly from then on (for one signature), with a warning: what a record
 # cannot hold. (`StagingLevel.raised` writes the second.)
-_WARNED_REASONS = ("NumPy's global random generator", "an operation raised")
+_WARNED_REASONS = ("NumPy's global random generator", "an operation raised", CLOSES_OVER)
 
 
 # --- the code of a tree of paths ------------------------------------------------------------------

@@ -55,6 +55,7 @@ from .core import (
 )
 
 __all__ = [
+    "CLOSES_OVER",
     "Const",
     "Guard",
     "Op",
@@ -65,6 +66,12 @@ __all__ = [
     "shape_key",
     "user_line",
 ]
+
+
+# The start of `StagingLevel.unsafe` when a primitive's own function (a custom rule's, a
+# checkpoint's) computed with the level's boxes: `jit` then runs the function again without
+# the level, as this call's result was computed with the levels nested wrongly.
+CLOSES_OVER = "a custom rule or checkpoint closes over a traced value"
 
 
 class Const:
@@ -274,6 +281,7 @@ class StagingLevel(Level):
                     type(value) in (list, tuple) and any(type(v) is Box for v in value)
                 ):
                     self.unsafe = f"{prim.name}'s parameter {key} is a traced value"
+        recorded = len(self.items)
         try:
             if type(prim) is NondiffPrimitive:
                 ans = prim(*vals, **params)
@@ -284,6 +292,19 @@ class StagingLevel(Level):
         except Exception:
             self.raised(prim)
             raise
+        if len(self.items) != recorded and self.unsafe is None:
+            # The primitive's computation, on values this level does not trace, applied
+            # operations to this level's boxes: its function reads them from a closure (a
+            # checkpoint or a custom rule closing over an argument of the jitted function).
+            # A replay would run it with this call's values in that closure.
+            del self.items[recorded:]
+            self.unsafe = (
+                f"{CLOSES_OVER} ({prim.name}'s function reads a traced value of the function "
+                "being recorded other than through its arguments, which a replay would read "
+                "as this call's value, and its result here nests the transforms the wrong way "
+                "round): this function runs eagerly for these shapes and dtypes. Pass the "
+                "value to that function as an argument instead"
+            )
         # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from
         # one without a derivative (`nonzero`): each output is a slot and a box of its own.
         many = prim.multiple_results or (type(prim) is NondiffPrimitive and type(ans) is tuple)
@@ -394,12 +415,13 @@ class StagingLevel(Level):
             )
 
     def closed_over(self, box: Box, who: str) -> None:
-        # (SciPy calls the function with its own buffers, which it overwrites: a replay would
-        # compute on them as they are then)
+        # (a SciPy solver calls the function with its own buffers, which it overwrites; a
+        # checkpoint's replay runs it again: either would compute with this call's value)
         if self.unsafe is None:
             self.unsafe = (
-                f"{who} was handed a function that closes over a value of the function being "
-                "recorded; SciPy's calls of it are not operations a record can replay"
+                f"{who} was handed a function that closes over a traced value of the function "
+                "being recorded; its later calls are not operations a record can replay (they "
+                "would read this call's value): pass the value to it as an argument"
             )
 
     def read_with(self, box: Box, reader, key) -> None:
