@@ -213,22 +213,19 @@ def _reads(fn):
             yield f"global {name!r}", v
 
 
-def _box_of(v, level, depth=0):
-    """A box of `level` (or of a live level inside it) in `v`, looking into lists, tuples and
-    dicts a little way; None if there is none."""
+def _box_of(v, level):
+    """A box of `level` (or of a live level inside it) in `v` (`_boxes_in`); None if there is
+    none."""
+    return next((b for b in _boxes_in(v) if _leak([b], level) is not None), None)
+
+
+def _boxes_in(v, depth=0):
+    """The boxes in v, looking into lists, tuples and dicts a little way."""
     if type(v) is Box:
-        return _leak([v], level)
-    if depth < 2 and isinstance(v, (list, tuple)):
-        items = v
-    elif depth < 2 and isinstance(v, dict):
-        items = v.values()
-    else:
-        return None
-    for item in items:
-        x = _box_of(item, level, depth + 1)
-        if x is not None:
-            return x
-    return None
+        yield v
+    elif depth < 2 and isinstance(v, (list, tuple, dict)):
+        for item in v.values() if isinstance(v, dict) else v:
+            yield from _boxes_in(item, depth + 1)
 
 
 def _global_names(code):
@@ -271,15 +268,6 @@ def _tell_recorders_of_closures(fn, who):
                 if x is not None:
                     level.closed_over(x, who)
                     break
-
-
-def _boxes_in(v, depth=0):
-    """The boxes in v, looking into lists, tuples and dicts a little way (as `_box_of`)."""
-    if type(v) is Box:
-        yield v
-    elif depth < 2 and isinstance(v, (list, tuple, dict)):
-        for item in v.values() if isinstance(v, dict) else v:
-            yield from _boxes_in(item, depth + 1)
 
 
 def _check_no_leak(tree, level, who, what, allowed=None):
