@@ -37,6 +37,22 @@ def test_ties_split_the_gradient_evenly(mode):
     assert grad(lambda x: fnp.clip(x, 0.0, 1.0))(1.0) == 0.5  # at a bound, as in JAX
 
 
+@pytest.mark.parametrize(
+    "lo, hi", [(0.0, 1.0), (-0.0, 1.0), (0.0, -0.0), (0.0, None), (-0.0, None), (None, 0.0)]
+)
+def test_clip_gives_numpys_signed_zeros_eager_jitted_and_batched(lo, hi):
+    """NumPy's clip keeps `a` at a tie with both bounds (clip(-0.0, 0.0, 1.0) is -0.0), and is
+    maximum(a, a_min) with one (clip(-0.0, 0.0, None) is 0.0)."""
+    z = np.array([-0.0, 0.0, -1.0, 1.0, np.nan], np.float32)
+    want = np.clip(z, lo, hi)
+    jitted = fgrad.jit(lambda x: fnp.clip(x, lo, hi))
+    jitted(z)
+    for got in (fnp.clip(z, lo, hi), jitted(z.copy()), fgrad.vmap(jitted)(z)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 @pytest.mark.parametrize(
     "p, expected",

@@ -719,8 +719,14 @@ def clip(
     a_max = None if a_max is NO_VALUE else a_max
     if a_min is None and a_max is None:
         return positive(a, **kwargs)  # NumPy's clip without bounds
-    out = a if a_min is None else maximum(a, a_min, **kwargs)
-    return out if a_max is None else minimum(out, a_max, **kwargs)
+    # Signed zeros as NumPy's clip gives them: at a tie maximum/minimum return their second
+    # argument; with one bound NumPy's clip is maximum(a, a_min) (clip(-0.0, 0.0, None) is
+    # 0.0), with both it keeps `a` (clip(-0.0, 0.0, 1.0) is -0.0)
+    if a_max is None:
+        return maximum(a, a_min, **kwargs)
+    if a_min is None:
+        return minimum(a, a_max, **kwargs)
+    return minimum(a_max, maximum(a_min, a, **kwargs), **kwargs)
 
 
 # --- where ----------------------------------------------------------------------------------------
