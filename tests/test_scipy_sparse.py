@@ -102,6 +102,17 @@ def test_the_products_derivative_is_a_sparse_product():
     assert seen == [(6, 4), (4, 6)]
 
 
+@pytest.mark.parametrize("fmt", ["coo_array", "coo_matrix", "dok_array", "lil_array", "dia_array"])
+def test_every_sparse_format_multiplies_a_traced_value(fmt):
+    """COO has its own `_matmul_dispatch` (SciPy's n-d COO), which asked NumPy for an array of
+    the traced value and was refused."""
+    A = getattr(sp, fmt)(A_DENSE)
+    np.testing.assert_allclose(fgrad.jacrev(lambda x: A @ x)(X0), A_DENSE)
+    np.testing.assert_allclose(fgrad.jacfwd(lambda x: A @ x)(X0), A_DENSE)
+    np.testing.assert_allclose(fgrad.jit(lambda x: A @ x)(X0), A_DENSE @ X0)
+    np.testing.assert_allclose(fgrad.grad(lambda y: fnp.sum(y @ A))(np.ones(6)), A_DENSE.sum(1))
+
+
 def test_a_mismatched_product_names_the_shapes():
     with pytest.raises(ValueError, match=r"shape \(6, 4\).*float64.*\(5,\)"):
         fgrad.grad(lambda x: fnp.sum(A_SP @ x))(np.ones(5))

@@ -251,12 +251,11 @@ def _is_scipy_sparse(other):
 
 
 def _asked_by_scipy_sparse(frame):
-    """Whether `frame` is SciPy's sparse `_matmul_dispatch` (which converts the operand of
-    `A @ x` with np.asanyarray)."""
-    sp = _scipy_sparse_module()
-    base = getattr(sp, "_base", None)
-    dispatch = getattr(getattr(base, "_spbase", None), "_matmul_dispatch", None)
-    return dispatch is not None and frame.f_code is dispatch.__code__
+    """Whether `frame` is a SciPy sparse `_matmul_dispatch` (which converts the operand of
+    `A @ x` with np.asanyarray): the base class's, or a format's own (COO has one)."""
+    return frame.f_code.co_name == "_matmul_dispatch" and str(
+        frame.f_globals.get("__name__", "")
+    ).startswith("scipy.sparse.")
 
 
 def _sparse_product(A, x, reverse):
