@@ -53,6 +53,25 @@ def test_clip_gives_numpys_signed_zeros_eager_jitted_and_batched(lo, hi):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+@pytest.mark.parametrize(
+    "a, lo, hi",
+    [
+        (np.array([100, -100, 5], np.int8), 1, 150),
+        (np.array([3, 400], np.uint16), -1, 5),
+        (np.array([3, 400], np.uint16), -1, None),
+        (np.array([100, -100, 5], np.int8), -300, 300),
+    ],
+)
+def test_clip_drops_a_python_int_bound_past_an_integer_arrays_range(a, lo, hi):
+    """NumPy 2's clip drops such a bound (it clips nothing) where `maximum` would refuse it."""
+    want = np.clip(a, lo, hi)
+    jitted = fgrad.jit(lambda x: fnp.clip(x, lo, hi))
+    jitted(a)
+    for got in (fnp.clip(a, lo, hi), jitted(a.copy()), fgrad.vmap(jitted)(a)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 @pytest.mark.parametrize(
     "p, expected",

@@ -691,6 +691,20 @@ positive = as_ufunc(_positive, _np.positive)
 positive.__doc__ = "NumPy's `positive`: " + (_positive.__doc__ or "")
 
 
+def _int_bound(a, bound, outside):
+    """A Python int bound of an integer array that lies on or past the far end of the array's
+    range (`outside` -1: the low end, for a_min; +1: the high end, for a_max) clips nothing:
+    None, as NumPy 2's clip drops it (clip(int8 array, 1, 150) is maximum(a, 1), where
+    `minimum` would refuse 150 for int8). A bound past the other end is refused by
+    maximum/minimum, as by NumPy."""
+    kind = getattr(getattr(a, "dtype", None), "kind", None)
+    if type(bound) is not int or kind is None or kind not in "iu":
+        return bound
+    info = _np.iinfo(a.dtype)
+    past = bound <= info.min if outside < 0 else bound >= info.max
+    return None if past else bound
+
+
 @mirror("function")
 def clip(
     a: ArrayLike,
@@ -715,8 +729,8 @@ def clip(
         if given(a_max):
             raise TypeError("clip: give a_max or max, not both")
         a_max = max
-    a_min = None if a_min is NO_VALUE else a_min
-    a_max = None if a_max is NO_VALUE else a_max
+    a_min = None if a_min is NO_VALUE else _int_bound(a, a_min, -1)
+    a_max = None if a_max is NO_VALUE else _int_bound(a, a_max, +1)
     if a_min is None and a_max is None:
         return positive(a, **kwargs)  # NumPy's clip without bounds
     # Signed zeros as NumPy's clip gives them: at a tie maximum/minimum return their second
