@@ -240,6 +240,29 @@ def test_a_boolean_mask_is_guarded_by_its_count_only():
     assert paths(jitted) == [2]  # two positives twice, three once: two paths
 
 
+@pytest.mark.parametrize(
+    "index",
+    [
+        lambda x, m: x[m],
+        lambda x, m: x[~m, None],
+        lambda x, m: x[None, m],
+        lambda x, m: fnp.at(x)[m].set(7.0),
+        lambda x, m: fnp.at(x)[m].add(7.0),
+    ],
+)
+def test_a_0d_mask_a_record_computes_adds_an_axis_of_length_1_or_0(index):
+    """NumPy's x[True] is x[None] and x[False] an empty one: a record dropped a 0-d mask it
+    computed (jit gave 0.5 where the answer is 0.0, and jit(grad) 1.0 where it is 0.0)."""
+    f = lambda x: fnp.sum(fnp.sin(index(x, fnp.sum(x) < 0.3)))
+    grad_f = fgrad.grad(f)
+    jitted, jitted_grad = fgrad.jit(lambda x: index(x, fnp.sum(x) < 0.3)), fgrad.jit(grad_f)
+    for x in [np.array(0.5), np.array(-1.5), np.array([0.5, -0.1]), np.array([-1.0, 0.1])] * 2:
+        assert_same(index(x, np.sum(x) < 0.3), jitted(x))
+        assert_same(grad_f(x), jitted_grad(x))
+    rows = np.array([0.5, 1.5, -0.5])  # rows of either mask, under vmap and jit(vmap)
+    assert_same(fgrad.jit(fgrad.vmap(f))(rows), np.array([f(r) for r in rows]))
+
+
 def test_the_shapes_of_nonzero_and_argwhere_are_guarded():
     fns = [
         lambda x: x[fnp.nonzero(x > 0)] * 2.0,

@@ -1433,7 +1433,10 @@ class _IndexUpdater:
 
     def __getitem__(self, idx):
         if type(idx) is Box or (type(idx) is tuple and _core.holds_box(idx)):
-            return _BatchedIndexUpdate(self.x, idx)
+            template, arrays = _index_template(idx)
+            if not arrays:  # its traced parts were masks read as plain ones (a 0-d mask)
+                return _IndexUpdate(self.x, template)
+            return _BatchedIndexUpdate(self.x, template, arrays)
         return _IndexUpdate(self.x, _normalize_index(idx))
 
 
@@ -2192,6 +2195,11 @@ def _index_template(idx):
             # `core.shape_from_values`), as one integer index per axis of the mask.
             mask = constant_of(p)
             dims = shape_of(mask)
+            if dims == ():
+                # A 0-d mask adds an axis of length 1 or 0 (NumPy's x[True], x[False]): its
+                # value is read, with a guard (a replay at the other value records again)
+                template.append(bool(mask))
+                continue
             flat = _flatnonzero(mask)
             for k, n in enumerate(dims):
                 stride = int(_np.prod(dims[k + 1 :], dtype=_np.intp))
@@ -2200,7 +2208,8 @@ def _index_template(idx):
             continue
         p = _normalize_index(p)
         if isinstance(p, _np.ndarray) and p.dtype == bool:
-            template.extend(p.nonzero())
+            # (a 0-d mask has no nonzero(): NumPy's x[True] adds an axis of length 1)
+            template.extend(p.nonzero() if p.ndim else (bool(p),))
         else:
             template.append(p)
     return tuple(template), arrays
@@ -2293,11 +2302,10 @@ class _BatchedIndexUpdate:
     guards and `vmap` answers for rows that agree): `.set` refuses repeats, as it does for a
     plain index, and the other updates then read the index itself, to apply them in turn."""
 
-    __slots__ = ("arrays", "idx", "template", "x")
+    __slots__ = ("arrays", "template", "x")
 
-    def __init__(self, x, idx):
-        self.x, self.idx = x, idx
-        self.template, self.arrays = _index_template(idx)
+    def __init__(self, x, template, arrays):
+        self.x, self.template, self.arrays = x, template, arrays
 
     def add(self, v):
         return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
@@ -2343,9 +2351,8 @@ class _BatchedIndexUpdate:
         picked = self._picked()
         if not _repeats(picked):
             return self._placed(_INSTALLED["combine"][op](self.get(), v), picked)
-        parts = self.idx if type(self.idx) is tuple else (self.idx,)
-        plain = tuple(_np.asarray(p) if type(p) is Box else p for p in parts)
-        return _scatter_update(self.x, plain if type(self.idx) is tuple else plain[0], v, op)
+        plain = _filled(self.template, [_np.asarray(a) for a in self.arrays])
+        return _scatter_update(self.x, plain, v, op)
 
 
 def _repeats(picked):
