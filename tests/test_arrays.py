@@ -239,6 +239,84 @@ def test_at_min_ties_split_evenly_between_x_and_the_updates():
     np.testing.assert_allclose(g, [0.0, 0.5])
 
 
+def _finite_difference(f, v, h=1e-6):
+    return (f(v + h) - f(v - h)) / (2 * h)
+
+
+def test_at_set_of_one_value_at_a_repeated_index_is_numpys_under_every_transform():
+    """A single value set at an index that repeats an element (boundary nodes listing a corner
+    twice) raised "selects some elements more than once"; every write stores the same value,
+    so NumPy's answer exists. The derivative in v counts each element once (finite
+    differences), and in x is 0 at the elements set."""
+    import fgrad
+
+    x = np.array([1.0, 2.0, 4.0, 0.5])
+    idx = np.array([0, 1, 1, 3])
+    w = np.array([1.5, -2.0, 3.0, 0.25])
+    expected = x.copy()
+    expected[idx] = 0.7
+    np.testing.assert_array_equal(fnp.at(x)[idx].set(0.7), expected)
+    np.testing.assert_array_equal(fnp.at(x)[list(idx)].set(0.7), expected)
+
+    def f(v):
+        return fnp.sum(fnp.at(x)[idx].set(v) * w)
+
+    def g(v):
+        return float(np.sum(_np_set(x, idx, v) * w))
+
+    slope = 1.5 - 2.0 + 0.25  # w summed over the elements set, each once
+    np.testing.assert_allclose(_finite_difference(g, 0.7), slope, rtol=1e-6)
+    for d in (grad(f), jit(grad(f)), grad(jit(f))):
+        np.testing.assert_allclose(d(0.7), slope, rtol=1e-9)
+    np.testing.assert_allclose(fgrad.jvp(f, (0.7,), (1.0,))[1], slope, rtol=1e-9)
+    np.testing.assert_array_equal(jacrev(lambda v: fnp.at(x)[idx].set(v))(0.7), [1, 1, 0, 1])
+    np.testing.assert_array_equal(jacfwd(lambda v: fnp.at(x)[idx].set(v))(0.7), [1, 1, 0, 1])
+    vs = np.array([0.7, -3.0])
+    np.testing.assert_array_equal(
+        vmap(lambda v: fnp.at(x)[idx].set(v))(vs), [_np_set(x, idx, v) for v in vs]
+    )
+    np.testing.assert_allclose(vmap(grad(f))(vs), [slope, slope], rtol=1e-9)
+    np.testing.assert_allclose(grad(lambda v: fnp.sum(vmap(f)(v)))(vs), [slope, slope])
+    np.testing.assert_array_equal(jit(lambda v: fnp.at(x)[idx].set(v))(0.7), expected)
+    # Taylor: the set is linear in (x, v), so the series of v**2 lands where v is set
+    series = fgrad.jet(lambda v: fnp.at(x)[idx].set(v**2), (0.7,), ((1.0, 0.0),))[1]
+    np.testing.assert_allclose(series[0], [1.4, 1.4, 0, 1.4])
+    np.testing.assert_allclose(series[1], [2.0, 2.0, 0, 2.0])
+    np.testing.assert_allclose(fgrad.derivative(f, 2)(0.7), 0.0)
+    # in x: 0 at the elements set (x2 is kept)
+    gx = grad(lambda x: fnp.sum(x.at[idx].set(0.0) * x))(x)
+    np.testing.assert_array_equal(gx, [0.0, 0.0, 8.0, 0.0])
+    np.testing.assert_array_equal(
+        vmap(grad(lambda x: fnp.sum(x.at[idx].set(0.0) * x)))(np.stack([x, x])), [gx, gx]
+    )
+    # a row of v set at a repeated row: each element of a row gets one element of v
+    m = x.reshape(2, 2)
+    rows = np.array([0, 0, 1])
+    u = np.array([5.0, 6.0])
+    np.testing.assert_array_equal(fnp.at(m)[rows].set(u), _np_set(m, rows, u))
+    weights = np.array([[1.0, 2.0], [3.0, 4.0]])
+    gu = grad(lambda u: fnp.sum(fnp.at(m)[rows].set(u) * weights))(u)
+    for k in range(2):
+        e = np.eye(2)[k]
+        fd = _finite_difference(lambda h: np.sum(_np_set(m, rows, u + h * e) * weights), 0.0)
+        np.testing.assert_allclose(gu[k], fd, rtol=1e-6)
+    np.testing.assert_array_equal(gu, [1.0 + 3.0, 2.0 + 4.0])
+
+
+def _np_set(x, idx, v):
+    out = np.array(x, dtype=float)
+    out[idx] = v
+    return out
+
+
+def test_at_set_of_different_values_at_a_repeated_index_says_which():
+    x = np.array([1.0, 2.0, 4.0, 0.5])
+    with pytest.raises(ValueError, match=r"x\[1\] gets v\[1\] and v\[2\].*adds all the values"):
+        fnp.at(x)[np.array([0, 1, 1, 3])].set(np.array([1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(ValueError, match=r"x\[0, 1\] gets v\[0\] and v\[1\]"):
+        fnp.at(x.reshape(2, 2))[[0, 0], 1].set(np.array([5.0, 6.0]))
+
+
 # --- indexing forms and errors --------------------------------------------------------------------
 
 
@@ -302,8 +380,8 @@ def test_errors_name_the_argument_and_say_what_to_do():
         fnp.split(np.ones(5), 2)
     with pytest.raises(ValueError, match="1-D or 2-D"):
         fnp.diag(np.ones((2, 2, 2)))
-    with pytest.raises(ValueError, match="more than once"):
-        fnp.at(np.ones(3))[[0, 0]].set(1.0)
+    with pytest.raises(ValueError, match="more than once and v gives it different values"):
+        fnp.at(np.ones(3))[[0, 0]].set(np.array([1.0, 2.0]))
 
 
 # --- the names added for issue 15: partition, rollaxis, unique, stacks of one array ---------------

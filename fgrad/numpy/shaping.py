@@ -1341,20 +1341,69 @@ def _identity_ct(ct):
     return ct
 
 
-def _check_no_repeats(x_shape, idx):
+def _picked_positions(x_shape, idx):
+    """The flat positions of x's elements that x[idx] selects, shaped as x[idx]."""
+    return _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
+
+
+def _check_set_repeats(x_shape, idx, v_shape):
+    """`.at[idx].set(v)` with an idx that selects an element more than once is defined only
+    when every selection of that element writes the same element of v (v a single value, or
+    constant along the repeats): then the value does not depend on which write wins. Where
+    an element would get different elements of v, the error says which."""
     if not _has_array_index(idx):
         return
-    picked = _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
-    if _np.unique(picked).size != picked.size:
-        raise _repeats_error()
+    picked = _picked_positions(x_shape, idx)
+    if _np.unique(picked).size == picked.size:
+        return
+    try:  # which element of v each selection writes
+        source = _fit(
+            _np.arange(int(_np.prod(v_shape, dtype=_np.int64))).reshape(v_shape), picked.shape
+        )
+    except ValueError:
+        return  # v does not fit x[idx]: the assignment raises NumPy's error
+    positions, sources = picked.reshape(-1), source.reshape(-1)
+    order = _np.lexsort((sources, positions))
+    positions, sources = positions[order], sources[order]
+    clash = _np.flatnonzero((positions[1:] == positions[:-1]) & (sources[1:] != sources[:-1]))
+    if clash.size:
+        k = clash[0]
+        element = _np.unravel_index(positions[k], x_shape)
+        first, second = (_np.unravel_index(sources[j], v_shape) for j in (k, k + 1))
+        raise _repeats_error(
+            f"v gives it different values: x{_listed(element)} gets v{_listed(first)} and "
+            f"v{_listed(second)}"
+        )
 
 
-def _repeats_error():
+def _listed(coordinates):
+    return [int(c) for c in coordinates]
+
+
+def _repeats_error(clash):
+    """The refusal of `.at[idx].set(v)` where an element selected more than once would get
+    different values; `clash` says which (or that v is not a single value)."""
     return ValueError(
-        ".at[idx].set(v): idx selects some elements more than once, so which value wins "
-        "is not defined and neither is the gradient; use .at[idx].add(v), or an index "
-        "without repeats"
+        f".at[idx].set(v): idx selects an element of x more than once and {clash}, so which "
+        "value is kept is not defined, nor is the gradient. A single value (a scalar v) may "
+        "be set at a repeated index. To keep one value per element, pass an index without "
+        "repeats; .at[idx].add(v) is another operation: it adds all the values given to an "
+        "element (x plus the sum of v over the repeats)"
     )
+
+
+def _first_selections(x_shape, idx):
+    """None when idx selects no element of x twice; else booleans shaped as x[idx], True at
+    the first selection of each element."""
+    if not _has_array_index(idx):
+        return None
+    positions = _picked_positions(x_shape, idx)
+    first = _np.unique(positions.reshape(-1), return_index=True)[1]
+    if first.size == positions.size:
+        return None
+    mask = _np.zeros(positions.size, dtype=bool)
+    mask[first] = True  # a NumPy array of booleans, made here
+    return mask.reshape(positions.shape)
 
 
 def _index_set(x, v, idx):
@@ -1374,6 +1423,11 @@ def _index_set_vjp_v(ans, x, v, idx):
 
     def bprop(ct):
         g = _getitem_p(ct, idx=idx)
+        first = _first_selections(shape(ct), idx)
+        if first is not None:
+            # an element selected several times is written once (with the same element of
+            # v, `_check_set_repeats`): its cotangent counts once
+            g = _where(first, g, _np.zeros((), dtype_of(g)))
         extra = len(like[0]) - ndim(g)
         if extra > 0:  # `x[idx] = v` accepts v with extra leading length-1 axes, as in NumPy
             g = _reshape_p(g, shape=(1,) * extra + shape(g))
@@ -1423,8 +1477,10 @@ def getitem(x, idx):
 class _IndexUpdater:
     """`x.at[idx]`: functional updates that return a new array (JAX's spelling): `.set(v)`,
     `.add(v)`, `.multiply(v)`, `.divide(v)`, `.power(v)`, `.min(v)`, `.max(v)` and `.get()`.
-    `idx` is any NumPy index; repeated indices accumulate as `np.<ufunc>.at` does (`set`
-    refuses them)."""
+    `idx` is any NumPy index; repeated indices accumulate as `np.<ufunc>.at` does. `set`
+    accepts a repeated index when each element it repeats gets one element of v (a single
+    value most often: every write stores the same number, and the derivative in v counts the
+    element once) and refuses it where v would give an element different values."""
 
     __slots__ = ("x",)
 
@@ -1446,7 +1502,7 @@ class _IndexUpdate:
 
     def set(self, v):
         """A copy of x with x[idx] replaced by v."""
-        _check_no_repeats(shape(self.x), self.idx)
+        _check_set_repeats(shape(self.x), self.idx, shape(v))
         return _index_set_p(self.x, v, idx=self.idx)
 
     def add(self, v):
@@ -2304,9 +2360,18 @@ class _BatchedIndexUpdate:
 
     def set(self, v):
         picked = self._picked()
-        if _repeats(picked):
-            raise _repeats_error()
-        return self._placed(v, picked)
+        if not _repeats(picked):
+            return self._placed(v, picked)
+        if _np.prod(shape(v), dtype=_np.int64) != 1:
+            raise _repeats_error(
+                "v is not a single value (the index is traced: which element "
+                "of v each selection gets is not checked)"
+            )
+        # one value written to every selected element, in x's dtype as an assignment casts it
+        one = _index_set_p(
+            _np.zeros(1, dtype_of(self.x)), _reshape_p(v, shape=(1,)), idx=slice(None)
+        )
+        return _where(picked > 0, _reshape_p(one, shape=()), self.x)
 
     def multiply(self, v):
         return self._update(v, "multiply")
