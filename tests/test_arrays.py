@@ -317,6 +317,59 @@ def test_at_set_of_different_values_at_a_repeated_index_says_which():
         fnp.at(x.reshape(2, 2))[[0, 0], 1].set(np.array([5.0, 6.0]))
 
 
+def test_at_takes_jaxs_keywords():
+    """mode=, fill_value=, unique_indices= and indices_are_sorted= raised TypeError naming an
+    internal class, and .apply AttributeError. The hints are accepted; mode='clip' is JAX's
+    (a negative index counted from the end, then clipped; values from jax 0.10.2); 'drop' and
+    'fill' are NumPy's indexing in bounds and refused out of bounds, naming the keyword."""
+    import fgrad
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(fnp.at(x)[np.array([-5, -1, 5])].get(mode="clip"), [1, 3, 3])
+    np.testing.assert_array_equal(fnp.at(x)[np.array([-4, 1])].add(9.0, mode="clip"), [10, 11, 3])
+    hinted = fnp.at(x)[np.array([0, 2])].set(
+        np.array([7.0, 8.0]), unique_indices=True, indices_are_sorted=True
+    )
+    np.testing.assert_array_equal(hinted, [7.0, 2.0, 8.0])
+    np.testing.assert_array_equal(fnp.at(x)[np.array([0, 1])].set(9.0, mode="drop"), [9, 9, 3])
+    assert fnp.at(x)[1].get(mode="fill", fill_value=0.0) == 2.0
+    m = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(
+        fnp.at(m)[..., np.array([7, -9])].get(mode="clip"), m[..., [3, 0]]
+    )
+    np.testing.assert_array_equal(fnp.at(m)[None, 5, 1:].get(mode="clip"), m[None, 2, 1:])
+    # clip under transforms: the clipped index is a constant; d/dx sum((2 x[i])**2) = 8 x
+    idx = np.array([-4, 1, 7])
+
+    def f(x):
+        return fnp.sum(fnp.at(x)[idx].multiply(2.0, mode="clip") ** 2)
+
+    for g in (grad(f), jit(grad(f)), grad(jit(f))):
+        np.testing.assert_array_equal(g(x), 8 * x)
+    np.testing.assert_array_equal(vmap(grad(f))(np.stack([x, -x])), [8 * x, -8 * x])
+    np.testing.assert_array_equal(fgrad.jvp(f, (x,), (np.ones(3),))[1], np.sum(8 * x))
+    with pytest.raises(
+        IndexError, match=r"get\(mode='fill'\): index -5 is out of bounds.*fnp.where"
+    ):
+        fnp.at(x)[np.array([-5, 1])].get(mode="fill", fill_value=-1.0)
+    with pytest.raises(IndexError, match=r"set\(mode='drop'\): index 5 .*does not drop"):
+        fnp.at(x)[np.array([-3, 5])].set(9.0, mode="drop")
+    with pytest.raises(ValueError, match="mode is one of"):
+        fnp.at(x)[0].set(9.0, mode="wrap")
+    with pytest.raises(ValueError, match="fill_value=...\\) needs mode='fill'"):
+        fnp.at(x)[0].get(fill_value=2.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        fnp.at(x)[0].add(1.0, foo=2)
+    with pytest.raises(NotImplementedError, match=r"apply\(f\) is not supported.*\.set\(f\("):
+        fnp.at(x)[0].apply(np.sin)
+    at_argmax = jit(
+        lambda x: x.at[fnp.argmax(x)].get(mode="promise_in_bounds", unique_indices=True)
+    )
+    assert at_argmax(x) == 3.0
+    with pytest.raises(NotImplementedError, match="mode='clip'.*traced"):
+        jit(lambda x: x.at[fnp.argmax(x)].get(mode="clip"))(x)
+
+
 # --- indexing forms and errors --------------------------------------------------------------------
 
 

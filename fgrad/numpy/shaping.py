@@ -1494,47 +1494,156 @@ class _IndexUpdater:
 
 
 class _IndexUpdate:
+    """`x.at[idx]` at a constant idx. Every method takes JAX's keywords: `unique_indices` and
+    `indices_are_sorted` are hints (accepted; `set` still checks for repeats), and `mode`
+    is `_indexed_by_mode`'s."""
+
     __slots__ = ("idx", "x")
 
     def __init__(self, x, idx):
         self.x = x
         self.idx = idx
 
-    def set(self, v):
+    def set(self, v, **options):
         """A copy of x with x[idx] replaced by v."""
-        _check_set_repeats(shape(self.x), self.idx, shape(v))
-        return _index_set_p(self.x, v, idx=self.idx)
+        idx = self._index("set", options)
+        _check_set_repeats(shape(self.x), idx, shape(v))
+        return _index_set_p(self.x, v, idx=idx)
 
-    def add(self, v):
+    def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
-        return _index_add_p(self.x, v, idx=self.idx)
+        return _index_add_p(self.x, v, idx=self._index("add", options))
 
-    def multiply(self, v):
+    def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
         `np.multiply.at`), and the gradient is exact at zeros."""
-        return _scatter_update(self.x, self.idx, v, "multiply")
+        return _scatter_update(self.x, self._index("multiply", options), v, "multiply")
 
-    def divide(self, v):
+    def divide(self, v, **options):
         """A copy of x with x[idx] divided by v; repeated indices divide in turn."""
-        return _scatter_update(self.x, self.idx, v, "divide")
+        return _scatter_update(self.x, self._index("divide", options), v, "divide")
 
-    def power(self, v):
+    def power(self, v, **options):
         """A copy of x with x[idx] raised to the power v; repeated indices apply in index
         order, as `np.power.at` does."""
-        return _scatter_update(self.x, self.idx, v, "power")
+        return _scatter_update(self.x, self._index("power", options), v, "power")
 
-    def min(self, v):
+    def min(self, v, **options):
         """A copy of x with x[idx] replaced by minimum(x[idx], v); with repeated indices the
         smallest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
-        return _scatter_update(self.x, self.idx, v, "min")
+        return _scatter_update(self.x, self._index("min", options), v, "min")
 
-    def max(self, v):
+    def max(self, v, **options):
         """A copy of x with x[idx] replaced by maximum(x[idx], v); with repeated indices the
         largest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
-        return _scatter_update(self.x, self.idx, v, "max")
+        return _scatter_update(self.x, self._index("max", options), v, "max")
 
-    def get(self):
-        return getitem(self.x, self.idx)
+    def get(self, **options):
+        """x[idx]."""
+        return getitem(self.x, self._index("get", options))
+
+    def apply(self, func, **options):
+        raise _apply_error()
+
+    def _index(self, method, options):
+        mode = _index_options(method, options)
+        if mode in (None, "promise_in_bounds"):
+            return self.idx
+        return _indexed_by_mode(shape(self.x), self.idx, method, mode)
+
+
+_INDEX_MODES = ("promise_in_bounds", "clip", "drop", "fill")
+
+
+def _index_options(method, options):
+    """The `mode` among JAX's keywords of an `.at[idx]` method (None if not given);
+    `unique_indices` and `indices_are_sorted` are hints, `fill_value` needs mode='fill'."""
+    options = dict(options)
+    mode = options.pop("mode", None)
+    fill_value = options.pop("fill_value", None)
+    options.pop("unique_indices", None)
+    options.pop("indices_are_sorted", None)
+    if options:
+        name = next(iter(options))
+        raise TypeError(
+            f".at[idx].{method}() got an unexpected keyword argument {name!r}; it takes "
+            "JAX's mode=, fill_value=, unique_indices= and indices_are_sorted="
+        )
+    if mode is not None and mode not in _INDEX_MODES:
+        raise ValueError(
+            f".at[idx].{method}(mode={mode!r}): mode is one of {', '.join(map(repr, _INDEX_MODES))}"
+        )
+    if fill_value is not None and mode != "fill":
+        raise ValueError(f".at[idx].{method}(fill_value=...) needs mode='fill' (got mode={mode!r})")
+    return mode
+
+
+def _indexed_by_mode(x_shape, idx, method, mode):
+    """idx under JAX's mode: 'clip' moves each integer index into its axis's range (a
+    negative one counted from the end first, as in JAX); 'drop' and 'fill' are NumPy's
+    indexing when every index is in bounds and are refused otherwise (fgrad does not drop
+    updates or fill gathered values)."""
+    parts = idx if type(idx) is tuple else (idx,)
+    out = []
+    for p, axis in zip(parts, _index_axes(parts, len(x_shape))):
+        if axis is not None and _is_integer_index(p):
+            n = x_shape[axis]
+            if mode == "clip":
+                p = _np.clip(_np.where(p < 0, p + n, p), 0, n - 1)
+                p = int(p) if _np.ndim(p) == 0 else p
+            elif _np.any((p < -n) | (p >= n)):
+                raise _mode_error(method, mode, p, axis, n)
+        out.append(p)
+    return tuple(out) if type(idx) is tuple else out[0]
+
+
+def _is_integer_index(p):
+    if isinstance(p, (bool, _np.bool_)):
+        return False
+    return isinstance(p, (int, _np.integer)) or (
+        isinstance(p, _np.ndarray) and p.dtype.kind in "iu"
+    )
+
+
+def _index_axes(parts, ndim):
+    """The axis of x each part of an index starts at (None for None and Ellipsis)."""
+    spanned = [_axes_taken(p) for p in parts]
+    rest = ndim - int(_np.sum(spanned, dtype=int))
+    axes, axis = [], 0
+    for p, taken in zip(parts, spanned):
+        axes.append(None if p is None or p is Ellipsis else axis)
+        axis += rest if p is Ellipsis else taken
+    return axes
+
+
+def _axes_taken(p):
+    """How many of x's axes one part of an index takes (an Ellipsis: counted apart)."""
+    if p is None or p is Ellipsis:
+        return 0
+    return _np.ndim(p) if isinstance(p, _np.ndarray) and p.dtype == bool else 1
+
+
+def _mode_error(method, mode, p, axis, n):
+    bad = _np.asarray(p)[(_np.asarray(p) < -n) | (_np.asarray(p) >= n)].reshape(-1)[0]
+    instead = "with keep = (i >= -n) & (i < n), " + (
+        "fnp.where(keep, x.at[fnp.clip(i, -n, n - 1)].get(), fill_value)"
+        if method == "get"
+        else f"x.at[i[keep]].{method}(v[keep])"
+    )
+    return IndexError(
+        f".at[idx].{method}(mode={mode!r}): index {int(bad)} is out of bounds for axis {axis} "
+        f"with size {n}, and fgrad does not {'fill' if method == 'get' else 'drop'} "
+        f"out-of-bounds positions. Select the in-bounds ones yourself: {instead}; or pass "
+        "mode='clip'"
+    )
+
+
+def _apply_error():
+    return NotImplementedError(
+        ".at[idx].apply(f) is not supported (JAX's has no derivative). Write "
+        "x.at[idx].set(f(x.at[idx].get())), which is differentiable, for an idx without "
+        "repeats; at a repeated idx, f would be applied once per selection"
+    )
 
 
 # The multiplicative and min/max updates are compositions of elementwise operations and
@@ -2346,8 +2455,8 @@ class _BatchedIndexUpdate:
     """`x.at[idx]` where idx holds traced integer arrays (computed under `jit` or batched by
     `vmap`: argsort and argmax give them): every update of `_IndexUpdate`, by gathers and
     scatters of the arrays. Whether idx repeats an element is read (one boolean, which `jit`
-    guards and `vmap` answers for rows that agree): `.set` refuses repeats, as it does for a
-    plain index, and the other updates then read the index itself, to apply them in turn."""
+    guards and `vmap` answers for rows that agree): `.set` refuses repeats unless v is a
+    single value, and the other updates then read the index itself, to apply them in turn."""
 
     __slots__ = ("arrays", "idx", "template", "x")
 
@@ -2355,10 +2464,12 @@ class _BatchedIndexUpdate:
         self.x, self.idx = x, idx
         self.template, self.arrays = _index_template(idx)
 
-    def add(self, v):
+    def add(self, v, **options):
+        _traced_index_options("add", options)
         return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
 
-    def set(self, v):
+    def set(self, v, **options):
+        _traced_index_options("set", options)
         picked = self._picked()
         if not _repeats(picked):
             return self._placed(v, picked)
@@ -2373,23 +2484,32 @@ class _BatchedIndexUpdate:
         )
         return _where(picked > 0, _reshape_p(one, shape=()), self.x)
 
-    def multiply(self, v):
+    def multiply(self, v, **options):
+        _traced_index_options("multiply", options)
         return self._update(v, "multiply")
 
-    def divide(self, v):
+    def divide(self, v, **options):
+        _traced_index_options("divide", options)
         return self._update(v, "divide")
 
-    def power(self, v):
+    def power(self, v, **options):
+        _traced_index_options("power", options)
         return self._update(v, "power")
 
-    def min(self, v):
+    def min(self, v, **options):
+        _traced_index_options("min", options)
         return self._update(v, "min")
 
-    def max(self, v):
+    def max(self, v, **options):
+        _traced_index_options("max", options)
         return self._update(v, "max")
 
-    def get(self):
+    def get(self, **options):
+        _traced_index_options("get", options)
         return _gather_p(self.x, *self.arrays, template=self.template)
+
+    def apply(self, func, **options):
+        raise _apply_error()
 
     def _picked(self):
         """How many times idx selects each element of x."""
@@ -2411,6 +2531,18 @@ class _BatchedIndexUpdate:
         parts = self.idx if type(self.idx) is tuple else (self.idx,)
         plain = tuple(_np.asarray(p) if type(p) is Box else p for p in parts)
         return _scatter_update(self.x, plain if type(self.idx) is tuple else plain[0], v, op)
+
+
+def _traced_index_options(method, options):
+    """JAX's keywords at a traced index: the hints, and mode='promise_in_bounds' (what every
+    index of fgrad promises); other modes would need the index's values."""
+    mode = _index_options(method, options)
+    if mode not in (None, "promise_in_bounds"):
+        raise NotImplementedError(
+            f".at[idx].{method}(mode={mode!r}) is not supported where idx is traced (computed "
+            "under jit or batched by vmap). Make the indices in bounds first: for mode='clip', "
+            "idx = fnp.clip(fnp.where(idx < 0, idx + n, idx), 0, n - 1)"
+        )
 
 
 def _repeats(picked):
