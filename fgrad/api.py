@@ -1220,9 +1220,16 @@ def _jacrev(fun, argnums, has_aux, holomorphic, who):
 
 def _check_output_kind(out, holomorphic, who):
     """jacrev's one-hot cotangents span real directions only: complex outputs need
-    holomorphic=True, and holomorphic=True needs complex outputs."""
+    holomorphic=True, and holomorphic=True needs complex outputs. Integer and boolean outputs
+    are refused as `grad` refuses them (as JAX's jacrev does): they have no cotangent."""
     for leaf in tree_flatten(out)[0]:
         is_complex = _np.iscomplexobj(_plain(leaf))
+        if not holomorphic and _np.dtype(_dtype(_plain(leaf))).kind not in "fc":
+            raise TypeError(
+                f"{who} requires real float outputs; the function returned "
+                f"{_describe(leaf)}. Make sure the outputs are computed from the float "
+                "inputs (jacfwd gives the zero Jacobian of an integer or boolean output)"
+            )
         if is_complex != bool(holomorphic):
             raise TypeError(
                 f"{who} with holomorphic={bool(holomorphic)} requires "

@@ -258,7 +258,7 @@ def make_graph(
     --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> f = lambda x: fnp.sin(x) * x
-    >>> g = make_graph(fgrad.grad(f))(1.0)
+    >>> g = fgrad.make_graph(fgrad.grad(f))(1.0)
     >>> g.counts()
     {'forward': 2, 'backward': 5}
     >>> print(g)  # doctest: +ELLIPSIS

@@ -239,6 +239,137 @@ def test_at_min_ties_split_evenly_between_x_and_the_updates():
     np.testing.assert_allclose(g, [0.0, 0.5])
 
 
+def _finite_difference(f, v, h=1e-6):
+    return (f(v + h) - f(v - h)) / (2 * h)
+
+
+def test_at_set_of_one_value_at_a_repeated_index_is_numpys_under_every_transform():
+    """A single value set at an index that repeats an element (boundary nodes listing a corner
+    twice) raised "selects some elements more than once"; every write stores the same value,
+    so NumPy's answer exists. The derivative in v counts each element once (finite
+    differences), and in x is 0 at the elements set."""
+    import fgrad
+
+    x = np.array([1.0, 2.0, 4.0, 0.5])
+    idx = np.array([0, 1, 1, 3])
+    w = np.array([1.5, -2.0, 3.0, 0.25])
+    expected = x.copy()
+    expected[idx] = 0.7
+    np.testing.assert_array_equal(fnp.at(x)[idx].set(0.7), expected)
+    np.testing.assert_array_equal(fnp.at(x)[list(idx)].set(0.7), expected)
+
+    def f(v):
+        return fnp.sum(fnp.at(x)[idx].set(v) * w)
+
+    def g(v):
+        return float(np.sum(_np_set(x, idx, v) * w))
+
+    slope = 1.5 - 2.0 + 0.25  # w summed over the elements set, each once
+    np.testing.assert_allclose(_finite_difference(g, 0.7), slope, rtol=1e-6)
+    for d in (grad(f), jit(grad(f)), grad(jit(f))):
+        np.testing.assert_allclose(d(0.7), slope, rtol=1e-9)
+    np.testing.assert_allclose(fgrad.jvp(f, (0.7,), (1.0,))[1], slope, rtol=1e-9)
+    np.testing.assert_array_equal(jacrev(lambda v: fnp.at(x)[idx].set(v))(0.7), [1, 1, 0, 1])
+    np.testing.assert_array_equal(jacfwd(lambda v: fnp.at(x)[idx].set(v))(0.7), [1, 1, 0, 1])
+    vs = np.array([0.7, -3.0])
+    np.testing.assert_array_equal(
+        vmap(lambda v: fnp.at(x)[idx].set(v))(vs), [_np_set(x, idx, v) for v in vs]
+    )
+    np.testing.assert_allclose(vmap(grad(f))(vs), [slope, slope], rtol=1e-9)
+    np.testing.assert_allclose(grad(lambda v: fnp.sum(vmap(f)(v)))(vs), [slope, slope])
+    np.testing.assert_array_equal(jit(lambda v: fnp.at(x)[idx].set(v))(0.7), expected)
+    # Taylor: the set is linear in (x, v), so the series of v**2 lands where v is set
+    series = fgrad.jet(lambda v: fnp.at(x)[idx].set(v**2), (0.7,), ((1.0, 0.0),))[1]
+    np.testing.assert_allclose(series[0], [1.4, 1.4, 0, 1.4])
+    np.testing.assert_allclose(series[1], [2.0, 2.0, 0, 2.0])
+    np.testing.assert_allclose(fgrad.derivative(f, 2)(0.7), 0.0)
+    # in x: 0 at the elements set (x2 is kept)
+    gx = grad(lambda x: fnp.sum(x.at[idx].set(0.0) * x))(x)
+    np.testing.assert_array_equal(gx, [0.0, 0.0, 8.0, 0.0])
+    np.testing.assert_array_equal(
+        vmap(grad(lambda x: fnp.sum(x.at[idx].set(0.0) * x)))(np.stack([x, x])), [gx, gx]
+    )
+    # a row of v set at a repeated row: each element of a row gets one element of v
+    m = x.reshape(2, 2)
+    rows = np.array([0, 0, 1])
+    u = np.array([5.0, 6.0])
+    np.testing.assert_array_equal(fnp.at(m)[rows].set(u), _np_set(m, rows, u))
+    weights = np.array([[1.0, 2.0], [3.0, 4.0]])
+    gu = grad(lambda u: fnp.sum(fnp.at(m)[rows].set(u) * weights))(u)
+    for k in range(2):
+        e = np.eye(2)[k]
+        fd = _finite_difference(lambda h: np.sum(_np_set(m, rows, u + h * e) * weights), 0.0)
+        np.testing.assert_allclose(gu[k], fd, rtol=1e-6)
+    np.testing.assert_array_equal(gu, [1.0 + 3.0, 2.0 + 4.0])
+
+
+def _np_set(x, idx, v):
+    out = np.array(x, dtype=float)
+    out[idx] = v
+    return out
+
+
+def test_at_set_of_different_values_at_a_repeated_index_says_which():
+    x = np.array([1.0, 2.0, 4.0, 0.5])
+    with pytest.raises(ValueError, match=r"x\[1\] gets v\[1\] and v\[2\].*adds all the values"):
+        fnp.at(x)[np.array([0, 1, 1, 3])].set(np.array([1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(ValueError, match=r"x\[0, 1\] gets v\[0\] and v\[1\]"):
+        fnp.at(x.reshape(2, 2))[[0, 0], 1].set(np.array([5.0, 6.0]))
+
+
+def test_at_takes_jaxs_keywords():
+    """mode=, fill_value=, unique_indices= and indices_are_sorted= raised TypeError naming an
+    internal class, and .apply AttributeError. The hints are accepted; mode='clip' is JAX's
+    (a negative index counted from the end, then clipped; values from jax 0.10.2); 'drop' and
+    'fill' are NumPy's indexing in bounds and refused out of bounds, naming the keyword."""
+    import fgrad
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(fnp.at(x)[np.array([-5, -1, 5])].get(mode="clip"), [1, 3, 3])
+    np.testing.assert_array_equal(fnp.at(x)[np.array([-4, 1])].add(9.0, mode="clip"), [10, 11, 3])
+    hinted = fnp.at(x)[np.array([0, 2])].set(
+        np.array([7.0, 8.0]), unique_indices=True, indices_are_sorted=True
+    )
+    np.testing.assert_array_equal(hinted, [7.0, 2.0, 8.0])
+    np.testing.assert_array_equal(fnp.at(x)[np.array([0, 1])].set(9.0, mode="drop"), [9, 9, 3])
+    assert fnp.at(x)[1].get(mode="fill", fill_value=0.0) == 2.0
+    m = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(
+        fnp.at(m)[..., np.array([7, -9])].get(mode="clip"), m[..., [3, 0]]
+    )
+    np.testing.assert_array_equal(fnp.at(m)[None, 5, 1:].get(mode="clip"), m[None, 2, 1:])
+    # clip under transforms: the clipped index is a constant; d/dx sum((2 x[i])**2) = 8 x
+    idx = np.array([-4, 1, 7])
+
+    def f(x):
+        return fnp.sum(fnp.at(x)[idx].multiply(2.0, mode="clip") ** 2)
+
+    for g in (grad(f), jit(grad(f)), grad(jit(f))):
+        np.testing.assert_array_equal(g(x), 8 * x)
+    np.testing.assert_array_equal(vmap(grad(f))(np.stack([x, -x])), [8 * x, -8 * x])
+    np.testing.assert_array_equal(fgrad.jvp(f, (x,), (np.ones(3),))[1], np.sum(8 * x))
+    with pytest.raises(
+        IndexError, match=r"get\(mode='fill'\): index -5 is out of bounds.*fnp.where"
+    ):
+        fnp.at(x)[np.array([-5, 1])].get(mode="fill", fill_value=-1.0)
+    with pytest.raises(IndexError, match=r"set\(mode='drop'\): index 5 .*does not drop"):
+        fnp.at(x)[np.array([-3, 5])].set(9.0, mode="drop")
+    with pytest.raises(ValueError, match="mode is one of"):
+        fnp.at(x)[0].set(9.0, mode="wrap")
+    with pytest.raises(ValueError, match="fill_value=...\\) needs mode='fill'"):
+        fnp.at(x)[0].get(fill_value=2.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        fnp.at(x)[0].add(1.0, foo=2)
+    with pytest.raises(NotImplementedError, match=r"apply\(f\) is not supported.*\.set\(f\("):
+        fnp.at(x)[0].apply(np.sin)
+    at_argmax = jit(
+        lambda x: x.at[fnp.argmax(x)].get(mode="promise_in_bounds", unique_indices=True)
+    )
+    assert at_argmax(x) == 3.0
+    with pytest.raises(NotImplementedError, match="mode='clip'.*traced"):
+        jit(lambda x: x.at[fnp.argmax(x)].get(mode="clip"))(x)
+
+
 # --- indexing forms and errors --------------------------------------------------------------------
 
 
@@ -302,8 +433,8 @@ def test_errors_name_the_argument_and_say_what_to_do():
         fnp.split(np.ones(5), 2)
     with pytest.raises(ValueError, match="1-D or 2-D"):
         fnp.diag(np.ones((2, 2, 2)))
-    with pytest.raises(ValueError, match="more than once"):
-        fnp.at(np.ones(3))[[0, 0]].set(1.0)
+    with pytest.raises(ValueError, match="more than once and v gives it different values"):
+        fnp.at(np.ones(3))[[0, 0]].set(np.array([1.0, 2.0]))
 
 
 # --- the names added for issue 15: partition, rollaxis, unique, stacks of one array ---------------

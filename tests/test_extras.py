@@ -311,6 +311,28 @@ def test_bincount_weights_gradient_and_dtype():
     np.testing.assert_array_equal(fnp.bincount(x), np.bincount(x))  # counts: NumPy's own
 
 
+def test_bincount_of_booleans_is_numpys_under_every_transform():
+    """A boolean x (a mask) is binned as 0 and 1 by NumPy and eagerly; under jit, vmap and
+    grad in the weights it was refused ("x must be a 1-D array of non-negative integers")."""
+    mask = np.array([True, True, False, True])
+    w = np.array([1.5, -2.0, 4.0, 0.25])
+    counts = np.bincount(mask)
+    np.testing.assert_array_equal(fgrad.jit(fnp.bincount)(mask), counts)
+    np.testing.assert_array_equal(
+        fgrad.vmap(fnp.bincount)(np.stack([mask, ~mask])), [counts, np.bincount(~mask)]
+    )
+    np.testing.assert_array_equal(
+        traced_value(lambda w: fnp.bincount(mask, w, 3), w), np.bincount(mask, w, 3)
+    )
+    # d(bin 1)/dw is 1 where the mask is True
+    g = fgrad.grad(lambda w: fnp.bincount(mask, weights=w)[1])(w)
+    np.testing.assert_array_equal(g, mask.astype(float))
+    np.testing.assert_array_equal(
+        fgrad.vmap(lambda w: fnp.bincount(mask, weights=w))(np.stack([w, 2 * w])),
+        [np.bincount(mask, w), np.bincount(mask, 2 * w)],
+    )
+
+
 # --- polynomials ----------------------------------------------------------------------------------
 
 

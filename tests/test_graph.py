@@ -177,3 +177,14 @@ def test_nothing_is_left_behind_even_when_the_function_raises():
 def test_make_graph_wants_a_function():
     with pytest.raises(TypeError, match="make_graph expects a function.*make_graph\\(f\\)"):
         make_graph(3.0)
+
+
+def test_make_graph_example_runs_as_pasted_after_its_own_imports():
+    """help(fgrad.make_graph)'s example called make_graph unqualified after `import fgrad`:
+    pasted, it raised NameError (doctest, run in fgrad.graph's globals, did not see it)."""
+    import doctest
+
+    finder = doctest.DocTestFinder(recurse=False)
+    (test,) = finder.find(fgrad.make_graph, "make_graph", globs={})
+    result = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS).run(test, out=lambda s: None)
+    assert result.failed == 0 and result.attempted > 0

@@ -213,3 +213,19 @@ def test_has_aux_returns_the_auxiliary_value_undifferentiated_as_jax():
     np.testing.assert_allclose(
         fgrad.hessian(lambda z: fnp.sum(z**3), holomorphic=True)(z), np.diag(6 * z)
     )
+
+
+def test_jacrev_of_an_integer_or_boolean_output_is_refused_as_grad_refuses_it():
+    """jacrev(argsort) returned a float32 zero Jacobian where grad raises (and JAX's jacrev
+    too); jacfwd keeps the integer zeros of the output's tangent (as JAX's)."""
+    x = np.array([0.5, 1.5], np.float32)
+    for f in (fnp.argsort, lambda x: x > 1.0, lambda x: (x, fnp.argmax(x))):
+        with pytest.raises(
+            TypeError, match=r"jacrev requires real float outputs.*dtype (int|bool)"
+        ):
+            fgrad.jacrev(f)(x)
+    with pytest.raises(TypeError, match=r"hessian requires real float outputs.*dtype int64"):
+        fgrad.hessian(fnp.argmax)(x)
+    jacobian = fgrad.jacfwd(fnp.argsort)(x)
+    assert jacobian.dtype == np.argsort(x).dtype
+    np.testing.assert_array_equal(jacobian, np.zeros((2, 2)))

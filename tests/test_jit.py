@@ -453,11 +453,29 @@ def test_updates_at_computed_indices_equal_eager_under_jit_and_vmap(op):
 
     row = INDEX_ROWS[0]
     np.testing.assert_allclose(fgrad.jit(fgrad.grad(loss))(row), fgrad.grad(loss)(row))
-    if op == "set":
-        with pytest.raises(ValueError, match="more than once"):
-            fgrad.jit(repeats)(row)
-        with pytest.raises(ValueError, match="more than once"):
-            fgrad.vmap(repeats)(INDEX_ROWS)
+    if op == "set":  # one value at a repeated index is defined; different values are not
+        different = at(lambda x: fnp.stack([fnp.argmax(x), fnp.argmax(x)]), np.array([1.0, 2.0]))
+        with pytest.raises(ValueError, match="more than once and v is not a single value"):
+            fgrad.jit(different)(row)
+        with pytest.raises(ValueError, match="more than once and v is not a single value"):
+            fgrad.vmap(different)(INDEX_ROWS)
+        for row in INDEX_ROWS:  # the same index, plain, eagerly
+            plain = np.array([np.argmax(row), np.argmin(row), np.argmax(row)])
+            expected = fnp.at(row)[plain].set(0.5)
+            np.testing.assert_array_equal(fgrad.jit(repeats)(row), expected)
+            slope = fgrad.grad(lambda v: fnp.sum(fnp.at(row)[plain].set(v) * row))(0.5)
+            traced = fgrad.jit(
+                fgrad.grad(
+                    lambda v: fnp.sum(
+                        at(lambda x: fnp.stack([fnp.argmax(x), fnp.argmin(x), fnp.argmax(x)]), v)(
+                            row
+                        )
+                        * row
+                    )
+                )
+            )
+            assert traced(0.5) == slope == row.max() + row.min()
+        assert_same(fgrad.vmap(repeats)(INDEX_ROWS), np.stack([repeats(r) for r in INDEX_ROWS]))
     else:
         jitted = fgrad.jit(repeats)
         for row in (*INDEX_ROWS, *INDEX_ROWS):

@@ -1341,20 +1341,69 @@ def _identity_ct(ct):
     return ct
 
 
-def _check_no_repeats(x_shape, idx):
+def _picked_positions(x_shape, idx):
+    """The flat positions of x's elements that x[idx] selects, shaped as x[idx]."""
+    return _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
+
+
+def _check_set_repeats(x_shape, idx, v_shape):
+    """`.at[idx].set(v)` with an idx that selects an element more than once is defined only
+    when every selection of that element writes the same element of v (v a single value, or
+    constant along the repeats): then the value does not depend on which write wins. Where
+    an element would get different elements of v, the error says which."""
     if not _has_array_index(idx):
         return
-    picked = _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
-    if _np.unique(picked).size != picked.size:
-        raise _repeats_error()
+    picked = _picked_positions(x_shape, idx)
+    if _np.unique(picked).size == picked.size:
+        return
+    try:  # which element of v each selection writes
+        source = _fit(
+            _np.arange(int(_np.prod(v_shape, dtype=_np.int64))).reshape(v_shape), picked.shape
+        )
+    except ValueError:
+        return  # v does not fit x[idx]: the assignment raises NumPy's error
+    positions, sources = picked.reshape(-1), source.reshape(-1)
+    order = _np.lexsort((sources, positions))
+    positions, sources = positions[order], sources[order]
+    clash = _np.flatnonzero((positions[1:] == positions[:-1]) & (sources[1:] != sources[:-1]))
+    if clash.size:
+        k = clash[0]
+        element = _np.unravel_index(positions[k], x_shape)
+        first, second = (_np.unravel_index(sources[j], v_shape) for j in (k, k + 1))
+        raise _repeats_error(
+            f"v gives it different values: x{_listed(element)} gets v{_listed(first)} and "
+            f"v{_listed(second)}"
+        )
 
 
-def _repeats_error():
+def _listed(coordinates):
+    return [int(c) for c in coordinates]
+
+
+def _repeats_error(clash):
+    """The refusal of `.at[idx].set(v)` where an element selected more than once would get
+    different values; `clash` says which (or that v is not a single value)."""
     return ValueError(
-        ".at[idx].set(v): idx selects some elements more than once, so which value wins "
-        "is not defined and neither is the gradient; use .at[idx].add(v), or an index "
-        "without repeats"
+        f".at[idx].set(v): idx selects an element of x more than once and {clash}, so which "
+        "value is kept is not defined, nor is the gradient. A single value (a scalar v) may "
+        "be set at a repeated index. To keep one value per element, pass an index without "
+        "repeats; .at[idx].add(v) is another operation: it adds all the values given to an "
+        "element (x plus the sum of v over the repeats)"
     )
+
+
+def _first_selections(x_shape, idx):
+    """None when idx selects no element of x twice; else booleans shaped as x[idx], True at
+    the first selection of each element."""
+    if not _has_array_index(idx):
+        return None
+    positions = _picked_positions(x_shape, idx)
+    first = _np.unique(positions.reshape(-1), return_index=True)[1]
+    if first.size == positions.size:
+        return None
+    mask = _np.zeros(positions.size, dtype=bool)
+    mask[first] = True  # a NumPy array of booleans, made here
+    return mask.reshape(positions.shape)
 
 
 def _index_set(x, v, idx):
@@ -1374,6 +1423,11 @@ def _index_set_vjp_v(ans, x, v, idx):
 
     def bprop(ct):
         g = _getitem_p(ct, idx=idx)
+        first = _first_selections(shape(ct), idx)
+        if first is not None:
+            # an element selected several times is written once (with the same element of
+            # v, `_check_set_repeats`): its cotangent counts once
+            g = _where(first, g, _np.zeros((), dtype_of(g)))
         extra = len(like[0]) - ndim(g)
         if extra > 0:  # `x[idx] = v` accepts v with extra leading length-1 axes, as in NumPy
             g = _reshape_p(g, shape=(1,) * extra + shape(g))
@@ -1423,8 +1477,10 @@ def getitem(x, idx):
 class _IndexUpdater:
     """`x.at[idx]`: functional updates that return a new array (JAX's spelling): `.set(v)`,
     `.add(v)`, `.multiply(v)`, `.divide(v)`, `.power(v)`, `.min(v)`, `.max(v)` and `.get()`.
-    `idx` is any NumPy index; repeated indices accumulate as `np.<ufunc>.at` does (`set`
-    refuses them)."""
+    `idx` is any NumPy index; repeated indices accumulate as `np.<ufunc>.at` does. `set`
+    accepts a repeated index when each element it repeats gets one element of v (a single
+    value most often: every write stores the same number, and the derivative in v counts the
+    element once) and refuses it where v would give an element different values."""
 
     __slots__ = ("x",)
 
@@ -1441,47 +1497,156 @@ class _IndexUpdater:
 
 
 class _IndexUpdate:
+    """`x.at[idx]` at a constant idx. Every method takes JAX's keywords: `unique_indices` and
+    `indices_are_sorted` are hints (accepted; `set` still checks for repeats), and `mode`
+    is `_indexed_by_mode`'s."""
+
     __slots__ = ("idx", "x")
 
     def __init__(self, x, idx):
         self.x = x
         self.idx = idx
 
-    def set(self, v):
+    def set(self, v, **options):
         """A copy of x with x[idx] replaced by v."""
-        _check_no_repeats(shape(self.x), self.idx)
-        return _index_set_p(self.x, v, idx=self.idx)
+        idx = self._index("set", options)
+        _check_set_repeats(shape(self.x), idx, shape(v))
+        return _index_set_p(self.x, v, idx=idx)
 
-    def add(self, v):
+    def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
-        return _index_add_p(self.x, v, idx=self.idx)
+        return _index_add_p(self.x, v, idx=self._index("add", options))
 
-    def multiply(self, v):
+    def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
         `np.multiply.at`), and the gradient is exact at zeros."""
-        return _scatter_update(self.x, self.idx, v, "multiply")
+        return _scatter_update(self.x, self._index("multiply", options), v, "multiply")
 
-    def divide(self, v):
+    def divide(self, v, **options):
         """A copy of x with x[idx] divided by v; repeated indices divide in turn."""
-        return _scatter_update(self.x, self.idx, v, "divide")
+        return _scatter_update(self.x, self._index("divide", options), v, "divide")
 
-    def power(self, v):
+    def power(self, v, **options):
         """A copy of x with x[idx] raised to the power v; repeated indices apply in index
         order, as `np.power.at` does."""
-        return _scatter_update(self.x, self.idx, v, "power")
+        return _scatter_update(self.x, self._index("power", options), v, "power")
 
-    def min(self, v):
+    def min(self, v, **options):
         """A copy of x with x[idx] replaced by minimum(x[idx], v); with repeated indices the
         smallest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
-        return _scatter_update(self.x, self.idx, v, "min")
+        return _scatter_update(self.x, self._index("min", options), v, "min")
 
-    def max(self, v):
+    def max(self, v, **options):
         """A copy of x with x[idx] replaced by maximum(x[idx], v); with repeated indices the
         largest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
-        return _scatter_update(self.x, self.idx, v, "max")
+        return _scatter_update(self.x, self._index("max", options), v, "max")
 
-    def get(self):
-        return getitem(self.x, self.idx)
+    def get(self, **options):
+        """x[idx]."""
+        return getitem(self.x, self._index("get", options))
+
+    def apply(self, func, **options):
+        raise _apply_error()
+
+    def _index(self, method, options):
+        mode = _index_options(method, options)
+        if mode in (None, "promise_in_bounds"):
+            return self.idx
+        return _indexed_by_mode(shape(self.x), self.idx, method, mode)
+
+
+_INDEX_MODES = ("promise_in_bounds", "clip", "drop", "fill")
+
+
+def _index_options(method, options):
+    """The `mode` among JAX's keywords of an `.at[idx]` method (None if not given);
+    `unique_indices` and `indices_are_sorted` are hints, `fill_value` needs mode='fill'."""
+    options = dict(options)
+    mode = options.pop("mode", None)
+    fill_value = options.pop("fill_value", None)
+    options.pop("unique_indices", None)
+    options.pop("indices_are_sorted", None)
+    if options:
+        name = next(iter(options))
+        raise TypeError(
+            f".at[idx].{method}() got an unexpected keyword argument {name!r}; it takes "
+            "JAX's mode=, fill_value=, unique_indices= and indices_are_sorted="
+        )
+    if mode is not None and mode not in _INDEX_MODES:
+        raise ValueError(
+            f".at[idx].{method}(mode={mode!r}): mode is one of {', '.join(map(repr, _INDEX_MODES))}"
+        )
+    if fill_value is not None and mode != "fill":
+        raise ValueError(f".at[idx].{method}(fill_value=...) needs mode='fill' (got mode={mode!r})")
+    return mode
+
+
+def _indexed_by_mode(x_shape, idx, method, mode):
+    """idx under JAX's mode: 'clip' moves each integer index into its axis's range (a
+    negative one counted from the end first, as in JAX); 'drop' and 'fill' are NumPy's
+    indexing when every index is in bounds and are refused otherwise (fgrad does not drop
+    updates or fill gathered values)."""
+    parts = idx if type(idx) is tuple else (idx,)
+    out = []
+    for p, axis in zip(parts, _index_axes(parts, len(x_shape))):
+        if axis is not None and _is_integer_index(p):
+            n = x_shape[axis]
+            if mode == "clip":
+                p = _np.clip(_np.where(p < 0, p + n, p), 0, n - 1)
+                p = int(p) if _np.ndim(p) == 0 else p
+            elif _np.any((p < -n) | (p >= n)):
+                raise _mode_error(method, mode, p, axis, n)
+        out.append(p)
+    return tuple(out) if type(idx) is tuple else out[0]
+
+
+def _is_integer_index(p):
+    if isinstance(p, (bool, _np.bool_)):
+        return False
+    return isinstance(p, (int, _np.integer)) or (
+        isinstance(p, _np.ndarray) and p.dtype.kind in "iu"
+    )
+
+
+def _index_axes(parts, ndim):
+    """The axis of x each part of an index starts at (None for None and Ellipsis)."""
+    spanned = [_axes_taken(p) for p in parts]
+    rest = ndim - int(_np.sum(spanned, dtype=int))
+    axes, axis = [], 0
+    for p, taken in zip(parts, spanned):
+        axes.append(None if p is None or p is Ellipsis else axis)
+        axis += rest if p is Ellipsis else taken
+    return axes
+
+
+def _axes_taken(p):
+    """How many of x's axes one part of an index takes (an Ellipsis: counted apart)."""
+    if p is None or p is Ellipsis:
+        return 0
+    return _np.ndim(p) if isinstance(p, _np.ndarray) and p.dtype == bool else 1
+
+
+def _mode_error(method, mode, p, axis, n):
+    bad = _np.asarray(p)[(_np.asarray(p) < -n) | (_np.asarray(p) >= n)].reshape(-1)[0]
+    instead = "with keep = (i >= -n) & (i < n), " + (
+        "fnp.where(keep, x.at[fnp.clip(i, -n, n - 1)].get(), fill_value)"
+        if method == "get"
+        else f"x.at[i[keep]].{method}(v[keep])"
+    )
+    return IndexError(
+        f".at[idx].{method}(mode={mode!r}): index {int(bad)} is out of bounds for axis {axis} "
+        f"with size {n}, and fgrad does not {'fill' if method == 'get' else 'drop'} "
+        f"out-of-bounds positions. Select the in-bounds ones yourself: {instead}; or pass "
+        "mode='clip'"
+    )
+
+
+def _apply_error():
+    return NotImplementedError(
+        ".at[idx].apply(f) is not supported (JAX's has no derivative). Write "
+        "x.at[idx].set(f(x.at[idx].get())), which is differentiable, for an idx without "
+        "repeats; at a repeated idx, f would be applied once per selection"
+    )
 
 
 # The multiplicative and min/max updates are compositions of elementwise operations and
@@ -2299,40 +2464,60 @@ class _BatchedIndexUpdate:
     """`x.at[idx]` where idx holds traced integer arrays (computed under `jit` or batched by
     `vmap`: argsort and argmax give them): every update of `_IndexUpdate`, by gathers and
     scatters of the arrays. Whether idx repeats an element is read (one boolean, which `jit`
-    guards and `vmap` answers for rows that agree): `.set` refuses repeats, as it does for a
-    plain index, and the other updates then read the index itself, to apply them in turn."""
+    guards and `vmap` answers for rows that agree): `.set` refuses repeats unless v is a
+    single value, and the other updates then read the index itself, to apply them in turn."""
 
     __slots__ = ("arrays", "template", "x")
 
     def __init__(self, x, template, arrays):
         self.x, self.template, self.arrays = x, template, arrays
 
-    def add(self, v):
+    def add(self, v, **options):
+        _traced_index_options("add", options)
         return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
 
-    def set(self, v):
+    def set(self, v, **options):
+        _traced_index_options("set", options)
         picked = self._picked()
-        if _repeats(picked):
-            raise _repeats_error()
-        return self._placed(v, picked)
+        if not _repeats(picked):
+            return self._placed(v, picked)
+        if _np.prod(shape(v), dtype=_np.int64) != 1:
+            raise _repeats_error(
+                "v is not a single value (the index is traced: which element "
+                "of v each selection gets is not checked)"
+            )
+        # one value written to every selected element, in x's dtype as an assignment casts it
+        one = _index_set_p(
+            _np.zeros(1, dtype_of(self.x)), _reshape_p(v, shape=(1,)), idx=slice(None)
+        )
+        return _where(picked > 0, _reshape_p(one, shape=()), self.x)
 
-    def multiply(self, v):
+    def multiply(self, v, **options):
+        _traced_index_options("multiply", options)
         return self._update(v, "multiply")
 
-    def divide(self, v):
+    def divide(self, v, **options):
+        _traced_index_options("divide", options)
         return self._update(v, "divide")
 
-    def power(self, v):
+    def power(self, v, **options):
+        _traced_index_options("power", options)
         return self._update(v, "power")
 
-    def min(self, v):
+    def min(self, v, **options):
+        _traced_index_options("min", options)
         return self._update(v, "min")
 
-    def max(self, v):
+    def max(self, v, **options):
+        _traced_index_options("max", options)
         return self._update(v, "max")
 
-    def get(self):
+    def get(self, **options):
+        _traced_index_options("get", options)
         return _gather_p(self.x, *self.arrays, template=self.template)
+
+    def apply(self, func, **options):
+        raise _apply_error()
 
     def _picked(self):
         """How many times idx selects each element of x."""
@@ -2353,6 +2538,18 @@ class _BatchedIndexUpdate:
             return self._placed(_INSTALLED["combine"][op](self.get(), v), picked)
         plain = _filled(self.template, [_np.asarray(a) for a in self.arrays])
         return _scatter_update(self.x, plain, v, op)
+
+
+def _traced_index_options(method, options):
+    """JAX's keywords at a traced index: the hints, and mode='promise_in_bounds' (what every
+    index of fgrad promises); other modes would need the index's values."""
+    mode = _index_options(method, options)
+    if mode not in (None, "promise_in_bounds"):
+        raise NotImplementedError(
+            f".at[idx].{method}(mode={mode!r}) is not supported where idx is traced (computed "
+            "under jit or batched by vmap). Make the indices in bounds first: for mode='clip', "
+            "idx = fnp.clip(fnp.where(idx < 0, idx + n, idx), 0, n - 1)"
+        )
 
 
 def _repeats(picked):

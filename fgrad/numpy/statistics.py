@@ -1042,6 +1042,8 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     x = _np.asarray(primal(x))
     if traced:  # (a plain x gets NumPy's own errors)
         _check_bin_numbers(x)
+    if x.dtype == bool:  # NumPy casts booleans to bins 0 and 1 (as an index they would mask)
+        x = x.astype(_np.intp)
     if weights is None:
         return _np.bincount(x, None, minlength)
     weights = _asarray(weights)
@@ -1075,8 +1077,9 @@ def _lazy_bincount(x, weights, minlength):
 
 
 def _check_bin_numbers(x):
-    """bincount's x: a 1-D array of integers (NumPy would cast floats only unsafely)."""
-    if x.ndim != 1 or not _np.issubdtype(x.dtype, _np.integer):
+    """bincount's x: a 1-D array of integers or booleans, which NumPy casts safely (floats
+    it would cast only unsafely)."""
+    if x.ndim != 1 or not (_np.issubdtype(x.dtype, _np.integer) or x.dtype == bool):
         raise TypeError(
             f"bincount: x must be a 1-D array of non-negative integers, got shape "
             f"{x.shape} and dtype {x.dtype}; pass x.astype(int) for whole numbers"
