@@ -638,3 +638,18 @@ def test_float16_is_computed_in_float32_under_every_transform(name, f):
     g = grad(lambda a: fnp.sum(f(a)))(A16)
     assert g.dtype == np.float16
     np.testing.assert_allclose(g, grad(lambda a: fnp.sum(f(a)))(a32), rtol=1e-3, atol=1e-3)
+
+
+def test_toeplitz_and_expm_derivative_of_empty_input_are_scipys_empty_results():
+    # toeplitz broadcast r[1:] to n - 1 = -1 entries; expm's Frechet scale took max of nothing
+    e = np.zeros(0)
+    for c, r in [(e, None), (e, np.ones(3)), (np.ones(2), e)]:
+
+        def f(c, r=r):
+            return sla.toeplitz(c, r)
+
+        for out in (f(c), fgrad.jit(f)(c), _traced(f, c), fgrad.vmap(f)(c[None])[0]):
+            _assert_same(out, sl.toeplitz(c, r), (c.shape, None if r is None else r.shape))
+    z = np.zeros((0, 0))
+    for out in (*jvp(sla.expm, (z,), (z,)), fgrad.vjp(sla.expm, z)[1](z)[0]):
+        _assert_same(out, sl.expm(z), "expm")

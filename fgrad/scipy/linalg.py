@@ -984,6 +984,8 @@ def _expm_frechet(a, e):
 def _frechet_scale(e):
     """The power of 2 at or below max |e| over the last two axes (1 where that is 0 or not
     finite), a constant: dividing and multiplying by it is exact, so the rule stays linear."""
+    if 0 in shape(e)[-2:]:  # no entries (the largest of none has no value): nothing to scale
+        return 1.0
     size = _np.max(_np.abs(mask_values(e)), axis=(-2, -1), keepdims=True)
     usable = _np.logical_and(_np.isfinite(size), size > 0)
     with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -1714,8 +1716,9 @@ def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
         r = fnp.reshape(r, (1,))
     m, n = shape(c)[-1], shape(r)[-1]
     batch = _np.broadcast_shapes(shape(c)[:-1], shape(r)[:-1])
+    rest = max(n - 1, 0)  # r[1:] (none for an empty r)
     vals = fnp.concatenate(
-        [broadcast_to(c[..., ::-1], batch + (m,)), broadcast_to(r[..., 1:], batch + (n - 1,))],
+        [broadcast_to(c[..., ::-1], batch + (m,)), broadcast_to(r[..., 1:], batch + (rest,))],
         axis=-1,
     )
     index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
