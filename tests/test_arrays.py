@@ -189,6 +189,25 @@ def test_traced_pad_constant_is_differentiable():
     assert grad(lambda c: fnp.sum(fnp.pad(x, 1, constant_values=c)))(0.5) == 12.0
 
 
+@pytest.mark.parametrize(
+    "shape_, pad_width, kw",
+    [((0,), 1, {}), ((0, 3), ((1, 1), (0, 2)), {}), ((0,), (2, 1), {"constant_values": 3.0})],
+)
+def test_pad_of_an_empty_array_is_numpys(shape_, pad_width, kw):
+    # the gather read position 0 of an empty array (masked out, but absent): IndexError
+    x = np.zeros(shape_)
+
+    def f(a):
+        return fnp.pad(a, pad_width, **kw)
+
+    expected = np.pad(x, pad_width, **kw)
+    for out in (f(x), jit(f)(x), vmap(f)(np.stack([x, x]))[1]):
+        assert out.dtype == expected.dtype
+        np.testing.assert_array_equal(out, expected)
+    assert grad(lambda a: fnp.sum(f(a)))(x).shape == shape_
+    assert grad(lambda c: fnp.sum(fnp.pad(x, pad_width, constant_values=c)))(2.0) == expected.size
+
+
 # --- x.at[idx] scatter updates --------------------------------------------------------------------
 
 

@@ -416,6 +416,17 @@ def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
     assert fgrad.vmap(grad(f))(np.zeros((2, 0, 0))).shape == (2, 0, 0)
 
 
+def test_eig_vectors_of_an_empty_complex_matrix_have_an_empty_gradient():
+    # the phase fix of eig's eigenvectors took argmax over a column of no entries: ValueError
+    def vectors(m):
+        return la.eig(m).eigenvectors
+
+    for empty in [np.zeros((0, 0), complex), np.zeros((2, 0, 0), complex)]:
+        for g in (fgrad.vjp(vectors, empty)[1](empty)[0], jvp(vectors, (empty,), (empty,))[1]):
+            assert g.shape == empty.shape and g.dtype == empty.dtype
+    assert grad(lambda m: fnp.sum(fnp.abs(vectors(m))))(np.zeros((0, 0), complex)).shape == (0, 0)
+
+
 # --- eigenvalue-only quantities at repeated eigenvalues and singular values -----------------------
 
 

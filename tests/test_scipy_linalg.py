@@ -595,3 +595,61 @@ def test_lu_derivatives_at_a_singular_matrix_whose_last_pivot_is_zero():
     np.testing.assert_allclose(
         fgrad.jacrev(lambda x: sla.lu_factor(x)[0])(square), packed, atol=1e-7
     )
+
+
+# --- float16: computed in float32, as SciPy does --------------------------------------------------
+
+A16 = np.array([[2.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 4.0]], np.float16)
+B16 = np.array([1.0, -2.0, 0.5], np.float16)
+
+FLOAT16_CALLS = [
+    ("inv", lambda a: sla.inv(a)),
+    ("det", lambda a: sla.det(a)),
+    ("solve", lambda a: sla.solve(a, B16)),
+    ("cholesky", lambda a: sla.cholesky(a)),
+    ("eigh", lambda a: sla.eigh(a)[0]),
+    ("eigh-generalized", lambda a: sla.eigh(a, a + np.eye(3, dtype=a.dtype))[0]),
+    ("cho_solve", lambda a: sla.cho_solve(sla.cho_factor(a), B16)),
+    ("lu_factor", lambda a: sla.lu_factor(a)[0]),
+    ("lu", lambda a: sla.lu(a)[1] + sla.lu(a)[2]),
+    ("qr", lambda a: sla.qr(a)[1]),
+    ("svd", lambda a: sla.svd(a)[1]),
+    ("solve_triangular", lambda a: sla.solve_triangular(a, B16)),
+    ("lu_solve", lambda a: sla.lu_solve(sla.lu_factor(a), B16)),
+    ("solve_sylvester", lambda a: sla.solve_sylvester(a, a, a)),
+]
+
+
+@pytest.mark.parametrize("name, f", FLOAT16_CALLS, ids=[n for n, _ in FLOAT16_CALLS])
+def test_float16_is_computed_in_float32_under_every_transform(name, f):
+    """SciPy computes float16 in float32 (and returns float32, det float64: fgrad's det keeps
+    float32 as for float32 input). inv, solve, cholesky, eigh, det, cho_factor and cho_solve
+    refused float16 with NumPy's message; vmap of lu_factor and lu gave float64 and vmap of
+    qr, svd, solve_triangular, lu_solve and solve_sylvester refused it."""
+    a32 = A16.astype(np.float32)
+    expected = f(a32)  # the float32 computation, SciPy's dtype
+    for out in (f(A16), fgrad.jit(f)(A16), _traced(f, A16)):
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(out, expected)
+    rows = np.stack([A16, A16.T * np.float16(0.5) + A16])
+    batched = fgrad.vmap(f)(rows)
+    assert batched.dtype == np.float32
+    np.testing.assert_allclose(batched, np.stack([f(r) for r in rows]), rtol=2e-6, atol=2e-6)
+    g = grad(lambda a: fnp.sum(f(a)))(A16)
+    assert g.dtype == np.float16
+    np.testing.assert_allclose(g, grad(lambda a: fnp.sum(f(a)))(a32), rtol=1e-3, atol=1e-3)
+
+
+def test_toeplitz_and_expm_derivative_of_empty_input_are_scipys_empty_results():
+    # toeplitz broadcast r[1:] to n - 1 = -1 entries; expm's Frechet scale took max of nothing
+    e = np.zeros(0)
+    for c, r in [(e, None), (e, np.ones(3)), (np.ones(2), e)]:
+
+        def f(c, r=r):
+            return sla.toeplitz(c, r)
+
+        for out in (f(c), fgrad.jit(f)(c), _traced(f, c), fgrad.vmap(f)(c[None])[0]):
+            _assert_same(out, sl.toeplitz(c, r), (c.shape, None if r is None else r.shape))
+    z = np.zeros((0, 0))
+    for out in (*jvp(sla.expm, (z,), (z,)), fgrad.vjp(sla.expm, z)[1](z)[0]):
+        _assert_same(out, sl.expm(z), "expm")

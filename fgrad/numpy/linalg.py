@@ -1353,6 +1353,8 @@ def _largest_entries(v):
         c = constant_of(v)
         return _onehot(_mT(_first_largest(_mT(real(c) ** 2 + imag(c) ** 2))), v)
     vv = _np.asarray(primal(v))
+    if vv.shape[-2] == 0:  # no entries (argmax refuses an empty axis)
+        return _const(_np.zeros(vv.shape, bool), v)
     k = _np.argmax(vv.real**2 + vv.imag**2, axis=-2)
     return _const(_np.arange(vv.shape[-2])[:, None] == k[..., None, :], v)
 

@@ -120,7 +120,10 @@ def pad(
         _np.zeros(a_shape, dtype=dtype), pad_width, mode="constant", constant_values=c
     )
     source = _np.pad(pos, pad_width, mode="constant")  # 0 outside: a valid position, masked out
-    return where(inside, getitem(ravel(array), source), constants)
+    flat = ravel(array)
+    if 0 in a_shape:  # nothing to copy, and position 0 must exist: one element, masked out
+        flat = concatenate([flat, _np.zeros(1, dtype)])
+    return where(inside, getitem(flat, source), constants)
 
 
 def _odd_along(array: Any, axis: int, pair: tuple, mode: str) -> Any:

@@ -34,7 +34,7 @@ Conventions:
   factor with zeros in the other triangle (SciPy leaves whatever was in `a` there).
 - Factorizations return tuples (SciPy's batched calls return lists, and a batched
   `qr(mode='r')` returns R instead of (R,)). Float32 inputs give float32 results, `det`
-  included (SciPy's `det` gives float64).
+  included (SciPy's `det` gives float64); float16 is computed in float32, as SciPy does.
 - `overwrite_a`/`overwrite_b` (fgrad never writes into an input), `check_finite` and `lwork`
   are accepted and change no value; an argument fgrad does not support (`eigh`'s `driver`,
   `sqrtm`'s deprecated `disp` and `blocksize`) raises TypeError.
@@ -130,6 +130,12 @@ def _onehot(mask, like):
 def _dtype(x):
     dt = dtype_of(x)
     return dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
+
+
+def _single_if_half(x):
+    """x, with float16 as float32: SciPy's LAPACK wrappers compute float16 in float32, and
+    NumPy's linalg (which several names here call) refuses float16."""
+    return fnp.astype(x, _np.float32) if dtype_of(x) == _np.float16 else x
 
 
 def _const(values, like):
@@ -314,6 +320,7 @@ def inv(
     is the inverse of the diagonal part (SciPy 1.17 puts 1/diag on the diagonal but keeps a's
     off-diagonal entries, which is not an inverse)."""
     n = _square(a, "inv")
+    a = _single_if_half(a)
     eye = _const(_np.eye(n), a)
     if assume_a in (None, "general", "gen"):
         return _la.inv(a)
@@ -332,7 +339,7 @@ def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> A
     """SciPy's `linalg.det` (`fgrad.numpy.linalg.det`: its gradient is the transposed
     adjugate, exact at singular matrices too). Float32 in, float32 out (SciPy: float64)."""
     _square(a, "det")
-    return _la.det(a)
+    return _la.det(_single_if_half(a))
 
 
 def solve(
@@ -350,6 +357,7 @@ def solve(
     (the `lower` one) and for 'upper triangular'/'lower triangular', the diagonal for
     'diagonal', the three central diagonals for 'tridiagonal'."""
     n = _square(a, "solve")
+    a, b = _single_if_half(a), _single_if_half(b)
     if assume_a in ("upper triangular", "lower triangular"):  # the triangle of a, not of a.T
         return solve_triangular(
             a, b, trans=int(bool(transposed)), lower=assume_a == "lower triangular"
@@ -375,7 +383,7 @@ def cholesky(
     only a's upper (`lower`: lower) triangle and the real part of its diagonal
     (`fgrad.numpy.linalg.cholesky`), so its gradient is 0 in the other triangle."""
     _square(a, "cholesky")
-    return _la.cholesky(a, upper=not lower)
+    return _la.cholesky(_single_if_half(a), upper=not lower)
 
 
 def cho_factor(
@@ -976,6 +984,8 @@ def _expm_frechet(a, e):
 def _frechet_scale(e):
     """The power of 2 at or below max |e| over the last two axes (1 where that is 0 or not
     finite), a constant: dividing and multiplying by it is exact, so the rule stays linear."""
+    if 0 in shape(e)[-2:]:  # no entries (the largest of none has no value): nothing to scale
+        return 1.0
     size = _np.max(_np.abs(mask_values(e)), axis=(-2, -1), keepdims=True)
     usable = _np.logical_and(_np.isfinite(size), size > 0)
     with _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -1074,6 +1084,7 @@ def eigh(
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
     uplo = "L" if lower else "U"
+    a = _single_if_half(a)
     if b is None:
         w, v = _la.eigh(a, UPLO=uplo)
     else:
@@ -1082,6 +1093,7 @@ def eigh(
                 f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
                 f"{describe(a)}; they must have the same shape"
             )
+        b = _single_if_half(b)
         low = _H(_la.cholesky(b, upper=True)) if not lower else _la.cholesky(b)
         a = _la._hermitian_from(a, lower=lower)
         if type == 1:  # L^-1 a L^-H
@@ -1704,8 +1716,9 @@ def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
         r = fnp.reshape(r, (1,))
     m, n = shape(c)[-1], shape(r)[-1]
     batch = _np.broadcast_shapes(shape(c)[:-1], shape(r)[:-1])
+    rest = max(n - 1, 0)  # r[1:] (none for an empty r)
     vals = fnp.concatenate(
-        [broadcast_to(c[..., ::-1], batch + (m,)), broadcast_to(r[..., 1:], batch + (n - 1,))],
+        [broadcast_to(c[..., ::-1], batch + (m,)), broadcast_to(r[..., 1:], batch + (rest,))],
         axis=-1,
     )
     index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
@@ -1751,10 +1764,10 @@ def _trsolve_batch(args, dims, lower, trans, unit):
         )
     if da is not None:
         a, da = batch_to_front(a, da), 0
-    m = _referenced(a, lower, unit)
+    m = _single_if_half(_referenced(a, lower, unit))
     if unit:
-        m = m + _const(_np.eye(shape(a)[-1]), a)
-    return _solve_rule([_op(m, trans), b], [da, db])
+        m = m + _const(_np.eye(shape(a)[-1]), m)
+    return _solve_rule([_op(m, trans), _single_if_half(b)], [da, db])
 
 
 def _banded_batch(args, dims, l, u):
@@ -1784,7 +1797,7 @@ _SYLVESTER_BY_ROW = (
 def _sylvester_batch(args, dims):
     """A X + X B = Q for every row as one linear system each in vec(X) (row-major):
     (A kron I + I kron B^T) vec(X) = vec(Q), solved by NumPy's batched solve."""
-    a, b, q = _leading(args, dims, (2, 2, 2))
+    a, b, q = (_single_if_half(x) for x in _leading(args, dims, (2, 2, 2)))
     m, n = shape(a)[-1], shape(b)[-1]
     if m * n > _KRONECKER_LIMIT:
         return _batching.rows_one_by_one(
@@ -1806,8 +1819,9 @@ def _sylvester_batch(args, dims):
 def _lu_factor_stack(a):
     """LAPACK's getrf on a stack (..., m, n), one column at a time for every matrix together:
     partial pivoting on the first largest |re| + |im| (LAPACK's i?amax), 0-based pivots."""
-    dtype = _np.result_type(a, _np.float32) if _np.iscomplexobj(a) else None
-    if dtype is None:
+    if _np.iscomplexobj(a) or a.dtype == _np.float16:  # (SciPy's float16 is float32)
+        dtype = _np.result_type(a, _np.float32)
+    else:
         dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -1837,6 +1851,7 @@ def _lu_stack(a):
 
 def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
     """NumPy's svd: LAPACK's gesdd, as SciPy's default driver, over a stack."""
+    a = _single_if_half(a)
     u, s, vh = _np.linalg.svd(a, full_matrices=full_matrices and compute_uv)
     if not compute_uv:
         s = _np.linalg.svd(a, compute_uv=False)
@@ -1860,7 +1875,7 @@ register_rules(_svd_stack_p, forward="speed")
 _qr_stack_p = Primitive(
     "qr",
     lambda a, mode, pivoting: tuple(
-        _np.linalg.qr(a, mode="complete" if mode == "full" else "reduced")
+        _np.linalg.qr(_single_if_half(a), mode="complete" if mode == "full" else "reduced")
     ),
     vjp=_qr_vjp,
     jvp=_qr_jvp,
