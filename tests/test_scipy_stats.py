@@ -5,6 +5,7 @@ and beta in theirs against mpmath, and argument errors. Gradients
 to order 2 in both modes are in the gradient table (tests/rows_scipy_stats.py)."""
 
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -199,6 +200,27 @@ def test_t_density_at_large_df_against_mpmath():
                 )
     assert fst.t.logpdf(np.float32(1.5), np.float32(1e9)).dtype == np.float32
     assert float(grad(fst.t.logpdf, argnums=1)(1.0, np.inf)) == 0.0
+
+
+@pytest.mark.parametrize("df", [3.0, 99.0, 100.0, 300.0, 1e5, np.inf])
+def test_t_density_where_z_is_infinite_or_z_squared_overflows(df):
+    # from df = 100 on, z^2 log1p(u) / u was inf / inf: nan for -inf / 0 (SciPy's)
+    x = np.array([np.inf, -np.inf, 1e160, -2e200, 0.0, np.nan])
+    loc = np.array([0.0, 0.0, 0.0, 0.0, np.inf, 0.0])
+    for fname in ["logpdf", "pdf"]:
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # (SciPy's z^2 overflows)
+            warnings.simplefilter("ignore")
+            f, theirs = getattr(fst.t, fname), getattr(ss.t, fname)(x, df, loc)
+        np.testing.assert_array_equal(f(x, df, loc), theirs)
+        np.testing.assert_array_equal(fgrad.vmap(f, in_axes=(0, None, 0))(x, df, loc), theirs)
+        # d/dx, d/d df and d/dloc of the constant SciPy gives (-inf / 0): 0, not nan
+        for i in [0, 1, 2]:
+            dfun = fgrad.vmap(grad(f, argnums=i), in_axes=(0, None, 0))
+            np.testing.assert_array_equal(dfun(x[:5], df, loc[:5]), 0.0)
+    # and at ordinary points the derivatives are unchanged (against the closed form)
+    z = 1.7
+    want = -(df + 1) * z / (df + z * z) if np.isfinite(df) else -z
+    assert float(grad(fst.t.logpdf)(z, df)) == pytest.approx(want, rel=1e-14)
 
 
 def _mp_beta_cdfs(which, x, a, b):

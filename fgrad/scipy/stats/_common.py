@@ -260,7 +260,19 @@ def t_log_density(z, df):
     for df >= `_T_LARGE_DF` the second term as z^2/2 (1 + 1/df) log1p(u)/u, u = z^2/df,
     whose derivative in df is a sum of terms of order 1/df^2 (-log1p(u)/2 + (df+1) u /
     (2 df (1 + u)) cancels to that), and whose value at df = inf is z^2/2 (the normal's,
-    as SciPy's; the other form is inf * 0 there)."""
+    as SciPy's; the other form is inf * 0 there). -inf where z is infinite or z^2 overflows,
+    as SciPy's (the large-df form is inf / inf there), with the derivatives of that constant
+    (a nan z stays nan)."""
+    with _np.errstate(over="ignore"):
+        far = mask(_np.isinf(value(z) * value(z)), z, df)
+    if not some(far):
+        return _t_log_density_finite(z, df)
+    near = _np.logical_not(far)
+    return select(near, _t_log_density_finite(guard(near, z, 0.0), df), -math.inf)
+
+
+def _t_log_density_finite(z, df):
+    """`t_log_density` where z^2 is finite."""
     large = mask(value(df) >= _T_LARGE_DF, z, df)
     kernel = _by_df(
         large,
