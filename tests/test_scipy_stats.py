@@ -107,6 +107,17 @@ def test_a_nan_argument_gives_nan_as_scipy_and_nan_derivatives(name, shapes, loc
         assert all(np.isnan(grad(f, argnums=tuple(range(len(args))))(*args))), k
 
 
+@pytest.mark.parametrize("fname", ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"])
+def test_poisson_nan_k_or_loc_is_nan_as_scipy(fname):
+    # a nan k or loc was taken for a k off the support: -inf, 0 or 1 instead of nan
+    f, theirs = getattr(fst.poisson, fname), getattr(ss.poisson, fname)
+    k, loc = np.array([np.nan, 2.0, 2.0]), np.array([0.0, np.nan, 1.0])
+    for ours in [f(k, 3.0, loc), fgrad.vmap(f, in_axes=(0, None, 0))(k, 3.0, loc)]:
+        np.testing.assert_array_equal(ours, theirs(k, 3.0, loc))
+    d = grad(lambda m: fgrad.numpy.sum(f(k, m, loc)))(3.0)
+    assert np.isnan(d)  # (a nan value has no derivative)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 def test_invalid_poisson_mean_gives_nan_derivatives():
     mu = np.array([2.5, -1.0, np.nan])
