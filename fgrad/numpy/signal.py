@@ -881,12 +881,14 @@ def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     if not (is_traced(u) or is_traced(v)):
         return _np.polydiv(u, v)
     u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
-    dt = _float_dtype(u, v)
-    # NumPy's `u + 0.0`, `v + 0.0`: a -0.0 coefficient becomes 0.0 (so 1 / v[0] is +inf)
-    u, v = astype(u, dt) + 0.0, astype(v, dt) + 0.0
+    # NumPy's `u + 0.0`, `v + 0.0`: integers become float64, and a -0.0 coefficient 0.0 (so
+    # 1 / v[0] is +inf); the remainder is in their common dtype, but 1 / v[0] in v's own, as
+    # NumPy's (a float32 v: rounded to float32, whatever u's precision)
+    u, v = u + 0.0, v + 0.0
+    dt = _np.result_type(dtype_of(u), dtype_of(v))
     m, n = shape(u)[0] - 1, shape(v)[0] - 1
     scale = 1.0 / v[0]
-    r = u
+    r = astype(u, dt) if dtype_of(u) != dt else u
     terms = []
     for k in range(m - n + 1):
         d = scale * r[k]
