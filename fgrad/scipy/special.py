@@ -1955,14 +1955,15 @@ def _expn_impl(x, n):
 
 
 def _expn_deriv(x, ans, n):
-    """E_n' = -E_{n-1} for n >= 1; E_0(x) = exp(-x)/x has E_0' = -E_0 (1 + 1/x)."""
+    """E_n' = -E_{n-1} for n >= 1; E_0(x) = exp(-x)/x has E_0' = -E_0 (1 + 1/x); a negative
+    n has nan (E_{n-1}, nan as E_n's value)."""
     zero = n == 0
     if not zero.any():
         return -_expn_p(x, n=n - 1)
     e0 = -(ans * (1.0 + 1.0 / x))
     if zero.all():
         return e0
-    return fnp.where(zero, e0, -_expn_p(x, n=_np.maximum(n - 1, 0)))
+    return fnp.where(zero, e0, -_expn_p(x, n=_np.where(zero, 0, n - 1)))
 
 
 _expn_p = _with_order(_expn_impl, _expn_deriv, "expn")
@@ -1971,9 +1972,10 @@ _expi_p = _unary_of_x(_sc.expi, lambda x: fnp.exp(x) / x, name="expi")
 
 
 expn = _ufunc(
-    _of_integer_order(_expn_p),
+    _of_integer_order(_expn_p, minimum=-(2**62)),  # (nan for n < 0, as SciPy's)
     """The generalized exponential integral E_n(x) for a constant integer n >= 0 (or integer
-    array) and x > 0; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x) for n == 0).""",
+    array) and x > 0, nan for n < 0 as SciPy's; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x)
+    for n == 0, nan for n < 0).""",
 )
 exp1 = _ufunc(_exp1_p, "The exponential integral E_1(x) for x > 0; derivative -exp(-x)/x.")
 expi = _ufunc(_expi_p, "The exponential integral Ei(x); derivative exp(x)/x.")
