@@ -213,9 +213,11 @@ def test_t_density_at_large_df_against_mpmath():
     assert float(grad(fst.t.logpdf, argnums=1)(1.0, np.inf)) == 0.0
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (d/dscale at z = inf: 0 * inf)
 @pytest.mark.parametrize("df", [3.0, 99.0, 100.0, 300.0, 1e5, np.inf])
 def test_t_density_where_z_is_infinite_or_z_squared_overflows(df):
-    # from df = 100 on, z^2 log1p(u) / u was inf / inf: nan for -inf / 0 (SciPy's)
+    # from df = 100 on, z^2 log1p(u) / u was inf / inf: nan for -inf / 0 (SciPy's); and the
+    # derivatives were nan there for every df
     x = np.array([np.inf, -np.inf, 1e160, -2e200, 0.0, np.nan])
     loc = np.array([0.0, 0.0, 0.0, 0.0, np.inf, 0.0])
     for fname in ["logpdf", "pdf"]:
@@ -224,14 +226,33 @@ def test_t_density_where_z_is_infinite_or_z_squared_overflows(df):
             f, theirs = getattr(fst.t, fname), getattr(ss.t, fname)(x, df, loc)
         np.testing.assert_array_equal(f(x, df, loc), theirs)
         np.testing.assert_array_equal(fgrad.vmap(f, in_axes=(0, None, 0))(x, df, loc), theirs)
-        # d/dx, d/d df and d/dloc of the constant SciPy gives (-inf / 0): 0, not nan
-        for i in [0, 1, 2]:
-            dfun = fgrad.vmap(grad(f, argnums=i), in_axes=(0, None, 0))
-            np.testing.assert_array_equal(dfun(x[:5], df, loc[:5]), 0.0)
+    # the derivatives are the density's (its limits at z = +-inf): in x -(df+1) z/(df + z^2)
+    # (-z at df = inf), in scale df/scale (z^2 - 1), in df -inf at z = +-inf
+    d_x, d_df, d_scale = fgrad.vmap(
+        grad(fst.t.logpdf, argnums=(0, 1, 3)), in_axes=(0, None, None, None)
+    )(x[:4], df, 0.0, 2.0)
+    z = x[:4] / 2.0
+    if np.isfinite(df):
+        np.testing.assert_allclose(d_x, -(df + 1) / (z + df / z) / 2.0, rtol=1e-14)
+        np.testing.assert_allclose(d_scale[2:], df / 2.0, rtol=1e-14)
+        assert (d_df[:2] == -np.inf).all()
+    else:
+        np.testing.assert_array_equal(d_x, -z / 2.0)
+        assert (d_scale[2:] == np.inf).all()
+    for i in [0, 1, 2, 3]:  # pdf: 0 (exp(-inf) times each)
+        assert float(grad(fst.t.pdf, argnums=i)(x[2], df, 0.0, 2.0)) == 0.0
     # and at ordinary points the derivatives are unchanged (against the closed form)
-    z = 1.7
-    want = -(df + 1) * z / (df + z * z) if np.isfinite(df) else -z
-    assert float(grad(fst.t.logpdf)(z, df)) == pytest.approx(want, rel=1e-14)
+    want = -(df + 1) * 1.7 / (df + 1.7**2) if np.isfinite(df) else -1.7
+    assert float(grad(fst.t.logpdf)(1.7, df)) == pytest.approx(want, rel=1e-14)
+
+
+def test_t_density_derivative_in_df_where_z_squared_overflows_against_mpmath():
+    mpmath.mp.dps = 50
+    for df in [3.0, 300.0, 1e5]:
+        want = mpmath.diff(lambda d: _mp_t_logpdf(mpmath.mpf("1e160"), d), df)
+        assert float(grad(fst.t.logpdf, argnums=1)(1e160, df)) == pytest.approx(
+            float(want), rel=1e-13
+        )
 
 
 def _mp_beta_cdfs(which, x, a, b):
