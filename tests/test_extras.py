@@ -368,6 +368,34 @@ def test_polynomial_arithmetic_values_are_numpys():
     np.testing.assert_array_equal(fnp.polyder([1, 1, 1, 1], 2), np.polyder([1, 1, 1, 1], 2))
 
 
+@pytest.mark.parametrize(
+    "du,dv",
+    [
+        (np.float64, np.float32),
+        (np.float64, np.float16),
+        (np.float32, np.float64),
+        (np.int16, np.float16),
+        (np.complex128, np.complex64),
+    ],
+)
+def test_polydiv_of_mixed_precisions_traced_is_numpys(du, dv):
+    # traced, 1 / v[0] was computed in the common dtype where NumPy rounds it to v's own:
+    # with float64 u and float32 v, 0.78720947 for 0.78720948, and the remainder's leading
+    # 1e-8's cancelled exactly and were dropped (shape (1,) for NumPy's (3,))
+    u = np.array([1.7640523, 0.4001572, 0.978738]).astype(du)
+    v = np.array([2.2408931, 1.867558]).astype(dv)
+    want = np.polydiv(u, v)
+    jitted = fgrad.jit(fnp.polydiv)
+    jitted(u, v)
+    candidates = [jitted(u, v)]
+    if u.dtype.kind in "fc":
+        candidates.append(traced_value(fnp.polydiv, u, v))
+    for got in candidates:
+        for ours, theirs in zip(got, want):
+            assert np.asarray(ours).dtype == theirs.dtype
+            np.testing.assert_array_equal(ours, theirs)
+
+
 def test_polyint_then_polyder_is_the_identity_and_polydiv_reconstructs():
     p = np.array([1.0, -2.0, 0.5])
     jac = fgrad.jacfwd(lambda p: fnp.polyder(fnp.polyint(p, 2, 3.0), 2))(p)

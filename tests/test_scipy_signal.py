@@ -107,6 +107,34 @@ def test_float32_stays_float32():
         assert grad(lambda k: fnp.sum(f(x, k)))(k).dtype == np.float32
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.bool_, np.float16])
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+@pytest.mark.parametrize("shapes", [((3000,), (2000,)), ((7, 5), (3, 4))], ids=["1d", "2d"])
+def test_method_fft_rounds_and_casts_back_as_scipy(dtype, name, shapes):
+    # method='fft' gave fftconvolve's float: 1234.9999998 in float64 for integers, float32
+    # for float16, float64 for bool; SciPy rounds integers and casts to the inputs' dtype
+    a, b = ((RNG.normal(size=s) * 3).astype(dtype) for s in shapes)
+    want = getattr(ss, name)(a, b, method="fft")
+    f = fgrad.jit(lambda a, b: getattr(sig, name)(a, b, method="fft"))
+    for ours in [getattr(sig, name)(a, b, method="fft"), f(a, b), f(a, b)]:
+        assert np.asarray(ours).dtype == want.dtype
+        np.testing.assert_array_equal(ours, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.bool_])
+@pytest.mark.parametrize("method", ["auto", "direct", "fft"])
+def test_vmap_of_float16_and_bool_is_each_rows(dtype, method):
+    # a batch of 1-D rows went to SciPy's n-dimensional direct sums: "Unsupported type"
+    rows, b = (RNG.normal(size=(3, 6)) * 5).astype(dtype), (RNG.normal(size=4) * 5).astype(dtype)
+    ours = fgrad.vmap(lambda a: sig.convolve(a, b, method=method))(rows)
+    want = np.stack([ss.convolve(row, b, method=method) for row in rows])
+    assert np.asarray(ours).dtype == want.dtype
+    np.testing.assert_array_equal(ours, want)
+    if dtype == np.float16:
+        d = fgrad.vmap(fgrad.grad(lambda a: fnp.sum(sig.convolve(a, b, method=method))))(rows)
+        assert d.dtype == np.float16 and np.array_equal(d, np.broadcast_to(b.sum(), d.shape))
+
+
 def test_errors_say_what_is_wrong():
     with pytest.raises(ValueError, match="same number of dimensions"):
         sig.convolve(np.ones((3, 2)), np.ones(2))

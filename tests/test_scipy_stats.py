@@ -5,6 +5,7 @@ and beta in theirs against mpmath, and argument errors. Gradients
 to order 2 in both modes are in the gradient table (tests/rows_scipy_stats.py)."""
 
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -106,6 +107,17 @@ def test_a_nan_argument_gives_nan_as_scipy_and_nan_derivatives(name, shapes, loc
         assert all(np.isnan(grad(f, argnums=tuple(range(len(args))))(*args))), k
 
 
+@pytest.mark.parametrize("fname", ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"])
+def test_poisson_nan_k_or_loc_is_nan_as_scipy(fname):
+    # a nan k or loc was taken for a k off the support: -inf, 0 or 1 instead of nan
+    f, theirs = getattr(fst.poisson, fname), getattr(ss.poisson, fname)
+    k, loc = np.array([np.nan, 2.0, 2.0]), np.array([0.0, np.nan, 1.0])
+    for ours in [f(k, 3.0, loc), fgrad.vmap(f, in_axes=(0, None, 0))(k, 3.0, loc)]:
+        np.testing.assert_array_equal(ours, theirs(k, 3.0, loc))
+    d = grad(lambda m: fgrad.numpy.sum(f(k, m, loc)))(3.0)
+    assert np.isnan(d)  # (a nan value has no derivative)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 def test_invalid_poisson_mean_gives_nan_derivatives():
     mu = np.array([2.5, -1.0, np.nan])
@@ -199,6 +211,48 @@ def test_t_density_at_large_df_against_mpmath():
                 )
     assert fst.t.logpdf(np.float32(1.5), np.float32(1e9)).dtype == np.float32
     assert float(grad(fst.t.logpdf, argnums=1)(1.0, np.inf)) == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (d/dscale at z = inf: 0 * inf)
+@pytest.mark.parametrize("df", [3.0, 99.0, 100.0, 300.0, 1e5, np.inf])
+def test_t_density_where_z_is_infinite_or_z_squared_overflows(df):
+    # from df = 100 on, z^2 log1p(u) / u was inf / inf: nan for -inf / 0 (SciPy's); and the
+    # derivatives were nan there for every df
+    x = np.array([np.inf, -np.inf, 1e160, -2e200, 0.0, np.nan])
+    loc = np.array([0.0, 0.0, 0.0, 0.0, np.inf, 0.0])
+    for fname in ["logpdf", "pdf"]:
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # (SciPy's z^2 overflows)
+            warnings.simplefilter("ignore")
+            f, theirs = getattr(fst.t, fname), getattr(ss.t, fname)(x, df, loc)
+        np.testing.assert_array_equal(f(x, df, loc), theirs)
+        np.testing.assert_array_equal(fgrad.vmap(f, in_axes=(0, None, 0))(x, df, loc), theirs)
+    # the derivatives are the density's (its limits at z = +-inf): in x -(df+1) z/(df + z^2)
+    # (-z at df = inf), in scale df/scale (z^2 - 1), in df -inf at z = +-inf
+    d_x, d_df, d_scale = fgrad.vmap(
+        grad(fst.t.logpdf, argnums=(0, 1, 3)), in_axes=(0, None, None, None)
+    )(x[:4], df, 0.0, 2.0)
+    z = x[:4] / 2.0
+    if np.isfinite(df):
+        np.testing.assert_allclose(d_x, -(df + 1) / (z + df / z) / 2.0, rtol=1e-14)
+        np.testing.assert_allclose(d_scale[2:], df / 2.0, rtol=1e-14)
+        assert (d_df[:2] == -np.inf).all()
+    else:
+        np.testing.assert_array_equal(d_x, -z / 2.0)
+        assert (d_scale[2:] == np.inf).all()
+    for i in [0, 1, 2, 3]:  # pdf: 0 (exp(-inf) times each)
+        assert float(grad(fst.t.pdf, argnums=i)(x[2], df, 0.0, 2.0)) == 0.0
+    # and at ordinary points the derivatives are unchanged (against the closed form)
+    want = -(df + 1) * 1.7 / (df + 1.7**2) if np.isfinite(df) else -1.7
+    assert float(grad(fst.t.logpdf)(1.7, df)) == pytest.approx(want, rel=1e-14)
+
+
+def test_t_density_derivative_in_df_where_z_squared_overflows_against_mpmath():
+    mpmath.mp.dps = 50
+    for df in [3.0, 300.0, 1e5]:
+        want = mpmath.diff(lambda d: _mp_t_logpdf(mpmath.mpf("1e160"), d), df)
+        assert float(grad(fst.t.logpdf, argnums=1)(1e160, df)) == pytest.approx(
+            float(want), rel=1e-13
+        )
 
 
 def _mp_beta_cdfs(which, x, a, b):

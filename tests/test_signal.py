@@ -297,6 +297,39 @@ def test_interp_values_are_numpys_bits_eager_and_traced():
     assert float(grad(lambda x: fnp.interp(x, xp, fp))(3.0)) == (1.7 - 2.3) / 2.0
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's 0 * inf, as eager)
+def test_interp_with_an_infinite_knot_retries_from_the_other_end_as_numpy():
+    # slope * (x - x0) + f0 is 0 * inf = nan in a segment with an infinite end: NumPy
+    # retries slope * (x - x1) + f1 (then f0 if f0 == f1), and gives f0 at x == x0; fgrad
+    # gave nan (interp(-1, [-inf, 0, 1, inf], [1, 2, 4, 5]) is 2)
+    inf = np.inf
+    x = np.array([-1.0, 0.5, 5.0, 0.0, -inf, inf, -3.0])
+    for xp, fp in [
+        ([-inf, 0.0, 1.0, inf], [1.0, 2.0, 4.0, 5.0]),
+        ([-inf, 0.0, 1.0, inf], [2.0, 2.0, 4.0, 4.0]),
+        ([-inf, -2.0, 1.0, 2.0], [inf, inf, 1.0, 2.0]),
+        ([-4.0, 0.0, 1.0], [-inf, inf, 1.0]),
+    ]:
+        xp, fp = np.array(xp), np.array(fp)
+        want = np.interp(x, xp, fp)
+        jitted = fgrad.jit(fnp.interp)
+        jitted(x, xp, fp)
+        for got in (
+            fnp.interp(x, xp, fp),
+            jitted(x, xp, fp),
+            fgrad.vmap(fnp.interp, in_axes=(0, None, None))(x, xp, fp),
+        ):
+            np.testing.assert_array_equal(got, want)
+    # the derivatives of the value taken: 0 in x, in fp that of the end it comes from
+    xp, fp = np.array([-inf, 0.0, 1.0, inf]), np.array([1.0, 2.0, 4.0, 5.0])
+    for at, end in [(-1.0, 1), (-inf, 0), (5.0, 2)]:
+        dx, dxp, dfp = grad(fnp.interp, argnums=(0, 1, 2))(at, xp, fp)
+        assert dx == 0.0 and not dxp.any() and dfp.tolist() == np.eye(4)[end].tolist()
+    # and in a finite segment they are unchanged
+    dx, dxp, dfp = grad(fnp.interp, argnums=(0, 1, 2))(0.25, xp, fp)
+    assert (dx, dxp.tolist(), dfp.tolist()) == (2.0, [0.0, -1.5, -0.5, 0.0], [0.0, 0.75, 0.25, 0.0])
+
+
 def test_interp_in_xp_closed_form():
     # on [x0, x1]: y = f0 + (x - x0) (f1 - f0) / (x1 - x0)
     x, xp, fp = 0.25, np.array([0.0, 1.0]), np.array([1.0, 3.0])

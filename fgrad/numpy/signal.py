@@ -413,7 +413,10 @@ def interp(
         some_flat = batched or flat.any()
         # NumPy's formula, slope * (x - x0) + f0, so that the value is NumPy's to the bit
         slope = (f1 - f0) / (where(flat, 1.0, dx) if some_flat else dx)
-        y = slope * (x - x0) + f0
+        with _np.errstate(invalid="ignore"):  # (0 * inf at an infinite knot: NumPy's
+            y = slope * (x - x0) + f0  # interp does not warn, and retries as below)
+            if dtype_of(fp).kind != "c":
+                y = _retried_from_the_right(y, x, x0, x1, f0, f1, slope, batched)
         if some_flat:
             y = where(flat, f1, y)
         # at the last knot NumPy gives fp[-1] itself (the formula may round off it), with
@@ -428,6 +431,38 @@ def interp(
         y = where(above, fp[-1] if right is None else right, y)
     y = astype(y, dtype) if dtype_of(y) != dtype else y
     return scalar_if_0d(y)  # (a NumPy scalar for a scalar x, as NumPy gives)
+
+
+def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, batched):
+    """NumPy's interp where slope * (x - x0) + f0 is nan (0 * inf, in a segment with an
+    infinite end: interp(-1, [-inf, 0], [1, 2]) is 2): x0's own f0 at x == x0, else the same
+    line from the segment's other end, slope * (x - x1) + f1, else (still nan) f0 if f0 ==
+    f1. One formula, whose end is chosen by `where`: x reaches the result by one path, so
+    its derivative keeps its sign (-0.0 outside the knots, as eager); and x minus the end is
+    0 where f0 is taken, so that no 0 * inf reaches the derivatives through `where`."""
+
+    def values(v):
+        return constant_of(v) if batched else _np.asarray(primal(v))
+
+    yv, xv, x0v = values(y), values(x), values(x0)
+    if batched:
+        retry = not_equal(yv, yv)  # (nan)
+        at_x0 = retry & equal(xv, x0v)
+        back = retry & logical_not(at_x0)
+    else:
+        retry = yv != yv
+        if not retry.any():
+            return y
+        at_x0 = retry & (xv == x0v)
+        back = retry & ~at_x0
+    f0v, f1v = values(f0), values(f1)
+    bv = values(slope) * (xv - values(x1)) + f1v
+    if batched:
+        use_f0 = at_x0 | (back & not_equal(bv, bv) & equal(f0v, f1v))
+    else:
+        use_f0 = at_x0 | (back & (bv != bv) & (f0v == f1v))
+    line = slope * where(use_f0, 0.0, x - where(back, x1, x0)) + where(back, f1, f0)
+    return where(use_f0, f0, line)  # y, to the bit, where it is not retried
 
 
 def _sorted_by(keys, *values):
@@ -846,12 +881,14 @@ def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     if not (is_traced(u) or is_traced(v)):
         return _np.polydiv(u, v)
     u, v = _poly(u, "polydiv", "u"), _poly(v, "polydiv", "v")
-    dt = _float_dtype(u, v)
-    # NumPy's `u + 0.0`, `v + 0.0`: a -0.0 coefficient becomes 0.0 (so 1 / v[0] is +inf)
-    u, v = astype(u, dt) + 0.0, astype(v, dt) + 0.0
+    # NumPy's `u + 0.0`, `v + 0.0`: integers become float64, and a -0.0 coefficient 0.0 (so
+    # 1 / v[0] is +inf); the remainder is in their common dtype, but 1 / v[0] in v's own, as
+    # NumPy's (a float32 v: rounded to float32, whatever u's precision)
+    u, v = u + 0.0, v + 0.0
+    dt = _np.result_type(dtype_of(u), dtype_of(v))
     m, n = shape(u)[0] - 1, shape(v)[0] - 1
     scale = 1.0 / v[0]
-    r = u
+    r = astype(u, dt) if dtype_of(u) != dt else u
     terms = []
     for k in range(m - n + 1):
         d = scale * r[k]

@@ -49,12 +49,20 @@ __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 
 
 def _conv_impl(x, k, axes, method):
+    """The full convolution along `axes`; `method` is convolve's ('auto', 'direct', 'fft':
+    in the inputs' dtype, as SciPy's) or 'fftconvolve' (fftconvolve's float result)."""
     if is_foreign_array(x) or is_foreign_array(k):
         return _shifted_sum(x, k, axes, method)
-    if method == "fft":
+    if method == "fftconvolve":
         return _ss.fftconvolve(x, k, mode="full", axes=axes)
+    if method == "fft":
+        return _cast_back(_ss.fftconvolve(x, k, mode="full", axes=axes), x, k)
     others = [ax for ax in range(_np.ndim(x)) if ax not in axes]
     if others and not (_np.isfinite(x).all() and _np.isfinite(k).all()):
+        return _rows_apart(x, k, axes, others, method)
+    if others and _np.result_type(x, k) in (_np.float16, _np.bool_):
+        # SciPy's n-dimensional direct sums refuse float16 and bool, and a row of one axis is
+        # np.convolve's: each row as SciPy computes it (vmap of a 1-D convolve)
         return _rows_apart(x, k, axes, others, method)
     if all(x.shape[ax] == 1 or k.shape[ax] == 1 for ax in others):
         # along an axis where one operand has length 1, the full convolution is the product
@@ -63,10 +71,17 @@ def _conv_impl(x, k, axes, method):
     if method == "auto":  # SciPy's choice for one row is every row's
         row = tuple(slice(None) if ax in axes else 0 for ax in range(_np.ndim(x)))
         if _ss.choose_conv_method(x[row], k[row], mode="full") == "fft":
-            out = _ss.fftconvolve(x, k, mode="full", axes=axes)
-            dtype = _np.result_type(x, k)
-            return _np.around(out).astype(dtype) if dtype.kind in "ui" else out
+            return _cast_back(_ss.fftconvolve(x, k, mode="full", axes=axes), x, k)
     return _direct_along(x, k, axes)
+
+
+def _cast_back(out, x, k):
+    """SciPy's convolve by FFTs: the result rounded for integer inputs, and in the inputs'
+    dtype (integers, bool and float16 too; fftconvolve's is a float, float32 for float16)."""
+    dtype = _np.result_type(x, k)
+    if dtype.kind in "ui":
+        out = _np.around(out)
+    return out.astype(dtype, copy=False)
 
 
 def _rows_apart(x, k, axes, others, method):
@@ -94,7 +109,7 @@ def _shifted_sum(x, k, axes, method):
     one piece: the operand with more elements along `axes`, scaled by each element of the
     other and shifted to its position, summed (as `fgrad.numpy`'s convolve does along one
     axis; a lazy graph of one term per element of the smaller operand). Exact, so
-    method='fft' agrees with SciPy's FFTs to rounding, in `fftconvolve`'s dtype."""
+    fftconvolve agrees with SciPy's FFTs to rounding, in its dtype."""
     if _np.prod([x.shape[ax] for ax in axes]) < _np.prod([k.shape[ax] for ax in axes]):
         x, k = k, x  # a convolution is symmetric in its operands
     widths = [k.shape[ax] for ax in axes]
@@ -108,7 +123,7 @@ def _shifted_sum(x, k, axes, method):
     # SciPy's FFTs give float64 for integers, unless no axis has both lengths above 1 (then
     # fftconvolve returns the plain product)
     transformed = any(x.shape[ax] != 1 and k.shape[ax] != 1 for ax in axes)
-    if method == "fft" and transformed and out.dtype.kind in "biu":
+    if method == "fftconvolve" and transformed and out.dtype.kind in "biu":
         return out.astype(_np.float64)
     return out
 
@@ -269,7 +284,7 @@ def fftconvolve(
         axes = tuple(range(nd))
     else:
         axes = tuple(sorted({int(ax) % nd for ax in _np.atleast_1d(axes)})) if nd else ()
-    return _convolve(in1, in2, mode, axes, "fft", "fftconvolve")
+    return _convolve(in1, in2, mode, axes, "fftconvolve", "fftconvolve")
 
 
 # --- convolve2d, correlate2d ----------------------------------------------------------------------

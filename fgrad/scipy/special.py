@@ -1955,14 +1955,15 @@ def _expn_impl(x, n):
 
 
 def _expn_deriv(x, ans, n):
-    """E_n' = -E_{n-1} for n >= 1; E_0(x) = exp(-x)/x has E_0' = -E_0 (1 + 1/x)."""
+    """E_n' = -E_{n-1} for n >= 1; E_0(x) = exp(-x)/x has E_0' = -E_0 (1 + 1/x); a negative
+    n has nan (E_{n-1}, nan as E_n's value)."""
     zero = n == 0
     if not zero.any():
         return -_expn_p(x, n=n - 1)
     e0 = -(ans * (1.0 + 1.0 / x))
     if zero.all():
         return e0
-    return fnp.where(zero, e0, -_expn_p(x, n=_np.maximum(n - 1, 0)))
+    return fnp.where(zero, e0, -_expn_p(x, n=_np.where(zero, 0, n - 1)))
 
 
 _expn_p = _with_order(_expn_impl, _expn_deriv, "expn")
@@ -1971,9 +1972,10 @@ _expi_p = _unary_of_x(_sc.expi, lambda x: fnp.exp(x) / x, name="expi")
 
 
 expn = _ufunc(
-    _of_integer_order(_expn_p),
+    _of_integer_order(_expn_p, minimum=-(2**62)),  # (nan for n < 0, as SciPy's)
     """The generalized exponential integral E_n(x) for a constant integer n >= 0 (or integer
-    array) and x > 0; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x) for n == 0).""",
+    array) and x > 0, nan for n < 0 as SciPy's; derivative -E_{n-1}(x) (-E_0(x) (1 + 1/x)
+    for n == 0, nan for n < 0).""",
 )
 exp1 = _ufunc(_exp1_p, "The exponential integral E_1(x) for x > 0; derivative -exp(-x)/x.")
 expi = _ufunc(_expi_p, "The exponential integral Ei(x); derivative exp(x)/x.")
@@ -1990,20 +1992,24 @@ expi = _ufunc(_expi_p, "The exponential integral Ei(x); derivative exp(x)/x.")
 # operations, so every order works in a, b and x.
 
 
-def _beta_series_d(p, q, y, terms):
-    """(dJ/dp, dJ/dq) of J(p, q, y) above, summing `terms` terms (a trailing axis)."""
-    n = _np.arange(terms, dtype=_np.result_type(_float_dtype(p), _float_dtype(y)))
+def _beta_series_d(p, q, y, terms, lengths):
+    """(dJ/dp, dJ/dq) of J(p, q, y) above, each element summing its own `lengths` terms of
+    the `terms` of a trailing axis (those beyond are 0, and the sums are `_own_sum`'s), so
+    that its value never depends on the others' lengths (under `vmap`, on the other rows')."""
+    # (two at least: under `vmap` a branch that no row takes is computed, with no terms)
+    n = _np.arange(max(terms, 2), dtype=_np.result_type(_float_dtype(p), _float_dtype(y)))
     p1, q1, y1 = (fnp.expand_dims(v, -1) for v in (p, q, y))
     # log t_n as sums of log1p((q - 1) / (p + k)) + log y, k = 1 .. n: accurate for every n
     steps = fnp.log1p((q1 - 1.0) / (p1 + n[1:])) + fnp.log(y1)
     log_t = fnp.concatenate([fnp.zeros_like(steps[..., :1]), fnp.cumsum(steps, axis=-1)], axis=-1)
+    log_t = fnp.where(_np.less(n, _np.expand_dims(lengths, -1)), log_t, -_np.inf)  # t_n = 0
     log_front = xlogy(p, y) + xlog1py(q, fnp.negative(y))
     near_pole = _np.less(_np.fmin(_values(p), _values(q)), _BETA_NEAR_POLE)
     if not _some(near_pole):
         t = fnp.exp(fnp.expand_dims(log_front - fnp.log(p) - betaln(p, q), -1) + log_t)
         dp = fnp.log(y1) + digamma(p1 + q1 + n) - digamma(p1 + 1.0 + n)
         dq = fnp.log1p(fnp.negative(y1)) - digamma(q1) + digamma(p1 + q1 + n)
-        return fnp.sum(t * dp, axis=-1), fnp.sum(t * dq, axis=-1)
+        return _own_sum(t * dp), _own_sum(t * dq)
     return _beta_series_d_near_pole(p, q, y1, n, log_t, log_front, near_pole)
 
 
@@ -2020,17 +2026,20 @@ def _beta_series_d_near_pole(p, q, y1, n, log_t, log_front, near_pole):
     p_far, q_far = fnp.where(near_pole, 1.0, p), fnp.where(near_pole, 1.0, q)
     pq = p + q
     front_near = fnp.negative(fnp.log(pq) + fnp.log1p(pq) + betaln(p + 1.0, q + 1.0))
-    front = fnp.where(near_pole, front_near, fnp.negative(fnp.log(p_far)) - betaln(p_far, q_far))
-    t = fnp.exp(fnp.expand_dims(log_front + front, -1) + log_t)  # J's terms, over q near a pole
+    # (log_front - log p - betaln(p, q) in `_beta_series_d`'s order, for its bits: under
+    # `vmap` a row far from the pole comes here when another row is near it)
+    far = log_front - fnp.log(p_far) - betaln(p_far, q_far)
+    front = fnp.where(near_pole, log_front + front_near, far)
+    t = fnp.exp(fnp.expand_dims(front, -1) + log_t)  # J's terms, over q near a pole
     p1, q1 = fnp.expand_dims(p, -1), fnp.expand_dims(q, -1)
     q_shift = fnp.where(fnp.expand_dims(near_pole, -1), q1 + 1.0, q1)  # + 1 / q near a pole
     dp = fnp.log(y1) + digamma(p1 + q1 + n) - digamma(p1 + 1.0 + n)
     dq = fnp.log1p(fnp.negative(y1)) - digamma(q_shift) + digamma(p1 + q1 + n)
     scale = fnp.where(near_pole, q, 1.0)
-    dj_dq = fnp.sum(t * dq, axis=-1) * scale
+    dj_dq = _own_sum(t * dq) * scale
     return (
-        fnp.sum(t * dp, axis=-1) * scale,
-        fnp.where(near_pole, fnp.sum(t, axis=-1) + dj_dq, dj_dq),
+        _own_sum(t * dp) * scale,
+        fnp.where(near_pole, _own_sum(t) + dj_dq, dj_dq),
     )
 
 
@@ -2099,12 +2108,12 @@ def _betainc_dab(a, b, x):
     da, db = zero, zero
     if _some(direct):
         p, q, y = (fnp.where(direct, v, s) for v, s in ((a, 1.0), (b, 1.0), (x, 0.25)))
-        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, direct))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, direct), needed)
         da, db = fnp.where(direct, dp, da), fnp.where(direct, dq, db)
     if _some(other):  # I = 1 - J(b, a, 1 - x)
         p, q = fnp.where(other, b, 1.0), fnp.where(other, a, 1.0)
         y = fnp.where(other, 1.0 - x, 0.25)
-        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, other))
+        dp, dq = _beta_series_d(p, q, y, _series_terms(needed, other), needed)
         da, db = fnp.where(other, -dq, da), fnp.where(other, -dp, db)
     return da, db
 

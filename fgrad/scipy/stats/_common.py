@@ -260,7 +260,36 @@ def t_log_density(z, df):
     for df >= `_T_LARGE_DF` the second term as z^2/2 (1 + 1/df) log1p(u)/u, u = z^2/df,
     whose derivative in df is a sum of terms of order 1/df^2 (-log1p(u)/2 + (df+1) u /
     (2 df (1 + u)) cancels to that), and whose value at df = inf is z^2/2 (the normal's,
-    as SciPy's; the other form is inf * 0 there)."""
+    as SciPy's; the other form is inf * 0 there). -inf where z is infinite or z^2 overflows,
+    as SciPy's (the large-df form is inf / inf there), with the kernel's derivatives there
+    (`_t_far_kernel`; a nan z stays nan)."""
+    with _np.errstate(over="ignore"):
+        far = mask(_np.isinf(value(z) * value(z)), z, df)
+    if not some(far):
+        return _t_log_density_finite(z, df)
+    near = _np.logical_not(far)
+    inside = _t_log_density_finite(guard(near, z, 0.0), df)
+    return fnp.where(far, t_log_norm(df) - _t_far_kernel(guard(far, z, 2.0), df), inside)
+
+
+def _t_far_kernel(z, df):
+    """(df+1)/2 log1p(z^2/df) where z^2 overflows: inf, as SciPy's, plus the form
+    (df+1)/2 (2 log|z| - log df) (z^2/2 at df = inf), whose derivatives are the kernel's (to
+    df/z^2 < 1e-300 relative): in z (df+1)/z, so the log density's in scale is df/scale at a
+    finite z (at z = inf it is 0 * inf, nan), and in df the limit -inf at z = inf."""
+    normal = mask(_np.isposinf(value(df)), z, df)
+    if every(normal):
+        return 0.5 * (z * z)
+    d = guard(_np.logical_not(normal), df)
+    out = 0.5 * (d + 1.0) * (2.0 * fnp.log(fnp.abs(z)) - fnp.log(d)) + math.inf
+    if not some(normal):
+        return out
+    zn = guard(normal, z, 2.0)  # (0.5 z^2's derivative z, times where's 0, is nan at z = inf)
+    return fnp.where(normal, 0.5 * (zn * zn), out)
+
+
+def _t_log_density_finite(z, df):
+    """`t_log_density` where z^2 is finite."""
     large = mask(value(df) >= _T_LARGE_DF, z, df)
     kernel = _by_df(
         large,

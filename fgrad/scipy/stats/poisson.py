@@ -47,12 +47,15 @@ def _setup(k, mu, loc, who):
     dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
     kk = _np.asarray(k, dtype=float) - _np.asarray(loc, dtype=float)
     mu, bad = in_range(mu, mv >= 0, kk)
+    # a nan k or loc is nan, as SciPy's (the support's masks, false at nan, would give -inf,
+    # 0 or 1: a missing value taken for an impossible one)
+    bad = _np.logical_or(bad, mask(_np.isnan(kk), mu, kk))
     return kk, mu, bad, dtype
 
 
 def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     """k log(mu) - mu - gammaln(k + 1) at the integers k - loc >= 0 (xlogy: 0 log 0 = 0, so
-    logpmf(0, 0) = 0), -inf elsewhere; nan for mu < 0.
+    logpmf(0, 0) = 0), -inf elsewhere; nan for mu < 0 and for a nan k or loc.
 
     >>> import fgrad
     >>> float(fgrad.grad(logpmf, argnums=1)(3, 2.0))  # k/mu - 1
