@@ -340,7 +340,7 @@ def test_at_takes_jaxs_keywords():
     """mode=, fill_value=, unique_indices= and indices_are_sorted= raised TypeError naming an
     internal class, and .apply AttributeError. The hints are accepted; mode='clip' is JAX's
     (a negative index counted from the end, then clipped; values from jax 0.10.2); 'drop' and
-    'fill' are NumPy's indexing in bounds and refused out of bounds, naming the keyword."""
+    'fill' are NumPy's indexing in bounds (out of bounds: the next test)."""
     import fgrad
 
     x = np.array([1.0, 2.0, 3.0])
@@ -367,18 +367,14 @@ def test_at_takes_jaxs_keywords():
         np.testing.assert_array_equal(g(x), 8 * x)
     np.testing.assert_array_equal(vmap(grad(f))(np.stack([x, -x])), [8 * x, -8 * x])
     np.testing.assert_array_equal(fgrad.jvp(f, (x,), (np.ones(3),))[1], np.sum(8 * x))
-    with pytest.raises(
-        IndexError, match=r"get\(mode='fill'\): index -5 is out of bounds.*fnp.where"
-    ):
-        fnp.at(x)[np.array([-5, 1])].get(mode="fill", fill_value=-1.0)
-    with pytest.raises(IndexError, match=r"set\(mode='drop'\): index 5 .*does not drop"):
-        fnp.at(x)[np.array([-3, 5])].set(9.0, mode="drop")
     with pytest.raises(ValueError, match="mode is one of"):
         fnp.at(x)[0].set(9.0, mode="wrap")
     with pytest.raises(ValueError, match="fill_value=...\\) needs mode='fill'"):
         fnp.at(x)[0].get(fill_value=2.0)
     with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
         fnp.at(x)[0].add(1.0, foo=2)
+    with pytest.raises(TypeError, match=r"add\(\) takes no fill_value="):  # as JAX's
+        fnp.at(x)[0].add(1.0, mode="fill", fill_value=2.0)
     with pytest.raises(NotImplementedError, match=r"apply\(f\) is not supported.*\.set\(f\("):
         fnp.at(x)[0].apply(np.sin)
     at_argmax = jit(
@@ -387,6 +383,186 @@ def test_at_takes_jaxs_keywords():
     assert at_argmax(x) == 3.0
     with pytest.raises(NotImplementedError, match="mode='clip'.*traced"):
         jit(lambda x: x.at[fnp.argmax(x)].get(mode="clip"))(x)
+
+
+def _in_bounds(i, n):
+    """JAX's rule for mode='drop' and 'fill' (jax 0.10.2): -n <= i < n."""
+    return (i >= -n) & (i < n)
+
+
+def test_at_drop_and_fill_out_of_bounds_are_jaxs():
+    """mode='drop' skipped no update and mode='fill' filled nothing: an index out of bounds
+    raised IndexError. JAX's semantics (checked in jax 0.10.2): an index i of an axis of
+    length n is in bounds where -n <= i < n; an update there is dropped (under 'fill' too),
+    with the element of v meant for it (gradient 0); get gives fill_value there (default nan
+    for floats, the smallest signed integer, the largest unsigned one, True), no gradient.
+    Expected values are written with NumPy on the in-bounds positions."""
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    i = np.array([-6, -5, -1, 0, 4, 5, 7, 2])  # repeats (-5 is 0, -1 is 4) and out of bounds
+    ok = _in_bounds(i, 5)
+    v = 10.0 * np.arange(1.0, 9.0)
+    expected = x.copy()
+    np.add.at(expected, i[ok], v[ok])
+    np.testing.assert_array_equal(fnp.at(x)[i].add(v, mode="drop"), expected)
+    np.testing.assert_array_equal(fnp.at(x)[i].add(v, mode="fill"), expected)
+    expected = x.copy()
+    np.add.at(expected, i[ok], 7.0)
+    np.testing.assert_array_equal(fnp.at(x)[i].add(7.0, mode="drop"), expected)
+    for op, ufunc in [("multiply", np.multiply), ("divide", np.divide), ("power", np.power)]:
+        for w in (v / 20, 1.5):
+            expected = x.copy()
+            ufunc.at(expected, i[ok], np.broadcast_to(w, i.shape)[ok])
+            got = getattr(fnp.at(x)[i], op)(w, mode="drop")
+            np.testing.assert_allclose(got, expected, rtol=1e-15)
+    for op, ufunc in [("min", np.minimum), ("max", np.maximum)]:
+        w = np.array([9.0, 0.0, 9.0, 2.0, 0.5, 9.0, 9.0, 1.0])
+        expected = x.copy()
+        ufunc.at(expected, i[ok], w[ok])
+        np.testing.assert_array_equal(getattr(fnp.at(x)[i], op)(w, mode="drop"), expected)
+    unique = np.array([-6, 1, 3, 9])
+    expected = x.copy()
+    expected[unique[_in_bounds(unique, 5)]] = v[:4][_in_bounds(unique, 5)]
+    np.testing.assert_array_equal(fnp.at(x)[unique].set(v[:4], mode="drop"), expected)
+    np.testing.assert_array_equal(fnp.at(x)[7].set(1.0, mode="drop"), x)
+    with pytest.raises(ValueError, match=r"x\[0\] gets v\[1\] and v\[3\]"):  # the v given
+        fnp.at(x)[i].set(v, mode="drop")
+    # get: the gathered values in bounds, fill_value out of bounds
+    np.testing.assert_array_equal(
+        fnp.at(x)[i].get(mode="fill", fill_value=-1.0), np.where(ok, x[np.where(ok, i, 0)], -1)
+    )
+    np.testing.assert_array_equal(
+        fnp.at(x)[i].get(mode="fill"), np.where(ok, x[np.where(ok, i, 0)], np.nan)
+    )
+    assert np.isnan(fnp.at(x)[-6].get(mode="fill"))
+    np.testing.assert_array_equal(  # 'drop' fills a gather, as in JAX
+        fnp.at(x)[i].get(mode="drop", fill_value=3.0), np.where(ok, x[np.where(ok, i, 0)], 3)
+    )
+    for a, fill in [
+        (np.arange(5), np.iinfo(np.int64).min),
+        (np.arange(5, dtype=np.uint8), 255),
+        (np.arange(5) > 2, True),
+    ]:
+        got = fnp.at(a)[i].get(mode="fill")
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, np.where(ok, a[np.where(ok, i, 0)], fill))
+    np.testing.assert_array_equal(  # fill_value in x's dtype, as in JAX
+        fnp.at(np.arange(5))[i].get(mode="fill", fill_value=2.5),
+        np.where(ok, i % 5, 2),
+    )
+
+
+def test_at_drop_and_fill_with_slices_none_ellipsis_and_masks():
+    """The out-of-bounds positions of mixed indices, with NumPy's placement of the block of
+    advanced indices (first when they are not adjacent); values as jax 0.10.2's."""
+    m = np.arange(12.0).reshape(3, 4)
+    rows = np.array([0, 3, -4, 2])
+    ok = _in_bounds(rows, 3)
+    got = fnp.at(m)[rows, 1:].get(mode="fill", fill_value=-1.0)
+    np.testing.assert_array_equal(got, np.where(ok[:, None], m[np.where(ok, rows, 0), 1:], -1))
+    w = 100 + np.arange(12.0).reshape(4, 3)
+    expected = m.copy()
+    expected[rows[ok], 1:] = w[ok]
+    np.testing.assert_array_equal(fnp.at(m)[rows, 1:].set(w, mode="drop"), expected)
+    row = np.array([7.0, 8.0, 9.0])  # the same row for repeated rows: allowed, as in bounds
+    expected = m.copy()
+    expected[0, 1:] = row
+    np.testing.assert_array_equal(
+        fnp.at(m)[np.array([0, 0, 5]), 1:].set(row, mode="drop"), expected
+    )
+    np.testing.assert_array_equal(fnp.at(m)[5].get(mode="fill", fill_value=-1.0), -np.ones(4))
+    np.testing.assert_array_equal(fnp.at(m)[-4].set(7.0, mode="drop"), m)
+    cols = np.array([0, 4, -1])
+    got = fnp.at(m)[None, ..., cols].get(mode="fill", fill_value=-1.0)
+    np.testing.assert_array_equal(got, np.where(_in_bounds(cols, 4), m[None, :, [0, 0, 3]], -1))
+    t = np.arange(24.0).reshape(2, 3, 4)
+    first, last = np.array([0, 5]), np.array([1, 9])  # not adjacent: the block comes first
+    got = fnp.at(t)[first, :, last].get(mode="fill", fill_value=-1.0)
+    np.testing.assert_array_equal(got, [t[0, :, 1], [-1, -1, -1]])
+    w = np.arange(6.0).reshape(2, 3)
+    expected = np.zeros((2, 3, 4))
+    expected[0, :, 1] = w[0]
+    got = fnp.at(np.zeros((2, 3, 4)))[first, :, last].set(w, mode="drop")
+    np.testing.assert_array_equal(got, expected)
+    mask, cols = np.array([True, False, True]), np.array([1, 9])  # a mask is its nonzero()
+    expected = m.copy()
+    expected[0, 1] += 5.0
+    got = fnp.at(m)[mask, cols].add(np.array([5.0, 6.0]), mode="drop")
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match=r"v of shape \(3,\) does not broadcast.*\(8,\)"):
+        fnp.at(np.ones(5))[np.arange(8)].add(np.ones(3), mode="drop")
+
+
+def test_at_drop_and_fill_under_transforms():
+    """Gradients (finite differences), jit (first call and replay, bit for bit eager), vmap
+    (a loop) and jvp of the rewritten index; the dropped elements of v and the filled
+    positions get gradient 0."""
+    import fgrad
+
+    x = np.array([1.0, 2.0, -3.0, 4.0, 5.0])
+    i = np.array([-6, -5, -1, 0, 4, 5, 7, 2])
+    ok = _in_bounds(i, 5)
+    v = np.linspace(0.5, 2.0, 8)
+    rows = np.array([0, 3, -4, 2])
+    m = np.arange(1.0, 13.0).reshape(3, 4)
+
+    def updates(x, v):
+        y = fnp.at(x)[i].add(v, mode="drop") * fnp.at(x)[i].multiply(v, mode="fill")
+        y = fnp.at(y)[i].max(v, mode="drop") + fnp.at(x)[i].add(2.0 * v[0], mode="drop")
+        return fnp.sum(fnp.sin(y) * fnp.at(x)[i].get(mode="fill", fill_value=0.5)[:5])
+
+    def mixed(m, w):
+        return fnp.sum(
+            fnp.at(m)[rows, 1:].set(w, mode="drop") ** 2
+            + fnp.at(m)[rows, 1:].get(mode="fill", fill_value=0.0).sum() * m
+        )
+
+    check_grads(updates, (x, v), order=2)
+    check_grads(mixed, (m, np.arange(12.0).reshape(4, 3)), order=2)
+    g_v = grad(lambda v: fnp.sum(fnp.at(x)[i].add(v, mode="drop") ** 2))(v)
+    expected = np.zeros(8)
+    added = x.copy()
+    np.add.at(added, i[ok], v[ok])
+    expected[ok] = 2 * added[i[ok]]
+    np.testing.assert_allclose(g_v, expected, rtol=1e-15)  # (order of the sums)
+    g_x = grad(lambda x: fnp.sum(fnp.at(x)[i].get(mode="fill", fill_value=2.0) ** 2))(x)
+    expected = np.zeros(5)
+    np.add.at(expected, i[ok], 2 * x[i[ok]])
+    np.testing.assert_array_equal(g_x, expected)
+    for f, args in [(updates, (x, v)), (mixed, (m, np.ones((4, 3))))]:
+        replayed = jit(f)
+        for _ in range(2):
+            np.testing.assert_array_equal(replayed(*args), f(*args))
+        np.testing.assert_array_equal(jit(grad(f))(*args), grad(f)(*args))
+        tangents = tuple(np.cos(np.arange(np.size(a))).reshape(np.shape(a)) for a in args)
+        _, t = fgrad.jvp(f, args, tangents)
+        np.testing.assert_allclose(
+            t,
+            np.sum(
+                np.concatenate(
+                    [np.ravel(gi * ti) for gi, ti in zip(grad(f, argnums=(0, 1))(*args), tangents)]
+                )
+            ),
+            rtol=1e-12,
+        )
+    d = np.cos(np.arange(5.0))  # Taylor mode along a line, against nested grad
+
+    def line(s):
+        return updates(x + s * d, v)
+
+    for order, nested in [(2, grad(grad(line))), (3, grad(grad(grad(line))))]:
+        np.testing.assert_allclose(
+            fgrad.derivative(line, order=order)(0.0), nested(0.0), rtol=1e-12
+        )
+    xs, vs = np.stack([x, -x, 2 * x]), np.stack([v, v**2, -v])
+    for in_axes in [(0, 0), (0, None), (None, 0)]:
+        args = [xs if in_axes[0] == 0 else x, vs if in_axes[1] == 0 else v]
+        loop = [
+            updates(*(a[k] if ax == 0 else a for a, ax in zip(args, in_axes))) for k in range(3)
+        ]
+        batched = vmap(updates, in_axes=in_axes)(*args)
+        np.testing.assert_allclose(batched, loop, rtol=1e-12)  # (order of the sums)
+    got = vmap(lambda x: fnp.at(x)[i].get(mode="fill", fill_value=-1.0))(xs)
+    np.testing.assert_array_equal(got, np.where(ok, xs[:, np.where(ok, i, 0)], -1))
 
 
 # --- indexing forms and errors --------------------------------------------------------------------

@@ -1346,15 +1346,16 @@ def _picked_positions(x_shape, idx):
     return _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
 
 
-def _check_set_repeats(x_shape, idx, v_shape):
+def _check_set_repeats(x_shape, idx, v_shape, kept=None):
     """`.at[idx].set(v)` with an idx that selects an element more than once is defined only
     when every selection of that element writes the same element of v (v a single value, or
     constant along the repeats): then the value does not depend on which write wins. Where
-    an element would get different elements of v, the error says which."""
+    an element would get different elements of v, the error says which. `kept` (booleans
+    shaped as x[idx]) limits the check to the selections written (mode='drop')."""
     if not _has_array_index(idx):
         return
     picked = _picked_positions(x_shape, idx)
-    if _np.unique(picked).size == picked.size:
+    if kept is None and _np.unique(picked).size == picked.size:
         return
     try:  # which element of v each selection writes
         source = _fit(
@@ -1363,6 +1364,8 @@ def _check_set_repeats(x_shape, idx, v_shape):
     except ValueError:
         return  # v does not fit x[idx]: the assignment raises NumPy's error
     positions, sources = picked.reshape(-1), source.reshape(-1)
+    if kept is not None:
+        positions, sources = positions[kept.reshape(-1)], sources[kept.reshape(-1)]
     order = _np.lexsort((sources, positions))
     positions, sources = positions[order], sources[order]
     clash = _np.flatnonzero((positions[1:] == positions[:-1]) & (sources[1:] != sources[:-1]))
@@ -1499,7 +1502,7 @@ class _IndexUpdater:
 class _IndexUpdate:
     """`x.at[idx]` at a constant idx. Every method takes JAX's keywords: `unique_indices` and
     `indices_are_sorted` are hints (accepted; `set` still checks for repeats), and `mode`
-    is `_indexed_by_mode`'s."""
+    is JAX's (`_clipped_index`, `_dropped_out_of_bounds`, `_filled_gather`)."""
 
     __slots__ = ("idx", "x")
 
@@ -1509,58 +1512,74 @@ class _IndexUpdate:
 
     def set(self, v, **options):
         """A copy of x with x[idx] replaced by v."""
-        idx = self._index("set", options)
-        _check_set_repeats(shape(self.x), idx, shape(v))
-        return _index_set_p(self.x, v, idx=idx)
+        idx, v = self._update("set", v, options)
+        return self.x if idx is None else _index_set_p(self.x, v, idx=idx)
 
     def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
-        return _index_add_p(self.x, v, idx=self._index("add", options))
+        idx, v = self._update("add", v, options)
+        return self.x if idx is None else _index_add_p(self.x, v, idx=idx)
 
     def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
         `np.multiply.at`), and the gradient is exact at zeros."""
-        return _scatter_update(self.x, self._index("multiply", options), v, "multiply")
+        return self._scatter("multiply", v, options)
 
     def divide(self, v, **options):
         """A copy of x with x[idx] divided by v; repeated indices divide in turn."""
-        return _scatter_update(self.x, self._index("divide", options), v, "divide")
+        return self._scatter("divide", v, options)
 
     def power(self, v, **options):
         """A copy of x with x[idx] raised to the power v; repeated indices apply in index
         order, as `np.power.at` does."""
-        return _scatter_update(self.x, self._index("power", options), v, "power")
+        return self._scatter("power", v, options)
 
     def min(self, v, **options):
         """A copy of x with x[idx] replaced by minimum(x[idx], v); with repeated indices the
         smallest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
-        return _scatter_update(self.x, self._index("min", options), v, "min")
+        return self._scatter("min", v, options)
 
     def max(self, v, **options):
         """A copy of x with x[idx] replaced by maximum(x[idx], v); with repeated indices the
         largest of x and all its updates. Ties share the gradient evenly (as in JAX)."""
-        return _scatter_update(self.x, self._index("max", options), v, "max")
+        return self._scatter("max", v, options)
 
     def get(self, **options):
-        """x[idx]."""
-        return getitem(self.x, self._index("get", options))
+        """x[idx]; under mode='fill' (or 'drop', as in JAX) an out-of-bounds position gives
+        fill_value."""
+        mode, fill_value = _index_options("get", options)
+        if mode in ("fill", "drop"):
+            return _filled_gather(self.x, self.idx, mode, fill_value)
+        if mode == "clip":
+            return getitem(self.x, _clipped_index(shape(self.x), self.idx))
+        return getitem(self.x, self.idx)
 
     def apply(self, func, **options):
         raise _apply_error()
 
-    def _index(self, method, options):
-        mode = _index_options(method, options)
-        if mode in (None, "promise_in_bounds"):
-            return self.idx
-        return _indexed_by_mode(shape(self.x), self.idx, method, mode)
+    def _scatter(self, op, v, options):
+        idx, v = self._update(op, v, options)
+        return self.x if idx is None else _scatter_update(self.x, idx, v, op)
+
+    def _update(self, method, v, options):
+        """(idx, v) of an update under its mode; idx None where every update is dropped."""
+        mode, _ = _index_options(method, options)
+        x_shape = shape(self.x)
+        if mode in ("drop", "fill"):  # JAX's updates drop under 'fill' too
+            return _dropped_out_of_bounds(x_shape, self.idx, v, method, mode)
+        idx = _clipped_index(x_shape, self.idx) if mode == "clip" else self.idx
+        if method == "set":
+            _check_set_repeats(x_shape, idx, shape(v))
+        return idx, v
 
 
 _INDEX_MODES = ("promise_in_bounds", "clip", "drop", "fill")
 
 
 def _index_options(method, options):
-    """The `mode` among JAX's keywords of an `.at[idx]` method (None if not given);
-    `unique_indices` and `indices_are_sorted` are hints, `fill_value` needs mode='fill'."""
+    """(mode, fill_value) among JAX's keywords of an `.at[idx]` method (None where not
+    given); `unique_indices` and `indices_are_sorted` are hints, `fill_value` is get's, with
+    mode='fill' or 'drop'."""
     options = dict(options)
     mode = options.pop("mode", None)
     fill_value = options.pop("fill_value", None)
@@ -1570,34 +1589,176 @@ def _index_options(method, options):
         name = next(iter(options))
         raise TypeError(
             f".at[idx].{method}() got an unexpected keyword argument {name!r}; it takes "
-            "JAX's mode=, fill_value=, unique_indices= and indices_are_sorted="
+            "JAX's mode=, fill_value= (get only), unique_indices= and indices_are_sorted="
         )
     if mode is not None and mode not in _INDEX_MODES:
         raise ValueError(
             f".at[idx].{method}(mode={mode!r}): mode is one of {', '.join(map(repr, _INDEX_MODES))}"
         )
-    if fill_value is not None and mode != "fill":
-        raise ValueError(f".at[idx].{method}(fill_value=...) needs mode='fill' (got mode={mode!r})")
-    return mode
+    if fill_value is not None and method != "get":
+        raise TypeError(
+            f".at[idx].{method}() takes no fill_value= (nor does JAX's): under mode='fill' "
+            "or 'drop' an update at an out-of-bounds index is dropped"
+        )
+    if fill_value is not None and mode not in ("fill", "drop"):
+        raise ValueError(f".at[idx].get(fill_value=...) needs mode='fill' (got mode={mode!r})")
+    return mode, fill_value
 
 
-def _indexed_by_mode(x_shape, idx, method, mode):
-    """idx under JAX's mode: 'clip' moves each integer index into its axis's range (a
-    negative one counted from the end first, as in JAX); 'drop' and 'fill' are NumPy's
-    indexing when every index is in bounds and are refused otherwise (fgrad does not drop
-    updates or fill gathered values)."""
+def _clipped_index(x_shape, idx):
+    """idx under JAX's mode='clip': each integer index moved into its axis's range (a
+    negative one counted from the end first, as in JAX)."""
     parts = idx if type(idx) is tuple else (idx,)
     out = []
     for p, axis in zip(parts, _index_axes(parts, len(x_shape))):
         if axis is not None and _is_integer_index(p):
             n = x_shape[axis]
-            if mode == "clip":
-                p = _np.clip(_np.where(p < 0, p + n, p), 0, n - 1)
-                p = int(p) if _np.ndim(p) == 0 else p
-            elif _np.any((p < -n) | (p >= n)):
-                raise _mode_error(method, mode, p, axis, n)
+            p = _np.clip(_np.where(p < 0, p + n, p), 0, n - 1)
+            p = int(p) if _np.ndim(p) == 0 else p
         out.append(p)
     return tuple(out) if type(idx) is tuple else out[0]
+
+
+# --- mode='drop' and 'fill' -----------------------------------------------------------------------
+# JAX's rule: an integer index i of an axis of length n is in bounds where -n <= i < n (a
+# negative one counts from the end). An update at an out-of-bounds position is dropped, with
+# the element of v meant for it; a gather there gives fill_value. Both are rewritten here into
+# in-bounds indexing by the existing primitives (so every transform applies unchanged): the
+# index's integer parts are broadcast together into the block of x[idx]'s axes they index,
+# and only the block's valid positions are kept (for a gather: all of them, clipped, then
+# masked).
+
+
+class _Bounds:
+    """An index with out-of-bounds integer parts, in NumPy's advanced-index terms: `parts`
+    (boolean masks spelled as their nonzero() arrays), `integer` (which parts are integer
+    indices), `valid` (shaped as the broadcast of the integer parts), `pos` (the axis of
+    x[idx] where that block starts) and `shape` (x[idx]'s shape)."""
+
+    __slots__ = ("integer", "parts", "pos", "shape", "valid")
+
+    def __init__(self, x_shape, parts):
+        self.parts = parts
+        axes = _index_axes(parts, len(x_shape))
+        self.integer = [axis is not None and _is_integer_index(p) for p, axis in zip(parts, axes)]
+        valid = [
+            (p >= -x_shape[axis]) & (p < x_shape[axis])
+            for p, axis, i in zip(parts, axes, self.integer)
+            if i
+        ]
+        self.valid = _np.logical_and.reduce(_np.broadcast_arrays(*valid))
+        # NumPy places the block (after the parts before it, or first when the integer parts
+        # are not adjacent); an empty block on size-1 axes shows where
+        empty = [_np.zeros(0, _np.intp) if i else p for p, i in zip(parts, self.integer)]
+        ones = _np.zeros((1,) * len(x_shape), dtype=bool)
+        one_slices = [slice(None) if isinstance(p, slice) else p for p in empty]
+        self.pos = ones[tuple(one_slices)].shape.index(0)
+        rest = _np.broadcast_to(_np.zeros((), dtype=bool), x_shape)[tuple(empty)].shape
+        self.shape = rest[: self.pos] + self.valid.shape + rest[self.pos + 1 :]
+
+    def kept(self):
+        """The index with only the block's valid positions (each integer part 1-D)."""
+        return tuple(
+            _np.broadcast_to(p, self.valid.shape)[self.valid] if i else p
+            for p, i in zip(self.parts, self.integer)
+        )
+
+    def valid_of_result(self):
+        """`valid` with length-1 axes around it, to broadcast against x[idx]."""
+        after = len(self.shape) - self.pos - self.valid.ndim
+        return self.valid.reshape((1,) * self.pos + self.valid.shape + (1,) * after)
+
+
+def _out_of_bounds(x_shape, idx, method, mode):
+    """A `_Bounds` of idx where one of its integer indices is out of bounds; else None."""
+    parts = idx if type(idx) is tuple else (idx,)
+    outside = False
+    for p, axis in zip(parts, _index_axes(parts, len(x_shape))):
+        if axis is not None and _is_integer_index(p):
+            outside = outside or bool(_np.any((p < -x_shape[axis]) | (p >= x_shape[axis])))
+    if not outside:
+        return None
+    spelled = []
+    for p in parts:
+        is_bool = isinstance(p, (bool, _np.bool_)) or (
+            isinstance(p, _np.ndarray) and p.dtype == bool
+        )
+        if is_bool and _np.ndim(p) == 0:
+            raise NotImplementedError(
+                f".at[idx].{method}(mode={mode!r}) with an out-of-bounds integer index next to "
+                "a 0-d boolean index is not supported; index with None instead of True, or "
+                "select the in-bounds positions yourself"
+            )
+        spelled.extend(_np.nonzero(p) if is_bool else (p,))  # a mask is its nonzero() arrays
+    return _Bounds(x_shape, spelled)
+
+
+def _dropped_out_of_bounds(x_shape, idx, v, method, mode):
+    """(idx, v) of an update without its out-of-bounds positions and the elements of v meant
+    for them (idx None where none is left). `set`'s repeats are checked on the positions kept,
+    naming the elements of the v given."""
+    bounds = _out_of_bounds(x_shape, idx, method, mode)
+    if bounds is None:
+        if method == "set":
+            _check_set_repeats(x_shape, idx, shape(v))
+        return idx, v
+    v = _fitted_update(v, bounds, method)
+    if method == "set":
+        kept = _np.broadcast_to(bounds.valid_of_result(), bounds.shape)
+        _check_set_repeats(x_shape, _clipped_index(x_shape, tuple(bounds.parts)), shape(v), kept)
+    if not bounds.valid.any():
+        return None, v
+    pos, block = bounds.pos, bounds.valid.ndim
+    aligned = (1,) * (len(bounds.shape) - ndim(v)) + shape(v)
+    if all(d == 1 for d in aligned[pos : pos + block]):  # v constant along the block
+        if ndim(v) > len(bounds.shape) - pos - block:  # (v reaches the block's axes)
+            v = _reshape_p(v, shape=aligned[:pos] + (1,) + aligned[pos + block :])
+        return bounds.kept(), v
+    v = broadcast_to(v, aligned[:pos] + bounds.valid.shape + aligned[pos + block :])
+    return bounds.kept(), getitem(v, (slice(None),) * pos + (bounds.valid,))
+
+
+def _fitted_update(v, bounds, method):
+    """v checked against x[idx]'s shape (NumPy's error otherwise), without the leading
+    length-1 axes NumPy's assignment accepts beyond it."""
+    extra = ndim(v) - len(bounds.shape)
+    if extra > 0 and all(d == 1 for d in shape(v)[:extra]):
+        v = _reshape_p(v, shape=shape(v)[extra:])
+    try:
+        fits = _np.broadcast_shapes(shape(v), bounds.shape) == bounds.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f".at[idx].{method}(v): v of shape {shape(v)} does not broadcast to x[idx]'s "
+            f"shape {bounds.shape}"
+        )
+    return v
+
+
+def _filled_gather(x, idx, mode, fill_value):
+    """x[idx] where every integer index is in bounds; else the gather at the clipped index
+    with fill_value at the out-of-bounds positions (which have no gradient)."""
+    x_shape = shape(x)
+    bounds = _out_of_bounds(x_shape, idx, "get", mode)
+    if bounds is None:
+        return getitem(x, idx)
+    gathered = getitem(x, _clipped_index(x_shape, tuple(bounds.parts)))
+    return _where(bounds.valid_of_result(), gathered, _fill_value(fill_value, dtype_of(x)))
+
+
+def _fill_value(fill_value, dtype):
+    """fill_value in x's dtype; JAX's default: nan for inexact dtypes, the smallest signed
+    integer, the largest unsigned one, True for booleans."""
+    dtype = _np.dtype(dtype)
+    if fill_value is not None:
+        return _np.asarray(fill_value).astype(dtype)
+    if dtype.kind in "fc":
+        return _np.asarray(_np.nan, dtype=dtype)
+    if dtype.kind in "iu":
+        info = _np.iinfo(dtype)
+        return _np.asarray(info.min if dtype.kind == "i" else info.max, dtype=dtype)
+    return _np.asarray(True, dtype=dtype)
 
 
 def _is_integer_index(p):
@@ -1624,21 +1785,6 @@ def _axes_taken(p):
     if p is None or p is Ellipsis:
         return 0
     return _np.ndim(p) if isinstance(p, _np.ndarray) and p.dtype == bool else 1
-
-
-def _mode_error(method, mode, p, axis, n):
-    bad = _np.asarray(p)[(_np.asarray(p) < -n) | (_np.asarray(p) >= n)].reshape(-1)[0]
-    instead = "with keep = (i >= -n) & (i < n), " + (
-        "fnp.where(keep, x.at[fnp.clip(i, -n, n - 1)].get(), fill_value)"
-        if method == "get"
-        else f"x.at[i[keep]].{method}(v[keep])"
-    )
-    return IndexError(
-        f".at[idx].{method}(mode={mode!r}): index {int(bad)} is out of bounds for axis {axis} "
-        f"with size {n}, and fgrad does not {'fill' if method == 'get' else 'drop'} "
-        f"out-of-bounds positions. Select the in-bounds ones yourself: {instead}; or pass "
-        "mode='clip'"
-    )
 
 
 def _apply_error():
@@ -2543,7 +2689,7 @@ class _BatchedIndexUpdate:
 def _traced_index_options(method, options):
     """JAX's keywords at a traced index: the hints, and mode='promise_in_bounds' (what every
     index of fgrad promises); other modes would need the index's values."""
-    mode = _index_options(method, options)
+    mode, _ = _index_options(method, options)
     if mode not in (None, "promise_in_bounds"):
         raise NotImplementedError(
             f".at[idx].{method}(mode={mode!r}) is not supported where idx is traced (computed "
