@@ -542,7 +542,8 @@ _INDEX_TYPES = (int, bool, slice, type(None), type(Ellipsis))
 
 def _without_repeats(node: _Node, subst: dict | None = None, seen: dict | None = None) -> _Node:
     """A copy of the tree in which an operation already computed on the same inputs, earlier
-    in its path, is not computed again: later reads take the first one's slots. Forward-mode
+    in its path, is not computed again: later reads take the first one's slots (and a
+    `stop_gradient`, the identity here, is not computed at all). Forward-mode
     and batched derivatives compute such repeats (a JVP under `vmap` reads `y[1]` for the value
     and again for the tangent; odeint's sensitivities had 2 of 22), and a primitive's
     implementation gives the same bits for the same inputs. An output that would come back as
@@ -557,6 +558,11 @@ def _without_repeats(node: _Node, subst: dict | None = None, seen: dict | None =
             if subst:
                 ins = tuple(subst.get(r, r) if type(r) is int else r for r in ins)
                 item = (prim, ins, params, outs, many, source)
+            if prim is core.stop_gradient_p and type(ins[0]) is int:
+                # the identity on plain values (a rule's `constant_of`, a record's most
+                # frequent operation in linalg rules): later reads take its input's slot
+                subst[outs[0]] = ins[0]
+                continue
             key = _op_key(item)
             if key is not None:
                 first = seen.get(key)

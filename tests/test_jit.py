@@ -1186,6 +1186,22 @@ def test_a_result_real_or_complex_by_the_values_is_guarded():
                 assert_same(fn(a), jitted(a))
 
 
+def test_eigenvalue_derivatives_replay_one_record_for_every_matrix():
+    """The derivative rules of eigvals pair its eigenvalues with eig's: reading them guarded
+    every eigenvalue, so jit(grad) recorded a path per matrix and, past 8, ran eagerly with a
+    warning. The pairing is now computed in the record, and only its order is read."""
+    rng = np.random.default_rng(5)
+    f = lambda a: fnp.sum(fnp.real(fnp.linalg.eigvals(a)) ** 2 + fnp.imag(fnp.linalg.eig(a)[0]))
+    for fn in (fgrad.grad(f), fgrad.hessian(f)):
+        jitted = fgrad.jit(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "keeps changing" warning
+            for _ in range(12):
+                a = rng.standard_normal((4, 4))
+                assert_same(fn(a), jitted(a))
+        assert sum(paths(jitted)) <= 4  # real and complex eigenvalues: a dtype each
+
+
 def test_nan_to_num_of_a_number_is_numpys_scalar_under_jit():
     """NumPy's nan_to_num gives a NumPy scalar for a number or a 0-d array: under `jit` a
     number came back as given (a Python float), and the path that replaces a nan (a `where`)

@@ -1349,7 +1349,7 @@ def _eig_impl(x):
 def _largest_entries(v):
     """A constant one-hot mask of the largest-magnitude entry of each column of v: the entry
     LAPACK's geev makes real (the first largest re^2 + im^2, as geev picks it)."""
-    if _unreadable(v):
+    if _unread(v):  # (under jit: computed, not guarded)
         c = constant_of(v)
         return _onehot(_mT(_first_largest(_mT(real(c) ** 2 + imag(c) ** 2))), v)
     vv = _np.asarray(primal(v))
@@ -1475,13 +1475,21 @@ def _eigvectors_for(ans, x):
     if _unreadable(w):  # no read: the pairing by reductions and comparisons
         gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
         return _reordered(v, _mT(_nearest_pairs(gaps)))
-    wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
-    gaps = _np.abs(wa[..., :, None] - we[..., None, :])
-    order = _np.argmin(gaps, axis=-1)
-    if (order == _np.arange(wa.shape[-1])).all():
+    if _core.holds_staged(w):
+        # Under `jit` the pairing is computed in the record and only its order is read: a
+        # guard on n integers (the same for nearly every matrix), where reading the
+        # eigenvalues guarded every one of them (a record per matrix)
+        gaps = abs(expand_dims(constant_of(ans), -1) - expand_dims(constant_of(w), -2))
+        order = _np.asarray(primal(_arrays.argmin(gaps, axis=-1)))
+    else:
+        wa, we = _np.asarray(primal(ans)), _np.asarray(primal(w))
+        gaps = _np.abs(wa[..., :, None] - we[..., None, :])
+        order = _np.argmin(gaps, axis=-1)
+    n = shape(ans)[-1]
+    if (order == _np.arange(n)).all():
         return v
-    if not (_np.sort(order, axis=-1) == _np.arange(wa.shape[-1])).all():  # not one to one
-        order = _np.argmax(_nearest_pairs(gaps), axis=-1)
+    if not (_np.sort(order, axis=-1) == _np.arange(n)).all():  # not one to one
+        order = _np.asarray(primal(_arrays.argmax(_nearest_pairs(gaps), axis=-1)))
     return _take_last(v, _np.broadcast_to(order[..., None, :], shape(v)))
 
 
