@@ -163,6 +163,40 @@ def test_repeated_axes_transform_twice_as_numpy():
     check_grads(lambda x: fnp.abs(F.fftn(x, axes=(0, 0), norm="ortho")) ** 2, (x,))
 
 
+@pytest.mark.parametrize(
+    "name, s, axes",
+    [
+        ("irfftn", (2, None), (0, 1)),  # None is irfft's default length 2 (m - 1), not m
+        ("irfft2", (None, None), (-2, -1)),
+        ("irfftn", (3, None), (1, 1)),  # an axis given twice: m after the first transform
+        ("fftn", (None, 3), (0, 0)),  # None: the length when the axis is transformed
+        ("rfftn", (None, 4), (1, 0)),
+    ],
+)
+def test_none_in_s_is_the_default_n_of_that_axis_as_numpy(name, s, axes):
+    # irfftn(a, s=(2, None)) had shape (2, 4) (None was read as -1) where NumPy's is (2, 6),
+    # and no warning
+    a = RNG.standard_normal((2, 4))
+    if not name.startswith("rfft"):
+        a = a + 1j * RNG.standard_normal((2, 4))
+    with pytest.warns(DeprecationWarning, match="containing `None` values to `s`"):
+        expected = getattr(np.fft, name)(a, s=s, axes=axes)
+    with pytest.warns(DeprecationWarning, match="containing `None` values to `s`") as ours:
+        got = getattr(F, name)(a, s=s, axes=axes)
+    assert ours[0].filename == __file__  # the caller's line
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    with pytest.warns(DeprecationWarning):
+        check_grads(lambda a: fnp.abs(getattr(F, name)(a, s=s, axes=axes)) ** 2, (a,), order=2)
+
+
+def test_a_bool_is_not_a_length():
+    # fft(x, n=True) was n=1 (NumPy: TypeError, an integer is required)
+    for call in (lambda: F.fft(X, n=True), lambda: F.irfftn(X, s=(True, 2), axes=(0, 1))):
+        with pytest.raises(TypeError, match="must be an integer, got True"):
+            call()
+
+
 def test_errors_say_what_to_do():
     with pytest.raises(ValueError, match="norm='bad'.*'ortho'"):
         F.fft(X, norm="bad")

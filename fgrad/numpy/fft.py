@@ -28,6 +28,9 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.el
 from __future__ import annotations
 
 import operator
+import os
+import sys
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -116,6 +119,8 @@ def _check_length(n, name, what="n"):
             f"{name}: {what} is a traced value of {describe(n)}; a transform length is an int"
         )
     try:
+        if isinstance(n, bool):  # (an int to Python; NumPy's fft refuses it)
+            raise TypeError
         n = operator.index(n)
     except TypeError:
         raise TypeError(f"{name}: {what} must be an integer, got {n!r}") from None
@@ -301,10 +306,31 @@ def fft(
 # --- n-dimensional transforms: NumPy's loops over the axes ----------------------------------------
 
 
+_NONE_IN_S = (
+    "Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 and will "
+    "raise an error in a future version of NumPy. To use the default behaviour of the "
+    "corresponding 1-D transform, pass the value matching the default for its `n` parameter. "
+    "To use the default behaviour for every axis, the `s` argument can be omitted."
+)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _warn_at_caller(message, category):
+    """`warnings.warn` pointed at the innermost line outside fgrad (where NumPy's own
+    `stacklevel` points: the caller of the transform)."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)
+
+
 def _nd_args(x, s, axes, name, inverse_real=False):
     """The lengths and axes of an n-dimensional transform, by NumPy's rules: `axes` defaults
-    to every axis, or to the last len(s) axes when `s` is given; a length of -1 or None means
-    the input's; an inverse real transform's last length defaults to 2 (m - 1)."""
+    to every axis, or to the last len(s) axes when `s` is given; a length of -1 means the
+    input's; an inverse real transform's last length defaults to 2 (m - 1). A length None
+    (deprecated in NumPy 2, with its warning) stays None: the default `n` of the 1-D
+    transform along that axis (`_length_now`), which for the last axis of an inverse real
+    transform is 2 (m - 1), not m."""
     x_shape = shape(x)
     nd = len(x_shape)
     if axes is None:
@@ -323,9 +349,22 @@ def _nd_args(x, s, axes, name, inverse_real=False):
                 f"{name}: s={tuple(s)} and axes={tuple(axes)} have different lengths; give one "
                 "length per transformed axis"
             )
-        lengths = [x_shape[ax] if k is None or k == -1 else k for k, ax in zip(s, axes)]
-    lengths = [_check_length(k, name, "s") for k in lengths]
+        if any(k is None for k in s):
+            _warn_at_caller(_NONE_IN_S, DeprecationWarning)
+        s = [None if k is None else read_int(k) for k in s]  # (a jit argument: its value)
+        lengths = [x_shape[ax] if _is_minus_one(k) else k for k, ax in zip(s, axes)]
+    lengths = [None if k is None else _check_length(k, name, "s") for k in lengths]
     return lengths, axes
+
+
+def _is_minus_one(k):
+    return k is not None and type(k) is not Box and k == -1
+
+
+def _length_now(x, k, ax):
+    """A length of `s`, where None is the input's length along ax when its transform runs
+    (after those of the axes before it in the loop: an axis given twice was resized)."""
+    return shape(x)[ax] if k is None else k
 
 
 def _complex_nd(a, s, axes, norm, name, inverse):
@@ -333,7 +372,7 @@ def _complex_nd(a, s, axes, norm, name, inverse):
     lengths, axes = _nd_args(x, s, axes, name)
     norm = _check_norm(norm, name)
     for k, ax in reversed(list(zip(lengths, axes))):
-        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=inverse)
+        x = _c2c_p(_resize(x, _length_now(x, k, ax), ax), axis=ax, norm=norm, inverse=inverse)
     return x
 
 
@@ -348,9 +387,11 @@ def _rfft_nd(a, s, axes, norm, name):
     x = asarray(a)
     _check_real(x, name)
     lengths, axes, norm = _real_nd_args(x, s, axes, norm, name)
-    x = _rfft_p(_resize(x, lengths[-1], axes[-1]), axis=axes[-1], norm=norm)
+    x = _rfft_p(
+        _resize(x, _length_now(x, lengths[-1], axes[-1]), axes[-1]), axis=axes[-1], norm=norm
+    )
     for k, ax in reversed(list(zip(lengths[:-1], axes[:-1]))):
-        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=False)
+        x = _c2c_p(_resize(x, _length_now(x, k, ax), ax), axis=ax, norm=norm, inverse=False)
     return x
 
 
@@ -358,8 +399,9 @@ def _irfft_nd(a, s, axes, norm, name):
     x = asarray(a)
     lengths, axes, norm = _real_nd_args(x, s, axes, norm, name, inverse_real=True)
     for k, ax in zip(lengths[:-1], axes[:-1]):
-        x = _c2c_p(_resize(x, k, ax), axis=ax, norm=norm, inverse=True)
+        x = _c2c_p(_resize(x, _length_now(x, k, ax), ax), axis=ax, norm=norm, inverse=True)
     n, ax = lengths[-1], axes[-1]
+    n = _hermitian_length(x, ax, n, name)  # None: irfft's default 2 (m - 1)
     return _irfft_p(_resize(x, n // 2 + 1, ax), n=n, axis=ax, norm=norm)
 
 
