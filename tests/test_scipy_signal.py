@@ -12,6 +12,7 @@ import fgrad
 import fgrad.numpy as fnp
 import fgrad.scipy.signal as sig
 from fgrad import grad, hessian, jvp, vjp
+from fgrad.test_util import check_grads
 
 RNG = np.random.default_rng(3)
 PAIRS = [
@@ -69,6 +70,66 @@ def test_fftconvolve_axes_agree_with_scipy(axes, k_shape):
             ss.fftconvolve(x, k, mode, axes=axes),
             atol=1e-12,
         )
+
+
+@pytest.mark.parametrize(
+    "s1, s2, mode, axes",
+    [
+        # 'same' kept the broadcast axes whole: (4, 3) where SciPy cuts to in1's (4, 1)
+        ((4, 1), (1, 3), "same", 0),
+        ((1, 5), (3, 2), "same", -1),
+        ((3, 1, 4), (3, 5, 2), "same", (0, 2)),
+        # 'valid' refused an input of length 1 along an axis SciPy leaves out (a product)
+        ((1, 5), (3, 2), "valid", None),
+        ((4, 1), (1, 3), "valid", None),
+        ((2, 1, 4), (1, 3, 2), "valid", (1, 2)),
+    ],
+)
+def test_fftconvolve_modes_along_broadcast_axes_are_scipys(s1, s2, mode, axes):
+    x, k = RNG.standard_normal(s1), RNG.standard_normal(s2)
+    expected = ss.fftconvolve(x, k, mode, axes=axes)
+
+    def f(x, k):
+        return sig.fftconvolve(x, k, mode, axes=axes)
+
+    for out in (f(x, k), _traced(f, x, k), fgrad.jit(f)(x, k)):
+        assert np.shape(out) == expected.shape
+        np.testing.assert_allclose(out, expected, atol=1e-12)
+    check_grads(f, (x, k), order=2)
+    xs = RNG.standard_normal((3,) + s1)
+    np.testing.assert_array_equal(
+        fgrad.vmap(f, in_axes=(0, None))(xs, k), np.stack([f(row, k) for row in xs])
+    )
+
+
+def test_fftconvolve_of_integers_along_no_axis_is_scipys_product():
+    # every axis has a length 1: SciPy multiplies, in the integers' dtype
+    x, k = np.arange(4).reshape(4, 1), np.arange(1, 4).reshape(1, 3)
+    for mode in ("full", "same", "valid"):
+        want = ss.fftconvolve(x, k, mode)
+        got = sig.fftconvolve(x, k, mode)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "s1, s2, axes, message",
+    [
+        # were wrapped modulo ndim (convolving along another axis) or dropped when repeated
+        ((5,), (3,), 1, "axes=1 with in1 of shape \\(5,\\).*exceeds dimensionality"),
+        ((3, 4), (2, 4), 2, "axes=2 .*exceeds dimensionality.*\\[-2, 2\\)"),
+        ((3, 4), (2, 4), -3, "axes=-3 .*exceeds dimensionality"),
+        ((3, 4), (2, 2), (1, 1), "axes=\\(1, 1\\) .*all axes must be unique"),
+        ((3, 4), (2, 2), (), "axes cannot be empty"),
+        ((3, 4), (2, 2), 1.0, "axes must be an integer or a sequence of integers"),
+        ((3, 4), (2, 2), 1, "incompatible shapes for in1 and in2: \\(3, 4\\) and \\(2, 2\\)"),
+    ],
+)
+def test_fftconvolve_refuses_the_axes_scipy_refuses(s1, s2, axes, message):
+    with pytest.raises(ValueError):
+        ss.fftconvolve(np.ones(s1), np.ones(s2), axes=axes)
+    with pytest.raises(ValueError, match=message):
+        sig.fftconvolve(np.ones(s1), np.ones(s2), axes=axes)
 
 
 def test_gradient_of_the_total_is_the_other_inputs_total():

@@ -19,6 +19,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), `fgrad.numpy`,
 
 from __future__ import annotations
 
+import operator as _operator
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -209,36 +210,35 @@ def _prepare(in1, in2, who):
 
 
 def _mode_slice(full, s1, s2, axes, mode, who):
-    """'full' as it is; 'same': centred, with in1's extent; 'valid': where one input covers
-    the other (one must be at least as large as the other along every axis of `axes`)."""
+    """SciPy's modes, as centred cuts of the full result: 'full' as it is; 'same' with in1's
+    shape along every axis (the broadcast ones too); 'valid' where one input covers the other
+    along `axes` (one must be at least as large as the other along each of them), whole along
+    the others."""
     if mode == "full":
         return full
-    index = [slice(None)] * len(s1)
     if mode == "same":
-        for ax in axes:
-            start = (s2[ax] - 1) // 2  # (len(full) - len(in1)) // 2
-            index[ax] = slice(start, start + s1[ax])
+        keep = list(s1)
     elif mode == "valid":
         if not (all(s1[ax] >= s2[ax] for ax in axes) or all(s2[ax] >= s1[ax] for ax in axes)):
             raise ValueError(
                 f"scipy.signal.{who}: for mode='valid', in1 {tuple(s1)} or in2 {tuple(s2)} must "
                 "be at least as large as the other in every dimension"
             )
-        for ax in axes:
-            lo, hi = min(s1[ax], s2[ax]), max(s1[ax], s2[ax])
-            index[ax] = slice(lo - 1, hi)
+        keep = [abs(s1[ax] - s2[ax]) + 1 if ax in axes else n for ax, n in enumerate(shape(full))]
     else:
         raise ValueError(
             f"scipy.signal.{who}: mode must be 'full', 'valid' or 'same', got {mode!r}"
         )
-    return full[tuple(index)]
+    starts = [(n - k) // 2 for n, k in zip(shape(full), keep)]
+    return full[tuple(slice(start, start + k) for start, k in zip(starts, keep))]
 
 
 def _convolve(in1, in2, mode, axes, method, who):
     if ndim(in1) == 0:  # SciPy: the product of two scalars
         return in1 * in2
     s1, s2 = shape(in1), shape(in2)
-    full = _conv_p(in1, in2, axes=axes, method=method)
+    # no axis left to convolve (fftconvolve's, of length 1 in an input): the product
+    full = _conv_p(in1, in2, axes=axes, method=method) if axes else in1 * in2
     return _mode_slice(full, s1, s2, axes, mode, who)
 
 
@@ -279,12 +279,52 @@ def fftconvolve(
     """SciPy's `signal.fftconvolve`: the convolution along `axes` (default all), computed
     with FFTs; along the other axes the inputs broadcast (their lengths are equal or 1)."""
     in1, in2 = _prepare(in1, in2, "fftconvolve")
-    nd = ndim(in1)
+    return _convolve(in1, in2, mode, _fft_axes(in1, in2, axes), "fftconvolve", "fftconvolve")
+
+
+def _fft_axes(in1, in2, axes):
+    """fftconvolve's axes, by SciPy's rules: every axis by default; given ones must be
+    integers in [-ndim, ndim), not repeated, and at least one; then the axes where an input
+    has length 1 are left out (along them the convolution is the broadcast product), before
+    'valid' compares the lengths."""
+    s1, s2 = shape(in1), shape(in2)
+    nd = len(s1)
+    if nd == 0:  # SciPy: the product of two scalars, whatever the axes
+        return ()
     if axes is None:
-        axes = tuple(range(nd))
+        chosen = list(range(nd))
     else:
-        axes = tuple(sorted({int(ax) % nd for ax in _np.atleast_1d(axes)})) if nd else ()
-    return _convolve(in1, in2, mode, axes, "fftconvolve", "fftconvolve")
+        given = axes
+        try:
+            chosen = [_operator.index(ax) for ax in _np.atleast_1d(axes).tolist()]
+        except TypeError:
+            raise ValueError(
+                f"scipy.signal.fftconvolve: axes must be an integer or a sequence of integers, "
+                f"got {given!r}"
+            ) from None
+        where = f"axes={given!r} with in1 of shape {s1} and in2 of shape {s2}"
+        if not chosen:
+            raise ValueError(
+                f"scipy.signal.fftconvolve: {where}: when given, axes cannot be "
+                "empty; pass axes=None to convolve along every axis"
+            )
+        if not all(-nd <= ax < nd for ax in chosen):
+            raise ValueError(
+                f"scipy.signal.fftconvolve: {where}: axes exceeds dimensionality of input; "
+                f"use axes in [-{nd}, {nd})"
+            )
+        chosen = [ax % nd for ax in chosen]
+        if len(set(chosen)) != len(chosen):
+            raise ValueError(
+                f"scipy.signal.fftconvolve: {where}: all axes must be unique; give each axis once"
+            )
+    chosen = [ax for ax in chosen if s1[ax] != 1 and s2[ax] != 1]
+    if not all(s1[ax] in (1, s2[ax]) or s2[ax] == 1 for ax in range(nd) if ax not in chosen):
+        raise ValueError(
+            f"scipy.signal.fftconvolve: incompatible shapes for in1 and in2: {s1} and {s2}; "
+            f"along the axes not convolved (axes={axes!r}) their lengths must be equal or 1"
+        )
+    return tuple(sorted(chosen))
 
 
 # --- convolve2d, correlate2d ----------------------------------------------------------------------
