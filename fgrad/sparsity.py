@@ -449,6 +449,10 @@ def _einsum_rule(vals, pats, ans, params, fixed):
             if not any(c in t for t in subs):
                 operands.append(_np.ones(sizes[c]))
                 subs.append(c)
+        if not letters:  # all 0-d: the one output element, unless another operand is zero
+            o = e = _np.zeros(int(all(bool(m) for j, m in enumerate(masks) if j != k)), int)
+            parts.append(_through(_indicator(o, e, (1, 1)), p))
+            continue
         together = _np.einsum(",".join(subs) + "->" + letters, *operands) != 0
         coords = dict(zip(letters, _np.nonzero(together)))
         o = _np.ravel_multi_index([coords[c] for c in out], out_shape) if out else None

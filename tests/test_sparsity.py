@@ -630,6 +630,24 @@ def test_moves_are_derived_from_element_numbers():
         assert (got == want).all()  # exact: these structures hold no accidental zeros
 
 
+def test_einsum_of_scalars_has_a_one_by_one_pattern():
+    # every letter-free einsum raised (np.nonzero of a 0-d array; np.einsum("->") of nothing)
+    x = np.float64(2.0)
+    funs = [
+        lambda x: fnp.einsum(",->", x, 3.0),
+        lambda x: fnp.tensordot(x, 3.0, 0),
+        lambda x: fnp.einsum("->", x),
+        lambda x: fnp.einsum(",,->", x, 3.0, x),
+    ]
+    for fun in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(x))
+        np.testing.assert_array_equal(got, np.reshape(fgrad.jacfwd(fun)(x) != 0, (1, 1)))
+        assert got.tolist() == [[True]]
+    # a constant zero factor: no dependence, as for the einsums with letters
+    zero = _dense(fgrad.jacobian_sparsity(lambda x: fnp.einsum(",->", x, 0.0))(x))
+    assert zero.tolist() == [[False]]
+
+
 def test_products_keep_the_zeros_of_a_constant_factor():
     import fgrad.scipy.special as special
 
