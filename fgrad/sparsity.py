@@ -358,11 +358,14 @@ def _matmul_rule(vals, pats, ans, params, fixed):
     """`matmul` of 1-D and 2-D operands: out[i, l] depends on a[i, j] and b[j, l] for each j
     with the other factor nonzero. A factor's zeros count where they are constants of every
     input (`_may_be_nonzero`).
-    Stacks of matrices take a block per product (`_leading_axes`), their zeros not counted."""
+    Stacks of matrices are the gufunc whose core is that product, with broadcast leading
+    axes (`_gufunc_product`, exact as einsum's rule): a (B, T, d) @ (d, k) layer's pattern
+    in the weights is then one entry per product, not a dense block per matrix."""
     a, b = vals
     sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
     if len(sa) > 2 or len(sb) > 2:
-        return _leading_axes((min(len(sa), 2), min(len(sb), 2)))(vals, pats, ans, params)
+        core = _MATMUL_CORES[len(sa) == 1, len(sb) == 1]
+        return _gufunc_product(*core)(vals, pats, ans, params, fixed)
     m, k = (1, sa[0]) if len(sa) == 1 else sa
     p = 1 if len(sb) == 1 else sb[1]
     sp = sparse_module()
@@ -383,6 +386,13 @@ def _matmul_rule(vals, pats, ans, params, fixed):
 
 
 _matmul_rule.reads_constants = True  # type: ignore[attr-defined]
+
+# matmul's core axes and einsum, by (a is 1-D, b is 1-D), for stacks (never both 1-D there)
+_MATMUL_CORES = {
+    (False, False): ((2, 2), "ij,jk->ik"),
+    (True, False): ((1, 2), "j,jk->k"),
+    (False, True): ((2, 1), "ij,j->i"),
+}
 
 
 def _convolve_rule(vals, pats, ans, params, fixed):
@@ -449,6 +459,10 @@ def _einsum_rule(vals, pats, ans, params, fixed):
             if not any(c in t for t in subs):
                 operands.append(_np.ones(sizes[c]))
                 subs.append(c)
+        if not letters:  # all 0-d: the one output element, unless another operand is zero
+            o = e = _np.zeros(int(all(bool(m) for j, m in enumerate(masks) if j != k)), int)
+            parts.append(_through(_indicator(o, e, (1, 1)), p))
+            continue
         together = _np.einsum(",".join(subs) + "->" + letters, *operands) != 0
         coords = dict(zip(letters, _np.nonzero(together)))
         o = _np.ravel_multi_index([coords[c] for c in out], out_shape) if out else None

@@ -756,6 +756,37 @@ def test_a_stack_of_one_array_joins_its_rows_as_numpy_does(name):
         grad(lambda a: fnp.sum(getattr(fnp, name)(a[0, 0])))(X)
 
 
+def test_moveaxis_swapaxes_transpose_refuse_an_axis_out_of_bounds_as_numpy_does():
+    # `% ndim` wrapped them into other axes, silently: swapaxes(x, 0, 5) of a 2-d x was x.T,
+    # traced or not; NumPy raises AxisError
+    x = np.arange(6.0).reshape(2, 3)
+    calls = [
+        (lambda m, x: m.swapaxes(x, 0, 5), "axis2: axis 5"),
+        (lambda m, x: m.swapaxes(x, -3, 0), "axis1: axis -3"),
+        (lambda m, x: m.moveaxis(x, 2, 0), "source: axis 2"),
+        (lambda m, x: m.moveaxis(x, [0, 1], [1, -3]), "destination: axis -3"),
+        (lambda m, x: m.transpose(x, (0, 3)), "axis 3"),
+    ]
+    for call, message in calls:
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            call(np, x)  # NumPy's own error, the same type and words
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            call(fnp, x)
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            grad(lambda x, c=call: fnp.sum(c(fnp, x)))(x)
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            jit(lambda x, c=call: c(fnp, x))(x)
+    # repeated or unpaired axes: NumPy's ValueErrors (it was "axes don't match array")
+    for src, dst, message in (([0, 0], [0, 1], "repeated axis"), ([0, 1], [0], "same number")):
+        for m in (np, fnp):
+            with pytest.raises(ValueError, match=message):
+                m.moveaxis(x, src, dst)
+    np.testing.assert_array_equal(fnp.swapaxes(x, -1, -2), x.T)  # in bounds: as before
+    np.testing.assert_array_equal(
+        fnp.moveaxis(x[None], [0, -1], [-1, 0]), np.moveaxis(x[None], [0, -1], [-1, 0])
+    )
+
+
 def test_joins_and_expand_dims_refuse_an_axis_out_of_bounds_as_numpy_does():
     # concatenate wrapped an axis out of bounds with `%` (axis=3 of 1-d arrays joined along
     # axis 0, silently; NumPy raises AxisError); 0-d arrays raised ZeroDivisionError.

@@ -248,6 +248,79 @@ def test_einsum_values_are_numpys_for_its_optimize(optimize):
     np.testing.assert_array_equal(fnp.einsum("bi,ij->bj", x, w, optimize=optimize), want)
 
 
+def test_products_refuse_an_axis_out_of_bounds_traced_or_not():
+    # `% ndim` read axis 3 of a 2-d x as axis 1: vecdot(x, x, axis=3) under jvp gave [5, 50]
+    # (plain x: NumPy's AxisError), cross(..., axis=3) and tensordot(x, b, ([3], [0])) values
+    x, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    calls = [
+        (lambda m, x: m.vecdot(x, x, axis=3), "axis 3"),
+        (lambda m, x: m.vecdot(x, x, axes=[(0,), (-3,), ()]), "axis -3"),
+        (lambda m, x: m.cross(x, x[::-1], axis=3), "axisa: axis 3"),
+        (lambda m, x: m.cross(x, x[::-1], axisb=-3), "axisb: axis -3"),
+        (lambda m, x: m.cross(x, x[::-1], axisc=2), "axisc: axis 2"),
+        (lambda m, x: m.tensordot(x, b, ([3], [0])), "axis 3"),
+        (lambda m, x: m.tensordot(x, b, ([1], [-3])), "axis -3"),
+    ]
+    for call, message in calls:
+        with pytest.raises(IndexError):  # NumPy's (AxisError is an IndexError; tensordot's is one)
+            call(np, x)
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            call(fnp, x)
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            fgrad.jvp(lambda x, c=call: c(fnp, x), (x,), (x,))
+        with pytest.raises(np.exceptions.AxisError, match=message):
+            grad(lambda x, c=call: fnp.sum(c(fnp, x)))(x)
+
+
+def test_contracted_axes_of_unequal_lengths_are_refused_as_numpy_does():
+    # einsum broadcast a length 1 against 3: inner([2.], [1, 2, 3]) was 12.0
+    a, b = np.array([2.0]), np.array([1.0, 2.0, 3.0])
+    a2, b2 = np.ones((2, 3)), np.ones((4, 5))
+    calls = [
+        (lambda m: m.inner(a, b), r"inner: .*shape \(1,\).*shape \(3,\)"),
+        (lambda m: m.tensordot(a, b, 1), r"tensordot: .*length 1 .*length 3"),
+        (lambda m: m.tensordot(a2, b2, ([1], [0])), r"tensordot: .*axis 1 of a .* axis 0 of b"),
+        (lambda m: m.inner(a2, b2), r"inner: .*shape \(2, 3\).*shape \(4, 5\)"),
+        (lambda m: m.dot(a2, b2), r"dot: shapes \(2, 3\) and \(4, 5\) not aligned"),
+        (lambda m: m.dot(np.ones((2, 2, 3)), np.ones((2, 4, 5))), r"dot: .*3 \(dim 2\) != 4"),
+        (lambda m: m.linalg.multi_dot([a2, b2]), r"multi_dot: array 0 .* array 1 .* 3 != 4"),
+    ]
+    for call, message in calls:
+        with pytest.raises(ValueError):
+            call(np)
+        with pytest.raises(ValueError, match=message):
+            call(fnp)
+    with pytest.raises(ValueError, match="inner: "):
+        grad(lambda b: fnp.inner(a, b))(b)
+
+
+@pytest.mark.parametrize(
+    "subscripts,x_shape,y_shape",
+    [
+        ("i,i->", (1,), (3,)),
+        ("ij,ij->", (3, 1), (3, 4)),
+        ("ijk,ijk->ik", (2, 1, 4), (1, 3, 1)),
+        ("ij,jj->", (2, 3), (1, 1)),
+        ("ij,jj->", (2, 1), (3, 3)),
+    ],
+)
+def test_einsum_gradients_where_an_operand_broadcasts_a_length_1_axis(subscripts, x_shape, y_shape):
+    # grad and jacrev raised "cannot reshape array of size 1 into shape (3,)": the cotangent of
+    # y took its letters' lengths from x, of length 1 there. NumPy's einsum broadcasts them.
+    x, y = RNG.normal(size=x_shape), RNG.normal(size=y_shape)
+
+    def f(x, y):
+        return fnp.einsum(subscripts, x, y)
+
+    for argnum in (0, 1):
+        want = jacfwd(f, argnums=argnum)(x, y)
+        np.testing.assert_allclose(jacrev(f, argnums=argnum)(x, y), want, rtol=1e-13)
+        np.testing.assert_allclose(fgrad.jit(jacrev(f, argnums=argnum))(x, y), want, rtol=1e-13)
+    fgrad.test_util.check_grads(f, (x, y), order=2, modes=("rev",))
+    x, y = np.array([2.0]), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(grad(lambda y: fnp.einsum("i,i->", x, y))(y), [2.0, 2.0, 2.0])
+
+
 def test_cross_gradient_is_a_cross_product():
     a, b, c = RNG.normal(size=3), RNG.normal(size=3), RNG.normal(size=3)
     g = grad(lambda a: fnp.dot(c, fnp.cross(a, b)))(a)  # c . (a x b) = a . (b x c)

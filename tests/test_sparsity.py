@@ -630,6 +630,48 @@ def test_moves_are_derived_from_element_numbers():
         assert (got == want).all()  # exact: these structures hold no accidental zeros
 
 
+def test_matmul_of_stacks_has_the_exact_pattern_as_einsum():
+    # a stack took a dense block per matrix product: (2, 1, 3) @ W of (3, 2) had 24 entries in
+    # W where 12 are true; a batched linear layer's pattern in its weights was fully dense
+    rng = np.random.default_rng(5)
+    x_3d, zeros = rng.uniform(1.0, 2.0, (2, 1, 3)), rng.uniform(1.0, 2.0, (2, 3, 4))
+    zeros[0, 1] = zeros[1, :, 2] = 0.0  # constant zeros: no dependence through them
+    w = np.linspace(1.0, 2.0, 6)
+    funs = [
+        lambda w: fnp.matmul(x_3d, w.reshape(3, 2)),
+        lambda w: w.reshape(3, 2).T @ zeros,  # (2, 3) @ (2, 3, 4)
+        lambda w: zeros @ w[:4],  # (2, 3, 4) @ (4,)
+        lambda w: w[:3] @ zeros,  # (3,) @ (2, 3, 4)
+        lambda w: w.reshape(1, 2, 3) @ zeros,
+        lambda w: fnp.reshape(w, (2, 1, 3)) @ fnp.reshape(w, (1, 3, 2)),  # both traced
+        lambda w: fnp.sin(w.reshape(2, 3, 1)) @ w.reshape(1, 1, 6),  # a unit contraction
+    ]
+    for fun in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(w))
+        want = np.zeros_like(got)
+        for _ in range(3):
+            want |= _flat_jacobian(fun, rng.uniform(1.0, 2.0, w.shape)) != 0
+        np.testing.assert_array_equal(got, want)
+
+
+def test_einsum_of_scalars_has_a_one_by_one_pattern():
+    # every letter-free einsum raised (np.nonzero of a 0-d array; np.einsum("->") of nothing)
+    x = np.float64(2.0)
+    funs = [
+        lambda x: fnp.einsum(",->", x, 3.0),
+        lambda x: fnp.tensordot(x, 3.0, 0),
+        lambda x: fnp.einsum("->", x),
+        lambda x: fnp.einsum(",,->", x, 3.0, x),
+    ]
+    for fun in funs:
+        got = _dense(fgrad.jacobian_sparsity(fun)(x))
+        np.testing.assert_array_equal(got, np.reshape(fgrad.jacfwd(fun)(x) != 0, (1, 1)))
+        assert got.tolist() == [[True]]
+    # a constant zero factor: no dependence, as for the einsums with letters
+    zero = _dense(fgrad.jacobian_sparsity(lambda x: fnp.einsum(",->", x, 0.0))(x))
+    assert zero.tolist() == [[False]]
+
+
 def test_products_keep_the_zeros_of_a_constant_factor():
     import fgrad.scipy.special as special
 

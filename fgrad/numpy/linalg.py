@@ -2067,6 +2067,13 @@ def multi_dot(arrays: Sequence[ArrayLike], *, out: None = None) -> Array:
                 f"linalg.multi_dot: array {i} has {describe(arr)}; all must be 2-D (the "
                 "first and last may be 1-D)"
             )
+        if i and shape(arrays[i - 1])[1] != shape(arr)[0]:
+            raise ValueError(
+                f"linalg.multi_dot: array {i - 1} ({describe(arrays[i - 1])}) and array {i} "
+                f"({describe(arr)}) are not aligned: {shape(arrays[i - 1])[1]} != "
+                f"{shape(arr)[0]} (shapes as 2-D, a first or last 1-D array taken as a row or "
+                "a column); each array's columns must match the next one's rows"
+            )
     result = _chain(arrays, _chain_order(arrays), 0, len(arrays) - 1)
     if first_1d and last_1d:
         return result[0, 0]

@@ -30,12 +30,14 @@ from .shaping import (
     astype,
     batch_to_front,
     broadcast_like,
+    describe,
     expand_dims,
     is_plain_array,
     is_traced,
     meta,
     moveaxis,
     ndim,
+    normalize_axis,
     numpy_applies,
     read_int,
     refuse_layout,
@@ -156,14 +158,33 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     if a_nd == 0 or b_nd == 0:
         return multiply(strongly_typed(a), strongly_typed(b))
     if b_nd <= 2:
-        return matmul(a, b)
+        try:
+            return matmul(a, b)
+        except ValueError:
+            _aligned(a, b, "dot")  # a mismatch named for dot, not matmul; else matmul's error
+            raise
     # N-D: move b's contracted axis to the front, flatten both sides, one matmul, then restore.
+    _aligned(a, b, "dot")
     a_shape, b_shape = shape(a), shape(b)
     n = a_shape[-1]
     a2 = reshape(a, (-1, n))
     b2 = reshape(moveaxis(b, -2, 0), (n, -1))
     moved_b_rest = b_shape[:-2] + b_shape[-1:]
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
+
+
+def _aligned(a, b, who):
+    """NumPy's check of dot (its mismatch named for `who`): the last axis of a is summed with
+    the last of b (1-D) or its second-to-last."""
+    a_shape, b_shape = shape(a), shape(b)
+    k = len(b_shape) - 2 if len(b_shape) > 1 else 0
+    if a_shape[-1] != b_shape[k]:
+        raise ValueError(
+            f"{who}: shapes {a_shape} and {b_shape} not aligned: {a_shape[-1]} (dim "
+            f"{len(a_shape) - 1}) != {b_shape[k]} (dim {k}); a ({describe(a)}) and b "
+            f"({describe(b)}) must have equal lengths on these axes, which are summed: "
+            "transpose or reshape an operand first"
+        )
 
 
 def conj_if_complex(x):
@@ -233,8 +254,22 @@ def _einsum_vjp(i):
                 eye_terms.append(c + f)
             else:
                 target.append(c)
-        known = set(out).union(*other_terms, *eye_terms)
-        ones = [(c, x_shape[term.index(c)]) for c in dict.fromkeys(term) if c not in known]
+        # each letter's length where the cotangent's einsum reads it: in the output, the other
+        # operands and the identities (a letter absent from them all has none)
+        sizes: dict[str, int] = {}
+        for t, t_shape in zip(
+            [out, *other_terms, *eye_terms],
+            [shape(ans), *map(shape, others), *((n, n) for n in eyes)],
+        ):
+            for c, n in zip(t, t_shape):
+                sizes[c] = max(sizes.get(c, 1), n)
+        # a letter absent there, or only of length 1 (x's axis broadcast against them), is
+        # broadcast back to x's length by a vector of ones
+        ones = [
+            (c, x_shape[term.index(c)])
+            for c in dict.fromkeys(term)
+            if c not in sizes or sizes[c] < x_shape[term.index(c)]
+        ]
         g_subscripts = (
             ",".join([out, *other_terms, *eye_terms, *(c for c, _ in ones)])
             + "->"
@@ -436,7 +471,7 @@ def einsum(
 @mirror("function")
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[int]] = 2) -> Array:
     """NumPy's `tensordot`: `axes` is an int N (the last N axes of `a` with the first N of `b`)
-    or a pair of axis sequences."""
+    or a pair of axis sequences. Paired axes must have equal lengths (they do not broadcast)."""
     a_nd, b_nd = ndim(a), ndim(b)
     axes = read_int(axes)  # (a traced int, a `jit` argument: its value, guarded)
     if isinstance(axes, (int, _np.integer)):
@@ -459,11 +494,27 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[in
         b_axes = [second] if isinstance(second, (int, _np.integer)) else list(second)
         if len(a_axes) != len(b_axes):
             raise ValueError(f"tensordot: axes {axes!r} pair {len(a_axes)} axes with {len(b_axes)}")
-        a_axes = [int(x) % a_nd for x in a_axes]
-        b_axes = [int(x) % b_nd for x in b_axes]
+        a_axes = [normalize_axis(int(x), a_nd, "tensordot", "axes[0]") for x in a_axes]
+        b_axes = [normalize_axis(int(x), b_nd, "tensordot", "axes[1]") for x in b_axes]
+    return _contract(a, b, a_axes, b_axes, "tensordot")
+
+
+def _contract(a, b, a_axes, b_axes, who):
+    """The sum over a's `a_axes` paired with b's `b_axes` (non-negative), the remaining axes of
+    a then those of b, as one einsum. The paired lengths must be equal, as in NumPy (einsum
+    alone would broadcast a length 1 against any other, silently)."""
+    a_shape, b_shape = shape(a), shape(b)
+    for i, j in zip(a_axes, b_axes):
+        if a_shape[i] != b_shape[j]:
+            raise ValueError(
+                f"{who}: shape-mismatch for sum: axis {i} of a ({describe(a)}) has length "
+                f"{a_shape[i]} but axis {j} of b ({describe(b)}), which it is summed with, has "
+                f"length {b_shape[j]}; the contracted axes must have equal lengths (they do not "
+                "broadcast): transpose, slice or broadcast an operand first"
+            )
     letters = iter(_EINSUM_LETTERS)
-    a_term = [next(letters) for _ in range(a_nd)]
-    b_term = [next(letters) for _ in range(b_nd)]
+    a_term = [next(letters) for _ in range(len(a_shape))]
+    b_term = [next(letters) for _ in range(len(b_shape))]
     for i, j in zip(a_axes, b_axes):
         b_term[j] = a_term[i]
     out = [c for k, c in enumerate(a_term) if k not in a_axes]
@@ -477,7 +528,7 @@ def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
         return multiply(strongly_typed(a), strongly_typed(b))
-    return tensordot(a, b, axes=([-1], [-1]))
+    return _contract(a, b, [a_nd - 1], [b_nd - 1], "inner")
 
 
 @mirror("function")
@@ -525,8 +576,9 @@ def cross(
     2-vectors give the scalar z component), with NumPy's axis arguments and broadcasting."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = moveaxis(asarray(a), axisa, -1)
-    b = moveaxis(asarray(b), axisb, -1)
+    a, b = asarray(a), asarray(b)
+    a = moveaxis(a, normalize_axis(axisa, ndim(a), "cross", "axisa"), -1)
+    b = moveaxis(b, normalize_axis(axisb, ndim(b), "cross", "axisb"), -1)
     na, nb = shape(a)[-1], shape(b)[-1]
     for name, n, x in (("a", na, a), ("b", nb, b)):
         if n not in (2, 3):
@@ -547,7 +599,7 @@ def cross(
     else:
         x, y = multiply(a1, b2) - multiply(a2, b1), multiply(a2, b0) - multiply(a0, b2)
     out = stack([x, y, z], axis=-1)
-    return moveaxis(out, -1, axisc)
+    return moveaxis(out, -1, normalize_axis(axisc, ndim(out), "cross", "axisc"))
 
 
 # --- NumPy 2's vector products (ufuncs there; compositions of matmul and sum here) ----------------
@@ -620,11 +672,24 @@ def _gufunc(theirs, compute, cores, out_core, args, out, keywords):
             raise ValueError(
                 f"{name}: operand {i} needs at least {core} dimensions, got shape {shape(x)}"
             )
-    args = [moveaxis(x, a, t) if a != t else x for x, a, t in zip(args, axes, last)]
+    keyword = "axes" if axis is NO_VALUE else "axis"
+    args = [
+        moveaxis(x, _axes_of(x, a, name, keyword), t) if a != t else x
+        for x, a, t in zip(args, axes, last)
+    ]
     res = compute(*args)
     if keepdims:
         res = reshape(res, shape(res) + (1,) * k_out)
-    return moveaxis(res, last[-1], axes[-1]) if axes[-1] != last[-1] else res
+    if axes[-1] == last[-1]:
+        return res
+    return moveaxis(res, last[-1], _axes_of(res, axes[-1], name, keyword))
+
+
+def _axes_of(x, axes, who, keyword):
+    """`axes` of x, each in [0, ndim(x)): NumPy's AxisError for one out of bounds (a gufunc of
+    NumPy's raises it for a plain array; the traced one must too)."""
+    nd = ndim(x)
+    return tuple(normalize_axis(int(ax), nd, who, keyword) for ax in axes)
 
 
 def _whole_cores(x1, k1, x2, k2):

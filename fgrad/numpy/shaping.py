@@ -281,9 +281,23 @@ def _normalize_axes(axis, nd):
     out = []
     for a in axes:
         if not -nd <= a < nd:
-            raise ValueError(f"axis {a} is out of bounds for an array with {nd} dimensions")
+            raise _np.exceptions.AxisError(
+                f"axis {a} is out of bounds for an array with {nd} dimensions"
+            )
         out.append(int(a) % nd)
     return tuple(sorted(set(out)))
+
+
+def normalize_axis(axis, nd, who, argument="axis"):
+    """`axis` of an array of `nd` dimensions in [0, nd): NumPy's AxisError (a ValueError and an
+    IndexError) outside [-nd, nd), naming the function and its argument, where `%` alone would
+    wrap it into another axis, silently."""
+    if not -nd <= axis < nd:
+        raise _np.exceptions.AxisError(
+            f"{who}: {argument}: axis {axis} is out of bounds for array of dimension {nd}; "
+            f"pass an axis in [{-nd}, {nd})"
+        )
+    return axis % nd
 
 
 def _kept_shape(x_shape, axes):
@@ -451,7 +465,7 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     nd = ndim(a)
     if axes is None:
         axes = tuple(range(nd))[::-1]
-    axes = tuple(int(ax) % nd if nd else int(ax) for ax in axes)
+    axes = tuple(normalize_axis(int(ax), nd, "transpose", "axes") for ax in axes)
     if axes == tuple(range(nd)):
         return strongly_typed(a)  # (NumPy's transpose of a Python number is an array)
     return _transpose_p(a, axes=axes)
@@ -463,11 +477,15 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
         # A plain array (a residual, in a matrix product's bprop) is a constant at every level:
         # NumPy's own view, a tenth of the time of binding the transpose.
         nd = a.ndim
-        i, j = axis1 % nd, axis2 % nd
-        return a if i == j else a.swapaxes(i, j)
+        if -nd <= axis1 < nd and -nd <= axis2 < nd:  # (else the error below)
+            i, j = axis1 % nd, axis2 % nd
+            return a if i == j else a.swapaxes(i, j)
     nd = ndim(a)
     axes = list(range(nd))
-    i, j = axis1 % nd, axis2 % nd
+    i, j = (
+        normalize_axis(axis1, nd, "swapaxes", "axis1"),
+        normalize_axis(axis2, nd, "swapaxes", "axis2"),
+    )
     axes[i], axes[j] = axes[j], axes[i]
     return a if i == j else _transpose_p(a, axes=tuple(axes))  # axes already normalized
 
@@ -475,10 +493,22 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
 @mirror("shape")
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     nd = ndim(a)
-    src = [s % nd for s in (source if isinstance(source, (tuple, list)) else (source,))]
-    dst = [
-        d % nd for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
+    src = [
+        normalize_axis(s, nd, "moveaxis", "source")
+        for s in (source if isinstance(source, (tuple, list)) else (source,))
     ]
+    dst = [
+        normalize_axis(d, nd, "moveaxis", "destination")
+        for d in (destination if isinstance(destination, (tuple, list)) else (destination,))
+    ]
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: source {source!r} and destination {destination!r} must have the same "
+            "number of elements"
+        )
+    for name, axes in (("source", src), ("destination", dst)):
+        if len(set(axes)) < len(axes):
+            raise ValueError(f"moveaxis: repeated axis in {name} {axes!r} (of {nd} dimensions)")
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
