@@ -537,6 +537,21 @@ def test_vmap_of_scipy_linalg_factorizations_on_a_dask_stack_is_lazy_and_right(l
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13, err_msg=name)
 
 
+def test_vmap_of_cov_with_dask_aweights_is_lazy_and_right(lazy):
+    """The batched path read the degrees of freedom for NumPy's warning (a DispatchError);
+    the unbatched path skips that read on a lazy array, and so does it now. The second row
+    has no degrees of freedom (one nonzero weight): NumPy's inf and nan there."""
+    x = np.arange(10.0).reshape(2, 5) ** 1.5
+    w = np.array([[1.0, 2.0, 1.0, 3.0, 1.0], [0.0, 0.0, 2.0, 0.0, 0.0]])
+    X, W = da.from_array(x, chunks=(2, 3)), da.from_array(w, chunks=(1, 3))
+    got = fgrad.vmap(lambda w: fnp.cov(X, aweights=w))(W)
+    assert isinstance(got, da.Array)
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        want = [np.cov(x, aweights=row) for row in w]
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-13)
+
+
 def test_solve_banded_and_complex_schur_derivatives_on_dask_are_lazy_and_right(lazy):
     """grad and vmap of solve_banded and grad of the complex Schur form raised Dask's bare
     "Don't yet support nd fancy indexing": their rules gathered the band with several (or
