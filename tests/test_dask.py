@@ -588,3 +588,22 @@ def test_solve_banded_and_complex_schur_derivatives_on_dask_are_lazy_and_right(l
         want = fgrad.tree_util.tree_leaves(f(*args))
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+def test_jitted_derivatives_of_prod_and_cumprod_along_a_chunked_axis_have_eagers_tasks(lazy):
+    """Under jit the scans' shifts were not rechunked (a traced value was left as it was):
+    jvp(cumprod) of 3,200 rows in 4 chunks had 604,228 tasks, against 1,137 eagerly."""
+    values = 1.0 + 1e-3 * np.random.default_rng(0).standard_normal((3_200, 3))
+    x = da.from_array(values, chunks=(800, 3))
+    for f in (
+        fgrad.grad(lambda x: fnp.sum(fnp.prod(x, axis=0))),
+        fgrad.grad(lambda x: fnp.sum(fnp.cumprod(x, axis=0))),
+        lambda x: fgrad.jvp(lambda x: fnp.cumprod(x, axis=0), (x,), (x,))[1],
+    ):
+        jitted = fgrad.jit(f)
+        for y in (x, x * 1.001):  # the record, then a replay on new values
+            eager, recorded = f(y), jitted(y)
+            assert _tasks(recorded) == _tasks(eager) and recorded.chunks == y.chunks
+            with dask.config.set(scheduler="sync"):
+                eager, recorded = dask.compute(eager, recorded)
+            np.testing.assert_array_equal(recorded, eager)
