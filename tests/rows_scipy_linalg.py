@@ -21,10 +21,14 @@ DASK_CANNOT = {
     "scipy.linalg.sqrtm": "SciPy's square root of a real matrix is real or complex depending on "
     "its eigenvalues: a lazy array's dtype must be known before it is computed (fgrad raises "
     "for a real Dask input; a complex one runs)",
-    "scipy.linalg.schur": "the real form's rule reads the Schur form to find its 2x2 blocks, "
-    "and the complex form's indexes with several integer arrays, which Dask does not support",
-    "scipy.linalg.solve_banded": "the band is read with several integer index arrays at once "
-    "(n-d fancy indexing), which Dask does not support",
+    **dict.fromkeys(
+        (
+            "scipy.linalg.schur[real]-3x3",
+            "scipy.linalg.schur[real]-2x3x3",
+            "scipy.linalg.schur[sort]-3x3",
+        ),
+        "the real form's rule reads the Schur form to find its 2x2 blocks (the complex form runs)",
+    ),
     "scipy.linalg.eigh[subset_by_value]-4x4": "how many eigenvalues lie in the interval sets "
     "the output's shape, and is read from the values",
 }

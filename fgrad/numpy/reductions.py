@@ -40,6 +40,7 @@ from .shaping import (
     concatenate,
     describe,
     ndim,
+    rechunk_p,
     reduction_mask,
     refuse_out,
     reshape,
@@ -322,9 +323,16 @@ def _chunked_like(a, p):
     """a with p's chunks, when both are chunked arrays of another library (Dask). A shift by k
     moves every chunk boundary by k, and a scan's product of p and its shift has the
     boundaries of both: over the log2(n) doubling steps they would add up to O(n) chunks (and
-    tasks) for n elements along the axis. A traced value (a higher derivative's) is left as
-    it is: a rechunk is not an operation fgrad traces."""
-    if type(a) is _np.ndarray or type(a) is Box or not _core.is_foreign_array(a):
+    tasks) for n elements along the axis. A traced value (a derivative's under `jit`, or a
+    higher one's) is rechunked by `rechunk_p`, an operation the record replays."""
+    if type(a) is _np.ndarray:
+        return a
+    if type(a) is Box:
+        chunks = getattr(_core.innermost(p), "chunks", None)
+        if chunks is None or not _core.is_foreign_array(_core.innermost(a)):
+            return a
+        return rechunk_p(a, chunks=chunks)
+    if not _core.is_foreign_array(a):
         return a
     chunks = getattr(p, "chunks", None)
     return a if chunks is None or a.chunks == chunks else a.rechunk(chunks)

@@ -663,12 +663,12 @@ def cov(
             fact = w_sum - ddof
         else:
             fact = w_sum - ddof * sum(w * aweights) / w_sum
-    if _core.holds_batch(fact):  # each row's own: no branch on the rows' values
-        if (all_rows(fact, "cov") <= 0).any():
+    lazy_values = _core.is_foreign_array(_core.innermost(fact))
+    if _core.holds_batch(fact) or lazy_values:  # each row's own, or lazy: no branch on values
+        # NumPy's warning reads the values: not those of a lazy (Dask) array
+        if not lazy_values and (all_rows(fact, "cov") <= 0).any():
             _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
-        fact = where(greater(constant_of(fact), 0), fact, 0.0)
-    elif _core.is_foreign_array(_core.innermost(fact)):  # lazy (Dask): not read, set to 0
-        fact = where(greater(constant_of(fact), 0), fact, 0.0)  # where NumPy would
+        fact = where(greater(constant_of(fact), 0), fact, 0.0)  # 0 where NumPy would set it
     elif bool(less_equal(fact, 0)):  # (traced: one boolean read, not the number)
         _warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
@@ -679,8 +679,7 @@ def cov(
     X_T = conj_if_complex(transpose(X) if w is None else transpose(X * w))
     with _np.errstate(divide="ignore"):
         # batched or lazy: divided as it is (1/0 gives inf there)
-        lazy = _core.holds_batch(fact) or _core.is_foreign_array(_core.innermost(fact))
-        scale = 1.0 / fact if lazy or fact != 0 else _np.inf
+        scale = 1.0 / fact if _core.holds_batch(fact) or lazy_values or fact != 0 else _np.inf
     # NumPy's `c *= true_divide(1, fact)`: times a float64 1/fact, rounded once to the data's
     # precision (a Python float, weakly typed, would round 1/fact to it first)
     product = matmul(X, X_T) * (_np.float64(scale) if plain else scale)

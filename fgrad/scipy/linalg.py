@@ -768,6 +768,18 @@ def lu(
 # --- solve_banded ---------------------------------------------------------------------------------
 
 
+def _gather(m, index, lead=0):
+    """m[:, ..., :, *index] (`lead` full slices) for constant, in-range integer index arrays
+    (broadcast together): one gather along the indexed axes flattened into one, with a 1-D
+    index array, the only kind a Dask array takes (not n-d ones, nor several)."""
+    index = _np.broadcast_arrays(*index)
+    s = shape(m)
+    before, indexed, after = s[:lead], s[lead : lead + len(index)], s[lead + len(index) :]
+    flat = _np.ravel_multi_index(index, indexed)
+    rows = fnp.reshape(m, before + (-1,) + after)[(slice(None),) * lead + (flat.ravel(),)]
+    return fnp.reshape(rows, before + flat.shape + after)
+
+
 def _band_gather(m, rows, lo, n):
     """(m[j + r - lo, ...] for r < rows, j < n; the mask of valid j + r - lo): a gather with
     a constant index array, to be multiplied by the mask."""
@@ -776,7 +788,7 @@ def _band_gather(m, rows, lo, n):
     idx = j + r - lo
     valid = (idx >= 0) & (idx < n)
     idx = _np.where(valid, idx, 0)
-    return m[idx], valid
+    return _gather(m, (idx,)), valid
 
 
 def _band_transpose(ab, l, u):
@@ -787,7 +799,7 @@ def _band_transpose(ab, l, u):
     cols = _np.arange(n)[None, :] + r - l
     valid = (cols >= 0) & (cols < n)
     rows_idx = _np.broadcast_to(u + l - r, valid.shape)
-    return ab[rows_idx, _np.where(valid, cols, 0)] * _const(valid, ab)
+    return _gather(ab, (rows_idx, _np.where(valid, cols, 0))) * _const(valid, ab)
 
 
 def _band_matvec(ab, x, l, u):
@@ -1511,6 +1523,16 @@ def svd(
 # is a gauge: fgrad takes it to be 0. Then W = L - L^H, dZ = Z W and dT = triu(E + T W - W T).
 
 
+def _trisylv_value(t, c, transpose):
+    """`_trisylv_solve`, run per block on a Dask stack (its in-place updates need NumPy
+    arrays). The graph's dtypes come from solving with the identity, whose equal eigenvalues
+    give 0 / 0: that sample's warning is not the user's, and is not shown."""
+    if _la._in_blocks(t) or _la._in_blocks(c):
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            return _la.per_matrix(_trisylv_solve)(t, c, transpose=transpose)
+    return _trisylv_solve(t, c, transpose)
+
+
 def _trisylv_solve(t, c, transpose):
     """L strictly lower with tril(A L - L A, -1) = tril(c, -1), A = t (upper triangular) or,
     with `transpose`, t^T: by diagonals of L, away from the corner for A upper, from the
@@ -1550,7 +1572,7 @@ def _trisylv_vjp_t(ans, t, c, transpose):
 
 
 _trisylv_p: Primitive = defprimitive(
-    _trisylv_solve,
+    _trisylv_value,
     vjp=(
         _trisylv_vjp_t,
         lambda ans, t, c, transpose: (
@@ -1781,7 +1803,7 @@ def _banded_batch(args, dims, l, u):
     i, j = _np.arange(n)[:, None], _np.arange(n)[None, :]
     r = u + i - j
     valid = (r >= 0) & (r < bands)
-    dense = ab[:, _np.where(valid, r, 0), _np.broadcast_to(j, (n, n))] * _const(valid, ab)
+    dense = _gather(ab, (_np.where(valid, r, 0), j), lead=1) * _const(valid, ab)
     return _solve_rule([dense, b], [0, db])
 
 
@@ -1860,25 +1882,35 @@ def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
     return u, s, vh
 
 
+def _qr_stack(a, mode, pivoting):
+    """NumPy's qr over a stack (unpivoted: the batching rule sends pivoting to SciPy's)."""
+    return tuple(
+        _np.linalg.qr(_single_if_half(a), mode="complete" if mode == "full" else "reduced")
+    )
+
+
 # The same factorizations as `_lu_factor_p`, `_lu_p`, `_svd_p` and `_qr_p` (and their rules),
-# computed over a stack at once: what their batching rules apply.
+# computed over a stack at once: what their batching rules apply. Through `per_matrix`, as the
+# unbatched ones, so that a chunked (Dask) stack runs lazily block by block.
 _lu_factor_stack_p = Primitive(
     "lu_factor",
-    _lu_factor_stack,
+    _la.per_matrix(_lu_factor_stack),
     vjp=_lu_factor_vjp,
     jvp=_lu_factor_jvp,
     multiple_results=True,
 )
 register_rules(_lu_factor_stack_p, forward="speed")
-_lu_stack_p = Primitive("lu", _lu_stack, vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True)
+_lu_stack_p = Primitive(
+    "lu", _la.per_matrix(_lu_stack), vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True
+)
 register_rules(_lu_stack_p, forward="speed")
-_svd_stack_p = Primitive("svd", _svd_stack, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
+_svd_stack_p = Primitive(
+    "svd", _la.per_matrix(_svd_stack), vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True
+)
 register_rules(_svd_stack_p, forward="speed")
 _qr_stack_p = Primitive(
     "qr",
-    lambda a, mode, pivoting: tuple(
-        _np.linalg.qr(_single_if_half(a), mode="complete" if mode == "full" else "reduced")
-    ),
+    _la.per_matrix(_qr_stack),
     vjp=_qr_vjp,
     jvp=_qr_jvp,
     multiple_results=True,
