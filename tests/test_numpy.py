@@ -37,39 +37,32 @@ def test_ties_split_the_gradient_evenly(mode):
     assert grad(lambda x: fnp.clip(x, 0.0, 1.0))(1.0) == 0.5  # at a bound, as in JAX
 
 
-@pytest.mark.parametrize(
-    "lo, hi", [(0.0, 1.0), (-0.0, 1.0), (0.0, -0.0), (0.0, None), (-0.0, None), (None, 0.0)]
-)
-def test_clip_gives_numpys_signed_zeros_eager_jitted_and_batched(lo, hi):
-    """NumPy's clip keeps `a` at a tie with both bounds (clip(-0.0, 0.0, 1.0) is -0.0), and is
-    maximum(a, a_min) with one (clip(-0.0, 0.0, None) is 0.0)."""
-    z = np.array([-0.0, 0.0, -1.0, 1.0, np.nan], np.float32)
-    want = np.clip(z, lo, hi)
-    jitted = fgrad.jit(lambda x: fnp.clip(x, lo, hi))
-    jitted(z)
-    for got in (fnp.clip(z, lo, hi), jitted(z.copy()), fgrad.vmap(jitted)(z)):
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+_SIGNED_ZEROS = np.array([-0.0, 0.0, -1.0, 1.0, np.nan], np.float32)
 
 
 @pytest.mark.parametrize(
     "a, lo, hi",
-    [
+    # NumPy's clip keeps `a` at a tie with both bounds (clip(-0.0, 0.0, 1.0) is -0.0), and is
+    # maximum(a, a_min) with one (clip(-0.0, 0.0, None) is 0.0)
+    [(_SIGNED_ZEROS, lo, hi) for lo, hi in [(0.0, 1.0), (-0.0, 1.0), (0.0, -0.0)]]
+    + [(_SIGNED_ZEROS, 0.0, None), (_SIGNED_ZEROS, -0.0, None), (_SIGNED_ZEROS, None, 0.0)]
+    # NumPy 2's clip drops a Python-int bound past an integer array's range (it clips
+    # nothing) where `maximum` would refuse it
+    + [
         (np.array([100, -100, 5], np.int8), 1, 150),
         (np.array([3, 400], np.uint16), -1, 5),
         (np.array([3, 400], np.uint16), -1, None),
         (np.array([100, -100, 5], np.int8), -300, 300),
     ],
 )
-def test_clip_drops_a_python_int_bound_past_an_integer_arrays_range(a, lo, hi):
-    """NumPy 2's clip drops such a bound (it clips nothing) where `maximum` would refuse it."""
+def test_clip_is_numpys_eager_jitted_and_batched(a, lo, hi):
     want = np.clip(a, lo, hi)
     jitted = fgrad.jit(lambda x: fnp.clip(x, lo, hi))
     jitted(a)
     for got in (fnp.clip(a, lo, hi), jitted(a.copy()), fgrad.vmap(jitted)(a)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])

@@ -335,6 +335,18 @@ def test_convolve_jacobian_is_the_toeplitz_matrix():
     np.testing.assert_allclose(jac, toeplitz)
 
 
+def _interp_eager_jitted_batched(x, xp, fp):
+    """fnp.interp's value eagerly, replayed by jit (recorded on the same values), and under
+    vmap over x."""
+    jitted = fgrad.jit(fnp.interp)
+    jitted(x, xp, fp)
+    return (
+        fnp.interp(x, xp, fp),
+        jitted(x, xp, fp),
+        fgrad.vmap(fnp.interp, in_axes=(0, None, None))(x, xp, fp),
+    )
+
+
 def test_interp_derivative_conventions_at_knots_and_outside():
     xp, fp = np.array([0.0, 1.0, 3.0]), np.array([0.0, 2.0, 1.0])
     dydx = grad(lambda x: fnp.interp(x, xp, fp))
@@ -355,14 +367,8 @@ def test_interp_values_are_numpys_bits_eager_and_traced():
         xp, fp = np.sort(rng.normal(size=k)), rng.normal(size=k) * 10.0 ** rng.integers(-3, 4)
         x = np.concatenate([rng.normal(size=20) * 2, xp])
         want = np.interp(x, xp, fp)
-        jitted = fgrad.jit(fnp.interp)
-        jitted(x, xp, fp)
-        for got in (
-            fnp.interp(x, xp, fp),
-            jitted(x, xp, fp),
-            fgrad.jvp(lambda a: fnp.interp(a, xp, fp), (x,), (np.ones_like(x),))[0],
-            fgrad.vmap(lambda a: fnp.interp(a, xp, fp))(x[:, None])[:, 0],
-        ):
+        jvp_value = fgrad.jvp(lambda a: fnp.interp(a, xp, fp), (x,), (np.ones_like(x),))[0]
+        for got in (*_interp_eager_jitted_batched(x, xp, fp), jvp_value):
             assert np.array_equal(got, want)
     # the last knot keeps the last segment's derivatives (the convention)
     xp, fp = np.array([0.0, 1.0, 3.0]), np.array([0.1, 2.3, 1.7])
@@ -385,13 +391,7 @@ def test_interp_with_an_infinite_knot_retries_from_the_other_end_as_numpy():
     ]:
         xp, fp = np.array(xp), np.array(fp)
         want = np.interp(x, xp, fp)
-        jitted = fgrad.jit(fnp.interp)
-        jitted(x, xp, fp)
-        for got in (
-            fnp.interp(x, xp, fp),
-            jitted(x, xp, fp),
-            fgrad.vmap(fnp.interp, in_axes=(0, None, None))(x, xp, fp),
-        ):
+        for got in _interp_eager_jitted_batched(x, xp, fp):
             np.testing.assert_array_equal(got, want)
     # the derivatives of the value taken: 0 in x, in fp that of the end it comes from
     xp, fp = np.array([-inf, 0.0, 1.0, inf]), np.array([1.0, 2.0, 4.0, 5.0])
