@@ -1892,30 +1892,16 @@ def _qr_stack(a, mode, pivoting):
 # The same factorizations as `_lu_factor_p`, `_lu_p`, `_svd_p` and `_qr_p` (and their rules),
 # computed over a stack at once: what their batching rules apply. Through `per_matrix`, as the
 # unbatched ones, so that a chunked (Dask) stack runs lazily block by block.
-_lu_factor_stack_p = Primitive(
-    "lu_factor",
-    _la.per_matrix(_lu_factor_stack),
-    vjp=_lu_factor_vjp,
-    jvp=_lu_factor_jvp,
-    multiple_results=True,
-)
-register_rules(_lu_factor_stack_p, forward="speed")
-_lu_stack_p = Primitive(
-    "lu", _la.per_matrix(_lu_stack), vjp=_lu_vjp, jvp=_lu_jvp, multiple_results=True
-)
-register_rules(_lu_stack_p, forward="speed")
-_svd_stack_p = Primitive(
-    "svd", _la.per_matrix(_svd_stack), vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True
-)
-register_rules(_svd_stack_p, forward="speed")
-_qr_stack_p = Primitive(
-    "qr",
-    _la.per_matrix(_qr_stack),
-    vjp=_qr_vjp,
-    jvp=_qr_jvp,
-    multiple_results=True,
-)
-register_rules(_qr_stack_p, forward="speed")
+def _stack_primitive(name, impl, vjp, jvp):
+    prim = Primitive(name, _la.per_matrix(impl), vjp=vjp, jvp=jvp, multiple_results=True)
+    register_rules(prim, forward="speed")
+    return prim
+
+
+_lu_factor_stack_p = _stack_primitive("lu_factor", _lu_factor_stack, _lu_factor_vjp, _lu_factor_jvp)
+_lu_stack_p = _stack_primitive("lu", _lu_stack, _lu_vjp, _lu_jvp)
+_svd_stack_p = _stack_primitive("svd", _svd_stack, _svd_vjp, _svd_jvp)
+_qr_stack_p = _stack_primitive("qr", _qr_stack, _qr_vjp, _qr_jvp)
 
 
 def _on_stack(stack_prim, core_ndims=(2,)):
