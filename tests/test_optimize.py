@@ -527,3 +527,27 @@ def test_a_vmapped_value_read_from_a_closure_inside_grad_or_jit_is_refused():
             fgrad.grad(lambda a: fnp.sum(fgrad.vmap(lambda r: f(a * r))(rows)))(np.ones(2))
         with pytest.raises(TypeError, match="under vmap inside jit"):
             fgrad.jit(fgrad.vmap(lambda a, r: f(a * r), in_axes=(None, 0)))(np.ones(2), rows)
+
+
+BOUNDED = ["L-BFGS-B", "TNC", "SLSQP", "trust-constr", "Powell", "Nelder-Mead", "COBYLA", "COBYQA"]
+
+
+@pytest.mark.parametrize("method", BOUNDED)
+@pytest.mark.parametrize("offset, scale", [(0.0, 1.0), (1e4, 1.0), (0.0, 1e-3), (1e4, 1e-6)])
+def test_an_active_bound_is_refused_whatever_the_objective_offset_or_scale(method, offset, scale):
+    """trust-constr stops 4e-4 (offset 1e4) to 3e-3 (scale 1e-3) inside an active bound; the
+    check compared the gradient with 1e-3 (1 + |f|) within a band of 1e-3, and grad gave 1.0
+    where the solution, the bound x = 0, has derivative 0. An interior solution 0.05 from the
+    bound keeps its derivative 1, with the same offsets and scales."""
+
+    def solution(a):
+        def f(x, a):
+            return scale * fnp.sum((x - a) ** 2) + offset
+
+        return minimize(f, np.array([-0.3]), args=(a,), method=method, bounds=[(None, 0.0)]).x[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SciPy's warnings of a bounded method
+        with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+            fgrad.grad(solution)(1.0)
+        np.testing.assert_allclose(fgrad.grad(solution)(-0.05), 1.0, rtol=1e-6)

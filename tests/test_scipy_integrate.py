@@ -652,3 +652,94 @@ def test_quad_is_differentiated_by_leibniz_rule():
         fgrad.grad(lambda k: fsi.quad(lambda x: fnp.exp(-k * x), 0.0, 1.0)[0])(1.0)
     with pytest.raises(TypeError, match="must be real, got shape \\(\\) and dtype complex128"):
         fsi.quad(f, 0.0, 1.0 + 1j, args=(p,))
+
+
+def _rotating(y, t, k, c):
+    return fnp.stack([-k * y[0] + c * y[1], -c * y[0] - 0.3 * y[1]])
+
+
+def test_odeint_jit_and_vmap_arguments_not_differentiated_change_no_bit():
+    """A time grid, y0 or float argument that jit or vmap holds but no transform differentiates
+    counted as differentiated: the system of sensitivities was wider, LSODA took other steps,
+    and jit(grad) differed from grad by 8.6e-11 (2.5e-10 for the argument c), vmap over y0
+    from the loop by 5.4e-9 (SciPy's default tolerances)."""
+    t, y0 = np.array([0.0, 1.3]), np.array([1.0, -0.5])
+
+    def sol(k, t, y0, c):
+        return odeint(_rotating, y0, t, args=(k, c))[-1, 0]
+
+    for d in (fgrad.grad, fgrad.jacfwd):
+        eager = d(sol)(0.7, t, y0, 1.1)
+        assert fgrad.jit(d(sol))(0.7, t, y0, 1.1) == eager
+    rows = np.array([[1.0, -0.5], [0.3, 0.2]])
+    by_y0 = fgrad.vmap(fgrad.grad(sol), in_axes=(None, None, 0, None))(0.7, t, rows, 1.1)
+    np.testing.assert_array_equal(by_y0, [fgrad.grad(sol)(0.7, t, y, 1.1) for y in rows])
+    cs = np.array([1.1, 0.4])
+    by_c = fgrad.vmap(fgrad.grad(sol), in_axes=(None, None, None, 0))(0.7, t, y0, cs)
+    np.testing.assert_array_equal(by_c, [fgrad.grad(sol)(0.7, t, y0, c) for c in cs])
+
+
+def _oscillating(k, on_failure="raise"):
+    integrand = lambda x, k: fnp.sin(k * x) / x
+    return integrate.quad(integrand, 1e-9, 1000.0, args=(k,), limit=5, on_failure=on_failure)[0]
+
+
+def test_quad_refuses_an_unconverged_integral_that_is_differentiated():
+    """quad never read QUADPACK's ier: an oscillating integral that did not converge gave
+    grad 61.98 (exact -0.0200) with only SciPy's IntegrationWarning. Now, as odeint, a failed
+    integral a derivative uses raises (or warns with on_failure="warn"), as does a failed
+    integral of the derivative; one nothing differentiates is SciPy's, with its warning."""
+    import warnings
+
+    from scipy.integrate import IntegrationWarning
+
+    for d in (fgrad.grad, fgrad.jacfwd, lambda f: fgrad.jit(fgrad.grad(f))):
+        with pytest.raises(RuntimeError, match="quad: the integral did not converge.*limit"):
+            d(_oscillating)(50.0)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        fgrad.grad(lambda k: _oscillating(k, "warn"))(50.0)
+    # sqrt(x + k) converges with limit=8, its derivative 1 / (2 sqrt(x + k)) does not
+    root = lambda k: integrate.quad(lambda x, k: fnp.sqrt(x + k), 0.0, 1.0, args=(k,), limit=8)[0]
+    with pytest.raises(RuntimeError, match="integral of a derivative did not converge"):
+        fgrad.grad(root)(1e-10)
+    with pytest.raises(ValueError, match="on_failure must be 'raise' or 'warn'"):
+        _oscillating(50.0, "ignore")
+    with pytest.warns(IntegrationWarning):
+        expected = scipy.integrate.quad(lambda x: np.sin(50.0 * x) / x, 1e-9, 1000.0, limit=5)[0]
+    for run in (_oscillating, fgrad.jit(_oscillating)):
+        with pytest.warns(IntegrationWarning):
+            assert run(50.0) == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)
+        np.testing.assert_array_equal(fgrad.vmap(_oscillating)(np.array([50.0])), [expected])
+
+
+def test_quad_args_may_be_pytrees():
+    """A dict or tuple in args failed under grad ("PyTreeDef(({'a': *, 'b': *},)) expected 2
+    leaves, got 1"): the integrand of a partial derivative took flattened leaves where quad
+    passes args as given."""
+    e1 = 1.0 - np.exp(-1.0)  # d/da of the integral of a exp(-b x) over [0, 1]
+    db = -2.0 * (1.0 - 2.0 * np.exp(-1.0))  # d/db: -a times the integral of x exp(-x)
+
+    def by_dict(p):
+        return integrate.quad(lambda x, p: p["a"] * fnp.exp(-p["b"] * x), 0.0, 1.0, args=(p,))[0]
+
+    def by_tuple(a, b):
+        return integrate.quad(lambda x, ab: ab[0] * fnp.exp(-ab[1] * x), 0.0, 1.0, args=((a, b),))[
+            0
+        ]
+
+    p = {"a": 2.0, "b": 1.0}
+    g = fgrad.grad(by_dict)(p)
+    np.testing.assert_allclose([g["a"], g["b"]], [e1, db], rtol=1e-12)
+    assert fgrad.jit(fgrad.grad(by_dict))(p) == g
+    np.testing.assert_allclose(fgrad.grad(by_tuple, argnums=(0, 1))(2.0, 1.0), [e1, db])
+    _, t = fgrad.jvp(by_dict, (p,), ({"a": 1.0, "b": 0.5},))
+    np.testing.assert_allclose(t, e1 + 0.5 * db, rtol=1e-12)
+    rows = {"a": np.array([2.0, 3.0]), "b": np.array([1.0, 1.0])}
+    by_rows = fgrad.vmap(fgrad.grad(by_dict))(rows)
+    loop = [fgrad.grad(by_dict)({"a": a, "b": 1.0}) for a in (2.0, 3.0)]
+    np.testing.assert_array_equal(by_rows["b"], [r["b"] for r in loop])
+    # second order: d2/da db = -(1 - 2/e)
+    h = fgrad.hessian(by_dict)(p)
+    np.testing.assert_allclose(h["a"]["b"], db / 2.0, rtol=1e-10)

@@ -164,6 +164,8 @@ DIFFERENCES.update(
         "directly either); its solve method has SciPy's signature",
         "scipy.integrate.odeint": "SciPy's parameters, then fgrad's keyword-only on_failure "
         "(raise or warn when a solve that is differentiated stops early), as the optimizers'",
+        "scipy.integrate.quad": "SciPy's parameters, then fgrad's keyword-only on_failure "
+        "(raise or warn when an integral that is differentiated did not converge), as odeint's",
         "scipy.sparse.linalg.gmres": "without callback_type: a callback is refused (the "
         "iterates of a differentiated solve are not the user's to watch)",
         "numpy.fill_diagonal": "NumPy's parameters, then JAX's keyword-only inplace: False "

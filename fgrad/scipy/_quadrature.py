@@ -24,6 +24,7 @@ Imports: `fgrad.core`, `fgrad.numpy`, `fgrad.api` (`grad`), `fgrad.custom` (`cus
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -275,11 +276,40 @@ def fixed_quad(
 _QUAD_OPTIONS = ("epsabs", "epsrel", "limit", "points", "maxp1", "limlst")
 
 
-def _quad_impl(a, b, *args, func, tree, opts):
-    """SciPy's quad on plain values: [value, its error estimate], float64."""
+def _quad_impl(a, b, *args, func, tree, opts, policy):
+    """SciPy's quad on plain values: [value, its error estimate], float64. `policy` is
+    (on_failure, checked): a checked integral (one a derivative uses) that QUADPACK reports
+    unconverged (ier > 0 but 2) raises RuntimeError, or with on_failure "warn" warns; an unchecked
+    one warns as SciPy does (IntegrationWarning)."""
     plain = tree_unflatten(tree, [primal(v) for v in args])
-    value, error = _si.quad(lambda x: float(func(x, *plain)), float(a), float(b), **dict(opts))
+    integrand = lambda x: float(func(x, *plain))  # noqa: E731
+    on_failure, checked = policy
+    if not checked:
+        value, error = _si.quad(integrand, float(a), float(b), **dict(opts))
+        return _np.array([value, error])
+    value, error, *info = _si.quad(integrand, float(a), float(b), full_output=1, **dict(opts))
+    # SciPy adds a message where ier > 0 (it returns no ier). Roundoff (ier 2: the tolerance
+    # is below the rounding of the integrand's values, a float32 one's or a high
+    # derivative's) is not a failure: the integral is as accurate as those values
+    if len(info) > 1 and not str(info[1]).startswith(_ROUNDOFF):
+        _unconverged(info[1], on_failure, _is_partial(func))
     return _np.array([value, error])
+
+
+# the start of QUADPACK's message for ier 2, as SciPy words it
+_ROUNDOFF = "The occurrence of roundoff error is detected"
+
+
+def _unconverged(message, on_failure, derived):
+    text = (
+        f"quad: the integral {'of a derivative ' if derived else ''}did not converge "
+        f"({' '.join(str(message).split()).split('.')[0]}): its derivative would be wrong. Raise "
+        "limit, split the interval at its difficult points (points=...), or pass "
+        "on_failure='warn' to get the result with a warning"
+    )
+    if on_failure == "raise":
+        raise RuntimeError(text)
+    warnings.warn(text, RuntimeWarning, stacklevel=2)
 
 
 _quad_p = nondiff(_quad_impl, name="quad")
@@ -302,17 +332,21 @@ def _wanted(values) -> tuple:
     return tuple(holds_box([v]) and dtype_of(v).kind == "f" for v in values)
 
 
-@functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2, 3))
-def _integral(func, tree, opts, wanted, a, b, *args):
-    return _quad_p(a, b, *args, func=func, tree=tree, opts=opts)
+@functools.partial(custom_vjp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _integral(func, tree, opts, wanted, policy, a, b, *args):
+    return _quad_p(a, b, *args, func=func, tree=tree, opts=opts, policy=policy)
 
 
-def _integral_fwd(func, tree, opts, wanted, a, b, *args):
-    return _integral(func, tree, opts, wanted, a, b, *args), (a, b, args)
+def _integral_fwd(func, tree, opts, wanted, policy, a, b, *args):
+    # the value a derivative is taken at: an unconverged integral raises (or warns)
+    # (through _integral, so that the levels outside this one differentiate it in turn)
+    checked = (policy[0], True)
+    return _integral(func, tree, opts, wanted, checked, a, b, *args), (a, b, args)
 
 
-def _integral_bwd(func, tree, opts, wanted, res, ct):
+def _integral_bwd(func, tree, opts, wanted, policy, res, ct):
     a, b, args = res
+    policy = (policy[0], True)  # (the integrals of the derivative are checked too)
     ct = ct[0]  # (the error estimate has no derivative)
     f = lambda x: func(x, *tree_unflatten(tree, list(args)))  # noqa: E731
     cts: list = []
@@ -330,12 +364,8 @@ def _integral_bwd(func, tree, opts, wanted, res, ct):
         # d/d args[k]: the integral of df/d args[k], elementwise (one quad per element)
         shape = fnp.shape(args[k])
 
-        def partial(x, *leaves, k=k, j=0):
-            g = grad(lambda v: func(x, *tree_unflatten(tree, [*leaves[:k], v, *leaves[k + 1 :]])))
-            return fnp.ravel(g(leaves[k]))[j]
-
         parts = [
-            _integral(functools.partial(partial, j=j), tree, opts, inner, a, b, *args)[0]
+            _integral(_Partial(func, tree, k, j), tree, opts, inner, policy, a, b, *args)[0]
             for j in range(_np.prod(shape, dtype=int))
         ]
         cts.append(ct * fnp.reshape(fnp.stack(parts) if parts else fnp.zeros(0), shape))
@@ -343,6 +373,27 @@ def _integral_bwd(func, tree, opts, wanted, res, ct):
 
 
 _integral.defvjp(_integral_fwd, _integral_bwd)
+
+
+class _Partial:
+    """The entry j of d func(x, *args) / d (leaf k of args): an integrand as quad calls it,
+    with args as given (pytrees), its leaves taken apart here."""
+
+    def __init__(self, func, tree, k, j):
+        self.func, self.tree, self.k, self.j = func, tree, k, j
+
+    def __call__(self, x, *args):
+        leaves = tree_flatten(args)[0]
+        k = self.k
+
+        def of_leaf(v):
+            return self.func(x, *tree_unflatten(self.tree, [*leaves[:k], v, *leaves[k + 1 :]]))
+
+        return fnp.ravel(grad(of_leaf)(leaves[k]))[self.j]
+
+
+def _is_partial(func):
+    return isinstance(func, _Partial)
 
 
 def quad(
@@ -361,13 +412,30 @@ def quad(
     maxp1: int = 50,
     limlst: int = 50,
     complex_func: bool = False,
+    *,
+    on_failure: str = "raise",
 ) -> tuple:
     """SciPy's `quad`: the integral of `func(x, *args)` from `a` to `b` and an estimate of its
     error, differentiable in `a`, `b` and `args` (Leibniz's rule: the integrals of the partial
     derivatives are computed by `quad` too, so they are as accurate as its tolerances). With
     plain values it is SciPy's own, every option included; with traced ones `full_output`,
     `weight` and `complex_func` are refused, and `func` must take what it differentiates in
-    `args` (a closure over a traced value is refused: its derivative would be lost).
+    `args` (a closure over a traced value is refused: its derivative would be lost). The
+    entries of `args` may be pytrees (dicts, tuples) of floats.
+
+    Convergence: when the result is differentiated and QUADPACK reports that the integral (or
+    an integral of the derivative) did not converge (`ier` 1, 3, 4 or 5; 2, roundoff, limits
+    the accuracy to that of the integrand's values), the call raises
+    `RuntimeError`, or with `on_failure="warn"` warns (`RuntimeWarning`) and goes on, as
+    `odeint` does; when nothing is differentiated, it is SciPy's, with its
+    `IntegrationWarning`.
+
+    Limit: Leibniz's rule needs `func` differentiable in the parameters for almost every x,
+    and a jump whose position depends on a parameter is not seen: `where(x < c, 1.0, 0.0)`
+    integrated over [0, 1] is c, but its derivative here is 0 (that of the integrand away
+    from the jump, without the jump's f+ - f- times the speed of the breakpoint). Nothing
+    detects this: make the breakpoint a limit of integration instead (the integral from 0
+    to c of 1, or two quads split at c), whose derivative is exact.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp, fgrad.scipy.integrate as fsi
     >>> f = lambda x, k: fnp.exp(-k * x * x)
@@ -376,6 +444,8 @@ def quad(
     >>> round(float(fgrad.grad(lambda k: fsi.quad(f, 0.0, np.inf, args=(k,))[0])(1.0)), 9)
     -0.443113463
     """
+    if on_failure not in ("raise", "warn"):
+        raise ValueError(f"quad: on_failure must be 'raise' or 'warn', got {on_failure!r}")
     if not isinstance(args, tuple):
         args = (args,)
     leaves, tree = tree_flatten(args)
@@ -432,5 +502,6 @@ def quad(
         (("points", tuple(_np.asarray(points, dtype=float).ravel())),) if points is not None else ()
     )
     a_, b_ = fnp.asarray(a, dtype=float), fnp.asarray(b, dtype=float)
-    out = _integral(func, tree, opts, _wanted((a, b, *leaves)), a_, b_, *leaves)
+    policy = (on_failure, False)
+    out = _integral(func, tree, opts, _wanted((a, b, *leaves)), policy, a_, b_, *leaves)
     return out[0], constant_of(out[1])  # (the estimate: not read, so vmap and jit keep it)

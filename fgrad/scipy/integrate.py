@@ -49,8 +49,8 @@ from ..core import (
     constant_of,
     dtype_of,
     holds_batch,
-    holds_box,
     innermost,
+    live_levels_of,
     primal,
     refuse_lazy,
     shape_of,
@@ -231,9 +231,19 @@ def odeint(
         mxhnil=mxhnil,
         printmessg=printmessg,
     )
-    plain = (not holds_box([*y0_leaves, t]),) + tuple(type(v) is not Box for v in diff_vals)
+    # (a value only a jit or a vmap holds is plain: its directions would widen the system of
+    # sensitivities, on which LSODA controls its error, and change the derivative's steps)
+    plain = (not _differentiated([*y0_leaves, t]),) + tuple(
+        not _differentiated([v]) for v in diff_vals
+    )
     opts = _Options(forward, backward, plain, on_failure=on_failure)
     return _solve(rhs, opts, y0, t, *diff_vals)
+
+
+def _differentiated(leaves):
+    """Whether a transform that differentiates holds one of `leaves`: levels that read values
+    (`jit`'s staging, `vmap`'s batching) compute with them but take no derivative."""
+    return any(not lv.reads_values for lv in live_levels_of(leaves))
 
 
 def _refuse_jax_style_args(scipy_params):

@@ -455,7 +455,7 @@ def minimize(
         )
         p.check(bool(res.success), res.message, res)
         if p.differentiated:
-            _refuse_active(who, res.x, bounds, constraints, _pair_plain(value_and_grad(obj)))
+            _refuse_active(who, res.x, bounds, constraints, obj)
         return _np.asarray(res.x, dtype=_np.float64)
 
     def condition(x, params):
@@ -538,12 +538,17 @@ def _hess_plain(objective):
     return hess
 
 
-def _refuse_active(who, x, bounds, constraints, value_and_gradient):
+def _refuse_active(who, x, bounds, constraints, objective):
     """The implicit derivative of an unconstrained optimality condition does not hold where a
-    bound or a constraint is active. A bound is active where x is on it (to 1e-8), or near it
-    (to 1e-3; derivative-free and interior-point methods stop short of a bound, Powell and
-    trust-constr by about 3e-5) with the objective's gradient there pushing x out of the box
-    (a component above 1e-3 (1 + |f|) in size, where the unconstrained condition says 0)."""
+    bound or a constraint is active.
+
+    A bound is active where x is on it (to 1e-8 relative), or where the objective, minimized
+    along that unknown alone, has its minimum on or past the bound: the Newton step
+    |g_i| / H_ii towards the bound the gradient points to reaches it (or H_ii <= 0). Methods
+    stop short of an active bound by an amount that depends on the objective's scale
+    (trust-constr, an interior-point method, by 3e-3 for 1e-3 (x - 1)**2 with x <= 0), so no
+    fixed band finds them all; the step is a distance, the same under f -> s f + C, and at an
+    interior solution it is the solver's error, smaller than the distance to the bound."""
     if constraints not in ((), [], None):
         raise NotImplementedError(
             f"{who}: the solution is differentiated through its unconstrained optimality "
@@ -553,20 +558,12 @@ def _refuse_active(who, x, bounds, constraints, value_and_gradient):
         )
     if bounds is None:
         return
-    if isinstance(bounds, _so.Bounds):
-        lo, hi = bounds.lb, bounds.ub
-    else:
-        pairs = [(-_np.inf if a is None else a, _np.inf if b is None else b) for a, b in bounds]
-        lo, hi = _np.array([a for a, _ in pairs], float), _np.array([b for _, b in pairs], float)
     x = _np.asarray(x, dtype=_np.float64)
-    below, above = _np.abs(x - lo), _np.abs(x - hi)
+    lo, hi = _bound_arrays(bounds, x.shape)
     scale = 1 + _np.abs(x)
-    active = (below <= 1e-8 * scale) | (above <= 1e-8 * scale)
-    near_below, near_above = below <= 1e-3 * scale, above <= 1e-3 * scale
-    if _np.any(near_below | near_above) and not _np.any(active):
-        f, g = value_and_gradient(x)
-        pushing = 1e-3 * (1 + abs(f))
-        active = (near_below & (g > pushing)) | (near_above & (g < -pushing))
+    active = (_np.abs(x - lo) <= 1e-8 * scale) | (_np.abs(x - hi) <= 1e-8 * scale)
+    if not _np.any(active) and _np.any(_np.isfinite(lo) | _np.isfinite(hi)):
+        active = _minimum_past_bound(objective, x, lo, hi)
     if _np.any(active):
         raise NotImplementedError(
             f"{who}: the bounds are active at the solution (unknowns "
@@ -575,6 +572,41 @@ def _refuse_active(who, x, bounds, constraints, value_and_gradient):
             "differentiates; widen the bounds, or reparametrise the unknowns (x = lo + "
             "softplus(z)) to differentiate without them"
         )
+
+
+def _bound_arrays(bounds, shape):
+    """The lower and upper bounds as float arrays of x's shape (None is unbounded)."""
+    if isinstance(bounds, _so.Bounds):
+        lo, hi = bounds.lb, bounds.ub
+    else:
+        pairs = [(-_np.inf if a is None else a, _np.inf if b is None else b) for a, b in bounds]
+        lo, hi = [a for a, _ in pairs], [b for _, b in pairs]
+    as_array = functools.partial(_np.asarray, dtype=_np.float64)
+    return _np.broadcast_to(as_array(lo), shape), _np.broadcast_to(as_array(hi), shape)
+
+
+def _minimum_past_bound(objective, x, lo, hi):
+    """Where the minimum of `objective` along each unknown alone (from x, by a Newton step)
+    is on or past the bound its gradient points to; the Hessian's diagonal only for those
+    unknowns (one batched product each)."""
+    g = _np.asarray(core.primal(_grad(objective)(x)), dtype=_np.float64)
+    bound = _np.where(g < 0, hi, lo)  # descent increases x where g < 0
+    candidates = _np.flatnonzero(_np.isfinite(bound) & (g != 0))
+    active = _np.zeros(x.shape, dtype=bool)
+    if candidates.size == 0:
+        return active
+    embed = _np.zeros((candidates.size, x.size))
+    embed[_np.arange(candidates.size), candidates] = 1.0
+
+    def gradient_along(u):
+        return _grad(objective)(x + u @ embed)
+
+    columns = _np.asarray(core.primal(jacfwd(gradient_along)(_np.zeros(candidates.size))))
+    h = columns[candidates, _np.arange(candidates.size)]
+    g, distance = _np.abs(g[candidates]), _np.abs(bound[candidates] - x[candidates])
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        active[candidates] = (h <= 0) | (g >= h * distance)
+    return active
 
 
 # --- root, least_squares, fixed_point -------------------------------------------------------------
