@@ -376,6 +376,20 @@ def test_interp_values_are_numpys_bits_eager_and_traced():
     assert float(grad(lambda x: fnp.interp(x, xp, fp))(3.0)) == (1.7 - 2.3) / 2.0
 
 
+def test_interp_derivatives_in_fp_with_an_infinite_x():
+    """The formula's value is not taken outside the knots, but its 0 * inf reached the
+    derivatives: one infinite x made the whole reverse derivative in fp nan."""
+    xp, fp = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 4.0])
+    x = np.array([0.5, -np.inf, np.inf, 1.5, 2.0, -3.0])
+    # each point's weights of fp: a convex combination of its segment's ends, or an end
+    want = [[0.5, 0.5, 0], [1, 0, 0], [0, 0, 1], [0, 0.5, 0.5], [0, 0, 1], [1, 0, 0]]
+    f = lambda fp: fnp.interp(x, xp, fp)
+    for jac in (fgrad.jacrev(f), fgrad.jacfwd(f), fgrad.jit(fgrad.jacrev(f))):
+        np.testing.assert_array_equal(jac(fp), want)
+    rows = fgrad.vmap(fgrad.grad(lambda fp, x: fnp.interp(x, xp, fp)), in_axes=(None, 0))
+    np.testing.assert_array_equal(rows(fp, x), want)
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's 0 * inf, as eager)
 def test_interp_with_an_infinite_knot_retries_from_the_other_end_as_numpy():
     # slope * (x - x0) + f0 is 0 * inf = nan in a segment with an infinite end: NumPy

@@ -33,6 +33,7 @@ from .elementwise import (
     less,
     less_equal,
     logical_not,
+    logical_or,
     mask_values,
     multiply,
     not_equal,
@@ -397,6 +398,7 @@ def interp(
         xv, xpv = constant_of(x), constant_of(xp)
     else:
         xv, xpv = _np.asarray(primal(x)), _np.asarray(primal(xp))
+    below, above = less(xv, xpv[0]), greater(xv, xpv[-1])
     if n == 1:
         y = broadcast_to(fp[0], shape(x))
     else:
@@ -407,6 +409,11 @@ def interp(
         else:
             j = _np.clip(_np.searchsorted(xpv, xv, side="right") - 1, 0, n - 2)
         x0, x1, f0, f1 = _gather(xp, j), _gather(xp, j + 1), _gather(fp, j), _gather(fp, j + 1)
+        outside = logical_or(below, above) if batched else below | above
+        if batched or outside.any():
+            # the formula's value is not taken outside the knots (fp[0], fp[-1], left or
+            # right is): x0 there, so that an infinite x gives no 0 * inf to the derivatives
+            x = where(outside, constant_of(x0), x)
         dx = x1 - x0
         # only at x == xp[-1] == xp[-2]: take fp[-1]
         flat = equal(constant_of(dx), 0) if batched else _np.asarray(primal(dx)) == 0
@@ -424,7 +431,6 @@ def interp(
         at_end = equal(xv, xpv[-1]) if batched else xv == xpv[-1]
         if batched or at_end.any():
             y = where(at_end, constant_of(f1) + zero_with_derivatives_of(y), y)
-    below, above = less(xv, xpv[0]), greater(xv, xpv[-1])
     if batched or below.any():
         y = where(below, fp[0] if left is None else left, y)
     if batched or above.any():
