@@ -1322,32 +1322,12 @@ def _index_add(x, v, idx):
         out = _np.array(x, copy=True)
     v = _np.asarray(v, dtype=out.dtype)
     if _has_array_index(idx):
-        if not _bincount_add(out, v, idx):
-            _np.add.at(out, idx, v)  # sums repeated indices, where `out[idx] += v` would not
+        # sums repeated indices, where `out[idx] += v` would not, in NumPy's order (the
+        # adjoint of every gather; since NumPy 1.25 faster than a bincount of the repeats)
+        _np.add.at(out, idx, v)
     else:
         out[idx] += v
     return out
-
-
-def _bincount_add(out, v, idx):
-    """out[idx] += v with repeats summed, by bincount: the adjoint of every gather from a
-    flattened array (take, sort, pad, ...), several times faster than `np.add.at`. Only for
-    a 1-D real float `out` and one in-bounds integer index array; False when it does not apply."""
-    if isinstance(idx, tuple):
-        if len(idx) != 1:
-            return False
-        idx = idx[0]
-    if out.ndim != 1 or out.dtype.kind != "f" or not isinstance(idx, _np.ndarray):
-        return False
-    n = out.shape[0]
-    if idx.dtype.kind not in "iu" or idx.size == 0 or idx.min() < -n or idx.max() >= n:
-        return False
-    flat = idx.ravel()
-    if flat.min() < 0:
-        flat = _np.where(flat < 0, flat + n, flat)
-    weights = _np.broadcast_to(v, idx.shape).ravel()
-    out += _np.bincount(flat, weights=weights, minlength=n).astype(out.dtype, copy=False)
-    return True
 
 
 def _index_add_vjp_v(ans, x, v, idx):
@@ -1642,7 +1622,7 @@ def _clipped_index(x_shape, idx):
     out = []
     for p, axis in zip(parts, _index_axes(parts, len(x_shape))):
         if axis is not None and _is_integer_index(p):
-            n = x_shape[axis]
+            n, p = x_shape[axis], _np.asarray(p, dtype=_np.intp)  # (int8 + n may not fit int8)
             p = _np.clip(_np.where(p < 0, p + n, p), 0, n - 1)
             p = int(p) if _np.ndim(p) == 0 else p
         out.append(p)
