@@ -2413,7 +2413,8 @@ def _index_layout(idx):
     or None when NumPy would move index-array axes in front of it (they are not side by side)
     and the batch axis would land after them."""
     parts = idx if isinstance(idx, tuple) else (idx,)
-    arrays = [isinstance(p, (list, _np.ndarray)) for p in parts]
+    # a 0-d boolean is an index array too (of shape (1,) or (0,): NumPy's x[True])
+    arrays = [isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p) for p in parts]
     if any(arrays):  # integers next to index arrays are index arrays too
         arrays = [a or isinstance(p, (int, _np.integer)) for a, p in zip(arrays, parts)]
         first = arrays.index(True)
@@ -2717,6 +2718,38 @@ def _where(condition, x, y):
     return _INSTALLED["where"](condition, x, y)
 
 
+def _is_bool_0d(p):
+    """Whether index part p is a 0-d boolean (True, np.True_, a 0-d boolean array)."""
+    return isinstance(p, (bool, _np.bool_)) or (
+        type(p) is _np.ndarray and p.ndim == 0 and p.dtype == bool
+    )
+
+
+def _bools_as_axes(template, row_shape):
+    """(row shape, template) with each 0-d boolean b of the template spelt as NumPy reads it
+    next to index arrays: an index array of shape (1,) or (0,), np.zeros(b, intp), on a new
+    length-1 axis of the row where b stands (b uses none of the row's axes). The row shape is
+    None when there is no such boolean. One row's x[i, True] is then row[:, None][i, [0]],
+    which the rules below batch as they batch any integer array."""
+    if not any(_is_bool_0d(p) for p in template):
+        return None, template
+    used = [p for p in template if p is not None and p is not Ellipsis and not _is_bool_0d(p)]
+    new_shape, new_template, axis = [], [], 0
+    for p in template:
+        if _is_bool_0d(p):
+            new_shape.append(1)
+            p = _np.zeros(int(bool(p)), dtype=_np.intp)
+        elif p is Ellipsis:
+            width = len(row_shape) - len(used)
+            new_shape.extend(row_shape[axis : axis + width])
+            axis += width
+        elif p is not None:
+            new_shape.append(row_shape[axis])
+            axis += 1
+        new_template.append(p)
+    return (*new_shape, *row_shape[axis:]), tuple(new_template)
+
+
 def _is_array_part(p):
     return not isinstance(p, slice) and p is not None and p is not Ellipsis
 
@@ -2764,6 +2797,9 @@ def _gather_batch(args, dims, template):
     (x, *arrays), (dx, *array_dims) = args, dims
     n = batch_size(args, dims)
     x = every_row(x, dx, n)
+    row_shape, template = _bools_as_axes(template, shape(x)[1:])
+    if row_shape is not None:
+        x = _reshape_p(x, shape=(n, *row_shape))
     template, arrays, (k, p, _) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
     out = _gather_p(x, *arrays, template=template)
     if p:  # the index axes to where one row's result has them
@@ -2775,11 +2811,16 @@ def _scatter_add_batch(args, dims, template):
     (x, v, *arrays), (dx, dv, *array_dims) = args, dims
     n = batch_size(args, dims)
     x = every_row(x, dx, n)
+    x_shape = shape(x)
+    row_shape, template = _bools_as_axes(template, x_shape[1:])
+    if row_shape is not None:
+        x = _reshape_p(x, shape=(n, *row_shape))
     template, arrays, (k, p, nd) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
     v = with_example_ndim(every_row(v, dv, n), 0, nd)  # v broadcasts against one row's result
     if p:  # one row's layout to the batched result's
         v = moveaxis(v, tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
-    return _scatter_add_p(x, v, *arrays, template=template), 0
+    out = _scatter_add_p(x, v, *arrays, template=template)
+    return (out if row_shape is None else _reshape_p(out, shape=x_shape)), 0
 
 
 def axis_batch_rule(fn):
