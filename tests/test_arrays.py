@@ -258,6 +258,24 @@ def test_a_narrow_integer_index_on_a_longer_axis_gathers_scatters_and_clips(dtyp
     assert np.array_equal(fnp.at(x)[i].add(1.0, mode="drop"), x + scattered)
 
 
+@pytest.mark.parametrize("op", ["add", "multiply", "divide", "power", "min", "max"])
+def test_at_update_with_a_v_that_does_not_fit_x_idx_names_both_shapes(op):
+    """A v with an extra leading length-1 axis (which NumPy's `+=`, its ufunc.at and JAX
+    refuse too) raised NumPy's internal 'array is not broadcastable to correct shape' or
+    'more dimensions than allowed by the axis remapping', naming neither shape."""
+    x, v = np.arange(1.0, 13.0).reshape(3, 4), np.ones((1, 1, 3))
+    with pytest.raises(ValueError, match=r"v has shape \(1, 1, 3\).* x\[idx\], \(2, 3\)"):
+        getattr(fnp.at(x)[[0, 0], 1:], op)(v)
+    if op == "add":  # (a traced x's multiply, ... drop the axis, as the assignment does)
+        with pytest.raises(ValueError, match=r"v has shape \(1, 1, 3\)"):
+            grad(lambda x: fnp.sum(fnp.at(x)[[0, 2], 1:].add(v)))(x)
+    expected = x.copy()
+    getattr(np, {"min": "minimum", "max": "maximum"}.get(op, op)).at(
+        expected, ([0, 0], slice(1, None)), v[0]
+    )
+    np.testing.assert_array_equal(getattr(fnp.at(x)[[0, 0], 1:], op)(v[0]), expected)
+
+
 def test_at_multiply_with_repeats_is_exact_at_zeros_to_order_3():
     x = np.array([2.0, 7.0])
     v = np.array([0.0, 5.0, 0.0])

@@ -1528,7 +1528,12 @@ class _IndexUpdate:
     def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
         idx, v = self._update("add", v, options)
-        return self.x if idx is None else _index_add_p(self.x, v, idx=idx)
+        if idx is None:
+            return self.x
+        try:
+            return _index_add_p(self.x, v, idx=idx)
+        except ValueError as e:
+            raise (_refuse_unfitted("add", shape(self.x), idx, shape(v)) or e) from None
 
     def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
@@ -1569,7 +1574,12 @@ class _IndexUpdate:
 
     def _scatter(self, op, v, options):
         idx, v = self._update(op, v, options)
-        return self.x if idx is None else _scatter_update(self.x, idx, v, op)
+        if idx is None:
+            return self.x
+        try:
+            return _scatter_update(self.x, idx, v, op)
+        except ValueError as e:
+            raise (_refuse_unfitted(op, shape(self.x), idx, shape(v)) or e) from None
 
     def _update(self, method, v, options):
         """(idx, v) of an update under its mode; idx None where every update is dropped."""
@@ -1581,6 +1591,23 @@ class _IndexUpdate:
         if method == "set":
             _check_set_repeats(x_shape, idx, shape(v))
         return idx, v
+
+
+def _refuse_unfitted(method, x_shape, idx, v_shape):
+    """After NumPy's `ufunc.at` refused an update (a message that names neither shape): the
+    ValueError saying that v must broadcast to x[idx]'s shape (an assignment's extra leading
+    length-1 axes are refused, as by NumPy's `+=` and JAX), or None if v does."""
+    picked = _np.broadcast_to(_np.zeros((), dtype=bool), x_shape)[idx].shape
+    try:
+        if _np.broadcast_shapes(v_shape, picked) == picked:
+            return None
+    except ValueError:
+        pass
+    return ValueError(
+        f".at[idx].{method}(v): v has shape {v_shape}, which does not broadcast to the shape "
+        f"of x[idx], {picked}. Reshape v to {picked} (drop extra leading length-1 axes), or to "
+        "a shape that broadcasts to it"
+    )
 
 
 _INDEX_MODES = ("promise_in_bounds", "clip", "drop", "fill")
