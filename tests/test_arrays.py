@@ -231,6 +231,51 @@ def test_at_updates_agree_with_numpy_ufunc_at(op, idx):
     np.testing.assert_allclose(getattr(fnp.at(x)[idx], op)(v), expected, rtol=1e-15)
 
 
+def test_at_add_with_a_repeated_index_is_numpys_add_at_bit_for_bit():
+    """The 1-D float path summed the repeats first by bincount, x + (v1 + v2), where
+    np.add.at (and vmap's rows) compute (x + v1) + v2: 6.1034999999999995 for 6.1035."""
+    x, idx = np.array([1.0123, 2.0, 3.0]), np.array([0, 0, -1, 2])
+    for v in (2.5456, np.array([2.5456, 0.1, 0.7, 1e-17])):
+        expected = x.copy()
+        np.add.at(expected, idx, v)
+        assert np.array_equal(fnp.at(x)[idx].add(v), expected)
+        rows = vmap(lambda r: fnp.at(r)[idx].add(v))(np.stack([x, x]))
+        assert np.array_equal(rows[0], expected)
+
+
+@pytest.mark.parametrize("dtype, n", [(np.int8, 300), (np.int16, 40000), (np.uint8, 300)])
+def test_a_narrow_integer_index_on_a_longer_axis_gathers_scatters_and_clips(dtype, n):
+    """An int8 index + n (a negative one counted from the end) overflowed int8 on an axis
+    longer than 127: grad of x[i] or take, .at[i].add and .get(mode='clip') raised."""
+    last = -1 if np.issubdtype(dtype, np.signedinteger) else np.iinfo(dtype).max
+    x, i = np.arange(float(n)), np.array([last, 5, 5, 7], dtype=dtype)
+    scattered = np.zeros(n)
+    np.add.at(scattered, i, 1.0)
+    assert np.array_equal(grad(lambda z: fnp.sum(z[i]))(x), scattered)
+    assert np.array_equal(grad(lambda z: fnp.sum(fnp.take(z, i)))(x), scattered)
+    assert np.array_equal(fnp.at(x)[i].add(1.0), x + scattered)
+    assert np.array_equal(fnp.at(x)[i].get(mode="clip"), x[i])
+    assert np.array_equal(fnp.at(x)[i].add(1.0, mode="drop"), x + scattered)
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "divide", "power", "min", "max"])
+def test_at_update_with_a_v_that_does_not_fit_x_idx_names_both_shapes(op):
+    """A v with an extra leading length-1 axis (which NumPy's `+=`, its ufunc.at and JAX
+    refuse too) raised NumPy's internal 'array is not broadcastable to correct shape' or
+    'more dimensions than allowed by the axis remapping', naming neither shape."""
+    x, v = np.arange(1.0, 13.0).reshape(3, 4), np.ones((1, 1, 3))
+    with pytest.raises(ValueError, match=r"v has shape \(1, 1, 3\).* x\[idx\], \(2, 3\)"):
+        getattr(fnp.at(x)[[0, 0], 1:], op)(v)
+    if op == "add":  # (a traced x's multiply, ... drop the axis, as the assignment does)
+        with pytest.raises(ValueError, match=r"v has shape \(1, 1, 3\)"):
+            grad(lambda x: fnp.sum(fnp.at(x)[[0, 2], 1:].add(v)))(x)
+    expected = x.copy()
+    getattr(np, {"min": "minimum", "max": "maximum"}.get(op, op)).at(
+        expected, ([0, 0], slice(1, None)), v[0]
+    )
+    np.testing.assert_array_equal(getattr(fnp.at(x)[[0, 0], 1:], op)(v[0]), expected)
+
+
 def test_at_multiply_with_repeats_is_exact_at_zeros_to_order_3():
     x = np.array([2.0, 7.0])
     v = np.array([0.0, 5.0, 0.0])

@@ -840,6 +840,57 @@ def test_updates_at_per_row_indices_that_leave_axes_unindexed():
                 np.testing.assert_array_equal(fgrad.vmap(f)(x, i, v), want)
 
 
+# NumPy reads a 0-d boolean index as an index array of shape (1,) (True) or (0,) (False) on a
+# new axis: next to an integer index, apart from it or not, it decides where the index axes go.
+_BOOL_0D_FORMS = {
+    "i, b": lambda i, b: (i, b),
+    "b, i": lambda i, b: (b, i),
+    "i, :, b": lambda i, b: (i, slice(None), b),
+    "b, :, i": lambda i, b: (b, slice(None), i),
+    "0, :, b": lambda i, b: (0, slice(None), b),
+    "i, None, b": lambda i, b: (i, None, b),
+    "i, ..., b": lambda i, b: (i, Ellipsis, b),
+    "b, ..., i": lambda i, b: (b, Ellipsis, i),
+    "None, i, b, b": lambda i, b: (None, i, b, b),
+    "i, b, i": lambda i, b: (i, b, i),
+}
+
+
+@pytest.mark.parametrize("form", _BOOL_0D_FORMS, ids=str)
+@pytest.mark.parametrize("mask", ["True", "np.False_", "computed"])
+def test_a_0d_boolean_index_next_to_integer_indices_is_the_loop(form, mask):
+    """x[0, :, True] gave (1, 2, 3) where the loop over rows gives (2, 1, 3), x[[0, 1], :,
+    np.True_] mixed rows, x[i, True] with a batched i dropped the boolean's axis ((2, 3) for
+    (2, 1, 3)), x[i, False] and .at[i, True].add raised: the batching rules read a 0-d boolean
+    as no index array, or as one of shape (). Each now equals the loop bit for bit, with the
+    index batched, x batched, or both, for x[...], .at[...].add and the gradient."""
+    x = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5) * 0.37 + 1
+    i = np.array([[2], [1]])
+    b = {"True": lambda r: True, "np.False_": lambda r: np.False_}.get(
+        mask, lambda r: r[0, 0, 0] > 0
+    )
+    index = lambda r, i: _BOOL_0D_FORMS[form](i, b(r))
+    calls = {
+        "get": lambda r, i: r[index(r, i)],
+        "at.add": lambda r, i: fnp.at(r)[index(r, i)].add(1.5),
+        "grad": lambda r, i: grad(lambda z: fnp.sum(fnp.sin(z[index(z, i)])))(r),
+    }
+    for f in calls.values():
+        loop = np.stack([f(x[k], i[k]) for k in range(2)])
+        np.testing.assert_array_equal(vmap(f)(x, i), loop, strict=True)
+        np.testing.assert_array_equal(
+            vmap(f, in_axes=(0, None))(x, i[0]),
+            np.stack([f(x[k], i[0]) for k in range(2)]),
+            strict=True,
+        )
+        if mask != "computed":  # (a computed mask is batched with x)
+            np.testing.assert_array_equal(
+                vmap(f, in_axes=(None, 0))(x[0], i),
+                np.stack([f(x[0], i[k]) for k in range(2)]),
+                strict=True,
+            )
+
+
 def test_in_axes_of_a_registered_pytree_node():
     """in_axes=(Pt(0, 0),) for a registered class raised "'<=' not supported between 'int'
     and 'Pt'" (out_axes of one, and in_axes of dicts, worked)."""

@@ -102,6 +102,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
         "y = fgrad.numpy.at(a)[fgrad.numpy.unravel_index(ind, a.shape)].set(v), or "
         "fgrad.numpy.put_along_axis(a, ind, v, axis=None) for a 1-D a",
         a=a,
+        ind=ind,
         v=v,
     )
     _put(a, ind, v, mode)
@@ -124,6 +125,7 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
         "y = fgrad.numpy.where(mask, values, arr), with values laid out as arr (or "
         "fgrad.numpy.at(arr)[mask].set(vals) when vals has one value per true element)",
         arr=arr,
+        mask=mask,
         vals=vals,
     )
     _place(arr, mask, vals)
@@ -147,7 +149,7 @@ def put_along_axis(
     >>> fgrad.grad(lambda v: fnp.sum(put(v)))(2.0)
     np.float64(2.0)
     """
-    if numpy_applies(arr, values):
+    if numpy_applies(arr, indices, values):
         if inplace:
             return _np.put_along_axis(arr, indices, values, axis)
         arr = _np.array(arr)  # (a copy, NumPy's dtype of it)
@@ -159,6 +161,7 @@ def put_along_axis(
             "arr = fgrad.numpy.put_along_axis(arr, indices, values, axis, inplace=False), "
             "which returns the new array (JAX's form)",
             arr=arr,
+            indices=indices,
             values=values,
         )
     indices = constant_values(indices, "put_along_axis", "indices")

@@ -1322,32 +1322,12 @@ def _index_add(x, v, idx):
         out = _np.array(x, copy=True)
     v = _np.asarray(v, dtype=out.dtype)
     if _has_array_index(idx):
-        if not _bincount_add(out, v, idx):
-            _np.add.at(out, idx, v)  # sums repeated indices, where `out[idx] += v` would not
+        # sums repeated indices, where `out[idx] += v` would not, in NumPy's order (the
+        # adjoint of every gather; since NumPy 1.25 faster than a bincount of the repeats)
+        _np.add.at(out, idx, v)
     else:
         out[idx] += v
     return out
-
-
-def _bincount_add(out, v, idx):
-    """out[idx] += v with repeats summed, by bincount: the adjoint of every gather from a
-    flattened array (take, sort, pad, ...), several times faster than `np.add.at`. Only for
-    a 1-D real float `out` and one in-bounds integer index array; False when it does not apply."""
-    if isinstance(idx, tuple):
-        if len(idx) != 1:
-            return False
-        idx = idx[0]
-    if out.ndim != 1 or out.dtype.kind != "f" or not isinstance(idx, _np.ndarray):
-        return False
-    n = out.shape[0]
-    if idx.dtype.kind not in "iu" or idx.size == 0 or idx.min() < -n or idx.max() >= n:
-        return False
-    flat = idx.ravel()
-    if flat.min() < 0:
-        flat = _np.where(flat < 0, flat + n, flat)
-    weights = _np.broadcast_to(v, idx.shape).ravel()
-    out += _np.bincount(flat, weights=weights, minlength=n).astype(out.dtype, copy=False)
-    return True
 
 
 def _index_add_vjp_v(ans, x, v, idx):
@@ -1548,7 +1528,12 @@ class _IndexUpdate:
     def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
         idx, v = self._update("add", v, options)
-        return self.x if idx is None else _index_add_p(self.x, v, idx=idx)
+        if idx is None:
+            return self.x
+        try:
+            return _index_add_p(self.x, v, idx=idx)
+        except ValueError as e:
+            raise (_refuse_unfitted("add", shape(self.x), idx, shape(v)) or e) from None
 
     def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
@@ -1589,7 +1574,12 @@ class _IndexUpdate:
 
     def _scatter(self, op, v, options):
         idx, v = self._update(op, v, options)
-        return self.x if idx is None else _scatter_update(self.x, idx, v, op)
+        if idx is None:
+            return self.x
+        try:
+            return _scatter_update(self.x, idx, v, op)
+        except ValueError as e:
+            raise (_refuse_unfitted(op, shape(self.x), idx, shape(v)) or e) from None
 
     def _update(self, method, v, options):
         """(idx, v) of an update under its mode; idx None where every update is dropped."""
@@ -1601,6 +1591,23 @@ class _IndexUpdate:
         if method == "set":
             _check_set_repeats(x_shape, idx, shape(v))
         return idx, v
+
+
+def _refuse_unfitted(method, x_shape, idx, v_shape):
+    """After NumPy's `ufunc.at` refused an update (a message that names neither shape): the
+    ValueError saying that v must broadcast to x[idx]'s shape (an assignment's extra leading
+    length-1 axes are refused, as by NumPy's `+=` and JAX), or None if v does."""
+    picked = _np.broadcast_to(_np.zeros((), dtype=bool), x_shape)[idx].shape
+    try:
+        if _np.broadcast_shapes(v_shape, picked) == picked:
+            return None
+    except ValueError:
+        pass
+    return ValueError(
+        f".at[idx].{method}(v): v has shape {v_shape}, which does not broadcast to the shape "
+        f"of x[idx], {picked}. Reshape v to {picked} (drop extra leading length-1 axes), or to "
+        "a shape that broadcasts to it"
+    )
 
 
 _INDEX_MODES = ("promise_in_bounds", "clip", "drop", "fill")
@@ -1642,7 +1649,7 @@ def _clipped_index(x_shape, idx):
     out = []
     for p, axis in zip(parts, _index_axes(parts, len(x_shape))):
         if axis is not None and _is_integer_index(p):
-            n = x_shape[axis]
+            n, p = x_shape[axis], _np.asarray(p, dtype=_np.intp)  # (int8 + n may not fit int8)
             p = _np.clip(_np.where(p < 0, p + n, p), 0, n - 1)
             p = int(p) if _np.ndim(p) == 0 else p
         out.append(p)
@@ -2433,7 +2440,8 @@ def _index_layout(idx):
     or None when NumPy would move index-array axes in front of it (they are not side by side)
     and the batch axis would land after them."""
     parts = idx if isinstance(idx, tuple) else (idx,)
-    arrays = [isinstance(p, (list, _np.ndarray)) for p in parts]
+    # a 0-d boolean is an index array too (of shape (1,) or (0,): NumPy's x[True])
+    arrays = [isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p) for p in parts]
     if any(arrays):  # integers next to index arrays are index arrays too
         arrays = [a or isinstance(p, (int, _np.integer)) for a, p in zip(arrays, parts)]
         first = arrays.index(True)
@@ -2737,6 +2745,38 @@ def _where(condition, x, y):
     return _INSTALLED["where"](condition, x, y)
 
 
+def _is_bool_0d(p):
+    """Whether index part p is a 0-d boolean (True, np.True_, a 0-d boolean array)."""
+    return isinstance(p, (bool, _np.bool_)) or (
+        type(p) is _np.ndarray and p.ndim == 0 and p.dtype == bool
+    )
+
+
+def _bools_as_axes(template, row_shape):
+    """(row shape, template) with each 0-d boolean b of the template spelt as NumPy reads it
+    next to index arrays: an index array of shape (1,) or (0,), np.zeros(b, intp), on a new
+    length-1 axis of the row where b stands (b uses none of the row's axes). The row shape is
+    None when there is no such boolean. One row's x[i, True] is then row[:, None][i, [0]],
+    which the rules below batch as they batch any integer array."""
+    if not any(_is_bool_0d(p) for p in template):
+        return None, template
+    used = [p for p in template if p is not None and p is not Ellipsis and not _is_bool_0d(p)]
+    new_shape, new_template, axis = [], [], 0
+    for p in template:
+        if _is_bool_0d(p):
+            new_shape.append(1)
+            p = _np.zeros(int(bool(p)), dtype=_np.intp)
+        elif p is Ellipsis:
+            width = len(row_shape) - len(used)
+            new_shape.extend(row_shape[axis : axis + width])
+            axis += width
+        elif p is not None:
+            new_shape.append(row_shape[axis])
+            axis += 1
+        new_template.append(p)
+    return (*new_shape, *row_shape[axis:]), tuple(new_template)
+
+
 def _is_array_part(p):
     return not isinstance(p, slice) and p is not None and p is not Ellipsis
 
@@ -2784,6 +2824,9 @@ def _gather_batch(args, dims, template):
     (x, *arrays), (dx, *array_dims) = args, dims
     n = batch_size(args, dims)
     x = every_row(x, dx, n)
+    row_shape, template = _bools_as_axes(template, shape(x)[1:])
+    if row_shape is not None:
+        x = _reshape_p(x, shape=(n, *row_shape))
     template, arrays, (k, p, _) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
     out = _gather_p(x, *arrays, template=template)
     if p:  # the index axes to where one row's result has them
@@ -2795,11 +2838,16 @@ def _scatter_add_batch(args, dims, template):
     (x, v, *arrays), (dx, dv, *array_dims) = args, dims
     n = batch_size(args, dims)
     x = every_row(x, dx, n)
+    x_shape = shape(x)
+    row_shape, template = _bools_as_axes(template, x_shape[1:])
+    if row_shape is not None:
+        x = _reshape_p(x, shape=(n, *row_shape))
     template, arrays, (k, p, nd) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
     v = with_example_ndim(every_row(v, dv, n), 0, nd)  # v broadcasts against one row's result
     if p:  # one row's layout to the batched result's
         v = moveaxis(v, tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
-    return _scatter_add_p(x, v, *arrays, template=template), 0
+    out = _scatter_add_p(x, v, *arrays, template=template)
+    return (out if row_shape is None else _reshape_p(out, shape=x_shape)), 0
 
 
 def axis_batch_rule(fn):
