@@ -381,6 +381,25 @@ def test_at_set_of_different_values_at_a_repeated_index_says_which():
         fnp.at(x.reshape(2, 2))[[0, 0], 1].set(np.array([5.0, 6.0]))
 
 
+def test_at_modes_count_a_0d_boolean_as_a_new_axis():
+    """A 0-d boolean takes no axis of x (it adds one, as None does): mode='clip' clipped the
+    next index against the wrong axis (X.at[True, 7] gave row 2 where JAX gives row 4), and
+    'drop' refused an in-bounds index; too many indices named no shape (values: jax 0.10.2)."""
+    import fgrad
+
+    X = np.arange(15.0).reshape(5, 3)
+    np.testing.assert_array_equal(fnp.at(X)[True, 7].get(mode="clip"), X[None, 4])
+    jitted = fgrad.jit(lambda x: x.at[x[0, 0] < 1, 7].get(mode="clip"))
+    np.testing.assert_array_equal(jitted(X), X[None, 4])
+    want = X.copy()
+    want[4] = -1.0
+    np.testing.assert_array_equal(fnp.at(X)[True, 4].set(-1.0, mode="drop"), want)
+    np.testing.assert_array_equal(fnp.at(np.arange(3.0))[True, 1].set(9.0, mode="drop"), [0, 9, 2])
+    for mode in ("clip", "drop", "fill"):
+        with pytest.raises(IndexError, match="array is 2-dimensional, but 3 were indexed"):
+            fnp.at(np.zeros((4, 6)))[np.array([0, 1]), :, np.array([1, 2])].add(1.0, mode=mode)
+
+
 def test_at_takes_jaxs_keywords():
     """mode=, fill_value=, unique_indices= and indices_are_sorted= raised TypeError naming an
     internal class, and .apply AttributeError. The hints are accepted; mode='clip' is JAX's

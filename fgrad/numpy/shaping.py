@@ -1810,6 +1810,11 @@ def _index_axes(parts, ndim):
     """The axis of x each part of an index starts at (None for None and Ellipsis)."""
     spanned = [_axes_taken(p) for p in parts]
     rest = ndim - int(_np.sum(spanned, dtype=int))
+    if rest < 0:  # (NumPy's message)
+        raise IndexError(
+            f"too many indices for array: array is {ndim}-dimensional, but "
+            f"{ndim - rest} were indexed"
+        )
     axes, axis = [], 0
     for p, taken in zip(parts, spanned):
         axes.append(None if p is None or p is Ellipsis else axis)
@@ -1819,8 +1824,8 @@ def _index_axes(parts, ndim):
 
 def _axes_taken(p):
     """How many of x's axes one part of an index takes (an Ellipsis: counted apart)."""
-    if p is None or p is Ellipsis:
-        return 0
+    if p is None or p is Ellipsis or isinstance(p, (bool, _np.bool_)):
+        return 0  # (a 0-d boolean adds an axis, as None does)
     return _np.ndim(p) if isinstance(p, _np.ndarray) and p.dtype == bool else 1
 
 
