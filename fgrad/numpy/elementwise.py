@@ -15,6 +15,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 from __future__ import annotations
 
 import builtins as _builtins
+import functools
 import importlib
 import operator as _operator
 from typing import TYPE_CHECKING, cast
@@ -372,17 +373,39 @@ def _dpow_dx(x, y):
 def _dpow_dx_traced(x, y):
     """`_dpow_dx` for a traced exponent, with the constant exponent's values bit for bit: 0
     where y's value is 0. y's own derivative stays: d2/dxdy x**y at y == 0 is 1/x, so the
-    formula is guarded (a 0, no derivative in y) only where 1/x is not finite, x == 0 or nan,
-    where d/dx x**y is 0 at y == 0 and +-inf on either side (no derivative in y exists); at
-    the other zeros of y, + 0.0 turns 0 * (1/x) < 0 into the constant exponent's +0.0."""
+    formula is guarded (a 0, no derivative in y) only where 1/x is not finite: x == 0, nan,
+    or a subnormal x whose reciprocal overflows (0 * inf would be nan there). At x == 0 d/dx
+    x**y is 0 at y == 0 and +-inf on either side (no derivative in y exists); at a tiny
+    subnormal x the mixed partial 1/x overflows, and the guard gives 0 for it. At the other
+    zeros of y, + 0.0 turns 0 * (1/x) < 0 into the constant exponent's +0.0."""
     y_value = mask_values(y)
     y_is_zero = y_value == 0
     if not may_hold(y_is_zero):
         return y * x ** (y - 1)
     x_value = mask_values(x)
-    guarded = _np.logical_and(y_is_zero, _np.logical_or(x_value == 0, _np.isnan(x_value)))
+    dtype = _np.result_type(dtype_of(x), dtype_of(y), _np.float16)
+    guarded = _np.logical_and(y_is_zero, _reciprocal_is_not_finite(x_value, dtype))
     d = where(guarded, 0.0, y * x ** where(guarded, 1, y - 1))
     return where(y_is_zero, d + 0.0, d)
+
+
+def _reciprocal_is_not_finite(x_value, dtype):
+    """Where 1/x in `dtype` is not finite, read without computing it (a replayed record would
+    warn of the overflow): x == 0, nan, and the subnormals below the smallest finite 1/max."""
+    if dtype_of(x_value).kind not in "fc":
+        return x_value == 0  # an integer's reciprocal is finite but at 0
+    return _np.logical_not(_np.abs(x_value) >= _smallest_invertible(dtype))
+
+
+@functools.cache
+def _smallest_invertible(dtype):
+    """The smallest positive float of dtype (or of its real part) whose reciprocal is finite."""
+    real = _np.finfo(dtype).dtype
+    tiny = real.type(1) / _np.finfo(real).max
+    with _np.errstate(over="ignore", divide="ignore"):
+        while not _np.isfinite(real.type(1) / tiny):
+            tiny = _np.nextafter(tiny, real.type(_np.inf))
+    return tiny
 
 
 def _dpow_dy(ans, x):
