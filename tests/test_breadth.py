@@ -62,9 +62,16 @@ def test_modf_and_frexp_traced_are_numpys_at_special_values():
 
 
 def test_nextafter_traced_is_numpys_and_has_slope_1_in_x1_and_none_in_x2():
-    x1 = np.array([1.0, 0.0, np.inf, -np.inf, np.nan, 1e308, -1.0, 5e-324])
-    x2 = np.array([2.0, -1.0, 0.0, 0.0, 1.0, np.inf, 5.0, 0.0])
-    _identical(_traced_value(fnp.nextafter, x1, x2), np.nextafter(x1, x2))
+    # signed zeros: where x1 == x2 NumPy returns x2 (nextafter(0.0, -0.0) is -0.0), and a step
+    # onto zero keeps the sign of the side it comes from (x1 + step was +0.0 in both)
+    x1 = np.array([1.0, 0.0, np.inf, -np.inf, np.nan, 1e308, -1.0, 5e-324, 0.0, -0.0, -5e-324])
+    x2 = np.array([2.0, -1.0, 0.0, 0.0, 1.0, np.inf, 5.0, 0.0, -0.0, -0.0, 0.0])
+    want = np.nextafter(x1, x2)
+    _identical(_traced_value(fnp.nextafter, x1, x2), want)
+    _identical(fgrad.vmap(fnp.nextafter)(x1, x2), want)
+    jitted = fgrad.jit(fnp.nextafter)
+    for a, b, w in zip(x1, x2, want):
+        _identical(jitted(a, b), w)
     g1, g2 = fgrad.grad(lambda a, b: fnp.sum(fnp.nextafter(a, b)), argnums=(0, 1))(
         np.array([1.0, -2.0]), np.array([3.0, -5.0])
     )

@@ -69,15 +69,10 @@ def _frexp_exponent(x):
     return _np.frexp(x)[1]
 
 
-def _nextafter_step(x1, x2):
-    with _np.errstate(invalid="ignore", over="ignore"):
-        return _np.nextafter(x1, x2) - x1
-
-
-# the integer exponent of frexp, and the (constant) distance to the next float of nextafter
+# the integer exponent of frexp; NumPy's nextafter and x1's value, as constants
 _exponent = nondiff_function(_frexp_exponent, "frexp_exponent")
 _nextafter = nondiff_function(_np.nextafter)
-_step = nondiff_function(_nextafter_step, "nextafter_step")
+_value_of = nondiff_function(_np.positive, "nextafter_base")
 
 
 def _real_float(x: Any, name: str, arg: str = "x") -> Any:
@@ -163,11 +158,13 @@ def _nextafter_traced(x1: Any, x2: Any) -> Any:
     # NumPy's loop for the two: a Python number (traced under `jit`, held as given) is weak
     dtype = _np.nextafter.resolve_dtypes((_operand_type(x1), _operand_type(x2), None))[-1]
     x1, x2 = astype(x1, dtype), astype(x2, dtype)
-    step = _step(x1, x2)
-    # x1 + step is exactly NumPy's float (the step is the exact distance between two floats
-    # within a factor 2 of each other); at inf or nan the step is not finite: NumPy's value
-    finite = isfinite(step)
-    return where(finite, add(where(finite, x1, 0.0), where(finite, step, 0.0)), _nextafter(x1, x2))
+    # NumPy's value minus (x1's constant value - x1): the difference is +0.0, with slope -1 in
+    # x1, and subtracting +0.0 keeps every float, -0.0 too (adding a step to x1 did not: 0.0 +
+    # -0.0 is +0.0 where NumPy's nextafter(0.0, -0.0) is -0.0); at inf or nan, NumPy's value
+    target = _nextafter(x1, x2)
+    finite = isfinite(x1)
+    x1_finite = where(finite, x1, 0.0)
+    return where(finite, subtract(target, subtract(_value_of(x1_finite), x1_finite)), target)
 
 
 def _operand_type(x: Any) -> Any:
@@ -182,7 +179,7 @@ modf = ufunc_mirror(_modf, _np.modf)
 divmod = ufunc_mirror(_divmod, _np.divmod)
 nextafter = ufunc_mirror(_nextafter_traced, _np.nextafter)
 
-register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_step": _step})
+register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_value_of": _value_of})
 register_elementwise({"logical_xor": logical_xor, "spacing": spacing})
 
 
