@@ -48,7 +48,6 @@ from .elementwise import (
     _square_taylor_rule,
     _weights as _dtype_weights,
     as_ufunc,
-    cos,
     elementwise_batch_rule,
     equal,
     exp,
@@ -59,7 +58,6 @@ from .elementwise import (
     power,
     register_elementwise,
     scalar_if_0d,
-    sin,
     sqrt,
     where,
 )
@@ -126,31 +124,35 @@ def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = 
 # and sqrt(x - 1) sqrt(x + 1) do not overflow for |x| > 1e154 as x*x does.
 #
 # On a branch cut of a complex x (arcsin(2 + 0j)), NumPy's value is the limit from the side the
-# sign of x's zero imaginary part names, and so must the derivative be; formulas in x lose that
-# sign (1 - (2 + 0j) is -1 + 0j, not -1 - 0j), so for complex x each slope is read off the
-# value itself, which is on NumPy's side: arcsin' = 1 / cos(arcsin x), and so on. (Taylor
-# mode, which integrates the slope's series in x, takes the formulas in x.)
+# sign of x's zero imaginary (for arcsinh, real) part names, and so must the derivative be, in
+# every mode alike. The complex formulas keep that sign: they subtract (x - 1.0, x - (-1.0),
+# x - 1j) where adding would lose it (-0.0 + 0.0 is +0.0), and negate a factor rather than
+# subtract x from a constant (1.0 - (2 + 0j) is -1 + 0j, where the limit is -1 - 0j). At a
+# branch point the derivative is infinite, as for real x at +-1 (inf): the slope is 1/(0 + 0j),
+# nan + nanj in NumPy's complex division, never a finite number (1/cos(arcsin(1 + 0j)), read off
+# the rounded value, was 1.6e16).
 
 
-def _on_numpys_branch(slope_of_ans, slope_of_x):
-    def slope(ans, x):
-        if ans is not None and dtype_of(x).kind == "c":
-            return slope_of_ans(ans)
-        return slope_of_x(x)
-
-    return slope
+def _one_minus_square(x):
+    """1 - x**2 for complex x as -(x - 1)(x + 1): no cancellation near +-1, and the sign of a
+    zero imaginary part that names the side of the cut."""
+    return -(x - 1.0) * (x - (-1.0))
 
 
-arcsin = _unary(
-    _np.arcsin,
-    _on_numpys_branch(lambda ans: 1.0 / cos(ans), lambda x: 1.0 / sqrt((1.0 - x) * (1.0 + x))),
-    of_x=True,
-)
-arccos = _unary(
-    _np.arccos,
-    _on_numpys_branch(lambda ans: -1.0 / sin(ans), lambda x: -1.0 / sqrt((1.0 - x) * (1.0 + x))),
-    of_x=True,
-)
+def _arcsin_slope(ans, x):
+    if dtype_of(x).kind == "c":
+        return 1.0 / sqrt(_one_minus_square(x))
+    return 1.0 / sqrt((1.0 - x) * (1.0 + x))
+
+
+def _arccos_slope(ans, x):
+    if dtype_of(x).kind == "c":
+        return -1.0 / sqrt(_one_minus_square(x))
+    return -1.0 / sqrt((1.0 - x) * (1.0 + x))
+
+
+arcsin = _unary(_np.arcsin, _arcsin_slope, of_x=True)
+arccos = _unary(_np.arccos, _arccos_slope, of_x=True)
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
@@ -158,22 +160,20 @@ cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
 
 def _arcsinh_slope(ans, x):
     """1 / sqrt(1 + x**2): for real x as 1 / hypot(x, 1) (no overflow); for complex x as
-    1 / cosh(arcsinh x) (NumPy's side of a cut, above), or in Taylor mode as
-    1 / (sqrt(1 + ix) sqrt(1 - ix)), the same function (the branch cuts of both are arcsinh's
-    own, on the imaginary axis beyond +-i) without the cancellation of 1 + x**2 near +-i."""
+    1 / sqrt((x - i)(x + i)), the same function with arcsinh's own branch cuts (the imaginary
+    axis beyond +-i), without the cancellation of 1 + x**2 near +-i, and with x + i taken as
+    -((-x) - i), which keeps the sign of a zero real part (the side of the cut)."""
     if dtype_of(x).kind == "c":
-        if ans is not None:
-            return 1.0 / cosh(ans)
-        return 1.0 / (sqrt(1.0 + 1j * x) * sqrt(1.0 - 1j * x))
+        return 1.0 / sqrt((x - 1j) * -((-x) - 1j))
     return 1.0 / hypot(x, 1.0)
 
 
+def _arccosh_slope(ans, x):
+    return 1.0 / (sqrt(x - 1.0) * sqrt(x - (-1.0)))  # x + 1 keeping a zero imaginary's sign
+
+
 arcsinh = _unary(_np.arcsinh, _arcsinh_slope, of_x=True)
-arccosh = _unary(
-    _np.arccosh,
-    _on_numpys_branch(lambda ans: 1.0 / sinh(ans), lambda x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0))),
-    of_x=True,
-)
+arccosh = _unary(_np.arccosh, _arccosh_slope, of_x=True)
 arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)), of_x=True)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
