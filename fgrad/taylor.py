@@ -367,9 +367,11 @@ def _tan_slope(y, m):  # 1 + y^2
 
 def _cached_slope_rule(slope_of_value):
     """A rule maker for y' = d x' where the slope d is a series computed from y's own:
-    `slope_of_value(y, m)` is coefficient m of d from y[0..m], kept as y grows."""
+    `slope_of_value(y, m)` is coefficient m of d from y[0..m], kept as y grows. The maker's
+    `first_slope(y0, x0)`, if given, is d's coefficient 0 instead, where the formula in y0
+    loses digits that x0 keeps (expm1: y0 + 1 is 0 at x0 = -40, exp(x0) is not)."""
 
-    def make(prim):
+    def make(prim, first_slope=None):
         def rule(primals, series):
             (x0,), (s,) = primals, series
             order = len(s)
@@ -377,7 +379,10 @@ def _cached_slope_rule(slope_of_value):
             y = [bind(prim, (x0,), {})]
             d = []
             for k in range(1, order + 1):
-                d.append(slope_of_value(y, k - 1))
+                if k == 1 and first_slope is not None:
+                    d.append(first_slope(y[0], x0))
+                else:
+                    d.append(slope_of_value(y, k - 1))
                 y.append(integrate(x, d, k))
             return y[0], tuple(y[1:])
 
@@ -387,7 +392,9 @@ def _cached_slope_rule(slope_of_value):
 
 
 exp_rule = _cached_slope_rule(lambda y, m: y[m])
-expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])  # y' = (y + 1) x'
+# y' = (y + 1) x' (expm1) and (1 - y^2) x' (tanh): their first slopes lose digits where y0
+# nears -1 (+-1); the makers take a first_slope of x0 for them (`_cached_slope_rule`)
+expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])
 tanh_rule = _cached_slope_rule(_tanh_slope)
 tan_rule = _cached_slope_rule(_tan_slope)
 
