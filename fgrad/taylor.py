@@ -487,13 +487,14 @@ def _tail_product(y, z, k):
 
 def power_coefficients(x, y0, a, order):
     """The coefficients 1..order of y = x^a for a constant exponent a (x y' = a y x'):
-    y_k = sum_(j=1..k) (a j - k + j) x_j y_(k-j) / (k x_0). Needs x_0 != 0."""
+    y_k = sum_(j=1..k) (a j - (k - j)) x_j y_(k-j) / (k x_0), the integer k - j apart: as
+    (a j - k) + j the term j = k cancels for a small a (a = 1e-20 gave 0). Needs x_0 != 0."""
     y = [y0]
     for k in range(1, order + 1):
         total = None
         for j in range(1, k + 1):
             if x[j] is not None and y[k - j] is not None:
-                total = add(total, ((a * j - k + j) * x[j]) * y[k - j])
+                total = add(total, ((a * j - (k - j)) * x[j]) * y[k - j])
         y.append(None if total is None else total / (k * x[0]))
     return y[1:]
 

@@ -419,7 +419,7 @@ MUTANTS = [
     Mutant(
         "power-taylor-coefficient",
         T,
-        "((a * j - k + j) * x[j])",
+        "((a * j - (k - j)) * x[j])",
         "((a * j - k) * x[j])",
         "Taylor coefficient: x**a's recurrence",
     ),
