@@ -425,7 +425,10 @@ def sine_pair_rule(sin_prim, cos_prim, which, sign):
 
 
 def log_rule(prim, scale=None, shift=False):
-    """log (x y' = x'), log1p (shift: of 1 + x), log2 and log10 (`scale` = 1 / log(base))."""
+    """log (x y' = x'), log1p (shift: of 1 + x), log2 and log10 (`scale` = 1 / log(base)):
+    x0 y_k = scale x_k - sum_(j=1..k-1) j y_j x_(k-j) / k. The scale multiplies x_k before the
+    division by x0, not the natural log's coefficient after it: log10'(3e-309) = 1.4e308 is a
+    float, 1/3e-309 is not."""
 
     def rule(primals, series):
         (x0,), (s,) = primals, series
@@ -433,15 +436,14 @@ def log_rule(prim, scale=None, shift=False):
         x = full(x0, s, order)
         u0 = 1.0 + x0 if shift else x0
         y = [bind(prim, (x0,), {})]
-        ln = [None]  # coefficients of the natural log
         for k in range(1, order + 1):
             total = None
             for j in range(1, k):
-                if ln[j] is not None and x[k - j] is not None:
-                    total = add(total, (j * ln[j]) * x[k - j])
-            num = x[k] if total is None else (total / -k if x[k] is None else x[k] - total / k)
-            ln.append(None if num is None else num / u0)
-            y.append(_scaled(ln[k], scale) if scale is not None else ln[k])
+                if y[j] is not None and x[k - j] is not None:
+                    total = add(total, (j * y[j]) * x[k - j])
+            xk = x[k] if scale is None else _scaled(x[k], scale)
+            num = xk if total is None else (total / -k if xk is None else xk - total / k)
+            y.append(None if num is None else num / u0)
         return y[0], tuple(y[1:])
 
     return kind_of_rule(rule, "speed")

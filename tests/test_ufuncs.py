@@ -118,6 +118,33 @@ def test_expm1_derivatives_are_exp_for_very_negative_x(x):
         assert got == pytest.approx(math.exp(x), rel=1e-14, abs=0), (k, mode)
 
 
+@pytest.mark.parametrize(
+    "x",
+    [
+        *np.array([3e-309, 1e308, 0.5]),
+        *np.array([3.4e38, 1e-38], dtype=np.float32),
+        np.float16(1e-5),
+    ],
+)
+@pytest.mark.parametrize("name", ["log10", "log2"])
+def test_log10_and_log2_slopes_do_not_overflow_on_the_way(name, x):
+    # 1/(ln(10) x) overflowed in the product at x = 1e308 (grad 0), and 1/x then / ln(10) at
+    # 3e-309 (derivative inf), where the slope log10(e)/x is a float
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+    base = {"log10": 10, "log2": 2}[name]
+    want = type(x)(1 / (mpmath.mpf(float(x)) * mpmath.log(base)))
+    f = getattr(fnp, name)
+    for mode, got in [
+        ("grad", grad(f)(x)),
+        ("jacfwd", jacfwd(f)(x)),
+        ("derivative", fgrad.derivative(f, 1)(x)),
+        ("jit", fgrad.jit(grad(f))(x)),
+    ]:
+        assert got.dtype == want.dtype
+        assert got == pytest.approx(want, rel=2 * np.finfo(want.dtype).eps, abs=0), mode
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_sinc_is_exact_at_zero_to_order_four(mode):
     d = _derivatives(fnp.sinc, 0.0, 4, mode)

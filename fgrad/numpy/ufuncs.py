@@ -90,6 +90,8 @@ if TYPE_CHECKING:
 # Python floats, not NumPy float64 scalars: a Python float keeps a float32 array float32.
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
+_LOG2_E = 1.0 / _LN2
+_LOG10_E = 1.0 / _LN10
 
 
 def _operand(v):
@@ -178,8 +180,10 @@ arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)), of_x
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans)
-log2 = _unary(_np.log2, lambda ans, x: 1.0 / (_LN2 * x))
-log10 = _unary(_np.log10, lambda ans, x: 1.0 / (_LN10 * x))
+# log_b'(x) = log_b(e) / x: one division, which overflows only where the slope does
+# (1 / (ln(10) x) overflowed in the product at x = 1e308, 1/x then / ln(10) at 3e-309)
+log2 = _unary(_np.log2, lambda ans, x: _LOG2_E / x)
+log10 = _unary(_np.log10, lambda ans, x: _LOG10_E / x)
 cbrt = _unary(_np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))  # inf at 0, as in JAX
 square = _unary(_np.square, lambda ans, x: 2.0 * x)
 reciprocal = _unary(_np.reciprocal, lambda ans, x: -(ans * ans))
@@ -194,8 +198,8 @@ fabs = _unary(_np.fabs, _fabs_slope)
 register_rules(sinh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1))
 register_rules(cosh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1))
 register_rules(exp2.primitive, taylor=_taylor.scaled_exp_rule(_LN2)(exp2.primitive))
-register_rules(log2.primitive, taylor=_taylor.log_rule(log2.primitive, scale=1.0 / _LN2))
-register_rules(log10.primitive, taylor=_taylor.log_rule(log10.primitive, scale=1.0 / _LN10))
+register_rules(log2.primitive, taylor=_taylor.log_rule(log2.primitive, scale=_LOG2_E))
+register_rules(log10.primitive, taylor=_taylor.log_rule(log10.primitive, scale=_LOG10_E))
 register_rules(square.primitive, taylor=_square_taylor_rule(square.primitive))
 register_rules(reciprocal.primitive, taylor=_reciprocal_taylor_rule(reciprocal.primitive))
 
