@@ -145,6 +145,33 @@ def test_log10_and_log2_slopes_do_not_overflow_on_the_way(name, x):
         assert got == pytest.approx(want, rel=2 * np.finfo(want.dtype).eps, abs=0), mode
 
 
+@pytest.mark.parametrize(
+    "name, x, limit",
+    [
+        ("arcsin", 1.0, np.inf),  # x (1 - x**2)**-1.5
+        ("arcsin", -1.0, -np.inf),
+        ("arccos", 1.0, -np.inf),
+        ("arctanh", 1.0, np.inf),  # 2x / (1 - x**2)**2
+        ("arctanh", -1.0, -np.inf),
+        ("arccosh", 1.0, -np.inf),  # -x (x**2 - 1)**-1.5
+    ],
+)
+def test_second_derivatives_at_the_ends_of_the_domain_are_the_infinite_limit(name, x, limit):
+    # reverse mode through (1 - x)(1 + x) sent the infinite cotangent into one factor times
+    # the other, 0: grad(grad(arcsin))(1.0) was nan where hessian and derivative gave inf
+    f = getattr(fnp, name)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for mode, got in [
+            ("grad(grad)", grad(grad(f))(x)),
+            ("hessian", fgrad.hessian(f)(x)),
+            ("jacfwd(jacfwd)", jacfwd(jacfwd(f))(x)),
+            ("derivative", fgrad.derivative(f, 2)(x)),
+            ("jit", fgrad.jit(grad(grad(f)))(x)),
+            ("vmap", fgrad.vmap(grad(grad(f)))(np.array([x]))[0]),
+        ]:
+            assert got == limit, mode
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_sinc_is_exact_at_zero_to_order_four(mode):
     d = _derivatives(fnp.sinc, 0.0, 4, mode)

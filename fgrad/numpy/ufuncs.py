@@ -141,16 +141,28 @@ def _one_minus_square(x):
     return -(x - 1.0) * (x - (-1.0))
 
 
+def _one_minus_square_value(x):
+    return (1.0 - x) * (1.0 + x)
+
+
+# 1 - x**2 for real x, as (1 - x)(1 + x), differentiated as one function (slope -2x): taken
+# apart, reverse mode at x = 1 sent the infinite cotangent of the arcsin's slope 1/sqrt(w)
+# into the factor 1 + x times 1 - x = 0, and grad(grad(arcsin))(1.0) was inf * 0 = nan
+_real_one_minus_square = defunary(
+    _one_minus_square_value, lambda ans, x: -2.0 * x, name="one_minus_square"
+)
+
+
 def _arcsin_slope(ans, x):
     if dtype_of(x).kind == "c":
         return 1.0 / sqrt(_one_minus_square(x))
-    return 1.0 / sqrt((1.0 - x) * (1.0 + x))
+    return 1.0 / sqrt(_real_one_minus_square(x))
 
 
 def _arccos_slope(ans, x):
     if dtype_of(x).kind == "c":
         return -1.0 / sqrt(_one_minus_square(x))
-    return -1.0 / sqrt((1.0 - x) * (1.0 + x))
+    return -1.0 / sqrt(_real_one_minus_square(x))
 
 
 arcsin = _unary(_np.arcsin, _arcsin_slope, of_x=True)
@@ -170,13 +182,33 @@ def _arcsinh_slope(ans, x):
     return 1.0 / hypot(x, 1.0)
 
 
+def _sqrt_square_minus_one_value(x):
+    return _np.sqrt(x - 1.0) * _np.sqrt(x + 1.0)
+
+
+# sqrt(x**2 - 1) for real x as sqrt(x - 1) sqrt(x + 1), differentiated as one function (slope
+# x / sqrt(x**2 - 1)), for the reason of `_real_one_minus_square` (at x = 1 the product's
+# factor sqrt(x + 1) got the infinite cotangent times sqrt(x - 1) = 0)
+_real_sqrt_square_minus_one = defunary(
+    _sqrt_square_minus_one_value, lambda ans, x: x / ans, name="sqrt_square_minus_one"
+)
+
+
 def _arccosh_slope(ans, x):
-    return 1.0 / (sqrt(x - 1.0) * sqrt(x - (-1.0)))  # x + 1 keeping a zero imaginary's sign
+    if dtype_of(x).kind == "c":
+        return 1.0 / (sqrt(x - 1.0) * sqrt(x - (-1.0)))  # x + 1 keeping a zero imaginary's sign
+    return 1.0 / _real_sqrt_square_minus_one(x)
 
 
 arcsinh = _unary(_np.arcsinh, _arcsinh_slope, of_x=True)
 arccosh = _unary(_np.arccosh, _arccosh_slope, of_x=True)
-arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)), of_x=True)
+arctanh = _unary(
+    _np.arctanh,
+    lambda ans, x: (
+        1.0 / (_one_minus_square(x) if dtype_of(x).kind == "c" else _real_one_minus_square(x))
+    ),
+    of_x=True,
+)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans)
