@@ -34,6 +34,7 @@ from ._values import ufunc_mirror, with_example
 from .elementwise import (
     add,
     exp,
+    greater,
     isfinite,
     isinf,
     less,
@@ -231,18 +232,33 @@ def i0(x: Any) -> Any:
         # smallest float (float16 for bool/int8), which _real_float gives a ufunc's input
         x = astype(x, _np.float64)
     x = _real_float(x, "i0")
-    # |x| with slope +1 at 0 (i0 is even: its odd derivatives vanish there, and the second is
-    # I_0''(0) = 1/2 only if |x| has no kink in the chain: where(x < 0, -x, x) has none at 0)
-    a = where(less(x, 0), negative(x), x)
-    small = less_equal(a, 8.0)
+    # |x| without a kink in the chain at 0 (I_0''(0) = 1/2 needs it): where(x < 0, -x, x) has
+    # slope +1 there, where(x > 0, x, -x) slope -1. i0 is even, so its odd derivatives vanish
+    # at 0, but the series' own slope at 0 is not exactly 0 (-2.2e-16): the mean of the two
+    # cancels it exactly, and keeps the value (v + v) / 2 = v and the even derivatives
+    rising = where(less(x, 0), negative(x), x)
+    falling = where(greater(x, 0), x, negative(x))
+    small = less_equal(rising, 8.0)
     # each branch on values where it is finite, so that neither value nor derivative of the
     # branch not taken is nan (where's derivative multiplies it by 0)
-    a1 = where(small, a, 0.0)
-    a2 = where(small, 9.0, a)
-    one = multiply(exp(a1), _chbevl(subtract(a1 / 2.0, 2), _I0A))
-    two = multiply(exp(a2), _chbevl(subtract(32.0 / a2, 2.0), _I0B)) / sqrt(a2)
+    one = _mean(_i0_to_8(where(small, rising, 0.0)), _i0_to_8(where(small, falling, 0.0)))
+    two = _mean(_i0_beyond_8(where(small, 9.0, rising)), _i0_beyond_8(where(small, 9.0, falling)))
     # NumPy computes in float64 (its coefficients are) and stores into an array of x's dtype
     return astype(where(small, one, two), dtype_of(x))
+
+
+def _mean(u: Any, v: Any) -> Any:
+    return multiply(add(u, v), 0.5)
+
+
+def _i0_to_8(a: Any) -> Any:
+    """NumPy's series of i0 at a = |x| in [0, 8], in float64."""
+    return multiply(exp(a), _chbevl(subtract(a / 2.0, 2), _I0A))
+
+
+def _i0_beyond_8(a: Any) -> Any:
+    """NumPy's series of i0 at a = |x| > 8, in float64."""
+    return multiply(exp(a), _chbevl(subtract(32.0 / a, 2.0), _I0B)) / sqrt(a)
 
 
 __all__ = exported(globals())
