@@ -519,6 +519,24 @@ def _product(a, b, order):
     return [cauchy(a, b, k) for k in range(order + 1)]
 
 
+def by_formula(prim, formula):
+    """The rule of a unary primitive that computes, in one function, what `formula` computes
+    in fgrad operations (so that its reverse rule has no inner zero factor): the coefficients
+    1..K are the formula's on the series, coefficient 0 the primitive's own value."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        ans = bind(prim, (x0,), {})
+        with TaylorLevel(order) as level:
+            out = formula(level.box(x0, s))
+        if type(out) is Box and out.level is level:
+            return ans, tuple(out.aux)
+        return ans, (None,) * order
+
+    return kind_of_rule(rule, "derived")
+
+
 def from_slope(prim, slope, widen=None):
     """y' = slope(x) x' for a slope written in fgrad operations of x alone (arcsin, arctan,
     erf, ...): the slope's series comes from one pass of this level's rules at order K - 1,

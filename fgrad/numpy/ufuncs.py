@@ -151,6 +151,10 @@ def _one_minus_square_value(x):
 _real_one_minus_square = defunary(
     _one_minus_square_value, lambda ans, x: -2.0 * x, name="one_minus_square"
 )
+register_rules(
+    _real_one_minus_square.primitive,
+    taylor=_taylor.by_formula(_real_one_minus_square.primitive, lambda x: (1.0 - x) * (1.0 + x)),
+)
 
 
 def _arcsin_slope(ans, x):
@@ -191,6 +195,12 @@ def _sqrt_square_minus_one_value(x):
 # factor sqrt(x + 1) got the infinite cotangent times sqrt(x - 1) = 0)
 _real_sqrt_square_minus_one = defunary(
     _sqrt_square_minus_one_value, lambda ans, x: x / ans, name="sqrt_square_minus_one"
+)
+register_rules(
+    _real_sqrt_square_minus_one.primitive,
+    taylor=_taylor.by_formula(
+        _real_sqrt_square_minus_one.primitive, lambda x: sqrt(x - 1.0) * sqrt(x + 1.0)
+    ),
 )
 
 
