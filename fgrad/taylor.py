@@ -367,9 +367,11 @@ def _tan_slope(y, m):  # 1 + y^2
 
 def _cached_slope_rule(slope_of_value):
     """A rule maker for y' = d x' where the slope d is a series computed from y's own:
-    `slope_of_value(y, m)` is coefficient m of d from y[0..m], kept as y grows."""
+    `slope_of_value(y, m)` is coefficient m of d from y[0..m], kept as y grows. The maker's
+    `first_slope(y0, x0)`, if given, is d's coefficient 0 instead, where the formula in y0
+    loses digits that x0 keeps (expm1: y0 + 1 is 0 at x0 = -40, exp(x0) is not)."""
 
-    def make(prim):
+    def make(prim, first_slope=None):
         def rule(primals, series):
             (x0,), (s,) = primals, series
             order = len(s)
@@ -377,7 +379,10 @@ def _cached_slope_rule(slope_of_value):
             y = [bind(prim, (x0,), {})]
             d = []
             for k in range(1, order + 1):
-                d.append(slope_of_value(y, k - 1))
+                if k == 1 and first_slope is not None:
+                    d.append(first_slope(y[0], x0))
+                else:
+                    d.append(slope_of_value(y, k - 1))
                 y.append(integrate(x, d, k))
             return y[0], tuple(y[1:])
 
@@ -387,7 +392,9 @@ def _cached_slope_rule(slope_of_value):
 
 
 exp_rule = _cached_slope_rule(lambda y, m: y[m])
-expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])  # y' = (y + 1) x'
+# y' = (y + 1) x' (expm1) and (1 - y^2) x' (tanh): their first slopes lose digits where y0
+# nears -1 (+-1); the makers take a first_slope of x0 for them (`_cached_slope_rule`)
+expm1_rule = _cached_slope_rule(lambda y, m: y[0] + 1.0 if m == 0 else y[m])
 tanh_rule = _cached_slope_rule(_tanh_slope)
 tan_rule = _cached_slope_rule(_tan_slope)
 
@@ -418,7 +425,10 @@ def sine_pair_rule(sin_prim, cos_prim, which, sign):
 
 
 def log_rule(prim, scale=None, shift=False):
-    """log (x y' = x'), log1p (shift: of 1 + x), log2 and log10 (`scale` = 1 / log(base))."""
+    """log (x y' = x'), log1p (shift: of 1 + x), log2 and log10 (`scale` = 1 / log(base)):
+    x0 y_k = scale x_k - sum_(j=1..k-1) j y_j x_(k-j) / k. The scale multiplies x_k before the
+    division by x0, not the natural log's coefficient after it: log10'(3e-309) = 1.4e308 is a
+    float, 1/3e-309 is not."""
 
     def rule(primals, series):
         (x0,), (s,) = primals, series
@@ -426,15 +436,14 @@ def log_rule(prim, scale=None, shift=False):
         x = full(x0, s, order)
         u0 = 1.0 + x0 if shift else x0
         y = [bind(prim, (x0,), {})]
-        ln = [None]  # coefficients of the natural log
         for k in range(1, order + 1):
             total = None
             for j in range(1, k):
-                if ln[j] is not None and x[k - j] is not None:
-                    total = add(total, (j * ln[j]) * x[k - j])
-            num = x[k] if total is None else (total / -k if x[k] is None else x[k] - total / k)
-            ln.append(None if num is None else num / u0)
-            y.append(_scaled(ln[k], scale) if scale is not None else ln[k])
+                if y[j] is not None and x[k - j] is not None:
+                    total = add(total, (j * y[j]) * x[k - j])
+            xk = x[k] if scale is None else _scaled(x[k], scale)
+            num = xk if total is None else (total / -k if xk is None else xk - total / k)
+            y.append(None if num is None else num / u0)
         return y[0], tuple(y[1:])
 
     return kind_of_rule(rule, "speed")
@@ -480,13 +489,14 @@ def _tail_product(y, z, k):
 
 def power_coefficients(x, y0, a, order):
     """The coefficients 1..order of y = x^a for a constant exponent a (x y' = a y x'):
-    y_k = sum_(j=1..k) (a j - k + j) x_j y_(k-j) / (k x_0). Needs x_0 != 0."""
+    y_k = sum_(j=1..k) (a j - (k - j)) x_j y_(k-j) / (k x_0), the integer k - j apart: as
+    (a j - k) + j the term j = k cancels for a small a (a = 1e-20 gave 0). Needs x_0 != 0."""
     y = [y0]
     for k in range(1, order + 1):
         total = None
         for j in range(1, k + 1):
             if x[j] is not None and y[k - j] is not None:
-                total = add(total, ((a * j - k + j) * x[j]) * y[k - j])
+                total = add(total, ((a * j - (k - j)) * x[j]) * y[k - j])
         y.append(None if total is None else total / (k * x[0]))
     return y[1:]
 
@@ -507,6 +517,24 @@ def integer_power_coefficients(x, n, order):
 
 def _product(a, b, order):
     return [cauchy(a, b, k) for k in range(order + 1)]
+
+
+def by_formula(prim, formula):
+    """The rule of a unary primitive that computes, in one function, what `formula` computes
+    in fgrad operations (so that its reverse rule has no inner zero factor): the coefficients
+    1..K are the formula's on the series, coefficient 0 the primitive's own value."""
+
+    def rule(primals, series):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        ans = bind(prim, (x0,), {})
+        with TaylorLevel(order) as level:
+            out = formula(level.box(x0, s))
+        if type(out) is Box and out.level is level:
+            return ans, tuple(out.aux)
+        return ans, (None,) * order
+
+    return kind_of_rule(rule, "derived")
 
 
 def from_slope(prim, slope, widen=None):

@@ -80,8 +80,8 @@ MUTANTS = [
     Mutant(
         "tanh-derivative-formula",
         E,
-        'defunary(_np.tanh, "1.0 - ans * ans"',
-        'defunary(_np.tanh, "1.0 - ans"',
+        "slope = 1.0 - ans * ans",
+        "slope = 1.0 - ans",
         "wrong formula: tanh's derivative uses 1 - y for 1 - y^2",
     ),
     Mutant(
@@ -419,7 +419,7 @@ MUTANTS = [
     Mutant(
         "power-taylor-coefficient",
         T,
-        "((a * j - k + j) * x[j])",
+        "((a * j - (k - j)) * x[j])",
         "((a * j - k) * x[j])",
         "Taylor coefficient: x**a's recurrence",
     ),

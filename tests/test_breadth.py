@@ -50,7 +50,19 @@ def test_i0_slope_is_i1_and_its_second_derivative_at_0_is_one_half():
     slope = fgrad.vmap(fgrad.grad(fnp.i0))(x)
     np.testing.assert_allclose(slope, scipy_special.i1(x), rtol=1e-14)
     assert abs(float(fgrad.grad(fgrad.grad(fnp.i0))(0.0)) - 0.5) < 1e-13
-    assert abs(float(fgrad.grad(fnp.i0)(0.0))) < 1e-15
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_i0_odd_derivatives_at_0_are_exactly_0_in_every_mode(dtype):
+    # i0 is even; the series' own slope at 0 is -2.2e-16, which grad returned (float16: -0.000977,
+    # where jacfwd gave +0.000977), and grad three times 4.7e-13
+    zero = dtype(0.0)
+    d1 = [fgrad.grad(fnp.i0), fgrad.jacfwd(fnp.i0), fgrad.derivative(fnp.i0, 1)]
+    d3 = [fgrad.grad(fgrad.grad(fgrad.grad(fnp.i0))), fgrad.derivative(fnp.i0, 3)]
+    d3.append(fgrad.jacfwd(fgrad.jacfwd(fgrad.jacfwd(fnp.i0))))
+    for d in d1 + d3 + [fgrad.jit(d1[0])]:
+        assert d(zero) == 0
+    np.testing.assert_array_equal(fgrad.vmap(d1[0])(np.zeros(2, dtype)), 0)
 
 
 def test_modf_and_frexp_traced_are_numpys_at_special_values():
@@ -62,9 +74,16 @@ def test_modf_and_frexp_traced_are_numpys_at_special_values():
 
 
 def test_nextafter_traced_is_numpys_and_has_slope_1_in_x1_and_none_in_x2():
-    x1 = np.array([1.0, 0.0, np.inf, -np.inf, np.nan, 1e308, -1.0, 5e-324])
-    x2 = np.array([2.0, -1.0, 0.0, 0.0, 1.0, np.inf, 5.0, 0.0])
-    _identical(_traced_value(fnp.nextafter, x1, x2), np.nextafter(x1, x2))
+    # signed zeros: where x1 == x2 NumPy returns x2 (nextafter(0.0, -0.0) is -0.0), and a step
+    # onto zero keeps the sign of the side it comes from (x1 + step was +0.0 in both)
+    x1 = np.array([1.0, 0.0, np.inf, -np.inf, np.nan, 1e308, -1.0, 5e-324, 0.0, -0.0, -5e-324])
+    x2 = np.array([2.0, -1.0, 0.0, 0.0, 1.0, np.inf, 5.0, 0.0, -0.0, -0.0, 0.0])
+    want = np.nextafter(x1, x2)
+    _identical(_traced_value(fnp.nextafter, x1, x2), want)
+    _identical(fgrad.vmap(fnp.nextafter)(x1, x2), want)
+    jitted = fgrad.jit(fnp.nextafter)
+    for a, b, w in zip(x1, x2, want):
+        _identical(jitted(a, b), w)
     g1, g2 = fgrad.grad(lambda a, b: fnp.sum(fnp.nextafter(a, b)), argnums=(0, 1))(
         np.array([1.0, -2.0]), np.array([3.0, -5.0])
     )

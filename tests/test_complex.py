@@ -196,7 +196,9 @@ def test_inverse_trigonometric_derivatives_on_branch_cuts_take_numpys_side():
     """On a cut, NumPy's arcsin(2 + 0j) is the limit from above, arcsin(2 - 0j) from below;
     the derivative was the other side's (formulas in x lost the sign of the zero imaginary
     part: 1 - (2 + 0j) is -1 + 0j): grad of imag(arcsin(x + 0j)) at 2 gave -0.577 for 0.577.
-    The slope of a complex x is read off NumPy's value now."""
+    Then grad and jvp read the slope off NumPy's value but Taylor mode (derivative, jet) kept
+    the formulas in x, and took the other side; the formulas keep the zero's sign now, in every
+    mode, complex64 too."""
     h = 1e-7
     points = {
         "arcsin": [2 + 0j, complex(2, -0.0), -2 + 0j, complex(-2, -0.0)],
@@ -215,11 +217,50 @@ def test_inverse_trigonometric_derivatives_on_branch_cuts_take_numpys_side():
                 else (lambda z, d: complex(z.real, z.imag + d.imag))
             )
             fd = (theirs(bump(z, step)) - theirs(bump(z, -step))) / (2 * step)
-            got = complex(fgrad.grad(f, holomorphic=True)(z))
-            assert abs(got - fd) < 1e-6 * (1 + abs(fd)), (name, z, got, fd)
+            for dtype, tol in ((np.complex128, 1e-6), (np.complex64, 1e-3)):
+                x = dtype(z)
+                modes = {
+                    "grad": fgrad.grad(f, holomorphic=True)(x),
+                    "jvp": fgrad.jvp(f, (x,), (dtype(1),))[1],
+                    "jacfwd": fgrad.jacfwd(f, holomorphic=True)(x),
+                    "derivative": fgrad.derivative(f, 1)(x),
+                    "jet": fgrad.jet(f, (x,), ([dtype(1)],))[1][0],
+                    "jit(grad)": fgrad.jit(fgrad.grad(f, holomorphic=True))(x),
+                }
+                for mode, got in modes.items():
+                    assert abs(complex(got) - fd) < tol * (1 + abs(fd)), (name, z, mode, got, fd)
     x = 2.0
     slope = fgrad.grad(lambda x: fnp.imag(fnp.arcsin(fnp.asarray(x).astype(complex))))(x)
     np.testing.assert_allclose(slope, 1 / np.sqrt(x * x - 1), rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_inverse_trigonometric_derivatives_at_branch_points_are_not_finite(dtype):
+    """At a branch point the derivative is infinite (|f(z + h) - f(z)| grows as sqrt(h)), as
+    arcsin'(1.0) is inf for real x. Read off the value, 1/cos(arcsin(1 + 0j)) was 1/cos(fl(pi/2))
+    = 1.6e16 (in complex64 -2.3e7, of the wrong sign); now it is 1/0, nan + nanj in NumPy's
+    complex arithmetic, in every mode."""
+    points = {
+        "arcsin": [1 + 0j, -1 + 0j],
+        "arccos": [1 + 0j, -1 + 0j],
+        "arccosh": [1 + 0j, -1 + 0j],
+        "arcsinh": [1j, -1j],
+    }
+    for name, zs in points.items():
+        f = getattr(fnp, name)
+        for z in zs:
+            x = dtype(z)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = 1e-12 if dtype == np.complex128 else 1e-6
+                grows = abs(getattr(np, name)(x + step * (x / abs(x))) - getattr(np, name)(x))
+                assert grows > 1e3 * step  # the difference quotient diverges: no finite slope
+                for got in (
+                    fgrad.grad(f, holomorphic=True)(x),
+                    fgrad.jvp(f, (x,), (dtype(1),))[1],
+                    fgrad.derivative(f, 1)(x),
+                    fgrad.jit(fgrad.grad(f, holomorphic=True))(x),
+                ):
+                    assert not np.isfinite(got), (name, z, got)
 
 
 def test_log_ndtr_of_complex_input_and_jacfwd_of_a_real_output_refused():

@@ -147,10 +147,17 @@ def test_traced_power_at_a_zero_exponent_keeps_the_mixed_partial():
     replayed = grad(fgrad.jit(grad(lambda x, y: x**y, 0)), 1)
     for x in (0.5, 2.0, 4.0):
         assert mixed(x, 0.0) == replayed(x, 0.0) == 1 / x
-    # at the zero base the first derivative is the constant exponent's 0, bit for bit
-    first = fgrad.jit(grad(lambda x, y: x**y))
-    for x in (0.0, -2.0, np.nan):
-        assert np.float64(first(x, 0.0)).tobytes() == np.float64(0.0).tobytes()
+    # at the zero base the first derivative is the constant exponent's 0, bit for bit, and at
+    # a subnormal base, whose 1/x overflows (0 * inf was nan under jit and vmap)
+    bases = np.array([0.0, -2.0, np.nan, 1e-310, -5e-324, 3e-308])
+    for power in (lambda x, y: x**y, fnp.float_power):
+        first = grad(power)
+        zero_exponents = np.zeros_like(bases)
+        eager = np.array([first(x, 0.0) for x in bases])
+        np.testing.assert_array_equal(eager, np.zeros_like(bases))
+        jitted = fgrad.jit(first)
+        assert np.array([jitted(x, 0.0) for x in bases]).tobytes() == eager.tobytes()
+        assert fgrad.vmap(first)(bases, zero_exponents).tobytes() == eager.tobytes()
 
 
 def test_prod_is_exact_at_zeros():

@@ -391,6 +391,19 @@ def test_power_by_a_constant_complex_or_non_finite_exponent():
     assert np.isnan(y0).all()
 
 
+@pytest.mark.parametrize("a", [1e-12, 1e-20, -3e-17])
+def test_power_by_a_tiny_constant_exponent_keeps_its_digits(a):
+    # the factor a j - k + j of the recurrence, taken left to right, cancelled at j = k: the
+    # relative error was eps/|a| (100% at a = 1e-20, where derivative gave 0 for 5e-21)
+    x = 2.0
+    want = [a * x ** (a - 1), a * (a - 1) * x ** (a - 2), a * (a - 1) * (a - 2) * x ** (a - 3)]
+    for k in (1, 2, 3):
+        got = fgrad.derivative(lambda t: t**a, k)(x)
+        assert got == pytest.approx(want[k - 1], rel=1e-14, abs=0), k
+    _, terms = fgrad.jet(lambda t: t**a, (x,), ([1.0, 0.0, 0.0],))
+    np.testing.assert_allclose(terms, [want[0], want[1], want[2]], rtol=1e-14)
+
+
 def test_high_orders_in_low_precision_keep_their_digits():
     """The normalized coefficients 1/k! left float16's range from order 8 (1/9! below its
     smallest normal number, 9! above its largest) and float32's from 35: derivative(exp, 9) at

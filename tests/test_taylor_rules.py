@@ -132,6 +132,13 @@ CASES = [
     (ufuncs.arcsinh, fnp.arcsinh, (X,)),
     (ufuncs.arccosh, fnp.arccosh, (_uniform(1.5, 3, 3),)),
     (ufuncs.arctanh, fnp.arctanh, (_uniform(-0.8, 0.8, 3),)),
+    # the slopes of arcsin, arccos, arctanh (1 - x**2) and arccosh (sqrt(x**2 - 1)), real x
+    (ufuncs._real_one_minus_square, ufuncs._real_one_minus_square, (_uniform(-0.8, 0.8, 3),)),
+    (
+        ufuncs._real_sqrt_square_minus_one,
+        ufuncs._real_sqrt_square_minus_one,
+        (_uniform(1.5, 3, 3),),
+    ),
     (ufuncs.sinh, fnp.sinh, (X,)),
     (ufuncs.cosh, fnp.cosh, (X,)),
     (ufuncs.exp2, fnp.exp2, (X,)),

@@ -15,6 +15,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`.
 from __future__ import annotations
 
 import builtins as _builtins
+import functools
 import importlib
 import operator as _operator
 from typing import TYPE_CHECKING, cast
@@ -372,17 +373,39 @@ def _dpow_dx(x, y):
 def _dpow_dx_traced(x, y):
     """`_dpow_dx` for a traced exponent, with the constant exponent's values bit for bit: 0
     where y's value is 0. y's own derivative stays: d2/dxdy x**y at y == 0 is 1/x, so the
-    formula is guarded (a 0, no derivative in y) only where 1/x is not finite, x == 0 or nan,
-    where d/dx x**y is 0 at y == 0 and +-inf on either side (no derivative in y exists); at
-    the other zeros of y, + 0.0 turns 0 * (1/x) < 0 into the constant exponent's +0.0."""
+    formula is guarded (a 0, no derivative in y) only where 1/x is not finite: x == 0, nan,
+    or a subnormal x whose reciprocal overflows (0 * inf would be nan there). At x == 0 d/dx
+    x**y is 0 at y == 0 and +-inf on either side (no derivative in y exists); at a tiny
+    subnormal x the mixed partial 1/x overflows, and the guard gives 0 for it. At the other
+    zeros of y, + 0.0 turns 0 * (1/x) < 0 into the constant exponent's +0.0."""
     y_value = mask_values(y)
     y_is_zero = y_value == 0
     if not may_hold(y_is_zero):
         return y * x ** (y - 1)
     x_value = mask_values(x)
-    guarded = _np.logical_and(y_is_zero, _np.logical_or(x_value == 0, _np.isnan(x_value)))
+    dtype = _np.result_type(dtype_of(x), dtype_of(y), _np.float16)
+    guarded = _np.logical_and(y_is_zero, _reciprocal_is_not_finite(x_value, dtype))
     d = where(guarded, 0.0, y * x ** where(guarded, 1, y - 1))
     return where(y_is_zero, d + 0.0, d)
+
+
+def _reciprocal_is_not_finite(x_value, dtype):
+    """Where 1/x in `dtype` is not finite, read without computing it (a replayed record would
+    warn of the overflow): x == 0, nan, and the subnormals below the smallest finite 1/max."""
+    if dtype_of(x_value).kind not in "fc":
+        return x_value == 0  # an integer's reciprocal is finite but at 0
+    return _np.logical_not(_np.abs(x_value) >= _smallest_invertible(dtype))
+
+
+@functools.cache
+def _smallest_invertible(dtype):
+    """The smallest positive float of dtype (or of its real part) whose reciprocal is finite."""
+    real = _np.finfo(dtype).dtype
+    tiny = real.type(1) / _np.finfo(real).max
+    with _np.errstate(over="ignore", divide="ignore"):
+        while not _np.isfinite(real.type(1) / tiny):
+            tiny = _np.nextafter(tiny, real.type(_np.inf))
+    return tiny
 
 
 def _dpow_dy(ans, x):
@@ -460,13 +483,47 @@ float_power_values = _operator_of(power, _np.float_power)
 # rules: they are the functions of the hottest loops. The others take the keywords.
 sin = mirror("ufunc")(defunary(_np.sin, "cos(x)", namespace=globals()))
 cos: UnaryFunction = mirror("ufunc")(defunary(_np.cos, "-sin(x)", namespace=globals()))
-tanh = mirror("ufunc")(defunary(_np.tanh, "1.0 - ans * ans", namespace=globals()))
+tanh = mirror("ufunc")(defunary(_np.tanh, "_tanh_slope(ans, x)", namespace=globals()))
 exp = mirror("ufunc")(defunary(_np.exp, "ans", namespace=globals()))
 log = mirror("ufunc")(defunary(_np.log, "1.0 / x", namespace=globals()))
 tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
 log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
-expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: ans + 1.0), _np.expm1)
+# expm1' = exp(x), not ans + 1: expm1(-40) rounds to -1, and ans + 1 is 0 for 4.2e-18
+expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: exp(x)), _np.expm1)
 sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
+
+
+# Below this 1 - tanh(x)**2 has lost 10 of its bits to cancellation (|x| > 3.8)
+_TANH_TAIL = 2.0**-10
+
+
+def _tanh_slope(ans, x):
+    """sech(x)**2 = 1 - tanh(x)**2. Near tanh(x) = +-1 the difference loses digits, every one
+    of them once tanh rounds to +-1 (|x| > 19: 0 for 1.7e-17 at x = 20); there (for real x)
+    it is 4 e / (1 + e)**2 with e = exp(-2|x|), in which nothing cancels. Elsewhere the cheap
+    form stays, and its derivatives (-2 ans ans') take the accurate slope through ans'."""
+    slope = 1.0 - ans * ans
+    # plain values first, as cheaply as can be (this is a hot path): a value, or the value
+    # under the boxes of differentiating levels only (grad of grad)
+    value = slope
+    if type(value) is Box and not holds_batch(value) and not holds_staged(value):
+        value = primal(value)
+    if type(value) is _np.float64:
+        if not value < _TANH_TAIL:
+            return slope
+        tail = value < _TANH_TAIL
+    elif type(value) is _np.ndarray and value.dtype.kind == "f":
+        if value.size == 0 or value.min() >= _TANH_TAIL:  # (a nan's min is not: the mask reads)
+            return slope
+        tail = value < _TANH_TAIL
+    elif dtype_of(slope).kind == "c":
+        return slope
+    else:  # traced (batched, recorded, differentiated again), float32 scalars, Dask
+        tail = mask_values(slope) < _TANH_TAIL
+        if not may_hold(tail):
+            return slope
+    e = exp(-2.0 * abs(x))
+    return where(tail, 4.0 * e / ((1.0 + e) * (1.0 + e)), slope)
 
 
 def _abs_slope(ans, x):
@@ -1125,9 +1182,12 @@ def _register_taylor():
     register_rules(
         cos.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
     )
-    register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive))
+    # (the slopes at x0 as the reverse and forward rules take them: accurate in the tails)
+    register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive, _tanh_slope))
     register_rules(exp.primitive, taylor=_taylor.exp_rule(exp.primitive))
-    register_rules(expm1.primitive, taylor=_taylor.expm1_rule(expm1.primitive))
+    register_rules(
+        expm1.primitive, taylor=_taylor.expm1_rule(expm1.primitive, lambda ans, x: exp(x))
+    )
     for linear in (_conj, _real, _imag):  # real-linear: each coefficient mapped alike
         register_rules(linear.primitive, taylor=_taylor.linear_rule(linear.primitive))
     register_rules(log.primitive, taylor=_taylor.log_rule(log.primitive))

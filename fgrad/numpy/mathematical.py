@@ -34,6 +34,7 @@ from ._values import ufunc_mirror, with_example
 from .elementwise import (
     add,
     exp,
+    greater,
     isfinite,
     isinf,
     less,
@@ -69,15 +70,10 @@ def _frexp_exponent(x):
     return _np.frexp(x)[1]
 
 
-def _nextafter_step(x1, x2):
-    with _np.errstate(invalid="ignore", over="ignore"):
-        return _np.nextafter(x1, x2) - x1
-
-
-# the integer exponent of frexp, and the (constant) distance to the next float of nextafter
+# the integer exponent of frexp; NumPy's nextafter and x1's value, as constants
 _exponent = nondiff_function(_frexp_exponent, "frexp_exponent")
 _nextafter = nondiff_function(_np.nextafter)
-_step = nondiff_function(_nextafter_step, "nextafter_step")
+_value_of = nondiff_function(_np.positive, "nextafter_base")
 
 
 def _real_float(x: Any, name: str, arg: str = "x") -> Any:
@@ -163,11 +159,13 @@ def _nextafter_traced(x1: Any, x2: Any) -> Any:
     # NumPy's loop for the two: a Python number (traced under `jit`, held as given) is weak
     dtype = _np.nextafter.resolve_dtypes((_operand_type(x1), _operand_type(x2), None))[-1]
     x1, x2 = astype(x1, dtype), astype(x2, dtype)
-    step = _step(x1, x2)
-    # x1 + step is exactly NumPy's float (the step is the exact distance between two floats
-    # within a factor 2 of each other); at inf or nan the step is not finite: NumPy's value
-    finite = isfinite(step)
-    return where(finite, add(where(finite, x1, 0.0), where(finite, step, 0.0)), _nextafter(x1, x2))
+    # NumPy's value minus (x1's constant value - x1): the difference is +0.0, with slope -1 in
+    # x1, and subtracting +0.0 keeps every float, -0.0 too (adding a step to x1 did not: 0.0 +
+    # -0.0 is +0.0 where NumPy's nextafter(0.0, -0.0) is -0.0); at inf or nan, NumPy's value
+    target = _nextafter(x1, x2)
+    finite = isfinite(x1)
+    x1_finite = where(finite, x1, 0.0)
+    return where(finite, subtract(target, subtract(_value_of(x1_finite), x1_finite)), target)
 
 
 def _operand_type(x: Any) -> Any:
@@ -182,7 +180,7 @@ modf = ufunc_mirror(_modf, _np.modf)
 divmod = ufunc_mirror(_divmod, _np.divmod)
 nextafter = ufunc_mirror(_nextafter_traced, _np.nextafter)
 
-register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_step": _step})
+register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_value_of": _value_of})
 register_elementwise({"logical_xor": logical_xor, "spacing": spacing})
 
 
@@ -234,18 +232,33 @@ def i0(x: Any) -> Any:
         # smallest float (float16 for bool/int8), which _real_float gives a ufunc's input
         x = astype(x, _np.float64)
     x = _real_float(x, "i0")
-    # |x| with slope +1 at 0 (i0 is even: its odd derivatives vanish there, and the second is
-    # I_0''(0) = 1/2 only if |x| has no kink in the chain: where(x < 0, -x, x) has none at 0)
-    a = where(less(x, 0), negative(x), x)
-    small = less_equal(a, 8.0)
+    # |x| without a kink in the chain at 0 (I_0''(0) = 1/2 needs it): where(x < 0, -x, x) has
+    # slope +1 there, where(x > 0, x, -x) slope -1. i0 is even, so its odd derivatives vanish
+    # at 0, but the series' own slope at 0 is not exactly 0 (-2.2e-16): the mean of the two
+    # cancels it exactly, and keeps the value (v + v) / 2 = v and the even derivatives
+    rising = where(less(x, 0), negative(x), x)
+    falling = where(greater(x, 0), x, negative(x))
+    small = less_equal(rising, 8.0)
     # each branch on values where it is finite, so that neither value nor derivative of the
     # branch not taken is nan (where's derivative multiplies it by 0)
-    a1 = where(small, a, 0.0)
-    a2 = where(small, 9.0, a)
-    one = multiply(exp(a1), _chbevl(subtract(a1 / 2.0, 2), _I0A))
-    two = multiply(exp(a2), _chbevl(subtract(32.0 / a2, 2.0), _I0B)) / sqrt(a2)
+    one = _mean(_i0_to_8(where(small, rising, 0.0)), _i0_to_8(where(small, falling, 0.0)))
+    two = _mean(_i0_beyond_8(where(small, 9.0, rising)), _i0_beyond_8(where(small, 9.0, falling)))
     # NumPy computes in float64 (its coefficients are) and stores into an array of x's dtype
     return astype(where(small, one, two), dtype_of(x))
+
+
+def _mean(u: Any, v: Any) -> Any:
+    return multiply(add(u, v), 0.5)
+
+
+def _i0_to_8(a: Any) -> Any:
+    """NumPy's series of i0 at a = |x| in [0, 8], in float64."""
+    return multiply(exp(a), _chbevl(subtract(a / 2.0, 2), _I0A))
+
+
+def _i0_beyond_8(a: Any) -> Any:
+    """NumPy's series of i0 at a = |x| > 8, in float64."""
+    return multiply(exp(a), _chbevl(subtract(32.0 / a, 2.0), _I0B)) / sqrt(a)
 
 
 __all__ = exported(globals())

@@ -48,7 +48,6 @@ from .elementwise import (
     _square_taylor_rule,
     _weights as _dtype_weights,
     as_ufunc,
-    cos,
     elementwise_batch_rule,
     equal,
     exp,
@@ -59,7 +58,6 @@ from .elementwise import (
     power,
     register_elementwise,
     scalar_if_0d,
-    sin,
     sqrt,
     where,
 )
@@ -92,6 +90,8 @@ if TYPE_CHECKING:
 # Python floats, not NumPy float64 scalars: a Python float keeps a float32 array float32.
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
+_LOG2_E = 1.0 / _LN2
+_LOG10_E = 1.0 / _LN10
 
 
 def _operand(v):
@@ -126,31 +126,51 @@ def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = 
 # and sqrt(x - 1) sqrt(x + 1) do not overflow for |x| > 1e154 as x*x does.
 #
 # On a branch cut of a complex x (arcsin(2 + 0j)), NumPy's value is the limit from the side the
-# sign of x's zero imaginary part names, and so must the derivative be; formulas in x lose that
-# sign (1 - (2 + 0j) is -1 + 0j, not -1 - 0j), so for complex x each slope is read off the
-# value itself, which is on NumPy's side: arcsin' = 1 / cos(arcsin x), and so on. (Taylor
-# mode, which integrates the slope's series in x, takes the formulas in x.)
+# sign of x's zero imaginary (for arcsinh, real) part names, and so must the derivative be, in
+# every mode alike. The complex formulas keep that sign: they subtract (x - 1.0, x - (-1.0),
+# x - 1j) where adding would lose it (-0.0 + 0.0 is +0.0), and negate a factor rather than
+# subtract x from a constant (1.0 - (2 + 0j) is -1 + 0j, where the limit is -1 - 0j). At a
+# branch point the derivative is infinite, as for real x at +-1 (inf): the slope is 1/(0 + 0j),
+# nan + nanj in NumPy's complex division, never a finite number (1/cos(arcsin(1 + 0j)), read off
+# the rounded value, was 1.6e16).
 
 
-def _on_numpys_branch(slope_of_ans, slope_of_x):
-    def slope(ans, x):
-        if ans is not None and dtype_of(x).kind == "c":
-            return slope_of_ans(ans)
-        return slope_of_x(x)
-
-    return slope
+def _one_minus_square(x):
+    """1 - x**2 for complex x as -(x - 1)(x + 1): no cancellation near +-1, and the sign of a
+    zero imaginary part that names the side of the cut."""
+    return -(x - 1.0) * (x - (-1.0))
 
 
-arcsin = _unary(
-    _np.arcsin,
-    _on_numpys_branch(lambda ans: 1.0 / cos(ans), lambda x: 1.0 / sqrt((1.0 - x) * (1.0 + x))),
-    of_x=True,
+def _one_minus_square_value(x):
+    return (1.0 - x) * (1.0 + x)
+
+
+# 1 - x**2 for real x, as (1 - x)(1 + x), differentiated as one function (slope -2x): taken
+# apart, reverse mode at x = 1 sent the infinite cotangent of the arcsin's slope 1/sqrt(w)
+# into the factor 1 + x times 1 - x = 0, and grad(grad(arcsin))(1.0) was inf * 0 = nan
+_real_one_minus_square = defunary(
+    _one_minus_square_value, lambda ans, x: -2.0 * x, name="one_minus_square"
 )
-arccos = _unary(
-    _np.arccos,
-    _on_numpys_branch(lambda ans: -1.0 / sin(ans), lambda x: -1.0 / sqrt((1.0 - x) * (1.0 + x))),
-    of_x=True,
+register_rules(
+    _real_one_minus_square.primitive,
+    taylor=_taylor.by_formula(_real_one_minus_square.primitive, lambda x: (1.0 - x) * (1.0 + x)),
 )
+
+
+def _arcsin_slope(ans, x):
+    if dtype_of(x).kind == "c":
+        return 1.0 / sqrt(_one_minus_square(x))
+    return 1.0 / sqrt(_real_one_minus_square(x))
+
+
+def _arccos_slope(ans, x):
+    if dtype_of(x).kind == "c":
+        return -1.0 / sqrt(_one_minus_square(x))
+    return -1.0 / sqrt(_real_one_minus_square(x))
+
+
+arcsin = _unary(_np.arcsin, _arcsin_slope, of_x=True)
+arccos = _unary(_np.arccos, _arccos_slope, of_x=True)
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
@@ -158,28 +178,54 @@ cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
 
 def _arcsinh_slope(ans, x):
     """1 / sqrt(1 + x**2): for real x as 1 / hypot(x, 1) (no overflow); for complex x as
-    1 / cosh(arcsinh x) (NumPy's side of a cut, above), or in Taylor mode as
-    1 / (sqrt(1 + ix) sqrt(1 - ix)), the same function (the branch cuts of both are arcsinh's
-    own, on the imaginary axis beyond +-i) without the cancellation of 1 + x**2 near +-i."""
+    1 / sqrt((x - i)(x + i)), the same function with arcsinh's own branch cuts (the imaginary
+    axis beyond +-i), without the cancellation of 1 + x**2 near +-i, and with x + i taken as
+    -((-x) - i), which keeps the sign of a zero real part (the side of the cut)."""
     if dtype_of(x).kind == "c":
-        if ans is not None:
-            return 1.0 / cosh(ans)
-        return 1.0 / (sqrt(1.0 + 1j * x) * sqrt(1.0 - 1j * x))
+        return 1.0 / sqrt((x - 1j) * -((-x) - 1j))
     return 1.0 / hypot(x, 1.0)
 
 
+def _sqrt_square_minus_one_value(x):
+    return _np.sqrt(x - 1.0) * _np.sqrt(x + 1.0)
+
+
+# sqrt(x**2 - 1) for real x as sqrt(x - 1) sqrt(x + 1), differentiated as one function (slope
+# x / sqrt(x**2 - 1)), for the reason of `_real_one_minus_square` (at x = 1 the product's
+# factor sqrt(x + 1) got the infinite cotangent times sqrt(x - 1) = 0)
+_real_sqrt_square_minus_one = defunary(
+    _sqrt_square_minus_one_value, lambda ans, x: x / ans, name="sqrt_square_minus_one"
+)
+register_rules(
+    _real_sqrt_square_minus_one.primitive,
+    taylor=_taylor.by_formula(
+        _real_sqrt_square_minus_one.primitive, lambda x: sqrt(x - 1.0) * sqrt(x + 1.0)
+    ),
+)
+
+
+def _arccosh_slope(ans, x):
+    if dtype_of(x).kind == "c":
+        return 1.0 / (sqrt(x - 1.0) * sqrt(x - (-1.0)))  # x + 1 keeping a zero imaginary's sign
+    return 1.0 / _real_sqrt_square_minus_one(x)
+
+
 arcsinh = _unary(_np.arcsinh, _arcsinh_slope, of_x=True)
-arccosh = _unary(
-    _np.arccosh,
-    _on_numpys_branch(lambda ans: 1.0 / sinh(ans), lambda x: 1.0 / (sqrt(x - 1.0) * sqrt(x + 1.0))),
+arccosh = _unary(_np.arccosh, _arccosh_slope, of_x=True)
+arctanh = _unary(
+    _np.arctanh,
+    lambda ans, x: (
+        1.0 / (_one_minus_square(x) if dtype_of(x).kind == "c" else _real_one_minus_square(x))
+    ),
     of_x=True,
 )
-arctanh = _unary(_np.arctanh, lambda ans, x: 1.0 / ((1.0 - x) * (1.0 + x)), of_x=True)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
 exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans)
-log2 = _unary(_np.log2, lambda ans, x: 1.0 / (_LN2 * x))
-log10 = _unary(_np.log10, lambda ans, x: 1.0 / (_LN10 * x))
+# log_b'(x) = log_b(e) / x: one division, which overflows only where the slope does
+# (1 / (ln(10) x) overflowed in the product at x = 1e308, 1/x then / ln(10) at 3e-309)
+log2 = _unary(_np.log2, lambda ans, x: _LOG2_E / x)
+log10 = _unary(_np.log10, lambda ans, x: _LOG10_E / x)
 cbrt = _unary(_np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))  # inf at 0, as in JAX
 square = _unary(_np.square, lambda ans, x: 2.0 * x)
 reciprocal = _unary(_np.reciprocal, lambda ans, x: -(ans * ans))
@@ -194,8 +240,8 @@ fabs = _unary(_np.fabs, _fabs_slope)
 register_rules(sinh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1))
 register_rules(cosh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1))
 register_rules(exp2.primitive, taylor=_taylor.scaled_exp_rule(_LN2)(exp2.primitive))
-register_rules(log2.primitive, taylor=_taylor.log_rule(log2.primitive, scale=1.0 / _LN2))
-register_rules(log10.primitive, taylor=_taylor.log_rule(log10.primitive, scale=1.0 / _LN10))
+register_rules(log2.primitive, taylor=_taylor.log_rule(log2.primitive, scale=_LOG2_E))
+register_rules(log10.primitive, taylor=_taylor.log_rule(log10.primitive, scale=_LOG10_E))
 register_rules(square.primitive, taylor=_square_taylor_rule(square.primitive))
 register_rules(reciprocal.primitive, taylor=_reciprocal_taylor_rule(reciprocal.primitive))
 
@@ -465,6 +511,13 @@ def _sin_u_over_u(u, k):
     return out
 
 
+def _sin_u_over_u_as_numpy(u):
+    """sin(u)/u, and 1 at u == 0, as NumPy's `sinc` computes it: in u's dtype (float32 or
+    complex64 too; in float64 a float32 quotient rounds twice, 1 ulp off in a third of them)."""
+    zero = u == 0
+    return _np.where(zero, u.dtype.type(1), _np.sin(u) / _np.where(zero, u.dtype.type(1), u))
+
+
 def _foreign_sin_u_over_u(u, k):
     """`_sin_u_over_u` for an array of another library (Dask), which has no item assignment
     by a mask: both formulas over the whole array, each on values safe for it, chosen by
@@ -492,10 +545,14 @@ def _foreign_sin_u_over_u(u, k):
 
 def _sinc_k_impl(u, k):
     # float32 stays float32; Python numbers, integers: float64
-    dtype = as_array(u).dtype
+    u = as_array(u)
+    dtype = u.dtype
     if dtype.kind not in "fc":
         dtype = _np.dtype(_np.float64)
-    out = _sin_u_over_u(u, k).astype(dtype, copy=False)
+    if k == 0:  # the value: NumPy's sin(u)/u in u's own dtype, bit for bit
+        out = _sin_u_over_u_as_numpy(u.astype(dtype, copy=False))
+    else:  # the derivatives: in float64 (complex128), then rounded once to u's dtype
+        out = _sin_u_over_u(u, k).astype(dtype, copy=False)
     return out[()] if out.ndim == 0 and type(out) is _np.ndarray else out
 
 
