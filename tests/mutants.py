@@ -80,8 +80,8 @@ MUTANTS = [
     Mutant(
         "tanh-derivative-formula",
         E,
-        "slope = 1.0 - ans * ans",
-        "slope = 1.0 - ans",
+        'defunary(_np.tanh, "1.0 - ans * ans"',
+        'defunary(_np.tanh, "1.0 - ans"',
         "wrong formula: tanh's derivative uses 1 - y for 1 - y^2",
     ),
     Mutant(
@@ -398,8 +398,8 @@ MUTANTS = [
     Mutant(
         "log-taylor-order",
         T,
-        "x[k] - total / k)",
-        "x[k] - total / (k - 1))",
+        "xk - total / k)",
+        "xk - total / (k - 1))",
         "Taylor coefficient off by one order: log's recurrence",
     ),
     Mutant(

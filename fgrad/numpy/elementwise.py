@@ -483,7 +483,7 @@ float_power_values = _operator_of(power, _np.float_power)
 # rules: they are the functions of the hottest loops. The others take the keywords.
 sin = mirror("ufunc")(defunary(_np.sin, "cos(x)", namespace=globals()))
 cos: UnaryFunction = mirror("ufunc")(defunary(_np.cos, "-sin(x)", namespace=globals()))
-tanh = mirror("ufunc")(defunary(_np.tanh, "_tanh_slope(ans, x)", namespace=globals()))
+tanh = mirror("ufunc")(defunary(_np.tanh, "1.0 - ans * ans", namespace=globals()))
 exp = mirror("ufunc")(defunary(_np.exp, "ans", namespace=globals()))
 log = mirror("ufunc")(defunary(_np.log, "1.0 / x", namespace=globals()))
 tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
@@ -491,39 +491,6 @@ log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
 # expm1' = exp(x), not ans + 1: expm1(-40) rounds to -1, and ans + 1 is 0 for 4.2e-18
 expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: exp(x)), _np.expm1)
 sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
-
-
-# Below this 1 - tanh(x)**2 has lost 10 of its bits to cancellation (|x| > 3.8)
-_TANH_TAIL = 2.0**-10
-
-
-def _tanh_slope(ans, x):
-    """sech(x)**2 = 1 - tanh(x)**2. Near tanh(x) = +-1 the difference loses digits, every one
-    of them once tanh rounds to +-1 (|x| > 19: 0 for 1.7e-17 at x = 20); there (for real x)
-    it is 4 e / (1 + e)**2 with e = exp(-2|x|), in which nothing cancels. Elsewhere the cheap
-    form stays, and its derivatives (-2 ans ans') take the accurate slope through ans'."""
-    slope = 1.0 - ans * ans
-    # plain values first, as cheaply as can be (this is a hot path): a value, or the value
-    # under the boxes of differentiating levels only (grad of grad)
-    value = slope
-    if type(value) is Box and not holds_batch(value) and not holds_staged(value):
-        value = primal(value)
-    if type(value) is _np.float64:
-        if not value < _TANH_TAIL:
-            return slope
-        tail = value < _TANH_TAIL
-    elif type(value) is _np.ndarray and value.dtype.kind == "f":
-        if value.size == 0 or value.min() >= _TANH_TAIL:  # (a nan's min is not: the mask reads)
-            return slope
-        tail = value < _TANH_TAIL
-    elif dtype_of(slope).kind == "c":
-        return slope
-    else:  # traced (batched, recorded, differentiated again), float32 scalars, Dask
-        tail = mask_values(slope) < _TANH_TAIL
-        if not may_hold(tail):
-            return slope
-    e = exp(-2.0 * abs(x))
-    return where(tail, 4.0 * e / ((1.0 + e) * (1.0 + e)), slope)
 
 
 def _abs_slope(ans, x):
@@ -1182,8 +1149,7 @@ def _register_taylor():
     register_rules(
         cos.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
     )
-    # (the slopes at x0 as the reverse and forward rules take them: accurate in the tails)
-    register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive, _tanh_slope))
+    register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive))
     register_rules(exp.primitive, taylor=_taylor.exp_rule(exp.primitive))
     register_rules(
         expm1.primitive, taylor=_taylor.expm1_rule(expm1.primitive, lambda ans, x: exp(x))
