@@ -1186,6 +1186,19 @@ def test_a_result_real_or_complex_by_the_values_is_guarded():
                 assert_same(fn(a), jitted(a))
 
 
+def test_an_update_at_a_recorded_mask_keeps_a_fortran_ordered_layout():
+    """.at[mask] with a mask the record computes took zeros in C order, so the update came
+    back C-ordered where eager's copy of x keeps F order: a later sum added in another order
+    (5.7e-14 off eager, on the first call too)."""
+    rng = np.random.default_rng(0)
+    for update in (lambda u: u.set(0.0), lambda u: u.multiply(2.0)):
+        f = lambda x: fnp.sum(update(fnp.at(x.T)[x.T < 0.5]) * 1.5)
+        jitted = fgrad.jit(f)
+        for _ in range(3):
+            x = rng.normal(size=(40, 30))
+            assert_same(f(x), jitted(x))
+
+
 def test_eigenvalue_derivatives_replay_one_record_for_every_matrix():
     """The derivative rules of eigvals pair its eigenvalues with eig's: reading them guarded
     every eigenvalue, so jit(grad) recorded a path per matrix and, past 8, ran eagerly with a

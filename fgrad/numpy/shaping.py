@@ -2711,15 +2711,27 @@ class _BatchedIndexUpdate:
     def _picked(self):
         """How many times idx selects each element of x."""
         ones = _np.ones(())
-        return _scatter_add_p(
-            _np.zeros(shape_of(self.x)), ones, *self.arrays, template=self.template
-        )
+        return _scatter_add_p(self._zeros(float), ones, *self.arrays, template=self.template)
 
     def _placed(self, v, picked):
         """x with x[idx] replaced by v, for an idx without repeats."""
-        zeros = _np.zeros(shape_of(self.x), dtype_of(self.x))
-        placed = _scatter_add_p(zeros, v, *self.arrays, template=self.template)
+        placed = _scatter_add_p(
+            self._zeros(dtype_of(self.x)), v, *self.arrays, template=self.template
+        )
         return _where(picked > 0, placed, self.x)
+
+    def _zeros(self, dtype):
+        """Zeros shaped as x, in x's memory layout where x is a Fortran-ordered value a `jit`
+        record computes: the update's result then has the layout eager's copy of x keeps
+        (a later sum adds in memory order: another layout, other last bits)."""
+        value = _core.innermost(self.x)
+        fortran = (
+            not _core.holds_batch(self.x)
+            and type(value) is _np.ndarray
+            and value.flags.f_contiguous
+            and not value.flags.c_contiguous
+        )
+        return _np.zeros(shape_of(self.x), dtype, order="F" if fortran else "C")
 
     def _update(self, v, op):
         picked = self._picked()
