@@ -755,6 +755,19 @@ def test_norm_refuses_bad_orders_and_axes():
 # --- derivatives that do not exist raise, and shapes are checked ----------------------------------
 
 
+def test_qr_derivatives_at_a_rank_deficient_matrix_are_nan():
+    """R has a zero on its diagonal (ones((4, 3)) has rank 1): Q has no derivative, and the
+    rules' solve with R raised NumPy's bare "Singular matrix". Now nan, as JAX, in every mode;
+    a regular matrix beside it in a batch keeps its own derivative."""
+    f = lambda x: fnp.sum(fnp.linalg.qr(x)[0])
+    singular, regular = np.ones((4, 3)), np.random.default_rng(1).normal(size=(4, 3))
+    for d in (fgrad.grad(f), fgrad.jacfwd(f), fgrad.jit(fgrad.grad(f))):
+        assert np.isnan(d(singular)).all()
+    rows = fgrad.vmap(fgrad.grad(f))(np.stack([singular, regular]))
+    assert np.isnan(rows[0]).all()
+    np.testing.assert_array_equal(rows[1], fgrad.grad(f)(regular))
+
+
 def test_full_svd_and_complete_qr_of_non_square_matrices_refuse_a_gradient():
     with pytest.raises(ValueError, match="full_matrices=False"):
         grad(lambda a: fnp.sum(la.svd(a)[0]))(TALL)

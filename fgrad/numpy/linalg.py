@@ -1100,11 +1100,26 @@ def _strict_lower(n, like):
     return _const(_np.tril(_np.ones((n, n)), -1), like)
 
 
+def _nan_where_singular(r):
+    """QR's R, as the derivative rules solve with it: nan in each matrix of the stack with a
+    zero on its diagonal (a rank-deficient a, as ones((4, 3))), where Q has no derivative
+    (JAX's is nan too; the solve raised NumPy's bare "Singular matrix"). Read eagerly (a
+    plain R passes as it is); under `vmap` and `jit` the test is computed, not read."""
+    if 0 in shape(r):
+        return r
+    if not _unread(r):
+        d = _np.diagonal(_np.asarray(primal(r)), axis1=-2, axis2=-1)
+        if (d != 0).all():
+            return r
+    singular = equal(min(abs(_diagonal(constant_of(r))), axis=-1), 0.0)
+    return where(expand_dims(expand_dims(singular, -1), -1), _np.nan, r)
+
+
 def _qr_thin_jvp(t, q, r):
     """For m >= n (see J. Townsend, "Differentiating the QR decomposition"): X = dA R^-1,
     B = Q^H X, O = tril(B, -1) - tril(B, -1)^H + i Im(diag B), dQ = Q (O - B) + X,
     dR = (B - O) R. The i Im(diag B) term keeps R's diagonal real, as LAPACK's is."""
-    xr = _right_solve(t, r)
+    xr = _right_solve(t, _nan_where_singular(r))
     b = _matmul(_H(q), xr)
     low = b * _strict_lower(shape(r)[-1], b)
     o = low - _H(low)
@@ -1123,7 +1138,7 @@ def _qr_thin_vjp(ct_q, ct_r, q, r):
     ct_b = (c - _H(c)) * _strict_lower(shape(r)[-1], c) - c
     if _is_complex(c):
         ct_b = ct_b + _diag_embed(_imag_part(_diagonal(c)))
-    return _right_solve_T(_plus(ct_q, _matmul(_conj(q), ct_b)), r)
+    return _right_solve_T(_plus(ct_q, _matmul(_conj(q), ct_b)), _nan_where_singular(r))
 
 
 def _qr_jvp(tangents, ans, x):
@@ -1194,7 +1209,8 @@ _qr_complete_p = Primitive(
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
 
-    Differentiable where a's leading min(m, n) columns are independent. R's diagonal is real
+    Differentiable where a's leading min(m, n) columns are independent; where they are not
+    (R has a zero on its diagonal) the derivatives are nan, as JAX's. R's diagonal is real
     (LAPACK's choice, which fixes the factors' phases), and so is its derivative. With
     mode='complete' and more rows than columns, the extra columns of Q are not determined by
     a, so they have no derivative: a derivative through them raises ValueError (use
