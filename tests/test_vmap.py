@@ -1128,3 +1128,18 @@ def test_round_with_decimals_given_by_position_and_batched_equals_the_loop():
         np.testing.assert_array_equal(fgrad.vmap(f)(x, d), loop)
     out = np.empty(2)
     assert fnp.round(x[0], 1, out) is out and np.array_equal(out, np.round(x[0], 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex64])
+def test_vmap_of_a_frobenius_norm_equals_the_loop_bit_for_bit(dtype):
+    """NumPy's norm of all of a matrix's entries is a dot product: vmap summed the squares over
+    the row's axes instead, 1 ulp off the loop on about 1 row in 8."""
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((50, 6, 6)) + (
+        1j * rng.standard_normal((50, 6, 6)) if np.dtype(dtype).kind == "c" else 0
+    )
+    m = m.astype(dtype)
+    for x in (m, m.transpose(0, 2, 1), m.reshape(5, 10, 6, 6)):
+        f = np.linalg.norm if x.ndim == 3 else fgrad.vmap(np.linalg.norm)
+        loop = np.stack([f(row) for row in x])
+        np.testing.assert_array_equal(fgrad.vmap(f)(x), loop)

@@ -1758,6 +1758,15 @@ def _pnorm_impl(x, ord, axis, keepdims, flat):
     path for the 2-norm of all entries (a dot product)."""
     complex_input = _np.iscomplexobj(x)
     foreign = type(x) is not _np.ndarray and _core.is_foreign_array(x)
+    if flat is not True and flat and not foreign:
+        # the first `flat` axes are rows of vmap (`_pnorm_batch`): each row's own dot, as
+        # NumPy's fast path takes it (vecdot is the BLAS dot per row: the loop's bits)
+        # (each row's entries in memory order, as ravel(order="K") takes them)
+        inner = sorted(range(flat, x.ndim), key=lambda a: -abs(x.strides[a]))
+        rows = x.transpose((*range(flat), *inner)).reshape(x.shape[:flat] + (-1,))
+        if complex_input:
+            return _np.sqrt(_np.vecdot(rows.real, rows.real) + _np.vecdot(rows.imag, rows.imag))
+        return _np.sqrt(_np.vecdot(rows, rows))
     if flat:
         x = x.ravel() if foreign else x.ravel(order="K")
         if complex_input:
@@ -2206,13 +2215,14 @@ def _leading_axes_rule(prim, core_ndims):
 
 def _pnorm_batch(args, dims, ord, axis, keepdims, flat):
     """The norm over the same axes of each row (`flat`, NumPy's dot-product path for all of a
-    row's entries, becomes the sum of squares over the row's axes: the same value to rounding)."""
+    row's entries, stays a dot per row: `flat` counts the rows' leading axes)."""
     (x,), (d,) = args, dims
     x = batch_to_front(x, d)
     if flat:
         axis = tuple(range(len(shape(x)) - 1))
+        flat = 1 if flat is True else flat + 1
     axes = tuple(ax + 1 for ax in axis)
-    return _pnorm_p(x, ord=ord, axis=axes, keepdims=keepdims, flat=False), 0
+    return _pnorm_p(x, ord=ord, axis=axes, keepdims=keepdims, flat=flat), 0
 
 
 for _prim in (
