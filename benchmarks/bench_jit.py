@@ -21,7 +21,8 @@ Workloads (`--only` takes their keys), with the bars of issue 33:
 Then `odeint`: the gradient of a pendulum's solution against the solve itself (bar: <= 3x).
 For each workload: the time per call of every contender (median of interleaved rounds, one thread),
 the same-round ratios, and the time to the first result (a fresh jit's first call, which
-records; JAX jit's first call, which traces and compiles) against one eager call. Then the
+records; JAX jit's first call, which traces and compiles) against one eager call, and the
+second call (the first replay, which compiles the record into Python first). Then the
 peak memory (tracemalloc) of one gradient of a 100-layer tanh chain, eager and replayed.
 
 Every contender's result is checked against eager fgrad's first (jit: bit for bit; JAX:
@@ -230,23 +231,33 @@ def first_call_seconds(make, args, repeats=5):
 
 
 def first_call_ratios(workload, args, pairs=51):
-    """Same-round ratios of a fresh jit's first call to an eager call, one eager call and one
-    first call after the other in each of `pairs` rounds, and the two medians: the medians of
-    5 calls, each taken in a block of its own, moved by a fifth from run to run (logreg's
-    ratio 1.22x to 1.64x); drift between rounds cancels out of each paired ratio."""
-    eager, first = [], []
+    """Same-round ratios of a fresh jit's first call, and of its second, to an eager call (one
+    eager call, the first call and the second after one another in each of `pairs` rounds),
+    and the three medians: the medians of 5 calls, each taken in a block of its own, moved by
+    a fifth from run to run (logreg's ratio 1.22x to 1.64x); drift between rounds cancels out
+    of each paired ratio."""
+    eager, first, second = [], [], []
     for _ in range(pairs):
         jitted = fgrad.jit(workload.eager)
         start = time.perf_counter()
         workload.eager(*args)
         middle = time.perf_counter()
         jitted(*args)
+        # the first replay, which compiles the record into Python first (as for a program
+        # compiled for the first time: fgrad keeps compiled sources, which a fresh jit of
+        # the same workload in the next round would find)
+        fgrad.jitting._CODE_CACHE.clear()
+        recorded = time.perf_counter()
+        jitted(*args)
         eager.append(middle - start)
-        first.append(time.perf_counter() - middle)
+        first.append(recorded - middle)
+        second.append(time.perf_counter() - recorded)
     return (
         [f / e for f, e in zip(first, eager)],
+        [s / e for s, e in zip(second, eager)],
         timing.quartiles(eager)[1],
         timing.quartiles(first)[1],
+        timing.quartiles(second)[1],
     )
 
 
@@ -276,7 +287,7 @@ def run(workload, rounds, sample_time):
         median = timing.quartiles(samples)[1] * 1e6
         ratio = timing.ratio_cell(timing.paired_ratios(times, "fgrad jit", name))
         print(f"  {name:16s} {median:10.1f}   {ratio}")
-    ratios, eager_first, jit_first = first_call_ratios(workload, args)
+    ratios, second_ratios, eager_first, jit_first, jit_second = first_call_ratios(workload, args)
     line = (
         f"  first result: eager {eager_first * 1e6:.0f} us, fgrad jit {jit_first * 1e6:.0f} us; "
         f"jit / eager {timing.ratio_cell(ratios).strip()}"
@@ -290,6 +301,10 @@ def run(workload, rounds, sample_time):
         )
         line += f", jax jit trace+compile {jax_first * 1e6:.0f} us"
     print(line)
+    print(
+        f"  second call (compiles the record, then replays it): fgrad jit {jit_second * 1e6:.0f} "
+        f"us; / one eager call {timing.ratio_cell(second_ratios).strip()}"
+    )
 
 
 def tanh_chain_memory(layers=100, width=512, batch=64):

@@ -617,11 +617,33 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _Miss=_Miss,
         _NO_PARAMS=core._NO_PARAMS,
     )
-    code = compile(source, f"<fgrad.jit record of {name}>", "exec")
-    exec(code, namespace)
+    exec(_code_of(source, f"<fgrad.jit record of {name}>"), namespace)
     replay = namespace["replay"]
     replay.source = source
     return replay
+
+
+# Compiled sources, by their text. A function jitted anew at each call of a solver (odeint
+# jits its right-hand side at each solve, as the function's arguments may differ) writes the
+# same source each time, and Python's compiler takes about 3 us a line (0.6 ms of the 9 ms
+# pendulum gradient of benchmarks/bench_jit.py). The names in a source are numbered in the
+# order they appear and the objects they stand for are in each function's own namespace, so
+# one code object serves every record of that text. The oldest entry goes first.
+_CODE_CACHE: dict = {}
+_CODE_CACHE_SIZE = 64
+_code_lock = threading.Lock()
+
+
+def _code_of(source: str, filename: str) -> types.CodeType:
+    key = (source, filename)
+    code = _CODE_CACHE.get(key)
+    if code is None:
+        code = compile(source, filename, "exec")
+        with _code_lock:
+            if len(_CODE_CACHE) >= _CODE_CACHE_SIZE:
+                del _CODE_CACHE[next(iter(_CODE_CACHE))]
+            _CODE_CACHE[key] = code
+    return code
 
 
 # --- signatures -----------------------------------------------------------------------------------

@@ -969,6 +969,22 @@ def test_the_replay_source_is_a_straight_line_program():
     assert "del " in source  # intermediates are freed at their last use
 
 
+def test_two_jits_of_one_program_compile_its_source_once_and_keep_their_own_constants():
+    # (odeint jits its right-hand side anew at each solve: the same source each time)
+    def make(scale):
+        return fgrad.jit(lambda x: fnp.sin(x) * scale + np.array([1.0, 2.0, 3.0]) * scale)
+
+    x = rng.normal(size=3)
+    first, second = make(np.float64(2.0)), make(np.float64(5.0))  # constants, not literals
+    for jitted in (first, second):
+        jitted(x)
+        jitted(x)  # the first replay compiles
+    a, b = (next(iter(j._cache.values())).replay for j in (first, second))
+    assert a.__code__ is b.__code__
+    assert first(x).tobytes() == (np.sin(x) * 2.0 + np.array([1.0, 2.0, 3.0]) * 2.0).tobytes()
+    assert second(x).tobytes() == (np.sin(x) * 5.0 + np.array([1.0, 2.0, 3.0]) * 5.0).tobytes()
+
+
 def test_a_repeated_operation_is_computed_once_on_plain_values_only():
     def f(x):
         a, b = fnp.sin(x[1:]), fnp.sin(x[1:])  # two computations of one value
