@@ -441,8 +441,9 @@ def _call_impl(*leaves, call):
 
 
 def _read_only(v):
-    """A read-only view of a plain array (other values as they are)."""
-    if type(v) is not _np.ndarray or not v.flags.writeable:
+    """A read-only view of an array, of NumPy's class or a subclass of it (an `np.memmap` is
+    the caller's file); other values as they are."""
+    if not isinstance(v, _np.ndarray) or not v.flags.writeable:
         return v
     view = v.view()
     view.flags.writeable = False
@@ -450,7 +451,7 @@ def _read_only(v):
 
 
 def _private(v):
-    return v.copy() if type(v) is _np.ndarray else v
+    return v.copy() if isinstance(v, _np.ndarray) else v
 
 
 def _guarded(run, vals):
@@ -1134,12 +1135,12 @@ class _CheckpointCall(_Call):
         try:
             return tree_flatten(self.fun(*args, **kwargs))
         except AttributeError as e:
-            if not (e.name == "at" and type(e.obj) is _np.ndarray):
+            if not (e.name == "at" and isinstance(e.obj, _np.ndarray)):
                 raise
         # `x.at[...]`, which a traced value has and a plain array lacks: run again with the
         # plain arrays as boxes of a level that only computes
         with _ComputeLevel() as level:
-            boxed = [Box(v, level, None) if type(v) is _np.ndarray else v for v in leaves]
+            boxed = [Box(v, level, None) if isinstance(v, _np.ndarray) else v for v in leaves]
             args, kwargs = tree_unflatten(self.in_tree, boxed)
             out_leaves, out_tree = tree_flatten(self.fun(*args, **kwargs))
         return [o.value if type(o) is Box and o.level is level else o for o in out_leaves], out_tree
@@ -1176,11 +1177,11 @@ class _CheckpointCall(_Call):
 
 def _unviewed(o, given):
     """`o`, or the array of `given` it is the whole read-only view of (`_read_only`'s)."""
-    if type(o) is not _np.ndarray or o.flags.writeable or o.base is None:
+    if not isinstance(o, _np.ndarray) or o.flags.writeable or o.base is None:
         return o
     for v in given:
         if (
-            type(v) is _np.ndarray
+            isinstance(v, _np.ndarray)
             and (o.base is v or o.base is v.base)
             and (o.shape, o.strides, o.dtype) == (v.shape, v.strides, v.dtype)
             and o.ctypes.data == v.ctypes.data
