@@ -381,20 +381,30 @@ def _fresh(results, given):
     why they are made fresh here, once, rather than by every operation. An array that owns
     its memory and is none of `given` (what most operations return) is kept as it is; a view
     is copied when its memory's owner is one of `given`'s (checking the owner, not the
-    bytes, costs O(1) a leaf; at worst it copies a view of another part of that memory)."""
-    owners = {id(_owner(g)) for g in given if type(g) is _np.ndarray}
+    bytes, costs O(1) a leaf; at worst it copies a view of another part of that memory).
+    So is a result whose memory's owner an earlier result's is: a forward rule passes a
+    tangent through unchanged, so the tangents of `(w + 1, w - 1)` are one array, and
+    writing into one would change the other. An ndarray subclass counts as an array: an
+    `np.memmap`'s memory is the caller's file."""
+    owners = {id(_owner(g)) for g in given if isinstance(g, _np.ndarray)}
     copied = None
     for k, r in enumerate(results):
-        if type(r) is _np.ndarray and (not r.flags.writeable or id(_owner(r)) in owners):
-            if copied is None:
-                copied = list(results)
-            copied[k] = r.copy()
+        if not isinstance(r, _np.ndarray):
+            continue
+        owner = id(_owner(r))
+        if r.flags.writeable and owner not in owners:
+            owners.add(owner)  # (a result kept: later ones may not share its memory)
+            continue
+        if copied is None:
+            copied = list(results)
+        copied[k] = r.copy()
     return results if copied is None else copied
 
 
 def _owner(a):
-    """The object that owns an array's memory: the end of its chain of `base`s."""
-    while type(a) is _np.ndarray and a.base is not None:
+    """The object that owns an array's memory: the end of its chain of `base`s (through
+    subclasses: a memmap's is its `mmap`)."""
+    while isinstance(a, _np.ndarray) and a.base is not None:
         a = a.base
     return a
 

@@ -24,6 +24,8 @@ from .api import (
     _check_like,
     _check_outputs,
     _describe,
+    _fresh,
+    _fresh_tree,
     _leaf_labels,
     _named,
     _numpy_scalar,
@@ -169,7 +171,7 @@ def jet(
                 scale = _power_over_factorial(step, k + 1)
                 coefficients[i].append(t * _np.asarray(scale, dtype_of(p))[()])
     if order == 0:
-        out = fun(*tree_unflatten(p_tree, p_leaves))
+        out = _fresh_tree(fun(*tree_unflatten(p_tree, p_leaves)), p_leaves)
         return out, tree_map(lambda _: [], out)
     values, out_series, out_tree = _run(fun, p_leaves, p_tree, coefficients, order)
     # one list per output leaf
@@ -182,6 +184,12 @@ def jet(
         ]
         for s in out_series
     ]
+    # arrays of the caller's own, as jvp's: the identity's value is the primal given, a linear
+    # function's first term the term given, and two outputs may share one term
+    given = p_leaves + [t for terms in series for t in tree_flatten(tuple(terms))[0]]
+    fresh = _fresh(values + [c for s in per_leaf for c in s], given)
+    values, flat_series = fresh[: len(values)], iter(fresh[len(values) :])
+    per_leaf = [[next(flat_series) for _ in s] for s in per_leaf]
     return tree_unflatten(out_tree, values), tree_unflatten(out_tree, per_leaf)
 
 

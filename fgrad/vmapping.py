@@ -449,10 +449,10 @@ def _own_arrays(results, inputs):
     own = []
     for r in results:
         if id(r) in seen or (
-            type(r) is _np.ndarray
+            isinstance(r, _np.ndarray)  # (a subclass too: an np.memmap is the user's file)
             and (
                 not r.flags.writeable
-                or any(type(x) is _np.ndarray and _np.may_share_memory(r, x) for x in inputs)
+                or any(isinstance(x, _np.ndarray) and _np.may_share_memory(r, x) for x in inputs)
             )
         ):
             r = fnp.copy(r)

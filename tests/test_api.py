@@ -456,17 +456,35 @@ _COPIES = {
 
 def _shares(tree, *arrays):
     leaves = fgrad.tree_util.tree_leaves(tree)
-    return any(np.shares_memory(v, a) for v in leaves for a in arrays if type(v) is np.ndarray)
+    return any(np.shares_memory(v, a) for v in leaves for a in arrays if isinstance(v, np.ndarray))
 
 
+class _Sub(np.ndarray):
+    """A user's ndarray subclass (as np.memmap is NumPy's)."""
+
+
+def _of_layout(layout, x, tmp_path):
+    """`x` as it is, as an np.memmap on a file, or as an ndarray subclass."""
+    if layout == "memmap":
+        m = np.memmap(tmp_path / "x.dat", dtype=x.dtype, mode="w+", shape=x.shape)
+        m[...] = x
+        return m
+    return x.view(_Sub) if layout == "subclass" else x
+
+
+@pytest.mark.parametrize("layout", ["ndarray", "memmap", "subclass"])
 @pytest.mark.parametrize("name", sorted(_COPIES))
-def test_outputs_of_every_transform_share_no_memory_with_the_callers_arrays(name):
+def test_outputs_of_every_transform_share_no_memory_with_the_callers_arrays(name, layout, tmp_path):
     """Primal outputs, aux, tangents and cotangents were the caller's array or views of it
     (x.copy() of a traced x returned x itself): an aux snapshot changed when the caller
-    updated the parameters, and writing into vjp(copy)(x)[0] wrote into x."""
+    updated the parameters, and writing into vjp(copy)(x)[0] wrote into x. An np.memmap (or
+    another ndarray subclass) argument was still shared (the write went to its file), and
+    jet's outputs were the caller's primal and series, for every layout."""
     f = _COPIES[name]
-    x = np.arange(6.0).reshape(2, 3)
-    t, ct = np.ones((2, 3)), np.ones_like(f(x))
+    x = _of_layout(layout, np.arange(6.0).reshape(2, 3), tmp_path)
+    t, ct = np.ones((2, 3)), np.ones_like(f(np.asarray(x)))
+    assert not _shares(fgrad.vmap(f)(x), x)
+    assert not _shares(fgrad.jet(f, (x,), ((t, t),)), x, t)
     with_aux = lambda x: (fnp.sum(x), f(x))
     out, pull = fgrad.vjp(f, x)
     assert not _shares((out, pull(ct)), x, ct)
@@ -480,11 +498,32 @@ def test_outputs_of_every_transform_share_no_memory_with_the_callers_arrays(name
     assert not _shares(fgrad.vjp(with_aux, x, has_aux=True)[::2], x)
 
 
-def test_an_aux_snapshot_survives_the_optimizers_in_place_step():
-    w = np.array([1.0, 2.0, 3.0])
+@pytest.mark.parametrize("layout", ["ndarray", "memmap", "subclass"])
+def test_an_aux_snapshot_survives_the_optimizers_in_place_step(layout, tmp_path):
+    w = _of_layout(layout, np.array([1.0, 2.0, 3.0]), tmp_path)
     (_, snapshot), g = fgrad.value_and_grad(lambda w: (fnp.sum(w**2), w.copy()), has_aux=True)(w)
     w -= 0.1 * g
     np.testing.assert_array_equal(snapshot, [1.0, 2.0, 3.0])
+
+
+def test_outputs_of_jvp_and_jet_never_share_memory_with_each_other():
+    """A forward rule passes a tangent through: the tangents of (w + 1, w - 1) were one array,
+    and jet's first terms of (x + 1, x - 1) were the caller's term itself, so writing into
+    one output's changed the other's (and the caller's)."""
+    x, t = np.array([0.5, 1.0, 2.0]), np.ones(3)
+    via_sin = lambda z: (lambda w: (w + 1.0, w - 1.0))(fnp.sin(z))
+    _, (ta, tb) = fgrad.jvp(via_sin, (x,), (t,))
+    ta *= 2.0
+    np.testing.assert_array_equal(tb, np.cos(x))
+    # the derivatives of the second output along x + t: cos, -sin; and 1, 0
+    linear = lambda z: (z + 1.0, z - 1.0)
+    for f, want in ((via_sin, (np.cos(x), -np.sin(x))), (linear, (t, np.zeros(3)))):
+        _, ((a1, a2), (b1, b2)) = fgrad.jet(f, (x,), ((t, np.zeros(3)),))
+        a1[:] = 42.0
+        a2[:] = 42.0
+        np.testing.assert_allclose(b1, want[0], rtol=1e-15)
+        np.testing.assert_allclose(b2, want[1], rtol=1e-15, atol=1e-15)
+        np.testing.assert_array_equal(t, np.ones(3))
 
 
 @pytest.mark.parametrize(
