@@ -801,6 +801,13 @@ class custom_vjp(_CustomFunction):
     `fgrad.numpy` operations, `fwd` and `bwd` are differentiated again for higher orders. Check
     the rule with `fgrad.test_util.check_rule`.
 
+    The cotangents `bwd` returns are handed on as they are, so a gradient may be one of them.
+    One that is a residual, or an array kept elsewhere (a module's constant), is that array:
+    updating the gradient in place (`g *= 0.5`) changes it, and so the next call of the
+    pullback. fgrad does not copy them (JAX's arrays cannot be written into, so JAX code
+    never needs to): a rule linear in `ct` computes new arrays from it, and a zero is None.
+    Return `res.copy()` if you mean to hand out an array you keep.
+
     Examples
     --------
     >>> import fgrad, fgrad.numpy as fnp
@@ -1019,7 +1026,8 @@ class custom_jvp(_CustomFunction):
     it (on placeholder tangents, or, if the rule reads their values, column by column on real
     ones). `f.defjvps(*rules)` gives one rule per argument, `rule_i(t_i, ans, *args)`, summed. In
     forward mode `fun` gives the value, in reverse mode the rule's `primal_out` does (they must
-    agree).
+    agree). As with `custom_vjp`'s `bwd`, a `tangent_out` that is an array the rule keeps (a
+    module's constant) is handed out as it is: return a copy if the caller may update it.
 
     Examples
     --------
