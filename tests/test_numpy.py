@@ -657,6 +657,39 @@ def test_an_integer_dtype_asked_for_is_the_one_summed_in():
     )
 
 
+def test_an_integer_dtype_makes_sum_and_prod_piecewise_constant():
+    """NumPy casts each element (and initial) to an integer or bool dtype= before reducing,
+    so the derivative is 0, as astype's and mean's with it. sum, nansum, trace and prod gave
+    the float derivative (grad of sum(x, dtype=int64) was ones, of prod the products of the
+    others) in every mode; vmap over a float initial added it before the cast (sum with
+    initial=-2.5 was 1 where NumPy's is 2)."""
+    x = np.array([1.5, 2.7, -3.2, 4.1])
+    rows = np.stack([x, 1.3 * x, -x])
+    for f in (
+        lambda z: fnp.sum(z, dtype=np.int64),
+        lambda z: fnp.nansum(z, dtype=np.int32),
+        lambda z: fnp.trace(fnp.diag(z), dtype=np.int64),
+        lambda z: fnp.sum(z, dtype=bool),
+        lambda z: fnp.sum(z, dtype=np.int64, where=z > 0, initial=2.5),
+        lambda z: fnp.prod(z, dtype=np.int64),
+        lambda z: fnp.nanprod(z, dtype=np.int64, initial=-2.5),
+    ):
+        g = lambda z, f=f: f(z) * 1.0
+        for d in (grad(g)(x), jacfwd(g)(x), fgrad.jit(grad(g))(x), fgrad.vmap(grad(g))(rows)):
+            np.testing.assert_array_equal(d, 0.0)
+        assert not hessian(g)(x).any()
+        assert not np.any(fgrad.jvp(f, (x,), (np.ones(4),))[1])
+        assert not np.any(fgrad.jet(f, (x,), ((x, x),))[1])
+        assert fgrad.jit(f)(x) == f(x) and fgrad.jit(f)(-x) == f(-x)
+        np.testing.assert_array_equal(fgrad.vmap(f)(rows), [f(r) for r in rows])
+    for red in ("sum", "prod"):
+        starts = np.array([2.5, -2.5, 3.9])
+        h = lambda c, red=red: getattr(fnp, red)(x, dtype=np.int64, initial=c)
+        assert grad(lambda c: h(c) * 1.0)(-2.5) == 0.0 and jacfwd(lambda c: h(c) * 1.0)(3.9) == 0
+        want = [getattr(np, red)(x, dtype=np.int64, initial=c) for c in starts]
+        np.testing.assert_array_equal(fgrad.vmap(h)(starts), want)
+
+
 def test_plain_results_are_new_arrays_as_numpys():
     """repeat(x, 1), tile(x, 1) and roll(x, 0) returned views of x (writing the result wrote
     x); broadcast_to(x, x.shape) returned x itself, writable, where NumPy's is a read-only
