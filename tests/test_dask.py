@@ -155,6 +155,37 @@ def test_dask_constants_inside_a_transform_stay_lazy(lazy):
     np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
 
 
+def test_searchsorted_with_one_dask_operand_stays_lazy_and_is_numpys():
+    """searchsorted of a Dask and a NumPy operand raised Dask's internal AttributeError ('numpy.
+    ndarray' object has no attribute '_meta'); a sorter raised Dask's NotImplementedError, a
+    number looked up in Dask's a its TypeError."""
+    rng = np.random.default_rng(2)
+    a = np.sort(rng.standard_normal(11))
+    a[4] = a[3]  # a tie: left and right differ there
+    v = rng.standard_normal((3, 4))
+    v[0, 0] = a[3]
+    u = rng.permutation(a)
+    s = np.argsort(u, kind="stable")
+    lazy_a, lazy_v = da.from_array(a, chunks=4), da.from_array(v, chunks=2)
+    lazy_u, lazy_s = da.from_array(u, chunks=4), da.from_array(s, chunks=5)
+    for side in ("left", "right"):
+        want = np.searchsorted(a, v, side)
+        with dask.config.set(scheduler=_refuse):
+            calls = [
+                fnp.searchsorted(lazy_a, v, side),
+                fnp.searchsorted(a, lazy_v, side=side),
+                fnp.searchsorted(lazy_u, v, side, sorter=s),
+                fnp.searchsorted(u, v, side, sorter=lazy_s),
+            ]
+            numbers = [fnp.searchsorted(lazy_a, 0.3, side), fnp.searchsorted(lazy_a, a[3], side)]
+        for got in calls:
+            assert isinstance(got, da.Array)
+            np.testing.assert_array_equal(got.compute(scheduler="sync"), want)
+        for got, number in zip(numbers, (0.3, a[3])):
+            assert isinstance(got, da.Array) and got.shape == ()
+            assert got.compute(scheduler="sync") == np.searchsorted(a, number, side)
+
+
 def test_linspace_of_dask_end_points_with_an_integer_dtype_stays_lazy(lazy):
     """An integer linspace has no derivative and goes to NumPy's own, which hands Dask end
     points to Dask's linspace (it takes no `device` keyword)."""

@@ -303,6 +303,45 @@ def test_all_nan_slices_give_nan_like_numpy():
         _same(fnp.nanquantile(x, 0.4, axis=1), np.nanquantile(x, 0.4, axis=1))
 
 
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+@pytest.mark.parametrize("name", ["mean", "nanmean"])
+def test_an_empty_group_is_nan_with_a_zero_derivative_in_every_mode(name):
+    """A where= mask leaving a row empty (or an empty axis): jacfwd, jvp, linearize and jet
+    gave NaN for that row (the tangent's 0/0) where jacrev gave 0; var's is 0 in every mode.
+    The values are NumPy's to the bit, the sign of its 0/0 NaN included (nanmean's NaN of an
+    all-NaN row under vmap was a positive NaN)."""
+    f, ref = getattr(fnp, name), getattr(np, name)
+    x = np.array([[1.0, 2.0, 4.0], [3.0, 5.0, 1.0], [0.5, 0.25, 7.0]])
+    m = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 1]], bool)
+    y, e = np.where(m, x, -x), np.ones((0, 3))
+    cases = [
+        (lambda z: f(z, axis=1, where=m), x, ref(x, axis=1, where=m)),
+        (lambda z: f(z, axis=1, where=z > 0.0), y, ref(y, axis=1, where=y > 0)),  # traced mask
+        (lambda z: f(z, axis=0), e, ref(e, axis=0)),
+    ]
+    if name == "nanmean":
+        n = np.where(m, x, np.nan)
+        cases.append((lambda z: f(z, axis=1), n, ref(n, axis=1)))
+    for g, a, want in cases:
+        t = np.ones_like(a)
+        jr = jacrev(g)(a)
+        np.testing.assert_array_equal(jacfwd(g)(a), jr)
+        tangents = [
+            fgrad.jvp(g, (a,), (t,))[1],
+            fgrad.linearize(g, a)[1](t),
+            fgrad.jit(lambda z, g=g, t=t: fgrad.jvp(g, (z,), (t,))[1])(a),
+            fgrad.vmap(lambda z, g=g, t=t: fgrad.jvp(g, (z,), (t,))[1])(a[None])[0],
+            *fgrad.jet(g, (a,), ((t, t),))[1],
+        ]
+        for tangent in tangents:
+            assert not np.isnan(tangent).any(), tangent
+        np.testing.assert_array_equal(tangents[0], np.tensordot(jr, t, axes=t.ndim))
+        values = [g(a), fgrad.jit(g)(a), fgrad.vmap(g)(a[None])[0], fgrad.jvp(g, (a,), (t,))[0]]
+        assert np.isnan(want).any()
+        for v in values:
+            assert np.asarray(v).tobytes() == np.asarray(want).tobytes(), (v, want)
+
+
 def test_nanmax_ties_share_evenly_like_max():
     x = np.array([2.0, np.nan, 2.0, 1.0])
     np.testing.assert_array_equal(grad(fnp.nanmax)(x), [0.5, 0.0, 0.5, 0.0])

@@ -1162,7 +1162,26 @@ nonzero = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.non
 flatnonzero = _one_count_per_row(_shaping._flatnonzero)
 for _fn in (argwhere, nonzero):
     shape_from_values.add(_fn.primitive)
-searchsorted = nondiff_function(_np.searchsorted)
+
+
+def _searchsorted(a, v, side="left", sorter=None):
+    """NumPy's `searchsorted`. Dask's reads both operands as its arrays, so with an operand
+    (or the sorter) an array of another library the others become ones (in one chunk), and
+    the result stays lazy; a sorter, which Dask's does not take, is applied first: the
+    insertion points among a[sorter] are those NumPy finds with it."""
+    is_foreign = _core.is_foreign_array
+    if not (is_foreign(a) or is_foreign(v) or is_foreign(sorter)):
+        return _np.searchsorted(a, v, side, sorter)
+    foreign = next(x for x in (a, v, sorter) if is_foreign(x))
+    a, v = (x if is_foreign(x) else _np.asarray(x, like=foreign) for x in (a, v))
+    if sorter is not None:
+        a = _np.take(a, sorter)
+    if v.ndim == 0:  # (Dask's looks a number up as a vector of one: its block writes into it)
+        return _np.searchsorted(a, _np.reshape(v, (1,)), side)[0]
+    return _np.searchsorted(a, v, side)
+
+
+searchsorted = nondiff_function(_searchsorted, name="searchsorted")
 lexsort = nondiff_function(_np.lexsort)
 tril_indices = nondiff_function(_np.tril_indices)
 triu_indices = nondiff_function(_np.triu_indices)

@@ -23,6 +23,7 @@ from ._mirror import exported, mirror
 from .elementwise import (
     _weights,
     array_value,
+    equal,
     isfinite,
     logical_not,
     mask_values,
@@ -48,6 +49,7 @@ from .shaping import (
     sum,
     transpose,
     variant,
+    without_derivatives,
     zero_with_derivatives_of,
 )
 
@@ -95,6 +97,8 @@ def mean(
     if mask is True:
         s = shape(a)
         count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
+        if count == 0:  # an empty axis: NumPy's 0/0, NaN, which no element has a derivative of
+            total = constant_of(total)
         if dtype_of(total) == _np.complex64:
             # NumPy divides by its integer count in complex128 and casts back: a complex
             # division is not one rounding, so complex64's own gives other last bits
@@ -106,12 +110,24 @@ def mean(
         # NumPy divides by the integer counts in float64 and casts back (which for one division
         # rounds as the division in the sum's own dtype would)
         with _np.errstate(divide="ignore", invalid="ignore"):
-            ans = astype(total / count, dtype_of(total))
+            ans = astype(_divided_by_counts(total, count), dtype_of(total))
     if float16:
         return astype(ans, a_dtype)
     if dtype is not None and dtype_of(ans) != dtype:  # NumPy casts to an integer dtype asked for
         return astype(ans, dtype)
     return ans
+
+
+def _divided_by_counts(total, count):
+    """total / count, NumPy's division of a masked sum by its integer counts. Where a count is
+    0 (a group the where= mask leaves empty) the value is NumPy's 0/0, NaN, and its derivatives
+    are 0, as the reverse mode finds (no element reaches that group) and `var` gives: the
+    forward mode's 0/0 would make them NaN."""
+    empty = equal(count, 0)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        if type(empty) is Box or may_hold(empty):  # (counts per row, or computed by a record)
+            return _where(empty, constant_of(total) / count, total / _where(empty, 1, count))
+        return total / count
 
 
 # --- max and min ----------------------------------------------------------------------------------
@@ -434,6 +450,8 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
         one = _np.ones((), dtype_of(a))
         a = _where(mask, a, one)  # (not `at(a)[~mask].set`: a Dask array has no item assignment)
     keep, dt = _keepdims(keepdims), None if dtype is None else _np.dtype(dtype)
+    if dt is not None and dt.kind in "biu":
+        a, initial = without_derivatives(a, initial, dt)
 
     def product(start):
         return _prod_p(a, axis=axes, keepdims=keep, dtype=dt, initial=start, where=mask)

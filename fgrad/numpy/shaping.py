@@ -924,6 +924,8 @@ def sum(
         return bind(_sum_p, (a,), {"axis": axes, "keepdims": keepdims})  # _sum_p(a, ...)
     mask = reduction_mask(where, a, "sum", operand=True)
     dtype = None if dtype is None else _np.dtype(dtype)
+    if dtype is not None and dtype.kind in "biu":
+        a, initial = without_derivatives(a, initial, dtype)
 
     def masked_sum(start):
         if type(mask) is Box:  # a mask computed from traced values: an operand
@@ -938,6 +940,17 @@ def sum(
     if type(initial) is Box:  # zero in value, so the value is NumPy's; its slope is 1
         ans = ans + zero_with_derivatives_of(initial)
     return ans
+
+
+def without_derivatives(a, initial, dtype):
+    """A reduction's operand and `initial` as constants of every level that differentiates,
+    `initial` in `dtype`: NumPy sums (or multiplies) in an integer or bool `dtype` by casting
+    each element and `initial` to it first, so the reduction is piecewise constant in both,
+    its derivative 0 (as `astype`'s to that dtype). Under `vmap` and `jit` they stay traced:
+    the value is computed for every row, and by the record."""
+    if type(initial) is Box:  # one per row, added (or multiplied) after the reduction
+        initial = astype(constant_of(initial), dtype)
+    return constant_of(a), initial
 
 
 def _sums_in(own, dtype):

@@ -62,6 +62,7 @@ from .elementwise import (
     where as _where,  # for functions with a `where=` parameter
 )
 from .reductions import (
+    _divided_by_counts,
     _exclusive_cumprod,
     _keepdims,
     _linear_recurrence,
@@ -576,13 +577,9 @@ def _valid_counts(m, axes, mask, keepdims):
 
 
 def _divide_or_nan(total, count):
-    """total / count, NaN where count is 0 (0/0 in NumPy), with no 0/0 in the gradient."""
-    if type(count) is Box:  # one count per row
-        empty = equal(count, 0)
-        return where(empty, _np.nan, _divide(total, where(empty, 1, count)))
-    empty = count == 0
-    ans = _divide(total, _np.where(empty, 1, count))
-    return where(empty, _np.nan, ans) if may_hold(empty) else ans
+    """total / count into the total's dtype, NaN where count is 0 (NumPy's 0/0, its sign
+    bit too), with no 0/0 in the derivatives."""
+    return astype(_divided_by_counts(total, count), dtype_of(total))
 
 
 def _nan_extremum(reduce: _F, fill: float, name: str) -> _F:
