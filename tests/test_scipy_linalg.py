@@ -653,3 +653,117 @@ def test_toeplitz_and_expm_derivative_of_empty_input_are_scipys_empty_results():
     z = np.zeros((0, 0))
     for out in (*jvp(sla.expm, (z,), (z,)), fgrad.vjp(sla.expm, z)[1](z)[0]):
         _assert_same(out, sl.expm(z), "expm")
+
+
+def _second_derivatives_agree_with_finite_differences(f, x):
+    """f's Hessian in the four orders of jacfwd and jacrev equal each other and central
+    differences of its gradient. jacfwd inside jacrev gives the reverse rules a batch of
+    tangents next to unbatched operands, whose cotangents must be summed back to them."""
+    jf, jr = fgrad.jacfwd, fgrad.jacrev
+    h = 1e-5
+    g = jr(f)
+    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(x.size)], -1)
+    for name, second in [
+        ("jacfwd(jacfwd)", jf(jf(f))),
+        ("jacfwd(jacrev)", jf(jr(f))),
+        ("jacrev(jacfwd)", jr(jf(f))),
+        ("jacrev(jacrev)", jr(jr(f))),
+    ]:
+        np.testing.assert_allclose(second(x), fd, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def _split(x, *shapes):
+    """The arrays of those shapes that the flat vector x holds, in order."""
+    out, start = [], 0
+    for s in shapes:
+        size = int(np.prod(s))
+        out.append(fnp.reshape(x[start : start + size], s))
+        start += size
+    return out
+
+
+_T3 = np.array([[4.0, 1.0, 0.0], [2.0, 3.0, 1.0], [0.0, 1.0, 1.0]])  # distinct real eigenvalues
+_W3 = np.arange(1.0, 10.0).reshape(3, 3) / 5.0
+
+SECOND_ORDER_CASES = [  # (name, f of a flat vector, the point)
+    (
+        "schur T",  # T ** 2 and T's diagonal do not depend on the signs of Z's columns
+        lambda x: fnp.sum(sla.schur(fnp.reshape(x, (3, 3)))[0] ** 2 * _W3),
+        _T3.ravel(),
+    ),
+    (
+        "schur diagonal",
+        lambda x: fnp.sum(fnp.diagonal(sla.schur(fnp.reshape(x, (3, 3)))[0]) ** 3),
+        _T3.ravel(),
+    ),
+    (
+        "schur complex",
+        lambda x: fnp.sum(fnp.abs(sla.schur(fnp.reshape(x, (3, 3)), output="complex")[0]) ** 2),
+        _T3.ravel(),
+    ),
+    (
+        "solve_triangular",
+        lambda x: fnp.sum(fnp.sin(sla.solve_triangular(*_split(x, (3, 3), (3, 2))))),
+        np.concatenate([(np.triu(_T3) + 2 * np.eye(3)).ravel(), B[:3].ravel()]),
+    ),
+    (
+        "solve_triangular lower trans",
+        lambda x: fnp.sum(
+            fnp.sin(sla.solve_triangular(*_split(x, (3, 3), (3,)), lower=True, trans=1))
+        ),
+        np.concatenate([(np.tril(_T3) + 2 * np.eye(3)).ravel(), B[:3, 0]]),
+    ),
+    (
+        "solve_banded",
+        lambda x: fnp.sum(fnp.sin(sla.solve_banded((1, 1), *_split(x, (3, 4), (4, 2))))),
+        np.concatenate(
+            [np.array([[0, 1, 0.5, 1], [4, 5, 6, 5], [1, 0.5, 1, 0]]).ravel(), B.ravel()]
+        ),
+    ),
+    (
+        "solve_sylvester",
+        lambda x: fnp.sum(fnp.sin(sla.solve_sylvester(*_split(x, (3, 3), (2, 2), (3, 2))))),
+        np.concatenate([_T3.ravel(), np.array([[2.0, 0.5], [0.3, 3.0]]).ravel(), B[:3].ravel()]),
+    ),
+    (
+        "lu_solve",
+        lambda x: fnp.sum(
+            fnp.sin(
+                sla.lu_solve(
+                    sla.lu_factor(_split(x, (3, 3), (3, 2))[0]), _split(x, (3, 3), (3, 2))[1]
+                )
+            )
+        ),
+        np.concatenate([_T3.ravel(), B[:3].ravel()]),
+    ),
+    (
+        "cho_solve",
+        lambda x: fnp.sum(
+            fnp.sin(
+                sla.cho_solve(
+                    sla.cho_factor(_split(x, (4, 4), (4, 2))[0]), _split(x, (4, 4), (4, 2))[1]
+                )
+            )
+        ),
+        np.concatenate([SPD.ravel(), B.ravel()]),
+    ),
+    ("lu", lambda x: fnp.sum(fnp.sin(sla.lu(fnp.reshape(x, (3, 3)))[2])), _T3.ravel()),
+    ("qr", lambda x: fnp.sum(fnp.sin(sla.qr(fnp.reshape(x, (3, 3)))[1])), _T3.ravel()),
+    ("svd", lambda x: fnp.sum(fnp.sin(sla.svd(fnp.reshape(x, (3, 3)))[1])), _T3.ravel()),
+    (
+        "eigh generalized",
+        lambda x: fnp.sum(fnp.sin(sla.eigh(*_split(x, (3, 3), (3, 3)), eigvals_only=True))),
+        np.concatenate([(_T3 + _T3.T).ravel(), SPD[:3, :3].ravel()]),
+    ),
+    ("expm", lambda x: fnp.sum(fnp.sin(sla.expm(fnp.reshape(x, (3, 3)) / 3))), _T3.ravel()),
+    ("sqrtm", lambda x: fnp.sum(fnp.sin(sla.sqrtm(fnp.reshape(x, (3, 3))))), (_T3 + _T3.T).ravel()),
+]
+
+
+@pytest.mark.parametrize(
+    "f, x", [c[1:] for c in SECOND_ORDER_CASES], ids=[c[0] for c in SECOND_ORDER_CASES]
+)
+def test_second_derivatives_in_every_order_of_forward_and_reverse(f, x):
+    # schur's reverse rules gave a (batch, n, n) cotangent to its unbatched (n, n) T under
+    # jacrev(jacfwd): the Hessian of sum(diag(T)**2) was off by 17.8
+    _second_derivatives_agree_with_finite_differences(f, x)

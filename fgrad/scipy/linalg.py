@@ -1563,22 +1563,26 @@ def _trisylv_jvp_t(t_dot, ans, t, c, transpose):
 
 
 def _trisylv_vjp_t(ans, t, c, transpose):
+    like = meta(t)  # t unbatched, c a batch of tangents (`_schur_jvp` under jacfwd): summed
+
     def bprop(ct):
         h = _trisylv_p(t, ct, transpose=not transpose)
         g = fnp.matmul(_mT(ans), h) - fnp.matmul(h, _mT(ans))
-        return _triangle(_mT(g) if transpose else g, False)
+        return unbroadcast(_triangle(_mT(g) if transpose else g, False), like)
 
     return bprop
 
 
+def _trisylv_vjp_c(ans, t, c, transpose):
+    like = meta(c)
+    return lambda ct: unbroadcast(
+        _triangle(_trisylv_p(t, ct, transpose=not transpose), True, -1), like
+    )
+
+
 _trisylv_p: Primitive = defprimitive(
     _trisylv_value,
-    vjp=(
-        _trisylv_vjp_t,
-        lambda ans, t, c, transpose: (
-            lambda ct: _triangle(_trisylv_p(t, ct, transpose=not transpose), True, -1)
-        ),
-    ),
+    vjp=(_trisylv_vjp_t, _trisylv_vjp_c),
     jvp=(
         _trisylv_jvp_t,
         lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose),
