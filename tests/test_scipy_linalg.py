@@ -767,3 +767,32 @@ def test_second_derivatives_in_every_order_of_forward_and_reverse(f, x):
     # schur's reverse rules gave a (batch, n, n) cotangent to its unbatched (n, n) T under
     # jacrev(jacfwd): the Hessian of sum(diag(T)**2) was off by 17.8
     _second_derivatives_agree_with_finite_differences(f, x)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"subset_by_index": [2, 7]},  # past the end: a slice clipped it to [3., 4.]
+        {"subset_by_index": [-1, 1]},  # negative: a slice counted from the end (empty)
+        {"subset_by_index": [-2, -1]},
+        {"subset_by_index": [3, 1]},  # reversed
+        {"subset_by_index": [0, 1], "subset_by_value": [0.0, 5.0]},  # both: value was ignored
+        {"subset_by_value": [3.0, 1.0]},  # reversed bounds
+        {"subset_by_value": [2.0, 2.0]},
+    ],
+)
+def test_eigh_refuses_the_subsets_scipy_refuses(kw):
+    a = np.diag([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError) as scipys:
+        sl.eigh(a, eigvals_only=True, **kw)
+    word = "indices" if "indices" in str(scipys.value) else "bounds"
+    if "Either" in str(scipys.value):
+        word = "either index or value"
+    for f in (sla.eigh, fgrad.jit(sla.eigh, static_argnames=("eigvals_only",))):
+        with pytest.raises(ValueError, match=word):
+            f(a, eigvals_only=True, **kw)
+    # the edges of the valid ranges are SciPy's values
+    for ok in ({"subset_by_index": [0, 3]}, {"subset_by_index": [3, 3]}):
+        np.testing.assert_allclose(
+            sla.eigh(a, eigvals_only=True, **ok), sl.eigh(a, eigvals_only=True, **ok)
+        )

@@ -1086,7 +1086,9 @@ def eigh(
     LAPACK's divide-and-conquer routine's (NumPy's `eigh`, `syevd`), where SciPy's default is
     `syevr`: they agree to a few ulps (1.8e-15 on a 3x3 matrix), not always bit for bit.
     `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues (the
-    selection is a constant). Complex Hermitian a and b are read with conjugate transposes.
+    selection is a constant); as in SciPy, indices outside [0, n - 1] or reversed, bounds
+    with lo >= hi, or both subsets at once raise ValueError. Complex Hermitian a and b are
+    read with conjugate transposes.
     `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
     if driver is not None:
@@ -1097,6 +1099,7 @@ def eigh(
     n = _square(a, "eigh")
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
+    index = _eigh_subset_index(subset_by_index, subset_by_value, n)
     uplo = "L" if lower else "U"
     a = _single_if_half(a)
     if b is None:
@@ -1116,8 +1119,8 @@ def eigh(
             c = fnp.matmul(_H(low), fnp.matmul(a, low))
         w, y = _la.eigh(c, UPLO=uplo)
         v = solve_triangular(low, y, trans=2, lower=True) if type in (1, 2) else fnp.matmul(low, y)
-    if subset_by_index is not None:
-        lo, hi = (int(i) for i in subset_by_index)
+    if index is not None:
+        lo, hi = index
         w, v = w[..., lo : hi + 1], v[..., lo : hi + 1]
     elif subset_by_value is not None:
         lo, hi = subset_by_value
@@ -1139,6 +1142,33 @@ def eigh(
             keep = _np.nonzero((wv > lo) & (wv <= hi))[-1]
             w, v = w[..., keep], v[..., keep]
     return w if eigvals_only else (w, v)
+
+
+def _eigh_subset_index(subset_by_index, subset_by_value, n):
+    """SciPy's checks of eigh's subsets (one of them, indices 0 <= lo <= hi < n, bounds
+    lo < hi), made before computing, and the indices (lo, hi) or None: a Python slice would
+    count a negative index from the end and clip one past n instead."""
+    if subset_by_index is not None and subset_by_value is not None:
+        raise ValueError(
+            "scipy.linalg.eigh: either index or value subset can be requested, not both "
+            "(give subset_by_index or subset_by_value)"
+        )
+    if subset_by_value is not None:
+        lo, hi = subset_by_value
+        if not (-_np.inf <= lo < hi <= _np.inf):
+            raise ValueError(
+                "scipy.linalg.eigh: requested eigenvalue bounds are not valid. Valid range is "
+                f"(-inf, inf) and low < high, but low={lo}, high={hi} is given"
+            )
+    if subset_by_index is None:
+        return None
+    lo, hi = (int(i) for i in subset_by_index)
+    if not (0 <= lo <= hi < n):
+        raise ValueError(
+            "scipy.linalg.eigh: requested eigenvalue indices are not valid. Valid range is "
+            f"[0, {n - 1}] and start <= end, but start={lo}, end={hi} is given"
+        )
+    return lo, hi
 
 
 def _eigh_subset_rows(w, v, lo, hi):
