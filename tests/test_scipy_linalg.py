@@ -796,3 +796,67 @@ def test_eigh_refuses_the_subsets_scipy_refuses(kw):
         np.testing.assert_allclose(
             sla.eigh(a, eigvals_only=True, **ok), sl.eigh(a, eigvals_only=True, **ok)
         )
+
+
+EMPTY_FACTORIZATIONS = [
+    ("lu", {}),
+    ("lu", {"permute_l": True}),
+    ("lu", {"p_indices": True}),
+    ("lu_factor", {}),
+    ("qr", {}),
+    ("qr", {"mode": "economic"}),
+    ("qr", {"mode": "r"}),
+    ("qr", {"pivoting": True}),
+    ("svd", {}),
+    ("svd", {"full_matrices": False}),
+    ("svd", {"compute_uv": False}),
+]
+
+
+def _as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.mark.parametrize("shape_", [(0, 0), (3, 0), (0, 2)])
+@pytest.mark.parametrize(
+    "name, kw", EMPTY_FACTORIZATIONS, ids=[f"{n}{k}" for n, k in EMPTY_FACTORIZATIONS]
+)
+def test_factorizations_of_an_empty_matrix_are_scipys_empty_factors(name, kw, shape_):
+    # they raised "it must be a non-empty matrix"; SciPy returns empty factors (and, for
+    # qr and svd of a (3, 0) matrix, a full 3 x 3 orthogonal factor)
+    def f(a):
+        return getattr(sla, name)(a, **kw)
+
+    for dtype in (np.float64, np.float32, np.complex128):
+        a = np.zeros(shape_, dtype)
+        want = _as_tuple(getattr(sl, name)(a, **kw))
+        for out in (f(a), fgrad.jit(f)(a), _traced(f, a)):
+            assert [(o.shape, o.dtype) for o in _as_tuple(out)] == [
+                (w.shape, w.dtype) for w in want
+            ]
+            for o, w in zip(_as_tuple(out), want):
+                np.testing.assert_array_equal(o, w)
+        batched = _as_tuple(fgrad.vmap(f)(a[None]))
+        assert [(o.shape[1:], o.dtype) for o in batched] == [(w.shape, w.dtype) for w in want]
+    # derivatives of empty factors are empty, in the input's shape and dtype
+    a = np.zeros(shape_, np.float32)
+
+    def total(a):
+        return sum(fnp.sum(o) for o in _as_tuple(f(a)) if o.dtype.kind == "f")
+
+    for d in (grad(total), jacfwd(total), fgrad.jacrev(total), hessian(total)):
+        out = d(a)
+        assert out.dtype == np.float32 and out.shape[-2:] == shape_
+
+
+@pytest.mark.parametrize("n, rhs", [(0, (0,)), (0, (0, 3))])
+def test_lu_solve_of_an_empty_system(n, rhs):
+    a, b = np.zeros((n, n)), np.zeros(rhs)
+    want = sl.lu_solve(sl.lu_factor(a), b)
+    for out in (
+        sla.lu_solve(sla.lu_factor(a), b),
+        _traced(lambda a: sla.lu_solve(sla.lu_factor(a), b), a),
+    ):
+        assert out.shape == want.shape and out.dtype == want.dtype
+    g = grad(lambda a, b: fnp.sum(sla.lu_solve(sla.lu_factor(a), b)), argnums=(0, 1))(a, b)
+    assert g[0].shape == a.shape and g[1].shape == b.shape

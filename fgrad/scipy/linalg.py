@@ -46,6 +46,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.batching` (a rule it reuses), `
 from __future__ import annotations
 
 import inspect
+import math
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -145,10 +146,10 @@ def _const(values, like):
 
 def _matrix(a, who, arg="a"):
     s = shape(a)
-    if len(s) < 2 or 0 in s[-2:]:
+    if len(s) < 2:
         raise ValueError(
-            f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a non-empty "
-            "matrix (..., m, n)"
+            f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a matrix "
+            "(..., m, n)"
         )
     return s[-2:]
 
@@ -530,6 +531,8 @@ def _lu_tangents(t, l, u, rows, inverse=False):
     never divides by the last pivot (`_below_diagonal_of_rsolve`)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
+    if k == 0:  # an empty matrix's factors are empty
+        return fnp.zeros_like(l), fnp.zeros_like(u)
     dap = _take_rows(t, rows, inverse)
     if m > n:
         g = _rsolve_upper(dap, u)
@@ -570,6 +573,9 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
     """The transpose of `_lu_tangents`: the cotangent of a from those of L and U (None: 0)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
+    if k == 0:  # an empty matrix: L (m, 0) or U (0, n) has its shape, and holds nothing
+        ct = ct_l if n == 0 else ct_u
+        return None if ct is None else unbroadcast(fnp.zeros_like(ct), like)
     ct_l = None if ct_l is None else _triangle(ct_l, True, -1)
     ct_u = None if ct_u is None else _triangle(ct_u, False)
     terms_f = []
@@ -748,11 +754,14 @@ def lu(
     """
     _matrix(a, "lu")
     perm, l_mat, u_mat = _lu_p(a)
+    empty = 0 in shape(a)[-2:]  # SciPy's factors of one: no pivots, p is (..., 0, 0)
     if permute_l:
-        return _take_rows(l_mat, perm), u_mat
+        return (l_mat if empty else _take_rows(l_mat, perm)), u_mat
     if p_indices:
         return perm, l_mat, u_mat
     real = _np.finfo(dtype_of(l_mat)).dtype  # SciPy's p is real
+    if empty:
+        return _np.zeros(shape(perm) + (0,), real), l_mat, u_mat
     if _la._unreadable(perm):
         m = shape(a)[-2]
         return (
@@ -1883,7 +1892,7 @@ def _lu_factor_stack(a):
         dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
     m, n = a.shape[-2:]
     k = min(m, n)
-    lu = _np.array(a, dtype=dtype).reshape(-1, m, n)
+    lu = _np.array(a, dtype=dtype).reshape((math.prod(a.shape[:-2]), m, n))  # (m n may be 0)
     piv = _np.zeros((lu.shape[0], k), dtype=_np.int32)
     each = _np.arange(lu.shape[0])
     for j in range(k):
@@ -1902,7 +1911,7 @@ def _lu_stack(a):
     packed, piv = _lu_factor_stack(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    perm = _np.argsort(_lu_rows(piv, m), axis=-1).astype(_np.int32)
+    perm = _np.argsort(_lu_rows(piv, m if k else 0), axis=-1).astype(_np.int32)  # SciPy's
     l_mat = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
     return perm, l_mat, _np.triu(packed[..., :k, :])
 
