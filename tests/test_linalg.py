@@ -1257,3 +1257,17 @@ SECOND_ORDER = {  # name: (f of a flat vector, the point)
 @pytest.mark.parametrize("name", SECOND_ORDER)
 def test_second_derivatives_in_every_order_of_forward_and_reverse(name):
     _hessians_in_four_orders_match_finite_differences(*SECOND_ORDER[name])
+
+
+def test_multi_dot_out_writes_on_plain_arrays_and_is_refused_on_traced_ones():
+    # out= was refused even with nothing traced, by a message saying "inside a transform"
+    arrays = [A, TALL.T, TALL]
+    want = np.linalg.multi_dot(arrays)
+    out = np.empty((3, 3))
+    got = la.multi_dot(arrays, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(
+        TypeError, match=r"traced value .* keyword argument out.*multi_dot\(arrays\)"
+    ):
+        grad(lambda a: fnp.sum(la.multi_dot([a, TALL.T, TALL], out=np.empty((3, 3)))))(A)
