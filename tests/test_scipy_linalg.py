@@ -860,3 +860,31 @@ def test_lu_solve_of_an_empty_system(n, rhs):
         assert out.shape == want.shape and out.dtype == want.dtype
     g = grad(lambda a, b: fnp.sum(sla.lu_solve(sla.lu_factor(a), b)), argnums=(0, 1))(a, b)
     assert g[0].shape == a.shape and g[1].shape == b.shape
+
+
+@pytest.mark.parametrize(
+    "x", [2.0, np.float32(2.0), np.array([2.0]), 3, np.array(1.0 + 1.0j)], ids=repr
+)
+def test_expm_of_a_single_number_is_scipys_one_by_one_matrix(x):
+    # SciPy (1.17) reads a 0-d or length-1 A as a number: [[e^A]], float64 or complex128;
+    # fgrad raised "it must be a square matrix"
+    want = sl.expm(x)
+    outs = [sla.expm(x), fgrad.jit(sla.expm)(x)]
+    if np.iscomplexobj(x) or isinstance(x, float) or np.asarray(x).dtype.kind == "f":
+        outs.append(_traced(sla.expm, np.asarray(x)))
+    for out in outs:
+        assert out.shape == want.shape and out.dtype == want.dtype
+        np.testing.assert_array_equal(out, want)
+    if np.asarray(x).dtype.kind == "f":
+        x = np.asarray(x)
+
+        def f(a):
+            return sla.expm(a)[0, 0]
+
+        e = np.exp(np.float64(x.ravel()[0]))  # d/dx e^x = e^x, to any order
+        for d in (grad(f), grad(grad(lambda a: f(a)))):
+            assert d(x).shape == x.shape and d(x).dtype == x.dtype
+        for d in (grad(f), jacfwd(f), grad(grad(f)), fgrad.jacrev(jacfwd(f))):
+            np.testing.assert_allclose(d(x), np.full_like(d(x), e), rtol=1e-6)
+        batch = np.array([0.5, 2.0], x.dtype)
+        np.testing.assert_array_equal(fgrad.vmap(sla.expm)(batch), [sl.expm(b) for b in batch])

@@ -1059,10 +1059,16 @@ def expm(A: ArrayLike) -> Array:
     upper-right block of expm([[A, E], [0, A]]), so it differentiates again (each order
     doubles the size of the matrix exponentiated).
 
+    A single number (0-d, or 1-D of length 1) is read as SciPy reads it: [[e^A]], in float64
+    (complex128 for a complex one).
+
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> round(float(fgrad.grad(lambda a: sla.expm(a)[0, 0])(np.zeros((1, 1)))[0, 0]), 6)
     1.0
     """
+    if len(shape(A)) < 2 and math.prod(shape(A)) == 1:  # SciPy's exp(A.item()), as a matrix
+        number = _np.complex128 if _is_complex(A) else _np.float64
+        return fnp.exp(fnp.reshape(fnp.astype(A, number), (1, 1)))
     _square(A, "expm", "A")
     return _expm_p(A)
 
