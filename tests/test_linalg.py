@@ -1191,3 +1191,83 @@ def test_eig_eigenvectors_keep_lapacks_normalization():
     eps = 1e-6
     numerical = (np.linalg.eig(CA + eps * h)[1] - np.linalg.eig(CA - eps * h)[1]) / (2 * eps)
     np.testing.assert_allclose(dv, numerical, atol=1e-7)
+
+
+def _hessians_in_four_orders_match_finite_differences(f, x):
+    """f's Hessian by jacfwd/jacrev in all four orders against central differences of its
+    gradient: jacfwd inside jacrev gives the reverse rules a batch of tangents next to
+    unbatched operands, whose cotangents must be summed back to the operands' shapes."""
+    jf, jr = fgrad.jacfwd, fgrad.jacrev
+    g, h = jr(f), 1e-5
+    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(x.size)], -1)
+    for name, second in [
+        ("ff", jf(jf(f))),
+        ("fr", jf(jr(f))),
+        ("rf", jr(jf(f))),
+        ("rr", jr(jr(f))),
+    ]:
+        np.testing.assert_allclose(second(x), fd, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def _matrix_and_columns(x):
+    return fnp.reshape(x[:9], (3, 3)), fnp.reshape(x[9:], (3, 2))
+
+
+_AB = np.concatenate([A.ravel(), TALL[:3, :2].ravel()])
+SECOND_ORDER = {  # name: (f of a flat vector, the point)
+    "solve": (lambda x: fnp.sum(fnp.sin(la.solve(*_matrix_and_columns(x)))), _AB),
+    "lstsq": (
+        lambda x: fnp.sum(fnp.sin(la.lstsq(fnp.reshape(x[:12], (4, 3)), x[12:])[0])),
+        np.concatenate([TALL.ravel(), np.arange(1.0, 5.0)]),
+    ),
+    "tensorsolve": (
+        lambda x: fnp.sum(
+            fnp.sin(la.tensorsolve(fnp.reshape(x[:16], (2, 2, 4)), fnp.reshape(x[16:], (2, 2))))
+        ),
+        np.concatenate([(np.eye(4) * 3 + A[0, 0]).ravel(), A[1, :2], A[2, :2]]),
+    ),
+    "multi_dot": (
+        lambda x: fnp.sum(fnp.sin(la.multi_dot([x[:3], fnp.reshape(x[3:12], (3, 3)), x[12:]]))),
+        np.concatenate([A[0], A.ravel(), A[:, 1]]),
+    ),
+    "inv": (lambda x: fnp.sum(fnp.sin(la.inv(fnp.reshape(x, (3, 3))))), A.ravel()),
+    "pinv": (lambda x: fnp.sum(fnp.sin(la.pinv(fnp.reshape(x, (4, 3))))), TALL.ravel()),
+    "det": (lambda x: fnp.sin(la.det(fnp.reshape(x, (3, 3)))), A.ravel()),
+    "slogdet": (lambda x: la.slogdet(fnp.reshape(x, (3, 3)))[1] ** 2, A.ravel()),
+    "cholesky": (lambda x: fnp.sum(fnp.sin(la.cholesky(fnp.reshape(x, (3, 3))))), SPD.ravel()),
+    "qr": (lambda x: fnp.sum(fnp.sin(la.qr(fnp.reshape(x, (4, 3)))[1])), TALL.ravel()),
+    "eigh": (lambda x: fnp.sum(fnp.sin(la.eigh(fnp.reshape(x, (3, 3)))[0])), SYM.ravel()),
+    "eigvals": (lambda x: fnp.sum(fnp.real(la.eigvals(fnp.reshape(x, (3, 3))) ** 2)), A.ravel()),
+    "svd": (
+        lambda x: fnp.sum(fnp.sin(la.svd(fnp.reshape(x, (4, 3)), full_matrices=False)[1])),
+        TALL.ravel(),
+    ),
+    "norm 2": (lambda x: la.norm(fnp.reshape(x, (4, 3)), 2), TALL.ravel()),
+    "vector_norm": (
+        lambda x: la.vector_norm(fnp.reshape(x, (4, 3)), ord=3, axis=0)[1],
+        TALL.ravel(),
+    ),
+    "matrix_power": (
+        lambda x: fnp.sum(fnp.sin(la.matrix_power(fnp.reshape(x, (3, 3)), -2))),
+        A.ravel(),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivatives_in_every_order_of_forward_and_reverse(name):
+    _hessians_in_four_orders_match_finite_differences(*SECOND_ORDER[name])
+
+
+def test_multi_dot_out_writes_on_plain_arrays_and_is_refused_on_traced_ones():
+    # out= was refused even with nothing traced, by a message saying "inside a transform"
+    arrays = [A, TALL.T, TALL]
+    want = np.linalg.multi_dot(arrays)
+    out = np.empty((3, 3))
+    got = la.multi_dot(arrays, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(
+        TypeError, match=r"traced value .* keyword argument out.*multi_dot\(arrays\)"
+    ):
+        grad(lambda a: fnp.sum(la.multi_dot([a, TALL.T, TALL], out=np.empty((3, 3)))))(A)

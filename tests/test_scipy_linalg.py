@@ -653,3 +653,238 @@ def test_toeplitz_and_expm_derivative_of_empty_input_are_scipys_empty_results():
     z = np.zeros((0, 0))
     for out in (*jvp(sla.expm, (z,), (z,)), fgrad.vjp(sla.expm, z)[1](z)[0]):
         _assert_same(out, sl.expm(z), "expm")
+
+
+def _second_derivatives_agree_with_finite_differences(f, x):
+    """f's Hessian in the four orders of jacfwd and jacrev equal each other and central
+    differences of its gradient. jacfwd inside jacrev gives the reverse rules a batch of
+    tangents next to unbatched operands, whose cotangents must be summed back to them."""
+    jf, jr = fgrad.jacfwd, fgrad.jacrev
+    h = 1e-5
+    g = jr(f)
+    fd = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h) for e in np.eye(x.size)], -1)
+    for name, second in [
+        ("jacfwd(jacfwd)", jf(jf(f))),
+        ("jacfwd(jacrev)", jf(jr(f))),
+        ("jacrev(jacfwd)", jr(jf(f))),
+        ("jacrev(jacrev)", jr(jr(f))),
+    ]:
+        np.testing.assert_allclose(second(x), fd, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def _split(x, *shapes):
+    """The arrays of those shapes that the flat vector x holds, in order."""
+    out, start = [], 0
+    for s in shapes:
+        size = int(np.prod(s))
+        out.append(fnp.reshape(x[start : start + size], s))
+        start += size
+    return out
+
+
+_T3 = np.array([[4.0, 1.0, 0.0], [2.0, 3.0, 1.0], [0.0, 1.0, 1.0]])  # distinct real eigenvalues
+_W3 = np.arange(1.0, 10.0).reshape(3, 3) / 5.0
+
+SECOND_ORDER_CASES = [  # (name, f of a flat vector, the point)
+    (
+        "schur T",  # T ** 2 and T's diagonal do not depend on the signs of Z's columns
+        lambda x: fnp.sum(sla.schur(fnp.reshape(x, (3, 3)))[0] ** 2 * _W3),
+        _T3.ravel(),
+    ),
+    (
+        "schur diagonal",
+        lambda x: fnp.sum(fnp.diagonal(sla.schur(fnp.reshape(x, (3, 3)))[0]) ** 3),
+        _T3.ravel(),
+    ),
+    (
+        "schur complex",
+        lambda x: fnp.sum(fnp.abs(sla.schur(fnp.reshape(x, (3, 3)), output="complex")[0]) ** 2),
+        _T3.ravel(),
+    ),
+    (
+        "solve_triangular",
+        lambda x: fnp.sum(fnp.sin(sla.solve_triangular(*_split(x, (3, 3), (3, 2))))),
+        np.concatenate([(np.triu(_T3) + 2 * np.eye(3)).ravel(), B[:3].ravel()]),
+    ),
+    (
+        "solve_triangular lower trans",
+        lambda x: fnp.sum(
+            fnp.sin(sla.solve_triangular(*_split(x, (3, 3), (3,)), lower=True, trans=1))
+        ),
+        np.concatenate([(np.tril(_T3) + 2 * np.eye(3)).ravel(), B[:3, 0]]),
+    ),
+    (
+        "solve_banded",
+        lambda x: fnp.sum(fnp.sin(sla.solve_banded((1, 1), *_split(x, (3, 4), (4, 2))))),
+        np.concatenate(
+            [np.array([[0, 1, 0.5, 1], [4, 5, 6, 5], [1, 0.5, 1, 0]]).ravel(), B.ravel()]
+        ),
+    ),
+    (
+        "solve_sylvester",
+        lambda x: fnp.sum(fnp.sin(sla.solve_sylvester(*_split(x, (3, 3), (2, 2), (3, 2))))),
+        np.concatenate([_T3.ravel(), np.array([[2.0, 0.5], [0.3, 3.0]]).ravel(), B[:3].ravel()]),
+    ),
+    (
+        "lu_solve",
+        lambda x: fnp.sum(
+            fnp.sin(
+                sla.lu_solve(
+                    sla.lu_factor(_split(x, (3, 3), (3, 2))[0]), _split(x, (3, 3), (3, 2))[1]
+                )
+            )
+        ),
+        np.concatenate([_T3.ravel(), B[:3].ravel()]),
+    ),
+    (
+        "cho_solve",
+        lambda x: fnp.sum(
+            fnp.sin(
+                sla.cho_solve(
+                    sla.cho_factor(_split(x, (4, 4), (4, 2))[0]), _split(x, (4, 4), (4, 2))[1]
+                )
+            )
+        ),
+        np.concatenate([SPD.ravel(), B.ravel()]),
+    ),
+    ("lu", lambda x: fnp.sum(fnp.sin(sla.lu(fnp.reshape(x, (3, 3)))[2])), _T3.ravel()),
+    ("qr", lambda x: fnp.sum(fnp.sin(sla.qr(fnp.reshape(x, (3, 3)))[1])), _T3.ravel()),
+    ("svd", lambda x: fnp.sum(fnp.sin(sla.svd(fnp.reshape(x, (3, 3)))[1])), _T3.ravel()),
+    (
+        "eigh generalized",
+        lambda x: fnp.sum(fnp.sin(sla.eigh(*_split(x, (3, 3), (3, 3)), eigvals_only=True))),
+        np.concatenate([(_T3 + _T3.T).ravel(), SPD[:3, :3].ravel()]),
+    ),
+    ("expm", lambda x: fnp.sum(fnp.sin(sla.expm(fnp.reshape(x, (3, 3)) / 3))), _T3.ravel()),
+    ("sqrtm", lambda x: fnp.sum(fnp.sin(sla.sqrtm(fnp.reshape(x, (3, 3))))), (_T3 + _T3.T).ravel()),
+]
+
+
+@pytest.mark.parametrize(
+    "f, x", [c[1:] for c in SECOND_ORDER_CASES], ids=[c[0] for c in SECOND_ORDER_CASES]
+)
+def test_second_derivatives_in_every_order_of_forward_and_reverse(f, x):
+    # schur's reverse rules gave a (batch, n, n) cotangent to its unbatched (n, n) T under
+    # jacrev(jacfwd): the Hessian of sum(diag(T)**2) was off by 17.8
+    _second_derivatives_agree_with_finite_differences(f, x)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"subset_by_index": [2, 7]},  # past the end: a slice clipped it to [3., 4.]
+        {"subset_by_index": [-1, 1]},  # negative: a slice counted from the end (empty)
+        {"subset_by_index": [-2, -1]},
+        {"subset_by_index": [3, 1]},  # reversed
+        {"subset_by_index": [0, 1], "subset_by_value": [0.0, 5.0]},  # both: value was ignored
+        {"subset_by_value": [3.0, 1.0]},  # reversed bounds
+        {"subset_by_value": [2.0, 2.0]},
+    ],
+)
+def test_eigh_refuses_the_subsets_scipy_refuses(kw):
+    a = np.diag([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError) as scipys:
+        sl.eigh(a, eigvals_only=True, **kw)
+    word = "indices" if "indices" in str(scipys.value) else "bounds"
+    if "Either" in str(scipys.value):
+        word = "either index or value"
+    for f in (sla.eigh, fgrad.jit(sla.eigh, static_argnames=("eigvals_only",))):
+        with pytest.raises(ValueError, match=word):
+            f(a, eigvals_only=True, **kw)
+    # the edges of the valid ranges are SciPy's values
+    for ok in ({"subset_by_index": [0, 3]}, {"subset_by_index": [3, 3]}):
+        np.testing.assert_allclose(
+            sla.eigh(a, eigvals_only=True, **ok), sl.eigh(a, eigvals_only=True, **ok)
+        )
+
+
+EMPTY_FACTORIZATIONS = [
+    ("lu", {}),
+    ("lu", {"permute_l": True}),
+    ("lu", {"p_indices": True}),
+    ("lu_factor", {}),
+    ("qr", {}),
+    ("qr", {"mode": "economic"}),
+    ("qr", {"mode": "r"}),
+    ("qr", {"pivoting": True}),
+    ("svd", {}),
+    ("svd", {"full_matrices": False}),
+    ("svd", {"compute_uv": False}),
+]
+
+
+def _as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.mark.parametrize("shape_", [(0, 0), (3, 0), (0, 2)])
+@pytest.mark.parametrize(
+    "name, kw", EMPTY_FACTORIZATIONS, ids=[f"{n}{k}" for n, k in EMPTY_FACTORIZATIONS]
+)
+def test_factorizations_of_an_empty_matrix_are_scipys_empty_factors(name, kw, shape_):
+    # they raised "it must be a non-empty matrix"; SciPy returns empty factors (and, for
+    # qr and svd of a (3, 0) matrix, a full 3 x 3 orthogonal factor)
+    def f(a):
+        return getattr(sla, name)(a, **kw)
+
+    for dtype in (np.float64, np.float32, np.complex128):
+        a = np.zeros(shape_, dtype)
+        want = _as_tuple(getattr(sl, name)(a, **kw))
+        for out in (f(a), fgrad.jit(f)(a), _traced(f, a)):
+            assert [(o.shape, o.dtype) for o in _as_tuple(out)] == [
+                (w.shape, w.dtype) for w in want
+            ]
+            for o, w in zip(_as_tuple(out), want):
+                np.testing.assert_array_equal(o, w)
+        batched = _as_tuple(fgrad.vmap(f)(a[None]))
+        assert [(o.shape[1:], o.dtype) for o in batched] == [(w.shape, w.dtype) for w in want]
+    # derivatives of empty factors are empty, in the input's shape and dtype
+    a = np.zeros(shape_, np.float32)
+
+    def total(a):
+        return sum(fnp.sum(o) for o in _as_tuple(f(a)) if o.dtype.kind == "f")
+
+    for d in (grad(total), jacfwd(total), fgrad.jacrev(total), hessian(total)):
+        out = d(a)
+        assert out.dtype == np.float32 and out.shape[-2:] == shape_
+
+
+@pytest.mark.parametrize("n, rhs", [(0, (0,)), (0, (0, 3))])
+def test_lu_solve_of_an_empty_system(n, rhs):
+    a, b = np.zeros((n, n)), np.zeros(rhs)
+    want = sl.lu_solve(sl.lu_factor(a), b)
+    for out in (
+        sla.lu_solve(sla.lu_factor(a), b),
+        _traced(lambda a: sla.lu_solve(sla.lu_factor(a), b), a),
+    ):
+        assert out.shape == want.shape and out.dtype == want.dtype
+    g = grad(lambda a, b: fnp.sum(sla.lu_solve(sla.lu_factor(a), b)), argnums=(0, 1))(a, b)
+    assert g[0].shape == a.shape and g[1].shape == b.shape
+
+
+@pytest.mark.parametrize(
+    "x", [2.0, np.float32(2.0), np.array([2.0]), 3, np.array(1.0 + 1.0j)], ids=repr
+)
+def test_expm_of_a_single_number_is_scipys_one_by_one_matrix(x):
+    # SciPy (1.17) reads a 0-d or length-1 A as a number: [[e^A]], float64 or complex128;
+    # fgrad raised "it must be a square matrix"
+    want = sl.expm(x)
+    outs = [sla.expm(x), fgrad.jit(sla.expm)(x)]
+    if np.iscomplexobj(x) or isinstance(x, float) or np.asarray(x).dtype.kind == "f":
+        outs.append(_traced(sla.expm, np.asarray(x)))
+    for out in outs:
+        assert out.shape == want.shape and out.dtype == want.dtype
+        np.testing.assert_array_equal(out, want)
+    if np.asarray(x).dtype.kind == "f":
+        x = np.asarray(x)
+
+        def f(a):
+            return sla.expm(a)[0, 0]
+
+        e = np.exp(np.float64(x.ravel()[0]))  # d/dx e^x = e^x, to any order
+        for d in (grad(f), grad(grad(lambda a: f(a)))):
+            assert d(x).shape == x.shape and d(x).dtype == x.dtype
+        for d in (grad(f), jacfwd(f), grad(grad(f)), fgrad.jacrev(jacfwd(f))):
+            np.testing.assert_allclose(d(x), np.full_like(d(x), e), rtol=1e-6)
+        batch = np.array([0.5, 2.0], x.dtype)
+        np.testing.assert_array_equal(fgrad.vmap(sla.expm)(batch), [sl.expm(b) for b in batch])

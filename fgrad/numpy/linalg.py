@@ -113,6 +113,7 @@ from .shaping import (
     meta,
     moveaxis,
     nondiff_function,
+    numpy_applies,
     read_int,
     reshape,
     shape,
@@ -2070,15 +2071,19 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
 
 
 @mirror("function")
-def multi_dot(arrays: Sequence[ArrayLike], *, out: None = None) -> Array:
+def multi_dot(arrays: Sequence[ArrayLike], *, out: Any = None) -> Array:
     """NumPy's `linalg.multi_dot`: a chain of matmuls in the cheapest order (the same
-    dynamic programme as NumPy); the first and last arrays may be 1-D."""
-    if out is not None:
-        raise TypeError(
-            "linalg.multi_dot(..., out=...) cannot write into an array inside a transform; "
-            "use the returned value"
-        )
+    dynamic programme as NumPy); the first and last arrays may be 1-D. `out=` is NumPy's on
+    plain arrays (written into, and returned), and refused where a value is traced."""
     arrays = list(arrays)
+    if out is not None:
+        if numpy_applies(*arrays, out):
+            return _np.linalg.multi_dot(arrays, out=out)
+        raise TypeError(
+            "fgrad.numpy.linalg.multi_dot was called on a traced value (or a lazy array) with "
+            "the keyword argument out, which it does not take there (fgrad returns values: it "
+            "never writes into an array); call multi_dot(arrays) and use the result"
+        )
     if len(arrays) < 2:
         raise ValueError("linalg.multi_dot: expecting at least two arrays")
     first_1d, last_1d = len(shape(arrays[0])) == 1, len(shape(arrays[-1])) == 1

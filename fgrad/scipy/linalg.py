@@ -46,6 +46,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.batching` (a rule it reuses), `
 from __future__ import annotations
 
 import inspect
+import math
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -145,10 +146,10 @@ def _const(values, like):
 
 def _matrix(a, who, arg="a"):
     s = shape(a)
-    if len(s) < 2 or 0 in s[-2:]:
+    if len(s) < 2:
         raise ValueError(
-            f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a non-empty "
-            "matrix (..., m, n)"
+            f"scipy.linalg.{who}: argument {arg!r} has {describe(a)}; it must be a matrix "
+            "(..., m, n)"
         )
     return s[-2:]
 
@@ -530,6 +531,8 @@ def _lu_tangents(t, l, u, rows, inverse=False):
     never divides by the last pivot (`_below_diagonal_of_rsolve`)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
+    if k == 0:  # an empty matrix's factors are empty
+        return fnp.zeros_like(l), fnp.zeros_like(u)
     dap = _take_rows(t, rows, inverse)
     if m > n:
         g = _rsolve_upper(dap, u)
@@ -570,6 +573,9 @@ def _lu_cotangent(ct_l, ct_u, l, u, rows, like, inverse=False):
     """The transpose of `_lu_tangents`: the cotangent of a from those of L and U (None: 0)."""
     m, n = shape(l)[-2], shape(u)[-1]
     k = min(m, n)
+    if k == 0:  # an empty matrix: L (m, 0) or U (0, n) has its shape, and holds nothing
+        ct = ct_l if n == 0 else ct_u
+        return None if ct is None else unbroadcast(fnp.zeros_like(ct), like)
     ct_l = None if ct_l is None else _triangle(ct_l, True, -1)
     ct_u = None if ct_u is None else _triangle(ct_u, False)
     terms_f = []
@@ -748,11 +754,14 @@ def lu(
     """
     _matrix(a, "lu")
     perm, l_mat, u_mat = _lu_p(a)
+    empty = 0 in shape(a)[-2:]  # SciPy's factors of one: no pivots, p is (..., 0, 0)
     if permute_l:
-        return _take_rows(l_mat, perm), u_mat
+        return (l_mat if empty else _take_rows(l_mat, perm)), u_mat
     if p_indices:
         return perm, l_mat, u_mat
     real = _np.finfo(dtype_of(l_mat)).dtype  # SciPy's p is real
+    if empty:
+        return _np.zeros(shape(perm) + (0,), real), l_mat, u_mat
     if _la._unreadable(perm):
         m = shape(a)[-2]
         return (
@@ -1050,10 +1059,16 @@ def expm(A: ArrayLike) -> Array:
     upper-right block of expm([[A, E], [0, A]]), so it differentiates again (each order
     doubles the size of the matrix exponentiated).
 
+    A single number (0-d, or 1-D of length 1) is read as SciPy reads it: [[e^A]], in float64
+    (complex128 for a complex one).
+
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> round(float(fgrad.grad(lambda a: sla.expm(a)[0, 0])(np.zeros((1, 1)))[0, 0]), 6)
     1.0
     """
+    if len(shape(A)) < 2 and math.prod(shape(A)) == 1:  # SciPy's exp(A.item()), as a matrix
+        number = _np.complex128 if _is_complex(A) else _np.float64
+        return fnp.exp(fnp.reshape(fnp.astype(A, number), (1, 1)))
     _square(A, "expm", "A")
     return _expm_p(A)
 
@@ -1086,7 +1101,9 @@ def eigh(
     LAPACK's divide-and-conquer routine's (NumPy's `eigh`, `syevd`), where SciPy's default is
     `syevr`: they agree to a few ulps (1.8e-15 on a 3x3 matrix), not always bit for bit.
     `subset_by_index=(lo, hi)` and `subset_by_value=(lo, hi]` select eigenvalues (the
-    selection is a constant). Complex Hermitian a and b are read with conjugate transposes.
+    selection is a constant); as in SciPy, indices outside [0, n - 1] or reversed, bounds
+    with lo >= hi, or both subsets at once raise ValueError. Complex Hermitian a and b are
+    read with conjugate transposes.
     `driver` (a choice of LAPACK routine) is not supported: TypeError.
     """
     if driver is not None:
@@ -1097,6 +1114,7 @@ def eigh(
     n = _square(a, "eigh")
     if type not in (1, 2, 3):
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
+    index = _eigh_subset_index(subset_by_index, subset_by_value, n)
     uplo = "L" if lower else "U"
     a = _single_if_half(a)
     if b is None:
@@ -1116,8 +1134,8 @@ def eigh(
             c = fnp.matmul(_H(low), fnp.matmul(a, low))
         w, y = _la.eigh(c, UPLO=uplo)
         v = solve_triangular(low, y, trans=2, lower=True) if type in (1, 2) else fnp.matmul(low, y)
-    if subset_by_index is not None:
-        lo, hi = (int(i) for i in subset_by_index)
+    if index is not None:
+        lo, hi = index
         w, v = w[..., lo : hi + 1], v[..., lo : hi + 1]
     elif subset_by_value is not None:
         lo, hi = subset_by_value
@@ -1139,6 +1157,33 @@ def eigh(
             keep = _np.nonzero((wv > lo) & (wv <= hi))[-1]
             w, v = w[..., keep], v[..., keep]
     return w if eigvals_only else (w, v)
+
+
+def _eigh_subset_index(subset_by_index, subset_by_value, n):
+    """SciPy's checks of eigh's subsets (one of them, indices 0 <= lo <= hi < n, bounds
+    lo < hi), made before computing, and the indices (lo, hi) or None: a Python slice would
+    count a negative index from the end and clip one past n instead."""
+    if subset_by_index is not None and subset_by_value is not None:
+        raise ValueError(
+            "scipy.linalg.eigh: either index or value subset can be requested, not both "
+            "(give subset_by_index or subset_by_value)"
+        )
+    if subset_by_value is not None:
+        lo, hi = subset_by_value
+        if not (-_np.inf <= lo < hi <= _np.inf):
+            raise ValueError(
+                "scipy.linalg.eigh: requested eigenvalue bounds are not valid. Valid range is "
+                f"(-inf, inf) and low < high, but low={lo}, high={hi} is given"
+            )
+    if subset_by_index is None:
+        return None
+    lo, hi = (int(i) for i in subset_by_index)
+    if not (0 <= lo <= hi < n):
+        raise ValueError(
+            "scipy.linalg.eigh: requested eigenvalue indices are not valid. Valid range is "
+            f"[0, {n - 1}] and start <= end, but start={lo}, end={hi} is given"
+        )
+    return lo, hi
 
 
 def _eigh_subset_rows(w, v, lo, hi):
@@ -1563,22 +1608,26 @@ def _trisylv_jvp_t(t_dot, ans, t, c, transpose):
 
 
 def _trisylv_vjp_t(ans, t, c, transpose):
+    like = meta(t)  # t unbatched, c a batch of tangents (`_schur_jvp` under jacfwd): summed
+
     def bprop(ct):
         h = _trisylv_p(t, ct, transpose=not transpose)
         g = fnp.matmul(_mT(ans), h) - fnp.matmul(h, _mT(ans))
-        return _triangle(_mT(g) if transpose else g, False)
+        return unbroadcast(_triangle(_mT(g) if transpose else g, False), like)
 
     return bprop
 
 
+def _trisylv_vjp_c(ans, t, c, transpose):
+    like = meta(c)
+    return lambda ct: unbroadcast(
+        _triangle(_trisylv_p(t, ct, transpose=not transpose), True, -1), like
+    )
+
+
 _trisylv_p: Primitive = defprimitive(
     _trisylv_value,
-    vjp=(
-        _trisylv_vjp_t,
-        lambda ans, t, c, transpose: (
-            lambda ct: _triangle(_trisylv_p(t, ct, transpose=not transpose), True, -1)
-        ),
-    ),
+    vjp=(_trisylv_vjp_t, _trisylv_vjp_c),
     jvp=(
         _trisylv_jvp_t,
         lambda t_dot, ans, t, c, transpose: _trisylv_p(t, t_dot, transpose=transpose),
@@ -1849,7 +1898,7 @@ def _lu_factor_stack(a):
         dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
     m, n = a.shape[-2:]
     k = min(m, n)
-    lu = _np.array(a, dtype=dtype).reshape(-1, m, n)
+    lu = _np.array(a, dtype=dtype).reshape((math.prod(a.shape[:-2]), m, n))  # (m n may be 0)
     piv = _np.zeros((lu.shape[0], k), dtype=_np.int32)
     each = _np.arange(lu.shape[0])
     for j in range(k):
@@ -1868,7 +1917,7 @@ def _lu_stack(a):
     packed, piv = _lu_factor_stack(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    perm = _np.argsort(_lu_rows(piv, m), axis=-1).astype(_np.int32)
+    perm = _np.argsort(_lu_rows(piv, m if k else 0), axis=-1).astype(_np.int32)  # SciPy's
     l_mat = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
     return perm, l_mat, _np.triu(packed[..., :k, :])
 
