@@ -489,15 +489,22 @@ def _tail_product(y, z, k):
 
 def power_coefficients(x, y0, a, order):
     """The coefficients 1..order of y = x^a for a constant exponent a (x y' = a y x'):
-    y_k = sum_(j=1..k) (a j - (k - j)) x_j y_(k-j) / (k x_0), the integer k - j apart: as
+    y_k = a x_k g + sum_(j=1..k-1) ((a j - (k - j)) / k) u_j y_(k-j), u_j = x_j / x_0, where
+    g = x_0^(a-1) is the slope `jvp` computes. The value y0 = x_0^a (unused) enters the
+    recurrence only through its last term, a u_k y_0 = a x_k g: taken as y_0 / x_0 the
+    coefficients were 0 or inf wherever the value under- or overflows and they do not
+    (x^8.5 at 1e-40 is 1e-340, its derivative 8.5e-300). The integer k - j is kept apart: as
     (a j - k) + j the term j = k cancels for a small a (a = 1e-20 gave 0). Needs x_0 != 0."""
-    y = [y0]
+    x0 = x[0]
+    slope = a * x0 ** (a - 1)
+    u = [None] + [None if c is None else c / x0 for c in x[1:]]
+    y = [None]
     for k in range(1, order + 1):
-        total = None
-        for j in range(1, k + 1):
-            if x[j] is not None and y[k - j] is not None:
-                total = add(total, ((a * j - (k - j)) * x[j]) * y[k - j])
-        y.append(None if total is None else total / (k * x[0]))
+        total = None if x[k] is None else slope * x[k]
+        for j in range(1, k):
+            if u[j] is not None and y[k - j] is not None:
+                total = add(total, (((a * j - (k - j)) / k) * u[j]) * y[k - j])
+        y.append(total)
     return y[1:]
 
 

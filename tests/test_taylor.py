@@ -404,6 +404,42 @@ def test_power_by_a_tiny_constant_exponent_keeps_its_digits(a):
     np.testing.assert_allclose(terms, [want[0], want[1], want[2]], rtol=1e-14)
 
 
+def _falling(a, k):
+    return math.prod(a - i for i in range(k))
+
+
+@pytest.mark.parametrize(
+    "dtype, x, a",
+    [
+        (np.float64, 1e-40, 8.5),  # x**a = 1e-340 underflows: the derivatives were all 0
+        (np.float64, 1e130, 2.5),  # x**a overflows: they were inf
+        (np.float64, 1e-100, 3.3),  # 1e-330: the first derivatives in range, the 8th not
+        (np.float32, 1e-9, 4.5),  # x**a = 3e-41 subnormal: 150 ulps off at order 4
+        (np.float64, 3.0, 2.5),
+        (np.float64, -2.0, 25.0),  # an integer exponent past the small powers, x < 0
+    ],
+)
+def test_power_derivatives_where_the_value_under_or_overflows(dtype, x, a):
+    # d^k/dx^k x^a = a (a - 1) ... (a - k + 1) x^(a - k): ordinary numbers, as jvp/grad give
+    x = dtype(x)
+    rtol = 1e-14 if dtype == np.float64 else 2e-6
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 30
+    exponent = int(a) if a == int(a) else a
+    for k in (1, 2, 4, 8):
+        want = float(_falling(a, k) * mpmath.mpf(float(x)) ** (exponent - k))
+        if not 1e-300 < abs(want) < 1e300:
+            continue
+        with np.errstate(over="ignore", under="ignore"):
+            got = fgrad.derivative(lambda t: t**a, k)(x)
+            _, terms = fgrad.jet(lambda t: fnp.power(t, a), (x,), ([dtype(1)] + [dtype(0)] * 7,))
+        assert got.dtype == dtype
+        assert float(got) == pytest.approx(want, rel=rtol), k
+        assert float(terms[k - 1]) == pytest.approx(want, rel=rtol), k
+    jvp_first = fgrad.jvp(lambda t: t**a, (x,), (dtype(1),))[1]
+    np.testing.assert_allclose(fgrad.derivative(lambda t: t**a, 1)(x), jvp_first, rtol=rtol)
+
+
 def test_high_orders_in_low_precision_keep_their_digits():
     """The normalized coefficients 1/k! left float16's range from order 8 (1/9! below its
     smallest normal number, 9! above its largest) and float32's from 35: derivative(exp, 9) at
