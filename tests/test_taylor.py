@@ -471,6 +471,36 @@ def test_orders_past_170_in_float64(order):
     assert series[-1] == pytest.approx(want, rel=1e-13)
 
 
+@pytest.mark.parametrize("dtype, orders", [(np.float32, (36, 40)), (np.float16, (9, 11))])
+def test_a_float64_input_computed_in_low_precision_inside(dtype, orders):
+    """The step came from the input's dtype only: on a float64 input computed in float32 (or
+    float16), 1/k! left the computation's range and k! the output's (order 36: inf, 40: nan).
+    The outputs ask for a step too; exp's k-th derivative at 0 is 1."""
+    tol = 1e-5 if dtype == np.float32 else 4e-3
+
+    def f(x):
+        return fnp.exp(fnp.astype(x, dtype))
+
+    for k in orders:
+        got = fgrad.derivative(f, k)(0.0)
+        assert got.dtype == dtype and abs(float(got) - 1.0) <= tol, (k, got)
+        _, terms = fgrad.jet(f, (0.0,), ((1.0,) + (0.0,) * (k - 1),))
+        np.testing.assert_allclose(np.array(terms, float), 1.0, rtol=tol)
+    if dtype == np.float16:  # float32's highest order, 250, would take seconds
+        with pytest.raises(ValueError, match="order 40 is beyond what a float16 output"):
+            fgrad.derivative(f, 40)(0.0)
+
+
+@pytest.mark.parametrize("dtype, orders", [(np.float16, (7, 8, 20)), (np.float32, (34, 60))])
+def test_the_step_of_a_low_precision_input_is_the_one_scaled_back(dtype, orders):
+    """The path x + h t used h rounded to the input's dtype, the scale k!/h**k the unrounded
+    h: a relative error (h_rounded / h)**k - 1 of about k eps (1.4e-3 at float16's order 8),
+    seen on a float64 output: exp computed in float64, its k-th derivative at 0 is 1."""
+    for k in orders:
+        got = fgrad.derivative(lambda x: fnp.exp(fnp.astype(x, np.float64)), k)(dtype(0.0))
+        assert abs(got - 1.0) <= 1e-14, (k, got)
+
+
 def test_an_order_whose_coefficients_overflow_the_inputs_dtype_is_refused():
     # exp's coefficients along x + h t peak near e**h: past float16's order 33 and float32's
     # 246 they were inf, and the derivative inf or nan where it is an ordinary number
