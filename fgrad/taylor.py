@@ -240,18 +240,16 @@ def integrate(x, d, k):
 
 
 def scaled_product(a, b, c):
-    """c a b, with the number c applied to the cheaper side: a factor that is not traced
-    (under the Laplacian's vmap a traced factor holds one value per direction). A value only
-    `jit` records counts as not traced: eagerly it is a plain array, and the replay must
-    group the product as eager code does, to round alike."""
-    a_traced, b_traced = _traced(a), _traced(b)
-    if b_traced and not a_traced:  # the traced factor goes first: `box * array` is Box's own
-        a, b, a_traced, b_traced = b, a, b_traced, a_traced  # operator, `array * box` NumPy's
-    if c == 1:
-        return a * b
-    if not b_traced:
-        return a * (c * b)
-    return c * (a * b)
+    """c a b, grouped as a (c b) whichever factor is traced, so that `vmap` of a jet rounds as
+    a loop over its rows does (grouped by which factor was traced, a (c b) under `vmap` against
+    c (a b) in the loop, sin's coefficients differed in their last bits). Callers pass the
+    factor of fewer values as b where they can (a slope against the Laplacian's directions).
+    The traced factor goes first: `box * array` is Box's own operator, `array * box` NumPy's;
+    a value only `jit` records counts as not traced, as eagerly it is a plain array."""
+    cb = b if c == 1 else c * b
+    if _traced(cb) and not _traced(a):
+        return cb * a
+    return a * cb
 
 
 def _traced(x) -> bool:

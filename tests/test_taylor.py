@@ -554,3 +554,32 @@ def test_at_a_pole_jet_and_derivative_agree_with_nested_jvp_along_their_paths(f)
     first_inf = int(np.argmax(np.isinf(want)))
     np.testing.assert_equal(series[: first_inf + 1], want[: first_inf + 1])
     assert all(s == w or np.isnan(s) for s, w in zip(series, want))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_vmap_of_a_jet_rounds_as_a_loop_does(dtype):
+    """scaled_product grouped c a b by which factor was traced: a (c b) under vmap, where the
+    value's factor is, c (a b) in a loop, where nothing is; sin's 7th derivative differed in
+    its last bits (derivative(sin(3x), 7) by 4.5e-13). vmap, a loop and jit now agree bit for
+    bit."""
+    xs = (np.linspace(-1, 1, 7) * 0.9).astype(dtype)
+    vs = np.random.default_rng(5).standard_normal((7, 4)).astype(dtype)
+    functions = {
+        "sin": fnp.sin,
+        "sin3x": lambda x: fnp.sin(3 * x),
+        "tanh": fnp.tanh,
+        "erf": fsp.erf,
+        "exp": fnp.exp,
+        "tan": fnp.tan,
+    }
+    for name, f in functions.items():
+        d = fgrad.derivative(f, 7)
+        loop = np.array([d(x) for x in xs])
+        np.testing.assert_array_equal(fgrad.vmap(d)(xs), loop, err_msg=name)
+        np.testing.assert_array_equal(fgrad.jit(fgrad.vmap(d))(xs), loop, err_msg=name)
+
+        def last_term(x, v, f=f):
+            return fgrad.jet(f, (x,), (tuple(v),))[1][-1]
+
+        loop = np.array([last_term(x, v) for x, v in zip(xs, vs)])
+        np.testing.assert_array_equal(fgrad.vmap(last_term)(xs, vs), loop, err_msg=name)
