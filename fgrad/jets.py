@@ -168,9 +168,12 @@ def jet(
         return out, tree_map(lambda _: [], out)
     coefficients = _normalized(given, p_leaves, step)
     values, out_series, out_tree = _run(fun, p_leaves, p_tree, coefficients, order)
-    # a float64 input computed in float32 inside: the outputs need the step too (or refuse)
-    if _step(order, values, "jet", "output of the function") != step:
-        step = _step(order, values, "jet", "output of the function")
+    # a float64 input computed in float32 inside: the outputs need the step too (or refuse).
+    # (`_step` gives 1 or the one h of this order, whatever the dtype that needs it: a
+    # float16 input computed in float64 keeps its h.)
+    needed = _step(order, values, "jet", "output of the function")
+    if step == 1.0 and needed != 1.0:
+        step = needed
         coefficients = _normalized(given, p_leaves, step)
         values, out_series, out_tree = _run(fun, p_leaves, p_tree, coefficients, order)
     # one list per output leaf
@@ -355,8 +358,9 @@ def derivative(fun: Callable[..., Any], order: int, argnums: int = 0) -> Callabl
         step = _step(order, [x], who)
         values, series, out_tree = along(step)
         # a float64 input computed in float32 inside: the outputs need the step too (or refuse)
-        if _step(order, values, who, "output of the function") != step:
-            step = _step(order, values, who, "output of the function")
+        needed = _step(order, values, who, "output of the function")
+        if step == 1.0 and needed != 1.0:
+            step = needed
             values, series, out_tree = along(step)
         scale = 1 / _power_over_factorial(step, order)
         return tree_unflatten(

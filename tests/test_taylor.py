@@ -501,6 +501,16 @@ def test_the_step_of_a_low_precision_input_is_the_one_scaled_back(dtype, orders)
         assert abs(got - 1.0) <= 1e-14, (k, got)
 
 
+def test_a_low_precision_input_computed_in_float64_keeps_its_step():
+    # The outputs (float64) need no step, the input (float16) does: the input's terms scaled
+    # to h = 1 underflowed in float16 (1/11! and 1/12! are 0), and terms 11 and 12 of
+    # 2 * x along x + t were 0.0, not 2
+    _, terms = fgrad.jet(
+        lambda x: fnp.astype(x, np.float64) * 2.0, (np.float16(0.0),), ([np.float16(1.0)] * 12,)
+    )
+    np.testing.assert_allclose(np.array(terms, float), 2.0, rtol=2e-3)
+
+
 def test_an_order_whose_coefficients_overflow_the_inputs_dtype_is_refused():
     # exp's coefficients along x + h t peak near e**h: past float16's order 33 and float32's
     # 246 they were inf, and the derivative inf or nan where it is an ordinary number
