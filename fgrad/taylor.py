@@ -240,18 +240,16 @@ def integrate(x, d, k):
 
 
 def scaled_product(a, b, c):
-    """c a b, with the number c applied to the cheaper side: a factor that is not traced
-    (under the Laplacian's vmap a traced factor holds one value per direction). A value only
-    `jit` records counts as not traced: eagerly it is a plain array, and the replay must
-    group the product as eager code does, to round alike."""
-    a_traced, b_traced = _traced(a), _traced(b)
-    if b_traced and not a_traced:  # the traced factor goes first: `box * array` is Box's own
-        a, b, a_traced, b_traced = b, a, b_traced, a_traced  # operator, `array * box` NumPy's
-    if c == 1:
-        return a * b
-    if not b_traced:
-        return a * (c * b)
-    return c * (a * b)
+    """c a b, grouped as a (c b) whichever factor is traced, so that `vmap` of a jet rounds as
+    a loop over its rows does (grouped by which factor was traced, a (c b) under `vmap` against
+    c (a b) in the loop, sin's coefficients differed in their last bits). Callers pass the
+    factor of fewer values as b where they can (a slope against the Laplacian's directions).
+    The traced factor goes first: `box * array` is Box's own operator, `array * box` NumPy's;
+    a value only `jit` records counts as not traced, as eagerly it is a plain array."""
+    cb = b if c == 1 else c * b
+    if _traced(cb) and not _traced(a):
+        return cb * a
+    return a * cb
 
 
 def _traced(x) -> bool:
@@ -489,15 +487,22 @@ def _tail_product(y, z, k):
 
 def power_coefficients(x, y0, a, order):
     """The coefficients 1..order of y = x^a for a constant exponent a (x y' = a y x'):
-    y_k = sum_(j=1..k) (a j - (k - j)) x_j y_(k-j) / (k x_0), the integer k - j apart: as
+    y_k = a x_k g + sum_(j=1..k-1) ((a j - (k - j)) / k) u_j y_(k-j), u_j = x_j / x_0, where
+    g = x_0^(a-1) is the slope `jvp` computes. The value y0 = x_0^a (unused) enters the
+    recurrence only through its last term, a u_k y_0 = a x_k g: taken as y_0 / x_0 the
+    coefficients were 0 or inf wherever the value under- or overflows and they do not
+    (x^8.5 at 1e-40 is 1e-340, its derivative 8.5e-300). The integer k - j is kept apart: as
     (a j - k) + j the term j = k cancels for a small a (a = 1e-20 gave 0). Needs x_0 != 0."""
-    y = [y0]
+    x0 = x[0]
+    slope = a * x0 ** (a - 1)
+    u = [None] + [None if c is None else c / x0 for c in x[1:]]
+    y = [None]
     for k in range(1, order + 1):
-        total = None
-        for j in range(1, k + 1):
-            if x[j] is not None and y[k - j] is not None:
-                total = add(total, ((a * j - (k - j)) * x[j]) * y[k - j])
-        y.append(None if total is None else total / (k * x[0]))
+        total = None if x[k] is None else slope * x[k]
+        for j in range(1, k):
+            if u[j] is not None and y[k - j] is not None:
+                total = add(total, (((a * j - (k - j)) / k) * u[j]) * y[k - j])
+        y.append(total)
     return y[1:]
 
 

@@ -419,8 +419,8 @@ MUTANTS = [
     Mutant(
         "power-taylor-coefficient",
         T,
-        "((a * j - (k - j)) * x[j])",
-        "((a * j - k) * x[j])",
+        "(((a * j - (k - j)) / k) * u[j])",
+        "(((a * j - k) / k) * u[j])",
         "Taylor coefficient: x**a's recurrence",
     ),
     # --- sparse forward accumulation (sparse_jacobian's first call) ---
