@@ -978,20 +978,21 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
 # --- Jacobians ------------------------------------------------------------------------------------
 
 
-def _jacobian_setup(fun, argnums, args, kwargs, who, holomorphic, forward):
+def _jacobian_setup(fun, argnums, args, kwargs, who, holomorphic, real_inputs):
+    """The differentiated arguments' leaves and structure, whether the Jacobian is of one
+    argument (`single`), `fun` as a function of those arguments, and `labels()`, their leaves'
+    names for an error. `holomorphic=True` needs complex inputs; otherwise `real_inputs` says
+    whether complex ones are refused (`hessian`'s) or taken (in grad's convention)."""
     nums, single = _normalize_argnums(argnums, who)
     dyn_nums = _check_argnums_range(nums, len(args), who)
     dyn = tuple(args[i] for i in dyn_nums)
-    # jacfwd's one-hot tangents span real directions only: complex inputs need holomorphic=True
-    real_only = False if forward else None
-    _check_float_leaves(
-        tree_flatten(dyn)[0],
-        lambda: _leaf_labels(dyn, dyn_nums),
-        who,
-        holomorphic=True if holomorphic else real_only,
-    )
     in_leaves, in_tree = tree_flatten(dyn)
-    return in_leaves, in_tree, single, _function_of_dyn(fun, args, kwargs, dyn_nums, False)
+    labels = functools.partial(_leaf_labels, dyn, dyn_nums)
+    _check_float_leaves(
+        in_leaves, labels, who, holomorphic=True if holomorphic else False if real_inputs else None
+    )
+    fun_of_dyn = _function_of_dyn(fun, args, kwargs, dyn_nums, False)
+    return in_leaves, in_tree, single, fun_of_dyn, labels
 
 
 def _function_of_dyn(fun, args, kwargs, dyn_nums, single):
@@ -1054,6 +1055,51 @@ def _no_rows(leaves):
     return [_np.zeros((0,) + _np.shape(_plain(x)), dtype=_dtype(_plain(x))) for x in leaves]
 
 
+def _is_complex(x):
+    return _np.dtype(_dtype(_plain(x))).kind == "c"
+
+
+def _seeds(v, holomorphic, along_imaginary):
+    """The seeds of the rows for the plain value v: its one-hots; for a complex v (not
+    holomorphic) followed by `along_imaginary` times them. The pairing is <a, b> = Re sum(a b)
+    (grad's convention), so of a complex output f = u + iv reverse mode pulls u's row with e_k
+    and v's with -1j e_k; of a complex input z = x + iy forward mode pushes along x with e_m
+    and along y with 1j e_m."""
+    e = _one_hots(v)
+    if holomorphic or not _is_complex(v):
+        return e
+    return _np.concatenate([e, along_imaginary * e])
+
+
+def _combine(rows, sign):
+    """The Jacobian rows from `_seeds`'s doubled ones: the first half plus `sign` 1j times the
+    second (d/dx - i d/dy of a real output in a complex input; du/dx + i dv/dx of a complex
+    output in a real input)."""
+    n = _shape(_plain(rows))[0] // 2
+    return rows[:n] + (sign * 1j) * rows[n:]
+
+
+def _check_complex_blocks(in_leaves, out_leaves, out_tree, labels, who):
+    """Without holomorphic=True a Jacobian takes complex inputs (of real outputs, in grad's
+    convention) and complex outputs (of real inputs), not both: a complex output's derivative
+    in a complex input is one complex number per element only when the function is
+    holomorphic (otherwise it has two, in z and in its conjugate)."""
+    i = next((i for i, x in enumerate(in_leaves) if _is_complex(x)), None)
+    k = next((k for k, o in enumerate(out_leaves) if _is_complex(o)), None)
+    if i is None or k is None:
+        return
+    path = leaf_paths(out_tree)[k]
+    output = f"the output at {keystr(path)}" if path else "the output"
+    raise TypeError(
+        f"{who} with holomorphic=False takes complex inputs or complex outputs, not both: "
+        f"{labels()[i]} is complex ({_describe(in_leaves[i])}) and {output} is complex "
+        f"({_describe(out_leaves[k])}). For a holomorphic function pass holomorphic=True; "
+        "otherwise differentiate the real and imaginary parts separately (of the output: "
+        "fgrad.numpy.real(f) and fgrad.numpy.imag(f); or of the input: f(x + 1j * y) in "
+        "float x and y)"
+    )
+
+
 def _assemble(pieces_by_out, out_leaves, in_leaves, in_tree_of, out_tree):
     """Jacobian blocks -> pytree: the output's structure, each leaf holding the input's
     structure, each block of shape out_leaf.shape + in_leaf.shape (JAX's layout)."""
@@ -1085,7 +1131,7 @@ def jacfwd(
         `fun` returns `(out, aux)`; the Jacobian function then returns `(jacobian, aux)`, `aux`
         not differentiated (as in JAX).
     holomorphic : bool, default False
-        Needed for complex inputs: the Jacobian is then f'(z).
+        For a holomorphic function of complex inputs: the Jacobian is then f'(z).
 
     Returns
     -------
@@ -1098,6 +1144,13 @@ def jacfwd(
     The jvps run together, as `vmap` over one-hot tangents; cheaper than `jacrev` when inputs
     are fewer than outputs.
 
+    Without `holomorphic`, complex values follow `grad`'s convention, and `jacfwd` equals
+    `jacrev`: of a real input and a complex output f = u + iv the Jacobian is du/dx + i dv/dx;
+    of a complex input z = x + iy and a real output it is df/dx - i df/dy, from two pushes per
+    element, along 1 and 1j (JAX's jacfwd refuses complex inputs). A complex output of a complex
+    input is refused: its derivative is one complex number only when the function is
+    holomorphic.
+
     Examples
     --------
     >>> import fgrad, fgrad.numpy as fnp
@@ -1109,12 +1162,13 @@ def jacfwd(
     return _jacfwd(fun, argnums, has_aux, holomorphic, "jacfwd")
 
 
-def _jacfwd(fun, argnums, has_aux, holomorphic, who):
-    """`jacfwd`, its errors naming the transform the user called as `who` (`hessian`)."""
+def _jacfwd(fun, argnums, has_aux, holomorphic, who, real_inputs=False):
+    """`jacfwd`, its errors naming the transform the user called as `who` (`hessian`);
+    `real_inputs` refuses complex inputs unless holomorphic (`hessian`'s)."""
 
     def jacfwd_fun(*args, **kwargs):
-        in_leaves, in_tree, single, fun_of_dyn = _jacobian_setup(
-            fun, argnums, args, kwargs, who, holomorphic, forward=True
+        in_leaves, in_tree, single, fun_of_dyn, labels = _jacobian_setup(
+            fun, argnums, args, kwargs, who, holomorphic, real_inputs
         )
         evaluated = []  # the outputs and their structure, from the first jvp
 
@@ -1134,14 +1188,23 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, who):
             if math.prod(_shape(v)) == 0:
                 columns.append(None)  # filled in below, once the outputs are known
                 continue
-            # one-hot tangents; the other inputs get no tangent at all (0 * inf is nan)
-            columns.append(_map_linear(push, j, len(in_leaves), _one_hots(v), _largest(in_leaves)))
+            # one-hot tangents (and 1j times them, of a complex input); the other inputs get
+            # no tangent at all (0 * inf is nan)
+            seeds = _seeds(v, holomorphic, 1j)
+            columns.append(_map_linear(push, j, len(in_leaves), seeds, _largest(in_leaves)))
         if not evaluated:  # every input is empty: no jvp ran
             push([None] * len(in_leaves))
         out_leaves, out_tree, aux = evaluated
         if holomorphic:  # (a real output of a complex input has no complex derivative)
             _check_output_kind(out_leaves, holomorphic, who)
+        else:
+            _check_complex_blocks(in_leaves, out_leaves, out_tree, labels, who)
         columns = [col if col is not None else _no_rows(out_leaves) for col in columns]
+        if not holomorphic:
+            columns = [
+                _of_complex_input(col, out_leaves) if _is_complex(x) else col
+                for col, x in zip(columns, in_leaves)
+            ]
         pieces = [[fnp.moveaxis(col[k], 0, -1) for col in columns] for k in range(len(out_leaves))]
         in_tree_of = _in_tree_builder(in_tree, single)
         jacobian = _fresh_tree(
@@ -1150,6 +1213,15 @@ def _jacfwd(fun, argnums, has_aux, holomorphic, who):
         return (jacobian, _fresh_tree(aux, _arrays_of(args, kwargs))) if has_aux else jacobian
 
     return _named(jacfwd_fun, fun, who)
+
+
+def _of_complex_input(column, out_leaves):
+    """A complex input's column of Jacobian blocks from its doubled rows: d/dx - i d/dy of
+    each real output; an integer or boolean output keeps its zero tangent (one half)."""
+    return [
+        _combine(c, -1) if _np.dtype(_dtype(_plain(o))).kind == "f" else c[: len(c) // 2]
+        for c, o in zip(column, out_leaves)
+    ]
 
 
 def _in_tree_builder(in_tree, single):
@@ -1177,7 +1249,7 @@ def jacrev(
     has_aux : bool, default False
         As `jacfwd`'s.
     holomorphic : bool, default False
-        Needed for complex outputs.
+        For a holomorphic function of complex inputs: the Jacobian is then f'(z).
 
     Returns
     -------
@@ -1189,12 +1261,21 @@ def jacrev(
     The backward passes run together, as `vmap` over one-hot cotangents; cheaper than `jacfwd`
     when outputs are fewer than inputs.
 
+    Without `holomorphic`, complex values follow `grad`'s convention, and `jacrev` equals
+    `jacfwd`: of a complex input z = x + iy and a real output the Jacobian is df/dx - i df/dy;
+    of a real input and a complex output f = u + iv it is du/dx + i dv/dx, from two pulls per
+    output element, along e_k and -1j e_k (the pairing is <a, b> = Re sum(a b)); JAX's jacrev
+    refuses complex outputs. A complex output of a complex input is refused, as in `jacfwd`.
+
     Examples
     --------
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.jacrev(lambda x: x[0] * x)(fnp.array([1.0, 2.0]))
     array([[2., 0.],
            [2., 1.]])
+    >>> fgrad.jacrev(fnp.fft.rfft)(fnp.array([1.0, 2.0]))  # [[1, 1], [1, -1]], complex
+    array([[ 1.+0.j,  1.+0.j],
+           [ 1.+0.j, -1.+0.j]])
     """
     _check_callable(fun, "jacrev")
     return _jacrev(fun, argnums, has_aux, holomorphic, "jacrev")
@@ -1204,21 +1285,28 @@ def _jacrev(fun, argnums, has_aux, holomorphic, who):
     """`jacrev`, its errors naming the transform the user called as `who` (`hessian`)."""
 
     def jacrev_fun(*args, **kwargs):
-        in_leaves, in_tree, single, fun_of_dyn = _jacobian_setup(
-            fun, argnums, args, kwargs, who, holomorphic, forward=False
+        in_leaves, in_tree, single, fun_of_dyn, labels = _jacobian_setup(
+            fun, argnums, args, kwargs, who, holomorphic, real_inputs=False
         )
         out_leaves, out_tree, pull, aux = _vjp_flat(fun_of_dyn, in_leaves, in_tree, has_aux, who)
         _check_output_kind(out_leaves, holomorphic, who)
+        if not holomorphic:
+            _check_complex_blocks(in_leaves, out_leaves, out_tree, labels, who)
         pieces = []  # pieces[k][j]: the rows of output leaf k's Jacobian for input leaf j
         for k, o in enumerate(out_leaves):
             v = _plain(o)
             if math.prod(_shape(v)) == 0:
-                pieces.append(_no_rows(in_leaves))
-                continue
-            # one-hot cotangents, one row per element of output leaf k; the other outputs
-            # get no cotangent at all (not a zero one: 0 * inf is nan)
-            row_elements = max(_largest(in_leaves), _largest(out_leaves))
-            pieces.append(_map_linear(pull, k, len(out_leaves), _one_hots(v), row_elements))
+                rows = _no_rows(in_leaves)
+            else:
+                # one-hot cotangents, one row per element of output leaf k (and -1j times
+                # them, of a complex output); the other outputs get no cotangent at all (not
+                # a zero one: 0 * inf is nan)
+                row_elements = max(_largest(in_leaves), _largest(out_leaves))
+                seeds = _seeds(v, holomorphic, -1j)
+                rows = _map_linear(pull, k, len(out_leaves), seeds, row_elements)
+            if not holomorphic and _is_complex(v):
+                rows = [_combine(r, 1) for r in rows]
+            pieces.append(rows)
         in_tree_of = _in_tree_builder(in_tree, single)
         jacobian = _fresh_tree(
             _assemble(pieces, out_leaves, in_leaves, in_tree_of, out_tree), in_leaves
@@ -1229,27 +1317,21 @@ def _jacrev(fun, argnums, has_aux, holomorphic, who):
 
 
 def _check_output_kind(out, holomorphic, who):
-    """jacrev's one-hot cotangents span real directions only: complex outputs need
-    holomorphic=True, and holomorphic=True needs complex outputs. Integer and boolean outputs
-    are refused as `grad` refuses them (as JAX's jacrev does): they have no cotangent."""
+    """holomorphic=True needs complex outputs (a real output of a complex input has no complex
+    derivative). Integer and boolean outputs are refused as `grad` refuses them (as JAX's
+    jacrev does): they have no cotangent."""
     for leaf in tree_flatten(out)[0]:
-        is_complex = _np.iscomplexobj(_plain(leaf))
-        if not holomorphic and _np.dtype(_dtype(_plain(leaf))).kind not in "fc":
+        kind = _np.dtype(_dtype(_plain(leaf))).kind
+        if not holomorphic and kind not in "fc":
             raise TypeError(
                 f"{who} requires real float outputs; the function returned "
                 f"{_describe(leaf)}. Make sure the outputs are computed from the float "
                 "inputs (jacfwd gives the zero Jacobian of an integer or boolean output)"
             )
-        if is_complex != bool(holomorphic):
+        if holomorphic and kind != "c":
             raise TypeError(
-                f"{who} with holomorphic={bool(holomorphic)} requires "
-                f"{'complex' if holomorphic else 'real'} outputs; the function returned "
-                f"{_describe(leaf)}. "
-                + (
-                    "Drop holomorphic=True for a real-valued function"
-                    if holomorphic
-                    else "For a holomorphic function pass holomorphic=True"
-                )
+                f"{who} with holomorphic=True requires complex outputs; the function returned "
+                f"{_describe(leaf)}. Drop holomorphic=True for a real-valued function"
             )
 
 
@@ -1277,6 +1359,14 @@ def hessian(
     callable
         A function returning the matrix of second derivatives, shaped `x.shape + x.shape`.
 
+    Notes
+    -----
+    A complex-valued function of real inputs has the Hessian of its real part plus i times
+    that of its imaginary part. A real function of complex z = x + iy is refused: its second
+    derivatives form the real Hessian in x and y, which one complex matrix of z's shape cannot
+    hold (for |z|^2 it is 2 in x and in y, while d/dx - i d/dy of its gradient 2x - 2iy is 0).
+    Pass x and y as float arguments: `hessian(lambda x, y: f(x + 1j * y), argnums=(0, 1))`.
+
     Examples
     --------
     >>> import fgrad, fgrad.numpy as fnp
@@ -1285,9 +1375,9 @@ def hessian(
            [2., 0.]])
     """
     _check_callable(fun, "hessian")
-    _check_callable(fun, "hessian")
     inner = _jacrev(fun, argnums, has_aux, holomorphic, "hessian")
-    return _named(_jacfwd(inner, argnums, has_aux, holomorphic, "hessian"), fun, "hessian")
+    outer = _jacfwd(inner, argnums, has_aux, holomorphic, "hessian", real_inputs=True)
+    return _named(outer, fun, "hessian")
 
 
 def stop_gradient(x: PyTree) -> PyTree:

@@ -229,3 +229,163 @@ def test_jacrev_of_an_integer_or_boolean_output_is_refused_as_grad_refuses_it():
     jacobian = fgrad.jacfwd(fnp.argsort)(x)
     assert jacobian.dtype == np.argsort(x).dtype
     np.testing.assert_array_equal(jacobian, np.zeros((2, 2)))
+
+
+# --- complex inputs or complex outputs, without holomorphic=True ---------------------------------
+# The pairing is JAX's, <a, b> = Re sum(a b): of a real input and a complex output f = u + iv the
+# Jacobian is du/dx + i dv/dx (what jacfwd's pushes give); of a complex input z = x + iy and a
+# real output, grad's convention df/dx - i df/dy (what jacrev's pulls give).
+
+
+def _differences(fn, args, h=1e-6):
+    """The Jacobian of fn in every argument from central differences, in JAX's layout: along
+    each element of a real argument, and of a complex one d/dx - i d/dy (of a real output)."""
+    out_leaves, out_tree = tree_flatten(fn(*args))
+
+    def along(j, idx, step):
+        def moved(s):
+            a = np.array(args[j])
+            a[idx] += s
+            return tree_flatten(fn(*args[:j], a, *args[j + 1 :]))[0]
+
+        ahead, behind = moved(step), moved(-step)
+        return [(np.asarray(p) - np.asarray(m)) / (2 * h) for p, m in zip(ahead, behind)]
+
+    blocks = []
+    for k, o in enumerate(out_leaves):
+        per_arg = []
+        for j, a in enumerate(args):
+            block = np.zeros(np.shape(o) + np.shape(a), np.result_type(o, a))
+            for idx in np.ndindex(np.shape(a)):
+                d = along(j, idx, h)[k]
+                if np.iscomplexobj(a):
+                    d = d - 1j * along(j, idx, 1j * h)[k]
+                block[(...,) + idx] = d
+            per_arg.append(block)
+        blocks.append(tuple(per_arg))
+    return tree_unflatten(out_tree, blocks)
+
+
+X = np.array([0.3, -1.1, 2.0, 0.7])
+W = np.array([0.5 - 0.2j, -1.3 + 0.9j, 0.1 + 1.5j])
+COMPLEX_OUT = {  # functions of real arguments with complex outputs
+    "rfft": (fnp.fft.rfft, (X,)),
+    "x*exp(1jx)": (lambda x: x * fnp.exp(1j * x), (X,)),
+    "pytree": (
+        lambda x, y: {"c": fnp.fft.fft(x * y[0]), "r": (fnp.sin(x) * y[1],)},
+        (X, np.array([0.4, -0.8])),
+    ),
+}
+REAL_OUT = {  # real-valued functions of complex (and real) arguments
+    "abs(z)**2": (lambda z: fnp.abs(z) ** 2, (W,)),
+    "real(z*conj(w))": (lambda z, w: fnp.real(z * fnp.conj(w)), (W, W[::-1] * 0.7j)),
+    "mixed pytree": (
+        lambda z, x: (fnp.abs(z * x[0]) ** 3, {"s": fnp.sum(fnp.imag(z)) * x}),
+        (W, np.array([1.2, -0.4])),
+    ),
+}
+
+
+@pytest.mark.parametrize("fn, args", COMPLEX_OUT.values(), ids=COMPLEX_OUT)
+def test_jacrev_of_a_complex_output_of_real_inputs_is_jacfwds(fn, args):
+    """jacrev refused a complex output (`rfft`, `x * exp(1j * x)`) and advised holomorphic=True,
+    which then needs complex inputs; now the pulls along e_k and -1j e_k give du/dx + i dv/dx,
+    jacfwd's Jacobian."""
+    argnums = tuple(range(len(args)))
+    rev = fgrad.jacrev(fn, argnums=argnums)(*args)
+    _assert_same(rev, fgrad.jacfwd(fn, argnums=argnums)(*args), "jacrev against jacfwd")
+    for got, want in zip(tree_flatten(rev)[0], tree_flatten(_differences(fn, args))[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("fn, args", REAL_OUT.values(), ids=REAL_OUT)
+def test_jacfwd_of_a_real_output_of_complex_inputs_is_jacrevs(fn, args):
+    """jacfwd refused complex inputs where jacrev and grad answer df/dx - i df/dy; now the
+    pushes along 1 and 1j of each element give the same."""
+    argnums = tuple(range(len(args)))
+    fwd = fgrad.jacfwd(fn, argnums=argnums)(*args)
+    _assert_same(fwd, fgrad.jacrev(fn, argnums=argnums)(*args), "jacfwd against jacrev")
+    for got, want in zip(tree_flatten(fwd)[0], tree_flatten(_differences(fn, args))[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+
+
+def test_closed_forms_and_grads_convention():
+    z = np.array([1 + 1j, 2 - 1j])
+    want = np.diag(z.conj() / np.abs(z))  # d|z|/dx - i d|z|/dy = (x - iy) / |z|
+    np.testing.assert_allclose(fgrad.jacfwd(fnp.abs)(z), want, rtol=1e-15)
+    np.testing.assert_array_equal(
+        fgrad.jacfwd(lambda z: fnp.abs(z[0]))(z), fgrad.grad(lambda z: fnp.abs(z[0]))(z)
+    )
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    dft = np.exp(-2j * np.pi * np.outer(np.arange(3), np.arange(4)) / 4)  # rfft's rows
+    np.testing.assert_allclose(fgrad.jacrev(fnp.fft.rfft)(x), dft, atol=1e-15)
+    np.testing.assert_allclose(
+        fgrad.jacrev(lambda x: x * fnp.exp(1j * x))(x), np.diag((1 + 1j * x) * np.exp(1j * x))
+    )
+
+
+def test_single_precision_keeps_its_dtypes():
+    x = X.astype(np.float32)
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        got = jac(fnp.fft.rfft)(x)
+        assert got.dtype == np.complex64
+        np.testing.assert_allclose(got, jac(fnp.fft.rfft)(X), rtol=1e-6, atol=1e-6)
+        assert jac(fnp.abs)(W.astype(np.complex64)).dtype == np.complex64
+
+
+def test_complex_jacobians_with_has_aux_and_empty_arguments():
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        got, aux = jac(lambda x: (fnp.fft.rfft(x), fnp.sum(x)), has_aux=True)(X)
+        np.testing.assert_array_equal(got, jac(fnp.fft.rfft)(X))
+        assert aux == np.sum(X)
+        got, aux = jac(lambda z: (fnp.abs(z), "label"), has_aux=True)(W)
+        np.testing.assert_array_equal(got, jac(fnp.abs)(W))
+        assert aux == "label"
+        empty = jac(lambda x: 1j * x)(np.zeros(0))
+        assert empty.shape == (0, 0) and empty.dtype == np.complex128
+        empty = jac(fnp.abs)(np.zeros(0, complex))
+        assert empty.shape == (0, 0) and empty.dtype == np.complex128
+
+
+def test_complex_jacobians_under_vmap_and_jit():
+    xs = np.stack([X, 2 * X, -X])
+    zs = np.stack([W, W * 1j, W + 1])
+    cases = (
+        (fgrad.jacrev(lambda x: x * fnp.exp(1j * x)), xs),
+        (fgrad.jacfwd(lambda x: x * fnp.exp(1j * x)), xs),
+        (fgrad.jacfwd(lambda z: fnp.abs(z) ** 2), zs),
+        (fgrad.jacrev(lambda z: fnp.abs(z) ** 2), zs),
+    )
+    for jac, rows in cases:
+        loop = np.stack([jac(r) for r in rows])
+        np.testing.assert_allclose(fgrad.vmap(jac)(rows), loop, rtol=1e-14, atol=1e-15)
+        jitted = fgrad.jit(jac)
+        for r in rows[:2]:  # the record, then its replay: eager's bits
+            np.testing.assert_array_equal(jitted(r), jac(r))
+
+
+def test_hessian_of_a_complex_valued_function_of_real_input():
+    """hessian = jacfwd(jacrev): the inner jacrev of a complex output (refused before) gives
+    d Re f + i d Im f, and the Hessian is that of Re f plus i that of Im f."""
+    x = np.array([1.0, 2.0])
+    got = fgrad.hessian(lambda x: fnp.sum(x * fnp.exp(1j * x)))(x)
+    np.testing.assert_allclose(got, np.diag((2j - x) * np.exp(1j * x)), rtol=1e-14)
+
+
+def test_complex_inputs_with_complex_outputs_are_refused_unless_holomorphic():
+    """A complex output's derivative in a complex input is one number per element only for a
+    holomorphic function; jacfwd(jacrev(f)) of a real f of complex z is the real Hessian in x
+    and y, which one complex matrix cannot hold (hessian refuses complex inputs)."""
+    z = np.array([1 + 1j, 2 - 1j])
+    for jac in (fgrad.jacrev, fgrad.jacfwd):
+        with pytest.raises(
+            TypeError,
+            match=r"holomorphic=False takes complex inputs or complex outputs, not both: "
+            r"argument 1 is complex .* output at \['a'\] is complex.*holomorphic=True",
+        ):
+            jac(lambda x, z: {"a": x * z, "b": fnp.abs(z)}, argnums=(0, 1))(1.0, z)
+    f = lambda z: fnp.sum(fnp.abs(z) ** 3)
+    with pytest.raises(TypeError, match="jacfwd with holomorphic=False takes complex inputs"):
+        fgrad.jacfwd(fgrad.jacrev(f))(z)
+    with pytest.raises(TypeError, match="hessian requires real float inputs.*imaginary parts"):
+        fgrad.hessian(f)(z)
