@@ -749,6 +749,9 @@ def _leaf_signature(x) -> tuple[Any, bool]:
     t = type(x)
     if t is _np.ndarray:
         return (x.shape, x.dtype), False
+    if isinstance(x, _np.ndarray):  # a subclass (np.memmap): read as the array it views
+        _plain_array(x)
+        return (x.shape, x.dtype), False
     if isinstance(x, (str, bytes)):  # (NumPy's np.str_ and np.bytes_ too)
         return ("value", t, x), False  # immutable, compared by value: a record per value
     if t in _SCALARS or isinstance(x, _np.generic):
@@ -775,6 +778,22 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         "value), register its type as a pytree (fgrad.tree_util.register_pytree_node) if it "
         "holds arrays, or close over it in the function"
     )  # (the caller says which argument it is)
+
+
+def _plain_array(x: _np.ndarray) -> _np.ndarray:
+    """An argument leaf of an ndarray subclass as the plain ndarray it views (as
+    `np.asarray(x)` reads it, its memory shared, never written): a `np.memmap` or a subclass
+    of the user's, whose operations are an ndarray's. A masked array or a matrix is refused:
+    read as a plain array, it would lose its mask or its products, silently."""
+    if isinstance(x, (_np.ma.MaskedArray, _np.matrix)):
+        raise TypeError(
+            f"jit: an argument leaf is a {type(x).__name__} (shape {x.shape}, dtype {x.dtype}), "
+            "whose operations differ from a plain array's (a mask, matrix products), and a "
+            "record reads its inputs as plain arrays. Pass np.asarray(x) (x.filled(value) for "
+            "a masked array) if its plain values are what the function computes with, or call "
+            "the function unjitted"
+        )  # (the caller says which argument it is)
+    return x.view(_np.ndarray)
 
 
 def _leaf_place(tree, n_leaves, i, call_args, static_argnums, call_kwargs) -> str:
@@ -991,6 +1010,8 @@ class Jitted:
                     continue
                 try:
                     s, g = _leaf_signature(x)
+                    if isinstance(x, _np.ndarray):  # a subclass: the record's input is a view
+                        leaves[len(sigs)] = x.view(_np.ndarray)
                 except TypeError as error:  # say which leaf of which argument
                     raise TypeError(
                         f"{error}. It is "

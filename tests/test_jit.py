@@ -2134,3 +2134,42 @@ def test_an_order_a_transform_differentiates_is_refused_by_name():
     # under jit of grad, the order (not differentiated) is read
     g = fgrad.grad(lambda x, n: fsp.polygamma(n, x))
     assert g(2.0, 1) == fgrad.jit(g)(2.0, 1) and g(2.0, 2) == fgrad.jit(g)(2.0, 2)
+
+
+class _Sub(np.ndarray):
+    """A user's ndarray subclass with nothing of its own."""
+
+
+def test_a_memmap_or_ndarray_subclass_argument_is_read_as_the_array_it_views(tmp_path):
+    # a memmap (np.load(..., mmap_mode=...)) or any subclass was refused as "not an array"
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(6.0).reshape(2, 3) - 2.5)
+    before = np.load(path).copy()
+    functions = [
+        lambda a: fnp.sum(fnp.sin(a) * 2),
+        lambda a: (a, a.T, a[1:], fnp.exp(a)),  # outputs that are the argument or its views
+        fgrad.grad(lambda a: fnp.sum(fnp.tanh(a) ** 2)),
+        lambda a: fnp.where(a[0, 0] > 0, a, -a) if fnp.sum(a) > 0 else a * 3.0,
+    ]
+    for mode in ("r", "r+", "c"):
+        for f in functions:
+            jitted = fgrad.jit(f)
+            for _ in range(3):  # recorded, compiled, replayed
+                x = np.load(path, mmap_mode=mode)
+                eager, replayed = tree_flatten(f(x))[0], tree_flatten(jitted(x))[0]
+                for e, r in zip(eager, replayed):
+                    assert np.asarray(e).tobytes() == np.asarray(r).tobytes()
+                    assert not np.shares_memory(r, x)
+                for r in replayed:  # a caller may write into its results
+                    if isinstance(r, np.ndarray) and r.flags.writeable:
+                        r += 100.0
+                assert np.array_equal(np.load(path), before)
+    sub = (np.arange(4.0) + 1.0).view(_Sub)
+    jitted = fgrad.jit(lambda a: fnp.log(a) * a)
+    for _ in range(2):
+        assert np.asarray(jitted(sub)).tobytes() == np.asarray(fnp.log(sub) * sub).tobytes()
+    jacobian = fgrad.sparse_jacobian(fnp.cumsum)(sub).toarray()
+    assert np.array_equal(jacobian, np.tril(np.ones((4, 4))))
+    for refused in (np.ma.array([1.0, 2.0], mask=[0, 1]), np.matrix([[1.0, 2.0]])):
+        with pytest.raises(TypeError, match="np.asarray.* It is positional argument 1$"):
+            fgrad.jit(lambda a, b: a * b)(1.0, refused)
