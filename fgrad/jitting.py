@@ -201,7 +201,7 @@ def _constant_output(v) -> bool:
 
 
 def _copy(v):
-    return v.copy() if type(v) is _np.ndarray else v
+    return v.copy(order="K") if type(v) is _np.ndarray else v
 
 
 def _unshared(v, args):
@@ -214,7 +214,7 @@ def _unshared(v, args):
     if type(v) is _np.ndarray and v.base is not None:
         for x in args:
             if type(x) is _np.ndarray and _np.may_share_memory(v, x):
-                return v.copy()
+                return v.copy(order="K")
     return v
 
 
@@ -231,7 +231,7 @@ def _apart(outs):
         if type(v) is _np.ndarray and v.base is not None:
             others = (w for j, w in enumerate(out) if j != i and type(w) is _np.ndarray)
             if any(_np.may_share_memory(v, w) for w in others):
-                out[i] = v.copy()
+                out[i] = v.copy(order="K")
     return tuple(out)
 
 

@@ -2173,3 +2173,29 @@ def test_a_memmap_or_ndarray_subclass_argument_is_read_as_the_array_it_views(tmp
     for refused in (np.ma.array([1.0, 2.0], mask=[0, 1]), np.matrix([[1.0, 2.0]])):
         with pytest.raises(TypeError, match="np.asarray.* It is positional argument 1$"):
             fgrad.jit(lambda a, b: a * b)(1.0, refused)
+
+
+_FORTRAN = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (lambda x: x.T, np.arange(6.0).reshape(2, 3)),
+        (lambda x: fnp.swapaxes(x, 0, 1), np.arange(6.0).reshape(2, 3)),
+        (lambda x: x, np.asfortranarray(np.arange(6.0).reshape(2, 3))),
+        (lambda x: (x * 2, _FORTRAN), np.ones((2, 3))),  # a constant output
+        (lambda x: (x.T * 2, x.T * 2), np.arange(6.0).reshape(2, 3)),  # a repeat, kept apart
+        (lambda x: (fnp.sin(x).T, fnp.sin(x)), np.arange(6.0).reshape(2, 3)),
+    ],
+)
+def test_outputs_jit_copies_keep_eagers_memory_layout(f, x):
+    # the copies that make these outputs fresh were C-ordered where eager's are F-ordered, so
+    # ravel(out, order='A') or tobytes(order='A') gave another element order
+    jitted = fgrad.jit(f)
+    for _ in range(3):  # recorded, compiled, replayed
+        eager, replayed = tree_flatten(f(x))[0], tree_flatten(jitted(x))[0]
+        for e, r in zip(eager, replayed):
+            assert e.flags.f_contiguous == r.flags.f_contiguous
+            assert e.flags.c_contiguous == r.flags.c_contiguous
+            assert e.tobytes(order="A") == r.tobytes(order="A")
