@@ -853,6 +853,30 @@ class _Entry:
         self.eager = False
 
 
+def _code_functions(fun, seen=None) -> list:
+    """The functions with code whose closure cells and globals `fun` reads: `fun` itself,
+    and, through the wrappers that hide them, a `functools.partial`'s function (and the
+    functions among its bound arguments, which it calls), a jitted function's, and what a
+    `functools.wraps` decorator wrapped (`__wrapped__`)."""
+    seen = set() if seen is None else seen
+    if id(fun) in seen:
+        return []
+    seen.add(id(fun))
+    found = [fun] if getattr(fun, "__code__", None) is not None else []
+    inner = []
+    if isinstance(fun, functools.partial):
+        bound = (*fun.args, *fun.keywords.values())
+        inner = [fun.func, *(a for a in bound if callable(a))]
+    elif isinstance(fun, Jitted):
+        inner = [fun._fun]
+    wrapped = getattr(fun, "__wrapped__", None)
+    if wrapped is not None:
+        inner.append(wrapped)
+    for f in inner:
+        found += _code_functions(f, seen)
+    return found
+
+
 def _state_names(fun) -> tuple:
     """The globals `fun`'s code reads that hold data (not code: `_CODE_TYPES`), and those not
     assigned yet (a decorator at the top of a module runs before the assignments below it):
@@ -899,19 +923,20 @@ def _global_loads(code) -> tuple:
 _GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
-def _free_values(fun, names) -> tuple:
-    """What `fun`'s closure cells and the data globals `names` hold now: a variable of an
-    enclosing function or a global rebound to another object changes it (a cell not yet bound
-    holds `_UNBOUND`)."""
-    values = []
-    for cell in getattr(fun, "__closure__", None) or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:
-            values.append(_UNBOUND)
-    if names:
-        namespace = fun.__globals__
-        values += [namespace.get(n, _UNBOUND) for n in names]
+def _free_values(watched) -> tuple:
+    """What the closure cells and the data globals of each (function, global names) pair of
+    `watched` hold now: a variable of an enclosing function or a global rebound to another
+    object changes it (a cell not yet bound holds `_UNBOUND`)."""
+    values: list = []
+    for fun, names in watched:
+        for cell in getattr(fun, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                values.append(_UNBOUND)
+        if names:
+            namespace = fun.__globals__
+            values += [namespace.get(n, _UNBOUND) for n in names]
     return tuple(values)
 
 
@@ -937,8 +962,10 @@ class Jitted:
         self._name = getattr(fun, "__name__", None) or repr(fun)
         # What a record cannot see but a call can check cheaply: the function's closure cells
         # and the data globals it reads, by identity. A rebound one records again.
-        self._state_names = _state_names(fun)
-        self._has_state = bool(getattr(fun, "__closure__", None) or self._state_names)
+        # (`fun`'s own, or those of the function a partial, a jitted function or a decorator
+        # wraps: jit(partial(f, ...)) and jit(jit(f)) watch what f reads.)
+        self._watched = tuple((f, _state_names(f)) for f in _code_functions(fun))
+        self._has_state = any(getattr(f, "__closure__", None) or n for f, n in self._watched)
 
     def __repr__(self):
         return f"jit({self._name})"
@@ -1025,7 +1052,7 @@ class Jitted:
         entry = self._cache.get(key)
         cells = ()
         if self._has_state:
-            cells = _free_values(self._fun, self._state_names)
+            cells = _free_values(self._watched)
             if entry is not None and not _same_cells(entry.cells, cells):
                 entry = None  # a variable the function reads was rebound: record again
         if entry is not None:

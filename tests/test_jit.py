@@ -2199,3 +2199,47 @@ def test_outputs_jit_copies_keep_eagers_memory_layout(f, x):
             assert e.flags.f_contiguous == r.flags.f_contiguous
             assert e.flags.c_contiguous == r.flags.c_contiguous
             assert e.tobytes(order="A") == r.tobytes(order="A")
+
+
+def test_jit_of_a_partial_a_jitted_or_a_wrapped_function_watches_what_it_reads():
+    """jit(partial(f, ...)) and jit(jit(f)) replayed the first call's value of a global that f
+    reads after it was rebound: nothing was watched, as a partial and a jitted function have no
+    code of their own, where jit(f) records again."""
+    import functools
+
+    namespace: dict = {"fnp": fnp}
+    exec(
+        "def f(x, b=0.0): return x * scale + b\n"
+        "def apply(g, x): return g(x)\n"
+        "def outer():\n"
+        "    k = 2.0\n"
+        "    def h(x): return x * k\n"
+        "    def rebind(v):\n"
+        "        nonlocal k\n"
+        "        k = v\n"
+        "    return h, rebind\n",
+        namespace,
+    )
+    f, apply = namespace["f"], namespace["apply"]
+    h, rebind = namespace["outer"]()
+
+    @functools.wraps(f)
+    def decorated(*args):
+        return f(*args)
+
+    jitted = [
+        (fgrad.jit(functools.partial(f, b=1.0)), lambda x: f(x, 1.0)),
+        (fgrad.jit(fgrad.jit(f)), f),
+        (fgrad.jit(functools.partial(functools.partial(f), b=1.0)), lambda x: f(x, 1.0)),
+        (fgrad.jit(decorated), f),
+        (fgrad.jit(functools.partial(apply, f)), f),  # f is a bound argument, called
+        (fgrad.jit(fgrad.jit(h)), h),  # a closure cell of the jitted function
+        (fgrad.jit(functools.partial(h)), h),
+    ]
+    x = np.array([1.0, 2.0])
+    for new in (2.0, 3.0, -0.5):
+        namespace["scale"] = new
+        rebind(new)
+        for j, eager in jitted:
+            for _ in range(2):
+                assert np.array_equal(j(x), eager(x)), (j, new)
