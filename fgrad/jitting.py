@@ -1182,14 +1182,12 @@ class Jitted:
     def record_source(self, *args, **kwargs) -> str | None:
         """The Python source of the replay for these arguments' signature (None before the
         function was recorded with it, or where it runs eagerly)."""
-        entry = None
-        if not kwargs and not self._static_argnums:
-            entry = self._cache.get(
-                tuple((x.shape, x.dtype) if type(x) is _np.ndarray else type(x) for x in args)
-            )
+        # (the keys `__call__` makes)
+        key = _fast_key(args) if not kwargs and not self._static_argnums else None
+        entry = None if key is None else self._cache.get(key)
         if entry is None:
             leaves, tree, statics = self._flatten_call(args, kwargs)
-            key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
+            key = (_tree_key(tree), statics, tuple(_leaf_signature(x)[0] for x in leaves))
             entry = self._cache.get(key)
         if entry is None or entry.eager:  # not recorded, or run eagerly
             return None

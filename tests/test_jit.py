@@ -2243,3 +2243,22 @@ def test_jit_of_a_partial_a_jitted_or_a_wrapped_function_watches_what_it_reads()
         for j, eager in jitted:
             for _ in range(2):
                 assert np.array_equal(j(x), eager(x)), (j, new)
+
+
+def test_record_source_finds_records_of_dicts_keywords_and_static_arguments():
+    """record_source built its key from the tree itself where a call keys by `_tree_key(tree)`
+    (with the aux data of a dict node, the kwargs dict included): it returned None, "not
+    recorded", for every record of a call with a dict, a keyword or a static argument."""
+    x = np.arange(3.0)
+    calls = [
+        (fgrad.jit(lambda d: d["a"] * 2), ({"a": x},), {}),
+        (fgrad.jit(lambda x, s=1.0: x * s), (x,), {"s": 2.0}),
+        (fgrad.jit(lambda x, n: x * n, static_argnums=1), (x, 3), {}),
+        (fgrad.jit(lambda t: t[0] + t[1]), ((x, x),), {}),
+        (fgrad.jit(lambda x, y: x * y), (x, 2.0), {}),
+    ]
+    for jitted, args, kwargs in calls:
+        assert jitted.record_source(*args, **kwargs) is None  # not recorded yet
+        for _ in range(2):
+            jitted(*args, **kwargs)
+        assert jitted.record_source(*args, **kwargs).startswith("def replay(")
