@@ -36,6 +36,7 @@ import dataclasses
 import dis
 import functools
 import inspect
+import operator
 import threading
 import types
 import warnings
@@ -1295,6 +1296,44 @@ def _static_positions(fun, argnums, argnames):
     return tuple(nums), tuple(names)
 
 
+def _argument_list(kind: str, value, check) -> list:
+    """jit's `static_argnums` or `static_argnames`, one value or an iterable of them, each
+    read by `check` (which names what it wants)."""
+    if isinstance(value, (str, bytes, int, _np.integer)):  # one value (a bytes is refused)
+        value = (value,)
+    try:
+        values = list(value)
+    except TypeError:
+        raise TypeError(
+            f"jit: {kind} takes one value or a sequence of them, got {value!r} of type "
+            f"{type(value).__name__}"
+        ) from None
+    return [check(kind, v) for v in values]
+
+
+def _position(kind: str, v) -> int:
+    """An argument position, as JAX reads it (`operator.index`: a NumPy integer too)."""
+    if not isinstance(v, (str, bytes, bool, _np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    other = " (an argument name goes in static_argnames)" if isinstance(v, str) else ""
+    raise TypeError(
+        f"jit: {kind} takes ints (argument positions), got {v!r} of type {type(v).__name__}{other}"
+    )
+
+
+def _name(kind: str, v) -> str:
+    """An argument name."""
+    if isinstance(v, str):
+        return str(v)
+    other = " (an argument position goes in static_argnums)" if isinstance(v, int) else ""
+    raise TypeError(
+        f"jit: {kind} takes strs (argument names), got {v!r} of type {type(v).__name__}{other}"
+    )
+
+
 def jit(
     fun: Callable | None = None,
     *,
@@ -1346,25 +1385,15 @@ def jit(
         raise TypeError(
             f"jit expects a function, got {type(fun).__name__}: use fgrad.jit(f) or @fgrad.jit"
         )
-    if isinstance(static_argnums, (int, str)):  # (a str, a mistake the check below names)
-        static_argnums = (static_argnums,)
-    if isinstance(static_argnames, str):
-        static_argnames = (static_argnames,)
-    static_argnums, static_argnames = tuple(static_argnums), tuple(static_argnames)
-    for kind, values, want in (
-        ("static_argnums", static_argnums, int),
-        ("static_argnames", static_argnames, str),
-    ):
-        wrong = [v for v in values if not isinstance(v, want) or isinstance(v, bool)]
-        if wrong:
-            other = "static_argnames" if kind == "static_argnums" else "static_argnums"
-            raise TypeError(
-                f"jit: {kind} takes {want.__name__}s (argument "
-                f"{'positions' if want is int else 'names'}), got {wrong[0]!r} of type "
-                f"{type(wrong[0]).__name__}; pass it in {other} instead"
-            )
-    if not isinstance(max_paths, int) or max_paths < 1:
-        raise ValueError(f"jit: max_paths must be a positive int, got {max_paths!r}")
+    static_argnums = tuple(_argument_list("static_argnums", static_argnums, _position))
+    static_argnames = tuple(_argument_list("static_argnames", static_argnames, _name))
+    whole = isinstance(max_paths, (int, _np.integer)) and not isinstance(max_paths, bool)
+    if not whole or max_paths < 1:
+        raise ValueError(
+            f"jit: max_paths must be a positive int, got {max_paths!r} of type "
+            f"{type(max_paths).__name__}"
+        )
+    max_paths = int(max_paths)
     static_argnums, static_argnames = _static_positions(fun, static_argnums, static_argnames)
     return Jitted(fun, static_argnums, static_argnames, max_paths)
 

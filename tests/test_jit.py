@@ -2262,3 +2262,29 @@ def test_record_source_finds_records_of_dicts_keywords_and_static_arguments():
         for _ in range(2):
             jitted(*args, **kwargs)
         assert jitted.record_source(*args, **kwargs).startswith("def replay(")
+
+
+def test_jits_own_arguments_take_numpy_integers_and_name_what_they_refuse():
+    """static_argnums=np.int64(1) raised "'numpy.int64' object is not iterable", and in a tuple
+    advised static_argnames (JAX reads positions with operator.index); static_argnames=b"n" was
+    iterated byte by byte ("got 110"); max_paths=True was taken as 1 path."""
+
+    def f(x, n):
+        return x * n
+
+    x = np.arange(3.0)
+    for argnums in (np.int64(1), (np.int64(1),), [np.int32(-1)], 1):
+        jitted = fgrad.jit(f, static_argnums=argnums)
+        for n in (2, 3, 2):
+            assert np.array_equal(jitted(x, n), f(x, n))
+        assert len(jitted._cache) == 2  # n is static: a record per value
+    with pytest.raises(TypeError, match=r"static_argnames takes strs .* got b'n' of type bytes"):
+        fgrad.jit(f, static_argnames=b"n")
+    with pytest.raises(TypeError, match=r"static_argnums takes ints .* got 1.0 of type float$"):
+        fgrad.jit(f, static_argnums=(1.0,))
+    with pytest.raises(TypeError, match=r"static_argnums takes one value or a sequence"):
+        fgrad.jit(f, static_argnums=1.0)
+    for wrong in (True, np.True_, 0, 1.5, "3"):
+        with pytest.raises(ValueError, match=r"max_paths must be a positive int, got .* of type"):
+            fgrad.jit(f, max_paths=wrong)
+    assert fgrad.jit(f, max_paths=np.int64(2))._max_paths == 2
