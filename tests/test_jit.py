@@ -2288,3 +2288,40 @@ def test_jits_own_arguments_take_numpy_integers_and_name_what_they_refuse():
         with pytest.raises(ValueError, match=r"max_paths must be a positive int, got .* of type"):
             fgrad.jit(f, max_paths=wrong)
     assert fgrad.jit(f, max_paths=np.int64(2))._max_paths == 2
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x, n: x[:n] * 2,
+        lambda x, n: x[n : n + 2] * 2,
+        lambda x, n: fnp.sin(x)[::n],
+        lambda x, n: fnp.sin(x).reshape(n, -1),
+        lambda x, n: fnp.reshape(x * 2, (n, -1)),
+        lambda x, n: x.at[:n].set(0.0) if isinstance(x, fgrad.core.Box) else _set_first(x, n),
+    ],
+)
+def test_a_python_int_argument_as_a_slice_bound_or_a_shape_is_read_with_a_guard(f):
+    """x[:n] made the function eager for good, warning of a "custom rule or checkpoint" the user
+    never wrote (the slice's bound was read inside getitem); reshape(n, -1) recorded again at
+    every call, silently. n is read with a guard now, as int(n) is: each value a path."""
+    runs = []
+
+    def counted(x, n):
+        runs.append(n)
+        return f(x, n)
+
+    jitted = fgrad.jit(counted)
+    x = np.arange(6.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (2, 3, 2, 3, 2):
+            assert_same(f(x, n), jitted(x, n))
+    assert runs == [2, 3]  # a path per value, then replays
+    assert jitted.record_source(x, 2) is not None
+
+
+def _set_first(x, n):
+    y = x.copy()
+    y[:n] = 0.0
+    return y
