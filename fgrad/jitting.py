@@ -36,6 +36,7 @@ import dataclasses
 import dis
 import functools
 import inspect
+import operator
 import threading
 import types
 import warnings
@@ -201,7 +202,7 @@ def _constant_output(v) -> bool:
 
 
 def _copy(v):
-    return v.copy() if type(v) is _np.ndarray else v
+    return v.copy(order="K") if type(v) is _np.ndarray else v
 
 
 def _unshared(v, args):
@@ -214,7 +215,7 @@ def _unshared(v, args):
     if type(v) is _np.ndarray and v.base is not None:
         for x in args:
             if type(x) is _np.ndarray and _np.may_share_memory(v, x):
-                return v.copy()
+                return v.copy(order="K")
     return v
 
 
@@ -231,7 +232,7 @@ def _apart(outs):
         if type(v) is _np.ndarray and v.base is not None:
             others = (w for j, w in enumerate(out) if j != i and type(w) is _np.ndarray)
             if any(_np.may_share_memory(v, w) for w in others):
-                out[i] = v.copy()
+                out[i] = v.copy(order="K")
     return tuple(out)
 
 
@@ -749,6 +750,9 @@ def _leaf_signature(x) -> tuple[Any, bool]:
     t = type(x)
     if t is _np.ndarray:
         return (x.shape, x.dtype), False
+    if isinstance(x, _np.ndarray):  # a subclass (np.memmap): read as the array it views
+        _plain_array(x)
+        return (x.shape, x.dtype), False
     if isinstance(x, (str, bytes)):  # (NumPy's np.str_ and np.bytes_ too)
         return ("value", t, x), False  # immutable, compared by value: a record per value
     if t in _SCALARS or isinstance(x, _np.generic):
@@ -775,6 +779,22 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         "value), register its type as a pytree (fgrad.tree_util.register_pytree_node) if it "
         "holds arrays, or close over it in the function"
     )  # (the caller says which argument it is)
+
+
+def _plain_array(x: _np.ndarray) -> _np.ndarray:
+    """An argument leaf of an ndarray subclass as the plain ndarray it views (as
+    `np.asarray(x)` reads it, its memory shared, never written): a `np.memmap` or a subclass
+    of the user's, whose operations are an ndarray's. A masked array or a matrix is refused:
+    read as a plain array, it would lose its mask or its products, silently."""
+    if isinstance(x, (_np.ma.MaskedArray, _np.matrix)):
+        raise TypeError(
+            f"jit: an argument leaf is a {type(x).__name__} (shape {x.shape}, dtype {x.dtype}), "
+            "whose operations differ from a plain array's (a mask, matrix products), and a "
+            "record reads its inputs as plain arrays. Pass np.asarray(x) (x.filled(value) for "
+            "a masked array) if its plain values are what the function computes with, or call "
+            "the function unjitted"
+        )  # (the caller says which argument it is)
+    return x.view(_np.ndarray)
 
 
 def _leaf_place(tree, n_leaves, i, call_args, static_argnums, call_kwargs) -> str:
@@ -834,6 +854,30 @@ class _Entry:
         self.eager = False
 
 
+def _code_functions(fun, seen=None) -> list:
+    """The functions with code whose closure cells and globals `fun` reads: `fun` itself,
+    and, through the wrappers that hide them, a `functools.partial`'s function (and the
+    functions among its bound arguments, which it calls), a jitted function's, and what a
+    `functools.wraps` decorator wrapped (`__wrapped__`)."""
+    seen = set() if seen is None else seen
+    if id(fun) in seen:
+        return []
+    seen.add(id(fun))
+    found = [fun] if getattr(fun, "__code__", None) is not None else []
+    inner = []
+    if isinstance(fun, functools.partial):
+        bound = (*fun.args, *fun.keywords.values())
+        inner = [fun.func, *(a for a in bound if callable(a))]
+    elif isinstance(fun, Jitted):
+        inner = [fun._fun]
+    wrapped = getattr(fun, "__wrapped__", None)
+    if wrapped is not None:
+        inner.append(wrapped)
+    for f in inner:
+        found += _code_functions(f, seen)
+    return found
+
+
 def _state_names(fun) -> tuple:
     """The globals `fun`'s code reads that hold data (not code: `_CODE_TYPES`), and those not
     assigned yet (a decorator at the top of a module runs before the assignments below it):
@@ -880,19 +924,20 @@ def _global_loads(code) -> tuple:
 _GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
-def _free_values(fun, names) -> tuple:
-    """What `fun`'s closure cells and the data globals `names` hold now: a variable of an
-    enclosing function or a global rebound to another object changes it (a cell not yet bound
-    holds `_UNBOUND`)."""
-    values = []
-    for cell in getattr(fun, "__closure__", None) or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:
-            values.append(_UNBOUND)
-    if names:
-        namespace = fun.__globals__
-        values += [namespace.get(n, _UNBOUND) for n in names]
+def _free_values(watched) -> tuple:
+    """What the closure cells and the data globals of each (function, global names) pair of
+    `watched` hold now: a variable of an enclosing function or a global rebound to another
+    object changes it (a cell not yet bound holds `_UNBOUND`)."""
+    values: list = []
+    for fun, names in watched:
+        for cell in getattr(fun, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                values.append(_UNBOUND)
+        if names:
+            namespace = fun.__globals__
+            values += [namespace.get(n, _UNBOUND) for n in names]
     return tuple(values)
 
 
@@ -918,8 +963,10 @@ class Jitted:
         self._name = getattr(fun, "__name__", None) or repr(fun)
         # What a record cannot see but a call can check cheaply: the function's closure cells
         # and the data globals it reads, by identity. A rebound one records again.
-        self._state_names = _state_names(fun)
-        self._has_state = bool(getattr(fun, "__closure__", None) or self._state_names)
+        # (`fun`'s own, or those of the function a partial, a jitted function or a decorator
+        # wraps: jit(partial(f, ...)) and jit(jit(f)) watch what f reads.)
+        self._watched = tuple((f, _state_names(f)) for f in _code_functions(fun))
+        self._has_state = any(getattr(f, "__closure__", None) or n for f, n in self._watched)
 
     def __repr__(self):
         return f"jit({self._name})"
@@ -991,6 +1038,8 @@ class Jitted:
                     continue
                 try:
                     s, g = _leaf_signature(x)
+                    if isinstance(x, _np.ndarray):  # a subclass: the record's input is a view
+                        leaves[len(sigs)] = x.view(_np.ndarray)
                 except TypeError as error:  # say which leaf of which argument
                     raise TypeError(
                         f"{error}. It is "
@@ -1004,7 +1053,7 @@ class Jitted:
         entry = self._cache.get(key)
         cells = ()
         if self._has_state:
-            cells = _free_values(self._fun, self._state_names)
+            cells = _free_values(self._watched)
             if entry is not None and not _same_cells(entry.cells, cells):
                 entry = None  # a variable the function reads was rebound: record again
         if entry is not None:
@@ -1134,14 +1183,12 @@ class Jitted:
     def record_source(self, *args, **kwargs) -> str | None:
         """The Python source of the replay for these arguments' signature (None before the
         function was recorded with it, or where it runs eagerly)."""
-        entry = None
-        if not kwargs and not self._static_argnums:
-            entry = self._cache.get(
-                tuple((x.shape, x.dtype) if type(x) is _np.ndarray else type(x) for x in args)
-            )
+        # (the keys `__call__` makes)
+        key = _fast_key(args) if not kwargs and not self._static_argnums else None
+        entry = None if key is None else self._cache.get(key)
         if entry is None:
             leaves, tree, statics = self._flatten_call(args, kwargs)
-            key = (tree, statics, tuple(_leaf_signature(x)[0] for x in leaves))
+            key = (_tree_key(tree), statics, tuple(_leaf_signature(x)[0] for x in leaves))
             entry = self._cache.get(key)
         if entry is None or entry.eager:  # not recorded, or run eagerly
             return None
@@ -1249,6 +1296,44 @@ def _static_positions(fun, argnums, argnames):
     return tuple(nums), tuple(names)
 
 
+def _argument_list(kind: str, value, check) -> list:
+    """jit's `static_argnums` or `static_argnames`, one value or an iterable of them, each
+    read by `check` (which names what it wants)."""
+    if isinstance(value, (str, bytes, int, _np.integer)):  # one value (a bytes is refused)
+        value = (value,)
+    try:
+        values = list(value)
+    except TypeError:
+        raise TypeError(
+            f"jit: {kind} takes one value or a sequence of them, got {value!r} of type "
+            f"{type(value).__name__}"
+        ) from None
+    return [check(kind, v) for v in values]
+
+
+def _position(kind: str, v) -> int:
+    """An argument position, as JAX reads it (`operator.index`: a NumPy integer too)."""
+    if not isinstance(v, (str, bytes, bool, _np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    other = " (an argument name goes in static_argnames)" if isinstance(v, str) else ""
+    raise TypeError(
+        f"jit: {kind} takes ints (argument positions), got {v!r} of type {type(v).__name__}{other}"
+    )
+
+
+def _name(kind: str, v) -> str:
+    """An argument name."""
+    if isinstance(v, str):
+        return str(v)
+    other = " (an argument position goes in static_argnums)" if isinstance(v, int) else ""
+    raise TypeError(
+        f"jit: {kind} takes strs (argument names), got {v!r} of type {type(v).__name__}{other}"
+    )
+
+
 def jit(
     fun: Callable | None = None,
     *,
@@ -1300,25 +1385,15 @@ def jit(
         raise TypeError(
             f"jit expects a function, got {type(fun).__name__}: use fgrad.jit(f) or @fgrad.jit"
         )
-    if isinstance(static_argnums, (int, str)):  # (a str, a mistake the check below names)
-        static_argnums = (static_argnums,)
-    if isinstance(static_argnames, str):
-        static_argnames = (static_argnames,)
-    static_argnums, static_argnames = tuple(static_argnums), tuple(static_argnames)
-    for kind, values, want in (
-        ("static_argnums", static_argnums, int),
-        ("static_argnames", static_argnames, str),
-    ):
-        wrong = [v for v in values if not isinstance(v, want) or isinstance(v, bool)]
-        if wrong:
-            other = "static_argnames" if kind == "static_argnums" else "static_argnums"
-            raise TypeError(
-                f"jit: {kind} takes {want.__name__}s (argument "
-                f"{'positions' if want is int else 'names'}), got {wrong[0]!r} of type "
-                f"{type(wrong[0]).__name__}; pass it in {other} instead"
-            )
-    if not isinstance(max_paths, int) or max_paths < 1:
-        raise ValueError(f"jit: max_paths must be a positive int, got {max_paths!r}")
+    static_argnums = tuple(_argument_list("static_argnums", static_argnums, _position))
+    static_argnames = tuple(_argument_list("static_argnames", static_argnames, _name))
+    whole = isinstance(max_paths, (int, _np.integer)) and not isinstance(max_paths, bool)
+    if not whole or max_paths < 1:
+        raise ValueError(
+            f"jit: max_paths must be a positive int, got {max_paths!r} of type "
+            f"{type(max_paths).__name__}"
+        )
+    max_paths = int(max_paths)
     static_argnums, static_argnames = _static_positions(fun, static_argnums, static_argnames)
     return Jitted(fun, static_argnums, static_argnames, max_paths)
 

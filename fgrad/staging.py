@@ -275,6 +275,8 @@ class StagingLevel(Level):
                     )
                 vals.append(a)
                 ins.append(Const(a) if type(a) is int else a)
+        if params:
+            params = self._params_read(params)
         if params and self.unsafe is None:
             for key, value in params.items():
                 if type(value) is Box or (
@@ -324,6 +326,38 @@ class StagingLevel(Level):
         if many:
             return tuple(Box(a, self, s) for a, s in zip(parts, outs))
         return Box(ans, self, first)
+
+    def _params_read(self, params: dict) -> dict:
+        """`params` with this level's values in them read, with a guard, as `int(n)` reads
+        them: a Python-int argument as a slice bound (`x[:n]`) or in a shape
+        (`reshape(n, -1)`), which the primitive's computation would read anyway (through
+        `__index__`, where it looked like a closure over a traced value). A replay checks
+        the value read and records a new path for another."""
+        read = None
+        for key, value in params.items():
+            concrete = self._read_in(value)
+            if concrete is not value:
+                read = dict(params) if read is None else read
+                read[key] = concrete
+        return params if read is None else read
+
+    def _read_in(self, v: Any) -> Any:
+        """`v` (a parameter, or a part of one: a slice's bound, a tuple's item) with this
+        level's boxes read; `v` itself where it holds none."""
+        t = type(v)
+        if t is Box:
+            # (a value an outer transform also traces is no one number: left as it is)
+            return self.read(v) if v.level is self and type(v.value) is not Box else v
+        if t is slice:
+            parts = (v.start, v.stop, v.step)
+        elif t is tuple or t is list:
+            parts = v
+        else:
+            return v
+        read = [self._read_in(p) for p in parts]
+        if all(a is b for a, b in zip(read, parts)):
+            return v
+        return slice(*read) if t is slice else t(read)
 
     # Shortcuts for a primitive of one or two arguments without parameters (most of a
     # program), only for speed: `_process` gives the same record. The output's box is made by

@@ -2134,3 +2134,194 @@ def test_an_order_a_transform_differentiates_is_refused_by_name():
     # under jit of grad, the order (not differentiated) is read
     g = fgrad.grad(lambda x, n: fsp.polygamma(n, x))
     assert g(2.0, 1) == fgrad.jit(g)(2.0, 1) and g(2.0, 2) == fgrad.jit(g)(2.0, 2)
+
+
+class _Sub(np.ndarray):
+    """A user's ndarray subclass with nothing of its own."""
+
+
+def test_a_memmap_or_ndarray_subclass_argument_is_read_as_the_array_it_views(tmp_path):
+    # a memmap (np.load(..., mmap_mode=...)) or any subclass was refused as "not an array"
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(6.0).reshape(2, 3) - 2.5)
+    before = np.load(path).copy()
+    functions = [
+        lambda a: fnp.sum(fnp.sin(a) * 2),
+        lambda a: (a, a.T, a[1:], fnp.exp(a)),  # outputs that are the argument or its views
+        fgrad.grad(lambda a: fnp.sum(fnp.tanh(a) ** 2)),
+        lambda a: fnp.where(a[0, 0] > 0, a, -a) if fnp.sum(a) > 0 else a * 3.0,
+    ]
+    for mode in ("r", "r+", "c"):
+        for f in functions:
+            jitted = fgrad.jit(f)
+            for _ in range(3):  # recorded, compiled, replayed
+                x = np.load(path, mmap_mode=mode)
+                eager, replayed = tree_flatten(f(x))[0], tree_flatten(jitted(x))[0]
+                for e, r in zip(eager, replayed):
+                    assert np.asarray(e).tobytes() == np.asarray(r).tobytes()
+                    assert not np.shares_memory(r, x)
+                for r in replayed:  # a caller may write into its results
+                    if isinstance(r, np.ndarray) and r.flags.writeable:
+                        r += 100.0
+                assert np.array_equal(np.load(path), before)
+    sub = (np.arange(4.0) + 1.0).view(_Sub)
+    jitted = fgrad.jit(lambda a: fnp.log(a) * a)
+    for _ in range(2):
+        assert np.asarray(jitted(sub)).tobytes() == np.asarray(fnp.log(sub) * sub).tobytes()
+    jacobian = fgrad.sparse_jacobian(fnp.cumsum)(sub).toarray()
+    assert np.array_equal(jacobian, np.tril(np.ones((4, 4))))
+    for refused in (np.ma.array([1.0, 2.0], mask=[0, 1]), np.matrix([[1.0, 2.0]])):
+        with pytest.raises(TypeError, match="np.asarray.* It is positional argument 1$"):
+            fgrad.jit(lambda a, b: a * b)(1.0, refused)
+
+
+_FORTRAN = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (lambda x: x.T, np.arange(6.0).reshape(2, 3)),
+        (lambda x: fnp.swapaxes(x, 0, 1), np.arange(6.0).reshape(2, 3)),
+        (lambda x: x, np.asfortranarray(np.arange(6.0).reshape(2, 3))),
+        (lambda x: (x * 2, _FORTRAN), np.ones((2, 3))),  # a constant output
+        (lambda x: (x.T * 2, x.T * 2), np.arange(6.0).reshape(2, 3)),  # a repeat, kept apart
+        (lambda x: (fnp.sin(x).T, fnp.sin(x)), np.arange(6.0).reshape(2, 3)),
+    ],
+)
+def test_outputs_jit_copies_keep_eagers_memory_layout(f, x):
+    # the copies that make these outputs fresh were C-ordered where eager's are F-ordered, so
+    # ravel(out, order='A') or tobytes(order='A') gave another element order
+    jitted = fgrad.jit(f)
+    for _ in range(3):  # recorded, compiled, replayed
+        eager, replayed = tree_flatten(f(x))[0], tree_flatten(jitted(x))[0]
+        for e, r in zip(eager, replayed):
+            assert e.flags.f_contiguous == r.flags.f_contiguous
+            assert e.flags.c_contiguous == r.flags.c_contiguous
+            assert e.tobytes(order="A") == r.tobytes(order="A")
+
+
+def test_jit_of_a_partial_a_jitted_or_a_wrapped_function_watches_what_it_reads():
+    """jit(partial(f, ...)) and jit(jit(f)) replayed the first call's value of a global that f
+    reads after it was rebound: nothing was watched, as a partial and a jitted function have no
+    code of their own, where jit(f) records again."""
+    import functools
+
+    namespace: dict = {"fnp": fnp}
+    exec(
+        "def f(x, b=0.0): return x * scale + b\n"
+        "def apply(g, x): return g(x)\n"
+        "def outer():\n"
+        "    k = 2.0\n"
+        "    def h(x): return x * k\n"
+        "    def rebind(v):\n"
+        "        nonlocal k\n"
+        "        k = v\n"
+        "    return h, rebind\n",
+        namespace,
+    )
+    f, apply = namespace["f"], namespace["apply"]
+    h, rebind = namespace["outer"]()
+
+    @functools.wraps(f)
+    def decorated(*args):
+        return f(*args)
+
+    jitted = [
+        (fgrad.jit(functools.partial(f, b=1.0)), lambda x: f(x, 1.0)),
+        (fgrad.jit(fgrad.jit(f)), f),
+        (fgrad.jit(functools.partial(functools.partial(f), b=1.0)), lambda x: f(x, 1.0)),
+        (fgrad.jit(decorated), f),
+        (fgrad.jit(functools.partial(apply, f)), f),  # f is a bound argument, called
+        (fgrad.jit(fgrad.jit(h)), h),  # a closure cell of the jitted function
+        (fgrad.jit(functools.partial(h)), h),
+    ]
+    x = np.array([1.0, 2.0])
+    for new in (2.0, 3.0, -0.5):
+        namespace["scale"] = new
+        rebind(new)
+        for j, eager in jitted:
+            for _ in range(2):
+                assert np.array_equal(j(x), eager(x)), (j, new)
+
+
+def test_record_source_finds_records_of_dicts_keywords_and_static_arguments():
+    """record_source built its key from the tree itself where a call keys by `_tree_key(tree)`
+    (with the aux data of a dict node, the kwargs dict included): it returned None, "not
+    recorded", for every record of a call with a dict, a keyword or a static argument."""
+    x = np.arange(3.0)
+    calls = [
+        (fgrad.jit(lambda d: d["a"] * 2), ({"a": x},), {}),
+        (fgrad.jit(lambda x, s=1.0: x * s), (x,), {"s": 2.0}),
+        (fgrad.jit(lambda x, n: x * n, static_argnums=1), (x, 3), {}),
+        (fgrad.jit(lambda t: t[0] + t[1]), ((x, x),), {}),
+        (fgrad.jit(lambda x, y: x * y), (x, 2.0), {}),
+    ]
+    for jitted, args, kwargs in calls:
+        assert jitted.record_source(*args, **kwargs) is None  # not recorded yet
+        for _ in range(2):
+            jitted(*args, **kwargs)
+        assert jitted.record_source(*args, **kwargs).startswith("def replay(")
+
+
+def test_jits_own_arguments_take_numpy_integers_and_name_what_they_refuse():
+    """static_argnums=np.int64(1) raised "'numpy.int64' object is not iterable", and in a tuple
+    advised static_argnames (JAX reads positions with operator.index); static_argnames=b"n" was
+    iterated byte by byte ("got 110"); max_paths=True was taken as 1 path."""
+
+    def f(x, n):
+        return x * n
+
+    x = np.arange(3.0)
+    for argnums in (np.int64(1), (np.int64(1),), [np.int32(-1)], 1):
+        jitted = fgrad.jit(f, static_argnums=argnums)
+        for n in (2, 3, 2):
+            assert np.array_equal(jitted(x, n), f(x, n))
+        assert len(jitted._cache) == 2  # n is static: a record per value
+    with pytest.raises(TypeError, match=r"static_argnames takes strs .* got b'n' of type bytes"):
+        fgrad.jit(f, static_argnames=b"n")
+    with pytest.raises(TypeError, match=r"static_argnums takes ints .* got 1.0 of type float$"):
+        fgrad.jit(f, static_argnums=(1.0,))
+    with pytest.raises(TypeError, match=r"static_argnums takes one value or a sequence"):
+        fgrad.jit(f, static_argnums=1.0)
+    for wrong in (True, np.True_, 0, 1.5, "3"):
+        with pytest.raises(ValueError, match=r"max_paths must be a positive int, got .* of type"):
+            fgrad.jit(f, max_paths=wrong)
+    assert fgrad.jit(f, max_paths=np.int64(2))._max_paths == 2
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x, n: x[:n] * 2,
+        lambda x, n: x[n : n + 2] * 2,
+        lambda x, n: fnp.sin(x)[::n],
+        lambda x, n: fnp.sin(x).reshape(n, -1),
+        lambda x, n: fnp.reshape(x * 2, (n, -1)),
+        lambda x, n: x.at[:n].set(0.0) if isinstance(x, fgrad.core.Box) else _set_first(x, n),
+    ],
+)
+def test_a_python_int_argument_as_a_slice_bound_or_a_shape_is_read_with_a_guard(f):
+    """x[:n] made the function eager for good, warning of a "custom rule or checkpoint" the user
+    never wrote (the slice's bound was read inside getitem); reshape(n, -1) recorded again at
+    every call, silently. n is read with a guard now, as int(n) is: each value a path."""
+    runs = []
+
+    def counted(x, n):
+        runs.append(n)
+        return f(x, n)
+
+    jitted = fgrad.jit(counted)
+    x = np.arange(6.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (2, 3, 2, 3, 2):
+            assert_same(f(x, n), jitted(x, n))
+    assert runs == [2, 3]  # a path per value, then replays
+    assert jitted.record_source(x, 2) is not None
+
+
+def _set_first(x, n):
+    y = x.copy()
+    y[:n] = 0.0
+    return y
