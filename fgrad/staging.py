@@ -232,7 +232,7 @@ class StagingLevel(Level):
     in the order they
     happened; `unsafe` says why the record must not be replayed (None when it may)."""
 
-    __slots__ = ("guarded", "items", "n_slots", "sources", "types", "unsafe")
+    __slots__ = ("guarded", "items", "n_slots", "reads", "sources", "types", "unsafe")
 
     reads_values = True
     stages = True
@@ -242,6 +242,7 @@ class StagingLevel(Level):
         self.items: list = []
         self.n_slots = 0
         self.guarded: set = set()
+        self.reads = 0  # values read (`read`): a read inside a primitive's computation
         self.unsafe: str | None = None
         # For printing a record (`make_record`): each operation keeps the user's line, and
         # `types` each slot's dtype and shape.
@@ -275,15 +276,14 @@ class StagingLevel(Level):
                     )
                 vals.append(a)
                 ins.append(Const(a) if type(a) is int else a)
+        traced = None  # a parameter that is (or holds) a box: read by the computation?
         if params:
-            params = self._params_read(params)
-        if params and self.unsafe is None:
             for key, value in params.items():
                 if type(value) is Box or (
                     type(value) in (list, tuple) and any(type(v) is Box for v in value)
                 ):
-                    self.unsafe = f"{prim.name}'s parameter {key} is a traced value"
-        recorded = len(self.items)
+                    traced = key
+        recorded, reads = len(self.items), self.reads
         try:
             if type(prim) is NondiffPrimitive:
                 ans = prim(*vals, **params)
@@ -294,19 +294,8 @@ class StagingLevel(Level):
         except Exception:
             self.raised(prim)
             raise
-        if len(self.items) != recorded and self.unsafe is None:
-            # The primitive's computation, on values this level does not trace, applied
-            # operations to this level's boxes: its function reads them from a closure (a
-            # checkpoint or a custom rule closing over an argument of the jitted function).
-            # A replay would run it with this call's values in that closure.
-            del self.items[recorded:]
-            self.unsafe = (
-                f"{CLOSES_OVER} ({prim.name}'s function reads a traced value of the function "
-                "being recorded other than through its arguments, which a replay would read "
-                "as this call's value, and its result here nests the transforms the wrong way "
-                "round): this function runs eagerly for these shapes and dtypes. Pass the "
-                "value to that function as an argument instead"
-            )
+        if traced is not None or self.reads != reads or len(self.items) != recorded:
+            params = self._traced_params(prim, params, recorded, self.reads != reads, traced)
         # Several outputs: a primitive's with `multiple_results`, or a tuple of arrays from
         # one without a derivative (`nonzero`): each output is a slot and a box of its own.
         many = prim.multiple_results or (type(prim) is NondiffPrimitive and type(ans) is tuple)
@@ -327,34 +316,51 @@ class StagingLevel(Level):
             return tuple(Box(a, self, s) for a, s in zip(parts, outs))
         return Box(ans, self, first)
 
-    def _params_read(self, params: dict) -> dict:
-        """`params` with this level's values in them read, with a guard, as `int(n)` reads
-        them: a Python-int argument as a slice bound (`x[:n]`) or in a shape
-        (`reshape(n, -1)`), which the primitive's computation would read anyway (through
-        `__index__`, where it looked like a closure over a traced value). A replay checks
-        the value read and records a new path for another."""
-        read = None
-        for key, value in params.items():
-            concrete = self._read_in(value)
-            if concrete is not value:
-                read = dict(params) if read is None else read
-                read[key] = concrete
-        return params if read is None else read
+    def _traced_params(self, prim: Primitive, params: dict, recorded: int, read, traced) -> dict:
+        """After a primitive's computation that read this level's values (`read`) or
+        recorded items (from `recorded` on), or whose parameter `traced` holds a box: the
+        parameters to record. A Python-int argument as
+        a slice bound (`x[:n]`) or in a shape (`reshape(n, -1)`) is read by the computation
+        (through `__index__`), as `int(n)` reads it, with a guard: the record holds the
+        value read, and a replay that reads another takes a new path. (Only here, after
+        the fact: looking into every operation's parameters for boxes cost 1-2 us each.)
+        A value read or computed with other than through the parameters comes from a
+        closure (a checkpoint or a custom rule closing over an argument of the jitted
+        function): a replay would run it with this call's value, so the record is unsafe;
+        so is a parameter holding a box the computation did not read as a number."""
+        boxes: set = set()
+        concrete = {key: self._read_in(value, boxes) for key, value in params.items()}
+        new = self.items[recorded:]
+        closure = any(type(item) is not Guard or item.slot not in boxes for item in new)
+        if self.unsafe is None and (closure or (read and not boxes)):
+            del self.items[recorded:]
+            self.unsafe = (
+                f"{CLOSES_OVER} ({prim.name}'s function reads a traced value of the function "
+                "being recorded other than through its arguments, which a replay would read "
+                "as this call's value, and its result here nests the transforms the wrong way "
+                "round): this function runs eagerly for these shapes and dtypes. Pass the "
+                "value to that function as an argument instead"
+            )
+        if self.unsafe is None and traced is not None and _holds_box(concrete[traced]):
+            self.unsafe = f"{prim.name}'s parameter {traced} is a traced value"
+        return concrete
 
-    def _read_in(self, v: Any) -> Any:
+    def _read_in(self, v: Any, boxes: set) -> Any:
         """`v` (a parameter, or a part of one: a slice's bound, a tuple's item) with this
-        level's boxes read; `v` itself where it holds none."""
+        level's boxes read (their slots added to `boxes`); `v` itself where it holds none."""
         t = type(v)
         if t is Box:
-            # (a value an outer transform also traces is no one number: left as it is)
-            return self.read(v) if v.level is self and type(v.value) is not Box else v
+            if v.level is not self or type(v.value) is Box:
+                return v  # (a value an outer transform also traces is no one number)
+            boxes.add(v.aux)
+            return self.read(v)
         if t is slice:
-            parts = (v.start, v.stop, v.step)
+            parts: Any = (v.start, v.stop, v.step)
         elif t is tuple or t is list:
             parts = v
         else:
             return v
-        read = [self._read_in(p) for p in parts]
+        read = [self._read_in(p, boxes) for p in parts]
         if all(a is b for a, b in zip(read, parts)):
             return v
         return slice(*read) if t is slice else t(read)
@@ -432,6 +438,7 @@ class StagingLevel(Level):
             )
 
     def read(self, box: Box) -> Any:
+        self.reads += 1
         value = primal(box.value)
         slot = box.aux
         if slot not in self.guarded:  # a second read of a slot reads the same value
@@ -485,3 +492,12 @@ def describe_value(v) -> str:
         return type(v).__name__
     shape = getattr(v, "shape", ())
     return f"{dtype.kind}{dtype.itemsize * 8}[{','.join(str(n) for n in shape)}]"
+
+
+def _holds_box(v) -> bool:
+    t = type(v)
+    if t is Box:
+        return True
+    if t is slice:
+        return _holds_box((v.start, v.stop, v.step))
+    return (t is tuple or t is list) and any(_holds_box(p) for p in v)
