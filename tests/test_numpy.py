@@ -430,6 +430,136 @@ def test_python_number_inputs_follow_numpy_semantics_in_rules(mode):
         assert _derivatives(fnp.log, 0.0, 1, mode) == [np.inf]
 
 
+# --- a traced Python number (a `jit` argument, held as given): Python's arithmetic, as eagerly ---
+
+
+def _same_value(got, want):
+    """The same type, dtype and bits: a Python number as the same Python number."""
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, tuple):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same_value(g, w)
+    elif isinstance(want, (np.ndarray, np.generic)):
+        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+        assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (got, want)
+    else:
+        assert got == want or (got != got and want != want), (got, want)
+
+
+def _same_as_eager_under_jit(f, *calls):
+    """f jitted against f, on first calls and replays."""
+    jitted = fgrad.jit(f)
+    for args in calls + calls:
+        _same_value(jitted(*args), f(*args))
+
+
+def test_comparisons_of_a_traced_python_number_give_a_python_bool():
+    """`s > 1.0` of a Python number argument gave np.True_ under jit, where eagerly it is
+    True: np.True_ + np.True_ is np.True_ (a logical or), so `(s > 1.0) + (s > 0.5)` counted 1
+    where eagerly 2, np.True_ * 3 is a strong int64 (int8 arrays became int64), and np.True_ -
+    np.False_ raises. A NumPy scalar or 0-d array compared keeps NumPy's np.bool_."""
+    x, x8 = np.array([1.5, 2.5]), np.array([1, 2], np.int8)
+    count = lambda x, s: x * ((s > 1.0) + (s > 0.5))
+    _same_as_eager_under_jit(count, (x, 2.0), (x, 0.7))
+    _same_as_eager_under_jit(lambda x, s: x * ((s > 1) * 3), (x8, 2.0), (x8, 0.5))
+    _same_as_eager_under_jit(lambda x, s: x * ((s > 1.0) - (s > 3.0)), (x, 2.0), (x, 4.0))
+    comparisons = lambda s, t: (s < t, s <= t, s > t, s >= t, s == t, s != t, 1.0 < s, 2 == s)
+    for s, t in [(2.0, 1.0), (2, 2), (2**70 + 1, 2**70), (np.float64(2.0), 1.0)]:
+        _same_as_eager_under_jit(lambda s: comparisons(s, t), (s,))
+    _same_as_eager_under_jit(lambda s: comparisons(s, 1.0), (np.array(2.0, np.float32),))
+    _same_as_eager_under_jit(lambda s: comparisons(s, 1.0), (np.float32(0.5),))
+    # grad and jvp in x, and vmap, with the number held by jit
+    total = lambda x, s: fnp.sum(x * x * ((s > 1.0) + (s > 0.5)))
+    d = fgrad.jit(grad(total))(x, 2.0)
+    steps = np.eye(2) * 1e-6
+    fd = [(total(x + e, 2.0) - total(x - e, 2.0)) / 2e-6 for e in steps]
+    np.testing.assert_allclose(d, fd, rtol=1e-6)
+    np.testing.assert_array_equal(d, 4 * x)
+    jvp = fgrad.jit(lambda x, s: fgrad.jvp(lambda x: count(x, s), (x,), (np.ones(2),)))(x, 2.0)
+    np.testing.assert_array_equal(jvp[1], [2.0, 2.0])
+    rows = np.array([[2.0, 0.7], [0.2, 3.0]])
+    batched = fgrad.vmap(lambda r: (r > 1.0) + (r > 0.5))(rows)
+    _same_value(batched, np.stack([(r > 1.0) + (r > 0.5) for r in rows]))
+
+
+def test_divmod_of_a_traced_python_number_keeps_the_eager_dtype():
+    """divmod(s, 1.0) of a Python number argument went through NumPy's divmod under jit and
+    gave float64 (int64) scalars, which promoted float32 (int8) arrays; eagerly they are
+    Python numbers. divmod(x, y) is (x // y, x % y), the operators' values."""
+    x32, x8 = np.array([1.5, 2.5], np.float32), np.array([1, 2], np.int8)
+    _same_as_eager_under_jit(lambda x, s: x * divmod(s, 1.0)[0], (x32, 3.5), (x32, -2.25))
+    _same_as_eager_under_jit(lambda x, s: x * divmod(5.0, s)[1], (x32, 3.5), (x32, -2.25))
+    _same_as_eager_under_jit(lambda x, n: x * divmod(n, 3)[1], (x8, 2), (x8, -7))
+    _same_as_eager_under_jit(lambda n: divmod(n, 3), (2**70 + 1,))
+    for a, b in [(x32, 0.7), (x8, np.int8(3)), (np.float64(7.5), 2.0)]:  # NumPy's divmod
+        _same_as_eager_under_jit(lambda a: divmod(a, b) + divmod(b, a), (a,))
+    # grad and jvp in x, with the number held by jit; vmap against NumPy's divmod of the rows
+    loss = lambda x, s: fnp.sum(x * divmod(s, 1.0)[1] + divmod(x, s)[1])
+    g = fgrad.jit(grad(loss))(x32, 3.5)
+    _same_value(g, grad(loss)(x32, 3.5))
+    np.testing.assert_array_equal(g, [1.5, 1.5])
+    t = fgrad.jit(lambda x, s: fgrad.jvp(lambda x: x * divmod(s, 1.0)[1], (x,), (x,)))(x32, 3.5)
+    assert t[1].dtype == np.float32
+    rows = np.array([[7.5, -2.0], [3.25, 0.5]], np.float32)
+    _same_value(fgrad.vmap(lambda r: divmod(r, 0.75))(rows), np.divmod(rows, 0.75))
+
+
+def test_python_number_methods_of_a_traced_python_number_are_its_values():
+    """math.trunc(s), s.is_integer(), n.bit_length(), pow(n, 2, 7), n.numerator and
+    s.as_integer_ratio() of a Python number argument raised under jit (no such method on a
+    traced value, or `pow` given three arguments); math.floor(n) of an int beyond 2**53 went
+    through float() and lost its last bits. They are the value's, read as int(x) reads it."""
+    x = np.array([1.5, 2.5], np.float32)
+    for f, calls in [
+        (lambda x, s: x * math.trunc(s), [(x, 3.5), (x, -2.5)]),
+        (lambda x, s: x * s.is_integer(), [(x, 3.0), (x, 3.5)]),
+        (lambda x, n: x * n.bit_length(), [(x, 5), (x, 1000)]),
+        (lambda x, n: x * pow(n, 2, 7), [(x, 5), (x, 4)]),
+        (lambda x, n: x * (n.numerator + n.denominator), [(x, 5), (x, 6)]),
+        (lambda x, s: x * s.as_integer_ratio()[1], [(x, 0.5), (x, 0.25)]),
+        (lambda x, n: (x * n.bit_count(), n.to_bytes(2, "big")), [(x, 5), (x, 300)]),
+        (lambda x, s: (x * s.real, x * s.imag, s.hex()), [(x, 0.5), (x, 0.25)]),
+        (lambda n: (math.floor(n), math.ceil(n), math.trunc(n)), [(2**60 + 1,), (-(2**60) - 1,)]),
+        (lambda s: (math.floor(s), math.ceil(s), s.is_integer()), [(np.float64(2.5),)]),
+    ]:
+        _same_as_eager_under_jit(f, *calls)
+    with pytest.raises(AttributeError, match=r"x.is_integer: a traced array \(shape \(2,\)"):
+        fgrad.jit(lambda x: x.is_integer())(x)
+    # grad and jvp in x with the number held by jit; vmap reads each row, as a loop does
+    loss = lambda x, s: fnp.sum(x * x * math.trunc(s) * s.as_integer_ratio()[1])
+    np.testing.assert_array_equal(fgrad.jit(grad(loss))(x, 3.5), 2 * x * 3 * 2)
+    jvp = fgrad.jit(lambda x, n: fgrad.jvp(lambda x: x * pow(n, 2, 7), (x,), (x,)))(x, 5)
+    _same_value(jvp[1], x * 4)
+    rows = np.array([[1.5, 2.0], [3.0, 4.5]])
+    f = lambda r: r * r[0].is_integer() * r[1].as_integer_ratio()[1] * math.trunc(r[1])
+    _same_value(fgrad.vmap(f)(rows), np.stack([f(r) for r in rows]))
+    # a transform that differentiates the number refuses the read (as float(s) and round(s))
+    with pytest.raises(TypeError, match=r"math.trunc\(\) of a traced value .* would drop"):
+        grad(lambda s: s * math.trunc(s))(3.5)
+
+
+def test_numpys_full_like_of_a_plain_array_and_a_traced_fill_value():
+    """np.full_like(p, fill) with a plain p dispatches on p alone: NumPy's body ran and its
+    np.copyto of the traced fill was refused under jit, vmap and grad, naming copyto. Under
+    jit and vmap it now copies the value read (a guard of the record, each row's), as np.full
+    reads it; under grad NumPy's plain array cannot carry a derivative, and the refusal names
+    full_like and fgrad.numpy.full_like, which does."""
+    x, p = np.array([0.3, -1.2, 2.5]), np.array([1.0, 2.0, 3.0])
+    f = lambda z: np.full_like(p, z[2]) * z
+    _same_as_eager_under_jit(f, (x,), (x + 1,))
+    i8 = np.array([1, 2], np.int8)
+    filled = lambda s: (np.full_like(i8, s), np.full_like(p, s, np.float32))
+    _same_as_eager_under_jit(filled, (7.9,))
+    rows = np.stack([x, x * 2])
+    _same_value(fgrad.vmap(f)(rows), np.stack([f(r) for r in rows]))
+    for transform in (grad(lambda z: fnp.sum(f(z))), lambda z: fgrad.jvp(f, (z,), (z,))):
+        with pytest.raises(TypeError, match=r"np.full_like.*fgrad.numpy.full_like\(a, fill_va"):
+            transform(x)
+    ours = grad(lambda z: fnp.sum(fnp.full_like(p, z[2]) * z))(x)
+    np.testing.assert_array_equal(ours, [2.5, 2.5, 4.1])
+
+
 # --- array-likes: lists and tuples that hold traced values, anywhere NumPy takes an array ---------
 
 

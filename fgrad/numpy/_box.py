@@ -10,6 +10,7 @@ import ast
 import importlib
 import inspect
 import linecache
+import math
 import os
 import sys
 import types
@@ -199,6 +200,23 @@ def _operator(prim, symbol, reflected=False):
     return method
 
 
+def _divmod_operator(reflected=False):
+    """`divmod(x, y)` (or with `reflected` `divmod(y, x)`) as `(x // y, x % y)`, of the
+    operators' twins: a traced Python number gives Python numbers, as eagerly (NumPy's divmod
+    gives float64 and int64 scalars, which promote float32 and int8 arrays). On arrays and
+    NumPy scalars the two are NumPy's floor_divide and remainder, whose values are np.divmod's."""
+    floor_divide = _operator(_uf.floor_divide_operator, "//", reflected)
+    remainder = _operator(_uf.remainder_operator, "%", reflected)
+
+    def method(self, other):
+        quotient = floor_divide(self, other)
+        if quotient is NotImplemented:
+            return NotImplemented
+        return quotient, remainder(self, other)
+
+    return method
+
+
 def _handles_itself(other) -> bool:
     """Whether an operand is not one an operator binds: a SciPy sparse matrix (`_with_sparse`)
     or an object that defers NumPy's operators to its own (`_defers`)."""
@@ -360,6 +378,50 @@ def _format(self, spec):
 def _round(self, ndigits=None):
     value = _concrete_or_raise(self, "round()")
     return round(value) if ndigits is None else round(value, ndigits)
+
+
+def _read_by(fn, what):
+    """A method applying `fn` (`math.trunc`, ...) to the value, read as `float(x)` reads it:
+    the Python number a `jit` argument holds as given keeps its type (an int beyond 2**53
+    stays exact, where `math.floor` through `float()` rounded it)."""
+    return lambda self: fn(_concrete_or_raise(self, what))
+
+
+def _power(self, other, modulo=None):
+    """`x ** y`, and Python's three-argument `pow(x, y, modulo)` of traced integers, of the
+    values read (an integer result has no derivative), as `int(x)` reads them."""
+    if modulo is not None:
+        return pow(*(_concrete_or_raise(v, "pow(x, y, modulo)") for v in (self, other, modulo)))
+    if type(other) in _PLAIN_OPERANDS or not _handles_itself(other):
+        return bind_two(_ew.power_operator, self, other)
+    return _left_to(other, self, "**", False)
+
+
+# Python numbers' own methods and attributes (a `jit` record holds a Python-number argument as
+# it was given; NumPy's scalars have some): those of the 0-d value read, as `float(x)` reads it
+# (under `jit` a guard, under `vmap` each row's). An array has none, as eagerly.
+_NUMBER_ATTRIBUTES = (
+    "as_integer_ratio",
+    "bit_count",
+    "bit_length",
+    "denominator",
+    "hex",
+    "is_integer",
+    "numerator",
+    "to_bytes",
+)
+
+
+def _number_attribute(name):
+    def read(self):
+        if shape_of(self) != ():
+            raise AttributeError(
+                f"x.{name}: a traced array ({_sh.describe(self)}) has no attribute {name!r}, "
+                "as a NumPy array has none (Python's numbers have it)"
+            )
+        return getattr(_concrete_or_raise(self, f"x.{name}"), name)
+
+    return property(read)
 
 
 def _array(self, dtype=None, copy=None):
@@ -634,7 +696,7 @@ _METHODS = {
     "__rmul__": _operator(_ew.multiply_operator, "*", reflected=True),
     "__truediv__": _operator(_ew.divide_operator, "/"),
     "__rtruediv__": _operator(_ew.divide_operator, "/", reflected=True),
-    "__pow__": _operator(_ew.power_operator, "**"),
+    "__pow__": _power,
     "__rpow__": _operator(_ew.power_operator, "**", reflected=True),
     "__matmul__": _matmul,
     "__rmatmul__": _rmatmul,
@@ -642,12 +704,12 @@ _METHODS = {
     "__invert__": _unary(_ew.invert_operator),
     "__pos__": lambda self: self,
     "__abs__": _unary(_ew.abs_operator),
-    "__lt__": _operator(_ew.less, "<"),
-    "__le__": _operator(_ew.less_equal, "<="),
-    "__gt__": _operator(_ew.greater, ">"),
-    "__ge__": _operator(_ew.greater_equal, ">="),
-    "__eq__": _operator(_ew.equal, "=="),
-    "__ne__": _operator(_ew.not_equal, "!="),
+    "__lt__": _operator(_ew.comparison_operators["lt"], "<"),
+    "__le__": _operator(_ew.comparison_operators["le"], "<="),
+    "__gt__": _operator(_ew.comparison_operators["gt"], ">"),
+    "__ge__": _operator(_ew.comparison_operators["ge"], ">="),
+    "__eq__": _operator(_ew.comparison_operators["eq"], "=="),
+    "__ne__": _operator(_ew.comparison_operators["ne"], "!="),
     "__getitem__": _sh.getitem,
     "__setitem__": _setitem,
     "__len__": _len,
@@ -656,6 +718,9 @@ _METHODS = {
     "__str__": _str,
     "__format__": _format,
     "__round__": _round,
+    "__trunc__": _read_by(math.trunc, "math.trunc()"),
+    "__floor__": _read_by(math.floor, "math.floor()"),
+    "__ceil__": _read_by(math.ceil, "math.ceil()"),
     "__bool__": lambda self: bool(primal(self)),
     "__float__": lambda self: float(_concrete_or_raise(self, "float()")),
     "__int__": lambda self: int(_concrete_or_raise(self, "int()")),
@@ -670,6 +735,8 @@ _METHODS = {
     "__rmod__": _operator(_uf.remainder_operator, "%", reflected=True),
     "__floordiv__": _operator(_uf.floor_divide_operator, "//"),
     "__rfloordiv__": _operator(_uf.floor_divide_operator, "//", reflected=True),
+    "__divmod__": _divmod_operator(),
+    "__rdivmod__": _divmod_operator(reflected=True),
     "sum": _as_method(_sh.sum),
     "mean": _as_method(_rd.mean),
     "prod": _as_method(_rd.prod),
@@ -821,6 +888,48 @@ def _numpys_interp(fn):
 _NUMPYS_DTYPES = {"cov": _numpys_cov, "corrcoef": _numpys_cov, "interp": _numpys_interp}
 
 
+# NumPy's `full_like(a, fill_value)` dispatches on `a` alone: for a plain `a` its own body runs,
+# and copies a traced fill value into the new array it made with `copyto`, whose result it
+# returns. That copy is the value read (as `float(x)` reads it: under `jit` a guard, under
+# `vmap` each row's), as `np.full(shape, fill_value)` reads it with np.asarray; under a
+# transform that differentiates, NumPy's plain array would drop the derivative, so it is
+# refused, naming fgrad.numpy.full_like, which carries it.
+_FULL_LIKE_CODE = getattr(getattr(_np.full_like, "_implementation", None), "__code__", None)
+
+
+def _numpys_copyto(copyto):
+    def numpys_copyto(dst, src, casting="same_kind", where=True):
+        if type(src) is Box and type(dst) is _np.ndarray and _inside_numpys_full_like():
+            if not _only_read(src):
+                raise TypeError(_full_like_refusal(src))
+            _np.copyto(dst, primal(src), casting=casting, where=where)
+            return None
+        return copyto(dst, src, casting=casting, where=where)
+
+    return numpys_copyto
+
+
+def _inside_numpys_full_like():
+    """Whether NumPy's `full_like` called this copyto (through `__array_function__`)."""
+    frame = sys._getframe(2)
+    for _ in range(3):  # numpys_copyto <- _array_function <- (NumPy's dispatch) <- full_like
+        if frame is None or frame.f_code is _FULL_LIKE_CODE:
+            return frame is not None
+        frame = frame.f_back
+    return False
+
+
+def _full_like_refusal(fill_value):
+    place, text = _users_line()
+    where = f" (at {place}: {text})" if text else ""
+    return (
+        f"NumPy's np.full_like(a, fill_value) of a plain a and a traced fill_value "
+        f"({_sh.describe(fill_value)}){where} returns NumPy's own array of plain numbers, "
+        "which would drop fill_value's gradient. Use fgrad.numpy.full_like(a, fill_value), "
+        "which carries it, or fgrad.stop_gradient(fill_value) if you mean it as a constant."
+    )
+
+
 def dispatch_to(mapping):
     """Send these NumPy-protocol callables (ufuncs or array functions, e.g. SciPy's special
     functions) to the given fgrad functions when they meet a traced value."""
@@ -848,6 +957,7 @@ def install(namespace, submodules):
         _FUNCTIONS[getattr(_np, name)] = fn
     for name, numpys in _NUMPYS_DTYPES.items():
         _FUNCTIONS[getattr(_np, name)] = numpys(namespace[name])
+    _FUNCTIONS[_np.copyto] = _numpys_copyto(namespace["copyto"])
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
         if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)
@@ -860,13 +970,13 @@ def install(namespace, submodules):
     Box.compress = lambda self, condition, axis=None, out=None: namespace["compress"](
         condition, self, axis=axis, out=out
     )
-    Box.__divmod__ = lambda self, other: namespace["divmod"](self, other)
-    Box.__rdivmod__ = lambda self, other: namespace["divmod"](other, self)
     Box.mT = property(namespace["matrix_transpose"])
     for name, fn in _METHODS.items():
         setattr(Box, name, fn)
     for name, fn in _PROPERTIES.items():
         setattr(Box, name, property(fn))
+    for name in _NUMBER_ATTRIBUTES:
+        setattr(Box, name, _number_attribute(name))
     for name, why in _NO_TRACED_MEANING.items():
         setattr(Box, name, _refused_attribute(name, why))
     # Defining __eq__ leaves a class unhashable; a traced value hashes as its value does (the

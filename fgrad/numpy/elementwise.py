@@ -923,6 +923,20 @@ bitwise_operators = {
         ("rshift", "right_shift"),
     )
 }
+# and `<`, `<=`, `>`, `>=`, `==`, `!=`, by their methods' names: a traced Python number compared
+# gives a Python bool, as eagerly, not np.bool_ (`(s > 1.0) + (s > 0.5)` is 2; np.True_ +
+# np.True_ is np.True_, and np.True_ * 3 a strong int64)
+comparison_operators = {
+    name: nondiff(getattr(_operator, name), ufunc)
+    for name, ufunc in (
+        ("lt", "less"),
+        ("le", "less_equal"),
+        ("gt", "greater"),
+        ("ge", "greater_equal"),
+        ("eq", "equal"),
+        ("ne", "not_equal"),
+    )
+}
 bitwise_not = invert
 isnan = nondiff_function(_np.isnan)
 isfinite = nondiff_function(_np.isfinite)
@@ -1013,6 +1027,7 @@ def read_any(mask):
 
 register_rules(add_any, batch=elementwise_batch_rule(add_any))
 register_elementwise(globals())
+register_elementwise(comparison_operators)
 
 
 # --- Taylor rules (`fgrad.taylor`): quadratic in the order ----------------------------------------
