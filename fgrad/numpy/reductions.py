@@ -90,12 +90,12 @@ def mean(
             dtype = _np.dtype(_np.float64)
         elif a_dtype == _np.float16:  # NumPy sums float16 in float32
             dtype, float16 = _np.dtype(_np.float32), True
-    axes = _normalize_axes(axis, ndim(a))
+    s = shape(a)
+    axes = _normalize_axes(axis, len(s), s)
     total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     mask = reduction_mask(where, a, "mean", operand=True)
     count: Any  # an int, or NumPy's counts where a `where=` mask is given
     if mask is True:
-        s = shape(a)
         count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
         if count == 0:  # an empty axis: NumPy's 0/0, NaN, which no element has a derivative of
             total = constant_of(total)
@@ -207,7 +207,8 @@ def _extremum(impl, name):
         where: ArrayLike = NO_VALUE,
     ) -> Array:
         refuse_out(out, name)
-        axes = _normalize_axes(axis, ndim(a))
+        s = shape(a)
+        axes = _normalize_axes(axis, len(s), s, ufunc=True)
         mask = reduction_mask(where, a, name)
         if mask is not True and initial is NO_VALUE:
             raise ValueError(
@@ -444,7 +445,8 @@ _prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod", fo
 
 def _prod(a, axis, dtype, out, keepdims, initial, where):
     refuse_out(out, "prod")
-    axes = _normalize_axes(axis, ndim(a))
+    s = shape(a)
+    axes = _normalize_axes(axis, len(s), s, ufunc=True)
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         one = _np.ones((), dtype_of(a))
