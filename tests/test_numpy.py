@@ -1017,3 +1017,53 @@ def test_a_0d_value_over_axis_0_or_minus_1_is_numpys(name, z):
     for d in (grad(f)(z), jacfwd(f)(z), fgrad.jit(grad(f))(z), fgrad.jvp(f, (z,), (1.0,))[1]):
         np.testing.assert_array_equal(d, free)
     np.testing.assert_array_equal(fgrad.vmap(f)(np.array([1.0, 2.0])), theirs([1.0, 2.0], axis=()))
+
+
+def test_reduction_keyword_errors_name_the_argument_and_say_what_to_do():
+    """Under grad these came through as NumPy's bare messages ("zero-size array to reduction
+    operation maximum which has no identity", "setting an array element with a sequence",
+    "operands could not be broadcast together ..."), naming neither the argument nor a fix.
+    The exception types stay NumPy's (ValueError)."""
+    x = np.arange(6.0).reshape(2, 3)
+
+    def under_grad(f, z=x):
+        return grad(lambda t: fnp.sum(f(t)))(z)
+
+    cases = [
+        (lambda t: fnp.max(t, axis=0), np.zeros((0, 3)), r"max of a with shape \(0, 3\).*initial="),
+        (
+            lambda t: fnp.nanmin(t, axis=1),
+            np.zeros((2, 0)),
+            r"min of a with shape \(2, 0\).*initial=",
+        ),
+        (
+            lambda t: fnp.max(t, axis=0, initial=np.ones(3)),
+            x,
+            r"initial= must be one number.*\(3,\)",
+        ),
+        (
+            lambda t: fnp.sum(t, where=np.array([True, False])),
+            x,
+            r"where= has shape \(2,\).*\(2, 3\)",
+        ),
+        (lambda t: fnp.mean(t, where=np.ones((3, 1), bool)), x, r"where= has shape \(3, 1\)"),
+        (lambda t: fnp.var(t, axis=1, mean=np.ones(2)), x, r"mean= has shape \(2,\).*\(2, 1\)"),
+        (lambda t: fnp.nanvar(t, axis=1, mean=np.ones(2)), x, r"mean= has shape \(2,\).*\(2, 1\)"),
+    ]
+    for f, z, message in cases:
+        with pytest.raises(ValueError, match=message):
+            f(z)
+        with pytest.raises(ValueError, match=message):
+            under_grad(f, z)
+    # what NumPy takes is still taken: an empty axis with initial=, a 0-d initial, a mask
+    # that broadcasts, a mean with the axes kept
+    np.testing.assert_array_equal(
+        fnp.max(np.zeros((0, 3)), axis=0, initial=-1.0), np.max(np.zeros((0, 3)), 0, initial=-1.0)
+    )
+    np.testing.assert_array_equal(fnp.max(np.zeros((0, 3)), axis=1), np.zeros(0))
+    assert fnp.max(x, initial=np.array(9.0)) == 9.0
+    np.testing.assert_array_equal(
+        fnp.sum(x, where=np.array([True, False, True])), np.sum(x, where=[True, False, True])
+    )
+    m = np.ones((2, 1))
+    np.testing.assert_array_equal(fnp.var(x, axis=1, mean=m), np.var(x, axis=1, mean=m))

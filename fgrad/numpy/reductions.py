@@ -209,6 +209,15 @@ def _extremum(impl, name):
         refuse_out(out, name)
         s = shape(a)
         axes = _normalize_axes(axis, len(s), s, ufunc=True)
+        if initial is NO_VALUE:
+            if 0 in s:
+                _refuse_empty_slices(name, a, axes)
+        elif shape(initial) != ():
+            raise ValueError(
+                f"{name}: initial= must be one number (a bound the result cannot go past), "
+                f"got {describe(initial)}; pass a scalar, or for a bound per slice apply "
+                f"{'maximum' if name == 'max' else 'minimum'} to the result"
+            )
         mask = reduction_mask(where, a, name)
         if mask is not True and initial is NO_VALUE:
             raise ValueError(
@@ -239,6 +248,20 @@ def _extremum(impl, name):
         "included."
     )
     return mirror("reduction")(reduce)
+
+
+def _refuse_empty_slices(name, a, axes):
+    """NumPy's ValueError for max or min over an axis of length 0 (a slice with no element,
+    and no identity to give it), naming a, the axis, and what to pass instead."""
+    s = shape(a)
+    empty = [ax for ax in axes if s[ax] == 0]
+    if empty:
+        raise ValueError(
+            f"{name} of a with {describe(a)} over axis {empty[0]} (of length 0): a slice has no "
+            f"element, and {name} has no identity to give it; pass initial= (a value the result "
+            f"cannot go past, e.g. {'-' if name == 'max' else ''}numpy.inf), or reduce over "
+            "axes that are not empty"
+        )
 
 
 def _to_last(a, axes):

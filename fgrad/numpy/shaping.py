@@ -1025,13 +1025,33 @@ def reduction_mask(where, a, name, operand=False):
     if type(where) is Box and operand:
         if dtype_of(where) != _np.dtype(bool):
             raise TypeError(f"{name}: where= must be a boolean mask, got {describe(where)}")
+        _check_mask_shape(where, a, name)
         return broadcast_to(where, shape(a))
     if is_traced(where):
         where = primal(where)
     mask = as_array(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
-    return _np.broadcast_to(mask, shape(a))
+    try:
+        return _np.broadcast_to(mask, shape(a))
+    except ValueError:
+        _check_mask_shape(mask, a, name)
+        raise
+
+
+def _check_mask_shape(mask, a, name):
+    """A ValueError naming where= and a when the mask does not broadcast to a's shape."""
+    mask_shape, a_shape = shape_of(mask), shape_of(a)
+    try:
+        if _np.broadcast_shapes(mask_shape, a_shape) == a_shape:
+            return
+    except ValueError:
+        pass
+    raise ValueError(
+        f"{name}: where= has {describe(mask)}, which does not broadcast to a's shape {a_shape} "
+        f"(a: {describe(a)}); pass a boolean mask of a's shape, or one that broadcasts to it "
+        f"(its trailing axes matching a's, or of length 1)"
+    ) from None
 
 
 # --- dtype casts ----------------------------------------------------------------------------------

@@ -233,9 +233,24 @@ def _squares(a, axis, dtype, ddof, keepdims, where, mean, correction):
         # a slice with no element has no mean (NumPy's is 0/0, and its variance 0/0 too): 0
         # here keeps nan out of the other elements' gradients
         mean = _divide(total, _np.maximum(_counts(a, axes, mask, True), 1))
+    else:
+        _check_mean_shape(mean, a, axes, "var")
     x = _squared_magnitude(a - mean)
     ss = sum(x, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     return ss, _counts(a, axes, mask, keepdims) - ddof
+
+
+def _check_mean_shape(mean, a, axes, name):
+    """A ValueError naming mean= when it does not broadcast against a (NumPy subtracts it
+    from a: its own message names neither)."""
+    try:
+        _np.broadcast_shapes(shape(mean), shape(a))
+    except ValueError:
+        raise ValueError(
+            f"{name}: mean= has {describe(mean)}, which does not broadcast against a "
+            f"({describe(a)}); pass it with the reduced axes kept, shape "
+            f"{_kept_shape(shape(a), axes)}, as fnp.mean(a, axis=..., keepdims=True) gives it"
+        ) from None
 
 
 def _per_dof(ss, dof, root, fill=None):
@@ -649,6 +664,8 @@ def _nan_per_dof(a, axis, dtype, ddof, keepdims, where, mean, correction, root):
     if mean is NO_VALUE or mean is None:
         total = sum(a0, axis=axes, dtype=dtype, keepdims=True, where=where)
         mean = _divide(total, _np.maximum(_valid_counts(m, axes, mask, True), 1))  # see var
+    else:
+        _check_mean_shape(mean, a0, axes, "nanvar")
     # NumPy subtracts and squares in place, in the data's own dtype (whatever `dtype` is)
     d = _where(m, 0.0, astype(a0 - mean, a_dtype))  # NaN positions: 0, and no gradient
     sqr = real(d * conj(d)) if dtype_of(d).kind == "c" else d * d
