@@ -3,6 +3,7 @@ kinks, powers at 0, attributes, operators, NumPy functions on traced values, dty
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -1036,3 +1037,163 @@ def test_var_and_std_take_numpys_mean_none():
         np.testing.assert_array_equal(
             getattr(fnp, name)(x, axis=1, mean=None), getattr(np, name)(x, axis=1, mean=None)
         )
+
+
+# --- axis validation: NumPy's errors, never another axis ------------------------------------------
+
+_REDUCTIONS_BY_AXIS = [
+    "sum", "prod", "max", "min", "amax", "amin", "ptp", "mean", "var", "std",
+    "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd",
+    "median", "nanmedian", "average",
+]  # fmt: skip
+
+
+def _ran(f):
+    try:
+        return f()
+    except Exception as e:  # the exception is the result compared
+        return e
+
+
+@pytest.mark.parametrize("name", _REDUCTIONS_BY_AXIS)
+@pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, -2), 1.5, np.float64(1.0), True, 2, -3])
+def test_an_axis_numpy_refuses_is_refused_plain_and_traced(name, axis):
+    """A repeated axis ((0, 0), (1, -1)), a float (1.5 read as 1) or a bool (True read as 1)
+    reduced some axis, silently, where NumPy raises: now NumPy's exception type, plain and
+    under grad, jit and vmap, with a message naming axis= and the array's shape. (A bool:
+    NumPy's median and average take True as 1; fgrad refuses it in every reduction.)"""
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    ours = getattr(fnp, name)
+    want = _ran(lambda: getattr(np, name)(x, axis=axis))
+    kind = type(want) if isinstance(want, Exception) else TypeError  # (median's bool)
+    for run in (
+        lambda: ours(x, axis=axis),
+        lambda: grad(lambda z: fnp.sum(ours(z, axis=axis)))(x),
+        lambda: fgrad.jit(lambda z: ours(z, axis=axis))(x),
+        lambda: fgrad.vmap(lambda z: ours(z, axis=axis))(x[None]),
+    ):
+        with pytest.raises(kind, match=r"axis|\(2, 3\)"):
+            run()
+
+
+def test_axis_errors_name_the_axis_and_the_shape():
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError, match=r"axis=\(1, -1\) names an axis twice.*shape \(2, 3\)"):
+        fnp.var(x, axis=(1, -1))
+    with pytest.raises(TypeError, match=r"axis=1.5: 1.5 \(float\) is not an integer"):
+        fnp.max(x, axis=1.5)
+    with pytest.raises(TypeError, match="axis=True: True is a bool"):
+        fnp.sum(x, axis=True)
+    with pytest.raises(np.exceptions.AxisError, match=r"axis 2 is out of bounds.*shape \(2, 3\)"):
+        fnp.sum(x, axis=(0, 2))
+    # linalg.vector_norm reads its axes through the same helper (NumPy: "repeated axis")
+    for axis in ((0, 0), (1, -1), (0, -2)):
+        with pytest.raises(ValueError, match="names an axis twice"):
+            fnp.linalg.vector_norm(x, axis=axis)
+    # an integer NumPy takes stays taken: np.int64, a 0-d integer array, a traced int (jit)
+    for axis in (np.int64(1), np.array(1), (np.int64(0), -1)):
+        np.testing.assert_array_equal(fnp.sum(x, axis=axis), np.sum(x, axis=axis))
+    summed = fgrad.jit(lambda z, ax: fnp.sum(z, axis=ax))
+    np.testing.assert_array_equal(summed(x, 1), np.sum(x, axis=1))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "nancumsum", "nancumprod"])
+def test_a_scan_refuses_an_axis_numpy_refuses(name):
+    """cumsum(axis=1.5) or (axis=True) scanned axis 1, and a 0-d value took any axis (axis=5
+    of np.array(2.5) gave [2.5]): NumPy raises TypeError or AxisError."""
+    for x in (np.ones((2, 3)), np.array(2.5)):
+        for axis in (1.5, True, (0,), 5, -3):
+            want = _ran(lambda: getattr(np, name)(x, axis=axis))
+            assert isinstance(want, Exception)
+            with pytest.raises(type(want)):
+                getattr(fnp, name)(x, axis=axis)
+            with pytest.raises(type(want)):
+                grad(lambda z: fnp.sum(getattr(fnp, name)(z, axis=axis)))(x)
+    np.testing.assert_array_equal(getattr(fnp, name)(np.array(2.5), axis=-1), [2.5])
+
+
+_UFUNC_LIKE = [
+    "sum", "prod", "max", "min", "amax", "amin", "ptp",
+    "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _UFUNC_LIKE + ["mean", "var", "std", "median", "nanmedian"])
+@pytest.mark.parametrize("z", [np.array(2.5), np.array(2), np.array(np.nan)])
+def test_a_0d_value_over_axis_0_or_minus_1_is_numpys(name, z):
+    """NumPy's ufunc reductions (and nanmean, nanvar, nanstd of floats) read axis 0 or -1 of
+    a 0-d value as no axis: np.sum(np.array(2.5), axis=0) is 2.5; fgrad raised AxisError.
+    mean, var, std, median (and nanmean/nanvar of an integer) raise in NumPy: they still do.
+    The derivative is the one with no axis (ptp, nanvar: 0; the others 1)."""
+    ours, theirs = getattr(fnp, name), getattr(np, name)
+    for axis in (0, -1, np.int64(0)):
+        for keepdims in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = _ran(lambda: theirs(z, axis=axis, keepdims=keepdims))
+                got = _ran(lambda: ours(z, axis=axis, keepdims=keepdims))
+            if isinstance(want, Exception):
+                assert isinstance(got, np.exceptions.AxisError), got
+                continue
+            assert type(got) is type(want) and np.shape(got) == np.shape(want)
+            np.testing.assert_array_equal(got, want)
+    if z.dtype.kind != "f" or np.isnan(z) or name in ("mean", "var", "std", "median", "nanmedian"):
+        return
+
+    def f(t):
+        return ours(t, axis=0)
+
+    free = grad(lambda t: ours(t))(z)  # the derivative with no axis given
+    for d in (grad(f)(z), jacfwd(f)(z), fgrad.jit(grad(f))(z), fgrad.jvp(f, (z,), (1.0,))[1]):
+        np.testing.assert_array_equal(d, free)
+    np.testing.assert_array_equal(fgrad.vmap(f)(np.array([1.0, 2.0])), theirs([1.0, 2.0], axis=()))
+
+
+def test_reduction_keyword_errors_name_the_argument_and_say_what_to_do():
+    """Under grad these came through as NumPy's bare messages ("zero-size array to reduction
+    operation maximum which has no identity", "setting an array element with a sequence",
+    "operands could not be broadcast together ..."), naming neither the argument nor a fix.
+    The exception types stay NumPy's (ValueError)."""
+    x = np.arange(6.0).reshape(2, 3)
+
+    def under_grad(f, z=x):
+        return grad(lambda t: fnp.sum(f(t)))(z)
+
+    cases = [
+        (lambda t: fnp.max(t, axis=0), np.zeros((0, 3)), r"max of a with shape \(0, 3\).*initial="),
+        (
+            lambda t: fnp.nanmin(t, axis=1),
+            np.zeros((2, 0)),
+            r"min of a with shape \(2, 0\).*initial=",
+        ),
+        (
+            lambda t: fnp.max(t, axis=0, initial=np.ones(3)),
+            x,
+            r"initial= must be one number.*\(3,\)",
+        ),
+        (
+            lambda t: fnp.sum(t, where=np.array([True, False])),
+            x,
+            r"where= has shape \(2,\).*\(2, 3\)",
+        ),
+        (lambda t: fnp.mean(t, where=np.ones((3, 1), bool)), x, r"where= has shape \(3, 1\)"),
+        (lambda t: fnp.var(t, axis=1, mean=np.ones(2)), x, r"mean= has shape \(2,\).*\(2, 1\)"),
+        (lambda t: fnp.nanvar(t, axis=1, mean=np.ones(2)), x, r"mean= has shape \(2,\).*\(2, 1\)"),
+    ]
+    for f, z, message in cases:
+        with pytest.raises(ValueError, match=message):
+            f(z)
+        with pytest.raises(ValueError, match=message):
+            under_grad(f, z)
+    # what NumPy takes is still taken: an empty axis with initial=, a 0-d initial, a mask
+    # that broadcasts, a mean with the axes kept
+    np.testing.assert_array_equal(
+        fnp.max(np.zeros((0, 3)), axis=0, initial=-1.0), np.max(np.zeros((0, 3)), 0, initial=-1.0)
+    )
+    np.testing.assert_array_equal(fnp.max(np.zeros((0, 3)), axis=1), np.zeros(0))
+    assert fnp.max(x, initial=np.array(9.0)) == 9.0
+    np.testing.assert_array_equal(
+        fnp.sum(x, where=np.array([True, False, True])), np.sum(x, where=[True, False, True])
+    )
+    m = np.ones((2, 1))
+    np.testing.assert_array_equal(fnp.var(x, axis=1, mean=m), np.var(x, axis=1, mean=m))

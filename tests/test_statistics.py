@@ -644,3 +644,19 @@ def test_nanquantile_of_an_empty_array_is_numpys_nan(name, shape, q, kw):
         want, got = getattr(np, name)(a, q, **kw), getattr(fnp, name)(a, q, **kw)
     assert type(got) is type(want) and np.shape(got) == np.shape(want)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "name, q", [("median", None), ("nanmedian", None), ("quantile", 0.3), ("nanpercentile", 40)]
+)
+def test_order_statistics_of_a_0d_value_with_keepdims_are_0d_arrays(name, q):
+    """median(np.array(2.5), keepdims=True) returned the scalar np.float64(2.5); NumPy
+    returns the 0-d array array(2.5) (a scalar without keepdims, as before)."""
+    z = np.array(2.5)
+    args = (z,) if q is None else (z, q)
+    for keepdims in (True, False):
+        want = getattr(np, name)(*args, keepdims=keepdims)
+        got = getattr(fnp, name)(*args, keepdims=keepdims)
+        assert type(got) is type(want) and np.shape(got) == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    assert grad(lambda t: getattr(fnp, name)(*((t,) + args[1:]), keepdims=True))(2.5) == 1.0

@@ -90,12 +90,12 @@ def mean(
             dtype = _np.dtype(_np.float64)
         elif a_dtype == _np.float16:  # NumPy sums float16 in float32
             dtype, float16 = _np.dtype(_np.float32), True
-    axes = _normalize_axes(axis, ndim(a))
+    s = shape(a)
+    axes = _normalize_axes(axis, len(s), s)
     total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     mask = reduction_mask(where, a, "mean", operand=True)
     count: Any  # an int, or NumPy's counts where a `where=` mask is given
     if mask is True:
-        s = shape(a)
         count = int(_np.prod([s[i] for i in axes], dtype=_np.int64))
         if count == 0:  # an empty axis: NumPy's 0/0, NaN, which no element has a derivative of
             total = constant_of(total)
@@ -207,7 +207,17 @@ def _extremum(impl, name):
         where: ArrayLike = NO_VALUE,
     ) -> Array:
         refuse_out(out, name)
-        axes = _normalize_axes(axis, ndim(a))
+        s = shape(a)
+        axes = _normalize_axes(axis, len(s), s, ufunc=True)
+        if initial is NO_VALUE:
+            if 0 in s:
+                _refuse_empty_slices(name, a, axes)
+        elif shape(initial) != ():
+            raise ValueError(
+                f"{name}: initial= must be one number (a bound the result cannot go past), "
+                f"got {describe(initial)}; pass a scalar, or for a bound per slice apply "
+                f"{'maximum' if name == 'max' else 'minimum'} to the result"
+            )
         mask = reduction_mask(where, a, name)
         if mask is not True and initial is NO_VALUE:
             raise ValueError(
@@ -238,6 +248,20 @@ def _extremum(impl, name):
         "included."
     )
     return mirror("reduction")(reduce)
+
+
+def _refuse_empty_slices(name, a, axes):
+    """NumPy's ValueError for max or min over an axis of length 0 (a slice with no element,
+    and no identity to give it), naming a, the axis, and what to pass instead."""
+    s = shape(a)
+    empty = [ax for ax in axes if s[ax] == 0]
+    if empty:
+        raise ValueError(
+            f"{name} of a with {describe(a)} over axis {empty[0]} (of length 0): a slice has no "
+            f"element, and {name} has no identity to give it; pass initial= (a value the result "
+            f"cannot go past, e.g. {'-' if name == 'max' else ''}numpy.inf), or reduce over "
+            "axes that are not empty"
+        )
 
 
 def _to_last(a, axes):
@@ -444,7 +468,8 @@ _prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod", fo
 
 def _prod(a, axis, dtype, out, keepdims, initial, where):
     refuse_out(out, "prod")
-    axes = _normalize_axes(axis, ndim(a))
+    s = shape(a)
+    axes = _normalize_axes(axis, len(s), s, ufunc=True)
     mask = reduction_mask(where, a, "prod")
     if mask is not True:  # 1 where the mask is False: no effect, and no gradient there
         one = _np.ones((), dtype_of(a))

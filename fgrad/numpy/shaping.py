@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator as _operator
 import os
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -271,21 +272,70 @@ def meta(x):
 _ALL_AXES = tuple(tuple(range(n)) for n in range(65))
 
 
-def _normalize_axes(axis, nd):
-    """`axis` (None, int or tuple) as a sorted tuple of non-negative ints."""
+def _normalize_axes(axis, nd, shape=None, ufunc=False):
+    """`axis` (None, an integer or a tuple of integers) as a sorted tuple of non-negative ints,
+    with NumPy's errors where a slip would otherwise reduce some other axis, silently: a
+    TypeError for an entry that is not an integer (1.5 read as 1, or True as 1), NumPy's
+    AxisError outside [-nd, nd), a ValueError for an axis named twice ((0, 0), or (1, -1) of
+    a matrix). `shape`, when the caller has it, goes into the messages.
+
+    With `ufunc`, an integer axis 0 or -1 of a 0-d array is no axis at all, as NumPy's ufunc
+    reductions read it (np.sum(np.array(2.5), axis=0) is 2.5): sum, prod, max, min and the nan
+    reductions made from them. mean, var, std and median refuse it, as NumPy's do."""
     if axis is None:
         return _ALL_AXES[nd] if nd < 65 else tuple(range(nd))
     if type(axis) is int and -nd <= axis < nd:
-        return (axis % nd,)  # the common case, without the general one's sorting
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    out = []
-    for a in axes:
-        if not -nd <= a < nd:
-            raise _np.exceptions.AxisError(
-                f"axis {a} is out of bounds for an array with {nd} dimensions"
-            )
-        out.append(int(a) % nd)
-    return tuple(sorted(set(out)))
+        return (axis % nd,)  # the common case, without the general one's checks and sorting
+    if ufunc and nd == 0 and _is_integer(axis) and _operator.index(axis) in (0, -1):
+        return ()
+    entries = axis if isinstance(axis, tuple) else (axis,)
+    out = [
+        a % nd if type(a) is int and -nd <= a < nd else _axis_entry(a, axis, nd, shape)
+        for a in entries
+    ]
+    if len(set(out)) < len(out):
+        raise ValueError(
+            f"duplicate value in 'axis': axis={axis!r} names an axis twice for an array of "
+            f"{_dimensions(nd, shape)}; name each axis once"
+        )
+    return tuple(sorted(out))
+
+
+def _is_integer(a):
+    """Whether `a` is an integer as NumPy reads an axis (a bool is not)."""
+    if isinstance(a, (bool, _np.bool_)):
+        return False
+    try:
+        _operator.index(a)
+    except TypeError:
+        return False
+    return True
+
+
+def _dimensions(nd, shape):
+    return f"shape {tuple(shape)}" if shape is not None else f"{nd} dimensions"
+
+
+def _axis_entry(a, axis, nd, shape):
+    """One entry `a` of `axis`, as an int in [0, nd)."""
+    if isinstance(a, (bool, _np.bool_)):
+        raise TypeError(
+            f"axis={axis!r}: {a!r} is a bool, not an integer; pass the axis as an int (an "
+            f"array of {_dimensions(nd, shape)})"
+        )
+    try:
+        k = _operator.index(a)
+    except TypeError:
+        raise TypeError(
+            f"axis={axis!r}: {a!r} ({type(a).__name__}) is not an integer; pass an int or a "
+            f"tuple of ints (an array of {_dimensions(nd, shape)})"
+        ) from None
+    if not -nd <= k < nd:
+        raise _np.exceptions.AxisError(
+            f"axis {k} is out of bounds for an array of {_dimensions(nd, shape)} "
+            f"(axis={axis!r}); pass axes in [{-nd}, {nd})"
+        )
+    return k % nd
 
 
 def normalize_axis(axis, nd, who, argument="axis"):
@@ -915,7 +965,8 @@ def sum(
     if out is not None:
         refuse_out(out, "sum")
     keepdims = False if keepdims is NO_VALUE else bool(keepdims)
-    axes = _normalize_axes(axis, len(shape_of(a)))
+    s = shape_of(a)
+    axes = _normalize_axes(axis, len(s), s, ufunc=True)
     if (
         initial is NO_VALUE
         and where is NO_VALUE
@@ -974,13 +1025,33 @@ def reduction_mask(where, a, name, operand=False):
     if type(where) is Box and operand:
         if dtype_of(where) != _np.dtype(bool):
             raise TypeError(f"{name}: where= must be a boolean mask, got {describe(where)}")
+        _check_mask_shape(where, a, name)
         return broadcast_to(where, shape(a))
     if is_traced(where):
         where = primal(where)
     mask = as_array(where)
     if mask.dtype != bool:
         raise TypeError(f"{name}: where= must be a boolean mask, got dtype {mask.dtype}")
-    return _np.broadcast_to(mask, shape(a))
+    try:
+        return _np.broadcast_to(mask, shape(a))
+    except ValueError:
+        _check_mask_shape(mask, a, name)
+        raise
+
+
+def _check_mask_shape(mask, a, name):
+    """A ValueError naming where= and a when the mask does not broadcast to a's shape."""
+    mask_shape, a_shape = shape_of(mask), shape_of(a)
+    try:
+        if _np.broadcast_shapes(mask_shape, a_shape) == a_shape:
+            return
+    except ValueError:
+        pass
+    raise ValueError(
+        f"{name}: where= has {describe(mask)}, which does not broadcast to a's shape {a_shape} "
+        f"(a: {describe(a)}); pass a boolean mask of a's shape, or one that broadcasts to it "
+        f"(its trailing axes matching a's, or of length 1)"
+    ) from None
 
 
 # --- dtype casts ----------------------------------------------------------------------------------
@@ -2898,7 +2969,7 @@ def axis_batch_rule(fn):
         x = batch_to_front(arguments.pop(first), dims[0])
         n, row = shape(x)[0], shape(x)[1:]
         axis = arguments.get("axis", default)
-        if not row and not isinstance(axis, tuple) and axis in (0, -1):
+        if not row and _is_integer(axis) and _operator.index(axis) in (0, -1):
             # NumPy reads a 0-d value as one element along axis 0 (or -1): argsort gives [0],
             # argmax and all a scalar, with keepdims too
             x, row, axis = reshape(x, (n, 1)), (1,), 0

@@ -75,6 +75,7 @@ from .reductions import (
 )
 from .shaping import (
     NO_VALUE,
+    _axis_entry,
     _kept_shape,
     _normalize_axes,
     asarray,
@@ -225,16 +226,31 @@ def _squares(a, axis, dtype, ddof, keepdims, where, mean, correction):
     a = _asarray(a)
     if dtype is None and dtype_of(a).kind in "iub":
         dtype = _np.float64
-    axes = _normalize_axes(axis, ndim(a))
+    axes = _normalize_axes(axis, ndim(a), shape(a))
     mask = reduction_mask(where, a, "var")
     if mean is NO_VALUE or mean is None:  # (None: NumPy's explicit "compute it")
         total = sum(a, axis=axes, dtype=dtype, keepdims=True, where=where)
         # a slice with no element has no mean (NumPy's is 0/0, and its variance 0/0 too): 0
         # here keeps nan out of the other elements' gradients
         mean = _divide(total, _np.maximum(_counts(a, axes, mask, True), 1))
+    else:
+        _check_mean_shape(mean, a, axes, "var")
     x = _squared_magnitude(a - mean)
     ss = sum(x, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     return ss, _counts(a, axes, mask, keepdims) - ddof
+
+
+def _check_mean_shape(mean, a, axes, name):
+    """A ValueError naming mean= when it does not broadcast against a (NumPy subtracts it
+    from a: its own message names neither)."""
+    try:
+        _np.broadcast_shapes(shape(mean), shape(a))
+    except ValueError:
+        raise ValueError(
+            f"{name}: mean= has {describe(mean)}, which does not broadcast against a "
+            f"({describe(a)}); pass it with the reduced axes kept, shape "
+            f"{_kept_shape(shape(a), axes)}, as fnp.mean(a, axis=..., keepdims=True) gives it"
+        ) from None
 
 
 def _per_dof(ss, dof, root, fill=None):
@@ -308,7 +324,7 @@ def average(
     """
     a = _asarray(a)
     nd = ndim(a)
-    axes = _normalize_axes(axis, nd)
+    axes = _normalize_axes(axis, nd, shape(a))
     keepdims = _keepdims(keepdims)
     if weights is None:
         avg = mean(_as_float(a), axis=axes, keepdims=keepdims)
@@ -369,16 +385,18 @@ _cumsum_p: Primitive = deflinear(
 
 
 def _scan_axis(a, axis, dtype):
-    """(a, axis) as the scans take them: cast to dtype, flattened for axis=None or a 0-d a."""
+    """(a, axis) as the scans take them: cast to dtype, flattened for axis=None or a 0-d a
+    (NumPy scans a 0-d value as one element along axis 0 or -1). `axis` is one integer, with
+    NumPy's errors (TypeError for a float, a bool or a tuple; AxisError out of bounds)."""
     a = _asarray(a)
     if dtype is not None:
         a = astype(a, dtype)
-    if axis is None or ndim(a) == 0:
+    if axis is None:
         return ravel(a), 0
-    nd = ndim(a)
-    if not -nd <= axis < nd:
-        raise ValueError(f"axis {axis} is out of bounds for an array with {nd} dimensions")
-    return a, int(axis) % nd
+    s = shape(a)
+    if not s:
+        return ravel(a), _axis_entry(axis, axis, 1, s)
+    return a, _axis_entry(axis, axis, len(s), s)
 
 
 @mirror("reduction")
@@ -550,9 +568,13 @@ def _nanmean(a, axis, dtype, out, keepdims, where):
     refuse_out(out, "nanmean")
     keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
-    if m is None or not _np.issubdtype(dtype_of(a0), _np.inexact):
+    if not _np.issubdtype(dtype_of(a0), _np.inexact):
+        # NumPy's nanmean of integers is its mean, which refuses axis=0 of a 0-d a
         return mean(a0, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    axes = _normalize_axes(axis, ndim(a0))
+    s = shape(a0)
+    axes = _normalize_axes(axis, len(s), s, ufunc=True)
+    if m is None:
+        return mean(a0, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     count = _valid_counts(m, axes, reduction_mask(where, a0, "nanmean"), keepdims)
     total = sum(a0, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
     return scalar_if_0d(_divide_or_nan(total, count))
@@ -587,7 +609,8 @@ def _nan_extremum(reduce: _F, fill: float, name: str) -> _F:
         refuse_out(out, name)
         a = _asarray(a)
         keepdims = _keepdims(keepdims)
-        axes = _normalize_axes(axis, ndim(a))
+        s = shape(a)
+        axes = _normalize_axes(axis, len(s), s, ufunc=True)
         a0, m = _nan_to(a, fill)
         ans = reduce(a0, axis=axes, keepdims=keepdims, initial=initial, where=where)
         if type(m) is Box and initial is NO_VALUE:  # one mask per row
@@ -633,13 +656,16 @@ def _nan_per_dof(a, axis, dtype, ddof, keepdims, where, mean, correction, root):
     if not _np.issubdtype(a_dtype, _np.inexact):  # no NaN: NumPy calls var (inf where dof <= 0)
         ss, dof = _squares(a0, axis, dtype, ddof, keepdims, where, mean, NO_VALUE)
         return _per_dof(ss, dof, root)
+    s = shape(a0)
     if m is None:
-        m = _np.zeros(shape(a0), dtype=bool)
-    axes = _normalize_axes(axis, ndim(a0))
+        m = _np.zeros(s, dtype=bool)
+    axes = _normalize_axes(axis, len(s), s, ufunc=True)
     mask = reduction_mask(where, a0, "nanvar")
     if mean is NO_VALUE or mean is None:
         total = sum(a0, axis=axes, dtype=dtype, keepdims=True, where=where)
         mean = _divide(total, _np.maximum(_valid_counts(m, axes, mask, True), 1))  # see var
+    else:
+        _check_mean_shape(mean, a0, axes, "nanvar")
     # NumPy subtracts and squares in place, in the data's own dtype (whatever `dtype` is)
     d = _where(m, 0.0, astype(a0 - mean, a_dtype))  # NaN positions: 0, and no gradient
     sqr = real(d * conj(d)) if dtype_of(d).kind == "c" else d * d
@@ -759,7 +785,7 @@ def _order_statistics(a, axis, nan_policy):
     "omit"), the mask of slices whose result is NaN, and a's shape with the axes kept.
     """
     a = _as_float(_asarray(a))
-    axes = _normalize_axes(axis, ndim(a))
+    axes = _normalize_axes(axis, ndim(a), shape(a))
     x = _to_last(a, axes)
     n_all = shape(x)[-1]
     if n_all == 0:
@@ -792,8 +818,9 @@ def _finish(res, nan_slices, kept, keepdims, q_shape):
         res = where(nan_slices[..., None], _np.nan, res)
     lead = shape(res)[:-1]
     res = moveaxis(res, -1, 0) if lead else res
-    out_shape = kept if keepdims else lead
-    return scalar_if_0d(reshape(res, tuple(q_shape) + tuple(out_shape)))
+    if keepdims:  # an array, 0-d too (NumPy's median(np.array(2.5), keepdims=True))
+        return reshape(res, tuple(q_shape) + tuple(kept))
+    return scalar_if_0d(reshape(res, tuple(q_shape) + tuple(lead)))
 
 
 def _check_method(method, name):
@@ -952,7 +979,8 @@ nanpercentile = variant(
 def _median(a, axis, keepdims, nan_policy):
     keepdims = _keepdims(keepdims)
     a = _asarray(a)
-    if 0 in (shape(a)[ax] for ax in _normalize_axes(axis, ndim(a))):
+    s = shape(a)
+    if 0 in (s[ax] for ax in _normalize_axes(axis, len(s), s)):
         # NumPy's median of no values is its mean's: nan, with a RuntimeWarning (a quantile
         # of no values raises, in NumPy too)
         return (mean if nan_policy == "propagate" else nanmean)(a, axis, keepdims=keepdims)
