@@ -660,3 +660,27 @@ def test_order_statistics_of_a_0d_value_with_keepdims_are_0d_arrays(name, q):
         assert type(got) is type(want) and np.shape(got) == np.shape(want)
         np.testing.assert_array_equal(got, want)
     assert grad(lambda t: getattr(fnp, name)(*((t,) + args[1:]), keepdims=True))(2.5) == 1.0
+
+
+def test_std_in_an_integer_dtype_and_nan_functions_refusing_one_are_numpys():
+    """std(x, dtype=np.int64) returned the float root np.float64(2.236...); NumPy casts the
+    root of its integer variance back, np.int64(2) (and raises for an array of them). The
+    nan-functions of a float a took an integer dtype where NumPy refuses it."""
+    x, xi = np.array([1.5, 2.5, 5.9]), np.array([1, 2, 6])
+    for fn, a, dtype in (("std", x, np.int64), ("std", xi, np.int8), ("nanstd", xi, np.int64)):
+        want, got = getattr(np, fn)(a, dtype=dtype), getattr(fnp, fn)(a, dtype=dtype)
+        assert type(got) is type(want) and got == want, (fn, got, want)
+        assert fgrad.jit(lambda a, fn=fn, dtype=dtype: getattr(fnp, fn)(a, dtype=dtype))(a) == want
+    rows = np.stack([x, 2 * x, 3.3 * x])
+    want = [np.std(r, dtype=np.int64) for r in rows]
+    np.testing.assert_array_equal(fgrad.vmap(lambda r: fnp.std(r, dtype=np.int64))(rows), want)
+    np.testing.assert_array_equal(grad(lambda t: fnp.std(t, dtype=np.int64) * 1.0)(x), 0.0)
+    with pytest.raises(TypeError):
+        np.std(x[None], dtype=np.int64, axis=1)
+    with pytest.raises(TypeError, match="std: dtype=int64"):
+        fnp.std(x[None], dtype=np.int64, axis=1)
+    for fn in ("nanmean", "nanvar", "nanstd"):
+        with pytest.raises(TypeError, match="If a is inexact"):
+            getattr(np, fn)(x, dtype=np.int64)
+        with pytest.raises(TypeError, match=f"{fn}: If a is inexact.*float64"):
+            getattr(fnp, fn)(x, dtype=np.int64)

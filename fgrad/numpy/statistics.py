@@ -275,7 +275,32 @@ def _per_dof(ss, dof, root, fill=None):
 def _std(a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     refuse_out(out, "std")
     ss, dof = _squares(a, axis, dtype, ddof, keepdims, where, mean, correction)
-    return _per_dof(ss, dof, True)
+    return _root_in_dtype(_per_dof(ss, dof, True), dtype, "std")
+
+
+def _root_in_dtype(deviation, dtype, name):
+    """std's square root in an integer or bool `dtype`, as NumPy gives it: the variance is
+    computed in that dtype, and its square root cast back to it for a single number
+    (np.std(x, dtype=np.int64) is np.int64(2) where var is 5); for an array NumPy's sqrt
+    cannot write floats into it, and raises. (A derivative through the cast is 0.)"""
+    if dtype is None or _np.dtype(dtype).kind not in "biu":
+        return deviation
+    if ndim(deviation) != 0:
+        raise TypeError(
+            f"{name}: dtype={_np.dtype(dtype)} gives an array of integer variances, whose "
+            "square roots NumPy cannot write back into that dtype (it raises here too); pass "
+            "a float dtype, or take the root of the variance yourself and cast it"
+        )
+    return astype(deviation, dtype)
+
+
+def _refuse_exact_dtype_of_inexact(a, dtype, name):
+    """NumPy's nan-functions of a float or complex `a` refuse an integer or bool `dtype`."""
+    if dtype is not None and not _np.issubdtype(_np.dtype(dtype), _np.inexact):
+        raise TypeError(
+            f"{name}: If a is inexact, then dtype must be inexact (a has "
+            f"{describe(a)}, dtype={_np.dtype(dtype)}); pass a float dtype, or none"
+        )
 
 
 std = variant(
@@ -571,6 +596,7 @@ def _nanmean(a, axis, dtype, out, keepdims, where):
     if not _np.issubdtype(dtype_of(a0), _np.inexact):
         # NumPy's nanmean of integers is its mean, which refuses axis=0 of a 0-d a
         return mean(a0, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    _refuse_exact_dtype_of_inexact(a0, dtype, "nanmean")
     s = shape(a0)
     axes = _normalize_axes(axis, len(s), s, ufunc=True)
     if m is None:
@@ -653,9 +679,15 @@ def _nan_per_dof(a, axis, dtype, ddof, keepdims, where, mean, correction, root):
     keepdims = _keepdims(keepdims)
     a0, m = _nan_to(a, 0.0)
     a_dtype = dtype_of(a0)
+    name = "nanstd" if root else "nanvar"
     if not _np.issubdtype(a_dtype, _np.inexact):  # no NaN: NumPy calls var (inf where dof <= 0)
         ss, dof = _squares(a0, axis, dtype, ddof, keepdims, where, mean, NO_VALUE)
-        return _per_dof(ss, dof, root)
+        return (
+            _root_in_dtype(_per_dof(ss, dof, root), dtype, name)
+            if root
+            else _per_dof(ss, dof, root)
+        )
+    _refuse_exact_dtype_of_inexact(a0, dtype, name)
     s = shape(a0)
     if m is None:
         m = _np.zeros(s, dtype=bool)
