@@ -86,7 +86,8 @@ with its rule too: with the bprop in fgrad operations, derivatives of every orde
 >>> float(fgrad.grad(fgrad.grad(root))(2.0))  # -6 y (dy/dx)**3
 -0.09375
 
-Imports: `fgrad.core`, `fgrad.primitive` (registering rules), `fgrad.reverse`,
+Imports: `fgrad.core`, `fgrad.primitive` (registering rules; what a function reads besides
+its arguments; it casts a user primitive's cotangents with `_cast`), `fgrad.reverse`,
 `fgrad.tree_util`, `fgrad.numpy` (to cast cotangents differentiably) and `fgrad.api`
 (`checkpoint` re-runs its function under `vjp` and `jvp`).
 """
@@ -96,13 +97,12 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-import os
 import weakref
 from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from . import batching, core, forward, numpy as fnp, taylor
+from . import batching, core, forward, numpy as fnp, primitive as _primitive, taylor
 from .api import _jvp_flat, _vjp_flat
 from .boundary import api_boundary
 from .core import (
@@ -116,7 +116,7 @@ from .core import (
 )
 from .forward import NotLinearError, PlaceholderLevel, PlaceholderRead, transpose_bprop
 from .numpy.shaping import batch_size, describe, every_row
-from .primitive import register_rules
+from .primitive import boxes_in, free_values, register_rules
 from .reverse import backward_pass
 from .tree_util import tree_flatten, tree_map, tree_unflatten
 from .vmapping import vmap
@@ -159,81 +159,10 @@ def _leak(tree, level, allowed=None):
     return None
 
 
-def _free_values(fn, depth=0, seen=None):
-    """(name, value) for what `fn` reads besides its arguments: closure cells, the arguments of
-    a functools.partial, default arguments, a bound method's object and the globals its code
-    names (nested functions' code included), and what the functions among those read in turn
-    (to a depth of three)."""
-    seen = set() if seen is None else seen
-    if id(fn) in seen:
-        return
-    seen.add(id(fn))
-    for name, v in _reads(fn):
-        if callable(v) and type(v) is not Box:
-            if depth < 3 and not isinstance(v, type) and not _is_fgrads(v):
-                yield from ((f"{name} -> {sub}", w) for sub, w in _free_values(v, depth + 1, seen))
-        else:
-            yield name, v
-
-
-def _is_fgrads(fn):
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    return code is not None and code.co_filename.startswith(_FGRAD_DIR)
-
-
-_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _reads(fn):
-    while isinstance(fn, functools.partial):
-        yield from ((f"partial argument {k!r}", v) for k, v in enumerate(fn.args))
-        yield from ((f"partial argument {k!r}", v) for k, v in fn.keywords.items())
-        fn = fn.func
-    owner = getattr(fn, "__self__", None)
-    if owner is not None and not isinstance(owner, type) and inspect.ismethod(fn):
-        yield from ((f"self.{k}", v) for k, v in getattr(owner, "__dict__", {}).items())
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None or not inspect.isfunction(fn):
-        return
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            yield repr(name), cell.cell_contents
-        except ValueError:  # a cell not filled yet
-            continue
-    defaults = fn.__defaults__ or ()
-    first = code.co_argcount - len(defaults)
-    for k, v in enumerate(defaults):
-        yield f"default argument {code.co_varnames[first + k]!r}", v
-    yield from ((f"default argument {k!r}", v) for k, v in (fn.__kwdefaults__ or {}).items())
-    scope = fn.__globals__
-    for name in _global_names(code):
-        v = scope.get(name)
-        if v is not None and not inspect.ismodule(v):
-            yield f"global {name!r}", v
-
-
 def _box_of(v, level):
     """A box of `level` (or of a live level inside it) in `v` (`_boxes_in`); None if there is
     none."""
-    return next((b for b in _boxes_in(v) if _leak([b], level) is not None), None)
-
-
-def _boxes_in(v, depth=0):
-    """The boxes in v, looking into lists, tuples and dicts a little way."""
-    if type(v) is Box:
-        yield v
-    elif depth < 2 and isinstance(v, (list, tuple, dict)):
-        for item in v.values() if isinstance(v, dict) else v:
-            yield from _boxes_in(item, depth + 1)
-
-
-def _global_names(code):
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            names |= _global_names(const)
-    return names
+    return next((b for b in boxes_in(v) if _leak([b], level) is not None), None)
 
 
 _DIFFERENTIATED = (
@@ -247,7 +176,7 @@ def _check_closure(fn, level, who, what, why=_DIFFERENTIATED):
     through its arguments: being differentiated there, the rule would give it no derivative
     (`why` says what the value is and what would go wrong, for the message)."""
     kind, consequence = why
-    for name, v in _free_values(fn):
+    for name, v in free_values(fn):
         x = _box_of(v, level)
         if x is not None:
             raise TypeError(
@@ -263,8 +192,8 @@ def _tell_recorders_of_closures(fn, who):
     values other than through its arguments: a replay would read this call's value."""
     for level in core.live_levels():
         if level.stages:
-            for _, v in _free_values(fn):
-                x = next((b for b in _boxes_in(v) if holds_box_of(b, level)), None)
+            for _, v in free_values(fn):
+                x = next((b for b in boxes_in(v) if holds_box_of(b, level)), None)
                 if x is not None:
                     level.closed_over(x, who)
                     break
@@ -421,11 +350,22 @@ def _conform(v, meta, who, what):
             f"{who}: {what} has shape {v_shape}, but the value it goes with has shape {shape} "
             f"and dtype {dtype}; return an array of shape {shape} (or None for a zero)"
         )
+    return _cast(v, dtype)
+
+
+def _cast(v, dtype):
+    """A tangent or cotangent leaf `v` of its value's dtype (cast: the real part of a complex
+    one for a real value); None for a value of an integer or bool dtype (no derivative)."""
+    if not _np.issubdtype(dtype, _np.inexact):
+        return None
     if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         return _np.asarray(v, dtype=dtype)[()]
     if core.dtype_of(v) != dtype:
         return fnp.astype(v, dtype)
     return v
+
+
+_primitive.cast_cotangent = _cast  # a user primitive's bprop's cotangents are cast so too
 
 
 def _call_impl(*leaves, call):

@@ -31,6 +31,7 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.taylor`.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from typing import TYPE_CHECKING
 
@@ -287,7 +288,14 @@ def primitive(
     -----
     fgrad checks what the rules return: one cotangent per positional input, each None or
     shaped like its input, and a tangent shaped like `ans` (a ValueError or TypeError names
-    the mistake). Their values it trusts: check them with `fgrad.test_util.check_rule`.
+    the mistake); a cotangent of another dtype is cast to its input's. Their values it trusts:
+    check them with `fgrad.test_util.check_rule`.
+
+    The fprop may close over values of outer transforms (they differentiate its operations on
+    them), but not over a value that the transform applying the rule differentiates or
+    batches: the rule gives it no derivative (and `vmap`, applying the primitive row by row,
+    would pair its rows with every row of the arguments). That raises a TypeError naming the
+    value: pass it as an argument.
 
     Examples
     --------
@@ -324,13 +332,70 @@ def primitive(
                         "arguments of a primitive are static parameters and are not "
                         "differentiated. Pass it positionally to differentiate it."
                     )
-            return bind(prim, args, params)
+            out = bind(prim, args, params)
+            if type(out) is Box or type(out) is tuple:  # (a plain value cannot be nested wrongly)
+                _refuse_nested_wrongly(out, fn, who)
+            return out
 
         apply.primitive = prim
         _register_given(prim, None if batch is None else _checked_batch(batch, who), taylor)
         return apply
 
     return make(fprop) if fprop is not None else make
+
+
+def _refuse_nested_wrongly(out, fprop, who):
+    """Refuse the output of a primitive whose fprop computed with a value of the level that
+    applied it (or of a level inside that one) read other than through its arguments, which
+    that level had stripped of its boxes: the output, a box of that level, then holds a box of
+    the same level or of one inside it. A derivative level's rule gives such a value no
+    derivative (it would be silently lost); a `vmap` level, applying the primitive one row at a
+    time, would pair every row of the value with every row of the arguments. (A staging
+    level's boxes are `jit`'s business: it records, it does not differentiate.) An outer level
+    that applied the primitive again (`vmap` to each row, forward mode for the value its
+    forward rule needs) nests such a box further down: every box of the output is looked at."""
+    for o in out if type(out) is tuple else (out,):
+        while type(o) is Box:  # (an outer level may have applied the primitive again: vmap's
+            inner = o.value  # rows, a forward rule's value, so look all the way down)
+            if type(inner) is not Box:
+                break
+            level, own = o.level, inner.level
+            if own.live and own.depth >= level.depth and not (own.stages or level.stages):
+                raise TypeError(_closure_message(fprop, who, own))
+            o = inner
+
+
+def _closure_message(fprop, who, level):
+    """Why a primitive whose fprop reads a value of `level` (a closure over it) is refused, and
+    which value it is, when it can be found among what the fprop reads."""
+    found = next(
+        (
+            (name, b)
+            for name, v in free_values(fprop)
+            for b in boxes_in(v)
+            if _core.holds_box_of(b, level)
+        ),
+        None,
+    )
+    if found is None:
+        what = "a traced value"
+    else:
+        name, b = found
+        what = f"{name} (a traced value with shape {_core.shape_of(b)}, dtype {_core.dtype_of(b)})"
+    if level.batches:
+        kind = "a value batched by the vmap applying the primitive"
+        consequence = (
+            "applied one row at a time, it would pair every row of that value with every row "
+            "of its arguments"
+        )
+    else:
+        kind = "a value differentiated by the transform applying the primitive"
+        consequence = "its bprop gives that value no derivative, which would be silently lost"
+    return (
+        f"{who}: its fprop reads {what}, {kind}, other than through its arguments; "
+        f"{consequence}. Pass the value to the primitive as an explicit argument (and return "
+        "its cotangent from the bprop)"
+    )
 
 
 def _is_value(v):
@@ -345,7 +410,10 @@ def _checked_fprop(fprop, who):
     """A user's fprop whose bprop is checked at every call: a tuple of one cotangent per
     positional input, each None or a value shaped like its input (a bprop that forgets to sum
     a broadcast back, or returns too few cotangents, would otherwise give a gradient of the
-    wrong shape, or a silent zero). fgrad's own primitives are not made here: no cost to them."""
+    wrong shape, or a silent zero). A cotangent of another dtype is cast to its input's
+    (`cast_cotangent`): a complex one for a real input to its real part, one for an integer
+    input to None, as for `custom_vjp`'s bwd, so that a gradient has its input's dtype. fgrad's
+    own primitives are not made here: no cost to them."""
 
     def checked(*args, **params):
         out = fprop(*args, **params)
@@ -370,6 +438,7 @@ def _checked_fprop(fprop, who):
                     f"{who}: its bprop returned {len(cts)} cotangent(s) for {len(args)} "
                     "positional input(s); return one per input (None for no gradient)"
                 )
+            recast = False
             for i, (c, a) in enumerate(zip(cts, args)):
                 if c is None:
                     continue
@@ -381,11 +450,25 @@ def _checked_fprop(fprop, who):
                         f"which has shape {_core.shape_of(a)}; return one shaped like the input "
                         "(sum a broadcast back over the axes it added)"
                     )
+                recast = recast or _core.dtype_of(c) != _core.dtype_of(a)
+            if recast:  # (a gradient has its input's dtype, as a custom_vjp's bwd's is made to)
+                return tuple(
+                    None if c is None else cast_cotangent(c, _core.dtype_of(a))
+                    for c, a in zip(cts, args)
+                )
             return cts
 
         return ans, checked_bprop
 
     return checked
+
+
+# A cotangent of another dtype than its input's, cast to the input's dtype (None for an input of
+# an integer or bool dtype, which has no derivative), as `custom_vjp` casts bwd's: in fgrad
+# operations (a differentiable astype), which this module does not import: `fgrad.custom` sets it.
+def cast_cotangent(ct: Any, dtype: _np.dtype) -> Any:
+    """Replaced by `fgrad.custom`'s (see above) when it is imported."""
+    raise RuntimeError("casting a primitive's cotangent needs fgrad.custom")
 
 
 def _checked_batch(rule, who):
@@ -431,6 +514,83 @@ def _checked_jvp(jvp, who, multiple_results):
         return t
 
     return checked
+
+
+# --- what a function reads besides its arguments -------------------------------------------------
+# A user's rule (a primitive's fprop, a custom function's rules) may read traced values through
+# its closure: where the level applying the rule differentiates or batches such a value, the
+# rule cannot account for it, and the error that refuses it names it from here.
+
+
+def free_values(fn, depth=0, seen=None):
+    """(name, value) for what `fn` reads besides its arguments: closure cells, the arguments of
+    a functools.partial, default arguments, a bound method's object and the globals its code
+    names (nested functions' code included), and what the functions among those read in turn
+    (to a depth of three)."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
+    for name, v in _reads(fn):
+        if callable(v) and type(v) is not Box:
+            if depth < 3 and not isinstance(v, type) and not _is_fgrads(v):
+                yield from ((f"{name} -> {sub}", w) for sub, w in free_values(v, depth + 1, seen))
+        else:
+            yield name, v
+
+
+def _is_fgrads(fn):
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and code.co_filename.startswith(_FGRAD_DIR)
+
+
+_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _reads(fn):
+    while isinstance(fn, functools.partial):
+        yield from ((f"partial argument {k!r}", v) for k, v in enumerate(fn.args))
+        yield from ((f"partial argument {k!r}", v) for k, v in fn.keywords.items())
+        fn = fn.func
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, type) and inspect.ismethod(fn):
+        yield from ((f"self.{k}", v) for k, v in getattr(owner, "__dict__", {}).items())
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or not inspect.isfunction(fn):
+        return
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            yield repr(name), cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            continue
+    defaults = fn.__defaults__ or ()
+    first = code.co_argcount - len(defaults)
+    for k, v in enumerate(defaults):
+        yield f"default argument {code.co_varnames[first + k]!r}", v
+    yield from ((f"default argument {k!r}", v) for k, v in (fn.__kwdefaults__ or {}).items())
+    scope = fn.__globals__
+    for name in _global_names(code):
+        v = scope.get(name)
+        if v is not None and not inspect.ismodule(v):
+            yield f"global {name!r}", v
+
+
+def boxes_in(v, depth=0):
+    """The boxes in v, looking into lists, tuples and dicts a little way."""
+    if type(v) is Box:
+        yield v
+    elif depth < 2 and isinstance(v, (list, tuple, dict)):
+        for item in v.values() if isinstance(v, dict) else v:
+            yield from boxes_in(item, depth + 1)
+
+
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names |= _global_names(const)
+    return names
 
 
 def defprimitive(

@@ -110,3 +110,96 @@ def test_what_a_users_rules_return_is_checked():
     s = fgrad.primitive(lambda x: (fnp.sin(x), lambda ct: (ct * fnp.cos(x),)), batch=drops_rows)
     with pytest.raises(ValueError, match="batching rule returned output 0 with shape \\(1,\\)"):
         fgrad.vmap(s)(np.array([0.1, 0.2, 0.3]))
+
+
+def _closing_over(a):
+    """sin(y) * a as a primitive of y whose fprop reads `a` from its closure (probe BW)."""
+
+    @fgrad.primitive
+    def scaled_sin(y):
+        return fnp.sin(y) * a, lambda ct: (ct * fnp.cos(y) * a,)
+
+    return scaled_sin
+
+
+def test_an_fprop_closing_over_a_value_the_same_transform_differentiates_is_refused():
+    """d/dt [sin(2t) t] is sin(2t) + 2t cos(2t) = 1.2747 at 0.4; grad gave 0.5574 (the
+    derivative through the closed-over t dropped), jvp, derivative and jet the same, and the
+    Hessian of sin(v1) v0 was not even symmetric. custom_vjp refuses this program: so now does
+    a primitive, naming the value, under every transform that applies its rule."""
+    t = 0.4
+
+    def f(t):
+        return _closing_over(t)(2.0 * t)
+
+    def h(v):
+        return _closing_over(v[0])(v[1])
+
+    message = "fprop reads 'a' .*differentiated by the transform.*explicit argument"
+    for run in (
+        lambda: grad(f)(t),
+        lambda: jvp(f, (t,), (1.0,)),
+        lambda: fgrad.derivative(f, 2)(t),
+        lambda: fgrad.jet(f, (t,), ((1.0, 0.0),)),
+        lambda: hessian(h)(np.array([0.4, 0.7])),
+        lambda: jacrev(h)(np.array([0.4, 0.7])),
+        lambda: grad(lambda s: grad(f)(s))(t),
+    ):
+        with pytest.raises(TypeError, match=message):
+            run()
+    # what it is still right for: a value of an outer transform (its operations in the fprop
+    # are differentiated by that transform), or a primitive applied to constants only (it runs
+    # as itself, its operations differentiated)
+    x = 0.3
+    assert grad(lambda a: grad(_closing_over(a))(x))(0.5) == pytest.approx(np.cos(x), abs=1e-15)
+    assert jacfwd(lambda a: grad(_closing_over(a))(x))(0.5) == pytest.approx(np.cos(x), abs=1e-15)
+    assert grad(lambda a: _closing_over(a)(x))(0.5) == pytest.approx(np.sin(x), abs=1e-15)
+    assert grad(lambda y: _closing_over(0.5)(y))(x) == pytest.approx(0.5 * np.cos(x), abs=1e-15)
+
+
+def test_vmap_of_an_fprop_closing_over_a_value_the_same_vmap_batches_is_refused():
+    """With the argument batched too, each row's result was batched over every row of the
+    closed-over value: shape (2, 2, 2) where the loop gives (2, 2). Refused, naming the value;
+    with only the closed-over value batched, or batched by an outer vmap, it stays the loop."""
+    A = np.array([0.5, 1.7])
+    X = np.array([[0.3, 0.9], [0.1, 0.2]])
+    with pytest.raises(TypeError, match="fprop reads 'a' .*batched by the vmap"):
+        fgrad.vmap(lambda a, x: _closing_over(a)(x))(A, X)
+    only_a = fgrad.vmap(lambda a, x: _closing_over(a)(x), in_axes=(0, None))(A, X[0])
+    np.testing.assert_allclose(only_a, np.stack([np.sin(X[0]) * a for a in A]), rtol=1e-15)
+    outer = fgrad.vmap(lambda a: fgrad.vmap(_closing_over(a))(X))(A)
+    np.testing.assert_allclose(outer, np.stack([np.sin(X) * a for a in A]), rtol=1e-15)
+    with pytest.raises(TypeError, match="fprop reads 'a' .*batched by the vmap"):
+        # the outer vmap applies it to the rows of the inner one's: the same pairing inside
+        fgrad.vmap(lambda a, x: fgrad.vmap(_closing_over(a))(x))(A, X)
+    rows = fgrad.vmap(grad(lambda a, x: fnp.sum(_closing_over(a)(x)), argnums=1))(A, X)
+    np.testing.assert_allclose(rows, np.stack([np.cos(x) * a for a, x in zip(A, X)]), rtol=1e-15)
+
+
+def test_a_bprop_cotangent_of_another_dtype_is_cast_to_its_inputs():
+    """A complex cotangent for a real input came back as the gradient (complex128 from grad,
+    jacrev and hessian of a float64 function), an int64 one as int64: cast to the input's
+    dtype now, as custom_vjp casts bwd's (the real part of a complex one)."""
+    x = np.array([0.1, 0.4])
+
+    @fgrad.primitive
+    def q(x):
+        return fnp.sin(x), lambda ct: (fnp.astype(ct * fnp.cos(x), np.complex128),)
+
+    @fgrad.primitive
+    def u(x):
+        return x * 2.0, lambda ct: (fnp.astype(ct * 2.0, np.int64),)
+
+    with pytest.warns(np.exceptions.ComplexWarning):
+        g = grad(lambda x: fnp.sum(q(2.0 * x)))(x)
+        jr = jacrev(q)(x)
+        hs = hessian(lambda x: fnp.sum(q(x)))(x)
+        g32 = grad(lambda x: fnp.sum(q(x)))(x.astype(np.float32))
+    assert g32.dtype == np.float32
+    assert g.dtype == jr.dtype == hs.dtype == np.float64
+    np.testing.assert_allclose(g, 2.0 * np.cos(2.0 * x), rtol=1e-15)
+    np.testing.assert_allclose(jr, np.diag(np.cos(x)), rtol=1e-15)
+    np.testing.assert_allclose(hs, np.diag(-np.sin(x)), rtol=1e-15)
+    gu = grad(lambda x: fnp.sum(u(x)))(np.array([0.5, 1.5]))
+    assert gu.dtype == np.float64
+    np.testing.assert_array_equal(gu, [2.0, 2.0])
