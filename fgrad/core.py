@@ -434,6 +434,12 @@ class Level:
         function closing over `box`: the solver's calls of it are not operations of the
         record, which must not be kept."""
 
+    def cannot_record(self, reason: str) -> None:
+        """Called on a live level that `stages` when a computation reads one of its values
+        where a replay could not give it again (`reason` says where and what to do: a user
+        primitive's fprop closing over it, a custom rule's nondiff argument): the record
+        must not be kept, and the function runs again without the level."""
+
     def __repr__(self) -> str:
         state = "live" if self.live else "exited"
         return f"<{type(self).__name__} depth={self.depth} {state}>"

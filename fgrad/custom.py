@@ -494,6 +494,8 @@ class _CustomFunction:
             )
         args = _resolve_kwargs(self.fun, args, kwargs, who)
         nondiff, diff = self._split_args(args)
+        for i in nondiff:
+            _not_recorded(args[i], i, who)
         leaves, in_tree = tree_flatten(tuple(args[i] for i in diff))
         leaves = core.live_leaves(leaves)
         if not _any_live(leaves):  # nothing to apply a rule to: the function itself
@@ -511,6 +513,22 @@ class _CustomFunction:
                     f"would be lost. Remove {i} from nondiff_argnums to differentiate it, or "
                     "pass fgrad.stop_gradient(x) to treat it as a constant"
                 )
+
+
+def _not_recorded(arg, i, who):
+    """A nondiff argument holding a value `jit` records is kept in the call, which a replay
+    would run with this call's value: the record is not kept (`Level.cannot_record`), and
+    why is said truly (it is an argument, not a closure)."""
+    for b in boxes_in(arg):
+        while type(b) is Box:
+            if b.level.live and b.level.stages:
+                b.level.cannot_record(
+                    f"{who}: argument {i} is in nondiff_argnums but holds a traced array, "
+                    "which a record would keep as this call's value; remove it from "
+                    "nondiff_argnums (the rule then takes it as an input), or pass a constant"
+                )
+                return
+            b = b.value
 
 
 class _CustomCall(_Call):

@@ -56,6 +56,7 @@ from .core import (
     raises_on_values,
 )
 from .staging import (
+    CANNOT_RECORD,
     CLOSES_OVER,
     Const,
     Guard,
@@ -246,7 +247,7 @@ def _record(fun, leaves, rebuild, sources=False):
         args, kwargs = rebuild(boxed)
         out = fun(*args, **kwargs)
     unsafe = level.unsafe
-    if unsafe is not None and unsafe.startswith(CLOSES_OVER):
+    if unsafe is not None and unsafe.startswith((CLOSES_OVER, CANNOT_RECORD)):
         args, kwargs = rebuild(leaves)  # (this call's result nested the levels wrongly)
         out = fun(*args, **kwargs)
         return out, _Path([], (), (), tree_flatten(out)[1], len(leaves), unsafe, True)
@@ -301,7 +302,12 @@ def _record(fun, leaves, rebuild, sources=False):
 
 # Why a function runs eagerly from then on (for one signature), with a warning: what a record
 # cannot hold. (`StagingLevel.raised` writes the second.)
-_WARNED_REASONS = ("NumPy's global random generator", "an operation raised", CLOSES_OVER)
+_WARNED_REASONS = (
+    "NumPy's global random generator",
+    "an operation raised",
+    CLOSES_OVER,
+    CANNOT_RECORD,
+)
 
 
 # --- the code of a tree of paths ------------------------------------------------------------------

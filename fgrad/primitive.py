@@ -350,8 +350,9 @@ def _refuse_nested_wrongly(out, fprop, who):
     that level had stripped of its boxes: the output, a box of that level, then holds a box of
     the same level or of one inside it. A derivative level's rule gives such a value no
     derivative (it would be silently lost); a `vmap` level, applying the primitive one row at a
-    time, would pair every row of the value with every row of the arguments. (A staging
-    level's boxes are `jit`'s business: it records, it does not differentiate.) An outer level
+    time, would pair every row of the value with every row of the arguments. Under `jit`
+    (a staging level applying the primitive, or its value read) the record is not kept and the
+    function runs again without it (`Level.cannot_record`). An outer level
     that applied the primitive again (`vmap` to each row, forward mode for the value its
     forward rule needs) nests such a box further down: every box of the output is looked at."""
     for o in out if type(out) is tuple else (out,):
@@ -360,8 +361,17 @@ def _refuse_nested_wrongly(out, fprop, who):
             if type(inner) is not Box:
                 break
             level, own = o.level, inner.level
-            if own.live and own.depth >= level.depth and not (own.stages or level.stages):
-                raise TypeError(_closure_message(fprop, who, own))
+            if own.live and own.depth >= level.depth:
+                staging = own if own.stages else level if level.stages else None
+                if staging is None:
+                    raise TypeError(_closure_message(fprop, who, own))
+                # `jit` recording: a replay would run the fprop with this call's value, and
+                # the levels are nested the wrong way round; the function runs again without
+                # the staging level (where the fprop's reads are right, or refused as above)
+                staging.cannot_record(
+                    f"{who}'s fprop reads a traced value other than through its arguments; "
+                    "pass it to the primitive as an explicit argument"
+                )
             o = inner
 
 

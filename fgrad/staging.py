@@ -55,6 +55,7 @@ from .core import (
 )
 
 __all__ = [
+    "CANNOT_RECORD",
     "CLOSES_OVER",
     "Const",
     "Guard",
@@ -72,6 +73,8 @@ __all__ = [
 # checkpoint's) computed with the level's boxes: `jit` then runs the function again without
 # the level, as this call's result was computed with the levels nested wrongly.
 CLOSES_OVER = "a custom rule or checkpoint closes over a traced value"
+# The same, for what `cannot_record` is told (its reason follows)
+CANNOT_RECORD = "a value of the function being recorded is read where a replay cannot give it"
 
 
 class Const:
@@ -463,6 +466,13 @@ class StagingLevel(Level):
                 f"{who} was handed a function that closes over a traced value of the function "
                 "being recorded; its later calls are not operations a record can replay (they "
                 "would read this call's value): pass the value to it as an argument"
+            )
+
+    def cannot_record(self, reason: str) -> None:
+        if self.unsafe is None:
+            self.unsafe = (
+                f"{CANNOT_RECORD} ({reason}): this function runs eagerly for these shapes and "
+                "dtypes"
             )
 
     def read_with(self, box: Box, reader, key) -> None:

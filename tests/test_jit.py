@@ -3,6 +3,7 @@ guarded, and jit composes with every transform in both orders."""
 
 import collections
 import dataclasses
+import functools
 import inspect
 import re
 import sys
@@ -2325,3 +2326,43 @@ def _set_first(x, n):
     y = x.copy()
     y[:n] = 0.0
     return y
+
+
+def test_a_user_primitive_closing_over_an_argument_runs_eagerly_with_a_true_warning():
+    # The record kept the fprop's closure over `a`: a replay with a = 1.7 returned a = 0.5's
+    # values, and jit(jacrev) in a gave 0 where the closed form is sin(x)
+    def f(a, x):
+        @fgrad.primitive
+        def scaled_sin(y):
+            return fnp.sin(y) * a, lambda ct: (ct * fnp.cos(y) * a,)
+
+        return scaled_sin(x)
+
+    x = np.array([0.3, 0.9])
+    jitted, jac = fgrad.jit(f), fgrad.jit(fgrad.jacrev(f, argnums=0))
+    with pytest.warns(RuntimeWarning, match="scaled_sin's fprop reads a traced value"):
+        jitted(0.5, x)
+    for a in (0.5, 1.7):
+        assert jitted(a, x).tobytes() == f(a, x).tobytes()
+    with pytest.warns(RuntimeWarning, match="scaled_sin"):
+        np.testing.assert_allclose(jac(0.5, x), np.sin(x), rtol=1e-15)
+
+
+def test_a_custom_rules_array_in_nondiff_argnums_is_named_as_such_under_jit():
+    @functools.partial(fgrad.custom_jvp, nondiff_argnums=(0,))
+    def g(w, x):
+        return fnp.sum(w * fnp.sin(x))
+
+    @g.defjvp
+    def _(w, primals, tangents):
+        return g(w, primals[0]), fnp.sum(w * fnp.cos(primals[0]) * tangents[0])
+
+    w, x = np.array([1.0, 2.0]), np.array([0.3, 0.5])
+    jitted = fgrad.jit(g)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert jitted(w, x) == g(w, x)
+    (message,) = [str(s.message) for s in seen]
+    assert "argument 0 is in nondiff_argnums but holds a traced array" in message
+    assert "closes over" not in message
+    assert jitted(2 * w, x) == g(2 * w, x)
