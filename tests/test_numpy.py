@@ -484,6 +484,19 @@ def test_comparisons_of_a_traced_python_number_give_a_python_bool():
     _same_value(batched, np.stack([(r > 1.0) + (r > 0.5) for r in rows]))
 
 
+def test_a_traced_python_bool_is_an_index_as_eagerly():
+    """[1.0, 2.0][flag] and flag.__index__() of a Python bool argument raised under jit
+    ("only integer scalar arrays can be converted to a scalar index": the value was read
+    as a NumPy bool); a bool is an int in Python, as a comparison of a Python number is."""
+    x, x32 = np.ones(2), np.array([1.5, 2.5], np.float32)
+    _same_as_eager_under_jit(lambda x, flag: x * [1.0, 2.0][flag], (x, True), (x, False))
+    _same_as_eager_under_jit(lambda x, flag: x * flag.__index__(), (x32, True), (x32, False))
+    _same_as_eager_under_jit(lambda x, s: x * (3, 5)[s > 1.0], (x32, 2.0), (x32, 0.5))
+    _same_as_eager_under_jit(lambda x, n: x[: n.__index__()], (x, 1), (x, 2**0))
+    with pytest.raises(TypeError, match="only integer scalar arrays"):  # as np.True_ eagerly
+        fgrad.jit(lambda x, flag: x * [1.0, 2.0][flag])(x, np.True_)
+
+
 def test_divmod_of_a_traced_python_number_keeps_the_eager_dtype():
     """divmod(s, 1.0) of a Python number argument went through NumPy's divmod under jit and
     gave float64 (int64) scalars, which promoted float32 (int8) arrays; eagerly they are
@@ -559,6 +572,29 @@ def test_numpys_full_like_of_a_plain_array_and_a_traced_fill_value():
             transform(x)
     ours = grad(lambda z: fnp.sum(fnp.full_like(p, z[2]) * z))(x)
     np.testing.assert_array_equal(ours, [2.5, 2.5, 4.1])
+
+
+def test_full_of_a_traced_fill_value_takes_a_length_given_alone_as_numpy_does():
+    """fnp.full(n, x[1]) under jit, n a Python-int argument, raised "iteration over a 0-d
+    traced array" (only an int or NumPy integer was read as one length; a traced int, or a
+    0-d array, was iterated as a sequence); so did full_like(..., shape=n). The length is read
+    as NumPy reads it (under jit a guard: another n records again)."""
+    x = np.arange(4.0)
+    for f in [
+        lambda x, n: fnp.full(n, x[1]),
+        lambda x, n: fnp.full(np.array(n), x[1], np.float32),
+        lambda x, n: fnp.full([n, 2], x[1]),
+        lambda x, n: fnp.full_like(x, x[1], shape=n),
+        lambda x, n: fnp.full_like(x, x[1], shape=(2, n)),
+        lambda x, n: fnp.zeros_like(x, shape=n) + x[1],
+        lambda x, n: fnp.eye(n, n + 1, k=n - 3) + fnp.tri(n, n + 1, n - 3) * x[1],
+        lambda x, n: fnp.arange(1, n + 2, 2) * fnp.linspace(0.0, x[1], n)[:1],
+    ]:
+        _same_as_eager_under_jit(f, (x, 3), (x, 4), (x, np.int64(2)))
+    rows = np.stack([x, 2 * x])
+    loop = np.stack([np.full(3, r[1]) for r in rows])
+    _same_value(fgrad.vmap(lambda r: fnp.full(3, r[1]))(rows), loop)
+    np.testing.assert_array_equal(grad(lambda v: fnp.sum(fnp.full(np.array(3), v)))(0.5), 3.0)
 
 
 # --- array-likes: lists and tuples that hold traced values, anywhere NumPy takes an array ---------

@@ -380,6 +380,16 @@ def _round(self, ndigits=None):
     return round(value) if ndigits is None else round(value, ndigits)
 
 
+def _index(self):
+    """`operator.index(x)`, of the value read as `int(x)` reads it: a Python bool or int (a
+    `jit` argument as given) is an int, as eagerly (`[a, b][flag]`); NumPy's rule otherwise
+    (an integer scalar or 0-d array; np.True_ and floats refuse, as eagerly)."""
+    value = _concrete_or_raise(self, "Using as an index")
+    if type(value) is bool or type(value) is int:
+        return int(value)
+    return _np.asarray(value).__index__()
+
+
 def _read_by(fn, what):
     """A method applying `fn` (`math.trunc`, ...) to the value, read as `float(x)` reads it:
     the Python number a `jit` argument holds as given keeps its type (an int beyond 2**53
@@ -725,9 +735,7 @@ _METHODS = {
     "__float__": lambda self: float(_concrete_or_raise(self, "float()")),
     "__int__": lambda self: int(_concrete_or_raise(self, "int()")),
     "__complex__": lambda self: complex(_concrete_or_raise(self, "complex()")),
-    "__index__": lambda self: _np.asarray(
-        _concrete_or_raise(self, "Using as an index")
-    ).__index__(),
+    "__index__": _index,
     "__array__": _array,
     "__array_ufunc__": _array_ufunc,
     "__array_function__": _array_function,

@@ -348,13 +348,22 @@ like_batch_rule(_full_like_constant)
 like_batch_rule(empty_like)
 
 
+def _as_shape(shape):
+    """`shape` as NumPy's constructors read it: a sequence of lengths, or one length given
+    alone, which may be any 0-d integer (a NumPy scalar or 0-d array, or under `jit` a
+    Python-int argument, read where `np.ones` asks for its index, a guard as `int(n)` is)."""
+    if isinstance(shape, (tuple, list)):
+        return tuple(shape)
+    return (shape,) if ndim(shape) == 0 else tuple(shape)
+
+
 def _filled(fill_value, shape, dtype):
     """`fill_value` (traced) cast to `dtype` and spread over `shape`: the value NumPy's
     `full` writes (it casts the fill value unsafely, as `astype` does), and its derivative
     is the fill value's, summed back from every element it fills. A product with ones (x * 1
     is x, bit for bit) rather than `broadcast_to`: NumPy's result is a new writable array,
     where a broadcast is a read-only view with zero strides."""
-    shape = tuple(shape)
+    shape = _as_shape(shape)
     filled = astype(fill_value, dtype) * _np.ones(shape, dtype)
     return filled if shape else asarray(filled)  # (NumPy's 0-d product is a scalar)
 
@@ -379,7 +388,6 @@ def full(
     if not is_traced(fill_value) and not holds_foreign(fill_value):
         return _np.full(shape, fill_value, dtype, order, device=device, like=like)
     refuse_layout("full", order=(order, "C"), device=(device, None), like=(like, None))
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else shape
     return _filled(fill_value, shape, dtype_of(fill_value) if dtype is None else _np.dtype(dtype))
 
 
@@ -410,11 +418,7 @@ def full_like(
         return _full_like_constant(a, fill_value, **keywords)
     refuse_layout("full_like", order=(order, "K"), device=(device, None))
     dtype = dtype_of(a) if dtype is None else _np.dtype(dtype)
-    if shape is None:
-        shape = shape_of(a)
-    elif isinstance(shape, (int, _np.integer)):
-        shape = (shape,)
-    return _filled(fill_value, shape, dtype)
+    return _filled(fill_value, shape_of(a) if shape is None else shape, dtype)
 
 
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------
