@@ -93,13 +93,14 @@ def vmap(
         )
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX reads a top-level list as a tuple
+    # (first: a str or float is no axis, inside a tuple either, so wrapping it is no advice)
+    _check_axes_spec(in_axes, "in_axes")
     if not (in_axes is None or isinstance(in_axes, (int, _np.integer, tuple))):
         raise TypeError(
             "vmap: in_axes must be an int, None, or a tuple (or list) with one entry per "
             f"positional argument; got {in_axes!r:.80}. The function's arguments are a tuple: "
             f"for a function of one argument, write in_axes=({in_axes!r:.60},)"
         )
-    _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
     if axis_size is not None and (
         not isinstance(axis_size, (int, _np.integer))
@@ -164,9 +165,15 @@ def _check_axes_spec(axes, what):
         if leaf is not None and (
             not isinstance(leaf, (int, _np.integer)) or isinstance(leaf, bool)
         ):
+            instead = (
+                f"{what}={int(leaf)}"
+                if isinstance(leaf, str) and leaf.lstrip("-").isdigit()
+                else f"{what}=0 (the first axis) or {what}=-1 (the last)"
+            )
             raise TypeError(
                 f"vmap: {what} must be an int, None, or a pytree of them; it holds {leaf!r} of "
-                f"type {type(leaf).__name__}"
+                f"type {type(leaf).__name__}. An axis is an int (negative counts from the end) "
+                f"or None (not mapped): write e.g. {instead}"
             )
 
 
