@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import math
 import operator
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ from .tree_util import (
     tree_structure,
     tree_unflatten,
 )
-from .vmapping import map_rows
+from .vmapping import map_rows, returns_iterator
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -121,6 +122,32 @@ def _check_callable(fun, who):
             f"{who} expects a function as its first argument, got {fun!r} of type "
             f"{type(fun).__name__}; pass the function itself, e.g. {who}(f), not {who}(f(x))"
         )
+    _refuse_generator(fun, who)
+
+
+def _refuse_generator(fun, who):
+    """A generator function (or an async one) returns an iterator whose body runs only when it
+    is iterated, outside the transform: refused where the function is given (one look at its
+    code flags, not a check per call)."""
+    if returns_iterator(fun):
+        raise TypeError(_generator_message(fun, who))
+
+
+def _generator_message(fun, who, returned=False):
+    """Why a generator function is refused and what to give instead; `returned`: `fun` is the
+    generator a function returned (a callable object whose `__call__` yields)."""
+    # (a generator's qualname names its method's class; a partial is named by its function)
+    name = fun.__qualname__ if returned else getattr(getattr(fun, "func", fun), "__name__", "")
+    what = (
+        f"the function returned a generator (of {name})"
+        if returned
+        else f"{name} is a generator function (or an async one): calling it returns an iterator"
+    )
+    return (
+        f"{who}: {what}, whose body runs only when iterated, outside the transform; give a "
+        "function that returns its result instead (for several values, return a list or "
+        "tuple of what it yields)"
+    )
 
 
 def _normalize_argnums(argnums, who):
@@ -430,6 +457,8 @@ def _check_outputs(out_leaves, who):
             continue  # the common cases, without the general one's checks
         v = _plain(o)
         if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
+            if inspect.isgenerator(v) or inspect.iscoroutine(v):  # (a callable's __call__)
+                raise TypeError(_generator_message(v, who, returned=True))
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
                 f"{who}: the function returned a value of {kind} at output leaf {k}; "

@@ -1385,6 +1385,19 @@ def jit(
         raise TypeError(
             f"jit expects a function, got {type(fun).__name__}: use fgrad.jit(f) or @fgrad.jit"
         )
+    if (
+        inspect.isgeneratorfunction(fun)
+        or inspect.iscoroutinefunction(fun)
+        or inspect.isasyncgenfunction(fun)
+    ):
+        # (its body would run only when the iterator it returns is iterated, outside the
+        # transform: one look at the code's flags here, not a check per call)
+        raise TypeError(
+            f"jit: {getattr(getattr(fun, 'func', fun), '__name__', '')} is a generator "
+            "function (or an async one): calling it returns an iterator, whose body runs only "
+            "when iterated, outside the transform; give a function that returns its result "
+            "instead (for several values, return a list or tuple of what it yields)"
+        )
     static_argnums = tuple(_argument_list("static_argnums", static_argnums, _position))
     static_argnames = tuple(_argument_list("static_argnames", static_argnames, _name))
     whole = isinstance(max_paths, (int, _np.integer)) and not isinstance(max_paths, bool)

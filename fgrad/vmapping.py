@@ -14,6 +14,7 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.boundary`, `fgrad.tree_util`, `f
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -91,6 +92,13 @@ def vmap(
             f"vmap expects a function as its first argument, got {fun!r} of type "
             f"{type(fun).__name__}; pass the function itself, e.g. vmap(f), not vmap(f(x))"
         )
+    if returns_iterator(fun):  # (one look at the code's flags, here rather than per call)
+        raise TypeError(
+            f"vmap: {getattr(getattr(fun, 'func', fun), '__name__', '')} is a generator "
+            "function (or an async one): calling it returns an iterator, whose body runs only "
+            "when iterated, outside the transform; give a function that returns its result "
+            "instead (for several values, return a list or tuple of what it yields)"
+        )
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX reads a top-level list as a tuple
     # (first: a str or float is no axis, inside a tuple either, so wrapping it is no advice)
@@ -155,6 +163,25 @@ def map_rows(fun: Callable[..., Any], rows: ArrayLike) -> PyTree:
     in_tree = tree_flatten(((rows,), {}))[1]
     out_tree, results, _ = _batched_call(fun, in_tree, [rows], [0], len(rows), 0)
     return tree_unflatten(out_tree, results)
+
+
+# the code flags of a function whose call returns an iterator (or awaitable) of its body
+_ITERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def returns_iterator(fun) -> bool:
+    """Whether `fun` is a generator function, or an async one: its body would run only when
+    the iterator its call returns is iterated, outside any transform (`vmap` and `fgrad.api`'s
+    transforms refuse it where it is given)."""
+    code = getattr(fun, "__code__", None)  # a function's or a method's: its flags at once
+    if code is not None:
+        return bool(code.co_flags & _ITERATOR_FLAGS)
+    # (a partial, unwrapped by inspect; another callable: False)
+    return (
+        inspect.isgeneratorfunction(fun)
+        or inspect.iscoroutinefunction(fun)
+        or inspect.isasyncgenfunction(fun)
+    )
 
 
 # --- the axes: checking them and matching them to the leaves ------------------------------------
@@ -421,6 +448,13 @@ def _placed(o, level, out_dim, size, k, count):
         and type(o) is not Box
         and not is_foreign_array(o)  # (a Dask array the same for every row: broadcast, lazily)
     ):
+        if inspect.isgenerator(o) or inspect.iscoroutine(o):  # (a callable's __call__ yields)
+            raise TypeError(
+                f"vmap: the function returned a generator (of {o.__qualname__}) as {where}, whose "
+                "body runs only when iterated, outside the transform; give a function that "
+                "returns its result instead (for several values, return a list or tuple of "
+                "what it yields)"
+            )
         raise TypeError(
             f"vmap: the function returned a value of type {type(o).__name__} as {where}; vmap "
             "stacks numbers and numeric arrays, one per row, so return those (use out_axes=None "
