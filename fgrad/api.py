@@ -150,6 +150,19 @@ def _generator_message(fun, who, returned=False):
     )
 
 
+def _refuse_allow_int(allow_int, who):
+    """JAX's `allow_int=True` gives an integer input a gradient of dtype float0 (no values: the
+    integers are not a vector space); NumPy has no such dtype, and fgrad differentiates float
+    inputs only. Refused by name rather than with Python's 'unexpected keyword'."""
+    if allow_int:
+        raise TypeError(
+            f"{who}: allow_int=True is not supported: JAX gives an integer input a float0 "
+            "gradient, which has no NumPy counterpart; leave the integer arguments out of "
+            "argnums (they are passed through, not differentiated), or pass them as floats "
+            "(x.astype(float)) for the derivative in them"
+        )
+
+
 def _normalize_argnums(argnums, who):
     if isinstance(argnums, (int, _np.integer)) and not isinstance(argnums, bool):
         return (operator.index(argnums),), True
@@ -653,6 +666,7 @@ def value_and_grad(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., tuple[Any, Any]]:
     """Like `grad`, but the function returns `(fun(*args), gradient)`: the value comes for free.
 
@@ -666,6 +680,8 @@ def value_and_grad(
         `fun` returns `(out, aux)`; the result is then `((out, aux), gradient)`.
     holomorphic : bool, default False
         As for `grad`.
+    allow_int : bool, default False
+        As for `grad`: only False.
 
     Returns
     -------
@@ -680,6 +696,7 @@ def value_and_grad(
     (8.0, 12.0)
     """
     _check_callable(fun, "value_and_grad")
+    _refuse_allow_int(allow_int, "value_and_grad")
     value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
     return _named(value_and_grad_fun, fun, "value_and_grad")
 
@@ -763,6 +780,7 @@ def grad(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., Any]:
     """The gradient of a scalar-valued function: `grad(fun)(*args)` is d fun / d args[argnums].
 
@@ -778,6 +796,10 @@ def grad(
         `aux` is not differentiated.
     holomorphic : bool, default False
         `fun` is complex-valued and complex-differentiable: the gradient is f'(z).
+    allow_int : bool, default False
+        JAX's gradient of an integer input (a float0 array) has no counterpart here: True is
+        refused, with what to do instead (leave the integer out of `argnums`, or pass it as
+        floats for the derivative in it).
 
     Returns
     -------
@@ -805,6 +827,7 @@ def grad(
     (2+4j)
     """
     _check_callable(fun, "grad")
+    _refuse_allow_int(allow_int, "grad")
     grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad", with_value=False)
     return _named(grad_fun, fun, "grad")
 
@@ -1266,6 +1289,7 @@ def jacrev(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., PyTree]:
     """The Jacobian of `fun` by reverse mode: one backward pass per output element, all at once.
 
@@ -1279,6 +1303,8 @@ def jacrev(
         As `jacfwd`'s.
     holomorphic : bool, default False
         For a holomorphic function of complex inputs: the Jacobian is then f'(z).
+    allow_int : bool, default False
+        As for `grad`: only False.
 
     Returns
     -------
@@ -1307,6 +1333,7 @@ def jacrev(
            [ 1.+0.j, -1.+0.j]])
     """
     _check_callable(fun, "jacrev")
+    _refuse_allow_int(allow_int, "jacrev")
     return _jacrev(fun, argnums, has_aux, holomorphic, "jacrev")
 
 

@@ -1340,6 +1340,9 @@ def jit(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     max_paths: int = 8,
+    donate_argnums: int | Sequence[int] = (),
+    donate_argnames: str | Sequence[str] = (),
+    keep_unused: bool = False,
 ) -> Callable:
     """Record `fun` on its first call and replay the record on later calls.
 
@@ -1353,6 +1356,10 @@ def jit(
     max_paths : int
         How many paths (outcomes of the Python branches on values) one signature may record
         before the function runs eagerly for it, with a warning.
+    donate_argnums, donate_argnames, keep_unused
+        Accepted for JAX code, and change nothing: an argument's buffer is never reused for
+        an output (fgrad never writes into its inputs, which stay valid after the call), and
+        every argument is kept (a record has no compiled signature to prune).
 
     Returns
     -------
@@ -1380,6 +1387,9 @@ def jit(
             static_argnums=static_argnums,
             static_argnames=static_argnames,
             max_paths=max_paths,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            keep_unused=keep_unused,
         )
     if not callable(fun):
         raise TypeError(

@@ -48,6 +48,9 @@ def vmap(
     in_axes: PyTree = 0,
     out_axes: PyTree = 0,
     axis_size: int | None = None,
+    *,
+    axis_name: Any = None,
+    spmd_axis_name: Any = None,
 ) -> Callable[..., Any]:
     """Batching: a function that applies `fun`, written for one example, to every row at once.
 
@@ -65,6 +68,10 @@ def vmap(
         on the rows.
     axis_size : int, optional
         The number of rows, needed only when no argument is mapped.
+    axis_name, spmd_axis_name : None
+        JAX's names for collectives over the mapped axis (`psum`, `pmean`, `all_gather`) and
+        for sharding it across devices, which fgrad does not have: anything but None is
+        refused, with what to do instead.
 
     Returns
     -------
@@ -99,6 +106,7 @@ def vmap(
             "when iterated, outside the transform; give a function that returns its result "
             "instead (for several values, return a list or tuple of what it yields)"
         )
+    _refuse_axis_names(axis_name, spmd_axis_name)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX reads a top-level list as a tuple
     # (first: a str or float is no axis, inside a tuple either, so wrapping it is no advice)
@@ -182,6 +190,24 @@ def returns_iterator(fun) -> bool:
         or inspect.iscoroutinefunction(fun)
         or inspect.isasyncgenfunction(fun)
     )
+
+
+def _refuse_axis_names(axis_name, spmd_axis_name):
+    """JAX's `axis_name` names the mapped axis for collectives inside the function, and
+    `spmd_axis_name` shards it across devices: fgrad has neither, so a name would mean
+    nothing; refused rather than ignored."""
+    if axis_name is not None:
+        raise TypeError(
+            f"vmap: axis_name={axis_name!r} names the mapped axis for collectives (psum, "
+            "pmean, all_gather), which fgrad does not have; drop it, and compute a reduction "
+            "over the rows outside vmap (e.g. fnp.sum(vmap(f)(xs), axis=0)), or pass what "
+            "every row needs as an argument that is not mapped (in_axes=None)"
+        )
+    if spmd_axis_name is not None:
+        raise TypeError(
+            f"vmap: spmd_axis_name={spmd_axis_name!r} shards the mapped axis across devices; "
+            "fgrad runs on NumPy in one process, so there is nothing to shard: drop it"
+        )
 
 
 # --- the axes: checking them and matching them to the leaves ------------------------------------

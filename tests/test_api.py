@@ -627,3 +627,15 @@ def test_a_generator_returned_is_refused_in_words_that_say_so(transform):
     with pytest.raises(TypeError, match=rf"^{transform}: .*returned a generator.*_YieldingCall"):
         given = _GIVEN_TO[transform](_YieldingCall())  # (vjp and jvp call it here)
         given(1.0 if transform == "grad" else _X)
+
+
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jacrev"])
+def test_allow_int_is_jax_s_keyword_refused_by_name_when_true(transform):
+    # (Python's "unexpected keyword argument 'allow_int'" before)
+    f = lambda x, n: fnp.sum(x**2) * n
+    x = np.array([1.0, 2.0])
+    got = getattr(fgrad, transform)(f, allow_int=False)(x, 3)
+    got = got[1] if transform == "value_and_grad" else got
+    np.testing.assert_allclose(got, 6.0 * x, rtol=1e-15)  # d/dx 3 sum(x^2)
+    with pytest.raises(TypeError, match=rf"^{transform}: allow_int=True .*float0.*argnums"):
+        getattr(fgrad, transform)(f, allow_int=True)
