@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import math
 import operator
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ from .tree_util import (
     tree_structure,
     tree_unflatten,
 )
-from .vmapping import map_rows
+from .vmapping import map_rows, returns_iterator
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -120,6 +121,45 @@ def _check_callable(fun, who):
         raise TypeError(
             f"{who} expects a function as its first argument, got {fun!r} of type "
             f"{type(fun).__name__}; pass the function itself, e.g. {who}(f), not {who}(f(x))"
+        )
+    _refuse_generator(fun, who)
+
+
+def _refuse_generator(fun, who):
+    """A generator function (or an async one) returns an iterator whose body runs only when it
+    is iterated, outside the transform: refused where the function is given (one look at its
+    code flags, not a check per call)."""
+    if returns_iterator(fun):
+        raise TypeError(_generator_message(fun, who))
+
+
+def _generator_message(fun, who, returned=False):
+    """Why a generator function is refused and what to give instead; `returned`: `fun` is the
+    generator a function returned (a callable object whose `__call__` yields)."""
+    # (a generator's qualname names its method's class; a partial is named by its function)
+    name = fun.__qualname__ if returned else getattr(getattr(fun, "func", fun), "__name__", "")
+    what = (
+        f"the function returned a generator (of {name})"
+        if returned
+        else f"{name} is a generator function (or an async one): calling it returns an iterator"
+    )
+    return (
+        f"{who}: {what}, whose body runs only when iterated, outside the transform; give a "
+        "function that returns its result instead (for several values, return a list or "
+        "tuple of what it yields)"
+    )
+
+
+def _refuse_allow_int(allow_int, who):
+    """JAX's `allow_int=True` gives an integer input a gradient of dtype float0 (no values: the
+    integers are not a vector space); NumPy has no such dtype, and fgrad differentiates float
+    inputs only. Refused by name rather than with Python's 'unexpected keyword'."""
+    if allow_int:
+        raise TypeError(
+            f"{who}: allow_int=True is not supported: JAX gives an integer input a float0 "
+            "gradient, which has no NumPy counterpart; leave the integer arguments out of "
+            "argnums (they are passed through, not differentiated), or pass them as floats "
+            "(x.astype(float)) for the derivative in them"
         )
 
 
@@ -430,6 +470,8 @@ def _check_outputs(out_leaves, who):
             continue  # the common cases, without the general one's checks
         v = _plain(o)
         if not (_is_arraylike(v) and _np.dtype(_dtype(v)).kind in "biufc"):  # numbers, bools
+            if inspect.isgenerator(v) or inspect.iscoroutine(v):  # (a callable's __call__)
+                raise TypeError(_generator_message(v, who, returned=True))
             kind = f"dtype {_dtype(v)}" if _is_arraylike(v) else f"type {type(v).__name__}"
             raise TypeError(
                 f"{who}: the function returned a value of {kind} at output leaf {k}; "
@@ -624,6 +666,7 @@ def value_and_grad(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., tuple[Any, Any]]:
     """Like `grad`, but the function returns `(fun(*args), gradient)`: the value comes for free.
 
@@ -637,6 +680,8 @@ def value_and_grad(
         `fun` returns `(out, aux)`; the result is then `((out, aux), gradient)`.
     holomorphic : bool, default False
         As for `grad`.
+    allow_int : bool, default False
+        As for `grad`: only False.
 
     Returns
     -------
@@ -651,6 +696,7 @@ def value_and_grad(
     (8.0, 12.0)
     """
     _check_callable(fun, "value_and_grad")
+    _refuse_allow_int(allow_int, "value_and_grad")
     value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
     return _named(value_and_grad_fun, fun, "value_and_grad")
 
@@ -734,6 +780,7 @@ def grad(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., Any]:
     """The gradient of a scalar-valued function: `grad(fun)(*args)` is d fun / d args[argnums].
 
@@ -749,6 +796,10 @@ def grad(
         `aux` is not differentiated.
     holomorphic : bool, default False
         `fun` is complex-valued and complex-differentiable: the gradient is f'(z).
+    allow_int : bool, default False
+        JAX's gradient of an integer input (a float0 array) has no counterpart here: True is
+        refused, with what to do instead (leave the integer out of `argnums`, or pass it as
+        floats for the derivative in it).
 
     Returns
     -------
@@ -776,6 +827,7 @@ def grad(
     (2+4j)
     """
     _check_callable(fun, "grad")
+    _refuse_allow_int(allow_int, "grad")
     grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad", with_value=False)
     return _named(grad_fun, fun, "grad")
 
@@ -1237,6 +1289,7 @@ def jacrev(
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
+    allow_int: bool = False,
 ) -> Callable[..., PyTree]:
     """The Jacobian of `fun` by reverse mode: one backward pass per output element, all at once.
 
@@ -1250,6 +1303,8 @@ def jacrev(
         As `jacfwd`'s.
     holomorphic : bool, default False
         For a holomorphic function of complex inputs: the Jacobian is then f'(z).
+    allow_int : bool, default False
+        As for `grad`: only False.
 
     Returns
     -------
@@ -1278,6 +1333,7 @@ def jacrev(
            [ 1.+0.j, -1.+0.j]])
     """
     _check_callable(fun, "jacrev")
+    _refuse_allow_int(allow_int, "jacrev")
     return _jacrev(fun, argnums, has_aux, holomorphic, "jacrev")
 
 

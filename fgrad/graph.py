@@ -239,7 +239,8 @@ def make_graph(
         backward pass the K transform built, `make_graph(grad(grad(f)))(x)` why higher order
         costs more.
     static_argnums : int or tuple of int, default ()
-        Positional arguments that are constants of the graph rather than inputs.
+        Positional arguments that are constants of the graph rather than inputs (a negative
+        position counts from the end, as `jit`'s).
 
     Returns
     -------
@@ -281,9 +282,10 @@ def make_graph(
             f"make_graph expects a function, got {fun!r} of type "
             f"{type(fun).__name__}; pass the function itself, e.g. make_graph(f)"
         )
-    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+    positions = _positions(static_argnums)
 
     def graphed(*args, **kwargs):
+        static = _static_places(positions, len(args))
         graph = Graph(getattr(fun, "__name__", type(fun).__name__))
         with GraphLevel(graph) as level, provenance.watching(_GraphWatcher(level)):
             boxed = []
@@ -302,6 +304,33 @@ def make_graph(
 
     graphed.__name__ = f"make_graph({getattr(fun, '__name__', 'f')})"
     return api_boundary(graphed)
+
+
+def _positions(static_argnums) -> tuple[int, ...]:
+    """make_graph's `static_argnums`, one position or a sequence of them, as `jit` reads them
+    (ints or NumPy ints)."""
+    nums = static_argnums if isinstance(static_argnums, (tuple, list)) else (static_argnums,)
+    for i in nums:
+        if not isinstance(i, (int, _np.integer)) or isinstance(i, bool):
+            raise TypeError(
+                f"make_graph: static_argnums takes an int or a tuple of ints (argument "
+                f"positions), got {static_argnums!r}; pass e.g. static_argnums=1 or (0, 2)"
+            )
+    return tuple(int(i) for i in nums)
+
+
+def _static_places(positions, n_args) -> set[int]:
+    """The static positions of a call of `n_args` positional arguments, a negative one
+    counted from the end (as `jit` counts it); one past the call is refused rather than
+    left out (the argument it meant would silently be an input of the graph)."""
+    for i in positions:
+        if not -n_args <= i < n_args:
+            raise ValueError(
+                f"make_graph: static_argnums names argument {i}, but the call passes {n_args} "
+                f"positional argument(s) (valid: {-n_args} to {n_args - 1}); pass the static "
+                "argument positionally, or fix static_argnums"
+            )
+    return {i % n_args for i in positions}
 
 
 class GraphLevel(Level):

@@ -1346,6 +1346,9 @@ def jit(
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
     max_paths: int = 8,
+    donate_argnums: int | Sequence[int] = (),
+    donate_argnames: str | Sequence[str] = (),
+    keep_unused: bool = False,
 ) -> Callable:
     """Record `fun` on its first call and replay the record on later calls.
 
@@ -1359,6 +1362,10 @@ def jit(
     max_paths : int
         How many paths (outcomes of the Python branches on values) one signature may record
         before the function runs eagerly for it, with a warning.
+    donate_argnums, donate_argnames, keep_unused
+        Accepted for JAX code, and change nothing: an argument's buffer is never reused for
+        an output (fgrad never writes into its inputs, which stay valid after the call), and
+        every argument is kept (a record has no compiled signature to prune).
 
     Returns
     -------
@@ -1386,10 +1393,26 @@ def jit(
             static_argnums=static_argnums,
             static_argnames=static_argnames,
             max_paths=max_paths,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            keep_unused=keep_unused,
         )
     if not callable(fun):
         raise TypeError(
             f"jit expects a function, got {type(fun).__name__}: use fgrad.jit(f) or @fgrad.jit"
+        )
+    if (
+        inspect.isgeneratorfunction(fun)
+        or inspect.iscoroutinefunction(fun)
+        or inspect.isasyncgenfunction(fun)
+    ):
+        # (its body would run only when the iterator it returns is iterated, outside the
+        # transform: one look at the code's flags here, not a check per call)
+        raise TypeError(
+            f"jit: {getattr(getattr(fun, 'func', fun), '__name__', '')} is a generator "
+            "function (or an async one): calling it returns an iterator, whose body runs only "
+            "when iterated, outside the transform; give a function that returns its result "
+            "instead (for several values, return a list or tuple of what it yields)"
         )
     static_argnums = tuple(_argument_list("static_argnums", static_argnums, _position))
     static_argnames = tuple(_argument_list("static_argnames", static_argnames, _name))

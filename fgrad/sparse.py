@@ -49,7 +49,7 @@ import numpy as _np
 
 from . import coloring, numpy as fnp
 from .accumulation import AccumulationLevel, NoAccumulation
-from .api import grad, jvp, vjp
+from .api import _check_argnums_range, _normalize_argnums, grad, jvp, vjp
 from .boundary import api_boundary
 from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
 from .jitting import jit
@@ -72,16 +72,23 @@ def _named(wrapper, fun, transform):
 
 
 def _argnums(argnums, n_args: int, who: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    if not nums or not all(isinstance(i, int) for i in nums):
-        raise TypeError(f"{who}: argnums must be an int or a tuple of ints, not {argnums!r}")
-    for i in nums:
-        if not -n_args <= i < n_args:
-            raise ValueError(
-                f"{who}: argnums {i} is out of range for a call with {n_args} positional "
-                "argument(s); pass argnums within range"
-            )
-    return tuple(i % n_args for i in nums)
+    """`argnums` as non-negative positions, read as `grad` reads them (an int, a NumPy int, a
+    tuple or list of them), each in range and named once: an argument named twice would be
+    written twice into the call, and only its second copy's leaves would be inputs (the first
+    block of columns all zeros)."""
+    nums, _ = _normalize_argnums(argnums, who)
+    return _check_argnums_range(nums, n_args, who)
+
+
+def _keywords_last(fun):
+    """`fun` taking its keyword arguments as one more positional argument, a dict, after the
+    others: a call's keyword arguments are then an argument not differentiated like any other
+    (part of a plan's key, constants or inputs of its recorded pass)."""
+
+    def with_keywords(*args):
+        return fun(*args[:-1], **args[-1])
+
+    return with_keywords
 
 
 def _inputs(args, nums, who):
@@ -278,11 +285,16 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
            [0, 0, 1, 1]])
     """
 
-    def jacobian_sparsity_fun(*args):
+    fun_kw = _keywords_last(fun)
+
+    def jacobian_sparsity_fun(*args, **kwargs):
         _refuse_batched(args, "jacobian_sparsity")
         nums = _argnums(argnums, len(args), "jacobian_sparsity")
         values, tree = _inputs(args, nums, "jacobian_sparsity")
-        pattern, reads, _ = _detect(fun, args, nums, values, tree)
+        if kwargs:  # (not differentiated: an argument more, after the others)
+            pattern, reads, _ = _detect(fun_kw, (*args, kwargs), nums, values, tree)
+        else:
+            pattern, reads, _ = _detect(fun, args, nums, values, tree)
         if reads:
             _guard_what_was_read(args)
         return pattern
@@ -294,8 +306,8 @@ def _scalar_valued(fun, who):
     """`fun`, refusing an output that is not a real scalar in `who`'s words (grad's own
     refusal names grad, and advises a Jacobian)."""
 
-    def scalar(*args):
-        out = fun(*args)
+    def scalar(*args, **kwargs):
+        out = fun(*args, **kwargs)
         leaves = tree_flatten(out)[0]
         if len(leaves) == 1 and leaves[0] is out and math.prod(shape_of(out)) == 1:
             if dtype_of(out).kind == "f":
@@ -340,12 +352,16 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
     """
 
     scalar_fun = _scalar_valued(fun, "hessian_sparsity")
+    scalar_fun_kw = _keywords_last(scalar_fun)
 
-    def hessian_sparsity_fun(*args):
+    def hessian_sparsity_fun(*args, **kwargs):
         _refuse_batched(args, "hessian_sparsity")
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
-        pattern, reads = _hessian_pattern(scalar_fun, args, nums, values, tree)
+        if kwargs:  # (not differentiated: an argument more, after the others)
+            pattern, reads = _hessian_pattern(scalar_fun_kw, (*args, kwargs), nums, values, tree)
+        else:
+            pattern, reads = _hessian_pattern(scalar_fun, args, nums, values, tree)
         if reads:
             _guard_what_was_read(args)
         return pattern
@@ -699,6 +715,16 @@ def _shape_refused(given, shape, who):
     )
 
 
+def _columns_refused(given, n):
+    """A given pattern whose columns are not the call's flat inputs (its rows, the outputs,
+    are not known before the function runs: the message says only what the columns must be)."""
+    return ValueError(
+        f"sparse_jacobian: sparsity has shape {given}, but this call differentiates {n} flat "
+        f"input(s), so the pattern needs {n} columns: pass a pattern of shape (outputs, {n}), "
+        "with outputs and inputs flattened as in jacobian_sparsity, or sparsity=None to find it"
+    )
+
+
 def _refuse_batched(args, who):
     for i, a in enumerate(args):
         for leaf in tree_flatten(a)[0]:
@@ -885,9 +911,17 @@ def sparse_jacobian(
     plans: dict = {}  # signature -> (_Plan, whether each call must look at its pattern again)
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_jacobian")
 
-    def sparse_jacobian_fun(*args):
+    plans_kw: dict = {}  # the same, for calls with keyword arguments (of `fun_kw`)
+    fun_kw = _keywords_last(fun)
+
+    def sparse_jacobian_fun(*args, **kwargs):
+        nums = _argnums(argnums, len(args), "sparse_jacobian")
+        if kwargs:  # (not differentiated: an argument more, after the others)
+            return jacobian_of(fun_kw, plans_kw, (*args, kwargs), nums)
+        return jacobian_of(fun, plans, args, nums)
+
+    def jacobian_of(fun, plans, args, nums):
         who = "sparse_jacobian"
-        nums = _argnums(argnums, len(args), who)
         key = _key(args, nums, who)
         plan, recheck = plans.get(key, (None, True))
         if plan is None and given is None:
@@ -907,7 +941,7 @@ def sparse_jacobian(
                     pattern, recheck = given, False
                     n = sum(v.size for v in values)
                     if given.shape[1] != n:
-                        _check_shape(given, (given.shape[0], n), "sparse_jacobian")
+                        raise _columns_refused(given.shape, n)
                     # (whether an output holds more than the inputs, which "rev" cannot
                     # give, is known only when the pass runs: `_PullsLose`)
                 else:
@@ -958,11 +992,18 @@ def sparse_hessian(
         )
     plans: dict = {}
     given = None if sparsity is None else _given_pattern(sparsity, "sparse_hessian")
+    plans_kw: dict = {}  # the same, for calls with keyword arguments (of `scalar_fun_kw`)
     scalar_fun = _scalar_valued(fun, "sparse_hessian")
+    scalar_fun_kw = _keywords_last(scalar_fun)
 
-    def sparse_hessian_fun(*args):
+    def sparse_hessian_fun(*args, **kwargs):
+        nums = _argnums(argnums, len(args), "sparse_hessian")
+        if kwargs:  # (not differentiated: an argument more, after the others)
+            return hessian_of(scalar_fun_kw, plans_kw, (*args, kwargs), nums)
+        return hessian_of(scalar_fun, plans, args, nums)
+
+    def hessian_of(scalar_fun, plans, args, nums):
         who = "sparse_hessian"
-        nums = _argnums(argnums, len(args), who)
         key = _key(args, nums, who)
         plan, recheck = plans.get(key, (None, True))
         if plan is None or recheck:

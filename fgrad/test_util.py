@@ -92,18 +92,49 @@ def _numerical_jvp(f, args, tangents, eps):
     def central(h):
         plus = tree_flatten(f(*tree_unflatten(tree, _axpy(h, leaves, t_leaves))))[0]
         minus = tree_flatten(f(*tree_unflatten(tree, _axpy(-h, leaves, t_leaves))))[0]
-        return [
-            (_np.asarray(primal(p), dtype=complex) - _np.asarray(primal(m), dtype=complex))
-            / (2 * h)
-            for p, m in zip(plus, minus)
-        ]
+        diffs = []
+        for p, m in zip(plus, minus):
+            p, m = _np.asarray(primal(p)), _np.asarray(primal(m))
+            # in double precision, complex only for a complex output (a real function's
+            # differences are shown as real numbers)
+            dt = complex if p.dtype.kind == "c" or m.dtype.kind == "c" else _np.float64
+            diffs.append((p.astype(dt) - m.astype(dt)) / (2 * h))
+        return diffs
 
     return [(4 * half - full) / 3 for half, full in zip(central(eps / 2), central(eps))]
 
 
 def _close(a, b, tol):
+    """|a - b| <= atol + rtol |b| elementwise; `tol` is (atol, rtol), or one number for both."""
+    atol, rtol = tol if isinstance(tol, tuple) else (tol, tol)
     a, b = _np.asarray(a, dtype=complex), _np.asarray(b, dtype=complex)
-    return bool(_np.all(_np.abs(a - b) <= tol * (1.0 + _np.abs(b))))
+    return bool(_np.all(_np.abs(a - b) <= atol + rtol * _np.abs(b)))
+
+
+def _tolerance(tol, dt):
+    """`tol` with the defaults of dtype `dt` filled in: one number, or (atol, rtol) (JAX's
+    keywords, either of which may be None)."""
+    if isinstance(tol, tuple):
+        return tuple(_TOL[dt] if t is None else t for t in tol)
+    return tol or _TOL[dt]
+
+
+def _tolerance_text(tol) -> str:
+    if isinstance(tol, tuple):
+        return f"atol {tol[0]}, rtol {tol[1]}"
+    return f"tolerance {tol}"
+
+
+def _args_tuple(args, who):
+    """The point `f` is checked at, one entry per argument: a tuple (or list). A bare number
+    or array is refused (a float is not iterable; an array would be split into its rows, each
+    passed as an argument)."""
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(
+            f"{who}: args must be a tuple with one entry per argument of f, got a value of "
+            f"type {type(args).__name__}; for a function of one argument write (x,)"
+        )
+    return tuple(args)
 
 
 def check_jvp(
@@ -139,10 +170,11 @@ def check_jvp(
     >>> import fgrad.numpy as fnp
     >>> check_jvp(lambda x: fnp.sin(x) * x, (0.3,))
     """
+    args = _args_tuple(args, "check_grads")
     rng = rng or _np.random.default_rng(0)
-    leaves, tree = tree_flatten(tuple(args))
+    leaves, tree = tree_flatten(args)
     dt = _leaf_dtype(leaves)
-    eps, tol = eps or _EPS[dt], tol or _TOL[dt]
+    eps, tol = eps or _EPS[dt], _tolerance(tol, dt)
     tangents = tree_unflatten(tree, _random_like(leaves, rng))
     value = f(*args)  # (first: a function that sets state, a global, reads it back later)
     out, t_out = jvp(f, tuple(args), tangents)
@@ -153,7 +185,7 @@ def check_jvp(
             raise AssertionError(
                 f"check_grads: forward mode (jvp) of {where} disagrees with central "
                 f"differences at output leaf {k}:\n  jvp       = {_np.asarray(primal(a))!r}\n"
-                f"  numerical = {b!r}\n  (step {eps}, tolerance {tol})"
+                f"  numerical = {b!r}\n  (step {eps}, {_tolerance_text(tol)})"
             )
 
 
@@ -167,7 +199,7 @@ def _check_value(out, value, tol, mode, where):
             raise AssertionError(
                 f"check_grads: the value of {where} under {mode} differs from {where}'s own at "
                 f"output leaf {k}:\n  under {mode} = {_np.asarray(primal(a))!r}\n"
-                f"  {where}(*args) = {_np.asarray(b)!r}\n  (tolerance {tol}); a custom "
+                f"  {where}(*args) = {_np.asarray(b)!r}\n  ({_tolerance_text(tol)}); a custom "
                 "rule's primal output must be the function's value"
             )
 
@@ -205,10 +237,11 @@ def check_vjp(
     >>> import fgrad.numpy as fnp
     >>> check_vjp(lambda x: fnp.sin(x) * x, (0.3,))
     """
+    args = _args_tuple(args, "check_grads")
     rng = rng or _np.random.default_rng(0)
-    leaves, tree = tree_flatten(tuple(args))
+    leaves, tree = tree_flatten(args)
     dt = _leaf_dtype(leaves)
-    eps, tol = eps or _EPS[dt], tol or _TOL[dt]
+    eps, tol = eps or _EPS[dt], _tolerance(tol, dt)
     value = f(*args)  # (first: a checkpoint's backward pass runs f again, reading its state)
     out, vjp_fun = vjp(f, *args)
     _check_value(out, value, tol, "vjp", where)
@@ -222,7 +255,7 @@ def check_vjp(
         raise AssertionError(
             f"check_grads: reverse mode (vjp) of {where} disagrees with central differences: "
             f"<J^T ct, t> = {lhs!r} but <ct, J t> = {rhs!r} numerically (step {eps}, "
-            f"tolerance {tol})"
+            f"{_tolerance_text(tol)})"
         )
 
 
@@ -234,6 +267,9 @@ def check_grads(
     eps: float | None = None,
     tol: float | None = None,
     seed: int = 0,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> None:
     """Check `f`'s derivatives against central differences, in forward and/or reverse mode.
 
@@ -250,9 +286,14 @@ def check_grads(
     eps : float, optional
         The finite-difference step (by default 1e-4 for float64, 1e-3 for float32).
     tol : float, optional
-        The tolerance (by default 1e-5 for float64, 2e-2 for float32).
+        The tolerance (by default 1e-5 for float64, 2e-2 for float32): each value must be within
+        tol * (1 + |expected|).
     seed : int, default 0
         Seeds the random directions.
+    atol, rtol : float, optional
+        JAX's keywords, instead of `tol`: within atol + rtol * |expected| (the one not given
+        takes `tol`'s default). JAX's positional order differs from the 5th argument on
+        (`check_grads(f, args, order, modes, atol, rtol, eps)`): pass these by name.
 
     Raises
     ------
@@ -276,7 +317,15 @@ def check_grads(
     for m in modes:
         if m not in ("fwd", "rev"):
             raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {m!r}")
-    _check(f, tuple(args), order, modes, eps, tol, _np.random.default_rng(seed), "f")
+    args = _args_tuple(args, "check_grads")
+    bound: float | tuple | None = tol  # one number, or (atol, rtol) (see `_close`)
+    if atol is not None or rtol is not None:
+        if tol is not None:
+            raise TypeError(
+                "check_grads: pass tol (one tolerance), or atol and rtol (JAX's), not both"
+            )
+        bound = (atol, rtol)
+    _check(f, args, order, modes, eps, bound, _np.random.default_rng(seed), "f")
 
 
 def _check(f, args, order, modes, eps, tol, rng, where):

@@ -14,6 +14,7 @@ Imports: `fgrad.core`, `fgrad.batching`, `fgrad.boundary`, `fgrad.tree_util`, `f
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -47,6 +48,9 @@ def vmap(
     in_axes: PyTree = 0,
     out_axes: PyTree = 0,
     axis_size: int | None = None,
+    *,
+    axis_name: Any = None,
+    spmd_axis_name: Any = None,
 ) -> Callable[..., Any]:
     """Batching: a function that applies `fun`, written for one example, to every row at once.
 
@@ -64,6 +68,10 @@ def vmap(
         on the rows.
     axis_size : int, optional
         The number of rows, needed only when no argument is mapped.
+    axis_name, spmd_axis_name : None
+        JAX's names for collectives over the mapped axis (`psum`, `pmean`, `all_gather`) and
+        for sharding it across devices, which fgrad does not have: anything but None is
+        refused, with what to do instead.
 
     Returns
     -------
@@ -91,15 +99,24 @@ def vmap(
             f"vmap expects a function as its first argument, got {fun!r} of type "
             f"{type(fun).__name__}; pass the function itself, e.g. vmap(f), not vmap(f(x))"
         )
+    if returns_iterator(fun):  # (one look at the code's flags, here rather than per call)
+        raise TypeError(
+            f"vmap: {getattr(getattr(fun, 'func', fun), '__name__', '')} is a generator "
+            "function (or an async one): calling it returns an iterator, whose body runs only "
+            "when iterated, outside the transform; give a function that returns its result "
+            "instead (for several values, return a list or tuple of what it yields)"
+        )
+    _refuse_axis_names(axis_name, spmd_axis_name)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX reads a top-level list as a tuple
+    # (first: a str or float is no axis, inside a tuple either, so wrapping it is no advice)
+    _check_axes_spec(in_axes, "in_axes")
     if not (in_axes is None or isinstance(in_axes, (int, _np.integer, tuple))):
         raise TypeError(
             "vmap: in_axes must be an int, None, or a tuple (or list) with one entry per "
             f"positional argument; got {in_axes!r:.80}. The function's arguments are a tuple: "
             f"for a function of one argument, write in_axes=({in_axes!r:.60},)"
         )
-    _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
     if axis_size is not None and (
         not isinstance(axis_size, (int, _np.integer))
@@ -156,6 +173,43 @@ def map_rows(fun: Callable[..., Any], rows: ArrayLike) -> PyTree:
     return tree_unflatten(out_tree, results)
 
 
+# the code flags of a function whose call returns an iterator (or awaitable) of its body
+_ITERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def returns_iterator(fun) -> bool:
+    """Whether `fun` is a generator function, or an async one: its body would run only when
+    the iterator its call returns is iterated, outside any transform (`vmap` and `fgrad.api`'s
+    transforms refuse it where it is given)."""
+    code = getattr(fun, "__code__", None)  # a function's or a method's: its flags at once
+    if code is not None:
+        return bool(code.co_flags & _ITERATOR_FLAGS)
+    # (a partial, unwrapped by inspect; another callable: False)
+    return (
+        inspect.isgeneratorfunction(fun)
+        or inspect.iscoroutinefunction(fun)
+        or inspect.isasyncgenfunction(fun)
+    )
+
+
+def _refuse_axis_names(axis_name, spmd_axis_name):
+    """JAX's `axis_name` names the mapped axis for collectives inside the function, and
+    `spmd_axis_name` shards it across devices: fgrad has neither, so a name would mean
+    nothing; refused rather than ignored."""
+    if axis_name is not None:
+        raise TypeError(
+            f"vmap: axis_name={axis_name!r} names the mapped axis for collectives (psum, "
+            "pmean, all_gather), which fgrad does not have; drop it, and compute a reduction "
+            "over the rows outside vmap (e.g. fnp.sum(vmap(f)(xs), axis=0)), or pass what "
+            "every row needs as an argument that is not mapped (in_axes=None)"
+        )
+    if spmd_axis_name is not None:
+        raise TypeError(
+            f"vmap: spmd_axis_name={spmd_axis_name!r} shards the mapped axis across devices; "
+            "fgrad runs on NumPy in one process, so there is nothing to shard: drop it"
+        )
+
+
 # --- the axes: checking them and matching them to the leaves ------------------------------------
 
 
@@ -164,9 +218,15 @@ def _check_axes_spec(axes, what):
         if leaf is not None and (
             not isinstance(leaf, (int, _np.integer)) or isinstance(leaf, bool)
         ):
+            instead = (
+                f"{what}={int(leaf)}"
+                if isinstance(leaf, str) and leaf.lstrip("-").isdigit()
+                else f"{what}=0 (the first axis) or {what}=-1 (the last)"
+            )
             raise TypeError(
                 f"vmap: {what} must be an int, None, or a pytree of them; it holds {leaf!r} of "
-                f"type {type(leaf).__name__}"
+                f"type {type(leaf).__name__}. An axis is an int (negative counts from the end) "
+                f"or None (not mapped): write e.g. {instead}"
             )
 
 
@@ -414,6 +474,13 @@ def _placed(o, level, out_dim, size, k, count):
         and type(o) is not Box
         and not is_foreign_array(o)  # (a Dask array the same for every row: broadcast, lazily)
     ):
+        if inspect.isgenerator(o) or inspect.iscoroutine(o):  # (a callable's __call__ yields)
+            raise TypeError(
+                f"vmap: the function returned a generator (of {o.__qualname__}) as {where}, whose "
+                "body runs only when iterated, outside the transform; give a function that "
+                "returns its result instead (for several values, return a list or tuple of "
+                "what it yields)"
+            )
         raise TypeError(
             f"vmap: the function returned a value of type {type(o).__name__} as {where}; vmap "
             "stacks numbers and numeric arrays, one per row, so return those (use out_axes=None "

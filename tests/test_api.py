@@ -2,6 +2,7 @@
 
 import collections
 import copy
+import functools
 import pickle
 
 import numpy as np
@@ -584,3 +585,57 @@ def test_aux_never_shares_memory_with_an_argument_that_is_not_differentiated():
         assert not np.shares_memory(aux["y"], y) and not np.shares_memory(aux["x"], x)
         aux["y"] *= 0
         assert np.array_equal(y, [3.0, 4.0])
+
+
+def _yields(x):
+    yield 2.0 * x
+
+
+class _YieldingCall:
+    def __call__(self, x):
+        yield 2.0 * x
+
+
+_X = np.array([1.0, 2.0])
+_GIVEN_TO = {
+    "grad": lambda f: fgrad.grad(f),
+    "value_and_grad": lambda f: fgrad.value_and_grad(f),
+    "vjp": lambda f: fgrad.vjp(f, _X),
+    "jvp": lambda f: fgrad.jvp(f, (_X,), (_X,)),
+    "linearize": lambda f: fgrad.linearize(f, _X),
+    "jacfwd": lambda f: fgrad.jacfwd(f),
+    "jacrev": lambda f: fgrad.jacrev(f),
+    "hessian": lambda f: fgrad.hessian(f),
+    "vmap": lambda f: fgrad.vmap(f),
+    "jit": lambda f: fgrad.jit(f),
+    "jet": lambda f: fgrad.jet(f, (_X,), ((_X,),)),
+}
+
+
+@pytest.mark.parametrize("transform", sorted(_GIVEN_TO))
+def test_a_generator_function_is_refused_where_it_is_given(transform):
+    # grad advised has_aux and vmap out_axes=None for the generator it returned, and jit
+    # returned the generator, whose body ran outside the recording when iterated
+    for fun in (_yields, functools.partial(_yields)):
+        with pytest.raises(TypeError, match=rf"^{transform}: _yields is a generator function"):
+            _GIVEN_TO[transform](fun)
+
+
+@pytest.mark.parametrize("transform", ["grad", "vjp", "jvp", "jacfwd", "vmap"])
+def test_a_generator_returned_is_refused_in_words_that_say_so(transform):
+    # (a callable object whose __call__ yields: found when it returns, not before)
+    with pytest.raises(TypeError, match=rf"^{transform}: .*returned a generator.*_YieldingCall"):
+        given = _GIVEN_TO[transform](_YieldingCall())  # (vjp and jvp call it here)
+        given(1.0 if transform == "grad" else _X)
+
+
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jacrev"])
+def test_allow_int_is_jax_s_keyword_refused_by_name_when_true(transform):
+    # (Python's "unexpected keyword argument 'allow_int'" before)
+    f = lambda x, n: fnp.sum(x**2) * n
+    x = np.array([1.0, 2.0])
+    got = getattr(fgrad, transform)(f, allow_int=False)(x, 3)
+    got = got[1] if transform == "value_and_grad" else got
+    np.testing.assert_allclose(got, 6.0 * x, rtol=1e-15)  # d/dx 3 sum(x^2)
+    with pytest.raises(TypeError, match=rf"^{transform}: allow_int=True .*float0.*argnums"):
+        getattr(fgrad, transform)(f, allow_int=True)

@@ -51,6 +51,46 @@ def test_a_rule_wrong_only_in_its_second_derivative_is_caught_at_order_2():
         check_grads(raw_rule, X, order=2)
 
 
+def test_jax_s_atol_and_rtol_are_accepted_and_mean_jax_s_bound():
+    # (Python's "unexpected keyword argument 'atol'" before). A forward rule 1% wrong:
+    # |jvp - numerical| is about 0.01 |J t|, so rtol=0.02 passes it and rtol=0.005 does not
+    wrong = sin_with(jvp_scale=1.01)
+    check_grads(wrong, X, order=1, modes="fwd", atol=0.0, rtol=0.02)
+    check_grads(wrong, X, order=1, modes="fwd", atol=0.02)  # (rtol: tol's default, 1e-5)
+    with pytest.raises(AssertionError, match=r"atol 0.0, rtol 0.005"):
+        check_grads(wrong, X, order=1, modes="fwd", atol=0.0, rtol=0.005)
+    with pytest.raises(AssertionError, match=r"reverse mode.*atol 1e-05, rtol 1e-08"):
+        check_grads(sin_with(vjp_scale=1.001), X, order=1, modes="rev", atol=1e-5, rtol=1e-8)
+    with pytest.raises(TypeError, match=r"pass tol .*or atol and rtol.*not both"):
+        check_grads(fnp.sin, X, tol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("args", [1.0, np.array([1.0, 2.0])])
+def test_args_that_are_not_a_tuple_are_refused_with_what_to_write(args):
+    # a float raised "'float' object is not iterable", an array was split into its elements
+    # ("sin() takes 1 positional argument but 2 were given")
+    for check in (check_grads, fgrad.test_util.check_jvp, fgrad.test_util.check_vjp):
+        with pytest.raises(TypeError, match=r"args must be a tuple .* write \(x,\)"):
+            check(fnp.sin, args)
+    check_grads(fnp.sin, (args,), order=1)
+    check_grads(fnp.sin, [args], order=1)
+
+
+def test_a_real_function_s_numerical_values_are_shown_as_real():
+    # the failure text showed np.complex128(0.87...+0j) for a real function's differences
+    with pytest.raises(AssertionError) as error:
+        check_grads(sin_with(jvp_scale=1.001), (0.3,), order=1, modes="fwd")
+    text = str(error.value)
+    numerical = text.split("numerical = ")[1].split("\n")[0]
+    jvp_shown = text.split("jvp       = ")[1].split("\n")[0]
+    assert numerical.startswith("np.float64(") and "j" not in numerical
+    value = lambda shown: float(shown.split("(")[1].rstrip(")"))
+    assert value(jvp_shown) / value(numerical) == pytest.approx(1.001, rel=1e-6)
+    with pytest.raises(AssertionError) as error:  # a complex function's stay complex
+        check_grads(lambda z: sin_with(jvp_scale=1.001)(z) * 1j, (0.3,), order=1, modes="fwd")
+    assert "j)" in str(error.value).split("numerical = ")[1].split("\n")[0]
+
+
 def test_modes_are_validated():
     with pytest.raises(ValueError, match="'fwd' and/or 'rev'"):
         check_grads(fnp.sin, X, modes=("forward",))

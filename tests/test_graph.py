@@ -112,6 +112,21 @@ def test_int_arguments_and_static_argnums_are_constants_not_inputs():
     assert len(g.inputs) == 1 and "k(local):i64[2]" in str(g)
 
 
+def test_static_argnums_are_read_as_jit_reads_them():
+    # a negative position counts from the end, as jit's, and a NumPy int is a position; they
+    # were left out silently (the float argument b an input of the graph, "a:f64[2], b:f64[]")
+    f = lambda a, b: a * b
+    for static in (1, -1, (-1,), [1], np.int64(1), (np.int64(-1),)):
+        g = make_graph(f, static_argnums=static)(np.ones(2), 3.0)
+        assert [v.name for v in g.inputs] == ["a"], static
+        assert len(fgrad.make_record(f, static_argnums=static)(np.ones(2), 3.0).in_types) == 1
+    for static in (2, -3, (0, 5)):  # past the call: refused, as jit refuses it
+        with pytest.raises(ValueError, match=r"make_graph: static_argnums names argument"):
+            make_graph(f, static_argnums=static)(np.ones(2), 3.0)
+    with pytest.raises(TypeError, match=r"make_graph: static_argnums takes an int"):
+        make_graph(f, static_argnums="b")
+
+
 def test_custom_rules_and_checkpoint_are_one_equation_forward():
     @fgrad.custom_vjp
     def clip_grad(x):

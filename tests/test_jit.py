@@ -622,6 +622,21 @@ def test_static_argnums_and_argnames_of_the_wrong_kind_or_a_misspelt_name_are_re
     assert fgrad.jit(lambda x, **kw: x, static_argnames="anything")(1.0) == 1.0
 
 
+def test_jax_s_donation_and_keep_unused_are_accepted_and_change_nothing():
+    # (Python's "unexpected keyword argument 'donate_argnums'" before): the donated argument
+    # stays valid and unchanged, and each call gives the eager result bit for bit
+    f = lambda x, y, unused: fnp.sin(x) * y
+    for kw in ({"donate_argnums": 0}, {"donate_argnums": (0, 1)}, {"donate_argnames": "x"}):
+        for keep in (False, True):
+            jitted = fgrad.jit(f, keep_unused=keep, **kw)
+            decorated = fgrad.jit(keep_unused=keep, **kw)(f)
+            for x in (np.arange(3.0), np.ones(3)):
+                before = x.copy()
+                assert_same(jitted(x, 2.0, 1.0), f(x, 2.0, 1.0))
+                assert_same(decorated(x, 2.0, 1.0), f(x, 2.0, 1.0))
+                np.testing.assert_array_equal(x, before)
+
+
 def test_static_argnames_and_keyword_arguments():
     jitted = fgrad.jit(
         lambda x, *, axis, scale=1.0: fnp.sum(x, axis=axis) * scale, static_argnames="axis"

@@ -801,8 +801,15 @@ def test_a_given_pattern_is_used_and_checked():
     pattern = fgrad.jacobian_sparsity(tridiagonal_residual)(x)
     got = fgrad.sparse_jacobian(tridiagonal_residual, sparsity=pattern.toarray())(x)
     np.testing.assert_allclose(got.toarray(), _flat_jacobian(tridiagonal_residual, x))
-    with pytest.raises(ValueError, match=r"sparsity has shape \(6, 6\).*\(6, 7\)"):
+    with pytest.raises(ValueError, match=r"sparsity has shape \(6, 6\).*\(outputs, 7\)"):
         fgrad.sparse_jacobian(tridiagonal_residual, sparsity=pattern)(np.ones(7))
+    # too few or many columns: the outputs are not known yet, so the message states only the
+    # columns (it stated the pattern's own rows as the outputs, (2, 3) for v**2 of 3 inputs,
+    # whose Jacobian is (3, 3): following it gave a second error)
+    for rows in (2, 5):
+        with pytest.raises(ValueError, match=r"needs 3 columns.*\(outputs, 3\)") as error:
+            fgrad.sparse_jacobian(lambda v: v**2, sparsity=np.ones((rows, 2)))(np.ones(3))
+        assert f"({rows}, 3)" not in str(error.value)
     # a pattern with the wrong number of outputs is refused, never read from
     f = lambda x: x[1:] * x[:-1]
     with pytest.raises(ValueError, match=r"sparsity has shape \(2, 4\).*\(3, 4\)"):
@@ -839,6 +846,54 @@ def test_errors_say_what_to_do():
     got = fgrad.sparse_jacobian(f, argnums=(0, 1))(re, im).toarray()
     want = np.hstack([np.asarray(j) for j in fgrad.jacfwd(f, argnums=(0, 1))(re, im)])
     np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("argnums", [(0, 0), (0, -2), [1, -1]])
+@pytest.mark.parametrize(
+    "who", ["sparse_jacobian", "jacobian_sparsity", "sparse_hessian", "hessian_sparsity"]
+)
+def test_an_argument_named_twice_in_argnums_is_refused(who, argnums):
+    # it was written twice into the call, so only its second copy's leaves were inputs: the
+    # first block of sparse_jacobian(f, argnums=(0, 0)) all zeros where jacfwd gives
+    # diag(2, 8, 18); sparse_hessian refused it in grad's name
+    f = (lambda x, y: x**2 * y) if "jacobian" in who else (lambda x, y: fnp.sum(x**3 * y))
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=rf"^{who}: argnums .* names an argument twice"):
+        getattr(fgrad, who)(f, argnums=argnums)(x, x)
+
+
+def test_keyword_arguments_are_passed_through_and_numpy_int_argnums_read():
+    # as grad and jacfwd do: keyword arguments are not differentiated (they were refused by
+    # Python: "got an unexpected keyword argument"), and argnums may be a NumPy int
+    x, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    f = lambda x, *, w: fnp.concatenate([x[1:] * x[:-1] * w[1:], x**2 * w])
+    g = lambda x, *, w: fnp.sum(x[1:] ** 2 * x[:-1] * w[1:]) + fnp.sum(x**3 * w)
+    for w_ in (w, 2.0 * w):  # a new value of a keyword: a new plan, not the first one's
+        want = np.asarray(fgrad.jacfwd(f)(x, w=w_))
+        for _ in range(3):  # the first call, the plan's making, a replay
+            got = fgrad.sparse_jacobian(f)(x, w=w_).toarray()
+            np.testing.assert_allclose(got, want, rtol=1e-14)
+        h = fgrad.sparse_hessian(g)
+        for _ in range(2):
+            np.testing.assert_allclose(h(x, w=w_).toarray(), fgrad.hessian(g)(x, w=w_), rtol=1e-14)
+    jac = fgrad.sparse_jacobian(f)
+    for w_ in (w, 2.0 * w):  # one function, two keyword values, alternately
+        np.testing.assert_allclose(jac(x, w=w_).toarray(), fgrad.jacfwd(f)(x, w=w_), rtol=1e-14)
+        np.testing.assert_allclose(jac(x, w=w_).toarray(), fgrad.jacfwd(f)(x, w=w_), rtol=1e-14)
+    want_pattern = np.asarray(fgrad.jacfwd(f)(x, w=w)) != 0
+    np.testing.assert_array_equal(fgrad.jacobian_sparsity(f)(x, w=w).toarray(), want_pattern)
+    np.testing.assert_array_equal(
+        fgrad.hessian_sparsity(g)(x, w=w).toarray(), np.asarray(fgrad.hessian(g)(x, w=w)) != 0
+    )
+    f2 = lambda x, y: x**2 * y
+    for who in ("sparse_jacobian", "jacobian_sparsity"):
+        got = getattr(fgrad, who)(f2, argnums=np.int64(1))(x, w)
+        np.testing.assert_array_equal(got.toarray() != 0, np.diag(x**2) != 0)
+    np.testing.assert_allclose(
+        fgrad.sparse_jacobian(f2, argnums=(np.int64(0), 1))(x, w).toarray(),
+        np.hstack(fgrad.jacfwd(f2, argnums=(0, 1))(x, w)),
+        rtol=1e-14,
+    )
 
 
 @pytest.mark.parametrize("who", ["sparse_hessian", "hessian_sparsity"])

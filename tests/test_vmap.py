@@ -215,6 +215,32 @@ def test_error_in_axes_tree_does_not_match():
         vmap(lambda a: a, in_axes="0")
 
 
+def test_jax_s_axis_names_are_refused_by_name_with_what_to_do():
+    # (Python's "unexpected keyword argument" before); None, their default, means what it does
+    # in JAX without collectives
+    x = np.arange(6.0).reshape(2, 3)
+    got = vmap(lambda a: a * 2.0, axis_name=None, spmd_axis_name=None)(x)
+    np.testing.assert_array_equal(got, x * 2.0)
+    with pytest.raises(TypeError, match=r"vmap: axis_name='i' .*collectives.*outside vmap"):
+        vmap(lambda a: a, axis_name="i")
+    with pytest.raises(TypeError, match=r"vmap: spmd_axis_name='i' .*drop it"):
+        vmap(lambda a: a, spmd_axis_name="i")
+
+
+@pytest.mark.parametrize("axes", ["0", 1.5, True, ("0",), (1.5,)])
+def test_an_in_axes_that_is_no_axis_gets_advice_that_works(axes):
+    # a str or float was told to be wrapped in a tuple, in_axes=('0',), which was refused next;
+    # the advice is now an int, and the advised call runs
+    with pytest.raises(TypeError, match=r"it holds .* An axis is an int") as error:
+        vmap(lambda a: a * 2.0, in_axes=axes)
+    message = str(error.value)
+    assert "write in_axes=(" not in message
+    advised = message.split("write e.g. ")[1].split(" ")[0]
+    assert advised == "in_axes=0"
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(vmap(lambda a: a * 2.0, in_axes=0)(x), x * 2.0)
+
+
 def test_error_batched_output_with_out_axes_none():
     with pytest.raises(ValueError, match="out_axes is None for the output, but it depends"):
         vmap(lambda a: a * 2, out_axes=None)(np.ones(3))
