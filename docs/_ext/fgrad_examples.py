@@ -169,6 +169,10 @@ def _spelling(module_name: str) -> tuple[str, str]:
     return SPELLING[module_name]
 
 
+# Functions whose values are the memory's old contents: their examples print the shape
+UNINITIALIZED = frozenset({"empty", "empty_like"})
+
+
 def example_for(module_name: str, name: str) -> str | None:
     spelled, imports = _spelling(module_name)
     module = importlib.import_module(module_name)
@@ -178,6 +182,8 @@ def example_for(module_name: str, name: str) -> str | None:
         candidates = sorted(CANDIDATES, key=lambda c: c[0] not in (MATRIX, SYSTEM, MATRICES))
     for setup, arguments in candidates:
         call = f"{spelled}.{name}({arguments})"
+        if name in UNINITIALIZED:  # what it prints is whatever the memory held
+            call += ".shape"
         setup_lines = [setup] if setup else []
         probe = _run([imports.replace("\n>>> ", "\n"), *setup_lines, call])
         if probe is None:
