@@ -13,8 +13,7 @@ second, each several times faster than along the other axis.)
 
 - elementwise primitives: an output element's row is the sum of its inputs' rows (broadcast),
   each times the partial derivative there, which the primitive's forward rule gives (its
-  tangent for the tangent 1 in that input alone), so the entries are `jacfwd`'s; where the
-  partial derivative is 0 the rows are 0 (not 0 times an overflow), as jacfwd's select has it;
+  tangent for the tangent 1 in that input alone), so the entries are `jacfwd`'s;
 - moves (reshape, indexing, concatenate, roll, ...: `sparsity`'s "moves" declaration): the
   primitive applied to the element numbers of its inputs says which row each output element
   takes;
@@ -31,6 +30,13 @@ sparsity detection gives for these primitives (an entry is kept where its deriva
 this input, as `sparsity` keeps it: the pattern holds at every input). The level counts the
 reads of values (`reads`), as `sparsity.SparsityLevel` does.
 
+A partial derivative that is not finite (log's or sqrt's at 0) or an entry that is not (an
+overflow) raises `NoAccumulation` too: from there on 0 * inf decides entries, a product's
+(`x + w * sqrt(x)` at x = 0, w = 0: nan) as a `where`'s, and jacfwd and jacrev differ on it
+(`nan_to_num(log(x))` at 0: 0 and nan; a `where`'s side not taken: jacfwd drops its inf, jacrev
+gives it the cotangent 0 and makes nan), which one forward run cannot tell apart. The passes of
+the mode asked for then give the first call's entries, as they give every later call's.
+
 Imports: `fgrad.core`, `fgrad.forward` (the forward rules), `fgrad.numpy.shaping` (`sum`'s
 primitive), `fgrad.primitive` (the sparsity declarations) and `fgrad.sparsity` (its kinds,
 its moves, SciPy).
@@ -38,6 +44,7 @@ its moves, SciPy).
 
 from __future__ import annotations
 
+import math as _math
 from collections.abc import Sequence
 from typing import Any
 
@@ -166,6 +173,9 @@ def _elementwise(prim, vals, rows, ans, params) -> _Rows:
             raise NoAccumulation(f"{prim.name} has a derivative that is not real")
         if d.ndim and d.size and not any(d.strides):  # one number, broadcast (a sum's 1)
             d = d.reshape(-1)[0].reshape(())
+        if not (_math.isfinite(d) if d.ndim == 0 else _np.isfinite(d).all()):
+            # (0 * inf ahead: the passes' entries, as the module docstring says)
+            raise NoAccumulation(f"{prim.name} has a partial derivative that is not finite")
         if d.size == 1 and d.shape != out_shape:
             d = d.reshape(())
         elif d.shape != out_shape:
@@ -183,18 +193,10 @@ def _elementwise(prim, vals, rows, ans, params) -> _Rows:
 
 
 def _scaled(r: _Rows, d) -> _Rows:
-    """Rows times a partial derivative; where it is 0 the rows are 0, not 0 * inf (a `where`'s
-    side not taken, whose rows may hold an overflow, contributes nothing, as jacfwd's select
-    has it)."""
-    if d.ndim == 0:
-        if d == 1.0:
-            return r
-        return _Rows(r.cols, _np.zeros_like(r.vals) if d == 0.0 else r.vals * d)
-    vals = r.vals * d
-    zero = d[0] == 0.0
-    if zero.any():
-        vals[:, zero] = 0.0
-    return _Rows(r.cols, vals)
+    """Rows times a (finite) partial derivative: a number or a row of one per element."""
+    if d.ndim == 0 and d == 1.0:
+        return r
+    return _Rows(r.cols, r.vals * d)
 
 
 def _where(prim, vals, rows, ans, params, fixed: bool) -> _Rows:
@@ -296,16 +298,20 @@ class AccumulationLevel(Level):
 
     def jacobian_of(self, x):
         """The Jacobian of a value the traced code returned, as a `scipy.sparse.csr_array` of
-        shape (x.size, n - 1), its entries sorted, the pattern's zeros kept."""
+        shape (x.size, n - 1), its entries sorted, the pattern's zeros kept (`NoAccumulation`
+        if one is not finite)."""
         sp = sparse_module()
         size = _size(tuple(shape_of(x)))
         if type(x) is not Box or x.level is not self:
             return sp.csr_array((size, self.n - 1))
         cols, vals = x.aux.cols.T, x.aux.vals.T  # (by element: CSR's order)
         keep = (cols >= 0) & (cols < self.n - 1)  # (column n - 1: the values that may change)
+        entries = vals[keep]
+        if not _np.isfinite(entries).all():  # (an overflow: the passes' entries, not these)
+            raise NoAccumulation("an entry of the Jacobian is not finite")
         indptr = _np.zeros(size + 1, dtype=_np.int64)
         _np.cumsum(keep.sum(axis=1), out=indptr[1:])
-        out = sp.csr_array((vals[keep], cols[keep], indptr), shape=(size, self.n - 1))
+        out = sp.csr_array((entries, cols[keep], indptr), shape=(size, self.n - 1))
         out.sum_duplicates()  # (sorts the entries; keeps the zeros)
         return out
 

@@ -350,8 +350,13 @@ def test_an_accumulated_residual_of_random_steps_is_jacfwds(steps, seed):
     x = np.random.default_rng(seed).uniform(0.0, 1.0, 12)
     values, tree = sparse._inputs((x,), (0,), "test")
     found = sparse._accumulate(residual, (x,), (0,), values, tree)
-    if found is None:  # a product of matrices or a float32 value: detection's path
-        assert any(k in (8, 9) for k in steps)
+    if found is None:  # a product of matrices, a float32 value or an overflow: detection's path
+        if not any(k in (8, 9) for k in steps):
+            h, largest = x, 0.0
+            for k in steps:
+                h = _STEPS[k](h, x)
+                largest = max(largest, float(np.max(np.abs(h))))
+            assert not largest < 100.0  # (exp(100) ** 7: inf)
         return
     jac, reads = found
     want = _flat_jacobian(residual, x)
@@ -443,6 +448,59 @@ def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
     values, tree = sparse._inputs((x,), (0,), "test")
     assert sparse._accumulate(g, (x,), (0,), values, tree) is None
     np.testing.assert_allclose(fgrad.sparse_jacobian(g)(x).toarray(), fgrad.jacfwd(g)(x))
+
+
+def _diagonal_calls(fun, args, mode, calls=3):
+    """The diagonals of `calls` calls of one `sparse_jacobian` (the first accumulated where it
+    can be), each checked to store nothing off the diagonal."""
+    jac = fgrad.sparse_jacobian(fun, mode=mode)
+    out = []
+    for _ in range(calls):
+        got = jac(*args)
+        assert got.nnz == got.shape[0] == got.shape[1]
+        out.append(got.diagonal())
+    return out
+
+
+def test_a_first_call_keeps_the_nan_of_0_times_inf():
+    """0 * inf in the chain rule is nan, in jacfwd and jacrev alike: the first call (the
+    accumulated one) gave 1.0 at x = 0 for x + w * sqrt(x) with w = 0 and for
+    log(x**2) * 0 + x, its later calls nan. Each call of each mode gives the IEEE closed form."""
+    x = np.array([0.0, 1.0, 4.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weighted = 1.0 + 0.0 * (0.5 / np.sqrt(x))  # d/dx (x + w sqrt(x)), w = 0
+        logged = 0.0 * (2.0 / x) + 1.0  # d/dx (log(x^2) * 0 + x)
+    assert np.isnan(weighted[0]) and np.isnan(logged[0])
+    cases = [
+        (lambda x, w: x + w * fnp.sqrt(x), (x, 0.0), weighted),
+        (lambda x: fnp.log(x**2) * 0 + x, (x,), logged),
+    ]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for fun, args, want in cases:
+            for mode in ("auto", "fwd", "rev"):
+                for got in _diagonal_calls(fun, args, mode):
+                    np.testing.assert_array_equal(got, want)
+
+
+def test_every_call_of_a_mode_gives_that_modes_entries():
+    """Where 0 * inf falls differently forward and backward, each call of mode "fwd" gives
+    jacfwd's entries and each of mode "rev" jacrev's: the first call of mode "rev" (accumulated
+    forward) gave jacfwd's, its later calls jacrev's. nan_to_num(log(x)) at 0: forward,
+    nan_to_num turns log's tangent -inf into 0; backward, log divides nan_to_num's cotangent 0
+    by x = 0. where(x > 0, log|x|, x) at 0: forward, the side not taken is dropped (1);
+    backward, it gets the cotangent 0, divided by x = 0 (nan)."""
+    zeros, signs = np.zeros(3), np.array([0.0, 1.0, -1.0])
+    cases = [
+        (lambda x: fnp.nan_to_num(fnp.log(x)), zeros, [0.0] * 3, [np.nan] * 3),
+        (lambda x: fnp.where(x > 0, fnp.log(fnp.abs(x)), x), signs, [1.0] * 3, [np.nan, 1, 1]),
+    ]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for fun, x, forward, backward in cases:
+            np.testing.assert_array_equal(np.diag(fgrad.jacfwd(fun)(x)), forward)
+            np.testing.assert_array_equal(np.diag(fgrad.jacrev(fun)(x)), backward)
+            for mode, want in (("fwd", forward), ("rev", backward)):
+                for got in _diagonal_calls(fun, (x,), mode):
+                    np.testing.assert_array_equal(got, want)
 
 
 HESSIAN_SAMPLE = [row for row in _ROWS if row.order >= 2][
