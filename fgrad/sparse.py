@@ -846,7 +846,9 @@ def sparse_jacobian(
     order: str = "natural",
 ) -> Callable:
     """`fun`'s Jacobian as a `scipy.sparse.csr_array` of shape (outputs, inputs), flattened
-    as in `jacobian_sparsity`; its entries are `jacfwd`'s.
+    as in `jacobian_sparsity`; its entries are `jacfwd`'s (mode "fwd") or `jacrev`'s (mode
+    "rev", or "auto" where it pulls back), the same at every call. (The two differ only where
+    0 * inf decides an entry: `nan_to_num(log(x))` at 0 is 0 forward, nan backward.)
 
     Parameters
     ----------
