@@ -304,6 +304,7 @@ def _named(wrapper, fun, transform):
     functools.update_wrapper(wrapper, fun)
     wrapper.__name__ = wrapper.__qualname__ = f"{transform}({name})"
     del wrapper.__wrapped__  # inspect.signature should show the wrapper's, not fun's
+    wrapper.transformed = fun  # (for `jit`, which watches the state fun reads)
     return api_boundary(wrapper)
 
 

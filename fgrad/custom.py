@@ -1266,6 +1266,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     functools.update_wrapper(checkpointed, fun)
     checkpointed.__name__ = checkpointed.__qualname__ = who
     del checkpointed.__wrapped__
+    checkpointed.transformed = fun  # (for `jit`: see fgrad.api._named)
     return api_boundary(checkpointed)
 
 

@@ -863,8 +863,9 @@ class _Entry:
 def _code_functions(fun, seen=None) -> list:
     """The functions with code whose closure cells and globals `fun` reads: `fun` itself,
     and, through the wrappers that hide them, a `functools.partial`'s function (and the
-    functions among its bound arguments, which it calls), a jitted function's, and what a
-    `functools.wraps` decorator wrapped (`__wrapped__`)."""
+    functions among its bound arguments, which it calls), a jitted function's, what a
+    `functools.wraps` decorator wrapped (`__wrapped__`), and the function an fgrad transform
+    (`grad(f)`, `vmap(f)`, a checkpoint, a custom rule's function) applies."""
     seen = set() if seen is None else seen
     if id(fun) in seen:
         return []
@@ -876,9 +877,10 @@ def _code_functions(fun, seen=None) -> list:
         inner = [fun.func, *(a for a in bound if callable(a))]
     elif isinstance(fun, Jitted):
         inner = [fun._fun]
-    wrapped = getattr(fun, "__wrapped__", None)
-    if wrapped is not None:
-        inner.append(wrapped)
+    for attribute in ("__wrapped__", "transformed", "fun"):  # (fgrad's transforms: `transformed`;
+        wrapped = getattr(fun, attribute, None)  # custom_vjp's and custom_jvp's: `fun`)
+        if callable(wrapped):
+            inner.append(wrapped)
     for f in inner:
         found += _code_functions(f, seen)
     return found

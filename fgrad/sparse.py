@@ -68,6 +68,7 @@ def _named(wrapper, fun, transform):
     leave without fgrad's frames)."""
     name = getattr(fun, "__name__", type(fun).__name__)
     wrapper.__name__ = wrapper.__qualname__ = f"{transform}({name})"
+    wrapper.transformed = fun  # (for `jit`: see fgrad.api._named)
     return api_boundary(wrapper)
 
 

@@ -162,6 +162,7 @@ def vmap(
     functools.update_wrapper(vmapped, fun)
     vmapped.__name__ = vmapped.__qualname__ = f"vmap({name})"
     del vmapped.__wrapped__
+    vmapped.transformed = fun  # (for `jit`: see fgrad.api._named)
     return api_boundary(vmapped)
 
 

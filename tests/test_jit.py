@@ -2381,3 +2381,41 @@ def test_a_custom_rules_array_in_nondiff_argnums_is_named_as_such_under_jit():
     assert "argument 0 is in nondiff_argnums but holds a traced array" in message
     assert "closes over" not in message
     assert jitted(2 * w, x) == g(2 * w, x)
+
+
+SCALE = 2.0
+
+
+def _scaled(v):
+    return v * SCALE + 1.0
+
+
+def _scaled_sum(v):
+    return fnp.sum(v * SCALE + 1.0)
+
+
+@pytest.mark.parametrize(
+    "wrap, fun",
+    [
+        (fgrad.vmap, _scaled),
+        (fgrad.jacfwd, _scaled),
+        (fgrad.checkpoint, _scaled_sum),
+        (fgrad.grad, _scaled_sum),
+    ],
+    ids=["vmap", "jacfwd", "checkpoint", "grad"],
+)
+def test_jit_of_a_transform_watches_the_globals_of_the_function_it_transforms(wrap, fun):
+    # jit(vmap(f)) and jit(jacfwd(f)) replayed f's global after it was rebound ([3, 5] where
+    # eager gives [4, 7]): fgrad's transforms hid f from the watch
+    global SCALE
+    x = np.array([1.0, 2.0])
+    try:
+        SCALE = 2.0
+        jitted = fgrad.jit(wrap(fun))
+        jitted(x)
+        jitted(x)
+        SCALE = 3.0
+        want = wrap(fun)(x)
+        assert np.asarray(jitted(x)).tobytes() == np.asarray(want).tobytes()
+    finally:
+        SCALE = 2.0
