@@ -96,7 +96,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import operator
+import types
 import weakref
 from typing import TYPE_CHECKING
 
@@ -441,6 +443,37 @@ def _normalize_argnums(argnums, who):
     return tuple(operator.index(a) for a in argnums)
 
 
+def _argnums_of_names(fun, names, who):
+    """The positions of the parameters of `fun` named in `names` (JAX's nondiff_argnames)."""
+    if isinstance(names, str):
+        names = (names,)
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise TypeError(
+            f"{who}: nondiff_argnames must be a tuple of parameter names, got {names!r}; "
+            "e.g. nondiff_argnames=('n',), or pass positions with nondiff_argnums"
+        )
+    if not names:
+        return ()
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is None:
+        raise TypeError(
+            f"{who}: nondiff_argnames={tuple(names)!r} needs the function's signature, which "
+            f"cannot be read from {fun!r}; pass positions with nondiff_argnums"
+        )
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for n in names:
+        if n not in positional:
+            raise TypeError(
+                f"{who}: nondiff_argnames names {n!r}, which is not a positional parameter of "
+                f"the function (its positional parameters: {', '.join(positional) or 'none'}); "
+                "name one of them, or pass positions with nondiff_argnums"
+            )
+    return tuple(positional.index(n) for n in names)
+
+
 def _fun_name(fun):
     """A function's name; fgrad's own primitives are objects with a `name`."""
     return getattr(fun, "__name__", None) or getattr(fun, "name", None) or type(fun).__name__
@@ -452,7 +485,7 @@ class _CustomFunction:
     _kind: str | None = None
     _primitive: Primitive | None = None
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         if not callable(fun):
             raise TypeError(
                 f"{self._kind} expects a function, got {fun!r} of type {type(fun).__name__}; "
@@ -460,10 +493,17 @@ class _CustomFunction:
             )
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = _normalize_argnums(nondiff_argnums, self._kind)
+        argnums = _normalize_argnums(nondiff_argnums, self._kind)
+        named = _argnums_of_names(fun, nondiff_argnames, self._kind)
+        self.nondiff_argnums = argnums + tuple(i for i in named if i not in argnums)
 
     def __repr__(self):
         return f"<fgrad.{self._kind} function {_fun_name(self.fun)}>"
+
+    def __get__(self, obj, objtype=None):
+        """Used as a method, it binds like a function: `m.energy(x)` is `Model.energy(m, x)`,
+        so `self` is argument 0 and nondiff_argnums count it, as in the function defined."""
+        return self if obj is None else types.MethodType(self, obj)
 
     def _who(self):
         return f"{self._kind} function {_fun_name(self.fun)!r}"
@@ -500,6 +540,7 @@ class _CustomFunction:
         leaves = core.live_leaves(leaves)
         if not _any_live(leaves):  # nothing to apply a rule to: the function itself
             return self.fun(*args)
+        _check_differentiable(self.fun, args, diff, leaves, who)
         call = _CustomCall(self, args, nondiff, diff, in_tree)
         return call.bind(self._primitive, [_as_numpy(x) for x in leaves])
 
@@ -513,6 +554,32 @@ class _CustomFunction:
                     f"would be lost. Remove {i} from nondiff_argnums to differentiate it, or "
                     "pass fgrad.stop_gradient(x) to treat it as a constant"
                 )
+
+
+def _is_array_leaf(v):
+    """An array of any library (it has a dtype), a number, or a traced value."""
+    return isinstance(v, (Box, numbers.Number)) or getattr(v, "dtype", None) is not None
+
+
+def _check_differentiable(fun, args, diff, leaves, who):
+    """Every leaf of the differentiable arguments is an array: a plain object there (a method's
+    `self` left out of nondiff_argnums) has no tangent or cotangent to give the rules."""
+    if all(_is_array_leaf(v) for v in leaves):
+        return
+    for i in diff:
+        bad = next((v for v in tree_flatten(args[i])[0] if not _is_array_leaf(v)), None)
+        if bad is not None:
+            break
+    try:
+        name = f" ({list(inspect.signature(fun).parameters)[i]})"
+    except (TypeError, ValueError, IndexError):
+        name = ""
+    holds = "is" if bad is args[i] else "holds"
+    raise TypeError(
+        f"{who}: argument {i}{name} {holds} a {type(bad).__name__}, not an array, so it cannot "
+        f"be differentiated; add {i} to nondiff_argnums (the rules then get it first, as a "
+        "constant), or pass arrays (a pytree of them) in its place"
+    )
 
 
 def _not_recorded(arg, i, who):
@@ -744,6 +811,10 @@ class custom_vjp(_CustomFunction):
     nondiff_argnums : tuple of int, default ()
         Arguments that are not differentiated (functions, flags, sizes): passed to `bwd` first,
         they get no cotangent.
+    nondiff_argnames : tuple of str, default ()
+        The same by parameter name: their positions in `fun`'s signature are added to
+        `nondiff_argnums` (JAX's keyword; a name that is not a positional parameter is
+        refused).
 
     Notes
     -----
@@ -765,6 +836,12 @@ class custom_vjp(_CustomFunction):
     pullback. fgrad does not copy them (JAX's arrays cannot be written into, so JAX code
     never needs to): a rule linear in `ct` computes new arrays from it, and a zero is None.
     Return `res.copy()` if you mean to hand out an array you keep.
+
+    Defined in a class, it is a method and binds as a function does: `m.f(x)` is
+    `Model.f(m, x)` under every transform (JAX raises). So `self` is argument 0 of `fwd`,
+    `bwd` and `nondiff_argnums`: name it there (`nondiff_argnums=(0,)`, the rules then get it
+    first) unless `self` is a pytree of arrays to differentiate, whose cotangent `bwd` returns
+    first. A plain object left out is refused, naming it.
 
     Examples
     --------
@@ -789,8 +866,13 @@ class custom_vjp(_CustomFunction):
     fwd: Callable[..., tuple[Any, Any]] | None
     bwd: Callable[..., tuple[Any, ...]] | None
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: int | Sequence[int] = ()) -> None:
-        super().__init__(fun, nondiff_argnums)
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        nondiff_argnums: int | Sequence[int] = (),
+        nondiff_argnames: str | Sequence[str] = (),
+    ) -> None:
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = self.bwd = None
 
     def defvjp(
@@ -974,6 +1056,8 @@ class custom_jvp(_CustomFunction):
         The function; outside any transform, calling the result runs `fun` itself.
     nondiff_argnums : tuple of int, default ()
         Arguments that are not differentiated: passed to the rule first.
+    nondiff_argnames : tuple of str, default ()
+        The same by parameter name, added to `nondiff_argnums` by `fun`'s signature.
 
     Notes
     -----
@@ -986,6 +1070,7 @@ class custom_jvp(_CustomFunction):
     forward mode `fun` gives the value, in reverse mode the rule's `primal_out` does (they must
     agree). As with `custom_vjp`'s `bwd`, a `tangent_out` that is an array the rule keeps (a
     module's constant) is handed out as it is: return a copy if the caller may update it.
+    Defined in a class, it binds `self` as a method does, as argument 0 (see `custom_vjp`).
 
     Examples
     --------
@@ -1008,8 +1093,13 @@ class custom_jvp(_CustomFunction):
     _primitive = custom_jvp_call
     jvp: Callable[..., tuple[Any, Any]] | None
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: int | Sequence[int] = ()) -> None:
-        super().__init__(fun, nondiff_argnums)
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        nondiff_argnums: int | Sequence[int] = (),
+        nondiff_argnames: str | Sequence[str] = (),
+    ) -> None:
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
 
     def defjvp(self, jvp: Callable[..., tuple[Any, Any]]) -> Callable[..., tuple[Any, Any]]:

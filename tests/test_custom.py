@@ -2,6 +2,7 @@
 pytrees, nondiff_argnums, closures over traced values, and the errors users get."""
 
 import collections
+import dataclasses
 import functools
 import types
 
@@ -150,6 +151,123 @@ def test_custom_vjp_nondiff_argnums():
     check_grads(lambda x: apply(fnp.sin, x, 3), (X,), order=2, modes=("fwd", "rev"))
     assert_close(apply(fnp.sin, X, 2), np.sin(X) ** 2)  # keyword arguments resolved too:
     assert_close(grad(lambda x: apply(fnp.sin, x=x, power=2))(0.5), np.sin(1.0))
+
+
+class Quadratic:
+    """A plain object (not a pytree) whose methods have custom rules: `self` is argument 0,
+    counted in nondiff_argnums as in the function defined."""
+
+    def __init__(self, c):
+        self.c = c
+
+    @functools.partial(custom_jvp, nondiff_argnums=(0,))
+    def energy(self, x):  # c x^2
+        return self.c * x**2
+
+    @energy.defjvp
+    def _energy_jvp(self, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return self.c * x**2, 2 * self.c * x * t
+
+    @functools.partial(custom_vjp, nondiff_argnames=("self",))
+    def wave(self, x):  # c sin x
+        return self.c * fnp.sin(x)
+
+    def _wave_fwd(self, x):
+        return self.c * fnp.sin(x), fnp.cos(x)
+
+    def _wave_bwd(self, cos_x, ct):
+        return (ct * self.c * cos_x,)
+
+    wave.defvjp(_wave_fwd, _wave_bwd)
+
+
+@fgrad.tree_util.register_dataclass
+@dataclasses.dataclass
+class Linear:
+    """A pytree model: `self` is differentiated like any argument when it is not nondiff."""
+
+    w: object
+
+    @custom_vjp
+    def apply(self, x):  # sum(w * sin x)
+        return fnp.sum(self.w * fnp.sin(x))
+
+    def _apply_fwd(self, x):
+        return fnp.sum(self.w * fnp.sin(x)), (self.w, x)
+
+    def _apply_bwd(res, ct):
+        w, x = res
+        return Linear(ct * fnp.sin(x)), ct * w * fnp.cos(x)
+
+    apply.defvjp(_apply_fwd, _apply_bwd)
+
+
+def test_custom_rules_used_as_methods_bind_self_under_every_transform():
+    m = Quadratic(3.0)
+    assert m.energy(2.0) == 12.0 and Quadratic.energy(m, 2.0) == 12.0
+    for f, df, d2f in (
+        (m.energy, lambda x: 6.0 * x, lambda x: 6.0 + 0 * x),
+        (m.wave, lambda x: 3.0 * np.cos(x), lambda x: -3.0 * np.sin(x)),
+    ):
+        assert_close(grad(f)(0.7), df(0.7))
+        assert_close(grad(lambda x: f(x) * 2.0)(0.7), 2.0 * df(0.7))
+        assert_close(jvp(f, (0.7,), (1.0,))[1], df(0.7))
+        assert_close(fgrad.vmap(grad(f))(X), df(X))
+        assert_close(fgrad.vmap(f)(X), f(X))
+        assert_close(fgrad.jit(grad(f))(0.7), df(0.7))
+        assert_close(jacrev(f)(X), np.diag(df(X)))
+        assert_close(jacfwd(f)(X), np.diag(df(X)))
+        assert_close(hessian(f)(0.7), d2f(0.7))
+    # a pytree `self` outside nondiff_argnums is an argument like x: its cotangent is a Linear
+    lin, x = Linear(np.array([2.0, -1.0, 0.5])), X
+    assert_close(lin.apply(x), np.sum(lin.w * np.sin(x)))
+    assert_close(grad(Linear.apply)(lin, x).w, np.sin(x))
+    assert_close(grad(lambda model: model.apply(x))(lin).w, np.sin(x))
+    assert_close(grad(lin.apply)(x), lin.w * np.cos(x))
+    assert_close(jvp(lin.apply, (x,), (np.ones(3),))[1], np.sum(lin.w * np.cos(x)))
+    assert_close(fgrad.jit(grad(lin.apply))(x), lin.w * np.cos(x))
+
+    # a plain `self` left out of nondiff_argnums has no cotangent: said so, with the fix
+    class Scaled:
+        c = 3.0
+
+        @custom_vjp
+        def plain(self, x):
+            return self.c * x
+
+        plain.defvjp(lambda self, x: (self.c * x, None), lambda r, ct: (None, ct))
+
+    with pytest.raises(TypeError, match=r"argument 0 \(self\) is a Scaled.*nondiff_argnums"):
+        grad(Scaled().plain)(1.0)
+
+
+def test_custom_rules_take_nondiff_argnames():
+    # names become positions (by the signature), added to nondiff_argnums; the rules get the
+    # nondiff arguments first, in position order, as with nondiff_argnums alone
+    @functools.partial(custom_vjp, nondiff_argnums=(0,), nondiff_argnames=("power",))
+    def apply(fn, x, power):
+        return fn(x) ** power
+
+    apply.defvjp(
+        lambda fn, x, power: (fn(x) ** power, x),
+        lambda fn, power, x, ct: (ct * power * fnp.sin(x) ** (power - 1) * fnp.cos(x),),
+    )
+    assert apply.nondiff_argnums == (0, 2)
+    d_sin_cubed = 3 * np.sin(0.5) ** 2 * np.cos(0.5)
+    assert_close(grad(lambda x: apply(fnp.sin, x, 3))(0.5), d_sin_cubed)
+    assert_close(grad(lambda x: apply(fnp.sin, x, power=3))(0.5), d_sin_cubed)
+
+    scale = custom_jvp(lambda x, n: x * n, nondiff_argnames="n")
+    scale.defjvp(lambda n, primals, tangents: (primals[0] * n, tangents[0] * n))
+    assert_close(grad(scale)(2.0, 5.0), 5.0)
+    assert_close(jvp(lambda x: scale(x, n=5.0), (2.0,), (1.0,))[1], 5.0)
+    with pytest.raises(TypeError, match=r"nondiff_argnames names 'm'.*x, n.*nondiff_argnums"):
+        custom_vjp(lambda x, n: x * n, nondiff_argnames=("m",))
+    with pytest.raises(TypeError, match=r"nondiff_argnames names 'k', which is not a positional"):
+        custom_jvp(lambda x, *, k: x * k, nondiff_argnames=("k",))
+    with pytest.raises(TypeError, match=r"nondiff_argnames must be a tuple of parameter names"):
+        custom_jvp(lambda x, n: x * n, nondiff_argnames=(1,))
 
 
 def test_custom_vjp_closure_over_an_outer_level_is_differentiated():
