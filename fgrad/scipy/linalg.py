@@ -1533,8 +1533,8 @@ def svd(
     projectors u_i u_i^H, |U|, ...) has its true derivative. With full_matrices=True and
     m != n, the extra columns of U (or rows of Vh) are any orthonormal basis of the
     complement: their derivative is the least rotation that keeps them orthogonal (see
-    `qr`). Where two singular values are equal, their vectors' derivative is not defined and
-    the division by s_j^2 - s_i^2 is replaced by 0.
+    `qr`). Where two singular values are equal, their vectors' derivative is not defined: a
+    derivative that depends on it is nan (as JAX's), as `fgrad.numpy.linalg.svd`'s.
 
     >>> import fgrad, fgrad.numpy as fnp, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[3.0, 0.0], [0.0, 2.0]])
