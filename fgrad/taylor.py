@@ -485,16 +485,18 @@ def _tail_product(y, z, k):
     return total
 
 
-def power_coefficients(x, y0, a, order):
+def power_coefficients(x, g, a, order):
     """The coefficients 1..order of y = x^a for a constant exponent a (x y' = a y x'):
     y_k = a x_k g + sum_(j=1..k-1) ((a j - (k - j)) / k) u_j y_(k-j), u_j = x_j / x_0, where
-    g = x_0^(a-1) is the slope `jvp` computes. The value y0 = x_0^a (unused) enters the
-    recurrence only through its last term, a u_k y_0 = a x_k g: taken as y_0 / x_0 the
-    coefficients were 0 or inf wherever the value under- or overflows and they do not
-    (x^8.5 at 1e-40 is 1e-340, its derivative 8.5e-300). The integer k - j is kept apart: as
-    (a j - k) + j the term j = k cancels for a small a (a = 1e-20 gave 0). Needs x_0 != 0."""
+    g = x_0^(a-1) (the caller's, by NumPy's ufunc: a NumPy scalar's `**` rounds otherwise than
+    an array's, and `vmap` must round as a loop does) gives the slope `jvp` computes. The value
+    y_0 = x_0^a enters the recurrence only through its last term, a u_k y_0 = a x_k g: taken
+    as y_0 / x_0 the coefficients were 0 or inf wherever the value under- or overflows and
+    they do not (x^8.5 at 1e-40 is 1e-340, its derivative 8.5e-300). The integer k - j is kept
+    apart: as (a j - k) + j the term j = k cancels for a small a (a = 1e-20 gave 0). Needs
+    x_0 != 0."""
     x0 = x[0]
-    slope = a * x0 ** (a - 1)
+    slope = a * g
     u = [None] + [None if c is None else c / x0 for c in x[1:]]
     y = [None]
     for k in range(1, order + 1):

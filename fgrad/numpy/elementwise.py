@@ -1073,28 +1073,38 @@ _SMALL_POWERS = range(1, 17)  # x**n by products of series, exact at x = 0
 
 def _traced_power(prim, primals, series):
     """x ** a with a traced exponent, for a real base x > 0: exp(a log x), the series of log x,
-    times a, through exp's recurrence (y' = y p' for p = a log x). A base that may be 0 or
-    negative, or complex values, take the general rule."""
+    times a, through exp's recurrence (y' = y p' for p = a log x):
+    y_k = sum_(j=1..k) (j / k) p_j y_(k-j). Its last term p_k y_0 is not taken from the value
+    y_0 = x_0^a: p_k = a_k log x_0 + r_k / x_0, r_k = sum_(i<k) a_i x_0 ln_(k-i), so
+    p_k y_0 = a_k log(x_0) y_0 + r_k x_0^(a-1), the slope `jvp` computes. From y_0 the
+    coefficients were 0 or inf wherever the value under- or overflows and they do not
+    (x^a at x = 1e-40, a = 8.5: 1e-340, its derivative in x 8.5e-300)."""
     x0, a0 = primals
-    kinds = (dtype_of(x0).kind, dtype_of(a0).kind)
-    if "c" in kinds or may_hold(mask_values(x0) <= 0):
-        return _taylor.general_rule(prim, primals, series, {})
     ans = bind(prim, primals, {})
     order = len(series[0] if series[0] is not None else series[1])
     x = _taylor.full(x0, series[0], order)
     a = _taylor.full(a0, series[1], order)
-    ln = [log(x0)]  # log x: x ln' = x', so ln_k = (x_k - sum_(j<k) (j/k) ln_j x_(k-j)) / x0
+    log_x0 = log(x0)
+    slope = power(x0, a0 - 1)  # NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise)
+    ln = [log_x0]  # log x: x ln' = x', so x0 ln_k = x_k - sum_(j<k) (j/k) ln_j x_(k-j)
+    scaled_ln = [None]  # x0 ln_k, k >= 1
+    p = [None]
+    y = [None]  # y_0 = ans is left out: it enters only the last term, p_k y_0
     for k in range(1, order + 1):
         inner = None
         for j in range(1, k):
             if ln[j] is not None and x[k - j] is not None:
                 inner = _taylor.add(inner, _taylor.scaled_product(ln[j], x[k - j], j / k))
         num = x[k] if inner is None else (-inner if x[k] is None else x[k] - inner)
+        scaled_ln.append(num)
         ln.append(None if num is None else num / x0)
-    p = [None] + [_taylor.cauchy(a, ln, k) for k in range(1, order + 1)]
-    y = [ans]
-    for k in range(1, order + 1):
-        y.append(_taylor.integrate(p, y, k))
+        rest = _taylor.cauchy(a, scaled_ln, k)  # i = k drops out: scaled_ln[0] is None
+        by_a = None if a[k] is None else a[k] * log_x0
+        p.append(_taylor.add(by_a, None if rest is None else rest / x0))
+        last = _taylor.add(
+            None if by_a is None else by_a * ans, None if rest is None else rest * slope
+        )
+        y.append(_taylor.add(_taylor.integrate(p, y, k), last))
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
 
 
@@ -1108,24 +1118,58 @@ def _is_small_power(a):
 def _power_taylor_rule(prim):
     def rule(primals, series):
         x0, a = primals
-        if series[1] is not None or holds_batch(a):  # a traced exponent: not a constant power
-            return _traced_power(prim, primals, series)
-        ans = bind(prim, primals, {})
-        order = len(series[0])
-        x = _taylor.full(x0, series[0], order)
+        if series[1] is None and holds_batch(a):  # one exponent per row, constant here
+            return _by_rows(prim, primals, series, mask_values(x0) == 0, _by_recurrence)
+        if series[1] is not None:  # a traced exponent: not a constant power
+            if "c" in (dtype_of(x0).kind, dtype_of(a).kind):
+                return _taylor.general_rule(prim, primals, series, {})
+            return _by_rows(prim, primals, series, mask_values(x0) <= 0, _traced_power)
         a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
         if _is_small_power(a):
-            n = int(a)
-            if n == 0:
-                return ans, None
-            out = _taylor.integer_power_coefficients(x, n, order)
-        elif may_hold(mask_values(x0) == 0):  # the recurrence divides by x0
-            return _taylor.general_rule(prim, primals, series, {})
-        else:
-            out = _taylor.power_coefficients(x, ans, a, order)
-        return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+            if int(a) == 0:
+                return bind(prim, primals, {}), None
+            return _constant_power(prim, primals, series)
+        # the recurrence divides by x0
+        return _by_rows(prim, primals, series, mask_values(x0) == 0, _constant_power)
 
     return _taylor.kind_of_rule(rule, "speed")
+
+
+def _constant_power(prim, primals, series):
+    """x ** a for a constant exponent a: by products of series for a small integer a (exact
+    at x = 0), else by x y' = a y x' (`power_coefficients`, which needs x0 != 0)."""
+    x0, a = primals
+    ans = bind(prim, primals, {})
+    order = len(series[0])
+    x = _taylor.full(x0, series[0], order)
+    a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
+    if _is_small_power(a):
+        out = _taylor.integer_power_coefficients(x, int(a), order)
+    else:
+        out = _taylor.power_coefficients(x, power(x0, a - 1), a, order)
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+def _by_recurrence(prim, primals, series):
+    """x ** a for an exponent a constant here (one per row of a `vmap`) by x y' = a y x'
+    (`power_coefficients`, in range where the value is not, at any order; needs x0 != 0)."""
+    x0, a = primals
+    ans = bind(prim, primals, {})
+    x = _taylor.full(x0, series[0], len(series[0]))
+    out = _taylor.power_coefficients(x, power(x0, a - 1), a, len(series[0]))
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+def _by_rows(prim, primals, series, excluded, direct):
+    """The Taylor rule `direct(prim, primals, series)` where the mask `excluded` (of x0's
+    values) holds nowhere, else the general rule. Under `vmap` each row reads its own mask,
+    as a loop over the rows does: rows that differ run apart (`fgrad.batching`). Taken to hold
+    in every row unread (`may_hold`), it sent `vmap` to the general rule where the loop took
+    the recurrence, and the coefficients differed in their last bits. A lazy mask (Dask) is
+    not read: the general rule."""
+    if is_foreign_array(innermost(excluded)) or bool(_np.any(excluded)):
+        return _taylor.general_rule(prim, primals, series, {})
+    return direct(prim, primals, series)
 
 
 def _square_taylor_rule(prim):
