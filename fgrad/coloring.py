@@ -162,6 +162,7 @@ def recursive_largest_first(indptr, indices) -> _np.ndarray:
     most patterns.
 
     >>> import numpy as np
+    >>> from fgrad.coloring import recursive_largest_first
     >>> ring = np.array([0, 2, 4, 6, 8]), np.array([1, 3, 0, 2, 1, 3, 0, 2])  # a 4-cycle
     >>> recursive_largest_first(*ring)
     array([0, 1, 0, 1])
@@ -315,6 +316,7 @@ def refine_column_coloring(pattern, colors, passes: int = PASSES) -> _np.ndarray
     needs more colours. Stops early at the lower bound (the most nonzeros in a row).
 
     >>> import numpy as np, scipy.sparse as sp
+    >>> from fgrad.coloring import refine_column_coloring
     >>> path = sp.csr_array(np.eye(6) + np.eye(6, k=1))  # columns j, j+1 share row j
     >>> refine_column_coloring(path, np.array([0, 1, 2, 0, 1, 2]))
     array([1, 0, 1, 0, 1, 0])
@@ -448,6 +450,7 @@ def column_coloring(pattern, order: str = "natural") -> _np.ndarray:
     `banded_coloring`, is one).
 
     >>> import numpy as np, scipy.sparse as sp
+    >>> from fgrad.coloring import column_coloring
     >>> tridiagonal = sp.csr_array(np.eye(5) + np.eye(5, k=1) + np.eye(5, k=-1))
     >>> column_coloring(tridiagonal).max() + 1
     np.int64(3)

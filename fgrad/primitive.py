@@ -130,6 +130,7 @@ def register_rules(
     Examples
     --------
     >>> import numpy as np, fgrad
+    >>> from fgrad.primitive import deflinear, register_rules
     >>> twice = deflinear(lambda x: 2.0 * x, lambda ans, x: lambda ct: 2.0 * ct, name="twice")
     >>> register_rules(twice, batch=lambda args, dims: (twice(args[0]), dims[0]))
     >>> fgrad.vmap(twice)(np.arange(3.0))
@@ -675,6 +676,7 @@ def defunary(
     `batch` and `taylor` are its batching and Taylor rules (`register_rules`).
 
     >>> import numpy as np, fgrad
+    >>> from fgrad.primitive import defunary
     >>> cube = defunary(lambda x: x ** 3, lambda ans, x: 3.0 * x * x, name="cube")
     >>> float(fgrad.grad(cube)(2.0)), float(fgrad.jvp(cube, (2.0,), (1.0,))[1])
     (12.0, 12.0)
@@ -734,6 +736,7 @@ def deflinear(
     rule, `sparsity` its sparsity rule (`register_rules`).
 
     >>> import numpy as np, fgrad
+    >>> from fgrad.primitive import deflinear
     >>> double = deflinear(lambda x: 2.0 * x, lambda ans, x: lambda ct: 2.0 * ct, name="double")
     >>> float(fgrad.grad(double)(1.0)), float(fgrad.jvp(double, (1.0,), (3.0,))[1])
     (2.0, 6.0)
@@ -769,6 +772,7 @@ def defbilinear(
     another; `batch` is its batching rule, `sparsity` its sparsity rule (`register_rules`).
 
     >>> import fgrad
+    >>> from fgrad.primitive import defbilinear
     >>> mul = defbilinear(lambda x, y: x * y, (lambda ans, x, y: lambda ct: ct * y,
     ...                                        lambda ans, x, y: lambda ct: x * ct), name="mul")
     >>> fgrad.jvp(mul, (2.0, 3.0), (1.0, 1.0))[1]

@@ -168,6 +168,7 @@ def check_jvp(
     Examples
     --------
     >>> import fgrad.numpy as fnp
+    >>> from fgrad.test_util import check_jvp
     >>> check_jvp(lambda x: fnp.sin(x) * x, (0.3,))
     """
     args = _args_tuple(args, "check_grads")
@@ -235,6 +236,7 @@ def check_vjp(
     Examples
     --------
     >>> import fgrad.numpy as fnp
+    >>> from fgrad.test_util import check_vjp
     >>> check_vjp(lambda x: fnp.sin(x) * x, (0.3,))
     """
     args = _args_tuple(args, "check_grads")
@@ -311,6 +313,7 @@ def check_grads(
     Examples
     --------
     >>> import fgrad.numpy as fnp
+    >>> from fgrad.test_util import check_grads
     >>> check_grads(lambda x: fnp.sin(x) * x, (0.3,), order=2)
     """
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
@@ -487,6 +490,7 @@ def check_rule(
     Examples
     --------
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> from fgrad.test_util import check_rule
     >>> @fgrad.primitive
     ... def softplus(x):
     ...     ans = fnp.logaddexp(0.0, x)

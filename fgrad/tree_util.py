@@ -25,6 +25,7 @@ computes something else under ``grad``, ``jit`` or ``vmap``. Read dicts by key, 
 Key paths name a leaf by the keys on the way to it (``tree_flatten_with_path``, ``keystr``):
 ``['w'][0]``; fgrad's error messages name leaves that way.
 
+>>> from fgrad.tree_util import tree_flatten, tree_unflatten
 >>> leaves, treedef = tree_flatten((1.0, {'b': None, 'a': [2.0, 3.0]}))
 >>> leaves
 [1.0, 2.0, 3.0]
@@ -141,6 +142,7 @@ def keystr(keys: Iterable[Any], *, simple: bool = False, separator: str = "") ->
 
     Examples
     --------
+    >>> from fgrad.tree_util import DictKey, GetAttrKey, SequenceKey, keystr
     >>> keystr((DictKey('a'), SequenceKey(0), GetAttrKey('w')))
     "['a'][0].w"
     >>> keystr((DictKey('a'), SequenceKey(0), GetAttrKey('w')), simple=True, separator='/')
@@ -345,6 +347,7 @@ def register_pytree_node(
 
     Examples
     --------
+    >>> from fgrad.tree_util import register_pytree_node, tree_flatten
     >>> class Scaled:
     ...     def __init__(self, value, unit):
     ...         self.value, self.unit = value, unit
@@ -384,6 +387,7 @@ def register_pytree_node_class(cls: type) -> type:
 
     Examples
     --------
+    >>> from fgrad.tree_util import register_pytree_node_class, tree_leaves
     >>> @register_pytree_node_class
     ... class Pair:
     ...     def __init__(self, a, b):
@@ -436,6 +440,7 @@ def register_dataclass(
     Examples
     --------
     >>> import dataclasses
+    >>> from fgrad.tree_util import register_dataclass, tree_flatten, tree_flatten_with_path
     >>> @register_dataclass
     ... @dataclasses.dataclass
     ... class Params:
@@ -494,6 +499,7 @@ class Partial(functools.partial):
     Examples
     --------
     >>> import operator
+    >>> from fgrad.tree_util import Partial, tree_leaves, tree_map
     >>> add_one = Partial(operator.add, 1.0)
     >>> tree_leaves(add_one), add_one(2.0)
     ([1.0], 3.0)
@@ -536,6 +542,7 @@ class PyTreeDef:
     Immutable and hashable; two treedefs are equal when their node types, aux data (such as
     dict keys) and children are. Get one from ``tree_flatten`` or ``tree_structure``.
 
+    >>> from fgrad.tree_util import tree_structure
     >>> treedef = tree_structure({'w': 1.0, 'b': [2.0, 3.0]})
     >>> treedef, treedef.num_leaves
     (PyTreeDef({'b': [*, *], 'w': *}), 3)
@@ -572,6 +579,7 @@ class PyTreeDef:
     def num_nodes(self) -> int:
         """The number of nodes, leaves included: ``(*, [*, *])`` has 5, ``*`` and ``None`` 1.
 
+        >>> from fgrad.tree_util import tree_structure
         >>> tree_structure((1.0, [2.0, 3.0])).num_nodes
         5
         """
@@ -580,6 +588,7 @@ class PyTreeDef:
     def children(self) -> list[PyTreeDef]:
         """The structures of the root's children, in order (none for a leaf).
 
+        >>> from fgrad.tree_util import tree_structure
         >>> tree_structure({'b': [1.0, 2.0], 'a': 3.0}).children()
         [PyTreeDef(*), PyTreeDef([*, *])]
         """
@@ -588,6 +597,7 @@ class PyTreeDef:
     def unflatten(self, leaves: Iterable[Any]) -> PyTree:
         """Rebuild a tree of this structure around ``leaves``, taken in order.
 
+        >>> from fgrad.tree_util import tree_structure
         >>> tree_structure((0, [0, 0])).unflatten([1, 2, 3])
         (1, [2, 3])
         """
@@ -618,6 +628,7 @@ class PyTreeDef:
         subtree of ``tree``. Raises ValueError if ``tree`` does not have this structure's
         nodes.
 
+        >>> from fgrad.tree_util import tree_structure
         >>> tree_structure([0, 0]).flatten_up_to([(1, 2), {'a': 3}])
         [(1, 2), {'a': 3}]
         """
@@ -680,6 +691,7 @@ def tree_aux_data(treedef: PyTreeDef) -> list[Hashable]:
     """The aux data of `treedef`'s nodes that have any (not None), depth first: what a cache
     keyed by structures compares beyond `==` (`fgrad.jit`).
 
+    >>> from fgrad.tree_util import tree_aux_data, tree_structure
     >>> tree_aux_data(tree_structure({'b': [0], 'a': (0, None)}))
     [('a', 'b')]
     """
@@ -848,6 +860,7 @@ def tree_flatten(
 
     Examples
     --------
+    >>> from fgrad.tree_util import tree_flatten
     >>> tree_flatten([1.0, (2.0, None)])
     ([1.0, 2.0], PyTreeDef([*, (*, None)]))
     >>> tree_flatten([1.0, (2.0, None)], is_leaf=lambda x: isinstance(x, tuple))
@@ -889,6 +902,7 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> PyTree:
 
     Examples
     --------
+    >>> from fgrad.tree_util import tree_flatten, tree_unflatten
     >>> leaves, treedef = tree_flatten({'a': 1, 'b': (2, 3)})
     >>> tree_unflatten(treedef, [4, 5, 6])
     {'a': 4, 'b': (5, 6)}
@@ -919,6 +933,7 @@ def tree_leaves(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> l
 
     Examples
     --------
+    >>> from fgrad.tree_util import tree_leaves
     >>> tree_leaves({'b': 1, 'a': [2, None, 3]})
     [2, 3, 1]
     """
@@ -942,6 +957,7 @@ def tree_structure(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -
 
     Examples
     --------
+    >>> from fgrad.tree_util import tree_structure
     >>> tree_structure((1, {'a': 2, 'b': None}))
     PyTreeDef((*, {'a': *, 'b': None}))
     """
@@ -975,6 +991,7 @@ def tree_map(
 
     Examples
     --------
+    >>> from fgrad.tree_util import tree_map
     >>> tree_map(lambda x: x * 2, {'a': 1, 'b': (2, None)})
     {'a': 2, 'b': (4, None)}
     >>> tree_map(lambda x, y: x + y, [1, 2], [10, 20])
@@ -1017,6 +1034,7 @@ def _leaves_up_to(treedef, rest, is_leaf, who):
 def leaf_paths(treedef: PyTreeDef) -> list[tuple[Any, ...]]:
     """The key path of each leaf of ``treedef``, in order (``()`` for a tree that is a leaf).
 
+    >>> from fgrad.tree_util import keystr, leaf_paths, tree_structure
     >>> [keystr(p) for p in leaf_paths(tree_structure({'w': [1.0, 2.0], 'b': 3.0}))]
     ["['b']", "['w'][0]", "['w'][1]"]
     """
@@ -1045,6 +1063,7 @@ def tree_flatten_with_path(
 
     Examples
     --------
+    >>> from fgrad.tree_util import keystr, tree_flatten_with_path
     >>> pairs, treedef = tree_flatten_with_path({'w': [1.0, 2.0], 'b': None})
     >>> pairs
     [((DictKey(key='w'), SequenceKey(idx=0)), 1.0), ((DictKey(key='w'), SequenceKey(idx=1)), 2.0)]
@@ -1060,6 +1079,7 @@ def tree_leaves_with_path(
 ) -> list[tuple[tuple[Any, ...], ArrayLike]]:
     """The leaves of ``tree`` with their key paths, as ``tree_flatten_with_path`` gives them.
 
+    >>> from fgrad.tree_util import tree_leaves_with_path
     >>> tree_leaves_with_path((1.0, [2.0]))
     [((SequenceKey(idx=0),), 1.0), ((SequenceKey(idx=1), SequenceKey(idx=0)), 2.0)]
     """
@@ -1074,6 +1094,7 @@ def tree_map_with_path(
 ) -> PyTree:
     """``tree_map``, with ``f`` given each leaf's key path first: ``f(path, x, *xs)``.
 
+    >>> from fgrad.tree_util import keystr, tree_map_with_path
     >>> tree_map_with_path(lambda path, x: f"{keystr(path)}={x}", {'a': 1, 'b': (2,)})
     {'a': "['a']=1", 'b': ("['b'][0]=2",)}
     """
@@ -1100,6 +1121,7 @@ def tree_reduce(
     folded into one value. Without an initializer, a tree with no leaves is a TypeError.
 
     >>> import operator
+    >>> from fgrad.tree_util import tree_reduce
     >>> tree_reduce(operator.add, {'a': 1, 'b': [2, 3]})
     6
     >>> tree_reduce(max, [], initializer=0)
@@ -1114,6 +1136,7 @@ def tree_reduce(
 def tree_all(tree: PyTree, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
     """Whether every leaf of ``tree`` is true (``all(tree_leaves(tree))``; true for no leaves).
 
+    >>> from fgrad.tree_util import tree_all
     >>> tree_all({'a': True, 'b': [1, None]}), tree_all([True, 0])
     (True, False)
     """
@@ -1127,6 +1150,7 @@ def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = 
     under ``is_leaf``, which is also asked about that list (``is_leaf`` true for lists makes
     ``all_leaves([[1]], is_leaf)`` False: the list itself is then the one leaf).
 
+    >>> from fgrad.tree_util import all_leaves
     >>> all_leaves([1.0, 'a']), all_leaves([1.0, (2.0,)]), all_leaves([None])
     (True, False, False)
     """
@@ -1147,6 +1171,7 @@ def tree_transpose(
     ``outer_treedef`` at each leaf. ``inner_treedef=None`` takes the structure of the first
     inner tree.
 
+    >>> from fgrad.tree_util import tree_structure, tree_transpose
     >>> pairs = [(1, 'a'), (2, 'b'), (3, 'c')]
     >>> tree_transpose(tree_structure([0, 0, 0]), tree_structure((0, 0)), pairs)
     ([1, 2, 3], ['a', 'b', 'c'])
@@ -1235,6 +1260,7 @@ def leaves_per_child(treedef: PyTreeDef, *path: int) -> list[int]:
     """The number of leaves under each child of the root of ``treedef`` (for a tuple of
     arguments, one count per argument), or of the node reached by the child indices ``path``.
 
+    >>> from fgrad.tree_util import leaves_per_child, tree_structure
     >>> leaves_per_child(tree_structure((1.0, [2.0, 3.0], None)))
     [1, 2, 0]
     >>> leaves_per_child(tree_structure(((1.0, [2.0, 3.0]), {})), 0)

@@ -3,15 +3,19 @@
 The tables (docs/_ext/fgrad_coverage.py) must name every public name of each mirror and of its
 NumPy or SciPy original, and call a name differentiable exactly when the gradient table checks
 its derivatives; every example generated for a mirror's name (docs/_ext/examples.json) must
-still print what it printed when it was recorded. The site itself is built by .ci/run.
+still print what it printed when it was recorded; and every docstring example of fgrad's
+public modules must run as pasted into a new session, with no name it does not import. The
+site itself is built by .ci/run.
 """
 
 import doctest
 import importlib
+import importlib.util
 import pathlib
 import re
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -204,3 +208,69 @@ def test_the_numeric_checker_takes_round_off_for_the_zero_it_is():
     assert checker.check_output(recorded, "array([[1., 0.],\n       [0., 1.]])\n", 0)
     all_round_off = "array([-2.22044605e-16, -2.22044605e-16])\n"  # dirichlet.mean's gradient
     assert checker.check_output(all_round_off, "array([0., 0.])\n", 0)
+
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "fgrad"
+
+
+def _public_modules():
+    """fgrad and each of its modules with no underscore in its dotted name, found from the
+    files so that collecting the tests imports nothing (fgrad.scipy needs SciPy)."""
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ("fgrad", *path.relative_to(PACKAGE).with_suffix("").parts)
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            names.append(".".join(parts))
+    return names
+
+
+def _docstrings_with_examples(module):
+    """The doctests of the module's docstring, of what it defines, and of its public names
+    made in another module (fnp.hanning in fgrad.numpy.shaping, quad in fgrad.scipy._quadrature),
+    each run in an empty namespace as a reader pasting it into a new session would."""
+    finder = doctest.DocTestFinder()
+    public = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])
+    made_elsewhere = [
+        (f"{module.__name__}.{name}", obj)
+        for name in public
+        if (obj := getattr(module, name, None)) is not None
+        and not isinstance(obj, types.ModuleType)
+        and (getattr(obj, "__module__", None) or "").startswith("fgrad.")
+        and obj.__module__ != module.__name__
+    ]
+    for name, obj in [(module.__name__, module), *made_elsewhere]:
+        yield from (t for t in finder.find(obj, name, globs={}) if t.examples)
+
+
+class _NameErrors(doctest.DocTestRunner):
+    """Collects the examples that raise NameError; other failures are --doctest-modules' job."""
+
+    def __init__(self):
+        super().__init__(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        self.unbound = []
+
+    def report_unexpected_exception(self, out, test, example, exc_info):
+        if issubclass(exc_info[0], NameError):
+            source = example.source.strip().splitlines()[0]
+            self.unbound.append(f"{test.name}: {source!r}: {exc_info[1]}")
+
+
+@pytest.mark.parametrize("module_name", _public_modules())
+def test_every_docstring_example_runs_as_pasted_into_a_new_session(module_name):
+    """An example that calls a name it never imports (tree_map after `import fgrad`) raised
+    NameError when pasted: doctest runs it in its module's globals, where the name is bound.
+    Here each docstring runs in an empty namespace, with its own import lines only."""
+    if module_name.startswith("fgrad.scipy"):
+        pytest.importorskip("scipy", reason="fgrad.scipy's examples need SciPy")
+    module = importlib.import_module(module_name)
+    runner = _NameErrors()
+    for test in _docstrings_with_examples(module):
+        if "scipy" in test.docstring and importlib.util.find_spec("scipy") is None:
+            continue  # an example that imports SciPy (fgrad.coloring's): SciPy is missing
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an example's own warnings are not this test's
+            runner.run(test, out=lambda text: None)
+    assert not runner.unbound, "examples that use a name they do not import:\n" + "\n".join(
+        runner.unbound
+    )

@@ -132,6 +132,7 @@ def odeint(
     result is SciPy's, with SciPy's warning.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.integrate import odeint
     >>> decay = lambda y, t, k: -k * y
     >>> t = np.array([0.0, 1.0, 2.0])
     >>> y = lambda y0, k: odeint(decay, y0, t, (k,), rtol=1e-10, atol=1e-10)[-1, 0]

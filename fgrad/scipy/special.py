@@ -469,6 +469,7 @@ def logsumexp(
     exp(i Im(log s)), so both are differentiable.
 
     >>> import fgrad, fgrad.numpy as fnp
+    >>> from fgrad.scipy.special import logsumexp, softmax
     >>> fgrad.grad(logsumexp)(fnp.array([0.0, 1000.0, -fnp.inf]))
     array([0., 1., 0.])
     >>> z = fnp.array([0.5j, 1.0])
@@ -523,6 +524,7 @@ def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     so they are exact where an entry is 0 or 1 (inputs like +-1000).
 
     >>> import fgrad.numpy as fnp
+    >>> from fgrad.scipy.special import softmax
     >>> softmax(fnp.array([0.0, 1000.0]))
     array([0., 1.])
     """
@@ -889,6 +891,7 @@ digamma = _ufunc(
     polygamma is real only): a recurrence and an asymptotic series, to about 1e-13.
 
     >>> import fgrad, numpy as np
+    >>> from fgrad.scipy.special import digamma
     >>> d = fgrad.jvp(digamma, (0.5 + 1j,), (1.0,))[1]  # polygamma(1, 1/2 + i)
     >>> bool(np.isclose(2 * d.real, (np.pi / np.cosh(np.pi)) ** 2))  # by reflection
     True
@@ -905,6 +908,7 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     differentiable in x: derivative polygamma(n + 1, x).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import polygamma
     >>> round(float(fgrad.grad(lambda x: polygamma(0, x))(1.0)), 9)  # pi**2 / 6
     1.644934067
     """
@@ -974,6 +978,7 @@ def zeta(x: ArrayLike, q: ArrayLike | None = None, out: None = None) -> Array:
     every order. The derivative in x is refused with a TypeError (no closed form).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import zeta
     >>> round(float(fgrad.grad(lambda q: zeta(3.0, q))(1.0)), 12)  # -3 zeta(4) = -pi**4 / 30
     -3.246969701133
     """
@@ -1265,6 +1270,7 @@ gammainc = _ufunc(
     operations, so every order works in both arguments (JAX: first order in a only).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import gammainc
     >>> round(float(fgrad.grad(gammainc, argnums=1)(1.0, 2.0)), 12)  # exp(-2)
     0.135335283237
     """,
@@ -1323,6 +1329,7 @@ xlogy = _ufunc(
     gives nan there).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import xlogy
     >>> fgrad.grad(xlogy, argnums=(0, 1))(0.0, 0.0)
     (np.float64(-inf), np.float64(0.0))
     """,
@@ -1494,6 +1501,7 @@ log_ndtr = _ufunc(
     cancellation (about -1 + 1/x**2 at x = -1000).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import log_ndtr
     >>> round(float(fgrad.grad(fgrad.grad(log_ndtr))(-1000.0)), 12)  # -1 + 1/x**2
     -0.999999000006
     """,
@@ -1892,6 +1900,7 @@ jv = _ufunc(
     whose value is SciPy's complex one). Not differentiable in v (a traced v is a TypeError).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import jv
     >>> float(fgrad.grad(lambda x: jv(1, x))(0.0))
     0.5
     """,
@@ -1927,6 +1936,7 @@ ive = _ufunc(
     - sign(Re x) ive(v, x) Re(t).
 
     >>> import fgrad, numpy as np
+    >>> from fgrad.scipy.special import iv, ive
     >>> z = np.complex128(1.0 + 0.5j)
     >>> bool(np.isclose(ive(1, z), iv(1, z) * np.exp(-1.0)))
     True
@@ -2166,6 +2176,7 @@ betainc = _ufunc(
     differentiates in x only).
 
     >>> import fgrad
+    >>> from fgrad.scipy.special import betainc
     >>> round(float(fgrad.grad(betainc, argnums=2)(2.0, 3.0, 0.5)), 12)  # 12 x (1 - x)**2
     1.5
     """,

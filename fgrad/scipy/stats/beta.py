@@ -37,6 +37,7 @@ def logpdf(
     xlog1py: finite at the ends when a or b is 1), -inf outside; nan for a, b or scale <= 0.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.beta import logpdf
     >>> float(fgrad.grad(logpdf)(0.25, 2.0, 2.0))  # 1/x - 1/(1 - x)
     2.666666666666667
     """
@@ -90,6 +91,7 @@ def cdf(
     `betainc`'s series.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.beta import cdf
     >>> round(float(fgrad.grad(cdf, argnums=1)(0.5, 1.0, 1.0)), 12)  # d/da 0.5**a = log(0.5)/2
     -0.34657359028
     """

@@ -109,6 +109,7 @@ def logpdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     x of shape (K, N) (length-1 axes squeezed, as SciPy).
 
     >>> import fgrad, numpy as np
+    >>> from fgrad.scipy.stats.dirichlet import logpdf
     >>> round(float(logpdf(np.array([0.2, 0.3]), np.array([1.0, 1.0, 1.0]))), 6)  # log 2
     0.693147
     """

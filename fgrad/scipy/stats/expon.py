@@ -29,6 +29,7 @@ def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """-(x - loc)/scale - log(scale) for x >= loc, -inf below.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.expon import logpdf
     >>> float(fgrad.grad(logpdf, argnums=1)(2.0, 0.0, 1.0))  # d/dloc
     1.0
     """

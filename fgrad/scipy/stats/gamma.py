@@ -130,6 +130,7 @@ def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1)
     at z = 0 is -log(scale) for a = 1); -inf for z < 0; nan for a <= 0 or scale <= 0.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.gamma import logpdf
     >>> float(fgrad.grad(logpdf)(2.0, 3.0))  # (a - 1)/x - 1
     0.0
     """
@@ -146,6 +147,7 @@ def cdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) ->
     that of `fgrad.scipy.special.gammainc`.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.gamma import cdf
     >>> round(float(fgrad.grad(cdf, argnums=1)(1.0, 1.0)), 12)  # d/da P(a, 1) at a = 1
     -0.431729710635
     """

@@ -162,6 +162,7 @@ def logpdf(
     the support of a singular covariance (allow_singular=True).
 
     >>> import fgrad, numpy as np
+    >>> from fgrad.scipy.stats.multivariate_normal import logpdf
     >>> fgrad.grad(logpdf)(np.array([1.0, 2.0]), np.zeros(2), np.diag([1.0, 4.0]))
     array([-1. , -0.5])
     """

@@ -25,6 +25,7 @@ def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     (nan where scale <= 0, as SciPy).
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.norm import logpdf
     >>> float(fgrad.grad(logpdf)(1.0))
     -1.0
     """

@@ -58,6 +58,7 @@ def logpmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
     logpmf(0, 0) = 0), -inf elsewhere; nan for mu < 0 and for a nan k or loc.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.poisson import logpmf
     >>> float(fgrad.grad(logpmf, argnums=1)(3, 2.0))  # k/mu - 1
     0.5
     """

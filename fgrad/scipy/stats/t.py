@@ -32,6 +32,7 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
     normal's at df = inf, as SciPy.
 
     >>> import fgrad
+    >>> from fgrad.scipy.stats.t import logpdf
     >>> float(fgrad.grad(logpdf)(1.0, 1.0))  # Cauchy: -2x / (1 + x**2)
     -1.0
     """
