@@ -551,3 +551,26 @@ def test_an_active_bound_is_refused_whatever_the_objective_offset_or_scale(metho
         with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
             fgrad.grad(solution)(1.0)
         np.testing.assert_allclose(fgrad.grad(solution)(-0.05), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["trust-constr", "L-BFGS-B", "SLSQP", "TNC", "COBYQA"])
+@pytest.mark.parametrize("c, a", [(10.0, 1e-3), (100.0, 1e-2), (1e5, 1.0)])
+def test_an_active_bound_on_coupled_unknowns_is_refused(method, c, a):
+    """c (x0 - x1)**2 + (x0 + x1 - 2a)**2 with x0 <= 0: for a > 0 the minimizer is on the
+    bound, (0, 2a / (c + 1)), derivative (0, 2 / (c + 1)); trust-constr stops 1.8e-3 inside
+    it (c = 10, a = 1e-3), where each unknown's own Newton step (4e-4) fell short of the
+    bound, and jacfwd gave [1, 1], the unconstrained derivative. For a < 0 the minimizer
+    (a, a) is interior, |a| from the bound: derivative [1, 1]."""
+
+    def solution(a):
+        def f(x, a):
+            return c * (x[0] - x[1]) ** 2 + (x[0] + x[1] - 2 * a) ** 2
+
+        bounds = [(None, 0.0), (None, None)]
+        return minimize(f, np.array([-1.0, 0.0]), args=(a,), method=method, bounds=bounds).x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SciPy's warnings of a bounded method
+        with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+            fgrad.jacfwd(solution)(a)
+        np.testing.assert_allclose(fgrad.jacfwd(solution)(-a), [1.0, 1.0], rtol=1e-6)

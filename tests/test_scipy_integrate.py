@@ -457,6 +457,61 @@ def test_a_backward_solve_that_stops_early_raises(reverse_rule):
         assert abs(g + 3 * np.sin(9.0)) < 1e-6, (reverse_rule, g)
 
 
+def test_tcrit_bounds_the_solves_of_the_derivative_too():
+    """f = -k y (t (1 - t))**2.5 is nan outside [0, 1]; y(1) = exp(-5 pi k / 1024). With
+    tcrit=[1] the solve stops at t = 1, but the sensitivities' solve (forward, without
+    tcrit) stepped past it and grad and jacfwd gave nan; the adjoint's backward solve
+    stepped below t[0] = 0 and gave nan too. Now both stop where the solution's does."""
+    t = np.array([0.0, 0.5, 1.0])
+
+    def rhs(y, t, k):
+        return -k * y * fnp.power(t * (1.0 - t), 2.5)
+
+    def f(k):
+        y = odeint(rhs, np.array([1.0]), t, args=(k,), tcrit=np.array([1.0]), **TOL)
+        return y[-1, 0]
+
+    def scipy_f(k):
+        with np.errstate(invalid="ignore"):
+            y = scipy.integrate.odeint(
+                lambda y, t: -k * y * (t * (1 - t)) ** 2.5, [1.0], t, tcrit=[1.0], **TOL
+            )
+        return y[-1, 0]
+
+    k, h = 0.7, 1e-4
+    exact = -5 * np.pi / 1024 * np.exp(-5 * np.pi * k / 1024)
+    np.testing.assert_allclose((scipy_f(k + h) - scipy_f(k - h)) / (2 * h), exact, rtol=1e-6)
+    with np.errstate(invalid="ignore"):
+        for transform in (fgrad.grad, fgrad.jacfwd):
+            np.testing.assert_allclose(transform(f)(k), exact, rtol=1e-6)
+
+
+def test_jet_and_derivative_with_per_component_tolerances():
+    """rtol and atol arrays, one tolerance per entry of y, are valid for odeint and its
+    grad; jet and derivative solved a system of (order + 1) n coefficients with them and
+    failed with SciPy's bare error "Tolerances must be an array of the same length as the
+    number of equations". Each coefficient of an entry now gets that entry's tolerances."""
+    t = np.array([0.0, 0.5, 1.0])
+    y0, tol = np.array([1.0, -0.5]), dict(rtol=np.array([1e-11, 1e-12]), atol=[1e-11, 1e-13])
+
+    def rhs(y, t, k):
+        return fnp.stack([-k * y[0] + y[1], -y[0] - 0.3 * y[1]])
+
+    def f(k):
+        return odeint(rhs, y0, t, args=(k,), **tol)[-1, 0]
+
+    def scipy_f(k):
+        return scipy.integrate.odeint(lambda y, t: rhs(y, t, k), y0, t, **tol)[-1, 0]
+
+    k, h = 0.7, 1e-3
+    first = (scipy_f(k + h) - scipy_f(k - h)) / (2 * h)
+    second = (scipy_f(k + h) - 2 * scipy_f(k) + scipy_f(k - h)) / h**2
+    value, (c1, c2) = fgrad.jet(f, (k,), ((1.0, 0.0),))
+    np.testing.assert_allclose(value, scipy_f(k), rtol=1e-12)
+    np.testing.assert_allclose([c1, c2], [first, second], rtol=1e-5)
+    np.testing.assert_allclose(fgrad.derivative(f, order=2)(k), second, rtol=1e-5)
+
+
 def test_a_recursive_func_is_not_a_problem():
     def make():
         def f(y, t, k):

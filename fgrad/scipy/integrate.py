@@ -117,9 +117,11 @@ def odeint(
 
     The value uses SciPy's defaults (`rtol`, `atol` of about 1.5e-8); gradients are accurate
     to about the solver's tolerance, so pass tight tolerances (e.g. `rtol=atol=1e-10`) when
-    derivatives matter. The backward solves use `rtol`, `atol`, `mxstep`, `hmax`, `hmin`,
-    `mxordn` and `mxords`; `Dfun` (with `col_deriv`, `ml`, `mu`), `tcrit`, `h0`, `ixpr`,
-    `mxhnil` and `printmessg` apply to the forward solve only. Like every adjoint method, the
+    derivatives matter. The solves of the derivative use `rtol`, `atol`, `mxstep`, `hmax`,
+    `hmin`, `mxordn` and `mxords`, and `tcrit`: the sensitivities' solve does not step past
+    it, and with it each of the adjoint's backward solves stops at its time point, not past
+    it; `Dfun` (with `col_deriv`, `ml`, `mu`), `h0`, `ixpr`, `mxhnil` and `printmessg` apply
+    to the forward solve only. Like every adjoint method, the
     adjoint's backward solve integrates `y` backward in time again: a system that is very
     unstable backward (strongly damped) may need tight tolerances for accurate gradients.
     `full_output` is not supported (call `scipy.integrate.odeint` for SciPy's diagnostics).
@@ -356,7 +358,20 @@ class _Options:
         self.on_failure, self.checked = on_failure, checked
 
     def for_adjoint(self):
-        return _Options(self.backward, self.backward, on_failure=self.on_failure, checked=True)
+        """For the adjoint's solves, backward from t[i] to t[i-1]. With the user's `tcrit`
+        (a function not to be evaluated past some time), each stops exactly at t[i-1]
+        instead of stepping past it and interpolating (`_lsoda_impl`): t[0] may be where the
+        function starts to be defined, as tcrit is where it stops."""
+        stop = dict(self.backward, tcrit=_END) if self.forward.get("tcrit") is not None else None
+        solve = stop or self.backward
+        return _Options(solve, solve, on_failure=self.on_failure, checked=True)
+
+    def for_sensitivities(self):
+        """For the solve of the sensitivities, forward over the same time points as the
+        solution's: the backward options and the user's `tcrit`, which the solve must not
+        step past either (a function undefined past it gave a nan derivative)."""
+        solve = dict(self.backward, tcrit=self.forward.get("tcrit"))
+        return _Options(solve, solve, on_failure=self.on_failure, checked=True)
 
     def checking(self):
         """These options, for a solve whose result is differentiated."""
@@ -418,6 +433,8 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
         return out if type(out) is _np.ndarray else _np.asarray(primal(out), dtype=_np.float64)
 
     opts_ = dict(opts.forward)
+    if opts_.get("tcrit") is _END:
+        opts_["tcrit"] = _np.asarray(t, dtype=_np.float64)[-1:]
     if opts_.get("Dfun") is not None:
         opts_["Dfun"] = opts_["Dfun"].bind(args)
     times = _np.asarray(t, dtype=_np.float64)
@@ -442,6 +459,9 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
     _warnings.warn(text, RuntimeWarning, stacklevel=2)
     return sol
 
+
+# The `tcrit` of a solve that must not step past its last time point (`_Options.for_adjoint`)
+_END = "the last time point"
 
 # LSODA's messages for a solve that finished (SciPy's odeint, istate 2 and 1)
 _SUCCESS = ("Integration successful.", "Nothing was done; the integration time was 0.")
@@ -613,7 +633,7 @@ def _sensitivity_bwd(rhs, opts, ys, t, args, ct):
     arg_dirs = tuple(directions(n_y + m, shape_of(v), dtype_of(v)) for m, v in enumerate(args))
     y0 = _at_time(ys, 0)
     sens = _Sensitivities(rhs, arg_dirs)
-    path = _solve(sens, opts.for_adjoint(), (y0, tree_unflatten(y_tree, s0)), t, *args)
+    path = _solve(sens, opts.for_sensitivities(), (y0, tree_unflatten(y_tree, s0)), t, *args)
     s_path = tree_flatten(path[1])[0]
     ct_leaves = tree_flatten(ct)[0]
     n = shape_of(t)[0]
@@ -726,6 +746,8 @@ def _solve_taylor(call, primals, series):
         first += len(tree_flatten(a)[0])
     forward = {k: v for k, v in opts.forward.items() if k != "Dfun"}  # y's Jacobian only
     backward = {k: v for k, v in opts.backward.items() if k != "Dfun"}
+    for key in ("rtol", "atol"):
+        forward[key] = _per_coefficient(forward[key], order)
     path = _solve(
         _TaylorRhs(rhs, order, len(args)),
         _Options(forward, backward, on_failure=opts.on_failure, checked=True),
@@ -739,6 +761,18 @@ def _solve_taylor(call, primals, series):
     values = call.output_leaves(_solve(rhs, opts.checking(), y0, t, *args), "the solve")
     out_series = tuple(tree_flatten(path[k])[0] for k in range(1, order + 1))
     return values, tuple(tuple(c[j] for c in out_series) for j in range(len(values)))
+
+
+def _per_coefficient(tolerance, order):
+    """A tolerance of the state for the system of its coefficients (y_0, ..., y_K): a
+    per-entry array repeated once per coefficient (the state's entries, then each
+    coefficient's, in the same order), so each coefficient of an entry is solved to that
+    entry's tolerance, as y_0 is; a scalar as it is. (The minimum, as the adjoint takes,
+    would hold every entry to the tightest one: more steps, or LSODA's "excess accuracy
+    requested" for tolerances far apart.)"""
+    if tolerance is None or _np.ndim(tolerance) == 0:
+        return tolerance
+    return _np.tile(_np.ravel(tolerance), order + 1)
 
 
 _solve.taylor_rule = _solve_taylor  # type: ignore[attr-defined]  # (custom_vjp's optional hook)
