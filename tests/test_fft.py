@@ -157,6 +157,24 @@ def test_frequencies_are_constants_but_a_traced_spacing_is_differentiated():
                 np.testing.assert_array_equal(value, expected)
 
 
+def test_frequencies_of_a_small_integer_or_bool_length_under_jit_are_numpys():
+    # jit read n as a Python int: fftfreq(np.uint8(2)) gave [0, -0.5] for NumPy's [0, 127.5]
+    # (its uint8 -(n // 2) wraps), and rfftfreq(True) raised "n should be an integer"
+    import fgrad
+
+    for ours, numpys, bool_ok in [
+        (F.fftfreq, np.fft.fftfreq, False),
+        (F.rfftfreq, np.fft.rfftfreq, True),
+    ]:
+        for n in (np.uint8(2), np.uint8(4), np.int8(5), 6) + ((True,) if bool_ok else ()):
+            with np.errstate(over="ignore"):
+                want = numpys(n)
+                jitted = fgrad.jit(ours)
+                for got in (jitted(n), jitted(n), vjp(lambda d: ours(n, d), 1.0)[0]):
+                    assert got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want)
+
+
 def test_repeated_axes_transform_twice_as_numpy():
     x = RNG.standard_normal((4, 3))
     np.testing.assert_allclose(F.fftn(x, axes=(0, 0)), np.fft.fftn(x, axes=(0, 0)), atol=1e-12)

@@ -720,6 +720,43 @@ def test_inner_and_vdot_of_vectors_are_numpys_to_the_bit_under_every_transform(d
             assert same(fgrad.vmap(npf)(rows_a, rows_b), np.array(loop)), (name, n)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float64])
+@pytest.mark.parametrize("name", ["dot", "inner"])
+def test_dot_and_inner_with_a_0d_operand_are_numpys_to_the_bit_under_every_transform(dtype, name):
+    """With a 0-d operand they multiplied with the ufunc; np.dot rounds as BLAS's axpy onto
+    zeros (or, for two numbers, as the scalar `*`): complex64 scalars differed in the last bit
+    in 448 of 1000 pairs, a complex scalar times a vector in about 90% of vectors, and
+    np.dot(-1.0, [0.0, 1.0]) is [0.0, -1.0] where the product has -0.0."""
+    rng = np.random.default_rng(7)
+    npf, f = getattr(np, name), getattr(fnp, name)
+    cx = 1j if np.dtype(dtype).kind == "c" else 0
+
+    def draw(*s):
+        return (rng.standard_normal(s) + cx * rng.standard_normal(s)).astype(dtype)
+
+    def same(got, want):
+        return type(got) is type(want) and np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+    for _ in range(30):
+        a, b, v = draw(), draw(), draw(5)
+        v[0] = 0
+        for x, y in [(a[()], b[()]), (a, b), (-a, v), (v, a), (a, draw(2, 3))]:
+            want = npf(x, y)
+            assert same(f(x, y), want)
+            for tx in (0, 1):
+                g = (lambda z: f(z, y)) if tx == 0 else (lambda z: f(x, z))
+                z = (x, y)[tx]
+                assert same(fgrad.jit(g)(z), want) and same(fgrad.jit(g)(z), want)
+                assert same(fgrad.vjp(g, z)[0], want)
+                assert same(fgrad.jvp(g, (z,), (z,))[0], want)
+            rows = np.stack([x, -x, 2 * x])
+            loop = np.stack([npf(r, y) for r in rows])
+            assert same(fgrad.vmap(lambda r: f(r, y))(rows), loop)
+    from fgrad.test_util import check_grads
+
+    check_grads(f, (draw(), draw(3)), order=2)
+
+
 # --- reshape's order and the rule for NumPy's keywords (issue 15) ---------------------------------
 
 

@@ -1030,7 +1030,7 @@ def select(
             f"select: condlist ({len(condlist)} entries) and choicelist ({len(choicelist)}) "
             "must have the same length"
         )
-    if not condlist:
+    if len(condlist) == 0:  # (not `not condlist`: a 1-D bool array is a list of conditions)
         raise ValueError("select: condlist and choicelist are empty; pass at least one condition")
     _broadcast_shape(
         "select", {"condlist": condlist, "choicelist": choicelist, "default": [default]}

@@ -50,6 +50,7 @@ from .shaping import (
     holds_foreign,
     is_traced,
     meta,
+    read_constant,
     read_int,
     shape,
     unbroadcast,
@@ -563,10 +564,20 @@ def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
 # --- frequencies ----------------------------------------------------------------------------------
 
 
-def _spacing_scaled(k, n, d, name):
-    """The integers k times 1 / (n d), as NumPy computes the frequencies (a traced d)."""
+def _read_length(n, name):
+    """The length n of `fftfreq`/`rfftfreq` as given: a traced one (a `jit` argument) is read,
+    guarded, with its own type (a NumPy uint8 stays uint8, as NumPy computes with it, and a
+    bool stays a bool, which NumPy takes as an integer)."""
+    return read_constant(n, name, "n", "pass the length as a constant")
+
+
+def _check_frequency_count(n, name):
     if not isinstance(n, (int, _np.integer)):
         raise ValueError(f"{name}: n should be an integer, got {n!r}")
+
+
+def _spacing_scaled(k, n, d):
+    """The integers k times 1 / (n d), as NumPy computes the frequencies (a traced d)."""
     return k * (1.0 / (n * d))
 
 
@@ -580,22 +591,27 @@ def fftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Arr
     >>> fnp.fft.fftfreq(4, 0.5)
     array([ 0. ,  0.5, -1. , -0.5])
     """
-    n = read_int(n)  # (a traced int, a `jit` argument: its value, guarded)
+    n = _read_length(n, "fftfreq")
     if type(d) is not Box:
         return _np.fft.fftfreq(n, d, device=device)
+    _check_frequency_count(n, "fftfreq")
+    # NumPy's steps in n's own type (a uint8 n wraps in -(n // 2), and NumPy keeps that)
+    k = _np.empty(n, int)
     half = (n - 1) // 2 + 1
-    k = _np.concatenate([_np.arange(0, half), _np.arange(-(n // 2), 0)])
-    return _spacing_scaled(k, n, d, "fftfreq")
+    k[:half] = _np.arange(0, half, dtype=int)
+    k[half:] = _np.arange(-(n // 2), 0, dtype=int)
+    return _spacing_scaled(k, n, d)
 
 
 @mirror("creation")
 def rfftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Array:
     """NumPy's `rfftfreq`: the frequencies of an `rfft` of length n; a traced `d` is
     differentiated, as in `fftfreq`."""
-    n = read_int(n)  # (a traced int, a `jit` argument: its value, guarded)
+    n = _read_length(n, "rfftfreq")
     if type(d) is not Box:
         return _np.fft.rfftfreq(n, d, device=device)
-    return _spacing_scaled(_np.arange(0, n // 2 + 1), n, d, "rfftfreq")
+    _check_frequency_count(n, "rfftfreq")
+    return _spacing_scaled(_np.arange(0, n // 2 + 1, dtype=int), n, d)
 
 
 # --- batching (vmap) ------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as _np
 
-from .. import core as _core, taylor as _taylor
+from .. import batching as _batching, core as _core, taylor as _taylor
 from ..core import bind, dtype_of
 from ..primitive import defbilinear, defprimitive, register_rules
 from ._mirror import exported, mirror
@@ -156,7 +156,7 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     refuse_out(out, "dot")
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
-        return multiply(strongly_typed(a), strongly_typed(b))
+        return _scalar_dot(strongly_typed(a), strongly_typed(b))
     if b_nd <= 2:
         try:
             return matmul(a, b)
@@ -171,6 +171,30 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     b2 = reshape(moveaxis(b, -2, 0), (n, -1))
     moved_b_rest = b_shape[:-2] + b_shape[-1:]
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
+
+
+def _scalar_dot_vjp(other_first):
+    def make(ans, x, y):
+        like, other = (meta(x), y) if other_first else (meta(y), x)
+        return lambda ct: unbroadcast(multiply(ct, other), like)
+
+    return make
+
+
+# `dot` (and `inner`) with a 0-d operand: NumPy's own product, whose bits are not the multiply
+# ufunc's: BLAS's axpy onto zeros (complex products round otherwise, and -0.0 becomes 0.0), or
+# for two single values its own complex product, as NumPy's scalar `*`. Its rules are those of
+# an elementwise product; under `vmap` each row is NumPy's dot of that row, as the loop's.
+def _dot_with_0d(a, b):
+    if _core.is_foreign_array(a) or _core.is_foreign_array(b):
+        return _np.multiply(a, b)  # another library's (Dask's) lazy product: it has no such dot
+    return _np.dot(a, b)
+
+
+_scalar_dot = defbilinear(_dot_with_0d, (_scalar_dot_vjp(True), _scalar_dot_vjp(False)), name="dot")
+_batching.declare_row_by_row(
+    _scalar_dot, "dot with a 0-d operand: BLAS's axpy per row, whose bits a batched product lacks"
+)
 
 
 def _aligned(a, b, who):
@@ -527,7 +551,7 @@ def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
     """NumPy's `inner`: the sum over the last axes; a scalar operand multiplies."""
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
-        return multiply(strongly_typed(a), strongly_typed(b))
+        return _scalar_dot(strongly_typed(a), strongly_typed(b))  # NumPy's inner is its dot here
     if a_nd == 1 and b_nd == 1 and shape(a) == shape(b):
         return matmul(a, b)  # NumPy's dot of two vectors, summed in BLAS's order as `dot`'s
     return _contract(a, b, [a_nd - 1], [b_nd - 1], "inner")

@@ -36,6 +36,7 @@ from .elementwise import (
     logical_or,
     mask_values,
     multiply,
+    multiply_operator,
     not_equal,
     read_any,
     real,
@@ -750,10 +751,22 @@ def _pad_front(p, n):
 
 
 def _aligned(a1, a2, name):
-    """The coefficients of a1 and a2 with the shorter padded to the other's length."""
-    a1, a2 = _poly(a1, name, "a1"), _poly(a2, name, "a2")
-    n = max(shape(a1)[0], shape(a2)[0])
-    return _pad_front(a1, n), _pad_front(a2, n)
+    """The coefficients of a1 and a2 with the shorter padded to the other's length, in NumPy's
+    steps: operands of equal length (along their first axis) are returned as they are, so two
+    2-D arrays of one shape add elementwise as in NumPy; only a shorter one is padded, which
+    must be 1-D."""
+    a1, a2 = _at_least_1d(a1), _at_least_1d(a2)
+    n1, n2 = shape(a1)[0], shape(a2)[0]
+    if n1 < n2:
+        a1 = _pad_front(_poly(a1, name, "a1"), n2)
+    elif n2 < n1:
+        a2 = _pad_front(_poly(a2, name, "a2"), n1)
+    return a1, a2
+
+
+def _at_least_1d(p):
+    p = asarray(p)
+    return reshape(p, (1,)) if ndim(p) == 0 else p
 
 
 @mirror("function")
@@ -865,6 +878,8 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
         raise ValueError(
             f"polyint: k must be a scalar or have at least m = {m} constants, got shape {shape(k)}"
         )
+    if m == 0:
+        return p  # NumPy's p as it is: no step, so no cast (int8 stays int8)
     dt = _float_dtype(p, k)
     if kept is not None:
         dt = _np.result_type(kept, _np.float64)  # NumPy's steps, in NumPy's dtype
@@ -896,7 +911,10 @@ def polydiv(u: ArrayLike, v: ArrayLike) -> tuple[Array, Array]:
     r = astype(u, dt) if dtype_of(u) != dt else u
     terms = []
     for k in range(m - n + 1):
-        d = scale * r[k]
+        # NumPy's `scale * r[k]` of two NumPy scalars, in its scalar arithmetic (the operator:
+        # a NumPy scalar times a traced one would go to the multiply ufunc, whose complex
+        # product rounds otherwise)
+        d = multiply_operator(scale, r[k])
         terms.append(d)
         r = at(r)[k : k + n + 1].add(-(d * v))  # r is a plain array while only v is traced
     q = stack(terms) if terms else _np.zeros(1, dt)
