@@ -888,3 +888,65 @@ def test_expm_of_a_single_number_is_scipys_one_by_one_matrix(x):
             np.testing.assert_allclose(d(x), np.full_like(d(x), e), rtol=1e-6)
         batch = np.array([0.5, 2.0], x.dtype)
         np.testing.assert_array_equal(fgrad.vmap(sla.expm)(batch), [sl.expm(b) for b in batch])
+
+
+NUMBERS = [0.3, 2, True, np.float32(0.3), np.float16(0.3), np.array(0.3), np.array([0.3])]
+NUMBERS += [np.int8(2), np.array(True), np.complex64(0.3 + 0.1j), 0.3 + 0.1j]
+
+
+@pytest.mark.parametrize("name", ["cholesky", "cho_factor", "lu_factor", "expm"])
+@pytest.mark.parametrize("x", NUMBERS, ids=repr)
+def test_single_numbers_are_scipys_one_by_one_matrices(name, x):
+    # SciPy 1.17 reads a 0-d or length-1 a as [[a]]; fgrad raised "it must be a square matrix"
+    # (expm(True) was float64 where SciPy's is float16)
+    want = getattr(sl, name)(x)
+    for out in (getattr(sla, name)(x), fgrad.jit(getattr(sla, name))(x)):
+        for o, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (out, want))):
+            assert np.shape(o) == np.shape(w) and np.asarray(o).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(o, w)
+
+
+@pytest.mark.parametrize("x", [0.3, np.float32(0.3), np.array([0.3]), 2, 0.3 + 0.1j], ids=repr)
+def test_sqrtm_of_a_single_number_is_its_square_root(x):
+    # SciPy 1.17.1 returns [[e^x]] here (scipy/scipy#25610, fixed by #25615 to sqrt(x.item()));
+    # fgrad raised. It is SciPy's root of the matrix [[x]], as float64 (complex128)
+    out = sla.sqrtm(x)
+    want = sl.sqrtm(np.reshape(np.asarray(x, np.result_type(x, np.float64)), (1, 1)))
+    assert out.shape == (1, 1) and out.dtype == want.dtype
+    np.testing.assert_allclose(out, want, rtol=1e-15)
+    np.testing.assert_array_equal(fgrad.jit(sla.sqrtm)(x), out)
+
+
+def test_single_number_factorizations_and_solve_differentiate():
+    x = np.float64(0.3)
+    d = {  # closed forms of the 1 x 1 case: sqrt(x), x, b / x, sqrt(x), e^x
+        "cholesky": (lambda a: sla.cholesky(a)[0, 0], 0.5 / np.sqrt(x)),
+        "cho_factor": (lambda a: sla.cho_factor(a)[0][0, 0], 0.5 / np.sqrt(x)),
+        "lu_factor": (lambda a: sla.lu_factor(a)[0], 1.0),
+        "solve": (lambda a: sla.solve(a, 0.45)[0], -0.45 / x**2),
+        "sqrtm": (lambda a: sla.sqrtm(a)[0, 0], 0.5 / np.sqrt(x)),
+        "expm": (lambda a: sla.expm(a)[0, 0], np.exp(x)),
+    }
+    for name, (f, want) in d.items():
+        for deriv in (grad(f), jacfwd(f)):
+            assert deriv(x).dtype == x.dtype, name
+            np.testing.assert_allclose(deriv(x), want, rtol=1e-12, err_msg=name)
+    g = grad(lambda b: sla.solve(x, b)[0])(0.45)
+    np.testing.assert_allclose(g, 1 / x, rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [(0.3, 0.45), (np.float32(0.3), np.float32(0.45)), (0.3, [0.45]), (np.array([0.3]), 0.45)],
+    ids=repr,
+)
+def test_solve_with_a_single_number_is_scipys(a, b):
+    want = sl.solve(a, b)
+    for out in (sla.solve(a, b), fgrad.jit(sla.solve)(a, b)):
+        assert out.shape == want.shape and out.dtype == want.dtype
+        np.testing.assert_array_equal(out, want)
+
+
+def test_cho_factor_errors_name_cho_factor():
+    with pytest.raises(ValueError, match="scipy.linalg.cho_factor"):
+        sla.cho_factor(np.ones(3))

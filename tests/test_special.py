@@ -17,6 +17,7 @@ import pytest
 import scipy.special as sc
 from gradtable import derivatives as _derivatives
 
+import fgrad
 import fgrad.numpy as fnp
 import fgrad.scipy.special as sp
 from fgrad import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
@@ -109,6 +110,29 @@ def test_values_with_parameters_are_scipys():
             sp.logsumexp(a, axis=axis, keepdims=True), sc.logsumexp(a, axis=axis, keepdims=True)
         )
     assert np.shape(sp.logsumexp(np.float64(0.5))) == ()  # SciPy's axis=() would give (1,)
+
+
+ORDERS = [1, 1.5, True, np.bool_(True), np.int8(1), np.uint8(1), np.int16(2), np.int64(1)]
+ORDERS += [np.float16(0.5), np.float32(1), np.float64(1), np.array([1, 2], np.int8)]
+
+
+@pytest.mark.parametrize("name", ["jv", "jn", "yv", "iv", "ive", "kv", "kve"])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32])
+def test_bessel_of_integer_x_takes_scipys_loop_dtype(name, dtype):
+    # SciPy runs `ff->f` where both inputs cast safely to float32 (jv(1, int8) is float32)
+    for v in ORDERS:
+        for x in (np.array([2, 3], dtype), dtype(2), np.array(3, dtype), True):
+            want, got = getattr(sc, name)(v, x), getattr(sp, name)(v, x)
+            assert type(got) is type(want) and got.dtype == want.dtype, (v, x)
+            np.testing.assert_array_equal(got, want)
+            jitted = fgrad.jit(getattr(sp, name))
+            for call in (1, 2):  # the record, then its replay
+                assert jitted(v, x).dtype == want.dtype, (v, x, call)
+                np.testing.assert_array_equal(jitted(v, x), want)
+    rows = np.array([[2, 3], [1, 4]], dtype)
+    batched = vmap(lambda x: getattr(sp, name)(1, x))(rows)
+    assert batched.dtype == getattr(sc, name)(1, rows).dtype
+    np.testing.assert_array_equal(batched, getattr(sc, name)(1, rows))
 
 
 # --- closed forms ---------------------------------------------------------------------------------

@@ -139,6 +139,26 @@ def _single_if_half(x):
     return fnp.astype(x, _np.float32) if dtype_of(x) == _np.float16 else x
 
 
+def _lapack_float(x):
+    """x in the dtype SciPy's LAPACK wrappers compute it in: an integer or bool x promoted
+    with float32 (int8, uint8, int16 and bool go to float32, wider integers to float64),
+    float16 as float32 (`_single_if_half`), other floats and complex as they are."""
+    if dtype_of(x).kind in "biu":
+        return fnp.astype(x, _np.promote_types(dtype_of(x), _np.float32))
+    return _single_if_half(x)
+
+
+def _is_number(a):
+    """Whether a is a single number (0-d, or 1-D of length 1), which SciPy's cholesky,
+    cho_factor, lu_factor, solve, sqrtm and expm read as a 1 x 1 matrix."""
+    return len(shape(a)) < 2 and math.prod(shape(a)) == 1
+
+
+def _number_as_matrix(a):
+    """a as a 1 x 1 matrix where it is a single number (`_is_number`), else a as it is."""
+    return fnp.reshape(a, (1, 1)) if _is_number(a) else a
+
+
 def _const(values, like):
     """A constant (no derivative) in the float dtype of `like`, so float32 stays float32."""
     return _np.asarray(values, dtype=_dtype(like))
@@ -357,6 +377,9 @@ def solve(
     1-D b is a vector. `assume_a` reads what SciPy reads: one triangle for 'sym'/'her'/'pos'
     (the `lower` one) and for 'upper triangular'/'lower triangular', the diagonal for
     'diagonal', the three central diagonals for 'tridiagonal'."""
+    if _is_number(a):  # SciPy reads a number as [[a]], and then a number b as [b]
+        a = _number_as_matrix(a)
+        b = fnp.reshape(b, (1,)) if len(shape(b)) == 0 else b
     n = _square(a, "solve")
     a, b = _single_if_half(a), _single_if_half(b)
     if assume_a in ("upper triangular", "lower triangular"):  # the triangle of a, not of a.T
@@ -382,9 +405,16 @@ def cholesky(
     """SciPy's `linalg.cholesky`: the UPPER factor U with a = U^H @ U by default (NumPy's
     default is the lower one), the lower L with a = L @ L^H if `lower`. As SciPy, it reads
     only a's upper (`lower`: lower) triangle and the real part of its diagonal
-    (`fgrad.numpy.linalg.cholesky`), so its gradient is 0 in the other triangle."""
-    _square(a, "cholesky")
-    return _la.cholesky(_single_if_half(a), upper=not lower)
+    (`fgrad.numpy.linalg.cholesky`), so its gradient is 0 in the other triangle. A single
+    number is read as SciPy reads it, as [[a]]; integers and bools in SciPy's dtype
+    (float32 up to int16, float64 beyond)."""
+    return _cholesky(a, lower, "cholesky")
+
+
+def _cholesky(a, lower, who):
+    a = _number_as_matrix(a)
+    _square(a, who)
+    return _la.cholesky(_lapack_float(a), upper=not lower)
 
 
 def cho_factor(
@@ -393,7 +423,7 @@ def cho_factor(
     """SciPy's `linalg.cho_factor`: (c, lower) for `cho_solve`. As JAX, c is `cholesky(a,
     lower)` with zeros in its other triangle (SciPy leaves arbitrary entries there); as
     SciPy, it reads one triangle of a (see `cholesky`)."""
-    return cholesky(a, lower=lower), bool(lower)
+    return _cholesky(a, lower, "cho_factor"), bool(lower)
 
 
 def cho_solve(
@@ -670,7 +700,8 @@ def lu_factor(
     """SciPy's `linalg.lu_factor` (batched, any m x n): (lu, piv), lu holding L's strict lower
     part (its diagonal is 1) and U; piv are LAPACK's 0-based pivots, integers with no
     derivative. Differentiable where the pivots do not change (and, for m > n, U is
-    invertible; for m < n, U's leading square block).
+    invertible; for m < n, U's leading square block). A single number a is, as in SciPy,
+    (a, [0]): lu in a's shape (in SciPy's float dtype), its derivative 1.
 
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -679,6 +710,9 @@ def lu_factor(
     >>> bool(np.allclose(fgrad.grad(f)(a), fgrad.grad(g)(a)))
     True
     """
+    if _is_number(a):
+        lu, piv = _lu_factor_p(_number_as_matrix(a))
+        return fnp.reshape(lu, shape(a)), piv
     _matrix(a, "lu_factor")
     return _lu_factor_p(a)
 
@@ -982,6 +1016,8 @@ def sqrtm(
                 f"scipy.linalg.sqrtm: fgrad does not support the argument "
                 f"{name!r} (deprecated by SciPy); leave it out"
             )
+    if _is_number(A):  # SciPy reads it as [[sqrt(A.item())]] (1.17.1 gives e^A: gh-25610)
+        return fnp.sqrt(fnp.reshape(fnp.astype(A, _item_dtype(A)), (1, 1)))
     _square(A, "sqrtm", "A")
     if not _is_complex(A) and _la._unreadable(A) and not holds_batch(A):
         raise TypeError(
@@ -1054,21 +1090,28 @@ def _expm_taylor(primals, series):
 register_rules(_expm_p, taylor=_expm_taylor, taylor_kind="speed")
 
 
+def _item_dtype(a):
+    """The dtype NumPy computes exp(a.item()) in: a Python number's, float16 for a bool,
+    complex128 for a complex a, float64 for any other."""
+    if _is_complex(a):
+        return _np.complex128
+    return _np.float16 if dtype_of(a) == _np.bool_ else _np.float64
+
+
 def expm(A: ArrayLike) -> Array:
     """SciPy's `linalg.expm`, batched. Its derivative is the Frechet derivative, the
     upper-right block of expm([[A, E], [0, A]]), so it differentiates again (each order
     doubles the size of the matrix exponentiated).
 
     A single number (0-d, or 1-D of length 1) is read as SciPy reads it: [[e^A]], in float64
-    (complex128 for a complex one).
+    (complex128 for a complex one, float16 for a bool).
 
     >>> import fgrad, fgrad.scipy.linalg as sla, numpy as np
     >>> round(float(fgrad.grad(lambda a: sla.expm(a)[0, 0])(np.zeros((1, 1)))[0, 0]), 6)
     1.0
     """
-    if len(shape(A)) < 2 and math.prod(shape(A)) == 1:  # SciPy's exp(A.item()), as a matrix
-        number = _np.complex128 if _is_complex(A) else _np.float64
-        return fnp.exp(fnp.reshape(fnp.astype(A, number), (1, 1)))
+    if _is_number(A):  # SciPy's exp(A.item()), as a matrix
+        return fnp.exp(fnp.reshape(fnp.astype(A, _item_dtype(A)), (1, 1)))
     _square(A, "expm", "A")
     return _expm_p(A)
 

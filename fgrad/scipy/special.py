@@ -1882,12 +1882,25 @@ y1 = _ufunc(
 )
 
 
+def _integer_x_in_scipy_loop(x, v, name):
+    """An integer or bool x (array or NumPy scalar) cast to the float dtype of the loop that
+    SciPy's ufunc `name` picks for (v, x): jv(1, int8) runs `ff->f` (float32), jv(1.5, int8)
+    and jv(np.int64(1), int8) run `dd->d`. `_like_x` keeps a float or complex x's precision and
+    gives any other x float64, which is SciPy's dtype only for wide integers. A Python number
+    (also one that `jit` holds as given) is weakly typed, as in SciPy."""
+    if _is_python_number(innermost(x)) or dtype_of(x).kind not in "biu":
+        return x
+    v_dtype = type(innermost(v)) if _is_python_number(innermost(v)) else dtype_of(v)
+    return fnp.astype(x, getattr(_sc, name).resolve_dtypes((v_dtype, dtype_of(x), None))[-1])
+
+
 def _of_real_order(kind, name=None):
     """SciPy's `name`(v, x) (by default `kind`): `_bessel_p` of that kind at a constant real
     order v."""
 
     def fn(v, x):
-        return _bessel_p(x, v=_static_real_order(v, name or kind), kind=kind)
+        order = _static_real_order(v, name or kind)
+        return _bessel_p(_integer_x_in_scipy_loop(x, v, name or kind), v=order, kind=kind)
 
     fn.__name__ = name or kind
     return fn
