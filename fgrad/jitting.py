@@ -203,7 +203,11 @@ def _constant_output(v) -> bool:
 
 
 def _copy(v):
-    return v.copy(order="K") if type(v) is _np.ndarray else v
+    """A copy of `v` in its layout as NumPy's order='A' reads it (Fortran order for a
+    Fortran-contiguous `v`, else C), as the eager output is read by `ravel(order='A')`:
+    order='K' made a strided view such as `x[:, ::2].T` Fortran-contiguous, and ravel('A')
+    of it gave another element order than eager's. (Also `_unshared`'s and `_apart`'s.)"""
+    return v.copy(order="A") if type(v) is _np.ndarray else v
 
 
 def _unshared(v, args):
@@ -216,7 +220,7 @@ def _unshared(v, args):
     if type(v) is _np.ndarray and v.base is not None:
         for x in args:
             if type(x) is _np.ndarray and _np.may_share_memory(v, x):
-                return v.copy(order="K")
+                return v.copy(order="A")
     return v
 
 
@@ -233,7 +237,7 @@ def _apart(outs):
         if type(v) is _np.ndarray and v.base is not None:
             others = (w for j, w in enumerate(out) if j != i and type(w) is _np.ndarray)
             if any(_np.may_share_memory(v, w) for w in others):
-                out[i] = v.copy(order="K")
+                out[i] = v.copy(order="A")
     return tuple(out)
 
 
@@ -395,7 +399,6 @@ class _Writer:
         nested = _nestable(node, computed)
         pending: dict = {}  # slot -> the expression of the operation that computes it
         depth: dict = {}  # slot -> how deep its pending expression nests calls
-        carried: list = []  # the slots the pending expressions read for the last time
         for k, item in enumerate(node.items):
             if type(item) is tuple:  # an operation
                 if not computed[k]:
@@ -403,11 +406,15 @@ class _Writer:
                 level = 1 + max((depth.pop(r, 0) for r in item[1] if type(r) is int), default=0)
                 call = self.call(item, pending)
                 out = item[3][0]
-                if out in nested and level < _MAX_NESTING:
-                    # written inside the call of the operation that reads it, next: what it
-                    # reads for the last time is deleted after that one
+                if (
+                    out in nested
+                    and level < _MAX_NESTING
+                    and not any(s in live for s in dies.get(k, ()))
+                ):
+                    # written inside the call of the operation that reads it, next (only if
+                    # it reads no variable for the last time: that one would live on through
+                    # the reading operation's call, where its deletion frees it before)
                     pending[out], depth[out] = call, level
-                    carried += dies.get(k, ())
                     continue
                 self.lines.append(f"{indent}{self.targets(item)} = {call}")
                 live |= set(item[3])
@@ -418,8 +425,7 @@ class _Writer:
                     f"{self.key_name(item.key)}:"
                 )
                 self.lines.append(f"{indent}    raise _Miss({item.source!r})")
-            dead = [s for s in (*carried, *dies.get(k, ())) if s in live]
-            carried = []
+            dead = [s for s in dies.get(k, ()) if s in live]
             if dead:
                 self.lines.append(f"{indent}del {', '.join(f'v{s}' for s in sorted(dead))}")
                 live.difference_update(dead)
@@ -480,12 +486,13 @@ def _nestable(node: _Node, computed: list) -> set:
     that reads them, rather than into a variable of their own: an operation's only output,
     read once, by the operation computed right after it, and by nothing later. Fewer
     statements to compile (Python's compiler takes about 3 us each, most of the second call
-    of a record of hundreds of operations: 5.0 to 4.4 ms on the gradient of a 200-operation
-    chain), and fewer loads and stores in each replay (4% of that chain's). The value is
-    freed when that call returns, as its deleted variable would be; what the nested
-    operation reads for the last time is deleted after the call, one operation later than
-    otherwise (the tanh chain's peak in benchmarks/bench_jit.py: 25.3 to 25.5 MiB, eager's
-    25.6)."""
+    of a record of hundreds of operations: the gradient of a 200-operation chain has 919
+    lines, not 1,077, compiled in 2.7 ms, not 2.9), and fewer loads and stores in each
+    replay. The value is freed when that call
+    returns, as its deleted variable would be. (`_Writer.node` nests only an operation that
+    reads no variable for the last time: such a variable would live on through the reading
+    operation's call, and a replay's peak memory exceed eager's: 15.3 against 11.4 MiB on
+    `x = exp(x) * cos(x)` of 3.8 MiB arrays.)"""
     reads: dict = {}
     for k, item in enumerate(node.items):
         if type(item) is tuple:
@@ -860,12 +867,16 @@ class _Entry:
         self.eager = False
 
 
+_WRAPPED_ATTRIBUTES = ("__wrapped__", "transformed", "fun", "fwd", "bwd", "jvp")
+
+
 def _code_functions(fun, seen=None) -> list:
     """The functions with code whose closure cells and globals `fun` reads: `fun` itself,
     and, through the wrappers that hide them, a `functools.partial`'s function (and the
     functions among its bound arguments, which it calls), a jitted function's, what a
-    `functools.wraps` decorator wrapped (`__wrapped__`), and the function an fgrad transform
-    (`grad(f)`, `vmap(f)`, a checkpoint, a custom rule's function) applies."""
+    `functools.wraps` decorator wrapped (`__wrapped__`), the function an fgrad transform
+    (`grad(f)`, `vmap(f)`, a checkpoint) applies, a custom rule's function and rules, and a
+    callable object's `__call__`."""
     seen = set() if seen is None else seen
     if id(fun) in seen:
         return []
@@ -877,8 +888,12 @@ def _code_functions(fun, seen=None) -> list:
         inner = [fun.func, *(a for a in bound if callable(a))]
     elif isinstance(fun, Jitted):
         inner = [fun._fun]
-    for attribute in ("__wrapped__", "transformed", "fun"):  # (fgrad's transforms: `transformed`;
-        wrapped = getattr(fun, attribute, None)  # custom_vjp's and custom_jvp's: `fun`)
+    elif found == [] and not isinstance(fun, type) and callable(fun):
+        inner = [type(fun).__call__]  # a callable object: what its __call__ reads
+    # what a decorator wraps, what fgrad's transforms transform, a custom rule's function
+    # and its rules (a global the backward rule reads is state the record holds too)
+    for attribute in _WRAPPED_ATTRIBUTES:
+        wrapped = getattr(fun, attribute, None)
         if callable(wrapped):
             inner.append(wrapped)
     for f in inner:

@@ -213,10 +213,14 @@ def guard_key(v) -> Any:
 _new_box = object.__new__
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# NumPy's own functions call back into fgrad (`np.full(n, v)` reads `n` through its
+# `__index__`): their frames are not the user's either
+_NOT_USERS = (_PACKAGE_DIR + os.sep, os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
 
 
 def user_line(depth: int = 2) -> str | None:
-    """'file:line' of the innermost frame outside fgrad (the user's code), or None."""
+    """'file:line' of the innermost frame outside fgrad and NumPy (the user's code), or
+    None."""
     frame: Any
     try:
         frame = sys._getframe(depth)
@@ -224,7 +228,7 @@ def user_line(depth: int = 2) -> str | None:
         return None
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+        if not os.path.abspath(filename).startswith(_NOT_USERS):
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
