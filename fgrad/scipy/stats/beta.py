@@ -20,7 +20,17 @@ import numpy as _np
 from ... import numpy as fnp
 from .. import special as sp
 from . import _common
-from ._common import guard, incomplete_beta, invalid_to_nan, located, mask, select, value, weak
+from ._common import (
+    guard,
+    incomplete_beta,
+    invalid_to_nan,
+    located,
+    mask,
+    scipy_scalar,
+    select,
+    value,
+    weak,
+)
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -47,9 +57,12 @@ def logpdf(
     inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)
     out = (
-        sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - _weak_betaln(a, b) - weak(fnp.log, scale)
+        sp.xlogy(a - 1.0, zg)
+        + sp.xlog1py(b - 1.0, -zg)
+        - _weak_betaln(a, b)
+        - weak(fnp.log, scale, zg)
     )
-    return invalid_to_nan(bad, select(inside, out, -math.inf), *given)
+    return scipy_scalar(invalid_to_nan(bad, select(inside, out, -math.inf), *given))
 
 
 def _weak_betaln(a, b):
@@ -81,7 +94,7 @@ def _cdfs(x, a, b, loc, scale, which):
         below = mask(zv < 1, z, a, b)
         p, q = guard(below, _Ic(z, a, b)), guard(below, _I(z, a, b), 0.0)
         out = select(below, _common.log_probability(p, q), -math.inf)
-    return invalid_to_nan(bad, out, *given)
+    return scipy_scalar(invalid_to_nan(bad, out, *given))
 
 
 def cdf(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
-from ._common import guard, invalid_to_nan, located, mask, select, value, weak
+from ._common import guard, invalid_to_nan, located, mask, scipy_scalar, select, value, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -34,7 +34,8 @@ def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     1.0
     """
     z, s, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, -z - weak(fnp.log, s), -math.inf), x, loc, scale)
+    out = select(inside, -z - weak(fnp.log, s, z), -math.inf)
+    return scipy_scalar(invalid_to_nan(bad, out, x, loc, scale))
 
 
 def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -45,9 +46,8 @@ def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
 def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """1 - exp(-z) for z = (x - loc)/scale >= 0 (as -expm1(-z)), 0 below."""
     z, _, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(
-        bad, select(inside, -fnp.expm1(-guard(inside, z, 0.0)), 0.0), x, loc, scale
-    )
+    out = select(inside, -fnp.expm1(-guard(inside, z, 0.0)), 0.0)
+    return scipy_scalar(invalid_to_nan(bad, out, x, loc, scale))
 
 
 def _log1mexp(z):
@@ -63,18 +63,18 @@ def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log(1 - exp(-z)), stable for small and large z; -inf for z <= 0."""
     z, _, bad, _ = _setup(x, loc, scale)
     positive = mask(value(z) > 0, z)
-    return invalid_to_nan(
-        bad, select(positive, _log1mexp(guard(positive, z)), -math.inf), x, loc, scale
-    )
+    out = select(positive, _log1mexp(guard(positive, z)), -math.inf)
+    return scipy_scalar(invalid_to_nan(bad, out, x, loc, scale))
 
 
 def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """exp(-z) for z >= 0, 1 below."""
     z, _, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, fnp.exp(-guard(inside, z, 0.0)), 1.0), x, loc, scale)
+    out = select(inside, fnp.exp(-guard(inside, z, 0.0)), 1.0)
+    return scipy_scalar(invalid_to_nan(bad, out, x, loc, scale))
 
 
 def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """-z for z >= 0, 0 below."""
     z, _, bad, inside = _setup(x, loc, scale)
-    return invalid_to_nan(bad, select(inside, -z, 0.0), x, loc, scale)
+    return scipy_scalar(invalid_to_nan(bad, select(inside, -z, 0.0), x, loc, scale))

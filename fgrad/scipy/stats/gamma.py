@@ -22,7 +22,17 @@ import numpy as _np
 from ... import numpy as fnp
 from .. import special as sp
 from ..special import all_rows
-from ._common import guard, invalid_to_nan, located, mask, select, some, value, weak
+from ._common import (
+    guard,
+    invalid_to_nan,
+    located,
+    mask,
+    scipy_scalar,
+    select,
+    some,
+    value,
+    weak,
+)
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -37,8 +47,8 @@ def _logpdf(x, a, loc, scale):
     z, scale, bad, (a,) = located(x, loc, scale, a)
     inside = mask(value(z) >= 0, z, a)
     zg = guard(inside, z)
-    out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a) - weak(fnp.log, scale)
-    return invalid_to_nan(bad, select(inside, out, -math.inf), *given)
+    out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a, zg) - weak(fnp.log, scale, zg)
+    return scipy_scalar(invalid_to_nan(bad, select(inside, out, -math.inf), *given))
 
 
 def _tiny(v):
@@ -122,7 +132,7 @@ def _cdfs(x, a, loc, scale, which):
     top = mask(_np.isposinf(zv), z, a)
     if some(top):
         out = fnp.where(top, above, out)
-    return invalid_to_nan(bad, out, *given)
+    return scipy_scalar(invalid_to_nan(bad, out, *given))
 
 
 def logpdf(x: ArrayLike, a: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import LOG_2PI, invalid_to_nan, standardize, weak
+from ._common import LOG_2PI, invalid_to_nan, scipy_scalar, standardize, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -30,7 +30,8 @@ def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     -1.0
     """
     z, s, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, -0.5 * (z * z) - weak(fnp.log, s) - 0.5 * LOG_2PI, x, loc, scale)
+    out = -0.5 * (z * z) - weak(fnp.log, s, z) - 0.5 * LOG_2PI
+    return scipy_scalar(invalid_to_nan(bad, out, x, loc, scale))
 
 
 def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -41,25 +42,25 @@ def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
 def cdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The normal CDF ndtr((x - loc)/scale)."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.ndtr(z), x, loc, scale)
+    return scipy_scalar(invalid_to_nan(bad, sp.ndtr(z), x, loc, scale))
 
 
 def logcdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the CDF by log_ndtr: exact and with exact gradients deep in the left tail."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.log_ndtr(z), x, loc, scale)
+    return scipy_scalar(invalid_to_nan(bad, sp.log_ndtr(z), x, loc, scale))
 
 
 def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The survival function 1 - cdf, as ndtr(-z) (no cancellation in the right tail)."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.ndtr(-z), x, loc, scale)
+    return scipy_scalar(invalid_to_nan(bad, sp.ndtr(-z), x, loc, scale))
 
 
 def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the survival function, log_ndtr(-z)."""
     z, _, bad = standardize(x, loc, scale)
-    return invalid_to_nan(bad, sp.log_ndtr(-z), x, loc, scale)
+    return scipy_scalar(invalid_to_nan(bad, sp.log_ndtr(-z), x, loc, scale))
 
 
 def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:

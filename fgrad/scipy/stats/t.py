@@ -15,7 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
-from ._common import invalid_to_nan, located, log_probability, student_t, t_log_density, weak
+from ._common import (
+    invalid_to_nan,
+    located,
+    log_probability,
+    scipy_scalar,
+    student_t,
+    t_log_density,
+    weak,
+)
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -38,8 +46,8 @@ def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1
     """
     given = (x, df, loc, scale)
     z, scale, bad, (df,) = located(x, loc, scale, df)
-    out = t_log_density(z, df) - weak(fnp.log, scale)
-    return invalid_to_nan(bad, out, *given)
+    out = t_log_density(z, df) - weak(fnp.log, scale, z)
+    return scipy_scalar(invalid_to_nan(bad, out, *given))
 
 
 def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -53,7 +61,7 @@ def _tail(x, df, loc, scale, sign, log):
     out = _stdtr(sign * z, df)
     if log:
         out = log_probability(out, _stdtr(-sign * z, df))
-    return invalid_to_nan(bad, out, *given)
+    return scipy_scalar(invalid_to_nan(bad, out, *given))
 
 
 def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
