@@ -638,3 +638,27 @@ def test_jitted_derivatives_of_prod_and_cumprod_along_a_chunked_axis_have_eagers
             with dask.config.set(scheduler="sync"):
                 eager, recorded = dask.compute(eager, recorded)
             np.testing.assert_array_equal(recorded, eager)
+
+
+def test_poisson_with_a_dask_k_or_loc_is_lazy_and_scipys(lazy):
+    """poisson read k and loc with NumPy's asarray, which computed a Dask k or loc (and gave a
+    NumPy result); they stay lazy, and the values and the derivative in mu are SciPy's."""
+    import scipy.stats
+
+    import fgrad.scipy.stats as stats
+
+    k = np.array([0.0, 1.0, 2.5, 3.0, -1.0, np.nan, 7.0, 4.0])
+    mu, loc = 2.5, 1.0
+    lazy_k, lazy_loc = da.from_array(k, chunks=3), da.from_array(np.array(loc))
+    for fn in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
+        want = getattr(scipy.stats.poisson, fn)(k, mu, loc)
+        for got in (
+            getattr(stats.poisson, fn)(lazy_k, mu, loc),
+            getattr(stats.poisson, fn)(k, mu, lazy_loc),
+        ):
+            assert isinstance(got, da.Array), fn
+            np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-12, err_msg=fn)
+    got = fgrad.grad(lambda m: fnp.sum(stats.poisson.logpmf(lazy_k[:4], m)))(mu)
+    assert isinstance(got, da.Array)
+    want = np.sum(k[:4] / mu - 1.0, where=(k[:4] == np.floor(k[:4])))  # d/dmu (k log mu - mu)
+    np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-12)
