@@ -662,3 +662,29 @@ def test_poisson_with_a_dask_k_or_loc_is_lazy_and_scipys(lazy):
     assert isinstance(got, da.Array)
     want = np.sum(k[:4] / mu - 1.0, where=(k[:4] == np.floor(k[:4])))  # d/dmu (k log mu - mu)
     np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-12)
+
+
+def test_full_like_with_a_dask_or_traced_fill_keeps_the_chunks_and_allocates_nothing(lazy):
+    """full_like of a chunked Dask array with a Dask (or traced) fill spread the fill with a
+    NumPy `ones` of the whole shape (192 MB allocated to build the graph of a 96 MB array) and
+    gave one chunk; the ones are now Dask's, lazy, in the input's chunks, as Dask's own."""
+    import tracemalloc
+
+    z = da.ones((4000, 3000), chunks=(1000, 1000)) * 0.5  # 96 MB, were it computed
+    fill = da.from_array(np.array(2.5))
+    tracemalloc.start()
+    try:
+        out = fnp.full_like(z, fill)
+        out_f32 = fnp.full_like(z, fill, dtype=np.float32)
+        grad = fgrad.grad(lambda s: fnp.sum(fnp.full_like(z, s) * z))(fill)
+        jitted = fgrad.jit(lambda z, s: fnp.full_like(z, s))(z, fill)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10e6, f"{peak / 1e6:.0f} MB allocated to build lazy graphs"
+    for got, dtype in ((out, np.float64), (out_f32, np.float32), (jitted, np.float64)):
+        assert isinstance(got, da.Array) and got.chunks == z.chunks and got.dtype == dtype
+    small = fnp.full_like(z[:5, :3], fill, dtype=np.float32).compute(scheduler="sync")
+    np.testing.assert_array_equal(small, np.full_like(np.zeros((5, 3)), 2.5, dtype=np.float32))
+    assert isinstance(grad, da.Array)  # d/ds sum(s * z) = sum(z) = 0.5 * 12e6
+    assert float(grad.compute(scheduler="sync")) == 0.5 * 4000 * 3000
