@@ -2,6 +2,8 @@
 the user's back. The gradient table on Dask is tests/test_dask_table.py; this module checks
 the transforms, the errors, chunks, and a real `dask.distributed` cluster."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -688,3 +690,67 @@ def test_full_like_with_a_dask_or_traced_fill_keeps_the_chunks_and_allocates_not
     np.testing.assert_array_equal(small, np.full_like(np.zeros((5, 3)), 2.5, dtype=np.float32))
     assert isinstance(grad, da.Array)  # d/ds sum(s * z) = sum(z) = 0.5 * 12e6
     assert float(grad.compute(scheduler="sync")) == 0.5 * 4000 * 3000
+
+
+_MASKED = {  # the reductions with a where= mask, and their keywords
+    "var": dict(axis=0),
+    "std": dict(axis=1, ddof=1),
+    "prod": dict(axis=0),
+    "max": dict(axis=1, initial=0.3),
+    "min": dict(axis=0, initial=0.9),
+    "nanmean": dict(axis=1),
+    "nanvar": dict(axis=0),
+    "nanstd": dict(axis=1),
+}
+
+
+@pytest.mark.parametrize("name", _MASKED)
+def test_a_dask_where_mask_stays_lazy_under_jit_and_vmap_and_is_numpys(name, lazy):
+    """A Dask where= mask of var, std, prod, max, min and the nan reductions was read as a
+    value under jit (a guard on its bytes) and vmap (the rows' common mask), which computed
+    it; it is an operand there, as mean's: lazy, the values NumPy's, the gradients eager
+    fgrad's on NumPy arrays, a jit replay's for another mask too."""
+    keywords = _MASKED[name]
+
+    def f(x, w):
+        return getattr(fnp, name)(x, where=w, **keywords)
+
+    def g(x, w):  # (a group with no element is nan, and has no gradient)
+        return fnp.sum(fnp.where(fnp.isnan(f(x, w)), 0.0, f(x, w)))
+
+    rs = np.random.RandomState(3)
+    x = rs.rand(6, 4) + 0.2
+    if name.startswith("nan"):
+        x[1, 2] = x[4, 0] = np.nan
+    masks = [rs.rand(6, 4) > 0.4 for _ in range(2)]
+    masks[0][:, 1] = masks[0][2] = False  # groups with no element
+
+    def chunked(a):
+        return da.from_array(a, chunks=(1,) * (a.ndim - 2) + (3, 2))
+
+    jit_f, jit_grad = fgrad.jit(f), fgrad.jit(fgrad.grad(g))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, on the empty groups
+        wants = [getattr(np, name)(x, where=w, **keywords) for w in masks]
+        for w, want in zip(masks, wants):  # the second call replays the record
+            for got, want_one in (
+                (jit_f(chunked(x), chunked(w)), want),
+                (jit_grad(chunked(x), chunked(w)), fgrad.grad(g)(x, w)),
+            ):
+                assert isinstance(got, da.Array)
+                np.testing.assert_allclose(got.compute(scheduler="sync"), want_one, rtol=1e-13)
+        got = fgrad.vmap(f)(chunked(np.stack([x, x])), chunked(np.stack(masks)))
+        assert isinstance(got, da.Array)
+        np.testing.assert_allclose(got.compute(scheduler="sync"), np.stack(wants), rtol=1e-13)
+
+
+def test_max_of_a_numpy_array_with_a_dask_mask_is_lazy_and_numpys(lazy):
+    """max and min of a NumPy array with a Dask where= mask leaked Dask's TypeError (NumPy's
+    reduce refuses the mask: 'operand type(s) all returned NotImplemented')."""
+    x = np.random.RandomState(4).rand(4, 3)
+    w = x > 0.4
+    for name, initial in (("max", -1.0), ("min", 2.0), ("nanmax", -1.0), ("nanmin", 2.0)):
+        got = getattr(fnp, name)(x, axis=0, where=da.from_array(w, chunks=2), initial=initial)
+        assert isinstance(got, da.Array)
+        want = getattr(np, name)(x, axis=0, where=w, initial=initial)
+        np.testing.assert_array_equal(got.compute(scheduler="sync"), want)
