@@ -2,6 +2,8 @@
 the user's back. The gradient table on Dask is tests/test_dask_table.py; this module checks
 the transforms, the errors, chunks, and a real `dask.distributed` cluster."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -638,3 +640,117 @@ def test_jitted_derivatives_of_prod_and_cumprod_along_a_chunked_axis_have_eagers
             with dask.config.set(scheduler="sync"):
                 eager, recorded = dask.compute(eager, recorded)
             np.testing.assert_array_equal(recorded, eager)
+
+
+def test_poisson_with_a_dask_k_or_loc_is_lazy_and_scipys(lazy):
+    """poisson read k and loc with NumPy's asarray, which computed a Dask k or loc (and gave a
+    NumPy result); they stay lazy, and the values and the derivative in mu are SciPy's."""
+    import scipy.stats
+
+    import fgrad.scipy.stats as stats
+
+    k = np.array([0.0, 1.0, 2.5, 3.0, -1.0, np.nan, 7.0, 4.0])
+    mu, loc = 2.5, 1.0
+    lazy_k, lazy_loc = da.from_array(k, chunks=3), da.from_array(np.array(loc))
+    for fn in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
+        want = getattr(scipy.stats.poisson, fn)(k, mu, loc)
+        for got in (
+            getattr(stats.poisson, fn)(lazy_k, mu, loc),
+            getattr(stats.poisson, fn)(k, mu, lazy_loc),
+        ):
+            assert isinstance(got, da.Array), fn
+            np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-12, err_msg=fn)
+    got = fgrad.grad(lambda m: fnp.sum(stats.poisson.logpmf(lazy_k[:4], m)))(mu)
+    assert isinstance(got, da.Array)
+    want = np.sum(k[:4] / mu - 1.0, where=(k[:4] == np.floor(k[:4])))  # d/dmu (k log mu - mu)
+    np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-12)
+
+
+def test_full_like_with_a_dask_or_traced_fill_keeps_the_chunks_and_allocates_nothing(lazy):
+    """full_like of a chunked Dask array with a Dask (or traced) fill spread the fill with a
+    NumPy `ones` of the whole shape (192 MB allocated to build the graph of a 96 MB array) and
+    gave one chunk; the ones are now Dask's, lazy, in the input's chunks, as Dask's own."""
+    import tracemalloc
+
+    z = da.ones((4000, 3000), chunks=(1000, 1000)) * 0.5  # 96 MB, were it computed
+    fill = da.from_array(np.array(2.5))
+    tracemalloc.start()
+    try:
+        out = fnp.full_like(z, fill)
+        out_f32 = fnp.full_like(z, fill, dtype=np.float32)
+        grad = fgrad.grad(lambda s: fnp.sum(fnp.full_like(z, s) * z))(fill)
+        jitted = fgrad.jit(lambda z, s: fnp.full_like(z, s))(z, fill)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10e6, f"{peak / 1e6:.0f} MB allocated to build lazy graphs"
+    for got, dtype in ((out, np.float64), (out_f32, np.float32), (jitted, np.float64)):
+        assert isinstance(got, da.Array) and got.chunks == z.chunks and got.dtype == dtype
+    small = fnp.full_like(z[:5, :3], fill, dtype=np.float32).compute(scheduler="sync")
+    np.testing.assert_array_equal(small, np.full_like(np.zeros((5, 3)), 2.5, dtype=np.float32))
+    assert isinstance(grad, da.Array)  # d/ds sum(s * z) = sum(z) = 0.5 * 12e6
+    assert float(grad.compute(scheduler="sync")) == 0.5 * 4000 * 3000
+
+
+_MASKED = {  # the reductions with a where= mask, and their keywords
+    "var": dict(axis=0),
+    "std": dict(axis=1, ddof=1),
+    "prod": dict(axis=0),
+    "max": dict(axis=1, initial=0.3),
+    "min": dict(axis=0, initial=0.9),
+    "nanmean": dict(axis=1),
+    "nanvar": dict(axis=0),
+    "nanstd": dict(axis=1),
+}
+
+
+@pytest.mark.parametrize("name", _MASKED)
+def test_a_dask_where_mask_stays_lazy_under_jit_and_vmap_and_is_numpys(name, lazy):
+    """A Dask where= mask of var, std, prod, max, min and the nan reductions was read as a
+    value under jit (a guard on its bytes) and vmap (the rows' common mask), which computed
+    it; it is an operand there, as mean's: lazy, the values NumPy's, the gradients eager
+    fgrad's on NumPy arrays, a jit replay's for another mask too."""
+    keywords = _MASKED[name]
+
+    def f(x, w):
+        return getattr(fnp, name)(x, where=w, **keywords)
+
+    def g(x, w):  # (a group with no element is nan, and has no gradient)
+        return fnp.sum(fnp.where(fnp.isnan(f(x, w)), 0.0, f(x, w)))
+
+    rs = np.random.RandomState(3)
+    x = rs.rand(6, 4) + 0.2
+    if name.startswith("nan"):
+        x[1, 2] = x[4, 0] = np.nan
+    masks = [rs.rand(6, 4) > 0.4 for _ in range(2)]
+    masks[0][:, 1] = masks[0][2] = False  # groups with no element
+
+    def chunked(a):
+        return da.from_array(a, chunks=(1,) * (a.ndim - 2) + (3, 2))
+
+    jit_f, jit_grad = fgrad.jit(f), fgrad.jit(fgrad.grad(g))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, on the empty groups
+        wants = [getattr(np, name)(x, where=w, **keywords) for w in masks]
+        for w, want in zip(masks, wants):  # the second call replays the record
+            for got, want_one in (
+                (jit_f(chunked(x), chunked(w)), want),
+                (jit_grad(chunked(x), chunked(w)), fgrad.grad(g)(x, w)),
+            ):
+                assert isinstance(got, da.Array)
+                np.testing.assert_allclose(got.compute(scheduler="sync"), want_one, rtol=1e-13)
+        got = fgrad.vmap(f)(chunked(np.stack([x, x])), chunked(np.stack(masks)))
+        assert isinstance(got, da.Array)
+        np.testing.assert_allclose(got.compute(scheduler="sync"), np.stack(wants), rtol=1e-13)
+
+
+def test_max_of_a_numpy_array_with_a_dask_mask_is_lazy_and_numpys(lazy):
+    """max and min of a NumPy array with a Dask where= mask leaked Dask's TypeError (NumPy's
+    reduce refuses the mask: 'operand type(s) all returned NotImplemented')."""
+    x = np.random.RandomState(4).rand(4, 3)
+    w = x > 0.4
+    for name, initial in (("max", -1.0), ("min", 2.0), ("nanmax", -1.0), ("nanmin", 2.0)):
+        got = getattr(fnp, name)(x, axis=0, where=da.from_array(w, chunks=2), initial=initial)
+        assert isinstance(got, da.Array)
+        want = getattr(np, name)(x, axis=0, where=w, initial=initial)
+        np.testing.assert_array_equal(got.compute(scheduler="sync"), want)

@@ -245,3 +245,13 @@ def test_rows_on_frozen_arrays_equal_numpy(row):
     for g, w in zip(tree_leaves(got), tree_leaves(want)):
         g = g._a if isinstance(g, Frozen) else g
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+
+
+def test_searchsorted_with_a_frozen_operand_is_numpys():
+    """searchsorted took every foreign operand for a Dask array and read its `.ndim`, which a
+    protocol-only array does not have (AttributeError); NumPy's own call dispatches it."""
+    a, v = np.array([0.1, 0.4, 0.7, 0.9]), np.array([0.5, 0.05])
+    for side in ("left", "right"):
+        _same(fnp.searchsorted(Frozen(a), v, side), np.searchsorted(a, v, side))
+        _same(fnp.searchsorted(a, Frozen(v), side), np.searchsorted(a, v, side))
+        _same(fnp.searchsorted(Frozen(a), 0.5, side), np.searchsorted(a, 0.5, side))

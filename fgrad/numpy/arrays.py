@@ -1164,16 +1164,21 @@ for _fn in (argwhere, nonzero):
     shape_from_values.add(_fn.primitive)
 
 
+def _is_chunked(x):
+    """Whether x is a chunked array of another library (Dask's), whose `searchsorted` needs
+    its own path; other libraries' arrays go through NumPy's `__array_function__`."""
+    return _core.is_foreign_array(x) and getattr(x, "chunks", None) is not None
+
+
 def _searchsorted(a, v, side="left", sorter=None):
     """NumPy's `searchsorted`. Dask's reads both operands as its arrays, so with an operand
-    (or the sorter) an array of another library the others become ones (in one chunk), and
-    the result stays lazy; a sorter, which Dask's does not take, is applied first: the
-    insertion points among a[sorter] are those NumPy finds with it."""
-    is_foreign = _core.is_foreign_array
-    if not (is_foreign(a) or is_foreign(v) or is_foreign(sorter)):
+    (or the sorter) a chunked array the others become ones (in one chunk), and the result
+    stays lazy; a sorter, which Dask's does not take, is applied first: the insertion points
+    among a[sorter] are those NumPy finds with it."""
+    if not any(_is_chunked(x) for x in (a, v, sorter)):  # NumPy's (through the protocols)
         return _np.searchsorted(a, v, side, sorter)
-    foreign = next(x for x in (a, v, sorter) if is_foreign(x))
-    a, v = (x if is_foreign(x) else _np.asarray(x, like=foreign) for x in (a, v))
+    foreign = next(x for x in (a, v, sorter) if _is_chunked(x))
+    a, v = (x if _is_chunked(x) else _np.asarray(x, like=foreign) for x in (a, v))
     if sorter is not None:
         a = _np.take(a, sorter)
     if v.ndim == 0:  # (Dask's looks a number up as a vector of one: its block writes into it)

@@ -357,15 +357,27 @@ def _as_shape(shape):
     return (shape,) if ndim(shape) == 0 else tuple(shape)
 
 
-def _filled(fill_value, shape, dtype):
+def _filled(fill_value, shape, dtype, like=None):
     """`fill_value` (traced) cast to `dtype` and spread over `shape`: the value NumPy's
     `full` writes (it casts the fill value unsafely, as `astype` does), and its derivative
     is the fill value's, summed back from every element it fills. A product with ones (x * 1
     is x, bit for bit) rather than `broadcast_to`: NumPy's result is a new writable array,
-    where a broadcast is a read-only view with zero strides."""
+    where a broadcast is a read-only view with zero strides. The ones are of the library of
+    `like` (full_like's `a`) or of the fill value, and keep `like`'s chunks."""
     shape = _as_shape(shape)
-    filled = astype(fill_value, dtype) * _np.ones(shape, dtype)
+    filled = astype(fill_value, dtype) * _ones(shape, dtype, like, fill_value)
     return filled if shape else asarray(filled)  # (NumPy's 0-d product is a scalar)
+
+
+def _ones(shape, dtype, *candidates):
+    """Ones of `shape` for `_filled`: those of the first candidate that is an array of another
+    library (lazy Dask ones, never allocated whole, in its chunks where it has this shape, as
+    Dask's `full_like` keeps them), or else NumPy's."""
+    for x in candidates:
+        x = _core.innermost(x)
+        if _core.is_foreign_array(x):
+            return _np.ones_like(x, dtype=dtype, shape=None if shape_of(x) == shape else shape)
+    return _np.ones(shape, dtype)
 
 
 @mirror("creation")
@@ -418,7 +430,7 @@ def full_like(
         return _full_like_constant(a, fill_value, **keywords)
     refuse_layout("full_like", order=(order, "K"), device=(device, None))
     dtype = dtype_of(a) if dtype is None else _np.dtype(dtype)
-    return _filled(fill_value, shape_of(a) if shape is None else shape, dtype)
+    return _filled(fill_value, shape_of(a) if shape is None else shape, dtype, like=a)
 
 
 # --- NumPy 2's array-API spellings ----------------------------------------------------------------

@@ -174,7 +174,8 @@ def _extremum(impl, name):
             # refuses it, as NumPy does): its masked elements hold the initial's value, so it
             # is there for the tie weights, and the value is the reduction of them all
             where = True
-        if _core.is_foreign_array(x):
+        if _core.is_foreign_array(x) or _core.is_foreign_array(where):  # (NumPy's refuses a
+            # Dask mask: "operand type(s) all returned NotImplemented")
             return _foreign_reduce(x, impl, axis, keepdims, None, initial, where)
         keywords = {} if initial is NO_VALUE else {"initial": initial}
         return impl(x, axis=axis, keepdims=keepdims, where=where, **keywords)
@@ -227,6 +228,8 @@ def _extremum(impl, name):
                 f"requires: {name} has no identity to give a slice with no element); pass "
                 f"initial=-numpy.inf for max, numpy.inf for min, or the dtype's bound"
             )
+        if type(mask) is Box:  # a lazy mask (Dask's) under `jit` or `vmap`: never read
+            a, mask = _where(mask, a, _never_extreme(name, dtype_of(a))), True
         if _core.holds_batch(initial):
             return _with_batched_initial(prim, a, axes, _keepdims(keepdims), initial, mask)
         c = primal(initial)
@@ -248,6 +251,19 @@ def _extremum(impl, name):
         "included."
     )
     return mirror("reduction")(reduce)
+
+
+def _never_extreme(name, dtype):
+    """The value an element masked out of max (min) takes when the mask is an operand: the
+    dtype's lowest (highest), which no other element exceeds, so it changes no result, and
+    ties with no element that gets a gradient (but one equal to that bound)."""
+    low = name == "max"
+    if dtype.kind == "b":
+        return _np.array(not low)
+    if dtype.kind in "iu":
+        bounds = _np.iinfo(dtype)
+        return _np.array(bounds.min if low else bounds.max, dtype)
+    return _np.array(-_np.inf if low else _np.inf, dtype)
 
 
 def _refuse_empty_slices(name, a, axes):
@@ -478,8 +494,11 @@ def _prod(a, axis, dtype, out, keepdims, initial, where):
     if dt is not None and dt.kind in "biu":
         a, initial = without_derivatives(a, initial, dt)
 
+    # (a lazy mask, an operand, is not a parameter: its ones above already leave it out)
+    kept = True if type(mask) is Box else mask
+
     def product(start):
-        return _prod_p(a, axis=axes, keepdims=keep, dtype=dt, initial=start, where=mask)
+        return _prod_p(a, axis=axes, keepdims=keep, dtype=dt, initial=start, where=kept)
 
     if type(initial) is not Box:
         return product(primal(initial))

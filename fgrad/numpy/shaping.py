@@ -1017,12 +1017,14 @@ def reduction_mask(where, a, name, operand=False):
     """NumPy's `where=` of a reduction: True, or a constant boolean mask broadcast to a's
     shape. A traced mask (computed from a traced value, as `x > 0` under `jit` or `vmap`) has
     no derivative. With `operand` (`sum`, `mean`: their primitive takes the mask as an
-    operand) it stays traced, broadcast to a's shape; otherwise it is read: under `jit` a
-    guard on its values (a replay with another mask records a path for it), under `vmap` the
-    rows' common mask (rows with different masks run apart)."""
+    operand) it stays traced, broadcast to a's shape, and so does a traced mask of another
+    library (Dask's: reading it would compute it; the callers take it as an operand);
+    otherwise it is read: under `jit` a guard on its values (a replay with another mask
+    records a path for it), under `vmap` the rows' common mask (rows with different masks
+    run apart)."""
     if where is NO_VALUE or where is True:
         return True
-    if type(where) is Box and operand:
+    if type(where) is Box and (operand or _core.is_foreign_array(_core.innermost(where))):
         if dtype_of(where) != _np.dtype(bool):
             raise TypeError(f"{name}: where= must be a boolean mask, got {describe(where)}")
         _check_mask_shape(where, a, name)

@@ -45,7 +45,8 @@ def _setup(k, mu, loc, who):
     refuse_complex(f"poisson.{who}", k=k, mu=mu, loc=loc)
     mv = value(mu)
     dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
-    kk = _np.asarray(k, dtype=float) - _np.asarray(loc, dtype=float)
+    # (fnp's asarray: a Dask k or loc stays lazy, where NumPy's would compute it)
+    kk = fnp.asarray(k, dtype=float) - fnp.asarray(loc, dtype=float)
     mu, bad = in_range(mu, mv >= 0, kk)
     # a nan k or loc is nan, as SciPy's (the support's masks, false at nan, would give -inf,
     # 0 or 1: a missing value taken for an impossible one)
@@ -69,7 +70,7 @@ def _logpmf(k, mu, loc, who):
     kk, m, bad, dtype = _setup(k, mu, loc, who)
     inside = mask((kk >= 0) & (_np.floor(kk) == kk), m, kk)
     kg = _np.where(inside, kk, 0.0).astype(dtype)
-    out = sp.xlogy(kg, m) - m - _np.asarray(sp.gammaln(kg + 1.0), dtype=dtype)
+    out = sp.xlogy(kg, m) - m - fnp.asarray(sp.gammaln(kg + 1.0), dtype=dtype)
     return invalid_to_nan(bad, select(inside, out, -math.inf), mu)
 
 
