@@ -229,7 +229,7 @@ def _blockwise(func, xs, params):
     blocked = []
     for x in xs:
         if not _in_blocks(x):  # a NumPy operand: as a Dask array, so that it is cut alike
-            x = _np.zeros(_np.shape(x), dtype=x.dtype, like=template) + x
+            x = _np.zeros(_np.shape(x), dtype=x.dtype, like=template) + _in_value_order(x)
         blocked.append(whole_along(_np.broadcast_to(x, batch + x.shape[-2:]), (-2, -1)))
     batch_chunks = blocked[0].chunks[:nb]
     blocked = [x.rechunk(batch_chunks + x.chunks[nb:]) for x in blocked]
@@ -253,6 +253,14 @@ def _blockwise(func, xs, params):
     if several:
         return tuple(result(k, out) for k, out in enumerate(sample))
     return result(0, sample)
+
+
+def _in_value_order(x):
+    """x with its elements in memory in the order of its values (C order; a copy if they were
+    not). Dask names a task by a hash of its NumPy operands' memory (`ravel(order="K")`), so
+    a matrix and its transposed view (or a reversed view) hash alike: `zeros + m` and
+    `zeros + m.T` would be one task, and one silently replace the other in a graph."""
+    return _np.asarray(x, order="C")
 
 
 def _sample(func, xs, nb, params):
