@@ -1929,7 +1929,9 @@ def _banded_batch(args, dims, l, u):
     r = u + i - j
     valid = (r >= 0) & (r < bands)
     dense = _gather(ab, (_np.where(valid, r, 0), j), lead=1) * _const(valid, ab)
-    return _solve_rule([dense, b], [0, db])
+    # float16 solved in float32, as SciPy (and the triangular and Sylvester rules) do: NumPy's
+    # solve has no float16 loop
+    return _solve_rule([_single_if_half(dense), _single_if_half(b)], [0, db])
 
 
 # Above this many unknowns (m * n) per row, the Kronecker form's solve costs more than SciPy's
