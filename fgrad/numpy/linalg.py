@@ -1806,7 +1806,7 @@ def _pnorm_slope(ans, x, ord, axis):
     """d norm / dx as a cotangent: phase(x) (|x| / norm)^(p-1) (conj(x) / norm for p = 2), and
     0 where the norm is 0: a subgradient at the zero vector, where JAX gives nan."""
     a = reshape(ans, _kept_shape(shape(x), axis))
-    batched = _unreadable(a)  # a lazy norm is never read
+    batched = _unread(a)  # a lazy or jit-computed norm is never read
     zero = equal(a, 0) if batched else _np.asarray(primal(a)) == 0
     if not batched and not zero.any():
         return _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)
