@@ -754,3 +754,57 @@ def test_max_of_a_numpy_array_with_a_dask_mask_is_lazy_and_numpys(lazy):
         assert isinstance(got, da.Array)
         want = getattr(np, name)(x, axis=0, where=w, initial=initial)
         np.testing.assert_array_equal(got.compute(scheduler="sync"), want)
+
+
+def test_a_numpy_matrix_and_its_transposed_view_stay_two_values_beside_a_dask_array(lazy):
+    """Dask names a task by a hash of its NumPy operands' memory, the same for M and its view
+    M.T: the solves' Dask copies `zeros + M` and `zeros + M.T` were one task, so grad of
+    sum(solve(M, b)**2) with a Dask b was off by 0.026 (its reverse rule solves with M.T), and
+    so was solve(M, b) - solve(M.T, b) untraced; an empty write into M and into M.T too."""
+    import fgrad.scipy.linalg as fsl
+
+    rs = np.random.RandomState(0)
+    m = rs.rand(3, 3) + 3 * np.eye(3)
+    b = rs.randn(3, 4)
+    bd = da.from_array(b, chunks=(3, 2))
+    # the closed forms: d/db sum(solve(M, b)**2) = 2 M^-T M^-1 b
+    grad_solve = 2 * np.linalg.solve(m.T, np.linalg.solve(m, b))
+    c = m[:, :1] @ m[:1, :] + 4 * np.eye(3)  # solve_sylvester(m, c, q) = x: m x + x c = q
+    kron = np.kron(np.eye(3), m) + np.kron(c.T, np.eye(3))  # on x's columns stacked
+    x = np.linalg.solve(kron, b[:, :3].reshape(-1, order="F"))
+    grad_sylvester = (2 * np.linalg.solve(kron.T, x)).reshape(3, 3, order="F")
+    cases = {
+        "grad(numpy.linalg.solve)": (
+            fgrad.grad(lambda b: fnp.sum(fnp.linalg.solve(m, b) ** 2)),
+            bd,
+            grad_solve,
+        ),
+        "grad(scipy.linalg.solve)": (
+            fgrad.grad(lambda b: fnp.sum(fsl.solve(m, b) ** 2)),
+            bd,
+            grad_solve,
+        ),
+        "grad(solve_sylvester)": (
+            fgrad.grad(lambda q: fnp.sum(fsl.solve_sylvester(m, c, q) ** 2)),
+            bd[:, :3],
+            grad_sylvester,
+        ),
+        "solve(M, b) - solve(M.T, b)": (
+            lambda b: fnp.linalg.solve(m, b) - fnp.linalg.solve(m.T, b),
+            bd,
+            np.linalg.solve(m, b) - np.linalg.solve(m.T, b),
+        ),
+        "empty write into M and M.T": (
+            lambda v: fnp.at(m)[3:].set(v) - fnp.at(m.T)[3:].set(v),
+            da.zeros((0, 3), chunks=1),
+            m - m.T,
+        ),
+    }
+    wrong = {}
+    for name, (f, arg, want) in cases.items():
+        got = f(arg)
+        assert isinstance(got, da.Array), name
+        error = np.abs(got.compute(scheduler="sync") - want).max()
+        if not error < 1e-13:
+            wrong[name] = error
+    assert not wrong

@@ -2502,3 +2502,27 @@ def test_the_path_limit_warning_names_the_users_line_not_numpys():
     with pytest.warns(RuntimeWarning, match=r"read at .*test_jit\.py:\d+ keeps changing"):
         for n in range(1, 11):
             assert jitted(x, n).tobytes() == (np.full(n, x[1]) * 2).tobytes()
+
+
+@pytest.mark.parametrize(
+    "f, shape",
+    [
+        (lambda x: fnp.linalg.norm(x), (5,)),
+        (lambda x: fnp.linalg.norm(x, 3), (5,)),
+        (lambda x: fnp.sum(fnp.linalg.norm(x, axis=1)), (4, 3)),
+        (lambda x: fnp.linalg.norm(x), (3, 3)),
+    ],
+    ids=["2-norm", "3-norm", "rows' 2-norms", "Frobenius"],
+)
+def test_jit_of_the_gradient_of_a_norm_keeps_one_record_for_every_input(f, shape):
+    """The norm's slope read its value (is it 0?) in Python, which jit guards element by
+    element: every new input recorded a new path, and after 8 jit warned and ran eagerly.
+    The masked branch reads nothing and gives the same bits."""
+    rng = np.random.default_rng(0)
+    g, eager = fgrad.jit(fgrad.grad(f)), fgrad.grad(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(10):
+            x = rng.standard_normal(shape)
+            np.testing.assert_array_equal(g(x), eager(x), strict=True)
+    assert g.record_source(x) is not None

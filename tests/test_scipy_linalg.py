@@ -950,3 +950,19 @@ def test_solve_with_a_single_number_is_scipys(a, b):
 def test_cho_factor_errors_name_cho_factor():
     with pytest.raises(ValueError, match="scipy.linalg.cho_factor"):
         sla.cho_factor(np.ones(3))
+
+
+def test_vmap_of_solve_banded_with_float16_bands_solves_in_float32_as_scipy():
+    """vmap(solve_banded) with float16 bands raised NumPy's bare "array type float16 is
+    unsupported in linalg": its batching rule's dense solve did not widen float16 to float32,
+    as SciPy (and the loop over rows) and the triangular and Sylvester rules do."""
+    rng = np.random.default_rng(0)
+    ab = (rng.normal(size=(2, 3, 4)) + np.array([0.0, 4.0, 0.0])[:, None]).astype(np.float16)
+    b = rng.normal(size=(2, 4)).astype(np.float16)
+    want = np.stack([sl.solve_banded((1, 1), a, c) for a, c in zip(ab, b)])
+    for in_axes in (0, (0, None)):
+        rhs = b if in_axes == 0 else b[0]
+        got = fgrad.vmap(lambda ab, b: sla.solve_banded((1, 1), ab, b), in_axes)(ab, rhs)
+        rows = want if in_axes == 0 else [sl.solve_banded((1, 1), a, b[0]) for a in ab]
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, rows, rtol=1e-5, atol=1e-6)

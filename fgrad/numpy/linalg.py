@@ -229,7 +229,7 @@ def _blockwise(func, xs, params):
     blocked = []
     for x in xs:
         if not _in_blocks(x):  # a NumPy operand: as a Dask array, so that it is cut alike
-            x = _np.zeros(_np.shape(x), dtype=x.dtype, like=template) + x
+            x = _np.zeros(_np.shape(x), dtype=x.dtype, like=template) + _in_value_order(x)
         blocked.append(whole_along(_np.broadcast_to(x, batch + x.shape[-2:]), (-2, -1)))
     batch_chunks = blocked[0].chunks[:nb]
     blocked = [x.rechunk(batch_chunks + x.chunks[nb:]) for x in blocked]
@@ -253,6 +253,14 @@ def _blockwise(func, xs, params):
     if several:
         return tuple(result(k, out) for k, out in enumerate(sample))
     return result(0, sample)
+
+
+def _in_value_order(x):
+    """x with its elements in memory in the order of its values (C order; a copy if they were
+    not). Dask names a task by a hash of its NumPy operands' memory (`ravel(order="K")`), so
+    a matrix and its transposed view (or a reversed view) hash alike: `zeros + m` and
+    `zeros + m.T` would be one task, and one silently replace the other in a graph."""
+    return _np.asarray(x, order="C")
 
 
 def _sample(func, xs, nb, params):
@@ -1798,7 +1806,7 @@ def _pnorm_slope(ans, x, ord, axis):
     """d norm / dx as a cotangent: phase(x) (|x| / norm)^(p-1) (conj(x) / norm for p = 2), and
     0 where the norm is 0: a subgradient at the zero vector, where JAX gives nan."""
     a = reshape(ans, _kept_shape(shape(x), axis))
-    batched = _unreadable(a)  # a lazy norm is never read
+    batched = _unread(a)  # a lazy or jit-computed norm is never read
     zero = equal(a, 0) if batched else _np.asarray(primal(a)) == 0
     if not batched and not zero.any():
         return _conj(x) / a if ord == 2 else _phase(x) * (abs(x) / a) ** (ord - 1)

@@ -1225,7 +1225,11 @@ def _without_newaxes(x_shape, v, idx):
 def _foreign_copy(x, template, dtype):
     """x's values (exactly: signed zeros and NaNs kept) as a new array of template's type."""
     # np.ones(like=) makes the template's type without casting its dtype (Dask's ones_like
-    # casts its meta: a ComplexWarning for a complex template and a real dtype)
+    # casts its meta: a ComplexWarning for a complex template and a real dtype). A NumPy x in
+    # C order: Dask names the task by a hash of x's memory, the same for a matrix and its
+    # transposed (or reversed) view, whose copies would then be one task.
+    if isinstance(x, _np.ndarray):
+        x = _np.asarray(x, order="C")
     return _np.multiply(x, _np.ones((), dtype=dtype, like=template))
 
 

@@ -61,6 +61,7 @@ from ..core import (
     dtype_of,
     holds_batch,
     innermost,
+    is_foreign_array,
     primal,
     refuse_lazy,
 )
@@ -139,6 +140,34 @@ def _single_if_half(x):
     return fnp.astype(x, _np.float32) if dtype_of(x) == _np.float16 else x
 
 
+def _refuse_unconvertible(name, *xs):
+    """Raise a TypeError if one of xs is an array of another library that NumPy cannot
+    convert (no `__array__`: it only speaks NumPy's dispatch protocols). SciPy's `name` reads
+    its operands with `numpy.asarray`, not through the protocols, and would take such an array
+    for one object: `expm` of a 2 x 2 one gave a 1 x 1 object array, `lu` and `qr` SciPy's
+    "must be two-dimensional"."""
+    for x in xs:
+        if type(x) is not _np.ndarray and is_foreign_array(x) and not hasattr(x, "__array__"):
+            raise TypeError(
+                f"scipy.linalg.{name} cannot take a {type(x).__name__} array "
+                f"({type(x).__module__}, shape {x.shape}, dtype {x.dtype}): SciPy converts its "
+                "operands with numpy.asarray, which this type does not support (it has no "
+                "__array__). Pass a NumPy array"
+            )
+
+
+def _numpy_operands(name, func):
+    """SciPy's function `func` (scipy.linalg.`name`), refusing the operands it cannot convert
+    (`_refuse_unconvertible`) rather than misreading them."""
+
+    def checked(*xs, **params):
+        _refuse_unconvertible(name, *xs)
+        return func(*xs, **params)
+
+    checked.__name__ = checked.__qualname__ = getattr(func, "__name__", name)
+    return checked
+
+
 def _lapack_float(x):
     """x in the dtype SciPy's LAPACK wrappers compute it in: an integer or bool x promoted
     with float32 (int8, uint8, int16 and bool go to float32, wider integers to float64),
@@ -204,7 +233,7 @@ _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 def _factorization(name, vjp, jvp, **fixed):
     """The primitive of SciPy's factorization `name` (lu, qr, schur, ...) of each matrix: its
     results are the factors, its parameters SciPy's keywords (with the keywords `fixed`)."""
-    factor = getattr(_sl, name)
+    factor = _numpy_operands(name, getattr(_sl, name))
     impl = _la.per_matrix(lambda a, **params: tuple(factor(a, **params, **fixed)))
     prim = Primitive(name, impl, vjp=vjp, jvp=jvp, multiple_results=True)
     register_rules(prim, forward="speed")
@@ -243,6 +272,7 @@ def _referenced(a, lower, unit):
 
 @_la.per_matrix
 def _trsolve_impl(a, b, lower, trans, unit):
+    _refuse_unconvertible("solve_triangular", a, b)
     return _sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
 
 
@@ -872,7 +902,7 @@ def _banded_vjp_b(ans, ab, b, l, u):
 
 _banded_p: Primitive = _la.matrix_primitive(
     "solve_banded",
-    lambda ab, b, l, u: _sl.solve_banded((l, u), ab, b),
+    lambda ab, b, l, u: _numpy_operands("solve_banded", _sl.solve_banded)((l, u), ab, b),
     vjp=(_banded_vjp_ab, _banded_vjp_b),
     jvp=(
         lambda t, ans, ab, b, l, u: -_banded_p(ab, _band_matvec(t, ans, l, u), l=l, u=u),
@@ -934,7 +964,7 @@ def _sylvester_vjp(i):
 
 _sylvester_p: Primitive = _la.matrix_primitive(
     "solve_sylvester",
-    _sl.solve_sylvester,
+    _numpy_operands("solve_sylvester", _sl.solve_sylvester),
     vjp=(_sylvester_vjp(0), _sylvester_vjp(1), _sylvester_vjp(2)),
     jvp=(  # A dX + dX B = dQ - dA X - X dB
         lambda t, ans, a, b, q: _sylvester_p(a, b, -fnp.matmul(t, ans)),
@@ -969,7 +999,7 @@ def _sqrtm_vjp(ans, a):
 
 _sqrtm_p = _la.matrix_primitive(
     "sqrtm",
-    _sl.sqrtm,
+    _numpy_operands("sqrtm", _sl.sqrtm),
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
 )
@@ -1064,7 +1094,7 @@ def _expm_block(a, e):
 
 _expm_p = _la.matrix_primitive(
     "expm",
-    _sl.expm,
+    _numpy_operands("expm", _sl.expm),
     vjp=lambda ans, a: lambda ct: _expm_frechet(_mT(a), ct),  # <ct, L(A, E)> = <L(A^T, ct), E>
     jvp=lambda t, ans, a: _expm_frechet(a, t),
 )
@@ -1440,6 +1470,7 @@ def qr(
                 f"scipy.linalg.qr: mode='raw' (Householder reflectors) of a traced a "
                 f"({describe(a)}) is not differentiated; use mode='economic' or 'full'"
             )
+        _refuse_unconvertible("qr", a)
         return tuple(_sl.qr(a, mode="raw", pivoting=pivoting))
     # mode 'r' computes Q too (SciPy's R is the same either way) for the rules to use it
     out = _qr_p(a, mode="full" if mode == "r" else mode, pivoting=bool(pivoting))
@@ -1546,6 +1577,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
 
 @_la.per_matrix
 def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
+    _refuse_unconvertible("svd", a)
     if compute_uv:
         return tuple(_sl.svd(a, full_matrices, lapack_driver=lapack_driver))
     # SciPy's singular values alone differ in the last bits from those computed with the
@@ -1591,6 +1623,7 @@ def svd(
         )
     _matrix(a, "svd")
     if numpy_applies(a):  # (Dask's: the primitive, lazily)
+        _refuse_unconvertible("svd", a)
         out = _sl.svd(a, full_matrices, compute_uv, lapack_driver=lapack_driver)
         return tuple(out) if compute_uv else out
     u, s, vh = _svd_p(
@@ -1896,7 +1929,9 @@ def _banded_batch(args, dims, l, u):
     r = u + i - j
     valid = (r >= 0) & (r < bands)
     dense = _gather(ab, (_np.where(valid, r, 0), j), lead=1) * _const(valid, ab)
-    return _solve_rule([dense, b], [0, db])
+    # float16 solved in float32, as SciPy (and the triangular and Sylvester rules) do: NumPy's
+    # solve has no float16 loop
+    return _solve_rule([_single_if_half(dense), _single_if_half(b)], [0, db])
 
 
 # Above this many unknowns (m * n) per row, the Kronecker form's solve costs more than SciPy's
