@@ -47,7 +47,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .core import Box, Level, Primitive, add_any, bind, zeros_like_value
+import numpy as _np
+
+from .core import Box, Level, Primitive, add_any, bind, dtype_of, zeros_like_value
 from .forward import tangent_rule
 
 __all__ = [
@@ -247,9 +249,26 @@ def scaled_product(a, b, c):
     The traced factor goes first: `box * array` is Box's own operator, `array * box` NumPy's;
     a value only `jit` records counts as not traced, as eagerly it is a plain array."""
     cb = b if c == 1 else c * b
+    # x * 1 is x, bit for bit: `derivative`'s path x + t has the term 1, and a multiply by it
+    # at every order took tanh's 20th derivative from 332 operations to 351
+    if _is_one(cb, a):
+        return a
+    if _is_one(a, cb):
+        return cb
     if _traced(cb) and not _traced(a):
         return cb * a
     return a * cb
+
+
+def _is_one(x, like) -> bool:
+    """Whether x is the number 1 that multiplies `like` without changing its dtype: a Python
+    number, or a single NumPy value of like's dtype (a float64 one would make float32 float64)."""
+    t = type(x)
+    if t is float or t is int:
+        return x == 1
+    if t is _np.ndarray or isinstance(x, _np.generic):
+        return x.shape == () and x.dtype == dtype_of(like) and x == 1
+    return False
 
 
 def _traced(x) -> bool:

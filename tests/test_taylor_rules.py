@@ -202,6 +202,7 @@ CASES = [
     (reductions.max.primitive, lambda x: fnp.max(x, axis=1), (M,)),
     (reductions.min.primitive, lambda x: fnp.min(x, axis=0, keepdims=True), (M,)),
     (products.matmul, lambda x, y: x @ y, (M, _normal(3, 4))),
+    (products._scalar_dot, lambda s, x: fnp.dot(s, x), (np.array(1.3), M)),  # NumPy's own dot
     (products._einsum_p, lambda a, b, c: fnp.einsum("ij,jk,k->i", a, b, c), (M, A, X)),
     (products._vecdot_p, fnp.vecdot, (M, X)),
     (products._matvec_p, fnp.matvec, (M, X)),

@@ -983,6 +983,7 @@ if hasattr(_np, "matvec"):
 
 # Sparsity detection (`fgrad.sparsity`): products contract, each output element depending on
 # the factors' elements it multiplies that may be nonzero.
+register_rules(_scalar_dot, sparsity="elementwise")  # (a product with one broadcast number)
 register_rules(matmul, sparsity="matmul")
 register_rules(_einsum_p, sparsity="einsum")
 register_rules(_vecdot_p, sparsity=("gufunc", (1, 1), "j,j->"))
