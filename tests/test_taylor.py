@@ -404,6 +404,26 @@ def test_power_by_a_tiny_constant_exponent_keeps_its_digits(a):
     np.testing.assert_allclose(terms, [want[0], want[1], want[2]], rtol=1e-14)
 
 
+@pytest.mark.parametrize("x", [1e-20, 1e-10, np.float32(1e-4), 0.3, -0.999999])
+def test_arcsin_arccos_arctanh_keep_their_digits_near_zero(x):
+    # their slopes' 1 - x**2 took its series from (1 - x)(1 + x), whose coefficients cancel
+    # where 1 +- x rounds to 1: derivative(arcsin, 2)(1e-20) was -0.0, 1.7e-4 off in float32
+    mpmath = pytest.importorskip("mpmath")
+    rtol = 1e-13 if type(x) is float else 2e-6
+    with mpmath.workdps(40):
+        at = mpmath.mpf(float(x))
+        for f, exact in (
+            (fnp.arcsin, mpmath.asin),
+            (fnp.arccos, mpmath.acos),
+            (fnp.arctanh, mpmath.atanh),
+        ):
+            for k in (2, 3, 4):
+                want = float(mpmath.diff(exact, at, k))
+                _, terms = fgrad.jet(f, (x,), ([type(x)(1)] + [type(x)(0)] * 3,))
+                assert float(fgrad.derivative(f, k)(x)) == pytest.approx(want, rel=rtol, abs=0), k
+                assert float(terms[k - 1]) == pytest.approx(want, rel=rtol, abs=0), k
+
+
 def _falling(a, k):
     return math.prod(a - i for i in range(k))
 
