@@ -500,6 +500,18 @@ def test_power_with_a_traced_exponent_where_the_value_under_or_overflows(x, a, v
     assert float(by_operator[0]) == pytest.approx(float(first), rel=1e-15, abs=0)
 
 
+@pytest.mark.parametrize("x", [5e-324, 1e-310])
+def test_traced_power_at_a_subnormal_base_and_a_zero_exponent(x):
+    # d/da x**a = x**a log x: its Taylor rule multiplied x's zero coefficient by the slope
+    # x**(a-1) = 1/x = inf (nan), where jvp and grad give log x
+    x = np.float64(x)
+    log_x = float(np.log(x))
+    _, terms = fgrad.jet(lambda s, e: s**e, (x, 0.0), ([0.0, 0.0], [1.0, 0.0]))
+    assert [float(t) for t in terms] == pytest.approx([log_x, log_x**2], rel=1e-15, abs=0)
+    along = fgrad.derivative(lambda t: (x + 0.0 * t) ** t, 1)(0.0)
+    assert along == fgrad.jvp(lambda s, e: s**e, (x, 0.0), (0.0, 1.0))[1] == pytest.approx(log_x)
+
+
 def test_vmap_of_a_jet_of_a_power_rounds_as_a_loop_does():
     """A batched base counted as possibly 0 in every row: vmap took the general rule where a
     loop over the rows took the recurrence (x**2.5's 7th derivative 3.7e-16 apart). Each row

@@ -1117,7 +1117,7 @@ def _traced_power(prim, primals, series):
     x = _taylor.full(x0, series[0], order)
     a = _taylor.full(a0, series[1], order)
     log_x0 = log(x0)
-    slope = power(x0, a0 - 1)  # NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise)
+    slope = _traced_power_slope(x0, a0)
     ln = [log_x0]  # log x: x ln' = x', so x0 ln_k = x_k - sum_(j<k) (j/k) ln_j x_(k-j)
     scaled_ln = [None]  # x0 ln_k, k >= 1
     p = [None]
@@ -1138,6 +1138,18 @@ def _traced_power(prim, primals, series):
         )
         y.append(_taylor.add(_taylor.integrate(p, y, k), last))
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
+
+
+def _traced_power_slope(x0, a0):
+    """x0**(a0-1) by NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise), and 0
+    where a0 is 0 and 1/x0 is not finite, as `_dpow_dx_traced` takes it: at a subnormal x0
+    it multiplies x's zero coefficients (0 * inf was nan where jvp gave log x)."""
+    a_is_zero = mask_values(a0) == 0
+    if not may_hold(a_is_zero):
+        return power(x0, a0 - 1)
+    dtype = _np.result_type(dtype_of(x0), dtype_of(a0), _np.float16)
+    guarded = _np.logical_and(a_is_zero, _reciprocal_is_not_finite(mask_values(x0), dtype))
+    return where(guarded, 0.0, power(x0, where(guarded, 1, a0 - 1)))
 
 
 def _is_small_power(a):
