@@ -1163,18 +1163,21 @@ def _power_taylor_rule(prim):
     def rule(primals, series):
         x0, a = primals
         if series[1] is None and holds_batch(a):  # one exponent per row, constant here
-            return _by_rows(prim, primals, series, mask_values(x0) == 0, _by_recurrence)
+            by_recurrence = _in_float64_where_the_slope_is_not_normal(_by_recurrence)
+            return _by_rows(prim, primals, series, mask_values(x0) == 0, by_recurrence)
         if series[1] is not None:  # a traced exponent: not a constant power
             if "c" in (dtype_of(x0).kind, dtype_of(a).kind):
                 return _taylor.general_rule(prim, primals, series, {})
-            return _by_rows(prim, primals, series, mask_values(x0) <= 0, _traced_power)
+            traced = _in_float64_where_the_slope_is_not_normal(_traced_power)
+            return _by_rows(prim, primals, series, mask_values(x0) <= 0, traced)
         a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
         if _is_small_power(a):
             if int(a) == 0:
                 return bind(prim, primals, {}), None
             return _constant_power(prim, primals, series)
         # the recurrence divides by x0
-        return _by_rows(prim, primals, series, mask_values(x0) == 0, _constant_power)
+        constant = _in_float64_where_the_slope_is_not_normal(_constant_power)
+        return _by_rows(prim, primals, series, mask_values(x0) == 0, constant)
 
     return _taylor.kind_of_rule(rule, "speed")
 
@@ -1202,6 +1205,41 @@ def _by_recurrence(prim, primals, series):
     x = _taylor.full(x0, series[0], len(series[0]))
     out = _taylor.power_coefficients(x, power(x0, a - 1), a, len(series[0]))
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+def _in_float64_where_the_slope_is_not_normal(direct):
+    """`direct(prim, primals, series)` for x ** a, its coefficients computed in float64 and
+    cast back where x is float16 or float32 and the slope x0**(a0-1) is not a normal number
+    of that dtype: the recurrences start each coefficient from that slope, so a subnormal one
+    left its few digits in all (x**2.5 at 1e-30 in float32: the second derivative 12% off) and
+    an underflowed one 0 (float16 at 1e-5: inf, nan with a traced exponent). Their true
+    values, x**(a-k) for x < 1, are in range. Read row by row under `vmap`, as `_by_rows`."""
+
+    def rule(prim, primals, series):
+        x0, a0 = primals
+        if dtype_of(x0) not in (_np.float16, _np.float32) or any(
+            is_foreign_array(innermost(v)) for v in primals
+        ):  # (a lazy array's values are not read)
+            return direct(prim, primals, series)
+        a_value = a0 if type(a0) in (int, float) else mask_values(a0)  # (a weak Python float)
+        with _np.errstate(all="ignore"):
+            slope = _np.power(mask_values(x0), a_value - 1)  # (in x0**a0's dtype)
+        dtype = dtype_of(slope)
+        if dtype not in (_np.float16, _np.float32):
+            return direct(prim, primals, series)
+        if not bool(_np.any(_np.abs(slope) < _np.finfo(dtype).tiny)):
+            return direct(prim, primals, series)
+        ans = bind(prim, primals, {})
+        wide = [_to_float64(v) for v in primals]
+        series = [None if s is None else tuple(map(_to_float64, s)) for s in series]
+        _, out = direct(prim, wide, series)
+        return ans, tuple(None if c is None else astype(c, dtype_of(ans)) for c in out)
+
+    return rule
+
+
+def _to_float64(v):
+    return None if v is None else astype(v, _np.float64)
 
 
 def _by_rows(prim, primals, series, excluded, direct):
