@@ -217,6 +217,38 @@ def test_bessel_closed_forms(mode):
     )
 
 
+@pytest.mark.parametrize("x", [1e-200, -1e-300, 1e-310, 1e-6, 2.5])
+@pytest.mark.parametrize("name", ["i0", "i1", "i0e", "i1e"])
+def test_taylor_mode_of_i0_i1_near_zero_matches_mpmath(name, x):
+    # their Taylor rule took SciPy's iv, 0 below |x| ~ 1e-154 and nan at a subnormal x:
+    # derivative(i0, 1)(1e-200) was 0.0 (true 5e-201), derivative(i1, 1)(1e-310) nan (0.5)
+    n, scaled = int(name[1]), name.endswith("e")
+    sign = 1 if x > 0 else -1
+
+    def bessel_i(k, t):  # I_n^(k) = 2^-k sum_j C(k, j) I_(n-k+2j), I_(-m) = I_m
+        return (
+            sum(math.comb(k, j) * mpmath.besseli(abs(n - k + 2 * j), t) for j in range(k + 1))
+            / 2**k
+        )
+
+    def exact(k, t):  # i0e, i1e: I_n(t) exp(-sign t), by Leibniz's rule
+        if not scaled:
+            return bessel_i(k, t)
+        return sum(math.comb(k, i) * bessel_i(i, t) * (-sign) ** (k - i) for i in range(k + 1)) * (
+            mpmath.exp(-sign * t)
+        )
+
+    with mpmath.workdps(40):
+        want = [float(exact(k, mpmath.mpf(x))) for k in (1, 2, 3)]
+    f = getattr(sp, name)
+    _, terms = fgrad.jet(f, (x,), ([1.0, 0.0, 0.0],))
+    subnormal_ulps = 4 * 5e-324  # (a subnormal result has fewer digits)
+    for k in (1, 2, 3):
+        got = fgrad.derivative(f, k)(x)
+        assert got == pytest.approx(want[k - 1], rel=1e-14, abs=subnormal_ulps), k
+        assert terms[k - 1] == pytest.approx(want[k - 1], rel=1e-14, abs=subnormal_ulps), k
+
+
 BESSEL_COMPLEX = ["iv", "ive", "jn", "jv", "kv", "kve", "yv"]
 
 

@@ -404,6 +404,26 @@ def test_power_by_a_tiny_constant_exponent_keeps_its_digits(a):
     np.testing.assert_allclose(terms, [want[0], want[1], want[2]], rtol=1e-14)
 
 
+@pytest.mark.parametrize("x", [1e-20, 1e-10, np.float32(1e-4), 0.3, -0.999999])
+def test_arcsin_arccos_arctanh_keep_their_digits_near_zero(x):
+    # their slopes' 1 - x**2 took its series from (1 - x)(1 + x), whose coefficients cancel
+    # where 1 +- x rounds to 1: derivative(arcsin, 2)(1e-20) was -0.0, 1.7e-4 off in float32
+    mpmath = pytest.importorskip("mpmath")
+    rtol = 1e-13 if type(x) is float else 2e-6
+    with mpmath.workdps(40):
+        at = mpmath.mpf(float(x))
+        for f, exact in (
+            (fnp.arcsin, mpmath.asin),
+            (fnp.arccos, mpmath.acos),
+            (fnp.arctanh, mpmath.atanh),
+        ):
+            for k in (2, 3, 4):
+                want = float(mpmath.diff(exact, at, k))
+                _, terms = fgrad.jet(f, (x,), ([type(x)(1)] + [type(x)(0)] * 3,))
+                assert float(fgrad.derivative(f, k)(x)) == pytest.approx(want, rel=rtol, abs=0), k
+                assert float(terms[k - 1]) == pytest.approx(want, rel=rtol, abs=0), k
+
+
 def _falling(a, k):
     return math.prod(a - i for i in range(k))
 
@@ -478,6 +498,37 @@ def test_power_with_a_traced_exponent_where_the_value_under_or_overflows(x, a, v
         assert float(by_operator[k - 1]) == pytest.approx(want, rel=1e-13, abs=0), k
         assert float(by_power[k - 1]) == pytest.approx(want, rel=1e-13, abs=0), k
     assert float(by_operator[0]) == pytest.approx(float(first), rel=1e-15, abs=0)
+
+
+@pytest.mark.parametrize("dtype, x", [(np.float32, 1e-30), (np.float32, 1e-27), (np.float16, 1e-5)])
+def test_power_in_low_precision_where_the_slope_is_subnormal_or_underflows(dtype, x):
+    # the recurrences start from x**(a-1), subnormal or 0 here where x**(a-2), ... are not:
+    # float32 at 1e-30 was 12% off at order 2, float16 at 1e-5 inf (nan with a traced a)
+    x, rtol = dtype(x), (2e-6 if dtype == np.float32 else 2e-3)
+    want = [_falling(2.5, k) * float(x) ** (2.5 - k) for k in (1, 2, 3)]
+    line = [dtype(1), dtype(0), dtype(0)]
+    with np.errstate(under="ignore"):
+        constant = [fgrad.derivative(lambda t: t**2.5, k)(x) for k in (1, 2, 3)]
+        by_power = fgrad.jet(lambda t: fnp.power(t, dtype(2.5)), (x,), (line,))[1]
+        traced = fgrad.jet(lambda t, e: t**e, (x, dtype(2.5)), (line, [dtype(0)] * 3))[1]
+    for k in (2, 3):  # (order 1, the slope itself, is subnormal: jvp's own)
+        if want[k - 1] > np.finfo(dtype).max:
+            continue
+        for got in (constant[k - 1], by_power[k - 1], traced[k - 1]):
+            assert got.dtype == dtype
+            assert float(got) == pytest.approx(want[k - 1], rel=rtol), k
+
+
+@pytest.mark.parametrize("x", [5e-324, 1e-310])
+def test_traced_power_at_a_subnormal_base_and_a_zero_exponent(x):
+    # d/da x**a = x**a log x: its Taylor rule multiplied x's zero coefficient by the slope
+    # x**(a-1) = 1/x = inf (nan), where jvp and grad give log x
+    x = np.float64(x)
+    log_x = float(np.log(x))
+    _, terms = fgrad.jet(lambda s, e: s**e, (x, 0.0), ([0.0, 0.0], [1.0, 0.0]))
+    assert [float(t) for t in terms] == pytest.approx([log_x, log_x**2], rel=1e-15, abs=0)
+    along = fgrad.derivative(lambda t: (x + 0.0 * t) ** t, 1)(0.0)
+    assert along == fgrad.jvp(lambda s, e: s**e, (x, 0.0), (0.0, 1.0))[1] == pytest.approx(log_x)
 
 
 def test_vmap_of_a_jet_of_a_power_rounds_as_a_loop_does():

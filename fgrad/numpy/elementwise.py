@@ -408,15 +408,47 @@ def _smallest_invertible(dtype):
     return tiny
 
 
-def _dpow_dy(ans, x):
+def _dpow_dy(ans, x, y):
     """d(x**y)/dy = x**y * log(x), taken as 0 at x == 0 (as JAX does) instead of 0 * -inf.
-    log(x) in the power's dtype: NumPy's log of a uint8 or float16 base is float16."""
+    log(x) in the power's dtype: NumPy's log of a uint8 or float16 base is float16.
+
+    Where x**y is subnormal or 0 and x is a normal number, it is x**(y-1) * (x log(x))
+    (`_dpow_dy_by_slope`): its derivative in x, x**(y-1) (1 + y log x), then keeps the term
+    x**y / x, which the product x**y * log(x) rounds away (x**2 at x = 1e-4 in float16: d/dx
+    d/dy was -0.0018425, true -0.0017423). Not at a subnormal x: there x**(y-2), which the
+    form's own derivative in y takes, overflows (d2/dy2 x**y at 1e-310 was inf)."""
     if dtype_of(x) != dtype_of(ans):
         x = astype(x, dtype_of(ans))
-    x_is_zero = mask_values(x) == 0
+    x_value = mask_values(x)
+    tiny = _np.finfo(dtype_of(ans)).tiny
+    x_is_zero = x_value == 0
+    by_slope = _np.logical_and(_np.abs(mask_values(ans)) < tiny, _np.abs(x_value) >= tiny)
+    if may_hold(by_slope):
+        by_value = ans * log(where(_np.logical_or(by_slope, x_is_zero), 1.0, x))
+        return where(x_is_zero, 0.0, where(by_slope, _dpow_dy_by_slope(x, y, by_slope), by_value))
     if may_hold(x_is_zero):
         return where(x_is_zero, 0.0, ans * log(where(x_is_zero, 1.0, x)))
     return ans * log(x)
+
+
+def _dpow_dy_by_slope(x, y, mask):
+    """x**(y-1) * (x log(x)) where `mask` holds (elsewhere that of x = 1, 0: no inf or nan
+    for a reverse pass to multiply by 0); y - 1 in the power's float dtype, as `_dpow_dx`."""
+    if isinstance(y, (list, tuple)):
+        y = _np.asarray(y)
+    if dtype_of(y).kind in "iub":  # (y - 1 in int8 wraps at -128)
+        y = astype(y, _np.result_type(dtype_of(x), dtype_of(y), _np.float16))
+    safe_x = where(mask, x, 1.0)
+    return power(safe_x, y - 1) * _x_log_x(safe_x)
+
+
+def _x_log_x_value(x):
+    return x * _np.log(x)
+
+
+# x log(x) as one function (slope log(x) + 1): as a product, reverse mode sent log(x) the
+# cotangent ct x**(y-1) x = ct x**y, which underflows (`_dpow_dy`), before dividing it by x
+_x_log_x = defunary(_x_log_x_value, "log(x) + 1.0", name="x_log_x", namespace=globals())
 
 
 def _pow_vjp_x(ans, x, y):
@@ -429,7 +461,7 @@ def _pow_vjp_x(ans, x, y):
 
 def _pow_vjp_y(ans, x, y):
     like = meta(y)
-    d = _dpow_dy(ans, x)
+    d = _dpow_dy(ans, x, y)
     return lambda ct: unbroadcast(ct * d, like)
 
 
@@ -446,7 +478,7 @@ power = mirror("ufunc")(
     defprimitive(
         _np.power,
         vjp=(_pow_vjp_x, _pow_vjp_y),
-        jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x), ans)),
+        jvp=(_pow_jvp_x, lambda t, ans, x, y: broadcast_like(t * _dpow_dy(ans, x, y), ans)),
         forward="derived",  # _dpow_dx and _dpow_dy, each in both rules
     )
 )
@@ -1085,7 +1117,7 @@ def _traced_power(prim, primals, series):
     x = _taylor.full(x0, series[0], order)
     a = _taylor.full(a0, series[1], order)
     log_x0 = log(x0)
-    slope = power(x0, a0 - 1)  # NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise)
+    slope = _traced_power_slope(x0, a0)
     ln = [log_x0]  # log x: x ln' = x', so x0 ln_k = x_k - sum_(j<k) (j/k) ln_j x_(k-j)
     scaled_ln = [None]  # x0 ln_k, k >= 1
     p = [None]
@@ -1108,6 +1140,18 @@ def _traced_power(prim, primals, series):
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
 
 
+def _traced_power_slope(x0, a0):
+    """x0**(a0-1) by NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise), and 0
+    where a0 is 0 and 1/x0 is not finite, as `_dpow_dx_traced` takes it: at a subnormal x0
+    it multiplies x's zero coefficients (0 * inf was nan where jvp gave log x)."""
+    a_is_zero = mask_values(a0) == 0
+    if not may_hold(a_is_zero):
+        return power(x0, a0 - 1)
+    dtype = _np.result_type(dtype_of(x0), dtype_of(a0), _np.float16)
+    guarded = _np.logical_and(a_is_zero, _reciprocal_is_not_finite(mask_values(x0), dtype))
+    return where(guarded, 0.0, power(x0, where(guarded, 1, a0 - 1)))
+
+
 def _is_small_power(a):
     """Whether a constant exponent is one integer 0..16 (a real, finite scalar)."""
     if _np.ndim(a) != 0 or not _np.isrealobj(a) or not _np.isfinite(a):
@@ -1119,18 +1163,21 @@ def _power_taylor_rule(prim):
     def rule(primals, series):
         x0, a = primals
         if series[1] is None and holds_batch(a):  # one exponent per row, constant here
-            return _by_rows(prim, primals, series, mask_values(x0) == 0, _by_recurrence)
+            by_recurrence = _in_float64_where_the_slope_is_not_normal(_by_recurrence)
+            return _by_rows(prim, primals, series, mask_values(x0) == 0, by_recurrence)
         if series[1] is not None:  # a traced exponent: not a constant power
             if "c" in (dtype_of(x0).kind, dtype_of(a).kind):
                 return _taylor.general_rule(prim, primals, series, {})
-            return _by_rows(prim, primals, series, mask_values(x0) <= 0, _traced_power)
+            traced = _in_float64_where_the_slope_is_not_normal(_traced_power)
+            return _by_rows(prim, primals, series, mask_values(x0) <= 0, traced)
         a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
         if _is_small_power(a):
             if int(a) == 0:
                 return bind(prim, primals, {}), None
             return _constant_power(prim, primals, series)
         # the recurrence divides by x0
-        return _by_rows(prim, primals, series, mask_values(x0) == 0, _constant_power)
+        constant = _in_float64_where_the_slope_is_not_normal(_constant_power)
+        return _by_rows(prim, primals, series, mask_values(x0) == 0, constant)
 
     return _taylor.kind_of_rule(rule, "speed")
 
@@ -1158,6 +1205,41 @@ def _by_recurrence(prim, primals, series):
     x = _taylor.full(x0, series[0], len(series[0]))
     out = _taylor.power_coefficients(x, power(x0, a - 1), a, len(series[0]))
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+def _in_float64_where_the_slope_is_not_normal(direct):
+    """`direct(prim, primals, series)` for x ** a, its coefficients computed in float64 and
+    cast back where x is float16 or float32 and the slope x0**(a0-1) is not a normal number
+    of that dtype: the recurrences start each coefficient from that slope, so a subnormal one
+    left its few digits in all (x**2.5 at 1e-30 in float32: the second derivative 12% off) and
+    an underflowed one 0 (float16 at 1e-5: inf, nan with a traced exponent). Their true
+    values, x**(a-k) for x < 1, are in range. Read row by row under `vmap`, as `_by_rows`."""
+
+    def rule(prim, primals, series):
+        x0, a0 = primals
+        if dtype_of(x0) not in (_np.float16, _np.float32) or any(
+            is_foreign_array(innermost(v)) for v in primals
+        ):  # (a lazy array's values are not read)
+            return direct(prim, primals, series)
+        a_value = a0 if type(a0) in (int, float) else mask_values(a0)  # (a weak Python float)
+        with _np.errstate(all="ignore"):
+            slope = _np.power(mask_values(x0), a_value - 1)  # (in x0**a0's dtype)
+        dtype = dtype_of(slope)
+        if dtype not in (_np.float16, _np.float32):
+            return direct(prim, primals, series)
+        if not bool(_np.any(_np.abs(slope) < _np.finfo(dtype).tiny)):
+            return direct(prim, primals, series)
+        ans = bind(prim, primals, {})
+        wide = [_to_float64(v) for v in primals]
+        series = [None if s is None else tuple(map(_to_float64, s)) for s in series]
+        _, out = direct(prim, wide, series)
+        return ans, tuple(None if c is None else astype(c, dtype_of(ans)) for c in out)
+
+    return rule
+
+
+def _to_float64(v):
+    return None if v is None else astype(v, _np.float64)
 
 
 def _by_rows(prim, primals, series, excluded, direct):

@@ -147,13 +147,16 @@ def _one_minus_square_value(x):
 
 # 1 - x**2 for real x, as (1 - x)(1 + x), differentiated as one function (slope -2x): taken
 # apart, reverse mode at x = 1 sent the infinite cotangent of the arcsin's slope 1/sqrt(w)
-# into the factor 1 + x times 1 - x = 0, and grad(grad(arcsin))(1.0) was inf * 0 = nan
+# into the factor 1 + x times 1 - x = 0, and grad(grad(arcsin))(1.0) was inf * 0 = nan.
+# Its Taylor coefficients 1..K are those of -x*x, the series' own product (-2 x0 x1, ...):
+# (1 - x)(1 + x)'s cancel, x1 ((1 - x0) - (1 + x0)) is 0 where 1 +- x0 rounds to 1, and
+# derivative(arcsin, 2)(1e-20) was -0.0 (true 1e-20)
 _real_one_minus_square = defunary(
     _one_minus_square_value, lambda ans, x: -2.0 * x, name="one_minus_square"
 )
 register_rules(
     _real_one_minus_square.primitive,
-    taylor=_taylor.by_formula(_real_one_minus_square.primitive, lambda x: (1.0 - x) * (1.0 + x)),
+    taylor=_taylor.by_formula(_real_one_minus_square.primitive, lambda x: 1.0 - x * x),
 )
 
 

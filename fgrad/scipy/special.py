@@ -1803,9 +1803,15 @@ _BESSEL_SIGNS = {"jv": (1, -1), "yv": (1, -1), "iv": (1, 1), "kv": (-1, 1)}
 _BESSEL_SIGNS.update({"ive": _BESSEL_SIGNS["iv"], "kve": _BESSEL_SIGNS["kv"]})
 
 
-def _bessel_derivatives(x0, order, v, kind):
+def _bessel_derivatives(x0, order, v, kind, integer_i=False):
+    """f', ..., f^(order) at x0 for f = `kind`(v, x); `integer_i` for i0, i1, i0e and i1e,
+    whose orders v + m are integers, taken from `_integer_i` (I_(-n) = I_n)."""
     s, r = _BESSEL_SIGNS[kind]
-    f = {m: _bessel_p(x0, v=v + m, kind=kind) for m in range(-order, order + 1)}
+    if integer_i:
+        values = {n: _integer_i(x0, n, kind) for n in range(order + 2)}
+        f = {m: values[abs(int(v + m))] for m in range(-order, order + 1)}
+    else:
+        f = {m: _bessel_p(x0, v=v + m, kind=kind) for m in range(-order, order + 1)}
     out = []
     for k in range(1, order + 1):
         total = None
@@ -1814,6 +1820,28 @@ def _bessel_derivatives(x0, order, v, kind):
             total = _taylor.add(total, c * f[2 * j - k])
         out.append(total)
     return out
+
+
+# The Taylor rules of i0, i1, i0e and i1e take I_0 and I_1 (scaled: ive) from Cephes' i0, i1
+# (i0e, i1e), as their values and grad do, and I_n for n >= 2 near 0 as x^n times the series of
+# `_ivx_p` (`_ivxe_p`): AMOS's iv, which they took, is 0 for |x| < 1e-154 (iv(1, 1e-300) is 0,
+# true 5e-301) and nan at a subnormal x, where grad was right
+_CEPHES_I = {("iv", 0): _i0_p, ("iv", 1): _i1_p, ("ive", 0): _i0e_p, ("ive", 1): _i1e_p}
+_I_SERIES_BELOW = 1e-5  # `_bessel_over_power`'s series
+
+
+def _integer_i(x, n, kind):
+    """I_n(x) (kind "iv") or exp(-|x|) I_n(x) ("ive") for an integer n >= 0 at real x, right
+    down to subnormal x."""
+    if n <= 1:
+        return _CEPHES_I[kind, n](x)
+    near = _np.abs(_values(x)) < _I_SERIES_BELOW
+    if not _some(near):  # (the common case, first and fast)
+        return _bessel_p(x, v=_np.int64(n), kind=kind)
+    near = bool_mask(near, shape_of(x))
+    far = _bessel_p(fnp.where(near, 1.0, x), v=_np.int64(n), kind=kind)  # (no nan to carry)
+    over_power = _ivx_p(x, n=n) if kind == "iv" else _ivxe_p(x, n=n)
+    return fnp.where(near, x**n * over_power, far)
 
 
 def _bessel_rule(prim, kind=None, v=None):
@@ -1827,7 +1855,9 @@ def _bessel_rule(prim, kind=None, v=None):
         x0, s = _widened(x0, s, ans)
         which = params.get("kind", kind)
         nu = v if v is not None else params.get("v", params.get("n"))
-        f = [ans, *_taylor.composed(_bessel_derivatives(x0, order, nu, which), s)]
+        integer_i = v is not None and which in ("iv", "ive")  # i0, i1, i0e, i1e
+        derivatives = _bessel_derivatives(x0, order, nu, which, integer_i)
+        f = [ans, *_taylor.composed(derivatives, s)]
         if which not in ("ive", "kve"):
             return ans, tuple(f[1:])
         if which == "kve":
