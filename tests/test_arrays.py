@@ -536,6 +536,21 @@ def test_at_drop_and_fill_out_of_bounds_are_jaxs():
     )
 
 
+@pytest.mark.parametrize("method", ["set", "add", "multiply", "divide", "power", "min", "max"])
+@pytest.mark.parametrize("mode", ["drop", "fill"])
+def test_at_update_dropping_every_index_returns_a_copy(method, mode):
+    """With every index out of bounds, .at[idx].<method>(v, mode='drop'|'fill') returned x
+    itself, so writing into the result wrote into the caller's x; it is a copy, equal to x,
+    as when some index is kept."""
+    x = np.arange(1.0, 7.0).reshape(3, 2)
+    for idx in [7, (np.array([3, -4]), 0)]:
+        y = getattr(fnp.at(x)[idx], method)(2.0, mode=mode)
+        assert np.array_equal(y, np.arange(1.0, 7.0).reshape(3, 2))
+        assert not np.shares_memory(y, x)
+        y[0, 0] = 999.0
+        assert x[0, 0] == 1.0
+
+
 def test_at_drop_and_fill_with_slices_none_ellipsis_and_masks():
     """The out-of-bounds positions of mixed indices, with NumPy's placement of the block of
     advanced indices (first when they are not adjacent); values as jax 0.10.2's."""
