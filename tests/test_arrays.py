@@ -258,6 +258,27 @@ def test_a_narrow_integer_index_on_a_longer_axis_gathers_scatters_and_clips(dtyp
     assert np.array_equal(fnp.at(x)[i].add(1.0, mode="drop"), x + scattered)
 
 
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("dtype, n", [(np.int8, 300), (np.int16, 40000), (np.uint8, 300)])
+def test_take_wrap_and_clip_of_a_narrow_integer_index_on_a_longer_axis(dtype, mode, n):
+    """take(x, int8 index, mode='wrap') computed idx % n in int8 and raised OverflowError for
+    n > 127 (eagerly and under every transform), and mode='clip' raised so under jit and
+    vmap: NumPy's values, in each, and grad is NumPy's scatter of ones."""
+    i = np.array([np.iinfo(dtype).min, np.iinfo(dtype).max, 5, 5, 7], dtype=dtype)
+    x = np.arange(float(n))
+    expected = np.take(x, i, mode=mode)
+    f = lambda z, i: fnp.take(z, i, mode=mode)
+    assert np.array_equal(f(x, i), expected)
+    assert np.array_equal(jit(f)(x, i), expected)
+    assert np.array_equal(jit(f)(x, i[::-1]), expected[::-1])  # a replay
+    assert np.array_equal(
+        vmap(f, in_axes=(None, 0))(x, np.stack([i, i[::-1]])), [expected, expected[::-1]]
+    )
+    scattered = np.zeros(n)
+    np.add.at(scattered, np.take(np.arange(n), i, mode=mode), 1.0)
+    assert np.array_equal(grad(lambda z: fnp.sum(f(z, i)))(x), scattered)
+
+
 @pytest.mark.parametrize("op", ["add", "multiply", "divide", "power", "min", "max"])
 def test_at_update_with_a_v_that_does_not_fit_x_idx_names_both_shapes(op):
     """A v with an extra leading length-1 axis (which NumPy's `+=`, its ufunc.at and JAX
@@ -513,6 +534,21 @@ def test_at_drop_and_fill_out_of_bounds_are_jaxs():
         fnp.at(np.arange(5))[i].get(mode="fill", fill_value=2.5),
         np.where(ok, i % 5, 2),
     )
+
+
+@pytest.mark.parametrize("method", ["set", "add", "multiply", "divide", "power", "min", "max"])
+@pytest.mark.parametrize("mode", ["drop", "fill"])
+def test_at_update_dropping_every_index_returns_a_copy(method, mode):
+    """With every index out of bounds, .at[idx].<method>(v, mode='drop'|'fill') returned x
+    itself, so writing into the result wrote into the caller's x; it is a copy, equal to x,
+    as when some index is kept."""
+    x = np.arange(1.0, 7.0).reshape(3, 2)
+    for idx in [7, (np.array([3, -4]), 0)]:
+        y = getattr(fnp.at(x)[idx], method)(2.0, mode=mode)
+        assert np.array_equal(y, np.arange(1.0, 7.0).reshape(3, 2))
+        assert not np.shares_memory(y, x)
+        y[0, 0] = 999.0
+        assert x[0, 0] == 1.0
 
 
 def test_at_drop_and_fill_with_slices_none_ellipsis_and_masks():

@@ -416,8 +416,18 @@ def test_piecewise_of_a_plain_x_differentiates_what_its_functions_close_over():
 
 
 def test_choose_out_of_range_names_the_mode_to_pass():
-    with pytest.raises(ValueError, match=r"indices outside \[0, 2\).*mode='wrap'"):
-        fgrad.grad(lambda a: fnp.sum(fnp.choose(np.array([0, 2]), [a, a])))(np.ones(2))
+    """Eagerly too (it passed on NumPy's bare 'invalid entry in choice array'), and under jit:
+    the same message, naming a's range."""
+    message = r"choose: a holds indices outside \[0, 2\) .* from -1 to 2\); pass mode='wrap'"
+    a, c = np.array([0, 2, -1]), [np.zeros(3), np.ones(3)]
+    with pytest.raises(ValueError, match=message):
+        fgrad.grad(lambda z: fnp.sum(fnp.choose(a, [z, z])))(np.ones(3))
+    with pytest.raises(ValueError, match=message):
+        fnp.choose(a, c)
+    with pytest.raises(ValueError, match=message):
+        fgrad.jit(fnp.choose)(a, c)
+    with pytest.raises(ValueError):  # what NumPy raises
+        np.choose(a, c)
 
 
 def _grad_of_sum(f):

@@ -293,6 +293,22 @@ def test_take_along_axis_of_computed_indices():
         jitted(rng.normal(size=(3, 4)), 5)  # out of range: NumPy's error, as eagerly
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint64])
+def test_take_along_axis_of_small_integer_indices_matches_numpy(dtype):
+    """Indices of a narrow dtype: the flat position idx * stride is computed in intp (in
+    uint8, 2 * 200 wrapped round to 144 and jit picked x[0, 144:] where NumPy picks x[2, :];
+    an int8 or uint64 index was refused). Values, replays and gradients as eagerly, bit for
+    bit."""
+    f = lambda x, i: fnp.take_along_axis(x, i, axis=0)
+    loss = lambda x, i: fnp.sum(f(x, i) ** 2)
+    jitted, grad_jit = fgrad.jit(f), fgrad.jit(fgrad.grad(loss))
+    for row in [2, 1, -1 if np.dtype(dtype).kind == "i" else 0]:
+        x, i = rng.normal(size=(3, 200)), np.full((1, 200), row, dtype)
+        assert np.array_equal(f(x, i), np.take_along_axis(x, i, axis=0))
+        assert_same(f(x, i), jitted(x, i))
+        assert_same(fgrad.grad(loss)(x, i), grad_jit(x, i))
+
+
 def test_an_index_from_argmax_is_computed_in_the_record():
     f = lambda x: x[fnp.argmax(x)] * x
     jitted = replays_equal_eager(f, lambda: (rng.normal(size=6),), calls=10)

@@ -585,6 +585,8 @@ def take(
     if mode == "raise" and _dasks_own_take(a, indices):
         return _np.take(a, indices, axis=ax)
     idx = _constant_index(indices, "take")
+    if mode in ("wrap", "clip"):
+        idx = idx.astype(_np.intp, copy=False)  # (n or n - 1 may not fit an int8 index)
     if mode == "wrap":
         idx = idx % n if n else idx
     elif mode == "clip":
@@ -616,6 +618,8 @@ def _batched_indices(indices, n, mode, name):
     indices = constant_of(indices)
     if dtype_of(indices).kind not in "iu":
         raise TypeError(f"{name}: indices must be integers, got dtype {dtype_of(indices)}")
+    if mode in ("wrap", "clip"):
+        indices = astype(indices, _np.intp)  # (n or n - 1 may not fit an int8 index)
     if mode == "wrap":
         return indices % n if n else indices
     if mode == "clip":
@@ -657,6 +661,8 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int = -1) -> Array
     # from the end when negative, as in NumPy). An index out of range is read, so that
     # NumPy's own take_along_axis raises its error.
     n = s[ax]
+    # (in intp: idx * stride and idx + n in int8 or uint8 would wrap round to another position)
+    idx = astype(idx, _np.intp)
     if n == 0 or bool(_np.any(logical_or(less(idx, -n), greater_equal(idx, n)))):
         # (an empty axis has no position to start from: its indices are read, an empty
         # array, or one NumPy's take_along_axis refuses)

@@ -232,7 +232,12 @@ def choose(
     """
     refuse_out(out, "choose")
     if numpy_applies(a, choices):
-        return _np.choose(a, choices, mode=mode)
+        try:
+            return _np.choose(a, choices, mode=mode)
+        except ValueError:  # NumPy's bare "invalid entry in choice array": say which and why
+            if mode == "raise":
+                _check_choice_range(_np.asarray(a), len(choices))
+            raise
     index = constant_values(a, "choose", "a")
     if index.dtype.kind not in "biu":  # (NumPy: "Cannot cast ... according to the rule 'safe'")
         raise TypeError(
@@ -242,11 +247,7 @@ def choose(
     choices = list(choices) if isinstance(choices, (list, tuple)) else list(asarray(choices))
     n = len(choices)
     if mode == "raise":
-        if index.size and (index.min() < 0 or index.max() >= n):
-            raise ValueError(
-                f"choose: a holds indices outside [0, {n}) for {n} choices (its values run "
-                f"from {index.min()} to {index.max()}); pass mode='wrap' or mode='clip'"
-            )
+        _check_choice_range(index, n)
     elif mode == "wrap":
         index = index % n
     elif mode == "clip":
@@ -261,6 +262,15 @@ def choose(
     stacked = stack([broadcast_to(x, common) for x in arrays])
     picked = take_along_axis(stacked, _np.broadcast_to(index, common)[None], 0)
     return scalar_if_0d(reshape(picked, shape(picked)[1:]))  # (NumPy's scalar when 0-d)
+
+
+def _check_choice_range(index: Any, n: int) -> None:
+    """choose's ValueError, naming the range of `a`, where an index is outside [0, n)."""
+    if index.size and (index.min() < 0 or index.max() >= n):
+        raise ValueError(
+            f"choose: a holds indices outside [0, {n}) for {n} choices (its values run "
+            f"from {index.min()} to {index.max()}); pass mode='wrap' or mode='clip'"
+        )
 
 
 def _is_number(x: Any) -> bool:

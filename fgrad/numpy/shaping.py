@@ -1613,13 +1613,13 @@ class _IndexUpdate:
     def set(self, v, **options):
         """A copy of x with x[idx] replaced by v."""
         idx, v = self._update("set", v, options)
-        return self.x if idx is None else _index_set_p(self.x, v, idx=idx)
+        return _unchanged_copy(self.x) if idx is None else _index_set_p(self.x, v, idx=idx)
 
     def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
         idx, v = self._update("add", v, options)
         if idx is None:
-            return self.x
+            return _unchanged_copy(self.x)
         try:
             return _index_add_p(self.x, v, idx=idx)
         except ValueError as e:
@@ -1665,7 +1665,7 @@ class _IndexUpdate:
     def _scatter(self, op, v, options):
         idx, v = self._update(op, v, options)
         if idx is None:
-            return self.x
+            return _unchanged_copy(self.x)
         try:
             return _scatter_update(self.x, idx, v, op)
         except ValueError as e:
@@ -1681,6 +1681,16 @@ class _IndexUpdate:
         if method == "set":
             _check_set_repeats(x_shape, idx, shape(v))
         return idx, v
+
+
+def _unchanged_copy(x):
+    """x after an update that changed nothing (every index dropped by mode='drop' or 'fill'):
+    as promised, a copy, so that writing into the result leaves the caller's x alone. A traced
+    x is returned as it is (traced values are never written into)."""
+    if type(x) is Box:
+        return x
+    copy = getattr(x, "copy", None)  # NumPy's, or another library's (Dask's, CuPy's) own
+    return copy() if callable(copy) and not isinstance(x, list) else _np.array(x)
 
 
 def _refuse_unfitted(method, x_shape, idx, v_shape):
