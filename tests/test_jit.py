@@ -2542,3 +2542,19 @@ def test_jit_of_the_gradient_of_a_norm_keeps_one_record_for_every_input(f, shape
             x = rng.standard_normal(shape)
             np.testing.assert_array_equal(g(x), eager(x), strict=True)
     assert g.record_source(x) is not None
+
+
+def test_a_mean_under_jit_alone_divides_without_the_empty_group_guard():
+    # The guard that keeps forward-mode tangents of an empty where= group 0 (not 0/0) cost a
+    # third of a masked gradient's replay where nothing differentiates: a record of the
+    # value divides as NumPy does, NaN and its sign bit included
+    def f(z):
+        return fnp.mean(z, axis=1, where=z > 2.5)
+
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    record = fgrad.make_record(f)(x)
+    assert [op.prim.name for op in record.ops].count("where") == 0, record
+    jitted = fgrad.jit(f)
+    with np.errstate(invalid="ignore"):
+        for _ in range(3):
+            assert jitted(x).tobytes() == np.mean(x, axis=1, where=x > 2.5).tobytes()

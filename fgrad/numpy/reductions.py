@@ -122,12 +122,26 @@ def _divided_by_counts(total, count):
     """total / count, NumPy's division of a masked sum by its integer counts. Where a count is
     0 (a group the where= mask leaves empty) the value is NumPy's 0/0, NaN, and its derivatives
     are 0, as the reverse mode finds (no element reaches that group) and `var` gives: the
-    forward mode's 0/0 would make them NaN."""
-    empty = equal(count, 0)
+    forward mode's 0/0 would make them NaN. A total that no transform differentiates or
+    batches (plain, or only recorded by `jit`) is divided as it is, without the guard's five
+    operations (whose counts a record computes, so that a record always guarded). Under a
+    reverse level the guard stays: `linearize` transposes its pullback into tangents."""
     with _np.errstate(divide="ignore", invalid="ignore"):
+        if not _derived(total):
+            return total / count
+        empty = equal(count, 0)
         if type(empty) is Box or may_hold(empty):  # (counts per row, or computed by a record)
             return _where(empty, constant_of(total) / count, total / _where(empty, 1, count))
         return total / count
+
+
+def _derived(x) -> bool:
+    """Whether x is traced by a level other than a `jit` recording (which computes values)."""
+    while type(x) is Box:
+        if not x.level.stages:
+            return True
+        x = x.value
+    return False
 
 
 # --- max and min ----------------------------------------------------------------------------------
