@@ -37,6 +37,7 @@ import dis
 import functools
 import inspect
 import operator
+import os
 import threading
 import types
 import warnings
@@ -334,8 +335,10 @@ class _Writer:
     """Writes the Python source of a tree of paths; `general` applies primitives through
     `bind` (arguments traced by outer transforms) instead of their implementations."""
 
-    def __init__(self, general: bool):
+    def __init__(self, general: bool, n_inputs: int = 0):
         self.general = general
+        # the inputs' slots: the caller holds them (and `_args`), so deleting one frees nothing
+        self.n_inputs = n_inputs
         self.names: dict = {}  # namespace of the generated function
         self.ids: dict = {}  # id(object) -> its name in the namespace
         self.lines: list = []
@@ -409,11 +412,12 @@ class _Writer:
                 if (
                     out in nested
                     and level < _MAX_NESTING
-                    and not any(s in live for s in dies.get(k, ()))
+                    and not any(s in live and s >= self.n_inputs for s in dies.get(k, ()))
                 ):
                     # written inside the call of the operation that reads it, next (only if
-                    # it reads no variable for the last time: that one would live on through
-                    # the reading operation's call, where its deletion frees it before)
+                    # it reads no intermediate for the last time: that one would live on
+                    # through the reading operation's call, where its deletion frees it
+                    # before; an input is held by the caller either way)
                     pending[out], depth[out] = call, level
                     continue
                 self.lines.append(f"{indent}{self.targets(item)} = {call}")
@@ -683,7 +687,7 @@ def _without_repeats(node: _Node, subst: dict | None = None, seen: dict | None =
 
 
 def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
-    writer = _Writer(general)
+    writer = _Writer(general, n_inputs)
     # Under an outer transform (`general`) a repeat stays: the transform's result depends on
     # the structure (a gradient summed before one pullback rounds otherwise than two).
     writer.node(root if general else _without_repeats(root), "    ", set(range(n_inputs)))
@@ -867,6 +871,17 @@ class _Entry:
         self.eager = False
 
 
+_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _is_fgrads(f) -> bool:
+    """Whether `f`'s code is fgrad's own (a transform's wrapper, a custom rule's method): its
+    closure cells are bound once, when the transform is made, and the functions it applies
+    are watched themselves (`_code_functions`); checking its cells at every call cost a
+    microsecond of a 12 us replay (logreg's, benchmarks/bench_jit.py)."""
+    return os.path.abspath(f.__code__.co_filename).startswith(_FGRAD_DIR)
+
+
 _WRAPPED_ATTRIBUTES = ("__wrapped__", "transformed", "fun", "fwd", "bwd", "jvp")
 
 
@@ -988,7 +1003,9 @@ class Jitted:
         # and the data globals it reads, by identity. A rebound one records again.
         # (`fun`'s own, or those of the function a partial, a jitted function or a decorator
         # wraps: jit(partial(f, ...)) and jit(jit(f)) watch what f reads.)
-        self._watched = tuple((f, _state_names(f)) for f in _code_functions(fun))
+        self._watched = tuple(
+            (f, _state_names(f)) for f in _code_functions(fun) if not _is_fgrads(f)
+        )
         self._has_state = any(getattr(f, "__closure__", None) or n for f, n in self._watched)
 
     def __repr__(self):
