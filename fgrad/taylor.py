@@ -237,7 +237,11 @@ def integrate(x, d, k):
     for j in range(1, k + 1):
         xj, dj = x[j], d[k - j]
         if xj is not None and dj is not None:
-            total = add(total, scaled_product(xj, dj, j / k))
+            if j == 1 and _is_one(xj, dj):  # (j / k) d_(k-1): x_1 * that is it, bit for bit
+                term = dj if k == 1 else (1 / k) * dj
+            else:
+                term = scaled_product(xj, dj, j / k)
+            total = add(total, term)
     return total
 
 
@@ -249,12 +253,6 @@ def scaled_product(a, b, c):
     The traced factor goes first: `box * array` is Box's own operator, `array * box` NumPy's;
     a value only `jit` records counts as not traced, as eagerly it is a plain array."""
     cb = b if c == 1 else c * b
-    # x * 1 is x, bit for bit: `derivative`'s path x + t has the term 1, and a multiply by it
-    # at every order took tanh's 20th derivative from 332 operations to 351
-    if _is_one(cb, a):
-        return a
-    if _is_one(a, cb):
-        return cb
     if _traced(cb) and not _traced(a):
         return cb * a
     return a * cb
@@ -262,13 +260,19 @@ def scaled_product(a, b, c):
 
 def _is_one(x, like) -> bool:
     """Whether x is the number 1 that multiplies `like` without changing its dtype: a Python
-    number, or a single NumPy value of like's dtype (a float64 one would make float32 float64)."""
+    number, or a NumPy scalar of like's dtype (a float64 one would make float32 float64).
+    `derivative`'s path x + t has the term 1: multiplied by it at every order (`integrate`),
+    tanh's 20th derivative took 351 operations, not 332. (An array, even of one 1, is
+    multiplied.)"""
     t = type(x)
     if t is float or t is int:
         return x == 1
-    if t is _np.ndarray or isinstance(x, _np.generic):
-        return x.shape == () and x.dtype == dtype_of(like) and x == 1
+    if t in _NUMPY_SCALARS:
+        return x == 1 and x.dtype == dtype_of(like)
     return False
+
+
+_NUMPY_SCALARS = frozenset(_np.dtype(c).type for c in "efdgFDGbhilqBHILQ")
 
 
 def _traced(x) -> bool:
