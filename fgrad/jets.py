@@ -11,6 +11,7 @@ Imports: `fgrad.core`, `fgrad.taylor`, `fgrad.api` (its checks of what the user 
 from __future__ import annotations
 
 import fractions
+import functools
 import math
 import operator
 from typing import TYPE_CHECKING
@@ -224,11 +225,18 @@ def _step(order, leaves, who, what="input") -> float:
     inputs (`what`), or the outputs: a float64 input computed in float32 needs the step too."""
     for p in leaves:
         dt = _np.dtype(dtype_of(p))
-        if dt.kind in "fc" and math.lgamma(order + 1) > -math.log(_np.finfo(dt).tiny) - 2.0:
+        if _needs_step(order, dt):
             _check_in_range(order, dt, who, what)
             mantissa, exponent = math.frexp(math.exp(math.lgamma(order + 1) / order))
             return math.ldexp(round(math.ldexp(mantissa, 11)), exponent - 11)
     return 1.0
+
+
+@functools.lru_cache(maxsize=256)
+def _needs_step(order: int, dt: _np.dtype) -> bool:
+    """Whether 1/order! leaves dt's normal range (`_step`), kept: `derivative` asks it of its
+    input and its outputs at every call, and NumPy's finfo took a fifth of an 8th derivative."""
+    return dt.kind in "fc" and math.lgamma(order + 1) > -math.log(_np.finfo(dt).tiny) - 2.0
 
 
 def _fits(order, dt) -> bool:

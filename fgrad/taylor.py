@@ -268,7 +268,8 @@ def _is_one(x, like) -> bool:
     if t is float or t is int:
         return x == 1
     if t in _NUMPY_SCALARS:
-        return x == 1 and x.dtype == dtype_of(like)
+        # (a NumPy scalar of x's own type: its dtype, without asking for it)
+        return x == 1 and (type(like) is t or x.dtype == dtype_of(like))
     return False
 
 

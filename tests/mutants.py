@@ -384,8 +384,8 @@ MUTANTS = [
     Mutant(
         "integrate-weight",
         T,
-        "total = add(total, scaled_product(xj, dj, j / k))",
-        "total = add(total, scaled_product(xj, dj, j / (k + 1)))",
+        "term = scaled_product(xj, dj, j / k)",
+        "term = scaled_product(xj, dj, j / (k + 1))",
         "Taylor coefficient: the integral of a slope series weighs by j / (k + 1)",
     ),
     Mutant(
