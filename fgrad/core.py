@@ -78,6 +78,7 @@ imports it.
 from __future__ import annotations
 
 import contextlib
+import os as _os
 import sys as _sys
 import threading
 from collections.abc import Callable, Sequence
@@ -110,6 +111,7 @@ __all__ = [
     "holds_box_of",
     "holds_staged",
     "innermost",
+    "is_fgrads",
     "is_foreign_array",
     "leave_phase",
     "live_leaves",
@@ -195,6 +197,16 @@ def holds_box(seq: Sequence[Any]) -> bool:
         if type(v) is Box or ((type(v) is list or type(v) is tuple) and holds_box(v)):
             return True
     return False
+
+
+_FGRAD_DIR = _os.path.dirname(_os.path.abspath(__file__)) + _os.sep
+
+
+def is_fgrads(fn: Any) -> bool:
+    """Whether `fn` (a function or a bound method) is fgrad's own code rather than a user's:
+    what a user's rule reads through it, or `jit` watches in it, is not the user's state."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and _os.path.abspath(code.co_filename).startswith(_FGRAD_DIR)
 
 
 def holds_box_of(x: Any, level: Level) -> bool:

@@ -37,7 +37,6 @@ import dis
 import functools
 import inspect
 import operator
-import os
 import threading
 import types
 import warnings
@@ -871,17 +870,6 @@ class _Entry:
         self.eager = False
 
 
-_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _is_fgrads(f) -> bool:
-    """Whether `f`'s code is fgrad's own (a transform's wrapper, a custom rule's method): its
-    closure cells are bound once, when the transform is made, and the functions it applies
-    are watched themselves (`_code_functions`); checking its cells at every call cost a
-    microsecond of a 12 us replay (logreg's, benchmarks/bench_jit.py)."""
-    return os.path.abspath(f.__code__.co_filename).startswith(_FGRAD_DIR)
-
-
 _WRAPPED_ATTRIBUTES = ("__wrapped__", "transformed", "fun", "fwd", "bwd", "jvp")
 
 
@@ -1003,8 +991,11 @@ class Jitted:
         # and the data globals it reads, by identity. A rebound one records again.
         # (`fun`'s own, or those of the function a partial, a jitted function or a decorator
         # wraps: jit(partial(f, ...)) and jit(jit(f)) watch what f reads.)
+        # (Not fgrad's own functions, a transform's wrappers: their cells are bound once,
+        # when the transform is made, and what they apply is watched itself; checking them
+        # at every call cost a microsecond of logreg's 12 us replay, benchmarks/bench_jit.py.)
         self._watched = tuple(
-            (f, _state_names(f)) for f in _code_functions(fun) if not _is_fgrads(f)
+            (f, _state_names(f)) for f in _code_functions(fun) if not core.is_fgrads(f)
         )
         self._has_state = any(getattr(f, "__closure__", None) or n for f, n in self._watched)
 

@@ -544,18 +544,10 @@ def free_values(fn, depth=0, seen=None):
     seen.add(id(fn))
     for name, v in _reads(fn):
         if callable(v) and type(v) is not Box:
-            if depth < 3 and not isinstance(v, type) and not _is_fgrads(v):
+            if depth < 3 and not isinstance(v, type) and not _core.is_fgrads(v):
                 yield from ((f"{name} -> {sub}", w) for sub, w in free_values(v, depth + 1, seen))
         else:
             yield name, v
-
-
-def _is_fgrads(fn):
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    return code is not None and code.co_filename.startswith(_FGRAD_DIR)
-
-
-_FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _reads(fn):
