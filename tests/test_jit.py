@@ -2544,6 +2544,52 @@ def test_jit_of_the_gradient_of_a_norm_keeps_one_record_for_every_input(f, shape
     assert g.record_source(x) is not None
 
 
+@pytest.mark.parametrize(
+    "f",
+    [fnp.linalg.det, lambda a: fnp.linalg.det(a) ** 2, lambda a: fnp.sum(fnp.linalg.det(a))],
+    ids=["det", "det squared", "sum of a stack's dets"],
+)
+@pytest.mark.parametrize("transform", [fgrad.grad, fgrad.hessian], ids=["grad", "hessian"])
+def test_jit_of_det_derivatives_keeps_a_record_per_branch_not_per_matrix(f, transform):
+    """det's slope chooses its formula (the inverse, or the shifted average at a singular
+    matrix) by reading singular values: it read the whole matrix, a guard on every element,
+    so each new matrix recorded a path and after 8 jit warned and ran eagerly. It reads the
+    choice now: one path for invertible matrices, one for singular ones, bits as eager."""
+    rng = np.random.default_rng(0)
+    shape = (4, 3, 3) if "sum" in str(f) else (3, 3)
+    singular = np.array([[1.0, 2, 3], [2, 4, 6], [0, 1, 1]])
+    g, eager = fgrad.jit(transform(f)), transform(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(12):
+            a = rng.standard_normal(shape) if k % 4 else np.broadcast_to(singular, shape).copy()
+            np.testing.assert_array_equal(g(a), eager(a), strict=True)
+    assert paths(g) == [2]
+
+
+@pytest.mark.parametrize("traced", ["x", "fp"])
+@pytest.mark.parametrize("transform", [lambda f: f, fgrad.grad], ids=["value", "grad"])
+def test_jit_of_interp_keeps_one_record_for_every_point_and_value(traced, transform):
+    """interp at traced points gathered constant knots with NumPy's indexing, which read the
+    segment indices (a guard on each); traced values read the result where 0 * inf could
+    make a nan. Either recorded a path per call, and after 8 jit warned and ran eagerly."""
+    rng = np.random.default_rng(0)
+    xp, fp = np.linspace(0.0, 1.0, 7), np.sin(np.arange(7.0))
+    x = np.array([-0.5, 0.0, 0.3, 0.5, 1.0, 2.0])
+
+    def f(v):
+        y = fnp.interp(v, xp, fp) if traced == "x" else fnp.interp(x, xp, v)
+        return fnp.sum(y * y)
+
+    g, eager = fgrad.jit(transform(f)), transform(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(10):
+            v = rng.uniform(-0.5, 1.5, 6) if traced == "x" else fp + rng.standard_normal(7)
+            np.testing.assert_array_equal(g(v), eager(v), strict=True)
+    assert paths(g) == [1]
+
+
 def test_a_mean_under_jit_alone_divides_without_the_empty_group_guard():
     # The guard that keeps forward-mode tangents of an empty where= group 0 (not 0/0) cost a
     # third of a masked gradient's replay where nothing differentiates: a record of the

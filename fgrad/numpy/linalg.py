@@ -649,12 +649,21 @@ def _adjugate_T(x, ans):
     """
     if _unreadable(x):  # no matrix is read
         return _adjugate_T_rows(x, ans)
-    xv = _np.asarray(primal(x))
-    s = _np.linalg.svd(xv, compute_uv=False)
-    if xv.size == 0 or _np.all(s[..., -1] > _np.sqrt(_np.finfo(xv.dtype).eps) * s[..., 0]):
+    if 0 in shape(x):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
-    shifted = s <= _SHIFTED_BELOW(xv.dtype) * s[..., :1]
-    return _adjugate_T_shifted(x, int(shifted.sum(axis=-1).max()) + 1)
+    # Under `jit` the singular values are recorded operations and what is read is the branch
+    # and the number of points, each a guard on one number: a record serves every matrix
+    # that takes its branch (reading the matrix would guard each element, a record per call).
+    # Otherwise NumPy computes them; the operators are NumPy's or fgrad's alike.
+    if _core.holds_staged(x):
+        s = _svdvals_p(constant_of(x))
+    else:
+        s = _np.linalg.svd(_np.asarray(primal(x)), compute_uv=False)
+    dtype = _dtype(x)
+    if not primal((~(s[..., -1] > _np.sqrt(_np.finfo(dtype).eps) * s[..., 0])).any()):
+        return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))  # all well conditioned
+    shifted = (s <= _SHIFTED_BELOW(dtype) * s[..., :1]).sum(axis=-1).max()
+    return _adjugate_T_shifted(x, int(primal(shifted)) + 1)
 
 
 def _adjugate_T_rows(x, ans):

@@ -63,6 +63,7 @@ from .shaping import (
     concatenate,
     describe,
     expand_dims,
+    getitem,
     held_number,
     holds_foreign,
     identity_derivatives,
@@ -389,6 +390,7 @@ def interp(
         or _core.holds_batch(xp)
         or _core.holds_staged(x)
         or _core.holds_staged(xp)
+        or _core.holds_staged(fp)  # (the values, read where 0 * inf makes a nan)
     )
     n = shape(xp)[0]
     staged = _core.holds_staged(x) or _core.holds_staged(xp)
@@ -488,7 +490,9 @@ def _gather(v, idx):
     """v[idx] for a 1-D v; a batched idx (one per row) picks by a comparison with every
     position, as getitem takes only constant indices."""
     if not _core.holds_batch(idx):
-        return v[idx]
+        # (an index a `jit` record computes, into constant knots: fgrad's getitem records
+        # the gather; NumPy's would read the index, a guard on every element)
+        return getitem(v, idx) if type(idx) is Box else v[idx]
     hit = equal(expand_dims(idx, -1), _np.arange(shape(v)[0]))
     return sum(where(hit, v, 0), axis=-1)
 
