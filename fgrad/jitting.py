@@ -58,6 +58,7 @@ from .core import (
 from .staging import (
     CANNOT_RECORD,
     CLOSES_OVER,
+    RECORD_FILE_PREFIX,
     Const,
     Guard,
     Op,
@@ -241,11 +242,47 @@ def _apart(outs):
     return tuple(out)
 
 
-def _record(fun, leaves, rebuild, sources=False):
+# NumPy's random generators: a draw changes one's state, which a replay would not
+_RANDOM_TYPES = (_np.random.Generator, _np.random.RandomState, _np.random.BitGenerator)
+
+
+def _generators_in(*groups) -> tuple:
+    """The NumPy random generators among the values of `groups` (what the function reads
+    from its closure cells and globals, and its arguments, static ones included)."""
+    return tuple(v for group in groups for v in group if isinstance(v, _RANDOM_TYPES))
+
+
+def _generator_states(generators) -> list:
+    """What each generator's state is now, comparable with ==."""
+    return [_comparable(_state_of(g)) for g in generators]
+
+
+def _state_of(generator):
+    if isinstance(generator, _np.random.RandomState):
+        return generator.get_state()
+    if isinstance(generator, _np.random.Generator):
+        return generator.bit_generator.state
+    return generator.state  # a BitGenerator
+
+
+def _comparable(state):
+    """A generator's state (dicts, tuples, arrays) with its arrays as bytes."""
+    if isinstance(state, dict):
+        return {k: _comparable(v) for k, v in state.items()}
+    if isinstance(state, (tuple, list)):
+        return tuple(_comparable(v) for v in state)
+    if isinstance(state, _np.ndarray):
+        return (state.dtype.str, state.shape, state.tobytes())
+    return state
+
+
+def _record(fun, leaves, rebuild, sources=False, generators=()):
     """Run `fun` on `leaves` (rebuilt into its arguments by `rebuild`) under a staging level:
-    the eager result and the `_Path` of the run."""
+    the eager result and the `_Path` of the run. `generators`: the NumPy random generators
+    the function may draw from besides the global one (`_generators_in`)."""
     level = StagingLevel(sources)
     random_state = _global_random_state()
+    generator_states = _generator_states(generators)
     with level:
         boxed = _inputs(level, leaves)
         args, kwargs = rebuild(boxed)
@@ -261,6 +298,13 @@ def _record(fun, leaves, rebuild, sources=False):
             "NumPy's global random generator was drawn from while the function ran, and a "
             "replay would reuse those draws; so this function runs eagerly. Draw outside it "
             "and pass the draws as arguments (or a numpy.random.Generator's), to jit it"
+        )
+    if unsafe is None and _generator_states(generators) != generator_states:
+        unsafe = (
+            "a NumPy random generator (a numpy.random.Generator or RandomState) the function "
+            "reads from its closure, its globals or its arguments was drawn from while the "
+            "function ran, and a replay would reuse those draws; so this function runs "
+            "eagerly. Draw outside it and pass the draws as arguments, to jit it"
         )
     outputs, values = [], []
     for o in out_leaves:
@@ -308,6 +352,7 @@ def _record(fun, leaves, rebuild, sources=False):
 # cannot hold. (`StagingLevel.raised` writes the second.)
 _WARNED_REASONS = (
     "NumPy's global random generator",
+    "a NumPy random generator (",
     "an operation raised",
     CLOSES_OVER,
     CANNOT_RECORD,
@@ -709,7 +754,7 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _Miss=_Miss,
         _NO_PARAMS=core._NO_PARAMS,
     )
-    exec(_code_of(source, f"<fgrad.jit record of {name}>"), namespace)
+    exec(_code_of(source, f"{RECORD_FILE_PREFIX}{name}>"), namespace)
     replay = namespace["replay"]
     replay.source = source
     return replay
@@ -1096,14 +1141,17 @@ class Jitted:
                 return replay(*leaves)
             except _Miss as miss:
                 _roll_back(marks)
-                return self._again(entry, leaves, self._rebuild(args, kwargs, tree), miss)
+                rebuild = self._rebuild(args, kwargs, tree)
+                generators = _generators_in(cells, args, kwargs.values())
+                return self._again(entry, leaves, rebuild, miss, generators)
             except Exception:
                 # An operation raised on these values (inv of a singular matrix), which the
                 # function may catch (try/except): the replay cannot take that path, so this
                 # call runs eagerly, and raises, or goes on, as the function does.
                 _roll_back(marks)
                 return self._fun(*args, **kwargs)
-        out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree))
+        generators = _generators_in(cells, args, kwargs.values())
+        out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree), False, generators)
         if path.unsafe is None:
             with self._lock:
                 known = self._cache.get(key)
@@ -1159,9 +1207,9 @@ class Jitted:
             replay = entry.replay = _compile(entry.root, entry.n_inputs, entry.general, self._name)
         return replay
 
-    def _again(self, entry, leaves, rebuild, miss):
+    def _again(self, entry, leaves, rebuild, miss, generators=()):
         """A replay missed a guard: run the function again, recording its path."""
-        out, path = _record(self._fun, leaves, rebuild)
+        out, path = _record(self._fun, leaves, rebuild, False, generators)
         if path.unsafe is not None:
             return out
         with self._lock:

@@ -215,6 +215,8 @@ _new_box = object.__new__
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # NumPy's own functions call back into fgrad (`np.full(n, v)` reads `n` through its
 # `__index__`): their frames are not the user's either
+# the file name of a compiled record (`fgrad.jitting`)
+RECORD_FILE_PREFIX = "<fgrad.jit record of "
 _NOT_USERS = (_PACKAGE_DIR + os.sep, os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
 
 
@@ -228,7 +230,12 @@ def user_line(depth: int = 2) -> str | None:
         return None
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_NOT_USERS):
+        # (a replay's compiled record, `<fgrad.jit record of f>`, is fgrad's code too: the
+        # line that called the jitted f is the user's)
+        if not (
+            os.path.abspath(filename).startswith(_NOT_USERS)
+            or filename.startswith(RECORD_FILE_PREFIX)
+        ):
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None

@@ -559,6 +559,53 @@ def test_a_draw_from_numpys_global_generator_is_never_replayed():
     assert not np.array_equal(a, b)  # each call draws anew, as eagerly
 
 
+@pytest.mark.parametrize("where", ["closure", "static argument", "global RandomState"])
+def test_a_draw_from_a_generator_the_function_reads_is_never_replayed(where):
+    """A Generator closed over (or passed static, or a global RandomState) gave the first
+    call's draws on every replay, silently; the global generator was already noticed."""
+    generator = np.random.default_rng(0)
+    if where == "closure":
+        jitted, call = fgrad.jit(lambda x: x + generator.normal(size=3)), ()
+    elif where == "static argument":
+        jitted = fgrad.jit(lambda x, g: x + g.normal(size=3), static_argnums=1)
+        call = (generator,)
+    else:
+        global _GLOBAL_RANDOM_STATE
+        _GLOBAL_RANDOM_STATE = np.random.RandomState(0)
+        jitted, call = fgrad.jit(lambda x: x + _GLOBAL_RANDOM_STATE.normal(size=3)), ()
+    with pytest.warns(RuntimeWarning, match="random generator .* was drawn from"):
+        a = jitted(np.zeros(3), *call)
+    b = jitted(np.zeros(3), *call)
+    assert not np.array_equal(a, b)  # each call draws anew, as eagerly
+
+
+_GLOBAL_RANDOM_STATE = None
+
+
+def test_a_generator_the_function_reads_but_does_not_draw_from_allows_a_replay():
+    generator = np.random.default_rng(0)
+    jitted = fgrad.jit(lambda x: x * 2.0 if generator is not None else x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert_same(jitted(np.ones(2)), np.full(2, 2.0))
+    assert paths(jitted) == [1]
+
+
+def test_the_path_limit_warning_names_the_callers_line_not_an_inner_jits_record():
+    # a guard of a nested jitted function that replays named its compiled record's
+    # pseudo-file, `<fgrad.jit record of inner>:3`, not a line of the user's
+    inner = fgrad.jit(lambda x: x * int(fnp.sum(x)))
+    outer = lambda x: inner(x) + 1.0
+    warm = fgrad.jit(outer, max_paths=3)
+    for i in [0, 1, 2, 0, 1, 2]:
+        warm(np.array([1.0, float(i)]))
+    jitted = fgrad.jit(outer, max_paths=3)
+    with pytest.warns(RuntimeWarning, match=r"read at .*test_jit\.py:\d+ keeps changing"):
+        for i in range(5):
+            assert_same(jitted(np.array([1.0, float(i)])), outer(np.array([1.0, float(i)])))
+
+
 def test_make_graph_draws_what_the_record_holds():
     f = fgrad.grad(lambda x: fnp.sum(fnp.sin(x) ** 2))
     jitted = fgrad.jit(f)
