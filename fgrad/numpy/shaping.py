@@ -2564,7 +2564,49 @@ def _getitem_batch(args, dims, idx):
     parts, out_dim = _index_layout(idx)
     if out_dim is None:
         return _batching.rows_one_by_one(_getitem_p, args, dims, {"idx": idx}, shape(x)[d], _APART)
-    return _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts), 0
+    out = _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts)
+    if any(_is_advanced_part(p) for p in parts):
+        out = _leading_outermost_p(out, lead=1)
+    return out, 0
+
+
+def _is_advanced_part(p):
+    return isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p)
+
+
+# The batch axis outermost in memory. NumPy's advanced indexing (index arrays, masks) puts
+# the index axes outermost in the memory of its result and the other axes inside them, so
+# x[:, idx] on a batch has each row's elements spread apart, and a reduction over a row then
+# adds them in another order than over that row's own result: one ulp from the loop over
+# rows. The batched result is copied, where its layout is not already so, with the batch axes
+# outermost and the others in the order they have in NumPy's result, which is one row's own
+# layout (index axes, then the rest in x's order). An operation, so that `jit` replays it.
+
+
+def _leading_outermost(x, lead):
+    """x (same values) with its first `lead` axes outermost in memory, in order, and its other
+    axes in the order they have in x's memory: a copy only where they are not so already."""
+    if type(x) is not _np.ndarray or x.flags.c_contiguous:
+        return x  # (another library's array, or a number: its layout is its own)
+    strides = x.strides
+    order = (*range(lead), *sorted(range(lead, x.ndim), key=lambda a: -strides[a]))
+    in_memory_order = x.transpose(order)
+    if in_memory_order.flags.c_contiguous:
+        return x
+    return _np.ascontiguousarray(in_memory_order).transpose(_np.argsort(order))
+
+
+def _leading_outermost_batch(args, dims, lead):
+    (x,), (d,) = args, dims
+    return _leading_outermost_p(batch_to_front(x, d), lead=lead + 1), 0
+
+
+_leading_outermost_p = deflinear(
+    _leading_outermost,
+    lambda ans, x, lead: _same_cotangent,
+    name="leading_outermost",
+    batch=_leading_outermost_batch,
+)
 
 
 def _index_update_batch(prim):
@@ -3104,6 +3146,7 @@ register_rules(_index_set_p, sparsity=("moves", (0, 1)))
 register_rules(_spread_p, sparsity=("moves", None, True))
 register_rules(_astype_p, sparsity="astype")
 register_rules(rechunk_p, sparsity="moves")  # (the identity)
+register_rules(_leading_outermost_p, sparsity="moves")  # (the identity)
 register_rules(_scatter_add_p, sparsity=("adds", "template"))
 register_rules(_index_add_p, sparsity=("adds", "idx"))
 for _prim in (_sum_p, _sum_kw_p):
