@@ -384,65 +384,68 @@ def interp(
         fp = concatenate([fp[-1:], fp, fp[:1]])
     # Rows of a batch put their points in different segments: then the segments, the masks
     # and the gathers are fgrad operations, and every mask is applied (no branch on a value).
-    # (and so do values a `jit` record computes: read, each would be a guard, a record per call)
-    batched = (
-        _core.holds_batch(x)
-        or _core.holds_batch(xp)
-        or _core.holds_staged(x)
-        or _core.holds_staged(xp)
-        or _core.holds_staged(fp)  # (the values, read where 0 * inf makes a nan)
-    )
+    rows = _core.holds_batch(x) or _core.holds_batch(xp)
+    # Under `jit` they are recorded operations too, but each branch reads its mask's `any`
+    # (a guard on one bool): the record applies the operations an eager call applies, to
+    # the bit. (Reading the values themselves would guard each, a record per call.)
+    staged_points = _core.holds_staged(x) or _core.holds_staged(xp)
+    readable = not (rows or staged_points or _core.holds_staged(fp))
     n = shape(xp)[0]
-    staged = _core.holds_staged(x) or _core.holds_staged(xp)
-    if staged or not batched:  # (a `jit` record's gathers of the knots read the segments)
+    if staged_points or not rows:  # (a `jit` record's gathers of the knots read the segments)
         why = "each x's segment is found from its value"
         _core.refuse_lazy("interp", why, _core.innermost(x), _core.innermost(xp))
-    if batched:
-        xv, xpv = constant_of(x), constant_of(xp)
-    else:
+    if readable:
         xv, xpv = _np.asarray(primal(x)), _np.asarray(primal(xp))
+    else:
+        xv, xpv = constant_of(x), constant_of(xp)
     below, above = less(xv, xpv[0]), greater(xv, xpv[-1])
     if n == 1:
         y = broadcast_to(fp[0], shape(x))
     else:
-        if batched:  # searchsorted(xp, x, "right") of sorted knots: how many are <= x
+        if readable:
+            j = _np.clip(_np.searchsorted(xpv, xv, side="right") - 1, 0, n - 2)
+        else:  # searchsorted(xp, x, "right") of sorted knots: how many are <= x
             # (not > x: a nan x is after every knot, in NumPy's order, as searchsorted puts it)
             j = sum(logical_not(greater(xpv, expand_dims(xv, -1))), axis=-1) - 1
             j = clip(j, 0, n - 2)
-        else:
-            j = _np.clip(_np.searchsorted(xpv, xv, side="right") - 1, 0, n - 2)
         x0, x1, f0, f1 = _gather(xp, j), _gather(xp, j + 1), _gather(fp, j), _gather(fp, j + 1)
-        outside = logical_or(below, above) if batched else below | above
-        if batched or outside.any():
+        outside = logical_or(below, above) if rows else below | above
+        if _some(outside, rows):
             # the formula's value is not taken outside the knots (fp[0], fp[-1], left or
             # right is): x0 there, so that an infinite x gives no 0 * inf to the derivatives
             x = where(outside, constant_of(x0), x)
         dx = x1 - x0
         # only at x == xp[-1] == xp[-2]: take fp[-1]
-        flat = equal(constant_of(dx), 0) if batched else _np.asarray(primal(dx)) == 0
-        some_flat = batched or flat.any()
+        flat = _np.asarray(primal(dx)) == 0 if readable else equal(constant_of(dx), 0)
+        some_flat = _some(flat, rows)
         # NumPy's formula, slope * (x - x0) + f0, so that the value is NumPy's to the bit
         slope = (f1 - f0) / (where(flat, 1.0, dx) if some_flat else dx)
         with _np.errstate(invalid="ignore"):  # (0 * inf at an infinite knot: NumPy's
             y = slope * (x - x0) + f0  # interp does not warn, and retries as below)
             if dtype_of(fp).kind != "c":
-                y = _retried_from_the_right(y, x, x0, x1, f0, f1, slope, batched)
+                y = _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable)
         if some_flat:
             y = where(flat, f1, y)
         # at the last knot NumPy gives fp[-1] itself (the formula may round off it), with
         # the last segment's derivatives here (the convention above)
-        at_end = equal(xv, xpv[-1]) if batched else xv == xpv[-1]
-        if batched or at_end.any():
+        at_end = equal(xv, xpv[-1]) if rows else xv == xpv[-1]
+        if _some(at_end, rows):
             y = where(at_end, constant_of(f1) + zero_with_derivatives_of(y), y)
-    if batched or below.any():
+    if _some(below, rows):
         y = where(below, fp[0] if left is None else left, y)
-    if batched or above.any():
+    if _some(above, rows):
         y = where(above, fp[-1] if right is None else right, y)
     y = astype(y, dtype) if dtype_of(y) != dtype else y
     return scalar_if_0d(y)  # (a NumPy scalar for a scalar x, as NumPy gives)
 
 
-def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, batched):
+def _some(mask, rows):
+    """Whether `interp` takes the branch for `mask`: with `rows` (a batch's) always, as no
+    row is read; otherwise when an element is true, read (under `jit`, a guard on one bool)."""
+    return True if rows else bool(primal(mask.any()))
+
+
+def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable):
     """NumPy's interp where slope * (x - x0) + f0 is nan (0 * inf, in a segment with an
     infinite end: interp(-1, [-inf, 0], [1, 2]) is 2): x0's own f0 at x == x0, else the same
     line from the segment's other end, slope * (x - x1) + f1, else (still nan) f0 if f0 ==
@@ -451,22 +454,22 @@ def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, batched):
     0 where f0 is taken, so that no 0 * inf reaches the derivatives through `where`."""
 
     def values(v):
-        return constant_of(v) if batched else _np.asarray(primal(v))
+        return _np.asarray(primal(v)) if readable else constant_of(v)
 
     yv, xv, x0v = values(y), values(x), values(x0)
-    if batched:
+    if rows:
         retry = not_equal(yv, yv)  # (nan)
         at_x0 = retry & equal(xv, x0v)
         back = retry & logical_not(at_x0)
     else:
         retry = yv != yv
-        if not retry.any():
+        if not _some(retry, rows):
             return y
         at_x0 = retry & (xv == x0v)
         back = retry & ~at_x0
     f0v, f1v = values(f0), values(f1)
     bv = values(slope) * (xv - values(x1)) + f1v
-    if batched:
+    if rows:
         use_f0 = at_x0 | (back & not_equal(bv, bv) & equal(f0v, f1v))
     else:
         use_f0 = at_x0 | (back & (bv != bv) & (f0v == f1v))
