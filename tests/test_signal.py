@@ -642,3 +642,53 @@ def test_gradient_with_a_list_of_coordinates_and_polyval_of_no_coefficients():
     )
     np.testing.assert_array_equal(fnp.polyval([], np.arange(3.0)), np.polyval([], np.arange(3.0)))
     assert fgrad.grad(lambda x: fnp.sum(fnp.polyval([], x)))(np.ones(2)).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "axes", [([0, 0], [0, 1]), ([0, -2], [0, 1]), ([0, 1], [0, 0]), ([1, 0], [-1, 1])]
+)
+def test_tensordot_refuses_an_axis_summed_twice_as_numpy(axes):
+    # A repeated axis became a repeated einsum letter, a diagonal: tensordot(A, A, ([0, 0],
+    # [0, 1])) was einsum('ab,aa->b') = [60, 72, 84] where NumPy and JAX raise
+    a = np.arange(9.0).reshape(3, 3)
+    with pytest.raises((ValueError, IndexError)):
+        np.tensordot(a, a, axes)
+    calls = [
+        lambda x: fnp.tensordot(x, a, axes),
+        lambda x: fnp.linalg.tensordot(x, a, axes=axes),
+        lambda x: np.tensordot(x, a, axes),  # NumPy's dispatched on a traced value
+    ]
+    message = (
+        r"tensordot: axes=.* repeats axis \d of [ab] \(shape \(3, 3\) and dtype float64\).*einsum"
+    )
+    for call in calls:
+        if call is not calls[2]:  # (NumPy's own on a plain array)
+            with pytest.raises(ValueError, match=message):
+                call(a)
+        with pytest.raises(ValueError, match=message):
+            fgrad.jvp(call, (a,), (a,))
+        with pytest.raises(ValueError, match=message):
+            fgrad.jit(call)(a)
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape", [((2, 0), (4, 0, 3)), ((0,), (4, 0, 3)), ((5, 2, 0), (0, 3))]
+)
+def test_dot_of_stacks_summing_an_axis_of_length_0_gives_numpys_zeros(a_shape, b_shape):
+    # reshape(a, (-1, 0)) raised "cannot reshape array of size 0 into shape (0)": NumPy sums
+    # over nothing, zeros of shape (2, 4, 3)
+    a, b = np.ones(a_shape), np.ones(b_shape)
+    want = np.dot(a, b)
+    for got in (fnp.dot(a, b), fgrad.jit(fnp.dot)(a, b), fgrad.jvp(fnp.dot, (a, b), (a, b))[1]):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    # the derivatives of a sum over nothing are zeros of each operand's shape
+    ga, gb = grad(lambda a, b: fnp.sum(fnp.dot(a, b)), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, np.zeros(a_shape))
+    np.testing.assert_array_equal(gb, np.zeros(b_shape))
+    assert jacfwd(fnp.dot)(a, b).shape == want.shape + a_shape
+    rows = np.ones((3, *a_shape))
+    batched = fgrad.vmap(fnp.dot, in_axes=(0, None))(rows, b)
+    np.testing.assert_array_equal(batched, np.stack([np.dot(r, b) for r in rows]))
+    g_rows = fgrad.vmap(grad(lambda a, b: fnp.sum(fnp.dot(a, b))), in_axes=(0, None))(rows, b)
+    np.testing.assert_array_equal(g_rows, np.zeros(rows.shape))

@@ -168,9 +168,10 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     _aligned(a, b, "dot")
     a_shape, b_shape = shape(a), shape(b)
     n = a_shape[-1]
-    a2 = reshape(a, (-1, n))
-    b2 = reshape(moveaxis(b, -2, 0), (n, -1))
     moved_b_rest = b_shape[:-2] + b_shape[-1:]
+    # (the lengths spelled out: -1 cannot stand for one when n, summed over, is 0)
+    a2 = reshape(a, (_math.prod(a_shape[:-1]), n))
+    b2 = reshape(moveaxis(b, -2, 0), (n, _math.prod(moved_b_rest)))
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
 
 
@@ -546,7 +547,24 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[in
             raise ValueError(f"tensordot: axes {axes!r} pair {len(a_axes)} axes with {len(b_axes)}")
         a_axes = [normalize_axis(int(x), a_nd, "tensordot", "axes[0]") for x in a_axes]
         b_axes = [normalize_axis(int(x), b_nd, "tensordot", "axes[1]") for x in b_axes]
+        _distinct_axes(a_axes, a, "axes[0]", "a", axes)
+        _distinct_axes(b_axes, b, "axes[1]", "b", axes)
     return _contract(a, b, a_axes, b_axes, "tensordot")
+
+
+def _distinct_axes(axes, x, keyword, name, given):
+    """NumPy's (and JAX's) refusal of an axis summed twice: einsum would read the repeated
+    letter as a diagonal, a plausible number for an invalid call."""
+    seen = set()
+    for ax in axes:
+        if ax in seen:
+            raise ValueError(
+                f"tensordot: axes={given!r} repeats axis {ax} of {name} ({describe(x)}) in "
+                f"{keyword}; each axis can be summed once (duplicate axes are not allowed in "
+                "tensordot). To pair a diagonal, use einsum with a repeated letter, e.g. "
+                "einsum('aa,ab->b', a, b)"
+            )
+        seen.add(ax)
 
 
 def _contract(a, b, a_axes, b_axes, who):
