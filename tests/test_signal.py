@@ -692,3 +692,30 @@ def test_dot_of_stacks_summing_an_axis_of_length_0_gives_numpys_zeros(a_shape, b
     np.testing.assert_array_equal(batched, np.stack([np.dot(r, b) for r in rows]))
     g_rows = fgrad.vmap(grad(lambda a, b: fnp.sum(fnp.dot(a, b))), in_axes=(0, None))(rows, b)
     np.testing.assert_array_equal(g_rows, np.zeros(rows.shape))
+
+
+@pytest.mark.parametrize("how", ["fnp", "np"])
+def test_einsum_path_of_traced_operands_is_numpys_for_their_shapes(how):
+    # NumPy's einsum_path called asanyarray on a traced operand: grad, jit and vmap raised a
+    # TypeError saying fgrad.numpy had no einsum_path. It reads shapes only.
+    module = fnp if how == "fnp" else np
+    x, w = RNG.normal(size=(3, 4)), RNG.normal(size=(4, 5))
+    want_path, want_report = np.einsum_path("ij,jk,kl->", x, w, w.T, optimize="greedy")
+    seen = []
+
+    def f(x):
+        path, report = module.einsum_path("ij,jk,kl->", x, w, w.T, optimize="greedy")
+        seen.append((path, report))
+        return fnp.einsum("ij,jk,kl->", x, w, w.T, optimize=path)
+
+    want_grad = np.broadcast_to(np.einsum("jk,kl->j", w, w.T), x.shape)
+    np.testing.assert_allclose(grad(f)(x), want_grad, rtol=1e-12)
+    np.testing.assert_allclose(fgrad.jit(f)(x), np.einsum("ij,jk,kl->", x, w, w.T), rtol=1e-12)
+    rows = RNG.normal(size=(6, 3, 4))  # each row has x's shape: the path of one row's
+    np.testing.assert_allclose(
+        fgrad.vmap(grad(f))(rows), np.broadcast_to(want_grad, rows.shape), rtol=1e-12
+    )
+    assert seen and all(path == want_path and report == want_report for path, report in seen)
+    sublists = []  # NumPy's sublist form: operands and their lists of axis numbers
+    fgrad.jvp(lambda x: sublists.append(module.einsum_path(x, [0, 1], w, [1, 2])) or x, (x,), (x,))
+    assert sublists == [np.einsum_path(x, [0, 1], w, [1, 2])]
