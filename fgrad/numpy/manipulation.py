@@ -309,7 +309,16 @@ def einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = Fa
     """NumPy's `einsum_path(subscripts, *operands, optimize='greedy')`: the contraction order
     NumPy's einsum takes, and its report. It reads only the operands' shapes, so a traced
     operand (under `vmap`, one row) is handed to NumPy as a stand-in of its shape and dtype
-    that holds no values, and the path is a constant at every level."""
+    that holds no values, and the path is a constant at every level.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> def f(x):
+    ...     path, _ = fnp.einsum_path("ij,jk,kl->", x, x, x)
+    ...     return fnp.einsum("ij,jk,kl->", x, x, x, optimize=path)
+    >>> fgrad.grad(f)(np.eye(2))
+    array([[3., 3.],
+           [3., 3.]])
+    """
     if numpy_applies(*operands):
         # (NumPy's stubs type only the public form, einsum_call=False)
         return _np.einsum_path(*operands, optimize=optimize, einsum_call=einsum_call)  # type: ignore[arg-type]
