@@ -719,3 +719,46 @@ def test_einsum_path_of_traced_operands_is_numpys_for_their_shapes(how):
     sublists = []  # NumPy's sublist form: operands and their lists of axis numbers
     fgrad.jvp(lambda x: sublists.append(module.einsum_path(x, [0, 1], w, [1, 2])) or x, (x,), (x,))
     assert sublists == [np.einsum_path(x, [0, 1], w, [1, 2])]
+
+
+ELLIPSIS_SUMMED = [
+    ("...->", [(2, 3)]),
+    ("...i,i->", [(2, 3), (3,)]),
+    ("...i,...i->i", [(2, 3), (1, 3)]),
+    ("i...->i", [(2, 3, 4)]),
+    ("...ij->j", [(2, 3, 4)]),
+    ("...,->", [(2, 3), ()]),
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes", ELLIPSIS_SUMMED, ids=[s for s, _ in ELLIPSIS_SUMMED])
+@pytest.mark.parametrize("optimize", [False, True, "greedy", "optimal", None])
+def test_einsum_sums_ellipsis_axes_left_out_of_the_output_as_numpy_for_its_optimize(
+    subscripts, shapes, optimize
+):
+    # NumPy's C parser (optimize=False) refuses them and its Python parser (any other optimize)
+    # sums them, as JAX does: fgrad refused them for every optimize
+    ops = [RNG.normal(size=s) for s in shapes]
+
+    def f(*ops):
+        return fnp.einsum(subscripts, *ops, optimize=optimize)
+
+    if optimize is False:
+        with pytest.raises(ValueError):
+            np.einsum(subscripts, *ops, optimize=optimize)
+        with pytest.raises(ValueError, match=r"has no '\.\.\.'.*optimize=True"):
+            f(*ops)
+        with pytest.raises(ValueError, match=r"has no '\.\.\.'"):
+            fgrad.jvp(f, ops, ops)
+        return
+    want = np.einsum(subscripts, *ops, optimize=optimize)
+    for got in (f(*ops), fgrad.jit(f)(*ops), fgrad.jvp(f, ops, ops)[0]):
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    fgrad.test_util.check_grads(f, ops, order=2)
+    rows = RNG.normal(size=(4, *shapes[0]))
+    np.testing.assert_allclose(
+        fgrad.vmap(lambda x: f(x, *ops[1:]))(rows),
+        [np.einsum(subscripts, r, *ops[1:], optimize=optimize) for r in rows],
+        rtol=1e-13,
+    )

@@ -406,8 +406,10 @@ def _sublist_term(sublist):
     return "".join(out)
 
 
-def _einsum_explicit(subscripts, ndims):
-    """`subscripts` with '...' spelled out in letters and the output made explicit."""
+def _einsum_explicit(subscripts, ndims, sum_ellipsis):
+    """`subscripts` with '...' spelled out in letters and the output made explicit. An output
+    without '...' sums the axes '...' covers if `sum_ellipsis` (NumPy's Python parser, which
+    its einsum takes for any `optimize` but False), and is refused otherwise (its C parser)."""
     s = subscripts.replace(" ", "")
     bad = set(s) - set(_EINSUM_LETTERS) - set(".,->")
     if bad:
@@ -455,10 +457,11 @@ def _einsum_explicit(subscripts, ndims):
         out = ell + "".join(sorted(c for c, m in counts.items() if m == 1))
     elif "..." in out:
         out = out.replace("...", ell)
-    elif n > 0:
+    elif n > 0 and not sum_ellipsis:
         raise ValueError(
             f"einsum: the operands' '...' covers {n} axes but the output {out!r} has no '...'; "
-            "write '...' in the output to keep them (NumPy refuses to sum them implicitly)"
+            "write '...' in the output to keep them, or pass optimize=True to sum them "
+            "(NumPy's einsum sums them with optimize, and refuses without, its default)"
         )
     return ",".join(terms) + "->" + out
 
@@ -498,7 +501,7 @@ def einsum(
         refuse_layout("einsum", order=(kwargs.get("order", "K"), "K"))
     elif kwargs:
         return _np.einsum(subscripts, *ops, optimize=optimize, **kwargs)
-    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
+    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops], optimize is not False)
     dtype = kwargs.get("dtype")
     terms, kept = explicit.split("->")
     if dtype is not None and not (len(ops) == 1 and set(terms) <= set(kept)):
