@@ -504,8 +504,8 @@ def test_errors_name_the_argument():
         fnp.einsum("ij,jk", np.ones((2, 3)))
     with pytest.raises(ValueError, match="3 dimensions"):
         fnp.einsum("ij", np.ones((2, 3, 4)))
-    with pytest.raises(TypeError, match="out="):
-        fnp.einsum("ii", np.eye(2), out=np.zeros(()))
+    with pytest.raises(TypeError, match="out="):  # (a traced operand: plain ones are NumPy's)
+        fgrad.jvp(lambda x: fnp.einsum("ii", x, out=np.zeros(())), (np.eye(2),), (np.eye(2),))
     with pytest.raises(ValueError, match="one-dimensional"):
         fnp.convolve(np.ones((2, 2)), np.ones(2))
     with pytest.raises(ValueError, match="mode"):
@@ -762,3 +762,30 @@ def test_einsum_sums_ellipsis_axes_left_out_of_the_output_as_numpy_for_its_optim
         [np.einsum(subscripts, r, *ops[1:], optimize=optimize) for r in rows],
         rtol=1e-13,
     )
+
+
+OUT_CALLS = [
+    ("dot", lambda m, a, b, out: m.dot(a, b, out=out)),
+    ("einsum", lambda m, a, b, out: m.einsum("ij,jk->ik", a, b, out=out)),
+    ("einsum sublists", lambda m, a, b, out: m.einsum(a, [0, 1], b, [1, 2], [0, 2], out=out)),
+    ("outer", lambda m, a, b, out: m.outer(a[0], b[:, 0], out=out)),
+    ("vecdot", lambda m, a, b, out: m.vecdot(a, b.T, out=out)),
+]
+if hasattr(np, "matvec"):  # NumPy >= 2.2
+    OUT_CALLS += [
+        ("matvec", lambda m, a, b, out: m.matvec(a, b[:, 0], out=out)),
+        ("vecmat", lambda m, a, b, out: m.vecmat(a[0], b, out=out)),
+    ]
+
+
+@pytest.mark.parametrize("call", [c for _, c in OUT_CALLS], ids=[n for n, _ in OUT_CALLS])
+def test_out_on_plain_arrays_is_numpys_and_refused_for_traced_ones(call):
+    # dot, einsum, outer and the gufuncs refused out= with nothing traced, where matmul,
+    # linalg.multi_dot and the FFTs write into it as NumPy does
+    a, b = RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2))
+    want = call(np, a, b, None)
+    out = np.full_like(want, np.nan)
+    assert call(fnp, a, b, out) is out
+    np.testing.assert_array_equal(out, call(np, a, b, np.empty_like(want)))
+    with pytest.raises(TypeError, match="out="):
+        fgrad.jvp(lambda a: call(fnp, a, b, np.empty_like(want)), (a,), (a,))

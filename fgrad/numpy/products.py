@@ -153,8 +153,12 @@ register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
 @mirror("function")
 def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `dot`: a product with a scalar, `matmul` up to 2-D, and for N-D the sum over
-    the last axis of `a` and the second-to-last of `b`."""
-    refuse_out(out, "dot")
+    the last axis of `a` and the second-to-last of `b`. `out=` is NumPy's on plain arrays
+    (written into, and returned), and refused where a value is traced."""
+    if out is not None:
+        if numpy_applies(a, b, out):
+            return _np.dot(a, b, out=out)
+        refuse_out(out, "dot")
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
         return _scalar_dot(strongly_typed(a), strongly_typed(b))
@@ -480,13 +484,16 @@ def einsum(
     >>> float(fnp.einsum("ii->", np.eye(3)))
     3.0
     """
-    refuse_out(out, "einsum")
     unknown = set(kwargs) - {"dtype", "order", "casting"}
     if unknown:
         raise TypeError(
             f"einsum() got unexpected keyword arguments {sorted(unknown)}; NumPy's "
             "einsum takes out, optimize, dtype, order and casting"
         )
+    if out is not None:  # NumPy's on plain arrays (written into, and returned)
+        if numpy_applies(*operands, out):
+            return _np.einsum(*operands, out=out, optimize=optimize, **kwargs)
+        refuse_out(out, "einsum")
     if not operands:
         raise ValueError("einsum: no subscripts and no operands given")
     if isinstance(operands[0], str):
@@ -606,8 +613,12 @@ def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
 
 @mirror("function")
 def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
-    """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]."""
-    refuse_out(out, "outer")
+    """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]. `out=` is
+    NumPy's on plain arrays, and refused where a value is traced."""
+    if out is not None:
+        if numpy_applies(a, b, out):
+            return _np.outer(a, b, out=out)
+        refuse_out(out, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
@@ -696,18 +707,19 @@ def _gufunc(theirs, compute, cores, out_core, args, out, keywords):
     NumPy's gufunc keywords (`keywords`: each of `_GUFUNC_SIGNATURE`'s, by name). Plain
     operands get NumPy's own gufunc with every keyword."""
     name = theirs.__name__
-    refuse_out(out, name)
     # (another library's operands take fgrad's path: Dask's gufuncs need whole core axes)
-    if numpy_applies(*args):
+    if numpy_applies(*args, out):  # (`out=` too: NumPy's writes into it, and returns it)
         defaults = dict(keepdims=False, casting="same_kind", order="K", subok=True)
         return theirs(
             *args,
+            **({} if out is None else {"out": out}),
             **{
                 k: v
                 for k, v in keywords.items()
                 if v is not NO_VALUE and v is not None and not (k in defaults and v is defaults[k])
             },
         )
+    refuse_out(out, name)
     axes, axis, keepdims = keywords["axes"], keywords["axis"], keywords["keepdims"]
     casting, order, dtype = keywords["casting"], keywords["order"], keywords["dtype"]
     subok, signature = keywords["subok"], keywords["signature"]
