@@ -430,7 +430,7 @@ NONDIFF = [
     Nondiff("nanargmin", lambda x: fnp.nanargmin(fnp.where(x > 2, np.nan, x))),
     Nondiff("tri", lambda x: fnp.tri(3, 4, 1)),
     Nondiff("mask_indices", lambda x: fnp.mask_indices(3, fnp.triu, 1)),
-    # NumPy's own: it reads shapes only, of plain arrays (a traced operand is refused by name)
+    # it reads shapes only: a constant (traced operands: tests/test_signal.py)
     Nondiff(
         "einsum_path",
         lambda x: len(fnp.einsum_path("ij,jk->", np.ones((2, 3)), np.ones((3, 4)))[0]),

@@ -360,6 +360,7 @@ ALLOWED_IMPORTS = {
     },
     "numpy/manipulation.py": {
         "core",
+        "numpy._coverage",  # no_derivative, for einsum_path
         "numpy._values",
         "numpy.arrays",
         "numpy.creation",  # linspace, for pad's linear ramps

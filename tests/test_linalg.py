@@ -1271,3 +1271,36 @@ def test_multi_dot_out_writes_on_plain_arrays_and_is_refused_on_traced_ones():
         TypeError, match=r"traced value .* keyword argument out.*multi_dot\(arrays\)"
     ):
         grad(lambda a: fnp.sum(la.multi_dot([a, TALL.T, TALL], out=np.empty((3, 3)))))(A)
+
+
+@pytest.mark.parametrize("axis", [5, 2, -3])
+def test_linalg_cross_names_an_axis_out_of_bounds(axis):
+    # shape(x)[axis] raised a bare "IndexError: tuple index out of range" (NumPy's own message)
+    a = np.ones((2, 3))
+    with pytest.raises(IndexError):
+        np.linalg.cross(a, a, axis=axis)
+    message = rf"linalg.cross: axis {axis} .* 'x1' \(shape \(2, 3\) and dtype float64\).*\[-2, 2\)"
+    with pytest.raises(np.exceptions.AxisError, match=message):
+        la.cross(a, a, axis=axis)
+    with pytest.raises(np.exceptions.AxisError, match=message):
+        grad(lambda x: fnp.sum(la.cross(x, a, axis=axis)))(a)
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape", [((2, 3, 4), (4, 5)), ((), (2, 2)), ((3,), ()), ((2, 3), (4, 3, 5))]
+)
+def test_multi_dot_of_two_arrays_of_any_ndim_is_numpys_dot(a_shape, b_shape):
+    # NumPy's multi_dot of exactly two arrays returns their dot; fgrad refused non-2-D ones
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=a_shape), rng.normal(size=b_shape)
+    want = np.linalg.multi_dot([a, b])
+    got = la.multi_dot([a, b])
+    assert np.shape(got) == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_allclose(jit(lambda a, b: la.multi_dot([a, b]))(a, b), want, rtol=1e-13)
+    check_grads(lambda a, b: la.multi_dot([a, b]), (a, b), order=2)
+    three = [a, b, np.ones((2, 2))]  # (more than two: NumPy's 2-D chain, refused as NumPy)
+    with pytest.raises(ValueError):
+        np.linalg.multi_dot(three)
+    with pytest.raises(ValueError, match=r"multi_dot: array \d has shape"):
+        la.multi_dot(three)

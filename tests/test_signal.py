@@ -504,8 +504,8 @@ def test_errors_name_the_argument():
         fnp.einsum("ij,jk", np.ones((2, 3)))
     with pytest.raises(ValueError, match="3 dimensions"):
         fnp.einsum("ij", np.ones((2, 3, 4)))
-    with pytest.raises(TypeError, match="out="):
-        fnp.einsum("ii", np.eye(2), out=np.zeros(()))
+    with pytest.raises(TypeError, match="out="):  # (a traced operand: plain ones are NumPy's)
+        fgrad.jvp(lambda x: fnp.einsum("ii", x, out=np.zeros(())), (np.eye(2),), (np.eye(2),))
     with pytest.raises(ValueError, match="one-dimensional"):
         fnp.convolve(np.ones((2, 2)), np.ones(2))
     with pytest.raises(ValueError, match="mode"):
@@ -642,3 +642,150 @@ def test_gradient_with_a_list_of_coordinates_and_polyval_of_no_coefficients():
     )
     np.testing.assert_array_equal(fnp.polyval([], np.arange(3.0)), np.polyval([], np.arange(3.0)))
     assert fgrad.grad(lambda x: fnp.sum(fnp.polyval([], x)))(np.ones(2)).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "axes", [([0, 0], [0, 1]), ([0, -2], [0, 1]), ([0, 1], [0, 0]), ([1, 0], [-1, 1])]
+)
+def test_tensordot_refuses_an_axis_summed_twice_as_numpy(axes):
+    # A repeated axis became a repeated einsum letter, a diagonal: tensordot(A, A, ([0, 0],
+    # [0, 1])) was einsum('ab,aa->b') = [60, 72, 84] where NumPy and JAX raise
+    a = np.arange(9.0).reshape(3, 3)
+    with pytest.raises((ValueError, IndexError)):
+        np.tensordot(a, a, axes)
+    calls = [
+        lambda x: fnp.tensordot(x, a, axes),
+        lambda x: fnp.linalg.tensordot(x, a, axes=axes),
+        lambda x: np.tensordot(x, a, axes),  # NumPy's dispatched on a traced value
+    ]
+    message = (
+        r"tensordot: axes=.* repeats axis \d of [ab] \(shape \(3, 3\) and dtype float64\).*einsum"
+    )
+    for call in calls:
+        if call is not calls[2]:  # (NumPy's own on a plain array)
+            with pytest.raises(ValueError, match=message):
+                call(a)
+        with pytest.raises(ValueError, match=message):
+            fgrad.jvp(call, (a,), (a,))
+        with pytest.raises(ValueError, match=message):
+            fgrad.jit(call)(a)
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape", [((2, 0), (4, 0, 3)), ((0,), (4, 0, 3)), ((5, 2, 0), (0, 3))]
+)
+def test_dot_of_stacks_summing_an_axis_of_length_0_gives_numpys_zeros(a_shape, b_shape):
+    # reshape(a, (-1, 0)) raised "cannot reshape array of size 0 into shape (0)": NumPy sums
+    # over nothing, zeros of shape (2, 4, 3)
+    a, b = np.ones(a_shape), np.ones(b_shape)
+    want = np.dot(a, b)
+    for got in (fnp.dot(a, b), fgrad.jit(fnp.dot)(a, b), fgrad.jvp(fnp.dot, (a, b), (a, b))[1]):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    # the derivatives of a sum over nothing are zeros of each operand's shape
+    ga, gb = grad(lambda a, b: fnp.sum(fnp.dot(a, b)), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, np.zeros(a_shape))
+    np.testing.assert_array_equal(gb, np.zeros(b_shape))
+    assert jacfwd(fnp.dot)(a, b).shape == want.shape + a_shape
+    rows = np.ones((3, *a_shape))
+    batched = fgrad.vmap(fnp.dot, in_axes=(0, None))(rows, b)
+    np.testing.assert_array_equal(batched, np.stack([np.dot(r, b) for r in rows]))
+    g_rows = fgrad.vmap(grad(lambda a, b: fnp.sum(fnp.dot(a, b))), in_axes=(0, None))(rows, b)
+    np.testing.assert_array_equal(g_rows, np.zeros(rows.shape))
+
+
+@pytest.mark.parametrize("how", ["fnp", "np"])
+def test_einsum_path_of_traced_operands_is_numpys_for_their_shapes(how):
+    # NumPy's einsum_path called asanyarray on a traced operand: grad, jit and vmap raised a
+    # TypeError saying fgrad.numpy had no einsum_path. It reads shapes only.
+    module = fnp if how == "fnp" else np
+    x, w = RNG.normal(size=(3, 4)), RNG.normal(size=(4, 5))
+    want_path, want_report = np.einsum_path("ij,jk,kl->", x, w, w.T, optimize="greedy")
+    seen = []
+
+    def f(x):
+        path, report = module.einsum_path("ij,jk,kl->", x, w, w.T, optimize="greedy")
+        seen.append((path, report))
+        return fnp.einsum("ij,jk,kl->", x, w, w.T, optimize=path)
+
+    want_grad = np.broadcast_to(np.einsum("jk,kl->j", w, w.T), x.shape)
+    np.testing.assert_allclose(grad(f)(x), want_grad, rtol=1e-12)
+    np.testing.assert_allclose(fgrad.jit(f)(x), np.einsum("ij,jk,kl->", x, w, w.T), rtol=1e-12)
+    rows = RNG.normal(size=(6, 3, 4))  # each row has x's shape: the path of one row's
+    np.testing.assert_allclose(
+        fgrad.vmap(grad(f))(rows), np.broadcast_to(want_grad, rows.shape), rtol=1e-12
+    )
+    assert seen and all(path == want_path and report == want_report for path, report in seen)
+    sublists = []  # NumPy's sublist form: operands and their lists of axis numbers
+    fgrad.jvp(lambda x: sublists.append(module.einsum_path(x, [0, 1], w, [1, 2])) or x, (x,), (x,))
+    assert sublists == [np.einsum_path(x, [0, 1], w, [1, 2])]
+
+
+ELLIPSIS_SUMMED = [
+    ("...->", [(2, 3)]),
+    ("...i,i->", [(2, 3), (3,)]),
+    ("...i,...i->i", [(2, 3), (1, 3)]),
+    ("i...->i", [(2, 3, 4)]),
+    ("...ij->j", [(2, 3, 4)]),
+    ("...,->", [(2, 3), ()]),
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes", ELLIPSIS_SUMMED, ids=[s for s, _ in ELLIPSIS_SUMMED])
+@pytest.mark.parametrize("optimize", [False, True, "greedy", "optimal", None])
+def test_einsum_sums_ellipsis_axes_left_out_of_the_output_as_numpy_for_its_optimize(
+    subscripts, shapes, optimize
+):
+    # NumPy's C parser (optimize=False) refuses them and its Python parser (any other optimize)
+    # sums them, as JAX does: fgrad refused them for every optimize
+    ops = [RNG.normal(size=s) for s in shapes]
+
+    def f(*ops):
+        return fnp.einsum(subscripts, *ops, optimize=optimize)
+
+    if optimize is False:
+        with pytest.raises(ValueError):
+            np.einsum(subscripts, *ops, optimize=optimize)
+        with pytest.raises(ValueError, match=r"has no '\.\.\.'.*optimize=True"):
+            f(*ops)
+        with pytest.raises(ValueError, match=r"has no '\.\.\.'"):
+            fgrad.jvp(f, ops, ops)
+        return
+    want = np.einsum(subscripts, *ops, optimize=optimize)
+    for got in (f(*ops), fgrad.jit(f)(*ops), fgrad.jvp(f, ops, ops)[0]):
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    fgrad.test_util.check_grads(f, ops, order=2)
+    rows = RNG.normal(size=(4, *shapes[0]))
+    np.testing.assert_allclose(
+        fgrad.vmap(lambda x: f(x, *ops[1:]))(rows),
+        [np.einsum(subscripts, r, *ops[1:], optimize=optimize) for r in rows],
+        rtol=1e-13,
+    )
+
+
+OUT_CALLS = [
+    ("dot", lambda m, a, b, out: m.dot(a, b, out=out)),
+    ("einsum", lambda m, a, b, out: m.einsum("ij,jk->ik", a, b, out=out)),
+    ("einsum sublists", lambda m, a, b, out: m.einsum(a, [0, 1], b, [1, 2], [0, 2], out=out)),
+    ("outer", lambda m, a, b, out: m.outer(a[0], b[:, 0], out=out)),
+    ("vecdot", lambda m, a, b, out: m.vecdot(a, b.T, out=out)),
+]
+if hasattr(np, "matvec"):  # NumPy >= 2.2
+    OUT_CALLS += [
+        ("matvec", lambda m, a, b, out: m.matvec(a, b[:, 0], out=out)),
+        ("vecmat", lambda m, a, b, out: m.vecmat(a[0], b, out=out)),
+    ]
+
+
+@pytest.mark.parametrize("call", [c for _, c in OUT_CALLS], ids=[n for n, _ in OUT_CALLS])
+def test_out_on_plain_arrays_is_numpys_and_refused_for_traced_ones(call):
+    # dot, einsum, outer and the gufuncs refused out= with nothing traced, where matmul,
+    # linalg.multi_dot and the FFTs write into it as NumPy does
+    a, b = RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2))
+    want = call(np, a, b, None)
+    out = np.full_like(want, np.nan)
+    assert call(fnp, a, b, out) is out
+    np.testing.assert_array_equal(out, call(np, a, b, np.empty_like(want)))
+    with pytest.raises(TypeError, match="out="):
+        fgrad.jvp(lambda a: call(fnp, a, b, np.empty_like(want)), (a,), (a,))

@@ -2103,6 +2103,8 @@ def multi_dot(arrays: Sequence[ArrayLike], *, out: Any = None) -> Array:
         )
     if len(arrays) < 2:
         raise ValueError("linalg.multi_dot: expecting at least two arrays")
+    if len(arrays) == 2 and not all(len(shape(x)) in (1, 2) for x in arrays):
+        return _products.dot(*arrays)  # NumPy's multi_dot of two arrays is their dot, of any ndim
     first_1d, last_1d = len(shape(arrays[0])) == 1, len(shape(arrays[-1])) == 1
     if first_1d:
         arrays[0] = expand_dims(arrays[0], 0)
@@ -2185,6 +2187,12 @@ def tensordot(
 def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.cross`: of 3-vectors along `axis`."""
     for arg, x in (("x1", x1), ("x2", x2)):
+        nd = len(shape(x))
+        if not -nd <= axis < nd:  # (shape(x)[axis] raised a bare IndexError, as NumPy's)
+            raise _np.exceptions.AxisError(
+                f"linalg.cross: axis {axis} is out of bounds for {arg!r} ({describe(x)}); "
+                f"pass an axis in [{-nd}, {nd})"
+            )
         if shape(x)[axis] != 3:
             raise ValueError(
                 f"linalg.cross: {arg!r} has {describe(x)}; axis {axis} must have length 3"

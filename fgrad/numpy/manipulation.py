@@ -1,6 +1,7 @@
 """More of NumPy's array manipulation, sorting and searching routines: `pad`, `block`, `resize`,
 `unstack`, `trim_zeros`, `sort_complex`, `apply_over_axes`, `fromfunction`, and the constants
-`tri`, `nanargmax`, `nanargmin`, and NumPy's own `mask_indices` and `einsum_path`.
+`tri`, `nanargmax`, `nanargmin`, `einsum_path` (of shapes, traced operands included), and
+NumPy's own `mask_indices`.
 
 The differentiable functions are compositions of `concatenate`, `reshape`, `moveaxis`,
 indexing and `take`, so they have every rule with none of their own. Where NumPy's result
@@ -19,6 +20,7 @@ import numpy as _np
 
 from .. import core as _core
 from ..core import constant_of, dtype_of, primal
+from ._coverage import no_derivative
 from ._mirror import exported, mirror
 from ._values import is_true, with_example
 from .arrays import _constant_batch, _positions, flip, lexsort, sort, take, take_along_axis
@@ -297,10 +299,39 @@ tri = with_example(
 _constant_batch(tri)
 
 
-# NumPy's own functions: they read only sizes and shapes (mask_indices calls mask_func, fnp.triu
-# for one, on a plain array of ones), so they are constants at every level
+# NumPy's own function: it reads only sizes (mask_func, fnp.triu for one, is called on a plain
+# array of ones), so it is a constant at every level
 mask_indices = _np.mask_indices
-einsum_path = _np.einsum_path
+
+
+@no_derivative("a contraction order and its report, read from the operands' shapes")
+def einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = False) -> Any:
+    """NumPy's `einsum_path(subscripts, *operands, optimize='greedy')`: the contraction order
+    NumPy's einsum takes, and its report. It reads only the operands' shapes, so a traced
+    operand (under `vmap`, one row) is handed to NumPy as a stand-in of its shape and dtype
+    that holds no values, and the path is a constant at every level.
+
+    >>> import numpy as np, fgrad, fgrad.numpy as fnp
+    >>> def f(x):
+    ...     path, _ = fnp.einsum_path("ij,jk,kl->", x, x, x)
+    ...     return fnp.einsum("ij,jk,kl->", x, x, x, optimize=path)
+    >>> fgrad.grad(f)(np.eye(2))
+    array([[3., 3.],
+           [3., 3.]])
+    """
+    if numpy_applies(*operands):
+        # (NumPy's stubs type only the public form, einsum_call=False)
+        return _np.einsum_path(*operands, optimize=optimize, einsum_call=einsum_call)  # type: ignore[arg-type]
+    if einsum_call:  # (NumPy's internal form returns the operands: the stand-ins here)
+        raise TypeError(
+            "einsum_path(..., einsum_call=True) returns the operands, which are traced here; "
+            "call einsum_path without einsum_call (it gives the path and its report)"
+        )
+    stand_ins = [
+        _np.broadcast_to(_np.empty((), dtype_of(x)), shape(x)) if is_traced(x) else x
+        for x in operands
+    ]
+    return _np.einsum_path(*stand_ins, optimize=optimize)
 
 
 # --- joining, resizing, splitting -----------------------------------------------------------------

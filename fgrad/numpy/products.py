@@ -153,8 +153,12 @@ register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
 @mirror("function")
 def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """NumPy's `dot`: a product with a scalar, `matmul` up to 2-D, and for N-D the sum over
-    the last axis of `a` and the second-to-last of `b`."""
-    refuse_out(out, "dot")
+    the last axis of `a` and the second-to-last of `b`. `out=` is NumPy's on plain arrays
+    (written into, and returned), and refused where a value is traced."""
+    if out is not None:
+        if numpy_applies(a, b, out):
+            return _np.dot(a, b, out=out)
+        refuse_out(out, "dot")
     a_nd, b_nd = ndim(a), ndim(b)
     if a_nd == 0 or b_nd == 0:
         return _scalar_dot(strongly_typed(a), strongly_typed(b))
@@ -168,9 +172,10 @@ def dot(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     _aligned(a, b, "dot")
     a_shape, b_shape = shape(a), shape(b)
     n = a_shape[-1]
-    a2 = reshape(a, (-1, n))
-    b2 = reshape(moveaxis(b, -2, 0), (n, -1))
     moved_b_rest = b_shape[:-2] + b_shape[-1:]
+    # (the lengths spelled out: -1 cannot stand for one when n, summed over, is 0)
+    a2 = reshape(a, (_math.prod(a_shape[:-1]), n))
+    b2 = reshape(moveaxis(b, -2, 0), (n, _math.prod(moved_b_rest)))
     return reshape(matmul(a2, b2), a_shape[:-1] + moved_b_rest)
 
 
@@ -405,8 +410,10 @@ def _sublist_term(sublist):
     return "".join(out)
 
 
-def _einsum_explicit(subscripts, ndims):
-    """`subscripts` with '...' spelled out in letters and the output made explicit."""
+def _einsum_explicit(subscripts, ndims, sum_ellipsis):
+    """`subscripts` with '...' spelled out in letters and the output made explicit. An output
+    without '...' sums the axes '...' covers if `sum_ellipsis` (NumPy's Python parser, which
+    its einsum takes for any `optimize` but False), and is refused otherwise (its C parser)."""
     s = subscripts.replace(" ", "")
     bad = set(s) - set(_EINSUM_LETTERS) - set(".,->")
     if bad:
@@ -454,10 +461,11 @@ def _einsum_explicit(subscripts, ndims):
         out = ell + "".join(sorted(c for c, m in counts.items() if m == 1))
     elif "..." in out:
         out = out.replace("...", ell)
-    elif n > 0:
+    elif n > 0 and not sum_ellipsis:
         raise ValueError(
             f"einsum: the operands' '...' covers {n} axes but the output {out!r} has no '...'; "
-            "write '...' in the output to keep them (NumPy refuses to sum them implicitly)"
+            "write '...' in the output to keep them, or pass optimize=True to sum them "
+            "(NumPy's einsum sums them with optimize, and refuses without, its default)"
         )
     return ",".join(terms) + "->" + out
 
@@ -476,13 +484,16 @@ def einsum(
     >>> float(fnp.einsum("ii->", np.eye(3)))
     3.0
     """
-    refuse_out(out, "einsum")
     unknown = set(kwargs) - {"dtype", "order", "casting"}
     if unknown:
         raise TypeError(
             f"einsum() got unexpected keyword arguments {sorted(unknown)}; NumPy's "
             "einsum takes out, optimize, dtype, order and casting"
         )
+    if out is not None:  # NumPy's on plain arrays (written into, and returned)
+        if numpy_applies(*operands, out):
+            return _np.einsum(*operands, out=out, optimize=optimize, **kwargs)
+        refuse_out(out, "einsum")
     if not operands:
         raise ValueError("einsum: no subscripts and no operands given")
     if isinstance(operands[0], str):
@@ -497,7 +508,7 @@ def einsum(
         refuse_layout("einsum", order=(kwargs.get("order", "K"), "K"))
     elif kwargs:
         return _np.einsum(subscripts, *ops, optimize=optimize, **kwargs)
-    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops])
+    explicit = _einsum_explicit(subscripts, [ndim(x) for x in ops], optimize is not False)
     dtype = kwargs.get("dtype")
     terms, kept = explicit.split("->")
     if dtype is not None and not (len(ops) == 1 and set(terms) <= set(kept)):
@@ -546,7 +557,24 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[int | Sequence[in
             raise ValueError(f"tensordot: axes {axes!r} pair {len(a_axes)} axes with {len(b_axes)}")
         a_axes = [normalize_axis(int(x), a_nd, "tensordot", "axes[0]") for x in a_axes]
         b_axes = [normalize_axis(int(x), b_nd, "tensordot", "axes[1]") for x in b_axes]
+        _distinct_axes(a_axes, a, "axes[0]", "a", axes)
+        _distinct_axes(b_axes, b, "axes[1]", "b", axes)
     return _contract(a, b, a_axes, b_axes, "tensordot")
+
+
+def _distinct_axes(axes, x, keyword, name, given):
+    """NumPy's (and JAX's) refusal of an axis summed twice: einsum would read the repeated
+    letter as a diagonal, a plausible number for an invalid call."""
+    seen = set()
+    for ax in axes:
+        if ax in seen:
+            raise ValueError(
+                f"tensordot: axes={given!r} repeats axis {ax} of {name} ({describe(x)}) in "
+                f"{keyword}; each axis can be summed once (duplicate axes are not allowed in "
+                "tensordot). To pair a diagonal, use einsum with a repeated letter, e.g. "
+                "einsum('aa,ab->b', a, b)"
+            )
+        seen.add(ax)
 
 
 def _contract(a, b, a_axes, b_axes, who):
@@ -585,8 +613,12 @@ def inner(a: ArrayLike, b: ArrayLike, /) -> Array:
 
 @mirror("function")
 def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
-    """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]."""
-    refuse_out(out, "outer")
+    """NumPy's `outer`: both operands are flattened; out[i, j] = a[i] * b[j]. `out=` is
+    NumPy's on plain arrays, and refused where a value is traced."""
+    if out is not None:
+        if numpy_applies(a, b, out):
+            return _np.outer(a, b, out=out)
+        refuse_out(out, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
@@ -675,18 +707,19 @@ def _gufunc(theirs, compute, cores, out_core, args, out, keywords):
     NumPy's gufunc keywords (`keywords`: each of `_GUFUNC_SIGNATURE`'s, by name). Plain
     operands get NumPy's own gufunc with every keyword."""
     name = theirs.__name__
-    refuse_out(out, name)
     # (another library's operands take fgrad's path: Dask's gufuncs need whole core axes)
-    if numpy_applies(*args):
+    if numpy_applies(*args, out):  # (`out=` too: NumPy's writes into it, and returns it)
         defaults = dict(keepdims=False, casting="same_kind", order="K", subok=True)
         return theirs(
             *args,
+            **({} if out is None else {"out": out}),
             **{
                 k: v
                 for k, v in keywords.items()
                 if v is not NO_VALUE and v is not None and not (k in defaults and v is defaults[k])
             },
         )
+    refuse_out(out, name)
     axes, axis, keepdims = keywords["axes"], keywords["axis"], keywords["keepdims"]
     casting, order, dtype = keywords["casting"], keywords["order"], keywords["dtype"]
     subok, signature = keywords["subok"], keywords["signature"]
