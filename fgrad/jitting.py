@@ -302,7 +302,7 @@ def _record(fun, leaves, rebuild, sources=False, generators=()):
     if unsafe is None and _generator_states(generators) != generator_states:
         unsafe = (
             "a NumPy random generator (a numpy.random.Generator or RandomState) the function "
-            "reads from its closure, its globals or its arguments was drawn from while the "
+            "reads from its closure, its globals or a static argument was drawn from while the "
             "function ran, and a replay would reuse those draws; so this function runs "
             "eagerly. Draw outside it and pass the draws as arguments, to jit it"
         )
@@ -833,6 +833,12 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         return (tuple(chain), inner), bool(chain)
     if is_foreign_array(x):
         return (t, x.shape, x.dtype, getattr(x, "chunks", None)), True
+    if isinstance(x, _RANDOM_TYPES):
+        raise TypeError(
+            f"jit: an argument is a NumPy random generator ({t.__name__}): a record cannot "
+            "take it as an input, and a replay would reuse the first call's draws. Draw "
+            "outside the jitted function and pass the draws as an argument"
+        )  # (the caller says which argument it is)
     raise TypeError(
         f"jit: an argument leaf of type {t.__name__} is not an array or a number, so a "
         "record cannot take it as an input. Pass it through static_argnums or "
@@ -904,15 +910,18 @@ class _Entry:
     the first replay, so the first call pays no compile), whether it gave up, and what the
     function's closure cells held when it was recorded."""
 
-    __slots__ = ("cells", "eager", "general", "n_inputs", "replay", "root")
+    __slots__ = ("cells", "eager", "general", "n_inputs", "rebinds", "replay", "root")
 
-    def __init__(self, root, n_inputs, general, cells):
+    def __init__(self, root, n_inputs, general, cells, rebinds=0):
         self.root = root
         self.n_inputs = n_inputs
         self.general = general
         self.cells = cells
         self.replay = None
         self.eager = False
+        # how many calls in a row recorded this signature again, each because a variable the
+        # function reads was rebound since the last (with no replay between)
+        self.rebinds = rebinds
 
 
 _WRAPPED_ATTRIBUTES = ("__wrapped__", "transformed", "fun", "fwd", "bwd", "jvp")
@@ -1013,6 +1022,16 @@ def _free_values(watched) -> tuple:
 
 
 _UNBOUND = object()
+
+
+def _rebound_names(watched, recorded: tuple, now: tuple) -> list:
+    """The names (closure variables, then globals, as `_free_values` lists their values) of
+    those that `now` holds other objects than `recorded`."""
+    names: list = []
+    for fun, globals_read in watched:
+        names += getattr(fun.__code__, "co_freevars", ()) if fun.__closure__ else ()
+        names += globals_read
+    return [n for n, a, b in zip(names, recorded, now) if a is not b]
 
 
 def _same_cells(recorded: tuple, now: tuple) -> bool:
@@ -1127,11 +1146,16 @@ class Jitted:
                 general = general or g
             key = (_tree_key(tree), statics, tuple(sigs))
         entry = self._cache.get(key)
-        cells = ()
+        cells, rebinds, rebound = (), 0, ()
         if self._has_state:
             cells = _free_values(self._watched)
             if entry is not None and not _same_cells(entry.cells, cells):
-                entry = None  # a variable the function reads was rebound: record again
+                # a variable the function reads was rebound: record again, unless that
+                # happened at every call (then it runs eagerly, `_settle_rebinds`)
+                if not (entry.eager and entry.rebinds >= self._max_paths):
+                    rebinds = 1 if entry.replay is not None else entry.rebinds + 1
+                    rebound = _rebound_names(self._watched, entry.cells, cells)
+                    entry = None
         if entry is not None:
             if entry.eager:
                 return self._fun(*args, **kwargs)
@@ -1152,11 +1176,14 @@ class Jitted:
                 return self._fun(*args, **kwargs)
         generators = _generators_in(cells, args, kwargs.values())
         out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree), False, generators)
-        if path.unsafe is None:
+        if path.unsafe is None and rebinds >= self._max_paths:
+            self._settle_rebinds(key, len(leaves), general, cells, rebinds, rebound)
+        elif path.unsafe is None:
             with self._lock:
                 known = self._cache.get(key)
                 if known is None or not _same_cells(known.cells, cells):
-                    self._cache[key] = _Entry(_Node(path.items, path), len(leaves), general, cells)
+                    node = _Node(path.items, path)
+                    self._cache[key] = _Entry(node, len(leaves), general, cells, rebinds)
         elif path.settled:  # runs eagerly from now on for this signature
             entry = _Entry(None, len(leaves), general, cells)
             entry.eager = True
@@ -1228,6 +1255,28 @@ class Jitted:
             if added:
                 entry.replay = None  # compiled again at the next call
         return out
+
+    def _settle_rebinds(self, key, n_inputs, general, cells, rebinds, rebound):
+        """`rebinds` calls in a row found a variable the function reads rebound, and recorded
+        again, with no replay between: recording at every call costs more than running
+        eagerly, so this signature runs eagerly from now on, with a warning naming it."""
+        entry = _Entry(None, n_inputs, general, cells, rebinds)
+        entry.eager = True
+        with self._lock:
+            self._cache[key] = entry
+            if self._warned:
+                return
+            self._warned = True
+        names = ", ".join(rebound) or "a variable the function reads"
+        was = "were" if len(rebound) > 1 else "was"
+        warnings.warn(
+            f"fgrad.jit({self._name}): {names} {was} rebound before each of the last {rebinds} "
+            "calls, and a record holds the value it read, so each call recorded again (slower "
+            "than running eagerly); this function runs eagerly from now on for these argument "
+            "shapes. Pass it to the function as an argument instead, to jit it.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def _warn_eager(self, source):
         if self._warned:

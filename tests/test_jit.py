@@ -551,6 +551,38 @@ def test_a_traced_float_choosing_a_norm_or_a_length_is_refused_by_name():
         fgrad.jit(lambda x, n: fnp.fft.fft(x, n))(np.ones(3), 2.0)
 
 
+_BATCH = np.zeros(3)
+
+
+def test_a_global_rebound_before_every_call_runs_eagerly_with_a_warning_naming_it():
+    # Each call recorded again (the record holds the global's value), silently: 2.1x slower
+    # than eager in a loop that rebinds its minibatch. Past max_paths calls in a row it
+    # runs eagerly and says which variable to pass as an argument.
+    global _BATCH
+    f = lambda w: fnp.sum((_BATCH * w) ** 2)
+    jitted = fgrad.jit(fgrad.grad(f), max_paths=4)
+    with pytest.warns(RuntimeWarning, match=r"_BATCH was rebound before each of the last 4"):
+        for i in range(10):
+            _BATCH = np.arange(3.0) + i
+            assert_same(jitted(np.ones(3)), fgrad.grad(f)(np.ones(3)))
+    (entry,) = jitted._cache.values()
+    assert entry.eager
+
+
+def test_a_global_rebound_now_and_then_keeps_being_recorded_and_replayed():
+    global _BATCH
+    f = lambda w: fnp.sum((_BATCH * w) ** 2)
+    jitted = fgrad.jit(f, max_paths=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(12):
+            if i % 3 == 0:  # a replay between rebindings
+                _BATCH = np.arange(3.0) + i
+            assert_same(jitted(np.ones(3)), f(np.ones(3)))
+    (entry,) = jitted._cache.values()
+    assert not entry.eager and entry.replay is not None
+
+
 def test_a_draw_from_numpys_global_generator_is_never_replayed():
     jitted = fgrad.jit(lambda x: x + np.random.normal(size=3))
     with pytest.warns(RuntimeWarning, match="global random generator"):
@@ -580,6 +612,12 @@ def test_a_draw_from_a_generator_the_function_reads_is_never_replayed(where):
 
 
 _GLOBAL_RANDOM_STATE = None
+
+
+def test_a_generator_passed_as_an_argument_is_refused_saying_to_pass_the_draws():
+    # the message suggested static_argnums "if it is hashable and compared by value"
+    with pytest.raises(TypeError, match="random generator .* pass the draws .* argument 1"):
+        fgrad.jit(lambda q, g: q + g.normal(size=3))(np.zeros(3), np.random.default_rng(0))
 
 
 def test_a_generator_the_function_reads_but_does_not_draw_from_allows_a_replay():
