@@ -770,6 +770,7 @@ OUT_CALLS = [
     ("einsum sublists", lambda m, a, b, out: m.einsum(a, [0, 1], b, [1, 2], [0, 2], out=out)),
     ("outer", lambda m, a, b, out: m.outer(a[0], b[:, 0], out=out)),
     ("vecdot", lambda m, a, b, out: m.vecdot(a, b.T, out=out)),
+    ("trace", lambda m, a, b, out: m.trace(m.stack([a, b], axis=-1), out=out)),
 ]
 if hasattr(np, "matvec"):  # NumPy >= 2.2
     OUT_CALLS += [

@@ -993,9 +993,12 @@ def trace(
     dtype: DTypeLike | None = None,
     out: None = None,
 ) -> Array:
-    """NumPy's `trace`: the sum along a diagonal."""
+    """NumPy's `trace`: the sum along a diagonal. `out=` is NumPy's on plain arrays (written
+    into, and returned), and refused where a value is traced."""
     if out is not None:
-        raise TypeError("trace(..., out=...) cannot write into an array; use the returned value")
+        if _shaping.numpy_applies(a, out):
+            return _np.trace(a, offset, axis1, axis2, dtype, out)
+        _shaping.refuse_out(out, "trace")
     # dtype is the accumulator's, as NumPy's: summing in a's dtype and casting after loses the
     # bits of float32 and overflows float16 where the requested type would not
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
