@@ -72,7 +72,7 @@ __all__ = [
 # The start of `StagingLevel.unsafe` when a primitive's own function (a custom rule's, a
 # checkpoint's) computed with the level's boxes: `jit` then runs the function again without
 # the level, as this call's result was computed with the levels nested wrongly.
-CLOSES_OVER = "a custom rule or checkpoint closes over a traced value"
+CLOSES_OVER = "a custom rule, checkpoint or primitive closes over a traced value"
 # The same, for what `cannot_record` is told (its reason follows)
 CANNOT_RECORD = "a value of the function being recorded is read where a replay cannot give it"
 
@@ -349,7 +349,9 @@ class StagingLevel(Level):
         if self.unsafe is None and (closure or (read and not boxes)):
             del self.items[recorded:]
             self.unsafe = (
-                f"{CLOSES_OVER} ({prim.name}'s function reads a traced value of the function "
+                f"{CLOSES_OVER} ({prim.name}'s function, or the one that computed its "
+                "arguments (a primitive's fprop under vmap, applied to each row), reads a "
+                "traced value of the function "
                 "being recorded other than through its arguments, which a replay would read "
                 "as this call's value, and its result here nests the transforms the wrong way "
                 "round): this function runs eagerly for these shapes and dtypes. Pass the "
