@@ -185,6 +185,11 @@ CASES = [
     (shaping.rechunk_p, lambda x: shaping.rechunk_p(x * x, chunks=((3,),)), (X,)),
     (shaping._getitem_p, lambda x: x[1, ::2], (M,)),
     (shaping._leading_outermost_p, lambda x: shaping._leading_outermost_p(x.T * x.T, lead=1), (M,)),
+    (
+        shaping._take_rows_p,
+        lambda x: shaping._take_rows_p(x * x, idx=np.array([2, 0, 2]), axis=0, lead=1),
+        (M,),
+    ),
     (shaping._index_add_p, lambda x, v: fnp.at(x)[ROWS].add(v), (X, _normal(3))),
     (shaping._index_set_p, lambda x, v: fnp.at(x)[1].set(v), (M, X)),
     (shaping._stack_p, lambda x, y: fnp.stack([x, y, x]), (X, X[::-1].copy())),

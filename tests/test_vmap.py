@@ -1176,6 +1176,10 @@ GATHERS = {
     "columns": lambda a: a[:, [0, 2]],
     "row mask": lambda a: a[a[:, 0] > 0],
     "column mask": lambda a: a[:, a[0] > 0],
+    # an integer array among full slices: a take, laid out at once (no copy)
+    "rows by array": lambda a: a[np.array([0, 2, -1])],
+    "columns by array": lambda a: a[:, np.array([0, 2])],
+    "columns by 2-d array": lambda a: a[:, np.array([[0, 2], [1, 1]])],
 }
 
 
@@ -1211,3 +1215,5 @@ def test_a_batched_index_has_the_layout_of_one_rows_result():
     assert b[0][:, [0, 2]].strides == (8, 3 * 8)
     assert vmap(lambda a: a[:, [0, 2]])(b).strides == (2 * 3 * 8, 8, 3 * 8)
     assert vmap(lambda a: a[[0, 2]])(b).strides == (2 * 4 * 8, 4 * 8, 8)
+    assert vmap(lambda a: a[:, np.array([0, 2])])(b).strides == (2 * 3 * 8, 8, 3 * 8)
+    assert vmap(lambda a: a[np.array([0, 2])])(b).strides == (2 * 4 * 8, 4 * 8, 8)

@@ -2564,10 +2564,55 @@ def _getitem_batch(args, dims, idx):
     parts, out_dim = _index_layout(idx)
     if out_dim is None:
         return _batching.rows_one_by_one(_getitem_p, args, dims, {"idx": idx}, shape(x)[d], _APART)
+    taken = _taken_axis(parts)
+    if taken is not None:  # one integer array among full slices: NumPy's take, laid out
+        return _take_rows_p(batch_to_front(x, d), idx=parts[taken], axis=taken, lead=1), 0
     out = _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts)
     if any(_is_advanced_part(p) for p in parts):
         out = _leading_outermost_p(out, lead=1)
     return out, 0
+
+
+def _taken_axis(parts):
+    """The axis of the one integer index array of a row's index, when every other part is a
+    full slice (`x[idx]`, `x[:, idx]`: a take along that axis), else None."""
+    taken = None
+    for axis, p in enumerate(parts):
+        if type(p) is slice and p == slice(None):
+            continue
+        if type(p) is not _np.ndarray or p.dtype.kind not in "iu" or taken is not None:
+            return None
+        taken = axis
+    return taken
+
+
+def _take_rows(x, idx, axis, lead):
+    """`x[(:,) * (lead + axis) + (idx,)]` (`lead` leading batch axes; `idx` a constant
+    integer array) with the memory layout of each row's own result stacked, as
+    `_leading_outermost` gives it, without its copy: NumPy's indexing puts idx's axes
+    outermost in memory, in front of the batch, where a take along the axis, with that axis
+    moved next to the batch axes, makes the batch axes, idx's axes and the others in order
+    (one row's own layout, as the loop over rows makes it) at once: a tenth of the cost of
+    indexing and then copying a (256, 1000) gather."""
+    if type(x) is not _np.ndarray:  # (another library's array: its own layout)
+        return _getitem_impl(x, (slice(None),) * (lead + axis) + (idx,))
+    at = lead + axis
+    out = _np.take(_np.moveaxis(x, at, lead) if axis else x, idx, axis=lead)
+    if not axis or idx.ndim == 0:
+        return out
+    return _np.moveaxis(out, range(lead, lead + idx.ndim), range(at, at + idx.ndim))
+
+
+def _take_rows_vjp(ans, x, idx, axis, lead):
+    return _getitem_vjp(ans, x, (slice(None),) * (lead + axis) + (idx,))
+
+
+def _take_rows_batch(args, dims, idx, axis, lead):
+    (x,), (d,) = args, dims
+    return _take_rows_p(batch_to_front(x, d), idx=idx, axis=axis, lead=lead + 1), 0
+
+
+_take_rows_p = deflinear(_take_rows, _take_rows_vjp, name="take_rows", batch=_take_rows_batch)
 
 
 def _is_advanced_part(p):
@@ -3147,6 +3192,7 @@ register_rules(_spread_p, sparsity=("moves", None, True))
 register_rules(_astype_p, sparsity="astype")
 register_rules(rechunk_p, sparsity="moves")  # (the identity)
 register_rules(_leading_outermost_p, sparsity="moves")  # (the identity)
+register_rules(_take_rows_p, sparsity="moves")
 register_rules(_scatter_add_p, sparsity=("adds", "template"))
 register_rules(_index_add_p, sparsity=("adds", "idx"))
 for _prim in (_sum_p, _sum_kw_p):
