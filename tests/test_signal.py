@@ -417,6 +417,36 @@ def test_interp_with_an_infinite_knot_retries_from_the_other_end_as_numpy():
     assert (dx, dxp.tolist(), dfp.tolist()) == (2.0, [0.0, -1.5, -0.5, 0.0], [0.0, 0.75, 0.25, 0.0])
 
 
+def test_interp_of_a_nan_point_is_nan_when_the_last_knots_are_equal():
+    # the flat last segment (xp[-2] == xp[-1]) took fp[-1] for a nan x, clipped into it,
+    # where NumPy gives nan; with equal last values the retry from the other end did too
+    xp = np.array([0.0, 1.0, 2.0, 2.0])
+    x = np.array([np.nan, 1.5, 2.0])
+    for fp in (np.array([1.0, 3.0, -1.0, 5.0]), np.array([1.0, 3.0, 5.0, 5.0])):
+        want = np.interp(x, xp, fp)
+        f = lambda v: fnp.interp(v, xp, fp)
+        for got in (f(x), fgrad.jit(f)(x), fgrad.vmap(f)(x)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_interp_under_jit_with_traced_values_searches_the_constant_points_with_numpy():
+    # with only fp traced, the points' segments were found by a len(x) x len(xp) table of
+    # comparisons in the record (1 GB for 1e5 points and 5000 knots) where NumPy's
+    # searchsorted of the constant points does
+    import tracemalloc
+
+    xp, x = np.linspace(0.0, 1.0, 1000), np.linspace(-0.1, 1.1, 5000)
+    jitted = fgrad.jit(lambda fp: fnp.interp(x, xp, fp))
+    tracemalloc.start()
+    try:
+        got = jitted(np.sin(xp))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(got, np.interp(x, xp, np.sin(xp)))
+    assert peak < 2_000_000  # (the table's booleans alone were 5 MB)
+
+
 def test_interp_in_xp_closed_form():
     # on [x0, x1]: y = f0 + (x - x0) (f1 - f0) / (x1 - x0)
     x, xp, fp = 0.25, np.array([0.0, 1.0]), np.array([1.0, 3.0])

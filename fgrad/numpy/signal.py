@@ -32,6 +32,7 @@ from .elementwise import (
     greater,
     less,
     less_equal,
+    logical_and,
     logical_not,
     logical_or,
     mask_values,
@@ -389,12 +390,13 @@ def interp(
     # (a guard on one bool): the record applies the operations an eager call applies, to
     # the bit. (Reading the values themselves would guard each, a record per call.)
     staged_points = _core.holds_staged(x) or _core.holds_staged(xp)
-    readable = not (rows or staged_points or _core.holds_staged(fp))
+    points_readable = not (rows or staged_points)  # (then the segments are NumPy's search)
+    readable = points_readable and not _core.holds_staged(fp)
     n = shape(xp)[0]
     if staged_points or not rows:  # (a `jit` record's gathers of the knots read the segments)
         why = "each x's segment is found from its value"
         _core.refuse_lazy("interp", why, _core.innermost(x), _core.innermost(xp))
-    if readable:
+    if points_readable:
         xv, xpv = _np.asarray(primal(x)), _np.asarray(primal(xp))
     else:
         xv, xpv = constant_of(x), constant_of(xp)
@@ -402,7 +404,7 @@ def interp(
     if n == 1:
         y = broadcast_to(fp[0], shape(x))
     else:
-        if readable:
+        if points_readable:
             j = _np.clip(_np.searchsorted(xpv, xv, side="right") - 1, 0, n - 2)
         else:  # searchsorted(xp, x, "right") of sorted knots: how many are <= x
             # (not > x: a nan x is after every knot, in NumPy's order, as searchsorted puts it)
@@ -415,8 +417,8 @@ def interp(
             # right is): x0 there, so that an infinite x gives no 0 * inf to the derivatives
             x = where(outside, constant_of(x0), x)
         dx = x1 - x0
-        # only at x == xp[-1] == xp[-2]: take fp[-1]
-        flat = _np.asarray(primal(dx)) == 0 if readable else equal(constant_of(dx), 0)
+        # only at x == xp[-1] == xp[-2] (or a nan x, clipped to the last segment)
+        flat = _np.asarray(primal(dx)) == 0 if points_readable else equal(constant_of(dx), 0)
         some_flat = _some(flat, rows)
         # NumPy's formula, slope * (x - x0) + f0, so that the value is NumPy's to the bit
         slope = (f1 - f0) / (where(flat, 1.0, dx) if some_flat else dx)
@@ -424,8 +426,10 @@ def interp(
             y = slope * (x - x0) + f0  # interp does not warn, and retries as below)
             if dtype_of(fp).kind != "c":
                 y = _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable)
-        if some_flat:
-            y = where(flat, f1, y)
+        if some_flat:  # fp[-1], but not at a nan x: NumPy's interp gives nan there
+            flat = logical_and(flat, equal(xv, xv)) if rows else flat & (xv == xv)
+            if _some(flat, rows):
+                y = where(flat, f1, y)
         # at the last knot NumPy gives fp[-1] itself (the formula may round off it), with
         # the last segment's derivatives here (the convention above)
         at_end = equal(xv, xpv[-1]) if rows else xv == xpv[-1]
@@ -458,11 +462,14 @@ def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable):
 
     yv, xv, x0v = values(y), values(x), values(x0)
     if rows:
-        retry = not_equal(yv, yv)  # (nan)
+        retry = logical_and(not_equal(yv, yv), equal(xv, xv))  # (nan, not from a nan x)
         at_x0 = retry & equal(xv, x0v)
         back = retry & logical_not(at_x0)
     else:
         retry = yv != yv
+        if not _some(retry, rows):
+            return y
+        retry = retry & (xv == xv)  # (a nan x gives nan: NumPy's)
         if not _some(retry, rows):
             return y
         at_x0 = retry & (xv == x0v)
