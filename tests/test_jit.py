@@ -591,13 +591,25 @@ def test_a_draw_from_numpys_global_generator_is_never_replayed():
     assert not np.array_equal(a, b)  # each call draws anew, as eagerly
 
 
-@pytest.mark.parametrize("where", ["closure", "static argument", "global RandomState"])
+@pytest.mark.parametrize(
+    "where",
+    ["closure", "static argument", "global RandomState", "default", "dict", "bound method"],
+)
 def test_a_draw_from_a_generator_the_function_reads_is_never_replayed(where):
-    """A Generator closed over (or passed static, or a global RandomState) gave the first
-    call's draws on every replay, silently; the global generator was already noticed."""
+    """A Generator closed over (or passed static, or a global RandomState, a default
+    argument, one in a dict, a bound method) gave the first call's draws on every replay,
+    silently; the global generator was already noticed."""
     generator = np.random.default_rng(0)
     if where == "closure":
         jitted, call = fgrad.jit(lambda x: x + generator.normal(size=3)), ()
+    elif where == "default":
+        jitted, call = fgrad.jit(lambda x, g=generator: x + g.normal(size=3)), ()
+    elif where == "dict":
+        generators = {"noise": generator}
+        jitted, call = fgrad.jit(lambda x: x + generators["noise"].normal(size=3)), ()
+    elif where == "bound method":
+        normal = generator.normal
+        jitted, call = fgrad.jit(lambda x: x + normal(size=3)), ()
     elif where == "static argument":
         jitted = fgrad.jit(lambda x, g: x + g.normal(size=3), static_argnums=1)
         call = (generator,)
