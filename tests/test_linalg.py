@@ -1286,6 +1286,12 @@ def test_linalg_cross_names_an_axis_out_of_bounds(axis):
         grad(lambda x: fnp.sum(la.cross(x, a, axis=axis)))(a)
 
 
+def test_linalg_cross_of_a_scalar_says_it_needs_an_axis_of_length_3():
+    # the axis check said "pass an axis in [0, 0)"; NumPy raises a bare IndexError
+    with pytest.raises(IndexError, match=r"'x1' is a scalar \(shape \(\) .* axis of length 3"):
+        la.cross(np.float64(1.0), np.ones(3))
+
+
 @pytest.mark.parametrize(
     "a_shape,b_shape", [((2, 3, 4), (4, 5)), ((), (2, 2)), ((3,), ()), ((2, 3), (4, 3, 5))]
 )

@@ -2188,6 +2188,11 @@ def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.cross`: of 3-vectors along `axis`."""
     for arg, x in (("x1", x1), ("x2", x2)):
         nd = len(shape(x))
+        if nd == 0:  # (an AxisError is NumPy's IndexError, and a ValueError)
+            raise _np.exceptions.AxisError(
+                f"linalg.cross: {arg!r} is a scalar ({describe(x)}); it needs an axis of "
+                "length 3 (the 3-vectors)"
+            )
         if not -nd <= axis < nd:  # (shape(x)[axis] raised a bare IndexError, as NumPy's)
             raise _np.exceptions.AxisError(
                 f"linalg.cross: axis {axis} is out of bounds for {arg!r} ({describe(x)}); "
