@@ -808,3 +808,22 @@ def test_a_numpy_matrix_and_its_transposed_view_stay_two_values_beside_a_dask_ar
         if not error < 1e-13:
             wrong[name] = error
     assert not wrong
+
+
+def test_einsum_path_of_a_dask_operand_beside_a_traced_one_reads_shapes_only():
+    # the traced operand got a stand-in but the Dask one was handed to NumPy's einsum_path,
+    # which dispatched to Dask with the stand-in and raised
+    d = da.from_array(np.arange(12.0).reshape(3, 4), chunks=1)
+    b = np.ones((4, 5))
+
+    def f(b):
+        path = fnp.einsum_path("ij,jk->ik", d, b)[0]
+        return fnp.sum(fnp.einsum("ij,jk->ik", d, b, optimize=path))
+
+    want = np.einsum_path("ij,jk->ik", np.ones((3, 4)), b)[0]
+    paths = []
+    fgrad.grad(lambda b: paths.append(fnp.einsum_path("ij,jk->ik", d, b)[0]) or fnp.sum(b))(b)
+    assert paths == [want]
+    np.testing.assert_allclose(
+        np.asarray(fgrad.grad(f)(b)), np.tile(np.arange(12.0).reshape(3, 4).sum(0)[:, None], 5)
+    )

@@ -327,8 +327,12 @@ def einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = Fa
             "einsum_path(..., einsum_call=True) returns the operands, which are traced here; "
             "call einsum_path without einsum_call (it gives the path and its report)"
         )
+    # (an array of another library beside a traced one, a Dask array, takes a stand-in too:
+    # NumPy's einsum_path would dispatch to its library with the stand-ins)
     stand_ins = [
-        _np.broadcast_to(_np.empty((), dtype_of(x)), shape(x)) if is_traced(x) else x
+        _np.broadcast_to(_np.empty((), dtype_of(x)), shape(x))
+        if is_traced(x) or (hasattr(x, "shape") and type(x) is not _np.ndarray)
+        else x
         for x in operands
     ]
     return _np.einsum_path(*stand_ins, optimize=optimize)
