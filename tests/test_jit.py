@@ -1842,8 +1842,8 @@ def test_str_format_and_round_of_a_recorded_value_are_eagers_and_guarded():
         jitted = fgrad.jit(f)
         for v in values:
             assert_same(jitted(v), f(v))
-    with pytest.raises(TypeError, match="round"):  # under grad it would drop the gradient
-        fgrad.grad(lambda x: round(x) * x)(1.5)
+    # under grad the value read has no derivative to drop (rounding's is 0): round(1.5) = 2
+    assert fgrad.grad(lambda x: round(x) * x)(1.5) == 2.0
     assert fgrad.grad(lambda x: (x * 2, str(x)), has_aux=True)(1.5)[1] == "1.5"
     assert "Traced<" in fgrad.grad(lambda x: (x * 2, repr(x)), has_aux=True)(1.5)[1]
 

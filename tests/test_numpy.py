@@ -573,6 +573,25 @@ def test_python_number_methods_of_a_traced_python_number_are_its_values():
         grad(lambda s: s * math.trunc(s))(3.5)
 
 
+def test_pythons_round_of_a_traced_number_is_numpys_with_derivative_zero():
+    """round(x, n) and round(x) of a traced number were refused under grad, jet and
+    derivative ("would drop its gradient"), where rounding has derivative 0: NumPy's
+    round(np.float64(2.37), 1) is np.float64(2.4), round(x) an int (JAX answers too)."""
+    x = np.float64(2.37)
+    assert fgrad.derivative(lambda x: round(x, 1) * x, 1)(x) == np.float64(2.4)
+    assert grad(lambda x: round(x) * x)(x) == 2.0
+    assert fgrad.derivative(lambda x: round(x, 1) * x, 1)(2.37) == 2.4  # a Python float
+    _same_as_eager_under_jit(lambda x: round(x, 1) * x, (x,), (np.float64(3.14),))
+    rows = np.array([2.37, 3.14])
+    for f in (lambda r: round(r, 1) * r, lambda r: round(r) * r):
+        _same_value(fgrad.vmap(f)(rows), np.stack([f(r) for r in rows]))
+    # a NumPy array has no __round__, traced or not
+    with pytest.raises(TypeError):
+        round(np.array([2.37]), 1)
+    with pytest.raises(TypeError, match=r"round\(\) of a traced array .* fgrad.numpy.round"):
+        grad(lambda x: fnp.sum(round(x, 1)))(np.ones(2))
+
+
 def test_numpys_full_like_of_a_plain_array_and_a_traced_fill_value():
     """np.full_like(p, fill) with a plain p dispatches on p alone: NumPy's body ran and its
     np.copyto of the traced fill was refused under jit, vmap and grad, naming copyto. Under

@@ -376,8 +376,22 @@ def _format(self, spec):
 
 
 def _round(self, ndigits=None):
-    value = _concrete_or_raise(self, "round()")
-    return round(value) if ndigits is None else round(value, ndigits)
+    """Python's `round` of a traced number, as of a NumPy scalar: `round(x)` an int, of the
+    value read (under `jit` a guard, under `vmap` the rows' common value), and `round(x, n)`
+    NumPy's round, a traced value of x's type. Rounding's derivative is 0, so nothing is
+    dropped (`int(x)` and `float(x)` refuse under a derivative: they would drop one). A traced
+    array has no `round`, as NumPy's arrays have none; a Python number (a `jit` argument
+    as given) gives Python's round of the value read."""
+    inner = _core.innermost(self)
+    if shape_of(self) != () or (type(inner) is _np.ndarray and not _core.holds_batch(self)):
+        raise TypeError(
+            f"round() of a traced array ({_sh.describe(self)}): NumPy's arrays have no "
+            "__round__ method; use fgrad.numpy.round(x, decimals)"
+        )
+    if ndigits is None or type(inner) in (float, int):
+        value = primal(self)
+        return round(value) if ndigits is None else round(value, ndigits)
+    return _ew.round(self, ndigits)
 
 
 def _index(self):
