@@ -287,10 +287,15 @@ def primitive(
 
     Notes
     -----
-    fgrad checks what the rules return: one cotangent per positional input, each None or
-    shaped like its input, and a tangent shaped like `ans` (a ValueError or TypeError names
-    the mistake); a cotangent of another dtype is cast to its input's. Their values it trusts:
-    check them with `fgrad.test_util.check_rule`.
+    fgrad checks what the fprop and the rules return: `ans` an array or a number (a Python
+    number becomes the NumPy scalar NumPy makes of it; a list or dict is refused), a tuple of
+    them for `multiple_results`; one cotangent per positional input, each None or shaped like
+    its input; a tangent, or Taylor coefficients, shaped like `ans`; `(out, out_dim)` from a
+    batching rule (a ValueError or TypeError names the mistake). A cotangent, tangent or
+    coefficient of another dtype is cast to its value's. Their values it trusts: check them
+    with `fgrad.test_util.check_rule`. Arguments are arrays or numbers (a list or tuple of
+    them is read as the array it stands for); a dict or other container holding traced values
+    is refused, since the primitive would not see them.
 
     The fprop may close over values of outer transforms (they differentiate its operations on
     them), but not over a value that the transform applying the rule differentiates or
@@ -312,14 +317,15 @@ def primitive(
     """
 
     def make(fn):
-        def impl(*args, **params):
-            return fn(*args, **params)[0]
-
         who = name or fn.__name__
+
+        def impl(*args, **params):
+            return _checked_ans(fn(*args, **params)[0], who, multiple_results)
+
         prim = Primitive(
             who,
             impl,
-            fprop=_checked_fprop(fn, who),
+            fprop=_checked_fprop(fn, who, multiple_results),
             jvp=None if jvp is None else _checked_jvp(jvp, who, multiple_results),
             multiple_results=multiple_results,
         )
@@ -333,16 +339,48 @@ def primitive(
                         "arguments of a primitive are static parameters and are not "
                         "differentiated. Pass it positionally to differentiate it."
                     )
+            for i, a in enumerate(args):
+                if type(a) is not Box and isinstance(a, (list, tuple, dict)):
+                    _refuse_unscanned_container(a, i, who)
             out = bind(prim, args, params)
             if type(out) is Box or type(out) is tuple:  # (a plain value cannot be nested wrongly)
                 _refuse_nested_wrongly(out, fn, who)
             return out
 
         apply.primitive = prim
-        _register_given(prim, None if batch is None else _checked_batch(batch, who), taylor)
+        _register_given(
+            prim,
+            None if batch is None else _checked_batch(batch, who, multiple_results),
+            None if taylor is None else _checked_taylor(taylor, who, multiple_results),
+        )
         return apply
 
     return make(fprop) if fprop is not None else make
+
+
+def _refuse_unscanned_container(a, i, who):
+    """Refuse argument `i`, a container holding a live box where `bind` does not look for one
+    (a dict, a namedtuple, a list of dicts): `bind` would find no box, run the fprop on the
+    boxes inside as plain code, and the primitive's rules would never be applied (its bprop
+    bypassed, the fprop's operations differentiated instead). A plain list or tuple of boxes
+    `bind` reads as the array it stands for, as NumPy does."""
+    if (type(a) is list or type(a) is tuple) and _core.holds_box(a):
+        return
+    for b in boxes_in(a):
+        if _holds_live_box(b):
+            raise TypeError(
+                f"{who}: argument {i} is a {type(a).__name__} holding traced values, which a "
+                "primitive does not look into (its rules would be bypassed); pass the arrays "
+                "as positional arguments, one cotangent for each from the bprop"
+            )
+
+
+def _holds_live_box(b):
+    while type(b) is Box:
+        if b.level.live:
+            return True
+        b = b.value
+    return False
 
 
 def _refuse_nested_wrongly(out, fprop, who):
@@ -417,7 +455,49 @@ def _is_value(v):
     )
 
 
-def _checked_fprop(fprop, who):
+def _checked_ans(ans, who, multiple_results):
+    """The value an fprop returned, as fgrad computes with it: a Python number made the NumPy
+    scalar NumPy makes of it (float64 for a float), which has a dtype and so carries a
+    derivative (forward mode transposing the bprop gave a Python float a zero tangent). A
+    list, a dict or a tuple as the one value is refused: read as one value they got a zero
+    tangent too, and several values need `multiple_results` (a tuple, which is checked)."""
+    if not multiple_results:
+        return _checked_output(ans, who, "ans")
+    if not isinstance(ans, tuple):
+        raise TypeError(
+            f"{who}: with multiple_results=True its fprop must return a tuple of outputs as "
+            f"ans, got {_described(ans)}; return (ans_1, ans_2, ...)"
+        )
+    checked = tuple(_checked_output(a, who, f"output {k}") for k, a in enumerate(ans))
+    return ans if all(c is a for c, a in zip(checked, ans)) else checked
+
+
+def _checked_output(a, who, what):
+    kind = type(a)
+    if kind is Box or kind is _np.ndarray or isinstance(a, _np.generic):
+        return a
+    if kind in (float, int, complex, bool):
+        return _np.asarray(a)[()]
+    if _core.is_foreign_array(a):
+        return a
+    several = (
+        "; for several outputs pass multiple_results=True and return a tuple of them"
+        if what == "ans" and isinstance(a, (list, tuple, dict))
+        else ""
+    )
+    raise TypeError(
+        f"{who}: its fprop returned {_described(a)} as {what}; return an array or a number "
+        f"(fnp.stack or fnp.array makes one of several values){several}"
+    )
+
+
+def _described(v):
+    name = type(v).__name__
+    article = "an" if name[0] in "aeiou" or name.startswith("nd") else "a"
+    return f"{article} {name}" + (f" of length {len(v)}" if isinstance(v, (list, tuple)) else "")
+
+
+def _checked_fprop(fprop, who, multiple_results=False):
     """A user's fprop whose bprop is checked at every call: a tuple of one cotangent per
     positional input, each None or a value shaped like its input (a bprop that forgets to sum
     a broadcast back, or returns too few cotangents, would otherwise give a gradient of the
@@ -435,6 +515,7 @@ def _checked_fprop(fprop, who):
                 + (f" of length {len(out)}" if isinstance(out, tuple) else "")
             )
         ans, bprop = out
+        ans = _checked_ans(ans, who, multiple_results)
 
         def checked_bprop(ct):
             cts = bprop(ct)
@@ -482,30 +563,71 @@ def cast_cotangent(ct: Any, dtype: _np.dtype) -> Any:
     raise RuntimeError("casting a primitive's cotangent needs fgrad.custom")
 
 
-def _checked_batch(rule, who):
-    """A user's batching rule whose results are checked to hold every row (one that dropped
-    rows would pass a result of another length on, silently)."""
+def _checked_batch(rule, who, multiple_results=False):
+    """A user's batching rule whose result is checked: `(out, out_dim)` (a tuple of outputs and
+    a tuple of axes for several), each axis in range and holding every row (one that dropped
+    rows would pass a result of another length on, silently; a malformed result gave a bare
+    IndexError, or an error about scalar indices from unpacking the rows of an array)."""
 
     @functools.wraps(rule)  # (`__wrapped__`: the rule as given)
     def checked(args, dims, **params):
-        out, out_dim = rule(args, dims, **params)
+        result = rule(args, dims, **params)
+        if type(result) is not tuple or len(result) != 2:
+            raise TypeError(
+                f"{who}: its batching rule must return (out, out_dim), the result for all rows "
+                f"and its batch axis (None if the same for every row); got {_described(result)}"
+            )
+        out, out_dim = result
+        several = multiple_results or type(out_dim) is tuple
+        if several and (
+            not isinstance(out, (tuple, list))
+            or type(out_dim) is not tuple
+            or len(out) != len(out_dim)
+        ):
+            raise TypeError(
+                f"{who}: its batching rule must return a tuple of outputs and a tuple of their "
+                f"batch axes, one per output; got {_described(out)} and {_described(out_dim)}"
+            )
         n = next(_core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
-        outs, out_dims = (out, out_dim) if type(out_dim) is tuple else ((out,), (out_dim,))
+        outs, out_dims = (out, out_dim) if several else ((out,), (out_dim,))
         for k, (o, d) in enumerate(zip(outs, out_dims)):
-            if d is not None and (not _is_value(o) or _core.shape_of(o)[d] != n):
-                raise ValueError(
-                    f"{who}: its batching rule returned output {k} with shape "
-                    f"{_core.shape_of(o) if _is_value(o) else type(o).__name__} and batch axis "
-                    f"{d}, for {n} rows; return every row along that axis"
-                )
+            _check_batched_output(o, d, n, k, who)
         return out, out_dim
 
     return checked
 
 
+def _check_batched_output(o, d, n, k, who):
+    if d is None:
+        return
+    if not _is_value(o):
+        raise TypeError(
+            f"{who}: its batching rule returned {_described(o)} as output {k}; return an array "
+            f"holding the {n} rows along its batch axis"
+        )
+    shape = _core.shape_of(o)
+    if (
+        isinstance(d, bool)
+        or not isinstance(d, (int, _np.integer))
+        or not -len(shape) <= d < len(shape)
+    ):
+        raise ValueError(
+            f"{who}: its batching rule returned the batch axis {d!r} for output {k}, which is "
+            f"out of range for an output of shape {shape}; return (out, out_dim) with out_dim "
+            f"the axis of out holding the {n} rows (None if the same for every row)"
+        )
+    if shape[d] != n:
+        raise ValueError(
+            f"{who}: its batching rule returned output {k} with shape {shape} and batch axis "
+            f"{d}, for {n} rows; return every row along that axis"
+        )
+
+
 def _checked_jvp(jvp, who, multiple_results):
     """A user's forward rule whose tangent is checked: shaped like the output (a tuple of
-    them for `multiple_results`)."""
+    them for `multiple_results`). A tangent of another dtype is cast to the output's, as
+    `custom_jvp` casts its rule's (`cast_cotangent`: the real part of a complex one for a real
+    output, None for an integer output), so that tracing never changes a value's dtype."""
 
     def checked(tangents, ans, *args, **params):
         t = jvp(tangents, ans, *args, **params)
@@ -515,16 +637,79 @@ def _checked_jvp(jvp, who, multiple_results):
                 f"{who}: its jvp must return one tangent per output ({len(ans)}), got "
                 f"{type(t).__name__}"
             )
+        recast = False
         for k, (tk, o) in enumerate(zip(ts, outs)):
-            if tk is not None and (not _is_value(tk) or _core.shape_of(tk) != _core.shape_of(o)):
+            if tk is None:
+                continue
+            if not _is_value(tk) or _core.shape_of(tk) != _core.shape_of(o):
                 got = f"shape {_core.shape_of(tk)}" if _is_value(tk) else f"a {type(tk).__name__}"
                 raise ValueError(
                     f"{who}: its jvp returned {got} as the tangent of output {k}, which has "
                     f"shape {_core.shape_of(o)}; return a tangent shaped like the output"
                 )
-        return t
+            recast = recast or _core.dtype_of(tk) != _core.dtype_of(o)
+        if not recast:
+            return t
+        cast = tuple(
+            None if tk is None else cast_cotangent(tk, _core.dtype_of(o)) for tk, o in zip(ts, outs)
+        )
+        return cast if multiple_results else cast[0]
 
     return checked
+
+
+def _checked_taylor(rule, who, multiple_results):
+    """A user's Taylor rule whose result is checked: `(ans, out_series)`, with as many
+    coefficients per output as each input has, each None or shaped like its output (a wrong
+    shape came back from `jet` and `derivative`; too few gave a bare IndexError). A
+    coefficient of another dtype is cast to its output's, as a tangent is (`_checked_jvp`)."""
+
+    @functools.wraps(rule)  # (`__wrapped__`: the rule as given)
+    def checked(primals, series, **params):
+        result = rule(primals, series, **params)
+        if type(result) is not tuple or len(result) != 2:
+            raise TypeError(
+                f"{who}: its Taylor rule must return (ans, out_series), the value and its "
+                f"Taylor coefficients; got {_described(result)}"
+            )
+        ans, out = result
+        ans = _checked_ans(ans, who, multiple_results)
+        order = next((len(s) for s in series if s is not None), None)
+        if not multiple_results:
+            return ans, _checked_coefficients(out, ans, order, who, "its output")
+        if not isinstance(out, (tuple, list)) or len(out) != len(ans):
+            raise TypeError(
+                f"{who}: its Taylor rule must return one tuple of coefficients per output "
+                f"({len(ans)}), got {_described(out)}"
+            )
+        return ans, tuple(
+            _checked_coefficients(c, a, order, who, f"output {k}")
+            for k, (c, a) in enumerate(zip(out, ans))
+        )
+
+    return checked
+
+
+def _checked_coefficients(cs, ans, order, who, what):
+    if cs is None:
+        return None
+    if type(cs) not in (tuple, list) or (order is not None and len(cs) != order):
+        raise ValueError(
+            f"{who}: its Taylor rule returned {_described(cs)} as the coefficients of {what}; "
+            f"return a tuple of {order} (one per coefficient of the inputs, None for a zero), "
+            "or None for all zero"
+        )
+    shape, dtype = _core.shape_of(ans), _core.dtype_of(ans)
+    for m, c in enumerate(cs):
+        if c is not None and (not _is_value(c) or _core.shape_of(c) != shape):
+            got = f"shape {_core.shape_of(c)}" if _is_value(c) else _described(c)
+            raise ValueError(
+                f"{who}: its Taylor rule returned {got} as coefficient {m + 1} of {what}, "
+                f"which has shape {shape}; return coefficients shaped like the output"
+            )
+    return tuple(
+        c if c is None or _core.dtype_of(c) == dtype else cast_cotangent(c, dtype) for c in cs
+    )
 
 
 # --- what a function reads besides its arguments -------------------------------------------------

@@ -1,5 +1,7 @@
 """User-registered primitives: fprop -> (ans, bprop), rules in fgrad ops, jvp by transposition."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -203,3 +205,187 @@ def test_a_bprop_cotangent_of_another_dtype_is_cast_to_its_inputs():
     gu = grad(lambda x: fnp.sum(u(x)))(np.array([0.5, 1.5]))
     assert gu.dtype == np.float64
     np.testing.assert_array_equal(gu, [2.0, 2.0])
+
+
+def test_an_fprop_returning_a_python_number_has_its_forward_derivative():
+    """sum(x^2) returned as a Python float: grad was right, but jvp, jacfwd (also under jit),
+    linearize and derivative gave 0 (a float has no dtype, so transposing the bprop gave it no
+    tangent). The value is now the NumPy scalar NumPy makes of it (probeCS #1)."""
+    x, t = np.array([0.5, 0.6]), np.array([1.0, -2.0])
+
+    @fgrad.primitive
+    def sumsq(x):  # a first-order rule in plain NumPy, as the docstring allows
+        return float(np.sum(x**2)), lambda ct: (2 * ct * x,)
+
+    assert type(sumsq(x)) is np.float64 and sumsq(x) == np.sum(x**2)
+    assert jvp(sumsq, (x,), (t,))[1] == pytest.approx(2 * x @ t, rel=1e-15)
+    np.testing.assert_allclose(jacfwd(sumsq)(x), 2 * x, rtol=1e-15)
+    np.testing.assert_allclose(fgrad.jit(jacfwd(sumsq))(x), 2 * x, rtol=1e-15)
+    assert fgrad.linearize(sumsq, x)[1](t) == pytest.approx(2 * x @ t, rel=1e-15)
+    d = fgrad.derivative(lambda s: sumsq(x * s), 1)(1.0)
+    assert d == pytest.approx(2 * np.sum(x**2), rel=1e-15)
+    np.testing.assert_allclose(grad(sumsq)(x), 2 * x, rtol=1e-15)
+
+
+def test_an_fprop_returning_a_list_or_dict_or_tuple_as_one_value_is_refused():
+    """[sin x, cos x] as ans: jvp gave tangents [0, 0] (the right ones are [cos x, -sin x]);
+    a dict gave 0 as well, an IndexError under grad and an object array under vmap."""
+    returns = {
+        "a list of length 2": lambda x: [fnp.sin(x), fnp.cos(x)],
+        "a dict": lambda x: {"s": fnp.sin(x)},
+        "a tuple of length 2": lambda x: (fnp.sin(x), fnp.cos(x)),
+    }
+    for what, value in returns.items():
+        op = fgrad.primitive(lambda x, value=value: (value(x), lambda ct: (ct,)), name="op")
+        message = f"op: its fprop returned {what} as ans; return an array.*multiple_results=True"
+        for run in (
+            lambda: op(0.5),
+            lambda: jvp(op, (0.5,), (1.0,)),
+            lambda: grad(lambda x: op(x)[0])(0.5),
+            lambda: fgrad.vmap(op)(np.array([0.5, 0.6])),
+            lambda: fgrad.jet(op, (0.5,), ((1.0,),)),
+        ):
+            with pytest.raises(TypeError, match=message):
+                run()
+
+
+def test_multiple_results_with_an_fprop_returning_one_array_is_refused():
+    """multiple_results=True and one array returned: jvp read its rows as the outputs (a
+    tangent cos .5 + cos .6 for "output 0", 0 for "output 1"), jacfwd of s(x)[1] gave 0 where
+    sin gives [0, cos .6], grad failed inside the user's bprop (probeCS #2)."""
+    x = np.array([0.5, 0.6])
+
+    @fgrad.primitive(multiple_results=True)
+    def s(x):
+        return fnp.sin(x), lambda cts: (cts[0] * fnp.cos(x),)
+
+    message = "s: with multiple_results=True its fprop must return a tuple of outputs.*ndarray"
+    for run in (
+        lambda: s(x),
+        lambda: jvp(s, (x,), (np.ones(2),)),
+        lambda: jacfwd(lambda x: s(x)[1])(x),
+        lambda: grad(lambda x: s(x)[1])(x),
+    ):
+        with pytest.raises(TypeError, match=message):
+            run()
+
+    @fgrad.primitive(multiple_results=True)
+    def sc(x):  # the same as a tuple, and with a Python float among the outputs
+        return (fnp.sin(x), float(np.sum(x))), lambda cts: (cts[0] * fnp.cos(x) + cts[1],)
+
+    t = np.array([1.0, -2.0])
+    (_, total), (ts, tt) = jvp(sc, (x,), (t,))
+    np.testing.assert_allclose(ts, np.cos(x) * t, rtol=1e-15)
+    assert type(total) is np.float64 and tt == pytest.approx(np.sum(t), rel=1e-15)
+
+
+def test_a_container_argument_holding_traced_values_is_refused():
+    """A dict argument: bind found no box, so the fprop ran as plain code and its bprop was
+    never applied: safe_norm's rule, 0 at 0, gave nan; a rule saying 100 gave cos(0.5)
+    (probeCS #3). Refused, naming the argument; a dict of constants still runs."""
+
+    @fgrad.primitive
+    def scaled(d):
+        return fnp.sin(d["a"]), lambda ct: ({"a": 100.0 * ct},)
+
+    message = "scaled: argument 0 is a dict holding traced values.*positional arguments"
+    for run in (
+        lambda: grad(lambda a: scaled({"a": a}))(0.5),
+        lambda: jvp(lambda a: scaled({"a": a}), (0.5,), (1.0,)),
+        lambda: fgrad.vmap(lambda a: scaled({"a": a}))(np.array([0.5, 0.6])),
+        lambda: fgrad.jit(grad(lambda a: scaled({"a": a})))(0.5),
+    ):
+        with pytest.raises(TypeError, match=message):
+            run()
+    with pytest.raises(TypeError, match="scaled: argument 0 is a list holding traced values"):
+        grad(lambda a: scaled([{"a": a}]))(0.5)
+    assert scaled({"a": 0.5}) == np.sin(0.5)
+    assert grad(lambda b: scaled({"a": 0.5}) * b)(2.0) == np.sin(0.5)
+
+
+def test_a_jvp_rules_tangent_of_another_dtype_is_cast_as_custom_jvps():
+    """A complex tangent for a real output came back as the derivative (jacfwd complex128),
+    an int64 one as int64: cast to the output's dtype now, as custom_jvp casts the same rule's
+    (probeCS #4)."""
+    x = np.array([1.3, 2.2])
+    for dtype in (np.complex128, np.int64):
+        rule = lambda t, ans, x, dtype=dtype: fnp.astype(2 * x * t[0], dtype)
+        sq = fgrad.primitive(lambda x: (x * x, lambda ct: (2 * x * ct,)), jvp=rule, name="sq")
+        cj = fgrad.custom_jvp(lambda x: x * x)
+        cj.defjvp(lambda p, t, dtype=dtype: (p[0] * p[0], fnp.astype(2 * p[0] * t[0], dtype)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            ours, theirs = jacfwd(sq)(x), jacfwd(cj)(x)
+            d = fgrad.derivative(sq, 1)(np.float32(3.0))
+            series = fgrad.jet(sq, (3.0,), ((1.0, 0.0),))[1]
+            their_series = fgrad.jet(cj, (3.0,), ((1.0, 0.0),))[1]
+        assert ours.dtype == theirs.dtype == np.float64
+        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(
+            ours, np.diag(np.trunc(2 * x)) if dtype is np.int64 else np.diag(2 * x)
+        )
+        assert d.dtype == np.float32 and d == 6.0
+        assert [c.dtype for c in series] == [np.float64, np.float64]
+        assert [float(c) for c in series] == [float(c) for c in their_series]
+        assert series[0] == 6.0  # d/ds (3 + s)^2 at 0
+
+
+def test_a_taylor_rules_coefficients_are_checked():
+    """A Taylor rule giving coefficients of shape (3,) for a scalar: jet and derivative
+    returned that shape; one coefficient where three were asked for: a bare IndexError
+    (probeCS #5). Refused, naming the primitive, what was expected and what came back."""
+
+    def fprop(x):
+        return fnp.sin(x), lambda ct: (ct * fnp.cos(x),)
+
+    def wide(primals, series):
+        return fnp.sin(primals[0]), tuple(None if c is None else fnp.ones(3) * c for c in series[0])
+
+    def short(primals, series):
+        return fnp.sin(primals[0]), (fnp.cos(primals[0]) * series[0][0],)
+
+    def right(primals, series):  # sin's normalized coefficients along a line x + x1 s
+        (x,), ((x1, _),) = primals, series  # (the second coefficient of a line: 0, None)
+        return fnp.sin(x), (fnp.cos(x) * x1, -fnp.sin(x) * x1 * x1 / 2)
+
+    wide_op = fgrad.primitive(fprop, taylor=wide, name="wide")
+    message = (
+        "wide: its Taylor rule returned shape \\(3,\\) as coefficient 1 of its output, which "
+        "has shape \\(\\)"
+    )
+    with pytest.raises(ValueError, match=message):
+        fgrad.jet(wide_op, (0.5,), ((1.0, 0.0),))
+    with pytest.raises(ValueError, match=message):
+        fgrad.derivative(wide_op, 1)(0.5)
+    short_op = fgrad.primitive(fprop, taylor=short, name="short")
+    with pytest.raises(
+        ValueError, match="short: .*a tuple of length 1 as the coefficients.*tuple of 3"
+    ):
+        fgrad.jet(short_op, (0.5,), ((1.0, 0.0, 0.0),))
+    right_op = fgrad.primitive(fprop, taylor=right, name="right")
+    assert fgrad.derivative(right_op, 2)(0.5) == pytest.approx(-np.sin(0.5), rel=1e-15)
+
+
+def test_a_malformed_batching_rule_result_is_refused_naming_the_primitive():
+    """An out_dim out of range gave a bare IndexError, the array alone an error about scalar
+    indices (unpacking its rows), (out,) a bare unpacking error (probeCS #6)."""
+    X = np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    cases = {
+        "returned the batch axis 5 for output 0, .*out of range.*shape \\(2, 3\\)": (
+            lambda a, d: (fnp.sin(a[0]), 5)
+        ),
+        "must return \\(out, out_dim\\).*got an ndarray": lambda a, d: fnp.sin(a[0]),
+        "must return \\(out, out_dim\\).*got a tuple of length 1": lambda a, d: (fnp.sin(a[0]),),
+    }
+    for message, rule in cases.items():
+        op = fgrad.primitive(
+            lambda x: (fnp.sin(x), lambda ct: (ct * fnp.cos(x),)), batch=rule, name="mysin"
+        )
+        with pytest.raises((TypeError, ValueError), match="mysin: its batching rule " + message):
+            fgrad.vmap(op)(X)
+    good = fgrad.primitive(
+        lambda x: (fnp.sin(x), lambda ct: (ct * fnp.cos(x),)),
+        batch=lambda a, d: (fnp.sin(a[0]), -2 if d[0] == 0 else d[0]),
+        name="good",
+    )
+    np.testing.assert_array_equal(fgrad.vmap(good)(X), np.sin(X))
