@@ -226,17 +226,25 @@ def _unshared(v, args):
 
 
 def _apart(outs):
-    """`outs`, each view among them that shares memory with another output copied: a replay
-    computes an operation repeated on the same inputs once (`_without_repeats`), so two
-    outputs computed apart (`sin(x)` and `sin(x)[:2]`) may come out as an array and a view of
-    it, and a caller writing into one would change the other."""
+    """`outs`, each view among them that shares memory with another output copied, and each
+    array returned again in a later place: a replay computes an operation repeated on the
+    same inputs once (`_without_repeats`), so two outputs computed apart (`sin(x)` and
+    `sin(x)[:2]`) may come out as an array and a view of it, and two equal gradients (of two
+    arguments, which eager returns as two arrays) as one array; a caller writing into one
+    would change the other."""
     arrays = [v for v in outs if type(v) is _np.ndarray]
-    if len(arrays) < 2 or all(v.base is None for v in arrays):
+    if len(arrays) < 2 or (
+        all(v.base is None for v in arrays) and len(set(map(id, arrays))) == len(arrays)
+    ):
         return outs
     out = list(outs)
-    for i, v in enumerate(out):
-        if type(v) is _np.ndarray and v.base is not None:
-            others = (w for j, w in enumerate(out) if j != i and type(w) is _np.ndarray)
+    for i, v in enumerate(outs):
+        if type(v) is not _np.ndarray:
+            continue
+        if any(w is v for w in outs[:i]):
+            out[i] = v.copy(order="A")
+        elif v.base is not None:
+            others = (w for j, w in enumerate(outs) if j != i and type(w) is _np.ndarray)
             if any(_np.may_share_memory(v, w) for w in others):
                 out[i] = v.copy(order="A")
     return tuple(out)
@@ -378,7 +386,9 @@ def _record(fun, leaves, rebuild, sources=False, generators=()):
             f and (type(o) is Const or any(_np.may_share_memory(v, s) for s in shared))
             for f, o, v in zip(fresh, outputs, values)
         ]
-    values = [_copy(v) if f else v for v, f in zip(values, fresh)]
+    # (and one value returned in two places, a gradient equal in two arguments where eager's
+    # `api._fresh` gives each its own array, is copied in the second: `_apart`)
+    values = list(_apart(tuple(_copy(v) if f else v for v, f in zip(values, fresh))))
     settled = unsafe is not None and unsafe.startswith(_WARNED_REASONS)
     path = _Path(level.items, tuple(outputs), tuple(fresh), out_tree, len(leaves), unsafe, settled)
     return tree_unflatten(out_tree, values), path
