@@ -2513,6 +2513,25 @@ def test_a_python_int_argument_as_a_slice_bound_or_a_shape_is_read_with_a_guard(
     assert jitted.record_source(x, 2) is not None
 
 
+@pytest.mark.parametrize(
+    "outer",
+    [fgrad.jacfwd, lambda g: fgrad.jit(lambda x, n: g(x, n) * 1.0), fgrad.grad],
+    ids=["jacfwd", "jit", "grad"],
+)
+def test_a_python_int_slice_bound_of_an_inner_jit_is_read_under_an_outer_transform(outer):
+    # under jacfwd(jit(f)) or an outer jit the bound was read inside getitem by the outer
+    # level's rule, and the inner jit warned of a custom rule that does not exist and ran
+    # eagerly from then on
+    inner = fgrad.jit(lambda x, n: fnp.sum(x[:n] ** 2))
+    f = outer(inner)
+    x = np.array([0.5, -1.0, 2.0, 0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (2, 3, 2, 3):
+            assert_same(f(x, n), outer(lambda x, n: fnp.sum(x[:n] ** 2))(x, n))
+    assert not any(entry.eager for entry in inner._cache.values())
+
+
 def _set_first(x, n):
     y = x.copy()
     y[:n] = 0.0

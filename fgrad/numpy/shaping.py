@@ -1561,6 +1561,15 @@ def _normalize_index(idx):
                 "an index is a traced value; indices have no derivative. Compute it from "
                 "plain values, or wrap it in fgrad.stop_gradient(...)"
             )
+        if type(p) is slice and (
+            type(p.stop) is Box or type(p.start) is Box or type(p.step) is Box
+        ):
+            # a traced Python int as a bound (`x[:n]`, n a `jit` argument): read here, as
+            # `int(n)` reads it (a guard of each `jit` record holding it), before the
+            # operation, whose parameters an outer level's rule would compute with
+            p = slice(
+                *(_operator.index(b) if type(b) is Box else b for b in (p.start, p.stop, p.step))
+            )
         if isinstance(p, list):
             p = _np.asarray(p)
             if p.size == 0 and p.dtype == _np.float64:
