@@ -879,6 +879,12 @@ def _leaf_signature(x) -> tuple[Any, bool]:
         return (tuple(chain), inner), bool(chain)
     if is_foreign_array(x):
         return (t, x.shape, x.dtype, getattr(x, "chunks", None)), True
+    if isinstance(x, type):
+        raise TypeError(
+            f"jit: an argument is a class ({x.__name__}), which a record cannot take as an "
+            "input; pass it as static (static_argnums), as a classmethod's cls: "
+            "@classmethod above @functools.partial(fgrad.jit, static_argnums=0)"
+        )  # (the caller says which argument it is)
     if isinstance(x, _RANDOM_TYPES):
         raise TypeError(
             f"jit: an argument is a NumPy random generator ({t.__name__}): a record cannot "
@@ -1564,6 +1570,17 @@ def jit(
             donate_argnums=donate_argnums,
             donate_argnames=donate_argnames,
             keep_unused=keep_unused,
+        )
+    if isinstance(fun, (classmethod, staticmethod)):
+        kind = type(fun).__name__
+        raise TypeError(
+            f"jit expects a function, got a {kind}: put @{kind} above @fgrad.jit"
+            + (
+                " and pass the class as static (@functools.partial(fgrad.jit, "
+                "static_argnums=0)), as it is no array"
+                if kind == "classmethod"
+                else ""
+            )
         )
     if not callable(fun):
         raise TypeError(

@@ -605,6 +605,24 @@ def test_equal_gradients_of_two_arguments_are_two_arrays_as_eagerly(transform):
         assert_same(got[1], want[1])
 
 
+def test_jit_and_classmethod_say_which_order_works():
+    # @fgrad.jit over @classmethod said "use fgrad.jit(f) or @fgrad.jit", which was used;
+    # @classmethod over @fgrad.jit refused cls as a leaf suggesting hashable statics
+    with pytest.raises(TypeError, match=r"got a classmethod: put @classmethod above"):
+        fgrad.jit(classmethod(lambda cls, x: x))
+
+    class A:
+        scale = 2.0
+
+        @classmethod
+        @fgrad.jit
+        def f(cls, x):
+            return x * cls.scale
+
+    with pytest.raises(TypeError, match=r"argument is a class \(A\).*static_argnums=0"):
+        A.f(np.ones(2))
+
+
 def test_a_draw_from_numpys_global_generator_is_never_replayed():
     jitted = fgrad.jit(lambda x: x + np.random.normal(size=3))
     with pytest.warns(RuntimeWarning, match="global random generator"):
