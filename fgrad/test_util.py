@@ -105,10 +105,14 @@ def _numerical_jvp(f, args, tangents, eps):
 
 
 def _close(a, b, tol):
-    """|a - b| <= atol + rtol |b| elementwise; `tol` is (atol, rtol), or one number for both."""
+    """|a - b| <= atol + rtol |b| elementwise, or a and b equal (infinities of one sign, whose
+    difference is nan) or both nan, as NumPy's `assert_allclose` counts them; `tol` is
+    (atol, rtol), or one number for both."""
     atol, rtol = tol if isinstance(tol, tuple) else (tol, tol)
     a, b = _np.asarray(a, dtype=complex), _np.asarray(b, dtype=complex)
-    return bool(_np.all(_np.abs(a - b) <= atol + rtol * _np.abs(b)))
+    with _np.errstate(invalid="ignore"):
+        near = _np.abs(a - b) <= atol + rtol * _np.abs(b)
+    return bool(_np.all(near | (a == b) | (_np.isnan(a) & _np.isnan(b))))
 
 
 def _tolerance(tol, dt):
