@@ -1217,3 +1217,17 @@ def test_a_batched_index_has_the_layout_of_one_rows_result():
     assert vmap(lambda a: a[[0, 2]])(b).strides == (2 * 4 * 8, 4 * 8, 8)
     assert vmap(lambda a: a[:, np.array([0, 2])])(b).strides == (2 * 3 * 8, 8, 3 * 8)
     assert vmap(lambda a: a[np.array([0, 2])])(b).strides == (2 * 4 * 8, 4 * 8, 8)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [fnp.nonzero, fnp.where, lambda r: r.nonzero(), np.nonzero],
+    ids=["nonzero", "where", "method", "np"],
+)
+def test_vmap_of_nonzero_over_scalar_rows_refuses_as_each_row_does(f):
+    # it returned () where NumPy (each row, the loop, jit) refuses a 0-d array
+    x = np.array([0.5, 0.0, -1.2])
+    with pytest.raises(ValueError, match="nonzero on 0d arrays"):
+        f(x[0])
+    with pytest.raises(ValueError, match="nonzero on 0d arrays is not allowed .* shape \\(\\)"):
+        vmap(f)(x)

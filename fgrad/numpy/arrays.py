@@ -1155,6 +1155,11 @@ def _one_count_per_row(fn):
 
     def counted(a: ArrayLike) -> Any:  # NumPy's signature: fn(a)
         if type(a) is Box and _core.holds_batch(a):
+            if theirs is _np.nonzero and ndim(a) == 0:  # (a row of no axis has no positions)
+                raise ValueError(
+                    "Calling nonzero on 0d arrays is not allowed (each row here has "
+                    f"{describe(a)}). Use fgrad.numpy.atleast_1d(x).nonzero() instead"
+                )
             count = int(sum(not_equal(a, 0)))
             return fn.primitive(a, count=count)
         return fn(a)
