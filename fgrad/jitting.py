@@ -288,6 +288,9 @@ def _add_generators(v, found: list, depth: int) -> None:
     elif kind is types.BuiltinMethodType or kind is types.MethodType:
         if isinstance(v.__self__, _RANDOM_TYPES):  # a generator's bound method
             found.append(v.__self__)
+    elif depth and kind is functools.partial:  # (partial(rng.normal, size=3))
+        for w in (v.func, *v.args, *v.keywords.values()):
+            _add_generators(w, found, depth - 1)
     elif depth and (kind is list or kind is tuple):
         for w in v:
             _add_generators(w, found, depth - 1)

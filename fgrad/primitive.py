@@ -376,8 +376,11 @@ def _refuse_unscanned_container(a, i, who):
 
 
 def _holds_live_box(b):
+    """Whether `b` holds a box of a live level that differentiates (one that reads values,
+    `jit`'s or `vmap`'s, computes the fprop's operations on the values inside the container
+    as they are: right, if not the primitive's own rules)."""
     while type(b) is Box:
-        if b.level.live:
+        if b.level.live and not b.level.reads_values:
             return True
         b = b.value
     return False
@@ -463,6 +466,8 @@ def _checked_ans(ans, who, multiple_results):
     tangent too, and several values need `multiple_results` (a tuple, which is checked)."""
     if not multiple_results:
         return _checked_output(ans, who, "ans")
+    if type(ans) is list:  # (JAX's primitives return a list of their outputs)
+        ans = tuple(ans)
     if not isinstance(ans, tuple):
         raise TypeError(
             f"{who}: with multiple_results=True its fprop must return a tuple of outputs as "

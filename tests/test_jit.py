@@ -633,7 +633,15 @@ def test_a_draw_from_numpys_global_generator_is_never_replayed():
 
 @pytest.mark.parametrize(
     "where",
-    ["closure", "static argument", "global RandomState", "default", "dict", "bound method"],
+    [
+        "closure",
+        "static argument",
+        "global RandomState",
+        "default",
+        "dict",
+        "bound method",
+        "partial",
+    ],
 )
 def test_a_draw_from_a_generator_the_function_reads_is_never_replayed(where):
     """A Generator closed over (or passed static, or a global RandomState, a default
@@ -650,6 +658,9 @@ def test_a_draw_from_a_generator_the_function_reads_is_never_replayed(where):
     elif where == "bound method":
         normal = generator.normal
         jitted, call = fgrad.jit(lambda x: x + normal(size=3)), ()
+    elif where == "partial":
+        draw = functools.partial(generator.normal, size=3)
+        jitted, call = fgrad.jit(lambda x: x + draw()), ()
     elif where == "static argument":
         jitted = fgrad.jit(lambda x, g: x + g.normal(size=3), static_argnums=1)
         call = (generator,)

@@ -292,11 +292,16 @@ def test_a_container_argument_holding_traced_values_is_refused():
     for run in (
         lambda: grad(lambda a: scaled({"a": a}))(0.5),
         lambda: jvp(lambda a: scaled({"a": a}), (0.5,), (1.0,)),
-        lambda: fgrad.vmap(lambda a: scaled({"a": a}))(np.array([0.5, 0.6])),
         lambda: fgrad.jit(grad(lambda a: scaled({"a": a})))(0.5),
     ):
         with pytest.raises(TypeError, match=message):
             run()
+    # vmap and jit take no derivative: the fprop's operations on the values inside are the
+    # value (right, as eagerly, and recorded by jit)
+    rows = np.array([0.5, 0.6])
+    np.testing.assert_array_equal(fgrad.vmap(lambda a: scaled({"a": a}))(rows), np.sin(rows))
+    jitted = fgrad.jit(lambda a: scaled({"a": a}))
+    assert jitted(0.5) == np.sin(0.5) and jitted(0.7) == np.sin(0.7)
     with pytest.raises(TypeError, match="scaled: argument 0 is a list holding traced values"):
         grad(lambda a: scaled([{"a": a}]))(0.5)
     assert scaled({"a": 0.5}) == np.sin(0.5)
@@ -389,3 +394,19 @@ def test_a_malformed_batching_rule_result_is_refused_naming_the_primitive():
         name="good",
     )
     np.testing.assert_array_equal(fgrad.vmap(good)(X), np.sin(X))
+
+
+def test_multiple_results_may_be_returned_as_a_list_as_jax_primitives_do():
+    # a list was refused once the outputs were checked (a tuple only)
+    @fgrad.primitive(multiple_results=True)
+    def both(x):
+        return [fnp.sin(x), fnp.cos(x)], lambda cts: (cts[0] * fnp.cos(x) - cts[1] * fnp.sin(x),)
+
+    a, b = both(0.5)
+    assert (a, b) == (np.sin(0.5), np.cos(0.5))
+
+    def total(x):
+        s, c = both(x)
+        return s + c
+
+    assert grad(total)(0.5) == np.cos(0.5) - np.sin(0.5)

@@ -1231,3 +1231,9 @@ def test_vmap_of_nonzero_over_scalar_rows_refuses_as_each_row_does(f):
         f(x[0])
     with pytest.raises(ValueError, match="nonzero on 0d arrays is not allowed .* shape \\(\\)"):
         vmap(f)(x)
+
+
+def test_vmap_of_an_index_with_too_many_parts_is_numpys_index_error():
+    # the take of r[:, :, idx] on 2-D rows failed inside np.moveaxis ("AxisError source")
+    with pytest.raises(IndexError, match="too many indices"):
+        vmap(lambda r: r[:, :, np.array([0])])(np.ones((2, 3, 3)))

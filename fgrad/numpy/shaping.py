@@ -2573,7 +2573,7 @@ def _getitem_batch(args, dims, idx):
     parts, out_dim = _index_layout(idx)
     if out_dim is None:
         return _batching.rows_one_by_one(_getitem_p, args, dims, {"idx": idx}, shape(x)[d], _APART)
-    taken = _taken_axis(parts)
+    taken = _taken_axis(parts) if len(parts) < len(shape(x)) else None  # (too many: NumPy's)
     if taken is not None:  # one integer array among full slices: NumPy's take, laid out
         return _take_rows_p(batch_to_front(x, d), idx=parts[taken], axis=taken, lead=1), 0
     out = _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts)
