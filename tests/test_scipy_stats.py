@@ -62,6 +62,20 @@ def test_invalid_parameters_give_nan_as_scipy(name, shapes, loc, scale):
         assert np.isnan(ss.__dict__[name].logpdf(1.0, -1.0, *shapes[1:], loc, scale))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, at scale = nan)
+@pytest.mark.parametrize("fname", ["ppf", "isf"])
+def test_norm_quantiles_with_a_scale_not_above_zero_are_nan_as_scipy(fname):
+    # ppf and isf were loc +- scale * ndtri(q) with no range check: 0.524 at scale = -1
+    f, theirs = getattr(fst.norm, fname), getattr(ss.norm, fname)
+    q = np.array([0.3, 0.5, 0.9, 1e-300])
+    scale = np.array([-1.0, 0.0, np.nan, 2.0])
+    np.testing.assert_array_equal(f(q, 0.1, scale), theirs(q, 0.1, scale))
+    assert type(f(0.3, 0.0, -1.0)) is type(theirs(0.3, 0.0, -1.0))
+    d = grad(lambda s: fgrad.numpy.sum(f(q, 0.1, s)))(scale)
+    assert np.all(np.isnan(d[:3])) and d[3] == theirs(1e-300)
+    assert np.isnan(grad(f, argnums=2)(0.3, 0.0, -1.0))
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
 @pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE)
 @pytest.mark.parametrize("fname", FUNCTIONS)
