@@ -5,6 +5,7 @@ and beta in theirs against mpmath, and argument errors. Gradients
 to order 2 in both modes are in the gradient table (tests/rows_scipy_stats.py)."""
 
 import math
+import time
 import warnings
 
 import mpmath
@@ -60,6 +61,20 @@ def test_invalid_parameters_give_nan_as_scipy(name, shapes, loc, scale):
     if shapes:
         assert np.isnan(mod.logpdf(1.0, -1.0, *shapes[1:], loc, scale))
         assert np.isnan(ss.__dict__[name].logpdf(1.0, -1.0, *shapes[1:], loc, scale))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, at scale = nan)
+@pytest.mark.parametrize("fname", ["ppf", "isf"])
+def test_norm_quantiles_with_a_scale_not_above_zero_are_nan_as_scipy(fname):
+    # ppf and isf were loc +- scale * ndtri(q) with no range check: 0.524 at scale = -1
+    f, theirs = getattr(fst.norm, fname), getattr(ss.norm, fname)
+    q = np.array([0.3, 0.5, 0.9, 1e-300])
+    scale = np.array([-1.0, 0.0, np.nan, 2.0])
+    np.testing.assert_array_equal(f(q, 0.1, scale), theirs(q, 0.1, scale))
+    assert type(f(0.3, 0.0, -1.0)) is type(theirs(0.3, 0.0, -1.0))
+    d = grad(lambda s: fgrad.numpy.sum(f(q, 0.1, s)))(scale)
+    assert np.all(np.isnan(d[:3])) and d[3] == theirs(1e-300)
+    assert np.isnan(grad(f, argnums=2)(0.3, 0.0, -1.0))
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (nan and inf made inside, as eager)
@@ -437,6 +452,59 @@ def test_chi2_cdfs_in_df_are_gammas_in_a_at_df_over_2():
     mpmath.mp.dps = 30
     ref = mpmath.diff(lambda d: mpmath.gammainc(d / 2, 1.5, mpmath.inf, regularized=True), 2.0)
     assert grad(fst.chi2.sf, argnums=1)(3.0, 2.0) == pytest.approx(float(ref), rel=1e-12)
+
+
+def _mp_log_p_by_quadrature(a, x):
+    """log P(a, x) for x < a - 1 by quadrature of the integrand scaled at its end x (mpmath's
+    gammainc does not converge at large a), with d/dx log P = density / P."""
+    with mpmath.workdps(40):
+        a, x = mpmath.mpf(a), mpmath.mpf(x)
+        w = 1 / ((a - 1) / x - 1)  # the integrand's e-folding length below x
+        pieces = [0] + [w * 10**k for k in range(-1, 4) if w * 10**k < x] + [x]
+        integral = mpmath.quad(lambda s: mpmath.exp((a - 1) * mpmath.log1p(-s / x) + s), pieces)
+        log_p = (a - 1) * mpmath.log(x) - x - mpmath.loggamma(a) + mpmath.log(integral)
+        return float(log_p), float(1 / integral)
+
+
+@pytest.mark.parametrize("a", [1e3, 3e4, 1e8, 1e10, 1e12])
+def test_gamma_log_cdf_deep_in_the_left_tail_at_large_a_against_mpmath(a):
+    # the series was cut at 2000 terms: logcdf was -269.59 at a = 1e10, z = a - 23 sqrt(a)
+    # (mpmath -268.60), -271.66 at a = 1e12 (-268.56); chi2's likewise
+    for z in [a - 23 * math.sqrt(a), a - 60 * math.sqrt(a), 0.6 * a]:
+        if z >= a - 23 * math.sqrt(a) or z > 0.5 * a:
+            want, slope = _mp_log_p_by_quadrature(a, z)
+            assert fst.gamma.logcdf(z, a) == pytest.approx(want, rel=1e-14, abs=1e-13), z
+            assert fst.chi2.logcdf(2 * z, 2 * a) == pytest.approx(want, rel=1e-14, abs=1e-13)
+            assert grad(fst.gamma.logcdf)(z, a) == pytest.approx(slope, rel=1e-11), z
+
+
+@pytest.mark.parametrize("a", [1e3, 1e8, 1e11, 1e15])
+def test_gamma_log_sf_far_in_the_right_tail_at_large_a_is_fast_and_right(a):
+    # the continued fraction ran 40 + 8 sqrt(a) steps: 2.7 s at a = 1e11 (and -804.54073
+    # where mpmath gives -804.54099), 8e125 steps at a = 1e250
+    z = a + 40 * math.sqrt(a)
+    with mpmath.workdps(40):
+        want = mpmath.log(mpmath.gammainc(a, z, mpmath.inf, regularized=True))
+        slope = -mpmath.exp((a - 1) * mpmath.log(z) - z - mpmath.loggamma(a) - want)
+    assert fst.gamma.logsf(z, a) == pytest.approx(float(want), rel=1e-14)
+    assert fst.chi2.logsf(2 * z, 2 * a) == pytest.approx(float(want), rel=1e-14)
+    assert grad(fst.gamma.logsf)(z, a) == pytest.approx(float(slope), rel=1e-11)
+
+
+def test_gamma_log_tails_at_huge_or_infinite_a():
+    # logsf(1.001e250, 1e250) never returned; logcdf at a = inf was nan (P = 0: -inf), and
+    # at a = 1e300, z one ulp below a, +7.6 (a cancelled series). The leading term of both
+    # tails there is -a (mu - log1p(mu)), mu = z/a - 1, the rest is of order log(a)
+    start = time.perf_counter()
+    a, z = 1e250, 1.001e250
+    lead = -a * (1e-3 - math.log1p(1e-3))
+    assert fst.gamma.logsf(z, a) == pytest.approx(lead, rel=1e-12)
+    assert time.perf_counter() - start < 5.0
+    z = 1.0 / 1e-300
+    lead = -1e300 * ((z - 1e300) / 1e300) ** 2 / 2
+    assert fst.gamma.logcdf(1.0, 1e300, scale=1e-300) == pytest.approx(lead, rel=1e-12)
+    assert fst.gamma.logcdf(1.0, math.inf) == -math.inf == ss.gamma.logcdf(1.0, math.inf)
+    assert fst.gamma.logcdf(np.array([1.0, 2.0]), np.array([math.inf, 2.0]))[0] == -math.inf
 
 
 def test_gamma_cdf_tails_against_scipy():

@@ -15,6 +15,7 @@ constants (masks, term counts).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -23,6 +24,7 @@ from ... import numpy as fnp
 from .. import special as sp
 from ..special import all_rows
 from ._common import (
+    every,
     guard,
     invalid_to_nan,
     located,
@@ -59,9 +61,11 @@ def _tiny(v):
 
 def _log_p_series(a, z):
     """log P(a, z) = a log z - z - gammaln(a + 1) + log S, S = sum_k z**k / ((a+1)...(a+k)),
-    for z < a + 1 (used where P underflows: z far below a). The terms decrease from k = 0;
-    their number is read off the primal values (a constant, the same for every row of a
-    batch)."""
+    for z < a + 1 (used where P underflows: z far below a, and for a >= `_A_LARGE` only
+    where z / (a + 1) < 1/2, `_log_tail`). The terms decrease from k = 0 by at most the
+    ratio z / (a + 1); their number, to 1e-18, is read off the primal values (a constant,
+    the same for every row of a batch): below 100 where this is used (the ratio is at most
+    about 1/3 at a = `_A_LARGE` where P < 1e-103)."""
     ratios = all_rows(value(z).astype(float) / (value(a).astype(float) + 1.0), _WHO)
     ratio = float(_np.max(ratios)) if ratios.size else 0.0
     n = 30 if ratio <= 0 else int(min(2000, 30 + math.log(1e-18) / math.log(min(ratio, 0.999))))
@@ -75,13 +79,115 @@ def _log_p_series(a, z):
 def _log_q_fraction(a, z):
     """log Q(a, z) = a log z - z - gammaln(a) + log r, r from Legendre's continued fraction
     1 / (z + 1 - a - 1 (1 - a) / (z + 3 - a - 2 (2 - a) / (z + 5 - a - ...))), run backwards,
-    for z >= a + 1 (used where Q underflows: z far above a)."""
+    for z >= a + 1 (used where Q underflows: z far above a, for a < `_A_LARGE`: its length
+    grows as sqrt(a), `_log_tail`)."""
     a_all = all_rows(value(a), _WHO)
     a_max = float(_np.max(a_all)) if a_all.size else 1.0
     f = 0.0
     for n in range(int(40 + 8 * math.sqrt(max(a_max, 0.0))), 0, -1):
         f = (n * (n - a)) / (z + (2.0 * n + 1.0) - a - f)
     return sp.xlogy(a, z) - z - sp.gammaln(a) - fnp.log(z + 1.0 - a - f)
+
+
+# From this a on, the tails are Temme's uniform expansion (`_log_tail_temme`): the series
+# and the fraction need of order sqrt(a) steps there (1.3e6 at a = 1e12, where the series
+# was cut at 2000 terms, and the fraction 8e125 at a = 1e250).
+_A_LARGE = 1000.0
+
+
+def _temme_polynomials(terms):
+    """The coefficients (by power of v = 1/(lambda - 1)) of p_k in Temme's c_k(eta) =
+    p_k(v) + (-1)^(k+1) (2k-1)!! / eta^(2k+1) (DLMF 8.12.9, 8.12.11: c_k = c_(k-1)'(eta) /
+    eta + (-1)^k g_k v, and d/d eta = eta (1 + mu) / mu d/d mu, mu = lambda - 1, so that
+    p_k = -(v + 1) v^2 p_(k-1)'(v) + (-1)^k g_k v), g_k Stirling's coefficients (DLMF 5.11.3)."""
+    stirling = [Fraction(1), Fraction(1, 12), Fraction(1, 288), Fraction(-139, 51840)]
+    stirling += [Fraction(-571, 2488320), Fraction(163879, 209018880)]
+    out = [[Fraction(0), Fraction(1)]]
+    for k in range(1, terms):
+        prev = out[-1]
+        poly = [Fraction(0)] * (len(prev) + 2)
+        for j in range(1, len(prev)):  # -(v + 1) v^2 * j c_j v^(j-1)
+            poly[j + 2] -= j * prev[j]
+            poly[j + 1] -= j * prev[j]
+        poly[1] += (-1) ** k * stirling[k]
+        out.append(poly)
+    return tuple(tuple(float(c) for c in poly) for poly in out)
+
+
+# c_0 ... c_4: at a >= `_A_LARGE` the next term is below 1e-16 of the sum (checked against
+# mpmath in tests/test_scipy_stats.py)
+_TEMME = _temme_polynomials(5)
+
+
+def _mu_minus_log1p(mu):
+    """mu - log1p(mu) for mu > -1, by its Taylor series mu^2 sum_j (-1)^j mu^(j-2) / j
+    where |mu| < 1/4 (40 terms, to 1e-24; the difference cancels there)."""
+    near = mask(_np.abs(value(mu)) < 0.25, mu)
+    m = guard(near, mu, 0.0)
+    series = 0.0
+    for j in range(41, 1, -1):  # by Horner
+        series = series * m + (-1.0) ** j / j
+    series = series * (m * m)
+    if every(near):
+        return series
+    mf = guard(_np.logical_not(near), mu)
+    return fnp.where(near, series, mf - fnp.log1p(mf))
+
+
+def _log_tail_temme(a, z, lower):
+    """log P(a, z) (lower, z < a, z / a >= 1/2) or log Q(a, z) (z > a) for a >= `_A_LARGE`
+    by Temme's uniform expansion (DLMF 8.12.3-8.12.8): with lambda = z / a, mu = lambda - 1,
+    eta = sign(mu) sqrt(2 (mu - log1p(mu))),
+    Q = erfc(eta sqrt(a/2)) / 2 + R, P = erfc(-eta sqrt(a/2)) / 2 - R,
+    R = exp(-a eta^2 / 2) / sqrt(2 pi a) sum_k c_k(eta) / a^k,
+    taken in log form (erfc(y) = exp(-y^2) erfcx(y)) so that nothing underflows. The parts
+    of c_k that cancel as eta -> 0 are each at most 1/eta (a eta^2)^-k: a eta^2 is above 400
+    where the tails are used (P or Q < 1e-103)."""
+    mu = (z - a) / a
+    h = _mu_minus_log1p(mu)
+    eta = fnp.sign(mu) * fnp.sqrt(2.0 * h)
+    v = 1.0 / mu
+    total = 0.0
+    for k in range(len(_TEMME) - 1, -1, -1):  # by Horner in 1/a
+        c = 0.0
+        for coefficient in reversed(_TEMME[k]):
+            c = c * v + coefficient
+        c = c + (-1.0) ** (k + 1) * math.prod(range(1, 2 * k, 2)) / eta ** (2 * k + 1)
+        total = total / a + c
+    y = eta * fnp.sqrt(0.5 * a)
+    if lower:
+        scaled = fnp.sqrt(0.5 * math.pi * a) * sp.erfcx(-y) - total
+    else:
+        scaled = fnp.sqrt(0.5 * math.pi * a) * sp.erfcx(y) + total
+    return -a * h - 0.5 * fnp.log((2.0 * math.pi) * a) + fnp.log(scaled)
+
+
+def _log_tail(a, z, lower):
+    """log P(a, z) (lower) or log Q(a, z) where it underflows (P: z < a + 1, Q: z >= a + 1):
+    the series or the continued fraction, whose length grows as sqrt(a), below `_A_LARGE`
+    (and the series wherever z / (a + 1) < 1/2, where it is short); Temme's expansion
+    above. An infinite a gives log P = -inf (P is 0 at every finite z)."""
+    av, zv = value(a), value(z)
+    large = av >= _A_LARGE
+    if lower:
+        large = _np.logical_and(large, zv >= 0.5 * (av + 1.0))
+        infinite = mask(_np.isposinf(av), a, z)
+        large = _np.logical_and(large, _np.logical_not(_np.isposinf(av)))
+    large = mask(large, a, z)
+    small = _np.logical_not(large)
+    if lower:
+        small = _np.logical_and(small, _np.logical_not(infinite))
+    out = None
+    if some(small):
+        form = _log_p_series if lower else _log_q_fraction
+        out = form(guard(small, a), guard(small, z, 0.5 if lower else 3.0))
+    if some(large):
+        far_z = 0.75 * _A_LARGE if lower else 2.0 * _A_LARGE
+        temme = _log_tail_temme(guard(large, a, _A_LARGE), guard(large, z, far_z), lower)
+        out = temme if out is None else fnp.where(large, temme, out)
+    if lower and some(infinite):
+        out = -math.inf if out is None else select(_np.logical_not(infinite), out, -math.inf)
+    return out
 
 
 def _log_cdf(a, z, lower):
@@ -100,8 +206,8 @@ def _log_cdf(a, z, lower):
     if some(high):
         out = fnp.where(high, fnp.log1p(-guard(high, other(a, z), 0.5)), out)
     if some(low):
-        tail = _log_p_series if lower else _log_q_fraction
-        out = fnp.where(low, tail(guard(low, a), guard(low, z, 0.5 if lower else 3.0)), out)
+        tail = _log_tail(guard(low, a), guard(low, z, 0.5 if lower else 3.0), lower)
+        out = fnp.where(low, tail, out)
     return out
 
 

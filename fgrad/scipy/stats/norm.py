@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import LOG_2PI, invalid_to_nan, scipy_scalar, standardize, weak
+from ._common import (
+    LOG_2PI,
+    harmonize,
+    in_range,
+    invalid_to_nan,
+    scipy_scalar,
+    standardize,
+    value,
+    weak,
+)
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -64,10 +73,21 @@ def logsf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
 
 
 def ppf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """The quantile function loc + scale * ndtri(q) (nan outside [0, 1])."""
-    return loc + scale * sp.ndtri(q)
+    """The quantile function loc + scale * ndtri(q) (nan outside [0, 1], and nan where
+    scale <= 0, as SciPy and the other norm functions)."""
+    return _quantile(q, loc, scale, 1.0)
 
 
 def isf(q: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
-    """The inverse survival function loc - scale * ndtri(q)."""
-    return loc - scale * sp.ndtri(q)
+    """The inverse survival function loc - scale * ndtri(q) (nan where scale <= 0)."""
+    return _quantile(q, loc, scale, -1.0)
+
+
+def _quantile(q, loc, scale, sign):
+    """loc + sign * scale * ndtri(q), nan (with nan derivatives) where scale <= 0 or is nan:
+    the range check of `standardize`, which the quantiles, having no z, do not go through."""
+    given = (q, loc, scale)
+    q, loc, scale = harmonize(q, loc, scale)
+    scale, bad = in_range(scale, value(scale) > 0, q, loc)
+    out = loc + (sign * scale) * sp.ndtri(q)
+    return scipy_scalar(invalid_to_nan(bad, out, *given))
