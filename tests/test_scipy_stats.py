@@ -478,7 +478,7 @@ def test_gamma_log_cdf_deep_in_the_left_tail_at_large_a_against_mpmath(a):
             assert grad(fst.gamma.logcdf)(z, a) == pytest.approx(slope, rel=1e-11), z
 
 
-@pytest.mark.parametrize("a", [1e3, 1e8, 1e11, 1e15])
+@pytest.mark.parametrize("a", [1e3, 1e8, 1e11])  # (mpmath takes 9 s at 1e15)
 def test_gamma_log_sf_far_in_the_right_tail_at_large_a_is_fast_and_right(a):
     # the continued fraction ran 40 + 8 sqrt(a) steps: 2.7 s at a = 1e11 (and -804.54073
     # where mpmath gives -804.54099), 8e125 steps at a = 1e250
