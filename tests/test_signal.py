@@ -429,6 +429,16 @@ def test_interp_of_a_nan_point_is_nan_when_the_last_knots_are_equal():
             np.testing.assert_array_equal(got, want)
 
 
+def test_interp_of_a_nan_point_with_complex_values_is_numpys_nan_plus_0j():
+    # nan + nanj, where NumPy sets the imaginary part of a nan point's value to 0
+    x, xp = np.array([np.nan, 2.0]), np.array([0.0, 1.0, 2.0, 3.0])
+    fp = np.array([1.0, 3.0, 4.0, 5.0]) + 1j * np.array([5.0, 4.0, 3.0, 1.0])
+    want = np.interp(x, xp, fp)
+    f = lambda v: fnp.interp(x, xp, v)
+    for got in (f(fp), fgrad.jit(f)(fp), fgrad.vmap(lambda r: fnp.interp(r, xp, fp))(x)):
+        assert np.asarray(got).tobytes() == want.tobytes()
+
+
 def test_interp_under_jit_with_traced_values_searches_the_constant_points_with_numpy():
     # with only fp traced, the points' segments were found by a len(x) x len(xp) table of
     # comparisons in the record (1 GB for 1e5 points and 5000 knots) where NumPy's

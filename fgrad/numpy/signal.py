@@ -439,6 +439,10 @@ def interp(
         y = where(below, fp[0] if left is None else left, y)
     if _some(above, rows):
         y = where(above, fp[-1] if right is None else right, y)
+    if dtype_of(y).kind == "c":  # NumPy's complex interp of a nan x is nan + 0j
+        nan_x = not_equal(xv, xv) if rows else xv != xv
+        if _some(nan_x, rows):
+            y = where(nan_x, _np.asarray(complex(_np.nan, 0.0), dtype_of(y)), y)
     y = astype(y, dtype) if dtype_of(y) != dtype else y
     return scalar_if_0d(y)  # (a NumPy scalar for a scalar x, as NumPy gives)
 
