@@ -764,6 +764,32 @@ def test_multivariate_normal_singular():
     )
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's inf - inf)
+def test_multivariate_normal_at_an_infinite_deviation_is_minus_inf():
+    """An infinite x or mean with a matrix covariance gave nan (logpdf) where the density is
+    0: the solve with the Cholesky factor formed 0 * inf. SciPy gives -inf for a generic
+    covariance (and nan for eye(2), from the same 0 * inf)."""
+    mvn = fst.multivariate_normal
+    mu, c = np.array([0.1, -0.2]), np.array([[2.0, 0.3], [0.3, 1.0]])
+    x = np.array([[0.5, 0.4], [np.inf, 0.0], [0.0, -np.inf]])
+    want = ss.multivariate_normal.logpdf(x, mu, c)
+    assert want[1] == want[2] == -np.inf
+    np.testing.assert_allclose(mvn.logpdf(x, mu, c), want, rtol=1e-12)
+    assert mvn.pdf(x[1], mu, c) == ss.multivariate_normal.pdf(x[1], mu, c) == 0.0
+    assert mvn.logpdf(np.zeros(2), np.array([np.inf, 0.0]), c) == -np.inf
+    for cov in [np.eye(2), np.array([[1.0, 1.0], [1.0, 1.0]])]:  # (SciPy: nan; singular)
+        assert np.all(mvn.logpdf(x[1:], mu, cov, allow_singular=True) == -np.inf)
+    assert np.isnan(mvn.logpdf(np.array([np.nan, np.inf]), mu, c))  # a nan stays nan
+    # the finite point keeps its gradient (closed form), the far ones get 0, not nan
+    ci = np.linalg.inv(c)
+    gx, gm = grad(lambda x, m: fgrad.numpy.sum(mvn.logpdf(x, m, c)), argnums=(0, 1))(x, mu)
+    np.testing.assert_allclose(gx[0], -ci @ (x[0] - mu), rtol=1e-12)
+    np.testing.assert_array_equal(gx[1:], 0.0)
+    np.testing.assert_allclose(gm, ci @ (x[0] - mu), rtol=1e-12)
+    for f in [fgrad.jit(mvn.logpdf), fgrad.vmap(mvn.logpdf, in_axes=(0, None, None))]:
+        np.testing.assert_array_equal(f(x, mu, c), mvn.logpdf(x, mu, c))
+
+
 def test_multivariate_normal_shape_errors():
     with pytest.raises(ValueError, match="last axis must have length 3"):
         fst.multivariate_normal.logpdf(np.zeros((4, 2)), np.zeros(3))
