@@ -960,6 +960,63 @@ def test_multivariate_normal_result_type_matches_scipy(fname, args):
         np.testing.assert_allclose(r, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("name,shapes,fnames", SCALAR_SWEEP)
+def test_lists_are_taken_as_arrays_as_scipy(name, shapes, fnames):
+    """A list as x, loc, scale or a shape parameter raised a bare operator TypeError
+    ("unsupported operand type(s) for -: 'list' and 'int'") in norm, gamma, chi2, beta and t;
+    SciPy takes array-likes. Each argument in turn is a list; values and types as SciPy's."""
+    ours, theirs = getattr(fst, name), getattr(ss, name)
+    for fname in fnames:
+        x = 0.3 if fname in ("ppf", "isf") else 1.2
+        args = [x, *shapes, 0.1, 1.5]
+        for i in range(len(args)):
+            listed = args[:i] + [[args[i], args[i] * 1.5]] + args[i + 1 :]
+            got, want = getattr(ours, fname)(*listed), getattr(theirs, fname)(*listed)
+            assert _result_kind(got) == _result_kind(want), (fname, i, got, want)
+            np.testing.assert_allclose(got, want, rtol=1e-9, err_msg=f"{name}.{fname} arg {i}")
+    # a list holding a traced value stays traced: d/dloc of logpdf at the list's first entry
+    f = ours.logpdf
+    g = grad(lambda m: fgrad.numpy.sum(f(1.2, *shapes, [m, 0.4], 1.5)))(0.1)
+    h = 1e-6
+    fd = theirs.logpdf(1.2, *shapes, 0.1 + h, 1.5) - theirs.logpdf(1.2, *shapes, 0.1 - h, 1.5)
+    np.testing.assert_allclose(g, fd / (2 * h), rtol=1e-6)
+
+
+def test_dirichlet_and_multivariate_normal_take_lists_as_scipy():
+    """dirichlet.logpdf([.2, .8], [1., 2.]) and multivariate_normal.logpdf with a list x, mean
+    or cov raised TypeError; SciPy takes array-likes."""
+    x, alpha = [0.2, 0.3, 0.5], [1.5, 2.0, 3.0]
+    for fname, args in [
+        ("logpdf", (x, alpha)),
+        ("logpdf", (x[:2], alpha)),
+        ("pdf", (np.array(x), alpha)),
+        ("entropy", (alpha,)),
+        ("mean", (alpha,)),
+        ("var", (alpha,)),
+    ]:
+        got, want = getattr(fst.dirichlet, fname)(*args), getattr(ss.dirichlet, fname)(*args)
+        assert _result_kind(got) == _result_kind(want), (fname, got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    x2, m2, c2 = [0.2, 0.8], [0.1, -0.3], [[2.0, 0.3], [0.3, 1.0]]
+    for fname, args in [
+        ("logpdf", (x2, m2)),
+        ("logpdf", (x2, m2, c2)),
+        ("logpdf", (np.array(x2), np.zeros(2), [1.0, 2.0])),
+        ("logpdf", ([x2, m2], None, c2)),
+        ("pdf", (x2, m2, c2)),
+        ("entropy", (m2, c2)),
+        ("entropy", ([0.0, 0.0], [1.0, 2.0])),
+    ]:
+        mvn, smvn = fst.multivariate_normal, ss.multivariate_normal
+        got, want = getattr(mvn, fname)(*args), getattr(smvn, fname)(*args)
+        assert _result_kind(got) == _result_kind(want), (fname, got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # the closed form d/dmean = cov^-1 (x - mean), through a list holding the traced mean
+    g = grad(lambda m: fst.multivariate_normal.logpdf(x2, [m, -0.3], c2))(0.1)
+    want = (np.linalg.inv(c2) @ (np.array(x2) - m2))[0]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
 def test_dirichlet_result_type_matches_scipy():
     alpha, x = np.array([1.5, 2.0, 3.0]), np.array([0.2, 0.3, 0.5])
     for fname, args in [

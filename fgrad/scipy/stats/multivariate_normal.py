@@ -31,7 +31,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from ...core import refuse_lazy
-from ._common import LOG_2PI, refuse_complex, some, squeeze_ones, value
+from ._common import LOG_2PI, refuse_complex, sequences_as_arrays, some, squeeze_ones, value
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -178,6 +178,7 @@ def logpdf(
     >>> fgrad.grad(logpdf)(np.array([1.0, 2.0]), np.zeros(2), np.diag([1.0, 4.0]))
     array([-1. , -0.5])
     """
+    x, mean, cov = sequences_as_arrays(x, mean, cov)
     refuse_complex("multivariate_normal.logpdf", x=x, mean=mean, cov=cov)
     dtype = _dtype(x, mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "logpdf")
@@ -217,6 +218,7 @@ def pdf(
 def entropy(mean: ArrayLike | None = None, cov: ArrayLike = 1) -> Array:
     """(rank (1 + log(2 pi)) + log pdet(cov)) / 2; it does not depend on the mean, and a
     singular covariance is allowed (as SciPy: the entropy of the degenerate distribution)."""
+    mean, cov = sequences_as_arrays(mean, cov)
     refuse_complex("multivariate_normal.entropy", mean=mean, cov=cov)
     dtype = _dtype(mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "entropy")
