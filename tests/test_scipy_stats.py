@@ -1017,6 +1017,15 @@ def test_dirichlet_and_multivariate_normal_take_lists_as_scipy():
     np.testing.assert_allclose(g, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("fname", ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"])
+def test_poisson_result_type_matches_scipy(fname):
+    """poisson off its support (and with loc) returned a 0-d ndarray, SciPy np.float64."""
+    for args in [(0.5, 2.5), (-1.0, 2.5), (1, 2.5, 5), (1.0, 2.5, 5), (1, 2.5), (3, -1.0)]:
+        got, want = getattr(fst.poisson, fname)(*args), getattr(ss.poisson, fname)(*args)
+        assert _result_kind(got) == _result_kind(want), (args, got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_dirichlet_result_type_matches_scipy():
     alpha, x = np.array([1.5, 2.0, 3.0]), np.array([0.2, 0.3, 0.5])
     for fname, args in [
