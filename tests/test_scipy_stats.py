@@ -764,6 +764,32 @@ def test_multivariate_normal_singular():
     )
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's inf - inf)
+def test_multivariate_normal_at_an_infinite_deviation_is_minus_inf():
+    """An infinite x or mean with a matrix covariance gave nan (logpdf) where the density is
+    0: the solve with the Cholesky factor formed 0 * inf. SciPy gives -inf for a generic
+    covariance (and nan for eye(2), from the same 0 * inf)."""
+    mvn = fst.multivariate_normal
+    mu, c = np.array([0.1, -0.2]), np.array([[2.0, 0.3], [0.3, 1.0]])
+    x = np.array([[0.5, 0.4], [np.inf, 0.0], [0.0, -np.inf]])
+    want = ss.multivariate_normal.logpdf(x, mu, c)
+    assert want[1] == want[2] == -np.inf
+    np.testing.assert_allclose(mvn.logpdf(x, mu, c), want, rtol=1e-12)
+    assert mvn.pdf(x[1], mu, c) == ss.multivariate_normal.pdf(x[1], mu, c) == 0.0
+    assert mvn.logpdf(np.zeros(2), np.array([np.inf, 0.0]), c) == -np.inf
+    for cov in [np.eye(2), np.array([[1.0, 1.0], [1.0, 1.0]])]:  # (SciPy: nan; singular)
+        assert np.all(mvn.logpdf(x[1:], mu, cov, allow_singular=True) == -np.inf)
+    assert np.isnan(mvn.logpdf(np.array([np.nan, np.inf]), mu, c))  # a nan stays nan
+    # the finite point keeps its gradient (closed form), the far ones get 0, not nan
+    ci = np.linalg.inv(c)
+    gx, gm = grad(lambda x, m: fgrad.numpy.sum(mvn.logpdf(x, m, c)), argnums=(0, 1))(x, mu)
+    np.testing.assert_allclose(gx[0], -ci @ (x[0] - mu), rtol=1e-12)
+    np.testing.assert_array_equal(gx[1:], 0.0)
+    np.testing.assert_allclose(gm, ci @ (x[0] - mu), rtol=1e-12)
+    for f in [fgrad.jit(mvn.logpdf), fgrad.vmap(mvn.logpdf, in_axes=(0, None, None))]:
+        np.testing.assert_array_equal(f(x, mu, c), mvn.logpdf(x, mu, c))
+
+
 def test_multivariate_normal_shape_errors():
     with pytest.raises(ValueError, match="last axis must have length 3"):
         fst.multivariate_normal.logpdf(np.zeros((4, 2)), np.zeros(3))
@@ -932,6 +958,72 @@ def test_multivariate_normal_result_type_matches_scipy(fname, args):
     ]:
         assert _result_kind(r) == _result_kind(want), (how, r, want)
         np.testing.assert_allclose(r, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,shapes,fnames", SCALAR_SWEEP)
+def test_lists_are_taken_as_arrays_as_scipy(name, shapes, fnames):
+    """A list as x, loc, scale or a shape parameter raised a bare operator TypeError
+    ("unsupported operand type(s) for -: 'list' and 'int'") in norm, gamma, chi2, beta and t;
+    SciPy takes array-likes. Each argument in turn is a list; values and types as SciPy's."""
+    ours, theirs = getattr(fst, name), getattr(ss, name)
+    for fname in fnames:
+        x = 0.3 if fname in ("ppf", "isf") else 1.2
+        args = [x, *shapes, 0.1, 1.5]
+        for i in range(len(args)):
+            listed = args[:i] + [[args[i], args[i] * 1.5]] + args[i + 1 :]
+            got, want = getattr(ours, fname)(*listed), getattr(theirs, fname)(*listed)
+            assert _result_kind(got) == _result_kind(want), (fname, i, got, want)
+            np.testing.assert_allclose(got, want, rtol=1e-9, err_msg=f"{name}.{fname} arg {i}")
+    # a list holding a traced value stays traced: d/dloc of logpdf at the list's first entry
+    f = ours.logpdf
+    g = grad(lambda m: fgrad.numpy.sum(f(1.2, *shapes, [m, 0.4], 1.5)))(0.1)
+    h = 1e-6
+    fd = theirs.logpdf(1.2, *shapes, 0.1 + h, 1.5) - theirs.logpdf(1.2, *shapes, 0.1 - h, 1.5)
+    np.testing.assert_allclose(g, fd / (2 * h), rtol=1e-6)
+
+
+def test_dirichlet_and_multivariate_normal_take_lists_as_scipy():
+    """dirichlet.logpdf([.2, .8], [1., 2.]) and multivariate_normal.logpdf with a list x, mean
+    or cov raised TypeError; SciPy takes array-likes."""
+    x, alpha = [0.2, 0.3, 0.5], [1.5, 2.0, 3.0]
+    for fname, args in [
+        ("logpdf", (x, alpha)),
+        ("logpdf", (x[:2], alpha)),
+        ("pdf", (np.array(x), alpha)),
+        ("entropy", (alpha,)),
+        ("mean", (alpha,)),
+        ("var", (alpha,)),
+    ]:
+        got, want = getattr(fst.dirichlet, fname)(*args), getattr(ss.dirichlet, fname)(*args)
+        assert _result_kind(got) == _result_kind(want), (fname, got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    x2, m2, c2 = [0.2, 0.8], [0.1, -0.3], [[2.0, 0.3], [0.3, 1.0]]
+    for fname, args in [
+        ("logpdf", (x2, m2)),
+        ("logpdf", (x2, m2, c2)),
+        ("logpdf", (np.array(x2), np.zeros(2), [1.0, 2.0])),
+        ("logpdf", ([x2, m2], None, c2)),
+        ("pdf", (x2, m2, c2)),
+        ("entropy", (m2, c2)),
+        ("entropy", ([0.0, 0.0], [1.0, 2.0])),
+    ]:
+        mvn, smvn = fst.multivariate_normal, ss.multivariate_normal
+        got, want = getattr(mvn, fname)(*args), getattr(smvn, fname)(*args)
+        assert _result_kind(got) == _result_kind(want), (fname, got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    # the closed form d/dmean = cov^-1 (x - mean), through a list holding the traced mean
+    g = grad(lambda m: fst.multivariate_normal.logpdf(x2, [m, -0.3], c2))(0.1)
+    want = (np.linalg.inv(c2) @ (np.array(x2) - m2))[0]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fname", ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"])
+def test_poisson_result_type_matches_scipy(fname):
+    """poisson off its support (and with loc) returned a 0-d ndarray, SciPy np.float64."""
+    for args in [(0.5, 2.5), (-1.0, 2.5), (1, 2.5, 5), (1.0, 2.5, 5), (1, 2.5), (3, -1.0)]:
+        got, want = getattr(fst.poisson, fname)(*args), getattr(ss.poisson, fname)(*args)
+        assert _result_kind(got) == _result_kind(want), (args, got, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_dirichlet_result_type_matches_scipy():

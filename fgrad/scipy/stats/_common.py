@@ -89,10 +89,18 @@ def _as_float(x, dtype):
     return _np.asarray(x, dtype) if type(x) in (int, float) else fnp.astype(x, dtype)
 
 
+def sequences_as_arrays(*args):
+    """The arguments with every list or tuple made an array, as SciPy takes array-likes
+    (`fgrad.numpy.asarray`: one holding traced values is traced)."""
+    return tuple(fnp.asarray(a) if isinstance(a, (list, tuple)) else a for a in args)
+
+
 def harmonize(*args):
-    """The arguments with every Python number made a 0-d array of the others' float dtype:
-    some SciPy ufuncs promote float32 data with a Python float (xlogy(0.0, float32) is
-    float64), and fgrad keeps float32 in, float32 out (under `jit` too)."""
+    """The arguments with every list or tuple made an array (`sequences_as_arrays`) and
+    every Python number a 0-d array of the others' float dtype: some SciPy ufuncs promote
+    float32 data with a Python float (xlogy(0.0, float32) is float64), and fgrad keeps
+    float32 in, float32 out (under `jit` too)."""
+    args = sequences_as_arrays(*args)
     dtype = _result_float(*args)
     return tuple(_as_float(a, dtype) if is_plain_number(a) else a for a in args)
 
@@ -194,7 +202,9 @@ def located(x, loc, scale, *shapes):
 
 
 def standardize(x, loc, scale):
-    """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there."""
+    """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there
+    (lists and tuples taken as arrays, `sequences_as_arrays`)."""
+    x, loc, scale = sequences_as_arrays(x, loc, scale)
     scale, bad = in_range(scale, value(scale) > 0)
     return (x - loc) / scale, scale, bad
 

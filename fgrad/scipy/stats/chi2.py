@@ -4,7 +4,7 @@ SciPy: the gamma distribution with a = df/2 and scale 2 * scale.
 Every function is differentiable in x, df, loc and scale, to every order (the CDFs through
 the incomplete gamma functions' derivative in a, with the stable logs of `gamma`).
 
-Imports: `fgrad.numpy`, `fgrad.scipy.stats.gamma`.
+Imports: `fgrad.numpy`, `fgrad.scipy.stats.gamma`, `fgrad.scipy.stats._common`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
 from . import gamma as _gamma
+from ._common import sequences_as_arrays
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -20,10 +21,16 @@ if TYPE_CHECKING:
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
+def _as_gamma(df: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Array, Array, Array]:
+    """gamma's (a, loc, scale): (df/2, loc, 2 scale), lists and tuples taken as arrays."""
+    df, scale = sequences_as_arrays(df, scale)
+    return 0.5 * df, loc, 2.0 * scale
+
+
 def logpdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """(df/2 - 1) log z - z - gammaln(df/2) - log(2 scale), z = (x - loc)/(2 scale) >= 0;
     -inf below loc; nan for df <= 0 or scale <= 0."""
-    return _gamma._logpdf(x, 0.5 * df, loc, 2.0 * scale)
+    return _gamma._logpdf(x, *_as_gamma(df, loc, scale))
 
 
 def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -33,19 +40,19 @@ def pdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -
 
 def cdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """P(df/2, (x - loc)/(2 scale)); d/dx is the density."""
-    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "cdf")
+    return _gamma._cdfs(x, *_as_gamma(df, loc, scale), "cdf")
 
 
 def logcdf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the CDF (-inf at and below loc), stable in both tails."""
-    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "logcdf")
+    return _gamma._cdfs(x, *_as_gamma(df, loc, scale), "logcdf")
 
 
 def sf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """Q(df/2, (x - loc)/(2 scale)), computed directly."""
-    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "sf")
+    return _gamma._cdfs(x, *_as_gamma(df, loc, scale), "sf")
 
 
 def logsf(x: ArrayLike, df: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """log of the survival function, finite far in the right tail."""
-    return _gamma._cdfs(x, 0.5 * df, loc, 2.0 * scale, "logsf")
+    return _gamma._cdfs(x, *_as_gamma(df, loc, scale), "logsf")

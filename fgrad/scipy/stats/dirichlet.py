@@ -18,7 +18,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from .. import special as sp
-from ._common import any_row, is_foreign_array, squeeze_ones, value
+from ._common import any_row, is_foreign_array, sequences_as_arrays, squeeze_ones, value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -113,6 +113,7 @@ def logpdf(x: ArrayLike, alpha: ArrayLike) -> Array:
     >>> round(float(logpdf(np.array([0.2, 0.3]), np.array([1.0, 1.0, 1.0]))), 6)  # log 2
     0.693147
     """
+    x, alpha = sequences_as_arrays(x, alpha)
     lazy: list[Any] = []
     av = _check_alpha(alpha, "logpdf", lazy)
     x = _check_x(x, alpha, av, lazy)
@@ -128,6 +129,7 @@ def pdf(x: ArrayLike, alpha: ArrayLike) -> Array:
 
 def entropy(alpha: ArrayLike) -> Array:
     """log B(alpha) + (a0 - K) digamma(a0) - sum((alpha - 1) digamma(alpha)), a0 = sum(alpha)."""
+    (alpha,) = sequences_as_arrays(alpha)
     lazy: list[Any] = []
     av = _check_alpha(alpha, "entropy", lazy)
     a0 = fnp.sum(alpha)
@@ -142,6 +144,7 @@ def entropy(alpha: ArrayLike) -> Array:
 
 def mean(alpha: ArrayLike) -> Array:
     """alpha / sum(alpha)."""
+    (alpha,) = sequences_as_arrays(alpha)
     lazy: list[Any] = []
     _check_alpha(alpha, "mean", lazy)
     return _nan_where(lazy, alpha / fnp.sum(alpha), alpha)
@@ -149,6 +152,7 @@ def mean(alpha: ArrayLike) -> Array:
 
 def var(alpha: ArrayLike) -> Array:
     """alpha_i (a0 - alpha_i) / (a0**2 (a0 + 1)), a0 = sum(alpha)."""
+    (alpha,) = sequences_as_arrays(alpha)
     lazy: list[Any] = []
     _check_alpha(alpha, "var", lazy)
     a0 = fnp.sum(alpha)

@@ -13,6 +13,11 @@ perturbations that keep the rank (cov = A A^T with A thin), which is all a singu
 covariance has: any other perturbation makes it full rank. As SciPy, only the lower triangle
 of a matrix `cov` is read, so the gradient with respect to `cov` is 0 above the diagonal and
 counts each entry below it for both (see `fgrad.numpy.linalg.eigh`).
+At a point with an infinite deviation x - mean (and no nan one) the density is 0: logpdf is
+-inf, with derivative 0 there (the constant of the limit, as off a singular covariance's
+support; the other points of a batch keep theirs), for every covariance. SciPy agrees for a
+generic full covariance but gives nan for some (cov = eye(2), or x = [inf, inf]), where its
+solve forms 0 * inf.
 
 Imports: `fgrad.numpy`, `fgrad.scipy.stats._common`.
 """
@@ -26,7 +31,7 @@ import numpy as _np
 
 from ... import numpy as fnp
 from ...core import refuse_lazy
-from ._common import LOG_2PI, refuse_complex, squeeze_ones, value
+from ._common import LOG_2PI, refuse_complex, sequences_as_arrays, some, squeeze_ones, value
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -106,6 +111,7 @@ class _Spectrum:
                 "pass allow_singular=True for the degenerate distribution on its range"
             )
         self.null = None
+        self._diagonal = cv.ndim < 2
         if cv.ndim < 2:
             safe = fnp.where(keep, variances, 1.0) if self.rank < dim else variances
             self.log_pdet = (
@@ -132,6 +138,12 @@ class _Spectrum:
 
     def maha(self, dev):
         return self._maha(dev)
+
+    def formula_at_infinity(self):
+        """Whether the distance formula is right at an infinite deviation: only a full-rank
+        diagonal's, sum(dev**2 / variances), is (inf, with the limit's derivatives); the
+        solves and rotations of the others form 0 * inf = nan."""
+        return self.null is None and self._diagonal
 
     def in_support(self, dev):
         if self.null is None:
@@ -166,6 +178,7 @@ def logpdf(
     >>> fgrad.grad(logpdf)(np.array([1.0, 2.0]), np.zeros(2), np.diag([1.0, 4.0]))
     array([-1. , -0.5])
     """
+    x, mean, cov = sequences_as_arrays(x, mean, cov)
     refuse_complex("multivariate_normal.logpdf", x=x, mean=mean, cov=cov)
     dtype = _dtype(x, mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "logpdf")
@@ -173,11 +186,26 @@ def logpdf(
     spec = _Spectrum(cov, dim, dtype, allow_singular, "logpdf")
     batch = _np.shape(value(x))[:-1]
     dev = fnp.reshape(x - mean, (-1, dim))
-    out = -0.5 * (spec.rank * LOG_2PI + spec.log_pdet + spec.maha(dev))
+    far = None if spec.formula_at_infinity() else _infinitely_far(dev)
+    used = dev if far is None else fnp.where(_np.expand_dims(far, -1), 0.0, dev)
+    out = -0.5 * (spec.rank * LOG_2PI + spec.log_pdet + spec.maha(used))
     inside = spec.in_support(dev)
     if inside is not None and not inside.all():
         out = fnp.where(inside, out, -math.inf)
+    if far is not None:
+        out = fnp.where(far, -math.inf, out)
     return squeeze_ones(fnp.reshape(out, batch))
+
+
+def _infinitely_far(dev):
+    """The mask of the points (rows of dev) with an infinite deviation and no nan one, where
+    the density is 0, or None if there are none. (Their rows of dev are set to 0 for the
+    formula, whose solve would form 0 * inf = nan there and in their derivatives.)"""
+    dv = value(dev)
+    far = _np.logical_and(
+        _np.any(_np.isinf(dv), axis=-1), _np.logical_not(_np.any(_np.isnan(dv), axis=-1))
+    )
+    return far if some(far) else None
 
 
 def pdf(
@@ -190,6 +218,7 @@ def pdf(
 def entropy(mean: ArrayLike | None = None, cov: ArrayLike = 1) -> Array:
     """(rank (1 + log(2 pi)) + log pdet(cov)) / 2; it does not depend on the mean, and a
     singular covariance is allowed (as SciPy: the entropy of the degenerate distribution)."""
+    mean, cov = sequences_as_arrays(mean, cov)
     refuse_complex("multivariate_normal.entropy", mean=mean, cov=cov)
     dtype = _dtype(mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "entropy")

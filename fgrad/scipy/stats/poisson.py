@@ -25,6 +25,7 @@ from ._common import (
     mask,
     read_constant,
     refuse_complex,
+    scipy_scalar,
     select,
     value,
 )
@@ -71,7 +72,7 @@ def _logpmf(k, mu, loc, who):
     inside = mask((kk >= 0) & (_np.floor(kk) == kk), m, kk)
     kg = _np.where(inside, kk, 0.0).astype(dtype)
     out = sp.xlogy(kg, m) - m - fnp.asarray(sp.gammaln(kg + 1.0), dtype=dtype)
-    return invalid_to_nan(bad, select(inside, out, -math.inf), mu)
+    return scipy_scalar(invalid_to_nan(bad, select(inside, out, -math.inf), mu))
 
 
 def pmf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
@@ -95,7 +96,7 @@ def _cdfs(k, mu, loc, which):
         use = _np.logical_and(inside, positive)
         out = select(use, fnp.log(guard(use, _P(m, a))), -math.inf)
         out = select(inside, out, 0.0)
-    return invalid_to_nan(bad, out, mu)
+    return scipy_scalar(invalid_to_nan(bad, out, mu))
 
 
 def cdf(k: ArrayLike, mu: ArrayLike, loc: ArrayLike = 0) -> Array:
