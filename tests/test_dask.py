@@ -827,3 +827,14 @@ def test_einsum_path_of_a_dask_operand_beside_a_traced_one_reads_shapes_only():
     np.testing.assert_allclose(
         np.asarray(fgrad.grad(f)(b)), np.tile(np.arange(12.0).reshape(3, 4).sum(0)[:, None], 5)
     )
+
+
+def test_interp_of_dask_values_at_numpy_points_stays_lazy(lazy):
+    # the values were computed to check for a nan from 0 * inf
+    x, xp = np.array([0.5, 1.5, 2.5]), np.arange(4.0)
+    fp = da.from_array(np.arange(4.0) * 10, chunks=2)
+    y = fnp.interp(x, xp, fp)
+    g = fgrad.grad(lambda v: fnp.sum(fnp.interp(x, xp, v)))(fp)
+    with dask.config.set(scheduler="sync"):
+        np.testing.assert_array_equal(y.compute(), np.interp(x, xp, np.arange(4.0) * 10))
+        np.testing.assert_array_equal(g.compute(), [0.5, 1.0, 1.0, 0.5])

@@ -290,3 +290,13 @@ def test_scipy_linalg_refuses_an_array_numpy_cannot_convert_naming_itself(name):
             continue  # (raw reflectors are not differentiated)
         with pytest.raises(TypeError, match=want):
             transform(*(Frozen(x) for x in args))
+
+
+def test_interp_of_protocol_only_values_is_numpys():
+    # the values were read with np.asarray (an object array of one Frozen) where 0 * inf
+    # could make a nan: every mask came out true, and interp gave each segment's left knot
+    x, xp, fp = np.array([0.5, 1.5, 2.5]), np.arange(4.0), np.arange(4.0) * 10
+    f = lambda v: fnp.interp(x, xp, v)
+    np.testing.assert_array_equal(np.asarray(f(Frozen(fp))._a), np.interp(x, xp, fp))
+    g = fgrad.grad(lambda v: fnp.sum(f(v)))
+    np.testing.assert_array_equal(np.asarray(g(Frozen(fp))._a), g(fp))

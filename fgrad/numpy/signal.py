@@ -391,7 +391,10 @@ def interp(
     # the bit. (Reading the values themselves would guard each, a record per call.)
     staged_points = _core.holds_staged(x) or _core.holds_staged(xp)
     points_readable = not (rows or staged_points)  # (then the segments are NumPy's search)
-    readable = points_readable and not _core.holds_staged(fp)
+    # values of another library (Dask's, lazy) are not read: every mask made from them is
+    # applied, as for a batch's rows (NumPy would read a protocol-only array as an object)
+    lazy_values = _core.is_foreign_array(_core.innermost(fp))
+    readable = points_readable and not _core.holds_staged(fp) and not lazy_values
     n = shape(xp)[0]
     if staged_points or not rows:  # (a `jit` record's gathers of the knots read the segments)
         why = "each x's segment is found from its value"
@@ -425,7 +428,9 @@ def interp(
         with _np.errstate(invalid="ignore"):  # (0 * inf at an infinite knot: NumPy's
             y = slope * (x - x0) + f0  # interp does not warn, and retries as below)
             if dtype_of(fp).kind != "c":
-                y = _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable)
+                y = _retried_from_the_right(
+                    y, x, x0, x1, f0, f1, slope, rows or lazy_values, readable
+                )
         if some_flat:  # fp[-1], but not at a nan x: NumPy's interp gives nan there
             flat = logical_and(flat, equal(xv, xv)) if rows else flat & (xv == xv)
             if _some(flat, rows):
@@ -466,9 +471,10 @@ def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable):
 
     yv, xv, x0v = values(y), values(x), values(x0)
     if rows:
+        # (functions, not operators: also for arrays that only speak NumPy's protocols)
         retry = logical_and(not_equal(yv, yv), equal(xv, xv))  # (nan, not from a nan x)
-        at_x0 = retry & equal(xv, x0v)
-        back = retry & logical_not(at_x0)
+        at_x0 = logical_and(retry, equal(xv, x0v))
+        back = logical_and(retry, logical_not(at_x0))
     else:
         retry = yv != yv
         if not _some(retry, rows):
@@ -481,7 +487,9 @@ def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable):
     f0v, f1v = values(f0), values(f1)
     bv = values(slope) * (xv - values(x1)) + f1v
     if rows:
-        use_f0 = at_x0 | (back & not_equal(bv, bv) & equal(f0v, f1v))
+        use_f0 = logical_or(
+            at_x0, logical_and(logical_and(back, not_equal(bv, bv)), equal(f0v, f1v))
+        )
     else:
         use_f0 = at_x0 | (back & (bv != bv) & (f0v == f1v))
     line = slope * where(use_f0, 0.0, x - where(back, x1, x0)) + where(back, f1, f0)
