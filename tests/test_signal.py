@@ -429,6 +429,19 @@ def test_interp_of_a_nan_point_is_nan_when_the_last_knots_are_equal():
             np.testing.assert_array_equal(got, want)
 
 
+def test_a_nan_point_of_interp_leaves_the_other_points_derivatives_alone():
+    # the nan point went through the formula: reverse mode summed 0 * nan into the values'
+    # gradient, so every point's derivatives in fp were nan (jacfwd's were right), and
+    # sparse_jacobian's fwd and rev modes disagreed
+    x, xp, fp = np.array([np.nan, 0.5, 2.5]), np.arange(4.0), np.arange(4.0) * 2 + 1
+    f = lambda v: fnp.interp(x, xp, v)
+    np.testing.assert_array_equal(f(fp), np.interp(x, xp, fp))
+    want = np.array([[0, 0, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]])
+    np.testing.assert_array_equal(fgrad.jacrev(f)(fp), want)
+    np.testing.assert_array_equal(fgrad.jacfwd(f)(fp), want)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.jacrev(f))(fp), want)
+
+
 def test_interp_of_a_nan_point_with_complex_values_is_numpys_nan_plus_0j():
     # nan + nanj, where NumPy sets the imaginary part of a nan point's value to 0
     x, xp = np.array([np.nan, 2.0]), np.array([0.0, 1.0, 2.0, 3.0])

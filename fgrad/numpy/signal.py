@@ -404,6 +404,7 @@ def interp(
     else:
         xv, xpv = constant_of(x), constant_of(xp)
     below, above = less(xv, xpv[0]), greater(xv, xpv[-1])
+    nan_x = not_equal(xv, xv) if rows else xv != xv
     if n == 1:
         y = broadcast_to(fp[0], shape(x))
     else:
@@ -415,6 +416,9 @@ def interp(
             j = clip(j, 0, n - 2)
         x0, x1, f0, f1 = _gather(xp, j), _gather(xp, j + 1), _gather(fp, j), _gather(fp, j + 1)
         outside = logical_or(below, above) if rows else below | above
+        # (and at a nan x, whose value is nan, below: the formula's nan would make the
+        # reverse derivatives of the other points nan, 0 * nan in the sums of their slopes)
+        outside = logical_or(outside, nan_x) if rows else outside | nan_x
         if _some(outside, rows):
             # the formula's value is not taken outside the knots (fp[0], fp[-1], left or
             # right is): x0 there, so that an infinite x gives no 0 * inf to the derivatives
@@ -444,10 +448,9 @@ def interp(
         y = where(below, fp[0] if left is None else left, y)
     if _some(above, rows):
         y = where(above, fp[-1] if right is None else right, y)
-    if dtype_of(y).kind == "c":  # NumPy's complex interp of a nan x is nan + 0j
-        nan_x = not_equal(xv, xv) if rows else xv != xv
-        if _some(nan_x, rows):
-            y = where(nan_x, _np.asarray(complex(_np.nan, 0.0), dtype_of(y)), y)
+    if _some(nan_x, rows):  # NumPy's value at a nan x: nan (nan + 0j for complex values)
+        nan = complex(_np.nan, 0.0) if dtype_of(y).kind == "c" else _np.nan
+        y = where(nan_x, _np.asarray(nan, dtype_of(y)), y)
     y = astype(y, dtype) if dtype_of(y) != dtype else y
     return scalar_if_0d(y)  # (a NumPy scalar for a scalar x, as NumPy gives)
 
