@@ -183,7 +183,7 @@ def refuse_out(out, name, traced=""):
         raise TypeError(
             f"{name}(..., out=...) cannot write into an array inside fgrad (out: {given}"
             f"{traced}): arrays are values here. Use the returned value instead: "
-            f"y = fgrad.numpy.{name}(x)"
+            f"y = fgrad.numpy.{name}(...)"
         )
 
 
