@@ -1071,3 +1071,21 @@ def test_vmap_of_t_derivatives_equals_the_loop_bit_for_bit(fname):
             fgrad.vmap(f, in_axes=in_axes)(*args),
             [f(*[a[i] if ax == 0 else a for a, ax in zip(args, in_axes)]) for i in range(n)],
         )
+
+
+@pytest.mark.parametrize(
+    "cov", [np.array([2.0, 0.5]), 0.5, np.eye(2)], ids=["diag", "scalar", "eye"]
+)
+def test_multivariate_normal_gradients_of_finite_rows_beside_an_infinite_one(cov):
+    # a diagonal covariance took the formula at an infinite deviation: its gradient there
+    # was -inf, and a batch masking that row had nan gradients in the mean (jacfwd right)
+    x = np.array([[np.inf, 0.0], [0.5, 0.4]])
+
+    def f(m):
+        out = fst.multivariate_normal.logpdf(x, m, cov)
+        return fgrad.numpy.sum(fgrad.numpy.where(fgrad.numpy.isfinite(out), out, 0.0))
+
+    mean = np.array([0.1, -0.2])
+    np.testing.assert_allclose(grad(f)(mean), fgrad.jacfwd(f)(mean), rtol=1e-13)
+    assert np.all(np.isfinite(grad(f)(mean)))
+    assert fst.multivariate_normal.logpdf(x, mean, cov)[0] == -np.inf

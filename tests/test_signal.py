@@ -442,6 +442,17 @@ def test_a_nan_point_of_interp_leaves_the_other_points_derivatives_alone():
     np.testing.assert_array_equal(fgrad.jit(fgrad.jacrev(f))(fp), want)
 
 
+def test_interp_of_a_nan_point_with_one_knot_is_numpys_fp0():
+    # NumPy's one-knot interp gives fp[0] at a nan x (neither below nor above the knot);
+    # the nan-point step gave nan there
+    x = np.array([np.nan, 0.0, 2.0])
+    for fp, kw in [(np.array([5.0]), {}), (np.array([5.0]), {"left": -7.0, "right": 9.0})]:
+        f = lambda v: fnp.interp(x, np.array([1.0]), v, **kw)
+        want = np.interp(x, [1.0], fp, **kw)
+        np.testing.assert_array_equal(f(fp), want)
+        np.testing.assert_array_equal(fgrad.jit(f)(fp), want)
+
+
 def test_interp_of_a_nan_point_with_complex_values_is_numpys_nan_plus_0j():
     # nan + nanj, where NumPy sets the imaginary part of a nan point's value to 0
     x, xp = np.array([np.nan, 2.0]), np.array([0.0, 1.0, 2.0, 3.0])

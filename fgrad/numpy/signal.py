@@ -444,13 +444,13 @@ def interp(
         at_end = equal(xv, xpv[-1]) if rows else xv == xpv[-1]
         if _some(at_end, rows):
             y = where(at_end, constant_of(f1) + zero_with_derivatives_of(y), y)
+        if _some(nan_x, rows):  # NumPy's value at a nan x: nan (nan + 0j for complex values)
+            nan = complex(_np.nan, 0.0) if dtype_of(y).kind == "c" else _np.nan
+            y = where(nan_x, _np.asarray(nan, dtype_of(y)), y)  # (one knot: fp[0], below)
     if _some(below, rows):
         y = where(below, fp[0] if left is None else left, y)
     if _some(above, rows):
         y = where(above, fp[-1] if right is None else right, y)
-    if _some(nan_x, rows):  # NumPy's value at a nan x: nan (nan + 0j for complex values)
-        nan = complex(_np.nan, 0.0) if dtype_of(y).kind == "c" else _np.nan
-        y = where(nan_x, _np.asarray(nan, dtype_of(y)), y)
     y = astype(y, dtype) if dtype_of(y) != dtype else y
     return scalar_if_0d(y)  # (a NumPy scalar for a scalar x, as NumPy gives)
 

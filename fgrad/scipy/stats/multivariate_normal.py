@@ -139,12 +139,6 @@ class _Spectrum:
     def maha(self, dev):
         return self._maha(dev)
 
-    def formula_at_infinity(self):
-        """Whether the distance formula is right at an infinite deviation: only a full-rank
-        diagonal's, sum(dev**2 / variances), is (inf, with the limit's derivatives); the
-        solves and rotations of the others form 0 * inf = nan."""
-        return self.null is None and self._diagonal
-
     def in_support(self, dev):
         if self.null is None:
             return None
@@ -186,7 +180,7 @@ def logpdf(
     spec = _Spectrum(cov, dim, dtype, allow_singular, "logpdf")
     batch = _np.shape(value(x))[:-1]
     dev = fnp.reshape(x - mean, (-1, dim))
-    far = None if spec.formula_at_infinity() else _infinitely_far(dev)
+    far = _infinitely_far(dev)
     used = dev if far is None else fnp.where(_np.expand_dims(far, -1), 0.0, dev)
     out = -0.5 * (spec.rank * LOG_2PI + spec.log_pdet + spec.maha(used))
     inside = spec.in_support(dev)
