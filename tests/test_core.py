@@ -479,7 +479,7 @@ ALLOWED_IMPORTS = {
         "scipy.special",
     },
     "scipy/stats/beta.py": {"numpy", "scipy.special", "scipy.stats._common"},
-    "scipy/stats/chi2.py": {"numpy", "scipy.stats.gamma"},
+    "scipy/stats/chi2.py": {"numpy", "scipy.stats.gamma", "scipy.stats._common"},
     "scipy/stats/dirichlet.py": {"numpy", "scipy.special", "scipy.stats._common"},
     "scipy/stats/expon.py": {"numpy", "scipy.stats._common"},
     "scipy/stats/gamma.py": {"numpy", "scipy.special", "scipy.stats._common"},
