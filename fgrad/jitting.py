@@ -262,23 +262,14 @@ def _generators_in(watched, *groups) -> tuple:
     microseconds.)"""
     found: list = []
     for fun, _ in watched:
-        groups += (_cell_values(fun), fun.__defaults__ or (), (fun.__kwdefaults__ or {}).values())
+        cells = _free_values(((fun, ()),))  # (its closure cells' values)
+        groups += (cells, fun.__defaults__ or (), (fun.__kwdefaults__ or {}).values())
         namespace = fun.__globals__
         groups += ([namespace[n] for n in _global_loads(fun.__code__) if n in namespace],)
     for group in groups:
         for v in group:
             _add_generators(v, found, 2)
     return tuple(dict.fromkeys(found))  # (each once, in order)
-
-
-def _cell_values(fun) -> list:
-    values = []
-    for cell in fun.__closure__ or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # (not bound yet)
-            pass
-    return values
 
 
 def _add_generators(v, found: list, depth: int) -> None:
