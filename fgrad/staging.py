@@ -213,10 +213,10 @@ def guard_key(v) -> Any:
 _new_box = object.__new__
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-# NumPy's own functions call back into fgrad (`np.full(n, v)` reads `n` through its
-# `__index__`): their frames are not the user's either
 # the file name of a compiled record (`fgrad.jitting`)
 RECORD_FILE_PREFIX = "<fgrad.jit record of "
+# NumPy's own functions call back into fgrad (`np.full(n, v)` reads `n` through its
+# `__index__`): their frames are not the user's either
 _NOT_USERS = (_PACKAGE_DIR + os.sep, os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
 
 
@@ -351,8 +351,8 @@ class StagingLevel(Level):
             self.unsafe = (
                 f"{CLOSES_OVER} ({prim.name}'s function, or the one that computed its "
                 "arguments (a primitive's fprop under vmap, applied to each row), reads a "
-                "traced value of the function "
-                "being recorded other than through its arguments, which a replay would read "
+                "traced value of the function being recorded other than through its "
+                "arguments, which a replay would read "
                 "as this call's value, and its result here nests the transforms the wrong way "
                 "round): this function runs eagerly for these shapes and dtypes. Pass the "
                 "value to that function as an argument instead"
