@@ -879,11 +879,13 @@ def _leaf_signature(x) -> tuple[Any, bool]:
             "input; pass it as static (static_argnums), as a classmethod's cls: "
             "@classmethod above @functools.partial(fgrad.jit, static_argnums=0)"
         )  # (the caller says which argument it is)
-    if isinstance(x, _RANDOM_TYPES):
+    if isinstance(x, _RANDOM_TYPES) or (
+        t in (types.BuiltinMethodType, types.MethodType) and isinstance(x.__self__, _RANDOM_TYPES)
+    ):
         raise TypeError(
-            f"jit: an argument is a NumPy random generator ({t.__name__}): a record cannot "
-            "take it as an input, and a replay would reuse the first call's draws. Draw "
-            "outside the jitted function and pass the draws as an argument"
+            f"jit: an argument is a NumPy random generator or its method ({t.__name__}): a "
+            "record cannot take it as an input, and a replay would reuse the first call's "
+            "draws. Draw outside the jitted function and pass the draws as an argument"
         )  # (the caller says which argument it is)
     raise TypeError(
         f"jit: an argument leaf of type {t.__name__} is not an array or a number, so a "

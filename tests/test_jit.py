@@ -681,6 +681,10 @@ def test_a_generator_passed_as_an_argument_is_refused_saying_to_pass_the_draws()
     # the message suggested static_argnums "if it is hashable and compared by value"
     with pytest.raises(TypeError, match="random generator .* pass the draws .* argument 1"):
         fgrad.jit(lambda q, g: q + g.normal(size=3))(np.zeros(3), np.random.default_rng(0))
+    # its bound method too (the generic advice, make it static or close over it, led to the
+    # random-generator warning and an eager run)
+    with pytest.raises(TypeError, match="random generator or its method .* argument 1"):
+        fgrad.jit(lambda q, draw: q + draw(size=3))(np.zeros(3), np.random.default_rng(0).normal)
 
 
 def test_a_generator_the_function_reads_but_does_not_draw_from_allows_a_replay():
