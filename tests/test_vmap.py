@@ -1237,3 +1237,31 @@ def test_vmap_of_an_index_with_too_many_parts_is_numpys_index_error():
     # the take of r[:, :, idx] on 2-D rows failed inside np.moveaxis ("AxisError source")
     with pytest.raises(IndexError, match="too many indices"):
         vmap(lambda r: r[:, :, np.array([0])])(np.ones((2, 3, 3)))
+
+
+@pytest.mark.parametrize(
+    "reduce",
+    [fnp.sum, fnp.mean, fnp.nansum, fnp.var, fnp.std],
+    ids=["sum", "mean", "nansum", "var", "std"],
+)
+@pytest.mark.parametrize("transform", [fgrad.jacfwd, fgrad.jacrev, fgrad.hessian])
+def test_vmap_of_a_derivative_of_a_masked_reduction_equals_the_loop(reduce, transform):
+    # the mask, batched by the outer vmap only, was broadcast against the derivative's own
+    # batch of seeds: with the sizes equal, masked-out entries got derivatives (-0.4 where
+    # the loop, finite differences and the math give 0); otherwise NumPy's broadcast error
+    rows = np.array([[0.3, -0.2, 0.7], [1.0, 0.5, -0.4], [0.2, 0.9, 0.6]])
+
+    def f(x):
+        return reduce(x * x + x, where=x > 0.25)
+
+    want = np.stack([transform(f)(r) for r in rows])
+    np.testing.assert_allclose(vmap(transform(f))(rows), want, rtol=1e-14, atol=1e-15)
+
+
+def test_nested_vmap_of_a_masked_sum_with_the_mask_mapped_outside_only():
+    rows = np.array([[0.3, -0.2, 0.7], [1.0, 0.5, -0.4]])
+    masks = np.array([[True, False, True], [True, True, False]])
+    inner = vmap(lambda x, m: fnp.sum(x, where=m), in_axes=(0, None))
+    xs = np.stack([rows, rows])
+    want = [[np.sum(r, where=m) for r in x] for x, m in zip(xs, masks)]
+    np.testing.assert_array_equal(vmap(inner)(xs, masks), want)

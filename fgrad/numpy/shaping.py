@@ -2503,13 +2503,20 @@ def _sum_kw_batch(args, dims, axis, keepdims, dtype, initial, where):
     return _sum_kw_p(x, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial, where=where), 0
 
 
-def _with_mask_to_front(x, d, mask, dm):
-    """x and its `where=` mask (shaped like x's rows) with their batch axes first: a batch of
-    masks broadcasts x to its rows, an unbatched mask broadcasts against x's row axes."""
+def _with_mask_to_front(x, d, mask, dm, rows=None):
+    """x and its `where=` mask (shaped like x's rows, or like `rows` where x is a reduction's
+    cotangent) with their batch axes first: a batch of masks broadcasts x to its rows, an
+    unbatched mask broadcasts against x's row axes."""
     n = batch_size((x, mask), (d, dm))
     x = batch_to_front(x, d) if d is not None else broadcast_to(x, (n,) + tuple(shape(x)))
     if dm is not None:
         mask = batch_to_front(mask, dm)
+    elif type(mask) is Box:
+        # a mask an outer level batches: broadcast to this batch's rows here, under that
+        # level (which adds its own axis in front); left to NumPy's broadcasting, its outer
+        # axis would line up with this batch's axis (the same mask for every row, silently,
+        # where the two sizes are equal)
+        mask = broadcast_to(mask, (n, *(shape(x)[1:] if rows is None else rows)))
     return x, mask
 
 
@@ -2522,7 +2529,7 @@ def _sum_where_batch(args, dims, axis, keepdims, dtype, initial):
 
 def _spread_where_batch(args, dims, shape, dtype, axis, keepdims):
     (ct, mask), (d, dm) = args, dims
-    ct, mask = _with_mask_to_front(ct, d, mask, dm)
+    ct, mask = _with_mask_to_front(ct, d, mask, dm, tuple(shape))
     n = shape_of(ct)[0]
     axes = tuple(a + 1 for a in axis)
     return _spread_where_p(
