@@ -453,6 +453,22 @@ def test_interp_of_a_nan_point_with_one_knot_is_numpys_fp0():
         np.testing.assert_array_equal(fgrad.jit(f)(fp), want)
 
 
+@pytest.mark.parametrize("knots, values", [(np.float32, np.float64), (np.float64, np.float32)])
+def test_interp_with_traced_knots_takes_the_results_precision_as_constant_ones(knots, values):
+    # traced knots kept their dtype: float32 knots of a float64 result made the segment
+    # widths in float32 (3.4e-10 off NumPy), and float64 knots of a float32 result gave
+    # 1 ulp from the constant knots' value, so jit, grad and vmap differed from eager
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        xp = np.sort(rng.uniform(-1.0, 1.0, 4)).astype(knots)
+        x = rng.uniform(-1.0, 1.0, 3).astype(values)
+        fp = rng.normal(size=4).astype(values)
+        eager = fnp.interp(x, xp, fp)  # constant knots
+        traced = fgrad.jvp(lambda k: fnp.interp(x, k, fp), (xp,), (np.ones_like(xp),))[0]
+        assert traced.tobytes() == eager.tobytes()
+        assert fgrad.jit(lambda k: fnp.interp(x, k, fp))(xp).tobytes() == eager.tobytes()
+
+
 def test_interp_of_a_nan_point_with_complex_values_is_numpys_nan_plus_0j():
     # nan + nanj, where NumPy sets the imaginary part of a nan point's value to 0
     x, xp = np.array([np.nan, 2.0]), np.array([0.0, 1.0, 2.0, 3.0])

@@ -365,9 +365,12 @@ def interp(
     dtype = _float_dtype(x, fp)
     if dtype_of(fp).kind in "iub":  # NumPy interpolates integer values as floats (f1 - f0
         fp = astype(fp, dtype)  # in uint8 would wrap: 3 - 1 is fine, 1 - 3 is 254)
-    if not _is_traced(xp):  # constant knots take the result's (real) precision
+    knots_dtype = _np.finfo(dtype).dtype  # the knots take the result's (real) precision
+    if not _is_traced(xp):
         _core.refuse_lazy("interp", "each x's segment is found from the knots' values", xp)
-        xp = _np.asarray(xp, dtype=_np.finfo(dtype).dtype)
+        xp = _np.asarray(xp, dtype=knots_dtype)
+    elif dtype_of(xp) != knots_dtype:  # (traced ones too: float32 knots of a float64 result
+        xp = astype(xp, knots_dtype)  # made its segment widths in float32, 3e-10 off)
     if period is not None:
         if period == 0:
             raise ValueError("interp: period must be non-zero")
