@@ -320,7 +320,8 @@ def primitive(
         who = name or fn.__name__
 
         def impl(*args, **params):
-            return _checked_ans(fn(*args, **params)[0], who, multiple_results)
+            ans, _ = _pair(fn(*args, **params), who, "fprop", _FPROP_FORM)
+            return _checked_ans(ans, who, multiple_results)
 
         prim = Primitive(
             who,
@@ -502,6 +503,17 @@ def _described(v):
     return f"{article} {name}" + (f" of length {len(v)}" if isinstance(v, (list, tuple)) else "")
 
 
+_FPROP_FORM = "(ans, bprop), a value and a function of the cotangent"
+
+
+def _pair(result, who, rule, form):
+    """`result`, what a user's `rule` returned, when it is a pair; else a TypeError naming the
+    primitive, the rule and the `form` the pair must have."""
+    if type(result) is not tuple or len(result) != 2:
+        raise TypeError(f"{who}: its {rule} must return {form}; got {_described(result)}")
+    return result
+
+
 def _checked_fprop(fprop, who, multiple_results=False):
     """A user's fprop whose bprop is checked at every call: a tuple of one cotangent per
     positional input, each None or a value shaped like its input (a bprop that forgets to sum
@@ -513,13 +525,9 @@ def _checked_fprop(fprop, who, multiple_results=False):
 
     def checked(*args, **params):
         out = fprop(*args, **params)
-        if type(out) is not tuple or len(out) != 2 or not callable(out[1]):
-            raise TypeError(
-                f"{who}: its fprop must return (ans, bprop), a value and a function of the "
-                f"cotangent; it returned {type(out).__name__}"
-                + (f" of length {len(out)}" if isinstance(out, tuple) else "")
-            )
-        ans, bprop = out
+        ans, bprop = _pair(out, who, "fprop", _FPROP_FORM)
+        if not callable(bprop):
+            raise TypeError(f"{who}: its fprop must return {_FPROP_FORM}; got {_described(bprop)}")
         ans = _checked_ans(ans, who, multiple_results)
 
         def checked_bprop(ct):
@@ -576,13 +584,13 @@ def _checked_batch(rule, who, multiple_results=False):
 
     @functools.wraps(rule)  # (`__wrapped__`: the rule as given)
     def checked(args, dims, **params):
-        result = rule(args, dims, **params)
-        if type(result) is not tuple or len(result) != 2:
-            raise TypeError(
-                f"{who}: its batching rule must return (out, out_dim), the result for all rows "
-                f"and its batch axis (None if the same for every row); got {_described(result)}"
-            )
-        out, out_dim = result
+        out, out_dim = _pair(
+            rule(args, dims, **params),
+            who,
+            "batching rule",
+            "(out, out_dim), the result for all rows and its batch axis (None if the same for "
+            "every row)",
+        )
         several = multiple_results or type(out_dim) is tuple
         if several and (
             not isinstance(out, (tuple, list))
@@ -671,13 +679,12 @@ def _checked_taylor(rule, who, multiple_results):
 
     @functools.wraps(rule)  # (`__wrapped__`: the rule as given)
     def checked(primals, series, **params):
-        result = rule(primals, series, **params)
-        if type(result) is not tuple or len(result) != 2:
-            raise TypeError(
-                f"{who}: its Taylor rule must return (ans, out_series), the value and its "
-                f"Taylor coefficients; got {_described(result)}"
-            )
-        ans, out = result
+        ans, out = _pair(
+            rule(primals, series, **params),
+            who,
+            "Taylor rule",
+            "(ans, out_series), the value and its Taylor coefficients",
+        )
         ans = _checked_ans(ans, who, multiple_results)
         order = next((len(s) for s in series if s is not None), None)
         if not multiple_results:

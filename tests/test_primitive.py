@@ -410,3 +410,13 @@ def test_multiple_results_may_be_returned_as_a_list_as_jax_primitives_do():
         return s + c
 
     assert grad(total)(0.5) == np.cos(0.5) - np.sin(0.5)
+
+
+def test_an_fprop_not_returning_a_pair_is_named_on_a_plain_call_too():
+    # the plain call took fprop(x)[0]: "'float' object is not subscriptable"
+    @fgrad.primitive
+    def f(x):
+        return x
+
+    with pytest.raises(TypeError, match=r"f: its fprop must return \(ans, bprop\).*got a float"):
+        f(1.0)
