@@ -427,7 +427,7 @@ def interp(
             # right is): x0 there, so that an infinite x gives no 0 * inf to the derivatives
             x = where(outside, constant_of(x0), x)
         dx = x1 - x0
-        # only at x == xp[-1] == xp[-2] (or a nan x, clipped to the last segment)
+        # only at x == xp[-1] == xp[-2] (a nan x, clipped to the last segment too, is nan below)
         flat = _np.asarray(primal(dx)) == 0 if points_readable else equal(constant_of(dx), 0)
         some_flat = _some(flat, rows)
         # NumPy's formula, slope * (x - x0) + f0, so that the value is NumPy's to the bit
@@ -438,10 +438,8 @@ def interp(
                 y = _retried_from_the_right(
                     y, x, x0, x1, f0, f1, slope, rows or lazy_values, readable
                 )
-        if some_flat:  # fp[-1], but not at a nan x: NumPy's interp gives nan there
-            flat = logical_and(flat, equal(xv, xv)) if rows else flat & (xv == xv)
-            if _some(flat, rows):
-                y = where(flat, f1, y)
+        if some_flat:
+            y = where(flat, f1, y)
         # at the last knot NumPy gives fp[-1] itself (the formula may round off it), with
         # the last segment's derivatives here (the convention above)
         at_end = equal(xv, xpv[-1]) if rows else xv == xpv[-1]
@@ -478,14 +476,11 @@ def _retried_from_the_right(y, x, x0, x1, f0, f1, slope, rows, readable):
     yv, xv, x0v = values(y), values(x), values(x0)
     if rows:
         # (functions, not operators: also for arrays that only speak NumPy's protocols)
-        retry = logical_and(not_equal(yv, yv), equal(xv, xv))  # (nan, not from a nan x)
+        retry = not_equal(yv, yv)  # (nan)
         at_x0 = logical_and(retry, equal(xv, x0v))
         back = logical_and(retry, logical_not(at_x0))
     else:
         retry = yv != yv
-        if not _some(retry, rows):
-            return y
-        retry = retry & (xv == xv)  # (a nan x gives nan: NumPy's)
         if not _some(retry, rows):
             return y
         at_x0 = retry & (xv == x0v)
