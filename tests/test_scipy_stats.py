@@ -674,6 +674,17 @@ def test_dirichlet_refuses_points_off_the_simplex_as_scipy():
         fst.dirichlet.logpdf(np.array([0.5]), np.ones((2, 1)))
 
 
+def test_dirichlet_with_a_nan_alpha_gives_nan_as_scipy():
+    """SciPy's check `alpha > 0` lets a nan through, and its results are nan: fgrad raised."""
+    x, alpha = np.array([0.3, 0.7]), np.array([np.nan, 2.0])
+    for fname, args in [("logpdf", (x, alpha)), ("pdf", (x, alpha)), ("mean", (alpha,))]:
+        got, want = getattr(fst.dirichlet, fname)(*args), getattr(ss.dirichlet, fname)(*args)
+        np.testing.assert_array_equal(got, want)
+        assert np.all(np.isnan(got))
+    with pytest.raises(ValueError, match="every entry of alpha must be > 0"):
+        fst.dirichlet.logpdf(x, np.array([0.0, 2.0]))
+
+
 def _spd(rng, d):
     a = rng.normal(size=(d, d))
     return a @ a.T + np.eye(d)

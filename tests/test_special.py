@@ -909,6 +909,15 @@ def test_integer_orders_are_static():
         sp.multigammaln(np.array([3.0, 0.8]), 3)
 
 
+def test_multigammaln_takes_a_list_as_scipy():
+    np.testing.assert_array_equal(sp.multigammaln([3.0, 4.0], 2), sc.multigammaln([3.0, 4.0], 2))
+    np.testing.assert_allclose(
+        grad(lambda a: sp.multigammaln([a, 4.0], 2)[0])(3.0),
+        sc.digamma(3.0) + sc.digamma(2.5),
+        rtol=1e-14,
+    )
+
+
 # --- SciPy is optional ----------------------------------------------------------------------------
 
 

@@ -1095,6 +1095,8 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     if _np.ndim(d) != 0 or int(d) != d or d < 1:
         raise ValueError(f"multigammaln: d must be an integer >= 1; got {d!r}")
     d = int(d)
+    if type(a) is list or type(a) is tuple:  # (as SciPy takes them; `a - j / 2` needs an array)
+        a = fnp.asarray(a)
     outside = fnp.less_equal(_values(a), 0.5 * (d - 1))
     if is_foreign_array(innermost(outside)):  # not read: nan where a is outside the domain
         nan = nan_of([nan_carrier(outside, a) for a in traced_floats([a])], _values(a))

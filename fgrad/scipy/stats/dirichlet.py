@@ -45,7 +45,7 @@ def _check_alpha(alpha, who, lazy):
             f"{av.shape}, dtype {av.dtype}"
         )
     _refuse(
-        _np.any(_np.logical_not(av > 0)),
+        _np.any(av <= 0),  # (a nan alpha passes, and gives nan, as in SciPy)
         lambda: f"dirichlet.{who}: every entry of alpha must be > 0; got minimum {av.min()!r}",
         lazy,
     )
