@@ -622,6 +622,19 @@ def _identities(shape, dtype):
     return _np.ones(shape, dtype=dtype)
 
 
+def _varied(shape, dtype):
+    """Entries in [0.5, 1.5) from a fixed seed (whole numbers 1 to 3 for an integer dtype):
+    a square matrix made of them is invertible, where zeros and identities reshaped are not
+    (`tensorinv`, `inv` of a reshaped row)."""
+    dtype = _np.dtype(dtype)
+    rng = _np.random.default_rng(0)  # (its own generator: NumPy's global state is the user's)
+    if dtype.kind in "iu":
+        return rng.integers(1, 4, shape).astype(dtype)
+    if dtype.kind == "b":
+        return _np.ones(shape, dtype=dtype)
+    return rng.uniform(0.5, 1.5, shape).astype(dtype)
+
+
 def _take(x, rows, axis):
     """The rows of x at `rows` along `axis`: NumPy's own for a plain array (a constant at
     every level), fgrad's for a traced one."""
@@ -631,7 +644,8 @@ def _take(x, rows, axis):
 def _no_rows(fun, in_tree, leaves, dims, out_axes):
     """A batch of no rows: one made-up row gives the outputs' structure, shapes and dtypes.
     A row of zeros, or where the function fails on it (`inv`, `cholesky`), of identity
-    matrices (ones for other shapes); NumPy's warnings about the made-up row are not the
+    matrices (ones for other shapes), or where it fails on those too (`inv` of a reshaped row,
+    as in `tensorinv`), of varied values; NumPy's warnings about the made-up row are not the
     caller's, and stay off.
 
     A function that reads the made-up row's values (`if`, `while`) computes on values nobody
@@ -641,7 +655,7 @@ def _no_rows(fun, in_tree, leaves, dims, out_axes):
     caller's data, and becomes vmap's error saying so when every made-up row fails."""
     failed = None
     read = False
-    for fill in (_np.zeros, _identities):
+    for fill in (_np.zeros, _identities, _varied):
         one = [
             x
             if d is None
@@ -705,8 +719,9 @@ def _no_rows_message(fun, error):
         what = f"read its values and then raised {type(error).__name__}: {error}"
     return (
         f"vmap over 0 rows: to learn the shapes of the outputs of {name}, vmap ran it on a "
-        f"made-up row (zeros, then identity matrices or ones), which {what}. None of this is "
-        "about data you passed, but vmap cannot learn the output's shapes of a function that "
-        "branches on its values without running it on some row: check for an empty batch "
-        "before calling vmap (if len(x) == 0: ...) and build the empty result yourself"
+        "made-up row (zeros, then identity matrices or ones, then varied values), which "
+        f"{what}. None of this is about data you passed, but vmap cannot learn the output's "
+        "shapes of a function that branches on its values without running it on some row: "
+        "check for an empty batch before calling vmap (if len(x) == 0: ...) and build the "
+        "empty result yourself"
     )

@@ -135,7 +135,8 @@ def _endless_on_made_up_rows(body):
 def test_no_rows_of_a_function_that_loops_or_checks_its_values():
     """vmap over 0 rows ran the function on a made-up row of zeros: a loop on its values never
     ended there (`while sum(r) < 10`), and a check of the values raised the user's own error
-    about data never passed. The loop over no rows gives an empty result in both cases."""
+    about data never passed. The loop over no rows gives an empty result in both cases; where
+    every made-up row fails the check, vmap's error says the row was made up."""
     grow = _endless_on_made_up_rows(lambda r: fnp.sum(r) < 10)  # ends for rows of ones
     assert vmap(grow)(np.ones((0, 3))).shape == (0, 3)
     with pytest.raises(ValueError, match="vmap over 0 rows: .* kept reading its values"):
@@ -147,8 +148,15 @@ def test_no_rows_of_a_function_that_loops_or_checks_its_values():
         return fnp.sum(fnp.log(rates))
 
     assert loglik(np.ones((2, 2))) == 0.0  # (an empty loop over rows never calls it)
-    with pytest.raises(ValueError, match="made-up row .* raised ValueError: rates must be pos"):
-        vmap(loglik)(np.ones((0, 2, 2)))
+    assert vmap(loglik)(np.ones((0, 2, 2))).shape == (0,)  # (the varied made-up row passes)
+
+    def peak(rates):
+        if fnp.max(rates) < 100:  # false on every made-up row
+            raise ValueError("a rate must reach 100")
+        return fnp.sum(rates)
+
+    with pytest.raises(ValueError, match="made-up row .* raised ValueError: a rate must reach"):
+        vmap(peak)(np.ones((0, 2, 2)))
 
 
 def test_nested_vmap_any_axes():
@@ -1065,6 +1073,19 @@ def test_no_rows_and_a_string_mapped():
         assert vmap(fnp.log)(np.zeros((0, 3))).shape == (0, 3)
     with pytest.raises(TypeError, match="argument 1 .* type str, not an array; use in_axes=None"):
         vmap(lambda x, s: x)(np.ones(3), "abc")
+
+
+def test_no_rows_of_an_inverse_of_a_reshaped_row():
+    """tensorinv and tensorsolve of no rows raised "Singular matrix": the made-up rows, zeros
+    and then identities in the last two axes, are singular once reshaped to a square matrix.
+    Empty results of the loop's shapes, as NumPy's stack of none would have."""
+    a, b = np.zeros((0, 6, 2, 3)), np.zeros((0, 6))
+    out = vmap(lambda r: fnp.linalg.tensorinv(r, ind=1))(a)
+    assert out.shape == (0, 2, 3, 6) and out.dtype == np.float64
+    assert vmap(fnp.linalg.tensorsolve)(a, b).shape == (0, 2, 3)
+    assert vmap(lambda r: fnp.linalg.inv(fnp.reshape(r, (6, 6))))(a.astype(np.float32)).dtype == (
+        np.float32
+    )
 
 
 def test_numpys_error_handling_set_inside_the_function_does_not_outlive_the_call():
