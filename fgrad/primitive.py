@@ -288,7 +288,8 @@ def primitive(
     Notes
     -----
     fgrad checks what the fprop and the rules return: `ans` an array or a number (a Python
-    number becomes the NumPy scalar NumPy makes of it; a list or dict is refused), a tuple of
+    number becomes a NumPy scalar of the dtype NumPy gives it beside the inputs; a list or dict
+    is refused), a tuple of
     them for `multiple_results`; one cotangent per positional input, each None or shaped like
     its input; a tangent, or Taylor coefficients, shaped like `ans`; `(out, out_dim)` from a
     batching rule (a ValueError or TypeError names the mistake). A cotangent, tangent or
@@ -321,7 +322,7 @@ def primitive(
 
         def impl(*args, **params):
             ans, _ = _pair(fn(*args, **params), who, "fprop", _FPROP_FORM)
-            return _checked_ans(ans, who, multiple_results)
+            return _checked_ans(ans, who, multiple_results, args)
 
         prim = Primitive(
             who,
@@ -459,14 +460,17 @@ def _is_value(v):
     )
 
 
-def _checked_ans(ans, who, multiple_results):
-    """The value an fprop returned, as fgrad computes with it: a Python number made the NumPy
-    scalar NumPy makes of it (float64 for a float), which has a dtype and so carries a
-    derivative (forward mode transposing the bprop gave a Python float a zero tangent). A
+def _checked_ans(ans, who, multiple_results, inputs):
+    """The value an fprop (or a Taylor rule) returned, as fgrad computes with it: a Python
+    number made a NumPy scalar, which has a dtype and so carries a derivative (forward mode
+    transposing the bprop gave a Python float a zero tangent). Its dtype is the one NumPy
+    gives a Python number combined with the `inputs` (float32 from float32 inputs, float64
+    from none): a Taylor rule returning `float(...)` made `jet`'s value float64 where the
+    primitive's own is float32. A
     list, a dict or a tuple as the one value is refused: read as one value they got a zero
     tangent too, and several values need `multiple_results` (a tuple, which is checked)."""
     if not multiple_results:
-        return _checked_output(ans, who, "ans")
+        return _checked_output(ans, who, "ans", inputs)
     if type(ans) is list:  # (JAX's primitives return a list of their outputs)
         ans = tuple(ans)
     if not isinstance(ans, tuple):
@@ -474,16 +478,17 @@ def _checked_ans(ans, who, multiple_results):
             f"{who}: with multiple_results=True its fprop must return a tuple of outputs as "
             f"ans, got {_described(ans)}; return (ans_1, ans_2, ...)"
         )
-    checked = tuple(_checked_output(a, who, f"output {k}") for k, a in enumerate(ans))
+    checked = tuple(_checked_output(a, who, f"output {k}", inputs) for k, a in enumerate(ans))
     return ans if all(c is a for c, a in zip(checked, ans)) else checked
 
 
-def _checked_output(a, who, what):
+def _checked_output(a, who, what, inputs):
     kind = type(a)
     if kind is Box or kind is _np.ndarray or isinstance(a, _np.generic):
         return a
     if kind in (float, int, complex, bool):
-        return _np.asarray(a)[()]
+        dtypes = [_core.dtype_of(x) for x in inputs if _has_dtype(x)]
+        return _np.asarray(a, _np.result_type(*dtypes, a))[()]
     if _core.is_foreign_array(a):
         return a
     several = (
@@ -494,6 +499,17 @@ def _checked_output(a, who, what):
     raise TypeError(
         f"{who}: its fprop returned {_described(a)} as {what}; return an array or a number "
         f"(fnp.stack or fnp.array makes one of several values){several}"
+    )
+
+
+def _has_dtype(x) -> bool:
+    """Whether `x` is an array (traced, NumPy's or another library's) or a NumPy scalar: what
+    has a dtype of its own, as a Python number has not."""
+    return (
+        type(x) is Box
+        or type(x) is _np.ndarray
+        or isinstance(x, _np.generic)
+        or (_core.is_foreign_array(x))
     )
 
 
@@ -528,7 +544,7 @@ def _checked_fprop(fprop, who, multiple_results=False):
         ans, bprop = _pair(out, who, "fprop", _FPROP_FORM)
         if not callable(bprop):
             raise TypeError(f"{who}: its fprop must return {_FPROP_FORM}; got {_described(bprop)}")
-        ans = _checked_ans(ans, who, multiple_results)
+        ans = _checked_ans(ans, who, multiple_results, args)
 
         def checked_bprop(ct):
             cts = bprop(ct)
@@ -685,7 +701,7 @@ def _checked_taylor(rule, who, multiple_results):
             "Taylor rule",
             "(ans, out_series), the value and its Taylor coefficients",
         )
-        ans = _checked_ans(ans, who, multiple_results)
+        ans = _checked_ans(ans, who, multiple_results, primals)
         order = next((len(s) for s in series if s is not None), None)
         if not multiple_results:
             return ans, _checked_coefficients(out, ans, order, who, "its output")

@@ -227,6 +227,32 @@ def test_an_fprop_returning_a_python_number_has_its_forward_derivative():
     np.testing.assert_allclose(grad(sumsq)(x), 2 * x, rtol=1e-15)
 
 
+def test_a_python_number_returned_by_a_rule_keeps_the_inputs_precision():
+    """A Taylor rule returning `float(...)` for a float32 input made `jet`'s value and
+    coefficients float64, where the primitive's own value is float32; an fprop returning one
+    made float64 of a float32 input. The number takes the dtype NumPy gives it beside the
+    inputs (float32 here; float64 beside float64 inputs or none)."""
+
+    def taylor(primals, series):
+        (x,), ((t1, t2),) = primals, series
+        second = -np.sin(x) * t1 * t1 / 2 + (0.0 if t2 is None else np.cos(x) * t2)
+        return float(np.sin(x)), [float(np.cos(x) * t1), float(second)]
+
+    mysin = fgrad.primitive(lambda x: (np.sin(x), lambda ct: (ct * fnp.cos(x),)), taylor=taylor)
+    x = np.float32(0.5)
+    y, (c1, c2) = fgrad.jet(mysin, (x,), ((np.float32(1), np.float32(0)),))
+    assert type(y) is np.float32 and y == np.sin(x)
+    assert np.asarray(c1).dtype == np.asarray(c2).dtype == np.float32
+    assert c1 == np.float32(np.cos(0.5)) and c2 == np.float32(-np.sin(0.5))  # (jet: unscaled)
+    assert fgrad.derivative(mysin, 2)(x).dtype == np.float32
+
+    total = fgrad.primitive(lambda x: (float(np.sum(x)), lambda ct: (ct * fnp.ones_like(x),)))
+    assert type(total(np.ones(2, np.float32))) is np.float32
+    assert type(total(np.ones(2))) is np.float64 and type(total(1.5)) is np.float64
+    f32 = np.ones(2, np.float32)
+    assert jvp(total, (f32,), (f32,))[1].dtype == np.float32
+
+
 def test_an_fprop_returning_a_list_or_dict_or_tuple_as_one_value_is_refused():
     """[sin x, cos x] as ans: jvp gave tangents [0, 0] (the right ones are [cos x, -sin x]);
     a dict gave 0 as well, an IndexError under grad and an object array under vmap."""
