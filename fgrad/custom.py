@@ -216,7 +216,10 @@ def _check_no_leak(tree, level, who, what, allowed=None):
 
 
 def _as_numpy(v):
-    """A Python number as a NumPy scalar, so that rules compute with NumPy's semantics."""
+    """A Python number as a NumPy scalar: an output, whose shape and dtype every computation
+    of it must repeat. (Not an input: a Python number argument reaches the function's re-run
+    and the rules as the Python number it is, which promotes and overflows as Python's does;
+    a NumPy scalar made float32 data times 0.1 float64, and n**3 wrap around at 64 bits.)"""
     if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
         return _np.asarray(v)[()]
     return v
@@ -542,7 +545,7 @@ class _CustomFunction:
             return self.fun(*args)
         _check_differentiable(self.fun, args, diff, leaves, who)
         call = _CustomCall(self, args, nondiff, diff, in_tree)
-        return call.bind(self._primitive, [_as_numpy(x) for x in leaves])
+        return call.bind(self._primitive, list(leaves))
 
     def _check_nondiff(self, args, nondiff, level):
         for i in nondiff:
@@ -1339,7 +1342,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         leaves = core.live_leaves(leaves)
         call = _CheckpointCall(fun, in_tree, who)
         outs = call.discover(leaves)
-        inputs = [_as_numpy(x) for x in leaves] + call.captured
+        inputs = list(leaves) + call.captured
         levels = live_levels_of(inputs)
         if not levels:
             return call.output(outs)

@@ -22,6 +22,7 @@ from fgrad import (
     jvp,
     remat,
     tap_cotangent,
+    vjp,
 )
 from fgrad.reverse import ReverseLevel
 from fgrad.test_util import check_grads
@@ -933,3 +934,43 @@ def test_checkpoint_of_a_function_using_at_works_as_without_checkpoint(layout, t
     assert checkpoint(f)(x) == 30.0
     assert jvp(checkpoint(f), (x,), (np.ones(3),)) == (30.0, 14.0)
     np.testing.assert_array_equal(jacfwd(grad(checkpoint(f)))(x), np.diag([0.0, 2.0, 2.0]))
+
+
+def test_python_number_arguments_reach_checkpoint_and_rules_as_python_numbers():
+    """checkpoint and custom_vjp/custom_jvp handed a Python number argument to the function's
+    re-run and to the rules as a NumPy scalar, which promotes and overflows as Python's does
+    not: grad(checkpoint(f)) of sum(h**2) / n**3 at n = 3e6 was 3x the closed form (n**3
+    wrapped around in int64), float32 data times a Python 0.1 became float64 (a custom rule's
+    primal and jacfwd float64 where jacrev gave float32; checkpoint raised a mismatch), and
+    2 ** -k raised NumPy's "Integers to negative integer powers" (probe DE)."""
+    x = np.array([1.0, 2.0, 3.0])
+    n = 3_000_000
+    want = 2 * x / n**3
+    f = lambda h, n: fnp.sum(h**2) / n**3
+    np.testing.assert_allclose(grad(checkpoint(f))(x, n), want, rtol=1e-15)
+
+    x32 = x.astype(np.float32)
+    g = checkpoint(lambda h, s: fnp.sum(h * s))
+    for transform in (grad, jacfwd, jacrev):
+        out = transform(g)(x32, 0.1)
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(out, np.float32(0.1))
+    layer = checkpoint(lambda h, k: fnp.sum(h * 2**-k))
+    np.testing.assert_array_equal(grad(layer)(np.ones(3), 3), 0.125)
+
+    @custom_vjp
+    def scaled(h, s):
+        return h * s
+
+    scaled.defvjp(lambda h, s: (h * s, s), lambda s, ct: (ct * s, None))
+
+    @custom_jvp
+    def scaled_j(h, s):
+        return h * s
+
+    scaled_j.defjvp(lambda p, t: (scaled_j(*p), t[0] * p[1]))
+    for op in (scaled, scaled_j):
+        y, t = jvp(lambda h, op=op: op(h, 0.1), (x32,), (np.ones(3, np.float32),))
+        assert y.dtype == t.dtype == np.float32
+        assert jacfwd(op)(x32, 0.1).dtype == jacrev(op)(x32, 0.1).dtype == np.float32
+    assert vjp(lambda h: scaled(h, 0.1), x32)[0].dtype == np.float32
