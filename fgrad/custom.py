@@ -1162,9 +1162,10 @@ class _CheckpointCall(_Call):
     arguments (`n_args` of them) followed by the boxes the function reads without being given
     them (`captured`, found by running it once with every transform suspended)."""
 
-    def __init__(self, fun, in_tree, who):
+    def __init__(self, fun, in_tree, who, prevent_cse=True):
         super().__init__(who, in_tree)
         self.fun = fun
+        self.prevent_cse = prevent_cse
         self.n_args = in_tree.num_leaves
         self.captured = []
         self.aliases = []  # per captured box, the boxes read as it (`core.replacements`)
@@ -1257,10 +1258,16 @@ def _checkpoint_vjp(wanted, ans, *vals, call):
     def bprop(cts):
         # A fresh vjp per backward pass, pulled once: it may free each recomputed layer's
         # residuals as soon as the pass is through with it (consume=True).
-        fun_of_own = call.function_of(vals, own, ())
+        inputs = _apart_from_the_forward_pass(vals) if call.prevent_cse else vals
+        fun_of_own = call.function_of(inputs, own, ())
         _, in_tree = tree_flatten(tuple(own_vals))
         _, _, pull, _ = _vjp_flat(
-            lambda xs: tuple(fun_of_own(*xs)), own_vals, in_tree, False, call.who, consume=True
+            lambda xs: tuple(fun_of_own(*xs)),
+            [inputs[i] for i in own],
+            in_tree,
+            False,
+            call.who,
+            consume=True,
         )
         in_cts = [None] * len(vals)
         for i, c in zip(own, pull(list(cts))):
@@ -1268,6 +1275,21 @@ def _checkpoint_vjp(wanted, ans, *vals, call):
         return in_cts
 
     return bprop
+
+
+def _apart_from_the_forward_pass(vals):
+    """`vals`, or under a `jit` recording a copy of each traced float input: a record merges
+    an operation repeated on the same inputs into the first (`jitting._without_repeats`), so
+    the recomputation, made of the forward pass's operations on the forward pass's inputs,
+    was merged into the forward pass, whose intermediates then lived until the backward pass:
+    the replay of a gradient through 5 checkpointed blocks peaked at 28 MiB, eager's at 9.5.
+    On copies (new inputs of the record: `x * 1.0`, x's bits for every real float) it stays a
+    computation of its own, as with JAX's `prevent_cse`. Eagerly nothing is merged, and
+    nothing copied. (A complex input is not copied: `z * 1.0` is not z where z holds an inf;
+    merged, the values are the same, only held longer.)"""
+    if not any(level.stages for level in live_levels_of(vals)):
+        return vals
+    return [v * 1.0 if type(v) is Box and core.dtype_of(v).kind == "f" else v for v in vals]
 
 
 def _checkpoint_jvp(tangents, ans, *vals, call):
@@ -1293,7 +1315,13 @@ checkpoint_p = Primitive(
 )
 
 
-def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+def checkpoint(
+    fun: Callable[..., Any],
+    *,
+    prevent_cse: bool = True,
+    policy: Callable[..., Any] | None = None,
+    static_argnums: int | Sequence[int] = (),
+) -> Callable[..., Any]:
     """`fun`, computed without storing its intermediates for the backward pass (also `remat`).
 
     Parameters
@@ -1302,6 +1330,19 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         A function of arrays or pytrees of arrays. It may read values being differentiated
         without being given them (closure cells, globals, default arguments, `self`): they are
         differentiated too.
+    prevent_cse : bool, default True
+        As JAX's: under `jit`, keep the recomputation apart from the forward pass. A record
+        computes an operation repeated on the same inputs once, which would take the
+        recomputation for the forward pass and keep its intermediates until the backward
+        pass (the memory the checkpoint saves, lost). False lets it (for a checkpoint under
+        `jit` whose point is not memory).
+    policy : None
+        JAX's saving policies are not implemented: nothing computed inside `fun` is kept.
+        Split `fun` into smaller checkpointed functions to keep what lies between them.
+    static_argnums : int or sequence of int, default ()
+        As JAX's: the positions of arguments that are Python values (a flag, a count, a
+        name), never traced. Every argument that is not an array is already passed to `fun`
+        as it is, so these positions are only checked: a traced value there is refused.
 
     Returns
     -------
@@ -1336,11 +1377,25 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
             "the function itself, e.g. checkpoint(f), not checkpoint(f(x))"
         )
     who = f"checkpoint({_fun_name(fun)})"
+    if policy is not None:
+        raise TypeError(
+            f"{who}: policy={policy!r} is not supported; fgrad's checkpoint keeps nothing "
+            "computed inside the function. Checkpoint smaller functions to keep the values "
+            "between them, or drop policy"
+        )
+    static = _static_positions(static_argnums, who)
 
     def checkpointed(*args, **kwargs):
+        for i in static:
+            if -len(args) <= i < len(args) and next(boxes_in(args[i]), None) is not None:
+                raise TypeError(
+                    f"{who}: argument {i} is in static_argnums but is a traced value "
+                    f"({describe(args[i])}); remove it from static_argnums, or pass a "
+                    "Python value there"
+                )
         leaves, in_tree = tree_flatten((args, kwargs))
         leaves = core.live_leaves(leaves)
-        call = _CheckpointCall(fun, in_tree, who)
+        call = _CheckpointCall(fun, in_tree, who, prevent_cse)
         outs = call.discover(leaves)
         inputs = list(leaves) + call.captured
         levels = live_levels_of(inputs)
@@ -1364,6 +1419,17 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
 
 remat = checkpoint
+
+
+def _static_positions(static_argnums, who) -> tuple:
+    positions = (static_argnums,) if isinstance(static_argnums, int) else static_argnums
+    try:
+        positions = tuple(operator.index(i) for i in positions)
+    except TypeError:
+        raise TypeError(
+            f"{who}: static_argnums must be an int or a sequence of ints, got {static_argnums!r}"
+        ) from None
+    return positions
 
 
 # --- tap_cotangent --------------------------------------------------------------------------------

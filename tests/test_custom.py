@@ -974,3 +974,26 @@ def test_python_number_arguments_reach_checkpoint_and_rules_as_python_numbers():
         assert y.dtype == t.dtype == np.float32
         assert jacfwd(op)(x32, 0.1).dtype == jacrev(op)(x32, 0.1).dtype == np.float32
     assert vjp(lambda h: scaled(h, 0.1), x32)[0].dtype == np.float32
+
+
+def test_checkpoint_takes_jaxs_keywords():
+    """checkpoint(f, static_argnums=1), prevent_cse= and policy= raised Python's bare
+    "unexpected keyword argument" (probe DE #5)."""
+
+    def block(x, n, act):
+        for _ in range(n):
+            x = fnp.tanh(x) if act == "tanh" else fnp.sin(x)
+        return fnp.sum(x)
+
+    x = np.array([0.3, -0.7])
+    for keywords in ({"static_argnums": (1, 2)}, {"static_argnums": -1}, {"prevent_cse": False}):
+        ck = checkpoint(block, **keywords)
+        np.testing.assert_array_equal(grad(ck)(x, 3, "tanh"), grad(block)(x, 3, "tanh"))
+        jitted = fgrad.jit(grad(ck), static_argnums=(1, 2))
+        np.testing.assert_array_equal(jitted(x, 2, "sin"), grad(block)(x, 2, "sin"))
+    with pytest.raises(TypeError, match="argument 0 is in static_argnums but is a traced value"):
+        grad(checkpoint(block, static_argnums=0))(x, 1, "sin")
+    with pytest.raises(TypeError, match="policy=.* is not supported"):
+        checkpoint(block, policy=lambda *a: True)
+    with pytest.raises(TypeError, match="static_argnums must be an int or a sequence"):
+        checkpoint(block, static_argnums="n")

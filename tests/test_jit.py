@@ -1221,6 +1221,40 @@ def test_a_replay_that_nests_calls_peaks_no_higher_than_eager():
     assert peak(jitted, x) <= peak(f, x) + 64 * 1024
 
 
+def test_a_replay_through_checkpoints_keeps_their_memory_saving():
+    """The recomputation of a checkpoint in the backward pass is made of the forward pass's
+    operations on the forward pass's inputs: the record's merge of repeats took it for the
+    forward pass, whose intermediates then lived until the backward pass (28.0 MiB against
+    eager's 9.5 for 5 blocks of 10 layers on 256 x 256 arrays, with results equal)."""
+    import tracemalloc
+
+    def block(w, h):
+        for _ in range(6):
+            h = fnp.tanh(h @ w)
+        return h
+
+    def loss(w, x):
+        for _ in range(3):
+            x = fgrad.checkpoint(block)(w, x)
+        return fnp.sum(x)
+
+    w, x = rng.normal(size=(64, 64)) / 8, rng.normal(size=(64, 64))
+    eager, jitted = fgrad.grad(loss), fgrad.jit(fgrad.grad(loss))
+    jitted(w, x)
+    np.testing.assert_array_equal(jitted(w, x), eager(w, x))
+
+    def peak(fun):
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fun(w, x)
+        used = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+        del out
+        return used
+
+    assert peak(jitted) <= peak(eager) + 64 * 1024
+
+
 def test_a_repeated_operation_is_computed_once_on_plain_values_only():
     def f(x):
         a, b = fnp.sin(x[1:]), fnp.sin(x[1:])  # two computations of one value
