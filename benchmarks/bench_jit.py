@@ -22,7 +22,9 @@ Then `odeint`: the gradient of a pendulum's solution against the solve itself (b
 For each workload: the time per call of every contender (median of interleaved rounds, one thread),
 the same-round ratios, and the time to the first result (a fresh jit's first call, which
 records; JAX jit's first call, which traces and compiles) against one eager call, and the
-second call (the first replay, which compiles the record into Python first). Then the
+calls until the first replay: for most workloads the second call compiles the record into
+Python and replays it; for jit(grad(f)) the first call records f alone (under grad), the
+second records the gradient from f's record and the third compiles. Then the
 peak memory (tracemalloc) of one gradient of a 100-layer tanh chain, eager and replayed.
 
 Every contender's result is checked against eager fgrad's first (jit: bit for bit; JAX:
@@ -205,7 +207,7 @@ def check(workload):
     problems = []
     want = workload.eager(*workload.args)
     jitted = fgrad.jit(workload.eager)
-    for call in range(3):
+    for call in range(4):  # (jit(grad): records at the first two, replays from the third)
         got = jitted(*workload.args)
         for a, b in zip(leaves(want), leaves(got)):
             if np.asarray(a).tobytes() != np.asarray(b).tobytes():
@@ -231,40 +233,37 @@ def first_call_seconds(make, args, repeats=5):
 
 
 def first_call_ratios(workload, args, pairs=51):
-    """Same-round ratios of a fresh jit's first call, and of its second, to an eager call (one
-    eager call, the first call and the second after one another in each of `pairs` rounds),
-    and the three medians: the medians of 5 calls, each taken in a block of its own, moved by
-    a fifth from run to run (logreg's ratio 1.22x to 1.64x); drift between rounds cancels out
-    of each paired ratio."""
-    eager, first, second = [], [], []
+    """Same-round ratios of a fresh jit's first, second and third calls to an eager call (one
+    eager call and the three after one another in each of `pairs` rounds), and the four
+    medians: the medians of 5 calls, each taken in a block of its own, moved by a fifth from
+    run to run (logreg's ratio 1.22x to 1.64x); drift between rounds cancels out of each
+    paired ratio."""
+    eager, calls = [], [[], [], []]
     for _ in range(pairs):
         jitted = fgrad.jit(workload.eager)
         start = time.perf_counter()
         workload.eager(*args)
-        middle = time.perf_counter()
-        jitted(*args)
-        # the first replay, which compiles the record into Python first (as for a program
-        # compiled for the first time: fgrad keeps compiled sources, which a fresh jit of
-        # the same workload in the next round would find)
-        fgrad.jitting._CODE_CACHE.clear()
-        recorded = time.perf_counter()
-        jitted(*args)
-        eager.append(middle - start)
-        first.append(recorded - middle)
-        second.append(time.perf_counter() - recorded)
+        eager.append(time.perf_counter() - start)
+        for times in calls:
+            # (a compiled record is compiled afresh, as for a program run for the first time:
+            # fgrad keeps compiled sources, which a fresh jit of the same workload in the next
+            # round would find)
+            fgrad.jitting._CODE_CACHE.clear()
+            start = time.perf_counter()
+            jitted(*args)
+            times.append(time.perf_counter() - start)
     return (
-        [f / e for f, e in zip(first, eager)],
-        [s / e for s, e in zip(second, eager)],
+        [[c / e for c, e in zip(times, eager)] for times in calls],
         timing.quartiles(eager)[1],
-        timing.quartiles(first)[1],
-        timing.quartiles(second)[1],
+        [timing.quartiles(times)[1] for times in calls],
     )
 
 
 def run(workload, rounds, sample_time):
     args = workload.args
     jitted = fgrad.jit(workload.eager)
-    jitted(*args)
+    for _ in range(3):  # (jit(grad): the third call compiles the record the second made)
+        jitted(*args)
     contenders = {
         "fgrad eager": lambda: workload.eager(*args),
         "fgrad jit": lambda: jitted(*args),
@@ -287,7 +286,9 @@ def run(workload, rounds, sample_time):
         median = timing.quartiles(samples)[1] * 1e6
         ratio = timing.ratio_cell(timing.paired_ratios(times, "fgrad jit", name))
         print(f"  {name:16s} {median:10.1f}   {ratio}")
-    ratios, second_ratios, eager_first, jit_first, jit_second = first_call_ratios(workload, args)
+    (ratios, second_ratios, third_ratios), eager_first, (jit_first, jit_second, jit_third) = (
+        first_call_ratios(workload, args)
+    )
     line = (
         f"  first result: eager {eager_first * 1e6:.0f} us, fgrad jit {jit_first * 1e6:.0f} us; "
         f"jit / eager {timing.ratio_cell(ratios).strip()}"
@@ -302,8 +303,9 @@ def run(workload, rounds, sample_time):
         line += f", jax jit trace+compile {jax_first * 1e6:.0f} us"
     print(line)
     print(
-        f"  second call (compiles the record, then replays it): fgrad jit {jit_second * 1e6:.0f} "
-        f"us; / one eager call {timing.ratio_cell(second_ratios).strip()}"
+        f"  second call: fgrad jit {jit_second * 1e6:.0f} us; / one eager call "
+        f"{timing.ratio_cell(second_ratios).strip()}; third call: {jit_third * 1e6:.0f} us, "
+        f"{timing.ratio_cell(third_ratios).strip()}"
     )
 
 

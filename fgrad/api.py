@@ -699,7 +699,9 @@ def value_and_grad(
     _check_callable(fun, "value_and_grad")
     _refuse_allow_int(allow_int, "value_and_grad")
     value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
-    return _named(value_and_grad_fun, fun, "value_and_grad")
+    named = _named(value_and_grad_fun, fun, "value_and_grad")
+    named.same_transform_of = (fun, lambda g: value_and_grad(g, argnums, has_aux, holomorphic))
+    return named
 
 
 def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
@@ -830,7 +832,11 @@ def grad(
     _check_callable(fun, "grad")
     _refuse_allow_int(allow_int, "grad")
     grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad", with_value=False)
-    return _named(grad_fun, fun, "grad")
+    named = _named(grad_fun, fun, "grad")
+    # (for `jit`; with the function transformed, told from that of a wrapper of this one,
+    # which copies this one's __dict__: functools.update_wrapper)
+    named.same_transform_of = (fun, lambda g: grad(g, argnums, has_aux, holomorphic))
+    return named
 
 
 # --- forward mode ---------------------------------------------------------------------------------

@@ -800,6 +800,71 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
     return replay
 
 
+def _interpret(root: _Node, leaves: Sequence) -> Any:
+    """A replay of a tree of paths on arguments traced by outer transforms (`general`), by
+    walking its items rather than compiling them: the operations a compiled replay computes
+    (through `bind`), in its order, and its guards, raising `_Miss` as it does. For a record
+    replayed once or twice: jit(grad(f)) replays its first call's record of f once, at its
+    second call, to record the gradient from it; compiling those 600 lines cost 3 ms, 12
+    eager calls of a 200-operation chain (`benchmarks/bench_jit.py`)."""
+    env = dict(enumerate(leaves))
+    node = root
+    while True:
+        _, computed, _ = _liveness(node)
+        for item, needed in zip(node.items, computed):
+            if type(item) is not tuple:
+                if _guard_read(item, env, item.key) != item.key:
+                    raise _Miss(item.source)
+                continue
+            if not needed:
+                continue
+            prim, ins, params, outs, many, _ = item
+            args = tuple(env[r] if type(r) is int else constant(r) for r in ins)
+            if type(prim) is NondiffPrimitive:
+                ans = prim(*args, **params)
+            elif hasattr(params.get("call"), "inputs"):
+                ans = _bind_call(prim, args, params)
+            else:
+                ans = bind(prim, args, params)
+            if many:
+                env.update(zip(outs, ans))
+            else:
+                env[outs[0]] = ans
+        if node.branch is None:
+            break
+        guard, children = node.branch
+        k = _guard_read(guard, env, None)
+        taken = next((child for key, child in children if k == key), None)
+        if taken is None:
+            raise _Miss(guard.source)
+        node = taken
+    path = node.path
+    outs = []
+    for ref, fresh in zip(path.outputs, path.fresh):
+        v = env[ref] if type(ref) is int else constant(ref)
+        outs.append(_copy(v) if fresh else v)
+    return outs[0] if path.out_tree is LEAF else tree_unflatten(path.out_tree, outs)
+
+
+def _interpret_leaves(root: _Node, *leaves) -> Any:
+    return _interpret(root, leaves)
+
+
+def _guard_read(guard, env, key):
+    """The value a compiled general replay compares with a guard's key (`_Writer.read` and
+    `key_expr`): `key` the guard's own key for an item, None for a branch's."""
+    v = env[guard.slot]
+    if guard.reader is not None:
+        read = guard.reader(v)
+    elif guard.kind == "shape":
+        read = shape_key(v)
+    else:
+        read = innermost(v) if guard.kind == "whole" else primal(v)
+    if guard.direct:
+        return read
+    return guard_key(read) if key is None or type(key) is tuple else read
+
+
 # Compiled sources, by their text. A function jitted anew at each call of a solver (odeint
 # jits its right-hand side at each solve, as the function's arguments may differ) writes the
 # same source each time, and Python's compiler takes about 3 us a line (0.6 ms of the 9 ms
@@ -859,18 +924,23 @@ def _leaf_signature(x) -> tuple[Any, bool]:
     if t in _SCALARS or isinstance(x, _np.generic):
         return t, False
     if t is Box:
-        chain = []
+        chain, live = [], False
         while type(x) is Box:
             level = x.level
             if not level.live:
                 x = x.value
                 continue
-            # a batching level's box: its axis and batch size are part of the signature
-            batch = (x.aux, getattr(level, "size", None)) if level.batches else None
-            chain.append((type(level), batch))
+            live = True
+            # An outer recording's box (another jit's) is not part of the signature: the
+            # record, replayed through `bind`, is recorded by it as by any transform, and
+            # jit(grad(f)) finds at its second call the record of f its first call made.
+            if not level.stages:
+                # a batching level's box: its axis and batch size are part of the signature
+                batch = (x.aux, getattr(level, "size", None)) if level.batches else None
+                chain.append((type(level), batch))
             x = x.value
         inner, _ = _leaf_signature(x)
-        return (tuple(chain), inner), bool(chain)
+        return ((tuple(chain), inner) if chain else inner), live
     if is_foreign_array(x):
         return (t, x.shape, x.dtype, getattr(x, "chunks", None)), True
     if isinstance(x, type):
@@ -958,7 +1028,16 @@ class _Entry:
     the first replay, so the first call pays no compile), whether it gave up, and what the
     function's closure cells held when it was recorded."""
 
-    __slots__ = ("cells", "eager", "general", "n_inputs", "rebinds", "replay", "root")
+    __slots__ = (
+        "cells",
+        "eager",
+        "general",
+        "interpreted",
+        "n_inputs",
+        "rebinds",
+        "replay",
+        "root",
+    )
 
     def __init__(self, root, n_inputs, general, cells, rebinds=0):
         self.root = root
@@ -966,6 +1045,7 @@ class _Entry:
         self.general = general
         self.cells = cells
         self.replay = None
+        self.interpreted = False  # a general record's first replay walks it (`_interpret`)
         self.eager = False
         # how many calls in a row recorded this signature again, each because a variable the
         # function reads was rebound since the last (with no replay between)
@@ -1110,6 +1190,15 @@ class Jitted:
             (f, _state_names(f)) for f in _code_functions(fun) if not core.is_fgrads(f)
         )
         self._has_state = any(getattr(f, "__closure__", None) or n for f, n in self._watched)
+        # jit(grad(f)): the first call of a signature runs grad(jit(f)), which records f's
+        # operations alone; the second records the gradient from f's record, without f's
+        # Python (`_first_calls`: the signatures called once).
+        transformed, remake = getattr(fun, "same_transform_of", (None, None))
+        self._deferred = None
+        if transformed is not None and transformed is getattr(fun, "transformed", None):
+            inner = Jitted(fun.transformed, static_argnums, static_argnames, max_paths)
+            self._deferred = remake(inner)
+        self._first_calls: set = set()
 
     def __repr__(self):
         return f"jit({self._name})"
@@ -1192,7 +1281,7 @@ class Jitted:
                     ) from None
                 sigs.append(s)
                 general = general or g
-            key = (_tree_key(tree), statics, tuple(sigs))
+            key = (_tree_key(tree), statics, tuple(sigs), general)
         entry = self._cache.get(key)
         cells, rebinds, rebound = (), 0, ()
         if self._has_state:
@@ -1207,7 +1296,13 @@ class Jitted:
         if entry is not None:
             if entry.eager:
                 return self._fun(*args, **kwargs)
-            replay = entry.replay or self._compiled(entry)
+            replay = entry.replay
+            if replay is None:
+                if entry.general and not entry.interpreted:
+                    entry.interpreted = True
+                    replay = functools.partial(_interpret_leaves, entry.root)
+                else:
+                    replay = self._compiled(entry)
             marks = _recording_marks() if entry.general else None
             try:
                 return replay(*leaves)
@@ -1222,8 +1317,16 @@ class Jitted:
                 # call runs eagerly, and raises, or goes on, as the function does.
                 _roll_back(marks)
                 return self._fun(*args, **kwargs)
+        deferred = self._deferred
+        if deferred is not None and not general and not rebinds:
+            if key not in self._first_calls:
+                with self._lock:
+                    self._first_calls.add(key)
+                return deferred(*args, **kwargs)
         generators = _generators_in(self._watched, args, kwargs.values())
-        out, path = _record(self._fun, leaves, self._rebuild(args, kwargs, tree), False, generators)
+        out, path = _record(
+            deferred or self._fun, leaves, self._rebuild(args, kwargs, tree), False, generators
+        )
         if path.unsafe is None and rebinds >= self._max_paths:
             self._settle_rebinds(key, len(leaves), general, cells, rebinds, rebound)
         elif path.unsafe is None:
@@ -1284,7 +1387,7 @@ class Jitted:
 
     def _again(self, entry, leaves, rebuild, miss, generators=()):
         """A replay missed a guard: run the function again, recording its path."""
-        out, path = _record(self._fun, leaves, rebuild, False, generators)
+        out, path = _record(self._deferred or self._fun, leaves, rebuild, False, generators)
         if path.unsafe is not None:
             return out
         with self._lock:
@@ -1360,11 +1463,17 @@ class Jitted:
         """The Python source of the replay for these arguments' signature (None before the
         function was recorded with it, or where it runs eagerly)."""
         # (the keys `__call__` makes)
-        key = _fast_key(args) if not kwargs and not self._static_argnums else None
-        entry = None if key is None else self._cache.get(key)
+        fast = _fast_key(args) if not kwargs and not self._static_argnums else None
+        if fast in self._first_calls and fast not in self._cache:
+            self(*args, **kwargs)  # (jit(grad): the first call recorded only the function)
+        entry = None if fast is None else self._cache.get(fast)
         if entry is None:
             leaves, tree, statics = self._flatten_call(args, kwargs)
-            key = (_tree_key(tree), statics, tuple(_leaf_signature(x)[0] for x in leaves))
+            signatures = [_leaf_signature(x) for x in leaves]
+            general = any(g for _, g in signatures)
+            key = (_tree_key(tree), statics, tuple(s for s, _ in signatures), general)
+            if key in self._first_calls and key not in self._cache:
+                self(*args, **kwargs)
             entry = self._cache.get(key)
         if entry is None or entry.eager:  # not recorded, or run eagerly
             return None
