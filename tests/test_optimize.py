@@ -574,3 +574,41 @@ def test_an_active_bound_on_coupled_unknowns_is_refused(method, c, a):
         with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
             fgrad.jacfwd(solution)(a)
         np.testing.assert_allclose(fgrad.jacfwd(solution)(-a), [1.0, 1.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["trf", "dogbox"])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_least_squares_refuses_a_bound_it_stops_short_of(method, scale):
+    """least_squares read an active bound from SciPy's active_mask only: TRF, an interior
+    method, stops 1.96e-3 inside the bound x >= 0 for the residual 1e-3 (x - a) with its
+    active_mask 0, and grad gave 1.0 where the solution, the bound, has derivative 0. An
+    interior solution keeps its derivative 1, at every scale."""
+
+    def solution(a):
+        residual = lambda x, a: scale * (x - a)
+        bounds = (0.0, 1.0)
+        return least_squares(residual, np.array([0.5]), bounds=bounds, args=(a,), method=method)
+
+    assert method != "trf" or scale != 1e-3 or not solution(-0.5).active_mask.any()
+    with pytest.raises(NotImplementedError, match=r"least_squares: the bounds are active.*\[0\]"):
+        fgrad.grad(lambda a: solution(a).x[0])(-0.5)
+    np.testing.assert_allclose(fgrad.grad(lambda a: solution(a).x[0])(0.3), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("a", [-2e-3, 2e-3])
+def test_least_squares_refuses_an_active_bound_on_coupled_unknowns(a):
+    """Residuals (10 (x0 - x1), x0 + x1 - a) with x0 >= 0: for a < 0 the solution is on the
+    bound, (0, a / 101), derivative (0, 1 / 101); TRF stopped 2e-6 inside it (active_mask 0)
+    and jacfwd gave (0.5, 0.5), the unconstrained derivative. For a > 0 the solution
+    (a / 2, a / 2) is interior: derivative (0.5, 0.5)."""
+
+    def solution(a):
+        residuals = lambda x, a: fnp.stack([10 * (x[0] - x[1]), x[0] + x[1] - a])
+        bounds = ([0.0, -np.inf], [np.inf, np.inf])
+        return least_squares(residuals, np.array([0.5, 0.5]), bounds=bounds, args=(a,)).x
+
+    if a < 0:
+        with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+            fgrad.jacfwd(solution)(a)
+    else:
+        np.testing.assert_allclose(fgrad.jacfwd(solution)(a), [0.5, 0.5], rtol=1e-6)
