@@ -259,6 +259,23 @@ def test_root_checks_the_residual_not_only_scipys_success():
         )(p)
 
 
+@pytest.mark.parametrize("method", ["lm", "hybr"])
+def test_root_refuses_a_point_that_is_no_root_whatever_the_start(method):
+    """x0**2 + a = 0 has no root for a = 1: lm stops at the minimum of |fun|, fun = (1, 0),
+    reporting success. The residual check, relative to fun(x0), passed it from x0 = 1e5
+    (1 <= 1e-8 (1 + 1e10)) and jacfwd gave 4.5e8. A true root from the same start keeps its
+    derivative: x0 = sqrt(-a), dx0/da = -1 / (2 x0)."""
+
+    def solution(a, x0):
+        f = lambda x, a: fnp.stack([x[0] ** 2 + a, x[1] - 1.0])
+        return root(f, x0, args=(a,), method=method).x
+
+    for x0 in (np.array([3.0, 0.0]), np.array([1e5, 0.0])):
+        with pytest.raises(RuntimeError, match="root did not converge"):
+            fgrad.jacfwd(solution)(1.0, x0)
+        np.testing.assert_allclose(fgrad.jacfwd(solution)(-4.0, x0), [-0.25, 0.0], rtol=1e-7)
+
+
 T = np.linspace(0.0, 1.0, 8)
 
 

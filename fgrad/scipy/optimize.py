@@ -708,11 +708,42 @@ def root(
         scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, pair))))
         residual = float(_np.max(_np.abs(_plain_equations(f, res.x, pair))))
         ok = bool(res.success) and residual <= 1e-8 * scale
-        p.check(ok, f"{res.message}; max |fun(x)| = {residual:.3g}", res)
+        message = f"{res.message}; max |fun(x)| = {residual:.3g}"
+        if ok and p.differentiated:
+            # that residual is relative to fun(x0): from a far start (x0 = 1e5) a point that
+            # is no root (|fun| = 1, at the minimum of |fun|) passed; the Newton step from x
+            # is its distance to a root, whatever the start or the equations' scales
+            step = _newton_step(functools.partial(equations, params=params), res.x, p)
+            ok = step <= _ROOT_STEP_TOL * (1 + float(_np.max(_np.abs(res.x), initial=0.0)))
+            message += f"; a Newton step of {step:.3g} from x to a root"
+        p.check(ok, message, res)
         return _np.asarray(res.x, dtype=_np.float64)
 
     _check_square(p, equations)
     return p.solved(equations, scipy_solve, False, fun=equations)
+
+
+# the largest Newton step from a point that root accepts as a root, relative to 1 + max |x|:
+# a root found to SciPy's default xtol (1.5e-8), with room for the rounding of an
+# ill-conditioned Jacobian
+_ROOT_STEP_TOL = 1e-6
+
+
+def _newton_step(equations, x, p):
+    """max |J^-1 F(x)| for the equations F at x, with the implicit derivative's own solve; 0
+    where that solve fails (a Jacobian singular there: the implicit derivative raises that)."""
+    x = _np.asarray(x, dtype=_np.float64)
+    f = _np.asarray(core.primal(equations(x)), dtype=_np.float64)
+
+    def jacobian_times(v):
+        return jvp(equations, (x,), (v,))[1]
+
+    try:
+        step = core.primal(p.tangent_solve(False)(jacobian_times, f))
+    except (RuntimeError, _np.linalg.LinAlgError):
+        return 0.0
+    step = _np.abs(_np.asarray(step, dtype=_np.float64))
+    return float(_np.max(step, initial=0.0)) if _np.all(_np.isfinite(step)) else float("inf")
 
 
 # SciPy's root methods that use `jac` (the others warn that they do not, and ignore it)
