@@ -629,3 +629,51 @@ def test_least_squares_refuses_an_active_bound_on_coupled_unknowns(a):
             fgrad.jacfwd(solution)(a)
     else:
         np.testing.assert_allclose(fgrad.jacfwd(solution)(a), [0.5, 0.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["minimize", "least_squares"])
+def test_traced_bounds_are_read_and_refused_where_active(solver):
+    """A traced bound failed inside SciPy (minimize: "float() of a traced value", in
+    _constraints.py). The solution x = max(a, lo) of min (x - a)**2 over [lo, 5] does not move
+    with an inactive bound: d/dlo = 0, d/da = 1; on the bound (a < lo) its derivative is the
+    bound's, refused as a bound being active is. jit reads the bound at each call."""
+
+    def solution(lo, a):
+        if solver == "minimize":
+            bounds = [(lo, 5.0)]
+            f = lambda x, a: fnp.sum((x - a) ** 2)
+            return minimize(f, np.array([2.0]), args=(a,), bounds=bounds, method="L-BFGS-B").x[0]
+        f = lambda x, a: x - a
+        return least_squares(f, np.array([2.0]), args=(a,), bounds=(lo, 5.0)).x[0]
+
+    for d in (fgrad.grad, fgrad.jacfwd):
+        np.testing.assert_allclose(d(solution, argnums=(0, 1))(-1.0, 1.0), (0.0, 1.0), atol=1e-6)
+        with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+            d(solution)(2.0, 1.0)
+    jitted = fgrad.jit(solution)
+    for lo in (-1.0, 2.0, -1.0):
+        np.testing.assert_allclose(jitted(lo, 1.0), max(lo, 1.0), atol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["soft_l1", "huber", "cauchy", "arctan"])
+def test_least_squares_is_differentiable_in_f_scale(loss):
+    """A traced f_scale failed inside SciPy's loss ("Assigning a traced value ... into a
+    NumPy array"): SciPy got the traced value. The robust cost, in fgrad operations, is
+    differentiable in it: the fit against central differences of the whole solve; jit replays
+    with another f_scale, vmap equals the loop."""
+    y = 1.5 * np.exp(-2.0 * T) + 0.05 * np.sin(7 * T)
+    y[3] += 1.0  # an outlier, which the loss weighs by f_scale
+
+    def fit(s):
+        return fitted(y, loss=loss, f_scale=s)
+
+    s = np.array(0.3)
+    jac = fgrad.jacrev(fit)(s)
+    np.testing.assert_allclose(jac, fgrad.jacfwd(fit)(s), rtol=1e-9, atol=1e-12)
+    # (the solves are accurate to about 1e-9: differences of them to about 1e-5)
+    np.testing.assert_allclose(jac, central(fit, s, h=1e-4)[:, 0], rtol=1e-4, atol=1e-8)
+    jitted = fgrad.jit(fit)
+    for v in (0.3, 0.5, 0.3):
+        np.testing.assert_allclose(jitted(v), fit(v), rtol=1e-12)
+    rows = np.array([0.3, 0.5])
+    np.testing.assert_allclose(fgrad.vmap(fit)(rows), [fit(v) for v in rows], rtol=1e-12)

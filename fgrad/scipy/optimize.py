@@ -47,7 +47,7 @@ from .. import core, numpy as fnp
 from ..api import grad as _grad, jacfwd, jvp, value_and_grad
 from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
-from ..numpy.shaping import describe
+from ..numpy.shaping import describe, read_constant
 from ..solve import _Closed, _discover, _refuse_closure_under_vmap, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -120,6 +120,7 @@ class _Problem:
         self.params = (
             ([self.x0] if self.x0_param else []) + [leaves[i] for i in self.traced] + list(captured)
         )
+        self.captured_end = len(self.params)  # then those of `parameter`
         # derivatives are taken: a failed solve must not give a gradient
         self.differentiated = any(
             not (lv.batches or lv.stages) for lv in live_levels_of(self.params)
@@ -136,7 +137,19 @@ class _Problem:
         for k, i in enumerate(self.traced):
             leaves[i] = params[first + k]
         args = tree_unflatten(self.arg_tree, leaves)
-        return self.closed((x, args), list(params[first + len(self.traced) :]))
+        return self.closed((x, args), list(params[first + len(self.traced) : self.captured_end]))
+
+    def parameter(self, value):
+        """A value the optimality condition reads besides fun's (least_squares' f_scale),
+        made a parameter when traced: a function of the parameters that gives it."""
+        if type(value) is not Box:
+            return lambda params: value
+        self.params.append(value)
+        self.differentiated = self.differentiated or any(
+            not (lv.batches or lv.stages) for lv in live_levels_of([value])
+        )
+        index = len(self.params) - 1
+        return lambda params: params[index]
 
     def plain(self, fn):
         """A function of a plain x for SciPy: `fn` with float64 NumPy values out."""
@@ -414,6 +427,7 @@ def minimize(
     """
     who = "minimize"
     p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol)
+    bounds = _read_bounds(p, bounds)
     name = method.lower() if isinstance(method, str) else method
     returns_grad = jac is True
 
@@ -584,6 +598,20 @@ def _refuse_bounds(who, active):
             "differentiates; widen the bounds, or reparametrise the unknowns (x = lo + "
             "softplus(z)) to differentiate without them"
         )
+
+
+def _read_bounds(p, bounds):
+    """`bounds` with plain values, as SciPy reads them. The solution does not move with a
+    bound that is not active (its derivative there is 0), and an active one is refused
+    (`_refuse_active`), so traced bounds are read at their values (a jit's guarded, a vmap's
+    rows read one by one); a bound being differentiated makes the solve differentiated: its
+    convergence and its active bounds are checked."""
+    leaves = tree_flatten(bounds)[0] if not isinstance(bounds, _so.Bounds) else []
+    if not any(type(v) is Box for v in leaves):
+        return bounds
+    if any(not (lv.batches or lv.stages) for lv in live_levels_of(leaves)):
+        p.differentiated = True
+    return read_constant(core.constant_of(bounds), p.who, "bounds")
 
 
 def _bound_arrays(bounds, shape, pairs=True):
@@ -822,20 +850,25 @@ def least_squares(
     kwargs = {} if kwargs is None else dict(kwargs)
     with_kwargs = functools.partial(_with_kwargs, fun, kwargs)
     p = _Problem(who, with_kwargs, x0, args, on_failure, implicit_solve, implicit_tol)
+    bounds = _read_bounds(p, bounds)
     own_jac = jac in ("2-point", "3-point", "cs")
 
     def residuals(x, params):
         return fnp.reshape(p.call(x, params), (-1,))
 
-    rho = _loss(who, loss, f_scale)
+    _loss(who, loss, f_scale)  # (a loss fgrad cannot differentiate is refused first)
+    # the robust loss, written in fgrad operations, is differentiable in f_scale: a parameter
+    scale_of = p.parameter(f_scale)
 
     def cost(x, params):
+        rho = _loss(who, loss, scale_of(params))
         return 0.5 * fnp.sum(rho(residuals(x, params) ** 2))
 
     def scipy_solve(params):
         # SciPy's keywords as given; x_scale, callback and workers only when given
         common = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol, loss=loss)
-        common.update(f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver)
+        common.update(f_scale=core.primal(scale_of(params)), diff_step=diff_step)
+        common.update(tr_solver=tr_solver)
         common.update(jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose)
         common["tr_options"] = {} if tr_options is None else tr_options
         given = {"x_scale": x_scale, "callback": callback, "workers": workers}
