@@ -259,6 +259,23 @@ def test_root_checks_the_residual_not_only_scipys_success():
         )(p)
 
 
+@pytest.mark.parametrize("method", ["lm", "hybr"])
+def test_root_refuses_a_point_that_is_no_root_whatever_the_start(method):
+    """x0**2 + a = 0 has no root for a = 1: lm stops at the minimum of |fun|, fun = (1, 0),
+    reporting success. The residual check, relative to fun(x0), passed it from x0 = 1e5
+    (1 <= 1e-8 (1 + 1e10)) and jacfwd gave 4.5e8. A true root from the same start keeps its
+    derivative: x0 = sqrt(-a), dx0/da = -1 / (2 x0)."""
+
+    def solution(a, x0):
+        f = lambda x, a: fnp.stack([x[0] ** 2 + a, x[1] - 1.0])
+        return root(f, x0, args=(a,), method=method).x
+
+    for x0 in (np.array([3.0, 0.0]), np.array([1e5, 0.0])):
+        with pytest.raises(RuntimeError, match="root did not converge"):
+            fgrad.jacfwd(solution)(1.0, x0)
+        np.testing.assert_allclose(fgrad.jacfwd(solution)(-4.0, x0), [-0.25, 0.0], rtol=1e-7)
+
+
 T = np.linspace(0.0, 1.0, 8)
 
 
@@ -574,3 +591,89 @@ def test_an_active_bound_on_coupled_unknowns_is_refused(method, c, a):
         with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
             fgrad.jacfwd(solution)(a)
         np.testing.assert_allclose(fgrad.jacfwd(solution)(-a), [1.0, 1.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["trf", "dogbox"])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_least_squares_refuses_a_bound_it_stops_short_of(method, scale):
+    """least_squares read an active bound from SciPy's active_mask only: TRF, an interior
+    method, stops 1.96e-3 inside the bound x >= 0 for the residual 1e-3 (x - a) with its
+    active_mask 0, and grad gave 1.0 where the solution, the bound, has derivative 0. An
+    interior solution keeps its derivative 1, at every scale."""
+
+    def solution(a):
+        residual = lambda x, a: scale * (x - a)
+        bounds = (0.0, 1.0)
+        return least_squares(residual, np.array([0.5]), bounds=bounds, args=(a,), method=method)
+
+    assert method != "trf" or scale != 1e-3 or not solution(-0.5).active_mask.any()
+    with pytest.raises(NotImplementedError, match=r"least_squares: the bounds are active.*\[0\]"):
+        fgrad.grad(lambda a: solution(a).x[0])(-0.5)
+    np.testing.assert_allclose(fgrad.grad(lambda a: solution(a).x[0])(0.3), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("a", [-2e-3, 2e-3])
+def test_least_squares_refuses_an_active_bound_on_coupled_unknowns(a):
+    """Residuals (10 (x0 - x1), x0 + x1 - a) with x0 >= 0: for a < 0 the solution is on the
+    bound, (0, a / 101), derivative (0, 1 / 101); TRF stopped 2e-6 inside it (active_mask 0)
+    and jacfwd gave (0.5, 0.5), the unconstrained derivative. For a > 0 the solution
+    (a / 2, a / 2) is interior: derivative (0.5, 0.5)."""
+
+    def solution(a):
+        residuals = lambda x, a: fnp.stack([10 * (x[0] - x[1]), x[0] + x[1] - a])
+        bounds = ([0.0, -np.inf], [np.inf, np.inf])
+        return least_squares(residuals, np.array([0.5, 0.5]), bounds=bounds, args=(a,)).x
+
+    if a < 0:
+        with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+            fgrad.jacfwd(solution)(a)
+    else:
+        np.testing.assert_allclose(fgrad.jacfwd(solution)(a), [0.5, 0.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["minimize", "least_squares"])
+def test_traced_bounds_are_read_and_refused_where_active(solver):
+    """A traced bound failed inside SciPy (minimize: "float() of a traced value", in
+    _constraints.py). The solution x = max(a, lo) of min (x - a)**2 over [lo, 5] does not move
+    with an inactive bound: d/dlo = 0, d/da = 1; on the bound (a < lo) its derivative is the
+    bound's, refused as a bound being active is. jit reads the bound at each call."""
+
+    def solution(lo, a):
+        if solver == "minimize":
+            bounds = [(lo, 5.0)]
+            f = lambda x, a: fnp.sum((x - a) ** 2)
+            return minimize(f, np.array([2.0]), args=(a,), bounds=bounds, method="L-BFGS-B").x[0]
+        f = lambda x, a: x - a
+        return least_squares(f, np.array([2.0]), args=(a,), bounds=(lo, 5.0)).x[0]
+
+    for d in (fgrad.grad, fgrad.jacfwd):
+        np.testing.assert_allclose(d(solution, argnums=(0, 1))(-1.0, 1.0), (0.0, 1.0), atol=1e-6)
+        with pytest.raises(NotImplementedError, match=r"bounds are active.*\[0\]"):
+            d(solution)(2.0, 1.0)
+    jitted = fgrad.jit(solution)
+    for lo in (-1.0, 2.0, -1.0):
+        np.testing.assert_allclose(jitted(lo, 1.0), max(lo, 1.0), atol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["soft_l1", "huber", "cauchy", "arctan"])
+def test_least_squares_is_differentiable_in_f_scale(loss):
+    """A traced f_scale failed inside SciPy's loss ("Assigning a traced value ... into a
+    NumPy array"): SciPy got the traced value. The robust cost, in fgrad operations, is
+    differentiable in it: the fit against central differences of the whole solve; jit replays
+    with another f_scale, vmap equals the loop."""
+    y = 1.5 * np.exp(-2.0 * T) + 0.05 * np.sin(7 * T)
+    y[3] += 1.0  # an outlier, which the loss weighs by f_scale
+
+    def fit(s):
+        return fitted(y, loss=loss, f_scale=s)
+
+    s = np.array(0.3)
+    jac = fgrad.jacrev(fit)(s)
+    np.testing.assert_allclose(jac, fgrad.jacfwd(fit)(s), rtol=1e-9, atol=1e-12)
+    # (the solves are accurate to about 1e-9: differences of them to about 1e-5)
+    np.testing.assert_allclose(jac, central(fit, s, h=1e-4)[:, 0], rtol=1e-4, atol=1e-8)
+    jitted = fgrad.jit(fit)
+    for v in (0.3, 0.5, 0.3):
+        np.testing.assert_allclose(jitted(v), fit(v), rtol=1e-12)
+    rows = np.array([0.3, 0.5])
+    np.testing.assert_allclose(fgrad.vmap(fit)(rows), [fit(v) for v in rows], rtol=1e-12)

@@ -709,6 +709,40 @@ def test_quad_is_differentiated_by_leibniz_rule():
         fsi.quad(f, 0.0, 1.0 + 1j, args=(p,))
 
 
+def test_quad_points_are_read_as_constants_and_an_objects_parameter_is_refused():
+    """A traced `points` failed inside SciPy ("Converting a traced value ... to a NumPy
+    array"): the points only guide QUADPACK's subdivision, the integral does not depend on
+    them, so they are read at their values. The integral of |x - c| over [0, 1], with the kink
+    c as a point, has d/dc = 2c - 1. A callable object or bound method holding the parameter
+    failed in SciPy's float(); it is refused as odeint refuses it, naming args."""
+    import fgrad.scipy.integrate as fsi
+
+    kink = lambda c: fsi.quad(lambda x, c: fnp.abs(x - c), 0.0, 1.0, args=(c,), points=[c])[0]
+    for d in (fgrad.grad(kink), fgrad.jacfwd(kink), fgrad.jit(fgrad.grad(kink))):
+        for c in (0.3, 0.6, 0.3):  # (jit: a replay with another point)
+            np.testing.assert_allclose(d(c), 2 * c - 1, rtol=1e-10)
+    cs = np.array([0.3, 0.6])
+    np.testing.assert_allclose(fgrad.vmap(fgrad.grad(kink))(cs), 2 * cs - 1, rtol=1e-10)
+    # the points alone traced: an integral that does not depend on them
+    fixed = lambda c: fsi.quad(lambda x: fnp.abs(x - 0.5), 0.0, 1.0, points=[c])[0]
+    assert fgrad.grad(fixed)(0.5) == 0.0
+
+    class Wave:
+        def __init__(self, c):
+            self.c = c
+
+        def __call__(self, x):
+            return fnp.sin(self.c * x)
+
+        def at(self, x):
+            return fnp.sin(self.c * x)
+
+    for func in (lambda c: Wave(c), lambda c: Wave(c).at):
+        for a, b in ((0.0, 1.0), (0.0, np.inf), (-np.inf, np.inf)):
+            with pytest.raises(TypeError, match=r"quad: func reads a value.*Pass it in args"):
+                fgrad.grad(lambda c: fsi.quad(func(c), a, b)[0])(1.3)
+
+
 def _rotating(y, t, k, c):
     return fnp.stack([-k * y[0] + c * y[1], -c * y[0] - 0.3 * y[1]])
 

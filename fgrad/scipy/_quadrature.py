@@ -37,7 +37,7 @@ from ..custom import custom_vjp
 from ..numpy.shaping import describe, is_traced, numpy_applies, read_constant
 from ..primitive import nondiff
 from ..tree_util import tree_flatten, tree_unflatten
-from ._closures import check_closure
+from ._closures import check_closure, check_reads
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -394,6 +394,19 @@ class _Partial:
         return fnp.ravel(grad(of_leaf)(leaves[k]))[self.j]
 
 
+def _first_point(a, b):
+    """A point of [a, b] QUADPACK evaluates the integrand at: the midpoint, or (an infinite
+    limit, mapped from (0, 1] by x = a + (1 - t) / t) the image of t = 1/2, one from the
+    finite limit. (Of the first row under vmap, read without reading the rows apart: it
+    only chooses where to look.)"""
+    lo, hi = (float(_np.ravel(_np.asarray(innermost(v)))[0]) for v in (a, b))
+    if _np.isfinite(lo) and _np.isfinite(hi):
+        return lo + (hi - lo) / 2
+    if _np.isfinite(lo) or _np.isfinite(hi):
+        return lo + 1.0 if _np.isfinite(lo) else hi - 1.0
+    return 1.0
+
+
 def _is_partial(func):
     return isinstance(func, _Partial)
 
@@ -466,6 +479,16 @@ def quad(
                 "parameter into its real and imaginary parts (complex_func=True is for a "
                 "complex integrand of real arguments)"
             )
+    # a value read through a callable object's attribute or a bound method's self escapes
+    # check_closure: one call, at a point QUADPACK evaluates first, sees every value read
+    check_reads(
+        lambda: func(_first_point(a, b), *tree_unflatten(tree, [constant_of(v) for v in leaves])),
+        "quad",
+        instead,
+    )
+    # the integral does not depend on the points, which only guide QUADPACK's subdivision:
+    # read at their values, with no derivative (a jit's value is guarded, vmap's rows read)
+    points = read_constant(constant_of(points), "quad", "points")
     if not holds_box([a, b, *leaves]):
         return _si.quad(
             func,

@@ -47,7 +47,7 @@ from .. import core, numpy as fnp
 from ..api import grad as _grad, jacfwd, jvp, value_and_grad
 from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
-from ..numpy.shaping import describe
+from ..numpy.shaping import describe, read_constant
 from ..solve import _Closed, _discover, _refuse_closure_under_vmap, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
 
@@ -120,6 +120,7 @@ class _Problem:
         self.params = (
             ([self.x0] if self.x0_param else []) + [leaves[i] for i in self.traced] + list(captured)
         )
+        self.captured_end = len(self.params)  # then those of `parameter`
         # derivatives are taken: a failed solve must not give a gradient
         self.differentiated = any(
             not (lv.batches or lv.stages) for lv in live_levels_of(self.params)
@@ -136,7 +137,19 @@ class _Problem:
         for k, i in enumerate(self.traced):
             leaves[i] = params[first + k]
         args = tree_unflatten(self.arg_tree, leaves)
-        return self.closed((x, args), list(params[first + len(self.traced) :]))
+        return self.closed((x, args), list(params[first + len(self.traced) : self.captured_end]))
+
+    def parameter(self, value):
+        """A value the optimality condition reads besides fun's (least_squares' f_scale),
+        made a parameter when traced: a function of the parameters that gives it."""
+        if type(value) is not Box:
+            return lambda params: value
+        self.params.append(value)
+        self.differentiated = self.differentiated or any(
+            not (lv.batches or lv.stages) for lv in live_levels_of([value])
+        )
+        index = len(self.params) - 1
+        return lambda params: params[index]
 
     def plain(self, fn):
         """A function of a plain x for SciPy: `fn` with float64 NumPy values out."""
@@ -414,6 +427,7 @@ def minimize(
     """
     who = "minimize"
     p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol)
+    bounds = _read_bounds(p, bounds)
     name = method.lower() if isinstance(method, str) else method
     returns_grad = jac is True
 
@@ -562,10 +576,20 @@ def _refuse_active(who, x, bounds, constraints, objective, tangent_solve):
         return
     x = _np.asarray(x, dtype=_np.float64)
     lo, hi = _bound_arrays(bounds, x.shape)
+    _refuse_bounds(who, _active_bounds(x, lo, hi, objective, tangent_solve))
+
+
+def _active_bounds(x, lo, hi, objective, tangent_solve):
+    """Where a bound is active at `x` (see `_refuse_active`): x on it, or the Newton step of
+    `objective` from x reaching it."""
     scale = 1 + _np.abs(x)
     active = (_np.abs(x - lo) <= 1e-8 * scale) | (_np.abs(x - hi) <= 1e-8 * scale)
     if not _np.any(active) and _np.any(_np.isfinite(lo) | _np.isfinite(hi)):
         active = _minimum_past_bound(objective, x, lo, hi, tangent_solve)
+    return active
+
+
+def _refuse_bounds(who, active):
     if _np.any(active):
         raise NotImplementedError(
             f"{who}: the bounds are active at the solution (unknowns "
@@ -576,10 +600,28 @@ def _refuse_active(who, x, bounds, constraints, objective, tangent_solve):
         )
 
 
-def _bound_arrays(bounds, shape):
-    """The lower and upper bounds as float arrays of x's shape (None is unbounded)."""
+def _read_bounds(p, bounds):
+    """`bounds` with plain values, as SciPy reads them. The solution does not move with a
+    bound that is not active (its derivative there is 0), and an active one is refused
+    (`_refuse_active`), so traced bounds are read at their values (a jit's guarded, a vmap's
+    rows read one by one); a bound being differentiated makes the solve differentiated: its
+    convergence and its active bounds are checked."""
+    leaves = tree_flatten(bounds)[0] if not isinstance(bounds, _so.Bounds) else []
+    if not any(type(v) is Box for v in leaves):
+        return bounds
+    if any(not (lv.batches or lv.stages) for lv in live_levels_of(leaves)):
+        p.differentiated = True
+    return read_constant(core.constant_of(bounds), p.who, "bounds")
+
+
+def _bound_arrays(bounds, shape, pairs=True):
+    """The lower and upper bounds as float arrays of x's shape: minimize's `bounds`, a
+    sequence of (lo, hi) pairs (None is unbounded), or with `pairs` False least_squares',
+    (lo, hi); either may be a `Bounds`."""
     if isinstance(bounds, _so.Bounds):
         lo, hi = bounds.lb, bounds.ub
+    elif not pairs:
+        lo, hi = bounds
     else:
         pairs = [(-_np.inf if a is None else a, _np.inf if b is None else b) for a, b in bounds]
         lo, hi = [a for a, _ in pairs], [b for _, b in pairs]
@@ -694,11 +736,42 @@ def root(
         scale = 1.0 + float(_np.max(_np.abs(_plain_equations(f, start, pair))))
         residual = float(_np.max(_np.abs(_plain_equations(f, res.x, pair))))
         ok = bool(res.success) and residual <= 1e-8 * scale
-        p.check(ok, f"{res.message}; max |fun(x)| = {residual:.3g}", res)
+        message = f"{res.message}; max |fun(x)| = {residual:.3g}"
+        if ok and p.differentiated:
+            # that residual is relative to fun(x0): from a far start (x0 = 1e5) a point that
+            # is no root (|fun| = 1, at the minimum of |fun|) passed; the Newton step from x
+            # is its distance to a root, whatever the start or the equations' scales
+            step = _newton_step(functools.partial(equations, params=params), res.x, p)
+            ok = step <= _ROOT_STEP_TOL * (1 + float(_np.max(_np.abs(res.x), initial=0.0)))
+            message += f"; a Newton step of {step:.3g} from x to a root"
+        p.check(ok, message, res)
         return _np.asarray(res.x, dtype=_np.float64)
 
     _check_square(p, equations)
     return p.solved(equations, scipy_solve, False, fun=equations)
+
+
+# the largest Newton step from a point that root accepts as a root, relative to 1 + max |x|:
+# a root found to SciPy's default xtol (1.5e-8), with room for the rounding of an
+# ill-conditioned Jacobian
+_ROOT_STEP_TOL = 1e-6
+
+
+def _newton_step(equations, x, p):
+    """max |J^-1 F(x)| for the equations F at x, with the implicit derivative's own solve; 0
+    where that solve fails (a Jacobian singular there: the implicit derivative raises that)."""
+    x = _np.asarray(x, dtype=_np.float64)
+    f = _np.asarray(core.primal(equations(x)), dtype=_np.float64)
+
+    def jacobian_times(v):
+        return jvp(equations, (x,), (v,))[1]
+
+    try:
+        step = core.primal(p.tangent_solve(False)(jacobian_times, f))
+    except (RuntimeError, _np.linalg.LinAlgError):
+        return 0.0
+    step = _np.abs(_np.asarray(step, dtype=_np.float64))
+    return float(_np.max(step, initial=0.0)) if _np.all(_np.isfinite(step)) else float("inf")
 
 
 # SciPy's root methods that use `jac` (the others warn that they do not, and ignore it)
@@ -777,20 +850,25 @@ def least_squares(
     kwargs = {} if kwargs is None else dict(kwargs)
     with_kwargs = functools.partial(_with_kwargs, fun, kwargs)
     p = _Problem(who, with_kwargs, x0, args, on_failure, implicit_solve, implicit_tol)
+    bounds = _read_bounds(p, bounds)
     own_jac = jac in ("2-point", "3-point", "cs")
 
     def residuals(x, params):
         return fnp.reshape(p.call(x, params), (-1,))
 
-    rho = _loss(who, loss, f_scale)
+    _loss(who, loss, f_scale)  # (a loss fgrad cannot differentiate is refused first)
+    # the robust loss, written in fgrad operations, is differentiable in f_scale: a parameter
+    scale_of = p.parameter(f_scale)
 
     def cost(x, params):
+        rho = _loss(who, loss, scale_of(params))
         return 0.5 * fnp.sum(rho(residuals(x, params) ** 2))
 
     def scipy_solve(params):
         # SciPy's keywords as given; x_scale, callback and workers only when given
         common = dict(bounds=bounds, method=method, ftol=ftol, xtol=xtol, gtol=gtol, loss=loss)
-        common.update(f_scale=f_scale, diff_step=diff_step, tr_solver=tr_solver)
+        common.update(f_scale=core.primal(scale_of(params)), diff_step=diff_step)
+        common.update(tr_solver=tr_solver)
         common.update(jac_sparsity=jac_sparsity, max_nfev=max_nfev, verbose=verbose)
         common["tr_options"] = {} if tr_options is None else tr_options
         given = {"x_scale": x_scale, "callback": callback, "workers": workers}
@@ -805,13 +883,15 @@ def least_squares(
             f, p.start(params), j, args=_plain_args(p, params), kwargs=kwargs, **common
         )
         p.check(bool(res.status > 0), res.message, res)
-        if p.differentiated and _np.any(res.active_mask != 0):
-            raise NotImplementedError(
-                f"{who}: the bounds are active at the solution (active_mask "
-                f"{res.active_mask.tolist()}): the derivative of a solution on a bound is that "
-                "of the bound, not of the optimality condition fgrad differentiates; widen the "
-                "bounds or reparametrise the unknowns"
-            )
+        if p.differentiated:
+            # SciPy's active_mask, and where TRF, an interior method, stops short of an
+            # active bound (1.96e-3 inside for residuals 1e-3 (x - a), active_mask 0), as
+            # minimize finds it: the Newton step of the cost reaches the bound
+            x = _np.asarray(res.x, dtype=_np.float64)
+            lo, hi = _bound_arrays(bounds, x.shape, pairs=False)
+            objective = functools.partial(cost, params=params)
+            active = _active_bounds(x, lo, hi, objective, p.tangent_solve(True))
+            _refuse_bounds(who, active | (res.active_mask != 0))
         return _np.asarray(res.x, dtype=_np.float64)
 
     def condition(x, params):
