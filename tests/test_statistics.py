@@ -700,3 +700,21 @@ def test_nanmean_of_float16_without_a_nan_is_numpys_sum_and_division():
     np.testing.assert_allclose(
         grad(lambda r: fnp.nanmean(r))(rows[0]), np.full(6, 1 / 6), rtol=1e-3
     )
+
+
+@pytest.mark.parametrize("name", ["quantile", "percentile", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize(
+    "method", ["lower", "higher", "nearest", "inverted_cdf", "closest_observation"]
+)
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_])
+def test_picked_elements_of_integer_data_keep_their_dtype_under_jit_and_vmap(name, method, dtype):
+    """The NaN mask of the all-NaN slices was applied whenever it was traced, so under jit and
+    vmap (0 rows too) quantile(int32, 0.3, method='nearest') was float64, NumPy's int32."""
+    x = np.array([[3, 1, 2, 5], [0, 4, 4, 1]]).astype(dtype)
+    q = 30 if name.endswith("percentile") else 0.3
+    f = lambda z: getattr(fnp, name)(z, q, axis=1, method=method)
+    want = getattr(np, name)(x, q, axis=1, method=method)
+    jitted = fgrad.jit(f)
+    for got in (f(x), jitted(x), jitted(x), fgrad.vmap(f)(x[None])[0]):
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert fgrad.vmap(f)(np.zeros((0, 2, 4), dtype)).dtype == want.dtype

@@ -848,7 +848,9 @@ def _order_statistics(a, axis, nan_policy):
 
 def _finish(res, nan_slices, kept, keepdims, q_shape):
     """res has shape L + (m,): move the quantiles first, restore the reduced axes' shape."""
-    if type(nan_slices) is Box:  # one mask per row
+    if dtype_of(res).kind in "iub":
+        pass  # elements picked from integer or bool data: no NaN to mark, the dtype is kept
+    elif type(nan_slices) is Box:  # one mask per row
         res = where(nan_slices[..., None], _np.nan, res)
     elif nan_slices.any():
         res = where(nan_slices[..., None], _np.nan, res)
