@@ -996,7 +996,9 @@ def polyfit(
     n = shape(x)[0]
     if rcond is None:
         rcond = n * _np.finfo(dtype_of(x)).eps
-    lhs, rhs = vander(x, order), y
+    # NumPy's vander is in double precision for single-precision x (fgrad's keeps x's dtype):
+    # the fit is NumPy's double-precision one, under vmap too
+    lhs, rhs = vander(astype(x, _np.promote_types(dtype_of(x), int)), order), y
     if w is not None:
         w = asarray(w) + 0.0
         lhs = lhs * reshape(w, (-1, 1))
