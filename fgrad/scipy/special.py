@@ -349,7 +349,7 @@ def _lse_impl(a, b, signs, axis, keepdims):
 
 def _lse_sign_impl(a, b, axis, keepdims):
     _, signs = _scipy_logsumexp(a, axis, b, keepdims, True)
-    return _result(as_array(signs).astype(_np.result_type(as_array(a).dtype, _np.float32)))
+    return _result(as_array(signs))  # in the value's dtype, as SciPy's (float16 for float16)
 
 
 def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
@@ -357,7 +357,8 @@ def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
     for a 0-d `a`) goes through a new last axis of length 1: SciPy returns shape (1,) there."""
     if axis == ():
         a = _np.expand_dims(a, -1)
-        b = None if b is None else _np.expand_dims(b, -1)
+        if b is not None and not _is_python_number(b):  # (a Python number stays weak: made
+            b = _np.expand_dims(b, -1)  # a float64 array, it widened complex64 a to complex128)
         axis, keepdims = -1, False
     if is_foreign_array(a) or is_foreign_array(b):
         return _foreign_logsumexp(a, axis, b, keepdims, return_sign)
