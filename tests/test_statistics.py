@@ -718,3 +718,26 @@ def test_picked_elements_of_integer_data_keep_their_dtype_under_jit_and_vmap(nam
     for got in (f(x), jitted(x), jitted(x), fgrad.vmap(f)(x[None])[0]):
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
     assert fgrad.vmap(f)(np.zeros((0, 2, 4), dtype)).dtype == want.dtype
+
+
+@pytest.mark.parametrize("name", ["quantile", "percentile", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize("method", ["linear", "hazen", "weibull", "nearest", "closest_observation"])
+@pytest.mark.parametrize("q_dtype", [np.float32, np.float16])
+def test_quantile_with_a_single_precision_q_is_numpys_bits(name, method, q_dtype):
+    """NumPy takes q / 100 and the virtual index (n - 1) q in q's dtype; fgrad took them in
+    float64: quantile(arange(12.0), float32(0.3)) was 3.3000001311302185, NumPy's
+    3.3000001907348633 (and 'nearest' could pick another element)."""
+    r = np.random.default_rng(7)
+    scale = 100 if name.endswith("percentile") else 1
+    for _ in range(15):
+        for data in (r.standard_normal(r.integers(2, 30)), r.integers(-9, 9, 25)):
+            data = data.astype(np.float32) if r.uniform() < 0.5 else data
+            q = q_dtype(scale * r.uniform())
+            f = lambda z, w: getattr(fnp, name)(z, w, method=method)
+            want = getattr(np, name)(data, q, method=method)
+            jitted = fgrad.jit(f)
+            got = [f(data, q), jitted(data, q), jitted(data, q)]
+            got.append(fgrad.vmap(f, in_axes=(0, None))(data[None], q)[0])
+            got.append(fgrad.vmap(f, in_axes=(None, 0))(data, np.array([q]))[0])
+            for g in got:
+                assert g.dtype == want.dtype and g.tobytes() == want.tobytes(), (data, q)
