@@ -469,6 +469,26 @@ def test_interp_with_traced_knots_takes_the_results_precision_as_constant_ones(k
         assert fgrad.jit(lambda k: fnp.interp(x, k, fp))(xp).tobytes() == eager.tobytes()
 
 
+@pytest.mark.parametrize("values", [np.float16, np.float32, np.complex64])
+def test_interp_of_narrower_values_in_a_double_result_is_numpys_bits(values):
+    """fp was cast to the result's dtype only when integer: float16 or float32 fp with float64
+    points took f1 - f0 in fp's precision, 7e-5 (float16) and 4.5e-9 (float32) off NumPy,
+    which interpolates in float64 (complex128 for complex fp)."""
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        xp = np.sort(rng.uniform(-1.0, 1.0, 5))
+        x = np.concatenate([rng.uniform(-1.2, 1.2, 6), xp])
+        fp = rng.normal(size=5) + (1j * rng.normal(size=5) if values == np.complex64 else 0)
+        fp = fp.astype(values)
+        want = np.interp(x, xp, fp)
+        in_fp = fgrad.jvp(lambda v: fnp.interp(x, xp, v), (fp,), (np.ones_like(fp),))[0]
+        in_xp = fgrad.jvp(lambda k: fnp.interp(x, k, fp), (xp,), (np.ones_like(xp),))[0]
+        jit_fp = fgrad.jit(lambda v: fnp.interp(x, xp, v))
+        jit_fp(fp)
+        for got in (*_interp_eager_jitted_batched(x, xp, fp), in_fp, in_xp, jit_fp(fp)):
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
 def test_interp_of_a_nan_point_with_complex_values_is_numpys_nan_plus_0j():
     # nan + nanj, where NumPy sets the imaginary part of a nan point's value to 0
     x, xp = np.array([np.nan, 2.0]), np.array([0.0, 1.0, 2.0, 3.0])

@@ -700,3 +700,44 @@ def test_nanmean_of_float16_without_a_nan_is_numpys_sum_and_division():
     np.testing.assert_allclose(
         grad(lambda r: fnp.nanmean(r))(rows[0]), np.full(6, 1 / 6), rtol=1e-3
     )
+
+
+@pytest.mark.parametrize("name", ["quantile", "percentile", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize(
+    "method", ["lower", "higher", "nearest", "inverted_cdf", "closest_observation"]
+)
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_])
+def test_picked_elements_of_integer_data_keep_their_dtype_under_jit_and_vmap(name, method, dtype):
+    """The NaN mask of the all-NaN slices was applied whenever it was traced, so under jit and
+    vmap (0 rows too) quantile(int32, 0.3, method='nearest') was float64, NumPy's int32."""
+    x = np.array([[3, 1, 2, 5], [0, 4, 4, 1]]).astype(dtype)
+    q = 30 if name.endswith("percentile") else 0.3
+    f = lambda z: getattr(fnp, name)(z, q, axis=1, method=method)
+    want = getattr(np, name)(x, q, axis=1, method=method)
+    jitted = fgrad.jit(f)
+    for got in (f(x), jitted(x), jitted(x), fgrad.vmap(f)(x[None])[0]):
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert fgrad.vmap(f)(np.zeros((0, 2, 4), dtype)).dtype == want.dtype
+
+
+@pytest.mark.parametrize("name", ["quantile", "percentile", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize("method", ["linear", "hazen", "weibull", "nearest", "closest_observation"])
+@pytest.mark.parametrize("q_dtype", [np.float32, np.float16])
+def test_quantile_with_a_single_precision_q_is_numpys_bits(name, method, q_dtype):
+    """NumPy takes q / 100 and the virtual index (n - 1) q in q's dtype; fgrad took them in
+    float64: quantile(arange(12.0), float32(0.3)) was 3.3000001311302185, NumPy's
+    3.3000001907348633 (and 'nearest' could pick another element)."""
+    r = np.random.default_rng(7)
+    scale = 100 if name.endswith("percentile") else 1
+    for _ in range(15):
+        for data in (r.standard_normal(r.integers(2, 30)), r.integers(-9, 9, 25)):
+            data = data.astype(np.float32) if r.uniform() < 0.5 else data
+            q = q_dtype(scale * r.uniform())
+            f = lambda z, w: getattr(fnp, name)(z, w, method=method)
+            want = getattr(np, name)(data, q, method=method)
+            jitted = fgrad.jit(f)
+            got = [f(data, q), jitted(data, q), jitted(data, q)]
+            got.append(fgrad.vmap(f, in_axes=(0, None))(data[None], q)[0])
+            got.append(fgrad.vmap(f, in_axes=(None, 0))(data, np.array([q]))[0])
+            for g in got:
+                assert g.dtype == want.dtype and g.tobytes() == want.tobytes(), (data, q)

@@ -363,8 +363,11 @@ def interp(
     if shape(xp)[0] == 0:
         raise ValueError("interp: the sample points xp are empty")
     dtype = _float_dtype(x, fp)
-    if dtype_of(fp).kind in "iub":  # NumPy interpolates integer values as floats (f1 - f0
-        fp = astype(fp, dtype)  # in uint8 would wrap: 3 - 1 is fine, 1 - 3 is 254)
+    # NumPy interpolates fp in the result's precision: integers as floats (f1 - f0 in uint8
+    # would wrap: 1 - 3 is 254), and float16 or float32 values of a float64 result in float64
+    # (f1 - f0 rounded to float16 was 7e-5 off NumPy's)
+    if dtype_of(fp) != dtype:
+        fp = astype(fp, dtype)
     knots_dtype = _np.finfo(dtype).dtype  # the knots take the result's (real) precision
     if not _is_traced(xp):
         _core.refuse_lazy("interp", "each x's segment is found from the knots' values", xp)
@@ -996,7 +999,9 @@ def polyfit(
     n = shape(x)[0]
     if rcond is None:
         rcond = n * _np.finfo(dtype_of(x)).eps
-    lhs, rhs = vander(x, order), y
+    # NumPy's vander is in double precision for single-precision x (fgrad's keeps x's dtype):
+    # the fit is NumPy's double-precision one, under vmap too
+    lhs, rhs = vander(astype(x, _np.promote_types(dtype_of(x), int)), order), y
     if w is not None:
         w = asarray(w) + 0.0
         lhs = lhs * reshape(w, (-1, 1))

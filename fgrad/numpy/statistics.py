@@ -768,22 +768,24 @@ def _virtual_index(n, q, method):
     """(previous index, next index, gamma, d(virtual index)/dq or None, whether the virtual
     index is the last index exactly) for counts n and quantiles q (broadcast together), with
     NumPy's formulas for each method."""
+    # NumPy's n is a Python int: the index is computed in q's precision (float32 for float32 q)
+    nq = astype(n, dtype_of(q))
     if method in _CONTINUOUS:
         alpha, beta = _CONTINUOUS[method]
         if method == "linear":
-            vi, slope = (n - 1) * q, n - 1
+            vi, slope = (nq - 1) * q, n - 1
         else:
-            vi = n * q + (alpha + q * (1 - alpha - beta)) - 1
+            vi = nq * q + (alpha + q * (1 - alpha - beta)) - 1
             slope = n + (1 - alpha - beta)
     elif method in ("lower", "higher", "nearest"):
         rnd = {"lower": _np.floor, "higher": _np.ceil, "nearest": _np.around}[method]
-        vi, slope = rnd((n - 1) * q), None
+        vi, slope = rnd((nq - 1) * q), None
     elif method == "midpoint":
-        vi, slope = 0.5 * (_np.floor((n - 1) * q) + _np.ceil((n - 1) * q)), None
+        vi, slope = 0.5 * (_np.floor((nq - 1) * q) + _np.ceil((nq - 1) * q)), None
     elif method == "averaged_inverted_cdf":
-        vi, slope = n * q - 1, None
+        vi, slope = nq * q - 1, None
     else:  # inverted_cdf, closest_observation: an index chosen at the boundaries
-        idx = n * q - 1 if method == "inverted_cdf" else n * q - 1.5
+        idx = nq * q - 1 if method == "inverted_cdf" else nq * q - 1 - 0.5
         prev = _np.floor(idx)
         at_int = (idx - prev) == 0
         if method == "closest_observation":
@@ -848,7 +850,9 @@ def _order_statistics(a, axis, nan_policy):
 
 def _finish(res, nan_slices, kept, keepdims, q_shape):
     """res has shape L + (m,): move the quantiles first, restore the reduced axes' shape."""
-    if type(nan_slices) is Box:  # one mask per row
+    if dtype_of(res).kind in "iub":
+        pass  # elements picked from integer or bool data: no NaN to mark, the dtype is kept
+    elif type(nan_slices) is Box:  # one mask per row
         res = where(nan_slices[..., None], _np.nan, res)
     elif nan_slices.any():
         res = where(nan_slices[..., None], _np.nan, res)
@@ -880,7 +884,9 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
     qv = mask_values(q)  # (one q per row under `vmap`: the virtual indices are batched too)
     _core.refuse_lazy("a quantile or percentile", "q is checked to lie in range", qv)
-    qv = _weights(qv, float) / scale
+    # NumPy takes q / 100 and the virtual indices in q's precision (float32 for float32 q)
+    q_float = dtype_of(q) if not weak and dtype_of(q).kind == "f" else _np.dtype(float)
+    qv = _weights(qv, q_float) / scale
     if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
         lo, hi = (0, 100) if scale == 100 else (0, 1)
         raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")

@@ -39,6 +39,7 @@ Imports: `fgrad.core`, `fgrad.taylor` (rules), `fgrad.primitive`,
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -121,18 +122,35 @@ def _is_python_number(x):
     return type(x) in (int, float)
 
 
-def weak_scalars(*args):
+def weak_scalars(*args, ufunc=None):
     """The arguments with each Python int or float made a 0-d array of the dtype NumPy 2
     gives the whole expression: a Python scalar takes the arrays' dtype (0.5 next to float32
     data is float32), whereas SciPy's ufuncs promote such a pair to float64
     (`scipy.special.xlogy(0.0, np.float32([0.5]))` is float64). Arrays, NumPy scalars and
-    lists keep their dtypes; an all-integer or all-Python call is left alone."""
+    lists keep their dtypes; an all-integer or all-Python call is left alone.
+
+    float16 data is computed by SciPy's `ufunc` in a wider loop (float32 or float64, its
+    result's dtype): a Python scalar takes that loop's dtype, as NumPy 2 converts it; rounded
+    to float16 first, betainc(float16 data, 2.0, 0.4) was 1.4e-4 off SciPy's float32 result."""
     if not any(_is_python_number(a) for a in args) or all(_is_python_number(a) for a in args):
         return args
-    dtype = _np.result_type(*(a if _is_python_number(a) else dtype_of(a) for a in args))
+    dtypes = tuple(type(a) if _is_python_number(a) else dtype_of(a) for a in args)
+    dtype = _np.result_type(*(a if _is_python_number(a) else d for a, d in zip(args, dtypes)))
     if dtype.kind != "f":
         return args
-    return tuple(_np.asarray(a, dtype) if _is_python_number(a) else a for a in args)
+    loop = _loop_dtypes(ufunc, dtypes) if dtype == _np.float16 and ufunc is not None else None
+    converted = [dtype] * len(args) if loop is None else loop
+    return tuple(_np.asarray(a, d) if _is_python_number(a) else a for a, d in zip(args, converted))
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_dtypes(ufunc, dtypes):
+    """The input dtypes of the loop `ufunc` selects for operands of `dtypes` (Python `int`
+    and `float` standing for weak scalars, as NumPy 2 takes them); None if it has none."""
+    try:
+        return ufunc.resolve_dtypes(dtypes + (None,) * ufunc.nout)[: ufunc.nin]
+    except TypeError:  # (no loop: SciPy's own call raises its error)
+        return None
 
 
 def _like_x(out, x):
@@ -228,7 +246,7 @@ def _ufunc(fn: Callable[..., Any], doc: str, name: str | None = None) -> Callabl
         if kwargs or len(args) != nin:  # the common call passes the inputs alone
             args, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
             _refuse_keywords(name, out, keywords)
-        return fn(*args) if nin == 1 else fn(*weak_scalars(*args))
+        return fn(*args) if nin == 1 else fn(*weak_scalars(*args, ufunc=getattr(_sc, name)))
 
     ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
     ufunc.__name__ = ufunc.__qualname__ = name
@@ -349,7 +367,7 @@ def _lse_impl(a, b, signs, axis, keepdims):
 
 def _lse_sign_impl(a, b, axis, keepdims):
     _, signs = _scipy_logsumexp(a, axis, b, keepdims, True)
-    return _result(as_array(signs).astype(_np.result_type(as_array(a).dtype, _np.float32)))
+    return _result(as_array(signs))  # in the value's dtype, as SciPy's (float16 for float16)
 
 
 def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
@@ -357,7 +375,8 @@ def _scipy_logsumexp(a, axis, b, keepdims, return_sign):
     for a 0-d `a`) goes through a new last axis of length 1: SciPy returns shape (1,) there."""
     if axis == ():
         a = _np.expand_dims(a, -1)
-        b = None if b is None else _np.expand_dims(b, -1)
+        if b is not None and not _is_python_number(b):  # (a Python number stays weak: made
+            b = _np.expand_dims(b, -1)  # a float64 array, it widened complex64 a to complex128)
         axis, keepdims = -1, False
     if is_foreign_array(a) or is_foreign_array(b):
         return _foreign_logsumexp(a, axis, b, keepdims, return_sign)
