@@ -737,6 +737,33 @@ def test_cond_of_singular_matrices_is_inf_as_numpys(p):
         assert np.all(np.isfinite(g))
 
 
+@pytest.mark.parametrize("p", [None, 2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_has_a_nan_derivative_at_singular_matrices_as_jax(p):
+    # cond is inf there with no derivative: a 0 (of a constant inf) would be a stationary point
+    # (p None and 2 divide by the smallest singular value 0: inf and nan, also no number)
+    stack = np.stack([np.ones((2, 2)), A[:2, :2], np.zeros((2, 2))])
+    weights = np.array([1.0, 2.0, 3.0])
+
+    def f(m):
+        return fnp.sum(weights * la.cond(m, p))
+
+    with np.errstate(all="ignore"):
+        for g in [grad(f), jit(grad(f))]:
+            got = g(stack)
+            assert not np.isfinite(got[0]).any() and not np.isfinite(got[2]).any()
+            # the regular matrix's gradient is its own, to the bit
+            np.testing.assert_array_equal(got[1], grad(lambda m: 2.0 * la.cond(m, p))(A[:2, :2]))
+        tangent = np.stack([np.eye(2)] * 3)
+        _, t = jvp(lambda m: la.cond(m, p), (stack,), (tangent,))
+        assert not np.isfinite(t[0]) and not np.isfinite(t[2])
+        assert t[1] == jvp(lambda m: la.cond(m, p), (A[:2, :2],), (np.eye(2),))[1]
+        rows = vmap(grad(lambda m: la.cond(m, p)))(stack)
+        assert not np.isfinite(rows[0]).any() and np.isfinite(rows[1]).all()
+        regular = np.linalg.cond(A[:2, :2], p)
+        np.testing.assert_array_equal(la.cond(stack, p), [np.inf, regular, np.inf])
+    check_grads(lambda m: la.cond(m, p), (A,), order=2)
+
+
 def test_cond_of_empty_matrices_raises_numpys_error():
     for empty in [np.zeros((0, 0)), np.zeros((2, 0, 0))]:
         with pytest.raises(np.linalg.LinAlgError, match=r"'x' has shape .*not defined on empty"):

@@ -2027,8 +2027,21 @@ def cond(x: ArrayLike, p: float | str | None = None) -> Array:
     nans = _np.any(_np.isnan(mask_values(x)), axis=(-2, -1))
     undefined = _np.logical_and(_np.isnan(mask_values(r)), _np.logical_not(nans))
     if may_hold(undefined):
-        r = where(undefined, _np.asarray(_np.inf, _dtype(r)), r)
+        r = where(undefined, _inf_without_derivative(undefined, x, r), r)
     return r[()]  # a number for one matrix, as NumPy's
+
+
+def _inf_without_derivative(undefined, x, r):
+    """inf where `undefined` holds (a mask over the stack), 1 elsewhere, with a nan derivative
+    (every entry of x's) where it is inf: cond is inf at a singular matrix and has no
+    derivative there. A constant inf would give a 0 derivative, a stationary point to an
+    optimizer. The value is inf * (1 + 0 * total), total a sum of x's finite entries: inf,
+    and its derivative inf * 0 = nan; where the mask does not hold the factor is 1, the
+    derivative 0, which the caller's `where` drops."""
+    finite = where(_np.isfinite(mask_values(x)), x, _const(0.0, x))
+    total = sum(real(finite) if _is_complex(finite) else finite, axis=(-2, -1))
+    scale = where(undefined, _const(_np.inf, r), _const(1.0, r))
+    return scale * (1.0 + 0.0 * total)
 
 
 def _cond(x, p):
