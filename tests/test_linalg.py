@@ -712,6 +712,31 @@ def test_norms_of_integer_input_are_float64_traced_too_and_empty_ones_have_empty
     np.testing.assert_array_equal(grad(lambda v: la.norm(v, np.inf))(np.zeros(2)), [0.5, 0.5])
 
 
+@pytest.mark.parametrize(
+    "ord, zero, documented",
+    [
+        (None, np.zeros(3), np.zeros(3)),
+        (3, np.zeros(3), np.zeros(3)),
+        (1, np.zeros(3), np.ones(3)),
+        (np.inf, np.zeros(3), np.full(3, 1 / 3)),
+        ("fro", np.zeros((3, 3)), np.zeros((3, 3))),
+        (1, np.zeros((3, 3)), np.full((3, 3), 1 / 3)),
+        (np.inf, np.zeros((3, 3)), np.full((3, 3), 1 / 3)),
+        (2, np.zeros((3, 3)), np.eye(3) / 3),
+        ("nuc", np.zeros((3, 3)), np.eye(3)),
+    ],
+)
+def test_norm_gradient_at_zero_is_the_documented_subgradient(ord, zero, documented):
+    # the norm docstring's table; each is a subgradient: <g, h> <= norm(h) for every h
+    def f(x):
+        return la.norm(x, ord)
+
+    for g in (grad(f)(zero), jacfwd(f)(zero), jit(grad(f))(zero), vmap(grad(f))(zero[None])[0]):
+        np.testing.assert_allclose(g, documented, atol=1e-15)
+    for h in np.random.default_rng(0).standard_normal((20, *zero.shape)):
+        assert np.sum(documented * h) <= np.linalg.norm(h, ord) + 1e-12
+
+
 @pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
 def test_cond_of_singular_matrices_is_inf_as_numpys(p):
     # NumPy's inverse does not raise at a singular matrix, and its cond turns nan into inf

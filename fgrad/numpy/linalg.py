@@ -54,7 +54,12 @@ Conventions (where NumPy has no derivative to follow):
   normalization (unit norm, largest-magnitude component real), as JAX's
   `enable_eigvec_derivs`, so they match finite differences of NumPy's values; `qr`'s R has a
   real diagonal (LAPACK's), which fixes its phases, and `cholesky` is unique.
-- The 2-norm (and every p-norm) has gradient 0 at the zero vector (a subgradient; JAX gives nan).
+- Norms have no derivative at 0; the gradient there is a subgradient, which depends on `ord`:
+  0 for the vector p-norms other than 1 and +-inf (the 2-norm included) and for 'fro' (the
+  minimum's; JAX gives nan); ones for the vector 1-norm (real `abs'(0)` is 1, as JAX's), 1/n
+  each for the inf-norm (the tie shares), and nonzero ones for the matrix 1, inf, 2 and 'nuc'
+  norms (see `norm`). A jvp at 0 is that subgradient applied to the tangent, not a
+  directional derivative (which is the norm of the tangent): it can be negative.
 - `det`'s gradient is the transposed adjugate, and its derivatives of every order are exact
   at matrices of any rank (an average of regular adjugates, see `_adjugate_T_shifted`).
 - `slogdet`'s sign is a constant for real input and differentiable for complex input
@@ -1802,7 +1807,9 @@ def _pnorm_impl(x, ord, axis, keepdims, flat):
 
 def _phase(x):
     """d|x| / dx as a cotangent: sign(x) for real x (a constant), conj(x) / |x| for complex x,
-    0 at 0 (the subgradient `abs` picks too)."""
+    0 at 0 (as `abs` of a complex 0 takes; a real `abs` takes 1 there). The p-norms that use
+    it multiply it by |x|^(p-1), which is 0 at x = 0 for p > 1, so the choice shows only for
+    p <= 1."""
     if not _is_complex(x):
         return sign(x)
     zero = mask_values(x) == 0
@@ -1923,11 +1930,17 @@ def norm(
     matrix `ord` (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf), `axis` an int or a pair, and
     `keepdims`; real for complex x (the 2-norm sums |x|^2).
 
-    Conventions: a p-norm (the 2-norm included) has gradient 0 at the zero vector (a
-    subgradient; JAX gives nan); ord=0 counts nonzeros and has no derivative; 1, inf and the
-    matrix 1/inf norms follow `abs` (abs'(0) = 1) and `max` (ties share evenly); 2, -2 and
+    Conventions: ord=0 counts nonzeros and has no derivative; 1, inf and the matrix 1/inf
+    norms follow `abs` (abs'(0) = 1 for real x) and `max` (ties share evenly); 2, -2 and
     'nuc' use the singular values, whose gradient is exact at repeated singular values. For
     complex x the gradient is JAX's: conj(x) / norm for the 2-norm.
+
+    At 0, where a norm has no derivative, the gradient is a subgradient that depends on
+    `ord`: 0 for the 2-norm, 'fro' and the vector p-norms other than 1 and +-inf (JAX gives
+    nan); for real x, ones for the vector 1-norm, 1/n each for the inf-norm, 1/n each for the
+    n x n matrix 1- and inf-norms, I/n for the matrix 2-norm and I for 'nuc' (complex x: 0
+    for the vector norms). A jvp there is that subgradient applied to the tangent, not the
+    directional derivative (the norm of the tangent): along -I the 'nuc' norm's is -n.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(fnp.linalg.norm)(fnp.array([3.0, 4.0]))
