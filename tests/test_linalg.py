@@ -376,21 +376,58 @@ def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
         assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
 
 
-def test_pinv_derivative_where_rcond_cuts_a_nonzero_singular_value_is_the_documented_one():
-    # the cut singular values are taken as 0: the derivative is pinv's at the matrix without
-    # them, and not finite differences of NumPy's truncated pinv (as the docstring says)
-    gen = np.random.default_rng(0)
-    a = gen.standard_normal((4, 3)) * [1.0, 1.0, 0.01]
-    t = gen.standard_normal((4, 3))
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
-    kept = s > 0.5 * s[0]
-    cut = (u * np.where(kept, s, 0.0)) @ vh
-    _, ours = jvp(lambda x: la.pinv(x, rcond=0.5), (a,), (t,))
-    _, at_cut = jvp(lambda x: la.pinv(x, rcond=0.5), (cut,), (t,))
-    np.testing.assert_allclose(ours, at_cut, atol=1e-12)
+@pytest.mark.parametrize(
+    "shape, rtol, complex_input",
+    [
+        ((3, 3), 0.4, False),
+        ((5, 3), 0.3, False),
+        ((3, 5), 0.6, False),
+        ((2, 4, 3), 0.5, False),
+        ((4, 4), 0.6, False),
+        ((4, 3), 0.4, True),
+        ((3, 4), 0.4, True),
+    ],
+)
+def test_pinv_derivative_where_rtol_cuts_a_nonzero_singular_value_is_numpys(
+    shape, rtol, complex_input
+):
+    # the derivative of the truncated pinv NumPy returns: it was Golub and Pereyra's at the
+    # matrix without the cut singular values, 0.015 to 7 away from finite differences
+    gen = np.random.default_rng(1)
+
+    def draw(*dims):
+        x = gen.standard_normal(dims)
+        return x + 1j * gen.standard_normal(dims) if complex_input else x
+
+    a = draw(*shape) * np.geomspace(1, 0.2, shape[-1])
+    s = np.linalg.svd(a, compute_uv=False)
+    assert (s <= rtol * s.max(axis=-1, keepdims=True)).any()
+    t, ct = draw(*shape), draw(*shape[:-2], shape[-1], shape[-2])
+
+    def f(x):
+        return la.pinv(x, rtol=rtol)
+
     h = 1e-6
-    fd = (np.linalg.pinv(a + h * t, rcond=0.5) - np.linalg.pinv(a - h * t, rcond=0.5)) / (2 * h)
-    assert np.abs(ours - fd).max() > 0.01
+    fd = (np.linalg.pinv(a + h * t, rtol=rtol) - np.linalg.pinv(a - h * t, rtol=rtol)) / (2 * h)
+    _, d = jvp(f, (a,), (t,))
+    np.testing.assert_allclose(d, fd, atol=1e-8)
+    g = vjp(f, a)[1](ct)[0]
+    assert np.real(np.sum(g * t)) == pytest.approx(np.real(np.sum(ct * d)), abs=1e-12)
+    np.testing.assert_array_equal(jit(lambda x, y: jvp(f, (x,), (y,))[1])(a, t), d)
+    np.testing.assert_array_equal(jit(lambda x, c: vjp(f, x)[1](c)[0])(a, ct), g)
+    if len(shape) == 3:
+        rows = vmap(lambda x, y: jvp(f, (x,), (y,))[1])(a, t)
+        np.testing.assert_allclose(rows, fd, atol=1e-8)
+    if not complex_input and len(shape) == 2:
+        check_grads(f, (a,), order=2)
+        b = gen.standard_normal(shape[0])
+        x_fd = (
+            np.linalg.lstsq(a + h * t, b, rcond=rtol)[0]
+            - np.linalg.lstsq(a - h * t, b, rcond=rtol)[0]
+        ) / (2 * h)
+        np.testing.assert_allclose(
+            jvp(lambda m: la.lstsq(m, b, rcond=rtol)[0], (a,), (t,))[1], x_fd, atol=1e-8
+        )
 
 
 def test_lowercase_uplo_is_read_as_numpy_reads_it():
