@@ -376,21 +376,58 @@ def test_eigh_of_a_non_symmetric_input_reads_one_triangle_as_numpy():
         assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))
 
 
-def test_pinv_derivative_where_rcond_cuts_a_nonzero_singular_value_is_the_documented_one():
-    # the cut singular values are taken as 0: the derivative is pinv's at the matrix without
-    # them, and not finite differences of NumPy's truncated pinv (as the docstring says)
-    gen = np.random.default_rng(0)
-    a = gen.standard_normal((4, 3)) * [1.0, 1.0, 0.01]
-    t = gen.standard_normal((4, 3))
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
-    kept = s > 0.5 * s[0]
-    cut = (u * np.where(kept, s, 0.0)) @ vh
-    _, ours = jvp(lambda x: la.pinv(x, rcond=0.5), (a,), (t,))
-    _, at_cut = jvp(lambda x: la.pinv(x, rcond=0.5), (cut,), (t,))
-    np.testing.assert_allclose(ours, at_cut, atol=1e-12)
+@pytest.mark.parametrize(
+    "shape, rtol, complex_input",
+    [
+        ((3, 3), 0.4, False),
+        ((5, 3), 0.3, False),
+        ((3, 5), 0.6, False),
+        ((2, 4, 3), 0.5, False),
+        ((4, 4), 0.6, False),
+        ((4, 3), 0.4, True),
+        ((3, 4), 0.4, True),
+    ],
+)
+def test_pinv_derivative_where_rtol_cuts_a_nonzero_singular_value_is_numpys(
+    shape, rtol, complex_input
+):
+    # the derivative of the truncated pinv NumPy returns: it was Golub and Pereyra's at the
+    # matrix without the cut singular values, 0.015 to 7 away from finite differences
+    gen = np.random.default_rng(1)
+
+    def draw(*dims):
+        x = gen.standard_normal(dims)
+        return x + 1j * gen.standard_normal(dims) if complex_input else x
+
+    a = draw(*shape) * np.geomspace(1, 0.2, shape[-1])
+    s = np.linalg.svd(a, compute_uv=False)
+    assert (s <= rtol * s.max(axis=-1, keepdims=True)).any()
+    t, ct = draw(*shape), draw(*shape[:-2], shape[-1], shape[-2])
+
+    def f(x):
+        return la.pinv(x, rtol=rtol)
+
     h = 1e-6
-    fd = (np.linalg.pinv(a + h * t, rcond=0.5) - np.linalg.pinv(a - h * t, rcond=0.5)) / (2 * h)
-    assert np.abs(ours - fd).max() > 0.01
+    fd = (np.linalg.pinv(a + h * t, rtol=rtol) - np.linalg.pinv(a - h * t, rtol=rtol)) / (2 * h)
+    _, d = jvp(f, (a,), (t,))
+    np.testing.assert_allclose(d, fd, atol=1e-8)
+    g = vjp(f, a)[1](ct)[0]
+    assert np.real(np.sum(g * t)) == pytest.approx(np.real(np.sum(ct * d)), abs=1e-12)
+    np.testing.assert_array_equal(jit(lambda x, y: jvp(f, (x,), (y,))[1])(a, t), d)
+    np.testing.assert_array_equal(jit(lambda x, c: vjp(f, x)[1](c)[0])(a, ct), g)
+    if len(shape) == 3:
+        rows = vmap(lambda x, y: jvp(f, (x,), (y,))[1])(a, t)
+        np.testing.assert_allclose(rows, fd, atol=1e-8)
+    if not complex_input and len(shape) == 2:
+        check_grads(f, (a,), order=2)
+        b = gen.standard_normal(shape[0])
+        x_fd = (
+            np.linalg.lstsq(a + h * t, b, rcond=rtol)[0]
+            - np.linalg.lstsq(a - h * t, b, rcond=rtol)[0]
+        ) / (2 * h)
+        np.testing.assert_allclose(
+            jvp(lambda m: la.lstsq(m, b, rcond=rtol)[0], (a,), (t,))[1], x_fd, atol=1e-8
+        )
 
 
 def test_lowercase_uplo_is_read_as_numpy_reads_it():
@@ -712,6 +749,31 @@ def test_norms_of_integer_input_are_float64_traced_too_and_empty_ones_have_empty
     np.testing.assert_array_equal(grad(lambda v: la.norm(v, np.inf))(np.zeros(2)), [0.5, 0.5])
 
 
+@pytest.mark.parametrize(
+    "ord, zero, documented",
+    [
+        (None, np.zeros(3), np.zeros(3)),
+        (3, np.zeros(3), np.zeros(3)),
+        (1, np.zeros(3), np.ones(3)),
+        (np.inf, np.zeros(3), np.full(3, 1 / 3)),
+        ("fro", np.zeros((3, 3)), np.zeros((3, 3))),
+        (1, np.zeros((3, 3)), np.full((3, 3), 1 / 3)),
+        (np.inf, np.zeros((3, 3)), np.full((3, 3), 1 / 3)),
+        (2, np.zeros((3, 3)), np.eye(3) / 3),
+        ("nuc", np.zeros((3, 3)), np.eye(3)),
+    ],
+)
+def test_norm_gradient_at_zero_is_the_documented_subgradient(ord, zero, documented):
+    # the norm docstring's table; each is a subgradient: <g, h> <= norm(h) for every h
+    def f(x):
+        return la.norm(x, ord)
+
+    for g in (grad(f)(zero), jacfwd(f)(zero), jit(grad(f))(zero), vmap(grad(f))(zero[None])[0]):
+        np.testing.assert_allclose(g, documented, atol=1e-15)
+    for h in np.random.default_rng(0).standard_normal((20, *zero.shape)):
+        assert np.sum(documented * h) <= np.linalg.norm(h, ord) + 1e-12
+
+
 @pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf])
 def test_cond_of_singular_matrices_is_inf_as_numpys(p):
     # NumPy's inverse does not raise at a singular matrix, and its cond turns nan into inf
@@ -735,6 +797,33 @@ def test_cond_of_singular_matrices_is_inf_as_numpys(p):
         # where the matrix is regular, the value and gradient are unchanged
         g = grad(lambda m: fnp.sum(la.cond(m, p)))(stack[1:2])
         assert np.all(np.isfinite(g))
+
+
+@pytest.mark.parametrize("p", [None, 2, "fro", "nuc", 1, -1, np.inf, -np.inf])
+def test_cond_has_a_nan_derivative_at_singular_matrices_as_jax(p):
+    # cond is inf there with no derivative: a 0 (of a constant inf) would be a stationary point
+    # (p None and 2 divide by the smallest singular value 0: inf and nan, also no number)
+    stack = np.stack([np.ones((2, 2)), A[:2, :2], np.zeros((2, 2))])
+    weights = np.array([1.0, 2.0, 3.0])
+
+    def f(m):
+        return fnp.sum(weights * la.cond(m, p))
+
+    with np.errstate(all="ignore"):
+        for g in [grad(f), jit(grad(f))]:
+            got = g(stack)
+            assert not np.isfinite(got[0]).any() and not np.isfinite(got[2]).any()
+            # the regular matrix's gradient is its own, to the bit
+            np.testing.assert_array_equal(got[1], grad(lambda m: 2.0 * la.cond(m, p))(A[:2, :2]))
+        tangent = np.stack([np.eye(2)] * 3)
+        _, t = jvp(lambda m: la.cond(m, p), (stack,), (tangent,))
+        assert not np.isfinite(t[0]) and not np.isfinite(t[2])
+        assert t[1] == jvp(lambda m: la.cond(m, p), (A[:2, :2],), (np.eye(2),))[1]
+        rows = vmap(grad(lambda m: la.cond(m, p)))(stack)
+        assert not np.isfinite(rows[0]).any() and np.isfinite(rows[1]).all()
+        regular = np.linalg.cond(A[:2, :2], p)
+        np.testing.assert_array_equal(la.cond(stack, p), [np.inf, regular, np.inf])
+    check_grads(lambda m: la.cond(m, p), (A,), order=2)
 
 
 def test_cond_of_empty_matrices_raises_numpys_error():

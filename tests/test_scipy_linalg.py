@@ -640,6 +640,33 @@ def test_float16_is_computed_in_float32_under_every_transform(name, f):
     np.testing.assert_allclose(g, grad(lambda a: fnp.sum(f(a)))(a32), rtol=1e-3, atol=1e-3)
 
 
+# each call takes the module (SciPy's or fgrad's) and the matrix
+SMALL_INT_CALLS = [
+    ("inv", lambda m, a: m.inv(a)),
+    ("inv-pos", lambda m, a: m.inv(a, assume_a="pos")),
+    ("eigh", lambda m, a: m.eigh(a)[0]),
+    ("eigh-vectors", lambda m, a: np.abs(m.eigh(a)[1])),
+    ("eigh-generalized", lambda m, a: m.eigh(a, 2 * np.eye(3, dtype=a.dtype))[0]),
+    ("solve", lambda m, a: m.solve(a, np.ones(3, a.dtype))),
+    ("cholesky", lambda m, a: m.cholesky(a)),
+    ("lu", lambda m, a: m.lu(a)[2]),
+    ("svd", lambda m, a: m.svd(a)[1]),
+]
+
+
+@pytest.mark.parametrize("name, f", SMALL_INT_CALLS, ids=[n for n, _ in SMALL_INT_CALLS])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.int32])
+def test_integer_and_bool_input_gives_scipys_dtype(name, f, dtype):
+    """SciPy's LAPACK wrappers promote int8, uint8, int16 and bool with float32 (float32
+    results), wider integers to float64: inv and eigh gave float64 for the small ones."""
+    a = np.eye(3) if dtype is np.bool_ else np.array([[4, 1, 0], [1, 3, 1], [0, 1, 4]])
+    a = a.astype(dtype)
+    expected = np.asarray(f(sl, a))
+    for out in (f(sla, a), fgrad.jit(lambda x: f(sla, x))(a)):
+        assert out.dtype == expected.dtype
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_toeplitz_and_expm_derivative_of_empty_input_are_scipys_empty_results():
     # toeplitz broadcast r[1:] to n - 1 = -1 entries; expm's Frechet scale took max of nothing
     e = np.zeros(0)

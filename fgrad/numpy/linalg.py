@@ -54,12 +54,18 @@ Conventions (where NumPy has no derivative to follow):
   normalization (unit norm, largest-magnitude component real), as JAX's
   `enable_eigvec_derivs`, so they match finite differences of NumPy's values; `qr`'s R has a
   real diagonal (LAPACK's), which fixes its phases, and `cholesky` is unique.
-- The 2-norm (and every p-norm) has gradient 0 at the zero vector (a subgradient; JAX gives nan).
+- Norms have no derivative at 0; the gradient there is a subgradient, which depends on `ord`:
+  0 for the vector p-norms other than 1 and +-inf (the 2-norm included) and for 'fro' (the
+  minimum's; JAX gives nan); ones for the vector 1-norm (real `abs'(0)` is 1, as JAX's), 1/n
+  each for the inf-norm (the tie shares), and nonzero ones for the matrix 1, inf, 2 and 'nuc'
+  norms (see `norm`). A jvp at 0 is that subgradient applied to the tangent, not a
+  directional derivative (which is the norm of the tangent): it can be negative.
 - `det`'s gradient is the transposed adjugate, and its derivatives of every order are exact
   at matrices of any rank (an average of regular adjugates, see `_adjugate_T_shifted`).
 - `slogdet`'s sign is a constant for real input and differentiable for complex input
   (d sign = i Im(tr(inv(a) da)) sign).
-- `pinv` (and `lstsq`'s x) differentiate where the rank is locally constant; the full U/Vh of
+- `pinv` (and `lstsq`'s x) differentiate NumPy's truncated pseudo-inverse (exact away from
+  the cutoff, where it jumps); the full U/Vh of
   `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError, under
   a derivative only: `vmap` and `jit` compute them).
 - `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
@@ -87,7 +93,9 @@ from .elementwise import (
     equal,
     greater,
     imag,
+    less,
     logical_and,
+    logical_not,
     logical_or,
     mask_values,
     may_hold,
@@ -821,7 +829,10 @@ def slogdet(a: ArrayLike) -> SlogdetResult:
 
 def _pinv_jvp(t, ans, x, rcond, hermitian):
     """Golub and Pereyra's derivative of the pseudo-inverse P of A (rank locally constant):
-    dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P."""
+    dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P. Where `rcond` cuts a singular
+    value, the truncated pseudo-inverse's (`_truncated_pinv_jvp`)."""
+    if _cuts_a_singular_value(ans, x):
+        return _truncated_pinv_jvp(t, ans, x, rcond)
     p, a = ans, x
     th = _H(t)
     return (
@@ -832,6 +843,8 @@ def _pinv_jvp(t, ans, x, rcond, hermitian):
 
 
 def _pinv_vjp(ans, x, rcond, hermitian):
+    if _cuts_a_singular_value(ans, x):
+        return _truncated_pinv_vjp(ans, x, rcond)
     p, a = ans, x
     pt, pc, ac = _mT(p), _conj(p), _conj(a)
 
@@ -842,6 +855,89 @@ def _pinv_vjp(ans, x, rcond, hermitian):
             + _matmul(ch - _matmul(_matmul(ac, pc), ch), _matmul(pc, pt))
             + _matmul(_matmul(pt, pc), ch - _matmul(ch, _matmul(pc, ac)))
         )
+
+    return bprop
+
+
+def _cuts_a_singular_value(p, a):
+    """Whether the cutoff dropped a singular value of a (of some matrix of the stack) above
+    rounding. P A is the projector on the kept right singular vectors, so its trace (a cheap
+    sum) counts them; then a - a P a, the part cut, is compared with a. Where none is cut, or
+    only singular values at rounding level (a rank-deficient a that stays so, like b @ c with
+    thin b and c), Golub and Pereyra's rule is exact (to rounding) and needs no SVD. Read
+    (under `jit`, booleans the record checks); under `vmap`, taken to hold."""
+    p, a = constant_of(p), constant_of(a)
+    m, n = shape(a)[-2:]
+    kept = real(sum(p * _mT(a), axis=(-2, -1)))
+    if not may_hold(less(kept, builtins.min(m, n) - 0.5)):
+        return False
+    cut = _matmul(_matmul(a, p), a) - a
+    size = sum(real(a * _conj(a)), axis=(-2, -1))
+    rounding = (100 * builtins.max(m, n) * float(_np.finfo(_dtype(a)).eps)) ** 2
+    return may_hold(greater(sum(real(cut * _conj(cut)), axis=(-2, -1)), rounding * size))
+
+
+def _truncated_pinv_parts(a, rcond):
+    """a's thin SVD (U, s, V) and the real coefficients C1, C2 of the truncated pseudo-inverse
+    P = V diag(1/s_kept) U^H's derivative: in the singular bases, with E = U^H dA V,
+    V^H dP U = C1 * E + C2 * E^H, where for kept i, j: C1 = -1/(s_i s_j); for i kept, j cut
+    (sigma_j its singular value, d = s_i^2 - sigma_j^2 > 0 away from the cutoff):
+    C1 = sigma_j / (s_i d), C2 = 1 / d; for i cut, j kept the mirror image; 0 for cut i, j.
+    (The kept singular subspaces turn with dA, coupled to the cut ones through their
+    singular values: sigma = 0 gives Golub and Pereyra's rule.)"""
+    u, s, vh = svd(a, full_matrices=False)
+    sv = constant_of(s)
+    cutoff = _np.asarray(rcond, dtype=float)[..., None] * _largest(sv, -1, keepdims=True)
+    kept = greater(sv, cutoff)
+    si, sj = expand_dims(s, -1), expand_dims(s, -2)
+    ki, kj = expand_dims(kept, -1), expand_dims(kept, -2)
+    both, left_only = logical_and(ki, kj), logical_and(ki, logical_not(kj))
+    right_only = logical_and(kj, logical_not(ki))
+    mixed = logical_or(left_only, right_only)
+    one = _const(1.0, sv)
+    # the kept singular value's square minus the cut one's: > 0 away from the cutoff
+    gap = where(left_only, si * si - sj * sj, where(right_only, sj * sj - si * si, one))
+    c2 = where(mixed, 1.0 / gap, 0.0)
+    c1 = where(
+        both,
+        -1.0 / where(both, si * sj, one),
+        where(
+            left_only,
+            sj / (where(left_only, si, one) * gap),
+            where(right_only, si / (where(right_only, sj, one) * gap), 0.0),
+        ),
+    )
+    return u, _H(vh), c1, c2
+
+
+def _truncated_pinv_jvp(t, ans, x, rcond):
+    """dP = V (C1 * (U^H dA V) + C2 * (V^H dA^H U)) U^H + P P^H dA^H (I - U U^H)
+    + (I - V V^H) dA^H P^H P: the derivative of NumPy's truncated pseudo-inverse, exact away
+    from the cutoff (the last two terms reach outside a's thin singular bases)."""
+    u, v, c1, c2 = _truncated_pinv_parts(x, rcond)
+    p, th = ans, _H(t)
+    e = _matmul(_H(u), _matmul(t, v))
+    inner = _matmul(v, _matmul(c1 * e + c2 * _H(e), _H(u)))
+    outside_u = th - _matmul(_matmul(th, u), _H(u))
+    outside_v = th - _matmul(v, _matmul(_H(v), th))
+    return inner + _matmul(_matmul(p, _H(p)), outside_u) + _matmul(outside_v, _matmul(_H(p), p))
+
+
+def _truncated_pinv_vjp(ans, x, rcond):
+    u, v, c1, c2 = _truncated_pinv_parts(x, rcond)
+    p = ans
+
+    def bprop(ct):  # the transpose of _truncated_pinv_jvp: conj of its adjoint at conj(ct)
+        g = _conj(ct)
+        gh = _H(g)
+        w = _matmul(_H(v), _matmul(g, u))
+        inner = _matmul(u, _matmul(c1 * w + _H(c2 * w), _H(v)))
+        outside_u = gh - _matmul(u, _matmul(_H(u), gh))
+        outside_v = gh - _matmul(_matmul(gh, v), _H(v))
+        gamma = (
+            inner + _matmul(outside_u, _matmul(p, _H(p))) + _matmul(_matmul(_H(p), p), outside_v)
+        )
+        return _conj(gamma)
 
     return bprop
 
@@ -890,13 +986,12 @@ def pinv(
 ) -> Array:
     """NumPy's `linalg.pinv` (same `rcond`/`rtol` defaults), batched.
 
-    The derivative is Golub and Pereyra's, exact where the rank is locally constant: when no
-    singular value is cut, or when the cut ones are exactly 0 (a rank-deficient matrix that
-    stays so, like `pinv(b @ c)` with thin b, c). Singular values cut by `rcond` that are not 0
-    are treated as if they were: the derivative is then pinv's derivative at the matrix with
-    those singular values set to 0 (at its rank), not the derivative of NumPy's truncated
-    pseudo-inverse, which finite differences measure and which differs (a cut singular value
-    that is not 0 still turns the singular vectors that are kept). With `hermitian=True`, as
+    The derivative is that of the pseudo-inverse NumPy returns. Where no singular value is
+    cut it is Golub and Pereyra's (no SVD). Where `rcond` cuts some, it is the truncated
+    pseudo-inverse's, through a's SVD: a cut singular value that is not 0 still turns the
+    kept singular vectors, through 1 / (s_kept^2 - s_cut^2); exact away from the cutoff
+    (at it, pinv jumps). Its second derivatives go through `svd`'s rules, nan where singular
+    values tie. With `hermitian=True`, as
     NumPy, it reads a's lower triangle only (and the real part of its diagonal), as `eigh`.
     """
     _check_matrix(a, "linalg.pinv")
@@ -975,9 +1070,8 @@ def lstsq(
 ) -> tuple[Array, Array, Array, Array]:
     """NumPy's `linalg.lstsq`: (x, residuals, rank, s) for 2-D a and 1-D or 2-D b.
 
-    x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: exact where the rank is
-    locally constant; where `rcond` cuts a singular value that is not 0, it is taken as 0, and
-    the derivative differs from finite differences of NumPy's `lstsq`, as pinv's);
+    x is `pinv(a) @ b` with NumPy's cutoff (its derivative is pinv's: that of NumPy's x, the
+    truncated one where `rcond` cuts a singular value);
     `residuals` (the squared residual norms, given as NumPy gives them: only when a has full
     column rank and more rows than columns, real for complex input) is
     `sum(|b - a @ x|**2, axis=0)`, differentiable; `rank` is NumPy's integer; `s` is
@@ -1802,7 +1896,9 @@ def _pnorm_impl(x, ord, axis, keepdims, flat):
 
 def _phase(x):
     """d|x| / dx as a cotangent: sign(x) for real x (a constant), conj(x) / |x| for complex x,
-    0 at 0 (the subgradient `abs` picks too)."""
+    0 at 0 (as `abs` of a complex 0 takes; a real `abs` takes 1 there). The p-norms that use
+    it multiply it by |x|^(p-1), which is 0 at x = 0 for p > 1, so the choice shows only for
+    p <= 1."""
     if not _is_complex(x):
         return sign(x)
     zero = mask_values(x) == 0
@@ -1923,11 +2019,17 @@ def norm(
     matrix `ord` (None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf), `axis` an int or a pair, and
     `keepdims`; real for complex x (the 2-norm sums |x|^2).
 
-    Conventions: a p-norm (the 2-norm included) has gradient 0 at the zero vector (a
-    subgradient; JAX gives nan); ord=0 counts nonzeros and has no derivative; 1, inf and the
-    matrix 1/inf norms follow `abs` (abs'(0) = 1) and `max` (ties share evenly); 2, -2 and
+    Conventions: ord=0 counts nonzeros and has no derivative; 1, inf and the matrix 1/inf
+    norms follow `abs` (abs'(0) = 1 for real x) and `max` (ties share evenly); 2, -2 and
     'nuc' use the singular values, whose gradient is exact at repeated singular values. For
     complex x the gradient is JAX's: conj(x) / norm for the 2-norm.
+
+    At 0, where a norm has no derivative, the gradient is a subgradient that depends on
+    `ord`: 0 for the 2-norm, 'fro' and the vector p-norms other than 1 and +-inf (JAX gives
+    nan); for real x, ones for the vector 1-norm, 1/n each for the inf-norm, 1/n each for the
+    n x n matrix 1- and inf-norms, I/n for the matrix 2-norm and I for 'nuc' (complex x: 0
+    for the vector norms). A jvp there is that subgradient applied to the tangent, not the
+    directional derivative (the norm of the tangent): along -I the 'nuc' norm's is -n.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(fnp.linalg.norm)(fnp.array([3.0, 4.0]))
@@ -2027,8 +2129,21 @@ def cond(x: ArrayLike, p: float | str | None = None) -> Array:
     nans = _np.any(_np.isnan(mask_values(x)), axis=(-2, -1))
     undefined = _np.logical_and(_np.isnan(mask_values(r)), _np.logical_not(nans))
     if may_hold(undefined):
-        r = where(undefined, _np.asarray(_np.inf, _dtype(r)), r)
+        r = where(undefined, _inf_without_derivative(undefined, x, r), r)
     return r[()]  # a number for one matrix, as NumPy's
+
+
+def _inf_without_derivative(undefined, x, r):
+    """inf where `undefined` holds (a mask over the stack), 1 elsewhere, with a nan derivative
+    (every entry of x's) where it is inf: cond is inf at a singular matrix and has no
+    derivative there. A constant inf would give a 0 derivative, a stationary point to an
+    optimizer. The value is inf * (1 + 0 * total), total a sum of x's finite entries: inf,
+    and its derivative inf * 0 = nan; where the mask does not hold the factor is 1, the
+    derivative 0, which the caller's `where` drops."""
+    finite = where(_np.isfinite(mask_values(x)), x, _const(0.0, x))
+    total = sum(real(finite) if _is_complex(finite) else finite, axis=(-2, -1))
+    scale = where(undefined, _const(_np.inf, r), _const(1.0, r))
+    return scale * (1.0 + 0.0 * total)
 
 
 def _cond(x, p):

@@ -371,7 +371,7 @@ def inv(
     is the inverse of the diagonal part (SciPy 1.17 puts 1/diag on the diagonal but keeps a's
     off-diagonal entries, which is not an inverse)."""
     n = _square(a, "inv")
-    a = _single_if_half(a)
+    a = _lapack_float(a)
     eye = _const(_np.eye(n), a)
     if assume_a in (None, "general", "gen"):
         return _la.inv(a)
@@ -1189,7 +1189,7 @@ def eigh(
         raise ValueError(f"scipy.linalg.eigh: type must be 1, 2 or 3, got {type!r}")
     index = _eigh_subset_index(subset_by_index, subset_by_value, n)
     uplo = "L" if lower else "U"
-    a = _single_if_half(a)
+    a = _lapack_float(a)
     if b is None:
         w, v = _la.eigh(a, UPLO=uplo)
     else:
@@ -1198,7 +1198,7 @@ def eigh(
                 f"scipy.linalg.eigh: 'b' has {describe(b)} but 'a' has "
                 f"{describe(a)}; they must have the same shape"
             )
-        b = _single_if_half(b)
+        b = _lapack_float(b)
         low = _H(_la.cholesky(b, upper=True)) if not lower else _la.cholesky(b)
         a = _la._hermitian_from(a, lower=lower)
         if type == 1:  # L^-1 a L^-H
