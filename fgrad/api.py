@@ -16,6 +16,7 @@ import gc
 import inspect
 import math
 import operator
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -700,7 +701,11 @@ def value_and_grad(
     _refuse_allow_int(allow_int, "value_and_grad")
     value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
     named = _named(value_and_grad_fun, fun, "value_and_grad")
-    named.same_transform_of = (fun, lambda g: value_and_grad(g, argnums, has_aux, holomorphic))
+    named.same_transform_of = (
+        weakref.ref(named),
+        fun,
+        lambda g: value_and_grad(g, argnums, has_aux, holomorphic),
+    )
     return named
 
 
@@ -833,9 +838,14 @@ def grad(
     _refuse_allow_int(allow_int, "grad")
     grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad", with_value=False)
     named = _named(grad_fun, fun, "grad")
-    # (for `jit`; with the function transformed, told from that of a wrapper of this one,
-    # which copies this one's __dict__: functools.update_wrapper)
-    named.same_transform_of = (fun, lambda g: grad(g, argnums, has_aux, holomorphic))
+    # (for `jit`: this function, by a weak reference, told from a wrapper of it, which copies
+    # its __dict__ (functools.update_wrapper); the function transformed; the transform of
+    # another function)
+    named.same_transform_of = (
+        weakref.ref(named),
+        fun,
+        lambda g: grad(g, argnums, has_aux, holomorphic),
+    )
     return named
 
 

@@ -50,7 +50,6 @@ from .core import (
     Box,
     NondiffPrimitive,
     bind,
-    innermost,
     is_foreign_array,
     primal,
     raises_on_values,
@@ -66,6 +65,7 @@ from .staging import (
     constant,
     describe_value,
     guard_key,
+    read_at,
     same_op,
     shape_key,
 )
@@ -84,6 +84,23 @@ class _Miss(Exception):
 
 class _Unstable(Exception):
     """Two runs that read the same values computed different operations."""
+
+
+# The jit of f while a jit(grad(f)) records the gradient from it (`Jitted._record_deferred`),
+# per thread
+_recording_from = threading.local()
+
+
+class _Deferred(Exception):
+    """The record of f inside jit(grad(f)) (`Jitted._deferred`), replayed to record the
+    gradient, has no path for these values (or runs eagerly, `settled`): the gradient's
+    record is not made from this call. Recording f's Python there instead would put paths
+    of two origins into one tree (the operations the Python meets above a vmap inside f
+    differ from those the record holds below it: `_Unstable`)."""
+
+    def __init__(self, settled=False):
+        super().__init__("the record of the function has no path for these values")
+        self.settled = settled
 
 
 # --- one recorded run, and the tree of them -------------------------------------------------------
@@ -468,13 +485,16 @@ class _Writer:
         return call
 
     def read(self, guard) -> str:
-        if guard.reader is not None:
-            return f"{self.name(guard.reader, 'r')}(v{guard.slot})"
         if guard.kind == "shape":
             return f"_shape(v{guard.slot})"
         if not self.general:  # plain values: each is its own value, and all its rows
+            if guard.reader is not None:
+                return f"{self.name(guard.reader, 'r')}(v{guard.slot})"
             return f"v{guard.slot}"
-        return f"_{'innermost' if guard.kind == 'whole' else 'primal'}(v{guard.slot})"
+        # (traced values: a recording outside reads them as a guard of its own, and names the
+        # line the guard was read at: `read_at`)
+        read = self.name(guard.reader, "r") if guard.reader is not None else _READERS[guard.kind]
+        return f"_read_at({guard.source!r}, {read}, v{guard.slot})"
 
     def node(self, node: _Node, indent: str, live: set) -> None:
         """Write `node` and its subtree; `live` holds the slots defined before it that are
@@ -784,7 +804,8 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
         _bind=bind,
         _bind_call=_bind_call,
         _primal=primal,
-        _innermost=innermost,
+        _whole=core.whole_value,
+        _read_at=read_at,
         _key=guard_key,
         _shape=shape_key,
         _copy=_copy,
@@ -850,16 +871,20 @@ def _interpret_leaves(root: _Node, *leaves) -> Any:
     return _interpret(root, leaves)
 
 
+# How a general replay reads a guard's value by its kind (`_Writer.read`): `whole_value`, not
+# `innermost`, so that a recording outside records the read as a guard (read_whole)
+_READERS = {"value": "_primal", "whole": "_whole", "layout": "_primal"}
+
+
 def _guard_read(guard, env, key):
     """The value a compiled general replay compares with a guard's key (`_Writer.read` and
     `key_expr`): `key` the guard's own key for an item, None for a branch's."""
     v = env[guard.slot]
-    if guard.reader is not None:
-        read = guard.reader(v)
-    elif guard.kind == "shape":
+    if guard.kind == "shape":
         read = shape_key(v)
     else:
-        read = innermost(v) if guard.kind == "whole" else primal(v)
+        reader = guard.reader or (core.whole_value if guard.kind == "whole" else primal)
+        read = read_at(guard.source, reader, v)
     if guard.direct:
         return read
     return guard_key(read) if key is None or type(key) is tuple else read
@@ -1193,12 +1218,32 @@ class Jitted:
         # jit(grad(f)): the first call of a signature runs grad(jit(f)), which records f's
         # operations alone; the second records the gradient from f's record, without f's
         # Python (`_first_calls`: the signatures called once).
-        transformed, remake = getattr(fun, "same_transform_of", (None, None))
-        self._deferred = None
-        if transformed is not None and transformed is getattr(fun, "transformed", None):
-            inner = Jitted(fun.transformed, static_argnums, static_argnames, max_paths)
+        own, transformed, remake = getattr(fun, "same_transform_of", (None, None, None))
+        self._deferred = self._inner = None
+        if own is not None and own() is fun:  # (grad's own function, not a copy's wrapper)
+            inner = Jitted(transformed, static_argnums, static_argnames, max_paths)
+            inner._holds_warnings = True  # (this one gives them)
+            self._inner = inner
             self._deferred = remake(inner)
         self._first_calls: set = set()
+        self._holds_warnings = False
+        self._held: str | None = None
+        self._held_count = 0
+
+    def _recorded_outside(self) -> bool:
+        """Whether this is f's jit while jit(grad(f)) records the gradient from it
+        (`_recording_from`): it may replay, and raises `_Deferred` where it would record or
+        run f."""
+        return getattr(_recording_from, "inner", None) is self
+
+    def _record_deferred(self, leaves, rebuild, generators):
+        """`_record` of grad(f's jit), which raises `_Deferred` where f's jit cannot replay."""
+        before = getattr(_recording_from, "inner", None)
+        _recording_from.inner = self._inner
+        try:
+            return _record(self._deferred, leaves, rebuild, False, generators)
+        finally:
+            _recording_from.inner = before
 
     def __repr__(self):
         return f"jit({self._name})"
@@ -1295,6 +1340,8 @@ class Jitted:
                     entry = None
         if entry is not None:
             if entry.eager:
+                if self._recorded_outside():
+                    raise _Deferred(settled=True)
                 return self._fun(*args, **kwargs)
             replay = entry.replay
             if replay is None:
@@ -1308,15 +1355,23 @@ class Jitted:
                 return replay(*leaves)
             except _Miss as miss:
                 _roll_back(marks)
+                if self._recorded_outside():
+                    raise _Deferred from None
                 rebuild = self._rebuild(args, kwargs, tree)
                 generators = _generators_in(self._watched, args, kwargs.values())
                 return self._again(entry, leaves, rebuild, miss, generators)
+            except _Deferred:
+                raise
             except Exception:
                 # An operation raised on these values (inv of a singular matrix), which the
                 # function may catch (try/except): the replay cannot take that path, so this
                 # call runs eagerly, and raises, or goes on, as the function does.
                 _roll_back(marks)
+                if self._recorded_outside():
+                    raise _Deferred from None
                 return self._fun(*args, **kwargs)
+        if self._recorded_outside():
+            raise _Deferred
         deferred = self._deferred
         if deferred is not None and not general and not rebinds:
             if key not in self._first_calls:
@@ -1324,9 +1379,14 @@ class Jitted:
                     self._first_calls.add(key)
                 return deferred(*args, **kwargs)
         generators = _generators_in(self._watched, args, kwargs.values())
-        out, path = _record(
-            deferred or self._fun, leaves, self._rebuild(args, kwargs, tree), False, generators
-        )
+        rebuild = self._rebuild(args, kwargs, tree)
+        if deferred is None:
+            out, path = _record(self._fun, leaves, rebuild, False, generators)
+        else:
+            try:
+                out, path = self._record_deferred(leaves, rebuild, generators)
+            except _Deferred as apart:
+                return self._without_record(key, len(leaves), general, cells, apart, args, kwargs)
         if path.unsafe is None and rebinds >= self._max_paths:
             self._settle_rebinds(key, len(leaves), general, cells, rebinds, rebound)
         elif path.unsafe is None:
@@ -1342,8 +1402,7 @@ class Jitted:
                 self._cache[key] = entry
             if path.unsafe.startswith(_WARNED_REASONS) and not self._warned:
                 self._warned = True
-                message = f"fgrad.jit({self._name}): {path.unsafe}"
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
+                self._warn(f"fgrad.jit({self._name}): {path.unsafe}", 2)
         return out
 
     def with_signature_of(self, *args) -> Callable:
@@ -1387,7 +1446,19 @@ class Jitted:
 
     def _again(self, entry, leaves, rebuild, miss, generators=()):
         """A replay missed a guard: run the function again, recording its path."""
-        out, path = _record(self._deferred or self._fun, leaves, rebuild, False, generators)
+        if self._deferred is None:
+            out, path = _record(self._fun, leaves, rebuild, False, generators)
+        else:
+            try:
+                out, path = self._record_deferred(leaves, rebuild, generators)
+            except _Deferred as apart:
+                args, kwargs = rebuild(leaves)
+                held = self._inner._held_count
+                out = self._deferred(*args, **kwargs)
+                if apart.settled or self._inner._held_count != held:
+                    entry.eager = True
+                    self._give_held_warning(3)
+                return out
         if path.unsafe is not None:
             return out
         with self._lock:
@@ -1407,6 +1478,21 @@ class Jitted:
                 entry.replay = None  # compiled again at the next call
         return out
 
+    def _without_record(self, key, n_inputs, general, cells, apart, args, kwargs):
+        """jit(grad(f)) whose record of f had no path for this call (`_Deferred`): grad of
+        that jit, run without recording the gradient, gives the result and records f's new
+        path, from which the next call records the gradient. Where f's jit runs eagerly
+        (`settled`), so does this one, for this signature."""
+        held = self._inner._held_count
+        out = self._deferred(*args, **kwargs)
+        if apart.settled or self._inner._held_count != held:  # (it settled in this call)
+            entry = _Entry(None, n_inputs, general, cells)
+            entry.eager = True
+            with self._lock:
+                self._cache[key] = entry
+            self._give_held_warning(3)
+        return out
+
     def _settle_rebinds(self, key, n_inputs, general, cells, rebinds, rebound):
         """`rebinds` calls in a row found a variable the function reads rebound, and recorded
         again, with no replay between: recording at every call costs more than running
@@ -1420,43 +1506,57 @@ class Jitted:
             self._warned = True
         names = ", ".join(rebound) or "a variable the function reads"
         was = "were" if len(rebound) > 1 else "was"
-        warnings.warn(
+        self._warn(
             f"fgrad.jit({self._name}): {names} {was} rebound before each of the last {rebinds} "
             "calls, and a record holds the value it read, so each call recorded again (slower "
             "than running eagerly); this function runs eagerly from now on for these argument "
             "shapes. Pass it to the function as an argument instead, to jit it.",
-            RuntimeWarning,
-            stacklevel=3,
+            3,
         )
+
+    def _warn(self, message: str, stacklevel: int) -> None:
+        """Warn, from the caller's line `stacklevel` frames up; f's jit inside jit(grad(f))
+        holds the warning instead (`_held`), for the outer one to give, from the user's call
+        and naming itself, when it runs eagerly for that reason."""
+        if self._holds_warnings:
+            self._held, self._held_count = message, self._held_count + 1
+        else:
+            warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+    def _give_held_warning(self, stacklevel: int) -> None:
+        """jit(grad(f)) runs eagerly because f's jit does: its warning, once."""
+        held = self._inner._held if self._inner is not None else None
+        if held is not None and not self._warned:
+            self._warned = True
+            own = held.replace(f"fgrad.jit({self._inner._name})", f"fgrad.jit({self._name})", 1)
+            warnings.warn(own, RuntimeWarning, stacklevel=stacklevel + 1)
 
     def _warn_eager(self, source):
         if self._warned:
             return
         self._warned = True
         where = source or "a line of the function"
-        warnings.warn(
+        self._warn(
             f"fgrad.jit({self._name}): the value read at {where} keeps changing from call "
             f"to call ({self._max_paths} paths recorded for these argument shapes), so this "
             "function runs eagerly from now on for them. Make the value an argument marked "
             "static (static_argnums) if it takes few values, or leave this function unjitted "
             "and jit the parts of it without the branch; jit(..., max_paths=n) allows more "
             "paths.",
-            RuntimeWarning,
-            stacklevel=4,
+            4,
         )
 
     def _warn_unstable(self):
         if self._warned:
             return
         self._warned = True
-        warnings.warn(
+        self._warn(
             f"fgrad.jit({self._name}): two calls that read the same values computed "
             "different operations, so the function depends on something that is not an "
             "argument (a global, a variable of an enclosing function that changed, NumPy's "
             "global random generator). It runs eagerly from now on; pass such state as an "
             "argument to jit it.",
-            RuntimeWarning,
-            stacklevel=4,
+            4,
         )
 
     def record_source(self, *args, **kwargs) -> str | None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -220,9 +221,28 @@ RECORD_FILE_PREFIX = "<fgrad.jit record of "
 _NOT_USERS = (_PACKAGE_DIR + os.sep, os.path.dirname(os.path.abspath(_np.__file__)) + os.sep)
 
 
+# The user's line of the guard a replay is reading (`read_at`), per thread
+_reading = threading.local()
+
+
+def read_at(source: str | None, read, v: Any) -> Any:
+    """`read(v)` in a replay of a record under another recording (a traced `v`): the guard the
+    other records on the value read names `source`, the line of the function that read it
+    when the replayed record was made, not the line that called the replay (the replay's
+    frames are fgrad's)."""
+    _reading.source = source
+    try:
+        return read(v)
+    finally:
+        _reading.source = None
+
+
 def user_line(depth: int = 2) -> str | None:
     """'file:line' of the innermost frame outside fgrad and NumPy (the user's code), or
-    None."""
+    None. In a replay's read of a guard (`read_at`), that guard's own line."""
+    source = getattr(_reading, "source", None)
+    if source is not None:
+        return source
     frame: Any
     try:
         frame = sys._getframe(depth)
