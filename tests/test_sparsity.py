@@ -165,6 +165,30 @@ def test_chained_rosenbrock_hessian():
     np.testing.assert_allclose(got.toarray(), want, rtol=1e-14, atol=1e-14 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last"])
+def test_a_double_arrow_hessian_takes_three_passes_in_every_order(order, monkeypatch):
+    # two dense rows and columns (the last two) and the diagonal; the natural order took 40
+    n, a, b = 40, 38, 39
+    x = np.linspace(-1.0, 1.0, n)
+    seeds = []
+    original = sparse._Plan.__init__
+
+    def spy(self, pattern, seeds_, *rest):
+        seeds.append(seeds_.shape[0])
+        original(self, pattern, seeds_, *rest)
+
+    monkeypatch.setattr(sparse._Plan, "__init__", spy)
+    f = lambda x: 0.5 * fnp.sum(x * x) + x[a] * fnp.sum(x) + x[b] * fnp.sum(x)
+    got = fgrad.sparse_hessian(f, order=order)(x).toarray()
+    # the closed form: I + e_a 1' + 1 e_a' + e_b 1' + 1 e_b'
+    want = np.eye(n)
+    for k in (a, b):
+        want[k, :] += 1.0
+        want[:, k] += 1.0
+    np.testing.assert_array_equal(got, want)
+    assert seeds == [3]
+
+
 def test_hessian_of_a_function_of_several_arguments_and_a_given_pattern():
     def f(a, b):
         return fnp.sum(a**2 * b[:3]) + fnp.sum(fnp.sin(b))
