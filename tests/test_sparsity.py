@@ -754,6 +754,44 @@ def test_einsum_of_scalars_has_a_one_by_one_pattern():
     assert zero.tolist() == [[False]]
 
 
+_EMPTY_CONTRACTIONS = {  # each output element a sum over nothing: 0, whatever x is
+    "tensordot": lambda e: fnp.tensordot(e.reshape(3, 0), e.reshape(0, 4), axes=1),
+    "tensordot_axes": lambda e: fnp.tensordot(e.reshape(3, 0), e.reshape(0, 4), ([1], [0])),
+    "inner": lambda e: fnp.inner(e.reshape(3, 0), e.reshape(2, 0)),
+    "dot": lambda e: fnp.dot(e.reshape(3, 0), e.reshape(0, 4)),
+    "matmul": lambda e: fnp.matmul(e.reshape(3, 0), np.ones((0, 4))),
+    "einsum": lambda e: fnp.einsum("ij,jk->ik", e.reshape(3, 0), e.reshape(0, 4)),
+    "einsum_broadcast": lambda e: fnp.einsum("ij,jk->ik", np.ones((3, 1)), e.reshape(0, 4)),
+    "vecdot": lambda e: fnp.vecdot(e.reshape(3, 0), e.reshape(3, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EMPTY_CONTRACTIONS))
+def test_a_contraction_over_an_empty_axis_is_a_constant_zero(name):
+    # the einsum rule took a letter's length as the largest among its axes and 1, so that
+    # a 0-length axis became 1 and raised ("could not be broadcast"): tensordot, inner,
+    # einsum, vecdot
+    product = _EMPTY_CONTRACTIONS[name]
+    x = np.linspace(1.0, 2.0, 5)
+
+    def f(x):  # the product's rows, then x**2's
+        return fnp.concatenate([fnp.ravel(product(x[:0])), x**2])
+
+    rows = np.size(product(np.zeros(0)))
+    want = np.vstack([np.zeros((rows, 5), dtype=bool), np.eye(5, dtype=bool)])
+    np.testing.assert_array_equal(_dense(fgrad.jacobian_sparsity(f)(x)), want)
+    got = _assert_equal_to_jacfwd(f, x)
+    np.testing.assert_array_equal(got.toarray()[:rows], 0.0)
+    if name == "einsum_broadcast":
+        return  # (its gradient, traced, raises in einsum's bprop: fgrad/numpy/products.py)
+
+    def g(x):
+        return fnp.sum(product(x[:0])) + fnp.sum(x**3)
+
+    np.testing.assert_array_equal(_dense(fgrad.hessian_sparsity(g)(x)), np.eye(5, dtype=bool))
+    np.testing.assert_array_equal(fgrad.sparse_hessian(g)(x).toarray(), np.diag(6.0 * x))
+
+
 def test_products_keep_the_zeros_of_a_constant_factor():
     import fgrad.scipy.special as special
 
