@@ -7,7 +7,8 @@ colouring* (distance-2 colouring of the column intersection graph); a *row colou
 same for pulls (VJPs). A symmetric Hessian needs fewer: a *star colouring* (a distance-1
 colouring in which every path on four vertices uses at least three colours) lets each
 off-diagonal entry be read either at (i, colour of j) or, by symmetry, at (j, colour of i)
-(`star_recovery`).
+(`star_recovery`). The star colouring is greedy, in two passes (`star_coloring`): the one with
+fewer colours is kept.
 
 A column colouring is greedy (each column takes the smallest colour no column sharing a row
 with it has taken yet) in one of three orders: "natural" (the columns' numbering, the
@@ -514,32 +515,76 @@ def _adjacency(pattern):
 def star_coloring(pattern, order: str = "smallest_last") -> _np.ndarray:
     """A star colouring of a symmetric pattern's graph (vertex i ~ j when entry (i, j) is
     nonzero, i != j): adjacent vertices differ, and no path on four vertices is coloured with
-    two colours. Greedy: a vertex takes the smallest colour not used by its neighbours, nor by
-    vertices two steps away through a neighbour still uncoloured, nor by the vertex x of a path
-    v - w - x - y where y has w's colour (v taking x's colour would make it two-coloured)."""
+    two colours. Greedy in `order` (`_star_greedy`), twice: cautious (the usual pass, which
+    keeps vertices two steps apart through a vertex not yet coloured in different colours:
+    often fewer colours on unstructured patterns) and not; the one with fewer colours is kept
+    (ties: the cautious one). The cautious pass degenerates where a vertex adjacent to many is
+    coloured after them (in the natural order, a dense row numbered last: every vertex takes
+    its own colour, n colours for a pattern that takes 3); the other never does so, since it
+    forbids only what the vertices coloured so far rule out."""
     indptr, indices = _adjacency(pattern)
+    visit = vertex_order(indptr, indices, order).tolist()
+    colors = _star_greedy(indptr, indices, visit, cautious=True)
+    if colors.max(initial=0) < 2:
+        return colors  # two colours, the fewest a graph with an edge takes
+    other = _star_greedy(indptr, indices, visit, cautious=False)
+    return other if other.max() < colors.max() else colors
+
+
+def _star_greedy(indptr, indices, visit, cautious: bool) -> _np.ndarray:
+    """A greedy star colouring visiting the vertices in the order `visit`: a vertex v takes
+    the smallest colour that makes no two-coloured path of four among the vertices coloured
+    so far. As v is at an end of such a path or inside it, these are the colours of
+
+    - x on a path v - w - x - y with y of w's colour (and w's: v's neighbours');
+    - u on a path u - w - v - x with x of w's colour (v would be the hub of a two-coloured
+      star: two of its neighbours have one colour).
+
+    A path with a vertex still uncoloured is checked when that vertex is coloured, so that
+    the result is a star colouring in every order. `cautious`: also the colour of x on a path
+    v - w - x with w uncoloured (Gebremedhin, Manne and Pothen's greedy pass: then no two
+    neighbours of a vertex share a colour, and the second rule never applies)."""
     n = len(indptr) - 1
     ptr, idx = indptr.tolist(), indices.tolist()
     colors = [-1] * n
-    mark = [-1] * (n + 1)
-    for v in vertex_order(indptr, indices, order).tolist():
+    mark = [-1] * (n + 1)  # mark[c] == v: colour c is forbidden to v
+    seen = [-1] * (n + 1)  # seen[c] == v: a neighbour of v has colour c
+    first = [-1] * (n + 1)  # first[c]: v's first neighbour met of colour c (-1: listed)
+    for v in visit:
+        hubs: list[int] = []  # v's neighbours whose colour another neighbour of v has too
         for w in idx[ptr[v] : ptr[v + 1]]:
             cw = colors[w]
-            if cw >= 0:
-                mark[cw] = v
+            if cw < 0:
+                if cautious:
+                    for x in idx[ptr[w] : ptr[w + 1]]:
+                        if colors[x] >= 0:
+                            mark[colors[x]] = v
+                continue
+            mark[cw] = v
+            if seen[cw] != v:
+                seen[cw] = v
+                first[cw] = w
+            elif first[cw] >= 0:
+                hubs += (first[cw], w)
+                first[cw] = -1
+            else:
+                hubs.append(w)
+        for w in hubs:  # u - w - v - x, x of w's colour: u's colour is forbidden
+            for u in idx[ptr[w] : ptr[w + 1]]:
+                if colors[u] >= 0:
+                    mark[colors[u]] = v
+        for w in idx[ptr[v] : ptr[v + 1]]:  # v - w - x - y, y of w's colour: x's is forbidden
+            cw = colors[w]
+            if cw < 0:
+                continue
             for x in idx[ptr[w] : ptr[w + 1]]:
-                if x == v:
-                    continue
                 cx = colors[x]
-                if cx < 0:
+                if cx < 0 or mark[cx] == v:
                     continue
-                if cw < 0:
-                    mark[cx] = v
-                else:
-                    for y in idx[ptr[x] : ptr[x + 1]]:
-                        if y != w and colors[y] == cw:
-                            mark[cx] = v
-                            break
+                for y in idx[ptr[x] : ptr[x + 1]]:
+                    if y != w and colors[y] == cw:
+                        mark[cx] = v
+                        break
         c = 0
         while mark[c] == v:
             c += 1

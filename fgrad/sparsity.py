@@ -433,10 +433,12 @@ def _einsum_rule(vals, pats, ans, params, fixed):
     ins, out = subscripts.split("->")
     terms = ins.split(",")
     shapes = [tuple(shape_of(v)) for v in vals]
-    sizes: dict[str, int] = {}
+    sizes: dict[str, int] = {}  # a letter's length: an axis of length 1 broadcasts to it
     for term, shape in zip(terms, shapes):
         for c, n in zip(term, shape):
-            sizes[c] = max(sizes.get(c, 1), n)
+            # (not the largest: a length 0 is the letter's, a contraction over nothing that
+            # leaves every output element 0 and constant)
+            sizes[c] = n if n != 1 else sizes.get(c, 1)
     masks = [  # at each letter's full length (an axis of length 1 broadcasts)
         _np.broadcast_to(_may_be_nonzero(v, p, fixed).reshape(shape), tuple(sizes[c] for c in term))
         for v, p, term, shape in zip(vals, pats, terms, shapes)

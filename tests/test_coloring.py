@@ -83,6 +83,48 @@ def test_star_colorings_are_star_colorings_and_recover_every_entry(pattern, orde
     np.testing.assert_array_equal(b[read_row, read_col], h[rows, cols])
 
 
+@settings(max_examples=60, deadline=None)
+@given(patterns(square=True), st.integers(0, 2**32 - 1), st.booleans())
+def test_both_greedy_star_passes_give_star_colourings_in_any_order(pattern, seed, cautious):
+    indptr, indices = coloring._adjacency(pattern)
+    visit = np.random.default_rng(seed).permutation(pattern.shape[0]).tolist()
+    colors = coloring._star_greedy(indptr, indices, visit, cautious)
+    assert _is_star_coloring(pattern, colors)
+    coloring.star_recovery(pattern, colors)  # (raises if an entry cannot be read)
+
+
+def _double_arrow(n, hubs):
+    """Two dense rows and columns (`hubs`) and the diagonal: a star colouring takes 3 colours
+    (each hub its own, every other vertex the third)."""
+    a = np.eye(n, dtype=bool)
+    a[hubs, :] = a[:, hubs] = True
+    return sp.csr_array(a)
+
+
+@pytest.mark.parametrize("hubs", [[0, 1], [38, 39], [0, 39], [5, 30]])
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_double_arrow_takes_three_star_colours_wherever_its_dense_rows_are(hubs, order):
+    # The cautious greedy pass in the natural order gave every vertex before the second hub
+    # its own colour (hubs 38 and 39: 40 colours): two steps apart through a hub not yet
+    # coloured, they were kept apart.
+    pattern = _double_arrow(40, hubs)
+    colors = coloring.star_coloring(pattern, order)
+    assert _is_star_coloring(pattern, colors)
+    assert colors.max() + 1 == 3
+
+
+def test_a_star_colouring_takes_no_more_colours_than_the_cautious_pass():
+    rng = np.random.default_rng(0)
+    for density in (0.003, 0.006, 0.02):
+        r = sp.random_array((300, 300), density=density, random_state=rng) != 0
+        pattern = sp.csr_array(r + r.T + sp.eye_array(300, dtype=bool))
+        indptr, indices = coloring._adjacency(pattern)
+        for order in ORDERS:
+            visit = coloring.vertex_order(indptr, indices, order).tolist()
+            cautious = coloring._star_greedy(indptr, indices, visit, cautious=True)
+            assert coloring.star_coloring(pattern, order).max() <= cautious.max()
+
+
 def test_star_recovery_refuses_a_colouring_that_is_not_a_star_colouring():
     path = sp.csr_array(np.eye(4) + np.eye(4, k=1) + np.eye(4, k=-1))
     with pytest.raises(ValueError, match="not a star colouring"):

@@ -165,6 +165,30 @@ def test_chained_rosenbrock_hessian():
     np.testing.assert_allclose(got.toarray(), want, rtol=1e-14, atol=1e-14 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("order", ["natural", "largest_first", "smallest_last"])
+def test_a_double_arrow_hessian_takes_three_passes_in_every_order(order, monkeypatch):
+    # two dense rows and columns (the last two) and the diagonal; the natural order took 40
+    n, a, b = 40, 38, 39
+    x = np.linspace(-1.0, 1.0, n)
+    seeds = []
+    original = sparse._Plan.__init__
+
+    def spy(self, pattern, seeds_, *rest):
+        seeds.append(seeds_.shape[0])
+        original(self, pattern, seeds_, *rest)
+
+    monkeypatch.setattr(sparse._Plan, "__init__", spy)
+    f = lambda x: 0.5 * fnp.sum(x * x) + x[a] * fnp.sum(x) + x[b] * fnp.sum(x)
+    got = fgrad.sparse_hessian(f, order=order)(x).toarray()
+    # the closed form: I + e_a 1' + 1 e_a' + e_b 1' + 1 e_b'
+    want = np.eye(n)
+    for k in (a, b):
+        want[k, :] += 1.0
+        want[:, k] += 1.0
+    np.testing.assert_array_equal(got, want)
+    assert seeds == [3]
+
+
 def test_hessian_of_a_function_of_several_arguments_and_a_given_pattern():
     def f(a, b):
         return fnp.sum(a**2 * b[:3]) + fnp.sum(fnp.sin(b))
@@ -728,6 +752,44 @@ def test_einsum_of_scalars_has_a_one_by_one_pattern():
     # a constant zero factor: no dependence, as for the einsums with letters
     zero = _dense(fgrad.jacobian_sparsity(lambda x: fnp.einsum(",->", x, 0.0))(x))
     assert zero.tolist() == [[False]]
+
+
+_EMPTY_CONTRACTIONS = {  # each output element a sum over nothing: 0, whatever x is
+    "tensordot": lambda e: fnp.tensordot(e.reshape(3, 0), e.reshape(0, 4), axes=1),
+    "tensordot_axes": lambda e: fnp.tensordot(e.reshape(3, 0), e.reshape(0, 4), ([1], [0])),
+    "inner": lambda e: fnp.inner(e.reshape(3, 0), e.reshape(2, 0)),
+    "dot": lambda e: fnp.dot(e.reshape(3, 0), e.reshape(0, 4)),
+    "matmul": lambda e: fnp.matmul(e.reshape(3, 0), np.ones((0, 4))),
+    "einsum": lambda e: fnp.einsum("ij,jk->ik", e.reshape(3, 0), e.reshape(0, 4)),
+    "einsum_broadcast": lambda e: fnp.einsum("ij,jk->ik", np.ones((3, 1)), e.reshape(0, 4)),
+    "vecdot": lambda e: fnp.vecdot(e.reshape(3, 0), e.reshape(3, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EMPTY_CONTRACTIONS))
+def test_a_contraction_over_an_empty_axis_is_a_constant_zero(name):
+    # the einsum rule took a letter's length as the largest among its axes and 1, so that
+    # a 0-length axis became 1 and raised ("could not be broadcast"): tensordot, inner,
+    # einsum, vecdot
+    product = _EMPTY_CONTRACTIONS[name]
+    x = np.linspace(1.0, 2.0, 5)
+
+    def f(x):  # the product's rows, then x**2's
+        return fnp.concatenate([fnp.ravel(product(x[:0])), x**2])
+
+    rows = np.size(product(np.zeros(0)))
+    want = np.vstack([np.zeros((rows, 5), dtype=bool), np.eye(5, dtype=bool)])
+    np.testing.assert_array_equal(_dense(fgrad.jacobian_sparsity(f)(x)), want)
+    got = _assert_equal_to_jacfwd(f, x)
+    np.testing.assert_array_equal(got.toarray()[:rows], 0.0)
+    if name == "einsum_broadcast":
+        return  # (its gradient, traced, raises in einsum's bprop: fgrad/numpy/products.py)
+
+    def g(x):
+        return fnp.sum(product(x[:0])) + fnp.sum(x**3)
+
+    np.testing.assert_array_equal(_dense(fgrad.hessian_sparsity(g)(x)), np.eye(5, dtype=bool))
+    np.testing.assert_array_equal(fgrad.sparse_hessian(g)(x).toarray(), np.diag(6.0 * x))
 
 
 def test_products_keep_the_zeros_of_a_constant_factor():
