@@ -241,6 +241,23 @@ ROWS.append(
     )
 )
 
+
+def _projector(q):
+    """q q^T: the projector onto q's columns, whichever orthonormal basis of them q is."""
+    return q @ fnp.swapaxes(q, -1, -2)
+
+
+def _complete_qr_invariants(a):
+    """R, Q's first n columns and the projector onto the rest (any basis of the complement:
+    only the projector is a function of a)."""
+    n = a.shape[-1]
+    q, r = la.qr(a, mode="complete")
+    return r, q[..., :, :n], _projector(q[..., :, n:])
+
+
+for s in [(4, 2), (2, 5, 3)]:
+    ROWS.append(Row("linalg.qr", _complete_qr_invariants, make=spread(*s), variant="complete-tall"))
+
 # --- eigh, eigvalsh -------------------------------------------------------------------------------
 
 for s in [(3, 3), (2, 3, 3), (4, 4)]:
@@ -446,6 +463,21 @@ for s in [(3, 3), (4, 3), (3, 4), (2, 4, 3), (2, 3, 4)]:
         )
     )
 ROWS.append(Row("linalg.svd", la.svd, make=spread(3, 3), variant="full-square"))
+
+
+def _full_svd_invariants(a):
+    """s, U's and Vh's first k = min(m, n) vectors and the projector onto the extra ones of a
+    full U (m > n) or V (m < n): any basis of the complement, only the projector is a
+    function of a."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u, s, vh = la.svd(a)
+    extra = u[..., :, k:] if m > n else fnp.swapaxes(vh[..., k:, :], -1, -2)
+    return s, u[..., :, :k], vh[..., :k, :], _projector(extra)
+
+
+for s in [(4, 2), (2, 4), (2, 3, 5)]:
+    ROWS.append(Row("linalg.svd", _full_svd_invariants, make=spread(*s), variant="full-non-square"))
 ROWS.append(Row("linalg.svdvals", la.svdvals, make=spread(4, 3)))
 for s in [(3, 3), (2, 3, 3)]:
     ROWS.append(

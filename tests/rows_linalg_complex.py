@@ -222,6 +222,18 @@ row("linalg.qr", lambda a: la.qr(a, mode="r"), make=spread(4, 3), variant="r")
 row("linalg.qr", lambda a: la.qr(a)[0], make=spread(3, 4), variant="q-wide")
 row("linalg.qr", lambda a: la.qr(a, mode="complete"), make=spread(3, 4), variant="complete-wide")
 
+
+def _complete_qr_invariants(a):
+    """R, Q's first n columns (R's real diagonal fixes their phases) and the projector onto
+    the rest (any basis of the complement: only the projector is a function of a)."""
+    n = a.shape[-1]
+    q, r = la.qr(a, mode="complete")
+    return r, q[..., :, :n], q[..., :, n:] @ H(q[..., :, n:])
+
+
+for s in [(4, 2), (2, 5, 3)]:
+    row("linalg.qr", _complete_qr_invariants, make=spread(*s), variant="complete-tall")
+
 # --- eigh, eigvalsh, eig, eigvals -----------------------------------------------------------------
 
 
@@ -331,6 +343,22 @@ row(
     make=spread(3, 3),
     variant="polar-factor",
 )
+
+
+def _full_svd_invariants(a):
+    """`_svd_functions` of a full SVD, and the projector onto the extra columns of U (m > n)
+    or V (m < n): any basis of the complement, only the projector is a function of a."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    u, s, vh = la.svd(a)
+    u1, vh1 = u[..., :, :k], vh[..., :k, :]
+    extra = u[..., :, k:] if m > n else H(vh[..., k:, :])
+    usv = (u1 * fnp.sin(s)[..., None, :]) @ vh1
+    return s, usv, fnp.abs(u1) ** 2, fnp.abs(vh1) ** 2, extra @ H(extra)
+
+
+for s in [(4, 2), (2, 4), (2, 3, 5)]:
+    row("linalg.svd", _full_svd_invariants, make=spread(*s), variant="full-non-square")
 row("linalg.svdvals", la.svdvals, make=spread(4, 3))
 row("linalg.svdvals", la.svdvals, make=spread(2, 3, 4), variant="wide-batched")
 for s in SQUARE:

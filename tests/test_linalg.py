@@ -857,15 +857,86 @@ def test_qr_derivatives_at_a_rank_deficient_matrix_are_nan():
     np.testing.assert_array_equal(rows[1], fgrad.grad(f)(regular))
 
 
-def test_full_svd_and_complete_qr_of_non_square_matrices_refuse_a_gradient():
-    with pytest.raises(ValueError, match="full_matrices=False"):
-        grad(lambda a: fnp.sum(la.svd(a)[0]))(TALL)
-    with pytest.raises(ValueError, match="mode='reduced'"):
-        grad(lambda a: fnp.sum(la.qr(a, mode="complete")[0]))(TALL)
-    # plain inputs still get NumPy's full factors
-    assert la.svd(TALL)[0].shape == (4, 4) and la.qr(TALL, mode="complete")[0].shape == (4, 4)
-    # square: full and reduced are the same, so the gradient exists
-    assert np.all(np.isfinite(grad(lambda a: fnp.sum(la.svd(a)[0]))(A)))
+def _H(x):
+    return fnp.conj(fnp.swapaxes(x, -1, -2))
+
+
+def _shape(a):
+    return np.shape(primal(a))
+
+
+def _full_svd_functions(a):
+    """Functions of svd(a) (full_matrices=True, non-square) that a determines: s, |U1|^2 and
+    |Vh1|^2 (U1, Vh1 the first min(m, n) vectors: a sign or phase each), U1 diag(s) Vh1, and
+    the projectors onto the extra columns of U and of V (any basis of the complement)."""
+    k = min(_shape(a)[-2:])
+    u, s, vh = la.svd(a)
+    u1, vh1 = u[..., :, :k], vh[..., :k, :]
+    u2, v2 = u[..., :, k:], _H(vh[..., k:, :])
+    usv = fnp.matmul(u1 * s[..., None, :], vh1)
+    return s, fnp.abs(u1) ** 2, fnp.abs(vh1) ** 2, usv, u2 @ _H(u2), v2 @ _H(v2)
+
+
+def _complete_qr_functions(a):
+    """R, Q's first n columns (LAPACK's real diagonal of R fixes them) and the projector onto
+    the extra columns of the complete Q (any basis of the complement)."""
+    n = _shape(a)[-1]
+    q, r = la.qr(a, mode="complete")
+    return r, q[..., :, :n], q[..., :, n:] @ _H(q[..., :, n:])
+
+
+def _real_parts(f):
+    """f of x + i y, as the real and imaginary parts of its results (finite differences in x
+    and y check complex input under JAX's convention)."""
+    return lambda x, y: tuple(p for o in f(x + 1j * y) for p in (fnp.real(o), fnp.imag(o)))
+
+
+@pytest.mark.parametrize("functions", [_full_svd_functions, _complete_qr_functions])
+@pytest.mark.parametrize("shape", [(4, 2), (2, 4), (2, 5, 3), (2, 3, 5)])
+def test_full_svd_and_complete_qr_of_non_square_matrices_are_differentiable(functions, shape):
+    """The extra columns of a full U, V or complete Q take the least rotation that keeps them
+    orthogonal, so every function of the factors that a determines has its true derivative
+    (checked against finite differences to order 2, real and complex input): they raised
+    ValueError ("the extra singular vectors are arbitrary"), even for s or R alone."""
+    if functions is _complete_qr_functions and shape[-2] < shape[-1]:
+        shape = shape[:-2] + shape[-2:][::-1]  # complete QR differs from reduced when tall
+    r = np.random.default_rng(5)
+    x, y = r.standard_normal(shape), r.standard_normal(shape)
+    check_grads(functions, (x,), order=2)
+    check_grads(_real_parts(functions), (x, y), order=2)
+
+
+def test_full_svd_and_complete_qr_derivatives_of_one_output():
+    """The probe's cases: the singular values alone, U of a wide matrix (determined), R alone
+    and Q's first columns of a tall one, against central differences of NumPy's values."""
+    wide = np.array([[1.0, 2.0, 0.5, -1.0], [0.3, -0.7, 2.0, 1.0]])
+    cases = [
+        (lambda a: fnp.sum(la.svd(a)[1]), lambda a: np.linalg.svd(a)[1].sum(), wide),
+        (
+            lambda a: fnp.sum(la.svd(a)[0] ** 3),
+            lambda a: (np.linalg.svd(a)[0] ** 3).sum(),
+            wide,
+        ),
+        (
+            lambda a: fnp.sum(la.qr(a, mode="complete")[1]),
+            lambda a: np.linalg.qr(a, mode="complete")[1].sum(),
+            wide.T,
+        ),
+        (
+            lambda a: fnp.sum(la.qr(a, mode="complete")[0][:, :2]),
+            lambda a: np.linalg.qr(a, mode="complete")[0][:, :2].sum(),
+            wide.T,
+        ),
+    ]
+    eps = 1e-6
+    for f, numpy_f, a in cases:
+        numeric = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            e = np.zeros_like(a)
+            e[i] = eps
+            numeric[i] = (numpy_f(a + e) - numpy_f(a - e)) / (2 * eps)
+        np.testing.assert_allclose(grad(f)(a), numeric, rtol=1e-7, atol=1e-8)
+        np.testing.assert_allclose(jacfwd(f)(a), numeric, rtol=1e-7, atol=1e-8)
 
 
 @pytest.mark.parametrize(
@@ -890,18 +961,21 @@ def test_full_svd_and_complete_qr_of_non_square_matrices_under_vmap_and_jit(f, n
     for g, e in zip(replayed(x + 1), numpy_f(x + 1)):
         assert np.array_equal(g, e)
 
-    # a derivative through them is refused, with the argument's shape and dtype and what to do
+    # derivatives of quantities that do not depend on the complement's basis (R or s, and the
+    # first columns of Q or U): jit replays them bit for bit, vmap is the loop, jacfwd jacrev
     def total(m):
-        return fnp.sum(f(m)[1])
+        k = min(_shape(m)[-2:])
+        factors = f(m)
+        return fnp.sum(fnp.sin(factors[1])) + fnp.sum(factors[0][..., :, :k] ** 2)
 
-    for refused, arg in [
-        (grad(total), x[0]),
-        (jacfwd(lambda m: f(m)[1]), x[0]),
-        (grad(fgrad.jit(total)), x[0]),
-        (fgrad.vmap(grad(total)), x),
-    ]:
-        with pytest.raises(ValueError, match=r"argument 'a' has shape .* float64.*(Pass|Use)"):
-            refused(arg)
+    g = grad(total)
+    jitted = fgrad.jit(g)
+    for _ in range(3):  # recorded, replayed, compiled
+        assert np.array_equal(jitted(x[0]), g(x[0]))
+    np.testing.assert_allclose(
+        fgrad.vmap(g)(x), np.stack([g(row) for row in x]), rtol=1e-13, atol=1e-14
+    )
+    np.testing.assert_allclose(jacfwd(total)(x[0]), fgrad.jacrev(total)(x[0]), rtol=1e-12)
 
 
 def test_shape_errors_name_the_argument():

@@ -65,9 +65,11 @@ Conventions (where NumPy has no derivative to follow):
 - `slogdet`'s sign is a constant for real input and differentiable for complex input
   (d sign = i Im(tr(inv(a) da)) sign).
 - `pinv` (and `lstsq`'s x) differentiate NumPy's truncated pseudo-inverse (exact away from
-  the cutoff, where it jumps); the full U/Vh of
-  `svd` and the complete Q of `qr` for non-square inputs have no derivative (ValueError, under
-  a derivative only: `vmap` and `jit` compute them).
+  the cutoff, where it jumps).
+- The extra columns of `svd`'s full U and Vh and of `qr`'s complete Q (non-square inputs) are
+  any orthonormal basis of a complement, which the input does not determine: their
+  derivative is the least rotation that keeps them orthogonal (`_complement_tangent`), so the
+  other factors and the projector onto them have their true derivatives (JAX raises).
 - `lstsq`'s residuals are differentiable (`sum(|b - a @ x|**2, axis=0)`); `rank` is an integer.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules), and the other modules of
@@ -1203,8 +1205,8 @@ def cholesky(a: ArrayLike, /, *, upper: bool = False) -> Array:
 
 
 @per_matrix
-def _qr_impl(x):
-    q, r = _np.linalg.qr(x, mode="reduced")
+def _qr_impl(x, mode):
+    q, r = _np.linalg.qr(x, mode=mode)
     return q, r
 
 
@@ -1253,13 +1255,56 @@ def _qr_thin_vjp(ct_q, ct_r, q, r):
     return _right_solve_T(_plus(ct_q, _matmul(_conj(q), ct_b)), _nan_where_singular(r))
 
 
-def _qr_jvp(tangents, ans, x):
-    """Tall and square: the thin rule. Wide (m < n): x = [x1 | x2] with x1 square, and
-    Householder QR factors x1 alone, so (Q, R1) is x1's QR and R2 = Q^H x2:
-    dR2 = dQ^H x2 + Q^H dx2."""
+def _complement_tangent(q1, dq1, q2):
+    """The tangent of an orthonormal complement q2 of q1's columns (the extra columns of a
+    complete Q or a full U or V, which the input does not determine): dq2 = -q1 dq1^H q2, the
+    least rotation of q2 that keeps it orthogonal to q1 (q1^H q2 = 0 and q2^H dq2 = 0). So a
+    function of q2 that does not depend on the choice of basis (the projector q2 q2^H) has its
+    true derivative."""
+    return -_matmul(q1, _matmul(_H(dq1), q2))
+
+
+def _complement_cotangent(q1, ct_q2, q2):
+    """The transpose of `_complement_tangent` in dq1: -conj(q2 ct_q2^T q1)."""
+    return -_H(_matmul(_mT(q1), _matmul(ct_q2, _mT(q2))))
+
+
+def _qr_complete_jvp(t, q, r):
+    """mode='complete' with m > n: Q = [Q1 | Q2] and R = [R1; 0] with (Q1, R1) the thin QR;
+    Q2 rotates as `_complement_tangent` says and R's zero rows stay zero."""
+    n = shape(r)[-1]
+    q1 = q[..., :n]
+    dq1, dr1 = _qr_thin_jvp(t, q1, r[..., :n, :])
+    zero_rows = _np.zeros(shape(r)[:-2] + (shape(r)[-2] - n, n), _dtype(dr1))
+    dq = concatenate([dq1, _complement_tangent(q1, dq1, q[..., n:])], axis=-1)
+    return dq, concatenate([dr1, zero_rows], axis=-2)
+
+
+def _qr_complete_vjp(q, r):
+    """The transpose of `_qr_complete_jvp` (R's zero rows pass no cotangent on)."""
+    n = shape(r)[-1]
+    q1, q2, r1 = q[..., :n], q[..., n:], r[..., :n, :]
+
+    def bprop(cts):
+        ct_q, ct_r = cts
+        if ct_q is not None:
+            ct_q = ct_q[..., :n] + _complement_cotangent(q1, ct_q[..., n:], q2)
+        if ct_r is not None:
+            ct_r = ct_r[..., :n, :]
+        return (_qr_thin_vjp(ct_q, ct_r, q1, r1),)
+
+    return bprop
+
+
+def _qr_jvp(tangents, ans, x, mode):
+    """Tall and square: the thin rule (and the complement's for mode='complete'). Wide
+    (m < n): x = [x1 | x2] with x1 square, and Householder QR factors x1 alone, so (Q, R1) is
+    x1's QR and R2 = Q^H x2: dR2 = dQ^H x2 + Q^H dx2."""
     (t,) = tangents
     q, r = ans
     m, n = shape(x)[-2:]
+    if m > n and mode == "complete":
+        return _qr_complete_jvp(t, q, r)
     if m >= n:
         return _qr_thin_jvp(t, q, r)
     dq, dr1 = _qr_thin_jvp(t[..., :m], q, r[..., :m])
@@ -1267,9 +1312,11 @@ def _qr_jvp(tangents, ans, x):
     return dq, concatenate([dr1, dr2], axis=-1)
 
 
-def _qr_vjp(wanted, ans, x):
+def _qr_vjp(wanted, ans, x, mode):
     q, r = ans
     m, n = shape(x)[-2:]
+    if m > n and mode == "complete":
+        return _qr_complete_vjp(q, r)
 
     def bprop(cts):
         ct_q, ct_r = cts
@@ -1292,31 +1339,6 @@ _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=Tru
 register_rules(_qr_p, forward="speed")
 
 
-def _no_derivative(who, why, instead):
-    """The reverse rule of a factorization some of whose factors `a` does not determine: it
-    refuses at once (forward mode and `jet` transpose it, so they refuse too), while `vmap`
-    and `jit`, which ask for no derivative, compute the factors."""
-
-    def vjp(wanted, ans, a, **params):
-        raise ValueError(
-            f"{who}: argument 'a' has {describe(a)}; {why}, so they have no derivative. {instead}"
-        )
-
-    return vjp
-
-
-_qr_complete_p = Primitive(
-    "qr_complete",
-    per_matrix(lambda x: tuple(_np.linalg.qr(x, mode="complete"))),
-    vjp=_no_derivative(
-        "linalg.qr",
-        "with mode='complete' and more rows than columns, the extra columns of Q are arbitrary",
-        "Use mode='reduced' (or mode='r' for R alone).",
-    ),
-    multiple_results=True,
-)
-
-
 @mirror("function")
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
@@ -1324,9 +1346,11 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     Differentiable where a's leading min(m, n) columns are independent; where they are not
     (R has a zero on its diagonal) the derivatives are nan, as JAX's. R's diagonal is real
     (LAPACK's choice, which fixes the factors' phases), and so is its derivative. With
-    mode='complete' and more rows than columns, the extra columns of Q are not determined by
-    a, so they have no derivative: a derivative through them raises ValueError (use
-    mode='reduced'); `vmap` and `jit` compute them.
+    mode='complete' and more rows than columns, the extra columns Q2 of Q are any orthonormal
+    basis of the complement of the first n, which a does not determine: their derivative is
+    the least rotation that keeps them orthogonal (dQ2 = -Q1 dQ1^H Q2), so R, Q's first n
+    columns and every function of Q2 that does not depend on the basis chosen (the projector
+    Q2 Q2^H, norms of Q2^H b) have their true derivatives (JAX raises).
     """
     _check_matrix(a, "linalg.qr")
     m, n = shape(a)[-2:]
@@ -1335,11 +1359,8 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
             f"linalg.qr: mode must be 'reduced', 'complete' or 'r' (fgrad does not "
             f"differentiate 'raw'), got {mode!r}"
         )
-    if mode == "complete" and m > n:
-        if is_traced(a):  # vmap and jit take it; a derivative is refused by its rule
-            return QRResult(*_qr_complete_p(a))
-        return QRResult(*_np.linalg.qr(a, mode="complete"))
-    q, r = _qr_p(a)
+    # with m <= n NumPy's complete QR is its reduced one
+    q, r = _qr_p(a, mode="complete" if mode == "complete" and m > n else "reduced")
     return r if mode == "r" else QRResult(q, r)
 
 
@@ -1692,13 +1713,27 @@ def _svd_impl(x, full_matrices):
     return u, s, vh
 
 
+def _svd_reduced(ans):
+    """The reduced factors (U, s, Vh) of `svd`'s result, k = min(m, n) singular vectors on
+    each side, and the extra columns of a full U and of a full V (None where there are none)."""
+    u, s, vh = ans
+    k = shape(s)[-1]
+    u2 = v2 = None
+    if shape(u)[-1] > k:
+        u, u2 = u[..., :, :k], u[..., :, k:]
+    if shape(vh)[-2] > k:
+        vh, v2 = vh[..., :k, :], _H(vh[..., k:, :])
+    return (u, s, vh), u2, v2
+
+
 def _svd_jvp(tangents, ans, x, full_matrices):
     """The reduced SVD's derivative (as in JAX): with dP = U^H dA V and F_ij =
     1/(s_j^2 - s_i^2), ds = Re(diag(dP)), dU = U (F * (dP S + S dP^H) + i Im(diag(dP)) / S)
     [+ (I - U U^H) dA V / s if m > n], dV = V (F * (S dP + dP^H S)) [+ (I - V V^H) dA^H U / s
-    if m < n]. The i Im(diag(dP)) / S term is JAX's gauge: V^H dV has a zero diagonal."""
+    if m < n]. The i Im(diag(dP)) / S term is JAX's gauge: V^H dV has a zero diagonal. The
+    extra columns of a full U or V rotate as `_complement_tangent` says."""
     (t,) = tangents
-    u, s, vh = ans
+    (u, s, vh), u2, v2 = _svd_reduced(ans)
     m, n = shape(x)[-2:]
     v = _H(vh)
     f, ties = _gaps_inverse_and_ties(s * s)
@@ -1719,11 +1754,16 @@ def _svd_jvp(tangents, ans, x, full_matrices):
     elif m < n:
         dau = _matmul(_H(t), u)
         dv = dv + (dau - _matmul(v, _matmul(vh, dau))) * expand_dims(inv_s, -2)
+    if u2 is not None:
+        du = concatenate([du, _complement_tangent(u, du, u2)], axis=-1)
+    if v2 is not None:
+        dv = concatenate([dv, _complement_tangent(v, dv, v2)], axis=-1)
     return du, ds, _H(dv)
 
 
 def _svd_vjp(wanted, ans, x, full_matrices):
-    u, s, vh = ans
+    (u, s, vh), u2, v2 = _svd_reduced(ans)
+    n_s = shape(s)[-1]  # min(m, n)
     m, n = shape(x)[-2:]
     f = _gaps_inverse(s * s)
     inv_s = _inverse_where_nonzero(s)
@@ -1731,6 +1771,11 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
     def bprop(cts):  # the transpose of _svd_jvp: dA's cotangent is conj(U) C V^T + ...
         ct_u, ct_s, ct_vh = cts
+        if u2 is not None and ct_u is not None:  # the full U's extra columns: into U's
+            ct_u = ct_u[..., :, :n_s] + _complement_cotangent(u, ct_u[..., :, n_s:], u2)
+        if v2 is not None and ct_vh is not None:  # the same for V, whose cotangent is ct_Vh^H
+            ct_v2 = _H(ct_vh[..., n_s:, :])
+            ct_vh = ct_vh[..., :n_s, :] + _H(_complement_cotangent(_H(vh), ct_v2, v2))
         inner = None if ct_s is None else _diag_embed(ct_s)  # C, the cotangent of dP
         if ct_u is not None:
             j = _matmul(_mT(u), ct_u)
@@ -1752,16 +1797,6 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
 register_rules(_svd_p, forward="speed")
-_svd_full_p = Primitive(
-    "svd_full",
-    per_matrix(lambda x: tuple(_np.linalg.svd(x, full_matrices=True))),
-    vjp=_no_derivative(
-        "linalg.svd",
-        "with full_matrices=True and a non-square matrix, the extra singular vectors are arbitrary",
-        "Pass full_matrices=False (or compute_uv=False for the singular values alone).",
-    ),
-    multiple_results=True,
-)
 
 
 def _svdvals_vjp(ans, x):
@@ -1798,10 +1833,11 @@ def svd(
     gradients there are not meaningful. For complex a, U and Vh are NumPy's, fixed up to a
     phase per singular value: functions of them that do not depend on the phases
     (U diag(f(s)) Vh, abs(U), U Vh) have exact derivatives at distinct singular values (see
-    the module docstring). With full_matrices=True
-    and a non-square a, the extra columns of U (or rows of Vh) are arbitrary, so a derivative
-    through the factors raises ValueError (use full_matrices=False); `vmap` and `jit` compute
-    them. With `hermitian=True` it is computed from
+    the module docstring). With full_matrices=True and a non-square a, the extra columns of
+    U (or rows of Vh) are any orthonormal basis of the complement, which a does not determine:
+    their derivative is the least rotation that keeps them orthogonal (see `qr`), so s, U's
+    (Vh's) first min(m, n) columns (rows) and the projector onto the extra ones have their true
+    derivatives (JAX raises). With `hermitian=True` it is computed from
     `eigh` as NumPy does (s = |w| sorted descending, U the matching eigenvectors,
     Vh = (U sign(w))^H), so it reads a's lower triangle only (as `eigh`) and the eigenvalue
     gaps are the ones divided by.
@@ -1815,15 +1851,10 @@ def svd(
     True
     """
     _check_matrix(a, "linalg.svd")
-    m, n = shape(a)[-2:]
     if hermitian:
         return _svd_hermitian(a, compute_uv)
     if not compute_uv:
         return _svdvals_p(a)
-    if full_matrices and m != n:
-        if is_traced(a):  # vmap and jit take it; a derivative is refused by its rule
-            return SVDResult(*_svd_full_p(a))
-        return _np.linalg.svd(a, full_matrices=True)
     return SVDResult(*_svd_p(a, full_matrices=bool(full_matrices)))
 
 
@@ -2383,13 +2414,11 @@ for _prim in (
     _pinv_p,
     _cholesky_p,
     _qr_p,
-    _qr_complete_p,
     _eigh_p,
     _eigvalsh_p,
     _eig_p,
     _eigvals_p,
     _svd_p,
-    _svd_full_p,
     _svdvals_p,
 ):
     # sparsity: each output element depends on the whole matrix at its place in the stack
@@ -2414,7 +2443,7 @@ register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a red
 # keeps the call where its result goes unused (a check), as the eager call raises
 _core.raises_on_values.update(
     (_inv_p, _solve_p, _pinv_p, _lstsq_rank_p, _cholesky_p, _eigh_p, _eigvalsh_p, _eig_p)
-    + (_eigvals_p, _svd_p, _svd_full_p, _svdvals_p)
+    + (_eigvals_p, _svd_p, _svdvals_p)
 )
 
 __all__ = exported(globals(), _np.linalg)

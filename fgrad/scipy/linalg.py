@@ -1317,19 +1317,6 @@ def _or_zeros(ct, like):
     return ct if ct is not None else _zeros(shape(like), like)
 
 
-def _complement_tangent(q1, dq1, q2):
-    """The tangent of an orthonormal complement q2 of q1's columns (the extra columns of a full
-    Q, U or V, which the input does not determine): dq2 = -q1 dq1^H q2, the rotation of q2
-    that keeps q2^H dq2 = 0 (and q1^H q2 = 0)."""
-    return -fnp.matmul(q1, fnp.matmul(_H(dq1), q2))
-
-
-def _complement_cotangent(q1, ct_q2, q2):
-    """The transpose of `_complement_tangent` in dq1."""
-    z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q2, _mT(q2)))
-    return _conj(_mT(z))
-
-
 # --- qr -------------------------------------------------------------------------------------------
 # a = Q R, k = min(m, n). For m >= n, along dA: X = dA R^-1, C = Q^H X, and Q^H dQ = Omega is
 # skew-Hermitian with tril(Omega, -1) = tril(C, -1) and the imaginary part of C's diagonal
@@ -1352,7 +1339,7 @@ def _qr_square_tangents(t, q1, r1):
     """(dQ1, dR1) of a tall or square a = Q1 R1 along t."""
     x = _rsolve_upper(t, r1)
     m = _qr_m(fnp.matmul(_H(q1), x))
-    return x - fnp.matmul(q1, m), fnp.matmul(m, r1), x
+    return x - fnp.matmul(q1, m), fnp.matmul(m, r1)
 
 
 def _qr_square_cotangent(ct_q1, ct_r1, q1, r1):
@@ -1381,12 +1368,12 @@ def _qr_jvp(tangents, ans, a, mode, pivoting):
     k = min(m, n)
     q1 = q[..., :, :k]
     if m >= n:
-        dq, dr, x = _qr_square_tangents(t, q1, r[..., :k, :])
+        dq, dr = _qr_square_tangents(t, q1, r[..., :k, :])
         if shape(q)[-1] > k:  # mode='full', m > n: the complement and R's zero rows
-            dq = fnp.concatenate([dq, -fnp.matmul(q1, fnp.matmul(_H(x), q[..., :, k:]))], -1)
+            dq = fnp.concatenate([dq, _la._complement_tangent(q1, dq, q[..., :, k:])], -1)
             dr = fnp.concatenate([dr, _zeros(shape(r)[:-2] + (m - k, n), dr)], axis=-2)
     else:
-        dq, dr1, _ = _qr_square_tangents(t[..., :, :k], q, r[..., :, :k])
+        dq, dr1 = _qr_square_tangents(t[..., :, :k], q, r[..., :, :k])
         dr2 = fnp.matmul(_H(dq), ap[..., :, k:]) + fnp.matmul(_H(q), t[..., :, k:])
         dr = fnp.concatenate([dr1, dr2], axis=-1)
     return (dq, dr) + ((None,) if pivoting else ())
@@ -1406,17 +1393,9 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
         q1 = q[..., :, :k]
         if m >= n:
             ct_q1 = ct_q[..., :, :k]
-            r1 = r[..., :k, :]
-            if shape(q)[-1] > k:  # the transpose of dq2 = -q1 X^H q2, into X
-                z = -fnp.matmul(_mT(q1), fnp.matmul(ct_q[..., :, k:], _mT(q[..., :, k:])))
-                x_extra = _conj(_mT(z))
-                ct_m = -fnp.matmul(_mT(q1), ct_q1) + fnp.matmul(
-                    _triangle(ct_r[..., :k, :], False), _mT(r1)
-                )
-                ct_x = ct_q1 + x_extra + fnp.matmul(_conj(q1), _qr_m_transpose(ct_m))
-                ct = _rsolve_upper_T(ct_x, r1)
-            else:
-                ct = _qr_square_cotangent(ct_q1, ct_r[..., :k, :], q1, r1)
+            if shape(q)[-1] > k:  # mode='full': the complement's cotangent goes into dQ1's
+                ct_q1 = ct_q1 + _la._complement_cotangent(q1, ct_q[..., :, k:], q[..., :, k:])
+            ct = _qr_square_cotangent(ct_q1, ct_r[..., :k, :], q1, r[..., :k, :])
         else:
             ct_r2 = ct_r[..., :, k:]
             ct_dq = ct_q + _conj(_mT(fnp.matmul(ct_r2, _mT(ap[..., :, k:]))))
@@ -1483,7 +1462,7 @@ def qr(
 #   dU = U (F o (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) dA V / s,
 #   dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U / s.
 # The phase of a complex singular pair is a gauge: as JAX, V^H dV has a zero diagonal and U
-# takes the phase. Full U and V's extra columns rotate as `_complement_tangent` says.
+# takes the phase. Full U and V's extra columns rotate as `_la._complement_tangent` says.
 
 
 def _svd_parts(ans, k):
@@ -1523,9 +1502,9 @@ def _svd_jvp(tangents, ans, a, full_matrices, compute_uv, lapack_driver):
         dv = dv + (fnp.matmul(_H(t), u) - fnp.matmul(v, _H(dp))) * fnp.expand_dims(s_inv, -2)
     full_u, vh = ans[0], ans[2]
     if shape(full_u)[-1] > k:
-        du = fnp.concatenate([du, _complement_tangent(u, du, full_u[..., :, k:])], axis=-1)
+        du = fnp.concatenate([du, _la._complement_tangent(u, du, full_u[..., :, k:])], axis=-1)
     if shape(vh)[-2] > k:
-        dv = fnp.concatenate([dv, _complement_tangent(v, dv, _H(vh[..., k:, :]))], axis=-1)
+        dv = fnp.concatenate([dv, _la._complement_tangent(v, dv, _H(vh[..., k:, :]))], axis=-1)
     return du, ds, _H(dv)
 
 
@@ -1548,7 +1527,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
         if ct_u is not None:
             ct_u1 = ct_u[..., :, :k]
             if shape(full_u)[-1] > k:
-                ct_u1 = ct_u1 + _complement_cotangent(u, ct_u[..., :, k:], full_u[..., :, k:])
+                ct_u1 = ct_u1 + _la._complement_cotangent(u, ct_u[..., :, k:], full_u[..., :, k:])
             g = f * fnp.matmul(_mT(u), ct_u1)
             terms_dp += [g * row, _conj(_mT(col * g))]
             if _is_complex(g) or _is_complex(u):
@@ -1562,7 +1541,7 @@ def _svd_vjp(wanted, ans, a, full_matrices, compute_uv, lapack_driver):
             ct_v = _conj(_mT(ct_vh))
             ct_v1 = ct_v[..., :, :k]
             if shape(vh)[-2] > k:
-                ct_v1 = ct_v1 + _complement_cotangent(v, ct_v[..., :, k:], _H(vh[..., k:, :]))
+                ct_v1 = ct_v1 + _la._complement_cotangent(v, ct_v[..., :, k:], _H(vh[..., k:, :]))
             g = f * fnp.matmul(_mT(v), ct_v1)
             terms_dp += [col * g, _conj(_mT(g * row))]
             if n > k:
