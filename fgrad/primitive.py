@@ -288,8 +288,8 @@ def primitive(
     Notes
     -----
     fgrad checks what the fprop and the rules return: `ans` an array or a number (a Python
-    number becomes a NumPy scalar of the dtype NumPy gives it beside the inputs; a list or dict
-    is refused), a tuple of
+    float becomes a NumPy scalar of the dtype NumPy gives it beside the inputs, an int or bool
+    NumPy's own; a list or dict is refused), a tuple of
     them for `multiple_results`; one cotangent per positional input, each None or shaped like
     its input; a tangent, or Taylor coefficients, shaped like `ans`; `(out, out_dim)` from a
     batching rule (a ValueError or TypeError names the mistake). A cotangent, tangent or
@@ -463,10 +463,12 @@ def _is_value(v):
 def _checked_ans(ans, who, multiple_results, inputs):
     """The value an fprop (or a Taylor rule) returned, as fgrad computes with it: a Python
     number made a NumPy scalar, which has a dtype and so carries a derivative (forward mode
-    transposing the bprop gave a Python float a zero tangent). Its dtype is the one NumPy
-    gives a Python number combined with the `inputs` (float32 from float32 inputs, float64
-    from none): a Taylor rule returning `float(...)` made `jet`'s value float64 where the
-    primitive's own is float32. A
+    transposing the bprop gave a Python float a zero tangent). A float's or a complex's
+    dtype is the one NumPy gives it beside the `inputs` (float32 beside float32 inputs,
+    float64 beside none): a Taylor rule returning `float(...)` made `jet`'s value float64
+    where the primitive's own is float32. An int or a bool (a count, a flag) is NumPy's int64
+    or bool, as before (beside float inputs it became a float, and 300 from uint8 data
+    overflowed). A
     list, a dict or a tuple as the one value is refused: read as one value they got a zero
     tangent too, and several values need `multiple_results` (a tuple, which is checked)."""
     if not multiple_results:
@@ -486,9 +488,11 @@ def _checked_output(a, who, what, inputs):
     kind = type(a)
     if kind is Box or kind is _np.ndarray or isinstance(a, _np.generic):
         return a
-    if kind in (float, int, complex, bool):
+    if kind is float or kind is complex:
         dtypes = [_core.dtype_of(x) for x in inputs if _has_dtype(x)]
         return _np.asarray(a, _np.result_type(*dtypes, a))[()]
+    if kind is int or kind is bool:  # (a count or a flag: not of the inputs' dtype)
+        return _np.asarray(a)[()]
     if _core.is_foreign_array(a):
         return a
     several = (

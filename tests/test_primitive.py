@@ -249,6 +249,13 @@ def test_a_python_number_returned_by_a_rule_keeps_the_inputs_precision():
     total = fgrad.primitive(lambda x: (float(np.sum(x)), lambda ct: (ct * fnp.ones_like(x),)))
     assert type(total(np.ones(2, np.float32))) is np.float32
     assert type(total(np.ones(2))) is np.float64 and type(total(1.5)) is np.float64
+    # a count or a flag stays NumPy's int64 or bool (they became floats, and overflowed)
+    count = fgrad.primitive(lambda x: (int(np.sum(x)), lambda ct: (None,)))
+    flag = fgrad.primitive(lambda x: (bool(np.all(x > 0)), lambda ct: (None,)))
+    assert (
+        type(count(np.full(300, 1, np.uint8))) is np.int64 and count(np.ones(300, np.uint8)) == 300
+    )
+    assert type(count(np.ones(3, np.float32))) is np.int64 and type(flag(x)) is np.bool_
     f32 = np.ones(2, np.float32)
     assert jvp(total, (f32,), (f32,))[1].dtype == np.float32
 
