@@ -102,6 +102,7 @@ from .elementwise import (
     mask_values,
     may_hold,
     not_equal,
+    read_any,
     real,
     sign,
     where,
@@ -867,16 +868,23 @@ def _cuts_a_singular_value(p, a):
     sum) counts them; then a - a P a, the part cut, is compared with a. Where none is cut, or
     only singular values at rounding level (a rank-deficient a that stays so, like b @ c with
     thin b and c), Golub and Pereyra's rule is exact (to rounding) and needs no SVD. Read
-    (under `jit`, booleans the record checks); under `vmap`, taken to hold."""
+    (under `jit`, booleans the record checks; under `vmap`, every row's at once: where the
+    rows disagree, they run apart, each on its own path, as in a loop. Taken to hold without
+    reading it, the SVD path gave nan second derivatives at a batch of identities, and
+    differed from the loop in the last bits.) A lazy (Dask) value is not read: taken to hold."""
     p, a = constant_of(p), constant_of(a)
     m, n = shape(a)[-2:]
     kept = real(sum(p * _mT(a), axis=(-2, -1)))
-    if not may_hold(less(kept, builtins.min(m, n) - 0.5)):
+    if not _holds_somewhere(less(kept, builtins.min(m, n) - 0.5)):
         return False
     cut = _matmul(_matmul(a, p), a) - a
     size = sum(real(a * _conj(a)), axis=(-2, -1))
     rounding = (100 * builtins.max(m, n) * float(_np.finfo(_dtype(a)).eps)) ** 2
-    return may_hold(greater(sum(real(cut * _conj(cut)), axis=(-2, -1)), rounding * size))
+    return _holds_somewhere(greater(sum(real(cut * _conj(cut)), axis=(-2, -1)), rounding * size))
+
+
+def _holds_somewhere(mask) -> bool:
+    return may_hold(mask) if _core.is_foreign_array(_core.innermost(mask)) else read_any(mask)
 
 
 def _truncated_pinv_parts(a, rcond):
