@@ -4,6 +4,8 @@ differences of SciPy's own solver, time points (t[0] included, decreasing and re
 times), pytrees, constant arguments, and the errors that say what to do. Every test runs with
 both reverse rules: forward sensitivities (what small systems use) and the adjoint method."""
 
+import math
+
 import numpy as np
 import pytest
 import scipy.integrate
@@ -846,3 +848,15 @@ def test_quad_args_may_be_pytrees():
     # second order: d2/da db = -(1 - 2/e)
     h = fgrad.hessian(by_dict)(p)
     np.testing.assert_allclose(h["a"]["b"], db / 2.0, rtol=1e-10)
+
+
+def test_quad_under_grad_with_a_singularity_at_a_breakpoint():
+    """The check that func reads no traced value called it at the interval's midpoint, which
+    QUADPACK never evaluates when `points` puts a breakpoint there (where users put an
+    integrable singularity): grad raised ZeroDivisionError; it gave 2 sqrt(2) (probe DG #5)."""
+    f = lambda x, k: k * (1.0 / math.sqrt(abs(x - 0.5)))  # (Python's: 1 / 0.0 raises)
+    value = integrate.quad(f, 0.0, 1.0, args=(1.0,), points=[0.5])[0]
+    assert value == pytest.approx(2 * np.sqrt(2), rel=1e-10)
+    assert fgrad.grad(lambda k: integrate.quad(f, 0.0, 1.0, args=(k,), points=[0.5])[0])(
+        1.0
+    ) == pytest.approx(value, rel=1e-12)

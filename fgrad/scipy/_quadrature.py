@@ -394,13 +394,23 @@ class _Partial:
         return fnp.ravel(grad(of_leaf)(leaves[k]))[self.j]
 
 
-def _first_point(a, b):
-    """A point of [a, b] QUADPACK evaluates the integrand at: the midpoint, or (an infinite
-    limit, mapped from (0, 1] by x = a + (1 - t) / t) the image of t = 1/2, one from the
-    finite limit. (Of the first row under vmap, read without reading the rows apart: it
-    only chooses where to look.)"""
+def _first_point(a, b, points=None):
+    """A point of [a, b] QUADPACK evaluates the integrand at: the midpoint, or with `points`
+    (breakpoints, which QUADPACK never evaluates at: where users put a singularity) the
+    midpoint of the first piece, or (an infinite limit, mapped from (0, 1] by
+    x = a + (1 - t) / t) the image of t = 1/2, one from the finite limit. (Of the first row
+    under vmap, read without reading the rows apart: it only chooses where to look.)"""
     lo, hi = (float(_np.ravel(_np.asarray(innermost(v)))[0]) for v in (a, b))
     if _np.isfinite(lo) and _np.isfinite(hi):
+        if points is not None:
+            inside = [
+                float(p)
+                for p in _np.ravel(_np.asarray(innermost(constant_of(points)), dtype=float))
+                if min(lo, hi) < p < max(lo, hi)
+            ]
+            if inside:
+                nearest = min(inside) if lo < hi else max(inside)
+                return lo + (nearest - lo) / 2
         return lo + (hi - lo) / 2
     if _np.isfinite(lo) or _np.isfinite(hi):
         return lo + 1.0 if _np.isfinite(lo) else hi - 1.0
@@ -482,7 +492,9 @@ def quad(
     # a value read through a callable object's attribute or a bound method's self escapes
     # check_closure: one call, at a point QUADPACK evaluates first, sees every value read
     check_reads(
-        lambda: func(_first_point(a, b), *tree_unflatten(tree, [constant_of(v) for v in leaves])),
+        lambda: func(
+            _first_point(a, b, points), *tree_unflatten(tree, [constant_of(v) for v in leaves])
+        ),
         "quad",
         instead,
     )
