@@ -741,3 +741,21 @@ def test_quantile_with_a_single_precision_q_is_numpys_bits(name, method, q_dtype
             got.append(fgrad.vmap(f, in_axes=(None, 0))(data, np.array([q]))[0])
             for g in got:
                 assert g.dtype == want.dtype and g.tobytes() == want.tobytes(), (data, q)
+
+
+@pytest.mark.parametrize("data_dtype", [np.int8, np.uint8, np.int16, np.bool_])
+@pytest.mark.parametrize("q_dtype", [np.float32, np.float16])
+def test_quantile_of_small_integers_with_a_single_precision_q_is_numpys(data_dtype, q_dtype):
+    """Small integers promote with q as themselves (int16 and a float32 q: float32; uint8 and
+    a float16 q: float16), as NumPy's lerp does: fgrad gave float64 (probe DG #3)."""
+    data = np.array([3, 7, 12, 5, 0, 9, 2, 1]).astype(data_dtype)
+    for name, scale in (("quantile", 1), ("percentile", 100)):
+        for method in ("linear", "hazen", "midpoint", "lower"):
+            q = np.array([0.3, 0.71], q_dtype) * q_dtype(scale)
+            f = lambda z, w: getattr(fnp, name)(z, w, method=method)
+            if data_dtype is np.bool_ and method not in ("lower",):
+                continue  # (NumPy refuses to interpolate booleans)
+            want = getattr(np, name)(data, q, method=method)
+            jitted = fgrad.jit(f)
+            for got in (f(data, q), jitted(data, q), jitted(data, q)):
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), name

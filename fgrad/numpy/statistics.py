@@ -904,10 +904,15 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     nxt = broadcast_to(nxt, lead + shape(qf))
     # NumPy's result dtype: a Python number q (or integer quantiles) takes a's float dtype;
     # a q array promotes with it (percentile's q / 100 is float64 for integer percents).
+    # Integer data promote as themselves (int16 with a float32 q: float32; uint8 with a
+    # float16 q: float16), not as the float64 their order statistics are held in.
     q_dtype = (_np.zeros((), dtype_of(q)) / scale).dtype
     if weak or (scale == 1.0 and not _np.issubdtype(dtype_of(q), _np.inexact)):
         q_dtype = dtype_of(x)
-    dtype = _np.result_type(dtype_of(x), q_dtype)
+    data_dtype = dtype_of(a) if dtype_of(a).kind in "iub" else dtype_of(x)
+    dtype = _np.result_type(data_dtype, q_dtype)
+    if dtype_of(a).kind in "iub" and dtype != dtype_of(x):
+        x = astype(x, dtype)  # (exact: the integers fit the narrower float)
     lo = _take_last(x, take_along_axis(order, prev, axis=-1))
     if method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation"):
         res = lo  # an element of a: of a's own dtype, as NumPy's (integers stay integers)
