@@ -318,12 +318,12 @@ def _einsum_vjp(i):
         ):
             for c, n in zip(t, t_shape):
                 sizes[c] = max(sizes.get(c, 1), n)
-        # a letter absent there, or only of length 1 (x's axis broadcast against them), is
-        # broadcast back to x's length by a vector of ones
+        # a letter absent there, or only of length 1 (x's axis broadcast against them, x's
+        # of any length, 0 included), is broadcast back to x's length by a vector of ones
         ones = [
             (c, x_shape[term.index(c)])
             for c in dict.fromkeys(term)
-            if c not in sizes or sizes[c] < x_shape[term.index(c)]
+            if c not in sizes or (sizes[c] == 1 and x_shape[term.index(c)] != 1)
         ]
         g_subscripts = (
             ",".join([out, *other_terms, *eye_terms, *(c for c, _ in ones)])
