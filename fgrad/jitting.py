@@ -1645,11 +1645,21 @@ def _tree_key(tree):
     return tree if not auxes else (tree, tuple(_value_key(a) for a in auxes))
 
 
+_PASSES_ON = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
 def _static_positions(fun, argnums, argnames):
     """`argnums` and `argnames` completed from `fun`'s signature, as JAX completes them: a
     parameter named static by one is static passed either way (by position or by name)."""
     try:
         params = list(inspect.signature(fun).parameters.values())
+        # a transform's function (grad(f), vmap(f): `*args, **kwargs`) passes its arguments
+        # on as given: f's names are theirs (jit(grad(f), static_argnames="act"))
+        for _ in range(8):
+            inner = getattr(fun, "transformed", None)
+            if inner is None or [p.kind for p in params] != _PASSES_ON:
+                break
+            fun, params = inner, list(inspect.signature(inner).parameters.values())
     except (TypeError, ValueError):  # no signature to read (some builtins)
         return argnums, argnames
     either = (inspect.Parameter.POSITIONAL_OR_KEYWORD,)

@@ -805,6 +805,23 @@ def test_jax_s_donation_and_keep_unused_are_accepted_and_change_nothing():
                 np.testing.assert_array_equal(x, before)
 
 
+def test_static_argnames_of_a_transformed_function_are_the_functions_own():
+    """jit(grad(f), static_argnames="act") raised "static_argnames names 'act', but grad(f)
+    has no such parameter": grad's function takes *args, **kwargs (probe DF #5). JAX maps the
+    name through to f's parameter."""
+
+    def f(x, act):
+        return fnp.sum(act(x))
+
+    x = np.array([0.3, 1.2])
+    jitted = fgrad.jit(fgrad.grad(f), static_argnames="act")
+    for act in (fnp.sin, fnp.cos, fnp.sin):
+        assert_same(jitted(x, act), fgrad.grad(f)(x, act))
+        assert_same(jitted(x, act=act), fgrad.grad(f)(x, act=act))
+    with pytest.raises(ValueError, match="has no such parameter"):
+        fgrad.jit(fgrad.grad(f), static_argnames="activation")
+
+
 def test_static_argnames_and_keyword_arguments():
     jitted = fgrad.jit(
         lambda x, *, axis, scale=1.0: fnp.sum(x, axis=axis) * scale, static_argnames="axis"
