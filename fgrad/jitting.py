@@ -1335,7 +1335,8 @@ class Jitted:
                 # a variable the function reads was rebound: record again, unless that
                 # happened at every call (then it runs eagerly, `_settle_rebinds`)
                 if not (entry.eager and entry.rebinds >= self._max_paths):
-                    rebinds = 1 if entry.replay is not None else entry.rebinds + 1
+                    replayed = entry.replay is not None or entry.interpreted
+                    rebinds = 1 if replayed else entry.rebinds + 1
                     rebound = _rebound_names(self._watched, entry.cells, cells)
                     entry = None
         if entry is not None:
@@ -1377,6 +1378,8 @@ class Jitted:
             if key not in self._first_calls:
                 with self._lock:
                     self._first_calls.add(key)
+                # (the leaves as a record reads them: an ndarray subclass as the array it views)
+                args, kwargs = self._rebuild(args, kwargs, tree)(leaves)
                 return deferred(*args, **kwargs)
         generators = _generators_in(self._watched, args, kwargs.values())
         rebuild = self._rebuild(args, kwargs, tree)
@@ -1386,7 +1389,14 @@ class Jitted:
             try:
                 out, path = self._record_deferred(leaves, rebuild, generators)
             except _Deferred as apart:
-                return self._without_record(key, len(leaves), general, cells, apart, args, kwargs)
+                out, path = self._learn_then_record(apart, leaves, rebuild, generators)
+                if path is None:  # f's jit runs eagerly: so does this one, for this signature
+                    entry = _Entry(None, len(leaves), general, cells)
+                    entry.eager = True
+                    with self._lock:
+                        self._cache[key] = entry
+                    self._give_held_warning(2)
+                    return out
         if path.unsafe is None and rebinds >= self._max_paths:
             self._settle_rebinds(key, len(leaves), general, cells, rebinds, rebound)
         elif path.unsafe is None:
@@ -1452,13 +1462,11 @@ class Jitted:
             try:
                 out, path = self._record_deferred(leaves, rebuild, generators)
             except _Deferred as apart:
-                args, kwargs = rebuild(leaves)
-                held = self._inner._held_count
-                out = self._deferred(*args, **kwargs)
-                if apart.settled or self._inner._held_count != held:
+                out, path = self._learn_then_record(apart, leaves, rebuild, generators)
+                if path is None:
                     entry.eager = True
                     self._give_held_warning(3)
-                return out
+                    return out
         if path.unsafe is not None:
             return out
         with self._lock:
@@ -1478,20 +1486,24 @@ class Jitted:
                 entry.replay = None  # compiled again at the next call
         return out
 
-    def _without_record(self, key, n_inputs, general, cells, apart, args, kwargs):
+    def _learn_then_record(self, apart, leaves, rebuild, generators):
         """jit(grad(f)) whose record of f had no path for this call (`_Deferred`): grad of
-        that jit, run without recording the gradient, gives the result and records f's new
-        path, from which the next call records the gradient. Where f's jit runs eagerly
-        (`settled`), so does this one, for this signature."""
+        f's jit, run without recording the gradient, records f's new path (f's Python runs
+        there, once), and then the gradient is recorded from it, in this call (a call that
+        only taught f's jit cost a replay: a variable rebound before every other call left
+        no call to replay, and the function settled to eager, warning of every call).
+        (out, path); path None where f's jit runs eagerly (`settled`), or cannot replay
+        even now."""
+        args, kwargs = rebuild(leaves)
         held = self._inner._held_count
         out = self._deferred(*args, **kwargs)
         if apart.settled or self._inner._held_count != held:  # (it settled in this call)
-            entry = _Entry(None, n_inputs, general, cells)
-            entry.eager = True
-            with self._lock:
-                self._cache[key] = entry
-            self._give_held_warning(3)
-        return out
+            return out, None
+        try:
+            _, path = self._record_deferred(leaves, rebuild, generators)
+        except _Deferred:
+            return out, None
+        return out, path
 
     def _settle_rebinds(self, key, n_inputs, general, cells, rebinds, rebound):
         """`rebinds` calls in a row found a variable the function reads rebound, and recorded
@@ -1529,7 +1541,7 @@ class Jitted:
         if held is not None and not self._warned:
             self._warned = True
             own = held.replace(f"fgrad.jit({self._inner._name})", f"fgrad.jit({self._name})", 1)
-            warnings.warn(own, RuntimeWarning, stacklevel=stacklevel + 1)
+            self._warn(own, stacklevel + 1)  # (held in turn by a jit(grad) outside this one)
 
     def _warn_eager(self, source):
         if self._warned:

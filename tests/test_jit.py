@@ -983,6 +983,36 @@ def test_jit_of_grad_records_the_gradient_only_from_the_record_of_f():
         assert_same(outer(np.ones(2) * sign), 2.0 * fgrad.grad(h)(np.ones(2) * sign))
 
 
+def test_jit_of_grad_keeps_replaying_a_function_whose_global_is_rebound_now_and_then():
+    """Second review (probe DH): a global rebound before every other call made jit(grad(f))
+    settle to eager at call 18, warning of a rebinding "before each of the last 8 calls"
+    (the call that taught f's jit its new record left no replay between rebindings; the
+    first replay, interpreted, was not counted as one); a jit(grad(grad(f))) gave its
+    warnings from fgrad's line, naming a jit the user never wrote; an ndarray subclass came
+    back as itself on the first call only."""
+    global _BATCH
+    f = lambda w: fnp.sum(fnp.sin(w * _BATCH) ** 2)
+    w = np.array([0.3, 0.4])
+    for jitted in (fgrad.jit(fgrad.grad(f)), fgrad.grad(fgrad.jit(f))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i in range(30):
+                if i % 2 == 0:
+                    _BATCH = np.array([1.0, 2.0]) + i
+                assert_same(jitted(w), fgrad.grad(f)(w))
+    twice = fgrad.jit(fgrad.grad(fgrad.grad(lambda x: fnp.sum(fnp.sin(x * _BATCH)))), max_paths=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(12):
+            _BATCH = np.array([1.0]) + i
+            twice(0.5)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert str(caught[0].message).startswith("fgrad.jit(grad(grad(<lambda>))): _BATCH was")
+    sub = np.arange(1.0, 3.0).view(type("Sub", (np.ndarray,), {}))
+    jitted = fgrad.jit(fgrad.grad(lambda x: fnp.sum(x**2)))
+    assert {type(jitted(sub)) for _ in range(3)} == {np.ndarray}
+
+
 def test_exceptions_propagate_unchanged_on_the_first_call_and_on_a_rerun():
     def f(x):
         if fnp.sum(x) > 0:
