@@ -1490,3 +1490,13 @@ def test_multi_dot_of_two_arrays_of_any_ndim_is_numpys_dot(a_shape, b_shape):
         np.linalg.multi_dot(three)
     with pytest.raises(ValueError, match=r"multi_dot: array \d has shape"):
         la.multi_dot(three)
+
+
+def test_qr_raw_of_a_plain_array_is_numpys():
+    """qr(a, mode='raw') was refused even for a plain array (NumPy and JAX return (h, tau));
+    a traced one is refused naming its shape and dtype and the modes that differentiate."""
+    a = np.random.default_rng(3).normal(size=(4, 3))
+    for got, want in zip(fnp.linalg.qr(a, mode="raw"), np.linalg.qr(a, mode="raw")):
+        assert got.tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match=r"traced a \(shape \(4, 3\) and dtype float64\)"):
+        grad(lambda a: fnp.sum(fnp.linalg.qr(a, mode="raw")[0]))(a)

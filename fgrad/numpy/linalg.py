@@ -1349,7 +1349,8 @@ register_rules(_qr_p, forward="speed")
 
 @mirror("function")
 def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
-    """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched.
+    """NumPy's `linalg.qr` with mode 'reduced', 'complete' or 'r', batched ('raw' of a plain
+    array is NumPy's own, without derivatives).
 
     Differentiable where a's leading min(m, n) columns are independent; where they are not
     (R has a zero on its diagonal) the derivatives are nan, as JAX's. R's diagonal is real
@@ -1362,10 +1363,16 @@ def qr(a: ArrayLike, mode: str = "reduced") -> QRResult | Array:
     """
     _check_matrix(a, "linalg.qr")
     m, n = shape(a)[-2:]
+    if mode == "raw":
+        if not is_traced(a):  # NumPy's Householder form (h, tau), as NumPy gives it
+            return _np.linalg.qr(a, mode="raw")
+        raise ValueError(
+            f"linalg.qr: mode='raw' (LAPACK's Householder form) of a traced a ({describe(a)}) "
+            "has no derivative in fgrad; use mode='reduced' (Q and R) or mode='r'"
+        )
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(
-            f"linalg.qr: mode must be 'reduced', 'complete' or 'r' (fgrad does not "
-            f"differentiate 'raw'), got {mode!r}"
+            f"linalg.qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}"
         )
     # with m <= n NumPy's complete QR is its reduced one
     q, r = _qr_p(a, mode="complete" if mode == "complete" and m > n else "reduced")
