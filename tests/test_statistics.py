@@ -182,6 +182,83 @@ def test_cumprod_gradient_is_exact_where_the_product_underflows():
     )
 
 
+def _cumprod_jacobian(x):
+    """d P_i / d x_j of P = cumprod(x) for a 1-D x: the product of x_0 .. x_i but x_j, by
+    NumPy (nan where it meets 0 and inf), 0 above the diagonal."""
+    n = len(x)
+    J = np.zeros((n, n), x.dtype)
+    for i in range(n):
+        for j in range(i + 1):
+            J[i, j] = np.prod(np.delete(x[: i + 1], j))
+    return J
+
+
+def _assert_same_with_nan(got, expected):
+    """Equal, nan in the same places (the other entries to rounding: the modes associate the
+    products differently)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got[~np.isnan(got)], expected[~np.isnan(expected)], rtol=1e-13)
+
+
+def test_cumprod_derivatives_are_nan_where_a_zero_element_meets_an_inf():
+    """d P_i / d x_j multiplies x_0 .. x_i but x_j: inf * 0 = nan when both occur, as in
+    prod's gradient; only a zero (co)tangent is kept out. Both modes read a running
+    derivative that was 0 because of a zero element of x as "no term", and gave 0 (reverse:
+    grad at [3, inf, 2, 0] was [0, 0, 0, inf]; forward: J[3, 0] at [nan, 0, inf, 1.5] was 0)."""
+    x = np.array([3.0, np.inf, 2.0, 0.0])
+    expected = [np.nan, 0.0, np.nan, np.inf]  # x1 x2 x3, x0 x2 x3, x0 x1 x3, x0 x1 x2
+    last = lambda scan: lambda z: scan(z)[-1]
+    scans = (fnp.cumprod, fnp.nancumprod, lambda z: fnp.cumulative_prod(z, include_initial=True))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(grad(fnp.prod)(x), expected)
+        for scan in scans:
+            np.testing.assert_array_equal(grad(last(scan))(x), expected)
+            np.testing.assert_array_equal(jacfwd(last(scan))(x), expected)
+        pool = np.array([0.0, np.inf, -np.inf, np.nan, 1.5, -2.0, 0.5, 3.0])
+        for _ in range(60):
+            x = rng.choice(pool, rng.integers(1, 8))
+            J = _cumprod_jacobian(x)
+            for jac in (jacfwd, jacrev):
+                _assert_same_with_nan(jac(fnp.cumprod)(x), J)
+                got = jac(lambda z: fnp.cumulative_prod(z, include_initial=True))(x)
+                _assert_same_with_nan(got, np.vstack([np.zeros((1, len(x))), J]))
+                J_nan = _cumprod_jacobian(np.where(np.isnan(x), 1.0, x))
+                J_nan[:, np.isnan(x)] = 0.0  # nancumprod: a nan counts as 1, gradient 0
+                _assert_same_with_nan(jac(fnp.nancumprod)(x), J_nan)
+            # along either axis of a 2-D array, complex: a complex product with an inf part
+            # has nan parts depending on how it is associated (NumPy's (inf+0j) * (2+0j) is
+            # inf+nanj), so only its zeros are compared; they are the entries at stake
+            m = rng.choice(pool, (3, 4)) + 1j * rng.normal(size=(3, 4))
+            m[rng.random((3, 4)) < 0.3] = 0.0
+            for axis in (0, 1):
+                for jac in (jacfwd, jacrev):
+                    got = jac(lambda z: fnp.cumprod(z, axis=axis), holomorphic=True)(m)
+                    for r in range(m.shape[1 - axis]):
+                        block = got[:, r, :, r] if axis == 0 else got[r, :, r, :]
+                        J = _cumprod_jacobian(np.take(m, r, 1 - axis))
+                        np.testing.assert_array_equal(block == 0, J == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_vmap_of_cumprod_derivatives_equals_the_loop_bit_for_bit(dtype):
+    """vmap takes the masked path of cumprod's rules (a batched mask is not read), the loop
+    the plain one; the masked path multiplied complex operands in the other order (earlier *
+    a for a * earlier), and NumPy's complex product is not bitwise commutative: the two
+    differed by up to 8.9e-16."""
+    W, V = (
+        rng.normal(size=(3, 4)) + (1j * rng.normal(size=(3, 4)) if dtype is np.complex128 else 0)
+        for _ in range(2)
+    )
+    W[1, 2] = np.inf  # one row on the masked path in the loop too
+    jvp = lambda w, v: fgrad.jvp(fnp.cumprod, (w,), (v,))[1]
+    vjp = lambda w, v: fgrad.vjp(fnp.cumprod, w)[1](v)[0]
+    with np.errstate(invalid="ignore"):
+        for f in (jvp, vjp):
+            loop = np.stack([f(w, v) for w, v in zip(W, V)])
+            np.testing.assert_array_equal(fgrad.vmap(f)(W, V), loop)
+
+
 @pytest.mark.parametrize("name", ["median", "nanmedian"])
 @pytest.mark.parametrize(
     "a, axis",

@@ -417,11 +417,18 @@ def _exclusive_cumprod(a):
     return p
 
 
-def _linear_recurrence(a, b, infinite=False):
+def _linear_recurrence(a, b, weighted=None):
     """h with h_i = b_i + a_i h_{i-1} (h_{-1} = 0) along the last axis, in log2(n) doubling
     steps of multiplications and additions only (no division: exact at zeros, to every order).
-    With `infinite` (a holds an inf), a zero h_{i-1} against an infinite a_i gives 0, not nan
-    (`_masked_product`): h is a derivative, and there that term does not enter.
+    Returns (h, the running `weighted`).
+
+    `weighted` is given when a may hold an inf or a nan: a mask of the terms b_i that enter h
+    (h is a derivative; b_i's weight, a tangent or a cotangent, is not 0). Where no such term
+    reaches h_{i-1}, a_i h_{i-1} is 0 even for an infinite a_i (`_weighted_product`). Where
+    one does, the product is kept as it is, nan for 0 * inf: then h_{i-1} is 0 because of a
+    zero element of x, and the term is a product of x's elements with 0 and inf in it, as
+    `prod`'s derivative is. (Reading "h_{i-1} == 0" as "no term" gave 0 there.) The running
+    `weighted` marks the h_i that some weighted term reaches.
 
     After the step with shift k, (A_i, B_i) is the affine map h_{i-2k} -> h_i, so composing
     it with the map k places before doubles the window; B_i is h_i once the window covers i.
@@ -430,11 +437,27 @@ def _linear_recurrence(a, b, infinite=False):
     k = 1
     while k < n:
         earlier = _shifted(b, k, 0)
-        b = b + (_masked_product(earlier, a) if infinite else a * earlier)
+        if weighted is None:
+            b = b + a * earlier
+        else:  # a * earlier on both paths: a complex product is not bitwise commutative
+            earlier_weighted = _shifted(weighted, k, False)
+            b = b + _weighted_product(a * earlier, earlier_weighted, a)
+            weighted = _np.logical_or(weighted, earlier_weighted)
         if 2 * k < n:
             a = a * _shifted(a, k, 1)
         k *= 2
-    return b
+    return b, weighted
+
+
+def _weighted_product(product, weighted, factor):
+    """product (of factor and something with a weight), with 0 where `weighted` is False and
+    factor is not finite: there the weight is 0, and 0 * inf would put a nan in a derivative
+    that has none. The caller forms the product in the operand order of its plain path, so
+    both give the same bits."""
+    unweighted = _np.logical_and(
+        _np.logical_not(weighted), logical_not(isfinite(mask_values(factor)))
+    )
+    return _where(unweighted, _np.zeros((), dtype_of(product)), product)
 
 
 # prod(x) = initial * x_0 * x_1 * ... over the True elements of the mask (x is given 1 where

@@ -66,8 +66,8 @@ from .reductions import (
     _exclusive_cumprod,
     _keepdims,
     _linear_recurrence,
-    _masked_product,
     _to_last,
+    _weighted_product,
     max,
     mean,
     min,
@@ -444,10 +444,15 @@ def _in_dtype(y, dtype):
 
 
 def _infinite(x):
-    """Whether x holds an inf or a nan: then cumprod's derivatives keep a zero tangent or
-    cotangent against an infinite product at 0 (`_masked_product`), where 0 * inf is nan.
+    """Whether x holds an inf or a nan: then cumprod's derivatives keep the terms with a zero
+    tangent or cotangent out (`_weighted_product`), where 0 * inf is nan.
     One check a rule (under `jit`, one guarded boolean)."""
     return may_hold(logical_not(isfinite(mask_values(x))))
+
+
+def _entering(w):
+    """The mask of a tangent's or cotangent's entries that enter its derivative: not 0."""
+    return _np.not_equal(mask_values(w), 0)
 
 
 def _cumprod_vjp(ans, x, axis):
@@ -461,9 +466,14 @@ def _cumprod_vjp(ans, x, axis):
     a_rev = concatenate([xm[..., 1:], ones], axis=-1)[..., ::-1] if n > 1 else ones
 
     def bprop(ct):
-        ctm = moveaxis(ct, axis, -1)
-        s = _linear_recurrence(a_rev, ctm[..., ::-1], infinite)[..., ::-1]
-        return moveaxis(_masked_product(s, before) if infinite else before * s, -1, axis)
+        ct_rev = moveaxis(ct, axis, -1)[..., ::-1]
+        if not infinite:
+            s = _linear_recurrence(a_rev, ct_rev)[0][..., ::-1]
+            return moveaxis(before * s, -1, axis)
+        # s_j is 0 against an infinite before_j only where every ct_i (i >= j) is 0
+        s, weighted = _linear_recurrence(a_rev, ct_rev, _entering(ct_rev))
+        s, weighted = s[..., ::-1], weighted[..., ::-1]
+        return moveaxis(_weighted_product(before * s, weighted, before), -1, axis)
 
     return bprop
 
@@ -473,9 +483,11 @@ def _cumprod_jvp(t, ans, x, axis):
     xm = moveaxis(x, axis, -1)
     tm = moveaxis(t, axis, -1)
     before = _exclusive_cumprod(xm)
-    infinite = _infinite(xm)
-    b = _masked_product(tm, before) if infinite else before * tm
-    return moveaxis(_linear_recurrence(xm, b, infinite), -1, axis)
+    if not _infinite(xm):
+        return moveaxis(_linear_recurrence(xm, before * tm)[0], -1, axis)
+    weighted = _entering(tm)
+    b = _weighted_product(before * tm, weighted, before)
+    return moveaxis(_linear_recurrence(xm, b, weighted)[0], -1, axis)
 
 
 _cumprod_p = defprimitive(
