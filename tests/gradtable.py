@@ -403,8 +403,13 @@ class _NumpyIndexUpdate:
     def add(self, v):
         return self._apply(np.add, v)
 
+    def subtract(self, v):
+        return self._apply(np.subtract, v)
+
     def multiply(self, v):
         return self._apply(np.multiply, v)
+
+    mul = multiply
 
     def divide(self, v):
         return self._apply(np.divide, v)

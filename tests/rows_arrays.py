@@ -22,6 +22,8 @@ DASK_CANNOT = {
     "unique has an unknown length and no axis, equal_nan or sorted)",
     # single rows, by id: the row's own Python code reads a value, which computes it
     "vectorize-3x2": "the row's function branches on its element (`if a > 0`), which reads it",
+    "at[set-equal-values-repeats]-3-scalar": "set at an index that repeats an element compares "
+    "the values written there, which reads them",
     "pad[median]-4": "a median gathers its order statistics through np.argsort, which Dask does "
     "not implement",
 }
@@ -259,6 +261,7 @@ ROWS += [
 # fnp.at(x) is x.at for plain NumPy arrays too, which check_grads evaluates f on.
 
 for op, domains in [
+    ("subtract", ("real", "real")),
     ("multiply", ("real", "real")),
     ("divide", ("real", "nonzero")),
     ("power", ("positive", "real")),
@@ -312,6 +315,20 @@ for op in ("min", "max"):
     ]
 ROWS += [
     Row("at", lambda x: fnp.at(x)[[0, 0]].multiply(x[2]), ((3,),), variant="multiply-self"),
+    Row("at", lambda x, v: fnp.at(x)[[0, 2, 0]].mul(v), ((3,), (3,)), variant="mul-repeats"),
+    Row(
+        "at",
+        lambda x, v: fnp.at(x)[[-1, 0], :, [1, 0]].subtract(v),
+        ((2, 3, 2), (3,)),
+        variant="subtract-advanced-moved",
+    ),
+    # equal values at a repeated index (two writes of v): the derivative goes to the last
+    Row(
+        "at",
+        lambda x, v: fnp.at(x)[[0, 2, 0]].set(fnp.stack([v, 2.0 * v, v])),
+        ((3,), ()),
+        variant="set-equal-values-repeats",
+    ),
     Row(
         "at",
         lambda x, v: fnp.at(x)[np.array([True, False, True])].multiply(v),

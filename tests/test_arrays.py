@@ -402,6 +402,145 @@ def test_at_set_of_different_values_at_a_repeated_index_says_which():
         fnp.at(x.reshape(2, 2))[[0, 0], 1].set(np.array([5.0, 6.0]))
 
 
+def test_at_set_of_equal_values_at_a_repeated_index_is_numpys_and_its_derivative_the_last():
+    """Equal values written to one element (x.at[[0, 0]].set([1., 1.])) were refused, saying v
+    gives it "different values": the check compared v's positions. NumPy and JAX take them;
+    the derivative goes to the write NumPy keeps (the last), in both modes, which is what
+    finite differences of NumPy's x[idx] = v give in each element of v (JAX on CPU agrees)."""
+    import fgrad
+
+    for x, idx, v in (
+        (np.zeros(3), np.array([0, 0]), np.array([1.0, 1.0])),
+        (np.zeros(3), [0, 2, 0], np.array([np.nan, 2.0, np.nan])),  # NaN equal to NaN
+        (np.zeros((2, 2)), np.array([1, 1]), np.array([[3.0, 4.0], [3.0, 4.0]])),
+    ):
+        np.testing.assert_array_equal(fnp.at(x)[idx].set(v), _np_set(x, idx, v))
+    np.testing.assert_array_equal(
+        fnp.at(np.zeros(3))[np.array([0, 0, 5])].set(np.array([1.0, 1.0, 2.0]), mode="drop"),
+        [1, 0, 0],
+    )
+    with pytest.raises(ValueError, match=r"x\[0\] gets v\[0\] and v\[1\]"):
+        fnp.at(np.zeros(3))[[0, 0]].set(np.array([1.0, 1.0 + 1e-16 * 3]))
+
+    x, idx = np.array([1.0, 2.0, 4.0]), np.array([0, 2, 0])
+
+    def f(z):  # x[0] gets z0 and z2 (equal here), x[2] gets z1
+        return fnp.at(x)[idx].set(fnp.stack([z[0], z[1], z[2]]))
+
+    z = np.array([0.5, -1.5, 0.5])
+    np.testing.assert_array_equal(f(z), _np_set(x, idx, z))
+    h = 1e-6
+    numpys = np.stack(
+        [(_np_set(x, idx, z + h * e) - _np_set(x, idx, z - h * e)) / (2 * h) for e in np.eye(3)],
+        axis=1,
+    )
+    np.testing.assert_allclose(numpys, [[0, 0, 1], [0, 0, 0], [0, 1, 0]], atol=1e-9)
+    for jac in (jacrev, jacfwd, jit(jacrev(f)), jit(jacfwd(f))):
+        j = jac(f)(z) if jac in (jacrev, jacfwd) else jac(z)
+        np.testing.assert_array_equal(j, [[0, 0, 1], [0, 0, 0], [0, 1, 0]])
+    # the same value from one traced number, twice: its derivative counts once
+    np.testing.assert_array_equal(
+        grad(lambda s: fnp.sum(fnp.at(x)[idx].set(fnp.stack([s, 2 * s, s]))))(0.5), 3.0
+    )
+    rows = np.array([[0.5, -1.5, 0.5], [2.0, 3.0, 2.0]])
+    assert np.array_equal(vmap(f)(rows), np.stack([f(r) for r in rows]))
+    assert np.array_equal(vmap(jacrev(f))(rows), np.stack([jacrev(f)(r) for r in rows]))
+    assert np.array_equal(vmap(jacfwd(f))(rows), np.stack([jacfwd(f)(r) for r in rows]))
+    jitted = jit(f)
+    for r in (*rows, *rows):  # recorded, then replayed: the comparison is a guard
+        assert np.array_equal(jitted(r), f(r))
+    with pytest.raises(ValueError, match=r"v gives it different values: x\[0\] gets v\[0\]"):
+        jitted(np.array([0.5, -1.5, 0.25]))
+    with pytest.raises(ValueError, match="v gives it different values"):
+        vmap(f)(np.array([[0.5, -1.5, 0.5], [0.5, -1.5, 0.25]]))
+    # at a traced index (computed under jit): the index is read, then the values compared
+    traced = jit(lambda x, v: fnp.at(x)[fnp.argsort(x)[np.array([0, 0])]].set(v))
+    np.testing.assert_array_equal(traced(x, np.array([7.0, 7.0])), [7.0, 2.0, 4.0])
+    with pytest.raises(ValueError, match="v gives it different values"):
+        traced(x, np.array([7.0, 8.0]))
+    assert fgrad.jvp(f, (z,), (np.array([1.0, 10.0, 100.0]),))[1][0] == 100.0
+
+
+@pytest.mark.parametrize("method", ["subtract", "mul"])
+def test_at_subtract_and_mul_are_jaxs_with_numpys_values(method):
+    """.at[idx].subtract and .mul (JAX's; mul is multiply's other name) raised a bare
+    AttributeError. Values: NumPy's subtract.at / multiply.at bit for bit (jax 0.10.2 gives
+    the same: x.at[[0, 0]].subtract([1., 2.]) of zeros is [-3, 0, 0]); the derivatives agree
+    in both modes, with finite differences, under jit and vmap."""
+    ufunc = {"subtract": np.subtract, "mul": np.multiply}[method]
+
+    def numpys(x, idx, v):
+        out = np.array(x, copy=True)
+        ufunc.at(out, idx, v)
+        return out
+
+    x, v = RNG.standard_normal(4), RNG.standard_normal(4)
+    m = RNG.standard_normal((3, 4))
+    for a, idx, u in (
+        (x, np.array([0, 2, 0, -1]), v),
+        (x, [1, 1], 0.75),
+        (m, (np.array([0, 0]), slice(1, None)), RNG.standard_normal((2, 3))),
+        (m, np.array([True, False, True]), RNG.standard_normal(4)),
+        (np.arange(4), [0, 0, 3], np.array([1, 2, 3])),
+        (np.arange(3, dtype=np.uint8), [0, 0], 1),  # wraps, as NumPy's does
+    ):
+        got = getattr(fnp.at(a)[idx], method)(u)
+        assert np.array_equal(got, numpys(a, idx, u)) and got.dtype == a.dtype
+
+    idx = np.array([0, 2, 0, -1])
+
+    def f(x, v):
+        return getattr(fnp.at(x)[idx], method)(v)
+
+    check_grads(f, (x, v), order=2)
+    for k in (0, 1):
+        np.testing.assert_array_equal(jacrev(f, k)(x, v), jacfwd(f, k)(x, v))
+    assert np.array_equal(jit(f)(x, v), f(x, v)) and np.array_equal(jit(f)(v, x), f(v, x))
+    xs, vs = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    assert np.array_equal(vmap(f)(xs, vs), np.stack([f(a, b) for a, b in zip(xs, vs)]))
+    g = grad(lambda x, v: fnp.sum(f(x, v) ** 2), argnums=(0, 1))
+    for got, want in zip(vmap(g)(xs, vs), zip(*[g(a, b) for a, b in zip(xs, vs)])):
+        assert np.array_equal(got, np.stack(want))
+    # JAX's keywords, as the other updates take them
+    out_of_bounds = np.array([0, 9, 0])
+    np.testing.assert_array_equal(
+        getattr(fnp.at(x)[out_of_bounds], method)(v[:3], mode="drop"),
+        numpys(x, [0, 0], v[[0, 2]]),
+    )
+    np.testing.assert_array_equal(
+        getattr(fnp.at(x)[out_of_bounds], method)(v[:3], mode="clip"),
+        numpys(x, [0, 3, 0], v[:3]),
+    )
+    hinted = getattr(fnp.at(x)[idx], method)(v, unique_indices=False, indices_are_sorted=False)
+    assert np.array_equal(hinted, numpys(x, idx, v))
+    name = "subtract" if method == "subtract" else "multiply"
+    with pytest.raises(TypeError, match=rf"\.at\[idx\]\.{name}\(\) takes no fill_value"):
+        getattr(fnp.at(x)[idx], method)(v, mode="fill", fill_value=0.0)
+    with pytest.raises(TypeError, match=rf"{name}\.at writes into .* fnp\.at\(a\)\[idx\]\.{name}"):
+        grad(lambda x: fnp.sum(ufunc.at(x, [0], 1.0)))(x)
+
+
+def test_an_unknown_at_method_names_the_methods():
+    """x.at[idx].sub raised "'_IndexUpdate' object has no attribute 'sub'", naming an
+    internal class and no method."""
+    import fgrad
+
+    def update(ref, name):
+        return getattr(ref, name)(1.0)
+
+    for call in (
+        lambda name, i: update(fnp.at(np.zeros(3))[i], name),
+        fgrad.jit(lambda name, i: update(fnp.at(np.zeros(3))[i], name), static_argnums=0),
+    ):
+        with pytest.raises(AttributeError, match=r"no method 'sub'\. Did you mean \.subtract\?"):
+            call("sub", np.array([0, 1]))  # (a traced index under jit)
+        with pytest.raises(AttributeError, match=r"no method 'muliply'\. Did you mean \.multiply"):
+            call("muliply", np.array([0, 1]))
+        with pytest.raises(AttributeError, match=r"\.set\(\), \.add\(\), \.subtract\(\),"):
+            call("scatter", np.array([0, 1]))
+    assert not hasattr(fnp.at(np.zeros(3))[0], "__array__")
+
+
 def test_at_modes_count_a_0d_boolean_as_a_new_axis():
     """A 0-d boolean takes no axis of x (it adds one, as None does): mode='clip' clipped the
     next index against the wrong axis (X.at[True, 7] gave row 2 where JAX gives row 4), and

@@ -36,6 +36,7 @@ _SCANS = {"add": "cumsum", "multiply": "cumprod"}
 # ufunc -> the `.at[idx]` update that is its `at`
 _UPDATES = {
     "add": "add",
+    "subtract": "subtract",
     "multiply": "multiply",
     "divide": "divide",
     "true_divide": "divide",

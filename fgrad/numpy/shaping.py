@@ -17,6 +17,7 @@ Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.taylor` (rules).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import operator as _operator
@@ -1446,17 +1447,19 @@ def _picked_positions(x_shape, idx):
     return _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
 
 
-def _check_set_repeats(x_shape, idx, v_shape, kept=None):
+def _check_set_repeats(x_shape, idx, v, kept=None):
     """`.at[idx].set(v)` with an idx that selects an element more than once is defined only
-    when every selection of that element writes the same element of v (v a single value, or
-    constant along the repeats): then the value does not depend on which write wins. Where
-    an element would get different elements of v, the error says which. `kept` (booleans
-    shaped as x[idx]) limits the check to the selections written (mode='drop')."""
+    when every selection of that element writes the same value (v a single value, or equal
+    values, as `==` compares them, NaN equal to NaN): then the value does not depend on which
+    write wins. Where an element would get different values, the error says from which
+    elements of v. `kept` (booleans shaped as x[idx]) limits the check to the selections
+    written (mode='drop'). A traced v is read at the elements compared (`_same_values`)."""
     if not _has_array_index(idx):
         return
     picked = _picked_positions(x_shape, idx)
     if kept is None and _np.unique(picked).size == picked.size:
         return
+    v_shape = shape(v)
     try:  # which element of v each selection writes
         source = _fit(
             _np.arange(int(_np.prod(v_shape, dtype=_np.int64))).reshape(v_shape), picked.shape
@@ -1468,15 +1471,33 @@ def _check_set_repeats(x_shape, idx, v_shape, kept=None):
         positions, sources = positions[kept.reshape(-1)], sources[kept.reshape(-1)]
     order = _np.lexsort((sources, positions))
     positions, sources = positions[order], sources[order]
-    clash = _np.flatnonzero((positions[1:] == positions[:-1]) & (sources[1:] != sources[:-1]))
-    if clash.size:
-        k = clash[0]
+    pairs = _np.flatnonzero((positions[1:] == positions[:-1]) & (sources[1:] != sources[:-1]))
+    if not pairs.size:
+        return
+    same = _same_values(v, sources[pairs], sources[pairs + 1])
+    if not same.all():
+        k = pairs[_np.argmin(same)]
         element = _np.unravel_index(positions[k], x_shape)
         first, second = (_np.unravel_index(sources[j], v_shape) for j in (k, k + 1))
         raise _repeats_error(
             f"v gives it different values: x{_listed(element)} gets v{_listed(first)} and "
             f"v{_listed(second)}"
         )
+
+
+def _same_values(v, first, second):
+    """Booleans: whether v's elements at the flat positions `first` and `second` are equal
+    (NaN equal to NaN). For a traced v, the comparisons are read (so `jit` guards them, and
+    `vmap` goes on with the rows that agree), not v's values; a lazy (Dask) v is refused."""
+    flat = ravel(v)
+    a, b = getitem(flat, first), getitem(flat, second)
+    same = primal((a == b) | ((a != a) & (b != b)))
+    _core.refuse_lazy(
+        ".at[idx].set(v) at an index that repeats an element",
+        "the elements of v written to one element of x are compared",
+        same,
+    )
+    return _np.asarray(same, dtype=bool)
 
 
 def _listed(coordinates):
@@ -1488,25 +1509,27 @@ def _repeats_error(clash):
     different values; `clash` says which (or that v is not a single value)."""
     return ValueError(
         f".at[idx].set(v): idx selects an element of x more than once and {clash}, so which "
-        "value is kept is not defined, nor is the gradient. A single value (a scalar v) may "
-        "be set at a repeated index. To keep one value per element, pass an index without "
-        "repeats; .at[idx].add(v) is another operation: it adds all the values given to an "
-        "element (x plus the sum of v over the repeats)"
+        "value is kept is not defined (NumPy keeps the last, JAX any one), nor is the "
+        "gradient. A single value (a scalar v), or equal values, may be set at a repeated "
+        "index. To keep one value per element, pass an index without repeats; "
+        ".at[idx].add(v) is another operation: it adds all the values given to an element "
+        "(x plus the sum of v over the repeats)"
     )
 
 
-def _first_selections(x_shape, idx):
+def _winning_selections(x_shape, idx):
     """None when idx selects no element of x twice; else booleans shaped as x[idx], True at
-    the first selection of each element."""
+    the selection whose write NumPy's assignment `x[idx] = v` keeps for each element (the
+    last, in practice): found by that same assignment, of each selection's number."""
     if not _has_array_index(idx):
         return None
     positions = _picked_positions(x_shape, idx)
-    first = _np.unique(positions.reshape(-1), return_index=True)[1]
-    if first.size == positions.size:
+    if _np.unique(positions).size == positions.size:
         return None
-    mask = _np.zeros(positions.size, dtype=bool)
-    mask[first] = True  # a NumPy array of booleans, made here
-    return mask.reshape(positions.shape)
+    numbers = _np.arange(positions.size).reshape(positions.shape)
+    written = _np.zeros(x_shape, dtype=_np.intp)
+    written[idx] = numbers
+    return written[idx] == numbers
 
 
 def _index_set(x, v, idx):
@@ -1526,11 +1549,12 @@ def _index_set_vjp_v(ans, x, v, idx):
 
     def bprop(ct):
         g = _getitem_p(ct, idx=idx)
-        first = _first_selections(shape(ct), idx)
-        if first is not None:
-            # an element selected several times is written once (with the same element of
-            # v, `_check_set_repeats`): its cotangent counts once
-            g = _where(first, g, _np.zeros((), dtype_of(g)))
+        kept = _winning_selections(shape(ct), idx)
+        if kept is not None:
+            # an element selected several times keeps one write (of equal values,
+            # `_check_set_repeats`): its cotangent goes to that write's element of v, as the
+            # forward rule's assignment of the tangent keeps that write's tangent
+            g = _where(kept, g, _np.zeros((), dtype_of(g)))
         extra = len(like[0]) - ndim(g)
         if extra > 0:  # `x[idx] = v` accepts v with extra leading length-1 axes, as in NumPy
             g = _reshape_p(g, shape=(1,) * extra + shape(g))
@@ -1588,11 +1612,15 @@ def getitem(x, idx):
 
 class _IndexUpdater:
     """`x.at[idx]`: functional updates that return a new array (JAX's spelling): `.set(v)`,
-    `.add(v)`, `.multiply(v)`, `.divide(v)`, `.power(v)`, `.min(v)`, `.max(v)` and `.get()`.
+    `.add(v)`, `.subtract(v)`, `.multiply(v)` (or `.mul(v)`), `.divide(v)`, `.power(v)`,
+    `.min(v)`, `.max(v)` and `.get()`.
     `idx` is any NumPy index; repeated indices accumulate as `np.<ufunc>.at` does. `set`
-    accepts a repeated index when each element it repeats gets one element of v (a single
-    value most often: every write stores the same number, and the derivative in v counts the
-    element once) and refuses it where v would give an element different values."""
+    accepts a repeated index where every write to an element stores the same value (a single
+    v, or equal elements of v, NaN equal to NaN) and refuses it where v would give an element
+    different values (NumPy keeps the last, JAX any one). The derivative in v goes to the
+    write NumPy's assignment keeps (the last): with equal values, any one write's value is
+    the result, and the last is the one whose finite differences NumPy's `x[idx] = v` has,
+    in each element of v (JAX on CPU agrees). Forward and reverse mode agree on it."""
 
     __slots__ = ("x",)
 
@@ -1626,18 +1654,19 @@ class _IndexUpdate:
 
     def add(self, v, **options):
         """A copy of x with v added at x[idx]; repeated indices add up."""
-        idx, v = self._update("add", v, options)
-        if idx is None:
-            return _unchanged_copy(self.x)
-        try:
-            return _index_add_p(self.x, v, idx=idx)
-        except ValueError as e:
-            raise (_refuse_unfitted("add", shape(self.x), idx, shape(v)) or e) from None
+        return self._add("add", v, options)
+
+    def subtract(self, v, **options):
+        """A copy of x with v subtracted at x[idx]; repeated indices subtract in turn (as
+        `np.subtract.at`): x[idx] plus -v, which is x[idx] - v to the last bit."""
+        return self._add("subtract", _negated(v), options)
 
     def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
-        `np.multiply.at`), and the gradient is exact at zeros."""
+        `np.multiply.at`), and the gradient is exact at zeros. `mul` is another name."""
         return self._scatter("multiply", v, options)
+
+    mul = multiply  # JAX's alias
 
     def divide(self, v, **options):
         """A copy of x with x[idx] divided by v; repeated indices divide in turn."""
@@ -1671,6 +1700,18 @@ class _IndexUpdate:
     def apply(self, func, **options):
         raise _apply_error()
 
+    def __getattr__(self, name):
+        raise _no_such_update(name)
+
+    def _add(self, method, v, options):
+        idx, v = self._update(method, v, options)
+        if idx is None:
+            return _unchanged_copy(self.x)
+        try:
+            return _index_add_p(self.x, v, idx=idx)
+        except ValueError as e:
+            raise (_refuse_unfitted(method, shape(self.x), idx, shape(v)) or e) from None
+
     def _scatter(self, op, v, options):
         idx, v = self._update(op, v, options)
         if idx is None:
@@ -1688,8 +1729,44 @@ class _IndexUpdate:
             return _dropped_out_of_bounds(x_shape, self.idx, v, method, mode)
         idx = _clipped_index(x_shape, self.idx) if mode == "clip" else self.idx
         if method == "set":
-            _check_set_repeats(x_shape, idx, shape(v))
+            _check_set_repeats(x_shape, idx, v)
         return idx, v
+
+
+_UPDATE_METHODS = (
+    "set",
+    "add",
+    "subtract",
+    "multiply",
+    "mul",
+    "divide",
+    "power",
+    "min",
+    "max",
+    "get",
+)
+
+
+def _no_such_update(name):
+    """The AttributeError of `x.at[idx].<name>` for a name that is no method of it."""
+    if name.startswith("__"):  # (asked by copy, pickle, ...: the plain error)
+        return AttributeError(name)
+    close = [m for m in _UPDATE_METHODS if len(name) > 1 and m.startswith(name)]
+    close = close or difflib.get_close_matches(name, _UPDATE_METHODS, n=1)
+    hint = f" Did you mean .{close[0]}?" if close else ""
+    return AttributeError(
+        f"x.at[idx] has no method {name!r}.{hint} Its methods are JAX's: "
+        f"{', '.join(f'.{m}()' for m in _UPDATE_METHODS)} (.apply() is refused: it has no "
+        "derivative)"
+    )
+
+
+def _negated(v):
+    """-v for `.at[idx].subtract(v)`: by fgrad's negative for a traced v (a list holding
+    traced values too), NumPy's (or the array's library's) otherwise."""
+    if type(v) is Box or (type(v) in (list, tuple) and _core.holds_box(v)):
+        return -asarray(v)
+    return _np.negative(v)
 
 
 def _unchanged_copy(x):
@@ -1846,12 +1923,12 @@ def _dropped_out_of_bounds(x_shape, idx, v, method, mode):
     bounds = _out_of_bounds(x_shape, idx, method, mode)
     if bounds is None:
         if method == "set":
-            _check_set_repeats(x_shape, idx, shape(v))
+            _check_set_repeats(x_shape, idx, v)
         return idx, v
     v = _fitted_update(v, bounds, method)
     if method == "set":
         kept = _np.broadcast_to(bounds.valid_of_result(), bounds.shape)
-        _check_set_repeats(x_shape, _clipped_index(x_shape, tuple(bounds.parts)), shape(v), kept)
+        _check_set_repeats(x_shape, _clipped_index(x_shape, tuple(bounds.parts)), v, kept)
     if not bounds.valid.any():
         return None, v
     pos, block = bounds.pos, bounds.valid.ndim
@@ -2856,8 +2933,9 @@ class _BatchedIndexUpdate:
     """`x.at[idx]` where idx holds traced integer arrays (computed under `jit` or batched by
     `vmap`: argsort and argmax give them): every update of `_IndexUpdate`, by gathers and
     scatters of the arrays. Whether idx repeats an element is read (one boolean, which `jit`
-    guards and `vmap` answers for rows that agree): `.set` refuses repeats unless v is a
-    single value, and the other updates then read the index itself, to apply them in turn."""
+    guards and `vmap` answers for rows that agree): `.set` of a single value needs no more,
+    and the other updates (`.set` of several values too) then read the index itself, to
+    apply them in turn (or check that the values written to an element are equal)."""
 
     __slots__ = ("arrays", "template", "x")
 
@@ -2868,16 +2946,19 @@ class _BatchedIndexUpdate:
         _traced_index_options("add", options)
         return _scatter_add_p(self.x, v, *self.arrays, template=self.template)
 
+    def subtract(self, v, **options):
+        _traced_index_options("subtract", options)
+        return _scatter_add_p(self.x, _negated(v), *self.arrays, template=self.template)
+
     def set(self, v, **options):
         _traced_index_options("set", options)
         picked = self._picked()
         if not _repeats(picked):
             return self._placed(v, picked)
         if _np.prod(shape(v), dtype=_np.int64) != 1:
-            raise _repeats_error(
-                "v is not a single value (the index is traced: which element "
-                "of v each selection gets is not checked)"
-            )
+            # which element of v each selection writes depends on the index: read it (as
+            # the other updates do) for `_IndexUpdate`'s check of the values
+            return _IndexUpdate(self.x, self._plain_index()).set(v)
         # one value written to every selected element, in x's dtype as an assignment casts it
         one = _index_set_p(
             _np.zeros(1, dtype_of(self.x)), _reshape_p(v, shape=(1,)), idx=slice(None)
@@ -2887,6 +2968,8 @@ class _BatchedIndexUpdate:
     def multiply(self, v, **options):
         _traced_index_options("multiply", options)
         return self._update(v, "multiply")
+
+    mul = multiply  # JAX's alias
 
     def divide(self, v, **options):
         _traced_index_options("divide", options)
@@ -2910,6 +2993,9 @@ class _BatchedIndexUpdate:
 
     def apply(self, func, **options):
         raise _apply_error()
+
+    def __getattr__(self, name):
+        raise _no_such_update(name)
 
     def _picked(self):
         """How many times idx selects each element of x."""
@@ -2940,8 +3026,12 @@ class _BatchedIndexUpdate:
         picked = self._picked()
         if not _repeats(picked):
             return self._placed(_INSTALLED["combine"][op](self.get(), v), picked)
-        plain = _filled(self.template, [_np.asarray(a) for a in self.arrays])
-        return _scatter_update(self.x, plain, v, op)
+        return _scatter_update(self.x, self._plain_index(), v, op)
+
+    def _plain_index(self):
+        """The index's values, read (a guard of a `jit` record; `vmap` goes on with rows
+        that agree)."""
+        return _filled(self.template, [_np.asarray(a) for a in self.arrays])
 
 
 def _traced_index_options(method, options):
