@@ -299,6 +299,15 @@ def _leaf_labels(tree_args, argnums):
     return labels
 
 
+def _remade_by(named, fun, remake):
+    """`named` (a transform of `fun`) marked for `jit`, which records grad(jit(fun)) first
+    (`jitting.Jitted`): `same_transform_of` holds `named` by a weak reference (to tell it from
+    a wrapper of it, which copies its __dict__: functools.update_wrapper), `fun`, and `remake`,
+    the same transform of another function."""
+    named.same_transform_of = (weakref.ref(named), fun, remake)
+    return named
+
+
 def _named(wrapper, fun, transform):
     """`wrapper`, a transform of `fun`, named after both, behind the API boundary."""
     name = getattr(fun, "__name__", type(fun).__name__)
@@ -701,12 +710,7 @@ def value_and_grad(
     _refuse_allow_int(allow_int, "value_and_grad")
     value_and_grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
     named = _named(value_and_grad_fun, fun, "value_and_grad")
-    named.same_transform_of = (
-        weakref.ref(named),
-        fun,
-        lambda g: value_and_grad(g, argnums, has_aux, holomorphic),
-    )
-    return named
+    return _remade_by(named, fun, lambda g: value_and_grad(g, argnums, has_aux, holomorphic))
 
 
 def _value_and_grad(fun, argnums, has_aux, holomorphic, who, with_value=True):
@@ -838,15 +842,7 @@ def grad(
     _refuse_allow_int(allow_int, "grad")
     grad_fun = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad", with_value=False)
     named = _named(grad_fun, fun, "grad")
-    # (for `jit`: this function, by a weak reference, told from a wrapper of it, which copies
-    # its __dict__ (functools.update_wrapper); the function transformed; the transform of
-    # another function)
-    named.same_transform_of = (
-        weakref.ref(named),
-        fun,
-        lambda g: grad(g, argnums, has_aux, holomorphic),
-    )
-    return named
+    return _remade_by(named, fun, lambda g: grad(g, argnums, has_aux, holomorphic))
 
 
 # --- forward mode ---------------------------------------------------------------------------------

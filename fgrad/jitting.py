@@ -1382,21 +1382,14 @@ class Jitted:
                 args, kwargs = self._rebuild(args, kwargs, tree)(leaves)
                 return deferred(*args, **kwargs)
         generators = _generators_in(self._watched, args, kwargs.values())
-        rebuild = self._rebuild(args, kwargs, tree)
-        if deferred is None:
-            out, path = _record(self._fun, leaves, rebuild, False, generators)
-        else:
-            try:
-                out, path = self._record_deferred(leaves, rebuild, generators)
-            except _Deferred as apart:
-                out, path = self._learn_then_record(apart, leaves, rebuild, generators)
-                if path is None:  # f's jit runs eagerly: so does this one, for this signature
-                    entry = _Entry(None, len(leaves), general, cells)
-                    entry.eager = True
-                    with self._lock:
-                        self._cache[key] = entry
-                    self._give_held_warning(2)
-                    return out
+        out, path = self._record_path(leaves, self._rebuild(args, kwargs, tree), generators)
+        if path is None:  # f's jit runs eagerly: so does this one, for this signature
+            entry = _Entry(None, len(leaves), general, cells)
+            entry.eager = True
+            with self._lock:
+                self._cache[key] = entry
+            self._give_held_warning(2)
+            return out
         if path.unsafe is None and rebinds >= self._max_paths:
             self._settle_rebinds(key, len(leaves), general, cells, rebinds, rebound)
         elif path.unsafe is None:
@@ -1456,17 +1449,11 @@ class Jitted:
 
     def _again(self, entry, leaves, rebuild, miss, generators=()):
         """A replay missed a guard: run the function again, recording its path."""
-        if self._deferred is None:
-            out, path = _record(self._fun, leaves, rebuild, False, generators)
-        else:
-            try:
-                out, path = self._record_deferred(leaves, rebuild, generators)
-            except _Deferred as apart:
-                out, path = self._learn_then_record(apart, leaves, rebuild, generators)
-                if path is None:
-                    entry.eager = True
-                    self._give_held_warning(3)
-                    return out
+        out, path = self._record_path(leaves, rebuild, generators)
+        if path is None:
+            entry.eager = True
+            self._give_held_warning(3)
+            return out
         if path.unsafe is not None:
             return out
         with self._lock:
@@ -1485,6 +1472,17 @@ class Jitted:
             if added:
                 entry.replay = None  # compiled again at the next call
         return out
+
+    def _record_path(self, leaves, rebuild, generators):
+        """`_record` of the function; for jit(grad(f)), of grad(f's jit), which f's jit may
+        first have to learn this call's path for (`_learn_then_record`). (out, path), path
+        None where this signature runs eagerly from now on, as f's jit does."""
+        if self._deferred is None:
+            return _record(self._fun, leaves, rebuild, False, generators)
+        try:
+            return self._record_deferred(leaves, rebuild, generators)
+        except _Deferred as apart:
+            return self._learn_then_record(apart, leaves, rebuild, generators)
 
     def _learn_then_record(self, apart, leaves, rebuild, generators):
         """jit(grad(f)) whose record of f had no path for this call (`_Deferred`): grad of

@@ -138,10 +138,9 @@ def brusselator(y, n=8):  # the 2-D Brusselator on a periodic n x n grid, u and 
     return fnp.concatenate([fnp.reshape(du, (-1,)), fnp.reshape(dv, (-1,))])
 
 
-@pytest.mark.parametrize("mode", ["fwd", "rev", "auto"])
-def test_every_order_gives_the_jacobian_in_its_number_of_passes(mode, monkeypatch):
-    y = np.random.default_rng(2).uniform(size=128)
-    seeds = []
+def _count_passes(monkeypatch) -> list:
+    """The number of seeds (passes: JVPs, VJPs or HVPs) of each sparse plan made from now on."""
+    seeds: list = []
     original = sparse._Plan.__init__
 
     def spy(self, pattern, seeds_, *rest):
@@ -149,6 +148,13 @@ def test_every_order_gives_the_jacobian_in_its_number_of_passes(mode, monkeypatc
         original(self, pattern, seeds_, *rest)
 
     monkeypatch.setattr(sparse._Plan, "__init__", spy)
+    return seeds
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev", "auto"])
+def test_every_order_gives_the_jacobian_in_its_number_of_passes(mode, monkeypatch):
+    y = np.random.default_rng(2).uniform(size=128)
+    seeds = _count_passes(monkeypatch)
     for order in ("natural", "smallest_last", "recursive_largest_first"):
         _assert_equal_to_jacfwd(brusselator, y, mode=mode, order=order)
     # on the 8 x 8 grid (6 at least: a row has 6 nonzeros): the natural order, which also
@@ -170,14 +176,7 @@ def test_a_double_arrow_hessian_takes_three_passes_in_every_order(order, monkeyp
     # two dense rows and columns (the last two) and the diagonal; the natural order took 40
     n, a, b = 40, 38, 39
     x = np.linspace(-1.0, 1.0, n)
-    seeds = []
-    original = sparse._Plan.__init__
-
-    def spy(self, pattern, seeds_, *rest):
-        seeds.append(seeds_.shape[0])
-        original(self, pattern, seeds_, *rest)
-
-    monkeypatch.setattr(sparse._Plan, "__init__", spy)
+    seeds = _count_passes(monkeypatch)
     f = lambda x: 0.5 * fnp.sum(x * x) + x[a] * fnp.sum(x) + x[b] * fnp.sum(x)
     got = fgrad.sparse_hessian(f, order=order)(x).toarray()
     # the closed form: I + e_a 1' + 1 e_a' + e_b 1' + 1 e_b'
