@@ -1056,3 +1056,26 @@ def test_flip_and_transpose_of_a_number_have_numpys_type():
         for name in ("flip", "transpose", "permute_dims"):
             want, got = getattr(np, name)(x), getattr(fnp, name)(x)
             assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
+
+
+def test_at_subtract_and_set_work_in_xs_dtype():
+    """Review (probe DL): subtract negated v in v's own dtype, where it wraps (0 - [1, 2] of
+    uint8 gave [509, 0, 0]; -int8(-128) is -128) or has no negative (bool v raised); set
+    compared repeated values in v's dtype ([0.5, 0.7] into integers is one value, 0)."""
+    for x_dtype, v in [
+        (np.float64, np.array([1, 2], np.uint8)),
+        (np.float64, np.array([-128, 0], np.int8)),
+        (np.int64, np.array([1, 2], np.uint8)),
+        (np.float64, np.array([True, True])),
+    ]:
+        x = np.zeros(3, x_dtype)
+        want = x.copy()
+        np.subtract.at(want, [0, 0], v)
+        got = fnp.at(x)[[0, 0]].subtract(v)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        jitted = jit(lambda x, i, v=v: fnp.at(x)[fnp.stack([i, i])].subtract(v))
+        assert jitted(x, 0).tobytes() == jitted(x, 0).tobytes() == want.tobytes()
+    want = np.zeros(3, np.int64)
+    want[[0, 0]] = np.array([0.5, 0.7])
+    got = fnp.at(np.zeros(3, np.int64))[[0, 0]].set(np.array([0.5, 0.7]))
+    assert got.tobytes() == want.tobytes()

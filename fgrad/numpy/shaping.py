@@ -1447,13 +1447,14 @@ def _picked_positions(x_shape, idx):
     return _np.arange(int(_np.prod(x_shape, dtype=_np.int64))).reshape(x_shape)[idx]
 
 
-def _check_set_repeats(x_shape, idx, v, kept=None):
+def _check_set_repeats(x_shape, idx, v, kept=None, x_dtype=None):
     """`.at[idx].set(v)` with an idx that selects an element more than once is defined only
     when every selection of that element writes the same value (v a single value, or equal
     values, as `==` compares them, NaN equal to NaN): then the value does not depend on which
     write wins. Where an element would get different values, the error says from which
     elements of v. `kept` (booleans shaped as x[idx]) limits the check to the selections
-    written (mode='drop'). A traced v is read at the elements compared (`_same_values`)."""
+    written (mode='drop'). A traced v is read at the elements compared (`_same_values`), as
+    x's dtype holds them (`x_dtype`: 0.5 and 0.7 written into integers are one value)."""
     if not _has_array_index(idx):
         return
     picked = _picked_positions(x_shape, idx)
@@ -1474,7 +1475,7 @@ def _check_set_repeats(x_shape, idx, v, kept=None):
     pairs = _np.flatnonzero((positions[1:] == positions[:-1]) & (sources[1:] != sources[:-1]))
     if not pairs.size:
         return
-    same = _same_values(v, sources[pairs], sources[pairs + 1])
+    same = _same_values(v, sources[pairs], sources[pairs + 1], x_dtype)
     if not same.all():
         k = pairs[_np.argmin(same)]
         element = _np.unravel_index(positions[k], x_shape)
@@ -1485,11 +1486,13 @@ def _check_set_repeats(x_shape, idx, v, kept=None):
         )
 
 
-def _same_values(v, first, second):
+def _same_values(v, first, second, x_dtype=None):
     """Booleans: whether v's elements at the flat positions `first` and `second` are equal
     (NaN equal to NaN). For a traced v, the comparisons are read (so `jit` guards them, and
     `vmap` goes on with the rows that agree), not v's values; a lazy (Dask) v is refused."""
     flat = ravel(v)
+    if x_dtype is not None and dtype_of(flat) != x_dtype:
+        flat = astype(flat, x_dtype)  # (the values x receives)
     a, b = getitem(flat, first), getitem(flat, second)
     same = primal((a == b) | ((a != a) & (b != b)))
     _core.refuse_lazy(
@@ -1659,7 +1662,7 @@ class _IndexUpdate:
     def subtract(self, v, **options):
         """A copy of x with v subtracted at x[idx]; repeated indices subtract in turn (as
         `np.subtract.at`): x[idx] plus -v, which is x[idx] - v to the last bit."""
-        return self._add("subtract", _negated(v), options)
+        return self._add("subtract", _negated(v, self.x), options)
 
     def multiply(self, v, **options):
         """A copy of x with x[idx] multiplied by v; repeated indices multiply in turn (as
@@ -1726,10 +1729,10 @@ class _IndexUpdate:
         mode, _ = _index_options(method, options)
         x_shape = shape(self.x)
         if mode in ("drop", "fill"):  # JAX's updates drop under 'fill' too
-            return _dropped_out_of_bounds(x_shape, self.idx, v, method, mode)
+            return _dropped_out_of_bounds(x_shape, self.idx, v, method, mode, dtype_of(self.x))
         idx = _clipped_index(x_shape, self.idx) if mode == "clip" else self.idx
         if method == "set":
-            _check_set_repeats(x_shape, idx, v)
+            _check_set_repeats(x_shape, idx, v, x_dtype=dtype_of(self.x))
         return idx, v
 
 
@@ -1761,12 +1764,19 @@ def _no_such_update(name):
     )
 
 
-def _negated(v):
+def _negated(v, x):
     """-v for `.at[idx].subtract(v)`: by fgrad's negative for a traced v (a list holding
-    traced values too), NumPy's (or the array's library's) otherwise."""
-    if type(v) is Box or (type(v) in (list, tuple) and _core.holds_box(v)):
-        return -asarray(v)
-    return _np.negative(v)
+    traced values too), NumPy's (or the array's library's) otherwise; in the dtype v and x
+    promote to, as x - v computes (in v's own dtype, an unsigned v wrapped: 0 - [1, 2] of
+    uint8 was 509; and a boolean v has no negative)."""
+    if type(v) in (list, tuple):
+        v = asarray(v)
+    if type(v) is not Box and not hasattr(v, "dtype"):  # a Python number: NumPy's scalar
+        return _np.negative(v)  # (which wraps into an unsigned x as NumPy's subtract.at)
+    target = _np.result_type(dtype_of(x), dtype_of(v))
+    if dtype_of(v) != target:
+        v = astype(v, target)
+    return -v if type(v) is Box else _np.negative(v)
 
 
 def _unchanged_copy(x):
@@ -1916,19 +1926,19 @@ def _out_of_bounds(x_shape, idx, method, mode):
     return _Bounds(x_shape, spelled)
 
 
-def _dropped_out_of_bounds(x_shape, idx, v, method, mode):
+def _dropped_out_of_bounds(x_shape, idx, v, method, mode, x_dtype=None):
     """(idx, v) of an update without its out-of-bounds positions and the elements of v meant
     for them (idx None where none is left). `set`'s repeats are checked on the positions kept,
     naming the elements of the v given."""
     bounds = _out_of_bounds(x_shape, idx, method, mode)
     if bounds is None:
         if method == "set":
-            _check_set_repeats(x_shape, idx, v)
+            _check_set_repeats(x_shape, idx, v, x_dtype=x_dtype)
         return idx, v
     v = _fitted_update(v, bounds, method)
     if method == "set":
         kept = _np.broadcast_to(bounds.valid_of_result(), bounds.shape)
-        _check_set_repeats(x_shape, _clipped_index(x_shape, tuple(bounds.parts)), v, kept)
+        _check_set_repeats(x_shape, _clipped_index(x_shape, tuple(bounds.parts)), v, kept, x_dtype)
     if not bounds.valid.any():
         return None, v
     pos, block = bounds.pos, bounds.valid.ndim
@@ -2948,7 +2958,7 @@ class _BatchedIndexUpdate:
 
     def subtract(self, v, **options):
         _traced_index_options("subtract", options)
-        return _scatter_add_p(self.x, _negated(v), *self.arrays, template=self.template)
+        return _scatter_add_p(self.x, _negated(v, self.x), *self.arrays, template=self.template)
 
     def set(self, v, **options):
         _traced_index_options("set", options)
