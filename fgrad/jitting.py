@@ -68,6 +68,7 @@ from .staging import (
     read_at,
     same_op,
     shape_key,
+    user_frame,
 )
 from .tree_util import LEAF, tree_aux_data, tree_flatten, tree_unflatten
 
@@ -499,11 +500,11 @@ class _Writer:
     def node(self, node: _Node, indent: str, live: set) -> None:
         """Write `node` and its subtree; `live` holds the slots defined before it that are
         still alive. Slots are deleted after their last use in this subtree."""
-        needs, computed, dies = _liveness(node)
+        needs, computed, dies = _liveness(node, self.general)
         for dead in sorted(live - needs):
             self.lines.append(f"{indent}del v{dead}")
         live = live & needs
-        nested = _nestable(node, computed)
+        nested = _nestable(node, computed, self.general)
         pending: dict = {}  # slot -> the expression of the operation that computes it
         depth: dict = {}  # slot -> how deep its pending expression nests calls
         for k, item in enumerate(node.items):
@@ -565,7 +566,7 @@ class _Writer:
         self.lines.append(
             f"{indent}k = {read if guard.direct else self.key_expr(key0, read, True)}"
         )
-        if slot in live and not any(slot in _liveness(c)[0] for _, c in children):
+        if slot in live and not any(slot in _liveness(c, self.general)[0] for _, c in children):
             self.lines.append(f"{indent}del v{slot}")
             live = live - {slot}
         for n, (key, child) in enumerate(children):
@@ -589,7 +590,7 @@ class _Writer:
 _MAX_NESTING = 16
 
 
-def _nestable(node: _Node, computed: list) -> set:
+def _nestable(node: _Node, computed: list, keep_all: bool = False) -> set:
     """The slots of `node`'s items that a replay computes inside the call of the operation
     that reads them, rather than into a variable of their own: an operation's only output,
     read once, by the operation computed right after it, and by nothing later. Fewer
@@ -618,7 +619,7 @@ def _nestable(node: _Node, computed: list) -> set:
         guard, children = node.branch
         reads[guard.slot] = 2
         for _, child in children:
-            for r in _liveness(child)[0]:
+            for r in _liveness(child, keep_all)[0]:
                 reads[r] = 2
     out: set = set()
     previous = None  # the last operation computed, or None after a guard
@@ -661,10 +662,13 @@ def _needed(op: tuple, later: set) -> bool:
     return bool(later.intersection(op[3])) or op[0] in raises_on_values
 
 
-def _liveness(node: _Node) -> tuple[set, list, dict]:
+def _liveness(node: _Node, keep_all: bool = False) -> tuple[set, list, dict]:
     """What writing `node` needs to know, from one backward scan of its items: the slots it
     and its subtree read from before it; for each item, whether a replay computes it (an
-    operation nothing reads, and that raises on no value, is left out); and for each item's
+    operation nothing reads, and that raises on no value, is left out; with `keep_all`, as
+    for a replay on traced arguments, none is: a recording outside it would otherwise record
+    one path without the operation and another, made after the tree grew a branch that reads
+    it, with it, and the two would disagree, `_Unstable`); and for each item's
     index, the slots read there for the last time (or made there and never read), which the
     replay deletes after it. (A scan, not a set of live slots per item: that was quadratic in
     a record's length, 7 s to compile the gradient of a 5000-operation chain.)"""
@@ -675,7 +679,7 @@ def _liveness(node: _Node) -> tuple[set, list, dict]:
         guard, children = node.branch
         later.add(guard.slot)
         for _, child in children:
-            later |= _liveness(child)[0]
+            later |= _liveness(child, keep_all)[0]
     n = len(node.items)
     computed = [True] * n
     last = dict.fromkeys(later, n)  # slot -> the index of the item that reads it last
@@ -683,7 +687,7 @@ def _liveness(node: _Node) -> tuple[set, list, dict]:
     for k in range(n - 1, -1, -1):
         item = node.items[k]
         if type(item) is tuple:  # an operation
-            if not _needed(item, needed):
+            if not keep_all and not _needed(item, needed):
                 computed[k] = False
                 continue
             needed.difference_update(item[3])
@@ -831,7 +835,7 @@ def _interpret(root: _Node, leaves: Sequence) -> Any:
     env = dict(enumerate(leaves))
     node = root
     while True:
-        _, computed, _ = _liveness(node)
+        _, computed, _ = _liveness(node, True)
         for item, needed in zip(node.items, computed):
             if type(item) is not tuple:
                 if _guard_read(item, env, item.key) != item.key:
@@ -1530,8 +1534,21 @@ class Jitted:
         and naming itself, when it runs eagerly for that reason."""
         if self._holds_warnings:
             self._held, self._held_count = message, self._held_count + 1
-        else:
+            return
+        # From the user's line, however deep in fgrad this jit was called (a jit the user
+        # wrote inside grad or another jit warned from fgrad/api.py)
+        frame = user_frame(2)
+        if frame is None:
             warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+            return
+        warnings.warn_explicit(
+            message,
+            RuntimeWarning,
+            frame.f_code.co_filename,
+            frame.f_lineno,
+            module=frame.f_globals.get("__name__"),
+            registry=frame.f_globals.setdefault("__warningregistry__", {}),
+        )
 
     def _give_held_warning(self, stacklevel: int) -> None:
         """jit(grad(f)) runs eagerly because f's jit does: its warning, once."""

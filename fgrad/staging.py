@@ -243,6 +243,12 @@ def user_line(depth: int = 2) -> str | None:
     source = getattr(_reading, "source", None)
     if source is not None:
         return source
+    frame = user_frame(depth + 1)
+    return None if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def user_frame(depth: int = 2) -> Any:
+    """The innermost frame outside fgrad and NumPy (the user's code), or None."""
     frame: Any
     try:
         frame = sys._getframe(depth)
@@ -256,7 +262,7 @@ def user_line(depth: int = 2) -> str | None:
             os.path.abspath(filename).startswith(_NOT_USERS)
             or filename.startswith(RECORD_FILE_PREFIX)
         ):
-            return f"{filename}:{frame.f_lineno}"
+            return frame
         frame = frame.f_back
     return None
 

@@ -1015,6 +1015,39 @@ def test_jit_of_grad_keeps_replaying_a_function_whose_global_is_rebound_now_and_
     assert {type(jitted(sub)) for _ in range(3)} == {np.ndarray}
 
 
+def test_jit_of_grad_of_a_value_used_in_one_branch_keeps_replaying():
+    """Fuzzing (probe DK): a value computed before an `if` and used in one branch only. The
+    gradient's first path, recorded from f's one-path record, left that operation out (dead
+    there); the path learned later had it before the branch: "two calls ... computed
+    different operations", eager from then on, f's Python at every call (about 10% of random
+    programs). A replay on traced arguments now computes every operation. A warning of a jit
+    inside grad names the user's line, not fgrad's."""
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        u = fnp.cos(x)  # used only when the branch is not taken
+        if fnp.sum(x) > 0:
+            return fnp.sum(x**2)
+        return fnp.sum(u * x)
+
+    for jitted in (fgrad.jit(fgrad.grad(f)), fgrad.jit(fgrad.jit(fgrad.grad(f)))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for x in [1.0, 2.0, -1.0, 2.0, -1.0, 1.0, -3.0]:
+                assert_same(jitted(np.array([x])), fgrad.grad(f)(np.array([x])))
+        calls.clear()
+        jitted(np.array([-5.0]))
+        jitted(np.array([5.0]))
+        assert not calls  # (both paths replay)
+    inner = fgrad.jit(lambda x: fnp.sum(x) if fnp.sum(x) > 0 else -fnp.sum(x), max_paths=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for x in [1.0, -1.0, 1.0]:
+            fgrad.grad(inner)(np.array([x]))
+    assert [w.filename for w in caught] == [__file__]
+
+
 def test_exceptions_propagate_unchanged_on_the_first_call_and_on_a_rerun():
     def f(x):
         if fnp.sum(x) > 0:
