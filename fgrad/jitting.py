@@ -1386,7 +1386,8 @@ class Jitted:
                 args, kwargs = self._rebuild(args, kwargs, tree)(leaves)
                 return deferred(*args, **kwargs)
         generators = _generators_in(self._watched, args, kwargs.values())
-        out, path = self._record_path(leaves, self._rebuild(args, kwargs, tree), generators)
+        rebuild = self._rebuild(args, kwargs, tree)
+        out, path = self._record_path(leaves, rebuild, generators, general)
         if path is None:  # f's jit runs eagerly: so does this one, for this signature
             entry = _Entry(None, len(leaves), general, cells)
             entry.eager = True
@@ -1453,7 +1454,7 @@ class Jitted:
 
     def _again(self, entry, leaves, rebuild, miss, generators=()):
         """A replay missed a guard: run the function again, recording its path."""
-        out, path = self._record_path(leaves, rebuild, generators)
+        out, path = self._record_path(leaves, rebuild, generators, entry.general)
         if path is None:
             entry.eager = True
             self._give_held_warning(3)
@@ -1477,11 +1478,15 @@ class Jitted:
                 entry.replay = None  # compiled again at the next call
         return out
 
-    def _record_path(self, leaves, rebuild, generators):
+    def _record_path(self, leaves, rebuild, generators, general):
         """`_record` of the function; for jit(grad(f)), of grad(f's jit), which f's jit may
         first have to learn this call's path for (`_learn_then_record`). (out, path), path
-        None where this signature runs eagerly from now on, as f's jit does."""
-        if self._deferred is None:
+        None where this signature runs eagerly from now on, as f's jit does. Under an outer
+        transform (`general`: jit(jit(grad(f))), vmap(jit(grad(f)))) the function's own
+        Python is recorded, as for any function: learning f's path there would be recorded by
+        the outer transform too, and a record of it would hold paths of two origins (a
+        replay's and the Python's), which can disagree (`_Unstable`)."""
+        if self._deferred is None or general:
             return _record(self._fun, leaves, rebuild, False, generators)
         try:
             return self._record_deferred(leaves, rebuild, generators)

@@ -1048,6 +1048,27 @@ def test_jit_of_grad_of_a_value_used_in_one_branch_keeps_replaying():
     assert [w.filename for w in caught] == [__file__]
 
 
+def test_jit_of_jit_of_grad_records_the_python_of_grad_under_the_outer_jit():
+    """Fuzzing (probe DK, again): jit(jit(grad(f))) where a call meets ties in maximum (a new
+    path of f): the inner jit(grad) learnt f's path and recorded the gradient from it in one
+    call, both under the outer jit's recording, whose paths then disagreed ("two calls ...
+    computed different operations"). Under an outer transform jit(grad(f)) records grad(f)'s
+    own Python, as any function."""
+
+    def f(x, y):
+        v = fnp.maximum(y, x)
+        return fnp.sum(fnp.tanh(v) * v)
+
+    r = np.random.default_rng(0)
+    a = r.normal(size=6)
+    pool = [(r.normal(size=6), r.normal(size=6)) for _ in range(3)] + [(a, a.copy())]
+    jitted = fgrad.jit(fgrad.jit(fgrad.grad(f)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in [0, 1, 0, 2, 1, 3, 0, 2, 3]:
+            assert_same(jitted(*pool[k]), fgrad.grad(f)(*pool[k]))
+
+
 def test_exceptions_propagate_unchanged_on_the_first_call_and_on_a_rerun():
     def f(x):
         if fnp.sum(x) > 0:
