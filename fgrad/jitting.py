@@ -825,23 +825,21 @@ def _compile(root: _Node, n_inputs: int, general: bool, name: str) -> Callable:
     return replay
 
 
-def _interpret(root: _Node, leaves: Sequence) -> Any:
+def _interpret(root: _Node, *leaves) -> Any:
     """A replay of a tree of paths on arguments traced by outer transforms (`general`), by
-    walking its items rather than compiling them: the operations a compiled replay computes
-    (through `bind`), in its order, and its guards, raising `_Miss` as it does. For a record
-    replayed once or twice: jit(grad(f)) replays its first call's record of f once, at its
-    second call, to record the gradient from it; compiling those 600 lines cost 3 ms, 12
-    eager calls of a 200-operation chain (`benchmarks/bench_jit.py`)."""
+    walking its items rather than compiling them: every operation (a general replay leaves
+    none out: `_liveness`'s keep_all), through `bind`, in the record's order, and its guards,
+    raising `_Miss` as the compiled replay does. For a record replayed once or twice:
+    jit(grad(f)) replays its first call's record of f once, at its second call, to record the
+    gradient from it; compiling those 600 lines cost 3 ms, 12 eager calls of a 200-operation
+    chain (`benchmarks/bench_jit.py`)."""
     env = dict(enumerate(leaves))
     node = root
     while True:
-        _, computed, _ = _liveness(node, True)
-        for item, needed in zip(node.items, computed):
+        for item in node.items:
             if type(item) is not tuple:
                 if _guard_read(item, env, item.key) != item.key:
                     raise _Miss(item.source)
-                continue
-            if not needed:
                 continue
             prim, ins, params, outs, many, _ = item
             args = tuple(env[r] if type(r) is int else constant(r) for r in ins)
@@ -869,10 +867,6 @@ def _interpret(root: _Node, leaves: Sequence) -> Any:
         v = env[ref] if type(ref) is int else constant(ref)
         outs.append(_copy(v) if fresh else v)
     return outs[0] if path.out_tree is LEAF else tree_unflatten(path.out_tree, outs)
-
-
-def _interpret_leaves(root: _Node, *leaves) -> Any:
-    return _interpret(root, leaves)
 
 
 # How a general replay reads a guard's value by its kind (`_Writer.read`): `whole_value`, not
@@ -1352,7 +1346,7 @@ class Jitted:
             if replay is None:
                 if entry.general and not entry.interpreted:
                     entry.interpreted = True
-                    replay = functools.partial(_interpret_leaves, entry.root)
+                    replay = functools.partial(_interpret, entry.root)
                 else:
                     replay = self._compiled(entry)
             marks = _recording_marks() if entry.general else None
