@@ -18,7 +18,8 @@ Workloads (`--only` takes their keys), with the bars of issue 33:
               (mean(..., where=mask)), batch 256, 10 features   no bar: a record replays
               every mask (one path), against eager and NumPy by hand
 
-Then `odeint`: the gradient of a pendulum's solution against the solve itself (bar: <= 3x).
+Then `odeint`: the gradient of a pendulum's solution against the solve itself (bar: <= 3x),
+and the same ratio for the method written in NumPy by hand.
 For each workload: the time per call of every contender (median of interleaved rounds, one thread),
 the same-round ratios, and the time to the first result (a fresh jit's first call, which
 records; JAX jit's first call, which traces and compiles) against one eager call, and the
@@ -345,6 +346,47 @@ def _solve_and_gradient(solve, gradient, rounds):
     return (*medians, timing.ratio_cell(timing.paired_ratios(times, "gradient", "solve")))
 
 
+def _pendulum_by_hand(y0, t, b, c):
+    """The pendulum's gradient written in NumPy by hand, by fgrad's method (SciPy's LSODA on
+    the state and its sensitivities to b and c, at SciPy's default tolerances), with the
+    plain solve as its `solve` attribute: what the bar's ratio is for the fastest NumPy code
+    of the same method."""
+    import scipy.integrate as si
+
+    def rhs(y, s):
+        return np.array([y[1], -b * y[1] - c * np.sin(y[0])])
+
+    def sensitivities(v, s):  # v: y, then S[k, j] = dy_j / dp_k for p = (b, c)
+        out = np.empty(6)
+        sin, cos = np.sin(v[0]), np.cos(v[0])
+        out[0], out[1] = v[1], -b * v[1] - c * sin
+        S, dS = v[2:].reshape(2, 2), out[2:].reshape(2, 2)
+        dS[:, 0] = S[:, 1]
+        dS[:, 1] = -b * S[:, 1] - c * cos * S[:, 0]
+        dS[0, 1] -= v[1]
+        dS[1, 1] -= sin
+        return out
+
+    start = np.concatenate([y0, np.zeros(4)])
+
+    def gradient():
+        ys = si.odeint(rhs, y0, t)
+        S = si.odeint(sensitivities, start, t)[:, 2:].reshape(-1, 2, 2)
+        return np.sum(2.0 * ys[:, None, 0] * S[:, :, 0], axis=0)
+
+    # CVODES's errconS=False, by tolerances: the sensitivities out of LSODA's (max-norm) error
+    # test, one solve of state and sensitivities: the steps of the solve, a less accurate gradient
+    loose = dict(atol=[1.49012e-8] * 2 + [1e300] * 4, rtol=[1.49012e-8] * 2 + [0.0] * 4)
+
+    def without_error_test():
+        v = si.odeint(sensitivities, start, t, **loose)
+        return np.sum(2.0 * v[:, None, 0] * v[:, 2:].reshape(-1, 2, 2)[:, :, 0], axis=0)
+
+    gradient.solve = lambda: np.sum(si.odeint(rhs, y0, t)[:, 0] ** 2)
+    gradient.without_error_test = without_error_test
+    return gradient
+
+
 def pendulum(rounds=5):
     """The gradient of an odeint solution against the solve itself: odeint records its
     right-hand side and, for the gradient, the sensitivity system, and replays them at every
@@ -369,6 +411,20 @@ def pendulum(rounds=5):
     print(
         f"\nodeint pendulum (2 states, 101 time points, 2 parameters): solve {solve * 1e3:.1f} "
         f"ms, gradient {grad * 1e3:.1f} ms; gradient / solve {ratio}"
+    )
+    by_hand = _pendulum_by_hand(y0, t, 0.25, 5.0)
+    error = np.max(np.abs(np.subtract(by_hand(), gradient(0.25, 5.0))) / np.abs(by_hand()))
+    if error > 1e-5:  # the same method at the same tolerance: equal to the solver's accuracy
+        raise SystemExit(f"odeint pendulum: the gradient by hand differs by {error:.1e}")
+    solve, grad, ratio = _solve_and_gradient(by_hand.solve, by_hand, rounds)
+    print(
+        f"  NumPy by hand (SciPy's odeint, the sensitivities written out): solve "
+        f"{solve * 1e3:.2f} ms, gradient {grad * 1e3:.2f} ms; gradient / solve {ratio}"
+    )
+    solve, grad, ratio = _solve_and_gradient(by_hand.solve, by_hand.without_error_test, rounds)
+    print(
+        f"  the same, one solve with the sensitivities out of LSODA's error test (less "
+        f"accurate): gradient {grad * 1e3:.2f} ms; gradient / solve {ratio}"
     )
     if HAVE_JAX:  # the same ratio for JAX's odeint (Dormand-Prince, its adjoint), both jitted
         from jax.experimental.ode import odeint as jax_odeint

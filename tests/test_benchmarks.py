@@ -214,3 +214,24 @@ def test_sparse_benchmark_check_mode_runs():
     pytest.importorskip("scipy", reason="fgrad.sparse needs SciPy (an optional extra)")
     run = run_script(BENCHMARKS / "bench_sparse.py", "--check")
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_pendulum_gradient_by_hand_agrees_with_fgrads_odeint(monkeypatch):
+    # the NumPy reference of the odeint bar: the same method (sensitivities by LSODA), written
+    # out; its gradient must be the pendulum's, to the solver's accuracy, and its solve the loss
+    pytest.importorskip("scipy", reason="the odeint workload needs SciPy (an optional extra)")
+    import fgrad
+    import fgrad.numpy as fnp
+    from fgrad.scipy.integrate import odeint
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # its imports: timing, bench_peers
+    bench = load(BENCHMARKS / "bench_jit.py")
+    y0, t = np.array([np.pi - 0.1, 0.0]), np.linspace(0.0, 10.0, 101)
+    by_hand = bench._pendulum_by_hand(y0, t, 0.25, 5.0)
+
+    def loss(b, c):
+        rhs = lambda y, s, b, c: fnp.stack([y[1], -b * y[1] - c * fnp.sin(y[0])])
+        return fnp.sum(odeint(rhs, y0, t, args=(b, c))[:, 0] ** 2)
+
+    np.testing.assert_allclose(by_hand(), fgrad.grad(loss, argnums=(0, 1))(0.25, 5.0), rtol=1e-5)
+    np.testing.assert_allclose(by_hand.solve(), loss(0.25, 5.0), rtol=1e-7)
