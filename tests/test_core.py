@@ -420,6 +420,7 @@ ALLOWED_IMPORTS = {
         "jitting",
         "numpy",
         "numpy.shaping",
+        "scipy._failure",
         "solve",
         "tree_util",
     },
@@ -490,6 +491,7 @@ ALLOWED_IMPORTS = {
     "scipy/linalg.py": {"core", "primitive", "numpy", "numpy.elementwise", "numpy.shaping"},
     "scipy/signal.py": {"core", "primitive", "numpy", "numpy.shaping"},
     "scipy/_closures.py": {"core", "numpy.shaping", "tree_util"},
+    "scipy/_failure.py": set(),
     "scipy/_quadrature.py": {
         "api",
         "batching",
@@ -499,10 +501,12 @@ ALLOWED_IMPORTS = {
         "numpy.shaping",
         "primitive",
         "scipy._closures",
+        "scipy._failure",
         "tree_util",
     },
     "scipy/integrate.py": {
         "scipy._closures",
+        "scipy._failure",
         "scipy._quadrature",
         "batching",
         "core",

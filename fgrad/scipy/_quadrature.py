@@ -18,13 +18,13 @@ partial derivative computed by `quad` again (so every order works, to the tolera
 
 Imports: `fgrad.core`, `fgrad.numpy`, `fgrad.api` (`grad`), `fgrad.custom` (`custom_vjp`),
 `fgrad.primitive` and `fgrad.batching` (the integral as one operation, row by row under
-`vmap`), `fgrad.tree_util`, `fgrad.scipy._closures`, and `scipy.integrate` for values.
+`vmap`), `fgrad.tree_util`, `fgrad.scipy._closures`, `fgrad.scipy._failure` (`on_failure`),
+and `scipy.integrate` for values.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -38,6 +38,7 @@ from ..numpy.shaping import describe, is_traced, numpy_applies, read_constant
 from ..primitive import nondiff
 from ..tree_util import tree_flatten, tree_unflatten
 from ._closures import check_closure, check_reads
+from ._failure import check_on_failure, report_failure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -307,9 +308,7 @@ def _unconverged(message, on_failure, derived):
         "limit, split the interval at its difficult points (points=...), or pass "
         "on_failure='warn' to get the result with a warning"
     )
-    if on_failure == "raise":
-        raise RuntimeError(text)
-    warnings.warn(text, RuntimeWarning, stacklevel=2)
+    report_failure(text, on_failure, stacklevel=2)
 
 
 _quad_p = nondiff(_quad_impl, name="quad")
@@ -469,8 +468,7 @@ def quad(
     >>> round(float(fgrad.grad(lambda k: fsi.quad(f, 0.0, np.inf, args=(k,))[0])(1.0)), 9)
     -0.443113463
     """
-    if on_failure not in ("raise", "warn"):
-        raise ValueError(f"quad: on_failure must be 'raise' or 'warn', got {on_failure!r}")
+    check_on_failure("quad", on_failure)
     if not isinstance(args, tuple):
         args = (args,)
     leaves, tree = tree_flatten(args)

@@ -29,8 +29,8 @@ order by order would cost about tenfold per order).
 Imports: `fgrad.core`, `fgrad.batching` (declaring the solve row by row), `fgrad.taylor`,
 `fgrad.primitive`, `fgrad.tree_util`, `fgrad.numpy`, `fgrad.api` (`vjp`, `jvp`),
 `fgrad.vmapping` (`vmap`, for the sensitivities), `fgrad.custom` (`custom_vjp`),
-`fgrad.jitting` (`jit`, replaying the right-hand side), `fgrad.scipy._quadrature`, and
-`scipy.integrate` for values.
+`fgrad.jitting` (`jit`, replaying the right-hand side), `fgrad.scipy._quadrature`,
+`fgrad.scipy._failure` (`on_failure`), and `scipy.integrate` for values.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from ..primitive import nondiff
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
 from ._closures import check_closure, check_reads
+from ._failure import check_on_failure, report_failure
 from ._quadrature import cumulative_trapezoid, fixed_quad, quad, simpson, trapezoid
 
 if TYPE_CHECKING:
@@ -144,8 +145,7 @@ def odeint(
     >>> bool(abs(g + 2 * np.exp(-1.0)) < 1e-7)
     True
     """
-    if on_failure not in ("raise", "warn"):
-        raise ValueError(f"odeint: on_failure must be 'raise' or 'warn', got {on_failure!r}")
+    check_on_failure("odeint", on_failure)
     if not callable(func):
         raise TypeError(
             f"odeint: func must be a function func(y, t, *args), got {func!r} of type "
@@ -454,9 +454,7 @@ def _lsoda_impl(*values, n_leaves, tree, rhs, opts):
         "default) or loosen rtol and atol, or pass on_failure='warn' to get the result with a "
         "warning"
     )
-    if opts.on_failure == "raise":
-        raise RuntimeError(text)
-    _warnings.warn(text, RuntimeWarning, stacklevel=2)
+    report_failure(text, opts.on_failure, stacklevel=2)
     return sol
 
 

@@ -29,8 +29,8 @@ call raises `RuntimeError`, or with `on_failure="warn"` warns (`RuntimeWarning`)
 on. When nothing is differentiated, the result is returned as SciPy returns it. The linear
 solve of the implicit derivative raises when it does not converge.
 
-Imports: `fgrad.core`, `fgrad.api`, `fgrad.solve`, `fgrad.tree_util`, `fgrad.numpy`, and
-`scipy.optimize`, `scipy.sparse.linalg` for values.
+Imports: `fgrad.core`, `fgrad.api`, `fgrad.solve`, `fgrad.tree_util`, `fgrad.numpy`,
+`fgrad.scipy._failure` (`on_failure`), and `scipy.optimize`, `scipy.sparse.linalg` for values.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from ..jitting import jit
 from ..numpy.shaping import describe, read_constant
 from ..solve import _Closed, _discover, _refuse_closure_under_vmap, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
+from ._failure import check_on_failure, report_failure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,8 +85,7 @@ class _Problem:
                 f"{who}: the function must be callable, got {type(fun).__name__}; pass the "
                 "function itself, not its value"
             )
-        if on_failure not in ("raise", "warn"):
-            raise ValueError(f"{who}: on_failure must be 'raise' or 'warn', got {on_failure!r}")
+        check_on_failure(who, on_failure)
         if not (callable(implicit_solve) or implicit_solve in _IMPLICIT):
             raise ValueError(
                 f"{who}: implicit_solve must be one of {', '.join(map(repr, _IMPLICIT))} or a "
@@ -170,9 +170,7 @@ class _Problem:
             "Raise maxiter, change the tolerances or the starting point, or pass "
             "on_failure='warn' to get the result with a warning"
         )
-        if self.on_failure == "raise":
-            raise RuntimeError(text)
-        warnings.warn(text, RuntimeWarning, stacklevel=4)
+        report_failure(text, self.on_failure, stacklevel=4)
 
     def tangent_solve(self, symmetric):
         kind = self.implicit_solve
