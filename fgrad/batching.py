@@ -94,6 +94,19 @@ class _Rules(dict):
         _elementwise.clear()
         return found
 
+    def popitem(self):
+        found = super().popitem()
+        _elementwise.clear()
+        return found
+
+    def clear(self):
+        super().clear()
+        _elementwise.clear()
+
+    def __ior__(self, other: Any) -> _Rules:  # type: ignore[misc]
+        self.update(other)
+        return self
+
 
 # Primitive (or NondiffPrimitive) -> rule(args, dims, **params) -> (out, out_dim).
 rules: dict[Any, Callable] = _Rules()

@@ -587,12 +587,13 @@ stop_gradient_p = NondiffPrimitive("stop_gradient", _same)
 # Primitives (or NondiffPrimitives) whose outputs' shapes or dtypes depend on their inputs'
 # values, not only on their shapes (nonzero, flatnonzero, argwhere; eig and sqrtm, real or
 # complex): a staging level (`jit`) checks those shapes and dtypes at every replay, since later
-# operations were recorded for them.
+# operations were recorded for them. (Written by `fgrad.primitive.register_rules`.)
 shape_from_values: set = set()
 
 # Primitives that raise on some values of inputs of valid shapes and dtypes (LAPACK's
 # factorizations and solves: a matrix that is singular or not positive definite): a staging
 # level (`jit`) replays them even where nothing reads their outputs, as a check eagerly made.
+# (Written by `fgrad.primitive.register_rules`.)
 raises_on_values: set = set()
 
 

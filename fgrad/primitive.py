@@ -18,8 +18,10 @@ Every rule receives, after the tangent (forward) or nothing (a reverse rule's ma
 at forward time), the primitive's output and then its inputs: `(t, ans, *args, **params)` and
 `(ans, *args, **params)`.
 
-The rules of the other transforms, a batching rule (`vmap`) and a Taylor rule (`jet`), are
-registered by `register_rules`, the one place that writes their tables, or by a builder's
+The rules of the other transforms, a batching rule (`vmap`) and a Taylor rule (`jet`), and
+what `jit` and `vmap` must know of a primitive's values (shapes that depend on them, raising on
+some, rows that cannot share a call), are registered by `register_rules`, the one place that
+writes their tables, or by a builder's
 `batch=` and `taylor=` keywords, which pass them on to it, so that a primitive built in one block
 declares all its rules there. Builders register the Taylor rules that follow from what they know:
 a linear primitive's coefficients are the primitive applied to each, a bilinear one's are sums of
@@ -73,11 +75,15 @@ def register_rules(
     forward: str | None = None,
     taylor_kind: str | None = None,
     sparsity: str | tuple | None = None,
+    shape_from_values: bool = False,
+    raises_on_values: bool = False,
+    row_by_row: str | None = None,
     replace: bool = False,
 ) -> None:
     """Register `prim`'s batching rule and/or its Taylor rule, declare why it has a forward
-    rule of its own, and how sparsity detection treats it: the one place where any of these is
-    registered (the builders' keywords of the same names come here too).
+    rule of its own, how sparsity detection treats it, and what `jit` and `vmap` must know of
+    its values: the one place where any of these is registered (the builders' keywords of the
+    same names come here too).
 
     Parameters
     ----------
@@ -120,6 +126,15 @@ def register_rules(
         (a block per matrix of a stack, two matrix arguments), `("dense", "why")`; the names
         are those of `fgrad.sparsity.DECLARED`. An elementwise primitive (its batching rule is
         the elementwise one) and one without a derivative need none.
+    shape_from_values : bool, default False
+        Its outputs' shapes or dtypes depend on its inputs' values (`nonzero`, `unique`;
+        `eig`, real or complex): a `jit` replay checks them (`fgrad.core.shape_from_values`).
+    raises_on_values : bool, default False
+        It raises on some values of valid shapes (a singular matrix): a `jit` replay runs it
+        even where nothing reads its outputs (`fgrad.core.raises_on_values`).
+    row_by_row : str, optional
+        Why `vmap` applies it to one row at a time (rows that cannot share one NumPy call);
+        listed by the coverage test (`fgrad.batching.declare_row_by_row`).
     replace : bool, default False
         Replace a rule of the same kind registered before. Without it, a second registration
         is refused: two declarations of one primitive's rule, the later one silently winning,
@@ -147,11 +162,18 @@ def register_rules(
             f"register_rules: the first argument must be a Primitive or NondiffPrimitive, "
             f"not a {type(prim).__name__} ({prim!r}){hint}"
         )
-    if batch is None and taylor is None and forward is None and sparsity is None:
+    flags = shape_from_values or raises_on_values or row_by_row is not None
+    if batch is None and taylor is None and forward is None and sparsity is None and not flags:
         raise TypeError(
             f"register_rules({prim.name!r}): nothing to register; give batch= (a batching "
-            "rule), taylor= (a Taylor rule), forward= (why it has a forward rule) or "
-            "sparsity= (its sparsity rule)"
+            "rule), taylor= (a Taylor rule), forward= (why it has a forward rule), "
+            "sparsity= (its sparsity rule), shape_from_values=True, raises_on_values=True or "
+            "row_by_row= (why vmap takes one row at a time)"
+        )
+    if row_by_row is not None and not (isinstance(row_by_row, str) and row_by_row):
+        raise TypeError(
+            f"register_rules({prim.name!r}): row_by_row= is {row_by_row!r}; give the reason "
+            "vmap applies the primitive to one row at a time, as a sentence"
         )
     if sparsity is not None and not (
         isinstance(sparsity, str) or (isinstance(sparsity, tuple) and isinstance(sparsity[0], str))
@@ -206,6 +228,12 @@ def register_rules(
         _batching.rules[prim] = batch
     if taylor is not None:
         _taylor.rules[prim] = taylor
+    if shape_from_values:
+        _core.shape_from_values.add(prim)
+    if raises_on_values:
+        _core.raises_on_values.add(prim)
+    if row_by_row is not None:
+        _batching.declare_row_by_row(prim, row_by_row)
 
 
 def _register_given(prim, batch, taylor, forward=None, taylor_kind=None, sparsity=None):
@@ -1020,7 +1048,8 @@ def nondiff(
     return prim
 
 
-# The core's own primitive with a forward rule: the sum of two tangents passes each through.
-register_rules(add_any, forward="linear")
+# The core's own primitive with a forward rule: the sum of two tangents passes each through;
+# its Taylor coefficients are the sums of its inputs'.
+register_rules(add_any, forward="linear", taylor=_taylor.linear_rule(add_any))
 # The core's stop_gradient in a `jit` record: under `vmap`, each row is its own value.
 register_rules(stop_gradient_p, batch=lambda args, dims: (args[0], dims[0]))

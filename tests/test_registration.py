@@ -1,10 +1,12 @@
-"""Batching, Taylor and sparsity rules are registered in one place,
-`fgrad.primitive.register_rules`.
+"""Batching, Taylor and sparsity rules, and what `jit` and `vmap` must know of a primitive's
+values, are registered in one place, `fgrad.primitive.register_rules`.
 
-The tables themselves (`fgrad.batching.rules`, `fgrad.taylor.rules`, `fgrad.sparsity.rules`)
-stay where their levels read them; this test reads every module of the package (its syntax
-tree, so a comment or a string never counts) and fails, naming file:line, on any write into
-one of them outside the modules that own them and `fgrad/primitive.py`.
+The tables themselves (`fgrad.batching.rules` and `row_by_row_reasons`, `fgrad.taylor.rules`,
+`fgrad.sparsity.rules`, `fgrad.core.shape_from_values` and `raises_on_values`) stay where
+their levels read them; this test reads every module of the package (its syntax tree, so a
+comment or a string never counts) and fails, naming file:line, on any write into one of them
+(or a call of `declare_row_by_row`) outside the modules that own them and
+`fgrad/primitive.py`.
 """
 
 from __future__ import annotations
@@ -29,12 +31,22 @@ from fgrad.primitive import (
 )
 
 PACKAGE = pathlib.Path(fgrad.__file__).parent
-TABLES = {"fgrad.batching", "fgrad.taylor", "fgrad.sparsity"}
+# each module that holds tables, and their names in it
+TABLE_NAMES = {
+    "fgrad.batching": {"rules", "row_by_row_reasons"},
+    "fgrad.taylor": {"rules"},
+    "fgrad.sparsity": {"rules"},
+    "fgrad.core": {"shape_from_values", "raises_on_values"},
+}
+TABLES = {f"{module}.{name}" for module, names in TABLE_NAMES.items() for name in names}
 # the modules allowed to write the tables: those that own them and the one place of registration
 # (the sparsity level fills its table from the declarations, `register_rules(sparsity=...)`)
-OWNERS = {"batching.py", "taylor.py", "sparsity.py", "primitive.py"}
-# a dict's methods that change it
+OWNERS = {"batching.py", "taylor.py", "sparsity.py", "core.py", "primitive.py"}
+# a dict's or a set's methods that change it
 WRITERS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+WRITERS |= {"add", "discard", "remove", "difference_update", "intersection_update"}
+# functions that write a table for their caller
+REGISTRARS = {"fgrad.batching.declare_row_by_row"}
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -57,21 +69,24 @@ def writes_into_tables(source: str, module: str, is_package: bool = False) -> li
     source, and every name bound to either table (writes through such an alias would go unseen).
     """
     tree = ast.parse(source)
-    modules: set[str] = set()  # local names of fgrad.batching / fgrad.taylor
+    modules: dict[str, str] = {}  # local name -> the module of tables it stands for
     tables: set[str] = set()  # local names of the tables themselves
+    registrars: set[str] = set()  # local names of `REGISTRARS`
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             where = _absolute(node.module, node.level, module, is_package)
             for alias in node.names:
                 local = alias.asname or alias.name
-                if f"{where}.{alias.name}" in TABLES:
-                    modules.add(local)
-                elif where in TABLES and alias.name == "rules":
+                if f"{where}.{alias.name}" in TABLE_NAMES:
+                    modules[local] = f"{where}.{alias.name}"
+                elif f"{where}.{alias.name}" in TABLES:
                     tables.add(local)
+                elif f"{where}.{alias.name}" in REGISTRARS:
+                    registrars.add(local)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name in TABLES and alias.asname:
-                    modules.add(alias.asname)
+                if alias.name in TABLE_NAMES and alias.asname:
+                    modules[alias.asname] = alias.name
 
     def dotted(node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
@@ -88,7 +103,14 @@ def writes_into_tables(source: str, module: str, is_package: bool = False) -> li
         if name in tables:
             return True
         head, _, attr = name.rpartition(".")
-        return attr == "rules" and (head in modules or head in TABLES)
+        return f"{modules.get(head, head)}.{attr}" in TABLES
+
+    def is_registrar(node: ast.expr) -> bool:
+        name = dotted(node)
+        if name is None:
+            return False
+        head, _, attr = name.rpartition(".")
+        return name in registrars or f"{modules.get(head, head)}.{attr}" in REGISTRARS
 
     found = []
 
@@ -116,6 +138,8 @@ def writes_into_tables(source: str, module: str, is_package: bool = False) -> li
             and node.func.attr in WRITERS
             and is_table(node.func.value)
         ):
+            found.append((node.lineno, f"calls {ast.unparse(node.func)}"))
+        if isinstance(node, ast.Call) and is_registrar(node.func):
             found.append((node.lineno, f"calls {ast.unparse(node.func)}"))
     return sorted(found)
 
@@ -147,6 +171,11 @@ def test_every_rule_is_registered_through_register_rules():
         "from .. import batching\ndef f():\n    batching.rules[p] += r\n",
         "from .. import batching\ndel batching.rules[p]\n",
         "from .. import sparsity\nsparsity.rules[p] = r\n",
+        "from .. import core as _core\n_core.shape_from_values.add(p)\n",
+        "from ..core import raises_on_values\nraises_on_values.update((p, q))\n",
+        "from .. import batching as _b\n_b.declare_row_by_row(p, 'why')\n",
+        "from ..batching import declare_row_by_row\ndeclare_row_by_row(p, 'why')\n",
+        "from .. import batching\nbatching.row_by_row_reasons[p] = 'why'\n",
     ],
 )
 def test_the_scan_finds_each_way_of_writing_a_table(source):
@@ -193,6 +222,51 @@ def test_register_rules_writes_both_tables():
         assert taylor.rules[prim] is series
     finally:
         del batching.rules[prim], taylor.rules[prim]
+
+
+def test_register_rules_writes_what_jit_and_vmap_must_know_of_the_values():
+    from fgrad import core
+
+    prim = _fresh_primitive("depends_on_its_values")
+    register_rules(
+        prim, shape_from_values=True, raises_on_values=True, row_by_row="one row at a time"
+    )
+    try:
+        assert prim in core.shape_from_values and prim in core.raises_on_values
+        assert batching.row_by_row_reasons[prim] == "one row at a time"
+    finally:
+        core.shape_from_values.discard(prim)
+        core.raises_on_values.discard(prim)
+        del batching.row_by_row_reasons[prim]
+    with pytest.raises(TypeError, match="depends_on_its_values.*row_by_row=.*reason"):
+        register_rules(prim, row_by_row="")
+    assert prim not in batching.row_by_row_reasons
+
+
+def test_the_batching_table_forgets_its_shortcuts_on_every_write():
+    # `BatchLevel` caches which primitives take the elementwise shortcut: each way of writing
+    # the table must clear it (a stale entry would batch a new rule's primitive elementwise)
+    prim = _fresh_primitive("rewritten_rule")
+
+    def rule(args, dims):
+        return args[0], dims[0]
+
+    for write in (
+        lambda t: t.__setitem__(prim, rule),
+        lambda t: t.update({prim: rule}),
+        lambda t: t.setdefault(prim, rule),
+        lambda t: t.__ior__({prim: rule}),
+    ):
+        batching._elementwise[prim] = True
+        write(batching.rules)
+        assert prim not in batching._elementwise
+        batching._elementwise[prim] = True
+        batching.rules.pop(prim)
+        assert prim not in batching._elementwise
+    batching.rules[prim] = rule
+    batching._elementwise[prim] = True
+    assert batching.rules.popitem() == (prim, rule)  # the newest entry
+    assert prim not in batching._elementwise
 
 
 @pytest.mark.parametrize("which", ["batch", "taylor"])

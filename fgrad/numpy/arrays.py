@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import batching as _batching, core as _core
-from ..core import Box, constant_of, dtype_of, primal, shape_from_values, shape_of
+from ..core import Box, constant_of, dtype_of, primal, shape_of
 from ..primitive import deflinear, nondiff, register_rules
 from . import reductions as _rd, shaping as _shaping
 from ._mirror import exported, mirror
@@ -866,7 +866,7 @@ def _unique_indices(ar, return_index, **flags):
 # unique here would be a guard on every element); the shapes of its results depend on the
 # values: a record holds for those shapes (its guards).
 _unique_p = nondiff(_unique_indices, name="unique_indices")
-shape_from_values.add(_unique_p)
+register_rules(_unique_p, shape_from_values=True)
 
 _ONE_ARRAY_AT_A_TIME = (
     "NumPy finds the unique values of one array at a time (a record made outside vmap, "
@@ -883,7 +883,7 @@ def _unique_output(ar, which, **flags):
 # indices, and the inverse and counts if asked for), which the rows' stacking would take as
 # one array; each output's rows are stacked on their own.
 _unique_output_p = nondiff(_unique_output, name="unique_indices")
-shape_from_values.add(_unique_output_p)
+register_rules(_unique_output_p, shape_from_values=True)
 
 
 def _unique_rows(args, dims, **params):
@@ -1175,7 +1175,7 @@ argwhere = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.ar
 nonzero = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.nonzero)))
 flatnonzero = _one_count_per_row(_shaping._flatnonzero)
 for _fn in (argwhere, nonzero):
-    shape_from_values.add(_fn.primitive)
+    register_rules(_fn.primitive, shape_from_values=True)
 
 
 def _is_chunked(x):

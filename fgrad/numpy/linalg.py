@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import batching as _batching, core as _core, taylor as _taylor
-from ..core import Primitive, bind, constant_of, dtype_of, primal, shape_from_values
+from ..core import Primitive, bind, constant_of, dtype_of, primal
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
 from . import arrays as _arrays, products as _products
 from ._mirror import exported, mirror
@@ -1706,7 +1706,8 @@ _eigvals_p = matrix_primitive(
 )
 # NumPy's eig and eigvals are real where every eigenvalue is, complex otherwise: a `jit` record
 # checks the dtype it was recorded for
-shape_from_values.update((_eig_p, _eigvals_p))
+for _prim in (_eig_p, _eigvals_p):
+    register_rules(_prim, shape_from_values=True)
 
 
 @mirror("function")
@@ -2456,9 +2457,9 @@ register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
 register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
 # LAPACK raises on a singular, not positive definite or non-converging input: a `jit` replay
 # keeps the call where its result goes unused (a check), as the eager call raises
-_core.raises_on_values.update(
-    (_inv_p, _solve_p, _pinv_p, _lstsq_rank_p, _cholesky_p, _eigh_p, _eigvalsh_p, _eig_p)
-    + (_eigvals_p, _svd_p, _svdvals_p)
-)
+for _lapack in (_inv_p, _solve_p, _pinv_p, _lstsq_rank_p, _cholesky_p, _eigh_p, _eigvalsh_p):
+    register_rules(_lapack, raises_on_values=True)
+for _lapack in (_eig_p, _eigvals_p, _svd_p, _svdvals_p):
+    register_rules(_lapack, raises_on_values=True)
 
 __all__ = exported(globals(), _np.linalg)

@@ -2876,7 +2876,7 @@ def counted_positions(theirs):
 # masks of `jit` records above.
 _flatnonzero = nondiff_function(counted_positions(_np.flatnonzero))
 _flatnonzero.__signature__ = inspect.signature(_np.flatnonzero)
-_core.shape_from_values.add(_flatnonzero.primitive)
+register_rules(_flatnonzero.primitive, shape_from_values=True)
 
 
 def _gather(x, idx):

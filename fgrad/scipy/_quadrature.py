@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.integrate as _si
 
-from .. import batching as _batching, numpy as fnp
+from .. import numpy as fnp
 from ..api import grad
 from ..core import constant_of, dtype_of, holds_box, innermost, is_foreign_array, primal
 from ..custom import custom_vjp
 from ..numpy.shaping import describe, is_traced, numpy_applies, read_constant
-from ..primitive import nondiff
+from ..primitive import nondiff, register_rules
 from ..tree_util import tree_flatten, tree_unflatten
 from ._closures import check_closure, check_reads
 from ._failure import check_on_failure, report_failure
@@ -312,10 +312,12 @@ def _unconverged(message, on_failure, derived):
 
 
 _quad_p = nondiff(_quad_impl, name="quad")
-_batching.declare_row_by_row(
+register_rules(
     _quad_p,
-    "QUADPACK subdivides the interval by the error of one integrand: each row's integral is "
-    "its own adaptive run",
+    row_by_row=(
+        "QUADPACK subdivides the interval by the error of one integrand: each row's integral is "
+        "its own adaptive run"
+    ),
 )
 
 

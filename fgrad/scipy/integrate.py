@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 import scipy.integrate as _si
 
-from .. import batching as _batching, numpy as fnp, taylor as _taylor
+from .. import numpy as fnp, taylor as _taylor
 from ..api import jvp, vjp
 from ..core import (
     Box,
@@ -59,7 +59,7 @@ from ..core import (
 from ..custom import custom_vjp
 from ..jitting import jit
 from ..numpy.shaping import describe, read_constant
-from ..primitive import nondiff
+from ..primitive import nondiff, register_rules
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
 from ..vmapping import vmap
 from ._closures import check_closure, check_reads
@@ -516,13 +516,15 @@ class _VectorRhs:
 
 # The solve has no derivative of its own: `_solve`'s adjoint rule gives it.
 _lsoda_p = nondiff(_lsoda_impl, name="odeint")
-_batching.declare_row_by_row(
+register_rules(
     _lsoda_p,
-    "LSODA picks its steps by the error of the whole state: one run over all rows at once "
-    "would give each row values that depend on the other rows (they differ from the row's own "
-    "run by up to the solver's tolerance, 4e-10 relative at rtol=atol=1e-10 on the table's "
-    "Lotka-Volterra rows), and rows with different time points would need a change of time "
-    "variable; so each row is its own solve",
+    row_by_row=(
+        "LSODA picks its steps by the error of the whole state: one run over all rows at once "
+        "would give each row values that depend on the other rows (they differ from the row's own "
+        "run by up to the solver's tolerance, 4e-10 relative at rtol=atol=1e-10 on the table's "
+        "Lotka-Volterra rows), and rows with different time points would need a change of time "
+        "variable; so each row is its own solve"
+    ),
 )
 
 

@@ -515,7 +515,7 @@ def _by_rows(prim, what):
     """`prim`, a constant of the pivots or the form computed in a `jit` record, applied row by
     row under `vmap` (`what` says what it is; the functions take their batched branch under
     `vmap` and reach it only when a record made outside `vmap` is replayed inside one)."""
-    _batching.declare_row_by_row(prim, what)
+    register_rules(prim, row_by_row=what)
     return prim
 
 
@@ -1003,7 +1003,7 @@ _sqrtm_p = _la.matrix_primitive(
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
 )
-_core.shape_from_values.add(_sqrtm_p)  # real or complex by the eigenvalues: a jit guard
+register_rules(_sqrtm_p, shape_from_values=True)  # real or complex by the eigenvalues: a jit guard
 
 
 def _sqrtm_taylor(primals, series):
@@ -2051,7 +2051,7 @@ for _prim, _reason in (
     (_sqrtm_p, "SciPy's sqrtm is Schur-based: NumPy has no batched Schur form"),
     (_expm_p, "SciPy's expm picks its Pade order and scaling per matrix; no NumPy counterpart"),
 ):
-    _batching.declare_row_by_row(_prim, _reason)
+    register_rules(_prim, row_by_row=_reason)
 
 
 # Sparsity detection (`fgrad.sparsity`): a dense block (fgrad.numpy.linalg's are per matrix).
@@ -2084,4 +2084,5 @@ for _prim in (
 
 # LAPACK raises on a singular (or non-converging) input: a `jit` replay keeps these calls
 # where their result goes unused (a check), as the eager call raises
-_core.raises_on_values.update((_trsolve_p, _banded_p, _sylvester_p, _svd_p, _svd_stack_p, _schur_p))
+for _prim in (_trsolve_p, _banded_p, _sylvester_p, _svd_p, _svd_stack_p, _schur_p):
+    register_rules(_prim, raises_on_values=True)
