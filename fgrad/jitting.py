@@ -1257,7 +1257,7 @@ class Jitted:
             if not 0 <= j < len(args):
                 # passed by name (it is in `_static_argnames` too), or left to its default
                 continue
-            statics.append(("arg", j, _static_key(args[j], f"positional argument {i}")))
+            statics.append(("arg", j, _static_key(args[j], j, self._fun)))
         for name in self._static_argnames:
             if name in kwargs:
                 statics.append(("kw", name, _static_key(kwargs[name], f"argument {name!r}")))
@@ -1625,20 +1625,59 @@ def _roll_back(marks):
         level.n_slots, level.guarded, level.unsafe = n_slots, guarded, unsafe
 
 
-def _static_key(value, what):
+def _static_key(value, what, fun=None):
     """What selects a record for a static argument: its value, and what Python's equality
     does not tell apart but a function can (1, 1.0 and True are equal; so are 0.0 and -0.0):
-    its type, and a float's exact text."""
+    its type, and a float's exact text. `what` names the argument for an error: a keyword's
+    text, or a position of `fun`'s (named on an error only: `_positional_label`)."""
     try:
         hash(value)
     except TypeError:
+        where, part = _unhashable_part(value)
+        what = _positional_label(fun, what) if type(what) is int else what
         raise TypeError(
-            f"jit: the static {what} is of type {type(value).__name__}, which is not "
-            "hashable; static arguments select a record by value, so pass a hashable one "
-            "(a tuple instead of a list, for example), make it a dynamic argument if it is "
-            "an array, a number or a pytree of them, or else close over it in the function"
+            f"jit: the static {what} is not hashable: {where}{_describe_static(part)}; "
+            "static arguments select a record by value, so pass a hashable one (a tuple "
+            "instead of a list, a frozenset instead of a set), make it a dynamic argument if "
+            "it is an array, a number or a pytree of them, or else close over it in the "
+            "function"
         ) from None
     return _value_key(value)
+
+
+def _positional_label(fun, j):
+    """How an error names the static argument at position `j` of `fun`: by its parameter's
+    name where the signature has one (static_argnames='opts' with opts passed by position
+    is a static position), else by its position."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        params = []
+    if j < len(params) and params[j].kind in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        return f"argument {params[j].name!r} (position {j})"
+    return f"positional argument {j}"
+
+
+def _unhashable_part(value, where=""):
+    """Where the first unhashable part of `value` is (its element 1, ...; "" for `value`
+    itself) and that part: a tuple is unhashable because of what it holds."""
+    if isinstance(value, tuple):
+        for k, v in enumerate(value):
+            try:
+                hash(v)
+            except TypeError:
+                return _unhashable_part(v, f"{where}its element {k} is ")
+    return where or "it is ", value
+
+
+def _describe_static(value):
+    """A value in an error about static arguments: an array by its shape and dtype."""
+    if isinstance(value, _np.ndarray) or core.is_foreign_array(value):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return f"a {type(value).__name__}"
 
 
 def _value_key(value):

@@ -1088,8 +1088,19 @@ def test_errors_name_what_to_do():
     with pytest.raises(TypeError, match="jit expects a function"):
         fgrad.jit(3)
     jitted = fgrad.jit(lambda x, n: x * len(n), static_argnums=1)
-    with pytest.raises(TypeError, match="static positional argument 1 .*list.*tuple"):
+    with pytest.raises(TypeError, match="static argument 'n' \\(position 1\\) .*a list.*tuple"):
         jitted(np.ones(2), [1, 2])
+    # the part of a tuple that is unhashable, an array's shape and dtype, and the name of an
+    # argument declared by name but passed by position
+    with pytest.raises(TypeError, match="'n' \\(position 1\\) .*its element 1 is a list"):
+        jitted(np.ones(2), (1, [2]))
+    with pytest.raises(TypeError, match="an array of shape \\(3,\\) and dtype float32"):
+        jitted(np.ones(2), np.ones(3, np.float32))
+    by_name = fgrad.jit(lambda x, opts: x * len(opts), static_argnames="opts")
+    with pytest.raises(TypeError, match="static argument 'opts' \\(position 1\\) .*a list"):
+        by_name(np.ones(2), [1, 2])
+    with pytest.raises(TypeError, match="static argument 'opts' is not hashable: it is a dict"):
+        by_name(np.ones(2), opts={1: 2})
     with pytest.raises(TypeError, match="static_argnums"):
         fgrad.jit(lambda x, f: f(x))(np.ones(2), lambda v: v)
     with pytest.raises(ValueError, match="max_paths"):
