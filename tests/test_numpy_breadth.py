@@ -287,3 +287,44 @@ def test_in_place_functions_write_plain_arrays_and_refuse_traced_ones(name):
             fgrad.grad(lambda x: fnp.putmask(x, x > 0, 0.0))(np.ones(2))
         else:
             fgrad.grad(lambda x: fnp.copyto(np.zeros(2), x))(np.ones(2))
+
+
+# --- input and output (fgrad/numpy/input_output.py) --------------------------------------------
+
+
+def test_save_writes_plain_arrays_as_numpy_and_refuses_a_traced_one_by_name():
+    import io
+
+    buffer = io.BytesIO()
+    fnp.save(buffer, np.arange(3.0))
+    buffer.seek(0)
+    np.testing.assert_array_equal(np.load(buffer), np.arange(3.0))
+    assert fnp.load is np.load and fnp.printoptions is np.printoptions
+
+    def saving(x):
+        fnp.save(io.BytesIO(), x)
+        return fnp.sum(x)
+
+    for transform in (fgrad.grad, fgrad.jit, fgrad.vmap):
+        with pytest.raises(TypeError, match=r"save: arr is a traced value \(shape \(3,\)"):
+            transform(saving)(np.ones(3) if transform is not fgrad.vmap else np.ones((2, 3)))
+    with pytest.raises(TypeError, match=r"savez: the array 'w' is a traced value .*result"):
+        fgrad.grad(lambda x: (fnp.savez(io.BytesIO(), w=x), fnp.sum(x))[1])(np.ones(3))
+
+
+def test_the_text_of_a_traced_value_is_its_values_text():
+    x = np.array([1.0, 2.5])
+    eager = (np.array_str(x), np.array_repr(x), np.array_repr(x, precision=1))
+    texts = []
+
+    def f(v):
+        texts.append((fnp.array_str(v), fnp.array_repr(v), fnp.array_repr(v, precision=1)))
+        return v * 2.0
+
+    fgrad.jit(f)(x)  # under jit (a recording): the value's own text, as str(v) and repr(v)
+    fgrad.vmap(f)(x[None])  # the row's
+    assert texts == [eager, eager]
+    texts.clear()
+    fgrad.grad(lambda v: fnp.sum(f(v)))(x)  # under a derivative, repr(v) shows it is traced
+    assert texts[0][0] == eager[0] and texts[0][2] == eager[2]
+    assert texts[0][1].startswith("Traced<")

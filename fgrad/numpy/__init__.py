@@ -36,6 +36,8 @@ NumPy's reference groups:
   `outer`, `vecdot`, ...); `linalg` and `fft`: the submodules of the same names.
 - `signal`: convolution, differences, interpolation, `cov`/`corrcoef` and the `poly*`
   functions; `polynomials`: `roots` and `poly`; `windows`: the window functions.
+- `input_output`: "Input and output" (`load`, `save`, `fromfile`, `array_str`, the print
+  options), no derivative.
 
 A NumPy function whose signature another already has is made from it (`shaping.variant`:
 `nansum` from `sum`, `std` from `var`, `ifftn` from `fftn`), not written again.
@@ -64,6 +66,7 @@ from . import (
     fft,
     histograms as _histograms,
     indexing,
+    input_output as _input_output,
     linalg,
     manipulation as _manipulation,
     mathematical as _mathematical,
@@ -112,6 +115,7 @@ _export(
     _histograms,
     _selection,
     _manipulation,
+    _input_output,
 )
 # the names `_export` binds, as a type checker reads them (their `__all__`)
 if _typing.TYPE_CHECKING:
@@ -122,6 +126,7 @@ if _typing.TYPE_CHECKING:
     from .elementwise import *  # noqa: F403
     from .histograms import *  # noqa: F403
     from .indexing import *  # noqa: F403
+    from .input_output import *  # noqa: F403
     from .manipulation import *  # noqa: F403
     from .mathematical import *  # noqa: F403
     from .polynomials import *  # noqa: F403
@@ -158,6 +163,7 @@ _FAMILY_MODULES = (
     "bitwise",
     "datatypes",
     "indexing",
+    "input_output",
     "sets",
     "creation",
     "elementwise",
