@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as _np
 
-from . import core
+from . import core, provenance
 from .core import (
     Box,
     NondiffPrimitive,
@@ -69,6 +69,7 @@ from .staging import (
     same_op,
     shape_key,
     user_frame,
+    user_line,
 )
 from .tree_util import LEAF, tree_aux_data, tree_flatten, tree_unflatten
 
@@ -1958,6 +1959,30 @@ def _key_text(key) -> str:
     return repr(value[()]) if not shape else _np.array2string(value, separator=", ")
 
 
+class _ForwardLines(provenance.Watcher):
+    """The user's line of each operation of a record being printed (`make_record`). An
+    operation of a backward pass runs after the user's function returned, where the user's
+    line on the stack is the call of the transform: it gets the line of the forward
+    operation it differentiates, which the core told as it put that operation on a reverse
+    level's tape (`recorded`), as `jax.make_jaxpr`'s transposed equations keep the line of
+    their forward equation. (A watcher, for printing only: it slows the recording.)"""
+
+    def __init__(self):
+        self.lines: dict = {}  # (reverse level, tape position) -> the line
+
+    def recorded(self, level, position, phase):
+        self.lines[(level, position)] = self.line()
+
+    def line(self):
+        for phase in reversed(core.phases()):  # (a "sum" of cotangents is inside its bprop's)
+            if phase.kind == "backward":
+                found = self.lines.get((phase.level, phase.position))
+                if found is not None:
+                    return found
+                break
+        return user_line()
+
+
 def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Callable:
     """A function that records `fun` on its arguments and returns the `Record`: a program of
     one line per operation, with shapes, dtypes and the user's source line (as
@@ -1975,8 +2000,9 @@ def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Call
     def recorder(*args, **kwargs):
         leaves, tree, _ = jitted._flatten_call(args, kwargs)
         rebuild = jitted._rebuild(args, kwargs, tree)
-        level = StagingLevel(sources=True)
-        with level:
+        lines = _ForwardLines()
+        level = StagingLevel(sources=lines.line)
+        with provenance.watching(lines), level:
             boxed = _inputs(level, leaves)
             full_args, full_kwargs = rebuild(boxed)
             out = fun(*full_args, **full_kwargs)

@@ -11,8 +11,10 @@ every transform. What takes an array:
 - `save` and `savez` write plain arrays as NumPy does, and refuse a traced one, naming it: a
   file written inside `jit` would be written once, at the recording, and a derivative's
   value is known only when the transformed call returns. Save that call's result instead.
-- `array_str` and `array_repr` of a traced value give the text of its value, as `str(x)` and
-  `repr(x)` do (`fgrad.numpy`'s arrays read the value for its text: under `jit` a guard).
+- `frombuffer` and `from_dlpack` read an array's memory, which a traced value does not
+  have: they refuse one, naming it.
+- `array_str` and `array_repr` of a traced value give NumPy's text of its value, as `str(x)`
+  does (`fgrad.numpy`'s arrays read the value for its text: under `jit` a guard).
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy._coverage`, `fgrad.numpy._mirror`.
 """
@@ -25,8 +27,6 @@ import numpy as _np
 
 # What reads arrays from outside, and NumPy's print options: NumPy's own objects.
 from numpy import (
-    from_dlpack as from_dlpack,
-    frombuffer as frombuffer,
     fromfile as fromfile,
     fromiter as fromiter,
     frompyfunc as frompyfunc,
@@ -41,6 +41,42 @@ from .. import core as _core
 from ._coverage import no_derivative
 from ._mirror import exported
 from .shaping import describe
+
+
+def _refuse_traced_memory(name: str, what: str, value: Any) -> None:
+    """Refuse a traced `value` given to `name` (which reads memory) as its argument `what`."""
+    if type(value) is _core.Box:
+        raise TypeError(
+            f"{name}: {what} is a traced value ({describe(value)}), which has no memory to "
+            f"read; call numpy.{name} on a plain array outside the transform, or use "
+            "fgrad.numpy.astype for another dtype of the same values"
+        )
+
+
+@no_derivative("reads memory")
+def frombuffer(
+    buffer: Any, dtype: Any = None, count: int = -1, offset: int = 0, *, like: Any = None
+) -> Any:
+    """NumPy's `frombuffer`; a traced buffer is refused (see the module docstring).
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.frombuffer(np.array([1.5, 2.5]).tobytes())
+    array([1.5, 2.5])
+    """
+    _refuse_traced_memory("frombuffer", "buffer", buffer)
+    return _np.frombuffer(buffer, dtype, count, offset, like=like)
+
+
+@no_derivative("reads memory")
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
+    """NumPy's `from_dlpack`; a traced array is refused (see the module docstring).
+
+    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.from_dlpack(np.array([1.5, 2.5]))
+    array([1.5, 2.5])
+    """
+    _refuse_traced_memory("from_dlpack", "x", x)
+    return _np.from_dlpack(x, device=device, copy=copy)
 
 
 def _refuse_traced(name: str, what: str, value: Any) -> None:
@@ -112,16 +148,13 @@ def array_repr(
     precision: int | None = None,
     suppress_small: bool | None = None,
 ) -> str:
-    """NumPy's `array_repr`; of a traced value, `repr(arr)` (the value's text under `jit`
-    and `vmap`, the traced form under a derivative), or with options the value's text.
+    """NumPy's `array_repr`; of a traced value, NumPy's text of its value.
 
     >>> import numpy as np, fgrad.numpy as fnp
     >>> fnp.array_repr(np.array([1/3, 2.0]), precision=3)
     'array([0.333, 2.   ])'
     """
     if type(arr) is _core.Box:
-        if max_line_width is None and precision is None and suppress_small is None:
-            return repr(arr)
         arr = _core.primal(arr)  # a read, as str(arr)'s (under jit a guard)
     return _np.array_repr(arr, max_line_width, precision, suppress_small)
 
