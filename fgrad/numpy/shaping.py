@@ -932,23 +932,7 @@ def _sum_vjp(ans, x, axis, keepdims):
         kept = _kept_shape(x_shape, axis)
     x_value = x if type(x) is _np.ndarray else _core.innermost(x)
     if type(x_value) is not _np.ndarray and _core.is_foreign_array(x_value):
-        # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
-        # that library, lazily; a NumPy array of x's size would be built and shipped whole
-        like = x_value
-
-        def foreign_bprop(ct):
-            if is_plain_array(ct):
-                if kept is None and not _np.ndim(ct) and like.shape == x_shape:
-                    # a sum of everything (a loss): grad's cotangent filled in x's chunks, one
-                    # task per chunk; a broadcast would make one chunk, which the elementwise
-                    # operation after it (`ct * slope`) splits again, in twice as many tasks
-                    return _np.full_like(like, ct, dtype=ct.dtype)
-                ct = _np.asarray(ct, like=like)
-            return _broadcast_to_p(
-                ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape
-            )
-
-        return foreign_bprop
+        return _foreign_sum_bprop(x_value, x_shape, kept)
 
     # A sum over some axes (a C-contiguous array: a reduction's result usually is, and the
     # view's buffer must be) has its cotangent, laid out as the sum is, spread by one view:
@@ -975,6 +959,25 @@ def _sum_vjp(ans, x, axis, keepdims):
                 view.setflags(write=False)  # read-only, as NumPy's broadcast_to
                 return view
             return _broadcast_to_impl(ct if kept is None else ct.reshape(kept), x_shape)
+        return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
+
+    return bprop
+
+
+def _foreign_sum_bprop(like, x_shape, kept):
+    """The bprop of a sum of `like`, another library's (Dask's) array of shape `x_shape`
+    (`kept`: the sum's shape with the summed axes kept, or None where the cotangent broadcasts
+    as it is): a plain cotangent (grad's own 1) is spread in that library, lazily, where a
+    NumPy array of x's size would be built and shipped whole."""
+
+    def bprop(ct):
+        if is_plain_array(ct):
+            if kept is None and not _np.ndim(ct) and like.shape == x_shape:
+                # a sum of everything (a loss): grad's cotangent filled in x's chunks, one
+                # task per chunk; a broadcast would make one chunk, which the elementwise
+                # operation after it (`ct * slope`) splits again, in twice as many tasks
+                return _np.full_like(like, ct, dtype=ct.dtype)
+            ct = _np.asarray(ct, like=like)
         return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
 
     return bprop
