@@ -359,6 +359,153 @@ def _kept_shape(x_shape, axes):
     return tuple(kept)
 
 
+# --- batching (vmap): the helpers -----------------------------------------------------------------
+# The helpers every family's batching rules use (here and in the modules importing this one),
+# the makers of rules shared by a family, and the fallback that applies a primitive to one row
+# at a time (see `fgrad.batching`); each primitive's own rule sits beside it. In a rule, a
+# value's `shape` includes its batch axis: the value is one level below the batching level.
+
+
+def all_rows(x, name):
+    """x's values in every row of the batches it is in at once (its innermost array; the
+    layout is not the rows'), for a bound or a check that must serve every row: reading them
+    this way splits no batch. Without a batch, x's value. `name` is the function reading
+    them, for the error on a lazy array."""
+    _core.refuse_lazy(name, "its rule reads the values (a bound or a check)", _core.innermost(x))
+    return _np.asarray(whole_value(x))  # (under jit, a guard of the record)
+
+
+def batch_to_front(x, dim):
+    """x with its batch axis `dim` moved to the front (a view)."""
+    return x if dim == 0 else moveaxis(x, dim, 0)
+
+
+def batched_axis(axis, dim):
+    """The axis of the batched value that is axis `axis` (non-negative) of one row."""
+    return axis + (axis >= dim)
+
+
+def with_example_ndim(x, dim, nd):
+    """x with its batch axis first and length-1 axes after it, up to `nd` axes per row, so that
+    it broadcasts against other arguments as one row would."""
+    x = batch_to_front(x, dim)
+    s = shape(x)
+    missing = nd - (len(s) - 1)
+    return x if missing <= 0 else _reshape_p(x, shape=s[:1] + (1,) * missing + s[1:])
+
+
+def every_row(x, dim, size):
+    """x with a leading batch axis of `size` rows; an unbatched x is the same in every row."""
+    if dim is not None:
+        return batch_to_front(x, dim)
+    return _broadcast_to_p(x, shape=(size,) + shape(x))
+
+
+def batch_size(args, dims):
+    """The number of rows, from the first batched argument."""
+    for a, d in zip(args, dims):
+        if d is not None:
+            return shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def row_by_row(prim, args, dims, params, size):
+    """`prim` applied to each row, the results stacked along axis 0: right for any primitive,
+    at the cost of one application per row."""
+    if size == 0:
+        return _no_rows(prim, args, dims, params)
+    results = []
+    for i in range(size):
+        row = [
+            a if d is None else getitem(a, (slice(None),) * d + (i,)) for a, d in zip(args, dims)
+        ]
+        results.append(bind(prim, row, params))
+    if prim.multiple_results:
+        outs = tuple(_rows_stacked(prim, [r[k] for r in results]) for k in range(len(results[0])))
+        return outs, (0,) * len(outs)
+    return _rows_stacked(prim, results), 0
+
+
+def _rows_stacked(prim, rows):
+    """The rows' results of `prim` stacked, or vmap's error where their shapes differ (a
+    primitive whose output's shape depends on the values: `unique`, `nonzero`, ...)."""
+    shapes = {tuple(shape(r)) for r in rows}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"vmap: {prim.name} gave outputs of different shapes per row "
+            f"({', '.join(map(str, sorted(shapes)))}); vmap stacks the rows' outputs, so each "
+            "output needs one shape in every row (call it on each row in a Python loop, or pad "
+            "its result to one size)"
+        )
+    return _stack_p(*rows, axis=0)
+
+
+def _no_rows(prim, args, dims, params):
+    """A batch of no rows: the primitive applied to one row of zeros gives the shapes and
+    dtypes of the results, which get a batch axis of length 0."""
+    row = [
+        a if d is None else _np.zeros(shape(a)[:d] + shape(a)[d + 1 :], dtype_of(a))
+        for a, d in zip(args, dims)
+    ]
+    out = bind(prim, [primal(a) for a in row], params)
+    if prim.multiple_results:
+        return tuple(_np.zeros((0,) + _np.shape(o), _np.result_type(o)) for o in out), (0,) * len(
+            out
+        )
+    return _np.zeros((0,) + _np.shape(out), _np.result_type(out)), 0
+
+
+_batching.row_by_row = row_by_row
+
+
+def _same_axis(prim):
+    """The rule of a primitive that acts on each element alone and keeps the shape."""
+
+    def rule(args, dims, **params):
+        return bind(prim, args, params), dims[0]
+
+    return rule
+
+
+def axis_batch_rule(fn):
+    """The batching rule of `fn`, a function declared with `nondiff_function` that works
+    along its first argument's `axis` (None: all of it, flattened; an int; a tuple, if fn
+    takes one), as argmax, argsort, all and count_nonzero do: the rows go first and the axis
+    moves one along. Other arguments are the same for every row."""
+    prim = fn.primitive
+    signature = inspect.signature(prim.impl)
+    first = next(iter(signature.parameters))
+    default = signature.parameters["axis"].default
+
+    def rule(args, dims, **params):
+        if any(d is not None for d in dims[1:]):
+            why = "a second argument that differs by row"
+            return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), why)
+        arguments = signature.bind(*args, **params).arguments
+        x = batch_to_front(arguments.pop(first), dims[0])
+        n, row = shape(x)[0], shape(x)[1:]
+        axis = arguments.get("axis", default)
+        if not row and _is_integer(axis) and _operator.index(axis) in (0, -1):
+            # NumPy reads a 0-d value as one element along axis 0 (or -1): argsort gives [0],
+            # argmax and all a scalar, with keepdims too
+            x, row, axis = reshape(x, (n, 1)), (1,), 0
+            arguments["axis"] = 0
+            if "keepdims" in arguments:
+                arguments["keepdims"] = False
+        keep = arguments.get("keepdims", False) is True
+        if axis is None:
+            flat = reshape(x, (n, -1))
+            if keep:
+                arguments["keepdims"] = False
+            out = bind(prim, (flat,), {**arguments, "axis": 1})
+            return (reshape(out, (n,) + (1,) * len(row)) if keep else out), 0
+        axes = _normalize_axes(axis, len(row))
+        shifted = tuple(a + 1 for a in axes) if isinstance(axis, tuple) else axes[0] + 1
+        return bind(prim, (x,), {**arguments, "axis": shifted}), 0
+
+    register_rules(prim, batch=rule)
+
+
 # --- reshape, transpose, broadcast ----------------------------------------------------------------
 
 
@@ -387,7 +534,15 @@ def _reshape_impl(x, shape):
     return _np.reshape(x.rechunk(-1), shape)  # raises Dask's own error
 
 
-_reshape_p = deflinear(_reshape_impl, _reshape_vjp, name="reshape")
+def _reshape_batch(args, dims, shape):
+    (x,), (d,) = args, dims
+    x = batch_to_front(x, d)
+    return _reshape_p(x, shape=(shape_of(x)[0],) + tuple(shape)), 0
+
+
+_reshape_p = deflinear(
+    _reshape_impl, _reshape_vjp, name="reshape", batch=_reshape_batch, sparsity="moves"
+)
 
 
 @mirror("shape")
@@ -503,10 +658,17 @@ def _transpose_vjp(ans, x, axes):
     return lambda ct: _transpose_p(ct, axes=inverse)
 
 
+def _transpose_batch(args, dims, axes):
+    (x,), (d,) = args, dims
+    return _transpose_p(x, axes=(d,) + tuple(batched_axis(a, d) for a in axes)), 0
+
+
 _transpose_p = deflinear(
     lambda x, axes: _np.transpose(x, axes),
     _transpose_vjp,
     name="transpose",
+    batch=_transpose_batch,
+    sparsity="moves",
 )
 
 
@@ -730,10 +892,18 @@ def _broadcast_to_impl(x, shape):
     return _np.broadcast_to(x, shape)
 
 
+def _broadcast_to_batch(args, dims, shape):
+    (x,), (d,) = args, dims
+    x = with_example_ndim(x, d, len(shape))
+    return _broadcast_to_p(x, shape=(shape_of(x)[0],) + tuple(shape)), 0
+
+
 _broadcast_to_p = deflinear(
     _broadcast_to_impl,
     _broadcast_to_vjp,
     name="broadcast_to",
+    batch=_broadcast_to_batch,
+    sparsity="moves",
 )
 
 
@@ -762,23 +932,7 @@ def _sum_vjp(ans, x, axis, keepdims):
         kept = _kept_shape(x_shape, axis)
     x_value = x if type(x) is _np.ndarray else _core.innermost(x)
     if type(x_value) is not _np.ndarray and _core.is_foreign_array(x_value):
-        # x is another library's (Dask's) array: a plain cotangent (grad's own 1) is spread in
-        # that library, lazily; a NumPy array of x's size would be built and shipped whole
-        like = x_value
-
-        def foreign_bprop(ct):
-            if is_plain_array(ct):
-                if kept is None and not _np.ndim(ct) and like.shape == x_shape:
-                    # a sum of everything (a loss): grad's cotangent filled in x's chunks, one
-                    # task per chunk; a broadcast would make one chunk, which the elementwise
-                    # operation after it (`ct * slope`) splits again, in twice as many tasks
-                    return _np.full_like(like, ct, dtype=ct.dtype)
-                ct = _np.asarray(ct, like=like)
-            return _broadcast_to_p(
-                ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape
-            )
-
-        return foreign_bprop
+        return _foreign_sum_bprop(x_value, x_shape, kept)
 
     # A sum over some axes (a C-contiguous array: a reduction's result usually is, and the
     # view's buffer must be) has its cotangent, laid out as the sum is, spread by one view:
@@ -810,6 +964,32 @@ def _sum_vjp(ans, x, axis, keepdims):
     return bprop
 
 
+def _foreign_sum_bprop(like, x_shape, kept):
+    """The bprop of a sum of `like`, another library's (Dask's) array of shape `x_shape`
+    (`kept`: the sum's shape with the summed axes kept, or None where the cotangent broadcasts
+    as it is): a plain cotangent (grad's own 1) is spread in that library, lazily, where a
+    NumPy array of x's size would be built and shipped whole."""
+
+    def bprop(ct):
+        if is_plain_array(ct):
+            if kept is None and not _np.ndim(ct) and like.shape == x_shape:
+                # a sum of everything (a loss): grad's cotangent filled in x's chunks, one
+                # task per chunk; a broadcast would make one chunk, which the elementwise
+                # operation after it (`ct * slope`) splits again, in twice as many tasks
+                return _np.full_like(like, ct, dtype=ct.dtype)
+            ct = _np.asarray(ct, like=like)
+        return _broadcast_to_p(ct if kept is None else _reshape_p(ct, shape=kept), shape=x_shape)
+
+    return bprop
+
+
+def _sum_batch(args, dims, axis, keepdims):
+    (x,), (d,) = args, dims
+    axes = tuple(batched_axis(a, d) for a in axis)
+    out_dim = d if keepdims else d - len([a for a in axes if a < d])
+    return _sum_p(x, axis=axes, keepdims=keepdims), out_dim
+
+
 _sum_p = deflinear(
     # np.sum without its Python wrapper (the same ufunc reduction, for arrays and scalars);
     # another library's array (Dask's) implements np.sum, not the ufunc's reduce method
@@ -820,6 +1000,8 @@ _sum_p = deflinear(
     ),
     _sum_vjp,
     name="sum",
+    batch=_sum_batch,
+    sparsity="reduces",
 )
 
 
@@ -856,6 +1038,22 @@ def _sum_kw_vjp(ans, x, axis, keepdims, dtype, initial, where):
     )
 
 
+def _sum_kw_batch(args, dims, axis, keepdims, dtype, initial, where):
+    (x,), (d,) = args, dims
+    x = batch_to_front(x, d)  # a `where` mask broadcasts against the trailing (row) axes
+    axes = tuple(a + 1 for a in axis)
+    return _sum_kw_p(x, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial, where=where), 0
+
+
+@_taylor.declared("linear")
+def _sum_kw_taylor(primals, series, **params):
+    """A sum starting at a constant `initial` is affine in x: its coefficients are the sums of
+    x's, starting at 0."""
+    ans = bind(_sum_kw_p, primals, params)
+    coefficient = {**params, "initial": NO_VALUE}
+    return ans, tuple(None if c is None else bind(_sum_kw_p, (c,), coefficient) for c in series[0])
+
+
 _sum_kw_p: Primitive = defprimitive(
     _sum_kw_impl,
     vjp=_sum_kw_vjp,
@@ -864,7 +1062,10 @@ _sum_kw_p: Primitive = defprimitive(
         t, axis=axis, keepdims=keepdims, dtype=dtype, initial=NO_VALUE, where=where
     ),
     name="sum",
+    batch=_sum_kw_batch,
+    taylor=_sum_kw_taylor,
     forward="linear",
+    sparsity="reduces",
 )
 
 
@@ -883,7 +1084,23 @@ def _spread_vjp(ans, ct, shape, dtype, axis, keepdims, where):
     )
 
 
-_spread_p = deflinear(_spread_impl, _spread_vjp, name="spread")
+def _spread_batch(args, dims, shape, dtype, axis, keepdims, where):
+    (ct,), (d,) = args, dims
+    ct = batch_to_front(ct, d)
+    n = shape_of(ct)[0]
+    axes = tuple(a + 1 for a in axis)
+    return _spread_p(
+        ct, shape=(n,) + tuple(shape), dtype=dtype, axis=axes, keepdims=keepdims, where=where
+    ), 0
+
+
+_spread_p = deflinear(
+    _spread_impl,
+    _spread_vjp,
+    name="spread",
+    batch=_spread_batch,
+    sparsity=("moves", None, True),
+)
 
 
 # A sum with a `where=` mask computed from traced values (`x > 0` under `jit` or `vmap`): the
@@ -921,11 +1138,58 @@ def _spread_where_jvp(t, ans, ct, mask, **params):
     return _spread_where_p(t, mask, **params)
 
 
+def _with_mask_to_front(x, d, mask, dm, rows=None):
+    """x and its `where=` mask (shaped like x's rows, or like `rows` where x is a reduction's
+    cotangent) with their batch axes first: a batch of masks broadcasts x to its rows, an
+    unbatched mask broadcasts against x's row axes."""
+    n = batch_size((x, mask), (d, dm))
+    x = batch_to_front(x, d) if d is not None else broadcast_to(x, (n,) + tuple(shape(x)))
+    if dm is not None:
+        mask = batch_to_front(mask, dm)
+    elif type(mask) is Box:
+        # a mask an outer level batches: broadcast to this batch's rows here, under that
+        # level (which adds its own axis in front); left to NumPy's broadcasting, its outer
+        # axis would line up with this batch's axis (the same mask for every row, silently,
+        # where the two sizes are equal)
+        mask = broadcast_to(mask, (n, *(shape(x)[1:] if rows is None else rows)))
+    return x, mask
+
+
+def _sum_where_batch(args, dims, axis, keepdims, dtype, initial):
+    (x, mask), (d, dm) = args, dims
+    x, mask = _with_mask_to_front(x, d, mask, dm)
+    axes = tuple(a + 1 for a in axis)
+    return _sum_where_p(x, mask, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial), 0
+
+
+def _spread_where_batch(args, dims, shape, dtype, axis, keepdims):
+    (ct, mask), (d, dm) = args, dims
+    ct, mask = _with_mask_to_front(ct, d, mask, dm, tuple(shape))
+    n = shape_of(ct)[0]
+    axes = tuple(a + 1 for a in axis)
+    return _spread_where_p(
+        ct, mask, shape=(n,) + tuple(shape), dtype=dtype, axis=axes, keepdims=keepdims
+    ), 0
+
+
+@_taylor.declared("linear")
+def _sum_where_taylor(primals, series, **params):
+    """As `_sum_kw_taylor`, each coefficient summed under the same mask."""
+    ans = bind(_sum_where_p, primals, params)
+    coefficient = {**params, "initial": NO_VALUE}
+    mask = primals[1]
+    return ans, tuple(
+        None if c is None else bind(_sum_where_p, (c, mask), coefficient) for c in series[0]
+    )
+
+
 _sum_where_p: Primitive = defprimitive(
     _sum_where_impl,
     vjp=(_sum_where_vjp, None),
     jvp=(_sum_where_jvp, None),
     name="sum",
+    batch=_sum_where_batch,
+    taylor=_sum_where_taylor,
     forward="linear",
     sparsity="reduces",  # (every element, read without the mask: a pattern for every mask)
 )
@@ -934,6 +1198,7 @@ _spread_where_p: Primitive = defprimitive(
     vjp=(_spread_where_vjp, None),
     jvp=(_spread_where_jvp, None),
     name="spread",
+    batch=_spread_where_batch,
     forward="linear",
     sparsity=(
         "dense",
@@ -941,6 +1206,7 @@ _spread_where_p: Primitive = defprimitive(
         "every element of the cotangent is taken to reach every element",
     ),
 )
+register_rules(_spread_where_p, taylor=_taylor.linear_rule(_spread_where_p, linear_in=(0,)))
 
 
 @mirror("reduction")
@@ -1083,7 +1349,9 @@ _astype_p = deflinear(
     _astype_impl,
     _astype_vjp,
     name="astype",
+    sparsity="astype",
 )
+register_rules(_astype_p, batch=_same_axis(_astype_p))
 
 
 def _rechunk_impl(g, chunks):
@@ -1106,6 +1374,7 @@ rechunk_p = deflinear(
     lambda ans, g, chunks: _same_cotangent,
     name="rechunk",
     batch=lambda args, dims, chunks: (args[0], dims[0]),  # (a batch has other chunks)
+    sparsity="moves",  # (the identity)
 )
 
 
@@ -1113,6 +1382,7 @@ _astype_nondiff = nondiff(
     lambda x, dtype: (x if isinstance(x, _np.generic) else as_array(x)).astype(dtype),
     name="astype",
 )
+register_rules(_astype_nondiff, batch=_same_axis(_astype_nondiff))
 
 
 @mirror("function")
@@ -1161,7 +1431,129 @@ def _getitem_impl(x, idx):
     return x[idx] if not _core.is_foreign_array(x) else _getitem_foreign(x, idx)
 
 
-_getitem_p = deflinear(_getitem_impl, _getitem_vjp, name="getitem")
+def _index_layout(idx):
+    """For an index applied after a leading full slice: the axis where the batch axis lands,
+    or None when NumPy would move index-array axes in front of it (they are not side by side)
+    and the batch axis would land after them."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    # a 0-d boolean is an index array too (of shape (1,) or (0,): NumPy's x[True])
+    arrays = [isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p) for p in parts]
+    if any(arrays):  # integers next to index arrays are index arrays too
+        arrays = [a or isinstance(p, (int, _np.integer)) for a, p in zip(arrays, parts)]
+        first = arrays.index(True)
+        last = len(arrays) - arrays[::-1].index(True)
+        if not all(arrays[first:last]):
+            return parts, None
+    return parts, 0
+
+
+_APART = "index arrays apart from each other, whose axes NumPy moves in front of the batch axis"
+
+
+def _getitem_batch(args, dims, idx):
+    (x,), (d,) = args, dims
+    parts, out_dim = _index_layout(idx)
+    if out_dim is None:
+        return _batching.rows_one_by_one(_getitem_p, args, dims, {"idx": idx}, shape(x)[d], _APART)
+    taken = _taken_axis(parts) if len(parts) < len(shape(x)) else None  # (too many: NumPy's)
+    if taken is not None:  # one integer array among full slices: NumPy's take, laid out
+        return _take_rows_p(batch_to_front(x, d), idx=parts[taken], axis=taken, lead=1), 0
+    out = _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts)
+    if any(_is_advanced_part(p) for p in parts):
+        out = _leading_outermost_p(out, lead=1)
+    return out, 0
+
+
+_getitem_p = deflinear(
+    _getitem_impl, _getitem_vjp, name="getitem", batch=_getitem_batch, sparsity="moves"
+)
+
+
+# --- getitem under vmap: a take along one axis, and the batch axis outermost in memory ------------
+
+
+def _taken_axis(parts):
+    """The axis of the one integer index array of a row's index, when every other part is a
+    full slice (`x[idx]`, `x[:, idx]`: a take along that axis), else None."""
+    taken = None
+    for axis, p in enumerate(parts):
+        if type(p) is slice and p == slice(None):
+            continue
+        if type(p) is not _np.ndarray or p.dtype.kind not in "iu" or taken is not None:
+            return None
+        taken = axis
+    return taken
+
+
+def _take_rows(x, idx, axis, lead):
+    """`x[(:,) * (lead + axis) + (idx,)]` (`lead` leading batch axes; `idx` a constant
+    integer array) with the memory layout of each row's own result stacked, as
+    `_leading_outermost` gives it, without its copy: NumPy's indexing puts idx's axes
+    outermost in memory, in front of the batch, where a take along the axis, with that axis
+    moved next to the batch axes, makes the batch axes, idx's axes and the others in order
+    (one row's own layout, as the loop over rows makes it) at once: a tenth of the cost of
+    indexing and then copying a (256, 1000) gather."""
+    if type(x) is not _np.ndarray:  # (another library's array: its own layout)
+        return _getitem_impl(x, (slice(None),) * (lead + axis) + (idx,))
+    at = lead + axis
+    out = _np.take(_np.moveaxis(x, at, lead) if axis else x, idx, axis=lead)
+    if not axis or idx.ndim == 0:
+        return out
+    return _np.moveaxis(out, range(lead, lead + idx.ndim), range(at, at + idx.ndim))
+
+
+def _take_rows_vjp(ans, x, idx, axis, lead):
+    return _getitem_vjp(ans, x, (slice(None),) * (lead + axis) + (idx,))
+
+
+def _take_rows_batch(args, dims, idx, axis, lead):
+    (x,), (d,) = args, dims
+    return _take_rows_p(batch_to_front(x, d), idx=idx, axis=axis, lead=lead + 1), 0
+
+
+_take_rows_p = deflinear(
+    _take_rows, _take_rows_vjp, name="take_rows", batch=_take_rows_batch, sparsity="moves"
+)
+
+
+def _is_advanced_part(p):
+    return isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p)
+
+
+# The batch axis outermost in memory. NumPy's advanced indexing (index arrays, masks) puts
+# the index axes outermost in the memory of its result and the other axes inside them, so
+# x[:, idx] on a batch has each row's elements spread apart, and a reduction over a row then
+# adds them in another order than over that row's own result: one ulp from the loop over
+# rows. The batched result is copied, where its layout is not already so, with the batch axes
+# outermost and the others in the order they have in NumPy's result, which is one row's own
+# layout (index axes, then the rest in x's order). An operation, so that `jit` replays it.
+
+
+def _leading_outermost(x, lead):
+    """x (same values) with its first `lead` axes outermost in memory, in order, and its other
+    axes in the order they have in x's memory: a copy only where they are not so already."""
+    if type(x) is not _np.ndarray or x.flags.c_contiguous:
+        return x  # (another library's array, or a number: its layout is its own)
+    strides = x.strides
+    order = (*range(lead), *sorted(range(lead, x.ndim), key=lambda a: -strides[a]))
+    in_memory_order = x.transpose(order)
+    if in_memory_order.flags.c_contiguous:
+        return x
+    return _np.ascontiguousarray(in_memory_order).transpose(_np.argsort(order))
+
+
+def _leading_outermost_batch(args, dims, lead):
+    (x,), (d,) = args, dims
+    return _leading_outermost_p(batch_to_front(x, d), lead=lead + 1), 0
+
+
+_leading_outermost_p = deflinear(
+    _leading_outermost,
+    lambda ans, x, lead: _same_cotangent,
+    name="leading_outermost",
+    batch=_leading_outermost_batch,
+    sparsity="moves",  # (the identity)
+)
 
 
 # --- indexing another library's arrays (Dask) -----------------------------------------------------
@@ -1402,6 +1794,30 @@ def _cast(a, dtype):
     return a if _np.result_type(a) == dtype else a.astype(dtype)
 
 
+# --- writing at an index: index_add, index_set (x.at[idx].add, .set) ------------------------------
+
+
+def _index_update_batch(prim):
+    """The batching rule of `prim`, index_add or index_set."""
+
+    def rule(args, dims, idx):
+        (x, v), (dx, dv) = args, dims
+        n = batch_size(args, dims)
+        parts, out_dim = _index_layout(idx)
+        if out_dim is None:
+            return _batching.rows_one_by_one(prim, args, dims, {"idx": idx}, n, _APART)
+        x = every_row(x, dx, n)
+        if dv is not None:  # v broadcasts against the selected part of one row
+            picked = _np.broadcast_to(_np.zeros((), dtype=bool), shape(x)[1:])[parts]
+            v = with_example_ndim(v, dv, picked.ndim)
+            extra = ndim(v) - 1 - picked.ndim
+            if extra > 0:  # NumPy accepts a v with extra leading length-1 axes: dropped
+                v = _reshape_p(v, shape=shape(v)[:1] + shape(v)[1 + extra :])
+        return bind(prim, (x, v), {"idx": (slice(None),) + parts}), 0
+
+    return rule
+
+
 def _index_add(x, v, idx):
     if type(x) is _np.ndarray:
         if type(v) is not _np.ndarray and _core.is_foreign_array(v):
@@ -1435,6 +1851,12 @@ _index_add_p: Primitive = defprimitive(
     ),
     name="index_add",
     forward="linear",
+)
+register_rules(
+    _index_add_p,
+    batch=_index_update_batch(_index_add_p),
+    taylor=_taylor.linear_rule(_index_add_p),
+    sparsity=("adds", "idx"),
 )
 
 
@@ -1575,6 +1997,12 @@ _index_set_p: Primitive = defprimitive(
     ),
     name="index_set",
     forward="linear",
+)
+register_rules(
+    _index_set_p,
+    batch=_index_update_batch(_index_set_p),
+    taylor=_taylor.linear_rule(_index_set_p),
+    sparsity=("moves", (0, 1)),
 )
 
 
@@ -2075,9 +2503,19 @@ def _stack_fprop(*xs, axis):
     return ans, bprop
 
 
+def _joined_batch(prim):
+    def rule(args, dims, axis):
+        n = batch_size(args, dims)
+        rows = [every_row(a, d, n) for a, d in zip(args, dims)]
+        return bind(prim, rows, {"axis": axis + 1}), 0
+
+    return rule
+
+
 def _joining(name: str, impl: Callable[..., Any], fprop: Callable[..., Any]) -> Primitive:
     """The primitive that joins its inputs along `axis` (stack, concatenate): linear in each
-    input, so its tangent is itself applied to the tangents (a zero where an input has none)."""
+    input, so its tangent is itself applied to the tangents (a zero where an input has none),
+    and so are its Taylor coefficients; its rows, under `vmap`, are joined one axis along."""
     prim: Primitive = Primitive(
         name,
         lambda *xs, axis: impl(xs, axis=axis),
@@ -2086,7 +2524,13 @@ def _joining(name: str, impl: Callable[..., Any], fprop: Callable[..., Any]) -> 
             *[_zero_if_none(t, x) for t, x in zip(ts, xs)], axis=axis
         ),
     )
-    register_rules(prim, forward="linear")
+    register_rules(
+        prim,
+        batch=_joined_batch(prim),
+        taylor=_taylor.linear_rule(prim),
+        forward="linear",
+        sparsity="moves",
+    )
     return prim
 
 
@@ -2295,7 +2739,8 @@ def _scalar_ct(ct):
     return ct[()]  # the cotangent of a scalar is a scalar
 
 
-_asarray_p = deflinear(_np.asarray, lambda ans, x: _scalar_ct, name="asarray")
+_asarray_p = deflinear(_np.asarray, lambda ans, x: _scalar_ct, name="asarray", sparsity="moves")
+register_rules(_asarray_p, batch=_same_axis(_asarray_p))
 
 _PYTHON_NUMBERS = frozenset((int, float, complex, bool))
 
@@ -2417,8 +2862,31 @@ def _sequence_to_array(obj):
 
 # --- constants shaped like an input ---------------------------------------------------------------
 
+
+def like_batch_rule(fn):
+    """The batching rule of `fn`, a constant shaped like its first argument (zeros_like,
+    full_like, ...): applied to all rows at once, or to one row when a `shape` is given (then
+    the result is the same for every row). Other batched arguments (a batched fill value):
+    one row at a time."""
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        (x, *rest), (d, *rest_dims) = args, dims
+        if any(e is not None for e in rest_dims):
+            why = "a fill value that differs by row"
+            return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), why)
+        if params.get("shape") is not None:
+            row = _np.zeros(shape(x)[:d] + shape(x)[d + 1 :], dtype_of(x))
+            return bind(prim, (row, *rest), params), None
+        return bind(prim, args, params), d
+
+    register_rules(prim, batch=rule)
+
+
 zeros_like = nondiff_function(_np.zeros_like)
+like_batch_rule(zeros_like)
 ones_like = nondiff_function(_np.ones_like)
+like_batch_rule(ones_like)
 
 
 def _negative_zero(x):
@@ -2464,327 +2932,7 @@ def _same_cotangent(ct):
 zero_with_derivatives_of = identity_derivatives(_negative_zero, "zero_with_derivatives_of")
 
 
-# --- batching (vmap) ------------------------------------------------------------------------------
-# The helpers every family's batching rules use, the rules of this module's primitives, and the
-# fallback that applies a primitive to one row at a time (see `fgrad.batching`). In a rule, a
-# value's `shape` includes its batch axis: the value is one level below the batching level.
-
-
-def all_rows(x, name):
-    """x's values in every row of the batches it is in at once (its innermost array; the
-    layout is not the rows'), for a bound or a check that must serve every row: reading them
-    this way splits no batch. Without a batch, x's value. `name` is the function reading
-    them, for the error on a lazy array."""
-    _core.refuse_lazy(name, "its rule reads the values (a bound or a check)", _core.innermost(x))
-    return _np.asarray(whole_value(x))  # (under jit, a guard of the record)
-
-
-def batch_to_front(x, dim):
-    """x with its batch axis `dim` moved to the front (a view)."""
-    return x if dim == 0 else moveaxis(x, dim, 0)
-
-
-def batched_axis(axis, dim):
-    """The axis of the batched value that is axis `axis` (non-negative) of one row."""
-    return axis + (axis >= dim)
-
-
-def with_example_ndim(x, dim, nd):
-    """x with its batch axis first and length-1 axes after it, up to `nd` axes per row, so that
-    it broadcasts against other arguments as one row would."""
-    x = batch_to_front(x, dim)
-    s = shape(x)
-    missing = nd - (len(s) - 1)
-    return x if missing <= 0 else _reshape_p(x, shape=s[:1] + (1,) * missing + s[1:])
-
-
-def every_row(x, dim, size):
-    """x with a leading batch axis of `size` rows; an unbatched x is the same in every row."""
-    if dim is not None:
-        return batch_to_front(x, dim)
-    return _broadcast_to_p(x, shape=(size,) + shape(x))
-
-
-def batch_size(args, dims):
-    """The number of rows, from the first batched argument."""
-    for a, d in zip(args, dims):
-        if d is not None:
-            return shape(a)[d]
-    raise ValueError("no batched argument")
-
-
-def row_by_row(prim, args, dims, params, size):
-    """`prim` applied to each row, the results stacked along axis 0: right for any primitive,
-    at the cost of one application per row."""
-    if size == 0:
-        return _no_rows(prim, args, dims, params)
-    results = []
-    for i in range(size):
-        row = [
-            a if d is None else getitem(a, (slice(None),) * d + (i,)) for a, d in zip(args, dims)
-        ]
-        results.append(bind(prim, row, params))
-    if prim.multiple_results:
-        outs = tuple(_rows_stacked(prim, [r[k] for r in results]) for k in range(len(results[0])))
-        return outs, (0,) * len(outs)
-    return _rows_stacked(prim, results), 0
-
-
-def _rows_stacked(prim, rows):
-    """The rows' results of `prim` stacked, or vmap's error where their shapes differ (a
-    primitive whose output's shape depends on the values: `unique`, `nonzero`, ...)."""
-    shapes = {tuple(shape(r)) for r in rows}
-    if len(shapes) > 1:
-        raise ValueError(
-            f"vmap: {prim.name} gave outputs of different shapes per row "
-            f"({', '.join(map(str, sorted(shapes)))}); vmap stacks the rows' outputs, so each "
-            "output needs one shape in every row (call it on each row in a Python loop, or pad "
-            "its result to one size)"
-        )
-    return _stack_p(*rows, axis=0)
-
-
-def _no_rows(prim, args, dims, params):
-    """A batch of no rows: the primitive applied to one row of zeros gives the shapes and
-    dtypes of the results, which get a batch axis of length 0."""
-    row = [
-        a if d is None else _np.zeros(shape(a)[:d] + shape(a)[d + 1 :], dtype_of(a))
-        for a, d in zip(args, dims)
-    ]
-    out = bind(prim, [primal(a) for a in row], params)
-    if prim.multiple_results:
-        return tuple(_np.zeros((0,) + _np.shape(o), _np.result_type(o)) for o in out), (0,) * len(
-            out
-        )
-    return _np.zeros((0,) + _np.shape(out), _np.result_type(out)), 0
-
-
-def _reshape_batch(args, dims, shape):
-    (x,), (d,) = args, dims
-    x = batch_to_front(x, d)
-    return _reshape_p(x, shape=(shape_of(x)[0],) + tuple(shape)), 0
-
-
-def _transpose_batch(args, dims, axes):
-    (x,), (d,) = args, dims
-    return _transpose_p(x, axes=(d,) + tuple(batched_axis(a, d) for a in axes)), 0
-
-
-def _broadcast_to_batch(args, dims, shape):
-    (x,), (d,) = args, dims
-    x = with_example_ndim(x, d, len(shape))
-    return _broadcast_to_p(x, shape=(shape_of(x)[0],) + tuple(shape)), 0
-
-
-def _sum_batch(args, dims, axis, keepdims):
-    (x,), (d,) = args, dims
-    axes = tuple(batched_axis(a, d) for a in axis)
-    out_dim = d if keepdims else d - len([a for a in axes if a < d])
-    return _sum_p(x, axis=axes, keepdims=keepdims), out_dim
-
-
-def _sum_kw_batch(args, dims, axis, keepdims, dtype, initial, where):
-    (x,), (d,) = args, dims
-    x = batch_to_front(x, d)  # a `where` mask broadcasts against the trailing (row) axes
-    axes = tuple(a + 1 for a in axis)
-    return _sum_kw_p(x, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial, where=where), 0
-
-
-def _with_mask_to_front(x, d, mask, dm, rows=None):
-    """x and its `where=` mask (shaped like x's rows, or like `rows` where x is a reduction's
-    cotangent) with their batch axes first: a batch of masks broadcasts x to its rows, an
-    unbatched mask broadcasts against x's row axes."""
-    n = batch_size((x, mask), (d, dm))
-    x = batch_to_front(x, d) if d is not None else broadcast_to(x, (n,) + tuple(shape(x)))
-    if dm is not None:
-        mask = batch_to_front(mask, dm)
-    elif type(mask) is Box:
-        # a mask an outer level batches: broadcast to this batch's rows here, under that
-        # level (which adds its own axis in front); left to NumPy's broadcasting, its outer
-        # axis would line up with this batch's axis (the same mask for every row, silently,
-        # where the two sizes are equal)
-        mask = broadcast_to(mask, (n, *(shape(x)[1:] if rows is None else rows)))
-    return x, mask
-
-
-def _sum_where_batch(args, dims, axis, keepdims, dtype, initial):
-    (x, mask), (d, dm) = args, dims
-    x, mask = _with_mask_to_front(x, d, mask, dm)
-    axes = tuple(a + 1 for a in axis)
-    return _sum_where_p(x, mask, axis=axes, keepdims=keepdims, dtype=dtype, initial=initial), 0
-
-
-def _spread_where_batch(args, dims, shape, dtype, axis, keepdims):
-    (ct, mask), (d, dm) = args, dims
-    ct, mask = _with_mask_to_front(ct, d, mask, dm, tuple(shape))
-    n = shape_of(ct)[0]
-    axes = tuple(a + 1 for a in axis)
-    return _spread_where_p(
-        ct, mask, shape=(n,) + tuple(shape), dtype=dtype, axis=axes, keepdims=keepdims
-    ), 0
-
-
-def _spread_batch(args, dims, shape, dtype, axis, keepdims, where):
-    (ct,), (d,) = args, dims
-    ct = batch_to_front(ct, d)
-    n = shape_of(ct)[0]
-    axes = tuple(a + 1 for a in axis)
-    return _spread_p(
-        ct, shape=(n,) + tuple(shape), dtype=dtype, axis=axes, keepdims=keepdims, where=where
-    ), 0
-
-
-def _same_axis(prim):
-    """The rule of a primitive that acts on each element alone and keeps the shape."""
-
-    def rule(args, dims, **params):
-        return bind(prim, args, params), dims[0]
-
-    return rule
-
-
-def _index_layout(idx):
-    """For an index applied after a leading full slice: the axis where the batch axis lands,
-    or None when NumPy would move index-array axes in front of it (they are not side by side)
-    and the batch axis would land after them."""
-    parts = idx if isinstance(idx, tuple) else (idx,)
-    # a 0-d boolean is an index array too (of shape (1,) or (0,): NumPy's x[True])
-    arrays = [isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p) for p in parts]
-    if any(arrays):  # integers next to index arrays are index arrays too
-        arrays = [a or isinstance(p, (int, _np.integer)) for a, p in zip(arrays, parts)]
-        first = arrays.index(True)
-        last = len(arrays) - arrays[::-1].index(True)
-        if not all(arrays[first:last]):
-            return parts, None
-    return parts, 0
-
-
-_APART = "index arrays apart from each other, whose axes NumPy moves in front of the batch axis"
-
-
-def _getitem_batch(args, dims, idx):
-    (x,), (d,) = args, dims
-    parts, out_dim = _index_layout(idx)
-    if out_dim is None:
-        return _batching.rows_one_by_one(_getitem_p, args, dims, {"idx": idx}, shape(x)[d], _APART)
-    taken = _taken_axis(parts) if len(parts) < len(shape(x)) else None  # (too many: NumPy's)
-    if taken is not None:  # one integer array among full slices: NumPy's take, laid out
-        return _take_rows_p(batch_to_front(x, d), idx=parts[taken], axis=taken, lead=1), 0
-    out = _getitem_p(batch_to_front(x, d), idx=(slice(None),) + parts)
-    if any(_is_advanced_part(p) for p in parts):
-        out = _leading_outermost_p(out, lead=1)
-    return out, 0
-
-
-def _taken_axis(parts):
-    """The axis of the one integer index array of a row's index, when every other part is a
-    full slice (`x[idx]`, `x[:, idx]`: a take along that axis), else None."""
-    taken = None
-    for axis, p in enumerate(parts):
-        if type(p) is slice and p == slice(None):
-            continue
-        if type(p) is not _np.ndarray or p.dtype.kind not in "iu" or taken is not None:
-            return None
-        taken = axis
-    return taken
-
-
-def _take_rows(x, idx, axis, lead):
-    """`x[(:,) * (lead + axis) + (idx,)]` (`lead` leading batch axes; `idx` a constant
-    integer array) with the memory layout of each row's own result stacked, as
-    `_leading_outermost` gives it, without its copy: NumPy's indexing puts idx's axes
-    outermost in memory, in front of the batch, where a take along the axis, with that axis
-    moved next to the batch axes, makes the batch axes, idx's axes and the others in order
-    (one row's own layout, as the loop over rows makes it) at once: a tenth of the cost of
-    indexing and then copying a (256, 1000) gather."""
-    if type(x) is not _np.ndarray:  # (another library's array: its own layout)
-        return _getitem_impl(x, (slice(None),) * (lead + axis) + (idx,))
-    at = lead + axis
-    out = _np.take(_np.moveaxis(x, at, lead) if axis else x, idx, axis=lead)
-    if not axis or idx.ndim == 0:
-        return out
-    return _np.moveaxis(out, range(lead, lead + idx.ndim), range(at, at + idx.ndim))
-
-
-def _take_rows_vjp(ans, x, idx, axis, lead):
-    return _getitem_vjp(ans, x, (slice(None),) * (lead + axis) + (idx,))
-
-
-def _take_rows_batch(args, dims, idx, axis, lead):
-    (x,), (d,) = args, dims
-    return _take_rows_p(batch_to_front(x, d), idx=idx, axis=axis, lead=lead + 1), 0
-
-
-_take_rows_p = deflinear(_take_rows, _take_rows_vjp, name="take_rows", batch=_take_rows_batch)
-
-
-def _is_advanced_part(p):
-    return isinstance(p, (list, _np.ndarray)) or _is_bool_0d(p)
-
-
-# The batch axis outermost in memory. NumPy's advanced indexing (index arrays, masks) puts
-# the index axes outermost in the memory of its result and the other axes inside them, so
-# x[:, idx] on a batch has each row's elements spread apart, and a reduction over a row then
-# adds them in another order than over that row's own result: one ulp from the loop over
-# rows. The batched result is copied, where its layout is not already so, with the batch axes
-# outermost and the others in the order they have in NumPy's result, which is one row's own
-# layout (index axes, then the rest in x's order). An operation, so that `jit` replays it.
-
-
-def _leading_outermost(x, lead):
-    """x (same values) with its first `lead` axes outermost in memory, in order, and its other
-    axes in the order they have in x's memory: a copy only where they are not so already."""
-    if type(x) is not _np.ndarray or x.flags.c_contiguous:
-        return x  # (another library's array, or a number: its layout is its own)
-    strides = x.strides
-    order = (*range(lead), *sorted(range(lead, x.ndim), key=lambda a: -strides[a]))
-    in_memory_order = x.transpose(order)
-    if in_memory_order.flags.c_contiguous:
-        return x
-    return _np.ascontiguousarray(in_memory_order).transpose(_np.argsort(order))
-
-
-def _leading_outermost_batch(args, dims, lead):
-    (x,), (d,) = args, dims
-    return _leading_outermost_p(batch_to_front(x, d), lead=lead + 1), 0
-
-
-_leading_outermost_p = deflinear(
-    _leading_outermost,
-    lambda ans, x, lead: _same_cotangent,
-    name="leading_outermost",
-    batch=_leading_outermost_batch,
-)
-
-
-def _index_update_batch(prim):
-    def rule(args, dims, idx):
-        (x, v), (dx, dv) = args, dims
-        n = batch_size(args, dims)
-        parts, out_dim = _index_layout(idx)
-        if out_dim is None:
-            return _batching.rows_one_by_one(prim, args, dims, {"idx": idx}, n, _APART)
-        x = every_row(x, dx, n)
-        if dv is not None:  # v broadcasts against the selected part of one row
-            picked = _np.broadcast_to(_np.zeros((), dtype=bool), shape(x)[1:])[parts]
-            v = with_example_ndim(v, dv, picked.ndim)
-            extra = ndim(v) - 1 - picked.ndim
-            if extra > 0:  # NumPy accepts a v with extra leading length-1 axes: dropped
-                v = _reshape_p(v, shape=shape(v)[:1] + shape(v)[1 + extra :])
-        return bind(prim, (x, v), {"idx": (slice(None),) + parts}), 0
-
-    return rule
-
-
-def _joined_batch(prim):
-    def rule(args, dims, axis):
-        n = batch_size(args, dims)
-        rows = [every_row(a, d, n) for a, d in zip(args, dims)]
-        return bind(prim, rows, {"axis": axis + 1}), 0
-
-    return rule
-
-
+# --- indexing by traced integer arrays: gather, scatter_add ---------------------------------------
 # Indexing by integer arrays batched by `vmap` (one per row): `gather` and `scatter_add` take the
 # index arrays as arguments (no derivative) and an index `template` with a `_Slot` where each
 # goes. Under the batching level, an arange over the rows joins the index arrays, so that each
@@ -2907,13 +3055,33 @@ def _gathered(x, *arrays, template):
         raise
 
 
+def _gather_batch(args, dims, template):
+    (x, *arrays), (dx, *array_dims) = args, dims
+    n = batch_size(args, dims)
+    x = every_row(x, dx, n)
+    row_shape, template = _bools_as_axes(template, shape(x)[1:])
+    if row_shape is not None:
+        x = _reshape_p(x, shape=(n, *row_shape))
+    template, arrays, (k, p, _) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
+    out = _gather_p(x, *arrays, template=template)
+    if p:  # the index axes to where one row's result has them
+        out = moveaxis(out, tuple(range(1, 1 + k)), tuple(range(1 + p, 1 + p + k)))
+    return out, 0
+
+
 _gather_p: Primitive = Primitive(
     "gather",
     _gathered,
     vjps=(_gather_vjp,),
     jvps=(lambda t, ans, x, *arrays, template: _gather_p(t, *arrays, template=template),),
 )
-register_rules(_gather_p, forward="linear")
+register_rules(
+    _gather_p,
+    batch=_gather_batch,
+    taylor=_taylor.linear_rule(_gather_p, linear_in=(0,)),  # the index arrays are static
+    forward="linear",
+    sparsity=("moves", (0,)),  # the index arrays are not moved
+)
 
 
 def _scatter_add_impl(x, v, *arrays, template):
@@ -2923,6 +3091,22 @@ def _scatter_add_impl(x, v, *arrays, template):
 def _scatter_add_vjp_v(ans, x, v, *arrays, template):
     like = meta(v)
     return lambda ct: unbroadcast(_gather_p(ct, *arrays, template=template), like)
+
+
+def _scatter_add_batch(args, dims, template):
+    (x, v, *arrays), (dx, dv, *array_dims) = args, dims
+    n = batch_size(args, dims)
+    x = every_row(x, dx, n)
+    x_shape = shape(x)
+    row_shape, template = _bools_as_axes(template, x_shape[1:])
+    if row_shape is not None:
+        x = _reshape_p(x, shape=(n, *row_shape))
+    template, arrays, (k, p, nd) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
+    v = with_example_ndim(every_row(v, dv, n), 0, nd)  # v broadcasts against one row's result
+    if p:  # one row's layout to the batched result's
+        v = moveaxis(v, tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
+    out = _scatter_add_p(x, v, *arrays, template=template)
+    return (out if row_shape is None else _reshape_p(out, shape=x_shape)), 0
 
 
 _scatter_add_p: Primitive = Primitive(
@@ -2936,7 +3120,13 @@ _scatter_add_p: Primitive = Primitive(
         ),
     ),
 )
-register_rules(_scatter_add_p, forward="linear")
+register_rules(
+    _scatter_add_p,
+    batch=_scatter_add_batch,
+    taylor=_taylor.linear_rule(_scatter_add_p, linear_in=(0, 1)),  # (the index arrays: static)
+    forward="linear",
+    sparsity=("adds", "template"),
+)
 
 
 class _BatchedIndexUpdate:
@@ -3139,179 +3329,5 @@ def _batched_template(template, arrays, dims, n, row_nd):
     arrays = [a if d is None else with_example_ndim(a, d, k) for a, d in zip(arrays, dims)]
     return (_Slot(len(arrays)),) + template, arrays + [rows], (k, p, nd)
 
-
-def _gather_batch(args, dims, template):
-    (x, *arrays), (dx, *array_dims) = args, dims
-    n = batch_size(args, dims)
-    x = every_row(x, dx, n)
-    row_shape, template = _bools_as_axes(template, shape(x)[1:])
-    if row_shape is not None:
-        x = _reshape_p(x, shape=(n, *row_shape))
-    template, arrays, (k, p, _) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
-    out = _gather_p(x, *arrays, template=template)
-    if p:  # the index axes to where one row's result has them
-        out = moveaxis(out, tuple(range(1, 1 + k)), tuple(range(1 + p, 1 + p + k)))
-    return out, 0
-
-
-def _scatter_add_batch(args, dims, template):
-    (x, v, *arrays), (dx, dv, *array_dims) = args, dims
-    n = batch_size(args, dims)
-    x = every_row(x, dx, n)
-    x_shape = shape(x)
-    row_shape, template = _bools_as_axes(template, x_shape[1:])
-    if row_shape is not None:
-        x = _reshape_p(x, shape=(n, *row_shape))
-    template, arrays, (k, p, nd) = _batched_template(template, arrays, array_dims, n, ndim(x) - 1)
-    v = with_example_ndim(every_row(v, dv, n), 0, nd)  # v broadcasts against one row's result
-    if p:  # one row's layout to the batched result's
-        v = moveaxis(v, tuple(range(1 + p, 1 + p + k)), tuple(range(1, 1 + k)))
-    out = _scatter_add_p(x, v, *arrays, template=template)
-    return (out if row_shape is None else _reshape_p(out, shape=x_shape)), 0
-
-
-def axis_batch_rule(fn):
-    """The batching rule of `fn`, a function declared with `nondiff_function` that works
-    along its first argument's `axis` (None: all of it, flattened; an int; a tuple, if fn
-    takes one), as argmax, argsort, all and count_nonzero do: the rows go first and the axis
-    moves one along. Other arguments are the same for every row."""
-    prim = fn.primitive
-    signature = inspect.signature(prim.impl)
-    first = next(iter(signature.parameters))
-    default = signature.parameters["axis"].default
-
-    def rule(args, dims, **params):
-        if any(d is not None for d in dims[1:]):
-            why = "a second argument that differs by row"
-            return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), why)
-        arguments = signature.bind(*args, **params).arguments
-        x = batch_to_front(arguments.pop(first), dims[0])
-        n, row = shape(x)[0], shape(x)[1:]
-        axis = arguments.get("axis", default)
-        if not row and _is_integer(axis) and _operator.index(axis) in (0, -1):
-            # NumPy reads a 0-d value as one element along axis 0 (or -1): argsort gives [0],
-            # argmax and all a scalar, with keepdims too
-            x, row, axis = reshape(x, (n, 1)), (1,), 0
-            arguments["axis"] = 0
-            if "keepdims" in arguments:
-                arguments["keepdims"] = False
-        keep = arguments.get("keepdims", False) is True
-        if axis is None:
-            flat = reshape(x, (n, -1))
-            if keep:
-                arguments["keepdims"] = False
-            out = bind(prim, (flat,), {**arguments, "axis": 1})
-            return (reshape(out, (n,) + (1,) * len(row)) if keep else out), 0
-        axes = _normalize_axes(axis, len(row))
-        shifted = tuple(a + 1 for a in axes) if isinstance(axis, tuple) else axes[0] + 1
-        return bind(prim, (x,), {**arguments, "axis": shifted}), 0
-
-    register_rules(prim, batch=rule)
-
-
-def like_batch_rule(fn):
-    """The batching rule of `fn`, a constant shaped like its first argument (zeros_like,
-    full_like, ...): applied to all rows at once, or to one row when a `shape` is given (then
-    the result is the same for every row). Other batched arguments (a batched fill value):
-    one row at a time."""
-    prim = fn.primitive
-
-    def rule(args, dims, **params):
-        (x, *rest), (d, *rest_dims) = args, dims
-        if any(e is not None for e in rest_dims):
-            why = "a fill value that differs by row"
-            return _batching.rows_one_by_one(prim, args, dims, params, batch_size(args, dims), why)
-        if params.get("shape") is not None:
-            row = _np.zeros(shape(x)[:d] + shape(x)[d + 1 :], dtype_of(x))
-            return bind(prim, (row, *rest), params), None
-        return bind(prim, args, params), d
-
-    register_rules(prim, batch=rule)
-
-
-register_rules(_reshape_p, batch=_reshape_batch)
-register_rules(_transpose_p, batch=_transpose_batch)
-register_rules(_broadcast_to_p, batch=_broadcast_to_batch)
-register_rules(_sum_p, batch=_sum_batch)
-register_rules(_sum_kw_p, batch=_sum_kw_batch)
-register_rules(_spread_p, batch=_spread_batch)
-register_rules(_sum_where_p, batch=_sum_where_batch)
-register_rules(_spread_where_p, batch=_spread_where_batch)
-register_rules(_astype_p, batch=_same_axis(_astype_p))
-register_rules(_astype_nondiff, batch=_same_axis(_astype_nondiff))
-register_rules(_asarray_p, batch=_same_axis(_asarray_p))
-register_rules(_getitem_p, batch=_getitem_batch)
-register_rules(_index_add_p, batch=_index_update_batch(_index_add_p))
-register_rules(_index_set_p, batch=_index_update_batch(_index_set_p))
-register_rules(_stack_p, batch=_joined_batch(_stack_p))
-register_rules(_gather_p, batch=_gather_batch)
-register_rules(_scatter_add_p, batch=_scatter_add_batch)
-register_rules(_concatenate_p, batch=_joined_batch(_concatenate_p))
-_batching.row_by_row = row_by_row
-like_batch_rule(zeros_like)
-like_batch_rule(ones_like)
-
-
-# --- Taylor rules (`fgrad.taylor`) ----------------------------------------------------------------
-# The deflinear primitives above have theirs already. These are linear too, in some inputs: a
-# coefficient of the output is the primitive applied to the inputs' coefficients of that order.
-
-
-@_taylor.declared("linear")
-def _sum_kw_taylor(primals, series, **params):
-    """A sum starting at a constant `initial` is affine in x: its coefficients are the sums of
-    x's, starting at 0."""
-    ans = bind(_sum_kw_p, primals, params)
-    coefficient = {**params, "initial": NO_VALUE}
-    return ans, tuple(None if c is None else bind(_sum_kw_p, (c,), coefficient) for c in series[0])
-
-
-register_rules(_sum_kw_p, taylor=_sum_kw_taylor)
-
-
-@_taylor.declared("linear")
-def _sum_where_taylor(primals, series, **params):
-    """As `_sum_kw_taylor`, each coefficient summed under the same mask."""
-    ans = bind(_sum_where_p, primals, params)
-    coefficient = {**params, "initial": NO_VALUE}
-    mask = primals[1]
-    return ans, tuple(
-        None if c is None else bind(_sum_where_p, (c, mask), coefficient) for c in series[0]
-    )
-
-
-register_rules(_sum_where_p, taylor=_sum_where_taylor)
-register_rules(_spread_where_p, taylor=_taylor.linear_rule(_spread_where_p, linear_in=(0,)))
-register_rules(_index_add_p, taylor=_taylor.linear_rule(_index_add_p))
-register_rules(_index_set_p, taylor=_taylor.linear_rule(_index_set_p))
-register_rules(_stack_p, taylor=_taylor.linear_rule(_stack_p))
-register_rules(_concatenate_p, taylor=_taylor.linear_rule(_concatenate_p))
-# the index arrays are static
-register_rules(_gather_p, taylor=_taylor.linear_rule(_gather_p, linear_in=(0,)))
-register_rules(_scatter_add_p, taylor=_taylor.linear_rule(_scatter_add_p, linear_in=(0, 1)))
-
-
-# Sparsity detection (`fgrad.sparsity`): each output element is some input's element, moved.
-for _prim in (
-    _reshape_p,
-    _transpose_p,
-    _broadcast_to_p,
-    _getitem_p,
-    _asarray_p,
-    _stack_p,
-    _concatenate_p,
-):
-    register_rules(_prim, sparsity="moves")
-register_rules(_gather_p, sparsity=("moves", (0,)))  # the index arrays are not moved
-register_rules(_index_set_p, sparsity=("moves", (0, 1)))
-register_rules(_spread_p, sparsity=("moves", None, True))
-register_rules(_astype_p, sparsity="astype")
-register_rules(rechunk_p, sparsity="moves")  # (the identity)
-register_rules(_leading_outermost_p, sparsity="moves")  # (the identity)
-register_rules(_take_rows_p, sparsity="moves")
-register_rules(_scatter_add_p, sparsity=("adds", "template"))
-register_rules(_index_add_p, sparsity=("adds", "idx"))
-for _prim in (_sum_p, _sum_kw_p):
-    register_rules(_prim, sparsity="reduces")
 
 __all__ = exported(globals())
