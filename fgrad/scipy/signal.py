@@ -152,6 +152,16 @@ def _flip(x, axes):
     return x[tuple(reverse if ax in axes else slice(None) for ax in range(len(shape(x))))]
 
 
+def _transpose_is_windowed(ans, own_shape, other_shape, axes):
+    """Whether the reverse rule of a convolution of arrays of another library (Dask) takes its
+    cotangent as windowed sums: there shifted copies cost one term per element of the smaller
+    operand, and both ct and the other operand are large when this input is the small one,
+    whose elements are then each one windowed sum. On NumPy arrays, never."""
+    if not is_foreign_array(innermost(ans)):
+        return False
+    return _np.prod([own_shape[ax] for ax in axes]) < _np.prod([other_shape[ax] for ax in axes])
+
+
 def _conv_vjp(which):
     # out[i] = sum_m x[i - m] k[m] along `axes`: d out / d x[j] pairs ct[j + m] with k[m], the
     # full convolution of ct with the reversed k from offset len(k) - 1 (symmetric in x, k).
@@ -159,12 +169,7 @@ def _conv_vjp(which):
         like = meta((x, k)[which])
         other = (k, x)[which]
         own_shape, other_shape = like[0], shape(other)
-        # on an array of another library (Dask), shifted copies cost one term per element of
-        # the smaller operand: both ct and other are large when this input is the small one,
-        # whose elements are then each one windowed sum
-        windowed = is_foreign_array(innermost(ans)) and _np.prod(
-            [own_shape[ax] for ax in axes]
-        ) < _np.prod([other_shape[ax] for ax in axes])
+        windowed = _transpose_is_windowed(ans, own_shape, other_shape, axes)
 
         def bprop(ct):
             if windowed:  # d out / d x[j] = sum_m ct[j + m] k[m]
@@ -183,6 +188,28 @@ def _conv_vjp(which):
     return maker
 
 
+# The batch axis goes in front of both operands (length 1 for one that is the same in every
+# row) and is left out of the convolved axes: along it the operands broadcast.
+
+
+def _with_batch_axis(x, d):
+    return reshape(x, (1,) + shape(x)) if d is None else batch_to_front(x, d)
+
+
+def _conv_batch(args, dims, axes, method):
+    (x, k), (dx, dk) = args, dims
+    x, k = _with_batch_axis(x, dx), _with_batch_axis(k, dk)
+    return _conv_p(x, k, axes=tuple(ax + 1 for ax in axes), method=method), 0
+
+
+# scipy.signal's convolutions, for sparsity detection: dense along their axes
+_DENSE_CONVOLUTION = (
+    "dense",
+    "scipy.signal's convolutions mix the elements along their axes (issue 35: a banded "
+    "rule for a short kernel, as fgrad.numpy.convolve's)",
+)
+
+
 _conv_p: Primitive = defprimitive(
     _conv_impl,
     vjp=(_conv_vjp(0), _conv_vjp(1)),
@@ -193,7 +220,12 @@ _conv_p: Primitive = defprimitive(
     name="convolve",
     forward="linear",
 )
-register_rules(_conv_p, taylor=_taylor.bilinear_rule(_conv_p))
+register_rules(
+    _conv_p,
+    taylor=_taylor.bilinear_rule(_conv_p),
+    batch=_conv_batch,
+    sparsity=_DENSE_CONVOLUTION,
+)
 
 
 def _prepare(in1, in2, who):
@@ -578,22 +610,6 @@ def _conv2d_vjp(which):
     return maker
 
 
-_conv2d_p: Primitive = defprimitive(
-    _conv2d_impl,
-    vjp=(_conv2d_vjp(0), _conv2d_vjp(1)),
-    jvp=(  # linear in in1 without its fill, linear in in2
-        lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
-            t, k, mode=mode, boundary=boundary, fillvalue=0, correlate=correlate
-        ),
-        lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
-            x, t, mode=mode, boundary=boundary, fillvalue=fillvalue, correlate=correlate
-        ),
-    ),
-    name="convolve2d",
-    forward="linear",
-)
-
-
 @_taylor.declared("linear")
 def _conv2d_taylor(primals, series, **params):
     """Bilinear in (in1, in2) but for the fill value, a constant border of in1 that only in1's
@@ -614,7 +630,45 @@ def _conv2d_taylor(primals, series, **params):
     return ans, tuple(out)
 
 
-register_rules(_conv2d_p, taylor=_conv2d_taylor)
+def _conv2d_batch(args, dims, mode, boundary, fillvalue, correlate):
+    """SciPy's convolve2d of each row, from the model above: the valid convolution of the
+    extension A of x (matrices E applied on both sides, and the fill) with B, sliced."""
+    (x, k), (dx, dk) = args, dims
+    x, k = _with_batch_axis(x, dx), _with_batch_axis(k, dk)
+    m, kk = shape(x)[1:], shape(k)[1:]
+    swap, conj_x, flip_k, conj_k = _conv2d_model(m, kk, mode, correlate)
+    dtype = _np.result_type(dtype_of(x), dtype_of(k))
+    a = _conj(x) if conj_x else x
+    b = k[:, ::-1, ::-1] if flip_k else k
+    b = _conj(b) if conj_k else b
+    if mode != "valid":
+        a = _extension_maps(m, kk, boundary)[0](a)
+        if boundary == "fill" and fillvalue != 0:
+            a = a + _fill(m, kk, boundary, fillvalue, dtype)
+    big, small = (b, a) if swap else (a, b)
+    (p0, p1), (s0, s1) = shape(big)[1:], shape(small)[1:]
+    out = _conv_p(big, small, axes=(1, 2), method="direct")[:, s0 - 1 : p0, s1 - 1 : p1]
+    if mode == "same":
+        t0, t1 = ((n // 2 if correlate else (n - 1) // 2) for n in kk)
+        out = out[:, t0 : t0 + m[0], t1 : t1 + m[1]]
+    return out, 0
+
+
+_conv2d_p: Primitive = defprimitive(
+    _conv2d_impl,
+    vjp=(_conv2d_vjp(0), _conv2d_vjp(1)),
+    jvp=(  # linear in in1 without its fill, linear in in2
+        lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
+            t, k, mode=mode, boundary=boundary, fillvalue=0, correlate=correlate
+        ),
+        lambda t, ans, x, k, mode, boundary, fillvalue, correlate: _conv2d_p(
+            x, t, mode=mode, boundary=boundary, fillvalue=fillvalue, correlate=correlate
+        ),
+    ),
+    name="convolve2d",
+    forward="linear",
+)
+register_rules(_conv2d_p, taylor=_conv2d_taylor, batch=_conv2d_batch, sparsity=_DENSE_CONVOLUTION)
 
 
 def _conv2d(in1, in2, mode, boundary, fillvalue, correlate):
@@ -695,57 +749,3 @@ correlate2d = variant(
     mode 'valid' with in2 the larger, SciPy conjugates in1 instead of in2; fgrad gives that
     same value and differentiates it.""",
 )
-
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-# The batch axis goes in front of both operands (length 1 for one that is the same in every
-# row) and is left out of the convolved axes: along it the operands broadcast.
-
-
-def _with_batch_axis(x, d):
-    return reshape(x, (1,) + shape(x)) if d is None else batch_to_front(x, d)
-
-
-def _conv_batch(args, dims, axes, method):
-    (x, k), (dx, dk) = args, dims
-    x, k = _with_batch_axis(x, dx), _with_batch_axis(k, dk)
-    return _conv_p(x, k, axes=tuple(ax + 1 for ax in axes), method=method), 0
-
-
-def _conv2d_batch(args, dims, mode, boundary, fillvalue, correlate):
-    """SciPy's convolve2d of each row, from the model above: the valid convolution of the
-    extension A of x (matrices E applied on both sides, and the fill) with B, sliced."""
-    (x, k), (dx, dk) = args, dims
-    x, k = _with_batch_axis(x, dx), _with_batch_axis(k, dk)
-    m, kk = shape(x)[1:], shape(k)[1:]
-    swap, conj_x, flip_k, conj_k = _conv2d_model(m, kk, mode, correlate)
-    dtype = _np.result_type(dtype_of(x), dtype_of(k))
-    a = _conj(x) if conj_x else x
-    b = k[:, ::-1, ::-1] if flip_k else k
-    b = _conj(b) if conj_k else b
-    if mode != "valid":
-        a = _extension_maps(m, kk, boundary)[0](a)
-        if boundary == "fill" and fillvalue != 0:
-            a = a + _fill(m, kk, boundary, fillvalue, dtype)
-    big, small = (b, a) if swap else (a, b)
-    (p0, p1), (s0, s1) = shape(big)[1:], shape(small)[1:]
-    out = _conv_p(big, small, axes=(1, 2), method="direct")[:, s0 - 1 : p0, s1 - 1 : p1]
-    if mode == "same":
-        t0, t1 = ((n // 2 if correlate else (n - 1) // 2) for n in kk)
-        out = out[:, t0 : t0 + m[0], t1 : t1 + m[1]]
-    return out, 0
-
-
-register_rules(_conv_p, batch=_conv_batch)
-register_rules(_conv2d_p, batch=_conv2d_batch)
-
-
-for _prim in (_conv_p, _conv2d_p):  # sparsity detection
-    register_rules(
-        _prim,
-        sparsity=(
-            "dense",
-            "scipy.signal's convolutions mix the elements along their axes (issue 35: a banded "
-            "rule for a short kernel, as fgrad.numpy.convolve's)",
-        ),
-    )

@@ -456,6 +456,64 @@ def _lse_jvp(i):
     return rule
 
 
+def _softmax_series(x, p0, axis):
+    """Along the path x (coefficients 0..K): the coefficients of L = logsumexp(x) over `axis`
+    (kept), of the weights p = exp(x - L) and of x - L, from L' = sum(p x') and
+    p' = p (x - L)', starting at the weights' value p0 (quadratic in the order)."""
+    p, lse, shifted = [p0], [None], [None]
+    for k in range(1, len(x)):
+        t = _taylor.integrate(x, p, k)
+        lse.append(None if t is None else fnp.sum(t, axis=axis, keepdims=True))
+        term = _taylor.add(x[k], None if lse[k] is None else -lse[k])
+        if x[k] is None and term is not None:  # -L's coefficient alone: x's shape, not L's
+            term = fnp.broadcast_to(term, fnp.shape(x[0]))
+        shifted.append(term)
+        p.append(_taylor.integrate(shifted, p, k))
+    return lse, p, shifted
+
+
+@_taylor.declared("speed")
+def _logsumexp_taylor(primals, series, axis, keepdims):
+    """log(sum(b exp(a))) over `axis`: without b, L's coefficients from the weights (see
+    `_softmax_series`); with b, or signs, or for complex input, the general rule."""
+    a, b, signs = primals
+    params = dict(axis=axis, keepdims=keepdims)
+    if b is not None or signs is not None or fnp.iscomplexobj(a):
+        return _taylor.general_rule(_logsumexp_p, primals, series, params)
+    ans = bind(_logsumexp_p, primals, params)
+    w, _ = _lse_weights(a, None, ans, axis, None, with_b=True)
+    s = series[0]
+    lse, _, _ = _softmax_series(_taylor.full(a, s, len(s)), w, axis)
+    return ans, tuple(None if c is None else fnp.reshape(c, shape_of(ans)) for c in lse[1:])
+
+
+def _row_shape(x, dim):
+    s = shape_of(x)
+    return s if dim is None else s[:dim] + s[dim + 1 :]
+
+
+def _lse_batch_rule(prim):
+    """logsumexp (a, b, signs) and its signs (a, b): the rows first, a and b with the axes
+    of the rows' broadcast shape, so the reduced axes move up by one; the signs (one per
+    result) with their rows first too."""
+
+    def rule(args, dims, axis, keepdims):
+        size = batch_size(args, dims)
+        nd = len(_np.broadcast_shapes(*(_row_shape(v, d) for v, d in zip(args[:2], dims[:2]))))
+        a, b = args[:2]
+        if dims[0] is None and dims[1] is None:  # only the signs hold rows
+            a = every_row(a, None, size)
+            dims = (0,) + tuple(dims[1:])
+        operands = [v if d is None else with_example_ndim(v, d, nd) for v, d in zip((a, b), dims)]
+        if len(args) == 3:
+            signs, d = args[2], dims[2]
+            operands.append(None if signs is None else every_row(signs, d, size))
+        params = {"axis": tuple(ax + 1 for ax in axis), "keepdims": keepdims}
+        return bind(prim, operands, params), 0
+
+    return rule
+
+
 # The signs of a real sum are an argument (a constant: they have no derivative), so that under
 # `vmap` they are one per row like the values they come from.
 _logsumexp_p = defprimitive(
@@ -465,7 +523,14 @@ _logsumexp_p = defprimitive(
     name="logsumexp",
     forward="speed",
 )
+register_rules(
+    _logsumexp_p,
+    taylor=_logsumexp_taylor,
+    batch=_lse_batch_rule(_logsumexp_p),
+    sparsity="logsumexp",
+)
 _lse_sign_p = nondiff(_lse_sign_impl, name="logsumexp_sign")
+register_rules(_lse_sign_p, batch=_lse_batch_rule(_lse_sign_p))
 
 
 def logsumexp(
@@ -529,12 +594,43 @@ def _log_softmax_impl(x, axis):
     return _sc.log_softmax(x, axis=axis)
 
 
+def _softmax_taylor(log):
+    """softmax (its coefficients are p's) and log_softmax (x - L's), from the result's value:
+    exact where a weight is 0 or 1, as their forward rules."""
+    prim = _log_softmax_p if log else _softmax_p
+
+    def rule(primals, series, axis):
+        (x0,), (s,) = primals, series
+        ans = prim(x0, axis=axis)
+        x = _taylor.full(x0, s, len(s))
+        _, p, shifted = _softmax_series(x, fnp.exp(ans) if log else ans, axis)
+        return ans, tuple((shifted if log else p)[1:])
+
+    return _taylor.kind_of_rule(rule, "speed")
+
+
+def _axis_batch_rule(prim):
+    """softmax and log_softmax: the rows first, the axes moved up by one."""
+
+    def rule(args, dims, axis):
+        x = batch_to_front(args[0], dims[0])
+        return bind(prim, [x], {"axis": tuple(ax + 1 for ax in axis)}), 0
+
+    return rule
+
+
 _softmax_p = defprimitive(
     _softmax_impl,
     vjp=lambda ans, x, axis: lambda ct: ans * (ct - fnp.sum(ct * ans, axis=axis, keepdims=True)),
     jvp=lambda t, ans, x, axis: ans * (t - fnp.sum(t * ans, axis=axis, keepdims=True)),
     name="softmax",
     forward="speed",
+)
+register_rules(
+    _softmax_p,
+    taylor=_softmax_taylor(log=False),
+    batch=_axis_batch_rule(_softmax_p),
+    sparsity="lanes",
 )
 
 
@@ -561,57 +657,12 @@ _log_softmax_p = defprimitive(
     name="log_softmax",
     forward="speed",
 )
-
-
-def _softmax_series(x, p0, axis):
-    """Along the path x (coefficients 0..K): the coefficients of L = logsumexp(x) over `axis`
-    (kept), of the weights p = exp(x - L) and of x - L, from L' = sum(p x') and
-    p' = p (x - L)', starting at the weights' value p0 (quadratic in the order)."""
-    p, lse, shifted = [p0], [None], [None]
-    for k in range(1, len(x)):
-        t = _taylor.integrate(x, p, k)
-        lse.append(None if t is None else fnp.sum(t, axis=axis, keepdims=True))
-        term = _taylor.add(x[k], None if lse[k] is None else -lse[k])
-        if x[k] is None and term is not None:  # -L's coefficient alone: x's shape, not L's
-            term = fnp.broadcast_to(term, fnp.shape(x[0]))
-        shifted.append(term)
-        p.append(_taylor.integrate(shifted, p, k))
-    return lse, p, shifted
-
-
-def _softmax_taylor(log):
-    """softmax (its coefficients are p's) and log_softmax (x - L's), from the result's value:
-    exact where a weight is 0 or 1, as their forward rules."""
-    prim = _log_softmax_p if log else _softmax_p
-
-    def rule(primals, series, axis):
-        (x0,), (s,) = primals, series
-        ans = prim(x0, axis=axis)
-        x = _taylor.full(x0, s, len(s))
-        _, p, shifted = _softmax_series(x, fnp.exp(ans) if log else ans, axis)
-        return ans, tuple((shifted if log else p)[1:])
-
-    return _taylor.kind_of_rule(rule, "speed")
-
-
-@_taylor.declared("speed")
-def _logsumexp_taylor(primals, series, axis, keepdims):
-    """log(sum(b exp(a))) over `axis`: without b, L's coefficients from the weights (see
-    `_softmax_series`); with b, or signs, or for complex input, the general rule."""
-    a, b, signs = primals
-    params = dict(axis=axis, keepdims=keepdims)
-    if b is not None or signs is not None or fnp.iscomplexobj(a):
-        return _taylor.general_rule(_logsumexp_p, primals, series, params)
-    ans = bind(_logsumexp_p, primals, params)
-    w, _ = _lse_weights(a, None, ans, axis, None, with_b=True)
-    s = series[0]
-    lse, _, _ = _softmax_series(_taylor.full(a, s, len(s)), w, axis)
-    return ans, tuple(None if c is None else fnp.reshape(c, shape_of(ans)) for c in lse[1:])
-
-
-register_rules(_softmax_p, taylor=_softmax_taylor(log=False))
-register_rules(_log_softmax_p, taylor=_softmax_taylor(log=True))
-register_rules(_logsumexp_p, taylor=_logsumexp_taylor)
+register_rules(
+    _log_softmax_p,
+    taylor=_softmax_taylor(log=True),
+    batch=_axis_batch_rule(_log_softmax_p),
+    sparsity="lanes",
+)
 
 
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
@@ -621,16 +672,6 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Arra
 
 
 # --- logistic -------------------------------------------------------------------------------------
-
-# expit' = expit(x) (1 - expit(x)), taken as expit(x) expit(-x): 1 - expit(x) loses every
-# digit where expit(x) is near 1.
-_expit_p: UnaryFunction = defunary(
-    _sc.expit, lambda ans, x: ans * _expit_p(fnp.negative(x)), name="expit"
-)
-# 1/x + 1/(1-x), not 1/(x (1-x)): the product's reverse rule formed -inf * 0 = nan for
-# logit'' at 0 and 1 (forward mode: -inf and inf, the limits); the sum has no zero factor
-_logit_p = _unary_of_x(_sc.logit, lambda x: 1.0 / x + 1.0 / (1.0 - x), name="logit")
-_log_expit_p = _unary_of_x(_sc.log_expit, lambda x: _expit_p(fnp.negative(x)), name="log_expit")
 
 
 def _logistic_slope(x, p):
@@ -646,7 +687,16 @@ def _logistic_slope(x, p):
     return at
 
 
+# expit' = expit(x) (1 - expit(x)), taken as expit(x) expit(-x): 1 - expit(x) loses every
+# digit where expit(x) is near 1.
+_expit_p: UnaryFunction = defunary(
+    _sc.expit, lambda ans, x: ans * _expit_p(fnp.negative(x)), name="expit"
+)
 register_rules(_expit_p.primitive, taylor=_ode_rule(_expit_p.primitive, _logistic_slope))
+# 1/x + 1/(1-x), not 1/(x (1-x)): the product's reverse rule formed -inf * 0 = nan for
+# logit'' at 0 and 1 (forward mode: -inf and inf, the limits); the sum has no zero factor
+_logit_p = _unary_of_x(_sc.logit, lambda x: 1.0 / x + 1.0 / (1.0 - x), name="logit")
+_log_expit_p = _unary_of_x(_sc.log_expit, lambda x: _expit_p(fnp.negative(x)), name="log_expit")
 
 
 expit = _ufunc(
@@ -662,35 +712,6 @@ log_expit = _ufunc(_log_expit_p, "log(expit(x)), stable at any magnitude; deriva
 
 
 # --- error functions ------------------------------------------------------------------------------
-
-_erf_p = _unary_of_x(_sc.erf, lambda x: (2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erf")
-_erfc_p = _unary_of_x(_sc.erfc, lambda x: (-2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erfc")
-_erfinv_p = defunary(
-    _sc.erfinv, lambda ans, x: (_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfinv"
-)
-_erfcinv_p = defunary(
-    _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv"
-)
-_erfcx_p = defunary(_sc.erfcx, lambda ans, x: _erfcx_deriv(ans, x), name="erfcx")
-
-# From here erfcx's derivative is taken through the normal Mills ratio's excess, whose
-# continued fraction serves x < -5 (`_mills_excess_impl`): 5 / sqrt(2) in erfcx's argument.
-_ERFCX_FAR = 5.0 / _SQRT_2
-
-
-def _erfcx_deriv(ans, x):
-    """2 x erfcx(x) - 2/sqrt(pi); for real x > 5/sqrt(2) as -sqrt(2) erfcx(x) h(-sqrt(2) x),
-    h(t) = t + phi(t)/Phi(t) (erfcx(x) = sqrt(2/pi) Phi(t)/phi(t) at t = -sqrt(2) x): the
-    two terms, each near 1.128, cancel to about 1/(sqrt(pi) x^2) (at x = 1e7 the
-    difference kept 1 digit, at 1e9 none, in float32 at 1e3 none)."""
-    plain = 2.0 * x * ans - 2.0 / _SQRT_PI
-    if dtype_of(x).kind == "c":
-        return plain
-    far = bool_mask(_values(x) > _ERFCX_FAR, shape_of(x))
-    if not _some(far):
-        return plain
-    t = -_SQRT_2 * fnp.where(far, x, 2.0 * _ERFCX_FAR)
-    return fnp.where(far, -_SQRT_2 * ans * _mills_excess_p(t), plain)
 
 
 def _exp_square_slope(scale, rate):
@@ -724,15 +745,43 @@ def _erfcx_slope(x, y):  # 2 x y - 2 / sqrt(pi)
     return at
 
 
+_erf_p = _unary_of_x(_sc.erf, lambda x: (2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erf")
+_erfc_p = _unary_of_x(_sc.erfc, lambda x: (-2.0 / _SQRT_PI) * fnp.exp(-(x * x)), name="erfc")
+_erfinv_p = defunary(
+    _sc.erfinv, lambda ans, x: (_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfinv"
+)
 register_rules(
     _erfinv_p.primitive,
     taylor=_ode_rule(_erfinv_p.primitive, _exp_square_slope(_SQRT_PI / 2.0, 1.0)),
+)
+_erfcinv_p = defunary(
+    _sc.erfcinv, lambda ans, x: (-_SQRT_PI / 2.0) * fnp.exp(ans * ans), name="erfcinv"
 )
 register_rules(
     _erfcinv_p.primitive,
     taylor=_ode_rule(_erfcinv_p.primitive, _exp_square_slope(-_SQRT_PI / 2.0, 1.0)),
 )
+_erfcx_p = defunary(_sc.erfcx, lambda ans, x: _erfcx_deriv(ans, x), name="erfcx")
 register_rules(_erfcx_p.primitive, taylor=_ode_rule(_erfcx_p.primitive, _erfcx_slope))
+
+# From here erfcx's derivative is taken through the normal Mills ratio's excess, whose
+# continued fraction serves x < -5 (`_mills_excess_impl`): 5 / sqrt(2) in erfcx's argument.
+_ERFCX_FAR = 5.0 / _SQRT_2
+
+
+def _erfcx_deriv(ans, x):
+    """2 x erfcx(x) - 2/sqrt(pi); for real x > 5/sqrt(2) as -sqrt(2) erfcx(x) h(-sqrt(2) x),
+    h(t) = t + phi(t)/Phi(t) (erfcx(x) = sqrt(2/pi) Phi(t)/phi(t) at t = -sqrt(2) x): the
+    two terms, each near 1.128, cancel to about 1/(sqrt(pi) x^2) (at x = 1e7 the
+    difference kept 1 digit, at 1e9 none, in float32 at 1e3 none)."""
+    plain = 2.0 * x * ans - 2.0 / _SQRT_PI
+    if dtype_of(x).kind == "c":
+        return plain
+    far = bool_mask(_values(x) > _ERFCX_FAR, shape_of(x))
+    if not _some(far):
+        return plain
+    t = -_SQRT_2 * fnp.where(far, x, 2.0 * _ERFCX_FAR)
+    return fnp.where(far, -_SQRT_2 * ans * _mills_excess_p(t), plain)
 
 
 erf = _ufunc(_erf_p, "The error function; derivative 2/sqrt(pi) exp(-x**2).")
@@ -753,21 +802,39 @@ erfcx = _ufunc(
 )
 
 
+def _order_batch_rule(prim, order):
+    """A function of x with a constant order (the parameter `order`: v or n), which broadcasts
+    against x as a ufunc's argument: an order array meets the rows of x with their batch axis
+    first and length-1 axes up to the order's rank."""
+
+    def rule(args, dims, **params):
+        (x,), (d,) = args, dims
+        nd = _np.ndim(params[order])
+        if nd == 0:
+            return bind(prim, [x], params), d
+        return bind(prim, [with_example_ndim(x, d, max(ndim(x) - 1, nd))], params), 0
+
+    return rule
+
+
 def _with_order(impl, deriv, name):
     """A primitive `impl(x, n=...)` with a static order `n`, differentiable in x only:
-    `deriv(x, ans, n)` is its derivative in x, written in fgrad operations."""
+    `deriv(x, ans, n)` is its derivative in x, written in fgrad operations; its batching rule
+    is `_order_batch_rule`, and it is elementwise in x for sparsity detection."""
 
     def vjp(ans, x, n):
         like = meta(x)
         return lambda ct: unbroadcast(ct * deriv(x, ans, n), like)
 
-    return defprimitive(
+    prim = defprimitive(
         impl,
         vjp=vjp,
         jvp=lambda t, ans, x, n: broadcast_like(t * deriv(x, ans, n), ans),
         name=name,
         forward="derived",
     )
+    register_rules(prim, batch=_order_batch_rule(prim, "n"), sparsity="elementwise")
+    return prim
 
 
 # --- gamma and friends ----------------------------------------------------------------------------
@@ -844,26 +911,6 @@ def _polygamma_impl(x, n):
     return _like_x(_sc.polygamma(n, x), x)
 
 
-_polygamma_p: Primitive = _with_order(
-    _polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma"
-)
-# (each derivative in the value's dtype: SciPy computes a float16 x in float64)
-_psi_p = defunary(
-    _sc.psi,
-    lambda ans, x: _polygamma_p(_in_dtype_of_value(x, ans), n=_np.int64(1)),
-    name="psi",
-)
-_gammaln_p = defunary(
-    _sc.gammaln, lambda ans, x: _psi_p(_in_dtype_of_value(x, ans)), name="gammaln"
-)
-_gamma_p = defunary(
-    _sc.gamma, lambda ans, x: ans * _psi_p(_in_dtype_of_value(x, ans)), name="gamma"
-)
-_rgamma_p = defunary(
-    _sc.rgamma, lambda ans, x: -(ans * _psi_p(_in_dtype_of_value(x, ans))), name="rgamma"
-)
-
-
 def _polygamma_derivatives(x0, order, n):
     return [_polygamma_p(x0, n=n + k) for k in range(1, order + 1)]
 
@@ -893,12 +940,30 @@ def _gamma_taylor(prim, sign):
     return _taylor.kind_of_rule(rule, "speed")
 
 
+_polygamma_p: Primitive = _with_order(
+    _polygamma_impl, lambda x, ans, n: _polygamma_p(x, n=n + 1), "polygamma"
+)
 register_rules(_polygamma_p, taylor=_known_derivatives_rule(_polygamma_p, _polygamma_derivatives))
+# (each derivative in the value's dtype: SciPy computes a float16 x in float64)
+_psi_p = defunary(
+    _sc.psi,
+    lambda ans, x: _polygamma_p(_in_dtype_of_value(x, ans), n=_np.int64(1)),
+    name="psi",
+)
 register_rules(_psi_p.primitive, taylor=_known_derivatives_rule(_psi_p.primitive, _psi_derivatives))
+_gammaln_p = defunary(
+    _sc.gammaln, lambda ans, x: _psi_p(_in_dtype_of_value(x, ans)), name="gammaln"
+)
 register_rules(
     _gammaln_p.primitive, taylor=_known_derivatives_rule(_gammaln_p.primitive, _gammaln_derivatives)
 )
+_gamma_p = defunary(
+    _sc.gamma, lambda ans, x: ans * _psi_p(_in_dtype_of_value(x, ans)), name="gamma"
+)
 register_rules(_gamma_p.primitive, taylor=_gamma_taylor(_gamma_p.primitive, 1))
+_rgamma_p = defunary(
+    _sc.rgamma, lambda ans, x: -(ans * _psi_p(_in_dtype_of_value(x, ans))), name="rgamma"
+)
 register_rules(_rgamma_p.primitive, taylor=_gamma_taylor(_rgamma_p.primitive, -1))
 
 
@@ -958,17 +1023,6 @@ def _zeta_in_x_refused(x, hurwitz):
     )
 
 
-_riemann_zeta_p = defunary(
-    _sc.zeta, lambda ans, x: _zeta_in_x_refused(x, hurwitz=False), name="riemann_zeta"
-)
-_hurwitz_zeta_p: Primitive = _binary(
-    _sc.zeta,
-    lambda x, q, ans: _zeta_in_x_refused(x, hurwitz=True),
-    lambda x, q, ans: -(x * _hurwitz_zeta_p(x + 1.0, q)),
-    "zeta",
-)
-
-
 @_taylor.declared("derived")
 def _hurwitz_zeta_taylor(primals, series):
     """In q, with x constant: d^n/dq^n zeta(x, q) = (-1)^n (x)_n zeta(x + n, q), the rising
@@ -988,6 +1042,15 @@ def _hurwitz_zeta_taylor(primals, series):
     return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
 
 
+_riemann_zeta_p = defunary(
+    _sc.zeta, lambda ans, x: _zeta_in_x_refused(x, hurwitz=False), name="riemann_zeta"
+)
+_hurwitz_zeta_p: Primitive = _binary(
+    _sc.zeta,
+    lambda x, q, ans: _zeta_in_x_refused(x, hurwitz=True),
+    lambda x, q, ans: -(x * _hurwitz_zeta_p(x + 1.0, q)),
+    "zeta",
+)
 register_rules(_hurwitz_zeta_p, taylor=_hurwitz_zeta_taylor)
 
 
@@ -1466,23 +1529,6 @@ def _mills_excess_impl(x):
     return _result(out)
 
 
-# With m = phi/Phi and h = x + m: m' = -m h and h' = 1 + m' = 1 - m h. Both m and h are
-# accurate at x -> -inf, so log_ndtr's first and second derivatives are (h' itself cancels,
-# so the third loses about log10(x**2) digits there).
-_mills_p = defunary(
-    _mills_impl, lambda ans, x: -(ans * _mills_excess_p(x)), name="ndtr_mills_ratio"
-)
-_mills_excess_p: UnaryFunction = defunary(
-    _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess"
-)
-_ndtr_p = _unary_of_x(_sc.ndtr, lambda x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
-_ndtri_p = defunary(_sc.ndtri, lambda ans, x: _SQRT_2PI * fnp.exp(0.5 * (ans * ans)), name="ndtri")
-_log_ndtr_p = _unary_of_x(_sc.log_ndtr, lambda x: _mills_p(x), name="log_ndtr")
-register_rules(
-    _ndtri_p.primitive, taylor=_ode_rule(_ndtri_p.primitive, _exp_square_slope(_SQRT_2PI, 0.5))
-)
-
-
 def _mills_taylor(which):
     """m = phi/Phi and h = x + m together: m' = -m h x' and h' = (1 - m h) x'. `which` is 0
     for m, 1 for h."""
@@ -1505,8 +1551,23 @@ def _mills_taylor(which):
     return _taylor.kind_of_rule(rule, "speed")
 
 
+# With m = phi/Phi and h = x + m: m' = -m h and h' = 1 + m' = 1 - m h. Both m and h are
+# accurate at x -> -inf, so log_ndtr's first and second derivatives are (h' itself cancels,
+# so the third loses about log10(x**2) digits there).
+_mills_p = defunary(
+    _mills_impl, lambda ans, x: -(ans * _mills_excess_p(x)), name="ndtr_mills_ratio"
+)
 register_rules(_mills_p.primitive, taylor=_mills_taylor(0))
+_mills_excess_p: UnaryFunction = defunary(
+    _mills_excess_impl, lambda ans, x: 1.0 - _mills_p(x) * ans, name="ndtr_mills_excess"
+)
 register_rules(_mills_excess_p.primitive, taylor=_mills_taylor(1))
+_ndtr_p = _unary_of_x(_sc.ndtr, lambda x: fnp.exp(-0.5 * (x * x)) / _SQRT_2PI, name="ndtr")
+_ndtri_p = defunary(_sc.ndtri, lambda ans, x: _SQRT_2PI * fnp.exp(0.5 * (ans * ans)), name="ndtri")
+register_rules(
+    _ndtri_p.primitive, taylor=_ode_rule(_ndtri_p.primitive, _exp_square_slope(_SQRT_2PI, 0.5))
+)
+_log_ndtr_p = _unary_of_x(_sc.log_ndtr, lambda x: _mills_p(x), name="log_ndtr")
 
 
 ndtr = _ufunc(
@@ -1595,6 +1656,7 @@ _ivx_p: Primitive = defprimitive(
     name="i_n_over_x_n",
     forward="derived",
 )
+register_rules(_ivx_p, batch=_order_batch_rule(_ivx_p, "n"), sparsity="elementwise")
 
 
 def _ivxe_deriv(x, ans, n):
@@ -1608,6 +1670,7 @@ _ivxe_p = defprimitive(
     name="ie_n_over_x_n",
     forward="derived",
 )
+register_rules(_ivxe_p, batch=_order_batch_rule(_ivxe_p, "n"), sparsity="elementwise")
 
 # The scaled functions' derivatives, i0e' = i1e - sign(x) i0e and the like, subtract terms
 # of order x^-1/2 that agree to order x^-3/2: about log10(2x) digits were lost (3e-4 relative
@@ -1675,6 +1738,96 @@ def _scaled_bessel_slope(x, v, kind, plain):
     return fnp.where(far, _scaled_bessel_far_derivative(x, far, v, kind, 1), plain())
 
 
+_ONE, _TWO = _np.int64(1), _np.int64(2)
+
+
+# Taylor rules: the k-th derivative follows from the recurrences in the order (the next
+# section) applied k times,
+# f^(k) = (s/2)^k sum_j C(k, j) r^j f_(v-k+2j), with (s, r) = (1, -1) for J and Y, (1, 1) for
+# I and (-1, 1) for K, so the rules compose the path with known derivatives
+# (`_known_derivatives_rule`). The same sums of the scaled functions (ive, kve, i0e, i1e) are
+# the scaled derivatives; the scale's own factor along the path, exp(-sign(Re x0) Re e(t))
+# for ive and exp(e(t)) for kve (e = x(t) - x0), multiplies their series.
+_BESSEL_SIGNS = {"jv": (1, -1), "yv": (1, -1), "iv": (1, 1), "kv": (-1, 1)}
+_BESSEL_SIGNS.update({"ive": _BESSEL_SIGNS["iv"], "kve": _BESSEL_SIGNS["kv"]})
+
+
+def _bessel_derivatives(x0, order, v, kind, integer_i=False):
+    """f', ..., f^(order) at x0 for f = `kind`(v, x); `integer_i` for i0, i1, i0e and i1e,
+    whose orders v + m are integers, taken from `_integer_i` (I_(-n) = I_n)."""
+    s, r = _BESSEL_SIGNS[kind]
+    if integer_i:
+        values = {n: _integer_i(x0, n, kind) for n in range(order + 2)}
+        f = {m: values[abs(int(v + m))] for m in range(-order, order + 1)}
+    else:
+        f = {m: _bessel_p(x0, v=v + m, kind=kind) for m in range(-order, order + 1)}
+    out = []
+    for k in range(1, order + 1):
+        total = None
+        for j in range(k + 1):
+            c = math.comb(k, j) * r**j * (s / 2.0) ** k
+            total = _taylor.add(total, c * f[2 * j - k])
+        out.append(total)
+    return out
+
+
+_I_SERIES_BELOW = 1e-5  # `_bessel_over_power`'s series
+
+
+def _integer_i(x, n, kind):
+    """I_n(x) (kind "iv") or exp(-|x|) I_n(x) ("ive") for an integer n >= 0 at real x, right
+    down to subnormal x."""
+    if n <= 1:
+        return _CEPHES_I[kind, n](x)
+    near = _np.abs(_values(x)) < _I_SERIES_BELOW
+    if not _some(near):  # (the common case, first and fast)
+        return _bessel_p(x, v=_np.int64(n), kind=kind)
+    near = bool_mask(near, shape_of(x))
+    far = _bessel_p(fnp.where(near, 1.0, x), v=_np.int64(n), kind=kind)  # (no nan to carry)
+    over_power = _ivx_p(x, n=n) if kind == "iv" else _ivxe_p(x, n=n)
+    return fnp.where(near, x**n * over_power, far)
+
+
+def _bessel_rule(prim, kind=None, v=None):
+    """The rule of `_bessel_p` (kind and v its parameters) or of a function of x alone that is
+    one of its kinds at the order v (j0, i1e, yn's n, ...)."""
+
+    def rule(primals, series, **params):
+        (x0,), (s,) = primals, series
+        order = len(s)
+        ans = bind(prim, (x0,), params)
+        x0, s = _widened(x0, s, ans)
+        which = params.get("kind", kind)
+        nu = v if v is not None else params.get("v", params.get("n"))
+        integer_i = v is not None and which in ("iv", "ive")  # i0, i1, i0e, i1e
+        derivatives = _bessel_derivatives(x0, order, nu, which, integer_i)
+        f = [ans, *_taylor.composed(derivatives, s)]
+        if which not in ("ive", "kve"):
+            return ans, tuple(f[1:])
+        if which == "kve":
+            rate = 1.0
+        else:
+            rate = -_sign(x0)
+            s = [None if c is None else fnp.real(c) for c in s] if fnp.iscomplexobj(x0) else s
+        e = [None] + [None if c is None else rate * c for c in s]
+        scale = [1.0]
+        for k in range(1, order + 1):
+            scale.append(_taylor.integrate(e, scale, k))
+        out = tuple(_taylor.cauchy(f, scale, k) for k in range(1, order + 1))
+        far = _scaled_bessel_far(x0, nu, which)
+        if far is None:
+            return ans, out
+        derivatives = [
+            _scaled_bessel_far_derivative(x0, far, nu, which, k) for k in range(1, order + 1)
+        ]
+        return ans, tuple(
+            c if c is None else fnp.where(far, d, c)
+            for c, d in zip(out, _taylor.composed(derivatives, s))
+        )
+
+    return _taylor.kind_of_rule(rule, "speed")
+
+
 _i0_p = defunary(_sc.i0, lambda ans, x: _i1_p(x), name="i0")
 _i1_p: UnaryFunction = defunary(_sc.i1, lambda ans, x: _i0_p(x) - _ivx_p(x, n=1), name="i1")
 _i0e_p = defunary(
@@ -1689,6 +1842,15 @@ _i1e_p: UnaryFunction = defunary(
     ),
     name="i1e",
 )
+# The Taylor rules of i0, i1, i0e and i1e take I_0 and I_1 (scaled: ive) from Cephes' i0, i1
+# (i0e, i1e), as their values and grad do, and I_n for n >= 2 near 0 as x^n times the series of
+# `_ivx_p` (`_ivxe_p`): AMOS's iv, which they took, is 0 for |x| < 1e-154 (iv(1, 1e-300) is 0,
+# true 5e-301) and nan at a subnormal x, where grad was right
+_CEPHES_I = {("iv", 0): _i0_p, ("iv", 1): _i1_p, ("ive", 0): _i0e_p, ("ive", 1): _i1e_p}
+register_rules(_i0_p.primitive, taylor=_bessel_rule(_i0_p.primitive, "iv", _np.int64(0)))
+register_rules(_i1_p.primitive, taylor=_bessel_rule(_i1_p.primitive, "iv", _ONE))
+register_rules(_i0e_p.primitive, taylor=_bessel_rule(_i0e_p.primitive, "ive", _np.int64(0)))
+register_rules(_i1e_p.primitive, taylor=_bessel_rule(_i1e_p.primitive, "ive", _ONE))
 
 
 i0 = _ufunc(_i0_p, "The modified Bessel function I_0; derivative i1(x).")
@@ -1793,6 +1955,12 @@ def _bessel_vjp(ans, x, v, kind):
 _bessel_p = defprimitive(
     _bessel_impl, vjp=_bessel_vjp, jvp=_bessel_jvp, name="bessel", forward="derived"
 )
+register_rules(
+    _bessel_p,
+    taylor=_bessel_rule(_bessel_p),
+    batch=_order_batch_rule(_bessel_p, "v"),
+    sparsity="elementwise",
+)
 
 
 def _yn_impl(x, n):
@@ -1802,119 +1970,20 @@ def _yn_impl(x, n):
 _yn_p: Primitive = _with_order(
     _yn_impl, lambda x, ans, n: 0.5 * (_yn_p(x, n=n - 1) - _yn_p(x, n=n + 1)), "yn"
 )
+register_rules(_yn_p, taylor=_bessel_rule(_yn_p, "yv"))
 
-_ONE, _TWO = _np.int64(1), _np.int64(2)
 _j0_p = defunary(_sc.j0, lambda ans, x: -_j1_p(x), name="j0")
+register_rules(_j0_p.primitive, taylor=_bessel_rule(_j0_p.primitive, "jv", _np.int64(0)))
 _j1_p: UnaryFunction = defunary(
     _sc.j1, lambda ans, x: 0.5 * (_j0_p(x) - _bessel_p(x, v=_TWO, kind="jv")), name="j1"
 )
+register_rules(_j1_p.primitive, taylor=_bessel_rule(_j1_p.primitive, "jv", _ONE))
 _y0_p = defunary(_sc.y0, lambda ans, x: -_y1_p(x), name="y0")
+register_rules(_y0_p.primitive, taylor=_bessel_rule(_y0_p.primitive, "yv", _np.int64(0)))
 _y1_p: UnaryFunction = defunary(
     _sc.y1, lambda ans, x: 0.5 * (_y0_p(x) - _yn_p(x, n=_TWO)), name="y1"
 )
-
-
-# Taylor rules: the k-th derivative follows from the recurrences above applied k times,
-# f^(k) = (s/2)^k sum_j C(k, j) r^j f_(v-k+2j), with (s, r) = (1, -1) for J and Y, (1, 1) for
-# I and (-1, 1) for K, so the rules compose the path with known derivatives
-# (`_known_derivatives_rule`). The same sums of the scaled functions (ive, kve, i0e, i1e) are
-# the scaled derivatives; the scale's own factor along the path, exp(-sign(Re x0) Re e(t))
-# for ive and exp(e(t)) for kve (e = x(t) - x0), multiplies their series.
-_BESSEL_SIGNS = {"jv": (1, -1), "yv": (1, -1), "iv": (1, 1), "kv": (-1, 1)}
-_BESSEL_SIGNS.update({"ive": _BESSEL_SIGNS["iv"], "kve": _BESSEL_SIGNS["kv"]})
-
-
-def _bessel_derivatives(x0, order, v, kind, integer_i=False):
-    """f', ..., f^(order) at x0 for f = `kind`(v, x); `integer_i` for i0, i1, i0e and i1e,
-    whose orders v + m are integers, taken from `_integer_i` (I_(-n) = I_n)."""
-    s, r = _BESSEL_SIGNS[kind]
-    if integer_i:
-        values = {n: _integer_i(x0, n, kind) for n in range(order + 2)}
-        f = {m: values[abs(int(v + m))] for m in range(-order, order + 1)}
-    else:
-        f = {m: _bessel_p(x0, v=v + m, kind=kind) for m in range(-order, order + 1)}
-    out = []
-    for k in range(1, order + 1):
-        total = None
-        for j in range(k + 1):
-            c = math.comb(k, j) * r**j * (s / 2.0) ** k
-            total = _taylor.add(total, c * f[2 * j - k])
-        out.append(total)
-    return out
-
-
-# The Taylor rules of i0, i1, i0e and i1e take I_0 and I_1 (scaled: ive) from Cephes' i0, i1
-# (i0e, i1e), as their values and grad do, and I_n for n >= 2 near 0 as x^n times the series of
-# `_ivx_p` (`_ivxe_p`): AMOS's iv, which they took, is 0 for |x| < 1e-154 (iv(1, 1e-300) is 0,
-# true 5e-301) and nan at a subnormal x, where grad was right
-_CEPHES_I = {("iv", 0): _i0_p, ("iv", 1): _i1_p, ("ive", 0): _i0e_p, ("ive", 1): _i1e_p}
-_I_SERIES_BELOW = 1e-5  # `_bessel_over_power`'s series
-
-
-def _integer_i(x, n, kind):
-    """I_n(x) (kind "iv") or exp(-|x|) I_n(x) ("ive") for an integer n >= 0 at real x, right
-    down to subnormal x."""
-    if n <= 1:
-        return _CEPHES_I[kind, n](x)
-    near = _np.abs(_values(x)) < _I_SERIES_BELOW
-    if not _some(near):  # (the common case, first and fast)
-        return _bessel_p(x, v=_np.int64(n), kind=kind)
-    near = bool_mask(near, shape_of(x))
-    far = _bessel_p(fnp.where(near, 1.0, x), v=_np.int64(n), kind=kind)  # (no nan to carry)
-    over_power = _ivx_p(x, n=n) if kind == "iv" else _ivxe_p(x, n=n)
-    return fnp.where(near, x**n * over_power, far)
-
-
-def _bessel_rule(prim, kind=None, v=None):
-    """The rule of `_bessel_p` (kind and v its parameters) or of a function of x alone that is
-    one of its kinds at the order v (j0, i1e, yn's n, ...)."""
-
-    def rule(primals, series, **params):
-        (x0,), (s,) = primals, series
-        order = len(s)
-        ans = bind(prim, (x0,), params)
-        x0, s = _widened(x0, s, ans)
-        which = params.get("kind", kind)
-        nu = v if v is not None else params.get("v", params.get("n"))
-        integer_i = v is not None and which in ("iv", "ive")  # i0, i1, i0e, i1e
-        derivatives = _bessel_derivatives(x0, order, nu, which, integer_i)
-        f = [ans, *_taylor.composed(derivatives, s)]
-        if which not in ("ive", "kve"):
-            return ans, tuple(f[1:])
-        if which == "kve":
-            rate = 1.0
-        else:
-            rate = -_sign(x0)
-            s = [None if c is None else fnp.real(c) for c in s] if fnp.iscomplexobj(x0) else s
-        e = [None] + [None if c is None else rate * c for c in s]
-        scale = [1.0]
-        for k in range(1, order + 1):
-            scale.append(_taylor.integrate(e, scale, k))
-        out = tuple(_taylor.cauchy(f, scale, k) for k in range(1, order + 1))
-        far = _scaled_bessel_far(x0, nu, which)
-        if far is None:
-            return ans, out
-        derivatives = [
-            _scaled_bessel_far_derivative(x0, far, nu, which, k) for k in range(1, order + 1)
-        ]
-        return ans, tuple(
-            c if c is None else fnp.where(far, d, c)
-            for c, d in zip(out, _taylor.composed(derivatives, s))
-        )
-
-    return _taylor.kind_of_rule(rule, "speed")
-
-
-register_rules(_bessel_p, taylor=_bessel_rule(_bessel_p))
-register_rules(_yn_p, taylor=_bessel_rule(_yn_p, "yv"))
-register_rules(_j0_p.primitive, taylor=_bessel_rule(_j0_p.primitive, "jv", _np.int64(0)))
-register_rules(_j1_p.primitive, taylor=_bessel_rule(_j1_p.primitive, "jv", _ONE))
-register_rules(_y0_p.primitive, taylor=_bessel_rule(_y0_p.primitive, "yv", _np.int64(0)))
 register_rules(_y1_p.primitive, taylor=_bessel_rule(_y1_p.primitive, "yv", _ONE))
-register_rules(_i0_p.primitive, taylor=_bessel_rule(_i0_p.primitive, "iv", _np.int64(0)))
-register_rules(_i1_p.primitive, taylor=_bessel_rule(_i1_p.primitive, "iv", _ONE))
-register_rules(_i0e_p.primitive, taylor=_bessel_rule(_i0e_p.primitive, "ive", _np.int64(0)))
-register_rules(_i1e_p.primitive, taylor=_bessel_rule(_i1e_p.primitive, "ive", _ONE))
 
 
 j0 = _ufunc(_j0_p, "The Bessel function of the first kind of order 0; derivative -j1(x).")
@@ -2247,61 +2316,6 @@ betainc = _ufunc(
 )
 
 
-# --- batching (vmap) ------------------------------------------------------------------------------
-
-
-def _row_shape(x, dim):
-    s = shape_of(x)
-    return s if dim is None else s[:dim] + s[dim + 1 :]
-
-
-def _lse_batch_rule(prim):
-    """logsumexp (a, b, signs) and its signs (a, b): the rows first, a and b with the axes
-    of the rows' broadcast shape, so the reduced axes move up by one; the signs (one per
-    result) with their rows first too."""
-
-    def rule(args, dims, axis, keepdims):
-        size = batch_size(args, dims)
-        nd = len(_np.broadcast_shapes(*(_row_shape(v, d) for v, d in zip(args[:2], dims[:2]))))
-        a, b = args[:2]
-        if dims[0] is None and dims[1] is None:  # only the signs hold rows
-            a = every_row(a, None, size)
-            dims = (0,) + tuple(dims[1:])
-        operands = [v if d is None else with_example_ndim(v, d, nd) for v, d in zip((a, b), dims)]
-        if len(args) == 3:
-            signs, d = args[2], dims[2]
-            operands.append(None if signs is None else every_row(signs, d, size))
-        params = {"axis": tuple(ax + 1 for ax in axis), "keepdims": keepdims}
-        return bind(prim, operands, params), 0
-
-    return rule
-
-
-def _axis_batch_rule(prim):
-    """softmax and log_softmax: the rows first, the axes moved up by one."""
-
-    def rule(args, dims, axis):
-        x = batch_to_front(args[0], dims[0])
-        return bind(prim, [x], {"axis": tuple(ax + 1 for ax in axis)}), 0
-
-    return rule
-
-
-def _order_batch_rule(prim, order):
-    """A function of x with a constant order (the parameter `order`: v or n), which broadcasts
-    against x as a ufunc's argument: an order array meets the rows of x with their batch axis
-    first and length-1 axes up to the order's rank."""
-
-    def rule(args, dims, **params):
-        (x,), (d,) = args, dims
-        nd = _np.ndim(params[order])
-        if nd == 0:
-            return bind(prim, [x], params), d
-        return bind(prim, [with_example_ndim(x, d, max(ndim(x) - 1, nd))], params), 0
-
-    return rule
-
-
 # The exports: a row for each of SciPy's ufuncs, and SciPy's plain functions.
 __all__ = sorted(
     [
@@ -2316,20 +2330,10 @@ __all__ = sorted(
     ]
 )
 
-for _p in (_logsumexp_p, _lse_sign_p):
-    register_rules(_p, batch=_lse_batch_rule(_p))
-for _p in (_softmax_p, _log_softmax_p):
-    register_rules(_p, batch=_axis_batch_rule(_p))
-for _p, _order in (
-    (_bessel_p, "v"),
-    (_yn_p, "n"),
-    (_expn_p, "n"),
-    (_polygamma_p, "n"),
-    (_ivx_p, "n"),
-    (_ivxe_p, "n"),
-):
-    register_rules(_p, batch=_order_batch_rule(_p, _order))
-register_elementwise(globals())  # every other primitive here is elementwise, as SciPy's ufuncs
+# The family's batching rule, for every primitive of this module without one of its own
+# (registered in its block): all the others are elementwise, as SciPy's ufuncs are (erf, gamma,
+# xlogy, betainc, ...; the functions of x with an order have `_order_batch_rule`).
+register_elementwise(globals())
 
 
 # scipy.special's own functions applied to a traced value are sent here (its ufuncs reach
@@ -2352,12 +2356,3 @@ _box.dispatch_to(
         if isinstance(ufunc, _np.ufunc)
     }
 )
-
-
-# Sparsity detection (`fgrad.sparsity`): softmax and logsumexp reduce along their axes; the
-# functions of x with a constant order are elementwise in x.
-for _prim in (_softmax_p, _log_softmax_p):
-    register_rules(_prim, sparsity="lanes")
-register_rules(_logsumexp_p, sparsity="logsumexp")
-for _prim in (_bessel_p, _expn_p, _yn_p, _polygamma_p, _ivx_p, _ivxe_p):
-    register_rules(_prim, sparsity="elementwise")
