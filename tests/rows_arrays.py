@@ -496,6 +496,8 @@ NONDIFF = [
     for name in ["argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero"]
 ] + [
     Nondiff("searchsorted", lambda x: fnp.searchsorted(fnp.sort(x), 0.3)),
+    Nondiff("nanargmax", fnp.nanargmax),
+    Nondiff("nanargmin", lambda x: fnp.nanargmin(fnp.where(x > 2, np.nan, x))),
     Nondiff("argpartition", lambda x: fnp.argpartition(x, 1)),
     Nondiff("lexsort", lambda x: fnp.lexsort((x, -x))),
     Nondiff("tril_indices", lambda x: fnp.tril_indices(3)),

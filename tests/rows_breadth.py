@@ -426,8 +426,6 @@ ROWS += [
 NONDIFF = [
     Nondiff("logical_xor", lambda x: fnp.logical_xor(x > 0, x > 1)),
     Nondiff("spacing", fnp.spacing),
-    Nondiff("nanargmax", fnp.nanargmax),
-    Nondiff("nanargmin", lambda x: fnp.nanargmin(fnp.where(x > 2, np.nan, x))),
     Nondiff("tri", lambda x: fnp.tri(3, 4, 1)),
     Nondiff("mask_indices", lambda x: fnp.mask_indices(3, fnp.triu, 1)),
     # it reads shapes only: a constant (traced operands: tests/test_signal.py)

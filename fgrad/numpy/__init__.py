@@ -19,19 +19,22 @@ NumPy's reference groups:
 - `elementwise`: the arithmetic operators, comparisons and logic, `where`, `clip`, and the
   unary functions the rules use (`sin`, `exp`, `sqrt`, ...); `ufuncs`: the rest of the
   floating ufuncs ("Mathematical functions": trigonometric, hyperbolic, exponents and
-  logarithms, `hypot`, `fmod`, ...); `mathematical`: the ufuncs that split a float
-  (`frexp`, `modf`, `divmod`, `spacing`, `i0`); `bitwise`: "Bit-wise operations".
+  logarithms, `hypot`, `fmod`, ...); `mathematical`: the ufuncs that split a float or step
+  between floats (`frexp`, `modf`, `divmod`, `nextafter`, `spacing`, `i0`), with `logical_xor`
+  and the constant `euler_gamma`; `bitwise`: "Bit-wise operations".
 - `shaping`: shapes, broadcasting, casts, `sum` (the adjoint of broadcasting) and NumPy's
   calling conventions; `arrays`: "Array manipulation", "Sorting, searching, and counting"
-  and the indexing functions; `manipulation`: more of those (`block`, `resize`, `unstack`);
-  `indexing`: index helpers and conversions (`ix_`, `unravel_index`, `asanyarray`);
-  `selection`: the routines that pick or place values (`choose`, `put`, `fill_diagonal`).
+  (`argmax`, `nanargmax`, `searchsorted`, ...) and the indexing functions; `manipulation`:
+  more of those (`block`, `resize`, `unstack`); `indexing`: index helpers and conversions
+  (`ix_`, `unravel_index`, `asanyarray`); `selection`: the routines that pick or place values
+  (`choose`, `put`, `fill_diagonal`).
 - `creation`: "Array creation routines" (and NumPy's own constant constructors `zeros`,
   `arange`, ...); `datatypes`: "Data type routines", the scalar types, `ndarray` and the
   constants (`pi`, `inf`, `newaxis`).
 - `reductions`: `mean`, `max`, `min`, `prod`; `statistics`: "Statistics" and the sums, scans
-  and nan-functions (`var`, `quantile`, `cumsum`, `nansum`); `histograms`: the histograms
-  (`histogram`, `histogram2d`, `histogram_bin_edges`, ...); `sets`: "Set routines".
+  and nan-functions (`var`, `quantile`, `cumsum`, `nansum`), with `bincount` and `digitize`
+  (NumPy lists them among its histograms); `histograms`: the histograms (`histogram`,
+  `histogram2d`, `histogram_bin_edges`, ...); `sets`: "Set routines".
 - `products`: the linear-algebra products of the main namespace (`matmul`, `dot`, `einsum`,
   `outer`, `vecdot`, ...); `linalg` and `fft`: the submodules of the same names.
 - `signal`: convolution, differences, interpolation, `cov`/`corrcoef` and the `poly*`

@@ -1,8 +1,8 @@
 """Rearranging, splitting, joining and indexing arrays: `flip`, `roll`, `tile`, `split`,
 `take`, `diag`, `tril`, `sort`, `partition`, `unique`, `meshgrid`, ..., the index-producing
-functions (`argmax`, `argsort`, `nonzero`, ...) declared without a derivative, the scatter
-updates behind `x.at[idx].multiply/divide/power/min/max`, and the functions that apply the
-user's function over an array (`apply_along_axis`, `vectorize`).
+functions (`argmax`, `nanargmax`, `argsort`, `nonzero`, ...) declared without a derivative,
+the scatter updates behind `x.at[idx].multiply/divide/power/min/max`, and the functions that
+apply the user's function over an array (`apply_along_axis`, `vectorize`).
 
 Every differentiable function here is a composition of the linear primitives of
 `fgrad.numpy.shaping` (reshape, transpose, broadcast, concatenate, getitem and its adjoint
@@ -13,7 +13,7 @@ form NumPy does and agree with it exactly, and then gather the values from those
 (as `pad`, in `fgrad.numpy.manipulation`, does).
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
-`fgrad.numpy.reductions`.
+`fgrad.numpy.reductions`, `fgrad.numpy._values` (`with_example`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..core import Box, constant_of, dtype_of, primal, shape_of
 from ..primitive import deflinear, nondiff, register_rules
 from . import reductions as _rd, shaping as _shaping
 from ._mirror import exported, mirror
+from ._values import with_example
 from .elementwise import (
     divide,
     greater_equal,
@@ -770,6 +771,8 @@ def partition(
 argpartition = nondiff_function(_np.argpartition)
 # NumPy's partition of plain values, without derivative: `partition`'s arrangement
 _partitioned = nondiff_function(_np.partition)
+for _fn in (argpartition, _partitioned):
+    _shaping.axis_batch_rule(_fn)
 
 
 @mirror("shape")
@@ -862,12 +865,6 @@ def _unique_indices(ar, return_index, **flags):
     return (index, *found[2:])
 
 
-# The indices of `unique`, an operation of a `jit` record (reading the values for NumPy's
-# unique here would be a guard on every element); the shapes of its results depend on the
-# values: a record holds for those shapes (its guards).
-_unique_p = nondiff(_unique_indices, name="unique_indices")
-register_rules(_unique_p, shape_from_values=True)
-
 _ONE_ARRAY_AT_A_TIME = (
     "NumPy finds the unique values of one array at a time (a record made outside vmap, "
     "replayed inside it; rows with other counts of unique values cannot stack)"
@@ -883,7 +880,18 @@ def _unique_output(ar, which, **flags):
 # indices, and the inverse and counts if asked for), which the rows' stacking would take as
 # one array; each output's rows are stacked on their own.
 _unique_output_p = nondiff(_unique_output, name="unique_indices")
-register_rules(_unique_output_p, shape_from_values=True)
+register_rules(
+    _unique_output_p,
+    batch=lambda args, dims, **params: _batching.rows_one_by_one(
+        _unique_output_p,
+        args,
+        dims,
+        params,
+        _shaping.batch_size(args, dims),
+        _ONE_ARRAY_AT_A_TIME,
+    ),
+    shape_from_values=True,
+)
 
 
 def _unique_rows(args, dims, **params):
@@ -898,18 +906,12 @@ def _unique_rows(args, dims, **params):
     return tuple(out for out, _ in stacked), tuple(dim for _, dim in stacked)
 
 
-register_rules(_unique_p, batch=_unique_rows)
-register_rules(
-    _unique_output_p,
-    batch=lambda args, dims, **params: _batching.rows_one_by_one(
-        _unique_output_p,
-        args,
-        dims,
-        params,
-        _shaping.batch_size(args, dims),
-        _ONE_ARRAY_AT_A_TIME,
-    ),
-)
+# The indices of `unique`, an operation of a `jit` record (reading the values for NumPy's
+# unique here would be a guard on every element); the shapes of its results depend on the
+# values: a record holds for those shapes (its guards). Under vmap its rows
+# are found one at a time, each output stacked on its own (`_unique_rows`).
+_unique_p = nondiff(_unique_indices, name="unique_indices")
+register_rules(_unique_p, batch=_unique_rows, shape_from_values=True)
 
 
 def _unique_batched(ar, return_index, return_inverse, return_counts, equal_nan):
@@ -1141,6 +1143,20 @@ _shaping._INSTALLED["where"] = where
 argmax = nondiff_function(_np.argmax)
 argmin = nondiff_function(_np.argmin)
 argsort = nondiff_function(_np.argsort)
+nanargmax = with_example(
+    nondiff_function(_np.nanargmax),
+    """    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.nanargmax(np.array([1.0, np.nan, 3.0]))
+    np.int64(2)""",
+)
+nanargmin = with_example(
+    nondiff_function(_np.nanargmin),
+    """    >>> import numpy as np, fgrad.numpy as fnp
+    >>> fnp.nanargmin(np.array([np.nan, 2.0, 1.0]))
+    np.int64(2)""",
+)
+for _fn in (argmax, argmin, argsort, nanargmax, nanargmin):
+    _shaping.axis_batch_rule(_fn)
 
 
 def _one_count_per_row(fn):
@@ -1169,46 +1185,6 @@ def _one_count_per_row(fn):
     counted.__signature__ = _inspect.signature(theirs)
     counted.primitive = fn.primitive
     return mirror("constant")(counted)
-
-
-argwhere = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.argwhere)))
-nonzero = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.nonzero)))
-flatnonzero = _one_count_per_row(_shaping._flatnonzero)
-for _fn in (argwhere, nonzero):
-    register_rules(_fn.primitive, shape_from_values=True)
-
-
-def _is_chunked(x):
-    """Whether x is a chunked array of another library (Dask's), whose `searchsorted` needs
-    its own path; other libraries' arrays go through NumPy's `__array_function__`."""
-    return _core.is_foreign_array(x) and getattr(x, "chunks", None) is not None
-
-
-def _searchsorted(a, v, side="left", sorter=None):
-    """NumPy's `searchsorted`. Dask's reads both operands as its arrays, so with an operand
-    (or the sorter) a chunked array the others become ones (in one chunk), and the result
-    stays lazy; a sorter, which Dask's does not take, is applied first: the insertion points
-    among a[sorter] are those NumPy finds with it."""
-    if not any(_is_chunked(x) for x in (a, v, sorter)):  # NumPy's (through the protocols)
-        return _np.searchsorted(a, v, side, sorter)
-    foreign = next(x for x in (a, v, sorter) if _is_chunked(x))
-    a, v = (x if _is_chunked(x) else _np.asarray(x, like=foreign) for x in (a, v))
-    if sorter is not None:
-        a = _np.take(a, sorter)
-    if v.ndim == 0:  # (Dask's looks a number up as a vector of one: its block writes into it)
-        return _np.searchsorted(a, _np.reshape(v, (1,)), side)[0]
-    return _np.searchsorted(a, v, side)
-
-
-searchsorted = nondiff_function(_searchsorted, name="searchsorted")
-lexsort = nondiff_function(_np.lexsort)
-tril_indices = nondiff_function(_np.tril_indices)
-triu_indices = nondiff_function(_np.triu_indices)
-diag_indices = nondiff_function(_np.diag_indices)
-indices = nondiff_function(_np.indices)
-
-for _fn in (argmax, argmin, argsort, argpartition, _partitioned):
-    _shaping.axis_batch_rule(_fn)
 
 
 def _found_batch(fn):
@@ -1240,6 +1216,83 @@ def _found_batch(fn):
     register_rules(prim, batch=rule)
 
 
+argwhere = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.argwhere)))
+nonzero = _one_count_per_row(nondiff_function(_shaping.counted_positions(_np.nonzero)))
+flatnonzero = _one_count_per_row(_shaping._flatnonzero)
+for _fn in (argwhere, nonzero):
+    register_rules(_fn.primitive, shape_from_values=True)
+for _fn in (nonzero, argwhere, flatnonzero):
+    _found_batch(_fn)
+
+
+def _is_chunked(x):
+    """Whether x is a chunked array of another library (Dask's), whose `searchsorted` needs
+    its own path; other libraries' arrays go through NumPy's `__array_function__`."""
+    return _core.is_foreign_array(x) and getattr(x, "chunks", None) is not None
+
+
+def _searchsorted(a, v, side="left", sorter=None):
+    """NumPy's `searchsorted`. Dask's reads both operands as its arrays, so with an operand
+    (or the sorter) a chunked array the others become ones (in one chunk), and the result
+    stays lazy; a sorter, which Dask's does not take, is applied first: the insertion points
+    among a[sorter] are those NumPy finds with it."""
+    if not any(_is_chunked(x) for x in (a, v, sorter)):  # NumPy's (through the protocols)
+        return _np.searchsorted(a, v, side, sorter)
+    foreign = next(x for x in (a, v, sorter) if _is_chunked(x))
+    a, v = (x if _is_chunked(x) else _np.asarray(x, like=foreign) for x in (a, v))
+    if sorter is not None:
+        a = _np.take(a, sorter)
+    if v.ndim == 0:  # (Dask's looks a number up as a vector of one: its block writes into it)
+        return _np.searchsorted(a, _np.reshape(v, (1,)), side)[0]
+    return _np.searchsorted(a, v, side)
+
+
+searchsorted = nondiff_function(_searchsorted, name="searchsorted")
+
+
+def _searchsorted_batch(args, dims, side="left", sorter=None):
+    """Each row's v looked up in that row's sorted a: with a the same for every row, NumPy's
+    own call on all the v at once; with a batched, the count of each row's elements of a
+    below v (at or below, for side='right'), which is the insertion point in a sorted row."""
+    a, v = args[0], args[1]
+    da, dv = dims[0], dims[1]
+    n = shape_of(a)[da] if da is not None else shape_of(v)[dv]
+    if len(args) > 2 or sorter is not None:
+        params = {"side": side, "sorter": sorter}
+        why = "a sorter, or side given positionally"
+        return _batching.rows_one_by_one(searchsorted.primitive, args, dims, params, n, why)
+    if da is None:
+        return searchsorted(a, v, side=side), dv
+    rows = batch_to_front(a, da)  # (n, k): one sorted row of a per batch row
+    v = _shaping.every_row(v, dv, n)
+    v_nd = ndim(v) - 1
+    a_spread = reshape(rows, (n,) + (1,) * v_nd + (shape(rows)[1],))
+    below = (less if side == "left" else less_equal)(a_spread, _shaping.expand_dims(v, -1))
+    return sum(below, axis=-1), 0
+
+
+register_rules(searchsorted.primitive, batch=_searchsorted_batch)
+
+lexsort = nondiff_function(_np.lexsort)
+
+
+def _lexsort_batch(args, dims, axis=-1):
+    """np.lexsort sorts every key's rows along `axis` at once: the batch axis goes just after
+    the axis that lists the keys."""
+    (keys,), (d,) = args, dims
+    keys = batch_to_front(keys, d)
+    if ndim(keys) == 2:  # one 1-D array per row: NumPy reads its elements as scalar keys
+        why = "a 1-D row, whose elements NumPy reads as scalar keys"
+        return _batching.rows_one_by_one(
+            lexsort.primitive, args, dims, {"axis": axis}, shape(keys)[0], why
+        )
+    keys = moveaxis(keys, 0, 1)
+    return lexsort(keys, axis=axis if axis < 0 else axis + 1), 0
+
+
+register_rules(lexsort.primitive, batch=_lexsort_batch)
+
+
 def _constant_batch(fn):
     """The rule of a function of sizes (indices, tril_indices, ...): when the rows agree on
     their arguments, one call, whose result is the same for every row; rows that differ
@@ -1263,8 +1316,10 @@ def _constant_batch(fn):
     register_rules(prim, batch=rule)
 
 
-for _fn in (nonzero, argwhere, flatnonzero):
-    _found_batch(_fn)
+tril_indices = nondiff_function(_np.tril_indices)
+triu_indices = nondiff_function(_np.triu_indices)
+diag_indices = nondiff_function(_np.diag_indices)
+indices = nondiff_function(_np.indices)
 for _fn in (indices, tril_indices, triu_indices, diag_indices):
     _constant_batch(_fn)
 
@@ -1528,43 +1583,5 @@ class vectorize:
             return outs[0] if len(outs) == 1 else outs
         return self._assemble(results, lead)
 
-
-def _searchsorted_batch(args, dims, side="left", sorter=None):
-    """Each row's v looked up in that row's sorted a: with a the same for every row, NumPy's
-    own call on all the v at once; with a batched, the count of each row's elements of a
-    below v (at or below, for side='right'), which is the insertion point in a sorted row."""
-    a, v = args[0], args[1]
-    da, dv = dims[0], dims[1]
-    n = shape_of(a)[da] if da is not None else shape_of(v)[dv]
-    if len(args) > 2 or sorter is not None:
-        params = {"side": side, "sorter": sorter}
-        why = "a sorter, or side given positionally"
-        return _batching.rows_one_by_one(searchsorted.primitive, args, dims, params, n, why)
-    if da is None:
-        return searchsorted(a, v, side=side), dv
-    rows = batch_to_front(a, da)  # (n, k): one sorted row of a per batch row
-    v = _shaping.every_row(v, dv, n)
-    v_nd = ndim(v) - 1
-    a_spread = reshape(rows, (n,) + (1,) * v_nd + (shape(rows)[1],))
-    below = (less if side == "left" else less_equal)(a_spread, _shaping.expand_dims(v, -1))
-    return sum(below, axis=-1), 0
-
-
-def _lexsort_batch(args, dims, axis=-1):
-    """np.lexsort sorts every key's rows along `axis` at once: the batch axis goes just after
-    the axis that lists the keys."""
-    (keys,), (d,) = args, dims
-    keys = batch_to_front(keys, d)
-    if ndim(keys) == 2:  # one 1-D array per row: NumPy reads its elements as scalar keys
-        why = "a 1-D row, whose elements NumPy reads as scalar keys"
-        return _batching.rows_one_by_one(
-            lexsort.primitive, args, dims, {"axis": axis}, shape(keys)[0], why
-        )
-    keys = moveaxis(keys, 0, 1)
-    return lexsort(keys, axis=axis if axis < 0 else axis + 1), 0
-
-
-register_rules(searchsorted.primitive, batch=_searchsorted_batch)
-register_rules(lexsort.primitive, batch=_lexsort_batch)
 
 __all__ = exported(globals())

@@ -175,6 +175,11 @@ register_rules(
     batch=_linspace_batch,
     # start + (stop - start) * i / (num - 1): linear in the end points together
     taylor=_taylor.linear_rule(_linspace_p),
+    sparsity=(
+        "dense",
+        "the output's elements depend on the inputs' through a structure not derived yet "
+        "(issue 35)",
+    ),
 )
 
 
@@ -585,15 +590,5 @@ def _at_least(x, ndmin, trans1d):
 
 r_ = mirror("shape")(_AxisConcatenator(0, 1, -1, "r_"))
 c_ = mirror("shape")(_AxisConcatenator(-1, 2, 0, "c_"))
-
-
-register_rules(
-    _linspace_p,
-    sparsity=(
-        "dense",
-        "the output's elements depend on the inputs' through a structure not derived yet "
-        "(issue 35)",
-    ),
-)
 
 __all__ = exported(globals())

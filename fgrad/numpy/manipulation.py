@@ -1,7 +1,6 @@
 """More of NumPy's array manipulation, sorting and searching routines: `pad`, `block`, `resize`,
 `unstack`, `trim_zeros`, `sort_complex`, `apply_over_axes`, `fromfunction`, and the constants
-`tri`, `nanargmax`, `nanargmin`, `einsum_path` (of shapes, traced operands included), and
-NumPy's own `mask_indices`.
+`tri`, `einsum_path` (of shapes, traced operands included), and NumPy's own `mask_indices`.
 
 The differentiable functions are compositions of `concatenate`, `reshape`, `moveaxis`,
 indexing and `take`, so they have every rule with none of their own. Where NumPy's result
@@ -30,7 +29,6 @@ from .reductions import max as _max, mean, min as _min
 from .shaping import (
     asarray,
     astype,
-    axis_batch_rule,
     broadcast_to,
     concatenate,
     describe,
@@ -275,20 +273,6 @@ def _stat(chunk: Any, axis: int, mode: str, dtype: Any) -> Any:
     return _round(value) if _np.issubdtype(dtype, _np.integer) else value
 
 
-nanargmax = with_example(
-    nondiff_function(_np.nanargmax),
-    """    >>> import numpy as np, fgrad.numpy as fnp
-    >>> fnp.nanargmax(np.array([1.0, np.nan, 3.0]))
-    np.int64(2)""",
-)
-nanargmin = with_example(
-    nondiff_function(_np.nanargmin),
-    """    >>> import numpy as np, fgrad.numpy as fnp
-    >>> fnp.nanargmin(np.array([np.nan, 2.0, 1.0]))
-    np.int64(2)""",
-)
-for _fn in (nanargmax, nanargmin):
-    axis_batch_rule(_fn)
 tri = with_example(
     nondiff_function(_np.tri),
     """    >>> import fgrad.numpy as fnp

@@ -144,6 +144,20 @@ def _derived(x) -> bool:
     return False
 
 
+# --- the batching rule of max, min and prod -------------------------------------------------------
+# A `where` mask has one row's shape, so with the batch axis in front it still broadcasts
+# against the trailing (row) axes. Sparsity detection takes each as the union reduced
+# (`sparsity="reduces"`, declared with them).
+
+
+def _reduction_batch(prim):
+    def rule(args, dims, axis, **params):
+        (x,), (d,) = args, dims
+        return prim(batch_to_front(x, d), axis=tuple(a + 1 for a in axis), **params), 0
+
+    return rule
+
+
 # --- max and min ----------------------------------------------------------------------------------
 
 
@@ -211,7 +225,9 @@ def _extremum(impl, name):
         taylor=taylor_rule,
         forward="derived",
         taylor_kind="linear",  # the forward rule's weighted sum, the weights fixed
+        sparsity="reduces",
     )
+    register_rules(prim, batch=_reduction_batch(prim))
 
     def reduce(
         a: ArrayLike,
@@ -516,7 +532,10 @@ def _prod_jvp(t, ans, x, axis, keepdims, dtype, initial, where):
     return astype(t, dtype_of(ans))
 
 
-_prod_p = defprimitive(_prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod", forward="speed")
+_prod_p = defprimitive(
+    _prod_impl, vjp=_prod_vjp, jvp=_prod_jvp, name="prod", forward="speed", sparsity="reduces"
+)
+register_rules(_prod_p, batch=_reduction_batch(_prod_p))
 
 
 def _prod(a, axis, dtype, out, keepdims, initial, where):
@@ -571,25 +590,5 @@ prod = variant(
     """,
 )
 
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-# A `where` mask has one row's shape, so with the batch axis in front it still broadcasts
-# against the trailing (row) axes.
-
-
-def _reduction_batch(prim):
-    def rule(args, dims, axis, **params):
-        (x,), (d,) = args, dims
-        return prim(batch_to_front(x, d), axis=tuple(a + 1 for a in axis), **params), 0
-
-    return rule
-
-
-for _prim in (max.primitive, min.primitive, _prod_p):
-    register_rules(_prim, batch=_reduction_batch(_prim))
-
-
-for _prim in (max.primitive, min.primitive, _prod_p):  # sparsity detection: the union reduced
-    register_rules(_prim, sparsity="reduces")
 
 __all__ = exported(globals())

@@ -10,10 +10,11 @@ element of that number, or a's where the number is -1. So every mode, every repe
 
 NumPy's `put`, `place`, `put_along_axis` and `fill_diagonal` write into their first argument
 and return None. All four do so on plain arrays. A traced array cannot be written into (it is
-a value), and a plain array cannot hold a traced value: `put` and `place` then raise a
-TypeError that names the functional form, and `put_along_axis` and `fill_diagonal` return the
-updated array as a new value (JAX's `inplace=False`), differentiable in the array and the
-values: use their result, the array passed in is left as it is.
+a value), and a plain array cannot hold a traced value: there all four raise a TypeError that
+names the functional form instead of losing the write silently. `put_along_axis` and
+`fill_diagonal` have that form themselves: with `inplace=False` (JAX's keyword) they return
+the updated array as a new value, differentiable in the array and the values, and leave the
+array passed in as it is (on plain arrays too); use their result.
 
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
 `fgrad.numpy.arrays`, `fgrad.numpy.statistics`.

@@ -174,7 +174,12 @@ def _conv_vjp(which):
     return maker
 
 
-_conv_full = defbilinear(_convolve_last, (_conv_vjp(0), _conv_vjp(1)), name="convolve")
+# Under vmap the convolution along the last axis is a generalized ufunc (n),(m)->(n+m-1);
+# sparsity detection takes it as a banded contraction.
+_conv_full = defbilinear(
+    _convolve_last, (_conv_vjp(0), _conv_vjp(1)), name="convolve", sparsity="convolve"
+)
+register_rules(_conv_full, batch=gufunc_batch_rule(_conv_full, (1, 1)))
 
 
 def _signal_1d(x, name, arg):
@@ -1072,7 +1077,21 @@ def _unwrap_taylor(primals, series, **params):
     return bind(_unwrap_p, primals, params), series[0]
 
 
-register_rules(_unwrap_p, taylor=_unwrap_taylor, taylor_kind="linear")
+def _unwrap_batch(args, dims, discont, axis, period):
+    (p,), (d,) = args, dims
+    nd = len(shape(p)) - 1
+    return _unwrap_p(p, discont=discont, axis=batched_axis(axis % nd, d), period=period), d
+
+
+# the multiples of the period unwrap adds are constants: for sparsity detection each element
+# depends on its own
+register_rules(
+    _unwrap_p,
+    batch=_unwrap_batch,
+    taylor=_unwrap_taylor,
+    taylor_kind="linear",
+    sparsity="keeps",
+)
 
 
 @mirror("function")
@@ -1257,23 +1276,5 @@ def gradient(
     )
     return out[0] if len(out) == 1 else out
 
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-
-
-def _unwrap_batch(args, dims, discont, axis, period):
-    (p,), (d,) = args, dims
-    nd = len(shape(p)) - 1
-    return _unwrap_p(p, discont=discont, axis=batched_axis(axis % nd, d), period=period), d
-
-
-# the convolution along the last axis is a generalized ufunc (n),(m)->(n+m-1)
-register_rules(_conv_full, batch=gufunc_batch_rule(_conv_full, (1, 1)))
-register_rules(_unwrap_p, batch=_unwrap_batch)
-
-
-register_rules(_conv_full, sparsity="convolve")  # sparsity detection: a banded contraction
-# the multiples of the period unwrap adds are constants: each element depends on its own
-register_rules(_unwrap_p, sparsity="keeps")
 
 __all__ = exported(globals())

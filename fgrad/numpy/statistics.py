@@ -393,6 +393,16 @@ def average(
 
 
 # --- cumsum and cumprod ---------------------------------------------------------------------------
+# Under `vmap` each runs along its axis, moved past the rows (`_scan_batch`, the rule of both);
+# sparsity detection takes a scan as the running union along its axis.
+
+
+def _scan_batch(prim):
+    def rule(args, dims, axis, **params):
+        (x,), (d,) = args, dims
+        return prim(x, axis=batched_axis(axis, d), **params), d
+
+    return rule
 
 
 def _cumsum_impl(x, axis, reverse):
@@ -406,7 +416,9 @@ _cumsum_p: Primitive = deflinear(
     _cumsum_impl,
     lambda ans, x, axis, reverse: lambda ct: _cumsum_p(ct, axis=axis, reverse=not reverse),
     name="cumsum",
+    sparsity="scans",
 )
+register_rules(_cumsum_p, batch=_scan_batch(_cumsum_p))
 
 
 def _scan_axis(a, axis, dtype):
@@ -496,7 +508,9 @@ _cumprod_p = defprimitive(
     jvp=_cumprod_jvp,
     name="cumprod",
     forward="speed",
+    sparsity="scans",
 )
+register_rules(_cumprod_p, batch=_scan_batch(_cumprod_p))
 
 
 @mirror("reduction")
@@ -1102,10 +1116,44 @@ def _bincount(index, w, minlength):
     return _np.bincount(index, w, minlength)
 
 
+def _binned_batch(bins_of):
+    """The rule of a weighted count (`bins_of(**params)` gives each weight's bin, -1 for
+    none, and the number of bins): one bincount over all rows, row r's bins offset by r
+    times the number of bins."""
+
+    def rule(args, dims, **params):
+        (w,), (d,) = args, dims
+        w = batch_to_front(w, d)
+        n = shape(w)[0]
+        index, count = bins_of(**params)
+        inside = index >= 0
+        rows = _np.arange(n).reshape((n,) + (1,) * index.ndim)
+        offsets = _np.where(inside, index + count * rows, 0)
+        weights = w if inside.all() else where(inside, w, _np.zeros((), dtype_of(w)))
+        total = _bincount_p(ravel(weights), index=offsets.ravel(), minlength=n * count)
+        return reshape(total, (n, count)), 0
+
+    return rule
+
+
+# Sparsity detection (`fgrad.sparsity`) of a weighted count (bincount's, histogram's): it
+# depends on the weights through bins not derived yet.
+_BINNED_SPARSITY = (
+    "dense",
+    "the output's elements depend on the inputs' through a structure not derived yet (issue 35)",
+)
+
+
+def _bincount_bins(index, minlength):
+    return index, _builtins.max(int(index.max()) + 1 if index.size else 0, minlength)
+
+
 _bincount_p = deflinear(
     lambda w, index, minlength: _bincount(index, w, minlength).astype(w.dtype, copy=False),
     lambda ans, w, index, minlength: lambda ct: getitem(ct, index),
     name="bincount",
+    batch=_binned_batch(_bincount_bins),
+    sparsity=_BINNED_SPARSITY,
 )
 
 
@@ -1170,9 +1218,6 @@ def _check_bin_numbers(x):
         )
 
 
-# --- no derivative: counts, bin indices and predicates --------------------------------------------
-
-
 # --- histogram: the counts have no derivative; the weighted counts are linear in the weights ------
 # The value is NumPy's own histogram of the plain weights; bin j holds the sum of the weights
 # of the elements that fall in it, so the cotangent of weight i is that of its bin (0 for an
@@ -1207,10 +1252,16 @@ def _histogram_impl(w, a, bins, range, edges):
     return _np.histogram(a, bins, range, weights=w)[0]
 
 
+def _histogram_bins_of(a, bins, range, edges):
+    return _histogram_bins(a, edges), edges.size - 1
+
+
 _histogram_p = deflinear(
     _histogram_impl,
     _histogram_vjp,
     name="histogram",
+    batch=_binned_batch(_histogram_bins_of),
+    sparsity=_BINNED_SPARSITY,
 )
 
 
@@ -1235,36 +1286,10 @@ def weighted_histogram(a, bins, range, weights):
     return _histogram_p(ravel(w), a=flat_a, bins=bins, range=range, edges=edges), edges
 
 
+# --- no derivative: counts, bin indices and predicates --------------------------------------------
+
+
 digitize = nondiff_function(_np.digitize)
-array_equal = nondiff_function(_np.array_equal)
-array_equiv = nondiff_function(_np.array_equiv)
-
-
-@mirror("constant")
-def iscomplexobj(x: ArrayLike) -> bool:
-    """NumPy's `iscomplexobj`: whether x's dtype is complex (a question about the type, so a
-    batched value answers it once for all its rows)."""
-    return dtype_of(x).kind == "c" if is_traced(x) else _np.iscomplexobj(x)
-
-
-@mirror("constant")
-def isrealobj(x: ArrayLike) -> bool:
-    """NumPy's `isrealobj`: whether x's dtype is not complex."""
-    return not iscomplexobj(x)
-
-
-@mirror("constant")
-def isscalar(element: ArrayLike) -> bool:
-    """NumPy's `isscalar`, of the value under the boxes; a row of a batch with no axes is a
-    scalar, as a row of a NumPy array is."""
-    if _core.holds_batch(element):
-        return shape_of(element) == ()
-    return _np.isscalar(primal(element))
-
-
-iscomplex = nondiff_function(_np.iscomplex)
-isreal = nondiff_function(_np.isreal)
-register_elementwise({"iscomplex": iscomplex, "isreal": isreal})
 
 
 def _digitize_batch(args, dims, **params):
@@ -1280,51 +1305,8 @@ def _digitize_batch(args, dims, **params):
 register_rules(digitize.primitive, batch=_digitize_batch)
 
 
-# --- batching (vmap) ------------------------------------------------------------------------------
-
-
-def _scan_batch(prim):
-    def rule(args, dims, axis, **params):
-        (x,), (d,) = args, dims
-        return prim(x, axis=batched_axis(axis, d), **params), d
-
-    return rule
-
-
-register_rules(_cumsum_p, batch=_scan_batch(_cumsum_p))
-register_rules(_cumprod_p, batch=_scan_batch(_cumprod_p))
-
-
-def _binned_batch(bins_of):
-    """The rule of a weighted count (`bins_of(**params)` gives each weight's bin, -1 for
-    none, and the number of bins): one bincount over all rows, row r's bins offset by r
-    times the number of bins."""
-
-    def rule(args, dims, **params):
-        (w,), (d,) = args, dims
-        w = batch_to_front(w, d)
-        n = shape(w)[0]
-        index, count = bins_of(**params)
-        inside = index >= 0
-        rows = _np.arange(n).reshape((n,) + (1,) * index.ndim)
-        offsets = _np.where(inside, index + count * rows, 0)
-        weights = w if inside.all() else where(inside, w, _np.zeros((), dtype_of(w)))
-        total = _bincount_p(ravel(weights), index=offsets.ravel(), minlength=n * count)
-        return reshape(total, (n, count)), 0
-
-    return rule
-
-
-def _bincount_bins(index, minlength):
-    return index, _builtins.max(int(index.max()) + 1 if index.size else 0, minlength)
-
-
-def _histogram_bins_of(a, bins, range, edges):
-    return _histogram_bins(a, edges), edges.size - 1
-
-
-register_rules(_bincount_p, batch=_binned_batch(_bincount_bins))
-register_rules(_histogram_p, batch=_binned_batch(_histogram_bins_of))
+array_equal = nondiff_function(_np.array_equal)
+array_equiv = nondiff_function(_np.array_equiv)
 
 
 def _same_values_batch(broadcast):
@@ -1359,18 +1341,31 @@ register_rules(array_equal.primitive, batch=_same_values_batch(broadcast=False))
 register_rules(array_equiv.primitive, batch=_same_values_batch(broadcast=True))
 
 
-# Sparsity detection (`fgrad.sparsity`): a scan is the running union along its axis; a count
-# or histogram of weights depends on them through bins not derived yet.
-for _prim in (_cumsum_p, _cumprod_p):
-    register_rules(_prim, sparsity="scans")
-for _prim in (_bincount_p, _histogram_p):
-    register_rules(
-        _prim,
-        sparsity=(
-            "dense",
-            "the output's elements depend on the inputs' through a structure not derived yet "
-            "(issue 35)",
-        ),
-    )
+@mirror("constant")
+def iscomplexobj(x: ArrayLike) -> bool:
+    """NumPy's `iscomplexobj`: whether x's dtype is complex (a question about the type, so a
+    batched value answers it once for all its rows)."""
+    return dtype_of(x).kind == "c" if is_traced(x) else _np.iscomplexobj(x)
+
+
+@mirror("constant")
+def isrealobj(x: ArrayLike) -> bool:
+    """NumPy's `isrealobj`: whether x's dtype is not complex."""
+    return not iscomplexobj(x)
+
+
+@mirror("constant")
+def isscalar(element: ArrayLike) -> bool:
+    """NumPy's `isscalar`, of the value under the boxes; a row of a batch with no axes is a
+    scalar, as a row of a NumPy array is."""
+    if _core.holds_batch(element):
+        return shape_of(element) == ()
+    return _np.isscalar(primal(element))
+
+
+iscomplex = nondiff_function(_np.iscomplex)
+isreal = nondiff_function(_np.isreal)
+register_elementwise({"iscomplex": iscomplex, "isreal": isreal})
+
 
 __all__ = exported(globals())
