@@ -156,6 +156,17 @@ def _resize(x, n, axis):
 
 
 # --- the three primitives -------------------------------------------------------------------------
+# Each transforms along one axis and maps every other. Under `vmap` (`_along_batched_axis`, the
+# rule of all three) the batch axis stays where it is and the transformed axis is shifted past
+# it; for sparsity detection each output element depends on the whole lane along the axis.
+
+
+def _along_batched_axis(prim):
+    def rule(args, dims, axis, **params):
+        (x,), (d,) = args, dims
+        return prim(x, axis=batched_axis(axis, d), **params), d
+
+    return rule
 
 
 def _c2c(x, axis, norm, inverse):
@@ -172,7 +183,9 @@ _c2c_p = deflinear(
     _c2c,
     _c2c_vjp,
     name="fft",
+    sparsity="along_axis",
 )
+register_rules(_c2c_p, batch=_along_batched_axis(_c2c_p))
 
 
 def _rfft_vjp(ans, x, axis, norm):
@@ -187,7 +200,9 @@ _rfft_p = deflinear(
     lambda x, axis, norm: _np.fft.rfft(whole_along(x, (axis,)), axis=axis, norm=norm),
     _rfft_vjp,
     name="rfft",
+    sparsity="along_axis",
 )
+register_rules(_rfft_p, batch=_along_batched_axis(_rfft_p))
 
 
 def _hermitian_weights(n, axis, nd, dtype):
@@ -218,7 +233,9 @@ _irfft_p = deflinear(
     lambda x, n, axis, norm: _np.fft.irfft(whole_along(x, (axis,)), n=n, axis=axis, norm=norm),
     _irfft_vjp,
     name="irfft",
+    sparsity="along_axis",
 )
+register_rules(_irfft_p, batch=_along_batched_axis(_irfft_p))
 
 
 # --- one-dimensional transforms -------------------------------------------------------------------
@@ -613,25 +630,5 @@ def rfftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Ar
     _check_frequency_count(n, "rfftfreq")
     return _spacing_scaled(_np.arange(0, n // 2 + 1, dtype=int), n, d)
 
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-# Each primitive transforms along one axis and maps every other: the batch axis stays where it
-# is and the transformed axis is shifted past it.
-
-
-def _along_batched_axis(prim):
-    def rule(args, dims, axis, **params):
-        (x,), (d,) = args, dims
-        return prim(x, axis=batched_axis(axis, d), **params), d
-
-    return rule
-
-
-for _prim in (_c2c_p, _rfft_p, _irfft_p):
-    register_rules(_prim, batch=_along_batched_axis(_prim))
-
-
-for _prim in (_c2c_p, _rfft_p, _irfft_p):  # sparsity detection: the whole lane along the axis
-    register_rules(_prim, sparsity="along_axis")
 
 __all__ = exported(globals(), _np.fft)

@@ -297,6 +297,39 @@ def _no_matrices(func, xs, params, batch):
     return tuple(map(empty, sample)) if isinstance(sample, tuple) else empty(sample)
 
 
+# --- the rules of a primitive of stacks of matrices -----------------------------------------------
+# NumPy's linalg functions broadcast over leading axes, so a batch is one more leading axis: the
+# rules put every batched operand's batch axis first (with length-1 axes after it where operands
+# have different numbers of leading axes, as `products.gufunc_batch_rule`) and apply the
+# primitive once; the rows come out on axis 0. `_leading_axes_rule` makes that `vmap` rule for
+# hermitian_from_triangle, inv, solve, det, slogdet, pinv, cholesky, qr, eigh, eigvalsh, eig,
+# eigvals, svd, svdvals and matrix_rank (of stacks), each registered in the primitive's block;
+# all but matrix_rank (no derivative) declare the sparsity ("blocks", core_ndims) with it: each
+# output element depends on the whole matrix at its place in the stack.
+# LAPACK raises on a singular, not positive definite or non-converging input: those of them that
+# can (inv, solve, pinv, lstsq's rank, cholesky, eigh, eigvalsh, eig, eigvals, svd, svdvals)
+# declare `raises_on_values`, so that a `jit` replay keeps the call where its result goes unused
+# (a check), as the eager call raises.
+
+
+def _leading_axes_rule(prim, core_ndims):
+    """The rule of a primitive that broadcasts over leading axes, its operands having
+    `core_ndims` core axes each (2 for a matrix, 0 for a scalar per matrix)."""
+
+    def rule(args, dims, **params):
+        loops = builtins.max(
+            len(shape(a)) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims)
+        )
+        aligned = [
+            a if d is None else with_example_ndim(a, d, loops + c)
+            for a, d, c in zip(args, dims, core_ndims)
+        ]
+        out = bind(prim, aligned, params)
+        return (out, (0,) * len(out)) if prim.multiple_results else (out, 0)
+
+    return rule
+
+
 # --- helpers --------------------------------------------------------------------------------------
 
 
@@ -482,6 +515,11 @@ def _read_triangle_transpose(ans, x, lower):
 _read_triangle = deflinear(
     _read_triangle_impl, _read_triangle_transpose, name="hermitian_from_triangle"
 )
+register_rules(
+    _read_triangle,
+    batch=_leading_axes_rule(_read_triangle, (2,)),
+    sparsity=("blocks", (2,)),
+)
 
 
 def _hermitian_from(a, lower=True):
@@ -497,6 +535,29 @@ _inv_p = matrix_primitive(
     _np.linalg.inv,
     vjp=lambda ans, x: lambda ct: -_matmul(_mT(ans), _matmul(ct, _mT(ans))),
     jvp=lambda t, ans, x: -_matmul(ans, _matmul(t, ans)),
+)
+
+
+@_taylor.declared("speed")
+def _inv_taylor(primals, series):
+    """a y = 1 along the path: y_k = -y_0 sum_(j=1..k) a_j y_(k-j), quadratic in the order."""
+    (a,), (s,) = primals, series
+    y = [_inv_p(a)]
+    for k in range(1, len(s) + 1):
+        total = None
+        for j in range(1, k + 1):
+            if s[j - 1] is not None and y[k - j] is not None:
+                total = _taylor.add(total, _matmul(s[j - 1], y[k - j]))
+        y.append(None if total is None else -_matmul(y[0], total))
+    return y[0], tuple(y[1:])
+
+
+register_rules(
+    _inv_p,
+    batch=_leading_axes_rule(_inv_p, (2,)),
+    taylor=_inv_taylor,
+    sparsity=("blocks", (2,)),
+    raises_on_values=True,
 )
 
 
@@ -579,25 +640,11 @@ def linear_solve_taylor_rule(prim, tangent_map, columns=False):
 
 register_rules(
     _solve_p,
+    batch=_leading_axes_rule(_solve_p, (2, 2)),
     taylor=linear_solve_taylor_rule(_solve_p, lambda cs, x: _matmul(cs[0], x), columns=True),
+    sparsity=("blocks", (2, 2)),
+    raises_on_values=True,
 )
-
-
-@_taylor.declared("speed")
-def _inv_taylor(primals, series):
-    """a y = 1 along the path: y_k = -y_0 sum_(j=1..k) a_j y_(k-j), quadratic in the order."""
-    (a,), (s,) = primals, series
-    y = [_inv_p(a)]
-    for k in range(1, len(s) + 1):
-        total = None
-        for j in range(1, k + 1):
-            if s[j - 1] is not None and y[k - j] is not None:
-                total = _taylor.add(total, _matmul(s[j - 1], y[k - j]))
-        y.append(None if total is None else -_matmul(y[0], total))
-    return y[0], tuple(y[1:])
-
-
-register_rules(_inv_p, taylor=_inv_taylor)
 
 
 @mirror("function")
@@ -757,6 +804,11 @@ _det_p = matrix_primitive(
     vjp=_det_vjp,
     jvp=lambda t, ans, x: sum(_adjugate_T(x, ans) * t, axis=(-2, -1)),
 )
+register_rules(
+    _det_p,
+    batch=_leading_axes_rule(_det_p, (2,)),
+    sparsity=("blocks", (2,)),
+)
 
 
 @mirror("function")
@@ -810,7 +862,12 @@ def _slogdet_vjp(wanted, ans, x):
 _slogdet_p = Primitive(
     "slogdet", _slogdet_impl, vjp=_slogdet_vjp, jvp=_slogdet_jvp, multiple_results=True
 )
-register_rules(_slogdet_p, forward="speed")
+register_rules(
+    _slogdet_p,
+    batch=_leading_axes_rule(_slogdet_p, (2,)),
+    sparsity=("blocks", (2,)),
+    forward="speed",
+)
 
 
 @mirror("function")
@@ -958,6 +1015,12 @@ _pinv_p = matrix_primitive(
     vjp=_pinv_vjp,
     jvp=_pinv_jvp,
 )
+register_rules(
+    _pinv_p,
+    batch=_leading_axes_rule(_pinv_p, (2,)),
+    sparsity=("blocks", (2,)),
+    raises_on_values=True,
+)
 
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
@@ -1042,7 +1105,7 @@ def _lstsq_rank_batch(args, dims, rcond):
     )
 
 
-register_rules(_lstsq_rank_p, batch=_lstsq_rank_batch)
+register_rules(_lstsq_rank_p, batch=_lstsq_rank_batch, raises_on_values=True)
 
 
 def _lstsq_rcond(rcond):
@@ -1184,7 +1247,13 @@ def _cholesky_taylor(primals, series, upper):
     return ans, tuple(low[1:])
 
 
-register_rules(_cholesky_p, taylor=_cholesky_taylor)
+register_rules(
+    _cholesky_p,
+    batch=_leading_axes_rule(_cholesky_p, (2,)),
+    taylor=_cholesky_taylor,
+    sparsity=("blocks", (2,)),
+    raises_on_values=True,
+)
 
 
 @mirror("function")
@@ -1344,7 +1413,12 @@ def _qr_vjp(wanted, ans, x, mode):
 
 
 _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
-register_rules(_qr_p, forward="speed")
+register_rules(
+    _qr_p,
+    batch=_leading_axes_rule(_qr_p, (2,)),
+    sparsity=("blocks", (2,)),
+    forward="speed",
+)
 
 
 @mirror("function")
@@ -1416,7 +1490,13 @@ def _eigh_vjp(wanted, ans, x, UPLO):
 
 
 _eigh_p = Primitive("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, multiple_results=True)
-register_rules(_eigh_p, forward="speed")
+register_rules(
+    _eigh_p,
+    batch=_leading_axes_rule(_eigh_p, (2,)),
+    sparsity=("blocks", (2,)),
+    forward="speed",
+    raises_on_values=True,
+)
 
 
 def _check_uplo(UPLO, who):
@@ -1468,6 +1548,12 @@ _eigvalsh_p = matrix_primitive(
     lambda x, UPLO: _np.linalg.eigvalsh(x, UPLO=UPLO),
     vjp=_eigvalsh_vjp,
     jvp=_eigvalsh_jvp,
+)
+register_rules(
+    _eigvalsh_p,
+    batch=_leading_axes_rule(_eigvalsh_p, (2,)),
+    sparsity=("blocks", (2,)),
+    raises_on_values=True,
 )
 
 
@@ -1593,7 +1679,16 @@ def _eig_vjp(wanted, ans, x):
 
 
 _eig_p = Primitive("eig", _eig_impl, vjp=_eig_vjp, jvp=_eig_jvp, multiple_results=True)
-register_rules(_eig_p, forward="speed")
+# NumPy's eig (and eigvals) are real where every eigenvalue is, complex otherwise: a `jit`
+# record checks the dtype it was recorded for (`shape_from_values`)
+register_rules(
+    _eig_p,
+    batch=_leading_axes_rule(_eig_p, (2,)),
+    sparsity=("blocks", (2,)),
+    forward="speed",
+    shape_from_values=True,
+    raises_on_values=True,
+)
 
 
 @mirror("function")
@@ -1704,10 +1799,14 @@ _eigvals_p = matrix_primitive(
     vjp=_eigvals_vjp,
     jvp=_eigvals_jvp,
 )
-# NumPy's eig and eigvals are real where every eigenvalue is, complex otherwise: a `jit` record
-# checks the dtype it was recorded for
-for _prim in (_eig_p, _eigvals_p):
-    register_rules(_prim, shape_from_values=True)
+# real or complex by the values, as eig
+register_rules(
+    _eigvals_p,
+    batch=_leading_axes_rule(_eigvals_p, (2,)),
+    sparsity=("blocks", (2,)),
+    shape_from_values=True,
+    raises_on_values=True,
+)
 
 
 @mirror("function")
@@ -1812,7 +1911,13 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
-register_rules(_svd_p, forward="speed")
+register_rules(
+    _svd_p,
+    batch=_leading_axes_rule(_svd_p, (2,)),
+    sparsity=("blocks", (2,)),
+    forward="speed",
+    raises_on_values=True,
+)
 
 
 def _svdvals_vjp(ans, x):
@@ -1831,6 +1936,12 @@ _svdvals_p = matrix_primitive(
     lambda x: _np.linalg.svd(x, compute_uv=False),
     vjp=_svdvals_vjp,
     jvp=_svdvals_jvp,
+)
+register_rules(
+    _svdvals_p,
+    batch=_leading_axes_rule(_svdvals_p, (2,)),
+    sparsity=("blocks", (2,)),
+    raises_on_values=True,
 )
 
 
@@ -1981,7 +2092,27 @@ def _pnorm_jvp(t, ans, x, ord, axis, keepdims, flat):
     return real(dn) if _is_complex(dn) else dn
 
 
-_pnorm_p = defprimitive(_pnorm_impl, vjp=_pnorm_vjp, jvp=_pnorm_jvp, name="norm", forward="speed")
+def _pnorm_batch(args, dims, ord, axis, keepdims, flat):
+    """The norm over the same axes of each row (`flat`, NumPy's dot-product path for all of a
+    row's entries, stays a dot per row: `flat` counts the rows' leading axes)."""
+    (x,), (d,) = args, dims
+    x = batch_to_front(x, d)
+    if flat:
+        axis = tuple(range(len(shape(x)) - 1))
+        flat = 1 if flat is True else flat + 1
+    axes = tuple(ax + 1 for ax in axis)
+    return _pnorm_p(x, ord=ord, axis=axes, keepdims=keepdims, flat=flat), 0
+
+
+_pnorm_p = defprimitive(
+    _pnorm_impl,
+    vjp=_pnorm_vjp,
+    jvp=_pnorm_jvp,
+    name="norm",
+    batch=_pnorm_batch,
+    forward="speed",
+    sparsity="norm",  # a reduction
+)
 
 
 def _pnorm(x, ord, axis, keepdims=False, flat=False):
@@ -2211,6 +2342,20 @@ def _cond(x, p):
 
 
 matrix_rank = nondiff_function(_np.linalg.matrix_rank)
+_matrix_rank_stacked = _leading_axes_rule(matrix_rank.primitive, (2, 0))
+
+
+def _matrix_rank_batch(args, dims, **params):
+    """Stacks of matrices share one call; rows of fewer than 2 dimensions (NumPy's rank of a
+    vector or a scalar: 1 unless all zero) are no stack, so they go one at a time."""
+    if dims[0] is not None and len(shape(args[0])) < 3:
+        why = "rows of fewer than 2 dimensions (the rank of a vector)"
+        n = shape(args[0])[dims[0]]
+        return _batching.rows_one_by_one(matrix_rank.primitive, args, dims, params, n, why)
+    return _matrix_rank_stacked(args, dims, **params)
+
+
+register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
 
 
 @mirror("shape")
@@ -2384,82 +2529,5 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """NumPy's `linalg.vecdot`: sum(conj(x1) * x2) over `axis`, with broadcasting."""
     return _vecdot(x1, x2, axis=axis)
 
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-# NumPy's linalg functions broadcast over leading axes, so a batch is one more leading axis: the
-# rules put every batched operand's batch axis first (with length-1 axes after it where operands
-# have different numbers of leading axes, as `products.gufunc_batch_rule`) and apply the
-# primitive once; the rows come out on axis 0.
-
-
-def _leading_axes_rule(prim, core_ndims):
-    """The rule of a primitive that broadcasts over leading axes, its operands having
-    `core_ndims` core axes each (2 for a matrix, 0 for a scalar per matrix)."""
-
-    def rule(args, dims, **params):
-        loops = builtins.max(
-            len(shape(a)) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims)
-        )
-        aligned = [
-            a if d is None else with_example_ndim(a, d, loops + c)
-            for a, d, c in zip(args, dims, core_ndims)
-        ]
-        out = bind(prim, aligned, params)
-        return (out, (0,) * len(out)) if prim.multiple_results else (out, 0)
-
-    return rule
-
-
-def _pnorm_batch(args, dims, ord, axis, keepdims, flat):
-    """The norm over the same axes of each row (`flat`, NumPy's dot-product path for all of a
-    row's entries, stays a dot per row: `flat` counts the rows' leading axes)."""
-    (x,), (d,) = args, dims
-    x = batch_to_front(x, d)
-    if flat:
-        axis = tuple(range(len(shape(x)) - 1))
-        flat = 1 if flat is True else flat + 1
-    axes = tuple(ax + 1 for ax in axis)
-    return _pnorm_p(x, ord=ord, axis=axes, keepdims=keepdims, flat=flat), 0
-
-
-for _prim in (
-    _read_triangle,
-    _inv_p,
-    _det_p,
-    _slogdet_p,
-    _pinv_p,
-    _cholesky_p,
-    _qr_p,
-    _eigh_p,
-    _eigvalsh_p,
-    _eig_p,
-    _eigvals_p,
-    _svd_p,
-    _svdvals_p,
-):
-    # sparsity: each output element depends on the whole matrix at its place in the stack
-    register_rules(_prim, batch=_leading_axes_rule(_prim, (2,)), sparsity=("blocks", (2,)))
-register_rules(_solve_p, batch=_leading_axes_rule(_solve_p, (2, 2)), sparsity=("blocks", (2, 2)))
-
-
-def _matrix_rank_batch(args, dims, **params):
-    """Stacks of matrices share one call; rows of fewer than 2 dimensions (NumPy's rank of a
-    vector or a scalar: 1 unless all zero) are no stack, so they go one at a time."""
-    if dims[0] is not None and len(shape(args[0])) < 3:
-        why = "rows of fewer than 2 dimensions (the rank of a vector)"
-        n = shape(args[0])[dims[0]]
-        return _batching.rows_one_by_one(matrix_rank.primitive, args, dims, params, n, why)
-    return _matrix_rank_stacked(args, dims, **params)
-
-
-_matrix_rank_stacked = _leading_axes_rule(matrix_rank.primitive, (2, 0))
-register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
-register_rules(_pnorm_p, batch=_pnorm_batch, sparsity="norm")  # sparsity: a reduction
-# LAPACK raises on a singular, not positive definite or non-converging input: a `jit` replay
-# keeps the call where its result goes unused (a check), as the eager call raises
-for _lapack in (_inv_p, _solve_p, _pinv_p, _lstsq_rank_p, _cholesky_p, _eigh_p, _eigvalsh_p):
-    register_rules(_lapack, raises_on_values=True)
-for _lapack in (_eig_p, _eigvals_p, _svd_p, _svdvals_p):
-    register_rules(_lapack, raises_on_values=True)
 
 __all__ = exported(globals(), _np.linalg)

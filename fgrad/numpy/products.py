@@ -139,12 +139,75 @@ def _matmul_of(a, b):
     return matmul(a, b)
 
 
+def _matmul_batch(args, dims):
+    """The rows' products as few and as large matrix products as NumPy can take. Rows times an
+    unbatched matrix fold every row's matrix rows into one matrix (`(B, 1, k) @ (k, n)` is
+    one `(B, k) @ (k, n)`: NumPy multiplies a stack one matrix at a time, three times slower).
+    A unit contraction (`(m, 1) @ (1, n)`, the outer products of a transpose) is a product
+    with broadcasting. Otherwise vectors become matrices (a row on the left, a column on the
+    right), the batch axes go first and every batched operand gets as many axes per row as
+    the longest, so that matmul's own broadcasting over leading axes pairs the rows; the added
+    axes are squeezed out after."""
+    (x, y), (dx, dy) = args, dims
+    x_nd = ndim(x) - (dx is not None)
+    y_nd = ndim(y) - (dy is not None)
+    if dx is not None:
+        x = batch_to_front(x, dx)
+    if dy is not None:
+        y = batch_to_front(y, dy)
+    if dy is None and y_nd <= 2:  # rows @ y: one product for all rows
+        x_shape = shape(x)
+        if len(x_shape) <= 2:
+            return matmul(x, y), 0
+        # (the row count spelled out: -1 cannot stand for it when k is 0)
+        rows = matmul(reshape(x, (_math.prod(x_shape[:-1]), x_shape[-1])), y)
+        return reshape(rows, x_shape[:-1] + shape(y)[1:]), 0
+    if dx is None and dy is not None and x_nd == 2 and y_nd <= 2:
+        y_shape = shape(y)
+        if y_nd == 1 or y_shape[-1] == 1:
+            # x @ (column rows): the rows times x transposed, one matrix product (matmul of
+            # x with a stack of columns would be one matrix-vector product per row). (A
+            # wider stack would first have to be copied into one matrix: that costs more
+            # than NumPy's product of one matrix at a time.)
+            cols = y if y_nd == 1 else reshape(y, y_shape[:-1])
+            out = matmul(cols, swapaxes(x, -1, -2))
+            return (out if y_nd == 1 else expand_dims(out, -1)), 0
+    if x_nd == 1:
+        x = expand_dims(x, -2)
+    if y_nd == 1:
+        y = expand_dims(y, -1)
+    nd = max(x_nd, y_nd, 2)
+    if dx is not None:
+        x = with_example_ndim(x, 0, nd)
+    if dy is not None:
+        y = with_example_ndim(y, 0, nd)
+    real = dtype_of(x).kind != "c" and dtype_of(y).kind != "c"
+    if shape(x)[-1] == 1 and shape(y)[-2] == 1 and real:
+        # a sum of one product is that product: (m, 1) * (1, n) broadcasts to (m, n) as the
+        # leading axes do in matmul, and NumPy's elementwise loop is 1.5x faster than its
+        # stack of rank-one matrix products. (Not for complex operands: NumPy's complex
+        # multiply rounds otherwise than its BLAS products, in 4 of 10 products' last bits.)
+        out = multiply(x, y)
+    else:
+        out = matmul(x, y)
+    if x_nd == 1 or y_nd == 1:
+        s = shape(out)
+        drop = {len(s) - 2} if x_nd == 1 else set()
+        drop |= {len(s) - 1} if y_nd == 1 else set()
+        out = reshape(out, tuple(n for i, n in enumerate(s) if i not in drop))
+    return out, 0
+
+
+# Sparsity detection (`fgrad.sparsity`): products contract, each output element depending on
+# the factors' elements it multiplies that may be nonzero ("matmul", "einsum", "gufunc").
 matmul: Primitive = mirror("gufunc")(
     defprimitive(
         _np.matmul,
         vjp=(_matmul_vjp_x, _matmul_vjp_y),
         jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
+        batch=_matmul_batch,
         forward="linear",
+        sparsity="matmul",
     )
 )
 register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
@@ -197,9 +260,6 @@ def _dot_with_0d(a, b):
     return _np.dot(a, b)
 
 
-_scalar_dot = defbilinear(_dot_with_0d, (_scalar_dot_vjp(True), _scalar_dot_vjp(False)), name="dot")
-
-
 def _scalar_dot_batch(args, dims):
     """The rows' `dot` with a 0-d operand. For real floats of 32 and 64 bits, integers and
     bools, NumPy's is the elementwise product (one rounding), with -0.0 made 0.0 where the
@@ -225,6 +285,15 @@ def _scalar_dot_batch(args, dims):
 _DOT_ROWS_ONE_BY_ONE = (
     "dot with a 0-d operand, complex or float16: NumPy's own product (BLAS's axpy, or its "
     "scalar product) rounds otherwise than a batched elementwise product"
+)
+
+
+_scalar_dot = defbilinear(
+    _dot_with_0d,
+    (_scalar_dot_vjp(True), _scalar_dot_vjp(False)),
+    name="dot",
+    batch=_scalar_dot_batch,
+    sparsity="elementwise",
 )
 
 
@@ -351,13 +420,20 @@ def _einsum_jvp(i):
     return rule
 
 
-_einsum_p = defprimitive(
-    _einsum_impl,
-    vjp=tuple(_einsum_vjp(i) for i in range(_EINSUM_MAX_OPERANDS)),
-    jvp=tuple(_einsum_jvp(i) for i in range(_EINSUM_MAX_OPERANDS)),
-    name="einsum",
-    forward="linear",
-)
+def _einsum_batch(args, dims, subscripts, optimize=None):
+    """The batch axis gets a letter of its own, kept in the output's first place. NumPy's
+    plain einsum loop (`optimize=False`, the public einsum's default, kept for its value) is
+    planned here like the rules' einsums: a batch is where planning pays, where "bi,ij->bj"
+    becomes one BLAS product, as `x @ W` would (5x faster at 128 x 784 x 100); the rows'
+    values then agree with a loop to round-off, as every batched product does."""
+    terms, out = subscripts.split("->")
+    terms = terms.split(",")
+    letter = next(c for c in _EINSUM_LETTERS if c not in subscripts)
+    terms = [t if d is None else t[:d] + letter + t[d:] for t, d in zip(terms, dims)]
+    batched = ",".join(terms) + "->" + letter + out
+    if optimize is False:
+        optimize = None
+    return _einsum_p(*args, subscripts=batched, optimize=optimize), 0
 
 
 @_taylor.declared("linear")
@@ -393,7 +469,16 @@ def _compositions(k, n):
             yield (first, *rest)
 
 
-register_rules(_einsum_p, taylor=_einsum_taylor)
+_einsum_p = defprimitive(
+    _einsum_impl,
+    vjp=tuple(_einsum_vjp(i) for i in range(_EINSUM_MAX_OPERANDS)),
+    jvp=tuple(_einsum_jvp(i) for i in range(_EINSUM_MAX_OPERANDS)),
+    name="einsum",
+    batch=_einsum_batch,
+    taylor=_einsum_taylor,
+    forward="linear",
+    sparsity="einsum",
+)
 
 
 def _sublist_term(sublist):
@@ -787,6 +872,24 @@ def _whole_cores(x1, k1, x2, k2):
     return whole_along(x1, range(-k1, 0)), whole_along(x2, range(-k2, 0))
 
 
+# `vmap`'s rule of a generalized ufunc, made for each of vecdot, matvec and vecmat below (and
+# signal's full convolution), each registered beside its primitive.
+def gufunc_batch_rule(prim, core_ndims):
+    """The batching rule of a generalized ufunc whose operands have `core_ndims` core axes: the
+    batch axes go first, and every batched operand gets length-1 loop axes up to the longest
+    loop shape, so that the gufunc's broadcasting over loop axes pairs the rows."""
+
+    def rule(args, dims, **params):
+        loops = max(ndim(a) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims))
+        aligned = [
+            a if d is None else with_example_ndim(a, d, loops + c)
+            for a, d, c in zip(args, dims, core_ndims)
+        ]
+        return bind(prim, aligned, params), 0
+
+    return rule
+
+
 # The three as primitives whose value is NumPy's own gufunc (core axes last; `_gufunc` moves
 # them there), so a traced value is the untraced one bit for bit (a product and a sum would
 # round differently). Each is linear in each input (vecdot and vecmat conjugate x1, so they
@@ -814,7 +917,9 @@ _vecdot_p = defbilinear(
         ),
     ),
     name="vecdot",
+    sparsity=("gufunc", (1, 1), "j,j->"),
 )
+register_rules(_vecdot_p, batch=gufunc_batch_rule(_vecdot_p, (1, 1)))
 
 if hasattr(_np, "matvec"):  # NumPy >= 2.2
     _matvec_p = defbilinear(
@@ -828,7 +933,9 @@ if hasattr(_np, "matvec"):  # NumPy >= 2.2
             ),
         ),
         name="matvec",
+        sparsity=("gufunc", (2, 1), "ij,j->i"),
     )
+    register_rules(_matvec_p, batch=gufunc_batch_rule(_matvec_p, (2, 1)))
     _vecmat_p = defbilinear(
         lambda v, a: _np.vecmat(*_whole_cores(v, 1, a, 2)),
         (
@@ -838,7 +945,9 @@ if hasattr(_np, "matvec"):  # NumPy >= 2.2
             ),
         ),
         name="vecmat",
+        sparsity=("gufunc", (1, 2), "j,jk->k"),
     )
+    register_rules(_vecmat_p, batch=gufunc_batch_rule(_vecmat_p, (1, 2)))
 
 
 def _unbroadcast_to(x, rule):
@@ -937,117 +1046,5 @@ vecmat = _gufunc_mirror(
     x2 (..., n, m), giving (..., m), with the batch axes broadcast (`axes` as NumPy's).""",
 )
 
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-
-
-def _matmul_batch(args, dims):
-    """The rows' products as few and as large matrix products as NumPy can take. Rows times an
-    unbatched matrix fold every row's matrix rows into one matrix (`(B, 1, k) @ (k, n)` is
-    one `(B, k) @ (k, n)`: NumPy multiplies a stack one matrix at a time, three times slower).
-    A unit contraction (`(m, 1) @ (1, n)`, the outer products of a transpose) is a product
-    with broadcasting. Otherwise vectors become matrices (a row on the left, a column on the
-    right), the batch axes go first and every batched operand gets as many axes per row as
-    the longest, so that matmul's own broadcasting over leading axes pairs the rows; the added
-    axes are squeezed out after."""
-    (x, y), (dx, dy) = args, dims
-    x_nd = ndim(x) - (dx is not None)
-    y_nd = ndim(y) - (dy is not None)
-    if dx is not None:
-        x = batch_to_front(x, dx)
-    if dy is not None:
-        y = batch_to_front(y, dy)
-    if dy is None and y_nd <= 2:  # rows @ y: one product for all rows
-        x_shape = shape(x)
-        if len(x_shape) <= 2:
-            return matmul(x, y), 0
-        # (the row count spelled out: -1 cannot stand for it when k is 0)
-        rows = matmul(reshape(x, (_math.prod(x_shape[:-1]), x_shape[-1])), y)
-        return reshape(rows, x_shape[:-1] + shape(y)[1:]), 0
-    if dx is None and dy is not None and x_nd == 2 and y_nd <= 2:
-        y_shape = shape(y)
-        if y_nd == 1 or y_shape[-1] == 1:
-            # x @ (column rows): the rows times x transposed, one matrix product (matmul of
-            # x with a stack of columns would be one matrix-vector product per row). (A
-            # wider stack would first have to be copied into one matrix: that costs more
-            # than NumPy's product of one matrix at a time.)
-            cols = y if y_nd == 1 else reshape(y, y_shape[:-1])
-            out = matmul(cols, swapaxes(x, -1, -2))
-            return (out if y_nd == 1 else expand_dims(out, -1)), 0
-    if x_nd == 1:
-        x = expand_dims(x, -2)
-    if y_nd == 1:
-        y = expand_dims(y, -1)
-    nd = max(x_nd, y_nd, 2)
-    if dx is not None:
-        x = with_example_ndim(x, 0, nd)
-    if dy is not None:
-        y = with_example_ndim(y, 0, nd)
-    real = dtype_of(x).kind != "c" and dtype_of(y).kind != "c"
-    if shape(x)[-1] == 1 and shape(y)[-2] == 1 and real:
-        # a sum of one product is that product: (m, 1) * (1, n) broadcasts to (m, n) as the
-        # leading axes do in matmul, and NumPy's elementwise loop is 1.5x faster than its
-        # stack of rank-one matrix products. (Not for complex operands: NumPy's complex
-        # multiply rounds otherwise than its BLAS products, in 4 of 10 products' last bits.)
-        out = multiply(x, y)
-    else:
-        out = matmul(x, y)
-    if x_nd == 1 or y_nd == 1:
-        s = shape(out)
-        drop = {len(s) - 2} if x_nd == 1 else set()
-        drop |= {len(s) - 1} if y_nd == 1 else set()
-        out = reshape(out, tuple(n for i, n in enumerate(s) if i not in drop))
-    return out, 0
-
-
-def _einsum_batch(args, dims, subscripts, optimize=None):
-    """The batch axis gets a letter of its own, kept in the output's first place. NumPy's
-    plain einsum loop (`optimize=False`, the public einsum's default, kept for its value) is
-    planned here like the rules' einsums: a batch is where planning pays, where "bi,ij->bj"
-    becomes one BLAS product, as `x @ W` would (5x faster at 128 x 784 x 100); the rows'
-    values then agree with a loop to round-off, as every batched product does."""
-    terms, out = subscripts.split("->")
-    terms = terms.split(",")
-    letter = next(c for c in _EINSUM_LETTERS if c not in subscripts)
-    terms = [t if d is None else t[:d] + letter + t[d:] for t, d in zip(terms, dims)]
-    batched = ",".join(terms) + "->" + letter + out
-    if optimize is False:
-        optimize = None
-    return _einsum_p(*args, subscripts=batched, optimize=optimize), 0
-
-
-def gufunc_batch_rule(prim, core_ndims):
-    """The batching rule of a generalized ufunc whose operands have `core_ndims` core axes: the
-    batch axes go first, and every batched operand gets length-1 loop axes up to the longest
-    loop shape, so that the gufunc's broadcasting over loop axes pairs the rows."""
-
-    def rule(args, dims, **params):
-        loops = max(ndim(a) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims))
-        aligned = [
-            a if d is None else with_example_ndim(a, d, loops + c)
-            for a, d, c in zip(args, dims, core_ndims)
-        ]
-        return bind(prim, aligned, params), 0
-
-    return rule
-
-
-register_rules(matmul, batch=_matmul_batch)
-register_rules(_einsum_p, batch=_einsum_batch)
-register_rules(_vecdot_p, batch=gufunc_batch_rule(_vecdot_p, (1, 1)))
-if hasattr(_np, "matvec"):
-    register_rules(_matvec_p, batch=gufunc_batch_rule(_matvec_p, (2, 1)))
-    register_rules(_vecmat_p, batch=gufunc_batch_rule(_vecmat_p, (1, 2)))
-
-
-# Sparsity detection (`fgrad.sparsity`): products contract, each output element depending on
-# the factors' elements it multiplies that may be nonzero.
-register_rules(_scalar_dot, batch=_scalar_dot_batch, sparsity="elementwise")
-register_rules(matmul, sparsity="matmul")
-register_rules(_einsum_p, sparsity="einsum")
-register_rules(_vecdot_p, sparsity=("gufunc", (1, 1), "j,j->"))
-if "_matvec_p" in globals():  # NumPy >= 2.2
-    register_rules(_matvec_p, sparsity=("gufunc", (2, 1), "ij,j->i"))
-    register_rules(_vecmat_p, sparsity=("gufunc", (1, 2), "j,jk->k"))
 
 __all__ = exported(globals())
