@@ -230,13 +230,76 @@ def _symmetric_from(a, lower, hermitian=False):
 _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 
 
+# Sparsity detection (`fgrad.sparsity`) of every primitive here but the pivots' (no
+# derivative): a dense block (fgrad.numpy.linalg's are per matrix). Those of solve_triangular,
+# solve_banded, solve_sylvester, svd (and its stack) and schur also declare
+# `raises_on_values`: LAPACK raises on a singular (or non-converging) input, so a `jit` replay
+# keeps these calls where their result goes unused (a check), as the eager call raises.
+_DENSE = (
+    "dense",
+    "a matrix function or factorisation of scipy.linalg: each output element depends "
+    "on the whole matrix (issue 35: a block per matrix of a stack, as "
+    "fgrad.numpy.linalg's)",
+)
+
+
 def _factorization(name, vjp, jvp, **fixed):
     """The primitive of SciPy's factorization `name` (lu, qr, schur, ...) of each matrix: its
-    results are the factors, its parameters SciPy's keywords (with the keywords `fixed`)."""
+    results are the factors, its parameters SciPy's keywords (with the keywords `fixed`); its
+    batching rule and the rest are registered beside each one."""
     factor = _numpy_operands(name, getattr(_sl, name))
     impl = _la.per_matrix(lambda a, **params: tuple(factor(a, **params, **fixed)))
     prim = Primitive(name, impl, vjp=vjp, jvp=jvp, multiple_results=True)
-    register_rules(prim, forward="speed")
+    register_rules(prim, forward="speed", sparsity=_DENSE)
+    return prim
+
+
+# --- batching (vmap) helpers ----------------------------------------------------------------------
+# SciPy's functions take one matrix at a time (a stack is looped over in Python), so the rules
+# use forms that broadcast over a batch: NumPy's LAPACK calls where they compute the same
+# factorization (QR, SVD), a solve with NumPy's batched `solve` where SciPy's solver has a
+# structure NumPy has no routine for (triangular, banded, Sylvester), one SciPy call with the
+# rows' right-hand sides side by side when the matrix is the same for every row, and LU with
+# partial pivoting written over the batch. Schur, sqrtm and expm have no such form
+# (`row_by_row=`). Each primitive's rule sits beside it.
+
+_solve_rule = _batching.rules[_la._solve_p]
+
+
+def _leading(args, dims, core_ndims):
+    """The operands with their batch axes first and padded to as many leading axes as the
+    longest (see `fgrad.numpy.linalg`'s rules); unbatched ones as they are."""
+    loops = max(len(shape(a)) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims))
+    return [
+        a if d is None else with_example_ndim(a, d, loops + c)
+        for a, d, c in zip(args, dims, core_ndims)
+    ]
+
+
+def _columns_side_by_side(solve, b, db):
+    """solve(b) for every row's b (..., n, k) at once, when the matrix is the same for every
+    row: the rows' columns side by side in one b (..., n, k * rows), one call."""
+    x = fnp.moveaxis(b, db, -1)
+    s = shape(x)
+    x = solve(fnp.reshape(x, s[:-2] + (s[-2] * s[-1],)))
+    return fnp.reshape(x, s), len(s) - 1
+
+
+def _on_stack(stack_prim, core_ndims=(2,)):
+    def rule(args, dims, **params):
+        out = bind(stack_prim, _leading(args, dims, core_ndims), params)
+        return (out, (0,) * len(out)) if stack_prim.multiple_results else (out, 0)
+
+    return rule
+
+
+# The same factorizations as `_lu_factor_p`, `_lu_p`, `_svd_p` and `_qr_p` (and their rules),
+# computed over a stack at once: what their batching rules apply (each batches itself, on its
+# own stack). Through `per_matrix`, as the unbatched ones, so that a chunked (Dask) stack runs
+# lazily block by block.
+def _stack_primitive(name, impl, vjp, jvp, **rules):
+    prim = Primitive(name, _la.per_matrix(impl), vjp=vjp, jvp=jvp, multiple_results=True)
+    register_rules(prim, forward="speed", batch=_on_stack(prim), sparsity=_DENSE, **rules)
     return prim
 
 
@@ -300,6 +363,20 @@ def _trsolve_jvp_b(t, ans, a, b, lower, trans, unit):
     return broadcast_to(_trsolve_p(a, t, lower=lower, trans=trans, unit=unit), shape(ans))
 
 
+def _trsolve_batch(args, dims, lower, trans, unit):
+    (a, b), (da, db) = args, dims
+    if da is None and len(shape(a)) == 2:
+        return _columns_side_by_side(
+            lambda b: _trsolve_p(a, b, lower=lower, trans=trans, unit=unit), b, db
+        )
+    if da is not None:
+        a, da = batch_to_front(a, da), 0
+    m = _single_if_half(_referenced(a, lower, unit))
+    if unit:
+        m = m + _const(_np.eye(shape(a)[-1]), m)
+    return _solve_rule([_op(m, trans), _single_if_half(b)], [da, db])
+
+
 # b is a (stack of) matrices here; the public function adds and removes an axis for a vector.
 _trsolve_p = defprimitive(
     _trsolve_impl,
@@ -307,6 +384,8 @@ _trsolve_p = defprimitive(
     jvp=(_trsolve_jvp_a, _trsolve_jvp_b),
     name="solve_triangular",
     forward="speed",
+    batch=_trsolve_batch,
+    sparsity=_DENSE,
 )
 register_rules(
     _trsolve_p,
@@ -317,6 +396,7 @@ register_rules(
         ),
         columns=True,
     ),
+    raises_on_values=True,
 )
 
 
@@ -721,7 +801,34 @@ def _lu_factor_vjp(wanted, ans, a):
     return bprop
 
 
+def _lu_factor_stack(a):
+    """LAPACK's getrf on a stack (..., m, n), one column at a time for every matrix together:
+    partial pivoting on the first largest |re| + |im| (LAPACK's i?amax), 0-based pivots."""
+    if _np.iscomplexobj(a) or a.dtype == _np.float16:  # (SciPy's float16 is float32)
+        dtype = _np.result_type(a, _np.float32)
+    else:
+        dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu = _np.array(a, dtype=dtype).reshape((math.prod(a.shape[:-2]), m, n))  # (m n may be 0)
+    piv = _np.zeros((lu.shape[0], k), dtype=_np.int32)
+    each = _np.arange(lu.shape[0])
+    for j in range(k):
+        col = lu[:, j:, j]
+        p = j + _np.argmax(_np.abs(col.real) + _np.abs(col.imag), axis=1)
+        piv[:, j] = p
+        lu[each, j], lu[each, p] = lu[each, p], lu[each, j].copy()
+        pivot = lu[:, j, j]
+        lu[:, j + 1 :, j] /= _np.where(pivot == 0, 1, pivot)[:, None]
+        lu[:, j + 1 :, j + 1 :] -= lu[:, j + 1 :, j, None] * lu[:, j, None, j + 1 :]
+    return lu.reshape(a.shape[:-2] + (m, n)), piv.reshape(a.shape[:-2] + (k,))
+
+
+_lu_factor_stack_p = _stack_primitive("lu_factor", _lu_factor_stack, _lu_factor_vjp, _lu_factor_jvp)
+
+
 _lu_factor_p = _factorization("lu_factor", _lu_factor_vjp, _lu_factor_jvp)
+register_rules(_lu_factor_p, batch=_on_stack(_lu_factor_stack_p))
 
 
 def lu_factor(
@@ -794,8 +901,22 @@ def _lu_vjp(wanted, ans, a):
     return lambda cts: (_lu_cotangent(cts[1], cts[2], l, u, perm, like, inverse=True),)
 
 
+def _lu_stack(a):
+    """SciPy's lu(a, p_indices=True), (perm, l, u), from `_lu_factor_stack`."""
+    packed, piv = _lu_factor_stack(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    perm = _np.argsort(_lu_rows(piv, m if k else 0), axis=-1).astype(_np.int32)  # SciPy's
+    l_mat = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
+    return perm, l_mat, _np.triu(packed[..., :k, :])
+
+
+_lu_stack_p = _stack_primitive("lu", _lu_stack, _lu_vjp, _lu_jvp)
+
+
 # SciPy's p_indices: a = l[perm] @ u, that is a[argsort(perm)] = l @ u.
 _lu_p = _factorization("lu", _lu_vjp, _lu_jvp, p_indices=True)
+register_rules(_lu_p, batch=_on_stack(_lu_stack_p))
 
 
 def lu(
@@ -900,6 +1021,21 @@ def _banded_vjp_b(ans, ab, b, l, u):
     return lambda ct: unbroadcast(_banded_p(abt, ct, l=u, u=l), like)
 
 
+def _banded_batch(args, dims, l, u):
+    (ab, b), (dab, db) = args, dims
+    if dab is None:
+        return _columns_side_by_side(lambda b: _banded_p(ab, b, l=l, u=u), b, db)
+    ab = batch_to_front(ab, dab)  # each row's own band: its dense matrix, a[i, j] = ab[u+i-j, j]
+    bands, n = shape(ab)[-2:]
+    i, j = _np.arange(n)[:, None], _np.arange(n)[None, :]
+    r = u + i - j
+    valid = (r >= 0) & (r < bands)
+    dense = _gather(ab, (_np.where(valid, r, 0), j), lead=1) * _const(valid, ab)
+    # float16 solved in float32, as SciPy (and the triangular and Sylvester rules) do: NumPy's
+    # solve has no float16 loop
+    return _solve_rule([_single_if_half(dense), _single_if_half(b)], [0, db])
+
+
 _banded_p: Primitive = _la.matrix_primitive(
     "solve_banded",
     lambda ab, b, l, u: _numpy_operands("solve_banded", _sl.solve_banded)((l, u), ab, b),
@@ -911,9 +1047,12 @@ _banded_p: Primitive = _la.matrix_primitive(
 )
 register_rules(
     _banded_p,
+    batch=_banded_batch,
     taylor=_la.linear_solve_taylor_rule(
         _banded_p, lambda cs, x, l, u: _band_matvec(cs[0], x, l, u), columns=True
     ),
+    sparsity=_DENSE,
+    raises_on_values=True,
 )
 
 
@@ -981,7 +1120,46 @@ def _sylvester_map(cs, x):  # dA X + X dB
     return fnp.matmul(da, x) if db is None else fnp.matmul(da, x) + fnp.matmul(x, db)
 
 
-register_rules(_sylvester_p, taylor=_la.linear_solve_taylor_rule(_sylvester_p, _sylvester_map))
+# Above this many unknowns (m * n) per row, the Kronecker form's solve costs more than SciPy's
+# Bartels-Stewart applied to one row at a time.
+_KRONECKER_LIMIT = 256
+
+
+_SYLVESTER_BY_ROW = (
+    "a Sylvester equation with more unknowns than the Kronecker form's limit: its (mn)^2 "
+    "system would cost more than one Bartels-Stewart solve per row"
+)
+
+
+def _sylvester_batch(args, dims):
+    """A X + X B = Q for every row as one linear system each in vec(X) (row-major):
+    (A kron I + I kron B^T) vec(X) = vec(Q), solved by NumPy's batched solve."""
+    a, b, q = (_single_if_half(x) for x in _leading(args, dims, (2, 2, 2)))
+    m, n = shape(a)[-1], shape(b)[-1]
+    if m * n > _KRONECKER_LIMIT:
+        return _batching.rows_one_by_one(
+            _sylvester_p, args, dims, {}, batch_size(args, dims), _SYLVESTER_BY_ROW
+        )
+    # identities in the inputs' precision (float64 ones made float32 systems float64)
+    real = _np.finfo(_np.result_type(dtype_of(a), dtype_of(b), dtype_of(q), _np.float32)).dtype
+    eye_m = _np.eye(m, dtype=real).reshape(m, 1, m, 1)
+    eye_n = _np.eye(n, dtype=real).reshape(1, n, 1, n)
+    ka = fnp.expand_dims(fnp.expand_dims(a, -1), -3) * eye_n  # A[i, k] I[j, l]
+    kb = fnp.expand_dims(fnp.expand_dims(_mT(b), -2), -4) * eye_m  # I[i, k] B[l, j]
+    k = fnp.reshape(ka, shape(ka)[:-4] + (m * n, m * n)) + fnp.reshape(
+        kb, shape(kb)[:-4] + (m * n, m * n)
+    )
+    x = _la._solve_p(k, fnp.reshape(q, shape(q)[:-2] + (m * n, 1)))
+    return fnp.reshape(x, shape(x)[:-2] + (m, n)), 0
+
+
+register_rules(
+    _sylvester_p,
+    batch=_sylvester_batch,
+    taylor=_la.linear_solve_taylor_rule(_sylvester_p, _sylvester_map),
+    sparsity=_DENSE,
+    raises_on_values=True,
+)
 
 
 def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
@@ -1003,7 +1181,6 @@ _sqrtm_p = _la.matrix_primitive(
     vjp=_sqrtm_vjp,
     jvp=lambda t, ans, a: _sylvester_p(ans, ans, t),  # X dX + dX X = dA
 )
-register_rules(_sqrtm_p, shape_from_values=True)  # real or complex by the eigenvalues: a jit guard
 
 
 def _sqrtm_taylor(primals, series):
@@ -1021,7 +1198,14 @@ def _sqrtm_taylor(primals, series):
     return x[0], tuple(x[1:])
 
 
-register_rules(_sqrtm_p, taylor=_sqrtm_taylor, taylor_kind="speed")
+register_rules(
+    _sqrtm_p,
+    taylor=_sqrtm_taylor,
+    taylor_kind="speed",
+    sparsity=_DENSE,
+    shape_from_values=True,  # real or complex by the eigenvalues: a jit guard
+    row_by_row="SciPy's sqrtm is Schur-based: NumPy has no batched Schur form",
+)
 
 
 def sqrtm(
@@ -1117,7 +1301,13 @@ def _expm_taylor(primals, series):
     return _expm_p(a), tuple(big[..., :n, k * n : (k + 1) * n] for k in range(1, order + 1))
 
 
-register_rules(_expm_p, taylor=_expm_taylor, taylor_kind="speed")
+register_rules(
+    _expm_p,
+    taylor=_expm_taylor,
+    taylor_kind="speed",
+    sparsity=_DENSE,
+    row_by_row="SciPy's expm picks its Pade order and scaling per matrix; no NumPy counterpart",
+)
 
 
 def _item_dtype(a):
@@ -1408,7 +1598,26 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
     return bprop
 
 
+def _qr_stack(a, mode, pivoting):
+    """NumPy's qr over a stack (unpivoted: the batching rule sends pivoting to SciPy's)."""
+    return tuple(
+        _np.linalg.qr(_single_if_half(a), mode="complete" if mode == "full" else "reduced")
+    )
+
+
+_qr_stack_p = _stack_primitive("qr", _qr_stack, _qr_vjp, _qr_jvp)
+
+
+def _qr_batch(args, dims, **params):
+    if params["pivoting"]:  # NumPy has no pivoted QR
+        return _batching.rows_one_by_one(
+            _qr_p, args, dims, params, batch_size(args, dims), "NumPy has no pivoted QR"
+        )
+    return _on_stack(_qr_stack_p)(args, dims, **params)
+
+
 _qr_p = _factorization("qr", _qr_vjp, _qr_jvp)
+register_rules(_qr_p, batch=_qr_batch)
 
 
 def qr(
@@ -1565,8 +1774,34 @@ def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
     return u, _sl.svd(a, compute_uv=False, lapack_driver=lapack_driver), vh
 
 
+def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
+    """NumPy's svd: LAPACK's gesdd, as SciPy's default driver, over a stack."""
+    a = _single_if_half(a)
+    u, s, vh = _np.linalg.svd(a, full_matrices=full_matrices and compute_uv)
+    if not compute_uv:
+        s = _np.linalg.svd(a, compute_uv=False)
+    return u, s, vh
+
+
+_svd_stack_p = _stack_primitive("svd", _svd_stack, _svd_vjp, _svd_jvp, raises_on_values=True)
+
+
+def _svd_batch(args, dims, **params):
+    if params["lapack_driver"] != "gesdd":  # NumPy has no gesvd
+        return _batching.rows_one_by_one(
+            _svd_p, args, dims, params, batch_size(args, dims), "NumPy's batched svd has no gesvd"
+        )
+    return _on_stack(_svd_stack_p)(args, dims, **params)
+
+
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
-register_rules(_svd_p, forward="speed")
+register_rules(
+    _svd_p,
+    forward="speed",
+    batch=_svd_batch,
+    sparsity=_DENSE,
+    raises_on_values=True,
+)
 
 
 def svd(
@@ -1699,7 +1934,12 @@ def _trisylv_map(cs, x, transpose):  # dA X - X dA, dA the upper triangle of dT 
     return fnp.matmul(da, x) - fnp.matmul(x, da)
 
 
-register_rules(_trisylv_p, taylor=_la.linear_solve_taylor_rule(_trisylv_p, _trisylv_map))
+register_rules(
+    _trisylv_p,
+    batch=_on_stack(_trisylv_p, (2, 2)),
+    taylor=_la.linear_solve_taylor_rule(_trisylv_p, _trisylv_map),
+    sparsity=_DENSE,
+)
 
 
 def _refuse_blocks(tt, a, output):
@@ -1752,6 +1992,11 @@ def _schur_vjp(wanted, ans, a, output, sort):
 
 
 _schur_p = _factorization("schur", _schur_vjp, _schur_jvp)
+register_rules(
+    _schur_p,
+    raises_on_values=True,
+    row_by_row="LAPACK's gees (the Schur form) has no NumPy counterpart that broadcasts",
+)
 
 
 def schur(
@@ -1851,238 +2096,3 @@ def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
     )
     index = (m - 1) - _np.arange(m)[:, None] + _np.arange(n)[None, :]
     return getitem(vals, (Ellipsis, index))  # (fgrad's gather: vals may be a lazy Dask array)
-
-
-# --- batching (vmap) ------------------------------------------------------------------------------
-# SciPy's functions take one matrix at a time (a stack is looped over in Python), so the rules
-# use forms that broadcast over a batch: NumPy's LAPACK calls where they compute the same
-# factorization (QR, SVD), a solve with NumPy's batched `solve` where SciPy's solver has a
-# structure NumPy has no routine for (triangular, banded, Sylvester), one SciPy call with the
-# rows' right-hand sides side by side when the matrix is the same for every row, and LU with
-# partial pivoting written over the batch. Schur, sqrtm and expm have no such form
-# (`declare_row_by_row`).
-
-_solve_rule = _batching.rules[_la._solve_p]
-
-
-def _leading(args, dims, core_ndims):
-    """The operands with their batch axes first and padded to as many leading axes as the
-    longest (see `fgrad.numpy.linalg`'s rules); unbatched ones as they are."""
-    loops = max(len(shape(a)) - (d is not None) - c for a, d, c in zip(args, dims, core_ndims))
-    return [
-        a if d is None else with_example_ndim(a, d, loops + c)
-        for a, d, c in zip(args, dims, core_ndims)
-    ]
-
-
-def _columns_side_by_side(solve, b, db):
-    """solve(b) for every row's b (..., n, k) at once, when the matrix is the same for every
-    row: the rows' columns side by side in one b (..., n, k * rows), one call."""
-    x = fnp.moveaxis(b, db, -1)
-    s = shape(x)
-    x = solve(fnp.reshape(x, s[:-2] + (s[-2] * s[-1],)))
-    return fnp.reshape(x, s), len(s) - 1
-
-
-def _trsolve_batch(args, dims, lower, trans, unit):
-    (a, b), (da, db) = args, dims
-    if da is None and len(shape(a)) == 2:
-        return _columns_side_by_side(
-            lambda b: _trsolve_p(a, b, lower=lower, trans=trans, unit=unit), b, db
-        )
-    if da is not None:
-        a, da = batch_to_front(a, da), 0
-    m = _single_if_half(_referenced(a, lower, unit))
-    if unit:
-        m = m + _const(_np.eye(shape(a)[-1]), m)
-    return _solve_rule([_op(m, trans), _single_if_half(b)], [da, db])
-
-
-def _banded_batch(args, dims, l, u):
-    (ab, b), (dab, db) = args, dims
-    if dab is None:
-        return _columns_side_by_side(lambda b: _banded_p(ab, b, l=l, u=u), b, db)
-    ab = batch_to_front(ab, dab)  # each row's own band: its dense matrix, a[i, j] = ab[u+i-j, j]
-    bands, n = shape(ab)[-2:]
-    i, j = _np.arange(n)[:, None], _np.arange(n)[None, :]
-    r = u + i - j
-    valid = (r >= 0) & (r < bands)
-    dense = _gather(ab, (_np.where(valid, r, 0), j), lead=1) * _const(valid, ab)
-    # float16 solved in float32, as SciPy (and the triangular and Sylvester rules) do: NumPy's
-    # solve has no float16 loop
-    return _solve_rule([_single_if_half(dense), _single_if_half(b)], [0, db])
-
-
-# Above this many unknowns (m * n) per row, the Kronecker form's solve costs more than SciPy's
-# Bartels-Stewart applied to one row at a time.
-_KRONECKER_LIMIT = 256
-
-
-_SYLVESTER_BY_ROW = (
-    "a Sylvester equation with more unknowns than the Kronecker form's limit: its (mn)^2 "
-    "system would cost more than one Bartels-Stewart solve per row"
-)
-
-
-def _sylvester_batch(args, dims):
-    """A X + X B = Q for every row as one linear system each in vec(X) (row-major):
-    (A kron I + I kron B^T) vec(X) = vec(Q), solved by NumPy's batched solve."""
-    a, b, q = (_single_if_half(x) for x in _leading(args, dims, (2, 2, 2)))
-    m, n = shape(a)[-1], shape(b)[-1]
-    if m * n > _KRONECKER_LIMIT:
-        return _batching.rows_one_by_one(
-            _sylvester_p, args, dims, {}, batch_size(args, dims), _SYLVESTER_BY_ROW
-        )
-    # identities in the inputs' precision (float64 ones made float32 systems float64)
-    real = _np.finfo(_np.result_type(dtype_of(a), dtype_of(b), dtype_of(q), _np.float32)).dtype
-    eye_m = _np.eye(m, dtype=real).reshape(m, 1, m, 1)
-    eye_n = _np.eye(n, dtype=real).reshape(1, n, 1, n)
-    ka = fnp.expand_dims(fnp.expand_dims(a, -1), -3) * eye_n  # A[i, k] I[j, l]
-    kb = fnp.expand_dims(fnp.expand_dims(_mT(b), -2), -4) * eye_m  # I[i, k] B[l, j]
-    k = fnp.reshape(ka, shape(ka)[:-4] + (m * n, m * n)) + fnp.reshape(
-        kb, shape(kb)[:-4] + (m * n, m * n)
-    )
-    x = _la._solve_p(k, fnp.reshape(q, shape(q)[:-2] + (m * n, 1)))
-    return fnp.reshape(x, shape(x)[:-2] + (m, n)), 0
-
-
-def _lu_factor_stack(a):
-    """LAPACK's getrf on a stack (..., m, n), one column at a time for every matrix together:
-    partial pivoting on the first largest |re| + |im| (LAPACK's i?amax), 0-based pivots."""
-    if _np.iscomplexobj(a) or a.dtype == _np.float16:  # (SciPy's float16 is float32)
-        dtype = _np.result_type(a, _np.float32)
-    else:
-        dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    lu = _np.array(a, dtype=dtype).reshape((math.prod(a.shape[:-2]), m, n))  # (m n may be 0)
-    piv = _np.zeros((lu.shape[0], k), dtype=_np.int32)
-    each = _np.arange(lu.shape[0])
-    for j in range(k):
-        col = lu[:, j:, j]
-        p = j + _np.argmax(_np.abs(col.real) + _np.abs(col.imag), axis=1)
-        piv[:, j] = p
-        lu[each, j], lu[each, p] = lu[each, p], lu[each, j].copy()
-        pivot = lu[:, j, j]
-        lu[:, j + 1 :, j] /= _np.where(pivot == 0, 1, pivot)[:, None]
-        lu[:, j + 1 :, j + 1 :] -= lu[:, j + 1 :, j, None] * lu[:, j, None, j + 1 :]
-    return lu.reshape(a.shape[:-2] + (m, n)), piv.reshape(a.shape[:-2] + (k,))
-
-
-def _lu_stack(a):
-    """SciPy's lu(a, p_indices=True), (perm, l, u), from `_lu_factor_stack`."""
-    packed, piv = _lu_factor_stack(a)
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    perm = _np.argsort(_lu_rows(piv, m if k else 0), axis=-1).astype(_np.int32)  # SciPy's
-    l_mat = _np.tril(packed[..., :, :k], -1) + _np.eye(m, k, dtype=packed.dtype)
-    return perm, l_mat, _np.triu(packed[..., :k, :])
-
-
-def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
-    """NumPy's svd: LAPACK's gesdd, as SciPy's default driver, over a stack."""
-    a = _single_if_half(a)
-    u, s, vh = _np.linalg.svd(a, full_matrices=full_matrices and compute_uv)
-    if not compute_uv:
-        s = _np.linalg.svd(a, compute_uv=False)
-    return u, s, vh
-
-
-def _qr_stack(a, mode, pivoting):
-    """NumPy's qr over a stack (unpivoted: the batching rule sends pivoting to SciPy's)."""
-    return tuple(
-        _np.linalg.qr(_single_if_half(a), mode="complete" if mode == "full" else "reduced")
-    )
-
-
-# The same factorizations as `_lu_factor_p`, `_lu_p`, `_svd_p` and `_qr_p` (and their rules),
-# computed over a stack at once: what their batching rules apply. Through `per_matrix`, as the
-# unbatched ones, so that a chunked (Dask) stack runs lazily block by block.
-def _stack_primitive(name, impl, vjp, jvp):
-    prim = Primitive(name, _la.per_matrix(impl), vjp=vjp, jvp=jvp, multiple_results=True)
-    register_rules(prim, forward="speed")
-    return prim
-
-
-_lu_factor_stack_p = _stack_primitive("lu_factor", _lu_factor_stack, _lu_factor_vjp, _lu_factor_jvp)
-_lu_stack_p = _stack_primitive("lu", _lu_stack, _lu_vjp, _lu_jvp)
-_svd_stack_p = _stack_primitive("svd", _svd_stack, _svd_vjp, _svd_jvp)
-_qr_stack_p = _stack_primitive("qr", _qr_stack, _qr_vjp, _qr_jvp)
-
-
-def _on_stack(stack_prim, core_ndims=(2,)):
-    def rule(args, dims, **params):
-        out = bind(stack_prim, _leading(args, dims, core_ndims), params)
-        return (out, (0,) * len(out)) if stack_prim.multiple_results else (out, 0)
-
-    return rule
-
-
-def _svd_batch(args, dims, **params):
-    if params["lapack_driver"] != "gesdd":  # NumPy has no gesvd
-        return _batching.rows_one_by_one(
-            _svd_p, args, dims, params, batch_size(args, dims), "NumPy's batched svd has no gesvd"
-        )
-    return _on_stack(_svd_stack_p)(args, dims, **params)
-
-
-def _qr_batch(args, dims, **params):
-    if params["pivoting"]:  # NumPy has no pivoted QR
-        return _batching.rows_one_by_one(
-            _qr_p, args, dims, params, batch_size(args, dims), "NumPy has no pivoted QR"
-        )
-    return _on_stack(_qr_stack_p)(args, dims, **params)
-
-
-register_rules(_trsolve_p, batch=_trsolve_batch)
-register_rules(_banded_p, batch=_banded_batch)
-register_rules(_sylvester_p, batch=_sylvester_batch)
-register_rules(_trisylv_p, batch=_on_stack(_trisylv_p, (2, 2)))
-register_rules(_lu_factor_p, batch=_on_stack(_lu_factor_stack_p))
-register_rules(_lu_factor_stack_p, batch=_on_stack(_lu_factor_stack_p))
-register_rules(_lu_p, batch=_on_stack(_lu_stack_p))
-register_rules(_lu_stack_p, batch=_on_stack(_lu_stack_p))
-register_rules(_svd_p, batch=_svd_batch)
-register_rules(_svd_stack_p, batch=_on_stack(_svd_stack_p))
-register_rules(_qr_p, batch=_qr_batch)
-register_rules(_qr_stack_p, batch=_on_stack(_qr_stack_p))
-for _prim, _reason in (
-    (_schur_p, "LAPACK's gees (the Schur form) has no NumPy counterpart that broadcasts"),
-    (_sqrtm_p, "SciPy's sqrtm is Schur-based: NumPy has no batched Schur form"),
-    (_expm_p, "SciPy's expm picks its Pade order and scaling per matrix; no NumPy counterpart"),
-):
-    register_rules(_prim, row_by_row=_reason)
-
-
-# Sparsity detection (`fgrad.sparsity`): a dense block (fgrad.numpy.linalg's are per matrix).
-for _prim in (
-    _expm_p,
-    _lu_p,
-    _lu_stack_p,
-    _lu_factor_p,
-    _lu_factor_stack_p,
-    _qr_p,
-    _qr_stack_p,
-    _schur_p,
-    _banded_p,
-    _sylvester_p,
-    _trsolve_p,
-    _sqrtm_p,
-    _svd_p,
-    _svd_stack_p,
-    _trisylv_p,
-):
-    register_rules(
-        _prim,
-        sparsity=(
-            "dense",
-            "a matrix function or factorisation of scipy.linalg: each output element depends "
-            "on the whole matrix (issue 35: a block per matrix of a stack, as "
-            "fgrad.numpy.linalg's)",
-        ),
-    )
-
-# LAPACK raises on a singular (or non-converging) input: a `jit` replay keeps these calls
-# where their result goes unused (a check), as the eager call raises
-for _prim in (_trsolve_p, _banded_p, _sylvester_p, _svd_p, _svd_stack_p, _schur_p):
-    register_rules(_prim, raises_on_values=True)

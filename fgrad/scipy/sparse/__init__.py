@@ -37,7 +37,7 @@ import scipy.sparse as _sp
 from ... import numpy as fnp, sparsity as _sparsity
 from ...core import Box, dtype_of, holds_box, innermost, primal, refuse_lazy, shape_of
 from ...numpy.shaping import describe
-from ...primitive import deflinear, register_rules
+from ...primitive import deflinear
 from ...tree_util import register_pytree_node
 
 __all__ = [
@@ -79,9 +79,6 @@ def _like(ct, x):
     return fnp.astype(ct, want)
 
 
-_sparse_matmul_p = deflinear(_sparse_matmul_impl, _sparse_matmul_transpose, name="sparse_matmul")
-
-
 def _sparse_matmul_batch(args, dims, A):
     # SciPy multiplies a matrix by one vector or by the columns of one matrix: the rows of the
     # batch become more columns, one product for all of them.
@@ -90,9 +87,6 @@ def _sparse_matmul_batch(args, dims, A):
     n = shape_of(x)
     out = _sparse_matmul_p(fnp.reshape(x, (n[0], -1)), A=A)
     return fnp.reshape(out, (A.shape[0],) + tuple(n[1:])), len(n) - 1
-
-
-register_rules(_sparse_matmul_p, batch=_sparse_matmul_batch)
 
 
 def _sparse_matmul_sparsity(vals, pats, ans, params):
@@ -107,7 +101,13 @@ def _sparse_matmul_sparsity(vals, pats, ans, params):
     return _sparsity._through(indicator, pats[0])
 
 
-register_rules(_sparse_matmul_p, sparsity=("rule", "contracts", _sparse_matmul_sparsity))
+_sparse_matmul_p = deflinear(
+    _sparse_matmul_impl,
+    _sparse_matmul_transpose,
+    name="sparse_matmul",
+    batch=_sparse_matmul_batch,
+    sparsity=("rule", "contracts", _sparse_matmul_sparsity),
+)
 
 
 def _check_operand(A, x, who, transposed=False):
