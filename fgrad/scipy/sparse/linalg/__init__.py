@@ -228,6 +228,13 @@ def _solve_primitive(name, impl, solver):
 
 _lu_solve_p, _lu_tangent_map = _solve_primitive("sparse_lu_solve", _lu_solve_impl, "factor")
 
+# The sparsity of the solves' outputs (and of expm_multiply's), declared by each below
+_DENSE_SOLVE = (
+    "dense",
+    "each element of a sparse solve (or of exp(A) B) depends on every element of b and of A's "
+    "data, in general",
+)
+
 
 def _columns_batch(prim, rows_reason, columns_interact=False):
     """The batching rule of a solve (data, b): right-hand sides of every row side by side
@@ -263,6 +270,7 @@ register_rules(
         "each row has a matrix of its own, which SuperLU factorises on its own",
     ),
     taylor=linear_solve_taylor_rule(_lu_solve_p, _lu_tangent_map),
+    sparsity=_DENSE_SOLVE,
 )
 
 
@@ -487,7 +495,7 @@ def _it_taylor(primals, series, *, method, trans):
     return _it_solve_p(*primals, method=method, trans=trans), coefficients
 
 
-register_rules(_it_solve_p, batch=_it_batch, taylor=_it_taylor)
+register_rules(_it_solve_p, batch=_it_batch, taylor=_it_taylor, sparsity=_DENSE_SOLVE)
 
 
 def _iterative(method, A, b, x0, rtol, atol, maxiter, M, callback, restart=None):
@@ -719,6 +727,7 @@ register_rules(
     batch=_columns_batch(_expm_p, "each row has a matrix of its own", columns_interact=True),
     taylor=_taylor.linear_rule(_expm_p, linear_in=(1,)),
     forward="speed",
+    sparsity=_DENSE_SOLVE,
 )
 
 
@@ -752,14 +761,3 @@ def expm_multiply(
     if not _np.issubdtype(dtype_of(data), _np.inexact):
         data = fnp.asarray(data, dtype=float)
     return _expm_p(data, B, how=_Expm(A.structure), trans="N")
-
-
-for _prim in (_lu_solve_p, _it_solve_p, _expm_p):
-    register_rules(
-        _prim,
-        sparsity=(
-            "dense",
-            "each element of a sparse solve (or of exp(A) B) depends on every element of b and "
-            "of A's data, in general",
-        ),
-    )
