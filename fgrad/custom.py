@@ -631,6 +631,115 @@ class _CustomCall(_Call):
         self.f._check_nondiff(self.args, self.nondiff, level)
 
 
+# --- custom_vjp and custom_jvp under vmap (their batching rule) ----------------------------------
+# Under vmap a custom call becomes a call of the same kind on whole batches: the function and
+# its rules are vmapped over the rows (every input gets a leading batch axis), so that outer
+# levels still apply the user's rule, now to all rows at once. (A checkpoint inside a vmap
+# runs its function on the batch instead: see `checkpoint`.)
+
+
+def _every_row(args, dims):
+    n = batch_size(args, dims)
+    return [every_row(a, d, n) for a, d in zip(args, dims)]
+
+
+def _batched_outputs(out):
+    leaves = tree_flatten(out)[0]
+    return tuple(leaves), (0,) * len(leaves)
+
+
+_BATCHED = (
+    "a value batched by vmap",
+    "under vmap the rule runs on all rows at once and could not pair that value's rows with "
+    "the arguments'",
+)
+
+
+def _check_batched_closure(call, level, rules):
+    """Refuse a function or rule that reads a value batched at `level` other than through its
+    arguments: the batched call applies it to all rows at once."""
+    for what, fn in (("the function", call.f.fun), *rules):
+        _check_closure(fn, level, call.who, what, _BATCHED)
+
+
+def _custom_batch(args, dims, call):
+    f, nondiff = call.f, call.nondiff_args()
+    level = call.level(args)
+    if not any(lv.depth < level.depth for lv in live_levels_of(call.inputs) if not lv.batches):
+        # No transform outside this vmap differentiates the call, so nobody needs its rule:
+        # the function runs on the batch, rows together (it may read values of this vmap).
+        boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+        outs = call.output_leaves(f.fun(*call.full_args(boxed)), "the function")
+        return _unboxed(outs, level)
+    rules = (("fwd", f.fwd), ("bwd", f.bwd)) if isinstance(f, custom_vjp) else (("jvp", f.jvp),)
+    _check_batched_closure(call, level, rules)
+    if any(_any_live(tree_flatten(a)[0]) for a in nondiff):
+        return _by_row(call, args, dims)  # a nondiff argument that varies by row
+    rows = _every_row(args, dims)
+
+    def with_nondiff(diff_args):
+        full = list(call.args)
+        for i, a in zip(call.diff, diff_args):
+            full[i] = a
+        return full
+
+    def fun(*diff_args):
+        return vmap(lambda *d: f.fun(*with_nondiff(d)))(*diff_args)
+
+    if isinstance(f, custom_vjp):
+        batched = custom_vjp(fun)
+        batched.defvjp(
+            lambda *d: vmap(lambda *e: f.fwd(*with_nondiff(e)))(*d),
+            lambda res, ct: vmap(lambda r, c: f.bwd(*nondiff, r, c))(res, ct),
+        )
+    else:
+        batched = custom_jvp(fun)
+        batched.defjvp(lambda ps, ts: vmap(lambda p, t: f.jvp(*nondiff, p, t))(ps, ts))
+    out = batched(*tree_unflatten(call.in_tree, rows))
+    leaves, tree = tree_flatten(out)
+    if call.out_tree is None:  # the structure the call's own output would have had
+        call.out_tree = tree
+        call.out_metas = [(core.shape_of(v)[1:], core.dtype_of(v)) for v in leaves]
+    return tuple(leaves), (0,) * len(leaves)
+
+
+def _by_row(call, args, dims):
+    prim = custom_vjp_call if isinstance(call.f, custom_vjp) else custom_jvp_call
+    return batching.row_by_row(prim, args, dims, {"call": call}, batch_size(args, dims))
+
+
+def _unboxed(outs, level):
+    """Output leaves computed on `level`'s boxes, as a rule returns them: values and axes."""
+    values, dims = [], []
+    for o in outs:
+        own = type(o) is Box and o.level is level
+        values.append(o.value if own else o)
+        dims.append(o.aux if own else None)
+    return tuple(values), tuple(dims)
+
+
+def _same_custom_call(params, other):
+    """Whether two custom calls compute the same function (the same custom function, the same
+    non-differentiated arguments); if so the new call learns the output structure the other
+    one has (it will be given the other's outputs)."""
+    a, b = params["call"], other["call"]
+    same = (
+        a.f is b.f
+        and a.nondiff == b.nondiff
+        and all(x is y for x, y in zip(a.nondiff_args(), b.nondiff_args()))
+    )
+    if same and a.out_tree is None:
+        a.out_tree, a.out_metas = b.out_tree, b.out_metas
+    return same
+
+
+# Sparsity detection (`fgrad.sparsity`) of either call:
+_CUSTOM_RULE_SPARSITY = (
+    "dense",
+    "a custom rule's derivative need not follow the structure of the function it replaces",
+)
+
+
 # --- rules whose Python reads a placeholder ---------------------------------------------------
 # Forward mode transposes a bprop by running it once on placeholder cotangents, and reverse
 # mode transposes a custom_jvp rule by running it once on placeholder tangents: zeros that
@@ -897,6 +1006,39 @@ class custom_vjp(_CustomFunction):
         return self.fwd is not None
 
 
+# custom_vjp's rules of the other transforms: its batching rule is `_custom_batch` (shared
+# with custom_jvp, above). A custom call's Taylor coefficients come from its rule, by the
+# general rule of `fgrad.taylor` (y' = J(x) x' solved order by order): custom_jvp's J x' is the
+# user's jvp rule, custom_vjp's is bwd transposed. (A checkpointed function runs on the series
+# itself, remembering nothing being a reverse-mode matter: see `checkpoint`'s rules.)
+
+
+@taylor.declared("derived")
+def _custom_vjp_taylor(primals, series, call):
+    own = getattr(call.f, "taylor_rule", None)  # a custom function fgrad defines may carry its
+    if own is not None:  # own rule (`fgrad.scipy.integrate`'s solve); None: it does not apply
+        out = own(call, primals, series)
+        if out is not None:
+            return out
+    level = call.level(primals)
+    call.check(level, (("fwd", call.f.fwd), ("bwd", call.f.bwd)))
+
+    def tangent(ts, ans, xs):
+        outs, bprop = _fwd_and_bprop(call, xs, None)
+        return transpose_bprop(bprop, outs, ts, multiple_results=True)
+
+    return taylor.general_rule(custom_vjp_call, primals, series, {"call": call}, tangent)
+
+
+taylor.same_params[custom_vjp_call] = _same_custom_call
+register_rules(
+    custom_vjp_call,
+    batch=_custom_batch,
+    taylor=_custom_vjp_taylor,
+    sparsity=_CUSTOM_RULE_SPARSITY,
+)
+
+
 # --- custom_jvp -----------------------------------------------------------------------------------
 
 
@@ -1152,6 +1294,107 @@ class custom_jvp(_CustomFunction):
 
     def _has_rule(self):
         return self.jvp is not None
+
+
+@taylor.declared("derived")
+def _custom_jvp_taylor(primals, series, call):
+    """The general rule with the user's jvp rule as J x'. Along the path the tangent it is
+    given is a series whose value (its first coefficient) may be zero while the higher ones
+    are not, so a rule whose Python reads its tangents' values is applied to real tangents
+    instead, column by column (`_jvp_by_columns`)."""
+    level = call.level(primals)
+
+    def tangent(ts, ans, xs):
+        ts = [zeros_like_value(x) if t is None else t for t, x in zip(ts, xs)]
+        with _WatchLevel() as watch:
+            try:
+                watched = [Box(t, watch, None) for t in ts]
+                _, t_out = _apply_jvp_rule(call, xs, watched, level)
+                t_leaves = _tangent_leaves(call, t_out, ans, call.out_tree)
+            except Exception:  # a read of a watched tangent, or a failure on one
+                watch.was_read = True
+        if watch.was_read:
+            return _jvp_by_columns(call, xs, ts, ans, level)
+        return [core._live_value(t) for t in t_leaves]  # without the watch's boxes
+
+    return taylor.general_rule(custom_jvp_call, primals, series, {"call": call}, tangent)
+
+
+class _ComputeLevel(core.Level):
+    """Runs code on real values as boxes, which have the methods of traced values (`x.at`): a
+    primitive applied to this level's boxes is applied to their values and its result boxed
+    again (`aux` is None)."""
+
+    __slots__ = ()
+
+    def process(self, prim, args, params):
+        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
+        ans = bind(prim, vals, params)
+        if prim.multiple_results:
+            return tuple(Box(a, self, None) for a in ans)
+        return Box(ans, self, None)
+
+
+class _WatchLevel(_ComputeLevel):
+    """Runs code on real values and notices whether it reads them (a `_ComputeLevel` whose
+    boxes' values must not be read): reading a box's value sets `was_read` and raises
+    `PlaceholderRead`, as a placeholder's."""
+
+    __slots__ = ("was_read",)
+
+    reads_values = True
+
+    def __init__(self):
+        super().__init__()
+        self.was_read = False
+
+    def read(self, box):
+        self.was_read = True
+        raise PlaceholderRead(f"the value of a watched tangent at {self!r} was read")
+
+
+def _jvp_by_columns(call, xs, ts, ans, level):
+    """J t from the jvp rule applied to real tangents, one input element at a time: J t is
+    the sum over elements m of t_m J e_m; for a complex input, of Re t_m J e_m and
+    -Im t_m J (-1j e_m)."""
+    zeros = [zeros_like_value(x) for x in xs]
+    total = [None] * len(ans)
+    for i, (x, t) in enumerate(zip(xs, ts)):
+        shape, dtype = _meta(x)
+        if dtype.kind not in "fc":
+            continue
+        for scale in _directions(dtype):
+            if scale == 1:
+                weights = fnp.real(t) if dtype.kind == "c" else t
+            else:  # J (-1j e_m) carries the imaginary part with a minus sign: -Im t_m
+                weights = -fnp.imag(t)
+            weights = fnp.reshape(weights, (-1,))
+            cols = []
+            for e in _basis(shape, dtype, scale):
+                e_ts = list(zeros)
+                e_ts[i] = e
+                _, t_out = _apply_jvp_rule(call, xs, e_ts, level)
+                cols.append(_tangent_leaves(call, t_out, ans, call.out_tree))
+            for j, a in enumerate(ans):
+                col_j = [c[j] for c in cols]
+                if not col_j or all(c is None for c in col_j):
+                    continue
+                z = _zeros(_meta(a))
+                stacked = fnp.stack([z if c is None else c for c in col_j])
+                term = fnp.tensordot(fnp.astype(weights, _meta(a)[1]), stacked, axes=1)
+                total[j] = term if total[j] is None else total[j] + term
+    return total
+
+
+taylor.same_params[custom_jvp_call] = _same_custom_call
+# The user's forward rule (reverse mode transposes it): no derivative fgrad writes twice.
+register_rules(
+    custom_jvp_call,
+    batch=_custom_batch,
+    taylor=_custom_jvp_taylor,
+    forward="derived",
+    sparsity=_CUSTOM_RULE_SPARSITY,
+)
 
 
 # --- checkpoint -----------------------------------------------------------------------------------
@@ -1432,6 +1675,36 @@ def _static_positions(static_argnums, who) -> tuple:
     return positions
 
 
+def _checkpoint_batch(args, dims, call):
+    """A vmap inside the transforms that differentiate a checkpointed call (they process it
+    first): the function runs on the batch, its rows together, as it reads values of this vmap
+    that are not its arguments."""
+    level = call.level(args)
+    boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
+    return _unboxed(call.run(boxed, ()), level)
+
+
+@taylor.declared("derived")
+def _checkpoint_taylor(primals, series, call):
+    level = call.level(primals)
+    boxed = [p if s is None else Box(p, level, s) for p, s in zip(primals, series)]
+    outs = call.run(boxed, ())
+    values = tuple(o.value if type(o) is Box and o.level is level else o for o in outs)
+    out_series = tuple(o.aux if type(o) is Box and o.level is level else None for o in outs)
+    return values, out_series
+
+
+# The function's own forward mode: no derivative fgrad writes twice; sparsity detection runs
+# the function on the level's boxes.
+register_rules(
+    checkpoint_p,
+    batch=_checkpoint_batch,
+    taylor=_checkpoint_taylor,
+    forward="derived",
+    sparsity="traced",
+)
+
+
 # --- tap_cotangent --------------------------------------------------------------------------------
 
 
@@ -1529,230 +1802,10 @@ def tap_cotangent(x: PyTree, on_cotangent: Callable[[Any], Any]) -> PyTree:
     return call.bind(tap_cotangent_p, [_as_numpy(v) for v in leaves])
 
 
-# --- batching (vmap) ------------------------------------------------------------------------------
-# Under vmap a custom call becomes a call of the same kind on whole batches: the function and
-# its rules are vmapped over the rows (every input gets a leading batch axis), so that outer
-# levels still apply the user's rule, now to all rows at once. (A checkpoint inside a vmap
-# runs its function on the batch instead: see `checkpoint`.)
-
-
-def _every_row(args, dims):
-    n = batch_size(args, dims)
-    return [every_row(a, d, n) for a, d in zip(args, dims)]
-
-
-def _batched_outputs(out):
-    leaves = tree_flatten(out)[0]
-    return tuple(leaves), (0,) * len(leaves)
-
-
-_BATCHED = (
-    "a value batched by vmap",
-    "under vmap the rule runs on all rows at once and could not pair that value's rows with "
-    "the arguments'",
-)
-
-
-def _check_batched_closure(call, level, rules):
-    """Refuse a function or rule that reads a value batched at `level` other than through its
-    arguments: the batched call applies it to all rows at once."""
-    for what, fn in (("the function", call.f.fun), *rules):
-        _check_closure(fn, level, call.who, what, _BATCHED)
-
-
-def _custom_batch(args, dims, call):
-    f, nondiff = call.f, call.nondiff_args()
-    level = call.level(args)
-    if not any(lv.depth < level.depth for lv in live_levels_of(call.inputs) if not lv.batches):
-        # No transform outside this vmap differentiates the call, so nobody needs its rule:
-        # the function runs on the batch, rows together (it may read values of this vmap).
-        boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
-        outs = call.output_leaves(f.fun(*call.full_args(boxed)), "the function")
-        return _unboxed(outs, level)
-    rules = (("fwd", f.fwd), ("bwd", f.bwd)) if isinstance(f, custom_vjp) else (("jvp", f.jvp),)
-    _check_batched_closure(call, level, rules)
-    if any(_any_live(tree_flatten(a)[0]) for a in nondiff):
-        return _by_row(call, args, dims)  # a nondiff argument that varies by row
-    rows = _every_row(args, dims)
-
-    def with_nondiff(diff_args):
-        full = list(call.args)
-        for i, a in zip(call.diff, diff_args):
-            full[i] = a
-        return full
-
-    def fun(*diff_args):
-        return vmap(lambda *d: f.fun(*with_nondiff(d)))(*diff_args)
-
-    if isinstance(f, custom_vjp):
-        batched = custom_vjp(fun)
-        batched.defvjp(
-            lambda *d: vmap(lambda *e: f.fwd(*with_nondiff(e)))(*d),
-            lambda res, ct: vmap(lambda r, c: f.bwd(*nondiff, r, c))(res, ct),
-        )
-    else:
-        batched = custom_jvp(fun)
-        batched.defjvp(lambda ps, ts: vmap(lambda p, t: f.jvp(*nondiff, p, t))(ps, ts))
-    out = batched(*tree_unflatten(call.in_tree, rows))
-    leaves, tree = tree_flatten(out)
-    if call.out_tree is None:  # the structure the call's own output would have had
-        call.out_tree = tree
-        call.out_metas = [(core.shape_of(v)[1:], core.dtype_of(v)) for v in leaves]
-    return tuple(leaves), (0,) * len(leaves)
-
-
-def _by_row(call, args, dims):
-    prim = custom_vjp_call if isinstance(call.f, custom_vjp) else custom_jvp_call
-    return batching.row_by_row(prim, args, dims, {"call": call}, batch_size(args, dims))
-
-
-def _checkpoint_batch(args, dims, call):
-    """A vmap inside the transforms that differentiate a checkpointed call (they process it
-    first): the function runs on the batch, its rows together, as it reads values of this vmap
-    that are not its arguments."""
-    level = call.level(args)
-    boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
-    return _unboxed(call.run(boxed, ()), level)
-
-
-def _unboxed(outs, level):
-    """Output leaves computed on `level`'s boxes, as a rule returns them: values and axes."""
-    values, dims = [], []
-    for o in outs:
-        own = type(o) is Box and o.level is level
-        values.append(o.value if own else o)
-        dims.append(o.aux if own else None)
-    return tuple(values), tuple(dims)
-
-
 def _tap_batch(args, dims, call):
     rows = _every_row(args, dims)
     on_rows = vmap(call.on_cotangent)
     return _batched_outputs(tap_cotangent(tree_unflatten(call.out_tree, rows), on_rows))
-
-
-# --- Taylor mode (jet) ----------------------------------------------------------------------------
-# A custom call's Taylor coefficients come from its rule, by the general rule of `fgrad.taylor`
-# (y' = J(x) x' solved order by order): custom_jvp's J x' is the user's jvp rule, custom_vjp's
-# is bwd transposed. A checkpointed function runs on the series itself (remembering nothing
-# is a reverse-mode matter), so the transforms outside the jet trace its operations.
-
-
-@taylor.declared("derived")
-def _custom_jvp_taylor(primals, series, call):
-    """The general rule with the user's jvp rule as J x'. Along the path the tangent it is
-    given is a series whose value (its first coefficient) may be zero while the higher ones
-    are not, so a rule whose Python reads its tangents' values is applied to real tangents
-    instead, column by column (`_jvp_by_columns`)."""
-    level = call.level(primals)
-
-    def tangent(ts, ans, xs):
-        ts = [zeros_like_value(x) if t is None else t for t, x in zip(ts, xs)]
-        with _WatchLevel() as watch:
-            try:
-                watched = [Box(t, watch, None) for t in ts]
-                _, t_out = _apply_jvp_rule(call, xs, watched, level)
-                t_leaves = _tangent_leaves(call, t_out, ans, call.out_tree)
-            except Exception:  # a read of a watched tangent, or a failure on one
-                watch.was_read = True
-        if watch.was_read:
-            return _jvp_by_columns(call, xs, ts, ans, level)
-        return [core._live_value(t) for t in t_leaves]  # without the watch's boxes
-
-    return taylor.general_rule(custom_jvp_call, primals, series, {"call": call}, tangent)
-
-
-class _ComputeLevel(core.Level):
-    """Runs code on real values as boxes, which have the methods of traced values (`x.at`): a
-    primitive applied to this level's boxes is applied to their values and its result boxed
-    again (`aux` is None)."""
-
-    __slots__ = ()
-
-    def process(self, prim, args, params):
-        vals = [a.value if type(a) is Box and a.level is self else a for a in args]
-        ans = bind(prim, vals, params)
-        if prim.multiple_results:
-            return tuple(Box(a, self, None) for a in ans)
-        return Box(ans, self, None)
-
-
-class _WatchLevel(_ComputeLevel):
-    """Runs code on real values and notices whether it reads them (a `_ComputeLevel` whose
-    boxes' values must not be read): reading a box's value sets `was_read` and raises
-    `PlaceholderRead`, as a placeholder's."""
-
-    __slots__ = ("was_read",)
-
-    reads_values = True
-
-    def __init__(self):
-        super().__init__()
-        self.was_read = False
-
-    def read(self, box):
-        self.was_read = True
-        raise PlaceholderRead(f"the value of a watched tangent at {self!r} was read")
-
-
-def _jvp_by_columns(call, xs, ts, ans, level):
-    """J t from the jvp rule applied to real tangents, one input element at a time: J t is
-    the sum over elements m of t_m J e_m; for a complex input, of Re t_m J e_m and
-    -Im t_m J (-1j e_m)."""
-    zeros = [zeros_like_value(x) for x in xs]
-    total = [None] * len(ans)
-    for i, (x, t) in enumerate(zip(xs, ts)):
-        shape, dtype = _meta(x)
-        if dtype.kind not in "fc":
-            continue
-        for scale in _directions(dtype):
-            if scale == 1:
-                weights = fnp.real(t) if dtype.kind == "c" else t
-            else:  # J (-1j e_m) carries the imaginary part with a minus sign: -Im t_m
-                weights = -fnp.imag(t)
-            weights = fnp.reshape(weights, (-1,))
-            cols = []
-            for e in _basis(shape, dtype, scale):
-                e_ts = list(zeros)
-                e_ts[i] = e
-                _, t_out = _apply_jvp_rule(call, xs, e_ts, level)
-                cols.append(_tangent_leaves(call, t_out, ans, call.out_tree))
-            for j, a in enumerate(ans):
-                col_j = [c[j] for c in cols]
-                if not col_j or all(c is None for c in col_j):
-                    continue
-                z = _zeros(_meta(a))
-                stacked = fnp.stack([z if c is None else c for c in col_j])
-                term = fnp.tensordot(fnp.astype(weights, _meta(a)[1]), stacked, axes=1)
-                total[j] = term if total[j] is None else total[j] + term
-    return total
-
-
-@taylor.declared("derived")
-def _custom_vjp_taylor(primals, series, call):
-    own = getattr(call.f, "taylor_rule", None)  # a custom function fgrad defines may carry its
-    if own is not None:  # own rule (`fgrad.scipy.integrate`'s solve); None: it does not apply
-        out = own(call, primals, series)
-        if out is not None:
-            return out
-    level = call.level(primals)
-    call.check(level, (("fwd", call.f.fwd), ("bwd", call.f.bwd)))
-
-    def tangent(ts, ans, xs):
-        outs, bprop = _fwd_and_bprop(call, xs, None)
-        return transpose_bprop(bprop, outs, ts, multiple_results=True)
-
-    return taylor.general_rule(custom_vjp_call, primals, series, {"call": call}, tangent)
-
-
-@taylor.declared("derived")
-def _checkpoint_taylor(primals, series, call):
-    level = call.level(primals)
-    boxed = [p if s is None else Box(p, level, s) for p, s in zip(primals, series)]
-    outs = call.run(boxed, ())
-    values = tuple(o.value if type(o) is Box and o.level is level else o for o in outs)
-    out_series = tuple(o.aux if type(o) is Box and o.level is level else None for o in outs)
-    return values, out_series
 
 
 @taylor.declared("linear")
@@ -1761,40 +1814,7 @@ def _tap_taylor(primals, series, call):
     return bind(tap_cotangent_p, primals, {"call": call}), tuple(series)
 
 
-def _same_custom_call(params, other):
-    """Whether two custom calls compute the same function (the same custom function, the same
-    non-differentiated arguments); if so the new call learns the output structure the other
-    one has (it will be given the other's outputs)."""
-    a, b = params["call"], other["call"]
-    same = (
-        a.f is b.f
-        and a.nondiff == b.nondiff
-        and all(x is y for x, y in zip(a.nondiff_args(), b.nondiff_args()))
-    )
-    if same and a.out_tree is None:
-        a.out_tree, a.out_metas = b.out_tree, b.out_metas
-    return same
-
-
-taylor.same_params[custom_jvp_call] = _same_custom_call
-taylor.same_params[custom_vjp_call] = _same_custom_call
-register_rules(custom_vjp_call, batch=_custom_batch, taylor=_custom_vjp_taylor)
-# The user's forward rule (reverse mode transposes it) and the function's own forward mode
-# (a checkpoint): no derivative fgrad writes twice; a tap passes tangents through.
-register_rules(custom_jvp_call, batch=_custom_batch, taylor=_custom_jvp_taylor, forward="derived")
-register_rules(checkpoint_p, batch=_checkpoint_batch, taylor=_checkpoint_taylor, forward="derived")
-register_rules(tap_cotangent_p, batch=_tap_batch, taylor=_tap_taylor, forward="linear")
-
-
-# Sparsity detection (`fgrad.sparsity`): a checkpoint's function runs on the level's boxes; a
-# custom rule's derivative need not follow the structure of the function it replaces.
-register_rules(checkpoint_p, sparsity="traced")
-register_rules(tap_cotangent_p, sparsity="unchanged")
-for _prim in (custom_jvp_call, custom_vjp_call):
-    register_rules(
-        _prim,
-        sparsity=(
-            "dense",
-            "a custom rule's derivative need not follow the structure of the function it replaces",
-        ),
-    )
+# A tap passes tangents and Taylor coefficients through, and the sparsity of its input.
+register_rules(
+    tap_cotangent_p, batch=_tap_batch, taylor=_tap_taylor, forward="linear", sparsity="unchanged"
+)
