@@ -1115,17 +1115,24 @@ def _sign_scale(ans, x):
     return 1.0 / abs(x)
 
 
+def _across(phase, v, scale):
+    """i phase Im(conj(phase) v) scale: the part of v across the unit complex `phase`, scaled.
+
+    The one derivative of sign(z) = z / |z| (NumPy 2), which turns with the phase of z and
+    keeps its length: its tangent is the part of dz / |z| across z, `_across(sign, dz, 1/|z|)`
+    (not holomorphic). That map's transpose under the pairing Re(sum(a b)) (the convention
+    above `_linear_unary`) is the same map across conj(sign): Re(ct i s Im(conj(s) t)) =
+    -Im(ct s) Im(conj(s) t) = Re(i conj(s) Im(s ct) t)."""
+    return 1j * phase * imag(conj(phase) * v) * scale
+
+
 def _complex_sign_vjp(ans, x):
-    # The transpose of the tangent map below under the pairing Re(sum(a b)) (the convention
-    # above `_linear_unary`): ct -> i conj(sign) Im(ct sign) / |z|.
-    scale = _sign_scale(ans, x)
-    return lambda ct: 1j * conj(ans) * imag(ct * ans) * scale
+    phase, scale = conj(ans), _sign_scale(ans, x)
+    return lambda ct: _across(phase, ct, scale)
 
 
 def _complex_sign_jvp(t, ans, x):
-    # sign(z) = z / |z| (NumPy 2) turns with the phase of z and keeps its length: its tangent
-    # is the part of dz / |z| across z, i sign Im(conj(sign) dz) / |z|. Not holomorphic.
-    return 1j * ans * imag(conj(ans) * t) * _sign_scale(ans, x)
+    return _across(ans, t, _sign_scale(ans, x))
 
 
 _complex_sign = as_ufunc(
