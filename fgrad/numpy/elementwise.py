@@ -400,6 +400,7 @@ negative: UnaryFunction = mirror("ufunc")(
         forward="linear",
     )
 )
+negative.__doc__ = "-x: NumPy's `negative`, without the ufunc's keywords; linear, derivative -1."
 register_rules(negative.primitive, taylor=_taylor.linear_rule(negative.primitive))
 negative_operator = _operator_of(negative.primitive, _operator.neg)
 
@@ -723,18 +724,24 @@ register_rules(float_power_values, taylor=_power_taylor_rule(float_power_values)
 # Each is written once, as its derivative: the reverse rule is ct times it, the forward rule t
 # times it (`defunary`). These five stay bare primitives, without NumPy's ufunc keywords (see
 # "NumPy's ufunc signature" above), and their derivatives are expressions written into both
-# rules: they are the functions of the hottest loops. The others take the keywords.
-# Their Taylor rules are `fgrad.taylor`'s recurrences, each registered under its function.
+# rules: they are the functions of the hottest loops. The others take the keywords. Their
+# docstrings are set on the function objects (free: a call never reads them). Their Taylor
+# rules are `fgrad.taylor`'s recurrences, each registered under its function.
 sin = mirror("ufunc")(defunary(_np.sin, "cos(x)", namespace=globals()))
+sin.__doc__ = "sin(x): NumPy's `sin`, without the ufunc's keywords; derivative cos(x)."
 cos: UnaryFunction = mirror("ufunc")(defunary(_np.cos, "-sin(x)", namespace=globals()))
+cos.__doc__ = "cos(x): NumPy's `cos`, without the ufunc's keywords; derivative -sin(x)."
 # (sin and cos: one recurrence of the pair)
 register_rules(sin.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 0, -1))
 register_rules(cos.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1))
 tanh = mirror("ufunc")(defunary(_np.tanh, "1.0 - ans * ans", namespace=globals()))
+tanh.__doc__ = "tanh(x): NumPy's `tanh`, without the ufunc's keywords; derivative 1 - tanh(x)**2."
 register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive))
 exp = mirror("ufunc")(defunary(_np.exp, "ans", namespace=globals()))
+exp.__doc__ = "e**x: NumPy's `exp`, without the ufunc's keywords; derivative exp(x)."
 register_rules(exp.primitive, taylor=_taylor.exp_rule(exp.primitive))
 log = mirror("ufunc")(defunary(_np.log, "1.0 / x", namespace=globals()))
+log.__doc__ = "The natural logarithm: NumPy's `log`, without the ufunc's keywords; derivative 1/x."
 register_rules(log.primitive, taylor=_taylor.log_rule(log.primitive))
 tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
 register_rules(tan.primitive, taylor=_taylor.tan_rule(tan.primitive))
