@@ -425,7 +425,7 @@ def _dpow_dx(x, y):
     if isinstance(y, (_np.ndarray, _np.integer)) and y.dtype.kind in "iub":
         # in the power's float dtype, as NumPy computes x**y: y - 1 in int8 wraps at -128
         y = _np.asarray(y, dtype=_np.result_type(dtype_of(x), y.dtype, _np.float16))
-    if is_foreign_array(y):  # its values are not read: the guard always applies
+    if is_lazy(y):  # its values are not read: the guard always applies
         y_is_zero = y == 0
         return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
     if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
@@ -677,9 +677,7 @@ def _in_float64_where_the_slope_is_not_normal(direct):
 
     def rule(prim, primals, series):
         x0, a0 = primals
-        if dtype_of(x0) not in (_np.float16, _np.float32) or any(
-            is_foreign_array(innermost(v)) for v in primals
-        ):  # (a lazy array's values are not read)
+        if dtype_of(x0) not in (_np.float16, _np.float32) or any(map(is_lazy, primals)):
             return direct(prim, primals, series)
         a_value = a0 if type(a0) in (int, float) else mask_values(a0)  # (a weak Python float)
         with _np.errstate(all="ignore"):
@@ -709,7 +707,7 @@ def _by_rows(prim, primals, series, excluded, direct):
     in every row unread (`may_hold`), it sent `vmap` to the general rule where the loop took
     the recurrence, and the coefficients differed in their last bits. A lazy mask (Dask) is
     not read: the general rule."""
-    if is_foreign_array(innermost(excluded)) or bool(_np.any(excluded)):
+    if is_lazy(excluded) or bool(_np.any(excluded)):
         return _taylor.general_rule(prim, primals, series, {})
     return direct(prim, primals, series)
 
@@ -1263,8 +1261,9 @@ register_elementwise(bitwise_operators)
 # A rule that computes a mask or a weight from values calls these instead of testing
 # `holds_batch` (vmap) and `is_foreign_array` (Dask) itself: `mask_values`/`array_value` (the
 # values), `may_hold`/`read_any` (whether a mask holds), `bool_mask` (a condition as a mask),
-# `_weights` (a constant in the result's dtype); `fgrad.numpy.shaping` has `as_array` and
-# `numpy_applies` for implementations and for NumPy's own function.
+# `_weights` (a constant in the result's dtype), `is_lazy` (values not to read at all);
+# `fgrad.numpy.shaping` has `as_array` and `numpy_applies` for implementations and for NumPy's
+# own function.
 
 
 def mask_values(x):
@@ -1282,6 +1281,13 @@ def array_value(x):
     """x's plain value (no derivative) as an array NumPy's functions compute with: a NumPy
     array, or an array of another library (Dask) as it is, lazy, never converted."""
     return as_array(primal(x))
+
+
+def is_lazy(x):
+    """Whether x's values are an array of another library (Dask's), traced or not, which a
+    rule does not read (reading would compute it): it takes the branch that holds whatever
+    the values are."""
+    return is_foreign_array(innermost(x))
 
 
 def may_hold(mask):
