@@ -458,6 +458,8 @@ def _remainder_like(impl):
 fmod = _remainder_like(_np.fmod)
 remainder = _remainder_like(_np.remainder)
 mod = remainder
+# `%`: its operator's twin (see "the operators" in `fgrad.numpy.elementwise`)
+remainder_operator = _operator_of(remainder.primitive, _operator.mod)
 
 
 def _nan_aware_weights(ans, x, y, wins):
@@ -707,8 +709,7 @@ signbit = nondiff_function(_np.signbit)
 rint = nondiff_function(_np.rint)
 fix = nondiff_function(_np.fix)
 floor_divide = nondiff_function(_np.floor_divide)
-# `%` and `//`: their operators' twins (see `fgrad.numpy.elementwise.negative_operator`)
-remainder_operator = _operator_of(remainder.primitive, _operator.mod)
+# `//`: its operator's twin (see "the operators" in `fgrad.numpy.elementwise`)
 floor_divide_operator = nondiff(_operator.floordiv, "floor_divide")
 isposinf = nondiff_function(_np.isposinf)
 isneginf = nondiff_function(_np.isneginf)
