@@ -292,6 +292,11 @@ def test_sign_of_complex_input_is_differentiable():
     np.testing.assert_allclose(grad(f)(Z), dfdx - 1j * dfdy, rtol=1e-13)
     check_grads(lambda z: fnp.sign(z) * w, (Z,), order=2)
     v = np.array([1 + 1j, 0.5 - 2j, -1j])
+    # the forward rule, by hand: d sign = dz / |z| - z Re(conj(z) dz) / |z|^3; both rules are
+    # made from one expression, the reverse one its transpose (checked to third order)
+    tangent = v / r - Z * np.real(np.conj(Z) * v) / r**3
+    np.testing.assert_allclose(jvp(fnp.sign, (Z,), (v,))[1], tangent, rtol=1e-13)
+    check_grads(fnp.sign, (Z,), order=3, modes=("fwd", "rev"))
     second = fgrad.jet(fnp.sign, (Z,), ((v, 0 * v),))[1][1]
     nested = jvp(lambda t: jvp(lambda s: fnp.sign(Z + s * v), (t,), (1.0,))[1], (0.0,), (1.0,))
     np.testing.assert_allclose(second, nested[1], rtol=1e-12)

@@ -172,6 +172,16 @@ def test_every_mirror_function_has_an_example():
     assert not without, f"no example: {without}"
 
 
+@pytest.mark.parametrize("name", ["sin", "cos", "tanh", "exp", "log", "negative"])
+def test_the_bare_primitives_say_what_they_are(name):
+    """The functions of the hottest loops are bare primitives, without `as_ufunc`'s generated
+    docstring: `help(fnp.tanh)` said nothing. Each names NumPy's ufunc and its derivative."""
+    import fgrad.numpy as fnp
+
+    doc = getattr(fnp, name).__doc__
+    assert doc and f"NumPy's `{name}`" in doc and "keywords" in doc and "derivative" in doc
+
+
 @pytest.mark.parametrize("qualified, example", _examples(), ids=[k for k, _ in _examples()])
 def test_generated_example_prints_what_it_recorded(qualified, example):
     test = doctest.DocTestParser().get_doctest(example, {}, qualified, qualified, 0)

@@ -77,8 +77,6 @@ register_elementwise(globals())  # the ufuncs: rows broadcast as in every ufunc
 # Python does, as it does eagerly (the ufunc would make it a bounded np.int64). (`~x` is
 # `fgrad.numpy.elementwise.invert_operator`, installed with the others.)
 
-register_elementwise(bitwise_operators)
-
 
 def _method(prim: Any) -> Any:
     def method(self: Box, other: Any) -> Any:

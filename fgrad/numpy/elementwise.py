@@ -228,13 +228,54 @@ def _in_dtype(a, dtype):
     return astype(a, dtype) if is_traced(a) else _np.asarray(a, dtype=dtype)
 
 
+# --- the operators --------------------------------------------------------------------------------
+# `x * y` on traced values binds these: the rules of the primitive of the same name, with the
+# operator itself as the impl, so that the value is the operator's on the plain values
+# (NumPy's scalar arithmetic for NumPy scalars, `ndarray ** 2` as np.square, ...), whose last
+# bits the ufunc does not always give for complex and float32 values. The unary methods have
+# theirs too: `-s`, `abs(s)`, `~n` and `s.conjugate()` of a Python number that a `jit` record
+# holds as it was given compute as Python does, as they do eagerly: a Python float stays weak
+# (float32 times -2.0 is float32, not float64) and a Python int keeps its unbounded precision.
+# On arrays and NumPy scalars each is the ufunc. Each twin is made next to its primitive, and
+# takes its Taylor rule there if it has one.
+
+
+def _operator_of(prim, op):
+    twin = Primitive(prim.name, op, vjps=prim.vjps, jvps=prim.jvps)
+    register_rules(twin, forward=forward_rules[prim])
+    return twin
+
+
 # --- arithmetic -----------------------------------------------------------------------------------
+
+
+def _sum_taylor_rule(prim, sign):
+    """x + y and x - y: coefficient by coefficient, broadcast to the result's shape and dtype."""
+
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        sx, sy = series
+        out = []
+        for k in range(len(sx if sx is not None else sy)):
+            a = None if sx is None else sx[k]
+            b = None if sy is None else sy[k]
+            if b is not None and sign < 0:
+                b = negative(b)
+            c = _taylor.add(a, b)
+            out.append(None if c is None else broadcast_like(c, ans))
+        return ans, tuple(out)
+
+    return _taylor.kind_of_rule(rule, "linear")
+
 
 add = mirror("ufunc")(
     defprimitive(
         _np.add, vjp=(_ct_to_x, _ct_to_y), jvp=(_t_broadcast, _t_broadcast), forward="linear"
     )
 )
+add_operator = _operator_of(add, _operator.add)
+register_rules(add, taylor=_sum_taylor_rule(add, 1))
+register_rules(add_operator, taylor=_sum_taylor_rule(add_operator, 1))
 
 
 def _neg_ct_to_y(ans, x, y):
@@ -252,6 +293,9 @@ subtract = mirror("ufunc")(
         forward="linear",
     )
 )
+subtract_operator = _operator_of(subtract, _operator.sub)
+register_rules(subtract, taylor=_sum_taylor_rule(subtract, -1))
+register_rules(subtract_operator, taylor=_sum_taylor_rule(subtract_operator, -1))
 
 
 # Bprops use operators, which cost nothing over NumPy's on plain values (a cotangent and a
@@ -287,6 +331,9 @@ multiply: Primitive = mirror("ufunc")(
         forward="linear",
     )
 )
+multiply_operator = _operator_of(multiply, _operator.mul)
+register_rules(multiply, taylor=_taylor.bilinear_rule(multiply))
+register_rules(multiply_operator, taylor=_taylor.bilinear_rule(multiply_operator))
 
 
 def _div_vjp_x(ans, x, y):
@@ -301,6 +348,22 @@ def _div_vjp_y(ans, x, y):
     return lambda ct: unbroadcast(-(ct * ans / y), like)
 
 
+def _quotient_taylor_rule(prim):
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        order = len(series[0] if series[0] is not None else series[1])
+        x = _taylor.full(primals[0], series[0], order)
+        if series[1] is None:  # a constant divisor: linear
+            return ans, tuple(
+                None if c is None else broadcast_like(c / primals[1], ans) for c in x[1:]
+            )
+        y = _taylor.full(primals[1], series[1], order)
+        z = _taylor.quotient_coefficients(x, y, ans, order)
+        return ans, tuple(None if c is None else broadcast_like(c, ans) for c in z)
+
+    return _taylor.kind_of_rule(rule, "speed")
+
+
 divide = mirror("ufunc")(
     defprimitive(
         _np.divide,
@@ -313,6 +376,9 @@ divide = mirror("ufunc")(
     )
 )
 true_divide = divide
+divide_operator = _operator_of(divide, _operator.truediv)
+register_rules(divide, taylor=_quotient_taylor_rule(divide))
+register_rules(divide_operator, taylor=_quotient_taylor_rule(divide_operator))
 
 
 def _negative(x):
@@ -334,6 +400,9 @@ negative: UnaryFunction = mirror("ufunc")(
         forward="linear",
     )
 )
+negative.__doc__ = "-x: NumPy's `negative`, without the ufunc's keywords; linear, derivative -1."
+register_rules(negative.primitive, taylor=_taylor.linear_rule(negative.primitive))
+negative_operator = _operator_of(negative.primitive, _operator.neg)
 
 
 # --- power: exact at 0 to every order -------------------------------------------------------------
@@ -356,7 +425,7 @@ def _dpow_dx(x, y):
     if isinstance(y, (_np.ndarray, _np.integer)) and y.dtype.kind in "iub":
         # in the power's float dtype, as NumPy computes x**y: y - 1 in int8 wraps at -128
         y = _np.asarray(y, dtype=_np.result_type(dtype_of(x), y.dtype, _np.float16))
-    if is_foreign_array(y):  # its values are not read: the guard always applies
+    if is_lazy(y):  # its values are not read: the guard always applies
         y_is_zero = y == 0
         return where(y_is_zero, 0.0, y * x ** _np.where(y_is_zero, 1.0, y - 1.0))
     if _np.ndim(y) == 0 and y in (1, 2):  # x**1 and x**2: no power to differentiate again
@@ -482,29 +551,170 @@ power = mirror("ufunc")(
         forward="derived",  # _dpow_dx and _dpow_dy, each in both rules
     )
 )
-
-
-# --- the operators --------------------------------------------------------------------------------
-# `x * y` on traced values binds these: the rules of the primitive of the same name, with the
-# operator itself as the impl, so that the value is the operator's on the plain values
-# (NumPy's scalar arithmetic for NumPy scalars, `ndarray ** 2` as np.square, ...), whose last
-# bits the ufunc does not always give for complex and float32 values.
-
-
-def _operator_of(prim, op):
-    twin = Primitive(prim.name, op, vjps=prim.vjps, jvps=prim.jvps)
-    register_rules(twin, forward=forward_rules[prim])
-    return twin
-
-
-add_operator = _operator_of(add, _operator.add)
-subtract_operator = _operator_of(subtract, _operator.sub)
-multiply_operator = _operator_of(multiply, _operator.mul)
-divide_operator = _operator_of(divide, _operator.truediv)
 power_operator = _operator_of(power, _operator.pow)
 # `float_power`'s value: NumPy's own (for float64 arrays np.power takes a vectorised loop whose
 # last bit differs from float_power's in about 5% of elements), with power's rules
 float_power_values = _operator_of(power, _np.float_power)
+
+
+# Its Taylor rule: by products of series for a small integer exponent, by recurrences
+# otherwise, the general rule where those divide by 0.
+
+_SMALL_POWERS = range(1, 17)  # x**n by products of series, exact at x = 0
+
+
+def _traced_power(prim, primals, series):
+    """x ** a with a traced exponent, for a real base x > 0: exp(a log x), the series of log x,
+    times a, through exp's recurrence (y' = y p' for p = a log x):
+    y_k = sum_(j=1..k) (j / k) p_j y_(k-j). Its last term p_k y_0 is not taken from the value
+    y_0 = x_0^a: p_k = a_k log x_0 + r_k / x_0, r_k = sum_(i<k) a_i x_0 ln_(k-i), so
+    p_k y_0 = a_k log(x_0) y_0 + r_k x_0^(a-1), the slope `jvp` computes. From y_0 the
+    coefficients were 0 or inf wherever the value under- or overflows and they do not
+    (x^a at x = 1e-40, a = 8.5: 1e-340, its derivative in x 8.5e-300)."""
+    x0, a0 = primals
+    ans = bind(prim, primals, {})
+    order = len(series[0] if series[0] is not None else series[1])
+    x = _taylor.full(x0, series[0], order)
+    a = _taylor.full(a0, series[1], order)
+    log_x0 = log(x0)
+    slope = _traced_power_slope(x0, a0)
+    ln = [log_x0]  # log x: x ln' = x', so x0 ln_k = x_k - sum_(j<k) (j/k) ln_j x_(k-j)
+    scaled_ln = [None]  # x0 ln_k, k >= 1
+    p = [None]
+    y = [None]  # y_0 = ans is left out: it enters only the last term, p_k y_0
+    for k in range(1, order + 1):
+        inner = None
+        for j in range(1, k):
+            if ln[j] is not None and x[k - j] is not None:
+                inner = _taylor.add(inner, _taylor.scaled_product(ln[j], x[k - j], j / k))
+        num = x[k] if inner is None else (-inner if x[k] is None else x[k] - inner)
+        scaled_ln.append(num)
+        ln.append(None if num is None else num / x0)
+        rest = _taylor.cauchy(a, scaled_ln, k)  # i = k drops out: scaled_ln[0] is None
+        by_a = None if a[k] is None else a[k] * log_x0
+        p.append(_taylor.add(by_a, None if rest is None else rest / x0))
+        last = _taylor.add(
+            None if by_a is None else by_a * ans, None if rest is None else rest * slope
+        )
+        y.append(_taylor.add(_taylor.integrate(p, y, k), last))
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
+
+
+def _traced_power_slope(x0, a0):
+    """x0**(a0-1) by NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise), and 0
+    where a0 is 0 and 1/x0 is not finite, as `_dpow_dx_traced` takes it: at a subnormal x0
+    it multiplies x's zero coefficients (0 * inf was nan where jvp gave log x)."""
+    a_is_zero = mask_values(a0) == 0
+    if not may_hold(a_is_zero):
+        return power(x0, a0 - 1)
+    dtype = _np.result_type(dtype_of(x0), dtype_of(a0), _np.float16)
+    guarded = _np.logical_and(a_is_zero, _reciprocal_is_not_finite(mask_values(x0), dtype))
+    return where(guarded, 0.0, power(x0, where(guarded, 1, a0 - 1)))
+
+
+def _is_small_power(a):
+    """Whether a constant exponent is one integer 0..16 (a real, finite scalar)."""
+    if _np.ndim(a) != 0 or not _np.isrealobj(a) or not _np.isfinite(a):
+        return False
+    return a == int(a) and (int(a) in _SMALL_POWERS or int(a) == 0)
+
+
+def _power_taylor_rule(prim):
+    def rule(primals, series):
+        x0, a = primals
+        if series[1] is None and holds_batch(a):  # one exponent per row, constant here
+            by_recurrence = _in_float64_where_the_slope_is_not_normal(_by_recurrence)
+            return _by_rows(prim, primals, series, mask_values(x0) == 0, by_recurrence)
+        if series[1] is not None:  # a traced exponent: not a constant power
+            if "c" in (dtype_of(x0).kind, dtype_of(a).kind):
+                return _taylor.general_rule(prim, primals, series, {})
+            traced = _in_float64_where_the_slope_is_not_normal(_traced_power)
+            return _by_rows(prim, primals, series, mask_values(x0) <= 0, traced)
+        a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
+        if _is_small_power(a):
+            if int(a) == 0:
+                return bind(prim, primals, {}), None
+            return _constant_power(prim, primals, series)
+        # the recurrence divides by x0
+        constant = _in_float64_where_the_slope_is_not_normal(_constant_power)
+        return _by_rows(prim, primals, series, mask_values(x0) == 0, constant)
+
+    return _taylor.kind_of_rule(rule, "speed")
+
+
+def _constant_power(prim, primals, series):
+    """x ** a for a constant exponent a: by products of series for a small integer a (exact
+    at x = 0), else by x y' = a y x' (`power_coefficients`, which needs x0 != 0)."""
+    x0, a = primals
+    ans = bind(prim, primals, {})
+    order = len(series[0])
+    x = _taylor.full(x0, series[0], order)
+    a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
+    if _is_small_power(a):
+        out = _taylor.integer_power_coefficients(x, int(a), order)
+    else:
+        out = _taylor.power_coefficients(x, power(x0, a - 1), a, order)
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+def _by_recurrence(prim, primals, series):
+    """x ** a for an exponent a constant here (one per row of a `vmap`) by x y' = a y x'
+    (`power_coefficients`, in range where the value is not, at any order; needs x0 != 0)."""
+    x0, a = primals
+    ans = bind(prim, primals, {})
+    x = _taylor.full(x0, series[0], len(series[0]))
+    out = _taylor.power_coefficients(x, power(x0, a - 1), a, len(series[0]))
+    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
+
+
+def _in_float64_where_the_slope_is_not_normal(direct):
+    """`direct(prim, primals, series)` for x ** a, its coefficients computed in float64 and
+    cast back where x is float16 or float32 and the slope x0**(a0-1) is not a normal number
+    of that dtype: the recurrences start each coefficient from that slope, so a subnormal one
+    left its few digits in all (x**2.5 at 1e-30 in float32: the second derivative 12% off) and
+    an underflowed one 0 (float16 at 1e-5: inf, nan with a traced exponent). Their true
+    values, x**(a-k) for x < 1, are in range. Read row by row under `vmap`, as `_by_rows`."""
+
+    def rule(prim, primals, series):
+        x0, a0 = primals
+        if dtype_of(x0) not in (_np.float16, _np.float32) or any(map(is_lazy, primals)):
+            return direct(prim, primals, series)
+        a_value = a0 if type(a0) in (int, float) else mask_values(a0)  # (a weak Python float)
+        with _np.errstate(all="ignore"):
+            slope = _np.power(mask_values(x0), a_value - 1)  # (in x0**a0's dtype)
+        dtype = dtype_of(slope)
+        if dtype not in (_np.float16, _np.float32):
+            return direct(prim, primals, series)
+        if not bool(_np.any(_np.abs(slope) < _np.finfo(dtype).tiny)):
+            return direct(prim, primals, series)
+        ans = bind(prim, primals, {})
+        wide = [_to_float64(v) for v in primals]
+        series = [None if s is None else tuple(map(_to_float64, s)) for s in series]
+        _, out = direct(prim, wide, series)
+        return ans, tuple(None if c is None else astype(c, dtype_of(ans)) for c in out)
+
+    return rule
+
+
+def _to_float64(v):
+    return None if v is None else astype(v, _np.float64)
+
+
+def _by_rows(prim, primals, series, excluded, direct):
+    """The Taylor rule `direct(prim, primals, series)` where the mask `excluded` (of x0's
+    values) holds nowhere, else the general rule. Under `vmap` each row reads its own mask,
+    as a loop over the rows does: rows that differ run apart (`fgrad.batching`). Taken to hold
+    in every row unread (`may_hold`), it sent `vmap` to the general rule where the loop took
+    the recurrence, and the coefficients differed in their last bits. A lazy mask (Dask) is
+    not read: the general rule."""
+    if is_lazy(excluded) or bool(_np.any(excluded)):
+        return _taylor.general_rule(prim, primals, series, {})
+    return direct(prim, primals, series)
+
+
+register_rules(power, taylor=_power_taylor_rule(power))
+register_rules(power_operator, taylor=_power_taylor_rule(power_operator))
+register_rules(float_power_values, taylor=_power_taylor_rule(float_power_values))
 
 
 # --- unary functions ------------------------------------------------------------------------------
@@ -512,17 +722,34 @@ float_power_values = _operator_of(power, _np.float_power)
 # Each is written once, as its derivative: the reverse rule is ct times it, the forward rule t
 # times it (`defunary`). These five stay bare primitives, without NumPy's ufunc keywords (see
 # "NumPy's ufunc signature" above), and their derivatives are expressions written into both
-# rules: they are the functions of the hottest loops. The others take the keywords.
+# rules: they are the functions of the hottest loops. The others take the keywords. Their
+# docstrings are set on the function objects (free: a call never reads them). Their Taylor
+# rules are `fgrad.taylor`'s recurrences, each registered under its function.
 sin = mirror("ufunc")(defunary(_np.sin, "cos(x)", namespace=globals()))
+sin.__doc__ = "sin(x): NumPy's `sin`, without the ufunc's keywords; derivative cos(x)."
 cos: UnaryFunction = mirror("ufunc")(defunary(_np.cos, "-sin(x)", namespace=globals()))
+cos.__doc__ = "cos(x): NumPy's `cos`, without the ufunc's keywords; derivative -sin(x)."
+# (sin and cos: one recurrence of the pair)
+register_rules(sin.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 0, -1))
+register_rules(cos.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1))
 tanh = mirror("ufunc")(defunary(_np.tanh, "1.0 - ans * ans", namespace=globals()))
+tanh.__doc__ = "tanh(x): NumPy's `tanh`, without the ufunc's keywords; derivative 1 - tanh(x)**2."
+register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive))
 exp = mirror("ufunc")(defunary(_np.exp, "ans", namespace=globals()))
+exp.__doc__ = "e**x: NumPy's `exp`, without the ufunc's keywords; derivative exp(x)."
+register_rules(exp.primitive, taylor=_taylor.exp_rule(exp.primitive))
 log = mirror("ufunc")(defunary(_np.log, "1.0 / x", namespace=globals()))
+log.__doc__ = "The natural logarithm: NumPy's `log`, without the ufunc's keywords; derivative 1/x."
+register_rules(log.primitive, taylor=_taylor.log_rule(log.primitive))
 tan = as_ufunc(defunary(_np.tan, lambda ans, x: 1.0 + ans * ans), _np.tan)
+register_rules(tan.primitive, taylor=_taylor.tan_rule(tan.primitive))
 log1p = as_ufunc(defunary(_np.log1p, lambda ans, x: 1.0 / (1.0 + x)), _np.log1p)
+register_rules(log1p.primitive, taylor=_taylor.log_rule(log1p.primitive, shift=True))
 # expm1' = exp(x), not ans + 1: expm1(-40) rounds to -1, and ans + 1 is 0 for 4.2e-18
 expm1 = as_ufunc(defunary(_np.expm1, lambda ans, x: exp(x)), _np.expm1)
+register_rules(expm1.primitive, taylor=_taylor.expm1_rule(expm1.primitive, lambda ans, x: exp(x)))
 sqrt = as_ufunc(defunary(_np.sqrt, lambda ans, x: 0.5 / ans), _np.sqrt)
+register_rules(sqrt.primitive, taylor=_taylor.sqrt_rule(sqrt.primitive))
 
 
 def _abs_slope(ans, x):
@@ -560,6 +787,7 @@ abs = as_ufunc(
     defunary(_np.abs, vjp=_abs_vjp, jvp=_abs_jvp, name="abs", forward="derived"), _np.absolute
 )
 absolute = abs
+abs_operator = _operator_of(abs.primitive, _builtins.abs)
 
 
 # --- complex numbers ------------------------------------------------------------------------------
@@ -575,12 +803,15 @@ def _linear_unary(theirs, vjp, name: str) -> UnaryFunction:
     prim: UnaryFunction = defunary(
         theirs, vjp=vjp, jvp=lambda t, ans, x: prim(t), name=name, forward="linear"
     )
+    # each Taylor coefficient mapped alike
+    register_rules(prim.primitive, taylor=_taylor.linear_rule(prim.primitive))
     return prim
 
 
 _conj: UnaryFunction = _linear_unary(_np.conjugate, lambda ans, x: _conj, "conj")
 conj = as_ufunc(_conj, _np.conjugate)
 conjugate = conj
+conj_operator = _operator_of(_conj.primitive, _operator.methodcaller("conjugate"))
 
 
 def _real_vjp(ans, x):
@@ -851,6 +1082,9 @@ _where_p = defprimitive(
     name="where",
     forward="linear",
 )
+# Linear in x and y. Sparsity detection: `where` keeps both sides' dependencies, or the
+# chosen side's where the condition is a constant of every input (`fgrad.sparsity`).
+register_rules(_where_p, taylor=_taylor.linear_rule(_where_p, (1, 2)), sparsity="where")
 
 
 def bool_mask(condition, shape=None):
@@ -886,17 +1120,24 @@ def _sign_scale(ans, x):
     return 1.0 / abs(x)
 
 
+def _across(phase, v, scale):
+    """i phase Im(conj(phase) v) scale: the part of v across the unit complex `phase`, scaled.
+
+    The one derivative of sign(z) = z / |z| (NumPy 2), which turns with the phase of z and
+    keeps its length: its tangent is the part of dz / |z| across z, `_across(sign, dz, 1/|z|)`
+    (not holomorphic). That map's transpose under the pairing Re(sum(a b)) (the convention
+    above `_linear_unary`) is the same map across conj(sign): Re(ct i s Im(conj(s) t)) =
+    -Im(ct s) Im(conj(s) t) = Re(i conj(s) Im(s ct) t)."""
+    return 1j * phase * imag(conj(phase) * v) * scale
+
+
 def _complex_sign_vjp(ans, x):
-    # The transpose of the tangent map below under the pairing Re(sum(a b)) (the convention
-    # above `_linear_unary`): ct -> i conj(sign) Im(ct sign) / |z|.
-    scale = _sign_scale(ans, x)
-    return lambda ct: 1j * conj(ans) * imag(ct * ans) * scale
+    phase, scale = conj(ans), _sign_scale(ans, x)
+    return lambda ct: _across(phase, ct, scale)
 
 
 def _complex_sign_jvp(t, ans, x):
-    # sign(z) = z / |z| (NumPy 2) turns with the phase of z and keeps its length: its tangent
-    # is the part of dz / |z| across z, i sign Im(conj(sign) dz) / |z|. Not holomorphic.
-    return 1j * ans * imag(conj(ans) * t) * _sign_scale(ans, x)
+    return _across(ans, t, _sign_scale(ans, x))
 
 
 _complex_sign = as_ufunc(
@@ -935,15 +1176,7 @@ logical_not = nondiff_function(_np.logical_not)
 invert = nondiff_function(_np.invert)  # `~x`: logical not of booleans, bitwise not of integers
 
 
-# The operators' twins of the unary methods (as `add_operator` is `+`'s): `-s`, `abs(s)`,
-# `~n` and `s.conjugate()` of a Python number that a `jit` record holds as it was given
-# compute as Python does, as they do eagerly: a Python float stays weak (float32 times -2.0
-# is float32, not float64) and a Python int keeps its unbounded precision. On arrays and
-# NumPy scalars each is the ufunc.
-negative_operator = _operator_of(negative.primitive, _operator.neg)
-abs_operator = _operator_of(abs.primitive, _builtins.abs)
-conj_operator = _operator_of(_conj.primitive, _operator.methodcaller("conjugate"))
-invert_operator = nondiff(_operator.invert, "invert")
+invert_operator = nondiff(_operator.invert, "invert")  # `~n` (see "the operators")
 # and `&`, `|`, `^`, `<<`, `>>` (installed by `fgrad.numpy.bitwise`), by their methods' names
 bitwise_operators = {
     name: nondiff(getattr(_operator, f"{name}_" if name in ("and", "or") else name), ufunc)
@@ -1015,12 +1248,22 @@ def register_elementwise(namespace):
             register_rules(prim, batch=elementwise_batch_rule(prim))
 
 
+# The batching rule of every primitive of this module (and of the core's add_any): each
+# broadcasts as a ufunc, and so do the twins of the operators, the comparisons' and the
+# bitwise ones' (whose ufuncs are in `fgrad.numpy.bitwise`).
+register_rules(add_any, batch=elementwise_batch_rule(add_any))
+register_elementwise(globals())
+register_elementwise(comparison_operators)
+register_elementwise(bitwise_operators)
+
+
 # --- values that rules read -----------------------------------------------------------------------
 # A rule that computes a mask or a weight from values calls these instead of testing
 # `holds_batch` (vmap) and `is_foreign_array` (Dask) itself: `mask_values`/`array_value` (the
 # values), `may_hold`/`read_any` (whether a mask holds), `bool_mask` (a condition as a mask),
-# `_weights` (a constant in the result's dtype); `fgrad.numpy.shaping` has `as_array` and
-# `numpy_applies` for implementations and for NumPy's own function.
+# `_weights` (a constant in the result's dtype), `is_lazy` (values not to read at all);
+# `fgrad.numpy.shaping` has `as_array` and `numpy_applies` for implementations and for NumPy's
+# own function.
 
 
 def mask_values(x):
@@ -1040,6 +1283,13 @@ def array_value(x):
     return as_array(primal(x))
 
 
+def is_lazy(x):
+    """Whether x's values are an array of another library (Dask's), traced or not, which a
+    rule does not read (reading would compute it): it takes the branch that holds whatever
+    the values are."""
+    return is_foreign_array(innermost(x))
+
+
 def may_hold(mask):
     """Whether a mask holds anywhere. A batched mask is taken to, unread: the branch it guards
     runs for every row, its masked entries on guarded values. So is a lazy mask (of a Dask
@@ -1056,258 +1306,5 @@ def read_any(mask):
         return False
     return bool(primal(_np.any(mask)))
 
-
-register_rules(add_any, batch=elementwise_batch_rule(add_any))
-register_elementwise(globals())
-register_elementwise(comparison_operators)
-
-
-# --- Taylor rules (`fgrad.taylor`): quadratic in the order ----------------------------------------
-
-
-def _sum_taylor_rule(prim, sign):
-    """x + y and x - y: coefficient by coefficient, broadcast to the result's shape and dtype."""
-
-    def rule(primals, series):
-        ans = bind(prim, primals, {})
-        sx, sy = series
-        out = []
-        for k in range(len(sx if sx is not None else sy)):
-            a = None if sx is None else sx[k]
-            b = None if sy is None else sy[k]
-            if b is not None and sign < 0:
-                b = negative(b)
-            c = _taylor.add(a, b)
-            out.append(None if c is None else broadcast_like(c, ans))
-        return ans, tuple(out)
-
-    return _taylor.kind_of_rule(rule, "linear")
-
-
-def _quotient_taylor_rule(prim):
-    def rule(primals, series):
-        ans = bind(prim, primals, {})
-        order = len(series[0] if series[0] is not None else series[1])
-        x = _taylor.full(primals[0], series[0], order)
-        if series[1] is None:  # a constant divisor: linear
-            return ans, tuple(
-                None if c is None else broadcast_like(c / primals[1], ans) for c in x[1:]
-            )
-        y = _taylor.full(primals[1], series[1], order)
-        z = _taylor.quotient_coefficients(x, y, ans, order)
-        return ans, tuple(None if c is None else broadcast_like(c, ans) for c in z)
-
-    return _taylor.kind_of_rule(rule, "speed")
-
-
-_SMALL_POWERS = range(1, 17)  # x**n by products of series, exact at x = 0
-
-
-def _traced_power(prim, primals, series):
-    """x ** a with a traced exponent, for a real base x > 0: exp(a log x), the series of log x,
-    times a, through exp's recurrence (y' = y p' for p = a log x):
-    y_k = sum_(j=1..k) (j / k) p_j y_(k-j). Its last term p_k y_0 is not taken from the value
-    y_0 = x_0^a: p_k = a_k log x_0 + r_k / x_0, r_k = sum_(i<k) a_i x_0 ln_(k-i), so
-    p_k y_0 = a_k log(x_0) y_0 + r_k x_0^(a-1), the slope `jvp` computes. From y_0 the
-    coefficients were 0 or inf wherever the value under- or overflows and they do not
-    (x^a at x = 1e-40, a = 8.5: 1e-340, its derivative in x 8.5e-300)."""
-    x0, a0 = primals
-    ans = bind(prim, primals, {})
-    order = len(series[0] if series[0] is not None else series[1])
-    x = _taylor.full(x0, series[0], order)
-    a = _taylor.full(a0, series[1], order)
-    log_x0 = log(x0)
-    slope = _traced_power_slope(x0, a0)
-    ln = [log_x0]  # log x: x ln' = x', so x0 ln_k = x_k - sum_(j<k) (j/k) ln_j x_(k-j)
-    scaled_ln = [None]  # x0 ln_k, k >= 1
-    p = [None]
-    y = [None]  # y_0 = ans is left out: it enters only the last term, p_k y_0
-    for k in range(1, order + 1):
-        inner = None
-        for j in range(1, k):
-            if ln[j] is not None and x[k - j] is not None:
-                inner = _taylor.add(inner, _taylor.scaled_product(ln[j], x[k - j], j / k))
-        num = x[k] if inner is None else (-inner if x[k] is None else x[k] - inner)
-        scaled_ln.append(num)
-        ln.append(None if num is None else num / x0)
-        rest = _taylor.cauchy(a, scaled_ln, k)  # i = k drops out: scaled_ln[0] is None
-        by_a = None if a[k] is None else a[k] * log_x0
-        p.append(_taylor.add(by_a, None if rest is None else rest / x0))
-        last = _taylor.add(
-            None if by_a is None else by_a * ans, None if rest is None else rest * slope
-        )
-        y.append(_taylor.add(_taylor.integrate(p, y, k), last))
-    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in y[1:])
-
-
-def _traced_power_slope(x0, a0):
-    """x0**(a0-1) by NumPy's ufunc, as under `vmap` (a scalar's ** rounds otherwise), and 0
-    where a0 is 0 and 1/x0 is not finite, as `_dpow_dx_traced` takes it: at a subnormal x0
-    it multiplies x's zero coefficients (0 * inf was nan where jvp gave log x)."""
-    a_is_zero = mask_values(a0) == 0
-    if not may_hold(a_is_zero):
-        return power(x0, a0 - 1)
-    dtype = _np.result_type(dtype_of(x0), dtype_of(a0), _np.float16)
-    guarded = _np.logical_and(a_is_zero, _reciprocal_is_not_finite(mask_values(x0), dtype))
-    return where(guarded, 0.0, power(x0, where(guarded, 1, a0 - 1)))
-
-
-def _is_small_power(a):
-    """Whether a constant exponent is one integer 0..16 (a real, finite scalar)."""
-    if _np.ndim(a) != 0 or not _np.isrealobj(a) or not _np.isfinite(a):
-        return False
-    return a == int(a) and (int(a) in _SMALL_POWERS or int(a) == 0)
-
-
-def _power_taylor_rule(prim):
-    def rule(primals, series):
-        x0, a = primals
-        if series[1] is None and holds_batch(a):  # one exponent per row, constant here
-            by_recurrence = _in_float64_where_the_slope_is_not_normal(_by_recurrence)
-            return _by_rows(prim, primals, series, mask_values(x0) == 0, by_recurrence)
-        if series[1] is not None:  # a traced exponent: not a constant power
-            if "c" in (dtype_of(x0).kind, dtype_of(a).kind):
-                return _taylor.general_rule(prim, primals, series, {})
-            traced = _in_float64_where_the_slope_is_not_normal(_traced_power)
-            return _by_rows(prim, primals, series, mask_values(x0) <= 0, traced)
-        a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
-        if _is_small_power(a):
-            if int(a) == 0:
-                return bind(prim, primals, {}), None
-            return _constant_power(prim, primals, series)
-        # the recurrence divides by x0
-        constant = _in_float64_where_the_slope_is_not_normal(_constant_power)
-        return _by_rows(prim, primals, series, mask_values(x0) == 0, constant)
-
-    return _taylor.kind_of_rule(rule, "speed")
-
-
-def _constant_power(prim, primals, series):
-    """x ** a for a constant exponent a: by products of series for a small integer a (exact
-    at x = 0), else by x y' = a y x' (`power_coefficients`, which needs x0 != 0)."""
-    x0, a = primals
-    ans = bind(prim, primals, {})
-    order = len(series[0])
-    x = _taylor.full(x0, series[0], order)
-    a = _np.asarray(a) if isinstance(a, (list, tuple)) else a
-    if _is_small_power(a):
-        out = _taylor.integer_power_coefficients(x, int(a), order)
-    else:
-        out = _taylor.power_coefficients(x, power(x0, a - 1), a, order)
-    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
-
-
-def _by_recurrence(prim, primals, series):
-    """x ** a for an exponent a constant here (one per row of a `vmap`) by x y' = a y x'
-    (`power_coefficients`, in range where the value is not, at any order; needs x0 != 0)."""
-    x0, a = primals
-    ans = bind(prim, primals, {})
-    x = _taylor.full(x0, series[0], len(series[0]))
-    out = _taylor.power_coefficients(x, power(x0, a - 1), a, len(series[0]))
-    return ans, tuple(None if c is None else broadcast_like(c, ans) for c in out)
-
-
-def _in_float64_where_the_slope_is_not_normal(direct):
-    """`direct(prim, primals, series)` for x ** a, its coefficients computed in float64 and
-    cast back where x is float16 or float32 and the slope x0**(a0-1) is not a normal number
-    of that dtype: the recurrences start each coefficient from that slope, so a subnormal one
-    left its few digits in all (x**2.5 at 1e-30 in float32: the second derivative 12% off) and
-    an underflowed one 0 (float16 at 1e-5: inf, nan with a traced exponent). Their true
-    values, x**(a-k) for x < 1, are in range. Read row by row under `vmap`, as `_by_rows`."""
-
-    def rule(prim, primals, series):
-        x0, a0 = primals
-        if dtype_of(x0) not in (_np.float16, _np.float32) or any(
-            is_foreign_array(innermost(v)) for v in primals
-        ):  # (a lazy array's values are not read)
-            return direct(prim, primals, series)
-        a_value = a0 if type(a0) in (int, float) else mask_values(a0)  # (a weak Python float)
-        with _np.errstate(all="ignore"):
-            slope = _np.power(mask_values(x0), a_value - 1)  # (in x0**a0's dtype)
-        dtype = dtype_of(slope)
-        if dtype not in (_np.float16, _np.float32):
-            return direct(prim, primals, series)
-        if not bool(_np.any(_np.abs(slope) < _np.finfo(dtype).tiny)):
-            return direct(prim, primals, series)
-        ans = bind(prim, primals, {})
-        wide = [_to_float64(v) for v in primals]
-        series = [None if s is None else tuple(map(_to_float64, s)) for s in series]
-        _, out = direct(prim, wide, series)
-        return ans, tuple(None if c is None else astype(c, dtype_of(ans)) for c in out)
-
-    return rule
-
-
-def _to_float64(v):
-    return None if v is None else astype(v, _np.float64)
-
-
-def _by_rows(prim, primals, series, excluded, direct):
-    """The Taylor rule `direct(prim, primals, series)` where the mask `excluded` (of x0's
-    values) holds nowhere, else the general rule. Under `vmap` each row reads its own mask,
-    as a loop over the rows does: rows that differ run apart (`fgrad.batching`). Taken to hold
-    in every row unread (`may_hold`), it sent `vmap` to the general rule where the loop took
-    the recurrence, and the coefficients differed in their last bits. A lazy mask (Dask) is
-    not read: the general rule."""
-    if is_foreign_array(innermost(excluded)) or bool(_np.any(excluded)):
-        return _taylor.general_rule(prim, primals, series, {})
-    return direct(prim, primals, series)
-
-
-def _square_taylor_rule(prim):
-    def rule(primals, series):
-        ans = bind(prim, primals, {})
-        x = _taylor.full(primals[0], series[0], len(series[0]))
-        return ans, tuple(_taylor.square_coefficient(x, k) for k in range(1, len(x)))
-
-    return _taylor.kind_of_rule(rule, "speed")
-
-
-def _reciprocal_taylor_rule(prim):
-    def rule(primals, series):
-        ans = bind(prim, primals, {})
-        order = len(series[0])
-        y = _taylor.full(primals[0], series[0], order)
-        return ans, tuple(_taylor.quotient_coefficients([None] * (order + 1), y, ans, order))
-
-    return _taylor.kind_of_rule(rule, "speed")
-
-
-def _register_taylor():
-    for prim, sign in ((add, 1), (add_operator, 1), (subtract, -1), (subtract_operator, -1)):
-        register_rules(prim, taylor=_sum_taylor_rule(prim, sign))
-    for prim in (multiply, multiply_operator):
-        register_rules(prim, taylor=_taylor.bilinear_rule(prim))
-    for prim in (divide, divide_operator):
-        register_rules(prim, taylor=_quotient_taylor_rule(prim))
-    for prim in (power, power_operator, float_power_values):
-        register_rules(prim, taylor=_power_taylor_rule(prim))
-    register_rules(negative.primitive, taylor=_taylor.linear_rule(negative.primitive))
-    register_rules(_where_p, taylor=_taylor.linear_rule(_where_p, (1, 2)))
-    register_rules(
-        sin.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 0, -1)
-    )
-    register_rules(
-        cos.primitive, taylor=_taylor.sine_pair_rule(sin.primitive, cos.primitive, 1, -1)
-    )
-    register_rules(tanh.primitive, taylor=_taylor.tanh_rule(tanh.primitive))
-    register_rules(exp.primitive, taylor=_taylor.exp_rule(exp.primitive))
-    register_rules(
-        expm1.primitive, taylor=_taylor.expm1_rule(expm1.primitive, lambda ans, x: exp(x))
-    )
-    for linear in (_conj, _real, _imag):  # real-linear: each coefficient mapped alike
-        register_rules(linear.primitive, taylor=_taylor.linear_rule(linear.primitive))
-    register_rules(log.primitive, taylor=_taylor.log_rule(log.primitive))
-    register_rules(tan.primitive, taylor=_taylor.tan_rule(tan.primitive))
-    register_rules(log1p.primitive, taylor=_taylor.log_rule(log1p.primitive, shift=True))
-    register_rules(sqrt.primitive, taylor=_taylor.sqrt_rule(sqrt.primitive))
-
-
-_register_taylor()
-
-
-# Sparsity detection: `where` keeps both sides' dependencies, or the chosen side's where the
-# condition is a constant of every input (`fgrad.sparsity`).
-register_rules(_where_p, sparsity="where")
 
 __all__ = exported(globals())

@@ -64,6 +64,7 @@ spacing = with_example(
     >>> float(fnp.spacing(1.0)) == 2.0**-52
     True""",
 )
+register_elementwise({"logical_xor": logical_xor, "spacing": spacing})
 
 
 def _frexp_exponent(x):
@@ -74,6 +75,7 @@ def _frexp_exponent(x):
 _exponent = nondiff_function(_frexp_exponent, "frexp_exponent")
 _nextafter = nondiff_function(_np.nextafter)
 _value_of = nondiff_function(_np.positive, "nextafter_base")
+register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_value_of": _value_of})
 
 
 def _real_float(x: Any, name: str, arg: str = "x") -> Any:
@@ -179,9 +181,6 @@ frexp = ufunc_mirror(_frexp, _np.frexp)
 modf = ufunc_mirror(_modf, _np.modf)
 divmod = ufunc_mirror(_divmod, _np.divmod)
 nextafter = ufunc_mirror(_nextafter_traced, _np.nextafter)
-
-register_elementwise({"_exponent": _exponent, "_nextafter": _nextafter, "_value_of": _value_of})
-register_elementwise({"logical_xor": logical_xor, "spacing": spacing})
 
 
 # --- i0 -------------------------------------------------------------------------------------------

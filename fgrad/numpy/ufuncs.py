@@ -39,13 +39,11 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import core as _core, taylor as _taylor
-from ..core import dtype_of, shape_of
+from ..core import bind, dtype_of, shape_of
 from ..primitive import deflinear, defprimitive, defunary, nondiff, register_rules
 from ._mirror import exported, mirror
 from .elementwise import (
     _operator_of,
-    _reciprocal_taylor_rule,
-    _square_taylor_rule,
     _weights as _dtype_weights,
     as_ufunc,
     elementwise_batch_rule,
@@ -110,12 +108,20 @@ def _weights(values, ans):
 # --- unary functions: each from its derivative d(ans)/dx = derivative(ans, x) ---------------------
 
 
-def _unary(impl: _np.ufunc, derivative: Callable[[Any, Any], Any], of_x: bool = False) -> Ufunc:
-    """The ufunc `impl` from its derivative, with NumPy's ufunc signature. With `of_x` (a
-    derivative that does not read `ans`), Taylor mode integrates the derivative's own series
-    (`fgrad.taylor.from_slope`)."""
+def _unary(
+    impl: _np.ufunc,
+    derivative: Callable[[Any, Any], Any],
+    of_x: bool = False,
+    taylor: Callable[[Primitive], Any] | None = None,
+) -> Ufunc:
+    """The ufunc `impl` from its derivative, with NumPy's ufunc signature. Its Taylor rule is
+    `taylor(primitive)` if given (a recurrence); else with `of_x` (a derivative that does not
+    read `ans`), Taylor mode integrates the derivative's own series (`fgrad.taylor.from_slope`);
+    else the general rule."""
     fn = defunary(impl, derivative)
-    if of_x:
+    if taylor is not None:
+        register_rules(fn.primitive, taylor=taylor(fn.primitive))
+    elif of_x:
         register_rules(
             fn.primitive, taylor=_taylor.from_slope(fn.primitive, lambda x: derivative(None, x))
         )
@@ -177,6 +183,9 @@ arccos = _unary(_np.arccos, _arccos_slope, of_x=True)
 arctan = _unary(_np.arctan, lambda ans, x: 1.0 / (1.0 + x * x), of_x=True)
 sinh = _unary(_np.sinh, lambda ans, x: cosh(x))
 cosh: Ufunc = _unary(_np.cosh, lambda ans, x: sinh(x))
+# (sinh and cosh: one recurrence of the pair)
+register_rules(sinh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1))
+register_rules(cosh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1))
 
 
 def _arcsinh_slope(ans, x):
@@ -224,14 +233,39 @@ arctanh = _unary(
 )
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 
-exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans)
+exp2 = _unary(_np.exp2, lambda ans, x: _LN2 * ans, taylor=_taylor.scaled_exp_rule(_LN2))
 # log_b'(x) = log_b(e) / x: one division, which overflows only where the slope does
 # (1 / (ln(10) x) overflowed in the product at x = 1e308, 1/x then / ln(10) at 3e-309)
-log2 = _unary(_np.log2, lambda ans, x: _LOG2_E / x)
-log10 = _unary(_np.log10, lambda ans, x: _LOG10_E / x)
+log2 = _unary(
+    _np.log2, lambda ans, x: _LOG2_E / x, taylor=lambda p: _taylor.log_rule(p, scale=_LOG2_E)
+)
+log10 = _unary(
+    _np.log10, lambda ans, x: _LOG10_E / x, taylor=lambda p: _taylor.log_rule(p, scale=_LOG10_E)
+)
 cbrt = _unary(_np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans))  # inf at 0, as in JAX
-square = _unary(_np.square, lambda ans, x: 2.0 * x)
-reciprocal = _unary(_np.reciprocal, lambda ans, x: -(ans * ans))
+
+
+def _square_taylor_rule(prim):
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        x = _taylor.full(primals[0], series[0], len(series[0]))
+        return ans, tuple(_taylor.square_coefficient(x, k) for k in range(1, len(x)))
+
+    return _taylor.kind_of_rule(rule, "speed")
+
+
+def _reciprocal_taylor_rule(prim):
+    def rule(primals, series):
+        ans = bind(prim, primals, {})
+        order = len(series[0])
+        y = _taylor.full(primals[0], series[0], order)
+        return ans, tuple(_taylor.quotient_coefficients([None] * (order + 1), y, ans, order))
+
+    return _taylor.kind_of_rule(rule, "speed")
+
+
+square = _unary(_np.square, lambda ans, x: 2.0 * x, taylor=_square_taylor_rule)
+reciprocal = _unary(_np.reciprocal, lambda ans, x: -(ans * ans), taylor=_reciprocal_taylor_rule)
 
 
 def _fabs_slope(ans, x):
@@ -240,13 +274,6 @@ def _fabs_slope(ans, x):
 
 
 fabs = _unary(_np.fabs, _fabs_slope)
-register_rules(sinh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 0, 1))
-register_rules(cosh.primitive, taylor=_taylor.sine_pair_rule(sinh.primitive, cosh.primitive, 1, 1))
-register_rules(exp2.primitive, taylor=_taylor.scaled_exp_rule(_LN2)(exp2.primitive))
-register_rules(log2.primitive, taylor=_taylor.log_rule(log2.primitive, scale=_LOG2_E))
-register_rules(log10.primitive, taylor=_taylor.log_rule(log10.primitive, scale=_LOG10_E))
-register_rules(square.primitive, taylor=_square_taylor_rule(square.primitive))
-register_rules(reciprocal.primitive, taylor=_reciprocal_taylor_rule(reciprocal.primitive))
 
 
 def _scaling(impl):
@@ -431,6 +458,8 @@ def _remainder_like(impl):
 fmod = _remainder_like(_np.fmod)
 remainder = _remainder_like(_np.remainder)
 mod = remainder
+# `%`: its operator's twin (see "the operators" in `fgrad.numpy.elementwise`)
+remainder_operator = _operator_of(remainder.primitive, _operator.mod)
 
 
 def _nan_aware_weights(ans, x, y, wins):
@@ -680,8 +709,7 @@ signbit = nondiff_function(_np.signbit)
 rint = nondiff_function(_np.rint)
 fix = nondiff_function(_np.fix)
 floor_divide = nondiff_function(_np.floor_divide)
-# `%` and `//`: their operators' twins (see `fgrad.numpy.elementwise.negative_operator`)
-remainder_operator = _operator_of(remainder.primitive, _operator.mod)
+# `//`: its operator's twin (see "the operators" in `fgrad.numpy.elementwise`)
 floor_divide_operator = nondiff(_operator.floordiv, "floor_divide")
 isposinf = nondiff_function(_np.isposinf)
 isneginf = nondiff_function(_np.isneginf)
