@@ -182,6 +182,18 @@ def test_the_bare_primitives_say_what_they_are(name):
     assert doc and f"NumPy's `{name}`" in doc and "keywords" in doc and "derivative" in doc
 
 
+def test_every_public_function_of_the_mirrors_has_a_docstring():
+    # help(fnp.moveaxis), help(fnp.ndim) and help(fnp.swapaxes) said nothing
+    without = []
+    for mirror in MIRRORS:
+        for name, obj in _public_callables(importlib.import_module(mirror.module)).items():
+            ours = (getattr(obj, "__module__", None) or "").startswith("fgrad")
+            if callable(obj) and not isinstance(obj, type) and ours:
+                if not (getattr(obj, "__doc__", None) or "").strip():
+                    without.append(f"{mirror.module}.{name}")
+    assert not without, f"no docstring: {without}"
+
+
 @pytest.mark.parametrize("qualified, example", _examples(), ids=[k for k, _ in _examples()])
 def test_generated_example_prints_what_it_recorded(qualified, example):
     test = doctest.DocTestParser().get_doctest(example, {}, qualified, qualified, 0)

@@ -239,6 +239,7 @@ def shape(a: ArrayLike) -> tuple[int, ...]:
 
 @mirror("constant")
 def ndim(a: ArrayLike) -> int:
+    """NumPy's `ndim`: the number of axes of `a` (of a traced value, its value's; no read)."""
     return len(shape_of(a))
 
 
@@ -686,6 +687,8 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
 
 @mirror("shape")
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
+    """NumPy's `swapaxes`: `a` with the two axes interchanged (a transpose, linear: its
+    derivative swaps them back)."""
     if type(a) is _np.ndarray and _core.watch is None:
         # A plain array (a residual, in a matrix product's bprop) is a constant at every level:
         # NumPy's own view, a tenth of the time of binding the transpose.
@@ -705,6 +708,8 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
 
 @mirror("shape")
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
+    """NumPy's `moveaxis`: `a` with the axes `source` moved to the places `destination`, the
+    others in their order (a transpose, linear: its derivative moves them back)."""
     nd = ndim(a)
     src = [
         normalize_axis(s, nd, "moveaxis", "source")
