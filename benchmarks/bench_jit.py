@@ -349,8 +349,8 @@ def _solve_and_gradient(solve, gradient, rounds):
 def _pendulum_by_hand(y0, t, b, c):
     """The pendulum's gradient written in NumPy by hand, by fgrad's method (SciPy's LSODA on
     the state and its sensitivities to b and c, at SciPy's default tolerances), with the
-    plain solve as its `solve` attribute: what the bar's ratio is for the fastest NumPy code
-    of the same method."""
+    plain solve as its `solve` attribute: what the bar's ratio is for NumPy code of the same
+    method written by hand (each right-hand side a few array expressions)."""
     import scipy.integrate as si
 
     def rhs(y, s):

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as _np
 
-from . import core, provenance
+from . import core
 from .core import (
     Box,
     NondiffPrimitive,
@@ -69,7 +69,6 @@ from .staging import (
     same_op,
     shape_key,
     user_frame,
-    user_line,
 )
 from .tree_util import LEAF, tree_aux_data, tree_flatten, tree_unflatten
 
@@ -1634,7 +1633,8 @@ def _static_key(value, what, fun=None):
     try:
         hash(value)
     except TypeError:
-        where, part = _unhashable_part(value)
+        path, part = _unhashable_part(value)
+        where = f"its element {''.join(f'[{k}]' for k in path)} is " if path else "it is "
         what = _positional_label(fun, what) if type(what) is int else what
         raise TypeError(
             f"jit: the static {what} is not hashable: {where}{_describe_static(part)}; "
@@ -1662,20 +1662,27 @@ def _positional_label(fun, j):
     return f"positional argument {j}"
 
 
-def _unhashable_part(value, where=""):
-    """Where the first unhashable part of `value` is (its element 1, ...; "" for `value`
-    itself) and that part: a tuple is unhashable because of what it holds."""
+def _unhashable_part(value, path=()):
+    """The indices of the first unhashable part of `value` (() for `value` itself) and that
+    part: a tuple is unhashable because of what it holds."""
     if isinstance(value, tuple):
         for k, v in enumerate(value):
             try:
                 hash(v)
             except TypeError:
-                return _unhashable_part(v, f"{where}its element {k} is ")
-    return where or "it is ", value
+                return _unhashable_part(v, (*path, k))
+    return path, value
 
 
 def _describe_static(value):
-    """A value in an error about static arguments: an array by its shape and dtype."""
+    """A value in an error about static arguments: an array or a traced value by its shape
+    and dtype."""
+    if type(value) is Box:
+        return (
+            f"a traced value of shape {core.shape_of(value)} and dtype {core.dtype_of(value)} "
+            "(leave it out of static_argnums and static_argnames: a traced value is a dynamic "
+            "argument)"
+        )
     if isinstance(value, _np.ndarray) or core.is_foreign_array(value):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
     return f"a {type(value).__name__}"
@@ -1959,30 +1966,6 @@ def _key_text(key) -> str:
     return repr(value[()]) if not shape else _np.array2string(value, separator=", ")
 
 
-class _ForwardLines(provenance.Watcher):
-    """The user's line of each operation of a record being printed (`make_record`). An
-    operation of a backward pass runs after the user's function returned, where the user's
-    line on the stack is the call of the transform: it gets the line of the forward
-    operation it differentiates, which the core told as it put that operation on a reverse
-    level's tape (`recorded`), as `jax.make_jaxpr`'s transposed equations keep the line of
-    their forward equation. (A watcher, for printing only: it slows the recording.)"""
-
-    def __init__(self):
-        self.lines: dict = {}  # (reverse level, tape position) -> the line
-
-    def recorded(self, level, position, phase):
-        self.lines[(level, position)] = self.line()
-
-    def line(self):
-        for phase in reversed(core.phases()):  # (a "sum" of cotangents is inside its bprop's)
-            if phase.kind == "backward":
-                found = self.lines.get((phase.level, phase.position))
-                if found is not None:
-                    return found
-                break
-        return user_line()
-
-
 def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Callable:
     """A function that records `fun` on its arguments and returns the `Record`: a program of
     one line per operation, with shapes, dtypes and the user's source line (as
@@ -2000,9 +1983,8 @@ def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Call
     def recorder(*args, **kwargs):
         leaves, tree, _ = jitted._flatten_call(args, kwargs)
         rebuild = jitted._rebuild(args, kwargs, tree)
-        lines = _ForwardLines()
-        level = StagingLevel(sources=lines.line)
-        with provenance.watching(lines), level:
+        level = StagingLevel(sources=True)
+        with level:
             boxed = _inputs(level, leaves)
             full_args, full_kwargs = rebuild(boxed)
             out = fun(*full_args, **full_kwargs)

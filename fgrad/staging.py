@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as _np
@@ -277,15 +277,15 @@ class StagingLevel(Level):
     reads_values = True
     stages = True
 
-    def __init__(self, sources: bool | Callable[[], str | None] = False):
+    def __init__(self, sources: bool = False):
         super().__init__()
         self.items: list = []
         self.n_slots = 0
         self.guarded: set = set()
         self.reads = 0  # values read (`read`): a read inside a primitive's computation
         self.unsafe: str | None = None
-        # For printing a record (`make_record`): each operation keeps the user's line (or
-        # the line `sources()` gives, a function), and `types` each slot's dtype and shape.
+        # For printing a record (`make_record`): each operation keeps the user's line, and
+        # `types` each slot's dtype and shape.
         self.sources = sources
         self.types: dict = {}
 
@@ -343,7 +343,7 @@ class StagingLevel(Level):
         first = self.n_slots
         self.n_slots += len(parts)
         outs = tuple(range(first, first + len(parts)))
-        source = (user_line() if self.sources is True else self.sources()) if self.sources else None
+        source = user_line() if self.sources else None
         self.items.append((prim, tuple(ins), params, outs, many, source))
         if self.sources:
             for s, a in zip(outs, parts):

@@ -541,7 +541,7 @@ ALLOWED_IMPORTS = {
         "tree_util",
         "vmapping",
     },
-    "jitting.py": {"core", "provenance", "staging", "tree_util"},
+    "jitting.py": {"core", "staging", "tree_util"},
     "vmapping.py": {"batching", "boundary", "core", "tree_util", "numpy"},
     "boundary.py": {"core", "protocols"},
     "api.py": {
