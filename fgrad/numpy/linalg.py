@@ -2355,7 +2355,8 @@ def _matrix_rank_batch(args, dims, **params):
     return _matrix_rank_stacked(args, dims, **params)
 
 
-register_rules(matrix_rank.primitive, batch=_matrix_rank_batch)
+# (an svd: it raises on a nan or an inf, which a `jit` replay keeps as a check)
+register_rules(matrix_rank.primitive, batch=_matrix_rank_batch, raises_on_values=True)
 
 
 @mirror("shape")

@@ -231,10 +231,11 @@ _HERMITIAN = ("her", "pos", "hermitian", "positive definite", "pos def")
 
 
 # Sparsity detection (`fgrad.sparsity`) of every primitive here but the pivots' (no
-# derivative): a dense block (fgrad.numpy.linalg's are per matrix). Those of solve_triangular,
-# solve_banded, solve_sylvester, svd (and its stack) and schur also declare
-# `raises_on_values`: LAPACK raises on a singular (or non-converging) input, so a `jit` replay
-# keeps these calls where their result goes unused (a check), as the eager call raises.
+# derivative): a dense block (fgrad.numpy.linalg's are per matrix). Those of the
+# factorizations (lu, lu_factor, qr, schur, svd and their stacks), solve_triangular,
+# solve_banded and solve_sylvester also declare `raises_on_values`: SciPy raises on an input
+# with a nan or an inf (check_finite), LAPACK on a singular or non-converging one, so a `jit`
+# replay keeps these calls where their result goes unused (a check), as the eager call raises.
 _DENSE = (
     "dense",
     "a matrix function or factorisation of scipy.linalg: each output element depends "
@@ -250,7 +251,7 @@ def _factorization(name, vjp, jvp, **fixed):
     factor = _numpy_operands(name, getattr(_sl, name))
     impl = _la.per_matrix(lambda a, **params: tuple(factor(a, **params, **fixed)))
     prim = Primitive(name, impl, vjp=vjp, jvp=jvp, multiple_results=True)
-    register_rules(prim, forward="speed", sparsity=_DENSE)
+    register_rules(prim, forward="speed", sparsity=_DENSE, raises_on_values=True)
     return prim
 
 
@@ -297,9 +298,11 @@ def _on_stack(stack_prim, core_ndims=(2,)):
 # computed over a stack at once: what their batching rules apply (each batches itself, on its
 # own stack). Through `per_matrix`, as the unbatched ones, so that a chunked (Dask) stack runs
 # lazily block by block.
-def _stack_primitive(name, impl, vjp, jvp, **rules):
+def _stack_primitive(name, impl, vjp, jvp):
     prim = Primitive(name, _la.per_matrix(impl), vjp=vjp, jvp=jvp, multiple_results=True)
-    register_rules(prim, forward="speed", batch=_on_stack(prim), sparsity=_DENSE, **rules)
+    register_rules(
+        prim, forward="speed", batch=_on_stack(prim), sparsity=_DENSE, raises_on_values=True
+    )
     return prim
 
 
@@ -1783,7 +1786,7 @@ def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
     return u, s, vh
 
 
-_svd_stack_p = _stack_primitive("svd", _svd_stack, _svd_vjp, _svd_jvp, raises_on_values=True)
+_svd_stack_p = _stack_primitive("svd", _svd_stack, _svd_vjp, _svd_jvp)
 
 
 def _svd_batch(args, dims, **params):
