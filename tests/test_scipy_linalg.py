@@ -993,3 +993,13 @@ def test_vmap_of_solve_banded_with_float16_bands_solves_in_float32_as_scipy():
         rows = want if in_axes == 0 else [sl.solve_banded((1, 1), a, b[0]) for a in ab]
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, rows, rtol=1e-5, atol=1e-6)
+
+
+def test_solve_sylvester_names_qs_shape_eagerly_and_under_vmap():
+    # under vmap the batching rule's reshape said "cannot reshape array of size 64 into shape
+    # (16,1)"; eagerly NumPy's "shapes (4,4) and (8,8) not aligned"
+    a, b, q = 2.0 * np.eye(4), 3.0 * np.eye(4), np.ones((8, 8))
+    with pytest.raises(ValueError, match=r"q must have shape \(4, 4\) .*got shape \(8, 8\)"):
+        sla.solve_sylvester(a, b, q)
+    with pytest.raises(ValueError, match=r"q must have shape \(4, 4\)"):
+        fgrad.vmap(lambda m: sla.solve_sylvester(m, b, q))(np.stack([a, a]))

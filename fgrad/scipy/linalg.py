@@ -1170,6 +1170,12 @@ def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
     q (m, n)), differentiable in all three where a and -b share no eigenvalue."""
     _square(a, "solve_sylvester")
     _square(b, "solve_sylvester", "b")
+    m, n = shape(a)[-1], shape(b)[-1]
+    if shape(q)[-2:] != (m, n):
+        raise ValueError(
+            f"solve_sylvester: q must have shape ({m}, {n}) (a's rows, b's columns: "
+            f"a @ X + X @ b = q), got {describe(q)}"
+        )
     return _sylvester_p(a, b, q)
 
 
