@@ -166,7 +166,9 @@ def _elementwise(prim, vals, rows, ans, params) -> _Rows:
         # The forward rule's tangent for the tangent 1 in this input alone: the partial
         # derivative, elementwise (a number where it is one: a sum's 1, a scalar factor)
         tangents: list = [None] * len(vals)
-        tangents[i] = 1.0
+        # (a NumPy 1 of the input's dtype, not Python's 1.0: a rule's `t / y` by a Python
+        # 0.0, `v / 0.0`, raised ZeroDivisionError where NumPy gives inf)
+        tangents[i] = _one_like(vals[i])
         d = tangent_rule(prim, tangents, ans, vals, params)
         d = _np.zeros(()) if d is None else _np.asarray(d)
         if d.dtype.kind != "f":
@@ -190,6 +192,19 @@ def _elementwise(prim, vals, rows, ans, params) -> _Rows:
         else:
             partials.append((r, d))
     return _joined([_scaled(r, d) for r, d in partials])
+
+
+def _one_like(x):
+    """1 as a NumPy scalar of x's floating dtype (float64 for any other)."""
+    dtype = dtype_of(x)
+    one = _ONES.get(dtype)
+    if one is None:
+        kind = _np.dtype(dtype)
+        one = _ONES[dtype] = kind.type(1) if kind.kind in "fc" else _np.float64(1.0)
+    return one
+
+
+_ONES: dict = {}  # dtype -> its 1 (`_one_like`)
 
 
 def _scaled(r: _Rows, d) -> _Rows:

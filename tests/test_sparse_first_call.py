@@ -110,3 +110,15 @@ def test_the_seeds_are_constants_of_the_recorded_pass():
     np.testing.assert_allclose(
         jac(y1).toarray(), fgrad.jacfwd(brusselator)(y1), rtol=1e-14, atol=1e-14
     )
+
+
+def test_a_division_by_a_python_zero_gives_the_infinite_derivative_on_the_first_call():
+    # the accumulation's seed tangent was Python's 1.0: the divide rule's 1.0 / 0.0 raised
+    # ZeroDivisionError where the call with sparsity= given (and NumPy) gives inf
+    x = np.array([1.0, 2.0])
+    want = np.array([[np.inf, 0.0], [0.0, np.inf]])
+    with np.errstate(divide="ignore"):
+        for f in (lambda v: v / 0.0, lambda v: v / 0):
+            np.testing.assert_array_equal(fgrad.sparse_jacobian(f)(x).toarray(), want)
+        got = fgrad.sparse_jacobian(lambda v: v.astype(np.float32) / 0.0)(x).toarray()
+        np.testing.assert_array_equal(got, want)
