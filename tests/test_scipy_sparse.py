@@ -735,3 +735,24 @@ def test_a_float32_right_hand_side_gets_a_float32_gradient():
         assert g.dtype == np.float32
         want = fgrad.grad(lambda b, f=solve: fnp.sum(f(A, b)))(v.astype(np.float64))
         np.testing.assert_allclose(g, want, rtol=1e-6)
+
+
+def test_diags_sizes_and_checks_as_scipy_does():
+    # the size came from the longest diagonal (SciPy: the first, with its offset), so
+    # diags([ones(3), 2*ones(3)], [0, 1]) raised blaming the diagonal at offset 0; a diagonal
+    # of one element is broadcast; repeated offsets were summed and an offset outside the
+    # shape made an empty diagonal, where SciPy raises
+    cases = [
+        ([np.ones(3), 2.0 * np.ones(3)], [0, 1]),
+        (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), [0, 1]),
+        ([np.ones(2), 2.0 * np.ones(3)], [1, 0]),
+        ([np.ones(3), np.array([2.0])], [0, 1]),
+        ([2.0, np.ones(3)], [1, 0]),
+        ([np.arange(4.0)], [-2]),
+    ]
+    for d, k in cases:
+        np.testing.assert_array_equal(fsp.diags(d, k).toarray(), sp.diags(d, k).toarray())
+    with pytest.raises(ValueError, match=r"offsets \[0, 0\] repeat one"):
+        fsp.diags([np.ones(3), np.ones(3)], [0, 0])
+    with pytest.raises(ValueError, match=r"offset 5 is outside the shape \(3, 3\)"):
+        fsp.diags_array([np.ones(3), np.ones(3)], offsets=[0, 5], shape=(3, 3))

@@ -512,7 +512,9 @@ def diags_array(
 ) -> SparseArray:
     """SciPy's `diags_array`: a sparse array from its diagonals, which may be traced. Each
     diagonal is a 1-d array (its length: the diagonal's, or longer, as SciPy takes it: the
-    first elements are used) or a scalar, broadcast along the diagonal.
+    first elements are used) or a scalar (or one element), broadcast along the diagonal.
+    Without `shape` the array is square, sized by the first diagonal and its offset, as
+    SciPy's; offsets must differ and lie inside the shape, as SciPy's.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp
     >>> fsp.diags_array([np.array([2.0, 2.0, 2.0]), -1.0], offsets=[0, 1]).toarray()
@@ -530,20 +532,21 @@ def diags_array(
         raise ValueError(
             f"{who}: {len(diagonals)} diagonals but {len(offsets)} offsets; give one offset each"
         )
-    if shape is None:
-        lengths = [
-            shape_of(d)[0] + abs(k) for d, k in zip(diagonals, offsets) if len(shape_of(d)) == 1
-        ]
-        if not lengths:
-            raise ValueError(f"{who}: every diagonal is a scalar: give shape=(m, n)")
-        shape = (max(lengths), max(lengths))
+    if len(set(offsets)) != len(offsets):
+        raise ValueError(f"{who}: offsets {offsets} repeat one; give each diagonal once")
+    if shape is None:  # square, sized by the first diagonal and its offset (SciPy's rule)
+        first = shape_of(diagonals[0]) if diagonals else ()
+        size = (first[0] if len(first) == 1 else 1) + abs(offsets[0]) if diagonals else 0
+        shape = (size, size)
     m, n = shape
     rows, cols, values = [], [], []
     for d, k in zip(diagonals, offsets):
+        if not -m < k < n:
+            raise ValueError(f"{who}: offset {k} is outside the shape {(m, n)}")
         length = max(0, min(m + min(k, 0), n - max(k, 0)))
         d_shape = tuple(shape_of(d))
-        if len(d_shape) == 0:
-            d = fnp.broadcast_to(d, (length,))
+        if len(d_shape) == 0 or d_shape == (1,):
+            d = fnp.broadcast_to(fnp.reshape(d, ()), (length,))
         elif len(d_shape) != 1 or d_shape[0] < length:
             raise ValueError(
                 f"{who}: the diagonal at offset {k} ({describe(d)}) must be a scalar or a 1-d "
