@@ -307,6 +307,31 @@ def test_t_and_beta_cdfs_in_their_shape_parameters_against_mpmath(fname):
             assert float(got) == pytest.approx(float(want), rel=1e-9, abs=1e-13)
 
 
+@pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
+def test_t_cdfs_in_df_in_the_far_tail_against_mpmath(fname):
+    # the incomplete beta's derivative through x = df / (df + z^2) is a power of x times z:
+    # its factor before z underflowed to 0 from |z| ~ 1e90 at df = 3 (d/ddf logcdf at
+    # (-1e100, 3) was -229.849 for -229.349); at |z| = 1e153, x is below 1e-304
+    mpmath.mp.dps = 60
+    f = getattr(fst.t, fname)
+    side = -1.0 if fname in ("cdf", "logcdf") else 1.0
+    for size, df in [
+        (1e60, 3.0),
+        (1e80, 3.0),
+        (1e90, 3.0),
+        (1e100, 3.0),
+        (1e100, 0.5),
+        (1e150, 1.0),
+        (1e153, 0.5),
+        (1e153, 1.0),
+    ]:
+        z = side * size
+        want = mpmath.diff(lambda s: _mp_t_cdfs(fname, mpmath.mpf(z), s), df)
+        for transform in (grad, jacfwd):
+            got = transform(f, argnums=1)(z, df)
+            assert float(got) == pytest.approx(float(want), rel=1e-10, abs=0.0), (z, df)
+
+
 def _mp_t_score_df(s, df):  # d/d df of the t log density
     return (
         mpmath.digamma((df + 1) / 2) / 2
