@@ -516,6 +516,32 @@ def test_gamma_log_sf_far_in_the_right_tail_at_large_a_is_fast_and_right(a):
     assert grad(fst.gamma.logsf)(z, a) == pytest.approx(float(slope), rel=1e-11)
 
 
+@pytest.mark.parametrize("a", [1e3, 1e4, 1e8])
+def test_gamma_log_sf_at_large_a_where_z_is_far_above_a_against_mpmath(a):
+    # Temme's form cancels for z >> a: d/da logsf at (1e18, 1000) was 34.5 for 34.539, at
+    # (1e25, 1000) 1.0 for 50.657, and logsf(1e50, 1000) nan for -1e50; the points straddle
+    # the switch to the asymptotic series in 1/z at z = 1000 a; chi2's (df >= 2000) likewise
+    mpmath.mp.dps = 110  # (log Q is about -z, up to -1e55: its derivatives need 55 more digits)
+
+    def log_q(s, t):
+        return mpmath.log(mpmath.gammainc(t, s, mpmath.inf, regularized=True))
+
+    for ratio in [500.0, 999.0, 1000.0, 1001.0, 1e4, 1e15, 1e22, 1e47]:
+        z = a * ratio
+        want = log_q(mpmath.mpf(z), mpmath.mpf(a))
+        want_a = float(mpmath.diff(lambda t: log_q(mpmath.mpf(z), t), a))
+        want_z = float(mpmath.diff(lambda s: log_q(s, mpmath.mpf(a)), z))
+        assert fst.gamma.logsf(z, a) == pytest.approx(float(want), rel=1e-14), z
+        assert fst.chi2.logsf(2 * z, 2 * a) == pytest.approx(float(want), rel=1e-14), z
+        for transform in (grad, jacfwd):
+            got_z, got_a = transform(fst.gamma.logsf, argnums=(0, 1))(z, a)
+            assert float(got_a) == pytest.approx(want_a, rel=1e-12), z
+            assert float(got_z) == pytest.approx(want_z, rel=1e-12), z
+        got_df = grad(fst.chi2.logsf, argnums=1)(2 * z, 2 * a)
+        assert float(got_df) == pytest.approx(want_a / 2, rel=1e-12), z
+    assert fst.gamma.logsf(1e300, 1e8) == pytest.approx(-1e300, rel=1e-14)
+
+
 def test_gamma_log_tails_at_huge_or_infinite_a():
     # logsf(1.001e250, 1e250) never returned; logcdf at a = inf was nan (P = 0: -inf), and
     # at a = 1e300, z one ulp below a, +7.6 (a cancelled series). The leading term of both
