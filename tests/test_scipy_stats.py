@@ -307,6 +307,31 @@ def test_t_and_beta_cdfs_in_their_shape_parameters_against_mpmath(fname):
             assert float(got) == pytest.approx(float(want), rel=1e-9, abs=1e-13)
 
 
+@pytest.mark.parametrize("fname", ["cdf", "sf", "logcdf", "logsf"])
+def test_t_cdfs_in_df_in_the_far_tail_against_mpmath(fname):
+    # the incomplete beta's derivative through x = df / (df + z^2) is a power of x times z:
+    # its factor before z underflowed to 0 from |z| ~ 1e90 at df = 3 (d/ddf logcdf at
+    # (-1e100, 3) was -229.849 for -229.349); at |z| = 1e153, x is below 1e-304
+    mpmath.mp.dps = 60
+    f = getattr(fst.t, fname)
+    side = -1.0 if fname in ("cdf", "logcdf") else 1.0
+    for size, df in [
+        (1e60, 3.0),
+        (1e80, 3.0),
+        (1e90, 3.0),
+        (1e100, 3.0),
+        (1e100, 0.5),
+        (1e150, 1.0),
+        (1e153, 0.5),
+        (1e153, 1.0),
+    ]:
+        z = side * size
+        want = mpmath.diff(lambda s: _mp_t_cdfs(fname, mpmath.mpf(z), s), df)
+        for transform in (grad, jacfwd):
+            got = transform(f, argnums=1)(z, df)
+            assert float(got) == pytest.approx(float(want), rel=1e-10, abs=0.0), (z, df)
+
+
 def _mp_t_score_df(s, df):  # d/d df of the t log density
     return (
         mpmath.digamma((df + 1) / 2) / 2
@@ -489,6 +514,32 @@ def test_gamma_log_sf_far_in_the_right_tail_at_large_a_is_fast_and_right(a):
     assert fst.gamma.logsf(z, a) == pytest.approx(float(want), rel=1e-14)
     assert fst.chi2.logsf(2 * z, 2 * a) == pytest.approx(float(want), rel=1e-14)
     assert grad(fst.gamma.logsf)(z, a) == pytest.approx(float(slope), rel=1e-11)
+
+
+@pytest.mark.parametrize("a", [1e3, 1e4, 1e8])
+def test_gamma_log_sf_at_large_a_where_z_is_far_above_a_against_mpmath(a):
+    # Temme's form cancels for z >> a: d/da logsf at (1e18, 1000) was 34.5 for 34.539, at
+    # (1e25, 1000) 1.0 for 50.657, and logsf(1e50, 1000) nan for -1e50; the points straddle
+    # the switch to the asymptotic series in 1/z at z = 1000 a; chi2's (df >= 2000) likewise
+    mpmath.mp.dps = 110  # (log Q is about -z, up to -1e55: its derivatives need 55 more digits)
+
+    def log_q(s, t):
+        return mpmath.log(mpmath.gammainc(t, s, mpmath.inf, regularized=True))
+
+    for ratio in [500.0, 999.0, 1000.0, 1001.0, 1e4, 1e15, 1e22, 1e47]:
+        z = a * ratio
+        want = log_q(mpmath.mpf(z), mpmath.mpf(a))
+        want_a = float(mpmath.diff(lambda t: log_q(mpmath.mpf(z), t), a))
+        want_z = float(mpmath.diff(lambda s: log_q(s, mpmath.mpf(a)), z))
+        assert fst.gamma.logsf(z, a) == pytest.approx(float(want), rel=1e-14), z
+        assert fst.chi2.logsf(2 * z, 2 * a) == pytest.approx(float(want), rel=1e-14), z
+        for transform in (grad, jacfwd):
+            got_z, got_a = transform(fst.gamma.logsf, argnums=(0, 1))(z, a)
+            assert float(got_a) == pytest.approx(want_a, rel=1e-12), z
+            assert float(got_z) == pytest.approx(want_z, rel=1e-12), z
+        got_df = grad(fst.chi2.logsf, argnums=1)(2 * z, 2 * a)
+        assert float(got_df) == pytest.approx(want_a / 2, rel=1e-12), z
+    assert fst.gamma.logsf(1e300, 1e8) == pytest.approx(-1e300, rel=1e-14)
 
 
 def test_gamma_log_tails_at_huge_or_infinite_a():

@@ -458,7 +458,7 @@ def _t_partial_moderate(z, df):
     z^2 / (df + z^2) is rounded, and its own derivative in z is wrong at z = 0: there sign(z)
     meets a branch of betainc.)"""
     zv, dfv = value(z), value(df)
-    with _np.errstate(invalid="ignore"):
+    with _np.errstate(over="ignore", invalid="ignore"):
         near = mask(zv * zv * (_np.abs(dfv) + 1.0) < 0.02 * _np.abs(dfv), z, df)
     far = _np.logical_not(near)
     out = None
@@ -478,13 +478,53 @@ def _t_partial_moderate(z, df):
 def _t_partial_far(z, df):
     """With x = df / (df + z^2), stdtr is 1 - I/2 for z > 0 and I/2 for z < 0, I =
     I(df/2, 1/2, x): its derivative in df is -+(dI/da / 2 + dI/dx dx/d df) / 2, where
-    dI/dx dx/d df = x^(df/2 - 1) z sign(z) (df + z^2)^(-3/2) / B(df/2, 1/2)."""
-    r = df + z * z
-    x = df / r
+    dI/dx dx/d df = x^(df/2 - 1) z sign(z) (df + z^2)^(-3/2) / B(df/2, 1/2).
+
+    That term is written as one exponential with log|z| inside it: the factor before z
+    underflowed to 0 where the product did not (from |z| ~ 1e90 at df = 3, half of
+    d log stdtr / d df was lost). log x = -log1p(z^2/df) is written so that z^2 may overflow
+    (`_t_log_ratio`), and where x underflows dI/da is the leading term of I's series in x,
+    I (log x - 1/a - digamma(a) + digamma(a + 1/2)), I = x^a / (a B(a, 1/2))."""
     a = 0.5 * df
-    da = sp._betainc_dab(a, 0.5, x)[0]
-    through_x = fnp.exp(sp.xlogy(a - 1.0, x) - sp.betaln(a, 0.5) - 1.5 * fnp.log(r)) * z
-    return -0.5 * (fnp.sign(z) * (0.5 * da) + through_x)
+    log_ratio = _t_log_ratio(z, df)  # log((df + z^2) / df) = -log x
+    log_beta = sp.betaln(a, 0.5)
+    log_through_x = (
+        (1.0 - a) * log_ratio - log_beta - 1.5 * (fnp.log(df) + log_ratio) + fnp.log(fnp.abs(z))
+    )
+    tiny = mask(value(log_ratio) > _T_X_UNDERFLOW, z, df)
+    da = None
+    if not every(tiny):
+        x = fnp.exp(0.0 - guard(_np.logical_not(tiny), log_ratio, 1.0))
+        da = sp._betainc_dab(a, 0.5, x)[0]
+    if some(tiny):
+        lr = guard(tiny, log_ratio, 2.0 * _T_X_UNDERFLOW)
+        log_i = -a * lr - fnp.log(a) - log_beta
+        score = 0.0 - lr - 1.0 / a - sp.digamma(a) + sp.digamma(a + 0.5)
+        small = fnp.exp(log_i) * score
+        da = small if da is None else fnp.where(tiny, small, da)
+    return -0.5 * fnp.sign(z) * (0.5 * da + fnp.exp(log_through_x))
+
+
+# Beyond this -log x, x = df / (df + z^2) is below 1e-304: I(df/2, 1/2, x)'s series in x is
+# its first term to 1e-300, and x itself would be subnormal or 0
+_T_X_UNDERFLOW = 700.0
+
+
+def _t_log_ratio(z, df):
+    """log1p(z^2 / df) for z != 0, as 2 log|z| - log df + log1p(df / z^2) where z^2 / df is
+    1e16 or more (there z^2 may overflow, and log1p(df / z^2) is below 1e-16)."""
+    zv, dfv = value(z), value(df)
+    with _np.errstate(over="ignore", invalid="ignore"):
+        big = mask(zv * zv >= 1e16 * dfv, z, df)
+    if not some(big):
+        return fnp.log1p(z * z / df)
+    small = _np.logical_not(big)
+    zb = guard(big, z)
+    far = 2.0 * fnp.log(fnp.abs(zb)) - fnp.log(df) + fnp.log1p(df / zb / zb)
+    if every(big):
+        return far
+    zs = guard(small, z, 0.0)
+    return fnp.where(big, far, fnp.log1p(zs * zs / df))
 
 
 # Gauss-Legendre on [0, 1] for the density's df-derivative between 0 and z, Gauss-Laguerre for

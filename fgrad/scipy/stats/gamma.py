@@ -162,6 +162,27 @@ def _log_tail_temme(a, z, lower):
     return -a * h - 0.5 * fnp.log((2.0 * math.pi) * a) + fnp.log(scaled)
 
 
+# From z / a = this on (a >= `_A_LARGE`), log Q is its asymptotic series in 1/z
+# (`_log_q_asymptotic`): Temme's form cancels there, in its value and in its derivative in a
+# (-a (mu - log1p(mu)) and its a-derivative are each about z, their sum about log z: d/da
+# at (1e18, 1000) gave 34.5 for 34.539, the value at (1e50, 1000) nan)
+_Z_OVER_A_FAR = 1000.0
+# its terms: each at most 1/`_Z_OVER_A_FAR` of the one before, the next below 1e-24
+_Q_ASYMPTOTIC_TERMS = 8
+
+
+def _log_q_asymptotic(a, z):
+    """log Q(a, z) = (a-1) log z - z - gammaln(a) + log S for z >= `_Z_OVER_A_FAR` a, S =
+    sum_k (a-1)(a-2)...(a-k) / z^k (DLMF 8.11.2; asymptotic, each term at most a / z times
+    the one before; no cancellation, the value about -z, its derivative in a about
+    log(z / a))."""
+    term, total = 1.0, 1.0
+    for k in range(1, _Q_ASYMPTOTIC_TERMS + 1):
+        term = term * ((a - float(k)) / z)
+        total = total + term
+    return (a - 1.0) * fnp.log(z) - z - sp.gammaln(a) + fnp.log(total)
+
+
 def _log_tail(a, z, lower):
     """log P(a, z) (lower) or log Q(a, z) where it underflows (P: z < a + 1, Q: z >= a + 1):
     the series or the continued fraction, whose length grows as sqrt(a), below `_A_LARGE`
@@ -181,10 +202,20 @@ def _log_tail(a, z, lower):
     if some(small):
         form = _log_p_series if lower else _log_q_fraction
         out = form(guard(small, a), guard(small, z, 0.5 if lower else 3.0))
+    far = None
+    if not lower and some(large):
+        with _np.errstate(invalid="ignore"):
+            far = mask(_np.logical_and(large, zv >= _Z_OVER_A_FAR * av), a, z)
+        large = _np.logical_and(large, _np.logical_not(far))
     if some(large):
         far_z = 0.75 * _A_LARGE if lower else 2.0 * _A_LARGE
         temme = _log_tail_temme(guard(large, a, _A_LARGE), guard(large, z, far_z), lower)
         out = temme if out is None else fnp.where(large, temme, out)
+    if far is not None and some(far):
+        asymptotic = _log_q_asymptotic(
+            guard(far, a, _A_LARGE), guard(far, z, 2.0 * _Z_OVER_A_FAR * _A_LARGE)
+        )
+        out = asymptotic if out is None else fnp.where(far, asymptotic, out)
     if lower and some(infinite):
         out = -math.inf if out is None else select(_np.logical_not(infinite), out, -math.inf)
     return out
