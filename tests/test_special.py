@@ -377,6 +377,19 @@ def test_gammainc_derivatives_in_a_match_mpmath_to_order_2(mode):
         assert got_p == pytest.approx([-exact[0], -exact[1]], rel=1e-10, abs=0), (a, x)
 
 
+@pytest.mark.parametrize("a", [1e2, 1e3, 1e6, 1e10, 1e12, 1e15])
+def test_gammainc_derivative_in_x_at_large_a_matches_mpmath(a, no_warnings):
+    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) near the mean: its exponent was a difference of
+    terms of size a log x (4e-3 relative at a = x = 1e12; a*eps in general)."""
+    mpmath.mp.dps = 60
+    for k in (-3.0, -0.5, 0.0, 1.0, 3.0):
+        x = a + k * math.sqrt(a)
+        xm, am = mpmath.mpf(x), mpmath.mpf(a)
+        want = float(mpmath.exp((am - 1) * mpmath.log(xm) - xm - mpmath.loggamma(am)))
+        assert grad(sp.gammainc, argnums=1)(a, x) == pytest.approx(want, rel=2e-14)
+        assert jvp(lambda x: sp.gammaincc(a, x), (x,), (1.0,))[1] == pytest.approx(-want, rel=2e-14)
+
+
 def test_gammainc_closed_forms_and_edges():
     # P(1, x) = 1 - exp(-x); P(a, x)_x = x**(a-1) exp(-x) / Gamma(a)
     assert grad(sp.gammainc, argnums=1)(1.0, 0.7) == pytest.approx(math.exp(-0.7), rel=1e-15)
