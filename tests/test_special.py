@@ -377,6 +377,19 @@ def test_gammainc_derivatives_in_a_match_mpmath_to_order_2(mode):
         assert got_p == pytest.approx([-exact[0], -exact[1]], rel=1e-10, abs=0), (a, x)
 
 
+@pytest.mark.parametrize("a", [1e2, 1e3, 1e6, 1e10, 1e12, 1e15])
+def test_gammainc_derivative_in_x_at_large_a_matches_mpmath(a, no_warnings):
+    """d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) near the mean: its exponent was a difference of
+    terms of size a log x (4e-3 relative at a = x = 1e12; a*eps in general)."""
+    mpmath.mp.dps = 60
+    for k in (-3.0, -0.5, 0.0, 1.0, 3.0):
+        x = a + k * math.sqrt(a)
+        xm, am = mpmath.mpf(x), mpmath.mpf(a)
+        want = float(mpmath.exp((am - 1) * mpmath.log(xm) - xm - mpmath.loggamma(am)))
+        assert grad(sp.gammainc, argnums=1)(a, x) == pytest.approx(want, rel=2e-14)
+        assert jvp(lambda x: sp.gammaincc(a, x), (x,), (1.0,))[1] == pytest.approx(-want, rel=2e-14)
+
+
 def test_gammainc_closed_forms_and_edges():
     # P(1, x) = 1 - exp(-x); P(a, x)_x = x**(a-1) exp(-x) / Gamma(a)
     assert grad(sp.gammainc, argnums=1)(1.0, 0.7) == pytest.approx(math.exp(-0.7), rel=1e-15)
@@ -843,6 +856,45 @@ def test_logsumexp_with_signed_weights():
     # a zero-weight entry contributes nothing, even at +1000
     g = grad(lambda a: sp.logsumexp(a, b=np.array([1.0, 0.0])))(np.array([0.0, 1000.0]))
     np.testing.assert_array_equal(g, [1.0, 0.0])
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero", "ignore:invalid value")
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([0.0, 0.0, -np.inf], [1.0, -1.0, 1.0]),  # terms that cancel, and an entry at -inf
+        ([-800.0, -800.0], [1.0, -1.0]),  # cancelling terms that exp(a) alone underflows
+        ([1.0, 2.0], [0.0, 0.0]),  # zero weights
+    ],
+)
+def test_logsumexp_derivatives_where_the_weighted_sum_is_zero(a, b):
+    """At s = sum(b e^a) = 0 (value -inf) d/da_i = b_i e^a_i / s and d/db_i = e^a_i / s, with
+    s = +0 (log s is nan for s < 0): +-inf, as JAX's, where the term is not 0, and 0 where the
+    argument does not move the sum (an entry at -inf; d/da at a zero b). The -inf was replaced
+    by 0, so the weights came out b e^a and e^a: finite."""
+    a, b = np.array(a), np.array(b)
+    terms = b * np.exp(a - a.max())  # (the common factor e^max a > 0 keeps the signs)
+    with np.errstate(divide="ignore"):
+        want_a = np.where(terms == 0, 0.0, terms / 0.0)
+        want_b = np.where(np.exp(a - a.max()) == 0, 0.0, np.exp(a - a.max()) / 0.0)
+
+    def f(a, b):
+        return sp.logsumexp(a, b=b)
+
+    def log_abs(a, b):
+        return sp.logsumexp(a, b=b, return_sign=True)[0]
+
+    assert f(a, b) == -np.inf
+    for g in (f, log_abs):
+        for jac in (jacrev, jacfwd, lambda g, argnums: fgrad.jit(grad(g, argnums=argnums))):
+            np.testing.assert_array_equal(jac(g, argnums=0)(a, b), want_a)
+            np.testing.assert_array_equal(jac(g, argnums=1)(a, b), want_b)
+    for i in range(len(a)):  # one entry's tangent: the others' zero tangents add nothing
+        e = np.eye(len(a))[i]
+        assert jvp(lambda a: f(a, b), (a,), (e,))[1] == want_a[i]
+        assert fgrad.jet(lambda b: f(a, b), (b,), ((e,),))[1][0] == want_b[i]
+    rows = vmap(grad(f))(np.stack([a, a]), np.stack([b, b]))
+    np.testing.assert_array_equal(rows, [want_a, want_a])
 
 
 def _eager_jitted_batched(f, a):

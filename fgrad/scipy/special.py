@@ -406,18 +406,23 @@ def _foreign_logsumexp(a, axis, b, keepdims, return_sign):
 
 def _lse_weights(a, b, ans, axis, signs, with_b):
     """d ans / d a (with_b) or d ans / d b: sign * [b *] exp(a - ans), in a and b's broadcast
-    shape, and the kept shape of the reduction. For complex input (`signs` is None then) these
-    are the holomorphic derivatives of log(sum(b exp(a))): exp(ans) is the sum, whatever the
-    branch of the log.
+    shape, the kept shape of the reduction, and whether some sum is 0 (see `_times_weights`).
+    For complex input (`signs` is None then) these are the holomorphic derivatives of
+    log(sum(b exp(a))): exp(ans) is the sum, whatever the branch of the log.
 
-    Where the sum is 0 (every entry -inf, or b zero there) ans is -inf; it is replaced by 0 so
-    the weights are exp(-inf) = 0 rather than nan.
+    Where the sum s is 0 (ans = -inf) the derivative t / s of each term t ([b] exp(a)) is
+    t / +0: +-inf where t != 0 (terms that cancel, or a zero b at a finite a: the one-sided
+    derivative, log is nan for s < 0), and 0 where t is 0 whatever the argument (an entry at
+    -inf, or a zero b for d/da): that argument does not move the sum.
     """
     a_shape = _np.broadcast_shapes(shape_of(a), shape_of(b))
     kept = _kept_shape(a_shape, axis)
     empty = bool_mask(_np.isneginf(_np.real(_values(ans))))
-    if _some(empty):
-        ans = fnp.where(empty, 0.0, ans)
+    cancelled = _some(empty)
+    if cancelled:  # ans at the largest a there, so that exp(a - ans) keeps each term's sign
+        ans = fnp.where(empty, _row_max(a, a_shape, axis, _values(ans)), ans)
+        if signs is not None:  # the sign of an empty sum is 0; t / +0
+            signs = fnp.where(empty, 1.0, signs)
     ans = fnp.reshape(ans, kept)
     if with_b and b is not None:
         # A zero weight on an entry so large that exp(a - ans) overflows: 0 * inf would be
@@ -432,7 +437,35 @@ def _lse_weights(a, b, ans, axis, signs, with_b):
         w = fnp.exp(fnp.subtract(a, ans))
     if signs is not None:  # real input: 1/sign = sign
         w = w * fnp.reshape(signs, kept)
-    return (w if shape_of(w) == a_shape else fnp.broadcast_to(w, a_shape)), kept
+    w = w if shape_of(w) == a_shape else fnp.broadcast_to(w, a_shape)
+    if cancelled:
+        w = _over_zero(w, _np.reshape(empty, kept), a_shape)
+    return w, kept, cancelled
+
+
+def _over_zero(w, empty, shape):
+    """The weights w where their sum is not 0 (`empty` False); where it is, w / +0: +-inf for
+    a real w != 0 (a constant: no derivative), nan for a complex one (a pole: no one value),
+    and w (0) where w is 0."""
+    values = _values(w)
+    over_zero = bool_mask(_np.logical_and(empty, _np.not_equal(values, 0)), shape)
+    poles = math.nan if _np.iscomplexobj(values) else _np.copysign(math.inf, values)
+    return fnp.where(over_zero, poles, w)
+
+
+def _times_weights(v, w, cancelled):
+    """v * w, a tangent or cotangent times the weights; where a sum is 0 the weights may be
+    +-inf, and a zero of v there means no change in that direction: 0, not 0 * inf = nan."""
+    if not cancelled:
+        return v * w
+    return v * fnp.where(bool_mask(_np.equal(_values(v), 0), shape_of(w)), 0.0, w)
+
+
+def _row_max(a, a_shape, axis, like):
+    """The largest real part of `a` along `axis` (a constant), in the reduction's shape (as
+    `like`), 0 where it is not finite."""
+    m = fnp.max(fnp.real(fnp.broadcast_to(_values(a), a_shape)), axis=axis)
+    return fnp.reshape(fnp.where(fnp.isfinite(m), m, 0.0), shape_of(like))
 
 
 def _lse_vjp(i):
@@ -440,8 +473,8 @@ def _lse_vjp(i):
         like = meta((a, b)[i])
 
         def bprop(ct):
-            w, kept = _lse_weights(a, b, ans, axis, signs, with_b=i == 0)
-            return unbroadcast(fnp.reshape(ct, kept) * w, like)
+            w, kept, cancelled = _lse_weights(a, b, ans, axis, signs, with_b=i == 0)
+            return unbroadcast(_times_weights(fnp.reshape(ct, kept), w, cancelled), like)
 
         return bprop
 
@@ -450,8 +483,8 @@ def _lse_vjp(i):
 
 def _lse_jvp(i):
     def rule(t, ans, a, b, signs, axis, keepdims):
-        w, _ = _lse_weights(a, b, ans, axis, signs, with_b=i == 0)
-        return fnp.sum(t * w, axis=axis, keepdims=keepdims)
+        w, _, cancelled = _lse_weights(a, b, ans, axis, signs, with_b=i == 0)
+        return fnp.sum(_times_weights(t, w, cancelled), axis=axis, keepdims=keepdims)
 
     return rule
 
@@ -481,7 +514,7 @@ def _logsumexp_taylor(primals, series, axis, keepdims):
     if b is not None or signs is not None or fnp.iscomplexobj(a):
         return _taylor.general_rule(_logsumexp_p, primals, series, params)
     ans = bind(_logsumexp_p, primals, params)
-    w, _ = _lse_weights(a, None, ans, axis, None, with_b=True)
+    w, _, _ = _lse_weights(a, None, ans, axis, None, with_b=True)  # finite: 0 where empty
     s = series[0]
     lse, _, _ = _softmax_series(_taylor.full(a, s, len(s)), w, axis)
     return ans, tuple(None if c is None else fnp.reshape(c, shape_of(ans)) for c in lse[1:])
@@ -1309,13 +1342,57 @@ def _gammaincc_da(a, x, r, dlog_r):
 def _gammainc_dx(a, x):
     """x**(a-1) exp(-x) / Gamma(a), 1 at x == 0 when a == 1 (xlogy's 0 log 0 = 0); below
     a = 1 as a x**(a-1) exp(-x) / Gamma(a + 1), whose derivatives in a are finite at a = 0
-    (gammaln's pole made them nan: d/da d/dx P at a = 0 is exp(-x) / x)."""
+    (gammaln's pole made them nan: d/da d/dx P at a = 0 is exp(-x) / x); from
+    `_STIRLING_A` on, at 0 < x < inf, in Stirling's form (`_gammainc_dx_large`)."""
     near_zero = _np.less(_values(a), 1.0)
     if not _some(near_zero):
-        return fnp.exp(xlogy(a - 1.0, x) - x - gammaln(a))
-    big, small = fnp.where(near_zero, 1.0, a), fnp.where(near_zero, a, 0.5)
-    near = small * fnp.exp(xlogy(small - 1.0, x) - x - gammaln(small + 1.0))
-    return fnp.where(near_zero, near, fnp.exp(xlogy(big - 1.0, x) - x - gammaln(big)))
+        out = fnp.exp(xlogy(a - 1.0, x) - x - gammaln(a))
+    else:
+        big, small = fnp.where(near_zero, 1.0, a), fnp.where(near_zero, a, 0.5)
+        near = small * fnp.exp(xlogy(small - 1.0, x) - x - gammaln(small + 1.0))
+        out = fnp.where(near_zero, near, fnp.exp(xlogy(big - 1.0, x) - x - gammaln(big)))
+    large = _np.greater_equal(_values(a), _STIRLING_A)
+    if not _some(large):
+        return out
+    xv = _values(x)
+    large = _np.logical_and(large, _np.logical_and(_np.greater(xv, 0.0), _np.less(xv, math.inf)))
+    large = bool_mask(large, shape_of(out))
+    a_l = fnp.where(large, a, _STIRLING_A)  # (the others at mu = 0: no nan to mask)
+    return fnp.where(large, _gammainc_dx_large(a_l, fnp.where(large, x, a_l)), out)
+
+
+# From here on the density's exponent (a-1) log x - x - gammaln(a), a difference of terms of
+# size a log x, is formed with the large terms cancelled by hand (it kept a*eps absolutely:
+# 4e-3 relative at a = x = 1e12); Stirling's series `_stirling_tail` has eps there.
+_STIRLING_A = 100.0
+
+
+def _stirling_tail(a):
+    """gammaln(a) - ((a - 1/2) log a - a + log(2 pi)/2), by its asymptotic series: 5 terms
+    are exact to double precision from a = 100 on (the next is 2e-25 there)."""
+    r = 1.0 / a
+    r2 = r * r
+    return r * (1 / 12 - r2 * (1 / 360 - r2 * (1 / 1260 - r2 * (1 / 1680 - r2 / 1188))))
+
+
+def _mu_minus_log1p(mu):
+    """mu - log1p(mu) (>= 0), without the cancellation near mu = 0: there its series
+    sum_{k >= 2} (-mu)^k / k, to k = 19 (0.1^20 / 20 is below eps of mu^2 / 2)."""
+    near = bool_mask(_np.less(_np.abs(_values(mu)), 0.1))
+    m, s = fnp.where(near, 0.5, mu), fnp.where(near, mu, 0.0)
+    poly = 0.0
+    for k in range(19, 1, -1):
+        poly = poly * s + (-1.0) ** k / k
+    return fnp.where(near, s * s * poly, m - fnp.log1p(m))
+
+
+def _gammainc_dx_large(a, x):
+    """x**(a-1) exp(-x) / Gamma(a) with mu = (x - a) / a: exp(-a (mu - log1p(mu))
+    - log1p(mu) - log(2 pi a) / 2 - `_stirling_tail`(a)), every term of size 1 or the
+    exponent itself."""
+    mu = (x - a) / a
+    exponent = -a * _mu_minus_log1p(mu) - fnp.log1p(mu)
+    return fnp.exp(exponent - 0.5 * fnp.log(2 * math.pi * a) - _stirling_tail(a))
 
 
 _gammainc_p = _binary(
