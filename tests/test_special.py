@@ -390,6 +390,26 @@ def test_gammainc_derivative_in_x_at_large_a_matches_mpmath(a, no_warnings):
         assert jvp(lambda x: sp.gammaincc(a, x), (x,), (1.0,))[1] == pytest.approx(-want, rel=2e-14)
 
 
+@pytest.mark.parametrize("a, b", [(1e2, 3e2), (1e3, 1e3), (1e6, 2e5), (1e10, 1e10), (1e12, 3e12)])
+def test_betainc_derivative_in_x_at_large_a_and_b_matches_mpmath(a, b, no_warnings):
+    """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b) near the mean: its exponent was a
+    difference of terms of size (a+b) log x (1.3e-2 relative at a = b = 1e12)."""
+    mpmath.mp.dps = 60
+    n, p = a + b, a / (a + b)
+    sd = math.sqrt(p * (1 - p) / n)
+    for k in (-3.0, -0.5, 0.0, 1.0, 3.0):
+        x = p + k * sd
+        xm, am, bm = mpmath.mpf(x), mpmath.mpf(a), mpmath.mpf(b)
+        log_density = (am - 1) * mpmath.log(xm) + (bm - 1) * mpmath.log1p(-xm)
+        want = float(mpmath.exp(log_density - mpmath.log(mpmath.beta(am, bm))))
+        # the density's condition number in x, |x d/dx log f| (p = a / n rounds: x - p moves
+        # by eps p), beside the method's own 2e-14
+        rel = 2e-14 + 4 * 2.0**-52 * abs((a - 1) - (b - 1) * x / (1 - x))
+        assert grad(sp.betainc, argnums=2)(a, b, x) == pytest.approx(want, rel=rel), (k,)
+        got = jvp(lambda x: sp.betainc(a, b, x), (x,), (1.0,))[1]
+        assert got == pytest.approx(want, rel=rel), (k,)
+
+
 def test_gammainc_closed_forms_and_edges():
     # P(1, x) = 1 - exp(-x); P(a, x)_x = x**(a-1) exp(-x) / Gamma(a)
     assert grad(sp.gammainc, argnums=1)(1.0, 0.7) == pytest.approx(math.exp(-0.7), rel=1e-15)
