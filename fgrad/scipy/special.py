@@ -1351,6 +1351,13 @@ def _gammainc_dx(a, x):
         big, small = fnp.where(near_zero, 1.0, a), fnp.where(near_zero, a, 0.5)
         near = small * fnp.exp(xlogy(small - 1.0, x) - x - gammaln(small + 1.0))
         out = fnp.where(near_zero, near, fnp.exp(xlogy(big - 1.0, x) - x - gammaln(big)))
+    return _in_stirlings_form(out, a, x, lambda a, x: fnp.exp(_gammainc_log_density_large(a, x)))
+
+
+def _in_stirlings_form(out, a, x, large_form):
+    """`out` (a function of the gamma density), and where a is from `_STIRLING_A` on and
+    0 < x < inf, `large_form(a, x)`, the same in Stirling's form (in out's dtype: float32
+    data keeps its dtype). Also for `fgrad.scipy.stats.gamma`'s densities."""
     large = _np.greater_equal(_values(a), _STIRLING_A)
     if not _some(large):
         return out
@@ -1358,7 +1365,9 @@ def _gammainc_dx(a, x):
     large = _np.logical_and(large, _np.logical_and(_np.greater(xv, 0.0), _np.less(xv, math.inf)))
     large = bool_mask(large, shape_of(out))
     a_l = fnp.where(large, a, _STIRLING_A)  # (the others at mu = 0: no nan to mask)
-    return fnp.where(large, _gammainc_dx_large(a_l, fnp.where(large, x, a_l)), out)
+    return fnp.where(
+        large, fnp.astype(large_form(a_l, fnp.where(large, x, a_l)), dtype_of(out)), out
+    )
 
 
 # From here on the density's exponent (a-1) log x - x - gammaln(a), a difference of terms of
@@ -1386,13 +1395,13 @@ def _mu_minus_log1p(mu):
     return fnp.where(near, s * s * poly, m - fnp.log1p(m))
 
 
-def _gammainc_dx_large(a, x):
-    """x**(a-1) exp(-x) / Gamma(a) with mu = (x - a) / a: exp(-a (mu - log1p(mu))
-    - log1p(mu) - log(2 pi a) / 2 - `_stirling_tail`(a)), every term of size 1 or the
+def _gammainc_log_density_large(a, x):
+    """log(x**(a-1) exp(-x) / Gamma(a)) with mu = (x - a) / a: -a (mu - log1p(mu))
+    - log1p(mu) - log(2 pi a) / 2 - `_stirling_tail`(a), every term of size 1 or the
     exponent itself."""
     mu = (x - a) / a
     exponent = -a * _mu_minus_log1p(mu) - fnp.log1p(mu)
-    return fnp.exp(exponent - 0.5 * fnp.log(2 * math.pi * a) - _stirling_tail(a))
+    return exponent - 0.5 * fnp.log(2 * math.pi * a) - _stirling_tail(a)
 
 
 _gammainc_p = _binary(
@@ -2341,7 +2350,20 @@ def _betainc_dab(a, b, x):
 def _betainc_dx(a, b, x):
     """x**(a-1) (1-x)**(b-1) / B(a, b) (xlogy's 0 log 0 = 0 at the ends); where a and b are
     both from `_STIRLING_A` on, at 0 < x < 1, in Stirling's form (`_betainc_dx_large`)."""
-    out = fnp.exp(xlogy(a - 1.0, x) + xlog1py(b - 1.0, fnp.negative(x)) - betaln(a, b))
+    return fnp.exp(_betainc_log_density(a, b, x))
+
+
+def _betainc_log_density(a, b, x):
+    """log(x**(a-1) (1-x)**(b-1) / B(a, b)), where a and b are both from `_STIRLING_A` on,
+    at 0 < x < 1, in Stirling's form (`_beta_in_stirlings_form`)."""
+    out = xlogy(a - 1.0, x) + xlog1py(b - 1.0, fnp.negative(x)) - betaln(a, b)
+    return _beta_in_stirlings_form(out, a, b, x)
+
+
+def _beta_in_stirlings_form(out, a, b, x, shift=0.0):
+    """`out`, the log of the beta density minus `shift`, and where a and b are both from
+    `_STIRLING_A` on and 0 < x < 1, the same in Stirling's form (`_betainc_log_density_large`,
+    in out's dtype). Also for `fgrad.scipy.stats.beta`'s densities."""
     large = _np.logical_and(
         _np.greater_equal(_values(a), _STIRLING_A), _np.greater_equal(_values(b), _STIRLING_A)
     )
@@ -2352,13 +2374,14 @@ def _betainc_dx(a, b, x):
     large = bool_mask(large, shape_of(out))
     # (the others at a = b = `_STIRLING_A`, x = 1/2: no nan to mask)
     a_l, b_l = fnp.where(large, a, _STIRLING_A), fnp.where(large, b, _STIRLING_A)
-    return fnp.where(large, _betainc_dx_large(a_l, b_l, fnp.where(large, x, 0.5)), out)
+    in_large = _betainc_log_density_large(a_l, b_l, fnp.where(large, x, 0.5)) - shift
+    return fnp.where(large, fnp.astype(in_large, dtype_of(out)), out)
 
 
-def _betainc_dx_large(a, b, x):
-    """x**(a-1) (1-x)**(b-1) / B(a, b) with n = a + b, p = a / n and mu, nu = (x - p) / p,
-    (p - x) / (1 - p): exp(-a (mu - log1p(mu)) - b (nu - log1p(nu)) - log(x) - log1p(-x)
-    + log(a b / n) / 2 - log(2 pi) / 2 - c(a) - c(b) + c(n)), c = `_stirling_tail` (a mu
+def _betainc_log_density_large(a, b, x):
+    """log(x**(a-1) (1-x)**(b-1) / B(a, b)) with n = a + b, p = a / n and mu, nu = (x - p) /
+    p, (p - x) / (1 - p): -a (mu - log1p(mu)) - b (nu - log1p(nu)) - log(x) - log1p(-x)
+    + log(a b / n) / 2 - log(2 pi) / 2 - c(a) - c(b) + c(n), c = `_stirling_tail` (a mu
     + b nu = 0 cancels the large terms of (a-1) log x + (b-1) log(1-x) - betaln(a, b), which
     kept (a+b) eps absolutely: 1.3e-2 relative at a = b = 1e12)."""
     n = a + b
@@ -2366,7 +2389,7 @@ def _betainc_dx_large(a, b, x):
     mu, nu = (x - p) / p, (p - x) * n / b
     exponent = -a * _mu_minus_log1p(mu) - b * _mu_minus_log1p(nu) - fnp.log(x) - fnp.log1p(-x)
     tails = _stirling_tail(a) + _stirling_tail(b) - _stirling_tail(n)
-    return fnp.exp(exponent + 0.5 * fnp.log(a * b / n) - 0.5 * math.log(2 * math.pi) - tails)
+    return exponent + 0.5 * fnp.log(a * b / n) - 0.5 * math.log(2 * math.pi) - tails
 
 
 def _betainc_partials(wanted, a, b, x):

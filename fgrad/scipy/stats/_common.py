@@ -264,18 +264,22 @@ def _float_like(out, *args):
 
 
 def _gamma_density(z, a):
-    """d/dz P(a, z) = z**(a-1) exp(-z) / Gamma(a) for z >= 0, 0 for z < 0."""
+    """d/dz P(a, z) = z**(a-1) exp(-z) / Gamma(a) for z >= 0, 0 for z < 0 (from a = 100 on in
+    Stirling's form: `fgrad.scipy.special`'s)."""
     inside = mask(value(z) >= 0, z, a)
     zg = guard(inside, z)
-    return select(inside, fnp.exp(sp.xlogy(a - 1.0, zg) - zg - sp.gammaln(a)), 0.0)
+    log_density = sp.xlogy(a - 1.0, zg) - zg - sp.gammaln(a)
+    log_density = sp._in_stirlings_form(log_density, a, zg, sp._gammainc_log_density_large)
+    return select(inside, fnp.exp(log_density), 0.0)
 
 
 def _beta_density(z, a, b):
-    """d/dz I(a, b, z) = z**(a-1) (1-z)**(b-1) / B(a, b) on [0, 1], 0 outside."""
+    """d/dz I(a, b, z) = z**(a-1) (1-z)**(b-1) / B(a, b) on [0, 1], 0 outside (from a, b =
+    100 on in Stirling's form: `fgrad.scipy.special`'s)."""
     zv = value(z)
     inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)
-    log_density = sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - sp.betaln(a, b)
+    log_density = sp._betainc_log_density(a, b, zg)
     return select(inside, fnp.exp(log_density), 0.0)
 
 

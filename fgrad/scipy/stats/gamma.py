@@ -49,7 +49,12 @@ def _logpdf(x, a, loc, scale):
     z, scale, bad, (a,) = located(x, loc, scale, a)
     inside = mask(value(z) >= 0, z, a)
     zg = guard(inside, z)
-    out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a, zg) - weak(fnp.log, scale, zg)
+    log_scale = weak(fnp.log, scale, zg)
+    out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a, zg) - log_scale
+    # from a = 100 on, in Stirling's form (the terms of size a log z cancel there)
+    out = sp._in_stirlings_form(
+        out, a, zg, lambda a, z: sp._gammainc_log_density_large(a, z) - log_scale
+    )
     return scipy_scalar(invalid_to_nan(bad, select(inside, out, -math.inf), *given))
 
 
