@@ -1003,3 +1003,5 @@ def test_solve_sylvester_names_qs_shape_eagerly_and_under_vmap():
         sla.solve_sylvester(a, b, q)
     with pytest.raises(ValueError, match=r"q must have shape \(4, 4\)"):
         fgrad.vmap(lambda m: sla.solve_sylvester(m, b, q))(np.stack([a, a]))
+    # a scalar q of a 1 x 1 equation broadcasts, as SciPy's
+    np.testing.assert_allclose(sla.solve_sylvester(np.eye(1), np.eye(1), 1.0), [[0.5]])

@@ -754,5 +754,10 @@ def test_diags_sizes_and_checks_as_scipy_does():
         np.testing.assert_array_equal(fsp.diags(d, k).toarray(), sp.diags(d, k).toarray())
     with pytest.raises(ValueError, match=r"offsets \[0, 0\] repeat one"):
         fsp.diags([np.ones(3), np.ones(3)], [0, 0])
+    for k in (3, -3):  # an empty diagonal, as SciPy's
+        np.testing.assert_array_equal(
+            fsp.diags_array(np.ones(3), offsets=k, shape=(3, 3)).toarray(),
+            sp.diags_array(np.ones(3), offsets=k, shape=(3, 3)).toarray(),
+        )
     with pytest.raises(ValueError, match=r"offset 5 is outside the shape \(3, 3\)"):
         fsp.diags_array([np.ones(3), np.ones(3)], offsets=[0, 5], shape=(3, 3))

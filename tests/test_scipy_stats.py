@@ -1160,7 +1160,9 @@ def test_multivariate_normal_gradients_of_finite_rows_beside_an_infinite_one(cov
         ("gamma", (1e12,), 1e12 + 3e6),
         ("gamma", (150.0,), 140.0),
         ("beta", (1e10, 1e10), 0.5),
-        ("beta", (300.0, 150.0), 0.66),
+        ("beta", (3e4, 1.5e4), 0.66),
+        ("gamma", (150.0,), 1e-20),  # far below the peak: the direct form (x -> 0)
+        ("beta", (150.0, 150.0), 1e-20),
     ],
 )
 def test_gamma_and_beta_densities_at_large_shapes_against_mpmath(dist, args, x):
@@ -1182,3 +1184,19 @@ def test_gamma_and_beta_densities_at_large_shapes_against_mpmath(dist, args, x):
     assert module.logpdf(x, *args) == pytest.approx(float(log_want), rel=1e-14)
     assert fgrad.grad(lambda x: module.cdf(x, *args))(x) == pytest.approx(want, rel=1e-14)
     assert fgrad.grad(lambda x: module.sf(x, *args))(x) == pytest.approx(-want, rel=1e-14)
+
+
+def test_gamma_and_beta_logpdf_derivatives_in_the_shapes_far_from_the_peak():
+    # Stirling's form used there (it was, from a = 100 on, for every x) cancelled in its
+    # derivative in a: 1.0 where log x - digamma(a) is 685.768 (review probe RV3)
+    from scipy.special import digamma
+
+    x, a = 1e300, 150.0
+    got = fgrad.grad(fst.gamma.logpdf, argnums=1)(x, a)
+    assert got == pytest.approx(math.log(x) - digamma(a), rel=1e-13)
+    x, a, b = 1 - 1e-16, 150.0, 150.0
+    want = math.log(x) - digamma(a) + digamma(a + b)
+    assert fgrad.grad(fst.beta.logpdf, argnums=1)(x, a, b) == pytest.approx(want, rel=1e-12)
+    a = 2e4  # a large shape, at x far from it
+    got = fgrad.grad(fst.gamma.logpdf, argnums=1)(1e-20, a)
+    assert got == pytest.approx(math.log(1e-20) - digamma(a), rel=1e-13)

@@ -390,7 +390,7 @@ def test_gammainc_derivative_in_x_at_large_a_matches_mpmath(a, no_warnings):
         assert jvp(lambda x: sp.gammaincc(a, x), (x,), (1.0,))[1] == pytest.approx(-want, rel=2e-14)
 
 
-@pytest.mark.parametrize("a, b", [(1e2, 3e2), (1e3, 1e3), (1e6, 2e5), (1e10, 1e10), (1e12, 3e12)])
+@pytest.mark.parametrize("a, b", [(1e4, 3e4), (1e6, 2e5), (1e10, 1e10), (1e12, 3e12)])
 def test_betainc_derivative_in_x_at_large_a_and_b_matches_mpmath(a, b, no_warnings):
     """d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b) near the mean: its exponent was a
     difference of terms of size (a+b) log x (1.3e-2 relative at a = b = 1e12)."""

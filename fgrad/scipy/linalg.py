@@ -1171,7 +1171,7 @@ def solve_sylvester(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> Array:
     _square(a, "solve_sylvester")
     _square(b, "solve_sylvester", "b")
     m, n = shape(a)[-1], shape(b)[-1]
-    if shape(q)[-2:] != (m, n):
+    if len(shape(q)) >= 2 and shape(q)[-2:] != (m, n):  # (a scalar q broadcasts, as SciPy's)
         raise ValueError(
             f"solve_sylvester: q must have shape ({m}, {n}) (a's rows, b's columns: "
             f"a @ X + X @ b = q), got {describe(q)}"

@@ -1343,7 +1343,7 @@ def _gammainc_dx(a, x):
     """x**(a-1) exp(-x) / Gamma(a), 1 at x == 0 when a == 1 (xlogy's 0 log 0 = 0); below
     a = 1 as a x**(a-1) exp(-x) / Gamma(a + 1), whose derivatives in a are finite at a = 0
     (gammaln's pole made them nan: d/da d/dx P at a = 0 is exp(-x) / x); from
-    `_STIRLING_A` on, at 0 < x < inf, in Stirling's form (`_gammainc_dx_large`)."""
+    `_STIRLING_A` on, near the peak, in Stirling's form (`_in_stirlings_form`)."""
     near_zero = _np.less(_values(a), 1.0)
     if not _some(near_zero):
         out = fnp.exp(xlogy(a - 1.0, x) - x - gammaln(a))
@@ -1355,15 +1355,16 @@ def _gammainc_dx(a, x):
 
 
 def _in_stirlings_form(out, a, x, large_form):
-    """`out` (a function of the gamma density), and where a is from `_STIRLING_A` on and
-    0 < x < inf, `large_form(a, x)`, the same in Stirling's form (in out's dtype: float32
-    data keeps its dtype). Also for `fgrad.scipy.stats.gamma`'s densities."""
-    large = _np.greater_equal(_values(a), _STIRLING_A)
+    """`out` (a function of the gamma density), and where a is from `_STIRLING_A` on and x
+    within `_NEAR_THE_PEAK` of a (relative), `large_form(a, x)`, the same in Stirling's form
+    (in out's dtype: float32 data keeps its dtype). Also for `fgrad.scipy.stats.gamma`'s
+    densities."""
+    av = _values(a)
+    large = _np.greater_equal(av, _STIRLING_A)
     if not _some(large):
         return out
-    xv = _values(x)
-    large = _np.logical_and(large, _np.logical_and(_np.greater(xv, 0.0), _np.less(xv, math.inf)))
-    large = bool_mask(large, shape_of(out))
+    near = _np.less_equal(_np.abs(_values(x) - av), _NEAR_THE_PEAK * _np.abs(av))
+    large = bool_mask(_np.logical_and(large, near), shape_of(out))
     a_l = fnp.where(large, a, _STIRLING_A)  # (the others at mu = 0: no nan to mask)
     return fnp.where(
         large, fnp.astype(large_form(a_l, fnp.where(large, x, a_l)), dtype_of(out)), out
@@ -1371,9 +1372,15 @@ def _in_stirlings_form(out, a, x, large_form):
 
 
 # From here on the density's exponent (a-1) log x - x - gammaln(a), a difference of terms of
-# size a log x, is formed with the large terms cancelled by hand (it kept a*eps absolutely:
-# 4e-3 relative at a = x = 1e12); Stirling's series `_stirling_tail` has eps there.
-_STIRLING_A = 100.0
+# size a log x, is formed near its peak with the large terms cancelled by hand (it kept about
+# a*eps absolutely: 9.8e-6 relative at a = x = 1e10, 4e-3 at 1e12); Stirling's series
+# `_stirling_tail` has eps there. Below, and away from the peak (where x -> 0 made
+# log1p(mu) -inf, and the form's derivative in a cancelled), the direct exponent: a*eps is
+# 2e-12 at a = 1e4, and ordinary shapes pay nothing for the switch.
+_STIRLING_A = 1e4
+# x within this fraction of the peak (|x - a| <= a / 2 for gamma; for beta, x - p within half
+# of p and of 1 - p): there mu - log1p(mu) and its derivatives are of size 1
+_NEAR_THE_PEAK = 0.5
 
 
 def _stirling_tail(a):
@@ -2349,29 +2356,34 @@ def _betainc_dab(a, b, x):
 
 def _betainc_dx(a, b, x):
     """x**(a-1) (1-x)**(b-1) / B(a, b) (xlogy's 0 log 0 = 0 at the ends); where a and b are
-    both from `_STIRLING_A` on, at 0 < x < 1, in Stirling's form (`_betainc_dx_large`)."""
+    both from `_STIRLING_A` on, near the peak, in Stirling's form
+    (`_beta_in_stirlings_form`)."""
     return fnp.exp(_betainc_log_density(a, b, x))
 
 
 def _betainc_log_density(a, b, x):
     """log(x**(a-1) (1-x)**(b-1) / B(a, b)), where a and b are both from `_STIRLING_A` on,
-    at 0 < x < 1, in Stirling's form (`_beta_in_stirlings_form`)."""
+    near the peak, in Stirling's form (`_beta_in_stirlings_form`)."""
     out = xlogy(a - 1.0, x) + xlog1py(b - 1.0, fnp.negative(x)) - betaln(a, b)
     return _beta_in_stirlings_form(out, a, b, x)
 
 
 def _beta_in_stirlings_form(out, a, b, x, shift=0.0):
     """`out`, the log of the beta density minus `shift`, and where a and b are both from
-    `_STIRLING_A` on and 0 < x < 1, the same in Stirling's form (`_betainc_log_density_large`,
-    in out's dtype). Also for `fgrad.scipy.stats.beta`'s densities."""
-    large = _np.logical_and(
-        _np.greater_equal(_values(a), _STIRLING_A), _np.greater_equal(_values(b), _STIRLING_A)
-    )
+    `_STIRLING_A` on and x is within `_NEAR_THE_PEAK` of the mean p = a / (a + b) (relative
+    to p and to 1 - p), the same in Stirling's form (`_betainc_log_density_large`, in out's
+    dtype). Also for `fgrad.scipy.stats.beta`'s densities."""
+    av, bv = _values(a), _values(b)
+    large = _np.logical_and(_np.greater_equal(av, _STIRLING_A), _np.greater_equal(bv, _STIRLING_A))
     if not _some(large):
         return out
-    xv = _values(x)
-    large = _np.logical_and(large, _np.logical_and(_np.greater(xv, 0.0), _np.less(xv, 1.0)))
-    large = bool_mask(large, shape_of(out))
+    with _np.errstate(all="ignore"):  # (rows outside the region: any value)
+        p = av / (av + bv)
+        gap = _np.abs(_values(x) - p)
+        near = _np.logical_and(
+            _np.less_equal(gap, _NEAR_THE_PEAK * p), _np.less_equal(gap, _NEAR_THE_PEAK * (1 - p))
+        )
+    large = bool_mask(_np.logical_and(large, near), shape_of(out))
     # (the others at a = b = `_STIRLING_A`, x = 1/2: no nan to mask)
     a_l, b_l = fnp.where(large, a, _STIRLING_A), fnp.where(large, b, _STIRLING_A)
     in_large = _betainc_log_density_large(a_l, b_l, fnp.where(large, x, 0.5)) - shift

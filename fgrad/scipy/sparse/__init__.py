@@ -541,7 +541,7 @@ def diags_array(
     m, n = shape
     rows, cols, values = [], [], []
     for d, k in zip(diagonals, offsets):
-        if not -m < k < n:
+        if not -m <= k <= n:  # (SciPy's bounds: k = -m or n is an empty diagonal)
             raise ValueError(f"{who}: offset {k} is outside the shape {(m, n)}")
         length = max(0, min(m + min(k, 0), n - max(k, 0)))
         d_shape = tuple(shape_of(d))

@@ -264,8 +264,8 @@ def _float_like(out, *args):
 
 
 def _gamma_density(z, a):
-    """d/dz P(a, z) = z**(a-1) exp(-z) / Gamma(a) for z >= 0, 0 for z < 0 (from a = 100 on in
-    Stirling's form: `fgrad.scipy.special`'s)."""
+    """d/dz P(a, z) = z**(a-1) exp(-z) / Gamma(a) for z >= 0, 0 for z < 0 (at large a near
+    the peak in Stirling's form: `fgrad.scipy.special`'s `_in_stirlings_form`)."""
     inside = mask(value(z) >= 0, z, a)
     zg = guard(inside, z)
     log_density = sp.xlogy(a - 1.0, zg) - zg - sp.gammaln(a)
@@ -274,8 +274,8 @@ def _gamma_density(z, a):
 
 
 def _beta_density(z, a, b):
-    """d/dz I(a, b, z) = z**(a-1) (1-z)**(b-1) / B(a, b) on [0, 1], 0 outside (from a, b =
-    100 on in Stirling's form: `fgrad.scipy.special`'s)."""
+    """d/dz I(a, b, z) = z**(a-1) (1-z)**(b-1) / B(a, b) on [0, 1], 0 outside (at large a
+    and b near the peak in Stirling's form: `fgrad.scipy.special`'s)."""
     zv = value(z)
     inside = mask(_np.logical_and(zv >= 0, zv <= 1), z, a, b)
     zg = guard(inside, z, 0.5)

@@ -58,7 +58,7 @@ def logpdf(
     zg = guard(inside, z, 0.5)
     log_scale = weak(fnp.log, scale, zg)
     out = sp.xlogy(a - 1.0, zg) + sp.xlog1py(b - 1.0, -zg) - _weak_betaln(a, b) - log_scale
-    # from a, b = 100 on, in Stirling's form (the terms of size (a+b) log z cancel there)
+    # at large a and b near the peak, in Stirling's form (the terms of size (a+b) log z cancel)
     out = sp._beta_in_stirlings_form(out, a, b, zg, log_scale)
     return scipy_scalar(invalid_to_nan(bad, select(inside, out, -math.inf), *given))
 

@@ -51,7 +51,7 @@ def _logpdf(x, a, loc, scale):
     zg = guard(inside, z)
     log_scale = weak(fnp.log, scale, zg)
     out = sp.xlogy(a - 1.0, zg) - zg - weak(sp.gammaln, a, zg) - log_scale
-    # from a = 100 on, in Stirling's form (the terms of size a log z cancel there)
+    # at large a near the peak, in Stirling's form (the terms of size a log z cancel there)
     out = sp._in_stirlings_form(
         out, a, zg, lambda a, z: sp._gammainc_log_density_large(a, z) - log_scale
     )
