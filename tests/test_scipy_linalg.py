@@ -1005,3 +1005,17 @@ def test_solve_sylvester_names_qs_shape_eagerly_and_under_vmap():
         fgrad.vmap(lambda m: sla.solve_sylvester(m, b, q))(np.stack([a, a]))
     # a scalar q of a 1 x 1 equation broadcasts, as SciPy's
     np.testing.assert_allclose(sla.solve_sylvester(np.eye(1), np.eye(1), 1.0), [[0.5]])
+
+
+def test_a_batch_of_factorizations_raises_on_a_nan_as_each_one_does():
+    # vmap's stacked lu, lu_factor, qr and svd returned values (an identity permutation for
+    # lu) for a matrix with a nan, where each matrix's own call raises, as SciPy's
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    bad = a.copy()
+    bad[0, 0] = np.nan
+    for f in (sla.lu, sla.lu_factor, sla.qr, sla.svd):
+        with pytest.raises(ValueError, match="must not contain infs or NaNs"):
+            f(bad)
+        with pytest.raises(ValueError, match="must not contain infs or NaNs"):
+            fgrad.vmap(f)(np.stack([a, bad]))
+        fgrad.vmap(f)(np.stack([a, 2.0 * a]))  # finite stacks as before

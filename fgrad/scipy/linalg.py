@@ -299,11 +299,26 @@ def _on_stack(stack_prim, core_ndims=(2,)):
 # own stack). Through `per_matrix`, as the unbatched ones, so that a chunked (Dask) stack runs
 # lazily block by block.
 def _stack_primitive(name, impl, vjp, jvp):
-    prim = Primitive(name, _la.per_matrix(impl), vjp=vjp, jvp=jvp, multiple_results=True)
+    prim = Primitive(
+        name, _la.per_matrix(_finite_only(impl)), vjp=vjp, jvp=jvp, multiple_results=True
+    )
     register_rules(
         prim, forward="speed", batch=_on_stack(prim), sparsity=_DENSE, raises_on_values=True
     )
     return prim
+
+
+def _finite_only(impl):
+    """`impl` of a stack, raising as SciPy's factorization of each matrix does (its
+    check_finite) on a nan or an inf: NumPy's LAPACK calls and the LU written over the batch
+    returned values (an identity permutation for a matrix of nans)."""
+
+    def checked(a, *args, **params):
+        if not _np.isfinite(a).all():
+            raise ValueError("array must not contain infs or NaNs")
+        return impl(a, *args, **params)
+
+    return checked
 
 
 def _as_matrix_rhs(b, n, who):
