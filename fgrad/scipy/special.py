@@ -1360,7 +1360,7 @@ def _in_stirlings_form(out, a, x, large_form):
     (in out's dtype: float32 data keeps its dtype). Also for `fgrad.scipy.stats.gamma`'s
     densities."""
     av = _values(a)
-    large = _np.greater_equal(av, _STIRLING_A)
+    large = _np.logical_and(_np.greater_equal(av, _STIRLING_A), _np.less(av, math.inf))
     if not _some(large):
         return out
     near = _np.less_equal(_np.abs(_values(x) - av), _NEAR_THE_PEAK * _np.abs(av))
@@ -2374,7 +2374,10 @@ def _beta_in_stirlings_form(out, a, b, x, shift=0.0):
     to p and to 1 - p), the same in Stirling's form (`_betainc_log_density_large`, in out's
     dtype). Also for `fgrad.scipy.stats.beta`'s densities."""
     av, bv = _values(a), _values(b)
-    large = _np.logical_and(_np.greater_equal(av, _STIRLING_A), _np.greater_equal(bv, _STIRLING_A))
+    large = _np.logical_and(
+        _np.logical_and(_np.greater_equal(av, _STIRLING_A), _np.greater_equal(bv, _STIRLING_A)),
+        _np.logical_and(_np.less(av, math.inf), _np.less(bv, math.inf)),
+    )
     if not _some(large):
         return out
     with _np.errstate(all="ignore"):  # (rows outside the region: any value)
