@@ -64,6 +64,7 @@ __all__ = [
     "row_by_row_reasons",
     "rows_one_by_one",
     "rules",
+    "unboxed_outputs",
 ]
 
 
@@ -145,6 +146,18 @@ def row_by_row(prim, args, dims, params, size) -> tuple[Any, Any]:
 # Primitive -> the cases its rule applies one row at a time, and why (`rows_one_by_one`).
 partial_reasons: dict[Any, set[str]] = {}
 _declared = 0  # > 0 while `rows_one_by_one` runs: the rows go one by one on purpose
+
+
+def unboxed_outputs(outs, level) -> tuple[tuple, tuple]:
+    """Output leaves computed on `level`'s boxes (a function run on the batch inside a rule),
+    as a batching rule returns them: their values and their batch axes (None for a leaf that
+    is not this level's: the same for every row)."""
+    values, dims = [], []
+    for o in outs:
+        own = type(o) is Box and o.level is level
+        values.append(o.value if own else o)
+        dims.append(o.aux if own else None)
+    return tuple(values), tuple(dims)
 
 
 def rows_one_by_one(

@@ -670,7 +670,7 @@ def _custom_batch(args, dims, call):
         # the function runs on the batch, rows together (it may read values of this vmap).
         boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
         outs = call.output_leaves(f.fun(*call.full_args(boxed)), "the function")
-        return _unboxed(outs, level)
+        return batching.unboxed_outputs(outs, level)
     rules = (("fwd", f.fwd), ("bwd", f.bwd)) if isinstance(f, custom_vjp) else (("jvp", f.jvp),)
     _check_batched_closure(call, level, rules)
     if any(_any_live(tree_flatten(a)[0]) for a in nondiff):
@@ -706,16 +706,6 @@ def _custom_batch(args, dims, call):
 def _by_row(call, args, dims):
     prim = custom_vjp_call if isinstance(call.f, custom_vjp) else custom_jvp_call
     return batching.row_by_row(prim, args, dims, {"call": call}, batch_size(args, dims))
-
-
-def _unboxed(outs, level):
-    """Output leaves computed on `level`'s boxes, as a rule returns them: values and axes."""
-    values, dims = [], []
-    for o in outs:
-        own = type(o) is Box and o.level is level
-        values.append(o.value if own else o)
-        dims.append(o.aux if own else None)
-    return tuple(values), tuple(dims)
 
 
 def _same_custom_call(params, other):
@@ -1681,7 +1671,7 @@ def _checkpoint_batch(args, dims, call):
     that are not its arguments."""
     level = call.level(args)
     boxed = [a if d is None else Box(a, level, d) for a, d in zip(args, dims)]
-    return _unboxed(call.run(boxed, ()), level)
+    return batching.unboxed_outputs(call.run(boxed, ()), level)
 
 
 @taylor.declared("derived")

@@ -231,12 +231,7 @@ def _batch(prim, impl, args, dims, call):
         outs = impl(*boxed, call=call)
         if any(not (lv.batches or lv.stages) for lv in live_levels_of(outs)):
             raise TypeError(_reads_batched(call.who))
-        values, out_dims = [], []
-        for o in outs:
-            own = type(o) is Box and o.level is level
-            values.append(o.value if own else o)
-            out_dims.append(o.aux if own else None)
-        return tuple(values), tuple(out_dims)
+        return batching.unboxed_outputs(outs, level)
     size = next(core.shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
     outs, out_dims = batching.rows_one_by_one(prim, args, dims, {"call": call}, size, _BY_ROW)
     if any(core.holds_box_of(o, level) for o in outs):
