@@ -761,3 +761,12 @@ def test_diags_sizes_and_checks_as_scipy_does():
         )
     with pytest.raises(ValueError, match=r"offset 5 is outside the shape \(3, 3\)"):
         fsp.diags_array([np.ones(3), np.ones(3)], offsets=[0, 5], shape=(3, 3))
+
+
+def test_a_sparse_matrixs_elementwise_operation_on_a_traced_value_says_what_to_do():
+    # A * x, A / x and A.multiply(x) for a SciPy sparse A gave the generic "Building a NumPy
+    # array" message, pointing into SciPy's code; x * A and A - x had the sparse advice
+    A = sp.csr_array(np.eye(2))
+    for f in (lambda x: A * x, lambda x: A / x, lambda x: A.multiply(x)):
+        with pytest.raises(TypeError, match=r"scipy.sparse matrix's operation .*A @ x.*toarray"):
+            fgrad.grad(lambda x: f(x).sum())(np.ones(2))

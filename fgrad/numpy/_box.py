@@ -68,6 +68,14 @@ def _refusal(box, what):
     value = f"a traced value (one with {_sh.describe(box)})"
     place, text = _users_line()
     where = f" (at {place}: {text})" if text else ""
+    if what == "NumPy conversion" and _inside_scipy_sparse():
+        return (
+            f"A scipy.sparse matrix's operation converts {value} to a NumPy array, which "
+            f"would drop its gradient{where}: fgrad supports SciPy's sparse matrices in matrix "
+            "products only (A @ x, x @ A, A.dot(x)). For an elementwise operation (A * x, "
+            "A / x, A.multiply(x)) use A.toarray() (dense), or build the matrix with "
+            "fgrad.scipy.sparse and operate on its data."
+        )
     if what == "NumPy conversion" and _inside_numpys_vectorize():
         return (
             f"np.vectorize converts {value} to a NumPy array, which would drop its "
@@ -128,6 +136,15 @@ def _users_line():
     if code.co_name != "<module>":
         place = f"{code.co_name}, {place}"
     return place, linecache.getline(code.co_filename, frame.f_lineno).strip()
+
+
+def _inside_scipy_sparse():
+    """Whether the innermost frame outside fgrad and NumPy is scipy.sparse's own code (an
+    operator or method of a sparse matrix converting its other operand)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith((_FGRAD_DIR, _NUMPY_DIR)):
+        frame = frame.f_back
+    return frame is not None and f"{os.sep}scipy{os.sep}sparse{os.sep}" in frame.f_code.co_filename
 
 
 def _inside_numpys_vectorize():
