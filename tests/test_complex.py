@@ -304,3 +304,17 @@ def test_sign_of_complex_input_is_differentiable():
     assert grad(lambda x: fnp.sign(x) * x)(-2.0) == -1.0
     assert fnp.sign(Z.astype(np.complex64)).dtype == np.complex64
     np.testing.assert_array_equal(fgrad.jit(fnp.sign)(Z), np.sign(Z))
+
+
+def test_abs_and_angle_gradients_at_extreme_magnitudes():
+    # |z|^2 underflowed below |z| = 1.5e-162 (angle's gradient 0) and overflowed above 1e154;
+    # NumPy's complex division by a subnormal |z| overflowed (abs's gradient nan at 5e-320)
+    # (z = s (1 + i): conj(z) / |z| = (1 - i) / sqrt(2), -i / z = -(1 + i) / (2 s))
+    for scale in (5e-320, 1e-200, 1e-150, 1.0, 1e150, 1e200):
+        z = scale * (1 + 1j)
+        want = (1 - 1j) / np.sqrt(2)
+        rtol = 1e-4 if scale < 1e-300 else 1e-12  # (|z| of subnormal parts: 4 digits)
+        np.testing.assert_allclose(fgrad.grad(fnp.abs)(z), want, rtol=rtol)
+        if scale > 1e-300:  # (beyond, -i / z overflows)
+            want = -(1 + 1j) / 2 / scale
+            np.testing.assert_allclose(fgrad.grad(fnp.angle)(z), want, rtol=1e-12)

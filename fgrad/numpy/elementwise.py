@@ -765,8 +765,15 @@ def _unit_phase(ans, x):
     """conj(z) / |z| for complex z, with 0 at z = 0 (the subgradient JAX also picks there)."""
     zero = mask_values(ans) == 0
     if may_hold(zero):
-        return where(zero, 0.0, conj(x) / where(zero, 1.0, ans))
-    return conj(x) / ans
+        return where(zero, 0.0, _over_real(conj(x), where(zero, 1.0, ans)))
+    return _over_real(conj(x), ans)
+
+
+def _over_real(w, r):
+    """w / r for a complex w and a real r > 0, part by part: NumPy's complex division by a
+    subnormal r overflowed (nan for |z| at 5e-320 + 5e-320j, where each part's quotient is
+    0.7)."""
+    return real(w) / r + 1j * (imag(w) / r)
 
 
 def _abs_vjp(ans, x):
@@ -880,12 +887,15 @@ def angle(z: ArrayLike, deg: bool = False) -> Array:
 
 
 def _angle_grad(ans, z):
-    """conj(z) / |z|^2, 0 at z = 0: d angle = Im(conj(z) dz) / |z|^2."""
-    r2 = real(z * conj(z))
-    zero = mask_values(r2) == 0
+    """conj(z) / |z|^2, 0 at z = 0: d angle = Im(conj(z) dz) / |z|^2; divided by |z| twice,
+    part by part (|z|^2 itself underflowed below |z| = 1.5e-162, where the gradient was 0,
+    and overflowed above 1.3e154), as arctan2's rule does."""
+    r = abs(z)
+    zero = mask_values(r) == 0
     if may_hold(zero):
-        return where(zero, 0.0, conj(z) / where(zero, 1.0, r2))
-    return conj(z) / r2
+        r = where(zero, 1.0, r)
+        return where(zero, 0.0, _over_real(_over_real(conj(z), r), r))
+    return _over_real(_over_real(conj(z), r), r)
 
 
 def _angle_vjp(ans, z):
