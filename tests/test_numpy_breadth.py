@@ -331,3 +331,18 @@ def test_the_text_of_a_traced_value_is_its_values_text():
         fgrad.jit(fnp.frombuffer)(x)
     with pytest.raises(TypeError, match=r"from_dlpack: x is a traced value .* no memory"):
         fgrad.grad(lambda v: fnp.sum(fnp.from_dlpack(v)))(x)
+
+
+def test_piecewise_takes_one_traced_condition_array_as_one_condition():
+    # under jit and vmap the traced condition's elements (a 1-d x) or rows were taken for
+    # conditions of their own: [-1, 2] where NumPy gives [-1, 20]; a 0-d x with a traced 0-d
+    # condition raised IndexError
+    def f(v):
+        return fnp.piecewise(v, v > 0, [lambda t: 10.0 * t, lambda t: t])
+
+    x = np.array([-1.0, 2.0, 3.0])
+    want = np.piecewise(x, x > 0, [lambda t: 10.0 * t, lambda t: t])
+    np.testing.assert_array_equal(fgrad.jit(f)(x), want)
+    np.testing.assert_array_equal(fgrad.vmap(f)(x[None]), want[None])
+    np.testing.assert_array_equal(fgrad.vmap(f)(x), want)  # 0-d rows, 0-d conditions
+    np.testing.assert_array_equal(fgrad.grad(lambda v: fnp.sum(f(v)))(x), [1.0, 10.0, 10.0])

@@ -323,6 +323,20 @@ def extract(condition: Any, arr: Any) -> Any:
     return take(ravel(arr), _flat_positions(condition, "extract"))
 
 
+def _one_condition(condlist, x):
+    """Whether `condlist` is one condition rather than a list of them, by NumPy's rule (a
+    scalar, or a first element that is not an array or list, for an x that is not 0-d), with
+    a traced value read as NumPy reads an array of its shape: its first element is an array
+    only from 2 dimensions on (a traced 1-d condition's element was taken for a condition of
+    its own: under jit and vmap piecewise gave x where NumPy gives funclist[0](x)); a traced
+    0-d condition is one condition too (NumPy's 0-d array has no first element)."""
+    if _np.isscalar(condlist) or (is_traced(condlist) and ndim(condlist) == 0):
+        return True
+    first = condlist[0]
+    is_array = isinstance(first, (list, _np.ndarray)) or (is_traced(first) and ndim(first) >= 1)
+    return not is_array and ndim(x) != 0
+
+
 @mirror("function")
 def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
     """NumPy's `piecewise`: where condlist[i] holds, funclist[i] applied to those elements of x
@@ -344,11 +358,7 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     if not closures and numpy_applies(x, condlist, constants, args, list(kw.values())):
         return _np.piecewise(x, condlist, funclist, *args, **kw)
     x = asarray(x)
-    if _np.isscalar(condlist) or (
-        not isinstance(condlist[0], (list, _np.ndarray))
-        and not is_traced(condlist[0])
-        and ndim(x) != 0
-    ):
+    if _one_condition(condlist, x):
         condlist = [condlist]
     conds = [asarray(constant_of(c)) for c in condlist]
     conds = [c if dtype_of(c) == _np.dtype(bool) else astype(c, bool) for c in conds]
