@@ -346,3 +346,16 @@ def test_piecewise_takes_one_traced_condition_array_as_one_condition():
     np.testing.assert_array_equal(fgrad.vmap(f)(x[None]), want[None])
     np.testing.assert_array_equal(fgrad.vmap(f)(x), want)  # 0-d rows, 0-d conditions
     np.testing.assert_array_equal(fgrad.grad(lambda v: fnp.sum(f(v)))(x), [1.0, 10.0, 10.0])
+
+
+def test_select_keeps_numpys_dtype_with_python_number_choices():
+    # two Python numbers (a choice and the default) made an int64 or float64 array first:
+    # float64 for [x32, 3], where NumPy gives float32
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    for choices, default in (([x, 3], 0), ([x, 3.5], 0), ([x, 3], 1.5)):
+        want = np.select([x > 0, x < 0], choices, default)
+        got = fnp.select([x > 0, x < 0], choices, default)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+        f = lambda v, c=choices, d=default: fnp.select([v > 0, v < 0], [v, c[1]], d)
+        assert fgrad.jit(f)(x).dtype == np.float32

@@ -1046,7 +1046,21 @@ def select(
     _broadcast_shape(
         "select", {"condlist": condlist, "choicelist": choicelist, "default": [default]}
     )
-    out = default
+    # NumPy's result dtype, Python numbers weak (NEP 50): the chained `where`s made two Python
+    # numbers an int64 or float64 array first (float64 for [x32, 3], where NumPy gives float32)
+    dtype = _np.result_type(
+        *(
+            v if type(v) in (int, float, complex, bool) else dtype_of(v)
+            for v in (*choicelist, default)
+        )
+    )
+    out = (
+        _np.asarray(default, dtype=dtype)
+        if type(default) in (int, float, complex, bool)
+        else default
+        if dtype_of(default) == dtype
+        else astype(default, dtype)
+    )
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         c = mask_values(cond)
         if dtype_of(c) != _np.dtype(bool):
