@@ -359,3 +359,11 @@ def test_select_keeps_numpys_dtype_with_python_number_choices():
         np.testing.assert_array_equal(got, want)
         f = lambda v, c=choices, d=default: fnp.select([v > 0, v < 0], [v, c[1]], d)
         assert fgrad.jit(f)(x).dtype == np.float32
+
+
+def test_choose_takes_a_boolean_index_under_transforms_as_numpy_does():
+    # False and True choose 0 and 1; under jit and grad a take_along_axis TypeError
+    a, c = np.array([True, False]), np.arange(2.0)
+    np.testing.assert_array_equal(fgrad.jit(lambda v: fnp.choose(a, [v, 2 * v]))(c), [0.0, 1.0])
+    got = fgrad.grad(lambda v: fnp.sum(fnp.choose(a, [v, 2 * v])))(c)
+    np.testing.assert_array_equal(got, [2.0, 1.0])

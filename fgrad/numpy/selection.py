@@ -245,6 +245,8 @@ def choose(
             f"choose: a must hold integer indices into the choices, got {describe(a)}; cast it "
             "with a.astype(int) if its values are whole numbers"
         )
+    if index.dtype.kind == "b":  # (False, True index choices 0 and 1, as NumPy's)
+        index = astype(index, _np.intp)
     choices = list(choices) if isinstance(choices, (list, tuple)) else list(asarray(choices))
     n = len(choices)
     if mode == "raise":
