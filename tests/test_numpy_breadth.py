@@ -367,3 +367,22 @@ def test_choose_takes_a_boolean_index_under_transforms_as_numpy_does():
     np.testing.assert_array_equal(fgrad.jit(lambda v: fnp.choose(a, [v, 2 * v]))(c), [0.0, 1.0])
     got = fgrad.grad(lambda v: fnp.sum(fnp.choose(a, [v, 2 * v])))(c)
     np.testing.assert_array_equal(got, [2.0, 1.0])
+
+
+def test_fill_diagonal_with_an_empty_val_and_pad_with_a_callable_mode_answer_as_numpy():
+    # fill_diagonal(..., inplace=False) with an empty val raised IndexError under a
+    # transform (NumPy fills nothing); pad refused NumPy's documented callable mode even on
+    # plain arrays
+    ones = np.ones((2, 2))
+    got = fgrad.jit(lambda v: fnp.fill_diagonal(ones, v, inplace=False))(np.array([]))
+    np.testing.assert_array_equal(got, ones)
+
+    def padder(vector, pad_width, iaxis, kwargs):
+        vector[: pad_width[0]] = -1.0
+        if pad_width[1]:
+            vector[-pad_width[1] :] = 7.0
+
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fnp.pad(x, 2, padder), np.pad(x, 2, padder))
+    with pytest.raises(TypeError, match=r"pad: a callable mode \('padder'\) .*traced value"):
+        fgrad.grad(lambda v: fnp.sum(fnp.pad(v, 2, padder)))(x)

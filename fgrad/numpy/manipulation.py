@@ -81,6 +81,14 @@ def pad(
     >>> fgrad.grad(lambda x: fnp.sum(fnp.pad(x, (0, 2), mode="linear_ramp")))(np.ones(3))
     array([1. , 1. , 1.5])
     """
+    if callable(mode):  # NumPy's protocol: the function writes each padded vector in place
+        if numpy_applies(array, pad_width, list(kwargs.values())):
+            return _np.pad(array, pad_width, mode, **kwargs)
+        raise TypeError(
+            f"pad: a callable mode ({getattr(mode, '__name__', mode)!r}) writes into NumPy "
+            f"arrays, and array is a traced value ({describe(array)}); use one of the named "
+            "modes, or build the padding with fgrad.numpy.concatenate"
+        )
     array = asarray(array)
     a_shape = shape(array)
     pos = _positions(a_shape)

@@ -209,7 +209,8 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
             val=val,
         )
     source = _np.full(shape(a), -1, dtype=_np.intp)
-    _np.fill_diagonal(source, _np.arange(max(_math.prod(shape(val)), 1)), wrap)
+    if _math.prod(shape(val)):  # (an empty val fills nothing, as NumPy's)
+        _np.fill_diagonal(source, _np.arange(_math.prod(shape(val))), wrap)
     return _placed(a, source, val)
 
 
