@@ -458,6 +458,7 @@ ALLOWED_IMPORTS = {
         "core",
         "primitive",
         "numpy",
+        "numpy._mirror",
         "numpy.elementwise",
         "numpy.shaping",
     },

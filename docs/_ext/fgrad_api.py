@@ -140,6 +140,15 @@ def _entry(module, qualified: str, name: str) -> list[str]:
     return lines
 
 
+def _kind_text(kind: str, obj) -> str:
+    """What the kind says, but for the ufuncs kept bare for speed (sin, cos, tanh, exp, log,
+    negative), whose signature is `(x)`: saying they take NumPy's keywords would be wrong."""
+    params = coverage.signature_text(obj)
+    if kind == "ufunc" and params and "out" not in params and "**" not in params:
+        return "an elementwise ufunc without NumPy's ufunc keywords: a bare primitive, for speed"
+    return KIND_TEXT[kind]
+
+
 def _status_lines(module_name: str, name: str, obj) -> list[str]:
     """What the code knows about a mirror's name: derivative status, conventions, original."""
     mirror = MIRRORS.get(module_name) or MIRRORS.get(module_name.rsplit(".", 1)[0])
@@ -161,7 +170,7 @@ def _status_lines(module_name: str, name: str, obj) -> list[str]:
     kind = kind_of(obj)
     if kind is not None and module_name.startswith("fgrad.numpy"):
         lines.append("")
-        lines.append(f"**Kind:** {kind} ({KIND_TEXT[kind]}).")
+        lines.append(f"**Kind:** {kind} ({_kind_text(kind, obj)}).")
     rows = coverage.conventions_of(name)
     if rows:
         lines.append("")

@@ -23,8 +23,9 @@ two (with broadcasting) are built by `_binary` below on `defprimitive`. Each of 
 is then one row, `erf = _ufunc(_erf_p, "docstring")`, in its primitive's section: the row
 makes the public function with SciPy's ufunc signature (`erf(x, /, out=None, *, where=True,
 ...)`; the ufunc keywords are refused with a TypeError naming the one given, never ignored),
-its docstring and its export (`__all__`, at the end, lists the rows and SciPy's plain
-functions). A new ufunc is a primitive and a row.
+its docstring and its declaration as a mirror of the kind "ufunc" (`fgrad.numpy._mirror`);
+SciPy's plain functions (`logsumexp`, `zeta`, ...) are declared by `@mirror("function")`, and
+`__all__` is read off the declarations. A new ufunc is a primitive and a row.
 
 Functions of two arguments follow NumPy 2's promotion: a Python int or float takes the other
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
@@ -58,6 +59,7 @@ from ..core import (
     shape_of,
 )
 from ..numpy import _box, _ufunc_signature
+from ..numpy._mirror import exported, mirror
 from ..numpy.elementwise import (
     _weights,
     bool_mask,
@@ -229,8 +231,8 @@ def _refuse_keywords(name, out, keywords):
 
 
 # The mirror of each SciPy ufunc is one row, `name = _ufunc(function, docstring)`, in the
-# section of its primitive; `__all__` (at the end) is made from the rows.
-_UFUNCS: dict[str, Callable[..., Array]] = {}
+# section of its primitive, declared of the kind "ufunc" (`fgrad.numpy._mirror`); `__all__`
+# (at the end) is read off the declarations, as a family of fgrad.numpy's is.
 
 
 def _ufunc(fn: Callable[..., Any], doc: str, name: str | None = None) -> Callable[..., Array]:
@@ -251,8 +253,7 @@ def _ufunc(fn: Callable[..., Any], doc: str, name: str | None = None) -> Callabl
     ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = doc
-    _UFUNCS[name] = ufunc
-    return ufunc
+    return mirror("ufunc")(ufunc)
 
 
 # --- Taylor rules (`fgrad.taylor`): the builders ------------------------------------------------
@@ -566,6 +567,7 @@ _lse_sign_p = nondiff(_lse_sign_impl, name="logsumexp_sign")
 register_rules(_lse_sign_p, batch=_lse_batch_rule(_lse_sign_p))
 
 
+@mirror("function")
 def logsumexp(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -667,6 +669,7 @@ register_rules(
 )
 
 
+@mirror("function")
 def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """SciPy's `softmax` over `axis` (all axes by default); its rules use only the result,
     so they are exact where an entry is 0 or 1 (inputs like +-1000).
@@ -698,6 +701,7 @@ register_rules(
 )
 
 
+@mirror("function")
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     """SciPy's `log_softmax` over `axis` (all axes by default): x - logsumexp(x), stable at
     any magnitude in value and every derivative (they use exp(ans) <= 1)."""
@@ -1020,6 +1024,7 @@ digamma = _ufunc(
 psi = digamma
 
 
+@mirror("function")
 def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     """The n-th derivative of digamma at x; n is a constant integer >= 0 (or integer array),
     differentiable in x: derivative polygamma(n + 1, x).
@@ -1087,6 +1092,7 @@ _hurwitz_zeta_p: Primitive = _binary(
 register_rules(_hurwitz_zeta_p, taylor=_hurwitz_zeta_taylor)
 
 
+@mirror("function")
 def zeta(x: ArrayLike, q: ArrayLike | None = None, out: None = None) -> Array:
     """The Riemann zeta function (q None) or the Hurwitz zeta function
     sum_k (k + q)**-x, SciPy's values; differentiable in q: d/dq = -x zeta(x + 1, q), to
@@ -1201,6 +1207,7 @@ def nan_of(carriers, out):
     return nan
 
 
+@mirror("function")
 def multigammaln(a: ArrayLike, d: int) -> Array:
     """log of the multivariate gamma function of dimension `d` (a constant int >= 1):
     d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1, for a > (d - 1) / 2
@@ -2457,19 +2464,9 @@ betainc = _ufunc(
 )
 
 
-# The exports: a row for each of SciPy's ufuncs, and SciPy's plain functions.
-__all__ = sorted(
-    [
-        *_UFUNCS,
-        "psi",
-        "logsumexp",
-        "softmax",
-        "log_softmax",
-        "multigammaln",
-        "polygamma",
-        "zeta",
-    ]
-)
+# The exports: the rows (SciPy's ufuncs), the functions declared above, and `psi`, SciPy's
+# alias of `digamma`.
+__all__ = exported(globals(), of=_sc)
 
 # The family's batching rule, for every primitive of this module without one of its own
 # (registered in its block): all the others are elementwise, as SciPy's ufuncs are (erf, gamma,
