@@ -161,37 +161,12 @@ def __getattr__(name):
     raise AttributeError(f"module 'fgrad.numpy' has no attribute {name!r}")
 
 
-_FAMILY_MODULES = (
-    "arrays",
-    "bitwise",
-    "datatypes",
-    "indexing",
-    "input_output",
-    "sets",
-    "creation",
-    "elementwise",
-    "products",
-    "reductions",
-    "shaping",
-    "signal",
-    "statistics",
-    "ufuncs",
-    "histograms",
-    "manipulation",
-    "mathematical",
-    "polynomials",
-    "selection",
-    "windows",
-    "fft",
-    "linalg",
-)
+# every module bound here is a family (its names are exported above) or one of the public
+# submodules fft and linalg, which are not functions: none is a public name
 __all__ = sorted(
     name
     for name in dir()
-    if not name.startswith("_")
-    # the family modules (bound here by their import) are not public names; nor are fft and
-    # linalg, the public submodules, which are not functions
-    and not (isinstance(globals()[name], _types.ModuleType) and name in _FAMILY_MODULES)
+    if not name.startswith("_") and not isinstance(globals()[name], _types.ModuleType)
 )
 
 _box.install({name: globals()[name] for name in __all__}, {"linalg": linalg, "fft": fft})
