@@ -386,3 +386,6 @@ def test_fill_diagonal_with_an_empty_val_and_pad_with_a_callable_mode_answer_as_
     np.testing.assert_array_equal(fnp.pad(x, 2, padder), np.pad(x, 2, padder))
     with pytest.raises(TypeError, match=r"pad: a callable mode \('padder'\) .*traced value"):
         fgrad.grad(lambda v: fnp.sum(fnp.pad(v, 2, padder)))(x)
+    da = pytest.importorskip("dask.array")  # Dask's own pad fills such a padding with nan
+    with pytest.raises(TypeError, match=r"\('padder'\) .*another library's array: shape \(3,\)"):
+        fnp.pad(da.from_array(x, chunks=2), 2, padder)

@@ -86,7 +86,8 @@ def pad(
             return _np.pad(array, pad_width, mode, **kwargs)
         raise TypeError(
             f"pad: a callable mode ({getattr(mode, '__name__', mode)!r}) writes into NumPy "
-            f"arrays, and array is a traced value ({describe(array)}); use one of the named "
+            f"arrays, and array is not one (a traced value, or another library's array: "
+            f"{describe(array)}); use one of the named "
             "modes, or build the padding with fgrad.numpy.concatenate"
         )
     array = asarray(array)
