@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["api_boundary"]
+__all__ = ["api_boundary", "users_error"]
 
 _FGRAD_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -76,19 +76,26 @@ def api_boundary(fun: Callable[..., Any]) -> Callable[..., Any]:
             return fun(*args, **kwargs)
         except Exception as e:
             del core.phases()[phases:]
-            e = _fgrads_error_first(e)
-            tb = e.__traceback__
-            if not _filtering() or tb is None:
-                raise e  # e itself, or the error of fgrad that NumPy had replaced
-            filtered = _without_fgrad_frames(tb)
-            if _count(filtered) < _count(tb):
-                notes = getattr(e, "__notes__", ())
-                if _NOTE not in notes and hasattr(e, "add_note"):
-                    e.add_note(_NOTE)
-                raise e.with_traceback(filtered)  # noqa: B904 (the same exception, re-raised)
-            raise
+            raise users_error(e)  # noqa: B904 (the same exception, re-raised)
 
     return boundary
+
+
+def users_error(e: Exception) -> Exception:
+    """The exception `e`, caught at a boundary, as it leaves it: without fgrad's frames in its
+    traceback (with a note saying so), or fgrad's error that NumPy had replaced (for a
+    boundary that is a method on a hot path, `fgrad.jit`'s call, which a wrapper would slow)."""
+    e = _fgrads_error_first(e)
+    tb = e.__traceback__
+    if not _filtering() or tb is None:
+        return e
+    filtered = _without_fgrad_frames(tb)
+    if _count(filtered) == _count(tb):
+        return e
+    notes = getattr(e, "__notes__", ())
+    if _NOTE not in notes and hasattr(e, "add_note"):
+        e.add_note(_NOTE)
+    return e.with_traceback(filtered)
 
 
 def _fgrads_error_first(e):

@@ -197,7 +197,7 @@ def _tell_recorders_of_closures(fn, who):
             for _, v in free_values(fn):
                 x = next((b for b in boxes_in(v) if holds_box_of(b, level)), None)
                 if x is not None:
-                    level.closed_over(x, who)
+                    level.closed_over(x, who, checkpoint=True)
                     break
 
 
@@ -261,6 +261,8 @@ class _Call:
         leaves = tuple(_as_numpy(v) for v in leaves)
         for k, v in enumerate(leaves):
             pv = core.innermost(v)
+            if type(pv) in (int, float, complex):
+                continue  # a number computed from a Python number `jit` keeps as it was given
             if not (
                 isinstance(pv, (_np.ndarray, _np.generic)) or core.is_foreign_array(pv)
             ) or not (_np.issubdtype(pv.dtype, _np.number) or pv.dtype == bool):

@@ -58,6 +58,7 @@ from .core import (
 __all__ = [
     "CANNOT_RECORD",
     "CLOSES_OVER",
+    "HANDED_A_CLOSURE",
     "Const",
     "Guard",
     "Op",
@@ -76,6 +77,10 @@ __all__ = [
 CLOSES_OVER = "a custom rule, checkpoint or primitive closes over a traced value"
 # The same, for what `cannot_record` is told (its reason follows)
 CANNOT_RECORD = "a value of the function being recorded is read where a replay cannot give it"
+# The start of `StagingLevel.unsafe` when a checkpoint's function reads one of the level's
+# values from its closure (`closed_over`): this call's result is right (the function ran with
+# this call's values), but a replay would run it with them again.
+HANDED_A_CLOSURE = "a checkpoint's function closes over a traced value"
 
 
 class Const:
@@ -497,10 +502,21 @@ class StagingLevel(Level):
                 "checkpoint or a solve, which reads it as another value in each call"
             )
 
-    def closed_over(self, box: Box, who: str) -> None:
+    def closed_over(self, box: Box, who: str, checkpoint: bool = False) -> None:
+        """A function handed to `who` (a SciPy solver, or a `checkpoint` when `checkpoint`)
+        reads `box`, a value of this level, from its closure: a replay would not compute with
+        the new value. A solver's record is not kept: each call records again, silently (a
+        closure is how a solver's function is usually written). A checkpoint's makes the
+        function run eagerly from then on, with a warning (docs/jit.md)."""
         # (a SciPy solver calls the function with its own buffers, which it overwrites; a
         # checkpoint's replay runs it again: either would compute with this call's value)
-        if self.unsafe is None:
+        if self.unsafe is None and checkpoint:
+            self.unsafe = (
+                f"{HANDED_A_CLOSURE} of the function being recorded ({who}): a replay would "
+                "run it with this call's value, so this function runs eagerly for these "
+                "shapes and dtypes. Pass the value to that function as an argument instead"
+            )
+        elif self.unsafe is None:
             self.unsafe = (
                 f"{who} was handed a function that closes over a traced value of the function "
                 "being recorded; its later calls are not operations a record can replay (they "

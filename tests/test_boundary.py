@@ -38,7 +38,11 @@ CALLS = {
     "checkpoint": lambda: fgrad.grad(fgrad.checkpoint(_inverse_of_a_vector))(np.ones(3)),
     "make_graph": lambda: fgrad.make_graph(_inverse_of_a_vector)(np.ones(3)),
     "bad argument": lambda: fgrad.grad(lambda x: x)(np.arange(3)),
+    "jit": lambda: fgrad.jit(_inverse_of_a_vector)(np.ones(3)),
+    "make_record": lambda: fgrad.make_record(_inverse_of_a_vector)(np.ones(3)),
 }
+# the frame each keeps: the boundary's; jit's call is a method of its own (no wrapper)
+KEPT = {"jit": fgrad.jitting.__file__}
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
@@ -46,12 +50,29 @@ def test_fgrad_frames_are_hidden_but_the_boundary_and_the_users_are_kept(name):
     with pytest.raises((ValueError, TypeError)) as info:
         CALLS[name]()
     e = info.value
-    assert _fgrad_frames(e) == [boundary.__file__], _frames(e)
+    assert _fgrad_frames(e) == [KEPT.get(name, boundary.__file__)], _frames(e)
     assert _frames(e)[0] == __file__  # the user's line that called the transform comes first
     if name != "bad argument":
         assert _frames(e)[-1] == __file__  # ... and the user's line that raised comes last
         assert "argument 'a' has shape" in str(e)
     assert any("FGRAD_TRACEBACK_FILTERING=off" in n for n in e.__notes__)
+
+
+def test_an_error_of_a_jit_replay_shows_the_users_code():
+    """A replay that raises (inv of a singular matrix) runs the function eagerly, which raises
+    from the user's line; jit's tracebacks kept 9 of fgrad's frames."""
+
+    def inverse(a):
+        return fnp.linalg.inv(a)  # raises on a singular matrix
+
+    jitted = fgrad.jit(inverse)
+    for _ in range(3):  # recorded, then replayed, then compiled
+        jitted(np.eye(2))
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        jitted(np.zeros((2, 2)))
+    assert _fgrad_frames(info.value) == [fgrad.jitting.__file__], _frames(info.value)
+    frames = _frames(info.value)  # the call, the function's line, then NumPy's that raised
+    assert frames[0] == __file__ and frames.count(__file__) == 2, frames
 
 
 def test_an_exception_of_the_users_own_code_keeps_its_frames():

@@ -542,7 +542,7 @@ ALLOWED_IMPORTS = {
         "tree_util",
         "vmapping",
     },
-    "jitting.py": {"core", "staging", "tree_util"},
+    "jitting.py": {"boundary", "core", "staging", "tree_util"},
     "vmapping.py": {"batching", "boundary", "core", "tree_util", "numpy"},
     "boundary.py": {"core", "protocols"},
     "api.py": {
