@@ -301,11 +301,11 @@ def _no_matrices(func, xs, params, batch):
 # NumPy's linalg functions broadcast over leading axes, so a batch is one more leading axis: the
 # rules put every batched operand's batch axis first (with length-1 axes after it where operands
 # have different numbers of leading axes, as `products.gufunc_batch_rule`) and apply the
-# primitive once; the rows come out on axis 0. `_leading_axes_rule` makes that `vmap` rule for
-# hermitian_from_triangle, inv, solve, det, slogdet, pinv, cholesky, qr, eigh, eigvalsh, eig,
-# eigvals, svd, svdvals and matrix_rank (of stacks), each registered in the primitive's block;
-# all but matrix_rank (no derivative) declare the sparsity ("blocks", core_ndims) with it: each
-# output element depends on the whole matrix at its place in the stack.
+# primitive once; the rows come out on axis 0. `_leading_axes_rule` makes that `vmap` rule, and
+# `_register_per_matrix` registers it with the sparsity ("blocks", core_ndims) (each output
+# element depends on the whole matrix at its place in the stack) for hermitian_from_triangle,
+# inv, solve, det, slogdet, pinv, cholesky, qr, eigh, eigvalsh, eig, eigvals, svd and svdvals,
+# in the primitive's block; matrix_rank (of stacks, no derivative) uses the rule alone.
 # LAPACK raises on a singular, not positive definite or non-converging input: those of them that
 # can (inv, solve, pinv, lstsq's rank, cholesky, eigh, eigvalsh, eig, eigvals, svd, svdvals)
 # declare `raises_on_values`, so that a `jit` replay keeps the call where its result goes unused
@@ -328,6 +328,18 @@ def _leading_axes_rule(prim, core_ndims):
         return (out, (0,) * len(out)) if prim.multiple_results else (out, 0)
 
     return rule
+
+
+def _register_per_matrix(prim, core_ndims=(2,), **rules):
+    """Register `prim`'s `vmap` rule and sparsity as a primitive of stacks of matrices (its
+    operands having `core_ndims` core axes each), with its other `rules` (`register_rules`'
+    keywords): both follow from the core axes, so they are declared together."""
+    register_rules(
+        prim,
+        batch=_leading_axes_rule(prim, core_ndims),
+        sparsity=("blocks", core_ndims),
+        **rules,
+    )
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -515,11 +527,7 @@ def _read_triangle_transpose(ans, x, lower):
 _read_triangle = deflinear(
     _read_triangle_impl, _read_triangle_transpose, name="hermitian_from_triangle"
 )
-register_rules(
-    _read_triangle,
-    batch=_leading_axes_rule(_read_triangle, (2,)),
-    sparsity=("blocks", (2,)),
-)
+_register_per_matrix(_read_triangle)
 
 
 def _hermitian_from(a, lower=True):
@@ -552,13 +560,7 @@ def _inv_taylor(primals, series):
     return y[0], tuple(y[1:])
 
 
-register_rules(
-    _inv_p,
-    batch=_leading_axes_rule(_inv_p, (2,)),
-    taylor=_inv_taylor,
-    sparsity=("blocks", (2,)),
-    raises_on_values=True,
-)
+_register_per_matrix(_inv_p, taylor=_inv_taylor, raises_on_values=True)
 
 
 @mirror("function")
@@ -638,11 +640,10 @@ def linear_solve_taylor_rule(prim, tangent_map, columns=False):
     return _taylor.kind_of_rule(rule, "speed")
 
 
-register_rules(
+_register_per_matrix(
     _solve_p,
-    batch=_leading_axes_rule(_solve_p, (2, 2)),
+    (2, 2),
     taylor=linear_solve_taylor_rule(_solve_p, lambda cs, x: _matmul(cs[0], x), columns=True),
-    sparsity=("blocks", (2, 2)),
     raises_on_values=True,
 )
 
@@ -804,11 +805,7 @@ _det_p = matrix_primitive(
     vjp=_det_vjp,
     jvp=lambda t, ans, x: sum(_adjugate_T(x, ans) * t, axis=(-2, -1)),
 )
-register_rules(
-    _det_p,
-    batch=_leading_axes_rule(_det_p, (2,)),
-    sparsity=("blocks", (2,)),
-)
+_register_per_matrix(_det_p)
 
 
 @mirror("function")
@@ -862,12 +859,7 @@ def _slogdet_vjp(wanted, ans, x):
 _slogdet_p = Primitive(
     "slogdet", _slogdet_impl, vjp=_slogdet_vjp, jvp=_slogdet_jvp, multiple_results=True
 )
-register_rules(
-    _slogdet_p,
-    batch=_leading_axes_rule(_slogdet_p, (2,)),
-    sparsity=("blocks", (2,)),
-    forward="speed",
-)
+_register_per_matrix(_slogdet_p, forward="speed")
 
 
 @mirror("function")
@@ -1015,12 +1007,7 @@ _pinv_p = matrix_primitive(
     vjp=_pinv_vjp,
     jvp=_pinv_jvp,
 )
-register_rules(
-    _pinv_p,
-    batch=_leading_axes_rule(_pinv_p, (2,)),
-    sparsity=("blocks", (2,)),
-    raises_on_values=True,
-)
+_register_per_matrix(_pinv_p, raises_on_values=True)
 
 _NOT_GIVEN: Any = _np._NoValue  # NumPy's "not given" default; typed Any as `shaping.NO_VALUE`
 
@@ -1247,13 +1234,7 @@ def _cholesky_taylor(primals, series, upper):
     return ans, tuple(low[1:])
 
 
-register_rules(
-    _cholesky_p,
-    batch=_leading_axes_rule(_cholesky_p, (2,)),
-    taylor=_cholesky_taylor,
-    sparsity=("blocks", (2,)),
-    raises_on_values=True,
-)
+_register_per_matrix(_cholesky_p, taylor=_cholesky_taylor, raises_on_values=True)
 
 
 @mirror("function")
@@ -1413,12 +1394,7 @@ def _qr_vjp(wanted, ans, x, mode):
 
 
 _qr_p = Primitive("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, multiple_results=True)
-register_rules(
-    _qr_p,
-    batch=_leading_axes_rule(_qr_p, (2,)),
-    sparsity=("blocks", (2,)),
-    forward="speed",
-)
+_register_per_matrix(_qr_p, forward="speed")
 
 
 @mirror("function")
@@ -1490,13 +1466,7 @@ def _eigh_vjp(wanted, ans, x, UPLO):
 
 
 _eigh_p = Primitive("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, multiple_results=True)
-register_rules(
-    _eigh_p,
-    batch=_leading_axes_rule(_eigh_p, (2,)),
-    sparsity=("blocks", (2,)),
-    forward="speed",
-    raises_on_values=True,
-)
+_register_per_matrix(_eigh_p, forward="speed", raises_on_values=True)
 
 
 def _check_uplo(UPLO, who):
@@ -1549,12 +1519,7 @@ _eigvalsh_p = matrix_primitive(
     vjp=_eigvalsh_vjp,
     jvp=_eigvalsh_jvp,
 )
-register_rules(
-    _eigvalsh_p,
-    batch=_leading_axes_rule(_eigvalsh_p, (2,)),
-    sparsity=("blocks", (2,)),
-    raises_on_values=True,
-)
+_register_per_matrix(_eigvalsh_p, raises_on_values=True)
 
 
 @mirror("function")
@@ -1681,14 +1646,7 @@ def _eig_vjp(wanted, ans, x):
 _eig_p = Primitive("eig", _eig_impl, vjp=_eig_vjp, jvp=_eig_jvp, multiple_results=True)
 # NumPy's eig (and eigvals) are real where every eigenvalue is, complex otherwise: a `jit`
 # record checks the dtype it was recorded for (`shape_from_values`)
-register_rules(
-    _eig_p,
-    batch=_leading_axes_rule(_eig_p, (2,)),
-    sparsity=("blocks", (2,)),
-    forward="speed",
-    shape_from_values=True,
-    raises_on_values=True,
-)
+_register_per_matrix(_eig_p, forward="speed", shape_from_values=True, raises_on_values=True)
 
 
 @mirror("function")
@@ -1800,13 +1758,7 @@ _eigvals_p = matrix_primitive(
     jvp=_eigvals_jvp,
 )
 # real or complex by the values, as eig
-register_rules(
-    _eigvals_p,
-    batch=_leading_axes_rule(_eigvals_p, (2,)),
-    sparsity=("blocks", (2,)),
-    shape_from_values=True,
-    raises_on_values=True,
-)
+_register_per_matrix(_eigvals_p, shape_from_values=True, raises_on_values=True)
 
 
 @mirror("function")
@@ -1911,13 +1863,7 @@ def _svd_vjp(wanted, ans, x, full_matrices):
 
 
 _svd_p = Primitive("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, multiple_results=True)
-register_rules(
-    _svd_p,
-    batch=_leading_axes_rule(_svd_p, (2,)),
-    sparsity=("blocks", (2,)),
-    forward="speed",
-    raises_on_values=True,
-)
+_register_per_matrix(_svd_p, forward="speed", raises_on_values=True)
 
 
 def _svdvals_vjp(ans, x):
@@ -1937,12 +1883,7 @@ _svdvals_p = matrix_primitive(
     vjp=_svdvals_vjp,
     jvp=_svdvals_jvp,
 )
-register_rules(
-    _svdvals_p,
-    batch=_leading_axes_rule(_svdvals_p, (2,)),
-    sparsity=("blocks", (2,)),
-    raises_on_values=True,
-)
+_register_per_matrix(_svdvals_p, raises_on_values=True)
 
 
 @mirror("function")

@@ -629,10 +629,9 @@ def _log_softmax_impl(x, axis):
     return _sc.log_softmax(x, axis=axis)
 
 
-def _softmax_taylor(log):
+def _softmax_taylor(prim, log):
     """softmax (its coefficients are p's) and log_softmax (x - L's), from the result's value:
     exact where a weight is 0 or 1, as their forward rules."""
-    prim = _log_softmax_p if log else _softmax_p
 
     def rule(primals, series, axis):
         (x0,), (s,) = primals, series
@@ -654,18 +653,23 @@ def _axis_batch_rule(prim):
     return rule
 
 
-_softmax_p = defprimitive(
+def _softmax_primitive(name, impl, vjp, jvp, log):
+    """softmax's or log_softmax's primitive (`log`): the two differ in their value and their
+    first-order rules, and share the rest, written from the result (Taylor), the axes
+    (batching) and the lanes along them (sparsity)."""
+    prim = defprimitive(impl, vjp=vjp, jvp=jvp, name=name, forward="speed")
+    register_rules(
+        prim, taylor=_softmax_taylor(prim, log), batch=_axis_batch_rule(prim), sparsity="lanes"
+    )
+    return prim
+
+
+_softmax_p = _softmax_primitive(
+    "softmax",
     _softmax_impl,
     vjp=lambda ans, x, axis: lambda ct: ans * (ct - fnp.sum(ct * ans, axis=axis, keepdims=True)),
     jvp=lambda t, ans, x, axis: ans * (t - fnp.sum(t * ans, axis=axis, keepdims=True)),
-    name="softmax",
-    forward="speed",
-)
-register_rules(
-    _softmax_p,
-    taylor=_softmax_taylor(log=False),
-    batch=_axis_batch_rule(_softmax_p),
-    sparsity="lanes",
+    log=False,
 )
 
 
@@ -686,18 +690,12 @@ def _log_softmax_vjp(ans, x, axis):
     return lambda ct: ct - fnp.exp(ans) * fnp.sum(ct, axis=axis, keepdims=True)
 
 
-_log_softmax_p = defprimitive(
+_log_softmax_p = _softmax_primitive(
+    "log_softmax",
     _log_softmax_impl,
     vjp=_log_softmax_vjp,
     jvp=lambda t, ans, x, axis: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True),
-    name="log_softmax",
-    forward="speed",
-)
-register_rules(
-    _log_softmax_p,
-    taylor=_softmax_taylor(log=True),
-    batch=_axis_batch_rule(_log_softmax_p),
-    sparsity="lanes",
+    log=True,
 )
 
 
