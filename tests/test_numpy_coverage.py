@@ -8,8 +8,10 @@ excluded with a reason; an excluded name that fgrad.numpy mirrors after all fail
 list cannot go stale.
 """
 
+import importlib
 import inspect
 import pathlib
+import pkgutil
 import sys
 
 import numpy as np
@@ -133,3 +135,76 @@ def test_every_exported_name_is_declared_with_a_kind_that_says_what_it_is():
         f"declared with a kind that NumPy (or the coverage table) contradicts: {wrong}"
     )
     assert {kind for *_, kind in _kinds()} == set(KINDS)  # each kind is used
+
+
+# --- a name a mirror lacks says so (fgrad.numpy._mirror.missing_names) ------------------------
+
+_STATS = ("beta", "chi2", "dirichlet", "expon", "gamma", "multivariate_normal", "norm", "poisson")
+# (mirror, original, the API page whose coverage table lists the mirror's names, or None)
+MIRRORS = [
+    ("fgrad.numpy.linalg", "numpy.linalg", "fgrad.numpy.linalg"),
+    ("fgrad.numpy.fft", "numpy.fft", "fgrad.numpy.fft"),
+    ("fgrad.scipy.special", "scipy.special", "fgrad.scipy.special"),
+    ("fgrad.scipy.linalg", "scipy.linalg", "fgrad.scipy.linalg"),
+    ("fgrad.scipy.signal", "scipy.signal", "fgrad.scipy.signal"),
+    ("fgrad.scipy.integrate", "scipy.integrate", "fgrad.scipy.integrate"),
+    ("fgrad.scipy.stats", "scipy.stats", "fgrad.scipy.stats"),
+    ("fgrad.scipy.optimize", "scipy.optimize", None),
+    ("fgrad.scipy.sparse", "scipy.sparse", None),
+    ("fgrad.scipy.sparse.linalg", "scipy.sparse.linalg", None),
+] + [(f"fgrad.scipy.stats.{d}", f"scipy.stats.{d}", "fgrad.scipy.stats") for d in _STATS + ("t",)]
+
+
+def _modules(mirror, original):
+    if original.startswith("scipy"):
+        pytest.importorskip("scipy")
+    return importlib.import_module(mirror), pkgutil.resolve_name(original)
+
+
+def _lacked(ours, theirs, functions=True):
+    """The public names of the original the mirror lacks, read now (so that the test stays
+    valid as names are added): its functions, or else its classes and constants."""
+    names = sorted(n for n in set(dir(theirs)) - set(dir(ours)) if not n.startswith("_"))
+    function = {
+        n: callable(getattr(theirs, n)) and not isinstance(getattr(theirs, n), type) for n in names
+    }
+    return [n for n in names if function[n] == functions]
+
+
+@pytest.mark.parametrize(("mirror", "original", "page"), MIRRORS)
+def test_a_function_a_mirror_lacks_says_it_is_not_mirrored_yet_and_what_to_do(
+    mirror, original, page
+):
+    ours, theirs = _modules(mirror, original)
+    lacked = _lacked(ours, theirs)
+    assert lacked, f"{mirror} mirrors every function of {original}: pick another module"
+    name = lacked[0]
+    with pytest.raises(AttributeError) as raised:
+        getattr(ours, name)
+    message = str(raised.value)
+    assert f"{mirror} has no {name!r} yet" in message
+    assert f"apply {original}.{name} to fgrad.stop_gradient(x)" in message
+    assert "register it with fgrad.primitive" in message
+    assert (f"The API page of {page}" in message) == (page is not None)
+    assert not hasattr(ours, name)
+
+
+def test_a_class_a_mirror_lacks_says_to_use_the_original():
+    ours, theirs = _modules("fgrad.numpy.linalg", "numpy.linalg")
+    name = _lacked(ours, theirs, functions=False)[0]  # LinAlgError
+    with pytest.raises(AttributeError, match=f"use numpy.linalg.{name} itself"):
+        getattr(ours, name)
+
+
+@pytest.mark.parametrize(
+    ("mirror", "original"), [("fgrad.numpy", "numpy")] + [m[:2] for m in MIRRORS]
+)
+@pytest.mark.parametrize("name", ["no_such_name", "_private", "__wrapped__"])
+def test_a_name_the_original_lacks_keeps_pythons_message(mirror, original, name):
+    """A typo, a private name and a dunder probe (doctest, pickle, import machinery) read as
+    Python's own message, and hasattr is False."""
+    ours, _ = _modules(mirror, original)
+    with pytest.raises(AttributeError) as raised:
+        getattr(ours, name)
+    assert str(raised.value) == f"module {mirror!r} has no attribute {name!r}"
+    assert not hasattr(ours, name)

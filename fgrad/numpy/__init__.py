@@ -56,11 +56,10 @@ questions of that kind are answered.
 import types as _types
 import typing as _typing
 
-import numpy as _np
-
 from .. import core as _core
 from . import (
     _box,
+    _mirror,
     arrays as _arrays,
     bitwise,
     creation as _creation,
@@ -84,6 +83,7 @@ from . import (
     ufuncs as _ufuncs,
     windows as _windows,
 )
+from ._coverage import EXCLUDED as _EXCLUDED
 from .shaping import _sequence_to_array  # the core's reader of lists of traced values
 
 
@@ -144,21 +144,9 @@ if _typing.TYPE_CHECKING:
     from .windows import *  # noqa: F403
 
 
-def __getattr__(name):
-    from ._coverage import EXCLUDED
-
-    if name in EXCLUDED:
-        raise AttributeError(
-            f"fgrad.numpy leaves numpy.{name} out on purpose ({EXCLUDED[name]}); use "
-            f"numpy.{name} itself, on plain values (fgrad.stop_gradient(x) of a traced x)"
-        )
-    if hasattr(_np, name):
-        raise AttributeError(
-            f"fgrad.numpy has no {name!r} yet, so it cannot differentiate it. If no derivative "
-            f"flows through it, apply numpy.{name} to fgrad.stop_gradient(x); otherwise build it "
-            "from fgrad.numpy operations, or register it with fgrad.primitive."
-        )
-    raise AttributeError(f"module 'fgrad.numpy' has no attribute {name!r}")
+# A NumPy name that is not here says so, and what to do instead. (A type checker reads the
+# names `_export` binds through this, as Any.)
+__getattr__ = _mirror.missing_names(__name__, "numpy", page=__name__, excluded=_EXCLUDED)
 
 
 # every module bound here is a family (its names are exported above) or one of the public

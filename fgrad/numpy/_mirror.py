@@ -28,14 +28,20 @@ first module that reaches this line with it, the module that made it: imports go
 A mirror of a submodule (`linalg`, `fft`) passes the NumPy module it mirrors, so that its
 names are counted apart from the main namespace's.
 
+`missing_names(mirror, original)` is the `__getattr__` of every mirror module (NumPy's and
+SciPy's): a name the original has and the mirror lacks raises an AttributeError that says so
+and what to do instead, a misspelt name Python's own.
+
 Imports: nothing of fgrad.
 """
 
 from __future__ import annotations
 
+import pkgutil
+import sys
 import types
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, TypeVar
 
 import numpy as _np
 
@@ -85,3 +91,64 @@ def exported(namespace: dict[str, Any], of: types.ModuleType = _np) -> list[str]
         if owner == module:
             names.append(name)
     return sorted(names)
+
+
+_ABSENT = object()
+
+
+def missing_names(
+    mirror: str,
+    original: str,
+    *,
+    page: str | None = None,
+    excluded: Mapping[str, str] | None = None,
+) -> Callable[[str], Any]:
+    """The module `__getattr__` of the mirror module named `mirror`, which mirrors the object
+    named `original` (`"scipy.linalg"`, or a SciPy distribution: `"scipy.stats.norm"`),
+    imported at the first name looked up and not found.
+
+    A public name of the original the mirror lacks raises an AttributeError that says it is
+    not mirrored yet and what to do: apply the original to plain values where no derivative
+    flows, else build it or register a primitive; `page`, the API page whose coverage table
+    lists what the mirror has, is named in it. A name in `excluded` (name -> reason) is left
+    out on purpose, and says why. A private or dunder name (`__path__`, `__wrapped__`: import
+    machinery, doctest, pickle) and a name the original does not have either raise Python's
+    own message, so `hasattr` stays False and a typo reads as a typo.
+
+    It never returns; its type says Any because a type checker types a name a module does not
+    bind by the module's `__getattr__`, and the names `fgrad.numpy` binds at import must read
+    as Any. A module whose names are all written out binds it under `if not TYPE_CHECKING`,
+    so that a type checker still reports a misspelt name."""
+    found: list[Any] = []  # the original, once imported
+
+    def __getattr__(name: str) -> NoReturn:
+        if not name.startswith("_"):
+            if excluded is not None and name in excluded:
+                raise AttributeError(
+                    f"{mirror} leaves {original}.{name} out on purpose ({excluded[name]}); use "
+                    f"{original}.{name} itself, on plain values (fgrad.stop_gradient(x) of a "
+                    "traced x)"
+                )
+            if not found:
+                found.append(pkgutil.resolve_name(original))
+            theirs = getattr(found[0], name, _ABSENT)
+            if isinstance(theirs, type) or (theirs is not _ABSENT and not callable(theirs)):
+                # a class (LinAlgError) or a constant: nothing to differentiate
+                raise AttributeError(
+                    f"{mirror} has no {name!r}, which is not a function of array values: use "
+                    f"{original}.{name} itself"
+                )
+            if theirs is not _ABSENT:
+                listed = f" The API page of {page} lists what it has." if page else ""
+                raise AttributeError(
+                    f"{mirror} has no {name!r} yet, so it cannot differentiate it. If no "
+                    f"derivative flows through it, apply {original}.{name} to "
+                    "fgrad.stop_gradient(x); otherwise build it from fgrad.numpy operations, or "
+                    f"register it with fgrad.primitive.{listed}"
+                )
+        # (name and obj: Python's traceback adds "Did you mean ...?" to a typo)
+        raise AttributeError(
+            f"module {mirror!r} has no attribute {name!r}", name=name, obj=sys.modules.get(mirror)
+        )
+
+    return __getattr__

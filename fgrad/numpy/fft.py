@@ -37,7 +37,7 @@ import numpy as _np
 
 from ..core import Box, dtype_of
 from ..primitive import deflinear, register_rules
-from ._mirror import exported, mirror
+from ._mirror import exported, mirror, missing_names
 from .elementwise import conj, multiply, real
 from .products import whole_along
 from .shaping import (
@@ -632,3 +632,6 @@ def rfftfreq(n: int, d: float = 1.0, device: Literal["cpu"] | None = None) -> Ar
 
 
 __all__ = exported(globals(), _np.fft)
+
+if not TYPE_CHECKING:  # a name of numpy.fft not mirrored yet says so
+    __getattr__ = missing_names(__name__, "numpy.fft", page=__name__)

@@ -88,7 +88,7 @@ from .. import batching as _batching, core as _core, taylor as _taylor
 from ..core import Primitive, bind, constant_of, dtype_of, primal
 from ..primitive import deflinear, defprimitive, nondiff, register_rules
 from . import arrays as _arrays, products as _products
-from ._mirror import exported, mirror
+from ._mirror import exported, mirror, missing_names
 from .elementwise import (
     abs,
     conj,
@@ -2473,3 +2473,6 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
 
 
 __all__ = exported(globals(), _np.linalg)
+
+if not TYPE_CHECKING:  # a name of numpy.linalg not mirrored yet says so
+    __getattr__ = missing_names(__name__, "numpy.linalg", page=__name__)

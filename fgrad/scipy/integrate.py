@@ -58,6 +58,7 @@ from ..core import (
 )
 from ..custom import custom_vjp
 from ..jitting import jit
+from ..numpy._mirror import missing_names
 from ..numpy.shaping import describe, read_constant
 from ..primitive import nondiff, register_rules
 from ..tree_util import LEAF, tree_flatten, tree_map, tree_unflatten
@@ -73,6 +74,9 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
 
 __all__ = ["cumulative_trapezoid", "fixed_quad", "odeint", "quad", "simpson", "trapezoid"]
+
+if not TYPE_CHECKING:  # a name of scipy.integrate not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.integrate", page=__name__)
 
 
 def odeint(

@@ -66,6 +66,7 @@ from ..core import (
     refuse_lazy,
 )
 from ..numpy import linalg as _la
+from ..numpy._mirror import missing_names
 from ..numpy.elementwise import mask_values, read_any
 from ..numpy.shaping import (
     batch_size,
@@ -109,6 +110,9 @@ __all__ = [
     "svd",
     "toeplitz",
 ]
+
+if not TYPE_CHECKING:  # a name of scipy.linalg not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.linalg", page=__name__)
 
 LinAlgError = _np.linalg.LinAlgError
 

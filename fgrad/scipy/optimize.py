@@ -47,6 +47,7 @@ from .. import core, numpy as fnp
 from ..api import grad as _grad, jacfwd, jvp, value_and_grad
 from ..core import Box, live_levels_of, refuse_lazy
 from ..jitting import jit
+from ..numpy._mirror import missing_names
 from ..numpy.shaping import describe, read_constant
 from ..solve import _Closed, _discover, _refuse_closure_under_vmap, batch_levels, root_of
 from ..tree_util import tree_flatten, tree_map, tree_unflatten
@@ -57,6 +58,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["brentq", "fixed_point", "least_squares", "minimize", "root", "root_scalar"]
+
+if not TYPE_CHECKING:  # a name of scipy.optimize not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.optimize")
 
 OptimizeResult = _so.OptimizeResult
 # what the solvers return, for a type checker (SciPy ships no type information)

@@ -27,6 +27,7 @@ import scipy.signal as _ss
 
 from .. import numpy as fnp, taylor as _taylor
 from ..core import bind, dtype_of, innermost, is_foreign_array
+from ..numpy._mirror import missing_names
 from ..numpy.shaping import (
     batch_to_front,
     describe,
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from ..typing import Array, ArrayLike
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
+
+if not TYPE_CHECKING:  # a name of scipy.signal not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.signal", page=__name__)
 
 
 def _conv_impl(x, k, axes, method):

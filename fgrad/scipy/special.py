@@ -59,7 +59,7 @@ from ..core import (
     shape_of,
 )
 from ..numpy import _box, _ufunc_signature
-from ..numpy._mirror import exported, mirror
+from ..numpy._mirror import exported, mirror, missing_names
 from ..numpy.elementwise import (
     _weights,
     bool_mask,
@@ -2465,6 +2465,9 @@ betainc = _ufunc(
 # The exports: the rows (SciPy's ufuncs), the functions declared above, and `psi`, SciPy's
 # alias of `digamma`.
 __all__ = exported(globals(), of=_sc)
+
+if not TYPE_CHECKING:  # a name of scipy.special not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.special", page=__name__)
 
 # The family's batching rule, for every primitive of this module without one of its own
 # (registered in its block): all the others are elementwise, as SciPy's ufuncs are (erf, gamma,

@@ -36,6 +36,7 @@ import scipy.sparse as _sp
 
 from ... import numpy as fnp, sparsity as _sparsity
 from ...core import Box, dtype_of, holds_box, innermost, primal, refuse_lazy, shape_of
+from ...numpy._mirror import missing_names
 from ...numpy.shaping import describe
 from ...primitive import deflinear
 from ...tree_util import register_pytree_node
@@ -51,10 +52,13 @@ __all__ = [
 ]
 
 
+_missing_name = missing_names(__name__, "scipy.sparse")
+
+
 def __getattr__(name):
     if name == "linalg":  # as SciPy's: fgrad.scipy.sparse.linalg after import fgrad.scipy.sparse
         return importlib.import_module(f"{__name__}.linalg")
-    raise AttributeError(f"module 'fgrad.scipy.sparse' has no attribute {name!r}")
+    return _missing_name(name)  # a name of scipy.sparse not mirrored yet says so
 
 
 # --- a constant SciPy matrix times a traced value ----------------------------------------------

@@ -13,6 +13,9 @@ parameters (scale <= 0, a shape <= 0) give nan, as SciPy.
 Imports: `fgrad.core`, `fgrad.primitive`, `fgrad.numpy`, `fgrad.scipy.special`, SciPy.
 """
 
+from typing import TYPE_CHECKING
+
+from ...numpy._mirror import missing_names
 from . import beta, chi2, dirichlet, expon, gamma, multivariate_normal, norm, poisson, t
 
 __all__ = [
@@ -26,3 +29,6 @@ __all__ = [
     "poisson",
     "t",
 ]
+
+if not TYPE_CHECKING:  # a name of scipy.stats (a distribution, a test) not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats", page=__name__)

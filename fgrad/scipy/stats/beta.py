@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from .. import special as sp
 from . import _common
 from ._common import (
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.beta not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.beta", page="fgrad.scipy.stats")
 
 _I, _Ic = incomplete_beta("beta.cdf/sf")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from . import gamma as _gamma
 from ._common import sequences_as_arrays
 
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.chi2 not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.chi2", page="fgrad.scipy.stats")
 
 
 def _as_gamma(df: ArrayLike, loc: ArrayLike, scale: ArrayLike) -> tuple[Array, Array, Array]:

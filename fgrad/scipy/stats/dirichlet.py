@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from .. import special as sp
 from ._common import any_row, is_foreign_array, sequences_as_arrays, squeeze_ones, value
 
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["entropy", "logpdf", "mean", "pdf", "var"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.dirichlet not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.dirichlet", page="fgrad.scipy.stats")
 
 
 def _refuse(condition, message, lazy):

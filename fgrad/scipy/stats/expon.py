@@ -12,12 +12,16 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from ._common import guard, invalid_to_nan, located, mask, scipy_scalar, select, value, weak
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.expon not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.expon", page="fgrad.scipy.stats")
 
 
 def _setup(x, loc, scale):

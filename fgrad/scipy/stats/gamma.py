@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from .. import special as sp
 from ..special import all_rows
 from ._common import (
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.gamma not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.gamma", page="fgrad.scipy.stats")
 
 _WHO = "scipy.stats.gamma"  # the name in an error about a lazy array
 

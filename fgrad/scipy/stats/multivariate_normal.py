@@ -31,12 +31,18 @@ import numpy as _np
 
 from ... import numpy as fnp
 from ...core import refuse_lazy
+from ...numpy._mirror import missing_names
 from ._common import LOG_2PI, refuse_complex, sequences_as_arrays, some, squeeze_ones, value
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["entropy", "logpdf", "pdf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.multivariate_normal not mirrored yet says so
+    __getattr__ = missing_names(
+        __name__, "scipy.stats.multivariate_normal", page="fgrad.scipy.stats"
+    )
 
 
 def _dtype(*args):

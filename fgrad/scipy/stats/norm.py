@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from .. import special as sp
 from ._common import (
     LOG_2PI,
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.norm not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.norm", page="fgrad.scipy.stats")
 
 
 def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:

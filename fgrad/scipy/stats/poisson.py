@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from .. import special as sp
 from ._common import (
     guard,
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpmf", "logsf", "pmf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.poisson not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.poisson", page="fgrad.scipy.stats")
 
 # The regularized incomplete gamma functions at (mu, n + 1), differentiated in mu.
 _P, _Q = incomplete_gamma("poisson")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import numpy as fnp
+from ...numpy._mirror import missing_names
 from ._common import (
     invalid_to_nan,
     located,
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
+
+if not TYPE_CHECKING:  # a method of scipy.stats.t not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.stats.t", page="fgrad.scipy.stats")
 
 _stdtr = student_t("t.cdf/sf")
 

@@ -44,7 +44,7 @@ values.
 from __future__ import annotations
 
 import math as _math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 import scipy.sparse as _sp
@@ -61,6 +61,7 @@ from ....core import (
     shape_of,
     whole_value,
 )
+from ....numpy._mirror import missing_names
 from ....numpy.elementwise import mask_values, read_any
 from ....numpy.linalg import linear_solve_taylor_rule
 from ....numpy.shaping import describe, meta, unbroadcast
@@ -68,6 +69,9 @@ from ....primitive import register_rules
 from .. import SparseArray, _matvec, as_sparse
 
 __all__ = ["SuperLU", "cg", "expm_multiply", "gmres", "splu", "spsolve"]
+
+if not TYPE_CHECKING:  # a name of scipy.sparse.linalg not mirrored yet says so
+    __getattr__ = missing_names(__name__, "scipy.sparse.linalg")
 
 _FLIP = {"N": "T", "T": "N"}
 # the relative tolerance of a derivative's solve when the user's rtol is 0 (SciPy's default)
