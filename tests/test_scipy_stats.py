@@ -45,12 +45,42 @@ def test_values_match_scipy(name, shapes, loc, scale, fname):
 @pytest.mark.parametrize("mu,loc", [(2.5, 1), (0.0, 0), (40.0, 0)])
 def test_poisson_values_match_scipy(fname, mu, loc):
     k = np.array([-1.0, 0.0, 1.0, 2.5, 3.0, 7.0, 30.0])
+    # (near 0 the logs are log1p of the complement, where SciPy's log of a value near 1 is
+    # off by up to half an ulp of 1)
+    atol = 1.2e-16 if fname in ("logcdf", "logsf") else 1e-300
     np.testing.assert_allclose(
         getattr(fst.poisson, fname)(k, mu, loc),
         getattr(ss.poisson, fname)(k, mu, loc),
         rtol=1e-12,
-        atol=1e-300,
+        atol=atol,
     )
+
+
+@pytest.mark.parametrize(
+    "fname,k,mu",
+    [
+        ("logcdf", 0, 1000.0),  # -mu
+        ("logcdf", 5, 1000.0),
+        ("logcdf", 10, 1e4),
+        ("logcdf", 100, 1.0),  # -P(101, 1): SciPy's 0
+        ("logsf", 5000, 10.0),
+        ("logsf", 50, 10.0),
+        ("logcdf", 3, 2.0),
+    ],
+)
+def test_poisson_log_cdfs_in_the_far_tails_against_mpmath(fname, k, mu):
+    """logcdf(0, 1000) is -1000; it was log(Q(1, 1000)) = -inf (SciPy's too), with a nan
+    derivative. Values and d/dmu against mpmath."""
+
+    def exact(m):
+        lower, upper = (m, mpmath.inf) if fname == "logcdf" else (0, m)
+        return mpmath.log(mpmath.gammainc(k + 1, lower, upper, regularized=True))
+
+    f = getattr(fst.poisson, fname)
+    with mpmath.workdps(250):  # (log Q(101, 1) = -3.9e-161: 1 - Q needs 161 digits)
+        value, slope = float(exact(mpmath.mpf(mu))), float(mpmath.diff(exact, mpmath.mpf(mu)))
+    np.testing.assert_allclose(f(k, mu), value, rtol=1e-13)
+    np.testing.assert_allclose(fgrad.grad(f, argnums=1)(k, mu), slope, rtol=1e-12)
 
 
 @pytest.mark.parametrize("name,shapes,loc,scale", UNIVARIATE[:8])
@@ -312,7 +342,7 @@ def test_t_cdfs_in_df_in_the_far_tail_against_mpmath(fname):
     # the incomplete beta's derivative through x = df / (df + z^2) is a power of x times z:
     # its factor before z underflowed to 0 from |z| ~ 1e90 at df = 3 (d/ddf logcdf at
     # (-1e100, 3) was -229.849 for -229.349); at |z| = 1e153, x is below 1e-304
-    mpmath.mp.dps = 60
+    mpmath.mp.dps = 250  # (log Q(101, 1) = -3.9e-161: 1 - Q needs 161 digits)
     f = getattr(fst.t, fname)
     side = -1.0 if fname in ("cdf", "logcdf") else 1.0
     for size, df in [
@@ -1168,7 +1198,7 @@ def test_multivariate_normal_gradients_of_finite_rows_beside_an_infinite_one(cov
 def test_gamma_and_beta_densities_at_large_shapes_against_mpmath(dist, args, x):
     # their logs were differences of terms of size a log x (or (a+b) log x): 2.9e-5 relative
     # at a = b = 1e10, 4e-3 at a = 1e12 (pdf, and the cdfs' derivatives in x)
-    mpmath.mp.dps = 60
+    mpmath.mp.dps = 250  # (log Q(101, 1) = -3.9e-161: 1 - Q needs 161 digits)
     xm, *shapes = (mpmath.mpf(v) for v in (x, *args))
     if dist == "gamma":
         (a,) = shapes

@@ -17,7 +17,9 @@ import numpy as _np
 
 from ... import numpy as fnp
 from ...numpy._mirror import missing_names
+from ...numpy.elementwise import is_lazy
 from .. import special as sp
+from . import gamma as _gamma
 from ._common import (
     guard,
     in_range,
@@ -91,15 +93,23 @@ def _cdfs(k, mu, loc, which):
     a = (_np.where(inside, n, 0.0) + 1.0).astype(dtype)
     if which == "cdf":
         out = select(inside, _Q(m, a), 0.0)
-    elif which == "logcdf":
-        out = select(inside, fnp.log(_Q(m, a)), -math.inf)
     elif which == "sf":
         out = select(inside, _P(m, a), 1.0)
     else:
-        positive = mask(value(m) > 0, m, kk)
-        use = _np.logical_and(inside, positive)
-        out = select(use, fnp.log(guard(use, _P(m, a))), -math.inf)
-        out = select(inside, out, 0.0)
+        # log Q(a, mu) and log P(a, mu) by the gamma distribution's stable logs, which go on
+        # in log form where the value underflows (logcdf(0, 1000) is -1000; the log of Q
+        # was -inf, as SciPy's). At mu = 0, Q is 1 (log Q's derivative there is -pmf(k, 0))
+        # and P is 0: logsf is -inf. (The stable logs read the values, to choose a form: a
+        # lazy Dask mu takes the log of the value, as SciPy.)
+        lower = which == "logsf"
+        use = _np.logical_and(inside, mask(value(m) > 0, m, kk)) if lower else inside
+        mg = guard(use, m)
+        if is_lazy(m):
+            log_value = fnp.log((_P if lower else _Q)(mg, a))
+        else:
+            log_value = _gamma._log_cdf(a, mg, lower)
+        out = select(use, log_value, -math.inf if lower else 0.0)
+        out = select(inside, out, 0.0 if lower else -math.inf)
     return scipy_scalar(invalid_to_nan(bad, out, mu))
 
 
