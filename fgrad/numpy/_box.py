@@ -888,7 +888,8 @@ def _refusing_traced(fn, names, instead, in_place):
 
 
 # fgrad.numpy functions whose result dtype differs from NumPy's on purpose (float32 data gives
-# float32 where NumPy computes in float64: `cov`, `corrcoef`, `interp`). Called as NumPy's own
+# float32 where NumPy computes in float64: `cov`, `corrcoef`, `interp`, `vander`, `polyder`,
+# `polyint`, `bincount`, `geomspace`). Called as NumPy's own
 # function on a traced value, the value must not change under tracing: NumPy's dtype is passed
 # (or its inputs cast), so the call computes what NumPy computes on the plain values.
 
@@ -924,7 +925,48 @@ def _numpys_interp(fn):
     return numpys_interp
 
 
-_NUMPYS_DTYPES = {"cov": _numpys_cov, "corrcoef": _numpys_cov, "interp": _numpys_interp}
+def _numpys_double(*names, unless=None):
+    """For a function NumPy computes in double precision whatever the precision of the
+    arguments `names` (it promotes them with an integer, or casts them to float64): those of
+    single precision (float16, float32, complex64) are cast up to float64 (complex128) before
+    the call, as NumPy's promotion casts them, exactly. Not when the keyword `unless` is given
+    (geomspace's `dtype`, which sets the precision NumPy computes in)."""
+
+    def wrap(fn):
+        signature = inspect.signature(fn)
+
+        def numpys_call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            if bound.arguments.get(unless) is None:
+                for name in names:
+                    if bound.arguments.get(name) is not None:
+                        bound.arguments[name] = _to_double(bound.arguments[name])
+            return fn(*bound.args, **bound.kwargs)
+
+        return numpys_call
+
+    return wrap
+
+
+def _to_double(x):
+    """x cast up to double precision if it is a single-precision float or complex array, else
+    x as given."""
+    array = _sh.asarray(x)
+    dtype = dtype_of(array)
+    double = _np.result_type(dtype, _np.float64)
+    return _sh.astype(array, double) if dtype.kind in "fc" and double != dtype else x
+
+
+_NUMPYS_DTYPES = {
+    "cov": _numpys_cov,
+    "corrcoef": _numpys_cov,
+    "interp": _numpys_interp,
+    "vander": _numpys_double("x"),
+    "polyder": _numpys_double("p"),
+    "polyint": _numpys_double("p", "k"),
+    "bincount": _numpys_double("weights"),
+    "geomspace": _numpys_double("start", "stop", unless="dtype"),
+}
 
 
 # NumPy's `full_like(a, fill_value)` dispatches on `a` alone: for a plain `a` its own body runs,
