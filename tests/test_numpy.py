@@ -613,6 +613,27 @@ def test_numpys_full_like_of_a_plain_array_and_a_traced_fill_value():
     np.testing.assert_array_equal(ours, [2.5, 2.5, 4.1])
 
 
+def test_numpys_nan_to_num_of_a_plain_array_and_traced_fill_values():
+    """np.nan_to_num(p, nan=r, posinf=2 * r) with a plain p dispatches on p alone: NumPy's
+    body copies the fill values in with np.copyto, which was refused under jit, vmap and
+    jacfwd, naming copyto (the user's call is nan_to_num). Under jit and vmap it now gives
+    NumPy's value, as np.full_like does; under a transform that differentiates the refusal
+    names nan_to_num and fgrad.numpy.nan_to_num, whose derivative is checked here."""
+    p = np.array([np.nan, 1.0, np.inf, -np.inf])
+    c = np.array([np.nan + 1j, np.inf + 2j])
+    f = lambda r: np.nan_to_num(p, nan=r, posinf=2 * r, neginf=-3.0)
+    _same_as_eager_under_jit(f, (0.8,), (np.float64(-1.5),))
+    _same_as_eager_under_jit(lambda r: np.nan_to_num(c, nan=r, posinf=r * r), (0.5,), (2.0,))
+    rows = np.array([0.8, 1.1])
+    _same_value(fgrad.vmap(f)(rows), np.stack([f(r) for r in rows]))
+    for transform in (fgrad.jacfwd(f), fgrad.jacrev(f), grad(lambda r: fnp.sum(f(r)))):
+        with pytest.raises(TypeError, match=r"np.nan_to_num.*fgrad.numpy.nan_to_num\(x, nan="):
+            transform(0.8)
+    ours = fgrad.jacfwd(lambda r: fnp.nan_to_num(p, nan=r, posinf=2 * r, neginf=-3.0))(0.8)
+    h = 1e-6
+    np.testing.assert_allclose(ours, (f(0.8 + h) - f(0.8 - h)) / (2 * h), atol=1e-8)
+
+
 def test_full_of_a_traced_fill_value_takes_a_length_given_alone_as_numpy_does():
     """fnp.full(n, x[1]) under jit, n a Python-int argument, raised "iteration over a 0-d
     traced array" (only an int or NumPy integer was read as one length; a traced int, or a

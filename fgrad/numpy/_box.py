@@ -969,45 +969,66 @@ _NUMPYS_DTYPES = {
 }
 
 
-# NumPy's `full_like(a, fill_value)` dispatches on `a` alone: for a plain `a` its own body runs,
-# and copies a traced fill value into the new array it made with `copyto`, whose result it
-# returns. That copy is the value read (as `float(x)` reads it: under `jit` a guard, under
+# NumPy functions that dispatch on their array argument alone and copy a fill value into a new
+# array of their own with `copyto`, whose result they return: `full_like(a, fill_value)` and
+# `nan_to_num(x, nan=, posinf=, neginf=)`. For a plain array their own body runs, and the copy
+# of a traced fill value is the value read (as `float(x)` reads it: under `jit` a guard, under
 # `vmap` each row's), as `np.full(shape, fill_value)` reads it with np.asarray; under a
 # transform that differentiates, NumPy's plain array would drop the derivative, so it is
-# refused, naming fgrad.numpy.full_like, which carries it.
-_FULL_LIKE_CODE = getattr(getattr(_np.full_like, "_implementation", None), "__code__", None)
+# refused, naming fgrad.numpy's function, which carries it. Code object -> (the call, its fill
+# values, fgrad.numpy's call).
+_COPIES_FILL_VALUES = {
+    getattr(getattr(numpys, "_implementation", None), "__code__", None): texts
+    for numpys, texts in [
+        (_np.full_like, ("np.full_like(a, fill_value)", "fill_value", "full_like(a, fill_value)")),
+        (
+            _np.nan_to_num,
+            (
+                "np.nan_to_num(x, nan=, posinf=, neginf=)",
+                "nan, posinf or neginf",
+                "nan_to_num(x, nan=..., posinf=..., neginf=...)",
+            ),
+        ),
+    ]
+}
+_COPIES_FILL_VALUES.pop(None, None)  # (a NumPy without `_implementation`: none is known)
 
 
 def _numpys_copyto(copyto):
     def numpys_copyto(dst, src, casting="same_kind", where=True):
-        if type(src) is Box and type(dst) is _np.ndarray and _inside_numpys_full_like():
-            if not _only_read(src):
-                raise TypeError(_full_like_refusal(src))
-            _np.copyto(dst, primal(src), casting=casting, where=where)
-            return None
+        if type(src) is Box and type(dst) is _np.ndarray:
+            texts = _numpys_function_copying_a_fill_value()
+            if texts is not None:
+                if not _only_read(src):
+                    raise TypeError(_fill_value_refusal(src, *texts))
+                _np.copyto(dst, primal(src), casting=casting, where=where)
+                return None
         return copyto(dst, src, casting=casting, where=where)
 
     return numpys_copyto
 
 
-def _inside_numpys_full_like():
-    """Whether NumPy's `full_like` called this copyto (through `__array_function__`)."""
+def _numpys_function_copying_a_fill_value():
+    """The texts of `_COPIES_FILL_VALUES` for the NumPy function that called this copyto
+    (through `__array_function__`), or None for another caller."""
     frame = sys._getframe(2)
     for _ in range(3):  # numpys_copyto <- _array_function <- (NumPy's dispatch) <- full_like
-        if frame is None or frame.f_code is _FULL_LIKE_CODE:
-            return frame is not None
+        if frame is None:
+            return None
+        if frame.f_code in _COPIES_FILL_VALUES:
+            return _COPIES_FILL_VALUES[frame.f_code]
         frame = frame.f_back
-    return False
+    return None
 
 
-def _full_like_refusal(fill_value):
+def _fill_value_refusal(fill_value, call, names, instead):
     place, text = _users_line()
     where = f" (at {place}: {text})" if text else ""
     return (
-        f"NumPy's np.full_like(a, fill_value) of a plain a and a traced fill_value "
+        f"NumPy's {call} of a plain array and a traced {names} "
         f"({_sh.describe(fill_value)}){where} returns NumPy's own array of plain numbers, "
-        "which would drop fill_value's gradient. Use fgrad.numpy.full_like(a, fill_value), "
-        "which carries it, or fgrad.stop_gradient(fill_value) if you mean it as a constant."
+        f"which would drop the fill value's gradient. Use fgrad.numpy.{instead}, which "
+        "carries it, or fgrad.stop_gradient(value) if you mean it as a constant."
     )
 
 
