@@ -1330,3 +1330,55 @@ def test_reduction_keyword_errors_name_the_argument_and_say_what_to_do():
     )
     m = np.ones((2, 1))
     np.testing.assert_array_equal(fnp.var(x, axis=1, mean=m), np.var(x, axis=1, mean=m))
+
+
+def test_numpys_histogram_with_a_traced_range_is_refused_naming_range_and_fgrads_histogram():
+    """np.histogram(x, range=traced) of a plain x dispatches on x, bins and weights only:
+    NumPy's body ran on the traced range and failed under jit, vmap and jacfwd with errors
+    about np.subtract's dtype= and item assignment, which the user never wrote. The refusal
+    names histogram's `range` and fgrad.numpy.histogram, which gives NumPy's values and the
+    derivative (checked against NumPy and central differences)."""
+    x = np.array([0.3, -1.2, 2.5, 0.7])
+    calls = {
+        "histogram": lambda h, r: h(x, bins=3, range=(r - 2, r + 2)),
+        "histogram2d": lambda h, r: h(x, x, bins=2, range=[[r - 2, r + 2], [-2.0, 3.0]]),
+    }
+    for name, call in calls.items():
+        f = lambda r: call(getattr(np, name), r)[1]
+        refusal = rf"np\.{name} .*`range` is traced.*Use fgrad\.numpy\.{name},"
+        for transform, r in [
+            (fgrad.jit, 0.8),
+            (fgrad.vmap, np.array([0.8, 1.1])),
+        ] + [(fgrad.jacfwd, 0.8)] * (name == "histogram"):  # (histogram2d's jacfwd runs)
+            with pytest.raises(TypeError, match=refusal):
+                transform(f)(r)
+        ours = lambda r: call(getattr(fnp, name), r)[1]
+        for r in (0.8, 1.1):
+            _same_value(fgrad.jit(ours)(r), f(r))
+        h = 1e-6
+        np.testing.assert_allclose(fgrad.jacfwd(ours)(0.8), (f(0.8 + h) - f(0.8 - h)) / (2 * h))
+        if name == "histogram2d":
+            np.testing.assert_array_equal(fgrad.jacfwd(f)(0.8), fgrad.jacfwd(ours)(0.8))
+
+
+def test_numpys_functions_that_do_not_dispatch_name_fgrads_mirror_when_refused():
+    """np.kaiser, np.full, np.ascontiguousarray and np.asarray_chkfinite do not dispatch:
+    under grad the refusal said they were functions 'that fgrad.numpy does not mirror' and
+    gave np.stack/.at[] advice; it names the function and fgrad.numpy's, whose gradient is
+    checked against central differences. np.from_dlpack(traced) raised "'Box' object has no
+    attribute '__dlpack__'"."""
+    x, b = np.array([0.3, -1.2, 2.5, 0.7]), 2.5
+    cases = {
+        "kaiser": lambda m, b: m.kaiser(5, b),
+        "full": lambda m, b: m.full(3, b),
+        "ascontiguousarray": lambda m, b: m.ascontiguousarray(b * x),
+        "asarray_chkfinite": lambda m, b: m.asarray_chkfinite(b * x),
+    }
+    for name, call in cases.items():
+        with pytest.raises(TypeError, match=rf"NumPy's np\.{name} .*Use fgrad\.numpy\.{name},"):
+            grad(lambda b: fnp.sum(call(np, b)))(b)
+        h = 1e-6
+        fd = (np.sum(call(np, b + h)) - np.sum(call(np, b - h))) / (2 * h)
+        np.testing.assert_allclose(grad(lambda b: fnp.sum(call(fnp, b)))(b), fd, rtol=1e-7)
+    with pytest.raises(AttributeError, match=r"__dlpack__ .*numpy.from_dlpack on a plain array"):
+        grad(lambda v: fnp.sum(np.from_dlpack(v)))(x)

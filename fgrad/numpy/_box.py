@@ -12,6 +12,7 @@ import inspect
 import linecache
 import math
 import os
+import re
 import sys
 import types
 from typing import TYPE_CHECKING
@@ -84,6 +85,14 @@ def _refusal(box, what):
             "transform."
         )
     statement = _statement(text)
+    numpys = _numpys_own_call(statement)
+    if numpys is not None:
+        return (
+            f"NumPy's np.{numpys} converts {value} to a NumPy array, which would drop its "
+            f"gradient{where}: NumPy does not send this call to fgrad. Use "
+            f"fgrad.numpy.{numpys}, which carries the gradient (or fgrad.stop_gradient(x) if you "
+            "mean the value as a constant)."
+        )
     written = {"float()": "float", "int()": "int", "complex()": "complex"}.get(what)
     if what == "NumPy conversion" and _calls(statement, ("array", "asarray", "asanyarray")):
         return (
@@ -136,6 +145,58 @@ def _users_line():
     if code.co_name != "<module>":
         place = f"{code.co_name}, {place}"
     return place, linecache.getline(code.co_filename, frame.f_lineno).strip()
+
+
+# NumPy's functions that fgrad.numpy mirrors, by the code object of their Python body (filled
+# by `install`): NumPy runs that body on a traced value when the function does not dispatch
+# (np.kaiser, np.full) or does not dispatch on the traced argument (np.histogram's `range`)
+_NUMPYS_CODE: dict[types.CodeType, str] = {}
+# mirrored NumPy functions written in C (no frame of their own): known from the user's line
+_NUMPYS_BUILTINS = ("ascontiguousarray", "asfortranarray")
+# the arguments NumPy's own functions take traced values in without dispatching on them
+_NOT_DISPATCHED = {"histogram": "range", "histogram2d": "range", "histogramdd": "range"}
+
+
+def _numpys_own_call(statement):
+    """The name of the NumPy function fgrad.numpy mirrors that the user's code called and whose
+    own body is running on a traced value (the NumPy frame the user's line called), or one
+    written in C that the user's statement calls; else None."""
+    frame, found = sys._getframe(1), None
+    while frame is not None and frame.f_code.co_filename.startswith((_FGRAD_DIR, _NUMPY_DIR)):
+        back = frame.f_back
+        if back is not None and not back.f_code.co_filename.startswith((_FGRAD_DIR, _NUMPY_DIR)):
+            found = _NUMPYS_CODE.get(frame.f_code)  # (called by the user's line)
+        frame = back
+    if found is None and frame is not None:  # (the line's text, if it is no whole statement)
+        text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        found = next((n for n in _NUMPYS_BUILTINS if _calls_name(statement, text, n)), None)
+    return found
+
+
+def _calls_name(statement, text, name):
+    """Whether the statement calls `name`, or (no statement: part of one over several lines,
+    a dict's entry) its text has `name(`."""
+    if statement is not None:
+        return _calls(statement, (name,))
+    return re.search(rf"\b{name}\s*\(", text) is not None
+
+
+def _numpys_own_body_refusal():
+    """The refusal of an operation on a traced value inside the body of a NumPy function that
+    fgrad.numpy mirrors (NumPy ran its own code: it did not dispatch on the traced argument),
+    naming fgrad.numpy's function; None outside one."""
+    place, text = _users_line()
+    numpys = _numpys_own_call(_statement(text))
+    if numpys is None:
+        return None
+    where = f" (at {place}: {text})" if text else ""
+    argument = _NOT_DISPATCHED.get(numpys)
+    why = f"its `{argument}` is traced, and NumPy does not dispatch on it" if argument else ""
+    return (
+        f"NumPy's np.{numpys}{where} ran its own code on a traced value{f' ({why})' if why else ''}"
+        f", which cannot run inside a transform. Use fgrad.numpy.{numpys}, which takes traced "
+        "values."
+    )
 
 
 def _inside_scipy_sparse():
@@ -332,7 +393,8 @@ def _unary(fn):
 
 def _setitem(self, idx, value):
     raise TypeError(
-        f"item assignment on a traced array ({_sh.describe(self)}) is not supported: arrays "
+        _numpys_own_body_refusal()
+        or f"item assignment on a traced array ({_sh.describe(self)}) is not supported: arrays "
         "are immutable inside a transform. Use x = x.at[idx].set(value) (or .add(value)) "
         "instead of x[idx] = value."
     )
@@ -504,7 +566,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     kwargs.pop("out", None)
     if kwargs and not _takes_ufunc_keywords(fn):
         raise TypeError(
-            f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
+            _numpys_own_body_refusal()
+            or f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
             f"{sorted(kwargs)}, which fgrad.numpy.{ufunc.__name__} does not take; call it "
             "without them (use fgrad.numpy.where for a `where=` mask)"
         )
@@ -704,6 +767,10 @@ _NO_TRACED_MEANING = {
     "dumps": "save a plain array: call it outside the transform",
     "device": "ask the array outside the transform",
     "to_device": "move the array before the transform",
+    # (np.from_dlpack(x) reads these: an AttributeError keeps hasattr False for DLPack checks)
+    "__dlpack__": "it is not a block of memory to share; call numpy.from_dlpack on a plain "
+    "array outside the transform",
+    "__dlpack_device__": "it is not a block of memory to share",
 }
 
 
@@ -1060,6 +1127,11 @@ def install(namespace, submodules):
     for name, numpys in _NUMPYS_DTYPES.items():
         _FUNCTIONS[getattr(_np, name)] = numpys(namespace[name])
     _FUNCTIONS[_np.copyto] = _numpys_copyto(namespace["copyto"])
+    for name in namespace:
+        theirs = getattr(_np, name, None)
+        code = getattr(getattr(theirs, "_implementation", theirs), "__code__", None)
+        if code is not None and not isinstance(theirs, type):
+            _NUMPYS_CODE[code] = name
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
         if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)
