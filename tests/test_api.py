@@ -574,6 +574,43 @@ def test_numpys_own_cov_corrcoef_and_interp_keep_numpys_dtype_and_bits_under_tra
     assert fnp.cov(m).dtype == np.float32  # fgrad.numpy's own keeps float32, as documented
 
 
+_DOUBLE_IN_NUMPY = {  # NumPy computes and returns double precision for single-precision data
+    "vander": (np.vander, np.array([0.3, 1.2, 2.5, 0.7], np.float32)),
+    "polyder": (lambda p: np.polyder(p, 2), np.array([0.3, 1.2, 2.5, 0.7], np.float32)),
+    "polyint": (lambda p: np.polyint(p, 2), np.array([0.3, 1.2, 2.5], np.float32)),
+    "bincount": (lambda w: np.bincount([0, 2, 2, 1], w), np.array([0.3, 1.2, 2.5, 0.7], "f4")),
+    "geomspace": (lambda a: np.geomspace(a, np.float32(10), 4), np.float32(1.5)),
+    "geomspace_complex": (lambda a: np.geomspace(a, 10, 3), np.complex64(1.5 + 0.5j)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DOUBLE_IN_NUMPY))
+def test_numpys_own_functions_of_single_precision_keep_numpys_double_under_tracing(name):
+    # NumPy's vander, polyder, polyint, bincount(weights=) and geomspace of float32 (complex64)
+    # data return float64 (complex128); called on a traced value they reached fgrad.numpy's
+    # own, which keeps float32 (documented), so jit, vmap and jvp gave float32
+    f, a = _DOUBLE_IN_NUMPY[name]
+    want = f(a)
+    assert want.dtype == np.result_type(a, np.float64)
+    jitted = fgrad.jit(f)
+    batched = fgrad.vmap(f)(np.stack([a, a]))
+    for got in (jitted(a), jitted(a), batched[0], batched[1], fgrad.jvp(f, (a,), (a,))[0]):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    if np.iscomplexobj(a):
+        return
+    # the derivative, against central differences of NumPy's function in double precision
+    grad = fgrad.grad(lambda a: fnp.sum(f(a) * np.arange(1.0, want.size + 1).reshape(want.shape)))
+    g = grad(a)
+    assert g.dtype == a.dtype  # the input's
+    a64, h = np.asarray(a, np.float64), 1e-6
+    weights = np.arange(1.0, want.size + 1).reshape(want.shape)
+    for i in np.ndindex(a64.shape):
+        step = np.zeros_like(a64)
+        step[i] = h
+        fd = (np.sum(f(a64 + step) * weights) - np.sum(f(a64 - step) * weights)) / (2 * h)
+        np.testing.assert_allclose(g[i], fd, rtol=1e-5)
+
+
 def test_aux_never_shares_memory_with_an_argument_that_is_not_differentiated():
     # aux was made fresh against the differentiated arguments only: a snapshot of y (argnums
     # 0) was a view of the caller's y, and writing into it zeroed y

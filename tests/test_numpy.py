@@ -613,6 +613,27 @@ def test_numpys_full_like_of_a_plain_array_and_a_traced_fill_value():
     np.testing.assert_array_equal(ours, [2.5, 2.5, 4.1])
 
 
+def test_numpys_nan_to_num_of_a_plain_array_and_traced_fill_values():
+    """np.nan_to_num(p, nan=r, posinf=2 * r) with a plain p dispatches on p alone: NumPy's
+    body copies the fill values in with np.copyto, which was refused under jit, vmap and
+    jacfwd, naming copyto (the user's call is nan_to_num). Under jit and vmap it now gives
+    NumPy's value, as np.full_like does; under a transform that differentiates the refusal
+    names nan_to_num and fgrad.numpy.nan_to_num, whose derivative is checked here."""
+    p = np.array([np.nan, 1.0, np.inf, -np.inf])
+    c = np.array([np.nan + 1j, np.inf + 2j])
+    f = lambda r: np.nan_to_num(p, nan=r, posinf=2 * r, neginf=-3.0)
+    _same_as_eager_under_jit(f, (0.8,), (np.float64(-1.5),))
+    _same_as_eager_under_jit(lambda r: np.nan_to_num(c, nan=r, posinf=r * r), (0.5,), (2.0,))
+    rows = np.array([0.8, 1.1])
+    _same_value(fgrad.vmap(f)(rows), np.stack([f(r) for r in rows]))
+    for transform in (fgrad.jacfwd(f), fgrad.jacrev(f), grad(lambda r: fnp.sum(f(r)))):
+        with pytest.raises(TypeError, match=r"np.nan_to_num.*fgrad.numpy.nan_to_num\(x, nan="):
+            transform(0.8)
+    ours = fgrad.jacfwd(lambda r: fnp.nan_to_num(p, nan=r, posinf=2 * r, neginf=-3.0))(0.8)
+    h = 1e-6
+    np.testing.assert_allclose(ours, (f(0.8 + h) - f(0.8 - h)) / (2 * h), atol=1e-8)
+
+
 def test_full_of_a_traced_fill_value_takes_a_length_given_alone_as_numpy_does():
     """fnp.full(n, x[1]) under jit, n a Python-int argument, raised "iteration over a 0-d
     traced array" (only an int or NumPy integer was read as one length; a traced int, or a
@@ -1309,3 +1330,55 @@ def test_reduction_keyword_errors_name_the_argument_and_say_what_to_do():
     )
     m = np.ones((2, 1))
     np.testing.assert_array_equal(fnp.var(x, axis=1, mean=m), np.var(x, axis=1, mean=m))
+
+
+def test_numpys_histogram_with_a_traced_range_is_refused_naming_range_and_fgrads_histogram():
+    """np.histogram(x, range=traced) of a plain x dispatches on x, bins and weights only:
+    NumPy's body ran on the traced range and failed under jit, vmap and jacfwd with errors
+    about np.subtract's dtype= and item assignment, which the user never wrote. The refusal
+    names histogram's `range` and fgrad.numpy.histogram, which gives NumPy's values and the
+    derivative (checked against NumPy and central differences)."""
+    x = np.array([0.3, -1.2, 2.5, 0.7])
+    calls = {
+        "histogram": lambda h, r: h(x, bins=3, range=(r - 2, r + 2)),
+        "histogram2d": lambda h, r: h(x, x, bins=2, range=[[r - 2, r + 2], [-2.0, 3.0]]),
+    }
+    for name, call in calls.items():
+        f = lambda r: call(getattr(np, name), r)[1]
+        refusal = rf"np\.{name} .*`range` is traced.*Use fgrad\.numpy\.{name},"
+        for transform, r in [
+            (fgrad.jit, 0.8),
+            (fgrad.vmap, np.array([0.8, 1.1])),
+        ] + [(fgrad.jacfwd, 0.8)] * (name == "histogram"):  # (histogram2d's jacfwd runs)
+            with pytest.raises(TypeError, match=refusal):
+                transform(f)(r)
+        ours = lambda r: call(getattr(fnp, name), r)[1]
+        for r in (0.8, 1.1):
+            _same_value(fgrad.jit(ours)(r), f(r))
+        h = 1e-6
+        np.testing.assert_allclose(fgrad.jacfwd(ours)(0.8), (f(0.8 + h) - f(0.8 - h)) / (2 * h))
+        if name == "histogram2d":
+            np.testing.assert_array_equal(fgrad.jacfwd(f)(0.8), fgrad.jacfwd(ours)(0.8))
+
+
+def test_numpys_functions_that_do_not_dispatch_name_fgrads_mirror_when_refused():
+    """np.kaiser, np.full, np.ascontiguousarray and np.asarray_chkfinite do not dispatch:
+    under grad the refusal said they were functions 'that fgrad.numpy does not mirror' and
+    gave np.stack/.at[] advice; it names the function and fgrad.numpy's, whose gradient is
+    checked against central differences. np.from_dlpack(traced) raised "'Box' object has no
+    attribute '__dlpack__'"."""
+    x, b = np.array([0.3, -1.2, 2.5, 0.7]), 2.5
+    cases = {
+        "kaiser": lambda m, b: m.kaiser(5, b),
+        "full": lambda m, b: m.full(3, b),
+        "ascontiguousarray": lambda m, b: m.ascontiguousarray(b * x),
+        "asarray_chkfinite": lambda m, b: m.asarray_chkfinite(b * x),
+    }
+    for name, call in cases.items():
+        with pytest.raises(TypeError, match=rf"NumPy's np\.{name} .*Use fgrad\.numpy\.{name},"):
+            grad(lambda b: fnp.sum(call(np, b)))(b)
+        h = 1e-6
+        fd = (np.sum(call(np, b + h)) - np.sum(call(np, b - h))) / (2 * h)
+        np.testing.assert_allclose(grad(lambda b: fnp.sum(call(fnp, b)))(b), fd, rtol=1e-7)
+    with pytest.raises(AttributeError, match=r"__dlpack__ .*numpy.from_dlpack on a plain array"):
+        grad(lambda v: fnp.sum(np.from_dlpack(v)))(x)

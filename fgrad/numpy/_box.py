@@ -12,6 +12,7 @@ import inspect
 import linecache
 import math
 import os
+import re
 import sys
 import types
 from typing import TYPE_CHECKING
@@ -84,6 +85,14 @@ def _refusal(box, what):
             "transform."
         )
     statement = _statement(text)
+    numpys = _numpys_own_call(statement)
+    if numpys is not None:
+        return (
+            f"NumPy's np.{numpys} converts {value} to a NumPy array, which would drop its "
+            f"gradient{where}: NumPy does not send this call to fgrad. Use "
+            f"fgrad.numpy.{numpys}, which carries the gradient (or fgrad.stop_gradient(x) if you "
+            "mean the value as a constant)."
+        )
     written = {"float()": "float", "int()": "int", "complex()": "complex"}.get(what)
     if what == "NumPy conversion" and _calls(statement, ("array", "asarray", "asanyarray")):
         return (
@@ -136,6 +145,58 @@ def _users_line():
     if code.co_name != "<module>":
         place = f"{code.co_name}, {place}"
     return place, linecache.getline(code.co_filename, frame.f_lineno).strip()
+
+
+# NumPy's functions that fgrad.numpy mirrors, by the code object of their Python body (filled
+# by `install`): NumPy runs that body on a traced value when the function does not dispatch
+# (np.kaiser, np.full) or does not dispatch on the traced argument (np.histogram's `range`)
+_NUMPYS_CODE: dict[types.CodeType, str] = {}
+# mirrored NumPy functions written in C (no frame of their own): known from the user's line
+_NUMPYS_BUILTINS = ("ascontiguousarray", "asfortranarray")
+# the arguments NumPy's own functions take traced values in without dispatching on them
+_NOT_DISPATCHED = {"histogram": "range", "histogram2d": "range", "histogramdd": "range"}
+
+
+def _numpys_own_call(statement):
+    """The name of the NumPy function fgrad.numpy mirrors that the user's code called and whose
+    own body is running on a traced value (the NumPy frame the user's line called), or one
+    written in C that the user's statement calls; else None."""
+    frame, found = sys._getframe(1), None
+    while frame is not None and frame.f_code.co_filename.startswith((_FGRAD_DIR, _NUMPY_DIR)):
+        back = frame.f_back
+        if back is not None and not back.f_code.co_filename.startswith((_FGRAD_DIR, _NUMPY_DIR)):
+            found = _NUMPYS_CODE.get(frame.f_code)  # (called by the user's line)
+        frame = back
+    if found is None and frame is not None:  # (the line's text, if it is no whole statement)
+        text = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        found = next((n for n in _NUMPYS_BUILTINS if _calls_name(statement, text, n)), None)
+    return found
+
+
+def _calls_name(statement, text, name):
+    """Whether the statement calls `name`, or (no statement: part of one over several lines,
+    a dict's entry) its text has `name(`."""
+    if statement is not None:
+        return _calls(statement, (name,))
+    return re.search(rf"\b{name}\s*\(", text) is not None
+
+
+def _numpys_own_body_refusal():
+    """The refusal of an operation on a traced value inside the body of a NumPy function that
+    fgrad.numpy mirrors (NumPy ran its own code: it did not dispatch on the traced argument),
+    naming fgrad.numpy's function; None outside one."""
+    place, text = _users_line()
+    numpys = _numpys_own_call(_statement(text))
+    if numpys is None:
+        return None
+    where = f" (at {place}: {text})" if text else ""
+    argument = _NOT_DISPATCHED.get(numpys)
+    why = f"its `{argument}` is traced, and NumPy does not dispatch on it" if argument else ""
+    return (
+        f"NumPy's np.{numpys}{where} ran its own code on a traced value{f' ({why})' if why else ''}"
+        f", which cannot run inside a transform. Use fgrad.numpy.{numpys}, which takes traced "
+        "values."
+    )
 
 
 def _inside_scipy_sparse():
@@ -332,7 +393,8 @@ def _unary(fn):
 
 def _setitem(self, idx, value):
     raise TypeError(
-        f"item assignment on a traced array ({_sh.describe(self)}) is not supported: arrays "
+        _numpys_own_body_refusal()
+        or f"item assignment on a traced array ({_sh.describe(self)}) is not supported: arrays "
         "are immutable inside a transform. Use x = x.at[idx].set(value) (or .add(value)) "
         "instead of x[idx] = value."
     )
@@ -504,7 +566,8 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     kwargs.pop("out", None)
     if kwargs and not _takes_ufunc_keywords(fn):
         raise TypeError(
-            f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
+            _numpys_own_body_refusal()
+            or f"numpy.{ufunc.__name__} was applied to a traced value with keyword arguments "
             f"{sorted(kwargs)}, which fgrad.numpy.{ufunc.__name__} does not take; call it "
             "without them (use fgrad.numpy.where for a `where=` mask)"
         )
@@ -704,6 +767,10 @@ _NO_TRACED_MEANING = {
     "dumps": "save a plain array: call it outside the transform",
     "device": "ask the array outside the transform",
     "to_device": "move the array before the transform",
+    # (np.from_dlpack(x) reads these: an AttributeError keeps hasattr False for DLPack checks)
+    "__dlpack__": "it is not a block of memory to share; call numpy.from_dlpack on a plain "
+    "array outside the transform",
+    "__dlpack_device__": "it is not a block of memory to share",
 }
 
 
@@ -888,7 +955,8 @@ def _refusing_traced(fn, names, instead, in_place):
 
 
 # fgrad.numpy functions whose result dtype differs from NumPy's on purpose (float32 data gives
-# float32 where NumPy computes in float64: `cov`, `corrcoef`, `interp`). Called as NumPy's own
+# float32 where NumPy computes in float64: `cov`, `corrcoef`, `interp`, `vander`, `polyder`,
+# `polyint`, `bincount`, `geomspace`). Called as NumPy's own
 # function on a traced value, the value must not change under tracing: NumPy's dtype is passed
 # (or its inputs cast), so the call computes what NumPy computes on the plain values.
 
@@ -924,48 +992,110 @@ def _numpys_interp(fn):
     return numpys_interp
 
 
-_NUMPYS_DTYPES = {"cov": _numpys_cov, "corrcoef": _numpys_cov, "interp": _numpys_interp}
+def _numpys_double(*names, unless=None):
+    """For a function NumPy computes in double precision whatever the precision of the
+    arguments `names` (it promotes them with an integer, or casts them to float64): those of
+    single precision (float16, float32, complex64) are cast up to float64 (complex128) before
+    the call, as NumPy's promotion casts them, exactly. Not when the keyword `unless` is given
+    (geomspace's `dtype`, which sets the precision NumPy computes in)."""
+
+    def wrap(fn):
+        signature = inspect.signature(fn)
+
+        def numpys_call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            if bound.arguments.get(unless) is None:
+                for name in names:
+                    if bound.arguments.get(name) is not None:
+                        bound.arguments[name] = _to_double(bound.arguments[name])
+            return fn(*bound.args, **bound.kwargs)
+
+        return numpys_call
+
+    return wrap
 
 
-# NumPy's `full_like(a, fill_value)` dispatches on `a` alone: for a plain `a` its own body runs,
-# and copies a traced fill value into the new array it made with `copyto`, whose result it
-# returns. That copy is the value read (as `float(x)` reads it: under `jit` a guard, under
+def _to_double(x):
+    """x cast up to double precision if it is a single-precision float or complex array, else
+    x as given."""
+    array = _sh.asarray(x)
+    dtype = dtype_of(array)
+    double = _np.result_type(dtype, _np.float64)
+    return _sh.astype(array, double) if dtype.kind in "fc" and double != dtype else x
+
+
+_NUMPYS_DTYPES = {
+    "cov": _numpys_cov,
+    "corrcoef": _numpys_cov,
+    "interp": _numpys_interp,
+    "vander": _numpys_double("x"),
+    "polyder": _numpys_double("p"),
+    "polyint": _numpys_double("p", "k"),
+    "bincount": _numpys_double("weights"),
+    "geomspace": _numpys_double("start", "stop", unless="dtype"),
+}
+
+
+# NumPy functions that dispatch on their array argument alone and copy a fill value into a new
+# array of their own with `copyto`, whose result they return: `full_like(a, fill_value)` and
+# `nan_to_num(x, nan=, posinf=, neginf=)`. For a plain array their own body runs, and the copy
+# of a traced fill value is the value read (as `float(x)` reads it: under `jit` a guard, under
 # `vmap` each row's), as `np.full(shape, fill_value)` reads it with np.asarray; under a
 # transform that differentiates, NumPy's plain array would drop the derivative, so it is
-# refused, naming fgrad.numpy.full_like, which carries it.
-_FULL_LIKE_CODE = getattr(getattr(_np.full_like, "_implementation", None), "__code__", None)
+# refused, naming fgrad.numpy's function, which carries it. Code object -> (the call, its fill
+# values, fgrad.numpy's call).
+_COPIES_FILL_VALUES = {
+    getattr(getattr(numpys, "_implementation", None), "__code__", None): texts
+    for numpys, texts in [
+        (_np.full_like, ("np.full_like(a, fill_value)", "fill_value", "full_like(a, fill_value)")),
+        (
+            _np.nan_to_num,
+            (
+                "np.nan_to_num(x, nan=, posinf=, neginf=)",
+                "nan, posinf or neginf",
+                "nan_to_num(x, nan=..., posinf=..., neginf=...)",
+            ),
+        ),
+    ]
+}
+_COPIES_FILL_VALUES.pop(None, None)  # (a NumPy without `_implementation`: none is known)
 
 
 def _numpys_copyto(copyto):
     def numpys_copyto(dst, src, casting="same_kind", where=True):
-        if type(src) is Box and type(dst) is _np.ndarray and _inside_numpys_full_like():
-            if not _only_read(src):
-                raise TypeError(_full_like_refusal(src))
-            _np.copyto(dst, primal(src), casting=casting, where=where)
-            return None
+        if type(src) is Box and type(dst) is _np.ndarray:
+            texts = _numpys_function_copying_a_fill_value()
+            if texts is not None:
+                if not _only_read(src):
+                    raise TypeError(_fill_value_refusal(src, *texts))
+                _np.copyto(dst, primal(src), casting=casting, where=where)
+                return None
         return copyto(dst, src, casting=casting, where=where)
 
     return numpys_copyto
 
 
-def _inside_numpys_full_like():
-    """Whether NumPy's `full_like` called this copyto (through `__array_function__`)."""
+def _numpys_function_copying_a_fill_value():
+    """The texts of `_COPIES_FILL_VALUES` for the NumPy function that called this copyto
+    (through `__array_function__`), or None for another caller."""
     frame = sys._getframe(2)
     for _ in range(3):  # numpys_copyto <- _array_function <- (NumPy's dispatch) <- full_like
-        if frame is None or frame.f_code is _FULL_LIKE_CODE:
-            return frame is not None
+        if frame is None:
+            return None
+        if frame.f_code in _COPIES_FILL_VALUES:
+            return _COPIES_FILL_VALUES[frame.f_code]
         frame = frame.f_back
-    return False
+    return None
 
 
-def _full_like_refusal(fill_value):
+def _fill_value_refusal(fill_value, call, names, instead):
     place, text = _users_line()
     where = f" (at {place}: {text})" if text else ""
     return (
-        f"NumPy's np.full_like(a, fill_value) of a plain a and a traced fill_value "
+        f"NumPy's {call} of a plain array and a traced {names} "
         f"({_sh.describe(fill_value)}){where} returns NumPy's own array of plain numbers, "
-        "which would drop fill_value's gradient. Use fgrad.numpy.full_like(a, fill_value), "
-        "which carries it, or fgrad.stop_gradient(fill_value) if you mean it as a constant."
+        f"which would drop the fill value's gradient. Use fgrad.numpy.{instead}, which "
+        "carries it, or fgrad.stop_gradient(value) if you mean it as a constant."
     )
 
 
@@ -997,6 +1127,11 @@ def install(namespace, submodules):
     for name, numpys in _NUMPYS_DTYPES.items():
         _FUNCTIONS[getattr(_np, name)] = numpys(namespace[name])
     _FUNCTIONS[_np.copyto] = _numpys_copyto(namespace["copyto"])
+    for name in namespace:
+        theirs = getattr(_np, name, None)
+        code = getattr(getattr(theirs, "_implementation", theirs), "__code__", None)
+        if code is not None and not isinstance(theirs, type):
+            _NUMPYS_CODE[code] = name
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
         if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)

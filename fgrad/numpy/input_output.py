@@ -12,7 +12,9 @@ every transform. What takes an array:
   file written inside `jit` would be written once, at the recording, and a derivative's
   value is known only when the transformed call returns. Save that call's result instead.
 - `frombuffer` and `from_dlpack` read an array's memory, which a traced value does not
-  have: they refuse one, naming it.
+  have: they refuse one, naming it. So does NumPy's own `np.from_dlpack`; NumPy's own
+  `np.frombuffer` of a traced value raises Python's "a bytes-like object is required, not
+  'Box'" (NumPy's C code asks for a buffer, which fgrad cannot intercept).
 - `array_str` and `array_repr` of a traced value give NumPy's text of its value, as `str(x)`
   does (`fgrad.numpy`'s arrays read the value for its text: under `jit` a guard).
 
