@@ -1192,6 +1192,14 @@ def _same_cells(recorded: tuple, now: tuple) -> bool:
     return all(a is b for a, b in zip(recorded, now))
 
 
+# The signatures (argument shapes, dtypes, static values) a jitted function keeps records for:
+# past this many, the oldest is dropped (and recorded again if it comes back). A loop whose
+# batch length or static value changes at every call held every record it ever made (1,500
+# lengths, 11.7 MB). (JAX bounds its caches likewise, at 2,048 or 8,192.) Dropped in the
+# order they were made, not by use, so that a replay pays nothing to keep an order.
+_MAX_SIGNATURES = 2048
+
+
 class Jitted:
     """A jitted function: call it like the function (see `jit`)."""
 
@@ -1383,6 +1391,8 @@ class Jitted:
             if deferred is not None and not general and not rebinds:
                 if key not in self._first_calls:
                     with self._lock:
+                        if len(self._first_calls) >= _MAX_SIGNATURES:  # (as `_store`)
+                            self._first_calls.clear()
                         self._first_calls.add(key)
                     # (the leaves as a record reads them: an ndarray subclass as the array it views)
                     args, kwargs = self._rebuild(args, kwargs, tree)(leaves)
@@ -1394,7 +1404,7 @@ class Jitted:
                 entry = _Entry(None, len(leaves), general, cells)
                 entry.eager = True
                 with self._lock:
-                    self._cache[key] = entry
+                    self._store(key, entry)
                 self._give_held_warning(2)
                 return out
             if path.unsafe is None and rebinds >= self._max_paths:
@@ -1404,12 +1414,12 @@ class Jitted:
                     known = self._cache.get(key)
                     if known is None or not _same_cells(known.cells, cells):
                         node = _Node(path.items, path)
-                        self._cache[key] = _Entry(node, len(leaves), general, cells, rebinds)
+                        self._store(key, _Entry(node, len(leaves), general, cells, rebinds))
             elif path.settled:  # runs eagerly from now on for this signature
                 entry = _Entry(None, len(leaves), general, cells)
                 entry.eager = True
                 with self._lock:
-                    self._cache[key] = entry
+                    self._store(key, entry)
                 if path.unsafe.startswith(_WARNED_REASONS) and not self._warned:
                     self._warned = True
                     self._warn(f"fgrad.jit({self._name}): {path.unsafe}", 2)
@@ -1518,6 +1528,14 @@ class Jitted:
             return out, None
         return out, path
 
+    def _store(self, key, entry) -> None:
+        """Keep `entry` for the signature `key` (with the lock held), dropping the oldest
+        signature past `_MAX_SIGNATURES`."""
+        cache = self._cache
+        cache[key] = entry
+        if len(cache) > _MAX_SIGNATURES:
+            del cache[next(iter(cache))]
+
     def _settle_rebinds(self, key, n_inputs, general, cells, rebinds, rebound):
         """`rebinds` calls in a row found a variable the function reads rebound, and recorded
         again, with no replay between: recording at every call costs more than running
@@ -1525,7 +1543,7 @@ class Jitted:
         entry = _Entry(None, n_inputs, general, cells, rebinds)
         entry.eager = True
         with self._lock:
-            self._cache[key] = entry
+            self._store(key, entry)
             if self._warned:
                 return
             self._warned = True
@@ -1578,9 +1596,11 @@ class Jitted:
             f"fgrad.jit({self._name}): the value read at {where} keeps changing from call "
             f"to call ({self._max_paths} paths recorded for these argument shapes), so this "
             "function runs eagerly from now on for them. Make the value an argument marked "
-            "static (static_argnums) if it takes few values, or leave this function unjitted "
-            "and jit the parts of it without the branch; jit(..., max_paths=n) allows more "
-            "paths.",
+            "static (static_argnums) if it takes few values. If it is a value of each row "
+            "of a vmap (jit(vmap(f)) with a branch on a row's value), put the jit inside: "
+            "vmap(jit(f)) records a path per group of rows that branch alike, or choose with "
+            "fgrad.numpy.where. Otherwise leave this function unjitted and jit the parts of "
+            "it without the branch, or allow more paths with jit(..., max_paths=n).",
             4,
         )
 

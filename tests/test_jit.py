@@ -3125,3 +3125,30 @@ def test_a_mean_under_jit_alone_divides_without_the_empty_group_guard():
     with np.errstate(invalid="ignore"):
         for _ in range(3):
             assert jitted(x).tobytes() == np.mean(x, axis=1, where=x > 2.5).tobytes()
+
+
+def test_the_records_kept_are_bounded_and_the_oldest_is_dropped(monkeypatch):
+    """A loop whose argument length changed at every call kept every record it made (1,500
+    lengths: 1,500 records, 11.7 MB); past the bound the oldest signature is dropped, and
+    recorded again if it comes back."""
+    monkeypatch.setattr(fgrad.jitting, "_MAX_SIGNATURES", 8)
+    calls = []
+
+    def f(x):
+        calls.append(len(x))
+        return fnp.sum(fnp.tanh(x) * x)
+
+    jitted, step = fgrad.jit(f), fgrad.jit(fgrad.value_and_grad(f))
+    for n in range(1, 30):
+        x = np.linspace(-1.0, 1.0, n)
+        for _ in range(2):
+            assert jitted(x) == f(x)
+            value, grad = step(x)
+            assert value == f(x)
+            np.testing.assert_array_equal(grad, fgrad.grad(f)(x))
+        assert len(jitted._cache) <= 8 and len(step._cache) <= 8
+        assert len(step._first_calls) <= 8
+    calls.clear()
+    jitted(np.ones(1))  # dropped long ago: recorded again (the function's Python runs)
+    jitted(np.ones(29))  # kept: replayed
+    assert calls == [1]
