@@ -2102,6 +2102,38 @@ def test_python_number_arguments_keep_pythons_arithmetic_under_the_unary_operato
     assert_same(fgrad.vmap(lambda r: -r + abs(r) % 2 + (r // 2))(x), -x + abs(x) % 2 + x // 2)
 
 
+def test_a_sequence_times_a_traced_integer_repeats_as_eagerly():
+    """`[x] * n` and `n * [x]` with n a Python-int argument were NumPy products in a record
+    (stack([x] * 3) gave [[3, 6]] for three copies of x) and `"-" * n` raised "len() of a
+    0-d traced array". A Python or NumPy integer repeats (a guard: another n takes another
+    path), a 0-d array multiplies elementwise and a float refuses, each as eagerly."""
+    x = np.array([1.0, 2.0])
+    counts = (3, 1, 3, 4, np.int64(2), np.uint8(3), True)
+    arrays = (np.array(2), np.array(3))  # (NumPy refuses "-" * np.array(2))
+    for f, ns in [
+        (lambda x, n: fnp.stack([x] * n), counts + arrays),
+        (lambda x, n: fnp.stack(n * [x, -x]), counts + arrays),
+        (lambda x, n: fnp.stack((x,) * n), counts + arrays),
+        (lambda x, n: x * len("-" * n) + len(n * b"ab"), counts),
+    ]:
+        jitted = fgrad.jit(f)
+        for n in ns:
+            assert_same(f(x, n), jitted(x, n))
+            assert_same(f(x, n), jitted(x, n))  # replayed
+    for n in (2.0, np.float64(2.0), np.True_):
+        with pytest.raises(TypeError) as eager:
+            [x] * n
+        with pytest.raises(TypeError, match=re.escape(str(eager.value))):
+            fgrad.jit(lambda x, n: fnp.stack([x] * n))(x, n)
+    # vmap: each row is a NumPy integer, which repeats (rows of other counts go on apart)
+    rows = np.array([2, 3, 2])
+    f = lambda n: fnp.sum(x * len([x] * n)) + len(n * "ab")
+    assert_same(fgrad.vmap(f)(rows), np.array([f(n) for n in rows]))
+    # grad: n is not traced there
+    g = fgrad.grad(lambda x, n: fnp.sum(fnp.stack([x] * n) ** 2))(x, 3)
+    np.testing.assert_array_equal(g, 6 * x)
+
+
 def test_static_arguments_of_equal_value_but_other_type_or_sign_record_apart():
     """1, 1.0 and True are equal in Python, and so are 0.0 and -0.0: a static argument of one
     replayed the record of the other (an int array where eager gives floats; 0.0 for -0.0)."""

@@ -300,6 +300,50 @@ def test_quantile_derivative_in_q_is_n_minus_1_times_the_gap():
     assert float(grad(lambda q: fnp.quantile(x, q, method="lower"))(0.5)) == 0.0
 
 
+def test_weighted_quantile_picks_numpys_element_and_differentiates_through_it():
+    """quantile and percentile refused any weights=, even of plain arrays; NumPy (method
+    'inverted_cdf') picks one element per quantile, so the derivative is one-hot in a."""
+    rng = np.random.default_rng(0)
+    x = np.array([0.3, -1.2, 2.0, 0.7, -0.4])
+    w = np.array([1.0, 2.0, 1.0, 3.0, 1.0])
+    f = lambda v, w: fnp.quantile(v, 0.4, method="inverted_cdf", weights=w)
+    assert f(x, w) == np.quantile(x, 0.4, method="inverted_cdf", weights=w) == 0.3
+    np.testing.assert_array_equal(grad(f)(x, w), [1.0, 0.0, 0.0, 0.0, 0.0])  # (JAX's too)
+    for trial in range(60):
+        a = rng.normal(size=(4, 3)) if trial % 2 else rng.integers(-2, 3, (4, 3)) * 1.0  # ties
+        axis, keepdims = [None, 0, 1, -1][trial % 4], trial % 3 == 1
+        wt = rng.integers(0, 3, size=(4, 3)) * 1.0  # zero weights
+        wt[0, :] += 1.0  # (every row and every column has a positive weight)
+        wt[:, 0] += 1.0
+        if trial % 5 == 0 and axis is not None:
+            wt = wt[(slice(None), 0) if axis == 0 else (0, slice(None))]  # along the axis
+        q = [0.0, 1.0, 0.37, np.array([0.0, 0.25, 0.5, 1.0]), rng.random((2, 2))][trial % 5]
+        for name, qq in [("quantile", q), ("percentile", np.asarray(q) * 100.0)]:
+            want = getattr(np, name)(
+                a, qq, axis=axis, method="inverted_cdf", weights=wt, keepdims=keepdims
+            )
+
+            def g(v, w):
+                fn = getattr(fnp, name)
+                return fn(v, qq, axis=axis, method="inverted_cdf", weights=w, keepdims=keepdims)
+
+            jitted = fgrad.jit(g)
+            jitted(a, wt[::-1])  # recorded with other weights: the replay reads wt
+            for got in (g(a, wt), g(fnp.array(a), wt), jitted(a, wt)):
+                np.testing.assert_array_equal(got, want)
+                assert np.shape(got) == np.shape(want)
+            rows = fgrad.vmap(g, in_axes=(None, 0))(a, np.stack([wt, wt[::-1]]))
+            np.testing.assert_array_equal(rows[0], want)
+            np.testing.assert_array_equal(rows[1], g(a, wt[::-1]))
+            if trial % 2:  # no ties: central differences of the element picked
+                u = rng.normal(size=a.shape)
+                e = 1e-6
+                fd = (np.sum(g(a + e * u, wt)) - np.sum(g(a - e * u, wt))) / (2 * e)
+                got = np.sum(grad(lambda v: fnp.sum(g(v, wt)))(a) * u)
+                assert got == pytest.approx(fd, rel=1e-7, abs=1e-9)
+            assert np.all(grad(lambda ww: fnp.sum(g(a, ww)))(wt) == 0)
+
+
 def test_quantile_errors_say_what_to_do():
     x = np.arange(4.0)
     with pytest.raises(ValueError, match="method='bogus' is not supported; use one of linear"):
@@ -308,8 +352,9 @@ def test_quantile_errors_say_what_to_do():
         fnp.quantile(x, 1.5)
     with pytest.raises(ValueError, match=r"q must be in the range \[0, 100\]"):
         fnp.percentile(x, -1)
-    with pytest.raises(TypeError, match="weights are not supported"):
-        fnp.quantile(x, 0.5, weights=np.ones(4))
+    for a in (x, fnp.array(x)):  # (weights: NumPy's refusal of another method)
+        with pytest.raises(ValueError, match="Only method 'inverted_cdf' supports weights"):
+            grad(lambda v: fnp.quantile(v, 0.5, weights=np.ones(4)))(a)
     # complex data or quantiles, which NumPy refuses too (median orders complex numbers)
     for name, q in [
         ("quantile", 0.5),

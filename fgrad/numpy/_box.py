@@ -262,9 +262,14 @@ def _operator(prim, symbol, reflected=False):
     `c * A` is `A.__rmul__(c)`, as `x @ A` is `A.__rmatmul__(x)`. (Two forms, so that the
     operators of programs, the most frequent calls, make one call to bind.)"""
     if isinstance(prim, Primitive):
+        repeats = symbol == "*"
 
         def method(self, other):
-            if type(other) in _PLAIN_OPERANDS or not _handles_itself(other):
+            if type(other) in _PLAIN_OPERANDS:
+                return bind_two(prim, other, self) if reflected else bind_two(prim, self, other)
+            if repeats and isinstance(other, _SEQUENCES) and _counts(self):
+                return _repeated(other, self)
+            if not _handles_itself(other):
                 return bind_two(prim, other, self) if reflected else bind_two(prim, self, other)
             return _left_to(other, self, symbol, reflected)
 
@@ -276,6 +281,38 @@ def _operator(prim, symbol, reflected=False):
             return _left_to(other, self, symbol, reflected)
 
     return method
+
+
+# Python's sequences, which a number multiplies by repeating them (`[x] * n`, `"-" * n`)
+_SEQUENCES = (list, tuple, str, bytes, bytearray)
+
+
+def _counts(box):
+    """Whether `seq * box` is a repetition, as it is eagerly: the box holds a number (a Python
+    number, as a `jit` argument keeps it, or a NumPy scalar, or a row of a batched 0-d value,
+    as `vmap` gives each row) and is traced only by transforms that read values. An array
+    multiplies elementwise, as NumPy's `[x] * np.array(3)` does; under a transform that
+    differentiates, a list stays the array it is taken for (`x * [x, 1.0]`); an array of
+    another library (Dask) multiplies, as its own operator does."""
+    if not _only_read(box):
+        return False
+    inner = _core.innermost(box)
+    if isinstance(inner, (int, float, complex, _np.generic)):
+        return True
+    return type(inner) is _np.ndarray and _core.holds_batch(box) and shape_of(box) == ()
+
+
+def _repeated(seq, box):
+    """`seq * n` for a traced number n, as Python repeats it: n read as `operator.index`
+    reads it (under `jit` a guard, so another n takes another path; under `vmap` the rows of
+    each count go on apart). A number that is not an integer refuses with Python's message
+    (NumPy's bool and float scalars too)."""
+    inner = _core.innermost(box)
+    kind = dtype_of(box).type if type(inner) is _np.ndarray else type(inner)
+    if not issubclass(kind, (int, _np.integer)):
+        name = kind.__name__ if kind.__module__ == "builtins" else f"numpy.{kind.__name__}"
+        raise TypeError(f"can't multiply sequence by non-int of type '{name}'")
+    return seq * _index(box)
 
 
 def _divmod_operator(reflected=False):

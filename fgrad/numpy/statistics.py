@@ -996,7 +996,8 @@ def quantile(
 
     Methods: 'linear' (the default), 'lower', 'higher', 'nearest', 'midpoint', 'hazen',
     'weibull', 'median_unbiased', 'normal_unbiased', 'interpolated_inverted_cdf',
-    'inverted_cdf', 'averaged_inverted_cdf', 'closest_observation'; `weights` is not supported.
+    'inverted_cdf', 'averaged_inverted_cdf', 'closest_observation'. `weights` (NumPy's, for
+    'inverted_cdf' only) picks an element per quantile: its derivative goes to that element.
     The gradient flows to the order statistics used (ties: the element a stable sort ranks
     there, as JAX's sort does), and to `q` for the continuous methods.
 
@@ -1013,13 +1014,72 @@ def _quantile_body(name, nan_policy, scale=1.0):
     def body(a, q, axis, out, overwrite_input, method, keepdims, weights):
         refuse_out(out, name)
         if weights is not None:
-            raise TypeError(
-                f"{name}: weights are not supported by fgrad; for a weighted quantile sort the "
-                "data and interpolate in the cumulative weights with fgrad.numpy operations"
+            return _weighted_quantile(
+                a, q, axis, method, keepdims, weights, nan_policy, name, scale
             )
         return _quantile(a, q, axis, method, keepdims, nan_policy, name, scale)
 
     return body
+
+
+def _weighted_quantile(a, q, axis, method, keepdims, weights, nan_policy, name, scale):
+    """NumPy's weighted quantile (method 'inverted_cdf' only, as NumPy's): the first sorted
+    element whose cumulative weight reaches q times the total. It is one element of a per
+    quantile, so the derivative is one-hot in a (ties: the element a stable sort ranks
+    there) and zero in the weights and q (the choice is piecewise constant). The choice is
+    computed by NumPy's functions on the values (under `jit` recorded, under `vmap` per row)."""
+    if not (is_traced(a) or is_traced(q) or is_traced(weights)):
+        keep = {} if keepdims is NO_VALUE else {"keepdims": keepdims}
+        return getattr(_np, name)(a, q, axis=axis, method=method, weights=weights, **keep)
+    if method != "inverted_cdf":  # (NumPy's message)
+        raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+    if nan_policy == "omit":
+        raise TypeError(
+            f"{name}: weights with a traced value are not supported by fgrad (a has "
+            f"{describe(_asarray(a))}); use fgrad.numpy.{name.replace('nan', '')} with the "
+            "NaNs' weights set to 0, or NumPy's on plain values"
+        )
+    a, q = _asarray(a), _asarray(q)
+    weak = type(_core.innermost(q)) in (int, float)
+    w = mask_values(_asarray(weights))  # (no derivative goes to the weights)
+    axes = _normalize_axes(axis, ndim(a), shape(a))
+    if shape(w) != shape(a):
+        if axis is None:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        given = tuple(_operator.index(k) % ndim(a) for k in _np.atleast_1d(axis))
+        if shape(w) != tuple(shape(a)[k] for k in given):
+            raise ValueError(
+                "Shape of weights must be consistent with shape of a along specified axis."
+            )
+        w = _np.transpose(w, _np.argsort(given))
+        w = _np.reshape(w, tuple(k if i in given else 1 for i, k in enumerate(shape(a))))
+        w = _np.broadcast_to(w, shape(a))
+    if read_any(_np.less(w, 0)):
+        raise ValueError("Weights must be non-negative.")
+    qv = mask_values(q)
+    q_float = dtype_of(q) if not weak and dtype_of(q).kind == "f" else _np.dtype(float)
+    qv = _weights(qv, q_float) / scale
+    if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
+        lo, hi = (0, 100) if scale == 100 else (0, 1)
+        raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
+    keepdims = _keepdims(keepdims)
+    x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
+    ws = _np.take_along_axis(_to_last(w, axes), order, axis=-1)
+    cdf = _np.cumsum(ws, axis=-1, dtype=_np.float64)
+    cdf = cdf / cdf[..., -1:]  # (NumPy's normalization: the same roundings)
+    if read_any(_np.isnan(cdf[..., -1])):
+        raise ValueError("Weights included NaN, inf or were all zero.")
+    if dtype_of(qv).kind == "f":
+        cdf = _np.asarray(cdf, dtype_of(qv)) if type(cdf) is not Box else astype(cdf, dtype_of(qv))
+    cdf = _np.where(_np.equal(cdf, 0), -1, cdf)  # a zero weight first is never picked
+    qf = _np.reshape(qv, (-1,))
+    # searchsorted(cdf, q, side="left") per slice: how many cumulative weights are below q
+    below = _np.sum(_np.less(cdf[..., None, :], qf[:, None]), axis=-1)
+    index = _np.minimum(below, counts[..., None] - 1)
+    res = _take_last(x, take_along_axis(order, index, axis=-1))
+    if dtype_of(a).kind in "iub" and dtype_of(res) != dtype_of(a):
+        res = astype(res, dtype_of(a))
+    return _finish(res, nan_slices, kept, keepdims, shape(qv))
 
 
 percentile = variant(
