@@ -106,6 +106,8 @@ def _fgrads_error_first(e):
     cause = e.__cause__
     if type(e) is not ValueError or not isinstance(cause, TypeError):
         return e
+    if not str(e).startswith("setting an array element with a sequence"):
+        return e  # the user's own ValueError, raised from fgrad's error: theirs to see
     last = cause.__traceback__
     while last is not None and last.tb_next is not None:
         last = last.tb_next

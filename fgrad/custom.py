@@ -220,7 +220,7 @@ def _as_numpy(v):
     of it must repeat. (Not an input: a Python number argument reaches the function's re-run
     and the rules as the Python number it is, which promotes and overflows as Python's does;
     a NumPy scalar made float32 data times 0.1 float64, and n**3 wrap around at 64 bits.)"""
-    if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
+    if isinstance(v, (bool, int, float, complex)):
         return _np.asarray(v)[()]
     return v
 
@@ -261,7 +261,7 @@ class _Call:
         leaves = tuple(_as_numpy(v) for v in leaves)
         for k, v in enumerate(leaves):
             pv = core.innermost(v)
-            if type(pv) in (int, float, complex):
+            if type(pv) in (bool, int, float, complex):
                 continue  # a number computed from a Python number `jit` keeps as it was given
             if not (
                 isinstance(pv, (_np.ndarray, _np.generic)) or core.is_foreign_array(pv)

@@ -127,3 +127,28 @@ def test_out_given_to_an_arithmetic_primitive_never_writes_into_the_users_array(
     out = np.zeros(2)
     assert fnp.multiply(np.ones(2), 2.0, out=out) is out and out.tolist() == [2.0, 2.0]
     assert fnp.multiply(np.ones(2), 2.0, dtype=np.float32).dtype == np.float32
+
+
+def test_the_users_own_valueerror_raised_from_fgrads_error_is_kept():
+    """A ValueError the user raises from fgrad's TypeError (`raise ValueError(...) from e`)
+    left grad, vmap and jit as fgrad's TypeError, its cause: only NumPy's "setting an array
+    element with a sequence", which hides fgrad's error, is to be replaced."""
+
+    def f(x):
+        try:
+            x[0] = 0.0  # refused on a traced array
+        except TypeError as e:
+            raise ValueError("f: bad input") from e
+        return x
+
+    for transform in (fgrad.jit, fgrad.vmap, lambda f: fgrad.grad(lambda x: fnp.sum(f(x)))):
+        with pytest.raises(ValueError, match="f: bad input"):
+            transform(f)(np.ones((2, 2)))
+    with pytest.raises(TypeError):  # NumPy's own ValueError over fgrad's is still replaced
+
+        def g(x):
+            out = np.zeros(2)
+            out[0] = x
+            return out
+
+        fgrad.grad(lambda x: fnp.sum(g(x)))(1.0)

@@ -997,3 +997,22 @@ def test_checkpoint_takes_jaxs_keywords():
         checkpoint(block, policy=lambda *a: True)
     with pytest.raises(TypeError, match="static_argnums must be an int or a sequence"):
         checkpoint(block, static_argnums="n")
+
+
+def test_a_python_bool_output_of_a_rule_is_taken_as_numpys_bool():
+    """checkpoint(lambda y: y > 0)(1.0) and a custom_jvp returning x > 0 under jit were
+    refused ("return numbers or numeric arrays"); np.bool_ was taken (JAX returns True)."""
+    positive = fgrad.checkpoint(lambda y: y > 0)
+    assert positive(1.0) == np.True_ and fgrad.jit(positive)(1.0) == np.True_
+    assert fgrad.jit(positive)(-2.0) == np.False_
+
+    @fgrad.custom_jvp
+    def above(x):
+        return x > 0
+
+    above.defjvp(lambda p, t: (above(*p), t[0] * 0))
+    assert bool(fgrad.jit(above)(2.0)) is True and bool(fgrad.jit(above)(-2.0)) is False
+    mixed = fgrad.checkpoint(lambda y: (y * 2.0, y > 0))
+    f = lambda x: mixed(x)[0] * (1.0 if mixed(x)[1] else -1.0)
+    for v in (1.5, -1.5):
+        assert fgrad.grad(f)(v) == fgrad.jit(fgrad.grad(f))(v) == (2.0 if v > 0 else -2.0)

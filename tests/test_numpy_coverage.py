@@ -196,6 +196,22 @@ def test_a_class_a_mirror_lacks_says_to_use_the_original():
         getattr(ours, name)
 
 
+def test_a_sparse_matrix_class_names_its_array_form_and_a_submodule_is_named_one():
+    """csr_matrix said "use scipy.sparse.csr_matrix itself", whose products refuse traced
+    data; scipy.signal.windows and scipy.stats.mstats were called "not a function"."""
+    sparse, _ = _modules("fgrad.scipy.sparse", "scipy.sparse")
+    for name in ("csr_matrix", "coo_matrix"):
+        with pytest.raises(AttributeError, match=rf"use fgrad\.scipy\.sparse\.{name[:3]}_array"):
+            getattr(sparse, name)
+    for mirror, original, name in [
+        ("fgrad.scipy.signal", "scipy.signal", "windows"),
+        ("fgrad.scipy.stats", "scipy.stats", "mstats"),
+    ]:
+        ours, _ = _modules(mirror, original)
+        with pytest.raises(AttributeError, match=rf"no submodule '{name}' yet.*{original}\.{name}"):
+            getattr(ours, name)
+
+
 @pytest.mark.parametrize(
     ("mirror", "original"), [("fgrad.numpy", "numpy")] + [m[:2] for m in MIRRORS]
 )

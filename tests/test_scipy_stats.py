@@ -56,6 +56,20 @@ def test_poisson_values_match_scipy(fname, mu, loc):
     )
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, at nan)
+def test_poisson_log_cdfs_at_the_ends_of_mu_are_scipys_to_the_sign_of_zero():
+    """At mu = inf the stable logs gave nan (inf - inf) where SciPy gives -inf and 0; at
+    mu = 0 logcdf gave -0.0 (log1p(-0.0)) for SciPy's 0.0."""
+    for fname in ("logcdf", "logsf"):
+        for k in (0, 3, -1, 2.5):
+            for mu in (0.0, 2.0, np.inf, np.nan):
+                ours = getattr(fst.poisson, fname)(k, mu)
+                theirs = getattr(ss.poisson, fname)(k, mu)
+                np.testing.assert_allclose(ours, theirs, rtol=1e-14, atol=1e-300)
+                assert np.signbit(ours) == np.signbit(theirs) or np.isnan(theirs)
+    assert fgrad.grad(fst.poisson.logcdf, argnums=1)(0, 0.0) == -1.0  # -pmf(0, 0)
+
+
 @pytest.mark.parametrize(
     "fname,k,mu",
     [

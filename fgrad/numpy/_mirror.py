@@ -132,8 +132,21 @@ def missing_names(
             if not found:
                 found.append(pkgutil.resolve_name(original))
             theirs = getattr(found[0], name, _ABSENT)
+            if isinstance(theirs, types.ModuleType):  # (scipy.signal.windows)
+                raise AttributeError(
+                    f"{mirror} has no submodule {name!r} yet, so it cannot differentiate its "
+                    f"functions: apply those of {original}.{name} to plain values "
+                    "(fgrad.stop_gradient(x) of a traced x)"
+                )
             if isinstance(theirs, type) or (theirs is not _ABSENT and not callable(theirs)):
-                # a class (LinAlgError) or a constant: nothing to differentiate
+                # a class (LinAlgError) or a constant: nothing to differentiate; a sparse
+                # matrix class has its sparse array's mirror (csr_matrix: csr_array)
+                twin = name.replace("_matrix", "_array")
+                if twin != name and hasattr(sys.modules.get(mirror), twin):
+                    raise AttributeError(
+                        f"{mirror} has no {name!r}: use {mirror}.{twin}, its sparse array "
+                        "form, which takes traced values (SciPy recommends the arrays too)"
+                    )
                 raise AttributeError(
                     f"{mirror} has no {name!r}, which is not a function of array values: use "
                     f"{original}.{name} itself"

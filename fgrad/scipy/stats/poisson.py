@@ -99,16 +99,24 @@ def _cdfs(k, mu, loc, which):
         # log Q(a, mu) and log P(a, mu) by the gamma distribution's stable logs, which go on
         # in log form where the value underflows (logcdf(0, 1000) is -1000; the log of Q
         # was -inf, as SciPy's). At mu = 0, Q is 1 (log Q's derivative there is -pmf(k, 0))
-        # and P is 0: logsf is -inf. (The stable logs read the values, to choose a form: a
-        # lazy Dask mu takes the log of the value, as SciPy.)
+        # and P is 0: logsf is -inf. At mu = inf, Q is 0 and P is 1. (The stable logs read
+        # the values, to choose a form: a lazy Dask k or mu takes the log of the value, as
+        # SciPy.)
         lower = which == "logsf"
-        use = _np.logical_and(inside, mask(value(m) > 0, m, kk)) if lower else inside
+        mv = value(m)
+        finite = mask(_np.logical_and(mv > 0 if lower else mv >= 0, mv < math.inf), m, kk)
+        use = _np.logical_and(inside, finite)
         mg = guard(use, m)
-        if is_lazy(m):
+        if is_lazy(m) or is_lazy(a):
             log_value = fnp.log((_P if lower else _Q)(mg, a))
         else:
-            log_value = _gamma._log_cdf(a, mg, lower)
-        out = select(use, log_value, -math.inf if lower else 0.0)
+            log_value = _gamma._log_cdf(a, mg, lower) + 0.0  # (log1p(-0.0) is -0.0)
+        # (outside `use`: logcdf is -inf at mu = inf; logsf is -inf at 0 and 0 at inf)
+        if lower:
+            at_inf = mask(_np.isposinf(mv), m, kk)
+            out = select(use, log_value, _np.where(at_inf, 0.0, -math.inf).astype(dtype))
+        else:
+            out = select(use, log_value, -math.inf)
         out = select(inside, out, 0.0 if lower else -math.inf)
     return scipy_scalar(invalid_to_nan(bad, out, mu))
 
