@@ -318,3 +318,29 @@ def test_abs_and_angle_gradients_at_extreme_magnitudes():
         if scale > 1e-300:  # (beyond, -i / z overflows)
             want = -(1 + 1j) / 2 / scale
             np.testing.assert_allclose(fgrad.grad(fnp.angle)(z), want, rtol=1e-12)
+
+
+def test_complex_spacings_weights_and_fill_values_as_numpy_under_every_transform():
+    """Probe EG: gradient(f, 0.5+0.5j) raised "float() argument ... not 'complex'" under jvp
+    and jit (a scalar spacing was read by float()); cov of complex data with weights warned
+    of a discarded imaginary part (its weights were cast to the data's complex dtype), which
+    NumPy does not; fill_diagonal(real a, 1j, inplace=False) dropped the imaginary part
+    under every transform where eager raises, as NumPy's assignment of a Python complex."""
+    import warnings
+
+    z = np.array([1 + 2j, 3 - 1j, 0.5 + 0.5j, 2 + 2j])
+    spaced = lambda a: fnp.gradient(a, 0.5 + 0.5j)
+    want = np.gradient(z, 0.5 + 0.5j)
+    np.testing.assert_array_equal(fgrad.jit(spaced)(z), want)
+    np.testing.assert_array_equal(jvp(spaced, (z,), (np.ones(4, complex),))[0], want)
+    data = (np.arange(6) * (1 + 1j)).reshape(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for weights in ({"aweights": np.array([1.0, 2.0, 3.0])}, {"fweights": [1, 2, 3]}):
+            np.testing.assert_allclose(fnp.cov(data, **weights), np.cov(data, **weights))
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    fill = lambda b: fnp.fill_diagonal(b.reshape(2, 2), 1j, inplace=False)
+    for transform in (fgrad.jit, fgrad.vmap, lambda f: grad(lambda b: fnp.sum(f(b)))):
+        arg = x[None] if transform is fgrad.vmap else x
+        with pytest.raises(TypeError, match="not 'complex'"):
+            transform(fill)(arg)

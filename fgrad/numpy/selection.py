@@ -62,6 +62,10 @@ def _placed(a: Any, source: Any, values: Any) -> Any:
     chosen = source >= 0
     if not chosen.any():
         return a
+    if type(values) is complex and dtype_of(a).kind != "c":
+        # NumPy's assignment converts a Python complex by float(), which refuses it (a
+        # NumPy complex array is cast, with NumPy's ComplexWarning, as astype casts it here)
+        raise TypeError("float() argument must be a string or a real number, not 'complex'")
     flat = astype(ravel(asarray(values)), dtype_of(a))
     return where(chosen, take(flat, _np.where(chosen, source, 0)), a)
 

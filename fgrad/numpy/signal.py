@@ -685,12 +685,15 @@ def cov(
         ddof = 0 if bias else 1
     n = shape(X)[1]
     w = None
+    # (weights are real, as NumPy's: in complex data's precision, the degrees of freedom were
+    # complex, and NumPy's float(fact) warned of a discarded imaginary part)
+    real = _np.finfo(dtype).dtype
     if fweights is not None:
-        w, fv = _weights(fweights, "fweights", n, dtype)
+        w, fv = _weights(fweights, "fweights", n, real)
         if fv is not None and read_any(not_equal(fv, floor(fv))):
             raise TypeError("cov: fweights must be integers")
     if aweights is not None:
-        aweights, _ = _weights(aweights, "aweights", n, dtype)
+        aweights, _ = _weights(aweights, "aweights", n, real)
         w = aweights if w is None else w * aweights
     fact: Any  # the degrees of freedom: a number, or an array where weights are traced
     if w is None:
@@ -1199,7 +1202,9 @@ def _spacing(d, length, axis):
     """One spacing argument of `gradient` for an axis of `length` elements: a scalar as it
     is, coordinates (a 1-D array) as their differences."""
     if ndim(d) == 0:
-        return float(d) if numpy_applies(d) else d  # (a lazy spacing, of another library: kept)
+        if not numpy_applies(d):
+            return d  # (a lazy spacing, of another library: kept)
+        return complex(d) if _np.iscomplexobj(d) else float(d)
     if isinstance(d, (list, tuple)):
         d = asarray(d)
     if ndim(d) != 1:
