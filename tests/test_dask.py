@@ -838,3 +838,23 @@ def test_interp_of_dask_values_at_numpy_points_stays_lazy(lazy):
     with dask.config.set(scheduler="sync"):
         np.testing.assert_array_equal(y.compute(), np.interp(x, xp, np.arange(4.0) * 10))
         np.testing.assert_array_equal(g.compute(), [0.5, 1.0, 1.0, 0.5])
+
+
+def test_piecewise_with_dask_conditions_is_numpys_and_lazy(lazy):
+    """A list of Dask conditions was taken for one condition (its first element is not a NumPy
+    array): stacked into a (2, 4) mask, with a (2, 4) result whose second row was the
+    'otherwise' mask's value; jvp and jacfwd on a Dask x (whose `v < 0` is plain Dask) too."""
+    x = np.array([-1.0, 2.0, -3.0, 0.5])
+    xd = da.from_array(x, chunks=2)
+    cases = [([lambda v: v < 0, lambda v: v >= 0], [1.0, 2.0]), ([lambda v: v < 0], [1.0, 2.0])]
+    cases.append(([lambda v: v < 0, lambda v: v > 1], [1.0, 2.0, 3.0]))
+    f = lambda v: v * fnp.piecewise(v, [v < 0, v >= 0], [1.0, 2.0])  # f'(v) = [1, 2, 1, 2]
+    got = [fnp.piecewise(xd, [c(xd) for c in conds], funcs) for conds, funcs in cases]
+    tangent = fgrad.jvp(f, (xd,), (np.ones(4),))[1]
+    jacobian = fgrad.jacfwd(f)(xd)
+    with dask.config.set(scheduler="sync"):
+        for (conds, funcs), y in zip(cases, got):
+            want = np.piecewise(x, [c(x) for c in conds], funcs)
+            np.testing.assert_array_equal(y.compute(), want)
+        np.testing.assert_array_equal(tangent.compute(), [1.0, 2.0, 1.0, 2.0])
+        np.testing.assert_array_equal(jacobian.compute(), np.diag([1.0, 2.0, 1.0, 2.0]))
