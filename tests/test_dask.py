@@ -858,3 +858,25 @@ def test_piecewise_with_dask_conditions_is_numpys_and_lazy(lazy):
             np.testing.assert_array_equal(y.compute(), want)
         np.testing.assert_array_equal(tangent.compute(), [1.0, 2.0, 1.0, 2.0])
         np.testing.assert_array_equal(jacobian.compute(), np.diag([1.0, 2.0, 1.0, 2.0]))
+
+
+def test_digitize_refuses_dask_bins_and_stays_lazy_with_numpy_bins(lazy):
+    """Dask's digitize reads its bins with asarray (to tell increasing from decreasing ones):
+    Dask bins were computed, untraced, under jit and under grad, with no warning."""
+    x = np.array([-1.5, -0.2, 0.3, 2.0])
+    bins = da.from_array(np.array([-1.0, 0.0, 1.0]), chunks=2)
+    xd = da.from_array(x, chunks=2)
+    for call in (
+        lambda: fnp.digitize(x, bins),
+        lambda: fnp.digitize(xd, bins, right=True),
+        lambda: fgrad.jit(lambda b: fnp.digitize(x, b))(bins),
+        lambda: fgrad.grad(lambda v: fnp.sum(v * fnp.digitize(v, bins)))(x),
+    ):
+        with pytest.raises(DispatchError, match=r"^digitize cannot run on a lazy Dask array"):
+            call()
+    for b in (np.array([-1.0, 0.0, 1.0]), np.array([1.0, 0.0, -1.0])):
+        for right in (False, True):
+            got = fnp.digitize(xd, b, right)
+            assert isinstance(got, da.Array)
+            with dask.config.set(scheduler="sync"):
+                np.testing.assert_array_equal(got.compute(), np.digitize(x, b, right))

@@ -1349,7 +1349,20 @@ def weighted_histogram(a, bins, range, weights):
 # --- no derivative: counts, bin indices and predicates --------------------------------------------
 
 
-digitize = nondiff_function(_np.digitize)
+def _digitize(x, bins, right=False):
+    """NumPy's `digitize`. It reads the bins to tell increasing from decreasing ones (and to
+    refuse others), which a lazy Dask array cannot answer: Dask's own digitize computes the
+    bins in memory, silently, so chunked bins are refused before it runs."""
+    if getattr(bins, "chunks", None) is not None:
+        why = (
+            "its bins are read to tell increasing from decreasing ones (for increasing bins, "
+            "fnp.searchsorted(bins, x, side='left' if right else 'right') stays lazy)"
+        )
+        _core.refuse_lazy("digitize", why, bins)
+    return _np.digitize(x, bins, right)
+
+
+digitize = nondiff_function(_digitize, name="digitize")
 
 
 def _digitize_batch(args, dims, **params):
