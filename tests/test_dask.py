@@ -880,3 +880,32 @@ def test_digitize_refuses_dask_bins_and_stays_lazy_with_numpy_bins(lazy):
             assert isinstance(got, da.Array)
             with dask.config.set(scheduler="sync"):
                 np.testing.assert_array_equal(got.compute(), np.digitize(x, b, right))
+
+
+def test_histogram2d_and_dd_of_numpy_points_with_dask_weights_are_lazy_and_numpys(lazy):
+    """histogram sums Dask weights lazily, but histogram2d and histogramdd refused them
+    (blaming the range of the sample, which was NumPy's)."""
+    rng = np.random.default_rng(1)
+    x, y, w = rng.standard_normal(8), rng.standard_normal(8), np.abs(rng.standard_normal(8))
+    wd = da.from_array(w, chunks=4)
+    got = {
+        "2d": fnp.histogram2d(x, y, bins=3, weights=wd)[0],
+        "2d-density": fnp.histogram2d(x, y, bins=3, weights=wd, density=True)[0],
+        "dd": fnp.histogramdd(np.stack([x, y], 1), bins=(2, 3), weights=wd)[0],
+        "grad": fgrad.grad(lambda v: fnp.sum(fnp.histogram2d(x, y, 3, weights=v)[0] ** 2))(wd),
+    }
+    assert all(isinstance(v, da.Array) for v in got.values())
+    counts = np.histogram2d(x, y, bins=3, weights=w)[0]
+    bin_of = np.digitize(x, np.linspace(x.min(), x.max(), 4)[1:-1]) * 3
+    bin_of += np.digitize(y, np.linspace(y.min(), y.max(), 4)[1:-1])
+    want = {
+        "2d": counts,
+        "2d-density": np.histogram2d(x, y, bins=3, weights=w, density=True)[0],
+        "dd": np.histogramdd(np.stack([x, y], 1), bins=(2, 3), weights=w)[0],
+        "grad": 2 * counts.ravel()[bin_of],  # d/dw_i sum(h**2) = 2 h[bin of point i]
+    }
+    with dask.config.set(scheduler="sync"):
+        for key, value in got.items():
+            np.testing.assert_allclose(value.compute(), want[key], rtol=1e-13, err_msg=key)
+    with pytest.raises(DispatchError, match=r"^histogram2d cannot run on a lazy Dask array"):
+        fnp.histogram2d(da.from_array(x, chunks=4), y, bins=3, weights=wd)
