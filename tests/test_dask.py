@@ -909,3 +909,25 @@ def test_histogram2d_and_dd_of_numpy_points_with_dask_weights_are_lazy_and_numpy
             np.testing.assert_allclose(value.compute(), want[key], rtol=1e-13, err_msg=key)
     with pytest.raises(DispatchError, match=r"^histogram2d cannot run on a lazy Dask array"):
         fnp.histogram2d(da.from_array(x, chunks=4), y, bins=3, weights=wd)
+
+
+def test_isin_with_a_kind_on_dask_is_numpys_and_lazy(lazy):
+    """kind only picks NumPy's algorithm, and Dask's isin takes none: kind='sort' or 'table'
+    raised Dask's "unexpected keyword argument 'kind'", untraced and under grad."""
+    e, t = np.array([0, 1, 1, 3]), np.array([1, 3])
+    ed = da.from_array(e, chunks=2)
+    got = [fnp.isin(ed, t, kind=kind) for kind in ("sort", "table")]
+    got.append(fnp.isin(e, da.from_array(t, chunks=1), kind="table", invert=True))
+    f = lambda v: fnp.sum(v * fnp.isin(v, np.array([1.0, 3.0]), kind="sort"))
+    got.append(fgrad.grad(f)(ed * 1.0))  # d/dv_i = [v_i in t]
+    got.append(fgrad.jit(lambda v: fnp.isin(v, t, kind="sort"))(ed))
+    assert all(isinstance(v, da.Array) for v in got)
+    want = np.isin(e, t, kind="sort")
+    with dask.config.set(scheduler="sync"):
+        for value, expected in zip(got, [want, want, ~want, want * 1.0, want]):
+            np.testing.assert_array_equal(value.compute(), expected)
+    # NumPy's checks of kind, made at the call
+    with pytest.raises(ValueError, match="Invalid kind: 'hash'"):
+        fnp.isin(ed, t, kind="hash")
+    with pytest.raises(ValueError, match=r"kind='table' works only on integer and boolean"):
+        fnp.isin(ed * 1.0, t, kind="table")
