@@ -931,3 +931,28 @@ def test_isin_with_a_kind_on_dask_is_numpys_and_lazy(lazy):
         fnp.isin(ed, t, kind="hash")
     with pytest.raises(ValueError, match=r"kind='table' works only on integer and boolean"):
         fnp.isin(ed * 1.0, t, kind="table")
+
+
+def test_weighted_quantile_refuses_dask_operands_naming_them_and_checks_the_method(lazy):
+    """Outside a transform the weighted quantile handed Dask arrays to Dask's quantile: a
+    NumPy a with Dask weights raised AttributeError 'numblocks', axis=None Dask's bare
+    NotImplementedError, and a method other than 'inverted_cdf' came back as a lazy array
+    that raised only when computed."""
+    M = np.array([[1.0, 2, 3, 4], [10, 20, 30, 40]])
+    W = np.array([[0.0, 0, 0, 1], [5, 0, 0, 1]])
+    Md, Wd = da.from_array(M, chunks=1), da.from_array(W, chunks=1)
+    inverted = {"method": "inverted_cdf"}
+    weighted = lambda a, w: fnp.quantile(a, 0.5, axis=1, weights=w, **inverted)
+    for argument, call in [
+        ("a", lambda: fnp.quantile(Md, 0.5, weights=Wd, **inverted)),
+        ("weights", lambda: weighted(M, Wd)),
+        ("weights", lambda: fnp.percentile(M, 50, axis=1, weights=Wd, **inverted)),
+        ("q", lambda: fnp.quantile(M, da.from_array([0.5], 1), axis=1, weights=W, **inverted)),
+        ("weights", lambda: fgrad.jit(lambda w: weighted(M, w))(Wd)),
+        ("a", lambda: fgrad.grad(lambda a: fnp.sum(weighted(a, W)))(Md)),
+    ]:
+        pattern = rf"with weights cannot run on a lazy Dask array: the values of its {argument} "
+        with pytest.raises(DispatchError, match=pattern):
+            call()
+    with pytest.raises(ValueError, match="Only method 'inverted_cdf' supports weights"):
+        fnp.quantile(Md, 0.5, axis=1, weights=Wd)
