@@ -838,3 +838,121 @@ def test_interp_of_dask_values_at_numpy_points_stays_lazy(lazy):
     with dask.config.set(scheduler="sync"):
         np.testing.assert_array_equal(y.compute(), np.interp(x, xp, np.arange(4.0) * 10))
         np.testing.assert_array_equal(g.compute(), [0.5, 1.0, 1.0, 0.5])
+
+
+def test_piecewise_with_dask_conditions_is_numpys_and_lazy(lazy):
+    """A list of Dask conditions was taken for one condition (its first element is not a NumPy
+    array): stacked into a (2, 4) mask, with a (2, 4) result whose second row was the
+    'otherwise' mask's value; jvp and jacfwd on a Dask x (whose `v < 0` is plain Dask) too."""
+    x = np.array([-1.0, 2.0, -3.0, 0.5])
+    xd = da.from_array(x, chunks=2)
+    cases = [([lambda v: v < 0, lambda v: v >= 0], [1.0, 2.0]), ([lambda v: v < 0], [1.0, 2.0])]
+    cases.append(([lambda v: v < 0, lambda v: v > 1], [1.0, 2.0, 3.0]))
+    f = lambda v: v * fnp.piecewise(v, [v < 0, v >= 0], [1.0, 2.0])  # f'(v) = [1, 2, 1, 2]
+    got = [fnp.piecewise(xd, [c(xd) for c in conds], funcs) for conds, funcs in cases]
+    tangent = fgrad.jvp(f, (xd,), (np.ones(4),))[1]
+    jacobian = fgrad.jacfwd(f)(xd)
+    with dask.config.set(scheduler="sync"):
+        for (conds, funcs), y in zip(cases, got):
+            want = np.piecewise(x, [c(x) for c in conds], funcs)
+            np.testing.assert_array_equal(y.compute(), want)
+        np.testing.assert_array_equal(tangent.compute(), [1.0, 2.0, 1.0, 2.0])
+        np.testing.assert_array_equal(jacobian.compute(), np.diag([1.0, 2.0, 1.0, 2.0]))
+
+
+def test_digitize_refuses_dask_bins_and_stays_lazy_with_numpy_bins(lazy):
+    """Dask's digitize reads its bins with asarray (to tell increasing from decreasing ones):
+    Dask bins were computed, untraced, under jit and under grad, with no warning."""
+    x = np.array([-1.5, -0.2, 0.3, 2.0])
+    bins = da.from_array(np.array([-1.0, 0.0, 1.0]), chunks=2)
+    xd = da.from_array(x, chunks=2)
+    for call in (
+        lambda: fnp.digitize(x, bins),
+        lambda: fnp.digitize(xd, bins, right=True),
+        lambda: fgrad.jit(lambda b: fnp.digitize(x, b))(bins),
+        lambda: fgrad.grad(lambda v: fnp.sum(v * fnp.digitize(v, bins)))(x),
+    ):
+        with pytest.raises(DispatchError, match=r"^digitize cannot run on a lazy Dask array"):
+            call()
+    for b in (np.array([-1.0, 0.0, 1.0]), np.array([1.0, 0.0, -1.0])):
+        for right in (False, True):
+            got = fnp.digitize(xd, b, right)
+            assert isinstance(got, da.Array)
+            with dask.config.set(scheduler="sync"):
+                np.testing.assert_array_equal(got.compute(), np.digitize(x, b, right))
+
+
+def test_histogram2d_and_dd_of_numpy_points_with_dask_weights_are_lazy_and_numpys(lazy):
+    """histogram sums Dask weights lazily, but histogram2d and histogramdd refused them
+    (blaming the range of the sample, which was NumPy's)."""
+    rng = np.random.default_rng(1)
+    x, y, w = rng.standard_normal(8), rng.standard_normal(8), np.abs(rng.standard_normal(8))
+    wd = da.from_array(w, chunks=4)
+    got = {
+        "2d": fnp.histogram2d(x, y, bins=3, weights=wd)[0],
+        "2d-density": fnp.histogram2d(x, y, bins=3, weights=wd, density=True)[0],
+        "dd": fnp.histogramdd(np.stack([x, y], 1), bins=(2, 3), weights=wd)[0],
+        "grad": fgrad.grad(lambda v: fnp.sum(fnp.histogram2d(x, y, 3, weights=v)[0] ** 2))(wd),
+    }
+    assert all(isinstance(v, da.Array) for v in got.values())
+    counts = np.histogram2d(x, y, bins=3, weights=w)[0]
+    bin_of = np.digitize(x, np.linspace(x.min(), x.max(), 4)[1:-1]) * 3
+    bin_of += np.digitize(y, np.linspace(y.min(), y.max(), 4)[1:-1])
+    want = {
+        "2d": counts,
+        "2d-density": np.histogram2d(x, y, bins=3, weights=w, density=True)[0],
+        "dd": np.histogramdd(np.stack([x, y], 1), bins=(2, 3), weights=w)[0],
+        "grad": 2 * counts.ravel()[bin_of],  # d/dw_i sum(h**2) = 2 h[bin of point i]
+    }
+    with dask.config.set(scheduler="sync"):
+        for key, value in got.items():
+            np.testing.assert_allclose(value.compute(), want[key], rtol=1e-13, err_msg=key)
+    with pytest.raises(DispatchError, match=r"^histogram2d cannot run on a lazy Dask array"):
+        fnp.histogram2d(da.from_array(x, chunks=4), y, bins=3, weights=wd)
+
+
+def test_isin_with_a_kind_on_dask_is_numpys_and_lazy(lazy):
+    """kind only picks NumPy's algorithm, and Dask's isin takes none: kind='sort' or 'table'
+    raised Dask's "unexpected keyword argument 'kind'", untraced and under grad."""
+    e, t = np.array([0, 1, 1, 3]), np.array([1, 3])
+    ed = da.from_array(e, chunks=2)
+    got = [fnp.isin(ed, t, kind=kind) for kind in ("sort", "table")]
+    got.append(fnp.isin(e, da.from_array(t, chunks=1), kind="table", invert=True))
+    f = lambda v: fnp.sum(v * fnp.isin(v, np.array([1.0, 3.0]), kind="sort"))
+    got.append(fgrad.grad(f)(ed * 1.0))  # d/dv_i = [v_i in t]
+    got.append(fgrad.jit(lambda v: fnp.isin(v, t, kind="sort"))(ed))
+    assert all(isinstance(v, da.Array) for v in got)
+    want = np.isin(e, t, kind="sort")
+    with dask.config.set(scheduler="sync"):
+        for value, expected in zip(got, [want, want, ~want, want * 1.0, want]):
+            np.testing.assert_array_equal(value.compute(), expected)
+    # NumPy's checks of kind, made at the call
+    with pytest.raises(ValueError, match="Invalid kind: 'hash'"):
+        fnp.isin(ed, t, kind="hash")
+    with pytest.raises(ValueError, match=r"kind='table' works only on integer and boolean"):
+        fnp.isin(ed * 1.0, t, kind="table")
+
+
+def test_weighted_quantile_refuses_dask_operands_naming_them_and_checks_the_method(lazy):
+    """Outside a transform the weighted quantile handed Dask arrays to Dask's quantile: a
+    NumPy a with Dask weights raised AttributeError 'numblocks', axis=None Dask's bare
+    NotImplementedError, and a method other than 'inverted_cdf' came back as a lazy array
+    that raised only when computed."""
+    M = np.array([[1.0, 2, 3, 4], [10, 20, 30, 40]])
+    W = np.array([[0.0, 0, 0, 1], [5, 0, 0, 1]])
+    Md, Wd = da.from_array(M, chunks=1), da.from_array(W, chunks=1)
+    inverted = {"method": "inverted_cdf"}
+    weighted = lambda a, w: fnp.quantile(a, 0.5, axis=1, weights=w, **inverted)
+    for argument, call in [
+        ("a", lambda: fnp.quantile(Md, 0.5, weights=Wd, **inverted)),
+        ("weights", lambda: weighted(M, Wd)),
+        ("weights", lambda: fnp.percentile(M, 50, axis=1, weights=Wd, **inverted)),
+        ("q", lambda: fnp.quantile(M, da.from_array([0.5], 1), axis=1, weights=W, **inverted)),
+        ("weights", lambda: fgrad.jit(lambda w: weighted(M, w))(Wd)),
+        ("a", lambda: fgrad.grad(lambda a: fnp.sum(weighted(a, W)))(Md)),
+    ]:
+        pattern = rf"with weights cannot run on a lazy Dask array: the values of its {argument} "
+        with pytest.raises(DispatchError, match=pattern):
+            call()
+    with pytest.raises(ValueError, match="Only method 'inverted_cdf' supports weights"):
+        fnp.quantile(Md, 0.5, axis=1, weights=Wd)

@@ -300,3 +300,11 @@ def test_interp_of_protocol_only_values_is_numpys():
     np.testing.assert_array_equal(np.asarray(f(Frozen(fp))._a), np.interp(x, xp, fp))
     g = fgrad.grad(lambda v: fnp.sum(f(v)))
     np.testing.assert_array_equal(np.asarray(g(Frozen(fp))._a), g(fp))
+
+
+def test_piecewise_with_frozen_conditions_is_numpys():
+    # a list of protocol-only conditions was taken for one condition: a (1, 4) result
+    x = np.array([-1.0, 2.0, -3.0, 0.5])
+    for conds in ([x < 0], [x < 0, x >= 0]):
+        got = fnp.piecewise(Frozen(x), [Frozen(c) for c in conds], [1.0, 2.0])
+        _same(got, np.piecewise(x, conds, [1.0, 2.0]))

@@ -223,7 +223,7 @@ def histogramdd(
     """
     if numpy_applies(sample, bins, range, weights):
         return _np.histogramdd(sample, bins, range, density, weights)
-    _refuse_lazy("histogramdd", sample, bins, range, weights)
+    _refuse_lazy("histogramdd", sample, bins, range)  # (lazy weights are summed lazily)
     return _histogramdd(sample, bins, range, density, weights, "histogramdd")
 
 
@@ -315,7 +315,7 @@ def histogram2d(
     """
     if numpy_applies(x, y, bins, range, weights):
         return _np.histogram2d(x, y, bins, range, density, weights)
-    _refuse_lazy("histogram2d", x, y, bins, range, weights)
+    _refuse_lazy("histogram2d", x, y, bins, range)  # (lazy weights are summed lazily)
     if len(shape(x)) != 1 or shape(x) != shape(y):
         raise ValueError(
             f"histogram2d: x and y must be 1-D and have the same length (one point each), got "

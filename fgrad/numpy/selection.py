@@ -336,11 +336,15 @@ def _one_condition(condlist, x):
     a traced value read as NumPy reads an array of its shape: its first element is an array
     only from 2 dimensions on (a traced 1-d condition's element was taken for a condition of
     its own: under jit and vmap piecewise gave x where NumPy gives funclist[0](x)); a traced
-    0-d condition is one condition too (NumPy's 0-d array has no first element)."""
+    0-d condition is one condition too (NumPy's 0-d array has no first element). An array of
+    another library (a Dask condition) counts as NumPy's array of its shape: taken for one
+    condition, a list of them was stacked into a single condition of one more axis."""
     if _np.isscalar(condlist) or (is_traced(condlist) and ndim(condlist) == 0):
         return True
     first = condlist[0]
-    is_array = isinstance(first, (list, _np.ndarray)) or (is_traced(first) and ndim(first) >= 1)
+    is_array = isinstance(first, (list, _np.ndarray)) or (
+        (is_traced(first) or _core.is_foreign_array(first)) and ndim(first) >= 1
+    )
     return not is_array and ndim(x) != 0
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as _np
 
 from .. import core as _core
-from ..core import bind, constant_of, primal
+from ..core import bind, constant_of, dtype_of, primal
 from ..primitive import nondiff, register_rules
 from ..protocols import refuse_lazy
 from ._mirror import exported, mirror
@@ -32,6 +32,7 @@ from .shaping import (
     astype,
     batch_to_front,
     concatenate,
+    describe,
     every_row,
     getitem,
     ravel,
@@ -49,7 +50,40 @@ _UniqueInverse = type(_np.unique_inverse(_np.zeros(1)))
 
 # --- isin: no derivative --------------------------------------------------------------------------
 
-_isin_p = nondiff(_np.isin, "isin")
+
+def _isin(
+    element: Any,
+    test_elements: Any,
+    assume_unique: bool = False,
+    invert: bool = False,
+    *,
+    kind: Any = None,  # (str | None: checked by NumPy, or by _check_kind)
+) -> Any:
+    """NumPy's `isin`. `kind` picks NumPy's algorithm, never the answer, and another library's
+    isin (Dask's) takes none: with an array of another library it is checked as NumPy checks
+    it (without reading values), then left out."""
+    if kind is None:
+        return _np.isin(element, test_elements, assume_unique=assume_unique, invert=invert)
+    if _core.is_foreign_array(element) or _core.is_foreign_array(test_elements):
+        _check_kind(kind, element, test_elements)
+        return _np.isin(element, test_elements, assume_unique=assume_unique, invert=invert)
+    return _np.isin(element, test_elements, assume_unique=assume_unique, invert=invert, kind=kind)
+
+
+def _check_kind(kind: str, element: Any, test_elements: Any) -> None:
+    """NumPy's checks of isin's `kind`: a known name, and 'table' only for integer and
+    boolean arrays."""
+    if kind not in ("sort", "table"):
+        raise ValueError(f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'.")
+    if kind == "table" and any(dtype_of(x).kind not in "uib" for x in (element, test_elements)):
+        raise ValueError(
+            "isin: kind='table' works only on integer and boolean arrays, got element of "
+            f"{describe(element)} and test_elements of {describe(test_elements)}; leave kind "
+            "out or pass kind='sort'"
+        )
+
+
+_isin_p = nondiff(_isin, "isin")
 
 
 @mirror("function")
@@ -71,8 +105,6 @@ def isin(
     ...     np.array([1.0, 2.0, 3.0]))
     array([2., 0., 6.])
     """
-    if kind is None:  # (left out at its default: Dask's own isin, lazy, takes no kind)
-        return _isin_p(element, test_elements, assume_unique=assume_unique, invert=invert)
     return _isin_p(element, test_elements, assume_unique=assume_unique, invert=invert, kind=kind)
 
 

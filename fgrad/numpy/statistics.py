@@ -1028,11 +1028,15 @@ def _weighted_quantile(a, q, axis, method, keepdims, weights, nan_policy, name, 
     quantile, so the derivative is one-hot in a (ties: the element a stable sort ranks
     there) and zero in the weights and q (the choice is piecewise constant). The choice is
     computed by NumPy's functions on the values (under `jit` recorded, under `vmap` per row)."""
-    if not (is_traced(a) or is_traced(q) or is_traced(weights)):
+    if numpy_applies(a, q, weights):
         keep = {} if keepdims is NO_VALUE else {"keepdims": keepdims}
         return getattr(_np, name)(a, q, axis=axis, method=method, weights=weights, **keep)
     if method != "inverted_cdf":  # (NumPy's message)
         raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+    for argument, value in (("a", a), ("q", q), ("weights", weights)):
+        # (NumPy's function would hand them to Dask's quantile: along an axis only, and
+        # with a NumPy `a` beside Dask weights an AttributeError)
+        _refuse_lazy_values(name, argument, value)
     if nan_policy == "omit":
         raise TypeError(
             f"{name}: weights with a traced value are not supported by fgrad (a has "
@@ -1080,6 +1084,20 @@ def _weighted_quantile(a, q, axis, method, keepdims, weights, nan_policy, name, 
     if dtype_of(a).kind in "iub" and dtype_of(res) != dtype_of(a):
         res = astype(res, dtype_of(a))
     return _finish(res, nan_slices, kept, keepdims, shape(qv))
+
+
+def _refuse_lazy_values(name, argument, x):
+    """DispatchError naming `argument` when x (at any depth of a list) holds an array of
+    another library (a lazy Dask array): the weighted quantile reads the values."""
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            _refuse_lazy_values(name, argument, v)
+        return
+    why = (
+        f"the values of its {argument} ({describe(x)}) are read: each quantile is the "
+        "element of a whose cumulative weight, in a's sorted order, first reaches q"
+    )
+    _core.refuse_lazy(f"{name} with weights", why, _core.innermost(x))
 
 
 percentile = variant(
@@ -1349,7 +1367,20 @@ def weighted_histogram(a, bins, range, weights):
 # --- no derivative: counts, bin indices and predicates --------------------------------------------
 
 
-digitize = nondiff_function(_np.digitize)
+def _digitize(x, bins, right=False):
+    """NumPy's `digitize`. It reads the bins to tell increasing from decreasing ones (and to
+    refuse others), which a lazy Dask array cannot answer: Dask's own digitize computes the
+    bins in memory, silently, so chunked bins are refused before it runs."""
+    if getattr(bins, "chunks", None) is not None:
+        why = (
+            "its bins are read to tell increasing from decreasing ones (for increasing bins, "
+            "fnp.searchsorted(bins, x, side='left' if right else 'right') stays lazy)"
+        )
+        _core.refuse_lazy("digitize", why, bins)
+    return _np.digitize(x, bins, right)
+
+
+digitize = nondiff_function(_digitize, name="digitize")
 
 
 def _digitize_batch(args, dims, **params):
