@@ -492,7 +492,17 @@ def _check_outputs(out_leaves, who):
 
 
 # the transforms without `has_aux`
-_NO_AUX = frozenset(("derivative", "laplacian", "jet"))
+_NO_AUX = frozenset(
+    (
+        "derivative",
+        "laplacian",
+        "jet",
+        "sparse_jacobian",
+        "sparse_hessian",
+        "jacobian_sparsity",
+        "hessian_sparsity",
+    )
+)
 
 
 def _pause_collector():

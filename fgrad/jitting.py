@@ -1753,9 +1753,10 @@ def _tree_key(tree):
 _PASSES_ON = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
 
 
-def _static_positions(fun, argnums, argnames):
+def _static_positions(fun, argnums, argnames, who="jit"):
     """`argnums` and `argnames` completed from `fun`'s signature, as JAX completes them: a
-    parameter named static by one is static passed either way (by position or by name)."""
+    parameter named static by one is static passed either way (by position or by name).
+    Errors name `who` (jit, or make_record, which records as jit does)."""
     try:
         params = list(inspect.signature(fun).parameters.values())
         # a transform's function (grad(f), vmap(f): `*args, **kwargs`) passes its arguments
@@ -1772,17 +1773,19 @@ def _static_positions(fun, argnums, argnames):
     if not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         for i in argnums:
             if not -len(positional) <= i < len(positional):
+                n = len(positional)
                 raise ValueError(
-                    f"jit: static_argnums names argument {i}, but "
-                    f"{getattr(fun, '__name__', repr(fun))} takes {len(positional)} "
-                    "positional argument(s)"
+                    f"{who}: static_argnums names argument {i}, but "
+                    f"{getattr(fun, '__name__', repr(fun))} takes {n} positional "
+                    f"argument(s) (valid: {-n} to {n - 1}); fix static_argnums (positions count "
+                    "from 0, negative ones from the end)"
                 )
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         known = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
         for name in argnames:
             if name not in known:
                 raise ValueError(
-                    f"jit: static_argnames names {name!r}, but "
+                    f"{who}: static_argnames names {name!r}, but "
                     f"{getattr(fun, '__name__', repr(fun))} has no such parameter (it has "
                     f"{', '.join(sorted(known)) or 'none'}): check the spelling"
                 )
@@ -1796,7 +1799,7 @@ def _static_positions(fun, argnums, argnames):
     return tuple(nums), tuple(names)
 
 
-def _argument_list(kind: str, value, check) -> list:
+def _argument_list(kind: str, value, check, who: str = "jit") -> list:
     """jit's `static_argnums` or `static_argnames`, one value or an iterable of them, each
     read by `check` (which names what it wants)."""
     if isinstance(value, (str, bytes, int, _np.integer)):  # one value (a bytes is refused)
@@ -1805,13 +1808,13 @@ def _argument_list(kind: str, value, check) -> list:
         values = list(value)
     except TypeError:
         raise TypeError(
-            f"jit: {kind} takes one value or a sequence of them, got {value!r} of type "
+            f"{who}: {kind} takes one value or a sequence of them, got {value!r} of type "
             f"{type(value).__name__}"
         ) from None
-    return [check(kind, v) for v in values]
+    return [check(kind, v, who) for v in values]
 
 
-def _position(kind: str, v) -> int:
+def _position(kind: str, v, who: str = "jit") -> int:
     """An argument position, as JAX reads it (`operator.index`: a NumPy integer too)."""
     if not isinstance(v, (str, bytes, bool, _np.bool_)):
         try:
@@ -1820,17 +1823,18 @@ def _position(kind: str, v) -> int:
             pass
     other = " (an argument name goes in static_argnames)" if isinstance(v, str) else ""
     raise TypeError(
-        f"jit: {kind} takes ints (argument positions), got {v!r} of type {type(v).__name__}{other}"
+        f"{who}: {kind} takes ints (argument positions), got {v!r} of type "
+        f"{type(v).__name__}{other}"
     )
 
 
-def _name(kind: str, v) -> str:
+def _name(kind: str, v, who: str = "jit") -> str:
     """An argument name."""
     if isinstance(v, str):
         return str(v)
     other = " (an argument position goes in static_argnums)" if isinstance(v, int) else ""
     raise TypeError(
-        f"jit: {kind} takes strs (argument names), got {v!r} of type {type(v).__name__}{other}"
+        f"{who}: {kind} takes strs (argument names), got {v!r} of type {type(v).__name__}{other}"
     )
 
 
@@ -2010,6 +2014,15 @@ def make_record(fun: Callable, *, static_argnums=(), static_argnames=()) -> Call
       v2:f64[] = multiply(v1, 2.0)  # ...
       return v2
     """
+    who = "make_record"
+    if not callable(fun):
+        raise TypeError(
+            f"{who} expects a function, got {fun!r} of type {type(fun).__name__}; pass the "
+            f"function itself, e.g. {who}(f)(x), not {who}(f(x))"
+        )
+    static_argnums = tuple(_argument_list("static_argnums", static_argnums, _position, who))
+    static_argnames = tuple(_argument_list("static_argnames", static_argnames, _name, who))
+    static_argnums, static_argnames = _static_positions(fun, static_argnums, static_argnames, who)
     jitted = jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
 
     @api_boundary

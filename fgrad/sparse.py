@@ -49,7 +49,15 @@ import numpy as _np
 
 from . import coloring, numpy as fnp
 from .accumulation import AccumulationLevel, NoAccumulation
-from .api import _check_argnums_range, _normalize_argnums, grad, jvp, vjp
+from .api import (
+    _check_argnums_range,
+    _check_callable,
+    _check_outputs,
+    _normalize_argnums,
+    grad,
+    jvp,
+    vjp,
+)
 from .boundary import api_boundary
 from .core import Box, dtype_of, holds_batch, innermost, primal, shape_of
 from .jitting import jit
@@ -150,10 +158,12 @@ def _is_variable_leaf(v) -> bool:
     return type(v) is Box or _is_number_leaf(v)
 
 
-def _run_on(level, fun, args, nums, values, tree):
+def _run_on(level, fun, args, nums, values, tree, who):
     """fun's flat outputs, run on `level` (detection's or accumulation's): the inputs
     differentiated as its inputs, numbered one after another, and the float numbers among
-    the other arguments as values that may change (`_detect`)."""
+    the other arguments as values that may change (`_detect`). An output that is not a
+    number or a numeric array is refused in `who`'s words, before its dtype is read (NumPy
+    reads a string such as "float64" as a dtype's name)."""
     boxes, offset = [], 0
     for v in values:
         boxes.append(level.new_input(v, offset))
@@ -166,7 +176,9 @@ def _run_on(level, fun, args, nums, values, tree):
                 level.new_variable(innermost(v)) if _is_variable_leaf(v) else v for v in leaves
             ]
             full[i] = tree_unflatten(arg_tree, leaves)
-    return tree_flatten(fun(*full))[0]
+    out = tree_flatten(fun(*full))[0]
+    _check_outputs(out, who)
+    return out
 
 
 def _outruns_inputs(out_dtype, values) -> bool:
@@ -180,7 +192,7 @@ def _outruns_inputs(out_dtype, values) -> bool:
     return _np.result_type(out_dtype, in_dtype) != in_dtype
 
 
-def _detect(fun, args, nums, values, tree):
+def _detect(fun, args, nums, values, tree, who):
     """(pattern, reads, fwd_only): the pattern of fun's flat outputs in its flat inputs,
     whether the traced code read values (then the pattern may hold on this path only), and
     whether an output holds more than the inputs (`_outruns_inputs`: only pushes forward give
@@ -196,7 +208,7 @@ def _detect(fun, args, nums, values, tree):
     sp = sparse_module()
     n = sum(v.size for v in values)
     with SparsityLevel(n + 1) as level:
-        out = _run_on(level, fun, args, nums, values, tree)
+        out = _run_on(level, fun, args, nums, values, tree, who)
         pats = [level.pattern_of(o) for o in out]
     if len(pats) == 1:
         pattern = pats[0]
@@ -226,7 +238,7 @@ def _guard_what_was_read(args):
             primal(leaf)
 
 
-def _accumulate(fun, args, nums, values, tree):
+def _accumulate(fun, args, nums, values, tree, who):
     """(Jacobian, reads) of fun's flat outputs in its flat inputs by sparse forward
     accumulation (`fgrad.accumulation`): one run, for a first call, where finding the pattern,
     colouring it and running the passes would take three. None where it does not apply: an
@@ -241,7 +253,7 @@ def _accumulate(fun, args, nums, values, tree):
     n = sum(v.size for v in values)
     try:
         with AccumulationLevel(n + 1) as level:
-            out = _run_on(level, fun, args, nums, values, tree)
+            out = _run_on(level, fun, args, nums, values, tree, who)
             if any(dtype_of(o) != _np.float64 for o in out):
                 return None
             parts = [level.jacobian_of(o) for o in out]
@@ -286,6 +298,7 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
            [0, 0, 1, 1]])
     """
 
+    _check_callable(fun, "jacobian_sparsity")
     fun_kw = _keywords_last(fun)
 
     def jacobian_sparsity_fun(*args, **kwargs):
@@ -293,9 +306,11 @@ def jacobian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0)
         nums = _argnums(argnums, len(args), "jacobian_sparsity")
         values, tree = _inputs(args, nums, "jacobian_sparsity")
         if kwargs:  # (not differentiated: an argument more, after the others)
-            pattern, reads, _ = _detect(fun_kw, (*args, kwargs), nums, values, tree)
+            pattern, reads, _ = _detect(
+                fun_kw, (*args, kwargs), nums, values, tree, "jacobian_sparsity"
+            )
         else:
-            pattern, reads, _ = _detect(fun, args, nums, values, tree)
+            pattern, reads, _ = _detect(fun, args, nums, values, tree, "jacobian_sparsity")
         if reads:
             _guard_what_was_read(args)
         return pattern
@@ -310,6 +325,7 @@ def _scalar_valued(fun, who):
     def scalar(*args, **kwargs):
         out = fun(*args, **kwargs)
         leaves = tree_flatten(out)[0]
+        _check_outputs(leaves, who)  # (before a dtype is read: a str reads as a dtype's name)
         if len(leaves) == 1 and leaves[0] is out and math.prod(shape_of(out)) == 1:
             if dtype_of(out).kind == "f":
                 return out
@@ -329,11 +345,11 @@ def _scalar_valued(fun, who):
     return scalar
 
 
-def _hessian_pattern(fun, args, nums, values, tree):
+def _hessian_pattern(fun, args, nums, values, tree, who):
     def gradient(*full):
         return grad(fun, argnums=nums if len(nums) > 1 else nums[0])(*full)
 
-    pattern, reads, _ = _detect(gradient, args, nums, values, tree)
+    pattern, reads, _ = _detect(gradient, args, nums, values, tree, who)
     pattern = (pattern + pattern.T).tocsr()  # a Hessian is symmetric: keep either side's
     pattern.sort_indices()
     return pattern, reads
@@ -352,6 +368,7 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
            [0, 0, 1, 1]])
     """
 
+    _check_callable(fun, "hessian_sparsity")
     scalar_fun = _scalar_valued(fun, "hessian_sparsity")
     scalar_fun_kw = _keywords_last(scalar_fun)
 
@@ -360,9 +377,13 @@ def hessian_sparsity(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
         nums = _argnums(argnums, len(args), "hessian_sparsity")
         values, tree = _inputs(args, nums, "hessian_sparsity")
         if kwargs:  # (not differentiated: an argument more, after the others)
-            pattern, reads = _hessian_pattern(scalar_fun_kw, (*args, kwargs), nums, values, tree)
+            pattern, reads = _hessian_pattern(
+                scalar_fun_kw, (*args, kwargs), nums, values, tree, "hessian_sparsity"
+            )
         else:
-            pattern, reads = _hessian_pattern(scalar_fun, args, nums, values, tree)
+            pattern, reads = _hessian_pattern(
+                scalar_fun, args, nums, values, tree, "hessian_sparsity"
+            )
         if reads:
             _guard_what_was_read(args)
         return pattern
@@ -402,7 +423,11 @@ def _vector(leaf):
 
 
 def _raveled(out):
-    parts = [_vector(leaf) for leaf in tree_flatten(out)[0]]
+    """`sparse_jacobian`'s output `out` (a pytree) as one vector, refusing an output that is
+    not numeric in its words (with a pattern given, the pass is the first to see it)."""
+    leaves = tree_flatten(out)[0]
+    _check_outputs(leaves, "sparse_jacobian")
+    parts = [_vector(leaf) for leaf in leaves]
     return parts[0] if len(parts) == 1 else fnp.concatenate(parts)
 
 
@@ -905,6 +930,7 @@ def sparse_jacobian(
            [ 0., -1.,  4.,  0.],
            [ 0.,  0., -1.,  6.]])
     """
+    _check_callable(fun, "sparse_jacobian")
     if mode not in _MODES:
         raise ValueError(f"sparse_jacobian: mode must be one of {_MODES}, not {mode!r}")
     if order not in coloring.COLUMN_METHODS:
@@ -931,7 +957,7 @@ def sparse_jacobian(
             # A first call: the Jacobian in one run where it can be accumulated; the plan
             # that later calls replay is made from its pattern at the second call
             values, tree = _inputs(args, nums, "sparse_jacobian")
-            found = _accumulate(fun, args, nums, values, tree)
+            found = _accumulate(fun, args, nums, values, tree, who)
             if found is not None:
                 jac, reads = found
                 _remember(plans, key, (_Pending(_pattern_of(jac)), reads))
@@ -948,7 +974,7 @@ def sparse_jacobian(
                     # (whether an output holds more than the inputs, which "rev" cannot
                     # give, is known only when the pass runs: `_PullsLose`)
                 else:
-                    pattern, recheck, fwd_only = _detect(fun, args, nums, values, tree)
+                    pattern, recheck, fwd_only = _detect(fun, args, nums, values, tree, who)
                 new = _subset_or_union(plan, pattern)
             if type(plan) is _Pending and new is None:
                 new = plan.pattern
@@ -988,6 +1014,7 @@ def sparse_hessian(
            [2., 6., 4.],
            [0., 4., 0.]])
     """
+    _check_callable(fun, "sparse_hessian")
     if order not in coloring.ORDERS:
         raise ValueError(
             f"sparse_hessian: order must be one of {coloring.ORDERS} (the star colouring is "
@@ -1018,7 +1045,7 @@ def sparse_hessian(
                 pattern.sort_indices()
                 recheck = False
             else:
-                pattern, recheck = _hessian_pattern(scalar_fun, args, nums, values, tree)
+                pattern, recheck = _hessian_pattern(scalar_fun, args, nums, values, tree, who)
             new = _subset_or_union(plan, pattern)
             if new is not None:
                 plan = _hessian_plan(new, order, scalar_fun, nums)

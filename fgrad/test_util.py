@@ -320,10 +320,25 @@ def check_grads(
     >>> from fgrad.test_util import check_grads
     >>> check_grads(lambda x: fnp.sin(x) * x, (0.3,), order=2)
     """
+    if isinstance(order, bool) or not isinstance(order, (int, _np.integer)) or order < 1:
+        whole = isinstance(order, (int, _np.integer)) and not isinstance(order, bool)
+        error = ValueError if whole else TypeError
+        raise error(
+            f"check_grads: order must be a positive int (1 checks first derivatives, 2 also "
+            f"second ones), got {order!r} of type {type(order).__name__}"
+        )
+    if not isinstance(modes, (str, tuple, list)):
+        raise TypeError(
+            f"check_grads: modes must be 'fwd', 'rev' or a tuple of them, got {modes!r} of "
+            f"type {type(modes).__name__}"
+        )
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     for m in modes:
         if m not in ("fwd", "rev"):
             raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {m!r}")
+    _check_step(eps, "eps", positive=True)
+    for name, value in (("tol", tol), ("atol", atol), ("rtol", rtol)):
+        _check_step(value, name, positive=False)
     args = _args_tuple(args, "check_grads")
     bound: float | tuple | None = tol  # one number, or (atol, rtol) (see `_close`)
     if atol is not None or rtol is not None:
@@ -333,6 +348,24 @@ def check_grads(
             )
         bound = (atol, rtol)
     _check(f, args, order, modes, eps, bound, _np.random.default_rng(seed), "f")
+
+
+def _check_step(value, name, positive):
+    """Refuse an `eps` (a step: finite and > 0; a zero step divides 0 by 0, which no check
+    then flags) or a tolerance (finite and >= 0) that is not such a number; None is the
+    default."""
+    if value is None:
+        return
+    number = isinstance(value, (int, float, _np.integer, _np.floating))
+    if isinstance(value, bool) or not number or not _np.isfinite(value):
+        raise TypeError(
+            f"check_grads: {name} must be a finite real number (or None for the default), "
+            f"got {value!r} of type {type(value).__name__}"
+        )
+    if value < 0 or (positive and value == 0):
+        raise ValueError(
+            f"check_grads: {name} must be {'> 0' if positive else '>= 0'}, got {value!r}"
+        )
 
 
 def _check(f, args, order, modes, eps, tol, rng, where):

@@ -65,6 +65,22 @@ def test_jax_s_atol_and_rtol_are_accepted_and_mean_jax_s_bound():
         check_grads(fnp.sin, X, tol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(order="2"), TypeError, r"order must be a positive int.*'2' of type str"),  # '>'
+        (dict(order=0), ValueError, r"order must be a positive int.*got 0"),  # checked nothing
+        (dict(modes=3), TypeError, r"modes must be 'fwd', 'rev' or a tuple.*int"),
+        (dict(eps="1e-3"), TypeError, r"eps must be a finite real number.*str"),
+        (dict(eps=0.0), ValueError, r"eps must be > 0"),  # 0/0 in the differences: passed
+        (dict(atol="x"), TypeError, r"atol must be a finite real number"),
+    ],
+)
+def test_bad_order_modes_eps_and_tolerances_are_named(kwargs, error, match):
+    with pytest.raises(error, match=rf"^check_grads: {match}"):
+        check_grads(fnp.sin, (np.ones(3),), **kwargs)
+
+
 @pytest.mark.parametrize("args", [1.0, np.array([1.0, 2.0])])
 def test_args_that_are_not_a_tuple_are_refused_with_what_to_write(args):
     # a float raised "'float' object is not iterable", an array was split into its elements

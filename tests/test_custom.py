@@ -19,6 +19,7 @@ from fgrad import (
     hessian,
     jacfwd,
     jacrev,
+    jit,
     jvp,
     remat,
     tap_cotangent,
@@ -597,6 +598,38 @@ def test_custom_jvp_errors():
             transform(1.0)
     with pytest.raises(TypeError, match="custom_jvp expects a function"):
         custom_jvp(3.0)
+
+
+@pytest.mark.parametrize(
+    "primal_out, error, match",
+    [
+        (lambda x: fnp.ones(4), ValueError, r"primal_out \(leaf 0\) has shape \(4,\)"),
+        (lambda x: (fnp.sin(x),), TypeError, r"primal_out has structure PyTreeDef\(\(\*,\)\)"),
+    ],
+    ids=["shape", "structure"],
+)
+def test_a_jvp_rules_wrong_primal_out_is_named_not_its_right_tangent_out(primal_out, error, match):
+    # grad blamed the right tangent_out and advised giving it the wrong shape (4,); jvp ignored
+    # the rule's primal_out and returned the function's value
+    @custom_jvp
+    def f(x):
+        return fnp.sin(x)
+
+    f.defjvp(lambda p, t: (primal_out(p[0]), fnp.cos(p[0]) * t[0]))
+    x = np.array([0.3, 0.7, 1.1])
+    runs = [
+        lambda: jvp(f, (x,), (x,)),
+        lambda: grad(lambda x: fnp.sum(f(x)))(x),
+        lambda: jacfwd(f)(x),
+        lambda: jacrev(f)(x),
+        lambda: jit(grad(lambda x: fnp.sum(f(x))))(x),
+    ]
+    for run in runs:
+        with pytest.raises(error, match=rf"'f': the jvp rule's {match}.*function's (output|value)"):
+            run()
+    f.defjvp(lambda p, t: (fnp.sin(p[0]).astype(np.float32), fnp.cos(p[0]) * t[0]))
+    with pytest.raises(ValueError, match=r"primal_out \(leaf 0\) .* float32.* float64"):
+        jvp(f, (x,), (x,))
 
 
 @pytest.mark.parametrize("tangent", ["forgot_t", "affine"])

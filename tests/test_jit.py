@@ -1376,6 +1376,20 @@ def test_a_records_lines_are_the_users_also_for_derivatives_and_generated_functi
     assert op_lines and all("test_jit.py" in ln for ln in op_lines), text
 
 
+def test_make_record_and_jit_name_themselves_and_the_valid_static_positions():
+    # make_record's errors said "jit" and advised fgrad.jit(f); jit's gave no valid range
+    with pytest.raises(ValueError, match=r"^make_record: static_argnums .* 3.*valid: -1 to 0"):
+        fgrad.make_record(fnp.sin, static_argnums=3)
+    with pytest.raises(TypeError, match=r"^make_record expects a function.*make_record\(f\)"):
+        fgrad.make_record(3)
+    with pytest.raises(TypeError, match=r"^make_record: static_argnums takes ints"):
+        fgrad.make_record(fnp.sin, static_argnums="x")
+    with pytest.raises(ValueError, match=r"^make_record: static_argnames names 'z'"):
+        fgrad.make_record(lambda x: x, static_argnames="z")
+    with pytest.raises(ValueError, match=r"^jit: static_argnums .* 5.*valid: -2 to 1\); fix"):
+        fgrad.jit(lambda x, n: x, static_argnums=5)
+
+
 def test_make_record_prints_what_jit_records_where_vmaps_rows_part():
     # a watcher installed for the printing made vmap run the function once per group of rows
     # instead of going on with the split batch: 17 operations printed where jit records 14

@@ -539,6 +539,10 @@ def test_a_recursive_func_is_not_a_problem():
         # SciPy cannot cast a complex dy/dt to its float64 state either; fgrad dropped the
         # imaginary part, integrating another equation
         (dict(func=lambda y, t: -(0.5 + 2j) * y), TypeError, "complex128.*two real ones"),
+        # NumPy read a str as a dtype's name: "data type 's' not understood"
+        (dict(func=lambda y, t: "s"), TypeError, r"type str as dy/dt.*y's shape \(2,\)"),
+        (dict(func=lambda y, t: "float64"), TypeError, r"type str as dy/dt.*y's shape \(2,\)"),
+        (dict(func=lambda y, t: np.array(["a", "b"])), TypeError, r"dtype <U1 as dy/dt"),
         # SciPy: "Extra arguments must be in a tuple."; read as one argument, func failed
         (dict(func=lambda y, t, a, b: -a * y, args=[1.0, 2.0]), TypeError, "must be a tuple"),
         (dict(on_failure="ignore"), ValueError, "on_failure must be"),

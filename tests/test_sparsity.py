@@ -301,7 +301,7 @@ def test_the_pattern_holds_every_nonzero_of_jacfwd(row):
     if len(shapes) > 1 and len(tree_flatten(row.fn(xs[0]))[0]) == 1:
         pytest.skip("the output's shape depends on the input's values")
     values, tree = sparse._inputs((xs[0],), (0,), "test")
-    pattern, reads, _ = sparse._detect(row.fn, (xs[0],), (0,), values, tree)
+    pattern, reads, _ = sparse._detect(row.fn, (xs[0],), (0,), values, tree, "test")
     pattern = _dense(pattern)
     for k, x in enumerate(xs):
         nonzero = _flat_jacobian(row.fn, x) != 0
@@ -320,14 +320,14 @@ def test_an_accumulated_jacobian_is_jacfwds_with_detections_pattern(row):
     it at the second call is the one detection would have made."""
     x = row.args()[0]
     values, tree = sparse._inputs((x,), (0,), "test")
-    found = sparse._accumulate(row.fn, (x,), (0,), values, tree)
+    found = sparse._accumulate(row.fn, (x,), (0,), values, tree, "test")
     if found is None:  # an operation without an accumulation rule, or not float64
         return
     jac, reads = found
     want = _flat_jacobian(row.fn, x)
     scale = np.abs(want).max(initial=0.0)
     np.testing.assert_allclose(jac.toarray(), want, rtol=1e-14, atol=1e-15 * scale)
-    pattern, detected_reads, _ = sparse._detect(row.fn, (x,), (0,), values, tree)
+    pattern, detected_reads, _ = sparse._detect(row.fn, (x,), (0,), values, tree, "test")
     assert (sparse._pattern_of(jac) != pattern).nnz == 0
     assert reads == detected_reads
 
@@ -372,7 +372,7 @@ def test_an_accumulated_residual_of_random_steps_is_jacfwds(steps, seed):
 
     x = np.random.default_rng(seed).uniform(0.0, 1.0, 12)
     values, tree = sparse._inputs((x,), (0,), "test")
-    found = sparse._accumulate(residual, (x,), (0,), values, tree)
+    found = sparse._accumulate(residual, (x,), (0,), values, tree, "test")
     if found is None:  # a product of matrices, a float32 value or an overflow: detection's path
         if not any(k in (8, 9) for k in steps):
             h, largest = x, 0.0
@@ -386,7 +386,7 @@ def test_an_accumulated_residual_of_random_steps_is_jacfwds(steps, seed):
     if np.isfinite(want).all():  # (past an overflow, which of inf and nan fills a row differs)
         scale = np.abs(want).max(initial=0.0)
         np.testing.assert_allclose(jac.toarray(), want, rtol=1e-13, atol=1e-14 * scale)
-    pattern, detected_reads, _ = sparse._detect(residual, (x,), (0,), values, tree)
+    pattern, detected_reads, _ = sparse._detect(residual, (x,), (0,), values, tree, "test")
     assert (sparse._pattern_of(jac) != pattern).nnz == 0
     assert reads == detected_reads
 
@@ -451,9 +451,9 @@ def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
     y = np.random.default_rng(3).uniform(size=128)
     for fun, x in [(brusselator, y), (tridiagonal_residual, y[:9]), (banded, y[:12])]:
         values, tree = sparse._inputs((x,), (0,), "test")
-        jac, reads = sparse._accumulate(fun, (x,), (0,), values, tree)
+        jac, reads = sparse._accumulate(fun, (x,), (0,), values, tree, "test")
         np.testing.assert_allclose(jac.toarray(), _flat_jacobian(fun, x), rtol=1e-14, atol=1e-13)
-        pattern = sparse._detect(fun, (x,), (0,), values, tree)[0]
+        pattern = sparse._detect(fun, (x,), (0,), values, tree, "test")[0]
         assert (sparse._pattern_of(jac) != pattern).nnz == 0 and not reads
     # where, maximum and abs keep both sides (an entry whose derivative is 0 here is stored)
     x = np.array([-1.0, 2.0, 0.5])
@@ -469,7 +469,7 @@ def test_accumulation_covers_residuals_and_keeps_the_pattern_global():
     # a reduction has no accumulation rule: detection's path, the same result
     g = lambda x: fnp.cumsum(x) * x
     values, tree = sparse._inputs((x,), (0,), "test")
-    assert sparse._accumulate(g, (x,), (0,), values, tree) is None
+    assert sparse._accumulate(g, (x,), (0,), values, tree, "test") is None
     np.testing.assert_allclose(fgrad.sparse_jacobian(g)(x).toarray(), fgrad.jacfwd(g)(x))
 
 
@@ -542,7 +542,7 @@ def test_the_hessian_pattern_holds_every_nonzero_of_hessian(row):
 
     xs = _inputs(row)
     values, tree = sparse._inputs((xs[0],), (0,), "test")
-    pattern, reads = sparse._hessian_pattern(f, (xs[0],), (0,), values, tree)
+    pattern, reads = sparse._hessian_pattern(f, (xs[0],), (0,), values, tree, "test")
     pattern = _dense(pattern)
     for k, x in enumerate(xs):
         nonzero = np.asarray(fgrad.hessian(f)(x)).reshape(pattern.shape) != 0
@@ -965,6 +965,39 @@ def test_errors_say_what_to_do():
     got = fgrad.sparse_jacobian(f, argnums=(0, 1))(re, im).toarray()
     want = np.hstack([np.asarray(j) for j in fgrad.jacfwd(f, argnums=(0, 1))(re, im)])
     np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+SPARSE_TOOLS = ["sparse_jacobian", "jacobian_sparsity", "sparse_hessian", "hessian_sparsity"]
+
+
+@pytest.mark.parametrize("who", SPARSE_TOOLS)
+def test_a_function_is_asked_for_as_every_transform_asks(who):
+    # it failed at the call with Python's "'int' object is not callable"
+    with pytest.raises(TypeError, match=rf"^{who} expects a function .* {who}\(f\), not"):
+        getattr(fgrad, who)(3)
+
+
+@pytest.mark.parametrize("who", SPARSE_TOOLS)
+@pytest.mark.parametrize(
+    "fun, leaf, what",
+    [
+        (lambda x: "float64", 0, "str"),  # read as a dtype's name: a zero Jacobian (no error)
+        (lambda x: "done", 0, "str"),  # "data type 'done' not understood"
+        (lambda x: object(), 0, "object"),
+        (lambda x: [x, "a"], 1, "str"),  # refused in jvp's name
+    ],
+    ids=["float64", "done", "object", "list"],
+)
+def test_an_output_that_is_not_numeric_is_refused_as_jacrev_refuses_it(who, fun, leaf, what):
+    x = np.ones(3)
+    with pytest.raises(TypeError, match=rf"^jacrev: .*type {what} at output leaf {leaf}"):
+        fgrad.jacrev(fun)(x)
+    makers = [{}]
+    if who == "sparse_jacobian":  # with a pattern given, the pass is the first to see it
+        makers += [{"sparsity": np.ones((4, 3))}, {"sparsity": np.ones((4, 3)), "mode": "rev"}]
+    for kw in makers:
+        with pytest.raises(TypeError, match=rf"^{who}: .*type {what} at output leaf {leaf}"):
+            getattr(fgrad, who)(fun, **kw)(x)
 
 
 @pytest.mark.parametrize("argnums", [(0, 0), (0, -2), [1, -1]])

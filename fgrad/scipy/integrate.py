@@ -311,7 +311,10 @@ class _Rhs:
             )
         fixed = []
         for k, (o, shape) in enumerate(zip(out_leaves, self.y_shapes)):
-            if dtype_of(o).kind == "c":
+            dtype = getattr(innermost(o), "dtype", None)  # (arrays: without dtype_of's call)
+            if dtype is None or dtype.kind not in "biufc":
+                dtype = _rhs_dtype(o, k, shape)
+            if dtype.kind == "c":
                 # SciPy refuses it too (it cannot cast complex128 to float64): dropping the
                 # imaginary part would integrate another equation
                 raise TypeError(
@@ -329,6 +332,19 @@ class _Rhs:
                 o = fnp.reshape(o, shape)
             fixed.append(o)
         return tree_unflatten(self.y_tree, fixed)
+
+
+def _rhs_dtype(o, k, shape):
+    """The dtype of leaf k of what func returned, a Python number (which has none), or a
+    TypeError for anything else: NumPy reads a str as a dtype's name ("float64"), and SciPy
+    would fail on it later with no word of func."""
+    if isinstance(innermost(o), (bool, int, float, complex)):
+        return dtype_of(o)
+    what = describe(o) if hasattr(innermost(o), "dtype") else f"type {type(o).__name__}"
+    raise TypeError(
+        f"odeint: func returned a value of {what} as dy/dt (leaf {k}); it must return the "
+        f"derivative of the state as numbers: a float array of y's shape {shape}"
+    )
 
 
 class _Dfun:
