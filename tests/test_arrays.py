@@ -1079,3 +1079,114 @@ def test_at_subtract_and_set_work_in_xs_dtype():
     want[[0, 0]] = np.array([0.5, 0.7])
     got = fnp.at(np.zeros(3, np.int64))[[0, 0]].set(np.array([0.5, 0.7]))
     assert got.tobytes() == want.tobytes()
+
+
+def test_reshape_to_another_size_names_the_input_and_says_to_use_minus_one():
+    """NumPy's "cannot reshape array of size 12 into shape (5,)" named neither a's shape nor
+    its dtype; eagerly and under grad, jit and vmap (one row's shape) fgrad's does."""
+    a = np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError):
+        np.reshape(a, (5,))
+    said = (
+        r"reshape: cannot reshape a \(shape \(3, 4\) and dtype float32, 12 "
+        r"elements\) into shape \(5,\).*-1"
+    )
+    for call in (
+        lambda: fnp.reshape(a, 5),
+        lambda: grad(lambda x: fnp.sum(x.reshape(5)))(a.astype(float)),
+        lambda: jit(lambda x: x.reshape(5))(a),
+        lambda: vmap(lambda x: x.reshape(5))(np.ones((2, 3, 4), np.float32)),
+        lambda: grad(lambda x: fnp.sum(fnp.reshape(x, 5, order="F")))(a.astype(float)),
+    ):
+        with pytest.raises(ValueError, match=said.replace("float32", "float(32|64)")):
+            call()
+    with pytest.raises(ValueError, match=r"other axes hold 5 elements, which do not divide 12"):
+        fnp.reshape(a, (5, -1))
+    with pytest.raises(ValueError, match="only one axis may be -1"):
+        fnp.reshape(a, (-1, -1))
+    assert vmap(lambda x: x.reshape(-1, 2))(np.ones((2, 3, 4))).shape == (2, 6, 2)
+
+
+def test_joins_of_arrays_that_do_not_fit_name_every_shape_and_dtype():
+    """stack said "all input arrays must have the same shape" (no shape), concatenate and
+    vstack NumPy's sizes of two arrays (no dtype, no advice); NumPy refuses the same."""
+    a, b = np.ones((3, 4)), np.ones((5, 2), np.float32)
+    for theirs in (np.stack, np.concatenate, np.vstack):
+        with pytest.raises(ValueError):
+            theirs([a, b])
+    shapes = r"shapes \(3, 4\), \(5, 2\) and dtypes float64, float32"
+    cases = (
+        (fnp.stack, "stack: all arrays must have the same shape, got " + shapes),
+        (fnp.concatenate, r"concatenate: .*every axis but axis 0.*got " + shapes + "; pad"),
+        (fnp.vstack, r"vstack: .*every axis but axis 0.*got " + shapes),
+    )
+    for join, said in cases:
+        with pytest.raises(ValueError, match=said):
+            join([a, b])
+        with pytest.raises(ValueError, match=said):
+            grad(lambda x, j=join: fnp.sum(j([x, b])))(a)
+        with pytest.raises(ValueError, match=said):
+            jit(lambda x, j=join: j([x, b]))(a)
+    with pytest.raises(ValueError, match=r"hstack: .*axis 1.*shapes \(3, 4\), \(2, 2\)"):
+        fnp.hstack([a, np.ones((2, 2))])
+    with pytest.raises(ValueError, match=r"same number of dimensions; got shapes \(3, 4\), \(3,\)"):
+        fnp.concatenate([a, np.ones(3)])
+    with pytest.raises(ValueError, match=r"stack: .*shapes \(4,\), \(3,\)"):  # one row's shape
+        vmap(lambda x: fnp.stack([x, np.ones(3)]))(np.ones((2, 4)))
+
+
+def test_joins_refuse_an_axis_that_is_not_an_int_by_name():
+    """A non-int axis leaked Python's errors from the bounds check ("truth value of an array
+    is ambiguous" for `concatenate(a, b)`, "'<=' not supported" for None or '0'), and a 0-d
+    array to stack an IndexError."""
+    a = np.ones((3, 4))
+    for theirs in (lambda: np.concatenate(a, a), lambda: np.stack([a, a], axis=None)):
+        with pytest.raises(TypeError):
+            theirs()
+    with pytest.raises(
+        TypeError,
+        match=(
+            r"concatenate: axis must be an int, got an array of shape \(3, 4\) and "
+            r"dtype float64; pass the arrays as one list: concatenate\(\[a, b\]\)"
+        ),
+    ):
+        grad(lambda x: fnp.sum(fnp.concatenate(x, x)))(a)
+    with pytest.raises(
+        TypeError, match="stack: axis must be an int, got None of type NoneType; pass an int"
+    ):
+        fnp.stack([a, a], axis=None)
+    with pytest.raises(TypeError, match="concatenate: axis must be an int, got '0' of type str"):
+        fnp.concatenate([a, a], axis="0")
+    with pytest.raises(
+        TypeError,
+        match=(
+            r"stack: arrays must be a sequence of arrays, got one 0-d array \(shape "
+            r"\(\) and dtype float64\); pass them as a list"
+        ),
+    ):
+        grad(lambda x: fnp.sum(fnp.stack(x[0, 0])))(a)
+    np.testing.assert_array_equal(fnp.stack([a, a], axis=np.int64(1)), np.stack([a, a], axis=1))
+
+
+def test_take_out_of_bounds_names_the_index_and_the_array():
+    """take said "an index is out of bounds for axis 1 with size 4": less than NumPy (which
+    names the index); with axis=None the axis of the flattened array the user never sees."""
+    a = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 1 with size 4"):
+        np.take(a, [0, 7], axis=1)
+    with pytest.raises(
+        IndexError,
+        match=(
+            r"take: index 7 is out of bounds for axis 1 of a \(shape \(3, 4\) and "
+            r"dtype float64\), whose length is 4.*\[-4, 3\].*mode='wrap'"
+        ),
+    ):
+        grad(lambda x: fnp.sum(fnp.take(x, [0, 7], axis=1)))(a)
+    with pytest.raises(
+        IndexError,
+        match=(
+            r"take: index -13 is out of bounds for the flattened a \(shape \(3, 4\) "
+            r"and dtype float64\), whose length is 12"
+        ),
+    ):
+        fnp.take(a, -13)

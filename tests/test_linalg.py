@@ -1500,3 +1500,18 @@ def test_qr_raw_of_a_plain_array_is_numpys():
         assert got.tobytes() == want.tobytes()
     with pytest.raises(ValueError, match=r"traced a \(shape \(4, 3\) and dtype float64\)"):
         grad(lambda a: fnp.sum(fnp.linalg.qr(a, mode="raw")[0]))(a)
+
+
+def test_tensorsolve_of_a_system_that_is_not_square_names_tensorsolve_a_and_b():
+    """The error named linalg.solve and a reshaped a ("argument 'a' has shape (3, 4)"); NumPy
+    refuses the same system."""
+    a, b = np.ones((3, 4)), np.ones(3)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.tensorsolve(a, b)
+    said = (
+        r"linalg.tensorsolve: a \(shape \(3, 4\) and dtype float64\) and b "
+        r"\(shape \(3,\) and dtype float64\) do not make a square system.*hold "
+        r"3.*hold 4.*b.shape \+ x.shape"
+    )
+    with pytest.raises(np.linalg.LinAlgError, match=said):
+        fgrad.grad(lambda x: fnp.sum(fnp.linalg.tensorsolve(x, b)))(a)

@@ -1382,3 +1382,35 @@ def test_numpys_functions_that_do_not_dispatch_name_fgrads_mirror_when_refused()
         np.testing.assert_allclose(grad(lambda b: fnp.sum(call(fnp, b)))(b), fd, rtol=1e-7)
     with pytest.raises(AttributeError, match=r"__dlpack__ .*numpy.from_dlpack on a plain array"):
         grad(lambda v: fnp.sum(np.from_dlpack(v)))(x)
+
+
+def test_matmul_of_operands_that_do_not_fit_names_both_shapes_and_dtypes_under_every_transform():
+    """`a @ b` and `fnp.matmul` passed NumPy's gufunc text through ("Input operand 1 has a
+    mismatch in its core dimension 0, ..."), with no shape, dtype or advice; NumPy refuses
+    the same operands, and fgrad's error names both (under vmap, one row's)."""
+    a, b = np.ones((3, 4)), np.ones((5, 2), np.float32)
+    with pytest.raises(ValueError):
+        np.matmul(a, b)
+    fit = (
+        r"x1 \(the left operand: shape \(3, 4\) and dtype float64\) and x2 "
+        r"\(the right: shape \(5, 2\) and dtype float32\) do not "
+        r"fit.*4.*5.*transpose or reshape"
+    )
+    for call in (
+        lambda: fnp.matmul(a, b),
+        lambda: grad(lambda x: fnp.sum(x @ b))(a),
+        lambda: grad(lambda x: fnp.sum(fnp.matmul(x, b)))(a),
+        lambda: grad(lambda y: fnp.sum(a @ y))(b.astype(float)),  # ndarray @ traced value
+        lambda: fgrad.jit(lambda x: x @ b)(a),
+        lambda: fgrad.vmap(lambda x: x @ b)(np.ones((2, 3, 4))),
+        lambda: fgrad.vmap(lambda x, y: x @ y)(np.ones((2, 3, 4)), np.ones((2, 5, 2), np.float32)),
+    ):
+        with pytest.raises(ValueError, match=fit.replace("float32", "float(32|64)")):
+            call()
+    with pytest.raises(
+        ValueError, match=r"leading \(stacked\) axes \(2,\) and \(5,\) do not broadcast"
+    ):
+        grad(lambda x: fnp.sum(x @ np.ones((5, 4, 2))))(np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"shape \(\) and dtype float64.*at least one axis.*\*"):
+        grad(lambda x: fnp.sum(fnp.matmul(x, np.ones(3))))(2.0)
+    np.testing.assert_array_equal(fnp.matmul(a, a.T), np.matmul(a, a.T))  # fitting ones work

@@ -1019,3 +1019,17 @@ def test_a_batch_of_factorizations_raises_on_a_nan_as_each_one_does():
         with pytest.raises(ValueError, match="must not contain infs or NaNs"):
             fgrad.vmap(f)(np.stack([a, bad]))
         fgrad.vmap(f)(np.stack([a, 2.0 * a]))  # finite stacks as before
+
+
+def test_solve_of_a_b_that_does_not_fit_names_scipys_solve():
+    """The error named NumPy's linalg.solve; SciPy refuses the same b."""
+    with pytest.raises(ValueError):
+        sl.solve(np.eye(3), np.ones(4))
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"^scipy.linalg.solve: 'b' has shape \(4,\) and dtype float64 but 'a' "
+            r"has shape \(3, 3\)"
+        ),
+    ):
+        grad(lambda b: fnp.sum(sla.solve(np.eye(3), b)))(np.ones(4))

@@ -1279,3 +1279,21 @@ def test_vmap_of_betainc_derivatives_in_a_and_b_is_the_loops_bit_for_bit():
             np.testing.assert_array_equal(
                 vmap(d)(a[i : i + 1], b[i : i + 1], x[i : i + 1]), rows[i]
             )
+
+
+def test_a_second_positional_argument_to_a_ufunc_of_one_input_says_both_meanings():
+    """gamma(1.0, 2.0) was refused as an unsupported out=2.0 only (a ufunc's argument after
+    its inputs is out, as in SciPy, which refuses it too); the error now says gamma takes one
+    input, that the second is out=, and where the incomplete gamma is."""
+    with pytest.raises(TypeError):
+        sc.gamma(1.0, 2.0)
+    said = (
+        r"scipy.special.gamma takes 1 input\(s\), got 2 positional arguments: "
+        r".*out= \(here out=2.0\).*gammainc"
+    )
+    with pytest.raises(TypeError, match=said):
+        sp.gamma(1.0, 2.0)
+    with pytest.raises(TypeError, match=said):
+        grad(lambda a: sp.gamma(a, 2.0))(1.0)
+    with pytest.raises(TypeError, match=r"erf takes 1 input\(s\), got 2 .*out="):
+        sp.erf(X, X)

@@ -413,13 +413,21 @@ def _matmul(self, other):
         return _sparse_product(other, self, reverse=True)  # x @ A
     if _defers(other):
         return NotImplemented
-    return bind_two(_pr.matmul, self, other)
+    try:
+        return bind_two(_pr.matmul, self, other)
+    except ValueError:
+        _pr.refuse_unfit(self, other)  # fgrad's error where the shapes do not fit
+        raise
 
 
 def _rmatmul(self, other):
     if _is_scipy_sparse(other):
         return _sparse_product(other, self, reverse=False)  # A @ x, after SciPy gave up
-    return bind_two(_pr.matmul, other, self)
+    try:
+        return bind_two(_pr.matmul, other, self)
+    except ValueError:
+        _pr.refuse_unfit(other, self)
+        raise
 
 
 def _unary(fn):
@@ -588,9 +596,14 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return _ufunc_methods.apply(fn, ufunc, method, inputs, kwargs, _NAMESPACE)
     if not kwargs and len(inputs) == 2:
         # `ndarray * box`, `ndarray @ box`: what fn(*inputs) does, without its generic call
-        bare = fn if type(fn) is Primitive else getattr(fn, "bare", None)
+        bare = fn if isinstance(fn, Primitive) else getattr(fn, "bare", None)
         if bare is not None:
-            return bind_two(bare, *inputs)
+            try:
+                return bind_two(bare, *inputs)
+            except ValueError:
+                if ufunc is _np.matmul:  # `ndarray @ box` whose shapes do not fit
+                    _pr.refuse_unfit(*inputs)
+                raise
     if kwargs.get("out") is not None:
         out = kwargs["out"][0] if type(kwargs["out"]) is tuple else kwargs["out"]
         given = _sh.describe(out) if hasattr(out, "dtype") else type(out).__name__
@@ -1171,7 +1184,7 @@ def install(namespace, submodules):
             _NUMPYS_CODE[code] = name
     _NAMESPACE.update(namespace)
     for theirs, fn in list(_UFUNCS.items()):
-        if type(fn) is not Primitive:  # (a Primitive takes no attributes: add, multiply, ...)
+        if not isinstance(fn, Primitive):  # (a Primitive takes no attributes: add, matmul, ...)
             _ufunc_methods.attach(fn, theirs, namespace)
     for name in _FUNCTION_METHODS:
         if name in namespace:

@@ -69,6 +69,7 @@ from .shaping import (
     nondiff_function,
     ravel,
     refuse_layout,
+    refuse_unjoinable,
     reshape,
     shape,
     stack,
@@ -375,7 +376,8 @@ def hstack(
     """NumPy's `hstack`: concatenate along axis 1 (axis 0 for 1-D arrays). Given one array,
     it joins the slices along its first axis, as NumPy does."""
     arrs = [_at_least(a, 1) for a in _joinable(tup, "hstack")]
-    return concatenate(arrs, axis=0 if ndim(arrs[0]) == 1 else 1, dtype=dtype, casting=casting)
+    axis = 0 if ndim(arrs[0]) == 1 else 1
+    return _joined_by("hstack", arrs, axis, dtype=dtype, casting=casting)
 
 
 @mirror("shape")
@@ -385,7 +387,17 @@ def vstack(
     """NumPy's `vstack`: concatenate along axis 0 after making each array at least 2-D. Given
     one array, it joins the slices along its first axis, as NumPy does."""
     arrs = [_at_least(a, 2) for a in _joinable(tup, "vstack")]
-    return concatenate(arrs, axis=0, dtype=dtype, casting=casting)
+    return _joined_by("vstack", arrs, 0, dtype=dtype, casting=casting)
+
+
+def _joined_by(who, arrs, axis, **keywords):
+    """concatenate(arrs, axis=axis) for `who`, which names itself in the error where the arrays
+    do not fit (on the failure path only)."""
+    try:
+        return concatenate(arrs, axis=axis, **keywords)
+    except ValueError:
+        refuse_unjoinable(arrs, axis, who)
+        raise
 
 
 @mirror("shape")
@@ -406,7 +418,7 @@ def row_stack(
 def dstack(tup: Sequence[ArrayLike]) -> Array:
     """NumPy's `dstack`: concatenate along axis 2 after making each array at least 3-D. Given
     one array, it joins the slices along its first axis, as NumPy does."""
-    return concatenate([_at_least(a, 3) for a in _joinable(tup, "dstack")], axis=2)
+    return _joined_by("dstack", [_at_least(a, 3) for a in _joinable(tup, "dstack")], 2)
 
 
 @mirror("shape")
@@ -418,7 +430,7 @@ def column_stack(tup: Sequence[ArrayLike]) -> Array:
         a = asarray(a)
         s = shape(a)
         arrs.append(reshape(a, (s[0] if s else 1, 1)) if len(s) < 2 else a)
-    return concatenate(arrs, axis=1)
+    return _joined_by("column_stack", arrs, 1)
 
 
 @mirror("shape")
@@ -574,7 +586,7 @@ def take(
     """
     if out is not None:
         raise TypeError("take(..., out=...) cannot write into an array; use the returned value")
-    a = asarray(a)
+    a = given = asarray(a)
     if axis is None:
         a, axis = ravel(a), 0
     ax = _axis(axis, ndim(a), "take")
@@ -594,10 +606,22 @@ def take(
         idx = _np.clip(idx, 0, max(n - 1, 0))
     elif mode == "raise":
         if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"take: an index is out of bounds for axis {ax} with size {n}")
+            _refuse_out_of_bounds(given, idx, a is not given, ax, n)
     else:
         raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     return getitem(a, _along(ax, idx))
+
+
+def _refuse_out_of_bounds(a, idx, flattened, ax, n):
+    """take's IndexError for the indices `idx` (some out of [-n, n)) into axis `ax` of length
+    n of `a` (of a flattened, with axis=None): the first such index, and what to do."""
+    bad = idx[(idx < -n) | (idx >= n)]
+    where = "the flattened a" if flattened else f"axis {ax} of a"
+    raise IndexError(
+        f"take: index {bad.flat[0]} is out of bounds for {where} ({describe(a)}), whose "
+        f"length is {n} (out of bounds: {bad.size} of {idx.size} indices); valid indices "
+        f"are in [{-n}, {n - 1}]: pass mode='wrap' or mode='clip' to map the others in"
+    )
 
 
 def _dasks_own_take(a, indices):

@@ -652,19 +652,24 @@ _register_per_matrix(
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """NumPy's `linalg.solve`: x with a @ x = b. As in NumPy 2, `b` is a vector only when it is
     1-D; otherwise it is a (stack of) matrices (..., M, K), and batch axes broadcast."""
-    _check_square(a, "linalg.solve")
+    return solve_for(a, b, "linalg.solve")
+
+
+def solve_for(a: ArrayLike, b: ArrayLike, who: str) -> Array:
+    """`solve(a, b)` for the function `who` (SciPy's `solve`), which its errors name."""
+    _check_square(a, who)
     n = shape(a)[-1]
     if len(shape(b)) == 1:
         if shape(b)[0] != n:
             raise _LinAlgError(
-                f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's length "
+                f"{who}: 'b' has {describe(b)} but 'a' has {describe(a)}; b's length "
                 "must equal a's last dimension"
             )
         return _solve_p(a, expand_dims(b, -1))[..., 0]
-    _check_matrix(b, "linalg.solve", "b")
+    _check_matrix(b, who, "b")
     if shape(b)[-2] != n:
         raise _LinAlgError(
-            f"linalg.solve: 'b' has {describe(b)} but 'a' has {describe(a)}; b's second-to-"
+            f"{who}: 'b' has {describe(b)} but 'a' has {describe(a)}; b's second-to-"
             "last dimension must equal a's last (pass a 1-D b for a single vector)"
         )
     return _solve_p(a, b)
@@ -690,9 +695,18 @@ def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -
         order += [ax % nd for ax in axes]
         a = transpose(a, order)
     s = shape(a)
-    old = s[-(nd - len(shape(b))) :]
+    old = s[len(shape(b)) :]
     n = int(_np.prod(old, dtype=_np.int64))
-    return reshape(solve(reshape(a, (-1, n)), reshape(b, (-1,))), old)
+    rows = int(_np.prod(s[: len(shape(b))], dtype=_np.int64))
+    if rows != n or int(_np.prod(shape(b), dtype=_np.int64)) != n:
+        raise _LinAlgError(
+            f"linalg.tensorsolve: a ({describe(a)}{', axes moved' if axes is not None else ''}) "
+            f"and b ({describe(b)}) do not make a square system: a's first {len(shape(b))} "
+            f"axes (one per axis of b) hold {rows} elements, its other axes (x's shape, "
+            f"{old}) hold {n}, and b holds {int(_np.prod(shape(b), dtype=_np.int64))}; all "
+            "three must be equal: pass a of shape b.shape + x.shape (or move its axes with axes=)"
+        )
+    return reshape(solve_for(reshape(a, (-1, n)), reshape(b, (-1,)), "linalg.tensorsolve"), old)
 
 
 # --- determinants ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as _np
 
 from .. import batching as _batching, core as _core, taylor as _taylor
-from ..core import bind, dtype_of
+from ..core import Primitive, bind, dtype_of
 from ..primitive import defbilinear, defprimitive, register_rules
 from ._mirror import exported, mirror
 from .elementwise import conj, loop_dtypes, multiply
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-    from ..core import Primitive
     from ..typing import Array, ArrayLike
 
 
@@ -198,19 +197,72 @@ def _matmul_batch(args, dims):
     return out, 0
 
 
+def refuse_unfit(x1, x2):
+    """Raise fgrad's error for the operands of `matmul` (`x1 @ x2`) if their shapes do not fit,
+    in place of NumPy's gufunc text, which names neither shape; return if they fit (the error
+    being handled was another). Called on the failure path only, with the operands as the
+    caller sees them (under `vmap`, one row's)."""
+    s1, s2 = shape(x1), shape(x2)
+    operands = f"x1 (the left operand: {describe(x1)}) and x2 (the right: {describe(x2)})"
+    if not s1 or not s2:
+        raise ValueError(
+            f"matmul: {operands}: a matrix product takes operands of at least one axis; "
+            "for a product with a scalar use * (fgrad.numpy.multiply)"
+        ) from None
+    k1 = s1[-1]
+    k2, which = (s2[-2], "second-to-last") if len(s2) > 1 else (s2[0], "only")
+    if k1 != k2:
+        raise ValueError(
+            f"matmul: {operands} do not fit: x1's last axis has length {k1} and x2's {which} "
+            f"axis {k2}; these axes are summed, so their lengths must be equal: transpose or "
+            "reshape an operand first (x1.T, x2.T), or name the summed axes with "
+            "fgrad.numpy.tensordot or einsum"
+        ) from None
+    try:
+        _np.broadcast_shapes(s1[:-2], s2[:-2])
+    except ValueError:
+        raise ValueError(
+            f"matmul: {operands} do not fit: their leading (stacked) axes {s1[:-2]} and "
+            f"{s2[:-2]} do not broadcast; each length must be equal or 1 (add an axis of "
+            "length 1 with x[None] or fgrad.numpy.expand_dims)"
+        ) from None
+
+
+class _Product(Primitive):
+    """matmul's primitive: a call on operands that do not fit raises fgrad's error
+    (`refuse_unfit`). The call is `Primitive.__call__`'s, inside a `try` (free until it
+    raises); `x @ y` on a traced value catches the same way (`fgrad.numpy._box`)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        try:
+            if params:
+                return Primitive.__call__(self, *args, **params)
+            return bind(self, args, params)
+        except ValueError:
+            if len(args) == 2:
+                refuse_unfit(*args)
+            raise
+
+
 # Sparsity detection (`fgrad.sparsity`): products contract, each output element depending on
 # the factors' elements it multiplies that may be nonzero ("matmul", "einsum", "gufunc").
 matmul: Primitive = mirror("gufunc")(
-    defprimitive(
+    _Product(
+        "matmul",
         _np.matmul,
-        vjp=(_matmul_vjp_x, _matmul_vjp_y),
-        jvp=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
-        batch=_matmul_batch,
-        forward="linear",
-        sparsity="matmul",
+        vjps=(_matmul_vjp_x, _matmul_vjp_y),
+        jvps=(lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(x, t)),
     )
 )
-register_rules(matmul, taylor=_taylor.bilinear_rule(matmul))
+register_rules(
+    matmul,
+    batch=_matmul_batch,
+    taylor=_taylor.bilinear_rule(matmul),
+    forward="linear",
+    sparsity="matmul",
+)
 
 
 @mirror("function")

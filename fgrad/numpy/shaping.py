@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 import operator as _operator
 import os
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -571,17 +572,48 @@ def reshape(
     if isinstance(shape, (int, _np.integer)):
         shape = (int(shape),)
     shape = tuple(shape)
-    if not is_traced(a) and (order == "C" or not holds_foreign(a)):  # (Dask: C order only)
-        if order == "C" and copy is None:
-            return _reshape_p(a, shape=shape)
-        return _np.reshape(a, shape, order=order, copy=copy)
-    if order != "C":
-        order = _index_order(a, order, "reshape", allowed="CFA")
-        if order == "F":
-            return transpose(reshape(transpose(a), shape[::-1]))
-    if shape_of(a) == shape:
-        return strongly_typed(a)  # (NumPy's reshape of a Python number is an array)
-    return _reshape_p(a, shape=shape)
+    try:
+        if not is_traced(a) and (order == "C" or not holds_foreign(a)):  # (Dask: C order only)
+            if order == "C" and copy is None:
+                return _reshape_p(a, shape=shape)
+            return _np.reshape(a, shape, order=order, copy=copy)
+        if order != "C":
+            order = _index_order(a, order, "reshape", allowed="CFA")
+            if order == "F":
+                return transpose(reshape(transpose(a), shape[::-1]))
+        if shape_of(a) == shape:
+            return strongly_typed(a)  # (NumPy's reshape of a Python number is an array)
+        return _reshape_p(a, shape=shape)
+    except ValueError:
+        _refuse_new_shape(a, shape)
+        raise
+
+
+def _refuse_new_shape(a, shape):
+    """Raise fgrad's error if `a` cannot take the shape `shape` (NumPy's names neither a's
+    shape nor its dtype); return if it can (the error being handled was another). On the
+    failure path only, with `a` as the caller sees it (under `vmap`, one row)."""
+    if not all(isinstance(n, (int, _np.integer)) for n in shape):
+        return  # NumPy's TypeError for a length that is not an int stands
+    a_shape = shape_of(a)
+    size = math.prod(a_shape)
+    unknown = [n for n in shape if n < 0]
+    known = math.prod(n for n in shape if n >= 0)
+    if unknown == [-1] and (size % known == 0 if known else size == 0):
+        return  # -1 stands for size // known: the shapes fit
+    if not unknown and known == size:
+        return
+    if any(n < -1 for n in shape) or len(unknown) > 1:
+        problem = "a length is negative: only one axis may be -1 (its length is computed)"
+    elif unknown:
+        problem = f"the other axes hold {known} elements, which do not divide {size}"
+    else:
+        problem = f"that shape holds {known}"
+    raise ValueError(
+        f"reshape: cannot reshape a ({describe(a)}, {size} elements) into shape {shape}: "
+        f"{problem}; the new shape must hold the same number of elements (write -1 for one "
+        f"axis to have its length computed, e.g. (-1,) or ({a_shape[0] if a_shape else 1}, -1))"
+    ) from None
 
 
 def _index_order(a, order, name, allowed):
@@ -2586,13 +2618,34 @@ def stack(
     """NumPy's `stack`, with `dtype` and `casting` (checked as NumPy checks them)."""
     refuse_out(out, "stack")
     arrays = _joined(arrays, dtype, casting, "stack")
-    return _stack_p(*arrays, axis=_joining_axis(axis, ndim(arrays[0]) + 1, "stack", arrays))
+    axis = _joining_axis(axis, ndim(arrays[0]) + 1, "stack", arrays)
+    try:
+        return _stack_p(*arrays, axis=axis)
+    except ValueError:
+        if len({shape_of(a) for a in arrays}) > 1:
+            raise ValueError(
+                f"stack: all arrays must have the same shape, got {_shapes_of(arrays)}; pad, "
+                "slice or reshape them to one shape first, or join them along an existing "
+                "axis with fgrad.numpy.concatenate"
+            ) from None
+        raise
+
+
+def _shapes_of(arrays):
+    """The shapes and dtypes of the arrays to join, for an error message."""
+    shapes = ", ".join(str(shape_of(a)) for a in arrays)
+    return f"shapes {shapes} and dtypes {', '.join(str(dtype_of(a)) for a in arrays)}"
 
 
 def _joined(arrays, dtype, casting, name):
     """The arrays to join, cast to `dtype` if given; NumPy's casting rule is checked for each
     (against `dtype`, or against the result type of them all)."""
     if type(arrays) is Box or isinstance(arrays, _np.ndarray):
+        if not shape(arrays):
+            raise TypeError(
+                f"{name}: arrays must be a sequence of arrays, got one 0-d array "
+                f"({describe(arrays)}); pass them as a list: {name}([a, b])"
+            )
         arrays = [arrays[i] for i in range(shape(arrays)[0])]  # NumPy iterates the first axis
     arrays = list(arrays)
     if not arrays:
@@ -2650,12 +2703,50 @@ def concatenate(
             f"concatenate: zero-dimensional arrays cannot be concatenated ({describe(arrays[0])}); "
             "use fgrad.numpy.stack, or make them 1-d with fgrad.numpy.atleast_1d"
         )
-    return _concatenate_p(*arrays, axis=_joining_axis(axis, nd, "concatenate", arrays))
+    axis = _joining_axis(axis, nd, "concatenate", arrays)
+    try:
+        return _concatenate_p(*arrays, axis=axis)
+    except ValueError:
+        refuse_unjoinable(arrays, axis, "concatenate")
+        raise
+
+
+def refuse_unjoinable(arrays, axis, who):
+    """Raise fgrad's error if `arrays` cannot be concatenated along `axis` (>= 0) by `who`
+    (NumPy's error names the lengths of two of them, and no dtype); return if they can (the
+    error being handled was another). On the failure path only."""
+    shapes = [shape_of(a) for a in arrays]
+    if len({len(s) for s in shapes}) > 1:
+        problem = "they must have the same number of dimensions"
+    elif len({s[:axis] + s[axis + 1 :] for s in shapes}) > 1:
+        problem = f"their lengths must be equal on every axis but axis {axis}, the joined one"
+    else:
+        return
+    raise ValueError(
+        f"{who}: the arrays do not fit: {problem}; got {_shapes_of(arrays)}; pad, slice or "
+        "reshape them first, or join along another axis (concatenate's axis=)"
+    ) from None
 
 
 def _joining_axis(axis, nd, who, arrays):
     """`axis` in [0, nd) for a join of `arrays` whose result has `nd` dimensions: NumPy's
-    AxisError (a ValueError and an IndexError) outside [-nd, nd), where `%` would wrap it."""
+    AxisError (a ValueError and an IndexError) outside [-nd, nd), where `%` would wrap it; a
+    TypeError for an axis that is not an int (an array there is the second array of a call
+    that forgot the list's brackets, `concatenate(a, b)`)."""
+    try:
+        axis = _operator.index(axis)
+    except TypeError:
+        given = (
+            f"an array of {describe(axis)}"
+            if hasattr(axis, "shape")
+            else f"{axis!r} of type {type(axis).__name__}"
+        )
+        advice = (
+            f"pass the arrays as one list: {who}([a, b])"
+            if hasattr(axis, "shape") or isinstance(axis, (list, tuple))
+            else "pass an int"
+        )
+        raise TypeError(f"{who}: axis must be an int, got {given}; {advice}") from None
     if not -nd <= axis < nd:
         raise _np.exceptions.AxisError(
             f"{who}: axis {axis} is out of bounds for a result with {nd} dimension(s) (the "

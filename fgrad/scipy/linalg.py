@@ -528,7 +528,7 @@ def solve(
         a = a * _const(_np.tri(n, n, 1) * _np.tri(n, n, 1).T, a)
     elif assume_a not in (None, "general", "gen", "banded"):
         raise ValueError(f"scipy.linalg.solve: unknown assume_a {assume_a!r}")
-    return _la.solve(a, b)
+    return _la.solve_for(a, b, "scipy.linalg.solve")
 
 
 def cholesky(

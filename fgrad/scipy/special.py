@@ -215,10 +215,20 @@ def _of_integer_order(prim, minimum=0):
 # --- SciPy's ufunc signatures ---------------------------------------------------------------------
 
 
-def _refuse_keywords(name, out, keywords):
-    """A TypeError naming the first ufunc keyword given a value other than its default."""
+def _refuse_keywords(name, nin, given_args, out, keywords):
+    """A TypeError naming the first ufunc keyword given a value other than its default. An
+    `out` given positionally (one argument more than the `nin` inputs, bound as NumPy binds
+    it) is most often a second input to a function of one (`gamma(a, x)` for the incomplete
+    gamma): the error says both."""
     if _ufunc_signature.all_default(out, keywords):
         return
+    if len(given_args) > nin:
+        hint = " (the incomplete gamma is gammainc, or gammaincc)" if name == "gamma" else ""
+        raise TypeError(
+            f"scipy.special.{name} takes {nin} input(s), got {len(given_args)} positional "
+            f"arguments: as in SciPy, the argument after the inputs is out= (here out={out!r}), "
+            f"which fgrad does not support; pass {nin} input(s){hint} and use the returned array"
+        )
     given = {"out": out, **keywords}
     for key, default in (("out", None), *_ufunc_signature.KEYWORDS):
         value = given[key]
@@ -246,8 +256,9 @@ def _ufunc(fn: Callable[..., Any], doc: str, name: str | None = None) -> Callabl
 
     def ufunc(*args: ArrayLike, **kwargs: Any) -> Array:
         if kwargs or len(args) != nin:  # the common call passes the inputs alone
-            args, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
-            _refuse_keywords(name, out, keywords)
+            inputs, out, keywords = _ufunc_signature.parse(name, nin, args, kwargs)
+            _refuse_keywords(name, nin, args, out, keywords)
+            args = inputs
         return fn(*args) if nin == 1 else fn(*weak_scalars(*args, ufunc=getattr(_sc, name)))
 
     ufunc.__signature__ = _ufunc_signature.signature(nin)  # type: ignore[attr-defined]
