@@ -1033,3 +1033,27 @@ def test_solve_of_a_b_that_does_not_fit_names_scipys_solve():
         ),
     ):
         grad(lambda b: fnp.sum(sla.solve(np.eye(3), b)))(np.ones(4))
+
+
+@pytest.mark.parametrize("assume_a", ["sym", "pos"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_solve_of_a_symmetric_assumption_transposed_reads_as_own_triangle(assume_a, lower):
+    """With transposed=True fgrad transposed a first and so read its other triangle: value
+    and gradient of another matrix (probe EK #1). SciPy reads a's own `lower` triangle."""
+    a = np.array([[4.0, 1.0, 0.0], [-2.0, 5.0, 1.0], [3.0, 0.5, 6.0]])  # not symmetric
+    b = np.array([1.0, 2.0, 3.0])
+    for transposed in (False, True):
+        ours = sla.solve(a, b, assume_a=assume_a, lower=lower, transposed=transposed)
+        theirs = sl.solve(a, b, assume_a=assume_a, lower=lower, transposed=transposed)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-13)
+        g = fgrad.grad(
+            lambda m: fnp.sum(sla.solve(m, b, assume_a=assume_a, lower=lower, transposed=True))
+        )(a)
+        unread = np.tril(np.ones((3, 3)), -1) if not lower else np.triu(np.ones((3, 3)), 1)
+        assert not np.any(g[unread == 1])  # the other triangle is not read
+        check_grads(
+            lambda m: sla.solve(m, b, assume_a=assume_a, lower=lower, transposed=True),
+            (a,),
+            order=1,
+            modes=("rev",),
+        )

@@ -518,9 +518,7 @@ def solve(
         return solve_triangular(
             a, b, trans=int(bool(transposed)), lower=assume_a == "lower triangular"
         )
-    if transposed:
-        a = _mT(a)
-    if assume_a in _SYMMETRIC:
+    if assume_a in _SYMMETRIC:  # a's own `lower` triangle, transposed or not, as SciPy reads
         a = _symmetric_from(a, lower, assume_a in _HERMITIAN)
     elif assume_a == "diagonal":
         a = a * _const(_np.eye(n), a)
@@ -528,6 +526,8 @@ def solve(
         a = a * _const(_np.tri(n, n, 1) * _np.tri(n, n, 1).T, a)
     elif assume_a not in (None, "general", "gen", "banded"):
         raise ValueError(f"scipy.linalg.solve: unknown assume_a {assume_a!r}")
+    if transposed:
+        a = _mT(a)
     return _la.solve_for(a, b, "scipy.linalg.solve")
 
 
