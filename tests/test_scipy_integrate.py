@@ -854,6 +854,38 @@ def test_quad_args_may_be_pytrees():
     np.testing.assert_allclose(h["a"]["b"], db / 2.0, rtol=1e-10)
 
 
+@pytest.mark.parametrize("mode", ["sin", fnp.sin, "c8"])
+def test_quad_args_may_hold_strings_and_functions(mode):
+    """quad read a dtype from every leaf of args: a mode string failed ("data type 'sin' not
+    understood"), a function too, and 'c8' was taken for a complex parameter. They are passed
+    to func as they are, as SciPy passes them, with or without derivatives; the integral of
+    sin(k x) over [0, 1] is (1 - cos k) / k."""
+
+    def f(x, k, mode):
+        if callable(mode):
+            return mode(k * x)
+        return fnp.sin(k * x) if mode == "sin" else fnp.cos(k * x)
+
+    def area(k):
+        return integrate.quad(f, 0.0, 1.0, args=(k, mode))[0]
+
+    k = 1.3
+    plain = scipy.integrate.quad(
+        lambda x, k, m: np.sin(k * x) if m != "c8" else np.cos(k * x), 0.0, 1.0, args=(k, mode)
+    )
+    assert integrate.quad(f, 0.0, 1.0, args=(k, mode)) == plain
+    if mode == "c8":  # the integral of cos(k x): sin(k) / k
+        want = (k * np.cos(k) - np.sin(k)) / k**2
+    else:
+        want = (k * np.sin(k) - (1 - np.cos(k))) / k**2
+    for d in (fgrad.grad, fgrad.jacfwd, lambda g: fgrad.jit(fgrad.grad(g))):
+        assert float(d(area)(k)) == pytest.approx(want, rel=1e-10)
+    rows = np.array([k, 0.7])
+    np.testing.assert_allclose(fgrad.vmap(area)(rows), [area(v) for v in rows], rtol=1e-14)
+    with pytest.raises(TypeError, match="must be real, got .* complex128 for args leaf 0"):
+        integrate.quad(f, 0.0, 1.0, args=(k + 1j, mode))
+
+
 def test_quad_under_grad_with_a_singularity_at_a_breakpoint():
     """The check that func reads no traced value called it at the interval's midpoint, which
     QUADPACK never evaluates when `points` puts a breakpoint there (where users put an

@@ -25,6 +25,7 @@ and `scipy.integrate` for values.
 from __future__ import annotations
 
 import functools
+import numbers as _numbers
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -418,6 +419,28 @@ def _first_point(a, b, points=None):
     return 1.0
 
 
+def _is_number(v) -> bool:
+    """Whether v is a number or an array, traced or not: another value in args (a mode
+    string, a function) is passed to func as it is, as SciPy passes it."""
+    inner = innermost(v)
+    return isinstance(inner, (_numbers.Number, _np.ndarray, _np.number, _np.bool_))
+
+
+class _WithOthers:
+    """func(x, *args) as a function of x and the numbers and arrays of args alone (a list of
+    its leaves): args' other leaves (a mode string, a function) are given as they are."""
+
+    def __init__(self, func, tree, leaves):
+        self.func, self.tree = func, tree
+        self.others = {k: v for k, v in enumerate(leaves) if not _is_number(v)}
+        self.size = len(leaves)
+
+    def __call__(self, x, *numbers):
+        given = iter(numbers)
+        leaves = [self.others[k] if k in self.others else next(given) for k in range(self.size)]
+        return self.func(x, *tree_unflatten(self.tree, leaves))
+
+
 def _is_partial(func):
     return isinstance(func, _Partial)
 
@@ -476,18 +499,18 @@ def quad(
     leaves, tree = tree_flatten(args)
     instead = "Pass it in args instead: quad(func, a, b, args=(value,)) with func(x, value)"
     check_closure(func, "quad", instead)
-    for v in (a, b, *leaves):
+    for name, v in [("a", a), ("b", b), *((f"args leaf {k}", v) for k, v in enumerate(leaves))]:
         if is_foreign_array(innermost(v)):
             raise TypeError(
-                f"quad: its limits and args are numbers SciPy reads; got {describe(v)}: compute "
-                "it first (x.compute())"
+                f"quad: its limits and args are numbers SciPy reads; got {describe(v)} for "
+                f"{name}: compute it first (x.compute())"
             )
-        if dtype_of(v).kind == "c":  # (its dtype: no value is read)
+        if _is_number(v) and dtype_of(v).kind == "c":  # (its dtype: no value is read)
             # (SciPy would cast a complex limit to real, dropping its imaginary part silently)
             raise TypeError(
-                f"quad: the limits and args must be real, got {describe(v)}; split a complex "
-                "parameter into its real and imaginary parts (complex_func=True is for a "
-                "complex integrand of real arguments)"
+                f"quad: the limits and args must be real, got {describe(v)} for {name}; split "
+                "a complex parameter into its real and imaginary parts (complex_func=True is "
+                "for a complex integrand of real arguments)"
             )
     # a value read through a callable object's attribute or a bound method's self escapes
     # check_closure: one call, at a point QUADPACK evaluates first, sees every value read
@@ -539,6 +562,10 @@ def quad(
         (("points", tuple(_np.asarray(points, dtype=float).ravel())),) if points is not None else ()
     )
     a_, b_ = fnp.asarray(a, dtype=float), fnp.asarray(b, dtype=float)
+    if not all(_is_number(v) for v in leaves):  # not arguments of the differentiated integral
+        func = _WithOthers(func, tree, leaves)
+        leaves = [v for v in leaves if _is_number(v)]
+        tree = tree_flatten(tuple(leaves))[1]
     policy = (on_failure, False)
     out = _integral(func, tree, opts, _wanted((a, b, *leaves)), policy, a_, b_, *leaves)
     return out[0], constant_of(out[1])  # (the estimate: not read, so vmap and jit keep it)

@@ -21,7 +21,9 @@ What is differentiated. The parameters are the values in `args` (any pytree of a
 the values the function reads from a closure (as `fgrad.custom_root` does); `x0` only starts
 the solver: its derivative is zero. Only `res.x` (`root`, the returned array) and the
 objective's value `res.fun` (recomputed at the solution) are differentiable; the other fields
-are SciPy's plain values (under `jit`, those of the run that recorded).
+are SciPy's plain values, of this very solve: under `jit` a replay's own (an output of the
+record: an array, and a field that is no number, string or array, such as L-BFGS-B's
+`hess_inv`, an array of one object), under `vmap` one per row, stacked.
 
 Convergence. A gradient through a solution that did not converge would be silently wrong, so
 when a parameter is being differentiated and SciPy reports failure (`success` False), the
@@ -129,7 +131,10 @@ class _Problem:
         self.differentiated = any(
             not (lv.batches or lv.stages) for lv in live_levels_of(self.params)
         )
-        self.results: list[Any] = []
+        # the fields of SciPy's result (see `fields`): its type and keys, from the first run
+        self.result_type: type | None = None
+        self.field_keys: list[str] = []
+        self.field_kinds: list[str] = []
 
     def start(self, params):
         return _np.asarray(core.primal(params[0] if self.x0_param else self.x0), _np.float64)
@@ -164,8 +169,7 @@ class _Problem:
 
         return out
 
-    def check(self, ok, message, result):
-        self.results.append(result)
+    def check(self, ok, message):
         if ok or not self.differentiated:
             return
         text = (
@@ -188,23 +192,28 @@ class _Problem:
         return functools.partial(_iterative, self.who, kind, self.implicit_tol)
 
     def solve(self, condition, scipy_solve, symmetric):
-        """The solution, differentiable: the root of `condition(x, params)` SciPy finds."""
+        """The solution, differentiable: the root of `condition(x, params)` that
+        `scipy_solve(params)` (returning x and SciPy's result) finds; and that result, whose
+        fields are outputs of the root: this call's under `jit` (a replay's own, never the
+        recorded run's) and each row's under `vmap` (stacked, as any output)."""
 
         def run(_f, _guess, params):
-            return scipy_solve(params)
+            x, result = scipy_solve(params)
+            return x, self.fields(result)
 
-        x, _ = root_of(
+        x, fields = root_of(
             self.who,
             condition,
             self.params,
             run,
             self.tangent_solve(symmetric),
             _np.zeros(self.shape),
+            has_aux=True,
             symmetric=symmetric,
             solve_params=True,
             reads_batched=self.reads_batched,
         )
-        return x
+        return x, self.result_of(fields)
 
     def solved(self, condition, scipy_solve, symmetric, **values):
         """SciPy's result. Where the parameters are traced, its `x` is the differentiable root
@@ -212,22 +221,56 @@ class _Problem:
         a function of x and the parameters, as `fun`) is recomputed from that x; where they
         are not, the result is SciPy's as it is."""
         if not live_levels_of(self.params):
-            scipy_solve(self.params)
-            return self.result()
-        x = self.solve(condition, scipy_solve, symmetric)
-        out = OptimizeResult(self.result())
+            return scipy_solve(self.params)[1]
+        x, out = self.solve(condition, scipy_solve, symmetric)
         out.x = x
         for key, value in values.items():
             out[key] = value(x, self.params)
         return out
 
-    def result(self):
-        """SciPy's result; under `vmap`, one per row, with `success` that of every row."""
-        res = self.results[-1]
-        if len(self.results) > 1 and isinstance(res, OptimizeResult):
-            res = OptimizeResult(res)
-            res.success = all(bool(r.get("success", True)) for r in self.results)
-        return res
+    def fields(self, result):
+        """The fields of SciPy's `result` (but its solution, which `solve` gives) as arrays, one
+        per field, for the root's outputs: a number, string or array as itself, any other value
+        (L-BFGS-B's `hess_inv` operator, `final_simplex`) in an array of one object. The keys
+        are the first run's (a replay's or another row's result has the same)."""
+        if self.result_type is None:
+            self.result_type = type(result)
+            self.field_keys = [k for k in result if k not in ("x", "root")]
+            self.field_kinds = [_field_kind(result[k]) for k in self.field_keys]
+        return tuple(_field_array(result.get(k)) for k in self.field_keys)
+
+    def result_of(self, fields):
+        """SciPy's result from `fields` (as `fields` made them): a field that carries no value
+        of a `jit` or `vmap` (whose output it is, per replay or per row) is given back as SciPy
+        gave it (a Python number, a NumPy scalar, an array, an object)."""
+        kind_of = self.result_type or OptimizeResult
+        out = kind_of.__new__(kind_of)
+        for key, kind, value in zip(self.field_keys, self.field_kinds, fields):
+            value = core.constant_of(value)  # no derivative: a plain field
+            if type(value) is not Box:
+                value = (
+                    value.item() if kind == "python" else value[()] if kind != "array" else value
+                )
+            dict.__setitem__(out, key, value)
+        return out
+
+
+def _field_kind(value):
+    if isinstance(value, (bool, int, float, str)):
+        return "python"
+    if isinstance(value, (_np.ndarray, _np.generic)) and _np.asarray(value).dtype != object:
+        return "array" if isinstance(value, _np.ndarray) else "scalar"
+    return "object"
+
+
+def _field_array(value):
+    if isinstance(value, (bool, int, float, str, _np.ndarray, _np.generic)):
+        a = _np.asarray(value)
+        if a.dtype != object:
+            return a
+    held = _np.empty((), dtype=object)
+    held[()] = value
+    return held
 
 
 def _check_args(who, x0, leaves):
@@ -278,6 +321,9 @@ def _leaves_of(out):
 
 
 def _as_start(who, x0, flat):
+    """x0 as a float array: of its own shape; with `flat` True, 1-D (a scalar as one unknown,
+    more dimensions refused, as SciPy's minimize refuses them); with `flat` "ravel", raveled
+    (as SciPy's root with "hybr" and "lm" reads it)."""
     if isinstance(x0, (list, tuple)):
         x0 = fnp.asarray(x0)
     if type(x0) is not Box:
@@ -291,13 +337,13 @@ def _as_start(who, x0, flat):
     elif core.dtype_of(x0).kind != "f":
         raise TypeError(f"{who}: x0 is a traced value with {describe(x0)}; pass a real float array")
     shape = core.shape_of(x0)
-    if flat and len(shape) > 1:
+    if flat is True and len(shape) > 1:
         raise ValueError(
             f"{who}: x0 has {describe(x0)}, but the unknowns must be a 1-D array (as SciPy "
             "asks); ravel it and reshape inside the function"
         )
-    if flat and len(shape) == 0:
-        x0 = fnp.reshape(x0, (1,)) if type(x0) is Box else x0.reshape(1)
+    if flat and len(shape) != 1:  # a scalar; or, for "ravel", any shape
+        x0 = fnp.reshape(x0, (-1,)) if type(x0) is Box else x0.reshape(-1)
     return x0
 
 
@@ -469,10 +515,10 @@ def minimize(
             options=options,
             **kw,
         )
-        p.check(bool(res.success), res.message, res)
+        p.check(bool(res.success), res.message)
         if p.differentiated:
             _refuse_active(who, res.x, bounds, constraints, obj, p.tangent_solve(True))
-        return _np.asarray(res.x, dtype=_np.float64)
+        return _np.asarray(res.x, dtype=_np.float64), res
 
     def condition(x, params):
         return _grad(lambda y: objective(y, params))(x)
@@ -711,16 +757,21 @@ def root(
     [1. 2.] [0.25       0.07692308]
     """
     who = "root"
-    p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol)
+    # x0 as SciPy reads it: "hybr" and "lm" ravel it, the other methods keep its shape
+    flat = "ravel" if isinstance(method, str) and method.lower() in _USES_JAC else False
+    p = _Problem(who, fun, x0, args, on_failure, implicit_solve, implicit_tol, flat)
     returns_jac = jac is True
     if returns_jac and method.lower() not in _USES_JAC:
         # as SciPy: the method ignores jac, with SciPy's warning (SciPy then fails on the
         # (values, Jacobian) pair it passes on; the values alone are the equations)
         warnings.warn(f"Method {method} does not use the jacobian (jac).", RuntimeWarning, 2)
 
-    def equations(x, params):
+    def values(x, params):
         out = p.call(x, params)
         return fnp.reshape(out[0] if returns_jac else out, (-1,))
+
+    def equations(x, params):  # shaped as the unknowns (SciPy ravels them where it needs)
+        return fnp.reshape(values(x, params), p.shape)
 
     def scipy_solve(params):
         j = None if returns_jac and method.lower() not in _USES_JAC else _plain_callable(jac)
@@ -746,10 +797,10 @@ def root(
             step = _newton_step(functools.partial(equations, params=params), res.x, p)
             ok = step <= _ROOT_STEP_TOL * (1 + float(_np.max(_np.abs(res.x), initial=0.0)))
             message += f"; a Newton step of {step:.3g} from x to a root"
-        p.check(ok, message, res)
-        return _np.asarray(res.x, dtype=_np.float64)
+        p.check(ok, message)
+        return _np.asarray(res.x, dtype=_np.float64), res
 
-    _check_square(p, equations)
+    _check_square(p, values)
     return p.solved(equations, scipy_solve, False, fun=equations)
 
 
@@ -884,7 +935,7 @@ def least_squares(
         res = _so.least_squares(
             f, p.start(params), j, args=_plain_args(p, params), kwargs=kwargs, **common
         )
-        p.check(bool(res.status > 0), res.message, res)
+        p.check(bool(res.status > 0), res.message)
         if p.differentiated:
             # SciPy's active_mask, and where TRF, an interior method, stops short of an
             # active bound (1.96e-3 inside for residuals 1e-3 (x - a), active_mask 0), as
@@ -894,7 +945,7 @@ def least_squares(
             objective = functools.partial(cost, params=params)
             active = _active_bounds(x, lo, hi, objective, p.tangent_solve(True))
             _refuse_bounds(who, active | (res.active_mask != 0))
-        return _np.asarray(res.x, dtype=_np.float64)
+        return _np.asarray(res.x, dtype=_np.float64), res
 
     def condition(x, params):
         return _grad(lambda y: cost(y, params))(x)
@@ -932,12 +983,19 @@ def fixed_point(
     maxiter: int = 500,
     method: str = "del2",
     *,
+    on_failure: str = "raise",
     implicit_solve: str | Callable[..., Any] = "auto",
     implicit_tol: float = 1e-10,
 ) -> Any:
     """A fixed point `x = func(x, *args)`, with SciPy's `fixed_point` (which raises
     RuntimeError when it does not converge); differentiable with respect to `args` through
     the condition func(x) - x = 0. x0 may have any shape.
+
+    SciPy stops when successive iterates agree to `xtol`, which a slow map (x - 1e-9 (x**3 -
+    a), a damped iteration) does after one step, far from its fixed point. So when the
+    solution is differentiated, the Newton step of func(x) - x from x (its distance to the
+    fixed point) must be within max(xtol, 1e-6) relative, as `root` checks its roots; else
+    `on_failure` ("raise", or "warn") applies. Keywords as for `minimize`.
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> from fgrad.scipy.optimize import fixed_point
@@ -947,20 +1005,24 @@ def fixed_point(
     True
     """
     who = "fixed_point"
-    p = _Problem(who, func, x0, args, "raise", implicit_solve, implicit_tol, flat=False)
+    p = _Problem(who, func, x0, args, on_failure, implicit_solve, implicit_tol, flat=False)
 
     def condition(x, params):
         return p.call(x, params) - x
 
     def scipy_solve(params):
         f = p.plain(lambda x: p.call(x, params))
-        x = _so.fixed_point(f, p.start(params), (), xtol, maxiter, method)
-        p.results.append(x)
-        return _np.asarray(x, dtype=_np.float64)
+        x = _np.asarray(_so.fixed_point(f, p.start(params), (), xtol, maxiter, method), _np.float64)
+        if p.differentiated:
+            step = _newton_step(functools.partial(condition, params=params), x, p)
+            largest = float(_np.max(_np.abs(x), initial=0.0))
+            ok = step <= max(xtol, _ROOT_STEP_TOL) * (1 + largest)
+            p.check(ok, f"a Newton step of {step:.3g} from x to a fixed point, xtol={xtol}")
+        return x, OptimizeResult()  # (SciPy's fixed_point gives x alone)
 
     if not live_levels_of(p.params):
-        return scipy_solve(p.params)
-    return p.solve(condition, scipy_solve, symmetric=False)
+        return scipy_solve(p.params)[0]
+    return p.solve(condition, scipy_solve, symmetric=False)[0]
 
 
 # --- scalar roots ---------------------------------------------------------------------------------
@@ -1036,14 +1098,12 @@ def root_scalar(
                 _scalar_plain, _grad(_grad(functools.partial(scalar, params=params)))
             )
         res = _so.root_scalar(g, args=plain, **kw)
-        p.check(bool(res.converged), res.flag, res)
-        return _np.float64(res.root)
+        p.check(bool(res.converged), res.flag)
+        return _np.float64(res.root), res
 
     if not live_levels_of(p.params):
-        scipy_solve(p.params)
-        return p.result()
-    x = p.solve(scalar, scipy_solve, symmetric=True)
-    res = p.result()
+        return scipy_solve(p.params)[1]
+    x, res = p.solve(scalar, scipy_solve, symmetric=True)
     res.root = x
     return res
 
@@ -1090,11 +1150,12 @@ def brentq(
     def scipy_solve(params):
         g = functools.partial(_scalar_plain, lambda x: scalar(x, params))
         x, r = _so.brentq(g, lo, hi, (), xtol, rtol, maxiter, True, disp)
-        p.check(bool(r.converged), r.flag, r)
-        return _np.float64(x)
+        p.check(bool(r.converged), r.flag)
+        return _np.float64(x), r
 
     if not live_levels_of(p.params):
-        x = scipy_solve(p.params)
+        x, res = scipy_solve(p.params)
     else:
-        x = p.solve(scalar, scipy_solve, symmetric=True)
-    return (x, p.result()) if full_output else x
+        x, res = p.solve(scalar, scipy_solve, symmetric=True)
+        res.root = x
+    return (x, res) if full_output else x
