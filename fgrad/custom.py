@@ -1096,8 +1096,11 @@ def _tangent_leaves_of_rule(call, vals, t_out, p_leaves, p_tree):
     does not fit primal_out, the function is run (a failure path) to tell which is wrong."""
     try:
         return _tangent_leaves(call, t_out, p_leaves, p_tree)
-    except (TypeError, ValueError):
-        out = _guarded(lambda vs: call.f.fun(*call.full_args(vs)), vals)
+    except (TypeError, ValueError) as error:
+        try:
+            out = _guarded(lambda vs: call.f.fun(*call.full_args(vs)), vals)
+        except Exception:
+            raise error from None  # the function fails here: the tangent_out message stands
         _check_primal_out(call, p_leaves, p_tree, *tree_flatten(out))
         raise
 

@@ -1774,11 +1774,23 @@ def _static_positions(fun, argnums, argnames, who="jit"):
         for i in argnums:
             if not -len(positional) <= i < len(positional):
                 n = len(positional)
+                valid = (
+                    f"valid: {-n} to {n - 1}; positions count from 0, negative ones from the "
+                    "end"
+                    if n
+                    else "no position is valid"
+                )
+                keywords = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+                by_name = (
+                    f"; its keyword-only parameters ({', '.join(keywords)}) are named by "
+                    "static_argnames"
+                    if keywords
+                    else ""
+                )
                 raise ValueError(
                     f"{who}: static_argnums names argument {i}, but "
                     f"{getattr(fun, '__name__', repr(fun))} takes {n} positional "
-                    f"argument(s) (valid: {-n} to {n - 1}); fix static_argnums (positions count "
-                    "from 0, negative ones from the end)"
+                    f"argument(s) ({valid}): fix static_argnums{by_name}"
                 )
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         known = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}

@@ -120,7 +120,7 @@ def _tolerance(tol, dt):
     keywords, either of which may be None)."""
     if isinstance(tol, tuple):
         return tuple(_TOL[dt] if t is None else t for t in tol)
-    return tol or _TOL[dt]
+    return _TOL[dt] if tol is None else tol  # (0 is a tolerance: exact agreement)
 
 
 def _tolerance_text(tol) -> str:
@@ -293,7 +293,8 @@ def check_grads(
         The finite-difference step (by default 1e-4 for float64, 1e-3 for float32).
     tol : float, optional
         The tolerance (by default 1e-5 for float64, 2e-2 for float32): each value must be within
-        tol * (1 + |expected|).
+        tol * (1 + |expected|); 0 asks for exact agreement. A pair (atol, rtol) is taken as
+        `atol` and `rtol` below.
     seed : int, default 0
         Seeds the random directions.
     atol, rtol : float, optional
@@ -327,7 +328,7 @@ def check_grads(
             f"check_grads: order must be a positive int (1 checks first derivatives, 2 also "
             f"second ones), got {order!r} of type {type(order).__name__}"
         )
-    if not isinstance(modes, (str, tuple, list)):
+    if not isinstance(modes, (str, tuple, list, _np.ndarray)):
         raise TypeError(
             f"check_grads: modes must be 'fwd', 'rev' or a tuple of them, got {modes!r} of "
             f"type {type(modes).__name__}"
@@ -336,9 +337,13 @@ def check_grads(
     for m in modes:
         if m not in ("fwd", "rev"):
             raise ValueError(f"check_grads: modes must be 'fwd' and/or 'rev', got {m!r}")
-    _check_step(eps, "eps", positive=True)
-    for name, value in (("tol", tol), ("atol", atol), ("rtol", rtol)):
-        _check_step(value, name, positive=False)
+    eps = _check_step(eps, "eps", positive=True)
+    if isinstance(tol, tuple) and len(tol) == 2:  # (atol, rtol), as `_close` takes it
+        tol = tuple(_check_step(t, "tol", positive=False) for t in tol)
+    else:
+        tol = _check_step(tol, "tol", positive=False)
+    atol = _check_step(atol, "atol", positive=False)
+    rtol = _check_step(rtol, "rtol", positive=False)
     args = _args_tuple(args, "check_grads")
     bound: float | tuple | None = tol  # one number, or (atol, rtol) (see `_close`)
     if atol is not None or rtol is not None:
@@ -351,11 +356,13 @@ def check_grads(
 
 
 def _check_step(value, name, positive):
-    """Refuse an `eps` (a step: finite and > 0; a zero step divides 0 by 0, which no check
-    then flags) or a tolerance (finite and >= 0) that is not such a number; None is the
-    default."""
+    """`value` as a float: refuse an `eps` (a step: finite and > 0; a zero step divides 0 by
+    0, which no check then flags) or a tolerance (finite and >= 0) that is not such a number
+    (a 0-d real array is one); None is the default."""
     if value is None:
-        return
+        return None
+    if isinstance(value, _np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
     number = isinstance(value, (int, float, _np.integer, _np.floating))
     if isinstance(value, bool) or not number or not _np.isfinite(value):
         raise TypeError(
@@ -366,6 +373,7 @@ def _check_step(value, name, positive):
         raise ValueError(
             f"check_grads: {name} must be {'> 0' if positive else '>= 0'}, got {value!r}"
         )
+    return float(value)
 
 
 def _check(f, args, order, modes, eps, tol, rng, where):
@@ -566,8 +574,8 @@ def check_rule(
 def _check_rule(f, args, reference, order, eps, tol, exact_tol, rng, where, sources):
     leaves, tree = tree_flatten(args)
     dt = _leaf_dtype(leaves)
-    eps, tol = eps or _EPS[dt], tol or _TOL[dt]
-    exact_tol = exact_tol or _EXACT_TOL[dt]
+    eps, tol = eps or _EPS[dt], _TOL[dt] if tol is None else tol
+    exact_tol = _EXACT_TOL[dt] if exact_tol is None else exact_tol
     report = _Report(where)
     truth = reference if reference is not None else f
     out = f(*args)

@@ -152,3 +152,23 @@ def test_the_users_own_valueerror_raised_from_fgrads_error_is_kept():
             return out
 
         fgrad.grad(lambda x: fnp.sum(g(x)))(1.0)
+
+
+def test_an_array_likes_own_valueerror_is_not_taken_for_a_shape_error():
+    """An operand whose __array__ raised a ValueError gave "Cannot interpret ... as a data
+    type" from matmul and reshape's new messages (probe EL #2); NumPy keeps the user's."""
+
+    class Broken:
+        shape = (4, 2)
+
+        def __array__(self, dtype=None, copy=None):
+            raise ValueError("backend: connection lost")
+
+    a = np.ones((3, 4))
+    for call in (
+        lambda: fnp.matmul(a, Broken()),
+        lambda: fgrad.grad(lambda x: fnp.sum(x @ Broken()))(a),
+        lambda: fnp.reshape(Broken(), (3,)),
+    ):
+        with pytest.raises(ValueError, match="connection lost"):
+            call()

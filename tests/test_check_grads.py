@@ -148,3 +148,24 @@ def test_an_infinite_value_equal_under_the_transform_is_not_flagged():
     # assert_allclose and JAX's check_grads count nans)
     f = lambda x: fnp.log(fnp.abs(x) * 0.0) + fnp.sum(x)
     check_grads(f, (np.array([1.0, 2.0]),), order=1, modes=("fwd", "rev"))
+
+
+def test_check_grads_takes_zero_d_arrays_pairs_and_a_zero_tolerance():
+    """Probe EL #4: eps/tol as 0-d arrays, tol=(atol, rtol) and modes as an array were
+    refused by the new argument checks; tol=0 meant the default 1e-5 (it passed a derivative
+    1e-7 off)."""
+    for kw in (
+        {"eps": np.array(1e-4)},
+        {"tol": np.array(1e-5)},
+        {"tol": (1e-5, 1e-5)},
+        {"modes": np.array(["fwd", "rev"])},
+    ):
+        check_grads(fnp.sin, (0.3,), **kw)
+
+    @fgrad.custom_jvp
+    def off(x):
+        return fnp.sin(x)
+
+    off.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * (1 + 1e-7) * t[0]))
+    with pytest.raises(AssertionError):
+        check_grads(off, (0.3,), order=1, modes="fwd", tol=0)

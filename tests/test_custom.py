@@ -1049,3 +1049,20 @@ def test_a_python_bool_output_of_a_rule_is_taken_as_numpys_bool():
     f = lambda x: mixed(x)[0] * (1.0 if mixed(x)[1] else -1.0)
     for v in (1.5, -1.5):
         assert fgrad.grad(f)(v) == fgrad.jit(fgrad.grad(f))(v) == (2.0 if v > 0 else -2.0)
+
+
+def test_a_wrong_tangent_out_is_named_when_the_function_itself_cannot_run():
+    """Under grad a tangent_out that does not fit runs the function to tell which part is
+    wrong; a function that raises there replaced the tangent_out message (probe EL #3)."""
+
+    @custom_jvp
+    def g(x):
+        raise NotImplementedError("g is only evaluated through its rule")
+
+    @g.defjvp
+    def g_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return fnp.tanh(x), fnp.stack([t, t])  # tangent_out of shape (2,)
+
+    with pytest.raises(ValueError, match=r"tangent_out \(leaf 0\) has shape \(2,\)"):
+        grad(g)(0.3)

@@ -1386,8 +1386,15 @@ def test_make_record_and_jit_name_themselves_and_the_valid_static_positions():
         fgrad.make_record(fnp.sin, static_argnums="x")
     with pytest.raises(ValueError, match=r"^make_record: static_argnames names 'z'"):
         fgrad.make_record(lambda x: x, static_argnames="z")
-    with pytest.raises(ValueError, match=r"^jit: static_argnums .* 5.*valid: -2 to 1\); fix"):
+    with pytest.raises(ValueError, match=r"^jit: static_argnums .* 5.*valid: -2 to 1;.*\): fix"):
         fgrad.jit(lambda x, n: x, static_argnums=5)
+
+    def keywords_only(*, x, n):
+        return x * n
+
+    # "(valid: 0 to -1)" for a function of keyword-only parameters (probe EL #6)
+    with pytest.raises(ValueError, match=r"no position is valid.*\(x, n\) .*static_argnames"):
+        fgrad.jit(keywords_only, static_argnums=0)
 
 
 def test_make_record_prints_what_jit_records_where_vmaps_rows_part():

@@ -201,9 +201,13 @@ def refuse_unfit(x1, x2):
     """Raise fgrad's error for the operands of `matmul` (`x1 @ x2`) if their shapes do not fit,
     in place of NumPy's gufunc text, which names neither shape; return if they fit (the error
     being handled was another). Called on the failure path only, with the operands as the
-    caller sees them (under `vmap`, one row's)."""
-    s1, s2 = shape(x1), shape(x2)
-    operands = f"x1 (the left operand: {describe(x1)}) and x2 (the right: {describe(x2)})"
+    caller sees them (under `vmap`, one row's). An operand whose shape or dtype cannot be read
+    (its own `__array__` raised) returns: the error being handled is that one."""
+    try:
+        s1, s2 = shape(x1), shape(x2)
+        operands = f"x1 (the left operand: {describe(x1)}) and x2 (the right: {describe(x2)})"
+    except Exception:
+        return
     if not s1 or not s2:
         raise ValueError(
             f"matmul: {operands}: a matrix product takes operands of at least one axis; "

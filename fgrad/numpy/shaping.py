@@ -584,15 +584,19 @@ def reshape(
         if shape_of(a) == shape:
             return strongly_typed(a)  # (NumPy's reshape of a Python number is an array)
         return _reshape_p(a, shape=shape)
-    except ValueError:
-        _refuse_new_shape(a, shape)
+    except ValueError as error:
+        _refuse_new_shape(a, shape, error)
         raise
 
 
-def _refuse_new_shape(a, shape):
-    """Raise fgrad's error if `a` cannot take the shape `shape` (NumPy's names neither a's
-    shape nor its dtype); return if it can (the error being handled was another). On the
-    failure path only, with `a` as the caller sees it (under `vmap`, one row)."""
+def _refuse_new_shape(a, shape, error):
+    """Raise fgrad's error in place of NumPy's `error` if `a` cannot take the shape `shape`
+    (NumPy's names neither a's shape nor its dtype); return if it can, or if `error` is not
+    NumPy's reshape error (an array-like's own, Dask's for lengths it does not know yet). On
+    the failure path only, with `a` as the caller sees it (under `vmap`, one row)."""
+    numpys = ("cannot reshape array", "can only specify one unknown", "negative dimensions")
+    if not str(error).startswith((*numpys, "reshape: cannot reshape")):
+        return  # (the last: fgrad's own, of an inner reshape: order='F' reshapes a transpose)
     if not all(isinstance(n, (int, _np.integer)) for n in shape):
         return  # NumPy's TypeError for a length that is not an int stands
     a_shape = shape_of(a)
