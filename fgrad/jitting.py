@@ -1775,8 +1775,7 @@ def _static_positions(fun, argnums, argnames, who="jit"):
             if not -len(positional) <= i < len(positional):
                 n = len(positional)
                 valid = (
-                    f"valid: {-n} to {n - 1}; positions count from 0, negative ones from the "
-                    "end"
+                    f"valid: {-n} to {n - 1}; positions count from 0, negative ones from the end"
                     if n
                     else "no position is valid"
                 )
