@@ -1084,6 +1084,29 @@ def _check_primal_out(call, p_leaves, p_tree, f_leaves, f_tree):
             )
 
 
+def _check_primal_out_once(call, vals, p_leaves, p_tree):
+    """Reverse mode keeps the rule's primal_out, and never runs the function: its primal_out
+    is checked against the function's output (`_check_primal_out`) once per signature of the
+    inputs, by one run of the function on their plain values (a wrong primal_out was returned
+    by vjp and value_and_grad, silently, where jvp refuses it). Not under `vmap` (the plain
+    values hold every row), nor for a function that cannot run (one evaluated through its
+    rule only)."""
+    plain = [core.innermost(v) for v in vals]
+    if any(core.holds_batch(v) for v in vals):
+        return
+    key = (p_tree, tuple((core.shape_of(v), core.dtype_of(v)) for v in plain))
+    checked = call.f.primal_out_checked
+    if key in checked:
+        return
+    try:
+        out = _guarded(lambda vs: call.f.fun(*call.full_args(vs)), plain)
+    except Exception:
+        checked.add(key)
+        return
+    _check_primal_out(call, p_leaves, p_tree, *tree_flatten(out))
+    checked.add(key)
+
+
 def _same_array_meta(p_out, ans):
     """Whether p_out is one NumPy array with the shape and dtype of the one output leaf."""
     if type(p_out) is not _np.ndarray or len(ans) != 1 or type(ans[0]) is not _np.ndarray:
@@ -1141,6 +1164,7 @@ def _custom_jvp_fprop(*vals, call):
     if tangent_level.was_read:
         return _custom_jvp_by_columns(call, vals, own, level)
     p_leaves = [core._live_value(p) for p in p_leaves]  # without the tangents' level
+    _check_primal_out_once(call, vals, p_leaves, p_tree)
     outs = call.output_leaves(tree_unflatten(p_tree, p_leaves), "the jvp rule's primal_out")
     _check_no_leak(outs, level, call.who, "the jvp rule's primal_out")
     _check_no_leak(t_leaves, level, call.who, "the jvp rule's tangent_out")
@@ -1285,6 +1309,8 @@ class custom_jvp(_CustomFunction):
     ) -> None:
         super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
+        # the signatures of inputs whose rule's primal_out reverse mode has checked
+        self.primal_out_checked: set = set()
 
     def defjvp(self, jvp: Callable[..., tuple[Any, Any]]) -> Callable[..., tuple[Any, Any]]:
         """Set the rule `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`."""

@@ -1066,3 +1066,31 @@ def test_a_wrong_tangent_out_is_named_when_the_function_itself_cannot_run():
 
     with pytest.raises(ValueError, match=r"tangent_out \(leaf 0\) has shape \(2,\)"):
         grad(g)(0.3)
+
+
+def test_reverse_mode_checks_a_rules_primal_out_once_per_signature():
+    """vjp and value_and_grad returned a jvp rule's wrong primal_out silently (shape (3,) for
+    a scalar function; float32 for a float64 one) where jvp refuses it (probe EL #1). The
+    function runs once per signature of the inputs to check it."""
+    runs = []
+
+    @custom_jvp
+    def g(x):
+        runs.append(1)
+        return fnp.sum(fnp.sin(x))
+
+    g.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.sum(fnp.cos(p[0]) * t[0])))  # primal_out (3,)
+    with pytest.raises(ValueError, match=r"primal_out \(leaf 0\) has shape \(3,\)"):
+        fgrad.value_and_grad(g)(np.ones(3))
+
+    @custom_jvp
+    def h(x):
+        runs.append(1)
+        return fnp.sin(x)
+
+    h.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * t[0]))
+    runs.clear()
+    for _ in range(3):
+        _, pull = fgrad.vjp(h, np.ones(3))
+        np.testing.assert_allclose(pull(np.ones(3))[0], np.cos(np.ones(3)))
+    assert len(runs) == 1  # checked once for this signature
