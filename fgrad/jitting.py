@@ -377,9 +377,13 @@ def _record(fun, leaves, rebuild, sources=False, generators=()):
                 # the level's boxes: a replay would return this one object again, and this one
                 # holds boxes. The function runs again without the level, for this call.
                 args, kwargs = rebuild(leaves)
-                return fun(*args, **kwargs), _Path(
-                    [], (), (), out_tree, len(leaves), f"it returned a {type(o).__name__}", True
+                reason = (
+                    f"{RETURNED_AN_OBJECT} ({type(o).__name__}), which a record cannot give "
+                    "back, so it runs eagerly for these shapes and dtypes (this first call ran "
+                    "it twice). Return arrays or numbers (res.x of a solver's result), or "
+                    "register the type with fgrad.tree_util.register_pytree_node"
                 )
+                return fun(*args, **kwargs), _Path([], (), (), out_tree, len(leaves), reason, True)
             outputs.append(Const(o))
             values.append(o)
     # An output that may share memory with an argument or a constant (x itself, a view of
@@ -408,9 +412,14 @@ def _record(fun, leaves, rebuild, sources=False, generators=()):
     return tree_unflatten(out_tree, values), path
 
 
+# The start of the reason a function that returned an object of its own (not a pytree of
+# arrays and numbers) runs eagerly
+RETURNED_AN_OBJECT = "the function returned an object that is not a pytree of arrays"
+
 # Why a function runs eagerly from then on (for one signature), with a warning: what a record
 # cannot hold. (`StagingLevel.raised` writes the second.)
 _WARNED_REASONS = (
+    RETURNED_AN_OBJECT,
     "NumPy's global random generator",
     "a NumPy random generator (",
     "an operation raised",

@@ -3205,3 +3205,27 @@ def test_the_records_kept_are_bounded_and_the_oldest_is_dropped(monkeypatch):
     jitted(np.ones(1))  # dropped long ago: recorded again (the function's Python runs)
     jitted(np.ones(29))  # kept: replayed
     assert calls == [1]
+
+
+def test_a_function_returning_an_object_of_its_own_runs_eagerly_and_says_so():
+    """A function returning an object jit cannot give back from a record (not a pytree of
+    arrays) ran twice on its first call and then eagerly, with no word (probe EN #3)."""
+
+    class Result:
+        def __init__(self, value):
+            self.value = value
+
+    runs = []
+
+    def f(x):
+        runs.append(1)
+        return Result(fnp.sum(x * x))
+
+    jitted = fgrad.jit(f)
+    with pytest.warns(RuntimeWarning, match=r"not a pytree of arrays \(Result\).*eagerly"):
+        assert jitted(np.ones(3)).value == 3.0
+    runs.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one warning only
+        assert jitted(np.full(3, 2.0)).value == 12.0
+    assert runs == [1]  # eager from then on: once per call
