@@ -908,14 +908,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         )
     if dtype_of(q).kind == "c":
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
-    qv = mask_values(q)  # (one q per row under `vmap`: the virtual indices are batched too)
-    _core.refuse_lazy("a quantile or percentile", "q is checked to lie in range", qv)
-    # NumPy takes q / 100 and the virtual indices in q's precision (float32 for float32 q)
-    q_float = dtype_of(q) if not weak and dtype_of(q).kind == "f" else _np.dtype(float)
-    qv = _weights(qv, q_float) / scale
-    if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
-        lo, hi = (0, 100) if scale == 100 else (0, 1)
-        raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
+    qv = _checked_fractions(q, weak, scale, name)
     keepdims = _keepdims(keepdims)
     if nan_policy == "omit" and 0 in shape(a):
         # NumPy's nanquantile of an empty array is its nanmean's (NaN, whatever q is)
@@ -1010,6 +1003,21 @@ def quantile(
     )
 
 
+def _checked_fractions(q, weak, scale, name):
+    """q's values as the fractions NumPy computes with (q / 100 for a percentile), in q's
+    precision (float32 for a float32 q; float64 for a Python number, `weak`), refused
+    outside [0, 1] as NumPy refuses them. One q per row under `vmap`: the virtual indices are
+    batched too. A lazy q is refused: its range is read."""
+    qv = mask_values(q)
+    _core.refuse_lazy("a quantile or percentile", "q is checked to lie in range", qv)
+    q_float = dtype_of(q) if not weak and dtype_of(q).kind == "f" else _np.dtype(float)
+    qv = _weights(qv, q_float) / scale
+    if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
+        lo, hi = (0, 100) if scale == 100 else (0, 1)
+        raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
+    return qv
+
+
 def _quantile_body(name, nan_policy, scale=1.0):
     def body(a, q, axis, out, overwrite_input, method, keepdims, weights):
         refuse_out(out, name)
@@ -1060,12 +1068,7 @@ def _weighted_quantile(a, q, axis, method, keepdims, weights, nan_policy, name, 
         w = _np.broadcast_to(w, shape(a))
     if read_any(_np.less(w, 0)):
         raise ValueError("Weights must be non-negative.")
-    qv = mask_values(q)
-    q_float = dtype_of(q) if not weak and dtype_of(q).kind == "f" else _np.dtype(float)
-    qv = _weights(qv, q_float) / scale
-    if read_any(_np.logical_not(_np.logical_and(qv >= 0, qv <= 1))):
-        lo, hi = (0, 100) if scale == 100 else (0, 1)
-        raise ValueError(f"{name}: q must be in the range [{lo}, {hi}]; got {primal(q)!r}")
+    qv = _checked_fractions(q, weak, scale, name)
     keepdims = _keepdims(keepdims)
     x, order, counts, nan_slices, kept = _order_statistics(a, axis, nan_policy)
     ws = _np.take_along_axis(_to_last(w, axes), order, axis=-1)
