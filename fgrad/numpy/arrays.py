@@ -1339,7 +1339,17 @@ def sizes_function(theirs: Any) -> Any:
     output has one shape in every row (`sum(hanning(n))`) gives the loop's answer; under
     `jit`, a traced size is a guard of the record."""
     settings = tuple(_inspect.signature(theirs).parameters)
-    return nondiff_function(theirs, settings=settings)
+    fn = nondiff_function(theirs, settings=settings)
+    prim = fn.primitive
+
+    def rule(args, dims, **params):
+        # (only a caller of the primitive itself gets here: `fn` reads every size first)
+        size = _shaping.batch_size(args, dims)
+        why = "sizes given to the primitive itself, not read first"
+        return _batching.rows_one_by_one(prim, args, dims, params, size, why)
+
+    register_rules(prim, batch=rule)
+    return fn
 
 
 tril_indices = sizes_function(_np.tril_indices)
