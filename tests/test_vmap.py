@@ -1321,3 +1321,19 @@ def test_nested_vmap_of_a_masked_sum_with_the_mask_mapped_outside_only():
     xs = np.stack([rows, rows])
     want = [[np.sum(r, where=m) for r in x] for x, m in zip(xs, masks)]
     np.testing.assert_array_equal(vmap(inner)(xs, masks), want)
+
+
+def test_rows_returning_different_shapes_name_the_output_by_its_path_with_dtypes():
+    # The message said "output leaf 0" for a single output and "output leaf 1" for a dict's
+    # ['b'] (keys flattened in sorted order), without the dtypes.
+    x = np.array([[1.0, 2.0], [-1.0, 2.0]])
+    with pytest.raises(
+        ValueError,
+        match=r"returned the output with different shapes per row "
+        r"\(shape \(1,\) float64, shape \(2,\) float64\)",
+    ):
+        fgrad.vmap(lambda r: r if r[0] > 0 else r[:1])(x)
+    with pytest.raises(ValueError, match=r"returned output \['b'\] with different shapes"):
+        fgrad.vmap(lambda r: {"b": r if r[0] > 0 else r[:1], "a": r})(x)
+    with pytest.raises(ValueError, match=r"out_axes is None for output \[1\], but it depends"):
+        fgrad.vmap(lambda r: (r, r[:1] if r[0] > 0 else -r[:1]), out_axes=(0, None))(x)
