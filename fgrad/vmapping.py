@@ -409,7 +409,7 @@ def _batched_call(fun, in_tree, leaves, dims, size, out_axes, level=None):
             else:
                 out_dims = _dims_of_leaves(out_axes, out, "out_axes")
             results = [
-                _placed(o, level, d, size, k, len(out_leaves))
+                _placed(o, level, d, size, _OutputName(k, out_tree))
                 for k, (o, d) in enumerate(zip(out_leaves, out_dims))
             ]
     except Diverged as signal:  # raised where a watch is set
@@ -454,11 +454,10 @@ def _rows_of(result, rows, axis):
     return result if axis is None else _take(result, rows, axis)
 
 
-def _placed(o, level, out_dim, size, k, count):
-    """Output leaf `o` with its rows along `out_dim`."""
+def _placed(o, level, out_dim, size, where):
+    """Output leaf `o` (named `where` by errors) with its rows along `out_dim`."""
     while type(o) is Box and o.level is not level and not o.level.live:
         o = o.value  # a box of an inner transform that has exited is its value
-    where = _OutputName(k, count)
     if type(o) is Box and o.level is level:
         value, dim = o.value, o.aux
         if out_dim is None:
@@ -497,15 +496,18 @@ def _placed(o, level, out_dim, size, k, count):
 
 
 class _OutputName:
-    """How an error names output leaf k of count (written only for an error)."""
+    """How an error names leaf k of an output of structure `tree`: by its key path, as the
+    user wrote it ("output ['b']", "output [1]"), or "the output" for a single array
+    (written only for an error)."""
 
-    __slots__ = ("count", "k")
+    __slots__ = ("k", "tree")
 
-    def __init__(self, k, count):
-        self.k, self.count = k, count
+    def __init__(self, k, tree):
+        self.k, self.tree = k, tree
 
     def __str__(self):
-        return f"output leaf {self.k}" if self.count > 1 else "the output"
+        path = leaf_paths(self.tree)[self.k]
+        return f"output {keystr(path)}" if path else "the output"
 
 
 def _own_arrays(results, inputs):
@@ -571,18 +573,19 @@ def _split_call(fun, in_tree, leaves, dims, out_axes, groups, done=None):
             first = _np.asarray(primal(pieces[0]))
             if any(not _np.array_equal(first, _np.asarray(primal(p))) for p in pieces[1:]):
                 raise ValueError(
-                    f"vmap: out_axes is None for output leaf {k}, but it depends on the mapped "
-                    "rows (rows that took different branches returned different values); give "
-                    "it an axis in out_axes"
+                    f"vmap: out_axes is None for {_OutputName(k, out_tree)}, but it depends on "
+                    "the mapped rows (rows that read different values ran apart and returned "
+                    "different values); give it an axis in out_axes"
                 )
             results.append(pieces[0])
             continue
-        row_shapes = {_without(shape_of(p), d % len(shape_of(p))) for p in pieces}
-        if len(row_shapes) > 1:
+        row_shapes = [_without(shape_of(p), d % len(shape_of(p))) for p in pieces]
+        if len(set(row_shapes)) > 1:
             raise ValueError(
-                f"vmap: rows that took different branches returned output leaf {k} with "
-                f"different shapes per row ({', '.join(map(str, sorted(row_shapes)))}); vmap "
-                "stacks the rows' outputs, so each output needs one shape in every row"
+                "vmap: rows that read different values ran apart (took different branches) and "
+                f"returned {_OutputName(k, out_tree)} with different shapes per row "
+                f"({_rows_described(pieces, row_shapes)}); vmap stacks the rows' "
+                "outputs, so each output needs one shape in every row"
             )
         if all(type(p) is _np.ndarray for p in pieces):  # plain rows: NumPy's own, faster
             results.append(_np.concatenate(pieces, axis=d).take(inverse, axis=d))
@@ -590,6 +593,12 @@ def _split_call(fun, in_tree, leaves, dims, out_axes, groups, done=None):
             results.append(fnp.take(fnp.concatenate(pieces, axis=d), inverse, axis=d))
     # (an output the same for every row is the first group's, which may be an input)
     return out_tree, _own_arrays(results, leaves), out_dims
+
+
+def _rows_described(pieces, row_shapes):
+    """The shapes and dtypes the rows gave, each once: "shape (1,) float64, shape (2,) ..."."""
+    kinds = sorted({(s, str(dtype_of(p))) for p, s in zip(pieces, row_shapes)})
+    return ", ".join(f"shape {s} {dtype}" for s, dtype in kinds)
 
 
 def _name_the_rows(error):

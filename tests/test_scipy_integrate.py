@@ -896,3 +896,41 @@ def test_quad_under_grad_with_a_singularity_at_a_breakpoint():
     assert fgrad.grad(lambda k: integrate.quad(f, 0.0, 1.0, args=(k,), points=[0.5])[0])(
         1.0
     ) == pytest.approx(value, rel=1e-12)
+
+
+def test_quad_options_without_a_derivative_under_vmap_and_jit_are_scipys_per_row():
+    # weight=, full_output= and complex_func= were refused whenever a limit or an arg was
+    # traced, under vmap and jit too, where nothing is differentiated ("is not
+    # differentiated; call quad with plain values (fgrad.stop_gradient)", which raised the
+    # same). They are SciPy's own call on each row's values now, refused only when a value
+    # is differentiated, and there stop_gradient does what the message says.
+    def decay(x, a):
+        return fnp.exp(-a * x)
+
+    def cosine(a):
+        return integrate.quad(decay, 0.0, 1.0, args=(a,), weight="cos", wvar=2.0)[0]
+
+    def upto(b):
+        return integrate.quad(fnp.exp, 0.0, b, full_output=1)[0]
+
+    def complex_upto(b):
+        return integrate.quad(lambda x: fnp.exp(1j * x), 0.0, b, complex_func=True)[0]
+
+    rows = np.array([1.0, 2.0, 3.0, 2.0])
+    for f, scipys in (
+        (cosine, lambda a: scipy.integrate.quad(decay, 0, 1, args=(a,), weight="cos", wvar=2.0)),
+        (upto, lambda b: scipy.integrate.quad(np.exp, 0.0, b, full_output=1)),
+        (
+            complex_upto,
+            lambda b: scipy.integrate.quad(lambda x: np.exp(1j * x), 0, b, complex_func=True),
+        ),
+    ):
+        loop = np.array([scipys(r)[0] for r in rows])
+        np.testing.assert_array_equal(fgrad.vmap(f)(rows), loop)
+        np.testing.assert_array_equal(fgrad.jit(fgrad.vmap(f))(rows), loop)
+        jitted = fgrad.jit(f)
+        np.testing.assert_array_equal([jitted(r) for r in rows], loop)  # replays never stale
+    with pytest.raises(TypeError, match=r"weight='cos' has no derivative, and args leaf 0 is"):
+        fgrad.grad(cosine)(1.0)
+    held = fgrad.grad(lambda a: a * cosine(fgrad.stop_gradient(a)))(2.0)
+    assert held == scipy.integrate.quad(decay, 0, 1, args=(2.0,), weight="cos", wvar=2.0)[0]

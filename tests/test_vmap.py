@@ -782,6 +782,41 @@ def test_a_primitive_applied_row_by_row_with_ragged_results_names_itself():
             fgrad.vmap(fn)(x)
 
 
+SIZE_FUNCTIONS = {
+    "hanning": lambda n: fnp.sum(fnp.hanning(n)),
+    "hamming": lambda n: fnp.sum(fnp.hamming(n)),
+    "blackman": lambda n: fnp.sum(fnp.blackman(n)),
+    "bartlett": lambda n: fnp.sum(fnp.bartlett(n)),
+    "hanning padded": lambda n: fnp.pad(fnp.hanning(n), (0, 4 - n)),
+    "tri": lambda n: fnp.sum(fnp.tri(n, 3, n - 3)),
+    "tril_indices": lambda n: fnp.sum(fnp.tril_indices(n)[0]),
+    "triu_indices": lambda n: fnp.sum(fnp.triu_indices(4, n)[1]),
+    "diag_indices": lambda n: fnp.sum(fnp.diag_indices(n)[0]),
+    "indices": lambda n: fnp.sum(fnp.indices((n, 2))),
+}
+
+
+@pytest.mark.parametrize("name", SIZE_FUNCTIONS)
+def test_a_function_of_a_size_that_differs_by_row_equals_the_loop(name):
+    # The windows, tri and the index functions refused a size that differs by row ("gave
+    # outputs of different shapes per row"), even where the function's output has one shape
+    # in every row (a sum of the window: the loop gives [0, 1, 1.5]); arange and eye read the
+    # size per row. They read it as arange does now: rows of different sizes run apart.
+    f = SIZE_FUNCTIONS[name]
+    sizes = np.array([2, 3, 4, 3])
+    loop = np.stack([f(int(n)) for n in sizes])  # plain ints: NumPy's own call for each row
+    np.testing.assert_array_equal(fgrad.vmap(f)(sizes), loop)
+    np.testing.assert_array_equal(fgrad.jit(fgrad.vmap(f))(sizes), loop)
+
+
+def test_a_ragged_refusal_under_vmap_does_not_advise_padding_afterwards():
+    # The refusal is raised where the function is called, so padding its result afterwards
+    # (which the message advised) raised the same error.
+    x = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 3.0]])
+    with pytest.raises(ValueError, match="padding its result afterwards does not help"):
+        fgrad.vmap(lambda r: fnp.pad(fnp.unique_values(r), (0, 1)))(x)
+
+
 def test_integer_data_keeps_its_dtype_under_vmap_and_jit():
     # The nan-functions of integer data (which hold no NaN) filled a batched NaN mask with
     # floats: vmap(fnp.nansum) of int64 rows was float64, NumPy's is int64. Integer weights
@@ -1286,3 +1321,19 @@ def test_nested_vmap_of_a_masked_sum_with_the_mask_mapped_outside_only():
     xs = np.stack([rows, rows])
     want = [[np.sum(r, where=m) for r in x] for x, m in zip(xs, masks)]
     np.testing.assert_array_equal(vmap(inner)(xs, masks), want)
+
+
+def test_rows_returning_different_shapes_name_the_output_by_its_path_with_dtypes():
+    # The message said "output leaf 0" for a single output and "output leaf 1" for a dict's
+    # ['b'] (keys flattened in sorted order), without the dtypes.
+    x = np.array([[1.0, 2.0], [-1.0, 2.0]])
+    with pytest.raises(
+        ValueError,
+        match=r"returned the output with different shapes per row "
+        r"\(shape \(1,\) float64, shape \(2,\) float64\)",
+    ):
+        fgrad.vmap(lambda r: r if r[0] > 0 else r[:1])(x)
+    with pytest.raises(ValueError, match=r"returned output \['b'\] with different shapes"):
+        fgrad.vmap(lambda r: {"b": r if r[0] > 0 else r[:1], "a": r})(x)
+    with pytest.raises(ValueError, match=r"out_axes is None for output \[1\], but it depends"):
+        fgrad.vmap(lambda r: (r, r[:1] if r[0] > 0 else -r[:1]), out_axes=(0, None))(x)

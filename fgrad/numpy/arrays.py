@@ -1331,35 +1331,31 @@ def _lexsort_batch(args, dims, axis=-1):
 register_rules(lexsort.primitive, batch=_lexsort_batch)
 
 
-def _constant_batch(fn):
-    """The rule of a function of sizes (indices, tril_indices, ...): when the rows agree on
-    their arguments, one call, whose result is the same for every row; rows that differ
-    would have results of different shapes (one row at a time, which cannot stack them)."""
+def sizes_function(theirs: Any) -> Any:
+    """NumPy's function of sizes `theirs` (`indices`, `tri`, `hanning`, ...), declared without
+    a derivative, every parameter read as a setting (`nondiff_function`'s `settings`), as
+    `arange` and `eye` read theirs: under `vmap`, rows that agree on the sizes share one call,
+    and rows that read different sizes go on apart (`BatchLevel.read`), so a function whose
+    output has one shape in every row (`sum(hanning(n))`) gives the loop's answer; under
+    `jit`, a traced size is a guard of the record."""
+    settings = tuple(_inspect.signature(theirs).parameters)
+    fn = nondiff_function(theirs, settings=settings)
     prim = fn.primitive
 
     def rule(args, dims, **params):
-        common = []
-        for a, d in zip(args, dims):
-            if d is None:
-                common.append(a)
-                continue
-            rows = _np.moveaxis(_np.asarray(primal(a)), d, 0)
-            if len(rows) == 0 or not (rows == rows[0]).all():
-                return _batching.rows_one_by_one(
-                    prim, args, dims, params, shape(a)[d], "sizes that differ by row"
-                )
-            common.append(rows[0])
-        return prim.impl(*common, **params), None
+        # (only a caller of the primitive itself gets here: `fn` reads every size first)
+        size = _shaping.batch_size(args, dims)
+        why = "sizes given to the primitive itself, not read first"
+        return _batching.rows_one_by_one(prim, args, dims, params, size, why)
 
     register_rules(prim, batch=rule)
+    return fn
 
 
-tril_indices = nondiff_function(_np.tril_indices)
-triu_indices = nondiff_function(_np.triu_indices)
-diag_indices = nondiff_function(_np.diag_indices)
-indices = nondiff_function(_np.indices)
-for _fn in (indices, tril_indices, triu_indices, diag_indices):
-    _constant_batch(_fn)
+tril_indices = sizes_function(_np.tril_indices)
+triu_indices = sizes_function(_np.triu_indices)
+diag_indices = sizes_function(_np.diag_indices)
+indices = sizes_function(_np.indices)
 
 
 # --- functions applied over arrays: apply_along_axis and vectorize --------------------------------

@@ -22,7 +22,7 @@ from ..core import constant_of, dtype_of, primal
 from ._coverage import no_derivative
 from ._mirror import exported, mirror
 from ._values import is_true, with_example
-from .arrays import _constant_batch, _positions, flip, lexsort, sort, take, take_along_axis
+from .arrays import _positions, flip, lexsort, sizes_function, sort, take, take_along_axis
 from .creation import linspace
 from .elementwise import imag, not_equal, real, round as _round, where
 from .reductions import max as _max, mean, min as _min
@@ -37,7 +37,6 @@ from .shaping import (
     is_traced,
     moveaxis,
     ndim,
-    nondiff_function,
     numpy_applies,
     ravel,
     read_constant,
@@ -283,13 +282,12 @@ def _stat(chunk: Any, axis: int, mode: str, dtype: Any) -> Any:
 
 
 tri = with_example(
-    nondiff_function(_np.tri),
+    sizes_function(_np.tri),
     """    >>> import fgrad.numpy as fnp
     >>> fnp.tri(2, 3)
     array([[1., 0., 0.],
            [1., 1., 0.]])""",
 )
-_constant_batch(tri)
 
 
 # NumPy's own function: it reads only sizes (mask_func, fnp.triu for one, is called on a plain

@@ -436,8 +436,8 @@ def _rows_stacked(prim, rows):
         raise ValueError(
             f"vmap: {prim.name} gave outputs of different shapes per row "
             f"({', '.join(map(str, sorted(shapes)))}); vmap stacks the rows' outputs, so each "
-            "output needs one shape in every row (call it on each row in a Python loop, or pad "
-            "its result to one size)"
+            "output needs one shape in every row: call it on each row in a Python loop (padding "
+            "its result afterwards does not help: the rows are stacked where it is called)"
         )
     return _stack_p(*rows, axis=0)
 

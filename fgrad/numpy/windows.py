@@ -6,7 +6,7 @@ i0(beta sqrt(1 - ((n - alpha) / alpha)**2)) / i0(beta), written in fgrad operati
 `fgrad.numpy.i0` (NumPy's own series), so its value is NumPy's and every transform applies.
 
 Imports: `fgrad.core`, `fgrad.numpy.shaping`, `fgrad.numpy.elementwise`,
-`fgrad.numpy.mathematical`, `fgrad.numpy.arrays` (its batching rule of functions of sizes).
+`fgrad.numpy.mathematical`, `fgrad.numpy.arrays` (`sizes_function`).
 """
 
 from typing import Any
@@ -16,17 +16,17 @@ import numpy as _np
 from ..core import dtype_of
 from ._mirror import exported, mirror
 from ._values import with_example
-from .arrays import _constant_batch
+from .arrays import sizes_function
 from .elementwise import multiply
 from .mathematical import i0
-from .shaping import astype, describe, nondiff_function, numpy_applies
+from .shaping import astype, describe, numpy_applies
 
 
 def _window(theirs: Any) -> Any:
     """NumPy's window function `theirs`, declared without a derivative, with an example whose
     expected output is NumPy's."""
     return with_example(
-        nondiff_function(theirs),
+        sizes_function(theirs),
         f"    >>> import fgrad.numpy as fnp\n    >>> fnp.{theirs.__name__}(3)\n    {theirs(3)!r}",
     )
 
@@ -34,8 +34,6 @@ def _window(theirs: Any) -> Any:
 bartlett, blackman, hamming, hanning = map(
     _window, (_np.bartlett, _np.blackman, _np.hamming, _np.hanning)
 )
-for _fn in (bartlett, blackman, hamming, hanning):
-    _constant_batch(_fn)
 
 
 @mirror("creation")

@@ -33,7 +33,7 @@ import scipy.integrate as _si
 
 from .. import numpy as fnp
 from ..api import grad
-from ..core import constant_of, dtype_of, holds_box, innermost, is_foreign_array, primal
+from ..core import Box, constant_of, dtype_of, holds_box, innermost, is_foreign_array, primal
 from ..custom import custom_vjp
 from ..numpy.shaping import describe, is_traced, numpy_applies, read_constant
 from ..primitive import nondiff, register_rules
@@ -441,6 +441,15 @@ class _WithOthers:
         return self.func(x, *tree_unflatten(self.tree, leaves))
 
 
+def _differentiated(v) -> bool:
+    """Whether a live level that differentiates (not vmap's, not jit's) holds v."""
+    while type(v) is Box:
+        if v.level.live and not (v.level.batches or v.level.stages):
+            return True
+        v = v.value
+    return type(v) in (list, tuple) and any(map(_differentiated, v))
+
+
 def _is_partial(func):
     return isinstance(func, _Partial)
 
@@ -467,10 +476,12 @@ def quad(
     """SciPy's `quad`: the integral of `func(x, *args)` from `a` to `b` and an estimate of its
     error, differentiable in `a`, `b` and `args` (Leibniz's rule: the integrals of the partial
     derivatives are computed by `quad` too, so they are as accurate as its tolerances). With
-    plain values it is SciPy's own, every option included; with traced ones `full_output`,
-    `weight` and `complex_func` are refused, and `func` must take what it differentiates in
-    `args` (a closure over a traced value is refused: its derivative would be lost). The
-    entries of `args` may be pytrees (dicts, tuples) of floats.
+    plain values it is SciPy's own, every option included; `full_output`, `weight` and
+    `complex_func` have no derivative: refused where a limit or an arg is differentiated,
+    SciPy's own call on the values otherwise (under `vmap` each row's, under `jit` guarded by
+    the values read), and `func` must take what it differentiates in `args` (a closure over a
+    traced value is refused: its derivative would be lost). The entries of `args` may be
+    pytrees (dicts, tuples) of floats.
 
     Convergence: when the result is differentiated and QUADPACK reports that the integral (or
     an integral of the derivative) did not converge (`ier` 1, 3, 4 or 5; 2, roundoff, limits
@@ -542,16 +553,44 @@ def quad(
             limlst=limlst,
             complex_func=complex_func,
         )
-    for name, value in (
-        ("full_output", full_output),
-        ("weight", weight),
-        ("complex_func", complex_func),
-    ):
-        if value:
+    unsupported = [
+        f"{name}={value!r}"
+        for name, value in (
+            ("full_output", full_output),
+            ("weight", weight),
+            ("complex_func", complex_func),
+        )
+        if value
+    ]
+    if unsupported:
+        # SciPy's own call, on values read as a constant is (vmap's rows apart where they
+        # differ, each its own call; a jit's guarded, so a replay never reuses another's)
+        named = [("a", a), ("b", b), *((f"args leaf {k}", v) for k, v in enumerate(leaves))]
+        differentiated = [(name, v) for name, v in named if _differentiated(v)]
+        if differentiated:
+            name, v = differentiated[0]
             raise TypeError(
-                f"quad: {name}={value!r} is not differentiated; call quad with plain values "
-                "(fgrad.stop_gradient) for it, or leave it out"
+                f"quad: {' and '.join(unsupported)} has no derivative, and {name} is "
+                f"differentiated ({describe(v)}); call quad with values that are not "
+                "differentiated for it (fgrad.stop_gradient), or leave it out"
             )
+        return _si.quad(
+            func,
+            primal(a),
+            primal(b),
+            args=tree_unflatten(tree, [primal(v) for v in leaves]),
+            full_output=full_output,
+            epsabs=epsabs,
+            epsrel=epsrel,
+            limit=limit,
+            points=points,
+            weight=weight,
+            wvar=wvar,
+            wopts=wopts,
+            maxp1=maxp1,
+            limlst=limlst,
+            complex_func=complex_func,
+        )
     opts = (
         ("epsabs", epsabs),
         ("epsrel", epsrel),
