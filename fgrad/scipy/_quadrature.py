@@ -535,24 +535,6 @@ def quad(
     # the integral does not depend on the points, which only guide QUADPACK's subdivision:
     # read at their values, with no derivative (a jit's value is guarded, vmap's rows read)
     points = read_constant(constant_of(points), "quad", "points")
-    if not holds_box([a, b, *leaves]):
-        return _si.quad(
-            func,
-            a,
-            b,
-            args=args,
-            full_output=full_output,
-            epsabs=epsabs,
-            epsrel=epsrel,
-            limit=limit,
-            points=points,
-            weight=weight,
-            wvar=wvar,
-            wopts=wopts,
-            maxp1=maxp1,
-            limlst=limlst,
-            complex_func=complex_func,
-        )
     unsupported = [
         f"{name}={value!r}"
         for name, value in (
@@ -562,7 +544,8 @@ def quad(
         )
         if value
     ]
-    if unsupported:
+    traced = holds_box([a, b, *leaves])
+    if traced and unsupported:
         # SciPy's own call, on values read as a constant is (vmap's rows apart where they
         # differ, each its own call; a jit's guarded, so a replay never reuses another's)
         named = [("a", a), ("b", b), *((f"args leaf {k}", v) for k, v in enumerate(leaves))]
@@ -574,11 +557,13 @@ def quad(
                 f"differentiated ({describe(v)}); call quad with values that are not "
                 "differentiated for it (fgrad.stop_gradient), or leave it out"
             )
+        a, b, args = primal(a), primal(b), tree_unflatten(tree, [primal(v) for v in leaves])
+    if not traced or unsupported:
         return _si.quad(
             func,
-            primal(a),
-            primal(b),
-            args=tree_unflatten(tree, [primal(v) for v in leaves]),
+            a,
+            b,
+            args=args,
             full_output=full_output,
             epsabs=epsabs,
             epsrel=epsrel,
