@@ -3229,3 +3229,14 @@ def test_a_function_returning_an_object_of_its_own_runs_eagerly_and_says_so():
         warnings.simplefilter("error")  # one warning only
         assert jitted(np.full(3, 2.0)).value == 12.0
     assert runs == [1]  # eager from then on: once per call
+
+
+def test_full_of_a_python_int_argument_takes_numpys_dtype_for_its_size():
+    """NumPy's dtype of a Python int fill value depends on its size (int64, uint64, object);
+    a record made with 3 replayed 2**63 + 5 as int64, wrapped around (probe EN #2)."""
+    jitted = fgrad.jit(lambda n: fnp.full(2, n))
+    for n in (3, 2**63 + 5, 7, -(2**63), 2**64 + 1, 2**63 + 5):
+        want = np.full(2, n)
+        got = jitted(n)
+        assert got.dtype == want.dtype, (n, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)

@@ -405,7 +405,22 @@ def full(
     if not is_traced(fill_value) and not holds_foreign(fill_value):
         return _np.full(shape, fill_value, dtype, order, device=device, like=like)
     refuse_layout("full", order=(order, "C"), device=(device, None), like=(like, None))
-    return _filled(fill_value, shape, dtype_of(fill_value) if dtype is None else _np.dtype(dtype))
+    return _filled(
+        fill_value, shape, _fill_dtype(fill_value) if dtype is None else _np.dtype(dtype)
+    )
+
+
+def _fill_dtype(fill_value):
+    """NumPy's dtype of a fill value. That of a Python int depends on its size (int64, then
+    uint64, then object): for one `jit` keeps traced, the size is read as guards, so a replay
+    with a larger int takes another path (a record made with 3 wrapped 2**63 + 5 around)."""
+    if type(_core.innermost(fill_value)) is not int:
+        return dtype_of(fill_value)
+    if bool(fill_value >= -(2**63)) and bool(fill_value < 2**63):
+        return _np.dtype(_np.int64)
+    if bool(fill_value >= 0) and bool(fill_value < 2**64):
+        return _np.dtype(_np.uint64)
+    return _np.dtype(object)
 
 
 @mirror("creation")
