@@ -291,9 +291,13 @@ def zeros_like_value(x: Any) -> Any:
 
 
 def is_differentiable_value(x: Any) -> bool:
-    """Whether a value can carry a derivative: a float or complex array or number."""
-    dtype = getattr(innermost(x), "dtype", None)
-    return dtype is not None and dtype.kind in "fc"
+    """Whether a value can carry a derivative: a float or complex array or number (a Python
+    float a custom rule or checkpoint returns too: it is computed from its inputs)."""
+    x = innermost(x)
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return type(x) is float or type(x) is complex
+    return dtype.kind in "fc"
 
 
 def holds_batch(x: Any) -> bool:

@@ -216,10 +216,11 @@ def _check_no_leak(tree, level, who, what, allowed=None):
 
 
 def _as_numpy(v):
-    """A Python number as a NumPy scalar: an output, whose shape and dtype every computation
-    of it must repeat. (Not an input: a Python number argument reaches the function's re-run
-    and the rules as the Python number it is, which promotes and overflows as Python's does;
-    a NumPy scalar made float32 data times 0.1 float64, and n**3 wrap around at 64 bits.)"""
+    """A Python number as a NumPy scalar: a leaf `tap_cotangent` passes through beside traced
+    ones. (Not a custom function's argument or output: a Python number reaches the function's
+    re-run and the rules as itself, and an output stays one, so each promotes and overflows as
+    it does eagerly; a NumPy scalar made float32 data times 0.1 float64, and n**3 wrap around
+    at 64 bits.)"""
     if isinstance(v, (bool, int, float, complex)):
         return _np.asarray(v)[()]
     return v
@@ -258,7 +259,7 @@ class _Call:
         """The leaves of an output `out`, as a tuple; every computation of the output must
         give the same structure, shapes and dtypes."""
         leaves, tree = tree_flatten(out)
-        leaves = tuple(_as_numpy(v) for v in leaves)
+        leaves = tuple(leaves)
         for k, v in enumerate(leaves):
             pv = core.innermost(v)
             if type(pv) in (bool, int, float, complex):

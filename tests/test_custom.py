@@ -1009,6 +1009,37 @@ def test_python_number_arguments_reach_checkpoint_and_rules_as_python_numbers():
     assert vjp(lambda h: scaled(h, 0.1), x32)[0].dtype == np.float32
 
 
+def test_a_python_number_output_of_a_rule_keeps_python_promotion_under_every_transform():
+    """A custom rule's or checkpoint's Python float output was made a float64 NumPy scalar
+    under transforms, so float32 work became float64: x * f(x) with f returning 2.0 was float32
+    eagerly but float64 under jit, vmap, jvp and value_and_grad. Now it stays a Python number,
+    which promotes as it does eagerly, and still carries the rule's derivative."""
+
+    @custom_vjp
+    def two_v(x):
+        return 2.0
+
+    two_v.defvjp(lambda x: (2.0, None), lambda r, ct: (ct * 5.0,))
+
+    @custom_jvp
+    def two_j(x):
+        return 2.0
+
+    two_j.defjvp(lambda p, t: (2.0, t[0] * 5.0))
+    two_c = checkpoint(lambda x: 2.0)
+    x32, xs32 = np.float32(1.5), np.array([1.5, 2.5], np.float32)
+    for two, slope in ((two_v, 5.0), (two_j, 5.0), (two_c, 0.0)):
+        f = lambda x, two=two: x * two(x)
+        assert np.asarray(f(x32)).dtype == np.float32  # eager: Python's promotion
+        assert fgrad.jit(f)(x32).dtype == fgrad.jit(f)(x32).dtype == np.float32
+        assert fgrad.vmap(f)(xs32).dtype == np.float32
+        value, tangent = jvp(f, (x32,), (np.float32(1.0),))
+        assert value.dtype == tangent.dtype == np.float32
+        value, g = fgrad.value_and_grad(f)(x32)
+        assert value.dtype == g.dtype == np.float32
+        assert g == np.float32(2.0 + slope * 1.5)  # d/dx x f(x) = f + x f', f' by the rule
+
+
 def test_checkpoint_takes_jaxs_keywords():
     """checkpoint(f, static_argnums=1), prevent_cse= and policy= raised Python's bare
     "unexpected keyword argument" (probe DE #5)."""
