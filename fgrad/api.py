@@ -32,7 +32,7 @@ from .core import (
     shape_of,
     zeros_like_value,
 )
-from .forward import ForwardLevel, linear_transpose
+from .forward import ForwardLevel, linear_transpose, scalar_like
 from .protocols import is_foreign_array, like_input
 from .reverse import ReverseLevel, backward_pass
 from .tree_util import (
@@ -1041,7 +1041,7 @@ def linearize(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) 
         return tree_unflatten(
             out_tree,
             [
-                zeros_like_value(o) if t is None else _in_dtype_of(t, dtype_of(o))
+                zeros_like_value(o) if t is None else scalar_like(_in_dtype_of(t, dtype_of(o)), o)
                 for t, o in zip(t_out, out_leaves)
             ],
         )

@@ -231,4 +231,13 @@ def transpose_bprop(
         t_out = transposed(tangents)
     else:
         t_out = tangent_by_pulls(pull_list, outputs, tangents)
+    t_out = [scalar_like(t, a) for t, a in zip(t_out, outputs)]
     return t_out if multiple_results else t_out[0]
+
+
+def scalar_like(tangent: Any, output: Any) -> Any:
+    """The tangent of a NumPy-scalar output as a NumPy scalar, as the output is and as every
+    primitive's own forward rule gives it: a backward pass sums a cotangent to a 0-d array."""
+    if type(tangent) is _np.ndarray and tangent.ndim == 0 and isinstance(output, _np.generic):
+        return tangent[()]
+    return tangent

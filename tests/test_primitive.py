@@ -453,3 +453,22 @@ def test_an_fprop_not_returning_a_pair_is_named_on_a_plain_call_too():
 
     with pytest.raises(TypeError, match=r"f: its fprop must return \(ans, bprop\).*got a float"):
         f(1.0)
+
+
+def test_a_transposed_tangent_of_a_scalar_output_is_a_numpy_scalar():
+    """Forward mode through a rule given only as a bprop (`fgrad.primitive`, `custom_vjp`)
+    gave a 0-d ndarray tangent for a NumPy-scalar output (the backward pass sums to 0-d
+    arrays), where the primal and every built-in rule's tangent are NumPy scalars; so did
+    `linearize` of any function with such an output."""
+
+    @fgrad.primitive
+    def total(x):
+        return fnp.sum(x), lambda ct: (ct * fnp.ones_like(x),)
+
+    for dtype in (np.float64, np.float32):
+        x = np.array([1.0, 2.0], dtype)
+        y, t = fgrad.jvp(total, (x,), (np.ones(2, dtype),))
+        _, want_t = fgrad.jvp(fnp.sum, (x,), (np.ones(2, dtype),))
+        assert type(y) is type(t) is type(want_t) is dtype and t == want_t == 2.0
+        for f in (total, fnp.sum):  # linearize's own transpose summed to 0-d arrays too
+            assert type(fgrad.linearize(f, x)[1](np.ones(2, dtype))) is dtype
