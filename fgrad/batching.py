@@ -50,6 +50,7 @@ from .core import (
     Level,
     NondiffPrimitive,
     Primitive,
+    add_any,
     bind_one,
     bind_two,
     primal,
@@ -392,12 +393,14 @@ def _two_lined_up(level, prim, x, y):
             return Box(bind_two(prim, xv, yv), level, d)
     elif x_own:
         xv, d = x.value, x.aux
-        if _ndim(y) < _ndim(xv) - d:
+        if _ndim(y) < _ndim(xv) - d and not (prim is add_any and type(y) is Box):
             return Box(bind_two(prim, xv, y), level, d)
     else:
         yv, d = y.value, y.aux
-        if _ndim(x) < _ndim(yv) - d:
+        if _ndim(x) < _ndim(yv) - d and not (prim is add_any and type(x) is Box):
             return Box(bind_two(prim, x, yv), level, d)
+    # (add_any's rules take operands of one shape: an outer level's traced value the same for
+    # every row goes to its batching rule, which broadcasts it to the rows first)
     return None
 
 

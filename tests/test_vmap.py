@@ -1337,3 +1337,58 @@ def test_rows_returning_different_shapes_name_the_output_by_its_path_with_dtypes
         fgrad.vmap(lambda r: {"b": r if r[0] > 0 else r[:1], "a": r})(x)
     with pytest.raises(ValueError, match=r"out_axes is None for output \[1\], but it depends"):
         fgrad.vmap(lambda r: (r, r[:1] if r[0] > 0 else -r[:1]), out_axes=(0, None))(x)
+
+
+def test_reverse_mode_of_a_vmapped_jvp_with_an_unbatched_tangent_term_sums_the_rows():
+    """Under `vmap` of a `jvp` the tangent of a * b with t_a the same for every row and t_b
+    batched is add_any(t_a * b, a * t_b) of an unbatched and a batched value. add_any's rules
+    pass their cotangent through unchanged, so NumPy broadcasting inside it left the rows'
+    axis on b's gradient: grad of the sum below was [[4.8, 5.6]] * 3, shape (3, 2), where the
+    closed form is 6 y + 2 T.sum(0) = [5.2, 6.4] (probe FC #1). The same cause broke
+    grad(jacfwd(custom_jvp)), grad(jacrev(custom_vjp)) of two outputs, grad(hessian(
+    checkpoint)) of a tuple and jacfwd(jacfwd(custom_jvp)) (FC #2-#5), each checked here
+    against the function without the wrapper."""
+    y = np.array([0.2, 0.4])
+    T = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    tangent = lambda y, t: jvp(lambda a, b: a * b * b, (1.0, y), (1.0, t))[1]
+    g = lambda y: fnp.sum(vmap(lambda t: tangent(y, t))(T))
+    loop = lambda y: sum(fnp.sum(tangent(y, t)) for t in T)
+    want = 6 * y + 2 * T.sum(0)
+    for transform in (grad, jacfwd, jacrev):
+        np.testing.assert_allclose(transform(g)(y), want, rtol=1e-15)
+    np.testing.assert_allclose(grad(loop)(y), want, rtol=1e-15)
+    np.testing.assert_allclose(vjp(g, y)[1](1.0)[0], want, rtol=1e-15)
+
+    leaves = fgrad.tree_util.tree_leaves
+    total = lambda tree: sum(fnp.sum(fnp.sin(leaf)) for leaf in leaves(tree))
+
+    def same(make, *args):
+        got, plain = make(True)(*args), make(False)(*args)
+        for a, b in zip(leaves(got), leaves(plain), strict=True):
+            assert np.shape(a) == np.shape(b)
+            np.testing.assert_allclose(a, b, rtol=1e-13)
+
+    f = lambda x, y: fnp.sin(y) * x
+    f_c = fgrad.custom_jvp(f)
+    f_c.defjvp(lambda p, t: jvp(f, p, t))
+    pick = lambda wrapped, plain: lambda w: wrapped if w else plain
+    by = pick(f_c, f)
+    same(lambda w: grad(lambda y: fnp.sum(jacfwd(by(w), argnums=1)(0.5, y) ** 2)), y)
+
+    h = lambda x: (fnp.sin(x[1]) * x[0], x[0] * x[1] ** 2)
+    h_v = fgrad.custom_vjp(h)
+    h_v.defvjp(lambda x: (h(x), x), lambda r, ct: (vjp(h, r)[1](ct)[0],))
+    by_h = pick(h_v, h)
+    x2 = (np.array([0.3, 0.5]), np.array([0.6, 0.7]))
+    same(lambda w: grad(lambda x: total(jacrev(by_h(w))(x))), x2)
+
+    k = lambda x: (x[2] * x[0], x[1] * x[0][1])
+    by_k = pick(fgrad.checkpoint(k), k)
+    x3 = (np.array([0.3, 0.5, 0.7]), np.array([0.2, 0.4, 0.6]), np.float64(0.6))
+    same(lambda w: grad(lambda x: total(fgrad.hessian(lambda z: total(by_k(w)(z)))(x))), x3)
+
+    m = lambda x: fnp.tanh(x[1]) * x[0][1]
+    m_c = fgrad.custom_jvp(m)
+    m_c.defjvp(lambda p, t: jvp(m, p, t))
+    x4 = (np.array([0.3, 0.5, 0.7]), np.array([0.2, 0.4]))
+    same(lambda w: jacfwd(jacfwd(pick(m_c, m)(w))), x4)

@@ -46,6 +46,7 @@ from . import _ufunc_signature
 from ._mirror import exported, mirror
 from .shaping import (
     NO_VALUE,
+    _broadcast_to_p,
     as_array,
     asarray,
     astype,
@@ -1261,7 +1262,23 @@ def register_elementwise(namespace):
 # The batching rule of every primitive of this module (and of the core's add_any): each
 # broadcasts as a ufunc, and so do the twins of the operators, the comparisons' and the
 # bitwise ones' (whose ufuncs are in `fgrad.numpy.bitwise`).
-register_rules(add_any, batch=elementwise_batch_rule(add_any))
+def _add_any_batch_rule(args, dims):
+    """add_any of rows and a value the same for every row (under `vmap` of a `jvp`, the
+    tangent `t_a * b + a * t_b` of a product with one tangent batched): every operand is first
+    broadcast to the rows' shape. add_any's own rules pass a cotangent or tangent through
+    unchanged, which is right only for operands of one shape; with NumPy broadcasting inside
+    it, the gradient of the unbatched operand kept the rows' axis (shape (3, 2) for an input
+    of shape (2,), its values wrong; probe FC #1). `_broadcast_to_p`'s bprop sums the rows."""
+    rows_nd = max(ndim(a) - (d is not None) for a, d in zip(args, dims))
+    aligned = [a if d is None else with_example_ndim(a, d, rows_nd) for a, d in zip(args, dims)]
+    full = _np.broadcast_shapes(*(shape(a) for a in aligned))
+    same = [a if shape(a) == full else _broadcast_to_p(a, shape=full) for a in aligned]
+    return bind(add_any, same, {}), 0
+
+
+# (BatchLevel's shortcut applies to add_any only where both operands are rows: `_two_lined_up`)
+_add_any_batch_rule.elementwise = True  # type: ignore[attr-defined]
+register_rules(add_any, batch=_add_any_batch_rule)
 register_elementwise(globals())
 register_elementwise(comparison_operators)
 register_elementwise(bitwise_operators)
