@@ -4,7 +4,9 @@
 
 The API pages, the coverage tables and the graph pictures are generated from the code at every
 build (docs/_ext/fgrad_api.py); the notebooks are copied from notebooks/ and rendered from their
-stored outputs, never executed.
+stored outputs, never executed. These sources are written into docs/ (api/generated/,
+_generated/, notebooks/; see docs/.gitignore) whatever the output folder is: build a copy of the
+checkout to leave it untouched (docs/install.md, "Building this site").
 """
 
 import pathlib

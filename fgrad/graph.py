@@ -20,6 +20,7 @@ Imports: `fgrad.core`, `fgrad.provenance` and `fgrad.tree_util`.
 from __future__ import annotations
 
 import html
+import types
 from typing import TYPE_CHECKING
 
 import numpy as _np
@@ -27,7 +28,7 @@ import numpy as _np
 from . import provenance
 from .boundary import api_boundary
 from .core import Box, Level, bind, primal
-from .tree_util import tree_flatten
+from .tree_util import keystr, leaf_paths, tree_flatten
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -84,9 +85,13 @@ class Equation(provenance.Equation):
     `role` says why it ran: "forward" (your function), "backward" (a bprop, in the backward
     pass of the reverse level `level`), "tangent" (a forward-mode rule of `level`) or
     "residual" (computed at forward time by a reverse rule, for its bprop). For the last
-    three, `rule_of` is the equation whose rule applied it. `sums_cotangent_of` is set on the
+    three, `rule_of` is the equation whose rule applied it; where that rule belongs to a
+    primitive with no equation of its own (a `custom_vjp` under `grad` runs your fwd instead of
+    the primitive), `rule_call` names the primitive instead. `sums_cotangent_of` is set on the
     additions that sum two cotangents of one value (a value used more than once).
     """
+
+    rule_call: _RuleCall | None = None
 
     def text(self) -> str:
         """`c:f64[3] = mul a b` with its parameters."""
@@ -113,6 +118,33 @@ class _Block:
         self.equations = []
 
 
+class _RuleCall:
+    """A primitive that a reverse level applied by running its rule alone, which computes the
+    value too (`Primitive.fprop`: a `custom_vjp`'s fwd, a `custom_jvp`'s rule, a
+    `fgrad.primitive`'s function): no level under the graph applies the primitive itself, so
+    it has no equation. The equations its rule applies, and its bprop, are named after it."""
+
+    __slots__ = ("prim", "source")
+
+    def __init__(self, prim):
+        self.prim = prim
+        self.source = None  # the line of yours that applied it, once the level recorded it
+
+    @property
+    def primitive(self):
+        return self.prim.name
+
+    def describe(self):
+        """`custom_vjp_call (f, file.py line 12)`."""
+        return f"{self.primitive} ({self.source.place() if self.source else 'in a bprop'})"
+
+
+def _computes_own_value(rule, prim):
+    """Whether `prim` is being applied by its own reverse rule to compute its value, as
+    `stack`'s rule does, and that rule has applied nothing before it."""
+    return rule is not None and rule.kind == "residual" and rule.note is None and rule.prim is prim
+
+
 class Graph:
     """What `make_graph(f)(*args)` recorded. `len(graph)` is the number of primitive
     applications; `graph.counts()` splits it by role; `print(graph)` lists the equations;
@@ -122,6 +154,9 @@ class Graph:
     equations: list[Equation]
     outputs: list[Var | Const]
     _blocks: list[_Block]
+    # the key path of each input and output in its pytree ("['w']"; "" for a bare array)
+    _input_paths: list[str]
+    _output_paths: list[str]
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -129,6 +164,8 @@ class Graph:
         self.equations = []
         self.outputs = []
         self._blocks = []
+        self._input_paths = []
+        self._output_paths = []
 
     def __len__(self) -> int:
         return len(self.equations)
@@ -153,7 +190,7 @@ class Graph:
     def __str__(self) -> str:
         lines = [
             f"make_graph({self.name}): {self._summary()}",
-            "inputs: " + (", ".join(map(repr, self.inputs)) or "none"),
+            "inputs: " + (_listed(map(repr, self.inputs), self._input_paths) or "none"),
         ]
         block_of = {id(e): b for b in self._blocks for e in b.equations}
         heading = None
@@ -164,13 +201,8 @@ class Graph:
                 lines.append(heading)
             note = self._note(e)
             lines.append(f"    {e.text():<44}  # {note}" if note else f"    {e.text()}")
-        lines.append(
-            "outputs: "
-            + (
-                ", ".join(repr(x) if isinstance(x, Const) else x.name for x in self.outputs)
-                or "none"
-            )
-        )
+        names = (repr(x) if isinstance(x, Const) else x.name for x in self.outputs)
+        lines.append("outputs: " + (_listed(names, self._output_paths) or "none"))
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -183,21 +215,24 @@ class Graph:
     def _heading(self, e, block):
         if e.role == "backward":
             head = f"  backward pass of reverse level {e.level}"
-            if block is not None and block.of is not None:
-                of = block.of
-                keeps = (
-                    ", ".join(v.name if isinstance(v, Var) else repr(v) for v in block.keeps)
-                    or "nothing"
-                )
-                origin = (
-                    of.source.place()
-                    if of.source
-                    else f"applied by the {of.role} pass of level {of.level}"
-                )
-                return (
-                    f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), keeps {keeps}"
-                )
-            return head + ":"
+            if block is None or block.of is None:
+                return head + ":"
+            of = block.of
+            keeps = (
+                ", ".join(v.name if isinstance(v, Var) else repr(v) for v in block.keeps)
+                or "nothing"
+            )
+            if isinstance(of, _RuleCall):
+                # what your rule keeps may sit deeper than a closure's free variables (a
+                # custom_jvp's bprop keeps a tape): "nothing" is not claimed for it
+                kept = f", keeps {keeps}" if block.keeps else ""
+                return f"{head}: bprop of {of.describe()}{kept}"
+            origin = (
+                of.source.place()
+                if of.source
+                else f"applied by the {of.role} pass of level {of.level}"
+            )
+            return f"{head}: bprop of {of.output.name} = {of.primitive} ({origin}), keeps {keeps}"
         if e.role == "tangent":
             return f"  tangents of forward level {e.level}:"
         return "  forward:"
@@ -208,6 +243,9 @@ class Graph:
             return f"sums two cotangents of {e.sums_cotangent_of}"
         if e.role == "residual" and e.rule_of is not None:
             return f"kept for the bprop of {e.rule_of.output.name}"
+        if e.role == "residual" and e.rule_call is not None:
+            where = f": {e.source}" if e.source else ""
+            return _clip(f"in the rule of {e.rule_call.describe()}{where}", 80)
         if e.role == "tangent" and e.rule_of is not None:
             return f"tangent of {e.rule_of.output.name} = {e.rule_of.primitive}"
         if e.role == "forward":
@@ -225,6 +263,11 @@ class Graph:
 
 
 _ROLES = ("forward", "residual", "backward", "tangent")
+
+
+def _listed(names, paths):
+    """`a:f64[] ['b'], c:f64[2] ['w']`: each value with its key path, where it has one."""
+    return ", ".join(f"{n} {p}" if p else n for n, p in zip(names, paths))
 
 
 def make_graph(
@@ -283,10 +326,11 @@ def make_graph(
             f"{type(fun).__name__}; pass the function itself, e.g. make_graph(f)"
         )
     positions = _positions(static_argnums)
+    name = _name_of(fun)
 
     def graphed(*args, **kwargs):
         static = _static_places(positions, len(args))
-        graph = Graph(getattr(fun, "__name__", type(fun).__name__))
+        graph = Graph(name)
         with GraphLevel(graph) as level, provenance.watching(_GraphWatcher(level)):
             boxed = []
             for i, arg in enumerate(args):
@@ -294,16 +338,34 @@ def make_graph(
                     boxed.append(arg)
                     continue
                 leaves, tree = tree_flatten(arg)
-                boxed.append(tree.unflatten([level.new_input(v) for v in leaves]))
+                # a leaf of a container is named by its key path (and its argument, if several)
+                arg_key = f"args[{i}]" if len(args) > 1 else ""
+                paths = [arg_key + keystr(p) if p else "" for p in leaf_paths(tree)]
+                boxed.append(tree.unflatten(list(map(level.new_input, leaves, paths))))
             out = fun(*boxed, **kwargs)
-            leaves, _ = tree_flatten(out)
+            leaves, tree = tree_flatten(out)
             graph.outputs = [
                 x.aux if type(x) is Box and x.level is level else Const(x) for x in leaves
             ]
+            graph._output_paths = [keystr(p) for p in leaf_paths(tree)]
         return graph
 
-    graphed.__name__ = f"make_graph({getattr(fun, '__name__', 'f')})"
+    graphed.__name__ = f"make_graph({name})"
     return api_boundary(graphed)
+
+
+def _name_of(fun) -> str:
+    """How a graph's title names `fun`: `grad(f)` for a transform of f (its `__name__`), and
+    `jit(f)` for a jitted f, whose `__name__` is f's own (as JAX's is) and whose repr says
+    `jit(f)`; without that, `make_graph(jit(f))` was titled as if f were not jitted."""
+    name = getattr(fun, "__name__", None)
+    if name is None:
+        return type(fun).__name__
+    if not isinstance(fun, types.FunctionType):
+        shown = repr(fun)
+        if shown.endswith(f"({name})"):  # a wrapper saying which transform it is
+            return shown
+    return name
 
 
 def _positions(static_argnums) -> tuple[int, ...]:
@@ -355,7 +417,7 @@ class GraphLevel(Level):
         self._const_names = {}
         self._kept = []
 
-    def new_input(self, value):
+    def new_input(self, value, path=""):
         v = primal(value)
         if not (
             isinstance(v, (float, complex, _np.ndarray, _np.generic))
@@ -364,6 +426,7 @@ class GraphLevel(Level):
             return value  # not a float: a constant of the graph
         var = Var(next(self._names), v)
         self.graph.inputs.append(var)
+        self.graph._input_paths.append(path)
         if type(value) in (float, complex):
             # a NumPy scalar, as the transforms make a Python number (1.0 / x at 0 is inf in
             # their rules), here rather than by an operation of the graph inside them
@@ -374,6 +437,10 @@ class GraphLevel(Level):
         vals = [a.value if type(a) is Box and a.level is self else a for a in args]
         ans = bind(prim, vals, params)
         chain, rule = provenance.context(prim)
+        if _computes_own_value(rule, prim):
+            # a reverse rule computing its primitive's value by applying it (stack's): this is
+            # the application itself, as make_graph shows it without the reverse level
+            chain, rule = [*chain, rule], None
         user = provenance.user_frame()
         role = provenance.role_of(rule)
         inputs = [
@@ -395,8 +462,15 @@ class GraphLevel(Level):
 
     def _link(self, eqn, rule):
         """Which equation's rule applied `eqn`, and the bprop block it belongs to."""
+        if rule.kind == "residual" and rule.note is None:
+            # the rule of a primitive that computes its value by running your code (a
+            # custom_vjp's fwd): the primitive has no equation to name, so the rule is named
+            rule.note = _RuleCall(rule.prim)
         if rule.kind in ("residual", "tangent"):
-            eqn.rule_of = rule.note
+            if isinstance(rule.note, _RuleCall):
+                eqn.rule_call = rule.note
+            else:
+                eqn.rule_of = rule.note
             return
         backward = rule if rule.kind == "backward" else provenance.enclosing_backward(rule)
         if rule.kind == "sum":
@@ -404,32 +478,64 @@ class GraphLevel(Level):
         if backward is None:
             return
         key = (backward.level, backward.position)
-        eqn.rule_of = self._forward_of.get(key, (None,))[0]
+        of = self._forward_of.get(key, (None,))[0]
+        if isinstance(of, _RuleCall):
+            eqn.rule_call = of
+        else:
+            eqn.rule_of = of
         blocks = self.graph._blocks
         if not blocks or blocks[-1].phase is not backward:
-            blocks.append(_Block(eqn.rule_of, eqn.level, self._keeps.get(key, []), backward))
+            blocks.append(_Block(of, eqn.level, self._keeps.get(key, []), backward))
         blocks[-1].equations.append(eqn)
 
     def _value_at(self, level, position):
-        """The name of the value at a tape position of `level` (an equation's output, or an
-        input of that level)."""
-        found = self._forward_of.get((level, position))
-        if found is not None:
-            eqn, k = found
-            return eqn.outputs[k].name if k is not None else eqn.output.name
-        var = self._input_var.get((level, position))
-        return f"the input {var.name}" if var is not None else "an input"
+        """The name of the value at a tape position of `level` (an input of that level, an
+        equation's output, or an output of a rule call)."""
+        if (level, position) in self._input_var:
+            var = self._input_var[level, position]
+            return f"the input {var.name}" if var is not None else "an input"
+        found = self._forward_of.get((level, position)) or self._rule_output(level, position)
+        eqn, k = found
+        if isinstance(eqn, _RuleCall):
+            return f"output {k} of {eqn.describe()}"
+        if eqn is None:
+            return "a value"  # of an application this graph did not see
+        return eqn.outputs[k].name if k is not None else eqn.output.name
+
+    def _rule_output(self, level, position):
+        """(the rule call, k) if `position` holds output k of a rule call, else (None, None).
+        The entries of a rule call's outputs follow its own, and nobody tells of them."""
+        if level.depth <= self.depth:
+            return None, None  # a level outside the graph: what it recorded before is unknown
+        for k, before in enumerate(range(position - 1, -1, -1)):
+            if (level, before) in self._input_var:
+                break
+            found = self._forward_of.get((level, before))
+            if found is not None:
+                return (found[0], k) if isinstance(found[0], _RuleCall) else (None, None)
+        return None, None
 
     def recorded(self, level, position, phase):
         """A reverse level recorded an application at `position` (its outputs after it)."""
         eqn = phase.note
+        if eqn is None and phase.prim is not None and phase.prim.fprop is not None:
+            eqn = phase.note = _RuleCall(phase.prim)  # a rule that applied nothing here
+        if isinstance(eqn, _RuleCall):
+            # the line of yours that applied it, unless a bprop did (as for an equation)
+            _, rule = provenance.context(phase.prim)
+            if provenance.role_of(rule) != "backward":
+                eqn.source = provenance.source_here()
+            self._forward_of[level, position] = (eqn, None)
+            self._keeps[level, position] = _residuals(level.tape[position][1], self)
+            return
         if (
             eqn is None
             or eqn.index is None
             or eqn.index >= len(self.graph.equations)
             or self.graph.equations[eqn.index] is not eqn
         ):
-            return  # not an application this graph saw
+            self._forward_of[level, position] = (None, None)  # not an application this graph saw
+            return
         self._forward_of[level, position] = (eqn, None)
         if phase.prim.multiple_results:
             for k in range(len(eqn.outputs)):
@@ -437,8 +543,9 @@ class GraphLevel(Level):
         self._keeps[level, position] = _residuals(level.tape[position][1], self)
 
     def note_input(self, level, position, x):
-        if type(x) is Box and x.level is self:
-            self._input_var[level, position] = x.aux
+        while type(x) is Box and x.level is not self:  # (grad(grad(f))'s inner input is a box
+            x = x.value  # of the outer level, holding the graph's input)
+        self._input_var[level, position] = x.aux if type(x) is Box else None
 
     def __exit__(self, *exc):
         # drop what was kept while recording: it holds the levels and the traced values
@@ -559,10 +666,13 @@ _COLOURS = {
     "tangent": "#d1f0d5",
     "sum": "#f9c6d0",
 }
+_CONSTANT = "#ffffff"  # an output no equation computed
 _MAX_DRAWN = 400
 _W, _H, _GAP_X, _GAP_Y = 150, 38, 18, 46
 _WAYPOINT = 6  # the width a long edge takes in a row it crosses
-_LEGEND_W, _LEGEND_H = 6 * 95 + 18, 28
+_SWATCH_W = 95  # a legend entry: a colour and its name
+_DASHED_W = 175  # the legend entry of a dashed edge: a dashed arrow and what it means
+_LEGEND_H = 28
 
 
 def _layers(graph):
@@ -575,26 +685,41 @@ def _layers(graph):
             floors[e.level] = deepest + 1
         floor = floors.get(e.level, 0) if e.role == "backward" else 0
         depth = 1 + max([layer[id(x)] for x in e.inputs if isinstance(x, Var)] or [0])
-        layer[id(e.output)] = max(depth, floor)
-        deepest = max(deepest, layer[id(e.output)])
+        row = max(depth, floor)
+        for v in e.outputs:  # an equation is one box, whatever its number of outputs
+            layer[id(v)] = row
+        deepest = max(deepest, row)
     return layer
 
 
+def _note_svg(text):
+    """A one-line picture, for a graph there is nothing to draw of or too much."""
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="40">'
+        f'<text x="8" y="24" font-family="sans-serif" font-size="14">'
+        f"{html.escape(text)}</text></svg>"
+    )
+
+
 def _draw_svg(graph):
-    """A layered drawing (inputs at the top). An edge that skips rows passes through a narrow
-    waypoint in each row it crosses, so it goes around the boxes there, not behind them."""
+    """A layered drawing (inputs at the top, constant outputs at the bottom). An edge that
+    skips rows passes through a narrow waypoint in each row it crosses, so it goes around the
+    boxes there, not behind them."""
     if len(graph) > _MAX_DRAWN:
-        return (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="560" height="40">'
-            f'<text x="8" y="24" font-family="sans-serif" font-size="14">'
-            f"{html.escape(graph._summary())}: too many to draw; print() it instead"
-            f"</text></svg>"
-        )
+        return _note_svg(f"{graph._summary()}: too many to draw; print() it instead")
     layer = _layers(graph)
-    values = list(graph.inputs) + [e.output for e in graph.equations]
-    rows = {}  # row -> slots: a Var (a box) or a waypoint (edge index, row)
-    for v in values:
-        rows.setdefault(layer[id(v)], []).append(v)
+    constants = [c for c in graph.outputs if isinstance(c, Const)]
+    if not layer and not constants:
+        return _note_svg(f"{graph._summary()}, no inputs, no outputs: nothing to draw")
+    bottom = max(layer.values(), default=-1) + 1
+    for c in constants:  # computed by no equation: a row of their own, below the rest
+        layer[id(c)] = bottom
+    boxes = list(graph.inputs) + [e.output for e in graph.equations] + constants
+    # every output of an equation is drawn as its one box, under its first output's key
+    box_of = {id(v): id(e.output) for e in graph.equations for v in e.outputs}
+    rows = {}  # row -> slots: a box (a Var or a Const) or a waypoint (edge index, row)
+    for b in boxes:
+        rows.setdefault(layer[id(b)], []).append(b)
     edges = []  # (source Var, target Var, [waypoint keys])
     for e in graph.equations:
         for x in e.inputs:
@@ -604,27 +729,86 @@ def _draw_svg(graph):
                 for key in keys:
                     rows.setdefault(key[1], []).append(key)
                 edges.append((x, e.output, keys))
+    dashed = [_reads_forward(src, dst) for src, dst, _ in edges]
+    legend = _legend(bool(constants), any(dashed))
+    pos, width, height = _place(rows, edges, box_of, legend[0])
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+        f'height="{height:.0f}" font-family="sans-serif" font-size="11">',
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" '
+        'markerHeight="6" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/>'
+        "</marker></defs>",
+        *legend[1],
+    ]
+    for (src, dst, keys), dash in zip(edges, dashed):
+        points = [pos[box_of.get(id(src), id(src))]] + [pos[k] for k in keys] + [pos[id(dst)]]
+        out.append(_edge_svg(points, dash))
+    # box -> the key paths of the outputs it is ("" for an output that is not in a container)
+    outputs: dict[int, list[str]] = {}
+    for v, path in zip(graph.outputs, graph._output_paths):
+        outputs.setdefault(box_of.get(id(v), id(v)), []).append(path)
+    inputs = dict(zip(map(id, graph.inputs), graph._input_paths))
+    levels = {e.level for e in graph.equations if e.level is not None}
+    for b in boxes:
+        out_paths = outputs.get(id(b))
+        output = None if out_paths is None else " ".join(p for p in out_paths if p)
+        out.append(_box_svg(b, pos[id(b)], inputs.get(id(b), ""), output, len(levels) > 1))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _reads_forward(src, dst):
+    """Whether an edge is drawn dashed: a backward or tangent equation reading a value your
+    function computed (a residual its rule keeps, or the primal a tangent rule reads)."""
+    return (
+        dst.producer.role in ("backward", "tangent")
+        and src.producer is not None
+        and src.producer.role == "forward"
+    )
+
+
+def _legend(constants, dashed):
+    """(width, SVG elements) of the legend: the colours of the roles, and the constant box and
+    the dashed edge when the picture has them."""
+    out, x = [], _GAP_X
+    entries = list(_COLOURS.items()) + ([("constant", _CONSTANT)] if constants else [])
+    for role, colour in entries:
+        out.append(
+            f'<rect x="{x}" y="6" width="14" height="14" rx="3" fill="{colour}" '
+            f'stroke="#888"/><text x="{x + 19}" y="17">{role}</text>'
+        )
+        x += _SWATCH_W
+    if dashed:
+        out.append(
+            f'<path d="M{x},13 L{x + 26},13" stroke="#777" stroke-dasharray="4 3" '
+            f'marker-end="url(#arrow)"/><text x="{x + 32}" y="17">reads a forward value</text>'
+        )
+        x += _DASHED_W
+    return x, out
+
+
+def _place(rows, edges, box_of, legend_width):
+    """The centre of each slot, ordering each row by the mean x of what feeds it (so edges
+    cross less), and the picture's width and height."""
 
     def width_of(slot):
-        return _W if isinstance(slot, Var) else _WAYPOINT
-
-    row_width = {r: sum(width_of(s) + _GAP_X for s in slots) + _GAP_X for r, slots in rows.items()}
-    width = max(max(row_width.values()), _LEGEND_W)
-    height = (max(rows) + 1) * (_H + _GAP_Y) + _GAP_Y + _LEGEND_H
-    pos = {}
+        return _WAYPOINT if isinstance(slot, tuple) else _W
 
     def key_of(slot):
-        return id(slot) if isinstance(slot, Var) else slot
+        return slot if isinstance(slot, tuple) else id(slot)
 
+    row_width = {r: sum(width_of(s) + _GAP_X for s in slots) + _GAP_X for r, slots in rows.items()}
+    width = max(max(row_width.values()), legend_width)
+    height = (max(rows) + 1) * (_H + _GAP_Y) + _GAP_Y + _LEGEND_H
     parents = {}
     for src, dst, keys in edges:
-        chain = [id(src)] + keys + [id(dst)]
+        chain = [box_of.get(id(src), id(src))] + keys + [id(dst)]
         for a, b in zip(chain, chain[1:]):
             parents.setdefault(b, []).append(a)
+    pos = {}
     for r in sorted(rows):
         slots = rows[r]
 
-        # order each row by the mean x of what feeds it, so edges cross less
         def mean_x(slot):
             xs = [pos[k][0] for k in parents.get(key_of(slot), ()) if k in pos]
             return sum(xs) / len(xs) if xs else 0.0
@@ -635,73 +819,65 @@ def _draw_svg(graph):
         for slot in slots:
             pos[key_of(slot)] = (x + width_of(slot) / 2, y)
             x += width_of(slot) + _GAP_X
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
-        f'height="{height:.0f}" font-family="sans-serif" font-size="11">',
-        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" '
-        'markerHeight="6" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#666"/>'
-        "</marker></defs>",
-    ]
-    for k, (role, colour) in enumerate(_COLOURS.items()):
-        x = _GAP_X + k * 95
-        out.append(
-            f'<rect x="{x}" y="6" width="14" height="14" rx="3" fill="{colour}" '
-            f'stroke="#888"/><text x="{x + 19}" y="17">{role}</text>'
+    return pos, width, height
+
+
+def _edge_svg(points, dashed):
+    """An edge through its points: it leaves a box from its bottom and enters one at its top."""
+    path = []
+    for i, ((x1, y1), (x2, y2)) in enumerate(zip(points, points[1:])):
+        y1 += _H / 2 if i == 0 else 0
+        y2 -= _H / 2 if i == len(points) - 2 else 0
+        mid = (y1 + y2) / 2
+        path.append(
+            ("M" if i == 0 else "L") + f"{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} "
+            f"{x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"
         )
-    for src, dst, keys in edges:
-        points = [pos[id(src)]] + [pos[k] for k in keys] + [pos[id(dst)]]
-        path = []
-        for i, ((x1, y1), (x2, y2)) in enumerate(zip(points, points[1:])):
-            y1 += _H / 2 if i == 0 else 0  # leave a box from its bottom, enter at its top
-            y2 -= _H / 2 if i == len(points) - 2 else 0
-            mid = (y1 + y2) / 2
-            path.append(
-                ("M" if i == 0 else "L") + f"{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} "
-                f"{x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"
-            )
-        e = dst.producer
-        dash = (
-            ' stroke-dasharray="4 3"'
-            if e.role in ("backward", "tangent")
-            and src.producer is not None
-            and src.producer.role == "forward"
-            else ""
-        )
-        out.append(
-            f'<path d="{" ".join(path)}" fill="none" stroke="#777"{dash} marker-end="url(#arrow)"/>'
-        )
-    outputs = {id(v) for v in graph.outputs if isinstance(v, Var)}
-    levels = {e.level for e in graph.equations if e.level is not None}
-    for var in values:
-        x, y = pos[id(var)]
-        e = var.producer
-        subtitle = var.type
-        if e is not None and len(levels) > 1 and e.level is not None:
-            subtitle += f" · level {e.level}"
-        if id(var) in outputs:
-            subtitle += " · output"
-        if e is None:
-            colour, title, label = _COLOURS["input"], "input", f"{var.name}: input"
-        else:
-            kind = "sum" if e.sums_cotangent_of is not None else e.role
-            colour = _COLOURS[kind]
-            consts = [repr(c) for c in e.inputs if isinstance(c, Const)]
-            label = f"{var.name} = {e.primitive}" + (f" ({', '.join(consts)})" if consts else "")
-            title = e.text() + (f"\n{e.source}" if e.source else "")
-            if e.rule_of is not None:
-                title += f"\nrule of {e.rule_of.output.name} = {e.rule_of.primitive}"
-        out.append(
-            f"<g><title>{html.escape(title)}</title>"
-            f'<rect x="{x - _W / 2:.1f}" y="{y - _H / 2:.1f}" width="{_W}" '
-            f'height="{_H}" rx="6" fill="{colour}" stroke="#555" '
-            f'stroke-width="{3 if id(var) in outputs else 1}"/>'
-            f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
-            f'font-weight="bold">{html.escape(_clip(label, 21))}</text>'
-            f'<text x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle" fill="#333">'
-            f"{html.escape(_clip(subtitle, 26))}</text></g>"
-        )
-    out.append("</svg>")
-    return "\n".join(out)
+    dash = ' stroke-dasharray="4 3"' if dashed else ""
+    return f'<path d="{" ".join(path)}" fill="none" stroke="#777"{dash} marker-end="url(#arrow)"/>'
+
+
+def _box_svg(value, centre, input_path, output, show_level):
+    """The box of an input, of an equation (`value` its first output) or of a constant output:
+    its label, its type, and a tooltip with the whole equation and your line. `output` is None
+    for a box that is not an output, else its key paths in the outputs ("" if none)."""
+    x, y = centre
+    marks = []  # after the type: the level, and whether (and where) it is an output
+    if isinstance(value, Const):
+        colour, label = _CONSTANT, repr(value)
+        subtitle, title = "constant", f"{value!r}: an output no equation computes"
+    elif value.producer is None:
+        colour, label = _COLOURS["input"], f"{value.name}: input {input_path}".rstrip()
+        subtitle, title = value.type, f"input {input_path}".rstrip()
+    else:
+        e = value.producer
+        colour = _COLOURS["sum" if e.sums_cotangent_of is not None else e.role]
+        consts = [repr(c) for c in e.inputs if isinstance(c, Const)]
+        names = ", ".join(v.name for v in e.outputs)
+        label = f"{names} = {e.primitive}" + (f" ({', '.join(consts)})" if consts else "")
+        subtitle = ", ".join(v.type for v in e.outputs)
+        if show_level and e.level is not None:
+            marks.append(f"level {e.level}")
+        title = e.text() + (f"\n{e.source}" if e.source else "")
+        if e.rule_of is not None:
+            title += f"\nrule of {e.rule_of.output.name} = {e.rule_of.primitive}"
+        elif e.rule_call is not None:
+            title += f"\nrule of {e.rule_call.describe()}"
+    if output is not None:
+        marks.append(f"output {output}".rstrip())
+    if marks:  # the types are clipped first, so that the marks stay in sight
+        tail = "".join(f" · {m}" for m in marks)
+        subtitle = _clip(subtitle, max(26 - len(tail), 8)) + tail
+    return (
+        f"<g><title>{html.escape(title)}</title>"
+        f'<rect x="{x - _W / 2:.1f}" y="{y - _H / 2:.1f}" width="{_W}" '
+        f'height="{_H}" rx="6" fill="{colour}" stroke="#555" '
+        f'stroke-width="{1 if output is None else 3}"/>'
+        f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
+        f'font-weight="bold">{html.escape(_clip(label, 21))}</text>'
+        f'<text x="{x:.1f}" y="{y + 11:.1f}" text-anchor="middle" fill="#333">'
+        f"{html.escape(_clip(subtitle, 26))}</text></g>"
+    )
 
 
 def _clip(text, n):

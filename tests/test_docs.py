@@ -296,3 +296,45 @@ def test_every_docstring_example_runs_as_pasted_into_a_new_session(module_name):
     assert not runner.unbound, "examples that use a name they do not import:\n" + "\n".join(
         runner.unbound
     )
+
+
+# --- every name the guides point to has an entry -----------------------------------------------
+
+DOCS = DOCS_EXT.parent
+# Named in the guides without an entry of their own, and why
+NOT_API = {
+    "fgrad.demo": "a script, run as `python -m fgrad.demo`",
+    "fgrad.scipy": "the package of the SciPy mirrors, each of which has its page",
+}
+_DIRECTIVE = re.compile(r"^\.\. (?:auto\w+|py:\w+):: ([\w.]+)", re.M)
+_IN_MODULE = re.compile(r"^\.\. py:\w+:: (\w+).*\n\s+:module: ([\w.]+)", re.M)
+
+
+def _documented_targets():
+    """The names the site documents: each generated page's entries and modules, and the
+    hand-written API pages'."""
+    import fgrad_api
+
+    pages = list(fgrad_api.api_pages().values())
+    pages += [p.read_text() for p in (DOCS / "api").glob("*.md")]
+    targets = set()
+    for text in pages:
+        targets.update(_DIRECTIVE.findall(text))
+        targets.update(f"{module}.{name}" for name, module in _IN_MODULE.findall(text))
+    return targets
+
+
+def test_every_name_the_readme_and_the_guides_point_to_has_an_api_entry():
+    """The README says Dask users get a `fgrad.protocols.DispatchError`, the page on sparse
+    derivatives sends readers to `fgrad.coloring`, `fgrad.accumulation`,
+    `fgrad.sparsity.SparsityLevel` and `dense_reasons()`, the guarantees to
+    `fgrad.conventions`: none of them had an entry, so a reader could not look them up."""
+    pytest.importorskip("scipy", reason="the SciPy mirrors' pages need SciPy")
+    guides = [p for p in DOCS.glob("*.md") if p.name != "contributing.md"]  # not contributors'
+    texts = [DOCS.parent / "README.md", *guides]
+    named = set()
+    for path in texts:
+        named.update(re.findall(r"\bfgrad(?:\.[A-Za-z_]\w*)+", path.read_text()))
+    targets = _documented_targets()
+    missing = sorted(n for n in named - set(NOT_API) if n not in targets)
+    assert not missing, f"named in the guides, with no API entry: {missing}"

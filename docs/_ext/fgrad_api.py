@@ -4,6 +4,7 @@ At the start of every build (`builder-inited`) it writes, from the code:
 
 - `api/generated/<module>.md`: one API page per public module, with an entry for every public
   name and, for the NumPy and SciPy mirrors, the coverage table (`fgrad_coverage`);
+- `api/generated/guide_modules.md`: the modules the guides point to (`GUIDE_MODULES`);
 - `_generated/conventions.md`: the conventions table, computed by `fgrad.conventions`;
 - `_generated/*.svg`: `make_graph` pictures for the page on the K transform;
 - `notebooks/*.ipynb`: copies of the committed notebooks (myst-nb renders their stored
@@ -97,6 +98,17 @@ PAGES = [
     ("fgrad.scipy.integrate", "fgrad.scipy.integrate", "fgrad.scipy.integrate"),
     ("fgrad.tree_util", "fgrad.tree_util", "fgrad.tree_util"),
     ("fgrad.test_util", "fgrad.test_util", "fgrad.test_util"),
+]
+
+# Modules that are not the API you differentiate with, but that the README and the guides send
+# readers to: an error to catch, the detection and colouring the sparse page describes, the
+# script behind the conventions table. Each gets its docstring and the names pointed to.
+GUIDE_MODULES = [
+    ("fgrad.protocols", ["DispatchError"]),
+    ("fgrad.sparsity", ["SparsityLevel", "dense_reasons"]),
+    ("fgrad.coloring", None),  # None: every name of its __all__
+    ("fgrad.accumulation", None),
+    ("fgrad.conventions", []),
 ]
 
 MIRRORS = {m.module: m for m in coverage.MIRRORS}
@@ -243,10 +255,31 @@ def _mirror_page(page: str, module_name: str, title: str) -> str:
     return "\n".join(parts)
 
 
+def _guide_modules_page() -> str:
+    parts = [
+        "# Modules the guides refer to\n",
+        "Not the functions you differentiate with: what the README and the guides point to, "
+        "an error to catch, and the machinery the page on sparse derivatives describes.\n",
+    ]
+    for module_name, names in GUIDE_MODULES:
+        module = importlib.import_module(module_name)
+        directives = [f".. automodule:: {module_name}", "   :no-members:", ""]
+        for name in module.__all__ if names is None else names:
+            directives += _entry(module, f"{module_name}.{name}", name)
+        parts += [f"## {module_name}\n", _rst(directives)]
+    return "\n".join(parts)
+
+
+def api_pages() -> dict[str, str]:
+    """The generated API pages: file name -> text."""
+    pages = {f"{page}.md": _mirror_page(page, module, title) for page, module, title in PAGES}
+    pages["guide_modules.md"] = _guide_modules_page()
+    return pages
+
+
 def write_api_pages() -> None:
-    out = DOCS / "api" / "generated"
-    for page, module_name, title in PAGES:
-        _write(out / f"{page}.md", _mirror_page(page, module_name, title))
+    for name, text in api_pages().items():
+        _write(DOCS / "api" / "generated" / name, text)
 
 
 def write_conventions() -> None:
