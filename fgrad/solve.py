@@ -39,6 +39,7 @@ from .api import jvp, vjp
 from .core import Box, Primitive, bind, live_levels_of, processing_level, refuse_lazy
 from .numpy.shaping import describe
 from .primitive import register_rules
+from .reverse import ReverseLevel
 from .tree_util import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
@@ -108,16 +109,33 @@ class _Closed:
         return tree_unflatten(tree, leaves)
 
 
-def _refuse_closure_under_vmap(who, out, captured):
+def _refuse_closure_under_vmap(who, out, captured, given=(), rows_read_by_numpy=False):
     """A value the function reads from a closure that a vmap *inside* a differentiating
     transform batches (grad(vmap(f))): what is captured is the differentiating level's box,
     under which the vmap's rows are all one array, and the solve's primitive, bound without the
     vmap's box, would pair every row of it with one row's solution. Refused, as `_batch`
-    refuses the other forms."""
-    inner = [lv.depth for lv in live_levels_of(tree_flatten(out)[0]) if lv.batches]
-    for c in captured:
-        level = c.level
-        if level.live and not level.batches and any(depth > level.depth for depth in inner):
+    refuses the other forms.
+
+    So is an argument (`given`: b, or a solver's args) that a transform outside such a vmap
+    differentiates, when the function reads the vmap's rows from a closure and no argument
+    holds them: no input of the solve is batched, so `_batch` never runs, and the primitive,
+    bound by the differentiating level, took every row's solution for one value
+    (custom_linear_solve's jvp summed the rows' solutions, its grad raised; probe FE #1).
+    SciPy's solvers (`rows_read_by_numpy`) read the closure's rows as NumPy reads them, row
+    by row (see `_batch`), which pairs them under forward mode and `jit`; only a reverse
+    level's bprop cannot, so only it is refused there."""
+    out_batches = [lv for lv in live_levels_of(tree_flatten(out)[0]) if lv.batches]
+    inner = [lv.depth for lv in out_batches]
+    held = batch_levels(given)  # rows an argument holds: `_batch` pairs them
+    closure_only = [lv.depth for lv in out_batches if id(lv) not in held]
+    outer = [(c.level, inner) for c in captured]
+    outer += [
+        (lv, closure_only)
+        for lv in live_levels_of(given)
+        if not rows_read_by_numpy or isinstance(lv, ReverseLevel)
+    ]
+    for level, depths in outer:
+        if level.live and not level.batches and any(depth > level.depth for depth in depths):
             if level.stages:  # jit(vmap(f)): the record would pair all rows with each row
                 raise TypeError(_READS_BATCHED_JIT.format(who=who))
             raise TypeError(_reads_batched(who))
@@ -460,7 +478,7 @@ def custom_linear_solve(
     probe = tree_unflatten(tree, [_zeros((core.shape_of(v), core.dtype_of(v))) for v in b_leaves])
     # matvec is linear: zeros show what it reads without the rows of a vmap that b may have
     out, captured, aliases = _discover(matvec, probe)
-    _refuse_closure_under_vmap(who, out, captured)
+    _refuse_closure_under_vmap(who, out, captured, b_leaves)
     out_leaves = tree_flatten(out)[0]
     if len(out_leaves) == len(b_leaves):  # a solution of A's and b's dtype, as a product's
         b_leaves = [

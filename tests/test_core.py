@@ -413,6 +413,7 @@ ALLOWED_IMPORTS = {
         "numpy",
         "numpy.shaping",
         "primitive",
+        "reverse",
         "sparsity",
         "tree_util",
     },

@@ -114,7 +114,13 @@ class _Problem:
         # a vmap's value read from a closure under a differentiating transform or jit outside
         # the vmap: refused, as custom_root refuses it (equal rows gave a wrong gradient)
         given = _nested_boxes([x_plain, *tree_flatten(plain_args)[0]])  # read, not closed over
-        _refuse_closure_under_vmap(who, out, [c for c in captured if id(c) not in given])
+        _refuse_closure_under_vmap(
+            who,
+            out,
+            [c for c in captured if id(c) not in given],
+            [self.x0, *leaves],
+            rows_read_by_numpy=True,
+        )
         # whether fun reads a value of a vmap from a closure (see fgrad.solve's vmap rule):
         # run on one row of the arguments, its value has rows only if it does
         self.reads_batched = bool(batch_levels(_leaves_of(out)))
