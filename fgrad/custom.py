@@ -1606,7 +1606,13 @@ def _checkpoint_jvp(tangents, ans, *vals, call):
     arguments (this level and the ones inside it suspended)."""
     level = call.level(vals)
     suspend = [lv for lv in core.live_levels() if lv.depth >= level.depth]
-    own = [i for i, t in enumerate(tangents) if t is not None]
+    # every input a transform traces, with a structural zero tangent where this level has
+    # none (as `jvp` boxes them): the function sees traced values where it sees them without
+    # the checkpoint (`x.dot(y)` with x a plain array met a traced y under jacfwd's pass for
+    # y, and failed in NumPy's ndarray.dot; probe FE #5)
+    own = [
+        i for i, (t, x) in enumerate(zip(tangents, call.inputs)) if t is not None or type(x) is Box
+    ]
     fun_of_own = call.function_of(vals, own, suspend)
     own_vals = [vals[i] for i in own]
     _, t_out, _, _ = _jvp_flat(

@@ -1125,3 +1125,21 @@ def test_reverse_mode_checks_a_rules_primal_out_once_per_signature():
         _, pull = fgrad.vjp(h, np.ones(3))
         np.testing.assert_allclose(pull(np.ones(3))[0], np.cos(np.ones(3)))
     assert len(runs) == 1  # checked once for this signature
+
+
+def test_checkpoint_under_forward_mode_sees_every_traced_argument_traced():
+    """jacfwd and hessian of checkpoint(lambda x, y: x.dot(y)) failed: the checkpoint's
+    forward rule re-ran the function with an argument this pass does not differentiate as a
+    plain array, where without the checkpoint it is traced, and NumPy's own ndarray.dot met
+    the traced other argument (probe FE #5)."""
+    x = np.arange(6.0).reshape(2, 3) / 7
+    y = np.array([0.3, -0.2, 0.5])
+    dot = lambda x, y: x.dot(y)
+    ck = checkpoint(dot)
+    for got, want in zip(jacfwd(ck, argnums=(0, 1))(x, y), jacfwd(dot, argnums=(0, 1))(x, y)):
+        np.testing.assert_array_equal(got, want)
+    square = lambda f: lambda x, y: fnp.sum(f(x, y) ** 2)
+    got = fgrad.hessian(square(ck), argnums=(0, 1))(x, y)
+    want = fgrad.hessian(square(dot), argnums=(0, 1))(x, y)
+    for g, w in zip(fgrad.tree_util.tree_leaves(got), fgrad.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-15)
