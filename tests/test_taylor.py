@@ -712,3 +712,20 @@ def test_vmap_of_a_jet_rounds_as_a_loop_does(dtype):
 
         loop = np.array([last_term(x, v) for x, v in zip(xs, vs)])
         np.testing.assert_array_equal(fgrad.vmap(last_term)(xs, vs), loop, err_msg=name)
+
+
+def test_a_power_whose_exponent_an_outer_transform_differentiates():
+    """laplacian, derivative and jet of x ** y with y traced by an outer grad or jvp raised
+    "int() of a traced value": the Taylor rule asked whether y is a small integer (probe FE
+    #3). The integer path would also drop y's derivative; each now equals nested forward and
+    reverse mode, and the closed form of d/dy sum((y (y - 1) x ** (y - 2))."""
+    x = np.array([0.7, 1.3])
+    for y in (2.5, 2.0):
+        want = np.sum((2 * y - 1) * x ** (y - 2) + y * (y - 1) * x ** (y - 2) * np.log(x))
+        lap = fgrad.grad(lambda y: fnp.sum(fgrad.laplacian(lambda x, y: x**y)(x, y)))(y)
+        np.testing.assert_allclose(lap, want, rtol=1e-13)
+        nested = fgrad.grad(lambda y: fgrad.grad(fgrad.grad(lambda x: x**y))(0.7))(y)
+        second = fgrad.grad(lambda y: fgrad.derivative(lambda x: x**y, 2)(0.7))(y)
+        np.testing.assert_allclose(second, nested, rtol=1e-13)
+        forward = fgrad.jvp(lambda y: fgrad.derivative(lambda x: x**y, 2)(0.7), (y,), (1.0,))
+        np.testing.assert_allclose(forward[1], nested, rtol=1e-13)

@@ -37,6 +37,7 @@ from ..core import (
     holds_staged,
     innermost,
     is_foreign_array,
+    live_levels_of,
     primal,
     refuse_lazy,
     shape_of,
@@ -614,8 +615,15 @@ def _traced_power_slope(x0, a0):
 
 
 def _is_small_power(a):
-    """Whether a constant exponent is one integer 0..16 (a real, finite scalar)."""
-    if _np.ndim(a) != 0 or not _np.isrealobj(a) or not _np.isfinite(a):
+    """Whether a constant exponent is one integer 0..16 (a real, finite scalar). An exponent
+    an outer transform differentiates is not one: the products of series for an integer
+    power drop its derivative (and `int(a)` of it raised: `grad` of a `laplacian` of x ** y
+    in y; probe FE #3); the recurrence keeps it."""
+    if _np.ndim(a) != 0 or not _np.isrealobj(a):
+        return False
+    if any(not (lv.batches or lv.stages) for lv in live_levels_of([a])):
+        return False
+    if not _np.isfinite(a):
         return False
     return a == int(a) and (int(a) in _SMALL_POWERS or int(a) == 0)
 
