@@ -847,6 +847,26 @@ def test_diags_sizes_and_checks_as_scipy_does():
         fsp.diags_array([np.ones(3), np.ones(3)], offsets=[0, 5], shape=(3, 3))
 
 
+@pytest.mark.filterwarnings("ignore:Input has data type:FutureWarning")  # SciPy's, for 3
+@pytest.mark.parametrize("x", [2.0, np.float32(2.0), np.array(2.0), 3])
+def test_diags_of_a_single_number_is_refused_as_scipy_refuses_it(x):
+    """SciPy raises TypeError for a number given as the diagonals (it needs one 1-d diagonal
+    or a sequence of them); fgrad made a 1 x 1 array of it, or repeated it along the
+    diagonal of `shape`."""
+    for kwargs in ({}, {"shape": (3, 3)}):
+        with pytest.raises(TypeError):
+            sp.diags(x, **kwargs)
+        with pytest.raises(TypeError, match=r"diagonals is a single number \(shape \(\)"):
+            fsp.diags(x, **kwargs)
+        with pytest.raises(TypeError, match=r"\[value\] repeats a value"):
+            fsp.diags_array(x, **kwargs)
+    # a one-element diagonal is SciPy's broadcast, an integer one SciPy's float64
+    want = sp.diags_array([x], shape=(3, 3)).toarray()
+    got = fsp.diags_array([x], shape=(3, 3)).toarray()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def test_a_sparse_matrixs_elementwise_operation_on_a_traced_value_says_what_to_do():
     # A * x, A / x and A.multiply(x) for a SciPy sparse A gave the generic "Building a NumPy
     # array" message, pointing into SciPy's code; x * A and A - x had the sparse advice

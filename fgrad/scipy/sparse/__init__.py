@@ -523,12 +523,13 @@ def diags_array(
     format: Any = None,
     dtype: Any = None,
 ) -> SparseArray:
-    """SciPy's `diags_array`: a sparse array from its diagonals, which may be traced. Each
-    diagonal is a 1-d array (its length: the diagonal's, or longer, as SciPy takes it: the
-    first elements are used) or a scalar (or one element), broadcast along the diagonal.
-    Without `shape` the array is square, sized by the first diagonal and its offset, as
-    SciPy's; offsets must differ and lie inside the shape, as SciPy's. Integer diagonals
-    give float64, SciPy's default dtype.
+    """SciPy's `diags_array`: a sparse array from its diagonals, which may be traced: a
+    sequence of diagonals, or one 1-d diagonal (with one offset), as SciPy's. Each diagonal
+    is a 1-d array (its length: the diagonal's, or longer, as SciPy takes it: the first
+    elements are used) or a scalar (or one element), broadcast along the diagonal. Without
+    `shape` the array is square, sized by the first diagonal and its offset, as SciPy's;
+    offsets must differ and lie inside the shape, as SciPy's. Integer diagonals give float64,
+    SciPy's default dtype.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp
     >>> fsp.diags_array([np.array([2.0, 2.0, 2.0]), -1.0], offsets=[0, 1]).toarray()
@@ -537,6 +538,12 @@ def diags_array(
            [ 0.,  0.,  2.]])
     """
     who = "fgrad.scipy.sparse.diags"
+    if not isinstance(diagonals, (list, tuple)) and len(shape_of(diagonals)) == 0:
+        raise TypeError(
+            f"{who}: diagonals is a single number ({describe(diagonals)}); as in SciPy, give "
+            "one 1-d diagonal or a sequence of diagonals ([value] repeats a value along its "
+            "diagonal)"
+        )
     single = _np.ndim(offsets) == 0
     offsets = [int(offsets)] if single else [int(k) for k in offsets]
     if single:
