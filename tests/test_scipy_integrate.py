@@ -56,6 +56,43 @@ def test_tfirst_and_integer_time_points_as_scipy():
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "y0, t",
+    [
+        (np.array([1, 2]), np.array([0.0, 1.0])),
+        (np.array([True, False]), np.array([0.0, 0.5])),
+        (np.array([3, 1], np.uint8), np.array([0, 1, 2])),
+        (np.array([1.0, 2.0], np.float32), np.array([0, 1])),
+        (3, np.array([0.0, 1.0])),
+    ],
+    ids=["int64", "bool", "uint8-int-times", "float32-int-times", "python-int"],
+)
+def test_integer_states_and_times_under_jit_and_vmap_are_read_as_eagerly(y0, t):
+    """An integer or bool y0 and integer time points are read as float64, as SciPy reads
+    them: jit and vmap refused a traced one ("integrates real states: split a complex one"),
+    where the eager call gave SciPy's solution."""
+
+    def solve(y0, t):
+        return odeint(lambda y, t: -y, y0, t)
+
+    eager = solve(y0, t)
+    if np.asarray(y0).dtype.kind == "f":  # (float32 stays float32; SciPy's is float64)
+        assert eager.dtype == np.asarray(y0).dtype
+    else:
+        expected = scipy.integrate.odeint(lambda y, t: -y, y0, t)
+        assert eager.dtype == expected.dtype
+        np.testing.assert_array_equal(eager, expected)
+    stacked = (np.stack([y0, y0]), np.stack([t, t]))
+    for out in (
+        fgrad.jit(solve)(y0, t),
+        fgrad.vmap(solve, in_axes=(0, None))(stacked[0], t)[1],
+        fgrad.vmap(solve, in_axes=(None, 0))(y0, stacked[1])[1],
+        fgrad.vmap(solve)(*stacked)[0],
+    ):
+        assert out.dtype == eager.dtype and out.shape == eager.shape
+        np.testing.assert_array_equal(out, eager)
+
+
 def test_a_scalar_state_is_a_state_of_one_element_as_in_scipy():
     seen = []
 

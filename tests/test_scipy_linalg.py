@@ -650,7 +650,16 @@ SMALL_INT_CALLS = [
     ("solve", lambda m, a: m.solve(a, np.ones(3, a.dtype))),
     ("cholesky", lambda m, a: m.cholesky(a)),
     ("lu", lambda m, a: m.lu(a)[2]),
+    ("lu_factor", lambda m, a: m.lu_factor(a)[0]),
+    ("lu_solve", lambda m, a: m.lu_solve(m.lu_factor(a), a[0])),
+    ("qr", lambda m, a: np.abs(m.qr(a)[0])),
+    ("qr-r", lambda m, a: np.abs(m.qr(a, mode="r")[0])),
     ("svd", lambda m, a: m.svd(a)[1]),
+    ("svd-values", lambda m, a: m.svd(a, compute_uv=False)),
+    ("solve_triangular", lambda m, a: m.solve_triangular(a, a[0])),
+    ("solve_triangular-unit", lambda m, a: m.solve_triangular(a, a, unit_diagonal=True)),
+    ("cho_solve", lambda m, a: m.cho_solve((a, False), a[0])),
+    ("solve_sylvester", lambda m, a: m.solve_sylvester(a, a, a)),
 ]
 
 
@@ -658,13 +667,55 @@ SMALL_INT_CALLS = [
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.int32])
 def test_integer_and_bool_input_gives_scipys_dtype(name, f, dtype):
     """SciPy's LAPACK wrappers promote int8, uint8, int16 and bool with float32 (float32
-    results), wider integers to float64: inv and eigh gave float64 for the small ones."""
+    results), wider integers to float64: inv and eigh gave float64 for the small ones, and
+    vmap of lu_factor, lu, lu_solve, qr, svd, solve_triangular, cho_solve and
+    solve_sylvester gave float64 (NumPy's batched routines compute integers in float64)."""
     a = np.eye(3) if dtype is np.bool_ else np.array([[4, 1, 0], [1, 3, 1], [0, 1, 4]])
     a = a.astype(dtype)
     expected = np.asarray(f(sl, a))
-    for out in (f(sla, a), fgrad.jit(lambda x: f(sla, x))(a)):
+    batched = fgrad.vmap(lambda x: f(sla, x))(np.stack([a, a]))
+    for out in (f(sla, a), fgrad.jit(lambda x: f(sla, x))(a), batched[0], batched[1]):
         assert out.dtype == expected.dtype
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+# (fgrad's call, SciPy's) of a matrix and a right-hand side, whose dtypes SciPy combines
+MIXED_DTYPE_SOLVES = [
+    ("lu_solve", lambda m, a, b: m.lu_solve(m.lu_factor(a), b)),
+    ("solve_triangular", lambda m, a, b: m.solve_triangular(a, b, lower=True)),
+    ("cho_solve", lambda m, a, b: m.cho_solve((a, True), b)),
+    ("solve_sylvester", lambda m, a, b: m.solve_sylvester(a, a, b[:, None] * a)),
+    ("solve_banded", lambda m, a, b: m.solve_banded((1, 1), a, b)),
+]
+MIXED_DTYPES = [
+    (np.uint8, np.float32),
+    (np.float32, np.uint8),
+    (np.float32, np.bool_),
+    (np.int16, np.complex64),
+    (np.complex64, np.int16),
+    (np.float16, np.int8),
+    (np.int64, np.float32),
+    (np.float32, np.int32),
+]
+
+
+@pytest.mark.parametrize("name, f", MIXED_DTYPE_SOLVES, ids=[n for n, _ in MIXED_DTYPE_SOLVES])
+@pytest.mark.parametrize("dtypes", MIXED_DTYPES, ids=lambda d: f"{d[0].__name__}-{d[1].__name__}")
+def test_vmap_of_a_solve_gives_scipys_dtype_for_mixed_operands(name, f, dtypes):
+    """Each row's result has the dtype of SciPy's call (its own rule per function; SciPy's
+    solve_sylvester reads integer matrices as int64), whichever operand is batched: vmap of
+    a float32 triangular solve with a uint8 right-hand side gave float64, and of an int16
+    Sylvester equation with a float32 q float32 (SciPy: float64)."""
+    a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 4]]).astype(dtypes[0])
+    b = np.array([1, 0, 2]).astype(dtypes[1])
+    expected = np.asarray(f(sl, a, b))
+    assert f(sla, a, b).dtype == expected.dtype
+    for axes in [(0, 0), (0, None), (None, 0)]:
+        rows = [np.stack([x, x]) if ax == 0 else x for x, ax in zip((a, b), axes)]
+        batched = fgrad.vmap(lambda a, b: f(sla, a, b), in_axes=axes)(*rows)
+        assert batched.dtype == expected.dtype, axes
+        tol = 1e-6 if expected.dtype.itemsize >= 8 and expected.dtype.kind == "f" else 1e-5
+        np.testing.assert_allclose(batched, np.stack([expected] * 2), rtol=tol, atol=tol)
 
 
 def test_toeplitz_and_expm_derivative_of_empty_input_are_scipys_empty_results():

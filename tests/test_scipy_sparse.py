@@ -6,6 +6,9 @@ the dense solve (`fnp.linalg.solve`) on small problems, and on a Poisson problem
 differentiated with respect to its conductivity field; under `vmap`, `jit` and `jet` too.
 """
 
+from functools import partial
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import rows_scipy_sparse
@@ -186,6 +189,87 @@ def test_csr_array_takes_scipys_other_forms():
     check_grads(product, (d,), order=2, modes=("fwd", "rev"))
     with pytest.raises(ValueError, match=r"2 dimensions.*shape \(3,\)"):
         fsp.csr_array(np.ones(3))
+
+
+INT_DATA_FORMS = {
+    "dense": lambda m, M: m.csr_array(M),
+    "triplets": lambda m, M: m.csr_array((M[M != 0], np.nonzero(M)), shape=M.shape),
+    "csr": lambda m, M: m.csr_array(
+        (M[M != 0], np.nonzero(M)[1], np.r_[0, np.cumsum((M != 0).sum(1))]), shape=M.shape
+    ),
+    "coo": lambda m, M: m.coo_array((M[M != 0], np.nonzero(M)), shape=M.shape),
+    "list-data": lambda m, M: m.coo_array((M[M != 0].tolist(), np.nonzero(M)), shape=M.shape),
+}
+
+
+@pytest.mark.parametrize("form", INT_DATA_FORMS)
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int32, np.int64])
+def test_integer_and_bool_data_keep_scipys_dtype(form, dtype):
+    """A sparse array of integer or bool data keeps their dtype, as SciPy's (it became float64:
+    csr_array(M) @ v of int64 M and v was float64, SciPy's int64); its sums, products and
+    dense form are SciPy's, eagerly and under jit. (A list of data stayed a list: A * 2
+    repeated it.)"""
+    M = np.array([[1, 0, 2], [0, 3, 0], [4, 0, 5]]).astype(dtype)
+    make = INT_DATA_FORMS[form]
+    S = make(sp, M)
+    v = np.array([1, 2, 3]).astype(dtype)
+    ops = {
+        "toarray": lambda A: A.toarray(),
+        "A @ v": lambda A: A @ v,
+        "v @ A": lambda A: v @ A,
+        "A.T": lambda A: A.T.toarray(),
+        "sum": lambda A: np.asarray(A.sum()),
+        "sum0": lambda A: A.sum(axis=0),
+        "sum1": lambda A: A.sum(axis=1),
+        "A * 2": lambda A: (A * 2).toarray(),
+        "A * 2.5": lambda A: (A * 2.5).toarray(),
+    }
+    assert make(fsp, M).dtype == S.dtype  # (M's own; a list of Python ints: int64)
+    for name, op in ops.items():
+        want = np.asarray(op(S))
+        for got in (op(make(fsp, M)), fgrad.jit(lambda M: op(make(fsp, M)))(M)):
+            assert got.dtype == want.dtype, name
+            np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_dtype_casts_the_data_of_every_form_and_makes_integer_data_differentiable():
+    # csr_array(dense, dtype=...) raised (the SparseArray was cast, not its data)
+    M = np.array([[1, 0, 2], [0, 3, 0]])
+
+    def as_float32(m):  # the module m's constructors, with dtype=float32
+        return SimpleNamespace(
+            csr_array=partial(m.csr_array, dtype=np.float32),
+            coo_array=partial(m.coo_array, dtype=np.float32),
+        )
+
+    for make in INT_DATA_FORMS.values():
+        S, A = make(as_float32(sp), M), make(as_float32(fsp), M)
+        assert A.dtype == S.dtype == np.float32
+        np.testing.assert_array_equal(A.toarray(), S.toarray())
+    g = fgrad.grad(lambda A: fnp.sum(A @ np.arange(3.0)))(fsp.csr_array(M, dtype=float))
+    np.testing.assert_array_equal(g.data, [0.0, 2.0, 1.0])
+    with pytest.raises(TypeError, match="int64"):
+        fgrad.grad(lambda A: fnp.sum(A @ np.arange(3.0)))(fsp.csr_array(M))
+
+
+@pytest.mark.parametrize("a_dtype", [np.bool_, np.uint8, np.int16, np.int64])
+@pytest.mark.parametrize("b_dtype", [np.bool_, np.uint8, np.int32, np.float32, np.complex64])
+def test_spsolve_and_splu_of_integer_data_compute_in_scipys_dtype(a_dtype, b_dtype):
+    """SuperLU computes bool and integers up to int16 in float32, as SciPy's spsolve and splu
+    do: they gave float64 where SciPy gives float32 (a bool or uint8 matrix, a float32 or
+    small-integer right-hand side)."""
+    M = (
+        np.eye(3, dtype=bool)
+        if a_dtype is np.bool_
+        else np.array([[2, 0, 1], [0, 3, 0], [1, 0, 4]])
+    )
+    M = M.astype(a_dtype)
+    b = np.array([1, 0, 1]).astype(b_dtype)
+    want = spla.spsolve(sp.csr_array(M), b)
+    for A in (fsp.csr_array(M), sp.csr_array(M)):
+        for got in (fsla.spsolve(A, b), fsla.splu(A).solve(b)):
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_csr_array_of_a_traced_dense_array_differentiates_its_zeros_too():
@@ -761,6 +845,26 @@ def test_diags_sizes_and_checks_as_scipy_does():
         )
     with pytest.raises(ValueError, match=r"offset 5 is outside the shape \(3, 3\)"):
         fsp.diags_array([np.ones(3), np.ones(3)], offsets=[0, 5], shape=(3, 3))
+
+
+@pytest.mark.filterwarnings("ignore:Input has data type:FutureWarning")  # SciPy's, for 3
+@pytest.mark.parametrize("x", [2.0, np.float32(2.0), np.array(2.0), 3])
+def test_diags_of_a_single_number_is_refused_as_scipy_refuses_it(x):
+    """SciPy raises TypeError for a number given as the diagonals (it needs one 1-d diagonal
+    or a sequence of them); fgrad made a 1 x 1 array of it, or repeated it along the
+    diagonal of `shape`."""
+    for kwargs in ({}, {"shape": (3, 3)}):
+        with pytest.raises(TypeError):
+            sp.diags(x, **kwargs)
+        with pytest.raises(TypeError, match=r"diagonals is a single number \(shape \(\)"):
+            fsp.diags(x, **kwargs)
+        with pytest.raises(TypeError, match=r"\[value\] repeats a value"):
+            fsp.diags_array(x, **kwargs)
+    # a one-element diagonal is SciPy's broadcast, an integer one SciPy's float64
+    want = sp.diags_array([x], shape=(3, 3)).toarray()
+    got = fsp.diags_array([x], shape=(3, 3)).toarray()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
 
 
 def test_a_sparse_matrixs_elementwise_operation_on_a_traced_value_says_what_to_do():

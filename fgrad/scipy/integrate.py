@@ -812,27 +812,25 @@ def _dot(x, y):
 
 
 def _as_float(v, what):
-    """A state leaf as a float array (SciPy integrates in float64; float32 stays float32)."""
+    """A state leaf as a float array (SciPy integrates in float64; float32 stays float32), an
+    integer or bool one in float64 as SciPy reads it: traced by `jit` or `vmap` too, where it
+    has no derivative to lose."""
     why = "SciPy's solver steps on NumPy arrays"
     refuse_lazy("scipy.integrate.odeint", why, innermost(v))
-    if type(v) is Box:
-        if dtype_of(v).kind != "f":
-            raise TypeError(
-                f"odeint: {what} is a traced value with {describe(v)}; odeint "
-                "integrates real states: split a complex one into real parts"
-            )
-        return v
-    a = _np.asarray(primal(v))
-    if _np.issubdtype(a.dtype, _np.complexfloating) or not (
-        _np.issubdtype(a.dtype, _np.number) or a.dtype == bool
-    ):
-        raise TypeError(
-            f"odeint: {what} has dtype {a.dtype}; odeint integrates real float "
-            "states (split a complex state into its real and imaginary parts)"
+    a = v if type(v) is Box else _np.asarray(primal(v))
+    kind = dtype_of(a).kind
+    if kind not in "biuf":
+        hint = (
+            " (split a complex state into its real and imaginary parts)"
+            if kind == "c"
+            else " (pass a float array)"
         )
-    if not _np.issubdtype(a.dtype, _np.floating):
-        a = a.astype(_np.float64)
-    return a[()] if a.ndim == 0 else a
+        raise TypeError(
+            f"odeint: {what} has {describe(a)}; odeint integrates real float states{hint}"
+        )
+    if kind != "f":
+        a = fnp.astype(a, _np.float64)
+    return a[()] if type(a) is _np.ndarray and a.ndim == 0 else a
 
 
 def _as_times(t):
@@ -844,8 +842,9 @@ def _as_times(t):
             f"odeint: t must be a 1-D array of time points with at least one "
             f"element, got shape {shape}"
         )
-    if dtype_of(t).kind == "f":
+    kind = dtype_of(t).kind
+    if kind == "f":
         return t
-    if type(t) is Box or not _np.issubdtype(dtype_of(t), _np.number):
+    if kind not in "iu":
         raise TypeError(f"odeint: t has {describe(t)}; pass real float time points")
-    return _np.asarray(t, dtype=_np.float64)  # integer time points, as SciPy reads them
+    return fnp.astype(t, _np.float64)  # integer time points, as SciPy reads them (traced too)

@@ -172,13 +172,38 @@ def _numpy_operands(name, func):
     return checked
 
 
+def _lapack_dtype(*dtypes):
+    """The dtype SciPy's LAPACK wrappers compute operands of these dtypes in, together (its
+    `find_best_blas_type`): their promotion with float32, so bool, integers up to 16 bits
+    and float16 go to float32, wider integers to float64; LAPACK has no wider float, so a
+    long double is computed in double precision."""
+    dt = _np.result_type(_np.float32, *dtypes)
+    if dt.kind == "c":
+        return dt if dt.itemsize <= 16 else _np.dtype(_np.complex128)
+    return dt if dt.itemsize <= 8 else _np.dtype(_np.float64)
+
+
+def _in_dtype(dt, *xs):
+    """xs cast to the dtype dt (those already in it as they are)."""
+    return [x if dtype_of(x) == dt else fnp.astype(x, dt) for x in xs]
+
+
+_LAPACK_DTYPES = frozenset(map(_np.dtype, ("float32", "float64", "complex64", "complex128")))
+
+
 def _lapack_float(x):
-    """x in the dtype SciPy's LAPACK wrappers compute it in: an integer or bool x promoted
-    with float32 (int8, uint8, int16 and bool go to float32, wider integers to float64),
-    float16 as float32 (`_single_if_half`), other floats and complex as they are."""
-    if dtype_of(x).kind in "biu":
-        return fnp.astype(x, _np.promote_types(dtype_of(x), _np.float32))
-    return _single_if_half(x)
+    """x in the dtype SciPy's LAPACK wrappers compute it in (`_lapack_dtype`)."""
+    dt = dtype_of(x)
+    if dt in _LAPACK_DTYPES:  # (first: eager calls of inv, cholesky and eigh take this path)
+        return x
+    return fnp.astype(x, _lapack_dtype(dt))
+
+
+def _lapack_operands(*xs):
+    """xs in the one dtype SciPy's LAPACK wrappers compute them in together: what a batching
+    rule computing with NumPy's routines casts to, so that `vmap` gives the dtype of SciPy's
+    call on each row (NumPy's routines compute bool and every integer in float64)."""
+    return _in_dtype(_lapack_dtype(*map(dtype_of, xs)), *xs)
 
 
 def _is_number(a):
@@ -393,10 +418,11 @@ def _trsolve_batch(args, dims, lower, trans, unit):
         )
     if da is not None:
         a, da = batch_to_front(a, da), 0
-    m = _single_if_half(_referenced(a, lower, unit))
+    a, b = _lapack_operands(a, b)
+    m = _referenced(a, lower, unit)
     if unit:
         m = m + _const(_np.eye(shape(a)[-1]), m)
-    return _solve_rule([_op(m, trans), _single_if_half(b)], [da, db])
+    return _solve_rule([_op(m, trans), b], [da, db])
 
 
 # b is a (stack of) matrices here; the public function adds and removes an axis for a vector.
@@ -826,10 +852,7 @@ def _lu_factor_vjp(wanted, ans, a):
 def _lu_factor_stack(a):
     """LAPACK's getrf on a stack (..., m, n), one column at a time for every matrix together:
     partial pivoting on the first largest |re| + |im| (LAPACK's i?amax), 0-based pivots."""
-    if _np.iscomplexobj(a) or a.dtype == _np.float16:  # (SciPy's float16 is float32)
-        dtype = _np.result_type(a, _np.float32)
-    else:
-        dtype = a.dtype if a.dtype in (_np.float32, _np.float64) else _np.dtype(_np.float64)
+    dtype = _lapack_dtype(a.dtype)
     m, n = a.shape[-2:]
     k = min(m, n)
     lu = _np.array(a, dtype=dtype).reshape((math.prod(a.shape[:-2]), m, n))  # (m n may be 0)
@@ -1153,17 +1176,29 @@ _SYLVESTER_BY_ROW = (
 )
 
 
+def _sylvester_dtype(a, b, q):
+    """The dtype of SciPy's solve_sylvester(a, b, q): it takes the Schur forms of a and b,
+    and SciPy's schur reads an integer matrix as int64 (a bool one as it is); the solve is in
+    LAPACK's dtype of those forms and q."""
+
+    def schur_input(x):
+        return _np.dtype(_np.int64) if dtype_of(x).kind in "iu" else dtype_of(x)
+
+    return _lapack_dtype(schur_input(a), schur_input(b), dtype_of(q))
+
+
 def _sylvester_batch(args, dims):
     """A X + X B = Q for every row as one linear system each in vec(X) (row-major):
     (A kron I + I kron B^T) vec(X) = vec(Q), solved by NumPy's batched solve."""
-    a, b, q = (_single_if_half(x) for x in _leading(args, dims, (2, 2, 2)))
+    a, b, q = _leading(args, dims, (2, 2, 2))
     m, n = shape(a)[-1], shape(b)[-1]
     if m * n > _KRONECKER_LIMIT:
         return _batching.rows_one_by_one(
             _sylvester_p, args, dims, {}, batch_size(args, dims), _SYLVESTER_BY_ROW
         )
+    a, b, q = _in_dtype(_sylvester_dtype(a, b, q), a, b, q)
     # identities in the inputs' precision (float64 ones made float32 systems float64)
-    real = _np.finfo(_np.result_type(dtype_of(a), dtype_of(b), dtype_of(q), _np.float32)).dtype
+    real = _np.finfo(dtype_of(a)).dtype
     eye_m = _np.eye(m, dtype=real).reshape(m, 1, m, 1)
     eye_n = _np.eye(n, dtype=real).reshape(1, n, 1, n)
     ka = fnp.expand_dims(fnp.expand_dims(a, -1), -3) * eye_n  # A[i, k] I[j, l]
@@ -1628,9 +1663,8 @@ def _qr_vjp(wanted, ans, a, mode, pivoting):
 
 def _qr_stack(a, mode, pivoting):
     """NumPy's qr over a stack (unpivoted: the batching rule sends pivoting to SciPy's)."""
-    return tuple(
-        _np.linalg.qr(_single_if_half(a), mode="complete" if mode == "full" else "reduced")
-    )
+    a = a.astype(_lapack_dtype(a.dtype), copy=False)  # (NumPy's qr: integers in float64)
+    return tuple(_np.linalg.qr(a, mode="complete" if mode == "full" else "reduced"))
 
 
 _qr_stack_p = _stack_primitive("qr", _qr_stack, _qr_vjp, _qr_jvp)
@@ -1804,7 +1838,7 @@ def _svd_impl(a, full_matrices, compute_uv, lapack_driver):
 
 def _svd_stack(a, full_matrices, compute_uv, lapack_driver):
     """NumPy's svd: LAPACK's gesdd, as SciPy's default driver, over a stack."""
-    a = _single_if_half(a)
+    a = a.astype(_lapack_dtype(a.dtype), copy=False)  # (NumPy's svd: integers in float64)
     u, s, vh = _np.linalg.svd(a, full_matrices=full_matrices and compute_uv)
     if not compute_uv:
         s = _np.linalg.svd(a, compute_uv=False)

@@ -279,7 +279,9 @@ class SparseArray:
             raise ValueError(f"SparseArray.sum: axis {axis} is out of range for a 2-d array")
         axis %= 2
         index = self.col if axis == 0 else self.row
-        zeros = _np.zeros(self.shape[1 - axis], dtype=self.dtype)
+        # in the dtype of NumPy's (and SciPy's) sums: bool and small integers in the default
+        # integer, so that a column of int8 values does not wrap around
+        zeros = _np.zeros(self.shape[1 - axis], dtype=_np.zeros(0, self.dtype).sum().dtype)
         return fnp.at(zeros)[index].add(self.data)
 
     def toarray(self) -> Any:
@@ -318,12 +320,14 @@ def _matvec(data, structure, x, who):
 
 
 def _data_vector(data, who, nnz=None):
+    """The stored values as an array, checked: one per index, in their own dtype (SciPy's: an
+    integer or bool array stays one, and has no derivative, as any integer input in fgrad).
+    A list is an array, as SciPy reads it (kept as a list, `A * 2` repeated it)."""
+    data = fnp.asarray(data)
     shape = tuple(shape_of(data))
     if len(shape) != 1 or (nnz is not None and shape[0] != nnz):
         want = "1 dimension" if nnz is None else f"shape ({nnz},), one value per index"
         raise ValueError(f"{who}: data must have {want}; it is {describe(data)}")
-    if not _np.issubdtype(dtype_of(data), _np.inexact):
-        data = fnp.asarray(data, dtype=float)
     return data
 
 
@@ -369,6 +373,10 @@ def csr_array(arg1: Any, shape: tuple[int, int] | None = None, dtype: Any = None
     - `(M, N)`: an empty M x N array;
     - a SciPy sparse array (a constant) or an fgrad `SparseArray`.
 
+    The data keep their dtype, as SciPy's: integer or bool data, like any integer input of
+    fgrad, have no derivative (`csr_array(M, dtype=float)` is an array `grad` differentiates
+    with respect to).
+
     >>> import numpy as np, fgrad.scipy.sparse as fsp
     >>> A = fsp.csr_array((np.array([1.0, 2.0]), np.array([1, 0]), np.array([0, 1, 2])),
     ...                   shape=(2, 2))
@@ -382,7 +390,8 @@ def csr_array(arg1: Any, shape: tuple[int, int] | None = None, dtype: Any = None
     if not isinstance(arg1, tuple):
         if issparse(arg1):
             return _from_scipy(arg1, who)
-        return _cast(_from_dense(arg1, shape, who), dtype)
+        A = _from_dense(arg1, shape, who)
+        return SparseArray(_cast(A.data, dtype), A.structure)
     if _is_shape(arg1):
         return _empty(arg1, shape, dtype, who)
     if len(arg1) == 2:
@@ -514,11 +523,13 @@ def diags_array(
     format: Any = None,
     dtype: Any = None,
 ) -> SparseArray:
-    """SciPy's `diags_array`: a sparse array from its diagonals, which may be traced. Each
-    diagonal is a 1-d array (its length: the diagonal's, or longer, as SciPy takes it: the
-    first elements are used) or a scalar (or one element), broadcast along the diagonal.
-    Without `shape` the array is square, sized by the first diagonal and its offset, as
-    SciPy's; offsets must differ and lie inside the shape, as SciPy's.
+    """SciPy's `diags_array`: a sparse array from its diagonals, which may be traced: a
+    sequence of diagonals, or one 1-d diagonal (with one offset), as SciPy's. Each diagonal
+    is a 1-d array (its length: the diagonal's, or longer, as SciPy takes it: the first
+    elements are used) or a scalar (or one element), broadcast along the diagonal. Without
+    `shape` the array is square, sized by the first diagonal and its offset, as SciPy's;
+    offsets must differ and lie inside the shape, as SciPy's. Integer diagonals give float64,
+    SciPy's default dtype.
 
     >>> import numpy as np, fgrad.scipy.sparse as fsp
     >>> fsp.diags_array([np.array([2.0, 2.0, 2.0]), -1.0], offsets=[0, 1]).toarray()
@@ -527,6 +538,12 @@ def diags_array(
            [ 0.,  0.,  2.]])
     """
     who = "fgrad.scipy.sparse.diags"
+    if not isinstance(diagonals, (list, tuple)) and len(shape_of(diagonals)) == 0:
+        raise TypeError(
+            f"{who}: diagonals is a single number ({describe(diagonals)}); as in SciPy, give "
+            "one 1-d diagonal or a sequence of diagonals ([value] repeats a value along its "
+            "diagonal)"
+        )
     single = _np.ndim(offsets) == 0
     offsets = [int(offsets)] if single else [int(k) for k in offsets]
     if single:
@@ -561,7 +578,10 @@ def diags_array(
         start = _np.arange(length)
         rows.append(start - min(k, 0))
         cols.append(start + max(k, 0))
-        values.append(_data_vector(d, who))
+        d = _data_vector(d, who)
+        if dtype_of(d).kind not in "fc":  # SciPy's default dtype (np.common_type): float64
+            d = fnp.astype(d, _np.float64)
+        values.append(d)
     data = fnp.concatenate(values) if values else _np.zeros(0)
     structure = _Structure(_np.concatenate(rows), _np.concatenate(cols), (m, n))
     return SparseArray(_cast(data, dtype), structure)

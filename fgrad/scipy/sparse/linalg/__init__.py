@@ -102,7 +102,7 @@ def _check_square(A, who):
         )
 
 
-def _check_rhs(A, b, who, matrix_ok=True):
+def _check_rhs(A, b, who, matrix_ok=True, least=_np.float64):
     refuse_lazy(
         who, "SciPy's solvers compute with the values in memory", innermost(A.data), innermost(b)
     )
@@ -114,8 +114,8 @@ def _check_rhs(A, b, who, matrix_ok=True):
             f"{who}: b ({describe(b)}) must have {dims} and {A.shape[0]} rows to match A of "
             f"shape {A.shape} and dtype {A.dtype}"
         )
-    if not _np.issubdtype(dtype_of(b), _np.inexact):
-        b = fnp.asarray(b, dtype=float)
+    if not _np.issubdtype(dtype_of(b), _np.inexact):  # integers and bools: promoted with `least`
+        b = fnp.asarray(b, dtype=_np.result_type(dtype_of(b), least))
     return b
 
 
@@ -317,7 +317,7 @@ class SuperLU:
                 data = fnp.conj(data)
                 factor = _Factor(factor.structure, factor.options)
             trans = "T"
-        rhs = _check_rhs(self._A, rhs, "SuperLU.solve")
+        rhs = _check_rhs(self._A, rhs, "SuperLU.solve", least=_np.float32)
         return _lu_solve_p(data, rhs, factor=factor, trans=trans)
 
 
@@ -354,7 +354,11 @@ def splu(
         if v is not None
     }
     if not _np.issubdtype(dtype_of(A.data), _np.inexact):
-        A = SparseArray(fnp.asarray(A.data, dtype=float), A.structure)
+        # SuperLU's dtype, as SciPy's splu: bool and integers up to int16 in float32, wider ones
+        # in float64 (spsolve's right-hand side too, `_check_rhs`'s `least`)
+        A = SparseArray(
+            fnp.asarray(A.data, dtype=_np.result_type(A.dtype, _np.float32)), A.structure
+        )
     return SuperLU(A, _Factor(A.structure, kwargs))
 
 
@@ -374,7 +378,7 @@ def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = T
     _check_square(A, who)
     if _sp.issparse(b) or isinstance(b, SparseArray):
         raise TypeError(f"{who}: b must be a dense array; call b.toarray() first")
-    b = _check_rhs(A, b, who)
+    b = _check_rhs(A, b, who, least=_np.float32)
     x = splu(A, permc_spec=permc_spec).solve(b)
     if len(shape_of(b)) == 2 and shape_of(b)[1] == 1:
         x = fnp.reshape(x, (-1,))  # SciPy's spsolve: a single column gives a vector
