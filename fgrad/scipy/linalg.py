@@ -1146,9 +1146,21 @@ def _sylvester_vjp(i):
     return maker
 
 
+def _sylvester_values(a, b, q):
+    """SciPy's solve_sylvester, with a real a or b made complex when the solve is: SciPy 1.17
+    hands a real operand's real Schur form (quasi-triangular where its eigenvalues are
+    complex) to the complex LAPACK solver, which reads it as triangular, and its X did not
+    solve the equation (residual 0.1 for a complex a and a real b with eigenvalues 3 +- 0.87j;
+    vmap's Kronecker form gave the right X, the gradient matched neither; probe FE #4)."""
+    dt = _sylvester_dtype(a, b, q)
+    if dt.kind == "c":
+        a, b = (x if _np.iscomplexobj(x) else _np.asarray(x, dtype=dt) for x in (a, b))
+    return _sl.solve_sylvester(a, b, q)
+
+
 _sylvester_p: Primitive = _la.matrix_primitive(
     "solve_sylvester",
-    _numpy_operands("solve_sylvester", _sl.solve_sylvester),
+    _numpy_operands("solve_sylvester", _sylvester_values),
     vjp=(_sylvester_vjp(0), _sylvester_vjp(1), _sylvester_vjp(2)),
     jvp=(  # A dX + dX B = dQ - dA X - X dB
         lambda t, ans, a, b, q: _sylvester_p(a, b, -fnp.matmul(t, ans)),
