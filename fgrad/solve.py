@@ -109,7 +109,9 @@ class _Closed:
         return tree_unflatten(tree, leaves)
 
 
-def _refuse_closure_under_vmap(who, out, captured, given=(), rows_read_by_numpy=False):
+def _refuse_closure_under_vmap(
+    who, out, captured, given=(), rows_read_by_numpy=False, undifferentiated=()
+):
     """A value the function reads from a closure that a vmap *inside* a differentiating
     transform batches (grad(vmap(f))): what is captured is the differentiating level's box,
     under which the vmap's rows are all one array, and the solve's primitive, bound without the
@@ -123,10 +125,12 @@ def _refuse_closure_under_vmap(who, out, captured, given=(), rows_read_by_numpy=
     (custom_linear_solve's jvp summed the rows' solutions, its grad raised; probe FE #1).
     SciPy's solvers (`rows_read_by_numpy`) read the closure's rows as NumPy reads them, row
     by row (see `_batch`), which pairs them under forward mode and `jit`; only a reverse
-    level's bprop cannot, so only it is refused there."""
+    level's bprop cannot, so only it is refused there. An input without a derivative
+    (`undifferentiated`: a solver's x0) may hold rows, but a transform tracing it is not
+    refused (a warm start from the value being differentiated had its right gradient)."""
     out_batches = [lv for lv in live_levels_of(tree_flatten(out)[0]) if lv.batches]
     inner = [lv.depth for lv in out_batches]
-    held = batch_levels(given)  # rows an argument holds: `_batch` pairs them
+    held = batch_levels([*given, *undifferentiated])  # rows an input holds: `_batch` pairs them
     closure_only = [lv.depth for lv in out_batches if id(lv) not in held]
     outer = [(c.level, inner) for c in captured]
     outer += [

@@ -883,3 +883,14 @@ def test_an_argument_differentiated_outside_a_vmap_whose_rows_a_closure_gives():
     np.testing.assert_allclose(
         fgrad.jacfwd(lambda y: fnp.sum(roots(y)))(0.8), slopes.sum(), rtol=1e-9
     )
+
+    # x0, whose derivative is zero, may come from the value differentiated: not refused
+    # (a first version refused this warm start, whose gradient was right; review FR #1)
+    def warm(p, c):
+        fun = lambda x: fnp.sum((x - c) ** 2) + fnp.sum(x**4)
+        return fnp.sum(minimize(fun, p * fnp.ones(2), method="BFGS", tol=1e-12).x) * p
+
+    loop = fgrad.grad(lambda p: sum(warm(p, c) for c in C))(0.3)
+    np.testing.assert_allclose(
+        fgrad.grad(lambda p: fnp.sum(fgrad.vmap(lambda c: warm(p, c))(C)))(0.3), loop, rtol=1e-9
+    )

@@ -118,8 +118,9 @@ class _Problem:
             who,
             out,
             [c for c in captured if id(c) not in given],
-            [self.x0, *leaves],
+            leaves,
             rows_read_by_numpy=True,
+            undifferentiated=[self.x0],  # (x0's derivative is zero: docs/implicit.md)
         )
         # whether fun reads a value of a vmap from a closure (see fgrad.solve's vmap rule):
         # run on one row of the arguments, its value has rows only if it does
