@@ -922,6 +922,97 @@ def test_float32_stays_float32():
     )
 
 
+# --- integer and float16 arguments: computed in float64 (SciPy's dtype), nothing wraps around ----
+
+LOCATION_SCALE = [  # (name, shape parameters, x, loc, scale): x below, at and above loc
+    ("norm", (), [3, 4, 9], [4, 4, 1], [2, 3, 2]),
+    ("expon", (), [3, 4, 9], [4, 4, 1], [2, 3, 2]),
+    ("gamma", ([3, 2, 5],), [3, 4, 9], [4, 4, 1], [2, 3, 2]),
+    ("chi2", ([3, 2, 5],), [3, 4, 9], [4, 4, 1], [2, 3, 2]),
+    ("t", ([3, 2, 5],), [3, 4, 9], [4, 4, 1], [2, 3, 2]),
+    ("beta", ([3, 2, 5], [2, 4, 3]), [3, 6, 7], [4, 4, 4], [4, 4, 4]),
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (SciPy's own, at the edges)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.float16])
+@pytest.mark.parametrize(
+    "name,shapes,x,loc,scale", LOCATION_SCALE, ids=[c[0] for c in LOCATION_SCALE]
+)
+def test_integer_and_float16_arguments_are_computed_in_float64(name, shapes, x, loc, scale, dtype):
+    """SciPy converts every argument to float64 (x - loc after subtracting). fgrad computed in
+    the arguments' types: x - loc wrapped around in uint8 (norm.logpdf(3, loc=4) as at x - loc
+    = 255), log(scale) of an 8-bit integer was float16 (norm.pdf 2e-4 off, and vmap gave
+    another value than eager), and float16 arguments gave float16 results, or float64 ones
+    with float16's error (chi2.pdf, t.pdf). Now: SciPy's float64 computation on the same
+    numbers, in eager, jit and vmap alike, and float16's derivatives in float16."""
+    args = [np.array(a).astype(dtype) for a in (x, *shapes, loc, scale)]
+    exact = [a.astype(np.float64) for a in args]  # (SciPy's own subtraction wraps around)
+    for fname in FUNCTIONS:
+        ours, theirs = getattr(getattr(fst, name), fname), getattr(getattr(ss, name), fname)
+        want = theirs(*exact)
+        eager = ours(*args)
+        assert eager.dtype == theirs(*args).dtype == np.float64, fname
+        np.testing.assert_allclose(eager, want, rtol=1e-12, atol=1e-300, err_msg=fname)
+        for how, got in [("jit", fgrad.jit(ours)(*args)), ("vmap", fgrad.vmap(ours)(*args))]:
+            assert got.dtype == np.float64, (fname, how)
+            np.testing.assert_array_equal(got, eager, err_msg=f"{fname} {how}")
+        if dtype == np.float16:
+            g = grad(lambda v, f=ours: fgrad.numpy.sum(f(v, *args[1:])))(args[0])
+            want_g = grad(lambda v, f=ours: fgrad.numpy.sum(f(v, *exact[1:])))(exact[0])
+            assert g.dtype == np.float16, fname
+            np.testing.assert_allclose(g, want_g.astype(np.float16), rtol=1e-3, err_msg=fname)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.float16])
+def test_poisson_of_integer_or_float16_mu_is_computed_in_float64(dtype):
+    """A float16 mu gave float16 CDFs and a float64 pmf with float16's error (2e-4)."""
+    k, mu, loc = np.array([3, 5, 9]), np.array([2, 3, 4]).astype(dtype), np.array([1, 1, 0])
+    for fname in ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]:
+        ours, theirs = getattr(fst.poisson, fname), getattr(ss.poisson, fname)
+        eager = ours(k, mu, loc)
+        assert eager.dtype == theirs(k, mu, loc).dtype == np.float64, fname
+        want = theirs(k, mu.astype(np.float64), loc)
+        np.testing.assert_allclose(eager, want, rtol=1e-12, err_msg=fname)
+        np.testing.assert_array_equal(fgrad.vmap(ours)(k, mu, loc), eager, err_msg=fname)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.float16])
+def test_multivariate_normal_of_integer_or_float16_arguments_is_computed_in_float64(dtype):
+    """SciPy converts x, mean and cov to float64 first. fgrad computed x - mean in their type:
+    in uint8 it wrapped around, logpdf -16135.3 for SciPy's -7.30 (pdf 0.0 for 6.8e-4); a
+    float16 covariance raised "array type float16 is unsupported in linalg"."""
+    x, mean = np.array([1, 2, 3]).astype(dtype), np.array([3, 1, 0]).astype(dtype)
+    cov = (2 * np.eye(3)).astype(dtype)
+    calls = [("logpdf", (x, mean, cov)), ("pdf", (x, mean, cov)), ("entropy", (mean, cov))]
+    for fname, args in calls:
+        ours = getattr(fst.multivariate_normal, fname)
+        theirs = getattr(ss.multivariate_normal, fname)
+        want = theirs(*args)
+        for how, got in [("eager", ours(*args)), ("jit", fgrad.jit(ours)(*args))]:
+            assert np.asarray(got).dtype == np.asarray(want).dtype == np.float64, (fname, how)
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"{fname} {how}")
+    # float64 covariance, integer points: as SciPy too
+    want = ss.multivariate_normal.logpdf(x, mean, 2.0 * np.eye(3))
+    np.testing.assert_allclose(fst.multivariate_normal.logpdf(x, mean, 2.0 * np.eye(3)), want)
+
+
+def test_multivariate_normal_keeps_a_python_number_cov_weak_under_jit():
+    """Under jit alone a Python number keeps its type (README): a Python-float cov next to
+    float32 points gave float32 eagerly and float64 under jit."""
+    x, mean = np.float32([[0.1, 0.2]]), np.float32([0.0, 1.0])
+    for cov in (2.0, 2):
+        for f, args in [
+            (fst.multivariate_normal.logpdf, (x, mean, cov)),
+            (fst.multivariate_normal.entropy, (mean, cov)),
+        ]:
+            eager, jitted = f(*args), fgrad.jit(f)
+            for _ in (1, 2):  # the record, then its replay
+                got = jitted(*args)
+                assert np.asarray(got).dtype == np.asarray(eager).dtype == np.float32, (f, cov)
+                np.testing.assert_array_equal(got, eager)
+
+
 def test_every_module_lists_its_functions():
     for name in fst.__all__:
         mod = getattr(fst, name)

@@ -1171,6 +1171,69 @@ def test_python_scalars_with_orders_and_weights_keep_float32():
     assert grad(lambda b: sp.logsumexp(0.5, b=b))(x32).dtype == np.float32
 
 
+BESSEL = ["jv", "jn", "yv", "iv", "ive", "kv", "kve"]
+ORDER_FIRST = ["expn", "yn", "polygamma"]  # (n, x): n an integer, here a float32 array of them
+
+
+@pytest.mark.parametrize("name", ALL_BINARY + BESSEL + ORDER_FIRST)
+def test_jit_keeps_a_python_number_argument_weak(name):
+    """Under jit alone a Python number keeps its type (README). jit holds a Python-number
+    argument as a traced value, which `weak_scalars` did not take for one: jit(beta)(float32
+    data, 1.2) was float64 where the eager call is float32 (18 functions)."""
+    f = getattr(sp, name)
+    if name in ORDER_FIRST:
+        n32 = np.float32([1.0, 2.0])
+        calls = [((n32, 1.2), (n32, 0.7)), ((n32, 2), (n32, 3))]
+    else:
+        y32 = np.float32([0.3, 0.6])
+        calls = [((y32, 1.2), (y32, 0.7)), ((0.4, y32), (1.5, y32)), ((y32, 2), (y32, 3))]
+    for first, then in calls:
+        jitted = fgrad.jit(f)
+        for args in (first, first, then):  # the record, its replay, a replay with another number
+            want, got = f(*args), jitted(*args)
+            assert got.dtype == want.dtype, (args, got.dtype, want.dtype)
+            np.testing.assert_array_equal(got, want)
+    if name not in ORDER_FIRST:  # (and the eager dtype is the float32 NumPy 2 gives)
+        assert f(*calls[0][0]).dtype == np.float32
+
+
+@pytest.mark.parametrize("name", BESSEL + ORDER_FIRST)
+def test_float16_x_gives_scipys_dtype_and_precision(name):
+    """SciPy has no float16 loops: it computes a float16 x in float32 or float64 and returns
+    that dtype. fgrad cast the result back to float16 (a 2e-4 relative error, under a dtype
+    that said float32 or float64). The derivative in x stays float16, as x."""
+    f, theirs = getattr(sp, name), getattr(sc, name)
+    h = np.float16([0.5, 1.25, 3.0])
+    for order in (1, np.int64(2), np.float16(1.0), np.array([1, 2, 3])):
+        dtype = theirs(order, h).dtype
+        # (SciPy's polygamma is float64 with float32's precision: its zeta runs `ff->f`)
+        want = theirs(order, h.astype(dtype))
+        for got in _eager_jitted_batched(lambda x, order=order: f(order, x), h):
+            assert got.dtype == dtype, (order, got.dtype, dtype)
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps)
+        d = grad(lambda x, order=order: fnp.sum(f(order, x)))(h)
+        assert d.dtype == np.float16, order
+
+
+def test_multigammaln_refuses_a_float_dimension_as_scipy():
+    """SciPy raises for a float d (a TypeError for 2.0, a ValueError for 2.5); fgrad took an
+    integral one as int(d)."""
+    for d in (2.0, np.float64(2.0), np.float32(3.0), np.array(3.0)):
+        with pytest.raises(TypeError):
+            sc.multigammaln(3.0, d)
+        with pytest.raises(TypeError, match=r"d must be an integer, as in SciPy; got .*: pass \d"):
+            sp.multigammaln(3.0, d)
+    with pytest.raises(TypeError, match="d must be an integer"):
+        fgrad.jit(sp.multigammaln)(3.0, 2.0)  # (a number jit holds, read)
+    for d in (2.5, np.array([2])):
+        with pytest.raises(ValueError):
+            sc.multigammaln(3.0, d)
+        with pytest.raises(ValueError, match="d must be an integer >= 1"):
+            sp.multigammaln(3.0, d)
+    for d in (2, np.int8(2), True):  # integers and bools, as SciPy takes them
+        assert sp.multigammaln(3.0, d) == sc.multigammaln(3.0, d)
+
+
 # --- signatures and tracing -----------------------------------------------------------------------
 
 

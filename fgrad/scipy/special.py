@@ -29,10 +29,13 @@ SciPy's plain functions (`logsumexp`, `zeta`, ...) are declared by `@mirror("fun
 
 Functions of two arguments follow NumPy 2's promotion: a Python int or float takes the other
 argument's dtype (`xlogy(0.0, float32 array)` is float32), where SciPy's ufuncs would promote
-it to float64 (`weak_scalars`). The functions of an integer order and a real argument
-(`expn`, `yn`, `jn` of integer arrays, `polygamma`, `multigammaln`) keep the argument's
-precision: float32 for a float32 `x`, where SciPy, which computes them in float64 only,
-returns float64.
+it to float64 (`weak_scalars`); a Python number that `jit` holds as a traced argument too.
+The functions of an integer order and a real argument (`expn`, `yn`, `jn` of integer arrays,
+`polygamma`, `multigammaln`) keep the argument's precision: float32 for a float32 `x`, where
+SciPy, which computes them in float64 only, returns float64. float16 follows SciPy: it has no
+float16 loops, computes a float16 argument in float32 or float64 and returns that dtype, and
+so does fgrad, with that precision (`_x_in_scipy_loop`; the derivative in a float16 argument
+is float16, as always).
 
 Imports: `fgrad.core`, `fgrad.taylor` (rules), `fgrad.primitive`,
 `fgrad.numpy`, and `scipy.special` for values.
@@ -78,6 +81,7 @@ from ..numpy.shaping import (
     broadcast_like,
     describe,
     every_row,
+    held_number,
     meta,
     ndim,
     read_constant,
@@ -124,25 +128,42 @@ def _is_python_number(x):
     return type(x) in (int, float)
 
 
+def _weak_number(x):
+    """The Python int or float x is, or that a traced x holds as it was given (`jit` records
+    a Python-number argument as itself, weakly typed: `held_number`); None for anything
+    else."""
+    number = held_number(x) if type(x) is Box else x  # (a plain array: no call, a hot path)
+    return number if _is_python_number(number) else None
+
+
 def weak_scalars(*args, ufunc=None):
     """The arguments with each Python int or float made a 0-d array of the dtype NumPy 2
     gives the whole expression: a Python scalar takes the arrays' dtype (0.5 next to float32
     data is float32), whereas SciPy's ufuncs promote such a pair to float64
     (`scipy.special.xlogy(0.0, np.float32([0.5]))` is float64). Arrays, NumPy scalars and
-    lists keep their dtypes; an all-integer or all-Python call is left alone.
+    lists keep their dtypes; an all-integer or all-Python call is left alone. A number that
+    `jit` holds is one too (cast by a recorded `astype`): under `jit` alone a Python number
+    keeps its type.
 
     float16 data is computed by SciPy's `ufunc` in a wider loop (float32 or float64, its
     result's dtype): a Python scalar takes that loop's dtype, as NumPy 2 converts it; rounded
     to float16 first, betainc(float16 data, 2.0, 0.4) was 1.4e-4 off SciPy's float32 result."""
-    if not any(_is_python_number(a) for a in args) or all(_is_python_number(a) for a in args):
+    numbers = [_weak_number(a) for a in args]
+    if numbers.count(None) in (0, len(numbers)):  # (no weak number, or nothing else)
         return args
-    dtypes = tuple(type(a) if _is_python_number(a) else dtype_of(a) for a in args)
-    dtype = _np.result_type(*(a if _is_python_number(a) else d for a, d in zip(args, dtypes)))
+    dtypes = tuple(dtype_of(a) if n is None else type(n) for a, n in zip(args, numbers))
+    dtype = _np.result_type(*(d if n is None else n for n, d in zip(numbers, dtypes)))
     if dtype.kind != "f":
         return args
     loop = _loop_dtypes(ufunc, dtypes) if dtype == _np.float16 and ufunc is not None else None
     converted = [dtype] * len(args) if loop is None else loop
-    return tuple(_np.asarray(a, d) if _is_python_number(a) else a for a, d in zip(args, converted))
+    return tuple(a if n is None else _weak_as(a, d) for a, n, d in zip(args, numbers, converted))
+
+
+def _weak_as(number, dtype):
+    """A weak number (`_weak_number`) as a 0-d array of dtype: a recorded `astype` of the
+    traced value if `jit` holds it, so that a replay converts the number it is given."""
+    return _np.asarray(number, dtype) if _is_python_number(number) else fnp.astype(number, dtype)
 
 
 @functools.lru_cache(maxsize=256)
@@ -202,11 +223,26 @@ def _static_order(n, who, minimum=0):
     return n_arr
 
 
+def _x_in_scipy_loop(x, v, name):
+    """An integer, bool or float16 x (array or NumPy scalar) cast to the float dtype of the
+    loop that SciPy's ufunc `name` picks for (v, x), the dtype of SciPy's result (SciPy has
+    no float16 loops): jv(1, int8) and jv(1, float16) run `ff->f` (float32), jv(1.5, int8)
+    and jv(np.int64(1), int8) run `dd->d`, as yn(1, float16). `_like_x` keeps a float32 or
+    float64 x's precision, which the order does not change. A Python number (also one that
+    `jit` holds as given) is weakly typed, as in SciPy."""
+    dtype = dtype_of(x)
+    if _is_python_number(innermost(x)) or not (dtype.kind in "biu" or dtype == _np.float16):
+        return x
+    v_dtype = type(innermost(v)) if _is_python_number(innermost(v)) else dtype_of(v)
+    return fnp.astype(x, getattr(_sc, name).resolve_dtypes((v_dtype, dtype, None))[-1])
+
+
 def _of_integer_order(prim, minimum=0):
     """SciPy's (n, x) -> prim(x, n=n) at a constant integer order n >= minimum (yn, expn)."""
 
     def fn(n, x):
-        return prim(x, n=_static_order(n, prim.name, minimum))
+        order = _static_order(n, prim.name, minimum)
+        return prim(_x_in_scipy_loop(x, n, prim.name), n=order)
 
     fn.__name__ = prim.name
     return fn
@@ -1050,6 +1086,8 @@ def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
             "x, differentiate digamma: its derivatives (polygamma(n, x)) are computed for "
             "complex x too."
         )
+    if dtype_of(x) == _np.float16:  # (SciPy's polygamma of a float16 x is float64)
+        x = fnp.astype(x, _np.float64)
     return _polygamma_p(x, n=_static_order(n, "polygamma"))
 
 
@@ -1225,6 +1263,11 @@ def multigammaln(a: ArrayLike, d: int) -> Array:
     d = read_constant(d, "multigammaln", "d", "it is an integer: pass fgrad.stop_gradient(d)")
     if _np.ndim(d) != 0 or int(d) != d or d < 1:
         raise ValueError(f"multigammaln: d must be an integer >= 1; got {d!r}")
+    if _np.asarray(d).dtype.kind not in "biu":  # (SciPy's raises at range(1, d + 1))
+        raise TypeError(
+            f"multigammaln: the dimension d must be an integer, as in SciPy; got {d!r} (shape "
+            f"(), dtype {_np.asarray(d).dtype}): pass {int(d)}"
+        )
     d = int(d)
     if type(a) is list or type(a) is tuple:  # (as SciPy takes them; `a - j / 2` needs an array)
         a = fnp.asarray(a)
@@ -2111,25 +2154,13 @@ y1 = _ufunc(
 )
 
 
-def _integer_x_in_scipy_loop(x, v, name):
-    """An integer or bool x (array or NumPy scalar) cast to the float dtype of the loop that
-    SciPy's ufunc `name` picks for (v, x): jv(1, int8) runs `ff->f` (float32), jv(1.5, int8)
-    and jv(np.int64(1), int8) run `dd->d`. `_like_x` keeps a float or complex x's precision and
-    gives any other x float64, which is SciPy's dtype only for wide integers. A Python number
-    (also one that `jit` holds as given) is weakly typed, as in SciPy."""
-    if _is_python_number(innermost(x)) or dtype_of(x).kind not in "biu":
-        return x
-    v_dtype = type(innermost(v)) if _is_python_number(innermost(v)) else dtype_of(v)
-    return fnp.astype(x, getattr(_sc, name).resolve_dtypes((v_dtype, dtype_of(x), None))[-1])
-
-
 def _of_real_order(kind, name=None):
     """SciPy's `name`(v, x) (by default `kind`): `_bessel_p` of that kind at a constant real
     order v."""
 
     def fn(v, x):
         order = _static_real_order(v, name or kind)
-        return _bessel_p(_integer_x_in_scipy_loop(x, v, name or kind), v=order, kind=kind)
+        return _bessel_p(_x_in_scipy_loop(x, v, name or kind), v=order, kind=kind)
 
     fn.__name__ = name or kind
     return fn

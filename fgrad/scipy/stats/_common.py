@@ -84,9 +84,10 @@ def is_plain_number(x):
     return type(innermost(x)) in (int, float)
 
 
-def _as_float(x, dtype):
-    """A Python number x (`is_plain_number`) as a 0-d array of dtype; traced if `jit` holds it."""
-    return _np.asarray(x, dtype) if type(x) in (int, float) else fnp.astype(x, dtype)
+def number_as_float(x, dtype):
+    """A Python number x (`is_plain_number`, or a bool) as a 0-d array of dtype; traced if
+    `jit` holds it."""
+    return _np.asarray(x, dtype) if type(x) in (bool, int, float) else fnp.astype(x, dtype)
 
 
 def sequences_as_arrays(*args):
@@ -95,14 +96,51 @@ def sequences_as_arrays(*args):
     return tuple(fnp.asarray(a) if isinstance(a, (list, tuple)) else a for a in args)
 
 
-def harmonize(*args):
-    """The arguments with every list or tuple made an array (`sequences_as_arrays`) and
-    every Python number a 0-d array of the others' float dtype: some SciPy ufuncs promote
-    float32 data with a Python float (xlogy(0.0, float32) is float64), and fgrad keeps
-    float32 in, float32 out (under `jit` too)."""
+def scipy_float(dtype):
+    """The float dtype SciPy's distributions compute data of `dtype` in, as fgrad keeps it:
+    float64, or the dtype itself for float32 and wider floats (float32 in, float32 out)."""
+    return dtype if dtype.kind == "f" and dtype.itemsize >= 4 else _np.dtype(_np.float64)
+
+
+def result_float(*args):
+    """The float dtype of a result from these arguments (`scipy_float` of their promoted
+    dtype; a Python number is weak and None is left out)."""
+    kinds = [dtype_of(a) for a in args if a is not None and not is_plain_number(a)]
+    return scipy_float(_np.result_type(*kinds)) if kinds else _np.dtype(_np.float64)
+
+
+def _computed_wider(a):
+    """Whether an argument is converted to the result's float dtype first: an integer array
+    (in its own type x - loc wraps around, 3 - 4 is 255 in uint8, and log(scale) of an int8
+    is computed in float16) or a float16 one. A bool array is not (NumPy refuses x - loc of
+    two, as in SciPy), nor a Python number (weak)."""
+    if a is None or is_plain_number(a):
+        return False
+    dtype = dtype_of(a)
+    return dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize < 4)
+
+
+def float_arguments(*args):
+    """The arguments with every list or tuple made an array (`sequences_as_arrays`) and every
+    integer or float16 array in the result's float dtype (`result_float`, `_computed_wider`):
+    SciPy converts them to float64 (after subtracting loc; fgrad before, so that nothing
+    wraps around), and computes a float16 argument in float64."""
     args = sequences_as_arrays(*args)
-    dtype = _result_float(*args)
-    return tuple(_as_float(a, dtype) if is_plain_number(a) else a for a in args)
+    wider = [_computed_wider(a) for a in args]
+    if not any(wider):  # (the common case, float arguments: no dtype to work out)
+        return args
+    dtype = result_float(*args)
+    return tuple(fnp.astype(a, dtype) if w else a for a, w in zip(args, wider))
+
+
+def harmonize(*args):
+    """The arguments in one float dtype (`float_arguments`), with every Python number a 0-d
+    array of that dtype: some SciPy ufuncs promote float32 data with a Python float
+    (xlogy(0.0, float32) is float64), and fgrad keeps float32 in, float32 out (under `jit`
+    too)."""
+    args = float_arguments(*args)
+    dtype = result_float(*args)
+    return tuple(number_as_float(a, dtype) if is_plain_number(a) else a for a in args)
 
 
 def weak(f, x, like):
@@ -112,7 +150,7 @@ def weak(f, x, like):
     to `like` eagerly."""
     if type(x) in (int, float):
         return float(f(x))
-    return fnp.astype(f(x), _result_float(like)) if is_plain_number(x) else f(x)
+    return fnp.astype(f(x), result_float(like)) if is_plain_number(x) else f(x)
 
 
 def scipy_scalar(out):
@@ -192,7 +230,7 @@ def located(x, loc, scale, *shapes):
     where z is nan (a nan x or loc: the value is nan, as SciPy's, where the support's masks,
     false at nan, would give a constant such as -inf or 0)."""
     x, loc, scale, *shapes = harmonize(x, loc, scale, *shapes)
-    z, scale, bad = standardize(x, loc, scale)
+    z, scale, bad = _standardized(x, loc, scale)
     bad = _np.logical_or(bad, mask(_np.isnan(value(z)), z))
     valid = []
     for p in shapes:
@@ -203,8 +241,12 @@ def located(x, loc, scale, *shapes):
 
 def standardize(x, loc, scale):
     """(x - loc) / scale, and a mask of scale <= 0 (or nan) with scale replaced by 1 there
-    (lists and tuples taken as arrays, `sequences_as_arrays`)."""
-    x, loc, scale = sequences_as_arrays(x, loc, scale)
+    (lists and tuples taken as arrays, integers and float16 as floats: `float_arguments`)."""
+    return _standardized(*float_arguments(x, loc, scale))
+
+
+def _standardized(x, loc, scale):
+    """`standardize` of arguments in their float dtypes already (`float_arguments`)."""
     scale, bad = in_range(scale, value(scale) > 0)
     return (x - loc) / scale, scale, bad
 
@@ -255,10 +297,8 @@ def cdf_primitive(impl, density, name, shape_partials):
 
 
 def _float_like(out, *args):
-    """SciPy's result in the inputs' float dtype (float32 in, float32 out)."""
-    dtype = _np.result_type(*[value(a) if not is_plain_number(a) else a for a in args])
-    if dtype.kind != "f":
-        dtype = _np.dtype(_np.float64)
+    """SciPy's result in the inputs' float dtype (float32 in, float32 out; `scipy_float`)."""
+    dtype = scipy_float(_np.result_type(*[value(a) if not is_plain_number(a) else a for a in args]))
     out = as_array(out).astype(dtype, copy=False)
     return out[()] if out.ndim == 0 and type(out) is _np.ndarray else out
 
@@ -558,7 +598,7 @@ def _t_df_by_quadrature(z, df):
     out = None
     if not every(tail):
         zi = guard(_np.logical_not(tail), z, 0.0)
-        t, w = (_np.asarray(v, _result_float(z, df)) for v in _T_INNER)
+        t, w = (_np.asarray(v, result_float(z, df)) for v in _T_INNER)
         s = fnp.expand_dims(zi, -1) * t
         dfs = fnp.expand_dims(df, -1)
         inner = zi * fnp.sum(w * fnp.exp(t_log_density(s, dfs)) * _t_score_df(s, dfs), axis=-1)
@@ -566,7 +606,7 @@ def _t_df_by_quadrature(z, df):
     if some(tail):
         zt = guard(_np.logical_and(tail, finite), z, _T_TAIL_FROM)
         a = fnp.abs(zt)
-        y, w = (_np.asarray(v, _result_float(z, df)) for v in _T_TAIL)
+        y, w = (_np.asarray(v, result_float(z, df)) for v in _T_TAIL)
         dfs, a_ = fnp.expand_dims(df, -1), fnp.expand_dims(a, -1)
         s2 = dfs * fnp.expm1(fnp.log1p(a_ * a_ / dfs) + 2.0 * y / (dfs + 1.0))
         s = fnp.sqrt(s2)
@@ -575,13 +615,6 @@ def _t_df_by_quadrature(z, df):
         far = select(finite, -fnp.sign(zt) * fnp.exp(t_log_density(a, df)) * beyond, 0.0)
         out = far if out is None else fnp.where(tail, far, out)
     return out
-
-
-def _result_float(*args):
-    """The float dtype of a result from these arguments (float32 stays float32)."""
-    kinds = [dtype_of(a) for a in args if not is_plain_number(a)]
-    dtype = _np.result_type(*kinds) if kinds else _np.dtype(_np.float64)
-    return dtype if dtype.kind == "f" else _np.dtype(_np.float64)
 
 
 def _t_score_df(s, df):

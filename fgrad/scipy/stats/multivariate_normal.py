@@ -32,7 +32,17 @@ import numpy as _np
 from ... import numpy as fnp
 from ...core import refuse_lazy
 from ...numpy._mirror import missing_names
-from ._common import LOG_2PI, refuse_complex, sequences_as_arrays, some, squeeze_ones, value
+from ._common import (
+    LOG_2PI,
+    float_arguments,
+    is_plain_number,
+    number_as_float,
+    refuse_complex,
+    result_float,
+    some,
+    squeeze_ones,
+    value,
+)
 
 if TYPE_CHECKING:
     from ...typing import Array, ArrayLike
@@ -43,12 +53,6 @@ if not TYPE_CHECKING:  # a method of scipy.stats.multivariate_normal not mirrore
     __getattr__ = missing_names(
         __name__, "scipy.stats.multivariate_normal", page="fgrad.scipy.stats"
     )
-
-
-def _dtype(*args):
-    kinds = [value(a).dtype for a in args if a is not None and not isinstance(a, (int, float))]
-    dtype = _np.result_type(*kinds) if kinds else _np.dtype(_np.float64)
-    return dtype if dtype.kind == "f" else _np.dtype(_np.float64)
 
 
 def _process_parameters(mean, cov, dtype, who):
@@ -68,8 +72,8 @@ def _process_parameters(mean, cov, dtype, who):
         cv = value(cov)
         dim = 1 if cv.ndim < 2 else cv.shape[0]
         mean = _np.zeros(dim, dtype)
-    if isinstance(cov, (int, float)):
-        cov = _np.asarray(cov, dtype)
+    if type(cov) is bool or is_plain_number(cov):  # (weak, also as `jit` holds it)
+        cov = number_as_float(cov, dtype)
     cv = value(cov)
     if (
         cv.ndim > 2
@@ -178,9 +182,10 @@ def logpdf(
     >>> fgrad.grad(logpdf)(np.array([1.0, 2.0]), np.zeros(2), np.diag([1.0, 4.0]))
     array([-1. , -0.5])
     """
-    x, mean, cov = sequences_as_arrays(x, mean, cov)
+    # (integers and float16 as floats: x - mean wrapped around in uint8)
+    x, mean, cov = float_arguments(x, mean, cov)
     refuse_complex("multivariate_normal.logpdf", x=x, mean=mean, cov=cov)
-    dtype = _dtype(x, mean, cov)
+    dtype = result_float(x, mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "logpdf")
     x = _process_quantiles(x, dim)
     spec = _Spectrum(cov, dim, dtype, allow_singular, "logpdf")
@@ -218,9 +223,9 @@ def pdf(
 def entropy(mean: ArrayLike | None = None, cov: ArrayLike = 1) -> Array:
     """(rank (1 + log(2 pi)) + log pdet(cov)) / 2; it does not depend on the mean, and a
     singular covariance is allowed (as SciPy: the entropy of the degenerate distribution)."""
-    mean, cov = sequences_as_arrays(mean, cov)
+    mean, cov = float_arguments(mean, cov)
     refuse_complex("multivariate_normal.entropy", mean=mean, cov=cov)
-    dtype = _dtype(mean, cov)
+    dtype = result_float(mean, cov)
     dim, mean, cov = _process_parameters(mean, cov, dtype, "entropy")
     spec = _Spectrum(cov, dim, dtype, True, "entropy")
     return 0.5 * (spec.rank * (1.0 + LOG_2PI) + spec.log_pdet)

@@ -21,6 +21,7 @@ from ...numpy.elementwise import is_lazy
 from .. import special as sp
 from . import gamma as _gamma
 from ._common import (
+    float_arguments,
     guard,
     in_range,
     incomplete_gamma,
@@ -28,6 +29,7 @@ from ._common import (
     mask,
     read_constant,
     refuse_complex,
+    scipy_float,
     scipy_scalar,
     select,
     value,
@@ -50,8 +52,9 @@ def _setup(k, mu, loc, who):
     k = read_constant(k, f"poisson.{who}", "k", "it is an integer: pass fgrad.stop_gradient(k)")
     loc = read_constant(loc, f"poisson.{who}", "loc", "pass fgrad.stop_gradient(loc)")
     refuse_complex(f"poisson.{who}", k=k, mu=mu, loc=loc)
+    (mu,) = float_arguments(mu)  # (an integer or float16 mu: computed in float64, as SciPy)
     mv = value(mu)
-    dtype = mv.dtype if mv.dtype.kind == "f" else _np.dtype(_np.float64)
+    dtype = scipy_float(mv.dtype)
     # (fnp's asarray: a Dask k or loc stays lazy, where NumPy's would compute it)
     kk = fnp.asarray(k, dtype=float) - fnp.asarray(loc, dtype=float)
     mu, bad = in_range(mu, mv >= 0, kk)
