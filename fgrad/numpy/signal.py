@@ -258,9 +258,9 @@ def diff(
 ) -> Array:
     """NumPy's `diff`: the n-th forward difference along `axis`, after joining `prepend` and
     `append` (a scalar is broadcast to one slice)."""
-    a = asarray(a)
     if n == 0:
-        return a
+        return a  # as NumPy: the input itself, unconverted (a list stays that list)
+    a = asarray(a)
     if n < 0:
         raise ValueError(f"diff: order n must be non-negative, got {n}")
     nd = ndim(a)
