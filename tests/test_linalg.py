@@ -512,6 +512,21 @@ def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
     assert fgrad.vmap(grad(f))(np.zeros((2, 0, 0))).shape == (2, 0, 0)
 
 
+def test_tensorsolve_of_a_system_of_no_unknowns_is_numpys():
+    """tensorsolve(zeros((0, 0)), zeros(0)) raised "cannot reshape array of size 0 into
+    shape (0)" (a reshape to (-1, 0)); NumPy's is an empty x, in the dtype of NumPy's."""
+    for a_shape, b_shape in [((0, 0), (0,)), ((0, 0, 0), (0, 0))]:
+        for dtype in (np.float64, np.float32, np.int64, np.complex64):
+            a, b = np.zeros(a_shape, dtype), np.zeros(b_shape, dtype)
+            want = np.linalg.tensorsolve(a, b)
+            for got in (la.tensorsolve(a, b), jit(la.tensorsolve)(a, b)):
+                assert got.shape == want.shape and got.dtype == want.dtype
+        ga, gb = grad(lambda a, b: fnp.sum(la.tensorsolve(a, b)), argnums=(0, 1))(
+            np.zeros(a_shape), np.zeros(b_shape)
+        )
+        assert ga.shape == a_shape and gb.shape == b_shape
+
+
 def test_eig_vectors_of_an_empty_complex_matrix_have_an_empty_gradient():
     # the phase fix of eig's eigenvectors took argmax over a column of no entries: ValueError
     def vectors(m):

@@ -707,7 +707,8 @@ def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -
             f"{old}) hold {n}, and b holds {int(_np.prod(shape(b), dtype=_np.int64))}; all "
             "three must be equal: pass a of shape b.shape + x.shape (or move its axes with axes=)"
         )
-    return reshape(solve_for(reshape(a, (-1, n)), reshape(b, (-1,)), "linalg.tensorsolve"), old)
+    # (n, n), not (-1, n): NumPy cannot tell the -1 of a system of no unknowns (n = 0)
+    return reshape(solve_for(reshape(a, (n, n)), reshape(b, (n,)), "linalg.tensorsolve"), old)
 
 
 # --- determinants ---------------------------------------------------------------------------------
