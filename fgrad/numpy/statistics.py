@@ -788,6 +788,8 @@ _DISCRETE = (
     "closest_observation",
 )
 _QUANTILE_METHODS = tuple(_CONTINUOUS) + _DISCRETE
+# the methods whose quantile is an element of a (the others interpolate between two)
+_PICKING = ("lower", "higher", "nearest", "inverted_cdf", "closest_observation")
 
 
 def _virtual_index(n, q, method):
@@ -908,6 +910,12 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         )
     if dtype_of(q).kind == "c":
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
+    if dtype_of(a) == _np.bool_ and method not in _PICKING:  # NumPy's raises (bool subtract)
+        raise TypeError(
+            f"{name}: a is boolean ({describe(a)}), and method {method!r} interpolates between "
+            "two elements, which NumPy does not do for booleans: pass a.astype(float), or a "
+            f"method that picks an element ({', '.join(map(repr, _PICKING))})"
+        )
     qv = _checked_fractions(q, weak, scale, name)
     keepdims = _keepdims(keepdims)
     if nan_policy == "omit" and 0 in shape(a):
@@ -933,7 +941,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     if dtype_of(a).kind in "iub" and dtype != dtype_of(x):
         x = astype(x, dtype)  # (exact: the integers fit the narrower float)
     lo = _take_last(x, take_along_axis(order, prev, axis=-1))
-    if method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation"):
+    if method in _PICKING:
         res = lo  # an element of a: of a's own dtype, as NumPy's (integers stay integers)
         if dtype_of(a).kind in "iub" and dtype_of(res) != dtype_of(a):
             res = astype(res, dtype_of(a))
