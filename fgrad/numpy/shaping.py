@@ -581,8 +581,10 @@ def reshape(
             order = _index_order(a, order, "reshape", allowed="CFA")
             if order == "F":
                 return transpose(reshape(transpose(a), shape[::-1]))
-        if shape_of(a) == shape:
-            return strongly_typed(a)  # (NumPy's reshape of a Python number is an array)
+        if shape_of(a) == shape and type(a) is Box:
+            # nothing to record (a Python number `jit` holds: NumPy's array of it, as eagerly);
+            # a list holding traced values is stacked below, into the array NumPy's would be
+            return strongly_typed(a)
         return _reshape_p(a, shape=shape)
     except ValueError as error:
         _refuse_new_shape(a, shape, error)
