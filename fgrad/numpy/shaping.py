@@ -2862,6 +2862,18 @@ def strongly_typed(x):
     return x
 
 
+def keeps_single_precision(dtype) -> bool:
+    """Whether fgrad keeps `dtype` where NumPy computes and returns double precision (`cov`,
+    `interp`, `vander`, `polyint`, `geomspace`, `bincount`'s sums, ...): float32 and complex64
+    stay, their values NumPy's rounded once ("Float32 in, float32 out", as JAX). float16 does
+    not: NumPy computes it in float64, and fgrad gives NumPy's dtype and value (a float16
+    result would carry float16's rounding, 5e-4, where NumPy's float64 has none)."""
+    return _np.dtype(dtype) in _SINGLE_PRECISION
+
+
+_SINGLE_PRECISION = frozenset((_np.dtype(_np.float32), _np.dtype(_np.complex64)))
+
+
 def held_number(x):
     """The Python number x is, or that a traced x holds as it was given (`jit` records a
     Python-number argument as itself: weakly typed, NEP 50, as in eager code, where a NumPy

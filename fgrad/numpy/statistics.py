@@ -89,6 +89,7 @@ from .shaping import (
     describe,
     getitem,
     is_traced,
+    keeps_single_precision,
     moveaxis,
     ndim,
     nondiff_function,
@@ -1251,7 +1252,7 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     """NumPy's `bincount`, differentiable in `weights`: bin j holds the sum of the weights of
     the j's in `x` (a constant array of non-negative integers). The sums are NumPy's (made in
     float64); float32 weights, traced or not, give them rounded to float32 (NumPy returns
-    float64; JAX keeps float32).
+    float64; JAX keeps float32), other weights (float16 too) NumPy's float64.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda w: fnp.bincount([0, 2, 2], w)[2])(fnp.array([1.0, 2.0, 3.0]))
@@ -1274,16 +1275,16 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
             f"bincount: weights are complex ({describe(weights)}); NumPy sums "
             "real weights only: bin the real and imaginary parts separately"
         )
+    sums_dtype = w_dtype if keeps_single_precision(w_dtype) else _np.dtype(_np.float64)
     if numpy_applies(weights):  # (Dask's: fgrad's, lazily)
-        out = _np.bincount(x, weights, minlength)
-        return out.astype(w_dtype) if w_dtype.kind == "f" else out
+        return _np.bincount(x, weights, minlength).astype(sums_dtype, copy=False)
     _check_bin_numbers(x)
     if shape(weights) != x.shape:
         raise ValueError(
             f"bincount: weights must have x's shape {x.shape}, got shape {shape(weights)}"
         )
-    if w_dtype.kind != "f":
-        weights = astype(weights, _np.float64)
+    if w_dtype != sums_dtype:  # (the primitive sums in float64 and returns the weights' dtype)
+        weights = astype(weights, sums_dtype)
     return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
 
 
