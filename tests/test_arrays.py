@@ -1058,6 +1058,43 @@ def test_flip_and_transpose_of_a_number_have_numpys_type():
             assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
 
 
+def test_shaping_that_moves_nothing_returns_numpys_array_never_the_callers_object():
+    """transpose, permute_dims, swapaxes, moveaxis and broadcast_to with identity axes (and
+    flip of no axis, rot90 by 0) returned the caller's list or array itself: `* 2` then
+    repeated the list, and the result aliased the input object. Each now returns what NumPy
+    returns: a new array (a view of an array), and diff(n=0) the input itself, as NumPy's."""
+    calls = {
+        "transpose": lambda m, a: m.transpose(a, tuple(range(np.ndim(a)))),
+        "transpose of 1-d": lambda m, a: m.transpose(np.ravel(a).tolist()),
+        "permute_dims": lambda m, a: m.permute_dims(a, tuple(range(np.ndim(a)))),
+        "swapaxes": lambda m, a: m.swapaxes(a, 0, 0),
+        "swapaxes negative": lambda m, a: m.swapaxes(a, -1, np.ndim(a) - 1),
+        "moveaxis": lambda m, a: m.moveaxis(a, 0, 0),
+        "broadcast_to": lambda m, a: m.broadcast_to(a, np.shape(a)),
+        "flip": lambda m, a: m.flip(a, ()),
+        "rot90": lambda m, a: m.rot90(a, 0),
+        "diff": lambda m, a: m.diff(a, n=0),
+    }
+    for what, call in calls.items():
+        for a in ([[1.0, 2.0], [3.0, 4.0]], np.array([[1.0, 2.0], [3.0, 4.0]])):
+            want, got = call(np, a), call(fnp, a)
+            assert type(got) is type(want) and (got is a) == (want is a), what
+            np.testing.assert_array_equal(got * 2, want * 2)
+            if isinstance(want, np.ndarray):
+                assert got.flags.writeable == want.flags.writeable, what
+    # a list holding traced values is stacked, differentiably, as by a transpose that moves
+    # (the list came back as it was, and NumPy's `*` could not read it)
+    w = np.array([[1.0, 3.0]])
+    moves_nothing = (
+        lambda a: fnp.transpose(a, (0, 1)),
+        lambda a: fnp.moveaxis(a, 0, 0),
+        lambda a: fnp.swapaxes(a, 1, 1),
+        lambda a: fnp.broadcast_to(a, (1, 2)),
+    )
+    for f in moves_nothing:
+        assert grad(lambda x, f=f: fnp.sum(f([[x, 2 * x]]) * w))(1.0) == 7.0
+
+
 def test_at_subtract_and_set_work_in_xs_dtype():
     """Review (probe DL): subtract negated v in v's own dtype, where it wraps (0 - [1, 2] of
     uint8 gave [509, 0, 0]; -int8(-128) is -128) or has no negative (bool v raised); set

@@ -141,6 +141,20 @@ def test_shifts_invert_each_other_and_match_numpy():
     np.testing.assert_array_equal(jacfwd(lambda x: F.ifftshift(F.fftshift(x)))(x[0]), np.eye(5))
 
 
+def test_shifts_of_a_scalar_are_refused_as_numpy_refuses_them():
+    """NumPy's fftshift and ifftshift of a 0-d input raise (ValueError, inside its roll);
+    fgrad returned the scalar. Now a ValueError that names x and says what to do."""
+    for name in ("fftshift", "ifftshift"):
+        for x in (np.array(1.5), 1.5, np.float32(1.5)):
+            for axes in (None, ()):
+                with pytest.raises(ValueError):
+                    getattr(np.fft, name)(x, axes)
+                with pytest.raises(ValueError, match=rf"{name}: x is a scalar \(shape \(\)"):
+                    getattr(F, name)(x, axes)
+        with pytest.raises(ValueError, match="x is a scalar"):
+            grad(getattr(F, name))(1.5)
+
+
 def test_frequencies_are_constants_but_a_traced_spacing_is_differentiated():
     np.testing.assert_array_equal(F.fftfreq(5, 0.5), np.fft.fftfreq(5, 0.5))
     np.testing.assert_array_equal(F.rfftfreq(5, 0.5), np.fft.rfftfreq(5, 0.5))

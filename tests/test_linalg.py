@@ -352,6 +352,48 @@ def test_det_hessian_at_singular_matrices_under_vmap_and_in_a_stack():
     np.testing.assert_allclose(h32, exact[2], atol=1e-5 * np.abs(exact[2]).max())
 
 
+def test_det_derivatives_at_a_matrix_with_a_nan_or_an_inf_are_nan_as_jaxs():
+    """grad, jvp, vjp and linearize of det at a matrix holding a nan raised LinAlgError (SVD
+    did not converge: NumPy's SVD chose the formula). They are nan now, at every order and
+    under jit and vmap, and the other matrices of a stack keep their derivatives (those of
+    each matrix alone, singular ones included)."""
+    nan = np.array([[1.0, 2.0], [np.nan, 3.0]])
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    regular = np.array([[2.0, 1.0], [1.0, 3.0]])
+    t = np.ones((2, 2))
+    for bad in (nan, np.array([[np.inf, 0.0], [0.0, 0.0]]), np.array([[np.nan, 0.0], [0.0, 0.0]])):
+        for d in (
+            grad(la.det)(bad),
+            jvp(la.det, (bad,), (t,))[1],
+            vjp(la.det, bad)[1](1.0)[0],
+            fgrad.linearize(la.det, bad)[1](t),
+            fgrad.hessian(la.det)(bad),
+            jit(grad(la.det))(bad),
+            vmap(grad(la.det))(bad[None])[0],
+        ):
+            assert np.isnan(d).all()
+        d32 = grad(la.det)(bad.astype(np.float32))
+        assert np.isnan(d32).all() and d32.dtype == np.float32
+    alone = [grad(la.det)(m) for m in (singular, regular)]
+    alone_hessians = [fgrad.hessian(la.det)(m) for m in (singular, regular)]
+    stack = np.stack([nan, singular, regular])
+    for g in (
+        grad(lambda x: fnp.sum(la.det(x)))(stack),
+        jit(grad(lambda x: fnp.sum(la.det(x))))(stack),
+        vmap(grad(la.det))(stack),
+    ):
+        assert np.isnan(g[0]).all()
+        np.testing.assert_allclose(g[1:], alone, atol=1e-12)
+    h = vmap(fgrad.hessian(la.det))(stack)
+    assert np.isnan(h[0]).all()
+    np.testing.assert_allclose(h[1:], alone_hessians, atol=1e-12)
+    # a jit record made at a finite matrix, replayed at a nan one, and back
+    g = jit(grad(la.det))
+    for m in (singular, nan, singular, regular, nan):
+        want = grad(la.det)(m)
+        np.testing.assert_array_equal(g(m), want)
+
+
 def _read_from(g, lower):
     """The gradient with respect to a of f(H), H Hermitian read from a's triangle, from the
     gradient g (Hermitian) with respect to H: g + g^H on the triangle read, its diagonal once."""
@@ -468,6 +510,21 @@ def test_eigvals_of_no_matrix_entries_has_an_empty_gradient():
         assert g.shape == empty.shape and g.dtype == empty.dtype
         assert jvp(la.eigvals, (empty,), (empty,))[1].shape == empty.shape[:-1]
     assert fgrad.vmap(grad(f))(np.zeros((2, 0, 0))).shape == (2, 0, 0)
+
+
+def test_tensorsolve_of_a_system_of_no_unknowns_is_numpys():
+    """tensorsolve(zeros((0, 0)), zeros(0)) raised "cannot reshape array of size 0 into
+    shape (0)" (a reshape to (-1, 0)); NumPy's is an empty x, in the dtype of NumPy's."""
+    for a_shape, b_shape in [((0, 0), (0,)), ((0, 0, 0), (0, 0))]:
+        for dtype in (np.float64, np.float32, np.int64, np.complex64):
+            a, b = np.zeros(a_shape, dtype), np.zeros(b_shape, dtype)
+            want = np.linalg.tensorsolve(a, b)
+            for got in (la.tensorsolve(a, b), jit(la.tensorsolve)(a, b)):
+                assert got.shape == want.shape and got.dtype == want.dtype
+        ga, gb = grad(lambda a, b: fnp.sum(la.tensorsolve(a, b)), argnums=(0, 1))(
+            np.zeros(a_shape), np.zeros(b_shape)
+        )
+        assert ga.shape == a_shape and gb.shape == b_shape
 
 
 def test_eig_vectors_of_an_empty_complex_matrix_have_an_empty_gradient():

@@ -660,6 +660,43 @@ def test_full_of_a_traced_fill_value_takes_a_length_given_alone_as_numpy_does():
 # --- array-likes: lists and tuples that hold traced values, anywhere NumPy takes an array ---------
 
 
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        ("squeeze", fnp.squeeze),
+        ("reshape", lambda a: fnp.reshape(a, (3,))),
+        ("trim_zeros", fnp.trim_zeros),
+        ("histogramdd", lambda a: fnp.histogramdd(a, bins=3)),
+        ("histogramdd of columns", lambda a: fnp.histogramdd([a, a], bins=2)),
+    ],
+)
+def test_a_list_argument_under_jit_gives_the_eager_result(name, f):
+    """jit gives a function a list argument as a list of traced numbers (a pytree, as JAX).
+    squeeze returned that list (eagerly an array), trim_zeros an array (eagerly NumPy's
+    sliced list) and histogramdd failed inside (not enough values to unpack): each is now
+    the eager result, whose type, structure, dtypes and values are compared, on a record
+    and its replays."""
+    jitted = fgrad.jit(f)
+    for a in ([0.0, 1.5, 0.0], [0.3, 1.2, 2.5], [0.0, 2.0, 0.0]):
+        want, got = f(a), jitted(a)
+        want_leaves, want_tree = fgrad.tree_util.tree_flatten(want)
+        got_leaves, got_tree = fgrad.tree_util.tree_flatten(got)
+        assert got_tree == want_tree, name
+        for g, w in zip(got_leaves, want_leaves):
+            assert type(g) is type(w) and np.result_type(g) == np.result_type(w), name
+            np.testing.assert_array_equal(g, w)
+
+
+def test_unstack_refuses_a_list_eagerly_and_under_jit_alike():
+    """NumPy's unstack takes no list (AttributeError: a list has no ndim); under jit fgrad's
+    unstacked the list of traced numbers. Both now raise one TypeError saying what to do."""
+    with pytest.raises(AttributeError):
+        np.unstack([0.3, 1.2])
+    for call in (fnp.unstack, fgrad.jit(fnp.unstack)):
+        with pytest.raises(TypeError, match="unstack: x is a list; .*asarray"):
+            call([0.3, 1.2])
+
+
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_lists_of_traced_values_are_differentiable_arrays(mode):
     w = np.array([1.0, 2.0])

@@ -479,6 +479,30 @@ def test_average_gradients_in_a_and_weights():
     np.testing.assert_allclose(gw, (a - 1.5) / w.sum())
 
 
+@pytest.mark.parametrize("name", ["quantile", "percentile", "nanquantile", "nanpercentile"])
+def test_quantiles_of_booleans_are_refused_where_numpy_refuses_them(name):
+    """NumPy refuses boolean data for the methods that interpolate (its lerp subtracts two
+    booleans: TypeError) and picks an element of them for the others; fgrad interpolated
+    (percentile([True, False, True], 50) was 1.0). Now the same TypeError, naming a and
+    saying what to do, eagerly and under jit; the picking methods stay NumPy's."""
+    q = 0.5 if "quantile" in name else 50.0
+    for a in (np.array([True, False, True]), np.array(True), [[True, False]]):
+        for method in METHODS:
+            try:
+                want = getattr(np, name)(a, q, method=method)
+            except TypeError:
+                for f in (getattr(fnp, name), fgrad.jit(getattr(fnp, name), static_argnums=2)):
+                    with pytest.raises(TypeError, match=rf"{name}: a is boolean .*astype"):
+                        f(np.asarray(a), q, method)
+                continue
+            assert method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation")
+            got = getattr(fnp, name)(a, q, method=method)
+            assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="a is boolean"):
+        getattr(fnp, name)(np.array([True, False]), q)  # the default method, 'linear'
+
+
 def test_average_errors():
     with pytest.raises(ZeroDivisionError, match="weights sum to zero"):
         fnp.average(np.ones(2), weights=np.array([1.0, -1.0]))

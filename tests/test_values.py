@@ -55,7 +55,7 @@ from gradtable import NoReference, load, public_names, recording, reference, sam
 from rows_values import REFERENCES
 
 import fgrad.numpy as fnp
-from fgrad import grad, jacfwd, jacrev, jvp, linearize, vjp
+from fgrad import grad, jacfwd, jacrev, jit, jvp, linearize, vjp
 from fgrad.core import primal
 
 ROWS, NONDIFF = load()
@@ -635,3 +635,45 @@ SPECIAL_INPUTS = {
 def test_tracing_keeps_numpys_value_at_a_nan_an_inf_or_a_negative_zero(name):
     fn, args = SPECIAL_INPUTS[name]
     check_tracing(fn, args)
+
+
+# --- float16 where NumPy computes in double precision ---------------------------------------------
+
+_H = np.array([1.0, 2.5, 3.0], np.float16)
+_M = np.array([[1.0, 2.0, 4.0], [0.5, 3.0, 1.0]], np.float16)
+DOUBLE_PRECISION_FUNCTIONS = {
+    "cov": (lambda m, x: m.cov(x), _M),
+    "cov-y": (lambda m, x: m.cov(x, x[::-1]), _H),
+    "cov-aweights": (lambda m, x: m.cov(m.stack([x, x[::-1]]), aweights=x), _H),
+    "corrcoef": (lambda m, x: m.corrcoef(x), _M),
+    "interp-x": (lambda m, x: m.interp(x, x[::2], x[::-2]), _H),
+    "interp-xp-fp": (lambda m, x: m.interp(x[:2] + 0.25, x, x[::-1]), _H),
+    "vander": (lambda m, x: m.vander(x), _H),
+    "geomspace": (lambda m, x: m.geomspace(x, 2 * x, 3), _H),
+    "polyint": (lambda m, x: m.polyint(x, 2, k=x[0]), _H),
+    "polyder": (lambda m, x: m.polyder(x), _H),
+    "bincount": (lambda m, x: m.bincount(np.array([0, 1, 1]), weights=x), _H),
+}
+
+
+@pytest.mark.parametrize("name", DOUBLE_PRECISION_FUNCTIONS)
+def test_float16_takes_numpys_double_precision_where_float32_is_kept(name):
+    """fgrad keeps float32 where NumPy computes and returns float64 ("Float32 in, float32
+    out"), but kept float16 too: cov of float16 data was float16, 2.8e-4 off NumPy's float64.
+    float16 now gets NumPy's dtype and value, bit for bit, plain and traced (the gradient
+    stays in the input's float16); float32 keeps its own dtype, NumPy's value rounded."""
+    f, x = DOUBLE_PRECISION_FUNCTIONS[name]
+    want = f(np, x)
+    assert want.dtype == np.float64
+    traced = [
+        lambda x: f(fnp, x),
+        jit(lambda x: f(fnp, x)),
+        lambda x: vjp(lambda x: f(fnp, x), x)[0],
+    ]
+    for got in (g(x) for g in traced):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert grad(lambda x: fnp.sum(f(fnp, x)))(x).dtype == np.float16
+    got32 = f(fnp, x.astype(np.float32))
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, f(np, x.astype(np.float32)), rtol=1e-6)

@@ -156,8 +156,8 @@ def flip(m: ArrayLike, axis: int | tuple[int, ...] | None = None) -> Array:
     axes = _normalize_axes(axis, nd)
     if not nd:
         return getitem(m, ())  # NumPy's m[()]: a 0-d array's scalar
-    if not axes:
-        return m
+    if not axes and type(m) is Box:
+        return m  # nothing to record; a plain array: NumPy's m[:, ...], a view, below
     return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(nd)))
 
 
@@ -257,7 +257,7 @@ def rot90(m: ArrayLike, k: int = 1, axes: Sequence[int] = (0, 1)) -> Array:
         raise ValueError(f"rot90: the two axes must differ, got {axes!r}")
     k = int(k) % 4
     if k == 0:
-        return m
+        return flip(m, ())  # (NumPy's m[:], a view of a plain array, not m itself)
     if k == 2:
         return flip(flip(m, a0), a1)
     order = list(range(nd))

@@ -48,6 +48,7 @@ from .shaping import (
     holds_foreign,
     is_default,
     is_traced,
+    keeps_single_precision,
     like_batch_rule,
     meta,
     moveaxis,
@@ -314,14 +315,12 @@ def geomspace(
 
 def _geomspace_single(start, stop, dtype):
     """The single-precision dtype (float32, complex64) geomspace keeps where NumPy would
-    return double precision for single-precision end points, else None."""
+    return double precision for single-precision end points, else None (float16 end points
+    take NumPy's float64: `keeps_single_precision`)."""
     if dtype is not None:
         return None
     kept = result_type(start, stop)
-    if kept.kind not in "fc":
-        return None
-    numpys = _np.result_type(kept, _np.float64)
-    return kept if numpys != kept else None
+    return kept if keeps_single_precision(kept) else None
 
 
 # --- copies and constant arrays -------------------------------------------------------------------

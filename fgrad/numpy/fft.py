@@ -550,6 +550,11 @@ def _roll(x, k, axis):
 
 def _shift(x, axes, sign, name):
     x = asarray(x)
+    if not shape(x):  # (NumPy's roll of a 0-d array fails inside, whatever the axes)
+        raise ValueError(
+            f"{name}: x is a scalar ({describe(x)}), which NumPy does not shift; pass an "
+            "array of at least one dimension (a scalar has no frequency to centre: use x)"
+        )
     if axes is None:
         axes = range(len(shape(x)))
     elif isinstance(axes, (int, _np.integer)):

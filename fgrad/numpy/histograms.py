@@ -198,12 +198,14 @@ def histogram(
 
 
 def _as_columns(sample: Any) -> Any:
-    """NumPy's (N, D) reading of a sample: an (N, D) array, or D sequences of N values."""
+    """NumPy's (N, D) reading of a sample: an (N, D) array as it is; anything else, D
+    sequences of N values (N values: D = 1), as NumPy's atleast_2d(sample).T. (A list of
+    numbers, which `jit` gives as a list of traced ones, is N points of one dimension.)"""
     if isinstance(sample, (list, tuple)):
-        return transpose(stack([asarray(s) for s in sample]))
+        sample = stack([asarray(s) for s in sample])
+    elif ndim(sample) == 2:
+        return asarray(sample)
     s = asarray(sample)
-    if ndim(s) == 2:
-        return s
     return transpose(reshape(s, (1, -1)) if ndim(s) < 2 else s)
 
 

@@ -95,6 +95,7 @@ from .elementwise import (
     equal,
     greater,
     imag,
+    isfinite,
     less,
     logical_and,
     logical_not,
@@ -706,49 +707,99 @@ def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -
             f"{old}) hold {n}, and b holds {int(_np.prod(shape(b), dtype=_np.int64))}; all "
             "three must be equal: pass a of shape b.shape + x.shape (or move its axes with axes=)"
         )
-    return reshape(solve_for(reshape(a, (-1, n)), reshape(b, (-1,)), "linalg.tensorsolve"), old)
+    # (n, n), not (-1, n): NumPy cannot tell the -1 of a system of no unknowns (n = 0)
+    return reshape(solve_for(reshape(a, (n, n)), reshape(b, (n,)), "linalg.tensorsolve"), old)
 
 
 # --- determinants ---------------------------------------------------------------------------------
 
 
-def _adjugate_T(x, ans):
-    """The transposed adjugate of x (d det(x) / dx), in fgrad operations.
+def _adjugate_T(x, ans, s=None):
+    """The transposed adjugate of x (d det(x) / dx), in fgrad operations; nan for a matrix
+    that holds a nan or an inf (`_finite_or_nan`). `s`: x's `_singular_values`, if known.
 
     det(x) inv(x).T where every matrix of the batch is well conditioned (smallest singular
     value above sqrt(eps) times the largest); otherwise by `_adjugate_T_shifted`, whose
     derivatives are those of the adjugate at any rank. The inverse is preferred where it is
     accurate: it is one LAPACK call, and its values are the ones fgrad has always given.
     """
-    if _unreadable(x):  # no matrix is read
-        return _adjugate_T_rows(x, ans)
     if 0 in shape(x):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
-    # Under `jit` the singular values are recorded operations and what is read is the branch
-    # and the number of points, each a guard on one number: a record serves every matrix
-    # that takes its branch (reading the matrix would guard each element, a record per call).
-    # Otherwise NumPy computes them; the operators are NumPy's or fgrad's alike.
-    if _core.holds_staged(x):
-        s = _svdvals_p(constant_of(x))
-    else:
-        s = _np.linalg.svd(_np.asarray(primal(x)), compute_uv=False)
+    if s is None:
+        s = _singular_values(x)
+    if _unreadable(x):  # no matrix is read
+        return _finite_or_nan(x, ans, s, _adjugate_T_rows)
     dtype = _dtype(x)
     if not primal((~(s[..., -1] > _np.sqrt(_np.finfo(dtype).eps) * s[..., 0])).any()):
         return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))  # all well conditioned
+    # (a matrix that holds a nan or an inf has nan singular values: it is read as ill here)
+    if read_any(_not_finite(x)):
+        return _finite_or_nan(x, ans, s, _adjugate_T)
     shifted = (s <= _SHIFTED_BELOW(dtype) * s[..., :1]).sum(axis=-1).max()
     return _adjugate_T_shifted(x, int(primal(shifted)) + 1)
 
 
-def _adjugate_T_rows(x, ans):
-    """`_adjugate_T` of a batch (under `vmap`): both formulas, each row taking the one its
-    own matrices call for, so that no row's value is read. The rows that take the shifted
-    formula get the identity's inverse in the other (masked out, and finite, so its
-    derivatives are 0 rather than nan); the shifted formula takes as many points as any
-    matrix may need (n + 1), since the number cannot be read."""
+def _svdvals_or_nan(x):
+    """NumPy's singular values of each matrix of the stack x; nan for a matrix that holds a
+    nan, where NumPy's SVD raises ("SVD did not converge"; it gives nan for an inf)."""
+    try:
+        return _np.linalg.svd(x, compute_uv=False)
+    except _LinAlgError:
+        pass
+    not_finite = ~_np.isfinite(x).all(axis=(-2, -1))
+    finite_x = _np.where(not_finite[..., None, None], _np.eye(x.shape[-1], dtype=x.dtype), x)
+    s = _np.linalg.svd(finite_x, compute_uv=False)
+    s[not_finite] = _np.nan
+    return s
+
+
+# `_svdvals_or_nan` as an operation with no derivative, which `vmap` and `jit` records compute
+_svdvals_or_nan_p = nondiff(per_matrix(_svdvals_or_nan), name="svdvals_or_nan")
+_register_per_matrix(_svdvals_or_nan_p)
+
+
+def _singular_values(x):
+    """`_svdvals_or_nan` of x's value, which chooses det's derivative's formula. Under `jit`
+    they are recorded operations and what is read is the branch and the number of points,
+    each a guard on one number: a record serves every matrix that takes its branch (reading
+    the matrix would guard each element, a record per call); under `vmap` each row has its
+    own. Otherwise NumPy computes them; the operators are NumPy's or fgrad's alike."""
+    if _unread(x):
+        return _svdvals_or_nan_p(constant_of(x))
+    return _svdvals_or_nan(_np.asarray(primal(x)))
+
+
+def _not_finite(x):
+    """Whether each matrix of the stack x holds a nan or an inf (a constant)."""
+    return max(logical_not(isfinite(constant_of(x))), axis=(-2, -1))
+
+
+def _finite_or_nan(x, ans, s, adjugate_T):
+    """`adjugate_T(x, ans, s)` with nan for each matrix of the stack that holds a nan or an
+    inf, as JAX's: the derivatives of det have no value there (and NumPy's SVD, which chooses
+    the formula, raises on a nan). Those matrices give ans times nan, so that every higher
+    derivative is nan too, and the identity takes their place in the formula of the others
+    (which no matrix of theirs changes). Under `vmap` every row takes this form (no row is
+    read): a plain where for the rows that are finite."""
+    not_finite = _not_finite(x)
+    nan_at = expand_dims(expand_dims(not_finite, -1), -1)
+    finite_x = where(nan_at, _const(_np.eye(shape(x)[-1]), x), x)
+    finite_ans = where(not_finite, 1.0, ans)  # det(identity) = 1
+    adj = adjugate_T(finite_x, finite_ans, where(expand_dims(not_finite, -1), 1.0, s))
+    # ans times 0, not nan, at the finite matrices: the product's derivative reaches ans there
+    # (times a cotangent of 0), and 0 * nan would make theirs nan
+    nan_or_0 = where(nan_at, _const(_np.nan, x), _const(0.0, x))
+    return where(nan_at, expand_dims(expand_dims(ans, -1), -1) * nan_or_0, adj)
+
+
+def _adjugate_T_rows(x, ans, sv):
+    """`_adjugate_T` of a batch (under `vmap`) of finite matrices, whose singular values are
+    sv: both formulas, each row taking the one its own matrices call for, so that no row's
+    value is read. The rows that take the shifted formula get the identity's inverse in the
+    other (masked out, and finite, so its derivatives are 0 rather than nan); the shifted
+    formula takes as many points as any matrix may need (n + 1), since the number cannot be
+    read."""
     s = shape(x)
-    if 0 in s:
-        return expand_dims(expand_dims(ans, -1), -1) * _mT(_inv_p(x))
-    sv = _svdvals_p(constant_of(x))
     eps = _np.sqrt(_np.finfo(_dtype(x)).eps)
     ill = where(greater(sv[..., -1], eps * sv[..., 0]), 0.0, 1.0)
     if len(s) > 2:  # the row's whole stack takes one formula, as in `_adjugate_T`

@@ -410,6 +410,11 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     >>> fnp.unstack(np.arange(4.0).reshape(2, 2), axis=1)
     (array([0., 2.]), array([1., 3.]))
     """
+    if isinstance(x, (list, tuple)):  # (a `jit` argument too: refused as eagerly)
+        raise TypeError(
+            f"unstack: x is a {type(x).__name__}; NumPy's unstack takes an array (a list has "
+            "no ndim: AttributeError): pass fgrad.numpy.asarray(x)"
+        )
     if numpy_applies(x):
         return _np.unstack(x, axis=axis)
     x = asarray(x)
@@ -478,7 +483,9 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
         else:
             first, last = bounds[k]
             index[ax] = slice(first if "f" in trim else None, last + 1 if "b" in trim else None)
-    return filt[tuple(index)]
+    # NumPy's: the argument itself sliced, so a list (a `jit` argument too) stays a list, as
+    # eagerly; a nested list cannot take a tuple index (NumPy's TypeError)
+    return given[index[0]] if nd == 1 else given[tuple(index)]
 
 
 @mirror("shape")

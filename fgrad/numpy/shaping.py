@@ -581,8 +581,10 @@ def reshape(
             order = _index_order(a, order, "reshape", allowed="CFA")
             if order == "F":
                 return transpose(reshape(transpose(a), shape[::-1]))
-        if shape_of(a) == shape:
-            return strongly_typed(a)  # (NumPy's reshape of a Python number is an array)
+        if shape_of(a) == shape and type(a) is Box:
+            # nothing to record (a Python number `jit` holds: NumPy's array of it, as eagerly);
+            # a list holding traced values is stacked below, into the array NumPy's would be
+            return strongly_typed(a)
         return _reshape_p(a, shape=shape)
     except ValueError as error:
         _refuse_new_shape(a, shape, error)
@@ -716,8 +718,10 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     if axes is None:
         axes = tuple(range(nd))[::-1]
     axes = tuple(normalize_axis(int(ax), nd, "transpose", "axes") for ax in axes)
-    if axes == tuple(range(nd)):
-        return strongly_typed(a)  # (NumPy's transpose of a Python number is an array)
+    if axes == tuple(range(nd)) and type(a) is Box:
+        # nothing to record (a Python number `jit` holds: NumPy's array of it, as eagerly). A
+        # plain value takes NumPy's own below: a new array, never the caller's list or array
+        return strongly_typed(a)
     return _transpose_p(a, axes=axes)
 
 
@@ -730,8 +734,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
         # NumPy's own view, a tenth of the time of binding the transpose.
         nd = a.ndim
         if -nd <= axis1 < nd and -nd <= axis2 < nd:  # (else the error below)
-            i, j = axis1 % nd, axis2 % nd
-            return a if i == j else a.swapaxes(i, j)
+            return a.swapaxes(axis1, axis2)  # (a view even for axis1 == axis2, as NumPy's)
     nd = ndim(a)
     axes = list(range(nd))
     i, j = (
@@ -739,7 +742,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
         normalize_axis(axis2, nd, "swapaxes", "axis2"),
     )
     axes[i], axes[j] = axes[j], axes[i]
-    return a if i == j else _transpose_p(a, axes=tuple(axes))  # axes already normalized
+    return transpose(a, axes)
 
 
 @mirror("shape")
@@ -955,8 +958,8 @@ def broadcast_to(array: ArrayLike, shape: int | Sequence[int], subok: bool = Fal
         return _np.broadcast_to(array, shape, subok=subok)  # (a view even to its own shape)
     refuse_layout("broadcast_to", subok=(subok, False))
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
-    if shape_of(array) == shape:
-        return array
+    if shape_of(array) == shape and type(array) is Box:
+        return strongly_typed(array)  # nothing to record; a plain value: NumPy's array below
     return _broadcast_to_p(array, shape=shape)
 
 
@@ -2857,6 +2860,18 @@ def strongly_typed(x):
     if type(x) is Box and held_number(x) is not None:
         return _asarray_p(x)
     return x
+
+
+def keeps_single_precision(dtype) -> bool:
+    """Whether fgrad keeps `dtype` where NumPy computes and returns double precision (`cov`,
+    `interp`, `vander`, `polyint`, `geomspace`, `bincount`'s sums, ...): float32 and complex64
+    stay, their values NumPy's rounded once ("Float32 in, float32 out", as JAX). float16 does
+    not: NumPy computes it in float64, and fgrad gives NumPy's dtype and value (a float16
+    result would carry float16's rounding, 5e-4, where NumPy's float64 has none)."""
+    return _np.dtype(dtype) in _SINGLE_PRECISION
+
+
+_SINGLE_PRECISION = frozenset((_np.dtype(_np.float32), _np.dtype(_np.complex64)))
 
 
 def held_number(x):

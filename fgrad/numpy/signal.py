@@ -69,6 +69,7 @@ from .shaping import (
     holds_foreign,
     identity_derivatives,
     is_traced,
+    keeps_single_precision,
     meta,
     ndim,
     numpy_applies,
@@ -89,11 +90,13 @@ if TYPE_CHECKING:
 
 
 def _float_dtype(*xs):
-    """The dtype of a result computed from xs: theirs if floating, else float64."""
+    """The dtype of a result NumPy computes from xs in double precision: NumPy's (theirs
+    promoted with float64: float64 for integers and float16), except float32 and complex64,
+    which fgrad keeps (`keeps_single_precision`)."""
     # (a list is an array-like: `dtype_of` reads its elements; numbers stay weakly typed, and
     # so does a traced one: `jit` holds a Python number argument as given)
     dt = _np.result_type(*map(_weak_or_dtype, xs))
-    return dt if _np.issubdtype(dt, _np.inexact) else _np.dtype(_np.float64)
+    return dt if keeps_single_precision(dt) else _np.result_type(dt, _np.float64)
 
 
 def _weak_or_dtype(x):
@@ -258,9 +261,9 @@ def diff(
 ) -> Array:
     """NumPy's `diff`: the n-th forward difference along `axis`, after joining `prepend` and
     `append` (a scalar is broadcast to one slice)."""
-    a = asarray(a)
     if n == 0:
-        return a
+        return a  # as NumPy: the input itself, unconverted (a list stays that list)
+    a = asarray(a)
     if n < 0:
         raise ValueError(f"diff: order n must be non-negative, got {n}")
     nd = ndim(a)
@@ -553,9 +556,9 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
     """NumPy's `vander`: columns are powers of x (decreasing unless `increasing`), NumPy's
     values bit for bit: x^k is the running product x * x * ... * x (NumPy's
     `multiply.accumulate`, not `x ** k`, which rounds otherwise), in NumPy's dtype (x's
-    promoted with the default integer). Single-precision x (float16, float32, complex64)
-    gives its own dtype, NumPy's values (made in double precision) rounded once, as JAX keeps
-    it; NumPy returns float64 or complex128.
+    promoted with the default integer). Single-precision x (float32, complex64) gives its
+    own dtype, NumPy's values (made in double precision) rounded once, as JAX keeps it; NumPy
+    returns float64 or complex128 (and so does fgrad for float16 x).
 
     >>> import numpy as np, fgrad, fgrad.numpy as fnp
     >>> fnp.vander(np.array([2.0, 3.0]), 3)
@@ -664,7 +667,8 @@ def cov(
     dtype: DTypeLike | None = None,
 ) -> Array:
     """NumPy's `cov` with `rowvar`, `bias`, `ddof`, `fweights` and `aweights` (which may be
-    traced); float32 data gives a float32 result (NumPy would give float64)."""
+    traced); float32 data gives a float32 result (NumPy would give float64; float16 data
+    gives NumPy's float64)."""
     if ddof is not None and ddof != int(ddof):
         raise ValueError(
             f"cov: ddof must be an integer (the degrees of freedom removed), got {ddof!r}"
@@ -857,12 +861,13 @@ def _powers(n, p):
 
 
 def _single_precision(*xs):
-    """The single-precision dtype (float32, complex64) of the inputs xs where NumPy computes
-    and returns double precision for them (polyder, polyint), else None. Python numbers take
-    the arrays' precision (they are weakly typed, as in JAX)."""
+    """The single-precision dtype (float32, complex64) of the inputs xs that fgrad keeps where
+    NumPy computes and returns double precision for them (polyder, polyint, vander), else
+    None (`keeps_single_precision`: float16 takes NumPy's float64). Python numbers take the
+    arrays' precision (they are weakly typed, as in JAX)."""
     # (a Python number that `jit` holds as given stays weakly typed, as it is eagerly)
     dt = _np.result_type(*[_weak_or_dtype(x) for x in xs if x is not None])
-    return dt if dt.kind in "fc" and _np.result_type(dt, _np.float64) != dt else None
+    return dt if keeps_single_precision(dt) else None
 
 
 @mirror("function")
@@ -884,8 +889,9 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
             f"polyder: order of derivative m must be non-negative, got {m} (see polyint)"
         )
     p = asarray(p)
-    if kept is not None:
-        p = astype(p, _np.result_type(kept, _np.float64))  # NumPy's steps, in NumPy's dtype
+    numpys = _np.result_type(dtype_of(p), _np.int_)  # p times its integer powers, as NumPy's
+    if m and dtype_of(p) != numpys:  # NumPy's steps, in NumPy's dtype (float16: float64)
+        p = astype(p, numpys)
     for _ in range(m):
         p = p[:-1] * _powers(shape(p)[0] - 1, p)
     return p if kept is None else astype(p, kept)

@@ -89,6 +89,7 @@ from .shaping import (
     describe,
     getitem,
     is_traced,
+    keeps_single_precision,
     moveaxis,
     ndim,
     nondiff_function,
@@ -788,6 +789,8 @@ _DISCRETE = (
     "closest_observation",
 )
 _QUANTILE_METHODS = tuple(_CONTINUOUS) + _DISCRETE
+# the methods whose quantile is an element of a (the others interpolate between two)
+_PICKING = ("lower", "higher", "nearest", "inverted_cdf", "closest_observation")
 
 
 def _virtual_index(n, q, method):
@@ -908,6 +911,12 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
         )
     if dtype_of(q).kind == "c":
         raise TypeError(f"{name}: q is complex ({describe(q)}); pass real quantiles")
+    if dtype_of(a) == _np.bool_ and method not in _PICKING:  # NumPy's raises (bool subtract)
+        raise TypeError(
+            f"{name}: a is boolean ({describe(a)}), and method {method!r} interpolates between "
+            "two elements, which NumPy does not do for booleans: pass a.astype(float), or a "
+            f"method that picks an element ({', '.join(map(repr, _PICKING))})"
+        )
     qv = _checked_fractions(q, weak, scale, name)
     keepdims = _keepdims(keepdims)
     if nan_policy == "omit" and 0 in shape(a):
@@ -933,7 +942,7 @@ def _quantile(a, q, axis, method, keepdims, nan_policy, name, scale=1.0):
     if dtype_of(a).kind in "iub" and dtype != dtype_of(x):
         x = astype(x, dtype)  # (exact: the integers fit the narrower float)
     lo = _take_last(x, take_along_axis(order, prev, axis=-1))
-    if method in ("lower", "higher", "nearest", "inverted_cdf", "closest_observation"):
+    if method in _PICKING:
         res = lo  # an element of a: of a's own dtype, as NumPy's (integers stay integers)
         if dtype_of(a).kind in "iub" and dtype_of(res) != dtype_of(a):
             res = astype(res, dtype_of(a))
@@ -1243,7 +1252,7 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
     """NumPy's `bincount`, differentiable in `weights`: bin j holds the sum of the weights of
     the j's in `x` (a constant array of non-negative integers). The sums are NumPy's (made in
     float64); float32 weights, traced or not, give them rounded to float32 (NumPy returns
-    float64; JAX keeps float32).
+    float64; JAX keeps float32), other weights (float16 too) NumPy's float64.
 
     >>> import fgrad, fgrad.numpy as fnp
     >>> fgrad.grad(lambda w: fnp.bincount([0, 2, 2], w)[2])(fnp.array([1.0, 2.0, 3.0]))
@@ -1266,16 +1275,16 @@ def bincount(x: ArrayLike, /, weights: ArrayLike | None = None, minlength: int =
             f"bincount: weights are complex ({describe(weights)}); NumPy sums "
             "real weights only: bin the real and imaginary parts separately"
         )
+    sums_dtype = w_dtype if keeps_single_precision(w_dtype) else _np.dtype(_np.float64)
     if numpy_applies(weights):  # (Dask's: fgrad's, lazily)
-        out = _np.bincount(x, weights, minlength)
-        return out.astype(w_dtype) if w_dtype.kind == "f" else out
+        return _np.bincount(x, weights, minlength).astype(sums_dtype, copy=False)
     _check_bin_numbers(x)
     if shape(weights) != x.shape:
         raise ValueError(
             f"bincount: weights must have x's shape {x.shape}, got shape {shape(weights)}"
         )
-    if w_dtype.kind != "f":
-        weights = astype(weights, _np.float64)
+    if w_dtype != sums_dtype:  # (the primitive sums in float64 and returns the weights' dtype)
+        weights = astype(weights, sums_dtype)
     return _bincount_p(weights, index=x, minlength=_operator.index(minlength))
 
 
